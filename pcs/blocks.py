@@ -1,0 +1,138 @@
+"""Block rules shared by trace statistics, replay and curves.
+
+A prompt of ``prompt_tokens`` tokens is cut into blocks of ``block_size``
+tokens; a trace gives one block hash per block, the last one possibly covering
+a partial block (Mooncake: ``len(hash_ids) == ceil(input_length / 512)``).
+
+Rules (vLLM ``KVCacheManager`` / ``kv_cache_utils``; SGLang ``RadixCache``):
+
+- only full blocks are cached (vLLM hashes full blocks only); with
+  ``cache_partial_blocks`` every hash id is a unit, the last one included;
+- lookup walks the chain from the first block and stops at the first miss;
+- the last prompt token must be computed to produce logits, so hits are capped
+  at ``prompt_tokens - 1`` tokens rounded down to whole blocks
+  (vLLM ``get_computed_blocks``: ``max_cache_hit_length = num_tokens - 1``);
+  ``recompute_last_token=False`` lifts the cap;
+- hit ratios are token-weighted: sum of hit tokens / sum of prompt tokens.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterable
+
+import numpy as np
+
+__all__ = ["BlockRules", "SingleSequenceResult", "single_sequence_hits"]
+
+
+@dataclass(frozen=True, slots=True)
+class BlockRules:
+    """How prompt tokens map to cacheable and hittable blocks.
+
+    Attributes:
+        cache_partial_blocks: cache every hash id, the trailing partial block
+            too (default False: full blocks only, as vLLM).
+        recompute_last_token: cap hits at ``prompt_tokens - 1`` tokens rounded
+            down to blocks (default True, as vLLM and SGLang).
+    """
+
+    cache_partial_blocks: bool = False
+    recompute_last_token: bool = True
+
+    def cacheable_blocks(self, prompt_tokens: int, num_hashes: int, block_size: int) -> int:
+        """Number of leading blocks that may be inserted into a cache.
+
+        ``prompt_tokens // block_size`` full blocks, or all ``num_hashes`` with
+        ``cache_partial_blocks``; never more than ``num_hashes``.
+
+        >>> BlockRules().cacheable_blocks(1030, 3, 512)
+        2
+        >>> BlockRules(cache_partial_blocks=True).cacheable_blocks(1030, 3, 512)
+        3
+        """
+        if self.cache_partial_blocks:
+            return num_hashes
+        return min(prompt_tokens // block_size, num_hashes)
+
+    def max_hit_blocks(self, prompt_tokens: int, num_hashes: int, block_size: int) -> int:
+        """Largest number of leading blocks that may count as hits.
+
+        With ``recompute_last_token``: ``(prompt_tokens - 1) // block_size``
+        (at least one token is computed), else all cacheable blocks.
+
+        >>> BlockRules().max_hit_blocks(1024, 2, 512)   # 1023 tokens -> 1 block
+        1
+        >>> BlockRules(recompute_last_token=False).max_hit_blocks(1024, 2, 512)
+        2
+        """
+        cacheable = self.cacheable_blocks(prompt_tokens, num_hashes, block_size)
+        if self.recompute_last_token:
+            return max(0, min(cacheable, (prompt_tokens - 1) // block_size))
+        return cacheable
+
+    @staticmethod
+    def hit_tokens(hit_blocks: int, prompt_tokens: int, block_size: int) -> int:
+        """Tokens covered by ``hit_blocks`` leading blocks (a partial last block
+        covers only the prompt's remaining tokens)."""
+        return min(hit_blocks * block_size, prompt_tokens)
+
+
+@dataclass(frozen=True, slots=True)
+class SingleSequenceResult:
+    """Outcome of the infinite-cache, in-order prefix replay.
+
+    Attributes:
+        hit_tokens: sum of hit tokens over requests.
+        prompt_tokens: sum of prompt tokens over requests.
+        hit_blocks: sum of hit blocks.
+        requests_with_hit: requests with at least one hit block.
+        requests: number of requests.
+    """
+
+    hit_tokens: int
+    prompt_tokens: int
+    hit_blocks: int
+    requests_with_hit: int
+    requests: int
+
+    @property
+    def hit_ratio(self) -> float:
+        """Token-weighted hit ratio, 0.0 for an empty trace."""
+        return self.hit_tokens / self.prompt_tokens if self.prompt_tokens else 0.0
+
+
+def single_sequence_hits(requests: Iterable, rules: BlockRules = BlockRules()) -> SingleSequenceResult:
+    """The single-sequence (infinite-cache) prefix hit ratio of a request stream.
+
+    Requests are taken in order; a cache of unbounded size keeps every
+    cacheable block ever computed; a block hits only if every earlier block of
+    the request hit; hits are capped by ``rules``. This is the ceiling a
+    finite cache facing the same stream can approach, never exceed.
+
+    Args:
+        requests: iterable of objects with ``prompt_tokens`` (int),
+            ``block_size`` (int) and ``block_hashes``
+            (``np.ndarray[np.uint64]``, shape ``(num_blocks,)``).
+        rules: block rules (full blocks only and last-token cap by default).
+    Returns:
+        :class:`SingleSequenceResult`; ``.hit_ratio`` is token-weighted.
+
+    Cost: one set lookup per block up to the first miss, one insert per
+    cacheable block; memory one set entry per distinct cacheable block.
+    """
+    seen: set[int] = set()
+    hit_tokens = prompt_tokens = hit_blocks = with_hit = n = 0
+    for req in requests:
+        hashes = req.block_hashes.tolist() if isinstance(req.block_hashes, np.ndarray) else list(req.block_hashes)
+        p, bs = req.prompt_tokens, req.block_size
+        cap = rules.max_hit_blocks(p, len(hashes), bs)
+        k = 0
+        while k < cap and hashes[k] in seen:
+            k += 1
+        seen.update(hashes[: rules.cacheable_blocks(p, len(hashes), bs)])
+        hit_blocks += k
+        hit_tokens += rules.hit_tokens(k, p, bs)
+        prompt_tokens += p
+        with_hit += k > 0
+        n += 1
+    return SingleSequenceResult(hit_tokens, prompt_tokens, hit_blocks, with_hit, n)

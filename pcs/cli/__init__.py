@@ -1,0 +1,1 @@
+"""Command-line interface of pcs (click). The only package that prints."""

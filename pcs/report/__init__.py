@@ -1,0 +1,1 @@
+"""Renderers: turn result payloads into text tables, CSV, Parquet and plots."""

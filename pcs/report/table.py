@@ -1,0 +1,39 @@
+"""Plain-text tables: right-aligned numbers, left-aligned text, no colour."""
+from __future__ import annotations
+
+from typing import Sequence
+
+__all__ = ["render_table"]
+
+
+def render_table(headers: Sequence[str], rows: Sequence[Sequence[object]], title: str | None = None,
+                 notes: Sequence[str] = ()) -> str:
+    """Render rows under headers as aligned plain text.
+
+    Args:
+        headers: column names.
+        rows: one sequence of cells per row (cells are ``str()``-ed; ``None``
+            shows as ``-``). A cell that looks numeric is right-aligned.
+        title: optional line printed above the table.
+        notes: lines printed below the table (each prefixed ``note: ``).
+    Returns:
+        The table as one string without a trailing newline.
+    """
+    cells = [["-" if c is None else str(c) for c in row] for row in rows]
+    widths = [len(h) for h in headers]
+    for row in cells:
+        assert len(row) == len(headers), (row, headers)
+        widths = [max(w, len(c)) for w, c in zip(widths, row)]
+
+    def numeric(c: str) -> bool:
+        return bool(c) and (c[0].isdigit() or (c[0] in "-+." and len(c) > 1 and c[1].isdigit()))
+
+    out = []
+    if title:
+        out.append(title)
+    out.append("  ".join(h.ljust(w) for h, w in zip(headers, widths)).rstrip())
+    out.append("  ".join("-" * w for w in widths))
+    for row in cells:
+        out.append("  ".join(c.rjust(w) if numeric(c) else c.ljust(w) for c, w in zip(row, widths)).rstrip())
+    out.extend(f"note: {n}" for n in notes)
+    return "\n".join(out)

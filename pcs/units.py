@@ -1,0 +1,197 @@
+"""Parse and format human units: sizes, bandwidths, durations.
+
+This is the only module that knows unit spellings. Internally pcs keeps
+bytes as ``int``, bandwidth as ``float`` bytes per second (``_bps``) and times
+as ``float`` seconds (``_s``); exact decisions can use integer nanoseconds
+(:func:`parse_duration_ns`).
+
+Conventions (SI / IEC 80000-13): ``kB``/``KB``, ``MB``, ``GB``, ``TB``, ``PB``
+are decimal (1 GB = 10**9 B); ``KiB``, ``MiB``, ``GiB``, ``TiB``, ``PiB`` are
+binary (1 GiB = 2**30 B). A plain number is bytes, bytes/s or seconds.
+
+>>> parse_bytes("80GB")
+80000000000
+>>> parse_bytes("4KiB")
+4096
+>>> parse_bandwidth("20 GB/s")
+20000000000.0
+>>> parse_duration("5 ms")
+0.005
+>>> format_bytes(1_500_000_000)
+'1.50 GB'
+"""
+from __future__ import annotations
+
+import math
+import re
+from decimal import Decimal, InvalidOperation
+
+__all__ = [
+    "BYTE_UNITS",
+    "DURATION_UNITS",
+    "parse_bytes",
+    "parse_bandwidth",
+    "parse_duration",
+    "parse_duration_ns",
+    "format_bytes",
+    "format_bandwidth",
+    "format_duration",
+    "format_percent",
+    "format_count",
+]
+
+#: Multipliers of every accepted size unit, in bytes.
+BYTE_UNITS: dict[str, int] = {
+    "": 1, "b": 1,
+    "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12, "pb": 10**15,
+    "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40, "pib": 2**50,
+}
+
+#: Multipliers of every accepted duration unit, in nanoseconds.
+DURATION_UNITS: dict[str, int] = {
+    "": 10**9, "s": 10**9, "sec": 10**9,
+    "ms": 10**6, "us": 10**3, "µs": 10**3, "ns": 1,
+    "min": 60 * 10**9, "h": 3600 * 10**9,
+}
+
+_NUMBER_UNIT = re.compile(r"^\s*([+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?)\s*([A-Za-zµ/]*)\s*$")
+
+_BYTE_HELP = "a size such as 512, 4KiB, 80GB, 1.5 TB or 10GiB (GB decimal, GiB binary)"
+_BW_HELP = "a bandwidth such as 20GB/s, 2000 GB/s, 10GiB/s or a plain number of bytes/s"
+_DUR_HELP = "a duration such as 100ms, 5 ms, 3us, 1.5s or a plain number of seconds"
+
+
+def _split(text: str | int | float, what: str, help_: str) -> tuple[Decimal, str]:
+    if isinstance(text, (int, float)) and not isinstance(text, bool):
+        if isinstance(text, float) and not math.isfinite(text):
+            raise ValueError(f"invalid {what} {text!r}: expected {help_}")
+        return Decimal(repr(text)) if isinstance(text, float) else Decimal(text), ""
+    m = _NUMBER_UNIT.match(str(text))
+    if not m:
+        raise ValueError(f"invalid {what} {str(text)!r}: expected {help_}")
+    try:
+        value = Decimal(m.group(1))
+    except InvalidOperation:  # pragma: no cover - regex guarantees a number
+        raise ValueError(f"invalid {what} {str(text)!r}: expected {help_}") from None
+    return value, m.group(2)
+
+
+def parse_bytes(text: str | int | float) -> int:
+    """Parse a size into whole bytes.
+
+    Args:
+        text: e.g. ``"80GB"``, ``"1.5 TB"``, ``"10GiB"``, ``"4KiB"``, ``"512"``.
+    Returns:
+        int bytes, rounded to the nearest byte.
+    Raises:
+        ValueError: unknown unit, malformed number, or a negative size; the
+            message names the value and the accepted units.
+    """
+    value, unit = _split(text, "size", _BYTE_HELP)
+    mult = BYTE_UNITS.get(unit.lower())
+    if mult is None or "/" in unit:
+        raise ValueError(f"invalid size {str(text)!r}: unknown unit {unit!r}; expected {_BYTE_HELP}")
+    if value < 0:
+        raise ValueError(f"invalid size {str(text)!r}: must not be negative")
+    return int((value * mult).to_integral_value())
+
+
+def parse_bandwidth(text: str | int | float) -> float:
+    """Parse a bandwidth into bytes per second.
+
+    Args:
+        text: e.g. ``"2000GB/s"``, ``"20 GB/s"``, ``"10GiB/s"``, ``"5e9"``.
+            Bits per second (``Gbps``) are refused as ambiguous.
+    Returns:
+        float bytes/s.
+    Raises:
+        ValueError: unknown unit, malformed number, or a negative value.
+    """
+    value, unit = _split(text, "bandwidth", _BW_HELP)
+    u = unit.lower()
+    if u.endswith("/s"):
+        u = u[:-2]
+    elif u:
+        raise ValueError(f"invalid bandwidth {str(text)!r}: unit must end in /s; expected {_BW_HELP}")
+    mult = BYTE_UNITS.get(u)
+    if mult is None:
+        raise ValueError(f"invalid bandwidth {str(text)!r}: unknown unit {unit!r}; expected {_BW_HELP}")
+    if value < 0:
+        raise ValueError(f"invalid bandwidth {str(text)!r}: must not be negative")
+    return float(value * mult)
+
+
+def parse_duration_ns(text: str | int | float) -> int:
+    """Parse a duration into integer nanoseconds (exact for decimal input).
+
+    ``"50ms"`` -> ``50_000_000``. Exactness lets callers decide equalities such
+    as 50 ms - 20 ms - 30 ms == 0 without float residue.
+
+    Raises:
+        ValueError: unknown unit, malformed number, or a negative duration.
+    """
+    value, unit = _split(text, "duration", _DUR_HELP)
+    mult = DURATION_UNITS.get(unit if unit == "µs" else unit.lower())
+    if mult is None:
+        raise ValueError(f"invalid duration {str(text)!r}: unknown unit {unit!r}; expected {_DUR_HELP}")
+    if value < 0:
+        raise ValueError(f"invalid duration {str(text)!r}: must not be negative")
+    return int((value * mult).to_integral_value())
+
+
+def parse_duration(text: str | int | float) -> float:
+    """Parse a duration into float seconds (see :func:`parse_duration_ns`).
+
+    Raises:
+        ValueError: unknown unit, malformed number, or a negative duration.
+    """
+    return parse_duration_ns(text) / 1e9
+
+
+def _scaled(value: float, units: list[tuple[float, str]], digits: int) -> str:
+    for mult, name in units:
+        if abs(value) >= mult:
+            return f"{value / mult:.{digits}f} {name}"
+    mult, name = units[-1]
+    return f"{value / mult:.{digits}f} {name}"
+
+
+def format_bytes(num_bytes: float, digits: int = 2) -> str:
+    """Format bytes with decimal units: ``1_500_000_000`` -> ``'1.50 GB'``."""
+    if abs(num_bytes) < 1000:
+        return f"{int(num_bytes)} B" if float(num_bytes).is_integer() else f"{num_bytes:.{digits}f} B"
+    return _scaled(num_bytes, [(1e15, "PB"), (1e12, "TB"), (1e9, "GB"), (1e6, "MB"), (1e3, "kB")], digits)
+
+
+def format_bandwidth(bps: float | None, digits: int = 2) -> str:
+    """Format bytes/s with decimal units: ``2e10`` -> ``'20.00 GB/s'``; None -> ``'none'``."""
+    if bps is None:
+        return "none"
+    if math.isinf(bps):
+        return "inf"
+    return _scaled(bps, [(1e12, "TB/s"), (1e9, "GB/s"), (1e6, "MB/s"), (1e3, "kB/s"), (1.0, "B/s")], digits)
+
+
+def format_duration(seconds: float | None, digits: int = 2) -> str:
+    """Format seconds for people: ``0.005`` -> ``'5.00 ms'``; None -> ``'none'``."""
+    if seconds is None:
+        return "none"
+    if math.isinf(seconds):
+        return "inf"
+    if seconds == 0:
+        return "0 ms"
+    return _scaled(seconds, [(1.0, "s"), (1e-3, "ms"), (1e-6, "us"), (1e-9, "ns")], digits)
+
+
+def format_percent(ratio: float | None, digits: int = 1) -> str:
+    """Format a ratio as a percentage: ``0.375`` -> ``'37.5 %'``; None -> ``'n/a'``."""
+    if ratio is None or (isinstance(ratio, float) and math.isnan(ratio)):
+        return "n/a"
+    return f"{100.0 * ratio:.{digits}f} %"
+
+
+def format_count(n: float) -> str:
+    """Format a count with thousands separators: ``288500`` -> ``'288,500'``."""
+    if float(n).is_integer():
+        return f"{int(n):,}"
+    return f"{n:,.2f}"

@@ -1,0 +1,27 @@
+"""Shared fixtures: where the real public traces live (read, never copied)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED_TRACES = ROOT.parent / "shared" / "traces"
+MOONCAKE_CONV = SHARED_TRACES / "mooncake-fast25" / "conversation_trace.jsonl"
+AZURE_CONV = SHARED_TRACES / "azure-llm-2023" / "AzureLLMInferenceTrace_conv.csv"
+
+
+@pytest.fixture(scope="session")
+def mooncake_conv() -> Path:
+    """Path of the real Mooncake FAST'25 conversation trace; skips where absent."""
+    if not MOONCAKE_CONV.exists():
+        pytest.skip(f"real Mooncake trace not found at {MOONCAKE_CONV} (it lives in ../shared/traces)")
+    return MOONCAKE_CONV
+
+
+@pytest.fixture(scope="session")
+def azure_conv() -> Path:
+    """Path of the Azure LLM 2023 conversation CSV; skips where absent."""
+    if not AZURE_CONV.exists():
+        pytest.skip(f"Azure trace not found at {AZURE_CONV} (it lives in ../shared/traces)")
+    return AZURE_CONV

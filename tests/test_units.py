@@ -1,0 +1,53 @@
+"""Units: values from the SI/IEC definitions (1 GB = 1e9 B, 1 GiB = 2**30 B)."""
+import pytest
+
+from pcs import units
+
+
+@pytest.mark.parametrize("text,expected", [
+    ("80GB", 80 * 10**9), ("1.5 TB", 1_500 * 10**9), ("10GiB", 10 * 2**30), ("4KiB", 4096),
+    ("512", 512), ("512B", 512), ("0", 0), ("2.5kB", 2500), ("1e3", 1000),
+])
+def test_parse_bytes(text, expected):
+    assert units.parse_bytes(text) == expected
+
+
+@pytest.mark.parametrize("text,expected", [
+    ("2000GB/s", 2e12), ("20 GB/s", 2e10), ("1GiB/s", 2.0**30), ("5e9", 5e9),
+])
+def test_parse_bandwidth(text, expected):
+    assert units.parse_bandwidth(text) == expected
+
+
+@pytest.mark.parametrize("text,expected_ns", [
+    ("100ms", 100_000_000), ("5 ms", 5_000_000), ("3us", 3_000), ("1.5s", 1_500_000_000), ("2", 2 * 10**9),
+])
+def test_parse_duration(text, expected_ns):
+    assert units.parse_duration_ns(text) == expected_ns
+    assert units.parse_duration(text) == expected_ns / 1e9
+
+
+def test_exact_nanoseconds_make_zero_exact():
+    ns = units.parse_duration_ns
+    assert ns("50ms") - ns("20ms") - ns("30ms") == 0
+    assert 0.05 - 0.02 - 0.03 != 0  # why integers are needed
+
+
+@pytest.mark.parametrize("fn,bad", [
+    (units.parse_bytes, "80XB"), (units.parse_bytes, "-1GB"), (units.parse_bytes, "GB"),
+    (units.parse_bytes, "5GB/s"), (units.parse_bandwidth, "20GB"), (units.parse_bandwidth, "10Gbps"),
+    (units.parse_duration, "5 parsecs"), (units.parse_duration, "-3ms"),
+])
+def test_bad_units_name_the_value(fn, bad):
+    with pytest.raises(ValueError) as info:
+        fn(bad)
+    assert repr(bad) in str(info.value) or bad in str(info.value)
+
+
+def test_format():
+    assert units.format_bytes(1_500_000_000) == "1.50 GB"
+    assert units.format_bytes(512) == "512 B"
+    assert units.format_bandwidth(2e10) == "20.00 GB/s"
+    assert units.format_bandwidth(None) == "none"
+    assert units.format_duration(0.005) == "5.00 ms"
+    assert units.format_percent(0.375) == "37.5 %"
