@@ -1,0 +1,239 @@
+"""``open_trace``: one entry point for every trace format, and the ``Trace`` it returns.
+
+Formats (``format=`` or detected from the content): ``mooncake``,
+``bailian``, ``tokens`` (token-id JSONL, hashed by pcs), ``parquet`` (the
+canonical schema of :mod:`pcs.trace.parquet`). gzip is detected by its magic
+bytes; ``-`` is stdin (spooled once to a temporary file so the trace can be
+detected and iterated more than once, with constant memory).
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+import tempfile
+import weakref
+from pathlib import Path
+from typing import Iterator
+
+import numpy as np
+
+from pcs.errors import InputError
+from pcs.trace.request import Request, RequestBatch
+from pcs.trace.source import display_name, open_binary, peek_lines
+
+__all__ = ["DEFAULT_TRACE", "FORMATS", "ON_ERROR", "Trace", "open_trace", "detect_format"]
+
+#: The bundled sample trace every trace-taking command reads by default
+#: (made by ``pcs trace synth``, see traces/README.md). Resolved relative to
+#: the repository, so an editable install from a clean clone finds it.
+DEFAULT_TRACE = Path(__file__).resolve().parents[2] / "traces" / "sample_chat.jsonl"
+
+FORMATS = ("mooncake", "bailian", "tokens", "parquet")
+ON_ERROR = ("raise", "skip")
+_PARQUET_MAGIC = b"PAR1"
+
+
+def _sniff_parquet(path) -> bool:
+    with open(path, "rb") as f:
+        return f.read(4) == _PARQUET_MAGIC
+
+
+def detect_format(path, name: str | None = None) -> str:
+    """Guess a trace's format from its first bytes and first JSON object.
+
+    Parquet magic ``PAR1`` -> parquet; a JSON object with ``token_ids`` ->
+    tokens; with ``chat_id`` or ``parent_chat_id`` -> bailian; with
+    ``hash_ids`` -> mooncake.
+
+    Raises:
+        InputError: empty file, or a first line no rule recognises.
+    """
+    name = name or display_name(path)
+    if _sniff_parquet(path):
+        return "parquet"
+    lines = peek_lines(path, max_lines=1)
+    if not lines:
+        raise InputError(name, None, None, "empty trace (no requests)")
+    try:
+        obj = json.loads(lines[0].decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        raise InputError(name, None, None, "cannot detect the format: the first non-blank line is not JSON; "
+                         f"pass --format ({', '.join(FORMATS)})") from None
+    if isinstance(obj, dict):
+        if "token_ids" in obj:
+            return "tokens"
+        if "chat_id" in obj or "parent_chat_id" in obj:
+            return "bailian"
+        if "hash_ids" in obj:
+            return "mooncake"
+    raise InputError(name, None, None, "cannot detect the format: the first object has none of "
+                     f"'hash_ids', 'chat_id', 'token_ids'; pass --format ({', '.join(FORMATS)})")
+
+
+def _default_block_size(fmt: str) -> int:
+    from pcs.trace.hashids import BAILIAN, MOONCAKE
+    from pcs.trace.tokens import DEFAULT_TOKEN_BLOCK_SIZE
+
+    return {"mooncake": MOONCAKE.default_block_size, "bailian": BAILIAN.default_block_size,
+            "tokens": DEFAULT_TOKEN_BLOCK_SIZE}[fmt]
+
+
+class Trace:
+    """A trace file opened for streaming; iterate it (again and again) for Requests.
+
+    Attributes:
+        path: the file read (a temporary copy for stdin).
+        name: the name errors use (``-`` for stdin).
+        format: one of :data:`FORMATS`.
+        block_size: tokens per block of the ids yielded.
+        on_error: ``"raise"`` or ``"skip"``.
+        sort: reorder by arrival (stable); holds the whole trace in memory.
+        skipped: bad lines skipped in the last complete iteration.
+
+    Memory: one chunk of the file at a time, except with ``sort``.
+    """
+
+    def __init__(self, path, name: str, fmt: str, block_size: int, on_error: str, sort: bool):
+        self.path = Path(path)
+        self.name = name
+        self.format = fmt
+        self.block_size = block_size
+        self.on_error = on_error
+        self.sort = sort
+        self.skipped = 0
+        self.parquet_metadata: dict[str, str] = {}
+
+    def __repr__(self) -> str:
+        return f"Trace({self.name!r}, format={self.format!r}, block_size={self.block_size})"
+
+    def _raw_batches(self) -> Iterator[RequestBatch]:
+        from pcs.trace.hashids import BAILIAN, MOONCAKE, ReadState, read_hashid_jsonl
+
+        state = ReadState(check_order=not self.sort)
+        if self.format in ("mooncake", "bailian"):
+            spec = MOONCAKE if self.format == "mooncake" else BAILIAN
+            yield from read_hashid_jsonl(self.path, self.name, spec, self.block_size, state, self.on_error)
+        elif self.format == "tokens":
+            from pcs.trace.tokens import read_token_jsonl
+
+            yield from read_token_jsonl(self.path, self.name, self.block_size, state, self.on_error)
+        else:
+            from pcs.trace.parquet import read_parquet
+
+            yield from read_parquet(self.path, self.name, self.block_size, state, self.on_error)
+        self.skipped = state.skipped
+
+    def iter_batches(self) -> Iterator[RequestBatch]:
+        """Stream the trace as :class:`RequestBatch` es, ids numbered from 0.
+
+        Raises:
+            InputError: bad content (with ``on_error="raise"``).
+        """
+        batches = self._raw_batches()
+        if self.sort:
+            batches = iter(_sorted_batches(list(batches)))
+        next_id = 0
+        for b in batches:
+            yield b.with_first_id(next_id)
+            next_id += len(b)
+
+    def __iter__(self) -> Iterator[Request]:
+        for b in self.iter_batches():
+            yield from b.requests()
+
+
+def _sorted_batches(batches: list[RequestBatch], rows: int = 1 << 16) -> list[RequestBatch]:
+    """Concatenate and stably sort by arrival, cut into batches of ``rows``."""
+    if not batches:
+        return []
+    cat = lambda xs: np.concatenate(xs) if xs[0] is not None else None  # noqa: E731
+    arrival = np.concatenate([b.arrival_s for b in batches])
+    order = np.argsort(arrival, kind="stable")
+    lens = np.concatenate([b.num_blocks for b in batches])
+    starts = np.concatenate([b.block_offsets[:-1] + off for b, off in
+                             zip(batches, np.cumsum([0] + [b.block_offsets[-1] for b in batches[:-1]]))])
+    hashes = np.concatenate([b.block_hashes for b in batches])
+    pt, ot = cat([b.prompt_tokens for b in batches]), cat([b.output_tokens for b in batches])
+    sid, par, turn = (cat([getattr(b, k) for b in batches]) for k in ("session_id", "parent_id", "turn"))
+    typ = sum((b.type for b in batches), ()) if batches[0].type is not None else None
+    out = []
+    bs = batches[0].block_size
+    for lo in range(0, order.size, rows):
+        idx = order[lo:lo + rows]
+        ln = lens[idx]
+        offs = np.concatenate(([0], np.cumsum(ln)))
+        gather = np.repeat(starts[idx] - offs[:-1], ln) + np.arange(offs[-1])
+        pick = (lambda a: None if a is None else a[idx])  # noqa: E731
+        out.append(RequestBatch(0, bs, arrival[idx], pt[idx], ot[idx], offs.astype(np.int64), hashes[gather],
+                                pick(sid), pick(par), pick(turn),
+                                None if typ is None else tuple(typ[i] for i in idx.tolist())))
+    return out
+
+
+def _spool_stdin() -> Path:
+    fd, tmp = tempfile.mkstemp(prefix="pcs-stdin-")
+    with os.fdopen(fd, "wb") as out:
+        shutil.copyfileobj(sys.stdin.buffer, out, 1 << 20)
+    return Path(tmp)
+
+
+def open_trace(path=None, *, format: str | None = None, block_size: int | None = None,
+               on_error: str = "raise", sort: bool = False) -> Trace:
+    """Open a trace for streaming.
+
+    Args:
+        path: file path, ``-`` for stdin, or None for :data:`DEFAULT_TRACE`.
+        format: one of :data:`FORMATS`, or None to detect from the content.
+        block_size: tokens per block. Mooncake default 512, Bailian 16
+            (their release READMEs), token JSONL 16 (vLLM's default
+            ``--block-size``; any size works since pcs hashes the tokens),
+            Parquet: the size stored in the file (another size is an error).
+        on_error: ``"raise"`` (first bad line -> InputError) or ``"skip"``
+            (skip and count in ``Trace.skipped``).
+        sort: stably reorder by arrival time instead of rejecting a decreasing
+            timestamp (loads the whole trace into memory).
+    Returns:
+        a re-iterable :class:`Trace`.
+    Raises:
+        ValueError: unknown format/on_error, bad block size, default trace missing.
+        FileNotFoundError: no such file.
+        InputError: the format cannot be detected.
+
+    >>> t = open_trace()            # the bundled sample
+    >>> t.format, t.block_size
+    ('mooncake', 512)
+    """
+    if format is not None and format not in FORMATS:
+        raise ValueError(f"unknown trace format {format!r}; valid: {', '.join(FORMATS)}")
+    if on_error not in ON_ERROR:
+        raise ValueError(f"unknown on_error {on_error!r}; valid: {', '.join(ON_ERROR)}")
+    if block_size is not None and (isinstance(block_size, bool) or not isinstance(block_size, int) or block_size < 1):
+        raise ValueError(f"block size must be a positive integer of tokens, got {block_size!r}")
+    if path is None:
+        if not DEFAULT_TRACE.exists():
+            raise ValueError(f"the default sample trace {DEFAULT_TRACE} is missing (is pcs installed from "
+                             "a full clone with its traces/ directory?); pass a trace path")
+        path = DEFAULT_TRACE
+    name = display_name(path)
+    spooled = None
+    if name == "-":
+        path = spooled = _spool_stdin()
+    elif not Path(path).exists():
+        raise FileNotFoundError(2, "No such file or directory", name)
+    elif Path(path).is_dir():
+        raise IsADirectoryError(21, "Is a directory", name)
+    fmt = format or detect_format(path, name)
+    if fmt == "parquet":
+        from pcs.trace.parquet import parquet_block_size
+
+        stored = parquet_block_size(path, name)
+        if block_size is not None and block_size != stored:
+            raise ValueError(f"{name}: Parquet trace was written at block size {stored}; "
+                             f"--block-size {block_size} cannot re-block hashed ids (convert the token trace instead)")
+        block_size = stored
+    trace = Trace(path, name, fmt, block_size or _default_block_size(fmt), on_error, sort)
+    if spooled is not None:
+        weakref.finalize(trace, os.unlink, spooled)
+    return trace

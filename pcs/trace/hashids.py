@@ -1,0 +1,318 @@
+"""Readers for block-id JSONL traces: Mooncake (FAST'25) and Qwen-Bailian (ATC'25).
+
+One JSON object per line. Mooncake: ``timestamp`` (ms), ``input_length``,
+``output_length``, ``hash_ids`` at 512-token blocks (kvcache-ai/Mooncake
+``FAST25-release/traces``, release README). Qwen-Bailian: the same with
+``timestamp`` in seconds, 16-token blocks, plus ``chat_id``,
+``parent_chat_id`` (-1: none), ``turn`` and an optional ``type`` string
+(alibaba-edu/qwen-bailian-usagetraces-anon).
+
+Parsing path (chosen by measurement, benchmarks/bench_ingest.py): each chunk
+of whole lines goes to ``pyarrow.json.read_json`` with an explicit schema on
+one thread and is validated with vectorised numpy checks. Any chunk that
+pyarrow rejects or a check flags is re-read line by line with ``json.loads``,
+which is the authority: it names the line and field of the first problem, or
+skips the bad lines with ``on_error="skip"``. So both paths accept exactly the
+same lines; the fast one is only a shortcut for clean input.
+
+Memory: one chunk (:data:`pcs.trace.source.CHUNK_BYTES`) at a time.
+"""
+from __future__ import annotations
+
+import io
+import json
+import math
+from dataclasses import dataclass
+from typing import Any, Iterator
+
+import numpy as np
+
+from pcs.errors import InputError
+from pcs.trace.request import RequestBatch
+from pcs.trace.source import iter_chunks, iter_lines
+
+__all__ = ["FormatSpec", "MOONCAKE", "BAILIAN", "ReadState", "read_hashid_jsonl", "strict_loads"]
+
+_U64_MAX = (1 << 64) - 1
+_I64_MIN, _I64_MAX = -(1 << 63), (1 << 63) - 1
+
+
+@dataclass(frozen=True, slots=True)
+class FormatSpec:
+    """What distinguishes one block-id JSONL dialect from another.
+
+    Attributes:
+        name: format name used by ``--format``.
+        ts_scale: seconds per timestamp unit (Mooncake ms: 1e-3; Bailian s: 1.0).
+        default_block_size: tokens per block when ``--block-size`` is absent
+            (Mooncake 512, FAST'25 release README; Bailian 16, ATC'25 trace README).
+        int_extras: required integer fields -> Request attribute.
+    """
+
+    name: str
+    ts_scale: float
+    default_block_size: int
+    int_extras: tuple[tuple[str, str], ...] = ()
+    has_type: bool = False
+
+
+MOONCAKE = FormatSpec("mooncake", 1e-3, 512)
+BAILIAN = FormatSpec("bailian", 1.0, 16,
+                     (("chat_id", "session_id"), ("parent_chat_id", "parent_id"), ("turn", "turn")), True)
+
+
+@dataclass(slots=True)
+class ReadState:
+    """Mutable reader state shared across chunks: skips and the last timestamp."""
+
+    skipped: int = 0
+    last_ts: float = -math.inf
+    check_order: bool = True
+
+
+def _no_dup_keys(pairs: list[tuple[str, Any]]) -> dict:
+    d = dict(pairs)
+    if len(d) != len(pairs):
+        seen: set[str] = set()
+        for k, _ in pairs:
+            if k in seen:
+                raise ValueError(f"key '{k}' appears twice in one object")
+            seen.add(k)
+    return d
+
+
+def strict_loads(name: str, ln: int, line: bytes) -> dict:
+    """Parse one line as a JSON object (UTF-8, no duplicate keys).
+
+    Raises:
+        InputError: blank line, invalid UTF-8 or JSON, duplicate key, or not an object.
+    """
+    if not line.strip():
+        raise InputError(name, ln, None, "blank line (use --on-error skip to skip blank lines)")
+    try:
+        obj = json.loads(line.decode("utf-8"), object_pairs_hook=_no_dup_keys)
+    except UnicodeDecodeError as exc:
+        raise InputError(name, ln, None, f"invalid UTF-8 at byte {exc.start}") from None
+    except json.JSONDecodeError as exc:
+        raise InputError(name, ln, None, f"invalid JSON: {exc.msg} at column {exc.colno}") from None
+    except (ValueError, RecursionError) as exc:
+        raise InputError(name, ln, None, f"invalid JSON: {exc}") from None
+    if not isinstance(obj, dict):
+        raise InputError(name, ln, None, f"expected a JSON object, got {type(obj).__name__}")
+    return obj
+
+
+def get_int(obj: dict, key: str, name: str, ln: int, lo: int = 0, hi: int = _I64_MAX) -> int:
+    """``obj[key]`` as an int in [lo, hi] (bools and floats rejected)."""
+    if key not in obj:
+        raise InputError(name, ln, key, "missing")
+    v = obj[key]
+    if isinstance(v, bool) or not isinstance(v, int):
+        raise InputError(name, ln, key, f"must be an integer, got {json.dumps(v)[:40]}")
+    if v < lo:
+        raise InputError(name, ln, key, f"must be >= {lo}, got {v}")
+    if v > hi:
+        raise InputError(name, ln, key, f"must be <= {hi}, got {v}")
+    return v
+
+
+def get_time(obj: dict, key: str, name: str, ln: int) -> float:
+    """``obj[key]`` as a finite number."""
+    if key not in obj:
+        raise InputError(name, ln, key, "missing")
+    v = obj[key]
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        raise InputError(name, ln, key, f"must be a number, got {json.dumps(v)[:40]}")
+    f = float(v)
+    if not math.isfinite(f):
+        raise InputError(name, ln, key, f"must be finite, got {v}")
+    return f
+
+
+def check_ids(ids: Any, prompt: int, bs: int, name: str, ln: int, key: str = "hash_ids") -> list[int]:
+    """Validate a block-id list: uint64 ints, ceil(prompt/bs) of them, no repeats.
+
+    Raises:
+        InputError: naming the first problem (the length rule is the Mooncake
+            release's ``len(hash_ids) == ceil(input_length / 512)``).
+    """
+    if not isinstance(ids, list):
+        raise InputError(name, ln, key, f"must be a list of integers, got {type(ids).__name__}")
+    for i, h in enumerate(ids):
+        if isinstance(h, bool) or not isinstance(h, int):
+            raise InputError(name, ln, key, f"element {i} must be an integer, got {json.dumps(h)[:40]}")
+        if h < 0 or h > _U64_MAX:
+            raise InputError(name, ln, key, f"element {i} = {h} does not fit an unsigned 64-bit id")
+    want = -(-prompt // bs)
+    if not ids and prompt > 0:
+        raise InputError(name, ln, key, f"empty for a non-empty prompt of {prompt} tokens")
+    if len(ids) != want:
+        raise InputError(name, ln, key, f"has {len(ids)} ids but ceil({prompt} / block size {bs}) = {want}; "
+                         "was the trace recorded at another block size? (--block-size)")
+    if len(set(ids)) != len(ids):
+        first: dict[int, int] = {}
+        for i, h in enumerate(ids):
+            if h in first:
+                raise InputError(name, ln, key, f"id {h} repeated at positions {first[h]} and {i}")
+            first[h] = i
+    return ids
+
+
+class _Columns:
+    """Row accumulator for the line-by-line path."""
+
+    def __init__(self, spec: FormatSpec):
+        self.spec = spec
+        self.ts: list[float] = []
+        self.il: list[int] = []
+        self.ol: list[int] = []
+        self.lens: list[int] = [0]
+        self.ids: list[int] = []
+        self.extras: list[list[int]] = [[] for _ in spec.int_extras]
+        self.types: list[str | None] = []
+
+    def batch(self, bs: int) -> RequestBatch | None:
+        if not self.ts:
+            return None
+        ex = [np.array(e, dtype=np.int64) for e in self.extras]
+        return RequestBatch(
+            0, bs, np.array(self.ts, dtype=np.float64) * self.spec.ts_scale,
+            np.array(self.il, dtype=np.int64), np.array(self.ol, dtype=np.int64),
+            np.cumsum(np.array(self.lens, dtype=np.int64)), np.array(self.ids, dtype=np.uint64),
+            *(ex + [None] * (3 - len(ex))), tuple(self.types) if self.spec.has_type else None)
+
+
+def _slow_line(cols: _Columns, obj: dict, bs: int, name: str, ln: int, state: ReadState) -> None:
+    spec = cols.spec
+    ts = get_time(obj, "timestamp", name, ln)
+    il = get_int(obj, "input_length", name, ln)
+    ol = get_int(obj, "output_length", name, ln)
+    if "hash_ids" not in obj:
+        raise InputError(name, ln, "hash_ids", "missing")
+    ids = check_ids(obj["hash_ids"], il, bs, name, ln)
+    extras = [get_int(obj, k, name, ln, lo=_I64_MIN) for k, _ in spec.int_extras]
+    typ = obj.get("type")
+    if spec.has_type and typ is not None and not isinstance(typ, str):
+        raise InputError(name, ln, "type", f"must be a string, got {json.dumps(typ)[:40]}")
+    if state.check_order and ts < state.last_ts:
+        raise InputError(name, ln, "timestamp", f"decreases ({ts:g} after {state.last_ts:g}); use --sort to reorder")
+    state.last_ts = max(state.last_ts, ts)
+    cols.ts.append(ts)
+    cols.il.append(il)
+    cols.ol.append(ol)
+    cols.lens.append(len(ids))
+    cols.ids.extend(ids)
+    for acc, v in zip(cols.extras, extras):
+        acc.append(v)
+    cols.types.append(typ)
+
+
+def _slow_chunk(spec: FormatSpec, first: int, chunk: bytes, bs: int, name: str,
+                state: ReadState, on_error: str) -> RequestBatch | None:
+    cols = _Columns(spec)
+    for ln, line in iter_lines(first, chunk):
+        try:
+            _slow_line(cols, strict_loads(name, ln, line), bs, name, ln, state)
+        except InputError:
+            if on_error != "skip":
+                raise
+            state.skipped += 1
+    return cols.batch(bs)
+
+
+def _schema(spec: FormatSpec):
+    import pyarrow as pa
+
+    fields = [("timestamp", pa.float64()), ("input_length", pa.int64()),
+              ("output_length", pa.int64()), ("hash_ids", pa.list_(pa.uint64()))]
+    fields += [(k, pa.int64()) for k, _ in spec.int_extras]
+    if spec.has_type:
+        fields.append(("type", pa.string()))
+    return pa.schema(fields)
+
+
+def _fast_chunk(spec: FormatSpec, chunk: bytes, bs: int, state: ReadState) -> RequestBatch | None:
+    """Parse a clean chunk with pyarrow; None when anything needs the slow path."""
+    import pyarrow as pa
+    import pyarrow.json as pj
+
+    try:
+        chunk.decode("utf-8")
+        table = pj.read_json(io.BytesIO(chunk), read_options=pj.ReadOptions(use_threads=False, block_size=len(chunk) + 64),
+                             parse_options=pj.ParseOptions(explicit_schema=_schema(spec), unexpected_field_behavior="ignore"))
+    except (pa.ArrowInvalid, UnicodeDecodeError):
+        return None
+    nlines = chunk.count(b"\n") + (not chunk.endswith(b"\n"))
+    required = ["timestamp", "input_length", "output_length", "hash_ids"] + [k for k, _ in spec.int_extras]
+    if table.num_rows != nlines or any(table.column(k).null_count for k in required):
+        return None
+    ids_col = table.column("hash_ids").combine_chunks()
+    values = ids_col.flatten()
+    if values.null_count:
+        return None
+    offsets = ids_col.offsets.to_numpy().astype(np.int64)
+    offsets -= offsets[0]
+    hashes = values.to_numpy(zero_copy_only=False)
+    ts = table.column("timestamp").to_numpy()
+    il = table.column("input_length").to_numpy()
+    ol = table.column("output_length").to_numpy()
+    lens = np.diff(offsets)
+    if (not np.isfinite(ts).all() or (il < 0).any() or (ol < 0).any()
+            or (lens != -(-il // bs)).any()):
+        return None
+    if state.check_order and (ts[0] < state.last_ts or (np.diff(ts) < 0).any()):
+        return None
+    if not _rows_distinct(hashes, offsets):
+        return None
+    state.last_ts = max(state.last_ts, float(ts.max()))
+    extras = [table.column(k).to_numpy() for k, _ in spec.int_extras]
+    typ = tuple(table.column("type").to_pylist()) if spec.has_type else None
+    return RequestBatch(0, bs, ts * spec.ts_scale, il, ol, offsets, hashes,
+                        *(extras + [None] * (3 - len(extras))), typ)
+
+
+def _rows_distinct(hashes: np.ndarray, offsets: np.ndarray) -> bool:
+    """True when no id repeats inside one row.
+
+    Shortcut: rows whose ids strictly increase (all of Mooncake's, whose ids
+    are assigned in first-appearance order along each chain) are distinct; the
+    others are checked by sorting (row, id) keys.
+    """
+    if hashes.size < 2:
+        return True
+    inc = hashes[1:] > hashes[:-1]
+    starts = offsets[1:-1]
+    starts = starts[(starts > 0) & (starts < hashes.size)]
+    inc[starts - 1] = True  # row boundaries do not count
+    if inc.all():
+        return True
+    row = np.repeat(np.arange(offsets.size - 1, dtype=np.int64), np.diff(offsets))
+    order = np.lexsort((hashes, row))
+    h, r = hashes[order], row[order]
+    return not ((h[1:] == h[:-1]) & (r[1:] == r[:-1])).any()
+
+
+def read_hashid_jsonl(path, name: str, spec: FormatSpec, block_size: int | None, state: ReadState,
+                      on_error: str = "raise", fast: bool = True) -> Iterator[RequestBatch]:
+    """Stream a Mooncake or Bailian JSONL file as :class:`RequestBatch` es.
+
+    Args:
+        path: file to read (``name`` is what errors call it).
+        spec: :data:`MOONCAKE` or :data:`BAILIAN`.
+        block_size: tokens per block, default ``spec.default_block_size``.
+        state: skip counter and order check, updated in place.
+        on_error: ``"raise"`` or ``"skip"`` (skip and count bad lines).
+        fast: allow the pyarrow path (False forces ``json.loads``; tests use
+            it to check both paths agree).
+    Yields:
+        batches with ``first_request_id`` 0 (the caller renumbers).
+    Raises:
+        InputError: the first bad line, with ``on_error="raise"``.
+    """
+    bs = block_size or spec.default_block_size
+    for first, chunk in iter_chunks(path, name=name):
+        batch = _fast_chunk(spec, chunk, bs, state) if fast else None
+        if batch is None:
+            batch = _slow_chunk(spec, first, chunk, bs, name, state, on_error)
+        if batch is not None and len(batch):
+            yield batch

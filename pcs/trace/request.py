@@ -1,0 +1,138 @@
+"""The request record every reader yields, and its columnar batch form.
+
+A trace is a stream of requests in arrival order. Each request carries one
+block id per prompt block *including* a trailing partial block (Mooncake:
+``len(hash_ids) == ceil(input_length / block_size)``, FAST'25 release README);
+which of those blocks a cache may keep (full blocks only, last-token cap) is
+decided by consumers through :class:`pcs.blocks.BlockRules`.
+
+Ids are opaque: Mooncake assigns them in first-appearance order, token traces
+get 64-bit chained hashes (:mod:`pcs.trace.hashing`); no consumer may read
+meaning into an id's value (CONCEPTS.md section 7).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterator
+
+import numpy as np
+
+__all__ = ["Request", "RequestBatch", "num_blocks_for"]
+
+
+def num_blocks_for(prompt_tokens: int, block_size: int) -> int:
+    """Blocks covering ``prompt_tokens`` tokens, the partial last one included.
+
+    ``ceil(prompt_tokens / block_size)`` (Mooncake FAST'25 release README).
+
+    >>> num_blocks_for(1030, 512), num_blocks_for(1024, 512), num_blocks_for(0, 512)
+    (3, 2, 0)
+    """
+    return -(-prompt_tokens // block_size)
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    """One request of a trace.
+
+    Attributes:
+        request_id: 0-based position in the stream (after ``--sort``).
+        arrival_s: arrival time in seconds from the trace's own origin.
+        prompt_tokens: prompt length in tokens (>= 0).
+        output_tokens: generated tokens (>= 0).
+        block_hashes: ``np.ndarray[np.uint64]``, shape ``(num_blocks,)`` with
+            ``num_blocks == ceil(prompt_tokens / block_size)``: one opaque id
+            per prompt block, the trailing partial block included. Treat as
+            read-only (it may be a view into a batch).
+        block_size: tokens per block the ids were computed at.
+        session_id: chat/session id when the trace has one (Bailian
+            ``chat_id``), else None.
+        parent_id: parent request's session id (Bailian ``parent_chat_id``;
+            -1 in the file means none and is kept as -1), else None.
+        turn: turn number within a session, else None.
+        type: request type string (Bailian ``type``), else None.
+    """
+
+    request_id: int
+    arrival_s: float
+    prompt_tokens: int
+    output_tokens: int
+    block_hashes: np.ndarray
+    block_size: int
+    session_id: int | None = None
+    parent_id: int | None = None
+    turn: int | None = None
+    type: str | None = None
+
+    @property
+    def num_blocks(self) -> int:
+        """Number of block ids (partial last block included)."""
+        return int(self.block_hashes.shape[0])
+
+
+@dataclass(frozen=True, slots=True)
+class RequestBatch:
+    """A run of consecutive requests as numpy columns (for fast consumers).
+
+    Attributes:
+        first_request_id: ``request_id`` of row 0.
+        block_size: tokens per block.
+        arrival_s: float64, shape (n,), seconds.
+        prompt_tokens: int64, shape (n,).
+        output_tokens: int64, shape (n,).
+        block_offsets: int64, shape (n + 1,); row i's ids are
+            ``block_hashes[block_offsets[i]:block_offsets[i + 1]]``;
+            ``block_offsets[0] == 0``.
+        block_hashes: uint64, shape (block_offsets[-1],).
+        session_id, parent_id, turn: int64, shape (n,), or None when the
+            trace has no such column.
+        type: tuple of n str (or None entries), or None.
+    """
+
+    first_request_id: int
+    block_size: int
+    arrival_s: np.ndarray
+    prompt_tokens: np.ndarray
+    output_tokens: np.ndarray
+    block_offsets: np.ndarray
+    block_hashes: np.ndarray
+    session_id: np.ndarray | None = None
+    parent_id: np.ndarray | None = None
+    turn: np.ndarray | None = None
+    type: tuple | None = None
+
+    def __len__(self) -> int:
+        return int(self.arrival_s.shape[0])
+
+    @property
+    def num_blocks(self) -> np.ndarray:
+        """int64, shape (n,): block ids per request."""
+        return np.diff(self.block_offsets)
+
+    def requests(self) -> Iterator[Request]:
+        """Yield the rows as :class:`Request` objects (ids are views)."""
+        arr = self.arrival_s.tolist()
+        pt = self.prompt_tokens.tolist()
+        ot = self.output_tokens.tolist()
+        off = self.block_offsets.tolist()
+        sid = self.session_id.tolist() if self.session_id is not None else None
+        par = self.parent_id.tolist() if self.parent_id is not None else None
+        turn = self.turn.tolist() if self.turn is not None else None
+        typ = self.type
+        hashes = self.block_hashes
+        bs = self.block_size
+        rid = self.first_request_id
+        for i in range(len(arr)):
+            yield Request(
+                rid + i, arr[i], pt[i], ot[i], hashes[off[i]:off[i + 1]], bs,
+                None if sid is None else sid[i],
+                None if par is None else par[i],
+                None if turn is None else turn[i],
+                None if typ is None else typ[i],
+            )
+
+    def with_first_id(self, first_request_id: int) -> "RequestBatch":
+        """The same rows renumbered from ``first_request_id``."""
+        return RequestBatch(first_request_id, self.block_size, self.arrival_s, self.prompt_tokens,
+                            self.output_tokens, self.block_offsets, self.block_hashes,
+                            self.session_id, self.parent_id, self.turn, self.type)

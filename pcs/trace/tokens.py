@@ -1,0 +1,133 @@
+"""Reader for token-id JSONL traces: pcs computes the block hashes itself.
+
+One JSON object per line:
+
+- ``token_ids`` (required): list of prompt token ids, each in [0, 2**32);
+- ``timestamp``: arrival in milliseconds, as Mooncake (absent: same as the
+  previous request, 0 for the first);
+- ``output_length``: generated tokens (absent: 0);
+- ``cache_salt`` (string), ``lora_id`` (int or string), ``mm_hashes`` (list
+  of strings, each mixed into block 0, or of objects
+  ``{"hash": str, "offset": int, "length": int}`` mixed into the blocks that
+  overlap those token positions).
+
+Hashes follow :mod:`pcs.trace.hashing`, so one token trace replays at any
+block size. Lines are parsed with ``json.loads`` (token lists are long and
+few; parsing is cheap next to hashing).
+"""
+from __future__ import annotations
+
+import json
+from typing import Iterator
+
+import numpy as np
+
+from pcs.errors import InputError
+from pcs.trace.hashids import ReadState, get_int, get_time, strict_loads
+from pcs.trace.hashing import MMInput, hash_request_blocks
+from pcs.trace.request import RequestBatch
+from pcs.trace.source import iter_chunks, iter_lines
+
+__all__ = ["DEFAULT_TOKEN_BLOCK_SIZE", "read_token_jsonl", "parse_token_line"]
+
+#: vLLM's default ``--block-size`` (16 tokens) for token traces.
+DEFAULT_TOKEN_BLOCK_SIZE = 16
+
+_MS = 1e-3
+_U32_MAX = (1 << 32) - 1
+
+
+def _tokens(obj: dict, name: str, ln: int) -> np.ndarray:
+    if "token_ids" not in obj:
+        raise InputError(name, ln, "token_ids", "missing")
+    toks = obj["token_ids"]
+    if not isinstance(toks, list):
+        raise InputError(name, ln, "token_ids", f"must be a list of integers, got {type(toks).__name__}")
+    for i, t in enumerate(toks):
+        if isinstance(t, bool) or not isinstance(t, int) or not 0 <= t <= _U32_MAX:
+            raise InputError(name, ln, "token_ids", f"element {i} must be an integer in [0, 2**32), "
+                             f"got {json.dumps(t)[:40]}")
+    return np.array(toks, dtype=np.uint32)
+
+
+def _mm_inputs(obj: dict, name: str, ln: int) -> list[MMInput]:
+    mm = obj.get("mm_hashes")
+    if mm is None:
+        return []
+    if not isinstance(mm, list):
+        raise InputError(name, ln, "mm_hashes", f"must be a list, got {type(mm).__name__}")
+    out = []
+    for i, m in enumerate(mm):
+        if isinstance(m, str):
+            out.append(MMInput(m))
+        elif isinstance(m, dict) and isinstance(m.get("hash"), str):
+            off = get_int(m, "offset", name, ln) if "offset" in m else 0
+            length = get_int(m, "length", name, ln, lo=1) if "length" in m else 1
+            out.append(MMInput(m["hash"], off, length))
+        else:
+            raise InputError(name, ln, "mm_hashes", f"element {i} must be a string or "
+                             '{"hash": str, "offset": int, "length": int}')
+    return out
+
+
+def parse_token_line(obj: dict, block_size: int, name: str, ln: int, prev_ts: float) -> tuple:
+    """Validate one token-trace object and hash its blocks.
+
+    Returns:
+        ``(timestamp_ms, prompt_tokens, output_tokens, block_hashes uint64)``.
+    Raises:
+        InputError: naming the field.
+    """
+    toks = _tokens(obj, name, ln)
+    ts = get_time(obj, "timestamp", name, ln) if "timestamp" in obj else max(prev_ts, 0.0)
+    out = get_int(obj, "output_length", name, ln) if "output_length" in obj else 0
+    salt = obj.get("cache_salt")
+    if salt is not None and not isinstance(salt, str):
+        raise InputError(name, ln, "cache_salt", f"must be a string, got {json.dumps(salt)[:40]}")
+    lora = obj.get("lora_id")
+    if lora is not None and (isinstance(lora, bool) or not isinstance(lora, (int, str))):
+        raise InputError(name, ln, "lora_id", f"must be an integer or string, got {json.dumps(lora)[:40]}")
+    hashes = hash_request_blocks(toks, block_size, cache_salt=salt, lora_id=lora, mm_inputs=_mm_inputs(obj, name, ln))
+    return ts, len(toks), out, hashes
+
+
+def read_token_jsonl(path, name: str, block_size: int, state: ReadState, on_error: str = "raise",
+                     rows: int = 4096) -> Iterator[RequestBatch]:
+    """Stream a token JSONL trace as batches of at most ``rows`` requests.
+
+    Raises:
+        InputError: the first bad line (``on_error="raise"``).
+    """
+    ts_l: list[float] = []
+    pt: list[int] = []
+    ot: list[int] = []
+    hs: list[np.ndarray] = []
+
+    def flush() -> RequestBatch:
+        offs = np.zeros(len(hs) + 1, dtype=np.int64)
+        np.cumsum([h.size for h in hs], out=offs[1:])
+        b = RequestBatch(0, block_size, np.array(ts_l, dtype=np.float64) * _MS, np.array(pt, dtype=np.int64),
+                         np.array(ot, dtype=np.int64), offs,
+                         np.concatenate(hs) if hs else np.zeros(0, dtype=np.uint64))
+        ts_l.clear(), pt.clear(), ot.clear(), hs.clear()
+        return b
+
+    for first, chunk in iter_chunks(path, name=name):
+        for ln, line in iter_lines(first, chunk):
+            try:
+                obj = strict_loads(name, ln, line)
+                ts, p, o, h = parse_token_line(obj, block_size, name, ln, state.last_ts)
+                if state.check_order and ts < state.last_ts:
+                    raise InputError(name, ln, "timestamp",
+                                     f"decreases ({ts:g} after {state.last_ts:g}); use --sort to reorder")
+            except InputError:
+                if on_error != "skip":
+                    raise
+                state.skipped += 1
+                continue
+            state.last_ts = max(state.last_ts, ts)
+            ts_l.append(ts), pt.append(p), ot.append(o), hs.append(h)
+            if len(ts_l) >= rows:
+                yield flush()
+    if ts_l:
+        yield flush()
