@@ -1,0 +1,111 @@
+"""``pcs footprint``: KV bytes per component in every accounting mode."""
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from pcs.cli.common import PcsUsageError, emit, format_option
+from pcs.model import MODEL_NAMES, KV_DTYPES, footprint as compute_footprint, get_model, load_hf_config
+from pcs.model.footprint import FootprintResult
+from pcs.report.table import render_table
+from pcs.units import format_bytes, format_count
+
+_MODES = ("reference_bytes", "serialized_bytes", "reserved_bytes", "prefix_store_bytes")
+
+
+def _ratio(x: float | None) -> str:
+    return "-" if x is None else f"x{x:.3f}"
+
+
+def _component_table(res: FootprintResult) -> str:
+    headers = ["component", "layers", "dtype", "held tok", "B/token ref", "B/token ser", "B/block",
+               "Reference", "Serialized", "Reserved", "Prefix store"]
+    rows: list[list[Any]] = []
+    for c in res.components:
+        grows = c["reference_bytes_per_token"] > 0
+        per_token_ref = format_count(c["reference_bytes_per_token"]) if grows else \
+            f"{format_count(c['fixed_bytes_per_sequence'])}/seq"
+        rows.append([c["name"], c["layers"], c["dtype"], format_count(c["tokens_held"]), per_token_ref,
+                     format_count(c["serialized_bytes_per_token"]) if grows else "-",
+                     format_count(c["serialized_bytes_per_block"])]
+                    + [format_bytes(c[k]) for k in _MODES])
+    t = res.totals
+    rows.append(["total", res.num_layers, res.dtype, "",
+                 format_count(res.per_token["reference"]), format_count(res.per_token["serialized"]),
+                 format_count(res.per_block["serialized"])] + [format_bytes(t[k]) for k in _MODES])
+    seq = "sequence" if res.sequences == 1 else "sequences"
+    title = (f"KV footprint: {res.model}, {res.dtype}, {format_count(res.tokens)} tokens x {res.sequences} {seq},"
+             f" block {res.block_size}, tp {res.tp} (bytes per rank)")
+    return render_table(headers, rows, title=title, notes=_notes(res))
+
+
+def _dtype_table(res: FootprintResult) -> str:
+    headers = ["dtype", "Reference", "vs bf16", "Serialized", "vs bf16", "Reserved", "vs bf16",
+               "Prefix store", "vs bf16"]
+    rows = []
+    for r in res.by_dtype:
+        row = [r["dtype"]]
+        for k in _MODES:
+            row += [format_bytes(r[k]), _ratio(r[k.replace("_bytes", "_ratio_vs_bf16")])]
+        rows.append(row)
+    return render_table(headers, rows, title="Same sequences by KV dtype (payload halves; scales, blocks and state do not):")
+
+
+def _notes(res: FootprintResult) -> list[str]:
+    notes = []
+    fp8 = next((r for r in res.by_dtype if r["dtype"] == "fp8"), None)
+    if fp8 and fp8["reference_ratio_vs_bf16"] is not None:
+        notes.append(f"fp8 vs bf16: Reference {_ratio(fp8['reference_ratio_vs_bf16'])}, Serialized "
+                     f"{_ratio(fp8['serialized_ratio_vs_bf16'])} (scales), Reserved "
+                     f"{_ratio(fp8['reserved_ratio_vs_bf16'])} (whole blocks, scales, fixed state)")
+    notes.append("Reserved: ceil(T/B) blocks; a sliding window holds min(T, W) and reserves ceil(W/B)+1"
+                 " blocks; recurrent state is one fixed slot per sequence")
+    notes.append(f"Prefix store: floor(T/B) = {format_count(res.totals['prefix_store_blocks'])} full blocks"
+                 f" x {format_count(res.per_block['serialized'])} B (a state snapshot per block where present)")
+    if res.tp > 1:
+        notes.append(f"tp {res.tp}: KV heads split across ranks (>= 1 each), MLA latent and indexer keys"
+                     f" replicated, recurrent state split; multiply by {res.tp} for all ranks")
+    return notes
+
+
+@click.command("footprint")
+@click.option("--model", "model_name", default=None, metavar="NAME",
+              help=f"Model preset: {', '.join(MODEL_NAMES)} (see `pcs models`).")
+@click.option("--model-config", "model_config", type=click.Path(dir_okay=False), default=None,
+              help="A local Hugging Face config.json instead of a preset (no network).")
+@click.option("--tokens", type=click.IntRange(min=0), required=True, help="Tokens per sequence, T.")
+@click.option("--dtype", default=None, metavar="DTYPE",
+              help=f"KV cache dtype: {', '.join(KV_DTYPES)} (default: the model's, usually bf16).")
+@click.option("--block-size", type=click.IntRange(min=1), default=16, show_default=True,
+              help="Tokens per KV block (page), B.")
+@click.option("--sequences", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Independent sequences of T tokens each (totals are multiplied; nothing shared).")
+@click.option("--tp", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Tensor-parallel ranks; bytes are reported per rank.")
+@format_option
+def footprint(model_name: str | None, model_config: str | None, tokens: int, dtype: str | None,
+              block_size: int, sequences: int, tp: int, fmt: str) -> None:
+    """KV bytes per component and in total: per token, per block and for T tokens.
+
+    \b
+    Modes: Reference (payload), Serialized (payload + scales + padding),
+    Reserved (whole blocks, window + 1 block, fixed state slots) and
+    Prefix store (floor(T/B) full blocks kept as cache objects). Bytes are
+    integers, per tensor-parallel rank; GB in tables is decimal (10^9 B).
+
+    \b
+    Example:
+      pcs footprint --model llama-3.1-8b --tokens 32768 --dtype fp8
+      pcs footprint --model-config ./config.json --tokens 4096 --format json
+    """
+    if model_name and model_config:
+        raise PcsUsageError("give --model or --model-config, not both")
+    if not model_name and not model_config:
+        raise PcsUsageError(f"give --model NAME or --model-config config.json; known models: {', '.join(MODEL_NAMES)}")
+    spec = load_hf_config(model_config) if model_config else get_model(model_name)
+    if tp > 1:
+        spec = spec.with_tp(tp)
+    res = compute_footprint(spec, tokens, block_size=block_size, dtype=dtype, sequences=sequences)
+    table = lambda: _component_table(res) + "\n\n" + _dtype_table(res)
+    emit(res.to_dict(), fmt, table, rows_key="components")

@@ -1,0 +1,240 @@
+"""KV footprint by accounting mode: Reference, Serialized, Reserved, Prefix store.
+
+Modes (CONCEPTS.md section 5), per component, per tensor-parallel rank:
+
+- Reference: the payload itself, tokens_held(T) x payload/token + state.
+- Serialized: the stored form, payload + quantisation scales (+ row padding).
+- Reserved: what the allocator holds for a running sequence: whole pages,
+  ceil(T/B) for full attention / MLA / indexer; min(ceil(T/B), ceil(W/B) + 1)
+  for a sliding window; one state slot per sequence.
+- Prefix store: the prefix kept as cache objects: floor(T/B) full blocks (only
+  full blocks are cached, vLLM), each of :func:`block_bytes` (serialized).
+
+What one cached prefix block holds (``block_bytes``), per component:
+
+- full_attention / mla_latent / indexer_keys: the block's B tokens of every
+  layer of that kind.
+- sliding_window: the block's own B tokens of the sliding layers too. vLLM
+  caches sliding-layer blocks like any other (blocks that slide out of a running
+  request's window are freed into the prefix cache, ``SlidingWindowManager.
+  remove_skipped_blocks``), and a hit ending at block i needs the sliding KV of
+  the cdiv(W - 1, B) blocks before it (``SlidingWindowManager.find_longest_cache_hit``),
+  so a store that can end a hit at any block keeps it for every block. SGLang's
+  ``SWARadixCache`` instead drops sliding KV outside the window ("tombstones"), so
+  this is an upper bound for SWA-aware stores.
+- ssm_state: one full state snapshot (conv + recurrent, all linear layers) per
+  block, the state after the block's last token: vLLM ``mamba_cache_mode="all"``
+  (``MambaSpec.max_memory_usage_bytes``: one state page per block; ``MambaManager.
+  find_longest_cache_hit`` restores only the last hit block's state). ``"align"``
+  mode and SGLang ``MambaRadixCache`` keep fewer snapshots (only at chunk ends /
+  radix nodes), so this is an upper bound on bytes and on reachable hits. vLLM
+  raises the attention block size so one attention page is at least one state
+  page (544 tokens for Qwen3-Next), which is why per-block state is affordable there.
+
+``layout`` "reserved" (GPU) and "serialized" (lower tiers) hold the same bytes
+per cached block in this model: a GPU page carries the same scales (vLLM carves
+per-token-head scales from the KV allocation); the difference between the modes
+is in how a running sequence is rounded (:func:`reserved_bytes`).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from pcs.model.components import KVComponent
+from pcs.model.spec import ModelSpec, check_mode
+
+__all__ = ["BlockBytes", "block_bytes", "reserved_bytes", "prefix_store_bytes", "component_bytes",
+           "FootprintResult", "footprint"]
+
+
+@dataclass(frozen=True, slots=True)
+class BlockBytes:
+    """Bytes one cached prefix block occupies, in total and per component name (one rank)."""
+
+    total_bytes: int
+    per_component: dict[str, int] = field(default_factory=dict)
+
+
+def _check_block_size(block_size: int) -> None:
+    if not isinstance(block_size, int) or isinstance(block_size, bool) or block_size < 1:
+        raise ValueError(f"block size must be an integer >= 1 token, got {block_size!r}")
+
+
+def _check_tokens(tokens: int) -> None:
+    if not isinstance(tokens, int) or isinstance(tokens, bool) or tokens < 0:
+        raise ValueError(f"tokens must be an integer >= 0, got {tokens!r}")
+
+
+def _component_block_bytes(c: KVComponent, block_size: int, layout: str) -> int:
+    per_token = c.payload_bytes_per_token()
+    fixed = c.fixed_payload_bytes()
+    if layout != "reference":
+        per_token += c.scale_bytes_per_token()
+    return block_size * per_token + fixed
+
+
+def block_bytes(model: ModelSpec, block_size: int, layout: str = "serialized") -> BlockBytes:
+    """Bytes one cached prefix block of ``block_size`` tokens occupies in ``layout``.
+
+    See the module docstring for what each component's share holds. The GPU
+    tier holds "reserved", lower tiers "serialized"; "reference" is payload only.
+
+    Raises:
+        ValueError: block_size < 1 or an unknown layout.
+
+    >>> from pcs.model import get_model
+    >>> block_bytes(get_model("llama-3.1-8b"), 16, "reference").total_bytes  # 16 x 131,072
+    2097152
+    """
+    _check_block_size(block_size)
+    check_mode(layout)
+    per = {c.name: _component_block_bytes(c, block_size, layout) for c in model.components}
+    return BlockBytes(total_bytes=sum(per.values()), per_component=per)
+
+
+def component_bytes(c: KVComponent, tokens: int, block_size: int) -> dict[str, int]:
+    """One component's bytes for one sequence of ``tokens`` tokens, in every mode (one rank).
+
+    Keys: ``reference_bytes``, ``serialized_bytes``, ``reserved_bytes``,
+    ``prefix_store_bytes`` (floor(T/B) blocks x serialized block bytes),
+    ``prefix_store_gpu_bytes`` (the same blocks in the reserved layout).
+    """
+    held = c.tokens_held(tokens)
+    payload, scales, fixed = c.payload_bytes_per_token(), c.scale_bytes_per_token(), c.fixed_payload_bytes()
+    full_blocks = tokens // block_size
+    return {
+        "reference_bytes": held * payload + fixed,
+        "serialized_bytes": held * (payload + scales) + fixed,
+        "reserved_bytes": c.reserved_blocks(tokens, block_size) * block_size * (payload + scales) + fixed,
+        "prefix_store_bytes": full_blocks * _component_block_bytes(c, block_size, "serialized"),
+        "prefix_store_gpu_bytes": full_blocks * _component_block_bytes(c, block_size, "reserved"),
+    }
+
+
+def reserved_bytes(model: ModelSpec, tokens: int, block_size: int) -> int:
+    """Bytes the allocator holds for ONE running sequence of ``tokens`` tokens (one rank).
+
+    Full attention, MLA, indexer: ceil(T/B) pages; sliding window:
+    min(ceil(T/B), ceil(W/B) + 1) pages; recurrent state: one slot (vLLM
+    ``mamba_cache_mode="none"``). Pages include quantisation scales.
+
+    Raises:
+        ValueError: tokens < 0 or block_size < 1.
+
+    >>> from pcs.model import get_model
+    >>> reserved_bytes(get_model("llama-3.1-8b"), 17, 16)  # 2 blocks x 16 x 131,072
+    4194304
+    """
+    _check_tokens(tokens)
+    _check_block_size(block_size)
+    return sum(component_bytes(c, tokens, block_size)["reserved_bytes"] for c in model.components)
+
+
+def prefix_store_bytes(model: ModelSpec, tokens: int, block_size: int, layout: str = "serialized") -> int:
+    """Bytes to keep a ``tokens``-token prefix as cache objects: floor(T/B) blocks x block_bytes."""
+    _check_tokens(tokens)
+    return (tokens // block_size) * block_bytes(model, block_size, layout).total_bytes
+
+
+_MODE_KEYS = ("reference_bytes", "serialized_bytes", "reserved_bytes", "prefix_store_bytes",
+              "prefix_store_gpu_bytes")
+
+
+@dataclass(frozen=True, slots=True)
+class FootprintResult:
+    """Footprint of ``sequences`` sequences of ``tokens`` tokens (JSON keys in :meth:`to_dict`)."""
+
+    model: str
+    dtype: str
+    tokens: int
+    block_size: int
+    sequences: int
+    tp: int
+    components: tuple[dict[str, Any], ...]
+    totals: dict[str, int]
+    per_token: dict[str, int]
+    per_block: dict[str, int]
+    by_dtype: tuple[dict[str, Any], ...]
+    num_layers: int = 0
+    source: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        """The stable JSON payload of ``pcs footprint --format json`` (see the README)."""
+        out: dict[str, Any] = {"model": self.model, "dtype": self.dtype, "tokens": self.tokens,
+                               "block_size": self.block_size, "sequences": self.sequences, "tp": self.tp,
+                               "num_layers": self.num_layers, "source": self.source}
+        out["reference_bytes_per_token"] = self.per_token["reference"]
+        out["serialized_bytes_per_token"] = self.per_token["serialized"]
+        for mode, v in self.per_block.items():
+            out[f"{mode}_bytes_per_block"] = v
+        out.update(self.totals)
+        out["components"] = [dict(c) for c in self.components]
+        out["by_dtype"] = [dict(r) for r in self.by_dtype]
+        return out
+
+
+def _totals(model: ModelSpec, tokens: int, block_size: int, sequences: int) -> dict[str, int]:
+    sums = dict.fromkeys(_MODE_KEYS, 0)
+    for c in model.components:
+        for k, v in component_bytes(c, tokens, block_size).items():
+            sums[k] += v * sequences
+    sums["fixed_bytes_per_sequence"] = model.fixed_bytes_per_sequence()
+    sums["prefix_store_blocks"] = (tokens // block_size) * sequences
+    return sums
+
+
+def _component_row(c: KVComponent, tokens: int, block_size: int, sequences: int) -> dict[str, Any]:
+    row: dict[str, Any] = {
+        "name": c.name, "layers": c.num_layers, "dtype": c.dtype, "describe": c.describe(),
+        "tokens_held": c.tokens_held(tokens),
+        "reference_bytes_per_token": c.payload_bytes_per_token(),
+        "serialized_bytes_per_token": c.payload_bytes_per_token() + c.scale_bytes_per_token(),
+        "fixed_bytes_per_sequence": c.fixed_payload_bytes(),
+        "reference_bytes_per_block": _component_block_bytes(c, block_size, "reference"),
+        "serialized_bytes_per_block": _component_block_bytes(c, block_size, "serialized"),
+        "reserved_blocks": c.reserved_blocks(tokens, block_size),
+    }
+    row.update({k: v * sequences for k, v in component_bytes(c, tokens, block_size).items()})
+    return row
+
+
+def footprint(model: ModelSpec, tokens: int, block_size: int = 16, dtype: str | None = None,
+              sequences: int = 1) -> FootprintResult:
+    """KV bytes of ``sequences`` sequences of ``tokens`` tokens in every accounting mode.
+
+    Args:
+        model: the spec (already ``with_tp`` if wanted; bytes are per rank).
+        tokens: T, tokens per sequence (>= 0).
+        block_size: B, tokens per block/page (>= 1).
+        dtype: KV dtype to apply first (None keeps the model's).
+        sequences: N independent sequences (nothing shared); all byte totals x N.
+    Returns:
+        FootprintResult; ``by_dtype`` compares bf16, fp8 and the chosen dtype, so
+        that FP8 halving Reference but not Serialized or Reserved is visible.
+    Raises:
+        ValueError: bad tokens, block size, sequences or dtype.
+    """
+    _check_tokens(tokens)
+    _check_block_size(block_size)
+    if not isinstance(sequences, int) or isinstance(sequences, bool) or sequences < 1:
+        raise ValueError(f"sequences must be an integer >= 1, got {sequences!r}")
+    spec = model.with_dtype(dtype) if dtype is not None else model
+    comps = tuple(_component_row(c, tokens, block_size, sequences) for c in spec.components)
+    per_token = {m: spec.kv_bytes_per_token(m) for m in ("reference", "serialized")}
+    per_block = {m: block_bytes(spec, block_size, m).total_bytes for m in ("reference", "serialized", "reserved")}
+    by_dtype = []
+    base = None
+    for d in dict.fromkeys(("bf16", "fp8", spec.kv_dtype)):
+        t = _totals(model.with_dtype(d), tokens, block_size, sequences)
+        base = base or t
+        row: dict[str, Any] = {"dtype": d}
+        for k in ("reference_bytes", "serialized_bytes", "reserved_bytes", "prefix_store_bytes"):
+            row[k] = t[k]
+            row[k.replace("_bytes", "_ratio_vs_bf16")] = (t[k] / base[k]) if base[k] else None
+        by_dtype.append(row)
+    return FootprintResult(model=spec.name, dtype=spec.kv_dtype, tokens=tokens, block_size=block_size,
+                           sequences=sequences, tp=spec.tp, components=comps,
+                           totals=_totals(spec, tokens, block_size, sequences), per_token=per_token,
+                           per_block=per_block, by_dtype=tuple(by_dtype), num_layers=spec.num_layers,
+                           source=spec.source)
