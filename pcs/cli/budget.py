@@ -1,0 +1,191 @@
+"""``pcs budget``: capacity and bandwidth budgets plus transfer arithmetic."""
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from pcs import units
+from pcs import budget as budget_lib
+from pcs.budget import (RATIO_NOTE, BudgetResult, Workload, average_bandwidth_bps, iops_bandwidth_bps,
+                        load_workloads, parse_workload, total, transfer_time_s)
+from pcs.cli.common import PcsUsageError, emit, format_option
+from pcs.cli.presets import hardware_file_option, hardware_table, link_options, resolve_link
+from pcs.report.table import render_table
+
+__all__ = ["budget_command", "budget"]
+
+
+def _number(text: str, what: str) -> float:
+    """A plain non-negative number; ``1_000_000`` and ``1,000,000`` are accepted."""
+    try:
+        value = float(str(text).replace(",", "").replace("_", ""))
+    except ValueError:
+        raise ValueError(f"invalid {what} {text!r}: expected a plain number such as 1000000 or 1e6") from None
+    if not value >= 0 or value == float("inf"):
+        raise ValueError(f"invalid {what} {text!r}: must be a finite number >= 0")
+    return value
+
+
+def _pair(a: Any, b: Any, names: str) -> bool:
+    if (a is None) != (b is None):
+        raise ValueError(f"{names} go together: give both or neither")
+    return a is not None
+
+
+def _transfers(kw: dict[str, Any]) -> dict[str, Any]:
+    """The transfer-arithmetic block of the payload (empty when no transfer option is given)."""
+    out: dict[str, Any] = {}
+    if _pair(kw["restores_per_s"], kw["restore_size"], "--restores-per-s and --restore-size"):
+        rate, size = _number(kw["restores_per_s"], "restores per second"), units.parse_bytes(kw["restore_size"])
+        out.update(restores_per_s=rate, restore_size_bytes=size, restore_avg_bps=average_bandwidth_bps(rate, size))
+    link = resolve_link(kw, hardware_table(kw["hardware_file"]))
+    if _pair(kw["transfer_size"], link, "--transfer-size and --link-bandwidth (or --link)"):
+        size = units.parse_bytes(kw["transfer_size"])
+        setup_s = link.setup_s
+        out.update(transfer_size_bytes=size, link=link.name, link_bandwidth_bps=link.bandwidth_bps,
+                   setup_s=setup_s, transfer_data_s=transfer_time_s(size, link.bandwidth_bps),
+                   transfer_s=transfer_time_s(size, link.bandwidth_bps, setup_s))
+    if _pair(kw["iops"], kw["io_size"], "--iops and --io-size"):
+        iops, io_size = _number(kw["iops"], "IOPS"), units.parse_bytes(kw["io_size"])
+        out.update(iops=iops, io_size_bytes=io_size, iops_bps=iops_bandwidth_bps(iops, io_size))
+    return out
+
+
+def _workloads(kw: dict[str, Any]) -> tuple[dict[str, Any], list[Workload]]:
+    device: dict[str, Any] = {}
+    workloads: list[Workload] = []
+    if kw["workloads_file"]:
+        device, workloads = load_workloads(kw["workloads_file"])
+    if _pair(kw["capacity_need"], kw["bandwidth_need"], "--capacity-need and --bandwidth-need"):
+        workloads.insert(0, Workload(kw["name"], units.parse_bytes(kw["capacity_need"]),
+                                     units.parse_bandwidth(kw["bandwidth_need"])))
+    workloads.extend(parse_workload(w) for w in kw["workload"])
+    if kw["capacity_have"] is not None:
+        device["capacity_have_bytes"] = units.parse_bytes(kw["capacity_have"])
+    if kw["bandwidth_have"] is not None:
+        device["bandwidth_have_bps"] = units.parse_bandwidth(kw["bandwidth_have"])
+    if workloads and len(device) < 2:
+        raise ValueError("a budget needs the device: --capacity-have and --bandwidth-have "
+                         "(or a [device] table in the --workloads file)")
+    return device, workloads
+
+
+def _row(name: str, r: BudgetResult) -> dict[str, Any]:
+    return {"name": name, **r.as_dict()}
+
+
+def _budget_table(rows: list[dict[str, Any]], overall: dict[str, Any] | None) -> str:
+    shown = rows + ([overall] if overall is not None else [])
+    first = shown[0]
+    title = (f"device: {units.format_bytes(first['capacity_have_bytes'])} capacity, "
+             f"{units.format_bandwidth(first['bandwidth_have_bps'])} bandwidth, "
+             f"R_d = C_d/B_d = {units.format_duration(first['R_d_s'])}")
+    body = [[r["name"], units.format_bytes(r["capacity_need_bytes"]), units.format_percent(r["u_C"]),
+             units.format_bandwidth(r["bandwidth_need_bps"]), units.format_percent(r["u_B"]),
+             units.format_duration(r["R_w_s"]), units.format_bytes(r["capacity_shortfall_bytes"]),
+             units.format_bandwidth(r["bandwidth_shortfall_bps"]),
+             r["binding"] + (" (tie)" if r["binding_tie"] else ""), "yes" if r["fits"] else "NO"]
+            for r in shown]
+    return render_table(
+        ["workload", "capacity need", "u_C", "bandwidth need", "u_B", "R_w = C_w/B_w", "capacity short",
+         "bandwidth short", "binds first", "fits"], body, title=title,
+        notes=["binds first = the budget that fills first if both needs grow by the same factor "
+               "(the larger utilisation)", RATIO_NOTE])
+
+
+def _transfer_table(t: dict[str, Any]) -> str:
+    rows = []
+    if "restore_avg_bps" in t:
+        rows.append([f"average bandwidth: {units.format_count(t['restores_per_s'])}/s x "
+                     f"{units.format_bytes(t['restore_size_bytes'])}", units.format_bandwidth(t["restore_avg_bps"])])
+    if "transfer_s" in t:
+        setup = f" + setup {units.format_duration(t['setup_s'])}" if t["setup_s"] else ""
+        rows.append([f"one transfer: {units.format_bytes(t['transfer_size_bytes'])} over "
+                     f"{units.format_bandwidth(t['link_bandwidth_bps'])} ({t['link']}){setup}",
+                     units.format_duration(t["transfer_s"])])
+    if "iops_bps" in t:
+        rows.append([f"IOPS bandwidth: {units.format_count(t['iops'])} IOPS x {units.format_count(t['io_size_bytes'])} B",
+                     units.format_bandwidth(t["iops_bps"])])
+    return render_table(["transfer arithmetic", "value"], rows, notes=[
+        "average bandwidth is not restore latency: one restore on the critical path still takes size/bandwidth",
+        "IOPS x I/O size is reachable only if queue depth and concurrency allow it"])
+
+
+@click.command("budget", context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--capacity-need", help="C_w: bytes the workload keeps resident, e.g. 30GB (GB decimal, GiB binary).")
+@click.option("--bandwidth-need", help="B_w: bytes/s the workload moves, e.g. 1000GB/s.")
+@click.option("--name", default="workload", show_default=True, help="Name of the --capacity-need/--bandwidth-need workload.")
+@click.option("--workload", multiple=True, metavar="NAME:CAP:BW",
+              help="A workload as NAME:CAPACITY:BANDWIDTH, e.g. A:30GB:1000GB/s. Repeatable.")
+@click.option("--workloads", "workloads_file", type=click.Path(dir_okay=False),
+              help="TOML or JSON file of workloads (and optionally the device); see the README.")
+@click.option("--capacity-have", help="C_d: bytes the device offers for this data, e.g. 80GB.")
+@click.option("--bandwidth-have", help="B_d: bytes/s the device path offers, e.g. 2000GB/s.")
+@click.option("--restores-per-s", help="Transfer arithmetic: restores per second (plain number).")
+@click.option("--restore-size", help="Transfer arithmetic: bytes per restore, e.g. 100MB.")
+@click.option("--transfer-size", help="Transfer arithmetic: bytes of one transfer, e.g. 100MB.")
+@link_options
+@click.option("--iops", help="Transfer arithmetic: I/O operations per second (plain number), e.g. 1000000.")
+@click.option("--io-size", help="Transfer arithmetic: bytes per I/O, e.g. 4KiB.")
+@hardware_file_option
+@format_option
+def budget_command(fmt: str, **kw: Any) -> None:
+    """Capacity and bandwidth budgets: u_C = C_w/C_d, u_B = B_w/B_d, R = C/B.
+
+    Sizes take units (80GB decimal, 10GiB binary), bandwidths bytes/s (2000GB/s),
+    times seconds. For several workloads each row is one workload alone on the
+    device; the top-level JSON keys are all workloads together (with one
+    workload: that workload). The ratio R_w/R_d = u_C/u_B is not a verdict:
+    check the absolute needs.
+
+    \b
+    Examples:
+      pcs budget --capacity-need 30GB --capacity-have 80GB \\
+                 --bandwidth-need 1000GB/s --bandwidth-have 2000GB/s
+      pcs budget --capacity-have 80GB --bandwidth-have 2000GB/s \\
+                 --workload A:30GB:1000GB/s --workload B:200GB:1000GB/s
+      pcs budget --restores-per-s 10 --restore-size 100MB \\
+                 --transfer-size 100MB --link-bandwidth 20GB/s --iops 1000000 --io-size 4KiB
+
+    JSON keys: name, capacity_need_bytes, capacity_have_bytes, bandwidth_need_bps,
+    bandwidth_have_bps, u_C, u_B, R_w_s, R_d_s, capacity_shortfall_bytes,
+    bandwidth_shortfall_bps, binding (capacity|bandwidth|none), binding_tie,
+    growth_headroom, fits, rows (one object per workload, same keys), note;
+    transfers (restore_avg_bps, transfer_s, transfer_data_s, setup_s, iops_bps, ...).
+    """
+    device, workloads = _workloads(kw)
+    transfers = _transfers(kw)
+    if not workloads and not transfers:
+        raise PcsUsageError("nothing to compute: give a workload (--capacity-need/--bandwidth-need, "
+                            "--workload or --workloads) or transfer options (see pcs budget --help)")
+    payload: dict[str, Any] = {}
+    rows: list[dict[str, Any]] = []
+    overall: dict[str, Any] | None = None
+    if workloads:
+        have = (device["capacity_have_bytes"], device["bandwidth_have_bps"])
+        rows = [_row(w.name, budget_lib.budget(w.capacity_need_bytes, have[0], w.bandwidth_need_bps, have[1]))
+                for w in workloads]
+        together = total(workloads) if len(workloads) > 1 else workloads[0]
+        overall = _row(together.name, budget_lib.budget(together.capacity_need_bytes, have[0],
+                                             together.bandwidth_need_bps, have[1]))
+        payload.update(overall, rows=rows, note=RATIO_NOTE)
+    if transfers:
+        payload["transfers"] = transfers
+    if fmt == "csv":
+        csv_rows = rows + ([overall] if overall is not None and len(rows) > 1 else [])
+        emit({"rows": csv_rows or [transfers]}, fmt, "")
+        return
+
+    def table() -> str:
+        parts = []
+        if rows:
+            parts.append(_budget_table(rows, overall if len(rows) > 1 else None))
+        if transfers:
+            parts.append(_transfer_table(transfers))
+        return "\n\n".join(parts)
+
+    emit(payload, fmt, table)
+
+
+budget = budget_command  # the attribute pcs.cli.main loads

@@ -1,0 +1,163 @@
+"""``pcs envelope``: is restoring a cached prefix faster than recomputing it?"""
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from pcs import units
+from pcs.cli.common import emit, format_option
+from pcs.cli.presets import gpu_options, hardware_file_option, hardware_table, resolve_gpu
+from pcs.envelope import EnvelopeResult, envelope as envelope_lib, restore_bytes_for_tokens
+from pcs.report.table import render_table
+
+__all__ = ["envelope"]
+
+
+def _model(kw: dict[str, Any]) -> Any:
+    """The ModelSpec from --model or --model-config (with --kv-dtype), or None."""
+    if kw["model"] is None and kw["model_config"] is None:
+        if kw["kv_dtype"] is not None:
+            raise ValueError("--kv-dtype needs --model or --model-config")
+        return None
+    if kw["model"] is not None and kw["model_config"] is not None:
+        raise ValueError("give --model or --model-config, not both")
+    from pcs.model import get_model, load_hf_config  # lazy: H2's model package
+
+    model = get_model(kw["model"]) if kw["model"] is not None else load_hf_config(kw["model_config"])
+    return model.with_dtype(kw["kv_dtype"]) if kw["kv_dtype"] else model
+
+
+def _prefill_source(kw: dict[str, Any], model: Any, gpu: Any) -> tuple[Any, str] | None:
+    """An object with prefill_s(n, c): measured points, the compute model, or None."""
+    if kw["prefill_csv"] is not None:
+        from pcs.compute import MeasuredPrefill
+
+        return MeasuredPrefill.from_csv(kw["prefill_csv"]), f"measured points in {kw['prefill_csv']}"
+    if model is not None and gpu is not None:
+        from pcs.compute import DEFAULT_UTILISATION, ComputeModel
+
+        util = DEFAULT_UTILISATION if kw["utilisation"] is None else kw["utilisation"]
+        cm = ComputeModel(model, gpu, tp=kw["tp"], utilisation=util, dtype=kw["compute_dtype"])
+        return cm, f"compute model: {gpu.name} x{kw['tp']}, {kw['compute_dtype']}, utilisation {util:g}"
+    return None
+
+
+def _times(kw: dict[str, Any], source: tuple[Any, str] | None) -> dict[str, Any]:
+    """Resolve T_full and T_remaining (given, or from the prefill source) and say where each came from."""
+    restore_tokens = kw["restore_tokens"]
+    prompt_tokens = kw["prompt_tokens"] if kw["prompt_tokens"] is not None else restore_tokens
+    out: dict[str, Any] = {"prompt_tokens": prompt_tokens, "restore_tokens": restore_tokens}
+    if kw["full_prefill"] is not None:
+        out["full_prefill_s"], out["full_prefill_from"] = units.parse_duration(kw["full_prefill"]), "given"
+    elif source is not None and prompt_tokens is not None:
+        out["full_prefill_s"], out["full_prefill_from"] = float(source[0].prefill_s(prompt_tokens, 0)), source[1]
+    else:
+        raise ValueError("give --full-prefill, or --prompt-tokens/--restore-tokens with --model and --gpu "
+                         "(or --prefill-csv) to compute it")
+    if kw["remaining_compute"] is not None:
+        out["remaining_s"], out["remaining_from"] = units.parse_duration(kw["remaining_compute"]), "given"
+    elif source is not None and prompt_tokens is not None and restore_tokens is not None:
+        if prompt_tokens < restore_tokens:
+            raise ValueError(f"--prompt-tokens {prompt_tokens} is less than --restore-tokens {restore_tokens}")
+        out["remaining_s"] = float(source[0].prefill_s(prompt_tokens - restore_tokens, restore_tokens))
+        out["remaining_from"] = source[1]
+    else:
+        out["remaining_s"], out["remaining_from"] = 0.0, "default 0"
+    return out
+
+
+def _restore_bytes(kw: dict[str, Any], model: Any) -> int:
+    if kw["restore_bytes"] is not None:
+        return units.parse_bytes(kw["restore_bytes"])
+    if kw["restore_tokens"] is None or model is None:
+        raise ValueError("give --restore-bytes, or --restore-tokens with --model (or --model-config)")
+    per_rank = model.with_tp(kw["tp"]) if kw["tp"] > 1 else model
+    return restore_bytes_for_tokens(per_rank, kw["restore_tokens"], kw["block_size"])
+
+
+def _table(r: EnvelopeResult, extra: dict[str, Any]) -> str:
+    title = (f"restore {units.format_bytes(r.restore_bytes)}; full prefill {units.format_duration(r.full_prefill_s)} "
+             f"({extra['full_prefill_from']}); remaining {units.format_duration(r.remaining_s)} "
+             f"({extra['remaining_from']}); overhead {units.format_duration(r.overhead_s)}; "
+             f"margin T_full - T_remaining - T_overhead = {units.format_duration(r.margin_s)}")
+    headers = ["bandwidth", "read D/B", "cached path", "saved", "verdict"]
+    if r.overlap_s is not None:
+        headers.append(f"exposed wait (W = {units.format_duration(r.overlap_s)})")
+    body = []
+    for row in r.rows:
+        cells = [units.format_bandwidth(row.bandwidth_bps), units.format_duration(row.read_s),
+                 units.format_duration(row.cached_s), units.format_duration(row.saved_s), row.verdict]
+        if r.overlap_s is not None:
+            cells.append(units.format_duration(row.exposed_wait_s))
+        body.append(cells)
+    if r.break_even_bps is None:
+        verdict = ("no break-even: T_full - T_remaining - T_overhead <= 0, so no bandwidth makes "
+                   "the cached path faster")
+    else:
+        verdict = (f"break-even bandwidth {units.format_bandwidth(r.break_even_bps)} = D / (T_full - "
+                   "T_remaining - T_overhead); the cached path is faster above it")
+    return render_table(headers, body, title=title, notes=[
+        verdict, "serial model: cached = D/B + T_remaining + T_overhead against T_full; a higher hit ratio "
+                 "can save compute yet add restore bytes, so it does not guarantee lower latency"])
+
+
+@click.command("envelope", context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--restore-bytes", help="D: bytes restored, e.g. 1GB (GB decimal, GiB binary).")
+@click.option("--restore-tokens", type=click.IntRange(min=0),
+              help="Cached tokens restored; with --model gives D (serialized blocks, rounded up to whole blocks).")
+@click.option("--prompt-tokens", type=click.IntRange(min=0),
+              help="Prompt length for the computed T_full (default: --restore-tokens).")
+@click.option("--model", help="Model preset (list: pcs models), for D and the compute model.")
+@click.option("--model-config", type=click.Path(dir_okay=False), help="Local Hugging Face config.json instead of --model.")
+@click.option("--kv-dtype", help="KV dtype for D, e.g. fp8 or bf16 (default: the model's).")
+@click.option("--block-size", type=click.IntRange(min=1), default=16, show_default=True, help="Tokens per KV block.")
+@click.option("--full-prefill", help="T_full: prefill time without cache, e.g. 100ms. Default: computed from --model/--gpu.")
+@click.option("--remaining-compute", help="T_remaining: prefill still needed after the restore, e.g. 30ms. "
+                                          "Default: computed when a model/GPU or --prefill-csv is given, else 0.")
+@click.option("--overhead", default="0", show_default=True, help="T_overhead: setup + convert + sync per restore, e.g. 5ms.")
+@click.option("--bandwidth", "bandwidths", multiple=True, help="B_eff: effective restore bandwidth, e.g. 20GB/s. Repeatable.")
+@click.option("--overlap", help="W: independent compute overlapping the load, e.g. 20ms; adds exposed_wait_s.")
+@gpu_options
+@click.option("--tp", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Tensor-parallel size: compute splits over tp GPUs; D becomes bytes per GPU rank.")
+@click.option("--utilisation", type=click.FloatRange(min=0, max=1, min_open=True),
+              help="Prefill MFU for the compute model (default 0.5, see pcs.compute).")
+@click.option("--compute-dtype", type=click.Choice(["bf16", "fp16", "fp8"]), default="bf16", show_default=True,
+              help="Precision of the prefill matmuls (selects the GPU's dense peak).")
+@click.option("--prefill-csv", type=click.Path(dir_okay=False),
+              help="CSV of measured prefill points (header tokens,seconds), interpolated; replaces the compute model.")
+@hardware_file_option
+@format_option
+def envelope(fmt: str, **kw: Any) -> None:
+    """Restore or recompute? Cached path D/B + T_remaining + T_overhead against T_full.
+
+    Sizes in bytes with units (1GB decimal, 1GiB binary), bandwidths in bytes/s
+    (20GB/s), times with units (100ms, 5us) or plain seconds. Verdicts and the
+    break-even bandwidth D / (T_full - T_remaining - T_overhead) are decided
+    exactly (integer nanoseconds): no break-even when that is <= 0.
+
+    \b
+    Examples:
+      pcs envelope --restore-bytes 1GB --full-prefill 100ms --remaining-compute 30ms \\
+                   --overhead 5ms --bandwidth 10GB/s --bandwidth 20GB/s
+      pcs envelope --restore-tokens 8192 --prompt-tokens 8704 --model llama-3.1-70b \\
+                   --gpu h100-sxm --tp 4 --overhead 1ms --bandwidth 50GB/s --overlap 2ms
+
+    JSON keys: restore_bytes, full_prefill_s, remaining_s, overhead_s, overlap_s,
+    margin_s, break_even_bps (null when none), full_prefill_from, remaining_from,
+    prompt_tokens, restore_tokens, rows (bandwidth_bps, read_s, cached_s, saved_s,
+    verdict faster|slower|equal, exposed_wait_s).
+    """
+    table = hardware_table(kw.pop("hardware_file"))
+    gpu = resolve_gpu(kw, table)
+    model = _model(kw)
+    times = _times(kw, _prefill_source(kw, model, gpu))
+    d = _restore_bytes(kw, model)
+    overlap = units.parse_duration(kw["overlap"]) if kw["overlap"] is not None else None
+    bandwidths = [units.parse_bandwidth(b) for b in kw["bandwidths"]]
+    result = envelope_lib(d, times["full_prefill_s"], times["remaining_s"], units.parse_duration(kw["overhead"]),
+                          bandwidths, overlap_s=overlap)
+    payload = result.as_dict()
+    payload.update({k: v for k, v in times.items() if k not in ("full_prefill_s", "remaining_s")})
+    emit(payload, fmt, lambda: _table(result, times))

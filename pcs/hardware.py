@@ -1,0 +1,414 @@
+"""Hardware presets: GPUs (HBM, FLOP/s) and the links that restore KV blocks.
+
+Every figure carries its source. GPU compute figures are DENSE tensor-core
+peaks (NVIDIA datasheets print the 2:4-sparsity figure, twice as large, with an
+asterisk; we halve it). Link figures are EFFECTIVE per-direction bandwidths
+(what a large pinned-memory copy reaches), not the theoretical line rate; the
+theoretical rate is named in each ``source`` so the choice is visible.
+Setup latencies are documented defaults (assumptions to calibrate against a
+real timeline, see CONCEPTS.md section 2), not datasheet figures.
+
+Any figure can be overridden: in code with :func:`override`, from a TOML or
+JSON file with :func:`load_hardware_file`, and from the CLI (``--gpu h100-sxm
+--hbm-bandwidth 3TB/s``, see ``pcs.cli.presets``).
+
+>>> get_gpu("h100-sxm").hbm_bps
+3350000000000.0
+>>> default_link_for_tier("cpu").name
+'pcie-gen5-x16'
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pcs import units
+from pcs.errors import InputError
+
+__all__ = [
+    "GPUSpec", "LinkSpec", "HardwareTable", "GPUS", "LINKS", "GPU_NAMES", "LINK_NAMES",
+    "TIER_LINKS", "get_gpu", "get_link", "default_link_for_tier", "override", "load_hardware_file",
+]
+
+
+def _check_positive(name: str, field_name: str, value: float | None, allow_none: bool = False,
+                    allow_zero: bool = False) -> None:
+    if value is None and allow_none:
+        return
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    if not ok or value < 0 or (value == 0 and not allow_zero):
+        need = ">= 0" if allow_zero else "> 0"
+        raise ValueError(f"{name}: {field_name} must be a finite number {need}, got {value!r}")
+
+
+@dataclass(frozen=True, slots=True)
+class GPUSpec:
+    """One GPU: memory capacity and bandwidth, dense tensor-core peaks.
+
+    Attributes:
+        name: preset name, e.g. ``"h100-sxm"``.
+        hbm_bytes: device memory capacity in bytes (datasheet figure, decimal GB).
+        hbm_bps: device memory bandwidth in bytes/s.
+        bf16_flops: dense BF16 tensor-core peak in FLOP/s.
+        fp8_flops: dense FP8 tensor-core peak in FLOP/s, or None when the GPU
+            has no FP8 tensor cores (A100).
+        source: datasheet the figures come from.
+    Raises:
+        ValueError: a non-positive or non-finite figure.
+    """
+
+    name: str
+    hbm_bytes: int
+    hbm_bps: float
+    bf16_flops: float
+    fp8_flops: float | None
+    source: str
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.hbm_bytes, int) or isinstance(self.hbm_bytes, bool) or self.hbm_bytes <= 0:
+            raise ValueError(f"{self.name}: hbm_bytes must be an int > 0, got {self.hbm_bytes!r}")
+        _check_positive(self.name, "hbm_bps", self.hbm_bps)
+        _check_positive(self.name, "bf16_flops", self.bf16_flops)
+        _check_positive(self.name, "fp8_flops", self.fp8_flops, allow_none=True)
+
+    def peak_flops(self, dtype: str = "bf16") -> float:
+        """Dense tensor-core peak in FLOP/s for ``dtype`` (``"bf16"``/``"fp16"`` or ``"fp8"``).
+
+        Raises:
+            ValueError: unknown dtype, or ``"fp8"`` on a GPU without FP8 tensor cores.
+        """
+        d = dtype.lower()
+        if d in ("bf16", "fp16"):
+            return self.bf16_flops
+        if d == "fp8":
+            if self.fp8_flops is None:
+                raise ValueError(f"GPU {self.name!r} has no FP8 tensor cores; use --compute-dtype bf16")
+            return self.fp8_flops
+        raise ValueError(f"unknown compute dtype {dtype!r}; expected one of bf16, fp16, fp8")
+
+
+@dataclass(frozen=True, slots=True)
+class LinkSpec:
+    """One path that moves KV blocks between tiers.
+
+    Attributes:
+        name: preset name, e.g. ``"pcie-gen5-x16"``.
+        bandwidth_bps: effective bandwidth of one direction, bytes/s.
+        setup_s: fixed cost per transfer (launch, DMA or request setup), seconds.
+        iops: small random I/O operations per second, or None where not the
+            limit (memory links, RDMA).
+        io_size_bytes: the I/O size ``iops`` is quoted at (4 KiB for NVMe), or None.
+        source: where the figures come from and what is assumed.
+    Raises:
+        ValueError: a negative or non-finite figure, or iops without io_size_bytes.
+    """
+
+    name: str
+    bandwidth_bps: float
+    setup_s: float
+    iops: float | None
+    io_size_bytes: int | None
+    source: str
+
+    def __post_init__(self) -> None:
+        _check_positive(self.name, "bandwidth_bps", self.bandwidth_bps)
+        _check_positive(self.name, "setup_s", self.setup_s, allow_zero=True)
+        _check_positive(self.name, "iops", self.iops, allow_none=True)
+        _check_positive(self.name, "io_size_bytes", self.io_size_bytes, allow_none=True)
+        if (self.iops is None) != (self.io_size_bytes is None):
+            raise ValueError(f"{self.name}: iops and io_size_bytes must be given together")
+
+    @property
+    def iops_bps(self) -> float | None:
+        """Bandwidth reachable with small random I/O: iops x io_size_bytes (CONCEPTS.md 2), or None."""
+        if self.iops is None or self.io_size_bytes is None:
+            return None
+        return self.iops * self.io_size_bytes
+
+    def transfer_s(self, num_bytes: int, io_size_bytes: int | None = None) -> float:
+        """Time of one transfer: setup_s + num_bytes / bandwidth_bps.
+
+        With ``io_size_bytes`` on a link with an IOPS limit the data term is
+        max(num_bytes / bandwidth_bps, ceil(num_bytes / io_size_bytes) / iops):
+        small I/O is bound by operations per second, large I/O by bandwidth.
+
+        >>> LINKS["pcie-gen5-x16"].transfer_s(0)
+        1e-05
+        """
+        if num_bytes < 0:
+            raise ValueError(f"num_bytes must be >= 0, got {num_bytes}")
+        data_s = num_bytes / self.bandwidth_bps
+        if io_size_bytes is not None and self.iops is not None and num_bytes > 0:
+            data_s = max(data_s, math.ceil(num_bytes / io_size_bytes) / self.iops)
+        return self.setup_s + data_s
+
+
+_TB = 1e12
+_SPARSE_NOTE = "dense = half the datasheet's 2:4-sparsity figure"
+
+#: GPU presets. Capacities are the datasheet's decimal GB (devices expose a
+#: little more or less; override with --hbm-capacity for exact planning).
+GPUS: dict[str, GPUSpec] = {g.name: g for g in (
+    GPUSpec("h100-sxm", 80 * 10**9, 3.35 * _TB, 989.4e12, 1978.9e12,
+            "NVIDIA H100 Tensor Core GPU datasheet (SXM5): 80 GB HBM3, 3.35 TB/s, "
+            f"BF16 1,979 / FP8 3,958 TFLOPS with sparsity; {_SPARSE_NOTE}"),
+    GPUSpec("h200", 141 * 10**9, 4.8 * _TB, 989.4e12, 1978.9e12,
+            "NVIDIA H200 Tensor Core GPU datasheet (SXM): 141 GB HBM3e, 4.8 TB/s, "
+            f"BF16 1,979 / FP8 3,958 TFLOPS with sparsity; {_SPARSE_NOTE}"),
+    GPUSpec("b200", 180 * 10**9, 7.7 * _TB, 2.25e15, 4.5e15,
+            "NVIDIA Blackwell datasheet, HGX B200 per GPU (1,000 W): 180 GB HBM3e, 7.7 TB/s, "
+            f"FP16/BF16 4.5 / FP8 9 PFLOPS with sparsity; {_SPARSE_NOTE}"),
+    GPUSpec("a100-80gb", 80 * 10**9, 2.039 * _TB, 312e12, None,
+            "NVIDIA A100 Tensor Core GPU datasheet (80GB SXM): 80 GB HBM2e, 2,039 GB/s, "
+            "BF16 312 TFLOPS dense (624 with sparsity); Ampere has no FP8 tensor cores: fp8_flops None"),
+    GPUSpec("l40s", 48 * 10**9, 864e9, 362.05e12, 733e12,
+            "NVIDIA L40S datasheet: 48 GB GDDR6, 864 GB/s, BF16 362.05 / FP8 733 TFLOPS dense "
+            "(733 / 1,466 with sparsity)"),
+    GPUSpec("gh200", 96 * 10**9, 4.0 * _TB, 989.4e12, 1978.9e12,
+            "NVIDIA GH200 Grace Hopper Superchip datasheet: 96 GB HBM3, 4 TB/s (the 144 GB HBM3e "
+            f"variant has 4.9 TB/s: override); FP8 3,958 TFLOPS with sparsity; {_SPARSE_NOTE}"),
+)}
+
+_EFF = "effective default ~80% of the theoretical per-direction rate after PCIe protocol overhead"
+
+#: Link and tier presets: effective one-direction bandwidth and a default setup latency.
+LINKS: dict[str, LinkSpec] = {l.name: l for l in (
+    LinkSpec("pcie-gen4-x16", 25e9, 10e-6, None, None,
+             "host DRAM over PCIe Gen4 x16: theoretical 16 GT/s x 16 lanes x 128/130 / 8 = 31.5 GB/s "
+             f"per direction (PCI-SIG PCIe 4.0); {_EFF}; setup 10 us assumed per DMA copy launch"),
+    LinkSpec("pcie-gen5-x16", 50e9, 10e-6, None, None,
+             "host DRAM over PCIe Gen5 x16: theoretical 32 GT/s x 16 lanes x 128/130 / 8 = 63.0 GB/s "
+             f"per direction (PCI-SIG PCIe 5.0); {_EFF}; setup 10 us assumed per DMA copy launch"),
+    LinkSpec("nvlink-c2c", 360e9, 5e-6, None, None,
+             "GH200 NVLink-C2C: 900 GB/s total = 450 GB/s per direction (NVIDIA GH200 datasheet); "
+             "effective default 80% = 360 GB/s; setup 5 us assumed"),
+    LinkSpec("nvme-gen4", 7e9, 100e-6, 1.5e6, 4096,
+             "local NVMe SSD, PCIe Gen4 data-center drive (Samsung PM1733 datasheet): 7,000 MB/s "
+             "sequential read, 1,500K IOPS 4 KiB random read at high queue depth; setup 100 us "
+             "assumed (one 4 KiB read's latency order)"),
+    LinkSpec("nvme-gen5", 13e9, 100e-6, 2.5e6, 4096,
+             "local NVMe SSD, PCIe Gen5 data-center drive (Samsung PM1743 datasheet): 13,000 MB/s "
+             "sequential read, 2,500K IOPS 4 KiB random read at high queue depth; setup 100 us assumed"),
+    LinkSpec("rdma-200g", 22.5e9, 20e-6, None, None,
+             "remote store over one 200 Gb/s RDMA NIC (e.g. ConnectX-6 HDR): line rate 25 GB/s; "
+             "effective default 90% = 22.5 GB/s for large reads; setup 20 us assumed "
+             "(RDMA round trip plus store metadata lookup)"),
+    LinkSpec("rdma-400g", 45e9, 20e-6, None, None,
+             "remote store over one 400 Gb/s RDMA NIC (e.g. ConnectX-7 NDR): line rate 50 GB/s; "
+             "effective default 90% = 45 GB/s for large reads; setup 20 us assumed "
+             "(RDMA round trip plus store metadata lookup)"),
+)}
+
+GPU_NAMES: tuple[str, ...] = tuple(GPUS)
+LINK_NAMES: tuple[str, ...] = tuple(LINKS)
+
+#: Tier name -> default link preset for restores from that tier.
+TIER_LINKS: dict[str, str] = {
+    "cpu": "pcie-gen5-x16", "host": "pcie-gen5-x16", "dram": "pcie-gen5-x16",
+    "ssd": "nvme-gen4", "nvme": "nvme-gen4", "disk": "nvme-gen4",
+    "remote": "rdma-400g", "rdma": "rdma-400g",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class HardwareTable:
+    """Presets after overrides: ``gpus`` and ``links`` by name (see :func:`load_hardware_file`)."""
+
+    gpus: dict[str, GPUSpec] = field(default_factory=lambda: dict(GPUS))
+    links: dict[str, LinkSpec] = field(default_factory=lambda: dict(LINKS))
+
+
+#: Short names accepted wherever a preset name is (not listed; an alias names its preset).
+ALIASES: dict[str, str] = {"h100": "h100-sxm", "a100": "a100-80gb", "nvme": "nvme-gen4"}
+
+
+def _norm(name: str) -> str:
+    key = str(name).strip().lower().replace("_", "-")
+    return ALIASES.get(key, key)
+
+
+def get_gpu(name: str, table: HardwareTable | None = None) -> GPUSpec:
+    """The GPU preset ``name`` (case-insensitive; ``_`` and ``-`` alike).
+
+    Raises:
+        ValueError: unknown name; the message lists the known ones.
+    """
+    gpus = GPUS if table is None else table.gpus
+    spec = gpus.get(_norm(name))
+    if spec is None:
+        raise ValueError(f"unknown GPU {name!r}; known: {', '.join(gpus)}")
+    return spec
+
+
+def get_link(name: str, table: HardwareTable | None = None) -> LinkSpec:
+    """The link preset ``name`` (case-insensitive; ``_`` and ``-`` alike).
+
+    Raises:
+        ValueError: unknown name; the message lists the known ones.
+    """
+    links = LINKS if table is None else table.links
+    spec = links.get(_norm(name))
+    if spec is None:
+        raise ValueError(f"unknown link {name!r}; known: {', '.join(links)}")
+    return spec
+
+
+def default_link_for_tier(tier_name: str, table: HardwareTable | None = None) -> LinkSpec:
+    """Default restore link of a tier: cpu/host/dram -> PCIe Gen5 x16, ssd/nvme -> local NVMe,
+    remote -> RDMA 400 Gb/s.
+
+    Raises:
+        ValueError: unknown tier name; the message lists the known ones.
+    """
+    link = TIER_LINKS.get(str(tier_name).strip().lower())
+    if link is None:
+        raise ValueError(f"no default link for tier {tier_name!r}; known tiers: {', '.join(TIER_LINKS)}")
+    return get_link(link, table)
+
+
+_PARSERS = {"_bytes": units.parse_bytes, "_bps": units.parse_bandwidth, "_s": units.parse_duration}
+
+
+def _parse_field(name: str, value: Any) -> Any:
+    """Parse one override value by the unit suffix of its field name."""
+    if name == "source":
+        return str(value)
+    if value is None and name in ("fp8_flops", "iops", "io_size_bytes"):
+        return None
+    for suffix, parse in _PARSERS.items():
+        if name.endswith(suffix):
+            return parse(value)
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        raise ValueError(f"expected a number, got {value!r}")
+    try:
+        number = float(value)  # *_flops and iops: plain numbers such as 989.4e12
+    except ValueError:
+        raise ValueError(f"expected a plain number such as 989.4e12, got {value!r}") from None
+    if not math.isfinite(number):
+        raise ValueError(f"expected a finite number, got {value!r}")
+    return number
+
+
+def override(spec: GPUSpec | LinkSpec, note: str = "overridden", **changes: Any) -> GPUSpec | LinkSpec:
+    """A copy of ``spec`` with some figures replaced; unit strings are accepted.
+
+    Field names are the dataclass fields (``hbm_bps="3TB/s"``, ``setup_s="15us"``);
+    ``source`` records ``note`` and the changed fields. None values are ignored.
+
+    >>> override(get_gpu("h100-sxm"), hbm_bps="3TB/s").hbm_bps
+    3000000000000.0
+
+    Raises:
+        ValueError: unknown field, unparsable or non-positive value.
+    """
+    names = {f.name for f in dataclasses.fields(spec)} - {"name"}
+    parsed: dict[str, Any] = {}
+    for key, value in changes.items():
+        if value is None:
+            continue
+        if key not in names:
+            raise ValueError(f"unknown {type(spec).__name__} field {key!r}; known: {', '.join(sorted(names))}")
+        try:
+            parsed[key] = _parse_field(key, value)
+        except ValueError as exc:
+            raise ValueError(f"{spec.name}: field {key!r}: {exc}") from None
+    if not parsed:
+        return spec
+    if "source" not in parsed:
+        parsed["source"] = f"{spec.source}; {note}: {', '.join(sorted(parsed))}"
+    return dataclasses.replace(spec, **parsed)
+
+
+def _read_mapping(path: Path) -> dict[str, Any]:
+    text = path.read_text(encoding="utf-8")
+    if path.suffix.lower() == ".json":
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise InputError(str(path), exc.lineno, None, f"invalid JSON: {exc.msg}") from None
+    elif path.suffix.lower() == ".toml":
+        try:
+            import tomllib  # Python >= 3.11
+        except ModuleNotFoundError:  # pragma: no cover - Python 3.10
+            try:
+                import tomli as tomllib  # type: ignore[no-redef]
+            except ModuleNotFoundError:
+                raise ValueError(f"{path}: reading TOML needs Python 3.11+ or the tomli package; "
+                                 "use a .json file instead") from None
+        try:
+            data = tomllib.loads(text)
+        except tomllib.TOMLDecodeError as exc:
+            raise InputError(str(path), None, None, f"invalid TOML: {exc}") from None
+    else:
+        raise ValueError(f"{path}: unknown file type {path.suffix!r}; expected .toml or .json")
+    if not isinstance(data, dict):
+        raise InputError(str(path), None, None, "top level must be a table/object")
+    return data
+
+
+def load_hardware_file(path: str | Path, base: HardwareTable | None = None) -> HardwareTable:
+    """Presets with overrides and new entries from a TOML or JSON file.
+
+    Format (TOML; JSON the same shape)::
+
+        [gpu.h100-sxm]            # change figures of a preset
+        hbm_bps = "3.0TB/s"
+        [gpu.my-gpu]              # a new entry gives every field
+        hbm_bytes = "96GB"
+        hbm_bps = "4TB/s"
+        bf16_flops = 989.4e12
+        fp8_flops = 1978.9e12
+        [link.pcie-gen5-x16]
+        bandwidth_bps = "45GB/s"
+        setup_s = "15us"
+
+    Sections ``gpu``/``gpus`` and ``link``/``links``; field names are those of
+    :class:`GPUSpec` / :class:`LinkSpec`; sizes, bandwidths and durations may
+    carry units; FLOP/s and IOPS are plain numbers.
+
+    Raises:
+        InputError: bad content, naming the file and the field (e.g. ``gpu.my-gpu.hbm_bps``).
+        FileNotFoundError: no such file.
+    """
+    path = Path(path)
+    data = _read_mapping(path)
+    table = base if base is not None else HardwareTable()
+    gpus, links = dict(table.gpus), dict(table.links)
+    for key, section in data.items():
+        kind = {"gpu": "gpu", "gpus": "gpu", "link": "link", "links": "link"}.get(key)
+        if kind is None:
+            raise InputError(str(path), None, key, "unknown section; expected gpu or link")
+        if not isinstance(section, dict):
+            raise InputError(str(path), None, key, "must be a table of named entries")
+        target, cls = (gpus, GPUSpec) if kind == "gpu" else (links, LinkSpec)
+        for raw_name, fields_ in section.items():
+            name = _norm(raw_name)
+            where = f"{kind}.{raw_name}"
+            if not isinstance(fields_, dict):
+                raise InputError(str(path), None, where, "must be a table of fields")
+            target[name] = _entry(path, where, cls, name, target.get(name), fields_)
+    return HardwareTable(gpus=gpus, links=links)
+
+
+def _entry(path: Path, where: str, cls: type, name: str, preset: Any, fields_: dict[str, Any]) -> Any:
+    """Build one overridden or new entry, locating any error by file and field."""
+    try:
+        if preset is not None:
+            return override(preset, note=f"overridden by {path.name}", **fields_)
+        required = [f.name for f in dataclasses.fields(cls) if f.name not in ("name", "source")]
+        missing = [f for f in required if f not in fields_ and f not in ("fp8_flops", "iops", "io_size_bytes")]
+        if missing:
+            raise ValueError(f"new entry needs fields {', '.join(missing)}")
+        unknown = set(fields_) - set(required) - {"source"}
+        if unknown:
+            raise ValueError(f"unknown field(s) {', '.join(sorted(unknown))}; known: {', '.join(required)}")
+        values = {k: _parse_field(k, fields_.get(k)) for k in required}
+        return cls(name=name, source=str(fields_.get("source", f"user entry from {path.name}")), **values)
+    except InputError:
+        raise
+    except ValueError as exc:
+        raise InputError(str(path), None, where, str(exc)) from None

@@ -1,0 +1,143 @@
+"""Hardware presets: datasheet figures (dense, not sparse), links, overrides, files."""
+import json
+
+import pytest
+
+from pcs.errors import InputError
+from pcs.hardware import (GPU_NAMES, LINK_NAMES, LINKS, GPUSpec, LinkSpec, default_link_for_tier, get_gpu,
+                          get_link, load_hardware_file, override)
+
+
+def test_all_required_gpus_and_links_exist_with_sources():
+    assert set(GPU_NAMES) >= {"h100-sxm", "h200", "b200", "a100-80gb", "l40s", "gh200"}
+    assert set(LINK_NAMES) >= {"pcie-gen4-x16", "pcie-gen5-x16", "nvlink-c2c", "nvme-gen4", "rdma-200g", "rdma-400g"}
+    for name in GPU_NAMES:
+        assert "datasheet" in get_gpu(name).source
+    for name in LINK_NAMES:
+        link = get_link(name)
+        assert link.source and link.setup_s > 0
+
+
+@pytest.mark.parametrize("name,hbm_gb,hbm_tbps,bf16_dense_tflops,fp8_dense_tflops", [
+    # NVIDIA datasheets print 2:4-sparsity figures with an asterisk; dense is half of them.
+    ("h100-sxm", 80, 3.35, 1979 / 2, 3958 / 2),
+    ("h200", 141, 4.8, 1979 / 2, 3958 / 2),
+    ("b200", 180, 7.7, 4500 / 2, 9000 / 2),      # HGX B200 per GPU
+    ("l40s", 48, 0.864, 362.05, 733),            # the L40S datasheet prints the dense figures itself
+    ("gh200", 96, 4.0, 1979 / 2, 3958 / 2),
+])
+def test_gpu_figures_are_dense_not_sparse(name, hbm_gb, hbm_tbps, bf16_dense_tflops, fp8_dense_tflops):
+    g = get_gpu(name)
+    assert g.hbm_bytes == hbm_gb * 10**9
+    assert g.hbm_bps == pytest.approx(hbm_tbps * 1e12)
+    assert g.bf16_flops == pytest.approx(bf16_dense_tflops * 1e12, rel=1e-3)
+    assert g.fp8_flops == pytest.approx(fp8_dense_tflops * 1e12, rel=1e-3)
+
+
+def test_a100_has_no_fp8():
+    a100 = get_gpu("a100-80gb")
+    assert a100.fp8_flops is None
+    assert a100.bf16_flops == 312e12 and a100.hbm_bps == pytest.approx(2.039e12)
+    assert a100.peak_flops("bf16") == 312e12
+    with pytest.raises(ValueError, match="no FP8"):
+        a100.peak_flops("fp8")
+    with pytest.raises(ValueError, match="unknown compute dtype"):
+        a100.peak_flops("int3")
+
+
+def test_links_effective_below_theoretical():
+    # PCIe per direction: GT/s x 16 lanes x 128/130 encoding / 8 bits.
+    gen4_theory = 16e9 * 16 * 128 / 130 / 8   # 31.5 GB/s
+    gen5_theory = 32e9 * 16 * 128 / 130 / 8   # 63.0 GB/s
+    assert 0.7 * gen4_theory <= get_link("pcie-gen4-x16").bandwidth_bps < gen4_theory
+    assert 0.7 * gen5_theory <= get_link("pcie-gen5-x16").bandwidth_bps < gen5_theory
+    assert get_link("nvlink-c2c").bandwidth_bps < 450e9           # 900 GB/s total = 450 per direction
+    assert get_link("rdma-400g").bandwidth_bps < 400e9 / 8        # 50 GB/s line rate
+    assert get_link("rdma-200g").bandwidth_bps < 200e9 / 8
+    nvme = get_link("nvme-gen4")
+    assert nvme.io_size_bytes == 4096 and nvme.iops_bps == pytest.approx(1.5e6 * 4096)  # 6.144 GB/s
+
+
+def test_transfer_time_with_setup_and_iops():
+    pcie = get_link("pcie-gen5-x16")
+    assert pcie.transfer_s(100 * 10**6) == pytest.approx(10e-6 + 100e6 / 50e9)  # 10 us + 2 ms
+    nvme = get_link("nvme-gen4")
+    # 1000 x 4 KiB: bandwidth 4.096e6/7e9 = 585 us < IOPS 1000/1.5e6 = 667 us -> IOPS bound
+    assert nvme.transfer_s(4096 * 1000, io_size_bytes=4096) == pytest.approx(100e-6 + 1000 / 1.5e6)
+    assert nvme.transfer_s(4096 * 1000) == pytest.approx(100e-6 + 4.096e6 / 7e9)
+    with pytest.raises(ValueError):
+        pcie.transfer_s(-1)
+
+
+def test_lookup_errors_list_known_names_and_aliases():
+    assert get_gpu("H100_SXM") is get_gpu("h100-sxm") is get_gpu("h100")
+    with pytest.raises(ValueError, match="known: h100-sxm, h200"):
+        get_gpu("h900")
+    with pytest.raises(ValueError, match="known: pcie-gen4-x16"):
+        get_link("carrier-pigeon")
+
+
+def test_default_link_for_tier():
+    for tier in ("cpu", "host", "dram"):
+        assert default_link_for_tier(tier).name == "pcie-gen5-x16"
+    for tier in ("ssd", "nvme"):
+        assert default_link_for_tier(tier).name == "nvme-gen4"
+    assert default_link_for_tier("remote").name == "rdma-400g"
+    with pytest.raises(ValueError, match="known tiers"):
+        default_link_for_tier("tape")
+
+
+def test_override_parses_units_and_records_source():
+    g = override(get_gpu("h100-sxm"), hbm_bps="3TB/s", hbm_bytes="96GiB", bf16_flops="900e12")
+    assert (g.hbm_bps, g.hbm_bytes, g.bf16_flops) == (3e12, 96 * 2**30, 900e12)
+    assert "overridden" in g.source and "hbm_bps" in g.source
+    link = override(LINKS["pcie-gen5-x16"], setup_s="15us", bandwidth_bps="45GB/s")
+    assert (link.setup_s, link.bandwidth_bps) == (pytest.approx(15e-6), 45e9)
+    assert override(g) is g
+    with pytest.raises(ValueError, match="unknown GPUSpec field"):
+        override(g, hbm="1GB")
+    with pytest.raises(ValueError, match="hbm_bps"):
+        override(g, hbm_bps="-3TB/s")
+    with pytest.raises(ValueError, match="plain number"):
+        override(g, bf16_flops="lots")
+
+
+def test_spec_validation():
+    with pytest.raises(ValueError):
+        GPUSpec("x", 0, 1.0, 1.0, None, "")
+    with pytest.raises(ValueError):
+        LinkSpec("x", 1.0, 0.0, 1e6, None, "")   # iops without io size
+    with pytest.raises(ValueError):
+        LinkSpec("x", 0.0, 0.0, None, None, "")
+
+
+def test_load_hardware_file_toml_and_json(tmp_path):
+    toml = tmp_path / "hw.toml"
+    toml.write_text('[gpu.h100-sxm]\nhbm_bps = "3.0TB/s"\n'
+                    '[gpu.my-gpu]\nhbm_bytes = "96GB"\nhbm_bps = "4TB/s"\nbf16_flops = 1e15\n'
+                    '[link.pcie-gen5-x16]\nbandwidth_bps = "45GB/s"\nsetup_s = "15us"\n')
+    t = load_hardware_file(toml)
+    assert get_gpu("h100-sxm", t).hbm_bps == 3e12
+    assert get_gpu("h100-sxm").hbm_bps == 3.35e12               # presets untouched
+    mine = get_gpu("my-gpu", t)
+    assert (mine.hbm_bytes, mine.fp8_flops) == (96 * 10**9, None)
+    assert default_link_for_tier("cpu", t).bandwidth_bps == 45e9
+    js = tmp_path / "hw.json"
+    js.write_text(json.dumps({"links": {"my-nic": {"bandwidth_bps": "10GB/s", "setup_s": "1us",
+                                                   "iops": 1e6, "io_size_bytes": "4KiB"}}}))
+    nic = get_link("my-nic", load_hardware_file(js))
+    assert (nic.bandwidth_bps, nic.iops_bps) == (10e9, 1e6 * 4096)
+
+
+@pytest.mark.parametrize("text,field", [
+    ('[gpu.my-gpu]\nhbm_bytes = "96GB"\n', "gpu.my-gpu"),                 # missing fields
+    ('[gpu.h100-sxm]\nhbm_bps = "3XB/s"\n', "gpu.h100-sxm"),              # bad unit
+    ('[link.pcie-gen5-x16]\nspeed = "1GB/s"\n', "link.pcie-gen5-x16"),    # unknown field
+    ('[cpu.x]\na = 1\n', "cpu"),                                           # unknown section
+])
+def test_load_hardware_file_errors_name_file_and_field(tmp_path, text, field):
+    path = tmp_path / "hw.toml"
+    path.write_text(text)
+    with pytest.raises(InputError) as err:
+        load_hardware_file(path)
+    assert str(path) in str(err.value) and f"field '{field}'" in str(err.value)
