@@ -207,6 +207,7 @@ def test_list_models_rows():
     assert [r["name"] for r in rows] == list(MODEL_NAMES)
     assert len(MODEL_NAMES) == 9
     row = rows[0]
+    assert row["components"] == "full_attention"
     for key in ("name", "layers", "components", "kv_dtype", "reference_bytes_per_token", "active_params",
                 "total_params", "weight_dtype_bytes", "source", "params_source", "layer_pattern"):
         assert key in row

@@ -153,7 +153,7 @@ def list_models() -> list[dict[str, Any]]:
     """One row per preset for ``pcs models`` (stable keys, documented in the README).
 
     Keys: ``name``, ``layers``, ``layer_pattern`` (counts per layer type),
-    ``components`` (component names), ``kv_dtype``, ``reference_bytes_per_token``
+    ``components`` (component names, comma-separated), ``kv_dtype``, ``reference_bytes_per_token``
     (BF16 payload, one rank), ``fixed_bytes_per_sequence`` (recurrent state),
     ``active_params``, ``total_params``, ``weight_dtype_bytes``, ``source``,
     ``params_source``.
@@ -168,7 +168,7 @@ def list_models() -> list[dict[str, Any]]:
             "name": name,
             "layers": spec.num_layers,
             "layer_pattern": ", ".join(f"{n} {t}" for t, n in counts.items()),
-            "components": [c.name for c in spec.components],
+            "components": ", ".join(c.name for c in spec.components),
             "kv_dtype": spec.kv_dtype,
             "reference_bytes_per_token": spec.kv_bytes_per_token("reference"),
             "fixed_bytes_per_sequence": spec.fixed_bytes_per_sequence(),
