@@ -188,6 +188,8 @@ def _cell(key: str, value: Any) -> str | None:
         return ", ".join(str(v) for v in value) or None
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return str(value)
+    if key.endswith("dtype_bytes"):  # bytes per parameter, not a size
+        return f"{value:g}"
     if key.endswith("_bytes"):
         return units.format_bytes(value)
     if key.endswith("_bps"):
@@ -219,7 +221,7 @@ def models(fmt: str) -> None:
     def table() -> str:
         if not rows:
             return "no model presets"
-        headers = [k for k in rows[0] if k != "source"]
+        headers = [k for k in rows[0] if not k.endswith("source")]
         return render_table(headers, [[_cell(k, r.get(k)) for k in headers] for r in rows],
                             title="Model presets (sources: --format json)")
 
