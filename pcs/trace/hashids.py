@@ -43,20 +43,21 @@ class FormatSpec:
 
     Attributes:
         name: format name used by ``--format``.
-        ts_scale: seconds per timestamp unit (Mooncake ms: 1e-3; Bailian s: 1.0).
+        ts_per_s: timestamp units per second (Mooncake ms: 1000; Bailian s: 1);
+            arrival_s = timestamp / ts_per_s (a correctly rounded division).
         default_block_size: tokens per block when ``--block-size`` is absent
             (Mooncake 512, FAST'25 release README; Bailian 16, ATC'25 trace README).
         int_extras: required integer fields -> Request attribute.
     """
 
     name: str
-    ts_scale: float
+    ts_per_s: float
     default_block_size: int
     int_extras: tuple[tuple[str, str], ...] = ()
     has_type: bool = False
 
 
-MOONCAKE = FormatSpec("mooncake", 1e-3, 512)
+MOONCAKE = FormatSpec("mooncake", 1000.0, 512)
 BAILIAN = FormatSpec("bailian", 1.0, 16,
                      (("chat_id", "session_id"), ("parent_chat_id", "parent_id"), ("turn", "turn")), True)
 
@@ -176,7 +177,7 @@ class _Columns:
             return None
         ex = [np.array(e, dtype=np.int64) for e in self.extras]
         return RequestBatch(
-            0, bs, np.array(self.ts, dtype=np.float64) * self.spec.ts_scale,
+            0, bs, np.array(self.ts, dtype=np.float64) / self.spec.ts_per_s,
             np.array(self.il, dtype=np.int64), np.array(self.ol, dtype=np.int64),
             np.cumsum(np.array(self.lens, dtype=np.int64)), np.array(self.ids, dtype=np.uint64),
             *(ex + [None] * (3 - len(ex))), tuple(self.types) if self.spec.has_type else None)
@@ -267,7 +268,7 @@ def _fast_chunk(spec: FormatSpec, chunk: bytes, bs: int, state: ReadState) -> Re
     state.last_ts = max(state.last_ts, float(ts.max()))
     extras = [table.column(k).to_numpy() for k, _ in spec.int_extras]
     typ = tuple(table.column("type").to_pylist()) if spec.has_type else None
-    return RequestBatch(0, bs, ts * spec.ts_scale, il, ol, offsets, hashes,
+    return RequestBatch(0, bs, ts / spec.ts_per_s, il, ol, offsets, hashes,
                         *(extras + [None] * (3 - len(extras))), typ)
 
 

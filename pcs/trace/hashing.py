@@ -89,7 +89,8 @@ def _extra_bytes(keys: list) -> bytes:
 
 
 def hash_request_blocks(token_ids: np.ndarray, block_size: int, *, cache_salt: str | None = None,
-                        lora_id: int | str | None = None, mm_inputs: Sequence[MMInput] = ()) -> np.ndarray:
+                        lora_id: int | str | None = None, mm_inputs: Sequence[MMInput] = (),
+                        known: np.ndarray | None = None) -> np.ndarray:
     """Chained hashes of every block of one prompt, the partial last block included.
 
     Args:
@@ -98,6 +99,9 @@ def hash_request_blocks(token_ids: np.ndarray, block_size: int, *, cache_salt: s
         cache_salt: per-tenant salt mixed into block 0 (vLLM ``cache_salt``).
         lora_id: LoRA adapter id mixed into every block.
         mm_inputs: multimodal inputs, mixed into the blocks they overlap.
+        known: hashes already computed for this prompt's leading *full*
+            blocks under the same keys (e.g. the previous turn of a chat);
+            they are copied, not recomputed. Caller's promise, not checked.
     Returns:
         ``np.ndarray[np.uint64]``, shape ``(ceil(prompt_tokens / block_size),)``.
 
@@ -114,8 +118,13 @@ def hash_request_blocks(token_ids: np.ndarray, block_size: int, *, cache_salt: s
     num_blocks = -(-n // block_size)
     out = np.empty(num_blocks, dtype=np.uint64)
     parent = ROOT_HASH
+    start = 0
+    if known is not None and len(known):
+        start = min(len(known), n // block_size)
+        out[:start] = known[:start]
+        parent = int(out[start - 1]) if start else ROOT_HASH
     base = [["lora", lora_id]] if lora_id is not None else []
-    for i in range(num_blocks):
+    for i in range(start, num_blocks):
         keys = base
         if mm_inputs or (cache_salt is not None and i == 0):
             lo, hi = i * block_size, min(n, (i + 1) * block_size)

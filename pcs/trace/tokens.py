@@ -33,7 +33,7 @@ __all__ = ["DEFAULT_TOKEN_BLOCK_SIZE", "read_token_jsonl", "parse_token_line"]
 #: vLLM's default ``--block-size`` (16 tokens) for token traces.
 DEFAULT_TOKEN_BLOCK_SIZE = 16
 
-_MS = 1e-3
+_MS_PER_S = 1000.0
 _U32_MAX = (1 << 32) - 1
 
 
@@ -106,7 +106,7 @@ def read_token_jsonl(path, name: str, block_size: int, state: ReadState, on_erro
     def flush() -> RequestBatch:
         offs = np.zeros(len(hs) + 1, dtype=np.int64)
         np.cumsum([h.size for h in hs], out=offs[1:])
-        b = RequestBatch(0, block_size, np.array(ts_l, dtype=np.float64) * _MS, np.array(pt, dtype=np.int64),
+        b = RequestBatch(0, block_size, np.array(ts_l, dtype=np.float64) / _MS_PER_S, np.array(pt, dtype=np.int64),
                          np.array(ot, dtype=np.int64), offs,
                          np.concatenate(hs) if hs else np.zeros(0, dtype=np.uint64))
         ts_l.clear(), pt.clear(), ot.clear(), hs.clear()

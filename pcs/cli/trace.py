@@ -1,0 +1,239 @@
+"""``pcs trace``: inspect, convert and synthesise request traces.
+
+Subcommands: ``stats`` (what a trace asks of a prefix cache), ``convert``
+(JSONL <-> Parquet, re-blocking of token traces) and ``synth`` (seeded
+synthetic workloads). :func:`trace_input_options` and :func:`open_from_options`
+give every trace-taking command the same input options.
+"""
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Callable
+
+import click
+
+from pcs.cli.common import emit, format_option
+
+__all__ = ["trace", "trace_input_options", "open_from_options"]
+
+
+def trace_input_options(f: Callable) -> Callable:
+    """Add ``--trace-format``, ``--block-size``, ``--on-error`` and ``--sort``."""
+    opts = [
+        click.option("--trace-format", type=click.Choice(["mooncake", "bailian", "tokens", "parquet"]),
+                     default=None, help="Input format; default: detected from the content."),
+        click.option("--block-size", type=click.IntRange(min=1), default=None,
+                     help="Tokens per block. Default: Mooncake 512, Bailian 16, token JSONL 16, "
+                          "Parquet as stored. A block-id trace recorded at another size is rejected."),
+        click.option("--on-error", type=click.Choice(["raise", "skip"]), default="raise", show_default=True,
+                     help="raise: stop at the first bad line (exit 2); skip: skip bad lines and count them."),
+        click.option("--sort", is_flag=True, help="Reorder by arrival time instead of rejecting a decreasing "
+                     "timestamp (holds the trace in memory)."),
+    ]
+    for opt in reversed(opts):
+        f = opt(f)
+    return f
+
+
+def open_from_options(path, trace_format, block_size, on_error, sort):
+    """:func:`pcs.trace.open_trace` from the values of :func:`trace_input_options`."""
+    from pcs.trace import open_trace
+
+    return open_trace(path, format=trace_format, block_size=block_size, on_error=on_error, sort=sort)
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+def trace() -> None:
+    """Inspect, convert and synthesise request traces.
+
+    \b
+    Formats: Mooncake JSONL (timestamp ms, 512-token blocks), Qwen-Bailian
+    JSONL (timestamp s, 16-token blocks), token-id JSONL (pcs hashes the
+    blocks) and pcs Parquet; gzip is read transparently; '-' is stdin.
+    Without a TRACE argument the bundled sample traces/sample_chat.jsonl is read.
+    """
+
+
+_STATS_ROWS = [
+    ("requests", "requests", "count"), ("skipped lines", "skipped", "count"),
+    ("time span", "time_span_s", "dur"), ("arrival rate (req/s)", "arrival_rate_rps", "f2"),
+    ("prompt tokens mean / p50 / p99 / max", "prompt_tokens", "q"),
+    ("output tokens mean / p50 / p99 / max", "output_tokens", "q"),
+    ("blocks per request mean / p50 / p99 / max", "blocks_per_request", "q"),
+    ("block accesses", "block_accesses", "count"), ("distinct blocks", "distinct_blocks", "count"),
+    ("re-accessed block share", "reaccess_share", "pct"),
+    ("single-sequence hit ratio (tokens)", "single_sequence_hit_ratio", "pct"),
+    ("requests with any hit", "requests_with_hit_share", "pct"),
+    ("reuse distance p50 / p90 / p99 (blocks)", "reuse_distance_blocks", "r"),
+    ("reuse time p50 / p90 / p99", "reuse_time_s", "rt"),
+]
+
+
+def _stats_table(st: dict) -> str:
+    from pcs.report.table import render_table
+    from pcs.units import format_count, format_duration, format_percent
+
+    def num(v):
+        return "-" if v is None else format_count(round(v, 1) if isinstance(v, float) else v)
+
+    rows = []
+    for label, key, kind in _STATS_ROWS:
+        if kind == "q":
+            val = " / ".join(num(st[f"{key}_{s}"]) for s in ("mean", "p50", "p99", "max"))
+        elif kind == "r":
+            val = " / ".join(num(st[f"{key}_{s}"]) for s in ("p50", "p90", "p99"))
+        elif kind == "rt":
+            val = " / ".join(format_duration(st[f"{key}_{s}"]) for s in ("p50", "p90", "p99"))
+        elif kind == "dur":
+            val = format_duration(st[key])
+        elif kind == "pct":
+            val = format_percent(st[key])
+        elif kind == "f2":
+            val = "-" if st[key] is None else f"{st[key]:.2f}"
+        else:
+            val = num(st[key])
+        rows.append((label, val))
+    notes = ["hit ratio: infinite cache, requests in order, full blocks only, last prompt token recomputed"]
+    return render_table(["statistic", "value"], rows,
+                        title=f"{st['trace']} ({st['format']}, {st['block_size']}-token blocks)", notes=notes)
+
+
+@trace.command("stats")
+@click.argument("trace_path", metavar="[TRACE]", required=False)
+@trace_input_options
+@format_option
+def stats(trace_path, trace_format, block_size, on_error, sort, fmt) -> None:
+    """Request, token, block and reuse statistics of a trace.
+
+    \b
+    Token counts in tokens, times in seconds, reuse distance in distinct
+    blocks. JSON keys (stable): requests, block_accesses, distinct_blocks,
+    single_sequence_hit_ratio, time_span_s, arrival_rate_rps,
+    prompt_tokens_{mean,p50,p99,max,total}, ... (README, section trace).
+
+    \b
+    Example:
+      pcs trace stats ../shared/traces/mooncake-fast25/conversation_trace.jsonl --format json
+    """
+    from pcs.trace.stats import trace_stats
+
+    t = open_from_options(trace_path, trace_format, block_size, on_error, sort)
+    st = trace_stats(t)
+    emit(st, fmt, lambda: _stats_table(st), rows_key=None)
+
+
+@trace.command("convert")
+@click.argument("in_path", metavar="IN")
+@click.argument("out_path", metavar="OUT", type=click.Path(dir_okay=False))
+@click.option("--to", "out_format", type=click.Choice(["mooncake", "bailian", "parquet"]), default=None,
+              help="Output format; default parquet for *.parquet, else mooncake (*.gz is gzipped).")
+@click.option("--remap-ids/--keep-ids", default=None,
+              help="Renumber ids 0, 1, 2, ... in first-appearance order (default: only for token traces).")
+@trace_input_options
+@format_option
+def convert_cmd(in_path, out_path, out_format, remap_ids, trace_format, block_size, on_error, sort, fmt) -> None:
+    """Convert a trace: JSONL <-> Parquet, or re-block a token trace.
+
+    Streams in batches; writes a temporary file next to OUT and renames it
+    into place. A token trace read with --block-size B is written at B-token
+    blocks (re-blocking); block-id traces keep their block size.
+
+    \b
+    Examples:
+      pcs trace convert trace.jsonl trace.parquet
+      pcs trace convert tokens.jsonl tokens_b64.jsonl --block-size 64
+    """
+    from pcs.trace.convert import convert
+
+    t = open_from_options(in_path, trace_format, block_size, on_error, sort)
+    info = convert(t, out_path, out_format, remap_ids=remap_ids)
+    emit(info, fmt, lambda: (f"wrote {info['requests']:,} requests, {info['block_ids']:,} block ids "
+                             f"({info['format']}, {info['block_size']}-token blocks) to {info['path']}"
+                             + (f"; skipped {info['skipped']:,} bad lines" if info["skipped"] else "")),
+         rows_key=None)
+
+
+def _parse_mix(text: str) -> tuple[float, float, float]:
+    from pcs.trace.synth import KINDS
+
+    shares = dict.fromkeys(KINDS, 0.0)
+    try:
+        for part in text.split(","):
+            k, v = part.split("=")
+            if k.strip() not in shares:
+                raise ValueError
+            shares[k.strip()] = float(v)
+    except ValueError:
+        raise click.BadParameter(f"{text!r}: expected e.g. chat=0.6,agent=0.3,oneoff=0.1 (kinds: {', '.join(KINDS)})")
+    total = sum(shares.values())
+    if total <= 0 or min(shares.values()) < 0:
+        raise click.BadParameter(f"{text!r}: shares must be >= 0 with a positive sum")
+    return tuple(shares[k] / total for k in KINDS)  # type: ignore[return-value]
+
+
+def _token_tee(requests, path: Path):
+    """Yield requests unchanged while writing their token JSONL form to ``path`` atomically."""
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            for r in requests:
+                f.write(json.dumps({"timestamp": round(r.arrival_s * 1000.0), "output_length": r.output_tokens,
+                                    "token_ids": r.token_ids.tolist()}) + "\n")
+                yield r
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+@trace.command("synth")
+@click.argument("out_path", metavar="OUT", type=click.Path(dir_okay=False))
+@click.option("--requests", "num_requests", type=click.IntRange(min=0), default=2000, show_default=True,
+              help="Requests to generate (with --azure-csv: at most its rows).")
+@click.option("--seed", type=int, default=0, show_default=True, help="RNG seed; same seed, same bytes.")
+@click.option("--rate", "rate_rps", type=click.FloatRange(min=0, min_open=True), default=2.0, show_default=True,
+              help="Mean arrival rate, requests per second (Poisson).")
+@click.option("--mix", default="chat=0.5,agent=0.2,oneoff=0.3", show_default=True,
+              help="Shares of requests per kind: chat sessions, agent/tool loops, one-off requests.")
+@click.option("--block-size", type=click.IntRange(min=1), default=512, show_default=True, help="Tokens per block.")
+@click.option("--length-scale", type=click.FloatRange(min=0, min_open=True), default=1.0, show_default=True,
+              help="Multiply every median length (prompts, answers, prefixes) by this; Poisson mode.")
+@click.option("--azure-csv", type=click.Path(exists=True, dir_okay=False), default=None,
+              help="Take arrival times and token counts from an Azure LLM inference CSV instead of Poisson.")
+@click.option("--to", "out_format", type=click.Choice(["mooncake", "bailian", "parquet"]), default=None,
+              help="Output format; default parquet for *.parquet, else mooncake.")
+@click.option("--tokens-out", type=click.Path(dir_okay=False), default=None,
+              help="Also write the token-id JSONL form (same requests; pcs hashes it to the same blocks).")
+@format_option
+def synth(out_path, num_requests, seed, rate_rps, mix, block_size, length_scale, azure_csv, out_format, tokens_out, fmt) -> None:
+    """Write a seeded synthetic workload with real prefix reuse.
+
+    Multi-turn chat over shared system prompts, agent/tool loops over long
+    shared prefixes, and one-off requests. Ids are renumbered 0, 1, 2, ... in
+    first-appearance order, as in the Mooncake release.
+
+    \b
+    Examples:
+      pcs trace synth my.jsonl --requests 5000 --rate 4 --seed 7
+      pcs trace synth az.jsonl --azure-csv ../shared/traces/azure-llm-2023/AzureLLMInferenceTrace_conv.csv
+    """
+    from pcs.trace.convert import out_format_for, write_trace
+    from pcs.trace.synth import SynthSpec, synth_batches, synth_requests
+
+    spec = SynthSpec(num_requests=num_requests, seed=seed, rate_rps=rate_rps, mix=_parse_mix(mix),
+                     block_size=block_size, length_scale=length_scale)
+    reqs = synth_requests(spec, azure_csv)
+    if tokens_out:
+        reqs = _token_tee(reqs, Path(tokens_out))
+    ofmt = out_format_for(out_path, out_format)
+    info = write_trace(synth_batches(reqs, block_size), out_path, ofmt, block_size=block_size, remap_ids=True,
+                       source_format="synth", with_session=True)
+    info.update(block_size=block_size, seed=seed, tokens_out=tokens_out)
+    emit(info, fmt, lambda: f"wrote {info['requests']:,} requests, {info['block_ids']:,} block ids "
+                            f"({ofmt}, {block_size}-token blocks, seed {seed}) to {info['path']}", rows_key=None)

@@ -1,0 +1,174 @@
+"""Write traces: Mooncake / Bailian JSONL and canonical Parquet, atomically.
+
+Every writer streams :class:`RequestBatch` es to a temporary file in the
+output's directory and ``os.replace`` s it into place at the end, so a failed
+conversion never leaves a half-written output and never touches the input.
+A ``.gz`` suffix gzips the JSONL output (mtime 0 so the bytes are
+deterministic).
+
+Re-blocking: a token trace read at ``--block-size B`` yields ids at block size
+B; written as Mooncake/Bailian/Parquet it is that trace at block size B.
+Block-id traces (Mooncake, Bailian, Parquet) cannot be re-blocked: the
+tokens behind an id are unknown.
+"""
+from __future__ import annotations
+
+import gzip
+import io
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Iterable
+
+import numpy as np
+
+from pcs.trace.request import RequestBatch
+
+__all__ = ["OUT_FORMATS", "IdRemapper", "write_trace", "convert", "out_format_for"]
+
+OUT_FORMATS = ("mooncake", "bailian", "parquet")
+
+
+class IdRemapper:
+    """Map opaque 64-bit ids to dense ints 0, 1, 2, ... in first-appearance order.
+
+    This is how the Mooncake release numbers its ids (CONCEPTS.md section 7),
+    so a token trace's Mooncake form looks like the real one. Memory: one
+    dict entry per distinct id.
+    """
+
+    def __init__(self) -> None:
+        self._ids: dict[int, int] = {}
+
+    def __call__(self, hashes: np.ndarray) -> np.ndarray:
+        """``np.ndarray[np.uint64]`` -> dense ids, same shape."""
+        ids = self._ids
+        return np.fromiter((ids.setdefault(h, len(ids)) for h in hashes.tolist()), dtype=np.uint64, count=hashes.size)
+
+
+def _ms(arrival_s: float) -> int | float:
+    ms = arrival_s * 1000.0
+    r = round(ms)
+    return r if abs(ms - r) < 1e-6 else ms
+
+
+def _jsonl_lines(b: RequestBatch, fmt: str, remap: IdRemapper | None) -> str:
+    hashes = remap(b.block_hashes) if remap else b.block_hashes
+    off = b.block_offsets.tolist()
+    hl = hashes.tolist()
+    out = io.StringIO()
+    arr, pt, ot = b.arrival_s.tolist(), b.prompt_tokens.tolist(), b.output_tokens.tolist()
+    for i in range(len(arr)):
+        ids = ", ".join(map(str, hl[off[i]:off[i + 1]]))
+        if fmt == "mooncake":
+            out.write(f'{{"timestamp": {_ms(arr[i])}, "input_length": {pt[i]}, "output_length": {ot[i]}, '
+                      f'"hash_ids": [{ids}]}}\n')
+        else:
+            sid = -1 if b.session_id is None else int(b.session_id[i])
+            par = -1 if b.parent_id is None else int(b.parent_id[i])
+            turn = 1 if b.turn is None else int(b.turn[i])
+            typ = json.dumps("text" if b.type is None or b.type[i] is None else b.type[i])
+            out.write(f'{{"chat_id": {sid}, "parent_chat_id": {par}, "timestamp": {arr[i]!r}, '
+                      f'"input_length": {pt[i]}, "output_length": {ot[i]}, "type": {typ}, "turn": {turn}, '
+                      f'"hash_ids": [{ids}]}}\n')
+    return out.getvalue()
+
+
+def out_format_for(path, requested: str | None) -> str:
+    """The output format: ``requested``, else ``parquet`` for ``*.parquet``, else ``mooncake``."""
+    if requested is not None:
+        if requested not in OUT_FORMATS:
+            raise ValueError(f"unknown output format {requested!r}; valid: {', '.join(OUT_FORMATS)}")
+        return requested
+    return "parquet" if str(path).endswith((".parquet", ".pq")) else "mooncake"
+
+
+def write_trace(batches: Iterable[RequestBatch], out_path, fmt: str, *, block_size: int,
+                remap_ids: bool = False, source_format: str = "mooncake", with_session: bool = False) -> dict:
+    """Write batches to ``out_path`` atomically (temp file + ``os.replace``).
+
+    Args:
+        batches: the requests, in order.
+        fmt: one of :data:`OUT_FORMATS`.
+        block_size: tokens per block (Parquet metadata; JSONL relies on the reader's default
+            or ``--block-size``).
+        remap_ids: renumber ids densely in first-appearance order (:class:`IdRemapper`).
+        with_session: Parquet only: include the session columns.
+    Returns:
+        ``{"requests": n, "block_ids": m, "path": str, "format": fmt}``.
+    Raises:
+        ValueError: unknown format.
+    """
+    if fmt not in OUT_FORMATS:
+        raise ValueError(f"unknown output format {fmt!r}; valid: {', '.join(OUT_FORMATS)}")
+    out_path = Path(out_path)
+    remap = IdRemapper() if remap_ids else None
+    fd, tmp = tempfile.mkstemp(prefix=f".{out_path.name}.", suffix=".tmp", dir=out_path.parent or ".")
+    n = m = 0
+    try:
+        if fmt == "parquet":
+            import pyarrow.parquet as pq
+
+            from pcs.trace.parquet import arrow_schema, batch_to_arrow
+
+            os.close(fd)
+            schema = arrow_schema(with_session, block_size, source_format)
+            with pq.ParquetWriter(tmp, schema, compression="zstd") as w:
+                for b in batches:
+                    if remap:
+                        b = _with_hashes(b, remap(b.block_hashes))
+                    w.write_batch(batch_to_arrow(b, schema))
+                    n, m = n + len(b), m + b.block_hashes.size
+        else:
+            with os.fdopen(fd, "wb") as raw:
+                sink = gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) if out_path.suffix == ".gz" else raw
+                for b in batches:
+                    sink.write(_jsonl_lines(b, fmt, remap).encode())
+                    n, m = n + len(b), m + b.block_hashes.size
+                if sink is not raw:
+                    sink.close()
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)
+        os.replace(tmp, out_path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+    return {"requests": n, "block_ids": m, "path": str(out_path), "format": fmt}
+
+
+def _with_hashes(b: RequestBatch, hashes: np.ndarray) -> RequestBatch:
+    return RequestBatch(b.first_request_id, b.block_size, b.arrival_s, b.prompt_tokens, b.output_tokens,
+                        b.block_offsets, hashes, b.session_id, b.parent_id, b.turn, b.type)
+
+
+def convert(trace, out_path, fmt: str | None = None, *, remap_ids: bool | None = None) -> dict:
+    """Convert an open :class:`pcs.trace.Trace` to ``out_path``.
+
+    ``remap_ids`` defaults to True for token traces (64-bit hashes become
+    dense ids, as in the Mooncake release) and False otherwise.
+
+    Raises:
+        ValueError: unknown format; input and output are the same file.
+        InputError: bad input content.
+    """
+    fmt = out_format_for(out_path, fmt)
+    if Path(out_path).exists() and trace.name != "-" and Path(out_path).resolve() == Path(trace.path).resolve():
+        raise ValueError(f"output {out_path} is the input file; pcs never modifies inputs")
+    if remap_ids is None:
+        remap_ids = trace.format == "tokens"
+    with_session = trace.format == "bailian" or (trace.format == "parquet" and _has_session(trace))
+    if fmt == "bailian" and not with_session:
+        raise ValueError(f"the input ({trace.format}) has no chat_id/parent_chat_id/turn; write mooncake or parquet")
+    info = write_trace(trace.iter_batches(), out_path, fmt, block_size=trace.block_size, remap_ids=remap_ids,
+                       source_format=trace.format, with_session=with_session)
+    info.update(block_size=trace.block_size, source_format=trace.format, skipped=trace.skipped)
+    return info
+
+
+def _has_session(trace) -> bool:
+    import pyarrow.parquet as pq
+
+    return "session_id" in pq.ParquetFile(trace.path).schema_arrow.names

@@ -1,0 +1,169 @@
+"""``trace_stats``: what a trace asks of a prefix cache, in one streaming pass.
+
+Keys of the returned dict (flat, stable; documented in the README):
+
+- ``trace``, ``format``, ``block_size``, ``requests``, ``skipped``;
+- ``time_span_s`` (last minus first arrival), ``arrival_rate_rps``
+  (requests / time_span_s; None for a zero span);
+- ``prompt_tokens_{mean,p50,p99,max,total}``, ``output_tokens_{mean,p50,p99,max,total}``,
+  ``blocks_per_request_{mean,p50,p99,max}``;
+- ``block_accesses`` (block ids over all requests, partial last blocks
+  included), ``distinct_blocks`` (distinct ids);
+- ``single_sequence_hit_ratio`` (token-weighted, from
+  :func:`pcs.blocks.single_sequence_hits`: infinite cache, requests in order,
+  chain walk stops at the first miss, full blocks only, hits capped at
+  ``prompt_tokens - 1`` tokens rounded down to blocks),
+  ``single_sequence_hit_tokens``, ``requests_with_hit_share``;
+- ``reaccess_share``: share of block accesses whose id was seen before;
+- ``reuse_distance_blocks_{p50,p90,p99}``: over re-accesses, the number of
+  *distinct* other ids accessed since the previous access of the same id
+  (LRU stack distance minus one, Mattson et al. 1970: an LRU cache of
+  ``d + 1`` blocks hits it); ``reuse_time_s_{p50,p90,p99}``: arrival time
+  since that previous access. None when nothing is re-accessed.
+
+Percentiles use numpy's default linear interpolation. Memory: 16 bytes per
+request and 16 bytes per block access (ids and arrival), no Python objects
+per request.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from pcs.blocks import BlockRules, single_sequence_hits
+from pcs.trace.request import RequestBatch
+
+__all__ = ["trace_stats", "previous_occurrence", "reuse_distances"]
+
+
+def previous_occurrence(ids: np.ndarray) -> np.ndarray:
+    """Index of the previous access of the same id, -1 for a first access.
+
+    Args:
+        ids: shape (n,), any integer dtype.
+    Returns:
+        int64, shape (n,).
+
+    >>> previous_occurrence(np.array([5, 7, 5, 5])).tolist()
+    [-1, -1, 0, 2]
+    """
+    order = np.argsort(ids, kind="stable")
+    s = ids[order]
+    same = s[1:] == s[:-1]
+    prev = np.full(ids.size, -1, dtype=np.int64)
+    prev[order[1:][same]] = order[:-1][same]
+    return prev
+
+
+def _count_below_before(a: np.ndarray, pos: np.ndarray, thr: np.ndarray) -> np.ndarray:
+    """For each query k: #{j < pos[k] : a[j] < thr[k]} (a >= -1, thr >= 0).
+
+    Dyadic decomposition of [0, pos): at level L a query whose pos has bit L
+    set counts inside the aligned block of 2**L points ending at
+    ``(pos >> L) << L``, by binary search in that level's (block, value)-sorted
+    keys. O(n log^2 n) numpy work, no Python loop over points.
+    """
+    n = a.size
+    m = np.int64(n + 2)
+    out = np.zeros(pos.size, dtype=np.int64)
+    j = np.arange(n, dtype=np.int64)
+    a1 = a.astype(np.int64) + 1
+    t1 = thr.astype(np.int64) + 1
+    level = 0
+    while (1 << level) <= n:
+        has = (pos >> level) & 1 == 1
+        if has.any():
+            keys = np.sort((j >> level) * m + a1)
+            blk = (pos[has] >> level) - 1
+            out[has] += np.searchsorted(keys, blk * m + t1[has]) - np.searchsorted(keys, blk * m)
+        level += 1
+    return out
+
+
+def reuse_distances(ids: np.ndarray, prev: np.ndarray | None = None) -> np.ndarray:
+    """Distinct other ids between each re-access and the previous access of its id.
+
+    Args:
+        ids: shape (n,), the access sequence.
+        prev: :func:`previous_occurrence` of ``ids`` if already computed.
+    Returns:
+        int64, one value per re-access (positions where prev >= 0), in order.
+
+    Identity used: the distinct ids in (p, i) are the accesses j there whose
+    own previous access is before p, so d = #{j < i : prev[j] < p} - (p + 1)
+    (every j <= p has prev[j] < p).
+
+    >>> reuse_distances(np.array([1, 2, 3, 2, 1, 1])).tolist()
+    [1, 2, 0]
+    """
+    if prev is None:
+        prev = previous_occurrence(ids)
+    pos = np.flatnonzero(prev >= 0).astype(np.int64)
+    p = prev[pos]
+    return _count_below_before(prev, pos, p) - (p + 1)
+
+
+def _pcts(x: np.ndarray, name: str, qs=(50, 99), with_mean: bool = True, with_max: bool = True) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    if with_mean:
+        out[f"{name}_mean"] = float(x.mean()) if x.size else None
+    for q in qs:
+        out[f"{name}_p{q}"] = float(np.percentile(x, q)) if x.size else None
+    if with_max:
+        out[f"{name}_max"] = int(x.max()) if x.size else None
+    return out
+
+
+def _cat(parts: list[np.ndarray], dtype) -> np.ndarray:
+    return np.concatenate(parts) if parts else np.zeros(0, dtype=dtype)
+
+
+def trace_stats(trace, rules: BlockRules = BlockRules()) -> dict[str, Any]:
+    """The statistics behind ``pcs trace stats`` (keys in the module docstring).
+
+    Args:
+        trace: a :class:`pcs.trace.Trace` (anything with ``iter_batches()``).
+        rules: block rules for the single-sequence hit ratio.
+    Returns:
+        a flat dict of JSON-able values.
+    Raises:
+        InputError: bad trace content (from the reader).
+    """
+    arr, pt, ot, nb, ids = [], [], [], [], []
+    for b in trace.iter_batches():
+        arr.append(b.arrival_s), pt.append(b.prompt_tokens), ot.append(b.output_tokens)
+        nb.append(b.num_blocks), ids.append(b.block_hashes)
+    arrival, prompt, output = _cat(arr, np.float64), _cat(pt, np.int64), _cat(ot, np.int64)
+    blocks, hashes = _cat(nb, np.int64), _cat(ids, np.uint64)
+    n = arrival.size
+    offs = np.concatenate(([0], np.cumsum(blocks))).astype(np.int64)
+    whole = RequestBatch(0, trace.block_size, arrival, prompt, output, offs, hashes)
+    ss = single_sequence_hits(whole.requests(), rules)
+    span = float(arrival.max() - arrival.min()) if n else 0.0
+    prev = previous_occurrence(hashes)
+    re = prev >= 0
+    dist = reuse_distances(hashes, prev)
+    access_t = np.repeat(arrival, blocks)
+    rtime = access_t[re] - access_t[prev[re]]
+    out: dict[str, Any] = {
+        "trace": getattr(trace, "name", None), "format": getattr(trace, "format", None),
+        "block_size": trace.block_size, "requests": n, "skipped": getattr(trace, "skipped", 0),
+        "time_span_s": span, "arrival_rate_rps": n / span if span > 0 else None,
+    }
+    out.update(_pcts(prompt, "prompt_tokens"))
+    out["prompt_tokens_total"] = int(prompt.sum())
+    out.update(_pcts(output, "output_tokens"))
+    out["output_tokens_total"] = int(output.sum())
+    out.update(_pcts(blocks, "blocks_per_request"))
+    out.update({
+        "block_accesses": int(hashes.size),
+        "distinct_blocks": int(hashes.size - re.sum()),
+        "single_sequence_hit_ratio": ss.hit_ratio,
+        "single_sequence_hit_tokens": ss.hit_tokens,
+        "requests_with_hit_share": ss.requests_with_hit / n if n else None,
+        "reaccess_share": float(re.mean()) if hashes.size else None,
+    })
+    out.update(_pcts(dist, "reuse_distance_blocks", (50, 90, 99), False, False))
+    out.update(_pcts(rtime, "reuse_time_s", (50, 90, 99), False, False))
+    return out

@@ -1,0 +1,304 @@
+"""Seeded synthetic workloads with real prefix reuse: chat, agent loops, one-off requests.
+
+Three request kinds, each a stream of *sessions* whose prompts grow turn by
+turn, so later turns share every earlier block (the structure the Mooncake
+and Qwen-Bailian traces show: multi-turn reuse dominates, CONCEPTS.md s.7):
+
+- ``chat``: a shared system prompt (one of a few, Zipf-popular) + user
+  message; each later turn appends the previous answer and a new message;
+  the user thinks for an exponential time between turns.
+- ``agent``: a long shared prefix (tool definitions, one of a few) + task;
+  each step appends the model's tool call and the tool's result, seconds
+  apart.
+- ``oneoff``: unique tokens, one request, no reuse.
+
+Arrivals: sessions start as Poisson processes (rate per kind = ``rate_rps``
+x kind share / mean requests per session), later turns follow think times;
+or, with an Azure-style CSV (:mod:`pcs.trace.azure`), each CSV row is one
+request with that arrival time and those exact token counts, assigned to
+a continuing session when the row's context can hold the session's history,
+else to a new session or a one-off.
+
+Tokens are drawn uniformly from ``[0, vocab)`` and hashed with
+:mod:`pcs.trace.hashing`, so the token form and the Mooncake form of one
+synthetic trace have the same blocks. Lengths are lognormal (median and
+``sigma`` per field). All randomness comes from one
+``numpy.random.default_rng(seed)``: same spec and seed, same bytes.
+The default numbers are illustrative choices, not fitted to a trace.
+"""
+from __future__ import annotations
+
+import heapq
+import math
+from dataclasses import dataclass, field
+from typing import Iterator
+
+import numpy as np
+
+from pcs.trace.hashing import hash_request_blocks
+from pcs.trace.request import RequestBatch
+
+__all__ = ["KINDS", "SynthSpec", "SynthRequest", "synth_requests", "synth_batches"]
+
+KINDS = ("chat", "agent", "oneoff")
+
+
+@dataclass(frozen=True, slots=True)
+class SynthSpec:
+    """Parameters of a synthetic workload (tokens, seconds).
+
+    Attributes:
+        num_requests: requests to emit (CSV mode: at most the CSV's rows).
+        seed: RNG seed.
+        rate_rps: mean arrival rate, requests/s (Poisson mode).
+        mix: shares of requests per kind (chat, agent, oneoff), summing to 1.
+        block_size: tokens per block of the ids.
+        vocab: token ids are uniform in [0, vocab).
+        num_system_prompts / system_median_tokens: chat system prompts.
+        chat_turns_mean / chat_user_median_tokens / chat_output_median_tokens
+            / chat_think_s: chat sessions (turns geometric with that mean).
+        num_agent_prefixes / agent_prefix_median_tokens / agent_steps_mean /
+            agent_tool_median_tokens / agent_output_median_tokens /
+            agent_step_s: agent loops.
+        oneoff_median_tokens / oneoff_output_median_tokens: one-off requests.
+        sigma: lognormal shape of every length.
+        length_scale: multiplies every median length (small samples).
+        max_context_tokens: a session ends when its next prompt would exceed this.
+    """
+
+    num_requests: int = 2000
+    seed: int = 0
+    rate_rps: float = 2.0
+    mix: tuple[float, float, float] = (0.5, 0.2, 0.3)
+    block_size: int = 512
+    vocab: int = 100_000
+    num_system_prompts: int = 6
+    system_median_tokens: int = 1500
+    chat_turns_mean: float = 4.0
+    chat_user_median_tokens: int = 300
+    chat_output_median_tokens: int = 300
+    chat_think_s: float = 60.0
+    num_agent_prefixes: int = 3
+    agent_prefix_median_tokens: int = 6000
+    agent_steps_mean: float = 6.0
+    agent_tool_median_tokens: int = 600
+    agent_output_median_tokens: int = 150
+    agent_step_s: float = 6.0
+    oneoff_median_tokens: int = 1500
+    oneoff_output_median_tokens: int = 300
+    sigma: float = 0.8
+    max_context_tokens: int = 128_000
+    length_scale: float = 1.0
+
+    def __post_init__(self) -> None:
+        if self.num_requests < 0:
+            raise ValueError(f"num_requests must be >= 0, got {self.num_requests}")
+        if self.rate_rps <= 0 or not math.isfinite(self.rate_rps):
+            raise ValueError(f"rate_rps must be > 0, got {self.rate_rps}")
+        if len(self.mix) != 3 or min(self.mix) < 0 or abs(sum(self.mix) - 1.0) > 1e-9:
+            raise ValueError(f"mix must be 3 shares (chat, agent, oneoff) >= 0 summing to 1, got {self.mix}")
+        if not self.length_scale > 0:
+            raise ValueError(f"length_scale must be > 0, got {self.length_scale}")
+        if self.block_size < 1:
+            raise ValueError(f"block_size must be >= 1, got {self.block_size}")
+
+
+@dataclass(frozen=True, slots=True)
+class SynthRequest:
+    """One synthetic request: its tokens and where it came from.
+
+    Attributes:
+        arrival_s: seconds from trace start, a whole number of milliseconds
+            (the resolution of Mooncake timestamps).
+        token_ids: ``np.ndarray[np.uint32]``, shape (prompt_tokens,).
+        block_hashes: ``np.ndarray[np.uint64]``, shape (ceil(prompt_tokens / block_size),).
+        output_tokens: generated tokens.
+        chat_id: unique per request; parent_chat_id: the session's previous request, -1 for none.
+        turn: 1-based turn in the session; kind: one of :data:`KINDS`.
+    """
+
+    arrival_s: float
+    token_ids: np.ndarray
+    block_hashes: np.ndarray
+    output_tokens: int
+    chat_id: int
+    parent_chat_id: int
+    turn: int
+    kind: str
+
+
+@dataclass(slots=True, eq=False)
+class _Session:
+    kind: str
+    tokens: np.ndarray
+    hashes: np.ndarray
+    turns_left: int
+    turn: int = 0
+    last_chat_id: int = -1
+    pending: np.ndarray = field(default_factory=lambda: np.zeros(0, np.uint32))
+
+
+class _Gen:
+    """Random draws and session mechanics shared by both arrival modes."""
+
+    def __init__(self, spec: SynthSpec):
+        self.s = spec
+        self.rng = np.random.default_rng(spec.seed)
+        self.system = [self.tokens(self.length(spec.system_median_tokens)) for _ in range(spec.num_system_prompts)]
+        self.agent = [self.tokens(self.length(spec.agent_prefix_median_tokens)) for _ in range(spec.num_agent_prefixes)]
+        full = lambda p: self.hash(p)[: p.size // spec.block_size]  # noqa: E731 - full blocks only
+        self.prefix_hashes = {("chat", i): full(p) for i, p in enumerate(self.system)}
+        self.prefix_hashes.update({("agent", i): full(p) for i, p in enumerate(self.agent)})
+        self.next_chat_id = 0
+
+    def length(self, median: int) -> int:
+        return max(1, int(self.rng.lognormal(math.log(median * self.s.length_scale), self.s.sigma)))
+
+    def tokens(self, n: int) -> np.ndarray:
+        return self.rng.integers(0, self.s.vocab, size=n, dtype=np.uint32)
+
+    def hash(self, toks: np.ndarray, known: np.ndarray | None = None) -> np.ndarray:
+        return hash_request_blocks(toks, self.s.block_size, known=known)
+
+    def zipf_pick(self, n: int) -> int:
+        w = 1.0 / np.arange(1, n + 1)
+        return int(self.rng.choice(n, p=w / w.sum()))
+
+    def new_session(self, kind: str) -> _Session:
+        s = self.s
+        if kind == "oneoff":
+            return _Session(kind, np.zeros(0, np.uint32), np.zeros(0, np.uint64), 1)
+        mean = s.chat_turns_mean if kind == "chat" else s.agent_steps_mean
+        pool = self.system if kind == "chat" else self.agent
+        i = self.zipf_pick(len(pool))
+        return _Session(kind, pool[i], self.prefix_hashes[(kind, i)], int(self.rng.geometric(1.0 / mean)))
+
+    def new_tokens(self, sess: _Session) -> int:
+        s = self.s
+        if sess.kind == "oneoff":
+            return self.length(s.oneoff_median_tokens)
+        if sess.kind == "chat":
+            return self.length(s.chat_user_median_tokens)
+        return self.length(s.agent_tool_median_tokens if sess.turn else s.chat_user_median_tokens)
+
+    def output(self, kind: str) -> int:
+        s = self.s
+        return self.length({"chat": s.chat_output_median_tokens, "agent": s.agent_output_median_tokens,
+                            "oneoff": s.oneoff_output_median_tokens}[kind])
+
+    def emit(self, sess: _Session, t: float, prompt_tokens: int, out: int) -> SynthRequest:
+        """Grow the session to ``prompt_tokens`` (history + last answer + new text)."""
+        hist = np.concatenate((sess.tokens, sess.pending))[:prompt_tokens]
+        prompt = np.concatenate((hist, self.tokens(prompt_tokens - hist.size)))
+        hashes = self.hash(prompt, known=sess.hashes if prompt.size >= sess.tokens.size else None)
+        sess.tokens, sess.hashes = prompt, hashes[: prompt.size // self.s.block_size]
+        sess.pending = self.tokens(out)
+        sess.turn += 1
+        sess.turns_left -= 1
+        req = SynthRequest(round(t * 1000.0) / 1000.0, prompt, hashes, out, self.next_chat_id, sess.last_chat_id, sess.turn, sess.kind)
+        sess.last_chat_id = self.next_chat_id
+        self.next_chat_id += 1
+        return req
+
+
+def _poisson(g: _Gen) -> Iterator[SynthRequest]:
+    s, rng = g.s, g.rng
+    means = {"chat": s.chat_turns_mean, "agent": s.agent_steps_mean, "oneoff": 1.0}
+    gaps = {"chat": s.chat_think_s, "agent": s.agent_step_s}
+    heap: list = []
+    seq = 0
+    for k, share in zip(KINDS, s.mix):
+        if share > 0:
+            rate = s.rate_rps * share / means[k]
+            heap.append((rng.exponential(1.0 / rate), seq, k, None, rate))
+            seq += 1
+    heapq.heapify(heap)
+    emitted = 0
+    while heap and emitted < s.num_requests:
+        t, _, kind, sess, rate = heapq.heappop(heap)
+        if sess is None:  # a session starts; schedule the next start of this kind
+            heapq.heappush(heap, (t + rng.exponential(1.0 / rate), seq, kind, None, rate))
+            seq += 1
+            sess = g.new_session(kind)
+        n = sess.tokens.size + sess.pending.size + g.new_tokens(sess)
+        if n > s.max_context_tokens:
+            continue
+        yield g.emit(sess, t, n, g.output(kind))
+        emitted += 1
+        if sess.turns_left > 0:
+            heapq.heappush(heap, (t + rng.exponential(gaps[kind]), seq, kind, sess, rate))
+            seq += 1
+
+
+def _from_csv(g: _Gen, rows: Iterator[tuple[float, int, int]]) -> Iterator[SynthRequest]:
+    s, rng = g.s, g.rng
+    open_: dict[str, list[_Session]] = {"chat": [], "agent": []}
+    p_new = {"chat": 1.0 / s.chat_turns_mean, "agent": 1.0 / s.agent_steps_mean}
+    for i, (t, ctx, out) in enumerate(rows):
+        if i >= s.num_requests:
+            return
+        kind = KINDS[int(rng.choice(3, p=np.array(s.mix)))]
+        sess = None
+        if kind != "oneoff":
+            fits = [x for x in open_[kind] if x.tokens.size < ctx]
+            if fits and rng.random() >= p_new[kind]:
+                sess = fits[int(rng.integers(len(fits)))]
+            else:
+                sess = g.new_session(kind)
+                if sess.tokens.size >= ctx:
+                    sess = None
+                else:
+                    open_[kind].append(sess)
+        if sess is None:
+            sess = g.new_session("oneoff")
+        yield g.emit(sess, t, ctx, out)
+        if sess.kind != "oneoff" and sess.turns_left <= 0:
+            open_[sess.kind] = [x for x in open_[sess.kind] if x is not sess]
+
+
+def synth_requests(spec: SynthSpec, azure_csv=None) -> Iterator[SynthRequest]:
+    """Generate the workload: Poisson arrivals, or the rows of an Azure-style CSV.
+
+    Args:
+        spec: parameters (see :class:`SynthSpec`).
+        azure_csv: path of a ``TIMESTAMP,ContextTokens,GeneratedTokens`` CSV, or None.
+    Yields:
+        :class:`SynthRequest` in non-decreasing arrival order.
+    Raises:
+        InputError: a bad CSV row.
+
+    >>> reqs = list(synth_requests(SynthSpec(num_requests=50, seed=1, block_size=16)))
+    >>> len(reqs), all(a.arrival_s <= b.arrival_s for a, b in zip(reqs, reqs[1:]))
+    (50, True)
+    """
+    g = _Gen(spec)
+    if azure_csv is None:
+        yield from _poisson(g)
+    else:
+        from pcs.trace.azure import read_azure_csv
+
+        yield from _from_csv(g, read_azure_csv(azure_csv))
+
+
+def synth_batches(requests: Iterator[SynthRequest], block_size: int, rows: int = 4096) -> Iterator[RequestBatch]:
+    """Pack synthetic requests into :class:`RequestBatch` es (with Bailian-style session columns)."""
+    buf: list[SynthRequest] = []
+
+    def pack() -> RequestBatch:
+        offs = np.zeros(len(buf) + 1, dtype=np.int64)
+        np.cumsum([r.block_hashes.size for r in buf], out=offs[1:])
+        col = lambda f, dt: np.array([getattr(r, f) for r in buf], dtype=dt)  # noqa: E731
+        return RequestBatch(0, block_size, col("arrival_s", np.float64),
+                            np.array([r.token_ids.size for r in buf], dtype=np.int64),
+                            col("output_tokens", np.int64), offs,
+                            np.concatenate([r.block_hashes for r in buf]).astype(np.uint64),
+                            col("chat_id", np.int64), col("parent_chat_id", np.int64), col("turn", np.int64),
+                            tuple(r.kind for r in buf))
+
+    for r in requests:
+        buf.append(r)
+        if len(buf) >= rows:
+            yield pack()
+            buf = []
+    if buf:
+        yield pack()
