@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from pcs.cli.main import cli
 from pcs.model import MODEL_NAMES, block_bytes, footprint, get_model, reserved_bytes
-from pcs.model.footprint import component_bytes, prefix_store_bytes
+from pcs.model.footprint import component_bytes, hybrid_block_size, prefix_store_bytes
 
 LLAMA_TOKEN = 131_072  # 32 x 8 x 128 x 2 x 2 B
 
@@ -197,3 +197,15 @@ def test_cli_malformed_config_names_file_and_field(tmp_path):
 def test_cli_help_has_units_and_example():
     r = _run("footprint", "--help")
     assert r.exit_code == 0 and "Example" in r.output and "--block-size" in r.output
+
+
+def test_hybrid_block_size_matches_vllm_rule():
+    q = get_model("qwen3-next-80b-a3b")
+    # state page per layer 1,097,728 B; attention 2 x 256 x 2 x 2 B = 2,048 B per token per layer:
+    # 16 x cdiv(1,097,728, 32,768) = 16 x 34 = 544 (vLLM logs "Setting attention block size to 544")
+    assert hybrid_block_size(q) == 544
+    # tp 2 halves both the state page and the attention bytes per rank: still 544
+    assert hybrid_block_size(q.with_tp(2)) == 544
+    assert hybrid_block_size(get_model("llama-3.1-8b")) is None
+    r = _run("footprint", "--model", "qwen3-next-80b-a3b", "--tokens", "1000")
+    assert "--block-size 544" in r.output

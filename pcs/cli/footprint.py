@@ -7,7 +7,7 @@ import click
 
 from pcs.cli.common import PcsUsageError, emit, format_option
 from pcs.model import MODEL_NAMES, KV_DTYPES, footprint as compute_footprint, get_model, load_hf_config
-from pcs.model.footprint import FootprintResult
+from pcs.model.footprint import FootprintResult, hybrid_block_size
 from pcs.report.table import render_table
 from pcs.units import format_bytes, format_count
 
@@ -18,7 +18,7 @@ def _ratio(x: float | None) -> str:
     return "-" if x is None else f"x{x:.3f}"
 
 
-def _component_table(res: FootprintResult) -> str:
+def _component_table(res: FootprintResult, hybrid_block: int | None) -> str:
     headers = ["component", "layers", "dtype", "held tok", "B/token ref", "B/token ser", "B/block",
                "Reference", "Serialized", "Reserved", "Prefix store"]
     rows: list[list[Any]] = []
@@ -37,7 +37,7 @@ def _component_table(res: FootprintResult) -> str:
     seq = "sequence" if res.sequences == 1 else "sequences"
     title = (f"KV footprint: {res.model}, {res.dtype}, {format_count(res.tokens)} tokens x {res.sequences} {seq},"
              f" block {res.block_size}, tp {res.tp} (bytes per rank)")
-    return render_table(headers, rows, title=title, notes=_notes(res))
+    return render_table(headers, rows, title=title, notes=_notes(res, hybrid_block))
 
 
 def _dtype_table(res: FootprintResult) -> str:
@@ -52,7 +52,7 @@ def _dtype_table(res: FootprintResult) -> str:
     return render_table(headers, rows, title="Same sequences by KV dtype (payload halves; scales, blocks and state do not):")
 
 
-def _notes(res: FootprintResult) -> list[str]:
+def _notes(res: FootprintResult, hybrid_block: int | None) -> list[str]:
     notes = []
     fp8 = next((r for r in res.by_dtype if r["dtype"] == "fp8"), None)
     if fp8 and fp8["reference_ratio_vs_bf16"] is not None:
@@ -63,6 +63,9 @@ def _notes(res: FootprintResult) -> list[str]:
                  " blocks; recurrent state is one fixed slot per sequence")
     notes.append(f"Prefix store: floor(T/B) = {format_count(res.totals['prefix_store_blocks'])} full blocks"
                  f" x {format_count(res.per_block['serialized'])} B (a state snapshot per block where present)")
+    if hybrid_block and hybrid_block != res.block_size:
+        notes.append(f"vLLM would use --block-size {hybrid_block} for this hybrid (one attention page >= one"
+                     " state page), so a state snapshot per block costs far less than at this block size")
     if res.tp > 1:
         notes.append(f"tp {res.tp}: KV heads split across ranks (>= 1 each), MLA latent and indexer keys"
                      f" replicated, recurrent state split; multiply by {res.tp} for all ranks")
@@ -107,5 +110,6 @@ def footprint(model_name: str | None, model_config: str | None, tokens: int, dty
     if tp > 1:
         spec = spec.with_tp(tp)
     res = compute_footprint(spec, tokens, block_size=block_size, dtype=dtype, sequences=sequences)
-    table = lambda: _component_table(res) + "\n\n" + _dtype_table(res)
+    hybrid_block = hybrid_block_size(spec.with_dtype(dtype) if dtype else spec)
+    table = lambda: _component_table(res, hybrid_block) + "\n\n" + _dtype_table(res)
     emit(res.to_dict(), fmt, table, rows_key="components")

@@ -45,7 +45,7 @@ from pcs.model.components import KVComponent
 from pcs.model.spec import ModelSpec, check_mode
 
 __all__ = ["BlockBytes", "block_bytes", "reserved_bytes", "prefix_store_bytes", "component_bytes",
-           "FootprintResult", "footprint"]
+           "hybrid_block_size", "FootprintResult", "footprint"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,6 +135,24 @@ def prefix_store_bytes(model: ModelSpec, tokens: int, block_size: int, layout: s
     """Bytes to keep a ``tokens``-token prefix as cache objects: floor(T/B) blocks x block_bytes."""
     _check_tokens(tokens)
     return (tokens // block_size) * block_bytes(model, block_size, layout).total_bytes
+
+
+def hybrid_block_size(model: ModelSpec) -> int | None:
+    """Block size vLLM picks for an attention + recurrent-state hybrid so a page fits one state.
+
+    vLLM ``HybridAttentionMambaModelConfig.verify_and_update_config``
+    (``vllm/model_executor/models/config.py``): block = 16 x cdiv(state page,
+    16 x attention bytes per token), both per layer and rank; the state page is
+    then padded to the attention page. Qwen3-Next: 16 x cdiv(1,097,728, 16 x 2,048) = 544.
+    Returns None for models without both kinds of layer.
+    """
+    state = model.component("ssm_state")
+    attn = model.component("full_attention") or model.component("sliding_window")
+    if state is None or attn is None:
+        return None
+    state_page = -(-state.fixed_payload_bytes() // state.num_layers)
+    attn_token = -(-(attn.payload_bytes_per_token() + attn.scale_bytes_per_token()) // attn.num_layers)
+    return 16 * -(-state_page // (16 * attn_token))
 
 
 _MODE_KEYS = ("reference_bytes", "serialized_bytes", "reserved_bytes", "prefix_store_bytes",

@@ -1,0 +1,80 @@
+"""KV dtypes and quantisation scales: bits per value, scale groups, the scales engines store.
+
+Kept apart from the component classes so every component shares one table of
+dtypes and one rule for scales.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["DTYPE_BITS", "KV_DTYPES", "normalize_dtype", "row_bytes", "QuantScales", "default_scales"]
+
+#: Bits per stored value. int4/fp4 pack two values per byte.
+DTYPE_BITS: dict[str, int] = {"fp32": 32, "bf16": 16, "fp16": 16, "fp8": 8, "int8": 8, "int4": 4, "fp4": 4}
+#: KV dtypes accepted by ``--dtype`` and :meth:`ModelSpec.with_dtype`.
+KV_DTYPES: tuple[str, ...] = ("bf16", "fp16", "fp32", "fp8", "int8", "int4", "fp4")
+_ALIASES = {
+    "bfloat16": "bf16", "float16": "fp16", "half": "fp16", "float32": "fp32", "float": "fp32",
+    "fp8_e4m3": "fp8", "fp8_e5m2": "fp8", "float8": "fp8", "nvfp4": "fp4", "mxfp4": "fp4",
+}
+
+
+def normalize_dtype(dtype: str) -> str:
+    """Return the canonical dtype name (``"bfloat16"`` -> ``"bf16"``).
+
+    Raises:
+        ValueError: unknown dtype; the message lists the valid ones.
+
+    >>> normalize_dtype("BFloat16")
+    'bf16'
+    """
+    key = str(dtype).strip().lower()
+    key = _ALIASES.get(key, key)
+    if key not in DTYPE_BITS:
+        raise ValueError(f"unknown dtype {dtype!r}; valid dtypes: {', '.join(KV_DTYPES)}")
+    return key
+
+
+def row_bytes(values: int, dtype: str) -> int:
+    """Bytes of one row of ``values`` elements, rounded up to a whole byte."""
+    return -(-values * DTYPE_BITS[dtype] // 8)
+
+
+@dataclass(frozen=True, slots=True)
+class QuantScales:
+    """Quantisation scales: one scale of ``scale_bits`` per ``group_size`` values of a row.
+
+    Groups never span rows (a row is one head vector of one token), so a row of
+    v values carries ceil(v / group_size) scales.
+
+    Attributes:
+        group_size: values per scale (e.g. 128 for DeepSeek's FP8 blocks, 16 for NVFP4).
+        scale_bits: bits per scale (32 for fp32, 8 for an fp8/ue8m0 scale).
+    """
+
+    group_size: int
+    scale_bits: int
+
+    def row_bytes(self, values: int) -> int:
+        """Scale bytes for one row of ``values`` elements."""
+        return -(-values // self.group_size) * self.scale_bits // 8
+
+
+def default_scales(dtype: str, row_values: int) -> QuantScales | None:
+    """Scales an engine stores for a KV row quantised to ``dtype`` (None if unquantised).
+
+    Sources:
+        fp8 / int8: one fp32 scale per token per head for K and for V, vLLM
+            ``KVQuantMode.FP8_PER_TOKEN_HEAD`` / ``INT8_PER_TOKEN_HEAD``
+            (``vllm/v1/kv_cache_interface.py``: ``2 * block_size * num_kv_heads * 4`` B per page).
+        fp4 / int4: NVFP4, one fp8 scale per 16 values (same file:
+            ``head_size // 16`` fp8 block scales per head).
+    """
+    dtype = normalize_dtype(dtype)
+    if dtype in ("fp8", "int8"):
+        return QuantScales(group_size=row_values, scale_bits=32)
+    if dtype in ("fp4", "int4"):
+        return QuantScales(group_size=16, scale_bits=8)
+    return None
+
+
