@@ -122,3 +122,14 @@ def test_measured_prefill_errors_locate_file_line_field(tmp_path, text, where):
     with pytest.raises(InputError) as err:
         MeasuredPrefill.from_csv(path)
     assert str(path) in str(err.value) and where in str(err.value)
+
+
+def test_decode_with_real_preset_uses_reserved_kv_bytes():
+    model_pkg = pytest.importorskip("pcs.model")
+    cm = ComputeModel(model_pkg.get_model("llama-3.1-8b"), get_gpu("h100-sxm"))
+    # weights 8,030,261,248 params x 2 B = 16,060,522,496 B
+    # KV held at 4096 tokens: 256 blocks x 16 x 131,072 B = 536,870,912 B
+    # (16,060,522,496 + 536,870,912) B / 3.35e12 B/s = 4.95444e-3 s  (compute ~3.3e-5 s: memory bound)
+    assert cm.decode_s_per_token(4096) == pytest.approx((16_060_522_496 + 536_870_912) / 3.35e12, rel=1e-12)
+    # 1-token prefill: (2 x 8,030,261,248 + 524,288) FLOPs / (989.4e12 x 0.5) FLOP/s
+    assert cm.prefill_s(1) == pytest.approx(16_061_046_784 / (989.4e12 * 0.5), rel=1e-12)

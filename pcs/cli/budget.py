@@ -6,9 +6,9 @@ from typing import Any
 import click
 
 from pcs import units
-from pcs import budget as budget_lib
 from pcs.budget import (RATIO_NOTE, BudgetResult, Workload, average_bandwidth_bps, iops_bandwidth_bps,
                         load_workloads, parse_workload, total, transfer_time_s)
+from pcs.budget import budget as budget_of  # not `from pcs import budget`: pcs may re-export the function
 from pcs.cli.common import PcsUsageError, emit, format_option
 from pcs.cli.presets import hardware_file_option, hardware_table, link_options, resolve_link
 from pcs.report.table import render_table
@@ -164,10 +164,10 @@ def budget_command(fmt: str, **kw: Any) -> None:
     overall: dict[str, Any] | None = None
     if workloads:
         have = (device["capacity_have_bytes"], device["bandwidth_have_bps"])
-        rows = [_row(w.name, budget_lib.budget(w.capacity_need_bytes, have[0], w.bandwidth_need_bps, have[1]))
+        rows = [_row(w.name, budget_of(w.capacity_need_bytes, have[0], w.bandwidth_need_bps, have[1]))
                 for w in workloads]
         together = total(workloads) if len(workloads) > 1 else workloads[0]
-        overall = _row(together.name, budget_lib.budget(together.capacity_need_bytes, have[0],
+        overall = _row(together.name, budget_of(together.capacity_need_bytes, have[0],
                                              together.bandwidth_need_bps, have[1]))
         payload.update(overall, rows=rows, note=RATIO_NOTE)
     if transfers:
