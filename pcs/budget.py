@@ -286,3 +286,8 @@ def iops_bandwidth_bps(iops: float, io_size_bytes: int) -> float:
     _check(iops, "IOPS", positive=False)
     _check(io_size_bytes, "I/O size", positive=False)
     return float(iops) * io_size_bytes
+
+
+from pcs._callable import make_module_callable  # noqa: E402  (pcs.budget(...) is budget(...))
+
+make_module_callable(__name__, "budget")

@@ -207,3 +207,8 @@ def restore_bytes_for_tokens(model: Any, tokens: int, block_size: int = 16, layo
 
     blocks = -(-tokens // block_size)
     return blocks * int(block_bytes(model, block_size, layout).total_bytes)
+
+
+from pcs._callable import make_module_callable  # noqa: E402  (pcs.envelope(...) is envelope(...))
+
+make_module_callable(__name__, "envelope")

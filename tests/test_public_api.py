@@ -1,0 +1,30 @@
+"""The public Python API named in the README: one name per view."""
+import pytest
+
+import pcs
+
+
+def test_budget_is_callable_and_a_module():
+    # CONCEPTS.md section 1, workload A: 30 GB / 80 GB, 1000 GB/s / 2000 GB/s
+    r = pcs.budget(30 * 10**9, 80 * 10**9, 1000e9, 2000e9)
+    assert (r.u_C, r.u_B, r.binding) == (0.375, 0.5, "bandwidth")
+    import pcs.budget as module  # the module stays importable as a module
+    assert module.transfer_time_s(100 * 10**6, 20e9) == pytest.approx(0.005)
+
+
+def test_envelope_is_callable():
+    # CONCEPTS.md section 4: 1 GB / (100 - 30 - 5) ms = 15.38 GB/s
+    r = pcs.envelope(10**9, 0.100, 0.030, 0.005, [10e9, 20e9])
+    assert r.break_even_bps == pytest.approx(1e9 / 0.065)
+
+
+def test_footprint_function():
+    # llama-3.1-8b BF16: 32 layers x 8 KV heads x 128 dims x 2 (K, V) x 2 B = 131,072 B/token
+    m = pcs.get_model("llama-3.1-8b")
+    assert m.kv_bytes_per_token("reference") == 32 * 8 * 128 * 2 * 2
+    assert pcs.footprint(m, 1) is not None
+
+
+def test_unknown_attribute():
+    with pytest.raises(AttributeError):
+        pcs.no_such_view
