@@ -1,0 +1,210 @@
+/*
+ * pcs._stackdist: compiled kernel for prefix-aware LRU stack depths.
+ *
+ * One function, stack_depths(keys, req_offsets, out) -> int (distinct keys).
+ *   keys:        C-contiguous uint64 buffer, shape (N,): the cacheable block ids
+ *                of all requests, flattened in request order, head to tail.
+ *   req_offsets: C-contiguous int64 buffer, shape (R + 1,): request r owns
+ *                keys[req_offsets[r]:req_offsets[r + 1]]; req_offsets[0] == 0,
+ *                req_offsets[R] == N, non-decreasing.
+ *   out:         writable C-contiguous int64 buffer, shape (N,): receives, for
+ *                every access, the LRU stack depth of its key at the START of its
+ *                request (number of distinct keys used more recently than the
+ *                key's last use), or -1 when the key was never used before.
+ * After computing a request's depths the request's keys are stamped tail
+ * first, head last (the head becomes the most recently used), the order in
+ * which vLLM frees a finished request's blocks (kv_cache_manager/block_pool).
+ *
+ * Algorithm (Bennett & Kruskal 1975, "LRU stack processing"): every access
+ * gets a logical time; a key's depth is the number of *live* times after its
+ * last time (a time is live while it is still the last use of its key). We
+ * count the dead times ("holes") instead, so a first use costs no tree work:
+ *   depth = (t - 1 - last) - (holes_total - holes_in[0, last])
+ * with a Fenwick tree (Fenwick 1994) of holes over times 0..N-1. Keys are
+ * mapped to their last time by an open-addressing hash table (linear probing,
+ * splitmix64 mixer, load <= 1/2, grown by doubling); a request's slots are
+ * prefetched before they are probed. Cost O(N log N) time, O(N + distinct)
+ * memory; the GIL is released while it runs.
+ *
+ * Mirrors pcs.replay.stackdist._stack_depths_python exactly (differential
+ * tests in tests/test_stackdist.py).
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+    uint64_t key;
+    int64_t last; /* -2: empty slot; -1: inserted in this request, no time yet */
+} slot_t;
+
+#define EMPTY (-2)
+
+static inline uint64_t mix64(uint64_t x) {
+    /* splitmix64 finalizer (Steele, Lea & Flood 2014). */
+    x ^= x >> 30;
+    x *= 0xbf58476d1ce4e5b9ULL;
+    x ^= x >> 27;
+    x *= 0x94d049bb133111ebULL;
+    x ^= x >> 31;
+    return x;
+}
+
+typedef struct {
+    slot_t *slots;
+    uint64_t mask;
+    int64_t count;
+} table_t;
+
+static int table_init(table_t *t, uint64_t cap) {
+    t->slots = (slot_t *)malloc(cap * sizeof(slot_t));
+    if (!t->slots) return -1;
+    for (uint64_t i = 0; i < cap; i++) t->slots[i].last = EMPTY;
+    t->mask = cap - 1;
+    t->count = 0;
+    return 0;
+}
+
+static int table_grow(table_t *t) {
+    table_t nt;
+    uint64_t cap = (t->mask + 1) * 2;
+    if (table_init(&nt, cap) != 0) return -1;
+    for (uint64_t i = 0; i <= t->mask; i++) {
+        slot_t s = t->slots[i];
+        if (s.last == EMPTY) continue;
+        uint64_t h = mix64(s.key) & nt.mask;
+        while (nt.slots[h].last != EMPTY) h = (h + 1) & nt.mask;
+        nt.slots[h] = s;
+    }
+    nt.count = t->count;
+    free(t->slots);
+    *t = nt;
+    return 0;
+}
+
+/* Slot of key, inserting it (last = -1) when absent. */
+static inline uint64_t table_find(table_t *t, uint64_t key, uint64_t h) {
+    for (;;) {
+        slot_t *s = &t->slots[h];
+        if (s->last == EMPTY) {
+            s->key = key;
+            s->last = -1;
+            t->count++;
+            return h;
+        }
+        if (s->key == key) return h;
+        h = (h + 1) & t->mask;
+    }
+}
+
+static int run(const uint64_t *keys, int64_t n, const int64_t *offs, int64_t num_req,
+               int64_t *out, int64_t *num_distinct) {
+    int64_t max_len = 0;
+    for (int64_t r = 0; r < num_req; r++) {
+        int64_t len = offs[r + 1] - offs[r];
+        if (len < 0 || offs[r] < 0 || offs[r + 1] > n) return -2;
+        if (len > max_len) max_len = len;
+    }
+    table_t tab;
+    if (table_init(&tab, 1 << 12) != 0) return -1;
+    int32_t *fen = (int32_t *)calloc((size_t)n + 1, sizeof(int32_t));
+    uint64_t *tmp = (uint64_t *)malloc(((size_t)max_len + 1) * sizeof(uint64_t));
+    if (!fen || !tmp) {
+        free(tab.slots); free(fen); free(tmp);
+        return -1;
+    }
+    int64_t t = 0, holes_total = 0;
+    for (int64_t r = 0; r < num_req; r++) {
+        const int64_t a = offs[r], b = offs[r + 1];
+        while ((uint64_t)(tab.count + (b - a)) * 2 > tab.mask + 1) {
+            if (table_grow(&tab) != 0) {
+                free(tab.slots); free(fen); free(tmp);
+                return -1;
+            }
+        }
+        for (int64_t i = a; i < b; i++) {
+            uint64_t h = mix64(keys[i]) & tab.mask;
+            tmp[i - a] = h;
+            __builtin_prefetch(&tab.slots[h], 1, 1);
+        }
+        for (int64_t i = a; i < b; i++) {
+            uint64_t s = table_find(&tab, keys[i], tmp[i - a]);
+            tmp[i - a] = s;
+            int64_t last = tab.slots[s].last;
+            if (last < 0) {
+                out[i] = -1;
+            } else {
+                int64_t before = 0; /* holes at times 0..last */
+                for (int64_t j = last + 1; j > 0; j -= j & (-j)) before += fen[j];
+                out[i] = (t - 1 - last) - (holes_total - before);
+            }
+        }
+        for (int64_t i = b - 1; i >= a; i--) {
+            slot_t *s = &tab.slots[tmp[i - a]];
+            if (s->last >= 0) {
+                for (int64_t j = s->last + 1; j <= n; j += j & (-j)) fen[j] += 1;
+                holes_total++;
+            }
+            s->last = t++;
+        }
+    }
+    *num_distinct = tab.count;
+    free(tab.slots); free(fen); free(tmp);
+    return 0;
+}
+
+static PyObject *py_stack_depths(PyObject *self, PyObject *args) {
+    Py_buffer keys, offs, out;
+    if (!PyArg_ParseTuple(args, "y*y*w*", &keys, &offs, &out)) return NULL;
+    PyObject *result = NULL;
+    if (keys.len % 8 != 0 || keys.len / 8 >= INT32_MAX) {
+        PyErr_SetString(PyExc_ValueError, "keys must be a uint64 buffer of fewer than 2**31 items");
+        goto done;
+    }
+    int64_t n = keys.len / 8;
+    int64_t num_req = offs.len / 8 - 1;
+    if (offs.len % 8 != 0 || num_req < 0 || out.len != keys.len) {
+        PyErr_SetString(PyExc_ValueError, "req_offsets must be int64 (R+1,), out int64 like keys");
+        goto done;
+    }
+    const int64_t *o = (const int64_t *)offs.buf;
+    if (o[0] != 0 || o[num_req] != n) {
+        PyErr_SetString(PyExc_ValueError, "req_offsets must start at 0 and end at len(keys)");
+        goto done;
+    }
+    int64_t distinct = 0;
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = run((const uint64_t *)keys.buf, n, o, num_req, (int64_t *)out.buf, &distinct);
+    Py_END_ALLOW_THREADS
+    if (rc == -1) {
+        PyErr_NoMemory();
+    } else if (rc == -2) {
+        PyErr_SetString(PyExc_ValueError, "req_offsets must be non-decreasing within [0, len(keys)]");
+    } else {
+        result = PyLong_FromLongLong(distinct);
+    }
+done:
+    PyBuffer_Release(&keys);
+    PyBuffer_Release(&offs);
+    PyBuffer_Release(&out);
+    return result;
+}
+
+static PyMethodDef methods[] = {
+    {"stack_depths", py_stack_depths, METH_VARARGS,
+     "stack_depths(keys: uint64 buffer (N,), req_offsets: int64 buffer (R+1,), "
+     "out: writable int64 buffer (N,)) -> number of distinct keys.\n\n"
+     "Writes each access's LRU stack depth at the start of its request (-1 if never used "
+     "before); a request's keys are then stamped tail first, head last."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "pcs._stackdist",
+    "Compiled kernel for prefix-aware LRU stack depths (see pcs.replay.stackdist).", -1, methods,
+};
+
+PyMODINIT_FUNC PyInit__stackdist(void) { return PyModule_Create(&module); }

@@ -1,0 +1,267 @@
+"""Prefix-aware LRU stack depths: the one pass behind every LRU curve.
+
+Mattson, Gecsei, Slutz & Traiger (1970, "Evaluation techniques for storage
+hierarchies") showed that LRU is a stack algorithm: a reference hits in an LRU
+cache of C blocks iff its stack depth (the number of distinct blocks used
+since its previous use) is < C, so one pass over the stream gives the hit
+ratio at every capacity. Here the stream is the prefix-cache stream of the
+team's shared replay semantics (brief, "Shared replay semantics"):
+
+- per request, the ``n`` cacheable blocks (:class:`pcs.blocks.BlockRules`)
+  are looked up head to tail; the depth of each is taken at the START of the
+  request (before any of the request's own blocks are touched);
+- then the request's blocks are stamped tail first, head last, so the head is
+  the most recently used (vLLM frees a finished request's blocks in reverse
+  order, ``kv_cache_manager``/``block_pool``). A parent is therefore always
+  more recent than its child and depths strictly increase along a chain of
+  chained hashes.
+
+Block ``i`` of a request hits at capacity C iff every block ``0..i`` has
+depth < C, i.e. iff its *lead depth* (the running maximum of depths along the
+request, :func:`lead_depths`) is < C; for chained ids the running maximum is
+the depth itself. This equals the sequential one-tier LRU replay with pins and
+truncation exactly (tests/test_curve.py checks it against an OrderedDict
+replay on hypothesis traces and the real Mooncake trace).
+
+Two kernels compute the depths, both with a Fenwick tree over logical access
+times (Bennett & Kruskal 1975) counting dead times ("holes"), so a first use
+costs no tree work: ``pcs._stackdist`` (C, built by ``pip install -e .``,
+optional) and a pure-Python fallback that mirrors it line for line.
+"""
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+from typing import Iterable
+
+import numpy as np
+
+from pcs.blocks import BlockRules
+
+try:  # the optional compiled kernel (setup.py, pcs/_stackdist.c)
+    from pcs import _stackdist as _ext
+except ImportError:  # pragma: no cover - depends on the build
+    _ext = None
+
+__all__ = ["KERNELS", "FlatAccesses", "available_kernel", "flatten_columns", "concat",
+           "stack_depths", "lead_depths"]
+
+#: Kernel names accepted by :func:`stack_depths` ("auto" picks "c" when built).
+KERNELS = ("auto", "c", "python")
+
+
+@dataclass(frozen=True, slots=True)
+class FlatAccesses:
+    """The cacheable block accesses of a trace, flattened in request order.
+
+    Attributes:
+        keys: ``np.ndarray[np.uint64]``, shape (N,): block ids, request by
+            request, head to tail; only the ``n`` cacheable blocks per request.
+        req_offsets: ``np.ndarray[np.int64]``, shape (R + 1,): request r owns
+            ``keys[req_offsets[r]:req_offsets[r + 1]]``.
+        hit_weight_tokens: ``np.ndarray[np.int64]``, shape (N,): prompt tokens
+            the access adds to the request's hit tokens when it hits; 0 at
+            positions >= the request's hit cap (last-token rule), so
+            ``sum(hit_weight_tokens[first hits])`` equals
+            ``BlockRules.hit_tokens(min(cap, lead), P, block_size)``.
+        prompt_tokens: sum of prompt tokens over all R requests (the
+            denominator of token-weighted hit ratios).
+        block_size: tokens per block.
+    """
+
+    keys: np.ndarray
+    req_offsets: np.ndarray
+    hit_weight_tokens: np.ndarray
+    prompt_tokens: int
+    block_size: int
+
+    @property
+    def num_requests(self) -> int:
+        """Number of requests R (those with no cacheable block included)."""
+        return int(self.req_offsets.shape[0] - 1)
+
+    @property
+    def num_accesses(self) -> int:
+        """Number of cacheable block accesses N."""
+        return int(self.keys.shape[0])
+
+
+def flatten_columns(prompt_tokens: np.ndarray, block_offsets: np.ndarray, block_hashes: np.ndarray,
+                    block_size: int, rules: BlockRules = BlockRules()) -> FlatAccesses:
+    """Keep each request's cacheable blocks and weight each by its hit tokens.
+
+    Args:
+        prompt_tokens: int64, shape (R,): prompt tokens per request.
+        block_offsets: int64, shape (R + 1,): request r's ids are
+            ``block_hashes[block_offsets[r]:block_offsets[r + 1]]``
+            (a :class:`pcs.trace.RequestBatch`'s columns).
+        block_hashes: uint64, shape (block_offsets[-1],), partial last blocks
+            included.
+        block_size: tokens per block (> 0).
+        rules: cacheable / hit-cap rules, applied vectorised exactly as
+            ``BlockRules.cacheable_blocks`` / ``max_hit_blocks`` / ``hit_tokens``.
+    Returns:
+        :class:`FlatAccesses`.
+    Raises:
+        ValueError: ``block_size`` <= 0 or inconsistent column lengths.
+    """
+    if block_size <= 0:
+        raise ValueError(f"block_size must be > 0 tokens, got {block_size}")
+    p = np.asarray(prompt_tokens, dtype=np.int64)
+    off = np.asarray(block_offsets, dtype=np.int64)
+    hashes = np.asarray(block_hashes, dtype=np.uint64)
+    if off.shape != (p.shape[0] + 1,) or off[0] != 0 or off[-1] != hashes.shape[0]:
+        raise ValueError("block_offsets must have shape (R + 1,), start at 0 and end at len(block_hashes)")
+    num = np.diff(off)
+    n = num if rules.cache_partial_blocks else np.minimum(p // block_size, num)
+    cap = np.clip(np.minimum(n, (p - 1) // block_size), 0, None) if rules.recompute_last_token else n
+    if np.array_equal(n, num):
+        keys = hashes
+        pos = np.arange(hashes.shape[0], dtype=np.int64) - np.repeat(off[:-1], num)
+    else:
+        keep = np.ones(hashes.shape[0], dtype=bool)
+        keep[np.repeat(off[:-1] + n, num - n) + _ranks(num - n)] = False
+        keys = hashes[keep]
+        pos = np.arange(keys.shape[0], dtype=np.int64) - np.repeat(np.concatenate(([0], np.cumsum(n)[:-1])), n)
+    req_p = np.repeat(p, n)
+    w = np.minimum((pos + 1) * block_size, req_p) - np.minimum(pos * block_size, req_p)
+    w[pos >= np.repeat(cap, n)] = 0
+    req_offsets = np.concatenate(([0], np.cumsum(n))).astype(np.int64)
+    return FlatAccesses(keys, req_offsets, w, int(p.sum()), int(block_size))
+
+
+def _ranks(counts: np.ndarray) -> np.ndarray:
+    """0..c-1 for every c in ``counts``, concatenated (int64)."""
+    total = int(counts.sum())
+    starts = np.repeat(np.cumsum(counts) - counts, counts)
+    return np.arange(total, dtype=np.int64) - starts
+
+
+def concat(parts: Iterable[FlatAccesses]) -> FlatAccesses:
+    """Join flattened batches of one trace, in order (block sizes must agree).
+
+    Raises:
+        ValueError: the parts have different block sizes.
+    """
+    parts = list(parts)
+    if not parts:
+        return FlatAccesses(np.zeros(0, np.uint64), np.zeros(1, np.int64), np.zeros(0, np.int64), 0, 1)
+    sizes = {f.block_size for f in parts}
+    if len(sizes) != 1:
+        raise ValueError(f"batches of one trace must share a block size, got {sorted(sizes)}")
+    if len(parts) == 1:
+        return parts[0]
+    shifts = np.cumsum([0] + [f.num_accesses for f in parts[:-1]])
+    offsets = np.concatenate([parts[0].req_offsets[:1]] + [f.req_offsets[1:] + s for f, s in zip(parts, shifts)])
+    return FlatAccesses(np.concatenate([f.keys for f in parts]), offsets.astype(np.int64),
+                        np.concatenate([f.hit_weight_tokens for f in parts]),
+                        sum(f.prompt_tokens for f in parts), parts[0].block_size)
+
+
+def available_kernel() -> str:
+    """``"c"`` when the compiled kernel ``pcs._stackdist`` is importable, else ``"python"``."""
+    return "c" if _ext is not None else "python"
+
+
+def stack_depths(keys: np.ndarray, req_offsets: np.ndarray, kernel: str = "auto") -> tuple[np.ndarray, int]:
+    """LRU stack depth of every access at the start of its request.
+
+    Args:
+        keys: uint64, shape (N,): block ids in request order, head to tail.
+        req_offsets: int64, shape (R + 1,): request boundaries in ``keys``.
+        kernel: ``"auto"`` (C when built, else Python with a RuntimeWarning),
+            ``"c"`` or ``"python"``.
+    Returns:
+        ``(depths, num_distinct)``: depths int64, shape (N,), the number of
+        distinct blocks used more recently than the block's last use, or -1
+        for a block never used before (earlier in the same request does not
+        count); ``num_distinct`` the number of distinct keys.
+    Raises:
+        ValueError: unknown kernel, ``"c"`` when it is not built, bad offsets.
+
+    Cost: O(N log N) time, O(N + distinct) memory.
+
+    >>> d, k = stack_depths(np.array([7, 8, 7, 9, 7, 8], np.uint64), np.array([0, 2, 4, 6]), "python")
+    >>> d.tolist(), k
+    ([-1, -1, 0, -1, 0, 2], 3)
+    """
+    if kernel not in KERNELS:
+        raise ValueError(f"unknown kernel {kernel!r}; valid: {', '.join(KERNELS)}")
+    keys = np.ascontiguousarray(keys, dtype=np.uint64)
+    offs = np.ascontiguousarray(req_offsets, dtype=np.int64)
+    if offs.ndim != 1 or offs.shape[0] < 1 or offs[0] != 0 or offs[-1] != keys.shape[0] or np.any(np.diff(offs) < 0):
+        raise ValueError("req_offsets must be non-decreasing, start at 0 and end at len(keys)")
+    if kernel == "c" and _ext is None:
+        raise ValueError("kernel 'c' is not built (reinstall with `pip install -e .` and a C compiler); valid: python")
+    if kernel == "auto" and _ext is None:
+        warnings.warn("pcs._stackdist (compiled kernel) is not built; using the slow Python kernel",
+                      RuntimeWarning, stacklevel=2)
+    if kernel == "python" or _ext is None:
+        return _stack_depths_python(keys, offs)
+    out = np.empty(keys.shape[0], dtype=np.int64)
+    distinct = _ext.stack_depths(keys, offs, out)
+    return out, int(distinct)
+
+
+def _stack_depths_python(keys: np.ndarray, req_offsets: np.ndarray) -> tuple[np.ndarray, int]:
+    """Pure-Python kernel; mirrors pcs/_stackdist.c (see its header)."""
+    n = int(keys.shape[0])
+    keys_l = keys.tolist()
+    off = req_offsets.tolist()
+    fen = [0] * (n + 1)  # Fenwick tree of holes (dead times), 1-based
+    last: dict[int, int] = {}
+    out = [-1] * n
+    t = holes = 0
+    for r in range(len(off) - 1):
+        a, b = off[r], off[r + 1]
+        for i in range(a, b):
+            lt = last.get(keys_l[i], -1)
+            if lt >= 0:
+                j, before = lt + 1, 0
+                while j > 0:
+                    before += fen[j]
+                    j &= j - 1
+                out[i] = (t - 1 - lt) - (holes - before)
+        for i in range(b - 1, a - 1, -1):
+            k = keys_l[i]
+            lt = last.get(k, -1)
+            if lt >= 0:
+                j = lt + 1
+                while j <= n:
+                    fen[j] += 1
+                    j += j & -j
+                holes += 1
+            last[k] = t
+            t += 1
+    return np.array(out, dtype=np.int64), len(last)
+
+
+def lead_depths(depths: np.ndarray, req_offsets: np.ndarray) -> np.ndarray:
+    """Running maximum of depths along each request; -1 from the first cold block on.
+
+    Block i of a request hits at capacity C iff ``lead[i] >= 0`` and
+    ``lead[i] < C`` (the lookup stops at the first block that misses).
+
+    Args:
+        depths: int64, shape (N,), from :func:`stack_depths` (-1 = cold).
+        req_offsets: int64, shape (R + 1,).
+    Returns:
+        int64, shape (N,). For chained ids (each id always under the same
+        parent) this is ``depths`` itself; otherwise a segmented running max.
+
+    >>> lead_depths(np.array([0, 3, 2, 1, -1, 0]), np.array([0, 3, 6])).tolist()
+    [0, 3, 3, 1, -1, -1]
+    """
+    n = depths.shape[0]
+    if n == 0:
+        return depths.copy()
+    big = int(depths.max()) + 2  # cold -> big - 1, larger than any depth
+    d = np.where(depths < 0, big - 1, depths)
+    starts = np.zeros(n, dtype=bool)
+    starts[req_offsets[:-1][np.diff(req_offsets) > 0]] = True
+    steps_up = (d[1:] >= d[:-1]) | starts[1:]
+    if bool(steps_up.all()):
+        return depths.copy()
+    req = np.cumsum(starts) - 1
+    shifted = np.maximum.accumulate(req.astype(np.int64) * big + d) - req * big
+    return np.where(shifted == big - 1, -1, shifted)
