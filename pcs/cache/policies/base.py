@@ -1,0 +1,99 @@
+"""The eviction-policy interface: ordering and victim choice, nothing else.
+
+Mechanism and policy are split as in vLLM's CPU offloading manager
+(``vllm/v1/kv_offload/cpu/manager.py`` with ``cpu/policies/base.py``) and in
+cachetools (``Cache.__setitem__`` calling ``popitem``): a
+:class:`pcs.cache.tier.Tier` owns residency, capacity, pins and statistics; a
+policy only orders the tier's *evictable* blocks and picks victims.
+
+Differences from vLLM's ``CachePolicy``: the policy never sees pinned blocks
+(the tier removes a block from its policy when the block's pin count goes
+0 -> 1 and gives it back when it returns to 0), so ``evict`` needs no
+``protected`` set and no ref-count test, and every call takes a batch of keys
+so the per-block work is one C-level container operation.
+
+Key order convention: every key sequence handed to a policy is in *eviction
+order* -- the first key is the first to go among them. The engine releases a
+request's blocks tail first (vLLM ``KVCacheManager.free`` frees blocks in
+reverse order so the tail is evicted first), so keys arrive tail ... head.
+
+Contract (checked by ``tests/test_policies_contract.py`` for every registered
+policy):
+
+- ``add(keys, reused)``: keys not held become evictable; ``reused`` says the
+  block was used again (a hit) since it entered the tier, False for a block
+  just computed or written. Duplicate keys in one call: the later wins.
+- ``remove(keys)``: held keys stop being evictable (they are pinned).
+- ``touch(keys)``: held keys were accessed without being pinned (a lower
+  tier serving a restore); at most reorders them.
+- ``evict(n)``: returns exactly ``n`` victims in eviction order and forgets
+  them, or returns None and changes nothing (all-or-nothing, as vLLM
+  ``cpu/policies/arc.py``).
+- ``order()``: all held keys in eviction order (for tests and reports).
+- ``_check()``: asserts the structure's invariants (sortedcontainers style).
+"""
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import ClassVar, Iterable, Sequence
+
+__all__ = ["EvictionPolicy"]
+
+
+class EvictionPolicy(ABC):
+    """Orders the evictable blocks of one tier and chooses victims.
+
+    Args:
+        capacity_blocks: the tier's capacity in blocks (pinned included);
+            policies with segments size them from it.
+    Raises:
+        ValueError: negative capacity or a bad policy option.
+    """
+
+    #: registry name (``--policy NAME``).
+    name: ClassVar[str] = ""
+    #: one-line description for ``--help`` and error messages.
+    summary: ClassVar[str] = ""
+    #: True if, fed tail-first releases, the policy keeps a tier prefix-closed
+    #: (a parent never evicted before its child); LRU does.
+    prefix_closed: ClassVar[bool] = False
+
+    def __init__(self, capacity_blocks: int) -> None:
+        if capacity_blocks < 0:
+            raise ValueError(f"capacity must be >= 0 blocks, got {capacity_blocks}")
+        self.capacity_blocks = int(capacity_blocks)
+
+    @abstractmethod
+    def __len__(self) -> int:
+        """Number of evictable blocks held."""
+
+    @abstractmethod
+    def __contains__(self, key: int) -> bool:
+        """Whether ``key`` is held (evictable)."""
+
+    @abstractmethod
+    def add(self, keys: Sequence[int], reused: bool = False) -> None:
+        """Make ``keys`` (not held) evictable, given in eviction order."""
+
+    @abstractmethod
+    def remove(self, keys: Iterable[int]) -> None:
+        """Stop holding ``keys`` (all held): they are pinned now."""
+
+    @abstractmethod
+    def touch(self, keys: Sequence[int]) -> None:
+        """Record an unpinned access to held ``keys`` (given in eviction order)."""
+
+    @abstractmethod
+    def evict(self, n: int) -> list[int] | None:
+        """Remove and return ``n`` victims in eviction order, or None (no change)."""
+
+    @abstractmethod
+    def order(self) -> list[int]:
+        """All held keys, first victim first."""
+
+    @abstractmethod
+    def _check(self) -> None:
+        """Assert internal invariants."""
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(capacity_blocks={self.capacity_blocks}, held={len(self)})"

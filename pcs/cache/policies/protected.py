@@ -1,0 +1,117 @@
+"""Segmented LRU ("protected"): probation and protected segments, promotion on a second use.
+
+A block enters the *probation* segment when it is first cached (computed, or
+written to a lower tier). Used again (a hit: ``reused=True`` on release, or a
+``touch``) it moves to the *protected* segment. Victims come from the
+probation LRU end first; the protected segment is only evicted when probation
+is empty. The protected segment is capped at ``protected_share`` x the tier's
+capacity; overflow is demoted from the protected LRU end to the probation MRU
+end (segmented LRU of Karedla, Love and Wherry, IEEE Computer 1994; the same
+scheme is the main space of Caffeine's W-TinyLFU).
+
+Why it matters here: a one-off scan of long prompts passes through probation
+and pushes out other probation blocks, but cannot evict a reused shared prefix
+sitting in protected (see ``tests/test_policies_protected.py``).
+
+Default ``protected_share`` = 0.8: Caffeine ``BoundedLocalCache``
+``PERCENT_MAIN_PROTECTED = 0.80d`` (80 % of the main space protected, as in
+Einziger, Friedman and Manes, "TinyLFU: A Highly Efficient Cache Admission
+Policy", ACM ToS 2017).
+
+Structures: two ``OrderedDict`` (front = LRU). O(1) per key.
+"""
+from __future__ import annotations
+
+import math
+from collections import OrderedDict
+from typing import Iterable, Sequence
+
+from pcs.cache.policies.base import EvictionPolicy
+
+__all__ = ["ProtectedPolicy", "DEFAULT_PROTECTED_SHARE"]
+
+#: Share of the tier capacity the protected segment may fill (Caffeine
+#: ``BoundedLocalCache.PERCENT_MAIN_PROTECTED``).
+DEFAULT_PROTECTED_SHARE = 0.8
+
+_MISSING = object()
+
+
+class ProtectedPolicy(EvictionPolicy):
+    """Segmented LRU with a probation and a protected segment.
+
+    Args:
+        capacity_blocks: tier capacity in blocks.
+        protected_share: fraction in [0, 1] of the capacity the protected
+            segment may hold (floor of share x capacity blocks).
+    Raises:
+        ValueError: share outside [0, 1].
+
+    >>> p = ProtectedPolicy(10); p.add([1, 2]); p.add([3], reused=True); p.evict(3)
+    [1, 2, 3]
+    """
+
+    name = "protected"
+    summary = "segmented LRU: probation + protected (80 % of capacity by default), promotion on reuse"
+
+    def __init__(self, capacity_blocks: int, protected_share: float = DEFAULT_PROTECTED_SHARE) -> None:
+        super().__init__(capacity_blocks)
+        if not (isinstance(protected_share, (int, float)) and 0.0 <= protected_share <= 1.0):
+            raise ValueError(f"protected share must be within [0, 1], got {protected_share!r}")
+        self.protected_share = float(protected_share)
+        self.protected_max_blocks = math.floor(self.protected_share * self.capacity_blocks)
+        self._probation: OrderedDict[int, None] = OrderedDict()
+        self._protected: OrderedDict[int, None] = OrderedDict()
+
+    def __len__(self) -> int:
+        return len(self._probation) + len(self._protected)
+
+    def __contains__(self, key: int) -> bool:
+        return key in self._probation or key in self._protected
+
+    def add(self, keys: Sequence[int], reused: bool = False) -> None:
+        seg = self._protected if reused else self._probation
+        for k in keys:
+            seg[k] = None
+        if reused:
+            self._rebalance()
+
+    def _rebalance(self) -> None:
+        prot, prob = self._protected, self._probation
+        while len(prot) > self.protected_max_blocks:
+            prob[prot.popitem(last=False)[0]] = None
+
+    def remove(self, keys: Iterable[int]) -> None:
+        prob, prot = self._probation, self._protected
+        for k in keys:
+            if prob.pop(k, _MISSING) is _MISSING:
+                del prot[k]
+
+    def touch(self, keys: Sequence[int]) -> None:
+        prob, prot = self._probation, self._protected
+        for k in keys:
+            if prob.pop(k, _MISSING) is _MISSING:
+                prot.move_to_end(k)
+            else:
+                prot[k] = None
+        self._rebalance()
+
+    def evict(self, n: int) -> list[int] | None:
+        prob, prot = self._probation, self._protected
+        if n > len(prob) + len(prot):
+            return None
+        m = min(n, len(prob))
+        victims = [prob.popitem(last=False)[0] for _ in range(m)]
+        victims.extend(prot.popitem(last=False)[0] for _ in range(n - m))
+        return victims
+
+    def order(self) -> list[int]:
+        return list(self._probation) + list(self._protected)
+
+    def segments(self) -> tuple[list[int], list[int]]:
+        """(probation, protected) keys, each LRU first."""
+        return list(self._probation), list(self._protected)
+
+    def _check(self) -> None:
+        assert not (self._probation.keys() & self._protected.keys())
+        assert len(self._protected) <= self.protected_max_blocks, (len(self._protected), self.protected_max_blocks)

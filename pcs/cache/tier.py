@@ -1,0 +1,253 @@
+"""One cache tier: residency, capacity, pins and statistics (the mechanism).
+
+A tier holds up to ``capacity_blocks`` block slots. A slot is either
+
+- *resident*: it holds a cached block, keyed by the block's hash id, with a
+  pin count (the number of running requests using it; vLLM ``KVCacheBlock``
+  ``ref_cnt``). Pin count 0 means evictable; evictable blocks, and only
+  those, are held by the tier's :class:`EvictionPolicy`, which orders them
+  and picks victims;
+- *reserved*: a slot a running request holds that is not (yet) a cached
+  block -- a prompt block still being computed, a partial last block, output
+  blocks (``reserved_blocks``).
+
+Invariant (``_check``): ``len(resident) + reserved_blocks <= capacity_blocks``;
+the policy holds exactly the resident blocks with pin count 0.
+
+Per-block work is a dict operation or two; every method takes a batch of keys
+so the Python call overhead is per request, not per block.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from typing import Iterable, Sequence
+
+from pcs.cache.policies import EvictionPolicy
+
+__all__ = ["Tier", "TierStats"]
+
+
+@dataclass(slots=True)
+class TierStats:
+    """Block counters of one tier (mutable; :meth:`merge` adds another's).
+
+    Attributes:
+        inserted_blocks: blocks that became resident (computed, restored or
+            written into this tier).
+        evicted_blocks: resident blocks chosen as victims.
+        overflow_blocks: blocks offered to this (lower) tier that could not fit
+            at all (passed on or dropped).
+        peak_resident_blocks: largest number of resident blocks seen.
+        peak_used_blocks: largest resident + reserved slots seen.
+    """
+
+    inserted_blocks: int = 0
+    evicted_blocks: int = 0
+    overflow_blocks: int = 0
+    peak_resident_blocks: int = 0
+    peak_used_blocks: int = 0
+
+    def merge(self, other: "TierStats") -> "TierStats":
+        """Add ``other``'s counters (peaks take the max); returns self."""
+        for f in fields(self):
+            a, b = getattr(self, f.name), getattr(other, f.name)
+            setattr(self, f.name, max(a, b) if f.name.startswith("peak_") else a + b)
+        return self
+
+
+class Tier:
+    """A fixed-capacity block store with pin counts and a pluggable eviction policy.
+
+    Args:
+        name: tier name (``gpu``, ``cpu``, ``ssd`` ...).
+        capacity_blocks: slots, >= 0.
+        policy: an :class:`EvictionPolicy` instance (empty).
+    Raises:
+        ValueError: negative capacity.
+    """
+
+    __slots__ = ("name", "capacity_blocks", "policy", "resident", "reserved_blocks", "stats")
+
+    def __init__(self, name: str, capacity_blocks: int, policy: EvictionPolicy) -> None:
+        if capacity_blocks < 0:
+            raise ValueError(f"tier {name!r}: capacity must be >= 0 blocks, got {capacity_blocks}")
+        self.name = name
+        self.capacity_blocks = int(capacity_blocks)
+        self.policy = policy
+        #: key -> pin count of every resident block (read it, do not write it).
+        self.resident: dict[int, int] = {}
+        self.reserved_blocks = 0
+        self.stats = TierStats()
+
+    def __repr__(self) -> str:
+        return (f"Tier({self.name!r}, capacity_blocks={self.capacity_blocks}, resident={len(self.resident)}, "
+                f"pinned={self.num_pinned}, reserved={self.reserved_blocks}, policy={self.policy.name})")
+
+    def __contains__(self, key: int) -> bool:
+        return key in self.resident
+
+    def __len__(self) -> int:
+        return len(self.resident)
+
+    @property
+    def num_pinned(self) -> int:
+        """Resident blocks with a pin count > 0."""
+        return len(self.resident) - len(self.policy)
+
+    @property
+    def free_blocks(self) -> int:
+        """Slots neither resident nor reserved."""
+        return self.capacity_blocks - len(self.resident) - self.reserved_blocks
+
+    @property
+    def available_blocks(self) -> int:
+        """Slots obtainable now: free plus evictable."""
+        return self.capacity_blocks - len(self.resident) - self.reserved_blocks + len(self.policy)
+
+    def count_evictable(self, keys: Iterable[int]) -> int:
+        """How many of the resident ``keys`` have pin count 0."""
+        return list(map(self.resident.__getitem__, keys)).count(0)
+
+    def pin(self, keys: Iterable[int]) -> None:
+        """Add one pin to each resident key (repeats pin again); 0 -> 1 leaves the policy."""
+        res = self.resident
+        fresh = []
+        for k in keys:
+            rc = res[k]
+            if not rc:
+                fresh.append(k)
+            res[k] = rc + 1
+        if fresh:
+            self.policy.remove(fresh)
+
+    def unpin(self, keys: Iterable[int], reused: bool) -> None:
+        """Drop one pin from each key, given in eviction order (tail first).
+
+        Keys whose count reaches 0 go to the policy in that order, marked
+        ``reused`` (a hit) or not (just computed).
+        """
+        res = self.resident
+        out = []
+        for k in keys:
+            rc = res[k] - 1
+            res[k] = rc
+            if not rc:
+                out.append(k)
+        if out:
+            self.policy.add(out, reused)
+
+    def reserve(self, n: int) -> list[int] | None:
+        """Reserve ``n`` slots, evicting as needed; all-or-nothing.
+
+        Returns:
+            the evicted keys in eviction order (possibly empty), or None when
+            ``n`` slots cannot be had (nothing changes).
+        """
+        need = n - self.free_blocks
+        victims: list[int] = []
+        if need > 0:
+            victims = self.policy.evict(need)
+            if victims is None:
+                return None
+            res = self.resident
+            for k in victims:
+                del res[k]
+            self.stats.evicted_blocks += need
+        self.reserved_blocks += n
+        used = len(self.resident) + self.reserved_blocks
+        if used > self.stats.peak_used_blocks:
+            self.stats.peak_used_blocks = used
+        return victims
+
+    def release(self, n: int) -> None:
+        """Give back ``n`` reserved slots."""
+        assert 0 <= n <= self.reserved_blocks, (n, self.reserved_blocks)
+        self.reserved_blocks -= n
+
+    def fill(self, keys: Sequence[int]) -> list[int]:
+        """Turn one reserved slot per key into a resident block pinned once.
+
+        A key already resident (another request cached it meanwhile, or it
+        repeats) is pinned instead and its slot stays reserved.
+
+        Returns:
+            the keys that were already resident (their slots are still reserved).
+        """
+        res = self.resident
+        shared = []
+        before = len(res)
+        for k in keys:
+            rc = res.get(k)
+            if rc is None:
+                res[k] = 1
+            else:
+                if not rc:
+                    self.policy.remove((k,))
+                res[k] = rc + 1
+                shared.append(k)
+        added = len(res) - before
+        self.reserved_blocks -= added
+        assert self.reserved_blocks >= 0, "fill without a reserved slot"
+        self.stats.inserted_blocks += added
+        if len(res) > self.stats.peak_resident_blocks:
+            self.stats.peak_resident_blocks = len(res)
+        return shared
+
+    def insert(self, keys: Sequence[int], reused: bool = False) -> tuple[list[int], int]:
+        """Store ``keys`` (eviction order) unpinned, evicting as needed; for lower tiers.
+
+        Keys already resident are left where they are (not written again). If
+        more new keys arrive than unpinned room exists, the first ones (the
+        least recently used) do not fit and are passed on.
+
+        Returns:
+            (keys pushed out: victims then keys that did not fit, in eviction
+            order; number of keys newly written).
+        """
+        res = self.resident
+        fresh = list(dict.fromkeys(k for k in keys if k not in res))
+        room = self.capacity_blocks - self.num_pinned - self.reserved_blocks
+        overflow: list[int] = []
+        if len(fresh) > room:
+            cut = len(fresh) - room
+            overflow, fresh = fresh[:cut], fresh[cut:]
+            self.stats.overflow_blocks += cut
+        need = len(fresh) - self.free_blocks
+        victims: list[int] = []
+        if need > 0:
+            victims = self.policy.evict(need)
+            assert victims is not None
+            for k in victims:
+                del res[k]
+            self.stats.evicted_blocks += need
+        for k in fresh:
+            res[k] = 0
+        self.policy.add(fresh, reused)
+        self.stats.inserted_blocks += len(fresh)
+        if len(res) > self.stats.peak_resident_blocks:
+            self.stats.peak_resident_blocks = len(res)
+        if len(res) + self.reserved_blocks > self.stats.peak_used_blocks:
+            self.stats.peak_used_blocks = len(res) + self.reserved_blocks
+        if overflow:
+            victims.extend(overflow)
+        return victims, len(fresh)
+
+    def touch(self, keys: Sequence[int]) -> None:
+        """Record an unpinned access to resident keys (eviction order); pinned ones are skipped."""
+        res = self.resident
+        keys = [k for k in keys if res[k] == 0]
+        if keys:
+            self.policy.touch(keys)
+
+    def _check(self) -> None:
+        """Assert: capacity respected, pin counts >= 0, policy holds exactly the unpinned blocks."""
+        res = self.resident
+        assert self.reserved_blocks >= 0
+        assert len(res) + self.reserved_blocks <= self.capacity_blocks, (len(res), self.reserved_blocks,
+                                                                         self.capacity_blocks)
+        assert all(rc >= 0 for rc in res.values())
+        unpinned = {k for k, rc in res.items() if rc == 0}
+        held = self.policy.order()
+        assert len(held) == len(set(held)) == len(self.policy), "policy holds a key twice"
+        assert set(held) == unpinned, (sorted(set(held) ^ unpinned)[:10])
+        self.policy._check()

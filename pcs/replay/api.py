@@ -1,0 +1,300 @@
+"""``replay(trace, ...)``: build the tiers from a model and hardware, run, summarise.
+
+Defaults (``pcs replay`` with no arguments) and why:
+
+- trace: :data:`pcs.trace.DEFAULT_TRACE`, the bundled sample;
+- model ``llama-2-70b``: the Mooncake paper (FAST'25) served its trace with a
+  LLaMA2-70B-like model;
+- hardware: 8 x ``h100-sxm``, TP = 8; GPU tier ``400GB``: 8 x 80 GB = 640 GB
+  HBM x 0.9 (vLLM ``gpu_memory_utilization`` default) = 576 GB, minus 138 GB
+  of bf16 weights (69 B params x 2 B) = 438 GB, minus ~38 GB activations and
+  workspace ~ 400 GB for KV blocks; CPU tier ``2TB``: host DRAM of a typical
+  8-GPU server;
+- links: :func:`pcs.hardware.default_link_for_tier` per lower tier, one per
+  GPU: each of the TP ranks restores its 1/TP shard of a block over its own
+  link (vLLM's offloading connector runs per worker), so a restore moves
+  ``bytes / (TP x bandwidth)``;
+- policy ``lru`` (vLLM, SGLang); write-back; modeled timing.
+
+Tier capacities in bytes become blocks with the model's bytes per block in
+the tier's layout: the GPU tier holds the Reserved layout, lower tiers the
+Serialized layout (:func:`pcs.model.block_bytes`), floor division.
+"""
+from __future__ import annotations
+
+import dataclasses
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Iterable, Mapping, Sequence
+
+from pcs import units
+from pcs.blocks import BlockRules, single_sequence_hits
+from pcs.cache import Hierarchy, Tier, make_policy
+from pcs.cache.policies import DEFAULT_POLICY
+from pcs.replay.engine import TIMINGS, ReplayEngine, TimeModel
+from pcs.replay.stream import iter_chunks
+
+__all__ = ["replay", "ReplayResult", "TierSpec", "parse_tier", "parse_assignment", "DEFAULTS", "DEFAULT_TIERS"]
+
+#: Defaults of :func:`replay` and ``pcs replay`` (reasons in the module docstring).
+DEFAULTS = {"model": "llama-2-70b", "gpu": "h100-sxm", "tp": 8, "policy": DEFAULT_POLICY,
+            "timing": "modeled", "write_policy": "back"}
+DEFAULT_TIERS = ("gpu=400GB", "cpu=2TB")
+DEFAULTS_REASON = ("model llama-2-70b (the Mooncake paper served its trace with a LLaMA2-70B-like model); "
+                   "8x h100-sxm TP=8; tiers gpu=400GB (640 GB HBM x 0.9 - 138 GB bf16 weights - ~38 GB "
+                   "activations) and cpu=2TB (host DRAM of an 8-GPU server)")
+
+_SIZE_RE = re.compile(r"^\s*(\d+)\s*blocks?\s*$", re.IGNORECASE)
+
+
+@dataclass(frozen=True, slots=True)
+class TierSpec:
+    """One tier as the user names it.
+
+    Attributes:
+        name: tier name; the first tier is the GPU tier.
+        capacity_bytes: size in bytes, or None when given in blocks.
+        capacity_blocks: size in blocks, or None when given in bytes.
+        policy: eviction policy name, None = the run's ``policy``.
+        link: restore link of a lower tier: a preset name, a bandwidth
+            ("25GB/s"), a LinkSpec, or None = ``default_link_for_tier(name)``.
+    """
+
+    name: str
+    capacity_bytes: int | None = None
+    capacity_blocks: int | None = None
+    policy: str | None = None
+    link: Any = None
+
+
+def parse_assignment(text: str, what: str) -> tuple[str, str]:
+    """Split ``NAME=VALUE`` (as ``--tier gpu=400GB``).
+
+    Raises:
+        ValueError: no ``=`` or an empty side; the message shows the expected form.
+    """
+    name, sep, value = str(text).partition("=")
+    if not sep or not name.strip() or not value.strip():
+        raise ValueError(f"bad {what} {text!r}; expected NAME=VALUE, e.g. {_EXAMPLES[what]}")
+    return name.strip().lower(), value.strip()
+
+
+_EXAMPLES = {"tier": "gpu=400GB or gpu=5000blocks", "link": "cpu=pcie-gen5-x16 or cpu=25GB/s",
+             "tier policy": "cpu=protected"}
+
+
+def parse_tier(text: str | TierSpec) -> TierSpec:
+    """``"gpu=400GB"`` or ``"gpu=5000blocks"`` -> :class:`TierSpec` (sizes >= 0; 0 allowed).
+
+    >>> parse_tier("gpu=5000blocks").capacity_blocks
+    5000
+    >>> parse_tier("cpu=2TB").capacity_bytes
+    2000000000000
+
+    Raises:
+        ValueError: malformed text or size.
+    """
+    if isinstance(text, TierSpec):
+        return text
+    name, value = parse_assignment(text, "tier")
+    m = _SIZE_RE.match(value)
+    if m:
+        return TierSpec(name, capacity_blocks=int(m.group(1)))
+    try:
+        return TierSpec(name, capacity_bytes=units.parse_bytes(value))
+    except ValueError as exc:
+        raise ValueError(f"bad tier size {value!r} for tier {name!r}: {str(exc).splitlines()[0]}; "
+                         "use bytes (400GB, 1.5TiB) or a block count (5000blocks)") from None
+
+
+@dataclass(frozen=True, slots=True)
+class ReplayResult:
+    """The outcome of :func:`replay`.
+
+    Attributes:
+        summary: dict with the JSON keys of ``pcs replay --format json``
+            (documented in the README, section replay).
+        requests: pyarrow Table, one row per request in trace order (columns
+            in :data:`pcs.replay.summary.REQUEST_COLUMNS`).
+    """
+
+    summary: dict
+    requests: Any
+
+
+def _open_source(trace: Any) -> Any:
+    """A re-iterable request source: a Trace, a list, or a path opened with open_trace."""
+    from pcs.trace import open_trace
+
+    if trace is None:
+        return open_trace()
+    if isinstance(trace, (str, Path)):
+        return open_trace(trace)
+    if hasattr(trace, "iter_batches"):
+        return trace
+    if isinstance(trace, (list, tuple)):
+        return trace
+    return list(trace)
+
+
+def _block_size(source: Any) -> int:
+    bs = getattr(source, "block_size", None)
+    if bs is None:
+        first = next(iter(source), None)
+        if first is None:
+            raise ValueError("the trace has no requests")
+        bs = first.block_size
+    return int(bs)
+
+
+def _resolve_link(tier: str, link: Any, tp: int):
+    """The effective link of a lower tier for a TP group (bandwidth x tp)."""
+    from pcs.hardware import LinkSpec, default_link_for_tier, get_link
+
+    if isinstance(link, LinkSpec):
+        base = link
+    elif link is None:
+        base = default_link_for_tier(tier)
+    else:
+        try:
+            base = get_link(str(link))
+        except ValueError:
+            try:
+                bps = units.parse_bandwidth(str(link))
+            except ValueError:
+                from pcs.hardware import LINK_NAMES
+                raise ValueError(f"bad link {link!r} for tier {tier!r}: neither a preset "
+                                 f"({', '.join(LINK_NAMES)}) nor a bandwidth like 25GB/s") from None
+            try:
+                setup = default_link_for_tier(tier).setup_s
+            except ValueError:
+                setup = 0.0
+            base = LinkSpec(f"{units.format_bandwidth(bps)}", bps, setup, None, None,
+                            f"--link {tier}={link}; setup {setup} s from the tier's default link")
+    if tp == 1:
+        return base
+    iops = base.iops * tp if base.iops is not None else None
+    return dataclasses.replace(base, bandwidth_bps=base.bandwidth_bps * tp, iops=iops,
+                               source=f"{tp} parallel links (one per TP rank) of: {base.source}")
+
+
+def _build_tiers(specs: Sequence[TierSpec], bpb: Sequence[int], policy: str, tier_policies: Mapping[str, str],
+                 protected_share: float | None) -> list[Tier]:
+    tiers = []
+    for spec, b in zip(specs, bpb):
+        blocks = spec.capacity_blocks if spec.capacity_blocks is not None else spec.capacity_bytes // b
+        pname = tier_policies.get(spec.name, spec.policy or policy)
+        tiers.append(Tier(spec.name, blocks, make_policy(pname, blocks, protected_share=protected_share)))
+    return tiers
+
+
+class _View:
+    """A request as ``single_sequence_hits`` reads it, over a chunk's lists."""
+
+    __slots__ = ("prompt_tokens", "block_size", "block_hashes")
+
+    def __init__(self, p: int, bs: int, hashes: list) -> None:
+        self.prompt_tokens, self.block_size, self.block_hashes = p, bs, hashes
+
+
+def replay(trace: Any = None, *, model: Any = None, hardware: Any = None, tp: int | None = None,
+           dtype: str | None = None, tiers: Sequence[str | TierSpec] | None = None, policy: str | None = None,
+           tier_policies: Mapping[str, str] | None = None, links: Mapping[str, Any] | None = None,
+           protected_share: float | None = None, timing: str | None = None, write_policy: str | None = None,
+           rules: BlockRules = BlockRules(), compute: Any = None,
+           progress: Callable[[int], None] | None = None) -> ReplayResult:
+    """Replay a trace through a multi-tier prefix cache.
+
+    Args:
+        trace: a path, a :class:`pcs.trace.Trace`, an iterable of Requests, or
+            None for the bundled sample.
+        model: preset name or ModelSpec (default ``llama-2-70b``).
+        hardware: GPU preset name or GPUSpec (default ``h100-sxm``).
+        tp: tensor-parallel size (default 8).
+        dtype: KV dtype (``fp8``, ``bf16`` ...), None = the model's.
+        tiers: tier specs, GPU first (default ``gpu=400GB``, ``cpu=2TB``).
+        policy: eviction policy of every tier (default ``lru``).
+        tier_policies: tier name -> policy, overriding ``policy``.
+        links: tier name -> link preset name, bandwidth or LinkSpec.
+        protected_share: protected segment share for ``protected``.
+        timing: ``modeled`` (default) or ``sequential``.
+        write_policy: ``back`` (default) or ``through``.
+        rules: block rules (full blocks only, last-token cap by default).
+        compute: object with ``prefill_s``/``decode_s_per_token`` replacing the
+            analytic :class:`pcs.compute.ComputeModel`.
+        progress: called with the number of requests done after each chunk.
+    Returns:
+        :class:`ReplayResult`.
+    Raises:
+        ValueError: unknown model, GPU, policy, link, timing or write policy;
+            malformed tier; a tier name given twice; an empty trace.
+    """
+    from pcs.compute import ComputeModel
+    from pcs.hardware import GPUSpec, get_gpu
+    from pcs.model import block_bytes, get_model
+    from pcs.replay.summary import build_summary, requests_table
+
+    timing = timing or DEFAULTS["timing"]
+    if timing not in TIMINGS:
+        raise ValueError(f"unknown timing {timing!r}; valid: {', '.join(TIMINGS)}")
+    policy = policy or DEFAULTS["policy"]
+    write_policy = write_policy or DEFAULTS["write_policy"]
+    tp = DEFAULTS["tp"] if tp is None else tp
+    spec = get_model(model or DEFAULTS["model"]) if not hasattr(model, "components") else model
+    if dtype:
+        spec = spec.with_dtype(dtype)
+    gpu = hardware if isinstance(hardware, GPUSpec) else get_gpu(hardware or DEFAULTS["gpu"])
+    tier_specs = [parse_tier(t) for t in (tiers if tiers is not None else DEFAULT_TIERS)]
+    if not tier_specs:
+        raise ValueError("at least one tier is needed, e.g. --tier gpu=400GB")
+    names = [t.name for t in tier_specs]
+    if len(set(names)) != len(names):
+        raise ValueError(f"tier names must be distinct, got {', '.join(names)}")
+    for what, mapping in (("--tier-policy", tier_policies or {}), ("--link", links or {})):
+        for k in mapping:
+            if k not in names:
+                raise ValueError(f"{what} names tier {k!r}, which is not among the tiers: {', '.join(names)}")
+    if links and names[0] in links:
+        raise ValueError(f"--link is for lower tiers; {names[0]!r} is the GPU tier")
+    source = _open_source(trace)
+    bs = _block_size(source)
+    layouts = ["reserved"] + ["serialized"] * (len(tier_specs) - 1)
+    bb = [block_bytes(spec, bs, lay) for lay in layouts]
+    bpb = [b.total_bytes for b in bb]
+    link_specs = [None] + [_resolve_link(t.name, (links or {}).get(t.name, t.link), tp) for t in tier_specs[1:]]
+    tier_policies = dict(tier_policies or {})
+    compute = compute or ComputeModel(spec, gpu, tp=tp, block_size=bs)
+    time_model = TimeModel(compute)
+
+    def make_engine(mode: str) -> ReplayEngine:
+        h = Hierarchy(_build_tiers(tier_specs, bpb, policy, tier_policies, protected_share), write_policy)
+        return ReplayEngine(h, mode, links=link_specs, block_bytes=bpb, record_requests=True)
+
+    main = make_engine(timing)
+    base = make_engine("sequential") if timing == "modeled" else None
+
+    def views() -> Iterable[_View]:
+        for ch in iter_chunks(source, rules, time_model):
+            main.feed(ch)
+            if base is not None:
+                base.feed(ch)
+            if progress is not None:
+                progress(len(ch))
+            off, hs, pt = ch.offsets, ch.hashes, ch.prompt_tokens
+            for i in range(len(pt)):
+                yield _View(pt[i], bs, hs[off[i]:off[i + 1]])
+
+    single = single_sequence_hits(views(), rules)
+    ideal = single_sequence_hits(source, BlockRules(cache_partial_blocks=True, recompute_last_token=False))
+    res = main.close()
+    seq = base.close() if base is not None else res
+    if res.ledger.num_requests == 0:
+        raise ValueError("the trace has no requests")
+    context = dict(trace=str(getattr(source, "path", "<requests>")), model=spec, gpu=gpu, tp=tp, dtype=dtype,
+                   block_size=bs, timing=timing, policy=policy, write_policy=write_policy, rules=rules,
+                   tier_specs=tier_specs, block_bytes=bb, links=link_specs, compute=compute,
+                   protected_share=protected_share, reference_block=block_bytes(spec, bs, "reference"),
+                   reference_bytes_per_token=spec.kv_bytes_per_token("reference"))
+    summary = build_summary(res, main.h, seq.ledger, single, ideal, context)
+    return ReplayResult(summary, requests_table(res.columns))

@@ -1,0 +1,327 @@
+"""The replay event loop: requests through a :class:`pcs.cache.Hierarchy`, with time.
+
+Two timings (``--timing``):
+
+- ``sequential``: requests in trace order, each finished before the next
+  starts; only the full prompt blocks occupy the cache. The classic
+  trace-replay baseline (libCacheSim-style); TTFT = restore + prefill, no wait.
+- ``modeled`` (default of ``pcs replay``): arrivals from the trace, FIFO
+  admission. At admission a request pins its hits and reserves GPU slots for
+  its restores, its new prompt blocks and ``extra_blocks`` -- the partial
+  last block and ALL its output blocks at once (``ceil((prompt + output) /
+  block_size) - cacheable``). Reserving the whole output up front is a
+  choice: vLLM allocates output blocks step by step and preempts when it runs
+  out; reserving at admission needs no preemption model, never
+  over-commits, and gives an upper bound on the space running requests hold
+  (the issue asks for "growing output blocks"; the bound is stated in the
+  README). A request that cannot get its slots waits, and everyone behind it
+  waits too (head-of-line FIFO, as vLLM's waiting queue). Each lower tier's
+  link is a FIFO server: a restore starts when the link is free and takes
+  ``LinkSpec.transfer_s(bytes, io_size_bytes=bytes per block)`` (setup +
+  bytes / bandwidth). Then, serially (CONCEPTS.md section 4):
+  TTFT = wait for KV space + restore + prefill of the missed tokens
+  (``ComputeModel.prefill_s(new, cached)``); the computed blocks become
+  cached at TTFT -- a request arriving earlier misses them (concurrency);
+  completion = TTFT + output_tokens x ``decode_s_per_token(prompt + output // 2)``
+  (decode step time at the mean context). Prefill and decode of different
+  requests do not contend for compute (one instance per request's time line;
+  only KV space and links are shared) -- a stated simplification.
+
+Time is the trace's own clock (seconds); the wall clock is never read.
+Events at equal times are processed in creation order, so runs are
+deterministic.
+"""
+from __future__ import annotations
+
+import heapq
+from array import array
+from collections import deque
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+import numpy as np
+
+from pcs.cache.hierarchy import Hierarchy
+from pcs.replay.ledger import ReplayLedger
+from pcs.replay.stream import Chunk
+
+__all__ = ["ReplayEngine", "EngineResult", "TimeModel", "TIMINGS"]
+
+TIMINGS = ("modeled", "sequential")
+
+
+class TimeModel:
+    """Prefill and decode seconds from a compute model, vectorised once per chunk.
+
+    Args:
+        compute: object with numpy-broadcastable ``prefill_s(new_tokens,
+            cached_tokens)`` and ``decode_s_per_token(context_tokens)``
+            (:class:`pcs.compute.ComputeModel`, or ``MeasuredPrefill`` plus a
+            decode function).
+    """
+
+    def __init__(self, compute: Any) -> None:
+        self.compute = compute
+
+    def tables(self, prompt: np.ndarray, output: np.ndarray, cap: np.ndarray, block_size: int):
+        """(prefill table, its offsets, decode seconds) as python lists for one chunk.
+
+        Row i's table holds ``prefill_s(P - min(h*bs, P), min(h*bs, P))`` for
+        h = 0 .. cap[i] hit blocks; decode seconds are
+        ``output x decode_s_per_token(prompt + output // 2)``.
+        """
+        m = len(prompt)
+        counts = cap.astype(np.int64) + 1
+        offsets = np.zeros(m + 1, dtype=np.int64)
+        np.cumsum(counts, out=offsets[1:])
+        row = np.repeat(np.arange(m), counts)
+        h = np.arange(int(offsets[-1]), dtype=np.int64) - offsets[:-1][row]
+        p = prompt.astype(np.int64)[row]
+        cached = np.minimum(h * block_size, p)
+        pre = np.broadcast_to(np.asarray(self.compute.prefill_s(p - cached, cached), dtype=np.float64), (len(h),))
+        out = output.astype(np.int64)
+        ctx = prompt.astype(np.int64) + out // 2
+        per_tok = np.broadcast_to(np.asarray(self.compute.decode_s_per_token(ctx), dtype=np.float64), (m,))
+        return pre.tolist(), offsets.tolist(), (out * per_tok).tolist()
+
+
+@dataclass(frozen=True, slots=True)
+class EngineResult:
+    """What one engine run produced.
+
+    Attributes:
+        ledger: the run's counters.
+        columns: per-request columns (name -> list/array), in trace order;
+            empty when records were off.
+    """
+
+    ledger: ReplayLedger
+    columns: dict
+
+
+class ReplayEngine:
+    """Feed chunks of requests through a hierarchy; collect a ledger and per-request rows.
+
+    Args:
+        hierarchy: the tiers.
+        timing: ``"sequential"`` or ``"modeled"``.
+        links: per tier, a link with ``transfer_s(num_bytes, io_size_bytes)``
+            for restores from that tier (index 0 ignored), or None (instant).
+        block_bytes: per tier, bytes per block (GPU: Reserved, lower:
+            Serialized); None counts 0 bytes.
+        record_requests: keep one row per request.
+        check: call ``hierarchy._check()`` after every step (tests only; slow).
+    Raises:
+        ValueError: unknown timing.
+    """
+
+    def __init__(self, hierarchy: Hierarchy, timing: str = "sequential", links: Sequence | None = None,
+                 block_bytes: Sequence[int] | None = None, record_requests: bool = True, check: bool = False):
+        if timing not in TIMINGS:
+            raise ValueError(f"unknown timing {timing!r}; valid: {', '.join(TIMINGS)}")
+        t = len(hierarchy.tiers)
+        self.h = hierarchy
+        self.timing = timing
+        self.links = list(links) if links is not None else [None] * t
+        self.block_bytes = list(block_bytes) if block_bytes is not None else [0] * t
+        if len(self.links) != t or len(self.block_bytes) != t:
+            raise ValueError(f"need one link and one bytes-per-block entry per tier ({t})")
+        self.ledger = ReplayLedger(num_tiers=t)
+        self.check = check
+        self._record = record_requests
+        self._cols: dict[str, Any] = {}
+        if record_requests:
+            self._cols = {"request_id": array("q"), "arrival_s": array("d"), "prompt_tokens": array("q"),
+                          "output_tokens": array("q"), "hit_blocks": array("q"), "hit_tokens": array("q")}
+            for tier in hierarchy.tiers:
+                self._cols[f"hit_tokens_{tier.name}"] = array("q")
+            for name in ("restored_bytes",):
+                self._cols[name] = array("q")
+            for name in ("restore_s", "prefill_s", "wait_s", "ttft_s", "prefill_no_cache_s", "finish_s"):
+                self._cols[name] = array("d")
+            self._cols["truncated"] = []
+        self._link_free = [0.0] * t
+        self._now = float("-inf")
+        self._queue: deque = deque()
+        self._events: list = []
+        self._seq = 0
+
+    # -- feeding ------------------------------------------------------------------------------
+    def feed(self, chunk: Chunk) -> None:
+        """Replay the requests of ``chunk`` (in order, after all earlier chunks)."""
+        if self.timing == "sequential":
+            self._feed_sequential(chunk)
+        else:
+            self._feed_modeled(chunk)
+
+    def _feed_sequential(self, ch: Chunk) -> None:
+        start, done, finish = self.h.start, self.h.prefill_done, self.h.finish
+        off, hashes, n, cap = ch.offsets, ch.hashes, ch.cacheable, ch.cap
+        check = self.check
+        for i in range(len(ch.arrival_s)):
+            adm = start(hashes[off[i]:off[i + 1]], n[i], cap[i], 0, False)
+            check and self.h._check()
+            self._account(ch, i, adm, 0.0, 0.0)
+            done(adm)
+            finish(adm)
+            check and self.h._check()
+
+    def _feed_modeled(self, ch: Chunk) -> None:
+        q = self._queue
+        for i, a in enumerate(ch.arrival_s):
+            if a < self._now:
+                a = self._now  # a trace out of order: treat as arriving now
+            self._advance(a)
+            self._now = a
+            q.append((ch, i, a))
+            if len(q) == 1:
+                self._try_admit(a)
+
+    def _advance(self, t: float) -> None:
+        ev = self._events
+        h = self.h
+        while ev and ev[0][0] <= t:
+            when, _, kind, adm = heapq.heappop(ev)
+            if kind == 0:
+                h.prefill_done(adm)
+            else:
+                h.finish(adm)
+                self._try_admit(when)
+            self.check and h._check()
+
+    def _try_admit(self, now: float) -> None:
+        q = self._queue
+        start = self.h.start
+        while q:
+            ch, i, a = q[0]
+            adm = start(ch.hashes[ch.offsets[i]:ch.offsets[i + 1]], ch.cacheable[i], ch.cap[i],
+                        ch.extra_blocks[i], True)
+            if adm is None:
+                return
+            q.popleft()
+            self.check and self.h._check()
+            ttft_end = self._account(ch, i, adm, now, now - a)
+            dec = ch.decode_s[i] if ch.decode_s else 0.0
+            s = self._seq
+            self._seq = s + 2
+            heapq.heappush(self._events, (ttft_end, s, 0, adm))
+            heapq.heappush(self._events, (ttft_end + dec, s + 1, 1, adm))
+
+    def close(self) -> EngineResult:
+        """Finish every running and waiting request; return the ledger and columns."""
+        if self.timing == "modeled":
+            self._advance(float("inf"))
+            assert not self._queue, "a request could never be admitted"
+        cols = dict(self._cols)
+        return EngineResult(self.ledger, cols)
+
+    # -- accounting ---------------------------------------------------------------------------
+    def _account(self, ch: Chunk, i: int, adm, now: float, wait: float) -> float:
+        """Count one admitted request; return the time its prefill completes."""
+        L = self.ledger
+        p = ch.prompt_tokens[i]
+        bs = ch.block_size
+        hits = adm.hits
+        ht = hits * bs
+        if ht > p:
+            ht = p
+        n = ch.cacheable[i]
+        L.num_requests += 1
+        L.prompt_tokens += p
+        L.hit_tokens += ht
+        L.hit_blocks += hits
+        L.block_accesses += ch.offsets[i + 1] - ch.offsets[i]
+        L.cacheable_blocks += n
+        L.block_misses += n - adm.lead
+        L.computed_tokens += p - ht
+        if hits:
+            L.requests_with_hit += 1
+        if adm.truncated:
+            L.requests_truncated += 1
+        if wait > 0:
+            L.requests_waited += 1
+        th = adm.tier_hits
+        tb, tt = L.tier_hit_blocks, L.tier_hit_tokens
+        for j, b in enumerate(th):
+            if b:
+                tb[j] += b
+                tt[j] += b * bs
+        if hits:
+            tt[adm.last_hit_tier] += ht - hits * bs
+        gpu = self.h.tiers[0]
+        held = len(gpu.resident) - len(gpu.policy) + gpu.reserved_blocks
+        if held > L.peak_reserved_blocks:
+            L.peak_reserved_blocks = held
+        pre = ch.prefill_s
+        if pre:
+            base = ch.prefill_offsets[i]
+            full = pre[base]
+            pf = pre[base + hits]
+        else:
+            base = full = pf = 0.0
+        restore_s = 0.0
+        restored_bytes = 0
+        if hits > th[0]:
+            restore_s, restored_bytes = self._restores(adm, now, pre, base)
+        ttft_end = now + restore_s + pf
+        if self._record:
+            c = self._cols
+            c["request_id"].append(ch.first_request_id + i)
+            c["arrival_s"].append(ch.arrival_s[i])
+            c["prompt_tokens"].append(p)
+            c["output_tokens"].append(ch.output_tokens[i])
+            c["hit_blocks"].append(hits)
+            c["hit_tokens"].append(ht)
+            for j, tier in enumerate(self.h.tiers):
+                v = th[j] * bs + (ht - hits * bs if hits and j == adm.last_hit_tier else 0)
+                c[f"hit_tokens_{tier.name}"].append(v)
+            c["restored_bytes"].append(restored_bytes)
+            c["restore_s"].append(restore_s)
+            c["prefill_s"].append(pf)
+            c["wait_s"].append(wait)
+            c["ttft_s"].append(wait + restore_s + pf)
+            c["prefill_no_cache_s"].append(full)
+            dec = ch.decode_s[i] if ch.decode_s else 0.0
+            c["finish_s"].append((ttft_end + dec) if self.timing == "modeled" else float("nan"))
+            c["truncated"].append(adm.truncated)
+        return ttft_end
+
+    def _restores(self, adm, now: float, pre: list, base) -> tuple[float, int]:
+        """Restores of one request, one FIFO link per lower tier; returns (seconds, bytes)."""
+        modeled = self.timing == "modeled"
+        worst = 0.0
+        total_bytes = 0
+        above = adm.tier_hits[0]
+        for j in range(1, len(adm.restored)):
+            blocks = adm.restored[j]
+            th = adm.tier_hits[j]
+            if not blocks:
+                above += th
+                continue
+            bpb = self.block_bytes[j]
+            nbytes = blocks * bpb
+            link = self.links[j]
+            xfer = link.transfer_s(nbytes, bpb or None) if link is not None else 0.0
+            begin = max(now, self._link_free[j]) if modeled else now
+            end = begin + xfer
+            if modeled:
+                self._link_free[j] = end
+            dur = end - now
+            worst = max(worst, dur)
+            total_bytes += nbytes
+            lk = self.ledger.links[j]
+            lk.restores += 1
+            lk.restored_blocks += blocks
+            lk.restored_bytes += nbytes
+            lk.restore_s += dur
+            lk.transfer_s += xfer
+            lk.overhead_s += link.setup_s if link is not None else 0.0
+            if pre:
+                full_j, rem_j = pre[base + above], pre[base + above + th]
+                lk.full_prefill_s += full_j
+                lk.remaining_prefill_s += rem_j
+                if dur > full_j - rem_j:
+                    lk.slower_restores += 1
+                    lk.slower_blocks += blocks
+            above += th
+        return worst, total_bytes
