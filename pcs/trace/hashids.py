@@ -34,6 +34,10 @@ from pcs.trace.source import iter_chunks, iter_lines
 __all__ = ["FormatSpec", "MOONCAKE", "BAILIAN", "ReadState", "read_hashid_jsonl", "strict_loads"]
 
 _U64_MAX = (1 << 64) - 1
+#: A whitespace-only line starts with one of these right after a line end
+#: (JSON whitespace, RFC 8259 section 2); lines merely *starting* with
+#: whitespace also go to the slow path, which accepts them.
+_SUSPECT = (b"\n\n", b"\n ", b"\n\t", b"\n\r")
 _I64_MIN, _I64_MAX = -(1 << 63), (1 << 63) - 1
 
 
@@ -237,13 +241,19 @@ def _fast_chunk(spec: FormatSpec, chunk: bytes, bs: int, state: ReadState) -> Re
     import pyarrow as pa
     import pyarrow.json as pj
 
+    if chunk[:1] != b"{" or any(s in chunk for s in _SUSPECT):
+        return None  # maybe blank lines: the slow path reports or skips them
+    nlines = chunk.count(b"\n") + (not chunk.endswith(b"\n"))  # no blank lines: one object per line
+    if chunk.count(b"\n{") != nlines - 1:
+        # Only lines that open with "{" reach pyarrow: pyarrow 26 read_json
+        # crashes (SIGSEGV) on a chunk whose first value is a bare `null`.
+        return None
     try:
         chunk.decode("utf-8")
         table = pj.read_json(io.BytesIO(chunk), read_options=pj.ReadOptions(use_threads=False, block_size=len(chunk) + 64),
                              parse_options=pj.ParseOptions(explicit_schema=_schema(spec), unexpected_field_behavior="ignore"))
     except (pa.ArrowInvalid, UnicodeDecodeError):
         return None
-    nlines = chunk.count(b"\n") + (not chunk.endswith(b"\n"))
     required = ["timestamp", "input_length", "output_length", "hash_ids"] + [k for k, _ in spec.int_extras]
     if table.num_rows != nlines or any(table.column(k).null_count for k in required):
         return None

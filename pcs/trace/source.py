@@ -65,7 +65,7 @@ def _read(stream: BinaryIO, size: int, name: str, line: int) -> bytes:
         raise InputError(name, line, None, f"corrupt gzip stream ({exc})") from None
 
 
-def iter_chunks(path, chunk_bytes: int = CHUNK_BYTES, name: str | None = None) -> Iterator[tuple[int, bytes]]:
+def iter_chunks(path, chunk_bytes: int | None = None, name: str | None = None) -> Iterator[tuple[int, bytes]]:
     """Yield ``(first_line_number, data)`` where ``data`` holds whole lines.
 
     Every chunk but possibly the last ends with ``\\n``; line numbers are
@@ -75,6 +75,7 @@ def iter_chunks(path, chunk_bytes: int = CHUNK_BYTES, name: str | None = None) -
         InputError: truncated or corrupt gzip stream.
     """
     name = name or display_name(path)
+    chunk_bytes = chunk_bytes or CHUNK_BYTES
     stream = open_binary(path)
     try:
         line = 1
