@@ -155,6 +155,8 @@ def test_token_trace_reader(tmp_path):
     assert (a.output_tokens, b.output_tokens) == (2, 0)
     assert a.block_hashes.tolist() == hash_request_blocks(np.arange(40, dtype=np.uint32), 16).tolist()
     assert b.block_hashes.tolist() == hash_request_blocks(np.arange(35, dtype=np.uint32), 16, cache_salt="s").tolist()
+    assert a.extra_keys is None and b.extra_keys == (("cache_salt", "s"),)
+    assert c.extra_keys == (("lora_id", 1), ("mm_hashes", (("x", 0, 1), ("y", 3, 2))))
     assert c.block_hashes.tolist() == hash_request_blocks(
         np.arange(35, dtype=np.uint32), 16, lora_id=1, mm_inputs=[MMInput("x"), MMInput("y", 3, 2)]).tolist()
     # the same token trace at another block size: ceil(40/8) = 5 blocks

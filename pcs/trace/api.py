@@ -21,7 +21,7 @@ import numpy as np
 
 from pcs.errors import InputError
 from pcs.trace.request import Request, RequestBatch
-from pcs.trace.source import display_name, open_binary, peek_lines
+from pcs.trace.source import display_name, peek_lines
 
 __all__ = ["DEFAULT_TRACE", "FORMATS", "ON_ERROR", "Trace", "open_trace", "detect_format"]
 
@@ -158,6 +158,7 @@ def _sorted_batches(batches: list[RequestBatch], rows: int = 1 << 16) -> list[Re
     pt, ot = cat([b.prompt_tokens for b in batches]), cat([b.output_tokens for b in batches])
     sid, par, turn = (cat([getattr(b, k) for b in batches]) for k in ("session_id", "parent_id", "turn"))
     typ = sum((b.type for b in batches), ()) if batches[0].type is not None else None
+    ext = sum((b.extra_keys for b in batches), ()) if batches[0].extra_keys is not None else None
     out = []
     bs = batches[0].block_size
     for lo in range(0, order.size, rows):
@@ -168,7 +169,8 @@ def _sorted_batches(batches: list[RequestBatch], rows: int = 1 << 16) -> list[Re
         pick = (lambda a: None if a is None else a[idx])  # noqa: E731
         out.append(RequestBatch(0, bs, arrival[idx], pt[idx], ot[idx], offs.astype(np.int64), hashes[gather],
                                 pick(sid), pick(par), pick(turn),
-                                None if typ is None else tuple(typ[i] for i in idx.tolist())))
+                                None if typ is None else tuple(typ[i] for i in idx.tolist()),
+                                None if ext is None else tuple(ext[i] for i in idx.tolist())))
     return out
 
 

@@ -141,7 +141,7 @@ def write_trace(batches: Iterable[RequestBatch], out_path, fmt: str, *, block_si
 
 def _with_hashes(b: RequestBatch, hashes: np.ndarray) -> RequestBatch:
     return RequestBatch(b.first_request_id, b.block_size, b.arrival_s, b.prompt_tokens, b.output_tokens,
-                        b.block_offsets, hashes, b.session_id, b.parent_id, b.turn, b.type)
+                        b.block_offsets, hashes, b.session_id, b.parent_id, b.turn, b.type, b.extra_keys)
 
 
 def convert(trace, out_path, fmt: str | None = None, *, remap_ids: bool | None = None) -> dict:

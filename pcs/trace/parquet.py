@@ -178,4 +178,5 @@ def _select(b: RequestBatch, keep: np.ndarray) -> RequestBatch:
     typ = None if b.type is None else tuple(t for t, k in zip(b.type, keep.tolist()) if k)
     return RequestBatch(b.first_request_id, b.block_size, b.arrival_s[keep], b.prompt_tokens[keep],
                         b.output_tokens[keep], offs, b.block_hashes[hmask],
-                        pick(b.session_id), pick(b.parent_id), pick(b.turn), typ)
+                        pick(b.session_id), pick(b.parent_id), pick(b.turn), typ,
+                        None if b.extra_keys is None else tuple(e for e, k in zip(b.extra_keys, keep.tolist()) if k))

@@ -51,6 +51,9 @@ class Request:
             -1 in the file means none and is kept as -1), else None.
         turn: turn number within a session, else None.
         type: request type string (Bailian ``type``), else None.
+        extra_keys: token traces only: the hash extra keys as sorted
+            ``(name, value)`` pairs (``cache_salt``, ``lora_id``,
+            ``mm_hashes``), already mixed into ``block_hashes``; else None.
     """
 
     request_id: int
@@ -63,6 +66,7 @@ class Request:
     parent_id: int | None = None
     turn: int | None = None
     type: str | None = None
+    extra_keys: tuple | None = None
 
     @property
     def num_blocks(self) -> int:
@@ -87,6 +91,7 @@ class RequestBatch:
         session_id, parent_id, turn: int64, shape (n,), or None when the
             trace has no such column.
         type: tuple of n str (or None entries), or None.
+        extra_keys: tuple of n ``Request.extra_keys`` values, or None.
     """
 
     first_request_id: int
@@ -100,6 +105,7 @@ class RequestBatch:
     parent_id: np.ndarray | None = None
     turn: np.ndarray | None = None
     type: tuple | None = None
+    extra_keys: tuple | None = None
 
     def __len__(self) -> int:
         return int(self.arrival_s.shape[0])
@@ -119,6 +125,7 @@ class RequestBatch:
         par = self.parent_id.tolist() if self.parent_id is not None else None
         turn = self.turn.tolist() if self.turn is not None else None
         typ = self.type
+        ext = self.extra_keys
         hashes = self.block_hashes
         bs = self.block_size
         rid = self.first_request_id
@@ -129,10 +136,11 @@ class RequestBatch:
                 None if par is None else par[i],
                 None if turn is None else turn[i],
                 None if typ is None else typ[i],
+                None if ext is None else ext[i],
             )
 
     def with_first_id(self, first_request_id: int) -> "RequestBatch":
         """The same rows renumbered from ``first_request_id``."""
         return RequestBatch(first_request_id, self.block_size, self.arrival_s, self.prompt_tokens,
                             self.output_tokens, self.block_offsets, self.block_hashes,
-                            self.session_id, self.parent_id, self.turn, self.type)
+                            self.session_id, self.parent_id, self.turn, self.type, self.extra_keys)

@@ -74,7 +74,8 @@ def parse_token_line(obj: dict, block_size: int, name: str, ln: int, prev_ts: fl
     """Validate one token-trace object and hash its blocks.
 
     Returns:
-        ``(timestamp_ms, prompt_tokens, output_tokens, block_hashes uint64)``.
+        ``(timestamp_ms, prompt_tokens, output_tokens, block_hashes uint64, extra_keys)``
+        with ``extra_keys`` the sorted (name, value) pairs present, or None.
     Raises:
         InputError: naming the field.
     """
@@ -87,8 +88,12 @@ def parse_token_line(obj: dict, block_size: int, name: str, ln: int, prev_ts: fl
     lora = obj.get("lora_id")
     if lora is not None and (isinstance(lora, bool) or not isinstance(lora, (int, str))):
         raise InputError(name, ln, "lora_id", f"must be an integer or string, got {json.dumps(lora)[:40]}")
-    hashes = hash_request_blocks(toks, block_size, cache_salt=salt, lora_id=lora, mm_inputs=_mm_inputs(obj, name, ln))
-    return ts, len(toks), out, hashes
+    mm = _mm_inputs(obj, name, ln)
+    hashes = hash_request_blocks(toks, block_size, cache_salt=salt, lora_id=lora, mm_inputs=mm)
+    extra = tuple((k, v) for k, v in (("cache_salt", salt), ("lora_id", lora),
+                                       ("mm_hashes", tuple((m.hash, m.offset_tokens, m.length_tokens) for m in mm) or None))
+                  if v is not None) or None
+    return ts, len(toks), out, hashes, extra
 
 
 def read_token_jsonl(path, name: str, block_size: int, state: ReadState, on_error: str = "raise",
@@ -102,21 +107,22 @@ def read_token_jsonl(path, name: str, block_size: int, state: ReadState, on_erro
     pt: list[int] = []
     ot: list[int] = []
     hs: list[np.ndarray] = []
+    ex: list = []
 
     def flush() -> RequestBatch:
         offs = np.zeros(len(hs) + 1, dtype=np.int64)
         np.cumsum([h.size for h in hs], out=offs[1:])
         b = RequestBatch(0, block_size, np.array(ts_l, dtype=np.float64) / _MS_PER_S, np.array(pt, dtype=np.int64),
                          np.array(ot, dtype=np.int64), offs,
-                         np.concatenate(hs) if hs else np.zeros(0, dtype=np.uint64))
-        ts_l.clear(), pt.clear(), ot.clear(), hs.clear()
+                         np.concatenate(hs) if hs else np.zeros(0, dtype=np.uint64), extra_keys=tuple(ex))
+        ts_l.clear(), pt.clear(), ot.clear(), hs.clear(), ex.clear()
         return b
 
     for first, chunk in iter_chunks(path, name=name):
         for ln, line in iter_lines(first, chunk):
             try:
                 obj = strict_loads(name, ln, line)
-                ts, p, o, h = parse_token_line(obj, block_size, name, ln, state.last_ts)
+                ts, p, o, h, e = parse_token_line(obj, block_size, name, ln, state.last_ts)
                 if state.check_order and ts < state.last_ts:
                     raise InputError(name, ln, "timestamp",
                                      f"decreases ({ts:g} after {state.last_ts:g}); use --sort to reorder")
@@ -126,7 +132,7 @@ def read_token_jsonl(path, name: str, block_size: int, state: ReadState, on_erro
                 state.skipped += 1
                 continue
             state.last_ts = max(state.last_ts, ts)
-            ts_l.append(ts), pt.append(p), ot.append(o), hs.append(h)
+            ts_l.append(ts), pt.append(p), ot.append(o), hs.append(h), ex.append(e)
             if len(ts_l) >= rows:
                 yield flush()
     if ts_l:
