@@ -13,7 +13,6 @@ keep R_w and still be over both budgets (always check u_C and u_B).
 """
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass, fields
 from fractions import Fraction
@@ -21,6 +20,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from pcs import units
+from pcs.configfile import read_mapping
 from pcs.errors import InputError
 
 __all__ = [
@@ -160,30 +160,6 @@ _NEED_KEYS = {"capacity_need": units.parse_bytes, "bandwidth_need": units.parse_
 _DEVICE_KEYS = {"capacity_have": units.parse_bytes, "bandwidth_have": units.parse_bandwidth}
 
 
-def _parse_file(path: Path) -> dict[str, Any]:
-    text = path.read_text(encoding="utf-8")
-    suffix = path.suffix.lower()
-    if suffix == ".json":
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise InputError(str(path), exc.lineno, None, f"invalid JSON: {exc.msg}") from None
-    elif suffix == ".toml":
-        try:
-            import tomllib
-        except ModuleNotFoundError:  # pragma: no cover - Python 3.10
-            raise ValueError(f"{path}: reading TOML needs Python 3.11+; use a .json file") from None
-        try:
-            data = tomllib.loads(text)
-        except tomllib.TOMLDecodeError as exc:
-            raise InputError(str(path), None, None, f"invalid TOML: {exc}") from None
-    else:
-        raise ValueError(f"{path}: unknown file type {path.suffix!r}; expected .toml or .json")
-    if not isinstance(data, dict):
-        raise InputError(str(path), None, None, "top level must be a table/object")
-    return data
-
-
 def load_workloads(path: str | Path) -> tuple[dict[str, Any], list[Workload]]:
     """Read workloads (and optionally the device) from a TOML or JSON file.
 
@@ -206,7 +182,7 @@ def load_workloads(path: str | Path) -> tuple[dict[str, Any], list[Workload]]:
         InputError: bad content, naming the file, the entry and the field.
     """
     path = Path(path)
-    data = _parse_file(path)
+    data = read_mapping(path)
     device: dict[str, Any] = {}
     raw_device = data.get("device", {})
     if not isinstance(raw_device, dict):

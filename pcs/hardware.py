@@ -20,13 +20,13 @@ JSON file with :func:`load_hardware_file`, and from the CLI (``--gpu h100-sxm
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from pcs import units
+from pcs.configfile import read_mapping
 from pcs.errors import InputError
 
 __all__ = [
@@ -323,33 +323,6 @@ def override(spec: GPUSpec | LinkSpec, note: str = "overridden", **changes: Any)
     return dataclasses.replace(spec, **parsed)
 
 
-def _read_mapping(path: Path) -> dict[str, Any]:
-    text = path.read_text(encoding="utf-8")
-    if path.suffix.lower() == ".json":
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise InputError(str(path), exc.lineno, None, f"invalid JSON: {exc.msg}") from None
-    elif path.suffix.lower() == ".toml":
-        try:
-            import tomllib  # Python >= 3.11
-        except ModuleNotFoundError:  # pragma: no cover - Python 3.10
-            try:
-                import tomli as tomllib  # type: ignore[no-redef]
-            except ModuleNotFoundError:
-                raise ValueError(f"{path}: reading TOML needs Python 3.11+ or the tomli package; "
-                                 "use a .json file instead") from None
-        try:
-            data = tomllib.loads(text)
-        except tomllib.TOMLDecodeError as exc:
-            raise InputError(str(path), None, None, f"invalid TOML: {exc}") from None
-    else:
-        raise ValueError(f"{path}: unknown file type {path.suffix!r}; expected .toml or .json")
-    if not isinstance(data, dict):
-        raise InputError(str(path), None, None, "top level must be a table/object")
-    return data
-
-
 def load_hardware_file(path: str | Path, base: HardwareTable | None = None) -> HardwareTable:
     """Presets with overrides and new entries from a TOML or JSON file.
 
@@ -375,7 +348,7 @@ def load_hardware_file(path: str | Path, base: HardwareTable | None = None) -> H
         FileNotFoundError: no such file.
     """
     path = Path(path)
-    data = _read_mapping(path)
+    data = read_mapping(path)
     table = base if base is not None else HardwareTable()
     gpus, links = dict(table.gpus), dict(table.links)
     for key, section in data.items():
