@@ -25,7 +25,8 @@ the exact shared rules are in the team brief "Shared replay semantics"):
    evicted before its parent; reserved slots are given back.
 
 A lower-tier copy stays after a restore (a cache, as LMCache and HiCache keep
-it) and is touched; a demoted block already held below is not written again.
+it) and is touched; a demoted block already held below is not written again,
+only touched.
 """
 from __future__ import annotations
 

@@ -196,8 +196,11 @@ class Tier:
     def insert(self, keys: Sequence[int], reused: bool = False) -> tuple[list[int], int]:
         """Store ``keys`` (eviction order) unpinned, evicting as needed; for lower tiers.
 
-        Keys already resident are left where they are (not written again). If
-        more new keys arrive than unpinned room exists, the first ones (the
+        Keys are taken in order, as a flat LRU would see them: a key already
+        resident is not written again but touched (it was in use above, so it
+        is recent; this keeps an LRU hierarchy prefix-closed -- a demoted
+        parent is never older below than its child); a new key is stored.
+        If more new keys arrive than unpinned room exists, the first ones (the
         least recently used) do not fit and are passed on.
 
         Returns:
@@ -205,8 +208,13 @@ class Tier:
             order; number of keys newly written).
         """
         res = self.resident
-        fresh = list(dict.fromkeys(k for k in keys if k not in res))
-        room = self.capacity_blocks - self.num_pinned - self.reserved_blocks
+        pol = self.policy
+        keys = list(dict.fromkeys(keys))
+        fresh = [k for k in keys if k not in res]
+        again = [k for k in keys if res.get(k) == 0] if len(fresh) < len(keys) else []
+        room = self.capacity_blocks - (len(res) - len(pol)) - self.reserved_blocks - len(again)
+        if again:
+            pol.remove(again)
         overflow: list[int] = []
         if len(fresh) > room:
             cut = len(fresh) - room
@@ -215,14 +223,17 @@ class Tier:
         need = len(fresh) - self.free_blocks
         victims: list[int] = []
         if need > 0:
-            victims = self.policy.evict(need)
+            victims = pol.evict(need)
             assert victims is not None
             for k in victims:
                 del res[k]
             self.stats.evicted_blocks += need
         for k in fresh:
             res[k] = 0
-        self.policy.add(fresh, reused)
+        if again:
+            self._add_in_order(keys, set(fresh), set(again), reused)
+        else:
+            pol.add(fresh, reused)
         self.stats.inserted_blocks += len(fresh)
         if len(res) > self.stats.peak_resident_blocks:
             self.stats.peak_resident_blocks = len(res)
@@ -231,6 +242,22 @@ class Tier:
         if overflow:
             victims.extend(overflow)
         return victims, len(fresh)
+
+    def _add_in_order(self, keys: list[int], fresh: set, again: set, reused: bool) -> None:
+        """Give ``keys`` back to the policy in order, in runs: stored (``reused``) or touched (True)."""
+        run: list[int] = []
+        flag = None
+        for k in keys:
+            f = reused if k in fresh else (True if k in again else None)
+            if f is None:
+                continue
+            if f is not flag and run:
+                self.policy.add(run, flag)
+                run = []
+            flag = f
+            run.append(k)
+        if run:
+            self.policy.add(run, flag)
 
     def touch(self, keys: Sequence[int]) -> None:
         """Record an unpinned access to resident keys (eviction order); pinned ones are skipped."""

@@ -41,9 +41,17 @@ __all__ = ["replay", "ReplayResult", "TierSpec", "parse_tier", "parse_assignment
 DEFAULTS = {"model": "llama-2-70b", "gpu": "h100-sxm", "tp": 8, "policy": DEFAULT_POLICY,
             "timing": "modeled", "write_policy": "back"}
 DEFAULT_TIERS = ("gpu=400GB", "cpu=2TB")
-DEFAULTS_REASON = ("model llama-2-70b (the Mooncake paper served its trace with a LLaMA2-70B-like model); "
-                   "8x h100-sxm TP=8; tiers gpu=400GB (640 GB HBM x 0.9 - 138 GB bf16 weights - ~38 GB "
-                   "activations) and cpu=2TB (host DRAM of an 8-GPU server)")
+DEFAULTS_REASON = {
+    "model": "model llama-2-70b (the Mooncake paper served its trace with a LLaMA2-70B-like model)",
+    "hardware": "8x h100-sxm, TP=8",
+    "tiers": "tiers gpu=400GB (8 x 80 GB HBM x 0.9 - 138 GB bf16 weights - ~38 GB activations) "
+             "and cpu=2TB (host DRAM of an 8-GPU server)",
+}
+
+
+def _default_notes(model: bool, hardware: bool, tiers: bool) -> list[str]:
+    used = [DEFAULTS_REASON[k] for k, v in (("model", model), ("hardware", hardware), ("tiers", tiers)) if v]
+    return [f"defaults: {'; '.join(used)}"] if used else []
 
 _SIZE_RE = re.compile(r"^\s*(\d+)\s*blocks?\s*$", re.IGNORECASE)
 
@@ -148,17 +156,20 @@ def _block_size(source: Any) -> int:
     return int(bs)
 
 
-def _resolve_link(tier: str, link: Any, tp: int):
+def _resolve_link(tier: str, link: Any, tp: int, table: Any = None):
     """The effective link of a lower tier for a TP group (bandwidth x tp)."""
     from pcs.hardware import LinkSpec, default_link_for_tier, get_link
 
     if isinstance(link, LinkSpec):
         base = link
     elif link is None:
-        base = default_link_for_tier(tier)
+        try:
+            base = default_link_for_tier(tier, table)
+        except ValueError as exc:
+            raise ValueError(f"{exc}; or name its link: --link {tier}=pcie-gen5-x16 or --link {tier}=25GB/s") from None
     else:
         try:
-            base = get_link(str(link))
+            base = get_link(str(link), table)
         except ValueError:
             try:
                 bps = units.parse_bandwidth(str(link))
@@ -167,7 +178,7 @@ def _resolve_link(tier: str, link: Any, tp: int):
                 raise ValueError(f"bad link {link!r} for tier {tier!r}: neither a preset "
                                  f"({', '.join(LINK_NAMES)}) nor a bandwidth like 25GB/s") from None
             try:
-                setup = default_link_for_tier(tier).setup_s
+                setup = default_link_for_tier(tier, table).setup_s
             except ValueError:
                 setup = 0.0
             base = LinkSpec(f"{units.format_bandwidth(bps)}", bps, setup, None, None,
@@ -175,7 +186,7 @@ def _resolve_link(tier: str, link: Any, tp: int):
     if tp == 1:
         return base
     iops = base.iops * tp if base.iops is not None else None
-    return dataclasses.replace(base, bandwidth_bps=base.bandwidth_bps * tp, iops=iops,
+    return dataclasses.replace(base, name=f"{tp}x {base.name}", bandwidth_bps=base.bandwidth_bps * tp, iops=iops,
                                source=f"{tp} parallel links (one per TP rank) of: {base.source}")
 
 
@@ -202,7 +213,7 @@ def replay(trace: Any = None, *, model: Any = None, hardware: Any = None, tp: in
            dtype: str | None = None, tiers: Sequence[str | TierSpec] | None = None, policy: str | None = None,
            tier_policies: Mapping[str, str] | None = None, links: Mapping[str, Any] | None = None,
            protected_share: float | None = None, timing: str | None = None, write_policy: str | None = None,
-           rules: BlockRules = BlockRules(), compute: Any = None,
+           rules: BlockRules = BlockRules(), compute: Any = None, hardware_table: Any = None,
            progress: Callable[[int], None] | None = None) -> ReplayResult:
     """Replay a trace through a multi-tier prefix cache.
 
@@ -223,6 +234,7 @@ def replay(trace: Any = None, *, model: Any = None, hardware: Any = None, tp: in
         rules: block rules (full blocks only, last-token cap by default).
         compute: object with ``prefill_s``/``decode_s_per_token`` replacing the
             analytic :class:`pcs.compute.ComputeModel`.
+        hardware_table: presets with overrides (:func:`pcs.hardware.load_hardware_file`).
         progress: called with the number of requests done after each chunk.
     Returns:
         :class:`ReplayResult`.
@@ -235,6 +247,7 @@ def replay(trace: Any = None, *, model: Any = None, hardware: Any = None, tp: in
     from pcs.model import block_bytes, get_model
     from pcs.replay.summary import build_summary, requests_table
 
+    notes = _default_notes(model is None, hardware is None and tp is None, tiers is None)
     timing = timing or DEFAULTS["timing"]
     if timing not in TIMINGS:
         raise ValueError(f"unknown timing {timing!r}; valid: {', '.join(TIMINGS)}")
@@ -244,7 +257,7 @@ def replay(trace: Any = None, *, model: Any = None, hardware: Any = None, tp: in
     spec = get_model(model or DEFAULTS["model"]) if not hasattr(model, "components") else model
     if dtype:
         spec = spec.with_dtype(dtype)
-    gpu = hardware if isinstance(hardware, GPUSpec) else get_gpu(hardware or DEFAULTS["gpu"])
+    gpu = hardware if isinstance(hardware, GPUSpec) else get_gpu(hardware or DEFAULTS["gpu"], hardware_table)
     tier_specs = [parse_tier(t) for t in (tiers if tiers is not None else DEFAULT_TIERS)]
     if not tier_specs:
         raise ValueError("at least one tier is needed, e.g. --tier gpu=400GB")
@@ -262,7 +275,8 @@ def replay(trace: Any = None, *, model: Any = None, hardware: Any = None, tp: in
     layouts = ["reserved"] + ["serialized"] * (len(tier_specs) - 1)
     bb = [block_bytes(spec, bs, lay) for lay in layouts]
     bpb = [b.total_bytes for b in bb]
-    link_specs = [None] + [_resolve_link(t.name, (links or {}).get(t.name, t.link), tp) for t in tier_specs[1:]]
+    link_specs = [None] + [_resolve_link(t.name, (links or {}).get(t.name, t.link), tp, hardware_table)
+                           for t in tier_specs[1:]]
     tier_policies = dict(tier_policies or {})
     compute = compute or ComputeModel(spec, gpu, tp=tp, block_size=bs)
     time_model = TimeModel(compute)
@@ -297,4 +311,5 @@ def replay(trace: Any = None, *, model: Any = None, hardware: Any = None, tp: in
                    protected_share=protected_share, reference_block=block_bytes(spec, bs, "reference"),
                    reference_bytes_per_token=spec.kv_bytes_per_token("reference"))
     summary = build_summary(res, main.h, seq.ledger, single, ideal, context)
+    summary["notes"] = notes
     return ReplayResult(summary, requests_table(res.columns))

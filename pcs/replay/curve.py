@@ -158,23 +158,19 @@ def lru_curve(flat: FlatAccesses, kernel: str = "auto", sample_rate: float = 1.0
         ValueError: bad kernel or sample rate.
     """
     if sample_rate == 1.0:
-        depths, distinct = stackdist.stack_depths(flat.keys, flat.req_offsets, kernel)
-        lead = stackdist.lead_depths(depths, flat.req_offsets)
-        hit_w, block_w = flat.hit_weight_tokens, None
+        lead, distinct = stackdist.stack_depths(flat.keys, flat.req_offsets, kernel, lead=True)
+        w_hist, b_hist = stackdist.depth_histograms(lead, flat.hit_weight_tokens, kernel)
     else:
         from pcs.replay.shards import sampled_lead_depths
 
         est = sampled_lead_depths(flat, sample_rate, seed, exact_head_blocks, kernel)
-        lead, hit_w, block_w, distinct = est.lead, est.hit_weight_tokens, est.block_weight, est.num_distinct
-    hit = lead >= 0
-    size = int(lead.max()) + 2 if hit.any() else 1
-    w_hist = np.bincount(lead[hit], weights=hit_w[hit], minlength=size)
-    b_hist = np.bincount(lead[hit], weights=None if block_w is None else block_w[hit], minlength=size)
-    tokens_cum = np.concatenate(([0], np.cumsum(w_hist[:-1])))
-    blocks_cum = np.concatenate(([0], np.cumsum(b_hist[:-1])))
-    if sample_rate == 1.0:  # float64 sums of ints < 2**53 are exact
-        tokens_cum = np.rint(tokens_cum).astype(np.int64)
-        blocks_cum = blocks_cum.astype(np.int64)
+        hit = est.lead >= 0
+        size = int(est.lead.max()) + 1 if hit.any() else 0
+        w_hist = np.bincount(est.lead[hit], weights=est.hit_weight_tokens[hit], minlength=size)
+        b_hist = np.bincount(est.lead[hit], weights=est.block_weight[hit], minlength=size)
+        distinct = est.num_distinct
+    tokens_cum = np.concatenate(([0], np.cumsum(w_hist))).astype(w_hist.dtype)
+    blocks_cum = np.concatenate(([0], np.cumsum(b_hist))).astype(b_hist.dtype)
     return LruCurve(tokens_cum, blocks_cum, flat.prompt_tokens, flat.num_accesses, distinct,
                     float(sample_rate), stackdist.available_kernel() if kernel == "auto" else kernel)
 

@@ -44,7 +44,7 @@ except ImportError:  # pragma: no cover - depends on the build
     _ext = None
 
 __all__ = ["KERNELS", "FlatAccesses", "available_kernel", "flatten_columns", "concat",
-           "stack_depths", "lead_depths"]
+           "stack_depths", "lead_depths", "depth_histograms"]
 
 #: Kernel names accepted by :func:`stack_depths` ("auto" picks "c" when built).
 KERNELS = ("auto", "c", "python")
@@ -163,7 +163,19 @@ def available_kernel() -> str:
     return "c" if _ext is not None else "python"
 
 
-def stack_depths(keys: np.ndarray, req_offsets: np.ndarray, kernel: str = "auto") -> tuple[np.ndarray, int]:
+def _resolve(kernel: str) -> str:
+    if kernel not in KERNELS:
+        raise ValueError(f"unknown kernel {kernel!r}; valid: {', '.join(KERNELS)}")
+    if kernel == "c" and _ext is None:
+        raise ValueError("kernel 'c' is not built (reinstall with `pip install -e .` and a C compiler); valid: python")
+    if kernel == "auto" and _ext is None:
+        warnings.warn("pcs._stackdist (compiled kernel) is not built; using the slow Python kernel",
+                      RuntimeWarning, stacklevel=3)
+    return "python" if kernel == "python" or _ext is None else "c"
+
+
+def stack_depths(keys: np.ndarray, req_offsets: np.ndarray, kernel: str = "auto",
+                 lead: bool = False) -> tuple[np.ndarray, int]:
     """LRU stack depth of every access at the start of its request.
 
     Args:
@@ -171,6 +183,8 @@ def stack_depths(keys: np.ndarray, req_offsets: np.ndarray, kernel: str = "auto"
         req_offsets: int64, shape (R + 1,): request boundaries in ``keys``.
         kernel: ``"auto"`` (C when built, else Python with a RuntimeWarning),
             ``"c"`` or ``"python"``.
+        lead: return :func:`lead_depths` of the depths instead (computed in
+            the same pass).
     Returns:
         ``(depths, num_distinct)``: depths int64, shape (N,), the number of
         distinct blocks used more recently than the block's last use, or -1
@@ -185,22 +199,49 @@ def stack_depths(keys: np.ndarray, req_offsets: np.ndarray, kernel: str = "auto"
     >>> d.tolist(), k
     ([-1, -1, 0, -1, 0, 2], 3)
     """
-    if kernel not in KERNELS:
-        raise ValueError(f"unknown kernel {kernel!r}; valid: {', '.join(KERNELS)}")
+    which = _resolve(kernel)
     keys = np.ascontiguousarray(keys, dtype=np.uint64)
     offs = np.ascontiguousarray(req_offsets, dtype=np.int64)
     if offs.ndim != 1 or offs.shape[0] < 1 or offs[0] != 0 or offs[-1] != keys.shape[0] or np.any(np.diff(offs) < 0):
         raise ValueError("req_offsets must be non-decreasing, start at 0 and end at len(keys)")
-    if kernel == "c" and _ext is None:
-        raise ValueError("kernel 'c' is not built (reinstall with `pip install -e .` and a C compiler); valid: python")
-    if kernel == "auto" and _ext is None:
-        warnings.warn("pcs._stackdist (compiled kernel) is not built; using the slow Python kernel",
-                      RuntimeWarning, stacklevel=2)
-    if kernel == "python" or _ext is None:
-        return _stack_depths_python(keys, offs)
+    if which == "python":
+        depths, distinct = _stack_depths_python(keys, offs)
+        return (lead_depths(depths, offs) if lead else depths), distinct
     out = np.empty(keys.shape[0], dtype=np.int64)
-    distinct = _ext.stack_depths(keys, offs, out)
+    distinct = _ext.stack_depths(keys, offs, out, bool(lead))
     return out, int(distinct)
+
+
+def depth_histograms(lead: np.ndarray, weights: np.ndarray, kernel: str = "auto") -> tuple[np.ndarray, np.ndarray]:
+    """Histograms of lead depths: weighted by ``weights`` and plain counts.
+
+    Args:
+        lead: int64, shape (N,): lead depths (-1 = never hits, skipped).
+        weights: int64, shape (N,).
+        kernel: as in :func:`stack_depths`.
+    Returns:
+        ``(hist_w, hist_b)``, int64, shape (max(lead) + 1,) (empty when no
+        lead depth is >= 0): ``hist_w[d] = sum(weights[lead == d])``,
+        ``hist_b[d] = count(lead == d)``.
+
+    >>> [h.tolist() for h in depth_histograms(np.array([1, -1, 1, 0]), np.array([5, 7, 2, 3]), "python")]
+    [[3, 7], [1, 2]]
+    """
+    which = _resolve(kernel)
+    lead = np.ascontiguousarray(lead, dtype=np.int64)
+    weights = np.ascontiguousarray(weights, dtype=np.int64)
+    size = int(lead.max()) + 1 if lead.shape[0] else 0
+    if size <= 0:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    if which == "python":
+        hit = lead >= 0
+        hist_b = np.bincount(lead[hit], minlength=size).astype(np.int64)
+        hist_w = np.zeros(size, np.int64)
+        np.add.at(hist_w, lead[hit], weights[hit])  # exact int64 sums
+        return hist_w, hist_b
+    hist_w, hist_b = np.empty(size, np.int64), np.empty(size, np.int64)
+    _ext.histograms(lead, weights, hist_w, hist_b)
+    return hist_w, hist_b
 
 
 def _stack_depths_python(keys: np.ndarray, req_offsets: np.ndarray) -> tuple[np.ndarray, int]:

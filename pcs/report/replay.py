@@ -1,0 +1,119 @@
+"""Plain-text report of one replay summary (``pcs replay --format table``).
+
+The first lines put the real hit ratio beside the single-sequence hit ratio
+and split the gap by cause (lesson 1, CONCEPTS.md section 5); the tier table
+shows bytes per block per tier -- payload (Reference), GPU (Reserved), lower
+tiers (Serialized) -- next to restore bytes and times, so a smaller KV dtype
+can be seen not to shrink everything in proportion (lesson 2).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from pcs.units import format_bandwidth, format_bytes, format_count, format_duration, format_percent
+from pcs.report.table import render_table
+
+__all__ = ["render_replay", "header_line"]
+
+
+def _pts(x: float) -> str:
+    return f"{100.0 * x:+.1f} pts"
+
+
+def header_line(s: dict[str, Any]) -> str:
+    """One line naming the run: trace, model, hardware, block size, timing, policy."""
+    dtype = f", KV {s['kv_dtype']}" if s.get("kv_dtype") else ""
+    pols = sorted({t["policy"] for t in s["tiers"]})
+    return (f"pcs replay: {s['trace']} | {s['model']}{dtype} on {s['tp']}x {s['gpu']} (TP={s['tp']}) | "
+            f"block {s['block_size']} tokens | {s['timing']} timing | {'/'.join(pols)}, write-{s['write_policy']}")
+
+
+def _hit_table(s: dict[str, Any]) -> str:
+    g = s["gap"]
+    rows = [
+        ["hit ratio (real, token-weighted)", format_percent(s["hit_ratio"]),
+         "hit tokens / prompt tokens, this cache, this traffic"],
+        ["single-sequence hit ratio", format_percent(s["single_sequence_hit_ratio"]),
+         "infinite cache, same block rules: NOT what a finite cache reaches"],
+    ]
+    for tier, r in s["hit_ratio_per_tier"].items():
+        rows.append([f"  hits served by {tier}", format_percent(r), ""])
+    rows += [
+        ["gap: block rounding", _pts(g["block_rounding"]),
+         f"ideal {format_percent(s['ideal_hit_ratio'])} (partial blocks, no last-token cap) - single-sequence"],
+        ["gap: capacity and eviction", _pts(g["capacity_eviction"]),
+         f"single-sequence - sequential replay of these tiers ({format_percent(s['sequential_hit_ratio'])})"],
+        ["gap: concurrency", _pts(g["concurrency"]),
+         "sequential - real: prefixes still being computed, space held by running requests"],
+        ["requests", format_count(s["requests"]),
+         f"{format_count(s['requests_with_hit'])} with a hit, {format_count(s['requests_truncated'])} truncated"
+         f" (larger than the GPU tier), {format_count(s['requests_waited'])} waited for KV space"],
+    ]
+    return render_table(["hit rate", "value", "meaning"], rows, title="Hit rate: real vs single-sequence")
+
+
+def _tier_table(s: dict[str, Any]) -> str:
+    rows = [["payload", "reference", format_bytes(s["reference_bytes_per_block"]), "-", "-", "-", "-", "-", "-",
+             "-", "-"]]
+    for t in s["tiers"]:
+        rows.append([t["name"], t["layout"], format_bytes(t["bytes_per_block"]),
+                     f"{format_bytes(t['capacity_bytes'])} = {format_count(t['capacity_blocks'])} blk",
+                     t["policy"], format_count(t["hit_blocks"]), format_bytes(t["restored_bytes"]),
+                     format_bytes(t["written_bytes"]), format_count(t["evicted_blocks"]),
+                     format_bytes(t["resident_bytes_end"]), format_bytes(t["resident_bytes_peak"])])
+    notes = ["bytes/block: GPU holds the Reserved layout, lower tiers the Serialized layout; "
+             "a smaller KV dtype shrinks the payload, not scales, padding, setup or compute"]
+    multi = [t for t in s["tiers"] if len(t["bytes_per_block_by_component"]) > 1]
+    for t in multi:
+        parts = ", ".join(f"{k} {format_bytes(v)}" for k, v in t["bytes_per_block_by_component"].items())
+        notes.append(f"{t['name']} block by component: {parts}")
+    return render_table(["tier", "layout", "bytes/block", "capacity", "policy", "hit blocks", "restored",
+                         "written", "evicted", "resident end", "resident peak"], rows,
+                        title="Tiers (hits count once, at the highest tier holding the block)", notes=notes)
+
+
+def _bytes_table(s: dict[str, Any]) -> str:
+    b = s["bytes"]
+    rows = [["restored to GPU", format_bytes(b["restored"]),
+             ", ".join(f"from {k} {format_bytes(v)}" for k, v in b["restored_per_link"].items()) or "-"],
+            ["written to lower tiers", format_bytes(sum(b["written_per_tier"].values())),
+             ", ".join(f"{k} {format_bytes(v)}" for k, v in b["written_per_tier"].items()) or "-"],
+            ["recomputed (prefilled) KV", format_bytes(b["recomputed_bytes"]),
+             f"{format_count(b['recomputed_tokens'])} prompt tokens prefilled"],
+            ["peak Reserved of running requests", format_bytes(b["peak_reserved_bytes"]),
+             f"{format_count(b['peak_reserved_blocks'])} GPU blocks pinned or reserved at once"],
+            ["dropped from the last tier", format_count(b["dropped_blocks"]) + " blk", ""]]
+    return render_table(["bytes", "total", "detail"], rows, title="Bytes")
+
+
+def _envelope_table(s: dict[str, Any]) -> str:
+    e = s["envelope"]
+    rows = []
+    for lk in e["links"]:
+        share = format_percent(lk["share_slower"]) if lk["share_slower"] is not None else "-"
+        rows.append([f"{lk['tier']} -> gpu", f"{lk['link']} {format_bandwidth(lk['bandwidth_bps'])}",
+                     format_count(lk["restores"]), format_bytes(lk["restored_bytes"]),
+                     format_duration(lk["restore_s"]), format_duration(lk["queue_s"]),
+                     format_duration(lk["saved_prefill_s"]),
+                     f"{format_count(lk['restores_slower_than_recompute'])} ({share})",
+                     format_bandwidth(lk["break_even_bps"]) if lk["restores"] else "-"])
+    notes = [f"TTFT p50 {format_duration(e['ttft_p50_s'])} / p99 {format_duration(e['ttft_p99_s'])} with the cache; "
+             f"{format_duration(e['ttft_no_cache_p50_s'])} / {format_duration(e['ttft_no_cache_p99_s'])} "
+             "without it (full prefill, no wait)",
+             f"wait for KV space p50 {format_duration(e['wait_p50_s'])} / p99 {format_duration(e['wait_p99_s'])}; "
+             f"prefill time saved by all hits {format_duration(e['prefill_saved_s'])}",
+             "slower = restore (queueing included) took longer than the prefill its hits saved; "
+             "break-even = restored bytes / (full - remaining prefill - setup), summed over the run"]
+    return render_table(["link", "bandwidth", "restores", "bytes", "restore time", "queueing", "prefill saved",
+                         "slower than recompute", "break-even"], rows,
+                        title="Bandwidth envelope: restore vs recompute, per link", notes=notes)
+
+
+def render_replay(s: dict[str, Any]) -> str:
+    """The whole report: header, hit rate, tiers, bytes, envelope (one string)."""
+    parts = [header_line(s)]
+    parts.extend(f"note: {n}" for n in s.get("notes", ()))
+    parts += ["", _hit_table(s), "", _tier_table(s), "", _bytes_table(s)]
+    if s["envelope"]["links"] or s["timing"] == "modeled":
+        parts += ["", _envelope_table(s)]
+    return "\n".join(parts)

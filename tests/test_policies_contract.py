@@ -1,0 +1,113 @@
+"""Contract every registered eviction policy must meet (run over POLICY_NAMES).
+
+The contract is the one in pcs/cache/policies/base.py: the policy holds only
+evictable keys; evict(n) returns n victims or None with no change; keys given
+are in eviction order; _check() holds after every call.
+"""
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from pcs.cache.policies import POLICY_NAMES, EvictionPolicy, get_policy, make_policy
+
+
+@pytest.fixture(params=POLICY_NAMES)
+def policy(request) -> EvictionPolicy:
+    return make_policy(request.param, 10)
+
+
+def test_registry_lists_valid_names_on_unknown():
+    with pytest.raises(ValueError) as err:
+        get_policy("arc2")
+    msg = str(err.value)
+    assert "arc2" in msg
+    for name in POLICY_NAMES:
+        assert name in msg
+
+
+def test_registry_names_match_classes():
+    assert set(POLICY_NAMES) >= {"lru", "protected", "fifo"}
+    for name in POLICY_NAMES:
+        cls = get_policy(name.upper())
+        assert cls.name == name and cls.summary
+
+
+def test_empty(policy):
+    assert len(policy) == 0 and policy.order() == []
+    assert policy.evict(0) == []
+    assert policy.evict(1) is None
+    policy._check()
+
+
+def test_add_then_evict_everything(policy):
+    policy.add([1, 2, 3])
+    policy._check()
+    assert len(policy) == 3 and all(k in policy for k in (1, 2, 3)) and 4 not in policy
+    victims = policy.evict(3)
+    # one call's keys are in eviction order, and nothing was reused: first given goes first
+    assert victims == [1, 2, 3]
+    assert len(policy) == 0
+    policy._check()
+
+
+def test_evict_is_all_or_nothing(policy):
+    policy.add([5, 6])
+    before = policy.order()
+    assert policy.evict(3) is None
+    assert policy.order() == before and len(policy) == 2
+    policy._check()
+
+
+def test_removed_keys_are_never_victims(policy):
+    policy.add([1, 2, 3, 4])
+    policy.remove([2, 3])          # pinned now
+    assert 2 not in policy and 3 not in policy and len(policy) == 2
+    assert sorted(policy.evict(2)) == [1, 4]
+    assert policy.evict(1) is None
+    policy._check()
+
+
+def test_touch_keeps_membership(policy):
+    policy.add([1, 2, 3])
+    policy.touch([1])
+    assert sorted(policy.order()) == [1, 2, 3]
+    policy._check()
+
+
+def test_random_operations_against_a_set(policy):
+    """Membership of the policy always equals a plain set driven by the same calls."""
+    rng = random.Random(7)
+    held: set[int] = set()
+    pinned: set[int] = set()
+    nxt = 0
+    for _ in range(2000):
+        op = rng.random()
+        if op < 0.35:
+            keys = list(range(nxt, nxt + rng.randint(1, 3)))
+            nxt += len(keys)
+            policy.add(keys, reused=rng.random() < 0.3)
+            held.update(keys)
+        elif op < 0.55 and held:
+            keys = rng.sample(sorted(held), min(len(held), rng.randint(1, 2)))
+            policy.remove(keys)
+            held.difference_update(keys)
+            pinned.update(keys)
+        elif op < 0.7 and pinned:
+            keys = rng.sample(sorted(pinned), min(len(pinned), rng.randint(1, 2)))
+            policy.add(keys, reused=True)
+            pinned.difference_update(keys)
+            held.update(keys)
+        elif op < 0.8 and held:
+            policy.touch(rng.sample(sorted(held), 1))
+        else:
+            n = rng.randint(0, 4)
+            v = policy.evict(n)
+            if n > len(held):
+                assert v is None
+            else:
+                assert len(v) == n and len(set(v)) == n and set(v) <= held
+                held.difference_update(v)
+        assert set(policy.order()) == held and len(policy) == len(held)
+        policy._check()
