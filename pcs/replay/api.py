@@ -30,7 +30,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from pcs import units
 from pcs.blocks import BlockRules, single_sequence_hits
-from pcs.cache import Hierarchy, Tier, make_policy
+from pcs.cache import WRITE_POLICIES, Hierarchy, Tier, make_policy
 from pcs.cache.policies import DEFAULT_POLICY
 from pcs.replay.engine import TIMINGS, ReplayEngine, TimeModel
 from pcs.replay.stream import iter_chunks
@@ -254,6 +254,10 @@ def replay(trace: Any = None, *, model: Any = None, hardware: Any = None, tp: in
     policy = policy or DEFAULTS["policy"]
     write_policy = write_policy or DEFAULTS["write_policy"]
     tp = DEFAULTS["tp"] if tp is None else tp
+    if isinstance(tp, bool) or not isinstance(tp, int) or tp < 1:
+        raise ValueError(f"tensor-parallel size must be an int >= 1, got {tp!r}")
+    if write_policy not in WRITE_POLICIES:
+        raise ValueError(f"unknown write policy {write_policy!r}; valid: {', '.join(WRITE_POLICIES)}")
     spec = get_model(model or DEFAULTS["model"]) if not hasattr(model, "components") else model
     if dtype:
         spec = spec.with_dtype(dtype)
