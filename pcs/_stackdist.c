@@ -1,7 +1,7 @@
 /*
  * pcs._stackdist: compiled kernel for prefix-aware LRU stack depths.
  *
- * One function, stack_depths(keys, req_offsets, out) -> int (distinct keys).
+ * stack_depths(keys, req_offsets, out, lead=False) -> int (distinct keys).
  *   keys:        C-contiguous uint64 buffer, shape (N,): the cacheable block ids
  *                of all requests, flattened in request order, head to tail.
  *   req_offsets: C-contiguous int64 buffer, shape (R + 1,): request r owns
@@ -10,7 +10,9 @@
  *   out:         writable C-contiguous int64 buffer, shape (N,): receives, for
  *                every access, the LRU stack depth of its key at the START of its
  *                request (number of distinct keys used more recently than the
- *                key's last use), or -1 when the key was never used before.
+ *                key's last use), or -1 when the key was never used before;
+ *                with lead=True the running max along the request instead,
+ *                -1 from the first never-used key on (the lookup stops there).
  * After computing a request's depths the request's keys are stamped tail
  * first, head last (the head becomes the most recently used), the order in
  * which vLLM frees a finished request's blocks (kv_cache_manager/block_pool).
@@ -22,9 +24,13 @@
  *   depth = (t - 1 - last) - (holes_total - holes_in[0, last])
  * with a Fenwick tree (Fenwick 1994) of holes over times 0..N-1. Keys are
  * mapped to their last time by an open-addressing hash table (linear probing,
- * splitmix64 mixer, load <= 1/2, grown by doubling); a request's slots are
- * prefetched before they are probed. Cost O(N log N) time, O(N + distinct)
- * memory; the GIL is released while it runs.
+ * splitmix64 mixer, >= N slots, load <= 0.7, grown by doubling); the slots
+ * of request r + 2 are prefetched while request r is processed. Cost
+ * O(N log N) time; memory 16 B x 2^ceil(log2 N) table + 4 B x N tree; the
+ * GIL is released while it runs.
+ *
+ * histograms(lead, weights, hist_w, hist_b): the weighted and plain
+ * histograms of lead depths, one pass.
  *
  * Mirrors pcs.replay.stackdist._stack_depths_python exactly (differential
  * tests in tests/test_stackdist.py).
@@ -100,15 +106,20 @@ static inline uint64_t table_find(table_t *t, uint64_t key, uint64_t h) {
 }
 
 static int run(const uint64_t *keys, int64_t n, const int64_t *offs, int64_t num_req,
-               int64_t *out, int64_t *num_distinct) {
+               int64_t *out, int lead, int64_t *num_distinct) {
     int64_t max_len = 0;
     for (int64_t r = 0; r < num_req; r++) {
         int64_t len = offs[r + 1] - offs[r];
         if (len < 0 || offs[r] < 0 || offs[r + 1] > n) return -2;
         if (len > max_len) max_len = len;
     }
+    /* Start at >= N slots (distinct <= N) and keep the load <= 0.7, so
+     * chained traces (distinct ~ 0.6 N) rarely grow; a growth only wastes
+     * the prefetches already issued. */
+    uint64_t cap0 = 4096;
+    while (cap0 < (uint64_t)n) cap0 <<= 1;
     table_t tab;
-    if (table_init(&tab, 1 << 12) != 0) return -1;
+    if (table_init(&tab, cap0) != 0) return -1;
     int32_t *fen = (int32_t *)calloc((size_t)n + 1, sizeof(int32_t));
     uint64_t *tmp = (uint64_t *)malloc(((size_t)max_len + 1) * sizeof(uint64_t));
     if (!fen || !tmp) {
@@ -116,31 +127,37 @@ static int run(const uint64_t *keys, int64_t n, const int64_t *offs, int64_t num
         return -1;
     }
     int64_t t = 0, holes_total = 0;
+    /* Software pipeline: the slots of request r + 2 are prefetched while
+     * request r is processed. */
+    for (int64_t i = 0; i < offs[num_req > 1 ? 2 : num_req]; i++)
+        __builtin_prefetch(&tab.slots[mix64(keys[i]) & tab.mask], 1, 1);
     for (int64_t r = 0; r < num_req; r++) {
         const int64_t a = offs[r], b = offs[r + 1];
-        while ((uint64_t)(tab.count + (b - a)) * 2 > tab.mask + 1) {
+        while ((uint64_t)(tab.count + (b - a)) * 10 > (tab.mask + 1) * 7) {
             if (table_grow(&tab) != 0) {
                 free(tab.slots); free(fen); free(tmp);
                 return -1;
             }
         }
+        int64_t run_max = 0; /* lead: running max of depths; -1 once a block is cold */
         for (int64_t i = a; i < b; i++) {
-            uint64_t h = mix64(keys[i]) & tab.mask;
-            tmp[i - a] = h;
-            __builtin_prefetch(&tab.slots[h], 1, 1);
-        }
-        for (int64_t i = a; i < b; i++) {
-            uint64_t s = table_find(&tab, keys[i], tmp[i - a]);
+            uint64_t s = table_find(&tab, keys[i], mix64(keys[i]) & tab.mask);
             tmp[i - a] = s;
-            int64_t last = tab.slots[s].last;
-            if (last < 0) {
-                out[i] = -1;
-            } else {
+            int64_t last = tab.slots[s].last, d = -1;
+            if (last >= 0) {
                 int64_t before = 0; /* holes at times 0..last */
                 for (int64_t j = last + 1; j > 0; j -= j & (-j)) before += fen[j];
-                out[i] = (t - 1 - last) - (holes_total - before);
+                d = (t - 1 - last) - (holes_total - before);
             }
+            if (lead) {
+                run_max = (d < 0 || run_max < 0) ? -1 : (d > run_max ? d : run_max);
+                d = run_max;
+            }
+            out[i] = d;
         }
+        if (r + 2 < num_req)
+            for (int64_t i = offs[r + 2]; i < offs[r + 3]; i++)
+                __builtin_prefetch(&tab.slots[mix64(keys[i]) & tab.mask], 1, 1);
         for (int64_t i = b - 1; i >= a; i--) {
             slot_t *s = &tab.slots[tmp[i - a]];
             if (s->last >= 0) {
@@ -157,7 +174,8 @@ static int run(const uint64_t *keys, int64_t n, const int64_t *offs, int64_t num
 
 static PyObject *py_stack_depths(PyObject *self, PyObject *args) {
     Py_buffer keys, offs, out;
-    if (!PyArg_ParseTuple(args, "y*y*w*", &keys, &offs, &out)) return NULL;
+    int lead = 0;
+    if (!PyArg_ParseTuple(args, "y*y*w*|p", &keys, &offs, &out, &lead)) return NULL;
     PyObject *result = NULL;
     if (keys.len % 8 != 0 || keys.len / 8 >= INT32_MAX) {
         PyErr_SetString(PyExc_ValueError, "keys must be a uint64 buffer of fewer than 2**31 items");
@@ -177,7 +195,7 @@ static PyObject *py_stack_depths(PyObject *self, PyObject *args) {
     int64_t distinct = 0;
     int rc;
     Py_BEGIN_ALLOW_THREADS
-    rc = run((const uint64_t *)keys.buf, n, o, num_req, (int64_t *)out.buf, &distinct);
+    rc = run((const uint64_t *)keys.buf, n, o, num_req, (int64_t *)out.buf, lead, &distinct);
     Py_END_ALLOW_THREADS
     if (rc == -1) {
         PyErr_NoMemory();
@@ -193,12 +211,52 @@ done:
     return result;
 }
 
+static PyObject *py_histograms(PyObject *self, PyObject *args) {
+    Py_buffer lead, w, hw, hb;
+    if (!PyArg_ParseTuple(args, "y*y*w*w*", &lead, &w, &hw, &hb)) return NULL;
+    PyObject *result = NULL;
+    int64_t n = lead.len / 8, k = hw.len / 8;
+    if (lead.len % 8 || w.len != lead.len || hw.len % 8 || hb.len != hw.len) {
+        PyErr_SetString(PyExc_ValueError, "lead, weights: int64 (N,); hist_w, hist_b: int64 (K,)");
+        goto done;
+    }
+    const int64_t *l = (const int64_t *)lead.buf, *wt = (const int64_t *)w.buf;
+    int64_t *ow = (int64_t *)hw.buf, *ob = (int64_t *)hb.buf;
+    int bad = 0;
+    Py_BEGIN_ALLOW_THREADS
+    memset(ow, 0, (size_t)k * 8);
+    memset(ob, 0, (size_t)k * 8);
+    for (int64_t i = 0; i < n; i++) {
+        int64_t d = l[i];
+        if (d < 0) continue;
+        if (d >= k) { bad = 1; break; }
+        ow[d] += wt[i];
+        ob[d] += 1;
+    }
+    Py_END_ALLOW_THREADS
+    if (bad) PyErr_SetString(PyExc_ValueError, "a lead depth is >= len(hist)");
+    else {
+        Py_INCREF(Py_None);
+        result = Py_None;
+    }
+done:
+    PyBuffer_Release(&lead);
+    PyBuffer_Release(&w);
+    PyBuffer_Release(&hw);
+    PyBuffer_Release(&hb);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"stack_depths", py_stack_depths, METH_VARARGS,
      "stack_depths(keys: uint64 buffer (N,), req_offsets: int64 buffer (R+1,), "
      "out: writable int64 buffer (N,)) -> number of distinct keys.\n\n"
      "Writes each access's LRU stack depth at the start of its request (-1 if never used "
-     "before); a request's keys are then stamped tail first, head last."},
+     "before); a request's keys are then stamped tail first, head last. With lead=True "
+     "writes the running max along each request instead (-1 from the first cold block on)."},
+    {"histograms", py_histograms, METH_VARARGS,
+     "histograms(lead: int64 (N,), weights: int64 (N,), hist_w: int64 (K,), hist_b: int64 (K,)) -> None.\n\n"
+     "hist_w[d] = sum of weights with lead == d, hist_b[d] = their count (lead < 0 skipped)."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -32,14 +32,16 @@ class Req:
     prompt_tokens: int
     block_hashes: np.ndarray
     block_size: int = BS
+    output_tokens: int = 1
+    arrival_s: float = 0.0
 
 
 def make_requests(spec: list[tuple[list[int], int]], bs: int = BS) -> list[Req]:
     """[(ids, prompt_tokens)] -> requests; ids must have ceil(P / bs) entries."""
     out = []
-    for ids, p in spec:
+    for i, (ids, p) in enumerate(spec):
         assert len(ids) == -(-p // bs), (ids, p)
-        out.append(Req(p, np.asarray(ids, dtype=np.uint64), bs))
+        out.append(Req(p, np.asarray(ids, dtype=np.uint64), bs, arrival_s=float(i)))
     return out
 
 

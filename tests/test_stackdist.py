@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from pcs.blocks import BlockRules
 from pcs.replay import stackdist
-from pcs.replay.stackdist import concat, flatten_columns, lead_depths, stack_depths
+from pcs.replay.stackdist import concat, depth_histograms, flatten_columns, lead_depths, stack_depths
 from test_curve_reference import arbitrary_traces, rules_strategy
 
 needs_c = pytest.mark.skipif(stackdist.available_kernel() != "c", reason="compiled kernel not built")
@@ -59,9 +59,12 @@ def test_kernels_match_the_definition(reqs):
     keys, offsets = _flat(reqs)
     py, n_py = stack_depths(keys, offsets, "python")
     assert py.tolist() == expected and n_py == len({k for ids in reqs for k in ids})
+    lead = lead_depths(np.array(expected, dtype=np.int64), offsets).tolist()
+    assert stack_depths(keys, offsets, "python", lead=True)[0].tolist() == lead
     if stackdist.available_kernel() == "c":
         c, n_c = stack_depths(keys, offsets, "c")
         assert c.tolist() == expected and n_c == n_py
+        assert stack_depths(keys, offsets, "c", lead=True)[0].tolist() == lead
 
 
 @needs_c
@@ -74,6 +77,20 @@ def test_kernels_agree_on_a_large_random_stream():
     c, n_c = stack_depths(keys, offsets, "c")
     py, n_py = stack_depths(keys, offsets, "python")
     assert np.array_equal(c, py) and n_c == n_py == len(np.unique(keys))
+    lead_c, _ = stack_depths(keys, offsets, "c", lead=True)
+    assert np.array_equal(lead_c, lead_depths(py, offsets))
+    weights = rng.integers(0, 600, keys.shape[0])
+    for mine, ref in zip(depth_histograms(lead_c, weights, "c"), depth_histograms(lead_c, weights, "python")):
+        assert np.array_equal(mine, ref)
+
+
+def test_depth_histograms_by_hand():
+    # lead 1 1 0 -1 2 with weights 5 2 3 7 4: depth 0 -> 3 (1 access), 1 -> 7 (2), 2 -> 4 (1); -1 skipped
+    for kernel in ("python", stackdist.available_kernel()):
+        w, b = depth_histograms(np.array([1, 1, 0, -1, 2]), np.array([5, 2, 3, 7, 4]), kernel)
+        assert w.tolist() == [3, 7, 4] and b.tolist() == [1, 2, 1]
+        w, b = depth_histograms(np.array([-1, -1]), np.array([1, 1]), kernel)
+        assert w.shape == b.shape == (0,)
 
 
 @needs_c
@@ -148,3 +165,5 @@ def test_c_kernel_rejects_bad_buffers():
         _stackdist.stack_depths(keys, np.array([0, 3, 2, 3], np.int64), np.empty(3, np.int64))
     with pytest.raises(ValueError):
         _stackdist.stack_depths(keys, np.array([1, 3], np.int64), np.empty(3, np.int64))
+    with pytest.raises(ValueError):  # a depth beyond the histogram
+        _stackdist.histograms(np.array([0, 3]), np.array([1, 1]), np.empty(2, np.int64), np.empty(2, np.int64))

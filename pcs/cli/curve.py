@@ -112,8 +112,8 @@ def _plot(result, path: str, model_name: str | None) -> None:
 @click.option("--dtype", default=None, help="KV dtype for the bytes (e.g. fp8, bf16); needs --model.")
 @click.option("--block-size", type=click.IntRange(min=1), default=None,
               help="Tokens per block for token-id traces (hash-id traces fix their own).")
-@click.option("--no-belady", is_flag=True, help="Skip the offline optimum (pure Python, ~1 s per capacity per 300k "
-              "accesses).")
+@click.option("--no-belady", is_flag=True, help="Skip the offline optimum (pure Python, ~1 M accesses/s per capacity; "
+              "always skipped when sampling).")
 @click.option("--sample-rate", type=click.FloatRange(0, 1, min_open=True), default=1.0, show_default=True,
               help="SHARDS spatial sampling rate for huge traces (1 = exact).")
 @click.option("--exact-head-blocks", type=click.IntRange(min=0), default=1, show_default=True,

@@ -157,6 +157,7 @@ def lru_curve(flat: FlatAccesses, kernel: str = "auto", sample_rate: float = 1.0
     Raises:
         ValueError: bad kernel or sample rate.
     """
+    kernel = stackdist.resolve_kernel(kernel)
     if sample_rate == 1.0:
         lead, distinct = stackdist.stack_depths(flat.keys, flat.req_offsets, kernel, lead=True)
         w_hist, b_hist = stackdist.depth_histograms(lead, flat.hit_weight_tokens, kernel)
@@ -172,7 +173,7 @@ def lru_curve(flat: FlatAccesses, kernel: str = "auto", sample_rate: float = 1.0
     tokens_cum = np.concatenate(([0], np.cumsum(w_hist))).astype(w_hist.dtype)
     blocks_cum = np.concatenate(([0], np.cumsum(b_hist))).astype(b_hist.dtype)
     return LruCurve(tokens_cum, blocks_cum, flat.prompt_tokens, flat.num_accesses, distinct,
-                    float(sample_rate), stackdist.available_kernel() if kernel == "auto" else kernel)
+                    float(sample_rate), kernel)
 
 
 def capacity_grid(max_blocks: int, points: int) -> list[int]:
@@ -248,7 +249,7 @@ def curve(trace: Any = None, capacities: Sequence[int] | None = None, points: in
         block_size: tokens per block for token traces (passed to open_trace).
         rules: block rules (full blocks only, last-token cap by default).
         belady: compute the offline optimum at each capacity (pure Python,
-            ~1 s per capacity per 300 k accesses; skipped when sampled).
+            ~1 M accesses/s per capacity; skipped when sampled).
         sample_rate: SHARDS rate in (0, 1]; 1.0 = exact.
         seed: sampling hash seed.
         exact_head_blocks: with sampling, blocks seen within this many head

@@ -44,7 +44,7 @@ except ImportError:  # pragma: no cover - depends on the build
     _ext = None
 
 __all__ = ["KERNELS", "FlatAccesses", "available_kernel", "flatten_columns", "concat",
-           "stack_depths", "lead_depths", "depth_histograms"]
+           "stack_depths", "lead_depths", "depth_histograms", "resolve_kernel"]
 
 #: Kernel names accepted by :func:`stack_depths` ("auto" picks "c" when built).
 KERNELS = ("auto", "c", "python")
@@ -163,7 +163,12 @@ def available_kernel() -> str:
     return "c" if _ext is not None else "python"
 
 
-def _resolve(kernel: str) -> str:
+def resolve_kernel(kernel: str) -> str:
+    """``"c"`` or ``"python"`` for a kernel name (auto: C when built, else a RuntimeWarning).
+
+    Raises:
+        ValueError: unknown name, or ``"c"`` when it is not built.
+    """
     if kernel not in KERNELS:
         raise ValueError(f"unknown kernel {kernel!r}; valid: {', '.join(KERNELS)}")
     if kernel == "c" and _ext is None:
@@ -199,7 +204,7 @@ def stack_depths(keys: np.ndarray, req_offsets: np.ndarray, kernel: str = "auto"
     >>> d.tolist(), k
     ([-1, -1, 0, -1, 0, 2], 3)
     """
-    which = _resolve(kernel)
+    which = resolve_kernel(kernel)
     keys = np.ascontiguousarray(keys, dtype=np.uint64)
     offs = np.ascontiguousarray(req_offsets, dtype=np.int64)
     if offs.ndim != 1 or offs.shape[0] < 1 or offs[0] != 0 or offs[-1] != keys.shape[0] or np.any(np.diff(offs) < 0):
@@ -227,7 +232,7 @@ def depth_histograms(lead: np.ndarray, weights: np.ndarray, kernel: str = "auto"
     >>> [h.tolist() for h in depth_histograms(np.array([1, -1, 1, 0]), np.array([5, 7, 2, 3]), "python")]
     [[3, 7], [1, 2]]
     """
-    which = _resolve(kernel)
+    which = resolve_kernel(kernel)
     lead = np.ascontiguousarray(lead, dtype=np.int64)
     weights = np.ascontiguousarray(weights, dtype=np.int64)
     size = int(lead.max()) + 1 if lead.shape[0] else 0
