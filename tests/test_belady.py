@@ -6,7 +6,6 @@ curve, itself checked against the OrderedDict replay in test_curve.py.
 """
 from __future__ import annotations
 
-import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -14,7 +13,7 @@ from hypothesis import strategies as st
 from pcs.blocks import BlockRules
 from pcs.replay.belady import belady_hits, plan_belady
 from pcs.replay.curve import load_accesses, lru_curve
-from test_curve_reference import (CYCLE_SPEC, HAND_SPEC, BS, brute_force_opt, chained_traces, lru_replay,
+from test_curve_reference import (CYCLE_SPEC, HAND_SPEC, arbitrary_traces, brute_force_opt, chained_traces,
                                   make_requests)
 
 
@@ -71,11 +70,23 @@ def test_belady_bounds_lru_below_ceiling_and_grows(reqs):
     plan = plan_belady(flat)
     prev = -1
     for c in range(0, lru.max_useful_capacity_blocks + 2):
-        b = belady_hits(plan, c)
+        b = belady_hits(plan, c, check=True)  # invariants after every request
         assert lru.hit_tokens(c) <= b.hit_tokens <= lru.ceiling_hit_tokens, c
         assert b.hit_tokens >= prev, c
         prev = b.hit_tokens
     assert prev == lru.ceiling_hit_tokens  # at the LRU knee of 100 % MIN is there too
+
+
+@settings(max_examples=100, deadline=None)
+@given(arbitrary_traces())
+def test_ids_that_are_not_chained_keep_the_invariants(reqs):
+    # repeated ids and ids under several parents: no optimality claim, but
+    # the cache stays consistent and never beats the infinite cache
+    flat, _ = load_accesses(reqs)
+    lru = lru_curve(flat)
+    plan = plan_belady(flat)
+    for c in range(0, lru.max_useful_capacity_blocks + 2):
+        assert belady_hits(plan, c, check=True).hit_tokens <= lru.ceiling_hit_tokens
 
 
 def test_negative_capacity_is_an_error():

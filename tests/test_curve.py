@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pcs.blocks import BlockRules, single_sequence_hits
+from pcs.blocks import single_sequence_hits
 from pcs.replay.curve import KNEE_PERCENTS, capacity_grid, curve, load_accesses, lru_curve
 from test_curve_reference import (HAND_HITS, HAND_MISSES, HAND_PROMPT, HAND_SPEC, arbitrary_traces,
                                   chained_traces, lru_replay, make_requests, rules_strategy)

@@ -12,7 +12,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pcs.blocks import BlockRules
 from pcs.replay import stackdist
 from pcs.replay.stackdist import concat, depth_histograms, flatten_columns, lead_depths, stack_depths
 from test_curve_reference import arbitrary_traces, rules_strategy

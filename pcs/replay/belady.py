@@ -112,75 +112,110 @@ def plan_belady(flat: FlatAccesses) -> BeladyPlan:
     return BeladyPlan(dense, next_key, never, int(uniq.shape[0]), flat)
 
 
-def belady_hits(plan: BeladyPlan, capacity_blocks: int) -> BeladyOutcome:
+class _MinCache:
+    """Resident set, pins, resident-child counts and a lazy heap of evictable leaves.
+
+    A block is evictable iff resident, not pinned by the running request and
+    without resident children; heap entries ``(-next_key, block)`` are pushed
+    whenever a block may have become evictable and validated when popped.
+    """
+
+    def __init__(self, num_blocks: int, capacity_blocks: int):
+        self.capacity = capacity_blocks
+        self.resident = bytearray(num_blocks)
+        self.children = [0] * num_blocks
+        self.parent = [-1] * num_blocks
+        self.key = [0] * num_blocks
+        self.pin = [-1] * num_blocks  # index of the request that pins the block
+        self.heap: list[tuple[int, int]] = []
+        self.size = 0
+
+    def victim(self, r: int) -> int:
+        """Pop the evictable leaf with the farthest next use, or -1 when none."""
+        heap, resident, children, pin, key = self.heap, self.resident, self.children, self.pin, self.key
+        while heap:
+            nk, y = heapq.heappop(heap)
+            if resident[y] and not children[y] and pin[y] != r and key[y] == -nk:
+                return y
+        return -1
+
+    def evict(self, v: int, r: int) -> None:
+        self.resident[v] = 0
+        self.size -= 1
+        p = self.parent[v]
+        if p >= 0:
+            self.children[p] -= 1
+            if not self.children[p] and self.pin[p] != r and self.resident[p]:
+                heapq.heappush(self.heap, (-self.key[p], p))
+
+    def insert(self, x: int, parent: int, r: int) -> None:
+        self.resident[x] = 1
+        self.size += 1
+        self.pin[x] = r
+        self.parent[x] = parent
+        if parent >= 0:
+            self.children[parent] += 1
+
+    def finish(self, blocks: list[int], next_keys: list[int]) -> None:
+        """Unpin a request's cached blocks with their new next-use keys."""
+        for x, k in zip(blocks, next_keys):
+            self.key[x] = k
+        for x in blocks:
+            if not self.children[x]:
+                heapq.heappush(self.heap, (-self.key[x], x))
+
+    def _check(self) -> None:
+        """Invariants: size, capacity, child counts, prefix closure."""
+        res = [x for x in range(len(self.resident)) if self.resident[x]]
+        assert self.size == len(res) <= self.capacity
+        counts = [0] * len(self.resident)
+        for x in res:
+            p = self.parent[x]
+            if p >= 0:
+                assert self.resident[p], "a resident block's parent is resident"
+                counts[p] += 1
+        assert all(counts[x] == self.children[x] for x in res)
+
+
+def belady_hits(plan: BeladyPlan, capacity_blocks: int, check: bool = False) -> BeladyOutcome:
     """Replay the trace under MIN with a cache of ``capacity_blocks`` blocks.
+
+    ``check`` asserts the cache invariants after every request (tests).
 
     Raises:
         ValueError: negative capacity.
     """
     if capacity_blocks < 0:
         raise ValueError(f"capacity_blocks must be >= 0, got {capacity_blocks}")
-    cap_blocks = int(capacity_blocks)
-    dense = plan.dense.tolist()
-    nkey = plan.next_key.tolist()
-    weight = plan.flat.hit_weight_tokens.tolist()
-    off = plan.flat.req_offsets.tolist()
-    d = plan.num_distinct
-    resident = bytearray(d)
-    children = [0] * d
-    parent = [-1] * d
-    key = [0] * d
-    pin = [-1] * d  # request index that pins the block
-    heap: list[tuple[int, int]] = []  # (-next key, block): lazy, validated on pop
-    size = hit_tokens = hit_blocks = misses = truncated = 0
-    push, pop = heapq.heappush, heapq.heappop
+    cache = _MinCache(plan.num_distinct, int(capacity_blocks))
+    dense, nkey = plan.dense.tolist(), plan.next_key.tolist()
+    weight, off = plan.flat.hit_weight_tokens.tolist(), plan.flat.req_offsets.tolist()
+    resident = cache.resident
+    hit_tokens = hit_blocks = misses = truncated = 0
     for r in range(len(off) - 1):
         a, b = off[r], off[r + 1]
         i = a
         while i < b and resident[dense[i]]:
-            pin[dense[i]] = r
+            cache.pin[dense[i]] = r
             i += 1
-        for j in range(a, i):
-            if weight[j]:
-                hit_tokens += weight[j]
-                hit_blocks += 1
+        hit_blocks += sum(1 for j in range(a, i) if weight[j])
+        hit_tokens += sum(weight[a:i])
         misses += b - i
         end = b
         for j in range(i, b):
             x = dense[j]
             if resident[x]:  # only for ids that are not chained hashes
-                pin[x] = r
+                cache.pin[x] = r
                 continue
-            if size >= cap_blocks:
-                v = -1
-                while heap:
-                    nk, y = pop(heap)
-                    if resident[y] and not children[y] and pin[y] != r and key[y] == -nk:
-                        v = y
-                        break
+            if cache.size >= cache.capacity:
+                v = cache.victim(r)
                 if v < 0:
                     truncated += 1
                     end = j
                     break
-                resident[v] = 0
-                size -= 1
-                p = parent[v]
-                if p >= 0:
-                    children[p] -= 1
-                    if not children[p] and pin[p] != r and resident[p]:
-                        push(heap, (-key[p], p))
-            resident[x] = 1
-            size += 1
-            pin[x] = r
-            p = dense[j - 1] if j > a else -1
-            parent[x] = p
-            if p >= 0:
-                children[p] += 1
-        for j in range(a, end):
-            x = dense[j]
-            key[x] = nkey[j]
-        for j in range(a, end):
-            x = dense[j]
-            if not children[x]:
-                push(heap, (-key[x], x))
-    return BeladyOutcome(cap_blocks, hit_tokens, hit_blocks, misses, truncated)
+                cache.evict(v, r)
+            cache.insert(x, dense[j - 1] if j > a else -1, r)
+        cache.finish(dense[a:end], nkey[a:end])
+        if check:
+            cache._check()
+    return BeladyOutcome(cache.capacity, hit_tokens, hit_blocks, misses, truncated)
