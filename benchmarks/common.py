@@ -1,0 +1,313 @@
+"""Shared helpers of the benchmark scripts: inputs, timing, memory, the JSON line.
+
+- :func:`replicate_mooncake`: the Mooncake FAST'25 conversation trace
+  (../shared/traces) copied until it has a target number of block accesses,
+  with remapped ids (copy k adds k x (max id + 1) to every id, so copies share
+  no block) and shifted timestamps (copy k adds k x (span + 3 s)), written as
+  Mooncake JSONL into a directory the caller owns (a temporary one);
+- :func:`flat_lru_stream`: the block stream that makes a plain LRU follow
+  pcs's prefix-cache rules (brief, "Shared replay semantics", rule 4);
+- :func:`median_time` and :func:`alternating_pairs`: warm-up, then repeated
+  wall-clock timings (``time.perf_counter``), median;
+- :func:`vm_hwm_bytes` (peak RSS, Linux ``VmHWM``) and :func:`run_child`
+  (run a benchmark's child mode in a fresh process and read its JSON line);
+- :func:`machine_info`, :func:`emit` (the one JSON summary line, printed
+  last) and :func:`skip` (the JSON line of a benchmark that could not run).
+
+Scripts import it as ``import common`` (``python benchmarks/X.py`` puts
+benchmarks/ on ``sys.path``).
+"""
+from __future__ import annotations
+
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+#: The real trace the figures are measured on (read-only; never copied into the repo).
+MOONCAKE_CONV = ROOT.parent / "shared" / "traces" / "mooncake-fast25" / "conversation_trace.jsonl"
+#: Gap between two copies of a replicated trace, milliseconds (as bench_ingest).
+COPY_GAP_MS = 3000
+
+
+# -- memory ------------------------------------------------------------------------------------
+def _status_bytes(field: str) -> int | None:
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith(field + ":"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return None
+
+
+def vm_hwm_bytes() -> int:
+    """Peak resident set of this process, bytes (Linux ``VmHWM``).
+
+    Not ``ru_maxrss``: it survives ``exec`` and would report a parent's peak.
+    Falls back to ``ru_maxrss`` off Linux.
+    """
+    v = _status_bytes("VmHWM")
+    if v is None:
+        import resource
+
+        v = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    return v
+
+
+def vm_rss_bytes() -> int:
+    """Current resident set of this process, bytes (Linux ``VmRSS``; 0 if unknown)."""
+    return _status_bytes("VmRSS") or 0
+
+
+def run_child(script: str | Path, args: list[str], timeout_s: float = 3600.0) -> dict:
+    """Run ``python script args`` in a fresh process (cwd = repo root); return its last line as JSON.
+
+    Raises:
+        subprocess.CalledProcessError: the child failed (its stderr is in the exception).
+    """
+    out = subprocess.run([sys.executable, str(script), *args], check=True, capture_output=True, text=True,
+                         cwd=ROOT, timeout=timeout_s).stdout
+    return json.loads(out.strip().splitlines()[-1])
+
+
+# -- timing ------------------------------------------------------------------------------------
+def median_time(fn: Callable[[], Any], repeat: int = 5, warmup: int = 1) -> tuple[float, list[float], Any]:
+    """Call ``fn`` ``warmup`` times untimed, then ``repeat`` times timed.
+
+    Returns:
+        (median seconds, all timed seconds in order, the last call's result).
+    """
+    out = None
+    for _ in range(warmup):
+        out = fn()
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        out = fn()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times), times, out
+
+
+def alternating_pairs(fn_a: Callable[[], Any], fn_b: Callable[[], Any], pairs: int = 5,
+                      warmup: int = 1) -> dict:
+    """Time ``fn_a`` and ``fn_b`` in ``pairs`` back-to-back pairs after a warm-up of each.
+
+    The order alternates (a b, b a, a b, ...) so drift (CPU frequency, page
+    cache, allocator state) does not favour one side.
+
+    Returns:
+        dict with ``a_s`` / ``b_s`` (seconds per pair, in pair order),
+        ``ratio_b_over_a`` (b time / a time per pair), their medians
+        ``a_median_s``, ``b_median_s``, ``ratio_median``, and the last
+        results ``a_out``, ``b_out``.
+    """
+    a_out = b_out = None
+    for _ in range(warmup):
+        a_out, b_out = fn_a(), fn_b()
+    a_s, b_s = [], []
+    for i in range(pairs):
+        order = ((0, fn_a), (1, fn_b)) if i % 2 == 0 else ((1, fn_b), (0, fn_a))
+        for which, fn in order:
+            t0 = time.perf_counter()
+            out = fn()
+            dt = time.perf_counter() - t0
+            if which == 0:
+                a_s.append(dt)
+                a_out = out
+            else:
+                b_s.append(dt)
+                b_out = out
+    ratios = [b / a for a, b in zip(a_s, b_s)]
+    return {"a_s": a_s, "b_s": b_s, "ratio_b_over_a": ratios, "a_median_s": statistics.median(a_s),
+            "b_median_s": statistics.median(b_s), "ratio_median": statistics.median(ratios),
+            "a_out": a_out, "b_out": b_out}
+
+
+# -- inputs ------------------------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class Replica:
+    """A replicated Mooncake trace on disk.
+
+    Attributes:
+        path: the JSONL file.
+        copies: number of copies of the source.
+        requests: requests in the file.
+        block_ids: hash ids in the file (partial last blocks included).
+        cacheable_accesses: full prompt blocks (``BlockRules().cacheable_blocks``).
+        id_stride: what copy k adds to every id, divided by k.
+    """
+
+    path: Path
+    copies: int
+    requests: int
+    block_ids: int
+    cacheable_accesses: int
+    id_stride: int
+
+    def to_dict(self) -> dict:
+        """JSON-ready fields."""
+        d = asdict(self)
+        d["path"] = str(self.path)
+        return d
+
+
+def replicate_mooncake(src: Path, out_dir: Path, min_accesses: int, count: str = "cacheable",
+                       block_size: int = 512, name: str = "replicated.jsonl") -> Replica:
+    """Write ``src`` (Mooncake JSONL) k times into ``out_dir / name`` until >= ``min_accesses``.
+
+    Args:
+        src: Mooncake JSONL (``timestamp`` ms, ``input_length``, ``output_length``, ``hash_ids``).
+        out_dir: an existing directory the caller owns (the file is written
+            to a temporary name there, then renamed).
+        min_accesses: target number of block accesses (at least one copy).
+        count: what an access is: ``"cacheable"`` (full prompt blocks,
+            :class:`pcs.blocks.BlockRules` defaults) or ``"ids"`` (every hash id).
+        block_size: tokens per block of ``src`` (Mooncake: 512).
+    Raises:
+        ValueError: unknown ``count``; FileNotFoundError: no ``src``.
+    """
+    from pcs.blocks import BlockRules
+
+    if count not in ("cacheable", "ids"):
+        raise ValueError(f"count must be 'cacheable' or 'ids', got {count!r}")
+    rules = BlockRules()
+    rows = [json.loads(line) for line in Path(src).read_text().splitlines() if line.strip()]
+    stride = max(max(r["hash_ids"], default=0) for r in rows) + 1
+    span_ms = rows[-1]["timestamp"] - rows[0]["timestamp"] + COPY_GAP_MS
+    ids = sum(len(r["hash_ids"]) for r in rows)
+    cacheable = sum(rules.cacheable_blocks(r["input_length"], len(r["hash_ids"]), block_size) for r in rows)
+    per_copy = cacheable if count == "cacheable" else ids
+    copies = max(1, -(-int(min_accesses) // max(per_copy, 1)))
+    out = Path(out_dir) / name
+    tmp = out.with_name(out.name + ".tmp")
+    with open(tmp, "w") as f:
+        for k in range(copies):
+            off, dt = k * stride, k * span_ms
+            for r in rows:
+                hs = ", ".join(str(h + off) for h in r["hash_ids"])
+                f.write(f'{{"timestamp": {r["timestamp"] + dt}, "input_length": {r["input_length"]}, '
+                        f'"output_length": {r["output_length"]}, "hash_ids": [{hs}]}}\n')
+    os.replace(tmp, out)
+    return Replica(out, copies, copies * len(rows), copies * ids, copies * cacheable, stride)
+
+
+@dataclass(frozen=True, slots=True)
+class FlatStream:
+    """The flat LRU stream of a trace (brief, "Shared replay semantics", rule 4).
+
+    Attributes:
+        ids: np.ndarray[np.uint64], shape (2 x accesses,): per request, its
+            cacheable blocks head to tail, then tail to head.
+        clock_s: np.ndarray[np.uint32], same shape: the request's arrival,
+            whole seconds (libCacheSim's clock; irrelevant to LRU).
+        accesses: full prompt blocks looked up (sum of ``n`` over requests).
+        requests: number of requests.
+        distinct_blocks: distinct ids in the stream.
+        max_request_blocks: the largest ``n`` of one request.
+    """
+
+    ids: np.ndarray
+    clock_s: np.ndarray
+    accesses: int
+    requests: int
+    distinct_blocks: int
+    max_request_blocks: int
+
+
+def flat_lru_stream(trace: Any) -> FlatStream:
+    """Build the flat stream of a :class:`pcs.trace.Trace` with the default :class:`pcs.blocks.BlockRules`.
+
+    ``n = BlockRules().cacheable_blocks(prompt_tokens, len(block_hashes),
+    block_size)`` (full blocks only: ``input_length // 512`` for Mooncake).
+    Head-to-tail touches the request's hits (protecting them) before its new
+    blocks are inserted; tail-to-head then leaves the head most recent, as
+    pcs's tail-first release does.
+    """
+    from pcs.blocks import BlockRules
+
+    rules = BlockRules()
+    ids, clocks, ns = [], [], []
+    for b in trace.iter_batches():
+        counts = np.diff(b.block_offsets)
+        n = np.fromiter((rules.cacheable_blocks(int(p), int(c), b.block_size)
+                         for p, c in zip(b.prompt_tokens, counts)), dtype=np.int64, count=len(counts))
+        starts = b.block_offsets[:-1]
+        # per request: positions start .. start+n-1, then start+n-1 .. start
+        total = int(n.sum())
+        base = np.repeat(starts, n)
+        within = np.arange(total, dtype=np.int64) - np.repeat(np.cumsum(n) - n, n)
+        fwd = base + within
+        bwd = base + np.repeat(n, n) - 1 - within
+        req_of = np.repeat(np.arange(len(n)), 2 * n)
+        pos = np.empty(2 * total, dtype=np.int64)
+        out_off = np.repeat(2 * (np.cumsum(n) - n), n) + within
+        pos[out_off] = fwd
+        pos[out_off + np.repeat(n, n)] = bwd
+        ids.append(b.block_hashes[pos])
+        clocks.append(np.asarray(b.arrival_s, dtype=np.float64)[req_of].astype(np.uint32))
+        ns.append(n)
+    all_ids = np.concatenate(ids) if ids else np.zeros(0, np.uint64)
+    n_all = np.concatenate(ns) if ns else np.zeros(0, np.int64)
+    return FlatStream(all_ids, np.concatenate(clocks) if clocks else np.zeros(0, np.uint32),
+                      int(n_all.sum()), len(n_all), int(np.unique(all_ids).size),
+                      int(n_all.max()) if len(n_all) else 0)
+
+
+# -- reporting ---------------------------------------------------------------------------------
+def _version(module: str) -> str | None:
+    try:
+        from importlib.metadata import version
+
+        return version(module)
+    except Exception:
+        return None
+
+
+def machine_info() -> dict:
+    """nproc, CPU model (/proc/cpuinfo), Python and library versions."""
+    cpu = None
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    cpu = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    return {"nproc": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count(),
+            "cpu_model": cpu or platform.processor() or None, "python": platform.python_version(),
+            "numpy": np.__version__, "pyarrow": _version("pyarrow"), "libcachesim": _version("libcachesim")}
+
+
+def emit(summary: dict) -> None:
+    """Print the ONE machine-readable JSON summary line (call it last)."""
+    print(json.dumps(summary, default=_jsonable), flush=True)
+
+
+def _jsonable(x: Any) -> Any:
+    if isinstance(x, (np.integer,)):
+        return int(x)
+    if isinstance(x, (np.floating,)):
+        return float(x)
+    if isinstance(x, Path):
+        return str(x)
+    raise TypeError(f"not JSON serialisable: {type(x).__name__}")
+
+
+def skip(bench: str, reason: str) -> None:
+    """Say why the benchmark cannot run (stderr) and print its JSON line with ``skipped``."""
+    print(f"{bench}: skipped: {reason}", file=sys.stderr)
+    emit({"bench": bench, "skipped": reason})
