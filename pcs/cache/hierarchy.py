@@ -66,6 +66,16 @@ class Admission:
         self.restored, self.truncated, self.used, self.new, self.reserved = restored, truncated, used, new, reserved
 
 
+def _first_repeat(keys: Sequence[int]) -> int:
+    """Index of the first key that repeats an earlier one (len(keys) if none)."""
+    seen: set[int] = set()
+    for i, k in enumerate(keys):
+        if k in seen:
+            return i
+        seen.add(k)
+    return len(keys)
+
+
 class Hierarchy:
     """An ordered list of tiers (index 0 = GPU) with a write policy.
 
@@ -108,24 +118,50 @@ class Hierarchy:
                 when the slots are not available now.
         Returns:
             an :class:`Admission`, or None (only with ``wait_if_full``; no change).
+
+        An id repeated within one request (impossible with chained hashes)
+        ends its cacheable chain before the repeat, so every key of one
+        request's lists is distinct (the tiers' batch operations rely on it).
         """
         gpu = self.tiers[0]
         res0 = gpu.resident
         head = keys[:n] if n < len(keys) else keys
+        if n > 1 and len(set(head)) < n:
+            n = _first_repeat(head)
+            head = head[:n]
+            cap = min(cap, n)
         g = len(list(takewhile(res0.__contains__, head)))
-        if g == n or len(self.tiers) == 1:
-            lead, used, new, where = g, head[:g], head[g:], None
+        ntiers = len(self.tiers)
+        where = None
+        restores: list[list[int]] = []
+        if g == n or ntiers == 1:
+            lead, used, new = g, head[:g], head[g:]
             hits = min(cap, g)
-            tier_hits = [hits] + [0] * (len(self.tiers) - 1)
-            restores: list[list[int]] = []
+            tier_hits = [hits] + [0] * (ntiers - 1)
+            last = 0
             n_restore = 0
         else:
-            lead, used, restores, new, where = self._lookup_lower(head, g, cap)
-            hits = min(cap, lead)
-            n_restore = sum(map(len, restores))
-            tier_hits = [where[:hits].count(j) for j in range(len(self.tiers))]
+            run = list(takewhile(self.tiers[1].resident.__contains__, head[g:]))
+            p = g + len(run)
+            if (p == n or not any(head[p] in t.resident for t in self.tiers)) \
+                    and not any(map(res0.__contains__, run)):
+                # the usual case: a GPU run, then a run in tier 1, then a block in no tier
+                lead, used = p, head[:g]
+                hits = min(cap, p)
+                k = min(len(run), max(0, cap - g))
+                restores = [run[:k]] + [[] for _ in range(ntiers - 2)]
+                new = run[k:] + head[p:]
+                n_restore = k
+                tier_hits = [min(hits, g), hits - min(hits, g)] + [0] * (ntiers - 2)
+                last = 0 if hits <= g else 1
+            else:
+                lead, used, restores, new, where = self._lookup_lower(head, g, cap)
+                hits = min(cap, lead)
+                n_restore = sum(map(len, restores))
+                tier_hits = [where[:hits].count(j) for j in range(ntiers)]
+                last = where[hits - 1] if hits else 0
         need = n_restore + len(new) + extra_blocks
-        avail = gpu.available_blocks - gpu.count_evictable(used)
+        avail = gpu.available_blocks - (gpu.count_evictable(used) if used else 0)
         budget = need
         if need > avail:
             limit = gpu.capacity_blocks - len(used)
@@ -133,28 +169,34 @@ class Hierarchy:
                 return None
             budget = min(need, avail)
         truncated = budget < need
-        if truncated and n_restore > budget:
-            hits, restores, tier_hits = self._cut_restores(where, restores, budget, hits)
-            n_restore = budget
         if truncated:
+            if n_restore > budget:
+                if where is None:
+                    where = [0] * g + [1] * n_restore
+                hits, restores, tier_hits = self._cut_restores(where, restores, budget, hits)
+                last = where[hits - 1] if hits else 0
+                n_restore = budget
             new = new[:max(0, budget - n_restore)]
-        gpu.pin(used)
+        if used:
+            gpu.pin(used)
         victims = gpu.reserve(budget)
         assert victims is not None
-        restored = [0] * len(self.tiers)
+        restored = [0] * ntiers
         filled = 0
-        for j, rkeys in enumerate(restores, start=1):
-            if rkeys:
-                restored[j] = len(rkeys)
-                shared = gpu.fill(rkeys)
-                filled += len(rkeys) - len(shared)
-                self.tiers[j].touch(rkeys[::-1])
         if n_restore:
-            used = [k for k in head[:lead] if k in res0 and res0[k]] if where is not None else used
+            for j, rkeys in enumerate(restores, start=1):
+                if rkeys:
+                    restored[j] = len(rkeys)
+                    filled += len(rkeys) - len(gpu.fill(rkeys))
+                    self.tiers[j].touch(rkeys[::-1])
+            if where is None:       # GPU run then restored run: chain order
+                used = used + restores[0]
+            else:                   # every pinned GPU block of the lead, chain order
+                used = [k for k in head[:lead] if res0.get(k)]
         if victims:
             self._evicted(victims, 0)
-        last = -1 if hits == 0 else (0 if where is None else where[hits - 1])
-        return Admission(lead, hits, tier_hits, last, restored, truncated, used, new, budget - filled)
+        return Admission(lead, hits, tier_hits, last if hits else -1, restored, truncated, used, new,
+                         budget - filled)
 
     def _lookup_lower(self, head, g, cap):
         """Slow path of lookup: continue below the GPU tier from position ``g``."""

@@ -20,6 +20,7 @@ so the Python call overhead is per request, not per block.
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
+from itertools import filterfalse
 from typing import Iterable, Sequence
 
 from pcs.cache.policies import EvictionPolicy
@@ -108,8 +109,8 @@ class Tier:
         """How many of the resident ``keys`` have pin count 0."""
         return list(map(self.resident.__getitem__, keys)).count(0)
 
-    def pin(self, keys: Iterable[int]) -> None:
-        """Add one pin to each resident key (repeats pin again); 0 -> 1 leaves the policy."""
+    def pin(self, keys: Sequence[int]) -> None:
+        """Add one pin to each resident key (distinct keys); 0 -> 1 leaves the policy."""
         res = self.resident
         fresh = []
         for k in keys:
@@ -120,8 +121,8 @@ class Tier:
         if fresh:
             self.policy.remove(fresh)
 
-    def unpin(self, keys: Iterable[int], reused: bool) -> None:
-        """Drop one pin from each key, given in eviction order (tail first).
+    def unpin(self, keys: Sequence[int], reused: bool) -> None:
+        """Drop one pin from each key (distinct keys), given in eviction order (tail first).
 
         Keys whose count reaches 0 go to the policy in that order, marked
         ``reused`` (a hit) or not (just computed).
@@ -165,10 +166,10 @@ class Tier:
         self.reserved_blocks -= n
 
     def fill(self, keys: Sequence[int]) -> list[int]:
-        """Turn one reserved slot per key into a resident block pinned once.
+        """Turn one reserved slot per key (distinct keys) into a resident block pinned once.
 
-        A key already resident (another request cached it meanwhile, or it
-        repeats) is pinned instead and its slot stays reserved.
+        A key already resident (another request cached it meanwhile) is pinned
+        instead and its slot stays reserved.
 
         Returns:
             the keys that were already resident (their slots are still reserved).
@@ -188,13 +189,14 @@ class Tier:
         added = len(res) - before
         self.reserved_blocks -= added
         assert self.reserved_blocks >= 0, "fill without a reserved slot"
-        self.stats.inserted_blocks += added
-        if len(res) > self.stats.peak_resident_blocks:
-            self.stats.peak_resident_blocks = len(res)
+        st = self.stats
+        st.inserted_blocks += added
+        if len(res) > st.peak_resident_blocks:
+            st.peak_resident_blocks = len(res)
         return shared
 
     def insert(self, keys: Sequence[int], reused: bool = False) -> tuple[list[int], int]:
-        """Store ``keys`` (eviction order) unpinned, evicting as needed; for lower tiers.
+        """Store distinct ``keys`` (eviction order) unpinned, evicting as needed; for lower tiers.
 
         Keys are taken in order, as a flat LRU would see them: a key already
         resident is not written again but touched (it was in use above, so it
@@ -209,8 +211,7 @@ class Tier:
         """
         res = self.resident
         pol = self.policy
-        keys = list(dict.fromkeys(keys))
-        fresh = [k for k in keys if k not in res]
+        fresh = list(filterfalse(res.__contains__, keys))
         again = [k for k in keys if res.get(k) == 0] if len(fresh) < len(keys) else []
         room = self.capacity_blocks - (len(res) - len(pol)) - self.reserved_blocks - len(again)
         if again:

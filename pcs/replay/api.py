@@ -282,12 +282,20 @@ def replay(trace: Any = None, *, model: Any = None, hardware: Any = None, tp: in
     link_specs = [None] + [_resolve_link(t.name, (links or {}).get(t.name, t.link), tp, hardware_table)
                            for t in tier_specs[1:]]
     tier_policies = dict(tier_policies or {})
-    compute = compute or ComputeModel(spec, gpu, tp=tp, block_size=bs)
+    if compute is None:
+        from functools import lru_cache
+
+        from pcs.model import reserved_bytes
+
+        rank_spec = spec.with_tp(tp)
+        # the ComputeModel default (reserved_bytes of model.with_tp(tp)), with the TP spec made once
+        kv_read = lru_cache(maxsize=None)(lambda ctx: reserved_bytes(rank_spec, ctx, bs))
+        compute = ComputeModel(spec, gpu, tp=tp, block_size=bs, kv_read_bytes=kv_read)
     time_model = TimeModel(compute)
 
     def make_engine(mode: str) -> ReplayEngine:
         h = Hierarchy(_build_tiers(tier_specs, bpb, policy, tier_policies, protected_share), write_policy)
-        return ReplayEngine(h, mode, links=link_specs, block_bytes=bpb, record_requests=True)
+        return ReplayEngine(h, mode, links=link_specs, block_bytes=bpb)
 
     main = make_engine(timing)
     base = make_engine("sequential") if timing == "modeled" else None

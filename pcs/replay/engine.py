@@ -48,6 +48,7 @@ from pcs.replay.stream import Chunk
 __all__ = ["ReplayEngine", "EngineResult", "TimeModel", "TIMINGS"]
 
 TIMINGS = ("modeled", "sequential")
+_NAN = float("nan")
 
 
 class TimeModel:
@@ -62,13 +63,15 @@ class TimeModel:
 
     def __init__(self, compute: Any) -> None:
         self.compute = compute
+        self._decode: dict[int, float] = {}
 
     def tables(self, prompt: np.ndarray, output: np.ndarray, cap: np.ndarray, block_size: int):
         """(prefill table, its offsets, decode seconds) as python lists for one chunk.
 
         Row i's table holds ``prefill_s(P - min(h*bs, P), min(h*bs, P))`` for
         h = 0 .. cap[i] hit blocks; decode seconds are
-        ``output x decode_s_per_token(prompt + output // 2)``.
+        ``output x decode_s_per_token(prompt + output // 2)`` (per-token times
+        are memoised by context: the same context gives the same time).
         """
         m = len(prompt)
         counts = cap.astype(np.int64) + 1
@@ -80,9 +83,14 @@ class TimeModel:
         cached = np.minimum(h * block_size, p)
         pre = np.broadcast_to(np.asarray(self.compute.prefill_s(p - cached, cached), dtype=np.float64), (len(h),))
         out = output.astype(np.int64)
-        ctx = prompt.astype(np.int64) + out // 2
-        per_tok = np.broadcast_to(np.asarray(self.compute.decode_s_per_token(ctx), dtype=np.float64), (m,))
-        return pre.tolist(), offsets.tolist(), (out * per_tok).tolist()
+        ctx = (prompt.astype(np.int64) + out // 2).tolist()
+        memo = self._decode
+        todo = sorted({c for c in ctx if c not in memo})
+        if todo:
+            per = np.broadcast_to(np.asarray(self.compute.decode_s_per_token(np.array(todo, dtype=np.int64)),
+                                             dtype=np.float64), (len(todo),))
+            memo.update(zip(todo, per.tolist()))
+        return pre.tolist(), offsets.tolist(), [o * memo[c] for o, c in zip(out.tolist(), ctx)]
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,8 +99,8 @@ class EngineResult:
 
     Attributes:
         ledger: the run's counters.
-        columns: per-request columns (name -> list/array), in trace order;
-            empty when records were off.
+        columns: per-request columns (name -> ``array.array``), admission
+            (= trace) order.
     """
 
     ledger: ReplayLedger
@@ -109,14 +117,13 @@ class ReplayEngine:
             for restores from that tier (index 0 ignored), or None (instant).
         block_bytes: per tier, bytes per block (GPU: Reserved, lower:
             Serialized); None counts 0 bytes.
-        record_requests: keep one row per request.
         check: call ``hierarchy._check()`` after every step (tests only; slow).
     Raises:
         ValueError: unknown timing.
     """
 
     def __init__(self, hierarchy: Hierarchy, timing: str = "sequential", links: Sequence | None = None,
-                 block_bytes: Sequence[int] | None = None, record_requests: bool = True, check: bool = False):
+                 block_bytes: Sequence[int] | None = None, check: bool = False):
         if timing not in TIMINGS:
             raise ValueError(f"unknown timing {timing!r}; valid: {', '.join(TIMINGS)}")
         t = len(hierarchy.tiers)
@@ -128,18 +135,18 @@ class ReplayEngine:
             raise ValueError(f"need one link and one bytes-per-block entry per tier ({t})")
         self.ledger = ReplayLedger(num_tiers=t)
         self.check = check
-        self._record = record_requests
-        self._cols: dict[str, Any] = {}
-        if record_requests:
-            self._cols = {"request_id": array("q"), "arrival_s": array("d"), "prompt_tokens": array("q"),
-                          "output_tokens": array("q"), "hit_blocks": array("q"), "hit_tokens": array("q")}
-            for tier in hierarchy.tiers:
-                self._cols[f"hit_tokens_{tier.name}"] = array("q")
-            for name in ("restored_bytes",):
-                self._cols[name] = array("q")
-            for name in ("restore_s", "prefill_s", "wait_s", "ttft_s", "prefill_no_cache_s", "finish_s"):
-                self._cols[name] = array("d")
-            self._cols["truncated"] = []
+        names = [("request_id", "q"), ("arrival_s", "d"), ("prompt_tokens", "q"), ("output_tokens", "q"),
+                 ("hit_blocks", "q"), ("missed_blocks", "q"), ("hit_tokens", "q")]
+        names += [(f"hit_tokens_{tier.name}", "q") for tier in hierarchy.tiers]
+        names += [("restored_bytes", "q"), ("restore_s", "d"), ("prefill_s", "d"), ("wait_s", "d"),
+                  ("ttft_s", "d"), ("prefill_no_cache_s", "d"), ("finish_s", "d"), ("truncated", "b")]
+        self._cols: dict[str, array] = {name: array(code) for name, code in names}
+        # rows are buffered as tuples (one append per request) and moved into the columns in bulk;
+        # tuple order: the fixed columns in _ROW_ORDER, then one hit-token count per tier
+        self._row_order = [n for n, _ in names if not n.startswith("hit_tokens_")] + \
+            [f"hit_tokens_{tier.name}" for tier in hierarchy.tiers]
+        self._rows: list[tuple] = []
+        self._zeros = (0,) * (t - 1)
         self._link_free = [0.0] * t
         self._now = float("-inf")
         self._queue: deque = deque()
@@ -149,6 +156,8 @@ class ReplayEngine:
     # -- feeding ------------------------------------------------------------------------------
     def feed(self, chunk: Chunk) -> None:
         """Replay the requests of ``chunk`` (in order, after all earlier chunks)."""
+        self.ledger.block_accesses += chunk.offsets[-1] - chunk.offsets[0]
+        self.ledger.cacheable_blocks += sum(chunk.cacheable)
         if self.timing == "sequential":
             self._feed_sequential(chunk)
         else:
@@ -212,78 +221,75 @@ class ReplayEngine:
         if self.timing == "modeled":
             self._advance(float("inf"))
             assert not self._queue, "a request could never be admitted"
-        cols = dict(self._cols)
-        return EngineResult(self.ledger, cols)
+        self._flush()
+        c = self._cols
+        L = self.ledger
+        col = lambda name, dt: np.frombuffer(c[name], dtype=dt) if len(c[name]) else np.zeros(0, dt)  # noqa: E731
+        hit_blocks = col("hit_blocks", np.int64)
+        L.num_requests = len(hit_blocks)
+        L.prompt_tokens = int(col("prompt_tokens", np.int64).sum())
+        L.hit_tokens = int(col("hit_tokens", np.int64).sum())
+        L.hit_blocks = int(hit_blocks.sum())
+        L.block_misses = int(col("missed_blocks", np.int64).sum())
+        L.computed_tokens = L.prompt_tokens - L.hit_tokens
+        L.requests_with_hit = int((hit_blocks > 0).sum())
+        L.requests_truncated = int(col("truncated", np.int8).sum())
+        L.requests_waited = int((col("wait_s", np.float64) > 0).sum())
+        L.tier_hit_tokens = [int(col(f"hit_tokens_{t.name}", np.int64).sum()) for t in self.h.tiers]
+        return EngineResult(L, dict(c))
 
     # -- accounting ---------------------------------------------------------------------------
+    def _flush(self) -> None:
+        """Move the buffered row tuples into the typed columns."""
+        if self._rows:
+            for name, values in zip(self._row_order, zip(*self._rows)):
+                self._cols[name].extend(values)
+            self._rows = []
+
     def _account(self, ch: Chunk, i: int, adm, now: float, wait: float) -> float:
-        """Count one admitted request; return the time its prefill completes."""
-        L = self.ledger
+        """Record one admitted request; return the time its prefill completes."""
         p = ch.prompt_tokens[i]
         bs = ch.block_size
         hits = adm.hits
         ht = hits * bs
         if ht > p:
             ht = p
-        n = ch.cacheable[i]
-        L.num_requests += 1
-        L.prompt_tokens += p
-        L.hit_tokens += ht
-        L.hit_blocks += hits
-        L.block_accesses += ch.offsets[i + 1] - ch.offsets[i]
-        L.cacheable_blocks += n
-        L.block_misses += n - adm.lead
-        L.computed_tokens += p - ht
-        if hits:
-            L.requests_with_hit += 1
-        if adm.truncated:
-            L.requests_truncated += 1
-        if wait > 0:
-            L.requests_waited += 1
         th = adm.tier_hits
-        tb, tt = L.tier_hit_blocks, L.tier_hit_tokens
-        for j, b in enumerate(th):
-            if b:
+        tb = self.ledger.tier_hit_blocks
+        if hits == th[0]:
+            tb[0] += hits
+            tier_tokens = (ht,) + self._zeros
+        else:
+            last = adm.last_hit_tier
+            tier_tokens = tuple(b * bs + (ht - hits * bs if j == last else 0) for j, b in enumerate(th))
+            for j, b in enumerate(th):
                 tb[j] += b
-                tt[j] += b * bs
-        if hits:
-            tt[adm.last_hit_tier] += ht - hits * bs
         gpu = self.h.tiers[0]
         held = len(gpu.resident) - len(gpu.policy) + gpu.reserved_blocks
-        if held > L.peak_reserved_blocks:
-            L.peak_reserved_blocks = held
+        if held > self.ledger.peak_reserved_blocks:
+            self.ledger.peak_reserved_blocks = held
         pre = ch.prefill_s
         if pre:
             base = ch.prefill_offsets[i]
             full = pre[base]
             pf = pre[base + hits]
         else:
-            base = full = pf = 0.0
-        restore_s = 0.0
-        restored_bytes = 0
+            base = 0
+            full = pf = 0.0
         if hits > th[0]:
             restore_s, restored_bytes = self._restores(adm, now, pre, base)
+        else:
+            restore_s, restored_bytes = 0.0, 0
         ttft_end = now + restore_s + pf
-        if self._record:
-            c = self._cols
-            c["request_id"].append(ch.first_request_id + i)
-            c["arrival_s"].append(ch.arrival_s[i])
-            c["prompt_tokens"].append(p)
-            c["output_tokens"].append(ch.output_tokens[i])
-            c["hit_blocks"].append(hits)
-            c["hit_tokens"].append(ht)
-            for j, tier in enumerate(self.h.tiers):
-                v = th[j] * bs + (ht - hits * bs if hits and j == adm.last_hit_tier else 0)
-                c[f"hit_tokens_{tier.name}"].append(v)
-            c["restored_bytes"].append(restored_bytes)
-            c["restore_s"].append(restore_s)
-            c["prefill_s"].append(pf)
-            c["wait_s"].append(wait)
-            c["ttft_s"].append(wait + restore_s + pf)
-            c["prefill_no_cache_s"].append(full)
-            dec = ch.decode_s[i] if ch.decode_s else 0.0
-            c["finish_s"].append((ttft_end + dec) if self.timing == "modeled" else float("nan"))
-            c["truncated"].append(adm.truncated)
+        if self.timing == "modeled":
+            finish = ttft_end + (ch.decode_s[i] if ch.decode_s else 0.0)
+        else:
+            finish = _NAN
+        self._rows.append((ch.first_request_id + i, ch.arrival_s[i], p, ch.output_tokens[i], hits,
+                           ch.cacheable[i] - adm.lead, ht, restored_bytes, restore_s, pf, wait,
+                           wait + restore_s + pf, full, finish, adm.truncated) + tier_tokens)
+        if len(self._rows) >= 65536:
+            self._flush()
         return ttft_end
 
     def _restores(self, adm, now: float, pre: list, base) -> tuple[float, int]:

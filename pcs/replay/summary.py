@@ -26,7 +26,8 @@ from pcs.cache.policies import ProtectedPolicy
 __all__ = ["build_summary", "requests_table", "REQUEST_COLUMNS"]
 
 #: Per-request columns of ``--requests-out`` (plus ``hit_tokens_<tier>`` per tier after ``hit_tokens``).
-REQUEST_COLUMNS = ("request_id", "arrival_s", "prompt_tokens", "output_tokens", "hit_blocks", "hit_tokens",
+REQUEST_COLUMNS = ("request_id", "arrival_s", "prompt_tokens", "output_tokens", "hit_blocks", "missed_blocks",
+                   "hit_tokens",
                    "restored_bytes", "restore_s", "prefill_s", "wait_s", "ttft_s", "prefill_no_cache_s",
                    "finish_s", "truncated")
 
@@ -37,10 +38,9 @@ def requests_table(columns: dict) -> Any:
 
     arrays = {}
     for name, col in columns.items():
-        if isinstance(col, list):
-            arrays[name] = pa.array(col, type=pa.bool_())
-        else:
-            arrays[name] = pa.array(np.frombuffer(col, dtype=np.int64 if col.typecode == "q" else np.float64))
+        dtype = {"q": np.int64, "d": np.float64, "b": np.int8}[col.typecode]
+        values = np.frombuffer(col, dtype=dtype) if len(col) else np.zeros(0, dtype)
+        arrays[name] = pa.array(values.astype(bool) if col.typecode == "b" else values)
     return pa.table(arrays)
 
 
