@@ -128,9 +128,15 @@ class Tier:
         ``reused`` (a hit) or not (just computed).
         """
         res = self.resident
+        vals = list(map(res.__getitem__, keys))
+        if vals.count(1) == len(vals):          # the usual case: only this request held them
+            for k in keys:
+                res[k] = 0
+            self.policy.add(keys, reused)
+            return
         out = []
-        for k in keys:
-            rc = res[k] - 1
+        for k, rc in zip(keys, vals):
+            rc -= 1
             res[k] = rc
             if not rc:
                 out.append(k)
@@ -177,6 +183,10 @@ class Tier:
         res = self.resident
         shared = []
         before = len(res)
+        if not any(map(res.__contains__, keys)):  # the usual case: none cached meanwhile
+            for k in keys:
+                res[k] = 1
+            keys = ()
         for k in keys:
             rc = res.get(k)
             if rc is None:
