@@ -96,3 +96,11 @@ def test_zero_size_tiers_are_allowed():
     assert res.ledger.hit_blocks == 0 and res.ledger.requests_truncated == 2
     res, h = run([req([1, 2]), req([1, 2])], [2, 0])
     assert list(res.columns["hit_blocks"]) == [0, 2]
+
+
+def test_cut_restores_keeps_the_chain_head():
+    h = Hierarchy([_tier(3), Tier("cpu", 10, make_policy("lru", 10))])
+    # lead positions: 0 in the GPU, 1..3 in the CPU (ids 7, 8, 9); room for 1 restore:
+    # restore 7 (position 1); the hit chain ends at position 2, the first block not restored
+    hits, kept, tier_hits = h._cut_restores([0, 1, 1, 1], [[7, 8, 9]], 1, 4)
+    assert (hits, kept, tier_hits) == (2, [[7]], [1, 1])

@@ -123,43 +123,13 @@ class Hierarchy:
         ends its cacheable chain before the repeat, so every key of one
         request's lists is distinct (the tiers' batch operations rely on it).
         """
-        gpu = self.tiers[0]
-        res0 = gpu.resident
         head = keys[:n] if n < len(keys) else keys
         if n > 1 and len(set(head)) < n:
             n = _first_repeat(head)
             head = head[:n]
             cap = min(cap, n)
-        g = len(list(takewhile(res0.__contains__, head)))
-        ntiers = len(self.tiers)
-        where = None
-        restores: list[list[int]] = []
-        if g == n or ntiers == 1:
-            lead, used, new = g, head[:g], head[g:]
-            hits = min(cap, g)
-            tier_hits = [hits] + [0] * (ntiers - 1)
-            last = 0
-            n_restore = 0
-        else:
-            run = list(takewhile(self.tiers[1].resident.__contains__, head[g:]))
-            p = g + len(run)
-            if (p == n or not any(head[p] in t.resident for t in self.tiers)) \
-                    and not any(map(res0.__contains__, run)):
-                # the usual case: a GPU run, then a run in tier 1, then a block in no tier
-                lead, used = p, head[:g]
-                hits = min(cap, p)
-                k = min(len(run), max(0, cap - g))
-                restores = [run[:k]] + [[] for _ in range(ntiers - 2)]
-                new = run[k:] + head[p:]
-                n_restore = k
-                tier_hits = [min(hits, g), hits - min(hits, g)] + [0] * (ntiers - 2)
-                last = 0 if hits <= g else 1
-            else:
-                lead, used, restores, new, where = self._lookup_lower(head, g, cap)
-                hits = min(cap, lead)
-                n_restore = sum(map(len, restores))
-                tier_hits = [where[:hits].count(j) for j in range(ntiers)]
-                last = where[hits - 1] if hits else 0
+        lead, hits, used, restores, new, n_restore, tier_hits, last, where = self._lookup(head, n, cap)
+        gpu = self.tiers[0]
         need = n_restore + len(new) + extra_blocks
         avail = gpu.available_blocks - (gpu.count_evictable(used) if used else 0)
         budget = need
@@ -172,7 +142,7 @@ class Hierarchy:
         if truncated:
             if n_restore > budget:
                 if where is None:
-                    where = [0] * g + [1] * n_restore
+                    where = [0] * len(used) + [1] * n_restore    # fast path: GPU run, then restores
                 hits, restores, tier_hits = self._cut_restores(where, restores, budget, hits)
                 last = where[hits - 1] if hits else 0
                 n_restore = budget
@@ -181,22 +151,60 @@ class Hierarchy:
             gpu.pin(used)
         victims = gpu.reserve(budget)
         assert victims is not None
-        restored = [0] * ntiers
-        filled = 0
-        if n_restore:
-            for j, rkeys in enumerate(restores, start=1):
-                if rkeys:
-                    restored[j] = len(rkeys)
-                    filled += len(rkeys) - len(gpu.fill(rkeys))
-                    self.tiers[j].touch(rkeys[::-1])
-            if where is None:       # GPU run then restored run: chain order
-                used = used + restores[0]
-            else:                   # every pinned GPU block of the lead, chain order
-                used = [k for k in head[:lead] if res0.get(k)]
+        restored, filled, used = self._restore(head, lead, used, restores, where) if n_restore else \
+            ([0] * len(self.tiers), 0, used)
         if victims:
             self._evicted(victims, 0)
         return Admission(lead, hits, tier_hits, last if hits else -1, restored, truncated, used, new,
                          budget - filled)
+
+    def _lookup(self, head: list, n: int, cap: int) -> tuple:
+        """(lead, hits, used, restores, new, n_restore, tier_hits, last_hit_tier, where) of one chain.
+
+        ``used``: GPU-resident lead blocks; ``restores``: per lower tier, its
+        hit blocks (positions < cap); ``new``: blocks to compute (lower-tier
+        blocks beyond the cap, then everything after the lead); ``where``:
+        tier per lead position, None on the fast paths.
+        """
+        res0 = self.tiers[0].resident
+        ntiers = len(self.tiers)
+        g = len(list(takewhile(res0.__contains__, head)))
+        if g == n or ntiers == 1:
+            hits = min(cap, g)
+            return g, hits, head[:g], [], head[g:], 0, [hits] + [0] * (ntiers - 1), 0, None
+        run = list(takewhile(self.tiers[1].resident.__contains__, head[g:]))
+        p = g + len(run)
+        if (p == n or not any(head[p] in t.resident for t in self.tiers)) and not any(map(res0.__contains__, run)):
+            # the usual case: a GPU run, then a run in tier 1, then a block in no tier
+            hits = min(cap, p)
+            k = min(len(run), max(0, cap - g))
+            tier_hits = [min(hits, g), hits - min(hits, g)] + [0] * (ntiers - 2)
+            return (p, hits, head[:g], [run[:k]] + [[] for _ in range(ntiers - 2)], run[k:] + head[p:], k,
+                    tier_hits, 0 if hits <= g else 1, None)
+        lead, used, restores, new, where = self._lookup_lower(head, g, cap)
+        hits = min(cap, lead)
+        tier_hits = [where[:hits].count(j) for j in range(ntiers)]
+        return (lead, hits, used, restores, new, sum(map(len, restores)), tier_hits,
+                where[hits - 1] if hits else 0, where)
+
+    def _restore(self, head: list, lead: int, used: list, restores: list, where) -> tuple[list, int, list]:
+        """Fill the GPU slots of restored blocks, touch their lower copies.
+
+        Returns:
+            (restored blocks per tier, slots filled, every pinned GPU key of the lead in chain order).
+        """
+        gpu = self.tiers[0]
+        restored = [0] * len(self.tiers)
+        filled = 0
+        for j, rkeys in enumerate(restores, start=1):
+            if rkeys:
+                restored[j] = len(rkeys)
+                filled += len(rkeys) - len(gpu.fill(rkeys))
+                self.tiers[j].touch(rkeys[::-1])
+        if where is None:       # GPU run then restored run: chain order
+            return restored, filled, used + restores[0]
+        res0 = gpu.resident
+        return restored, filled, [k for k in head[:lead] if res0.get(k)]
 
     def _lookup_lower(self, head, g, cap):
         """Slow path of lookup: continue below the GPU tier from position ``g``."""

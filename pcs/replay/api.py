@@ -209,6 +209,84 @@ class _View:
         self.prompt_tokens, self.block_size, self.block_hashes = p, bs, hashes
 
 
+def _tier_specs(tiers, tier_policies, links) -> list[TierSpec]:
+    """Parse and check the tier list and the per-tier option names."""
+    specs = [parse_tier(t) for t in (tiers if tiers is not None else DEFAULT_TIERS)]
+    if not specs:
+        raise ValueError("at least one tier is needed, e.g. --tier gpu=400GB")
+    names = [t.name for t in specs]
+    if len(set(names)) != len(names):
+        raise ValueError(f"tier names must be distinct, got {', '.join(names)}")
+    for what, mapping in (("--tier-policy", tier_policies or {}), ("--link", links or {})):
+        for k in mapping:
+            if k not in names:
+                raise ValueError(f"{what} names tier {k!r}, which is not among the tiers: {', '.join(names)}")
+    if links and names[0] in links:
+        raise ValueError(f"--link is for lower tiers; {names[0]!r} is the GPU tier")
+    return specs
+
+
+def _model_and_gpu(model, dtype, hardware, table):
+    from pcs.hardware import GPUSpec, get_gpu
+    from pcs.model import get_model
+
+    spec = model if hasattr(model, "components") else get_model(model or DEFAULTS["model"])
+    if dtype:
+        spec = spec.with_dtype(dtype)
+    gpu = hardware if isinstance(hardware, GPUSpec) else get_gpu(hardware or DEFAULTS["gpu"], table)
+    return spec, gpu
+
+
+def _tier_bytes_and_links(spec, bs: int, tier_specs, links, tp: int, table):
+    """Bytes per block per tier (GPU Reserved, lower Serialized) and each lower tier's link."""
+    from pcs.model import block_bytes
+
+    layouts = ["reserved"] + ["serialized"] * (len(tier_specs) - 1)
+    bb = [block_bytes(spec, bs, lay) for lay in layouts]
+    link_specs = [None] + [_resolve_link(t.name, (links or {}).get(t.name, t.link), tp, table)
+                           for t in tier_specs[1:]]
+    return bb, [b.total_bytes for b in bb], link_specs
+
+
+def _block_bytes(spec, bs: int, layout: str):
+    from pcs.model import block_bytes
+
+    return block_bytes(spec, bs, layout)
+
+
+def _run(source, rules: BlockRules, time_model, engines: list, progress) -> tuple:
+    """Feed every chunk to every engine once; returns the single-sequence results (run rules, ideal).
+
+    The single-sequence pass under the run's rules reads the same chunks as the
+    engines (one read of the trace); the ideal pass reads the trace again.
+    """
+    def views() -> Iterable[_View]:
+        for ch in iter_chunks(source, rules, time_model):
+            for e in engines:
+                e.feed(ch)
+            if progress is not None:
+                progress(len(ch))
+            off, hs, pt, bs = ch.offsets, ch.hashes, ch.prompt_tokens, ch.block_size
+            for i in range(len(pt)):
+                yield _View(pt[i], bs, hs[off[i]:off[i + 1]])
+
+    single = single_sequence_hits(views(), rules)
+    ideal = single_sequence_hits(source, BlockRules(cache_partial_blocks=True, recompute_last_token=False))
+    return single, ideal
+
+
+def _compute_model(spec, gpu, tp: int, bs: int):
+    """pcs.compute.ComputeModel with its default KV-read bytes (reserved_bytes of the TP spec), memoised."""
+    from functools import lru_cache
+
+    from pcs.compute import ComputeModel
+    from pcs.model import reserved_bytes
+
+    rank_spec = spec.with_tp(tp)
+    kv_read = lru_cache(maxsize=None)(lambda ctx: reserved_bytes(rank_spec, ctx, bs))
+    return ComputeModel(spec, gpu, tp=tp, block_size=bs, kv_read_bytes=kv_read)
+
+
 def replay(trace: Any = None, *, model: Any = None, hardware: Any = None, tp: int | None = None,
            dtype: str | None = None, tiers: Sequence[str | TierSpec] | None = None, policy: str | None = None,
            tier_policies: Mapping[str, str] | None = None, links: Mapping[str, Any] | None = None,
@@ -242,9 +320,6 @@ def replay(trace: Any = None, *, model: Any = None, hardware: Any = None, tp: in
         ValueError: unknown model, GPU, policy, link, timing or write policy;
             malformed tier; a tier name given twice; an empty trace.
     """
-    from pcs.compute import ComputeModel
-    from pcs.hardware import GPUSpec, get_gpu
-    from pcs.model import block_bytes, get_model
     from pcs.replay.summary import build_summary, requests_table
 
     notes = _default_notes(model is None, hardware is None and tp is None, tiers is None)
@@ -258,70 +333,27 @@ def replay(trace: Any = None, *, model: Any = None, hardware: Any = None, tp: in
         raise ValueError(f"tensor-parallel size must be an int >= 1, got {tp!r}")
     if write_policy not in WRITE_POLICIES:
         raise ValueError(f"unknown write policy {write_policy!r}; valid: {', '.join(WRITE_POLICIES)}")
-    spec = get_model(model or DEFAULTS["model"]) if not hasattr(model, "components") else model
-    if dtype:
-        spec = spec.with_dtype(dtype)
-    gpu = hardware if isinstance(hardware, GPUSpec) else get_gpu(hardware or DEFAULTS["gpu"], hardware_table)
-    tier_specs = [parse_tier(t) for t in (tiers if tiers is not None else DEFAULT_TIERS)]
-    if not tier_specs:
-        raise ValueError("at least one tier is needed, e.g. --tier gpu=400GB")
-    names = [t.name for t in tier_specs]
-    if len(set(names)) != len(names):
-        raise ValueError(f"tier names must be distinct, got {', '.join(names)}")
-    for what, mapping in (("--tier-policy", tier_policies or {}), ("--link", links or {})):
-        for k in mapping:
-            if k not in names:
-                raise ValueError(f"{what} names tier {k!r}, which is not among the tiers: {', '.join(names)}")
-    if links and names[0] in links:
-        raise ValueError(f"--link is for lower tiers; {names[0]!r} is the GPU tier")
+    tier_specs = _tier_specs(tiers, tier_policies, links)
+    spec, gpu = _model_and_gpu(model, dtype, hardware, hardware_table)
     source = _open_source(trace)
     bs = _block_size(source)
-    layouts = ["reserved"] + ["serialized"] * (len(tier_specs) - 1)
-    bb = [block_bytes(spec, bs, lay) for lay in layouts]
-    bpb = [b.total_bytes for b in bb]
-    link_specs = [None] + [_resolve_link(t.name, (links or {}).get(t.name, t.link), tp, hardware_table)
-                           for t in tier_specs[1:]]
+    bb, bpb, link_specs = _tier_bytes_and_links(spec, bs, tier_specs, links, tp, hardware_table)
     tier_policies = dict(tier_policies or {})
-    if compute is None:
-        from functools import lru_cache
+    time_model = TimeModel(compute if compute is not None else _compute_model(spec, gpu, tp, bs))
 
-        from pcs.model import reserved_bytes
-
-        rank_spec = spec.with_tp(tp)
-        # the ComputeModel default (reserved_bytes of model.with_tp(tp)), with the TP spec made once
-        kv_read = lru_cache(maxsize=None)(lambda ctx: reserved_bytes(rank_spec, ctx, bs))
-        compute = ComputeModel(spec, gpu, tp=tp, block_size=bs, kv_read_bytes=kv_read)
-    time_model = TimeModel(compute)
-
-    def make_engine(mode: str) -> ReplayEngine:
-        h = Hierarchy(_build_tiers(tier_specs, bpb, policy, tier_policies, protected_share), write_policy)
-        return ReplayEngine(h, mode, links=link_specs, block_bytes=bpb)
-
-    main = make_engine(timing)
-    base = make_engine("sequential") if timing == "modeled" else None
-
-    def views() -> Iterable[_View]:
-        for ch in iter_chunks(source, rules, time_model):
-            main.feed(ch)
-            if base is not None:
-                base.feed(ch)
-            if progress is not None:
-                progress(len(ch))
-            off, hs, pt = ch.offsets, ch.hashes, ch.prompt_tokens
-            for i in range(len(pt)):
-                yield _View(pt[i], bs, hs[off[i]:off[i + 1]])
-
-    single = single_sequence_hits(views(), rules)
-    ideal = single_sequence_hits(source, BlockRules(cache_partial_blocks=True, recompute_last_token=False))
-    res = main.close()
-    seq = base.close() if base is not None else res
+    engines = [ReplayEngine(Hierarchy(_build_tiers(tier_specs, bpb, policy, tier_policies, protected_share),
+                                      write_policy), mode, links=link_specs, block_bytes=bpb)
+               for mode in ([timing, "sequential"] if timing == "modeled" else [timing])]
+    single, ideal = _run(source, rules, time_model, engines, progress)
+    res = engines[0].close()
+    seq = engines[-1].close() if len(engines) > 1 else res
     if res.ledger.num_requests == 0:
         raise ValueError("the trace has no requests")
     context = dict(trace=str(getattr(source, "path", "<requests>")), model=spec, gpu=gpu, tp=tp, dtype=dtype,
                    block_size=bs, timing=timing, policy=policy, write_policy=write_policy, rules=rules,
-                   tier_specs=tier_specs, block_bytes=bb, links=link_specs, compute=compute,
-                   protected_share=protected_share, reference_block=block_bytes(spec, bs, "reference"),
+                   tier_specs=tier_specs, block_bytes=bb, links=link_specs,
+                   protected_share=protected_share, reference_block=_block_bytes(spec, bs, "reference"),
                    reference_bytes_per_token=spec.kv_bytes_per_token("reference"))
-    summary = build_summary(res, main.h, seq.ledger, single, ideal, context)
+    summary = build_summary(res, engines[0].h, seq.ledger, single, ideal, context)
     summary["notes"] = notes
     return ReplayResult(summary, requests_table(res.columns))
