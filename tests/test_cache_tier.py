@@ -84,10 +84,12 @@ def test_two_tiers_write_through_hand_traced():
     reqs = [req([1, 2]), req([5, 6]), req([1, 2])]
     res, h = run(reqs, [2, 4], write_policy="through", block_bytes=[1000, 300])
     # 1. [1,2] computed -> cached in GPU and written to CPU at once (2 writes)
-    # 2. [5,6]: GPU evicts 1,2 -> dropped (CPU has them); 5,6 written to CPU (2 writes)
-    # 3. [1,2] restored from CPU; GPU evicts 5,6 -> dropped; hits are not written again
+    # 2. [5,6]: GPU evicts 1,2 -> discarded (the CPU has them); 5,6 written to CPU (2 writes)
+    # 3. [1,2] restored from CPU; GPU evicts 5,6 -> discarded; hits are not written again
+    #    the CPU (4 blocks) never evicted: nothing left the last tier
     assert list(res.columns["hit_blocks"]) == [0, 0, 2]
-    assert h.written_blocks == [0, 4] and h.dropped_blocks == 4
+    assert h.written_blocks == [0, 4] and h.dropped_blocks == 0
+    assert h.tiers[0].stats.evicted_blocks == 4 and h.tiers[1].stats.evicted_blocks == 0
     assert res.ledger.links[1].restored_bytes == 600
 
 

@@ -86,8 +86,9 @@ class Hierarchy:
         ValueError: no tier, duplicate tier names, or an unknown write policy.
 
     Counters: ``written_blocks[j]`` blocks written into tier j (demoted or
-    written through), ``dropped_blocks`` blocks that left the last tier (or
-    any tier under write-through).
+    written through), ``dropped_blocks`` blocks pushed out of the last tier
+    (evicted there, or not fitting); evictions of every tier are in its
+    ``stats.evicted_blocks``.
     """
 
     def __init__(self, tiers: Sequence[Tier], write_policy: str = "back") -> None:
@@ -251,8 +252,7 @@ class Hierarchy:
 
     def _evicted(self, victims: list[int], index: int) -> None:
         """Victims of tier ``index``: demote down (write-back) or drop (write-through)."""
-        if self.write_through:
-            self.dropped_blocks += len(victims)
+        if self.write_through:      # a copy was written below when computed: discard
             return
         for j in range(index + 1, len(self.tiers)):
             victims, written = self.tiers[j].insert(victims)
@@ -274,7 +274,8 @@ class Hierarchy:
             for j in range(1, len(self.tiers)):
                 pushed, written = self.tiers[j].insert(down)
                 self.written_blocks[j] += written
-                self.dropped_blocks += len(pushed)
+                if j == len(self.tiers) - 1:
+                    self.dropped_blocks += len(pushed)
 
     def finish(self, adm: Admission) -> None:
         """Drop the request's pins tail first and give back its reserved slots."""

@@ -82,7 +82,8 @@ def _bytes_table(s: dict[str, Any]) -> str:
              f"{format_count(b['recomputed_tokens'])} prompt tokens prefilled"],
             ["peak Reserved of running requests", format_bytes(b["peak_reserved_bytes"]),
              f"{format_count(b['peak_reserved_blocks'])} GPU blocks pinned or reserved at once"],
-            ["dropped from the last tier", format_count(b["dropped_blocks"]) + " blk", ""]]
+            ["dropped from the last tier", format_count(b["dropped_blocks"]) + " blk",
+             "evicted from the last tier: no copy left"]]
     return render_table(["bytes", "total", "detail"], rows, title="Bytes")
 
 
@@ -91,7 +92,7 @@ def _envelope_table(s: dict[str, Any]) -> str:
     rows = []
     for lk in e["links"]:
         share = format_percent(lk["share_slower"]) if lk["share_slower"] is not None else "-"
-        rows.append([f"{lk['tier']} -> gpu", f"{lk['link']} {format_bandwidth(lk['bandwidth_bps'])}",
+        rows.append([f"{lk['tier']} -> gpu", f"{lk['link']} = {format_bandwidth(lk['bandwidth_bps'])}",
                      format_count(lk["restores"]), format_bytes(lk["restored_bytes"]),
                      format_duration(lk["restore_s"]), format_duration(lk["queue_s"]),
                      format_duration(lk["saved_prefill_s"]),
