@@ -11,6 +11,7 @@ from typing import Any, Callable
 
 import click
 
+from pcs.blocks import BlockRules
 from pcs.cli.common import emit, format_option
 from pcs.cli.replay import _Progress, replay_options, run_replay_kwargs
 from pcs.report.table import render_table
@@ -64,8 +65,12 @@ def variant_row(label: str, policy: str | None, tiers: list[str] | None, s: dict
 @click.option("--tiers", "tier_sets", multiple=True,
               help="A whole tier list to compare, comma-separated, repeatable: --tiers gpu=400GB,cpu=2TB "
                    "--tiers gpu=400GB,cpu=4TB (instead of --tier).")
+@click.option("--curve-capacities", default=None, metavar="C1,C2,...",
+              help="Also print hit-ratio curve rows at these one-tier capacities (blocks), sequential timing: "
+                   "one column per compared policy (LRU from the one-pass curve, others replayed), Belady and "
+                   "the single-sequence ceiling.")
 @format_option
-def compare(fmt: str, tier_sets: tuple[str, ...], **kw: Any) -> None:
+def compare(fmt: str, tier_sets: tuple[str, ...], curve_capacities: str | None, **kw: Any) -> None:
     """Replay TRACE under several policies (--policy, repeatable) and/or tier lists
     (--tiers, repeatable) and print them side by side.
 
@@ -73,12 +78,16 @@ def compare(fmt: str, tier_sets: tuple[str, ...], **kw: Any) -> None:
     Example:
       pcs compare trace.jsonl --policy lru --policy protected --tier gpu=400GB --tier cpu=2TB
       pcs compare trace.jsonl --tiers gpu=5000blocks --tiers gpu=20000blocks --timing sequential
+      pcs compare trace.jsonl --policy lru --policy protected --curve-capacities 1000,5000,20000
     JSON: {"variants": [row, ...]} with row keys variant, policy, tiers and the metric keys
-    (hit_ratio, single_sequence_hit_ratio, gap_*, restored_bytes, ttft_p50_s ...).
+    (hit_ratio, single_sequence_hit_ratio, gap_*, restored_bytes, ttft_p50_s ...); with
+    --curve-capacities also "curve": [{capacity_blocks, <policy>_hit_ratio ..., belady_hit_ratio,
+    ceiling_hit_ratio}, ...].
     """
     if tier_sets and kw["tiers"]:
         raise ValueError("give either --tier (one tier list) or --tiers (several to compare), not both")
     policies = list(kw["policy"]) or [None]
+    caps = _parse_capacities(curve_capacities) if curve_capacities else None
     sets = [[t for t in ts.split(",") if t.strip()] for ts in tier_sets] or [list(kw["tiers"]) or None]
     variants = []
     progress = _Progress(kw["quiet"])
@@ -93,14 +102,75 @@ def compare(fmt: str, tier_sets: tuple[str, ...], **kw: Any) -> None:
     rows = [variant_row(label, pol, tiers, s) for label, pol, tiers, s in variants]
     first = variants[0][3]
     payload = {"trace": first["trace"], "model": first["model"], "timing": first["timing"], "variants": rows}
+    curve_rows = _curve_rows(kw, policies, caps) if caps is not None else None
+    if curve_rows is not None:
+        payload["curve"] = curve_rows
 
     def table() -> str:
-        body = [[label] + [fmt_(r[key]) if r[key] is not None else "-" for r in rows]
-                for label, key, _, fmt_ in METRICS]
-        body.insert(0, ["tiers"] + [r["tiers"] for r in rows])
-        return render_table(["metric"] + [r["variant"] for r in rows], body,
-                            title=f"pcs compare: {first['trace']} | {first['model']} | {first['timing']} timing",
-                            notes=[f"single-sequence = infinite cache, same block rules; gap terms sum to "
-                                   "ideal - real"] + list(first.get("notes", ())))
+        text = _variants_table(rows, first)
+        if curve_rows is not None:
+            text += "\n\n" + _curve_table(curve_rows, first)
+        return text
 
     emit(payload, fmt, table, rows_key="variants")
+
+
+def _variants_table(rows: list[dict[str, Any]], first: dict) -> str:
+    body = [[label] + [fmt_(r[key]) if r[key] is not None else "-" for r in rows]
+            for label, key, _, fmt_ in METRICS]
+    body.insert(0, ["tiers"] + [r["tiers"] for r in rows])
+    return render_table(["metric"] + [r["variant"] for r in rows], body,
+                        title=f"pcs compare: {first['trace']} | {first['model']} | {first['timing']} timing",
+                        notes=["single-sequence = infinite cache, same block rules; gap terms sum to "
+                               "ideal - real"] + list(first.get("notes", ())))
+
+
+def _parse_capacities(text: str) -> list[int]:
+    try:
+        caps = [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise ValueError(f"--curve-capacities {text!r}: expected whole block counts such as 1000,5000") from None
+    if not caps or min(caps) < 0:
+        raise ValueError(f"--curve-capacities {text!r}: expected one or more block counts >= 0")
+    return caps
+
+
+def _curve_rows(kw: dict[str, Any], policies: list[str | None], caps: list[int]) -> list[dict[str, Any]]:
+    """Hit ratio per capacity (one tier, sequential) for each compared policy, Belady and the ceiling.
+
+    LRU comes from the exact one-pass curve (:func:`pcs.replay.curve.curve`,
+    equal to the sequential one-tier LRU replay); other policies are replayed
+    once per capacity with the same block rules.
+    """
+    from pcs.replay.curve import curve
+
+    trace = None
+    if kw["trace"] or kw["trace_format"] or kw["block_size"]:
+        from pcs.trace import open_trace
+
+        trace = open_trace(kw["trace"], format=kw["trace_format"], block_size=kw["block_size"])
+    rules = BlockRules(cache_partial_blocks=kw["cache_partial_blocks"],
+                       recompute_last_token=not kw["no_recompute_last_token"])
+    res = curve(trace, capacities=caps, rules=rules)
+    rows = [{"capacity_blocks": r["capacity_blocks"]} for r in res.rows]
+    for pol in dict.fromkeys(p or "lru" for p in policies):
+        if pol == "lru":
+            values = [r["lru_hit_ratio"] for r in res.rows]
+        else:
+            seq = dict(kw, timing="sequential", tier_policy=(), link=())
+            values = [run_replay_kwargs(seq, pol, [f"gpu={c}blocks"]).summary["hit_ratio"] for c in caps]
+        for row, v in zip(rows, values):
+            row[f"{pol}_hit_ratio"] = v
+    for row, r in zip(rows, res.rows):
+        row["belady_hit_ratio"] = r["belady_hit_ratio"]
+        row["ceiling_hit_ratio"] = r["ceiling_hit_ratio"]
+    return rows
+
+
+def _curve_table(rows: list[dict[str, Any]], first: dict) -> str:
+    keys = [k for k in rows[0] if k != "capacity_blocks"]
+    body = [[format_count(r["capacity_blocks"])] + [format_percent(r[k]) for k in keys] for r in rows]
+    return render_table(["capacity (blocks)"] + [k.removesuffix("_hit_ratio") for k in keys], body,
+                        title="Hit ratio by capacity: one tier, sequential timing",
+                        notes=["lru from the exact one-pass curve; other policies replayed per capacity; belady = "
+                               "offline optimum; ceiling = single-sequence (infinite cache)"])
