@@ -187,21 +187,33 @@ def per_capacity(sides: Sides, caps: list[int], pairs: int) -> tuple[list[dict],
 
 
 def curve_pairs(sides: Sides, caps: list[int], c: int, pairs: int) -> dict:
-    """The one-pass curve (all ``caps``, from Parquet) against one libCacheSim run at ``c``; JSONL too."""
+    """The one-pass curve (all ``caps``) against one libCacheSim run at ``c``.
+
+    Three pcs figures: ``curve()`` from Parquet (paired with libCacheSim),
+    from JSONL, and the core alone (``lru_curve`` over accesses already
+    flattened in memory: kernel + histograms + reading off ``caps``).
+    """
+    from pcs.replay.curve import load_accesses, lru_curve
+    from pcs.trace import open_trace
+
     r = common.alternating_pairs(lambda: sides.curve(caps), lambda: sides.lcs_trace(c), pairs)
     t_json, _, m_json = common.median_time(lambda: sides.curve(caps, sides.trace_path), pairs)
+    flat, _ = load_accesses(open_trace(sides.pcs_path))
+    t_core, _, m_core = common.median_time(lambda: lru_curve(flat).block_misses(np.array(caps)).tolist(), pairs)
     acc = sides.fs.accesses
-    misses = r["a_out"][caps.index(c)]
+    i = caps.index(c)
+    misses = {r["a_out"][i], m_json[i], int(m_core[i]), r["b_out"]}
     res = {"capacity_blocks": c, "capacities": len(caps), "curve_s": r["a_median_s"], "curve_jsonl_s": t_json,
-           "libcachesim_s": r["b_median_s"], "curve_accesses_per_s": acc / r["a_median_s"],
-           "curve_jsonl_accesses_per_s": acc / t_json, "libcachesim_accesses_per_s": acc / r["b_median_s"],
-           "curve_ratio": r["ratio_median"], "curve_jsonl_ratio": r["b_median_s"] / t_json,
-           "misses_agree": misses == r["b_out"] == m_json[caps.index(c)],
-           "pair_ratios": [round(x, 4) for x in r["ratio_b_over_a"]]}
-    print(f"curve ({len(caps)} capacities, one pass): {res['curve_accesses_per_s'] / 1e6:.2f} M/s from Parquet "
-          f"({res['curve_jsonl_accesses_per_s'] / 1e6:.2f} from JSONL) vs one libCacheSim run at C={c:,} "
-          f"{res['libcachesim_accesses_per_s'] / 1e6:.2f} M/s -> {res['curve_ratio']:.2f}x "
-          f"(JSONL {res['curve_jsonl_ratio']:.2f}x); misses agree: {res['misses_agree']}")
+           "curve_core_s": t_core, "libcachesim_s": r["b_median_s"], "curve_accesses_per_s": acc / r["a_median_s"],
+           "curve_jsonl_accesses_per_s": acc / t_json, "curve_core_accesses_per_s": acc / t_core,
+           "libcachesim_accesses_per_s": acc / r["b_median_s"], "curve_ratio": r["ratio_median"],
+           "curve_jsonl_ratio": r["b_median_s"] / t_json, "curve_core_ratio": r["b_median_s"] / t_core,
+           "misses_agree": len(misses) == 1, "pair_ratios": [round(x, 4) for x in r["ratio_b_over_a"]]}
+    mps = lambda k: res[f"{k}_accesses_per_s"] / 1e6  # noqa: E731
+    print(f"curve ({len(caps)} capacities, one pass), M accesses/s: {mps('curve'):.2f} from Parquet, "
+          f"{mps('curve_jsonl'):.2f} from JSONL, {mps('curve_core'):.2f} core; one libCacheSim run at C={c:,}: "
+          f"{mps('libcachesim'):.2f} -> {res['curve_ratio']:.2f}x (JSONL {res['curve_jsonl_ratio']:.2f}x, core "
+          f"{res['curve_core_ratio']:.2f}x); misses agree: {res['misses_agree']}")
     return res
 
 
@@ -323,13 +335,14 @@ def measure(trace: Path, caps: list[int] | None, pairs: int, min_accesses: int) 
             libcachesim_default_hashpower_accesses_per_s=med("libcachesim_default_hashpower_accesses_per_s"),
             libcachesim_get_loop_accesses_per_s=med("libcachesim_get_loop_accesses_per_s"),
             libcachesim_path="LRU(C, hashpower=max(16, ceil(log2(C+1)))).process_trace(TraceReader(oracleGeneral))",
-            curve_accesses_per_s=cur["curve_accesses_per_s"], curve_ratio=cur["curve_ratio"], curve=cur, rows=rows)
+            curve_accesses_per_s=cur["curve_accesses_per_s"], curve_ratio=cur["curve_ratio"],
+            curve_core_ratio=cur["curve_core_ratio"], curve=cur, rows=rows)
         out["throughput_ratio_vs_get_loop"] = out["pcs_accesses_per_s"] / out["libcachesim_get_loop_accesses_per_s"]
         if min_accesses > 0:
             base_m = next(r for r in rows if r["capacity_blocks"] == c_mid)["block_misses"]["pcs_replay"]
             rc, _, rep = replicated(trace, tmp, min_accesses, caps, c_mid, pairs, base_m)
             out.update(curve_replicated=rc, curve_replicated_accesses_per_s=rc["curve_accesses_per_s"],
-                       curve_replicated_ratio=rc["curve_ratio"])
+                       curve_replicated_ratio=rc["curve_ratio"], curve_replicated_core_ratio=rc["curve_core_ratio"])
             x4 = common.replicate_mooncake(trace, tmp, 4 * fs.accesses, name="x4.jsonl")
             mem = memory({"x1": trace, f"x{x4.copies}": x4.path, f"x{rep.copies}": rep.path}, c_mid, rep.path)
             out.update(memory=mem, peak_rss_bytes=max(r["peak_rss_bytes"] for r in mem["flat"]),
