@@ -9,9 +9,12 @@ blocks pcs computes before the last-token cap (sum over requests of
 
 In one process, at >= 3 capacities (each >= the largest request's ``n``):
 - ``pcs.replay.api.replay(trace, tiers=["gpu=<C>blocks"], policy="lru",
-  timing="sequential")`` -- what a user runs, reading the JSONL trace; and
-  the engine loop alone (``ReplayEngine.feed`` over pre-built chunks, no
-  per-request columns kept) to separate the cache from the rest of ``replay``;
+  timing="sequential")`` -- what a user runs (its default ``engine="auto"``
+  takes the stack-depth fast path where it applies), reading pcs's Parquet
+  form of the trace (converted once, excluded, as libCacheSim's file) and,
+  timed apart, the JSONL trace; the same with ``engine="general"`` (the
+  event-loop engine); and the event loop alone (``ReplayEngine.feed`` over
+  pre-built chunks) to separate the cache from the rest of ``replay``;
 - libCacheSim (PyPI ``libcachesim``): ``LRU(C).process_trace(TraceReader)``
   over the stream written once as an oracleGeneral binary file (24 B per
   request; writing it is excluded from the times and reported), with a hash
@@ -20,7 +23,8 @@ In one process, at >= 3 capacities (each >= the largest request's ``n``):
   per cache); the default hashpower and a Python loop of ``cache.get`` with
   one reused ``Request`` are timed too;
 - ``pcs.replay.curve.curve(trace, capacities, belady=False)``: every
-  capacity from one pass, against one libCacheSim run.
+  capacity from one pass (from Parquet; from JSONL; and the core alone,
+  ``lru_curve`` over accesses already flattened), against one libCacheSim run.
 Each comparison: one warm-up of each side, then 5 pairs in alternating order;
 the figures are medians. Throughputs count *logical* accesses (full prompt
 blocks looked up), for libCacheSim too (its stream has two gets per access).
@@ -39,6 +43,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+import inspect
 import json
 import math
 import sys
@@ -94,12 +99,14 @@ class Sides:
         """The stream as python ints, built once (outside the timed get loop)."""
         return self.fs.ids.tolist()
 
-    def pcs_api(self, c: int, path: Path | None = None) -> tuple[int, int]:
+    def pcs_api(self, c: int, path: Path | None = None, engine: str | None = None) -> tuple[int, int]:
+        """``pcs.replay.api.replay`` as a user calls it (``engine`` None = its default)."""
         from pcs.replay.api import replay
         from pcs.trace import open_trace
 
+        kw = {"engine": engine} if engine else {}
         s = replay(open_trace(path or self.pcs_path), tiers=[f"gpu={c}blocks"], policy="lru",
-                   timing="sequential").summary
+                   timing="sequential", **kw).summary
         return s["block_misses"], s["requests_truncated"]
 
     def pcs_engine(self, c: int) -> int:
@@ -149,6 +156,13 @@ def default_capacities(trace_path: Path, max_request_blocks: int, k: int = 4) ->
     return sorted({int(round(x)) for x in np.geomspace(max_request_blocks, top, k)})
 
 
+def replay_takes_engine() -> bool:
+    """Whether ``replay`` has ``engine=`` (``auto`` may take the stack-depth fast path, ``general`` never)."""
+    from pcs.replay.api import replay
+
+    return "engine" in inspect.signature(replay).parameters
+
+
 def per_capacity(sides: Sides, caps: list[int], pairs: int) -> tuple[list[dict], bool]:
     """Misses of every path at each capacity, and the timed pairs (pcs / libCacheSim time ratios)."""
     acc = sides.fs.accesses
@@ -158,10 +172,14 @@ def per_capacity(sides: Sides, caps: list[int], pairs: int) -> tuple[list[dict],
         api = common.alternating_pairs(lambda: sides.pcs_api(c), lambda: sides.lcs_trace(c), pairs)
         eng = common.alternating_pairs(lambda: sides.pcs_engine(c), lambda: sides.lcs_trace(c), pairs)
         t_json, _, (m_json, _) = common.median_time(lambda: sides.pcs_api(c, sides.trace_path), 3)
+        gen = replay_takes_engine()
+        t_gen, _, (m_gen, _) = (common.median_time(lambda: sides.pcs_api(c, engine="general"), 3) if gen
+                                else (api["a_median_s"], None, api["a_out"]))  # no choice: default = general
         t_def, _, m_def = common.median_time(lambda: sides.lcs_trace(c, 24), 3)
         t_loop, _, m_loop = common.median_time(lambda: sides.lcs_get_loop(c), 3)
         (m_api, truncated), m_lcs = api["a_out"], api["b_out"]
-        misses = {"pcs_replay": m_api, "pcs_replay_jsonl": m_json, "pcs_engine": eng["a_out"],
+        misses = {"pcs_replay": m_api, "pcs_replay_jsonl": m_json, "pcs_replay_general": m_gen,
+                  "pcs_engine": eng["a_out"],
                   "pcs_curve": curve_misses[c], "libcachesim_process_trace": m_lcs,
                   "libcachesim_default_hashpower": m_def, "libcachesim_get_loop": m_loop}
         ok = len(set(misses.values())) == 1 and truncated == 0
@@ -169,24 +187,26 @@ def per_capacity(sides: Sides, caps: list[int], pairs: int) -> tuple[list[dict],
         # pairs time pcs (a) against libCacheSim (b): b / a is pcs's throughput over libCacheSim's
         row = {"capacity_blocks": c, "block_misses": misses, "agree": ok, "requests_truncated": truncated,
                "libcachesim_hashpower": hashpower_for(c),
-               "pcs_replay_s": api["a_median_s"], "pcs_replay_jsonl_s": t_json, "pcs_engine_s": eng["a_median_s"],
+               "pcs_replay_s": api["a_median_s"], "pcs_replay_jsonl_s": t_json, "pcs_replay_general_s": t_gen,
+               "pcs_engine_s": eng["a_median_s"],
                "libcachesim_s": api["b_median_s"], "libcachesim_default_hashpower_s": t_def,
                "libcachesim_get_loop_s": t_loop,
                "throughput_ratio": api["ratio_median"], "engine_throughput_ratio": eng["ratio_median"],
                "pair_ratios": [round(r, 4) for r in api["ratio_b_over_a"]]}
-        for k in ("pcs_replay", "pcs_replay_jsonl", "pcs_engine", "libcachesim", "libcachesim_default_hashpower",
+        for k in ("pcs_replay", "pcs_replay_jsonl", "pcs_replay_general", "pcs_engine", "libcachesim", "libcachesim_default_hashpower",
                   "libcachesim_get_loop"):
             row[f"{k}_accesses_per_s"] = acc / row[f"{k}_s"]
         rows.append(row)
         m = lambda k: row[f"{k}_accesses_per_s"] / 1e6  # noqa: E731
         print(f"C={c:>7,}: misses {m_api:,} {'agree' if ok else 'DISAGREE ' + str(misses)}; M accesses/s: pcs "
-              f"replay {m('pcs_replay'):.2f} (JSONL {m('pcs_replay_jsonl'):.2f}), engine {m('pcs_engine'):.2f}; "
+              f"replay {m('pcs_replay'):.2f} (JSONL {m('pcs_replay_jsonl'):.2f}, general engine "
+              f"{m('pcs_replay_general'):.2f}), engine loop {m('pcs_engine'):.2f}; "
               f"libCacheSim {m('libcachesim'):.2f} (default hashpower {m('libcachesim_default_hashpower'):.2f}, "
               f"get loop {m('libcachesim_get_loop'):.2f}); ratio {row['throughput_ratio']:.3f}")
     return rows, agree
 
 
-def curve_pairs(sides: Sides, caps: list[int], c: int, pairs: int) -> dict:
+def curve_pairs(sides: Sides, caps: list[int], c: int, pairs: int, tag: str = "base") -> dict:
     """The one-pass curve (all ``caps``) against one libCacheSim run at ``c``.
 
     Three pcs figures: ``curve()`` from Parquet (paired with libCacheSim),
@@ -210,7 +230,7 @@ def curve_pairs(sides: Sides, caps: list[int], c: int, pairs: int) -> dict:
            "curve_jsonl_ratio": r["b_median_s"] / t_json, "curve_core_ratio": r["b_median_s"] / t_core,
            "misses_agree": len(misses) == 1, "pair_ratios": [round(x, 4) for x in r["ratio_b_over_a"]]}
     mps = lambda k: res[f"{k}_accesses_per_s"] / 1e6  # noqa: E731
-    print(f"curve ({len(caps)} capacities, one pass), M accesses/s: {mps('curve'):.2f} from Parquet, "
+    print(f"{tag}: curve ({len(caps)} capacities, one pass), M accesses/s: {mps('curve'):.2f} from Parquet, "
           f"{mps('curve_jsonl'):.2f} from JSONL, {mps('curve_core'):.2f} core; one libCacheSim run at C={c:,}: "
           f"{mps('libcachesim'):.2f} -> {res['curve_ratio']:.2f}x (JSONL {res['curve_jsonl_ratio']:.2f}x, core "
           f"{res['curve_core_ratio']:.2f}x); misses agree: {res['misses_agree']}")
@@ -247,8 +267,9 @@ def _child(mode: str, path: str, c: int) -> None:
     base = common.vm_rss_bytes()
     t0 = time.perf_counter()
     out: dict = {"mode": mode, "capacity_blocks": c}
-    if mode == "replay-api":
-        s = replay(tr, tiers=[f"gpu={c}blocks"], policy="lru", timing="sequential").summary
+    if mode in ("replay-api", "replay-general"):
+        kw = {"engine": "general"} if mode == "replay-general" else {}
+        s = replay(tr, tiers=[f"gpu={c}blocks"], policy="lru", timing="sequential", **kw).summary
         out.update(requests=s["requests"], accesses=s["cacheable_blocks"], block_misses=s["block_misses"],
                    blocks_held=s["tiers"][0]["resident_blocks_peak"])
     elif mode == "replay-engine":
@@ -264,7 +285,7 @@ def _child(mode: str, path: str, c: int) -> None:
         out.update(requests=r.summary["requests"], accesses=r.summary["block_accesses"],
                    block_misses=r.rows[0]["lru_block_misses"], blocks_held=r.summary["distinct_blocks"])
     else:
-        raise ValueError(f"unknown child mode {mode!r}; valid: replay-api, replay-engine, curve")
+        raise ValueError(f"unknown child mode {mode!r}; valid: replay-api, replay-general, replay-engine, curve")
     out["seconds"] = time.perf_counter() - t0
     out["baseline_rss_bytes"], out["peak_rss_bytes"] = base, common.vm_hwm_bytes()
     out["bytes_per_block_held"] = (out["peak_rss_bytes"] - base) / max(out["blocks_held"], 1)
@@ -275,19 +296,20 @@ def memory(traces: dict[str, Path], c_fixed: int, big: Path) -> dict:
     """Peak RSS of replays at ``c_fixed`` on each trace (flatness) and bytes per block held on ``big``."""
     me = Path(__file__)
     res: dict = {"fixed_capacity_blocks": c_fixed, "flat": []}
+    modes = ("replay-engine", "replay-api") + (("replay-general",) if replay_takes_engine() else ())
     for name, path in traces.items():
-        for mode in ("replay-engine", "replay-api"):
+        for mode in modes:
             r = common.run_child(me, ["--child", mode, str(path), str(c_fixed)])
             r["trace"] = name
             res["flat"].append(r)
-            print(f"{mode:13s} {name:>4s} C={c_fixed:,}: {r['requests']:>9,} requests, peak RSS "
+            print(f"{mode:14s} {name:>4s} C={c_fixed:,}: {r['requests']:>9,} requests, peak RSS "
                   f"{r['peak_rss_bytes'] / 1e6:7.1f} MB (baseline {r['baseline_rss_bytes'] / 1e6:.1f} MB), "
                   f"{r['seconds']:.1f} s")
     huge = 1 << 40
-    for mode in ("replay-engine", "replay-api", "curve"):
+    for mode in modes + ("curve",):
         r = common.run_child(me, ["--child", mode, str(big), str(huge)])
         res[mode.replace("-", "_") + "_all_held"] = r
-        print(f"{mode:13s} all held: {r['blocks_held']:,} blocks, {r['accesses']:,} accesses, peak RSS "
+        print(f"{mode:14s} all held: {r['blocks_held']:,} blocks, {r['accesses']:,} accesses, peak RSS "
               f"{r['peak_rss_bytes'] / 1e6:.1f} MB -> {r['bytes_per_block_held']:.0f} B per block held")
     return res
 
@@ -298,7 +320,7 @@ def replicated(src: Path, tmp: Path, min_accesses: int, caps: list[int], c: int,
     """Curve vs one libCacheSim run on the trace replicated to >= ``min_accesses``."""
     rep = common.replicate_mooncake(src, tmp, min_accesses)
     sides, info = prepare(rep.path, tmp, "replicated")
-    res = curve_pairs(sides, caps, c, pairs)
+    res = curve_pairs(sides, caps, c, pairs, f"replicated x{rep.copies}")
     res.update(info, replica=rep.to_dict(), accesses=sides.fs.accesses,
                misses_equal_copies_times_base=sides.lcs_trace(c) == rep.copies * base_misses)
     print(f"  (replicated x{rep.copies}: {sides.fs.accesses:,} accesses; libCacheSim misses = copies x base: "
@@ -330,6 +352,7 @@ def measure(trace: Path, caps: list[int] | None, pairs: int, min_accesses: int) 
             libcachesim_accesses_per_s=med("libcachesim_accesses_per_s"),
             throughput_ratio=med("throughput_ratio"),
             pcs_jsonl_accesses_per_s=med("pcs_replay_jsonl_accesses_per_s"),
+            pcs_general_engine_accesses_per_s=med("pcs_replay_general_accesses_per_s"),
             pcs_engine_accesses_per_s=med("pcs_engine_accesses_per_s"),
             engine_throughput_ratio=med("engine_throughput_ratio"),
             libcachesim_default_hashpower_accesses_per_s=med("libcachesim_default_hashpower_accesses_per_s"),
@@ -349,6 +372,8 @@ def measure(trace: Path, caps: list[int] | None, pairs: int, min_accesses: int) 
                        bytes_per_block_held=mem["replay_engine_all_held"]["bytes_per_block_held"],
                        bytes_per_block_held_api=mem["replay_api_all_held"]["bytes_per_block_held"],
                        curve_bytes_per_distinct_block=mem["curve_all_held"]["bytes_per_block_held"])
+            if "replay_general_all_held" in mem:
+                out["bytes_per_block_held_general"] = mem["replay_general_all_held"]["bytes_per_block_held"]
     return out
 
 
