@@ -11,7 +11,12 @@ Measured (one core, process CPU seconds, best of ``--repeat``):
   blocks), LRU, write-back, modeled timing -- the engine loop over pre-built
   chunks (``engine_accesses_per_s``) and including building the chunks from
   numpy columns with the compute-model tables (``with_chunks_accesses_per_s``);
-- ``one_tier_lru_sequential``: one LRU tier of 20,000 blocks, sequential;
+- ``one_tier_lru_sequential``: one LRU tier of 20,000 blocks, sequential --
+  the engine loop over pre-built chunks, and the whole ``pcs.replay(...,
+  timing="sequential")`` (summary, table, single-sequence passes) with
+  ``engine="general"`` (the event loop, one run) and ``engine="fast"`` (the
+  vectorised stack-depth path, :mod:`pcs.replay.fastpath`); the two
+  summaries must be equal (``fast_equals_general``);
 - ``api_replay_s``: the whole ``pcs.replay(...)`` (modeled run + sequential
   baseline for the gap + two single-sequence passes) on the replicated trace;
 - peak RSS of the process.
@@ -133,6 +138,9 @@ def main() -> None:
     modeled_s, res = _best(lambda: run(chunks, caps, "modeled", links, bpb), args.repeat)
     hit_modeled = res.ledger.hit_ratio
     seq_s, res1 = _best(lambda: run(chunks, [20000], "sequential", [None], [bpb[0]]), args.repeat)
+    one = dict(model="llama-3.1-70b", tiers=["gpu=20000blocks"], timing="sequential")
+    gen_s, gen = _best(lambda: replay(src, engine="general", **one), 1)
+    fast_s, fast = _best(lambda: replay(src, engine="fast", **one), args.repeat)
     api_s, full = _best(lambda: replay(src, model="llama-3.1-70b", tiers=["gpu=400GB", "cpu=2TB"]), 1)
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     out = {
@@ -142,7 +150,10 @@ def main() -> None:
                                  "with_chunks_accesses_per_s": accesses / (modeled_s + chunk_s),
                                  "chunk_build_s": chunk_s, "hit_ratio": hit_modeled},
         "one_tier_lru_sequential": {"engine_s": seq_s, "engine_accesses_per_s": accesses / seq_s,
-                                    "capacity_blocks": 20000, "hit_ratio": res1.ledger.hit_ratio},
+                                    "capacity_blocks": 20000, "hit_ratio": res1.ledger.hit_ratio,
+                                    "api_general_s": gen_s, "api_general_accesses_per_s": accesses / gen_s,
+                                    "api_fast_s": fast_s, "api_fast_accesses_per_s": accesses / fast_s,
+                                    "fast_equals_general": fast.summary == gen.summary},
         "api_replay_s": api_s, "api_accesses_per_s": accesses / api_s,
         "api_hit_ratio": full.summary["hit_ratio"],
         "peak_rss_bytes": rss, "target_accesses_per_s": 2_000_000,
@@ -151,7 +162,8 @@ def main() -> None:
     print(f"{accesses:,} block accesses, {requests:,} requests")
     print(f"two-tier LRU modeled: engine {accesses / modeled_s / 1e6:.2f} M accesses/s "
           f"({accesses / (modeled_s + chunk_s) / 1e6:.2f} M/s with chunk building)")
-    print(f"one-tier LRU sequential: {accesses / seq_s / 1e6:.2f} M accesses/s")
+    print(f"one-tier LRU sequential: {accesses / seq_s / 1e6:.2f} M accesses/s (engine loop); pcs.replay "
+          f"general {accesses / gen_s / 1e6:.2f} M/s, fast {accesses / fast_s / 1e6:.2f} M/s")
     print(f"pcs.replay end to end: {api_s:.2f} s; peak RSS {rss / 1e6:.0f} MB")
     print(json.dumps(out))
 

@@ -194,13 +194,22 @@ def _token_tee(requests, path: Path):
 
 @trace.command("synth")
 @click.argument("out_path", metavar="OUT", type=click.Path(dir_okay=False))
-@click.option("--requests", "num_requests", type=click.IntRange(min=0), default=2000, show_default=True,
+@click.option("--requests", "num_requests", type=click.IntRange(min=0), default=1700, show_default=True,
               help="Requests to generate (with --azure-csv: at most its rows).")
 @click.option("--seed", type=int, default=0, show_default=True, help="RNG seed; same seed, same bytes.")
-@click.option("--rate", "rate_rps", type=click.FloatRange(min=0, min_open=True), default=2.0, show_default=True,
-              help="Mean arrival rate, requests per second (Poisson).")
-@click.option("--mix", default="chat=0.5,agent=0.2,oneoff=0.3", show_default=True,
+@click.option("--rate", "rate_rps", type=click.FloatRange(min=0, min_open=True), default=6.0, show_default=True,
+              help="Steady-state arrival rate, requests per second (sessions start as Poisson processes). "
+                   "A trace starts with no session under way, so a short one measures less (6 -> ~3.4 over "
+                   "1,700 requests).")
+@click.option("--mix", default="chat=0.92,agent=0.03,oneoff=0.05", show_default=True,
               help="Shares of requests per kind: chat sessions, agent/tool loops, one-off requests.")
+@click.option("--think-s", "think_s", type=click.FloatRange(min=0, min_open=True), default=150.0, show_default=True,
+              help="Median seconds between two turns of a chat session (lognormal, sigma 1). Longer: later "
+                   "reuse, longer reuse distances, more pressure on the cache.")
+@click.option("--turns", "turns_mean", type=click.FloatRange(min=1), default=3.0, show_default=True,
+              help="Mean requests per chat session (geometric). More turns: more prefix reuse.")
+@click.option("--first-tokens", "first_tokens", type=click.IntRange(min=1), default=5500, show_default=True,
+              help="Median tokens of a chat session's first message (documents pasted in; lognormal, sigma 1.3).")
 @click.option("--block-size", type=click.IntRange(min=1), default=512, show_default=True, help="Tokens per block.")
 @click.option("--length-scale", type=click.FloatRange(min=0, min_open=True), default=1.0, show_default=True,
               help="Multiply every median length (prompts, answers, prefixes) by this; Poisson mode.")
@@ -211,22 +220,28 @@ def _token_tee(requests, path: Path):
 @click.option("--tokens-out", type=click.Path(dir_okay=False), default=None,
               help="Also write the token-id JSONL form (same requests; pcs hashes it to the same blocks).")
 @format_option
-def synth(out_path, num_requests, seed, rate_rps, mix, block_size, length_scale, azure_csv, out_format, tokens_out, fmt) -> None:
+def synth(out_path, num_requests, seed, rate_rps, mix, think_s, turns_mean, first_tokens, block_size, length_scale,
+          azure_csv, out_format, tokens_out, fmt) -> None:
     """Write a seeded synthetic workload with real prefix reuse.
 
-    Multi-turn chat over shared system prompts, agent/tool loops over long
-    shared prefixes, and one-off requests. Ids are renumbered 0, 1, 2, ... in
-    first-appearance order, as in the Mooncake release.
+    Multi-turn chat under one shared system prompt, agent/tool loops over
+    long shared prefixes, and one-off requests. Ids are renumbered 0, 1, 2,
+    ... in first-appearance order, as in the Mooncake release. The defaults
+    give a Mooncake-conversation-like stream (traces/README.md compares them):
+    prompt lengths, blocks per request and arrival rate as in the real trace,
+    reuse times shortened by the shorter span.
 
     \b
     Examples:
       pcs trace synth my.jsonl --requests 5000 --rate 4 --seed 7
+      pcs trace synth slow.jsonl --think-s 600 --turns 5     # later, more frequent reuse
       pcs trace synth az.jsonl --azure-csv ../shared/traces/azure-llm-2023/AzureLLMInferenceTrace_conv.csv
     """
     from pcs.trace.convert import out_format_for, write_trace
     from pcs.trace.synth import SynthSpec, synth_batches, synth_requests
 
     spec = SynthSpec(num_requests=num_requests, seed=seed, rate_rps=rate_rps, mix=_parse_mix(mix),
+                     chat_think_s=think_s, chat_turns_mean=turns_mean, chat_first_median_tokens=first_tokens,
                      block_size=block_size, length_scale=length_scale)
     reqs = synth_requests(spec, azure_csv)
     if tokens_out:

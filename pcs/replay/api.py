@@ -254,12 +254,21 @@ def _block_bytes(spec, bs: int, layout: str):
     return block_bytes(spec, bs, layout)
 
 
-def _run(source, rules: BlockRules, time_model, engines: list, progress) -> tuple:
+def _run(source, rules: BlockRules, time_model, engines: list, progress, singles: tuple | None = None) -> tuple:
     """Feed every chunk to every engine once; returns the single-sequence results (run rules, ideal).
 
     The single-sequence pass under the run's rules reads the same chunks as the
     engines (one read of the trace); the ideal pass reads the trace again.
+    ``singles`` already computed (by the fast path) are returned as they are.
     """
+    if singles is not None:
+        for ch in iter_chunks(source, rules, time_model):
+            for e in engines:
+                e.feed(ch)
+            if progress is not None:
+                progress(len(ch))
+        return singles
+
     def views() -> Iterable[_View]:
         for ch in iter_chunks(source, rules, time_model):
             for e in engines:
@@ -292,7 +301,7 @@ def replay(trace: Any = None, *, model: Any = None, hardware: Any = None, tp: in
            tier_policies: Mapping[str, str] | None = None, links: Mapping[str, Any] | None = None,
            protected_share: float | None = None, timing: str | None = None, write_policy: str | None = None,
            rules: BlockRules = BlockRules(), compute: Any = None, hardware_table: Any = None,
-           progress: Callable[[int], None] | None = None) -> ReplayResult:
+           progress: Callable[[int], None] | None = None, engine: str = "auto") -> ReplayResult:
     """Replay a trace through a multi-tier prefix cache.
 
     Args:
@@ -314,13 +323,22 @@ def replay(trace: Any = None, *, model: Any = None, hardware: Any = None, tp: in
             analytic :class:`pcs.compute.ComputeModel`.
         hardware_table: presets with overrides (:func:`pcs.hardware.load_hardware_file`).
         progress: called with the number of requests done after each chunk.
+        engine: ``auto`` (default): a sequential replay through ONE ``lru``
+            tier -- the run itself with ``timing="sequential"``, or the
+            sequential baseline of the gap split -- takes the vectorised fast
+            path (:mod:`pcs.replay.fastpath`, from LRU stack depths; the same
+            result, ~10x faster) when the trace's ids are chained, else the
+            general event-loop engine; ``general``: always the event loop;
+            ``fast``: the fast path for the run, else ValueError.
     Returns:
         :class:`ReplayResult`.
     Raises:
-        ValueError: unknown model, GPU, policy, link, timing or write policy;
-            malformed tier; a tier name given twice; an empty trace.
+        ValueError: unknown model, GPU, policy, link, timing, write policy or
+            engine; malformed tier; a tier name given twice; an empty trace;
+            ``engine="fast"`` where the fast path does not apply.
     """
-    from pcs.replay.summary import build_summary, requests_table
+    from pcs.replay import fastpath
+    from pcs.replay.summary import build_summary, cache_state, requests_table
 
     notes = _default_notes(model is None, hardware is None and tp is None, tiers is None)
     timing = timing or DEFAULTS["timing"]
@@ -341,12 +359,24 @@ def replay(trace: Any = None, *, model: Any = None, hardware: Any = None, tp: in
     tier_policies = dict(tier_policies or {})
     time_model = TimeModel(compute if compute is not None else _compute_model(spec, gpu, tp, bs))
 
-    engines = [ReplayEngine(Hierarchy(_build_tiers(tier_specs, bpb, policy, tier_policies, protected_share),
-                                      write_policy), mode, links=link_specs, block_bytes=bpb)
-               for mode in ([timing, "sequential"] if timing == "modeled" else [timing])]
-    single, ideal = _run(source, rules, time_model, engines, progress)
-    res = engines[0].close()
-    seq = engines[-1].close() if len(engines) > 1 else res
+    if engine not in fastpath.ENGINES:
+        raise ValueError(f"unknown engine {engine!r}; valid: {', '.join(fastpath.ENGINES)}")
+    make = lambda: _build_tiers(tier_specs, bpb, policy, tier_policies, protected_share)  # noqa: E731
+    tiers0 = make()
+    fast = fastpath.sequential_lru(source, rules, tiers0, timing, write_policy, time_model.compute, progress,
+                                   engine)
+    if fast is not None and timing == "sequential":
+        (res, state), (single, ideal) = fast
+        seq = res
+    else:
+        engines = [ReplayEngine(Hierarchy(tiers0 if i == 0 else make(), write_policy), mode, links=link_specs,
+                                block_bytes=bpb)
+                   for i, mode in enumerate([timing, "sequential"] if timing == "modeled" and fast is None
+                                            else [timing])]
+        single, ideal = _run(source, rules, time_model, engines, progress, None if fast is None else fast[1])
+        res = engines[0].close()
+        seq = engines[-1].close() if len(engines) > 1 else (fast[0][0] if fast is not None else res)
+        state = cache_state(engines[0].h)
     if res.ledger.num_requests == 0:
         raise ValueError("the trace has no requests")
     context = dict(trace=str(getattr(source, "path", "<requests>")), model=spec, gpu=gpu, tp=tp, dtype=dtype,
@@ -354,6 +384,6 @@ def replay(trace: Any = None, *, model: Any = None, hardware: Any = None, tp: in
                    tier_specs=tier_specs, block_bytes=bb, links=link_specs,
                    protected_share=protected_share, reference_block=_block_bytes(spec, bs, "reference"),
                    reference_bytes_per_token=spec.kv_bytes_per_token("reference"))
-    summary = build_summary(res, engines[0].h, seq.ledger, single, ideal, context)
+    summary = build_summary(res, state, seq.ledger, single, ideal, context)
     summary["notes"] = notes
     return ReplayResult(summary, requests_table(res.columns))

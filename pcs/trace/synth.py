@@ -4,9 +4,11 @@ Three request kinds, each a stream of *sessions* whose prompts grow turn by
 turn, so later turns share every earlier block (the structure the Mooncake
 and Qwen-Bailian traces show: multi-turn reuse dominates, CONCEPTS.md s.7):
 
-- ``chat``: a shared system prompt (one of a few, Zipf-popular) + user
-  message; each later turn appends the previous answer and a new message;
-  the user thinks for an exponential time between turns.
+- ``chat``: a shared system prompt (one by default, as in the Mooncake
+  conversation trace where every request starts with the same block; with
+  several, Zipf-popular) + a first message (often a pasted document, long
+  and widely spread); each later turn appends the previous answer and a
+  new message; the user thinks for a lognormal time between turns.
 - ``agent``: a long shared prefix (tool definitions, one of a few) + task;
   each step appends the model's tool call and the tool's result, seconds
   apart.
@@ -22,9 +24,23 @@ else to a new session or a one-off.
 Tokens are drawn uniformly from ``[0, vocab)`` and hashed with
 :mod:`pcs.trace.hashing`, so the token form and the Mooncake form of one
 synthetic trace have the same blocks. Lengths are lognormal (median and
-``sigma`` per field). All randomness comes from one
+sigma per field). All randomness comes from one
 ``numpy.random.default_rng(seed)``: same spec and seed, same bytes.
-The default numbers are illustrative choices, not fitted to a trace.
+
+Source of the defaults: the Mooncake FAST'25 ``conversation_trace.jsonl``
+(Qin et al., FAST'25), measured with ``pcs trace stats`` and by following
+each request's longest cached prefix back to the request that last used it:
+every request starts with the same block (one system prompt of 512-1,023
+tokens); first turns are lognormal, median ~4,800 tokens, log-sd 1.26; a
+later turn adds the previous answer plus a message of median ~25 tokens
+but heavy-tailed (p75 ~490, p90 ~4,400); the time since the previous turn
+is lognormal, median ~130 s, log-sd ~1.0; answers average 343 tokens;
+3.4 requests/s. Fitted from those: ``chat_first_median_tokens`` 5,500 and
+``chat_user_median_tokens`` 150 (``user_sigma`` 2) make the whole 1,700-request
+default stream match the real prompt mean and p50 (its windows hold more
+first turns than the full trace); ``rate_rps`` 6 gives the real 3.4 req/s
+over that window. The agent and one-off kinds (small shares) are
+illustrative. traces/README.md compares the bundled sample with the real trace.
 """
 from __future__ import annotations
 
@@ -50,43 +66,53 @@ class SynthSpec:
     Attributes:
         num_requests: requests to emit (CSV mode: at most the CSV's rows).
         seed: RNG seed.
-        rate_rps: mean arrival rate, requests/s (Poisson mode).
+        rate_rps: steady-state arrival rate, requests/s (Poisson mode). A
+            trace starts with no session under way, so the rate measured over
+            a short trace is lower (defaults: ~3.4 req/s over 1,700 requests).
         mix: shares of requests per kind (chat, agent, oneoff), summing to 1.
         block_size: tokens per block of the ids.
         vocab: token ids are uniform in [0, vocab).
         num_system_prompts / system_median_tokens: chat system prompts.
-        chat_turns_mean / chat_user_median_tokens / chat_output_median_tokens
-            / chat_think_s: chat sessions (turns geometric with that mean).
+        chat_turns_mean: requests per chat session, geometric with this mean (>= 1).
+        chat_first_median_tokens: first message of a chat session (``first_sigma``).
+        chat_user_median_tokens: a later chat message, or an agent's task (``user_sigma``).
+        chat_output_median_tokens / chat_think_s: answers; median seconds
+            between two turns (lognormal, ``think_sigma``).
         num_agent_prefixes / agent_prefix_median_tokens / agent_steps_mean /
             agent_tool_median_tokens / agent_output_median_tokens /
-            agent_step_s: agent loops.
-        oneoff_median_tokens / oneoff_output_median_tokens: one-off requests.
-        sigma: lognormal shape of every length.
+            agent_step_s: agent loops (median seconds between steps, ``think_sigma``).
+        oneoff_median_tokens / oneoff_output_median_tokens: one-off requests (``first_sigma``).
+        sigma: lognormal shape of the other lengths (answers, prefixes, tool results).
+        first_sigma / user_sigma / think_sigma: lognormal shapes named above.
         length_scale: multiplies every median length (small samples).
         max_context_tokens: a session ends when its next prompt would exceed this.
     """
 
-    num_requests: int = 2000
+    num_requests: int = 1700
     seed: int = 0
-    rate_rps: float = 2.0
-    mix: tuple[float, float, float] = (0.5, 0.2, 0.3)
+    rate_rps: float = 6.0
+    mix: tuple[float, float, float] = (0.92, 0.03, 0.05)
     block_size: int = 512
     vocab: int = 100_000
-    num_system_prompts: int = 6
-    system_median_tokens: int = 1500
-    chat_turns_mean: float = 4.0
-    chat_user_median_tokens: int = 300
-    chat_output_median_tokens: int = 300
-    chat_think_s: float = 60.0
+    num_system_prompts: int = 1
+    system_median_tokens: int = 700
+    chat_turns_mean: float = 3.0
+    chat_first_median_tokens: int = 5500
+    chat_user_median_tokens: int = 150
+    chat_output_median_tokens: int = 280
+    chat_think_s: float = 150.0
     num_agent_prefixes: int = 3
     agent_prefix_median_tokens: int = 6000
     agent_steps_mean: float = 6.0
     agent_tool_median_tokens: int = 600
     agent_output_median_tokens: int = 150
     agent_step_s: float = 6.0
-    oneoff_median_tokens: int = 1500
-    oneoff_output_median_tokens: int = 300
-    sigma: float = 0.8
+    oneoff_median_tokens: int = 3000
+    oneoff_output_median_tokens: int = 280
+    sigma: float = 0.7
+    first_sigma: float = 1.3
+    user_sigma: float = 2.0
+    think_sigma: float = 1.0
     max_context_tokens: int = 128_000
     length_scale: float = 1.0
 
@@ -97,6 +123,13 @@ class SynthSpec:
             raise ValueError(f"rate_rps must be > 0, got {self.rate_rps}")
         if len(self.mix) != 3 or min(self.mix) < 0 or abs(sum(self.mix) - 1.0) > 1e-9:
             raise ValueError(f"mix must be 3 shares (chat, agent, oneoff) >= 0 summing to 1, got {self.mix}")
+        if not (self.chat_turns_mean >= 1 and self.agent_steps_mean >= 1):
+            raise ValueError(f"chat_turns_mean and agent_steps_mean must be >= 1, got "
+                             f"{self.chat_turns_mean}, {self.agent_steps_mean}")
+        if not (self.chat_think_s > 0 and self.agent_step_s > 0):
+            raise ValueError(f"chat_think_s and agent_step_s must be > 0, got {self.chat_think_s}, {self.agent_step_s}")
+        if min(self.sigma, self.first_sigma, self.user_sigma, self.think_sigma) < 0:
+            raise ValueError("sigma, first_sigma, user_sigma and think_sigma must be >= 0")
         if not self.length_scale > 0:
             raise ValueError(f"length_scale must be > 0, got {self.length_scale}")
         if self.block_size < 1:
@@ -151,8 +184,14 @@ class _Gen:
         self.prefix_hashes.update({("agent", i): full(p) for i, p in enumerate(self.agent)})
         self.next_chat_id = 0
 
-    def length(self, median: int) -> int:
-        return max(1, int(self.rng.lognormal(math.log(median * self.s.length_scale), self.s.sigma)))
+    def length(self, median: int, sigma: float | None = None) -> int:
+        sigma = self.s.sigma if sigma is None else sigma
+        return max(1, int(self.rng.lognormal(math.log(median * self.s.length_scale), sigma)))
+
+    def gap_s(self, kind: str) -> float:
+        """Seconds until the session's next request: lognormal around the kind's median."""
+        median = self.s.chat_think_s if kind == "chat" else self.s.agent_step_s
+        return float(self.rng.lognormal(math.log(median), self.s.think_sigma))
 
     def tokens(self, n: int) -> np.ndarray:
         return self.rng.integers(0, self.s.vocab, size=n, dtype=np.uint32)
@@ -176,10 +215,14 @@ class _Gen:
     def new_tokens(self, sess: _Session) -> int:
         s = self.s
         if sess.kind == "oneoff":
-            return self.length(s.oneoff_median_tokens)
+            return self.length(s.oneoff_median_tokens, s.first_sigma)
+        if sess.turn == 0:
+            if sess.kind == "chat":
+                return self.length(s.chat_first_median_tokens, s.first_sigma)
+            return self.length(s.chat_user_median_tokens, s.user_sigma)
         if sess.kind == "chat":
-            return self.length(s.chat_user_median_tokens)
-        return self.length(s.agent_tool_median_tokens if sess.turn else s.chat_user_median_tokens)
+            return self.length(s.chat_user_median_tokens, s.user_sigma)
+        return self.length(s.agent_tool_median_tokens)
 
     def output(self, kind: str) -> int:
         s = self.s
@@ -204,7 +247,6 @@ class _Gen:
 def _poisson(g: _Gen) -> Iterator[SynthRequest]:
     s, rng = g.s, g.rng
     means = {"chat": s.chat_turns_mean, "agent": s.agent_steps_mean, "oneoff": 1.0}
-    gaps = {"chat": s.chat_think_s, "agent": s.agent_step_s}
     heap: list = []
     seq = 0
     for k, share in zip(KINDS, s.mix):
@@ -226,7 +268,7 @@ def _poisson(g: _Gen) -> Iterator[SynthRequest]:
         yield g.emit(sess, t, n, g.output(kind))
         emitted += 1
         if sess.turns_left > 0:
-            heapq.heappush(heap, (t + rng.exponential(gaps[kind]), seq, kind, sess, rate))
+            heapq.heappush(heap, (t + g.gap_s(kind), seq, kind, sess, rate))
             seq += 1
 
 
