@@ -208,29 +208,37 @@ class Tier:
     def insert(self, keys: Sequence[int], reused: bool = False) -> tuple[list[int], int]:
         """Store distinct ``keys`` (eviction order) unpinned, evicting as needed; for lower tiers.
 
-        Keys are taken in order, as a flat LRU would see them: a key already
-        resident is not written again but touched (it was in use above, so it
-        is recent; this keeps an LRU hierarchy prefix-closed -- a demoted
-        parent is never older below than its child); a new key is stored.
-        If more new keys arrive than unpinned room exists, the first ones (the
-        least recently used) do not fit and are passed on.
+        The result is what a flat policy fed the keys one by one reaches: a
+        key already resident is not written again but touched (it was in use
+        above, so it is recent; this keeps an LRU hierarchy prefix-closed -- a
+        demoted parent is never older below than its child); a new key is
+        stored. The batch is the newest content: if it is larger than the
+        unpinned room, its first keys (the least recently used) are pushed out
+        -- new ones never written, resident ones evicted -- after every older
+        unpinned block.
 
         Returns:
-            (keys pushed out: victims then keys that did not fit, in eviction
-            order; number of keys newly written).
+            (keys pushed out: victims then batch keys that did not fit, in
+            eviction order; number of keys newly written).
         """
         res = self.resident
         pol = self.policy
+        room = self.capacity_blocks - (len(res) - len(pol)) - self.reserved_blocks
+        cut_keys: list[int] = []
+        if len(keys) > room:
+            cut = len(keys) - max(room, 0)
+            cut_keys, keys = list(keys[:cut]), keys[cut:]
+            gone = [k for k in cut_keys if res.get(k) == 0]
+            if gone:
+                pol.remove(gone)
+                for k in gone:
+                    del res[k]
+                self.stats.evicted_blocks += len(gone)
+            self.stats.overflow_blocks += len(cut_keys) - len(gone)
         fresh = list(filterfalse(res.__contains__, keys))
         again = [k for k in keys if res.get(k) == 0] if len(fresh) < len(keys) else []
-        room = self.capacity_blocks - (len(res) - len(pol)) - self.reserved_blocks - len(again)
         if again:
             pol.remove(again)
-        overflow: list[int] = []
-        if len(fresh) > room:
-            cut = len(fresh) - room
-            overflow, fresh = fresh[:cut], fresh[cut:]
-            self.stats.overflow_blocks += cut
         need = len(fresh) - self.free_blocks
         victims: list[int] = []
         if need > 0:
@@ -250,8 +258,8 @@ class Tier:
             self.stats.peak_resident_blocks = len(res)
         if len(res) + self.reserved_blocks > self.stats.peak_used_blocks:
             self.stats.peak_used_blocks = len(res) + self.reserved_blocks
-        if overflow:
-            victims.extend(overflow)
+        if cut_keys:
+            victims.extend(cut_keys)
         return victims, len(fresh)
 
     def _add_in_order(self, keys: list[int], fresh: set, again: set, reused: bool) -> None:
