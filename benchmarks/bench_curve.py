@@ -124,7 +124,9 @@ def main() -> None:
         from pcs.replay.api import replay
 
         def one_replay(trace, c):
-            return replay(trace, tiers=[f"gpu={c}blocks"], policy="lru", timing="sequential").summary
+            # the general event-loop engine: one full replay per capacity
+            return replay(trace, tiers=[f"gpu={c}blocks"], policy="lru", timing="sequential",
+                          engine="general").summary
 
         base_lru = lru_curve(base)
         base_caps = grid(base_lru.max_useful_capacity_blocks, a.capacities)
