@@ -157,7 +157,7 @@ def _curve_rows(kw: dict[str, Any], policies: list[str | None], caps: list[int])
         if pol == "lru":
             values = [r["lru_hit_ratio"] for r in res.rows]
         else:
-            seq = dict(kw, timing="sequential", tier_policy=(), link=())
+            seq = dict(kw, timing="sequential", tier_policy=(), link=(), engine="auto")
             values = [run_replay_kwargs(seq, pol, [f"gpu={c}blocks"]).summary["hit_ratio"] for c in caps]
         for row, v in zip(rows, values):
             row[f"{pol}_hit_ratio"] = v

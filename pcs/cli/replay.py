@@ -51,6 +51,10 @@ def replay_options(f: Callable, policy_multiple: bool = False) -> Callable:
         click.option("--timing", default="modeled", show_default=True,
                      help="modeled: trace arrivals, FIFO admission, restore and prefill times; "
                           "sequential: one request at a time (the classic trace replay)."),
+        click.option("--engine", type=click.Choice(["auto", "general", "fast"]), default="auto", show_default=True,
+                     help="auto: one LRU tier in sequential timing takes the vectorised fast path (LRU stack "
+                          "depths, same result), everything else the event-loop engine; general: always the "
+                          "event loop; fast: the fast path or an error."),
         click.option("--cache-partial-blocks", is_flag=True, help="Cache every hash id, the partial last block too."),
         click.option("--no-recompute-last-token", is_flag=True,
                      help="Lift the cap of prompt_len - 1 hit tokens (vLLM, SGLang recompute the last token)."),
@@ -110,7 +114,7 @@ def run_replay_kwargs(kw: dict[str, Any], policy: str | None, tiers: list[str] |
     return run(trace, model=model, hardware=kw["gpu"], tp=kw["tp"], dtype=kw["dtype"], tiers=tiers or None,
                policy=policy, tier_policies=_pairs(kw["tier_policy"], "tier policy"),
                links=_pairs(kw["link"], "link"), protected_share=kw["protected_share"], timing=kw["timing"],
-               write_policy=kw["write_policy"], hardware_table=table, progress=progress,
+               write_policy=kw["write_policy"], hardware_table=table, progress=progress, engine=kw["engine"],
                rules=BlockRules(cache_partial_blocks=kw["cache_partial_blocks"],
                                 recompute_last_token=not kw["no_recompute_last_token"]))
 
