@@ -13,7 +13,10 @@ JSON keys (stable; documented in README section replay):
   the three sum to ideal - hit_ratio (concurrency is 0 in sequential timing);
 - counts, ``tiers`` (one dict per tier: bytes per block, capacity, hits,
   restores, writes, evictions, resident bytes at the end and at peak, per KV
-  component), ``bytes`` totals, ``envelope`` (per link and TTFT percentiles).
+  component), ``bytes`` totals, ``envelope`` (per link and TTFT percentiles);
+- ``payload_lens``: the run's KV dtype beside another, hits held fixed
+  (:mod:`pcs.replay.lens`): payload halves, stored bytes, restore time and
+  prefill do not.
 """
 from __future__ import annotations
 
@@ -23,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from pcs.cache.policies import ProtectedPolicy
+from pcs.replay.lens import payload_lens
 
 __all__ = ["build_summary", "requests_table", "REQUEST_COLUMNS", "TierState", "CacheState", "cache_state"]
 
@@ -211,4 +215,10 @@ def build_summary(res, state: CacheState, seq_ledger, single, ideal, ctx: dict) 
         },
         "envelope": _envelope(L, state, res.columns, ctx),
     }
+    gpu_bytes = ctx["tier_specs"][0].capacity_bytes
+    summary["payload_lens"] = payload_lens(model, ctx["block_size"],
+                                           tiers[0]["capacity_bytes"] if gpu_bytes is None else gpu_bytes,
+                                           summary["envelope"]["links"],
+                                           float(_values(res.columns["prefill_s"]).sum()),
+                                           float(_values(res.columns["ttft_s"]).mean()), L.num_requests)
     return summary

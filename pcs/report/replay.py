@@ -110,6 +110,30 @@ def _envelope_table(s: dict[str, Any]) -> str:
                         title="Bandwidth envelope: restore vs recompute, per link", notes=notes)
 
 
+def _ratio(pair: list) -> str:
+    run, alt = pair
+    return f"x{alt / run:.3f}" if run else "-"
+
+
+def _lens_table(s: dict[str, Any]) -> str:
+    lens = s["payload_lens"]
+    d, a = lens["dtype"], lens["alt_dtype"]
+    spec = [("payload bytes/block (Reference)", "reference_bytes_per_block", format_bytes),
+            ("GPU bytes/block (Reserved)", "gpu_bytes_per_block", format_bytes),
+            ("lower-tier bytes/block (Serialized)", "lower_bytes_per_block", format_bytes),
+            ("blocks the GPU tier holds", "gpu_capacity_blocks", format_count),
+            ("bytes of this run's restores", "restored_bytes", format_bytes),
+            ("their transfer time (setup + bytes/B)", "restore_transfer_s", format_duration),
+            ("prefill of the missed tokens", "prefill_s", format_duration),
+            ("mean TTFT (waits and queueing held)", "ttft_mean_s", format_duration)]
+    rows = [[label, fmt(lens[key][0]), fmt(lens[key][1]), _ratio(lens[key])] for label, key, fmt in spec]
+    return render_table(["same hits, other KV dtype", f"{d} (this run)", a, f"{a}/{d}"], rows,
+                        title=f"Payload is not everything: KV {d} vs {a}",
+                        notes=["scales and per-restore setup do not shrink with the payload, and prefill "
+                               "compute not at all; more blocks per tier may change the hits: replay with "
+                               f"--dtype {a} to see"])
+
+
 def render_replay(s: dict[str, Any]) -> str:
     """The whole report: header, hit rate, tiers, bytes, envelope (one string)."""
     parts = [header_line(s)]
@@ -117,4 +141,5 @@ def render_replay(s: dict[str, Any]) -> str:
     parts += ["", _hit_table(s), "", _tier_table(s), "", _bytes_table(s)]
     if s["envelope"]["links"] or s["timing"] == "modeled":
         parts += ["", _envelope_table(s)]
+    parts += ["", _lens_table(s)]
     return "\n".join(parts)

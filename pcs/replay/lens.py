@@ -1,0 +1,89 @@
+"""The payload lens: what another KV dtype would and would not change in a replay.
+
+Lesson 2 of pcs (CONCEPTS.md section 5): halving payload bytes (FP8 instead
+of BF16) does not halve reserved capacity, restore traffic or latency. Every
+replay report shows it on the run's own numbers: the run's dtype beside one
+alternative (FP8 for a 16-bit run, BF16 for a narrower one), with the hits
+held fixed:
+
+- payload (Reference) bytes per block scale by the bit width;
+- stored bytes per block (GPU Reserved, lower-tier Serialized) carry the
+  quantisation scales (:mod:`pcs.model.quant`), so they shrink less;
+- the restore transfer time of the run's restores, ``restores x setup +
+  restored blocks x bytes per block / bandwidth`` (no queueing; the
+  ``LinkSpec`` model of :mod:`pcs.hardware`), shrinks less again, because
+  the per-restore setup does not scale;
+- the prefill of the missed tokens does not shrink at all: the compute model
+  (:mod:`pcs.compute`) counts FLOPs of weights and attention, not KV bytes;
+- so the mean TTFT moves only by the restore time saved per request.
+
+The capacity a tier holds in blocks grows by the inverse of the stored-byte
+ratio; more blocks may raise the hit ratio, which the lens does not replay
+(run ``pcs replay --dtype ...`` for that).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["alternative_dtype", "payload_lens"]
+
+_WIDE = ("fp32", "bf16", "fp16")
+
+
+def alternative_dtype(dtype: str) -> str:
+    """The dtype the lens compares with: ``fp8`` for 16/32-bit KV, else ``bf16``.
+
+    >>> alternative_dtype("bf16"), alternative_dtype("fp8")
+    ('fp8', 'bf16')
+    """
+    return "fp8" if dtype in _WIDE else "bf16"
+
+
+def _restore_s(links: list[dict], bytes_per_block: list[int]) -> float:
+    return sum(lk["restores"] * lk["setup_s"] + lk["restored_blocks"] * b / lk["bandwidth_bps"]
+               for lk, b in zip(links, bytes_per_block))
+
+
+def payload_lens(model: Any, block_size: int, gpu_capacity_bytes: int, links: list[dict],
+                 prefill_s: float, ttft_mean_s: float, requests: int) -> dict[str, Any]:
+    """The run's dtype beside the alternative one, hits held fixed.
+
+    Args:
+        model: the run's :class:`pcs.model.ModelSpec` (its ``kv_dtype`` is the run's).
+        block_size: tokens per block.
+        gpu_capacity_bytes: the GPU tier's size in bytes (as given, or its
+            blocks x the run's bytes per block when given in blocks).
+        links: the summary's envelope link rows (one per lower tier; ``restores``,
+            ``restored_blocks``, ``setup_s``, ``bandwidth_bps``).
+        prefill_s: the run's total prefill seconds of missed tokens.
+        ttft_mean_s: the run's mean TTFT, seconds.
+        requests: number of requests.
+    Returns:
+        dict with ``dtype``, ``alt_dtype`` and, each a ``[run, alt]`` pair:
+        ``reference_bytes_per_block``, ``gpu_bytes_per_block`` (Reserved),
+        ``lower_bytes_per_block`` (Serialized), ``gpu_capacity_blocks``,
+        ``restored_bytes``, ``restore_transfer_s``, ``prefill_s`` and
+        ``ttft_mean_s`` (the alternative's = the run's minus the change in
+        restore transfer time per request; waits and queueing held fixed).
+    """
+    from pcs.model import block_bytes
+
+    dtype = model.kv_dtype
+    alt = alternative_dtype(dtype)
+    specs = (model, model.with_dtype(alt))
+    ref = [block_bytes(m, block_size, "reference").total_bytes for m in specs]
+    gpu = [block_bytes(m, block_size, "reserved").total_bytes for m in specs]
+    low = [block_bytes(m, block_size, "serialized").total_bytes for m in specs]
+    blocks = sum(lk["restored_blocks"] for lk in links)
+    transfer = [_restore_s(links, [b] * len(links)) for b in low]
+    return {
+        "dtype": dtype, "alt_dtype": alt,
+        "reference_bytes_per_block": ref,
+        "gpu_bytes_per_block": gpu,
+        "lower_bytes_per_block": low,
+        "gpu_capacity_blocks": [gpu_capacity_bytes // g if g else 0 for g in gpu],
+        "restored_bytes": [blocks * b for b in low],
+        "restore_transfer_s": transfer,
+        "prefill_s": [prefill_s, prefill_s],
+        "ttft_mean_s": [ttft_mean_s, ttft_mean_s - (transfer[0] - transfer[1]) / max(requests, 1)],
+    }
