@@ -91,7 +91,9 @@ def _budget_table(rows: list[dict[str, Any]], overall: dict[str, Any] | None) ->
         ["workload", "capacity need", "u_C", "bandwidth need", "u_B", "R_w = C_w/B_w", "capacity short",
          "bandwidth short", "binds first", "fits"], body, title=title,
         notes=["binds first = the budget that fills first if both needs grow by the same factor "
-               "(the larger utilisation)", RATIO_NOTE])
+               "(the larger utilisation)", RATIO_NOTE,
+               "a KV capacity need from a single-sequence hit ratio is a ceiling, not what a finite shared cache"
+               " keeps (pcs replay); and halving payload bytes does not halve the reserved need (pcs footprint)"])
 
 
 def _transfer_table(t: dict[str, Any]) -> str:

@@ -56,7 +56,9 @@ def _table(payload: dict[str, Any]) -> str:
              f" exact for every capacity from one pass of stack depths (kernel {payload['kernel']})",
              "Belady = offline optimum (evicts the unpinned leaf used farthest in the future); ceiling ="
              " infinite cache (single-sequence)",
-             "LRU knee (smallest capacity reaching this share of the ceiling): " + "; ".join(knees)]
+             "LRU knee (smallest capacity reaching this share of the ceiling): " + "; ".join(knees),
+             "capacity in bytes uses stored (Reserved) bytes per block: a narrower KV dtype adds fewer blocks than"
+             " its payload ratio suggests (scales), see pcs footprint"]
     if payload["sample_rate"] < 1.0:
         notes.append(f"SHARDS sample rate {payload['sample_rate']:g}: LRU values are estimates (README gives the"
                      " measured error); Belady is not computed when sampling")

@@ -99,7 +99,9 @@ def _table(r: EnvelopeResult, extra: dict[str, Any]) -> str:
                    "T_remaining - T_overhead); the cached path is faster above it")
     return render_table(headers, body, title=title, notes=[
         verdict, "serial model: cached = D/B + T_remaining + T_overhead against T_full; a higher hit ratio "
-                 "can save compute yet add restore bytes, so it does not guarantee lower latency"])
+                 "can save compute yet add restore bytes, so it does not guarantee lower latency",
+        "halving D (e.g. FP8 KV) halves only the read term: T_remaining, T_overhead and the scales stay; and the"
+        " D a finite cache really restores comes from a replay (pcs replay), not from a single-sequence ratio"])
 
 
 @click.command("envelope", context_settings={"help_option_names": ["-h", "--help"]})

@@ -66,6 +66,8 @@ def _notes(res: FootprintResult, hybrid_block: int | None) -> list[str]:
     if hybrid_block and hybrid_block != res.block_size:
         notes.append(f"vLLM would use --block-size {hybrid_block} for this hybrid (one attention page >= one"
                      " state page), so a state snapshot per block costs far less than at this block size")
+    notes.append("Prefix store is what keeping the whole prefix costs; how much of it a finite, shared cache"
+                 " really keeps (the real hit rate, below the single-sequence ratio) is what pcs replay answers")
     if res.tp > 1:
         notes.append(f"tp {res.tp}: KV heads split across ranks (>= 1 each), MLA latent and indexer keys"
                      f" replicated, recurrent state split; multiply by {res.tp} for all ranks")

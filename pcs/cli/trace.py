@@ -96,7 +96,9 @@ def _stats_table(st: dict) -> str:
         else:
             val = num(st[key])
         rows.append((label, val))
-    notes = ["hit ratio: infinite cache, requests in order, full blocks only, last prompt token recomputed"]
+    notes = ["hit ratio: infinite cache, requests in order, full blocks only, last prompt token recomputed",
+             "that single-sequence ratio is a ceiling, not the hit rate a finite cache reaches on this stream:"
+             " pcs replay and pcs curve give the real one"]
     return render_table(["statistic", "value"], rows,
                         title=f"{st['trace']} ({st['format']}, {st['block_size']}-token blocks)", notes=notes)
 
