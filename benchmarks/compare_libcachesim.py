@@ -31,7 +31,7 @@ blocks looked up), for libCacheSim too (its stream has two gets per access).
 
 Optionally (``--min-accesses``, default 10 M, 0 = off): the trace replicated
 (benchmarks/common.py: remapped ids, shifted timestamps) to that many
-accesses for the curve figure, and peak RSS (``VmHWM``) of replays and the
+accesses for the curve and replay figures at scale (the middle capacity), and peak RSS (``VmHWM``) of replays and the
 curve in fresh child processes: bytes per block held, and peak RSS at 1x,
 4x and the full replica at a fixed capacity (flat in the number of requests?).
 
@@ -321,8 +321,16 @@ def replicated(src: Path, tmp: Path, min_accesses: int, caps: list[int], c: int,
     rep = common.replicate_mooncake(src, tmp, min_accesses)
     sides, info = prepare(rep.path, tmp, "replicated")
     res = curve_pairs(sides, caps, c, pairs, f"replicated x{rep.copies}")
-    res.update(info, replica=rep.to_dict(), accesses=sides.fs.accesses,
-               misses_equal_copies_times_base=sides.lcs_trace(c) == rep.copies * base_misses)
+    rp = common.alternating_pairs(lambda: sides.pcs_api(c), lambda: sides.lcs_trace(c), pairs)
+    acc = sides.fs.accesses
+    res.update(info, replica=rep.to_dict(), accesses=acc,
+               misses_equal_copies_times_base=rp["b_out"] == rep.copies * base_misses,
+               replay_s=rp["a_median_s"], replay_accesses_per_s=acc / rp["a_median_s"],
+               replay_libcachesim_s=rp["b_median_s"], replay_ratio=rp["ratio_median"],
+               replay_misses_agree=rp["a_out"] == (rp["b_out"], 0),
+               replay_pair_ratios=[round(x, 4) for x in rp["ratio_b_over_a"]])
+    print(f"replicated x{rep.copies}: pcs replay {res['replay_accesses_per_s'] / 1e6:.2f} M accesses/s vs libCacheSim "
+          f"{acc / rp['b_median_s'] / 1e6:.2f} -> {res['replay_ratio']:.2f}x; misses agree: {res['replay_misses_agree']}")
     print(f"  (replicated x{rep.copies}: {sides.fs.accesses:,} accesses; libCacheSim misses = copies x base: "
           f"{res['misses_equal_copies_times_base']})")
     return res, sides, rep
@@ -365,7 +373,10 @@ def measure(trace: Path, caps: list[int] | None, pairs: int, min_accesses: int) 
             base_m = next(r for r in rows if r["capacity_blocks"] == c_mid)["block_misses"]["pcs_replay"]
             rc, _, rep = replicated(trace, tmp, min_accesses, caps, c_mid, pairs, base_m)
             out.update(curve_replicated=rc, curve_replicated_accesses_per_s=rc["curve_accesses_per_s"],
-                       curve_replicated_ratio=rc["curve_ratio"], curve_replicated_core_ratio=rc["curve_core_ratio"])
+                       curve_replicated_ratio=rc["curve_ratio"], curve_replicated_core_ratio=rc["curve_core_ratio"],
+                       replay_replicated_accesses_per_s=rc["replay_accesses_per_s"],
+                       replay_replicated_ratio=rc["replay_ratio"])
+            out["miss_ratio_agrees"] &= rc["misses_agree"] and rc["replay_misses_agree"]
             x4 = common.replicate_mooncake(trace, tmp, 4 * fs.accesses, name="x4.jsonl")
             mem = memory({"x1": trace, f"x{x4.copies}": x4.path, f"x{rep.copies}": rep.path}, c_mid, rep.path)
             out.update(memory=mem, peak_rss_bytes=max(r["peak_rss_bytes"] for r in mem["flat"]),
