@@ -236,7 +236,12 @@ class Tier:
                 self.stats.evicted_blocks += len(gone)
             self.stats.overflow_blocks += len(cut_keys) - len(gone)
         fresh = list(filterfalse(res.__contains__, keys))
-        again = [k for k in keys if res.get(k) == 0] if len(fresh) < len(keys) else []
+        if len(fresh) == len(keys):
+            again = []
+        elif len(res) == len(pol):      # no pins (a lower tier): every resident key is unpinned
+            again = list(filter(res.__contains__, keys))
+        else:
+            again = [k for k in keys if res.get(k) == 0]
         if again:
             pol.remove(again)
         need = len(fresh) - self.free_blocks
@@ -250,7 +255,10 @@ class Tier:
         for k in fresh:
             res[k] = 0
         if again:
-            self._add_in_order(keys, set(fresh), set(again), reused)
+            if len(fresh) + len(again) == len(keys) and (reused or pol.reuse_blind):
+                pol.add(keys, reused)   # one run: every key stored or touched, flags equal or ignored
+            else:
+                self._add_in_order(keys, set(fresh), set(again), reused)
         else:
             pol.add(fresh, reused)
         self.stats.inserted_blocks += len(fresh)

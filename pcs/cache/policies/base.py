@@ -57,6 +57,9 @@ class EvictionPolicy(ABC):
     #: True if, fed tail-first releases, the policy keeps a tier prefix-closed
     #: (a parent never evicted before its child); LRU does.
     prefix_closed: ClassVar[bool] = False
+    #: True if ``add`` ignores ``reused`` (the order of the keys is all it keeps), so consecutive
+    #: ``add`` calls with different flags may be merged into one call (LRU, FIFO).
+    reuse_blind: ClassVar[bool] = False
 
     def __init__(self, capacity_blocks: int) -> None:
         if capacity_blocks < 0:

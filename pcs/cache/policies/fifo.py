@@ -33,6 +33,7 @@ class FIFOPolicy(EvictionPolicy):
 
     name = "fifo"
     summary = "first in, first out (hits do not move a block)"
+    reuse_blind = True
 
     def __init__(self, capacity_blocks: int) -> None:
         super().__init__(capacity_blocks)

@@ -27,6 +27,7 @@ class LRUPolicy(EvictionPolicy):
     name = "lru"
     summary = "least recently used"
     prefix_closed = True
+    reuse_blind = True
 
     def __init__(self, capacity_blocks: int) -> None:
         super().__init__(capacity_blocks)
