@@ -15,7 +15,9 @@ Four views, each a command and a Python API:
 - ``pcs.open_trace(path)`` streams :class:`pcs.trace.Request` records.
 
 Units: bytes as int, bandwidth in bytes/s, times in seconds; GB decimal.
-Names are imported lazily so ``import pcs`` stays cheap. ``pcs.budget``,
+Names and the submodules (``pcs.model``, ``pcs.trace``, ``pcs.hardware``,
+``pcs.compute``, ``pcs.cache``, ``pcs.blocks``, ``pcs.units`` ...) are
+imported lazily on first use, so ``import pcs`` stays cheap. ``pcs.budget``,
 ``pcs.envelope`` and ``pcs.replay`` are modules that are also callable as
 their view's function (see :mod:`pcs._callable`).
 """
@@ -36,10 +38,15 @@ _API: dict[str, tuple[str, str | None]] = {
     "get_model": ("pcs.model", "get_model"),
 }
 
+#: submodules reachable as ``pcs.<name>`` after a plain ``import pcs``
+_SUBMODULES = ("blocks", "cache", "compute", "errors", "hardware", "model", "report", "trace", "units")
+
 __all__ = sorted(_API)
 
 
 def __getattr__(name: str):
+    if name in _SUBMODULES:
+        return importlib.import_module(f"pcs.{name}")
     try:
         module_name, attr = _API[name]
     except KeyError:

@@ -69,8 +69,8 @@ class ComputeModel:
 
     Attributes:
         model: a ModelSpec (``active_params``, ``weight_dtype_bytes``,
-            ``attention_flops(n, c)``, ``with_tp``).
-        gpu: the GPU's figures (:class:`pcs.hardware.GPUSpec`).
+            ``attention_flops(n, c)``, ``with_tp``) or a preset name.
+        gpu: the GPU's figures (:class:`pcs.hardware.GPUSpec`) or a preset name.
         tp: tensor-parallel size (int >= 1): FLOPs and weights split evenly.
         utilisation: MFU in (0, 1]; default :data:`DEFAULT_UTILISATION`.
         dtype: compute dtype selecting the peak: "bf16" (or "fp16") or "fp8".
@@ -91,6 +91,14 @@ class ComputeModel:
     block_size: int = 16
 
     def __post_init__(self) -> None:
+        if isinstance(self.model, str):  # a preset name, as the CLI accepts
+            from pcs.model import get_model
+
+            object.__setattr__(self, "model", get_model(self.model))
+        if isinstance(self.gpu, str):
+            from pcs.hardware import get_gpu
+
+            object.__setattr__(self, "gpu", get_gpu(self.gpu))
         if isinstance(self.tp, bool) or not isinstance(self.tp, int) or self.tp < 1:
             raise ValueError(f"tensor-parallel size must be an int >= 1, got {self.tp!r}")
         if not (isinstance(self.utilisation, (int, float)) and 0 < self.utilisation <= 1):

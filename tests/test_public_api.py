@@ -28,3 +28,22 @@ def test_footprint_function():
 def test_unknown_attribute():
     with pytest.raises(AttributeError):
         pcs.no_such_view
+
+
+def test_submodules_after_plain_import():
+    import importlib
+
+    fresh = importlib.reload(pcs)
+    for name in ("model", "trace", "hardware", "compute", "cache", "blocks", "units"):
+        assert getattr(fresh, name).__name__ == f"pcs.{name}"
+
+
+def test_names_accepted_where_the_cli_accepts_them():
+    # llama-3.1-8b: 131,072 B/token (32 x 8 x 128 x 2 x 2); 32,768 tokens -> 4 GiB exactly
+    assert pcs.footprint("llama-3.1-8b", 32768).totals["reference_bytes"] == 32768 * 131072
+    assert pcs.model.block_bytes("llama-3.1-8b", 16, "reference").total_bytes == 16 * 131072
+    by_name = pcs.compute.ComputeModel("llama-3.1-8b", "h100-sxm")
+    by_spec = pcs.compute.ComputeModel(pcs.get_model("llama-3.1-8b"), pcs.hardware.get_gpu("h100-sxm"))
+    assert by_name.prefill_s(1000) == by_spec.prefill_s(1000)
+    with pytest.raises(ValueError):
+        pcs.footprint("no-such-model", 1)

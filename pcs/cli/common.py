@@ -31,12 +31,17 @@ class PcsUsageError(click.ClickException):
 def user_errors() -> Iterator[None]:
     """Turn user-input failures into :class:`PcsUsageError` (exit 2, one line).
 
-    Caught: ``ValueError`` (bad values, :class:`pcs.errors.InputError`),
+    Caught: click's ``UsageError`` (bad option values, missing options,
+    unknown commands: one line naming the command's ``--help``),
+    ``ValueError`` (bad values, :class:`pcs.errors.InputError`),
     ``FileNotFoundError``/``IsADirectoryError``/``PermissionError``, and
     ``KeyError`` raised for unknown preset names.
     """
     try:
         yield
+    except click.UsageError as exc:  # click's own parse errors: one line too, not usage + hint + error
+        where = f" (see '{exc.ctx.command_path} --help')" if exc.ctx is not None else ""
+        raise PcsUsageError(f"{exc.format_message()}{where}") from None
     except click.ClickException:
         raise
     except (ValueError, KeyError) as exc:

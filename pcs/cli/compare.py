@@ -20,6 +20,10 @@ from pcs.units import format_bytes, format_count, format_duration, format_percen
 __all__ = ["compare", "METRICS", "variant_row"]
 
 
+def _pts(x: float) -> str:
+    return f"{100.0 * x:+.1f} pts"
+
+
 def _link_sum(s: dict, key: str) -> float:
     return sum(lk[key] for lk in s["envelope"]["links"])
 
@@ -34,10 +38,9 @@ METRICS: list[tuple[str, str, Callable[[dict], Any], Callable[[Any], str]]] = [
     ("hit ratio (real)", "hit_ratio", lambda s: s["hit_ratio"], format_percent),
     ("single-sequence hit ratio", "single_sequence_hit_ratio", lambda s: s["single_sequence_hit_ratio"],
      format_percent),
-    ("gap: block rounding", "gap_block_rounding", lambda s: s["gap"]["block_rounding"], format_percent),
-    ("gap: capacity and eviction", "gap_capacity_eviction", lambda s: s["gap"]["capacity_eviction"],
-     format_percent),
-    ("gap: concurrency", "gap_concurrency", lambda s: s["gap"]["concurrency"], format_percent),
+    ("gap: block rounding", "gap_block_rounding", lambda s: s["gap"]["block_rounding"], _pts),
+    ("gap: capacity and eviction", "gap_capacity_eviction", lambda s: s["gap"]["capacity_eviction"], _pts),
+    ("gap: concurrency", "gap_concurrency", lambda s: s["gap"]["concurrency"], _pts),
     ("hits from lower tiers", "lower_tier_hit_ratio", lambda s: sum(list(s["hit_ratio_per_tier"].values())[1:]),
      format_percent),
     ("restored bytes", "restored_bytes", lambda s: s["bytes"]["restored"], format_bytes),

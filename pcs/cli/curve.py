@@ -23,7 +23,11 @@ def _parse_capacities(text: str, block_bytes: int | None) -> list[int]:
         if item.isdigit():
             out.append(int(item))
             continue
+        if not item[0].isdigit():
+            raise PcsUsageError(f"--capacities {item!r}: expected a block count >= 0 (e.g. 5000) or, with --model,"
+                                " a size (e.g. 40GB)")
         if block_bytes is None:
+            parse_bytes(item)  # a malformed size says so first
             raise PcsUsageError(f"--capacities {item!r}: sizes in bytes need --model (plain numbers are blocks)")
         out.append(parse_bytes(item) // block_bytes)
     if not out:

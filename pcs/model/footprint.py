@@ -44,6 +44,12 @@ from typing import Any
 from pcs.model.components import KVComponent
 from pcs.model.spec import ModelSpec, check_mode
 
+
+def _as_model(model: ModelSpec | str) -> ModelSpec:
+    from pcs.model.presets import as_model  # presets import this module's siblings only
+
+    return as_model(model)
+
 __all__ = ["BlockBytes", "block_bytes", "reserved_bytes", "prefix_store_bytes", "component_bytes",
            "hybrid_block_size", "FootprintResult", "footprint"]
 
@@ -74,7 +80,7 @@ def _component_block_bytes(c: KVComponent, block_size: int, layout: str) -> int:
     return block_size * per_token + fixed
 
 
-def block_bytes(model: ModelSpec, block_size: int, layout: str = "serialized") -> BlockBytes:
+def block_bytes(model: ModelSpec | str, block_size: int, layout: str = "serialized") -> BlockBytes:
     """Bytes one cached prefix block of ``block_size`` tokens occupies in ``layout``.
 
     See the module docstring for what each component's share holds. The GPU
@@ -89,6 +95,7 @@ def block_bytes(model: ModelSpec, block_size: int, layout: str = "serialized") -
     """
     _check_block_size(block_size)
     check_mode(layout)
+    model = _as_model(model)
     per = {c.name: _component_block_bytes(c, block_size, layout) for c in model.components}
     return BlockBytes(total_bytes=sum(per.values()), per_component=per)
 
@@ -112,7 +119,7 @@ def component_bytes(c: KVComponent, tokens: int, block_size: int) -> dict[str, i
     }
 
 
-def reserved_bytes(model: ModelSpec, tokens: int, block_size: int) -> int:
+def reserved_bytes(model: ModelSpec | str, tokens: int, block_size: int) -> int:
     """Bytes the allocator holds for ONE running sequence of ``tokens`` tokens (one rank).
 
     Full attention, MLA, indexer: ceil(T/B) pages; sliding window:
@@ -128,13 +135,13 @@ def reserved_bytes(model: ModelSpec, tokens: int, block_size: int) -> int:
     """
     _check_tokens(tokens)
     _check_block_size(block_size)
-    return sum(component_bytes(c, tokens, block_size)["reserved_bytes"] for c in model.components)
+    return sum(component_bytes(c, tokens, block_size)["reserved_bytes"] for c in _as_model(model).components)
 
 
-def prefix_store_bytes(model: ModelSpec, tokens: int, block_size: int, layout: str = "serialized") -> int:
+def prefix_store_bytes(model: ModelSpec | str, tokens: int, block_size: int, layout: str = "serialized") -> int:
     """Bytes to keep a ``tokens``-token prefix as cache objects: floor(T/B) blocks x block_bytes."""
     _check_tokens(tokens)
-    return (tokens // block_size) * block_bytes(model, block_size, layout).total_bytes
+    return (tokens // block_size) * block_bytes(_as_model(model), block_size, layout).total_bytes
 
 
 def hybrid_block_size(model: ModelSpec) -> int | None:
@@ -217,12 +224,13 @@ def _component_row(c: KVComponent, tokens: int, block_size: int, sequences: int)
     return row
 
 
-def footprint(model: ModelSpec, tokens: int, block_size: int = 16, dtype: str | None = None,
+def footprint(model: ModelSpec | str, tokens: int, block_size: int = 16, dtype: str | None = None,
               sequences: int = 1) -> FootprintResult:
     """KV bytes of ``sequences`` sequences of ``tokens`` tokens in every accounting mode.
 
     Args:
-        model: the spec (already ``with_tp`` if wanted; bytes are per rank).
+        model: the spec (already ``with_tp`` if wanted; bytes are per rank),
+            or a preset name (``pcs models``).
         tokens: T, tokens per sequence (>= 0).
         block_size: B, tokens per block/page (>= 1).
         dtype: KV dtype to apply first (None keeps the model's).
@@ -237,6 +245,7 @@ def footprint(model: ModelSpec, tokens: int, block_size: int = 16, dtype: str | 
     _check_block_size(block_size)
     if not isinstance(sequences, int) or isinstance(sequences, bool) or sequences < 1:
         raise ValueError(f"sequences must be an integer >= 1, got {sequences!r}")
+    model = _as_model(model)
     spec = model.with_dtype(dtype) if dtype is not None else model
     comps = tuple(_component_row(c, tokens, block_size, sequences) for c in spec.components)
     per_token = {m: spec.kv_bytes_per_token(m) for m in ("reference", "serialized")}

@@ -149,6 +149,15 @@ def get_model(name: str) -> ModelSpec:
     return _build(key)
 
 
+def as_model(model: "ModelSpec | str") -> ModelSpec:
+    """A ModelSpec as given, or the preset a name names (:func:`get_model`).
+
+    Raises:
+        ValueError: unknown preset name.
+    """
+    return model if isinstance(model, ModelSpec) else get_model(model)
+
+
 def list_models() -> list[dict[str, Any]]:
     """One row per preset for ``pcs models`` (stable keys, documented in the README).
 

@@ -215,6 +215,11 @@ def _tier_specs(tiers, tier_policies, links) -> list[TierSpec]:
     if not specs:
         raise ValueError("at least one tier is needed, e.g. --tier gpu=400GB")
     names = [t.name for t in specs]
+    from pcs.hardware import TIER_LINKS
+
+    if names[0].lower() in TIER_LINKS:
+        raise ValueError(f"the first --tier is the GPU tier, but it is named {names[0]!r} (a lower tier); "
+                         f"give the tiers GPU first, e.g. --tier gpu=400GB --tier {names[0]}=...")
     if len(set(names)) != len(names):
         raise ValueError(f"tier names must be distinct, got {', '.join(names)}")
     for what, mapping in (("--tier-policy", tier_policies or {}), ("--link", links or {})):

@@ -187,7 +187,7 @@ def build_summary(res, state: CacheState, seq_ledger, single, ideal, ctx: dict) 
     tiers = _tier_rows(state, L, ctx)
     ref = ctx["reference_block"]
     summary = {
-        "trace": ctx["trace"], "model": model.name, "kv_dtype": ctx["dtype"], "gpu": ctx["gpu"].name,
+        "trace": ctx["trace"], "model": model.name, "kv_dtype": model.kv_dtype, "gpu": ctx["gpu"].name,
         "tp": ctx["tp"], "block_size": ctx["block_size"], "timing": ctx["timing"], "policy": ctx["policy"],
         "write_policy": ctx["write_policy"],
         "cache_partial_blocks": ctx["rules"].cache_partial_blocks,
