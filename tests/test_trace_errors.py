@@ -269,3 +269,24 @@ def test_token_trace_errors(tmp_path):
     with pytest.raises(InputError, match="decreases"):
         list(open_trace(p))
     assert np.allclose([r.arrival_s for r in open_trace(p, sort=True)], [0.003, 0.009])
+
+
+def test_truncated_gzip_names_the_line_where_it_ends(tmp_path):
+    import gzip
+    import zlib
+
+    from pcs.errors import InputError
+    from pcs.trace import open_trace
+
+    lines = b"".join(b'{"timestamp": %d, "input_length": 600, "output_length": 1, "hash_ids": [%d, %d]}\n'
+                     % (i, 2 * i, 2 * i + 1) for i in range(20000))
+    z = gzip.compress(lines)
+    path = tmp_path / "cut.jsonl.gz"
+    path.write_bytes(z[: len(z) // 2])
+    # independently: how many whole lines the surviving half decompresses to
+    whole = zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(path.read_bytes()).count(b"\n")
+    with pytest.raises(InputError) as info:
+        for _ in open_trace(path):
+            pass
+    assert info.value.line == whole + 1
+    assert "truncated gzip" in str(info.value)

@@ -57,8 +57,25 @@ def open_binary(path) -> BinaryIO:
 
 
 def _read(stream: BinaryIO, size: int, name: str, line: int) -> bytes:
+    """Up to ``size`` bytes; a gzip stream is read piecewise (``read1``) so that a
+    truncation returns the data before it first and is reported at its own line."""
     try:
-        return stream.read(size)
+        if not isinstance(stream, gzip.GzipFile):
+            return stream.read(size)
+        parts: list[bytes] = []
+        got = 0
+        while got < size:
+            try:
+                piece = stream.read1(size - got)
+            except EOFError:
+                if parts:
+                    break  # hand over what decompressed; the next read raises at the right line
+                raise
+            if not piece:
+                break
+            parts.append(piece)
+            got += len(piece)
+        return b"".join(parts)
     except EOFError as exc:  # gzip: "Compressed file ended before the end-of-stream marker"
         raise InputError(name, line, None, f"truncated gzip stream ({exc})") from None
     except (gzip.BadGzipFile, zlib.error) as exc:
