@@ -92,7 +92,23 @@ def _check_tp_heads(tp: int, heads: int, what: str) -> None:
                          f"(nor do they divide it); vLLM requires one to divide the other")
 
 
-class _GQA:
+class _PerToken:
+    """Defaults of a component that keeps one entry per token: no fixed bytes,
+    holds all T tokens, ceil(T / B) pages (vLLM ``FullAttentionManager``)."""
+
+    __slots__ = ()
+
+    def fixed_payload_bytes(self) -> int:
+        return 0
+
+    def tokens_held(self, tokens: int) -> int:
+        return tokens
+
+    def reserved_blocks(self, tokens: int, block_size: int) -> int:
+        return -(-tokens // block_size)
+
+
+class _GQA(_PerToken):
     """Shared formulas of full and sliding-window GQA/MHA/MQA layers."""
 
     __slots__ = ()
@@ -117,9 +133,6 @@ class _GQA:
             return 0
         per_head = self.scales.row_bytes(self.head_dim) + self.scales.row_bytes(self._v_dim())
         return self.num_layers * self.kv_heads_per_rank() * per_head
-
-    def fixed_payload_bytes(self) -> int:
-        return 0
 
     def _flops_per_pair(self) -> float:
         # QK^T: 2*d_qk per head per pair; PV: 2*d_v; all query heads of all ranks.
@@ -156,12 +169,6 @@ class FullAttention(_GQA):
     tp: int = 1
     head_dim_v: int | None = None
 
-    def tokens_held(self, tokens: int) -> int:
-        return tokens
-
-    def reserved_blocks(self, tokens: int, block_size: int) -> int:
-        """ceil(T / B) pages (vLLM ``FullAttentionManager``)."""
-        return -(-tokens // block_size)
 
     def attention_flops(self, new_tokens: ArrayLike, cached_tokens: ArrayLike) -> np.ndarray:
         return self._flops_per_pair() * causal_pairs(new_tokens, cached_tokens)
@@ -206,7 +213,7 @@ class SlidingWindow(_GQA):
 
 
 @dataclass(frozen=True, slots=True)
-class MLALatent:
+class MLALatent(_PerToken):
     """Multi-head latent attention: one compressed latent per token per layer, no separate V.
 
     Bytes per token per layer = kv_lora_rank x dtype + qk_rope_head_dim x rope dtype
@@ -239,15 +246,6 @@ class MLALatent:
     def scale_bytes_per_token(self) -> int:
         return 0 if self.scales is None else self.num_layers * self.scales.row_bytes(self.kv_lora_rank)
 
-    def fixed_payload_bytes(self) -> int:
-        return 0
-
-    def tokens_held(self, tokens: int) -> int:
-        return tokens
-
-    def reserved_blocks(self, tokens: int, block_size: int) -> int:
-        return -(-tokens // block_size)
-
     def attention_flops(self, new_tokens: ArrayLike, cached_tokens: ArrayLike) -> np.ndarray:
         per_pair = 2.0 * self.num_q_heads * (self.qk_nope_head_dim + self.rope_dim + self.v_head_dim)
         pairs = (causal_pairs(new_tokens, cached_tokens) if self.topk is None
@@ -276,7 +274,7 @@ class MLALatent:
 
 
 @dataclass(frozen=True, slots=True)
-class IndexerKeys:
+class IndexerKeys(_PerToken):
     """Sparse-attention indexer keys (DeepSeek-V3.2 lightning indexer): small keys per token per layer.
 
     Own dtype, untouched by the KV ``--dtype``: fp8 keys of index_head_dim plus
@@ -299,15 +297,6 @@ class IndexerKeys:
 
     def scale_bytes_per_token(self) -> int:
         return 0 if self.scales is None else self.num_layers * self.scales.row_bytes(self.index_head_dim)
-
-    def fixed_payload_bytes(self) -> int:
-        return 0
-
-    def tokens_held(self, tokens: int) -> int:
-        return tokens
-
-    def reserved_blocks(self, tokens: int, block_size: int) -> int:
-        return -(-tokens // block_size)
 
     def attention_flops(self, new_tokens: ArrayLike, cached_tokens: ArrayLike) -> np.ndarray:
         per_pair = 2.0 * self.index_n_heads * self.index_head_dim * self.num_layers
