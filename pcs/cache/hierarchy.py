@@ -132,7 +132,8 @@ class Hierarchy:
         lead, hits, used, restores, new, n_restore, tier_hits, last, where = self._lookup(head, n, cap)
         gpu = self.tiers[0]
         need = n_restore + len(new) + extra_blocks
-        avail = gpu.available_blocks - (gpu.count_evictable(used) if used else 0)
+        evictable = gpu.count_evictable(used) if used else 0
+        avail = gpu.available_blocks - evictable
         budget = need
         if need > avail:
             limit = gpu.capacity_blocks - len(used)
@@ -149,7 +150,7 @@ class Hierarchy:
                 n_restore = budget
             new = new[:max(0, budget - n_restore)]
         if used:
-            gpu.pin(used)
+            gpu.pin(used, evictable)
         victims = gpu.reserve(budget)
         assert victims is not None
         restored, filled, used = self._restore(head, lead, used, restores, where) if n_restore else \
@@ -280,10 +281,15 @@ class Hierarchy:
     def finish(self, adm: Admission) -> None:
         """Drop the request's pins tail first and give back its reserved slots."""
         gpu = self.tiers[0]
-        if adm.new:
-            gpu.unpin(adm.new[::-1], False)
-        if adm.used:
-            gpu.unpin(adm.used[::-1], True)
+        if gpu.policy.reuse_blind and adm.new and adm.used:   # the flags differ only: one call
+            keys = [*adm.used, *adm.new]
+            keys.reverse()
+            gpu.unpin(keys, False)
+        else:
+            if adm.new:
+                gpu.unpin(adm.new[::-1], False)
+            if adm.used:
+                gpu.unpin(adm.used[::-1], True)
         gpu.release(adm.reserved)
         adm.reserved = 0
 

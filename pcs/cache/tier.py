@@ -109,9 +109,19 @@ class Tier:
         """How many of the resident ``keys`` have pin count 0."""
         return list(map(self.resident.__getitem__, keys)).count(0)
 
-    def pin(self, keys: Sequence[int]) -> None:
-        """Add one pin to each resident key (distinct keys); 0 -> 1 leaves the policy."""
+    def pin(self, keys: Sequence[int], evictable: int | None = None) -> None:
+        """Add one pin to each resident key (distinct keys); 0 -> 1 leaves the policy.
+
+        ``evictable``: ``count_evictable(keys)`` if the caller already knows it.
+        """
         res = self.resident
+        if evictable is None:
+            evictable = self.count_evictable(keys)
+        if evictable == len(keys):              # the usual case: none pinned yet
+            for k in keys:
+                res[k] = 1
+            self.policy.remove(keys)
+            return
         fresh = []
         for k in keys:
             rc = res[k]

@@ -168,7 +168,8 @@ class ReplayEngine:
         off, hashes, n, cap = ch.offsets, ch.hashes, ch.cacheable, ch.cap
         check = self.check
         for i in range(len(ch.arrival_s)):
-            adm = start(hashes[off[i]:off[i + 1]], n[i], cap[i], 0, False)
+            o = off[i]
+            adm = start(hashes[o:o + n[i]], n[i], cap[i], 0, False)   # only the cacheable head is read
             check and self.h._check()
             self._account(ch, i, adm, 0.0, 0.0)
             done(adm)
@@ -203,8 +204,9 @@ class ReplayEngine:
         start = self.h.start
         while q:
             ch, i, a = q[0]
-            adm = start(ch.hashes[ch.offsets[i]:ch.offsets[i + 1]], ch.cacheable[i], ch.cap[i],
-                        ch.extra_blocks[i], True)
+            n = ch.cacheable[i]
+            o = ch.offsets[i]
+            adm = start(ch.hashes[o:o + n], n, ch.cap[i], ch.extra_blocks[i], True)  # the cacheable head
             if adm is None:
                 return
             q.popleft()
