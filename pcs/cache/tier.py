@@ -139,7 +139,18 @@ class Tier:
         """
         res = self.resident
         vals = list(map(res.__getitem__, keys))
-        if vals.count(1) == len(vals):          # the usual case: only this request held them
+        ones = vals.count(1)
+        if ones == len(vals):                   # the usual case: only this request held them
+            for k in keys:
+                res[k] = 0
+            self.policy.add(keys, reused)
+            return
+        if ones and vals[:ones].count(1) == ones:
+            # next usual case (concurrent requests): the tail was this request's alone, the head is
+            # shared; the keys reaching 0 are exactly the first ``ones``, the rest stay pinned
+            for k, rc in zip(keys[ones:], vals[ones:]):
+                res[k] = rc - 1
+            keys = keys[:ones]
             for k in keys:
                 res[k] = 0
             self.policy.add(keys, reused)

@@ -10,6 +10,7 @@ block queue behaves the same way, ``vllm/v1/core/block_pool.py``).
 from __future__ import annotations
 
 from collections import OrderedDict
+from itertools import islice
 from typing import Iterable, Sequence
 
 from pcs.cache.policies.base import EvictionPolicy
@@ -58,8 +59,10 @@ class LRUPolicy(EvictionPolicy):
         od = self._od
         if n > len(od):
             return None
-        pop = od.popitem
-        return [pop(False)[0] for _ in range(n)]
+        victims = list(islice(od, n))       # the n oldest, then delete them (cheaper than n popitem calls)
+        for k in victims:
+            del od[k]
+        return victims
 
     def order(self) -> list[int]:
         return list(self._od)
