@@ -48,6 +48,8 @@ from pcs.replay.stream import Chunk
 __all__ = ["ReplayEngine", "EngineResult", "TimeModel", "TIMINGS"]
 
 TIMINGS = ("modeled", "sequential")
+#: Per-request columns copied from the chunks as they are fed (the rest come from the admissions).
+_INPUT_COLUMNS = ("request_id", "arrival_s", "prompt_tokens", "output_tokens", "prefill_no_cache_s")
 _NAN = float("nan")
 
 
@@ -141,9 +143,10 @@ class ReplayEngine:
         names += [("restored_bytes", "q"), ("restore_s", "d"), ("prefill_s", "d"), ("wait_s", "d"),
                   ("ttft_s", "d"), ("prefill_no_cache_s", "d"), ("finish_s", "d"), ("truncated", "b")]
         self._cols: dict[str, array] = {name: array(code) for name, code in names}
-        # rows are buffered as tuples (one append per request) and moved into the columns in bulk;
-        # tuple order: the fixed columns in _ROW_ORDER, then one hit-token count per tier
-        self._row_order = [n for n, _ in names if not n.startswith("hit_tokens_")] + \
+        # requests are admitted in trace order, so the input columns are copied a chunk at a time (feed);
+        # the outcome of each request is buffered as a tuple (one append per request) and moved into the
+        # columns in bulk; tuple order: the other fixed columns, then one hit-token count per tier
+        self._row_order = [n for n, _ in names if not n.startswith("hit_tokens_") and n not in _INPUT_COLUMNS] + \
             [f"hit_tokens_{tier.name}" for tier in hierarchy.tiers]
         self._rows: list[tuple] = []
         self._zeros = (0,) * (t - 1)
@@ -158,6 +161,14 @@ class ReplayEngine:
         """Replay the requests of ``chunk`` (in order, after all earlier chunks)."""
         self.ledger.block_accesses += chunk.offsets[-1] - chunk.offsets[0]
         self.ledger.cacheable_blocks += sum(chunk.cacheable)
+        c = self._cols
+        m = len(chunk.arrival_s)
+        c["request_id"].extend(range(chunk.first_request_id, chunk.first_request_id + m))
+        c["arrival_s"].extend(chunk.arrival_s)
+        c["prompt_tokens"].extend(chunk.prompt_tokens)
+        c["output_tokens"].extend(chunk.output_tokens)
+        pre = chunk.prefill_s
+        c["prefill_no_cache_s"].extend([pre[o] for o in chunk.prefill_offsets[:m]] if pre else [0.0] * m)
         if self.timing == "sequential":
             self._feed_sequential(chunk)
         else:
@@ -273,11 +284,10 @@ class ReplayEngine:
         pre = ch.prefill_s
         if pre:
             base = ch.prefill_offsets[i]
-            full = pre[base]
             pf = pre[base + hits]
         else:
             base = 0
-            full = pf = 0.0
+            pf = 0.0
         if hits > th[0]:
             restore_s, restored_bytes = self._restores(adm, now, pre, base)
         else:
@@ -287,9 +297,8 @@ class ReplayEngine:
             finish = ttft_end + (ch.decode_s[i] if ch.decode_s else 0.0)
         else:
             finish = _NAN
-        self._rows.append((ch.first_request_id + i, ch.arrival_s[i], p, ch.output_tokens[i], hits,
-                           ch.cacheable[i] - adm.lead, ht, restored_bytes, restore_s, pf, wait,
-                           wait + restore_s + pf, full, finish, adm.truncated) + tier_tokens)
+        self._rows.append((hits, ch.cacheable[i] - adm.lead, ht, restored_bytes, restore_s, pf, wait,
+                           wait + restore_s + pf, finish, adm.truncated) + tier_tokens)
         if len(self._rows) >= 65536:
             self._flush()
         return ttft_end
