@@ -26,10 +26,10 @@ import dataclasses
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from pcs import units
-from pcs.blocks import BlockRules, single_sequence_hits
+from pcs.blocks import BlockRules
 from pcs.cache import WRITE_POLICIES, Hierarchy, Tier, make_policy
 from pcs.cache.policies import DEFAULT_POLICY
 from pcs.replay.engine import TIMINGS, ReplayEngine, TimeModel
@@ -200,15 +200,6 @@ def _build_tiers(specs: Sequence[TierSpec], bpb: Sequence[int], policy: str, tie
     return tiers
 
 
-class _View:
-    """A request as ``single_sequence_hits`` reads it, over a chunk's lists."""
-
-    __slots__ = ("prompt_tokens", "block_size", "block_hashes")
-
-    def __init__(self, p: int, bs: int, hashes: list) -> None:
-        self.prompt_tokens, self.block_size, self.block_hashes = p, bs, hashes
-
-
 def _tier_specs(tiers, tier_policies, links) -> list[TierSpec]:
     """Parse and check the tier list and the per-tier option names."""
     specs = [parse_tier(t) for t in (tiers if tiers is not None else DEFAULT_TIERS)]
@@ -262,31 +253,23 @@ def _block_bytes(spec, bs: int, layout: str):
 def _run(source, rules: BlockRules, time_model, engines: list, progress, singles: tuple | None = None) -> tuple:
     """Feed every chunk to every engine once; returns the single-sequence results (run rules, ideal).
 
-    The single-sequence pass under the run's rules reads the same chunks as the
-    engines (one read of the trace); the ideal pass reads the trace again.
-    ``singles`` already computed (by the fast path) are returned as they are.
+    Both single-sequence results come from one more read of the trace: a
+    sequential LRU scan (:func:`pcs.replay.fastpath.scan`, unchecked, 16 B
+    per distinct id) whose ``seen`` / ``ideal`` leading runs are
+    :func:`pcs.blocks.single_sequence_hits` under the run's rules and the
+    ideal rules, without a Python set of every block. ``singles`` already
+    computed (by the fast path) are returned as they are.
     """
+    from pcs.replay import fastpath
+
+    for ch in iter_chunks(source, rules, time_model):
+        for e in engines:
+            e.feed(ch)
+        if progress is not None:
+            progress(len(ch))
     if singles is not None:
-        for ch in iter_chunks(source, rules, time_model):
-            for e in engines:
-                e.feed(ch)
-            if progress is not None:
-                progress(len(ch))
         return singles
-
-    def views() -> Iterable[_View]:
-        for ch in iter_chunks(source, rules, time_model):
-            for e in engines:
-                e.feed(ch)
-            if progress is not None:
-                progress(len(ch))
-            off, hs, pt, bs = ch.offsets, ch.hashes, ch.prompt_tokens, ch.block_size
-            for i in range(len(pt)):
-                yield _View(pt[i], bs, hs[off[i]:off[i + 1]])
-
-    single = single_sequence_hits(views(), rules)
-    ideal = single_sequence_hits(source, BlockRules(cache_partial_blocks=True, recompute_last_token=False))
-    return single, ideal
+    return fastpath.single_results(fastpath.scan(source, 0, rules, check=False))
 
 
 def _compute_model(spec, gpu, tp: int, bs: int):

@@ -1,16 +1,14 @@
-"""Sequential one-tier LRU replay from LRU stack depths: the engine's result without a per-block loop.
+"""Sequential one-tier LRU replay without the event loop: the engine's result from three leading runs.
 
 The most common baseline, ``replay(..., timing="sequential")`` with ONE tier
 whose policy is ``lru``, is plain LRU on the flat stream "per request: blocks
 head to tail, then tail to head" (team brief, "Shared replay semantics",
-rule 4). Block i of a request is resident at the request's start iff its LRU
-stack depth d_i (:func:`pcs.replay.stackdist.stack_depths`, Mattson et al.
-1970) is < C, so with C slots, per request (n cacheable blocks, hit cap
-``cap``, ``BlockRules``):
+rule 4). :class:`pcs.replay.lruscan.SequentialLru` runs that LRU at the
+tier's C slots in O(1) per access, streaming the trace batch by batch, and
+gives per request (n cacheable blocks, hit cap ``cap``, ``BlockRules``):
 
-- ``lead = #{i : 0 <= d_i < C}`` (the resident blocks form a prefix: depths
-  strictly increase along a chain); ``hits = min(cap, lead)``;
-  ``missed_blocks = n - lead``;
+- ``lead``: leading blocks resident at the request's start; ``hits =
+  min(cap, lead)``; ``missed_blocks = n - lead``;
 - lookup pins the lead, reserves ``min(n, C) - lead`` slots for new blocks
   (a request with ``n > C`` caches its head only and is ``truncated``);
   all slots are unpinned between sequential requests, so the reserve evicts
@@ -22,18 +20,17 @@ stack depth d_i (:func:`pcs.replay.stackdist.stack_depths`, Mattson et al.
   (new, cached) token pairs as :class:`pcs.replay.engine.TimeModel`.
 
 Those are :class:`pcs.cache.Hierarchy` / :class:`pcs.cache.Tier` step by
-step when no block of a request after its lead is resident and no id repeats
-within a request: true for chained hashes (every id always under the same
-parent). :func:`prepare` checks it on the depths -- non-negative depths
-strictly increasing along each request, no non-negative depth after a cold
-block, and as many cold accesses as distinct ids -- and raises
-:class:`NotApplicable` otherwise (``replay(engine="auto")`` then runs the
-general engine). tests/test_replay_fastpath.py checks summary and
-per-request table equality with the engine.
+step when no id repeats among a request's cacheable blocks and no block after
+the lead is resident (the resident blocks form a prefix): true for chained
+hashes (every id always under the same parent). The scan checks both at the
+run's capacity and raises :class:`NotApplicable` otherwise
+(``replay(engine="auto")`` then runs the general engine).
+tests/test_replay_fastpath.py checks summary and per-request table equality
+with the engine.
 
-The single-sequence and ideal ratios come from the same kind of pass: a
-block is in the infinite cache iff its depth is >= 0 (seen in an earlier
-request), exactly :func:`pcs.blocks.single_sequence_hits`.
+The single-sequence and ideal ratios come from the same scan (``seen`` and
+``ideal`` leading runs: looked up / stamped by an earlier request), exactly
+:func:`pcs.blocks.single_sequence_hits` without its Python set.
 """
 from __future__ import annotations
 
@@ -43,18 +40,17 @@ from typing import Any, Callable, Iterator
 import numpy as np
 
 from pcs.blocks import BlockRules, SingleSequenceResult
-from pcs.replay import stackdist
 from pcs.replay.engine import EngineResult
 from pcs.replay.ledger import ReplayLedger
+from pcs.replay.lruscan import NotChained, SequentialLru
 from pcs.replay.stream import CHUNK_REQUESTS, rule_columns
 from pcs.replay.summary import CacheState, TierState
 
-__all__ = ["ENGINES", "NotApplicable", "Prepared", "qualifies", "prepare", "single_results", "run", "sequential_lru"]
+__all__ = ["ENGINES", "NotApplicable", "Scan", "qualifies", "scan", "single_results", "run", "sequential_lru"]
 
 #: ``replay(engine=...)``: ``auto`` = the fast path when it applies, ``general`` = the
 #: event-loop engine always, ``fast`` = the fast path or a ValueError.
 ENGINES = ("auto", "general", "fast")
-_IDEAL = BlockRules(cache_partial_blocks=True, recompute_last_token=False)
 
 
 class NotApplicable(ValueError):
@@ -67,30 +63,31 @@ def qualifies(tiers, timing: str) -> bool:
 
 
 @dataclass(frozen=True, slots=True)
-class Prepared:
-    """A trace as numpy columns plus its stack depths (one pass; any number of capacities).
+class Scan:
+    """A trace's per-request columns after one sequential LRU scan at ``capacity_blocks``.
 
     Attributes:
         block_size: tokens per block.
+        capacity_blocks: the scanned LRU's slots.
         arrival_s: float64 (R,); prompt_tokens, output_tokens: int64 (R,).
         num_blocks: int64 (R,): block ids per request (partial last block included).
         cacheable, cap: int64 (R,): ``BlockRules.cacheable_blocks`` / ``max_hit_blocks``.
-        flat_offsets: int64 (R + 1,): request r's cacheable accesses in ``depths``.
-        depths: int64 (N,): LRU stack depth at request start of every cacheable
-            access (-1 = never used before), :func:`pcs.replay.stackdist.stack_depths`.
+        lead: int64 (R,): leading cacheable blocks resident at the request's start.
+        seen_lead: int64 (R,): leading cacheable blocks cached by an earlier request (infinite cache).
         ideal_lead: int64 (R,): leading blocks seen before with every id cacheable.
         batch_sizes: requests per batch read (for ``progress``).
     """
 
     block_size: int
+    capacity_blocks: int
     arrival_s: np.ndarray
     prompt_tokens: np.ndarray
     output_tokens: np.ndarray
     num_blocks: np.ndarray
     cacheable: np.ndarray
     cap: np.ndarray
-    flat_offsets: np.ndarray
-    depths: np.ndarray
+    lead: np.ndarray
+    seen_lead: np.ndarray
     ideal_lead: np.ndarray
     batch_sizes: tuple
 
@@ -116,92 +113,63 @@ def _batches(source: Any) -> Iterator[tuple]:
                np.concatenate(hashes) if int(counts.sum()) else np.zeros(0, np.uint64))
 
 
-def _read(source: Any) -> tuple:
-    """The whole trace as columns: (block_size, arrival, prompt, output, offsets, hashes, batch sizes)."""
-    parts = list(_batches(source))
-    sizes = list(dict.fromkeys(p[0] for p in parts))
-    if sizes and sizes[0] < 1:
-        raise ValueError(f"block size must be >= 1 token, got {sizes[0]}")
-    if len(sizes) > 1:
-        raise ValueError(f"all requests of a replay need one block size; got {sizes[0]} and {sizes[1]}")
-    if not parts:
-        return 1, np.zeros(0), np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(1, np.int64), \
-            np.zeros(0, np.uint64), ()
-    cat = lambda k, dt: np.concatenate([np.asarray(p[k], dtype=dt) for p in parts])  # noqa: E731
-    prompt, output = cat(2, np.int64), cat(3, np.int64)
-    if (prompt < 0).any() or (output < 0).any():
-        raise ValueError("token counts must be >= 0")
-    counts = np.concatenate([np.diff(np.asarray(p[4], dtype=np.int64)) for p in parts])
-    offsets = np.concatenate(([0], np.cumsum(counts))).astype(np.int64)
-    return sizes[0], cat(1, np.float64), prompt, output, offsets, cat(5, np.uint64), tuple(len(p[2]) for p in parts)
+def _expected_ids(source: Any) -> int:
+    """Block ids in a Parquet trace from its footer (0 when unknown): sizes the scan's table once."""
+    if getattr(source, "format", None) != "parquet" or getattr(source, "sort", False):
+        return 0
+    try:
+        import pyarrow.parquet as pq
+
+        md = pq.ParquetFile(source.path).metadata
+        cols = [j for j in range(md.num_columns) if md.schema.column(j).path.startswith("block_hashes.")]
+        return sum(md.row_group(g).column(cols[0]).num_values for g in range(md.num_row_groups)) if cols else 0
+    except Exception:  # a hint only: the table grows by itself
+        return 0
 
 
-def _keep_heads(offsets: np.ndarray, counts: np.ndarray, n: np.ndarray) -> np.ndarray | None:
-    """Bool mask over all ids keeping each request's first ``n`` (None when that is every id)."""
-    drop = counts - n
-    total = int(drop.sum())
-    if total == 0:
-        return None
-    keep = np.ones(int(offsets[-1]), dtype=bool)
-    ranks = np.arange(total, dtype=np.int64) - np.repeat(np.cumsum(drop) - drop, drop)
-    keep[np.repeat(offsets[:-1] + n, drop) + ranks] = False
-    return keep
-
-
-def _leading(ok: np.ndarray, offsets: np.ndarray) -> np.ndarray:
-    """Per request, the number of leading True entries of ``ok`` (int64, shape (R,))."""
-    bad = np.flatnonzero(~ok)
-    first = np.append(bad, ok.shape[0])[np.searchsorted(bad, offsets[:-1])]
-    return np.minimum(first, offsets[1:]) - offsets[:-1]
-
-
-def _check_chained(depths: np.ndarray, offsets: np.ndarray, distinct: int) -> None:
-    """Raise NotApplicable unless depths rise strictly along each request and no id repeats in one."""
-    if int((depths < 0).sum()) != distinct:
-        raise NotApplicable("an id repeats within a request (not chained hashes); use engine='general'")
-    m = depths.shape[0]
-    if m < 2:
-        return
-    warm = np.where(depths < 0, np.iinfo(np.int64).max, depths)
-    ok = (warm[1:] > warm[:-1]) | (depths[1:] < 0)
-    bounds = offsets[1:-1]
-    ok[bounds[(bounds > 0) & (bounds < m)] - 1] = True
-    if not bool(ok.all()):
-        raise NotApplicable("block ids are not chained (a cached block follows an uncached one, or depths "
-                            "do not rise along a request); use engine='general'")
-
-
-def prepare(source: Any, rules: BlockRules = BlockRules(), kernel: str = "auto") -> Prepared:
-    """Read ``source`` once into columns and compute the stack depths the fast path needs.
+def scan(source: Any, capacity_blocks: int, rules: BlockRules = BlockRules(), kernel: str = "auto",
+         check: bool = True) -> Scan:
+    """Stream ``source`` once through a sequential LRU of ``capacity_blocks`` slots.
 
     Args:
         source: a Trace (``iter_batches``) or an iterable of request-like objects.
+        capacity_blocks: LRU slots (>= 0).
         rules: block rules of the run.
-        kernel: stack-depth kernel (:data:`pcs.replay.stackdist.KERNELS`).
+        kernel: :data:`pcs.replay.stackdist.KERNELS`.
+        check: raise :class:`NotApplicable` when the fast path's premise fails.
     Returns:
-        :class:`Prepared`. Cost: one or two O(N log N) kernel passes (two when
-        partial blocks are not cacheable: the ideal ratio needs every id).
+        :class:`Scan`. Cost: O(1) per block id; memory: per-request columns,
+        16 B per distinct id and a bit per stamp above the LRU pointer; the
+        trace itself is held one batch at a time.
     Raises:
-        ValueError: block sizes differ, negative token counts, an empty trace.
-        NotApplicable: the ids are not chained (see the module docstring).
+        ValueError: block sizes differ or < 1, negative token counts or
+            capacity, an empty trace.
+        NotApplicable: (``check``) an id repeats within a request, or the
+            resident blocks of a request are not a prefix.
     """
-    bs, arrival, prompt, output, offsets, hashes, batch_sizes = _read(source)
-    if prompt.shape[0] == 0:
+    lru = SequentialLru(capacity_blocks, kernel, check, _expected_ids(source))
+    bs0, cols = None, []
+    for bs, arrival, prompt, output, offsets, hashes in _batches(source):
+        if bs < 1:
+            raise ValueError(f"block size must be >= 1 token, got {bs}")
+        if bs0 is not None and bs != bs0:
+            raise ValueError(f"all requests of a replay need one block size; got {bs0} and {bs}")
+        bs0 = bs
+        prompt, output = np.asarray(prompt, np.int64), np.asarray(output, np.int64)
+        if (prompt < 0).any() or (output < 0).any():
+            raise ValueError("token counts must be >= 0")
+        offsets = np.asarray(offsets, np.int64)
+        counts = np.diff(offsets)
+        n, cap, _ = rule_columns(prompt, counts, output, bs, rules)
+        try:
+            runs = lru.feed(hashes, offsets - offsets[0], n)
+        except NotChained as exc:
+            raise NotApplicable(str(exc)) from None
+        cols.append((np.asarray(arrival, np.float64), prompt, output, counts, n, cap) + runs)
+    if not cols or sum(c[1].shape[0] for c in cols) == 0:
         raise ValueError("the trace has no requests")
-    counts = np.diff(offsets)
-    n, cap, _ = rule_columns(prompt, counts, output, bs, rules)
-    keep = _keep_heads(offsets, counts, n)
-    ideal_lead = None
-    if keep is not None:  # the ideal pass first, so every id can be dropped before the run's pass
-        ideal_lead = _leading(stackdist.stack_depths(hashes, offsets, kernel)[0] >= 0, offsets)
-        hashes = hashes[keep]
-        offsets = np.concatenate(([0], np.cumsum(n))).astype(np.int64)
-    depths, distinct = stackdist.stack_depths(hashes, offsets, kernel)
-    del hashes
-    _check_chained(depths, offsets, distinct)
-    if ideal_lead is None:
-        ideal_lead = _leading(depths >= 0, offsets)
-    return Prepared(bs, arrival, prompt, output, counts, n, cap, offsets, depths, ideal_lead, batch_sizes)
+    cat = [np.concatenate([c[k] for c in cols]) for k in range(9)]
+    return Scan(bs0, int(capacity_blocks), *cat, tuple(c[1].shape[0] for c in cols))
 
 
 def _single(hits: np.ndarray, prompt: np.ndarray, bs: int) -> SingleSequenceResult:
@@ -210,11 +178,10 @@ def _single(hits: np.ndarray, prompt: np.ndarray, bs: int) -> SingleSequenceResu
                                 int(prompt.shape[0]))
 
 
-def single_results(prep: Prepared) -> tuple[SingleSequenceResult, SingleSequenceResult]:
+def single_results(sc: Scan) -> tuple[SingleSequenceResult, SingleSequenceResult]:
     """(single-sequence under the run's rules, ideal) as :func:`pcs.blocks.single_sequence_hits` gives them."""
-    seen = _leading(prep.depths >= 0, prep.flat_offsets)
-    return (_single(np.minimum(prep.cap, seen), prep.prompt_tokens, prep.block_size),
-            _single(prep.ideal_lead, prep.prompt_tokens, prep.block_size))
+    return (_single(np.minimum(sc.cap, sc.seen_lead), sc.prompt_tokens, sc.block_size),
+            _single(sc.ideal_lead, sc.prompt_tokens, sc.block_size))
 
 
 def _times(compute: Any, prompt: np.ndarray, hit_tokens: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -228,7 +195,7 @@ def _times(compute: Any, prompt: np.ndarray, hit_tokens: np.ndarray) -> tuple[np
     return both[:m].copy(), both[m:].copy()
 
 
-def _columns(prep: Prepared, tier_name: str, lead: np.ndarray, compute: Any) -> dict:
+def _columns(prep: Scan, tier_name: str, lead: np.ndarray, compute: Any) -> dict:
     """Per-request columns, names and dtypes as :class:`pcs.replay.engine.ReplayEngine` makes them."""
     m = prep.prompt_tokens.shape[0]
     hits = np.minimum(prep.cap, lead)
@@ -243,13 +210,12 @@ def _columns(prep: Prepared, tier_name: str, lead: np.ndarray, compute: Any) -> 
             "truncated": np.zeros(m, np.int8)}
 
 
-def run(prep: Prepared, capacity_blocks: int, tier_name: str = "gpu", write_policy: str = "back",
+def run(prep: Scan, tier_name: str = "gpu", write_policy: str = "back",
         compute: Any = None, progress: Callable[[int], None] | None = None) -> tuple[EngineResult, CacheState]:
-    """The sequential one-tier LRU replay of ``prep`` at ``capacity_blocks`` slots.
+    """The sequential one-tier LRU replay of a :class:`Scan` (at its ``capacity_blocks``).
 
     Args:
-        prep: from :func:`prepare` (reusable across capacities).
-        capacity_blocks: tier slots, >= 0.
+        prep: from :func:`scan`.
         tier_name: the tier's name (column ``hit_tokens_<name>``).
         write_policy: ``back``: evicted blocks are dropped (counted in
             ``dropped_blocks``); ``through``: dropped uncounted (a copy was
@@ -259,14 +225,9 @@ def run(prep: Prepared, capacity_blocks: int, tier_name: str = "gpu", write_poli
     Returns:
         (:class:`EngineResult` with numpy columns, :class:`CacheState`) --
         what ``ReplayEngine.close()`` and ``cache_state(hierarchy)`` give.
-    Raises:
-        ValueError: negative capacity.
     """
-    c = int(capacity_blocks)
-    if c < 0:
-        raise ValueError(f"tier {tier_name!r}: capacity must be >= 0 blocks, got {c}")
-    d = prep.depths
-    lead = _leading((d >= 0) & (d < c), prep.flat_offsets)
+    c = prep.capacity_blocks
+    lead = prep.lead
     cols = _columns(prep, tier_name, lead, compute)
     n = prep.cacheable
     held = np.minimum(n, c)
@@ -324,11 +285,11 @@ def sequential_lru(source: Any, rules: BlockRules, tiers: list, timing: str, wri
     if engine == "general" or not qualifies(tiers, "sequential"):
         return None
     try:
-        prep = prepare(source, rules)
+        prep = scan(source, tiers[0].capacity_blocks, rules)
     except NotApplicable:
         if engine == "fast":
             raise
         return None
-    out = run(prep, tiers[0].capacity_blocks, tiers[0].name, write_policy, compute,
+    out = run(prep, tiers[0].name, write_policy, compute,
               progress if timing == "sequential" else None)
     return out, single_results(prep)
