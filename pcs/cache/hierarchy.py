@@ -176,7 +176,7 @@ class Hierarchy:
             return g, hits, head[:g], [], head[g:], 0, [hits] + [0] * (ntiers - 1), 0, None
         run = list(takewhile(self.tiers[1].resident.__contains__, head[g:]))
         p = g + len(run)
-        if (p == n or not any(head[p] in t.resident for t in self.tiers)) and not any(map(res0.__contains__, run)):
+        if (p == n or self._in_no_tier(head[p])) and not any(map(res0.__contains__, run)):
             # the usual case: a GPU run, then a run in tier 1, then a block in no tier
             hits = min(cap, p)
             k = min(len(run), max(0, cap - g))
@@ -188,6 +188,13 @@ class Hierarchy:
         tier_hits = [where[:hits].count(j) for j in range(ntiers)]
         return (lead, hits, used, restores, new, sum(map(len, restores)), tier_hits,
                 where[hits - 1] if hits else 0, where)
+
+    def _in_no_tier(self, key: int) -> bool:
+        """Whether ``key`` is resident in no tier."""
+        for t in self.tiers:
+            if key in t.resident:
+                return False
+        return True
 
     def _restore(self, head: list, lead: int, used: list, restores: list, where) -> tuple[list, int, list]:
         """Fill the GPU slots of restored blocks, touch their lower copies.

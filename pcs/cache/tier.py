@@ -171,18 +171,19 @@ class Tier:
             the evicted keys in eviction order (possibly empty), or None when
             ``n`` slots cannot be had (nothing changes).
         """
-        need = n - self.free_blocks
+        res = self.resident
+        reserved = self.reserved_blocks
+        need = n - (self.capacity_blocks - len(res) - reserved)
         victims: list[int] = []
         if need > 0:
             victims = self.policy.evict(need)
             if victims is None:
                 return None
-            res = self.resident
             for k in victims:
                 del res[k]
             self.stats.evicted_blocks += need
-        self.reserved_blocks += n
-        used = len(self.resident) + self.reserved_blocks
+        self.reserved_blocks = reserved = reserved + n
+        used = len(res) + reserved
         if used > self.stats.peak_used_blocks:
             self.stats.peak_used_blocks = used
         return victims
@@ -244,7 +245,9 @@ class Tier:
         """
         res = self.resident
         pol = self.policy
-        room = self.capacity_blocks - (len(res) - len(pol)) - self.reserved_blocks
+        held = len(pol)
+        free = self.capacity_blocks - len(res) - self.reserved_blocks
+        room = free + held
         cut_keys: list[int] = []
         if len(keys) > room:
             cut = len(keys) - max(room, 0)
@@ -256,23 +259,26 @@ class Tier:
                     del res[k]
                 self.stats.evicted_blocks += len(gone)
             self.stats.overflow_blocks += len(cut_keys) - len(gone)
+            held = len(pol)
+            free = self.capacity_blocks - len(res) - self.reserved_blocks
         fresh = list(filterfalse(res.__contains__, keys))
         if len(fresh) == len(keys):
             again = []
-        elif len(res) == len(pol):      # no pins (a lower tier): every resident key is unpinned
+        elif len(res) == held:          # no pins (a lower tier): every resident key is unpinned
             again = list(filter(res.__contains__, keys))
         else:
             again = [k for k in keys if res.get(k) == 0]
         if again:
             pol.remove(again)
-        need = len(fresh) - self.free_blocks
+        need = len(fresh) - free
         victims: list[int] = []
+        st = self.stats
         if need > 0:
             victims = pol.evict(need)
             assert victims is not None
             for k in victims:
                 del res[k]
-            self.stats.evicted_blocks += need
+            st.evicted_blocks += need
         for k in fresh:
             res[k] = 0
         if again:
@@ -282,11 +288,13 @@ class Tier:
                 self._add_in_order(keys, set(fresh), set(again), reused)
         else:
             pol.add(fresh, reused)
-        self.stats.inserted_blocks += len(fresh)
-        if len(res) > self.stats.peak_resident_blocks:
-            self.stats.peak_resident_blocks = len(res)
-        if len(res) + self.reserved_blocks > self.stats.peak_used_blocks:
-            self.stats.peak_used_blocks = len(res) + self.reserved_blocks
+        st.inserted_blocks += len(fresh)
+        size = len(res)
+        if size > st.peak_resident_blocks:
+            st.peak_resident_blocks = size
+        size += self.reserved_blocks
+        if size > st.peak_used_blocks:
+            st.peak_used_blocks = size
         if cut_keys:
             victims.extend(cut_keys)
         return victims, len(fresh)
