@@ -22,18 +22,21 @@
  * last time (a time is live while it is still the last use of its key). We
  * count the dead times ("holes") instead, so a first use costs no tree work:
  *   depth = (t - 1 - last) - (holes_total - holes_in[0, last])
- * with a Fenwick tree (Fenwick 1994) of holes over times 0..N-1. Keys are
- * mapped to their last time by an open-addressing hash table (linear probing,
- * splitmix64 mixer, >= N slots, load <= 0.7, grown by doubling); the slots
- * of request r + 2 are prefetched while request r is processed. Cost
- * O(N log N) time; memory 16 B x 2^ceil(log2 N) table + 4 B x N tree; the
- * GIL is released while it runs.
+ * with one bit per time (set = hole) and a Fenwick tree (Fenwick 1994) of
+ * hole counts per 64-time word: holes_in[0, last] = tree prefix of the words
+ * before last's + popcount of its word below last (the tree, N / 16 bytes,
+ * stays in cache). Keys are mapped to their last time by an open-addressing
+ * hash table (linear probing, splitmix64 mixer, >= N slots, load <= 0.7,
+ * grown by doubling); the slots of request r + 2 are prefetched while
+ * request r is processed; tables of >= 4 MB ask for transparent huge pages.
+ * Cost O(N log N) time; memory 16 B x 2^ceil(log2 N) table + N / 8 B of bits
+ * + N / 16 B of tree; the GIL is released while it runs.
  *
  * histograms(lead, weights, hist_w, hist_b): the weighted and plain
  * histograms of lead depths, one pass.
  *
- * Mirrors pcs.replay.stackdist._stack_depths_python exactly (differential
- * tests in tests/test_stackdist.py).
+ * Gives exactly the depths of pcs.replay.stackdist._stack_depths_python (a
+ * plain Fenwick tree over times; differential tests in tests/test_stackdist.py).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -59,6 +62,20 @@ static inline uint64_t mix64(uint64_t x) {
     return x;
 }
 
+/* Memory of >= 4 MB is 2 MB aligned and advised to use transparent huge
+ * pages (fewer page faults and TLB misses on randomly probed tables); zeroed
+ * when `zero`. Freed with free(). */
+static void *big_alloc(size_t bytes, int zero) {
+    void *p = NULL;
+    if (bytes < ((size_t)4 << 20)) return zero ? calloc(1, bytes) : malloc(bytes);
+    if (posix_memalign(&p, (size_t)2 << 20, bytes) != 0) return NULL;
+#ifdef MADV_HUGEPAGE
+    madvise(p, bytes, MADV_HUGEPAGE);
+#endif
+    if (zero) memset(p, 0, bytes);
+    return p;
+}
+
 typedef struct {
     slot_t *slots;
     uint64_t mask;
@@ -66,7 +83,7 @@ typedef struct {
 } table_t;
 
 static int table_init(table_t *t, uint64_t cap) {
-    t->slots = (slot_t *)malloc(cap * sizeof(slot_t));
+    t->slots = (slot_t *)big_alloc(cap * sizeof(slot_t), 0);
     if (!t->slots) return -1;
     for (uint64_t i = 0; i < cap; i++) t->slots[i].last = EMPTY;
     t->mask = cap - 1;
@@ -121,10 +138,14 @@ static int run(const uint64_t *keys, int64_t n, const int64_t *offs, int64_t num
     while (cap0 < (uint64_t)n) cap0 <<= 1;
     table_t tab;
     if (table_init(&tab, cap0) != 0) return -1;
-    int32_t *fen = (int32_t *)calloc((size_t)n + 1, sizeof(int32_t));
+    /* holes: one bit per time; fen: Fenwick tree of hole counts per 64-time word
+     * (N / 64 entries: small enough to stay in cache). */
+    const int64_t words = (n >> 6) + 1;
+    uint64_t *holes = (uint64_t *)big_alloc((size_t)words * 8, 1);
+    int32_t *fen = (int32_t *)big_alloc(((size_t)words + 1) * sizeof(int32_t), 1);
     uint64_t *tmp = (uint64_t *)malloc(((size_t)max_len + 1) * sizeof(uint64_t));
-    if (!fen || !tmp) {
-        free(tab.slots); free(fen); free(tmp);
+    if (!fen || !tmp || !holes) {
+        free(tab.slots); free(fen); free(tmp); free(holes);
         return -1;
     }
     int64_t t = 0, holes_total = 0;
@@ -136,7 +157,7 @@ static int run(const uint64_t *keys, int64_t n, const int64_t *offs, int64_t num
         const int64_t a = offs[r], b = offs[r + 1];
         while ((uint64_t)(tab.count + (b - a)) * 10 > (tab.mask + 1) * 7) {
             if (table_grow(&tab) != 0) {
-                free(tab.slots); free(fen); free(tmp);
+                free(tab.slots); free(fen); free(tmp); free(holes);
                 return -1;
             }
         }
@@ -146,8 +167,10 @@ static int run(const uint64_t *keys, int64_t n, const int64_t *offs, int64_t num
             tmp[i - a] = s;
             int64_t last = tab.slots[s].last, d = -1;
             if (last >= 0) {
-                int64_t before = 0; /* holes at times 0..last */
-                for (int64_t j = last + 1; j > 0; j -= j & (-j)) before += fen[j];
+                int64_t before, w = last >> 6; /* holes at times 0..last */
+                uint64_t below = (last & 63) == 63 ? ~0ULL : ((1ULL << ((last & 63) + 1)) - 1);
+                before = __builtin_popcountll(holes[w] & below);
+                for (int64_t j = w; j > 0; j -= j & (-j)) before += fen[j];
                 d = (t - 1 - last) - (holes_total - before);
             }
             if (lead) {
@@ -162,14 +185,15 @@ static int run(const uint64_t *keys, int64_t n, const int64_t *offs, int64_t num
         for (int64_t i = b - 1; i >= a; i--) {
             slot_t *s = &tab.slots[tmp[i - a]];
             if (s->last >= 0) {
-                for (int64_t j = s->last + 1; j <= n; j += j & (-j)) fen[j] += 1;
+                holes[s->last >> 6] |= 1ULL << (s->last & 63);
+                for (int64_t j = (s->last >> 6) + 1; j <= words; j += j & (-j)) fen[j] += 1;
                 holes_total++;
             }
             s->last = t++;
         }
     }
     *num_distinct = tab.count;
-    free(tab.slots); free(fen); free(tmp);
+    free(tab.slots); free(fen); free(tmp); free(holes);
     return 0;
 }
 
@@ -303,21 +327,8 @@ static void lru_capsule_free(PyObject *cap) {
     lru_free((lru_t *)PyCapsule_GetPointer(cap, "pcs._stackdist.lru"));
 }
 
-/* Zeroed memory; >= 4 MB: 2 MB aligned and advised to use transparent huge
- * pages (fewer page faults and TLB misses on a randomly probed table). */
-static void *big_zalloc(size_t bytes) {
-    void *p = NULL;
-    if (bytes < ((size_t)4 << 20)) return calloc(1, bytes);
-    if (posix_memalign(&p, (size_t)2 << 20, bytes) != 0) return NULL;
-#ifdef MADV_HUGEPAGE
-    madvise(p, bytes, MADV_HUGEPAGE);
-#endif
-    memset(p, 0, bytes);
-    return p;
-}
-
 static int lru_table_alloc(lru_t *s, uint64_t cap) {
-    lslot_t *sl = (lslot_t *)big_zalloc(cap * sizeof(lslot_t));
+    lslot_t *sl = (lslot_t *)big_alloc(cap * sizeof(lslot_t), 1);
     if (!sl) return -1;
     lslot_t *old = s->slots;
     uint64_t old_mask = s->mask;

@@ -166,3 +166,22 @@ def test_c_kernel_rejects_bad_buffers():
         _stackdist.stack_depths(keys, np.array([1, 3], np.int64), np.empty(3, np.int64))
     with pytest.raises(ValueError):  # a depth beyond the histogram
         _stackdist.histograms(np.array([0, 3]), np.array([1, 1]), np.empty(2, np.int64), np.empty(2, np.int64))
+
+
+def test_hit_weights_fast_and_general_forms_agree():
+    """The O(R) weight fill equals min((pos+1) bs, P) - min(pos bs, P) zeroed from cap on,
+    computed here per block in plain Python, on random (also malformed: more ids than
+    ceil(P / bs)) requests."""
+    from pcs.replay.stackdist import _hit_weights
+
+    rng = np.random.default_rng(3)
+    for _ in range(200):
+        bs = int(rng.integers(1, 6))
+        r = int(rng.integers(1, 7))
+        p = rng.integers(0, 20, r).astype(np.int64)
+        n = rng.integers(0, 8, r).astype(np.int64)
+        cap = np.array([int(rng.integers(0, k + 1)) for k in n], np.int64)
+        offs = np.concatenate(([0], np.cumsum(n))).astype(np.int64)
+        want = [0 if pos >= c else min((pos + 1) * bs, P) - min(pos * bs, P)
+                for P, k, c in zip(p.tolist(), n.tolist(), cap.tolist()) for pos in range(k)]
+        assert _hit_weights(p, n, cap, offs, bs).tolist() == want

@@ -117,17 +117,32 @@ def flatten_columns(prompt_tokens: np.ndarray, block_offsets: np.ndarray, block_
     cap = np.clip(np.minimum(n, (p - 1) // block_size), 0, None) if rules.recompute_last_token else n
     if np.array_equal(n, num):
         keys = hashes
-        pos = np.arange(hashes.shape[0], dtype=np.int64) - np.repeat(off[:-1], num)
     else:
         keep = np.ones(hashes.shape[0], dtype=bool)
         keep[np.repeat(off[:-1] + n, num - n) + _ranks(num - n)] = False
         keys = hashes[keep]
-        pos = np.arange(keys.shape[0], dtype=np.int64) - np.repeat(np.concatenate(([0], np.cumsum(n)[:-1])), n)
-    req_p = np.repeat(p, n)
-    w = np.minimum((pos + 1) * block_size, req_p) - np.minimum(pos * block_size, req_p)
-    w[pos >= np.repeat(cap, n)] = 0
     req_offsets = np.concatenate(([0], np.cumsum(n))).astype(np.int64)
-    return FlatAccesses(keys, req_offsets, w, int(p.sum()), int(block_size))
+    return FlatAccesses(keys, req_offsets, _hit_weights(p, n, cap, req_offsets, block_size), int(p.sum()),
+                        int(block_size))
+
+
+def _hit_weights(p: np.ndarray, n: np.ndarray, cap: np.ndarray, req_offsets: np.ndarray, bs: int) -> np.ndarray:
+    """Tokens of block ``pos`` of each request: ``min((pos+1) bs, P) - min(pos bs, P)``, 0 from ``cap`` on.
+
+    When every block but the last is full (``(n - 1) * bs <= P``, always so for
+    trace readers' ids) only the last block of a request and the blocks from
+    ``cap`` on differ from ``bs``: O(R) work besides one fill.
+    """
+    has = n > 0
+    if bool(np.all((n[has] - 1) * bs <= p[has])):
+        w = np.full(int(req_offsets[-1]), bs, dtype=np.int64)
+        w[req_offsets[1:][has] - 1] = np.minimum(bs, p[has] - (n[has] - 1) * bs)
+    else:
+        pos = np.arange(int(req_offsets[-1]), dtype=np.int64) - np.repeat(req_offsets[:-1], n)
+        req_p = np.repeat(p, n)
+        w = np.minimum((pos + 1) * bs, req_p) - np.minimum(pos * bs, req_p)
+    w[np.repeat(req_offsets[:-1] + cap, n - cap) + _ranks(n - cap)] = 0
+    return w
 
 
 def _ranks(counts: np.ndarray) -> np.ndarray:
@@ -250,7 +265,7 @@ def depth_histograms(lead: np.ndarray, weights: np.ndarray, kernel: str = "auto"
 
 
 def _stack_depths_python(keys: np.ndarray, req_offsets: np.ndarray) -> tuple[np.ndarray, int]:
-    """Pure-Python kernel; mirrors pcs/_stackdist.c (see its header)."""
+    """Pure-Python kernel: the C kernel's depths (pcs/_stackdist.c) with a plain Fenwick tree over times."""
     n = int(keys.shape[0])
     keys_l = keys.tolist()
     off = req_offsets.tolist()
