@@ -253,23 +253,24 @@ def _block_bytes(spec, bs: int, layout: str):
 def _run(source, rules: BlockRules, time_model, engines: list, progress, singles: tuple | None = None) -> tuple:
     """Feed every chunk to every engine once; returns the single-sequence results (run rules, ideal).
 
-    Both single-sequence results come from one more read of the trace: a
-    sequential LRU scan (:func:`pcs.replay.fastpath.scan`, unchecked, 16 B
-    per distinct id) whose ``seen`` / ``ideal`` leading runs are
+    Both single-sequence results come from one more read of the trace, before
+    the engines run (so its table is freed before theirs grow): a sequential
+    LRU scan (:func:`pcs.replay.fastpath.scan`, unchecked, 16 B per distinct
+    id) whose ``seen`` / ``ideal`` leading runs are
     :func:`pcs.blocks.single_sequence_hits` under the run's rules and the
     ideal rules, without a Python set of every block. ``singles`` already
     computed (by the fast path) are returned as they are.
     """
     from pcs.replay import fastpath
 
+    if singles is None:
+        singles = fastpath.single_results(fastpath.scan(source, 0, rules, check=False))
     for ch in iter_chunks(source, rules, time_model):
         for e in engines:
             e.feed(ch)
         if progress is not None:
             progress(len(ch))
-    if singles is not None:
-        return singles
-    return fastpath.single_results(fastpath.scan(source, 0, rules, check=False))
+    return singles
 
 
 def _compute_model(spec, gpu, tp: int, bs: int):
