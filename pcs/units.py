@@ -76,6 +76,28 @@ def _split(text: str | int | float, what: str, help_: str) -> tuple[Decimal, str
     return value, m.group(2)
 
 
+#: Largest accepted size (bytes) or duration (ns): what an int64 column holds.
+MAX_VALUE = 2**63 - 1
+
+
+def _byte_mult(unit: str, text, what: str, help_: str) -> int:
+    """Multiplier of a size unit; a lowercase ``b`` (bits: ``Gb``, ``kb``) is refused."""
+    if unit.endswith("b") and unit.lower() != "b" or unit == "b":
+        prefix = unit[:-1] if unit[:-1] in ("k", "") else unit[:-1].upper()
+        raise ValueError(f"invalid {what} {str(text)!r}: {unit!r} reads as bits; pcs takes bytes: write "
+                         f"{prefix}B (bytes) or divide bits by 8; expected {help_}")
+    mult = BYTE_UNITS.get(unit.lower())
+    if mult is None:
+        raise ValueError(f"invalid {what} {str(text)!r}: unknown unit {unit!r}; expected {help_}")
+    return mult
+
+
+def _bounded(value, text, what: str):
+    if value > MAX_VALUE:
+        raise ValueError(f"invalid {what} {str(text)!r}: too large (more than 2^63 - 1)")
+    return value
+
+
 def parse_bytes(text: str | int | float) -> int:
     """Parse a size into whole bytes.
 
@@ -84,16 +106,17 @@ def parse_bytes(text: str | int | float) -> int:
     Returns:
         int bytes, rounded to the nearest byte.
     Raises:
-        ValueError: unknown unit, malformed number, or a negative size; the
-            message names the value and the accepted units.
+        ValueError: unknown unit, a bit unit (``Gb``), malformed number, a
+            negative size or one above 2^63 - 1; the message names the value
+            and the accepted units.
     """
     value, unit = _split(text, "size", _BYTE_HELP)
-    mult = BYTE_UNITS.get(unit.lower())
-    if mult is None or "/" in unit:
+    if "/" in unit:
         raise ValueError(f"invalid size {str(text)!r}: unknown unit {unit!r}; expected {_BYTE_HELP}")
+    mult = _byte_mult(unit, text, "size", _BYTE_HELP)
     if value < 0:
         raise ValueError(f"invalid size {str(text)!r}: must not be negative")
-    return int((value * mult).to_integral_value())
+    return int(_bounded((value * mult).to_integral_value(), text, "size"))
 
 
 def parse_bandwidth(text: str | int | float) -> float:
@@ -108,17 +131,15 @@ def parse_bandwidth(text: str | int | float) -> float:
         ValueError: unknown unit, malformed number, or a negative value.
     """
     value, unit = _split(text, "bandwidth", _BW_HELP)
-    u = unit.lower()
-    if u.endswith("/s"):
+    u = unit
+    if u.lower().endswith("/s"):
         u = u[:-2]
     elif u:
         raise ValueError(f"invalid bandwidth {str(text)!r}: unit must end in /s; expected {_BW_HELP}")
-    mult = BYTE_UNITS.get(u)
-    if mult is None:
-        raise ValueError(f"invalid bandwidth {str(text)!r}: unknown unit {unit!r}; expected {_BW_HELP}")
+    mult = _byte_mult(u, text, "bandwidth", _BW_HELP)
     if value < 0:
         raise ValueError(f"invalid bandwidth {str(text)!r}: must not be negative")
-    return float(value * mult)
+    return float(_bounded(value * mult, text, "bandwidth"))
 
 
 def parse_duration_ns(text: str | int | float) -> int:
@@ -136,7 +157,7 @@ def parse_duration_ns(text: str | int | float) -> int:
         raise ValueError(f"invalid duration {str(text)!r}: unknown unit {unit!r}; expected {_DUR_HELP}")
     if value < 0:
         raise ValueError(f"invalid duration {str(text)!r}: must not be negative")
-    return int((value * mult).to_integral_value())
+    return int(_bounded((value * mult).to_integral_value(), text, "duration"))
 
 
 def parse_duration(text: str | int | float) -> float:

@@ -51,3 +51,27 @@ def test_format():
     assert units.format_bandwidth(None) == "none"
     assert units.format_duration(0.005) == "5.00 ms"
     assert units.format_percent(0.375) == "37.5 %"
+
+
+@pytest.mark.parametrize("fn,bad", [
+    (units.parse_bytes, "80Gb"), (units.parse_bytes, "1kb"), (units.parse_bytes, "512b"),
+    (units.parse_bandwidth, "200Gb/s"), (units.parse_bandwidth, "25gb/s"),
+])
+def test_bits_are_refused_not_read_as_bytes(fn, bad):
+    # 200 Gb/s (an RDMA NIC's line rate) is 25 GB/s; reading it as 200 GB/s would be 8x off
+    with pytest.raises(ValueError, match="bits"):
+        fn(bad)
+
+
+@pytest.mark.parametrize("fn,bad", [
+    (units.parse_bytes, "1e300GB"), (units.parse_bytes, 1e300), (units.parse_bandwidth, "1e400GB/s"),
+    (units.parse_duration, "1e400s"), (units.parse_duration_ns, "1e10s"),   # 1e19 ns > 2^63 - 1
+])
+def test_too_large_is_a_value_error(fn, bad):
+    with pytest.raises(ValueError, match="too large"):
+        fn(bad)
+
+
+def test_largest_values_still_parse():
+    assert units.parse_bytes(str(2**63 - 1)) == 2**63 - 1
+    assert units.parse_duration_ns("9e9s") == 9 * 10**18

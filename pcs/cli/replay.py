@@ -28,7 +28,9 @@ def replay_options(f: Callable, policy_multiple: bool = False) -> Callable:
     return _apply([
         click.argument("trace", required=False, type=click.Path(dir_okay=False)),
         click.option("--trace-format", help="Trace format (default: detected): mooncake, bailian, tokens, parquet."),
-        click.option("--block-size", type=int, help="Tokens per block for token traces (hash-id traces fix it)."),
+        click.option("--block-size", type=int, help="Tokens per block: re-blocks a token trace; for a hash-id trace (Mooncake 512, "
+                                                     "Bailian 16 by default) it states the size it was recorded "
+                                                     "at, and a mismatch is an error naming the line."),
         click.option("--model", help="Model preset (pcs models) or an HF config.json path; default llama-2-70b."),
         click.option("--dtype", help="KV cache dtype, e.g. fp8 or bf16 (default: the model's)."),
         click.option("--gpu", help="GPU preset (pcs hardware); default h100-sxm."),
@@ -52,9 +54,9 @@ def replay_options(f: Callable, policy_multiple: bool = False) -> Callable:
                      help="modeled: trace arrivals, FIFO admission, restore and prefill times; "
                           "sequential: one request at a time (the classic trace replay)."),
         click.option("--engine", type=click.Choice(["auto", "general", "fast"]), default="auto", show_default=True,
-                     help="auto: one LRU tier in sequential timing takes the vectorised fast path (LRU stack "
-                          "depths, same result), everything else the event-loop engine; general: always the "
-                          "event loop; fast: the fast path or an error."),
+                     help="auto: one LRU tier in sequential timing takes the fast path (one O(1)-per-access LRU "
+                          "scan at the tier's capacity, same result), everything else the event-loop engine; "
+                          "general: always the event loop; fast: the fast path or an error."),
         click.option("--cache-partial-blocks", is_flag=True, help="Cache every hash id, the partial last block too."),
         click.option("--no-recompute-last-token", is_flag=True,
                      help="Lift the cap of prompt_len - 1 hit tokens (vLLM, SGLang recompute the last token)."),

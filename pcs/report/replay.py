@@ -105,7 +105,9 @@ def _envelope_table(s: dict[str, Any]) -> str:
              f"wait for KV space p50 {format_duration(e['wait_p50_s'])} / p99 {format_duration(e['wait_p99_s'])}; "
              f"prefill time saved by all hits {format_duration(e['prefill_saved_s'])}",
              "slower = restore (queueing included) took longer than the prefill its hits saved; "
-             "break-even = restored bytes / (full - remaining prefill - setup), summed over the run"]
+             "break-even = restored bytes / (full - remaining prefill - setup), summed over the run",
+             "bandwidth and break-even are for all TP ranks together (TP x one GPU's link); "
+             "--link values are per GPU"]
     return render_table(["link", "bandwidth", "restores", "bytes", "restore time", "queueing", "prefill saved",
                          "slower than recompute", "break-even"], rows,
                         title="Bandwidth envelope: restore vs recompute, per link", notes=notes)
