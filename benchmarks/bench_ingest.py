@@ -19,28 +19,17 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from common import replicate_mooncake, vm_hwm_bytes  # noqa: E402  (benchmarks/common.py)
+
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_SRC = ROOT.parent / "shared" / "traces" / "mooncake-fast25" / "conversation_trace.jsonl"
-
-
-def _vm_hwm_bytes() -> int:
-    """This process's peak resident set (Linux ``VmHWM``; ``ru_maxrss`` survives exec, so it
-    would report the parent's peak)."""
-    try:
-        with open("/proc/self/status") as f:
-            for line in f:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 
 def _child(path: str, fmt: str, mode: str) -> None:
@@ -62,25 +51,8 @@ def _child(path: str, fmt: str, mode: str) -> None:
         blocks += b.block_hashes.size
         requests += len(b)
     dt = time.perf_counter() - t0
-    rss = _vm_hwm_bytes()
+    rss = vm_hwm_bytes()
     print(json.dumps({"seconds": dt, "blocks": blocks, "requests": requests, "max_rss_bytes": rss}))
-
-
-def _replicate(src: Path, out: Path, min_blocks: int) -> tuple[int, int]:
-    """Write copies of ``src`` with remapped ids and shifted times until >= min_blocks."""
-    rows = [json.loads(line) for line in src.read_text().splitlines() if line.strip()]
-    max_id = max(max(r["hash_ids"], default=0) for r in rows) + 1
-    span_ms = rows[-1]["timestamp"] - rows[0]["timestamp"] + 3000
-    per_copy = sum(len(r["hash_ids"]) for r in rows)
-    copies = -(-min_blocks // per_copy)
-    with open(out, "w") as f:
-        for k in range(copies):
-            off, dt = k * max_id, k * span_ms
-            for r in rows:
-                ids = ", ".join(str(h + off) for h in r["hash_ids"])
-                f.write(f'{{"timestamp": {r["timestamp"] + dt}, "input_length": {r["input_length"]}, '
-                        f'"output_length": {r["output_length"]}, "hash_ids": [{ids}]}}\n')
-    return copies, copies * per_copy
 
 
 def _run(path: Path, fmt: str, mode: str, repeat: int) -> dict:
@@ -112,7 +84,8 @@ def main() -> None:
 
     with tempfile.TemporaryDirectory(prefix="pcs-bench-") as tmp:
         jsonl, parquet = Path(tmp) / "big.jsonl", Path(tmp) / "big.parquet"
-        copies, blocks = _replicate(a.trace, jsonl, a.min_blocks)
+        rep = replicate_mooncake(a.trace, Path(tmp), a.min_blocks, count="ids", name=jsonl.name)
+        copies, blocks = rep.copies, rep.block_ids
         convert(open_trace(jsonl, format="mooncake"), parquet)
         res = {
             "jsonl": _run(jsonl, "mooncake", "jsonl", a.repeat),
