@@ -2,8 +2,10 @@
 
 ``pcs._stackdist`` (pcs/_stackdist.c, CPython API + buffer protocol, no numpy
 headers) computes LRU stack depths ~30x faster than the pure-Python kernel.
-It is ``optional``: when it fails to compile, installation still succeeds and
-pcs.replay.stackdist falls back to Python with a warning.
+``pcs._lruhier`` (pcs/_lruhier.c, CPython API) is the all-LRU tier hierarchy
+used by the replay event loop (pcs.replay.native). Both are ``optional``: when
+one fails to compile, installation still succeeds and its Python counterpart
+is used (pcs.replay.stackdist warns; pcs.cache.Hierarchy is the fallback).
 """
 from setuptools import Extension, setup
 
@@ -14,6 +16,12 @@ setup(
             sources=["pcs/_stackdist.c"],
             extra_compile_args=["-O3"],
             optional=True,
-        )
+        ),
+        Extension(
+            "pcs._lruhier",
+            sources=["pcs/_lruhier.c"],
+            extra_compile_args=["-O3"],
+            optional=True,
+        ),
     ]
 )

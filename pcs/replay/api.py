@@ -30,9 +30,10 @@ from typing import Any, Callable, Mapping, Sequence
 
 from pcs import units
 from pcs.blocks import BlockRules
-from pcs.cache import WRITE_POLICIES, Hierarchy, Tier, make_policy
+from pcs.cache import WRITE_POLICIES, Tier, make_policy
 from pcs.cache.policies import DEFAULT_POLICY
 from pcs.replay.engine import TIMINGS, ReplayEngine, TimeModel
+from pcs.replay.native import make_hierarchy
 from pcs.replay.stream import iter_chunks
 
 __all__ = ["replay", "ReplayResult", "TierSpec", "parse_tier", "parse_assignment", "DEFAULTS", "DEFAULT_TIERS"]
@@ -317,7 +318,10 @@ def replay(trace: Any = None, *, model: Any = None, hardware: Any = None, tp: in
             sequential baseline of the gap split -- takes the vectorised fast
             path (:mod:`pcs.replay.fastpath`, from LRU stack depths; the same
             result, ~10x faster) when the trace's ids are chained, else the
-            general event-loop engine; ``general``: always the event loop;
+            general event-loop engine, which runs on the compiled all-LRU
+            hierarchy (:mod:`pcs.replay.native`, the same result) when every
+            tier is ``lru``; ``general``: always the event loop over the
+            Python hierarchy;
             ``fast``: the fast path for the run, else ValueError.
     Returns:
         :class:`ReplayResult`.
@@ -358,8 +362,8 @@ def replay(trace: Any = None, *, model: Any = None, hardware: Any = None, tp: in
         (res, state), (single, ideal) = fast
         seq = res
     else:
-        engines = [ReplayEngine(Hierarchy(tiers0 if i == 0 else make(), write_policy), mode, links=link_specs,
-                                block_bytes=bpb)
+        engines = [ReplayEngine(make_hierarchy(tiers0 if i == 0 else make(), write_policy, engine != "general"),
+                                mode, links=link_specs, block_bytes=bpb)
                    for i, mode in enumerate([timing, "sequential"] if timing == "modeled" and fast is None
                                             else [timing])]
         single, ideal = _run(source, rules, time_model, engines, progress, None if fast is None else fast[1])
