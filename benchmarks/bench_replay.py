@@ -41,7 +41,8 @@ TRACE = ROOT.parent / "shared" / "traces" / "mooncake-fast25" / "conversation_tr
 ID_SPAN = 182_790
 
 from pcs.blocks import BlockRules  # noqa: E402
-from pcs.cache import Hierarchy, Tier, make_policy  # noqa: E402
+from pcs.cache import Tier, make_policy  # noqa: E402
+from pcs.replay.native import available as native_available, make_hierarchy  # noqa: E402
 from pcs.replay.engine import ReplayEngine, TimeModel  # noqa: E402
 from pcs.replay.stream import CHUNK_REQUESTS, _from_columns  # noqa: E402
 from pcs.trace import RequestBatch, open_trace  # noqa: E402
@@ -88,9 +89,11 @@ def _chunks(src: Replicated, time_model):
                           b.block_offsets, b.block_hashes, rules, time_model) for b in src.iter_batches()]
 
 
-def _engine(caps, timing, bpb, links):
+def _engine(caps, timing, bpb, links, native=True):
+    """The event loop over LRU tiers: the compiled hierarchy (what ``pcs replay`` uses for all-LRU
+    tiers) or, with ``native=False``, the Python :class:`pcs.cache.Hierarchy`."""
     tiers = [Tier(n, c, make_policy("lru", c)) for n, c in zip(("gpu", "cpu"), caps)]
-    return ReplayEngine(Hierarchy(tiers, "back"), timing, links=links, block_bytes=bpb)
+    return ReplayEngine(make_hierarchy(tiers, "back", native), timing, links=links, block_bytes=bpb)
 
 
 def _best(fn, repeat: int) -> tuple[float, object]:
@@ -129,14 +132,16 @@ def main() -> None:
 
     chunk_s, chunks = _best(lambda: _chunks(src, tm), args.repeat)
 
-    def run(chs, caps_, timing, links_, bpb_):
-        e = _engine(caps_, timing, bpb_, links_)
+    def run(chs, caps_, timing, links_, bpb_, native=True):
+        e = _engine(caps_, timing, bpb_, links_, native)
         for ch in chs:
             e.feed(ch)
         return e.close()
 
     modeled_s, res = _best(lambda: run(chunks, caps, "modeled", links, bpb), args.repeat)
     hit_modeled = res.ledger.hit_ratio
+    py_s, py_res = _best(lambda: run(chunks, caps, "modeled", links, bpb, native=False), args.repeat)
+    assert py_res.ledger.hit_ratio == hit_modeled
     seq_s, res1 = _best(lambda: run(chunks, [20000], "sequential", [None], [bpb[0]]), args.repeat)
     one = dict(model="llama-3.1-70b", tiers=["gpu=20000blocks"], timing="sequential")
     gen_s, gen = _best(lambda: replay(src, engine="general", **one), 1)
@@ -148,7 +153,10 @@ def main() -> None:
         "block_accesses": accesses, "python": sys.version.split()[0],
         "two_tier_lru_modeled": {"engine_s": modeled_s, "engine_accesses_per_s": accesses / modeled_s,
                                  "with_chunks_accesses_per_s": accesses / (modeled_s + chunk_s),
-                                 "chunk_build_s": chunk_s, "hit_ratio": hit_modeled},
+                                 "chunk_build_s": chunk_s, "hit_ratio": hit_modeled,
+                                 "native_hierarchy": bool(native_available([Tier("gpu", 1, make_policy("lru", 1))])),
+                                 "python_hierarchy_s": py_s,
+                                 "python_hierarchy_accesses_per_s": accesses / py_s},
         "one_tier_lru_sequential": {"engine_s": seq_s, "engine_accesses_per_s": accesses / seq_s,
                                     "capacity_blocks": 20000, "hit_ratio": res1.ledger.hit_ratio,
                                     "api_general_s": gen_s, "api_general_accesses_per_s": accesses / gen_s,
@@ -161,7 +169,8 @@ def main() -> None:
     }
     print(f"{accesses:,} block accesses, {requests:,} requests")
     print(f"two-tier LRU modeled: engine {accesses / modeled_s / 1e6:.2f} M accesses/s "
-          f"({accesses / (modeled_s + chunk_s) / 1e6:.2f} M/s with chunk building)")
+          f"({accesses / (modeled_s + chunk_s) / 1e6:.2f} M/s with chunk building); "
+          f"Python hierarchy {accesses / py_s / 1e6:.2f} M/s")
     print(f"one-tier LRU sequential: {accesses / seq_s / 1e6:.2f} M accesses/s (engine loop); pcs.replay "
           f"general {accesses / gen_s / 1e6:.2f} M/s, fast {accesses / fast_s / 1e6:.2f} M/s")
     print(f"pcs.replay end to end: {api_s:.2f} s; peak RSS {rss / 1e6:.0f} MB")
