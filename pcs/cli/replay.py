@@ -55,8 +55,10 @@ def replay_options(f: Callable, policy_multiple: bool = False) -> Callable:
                           "sequential: one request at a time (the classic trace replay)."),
         click.option("--engine", type=click.Choice(["auto", "general", "fast"]), default="auto", show_default=True,
                      help="auto: one LRU tier in sequential timing takes the fast path (one O(1)-per-access LRU "
-                          "scan at the tier's capacity, same result), everything else the event-loop engine; "
-                          "general: always the event loop; fast: the fast path or an error."),
+                          "scan at the tier's capacity), all-LRU tiers otherwise run the event loop on the "
+                          "compiled hierarchy, other policies on the Python one (same results, tested); "
+                          "general: always the event loop over the Python hierarchy; fast: the fast path or "
+                          "an error."),
         click.option("--cache-partial-blocks", is_flag=True, help="Cache every hash id, the partial last block too."),
         click.option("--no-recompute-last-token", is_flag=True,
                      help="Lift the cap of prompt_len - 1 hit tokens (vLLM, SGLang recompute the last token)."),
