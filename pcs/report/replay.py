@@ -44,8 +44,7 @@ def _hit_table(s: dict[str, Any]) -> str:
         ["gap: capacity and eviction", _pts(g["capacity_eviction"]),
          f"single-sequence - sequential replay of these tiers ({format_percent(s['sequential_hit_ratio'])})"],
         ["gap: concurrency", _pts(g["concurrency"]),
-         "sequential - real: prefixes still being computed, space held by running requests "
-         "(< 0 when overlap happens to reorder evictions in the run's favour)"],
+         "sequential - real: prefixes in flight, space held by running requests (< 0: luckier evictions)"],
         ["requests", format_count(s["requests"]),
          f"{format_count(s['requests_with_hit'])} with a hit, {format_count(s['requests_truncated'])} truncated"
          f" (larger than the GPU tier), {format_count(s['requests_waited'])} waited for KV space"],

@@ -13,7 +13,8 @@ def render_table(headers: Sequence[str], rows: Sequence[Sequence[object]], title
     Args:
         headers: column names.
         rows: one sequence of cells per row (cells are ``str()``-ed; ``None``
-            shows as ``-``). A cell that looks numeric is right-aligned.
+            shows as ``-``). A cell that looks numeric (starts with a digit or
+            sign, at most five words) is right-aligned.
         title: optional line printed above the table.
         notes: lines printed below the table (each prefixed ``note: ``).
     Returns:
@@ -25,8 +26,9 @@ def render_table(headers: Sequence[str], rows: Sequence[Sequence[object]], title
         assert len(row) == len(headers), (row, headers)
         widths = [max(w, len(c)) for w, c in zip(widths, row)]
 
-    def numeric(c: str) -> bool:
-        return bool(c) and (c[0].isdigit() or (c[0] in "-+." and len(c) > 1 and c[1].isdigit()))
+    def numeric(c: str) -> bool:  # a number, maybe with a unit or a short aside; not a sentence
+        return bool(c) and (c[0].isdigit() or (c[0] in "-+." and len(c) > 1 and c[1].isdigit())) \
+            and len(c.split()) <= 5
 
     out = []
     if title:
