@@ -44,3 +44,27 @@ def run(reqs, capacities, policy="lru", timing="sequential", rules=UNIT_RULES, w
     for ch in iter_chunks(reqs, rules, TimeModel(compute) if compute is not None else None):
         eng.feed(ch)
     return eng.close(), h
+
+
+def stress_trace(seed: int, n: int, bs: int = 4) -> list:
+    """A seeded prefix-chained trace: 70 % of requests reuse a prefix of an earlier chain and
+    append up to 8 fresh ids; arrivals 0-50 ms apart; outputs 0-30 tokens."""
+    import random
+
+    rng = random.Random(seed)
+    chains: list[list[int]] = []
+    reqs = []
+    nxt, t = 0, 0.0
+    for _ in range(n):
+        ids: list[int] = []
+        if chains and rng.random() < 0.7:
+            base = rng.choice(chains)
+            ids = base[:rng.randint(0, len(base))]
+        m = rng.randint(0 if ids else 1, 8)
+        ids = ids + list(range(nxt, nxt + m))
+        nxt += m
+        chains.append(ids)
+        t += rng.choice([0.0, 0.002, 0.01, 0.05])
+        reqs.append(Req(t, len(ids) * bs - rng.randint(0, bs - 1), rng.randint(0, 30), bs,
+                        np.array(ids, dtype=np.uint64)))
+    return reqs

@@ -5,7 +5,6 @@ earlier request's ids and appends fresh ids, so every id has one parent.
 """
 from __future__ import annotations
 
-import random
 from collections import OrderedDict
 
 import numpy as np
@@ -17,7 +16,7 @@ from pcs.cache import Hierarchy, Tier, make_policy
 from pcs.cache.policies import POLICY_NAMES
 from pcs.replay.engine import ReplayEngine, TimeModel
 from pcs.replay.stream import iter_chunks
-from _replay_helpers import LinearCompute, Req, run
+from _replay_helpers import LinearCompute, Req, run, stress_trace
 
 BS = 4
 ALL_RULES = [BlockRules(), BlockRules(True, False), BlockRules(False, False), BlockRules(True, True)]
@@ -172,22 +171,7 @@ def test_identical_input_identical_output(reqs, cfg):
 
 def test_seeded_stress_every_policy_both_timings():
     """Longer random streams, _check after every step, mixed policies per tier."""
-    rng = random.Random(2024)
-    chains: list[list[int]] = []
-    reqs = []
-    nxt, t = 0, 0.0
-    for _ in range(600):
-        ids = []
-        if chains and rng.random() < 0.7:
-            base = rng.choice(chains)
-            ids = base[:rng.randint(0, len(base))]
-        m = rng.randint(0 if ids else 1, 8)
-        ids = ids + list(range(nxt, nxt + m))
-        nxt += m
-        chains.append(ids)
-        t += rng.choice([0.0, 0.002, 0.01, 0.05])
-        reqs.append(Req(t, len(ids) * BS - rng.randint(0, BS - 1), rng.randint(0, 30), BS,
-                        np.array(ids, dtype=np.uint64)))
+    reqs = stress_trace(2024, 600, BS)
     pols = [POLICY_NAMES[i % len(POLICY_NAMES)] for i in range(3)]
     for caps in ([40, 60, 80], [6, 20, 30]):        # the small GPU tier truncates long requests
         for timing in ("sequential", "modeled"):

@@ -9,9 +9,7 @@ real Mooncake trace (summary and per-request table).
 """
 from __future__ import annotations
 
-import random
 
-import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -20,7 +18,7 @@ from pcs.blocks import BlockRules
 from pcs.cache import Hierarchy, Tier, make_policy
 from pcs.replay.engine import ReplayEngine, TimeModel
 from pcs.replay.stream import iter_chunks
-from _replay_helpers import LinearCompute, Req
+from _replay_helpers import LinearCompute, stress_trace
 from test_cache_properties import ALL_RULES, BS, SETTINGS, traces
 
 native = pytest.importorskip("pcs.replay.native")
@@ -98,23 +96,7 @@ def test_admissions_equal_with_repeated_ids_and_waits(chains, c0, c1, wait, wp):
 
 
 def _stress_trace(seed, n):
-    rng = random.Random(seed)
-    chains: list[list[int]] = []
-    reqs = []
-    nxt, t = 0, 0.0
-    for _ in range(n):
-        ids = []
-        if chains and rng.random() < 0.7:
-            base = rng.choice(chains)
-            ids = base[:rng.randint(0, len(base))]
-        m = rng.randint(0 if ids else 1, 8)
-        ids = ids + list(range(nxt, nxt + m))
-        nxt += m
-        chains.append(ids)
-        t += rng.choice([0.0, 0.002, 0.01, 0.05])
-        reqs.append(Req(t, len(ids) * BS - rng.randint(0, BS - 1), rng.randint(0, 30), BS,
-                        np.array(ids, dtype=np.uint64)))
-    return reqs
+    return stress_trace(seed, n, BS)
 
 
 def test_seeded_stress_check_after_every_step():

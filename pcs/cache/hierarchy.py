@@ -35,7 +35,7 @@ from typing import Sequence
 
 from pcs.cache.tier import Tier
 
-__all__ = ["Hierarchy", "Admission", "WRITE_POLICIES"]
+__all__ = ["Hierarchy", "Admission", "WRITE_POLICIES", "check_hierarchy_args"]
 
 #: ``back``: evicted blocks move down one tier; ``through``: computed blocks are
 #: copied to every lower tier at once and evictions drop.
@@ -76,6 +76,23 @@ def _first_repeat(keys: Sequence[int]) -> int:
     return len(keys)
 
 
+def check_hierarchy_args(tiers: Sequence[Tier], write_policy: str) -> list[str]:
+    """Validate a tier list and write policy; returns the tier names (GPU first).
+
+    Raises:
+        ValueError: no tier, duplicate tier names, or an unknown write policy
+            (the message lists :data:`WRITE_POLICIES`).
+    """
+    if not tiers:
+        raise ValueError("at least one tier is needed (the GPU tier)")
+    names = [t.name for t in tiers]
+    if len(set(names)) != len(names):
+        raise ValueError(f"tier names must be distinct, got {names}")
+    if write_policy not in WRITE_POLICIES:
+        raise ValueError(f"unknown write policy {write_policy!r}; valid: {', '.join(WRITE_POLICIES)}")
+    return names
+
+
 class Hierarchy:
     """An ordered list of tiers (index 0 = GPU) with a write policy.
 
@@ -92,13 +109,7 @@ class Hierarchy:
     """
 
     def __init__(self, tiers: Sequence[Tier], write_policy: str = "back") -> None:
-        if not tiers:
-            raise ValueError("at least one tier is needed (the GPU tier)")
-        names = [t.name for t in tiers]
-        if len(set(names)) != len(names):
-            raise ValueError(f"tier names must be distinct, got {names}")
-        if write_policy not in WRITE_POLICIES:
-            raise ValueError(f"unknown write policy {write_policy!r}; valid: {', '.join(WRITE_POLICIES)}")
+        check_hierarchy_args(tiers, write_policy)
         self.tiers = list(tiers)
         self.write_through = write_policy == "through"
         self.write_policy = write_policy

@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from typing import Sequence
 
 from pcs.cache import Hierarchy, Tier
-from pcs.cache.hierarchy import WRITE_POLICIES
+from pcs.cache.hierarchy import check_hierarchy_args
 from pcs.cache.tier import TierStats
 
 try:
@@ -161,13 +161,7 @@ class NativeHierarchy:
     """
 
     def __init__(self, tiers: Sequence[Tier], write_policy: str = "back") -> None:
-        if not tiers:
-            raise ValueError("at least one tier is needed (the GPU tier)")
-        names = [t.name for t in tiers]
-        if len(set(names)) != len(names):
-            raise ValueError(f"tier names must be distinct, got {names}")
-        if write_policy not in WRITE_POLICIES:
-            raise ValueError(f"unknown write policy {write_policy!r}; valid: {', '.join(WRITE_POLICIES)}")
+        names = check_hierarchy_args(tiers, write_policy)
         if not available(tiers):
             raise ValueError("the native hierarchy needs the compiled pcs._lruhier and empty lru tiers of at most "
                              f"{MAX_BLOCKS} blocks; got {', '.join(f'{t.name}:{t.policy.name}' for t in tiers)}")
