@@ -1,0 +1,156 @@
+"""Snapshot every number pcs prints on a grid of runs, to diff before and after a change.
+
+Runs ``pcs replay``, ``pcs compare`` and ``pcs curve`` (JSON output, in
+process through click's runner) and, for replays, a digest of the
+per-request table, on the bundled samples and, when ``../shared`` is beside
+the repository, the Mooncake conversation trace: several capacities, both
+timings, 1, 2 and 3 tiers, each policy, both write policies. Writes one JSON
+file ``{run id: output}``; ``--diff OLD.json NEW.json`` lists the runs whose
+output changed (keys may be added: only changed or removed values count).
+
+Usage::
+
+    python benchmarks/snapshot.py out.json [--quick]
+    python benchmarks/snapshot.py --diff before.json after.json
+"""
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+MOONCAKE = ROOT.parent / "shared" / "traces" / "mooncake-fast25" / "conversation_trace.jsonl"
+
+POLICIES = ("lru", "protected", "fifo")
+
+
+def _runs(quick: bool) -> list[tuple[str, list[str]]]:
+    traces = [("chat", str(ROOT / "traces" / "sample_chat.jsonl")),
+              ("tok", str(ROOT / "traces" / "sample_tokens.jsonl"))]
+    if MOONCAKE.exists():
+        traces.append(("moon", str(MOONCAKE)))
+    runs: list[tuple[str, list[str]]] = [("replay-default", ["replay"])]
+    for tname, path in traces:
+        small = tname == "tok"
+        caps = ["20blocks", "200blocks"] if small else ["1000blocks", "5000blocks", "20000blocks"]
+        two = [["gpu=20blocks", "cpu=60blocks"]] if small else \
+            [["gpu=400GB", "cpu=2TB"], ["gpu=1000blocks", "cpu=4000blocks"]]
+        three = [["gpu=10blocks", "cpu=30blocks", "ssd=80blocks"]] if small else \
+            [["gpu=800blocks", "cpu=3000blocks", "ssd=8000blocks"]]
+        for pol in POLICIES:
+            for timing in ("sequential", "modeled"):
+                for cap in caps[: 1 if quick else None]:
+                    runs.append((f"replay/{tname}/{pol}/{timing}/1t/{cap}",
+                                 ["replay", path, "--policy", pol, "--timing", timing, "--tier", f"gpu={cap}"]))
+                for tiers in two + three:
+                    for wp in ("back", "through"):
+                        if quick and wp == "through":
+                            continue
+                        args = ["replay", path, "--policy", pol, "--timing", timing, "--write-policy", wp]
+                        for t in tiers:
+                            args += ["--tier", t]
+                        runs.append((f"replay/{tname}/{pol}/{timing}/{len(tiers)}t/{'+'.join(tiers)}/{wp}", args))
+        runs.append((f"replay/{tname}/fp8-mixed", ["replay", path, "--dtype", "fp8", "--tier-policy",
+                                                   "cpu=protected", "--link", "cpu=25GB/s"] +
+                     (["--tier", "gpu=20blocks", "--tier", "cpu=60blocks"] if small else [])))
+        runs.append((f"replay/{tname}/partial-nolast", ["replay", path, "--cache-partial-blocks",
+                                                        "--no-recompute-last-token", "--timing", "sequential"] +
+                     (["--tier", "gpu=20blocks"] if small else ["--tier", "gpu=3000blocks"])))
+        runs.append((f"compare/{tname}", ["compare", path, "--policy", "lru", "--policy", "protected",
+                                          "--policy", "fifo"] +
+                     (["--tier", "gpu=20blocks", "--tier", "cpu=60blocks", "--curve-capacities", "5,20,100"]
+                      if small else ["--curve-capacities", "1000,5000,20000"])))
+        runs.append((f"curve/{tname}", ["curve", path] + (["--capacities", "5,20,100"] if small
+                                                          else ["--capacities", "1000,5000,20000"])))
+        runs.append((f"curve/{tname}/points", ["curve", path, "--points", "8", "--no-belady"]))
+    return runs
+
+
+def _digest_table(path: str) -> str:
+    import pyarrow.parquet as pq
+
+    t = pq.read_table(path)
+    h = hashlib.sha256()
+    for name in t.column_names:
+        h.update(name.encode())
+        h.update(t.column(name).to_numpy(zero_copy_only=False).tobytes())
+    return h.hexdigest()[:16]
+
+
+def snapshot(out: str, quick: bool) -> None:
+    from click.testing import CliRunner
+
+    from pcs.cli.main import cli
+
+    runner = CliRunner()
+    result: dict[str, object] = {}
+    runs = _runs(quick)
+    with tempfile.TemporaryDirectory() as tmp:
+        for i, (rid, args) in enumerate(runs):
+            args = list(args) + ["--format", "json"] + (["--quiet"] if args[0] != "curve" else [])
+            rows = None
+            if args[0] == "replay":
+                rows = os.path.join(tmp, f"r{i}.parquet")
+                args += ["--requests-out", rows]
+            r = runner.invoke(cli, args, catch_exceptions=False)
+            if r.exit_code != 0:
+                result[rid] = {"exit_code": r.exit_code, "output": r.output[-400:]}
+                continue
+            data = json.loads(r.stdout)
+            if rows:
+                data = {"summary": data, "requests_digest": _digest_table(rows)}
+            result[rid] = data
+            print(f"[{i + 1}/{len(runs)}] {rid}", file=sys.stderr)
+    Path(out).write_text(json.dumps(result, indent=1, sort_keys=True))
+    print(json.dumps({"snapshot": out, "runs": len(runs)}))
+
+
+def _walk(a, b, path: str, out: list[str]) -> None:
+    if isinstance(a, dict) and isinstance(b, dict):
+        for k in a:
+            if k not in b:
+                out.append(f"{path}.{k}: removed")
+            else:
+                _walk(a[k], b[k], f"{path}.{k}", out)
+    elif isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
+        for i, (x, y) in enumerate(zip(a, b)):
+            _walk(x, y, f"{path}[{i}]", out)
+    elif a != b:
+        out.append(f"{path}: {a!r} -> {b!r}")
+
+
+def diff(old: str, new: str) -> int:
+    a = json.loads(Path(old).read_text())
+    b = json.loads(Path(new).read_text())
+    out: list[str] = []
+    for rid in a:
+        if rid not in b:
+            out.append(f"{rid}: run missing")
+            continue
+        _walk(a[rid], b[rid], rid, out)
+    for line in out[:200]:
+        print(line)
+    print(json.dumps({"runs": len(a), "differences": len(out)}))
+    return 1 if out else 0
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("out", nargs="?")
+    ap.add_argument("--quick", action="store_true", help="fewer capacities and no write-through runs")
+    ap.add_argument("--diff", nargs=2, metavar=("OLD", "NEW"))
+    ns = ap.parse_args()
+    if ns.diff:
+        sys.exit(diff(*ns.diff))
+    if not ns.out:
+        ap.error("give OUT.json or --diff OLD NEW")
+    snapshot(ns.out, ns.quick)
+
+
+if __name__ == "__main__":
+    main()
