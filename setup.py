@@ -1,27 +1,30 @@
-"""Build hook for the optional compiled kernel; all metadata is in pyproject.toml.
+"""Build hook for the optional compiled twins; all metadata is in pyproject.toml.
 
-``pcs._stackdist`` (pcs/_stackdist.c, CPython API + buffer protocol, no numpy
-headers) computes LRU stack depths ~30x faster than the pure-Python kernel.
-``pcs._lruhier`` (pcs/_lruhier.c, CPython API) is the all-LRU tier hierarchy
-used by the replay event loop (pcs.replay.native). Both are ``optional``: when
-one fails to compile, installation still succeeds and its Python counterpart
-is used (pcs.replay.stackdist warns; pcs.cache.Hierarchy is the fallback).
+Each C file sits beside the Python module it mirrors (``pcs._native`` lists
+them and owns the ``auto | c | python`` switch):
+
+- ``pcs.curves._stackdist`` (pcs/curves/_stackdist.c): LRU stack depths for
+  the one-pass curves, ~30x the pure-Python kernel;
+- ``pcs.engine._lruscan`` (pcs/engine/_lruscan.c): the one-capacity
+  sequential LRU scan of the replay fast path;
+- ``pcs.cache._lruhier`` (pcs/cache/_lruhier.c): the all-LRU tier hierarchy
+  the replay event loop runs on.
+
+All are ``optional``: when one fails to compile, installation still succeeds
+and its Python twin is used.
 """
 from setuptools import Extension, setup
 
+
+def _ext(name: str, source: str) -> Extension:
+    return Extension(name, sources=[source], depends=["pcs/_kernel_common.h"], extra_compile_args=["-O3"],
+                     optional=True)
+
+
 setup(
     ext_modules=[
-        Extension(
-            "pcs._stackdist",
-            sources=["pcs/_stackdist.c"],
-            extra_compile_args=["-O3"],
-            optional=True,
-        ),
-        Extension(
-            "pcs._lruhier",
-            sources=["pcs/_lruhier.c"],
-            extra_compile_args=["-O3"],
-            optional=True,
-        ),
+        _ext("pcs.curves._stackdist", "pcs/curves/_stackdist.c"),
+        _ext("pcs.engine._lruscan", "pcs/engine/_lruscan.c"),
+        _ext("pcs.cache._lruhier", "pcs/cache/_lruhier.c"),
     ]
 )

@@ -12,7 +12,7 @@ Measures, on the replicated trace:
   (kernel + lead depths + weighted histogram) -> accesses/s;
 - the pure-Python kernel (on the unreplicated trace; it is ~15x slower);
 and the wall time of one pass for 50 capacities beside 50 separate
-``pcs.replay.api.replay(..., timing="sequential", policy="lru")`` runs on
+``pcs.engine.api.replay(..., timing="sequential", policy="lru")`` runs on
 the unreplicated trace, plus one such replay on the replicated trace (its
 x50 is stated as an estimate, not run).
 
@@ -31,8 +31,8 @@ from pathlib import Path
 import numpy as np
 
 from pcs.blocks import BlockRules
-from pcs.replay import stackdist
-from pcs.replay.curve import capacity_grid, lru_curve
+from pcs.curves import stackdist
+from pcs.curves.api import capacity_grid, lru_curve
 from pcs.trace import open_trace
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -121,7 +121,7 @@ def main() -> None:
     print(f"C kernel (1 replica)         {t_c_base:7.3f} s  {base.num_accesses / t_c_base / 1e6:6.1f} M accesses/s")
 
     if not a.skip_replays:
-        from pcs.replay.api import replay
+        from pcs.engine.api import replay
 
         def one_replay(trace, c):
             # the general event-loop engine: one full replay per capacity

@@ -15,7 +15,7 @@ Measured (one core, process CPU seconds, best of ``--repeat``):
   the engine loop over pre-built chunks, and the whole ``pcs.replay(...,
   timing="sequential")`` (summary, table, single-sequence passes) with
   ``engine="general"`` (the event loop, one run) and ``engine="fast"`` (the
-  vectorised stack-depth path, :mod:`pcs.replay.fastpath`); the two
+  vectorised stack-depth path, :mod:`pcs.engine.fastpath`); the two
   summaries must be equal (``fast_equals_general``);
 - ``api_replay_s``: the whole ``pcs.replay(...)`` (modeled run + sequential
   baseline for the gap + two single-sequence passes) on the replicated trace;
@@ -42,9 +42,9 @@ ID_SPAN = 182_790
 
 from pcs.blocks import BlockRules  # noqa: E402
 from pcs.cache import Tier, make_policy  # noqa: E402
-from pcs.replay.native import available as native_available, make_hierarchy  # noqa: E402
-from pcs.replay.engine import ReplayEngine, TimeModel  # noqa: E402
-from pcs.replay.stream import CHUNK_REQUESTS, _from_columns  # noqa: E402
+from pcs.cache.native import available as native_available, make_hierarchy  # noqa: E402
+from pcs.engine.engine import ReplayEngine, TimeModel  # noqa: E402
+from pcs.engine.chunks import CHUNK_REQUESTS, _from_columns  # noqa: E402
 from pcs.trace import RequestBatch, open_trace  # noqa: E402
 
 
@@ -118,8 +118,8 @@ def main() -> None:
     from pcs.compute import ComputeModel
     from pcs.hardware import get_gpu
     from pcs.model import block_bytes, get_model
-    from pcs.replay import replay
-    from pcs.replay.api import _resolve_link
+    from pcs.engine.api import replay
+    from pcs.engine.api import _resolve_link
 
     src = Replicated(TRACE, args.copies)
     accesses = int(src.counts.sum()) * args.copies

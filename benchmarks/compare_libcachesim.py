@@ -8,7 +8,7 @@ blocks pcs computes before the last-token cap (sum over requests of
 ``n - lead``), which the script checks at every capacity.
 
 In one process, at >= 3 capacities (each >= the largest request's ``n``):
-- ``pcs.replay.api.replay(trace, tiers=["gpu=<C>blocks"], policy="lru",
+- ``pcs.engine.api.replay(trace, tiers=["gpu=<C>blocks"], policy="lru",
   timing="sequential")`` -- what a user runs (its default ``engine="auto"``
   takes the stack-depth fast path where it applies), reading pcs's Parquet
   form of the trace (converted once, excluded, as libCacheSim's file) and,
@@ -22,7 +22,7 @@ In one process, at >= 3 capacities (each >= the largest request's ``n``):
   grows by itself, and the default 2^24 buckets cost ~0.15 s of page faults
   per cache); the default hashpower and a Python loop of ``cache.get`` with
   one reused ``Request`` are timed too;
-- ``pcs.replay.curve.curve(trace, capacities, belady=False)``: every
+- ``pcs.curves.api.curve(trace, capacities, belady=False)``: every
   capacity from one pass (from Parquet; from JSONL; and the core alone,
   ``lru_curve`` over accesses already flattened), against one libCacheSim run.
 Each comparison: one warm-up of each side, then 5 pairs in alternating order;
@@ -89,7 +89,7 @@ class Sides:
     def chunks(self) -> list:
         """The trace as engine chunks, built once (outside the timed engine runs)."""
         from pcs.blocks import BlockRules
-        from pcs.replay.stream import iter_chunks
+        from pcs.engine.chunks import iter_chunks
         from pcs.trace import open_trace
 
         return list(iter_chunks(open_trace(self.pcs_path), BlockRules()))
@@ -100,8 +100,8 @@ class Sides:
         return self.fs.ids.tolist()
 
     def pcs_api(self, c: int, path: Path | None = None, engine: str | None = None) -> tuple[int, int]:
-        """``pcs.replay.api.replay`` as a user calls it (``engine`` None = its default)."""
-        from pcs.replay.api import replay
+        """``pcs.engine.api.replay`` as a user calls it (``engine`` None = its default)."""
+        from pcs.engine.api import replay
         from pcs.trace import open_trace
 
         kw = {"engine": engine} if engine else {}
@@ -111,7 +111,7 @@ class Sides:
 
     def pcs_engine(self, c: int) -> int:
         from pcs.cache import Hierarchy, Tier, make_policy
-        from pcs.replay.engine import ReplayEngine
+        from pcs.engine.engine import ReplayEngine
 
         e = ReplayEngine(Hierarchy([Tier("gpu", c, make_policy("lru", c))]), "sequential")
         for ch in self.chunks:
@@ -141,7 +141,7 @@ class Sides:
         return misses
 
     def curve(self, caps: list[int], path: Path | None = None) -> list[int]:
-        from pcs.replay.curve import curve
+        from pcs.curves.api import curve
         from pcs.trace import open_trace
 
         r = curve(open_trace(path or self.pcs_path), capacities=caps, belady=False)
@@ -150,7 +150,7 @@ class Sides:
 
 def default_capacities(trace_path: Path, max_request_blocks: int, k: int = 4) -> list[int]:
     """``k`` capacities geometric from the largest request's ``n`` to where LRU reaches the ceiling."""
-    from pcs.replay.curve import load_accesses, lru_curve
+    from pcs.curves.api import load_accesses, lru_curve
 
     top = max(lru_curve(load_accesses(str(trace_path))[0]).max_useful_capacity_blocks, max_request_blocks + 1)
     return sorted({int(round(x)) for x in np.geomspace(max_request_blocks, top, k)})
@@ -158,7 +158,7 @@ def default_capacities(trace_path: Path, max_request_blocks: int, k: int = 4) ->
 
 def replay_takes_engine() -> bool:
     """Whether ``replay`` has ``engine=`` (``auto`` may take the stack-depth fast path, ``general`` never)."""
-    from pcs.replay.api import replay
+    from pcs.engine.api import replay
 
     return "engine" in inspect.signature(replay).parameters
 
@@ -213,7 +213,7 @@ def curve_pairs(sides: Sides, caps: list[int], c: int, pairs: int, tag: str = "b
     from JSONL, and the core alone (``lru_curve`` over accesses already
     flattened in memory: kernel + histograms + reading off ``caps``).
     """
-    from pcs.replay.curve import load_accesses, lru_curve
+    from pcs.curves.api import load_accesses, lru_curve
     from pcs.trace import open_trace
 
     r = common.alternating_pairs(lambda: sides.curve(caps), lambda: sides.lcs_trace(c), pairs)
@@ -257,10 +257,10 @@ def _child(mode: str, path: str, c: int) -> None:
     """Run one replay or curve in this fresh process; print peak RSS above the post-import baseline."""
     from pcs.blocks import BlockRules
     from pcs.cache import Hierarchy, Tier, make_policy
-    from pcs.replay.api import replay
-    from pcs.replay.curve import curve
-    from pcs.replay.engine import ReplayEngine
-    from pcs.replay.stream import iter_chunks
+    from pcs.engine.api import replay
+    from pcs.curves.api import curve
+    from pcs.engine.engine import ReplayEngine
+    from pcs.engine.chunks import iter_chunks
     from pcs.trace import open_trace
 
     tr = open_trace(path)

@@ -1,25 +1,24 @@
 """pcs: the prefix-cache replay engine.
 
-Four views, each a command and a Python API:
+Four views, each a command and a plain Python function:
 
 - ``pcs.budget(capacity_need_bytes, capacity_have_bytes, bandwidth_need_bps,
-  bandwidth_have_bps)`` -> :class:`pcs.budget.BudgetResult`
+  bandwidth_have_bps)`` -> :class:`pcs.analysis.budget.BudgetResult`
 - ``pcs.footprint(model, tokens, block_size=16, dtype=None, sequences=1)``
   -> :class:`pcs.model.FootprintResult`
 - ``pcs.envelope(restore_bytes, full_prefill_s, remaining_s, overhead_s,
-  bandwidths_bps, overlap_s=None)`` -> :class:`pcs.envelope.EnvelopeResult`
+  bandwidths_bps, overlap_s=None)`` -> :class:`pcs.analysis.envelope.EnvelopeResult`
 - ``pcs.replay(trace, model=..., hardware=..., tiers=..., policy=...,
-  timing=...)`` -> result with ``.summary`` (dict) and ``.requests``
-  (pyarrow Table); ``pcs.curve(trace, capacities=...)`` -> hit ratio at every
-  capacity in one pass.
+  timing=...)`` -> :class:`pcs.engine.api.ReplayResult`; ``pcs.curve(trace,
+  capacities=...)`` -> the hit ratio at every capacity in one pass.
 - ``pcs.open_trace(path)`` streams :class:`pcs.trace.Request` records.
 
 Units: bytes as int, bandwidth in bytes/s, times in seconds; GB decimal.
-Names and the submodules (``pcs.model``, ``pcs.trace``, ``pcs.hardware``,
-``pcs.compute``, ``pcs.cache``, ``pcs.blocks``, ``pcs.units`` ...) are
-imported lazily on first use, so ``import pcs`` stays cheap. ``pcs.budget``,
-``pcs.envelope`` and ``pcs.replay`` are modules that are also callable as
-their view's function (see :mod:`pcs._callable`).
+The functions and the submodules (``pcs.model``, ``pcs.trace``,
+``pcs.hardware``, ``pcs.compute``, ``pcs.cache``, ``pcs.engine`` ...) are
+imported lazily on first use, so ``import pcs`` stays cheap. No public name
+is both a module and a function: the views live in ``pcs.analysis``,
+``pcs.model``, ``pcs.engine`` and ``pcs.curves``.
 """
 from __future__ import annotations
 
@@ -27,19 +26,20 @@ import importlib
 
 __version__ = "0.1.0"
 
-#: public name -> (module, attribute or None for a callable module)
-_API: dict[str, tuple[str, str | None]] = {
-    "budget": ("pcs.budget", None),
-    "envelope": ("pcs.envelope", None),
-    "replay": ("pcs.replay", None),
+#: public name -> (module, attribute)
+_API: dict[str, tuple[str, str]] = {
+    "budget": ("pcs.analysis.budget", "budget"),
+    "envelope": ("pcs.analysis.envelope", "envelope"),
+    "replay": ("pcs.engine.api", "replay"),
     "footprint": ("pcs.model", "footprint"),
-    "curve": ("pcs.replay.curve", "curve"),
+    "curve": ("pcs.curves.api", "curve"),
     "open_trace": ("pcs.trace", "open_trace"),
     "get_model": ("pcs.model", "get_model"),
 }
 
 #: submodules reachable as ``pcs.<name>`` after a plain ``import pcs``
-_SUBMODULES = ("blocks", "cache", "compute", "errors", "hardware", "model", "report", "trace", "units")
+_SUBMODULES = ("analysis", "blocks", "cache", "compute", "curves", "engine", "errors", "hardware", "model",
+               "report", "trace", "units")
 
 __all__ = sorted(_API)
 
@@ -51,5 +51,10 @@ def __getattr__(name: str):
         module_name, attr = _API[name]
     except KeyError:
         raise AttributeError(f"module 'pcs' has no attribute {name!r}") from None
-    module = importlib.import_module(module_name)
-    return module if attr is None else getattr(module, attr)
+    value = getattr(importlib.import_module(module_name), attr)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_API) | set(_SUBMODULES))

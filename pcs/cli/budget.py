@@ -6,9 +6,9 @@ from typing import Any
 import click
 
 from pcs import units
-from pcs.budget import (RATIO_NOTE, BudgetResult, Workload, average_bandwidth_bps, iops_bandwidth_bps,
+from pcs.analysis.budget import (RATIO_NOTE, BudgetResult, Workload, average_bandwidth_bps, iops_bandwidth_bps,
                         load_workloads, parse_workload, total, transfer_time_s)
-from pcs.budget import budget as budget_of  # not `from pcs import budget`: pcs may re-export the function
+from pcs.analysis.budget import budget as budget_of  # not `from pcs.analysis import budget`: pcs may re-export the function
 from pcs.cli.common import PcsUsageError, emit, format_option
 from pcs.cli.presets import hardware_file_option, hardware_table, link_options, resolve_link
 from pcs.report.table import render_table

@@ -1,6 +1,6 @@
 """``pcs compare``: one trace under several policies or tier sizes, side by side.
 
-Each variant is a full :func:`pcs.replay.api.replay`; the table has one
+Each variant is a full :func:`pcs.engine.api.replay`; the table has one
 column per variant and one row per metric in :data:`METRICS`. More rows (for
 example hit-ratio curve points) are added by appending to :data:`METRICS`: a
 label, a JSON key and a function summary -> value.
@@ -141,11 +141,11 @@ def _parse_capacities(text: str) -> list[int]:
 def _curve_rows(kw: dict[str, Any], policies: list[str | None], caps: list[int]) -> list[dict[str, Any]]:
     """Hit ratio per capacity (one tier, sequential) for each compared policy, Belady and the ceiling.
 
-    LRU comes from the exact one-pass curve (:func:`pcs.replay.curve.curve`,
+    LRU comes from the exact one-pass curve (:func:`pcs.curves.api.curve`,
     equal to the sequential one-tier LRU replay); other policies are replayed
     once per capacity with the same block rules.
     """
-    from pcs.replay.curve import curve
+    from pcs.curves.api import curve
 
     trace = None
     if kw["trace"] or kw["trace_format"] or kw["block_size"]:

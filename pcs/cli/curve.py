@@ -9,7 +9,7 @@ from typing import Any
 import click
 
 from pcs.cli.common import PcsUsageError, emit, format_option
-from pcs.replay.stackdist import KERNELS
+from pcs.curves.stackdist import KERNELS
 from pcs.report.table import render_table
 from pcs.units import format_bytes, format_count, format_percent, parse_bytes
 
@@ -146,7 +146,7 @@ def curve(trace, capacities, points, model_name, dtype, block_size, no_belady, s
       pcs curve trace.jsonl --capacities 1000,5000,20000 --model llama-3.1-8b
       pcs curve trace.jsonl --points 20 --format json --plot curve.png
     """
-    from pcs.replay.curve import curve as compute_curve, load_accesses
+    from pcs.curves.api import curve as compute_curve, load_accesses
 
     if capacities is not None and points is not None:
         raise PcsUsageError("give --capacities or --points, not both")

@@ -8,7 +8,7 @@ import click
 from pcs import units
 from pcs.cli.common import emit, format_option
 from pcs.cli.presets import gpu_options, hardware_file_option, hardware_table, resolve_gpu
-from pcs.envelope import EnvelopeResult, envelope as envelope_lib, restore_bytes_for_tokens
+from pcs.analysis.envelope import EnvelopeResult, envelope as envelope_lib, restore_bytes_for_tokens
 from pcs.report.table import render_table
 
 __all__ = ["envelope"]

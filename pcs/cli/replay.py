@@ -67,7 +67,7 @@ def replay_options(f: Callable, policy_multiple: bool = False) -> Callable:
 
 
 def _pairs(values, what: str) -> dict[str, str]:
-    from pcs.replay.api import parse_assignment
+    from pcs.engine.api import parse_assignment
 
     out: dict[str, str] = {}
     for v in values:
@@ -97,8 +97,8 @@ class _Progress:
 
 def run_replay_kwargs(kw: dict[str, Any], policy: str | None, tiers: list[str] | None,
                       progress: Callable[[int], None] | None = None):
-    """Run :func:`pcs.replay.api.replay` from the parsed shared options."""
-    from pcs.replay.api import replay as run
+    """Run :func:`pcs.engine.api.replay` from the parsed shared options."""
+    from pcs.engine.api import replay as run
 
     trace = None
     if kw["trace"] or kw["trace_format"] or kw["block_size"]:

@@ -1,0 +1,265 @@
+"""Capacity and bandwidth budgets, and transfer arithmetic (CONCEPTS.md sections 1-2).
+
+A workload needs ``C_w`` bytes resident at once and ``B_w`` bytes/s moved; a
+device offers ``C_d`` and ``B_d``. The two budgets are separate checks:
+u_C = C_w / C_d and u_B = B_w / B_d. Capacity divided by bandwidth is a time
+(R_w = C_w / B_w, R_d = C_d / B_d) and R_w / R_d = u_C / u_B, so the ratio only
+says which budget is under more pressure; it is not a verdict: a workload can
+keep R_w and still be over both budgets (always check u_C and u_B).
+
+>>> r = budget(30 * 10**9, 80 * 10**9, 1000e9, 2000e9)
+>>> (r.u_C, r.u_B, r.binding)
+(0.375, 0.5, 'bandwidth')
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, fields
+from fractions import Fraction
+from pathlib import Path
+from typing import Any, Iterable
+
+from pcs import units
+from pcs.configfile import read_mapping
+from pcs.errors import InputError
+
+__all__ = [
+    "BudgetResult", "Workload", "budget", "total", "parse_workload", "load_workloads",
+    "average_bandwidth_bps", "transfer_time_s", "iops_bandwidth_bps", "RATIO_NOTE",
+]
+
+#: The note every budget report prints (CONCEPTS.md section 1).
+RATIO_NOTE = ("R_w/R_d = u_C/u_B only says which budget is under more pressure; it is not a "
+              "verdict: a workload scaled up keeps R_w yet can exceed both budgets, so always "
+              "check the absolute needs (u_C and u_B <= 100 %)")
+
+
+@dataclass(frozen=True, slots=True)
+class Workload:
+    """A named need: ``capacity_need_bytes`` resident and ``bandwidth_need_bps`` moved."""
+
+    name: str
+    capacity_need_bytes: int
+    bandwidth_need_bps: float
+
+
+@dataclass(frozen=True, slots=True)
+class BudgetResult:
+    """Both budgets for one workload on one device.
+
+    Attributes:
+        capacity_need_bytes, capacity_have_bytes: C_w and C_d in bytes.
+        bandwidth_need_bps, bandwidth_have_bps: B_w and B_d in bytes/s.
+        u_C: C_w / C_d.  u_B: B_w / B_d.
+        R_w_s: C_w / B_w in seconds (None when B_w is 0: a pure capacity need).
+        R_d_s: C_d / B_d in seconds.
+        capacity_shortfall_bytes: max(0, C_w - C_d).
+        bandwidth_shortfall_bps: max(0, B_w - B_d).
+        binding: the budget reached first when both needs grow by the same
+            factor: the one with the larger utilisation; "none" when both are 0.
+            An exact tie (u_C == u_B, decided with exact fractions) reports
+            "capacity", since missing space cannot be bought back with bandwidth.
+        binding_tie: True when u_C == u_B > 0 exactly.
+        growth_headroom: 1 / max(u_C, u_B), the factor the workload can grow by
+            before the binding budget is full (None when both are 0).
+        fits: u_C <= 1 and u_B <= 1.
+    """
+
+    capacity_need_bytes: int
+    capacity_have_bytes: int
+    bandwidth_need_bps: float
+    bandwidth_have_bps: float
+    u_C: float
+    u_B: float
+    R_w_s: float | None
+    R_d_s: float
+    capacity_shortfall_bytes: int
+    bandwidth_shortfall_bps: float
+    binding: str
+    binding_tie: bool
+    growth_headroom: float | None
+    fits: bool
+
+    def as_dict(self) -> dict[str, Any]:
+        """The JSON object of this result (keys as the attribute names)."""
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+
+def _check(value: float, what: str, positive: bool) -> None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise ValueError(f"{what} must be a finite number, got {value!r}")
+    if value < 0 or (positive and value == 0):
+        raise ValueError(f"{what} must be {'> 0' if positive else '>= 0'}, got {value!r}")
+
+
+def budget(capacity_need_bytes: int, capacity_have_bytes: int, bandwidth_need_bps: float,
+           bandwidth_have_bps: float) -> BudgetResult:
+    """Capacity and bandwidth utilisation of one workload on one device (CONCEPTS.md 1).
+
+    Args:
+        capacity_need_bytes: C_w, bytes the workload needs resident at once (>= 0).
+        capacity_have_bytes: C_d, bytes the device offers (> 0), e.g. HBM left for KV.
+        bandwidth_need_bps: B_w, bytes/s the workload moves (>= 0).
+        bandwidth_have_bps: B_d, bytes/s the device path offers (> 0).
+    Returns:
+        BudgetResult; see its attributes for every formula.
+    Raises:
+        ValueError: a negative need, a non-positive offer, or a non-finite value.
+    """
+    _check(capacity_need_bytes, "capacity need", positive=False)
+    _check(capacity_have_bytes, "capacity have", positive=True)
+    _check(bandwidth_need_bps, "bandwidth need", positive=False)
+    _check(bandwidth_have_bps, "bandwidth have", positive=True)
+    c_w, c_d = int(capacity_need_bytes), int(capacity_have_bytes)
+    b_w, b_d = float(bandwidth_need_bps), float(bandwidth_have_bps)
+    # Exact comparison of u_C = c_w/c_d and u_B = b_w/b_d: floats are exact fractions.
+    exact_u_c, exact_u_b = Fraction(c_w, c_d), Fraction(b_w) / Fraction(b_d)
+    if exact_u_c == 0 and exact_u_b == 0:
+        binding = "none"
+    else:
+        binding = "capacity" if exact_u_c >= exact_u_b else "bandwidth"
+    u_c, u_b = c_w / c_d, b_w / b_d
+    worst = max(u_c, u_b)
+    return BudgetResult(
+        capacity_need_bytes=c_w, capacity_have_bytes=c_d,
+        bandwidth_need_bps=b_w, bandwidth_have_bps=b_d,
+        u_C=u_c, u_B=u_b,
+        R_w_s=(c_w / b_w) if b_w > 0 else None, R_d_s=c_d / b_d,
+        capacity_shortfall_bytes=max(0, c_w - c_d),
+        bandwidth_shortfall_bps=max(0.0, b_w - b_d),
+        binding=binding, binding_tie=binding != "none" and exact_u_c == exact_u_b,
+        growth_headroom=(1.0 / worst) if worst > 0 else None,
+        fits=exact_u_c <= 1 and exact_u_b <= 1,
+    )
+
+
+def total(workloads: Iterable[Workload], name: str = "all together") -> Workload:
+    """All workloads running at once on one device: needs add up.
+
+    >>> total([Workload("a", 1, 2.0), Workload("b", 3, 4.0)])
+    Workload(name='all together', capacity_need_bytes=4, bandwidth_need_bps=6.0)
+    """
+    items = list(workloads)
+    return Workload(name, sum(w.capacity_need_bytes for w in items), sum(w.bandwidth_need_bps for w in items))
+
+
+def parse_workload(text: str) -> Workload:
+    """Parse ``NAME:CAPACITY:BANDWIDTH``, e.g. ``"A:30GB:1000GB/s"``.
+
+    Raises:
+        ValueError: not three colon-separated parts, or a bad size/bandwidth.
+    """
+    parts = str(text).rsplit(":", 2)
+    if len(parts) != 3 or not parts[0].strip():
+        raise ValueError(f"invalid workload {text!r}: expected NAME:CAPACITY:BANDWIDTH such as A:30GB:1000GB/s")
+    name, cap, bw = (p.strip() for p in parts)
+    return Workload(name, units.parse_bytes(cap), units.parse_bandwidth(bw))
+
+
+_NEED_KEYS = {"capacity_need": units.parse_bytes, "bandwidth_need": units.parse_bandwidth}
+_DEVICE_KEYS = {"capacity_have": units.parse_bytes, "bandwidth_have": units.parse_bandwidth}
+
+
+def load_workloads(path: str | Path) -> tuple[dict[str, Any], list[Workload]]:
+    """Read workloads (and optionally the device) from a TOML or JSON file.
+
+    Format (TOML; JSON the same shape, ``workloads`` a list of objects)::
+
+        [device]                      # optional; the CLI flags override it
+        capacity_have = "80GB"
+        bandwidth_have = "2000GB/s"
+        [[workload]]
+        name = "A"
+        capacity_need = "30GB"
+        bandwidth_need = "1000GB/s"
+
+    Values are sizes/bandwidths with units, or plain numbers (bytes, bytes/s).
+
+    Returns:
+        (device, workloads): device maps ``capacity_have_bytes`` /
+        ``bandwidth_have_bps`` to parsed values for the keys present.
+    Raises:
+        InputError: bad content, naming the file, the entry and the field.
+    """
+    path = Path(path)
+    data = read_mapping(path)
+    device: dict[str, Any] = {}
+    raw_device = data.get("device", {})
+    if not isinstance(raw_device, dict):
+        raise InputError(str(path), None, "device", "must be a table/object")
+    for key, parse in _DEVICE_KEYS.items():
+        if key in raw_device:
+            out_key = "capacity_have_bytes" if key == "capacity_have" else "bandwidth_have_bps"
+            device[out_key] = _field(path, f"device.{key}", parse, raw_device[key])
+    raw = data.get("workload", data.get("workloads"))
+    if not isinstance(raw, list) or not raw:
+        raise InputError(str(path), None, "workload", "expected a non-empty list of workloads "
+                         "([[workload]] in TOML, \"workloads\": [...] in JSON)")
+    workloads = []
+    for i, entry in enumerate(raw):
+        where = f"workload[{i}]"
+        if not isinstance(entry, dict):
+            raise InputError(str(path), None, where, "must be a table/object")
+        missing = [k for k in _NEED_KEYS if k not in entry]
+        if missing:
+            raise InputError(str(path), None, where, f"missing {', '.join(missing)}")
+        name = str(entry.get("name", f"w{i + 1}"))
+        cap = _field(path, f"{where}.capacity_need", units.parse_bytes, entry["capacity_need"])
+        bw = _field(path, f"{where}.bandwidth_need", units.parse_bandwidth, entry["bandwidth_need"])
+        workloads.append(Workload(name, cap, bw))
+    return device, workloads
+
+
+def _field(path: Path, where: str, parse: Any, value: Any) -> Any:
+    if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+        raise InputError(str(path), None, where, f"expected a value with units, got {value!r}")
+    try:
+        return parse(value)
+    except ValueError as exc:
+        raise InputError(str(path), None, where, str(exc)) from None
+
+
+def average_bandwidth_bps(rate_per_s: float, size_bytes: int) -> float:
+    """Average bandwidth of ``rate_per_s`` transfers per second of ``size_bytes`` each.
+
+    >>> average_bandwidth_bps(10, 100 * 10**6)   # 10/s x 100 MB = 1 GB/s
+    1000000000.0
+
+    Raises:
+        ValueError: a negative or non-finite argument.
+    """
+    _check(rate_per_s, "rate", positive=False)
+    _check(size_bytes, "size", positive=False)
+    return float(rate_per_s) * size_bytes
+
+
+def transfer_time_s(size_bytes: int, bandwidth_bps: float, setup_s: float = 0.0) -> float:
+    """Time of one transfer: setup_s + size_bytes / bandwidth_bps (CONCEPTS.md 2).
+
+    >>> transfer_time_s(100 * 10**6, 20e9)       # 100 MB over 20 GB/s = 5 ms
+    0.005
+
+    Raises:
+        ValueError: non-positive bandwidth, negative size or setup.
+    """
+    _check(size_bytes, "transfer size", positive=False)
+    _check(bandwidth_bps, "link bandwidth", positive=True)
+    _check(setup_s, "setup time", positive=False)
+    return setup_s + size_bytes / bandwidth_bps
+
+
+def iops_bandwidth_bps(iops: float, io_size_bytes: int) -> float:
+    """Bandwidth of small random I/O: iops x io_size_bytes (CONCEPTS.md 2).
+
+    Reachable only if queue depth and concurrency allow it.
+
+    >>> iops_bandwidth_bps(1_000_000, 4096)      # 1M IOPS x 4 KiB = 4.096 GB/s
+    4096000000.0
+
+    Raises:
+        ValueError: a negative or non-finite argument.
+    """
+    _check(iops, "IOPS", positive=False)
+    _check(io_size_bytes, "I/O size", positive=False)
+    return float(iops) * io_size_bytes
+

@@ -1,0 +1,210 @@
+"""Does restoring a cached prefix beat recomputing it? (CONCEPTS.md section 4)
+
+Serial model: the cached path reads D bytes at B_eff, then computes what is not
+cached and pays a fixed overhead (setup + convert + sync)::
+
+    T_cached = D / B_eff + T_remaining + T_overhead   against   T_full
+
+Break-even bandwidth: B* = D / (T_full - T_remaining - T_overhead). When that
+denominator is <= 0 no bandwidth makes the cached path faster. The sign of the
+denominator and every verdict are decided EXACTLY: times are rounded to
+integer nanoseconds (``Decimal(repr(seconds))``, so 0.05 - 0.02 - 0.03 is
+exactly 0, never 1e-17 s and a break-even of 3e26 B/s) and bandwidths compared
+as exact fractions. Sub-nanosecond differences therefore count as equal.
+
+With overlap: if W seconds of independent compute run between issuing the
+load and needing the data, the exposed wait is max(0, T_IO - W) with
+T_IO = D / B_eff (only work that does not depend on the loaded data counts in W).
+
+>>> r = envelope(10**9, 0.100, 0.030, 0.005, [10e9, 20e9])
+>>> [row.verdict for row in r.rows], round(r.break_even_bps / 1e9, 2)
+(['slower', 'faster'], 15.38)
+>>> break_even_bps(10**9, 0.05, 0.02, 0.03) is None
+True
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, fields
+from decimal import ROUND_HALF_EVEN, Decimal
+from fractions import Fraction
+from typing import Any, Iterable
+
+__all__ = ["EnvelopeRow", "EnvelopeResult", "envelope", "break_even_bps", "seconds_to_ns",
+           "restore_bytes_for_tokens"]
+
+
+def seconds_to_ns(seconds: float | int) -> int:
+    """Seconds to integer nanoseconds via the shortest decimal repr (exact for typed values).
+
+    >>> seconds_to_ns(0.05) - seconds_to_ns(0.02) - seconds_to_ns(0.03)
+    0
+
+    Raises:
+        ValueError: negative or non-finite input.
+    """
+    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not math.isfinite(seconds):
+        raise ValueError(f"a time must be a finite number of seconds, got {seconds!r}")
+    if seconds < 0:
+        raise ValueError(f"a time must not be negative, got {seconds!r}")
+    value = Decimal(seconds) if isinstance(seconds, int) else Decimal(repr(float(seconds)))
+    return int((value * 10**9).to_integral_value(rounding=ROUND_HALF_EVEN))
+
+
+@dataclass(frozen=True, slots=True)
+class EnvelopeRow:
+    """One bandwidth's outcome.
+
+    Attributes:
+        bandwidth_bps: B_eff in bytes/s.
+        read_s: D / B_eff in seconds (inf when B_eff is 0 and D > 0).
+        cached_s: read_s + T_remaining + T_overhead.
+        saved_s: T_full - cached_s (negative when the cached path is slower).
+        verdict: "faster", "slower" or "equal" (cached path vs recompute, exact).
+        exposed_wait_s: max(0, read_s - W), or None without an overlap window.
+    """
+
+    bandwidth_bps: float
+    read_s: float
+    cached_s: float
+    saved_s: float
+    verdict: str
+    exposed_wait_s: float | None
+
+    def as_dict(self) -> dict[str, Any]:
+        """The JSON object of this row (keys as the attribute names)."""
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+
+@dataclass(frozen=True, slots=True)
+class EnvelopeResult:
+    """The envelope for one restore: inputs, margin, break-even and one row per bandwidth.
+
+    Attributes:
+        restore_bytes: D in bytes.
+        full_prefill_s, remaining_s, overhead_s: T_full, T_remaining, T_overhead (s).
+        overlap_s: W in seconds, or None.
+        margin_s: T_full - T_remaining - T_overhead from integer nanoseconds (s);
+            the time budget the read must fit in.
+        break_even_bps: D / margin_s in bytes/s, or None when margin_s <= 0.
+        rows: one :class:`EnvelopeRow` per bandwidth, in the given order.
+    """
+
+    restore_bytes: int
+    full_prefill_s: float
+    remaining_s: float
+    overhead_s: float
+    overlap_s: float | None
+    margin_s: float
+    break_even_bps: float | None
+    rows: tuple[EnvelopeRow, ...]
+
+    def as_dict(self) -> dict[str, Any]:
+        """The JSON object: scalar fields plus ``rows`` as a list of objects."""
+        out = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "rows"}
+        out["rows"] = [row.as_dict() for row in self.rows]
+        return out
+
+
+def _check_bytes(restore_bytes: int) -> int:
+    if isinstance(restore_bytes, bool) or not isinstance(restore_bytes, int) or restore_bytes < 0:
+        raise ValueError(f"restore bytes must be an int >= 0, got {restore_bytes!r}")
+    return restore_bytes
+
+
+def _margin_ns(full_prefill_s: float, remaining_s: float, overhead_s: float) -> int:
+    return seconds_to_ns(full_prefill_s) - seconds_to_ns(remaining_s) - seconds_to_ns(overhead_s)
+
+
+def break_even_bps(restore_bytes: int, full_prefill_s: float, remaining_s: float,
+                   overhead_s: float) -> float | None:
+    """Bandwidth at which restoring ``restore_bytes`` costs exactly the full prefill.
+
+    B* = D / (T_full - T_remaining - T_overhead), the denominator decided in
+    integer nanoseconds (see the module docstring).
+
+    >>> round(break_even_bps(10**9, 0.1, 0.03, 0.005) / 1e9, 4)   # 1 GB / 65 ms
+    15.3846
+
+    Returns:
+        bytes/s, 0.0 when D is 0, or None when the denominator is <= 0.
+    Raises:
+        ValueError: negative bytes or times.
+    """
+    d = _check_bytes(restore_bytes)
+    margin_ns = _margin_ns(full_prefill_s, remaining_s, overhead_s)
+    if margin_ns <= 0:
+        return None
+    return d * 1e9 / margin_ns
+
+
+def _verdict(d: int, bandwidth_bps: float, margin_ns: int) -> str:
+    """Compare D / B with the margin exactly: D * 1e9 vs B * margin_ns."""
+    if d == 0:
+        lhs, rhs = Fraction(0), Fraction(margin_ns)
+    elif bandwidth_bps == 0:
+        return "slower"  # an infinite read never beats a finite recompute
+    else:
+        lhs, rhs = Fraction(d * 10**9), Fraction(bandwidth_bps) * margin_ns
+    if lhs < rhs:
+        return "faster"
+    return "equal" if lhs == rhs else "slower"
+
+
+def envelope(restore_bytes: int, full_prefill_s: float, remaining_s: float, overhead_s: float,
+             bandwidths_bps: Iterable[float], overlap_s: float | None = None) -> EnvelopeResult:
+    """Cached path against recompute at each bandwidth (CONCEPTS.md section 4).
+
+    Args:
+        restore_bytes: D, bytes read to restore the prefix (int >= 0).
+        full_prefill_s: T_full, seconds to prefill the whole prompt without cache.
+        remaining_s: T_remaining, seconds of prefill still needed after the restore.
+        overhead_s: T_overhead, fixed seconds per restore (setup + convert + sync).
+        bandwidths_bps: effective restore bandwidths in bytes/s (each >= 0).
+        overlap_s: W, seconds of independent compute overlapping the load, or None.
+    Returns:
+        EnvelopeResult with one row per bandwidth and the break-even bandwidth.
+    Raises:
+        ValueError: negative or non-finite bytes, times or bandwidths.
+    """
+    d = _check_bytes(restore_bytes)
+    margin_ns = _margin_ns(full_prefill_s, remaining_s, overhead_s)
+    if overlap_s is not None:
+        seconds_to_ns(overlap_s)  # validates
+    rows = []
+    for bw in bandwidths_bps:
+        if isinstance(bw, bool) or not isinstance(bw, (int, float)) or not math.isfinite(bw) or bw < 0:
+            raise ValueError(f"bandwidth must be a finite number of bytes/s >= 0, got {bw!r}")
+        read_s = 0.0 if d == 0 else (math.inf if bw == 0 else d / bw)
+        cached_s = read_s + remaining_s + overhead_s
+        exposed = None if overlap_s is None else max(0.0, read_s - overlap_s)
+        rows.append(EnvelopeRow(float(bw), read_s, cached_s, full_prefill_s - cached_s,
+                                _verdict(d, float(bw), margin_ns), exposed))
+    return EnvelopeResult(
+        restore_bytes=d, full_prefill_s=float(full_prefill_s), remaining_s=float(remaining_s),
+        overhead_s=float(overhead_s), overlap_s=None if overlap_s is None else float(overlap_s),
+        margin_s=margin_ns / 1e9, break_even_bps=None if margin_ns <= 0 else d * 1e9 / margin_ns,
+        rows=tuple(rows),
+    )
+
+
+def restore_bytes_for_tokens(model: Any, tokens: int, block_size: int = 16, layout: str = "serialized") -> int:
+    """Bytes to restore ``tokens`` cached tokens of ``model``: whole blocks in the stored layout.
+
+    ceil(tokens / block_size) blocks x ``pcs.model.block_bytes(model, block_size,
+    layout).total_bytes``. Lower tiers keep the "serialized" form (payload plus
+    scales and padding), which is what crosses the link (CONCEPTS.md 5).
+    Tokens are rounded UP to whole blocks (engines move whole blocks).
+
+    Raises:
+        ValueError: tokens < 0 or block_size < 1, or a layout H2's block_bytes rejects.
+    """
+    if isinstance(tokens, bool) or not isinstance(tokens, int) or tokens < 0:
+        raise ValueError(f"restore tokens must be an int >= 0, got {tokens!r}")
+    if isinstance(block_size, bool) or not isinstance(block_size, int) or block_size < 1:
+        raise ValueError(f"block size must be an int >= 1, got {block_size!r}")
+    from pcs.model import block_bytes  # lazy: the model package is only needed here
+
+    blocks = -(-tokens // block_size)
+    return blocks * int(block_bytes(model, block_size, layout).total_bytes)
+

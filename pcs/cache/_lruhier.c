@@ -1,0 +1,830 @@
+/* pcs._lruhier: the tier hierarchy of pcs/cache/hierarchy.py when every tier's policy is LRU, in C.
+ *
+ * Same semantics, call for call, as pcs.cache.hierarchy.Hierarchy over pcs.cache.tier.Tier with
+ * pcs.cache.policies.lru.LRUPolicy (lookup, pins, reserved slots, restores, wait_if_full,
+ * truncation, write-back / write-through, and Tier.insert's batch rule: a batch larger than the
+ * unpinned room pushes out its own oldest keys). Each tier is an open-addressing hash table
+ * (linear probing, backward-shift deletion) from block id (uint64) to an entry holding the pin
+ * count and the links of an intrusive doubly linked LRU list of the unpinned entries (head = least
+ * recently used = first victim). The Python wrapper is pcs/engine/native.py; the equality of the
+ * two implementations is tested in tests/test_replay_native.py.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include "structmember.h"
+#include <stdint.h>
+#include <string.h>
+
+typedef struct {
+    uint64_t key;
+    int32_t pin;
+    int32_t prev, next;   /* LRU links (unpinned entries only); next also chains the free list */
+} Entry;
+
+typedef struct {
+    PyObject *name;
+    Py_ssize_t capacity, reserved, nres, held;
+    long long inserted, evicted, overflow, peak_res, peak_used;
+    Entry *ent;
+    int32_t ent_cap, ent_len, free_head;
+    int32_t *slots;
+    uint64_t mask;
+    int bits;
+    int32_t head, tail;
+} Tier;
+
+#define HMUL 0x9E3779B97F4A7C15ULL
+
+static inline uint64_t home(const Tier *t, uint64_t key) { return (key * HMUL) >> (64 - t->bits); }
+
+static int tier_init(Tier *t, PyObject *name, Py_ssize_t capacity) {
+    memset(t, 0, sizeof(*t));
+    Py_INCREF(name);
+    t->name = name;
+    t->capacity = capacity;
+    t->bits = 4;
+    t->mask = 15;
+    t->slots = PyMem_Malloc(sizeof(int32_t) * 16);
+    if (!t->slots) return -1;
+    memset(t->slots, 0xff, sizeof(int32_t) * 16);
+    t->free_head = -1;
+    t->head = t->tail = -1;
+    return 0;
+}
+
+static void tier_free(Tier *t) {
+    Py_CLEAR(t->name);
+    PyMem_Free(t->ent);
+    PyMem_Free(t->slots);
+    t->ent = NULL;
+    t->slots = NULL;
+}
+
+static inline int32_t tfind(const Tier *t, uint64_t key) {
+    uint64_t i = home(t, key);
+    for (;;) {
+        int32_t e = t->slots[i];
+        if (e < 0) return -1;
+        if (t->ent[e].key == key) return e;
+        i = (i + 1) & t->mask;
+    }
+}
+
+static int grow_table(Tier *t) {
+    int bits = t->bits + 1;
+    uint64_t size = (uint64_t)1 << bits;
+    int32_t *s = PyMem_Malloc(sizeof(int32_t) * size);
+    if (!s) { PyErr_NoMemory(); return -1; }
+    memset(s, 0xff, sizeof(int32_t) * size);
+    int32_t *old = t->slots;
+    uint64_t oldsize = t->mask + 1;
+    t->slots = s;
+    t->bits = bits;
+    t->mask = size - 1;
+    for (uint64_t i = 0; i < oldsize; i++) {
+        int32_t e = old[i];
+        if (e < 0) continue;
+        uint64_t j = home(t, t->ent[e].key);
+        while (s[j] >= 0) j = (j + 1) & t->mask;
+        s[j] = e;
+    }
+    PyMem_Free(old);
+    return 0;
+}
+
+/* add an absent key with the given pin count; returns the entry index or -1 (memory error) */
+static int32_t tadd(Tier *t, uint64_t key, int32_t pin) {
+    if ((uint64_t)(t->nres + 1) * 2 > t->mask + 1 && grow_table(t) < 0) return -1;
+    int32_t e;
+    if (t->free_head >= 0) {
+        e = t->free_head;
+        t->free_head = t->ent[e].next;
+    } else {
+        if (t->ent_len == t->ent_cap) {
+            int32_t nc = t->ent_cap ? t->ent_cap * 2 : 64;
+            Entry *ne = PyMem_Realloc(t->ent, sizeof(Entry) * nc);
+            if (!ne) { PyErr_NoMemory(); return -1; }
+            t->ent = ne;
+            t->ent_cap = nc;
+        }
+        e = t->ent_len++;
+    }
+    t->ent[e].key = key;
+    t->ent[e].pin = pin;
+    t->ent[e].prev = t->ent[e].next = -1;
+    uint64_t i = home(t, key);
+    while (t->slots[i] >= 0) i = (i + 1) & t->mask;
+    t->slots[i] = e;
+    t->nres++;
+    return e;
+}
+
+/* delete entry e from the table (it must not be in the LRU list) */
+static void tdel(Tier *t, int32_t e) {
+    uint64_t i = home(t, t->ent[e].key);
+    while (t->slots[i] != e) i = (i + 1) & t->mask;
+    uint64_t j = i;
+    for (;;) {
+        j = (j + 1) & t->mask;
+        int32_t f = t->slots[j];
+        if (f < 0) break;
+        uint64_t k = home(t, t->ent[f].key);
+        /* f may move to i unless its home k lies cyclically in (i, j] */
+        int stays = (i <= j) ? (i < k && k <= j) : (i < k || k <= j);
+        if (!stays) {
+            t->slots[i] = f;
+            i = j;
+        }
+    }
+    t->slots[i] = -1;
+    t->ent[e].next = t->free_head;
+    t->free_head = e;
+    t->nres--;
+}
+
+static inline void lru_append(Tier *t, int32_t e) {
+    Entry *x = &t->ent[e];
+    x->prev = t->tail;
+    x->next = -1;
+    if (t->tail >= 0) t->ent[t->tail].next = e; else t->head = e;
+    t->tail = e;
+    t->held++;
+}
+
+static inline void lru_unlink(Tier *t, int32_t e) {
+    Entry *x = &t->ent[e];
+    if (x->prev >= 0) t->ent[x->prev].next = x->next; else t->head = x->next;
+    if (x->next >= 0) t->ent[x->next].prev = x->prev; else t->tail = x->prev;
+    x->prev = x->next = -1;
+    t->held--;
+}
+
+/* evict the n least recently used (n <= held), appending their keys to out */
+static void tevict(Tier *t, Py_ssize_t n, uint64_t *out) {
+    for (Py_ssize_t i = 0; i < n; i++) {
+        int32_t e = t->head;
+        out[i] = t->ent[e].key;
+        lru_unlink(t, e);
+        tdel(t, e);
+    }
+    t->evicted += n;
+}
+
+/* ---------------------------------------------------------------------------------------------- */
+typedef struct {
+    PyObject_HEAD
+    Py_ssize_t lead, hits, last_hit_tier, reserved;
+    char truncated;
+    PyObject *tier_hits, *restored;
+    uint64_t *keys;     /* used (nused) then new (nnew) */
+    Py_ssize_t nused, nnew;
+} Adm;
+
+static void adm_dealloc(Adm *a) {
+    Py_XDECREF(a->tier_hits);
+    Py_XDECREF(a->restored);
+    PyMem_Free(a->keys);
+    Py_TYPE(a)->tp_free((PyObject *)a);
+}
+
+static PyObject *keys_list(const uint64_t *k, Py_ssize_t n) {
+    PyObject *l = PyList_New(n);
+    if (!l) return NULL;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *v = PyLong_FromUnsignedLongLong(k[i]);
+        if (!v) { Py_DECREF(l); return NULL; }
+        PyList_SET_ITEM(l, i, v);
+    }
+    return l;
+}
+
+static PyObject *adm_get_used(Adm *a, void *c) { return keys_list(a->keys, a->nused); }
+static PyObject *adm_get_new(Adm *a, void *c) { return keys_list(a->keys + a->nused, a->nnew); }
+
+static PyMemberDef adm_members[] = {
+    {"lead", T_PYSSIZET, offsetof(Adm, lead), READONLY, "leading blocks resident in some tier"},
+    {"hits", T_PYSSIZET, offsetof(Adm, hits), READONLY, "hit blocks"},
+    {"last_hit_tier", T_PYSSIZET, offsetof(Adm, last_hit_tier), READONLY, "tier of the last hit (-1: none)"},
+    {"reserved", T_PYSSIZET, offsetof(Adm, reserved), 0, "reserved slots held"},
+    {"truncated", T_BOOL, offsetof(Adm, truncated), READONLY, "could not get all its slots"},
+    {"tier_hits", T_OBJECT, offsetof(Adm, tier_hits), READONLY, "hit blocks per tier"},
+    {"restored", T_OBJECT, offsetof(Adm, restored), READONLY, "restored blocks per tier"},
+    {NULL}
+};
+
+static PyGetSetDef adm_getset[] = {
+    {"used", (getter)adm_get_used, NULL, "GPU keys pinned at admission, chain order", NULL},
+    {"new", (getter)adm_get_new, NULL, "computed keys that get a slot, chain order", NULL},
+    {NULL}
+};
+
+static PyTypeObject AdmType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "pcs._lruhier.Admission",
+    .tp_basicsize = sizeof(Adm),
+    .tp_dealloc = (destructor)adm_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "One running request's hold on the cache (see pcs.cache.hierarchy.Admission).",
+    .tp_members = adm_members,
+    .tp_getset = adm_getset,
+};
+
+/* ---------------------------------------------------------------------------------------------- */
+typedef struct {
+    PyObject_HEAD
+    int ntiers, write_through;
+    Tier *t;
+    long long *written;
+    long long dropped;
+    /* scratch, grown on demand */
+    uint64_t *k, *buf_a, *buf_b;
+    int32_t *where, *eidx, *mark;
+    Py_ssize_t kcap, bcap;
+    uint64_t *skey;
+    uint32_t *sstamp;
+    uint32_t stamp;
+    uint64_t smask;
+    int sbits;
+} Hier;
+
+static void hier_dealloc(Hier *h) {
+    if (h->t) for (int j = 0; j < h->ntiers; j++) tier_free(&h->t[j]);
+    PyMem_Free(h->t);
+    PyMem_Free(h->written);
+    PyMem_Free(h->k); PyMem_Free(h->buf_a); PyMem_Free(h->buf_b);
+    PyMem_Free(h->where); PyMem_Free(h->eidx); PyMem_Free(h->mark);
+    PyMem_Free(h->skey); PyMem_Free(h->sstamp);
+    Py_TYPE(h)->tp_free((PyObject *)h);
+}
+
+static int ensure_k(Hier *h, Py_ssize_t n) {
+    if (n <= h->kcap) return 0;
+    Py_ssize_t c = h->kcap ? h->kcap : 64;
+    while (c < n) c *= 2;
+    uint64_t *k = PyMem_Realloc(h->k, sizeof(uint64_t) * c);
+    if (k) h->k = k;
+    int32_t *w = k ? PyMem_Realloc(h->where, sizeof(int32_t) * c) : NULL;
+    if (w) h->where = w;
+    int32_t *e = w ? PyMem_Realloc(h->eidx, sizeof(int32_t) * c) : NULL;
+    if (e) h->eidx = e;
+    if (!e) { PyErr_NoMemory(); return -1; }
+    h->kcap = c;
+    return 0;
+}
+
+/* buffers for victims / pushed keys of a cascade (a and b) and per-key marks */
+static int ensure_b(Hier *h, Py_ssize_t n) {
+    if (n <= h->bcap) return 0;
+    Py_ssize_t c = h->bcap ? h->bcap : 64;
+    while (c < n) c *= 2;
+    uint64_t *a = PyMem_Realloc(h->buf_a, sizeof(uint64_t) * c);
+    if (a) h->buf_a = a;
+    uint64_t *b = a ? PyMem_Realloc(h->buf_b, sizeof(uint64_t) * c) : NULL;
+    if (b) h->buf_b = b;
+    int32_t *m = b ? PyMem_Realloc(h->mark, sizeof(int32_t) * c) : NULL;
+    if (m) h->mark = m;
+    if (!m) { PyErr_NoMemory(); return -1; }
+    h->bcap = c;
+    return 0;
+}
+
+/* index of the first key repeating an earlier one (m if none) */
+static Py_ssize_t first_repeat(Hier *h, const uint64_t *k, Py_ssize_t m) {
+    if ((uint64_t)m * 2 > h->smask + 1 || !h->skey) {
+        int bits = 4;
+        while (((uint64_t)1 << bits) < (uint64_t)m * 2) bits++;
+        uint64_t size = (uint64_t)1 << bits;
+        PyMem_Free(h->skey);
+        PyMem_Free(h->sstamp);
+        h->skey = PyMem_Malloc(sizeof(uint64_t) * size);
+        h->sstamp = PyMem_Calloc(size, sizeof(uint32_t));
+        if (!h->skey || !h->sstamp) { PyErr_NoMemory(); return -1; }
+        h->smask = size - 1;
+        h->sbits = bits;
+        h->stamp = 0;
+    }
+    if (++h->stamp == 0) {
+        memset(h->sstamp, 0, sizeof(uint32_t) * (h->smask + 1));
+        h->stamp = 1;
+    }
+    uint32_t s = h->stamp;
+    for (Py_ssize_t i = 0; i < m; i++) {
+        uint64_t j = (k[i] * HMUL) >> (64 - h->sbits);
+        for (;;) {
+            if (h->sstamp[j] != s) { h->sstamp[j] = s; h->skey[j] = k[i]; break; }
+            if (h->skey[j] == k[i]) return i;
+            j = (j + 1) & h->smask;
+        }
+    }
+    return m;
+}
+
+/* Tier.insert for a tier with no pins expected (pins handled anyway): keys (eviction order) are
+ * stored unpinned; pushed keys (victims, then batch keys that did not fit) go to out; returns the
+ * number pushed and sets *written; -1 on memory error. mark must hold len keys. */
+static Py_ssize_t tinsert(Tier *t, const uint64_t *keys, Py_ssize_t len, uint64_t *out, int32_t *mark,
+                          Py_ssize_t *written) {
+    Py_ssize_t free_ = t->capacity - t->nres - t->reserved;
+    Py_ssize_t room = free_ + t->held;
+    Py_ssize_t start = 0, nout = 0;
+    if (len > room) {
+        Py_ssize_t cut = len - (room > 0 ? room : 0);
+        Py_ssize_t gone = 0;
+        for (Py_ssize_t i = 0; i < cut; i++) {
+            int32_t e = tfind(t, keys[i]);
+            if (e >= 0 && t->ent[e].pin == 0) {
+                lru_unlink(t, e);
+                tdel(t, e);
+                gone++;
+            }
+        }
+        t->evicted += gone;
+        t->overflow += cut - gone;
+        start = cut;
+        free_ = t->capacity - t->nres - t->reserved;
+    }
+    Py_ssize_t nfresh = 0;
+    for (Py_ssize_t i = start; i < len; i++) {
+        int32_t e = tfind(t, keys[i]);
+        if (e < 0) { mark[i] = -2; nfresh++; }
+        else if (t->ent[e].pin == 0) { mark[i] = e; lru_unlink(t, e); }
+        else mark[i] = -1;
+    }
+    Py_ssize_t need = nfresh - free_;
+    if (need > 0) {
+        tevict(t, need, out);
+        nout = need;
+    }
+    for (Py_ssize_t i = start; i < len; i++) {
+        int32_t e = mark[i];
+        if (e == -2) {
+            e = tadd(t, keys[i], 0);
+            if (e < 0) return -1;
+        } else if (e < 0) continue;
+        lru_append(t, e);
+    }
+    t->inserted += nfresh;
+    if (t->nres > t->peak_res) t->peak_res = t->nres;
+    if (t->nres + t->reserved > t->peak_used) t->peak_used = t->nres + t->reserved;
+    memcpy(out + nout, keys, sizeof(uint64_t) * start);
+    *written = nfresh;
+    return nout + start;
+}
+
+/* Tier.fill: one reserved slot per key becomes a resident block pinned once; returns shared count */
+static Py_ssize_t tfill(Tier *t, const uint64_t *keys, Py_ssize_t n) {
+    Py_ssize_t shared = 0, added = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        int32_t e = tfind(t, keys[i]);
+        if (e < 0) {
+            if (tadd(t, keys[i], 1) < 0) return -1;
+            added++;
+        } else {
+            if (t->ent[e].pin == 0) lru_unlink(t, e);
+            t->ent[e].pin++;
+            shared++;
+        }
+    }
+    t->reserved -= added;
+    t->inserted += added;
+    if (t->nres > t->peak_res) t->peak_res = t->nres;
+    return shared;
+}
+
+/* demote GPU victims (in h->buf_a, n of them) down the tiers (write-back) */
+static int cascade(Hier *h, Py_ssize_t n) {
+    if (h->write_through) return 0;
+    for (int j = 1; j < h->ntiers; j++) {
+        if (ensure_b(h, 2 * n + 1) < 0) return -1;
+        Py_ssize_t w;
+        Py_ssize_t m = tinsert(&h->t[j], h->buf_a, n, h->buf_b, h->mark, &w);
+        if (m < 0) return -1;
+        h->written[j] += w;
+        uint64_t *x = h->buf_a; h->buf_a = h->buf_b; h->buf_b = x;
+        n = m;
+        if (!n) return 0;
+    }
+    h->dropped += n;
+    return 0;
+}
+
+static int to_u64(PyObject *seq, Py_ssize_t m, uint64_t *out) {
+    PyObject **items = PySequence_Fast_ITEMS(seq);
+    for (Py_ssize_t i = 0; i < m; i++) {
+        uint64_t v = PyLong_AsUnsignedLongLong(items[i]);
+        if (v == (uint64_t)-1 && PyErr_Occurred()) return -1;
+        out[i] = v;
+    }
+    return 0;
+}
+
+static PyObject *hier_start(Hier *h, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs < 3 || nargs > 5) {
+        PyErr_SetString(PyExc_TypeError, "start(keys, n, cap, extra_blocks=0, wait_if_full=False)");
+        return NULL;
+    }
+    Py_ssize_t n = PyLong_AsSsize_t(args[1]);
+    Py_ssize_t cap = PyLong_AsSsize_t(args[2]);
+    Py_ssize_t extra = nargs > 3 ? PyLong_AsSsize_t(args[3]) : 0;
+    if (PyErr_Occurred()) return NULL;
+    int wait = nargs > 4 ? PyObject_IsTrue(args[4]) : 0;
+    if (wait < 0) return NULL;
+    PyObject *seq = PySequence_Fast(args[0], "keys must be a sequence");
+    if (!seq) return NULL;
+    Py_ssize_t L = PySequence_Fast_GET_SIZE(seq);
+    Py_ssize_t m = n < L ? n : L;
+    if (m < 0) m = 0;
+    if (ensure_k(h, m + 1) < 0 || to_u64(seq, m, h->k) < 0) { Py_DECREF(seq); return NULL; }
+    Py_DECREF(seq);
+    if (n > 1) {
+        Py_ssize_t r = first_repeat(h, h->k, m);
+        if (r < 0) return NULL;
+        if (r < m || m < n) { n = r; if (cap > n) cap = n; }
+    } else if (n > m) n = m;
+    if (n < 0) n = 0;
+    const uint64_t *k = h->k;
+    int T = h->ntiers;
+    Tier *g = &h->t[0];
+    int32_t *where = h->where, *eidx = h->eidx;
+    /* lookup */
+    Py_ssize_t lead = n, nused = 0, evictable = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        int32_t e = tfind(g, k[i]);
+        if (e >= 0) {
+            where[i] = 0;
+            eidx[nused++] = e;
+            if (!g->ent[e].pin) evictable++;
+            continue;
+        }
+        int j = 1;
+        for (; j < T; j++) if (tfind(&h->t[j], k[i]) >= 0) break;
+        if (j == T) { lead = i; break; }
+        where[i] = j;
+    }
+    Py_ssize_t hits = cap < lead ? cap : lead;
+    if (hits < 0) hits = 0;
+    Py_ssize_t n_restore = 0;
+    for (Py_ssize_t i = 0; i < hits; i++) n_restore += where[i] != 0;
+    Py_ssize_t nnew = (lead - nused - n_restore) + (n - lead);
+    Py_ssize_t need = n_restore + nnew + extra;
+    Py_ssize_t avail = g->capacity - g->nres - g->reserved + g->held - evictable;
+    Py_ssize_t budget = need;
+    if (need > avail) {
+        Py_ssize_t limit = g->capacity - nused;
+        if (wait && avail < (need < limit ? need : limit)) Py_RETURN_NONE;
+        budget = need < avail ? need : avail;
+    }
+    int truncated = budget < need;
+    Py_ssize_t kept = n_restore;   /* restores kept: the first `kept` restore positions (chain order) */
+    if (truncated) {
+        if (n_restore > budget) {
+            Py_ssize_t seen = 0;
+            for (Py_ssize_t i = 0; i < hits; i++) {
+                if (!where[i]) continue;
+                if (seen == budget) { hits = i; break; }
+                seen++;
+            }
+            kept = n_restore = budget;
+            nnew = 0;
+        } else if (nnew > budget - n_restore) {
+            nnew = budget - n_restore;
+        }
+    }
+    /* pin the GPU lead blocks */
+    for (Py_ssize_t i = 0; i < nused; i++) {
+        Entry *x = &g->ent[eidx[i]];
+        if (!x->pin) lru_unlink(g, eidx[i]);
+        x->pin++;
+    }
+    /* the admission's key lists: used (final: GPU lead + kept restores), then new */
+    Adm *a = PyObject_New(Adm, &AdmType);
+    if (!a) return NULL;
+    a->tier_hits = a->restored = NULL;
+    a->keys = PyMem_Malloc(sizeof(uint64_t) * (nused + kept + nnew + 1));
+    if (!a->keys) { Py_DECREF(a); return PyErr_NoMemory(); }
+    uint64_t *used = a->keys;
+    Py_ssize_t nu = 0, nn = 0, seen = 0;
+    uint64_t *newk = a->keys + nused + kept;
+    for (Py_ssize_t i = 0; i < lead; i++) {
+        if (!where[i]) used[nu++] = k[i];
+        else if (i < cap) { if (seen < kept) { used[nu++] = k[i]; seen++; } }
+        else if (nn < nnew) newk[nn++] = k[i];
+    }
+    for (Py_ssize_t i = lead; i < n && nn < nnew; i++) newk[nn++] = k[i];
+    /* reserve */
+    Py_ssize_t nvict = budget - (g->capacity - g->nres - g->reserved);
+    if (nvict > 0) {
+        if (ensure_b(h, nvict) < 0) { Py_DECREF(a); return NULL; }
+        tevict(g, nvict, h->buf_a);
+    } else nvict = 0;
+    g->reserved += budget;
+    if (g->nres + g->reserved > g->peak_used) g->peak_used = g->nres + g->reserved;
+    /* restore: per lower tier, fill the GPU slots, touch the lower copies (tail first) */
+    PyObject *restored = PyList_New(T);
+    PyObject *tier_hits = PyList_New(T);
+    a->restored = restored;
+    a->tier_hits = tier_hits;
+    if (!restored || !tier_hits) { Py_DECREF(a); return NULL; }
+    Py_ssize_t filled = 0;
+    for (int j = 0; j < T; j++) {
+        Py_ssize_t cnt = 0, th = 0;
+        for (Py_ssize_t i = 0; i < hits; i++) th += where[i] == j;
+        if (j && kept) {
+            /* gather tier j's kept restores in chain order into buf (reuse eidx as scratch is unsafe) */
+            if (ensure_b(h, nvict + kept) < 0) { Py_DECREF(a); return NULL; }
+            uint64_t *rk = h->buf_b;
+            Py_ssize_t s2 = 0;
+            for (Py_ssize_t i = 0; i < hits && s2 < kept; i++) {
+                if (!where[i]) continue;
+                s2++;
+                if (where[i] == j) rk[cnt++] = k[i];
+            }
+            if (cnt) {
+                Py_ssize_t sh = tfill(g, rk, cnt);
+                if (sh < 0) { Py_DECREF(a); return NULL; }
+                filled += cnt - sh;
+                Tier *tj = &h->t[j];
+                for (Py_ssize_t i = cnt - 1; i >= 0; i--) {
+                    int32_t e = tfind(tj, rk[i]);
+                    if (!tj->ent[e].pin) { lru_unlink(tj, e); lru_append(tj, e); }
+                }
+            }
+        }
+        PyList_SET_ITEM(restored, j, PyLong_FromSsize_t(cnt));
+        PyList_SET_ITEM(tier_hits, j, PyLong_FromSsize_t(th));
+    }
+    if (nvict && cascade(h, nvict) < 0) { Py_DECREF(a); return NULL; }
+    a->lead = lead;
+    a->hits = hits;
+    a->last_hit_tier = hits ? where[hits - 1] : -1;
+    a->truncated = (char)truncated;
+    a->nused = nu;
+    a->nnew = nn;
+    a->reserved = budget - filled;
+    return (PyObject *)a;
+}
+
+static PyObject *hier_prefill_done(Hier *h, PyObject *arg) {
+    if (!PyObject_TypeCheck(arg, &AdmType)) { PyErr_SetString(PyExc_TypeError, "need an Admission"); return NULL; }
+    Adm *a = (Adm *)arg;
+    Py_ssize_t nn = a->nnew;
+    if (!nn) Py_RETURN_NONE;
+    const uint64_t *nk = a->keys + a->nused;
+    Py_ssize_t sh = tfill(&h->t[0], nk, nn);
+    if (sh < 0) return NULL;
+    a->reserved -= nn - sh;
+    if (h->write_through && h->ntiers > 1) {
+        if (ensure_b(h, 2 * nn + 1) < 0) return NULL;
+        uint64_t *down = h->buf_a;
+        for (Py_ssize_t i = 0; i < nn; i++) down[i] = nk[nn - 1 - i];
+        for (int j = 1; j < h->ntiers; j++) {
+            Py_ssize_t w;
+            Py_ssize_t m = tinsert(&h->t[j], down, nn, h->buf_b, h->mark, &w);
+            if (m < 0) return NULL;
+            h->written[j] += w;
+            if (j == h->ntiers - 1) h->dropped += m;
+        }
+    }
+    Py_RETURN_NONE;
+}
+
+static PyObject *hier_finish(Hier *h, PyObject *arg) {
+    if (!PyObject_TypeCheck(arg, &AdmType)) { PyErr_SetString(PyExc_TypeError, "need an Admission"); return NULL; }
+    Adm *a = (Adm *)arg;
+    Tier *g = &h->t[0];
+    Py_ssize_t tot = a->nused + a->nnew;
+    for (Py_ssize_t i = 0; i < tot; i++) {   /* validate first: no partial change on a bad call */
+        int32_t e = tfind(g, a->keys[i]);
+        if (e < 0 || g->ent[e].pin <= 0) {
+            PyErr_Format(PyExc_KeyError, "block %llu is not pinned in the GPU tier",
+                         (unsigned long long)a->keys[i]);
+            return NULL;
+        }
+    }
+    if (a->reserved < 0 || a->reserved > g->reserved) {
+        PyErr_SetString(PyExc_AssertionError, "release of more slots than reserved");
+        return NULL;
+    }
+    for (Py_ssize_t i = tot - 1; i >= 0; i--) {   /* tail first: new reversed, then used reversed */
+        int32_t e = tfind(g, a->keys[i]);
+        if (!--g->ent[e].pin) lru_append(g, e);
+    }
+    g->reserved -= a->reserved;
+    a->reserved = 0;
+    Py_RETURN_NONE;
+}
+
+static int tier_index(Hier *h, PyObject *arg) {
+    long j = PyLong_AsLong(arg);
+    if (j == -1 && PyErr_Occurred()) return -1;
+    if (j < 0 || j >= h->ntiers) { PyErr_SetString(PyExc_IndexError, "tier index out of range"); return -1; }
+    return (int)j;
+}
+
+static PyObject *hier_tier_info(Hier *h, PyObject *arg) {
+    int j = tier_index(h, arg);
+    if (j < 0) return NULL;
+    Tier *t = &h->t[j];
+    return Py_BuildValue("(nnnLLLLL)", t->nres, t->held, t->reserved, t->inserted, t->evicted, t->overflow,
+                         t->peak_res, t->peak_used);
+}
+
+static PyObject *hier_num_resident(Hier *h, PyObject *arg) {
+    int j = tier_index(h, arg);
+    return j < 0 ? NULL : PyLong_FromSsize_t(h->t[j].nres);
+}
+
+static PyObject *hier_num_held(Hier *h, PyObject *arg) {
+    int j = tier_index(h, arg);
+    return j < 0 ? NULL : PyLong_FromSsize_t(h->t[j].held);
+}
+
+static PyObject *hier_gpu_held(Hier *h, PyObject *unused) {
+    Tier *g = &h->t[0];
+    return PyLong_FromSsize_t(g->nres - g->held + g->reserved);
+}
+
+static PyObject *hier_pin_count(Hier *h, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 2) { PyErr_SetString(PyExc_TypeError, "pin_count(tier, key)"); return NULL; }
+    int j = tier_index(h, args[0]);
+    if (j < 0) return NULL;
+    uint64_t key = PyLong_AsUnsignedLongLong(args[1]);
+    if (key == (uint64_t)-1 && PyErr_Occurred()) {
+        PyErr_Clear();
+        Py_RETURN_NONE;    /* not a block id: not resident */
+    }
+    int32_t e = tfind(&h->t[j], key);
+    if (e < 0) Py_RETURN_NONE;
+    return PyLong_FromLong(h->t[j].ent[e].pin);
+}
+
+static PyObject *hier_resident(Hier *h, PyObject *arg) {
+    int j = tier_index(h, arg);
+    if (j < 0) return NULL;
+    Tier *t = &h->t[j];
+    PyObject *d = PyDict_New();
+    if (!d) return NULL;
+    for (uint64_t i = 0; i <= t->mask; i++) {
+        int32_t e = t->slots[i];
+        if (e < 0) continue;
+        PyObject *k = PyLong_FromUnsignedLongLong(t->ent[e].key);
+        PyObject *v = PyLong_FromLong(t->ent[e].pin);
+        if (!k || !v || PyDict_SetItem(d, k, v) < 0) { Py_XDECREF(k); Py_XDECREF(v); Py_DECREF(d); return NULL; }
+        Py_DECREF(k);
+        Py_DECREF(v);
+    }
+    return d;
+}
+
+static PyObject *hier_order(Hier *h, PyObject *arg) {
+    int j = tier_index(h, arg);
+    if (j < 0) return NULL;
+    Tier *t = &h->t[j];
+    PyObject *l = PyList_New(0);
+    if (!l) return NULL;
+    for (int32_t e = t->head; e >= 0; e = t->ent[e].next) {
+        PyObject *k = PyLong_FromUnsignedLongLong(t->ent[e].key);
+        if (!k || PyList_Append(l, k) < 0) { Py_XDECREF(k); Py_DECREF(l); return NULL; }
+        Py_DECREF(k);
+    }
+    return l;
+}
+
+static PyObject *hier_written(Hier *h, void *c) {
+    PyObject *l = PyList_New(h->ntiers);
+    if (!l) return NULL;
+    for (int j = 0; j < h->ntiers; j++) PyList_SET_ITEM(l, j, PyLong_FromLongLong(h->written[j]));
+    return l;
+}
+
+static PyObject *hier_dropped(Hier *h, void *c) { return PyLong_FromLongLong(h->dropped); }
+
+#define CHECK(cond, ...) do { if (!(cond)) { PyErr_Format(PyExc_AssertionError, __VA_ARGS__); return NULL; } } while (0)
+
+static PyObject *hier_check(Hier *h, PyObject *unused) {
+    for (int j = 0; j < h->ntiers; j++) {
+        Tier *t = &h->t[j];
+        CHECK(t->reserved >= 0, "tier %d: reserved %zd < 0", j, t->reserved);
+        CHECK(t->nres + t->reserved <= t->capacity, "tier %d: resident %zd + reserved %zd > capacity %zd", j,
+              t->nres, t->reserved, t->capacity);
+        Py_ssize_t occ = 0, unpinned = 0;
+        for (uint64_t i = 0; i <= t->mask; i++) {
+            int32_t e = t->slots[i];
+            if (e < 0) continue;
+            occ++;
+            CHECK(e < t->ent_len, "tier %d: bad entry index", j);
+            CHECK(tfind(t, t->ent[e].key) == e, "tier %d: key %llu not found from its home", j,
+                  (unsigned long long)t->ent[e].key);
+            CHECK(t->ent[e].pin >= 0, "tier %d: negative pin count", j);
+            unpinned += t->ent[e].pin == 0;
+        }
+        CHECK(occ == t->nres, "tier %d: %zd slots used, %zd resident", j, occ, t->nres);
+        CHECK((uint64_t)t->nres * 2 <= t->mask + 1, "tier %d: table over half full", j);
+        Py_ssize_t cnt = 0;
+        int32_t prev = -1;
+        for (int32_t e = t->head; e >= 0; e = t->ent[e].next) {
+            CHECK(t->ent[e].prev == prev, "tier %d: broken LRU links", j);
+            CHECK(t->ent[e].pin == 0, "tier %d: pinned block in the LRU list", j);
+            CHECK(tfind(t, t->ent[e].key) == e, "tier %d: LRU entry not resident", j);
+            prev = e;
+            CHECK(++cnt <= t->nres, "tier %d: LRU list cycle", j);
+        }
+        CHECK(prev == t->tail, "tier %d: bad LRU tail", j);
+        CHECK(cnt == t->held && cnt == unpinned, "tier %d: LRU holds %zd, counter %zd, unpinned %zd", j, cnt,
+              t->held, unpinned);
+        if (j) CHECK(t->nres == t->held && t->reserved == 0, "tier %d: lower tier with pins or reserved slots", j);
+    }
+    Py_RETURN_NONE;
+}
+
+static int hier_init(Hier *h, PyObject *args, PyObject *kw) {
+    PyObject *names, *caps;
+    int wt;
+    if (!PyArg_ParseTuple(args, "OOp", &names, &caps, &wt)) return -1;
+    PyObject *ns = PySequence_Fast(names, "names must be a sequence");
+    if (!ns) return -1;
+    PyObject *cs = PySequence_Fast(caps, "capacities must be a sequence");
+    if (!cs) { Py_DECREF(ns); return -1; }
+    Py_ssize_t T = PySequence_Fast_GET_SIZE(ns);
+    if (T < 1 || T != PySequence_Fast_GET_SIZE(cs) || T > 64 || h->t) {
+        PyErr_SetString(PyExc_ValueError, "need 1..64 tiers, one capacity per name, once");
+        goto fail;
+    }
+    h->t = PyMem_Calloc(T, sizeof(Tier));
+    h->written = PyMem_Calloc(T, sizeof(long long));
+    if (!h->t || !h->written) { PyErr_NoMemory(); goto fail; }
+    for (Py_ssize_t j = 0; j < T; j++) {
+        Py_ssize_t c = PyLong_AsSsize_t(PySequence_Fast_GET_ITEM(cs, j));
+        if (c == -1 && PyErr_Occurred()) goto fail;
+        if (c < 0 || c > ((Py_ssize_t)1 << 30)) {
+            PyErr_Format(PyExc_ValueError, "tier capacity must be 0 .. 2^30 blocks, got %zd", c);
+            goto fail;
+        }
+        if (tier_init(&h->t[j], PySequence_Fast_GET_ITEM(ns, j), c) < 0) { PyErr_NoMemory(); goto fail; }
+        h->ntiers = (int)j + 1;
+    }
+    h->write_through = wt;
+    Py_DECREF(ns);
+    Py_DECREF(cs);
+    return 0;
+fail:
+    Py_DECREF(ns);
+    Py_DECREF(cs);
+    return -1;
+}
+
+static PyMethodDef hier_methods[] = {
+    {"start", (PyCFunction)(void (*)(void))hier_start, METH_FASTCALL,
+     "start(keys, n, cap, extra_blocks=0, wait_if_full=False) -> Admission | None"},
+    {"prefill_done", (PyCFunction)hier_prefill_done, METH_O, "computed blocks become cached (pinned)"},
+    {"finish", (PyCFunction)hier_finish, METH_O, "drop the pins tail first, give back reserved slots"},
+    {"tier_info", (PyCFunction)hier_tier_info, METH_O,
+     "(resident, unpinned, reserved, inserted, evicted, overflow, peak_resident, peak_used) of tier j"},
+    {"num_resident", (PyCFunction)hier_num_resident, METH_O, "resident blocks of tier j"},
+    {"num_held", (PyCFunction)hier_num_held, METH_O, "unpinned (evictable) blocks of tier j"},
+    {"gpu_held", (PyCFunction)hier_gpu_held, METH_NOARGS, "GPU slots held by running requests"},
+    {"pin_count", (PyCFunction)(void (*)(void))hier_pin_count, METH_FASTCALL, "pin count of key in tier j or None"},
+    {"resident", (PyCFunction)hier_resident, METH_O, "dict key -> pin count of tier j"},
+    {"order", (PyCFunction)hier_order, METH_O, "unpinned keys of tier j, first victim first"},
+    {"check", (PyCFunction)hier_check, METH_NOARGS, "assert every invariant"},
+    {NULL}
+};
+
+static PyGetSetDef hier_getset[] = {
+    {"written_blocks", (getter)hier_written, NULL, "blocks written into each tier", NULL},
+    {"dropped_blocks", (getter)hier_dropped, NULL, "blocks pushed out of the last tier", NULL},
+    {NULL}
+};
+
+static PyTypeObject HierType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "pcs._lruhier.Hierarchy",
+    .tp_basicsize = sizeof(Hier),
+    .tp_dealloc = (destructor)hier_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "Hierarchy(names, capacities_blocks, write_through): all-LRU tiers, GPU first.",
+    .tp_methods = hier_methods,
+    .tp_getset = hier_getset,
+    .tp_init = (initproc)hier_init,
+    .tp_new = PyType_GenericNew,
+};
+
+static struct PyModuleDef moddef = {
+    PyModuleDef_HEAD_INIT, "pcs._lruhier",
+    "All-LRU tier hierarchy in C (drop-in for pcs.cache.hierarchy.Hierarchy; see pcs/engine/native.py).",
+    -1, NULL,
+};
+
+PyMODINIT_FUNC PyInit__lruhier(void) {
+    if (PyType_Ready(&AdmType) < 0 || PyType_Ready(&HierType) < 0) return NULL;
+    PyObject *m = PyModule_Create(&moddef);
+    if (!m) return NULL;
+    Py_INCREF(&HierType);
+    Py_INCREF(&AdmType);
+    if (PyModule_AddObject(m, "Hierarchy", (PyObject *)&HierType) < 0 ||
+        PyModule_AddObject(m, "Admission", (PyObject *)&AdmType) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}

@@ -1,0 +1,188 @@
+"""The compiled all-LRU hierarchy (``pcs.cache._lruhier``) behind the :class:`pcs.cache.Hierarchy` interface.
+
+When every tier's policy is ``lru``, :func:`make_hierarchy` returns a
+:class:`NativeHierarchy`: the same ``start`` / ``prefill_done`` / ``finish``
+calls, the same :class:`~pcs.cache.hierarchy.Admission` fields, the same
+counters and end state as the Python hierarchy over
+:class:`pcs.cache.tier.Tier` with :class:`pcs.cache.policies.lru.LRUPolicy`
+(rules: team brief "Shared replay semantics" and pcs/cache/hierarchy.py),
+in C: one open-addressing hash table per tier with an intrusive LRU list.
+Block ids must be ints in [0, 2**64) (the trace readers' uint64 hashes;
+another id raises TypeError or OverflowError in ``start``), and ``start``
+takes its arguments by position, as the engine passes them.
+``tests/test_replay_native.py`` checks both give identical summaries,
+per-request tables and end states. Otherwise (another policy, the extension
+not compiled, ``engine="general"``) it returns the Python
+:class:`pcs.cache.Hierarchy`.
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Sequence
+
+from pcs.cache import Hierarchy, Tier
+from pcs.cache.hierarchy import check_hierarchy_args
+from pcs.cache.tier import TierStats
+
+from pcs import _native
+
+_lruhier = _native.module("lruhier")    # None when the optional extension did not compile
+
+__all__ = ["NativeHierarchy", "available", "make_hierarchy"]
+
+#: largest tier the compiled hierarchy takes (int32 entry indices); larger ones use Python.
+MAX_BLOCKS = 1 << 30
+
+
+def available(tiers: Sequence[Tier]) -> bool:
+    """Whether the compiled hierarchy can stand in for ``Hierarchy(tiers)``: extension built, every
+    tier ``lru``, empty and at most :data:`MAX_BLOCKS` blocks."""
+    return _lruhier is not None and all(t.policy.name == "lru" and not len(t.resident) and not t.reserved_blocks
+                                        and t.capacity_blocks <= MAX_BLOCKS for t in tiers)
+
+
+def make_hierarchy(tiers: Sequence[Tier], write_policy: str = "back", native: bool = True):
+    """A :class:`NativeHierarchy` when ``native`` and :func:`available`, else :class:`pcs.cache.Hierarchy`.
+
+    Raises:
+        ValueError: as :class:`pcs.cache.Hierarchy` (no tier, duplicate names, unknown write policy).
+    """
+    if native and tiers and available(tiers):
+        return NativeHierarchy(tiers, write_policy)
+    return Hierarchy(tiers, write_policy)
+
+
+class _Resident(Mapping):
+    """Read-only view key -> pin count of one native tier's resident blocks."""
+
+    __slots__ = ("_h", "_j")
+
+    def __init__(self, h, j: int) -> None:
+        self._h, self._j = h, j
+
+    def __len__(self) -> int:
+        return self._h.num_resident(self._j)
+
+    def __getitem__(self, key: int) -> int:
+        rc = self._h.pin_count(self._j, key) if isinstance(key, int) else None
+        if rc is None:
+            raise KeyError(key)
+        return rc
+
+    def __contains__(self, key) -> bool:
+        return isinstance(key, int) and self._h.pin_count(self._j, key) is not None
+
+    def __iter__(self):
+        return iter(self._h.resident(self._j))
+
+
+class _LRUView:
+    """The evictable blocks of one native tier (what ``Tier.policy`` is for the Python tiers)."""
+
+    __slots__ = ("_h", "_j")
+    name = "lru"
+    summary = "least recently used"
+    prefix_closed = True
+    reuse_blind = True
+
+    def __init__(self, h, j: int) -> None:
+        self._h, self._j = h, j
+
+    def __len__(self) -> int:
+        return self._h.num_held(self._j)
+
+    def __contains__(self, key) -> bool:
+        return self._h.pin_count(self._j, key) == 0 if isinstance(key, int) else False
+
+    def order(self) -> list[int]:
+        """Evictable keys, first victim first."""
+        return self._h.order(self._j)
+
+
+class _TierView:
+    """One tier of a :class:`NativeHierarchy` with the read side of :class:`pcs.cache.tier.Tier`."""
+
+    __slots__ = ("_h", "_j", "name", "capacity_blocks", "resident", "policy")
+
+    def __init__(self, h, j: int, name: str, capacity_blocks: int) -> None:
+        self._h, self._j, self.name, self.capacity_blocks = h, j, name, capacity_blocks
+        self.resident = _Resident(h, j)
+        self.policy = _LRUView(h, j)
+
+    def __repr__(self) -> str:
+        return (f"NativeTier({self.name!r}, capacity_blocks={self.capacity_blocks}, resident={len(self.resident)}, "
+                f"pinned={self.num_pinned}, reserved={self.reserved_blocks}, policy=lru)")
+
+    def __len__(self) -> int:
+        return self._h.num_resident(self._j)
+
+    def __contains__(self, key) -> bool:
+        return key in self.resident
+
+    @property
+    def reserved_blocks(self) -> int:
+        return self._h.tier_info(self._j)[2]
+
+    @property
+    def stats(self) -> TierStats:
+        """A snapshot of the tier's counters."""
+        return TierStats(*self._h.tier_info(self._j)[3:])
+
+    @property
+    def num_pinned(self) -> int:
+        res, held = self._h.tier_info(self._j)[:2]
+        return res - held
+
+    @property
+    def free_blocks(self) -> int:
+        res, _, reserved = self._h.tier_info(self._j)[:3]
+        return self.capacity_blocks - res - reserved
+
+    @property
+    def available_blocks(self) -> int:
+        res, held, reserved = self._h.tier_info(self._j)[:3]
+        return self.capacity_blocks - res - reserved + held
+
+    def _check(self) -> None:
+        self._h.check()
+
+
+class NativeHierarchy:
+    """:class:`pcs.cache.Hierarchy` for all-LRU tiers, in C (``pcs.cache._lruhier``).
+
+    Args:
+        tiers: empty :class:`pcs.cache.tier.Tier` objects with ``lru`` policies, GPU
+            first (only their names and capacities are read).
+        write_policy: ``"back"`` (default) or ``"through"``.
+    Raises:
+        ValueError: no tier, duplicate names, unknown write policy, a policy other
+            than ``lru``, a non-empty tier, or the extension is not built.
+    """
+
+    def __init__(self, tiers: Sequence[Tier], write_policy: str = "back") -> None:
+        names = check_hierarchy_args(tiers, write_policy)
+        if not available(tiers):
+            raise ValueError("the native hierarchy needs the compiled pcs.cache._lruhier and empty lru tiers of at most "
+                             f"{MAX_BLOCKS} blocks; got {', '.join(f'{t.name}:{t.policy.name}' for t in tiers)}")
+        h = _lruhier.Hierarchy(names, [t.capacity_blocks for t in tiers], write_policy == "through")
+        self._h = h
+        self.write_policy = write_policy
+        self.write_through = write_policy == "through"
+        self.tiers = [_TierView(h, j, t.name, t.capacity_blocks) for j, t in enumerate(tiers)]
+        self.start = h.start                # bound C methods: no Python frame per call
+        self.prefill_done = h.prefill_done
+        self.finish = h.finish
+
+    @property
+    def written_blocks(self) -> list[int]:
+        """Blocks written into each tier (demoted or written through)."""
+        return self._h.written_blocks
+
+    @property
+    def dropped_blocks(self) -> int:
+        """Blocks pushed out of the last tier."""
+        return self._h.dropped_blocks
+
+    def _check(self) -> None:
+        """Assert every tier's invariants (capacity, pins, LRU list = unpinned blocks, hash table)."""
+        self._h.check()

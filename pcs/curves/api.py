@@ -1,0 +1,307 @@
+"""Hit-ratio curves: LRU at every capacity in one pass, Belady, the ceiling.
+
+``curve(trace)`` answers "what hit ratio at every cache size": the exact LRU
+curve for all capacities from one histogram of prefix-aware LRU stack depths
+(:mod:`pcs.curves.stackdist`, Mattson et al. 1970), the offline optimum at
+the listed capacities (:mod:`pcs.curves.belady`), and the single-sequence
+ceiling (infinite cache, :func:`pcs.blocks.single_sequence_hits`), which the
+LRU curve reaches at its largest useful capacity.
+
+All ratios are token-weighted (hit tokens / prompt tokens over the trace)
+with the block rules of :class:`pcs.blocks.BlockRules`, and equal what
+``pcs replay --timing sequential --policy lru`` with one tier of that size
+reports (brief, "Shared replay semantics").
+
+Optional spatial sampling (SHARDS, Waldspurger et al., FAST'15) with the
+chain heads kept exact: :mod:`pcs.curves.shards`.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterable, Sequence
+
+import numpy as np
+
+from pcs.blocks import BlockRules
+from pcs.curves import stackdist
+from pcs.curves.stackdist import FlatAccesses
+
+__all__ = ["KNEE_PERCENTS", "DEFAULT_POINTS", "LruCurve", "CurveResult", "load_accesses",
+           "lru_curve", "capacity_grid", "curve"]
+
+#: Knee levels, percent of the ceiling (issue 5: 50 %, 90 %, 99 %).
+KNEE_PERCENTS = (50, 90, 99)
+
+
+def load_accesses(trace: Any = None, block_size: int | None = None,
+                  rules: BlockRules = BlockRules()) -> tuple[FlatAccesses, str]:
+    """Flatten a trace's cacheable block accesses.
+
+    Args:
+        trace: a path (None -> :data:`pcs.trace.DEFAULT_TRACE`), a
+            :class:`pcs.trace.Trace` (anything with ``iter_batches()``), an
+            iterable of :class:`pcs.trace.Request`, or a :class:`FlatAccesses`.
+        block_size: passed to :func:`pcs.trace.open_trace` for paths.
+        rules: block rules.
+    Returns:
+        ``(accesses, name)``; name is the trace path or a description.
+    Raises:
+        ValueError / InputError: bad trace content; FileNotFoundError.
+    """
+    if isinstance(trace, FlatAccesses):
+        return trace, "<accesses>"
+    if trace is None or isinstance(trace, (str, Path)):
+        from pcs.trace import DEFAULT_TRACE, open_trace
+
+        trace = open_trace(DEFAULT_TRACE if trace is None else trace, block_size=block_size)
+    name = str(getattr(trace, "name", getattr(trace, "path", "<requests>")))
+    if hasattr(trace, "iter_batches"):
+        parts = [stackdist.flatten_columns(b.prompt_tokens, b.block_offsets, b.block_hashes,
+                                           b.block_size, rules) for b in trace.iter_batches()]
+        return stackdist.concat(parts), name
+    return _flatten_requests(trace, rules), name
+
+
+def _flatten_requests(requests: Iterable, rules: BlockRules) -> FlatAccesses:
+    prompts, lens, hashes, sizes = [], [], [], set()
+    for req in requests:
+        prompts.append(req.prompt_tokens)
+        h = np.asarray(req.block_hashes, dtype=np.uint64)
+        lens.append(h.shape[0])
+        hashes.append(h)
+        sizes.add(req.block_size)
+    if len(sizes) > 1:
+        raise ValueError(f"requests of one trace must share a block size, got {sorted(sizes)}")
+    off = np.concatenate(([0], np.cumsum(lens, dtype=np.int64)))
+    keys = np.concatenate(hashes) if hashes else np.zeros(0, np.uint64)
+    return stackdist.flatten_columns(np.asarray(prompts, np.int64), off, keys, sizes.pop() if sizes else 1, rules)
+
+
+@dataclass(frozen=True, slots=True)
+class LruCurve:
+    """The exact (or SHARDS-estimated) LRU curve for every capacity.
+
+    Attributes:
+        hit_tokens_cum: shape (K + 1,): entry k = hit tokens of accesses whose
+            lead depth is < k (int64 exact, float64 when sampled and rescaled
+            to the full trace); constant from k = K on (K = max depth + 1).
+        hit_blocks_cum: same for hit-able accesses counted once each (every
+            cacheable access, not only those under the last-token cap).
+        prompt_tokens: total prompt tokens (denominator of ratios).
+        num_accesses: cacheable block accesses of the full trace.
+        num_distinct: distinct blocks (of the sample when sampled).
+        sample_rate: SHARDS rate (1.0 = exact); capacity C maps to depth
+            index ``ceil(C * sample_rate)``.
+        kernel: stack-depth kernel used ("c" or "python").
+    """
+
+    hit_tokens_cum: np.ndarray
+    hit_blocks_cum: np.ndarray
+    prompt_tokens: int
+    num_accesses: int
+    num_distinct: int
+    sample_rate: float
+    kernel: str
+
+    def _index(self, capacity_blocks) -> np.ndarray:
+        c = np.asarray(capacity_blocks, dtype=np.int64)
+        if np.any(c < 0):
+            raise ValueError(f"capacities must be >= 0 blocks, got {capacity_blocks}")
+        return np.minimum(c, self.hit_tokens_cum.shape[0] - 1)
+
+    @property
+    def max_useful_capacity_blocks(self) -> int:
+        """Smallest capacity at which LRU reaches the ceiling (0 when nothing ever hits)."""
+        return int(self.hit_tokens_cum.shape[0] - 1)
+
+    def hit_tokens(self, capacity_blocks):
+        """Token-weighted LRU hits at capacity(ies) in blocks (int64; float64 when sampled)."""
+        return self.hit_tokens_cum[self._index(capacity_blocks)]
+
+    def hit_ratio(self, capacity_blocks):
+        """Hit tokens / prompt tokens at capacity(ies) in blocks (float64)."""
+        return self.hit_tokens(capacity_blocks) / max(self.prompt_tokens, 1)
+
+    def block_misses(self, capacity_blocks):
+        """Sum over requests of ``n - lead`` (block misses before the last-token cap)."""
+        return self.num_accesses - self.hit_blocks_cum[self._index(capacity_blocks)]
+
+    @property
+    def ceiling_hit_tokens(self):
+        """Hit tokens with an unbounded cache (== single_sequence_hits(...).hit_tokens)."""
+        return self.hit_tokens_cum[-1]
+
+    def knee(self, percent: int) -> int | None:
+        """Smallest capacity in blocks whose LRU hit tokens reach ``percent`` % of the ceiling.
+
+        Exact (integer arithmetic on the histogram) over ALL capacities, not
+        only listed ones. None when the ceiling is 0 (nothing can ever hit).
+        """
+        top = self.ceiling_hit_tokens
+        if top <= 0:
+            return None
+        return int(np.argmax(self.hit_tokens_cum * 100 >= percent * top))
+
+
+def lru_curve(flat: FlatAccesses, kernel: str = "auto", sample_rate: float = 1.0, seed: int = 0,
+              exact_head_blocks: int = 1) -> LruCurve:
+    """The LRU curve from one pass of stack depths plus a weighted histogram.
+
+    Block i of request r hits at capacity C iff its lead depth (running max
+    of depths along the request) is in [0, C); the hits at every C are the
+    cumulative sum of the histogram of lead depths weighted by hit tokens.
+    With ``sample_rate`` < 1 the depths and weights are SHARDS estimates
+    (:func:`pcs.curves.shards.sampled_lead_depths`).
+
+    Raises:
+        ValueError: bad kernel or sample rate.
+    """
+    kernel = stackdist.resolve_kernel(kernel)
+    if sample_rate == 1.0:
+        lead, distinct = stackdist.stack_depths(flat.keys, flat.req_offsets, kernel, lead=True)
+        w_hist, b_hist = stackdist.depth_histograms(lead, flat.hit_weight_tokens, kernel)
+    else:
+        from pcs.curves.shards import sampled_lead_depths
+
+        est = sampled_lead_depths(flat, sample_rate, seed, exact_head_blocks, kernel)
+        hit = est.lead >= 0
+        size = int(est.lead.max()) + 1 if hit.any() else 0
+        w_hist = np.bincount(est.lead[hit], weights=est.hit_weight_tokens[hit], minlength=size)
+        b_hist = np.bincount(est.lead[hit], weights=est.block_weight[hit], minlength=size)
+        distinct = est.num_distinct
+    tokens_cum = np.concatenate(([0], np.cumsum(w_hist))).astype(w_hist.dtype)
+    blocks_cum = np.concatenate(([0], np.cumsum(b_hist))).astype(b_hist.dtype)
+    return LruCurve(tokens_cum, blocks_cum, flat.prompt_tokens, flat.num_accesses, distinct,
+                    float(sample_rate), kernel)
+
+
+def capacity_grid(max_blocks: int, points: int) -> list[int]:
+    """``points`` capacities spaced geometrically from 1 to ``max_blocks`` (deduplicated).
+
+    >>> capacity_grid(1000, 4)
+    [1, 10, 100, 1000]
+
+    Raises:
+        ValueError: ``points`` < 1.
+    """
+    if points < 1:
+        raise ValueError(f"points must be >= 1, got {points}")
+    top = max(int(max_blocks), 1)
+    return sorted({int(x) for x in np.rint(np.geomspace(1, top, points))})
+
+
+#: Capacities in the default grid when neither capacities nor points are given.
+DEFAULT_POINTS = 12
+
+
+@dataclass(frozen=True, slots=True)
+class CurveResult:
+    """Hit ratios per capacity, the LRU knee, and the trace facts behind them.
+
+    Attributes:
+        rows: one dict per capacity (ascending), keys ``capacity_blocks``,
+            ``capacity_bytes`` (only with a model), ``lru_hit_ratio``,
+            ``belady_hit_ratio`` (None when not computed), ``ceiling_hit_ratio``,
+            ``lru_block_misses``, ``belady_block_misses`` (None when not computed).
+        knee: ``{"p50"|"p90"|"p99": {"percent_of_ceiling", "capacity_blocks",
+            "capacity_bytes" (with a model), "lru_hit_ratio"}}``; capacities None
+            when the ceiling is 0.
+        ceiling_hit_ratio: the single-sequence (infinite-cache) hit ratio.
+        lru: the full one-pass LRU curve (every capacity).
+        summary: trace, block_size, requests, block_accesses, distinct_blocks,
+            prompt_tokens, sample_rate, kernel, model, block_bytes.
+    """
+
+    rows: list
+    knee: dict
+    ceiling_hit_ratio: float
+    lru: LruCurve
+    summary: dict
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON payload of ``pcs curve --format json`` (keys in the README)."""
+        return {**self.summary, "ceiling_hit_ratio": self.ceiling_hit_ratio, "knee": self.knee, "rows": self.rows}
+
+
+def _block_bytes(model: Any, block_size: int) -> tuple[str, int]:
+    from pcs.model import block_bytes, get_model
+
+    spec = get_model(model) if isinstance(model, str) else model
+    return spec.name, int(block_bytes(spec, block_size, "reserved").total_bytes)
+
+
+def curve(trace: Any = None, capacities: Sequence[int] | None = None, points: int | None = None,
+          model: Any = None, *, block_size: int | None = None, rules: BlockRules = BlockRules(),
+          belady: bool = True, sample_rate: float = 1.0, seed: int = 0, exact_head_blocks: int = 1,
+          kernel: str = "auto") -> CurveResult:
+    """LRU, Belady and ceiling hit ratios of a trace at many capacities.
+
+    Args:
+        trace: path / Trace / iterable of Requests / FlatAccesses
+            (see :func:`load_accesses`); None = the bundled sample trace.
+        capacities: cache sizes in blocks (>= 0); or
+        points: that many capacities spaced geometrically up to the
+            capacity where LRU reaches the ceiling (default 12).
+        model: preset name or ModelSpec; adds ``capacity_bytes`` = capacity x
+            ``pcs.model.block_bytes(model, block_size, "reserved").total_bytes``
+            (the GPU tier holds the reserved layout).
+        block_size: tokens per block for token traces (passed to open_trace).
+        rules: block rules (full blocks only, last-token cap by default).
+        belady: compute the offline optimum at each capacity (pure Python,
+            ~1 M accesses/s per capacity; skipped when sampled).
+        sample_rate: SHARDS rate in (0, 1]; 1.0 = exact.
+        seed: sampling hash seed.
+        exact_head_blocks: with sampling, blocks seen within this many head
+            positions are kept exactly (:mod:`pcs.curves.shards`).
+        kernel: stack-depth kernel, "auto", "c" or "python".
+    Returns:
+        :class:`CurveResult`.
+    Raises:
+        ValueError: both or bad capacities/points, bad sample rate or kernel,
+            unknown model; InputError for bad trace content.
+    """
+    from pcs.curves.belady import belady_hits, plan_belady
+
+    if capacities is not None and points is not None:
+        raise ValueError("give capacities or points, not both")
+    flat, name = load_accesses(trace, block_size, rules)
+    lru = lru_curve(flat, kernel, sample_rate, seed, exact_head_blocks)
+    if capacities is not None:
+        caps = sorted({int(c) for c in capacities})
+        if not caps or caps[0] < 0:
+            raise ValueError(f"capacities must be a non-empty list of blocks >= 0, got {list(capacities)}")
+    else:
+        caps = capacity_grid(lru.max_useful_capacity_blocks, DEFAULT_POINTS if points is None else points)
+    model_name, bb = _block_bytes(model, flat.block_size) if model is not None else (None, None)
+    prompt = flat.prompt_tokens
+    exact = sample_rate == 1.0
+    bel = {}
+    if belady and exact:
+        plan = plan_belady(flat)
+        bel = {c: belady_hits(plan, c) for c in caps}
+    ceiling = float(lru.ceiling_hit_tokens / prompt) if prompt else 0.0
+    rows = []
+    for c in caps:
+        row: dict[str, Any] = {"capacity_blocks": c}
+        if bb is not None:
+            row["capacity_bytes"] = c * bb
+        row["lru_hit_ratio"] = float(lru.hit_ratio(c))
+        row["belady_hit_ratio"] = bel[c].hit_tokens / prompt if c in bel and prompt else (0.0 if c in bel else None)
+        row["ceiling_hit_ratio"] = ceiling
+        row["lru_block_misses"] = int(np.rint(lru.block_misses(c)))
+        row["belady_block_misses"] = bel[c].block_misses if c in bel else None
+        rows.append(row)
+    knee = {}
+    for pct in KNEE_PERCENTS:
+        k = lru.knee(pct)
+        entry: dict[str, Any] = {"percent_of_ceiling": pct, "capacity_blocks": k}
+        if bb is not None:
+            entry["capacity_bytes"] = None if k is None else k * bb
+        entry["lru_hit_ratio"] = None if k is None else float(lru.hit_ratio(k))
+        knee[f"p{pct}"] = entry
+    summary = {"trace": name, "block_size": flat.block_size, "requests": flat.num_requests,
+               "block_accesses": flat.num_accesses, "distinct_blocks": lru.num_distinct if exact else None,
+               "prompt_tokens": prompt, "sample_rate": float(sample_rate), "kernel": lru.kernel,
+               "model": model_name, "block_bytes": bb}
+    return CurveResult(rows, knee, ceiling, lru, summary)

@@ -1,0 +1,278 @@
+/*
+ * pcs.engine._lruscan: the one-capacity sequential LRU scan behind the replay fast path.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include "../_kernel_common.h"
+
+/* ---------------------------------------------------------------------------
+ * One-capacity sequential LRU scan, streamed batch by batch (lru_new / lru_feed).
+ *
+ * Plain LRU of C unit slots on the stream "per request: look up its first n ids
+ * head to tail, then stamp them tail to head" (brief, "Shared replay semantics",
+ * rule 4), in O(1) per access: every stamp gets a logical time t; a time is
+ * live while it is its key's last stamp; the cache is the C most recent live
+ * times, i.e. the live times >= a pointer p, so a key is resident iff
+ * last >= p. A stamp that makes more than C live times >= p advances p past
+ * the oldest live time (the LRU victim). Live times are bits of a sliding
+ * bitmap (1 bit per stamp, the part below p dropped); keys live in an
+ * open-addressing table (16 B slots: key, last stamp, first request; linear
+ * probing, splitmix64, load <= 0.8, grown by doubling). Per request r it
+ * writes:
+ *   lead[r]  = leading ids (of the first n) resident at capacity C;
+ *   seen[r]  = leading ids (of the first n) stamped by an earlier request
+ *              (the single-sequence, infinite-cache walk, pcs.blocks);
+ *   ideal[r] = leading ids (of ALL the request's ids) looked up by an earlier
+ *              request (the ideal walk: every id cacheable).
+ * With check=1 it returns 1 when an id repeats among a request's first n, 2
+ * when a resident id follows a non-resident one (not a prefix chain): the
+ * fast path then does not apply. Mirrors
+ * pcs.engine.fastpath._lru_feed_python (differential tests in
+ * tests/test_replay_scan.py).
+ * ------------------------------------------------------------------------- */
+typedef struct {
+    uint64_t key;
+    int32_t last;  /* last stamp; -1 never stamped; <= -2: visited in this request, old = -3 - last */
+    int32_t first; /* 1 + the request that first looked it up; 0: empty slot (calloc) */
+} lslot_t;
+
+typedef struct {
+    lslot_t *slots;
+    uint64_t mask;
+    int64_t count;
+    int64_t capacity;  /* C */
+    int64_t resident;  /* live times >= p */
+    int64_t t, p;      /* next stamp time, LRU pointer */
+    int64_t base;      /* time of bit 0 of live (multiple of 64) */
+    uint64_t *live;
+    int64_t live_words;
+    int64_t req;       /* requests fed so far */
+    uint64_t *tmp;
+    int64_t tmp_len;
+} lru_t;
+
+static void lru_free(lru_t *s) {
+    if (!s) return;
+    free(s->slots); free(s->live); free(s->tmp); free(s);
+}
+
+static void lru_capsule_free(PyObject *cap) {
+    lru_free((lru_t *)PyCapsule_GetPointer(cap, "pcs.engine._lruscan.lru"));
+}
+
+static int lru_table_alloc(lru_t *s, uint64_t cap) {
+    lslot_t *sl = (lslot_t *)big_alloc(cap * sizeof(lslot_t), 1);
+    if (!sl) return -1;
+    lslot_t *old = s->slots;
+    uint64_t old_mask = s->mask;
+    s->slots = sl;
+    s->mask = cap - 1;
+    if (old) {
+        for (uint64_t i = 0; i <= old_mask; i++) {
+            if (!old[i].first) continue;
+            uint64_t h = mix64(old[i].key) & s->mask;
+            while (sl[h].first) h = (h + 1) & s->mask;
+            sl[h] = old[i];
+        }
+        free(old);
+    }
+    return 0;
+}
+
+static inline uint64_t lru_find(lru_t *s, uint64_t key, int32_t req) {
+    uint64_t h = mix64(key) & s->mask;
+    for (;;) {
+        lslot_t *x = &s->slots[h];
+        if (!x->first) {
+            x->key = key; x->last = -1; x->first = req + 1;
+            s->count++;
+            return h;
+        }
+        if (x->key == key) return h;
+        h = (h + 1) & s->mask;
+    }
+}
+
+/* Make room for the bit of time s->t; returns -1 on no memory. */
+static int lru_live_room(lru_t *s) {
+    int64_t word = (s->t - s->base) >> 6;
+    if (word < s->live_words) return 0;
+    int64_t drop = ((s->p - s->base) >> 6);
+    if (drop * 2 >= s->live_words) { /* slide: words below p are all dead */
+        memmove(s->live, s->live + drop, (size_t)(s->live_words - drop) * 8);
+        memset(s->live + (s->live_words - drop), 0, (size_t)drop * 8);
+        s->base += drop * 64;
+        return 0;
+    }
+    int64_t nw = s->live_words * 2;
+    uint64_t *nl = (uint64_t *)realloc(s->live, (size_t)nw * 8);
+    if (!nl) return -1;
+    memset(nl + s->live_words, 0, (size_t)(nw - s->live_words) * 8);
+    s->live = nl;
+    s->live_words = nw;
+    return 0;
+}
+
+/* Evict the LRU live time: advance p past the first set bit at or after p. */
+static inline void lru_evict(lru_t *s) {
+    int64_t i = s->p - s->base;
+    int64_t w = i >> 6;
+    uint64_t bits = s->live[w] & (~0ULL << (i & 63));
+    while (!bits) bits = s->live[++w];
+    int64_t b = (w << 6) + __builtin_ctzll(bits);
+    s->live[w] &= ~(1ULL << (b & 63));
+    s->p = s->base + b + 1;
+    s->resident--;
+}
+
+static int lru_run(lru_t *s, const uint64_t *keys, const int64_t *offs, const int64_t *n, int64_t num_req,
+                   int64_t *lead, int64_t *seen, int64_t *ideal, int check) {
+    for (int64_t r = 0; r < num_req; r++) {
+        int64_t len = offs[r + 1] - offs[r];
+        if (len < 0 || n[r] < 0 || n[r] > len) return -2;
+        if (len > s->tmp_len) {
+            uint64_t *nt = (uint64_t *)realloc(s->tmp, (size_t)len * 8);
+            if (!nt) return -1;
+            s->tmp = nt;
+            s->tmp_len = len;
+        }
+    }
+    if (s->req + num_req >= INT32_MAX || s->t + (offs[num_req] - offs[0]) >= INT32_MAX) return 3;
+    for (int64_t i = offs[0]; i < offs[num_req > 1 ? 2 : num_req]; i++)
+        __builtin_prefetch(&s->slots[mix64(keys[i]) & s->mask], 1, 1);
+    for (int64_t r = 0; r < num_req; r++) {
+        const int64_t a = offs[r], b = offs[r + 1], m = a + n[r];
+        const int32_t rq = (int32_t)s->req;
+        while ((uint64_t)(s->count + (b - a)) * 2 > (s->mask + 1))
+            if (lru_table_alloc(s, (s->mask + 1) * 2) != 0) return -1;
+        int run_res = 1, run_seen = 1, run_ideal = 1;
+        int64_t k_res = 0, k_seen = 0, k_ideal = 0;
+        for (int64_t i = a; i < b; i++) {
+            uint64_t h = lru_find(s, keys[i], rq);
+            lslot_t *x = &s->slots[h];
+            run_ideal &= x->first <= rq;
+            k_ideal += run_ideal;
+            if (i >= m) continue;
+            s->tmp[i - a] = h;
+            int32_t enc = x->last;
+            int64_t old = enc;
+            if (enc <= -2) { /* looked up earlier in this request */
+                if (check) return 1;
+                old = -3 - (int64_t)enc;
+            } else {
+                x->last = (int32_t)(-3 - (int64_t)enc);
+            }
+            int res = old >= s->p;
+            if (check && res && !run_res) return 2;
+            run_res &= res;
+            k_res += run_res;
+            run_seen &= old >= 0;
+            k_seen += run_seen;
+        }
+        lead[r] = k_res; seen[r] = k_seen; ideal[r] = k_ideal;
+        if (r + 2 < num_req)
+            for (int64_t i = offs[r + 2]; i < offs[r + 3]; i++)
+                __builtin_prefetch(&s->slots[mix64(keys[i]) & s->mask], 1, 1);
+        for (int64_t i = m - 1; i >= a; i--) {
+            lslot_t *x = &s->slots[s->tmp[i - a]];
+            int64_t old = x->last <= -2 ? -3 - (int64_t)x->last : x->last;
+            if (old >= s->p) { /* resident: its old time dies, no slot added */
+                int64_t j = old - s->base;
+                s->live[j >> 6] &= ~(1ULL << (j & 63));
+            } else {
+                s->resident++;
+            }
+            if (lru_live_room(s) != 0) return -1;
+            int64_t j = s->t - s->base;
+            s->live[j >> 6] |= 1ULL << (j & 63);
+            x->last = (int32_t)s->t++;
+            while (s->resident > s->capacity) lru_evict(s);
+        }
+        s->req++;
+    }
+    return 0;
+}
+
+static PyObject *py_lru_new(PyObject *self, PyObject *args) {
+    long long capacity, expected = 0;
+    if (!PyArg_ParseTuple(args, "L|L", &capacity, &expected)) return NULL;
+    if (capacity < 0) {
+        PyErr_SetString(PyExc_ValueError, "capacity must be >= 0");
+        return NULL;
+    }
+    lru_t *s = (lru_t *)calloc(1, sizeof(lru_t));
+    uint64_t slots = 4096;
+    while (expected > 0 && (uint64_t)expected * 4 > slots * 3) slots <<= 1;
+    if (!s || lru_table_alloc(s, slots) != 0 || !(s->live = (uint64_t *)calloc(1024, 8))) {
+        lru_free(s);
+        return PyErr_NoMemory();
+    }
+    s->live_words = 1024;
+    s->capacity = capacity;
+    PyObject *cap = PyCapsule_New(s, "pcs.engine._lruscan.lru", lru_capsule_free);
+    if (!cap) lru_free(s);
+    return cap;
+}
+
+static PyObject *py_lru_feed(PyObject *self, PyObject *args) {
+    PyObject *cap;
+    Py_buffer keys, offs, n, lead, seen, ideal;
+    int check = 1;
+    if (!PyArg_ParseTuple(args, "Oy*y*y*w*w*w*|p", &cap, &keys, &offs, &n, &lead, &seen, &ideal, &check))
+        return NULL;
+    PyObject *result = NULL;
+    lru_t *s = (lru_t *)PyCapsule_GetPointer(cap, "pcs.engine._lruscan.lru");
+    if (!s) goto done;
+    int64_t num_req = offs.len / 8 - 1;
+    if (keys.len % 8 || offs.len % 8 || num_req < 0 || n.len != num_req * 8 || lead.len != n.len ||
+        seen.len != n.len || ideal.len != n.len) {
+        PyErr_SetString(PyExc_ValueError, "keys uint64 (M,), offsets int64 (R+1,), n and outputs int64 (R,)");
+        goto done;
+    }
+    const int64_t *o = (const int64_t *)offs.buf;
+    if (o[0] != 0 || o[num_req] != keys.len / 8) {
+        PyErr_SetString(PyExc_ValueError, "offsets must start at 0 and end at len(keys)");
+        goto done;
+    }
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = lru_run(s, (const uint64_t *)keys.buf, o, (const int64_t *)n.buf, num_req, (int64_t *)lead.buf,
+                 (int64_t *)seen.buf, (int64_t *)ideal.buf, check);
+    Py_END_ALLOW_THREADS
+    if (rc == -1) PyErr_NoMemory();
+    else if (rc == -2) PyErr_SetString(PyExc_ValueError, "offsets must be non-decreasing and 0 <= n <= ids");
+    else result = PyLong_FromLong(rc);
+done:
+    PyBuffer_Release(&keys); PyBuffer_Release(&offs); PyBuffer_Release(&n);
+    PyBuffer_Release(&lead); PyBuffer_Release(&seen); PyBuffer_Release(&ideal);
+    return result;
+}
+
+static PyObject *py_lru_stats(PyObject *self, PyObject *args) {
+    PyObject *cap;
+    if (!PyArg_ParseTuple(args, "O", &cap)) return NULL;
+    lru_t *s = (lru_t *)PyCapsule_GetPointer(cap, "pcs.engine._lruscan.lru");
+    if (!s) return NULL;
+    return Py_BuildValue("{s:L,s:L,s:L,s:L,s:L}", "distinct", (long long)s->count, "resident",
+                         (long long)s->resident, "stamps", (long long)s->t, "table_bytes",
+                         (long long)((s->mask + 1) * sizeof(lslot_t)), "bitmap_bytes", (long long)s->live_words * 8);
+}
+
+static PyMethodDef methods[] = {
+    {"lru_new", py_lru_new, METH_VARARGS,
+     "lru_new(capacity_blocks: int) -> state capsule of a one-capacity sequential LRU scan."},
+    {"lru_feed", py_lru_feed, METH_VARARGS,
+     "lru_feed(state, keys: uint64 (M,), offsets: int64 (R+1,), n: int64 (R,), lead, seen, ideal: "
+     "writable int64 (R,), check=True) -> 0, or 1 (an id repeats among a request's first n) / "
+     "2 (a resident id after a non-resident one) when check, 3 (over 2**31 stamps or requests)."},
+    {"lru_stats", py_lru_stats, METH_VARARGS,
+     "lru_stats(state) -> dict(distinct, resident, stamps, table_bytes, bitmap_bytes)."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "pcs.engine._lruscan",
+    "Compiled one-capacity sequential LRU scan (see pcs.engine.lruscan).", -1, methods,
+};
+
+PyMODINIT_FUNC PyInit__lruscan(void) { return PyModule_Create(&module); }

@@ -1,0 +1,383 @@
+"""``replay(trace, ...)``: build the tiers from a model and hardware, run, summarise.
+
+Defaults (``pcs replay`` with no arguments) and why:
+
+- trace: :data:`pcs.trace.DEFAULT_TRACE`, the bundled sample;
+- model ``llama-2-70b``: the Mooncake paper (FAST'25) served its trace with a
+  LLaMA2-70B-like model;
+- hardware: 8 x ``h100-sxm``, TP = 8; GPU tier ``400GB``: 8 x 80 GB = 640 GB
+  HBM x 0.9 (vLLM ``gpu_memory_utilization`` default) = 576 GB, minus 138 GB
+  of bf16 weights (69 B params x 2 B) = 438 GB, minus ~38 GB activations and
+  workspace ~ 400 GB for KV blocks; CPU tier ``2TB``: host DRAM of a typical
+  8-GPU server;
+- links: :func:`pcs.hardware.default_link_for_tier` per lower tier, one per
+  GPU: each of the TP ranks restores its 1/TP shard of a block over its own
+  link (vLLM's offloading connector runs per worker), so a restore moves
+  ``bytes / (TP x bandwidth)``;
+- policy ``lru`` (vLLM, SGLang); write-back; modeled timing.
+
+Tier capacities in bytes become blocks with the model's bytes per block in
+the tier's layout: the GPU tier holds the Reserved layout, lower tiers the
+Serialized layout (:func:`pcs.model.block_bytes`), floor division.
+"""
+from __future__ import annotations
+
+import dataclasses
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Mapping, Sequence
+
+from pcs import units
+from pcs.blocks import BlockRules
+from pcs.cache import WRITE_POLICIES, Tier, make_policy
+from pcs.cache.policies import DEFAULT_POLICY
+from pcs.engine.engine import TIMINGS, ReplayEngine
+from pcs.engine.timing import TimeModel
+from pcs.cache.native import make_hierarchy
+from pcs.engine.chunks import iter_chunks
+
+__all__ = ["replay", "ReplayResult", "TierSpec", "parse_tier", "parse_assignment", "DEFAULTS", "DEFAULT_TIERS"]
+
+#: Defaults of :func:`replay` and ``pcs replay`` (reasons in the module docstring).
+DEFAULTS = {"model": "llama-2-70b", "gpu": "h100-sxm", "tp": 8, "policy": DEFAULT_POLICY,
+            "timing": "modeled", "write_policy": "back"}
+DEFAULT_TIERS = ("gpu=400GB", "cpu=2TB")
+DEFAULTS_REASON = {
+    "model": "model llama-2-70b (the Mooncake paper served its trace with a LLaMA2-70B-like model)",
+    "hardware": "8x h100-sxm, TP=8",
+    "tiers": "tiers gpu=400GB (8 x 80 GB HBM x 0.9 - 138 GB bf16 weights - ~38 GB activations) "
+             "and cpu=2TB (host DRAM of an 8-GPU server)",
+}
+
+
+def _default_notes(model: bool, hardware: bool, tiers: bool) -> list[str]:
+    used = [DEFAULTS_REASON[k] for k, v in (("model", model), ("hardware", hardware), ("tiers", tiers)) if v]
+    return [f"defaults: {'; '.join(used)}"] if used else []
+
+_SIZE_RE = re.compile(r"^\s*(\d+)\s*blocks?\s*$", re.IGNORECASE)
+
+
+@dataclass(frozen=True, slots=True)
+class TierSpec:
+    """One tier as the user names it.
+
+    Attributes:
+        name: tier name; the first tier is the GPU tier.
+        capacity_bytes: size in bytes, or None when given in blocks.
+        capacity_blocks: size in blocks, or None when given in bytes.
+        policy: eviction policy name, None = the run's ``policy``.
+        link: restore link of a lower tier: a preset name, a bandwidth
+            ("25GB/s"), a LinkSpec, or None = ``default_link_for_tier(name)``.
+    """
+
+    name: str
+    capacity_bytes: int | None = None
+    capacity_blocks: int | None = None
+    policy: str | None = None
+    link: Any = None
+
+
+def parse_assignment(text: str, what: str) -> tuple[str, str]:
+    """Split ``NAME=VALUE`` (as ``--tier gpu=400GB``).
+
+    Raises:
+        ValueError: no ``=`` or an empty side; the message shows the expected form.
+    """
+    name, sep, value = str(text).partition("=")
+    if not sep or not name.strip() or not value.strip():
+        raise ValueError(f"bad {what} {text!r}; expected NAME=VALUE, e.g. {_EXAMPLES[what]}")
+    return name.strip().lower(), value.strip()
+
+
+_EXAMPLES = {"tier": "gpu=400GB or gpu=5000blocks", "link": "cpu=pcie-gen5-x16 or cpu=25GB/s",
+             "tier policy": "cpu=protected"}
+
+
+def parse_tier(text: str | TierSpec) -> TierSpec:
+    """``"gpu=400GB"`` or ``"gpu=5000blocks"`` -> :class:`TierSpec` (sizes >= 0; 0 allowed).
+
+    >>> parse_tier("gpu=5000blocks").capacity_blocks
+    5000
+    >>> parse_tier("cpu=2TB").capacity_bytes
+    2000000000000
+
+    Raises:
+        ValueError: malformed text or size.
+    """
+    if isinstance(text, TierSpec):
+        return text
+    name, value = parse_assignment(text, "tier")
+    m = _SIZE_RE.match(value)
+    if m:
+        return TierSpec(name, capacity_blocks=int(m.group(1)))
+    try:
+        return TierSpec(name, capacity_bytes=units.parse_bytes(value))
+    except ValueError as exc:
+        raise ValueError(f"bad tier size {value!r} for tier {name!r}: {str(exc).splitlines()[0]}; "
+                         "use bytes (400GB, 1.5TiB) or a block count (5000blocks)") from None
+
+
+@dataclass(frozen=True, slots=True)
+class ReplayResult:
+    """The outcome of :func:`replay`.
+
+    Attributes:
+        summary: dict with the JSON keys of ``pcs replay --format json``
+            (documented in the README, section replay).
+        requests: pyarrow Table, one row per request in trace order (columns
+            in :data:`pcs.engine.summary.REQUEST_COLUMNS`).
+    """
+
+    summary: dict
+    requests: Any
+
+
+def _open_source(trace: Any) -> Any:
+    """A re-iterable request source: a Trace, a list, or a path opened with open_trace."""
+    from pcs.trace import open_trace
+
+    if trace is None:
+        return open_trace()
+    if isinstance(trace, (str, Path)):
+        return open_trace(trace)
+    if hasattr(trace, "iter_batches"):
+        return trace
+    if isinstance(trace, (list, tuple)):
+        return trace
+    return list(trace)
+
+
+def _block_size(source: Any) -> int:
+    bs = getattr(source, "block_size", None)
+    if bs is None:
+        first = next(iter(source), None)
+        if first is None:
+            raise ValueError("the trace has no requests")
+        bs = first.block_size
+    return int(bs)
+
+
+def _resolve_link(tier: str, link: Any, tp: int, table: Any = None):
+    """The effective link of a lower tier for a TP group (bandwidth x tp)."""
+    from pcs.hardware import LinkSpec, default_link_for_tier, get_link
+
+    if isinstance(link, LinkSpec):
+        base = link
+    elif link is None:
+        try:
+            base = default_link_for_tier(tier, table)
+        except ValueError as exc:
+            raise ValueError(f"{exc}; or name its link: --link {tier}=pcie-gen5-x16 or --link {tier}=25GB/s") from None
+    else:
+        try:
+            base = get_link(str(link), table)
+        except ValueError:
+            try:
+                bps = units.parse_bandwidth(str(link))
+            except ValueError:
+                from pcs.hardware import LINK_NAMES
+                raise ValueError(f"bad link {link!r} for tier {tier!r}: neither a preset "
+                                 f"({', '.join(LINK_NAMES)}) nor a bandwidth like 25GB/s") from None
+            try:
+                setup = default_link_for_tier(tier, table).setup_s
+            except ValueError:
+                setup = 0.0
+            base = LinkSpec(f"{units.format_bandwidth(bps)}", bps, setup, None, None,
+                            f"--link {tier}={link}; setup {setup} s from the tier's default link")
+    if tp == 1:
+        return base
+    iops = base.iops * tp if base.iops is not None else None
+    return dataclasses.replace(base, name=f"{tp}x {base.name}", bandwidth_bps=base.bandwidth_bps * tp, iops=iops,
+                               source=f"{tp} parallel links (one per TP rank) of: {base.source}")
+
+
+def _build_tiers(specs: Sequence[TierSpec], bpb: Sequence[int], policy: str, tier_policies: Mapping[str, str],
+                 protected_share: float | None) -> list[Tier]:
+    tiers = []
+    for spec, b in zip(specs, bpb):
+        blocks = spec.capacity_blocks if spec.capacity_blocks is not None else spec.capacity_bytes // b
+        pname = tier_policies.get(spec.name, spec.policy or policy)
+        tiers.append(Tier(spec.name, blocks, make_policy(pname, blocks, protected_share=protected_share)))
+    return tiers
+
+
+def _tier_specs(tiers, tier_policies, links) -> list[TierSpec]:
+    """Parse and check the tier list and the per-tier option names."""
+    specs = [parse_tier(t) for t in (tiers if tiers is not None else DEFAULT_TIERS)]
+    if not specs:
+        raise ValueError("at least one tier is needed, e.g. --tier gpu=400GB")
+    names = [t.name for t in specs]
+    from pcs.hardware import TIER_LINKS
+
+    if names[0].lower() in TIER_LINKS:
+        raise ValueError(f"the first --tier is the GPU tier, but it is named {names[0]!r} (a lower tier); "
+                         f"give the tiers GPU first, e.g. --tier gpu=400GB --tier {names[0]}=...")
+    if len(set(names)) != len(names):
+        raise ValueError(f"tier names must be distinct, got {', '.join(names)}")
+    for what, mapping in (("--tier-policy", tier_policies or {}), ("--link", links or {})):
+        for k in mapping:
+            if k not in names:
+                raise ValueError(f"{what} names tier {k!r}, which is not among the tiers: {', '.join(names)}")
+    if links and names[0] in links:
+        raise ValueError(f"--link is for lower tiers; {names[0]!r} is the GPU tier")
+    return specs
+
+
+def _model_and_gpu(model, dtype, hardware, table):
+    from pcs.hardware import GPUSpec, get_gpu
+    from pcs.model import get_model
+
+    spec = model if hasattr(model, "components") else get_model(model or DEFAULTS["model"])
+    if dtype:
+        spec = spec.with_dtype(dtype)
+    gpu = hardware if isinstance(hardware, GPUSpec) else get_gpu(hardware or DEFAULTS["gpu"], table)
+    return spec, gpu
+
+
+def _tier_bytes_and_links(spec, bs: int, tier_specs, links, tp: int, table):
+    """Bytes per block per tier (GPU Reserved, lower Serialized) and each lower tier's link."""
+    from pcs.model import block_bytes
+
+    layouts = ["reserved"] + ["serialized"] * (len(tier_specs) - 1)
+    bb = [block_bytes(spec, bs, lay) for lay in layouts]
+    link_specs = [None] + [_resolve_link(t.name, (links or {}).get(t.name, t.link), tp, table)
+                           for t in tier_specs[1:]]
+    return bb, [b.total_bytes for b in bb], link_specs
+
+
+def _block_bytes(spec, bs: int, layout: str):
+    from pcs.model import block_bytes
+
+    return block_bytes(spec, bs, layout)
+
+
+def _run(source, rules: BlockRules, time_model, engines: list, progress, singles: tuple | None = None) -> tuple:
+    """Feed every chunk to every engine once; returns the single-sequence results (run rules, ideal).
+
+    Both single-sequence results come from one more read of the trace, before
+    the engines run (so its table is freed before theirs grow): a sequential
+    LRU scan (:func:`pcs.engine.fastpath.scan`, unchecked, 16 B per distinct
+    id) whose ``seen`` / ``ideal`` leading runs are
+    :func:`pcs.blocks.single_sequence_hits` under the run's rules and the
+    ideal rules, without a Python set of every block. ``singles`` already
+    computed (by the fast path) are returned as they are.
+    """
+    from pcs.engine import fastpath
+
+    if singles is None:
+        singles = fastpath.single_results(fastpath.scan(source, 0, rules, check=False))
+    for ch in iter_chunks(source, rules, time_model):
+        for e in engines:
+            e.feed(ch)
+        if progress is not None:
+            progress(len(ch))
+    return singles
+
+
+def _compute_model(spec, gpu, tp: int, bs: int):
+    """pcs.compute.ComputeModel with its default KV-read bytes (reserved_bytes of the TP spec), memoised."""
+    from functools import lru_cache
+
+    from pcs.compute import ComputeModel
+    from pcs.model import reserved_bytes
+
+    rank_spec = spec.with_tp(tp)
+    kv_read = lru_cache(maxsize=None)(lambda ctx: reserved_bytes(rank_spec, ctx, bs))
+    return ComputeModel(spec, gpu, tp=tp, block_size=bs, kv_read_bytes=kv_read)
+
+
+def replay(trace: Any = None, *, model: Any = None, hardware: Any = None, tp: int | None = None,
+           dtype: str | None = None, tiers: Sequence[str | TierSpec] | None = None, policy: str | None = None,
+           tier_policies: Mapping[str, str] | None = None, links: Mapping[str, Any] | None = None,
+           protected_share: float | None = None, timing: str | None = None, write_policy: str | None = None,
+           rules: BlockRules = BlockRules(), compute: Any = None, hardware_table: Any = None,
+           progress: Callable[[int], None] | None = None, engine: str = "auto") -> ReplayResult:
+    """Replay a trace through a multi-tier prefix cache.
+
+    Args:
+        trace: a path, a :class:`pcs.trace.Trace`, an iterable of Requests, or
+            None for the bundled sample.
+        model: preset name or ModelSpec (default ``llama-2-70b``).
+        hardware: GPU preset name or GPUSpec (default ``h100-sxm``).
+        tp: tensor-parallel size (default 8).
+        dtype: KV dtype (``fp8``, ``bf16`` ...), None = the model's.
+        tiers: tier specs, GPU first (default ``gpu=400GB``, ``cpu=2TB``).
+        policy: eviction policy of every tier (default ``lru``).
+        tier_policies: tier name -> policy, overriding ``policy``.
+        links: tier name -> link preset name, bandwidth or LinkSpec.
+        protected_share: protected segment share for ``protected``.
+        timing: ``modeled`` (default) or ``sequential``.
+        write_policy: ``back`` (default) or ``through``.
+        rules: block rules (full blocks only, last-token cap by default).
+        compute: object with ``prefill_s``/``decode_s_per_token`` replacing the
+            analytic :class:`pcs.compute.ComputeModel`.
+        hardware_table: presets with overrides (:func:`pcs.hardware.load_hardware_file`).
+        progress: called with the number of requests done after each chunk.
+        engine: ``auto`` (default): a sequential replay through ONE ``lru``
+            tier -- the run itself with ``timing="sequential"``, or the
+            sequential baseline of the gap split -- takes the vectorised fast
+            path (:mod:`pcs.engine.fastpath`, from LRU stack depths; the same
+            result, ~10x faster) when the trace's ids are chained, else the
+            general event-loop engine, which runs on the compiled all-LRU
+            hierarchy (:mod:`pcs.cache.native`, the same result) when every
+            tier is ``lru``; ``general``: always the event loop over the
+            Python hierarchy;
+            ``fast``: the fast path for the run, else ValueError.
+    Returns:
+        :class:`ReplayResult`.
+    Raises:
+        ValueError: unknown model, GPU, policy, link, timing, write policy or
+            engine; malformed tier; a tier name given twice; an empty trace;
+            ``engine="fast"`` where the fast path does not apply.
+    """
+    from pcs.engine import fastpath
+    from pcs.engine.summary import build_summary, cache_state, requests_table
+
+    notes = _default_notes(model is None, hardware is None and tp is None, tiers is None)
+    timing = timing or DEFAULTS["timing"]
+    if timing not in TIMINGS:
+        raise ValueError(f"unknown timing {timing!r}; valid: {', '.join(TIMINGS)}")
+    policy = policy or DEFAULTS["policy"]
+    write_policy = write_policy or DEFAULTS["write_policy"]
+    tp = DEFAULTS["tp"] if tp is None else tp
+    if isinstance(tp, bool) or not isinstance(tp, int) or tp < 1:
+        raise ValueError(f"tensor-parallel size must be an int >= 1, got {tp!r}")
+    if write_policy not in WRITE_POLICIES:
+        raise ValueError(f"unknown write policy {write_policy!r}; valid: {', '.join(WRITE_POLICIES)}")
+    tier_specs = _tier_specs(tiers, tier_policies, links)
+    spec, gpu = _model_and_gpu(model, dtype, hardware, hardware_table)
+    source = _open_source(trace)
+    bs = _block_size(source)
+    bb, bpb, link_specs = _tier_bytes_and_links(spec, bs, tier_specs, links, tp, hardware_table)
+    tier_policies = dict(tier_policies or {})
+    time_model = TimeModel(compute if compute is not None else _compute_model(spec, gpu, tp, bs))
+
+    if engine not in fastpath.ENGINES:
+        raise ValueError(f"unknown engine {engine!r}; valid: {', '.join(fastpath.ENGINES)}")
+    make = lambda: _build_tiers(tier_specs, bpb, policy, tier_policies, protected_share)  # noqa: E731
+    tiers0 = make()
+    fast = fastpath.sequential_lru(source, rules, tiers0, timing, write_policy, time_model.compute, progress,
+                                   engine)
+    if fast is not None and timing == "sequential":
+        (res, state), (single, ideal) = fast
+        seq = res
+    else:
+        engines = [ReplayEngine(make_hierarchy(tiers0 if i == 0 else make(), write_policy, engine != "general"),
+                                mode, links=link_specs, block_bytes=bpb)
+                   for i, mode in enumerate([timing, "sequential"] if timing == "modeled" and fast is None
+                                            else [timing])]
+        single, ideal = _run(source, rules, time_model, engines, progress, None if fast is None else fast[1])
+        res = engines[0].close()
+        seq = engines[-1].close() if len(engines) > 1 else (fast[0][0] if fast is not None else res)
+        state = cache_state(engines[0].h)
+    if res.ledger.num_requests == 0:
+        raise ValueError("the trace has no requests")
+    context = dict(trace=str(getattr(source, "path", "<requests>")), model=spec, gpu=gpu, tp=tp, dtype=dtype,
+                   block_size=bs, timing=timing, policy=policy, write_policy=write_policy, rules=rules,
+                   tier_specs=tier_specs, block_bytes=bb, links=link_specs,
+                   protected_share=protected_share, reference_block=_block_bytes(spec, bs, "reference"),
+                   reference_bytes_per_token=spec.kv_bytes_per_token("reference"))
+    summary = build_summary(res, state, seq.ledger, single, ideal, context)
+    summary["notes"] = notes
+    return ReplayResult(summary, requests_table(res.columns))

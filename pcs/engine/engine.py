@@ -1,0 +1,304 @@
+"""The replay event loop: requests through a :class:`pcs.cache.Hierarchy`, with time.
+
+Two timings (``--timing``):
+
+- ``sequential``: requests in trace order, each finished before the next
+  starts; only the full prompt blocks occupy the cache. The classic
+  trace-replay baseline (libCacheSim-style); TTFT = restore + prefill, no wait.
+- ``modeled`` (default of ``pcs replay``): arrivals from the trace, FIFO
+  admission. At admission a request pins its hits and reserves GPU slots for
+  its restores, its new prompt blocks and ``extra_blocks`` -- the partial
+  last block and ALL its output blocks at once (``ceil((prompt + output) /
+  block_size) - cacheable``). Reserving the whole output up front is a
+  choice: vLLM allocates output blocks step by step and preempts when it runs
+  out; reserving at admission needs no preemption model, never
+  over-commits, and gives an upper bound on the space running requests hold
+  (the issue asks for "growing output blocks"; the bound is stated in the
+  README). A request that cannot get its slots waits, and everyone behind it
+  waits too (head-of-line FIFO, as vLLM's waiting queue). Each lower tier's
+  link is a FIFO server: a restore starts when the link is free and takes
+  ``LinkSpec.transfer_s(bytes, io_size_bytes=bytes per block)`` (setup +
+  bytes / bandwidth). Then, serially (CONCEPTS.md section 4):
+  TTFT = wait for KV space + restore + prefill of the missed tokens
+  (``ComputeModel.prefill_s(new, cached)``); the computed blocks become
+  cached at TTFT -- a request arriving earlier misses them (concurrency);
+  completion = TTFT + output_tokens x ``decode_s_per_token(prompt + output // 2)``
+  (decode step time at the mean context). Prefill and decode of different
+  requests do not contend for compute (one instance per request's time line;
+  only KV space and links are shared) -- a stated simplification.
+
+Time is the trace's own clock (seconds); the wall clock is never read.
+Events at equal times are processed in creation order, so runs are
+deterministic.
+"""
+from __future__ import annotations
+
+import heapq
+from array import array
+from collections import deque
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+
+from pcs.cache.hierarchy import Hierarchy
+from pcs.engine.ledger import ReplayLedger
+from pcs.engine.chunks import Chunk
+from pcs.engine.timing import TimeModel  # noqa: F401  (re-exported)
+
+__all__ = ["ReplayEngine", "EngineResult", "TimeModel", "TIMINGS"]
+
+
+TIMINGS = ("modeled", "sequential")
+#: Per-request columns copied from the chunks as they are fed (the rest come from the admissions).
+_INPUT_COLUMNS = ("request_id", "arrival_s", "prompt_tokens", "output_tokens", "prefill_no_cache_s")
+_NAN = float("nan")
+
+
+@dataclass(frozen=True, slots=True)
+class EngineResult:
+    """What one engine run produced.
+
+    Attributes:
+        ledger: the run's counters.
+        columns: per-request columns (name -> ``array.array``), admission
+            (= trace) order.
+    """
+
+    ledger: ReplayLedger
+    columns: dict
+
+
+class ReplayEngine:
+    """Feed chunks of requests through a hierarchy; collect a ledger and per-request rows.
+
+    Args:
+        hierarchy: the tiers.
+        timing: ``"sequential"`` or ``"modeled"``.
+        links: per tier, a link with ``transfer_s(num_bytes, io_size_bytes)``
+            for restores from that tier (index 0 ignored), or None (instant).
+        block_bytes: per tier, bytes per block (GPU: Reserved, lower:
+            Serialized); None counts 0 bytes.
+        check: call ``hierarchy._check()`` after every step (tests only; slow).
+    Raises:
+        ValueError: unknown timing.
+    """
+
+    def __init__(self, hierarchy: Hierarchy, timing: str = "sequential", links: Sequence | None = None,
+                 block_bytes: Sequence[int] | None = None, check: bool = False):
+        if timing not in TIMINGS:
+            raise ValueError(f"unknown timing {timing!r}; valid: {', '.join(TIMINGS)}")
+        t = len(hierarchy.tiers)
+        self.h = hierarchy
+        self.timing = timing
+        self.links = list(links) if links is not None else [None] * t
+        self.block_bytes = list(block_bytes) if block_bytes is not None else [0] * t
+        if len(self.links) != t or len(self.block_bytes) != t:
+            raise ValueError(f"need one link and one bytes-per-block entry per tier ({t})")
+        self.ledger = ReplayLedger(num_tiers=t)
+        self.check = check
+        names = [("request_id", "q"), ("arrival_s", "d"), ("prompt_tokens", "q"), ("output_tokens", "q"),
+                 ("hit_blocks", "q"), ("missed_blocks", "q"), ("hit_tokens", "q")]
+        names += [(f"hit_tokens_{tier.name}", "q") for tier in hierarchy.tiers]
+        names += [("restored_bytes", "q"), ("restore_s", "d"), ("prefill_s", "d"), ("wait_s", "d"),
+                  ("ttft_s", "d"), ("prefill_no_cache_s", "d"), ("finish_s", "d"), ("truncated", "b")]
+        self._cols: dict[str, array] = {name: array(code) for name, code in names}
+        # requests are admitted in trace order, so the input columns are copied a chunk at a time (feed);
+        # the outcome of each request is buffered as a tuple (one append per request) and moved into the
+        # columns in bulk; tuple order: the other fixed columns, then one hit-token count per tier
+        self._row_order = [n for n, _ in names if not n.startswith("hit_tokens_") and n not in _INPUT_COLUMNS] + \
+            [f"hit_tokens_{tier.name}" for tier in hierarchy.tiers]
+        self._rows: list[tuple] = []
+        self._zeros = (0,) * (t - 1)
+        self._link_free = [0.0] * t
+        self._now = float("-inf")
+        self._queue: deque = deque()
+        self._events: list = []
+        self._seq = 0
+
+    # -- feeding ------------------------------------------------------------------------------
+    def feed(self, chunk: Chunk) -> None:
+        """Replay the requests of ``chunk`` (in order, after all earlier chunks)."""
+        self.ledger.block_accesses += chunk.offsets[-1] - chunk.offsets[0]
+        self.ledger.cacheable_blocks += sum(chunk.cacheable)
+        c = self._cols
+        m = len(chunk.arrival_s)
+        c["request_id"].extend(range(chunk.first_request_id, chunk.first_request_id + m))
+        c["arrival_s"].extend(chunk.arrival_s)
+        c["prompt_tokens"].extend(chunk.prompt_tokens)
+        c["output_tokens"].extend(chunk.output_tokens)
+        pre = chunk.prefill_s
+        c["prefill_no_cache_s"].extend([pre[o] for o in chunk.prefill_offsets[:m]] if pre else [0.0] * m)
+        if self.timing == "sequential":
+            self._feed_sequential(chunk)
+        else:
+            self._feed_modeled(chunk)
+
+    def _feed_sequential(self, ch: Chunk) -> None:
+        start, done, finish = self.h.start, self.h.prefill_done, self.h.finish
+        off, hashes, n, cap = ch.offsets, ch.hashes, ch.cacheable, ch.cap
+        check = self.check
+        for i in range(len(ch.arrival_s)):
+            o = off[i]
+            adm = start(hashes[o:o + n[i]], n[i], cap[i], 0, False)   # only the cacheable head is read
+            check and self.h._check()
+            self._account(ch, i, adm, 0.0, 0.0)
+            done(adm)
+            finish(adm)
+            check and self.h._check()
+
+    def _feed_modeled(self, ch: Chunk) -> None:
+        q = self._queue
+        for i, a in enumerate(ch.arrival_s):
+            if a < self._now:
+                a = self._now  # a trace out of order: treat as arriving now
+            self._advance(a)
+            self._now = a
+            q.append((ch, i, a))
+            if len(q) == 1:
+                self._try_admit(a)
+
+    def _advance(self, t: float) -> None:
+        ev = self._events
+        h = self.h
+        while ev and ev[0][0] <= t:
+            when, _, kind, adm = heapq.heappop(ev)
+            if kind == 0:
+                h.prefill_done(adm)
+            else:
+                h.finish(adm)
+                self._try_admit(when)
+            self.check and h._check()
+
+    def _try_admit(self, now: float) -> None:
+        q = self._queue
+        start = self.h.start
+        while q:
+            ch, i, a = q[0]
+            n = ch.cacheable[i]
+            o = ch.offsets[i]
+            adm = start(ch.hashes[o:o + n], n, ch.cap[i], ch.extra_blocks[i], True)  # the cacheable head
+            if adm is None:
+                return
+            q.popleft()
+            self.check and self.h._check()
+            ttft_end = self._account(ch, i, adm, now, now - a)
+            dec = ch.decode_s[i] if ch.decode_s else 0.0
+            s = self._seq
+            self._seq = s + 2
+            heapq.heappush(self._events, (ttft_end, s, 0, adm))
+            heapq.heappush(self._events, (ttft_end + dec, s + 1, 1, adm))
+
+    def close(self) -> EngineResult:
+        """Finish every running and waiting request; return the ledger and columns."""
+        if self.timing == "modeled":
+            self._advance(float("inf"))
+            assert not self._queue, "a request could never be admitted"
+        self._flush()
+        c = self._cols
+        L = self.ledger
+        col = lambda name, dt: np.frombuffer(c[name], dtype=dt) if len(c[name]) else np.zeros(0, dt)  # noqa: E731
+        hit_blocks = col("hit_blocks", np.int64)
+        L.num_requests = len(hit_blocks)
+        L.prompt_tokens = int(col("prompt_tokens", np.int64).sum())
+        L.hit_tokens = int(col("hit_tokens", np.int64).sum())
+        L.hit_blocks = int(hit_blocks.sum())
+        L.block_misses = int(col("missed_blocks", np.int64).sum())
+        L.computed_tokens = L.prompt_tokens - L.hit_tokens
+        L.requests_with_hit = int((hit_blocks > 0).sum())
+        L.requests_truncated = int(col("truncated", np.int8).sum())
+        L.requests_waited = int((col("wait_s", np.float64) > 0).sum())
+        L.tier_hit_tokens = [int(col(f"hit_tokens_{t.name}", np.int64).sum()) for t in self.h.tiers]
+        return EngineResult(L, dict(c))
+
+    # -- accounting ---------------------------------------------------------------------------
+    def _flush(self) -> None:
+        """Move the buffered row tuples into the typed columns."""
+        if self._rows:
+            for name, values in zip(self._row_order, zip(*self._rows)):
+                self._cols[name].extend(values)
+            self._rows = []
+
+    def _account(self, ch: Chunk, i: int, adm, now: float, wait: float) -> float:
+        """Record one admitted request; return the time its prefill completes."""
+        p = ch.prompt_tokens[i]
+        bs = ch.block_size
+        hits = adm.hits
+        ht = hits * bs
+        if ht > p:
+            ht = p
+        th = adm.tier_hits
+        tb = self.ledger.tier_hit_blocks
+        if hits == th[0]:
+            tb[0] += hits
+            tier_tokens = (ht,) + self._zeros
+        else:
+            last = adm.last_hit_tier
+            tier_tokens = tuple(b * bs + (ht - hits * bs if j == last else 0) for j, b in enumerate(th))
+            for j, b in enumerate(th):
+                tb[j] += b
+        gpu = self.h.tiers[0]
+        held = len(gpu.resident) - len(gpu.policy) + gpu.reserved_blocks
+        if held > self.ledger.peak_reserved_blocks:
+            self.ledger.peak_reserved_blocks = held
+        pre = ch.prefill_s
+        if pre:
+            base = ch.prefill_offsets[i]
+            pf = pre[base + hits]
+        else:
+            base = 0
+            pf = 0.0
+        if hits > th[0]:
+            restore_s, restored_bytes = self._restores(adm, now, pre, base)
+        else:
+            restore_s, restored_bytes = 0.0, 0
+        ttft_end = now + restore_s + pf
+        if self.timing == "modeled":
+            finish = ttft_end + (ch.decode_s[i] if ch.decode_s else 0.0)
+        else:
+            finish = _NAN
+        self._rows.append((hits, ch.cacheable[i] - adm.lead, ht, restored_bytes, restore_s, pf, wait,
+                           wait + restore_s + pf, finish, adm.truncated) + tier_tokens)
+        if len(self._rows) >= 65536:
+            self._flush()
+        return ttft_end
+
+    def _restores(self, adm, now: float, pre: list, base) -> tuple[float, int]:
+        """Restores of one request, one FIFO link per lower tier; returns (seconds, bytes)."""
+        modeled = self.timing == "modeled"
+        worst = 0.0
+        total_bytes = 0
+        above = adm.tier_hits[0]
+        for j in range(1, len(adm.restored)):
+            blocks = adm.restored[j]
+            th = adm.tier_hits[j]
+            if not blocks:
+                above += th
+                continue
+            bpb = self.block_bytes[j]
+            nbytes = blocks * bpb
+            link = self.links[j]
+            xfer = link.transfer_s(nbytes, bpb or None) if link is not None else 0.0
+            begin = max(now, self._link_free[j]) if modeled else now
+            end = begin + xfer
+            if modeled:
+                self._link_free[j] = end
+            dur = end - now
+            worst = max(worst, dur)
+            total_bytes += nbytes
+            lk = self.ledger.links[j]
+            lk.restores += 1
+            lk.restored_blocks += blocks
+            lk.restored_bytes += nbytes
+            lk.restore_s += dur
+            lk.transfer_s += xfer
+            lk.overhead_s += link.setup_s if link is not None else 0.0
+            if pre:
+                full_j, rem_j = pre[base + above], pre[base + above + th]
+                lk.full_prefill_s += full_j
+                lk.remaining_prefill_s += rem_j
+                if dur > full_j - rem_j:
+                    lk.slower_restores += 1
+                    lk.slower_blocks += blocks
+            above += th
+        return worst, total_bytes

@@ -1,0 +1,159 @@
+"""One-capacity sequential LRU, streamed batch by batch, with the infinite-cache walks beside it.
+
+The sequential one-tier LRU replay of the team's shared semantics (brief,
+"Shared replay semantics", rule 4) is plain LRU of C unit slots on the stream
+"per request: look up its first ``n`` ids head to tail, then stamp them tail
+to head". :class:`SequentialLru` runs it in O(1) per access (no stack depths):
+every stamp gets a logical time; the cache is the C most recent live times
+(a time is live while it is its key's last stamp), i.e. the live times at or
+after a pointer ``p``, so a key is resident iff its last stamp is >= ``p``;
+a stamp that makes C + 1 live times advances ``p`` past the oldest one (the
+LRU victim, Mattson et al. 1970: the same cache as the top C of the LRU
+stack). Per request it returns three leading runs:
+
+- ``lead``: ids (of the first ``n``) resident at capacity C at the request's
+  start -- the fast path's lookup;
+- ``seen``: ids (of the first ``n``) stamped by an earlier request -- the
+  single-sequence walk of :func:`pcs.blocks.single_sequence_hits`;
+- ``ideal``: ids (of all the request's ids) looked up by an earlier request
+  -- the same walk with every id cacheable (``BlockRules(True, False)``).
+
+Memory: one 16 B table slot per distinct id (load <= 0.8) plus one bit per
+stamp above the LRU pointer; nothing per request. The compiled kernel is
+``pcs.engine._lruscan.lru_feed`` (pcs/engine/_lruscan.c); :class:`_PythonLru` mirrors it line for line
+(tests/test_replay_scan.py checks both against stack depths and
+:func:`pcs.blocks.single_sequence_hits`).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from pcs import _native
+
+__all__ = ["NotChained", "SequentialLru", "REASONS"]
+
+#: Kernel return codes when ``check`` is on -> why the fast path does not apply.
+REASONS = {1: "an id repeats within a request (not chained hashes); use engine='general'",
+           2: "block ids are not chained (a cached block follows an uncached one); use engine='general'",
+           3: "more than 2**31 - 1 block stamps or requests; use engine='general'"}
+
+
+class NotChained(ValueError):
+    """The ids break the fast path's premise (the message says how)."""
+
+
+class _PythonLru:
+    """Pure-Python mirror of the compiled kernel (pcs/engine/_lruscan.c, ``lru_run``)."""
+
+    def __init__(self, capacity_blocks: int) -> None:
+        self.c = capacity_blocks
+        self.table: dict[int, list[int]] = {}  # key -> [last stamp (-1 never), first request]
+        self.live = bytearray()
+        self.t = self.p = self.resident = self.req = 0
+
+    def feed(self, keys, offs, n, lead, seen, ideal, check: bool) -> int:
+        keys, offs, n = keys.tolist(), offs.tolist(), n.tolist()
+        table, live = self.table, self.live
+        for r in range(len(n)):
+            a, b = offs[r], offs[r + 1]
+            m, rq = a + n[r], self.req
+            run_res = run_seen = run_ideal = True
+            k_res = k_seen = k_ideal = 0
+            visited: set[int] = set()
+            for i in range(a, b):
+                e = table.get(keys[i])
+                if e is None:
+                    e = table[keys[i]] = [-1, rq]
+                run_ideal = run_ideal and e[1] < rq
+                k_ideal += run_ideal
+                if i >= m:
+                    continue
+                if keys[i] in visited and check:
+                    return 1
+                visited.add(keys[i])
+                res = e[0] >= self.p
+                if check and res and not run_res:
+                    return 2
+                run_res = run_res and res
+                k_res += run_res
+                run_seen = run_seen and e[0] >= 0
+                k_seen += run_seen
+            lead[r], seen[r], ideal[r] = k_res, k_seen, k_ideal
+            for i in range(m - 1, a - 1, -1):
+                e = table[keys[i]]
+                if e[0] >= self.p:
+                    live[e[0]] = 0
+                else:
+                    self.resident += 1
+                live.append(1)
+                e[0] = self.t
+                self.t += 1
+                while self.resident > self.c:
+                    while not live[self.p]:
+                        self.p += 1
+                    live[self.p] = 0
+                    self.p += 1
+                    self.resident -= 1
+            self.req += 1
+        return 0
+
+
+class SequentialLru:
+    """Plain LRU of ``capacity_blocks`` unit slots fed request batches in order.
+
+    Args:
+        capacity_blocks: slots C (>= 0).
+        kernel: ``"auto"`` (compiled when built), ``"c"`` or ``"python"``
+            (:func:`pcs._native.resolve`).
+        check: raise :class:`NotChained` when an id repeats among a request's
+            first ``n`` ids or a resident id follows a non-resident one.
+        expected_ids: a size hint (an upper bound on distinct ids, e.g. the
+            trace's id count; 0 = none): the table starts large enough for
+            it at load 0.75 instead of growing by doubling from 4,096 slots
+            at load 0.5 (each doubling rehashes every key).
+    Raises:
+        ValueError: negative capacity, unknown kernel.
+
+    >>> lru = SequentialLru(2, "python")
+    >>> [x.tolist() for x in lru.feed(np.array([1, 2, 1, 3, 1, 2], np.uint64), np.array([0, 2, 4, 6]),
+    ...                               np.array([2, 2, 2]))]
+    [[0, 1, 1], [0, 1, 2], [0, 1, 2]]
+    """
+
+    def __init__(self, capacity_blocks: int, kernel: str = "auto", check: bool = True,
+                 expected_ids: int = 0) -> None:
+        c = int(capacity_blocks)
+        if c < 0:
+            raise ValueError(f"capacity must be >= 0 blocks, got {c}")
+        self.kernel = _native.resolve(kernel, "lruscan", "kernel")
+        self.check = bool(check)
+        self._ext = _native.module("lruscan")
+        self._state = self._ext.lru_new(c, int(expected_ids)) if self.kernel == "c" else _PythonLru(c)
+
+    def feed(self, keys: np.ndarray, offsets: np.ndarray, n: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Run one batch of requests; returns ``(lead, seen, ideal)``, int64 (R,) each.
+
+        Args:
+            keys: uint64 (M,): every block id of the batch, request by request.
+            offsets: int64 (R + 1,): request r owns ``keys[offsets[r]:offsets[r + 1]]``.
+            n: int64 (R,): cacheable ids per request (0 <= n <= its ids), the
+                ids that are looked up in and stamped into the cache.
+        Raises:
+            NotChained: (``check``) see the class; the state is then undefined.
+            ValueError: inconsistent shapes or offsets.
+        """
+        keys = np.ascontiguousarray(keys, dtype=np.uint64)
+        offsets = np.ascontiguousarray(offsets, dtype=np.int64)
+        n = np.ascontiguousarray(n, dtype=np.int64)
+        r = n.shape[0]
+        lead, seen, ideal = np.empty(r, np.int64), np.empty(r, np.int64), np.empty(r, np.int64)
+        if self.kernel == "c":
+            rc = self._ext.lru_feed(self._state, keys, offsets, n, lead, seen, ideal, self.check)
+        else:
+            if offsets.shape != (r + 1,) or offsets[0] != 0 or offsets[-1] != keys.shape[0] or \
+                    np.any(n < 0) or np.any(n > np.diff(offsets)):
+                raise ValueError("offsets must be (R+1,) from 0 to len(keys), 0 <= n <= ids per request")
+            rc = self._state.feed(keys, offsets, n, lead, seen, ideal, self.check)
+        if rc:
+            raise NotChained(REASONS[rc])
+        return lead, seen, ideal

@@ -1,0 +1,224 @@
+"""Turn an engine run into the summary dict (the JSON of ``pcs replay``) and the per-request table.
+
+JSON keys (stable; documented in README section replay):
+
+- ``hit_ratio``: token-weighted, sum of hit tokens / sum of prompt tokens;
+  ``hit_ratio_per_tier`` {tier: ratio}, sums to ``hit_ratio``;
+- ``single_sequence_hit_ratio``: infinite cache, same block rules
+  (:func:`pcs.blocks.single_sequence_hits`); ``ideal_hit_ratio``: infinite
+  cache, partial blocks cached, no last-token cap; ``sequential_hit_ratio``:
+  sequential replay with the same tiers;
+- ``gap`` {``block_rounding`` = ideal - single_sequence, ``capacity_eviction``
+  = single_sequence - sequential, ``concurrency`` = sequential - hit_ratio};
+  the three sum to ideal - hit_ratio (concurrency is 0 in sequential timing);
+- counts, ``tiers`` (one dict per tier: bytes per block, capacity, hits,
+  restores, writes, evictions, resident bytes at the end and at peak, per KV
+  component), ``bytes`` totals, ``envelope`` (per link and TTFT percentiles);
+- ``payload_lens``: the run's KV dtype beside another, hits held fixed
+  (:mod:`pcs.engine.lens`): payload halves, stored bytes, restore time and
+  prefill do not.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from pcs.cache.policies import ProtectedPolicy
+from pcs.engine.lens import payload_lens
+
+__all__ = ["build_summary", "requests_table", "REQUEST_COLUMNS", "TierState", "CacheState", "cache_state"]
+
+#: Per-request columns of ``--requests-out`` (plus ``hit_tokens_<tier>`` per tier after ``hit_tokens``).
+REQUEST_COLUMNS = ("request_id", "arrival_s", "prompt_tokens", "output_tokens", "hit_blocks", "missed_blocks",
+                   "hit_tokens",
+                   "restored_bytes", "restore_s", "prefill_s", "wait_s", "ttft_s", "prefill_no_cache_s",
+                   "finish_s", "truncated")
+
+
+@dataclass(frozen=True, slots=True)
+class TierState:
+    """What the summary reads of one tier at the end of a run.
+
+    Attributes:
+        name: tier name.
+        policy: eviction policy name.
+        capacity_blocks: slots.
+        resident_blocks_end: resident blocks after the last request.
+        resident_blocks_peak: most resident blocks at once (``TierStats.peak_resident_blocks``).
+        evicted_blocks: victims chosen in this tier (``TierStats.evicted_blocks``).
+        written_blocks: blocks written into this tier from above (``Hierarchy.written_blocks``).
+        protected_share: the ``protected`` policy's share, None for other policies.
+    """
+
+    name: str
+    policy: str
+    capacity_blocks: int
+    resident_blocks_end: int
+    resident_blocks_peak: int
+    evicted_blocks: int
+    written_blocks: int
+    protected_share: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class CacheState:
+    """The end state of a run's tiers (GPU first) and the blocks dropped below the last tier."""
+
+    tiers: tuple
+    dropped_blocks: int
+
+
+def cache_state(h) -> CacheState:
+    """Snapshot a :class:`pcs.cache.Hierarchy` for :func:`build_summary`."""
+    tiers = tuple(TierState(t.name, t.policy.name, t.capacity_blocks, len(t.resident), t.stats.peak_resident_blocks,
+                            t.stats.evicted_blocks, h.written_blocks[j],
+                            t.policy.protected_share if isinstance(t.policy, ProtectedPolicy) else None)
+                  for j, t in enumerate(h.tiers))
+    return CacheState(tiers, h.dropped_blocks)
+
+
+def _values(col) -> np.ndarray:
+    """A column as numpy: an ``array.array`` (engine; typecodes q, d, b) or an ndarray (fast path)."""
+    if isinstance(col, np.ndarray):
+        return col
+    dtype = {"q": np.int64, "d": np.float64, "b": np.int8}[col.typecode]
+    return np.frombuffer(col, dtype=dtype) if len(col) else np.zeros(0, dtype)
+
+
+def requests_table(columns: dict) -> Any:
+    """Per-request columns (``array.array`` or int64/float64/int8 ndarrays) -> pyarrow Table (int64, float64, bool)."""
+    import pyarrow as pa
+
+    arrays = {}
+    for name, col in columns.items():
+        values = _values(col)
+        arrays[name] = pa.array(values.astype(bool) if values.dtype == np.int8 else values)
+    return pa.table(arrays)
+
+
+def _pct(values: np.ndarray, q: float) -> float | None:
+    return float(np.percentile(values, q)) if len(values) else None
+
+
+def _scaled(per_component: dict, blocks: int) -> dict:
+    return {k: v * blocks for k, v in per_component.items()}
+
+
+def _tier_rows(state: CacheState, ledger, ctx) -> list[dict]:
+    rows = []
+    for j, tier in enumerate(state.tiers):
+        bb = ctx["block_bytes"][j]
+        b = bb.total_bytes
+        end = tier.resident_blocks_end
+        peak = tier.resident_blocks_peak
+        link = ctx["links"][j]
+        lk = ledger.links[j]
+        row = {
+            "name": tier.name, "layout": "reserved" if j == 0 else "serialized", "policy": tier.policy,
+            "capacity_blocks": tier.capacity_blocks, "capacity_bytes": tier.capacity_blocks * b,
+            "bytes_per_block": b, "bytes_per_block_by_component": dict(bb.per_component),
+            "link": None if link is None else link.name,
+            "link_bandwidth_bps": None if link is None else link.bandwidth_bps,
+            "link_setup_s": None if link is None else link.setup_s,
+            "hit_blocks": ledger.tier_hit_blocks[j], "hit_tokens": ledger.tier_hit_tokens[j],
+            "restored_blocks": lk.restored_blocks, "restored_bytes": lk.restored_bytes,
+            "written_blocks": tier.written_blocks, "written_bytes": tier.written_blocks * b,
+            "evicted_blocks": tier.evicted_blocks,
+            "resident_blocks_end": end, "resident_bytes_end": end * b,
+            "resident_bytes_end_by_component": _scaled(bb.per_component, end),
+            "resident_blocks_peak": peak, "resident_bytes_peak": peak * b,
+            "resident_bytes_peak_by_component": _scaled(bb.per_component, peak),
+        }
+        if tier.protected_share is not None:
+            row["protected_share"] = tier.protected_share
+        rows.append(row)
+    return rows
+
+
+def _envelope(ledger, state: CacheState, cols, ctx) -> dict:
+    from pcs.analysis.envelope import break_even_bps
+
+    links = []
+    for j in range(1, len(state.tiers)):
+        lk = ledger.links[j]
+        link = ctx["links"][j]
+        saved = lk.full_prefill_s - lk.remaining_prefill_s
+        links.append({
+            "tier": state.tiers[j].name, "link": link.name, "bandwidth_bps": link.bandwidth_bps,
+            "setup_s": link.setup_s, "restores": lk.restores, "restored_blocks": lk.restored_blocks,
+            "restored_bytes": lk.restored_bytes, "restore_s": lk.restore_s, "transfer_s": lk.transfer_s,
+            "queue_s": lk.restore_s - lk.transfer_s, "saved_prefill_s": saved,
+            "restores_slower_than_recompute": lk.slower_restores,
+            "share_slower": lk.slower_restores / lk.restores if lk.restores else None,
+            "blocks_slower_than_recompute": lk.slower_blocks,
+            "break_even_bps": (break_even_bps(lk.restored_bytes, lk.full_prefill_s, lk.remaining_prefill_s,
+                                              lk.overhead_s) if lk.restores else None),
+        })
+    ttft = _values(cols["ttft_s"])
+    no_cache = _values(cols["prefill_no_cache_s"])
+    wait = _values(cols["wait_s"])
+    return {"links": links, "ttft_p50_s": _pct(ttft, 50), "ttft_p99_s": _pct(ttft, 99),
+            "ttft_no_cache_p50_s": _pct(no_cache, 50), "ttft_no_cache_p99_s": _pct(no_cache, 99),
+            "wait_p50_s": _pct(wait, 50), "wait_p99_s": _pct(wait, 99),
+            "prefill_saved_s": float(no_cache.sum() - _values(cols["prefill_s"]).sum())}
+
+
+def build_summary(res, state: CacheState, seq_ledger, single, ideal, ctx: dict) -> dict:
+    """The summary dict of one replay (keys in the module docstring).
+
+    Args:
+        res: the run's :class:`pcs.engine.engine.EngineResult` (ledger and
+            per-request columns), from the engine or :mod:`pcs.engine.fastpath`.
+        state: the tiers at the end (:func:`cache_state` of the engine's hierarchy).
+        seq_ledger: ledger of the sequential replay with the same tiers.
+        single, ideal: :class:`pcs.blocks.SingleSequenceResult` under the run's
+            rules and the ideal rules.
+        ctx: run context (model, gpu, block bytes, links, rules ...; see ``api.replay``).
+    """
+    L = res.ledger
+    real = L.hit_ratio
+    seq = seq_ledger.hit_ratio
+    ss = single.hit_ratio
+    ide = ideal.hit_ratio
+    model = ctx["model"]
+    bpb0 = ctx["block_bytes"][0].total_bytes
+    tiers = _tier_rows(state, L, ctx)
+    ref = ctx["reference_block"]
+    summary = {
+        "trace": ctx["trace"], "model": model.name, "kv_dtype": model.kv_dtype, "gpu": ctx["gpu"].name,
+        "tp": ctx["tp"], "block_size": ctx["block_size"], "timing": ctx["timing"], "policy": ctx["policy"],
+        "write_policy": ctx["write_policy"],
+        "cache_partial_blocks": ctx["rules"].cache_partial_blocks,
+        "recompute_last_token": ctx["rules"].recompute_last_token,
+        "requests": L.num_requests, "prompt_tokens": L.prompt_tokens, "hit_tokens": L.hit_tokens,
+        "block_accesses": L.block_accesses, "cacheable_blocks": L.cacheable_blocks,
+        "hit_blocks": L.hit_blocks, "block_misses": L.block_misses,
+        "hit_ratio": real,
+        "hit_ratio_per_tier": {t.name: r for t, r in zip(state.tiers, L.tier_hit_ratios())},
+        "single_sequence_hit_ratio": ss, "ideal_hit_ratio": ide, "sequential_hit_ratio": seq,
+        "gap": {"block_rounding": ide - ss, "capacity_eviction": ss - seq, "concurrency": seq - real},
+        "requests_with_hit": L.requests_with_hit, "requests_truncated": L.requests_truncated,
+        "requests_waited": L.requests_waited,
+        "reference_bytes_per_block": ref.total_bytes,
+        "tiers": tiers,
+        "bytes": {
+            "restored": sum(t["restored_bytes"] for t in tiers),
+            "restored_per_link": {t["name"]: t["restored_bytes"] for t in tiers[1:]},
+            "written_per_tier": {t["name"]: t["written_bytes"] for t in tiers[1:]},
+            "recomputed_tokens": L.computed_tokens,
+            "recomputed_bytes": L.computed_tokens * ctx["reference_bytes_per_token"],
+            "dropped_blocks": state.dropped_blocks,
+            "peak_reserved_blocks": L.peak_reserved_blocks,
+            "peak_reserved_bytes": L.peak_reserved_blocks * bpb0,
+        },
+        "envelope": _envelope(L, state, res.columns, ctx),
+    }
+    gpu_bytes = ctx["tier_specs"][0].capacity_bytes
+    summary["payload_lens"] = payload_lens(model, ctx["block_size"],
+                                           tiers[0]["capacity_bytes"] if gpu_bytes is None else gpu_bytes,
+                                           summary["envelope"]["links"],
+                                           float(_values(res.columns["prefill_s"]).sum()),
+                                           float(_values(res.columns["ttft_s"]).mean()), L.num_requests)
+    return summary

@@ -1,0 +1,109 @@
+"""`pcs curve`: JSON keys, CSV, table, plot and one-line errors (CliRunner).
+
+The trace is the hand-traced one of test_curve_reference (HAND_SPEC) in
+Mooncake form: token counts x128 with 512-token blocks give the same
+cacheable blocks and caps as x1 with 4-token blocks, so the expected
+ratios are the hand-worked 12/43 (C=1), 16/43 (C=2), 24/43 (C>=4).
+"""
+from __future__ import annotations
+
+import csv
+import io
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from pcs.cli.main import cli
+from helpers import HAND_SPEC
+
+
+@pytest.fixture()
+def hand_trace(tmp_path):
+    path = tmp_path / "hand.jsonl"
+    lines = [json.dumps({"timestamp": i * 1000, "input_length": p * 128, "output_length": 10, "hash_ids": ids})
+             for i, (ids, p) in enumerate(HAND_SPEC)]
+    path.write_text("\n".join(lines) + "\n")
+    return str(path)
+
+
+def run(*args):
+    return CliRunner().invoke(cli, ["curve", *args], catch_exceptions=False)
+
+
+def test_json_rows_and_keys(hand_trace):
+    res = run(hand_trace, "--capacities", "1,2,4", "--format", "json")
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.output)
+    assert [r["capacity_blocks"] for r in out["rows"]] == [1, 2, 4]
+    assert [r["lru_hit_ratio"] for r in out["rows"]] == [12 / 43, 16 / 43, 24 / 43]
+    assert [r["belady_hit_ratio"] for r in out["rows"]] == [12 / 43, 16 / 43, 24 / 43]
+    assert all(r["ceiling_hit_ratio"] == 24 / 43 for r in out["rows"])
+    assert "capacity_bytes" not in out["rows"][0]
+    assert out["knee"]["p50"]["capacity_blocks"] == 1 and out["knee"]["p90"]["capacity_blocks"] == 4
+    assert out["requests"] == 4 and out["block_size"] == 512 and out["prompt_tokens"] == 43 * 128
+    assert set(out) >= {"trace", "block_size", "requests", "block_accesses", "distinct_blocks", "prompt_tokens",
+                        "sample_rate", "kernel", "model", "block_bytes", "dtype", "ceiling_hit_ratio", "knee", "rows"}
+
+
+def test_bytes_with_a_model(hand_trace):
+    from pcs.model import block_bytes, get_model
+
+    bb = block_bytes(get_model("llama-3.1-8b"), 512, "reserved").total_bytes
+    res = run(hand_trace, "--capacities", f"2,{3 * bb + 5}B", "--model", "llama-3.1-8b", "--format", "json")
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.output)
+    assert [r["capacity_blocks"] for r in out["rows"]] == [2, 3]  # bytes round down to whole blocks
+    assert [r["capacity_bytes"] for r in out["rows"]] == [2 * bb, 3 * bb]
+    assert out["block_bytes"] == bb and out["model"] == "llama-3.1-8b"
+    assert out["knee"]["p90"]["capacity_bytes"] == 4 * bb
+
+
+def test_csv_and_table(hand_trace):
+    res = run(hand_trace, "--points", "3", "--format", "csv", "--no-belady")
+    rows = list(csv.DictReader(io.StringIO(res.output)))
+    assert [int(r["capacity_blocks"]) for r in rows] == [1, 2, 4]  # geometric 1..4 (LRU reaches the ceiling at 4)
+    assert rows[0]["belady_hit_ratio"] == ""
+    table = run(hand_trace, "--capacities", "2").output
+    assert "LRU" in table and "Belady" in table and "37.2 %" in table  # 16/43
+    assert "knee" in table
+
+
+def test_sampled_run_marks_estimates(hand_trace):
+    out = json.loads(run(hand_trace, "--sample-rate", "0.5", "--format", "json").output)
+    assert out["sample_rate"] == 0.5 and all(r["belady_hit_ratio"] is None for r in out["rows"])
+
+
+def test_plot(hand_trace, tmp_path):
+    pytest.importorskip("matplotlib")
+    png = tmp_path / "curve.png"
+    res = run(hand_trace, "--points", "3", "--plot", str(png))
+    assert res.exit_code == 0, res.output
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert [p.name for p in tmp_path.iterdir() if p.suffix == ".png"] == ["curve.png"]  # no temp file left
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--capacities", "1", "--points", "2"], "not both"),
+    (["--capacities", "40GB"], "need --model"),
+    (["--capacities", ","], "comma-separated"),
+    (["--dtype", "fp8"], "give --model"),
+    (["--model", "no-such-model"], "no-such-model"),
+    (["--plot", "/nonexistent-dir/x.png"], "does not exist"),
+])
+def test_errors_are_one_line(hand_trace, args, message):
+    res = CliRunner().invoke(cli, ["curve", hand_trace, *args])
+    assert res.exit_code == 2
+    assert message in res.output and "Traceback" not in res.output
+    assert len(res.output.strip().splitlines()) == 1
+
+
+def test_missing_trace_file():
+    res = CliRunner().invoke(cli, ["curve", "/nonexistent/trace.jsonl"])
+    assert res.exit_code == 2 and "pcs: error:" in res.output
+
+
+def test_help_has_units_and_example():
+    res = CliRunner().invoke(cli, ["curve", "--help"])
+    assert res.exit_code == 0
+    assert "blocks" in res.output and "Example" in res.output and "--format" in res.output

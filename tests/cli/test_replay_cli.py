@@ -1,0 +1,121 @@
+"""pcs replay / pcs compare from the command line (CliRunner)."""
+from __future__ import annotations
+
+import json
+
+import pyarrow.csv as pacsv
+import pyarrow.parquet as pq
+import pytest
+from click.testing import CliRunner
+
+from pcs.cli.main import cli
+
+
+def _run(*args):
+    return CliRunner().invoke(cli, list(args))
+
+
+def test_acceptance_llama31_70b_protected_modeled_prints_the_envelope(mooncake_conv):
+    r = _run("replay", str(mooncake_conv), "--model", "llama-3.1-70b", "--tier", "gpu=400GB", "--tier", "cpu=2TB",
+             "--policy", "protected", "--quiet")
+    assert r.exit_code == 0, r.output
+    out = r.stdout
+    lines = out.splitlines()
+    # lesson 1 in the first lines: the real hit ratio beside the single-sequence one
+    head = "\n".join(lines[:10])
+    assert "hit ratio (real, token-weighted)" in head and "single-sequence hit ratio" in head
+    assert "Bandwidth envelope" in out and "cpu -> gpu" in out and "break-even" in out
+    assert "TTFT p50" in out and "modeled timing" in lines[0] and "protected" in lines[0]
+
+
+def test_default_run_names_its_defaults_and_reason():
+    r = _run("replay", "--format", "json")
+    assert r.exit_code == 0, r.output
+    s = json.loads(r.stdout)
+    assert s["model"] == "llama-2-70b" and s["tp"] == 8 and s["timing"] == "modeled"
+    assert [t["name"] for t in s["tiers"]] == ["gpu", "cpu"]
+    assert "Mooncake" in s["notes"][0]
+    assert "Mooncake" in r.stderr                      # printed beside JSON on stderr (not --quiet)
+    r = _run("replay", "--quiet")
+    assert r.exit_code == 0 and "note: defaults:" in r.stdout.splitlines()[1]
+
+
+@pytest.mark.parametrize("args, needle", [
+    (["--policy", "arc9"], "valid policies: lru, protected, fifo"),
+    (["--tier", "gpu400GB"], "expected NAME=VALUE"),
+    (["--tier", "gpu=lots"], "bad tier size 'lots'"),
+    (["--tier", "gpu=-5GB"], "must not be negative"),
+    (["--tier", "gpu=1GB", "--tier", "gpu=2GB"], "distinct"),
+    (["--tier", "gpu=1GB", "--tier", "zz=1TB"], "--link zz="),
+    (["--tier-policy", "ssd=lru"], "not among the tiers"),
+    (["--tier-policy", "cpu=mru"], "valid policies"),
+    (["--link", "gpu=25GB/s"], "GPU tier"),
+    (["--link", "cpu=warp-drive"], "neither a preset"),
+    (["--timing", "fast"], "valid: modeled, sequential"),
+    (["--write-policy", "sideways"], "valid: back, through"),
+    (["--tp", "0"], "tensor-parallel"),
+    (["--protected-share", "2", "--policy", "protected"], "protected share"),
+    (["--model", "gpt-17"], "gpt-17"),
+    (["--requests-out", "rows.txt"], ".parquet or .csv"),
+])
+def test_bad_settings_one_line_exit_2(args, needle):
+    r = _run("replay", "--quiet", *args)
+    assert r.exit_code == 2, r.output
+    assert r.stdout == ""
+    err = r.stderr.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("pcs: error:") and needle in err[0], err
+
+
+def test_requests_out_parquet_and_csv(tmp_path):
+    for name in ("rows.parquet", "rows.csv"):
+        path = tmp_path / name
+        r = _run("replay", "--quiet", "--timing", "sequential", "--requests-out", str(path), "--format", "json")
+        assert r.exit_code == 0, r.output
+        s = json.loads(r.stdout)
+        t = pq.read_table(path) if name.endswith("parquet") else pacsv.read_csv(path)
+        assert t.num_rows == s["requests"]
+        for col in ("request_id", "arrival_s", "prompt_tokens", "hit_tokens", "hit_tokens_gpu", "hit_tokens_cpu",
+                    "restored_bytes", "restore_s", "prefill_s", "wait_s", "ttft_s"):
+            assert col in t.column_names
+        assert sum(t.column("hit_tokens").to_pylist()) == s["hit_tokens"]
+        assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == []   # no temp left
+
+
+def test_help_has_units_and_examples():
+    for cmd in ("replay", "compare"):
+        r = _run(cmd, "--help")
+        assert r.exit_code == 0 and "Example" in r.stdout and "5000blocks" in r.stdout
+
+
+def test_compare_side_by_side_matches_single_runs():
+    r = _run("compare", "--policy", "lru", "--policy", "protected", "--tier", "gpu=300blocks", "--timing",
+             "sequential", "--format", "json", "--quiet")
+    assert r.exit_code == 0, r.output
+    rows = json.loads(r.stdout)["variants"]
+    assert [v["policy"] for v in rows] == ["lru", "protected"]
+    for v in rows:
+        single = _run("replay", "--policy", v["policy"], "--tier", "gpu=300blocks", "--timing", "sequential",
+                      "--format", "json", "--quiet")
+        assert json.loads(single.stdout)["hit_ratio"] == v["hit_ratio"]
+    r = _run("compare", "--tiers", "gpu=100blocks", "--tiers", "gpu=300blocks", "--timing", "sequential", "--quiet")
+    assert r.exit_code == 0 and "gpu=100blocks" in r.stdout and "gpu=300blocks" in r.stdout
+    r = _run("compare", "--tiers", "gpu=1blocks", "--tier", "gpu=2blocks", "--quiet")
+    assert r.exit_code == 2 and "not both" in r.stderr
+
+
+def test_same_input_same_output_bytes():
+    a = _run("replay", "--format", "json", "--quiet").stdout
+    b = _run("replay", "--format", "json", "--quiet").stdout
+    assert a == b
+
+
+def test_fp8_halves_the_payload_not_everything():
+    from pcs.engine.api import replay
+
+    bf16 = replay(tiers=["gpu=20GB", "cpu=200GB"]).summary
+    fp8 = replay(tiers=["gpu=20GB", "cpu=200GB"], dtype="fp8").summary
+    assert fp8["reference_bytes_per_block"] * 2 == bf16["reference_bytes_per_block"]   # payload halves
+    # the stored form carries per-group scales: more than half
+    assert fp8["tiers"][1]["bytes_per_block"] * 2 > bf16["tiers"][1]["bytes_per_block"]
+    # prefill compute does not depend on the KV dtype: the no-cache TTFT does not move at all
+    assert fp8["envelope"]["ttft_no_cache_p50_s"] == bf16["envelope"]["ttft_no_cache_p50_s"]

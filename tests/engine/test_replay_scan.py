@@ -1,0 +1,156 @@
+"""The streamed one-capacity LRU scan (pcs.engine.lruscan) against independent references.
+
+References: LRU stack depths (pcs.curves.stackdist, a Fenwick-tree algorithm:
+a block is resident at capacity C iff its depth at the request's start is
+< C, Mattson et al. 1970) for ``lead``; pcs.blocks.single_sequence_hits (a
+Python set walk) for ``seen`` / ``ideal``; the two kernels against each other
+(return codes included); one hand-worked trace.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from pcs.blocks import BlockRules, single_sequence_hits
+from pcs.curves import stackdist
+from pcs.engine import fastpath
+from pcs.engine.lruscan import NotChained, SequentialLru
+from pcs.engine.chunks import rule_columns
+from helpers import arbitrary_traces, chained_traces, make_requests, rules_strategy
+
+SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+KERNELS = ["python"] + (["c"] if stackdist.available_kernel() == "c" else [])
+IDEAL = BlockRules(cache_partial_blocks=True, recompute_last_token=False)
+
+
+def columns(reqs, rules):
+    """(keys, offsets, n, cap, prompt) of a request list, every id kept."""
+    lens = np.array([len(r.block_hashes) for r in reqs], np.int64)
+    offsets = np.concatenate(([0], np.cumsum(lens))).astype(np.int64)
+    keys = np.concatenate([np.asarray(r.block_hashes, np.uint64) for r in reqs])
+    prompt = np.array([r.prompt_tokens for r in reqs], np.int64)
+    n, cap, _ = rule_columns(prompt, lens, np.zeros_like(prompt), reqs[0].block_size, rules)
+    return keys, offsets, n, cap, prompt
+
+
+def depth_leads(keys, offsets, n, c):
+    """Per request, leading cacheable blocks with 0 <= depth < c (the stack-depth reference)."""
+    keep = np.concatenate([np.arange(offsets[r], offsets[r] + n[r]) for r in range(len(n))]).astype(np.int64)
+    flat_off = np.concatenate(([0], np.cumsum(n))).astype(np.int64)
+    d, _ = stackdist.stack_depths(keys[keep], flat_off, "python")
+    out = []
+    for r in range(len(n)):
+        ok = (d[flat_off[r]:flat_off[r + 1]] >= 0) & (d[flat_off[r]:flat_off[r + 1]] < c)
+        out.append(int(np.argmin(ok)) if not ok.all() else int(ok.shape[0]))
+    return out
+
+
+def run_scan(kernel, keys, offsets, n, c, split=None, check=False):
+    """Feed the requests in two batches cut at ``split`` (None: one batch)."""
+    lru = SequentialLru(c, kernel, check)
+    cuts = [0, len(n)] if split is None else [0, split, len(n)]
+    parts = []
+    for a, b in zip(cuts[:-1], cuts[1:]):
+        parts.append(lru.feed(keys[offsets[a]:offsets[b]], offsets[a:b + 1] - offsets[a], n[a:b]))
+    return [np.concatenate([p[k] for p in parts]) for k in range(3)]
+
+
+def check_against_references(reqs, rules, c, kernel, split=None):
+    keys, offsets, n, cap, prompt = columns(reqs, rules)
+    lead, seen, ideal = run_scan(kernel, keys, offsets, n, c, split)
+    assert lead.tolist() == depth_leads(keys, offsets, n, c)
+    bs = reqs[0].block_size
+    single = fastpath._single(np.minimum(cap, seen), prompt, bs)
+    assert single == single_sequence_hits(reqs, rules)
+    assert fastpath._single(ideal, prompt, bs) == single_sequence_hits(reqs, IDEAL)
+
+
+@SETTINGS
+@given(st.one_of(chained_traces(), arbitrary_traces()), rules_strategy, st.integers(0, 12), st.data())
+def test_scan_matches_stack_depths_and_single_sequence(reqs, rules, c, data):
+    split = data.draw(st.integers(0, len(reqs)))
+    for kernel in KERNELS:
+        check_against_references(reqs, rules, c, kernel, split)
+
+
+@SETTINGS
+@given(arbitrary_traces(), rules_strategy, st.integers(0, 6))
+def test_kernels_agree_on_return_codes(reqs, rules, c):
+    keys, offsets, n, _, _ = columns(reqs, rules)
+    outcomes = []
+    for kernel in KERNELS:
+        try:
+            outcomes.append([x.tolist() for x in run_scan(kernel, keys, offsets, n, c, check=True)])
+        except NotChained as exc:
+            outcomes.append(str(exc))
+    assert all(o == outcomes[0] for o in outcomes)
+
+
+def test_large_random_stream_grows_table_and_slides_bitmap():
+    # 30,000 requests of up to 8 ids from 20,000 keys: > 2,048 distinct keys (the table
+    # doubles from 4,096 slots), > 65,536 stamps (the live bitmap slides / grows)
+    rng = np.random.default_rng(7)
+    lens = rng.integers(0, 9, 30_000)
+    offsets = np.concatenate(([0], np.cumsum(lens))).astype(np.int64)
+    keys = rng.integers(0, 20_000, int(offsets[-1])).astype(np.uint64)
+    n = np.maximum(0, lens - rng.integers(0, 2, lens.shape[0]))
+    for c in (0, 50, 5_000, 10**9):
+        outs = [run_scan(k, keys, offsets, n, c, split=12_345) for k in KERNELS]
+        assert all(np.array_equal(a, b) for o in outs for a, b in zip(o, outs[0]))
+        assert outs[0][0].tolist() == depth_leads(keys, offsets, n, c)
+
+
+def test_hand_worked():
+    # block size 4, all ids cacheable, capacity 2; requests (ids): [1 2], [1 3], [1 2], [2 4]
+    # r0: nothing resident -> lead 0; stamps 2 then 1: recency (MRU first) 1 2
+    # r1: 1 resident, 3 new -> lead 1; stamps 3 (evicts 2), 1: recency 1 3
+    # r2: 1 resident, 2 evicted -> lead 1; seen (infinite cache) 2; stamps 2 (evicts 3), 1: 1 2
+    # r3: 2 resident, 4 new -> lead 1, seen 1, ideal 1
+    reqs = make_requests([([1, 2], 8), ([1, 3], 8), ([1, 2], 8), ([2, 4], 8)])
+    keys, offsets, n, _, _ = columns(reqs, IDEAL)
+    for kernel in KERNELS:
+        lead, seen, ideal = run_scan(kernel, keys, offsets, n, 2)
+        assert (lead.tolist(), seen.tolist(), ideal.tolist()) == ([0, 1, 1, 1], [0, 1, 2, 1], [0, 1, 2, 1])
+
+
+def test_partial_ids_count_for_ideal_only():
+    # bs 4, full blocks only: r0 P=6 ids [1, 9]: 9 is partial (not cacheable) but looked up
+    # r1 P=8 ids [1, 9]: both full now; 9 was never stamped -> seen 1, ideal 2; at C=4 lead 1
+    reqs = make_requests([([1, 9], 6), ([1, 9], 8)])
+    keys, offsets, n, _, _ = columns(reqs, BlockRules())
+    assert n.tolist() == [1, 2]
+    for kernel in KERNELS:
+        lead, seen, ideal = run_scan(kernel, keys, offsets, n, 4)
+        assert (lead.tolist(), seen.tolist(), ideal.tolist()) == ([0, 1], [0, 1], [0, 2])
+
+
+def test_real_trace(mooncake_conv):
+    from pcs.trace import open_trace
+
+    tr = open_trace(mooncake_conv)
+    reqs = list(tr)
+    rules = BlockRules()
+    keys, offsets, n, _, _ = columns(reqs, rules)
+    flat_off = np.concatenate(([0], np.cumsum(n))).astype(np.int64)
+    keep = np.concatenate([np.arange(offsets[r], offsets[r] + n[r]) for r in range(len(n))]).astype(np.int64)
+    d, _ = stackdist.stack_depths(keys[keep], flat_off, stackdist.available_kernel())
+    for c in (100, 17_522):
+        sc = fastpath.scan(tr, c, rules)
+        ok = (d >= 0) & (d < c)  # leading run of resident blocks, vectorised
+        bad = np.flatnonzero(~ok)
+        first = np.append(bad, ok.shape[0])[np.searchsorted(bad, flat_off[:-1])]
+        assert np.array_equal(sc.lead, np.minimum(first, flat_off[1:]) - flat_off[:-1])
+        single, ideal = fastpath.single_results(sc)
+        assert single == single_sequence_hits(reqs, rules)
+        assert ideal == single_sequence_hits(reqs, IDEAL)
+
+
+def test_bad_input():
+    with pytest.raises(ValueError, match="capacity must be >= 0"):
+        SequentialLru(-1, "python")
+    for kernel in KERNELS:
+        with pytest.raises(ValueError, match="offsets"):
+            SequentialLru(2, kernel).feed(np.array([1, 2], np.uint64), np.array([0, 2], np.int64),
+                                          np.array([3], np.int64))

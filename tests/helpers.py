@@ -1,0 +1,272 @@
+"""Helpers shared by the tests (not a test module; test modules import only this one).
+
+- independent references: ``lru_replay`` (a sequential one-tier LRU prefix
+  cache written from docs/semantics.md with an OrderedDict), ``brute_force_opt``
+  (the best hits over every eviction choice, tiny traces only);
+- hypothesis strategies: ``chained_traces`` / ``arbitrary_traces`` (curve
+  and scan tests), ``traces`` (cache and engine properties), ``rules_strategy``;
+- small builders: ``req``, ``make_requests``, ``stress_trace``, ``run`` (a
+  replay through Python tiers), ``LinearCompute`` (a simple compute model);
+- hand-traced constants (``HAND_*``, ``CYCLE_SPEC``) with their working.
+"""
+from __future__ import annotations
+
+from collections import OrderedDict, namedtuple
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+from hypothesis import HealthCheck, settings
+from hypothesis import strategies as st
+
+from pcs.blocks import BlockRules
+from pcs.cache import Hierarchy, Tier, make_policy
+from pcs.engine.chunks import iter_chunks
+from pcs.engine.engine import ReplayEngine
+from pcs.engine.timing import TimeModel
+
+BS = 4  # tokens per block in the synthetic traces
+
+
+@dataclass(frozen=True)
+class TraceReq:
+    """Duck-typed pcs.trace.Request: what curve(), single_sequence_hits() read."""
+
+    prompt_tokens: int
+    block_hashes: np.ndarray
+    block_size: int = BS
+    output_tokens: int = 1
+    arrival_s: float = 0.0
+
+
+def make_requests(spec: list[tuple[list[int], int]], bs: int = BS) -> list[TraceReq]:
+    """[(ids, prompt_tokens)] -> requests; ids must have ceil(P / bs) entries."""
+    out = []
+    for i, (ids, p) in enumerate(spec):
+        assert len(ids) == -(-p // bs), (ids, p)
+        out.append(TraceReq(p, np.asarray(ids, dtype=np.uint64), bs, arrival_s=float(i)))
+    return out
+
+
+def lru_replay(requests, capacity: int, rules: BlockRules = BlockRules()) -> tuple[int, int, int]:
+    """(hit_tokens, block_misses, requests_truncated) of the sequential LRU replay."""
+    cache: OrderedDict[int, None] = OrderedDict()  # first = LRU, last = MRU
+    hit_tokens = misses = truncated = 0
+    for req in requests:
+        hashes = [int(h) for h in req.block_hashes]
+        p, bs = req.prompt_tokens, req.block_size
+        n = rules.cacheable_blocks(p, len(hashes), bs)
+        cap = rules.max_hit_blocks(p, len(hashes), bs)
+        lead = 0
+        while lead < n and hashes[lead] in cache:
+            lead += 1
+        hit_tokens += rules.hit_tokens(min(cap, lead), p, bs)
+        misses += n - lead
+        pinned = set(hashes[:lead])
+        held = hashes[:lead]
+        for h in hashes[lead:n]:
+            if h not in cache:
+                if len(cache) >= capacity:
+                    victim = next((k for k in cache if k not in pinned), None)
+                    if victim is None:
+                        truncated += 1
+                        break
+                    del cache[victim]
+                cache[h] = None
+            pinned.add(h)
+            held.append(h)
+        for h in reversed(held):  # tail first, head last: the head ends MRU
+            cache.move_to_end(h)
+        assert len(cache) <= capacity
+    return hit_tokens, misses, truncated
+
+
+def brute_force_opt(requests, capacity: int, rules: BlockRules = BlockRules(), leaves_only: bool = True) -> int:
+    """Max token-weighted hits over all eviction choices (tiny chained traces only).
+
+    Same mechanics as the replay (pins, forced insertion of new blocks,
+    truncation when nothing is evictable); each eviction may pick any
+    unpinned block (``leaves_only``: only those with no resident child).
+    """
+    reqs, parent = [], {}
+    for req in requests:
+        hashes = [int(h) for h in req.block_hashes]
+        p, bs = req.prompt_tokens, req.block_size
+        n = rules.cacheable_blocks(p, len(hashes), bs)
+        cap = rules.max_hit_blocks(p, len(hashes), bs)
+        weights = [rules.hit_tokens(i + 1, p, bs) - rules.hit_tokens(i, p, bs) if i < cap else 0 for i in range(n)]
+        for i in range(1, n):
+            assert parent.setdefault(hashes[i], hashes[i - 1]) == hashes[i - 1], "ids must be chained"
+        reqs.append((tuple(hashes[:n]), tuple(weights)))
+
+    def allocations(ids, j, resident, pinned):
+        if j == len(ids):
+            yield resident
+            return
+        x = ids[j]
+        if x in resident:
+            yield from allocations(ids, j + 1, resident, pinned | {x})
+            return
+        if len(resident) < capacity:
+            yield from allocations(ids, j + 1, resident | {x}, pinned | {x})
+            return
+        victims = [v for v in resident if v not in pinned
+                   and not (leaves_only and any(parent.get(c) == v for c in resident))]
+        if not victims:
+            yield resident  # truncated: the request keeps its head only
+            return
+        for v in victims:
+            yield from allocations(ids, j + 1, (resident - {v}) | {x}, pinned | {x})
+
+    @lru_cache(maxsize=None)
+    def best(r: int, resident: frozenset) -> int:
+        if r == len(reqs):
+            return 0
+        ids, weights = reqs[r]
+        lead = 0
+        while lead < len(ids) and ids[lead] in resident:
+            lead += 1
+        gain = sum(weights[:lead])
+        return gain + max(best(r + 1, s) for s in allocations(ids, lead, resident, frozenset(ids[:lead])))
+
+    return best(0, frozenset())
+
+
+@st.composite
+def chained_traces(draw, max_requests: int = 14, max_blocks: int = 6):
+    """Requests whose ids form a prefix tree: each request copies a prefix of
+    an earlier one (or nothing) and appends fresh ids, as chained hashes do."""
+    chains: list[list[int]] = []
+    spec = []
+    fresh = 1000
+    for _ in range(draw(st.integers(1, max_requests))):
+        nblocks = draw(st.integers(0, max_blocks))
+        base: list[int] = []
+        if chains and draw(st.booleans()):
+            src = chains[draw(st.integers(0, len(chains) - 1))]
+            base = src[: draw(st.integers(0, min(len(src), nblocks)))]
+        ids = base + list(range(fresh, fresh + nblocks - len(base)))
+        fresh += nblocks
+        chains.append(ids)
+        p = 0 if nblocks == 0 else draw(st.integers((nblocks - 1) * BS + 1, nblocks * BS))
+        spec.append((ids, p))
+    return make_requests(spec)
+
+
+@st.composite
+def arbitrary_traces(draw, max_requests: int = 12, max_blocks: int = 5, alphabet: int = 6):
+    """Requests with ids drawn from a small alphabet: repeats and ids under
+    different parents included (not chained hashes)."""
+    spec = []
+    for _ in range(draw(st.integers(1, max_requests))):
+        nblocks = draw(st.integers(0, max_blocks))
+        ids = draw(st.lists(st.integers(0, alphabet - 1), min_size=nblocks, max_size=nblocks))
+        p = 0 if nblocks == 0 else draw(st.integers((nblocks - 1) * BS + 1, nblocks * BS))
+        spec.append((ids, p))
+    return make_requests(spec)
+
+
+rules_strategy = st.builds(BlockRules, cache_partial_blocks=st.booleans(), recompute_last_token=st.booleans())
+
+# A hand-traced trace (BS = 4). Per request: ids, P -> n cacheable, cap:
+#   r0 [1,2,3]   P=12 -> n=3 (12//4), cap=min(3, 11//4)=2
+#   r1 [1,2,4]   P=10 -> n=2,          cap=min(2, 9//4)=2
+#   r2 [1,5]     P=8  -> n=2,          cap=min(2, 7//4)=1
+#   r3 [1,2,3,6] P=13 -> n=3,          cap=min(3, 12//4)=3
+# Stack after each request (MRU first; stamped tail first, head last):
+#   r0: 1 2 3    r1 depths 1:0 2:1 -> 1 2 3
+#   r2 depths 1:0 5:cold -> 1 5 2 3      r3 depths 1:0 2:2 3:3
+# Hits (tokens) per capacity C = sum over requests of 4 * min(cap, lead):
+#   C=1: r1 4 + r2 4 + r3 4 = 12;  C=2: 8 + 4 + 4 = 16;  C=3: 8 + 4 + 8 = 20;
+#   C>=4: 8 + 4 + 12 = 24 (the ceiling). Prompt tokens 12+10+8+13 = 43.
+# Block misses (n - lead): r0 3 always; C=1: 3+1+1+2 = 7; C>=4: 3+0+1+0 = 4.
+# At C=2 r0 (n=3) is truncated: 1 and 2 are pinned when 3 needs a slot; so
+# is r3 (lead 1; 2 evicts 5; then 1 and 2 are pinned when 3 needs a slot).
+HAND_SPEC = [([1, 2, 3], 12), ([1, 2, 4], 10), ([1, 5], 8), ([1, 2, 3, 6], 13)]
+HAND_HITS = {0: 0, 1: 12, 2: 16, 3: 20, 4: 24, 10: 24}
+HAND_MISSES = {1: 7, 4: 4}
+HAND_PROMPT = 43
+CYCLE_SPEC = [([i, 100 + k], 5) for k, i in enumerate((1, 2, 3, 1, 2, 3, 1))]
+
+ALL_RULES = [BlockRules(), BlockRules(True, False), BlockRules(False, False), BlockRules(True, True)]
+SETTINGS = settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+Req = namedtuple("Req", "arrival_s prompt_tokens output_tokens block_size block_hashes")
+
+#: every hash id is a unit and may hit (no last-token cap): hand traces stay short
+UNIT_RULES = BlockRules(cache_partial_blocks=True, recompute_last_token=False)
+
+
+def req(ids, t=0.0, prompt=None, out=0, bs=4):
+    """A request over ``ids`` (full blocks of ``bs`` tokens unless ``prompt`` is given)."""
+    return Req(float(t), len(ids) * bs if prompt is None else prompt, out, bs, np.array(ids, dtype=np.uint64))
+
+
+class LinearCompute:
+    """Prefill ``a`` s per new token (cached tokens free); decode ``d`` s per token."""
+
+    def __init__(self, a=0.001, d=0.01):
+        self.a, self.d = a, d
+
+    def prefill_s(self, new, cached=0):
+        return np.asarray(new, dtype=np.float64) * self.a
+
+    def decode_s_per_token(self, ctx):
+        return np.full(np.shape(ctx), self.d)
+
+
+def run(reqs, capacities, policy="lru", timing="sequential", rules=UNIT_RULES, write_policy="back",
+        block_bytes=None, compute=None, check=True, names=("gpu", "cpu", "ssd", "remote"), links=None):
+    """Replay ``reqs`` through tiers of ``capacities`` blocks; returns (EngineResult, Hierarchy)."""
+    policies = policy if isinstance(policy, (list, tuple)) else [policy] * len(capacities)
+    tiers = [Tier(n, c, make_policy(p, c)) for n, c, p in zip(names, capacities, policies)]
+    h = Hierarchy(tiers, write_policy)
+    eng = ReplayEngine(h, timing, block_bytes=block_bytes, check=check, links=links)
+    for ch in iter_chunks(reqs, rules, TimeModel(compute) if compute is not None else None):
+        eng.feed(ch)
+    return eng.close(), h
+
+
+def stress_trace(seed: int, n: int, bs: int = 4) -> list:
+    """A seeded prefix-chained trace: 70 % of requests reuse a prefix of an earlier chain and
+    append up to 8 fresh ids; arrivals 0-50 ms apart; outputs 0-30 tokens."""
+    import random
+
+    rng = random.Random(seed)
+    chains: list[list[int]] = []
+    reqs = []
+    nxt, t = 0, 0.0
+    for _ in range(n):
+        ids: list[int] = []
+        if chains and rng.random() < 0.7:
+            base = rng.choice(chains)
+            ids = base[:rng.randint(0, len(base))]
+        m = rng.randint(0 if ids else 1, 8)
+        ids = ids + list(range(nxt, nxt + m))
+        nxt += m
+        chains.append(ids)
+        t += rng.choice([0.0, 0.002, 0.01, 0.05])
+        reqs.append(Req(t, len(ids) * bs - rng.randint(0, bs - 1), rng.randint(0, 30), bs,
+                        np.array(ids, dtype=np.uint64)))
+    return reqs
+
+
+@st.composite
+def traces(draw, max_requests=20):
+    chains: list[list[int]] = []
+    reqs = []
+    nxt = 0
+    t = 0.0
+    for _ in range(draw(st.integers(1, max_requests))):
+        ids: list[int] = []
+        if chains and draw(st.booleans()):
+            base = chains[draw(st.integers(0, len(chains) - 1))]
+            ids = base[:draw(st.integers(0, len(base)))]
+        m = draw(st.integers(0 if ids else 1, 5))
+        ids = ids + list(range(nxt, nxt + m))
+        nxt += m
+        chains.append(ids)
+        prompt = len(ids) * BS - draw(st.integers(0, BS - 1))
+        t += draw(st.sampled_from([0.0, 0.001, 0.004, 0.02, 0.2]))
+        reqs.append(Req(t, prompt, draw(st.integers(0, 9)), BS, np.array(ids, dtype=np.uint64)))
+    return reqs
