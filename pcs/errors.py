@@ -1,6 +1,6 @@
 """Error types shared by pcs modules.
 
-Grades (see ../shared/STYLE.md): ``assert`` for internal invariants;
+Grades: ``assert`` for internal invariants;
 ``ValueError`` (or its subclass :class:`InputError`) for bad user input, which
 the CLI turns into one line on stderr and exit code 2; expected outcomes are
 returned values, never exceptions.

@@ -121,7 +121,7 @@ def _transfer_table(t: dict[str, Any]) -> str:
 @click.option("--workload", multiple=True, metavar="NAME:CAP:BW",
               help="A workload as NAME:CAPACITY:BANDWIDTH, e.g. A:30GB:1000GB/s. Repeatable.")
 @click.option("--workloads", "workloads_file", type=click.Path(dir_okay=False),
-              help="TOML or JSON file of workloads (and optionally the device); see the README.")
+              help="TOML or JSON file of workloads (and optionally the device); see docs/views.md.")
 @click.option("--capacity-have", help="C_d: bytes the device offers for this data, e.g. 80GB.")
 @click.option("--bandwidth-have", help="B_d: bytes/s the device path offers, e.g. 2000GB/s.")
 @click.option("--restores-per-s", help="Transfer arithmetic: restores per second (plain number).")

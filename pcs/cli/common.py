@@ -57,7 +57,7 @@ def format_option(f: Callable) -> Callable:
     """``--format table|json|csv`` (default table)."""
     return click.option(
         "--format", "fmt", type=click.Choice(["table", "json", "csv"]), default="table",
-        show_default=True, help="Output format. JSON keys are documented in the README and stay stable.",
+        show_default=True, help="Output format. JSON keys are documented in docs/ and stay stable.",
     )(f)
 
 
@@ -103,7 +103,7 @@ def emit(payload: dict[str, Any], fmt: str, table: str | Callable[[], str], rows
     """Print one result in the chosen format.
 
     Args:
-        payload: the JSON object (stable keys, documented in the README).
+        payload: the JSON object (stable keys, documented in docs/).
         fmt: ``table``, ``json`` or ``csv``.
         table: the rendered table, or a callable returning it.
         rows_key: for CSV, the payload key holding a list of row dicts; when

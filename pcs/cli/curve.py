@@ -64,8 +64,8 @@ def _table(payload: dict[str, Any]) -> str:
              "capacity in bytes uses stored (Reserved) bytes per block: a narrower KV dtype adds fewer blocks than"
              " its payload ratio suggests (scales), see pcs footprint"]
     if payload["sample_rate"] < 1.0:
-        notes.append(f"SHARDS sample rate {payload['sample_rate']:g}: LRU values are estimates (README gives the"
-                     " measured error); Belady is not computed when sampling")
+        notes.append(f"SHARDS sample rate {payload['sample_rate']:g}: LRU values are estimates (docs/curves.md gives"
+                     " the measured error); Belady is not computed when sampling")
     return render_table(headers, rows, title=title, notes=notes)
 
 

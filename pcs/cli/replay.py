@@ -166,7 +166,7 @@ def replay(fmt: str, requests_out: str | None, **kw: Any) -> None:
     Example:
       pcs replay trace.jsonl --model llama-3.1-70b --tier gpu=400GB --tier cpu=2TB --policy protected
       pcs replay trace.jsonl --tier gpu=5000blocks --timing sequential --format json
-    JSON keys: see README, section replay (hit_ratio, hit_ratio_per_tier,
+    JSON keys: see docs/replay.md (hit_ratio, hit_ratio_per_tier,
     single_sequence_hit_ratio, gap, tiers, bytes, envelope).
     """
     from pcs.report.replay import render_replay

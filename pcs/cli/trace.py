@@ -114,11 +114,11 @@ def stats(trace_path, trace_format, block_size, on_error, sort, fmt) -> None:
     Token counts in tokens, times in seconds, reuse distance in distinct
     blocks. JSON keys (stable): requests, block_accesses, distinct_blocks,
     single_sequence_hit_ratio, time_span_s, arrival_rate_rps,
-    prompt_tokens_{mean,p50,p99,max,total}, ... (README, section trace).
+    prompt_tokens_{mean,p50,p99,max,total}, ... (docs/traces.md).
 
     \b
     Example:
-      pcs trace stats ../shared/traces/mooncake-fast25/conversation_trace.jsonl --format json
+      pcs trace stats conversation_trace.jsonl --format json
     """
     from pcs.trace.stats import trace_stats
 
@@ -237,7 +237,7 @@ def synth(out_path, num_requests, seed, rate_rps, mix, think_s, turns_mean, firs
     Examples:
       pcs trace synth my.jsonl --requests 5000 --rate 4 --seed 7
       pcs trace synth slow.jsonl --think-s 600 --turns 5     # later, more frequent reuse
-      pcs trace synth az.jsonl --azure-csv ../shared/traces/azure-llm-2023/AzureLLMInferenceTrace_conv.csv
+      pcs trace synth az.jsonl --azure-csv AzureLLMInferenceTrace_conv.csv
     """
     from pcs.trace.convert import out_format_for, write_trace
     from pcs.trace.synth import SynthSpec, synth_batches, synth_requests

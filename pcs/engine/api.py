@@ -124,7 +124,7 @@ class ReplayResult:
 
     Attributes:
         summary: dict with the JSON keys of ``pcs replay --format json``
-            (documented in the README, section replay).
+            (documented in docs/replay.md).
         requests: pyarrow Table, one row per request in trace order (columns
             in :data:`pcs.engine.summary.REQUEST_COLUMNS`).
     """
@@ -317,8 +317,8 @@ def replay(trace: Any = None, *, model: Any = None, hardware: Any = None, tp: in
         engine: ``auto`` (default): a sequential replay through ONE ``lru``
             tier -- the run itself with ``timing="sequential"``, or the
             sequential baseline of the gap split -- takes the vectorised fast
-            path (:mod:`pcs.engine.fastpath`, from LRU stack depths; the same
-            result, ~10x faster) when the trace's ids are chained, else the
+            path (:mod:`pcs.engine.fastpath`, one LRU scan; the same
+            result, faster: docs/performance.md) when the trace's ids are chained, else the
             general event-loop engine, which runs on the compiled all-LRU
             hierarchy (:mod:`pcs.cache.native`, the same result) when every
             tier is ``lru``; ``general``: always the event loop over the
