@@ -1,9 +1,12 @@
 """The ``pcs`` command group.
 
 Subcommands are loaded lazily from ``COMMANDS`` so ``pcs budget`` does not
-import pyarrow, and so each command lives in its own module. Every error that
-is the user's (``ValueError``, a missing file) becomes one line on stderr and
-exit code 2, never a traceback (see :func:`pcs.cli.common.user_errors`).
+import pyarrow, and so each command lives in its own module; ``pcs --help``
+lists every command with its one-line summary from the same table without
+importing any. Every error that is the user's (``ValueError``, a missing
+file, a bad option) becomes one line on stderr and exit code 2; anything else
+is a bug in pcs and shows its traceback, exit code 1 (see
+:func:`pcs.cli.common.user_errors`).
 """
 from __future__ import annotations
 
@@ -13,17 +16,17 @@ import click
 
 from pcs.cli.common import user_errors
 
-#: command name -> "module:attribute" of its click command.
-COMMANDS: dict[str, str] = {
-    "budget": "pcs.cli.budget:budget",
-    "footprint": "pcs.cli.footprint:footprint",
-    "envelope": "pcs.cli.envelope:envelope",
-    "models": "pcs.cli.presets:models",
-    "hardware": "pcs.cli.presets:hardware",
-    "trace": "pcs.cli.trace:trace",
-    "replay": "pcs.cli.replay:replay",
-    "compare": "pcs.cli.compare:compare",
-    "curve": "pcs.cli.curve:curve",
+#: command name -> ("module:attribute" of its click command, one-line summary for ``pcs --help``).
+COMMANDS: dict[str, tuple[str, str]] = {
+    "budget": ("pcs.cli.budget:budget", "capacity and bandwidth budgets (u_C, u_B, R = C/B), transfers"),
+    "footprint": ("pcs.cli.footprint:footprint", "KV bytes per component: Reference, Serialized, Reserved"),
+    "envelope": ("pcs.cli.envelope:envelope", "restore or recompute? the cached path against the full prefill"),
+    "models": ("pcs.cli.presets:models", "list model presets and their config sources"),
+    "hardware": ("pcs.cli.presets:hardware", "list GPU and link presets and their datasheet sources"),
+    "trace": ("pcs.cli.trace:trace", "inspect (stats), convert and synthesise request traces"),
+    "replay": ("pcs.cli.replay:replay", "a trace through a multi-tier prefix cache: the real hit rate"),
+    "compare": ("pcs.cli.compare:compare", "several policies or tier lists on one trace, side by side"),
+    "curve": ("pcs.cli.curve:curve", "hit ratio at every capacity in one pass (LRU, Belady, ceiling)"),
 }
 
 
@@ -34,11 +37,16 @@ class LazyGroup(click.Group):
         return sorted(COMMANDS)
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
-        target = COMMANDS.get(cmd_name)
-        if target is None:
+        entry = COMMANDS.get(cmd_name)
+        if entry is None:
             return None
-        module_name, attr = target.split(":")
+        module_name, attr = entry[0].split(":")
         return getattr(importlib.import_module(module_name), attr)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """The ``Commands:`` section from ``COMMANDS`` (no command module is imported)."""
+        with formatter.section("Commands"):
+            formatter.write_dl([(name, COMMANDS[name][1]) for name in self.list_commands(ctx)])
 
     def invoke(self, ctx: click.Context):
         with user_errors():
@@ -50,13 +58,9 @@ class LazyGroup(click.Group):
 def cli() -> None:
     """pcs: how much KV cache to keep where, and what it really buys.
 
-    \b
-    Views:
-      budget     capacity and bandwidth utilisation (u_C, u_B, R = C/B)
-      footprint  KV bytes per component: reference, serialized, reserved
-      envelope   is restoring faster than recomputing the prefill?
-      replay     a trace through a multi-tier prefix cache: the real hit rate
-      curve      hit ratio at every capacity in one pass (LRU, Belady)
+    Start with `pcs replay` (the real hit rate of a trace on a multi-tier
+    cache) and `pcs curve` (the hit ratio at every capacity); each command
+    takes --help, --format table|json|csv and -q/--quiet.
 
     GB and GB/s are decimal (1 GB = 10^9 B); GiB only where written.
     """

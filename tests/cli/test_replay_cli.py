@@ -25,7 +25,7 @@ def test_acceptance_llama31_70b_protected_modeled_prints_the_envelope(mooncake_c
     head = "\n".join(lines[:10])
     assert "hit ratio (real, token-weighted)" in head and "single-sequence hit ratio" in head
     assert "Bandwidth envelope" in out and "cpu -> gpu" in out and "break-even" in out
-    assert "TTFT p50" in out and "modeled timing" in lines[0] and "protected" in lines[0]
+    assert "TTFT p50" in out and "modeled timing" in lines[0] and "slru" in lines[0]   # protected = slru
 
 
 def test_default_run_names_its_defaults_and_reason():
@@ -41,20 +41,25 @@ def test_default_run_names_its_defaults_and_reason():
 
 
 @pytest.mark.parametrize("args, needle", [
-    (["--policy", "arc9"], "valid policies: lru, protected, fifo"),
+    (["--policy", "arc9"], "valid: lru, slru, fifo (alias protected = slru)"),
     (["--tier", "gpu400GB"], "expected NAME=VALUE"),
     (["--tier", "gpu=lots"], "bad tier size 'lots'"),
     (["--tier", "gpu=-5GB"], "must not be negative"),
     (["--tier", "gpu=1GB", "--tier", "gpu=2GB"], "distinct"),
     (["--tier", "gpu=1GB", "--tier", "zz=1TB"], "--link zz="),
     (["--tier-policy", "ssd=lru"], "not among the tiers"),
-    (["--tier-policy", "cpu=mru"], "valid policies"),
+    (["--tier-policy", "cpu=mru"], "'--tier-policy': unknown eviction policy 'mru'"),
+    (["--tier-policy", "cpu"], "expected NAME=VALUE"),
     (["--link", "gpu=25GB/s"], "GPU tier"),
     (["--link", "cpu=warp-drive"], "neither a preset"),
-    (["--timing", "fast"], "valid: modeled, sequential"),
-    (["--write-policy", "sideways"], "valid: back, through"),
+    (["--timing", "fast"], "'fast' is not one of 'modeled', 'sequential'"),
+    (["--write-policy", "sideways"], "'sideways' is not one of 'back', 'through'"),
     (["--tp", "0"], "tensor-parallel"),
     (["--protected-share", "2", "--policy", "protected"], "protected share"),
+    (["--protected-share", "0.5"], "no tier uses slru (policies: lru)"),
+    (["--protected-share", "0.5", "--policy", "fifo", "--tier-policy", "gpu=lru"], "policies: fifo, lru"),
+    (["--dtype", "fp7"], "unknown dtype 'fp7'"),
+    (["--trace-format", "csv"], "'csv' is not one of"),
     (["--model", "gpt-17"], "gpt-17"),
     (["--requests-out", "rows.txt"], ".parquet or .csv"),
 ])
