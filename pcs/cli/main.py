@@ -2,7 +2,7 @@
 
 Subcommands are loaded lazily from ``COMMANDS`` so ``pcs budget`` does not
 import pyarrow, and so each command lives in its own module; ``pcs --help``
-lists every command with its one-line summary from the same table without
+lists every command with its one-line summary from ``SUMMARIES`` without
 importing any. Every error that is the user's (``ValueError``, a missing
 file, a bad option) becomes one line on stderr and exit code 2; anything else
 is a bug in pcs and shows its traceback, exit code 1 (see
@@ -16,17 +16,30 @@ import click
 
 from pcs.cli.common import user_errors
 
-#: command name -> ("module:attribute" of its click command, one-line summary for ``pcs --help``).
-COMMANDS: dict[str, tuple[str, str]] = {
-    "budget": ("pcs.cli.budget:budget", "capacity and bandwidth budgets (u_C, u_B, R = C/B), transfers"),
-    "footprint": ("pcs.cli.footprint:footprint", "KV bytes per component: Reference, Serialized, Reserved"),
-    "envelope": ("pcs.cli.envelope:envelope", "restore or recompute? the cached path against the full prefill"),
-    "models": ("pcs.cli.presets:models", "list model presets and their config sources"),
-    "hardware": ("pcs.cli.presets:hardware", "list GPU and link presets and their datasheet sources"),
-    "trace": ("pcs.cli.trace:trace", "inspect (stats), convert and synthesise request traces"),
-    "replay": ("pcs.cli.replay:replay", "a trace through a multi-tier prefix cache: the real hit rate"),
-    "compare": ("pcs.cli.compare:compare", "several policies or tier lists on one trace, side by side"),
-    "curve": ("pcs.cli.curve:curve", "hit ratio at every capacity in one pass (LRU, Belady, ceiling)"),
+#: command name -> "module:attribute" of its click command.
+COMMANDS: dict[str, str] = {
+    "budget": "pcs.cli.budget:budget",
+    "footprint": "pcs.cli.footprint:footprint",
+    "envelope": "pcs.cli.envelope:envelope",
+    "models": "pcs.cli.presets:models",
+    "hardware": "pcs.cli.presets:hardware",
+    "trace": "pcs.cli.trace:trace",
+    "replay": "pcs.cli.replay:replay",
+    "compare": "pcs.cli.compare:compare",
+    "curve": "pcs.cli.curve:curve",
+}
+
+#: command name -> its one-line summary in ``pcs --help`` (whole on one line: under ~65 characters).
+SUMMARIES: dict[str, str] = {
+    "budget": "capacity and bandwidth budgets (u_C, u_B, R = C/B), transfers",
+    "footprint": "KV bytes per component: Reference, Serialized, Reserved",
+    "envelope": "restore or recompute? the cached path against the full prefill",
+    "models": "list model presets and their config sources",
+    "hardware": "list GPU and link presets and their datasheet sources",
+    "trace": "inspect (stats), convert and synthesise request traces",
+    "replay": "a trace through a multi-tier prefix cache: the real hit rate",
+    "compare": "several policies or tier lists on one trace, side by side",
+    "curve": "hit ratio at every capacity in one pass (LRU, Belady, ceiling)",
 }
 
 
@@ -37,16 +50,18 @@ class LazyGroup(click.Group):
         return sorted(COMMANDS)
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
-        entry = COMMANDS.get(cmd_name)
-        if entry is None:
+        target = COMMANDS.get(cmd_name)
+        if target is None:
             return None
-        module_name, attr = entry[0].split(":")
+        module_name, attr = target.split(":")
         return getattr(importlib.import_module(module_name), attr)
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
-        """The ``Commands:`` section from ``COMMANDS`` (no command module is imported)."""
+        """The ``Commands:`` section from ``SUMMARIES`` (a command without one is loaded for its short help)."""
+        rows = [(name, SUMMARIES.get(name) or self.get_command(ctx, name).get_short_help_str(80))
+                for name in self.list_commands(ctx)]
         with formatter.section("Commands"):
-            formatter.write_dl([(name, COMMANDS[name][1]) for name in self.list_commands(ctx)])
+            formatter.write_dl(rows)
 
     def invoke(self, ctx: click.Context):
         with user_errors():

@@ -3,7 +3,7 @@ import click
 import pytest
 from click.testing import CliRunner
 
-from pcs.cli.main import COMMANDS, cli
+from pcs.cli.main import COMMANDS, SUMMARIES, cli
 
 # one cheap valid run per command (bundled sample trace where a trace is taken)
 RUNS = {
@@ -57,7 +57,8 @@ def test_help_lists_every_command_with_a_one_line_summary():
     lines = result.stdout.split("Commands:\n", 1)[1].splitlines()
     listed = {ln.split()[0]: ln.split(None, 1)[1] for ln in lines if ln.strip()}
     assert sorted(listed) == sorted(COMMANDS)
-    for name, (_, summary) in COMMANDS.items():
+    assert sorted(SUMMARIES) == sorted(COMMANDS)
+    for name, summary in SUMMARIES.items():
         assert listed[name] == summary            # whole, on one line: not wrapped, not cut with "..."
 
 
