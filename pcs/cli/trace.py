@@ -16,6 +16,7 @@ from typing import Callable
 import click
 
 from pcs.cli.common import emit, format_option
+from pcs.trace.api import FORMATS
 
 __all__ = ["trace", "trace_input_options", "open_from_options"]
 
@@ -23,11 +24,12 @@ __all__ = ["trace", "trace_input_options", "open_from_options"]
 def trace_input_options(f: Callable) -> Callable:
     """Add ``--trace-format``, ``--block-size``, ``--on-error`` and ``--sort``."""
     opts = [
-        click.option("--trace-format", type=click.Choice(["mooncake", "bailian", "tokens", "parquet"]),
-                     default=None, help="Input format; default: detected from the content."),
+        click.option("--trace-format", type=click.Choice(list(FORMATS)),
+                     default=None, help="Input format; default: detected from the content. azure and burstgpt "
+                     "record lengths only: their prefix reuse is synthesised and flagged (docs/traces-formats.md)."),
         click.option("--block-size", type=click.IntRange(min=1), default=None,
-                     help="Tokens per block. Default: Mooncake 512, Bailian 16, token JSONL 16, "
-                          "Parquet as stored. A block-id trace recorded at another size is rejected."),
+                     help="Tokens per block. Default: Mooncake 512, Bailian 16, token JSONL 16, Azure and "
+                          "BurstGPT 16, Parquet as stored. A block-id trace recorded at another size is rejected."),
         click.option("--on-error", type=click.Choice(["raise", "skip"]), default="raise", show_default=True,
                      help="raise: stop at the first bad line (exit 2); skip: skip bad lines and count them."),
         click.option("--sort", is_flag=True, help="Reorder by arrival time instead of rejecting a decreasing "
