@@ -71,6 +71,12 @@ _STATS_ROWS = [
     ("requests with any hit", "requests_with_hit_share", "pct"),
     ("reuse distance p50 / p90 / p99 (blocks)", "reuse_distance_blocks", "r"),
     ("reuse time p50 / p90 / p99", "reuse_time_s", "rt"),
+    ("prefix tree nodes / roots / leaves", ("prefix_tree_nodes", "prefix_tree_roots", "prefix_tree_leaves"), "n"),
+    ("tree depth max / mean to a leaf (blocks)", ("prefix_tree_depth_max", "prefix_tree_leaf_depth_mean"), "n"),
+    ("fan-out mean / max, branching nodes",
+     ("prefix_tree_fanout_mean", "prefix_tree_fanout_max", "prefix_tree_branching_nodes"), "n"),
+    ("prompt tokens under shared prefixes", "shared_prefix_token_share", "pct"),
+    ("conversations / turns mean / max", ("conversations", "conversation_turns_mean", "conversation_turns_max"), "n"),
 ]
 
 
@@ -83,7 +89,9 @@ def _stats_table(st: dict) -> str:
 
     rows = []
     for label, key, kind in _STATS_ROWS:
-        if kind == "q":
+        if kind == "n":
+            val = " / ".join(num(st[k]) for k in key)
+        elif kind == "q":
             val = " / ".join(num(st[f"{key}_{s}"]) for s in ("mean", "p50", "p99", "max"))
         elif kind == "r":
             val = " / ".join(num(st[f"{key}_{s}"]) for s in ("p50", "p90", "p99"))
@@ -98,9 +106,16 @@ def _stats_table(st: dict) -> str:
         else:
             val = num(st[key])
         rows.append((label, val))
+    for h in st["reuse_distance_histogram"]:
+        span = f"{h['from_blocks']:,}" + ("" if h["to_blocks"] == h["from_blocks"] else f"-{h['to_blocks']:,}")
+        rows.append((f"  reuse distance {span} blocks", f"{format_percent(h['share'])} ({h['count']:,})"))
     notes = ["hit ratio: infinite cache, requests in order, full blocks only, last prompt token recomputed",
              "that single-sequence ratio is a ceiling, not the hit rate a finite cache reaches on this stream:"
-             " pcs replay and pcs curve give the real one"]
+             " pcs replay and pcs curve give the real one",
+             "conversations: from parent/session ids where the trace has them, else a later turn contains the"
+             " last full block an earlier request computed (docs/traces-formats.md)"]
+    if st["reuse"] not in ("recorded", "hashed from token ids"):
+        notes.insert(0, f"prefix reuse {st['reuse']}")
     return render_table(["statistic", "value"], rows,
                         title=f"{st['trace']} ({st['format']}, {st['block_size']}-token blocks)", notes=notes)
 
@@ -116,7 +131,9 @@ def stats(trace_path, trace_format, block_size, on_error, sort, fmt) -> None:
     Token counts in tokens, times in seconds, reuse distance in distinct
     blocks. JSON keys (stable): requests, block_accesses, distinct_blocks,
     single_sequence_hit_ratio, time_span_s, arrival_rate_rps,
-    prompt_tokens_{mean,p50,p99,max,total}, ... (README, section trace).
+    prompt_tokens_{mean,p50,p99,max,total}, reuse_distance_histogram,
+    prefix_tree_*, shared_prefix_token_share, conversations, reuse, ...
+    (README, section trace; docs/traces-formats.md).
 
     \b
     Example:
