@@ -273,3 +273,60 @@ def synth(out_path, num_requests, seed, rate_rps, mix, think_s, turns_mean, firs
     info.update(block_size=block_size, seed=seed, tokens_out=tokens_out)
     emit(info, fmt, lambda: f"wrote {info['requests']:,} requests, {info['block_ids']:,} block ids "
                             f"({ofmt}, {block_size}-token blocks, seed {seed}) to {info['path']}", rows_key=None)
+
+
+def _events_table(st: dict, path: str) -> str:
+    from pcs.report.table import render_table
+    from pcs.units import format_duration
+
+    def num(v):
+        return "-" if v is None else f"{v:,}"
+
+    rows = [("events", num(st["events"])), ("time span", format_duration(st["time_span_s"])),
+            ("stored / removed / cleared events",
+             f"{st['stored_events']:,} / {st['removed_events']:,} / {st['cleared_events']:,}")]
+    rows += [(label, num(st[k])) for label, k in (
+        ("blocks stored", "blocks_stored"), ("blocks removed (evicted)", "blocks_removed"),
+        ("blocks dropped by a clear", "blocks_cleared"), ("re-stores (a dropped block stored again)", "restores"),
+        ("stores of a block already held", "duplicate_stores"), ("removals of a block not held", "unknown_removals"))]
+    rows.append(("lifetime of a removed block p50 / p90 / p99",
+                 " / ".join(format_duration(st[f"removed_lifetime_s_p{q}"]) for q in (50, 90, 99))))
+    for m in st["media"]:
+        rows.append((f"rank {m['rank']} {m['medium']}: held / peak / distinct (blocks)",
+                     f"{m['held_blocks']:,} / {m['peak_held_blocks']:,} / {m['distinct_blocks_stored']:,}"))
+    when = "at the end" if st["at_s"] is None else f"at ts {st['at_s']:g} s"
+    return render_table(["statistic", "value"], rows, title=f"{path} (vLLM KV events; held {when})",
+                        notes=["held = stored and neither removed nor cleared since; a removal of a block not held "
+                               "means it was stored before the capture began"])
+
+
+@trace.command("events")
+@click.argument("events_path", metavar="EVENTS")
+@click.option("--at", "at_s", type=float, default=None,
+              help="Replay the events up to this engine time (seconds, the batches' ts) instead of to the end.")
+@click.option("--list-held", is_flag=True, help="JSON: also list the ids held per (rank, medium).")
+@format_option
+def events_cmd(events_path, at_s, list_held, fmt) -> None:
+    """Which blocks a vLLM engine held, from its KV-cache events.
+
+    \b
+    Reads a capture of vLLM's KV events (BlockStored / BlockRemoved /
+    AllBlocksCleared, vllm/distributed/kv_events.py): JSON Lines, one batch
+    per line, or the raw msgpack payloads (pip install 'pcs[events]').
+    Replays them per data-parallel rank and medium (GPU, CPU, ...) and
+    reports what was held, the peak, evictions, re-stores and lifetimes.
+
+    \b
+    Example:
+      pcs trace events traces/formats/vllm_kv_events_9.jsonl --at 103.2
+    """
+    from pcs.trace.kvevents import held_blocks, read_kv_events, residency_summary
+
+    if not Path(events_path).exists():
+        raise FileNotFoundError(2, "No such file or directory", events_path)
+    st = residency_summary(read_kv_events(events_path), at_s)
+    st = {"events_file": events_path, "at_s": at_s, **st}
+    if list_held:
+        for m in st["media"]:
+            m["held"] = held_blocks(read_kv_events(events_path), at_s, m["rank"], m["medium"]).tolist()
+    emit(st, fmt, lambda: _events_table(st, events_path), rows_key="media")
