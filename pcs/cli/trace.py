@@ -20,6 +20,9 @@ from pcs.trace.api import FORMATS
 
 __all__ = ["trace", "trace_input_options", "open_from_options"]
 
+#: ``-q/--quiet`` on the commands added for issue 18 (the shared ``quiet_option`` replaces it once merged).
+_quiet = click.option("--quiet", "-q", is_flag=True, help="No progress bar and no notes on stderr.")
+
 
 def trace_input_options(f: Callable) -> Callable:
     """Add ``--trace-format``, ``--block-size``, ``--on-error`` and ``--sort``."""
@@ -71,17 +74,12 @@ _STATS_ROWS = [
     ("requests with any hit", "requests_with_hit_share", "pct"),
     ("reuse distance p50 / p90 / p99 (blocks)", "reuse_distance_blocks", "r"),
     ("reuse time p50 / p90 / p99", "reuse_time_s", "rt"),
-    ("prefix tree nodes / roots / leaves", ("prefix_tree_nodes", "prefix_tree_roots", "prefix_tree_leaves"), "n"),
-    ("tree depth max / mean to a leaf (blocks)", ("prefix_tree_depth_max", "prefix_tree_leaf_depth_mean"), "n"),
-    ("fan-out mean / max, branching nodes",
-     ("prefix_tree_fanout_mean", "prefix_tree_fanout_max", "prefix_tree_branching_nodes"), "n"),
-    ("prompt tokens under shared prefixes", "shared_prefix_token_share", "pct"),
-    ("conversations / turns mean / max", ("conversations", "conversation_turns_mean", "conversation_turns_max"), "n"),
 ]
 
 
 def _stats_table(st: dict) -> str:
     from pcs.report.table import render_table
+    from pcs.report.traceshape import stats_shape_notes, stats_shape_rows
     from pcs.units import format_count, format_duration, format_percent
 
     def num(v):
@@ -89,9 +87,7 @@ def _stats_table(st: dict) -> str:
 
     rows = []
     for label, key, kind in _STATS_ROWS:
-        if kind == "n":
-            val = " / ".join(num(st[k]) for k in key)
-        elif kind == "q":
+        if kind == "q":
             val = " / ".join(num(st[f"{key}_{s}"]) for s in ("mean", "p50", "p99", "max"))
         elif kind == "r":
             val = " / ".join(num(st[f"{key}_{s}"]) for s in ("p50", "p90", "p99"))
@@ -106,16 +102,11 @@ def _stats_table(st: dict) -> str:
         else:
             val = num(st[key])
         rows.append((label, val))
-    for h in st["reuse_distance_histogram"]:
-        span = f"{h['from_blocks']:,}" + ("" if h["to_blocks"] == h["from_blocks"] else f"-{h['to_blocks']:,}")
-        rows.append((f"  reuse distance {span} blocks", f"{format_percent(h['share'])} ({h['count']:,})"))
+    rows += stats_shape_rows(st)
     notes = ["hit ratio: infinite cache, requests in order, full blocks only, last prompt token recomputed",
              "that single-sequence ratio is a ceiling, not the hit rate a finite cache reaches on this stream:"
-             " pcs replay and pcs curve give the real one",
-             "conversations: from parent/session ids where the trace has them, else a later turn contains the"
-             " last full block an earlier request computed (docs/traces-formats.md)"]
-    if st["reuse"] not in ("recorded", "hashed from token ids"):
-        notes.insert(0, f"prefix reuse {st['reuse']}")
+             " pcs replay and pcs curve give the real one"]
+    notes = stats_shape_notes(st, notes)
     return render_table(["statistic", "value"], rows,
                         title=f"{st['trace']} ({st['format']}, {st['block_size']}-token blocks)", notes=notes)
 
@@ -275,38 +266,14 @@ def synth(out_path, num_requests, seed, rate_rps, mix, think_s, turns_mean, firs
                             f"({ofmt}, {block_size}-token blocks, seed {seed}) to {info['path']}", rows_key=None)
 
 
-def _events_table(st: dict, path: str) -> str:
-    from pcs.report.table import render_table
-    from pcs.units import format_duration
-
-    def num(v):
-        return "-" if v is None else f"{v:,}"
-
-    rows = [("events", num(st["events"])), ("time span", format_duration(st["time_span_s"])),
-            ("stored / removed / cleared events",
-             f"{st['stored_events']:,} / {st['removed_events']:,} / {st['cleared_events']:,}")]
-    rows += [(label, num(st[k])) for label, k in (
-        ("blocks stored", "blocks_stored"), ("blocks removed (evicted)", "blocks_removed"),
-        ("blocks dropped by a clear", "blocks_cleared"), ("re-stores (a dropped block stored again)", "restores"),
-        ("stores of a block already held", "duplicate_stores"), ("removals of a block not held", "unknown_removals"))]
-    rows.append(("lifetime of a removed block p50 / p90 / p99",
-                 " / ".join(format_duration(st[f"removed_lifetime_s_p{q}"]) for q in (50, 90, 99))))
-    for m in st["media"]:
-        rows.append((f"rank {m['rank']} {m['medium']}: held / peak / distinct (blocks)",
-                     f"{m['held_blocks']:,} / {m['peak_held_blocks']:,} / {m['distinct_blocks_stored']:,}"))
-    when = "at the end" if st["at_s"] is None else f"at ts {st['at_s']:g} s"
-    return render_table(["statistic", "value"], rows, title=f"{path} (vLLM KV events; held {when})",
-                        notes=["held = stored and neither removed nor cleared since; a removal of a block not held "
-                               "means it was stored before the capture began"])
-
-
 @trace.command("events")
 @click.argument("events_path", metavar="EVENTS")
 @click.option("--at", "at_s", type=float, default=None,
               help="Replay the events up to this engine time (seconds, the batches' ts) instead of to the end.")
 @click.option("--list-held", is_flag=True, help="JSON: also list the ids held per (rank, medium).")
 @format_option
-def events_cmd(events_path, at_s, list_held, fmt) -> None:
+@_quiet
+def events_cmd(events_path, at_s, list_held, fmt, quiet) -> None:
     """Which blocks a vLLM engine held, from its KV-cache events.
 
     \b
@@ -320,6 +287,7 @@ def events_cmd(events_path, at_s, list_held, fmt) -> None:
     Example:
       pcs trace events traces/formats/vllm_kv_events_9.jsonl --at 103.2
     """
+    from pcs.report.traceshape import render_events
     from pcs.trace.kvevents import held_blocks, read_kv_events, residency_summary
 
     if not Path(events_path).exists():
@@ -329,4 +297,45 @@ def events_cmd(events_path, at_s, list_held, fmt) -> None:
     if list_held:
         for m in st["media"]:
             m["held"] = held_blocks(read_kv_events(events_path), at_s, m["rank"], m["medium"]).tolist()
-    emit(st, fmt, lambda: _events_table(st, events_path), rows_key="media")
+    emit(st, fmt, lambda: render_events(st), rows_key="media")
+
+
+@trace.command("from-chat")
+@click.argument("chat_path", metavar="CHAT")
+@click.argument("out_path", metavar="OUT", type=click.Path(dir_okay=False))
+@click.option("--tokenizer", "tokenizer_path", required=True, type=click.Path(dir_okay=False),
+              help="The model's local tokenizer.json (read with the 'tokenizers' library; no network).")
+@click.option("--chat-template", "template", default="chatml", show_default=True,
+              help="Built-in chatml or llama3, a Jinja template file, or a tokenizer_config.json with chat_template.")
+@click.option("--salt-per-tenant/--no-salt", default=True, show_default=True,
+              help="Give each tenant ('user' field) its own cache_salt, as vLLM isolates tenants: no shared blocks.")
+@format_option
+@_quiet
+def from_chat(chat_path, out_path, tokenizer_path, template, salt_per_tenant, fmt, quiet) -> None:
+    """Turn an OpenAI-style chat log into a token-id trace.
+
+    \b
+    CHAT: JSON Lines of chat-completions requests ('messages', optional
+    'timestamp' ms or 'created' s, 'user', usage.completion_tokens), or
+    {"request": ..., "response": ...} pairs. Each request is rendered with the
+    chat template (generation prompt added) and tokenized locally, so a later
+    turn starts with the earlier turn's tokens: multi-turn reuse is measured,
+    not guessed. OUT is token JSONL, read by every command at any --block-size.
+
+    \b
+    Example:
+      pcs trace from-chat traces/formats/openai_chat_4.jsonl chat_tokens.jsonl \\
+          --tokenizer traces/formats/tiny_wordlevel_tokenizer.json
+      pcs trace stats chat_tokens.jsonl --block-size 4
+    """
+    from pcs.report.traceshape import render_from_chat
+    from pcs.trace.chat import chat_to_token_rows, load_template, load_tokenizer, read_chat_jsonl, write_token_rows
+
+    if not Path(chat_path).exists():
+        raise FileNotFoundError(2, "No such file or directory", chat_path)
+    if Path(out_path).resolve() == Path(chat_path).resolve():
+        raise ValueError(f"output {out_path} is the input file; pcs never modifies inputs")
+    tok, tpl = load_tokenizer(tokenizer_path), load_template(template)
+    info = write_token_rows(chat_to_token_rows(read_chat_jsonl(chat_path), tok, tpl, salt_per_tenant), out_path)
+    info.update(template=template, tokenizer=str(tokenizer_path), salt_per_tenant=salt_per_tenant)
+    emit(info, fmt, lambda: render_from_chat(info), rows_key=None)
