@@ -42,7 +42,14 @@ import numpy as np
 from pcs.trace.idmix import mix64
 from pcs.trace.request import RequestBatch
 
-__all__ = ["BOUNDS", "ReblockedTrace", "check_chained", "reblock_batch", "reblock", "plan_engine_block_size"]
+__all__ = ["BOUNDS", "ReblockedTrace", "check_chained", "reblock_batch", "reblock", "plan_engine_block_size",
+           "interval_payload", "MEANING"]
+
+#: What the interval means, for tables and JSON.
+MEANING = ("a trace recorded at {B}-token blocks says which {B}-token blocks requests share, not which tokens: "
+           "lower assumes no sharing inside a {B}-block beyond its id (a differing block shares none of its "
+           "{b}-token parts), upper the longest run its id allows (siblings share all parts but the last); "
+           "an engine with {b}-token blocks sees a hit ratio between the two")
 
 BOUNDS = ("lower", "upper")
 _TAG_LOWER, _TAG_UPPER, _TAG_COARSE = 0x10E4, 0x0FFE4, 0xC0A25E
@@ -247,3 +254,28 @@ def _ids_fit(path, native: int, asked: int, max_lines: int = 1000) -> bool:
         if a != b:
             return n == a
     return False
+
+
+def interval_payload(streams: dict, summaries: dict) -> dict:
+    """The JSON of ``pcs replay --block-size b`` on a finer b: both replays and the interval.
+
+    Args:
+        streams: :func:`reblock` 's ``{"lower", "upper"}``.
+        summaries: the replay summary of each bound.
+    Returns:
+        ``{"trace", "trace_block_size", "block_size", "hit_ratio_interval",
+        "single_sequence_hit_ratio_interval", "meaning", "rows", "lower", "upper",
+        "title", "notes"}``; each interval is ``[lower bound's, upper bound's]``.
+    """
+    lo, up = streams["lower"], streams["upper"]
+    B, b = lo.source.block_size, lo.block_size
+    rows = [{"bound": k, "block_size": b, "hit_ratio": summaries[k]["hit_ratio"],
+             "single_sequence_hit_ratio": summaries[k]["single_sequence_hit_ratio"]} for k in BOUNDS]
+    meaning = MEANING.format(B=B, b=b)
+    return {"trace": lo.name, "trace_block_size": B, "block_size": b,
+            "hit_ratio_interval": [summaries["lower"]["hit_ratio"], summaries["upper"]["hit_ratio"]],
+            "single_sequence_hit_ratio_interval": [summaries["lower"]["single_sequence_hit_ratio"],
+                                                   summaries["upper"]["single_sequence_hit_ratio"]],
+            "meaning": meaning, "rows": rows, "lower": summaries["lower"], "upper": summaries["upper"],
+            "title": f"{lo.name}: recorded at {B}-token blocks, replayed at {b}",
+            "notes": [meaning]}

@@ -98,3 +98,27 @@ def test_mooncake_excerpt_and_plan(tmp_path):
                        np.array([0, 2, 4]), np.array([1, 2, 3, 2], dtype=np.uint64))
     with pytest.raises(ValueError, match="not chained"):
         check_chained(bad)
+
+
+def test_replay_block_size_reports_the_interval():
+    import json
+
+    from click.testing import CliRunner
+
+    from pcs.cli.main import cli
+
+    args = ["replay", str(MOONCAKE8), "--tier", "gpu=2000blocks", "--timing", "sequential", "-q"]
+    res = CliRunner().invoke(cli, args + ["--block-size", "16", "--format", "json"])
+    assert res.exit_code == 0, res.output
+    p = json.loads(res.output)
+    assert (p["trace_block_size"], p["block_size"]) == (512, 16) and [r["bound"] for r in p["rows"]] == ["lower", "upper"]
+    lo, up = p["hit_ratio_interval"]
+    assert lo <= up and p["lower"]["hit_ratio"] == lo and "between the two" in p["meaning"]
+    # the 8 requests fit the 2,000-block tier: the replay equals the single-sequence ratio at both ends
+    assert p["single_sequence_hit_ratio_interval"] == [pytest.approx(lo), pytest.approx(up)]
+    table = CliRunner().invoke(cli, args + ["--block-size", "16"]).output
+    assert "lower" in table and "upper" in table and "recorded at 512-token blocks" in table
+    exact = json.loads(CliRunner().invoke(cli, args + ["--block-size", "1024", "--format", "json"]).output)
+    assert exact["block_size"] == 1024 and any("re-blocked to 1024" in n for n in exact["notes"])
+    res = CliRunner().invoke(cli, args + ["--block-size", "48"])
+    assert res.exit_code == 2 and "whole factor" in res.output
