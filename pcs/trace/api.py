@@ -145,11 +145,16 @@ class Trace:
         self.sort = sort
         self.skipped = 0
         self.parquet_metadata: dict[str, str] = {}
-        self.reuse_model = reuse_model
+        if fmt in LENGTH_ONLY and reuse_model is None:
+            from pcs.trace.lengthonly import ReuseModel
+
+            reuse_model = ReuseModel()
+        self.reuse_model = reuse_model if fmt in LENGTH_ONLY else None
         self.has_sessions = False
         self.reuse = {"tokens": "hashed from token ids"}.get(fmt, "recorded")
         if fmt in LENGTH_ONLY:
-            self.has_sessions = fmt == "burstgpt" and b"Session ID" in peek_lines(self.path, 1)[0]
+            head = peek_lines(self.path, 1)
+            self.has_sessions = fmt == "burstgpt" and bool(head) and b"Session ID" in head[0]
             self.reuse = reuse_model.describe(self.has_sessions)
 
     def __repr__(self) -> str:
@@ -287,12 +292,7 @@ def open_trace(path=None, *, format: str | None = None, block_size: int | None =
             raise ValueError(f"{name}: Parquet trace was written at block size {stored}; "
                              f"--block-size {block_size} cannot re-block hashed ids (convert the token trace instead)")
         block_size = stored
-    if fmt in LENGTH_ONLY and reuse is None:
-        from pcs.trace.lengthonly import ReuseModel
-
-        reuse = ReuseModel()
-    trace = Trace(path, name, fmt, block_size or _default_block_size(fmt), on_error, sort,
-                  reuse if fmt in LENGTH_ONLY else None)
+    trace = Trace(path, name, fmt, block_size or _default_block_size(fmt), on_error, sort, reuse)
     if spooled is not None:
         weakref.finalize(trace, os.unlink, spooled)
     return trace

@@ -21,14 +21,12 @@ are read as a trace whose prefix reuse is synthesised (:mod:`pcs.trace.lengthonl
 """
 from __future__ import annotations
 
-import csv
 import datetime as dt
-import io
 import re
 from typing import Iterator
 
 from pcs.errors import InputError
-from pcs.trace.source import display_name, iter_chunks, iter_lines
+from pcs.trace.source import display_name, iter_csv_rows
 
 __all__ = ["AZURE_HEADER", "AZURE_HEADERS", "read_azure_csv", "read_azure_rows", "parse_stamp"]
 
@@ -96,29 +94,24 @@ def read_azure_rows(path, check_order: bool = True, on_bad=None) -> Iterator[tup
     t0 = None
     last = -float("inf")
     cols: tuple[str, ...] = ()
-    for first, chunk in iter_chunks(path, name=name):
-        for ln, line in iter_lines(first, chunk):
-            try:
-                row = next(csv.reader(io.StringIO(line.decode("utf-8"))), [])
-            except (UnicodeDecodeError, csv.Error) as exc:
-                raise InputError(name, ln, None, f"unreadable CSV line ({exc})") from None
-            if ln == 1:
-                cols = tuple(c.strip() for c in row)
-                if cols not in AZURE_HEADERS:
-                    raise InputError(name, 1, None, "header must be " + " or ".join(",".join(h) for h in AZURE_HEADERS))
-                continue
-            try:
-                t, ctx, gen, images = _row(row, cols, name, ln)
-                if check_order and t < last:
-                    raise InputError(name, ln, "TIMESTAMP", "decreases (use --sort to reorder)")
-            except InputError as exc:
-                if on_bad is None:
-                    raise
-                on_bad(exc)
-                continue
-            last = max(last, t)
-            t0 = t if t0 is None else t0
-            yield t - t0, ctx, gen, images
+    for ln, row in iter_csv_rows(path, name):
+        if ln == 1:
+            cols = tuple(c.strip() for c in row)
+            if cols not in AZURE_HEADERS:
+                raise InputError(name, 1, None, "header must be " + " or ".join(",".join(h) for h in AZURE_HEADERS))
+            continue
+        try:
+            t, ctx, gen, images = _row(row, cols, name, ln)
+            if check_order and t < last:
+                raise InputError(name, ln, "TIMESTAMP", "decreases (use --sort to reorder)")
+        except InputError as exc:
+            if on_bad is None:
+                raise
+            on_bad(exc)
+            continue
+        last = max(last, t)
+        t0 = t if t0 is None else t0
+        yield t - t0, ctx, gen, images
 
 
 def _row(row: list[str], cols: tuple, name: str, ln: int) -> tuple[float, int, int, int]:

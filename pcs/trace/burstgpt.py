@@ -19,14 +19,12 @@ No block hashes: the prefix reuse of a BurstGPT trace is synthesised by
 """
 from __future__ import annotations
 
-import csv
-import io
 import math
 from typing import Iterator
 
 from pcs.errors import InputError
 from pcs.trace.lengthonly import LengthRow
-from pcs.trace.source import display_name, iter_chunks, iter_lines
+from pcs.trace.source import display_name, iter_csv_rows
 
 __all__ = ["BURSTGPT_REQUIRED", "read_burstgpt_rows"]
 
@@ -85,26 +83,21 @@ def read_burstgpt_rows(path, check_order: bool = True, on_bad=None) -> Iterator[
     name = display_name(path)
     cols: dict[str, int] = {}
     last = -math.inf
-    for first, chunk in iter_chunks(path, name=name):
-        for ln, line in iter_lines(first, chunk):
-            try:
-                row = next(csv.reader(io.StringIO(line.decode("utf-8"))), [])
-            except (UnicodeDecodeError, csv.Error) as exc:
-                raise InputError(name, ln, None, f"unreadable CSV line ({exc})") from None
-            if ln == 1:
-                cols = _header(row, name)
-                continue
-            try:
-                if len(row) != len(cols):
-                    raise InputError(name, ln, None, f"expected {len(cols)} columns, got {len(row)}")
-                r = _row(row, cols, name, ln)
-                if check_order and r.arrival_s < last:
-                    raise InputError(name, ln, "Timestamp", f"decreases ({r.arrival_s:g} after {last:g}); "
-                                     "use --sort to reorder")
-            except InputError as exc:
-                if on_bad is None:
-                    raise
-                on_bad(exc)
-                continue
-            last = max(last, r.arrival_s)
-            yield r
+    for ln, row in iter_csv_rows(path, name):
+        if ln == 1:
+            cols = _header(row, name)
+            continue
+        try:
+            if len(row) != len(cols):
+                raise InputError(name, ln, None, f"expected {len(cols)} columns, got {len(row)}")
+            r = _row(row, cols, name, ln)
+            if check_order and r.arrival_s < last:
+                raise InputError(name, ln, "Timestamp", f"decreases ({r.arrival_s:g} after {last:g}); "
+                                 "use --sort to reorder")
+        except InputError as exc:
+            if on_bad is None:
+                raise
+            on_bad(exc)
+            continue
+        last = max(last, r.arrival_s)
+        yield r

@@ -216,6 +216,8 @@ def chat_to_token_rows(requests, tokenizer, template: Callable[..., str],
 
 def write_token_rows(rows, out_path) -> dict:
     """Write token rows as JSON Lines atomically (temp file + rename); returns counts."""
+    from pcs.trace.convert import publish
+
     out_path = Path(out_path)
     fd, tmp = tempfile.mkstemp(prefix=f".{out_path.name}.", suffix=".tmp", dir=out_path.parent or ".")
     n = tokens = 0
@@ -224,10 +226,7 @@ def write_token_rows(rows, out_path) -> dict:
             for row in rows:
                 f.write(json.dumps(row, separators=(", ", ": "), ensure_ascii=False) + "\n")
                 n, tokens = n + 1, tokens + len(row["token_ids"])
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)
-        os.replace(tmp, out_path)
+        publish(tmp, out_path)
     except BaseException:
         if os.path.exists(tmp):
             os.unlink(tmp)

@@ -25,7 +25,7 @@ import numpy as np
 
 from pcs.trace.request import RequestBatch
 
-__all__ = ["OUT_FORMATS", "IdRemapper", "write_trace", "convert", "out_format_for"]
+__all__ = ["OUT_FORMATS", "IdRemapper", "write_trace", "convert", "out_format_for", "publish"]
 
 OUT_FORMATS = ("mooncake", "bailian", "parquet")
 
@@ -128,15 +128,20 @@ def write_trace(batches: Iterable[RequestBatch], out_path, fmt: str, *, block_si
                     n, m = n + len(b), m + b.block_hashes.size
                 if sink is not raw:
                     sink.close()
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)
-        os.replace(tmp, out_path)
+        publish(tmp, out_path)
     except BaseException:
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
     return {"requests": n, "block_ids": m, "path": str(out_path), "format": fmt}
+
+
+def publish(tmp, out_path) -> None:
+    """Give a finished temporary file the permissions a new file gets (umask) and rename it onto ``out_path``."""
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(tmp, 0o666 & ~umask)
+    os.replace(tmp, out_path)
 
 
 def _with_hashes(b: RequestBatch, hashes: np.ndarray) -> RequestBatch:

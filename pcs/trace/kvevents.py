@@ -183,8 +183,10 @@ def read_kv_events(path) -> Iterator[KVEvent]:
     """
     name = display_name(path)
     with open_binary(path) as f:
-        head = f.read(1).lstrip()
-    if head in (b"{", b"["):
+        head = f.read(1)
+    if not head:
+        return
+    if head in (b"{", b"[", b" ", b"\n", b"\t", b"\r", b"\xef"):  # JSON (maybe after whitespace or a BOM)
         for first, chunk in iter_chunks(path, name=name):
             for ln, line in iter_lines(first, chunk):
                 if not line.strip():
