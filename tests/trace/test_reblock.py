@@ -122,3 +122,14 @@ def test_replay_block_size_reports_the_interval():
     assert exact["block_size"] == 1024 and any("re-blocked to 1024" in n for n in exact["notes"])
     res = CliRunner().invoke(cli, args + ["--block-size", "48"])
     assert res.exit_code == 2 and "whole factor" in res.output
+
+
+@pytest.mark.parametrize("sub", ["events", "from-chat", "transform"])
+def test_new_trace_commands_have_help_examples_and_readme_entries(sub):
+    from click.testing import CliRunner
+
+    from pcs.cli.main import cli
+
+    res = CliRunner().invoke(cli, ["trace", sub, "--help"])
+    assert res.exit_code == 0 and "Example" in res.output
+    assert f"pcs trace {sub}" in (ROOT / "README.md").read_text(encoding="utf-8")
