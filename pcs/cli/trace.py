@@ -162,7 +162,8 @@ def convert_cmd(in_path, out_path, out_format, remap_ids, trace_format, block_si
     info = convert(t, out_path, out_format, remap_ids=remap_ids)
     emit(info, fmt, lambda: (f"wrote {info['requests']:,} requests, {info['block_ids']:,} block ids "
                              f"({info['format']}, {info['block_size']}-token blocks) to {info['path']}"
-                             + (f"; skipped {info['skipped']:,} bad lines" if info["skipped"] else "")),
+                             + (f"; skipped {info['skipped']:,} bad lines" if info["skipped"] else "")
+                             + (f"\nnote: prefix reuse {info['reuse']}" if info["reuse"].startswith("synth") else "")),
          rows_key=None)
 
 

@@ -293,6 +293,10 @@ def open_trace(path=None, *, format: str | None = None, block_size: int | None =
                              f"--block-size {block_size} cannot re-block hashed ids (convert the token trace instead)")
         block_size = stored
     trace = Trace(path, name, fmt, block_size or _default_block_size(fmt), on_error, sort, reuse)
+    if fmt == "parquet":
+        from pcs.trace.parquet import parquet_reuse
+
+        trace.reuse = parquet_reuse(path, name) or trace.reuse
     if spooled is not None:
         weakref.finalize(trace, os.unlink, spooled)
     return trace

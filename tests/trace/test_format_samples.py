@@ -159,3 +159,13 @@ def test_cli_reads_every_sample(run):
             assert '"requests"' in out, p.name
     out = run("trace", "stats", str(FORMATS_DIR / "burstgpt3_5.csv")).output
     assert "prefix reuse synthesised" in out
+
+
+def test_synthesised_reuse_survives_parquet_and_is_noted(tmp_path, run):
+    out = tmp_path / "b.parquet"
+    res = run("trace", "convert", str(FORMATS_DIR / "burstgpt3_5.csv"), str(out))
+    assert "note: prefix reuse synthesised" in res.output
+    back = open_trace(out)
+    assert back.reuse.startswith("synthesised: a session's request resends")
+    assert trace_stats(back)["single_sequence_hit_tokens"] == 64   # the same ids as read from the CSV
+    assert open_trace(FORMATS_DIR / "mooncake_conv_8.jsonl").reuse == "recorded"
