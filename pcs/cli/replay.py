@@ -30,7 +30,9 @@ def replay_options(f: Callable, policy_multiple: bool = False) -> Callable:
         click.option("--trace-format", help="Trace format (default: detected): mooncake, bailian, tokens, parquet."),
         click.option("--block-size", type=int, help="Tokens per block: re-blocks a token trace; for a hash-id trace (Mooncake 512, "
                                                      "Bailian 16 by default) it states the size it was recorded "
-                                                     "at, and a mismatch is an error naming the line."),
+                                                     "at, unless the ids fit the format's default: then pcs replay "
+                                                     "re-blocks them (exact at a multiple, a lower..upper interval "
+                                                     "at a divisor; docs/traces-formats.md)."),
         click.option("--model", help="Model preset (pcs models) or an HF config.json path; default llama-2-70b."),
         click.option("--dtype", help="KV cache dtype, e.g. fp8 or bf16 (default: the model's)."),
         click.option("--gpu", help="GPU preset (pcs hardware); default h100-sxm."),
