@@ -17,6 +17,7 @@ ROOT = Path(__file__).resolve().parents[1]
 SHARED_TRACES = Path(os.environ.get("PCS_SHARED_TRACES") or ROOT.parent / "shared" / "traces")
 MOONCAKE_CONV = SHARED_TRACES / "mooncake-fast25" / "conversation_trace.jsonl"
 AZURE_CONV = SHARED_TRACES / "azure-llm-2023" / "AzureLLMInferenceTrace_conv.csv"
+SAMPLE_EXACT = ROOT / "traces" / "sample_exact.jsonl"
 
 
 @pytest.fixture(scope="session")
@@ -33,3 +34,13 @@ def azure_conv() -> Path:
     if not AZURE_CONV.exists():
         pytest.skip(f"Azure trace not found at {AZURE_CONV} (it lives in ../shared/traces or $PCS_SHARED_TRACES)")
     return AZURE_CONV
+
+
+@pytest.fixture(scope="session", params=["sample", "mooncake"])
+def exact_trace(request) -> Path:
+    """The trace of an exact check, twice: the committed ``traces/sample_exact.jsonl``
+    (always there: a fresh clone runs the check) and the real Mooncake conversation
+    trace (skips where absent). Sizes tuned to a trace come from ``helpers.per_trace``."""
+    if request.param == "mooncake":
+        return request.getfixturevalue("mooncake_conv")
+    return SAMPLE_EXACT

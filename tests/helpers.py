@@ -1,10 +1,12 @@
-"""Helpers shared by the tests (not a test module; test modules import only this one).
+"""Helpers shared by the tests (not a test module; test modules import only this one and
+``reference``, the independent replay simulator).
 
 - independent references: ``lru_replay`` (a sequential one-tier LRU prefix
   cache written from docs/semantics.md with an OrderedDict), ``brute_force_opt``
   (the best hits over every eviction choice, tiny traces only);
 - hypothesis strategies: ``chained_traces`` / ``arbitrary_traces`` (curve
   and scan tests), ``traces`` (cache and engine properties), ``rules_strategy``;
+- ``per_trace`` (sizes for the committed sample or the real trace in twin tests);
 - small builders: ``req``, ``make_requests``, ``stress_trace``, ``run`` (a
   replay through Python tiers), ``LinearCompute`` and ``DyadicCompute`` (simple
   compute models);
@@ -15,6 +17,7 @@ from __future__ import annotations
 from collections import OrderedDict, namedtuple
 from dataclasses import dataclass
 from functools import lru_cache
+from pathlib import Path
 
 import numpy as np
 from hypothesis import HealthCheck, settings
@@ -27,6 +30,13 @@ from pcs.engine.engine import ReplayEngine
 from pcs.engine.timing import TimeModel
 
 BS = 4  # tokens per block in the synthetic traces
+
+
+def per_trace(path, *, sample, mooncake):
+    """The value for the trace an ``exact_trace`` test runs on: ``sample`` for the committed
+    ``traces/sample_exact.jsonl`` (14,415 distinct blocks), ``mooncake`` for the real
+    conversation trace (182,790): capacities scale with the trace."""
+    return sample if Path(path).name == "sample_exact.jsonl" else mooncake
 
 
 @dataclass(frozen=True)
