@@ -2,8 +2,9 @@
 through the independent reference (``tests/reference.py``), to the token.
 
 The grid: GPU tiers of 200, 2,000 and 4,000 blocks, alone and above a 6,000-block CPU
-tier, policies lru / slru / fifo, sequential and modeled timing (36 runs), each through
-the reference engine and the default one. Every expected value is computed here by the
+tier, and gpu 1,000 + cpu 2,000 + ssd 3,000 blocks; policies lru / slru / fifo,
+sequential and modeled timing (42 runs), each through the reference engine and the
+default one. Every expected value is computed here by the
 reference, written from the documented rules, never taken from pcs's output; a few are
 also pinned as literals below (guarding the reference itself against drift).
 
@@ -24,19 +25,22 @@ from pathlib import Path
 
 import pytest
 
-from helpers import DyadicCompute, req
+from helpers import DyadicCompute, pcs_policy_name, reference_engine_name, req
 from pcs.engine.api import replay
 from pcs.hardware import LinkSpec
 from reference import Link, Readings, Req, read_mooncake, simulate
 
 ROOT = Path(__file__).resolve().parents[2]
 TRACE = ROOT / "traces" / "sample_exact.jsonl"
-GPU_BLOCKS = (200, 2000, 4000)
+GPU_BLOCKS = (200, 2000, 4000)       # truncation and waits; waits; neither
 CPU_BLOCKS = 6000
 POLICIES = ("lru", "slru", "fifo")
 TIMINGS = ("sequential", "modeled")
+THREE_TIERS = (1000, 2000, 3000)     # gpu, cpu, ssd: demotion cascades, restores from two links
 CASES = [(t, p, (g,) if k == 1 else (g, CPU_BLOCKS))
          for t in TIMINGS for p in POLICIES for g in GPU_BLOCKS for k in (1, 2)]
+CASES += [(t, p, THREE_TIERS) for t in TIMINGS for p in POLICIES]
+TIER_NAMES = ("gpu", "cpu", "ssd")
 
 # Lower-tier bytes per block, by hand: llama-2-70b (the default model: 80 layers, 8 KV
 # heads of dimension 128), bf16 K and V: 80 x 8 x 128 x 2 x 2 B = 327,680 B per token,
@@ -47,25 +51,7 @@ LOWER_BYTES_PER_BLOCK = 167_772_160
 # = 2^-9 s (1.95 ms, 85.9 GB/s); setup 2^-17 s (7.6 us) per restore.
 LINK = LinkSpec("exact-test-link", 5 * 2.0 ** 34, 2.0 ** -17, None, None, "tests: powers of two")
 COMPUTE = DyadicCompute()
-
-
-def _pcs_policy(name: str) -> str:
-    """The pcs name of a policy: ``slru`` is still registered as ``protected`` before the rename."""
-    from pcs.cache.policies import POLICY_NAMES
-
-    return name if name in POLICY_NAMES or name != "slru" else "protected"
-
-
-def _reference_engine() -> str:
-    """pcs's plain event-loop engine: ``general``, being renamed ``reference``."""
-    try:
-        from pcs.engine.fastpath import ENGINES
-    except ImportError:
-        return "reference"
-    return "reference" if "reference" in ENGINES else "general"
-
-
-ENGINES = (_reference_engine(), "auto")
+ENGINES = (reference_engine_name(), "auto")     # pcs's plain event loop, and the default choice
 
 
 @lru_cache(maxsize=None)
@@ -83,14 +69,15 @@ def expected(timing: str, policy: str, caps: tuple, readings: Readings = Reading
 
 
 def run_pcs(timing: str, policy: str, caps: tuple, engine: str = "auto", trace=TRACE):
-    tiers = [f"{name}={c}blocks" for name, c in zip(("gpu", "cpu"), caps)]
-    return replay(trace, tiers=tiers, tp=1, policy=_pcs_policy(policy), timing=timing, compute=COMPUTE,
-                  links={"cpu": LINK} if len(caps) > 1 else None, engine=engine)
+    tiers = [f"{name}={c}blocks" for name, c in zip(TIER_NAMES, caps)]
+    links = {name: LINK for name in TIER_NAMES[1:len(caps)]}
+    return replay(trace, tiers=tiers, tp=1, policy=pcs_policy_name(policy), timing=timing, compute=COMPUTE,
+                  links=links or None, engine=engine)
 
 
 def _case_id(case) -> str:
     timing, policy, caps = case
-    return f"{timing}-{policy}-" + "+".join(f"{n}{c}" for n, c in zip(("gpu", "cpu"), caps))
+    return f"{timing}-{policy}-" + "+".join(f"{n}{c}" for n, c in zip(TIER_NAMES, caps))
 
 
 def assert_equal(result, ref, timing: str, caps: tuple) -> None:
@@ -98,7 +85,7 @@ def assert_equal(result, ref, timing: str, caps: tuple) -> None:
     s, t = result.summary, result.requests
     assert (s["hit_tokens"], s["prompt_tokens"]) == (ref.hit_tokens, ref.prompt_tokens)
     assert s["hit_ratio"] == ref.hit_tokens / ref.prompt_tokens
-    names = ("gpu", "cpu")[:len(caps)]
+    names = TIER_NAMES[:len(caps)]
     assert [sum(t.column(f"hit_tokens_{n}").to_pylist()) for n in names] == ref.tier_hit_tokens
     assert s["block_misses"] == ref.block_misses
     assert s["requests_truncated"] == ref.requests_truncated
@@ -113,8 +100,7 @@ def assert_equal(result, ref, timing: str, caps: tuple) -> None:
 def test_pcs_equals_the_reference(case, engine):
     timing, policy, caps = case
     result = run_pcs(timing, policy, caps, engine)
-    if len(caps) > 1:
-        assert result.summary["tiers"][1]["bytes_per_block"] == LOWER_BYTES_PER_BLOCK
+    assert [t["bytes_per_block"] for t in result.summary["tiers"][1:]] == [LOWER_BYTES_PER_BLOCK] * (len(caps) - 1)
     assert_equal(result, expected(timing, policy, caps), timing, caps)
 
 
