@@ -172,7 +172,7 @@ def _plain_counts(path) -> tuple[int, int]:
 
 
 def test_mooncake_trace_counts(exact_trace):
-    # real trace: counts from ../shared/traces/mooncake-fast25/SOURCE.md; sample: a plain JSON read
+    # real trace: counts of the public release file (docs/traces.md); sample: a plain JSON read
     n = blocks = 0
     ok = True
     for b in open_trace(exact_trace).iter_batches():
