@@ -41,9 +41,10 @@ __all__ = ["Req", "RefResult", "Link", "Readings", "read_mooncake", "simulate", 
 class Readings:
     """Where the written rules leave a choice, which reading to simulate.
 
-    The defaults are the readings pcs implements; each alternative is what another
-    sentence of the same documentation suggests, kept so that a test shows the
-    choice changes the numbers (``tests/engine/test_exact_sample.py``, xfail).
+    The defaults are the readings pcs implements and docs/semantics.md §7 and §9
+    state; each alternative is what another sentence of pcs's docstrings suggested,
+    kept so that a test shows the choice changes the numbers
+    (``tests/engine/test_exact_sample.py``).
 
     Attributes:
         lower_insert: how a lower tier takes a batch of demoted blocks:
