@@ -68,10 +68,7 @@ def _notes(res: FootprintResult, hybrid_block: int | None) -> list[str]:
                      " state page), so a state snapshot per block costs far less than at this block size")
     notes.append("Prefix store is what keeping the whole prefix costs; how much of it a finite, shared cache"
                  " really keeps (the real hit rate, below the single-sequence ratio) is what pcs replay answers")
-    if res.tp > 1:
-        notes.append(f"tp {res.tp}: KV heads split across ranks (>= 1 each), MLA latent and indexer keys"
-                     f" replicated, recurrent state split; multiply by {res.tp} for all ranks")
-    return notes
+    return notes + res.model_notes()
 
 
 @click.command("footprint")
@@ -81,13 +78,14 @@ def _notes(res: FootprintResult, hybrid_block: int | None) -> list[str]:
               help="A local Hugging Face config.json instead of a preset (no network).")
 @click.option("--tokens", type=click.IntRange(min=0), required=True, help="Tokens per sequence, T.")
 @click.option("--dtype", default=None, metavar="DTYPE",
-              help=f"KV cache dtype: {', '.join(KV_DTYPES)} (default: the model's, usually bf16).")
+              help=f"KV cache layout, short or as vLLM names it: {', '.join(KV_DTYPES)} (default: the model's, "
+                   "usually bf16; fp8 = vLLM's per-tensor fp8, int8 = int8_per_token_head, fp4 = nvfp4).")
 @click.option("--block-size", type=click.IntRange(min=1), default=16, show_default=True,
               help="Tokens per KV block (page), B.")
 @click.option("--sequences", type=click.IntRange(min=1), default=1, show_default=True,
               help="Independent sequences of T tokens each (totals are multiplied; nothing shared).")
 @click.option("--tp", type=click.IntRange(min=1), default=1, show_default=True,
-              help="Tensor-parallel ranks; bytes are reported per rank.")
+              help="Tensor-parallel ranks; bytes are reported per rank (a replay tier holds the whole group).")
 @format_option
 def footprint(model_name: str | None, model_config: str | None, tokens: int, dtype: str | None,
               block_size: int, sequences: int, tp: int, fmt: str) -> None:
@@ -109,6 +107,8 @@ def footprint(model_name: str | None, model_config: str | None, tokens: int, dty
     if not model_name and not model_config:
         raise PcsUsageError(f"give --model NAME or --model-config config.json; known models: {', '.join(MODEL_NAMES)}")
     spec = load_hf_config(model_config) if model_config else get_model(model_name)
+    for assumption in spec.assumptions:
+        click.echo(f"pcs: warning: {assumption}", err=True)
     if tp > 1:
         spec = spec.with_tp(tp)
     res = compute_footprint(spec, tokens, block_size=block_size, dtype=dtype, sequences=sequences)
