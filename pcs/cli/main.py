@@ -24,6 +24,7 @@ COMMANDS: dict[str, str] = {
     "replay": "pcs.cli.replay:replay",
     "compare": "pcs.cli.compare:compare",
     "curve": "pcs.cli.curve:curve",
+    "deploy": "pcs.cli.deploy:deploy",
 }
 
 

@@ -95,7 +95,7 @@ class Deployment:
                 f"{self.model} does not fit on {self.tp} x {self.gpu}: weights {_gb(self.weights_bytes)} "
                 f"({_gb(self.weights_bytes_per_gpu)} per GPU) + {_gb(self.reserve_bytes)} reserve per GPU "
                 f">= {_gb(self.hbm_bytes)} HBM x {self.gpu_memory_utilization:g} = {_gb(self.usable_bytes)} per GPU;"
-                " use more or larger GPUs (--tp, --gpu) or give --tier gpu=SIZE")
+                " use more or larger GPUs (--tp, --gpu), or give pcs replay --tier gpu=SIZE")
 
     def to_dict(self) -> dict[str, Any]:
         """JSON form (``deployment`` in ``pcs replay`` and ``pcs deploy``)."""

@@ -84,16 +84,18 @@ FAMILIES: tuple[Family, ...] = (
            "layer max_window_layers on (vllm/model_executor/models/qwen2.py)", qwen_window=True),
     Family(("gemma2",), "alternate", _T.format("gemma2") + " Gemma2Config.layer_types default "
            "(sliding when (i+1) % 2); vllm/model_executor/models/gemma2.py",
-           (("sliding_window", 4096), ("head_dim", 256))),
+           (("sliding_window", 4096), ("head_dim", 256), ("tie_word_embeddings", True))),
     Family(("gpt_oss",), "alternate", _T.format("gpt_oss") + " GptOssConfig.layer_types default "
            "(sliding when (i+1) % 2); vllm/model_executor/models/gpt_oss.py (sliding on even layers)",
            (("sliding_window", 128),)),
     Family(("gemma3", "gemma3_text"), "every_nth", _T.format("gemma3") + " Gemma3TextConfig.layer_types "
            "default (sliding when (i+1) % sliding_window_pattern, pattern 6); vllm/model_executor/models/gemma3.py",
-           (("sliding_window", 4096), ("head_dim", 256), ("sliding_window_pattern", 6)), "sliding_window_pattern"),
+           (("sliding_window", 4096), ("head_dim", 256), ("sliding_window_pattern", 6), ("tie_word_embeddings", True)),
+           "sliding_window_pattern"),
     Family(("cohere2",), "every_nth", _T.format("cohere2") + " Cohere2Config.layer_types default (sliding when "
            "(i+1) % sliding_window_pattern, pattern 4); vllm/model_executor/models/commandr.py",
-           (("sliding_window", 4096), ("sliding_window_pattern", 4)), "sliding_window_pattern"),
+           (("sliding_window", 4096), ("sliding_window_pattern", 4), ("tie_word_embeddings", True)),
+           "sliding_window_pattern"),
     Family(("qwen3_next",), "every_nth", _T.format("qwen3_next") + " Qwen3NextConfig.layer_types default "
            "(linear_attention when (i+1) % full_attention_interval, interval 4); "
            "vllm/model_executor/models/qwen3_next.py", (("full_attention_interval", 4),),

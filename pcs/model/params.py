@@ -110,7 +110,7 @@ def estimate_params(cfg: dict[str, Any], path: str = "<config>") -> tuple[int, i
     h = f.int("hidden_size")
     n = f.int("num_hidden_layers")
     kinds = layer_pattern(f.cfg, n, path).kinds
-    embed = f.int("vocab_size") * h * (1 if f.cfg.get("tie_word_embeddings", False) else 2)
+    embed = f.int("vocab_size") * h * (1 if f.get("tie_word_embeddings") else 2)
     active = total = embed
     for i, kind in enumerate(kinds):
         mixer = _attn_params(f, h, kind)
