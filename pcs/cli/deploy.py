@@ -5,23 +5,11 @@ from typing import Any
 
 import click
 
-from pcs.cli.common import PcsUsageError, emit, format_option
+from pcs.cli.common import emit, format_option
+from pcs.cli.modelarg import load_model
 from pcs.model import KV_DTYPES, MODEL_NAMES
 
 __all__ = ["deploy"]
-
-
-def _load_model(model_name: str | None, model_config: str | None, dtype: str | None, tp: int):
-    from pcs.model import get_model, load_hf_config
-
-    if model_name and model_config:
-        raise PcsUsageError("give --model or --model-config, not both")
-    if not model_name and not model_config:
-        raise PcsUsageError(f"give --model NAME or --model-config config.json; known models: {', '.join(MODEL_NAMES)}")
-    spec = load_hf_config(model_config) if model_config else get_model(model_name)
-    for assumption in spec.assumptions:
-        click.echo(f"pcs: warning: {assumption}", err=True)
-    return (spec.with_dtype(dtype) if dtype else spec).with_tp(tp)
 
 
 def _table(d: dict[str, Any]) -> str:
@@ -89,7 +77,8 @@ def deploy(model_name: str | None, model_config: str | None, gpu: str, tp: int, 
     from pcs.model.deploy import size_deployment
     from pcs.units import parse_bytes
 
-    spec = _load_model(model_name, model_config, dtype, tp)
+    spec = load_model(model_name, model_config)
+    spec = (spec.with_dtype(dtype) if dtype else spec).with_tp(tp)
     table = load_hardware_file(hardware_file) if hardware_file else None
     reserve = None if kv_reserve is None else parse_bytes(kv_reserve)
     dep = size_deployment(spec, get_gpu(gpu, table), tp, gpu_memory_utilization, reserve)

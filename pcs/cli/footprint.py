@@ -5,8 +5,9 @@ from typing import Any
 
 import click
 
-from pcs.cli.common import PcsUsageError, emit, format_option
-from pcs.model import MODEL_NAMES, KV_DTYPES, footprint as compute_footprint, get_model, load_hf_config
+from pcs.cli.common import emit, format_option
+from pcs.cli.modelarg import load_model
+from pcs.model import MODEL_NAMES, KV_DTYPES, footprint as compute_footprint
 from pcs.model.footprint import FootprintResult, hybrid_block_size
 from pcs.report.table import render_table
 from pcs.units import format_bytes, format_count
@@ -102,13 +103,7 @@ def footprint(model_name: str | None, model_config: str | None, tokens: int, dty
       pcs footprint --model llama-3.1-8b --tokens 32768 --dtype fp8
       pcs footprint --model-config ./config.json --tokens 4096 --format json
     """
-    if model_name and model_config:
-        raise PcsUsageError("give --model or --model-config, not both")
-    if not model_name and not model_config:
-        raise PcsUsageError(f"give --model NAME or --model-config config.json; known models: {', '.join(MODEL_NAMES)}")
-    spec = load_hf_config(model_config) if model_config else get_model(model_name)
-    for assumption in spec.assumptions:
-        click.echo(f"pcs: warning: {assumption}", err=True)
+    spec = load_model(model_name, model_config)
     if tp > 1:
         spec = spec.with_tp(tp)
     res = compute_footprint(spec, tokens, block_size=block_size, dtype=dtype, sequences=sequences)

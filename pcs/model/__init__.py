@@ -12,12 +12,12 @@ Public API (used by the budget, compute, replay and curve parts):
 Footprint figures are ints per tensor-parallel rank; a replay tier holds a TP
 group (per-rank bytes x the ranks holding a copy, :mod:`pcs.model.parallel`).
 """
-from pcs.model.components import (ChunkedLocalAttention, FullAttention, IndexerKeys, MLALatent, QuantScales,
-                                  SlidingWindow)
+from pcs.model.components import ChunkedLocalAttention, FullAttention, QuantScales, SlidingWindow
 from pcs.model.footprint import (BlockBytes, FootprintResult, block_bytes, footprint, prefix_store_bytes,
                                  reserved_bytes)
 from pcs.model.hfconfig import build_spec, estimate_params, load_hf_config
 from pcs.model.layouts import LAYOUT_NAMES, KVLayout, get_layout
+from pcs.model.mla import IndexerKeys, MLALatent
 from pcs.model.parallel import TPPlacement, group_block_bytes, group_bytes_per_token, tp_placement
 from pcs.model.presets import MODEL_NAMES, get_model, list_models
 from pcs.model.quant import DTYPE_BITS, normalize_dtype

@@ -23,9 +23,10 @@ import os
 from typing import Any
 
 from pcs.errors import InputError
-from pcs.model.components import ChunkedLocalAttention, FullAttention, IndexerKeys, MLALatent, SlidingWindow
+from pcs.model.components import ChunkedLocalAttention, FullAttention, SlidingWindow
 from pcs.model.configfields import Fields
 from pcs.model.families import layer_pattern
+from pcs.model.mla import IndexerKeys, MLALatent
 from pcs.model.params import estimate_params, weight_bytes_per_param
 from pcs.model.quant import normalize_dtype
 from pcs.model.spec import ModelSpec
