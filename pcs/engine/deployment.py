@@ -54,11 +54,13 @@ def resolve_gpu_tier(spec, gpu, tp: int, tier_specs: Sequence, gpu_bb: int, util
             a bad utilisation or reserve.
     """
     from pcs.model.deploy import size_deployment
-    from pcs.model.parallel import tp_placement
 
-    dep = size_deployment(spec, gpu, tp, util, _reserve(reserve))
     specs, first = list(tier_specs), tier_specs[0]
     derived = first.capacity_bytes is None and first.capacity_blocks is None
+    reserve = _reserve(reserve)
+    if not derived and spec.total_params <= 0:  # weights unknown: the given tier is all there is
+        return specs, _summary(spec, None, tp, derived, [])
+    dep = size_deployment(spec, gpu, tp, util, reserve)
     notes = []
     if derived:
         dep.check_fits()
@@ -67,10 +69,16 @@ def resolve_gpu_tier(spec, gpu, tp: int, tier_specs: Sequence, gpu_bb: int, util
     else:
         note = _explicit_note(dep, first, gpu_bb)
         notes += [note] if note else []
+    return specs, _summary(spec, dep, tp, derived, notes)
+
+
+def _summary(spec, dep, tp: int, derived: bool, notes: list[str]) -> dict[str, Any]:
+    from pcs.model.parallel import tp_placement
+
     placement = tp_placement(spec)
-    notes.append(f"KV layout {spec.kv_layout.describe()}" + (f"; {placement.note()}" if tp > 1 else ""))
+    notes.append(f"KV layout {spec.kv_layout.describe()}; {placement.note()}")
     notes += [f"assumed: {a}" for a in spec.assumptions]
-    out = dep.to_dict()
+    out = dep.to_dict() if dep is not None else {"model": spec.name, "tp": tp}
     out.update({"gpu_tier_from": "deployment" if derived else "--tier", "layout": spec.kv_layout.to_dict(),
                 "tp_group": placement.to_dict(), "assumptions": list(spec.assumptions), "notes": notes})
-    return specs, out
+    return out

@@ -198,7 +198,7 @@ class FootprintResult:
         if self.outside_pages_bytes:
             notes.append(f"per-tensor scales outside the pages: {self.outside_pages_bytes:,} B per rank in all"
                          " (not in any block)")
-        if self.tp > 1 and self.tp_group:
+        if self.tp_group:
             notes.append(self.tp_group["note"])
         notes += [f"assumed: {a}" for a in self.assumptions]
         return notes

@@ -137,3 +137,18 @@ def test_link_in_bits_gets_the_bytes_hint(trace):
     env = _run("envelope", "--full-prefill", "1s", "--restore-bytes", "1GB", "--bandwidth", "400Gb/s")
     hint = "'Gb' reads as bits; pcs takes bytes: write GB (bytes) or divide bits by 8"
     assert hint in r.stderr and hint in env.stderr
+
+
+def test_unknown_weights_need_a_gpu_tier_size(tmp_path, trace):
+    # the Gemma 2 excerpt has no vocab_size: no parameter count, so no deployment to size from
+    cfg = {"model_type": "gemma2", "head_dim": 256, "hidden_size": 3584, "num_attention_heads": 16,
+           "num_hidden_layers": 42, "num_key_value_heads": 8, "sliding_window": 4096, "torch_dtype": "bfloat16"}
+    p = tmp_path / "config.json"
+    p.write_text(json.dumps(cfg))
+    r = _run("replay", trace, "--model", str(p), "--tp", "1")
+    assert r.exit_code == 2 and "weights are unknown" in r.stderr and "--tier gpu=SIZE" in r.stderr
+    # with a size given it replays: 21 full + 21 sliding layers x 8,192 B x 512 tokens = 176,160,768 B per block
+    r = _run("replay", trace, "--model", str(p), "--tp", "1", "--tier", "gpu=10blocks", "--format", "json", "-q")
+    assert r.exit_code == 0, r.output
+    s = json.loads(r.stdout)
+    assert s["tiers"][0]["bytes_per_block"] == 42 * 8_192 * 512 and s["deployment"]["gpu_tier_from"] == "--tier"
