@@ -5,7 +5,7 @@ from typing import Any
 
 import click
 
-from pcs.cli.common import emit, format_option
+from pcs.cli.common import emit, format_option, quiet_option
 from pcs.cli.modelarg import load_model
 from pcs.model import KV_DTYPES, MODEL_NAMES
 
@@ -20,16 +20,16 @@ def _table(d: dict[str, Any]) -> str:
     t = d["tp"]
     longest = d["longest_request_tokens"]
     rows = [
+        ["GPU tier (KV pool)", gb(d["gpu_tier_bytes"]), f"x {t} GPUs: pcs replay's default GPU tier"],
+        ["GPU-tier blocks", n(d["gpu_blocks"]), f"GPU tier // bytes per block ({d['block_size']} tokens)"],
         ["GPUs", f"{t} x {d['gpu']}", f"HBM {gb(d['hbm_bytes_per_gpu'])} each"],
         ["usable per GPU", gb(d["usable_bytes_per_gpu"]), f"HBM x gpu_memory_utilization {d['gpu_memory_utilization']:g}"],
         ["weights", gb(d["weights_bytes"]), f"per GPU {gb(d['weights_bytes_per_gpu'])}"],
         ["reserve per GPU", gb(d["reserve_bytes_per_gpu"]), "activations and runtime (see note)"],
         ["KV pool per GPU", gb(d["kv_bytes_per_gpu"]), "usable - weights per GPU - reserve"],
-        ["GPU tier (KV pool)", gb(d["gpu_tier_bytes"]), f"x {t} GPUs: pcs replay's default GPU tier"],
         ["bytes per block", n(d["bytes_per_block"]),
          f"per rank {n(d['bytes_per_block_per_rank'])} x {d['tp_group']['ranks_holding_copy']} ranks, "
          f"{d['block_size']}-token blocks, {d['layout']['name']}"],
-        ["GPU-tier blocks", n(d["gpu_blocks"]), "GPU tier // bytes per block"],
         ["longest request", "unbounded" if longest is None else f"{n(longest)} tokens",
          "reserved pages of one request fit the pool"],
         [f"requests of {n(d['request_tokens'])} tokens", n(d["concurrent_requests"]),
@@ -59,9 +59,10 @@ def _table(d: dict[str, Any]) -> str:
 @click.option("--kv-reserve", default=None, help="Activation/runtime memory per GPU (default 5GB).")
 @click.option("--hardware-file", type=click.Path(dir_okay=False), help="TOML/JSON overrides of GPU presets.")
 @format_option
+@quiet_option
 def deploy(model_name: str | None, model_config: str | None, gpu: str, tp: int, dtype: str | None,
            block_size: int, request_tokens: int, gpu_memory_utilization: float | None, kv_reserve: str | None,
-           hardware_file: str | None, fmt: str) -> None:
+           hardware_file: str | None, fmt: str, quiet: bool) -> None:
     """How a model fills TP GPUs: weights, the KV pool, blocks, the longest request, concurrency.
 
     \b
@@ -77,7 +78,7 @@ def deploy(model_name: str | None, model_config: str | None, gpu: str, tp: int, 
     from pcs.model.deploy import size_deployment
     from pcs.units import parse_bytes
 
-    spec = load_model(model_name, model_config)
+    spec = load_model(model_name, model_config, quiet)
     spec = (spec.with_dtype(dtype) if dtype else spec).with_tp(tp)
     table = load_hardware_file(hardware_file) if hardware_file else None
     reserve = None if kv_reserve is None else parse_bytes(kv_reserve)

@@ -8,8 +8,9 @@ from pcs.cli.common import PcsUsageError
 __all__ = ["load_model"]
 
 
-def load_model(model_name: str | None, model_config: str | None):
-    """The preset or the config's spec; each assumption made reading a config is a warning on stderr.
+def load_model(model_name: str | None, model_config: str | None, quiet: bool = False):
+    """The preset or the config's spec; each assumption made reading a config is a warning on stderr
+    (none with ``quiet``; the JSON lists them under ``assumptions`` either way).
 
     Raises:
         PcsUsageError: both or neither given.
@@ -22,6 +23,6 @@ def load_model(model_name: str | None, model_config: str | None):
     if not model_name and not model_config:
         raise PcsUsageError(f"give --model NAME or --model-config config.json; known models: {', '.join(MODEL_NAMES)}")
     spec = load_hf_config(model_config) if model_config else get_model(model_name)
-    for assumption in spec.assumptions:
+    for assumption in () if quiet else spec.assumptions:
         click.echo(f"pcs: warning: {assumption}", err=True)
     return spec

@@ -1,6 +1,6 @@
 """Turn an engine run into the summary dict (the JSON of ``pcs replay``) and the per-request table.
 
-JSON keys (stable; documented in README section replay):
+JSON keys (stable; documented in docs/replay.md):
 
 - ``hit_ratio``: token-weighted, sum of hit tokens / sum of prompt tokens;
   ``hit_ratio_per_tier`` {tier: ratio}, sums to ``hit_ratio``;

@@ -156,7 +156,7 @@ def get_layout(name: str) -> KVLayout:
     key = _ALIASES.get(key, key)
     key = SHORT_NAMES.get(key, key)
     if key not in LAYOUTS:
-        raise ValueError(f"unknown KV dtype {name!r}; valid dtypes: {', '.join(LAYOUT_NAMES)}")
+        raise ValueError(f"unknown dtype {name!r}; valid dtypes: {', '.join(LAYOUT_NAMES)}")
     return LAYOUTS[key]
 
 

@@ -19,7 +19,7 @@ __all__ = ["ModelSpec", "BYTE_MODES"]
 
 _ATTENTION = ("full_attention", "sliding_window", "chunked_local", "mla_latent")
 
-#: Accounting modes for per-token bytes (see CONCEPTS.md section 5).
+#: Accounting modes for per-token bytes (docs/semantics.md §13).
 BYTE_MODES: tuple[str, ...] = ("reference", "serialized", "reserved")
 
 
