@@ -12,6 +12,7 @@ from pcs.blocks import BlockRules
 from pcs.cache.hierarchy import WRITE_POLICIES
 from pcs.cache.policies import DEFAULT_POLICY, POLICY_CHOICES, get_policy, policy_options
 from pcs.cli.common import Progress, RegistryChoice, emit, format_option, quiet_option
+from pcs.cli.report import check_outputs, html_options, write_replay_outputs
 from pcs.engine.engine import TIMINGS
 from pcs.model import KV_DTYPES, get_layout
 from pcs.trace.api import FORMATS
@@ -189,8 +190,9 @@ def write_requests(table: Any, path: str) -> None:
 @replay_options
 @click.option("--requests-out", type=click.Path(dir_okay=False),
               help="Write one row per request to FILE.parquet or FILE.csv.")
+@html_options
 @format_option
-def replay(fmt: str, requests_out: str | None, **kw: Any) -> None:
+def replay(fmt: str, requests_out: str | None, html_path: str | None, plot_dir: str | None, **kw: Any) -> None:
     """Replay TRACE through a multi-tier prefix cache: real vs single-sequence hit rate,
     bytes per tier and link, and the bandwidth envelope (restore vs recompute).
 
@@ -202,13 +204,18 @@ def replay(fmt: str, requests_out: str | None, **kw: Any) -> None:
     Example:
       pcs replay trace.jsonl --model llama-3.1-70b --tier gpu=400GB --tier cpu=2TB --policy slru
       pcs replay trace.jsonl --tier gpu=5000blocks --timing sequential --format json
+      pcs replay trace.jsonl --html report.html --plot figures/
     JSON keys: see docs/replay.md (hit_ratio, hit_ratio_per_tier,
     single_sequence_hit_ratio, gap, tiers, bytes, envelope).
     """
     from pcs.report.replay import render_replay
 
+    check_outputs(html_path, plot_dir)
     streams = _reblocked(kw)
     if streams is not None and "exact" not in streams:
+        if html_path or plot_dir:
+            raise ValueError("--html/--plot: this --block-size gives an interval (two bound replays), not one run; "
+                             "use a multiple of the trace's block size")
         return _replay_interval(kw, streams, fmt)
     progress = Progress(kw["quiet"])
     try:
@@ -225,6 +232,8 @@ def replay(fmt: str, requests_out: str | None, **kw: Any) -> None:
             click.echo(f"pcs: note: {note}", err=True)
     if requests_out:
         write_requests(result.requests, requests_out)
+    if html_path or plot_dir:
+        write_replay_outputs(html_path, plot_dir, result, kw, None if streams is None else streams["exact"])
     emit(s, fmt, lambda: render_replay(s), rows_key=None)
 
 
