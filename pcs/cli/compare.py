@@ -14,6 +14,7 @@ import click
 from pcs.blocks import BlockRules
 from pcs.cli.common import emit, format_option
 from pcs.cli.replay import _Progress, replay_options, run_replay_kwargs
+from pcs.cli.report import check_outputs, html_options, write_outputs
 from pcs.report.table import render_table
 from pcs.units import format_bytes, format_count, format_duration, format_percent
 
@@ -72,8 +73,10 @@ def variant_row(label: str, policy: str | None, tiers: list[str] | None, s: dict
               help="Also print hit-ratio curve rows at these one-tier capacities (blocks), sequential timing: "
                    "one column per compared policy (LRU from the one-pass curve, others replayed), Belady and "
                    "the single-sequence ceiling.")
+@html_options
 @format_option
-def compare(fmt: str, tier_sets: tuple[str, ...], curve_capacities: str | None, **kw: Any) -> None:
+def compare(fmt: str, tier_sets: tuple[str, ...], curve_capacities: str | None, html_path: str | None,
+            plot_dir: str | None, **kw: Any) -> None:
     """Replay TRACE under several policies (--policy, repeatable) and/or tier lists
     (--tiers, repeatable) and print them side by side.
 
@@ -87,6 +90,7 @@ def compare(fmt: str, tier_sets: tuple[str, ...], curve_capacities: str | None, 
     --curve-capacities also "curve": [{capacity_blocks, <policy>_hit_ratio ..., belady_hit_ratio,
     ceiling_hit_ratio}, ...].
     """
+    check_outputs(html_path, plot_dir)
     if tier_sets and kw["tiers"]:
         raise ValueError("give either --tier (one tier list) or --tiers (several to compare), not both")
     policies = list(kw["policy"]) or [None]
@@ -115,6 +119,7 @@ def compare(fmt: str, tier_sets: tuple[str, ...], curve_capacities: str | None, 
             text += "\n\n" + _curve_table(curve_rows, first)
         return text
 
+    write_outputs(html_path, plot_dir, [payload])
     emit(payload, fmt, table, rows_key="variants")
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from pcs.cli.common import PcsUsageError, RegistryChoice, emit, format_option, quiet_option
+from pcs.cli.report import check_outputs, write_outputs
 from pcs.curves.stackdist import KERNELS
 from pcs.model import KV_DTYPES, get_layout
 from pcs.report.curve import curve_figure, render_curve
@@ -77,12 +78,15 @@ def _plot(result, path: str, model_name: str | None) -> None:
 @click.option("--seed", type=int, default=0, show_default=True, help="Sampling hash seed.")
 @click.option("--kernel", type=click.Choice(KERNELS), default="auto", show_default=True,
               help="Stack-depth kernel: the compiled one (c) or pure Python.")
-@click.option("--plot", "plot_path", type=click.Path(dir_okay=False), default=None,
-              help="Also draw the curves to this PNG (needs the plot extra: pip install 'pcs[plot]').")
+@click.option("--plot", "plot_path", type=click.Path(), default=None,
+              help="Also draw the curves to this PNG (needs the plot extra: pip install 'pcs[plot]'); a path "
+                   "without .png/.svg/.pdf is a directory for every figure of the HTML page (<figure>.png, .svg).")
+@click.option("--html", "html_path", type=click.Path(dir_okay=False), default=None,
+              help="Also write a self-contained HTML report to FILE (pip install 'pcs[report]').")
 @format_option
 @quiet_option
 def curve(trace, capacities, points, model_name, dtype, block_size, no_belady, sample_rate, exact_head_blocks,
-          seed, kernel, plot_path, fmt, quiet) -> None:
+          seed, kernel, plot_path, html_path, fmt, quiet) -> None:
     """Hit ratio at every cache capacity: LRU, Belady and the ceiling.
 
     TRACE is a trace file (default: the bundled sample). Capacities are in
@@ -96,11 +100,15 @@ def curve(trace, capacities, points, model_name, dtype, block_size, no_belady, s
     Example:
       pcs curve trace.jsonl --capacities 1000,5000,20000 --model llama-3.1-8b
       pcs curve trace.jsonl --points 20 --format json --plot curve.png
+      pcs curve trace.jsonl --model llama-3.1-8b --html curve.html
     """
     from pcs.curves.api import curve as compute_curve, load_accesses
 
     if capacities is not None and points is not None:
         raise PcsUsageError("give --capacities or --points, not both")
+    figures = plot_path if plot_path and Path(plot_path).suffix.lower() not in (".png", ".svg", ".pdf") else None
+    plot_path = None if figures else plot_path
+    check_outputs(html_path, figures)
     if plot_path and not Path(plot_path).resolve().parent.is_dir():
         raise PcsUsageError(f"--plot {plot_path}: directory {str(Path(plot_path).parent)!r} does not exist")
     if dtype is not None and model_name is None:
@@ -125,4 +133,5 @@ def curve(trace, capacities, points, model_name, dtype, block_size, no_belady, s
     payload = {**result.to_dict(), "trace": "-" if trace == "-" else name, "dtype": dtype}
     if plot_path:
         _plot(result, plot_path, spec.name if spec is not None else None)
+    write_outputs(html_path, figures, [payload])
     emit(payload, fmt, lambda: render_curve(payload))

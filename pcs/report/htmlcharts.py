@@ -177,7 +177,7 @@ def curve_chart(curve: dict, marks: Sequence[dict] = (), chart_id: str = "curve"
     bel = [(r["capacity_blocks"], r["belady_hit_ratio"]) for r in rows if r.get("belady_hit_ratio") is not None]
     names = ["LRU"] + (["Belady (offline optimum)"] if len(bel) > 1 else [])
     line_rows = _rows(*zip(*dense), "LRU") + (_rows(*zip(*bel), names[-1]) if len(bel) > 1 else [])
-    bottom, top = _capacity_axis(curve["block_size"], curve.get("bytes_per_block"))
+    bottom, top = _capacity_axis(curve["block_size"], curve.get("bytes_per_block") or curve.get("block_bytes"))
     caps = [c for c, _ in dense] + [m["capacity_blocks"] for m in marks if m["capacity_blocks"] >= 1]
     xs = {"type": "log", "domain": [min(caps), max(caps)]}
     x = _q("x", "", scale=xs, axis=bottom)
