@@ -15,7 +15,7 @@ from typing import Any, Callable, Sequence
 
 import click
 
-from pcs.cli.common import quiet_option
+from pcs.cli.common import emit, format_option, quiet_option
 
 __all__ = ["report", "html_options", "check_outputs", "write_outputs", "write_replay_outputs", "command_line"]
 
@@ -56,14 +56,18 @@ def check_outputs(html_path: str | None, plot_dir: str | None) -> None:
 
 
 def write_outputs(html_path: str | None, plot_dir: str | None, payloads: Sequence[dict], *,
-                  curve: dict | None = None, oracle: dict | None = None) -> None:
+                  curve: dict | None = None, oracle: dict | None = None) -> dict:
     """Write the page and/or the figures of ``payloads`` (see :func:`pcs.report.html.write_report`).
 
+    Returns:
+        ``{"html", "html_bytes", "charts", "plots"}``: the page written (None
+        without ``html_path``), its size in bytes, the chart ids, the figure files.
     Raises:
         ValueError: a missing extra (Jinja2, vl-convert); a directory that does not exist.
     """
+    done: dict[str, Any] = {"html": html_path, "html_bytes": None, "charts": [], "plots": []}
     if not (html_path or plot_dir):
-        return
+        return done
     check_outputs(html_path, plot_dir)
     from pcs.cli.common import to_jsonable
     from pcs.report.html import write_report
@@ -74,10 +78,14 @@ def write_outputs(html_path: str | None, plot_dir: str | None, payloads: Sequenc
         page = write_report(html_path, payloads, curve=curve, oracle=oracle, command=command_line())
     else:
         page = build_page(payloads, curve=curve, oracle=oracle)
+    done["charts"] = [c.id for c in page["charts"]]
+    if html_path:
+        done["html_bytes"] = Path(html_path).stat().st_size
     if plot_dir:
         from pcs.report.htmlplot import write_plots
 
-        write_plots(page["charts"], plot_dir)
+        done["plots"] = [str(p) for p in write_plots(page["charts"], plot_dir)]
+    return done
 
 
 def replay_page_curve(trace: Any, s: dict, quiet: bool) -> tuple[dict | None, dict | None]:
@@ -142,8 +150,9 @@ def _read_payload(path: str) -> dict:
               help="Also write every figure as DIR/<figure>.png and .svg (pip install 'pcs[plot]').")
 @click.option("--no-curve", is_flag=True,
               help="Do not read a replay's trace for the hit-rate curve and the oracle (Belady).")
+@format_option
 @quiet_option
-def report(files: tuple[str, ...], html_path: str | None, plot_dir: str | None, no_curve: bool,
+def report(files: tuple[str, ...], html_path: str | None, plot_dir: str | None, no_curve: bool, fmt: str,
            quiet: bool) -> None:
     """Draw one HTML page from the JSON of pcs replay, compare, curve and footprint (--format json).
 
@@ -157,6 +166,7 @@ def report(files: tuple[str, ...], html_path: str | None, plot_dir: str | None, 
       pcs replay trace.jsonl --format json > run.json
       pcs report run.json -o report.html --plot figures/
       pcs report run.json curve.json compare.json -o all.html
+    Prints what it wrote (--format json: html, html_bytes, charts, plots).
     """
     if not (html_path or plot_dir):
         raise click.UsageError("give -o FILE.html and/or --plot DIR")
@@ -169,4 +179,15 @@ def report(files: tuple[str, ...], html_path: str | None, plot_dir: str | None, 
     runs = [p for p, k in zip(payloads, kinds) if k == "replay"]
     if runs and not no_curve and "curve" not in kinds:
         curve, oracle = replay_page_curve(runs[0]["trace"], runs[0], quiet)
-    write_outputs(html_path, plot_dir, payloads, curve=curve, oracle=oracle)
+    done = write_outputs(html_path, plot_dir, payloads, curve=curve, oracle=oracle)
+    emit(done, fmt, lambda: _written(done), rows_key=None)
+
+
+def _written(done: dict) -> str:
+    """The table form of ``pcs report``: what was written."""
+    lines = []
+    if done["html"]:
+        lines.append(f"wrote {done['html']}: {len(done['charts'])} charts, {done['html_bytes']:,} bytes")
+    if done["plots"]:
+        lines.append(f"wrote {len(done['plots'])} figure files: {', '.join(done['plots'])}")
+    return "\n".join(lines)

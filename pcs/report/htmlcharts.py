@@ -147,11 +147,13 @@ def waterfall_chart(s: dict, oracle: dict | None) -> Chart:
 
 def _capacity_axis(block_size: int, top_bytes_per_block: int | None) -> tuple[dict, dict | None]:
     """The blocks axis (bottom) and, with bytes per block known, the same scale labelled in bytes (top)."""
-    bottom = {"title": f"capacity (blocks of {block_size} tokens, log scale)", "format": "~s"}
+    bottom = {"title": f"capacity (blocks of {block_size} tokens, log scale)", "format": "~s", "labelOverlap": "greedy",
+              "labelSeparation": 6}
     if not top_bytes_per_block:
         return bottom, None
     top = {"orient": "top", "grid": False, "title": f"capacity (bytes; {top_bytes_per_block:,} B per block, log scale)",
-           "labelExpr": f"format(datum.value * {int(top_bytes_per_block)}, '.3~s') + 'B'"}
+           "labelExpr": f"format(datum.value * {int(top_bytes_per_block)}, '.3~s') + 'B'", "labelOverlap": "greedy",
+           "labelSeparation": 6}
     return bottom, top
 
 

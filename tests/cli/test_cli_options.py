@@ -26,6 +26,7 @@ RUNS = {
     "compare": ["--policy", "lru", "--policy", "slru", "--tier", "gpu=100blocks", "--timing", "sequential"],
     "curve": ["--capacities", "10,100"],
     "deploy": ["--model", "llama-3.1-8b", "--tp", "1"],
+    "report": ["{root}/tests/report/footprint_llama31_8b.json", "-o", "{tmp}/r.html"],
 }
 
 

@@ -162,3 +162,12 @@ def test_request_distributions_by_hand(monkeypatch):
     assert (rr["requests"], rr["sampled"]) == (4, 3)
     assert rr["restore_s"] == [0.1, 0.4, 0.5] and rr["prefill_saved_s"] == [4.0, 1.0, 0.0]
     assert len(series.CDF_LEVELS) == 201 and np.isclose(series.CDF_LEVELS[1], 0.005)
+
+
+def test_vendored_vega_is_the_version_the_page_names():
+    from pcs.report.html import STATIC_DIR, VEGA_LITE_VERSION, VEGA_VERSION
+
+    assert f'var n="{VEGA_LITE_VERSION}"' in (STATIC_DIR / "vega-lite.min.js").read_text()[:400]
+    assert f'"{VEGA_VERSION}"' in (STATIC_DIR / "vega.min.js").read_text()
+    for name in ("LICENSE-vega.txt", "LICENSE-vega-lite.txt"):
+        assert "BSD 3-Clause" in (STATIC_DIR / name).read_text() or "Redistribution" in (STATIC_DIR / name).read_text()
