@@ -24,7 +24,7 @@ import tempfile
 from pathlib import Path
 from typing import Any, Sequence
 
-__all__ = ["VEGA_VERSION", "VEGA_LITE_VERSION", "STATIC_DIR", "TEMPLATE_DIR", "pcs_version", "require_jinja2", "charts_json",
+__all__ = ["VEGA_VERSION", "VEGA_LITE_VERSION", "STATIC_DIR", "TEMPLATE_DIR", "pcs_version", "require_extra", "require_jinja2", "charts_json",
            "render_html", "write_file", "write_report"]
 
 #: The vendored Vega build (pcs/report/static/vega.min.js, npm ``vega``) -- the version vl-convert 1.9 embeds.
@@ -56,17 +56,23 @@ def charts_json(charts: Sequence[Any]) -> str:
     return text
 
 
-def require_jinja2():
+def require_extra(module: str, message: str) -> Any:
+    """Import an optional dependency, or raise ``ValueError(message)`` (one line naming the extra to install)."""
+    import importlib
+
+    try:
+        return importlib.import_module(module)
+    except ImportError:
+        raise ValueError(message) from None
+
+
+def require_jinja2() -> Any:
     """The jinja2 module.
 
     Raises:
         ValueError: not installed (one line: how to install the report extra).
     """
-    try:
-        import jinja2
-    except ImportError:
-        raise ValueError(_MISSING_JINJA) from None
-    return jinja2
+    return require_extra("jinja2", _MISSING_JINJA)
 
 
 def _environment():

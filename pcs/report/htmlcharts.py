@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 __all__ = ["Chart", "PALETTE", "DASHES", "SHAPES", "waterfall_chart", "curve_chart", "ttft_chart",
-           "restore_chart", "compare_chart", "compare_curve_chart", "time_charts"]
+           "restore_chart", "compare_chart", "compare_curve_chart"]
 
 #: Series colours, in series order: black, orange, blue, grey, vermillion, sky blue (Okabe-Ito; distinct lightness).
 PALETTE = ("#000000", "#e69f00", "#0072b2", "#999999", "#d55e00", "#56b4e9", "#009e73", "#cc79a7")
@@ -93,6 +93,24 @@ def _rows(xs: Sequence[float], ys: Sequence[float], series: str) -> list[dict]:
             if x is not None and y is not None and math.isfinite(x) and math.isfinite(y)]
 
 
+def _hrule(data: str, rule: dict, label: dict) -> list[dict]:
+    """A horizontal rule at each row's ``y`` and its ``label`` text above it, left-aligned (two layers)."""
+    y = {"field": "y", "type": "quantitative"}
+    return [{"data": {"name": data}, "mark": {"type": "rule", **rule}, "encoding": {"y": y}},
+            {"data": {"name": data}, "mark": {"type": "text", "align": "left", "x": 4, "dy": -6, **label},
+             "encoding": {"y": y, "text": {"field": "label"}}}]
+
+
+def _labelled_points(data: str, xs: dict, point: dict, label: dict, x_axis: dict | None = None) -> list[dict]:
+    """Points at each row's (``x``, ``y``) and their ``label`` texts (two layers); ``x_axis`` on the points."""
+    x = {"field": "x", "type": "quantitative", "scale": xs}
+    y = {"field": "y", "type": "quantitative"}
+    return [{"data": {"name": data}, "mark": {"type": "point", "tooltip": True, **point},
+             "encoding": {"x": {**x, **({"axis": x_axis} if x_axis else {})}, "y": y}},
+            {"data": {"name": data}, "mark": {"type": "text", **label},
+             "encoding": {"x": x, "y": y, "text": {"field": "label"}}}]
+
+
 def waterfall_chart(s: dict, oracle: dict | None) -> Chart:
     """The gap split (docs/semantics.md §12) as a waterfall: ideal -> single-sequence -> sequential -> real.
 
@@ -132,12 +150,8 @@ def waterfall_chart(s: dict, oracle: dict | None) -> Chart:
         datasets["oracle"] = [{"y": oracle["hit_ratio"],
                                "label": f"oracle (Belady at {oracle['capacity_blocks']} blocks) "
                                         f"{100 * oracle['hit_ratio']:.1f} %"}]
-        layers += [{"data": {"name": "oracle"}, "mark": {"type": "rule", "strokeDash": [6, 3], "color": "#d55e00",
-                                                         "strokeWidth": 2},
-                    "encoding": {"y": {"field": "y", "type": "quantitative"}}},
-                   {"data": {"name": "oracle"}, "mark": {"type": "text", "align": "right", "dy": -6, "x": WIDTH_PX,
-                                                         "color": "#d55e00"},
-                    "encoding": {"y": {"field": "y", "type": "quantitative"}, "text": {"field": "label"}}}]
+        layers += _hrule("oracle", {"strokeDash": [6, 3], "color": "#d55e00", "strokeWidth": 2},
+                         {"align": "right", "x": WIDTH_PX, "color": "#d55e00"})
         series += 2
     title = "Where the hits go: ideal to real"
     return Chart("gap", title, _spec(title, layers, datasets), series,
@@ -188,33 +202,19 @@ def curve_chart(curve: dict, marks: Sequence[dict] = (), chart_id: str = "curve"
     datasets: dict[str, list] = {"lines": line_rows,
                                  "ceiling": [{"y": curve["ceiling_hit_ratio"], "label": "single-sequence ceiling "
                                               f"{100 * curve['ceiling_hit_ratio']:.1f} %"}]}
-    layers += [{"data": {"name": "ceiling"}, "mark": {"type": "rule", "strokeDash": [2, 2], "color": "#666"},
-                "encoding": {"y": {"field": "y", "type": "quantitative"}}},
-               {"data": {"name": "ceiling"}, "mark": {"type": "text", "align": "left", "x": 4, "dy": -6},
-                "encoding": {"y": {"field": "y", "type": "quantitative"}, "text": {"field": "label"}}}]
+    layers += _hrule("ceiling", {"strokeDash": [2, 2], "color": "#666"}, {})
     series = len(names) + 2
     if len(bel) == 1:  # one Belady capacity: a point, not a line
         datasets["belady"] = [{"x": bel[0][0], "y": bel[0][1], "label": f"Belady {100 * bel[0][1]:.1f} %"}]
-        layers.append({"data": {"name": "belady"}, "mark": {"type": "point", "shape": "diamond", "filled": True,
-                                                            "size": 90, "color": "#e69f00", "tooltip": True},
-                       "encoding": {"x": {"field": "x", "type": "quantitative", "scale": xs},
-                                    "y": {"field": "y", "type": "quantitative"}}})
-        layers.append({"data": {"name": "belady"}, "mark": {"type": "text", "align": "right", "dx": -8, "dy": -8,
-                                                            "color": "#b07800"},
-                       "encoding": {"x": {"field": "x", "type": "quantitative", "scale": xs},
-                                    "y": {"field": "y", "type": "quantitative"}, "text": {"field": "label"}}})
+        layers += _labelled_points("belady", xs, {"shape": "diamond", "filled": True, "size": 90, "color": "#e69f00"},
+                                   {"align": "right", "dx": -8, "dy": -8, "color": "#b07800"})
         series += 2
     knees = [{"x": k["capacity_blocks"], "y": k["lru_hit_ratio"], "label": f"{k['percent_of_ceiling']} %"}
              for k in curve.get("knee", {}).values() if k.get("capacity_blocks")]
     if knees:
         datasets["knees"] = knees
-        kx = {"field": "x", "type": "quantitative", "scale": xs, **({"axis": top} if top else {})}
-        layers += [{"data": {"name": "knees"}, "mark": {"type": "point", "shape": "circle", "size": 50,
-                                                        "color": "#000", "tooltip": True},
-                    "encoding": {"x": kx, "y": {"field": "y", "type": "quantitative"}}},
-                   {"data": {"name": "knees"}, "mark": {"type": "text", "dx": 8, "dy": 10, "align": "left"},
-                    "encoding": {"x": {"field": "x", "type": "quantitative", "scale": xs},
-                                 "y": {"field": "y", "type": "quantitative"}, "text": {"field": "label"}}}]
+        layers += _labelled_points("knees", xs, {"shape": "circle", "size": 50, "color": "#000"},
+                                   {"dx": 8, "dy": 10, "align": "left"}, top)
         series += 2
     series += _mark_layers(layers, datasets, marks, xs)
     title = "Hit ratio at every capacity (one tier, sequential)"
@@ -337,62 +337,3 @@ def compare_curve_chart(rows: Sequence[dict], chart_id: str = "compare_curve") -
     return Chart(chart_id, title, _spec(title, [_lines("lines", x, y, present, "policy")], {"lines": data}),
                  len(present), "Rows of pcs compare --curve-capacities: each policy replayed at each capacity.")
 
-
-def _time_x(ts: dict) -> dict:
-    return _q("x", f"simulated time (s; one sample per {ts['step_s']:g} s)")
-
-
-def _time_lines(chart_id: str, title: str, ts: dict, columns: dict[str, Sequence], y: dict, legend: str,
-                caption: str, extra_layers: Sequence[dict] = (), extra_data: dict | None = None,
-                extra_series: int = 0) -> Chart | None:
-    names = [n for n, col in columns.items() if any(v is not None for v in col)]
-    if not names:
-        return None
-    data = [r for n in names for r in _rows(ts["t_s"], columns[n], n)]
-    layers = [_lines("lines", _time_x(ts), y, names, legend), *extra_layers]
-    return Chart(chart_id, title, _spec(title, layers, {"lines": data, **(extra_data or {})}),
-                 len(names) + extra_series, caption)
-
-
-def time_charts(ts: dict | None) -> list[Chart]:
-    """The replay over simulated time, from the summary's ``series`` (docs/replay.md, docs/semantics.md §11).
-
-    Charts: hit ratio per step; resident bytes per tier (and per KV component
-    when a tier holds more than one); restore bandwidth per link against the
-    link's bandwidth; queue lengths (requests waiting for KV space, requests
-    running). Absent or empty series give no charts.
-    """
-    if not ts or not ts.get("t_s"):
-        return []
-    out = []
-    y_pct = _q("y", "hit ratio (share of prompt tokens)", axis={"format": _PCT})
-    out.append(_time_lines("ts_hit", "Hit ratio over time", ts,
-                           {"per step": ts["hit_ratio"], "cumulative": ts["hit_ratio_cumulative"]}, y_pct, "hit ratio",
-                           "Token-weighted hit ratio of the requests admitted in each step, and since the start."))
-    res = dict(ts["resident_bytes"])
-    for tier, comps in (ts.get("resident_bytes_by_component") or {}).items():
-        res.update({f"{tier}: {c}": col for c, col in comps.items()})
-    out.append(_time_lines("ts_resident", "Resident bytes per tier", ts, res,
-                           _q("y", "resident (bytes)", axis={"format": "~s"}), "tier",
-                           "Bytes of the blocks each tier holds at the end of each step (per KV component too, "
-                           "for models with more than one)."))
-    out.append(_restore_bw_chart(ts))
-    out.append(_time_lines("ts_queue", "Queues", ts, {k.replace("_", " "): v for k, v in ts["queues"].items()},
-                           _q("y", "requests"), "queue",
-                           "Requests waiting for admission (FIFO, KV space) and requests running, and restores "
-                           "queued per link, at the end of each step."))
-    return [c for c in out if c is not None]
-
-
-def _restore_bw_chart(ts: dict) -> Chart | None:
-    bw = ts.get("link_bandwidth_bps") or {}
-    cols = {f"from {k}": v for k, v in ts["restore_bps"].items()}
-    caps = [{"y": b, "label": f"{k} link {b / 1e9:,.1f} GB/s"} for k, b in bw.items() if b]
-    layers = [{"data": {"name": "caps"}, "mark": {"type": "rule", "strokeDash": [2, 2], "color": "#666"},
-               "encoding": {"y": {"field": "y", "type": "quantitative"}}},
-              {"data": {"name": "caps"}, "mark": {"type": "text", "align": "left", "x": 4, "dy": -6},
-               "encoding": {"y": {"field": "y", "type": "quantitative"}, "text": {"field": "label"}}}] if caps else []
-    return _time_lines("ts_restore", "Restore bandwidth per link", ts, cols,
-                       _q("y", "restore bandwidth (bytes/s)", axis={"format": "~s"}), "link",
-                       "Bytes restored over each link per step / step length, against the link's bandwidth "
-                       "(dotted; all TP ranks together).", layers, {"caps": caps}, 2 if caps else 0)

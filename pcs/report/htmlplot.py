@@ -9,7 +9,7 @@ per figure; each written through a temporary file and a rename.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Sequence
 
 __all__ = ["PLOT_FORMATS", "require_vl_convert", "write_plots"]
 
@@ -19,17 +19,15 @@ PLOT_FORMATS = ("png", "svg")
 _MISSING = "--plot needs vl-convert: pip install 'pcs[plot]'"
 
 
-def require_vl_convert():
+def require_vl_convert() -> Any:
     """The vl_convert module.
 
     Raises:
         ValueError: not installed (one line: how to install the plot extra).
     """
-    try:
-        import vl_convert
-    except ImportError:
-        raise ValueError(_MISSING) from None
-    return vl_convert
+    from pcs.report.html import require_extra
+
+    return require_extra("vl_convert", _MISSING)
 
 
 def write_plots(charts: Sequence, directory: str | Path, formats: Sequence[str] = PLOT_FORMATS) -> list[Path]:
