@@ -101,3 +101,14 @@ def test_report_without_the_trace_notes_it(tmp_path):
     assert "gone.jsonl not found: no hit-rate curve and no oracle" in r.stderr
     text = (tmp_path / "r.html").read_text()
     assert 'id="chart-gap"' in text and 'id="chart-curve"' not in text
+
+
+def test_mooncake_page_is_self_contained_and_small(tmp_path, mooncake_conv):
+    """The issue's bound: the default replay page of the Mooncake trace is at most ~5 MB."""
+    r = _run("replay", mooncake_conv, "-q", "--format", "json", "--html", tmp_path / "m.html")
+    assert r.exit_code == 0, r.output
+    page = tmp_path / "m.html"
+    assert page.stat().st_size <= 5_000_000
+    text = page.read_text()
+    for chart in ("gap", "curve", "ttft", "restore"):
+        assert f'id="chart-{chart}"' in text
