@@ -1,4 +1,4 @@
-"""Bounded views of a replay for plots: per-request distributions (and, below, the time series).
+"""Bounded views of a replay for plots: per-request distributions and the time-series sampler.
 
 A replay's per-request table grows with the trace; the summary carries
 these fixed-size views instead (docs/semantics.md §11), so the JSON and the
@@ -11,6 +11,13 @@ HTML report stay small whatever the trace length:
   time (queueing included) and the prefill the request's hits save
   (``prefill_no_cache_s - prefill_s``), at most :data:`MAX_POINTS` of them,
   evenly spaced in trace order.
+
+:class:`Sampler` keeps the engine's state at boundaries ``t0 + k x step_s`` of
+simulated time (``t0``: the first arrival): whenever more than
+:data:`MAX_SAMPLES` boundaries would be needed, the step doubles and every
+other sample is dropped (the kept ones lie on the new grid), so the series
+has a fixed step and at most :data:`MAX_SAMPLES` samples whatever the trace
+length; the step is :data:`BASE_STEP_S` x 2^k, the smallest that fits.
 """
 from __future__ import annotations
 
@@ -18,12 +25,62 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["CDF_LEVELS", "MAX_POINTS", "request_distributions"]
+__all__ = ["CDF_LEVELS", "MAX_POINTS", "MAX_SAMPLES", "BASE_STEP_S", "Sampler", "request_distributions"]
 
 #: Quantile levels of the TTFT CDFs: 201 levels, 0 to 1 in steps of 0.005.
 CDF_LEVELS = np.linspace(0.0, 1.0, 201)
 #: Most requests in the restore-vs-recompute scatter.
 MAX_POINTS = 2000
+#: Most samples of a time series.
+MAX_SAMPLES = 512
+#: The smallest sampling step, simulated seconds (steps are this x 2^k).
+BASE_STEP_S = 0.001
+
+
+class Sampler:
+    """Snapshots at fixed simulated-time boundaries, at most ``max_samples`` of them.
+
+    The engine calls :meth:`take` when its clock reaches :attr:`next_s`
+    (one float comparison per event on the hot path); ``snapshot(b)``
+    returns the state at boundary ``b`` as a tuple. Between two calls
+    nothing changed, so every boundary passed gets the same state.
+
+    Attributes:
+        step_s: the current step, seconds (``base_step_s`` x 2^k).
+        t0: the first boundary (the clock at the first call), or None.
+        next_s: the next boundary; ``-inf`` before the first call.
+        rows: ``(boundary_s, *snapshot)`` tuples, one per boundary, ascending.
+    """
+
+    __slots__ = ("step_s", "t0", "next_s", "rows", "max_samples")
+
+    def __init__(self, base_step_s: float = BASE_STEP_S, max_samples: int = MAX_SAMPLES) -> None:
+        assert base_step_s > 0 and max_samples >= 2
+        self.step_s = base_step_s
+        self.max_samples = max_samples
+        self.t0: float | None = None
+        self.next_s = float("-inf")
+        self.rows: list[tuple] = []
+
+    def take(self, now_s: float, snapshot) -> float:
+        """Record every boundary <= ``now_s`` not yet recorded; returns the next boundary."""
+        if self.t0 is None:
+            self.t0 = now_s
+        while int((now_s - self.t0) / self.step_s) + 1 > self.max_samples:
+            self._coarsen()
+        last = int((now_s - self.t0) / self.step_s)
+        while self.t0 + (last + 1) * self.step_s <= now_s:  # a quotient rounded down by float error
+            last += 1
+        for k in range(len(self.rows), last + 1):
+            b = self.t0 + k * self.step_s
+            self.rows.append((b, *snapshot(b)))
+        self.next_s = self.t0 + len(self.rows) * self.step_s
+        return self.next_s
+
+    def _coarsen(self) -> None:
+        """Double the step; keep the samples on the new grid (every other one)."""
+        self.step_s *= 2
+        self.rows = self.rows[::2]
 
 
 def _quantiles(values: np.ndarray) -> list[float]:
