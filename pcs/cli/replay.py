@@ -12,7 +12,7 @@ import click
 from pcs.blocks import BlockRules
 from pcs.cli.common import emit, format_option
 
-__all__ = ["replay", "replay_options", "run_replay_kwargs", "write_requests"]
+__all__ = ["replay", "replay_options", "replay_call_kwargs", "run_replay_kwargs", "write_requests"]
 
 
 def _apply(options: list, f: Callable) -> Callable:
@@ -95,11 +95,12 @@ class _Progress:
             self.bar.close()
 
 
-def run_replay_kwargs(kw: dict[str, Any], policy: str | None, tiers: list[str] | None,
-                      progress: Callable[[int], None] | None = None):
-    """Run :func:`pcs.engine.api.replay` from the parsed shared options."""
-    from pcs.engine.api import replay as run
+def replay_call_kwargs(kw: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
+    """The parsed shared options -> ``(trace, keyword arguments of pcs.replay)``.
 
+    The trace is opened here (None = the bundled sample); ``tiers``,
+    ``policy`` and ``progress`` are left to the caller.
+    """
     trace = None
     if kw["trace"] or kw["trace_format"] or kw["block_size"]:
         from pcs.trace import open_trace
@@ -115,12 +116,22 @@ def run_replay_kwargs(kw: dict[str, Any], policy: str | None, tiers: list[str] |
         from pcs.hardware import load_hardware_file
 
         table = load_hardware_file(kw["hardware_file"])
-    return run(trace, model=model, hardware=kw["gpu"], tp=kw["tp"], dtype=kw["dtype"], tiers=tiers or None,
-               policy=policy, tier_policies=_pairs(kw["tier_policy"], "tier policy"),
-               links=_pairs(kw["link"], "link"), protected_share=kw["protected_share"], timing=kw["timing"],
-               write_policy=kw["write_policy"], hardware_table=table, progress=progress, engine=kw["engine"],
-               rules=BlockRules(cache_partial_blocks=kw["cache_partial_blocks"],
-                                recompute_last_token=not kw["no_recompute_last_token"]))
+    return trace, dict(model=model, hardware=kw["gpu"], tp=kw["tp"], dtype=kw["dtype"],
+                       tier_policies=_pairs(kw["tier_policy"], "tier policy"),
+                       links=_pairs(kw["link"], "link"), protected_share=kw["protected_share"],
+                       timing=kw["timing"], write_policy=kw["write_policy"], hardware_table=table,
+                       engine=kw["engine"],
+                       rules=BlockRules(cache_partial_blocks=kw["cache_partial_blocks"],
+                                        recompute_last_token=not kw["no_recompute_last_token"]))
+
+
+def run_replay_kwargs(kw: dict[str, Any], policy: str | None, tiers: list[str] | None,
+                      progress: Callable[[int], None] | None = None):
+    """Run :func:`pcs.engine.api.replay` from the parsed shared options."""
+    from pcs.engine.api import replay as run
+
+    trace, kwargs = replay_call_kwargs(kw)
+    return run(trace, tiers=tiers or None, policy=policy, progress=progress, **kwargs)
 
 
 def write_requests(table: Any, path: str) -> None:
@@ -166,7 +177,7 @@ def replay(fmt: str, requests_out: str | None, **kw: Any) -> None:
     Example:
       pcs replay trace.jsonl --model llama-3.1-70b --tier gpu=400GB --tier cpu=2TB --policy protected
       pcs replay trace.jsonl --tier gpu=5000blocks --timing sequential --format json
-    JSON keys: see README, section replay (hit_ratio, hit_ratio_per_tier,
+    JSON keys: docs/json.md (hit_ratio, hit_ratio_per_tier,
     single_sequence_hit_ratio, gap, tiers, bytes, envelope).
     """
     from pcs.report.replay import render_replay
@@ -178,8 +189,9 @@ def replay(fmt: str, requests_out: str | None, **kw: Any) -> None:
         progress.close()
     s = result.summary
     if not kw["quiet"] and fmt != "table":
-        for note in s.get("notes", ()):
+        for note in s.notes:
             click.echo(f"pcs: note: {note}", err=True)
     if requests_out:
         write_requests(result.requests, requests_out)
-    emit(s, fmt, lambda: render_replay(s), rows_key=None)
+    payload = s.to_dict()
+    emit(payload, fmt, lambda: render_replay(payload), rows_key=None)
