@@ -25,6 +25,7 @@ __all__ = ["UNITS", "field", "result", "to_dict", "json_fields", "FieldInfo"]
 #: Unit spellings used in field metadata (decimal GB; times in seconds).
 UNITS = {
     "ratio": "dimensionless share in [0, 1] (a gap term may be negative)",
+    "percent": "percent, 0 to 100",
     "tokens": "tokens",
     "blocks": "blocks of the trace's block size",
     "bytes": "bytes (int)",
@@ -123,7 +124,7 @@ def json_fields(cls: type) -> list[FieldInfo]:
             raise TypeError(f"{cls.__name__}.{f.name} has no unit and meaning; declare it with pcs.schema.field")
         if not meta["json"]:
             continue
-        omit = meta.get("omit") or ("when None" if meta["omit_none"] else "")
+        omit = meta.get("omit") or ("when null" if meta["omit_none"] else "")
         out.append(FieldInfo(f.name, meta["key"] or f.name, str(f.type), meta["unit"], meta["doc"], omit))
     return out
 

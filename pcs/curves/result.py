@@ -35,7 +35,7 @@ class CurveRow:
 class CurveKnee:
     """The smallest capacity whose LRU hit ratio reaches a share of the ceiling."""
 
-    percent_of_ceiling: int = field("count", "the knee level, percent of the ceiling (50, 90 or 99)")
+    percent_of_ceiling: int = field("percent", "the knee level, percent of the ceiling (50, 90 or 99)")
     capacity_blocks: int | None = field("blocks", "smallest such capacity; null when the ceiling is 0")
     capacity_bytes: int | None = field("bytes", "capacity_blocks x the model's reserved bytes per block",
                                        omit=_NO_MODEL)

@@ -54,9 +54,9 @@ def test_hit_ratio_equals_reference_on_mooncake(mooncake_conv, mooncake_requests
 
     s = replay(mooncake_requests, tiers=[f"gpu={capacity}blocks"], policy="lru", timing="sequential").summary
     expected = reference_lru_hit_ratio(mooncake_requests, capacity)
-    assert s["hit_ratio"] == expected
-    assert s["hit_ratio"] < s["single_sequence_hit_ratio"]     # lesson 1: finite cache < infinite
-    assert s["gap"]["concurrency"] == 0.0
+    assert s.hit_ratio == expected
+    assert s.hit_ratio < s.single_sequence_hit_ratio     # lesson 1: finite cache < infinite
+    assert s.gap.concurrency == 0.0
 
 
 def test_cli_json_and_single_sequence_equal_trace_stats(mooncake_conv, mooncake_requests):
