@@ -165,8 +165,8 @@ def compare(trace: Any = None, *, policies: Sequence[str | None] | None = None,
         raise ValueError(f"curve capacities must be one or more block counts >= 0, got {curve_capacities!r}")
     source = _open_source(trace)
     pols = list(policies or ()) or [None]
-    sets = [list(ts) for ts in tier_sets or ()] or [replay_kwargs.pop("tiers", None) or None]
-    replay_kwargs.pop("tiers", None)
+    one_set = replay_kwargs.pop("tiers", None)
+    sets = [list(ts) for ts in tier_sets or ()] or [one_set]
     variants = []
     for tiers in sets:
         for pol in pols:
