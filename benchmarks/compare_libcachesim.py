@@ -1,9 +1,9 @@
-"""Benchmark: pcs's one-tier LRU replay and one-pass curve beside libCacheSim's LRU (issue 6).
+"""Benchmark: pcs's one-tier LRU replay and one-pass curve beside libCacheSim's LRU.
 
 The stream: per request of the Mooncake FAST'25 conversation trace, its full
 prompt blocks (``n = input_length // 512``, :class:`pcs.blocks.BlockRules`)
-head to tail, then tail to head, object size 1 (brief, "Shared replay
-semantics", rule 4). On it libCacheSim's LRU of C objects misses exactly the
+head to tail, then tail to head, object size 1 (docs/semantics.md
+§6). On it libCacheSim's LRU of C objects misses exactly the
 blocks pcs computes before the last-token cap (sum over requests of
 ``n - lead``), which the script checks at every capacity.
 

@@ -5,7 +5,7 @@ When every tier's policy is ``lru``, :func:`make_hierarchy` returns a
 calls, the same :class:`~pcs.cache.hierarchy.Admission` fields, the same
 counters and end state as the Python hierarchy over
 :class:`pcs.cache.tier.Tier` with :class:`pcs.cache.policies.lru.LRUPolicy`
-(rules: team brief "Shared replay semantics" and pcs/cache/hierarchy.py),
+(rules: docs/semantics.md §3-§8 and pcs/cache/hierarchy.py),
 in C: one open-addressing hash table per tier with an intrusive LRU list.
 Block ids must be ints in [0, 2**64) (the trace readers' uint64 hashes;
 another id raises TypeError or OverflowError in ``start``), and ``start``

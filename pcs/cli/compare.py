@@ -10,8 +10,8 @@ from typing import Any
 
 import click
 
-from pcs.cli.common import emit, format_option
-from pcs.cli.replay import _Progress, replay_call_kwargs, replay_options
+from pcs.cli.common import Progress, emit, format_option
+from pcs.cli.replay import replay_call_kwargs, replay_options
 
 __all__ = ["compare"]
 
@@ -48,7 +48,7 @@ def compare(fmt: str, tier_sets: tuple[str, ...], curve_capacities: str | None, 
     caps = _parse_capacities(curve_capacities) if curve_capacities else None
     sets = [[t for t in ts.split(",") if t.strip()] for ts in tier_sets] or None
     trace, replay_kwargs = replay_call_kwargs(kw)
-    progress = _Progress(kw["quiet"])
+    progress = Progress(kw["quiet"])
     try:
         res = compare_api(trace, policies=list(kw["policy"]) or None, tier_sets=sets, curve_capacities=caps,
                           progress=progress, **dict(replay_kwargs, tiers=list(kw["tiers"]) or None))

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import os
-import sys
 import tempfile
 from pathlib import Path
 from typing import Any, Callable
@@ -10,9 +9,15 @@ from typing import Any, Callable
 import click
 
 from pcs.blocks import BlockRules
-from pcs.cli.common import emit, format_option
+from pcs.cache.hierarchy import WRITE_POLICIES
+from pcs.cache.policies import DEFAULT_POLICY, POLICY_CHOICES, get_policy, policy_options
+from pcs.cli.common import Progress, RegistryChoice, emit, format_option, quiet_option
+from pcs.engine.engine import TIMINGS
+from pcs.model.quant import KV_DTYPES, normalize_dtype
+from pcs.trace.api import FORMATS
 
 __all__ = ["replay", "replay_options", "replay_call_kwargs", "run_replay_kwargs", "write_requests"]
+
 
 
 def _apply(options: list, f: Callable) -> Callable:
@@ -21,18 +26,31 @@ def _apply(options: list, f: Callable) -> Callable:
     return f
 
 
+def _check_tier_policies(ctx: click.Context, param: click.Parameter, values: tuple[str, ...]) -> tuple[str, ...]:
+    """``--tier-policy NAME=POLICY``: the form, and POLICY checked by the policy registry."""
+    from pcs.engine.api import parse_assignment
+
+    for v in values:
+        try:
+            get_policy(parse_assignment(v, "tier policy")[1])
+        except ValueError as exc:
+            raise click.BadParameter(str(exc), ctx, param) from None
+    return values
+
+
 def replay_options(f: Callable, policy_multiple: bool = False) -> Callable:
     """The options ``pcs replay`` and ``pcs compare`` share (trace, model, hardware, tiers, rules)."""
-    policy_help = ("Eviction policy of every tier: lru, protected, fifo" +
-                   (" (repeat to compare)." if policy_multiple else " (default lru)."))
+    policy_help = (f"Eviction policy of every tier; {DEFAULT_POLICY} by default, protected = slru"
+                   + (" (repeat to compare)." if policy_multiple else "."))
     return _apply([
         click.argument("trace", required=False, type=click.Path(dir_okay=False)),
-        click.option("--trace-format", help="Trace format (default: detected): mooncake, bailian, tokens, parquet."),
+        click.option("--trace-format", type=click.Choice(FORMATS), help="Trace format (default: detected)."),
         click.option("--block-size", type=int, help="Tokens per block: re-blocks a token trace; for a hash-id trace (Mooncake 512, "
                                                      "Bailian 16 by default) it states the size it was recorded "
                                                      "at, and a mismatch is an error naming the line."),
         click.option("--model", help="Model preset (pcs models) or an HF config.json path; default llama-2-70b."),
-        click.option("--dtype", help="KV cache dtype, e.g. fp8 or bf16 (default: the model's)."),
+        click.option("--dtype", type=RegistryChoice(KV_DTYPES, normalize_dtype),
+                     help="KV cache dtype (default: the model's)."),
         click.option("--gpu", help="GPU preset (pcs hardware); default h100-sxm."),
         click.option("--tp", type=int, help="Tensor-parallel size = GPUs per instance; default 8."),
         click.option("--hardware-file", type=click.Path(dir_okay=False),
@@ -40,17 +58,18 @@ def replay_options(f: Callable, policy_multiple: bool = False) -> Callable:
         click.option("--tier", "tiers", multiple=True,
                      help="A tier NAME=SIZE, GPU first, repeatable: gpu=400GB, cpu=2TB, ssd=30TB or "
                           "gpu=5000blocks (0 allowed). Default: gpu=400GB cpu=2TB."),
-        click.option("--policy", "policy", multiple=policy_multiple, help=policy_help),
-        click.option("--tier-policy", "tier_policy", multiple=True,
-                     help="Per-tier policy NAME=POLICY, e.g. cpu=protected (repeatable)."),
+        click.option("--policy", "policy", multiple=policy_multiple, type=RegistryChoice(POLICY_CHOICES, get_policy),
+                     help=policy_help),
+        click.option("--tier-policy", "tier_policy", multiple=True, callback=_check_tier_policies,
+                     help="Per-tier policy NAME=POLICY, e.g. cpu=slru (repeatable)."),
         click.option("--protected-share", type=float,
-                     help="Protected segment share of a tier for 'protected' (default 0.8, Caffeine's)."),
+                     help="Protected segment share of an slru tier (default 0.8, Caffeine's)."),
         click.option("--link", "link", multiple=True,
                      help="Restore link of a lower tier, NAME=PRESET or NAME=BANDWIDTH per GPU: "
                           "cpu=pcie-gen5-x16, cpu=25GB/s (default per tier name: pcs hardware)."),
-        click.option("--write-policy", default="back", show_default=True,
+        click.option("--write-policy", type=click.Choice(WRITE_POLICIES), default="back", show_default=True,
                      help="back: evicted blocks move down a tier; through: computed blocks are copied down at once."),
-        click.option("--timing", default="modeled", show_default=True,
+        click.option("--timing", type=click.Choice(TIMINGS), default="modeled", show_default=True,
                      help="modeled: trace arrivals, FIFO admission, restore and prefill times; "
                           "sequential: one request at a time (the classic trace replay)."),
         click.option("--engine", type=click.Choice(["auto", "general", "fast"]), default="auto", show_default=True,
@@ -62,7 +81,7 @@ def replay_options(f: Callable, policy_multiple: bool = False) -> Callable:
         click.option("--cache-partial-blocks", is_flag=True, help="Cache every hash id, the partial last block too."),
         click.option("--no-recompute-last-token", is_flag=True,
                      help="Lift the cap of prompt_len - 1 hit tokens (vLLM, SGLang recompute the last token)."),
-        click.option("--quiet", "-q", is_flag=True, help="No progress bar and no notes on stderr."),
+        quiet_option,
     ], f)
 
 
@@ -76,30 +95,36 @@ def _pairs(values, what: str) -> dict[str, str]:
     return out
 
 
-class _Progress:
-    """tqdm on stderr after ~2 s; off with --quiet or when stderr is not a terminal."""
+def _protected_share(kw: dict[str, Any], tier_policies: dict[str, str]) -> float | None:
+    """``--protected-share`` as given, after checking that a policy named on the command line takes it (slru).
 
-    def __init__(self, quiet: bool) -> None:
-        self.bar = None
-        if not quiet and sys.stderr.isatty():
-            from tqdm import tqdm
+    In ``pcs compare`` the runs of other policies leave it out
+    (:func:`pcs.engine.compare.compare`); it is an error only when no policy
+    named on the command line takes it (the registry's rule,
+    :func:`pcs.cache.policies.make_policies`).
 
-            self.bar = tqdm(total=None, unit=" req", delay=2.0, file=sys.stderr, leave=False, desc="replay")
-
-    def __call__(self, n: int) -> None:
-        if self.bar is not None:
-            self.bar.update(n)
-
-    def close(self) -> None:
-        if self.bar is not None:
-            self.bar.close()
+    Raises:
+        ValueError: ``--protected-share`` given and no ``--policy`` or ``--tier-policy`` is slru.
+    """
+    share = kw["protected_share"]
+    if share is None:
+        return None
+    asked = kw["policy"] if isinstance(kw["policy"], tuple) else (kw["policy"],)
+    named = [p or DEFAULT_POLICY for p in asked or (None,)] + list(tier_policies.values())
+    if not any("protected_share" in policy_options(p) for p in named):
+        raise ValueError("--protected-share sizes the protected segment of slru tiers, and no tier uses slru "
+                         f"(policies: {', '.join(dict.fromkeys(named))}); add --policy slru or "
+                         "--tier-policy NAME=slru")
+    return share
 
 
 def replay_call_kwargs(kw: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
     """The parsed shared options -> ``(trace, keyword arguments of pcs.replay)``.
 
     The trace is opened here (None = the bundled sample); ``tiers``,
-    ``policy`` and ``progress`` are left to the caller.
+    ``policy`` and ``progress`` are left to the caller. ``--protected-share``
+    is checked against every policy named on the command line and passed on
+    as given (:func:`pcs.compare` gives it to the runs whose policies take it).
     """
     trace = None
     if kw["trace"] or kw["trace_format"] or kw["block_size"]:
@@ -116,9 +141,10 @@ def replay_call_kwargs(kw: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
         from pcs.hardware import load_hardware_file
 
         table = load_hardware_file(kw["hardware_file"])
+    tier_policies = _pairs(kw["tier_policy"], "tier policy")
     return trace, dict(model=model, hardware=kw["gpu"], tp=kw["tp"], dtype=kw["dtype"],
-                       tier_policies=_pairs(kw["tier_policy"], "tier policy"),
-                       links=_pairs(kw["link"], "link"), protected_share=kw["protected_share"],
+                       tier_policies=tier_policies, links=_pairs(kw["link"], "link"),
+                       protected_share=_protected_share(kw, tier_policies),
                        timing=kw["timing"], write_policy=kw["write_policy"], hardware_table=table,
                        engine=kw["engine"],
                        rules=BlockRules(cache_partial_blocks=kw["cache_partial_blocks"],
@@ -175,14 +201,14 @@ def replay(fmt: str, requests_out: str | None, **kw: Any) -> None:
     With no arguments: the bundled sample trace, llama-2-70b, 8x h100-sxm TP=8,
     --tier gpu=400GB --tier cpu=2TB (the reason is printed).
     Example:
-      pcs replay trace.jsonl --model llama-3.1-70b --tier gpu=400GB --tier cpu=2TB --policy protected
+      pcs replay trace.jsonl --model llama-3.1-70b --tier gpu=400GB --tier cpu=2TB --policy slru
       pcs replay trace.jsonl --tier gpu=5000blocks --timing sequential --format json
     JSON keys: docs/json.md (hit_ratio, hit_ratio_per_tier,
     single_sequence_hit_ratio, gap, tiers, bytes, envelope).
     """
     from pcs.report.replay import render_replay
 
-    progress = _Progress(kw["quiet"])
+    progress = Progress(kw["quiet"])
     try:
         result = run_replay_kwargs(kw, kw["policy"], list(kw["tiers"]), progress)
     finally:

@@ -10,7 +10,7 @@ LRU curve reaches at its largest useful capacity.
 All ratios are token-weighted (hit tokens / prompt tokens over the trace)
 with the block rules of :class:`pcs.blocks.BlockRules`, and equal what
 ``pcs replay --timing sequential --policy lru`` with one tier of that size
-reports (brief, "Shared replay semantics").
+reports (docs/semantics.md §14).
 
 Optional spatial sampling (SHARDS, Waldspurger et al., FAST'15) with the
 chain heads kept exact: :mod:`pcs.curves.shards`.
@@ -31,7 +31,7 @@ from pcs.curves.stackdist import FlatAccesses
 __all__ = ["KNEE_PERCENTS", "DEFAULT_POINTS", "LruCurve", "CurveResult", "CurveRow", "CurveKnee",
            "load_accesses", "lru_curve", "capacity_grid", "curve"]
 
-#: Knee levels, percent of the ceiling (issue 5: 50 %, 90 %, 99 %).
+#: Knee levels, percent of the ceiling (docs/semantics.md §14: 50 %, 90 %, 99 %).
 KNEE_PERCENTS = (50, 90, 99)
 
 
@@ -221,7 +221,7 @@ def curve(trace: Any = None, capacities: Sequence[int] | None = None, points: in
         block_size: tokens per block for token traces (passed to open_trace).
         rules: block rules (full blocks only, last-token cap by default).
         belady: compute the offline optimum at each capacity (pure Python,
-            ~1 M accesses/s per capacity; skipped when sampled).
+            one pass per capacity, docs/performance.md; skipped when sampled).
         sample_rate: SHARDS rate in (0, 1]; 1.0 = exact.
         seed: sampling hash seed.
         exact_head_blocks: with sampling, blocks seen within this many head

@@ -30,8 +30,8 @@ from typing import Any, Callable, Mapping, Sequence
 
 from pcs import units
 from pcs.blocks import BlockRules
-from pcs.cache import WRITE_POLICIES, Tier, make_policy
-from pcs.cache.policies import DEFAULT_POLICY
+from pcs.cache import WRITE_POLICIES, Tier
+from pcs.cache.policies import DEFAULT_POLICY, make_policies
 from pcs.engine.engine import TIMINGS, ReplayEngine
 from pcs.engine.result import ReplaySummary
 from pcs.engine.timing import TimeModel
@@ -195,12 +195,10 @@ def _resolve_link(tier: str, link: Any, tp: int, table: Any = None):
 
 def _build_tiers(specs: Sequence[TierSpec], bpb: Sequence[int], policy: str, tier_policies: Mapping[str, str],
                  protected_share: float | None) -> list[Tier]:
-    tiers = []
-    for spec, b in zip(specs, bpb):
-        blocks = spec.capacity_blocks if spec.capacity_blocks is not None else spec.capacity_bytes // b
-        pname = tier_policies.get(spec.name, spec.policy or policy)
-        tiers.append(Tier(spec.name, blocks, make_policy(pname, blocks, protected_share=protected_share)))
-    return tiers
+    caps = [s.capacity_blocks if s.capacity_blocks is not None else s.capacity_bytes // b for s, b in zip(specs, bpb)]
+    names = [tier_policies.get(s.name, s.policy or policy) for s in specs]
+    policies = make_policies(names, caps, protected_share=protected_share)
+    return [Tier(s.name, c, p) for s, c, p in zip(specs, caps, policies)]
 
 
 def _tier_specs(tiers, tier_policies, links) -> list[TierSpec]:
@@ -307,7 +305,8 @@ def replay(trace: Any = None, *, model: Any = None, hardware: Any = None, tp: in
         policy: eviction policy of every tier (default ``lru``).
         tier_policies: tier name -> policy, overriding ``policy``.
         links: tier name -> link preset name, bandwidth or LinkSpec.
-        protected_share: protected segment share for ``protected``.
+        protected_share: protected segment share of the ``slru`` tiers (alias ``protected``); an
+            error when no tier uses ``slru``.
         timing: ``modeled`` (default) or ``sequential``.
         write_policy: ``back`` (default) or ``through``.
         rules: block rules (full blocks only, last-token cap by default).
@@ -318,8 +317,8 @@ def replay(trace: Any = None, *, model: Any = None, hardware: Any = None, tp: in
         engine: ``auto`` (default): a sequential replay through ONE ``lru``
             tier -- the run itself with ``timing="sequential"``, or the
             sequential baseline of the gap split -- takes the vectorised fast
-            path (:mod:`pcs.engine.fastpath`, from LRU stack depths; the same
-            result, ~10x faster) when the trace's ids are chained, else the
+            path (:mod:`pcs.engine.fastpath`, one LRU scan; the same
+            result, faster: docs/performance.md) when the trace's ids are chained, else the
             general event-loop engine, which runs on the compiled all-LRU
             hierarchy (:mod:`pcs.cache.native`, the same result) when every
             tier is ``lru``; ``general``: always the event loop over the

@@ -17,11 +17,31 @@ from __future__ import annotations
 from typing import Any, Callable, Sequence
 
 from pcs.blocks import BlockRules
-from pcs.cache.policies import DEFAULT_POLICY
+from pcs.cache.policies import DEFAULT_POLICY, policy_options
 from pcs.engine.result import ReplaySummary
 from pcs.schema import field, result, to_dict
 
 __all__ = ["compare", "CompareResult", "CompareVariant", "CompareCurveRow"]
+
+
+def _takes_share(policy: str | None, tier_policies: dict[str, str] | None) -> bool:
+    """Whether a run of ``policy`` (and per-tier policies) takes ``protected_share`` (slru)."""
+    run = [policy or DEFAULT_POLICY, *(tier_policies or {}).values()]
+    return any("protected_share" in policy_options(p) for p in run)
+
+
+def _run_kwargs(policy: str | None, replay_kwargs: dict[str, Any], policies: list) -> dict[str, Any]:
+    """One run's keywords: ``protected_share`` left out of the runs whose policies do not take it.
+
+    When no compared run takes it, it is passed on as given, so
+    :func:`pcs.replay` raises the registry's error
+    (:func:`pcs.cache.policies.make_policies`).
+    """
+    tier_policies = replay_kwargs.get("tier_policies")
+    if replay_kwargs.get("protected_share") is None or _takes_share(policy, tier_policies) or \
+            not any(_takes_share(p, tier_policies) for p in policies):
+        return replay_kwargs
+    return dict(replay_kwargs, protected_share=None)
 
 
 def _link_sum(s: ReplaySummary, key: str) -> float:
@@ -118,8 +138,8 @@ def _curve_rows(trace: Any, policies: list[str | None], caps: Sequence[int],
         if pol == "lru":
             per_policy[pol] = [r.lru_hit_ratio for r in res.rows]
         else:
-            seq = dict(replay_kwargs, timing="sequential", tier_policies=None, links=None, engine="auto",
-                       progress=None)
+            seq = _run_kwargs(pol, dict(replay_kwargs, timing="sequential", tier_policies=None, links=None,
+                                        engine="auto", progress=None), policies)
             per_policy[pol] = [replay(trace, policy=pol, tiers=[f"gpu={c}blocks"], **seq).summary.hit_ratio
                                for c in caps]
     return tuple(CompareCurveRow(r.capacity_blocks, {pol: v[i] for pol, v in per_policy.items()},
@@ -145,7 +165,8 @@ def compare(trace: Any = None, *, policies: Sequence[str | None] | None = None,
         **replay_kwargs: any other keyword of :func:`pcs.replay` (model,
             hardware, tp, dtype, tiers, tier_policies, links, protected_share,
             timing, write_policy, rules, compute, hardware_table, engine),
-            the same for every variant.
+            the same for every variant; ``protected_share`` goes to the
+            variants whose policies take it (slru).
     Returns:
         :class:`CompareResult`: variants ordered tier list by tier list, each
         with every policy in the given order.
@@ -172,7 +193,8 @@ def compare(trace: Any = None, *, policies: Sequence[str | None] | None = None,
         for pol in pols:
             label = " ".join(x for x in (pol or DEFAULT_POLICY, " ".join(tiers) if tiers and len(sets) > 1 else "")
                              if x)
-            s = replay(source, policy=pol, tiers=tiers or None, progress=progress, **replay_kwargs).summary
+            s = replay(source, policy=pol, tiers=tiers or None, progress=progress,
+                       **_run_kwargs(pol, replay_kwargs, pols)).summary
             variants.append(CompareVariant.from_summary(label, pol, s))
     first = variants[0].summary
     curve = None if caps is None else _curve_rows(source, pols, caps, replay_kwargs)

@@ -1,6 +1,6 @@
 """The payload lens: what another KV dtype would and would not change in a replay.
 
-Lesson 2 of pcs (CONCEPTS.md section 5): halving payload bytes (FP8 instead
+Lesson 2 of pcs (docs/semantics.md §13): halving payload bytes (FP8 instead
 of BF16) does not halve reserved capacity, restore traffic or latency. Every
 replay report shows it on the run's own numbers: the run's dtype beside one
 alternative (FP8 for a 16-bit run, BF16 for a narrower one), with the hits

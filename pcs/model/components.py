@@ -14,7 +14,7 @@ all per tensor-parallel rank and summed over the component's layers:
 - ``attention_flops(n, c)``: FLOPs of the score and value products for n new
   tokens after c cached ones, for the WHOLE model (all ranks; TP never changes it).
 
-Growth (CONCEPTS.md section 5): full attention grows with tokens; MLA keeps one
+Growth (docs/semantics.md §13): full attention grows with tokens; MLA keeps one
 compressed latent per token per layer; a sliding-window layer holds min(T, W);
 an indexer keeps small keys per token; recurrent state is fixed per sequence;
 scales scale with groups, not values.

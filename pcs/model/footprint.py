@@ -1,6 +1,6 @@
 """KV footprint by accounting mode: Reference, Serialized, Reserved, Prefix store.
 
-Modes (CONCEPTS.md section 5), per component, per tensor-parallel rank:
+Modes (docs/semantics.md §13), per component, per tensor-parallel rank:
 
 - Reference: the payload itself, tokens_held(T) x payload/token + state.
 - Serialized: the stored form, payload + quantisation scales (+ row padding).
@@ -185,7 +185,7 @@ class FootprintResult:
     source: str = ""
 
     def to_dict(self) -> dict[str, Any]:
-        """The stable JSON payload of ``pcs footprint --format json`` (see the README)."""
+        """The stable JSON payload of ``pcs footprint --format json`` (keys in docs/views.md)."""
         out: dict[str, Any] = {"model": self.model, "dtype": self.dtype, "tokens": self.tokens,
                                "block_size": self.block_size, "sequences": self.sequences, "tp": self.tp,
                                "num_layers": self.num_layers, "source": self.source}

@@ -159,7 +159,7 @@ def as_model(model: "ModelSpec | str") -> ModelSpec:
 
 
 def list_models() -> list[dict[str, Any]]:
-    """One row per preset for ``pcs models`` (stable keys, documented in the README).
+    """One row per preset for ``pcs models`` (stable keys, documented in docs/views.md).
 
     Keys: ``name``, ``layers``, ``layer_pattern`` (counts per layer type),
     ``components`` (component names, comma-separated), ``kv_dtype``, ``reference_bytes_per_token``

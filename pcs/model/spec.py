@@ -16,7 +16,7 @@ from pcs.model.components import KVComponent, normalize_dtype
 
 __all__ = ["ModelSpec", "BYTE_MODES"]
 
-#: Accounting modes for per-token bytes (see CONCEPTS.md section 5).
+#: Accounting modes for per-token bytes (docs/semantics.md §13).
 BYTE_MODES: tuple[str, ...] = ("reference", "serialized", "reserved")
 
 

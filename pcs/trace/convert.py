@@ -33,7 +33,7 @@ OUT_FORMATS = ("mooncake", "bailian", "parquet")
 class IdRemapper:
     """Map opaque 64-bit ids to dense ints 0, 1, 2, ... in first-appearance order.
 
-    This is how the Mooncake release numbers its ids (CONCEPTS.md section 7),
+    This is how the Mooncake release numbers its ids (docs/semantics.md §1),
     so a token trace's Mooncake form looks like the real one. Memory: one
     dict entry per distinct id.
     """

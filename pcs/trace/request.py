@@ -8,7 +8,7 @@ decided by consumers through :class:`pcs.blocks.BlockRules`.
 
 Ids are opaque: Mooncake assigns them in first-appearance order, token traces
 get 64-bit chained hashes (:mod:`pcs.trace.hashing`); no consumer may read
-meaning into an id's value (CONCEPTS.md section 7).
+meaning into an id's value (docs/semantics.md §1).
 """
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """``trace_stats``: what a trace asks of a prefix cache, in one streaming pass.
 
-Keys of the returned dict (flat, stable; documented in the README):
+Keys of the returned dict (flat, stable; documented in docs/traces.md):
 
 - ``trace``, ``format``, ``block_size``, ``requests``, ``skipped``;
 - ``time_span_s`` (last minus first arrival), ``arrival_rate_rps``

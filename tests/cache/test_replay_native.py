@@ -1,7 +1,7 @@
 """The compiled all-LRU hierarchy (pcs.cache.native) against the Python one (pcs.cache.Hierarchy).
 
-The Python hierarchy over Tier + LRUPolicy is the reference (it implements the
-team brief's "Shared replay semantics"); the native one must give the same
+The Python hierarchy over Tier + LRUPolicy is the reference (it implements
+docs/semantics.md §3-§8); the native one must give the same
 admissions, per-request columns, ledger and end state (resident blocks with
 pin counts, LRU order, counters) -- on hypothesis traces, on a seeded stress
 stream with ``_check`` after every step, and through ``pcs.replay`` on the

@@ -59,7 +59,7 @@ def test_belady_is_the_brute_force_optimum(reqs, rules):
         opt = brute_force_opt(reqs, c, rules)
         assert belady_hits(plan, c).hit_tokens == opt, c
         # Belady here is the optimum among prefix-closed caches (evict only blocks whose
-        # descendants are gone, as the issue defines it). Evicting a parent while keeping
+        # descendants are gone, docs/semantics.md §14). Evicting a parent while keeping
         # its child is a superset of choices, so it can only match or beat it: with
         # partial blocks cached, a parent recomputed by a request whose hits are capped
         # reconnects a kept child (hypothesis found 8 vs 4 tokens at C=2).

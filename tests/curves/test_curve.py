@@ -1,7 +1,7 @@
 """The one-pass LRU curve equals the sequential LRU replay at every capacity.
 
 Expected values come from the OrderedDict replay in test_curve_reference.py
-(written from the brief's semantics, checked by hand there), from
+(written from docs/semantics.md §3-§6, checked by hand there), from
 pcs.blocks.single_sequence_hits for the ceiling, and from brute force over
 all capacities for the knee.
 """

@@ -1,7 +1,7 @@
-"""Acceptance: the one-pass LRU curve equals H4's engine replay, exactly.
+"""Acceptance: the one-pass LRU curve equals the engine's replay, exactly (docs/semantics.md §14).
 
 ``pcs.engine.api.replay(..., tiers=["gpu=<C>blocks"], policy="lru",
-timing="sequential")`` is the engine the issue names; its hit tokens and
+timing="sequential")`` is the engine it must equal; its hit tokens and
 block misses must equal the curve's at every capacity tried.
 """
 from __future__ import annotations

@@ -15,7 +15,7 @@ from pcs.model import (KV_DTYPES, MODEL_NAMES, FullAttention, MLALatent, Recurre
 from pcs.model.components import causal_pairs, windowed_pairs
 
 
-# --- acceptance values (issue 2) -------------------------------------------------------------
+# --- acceptance values (docs/semantics.md §13) -----------------------------------------------
 
 def test_llama_31_8b_bf16_bytes_per_token():
     # 32 layers x 8 KV heads x 128 head dim x 2 (K, V) x 2 B = 131,072

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
+from conftest import AZURE_CONV
 from pcs.cli.main import cli
 from pcs.errors import InputError
 from pcs.trace import DEFAULT_TRACE, open_trace, trace_stats
@@ -123,11 +124,8 @@ def test_bundled_samples_are_reproducible_from_the_readme_commands(tmp_path, run
         if w.startswith("traces/"):
             outs[tmp_path / Path(w).name] = ROOT / w
             args[i] = str(tmp_path / Path(w).name)
-        elif w.startswith("../shared/"):
-            src = (ROOT / w).resolve()
-            if not src.exists():
-                request.getfixturevalue("azure_conv")  # skips with the fixture's reason
-            args[i] = str(src)
+        elif w == AZURE_CONV.name:                     # the public CSV, found through conftest
+            args[i] = str(request.getfixturevalue("azure_conv"))  # skips with the fixture's reason
     run(*args)
     for made, bundled in outs.items():
         assert made.read_bytes() == bundled.read_bytes(), bundled.name
@@ -200,7 +198,7 @@ def test_stats_default_trace_table_and_csv(run):
 
 
 def test_readme_documents_the_json_keys():
-    readme = (ROOT / "README.md").read_text()
+    readme = (ROOT / "docs" / "traces.md").read_text()
     s = trace_stats(open_trace(ROOT / "traces" / "sample_tokens.jsonl"))
     missing = [k for k in s if f"`{k}`" not in readme]
     assert not missing, missing

@@ -164,7 +164,7 @@ def test_token_trace_reader(tmp_path):
 
 
 def test_mooncake_real_trace_counts(mooncake_conv):
-    # counts from ../shared/traces/mooncake-fast25/SOURCE.md
+    # counts of the public release file (docs/traces.md, the real traces)
     n = blocks = 0
     ok = True
     for b in open_trace(mooncake_conv).iter_batches():

@@ -41,13 +41,13 @@ def test_acceptance_real_mooncake_trace(mooncake_conv):
     assert res.exit_code == 0, res.output
     st_ = json.loads(res.stdout)
     assert REQUIRED_KEYS <= st_.keys()
-    # requests / accesses / distinct from ../shared/traces/mooncake-fast25/SOURCE.md
+    # requests / accesses / distinct of the public release file (docs/traces.md, the real traces)
     assert (st_["requests"], st_["block_accesses"], st_["distinct_blocks"]) == (12031, 288500, 182790)
     assert st_["single_sequence_hit_ratio"] == pytest.approx(brute_force_hit_ratio(mooncake_conv, 512), abs=1e-12)
-    # SOURCE.md quotes "token-weighted 0.374" (its exact rules unstated; the last-token cap lowers it a little)
+    # the trace's description quotes "token-weighted 0.374" (its exact rules unstated; the last-token cap lowers it a little)
     assert st_["single_sequence_hit_ratio"] == pytest.approx(0.374, abs=0.001)
-    assert st_["prompt_tokens_max"] == 126195 and st_["prompt_tokens_p50"] == 6909   # SOURCE.md
-    assert st_["time_span_s"] == pytest.approx(3537, abs=1)                          # SOURCE.md: "span 3,537 s"
+    assert st_["prompt_tokens_max"] == 126195 and st_["prompt_tokens_p50"] == 6909   # docs/traces.md
+    assert st_["time_span_s"] == pytest.approx(3537, abs=1)                          # docs/traces.md: span 3,537 s
 
 
 def test_hand_worked_trace(tmp_path):
