@@ -74,3 +74,12 @@ def test_cli_json_and_csv_are_the_api_result():
     assert json.loads(out.stdout) == json.loads(json.dumps(api.to_dict()))
     csv_lines = CliRunner().invoke(cli, args + ["--format", "csv"]).stdout.splitlines()
     assert csv_lines[0].startswith("variant,policy,tiers,hit_ratio,") and len(csv_lines) == 3
+
+
+def test_protected_share_goes_to_the_slru_runs_only():
+    res = pcs.compare(TRACE, policies=["lru", "slru"], tiers=["gpu=2blocks"], protected_share=0.5, **KW)
+    lru, slru = (v.summary.tiers[0] for v in res.variants)
+    assert lru.policy == "lru" and lru.protected_share is None
+    assert slru.policy == "slru" and slru.protected_share == 0.5
+    with pytest.raises(ValueError, match="protected_share"):   # no compared run takes it: the registry's error
+        pcs.compare(TRACE, policies=["lru", "fifo"], protected_share=0.5, **KW)
