@@ -1,6 +1,7 @@
 """``pcs replay``: a trace through a multi-tier prefix cache -- the real hit rate, bytes and envelope."""
 from __future__ import annotations
 
+import dataclasses
 import os
 import tempfile
 from pathlib import Path
@@ -44,10 +45,12 @@ def replay_options(f: Callable, policy_multiple: bool = False) -> Callable:
                    + (" (repeat to compare)." if policy_multiple else "."))
     return _apply([
         click.argument("trace", required=False, type=click.Path(dir_okay=False)),
-        click.option("--trace-format", type=click.Choice(FORMATS), help="Trace format (default: detected)."),
+        click.option("--trace-format", type=click.Choice(list(FORMATS)), help="Trace format (default: detected)."),
         click.option("--block-size", type=int, help="Tokens per block: re-blocks a token trace; for a hash-id trace (Mooncake 512, "
                                                      "Bailian 16 by default) it states the size it was recorded "
-                                                     "at, and a mismatch is an error naming the line."),
+                                                     "at, unless the ids fit the format's default: then pcs replay "
+                                                     "re-blocks them (exact at a multiple, a lower..upper interval "
+                                                     "at a divisor; docs/traces-formats.md)."),
         click.option("--model", help="Model preset (pcs models) or an HF config.json path; default llama-2-70b."),
         click.option("--dtype", type=RegistryChoice(KV_DTYPES, normalize_dtype),
                      help="KV cache dtype (default: the model's)."),
@@ -118,16 +121,16 @@ def _protected_share(kw: dict[str, Any], tier_policies: dict[str, str]) -> float
     return share
 
 
-def replay_call_kwargs(kw: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
+def replay_call_kwargs(kw: dict[str, Any], trace: Any = None) -> tuple[Any, dict[str, Any]]:
     """The parsed shared options -> ``(trace, keyword arguments of pcs.replay)``.
 
-    The trace is opened here (None = the bundled sample); ``tiers``,
-    ``policy`` and ``progress`` are left to the caller. ``--protected-share``
-    is checked against every policy named on the command line and passed on
-    as given (:func:`pcs.compare` gives it to the runs whose policies take it).
+    The trace is opened here unless ``trace`` is an opened one (None = the
+    bundled sample); ``tiers``, ``policy`` and ``progress`` are left to the
+    caller. ``--protected-share`` is checked against every policy named on
+    the command line and passed on as given (:func:`pcs.compare` gives it to
+    the runs whose policies take it).
     """
-    trace = None
-    if kw["trace"] or kw["trace_format"] or kw["block_size"]:
+    if trace is None and (kw["trace"] or kw["trace_format"] or kw["block_size"]):
         from pcs.trace import open_trace
 
         trace = open_trace(kw["trace"], format=kw["trace_format"], block_size=kw["block_size"])
@@ -152,11 +155,11 @@ def replay_call_kwargs(kw: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
 
 
 def run_replay_kwargs(kw: dict[str, Any], policy: str | None, tiers: list[str] | None,
-                      progress: Callable[[int], None] | None = None):
-    """Run :func:`pcs.engine.api.replay` from the parsed shared options."""
+                      progress: Callable[[int], None] | None = None, trace: Any = None):
+    """Run :func:`pcs.engine.api.replay` from the parsed shared options (``trace``: an opened one instead)."""
     from pcs.engine.api import replay as run
 
-    trace, kwargs = replay_call_kwargs(kw)
+    trace, kwargs = replay_call_kwargs(kw, trace)
     return run(trace, tiers=tiers or None, policy=policy, progress=progress, **kwargs)
 
 
@@ -208,12 +211,20 @@ def replay(fmt: str, requests_out: str | None, **kw: Any) -> None:
     """
     from pcs.report.replay import render_replay
 
+    streams = _reblocked(kw)
+    if streams is not None and "exact" not in streams:
+        return _replay_interval(kw, streams, fmt)
     progress = Progress(kw["quiet"])
     try:
-        result = run_replay_kwargs(kw, kw["policy"], list(kw["tiers"]), progress)
+        result = run_replay_kwargs(kw, kw["policy"], list(kw["tiers"]), progress,
+                                   None if streams is None else streams["exact"])
     finally:
         progress.close()
     s = result.summary
+    if streams is not None:
+        s = dataclasses.replace(s, notes=s.notes + (f"the trace's {streams['exact'].source.block_size}-token ids "
+                                                     f"were re-blocked to {streams['exact'].block_size} tokens "
+                                                     "(exact)",))
     if not kw["quiet"] and fmt != "table":
         for note in s.notes:
             click.echo(f"pcs: note: {note}", err=True)
@@ -221,3 +232,32 @@ def replay(fmt: str, requests_out: str | None, **kw: Any) -> None:
         write_requests(result.requests, requests_out)
     payload = s.to_dict()
     emit(payload, fmt, lambda: render_replay(payload), rows_key=None)
+
+
+def _reblocked(kw: dict[str, Any]):
+    """``--block-size b`` on a hash-id trace recorded at another B: the re-blocked streams, else None."""
+    from pcs.trace.reblock import plan_engine_block_size
+
+    native = plan_engine_block_size(kw["trace"], kw["trace_format"], kw["block_size"])
+    if native is None:
+        return None
+    from pcs.trace import open_trace
+    from pcs.trace.reblock import reblock
+
+    return reblock(open_trace(kw["trace"], format=kw["trace_format"], block_size=native), kw["block_size"])
+
+
+def _replay_interval(kw: dict[str, Any], streams: dict, fmt: str) -> None:
+    """Replay the lower and upper streams and report the interval (docs/traces-formats.md)."""
+    from pcs.report.traceshape import render_reblock
+    from pcs.trace.reblock import interval_payload
+
+    summaries = {}
+    for bound, t in streams.items():
+        progress = Progress(kw["quiet"])
+        try:
+            summaries[bound] = run_replay_kwargs(kw, kw["policy"], list(kw["tiers"]), progress, t).summary.to_dict()
+        finally:
+            progress.close()
+    p = interval_payload(streams, summaries)
+    emit(p, fmt, lambda: render_reblock(p["rows"], p["title"], p["notes"]), rows_key="rows")

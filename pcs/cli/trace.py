@@ -26,11 +26,12 @@ __all__ = ["trace", "trace_input_options", "open_from_options"]
 def trace_input_options(f: Callable) -> Callable:
     """Add ``--trace-format``, ``--block-size``, ``--on-error`` and ``--sort``."""
     opts = [
-        click.option("--trace-format", type=click.Choice(FORMATS),
-                     default=None, help="Input format; default: detected from the content."),
+        click.option("--trace-format", type=click.Choice(list(FORMATS)),
+                     default=None, help="Input format; default: detected from the content. azure and burstgpt "
+                     "record lengths only: their prefix reuse is synthesised and flagged (docs/traces-formats.md)."),
         click.option("--block-size", type=click.IntRange(min=1), default=None,
-                     help="Tokens per block. Default: Mooncake 512, Bailian 16, token JSONL 16, "
-                          "Parquet as stored. A block-id trace recorded at another size is rejected."),
+                     help="Tokens per block. Default: Mooncake 512, Bailian 16, token JSONL 16, Azure and "
+                          "BurstGPT 16, Parquet as stored. A block-id trace recorded at another size is rejected."),
         click.option("--on-error", type=click.Choice(ON_ERROR), default="raise", show_default=True,
                      help="raise: stop at the first bad line (exit 2); skip: skip bad lines and count them."),
         click.option("--sort", is_flag=True, help="Reorder by arrival time instead of rejecting a decreasing "
@@ -55,7 +56,8 @@ def trace() -> None:
     \b
     Formats: Mooncake JSONL (timestamp ms, 512-token blocks), Qwen-Bailian
     JSONL (timestamp s, 16-token blocks), token-id JSONL (pcs hashes the
-    blocks) and pcs Parquet; gzip is read transparently; '-' is stdin.
+    blocks), pcs Parquet, and the length-only Azure and BurstGPT CSVs (prefix
+    reuse synthesised and flagged); gzip is read transparently; '-' is stdin.
     Without a TRACE argument the bundled sample traces/sample_chat.jsonl is read.
     """
 
@@ -72,7 +74,9 @@ def stats(trace_path, trace_format, block_size, on_error, sort, fmt, quiet) -> N
     Token counts in tokens, times in seconds, reuse distance in distinct
     blocks. JSON keys (stable): requests, block_accesses, distinct_blocks,
     single_sequence_hit_ratio, time_span_s, arrival_rate_rps,
-    prompt_tokens_{mean,p50,p99,max,total}, ... (docs/traces.md).
+    prompt_tokens_{mean,p50,p99,max,total}, reuse_distance_histogram,
+    prefix_tree_*, shared_prefix_token_share, conversations, reuse, ...
+    (docs/traces.md, docs/traces-formats.md).
 
     \b
     Example:
@@ -211,3 +215,14 @@ def synth(out_path, num_requests, seed, rate_rps, mix, think_s, turns_mean, firs
                        source_format="synth", with_session=True)
     info.update(block_size=block_size, seed=seed, tokens_out=tokens_out)
     emit(info, fmt, lambda: render_synth(info), rows_key=None)
+
+
+def _register_tools() -> None:
+    """Add ``events``, ``from-chat`` and ``transform`` (pcs/cli/tracetools.py) to the group."""
+    from pcs.cli import tracetools
+
+    for cmd in (tracetools.events_cmd, tracetools.from_chat, tracetools.transform_cmd):
+        trace.add_command(cmd)
+
+
+_register_tools()

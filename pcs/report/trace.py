@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from pcs.report.table import render_table
+from pcs.report.traceshape import stats_shape_notes, stats_shape_rows
 from pcs.units import format_count, format_duration, format_percent
 
 __all__ = ["render_stats", "render_convert", "render_synth"]
@@ -57,9 +58,11 @@ def render_stats(st: dict[str, Any]) -> str:
         else:
             val = num(st[key])
         rows.append((label, val))
+    rows += stats_shape_rows(st)
     notes = ["hit ratio: infinite cache, requests in order, full blocks only, last prompt token recomputed",
              "that single-sequence ratio is a ceiling, not the hit rate a finite cache reaches on this stream:"
              " pcs replay and pcs curve give the real one"]
+    notes = stats_shape_notes(st, notes)
     return render_table(["statistic", "value"], rows,
                         title=f"{st['trace']} ({st['format']}, {st['block_size']}-token blocks)", notes=notes)
 
@@ -68,7 +71,8 @@ def render_convert(info: dict[str, Any]) -> str:
     """One line on what ``pcs trace convert`` wrote (:func:`pcs.trace.convert.convert`'s summary)."""
     return (f"wrote {info['requests']:,} requests, {info['block_ids']:,} block ids "
             f"({info['format']}, {info['block_size']}-token blocks) to {info['path']}"
-            + (f"; skipped {info['skipped']:,} bad lines" if info["skipped"] else ""))
+            + (f"; skipped {info['skipped']:,} bad lines" if info["skipped"] else "")
+            + (f"\nnote: prefix reuse {info['reuse']}" if str(info.get("reuse", "")).startswith("synth") else ""))
 
 
 def render_synth(info: dict[str, Any]) -> str:

@@ -18,7 +18,7 @@ from pcs.blocks import BlockRules
 from pcs.cache import Hierarchy, Tier, make_policy
 from pcs.engine.engine import ReplayEngine, TimeModel
 from pcs.engine.chunks import iter_chunks
-from helpers import LinearCompute, stress_trace
+from helpers import LinearCompute, per_trace, stress_trace
 from helpers import ALL_RULES, BS, SETTINGS, traces
 
 native = pytest.importorskip("pcs.cache.native")
@@ -127,19 +127,27 @@ def test_falls_back_to_python_when_not_all_lru():
         native.NativeHierarchy(_tiers([4]), "sideways")
 
 
-REAL = [("modeled", "back", ["gpu=400GB", "cpu=2TB"]),
-        ("sequential", "back", ["gpu=400GB", "cpu=2TB"]),
-        ("modeled", "through", ["gpu=400GB", "cpu=1TB", "ssd=4TB"]),
-        ("sequential", "through", ["gpu=100GB", "cpu=1TB"]),
-        ("modeled", "back", ["gpu=20GB", "cpu=200GB", "ssd=1TB"])]   # GPU tier < the largest request
+# llama-3.1-70b at TP 8 stores 167.8 MB per block: 400GB = 2,384 blocks, 20GB = 119 blocks
+# (fewer than the largest request of either trace); the sample's tiers are a quarter as large
+REAL = {"mooncake": [("modeled", "back", ["gpu=400GB", "cpu=2TB"]),
+                     ("sequential", "back", ["gpu=400GB", "cpu=2TB"]),
+                     ("modeled", "through", ["gpu=400GB", "cpu=1TB", "ssd=4TB"]),
+                     ("sequential", "through", ["gpu=100GB", "cpu=1TB"]),
+                     ("modeled", "back", ["gpu=20GB", "cpu=200GB", "ssd=1TB"])],   # GPU tier < the largest request
+        "sample": [("modeled", "back", ["gpu=100GB", "cpu=500GB"]),
+                   ("sequential", "back", ["gpu=100GB", "cpu=500GB"]),
+                   ("modeled", "through", ["gpu=100GB", "cpu=250GB", "ssd=1TB"]),
+                   ("sequential", "through", ["gpu=25GB", "cpu=250GB"]),
+                   ("modeled", "back", ["gpu=20GB", "cpu=50GB", "ssd=250GB"])]}
 
 
-@pytest.mark.parametrize("timing,wp,tiers", REAL)
-def test_real_trace_summary_and_table_identical(mooncake_conv, timing, wp, tiers):
+@pytest.mark.parametrize("case", range(5))
+def test_trace_summary_and_table_identical(exact_trace, case):
     from pcs.engine.api import replay
+    timing, wp, tiers = per_trace(exact_trace, **REAL)[case]
     kw = dict(model="llama-3.1-70b", tiers=tiers, timing=timing, write_policy=wp)
-    a = replay(mooncake_conv, engine="general", **kw)
-    b = replay(mooncake_conv, engine="auto", **kw)
+    a = replay(exact_trace, engine="general", **kw)
+    b = replay(exact_trace, engine="auto", **kw)
     assert a.requests.column_names == b.requests.column_names
     for name in a.requests.column_names:       # as bytes: the NaN finish_s of sequential runs compare equal
         assert a.requests[name].to_numpy().tobytes() == b.requests[name].to_numpy().tobytes(), name

@@ -5,6 +5,8 @@ from click.testing import CliRunner
 
 from pcs.cli.main import COMMANDS, SUMMARIES, cli
 
+ROOT = __import__("pathlib").Path(__file__).resolve().parents[2]
+
 # one cheap valid run per command (bundled sample trace where a trace is taken)
 RUNS = {
     "budget": ["--capacity-need", "30GB", "--capacity-have", "80GB", "--bandwidth-need", "1000GB/s",
@@ -16,6 +18,10 @@ RUNS = {
     "trace stats": [],
     "trace convert": ["{sample}", "{tmp}/out.parquet"],
     "trace synth": ["{tmp}/synth.jsonl", "--requests", "20"],
+    "trace events": ["{root}/traces/formats/vllm_kv_events_9.jsonl"],
+    "trace from-chat": ["{root}/traces/formats/openai_chat_4.jsonl", "{tmp}/chat.jsonl", "--tokenizer",
+                        "{root}/traces/formats/tiny_wordlevel_tokenizer.json"],
+    "trace transform": ["{sample}", "{tmp}/t.jsonl", "--speed", "2"],
     "replay": ["--tier", "gpu=100blocks", "--timing", "sequential"],
     "compare": ["--policy", "lru", "--policy", "slru", "--tier", "gpu=100blocks", "--timing", "sequential"],
     "curve": ["--capacities", "10,100"],
@@ -39,7 +45,7 @@ def test_the_runs_cover_every_command():
 def test_every_command_takes_quiet(words, flag, tmp_path):
     from pcs.trace.api import DEFAULT_TRACE
 
-    args = [a.format(tmp=tmp_path, sample=DEFAULT_TRACE) for a in RUNS[words]]
+    args = [a.format(tmp=tmp_path, sample=DEFAULT_TRACE, root=ROOT) for a in RUNS[words]]
     result = CliRunner().invoke(cli, [*words.split(), *args, flag, "--format", "json"])
     assert result.exit_code == 0, result.output
     assert result.stderr == ""                  # no progress bar, no notes: replay prints its notes otherwise

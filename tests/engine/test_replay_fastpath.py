@@ -16,7 +16,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from helpers import LinearCompute
+from helpers import LinearCompute, per_trace
 from pcs.blocks import BlockRules
 from pcs.engine.api import replay
 from helpers import arbitrary_traces, chained_traces, make_requests, rules_strategy
@@ -46,24 +46,25 @@ def assert_same(general, fast) -> None:
     assert_same_table(general.requests, fast.requests)
 
 
-# -- the real trace ------------------------------------------------------------------------------
+# -- the committed sample and the real trace ------------------------------------------------------------------------------
 
-def test_real_trace_at_three_capacities(mooncake_conv):
-    # the largest request has 246 full blocks of 512 tokens: a 100-block tier truncates it (asserted)
-    for c in (100, 3_000, 40_000):
-        general, fast = both(mooncake_conv, tiers=[f"gpu={c}blocks"], timing="sequential")
+def test_trace_at_three_capacities(exact_trace):
+    # the largest request has 246 (sample: 225) full blocks of 512 tokens: a 100-block tier truncates it (asserted)
+    for c in per_trace(exact_trace, sample=(100, 1_000, 4_000), mooncake=(100, 3_000, 40_000)):
+        general, fast = both(exact_trace, tiers=[f"gpu={c}blocks"], timing="sequential")
         assert_same(general, fast)
         if c == 100:
             assert general.summary.requests_truncated > 0
         assert general.summary.tiers[0].evicted_blocks > 0
 
 
-def test_real_trace_bytes_sized_tier_and_sequential_baseline(mooncake_conv):
+def test_trace_bytes_sized_tier_and_sequential_baseline(exact_trace):
     # a tier in bytes (llama-3.1-8b, fp8) and write-through; then the modeled run, whose
     # sequential baseline (sequential_hit_ratio, gap.capacity_eviction) takes the fast path under auto
     kw = dict(model="llama-3.1-8b", dtype="fp8", tiers=["gpu=5GB"], write_policy="through")
-    assert_same(*both(mooncake_conv, timing="sequential", **kw))
-    general, auto = both(mooncake_conv, tiers=["gpu=2000blocks"], timing="modeled")
+    assert_same(*both(exact_trace, timing="sequential", **kw))
+    gpu = per_trace(exact_trace, sample="gpu=1000blocks", mooncake="gpu=2000blocks")
+    general, auto = both(exact_trace, tiers=[gpu], timing="modeled")
     assert_same(general, auto)
 
 
