@@ -9,7 +9,7 @@ import click
 
 from pcs.cli.common import PcsUsageError, RegistryChoice, emit, format_option, quiet_option
 from pcs.curves.stackdist import KERNELS
-from pcs.model.quant import KV_DTYPES, normalize_dtype
+from pcs.model import KV_DTYPES, get_layout
 from pcs.report.curve import curve_figure, render_curve
 from pcs.units import parse_bytes
 
@@ -64,7 +64,7 @@ def _plot(result, path: str, model_name: str | None) -> None:
                    "ceiling. [default: 12]")
 @click.option("--model", "model_name", metavar="NAME", default=None,
               help="Model preset (see `pcs models`): adds capacity in bytes (blocks x reserved bytes per block).")
-@click.option("--dtype", type=RegistryChoice(KV_DTYPES, normalize_dtype), default=None,
+@click.option("--dtype", type=RegistryChoice(KV_DTYPES, get_layout), default=None,
               help="KV dtype for the bytes; needs --model.")
 @click.option("--block-size", type=click.IntRange(min=1), default=None,
               help="Tokens per block for token-id traces (hash-id traces fix their own).")

@@ -9,7 +9,7 @@ from pcs import units
 from pcs.analysis.envelope import envelope as envelope_lib, restore_bytes_for_tokens
 from pcs.cli.common import RegistryChoice, emit, format_option, quiet_option
 from pcs.cli.presets import gpu_options, hardware_file_option, hardware_table, resolve_gpu
-from pcs.model.quant import KV_DTYPES, normalize_dtype
+from pcs.model import KV_DTYPES, get_layout
 from pcs.report.envelope import render_envelope
 
 __all__ = ["envelope"]
@@ -85,7 +85,7 @@ def _restore_bytes(kw: dict[str, Any], model: Any) -> int:
               help="Prompt length for the computed T_full (default: --restore-tokens).")
 @click.option("--model", help="Model preset (list: pcs models), for D and the compute model.")
 @click.option("--model-config", type=click.Path(dir_okay=False), help="Local Hugging Face config.json instead of --model.")
-@click.option("--kv-dtype", type=RegistryChoice(KV_DTYPES, normalize_dtype),
+@click.option("--kv-dtype", type=RegistryChoice(KV_DTYPES, get_layout),
               help="KV dtype for D (default: the model's).")
 @click.option("--block-size", type=click.IntRange(min=1), default=16, show_default=True, help="Tokens per KV block.")
 @click.option("--full-prefill", help="T_full: prefill time without cache, e.g. 100ms. Default: computed from --model/--gpu.")

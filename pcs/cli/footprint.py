@@ -3,10 +3,10 @@ from __future__ import annotations
 
 import click
 
-from pcs.cli.common import PcsUsageError, RegistryChoice, emit, format_option, quiet_option
-from pcs.model import MODEL_NAMES, KV_DTYPES, footprint as compute_footprint, get_model, load_hf_config
+from pcs.cli.common import RegistryChoice, emit, format_option, quiet_option
+from pcs.cli.modelarg import load_model
+from pcs.model import MODEL_NAMES, KV_DTYPES, footprint as compute_footprint, get_layout
 from pcs.model.footprint import hybrid_block_size
-from pcs.model.quant import normalize_dtype
 from pcs.report.footprint import render_footprint
 
 
@@ -16,14 +16,15 @@ from pcs.report.footprint import render_footprint
 @click.option("--model-config", "model_config", type=click.Path(dir_okay=False), default=None,
               help="A local Hugging Face config.json instead of a preset (no network).")
 @click.option("--tokens", type=click.IntRange(min=0), required=True, help="Tokens per sequence, T.")
-@click.option("--dtype", type=RegistryChoice(KV_DTYPES, normalize_dtype), default=None,
-              help="KV cache dtype (default: the model's, usually bf16).")
+@click.option("--dtype", type=RegistryChoice(KV_DTYPES, get_layout), default=None,
+              help="KV cache layout, short or as vLLM names it (default: the model's, usually bf16; fp8 = vLLM's "
+                   "per-tensor fp8, int8 = int8_per_token_head, fp4 = nvfp4).")
 @click.option("--block-size", type=click.IntRange(min=1), default=16, show_default=True,
               help="Tokens per KV block (page), B.")
 @click.option("--sequences", type=click.IntRange(min=1), default=1, show_default=True,
               help="Independent sequences of T tokens each (totals are multiplied; nothing shared).")
 @click.option("--tp", type=click.IntRange(min=1), default=1, show_default=True,
-              help="Tensor-parallel ranks; bytes are reported per rank.")
+              help="Tensor-parallel ranks; bytes are reported per rank (a replay tier holds the whole group).")
 @format_option
 @quiet_option
 def footprint(model_name: str | None, model_config: str | None, tokens: int, dtype: str | None,
@@ -41,11 +42,7 @@ def footprint(model_name: str | None, model_config: str | None, tokens: int, dty
       pcs footprint --model llama-3.1-8b --tokens 32768 --dtype fp8
       pcs footprint --model-config ./config.json --tokens 4096 --format json
     """
-    if model_name and model_config:
-        raise PcsUsageError("give --model or --model-config, not both")
-    if not model_name and not model_config:
-        raise PcsUsageError(f"give --model NAME or --model-config config.json; known models: {', '.join(MODEL_NAMES)}")
-    spec = load_hf_config(model_config) if model_config else get_model(model_name)
+    spec = load_model(model_name, model_config, quiet)
     if tp > 1:
         spec = spec.with_tp(tp)
     res = compute_footprint(spec, tokens, block_size=block_size, dtype=dtype, sequences=sequences)

@@ -27,6 +27,7 @@ COMMANDS: dict[str, str] = {
     "replay": "pcs.cli.replay:replay",
     "compare": "pcs.cli.compare:compare",
     "curve": "pcs.cli.curve:curve",
+    "deploy": "pcs.cli.deploy:deploy",
 }
 
 #: command name -> its one-line summary in ``pcs --help`` (whole on one line: under ~65 characters).
@@ -40,6 +41,7 @@ SUMMARIES: dict[str, str] = {
     "replay": "a trace through a multi-tier prefix cache: the real hit rate",
     "compare": "several policies or tier lists on one trace, side by side",
     "curve": "hit ratio at every capacity in one pass (LRU, Belady, ceiling)",
+    "deploy": "a model on TP GPUs: weights, KV pool, GPU-tier blocks, concurrency",
 }
 
 

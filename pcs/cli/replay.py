@@ -14,7 +14,7 @@ from pcs.cache.hierarchy import WRITE_POLICIES
 from pcs.cache.policies import DEFAULT_POLICY, POLICY_CHOICES, get_policy, policy_options
 from pcs.cli.common import Progress, RegistryChoice, emit, format_option, quiet_option
 from pcs.engine.engine import TIMINGS
-from pcs.model.quant import KV_DTYPES, normalize_dtype
+from pcs.model import KV_DTYPES, get_layout
 from pcs.trace.api import FORMATS
 
 __all__ = ["replay", "replay_options", "replay_call_kwargs", "run_replay_kwargs", "write_requests"]
@@ -52,15 +52,23 @@ def replay_options(f: Callable, policy_multiple: bool = False) -> Callable:
                                                      "re-blocks them (exact at a multiple, a lower..upper interval "
                                                      "at a divisor; docs/traces-formats.md)."),
         click.option("--model", help="Model preset (pcs models) or an HF config.json path; default llama-2-70b."),
-        click.option("--dtype", type=RegistryChoice(KV_DTYPES, normalize_dtype),
-                     help="KV cache dtype (default: the model's)."),
+        click.option("--dtype", type=RegistryChoice(KV_DTYPES, get_layout),
+                     help="KV cache layout, e.g. bf16, fp8 (vLLM's: per-tensor scales outside the pages), "
+                          "fp8_per_token_head, nvfp4 (default: the model's)."),
         click.option("--gpu", help="GPU preset (pcs hardware); default h100-sxm."),
-        click.option("--tp", type=int, help="Tensor-parallel size = GPUs per instance; default 8."),
+        click.option("--tp", type=int, help="Tensor-parallel size = GPUs per instance; default 8. Tiers are per "
+                                            "TP group: bytes per block = per-rank bytes x the ranks holding a copy."),
+        click.option("--gpu-memory-utilization", type=float,
+                     help="Share of HBM the engine may use when the GPU tier is sized from the deployment "
+                          "(vLLM's gpu_memory_utilization; default 0.9)."),
+        click.option("--kv-reserve", help="Activation/runtime memory per GPU besides weights and KV when the GPU "
+                                          "tier is sized from the deployment (default 5GB; see pcs deploy)."),
         click.option("--hardware-file", type=click.Path(dir_okay=False),
                      help="TOML/JSON overrides of GPU and link presets."),
         click.option("--tier", "tiers", multiple=True,
                      help="A tier NAME=SIZE, GPU first, repeatable: gpu=400GB, cpu=2TB, ssd=30TB or "
-                          "gpu=5000blocks (0 allowed). Default: gpu=400GB cpu=2TB."),
+                          "gpu=5000blocks (0 allowed). Default: the GPU tier sized from the deployment (GPUs x "
+                          "(HBM x 0.9 - weights per GPU - 5 GB reserve), as pcs deploy prints) and cpu=2TB."),
         click.option("--policy", "policy", multiple=policy_multiple, type=RegistryChoice(POLICY_CHOICES, get_policy),
                      help=policy_help),
         click.option("--tier-policy", "tier_policy", multiple=True, callback=_check_tier_policies,
@@ -149,7 +157,8 @@ def replay_call_kwargs(kw: dict[str, Any], trace: Any = None) -> tuple[Any, dict
                        tier_policies=tier_policies, links=_pairs(kw["link"], "link"),
                        protected_share=_protected_share(kw, tier_policies),
                        timing=kw["timing"], write_policy=kw["write_policy"], hardware_table=table,
-                       engine=kw["engine"],
+                       engine=kw["engine"], gpu_memory_utilization=kw["gpu_memory_utilization"],
+                       kv_reserve=kw["kv_reserve"],
                        rules=BlockRules(cache_partial_blocks=kw["cache_partial_blocks"],
                                         recompute_last_token=not kw["no_recompute_last_token"]))
 
@@ -202,7 +211,8 @@ def replay(fmt: str, requests_out: str | None, **kw: Any) -> None:
     \b
     Sizes are decimal (400GB = 4e11 B) or blocks (5000blocks); bandwidths per GPU.
     With no arguments: the bundled sample trace, llama-2-70b, 8x h100-sxm TP=8,
-    --tier gpu=400GB --tier cpu=2TB (the reason is printed).
+    the GPU tier sized from that deployment and --tier cpu=2TB (the reason
+    and the derivation are printed).
     Example:
       pcs replay trace.jsonl --model llama-3.1-70b --tier gpu=400GB --tier cpu=2TB --policy slru
       pcs replay trace.jsonl --tier gpu=5000blocks --timing sequential --format json

@@ -51,7 +51,7 @@ def payload_lens(model: Any, block_size: int, gpu_capacity_bytes: int, links: Se
     """The run's dtype beside the alternative one, hits held fixed.
 
     Args:
-        model: the run's :class:`pcs.model.ModelSpec` (its ``kv_dtype`` is the run's).
+        model: the run's :class:`pcs.model.ModelSpec`, split over its TP ranks (its ``kv_dtype`` is the run's).
         block_size: tokens per block.
         gpu_capacity_bytes: the GPU tier's size in bytes (as given, or its
             blocks x the run's bytes per block when given in blocks).
@@ -70,7 +70,7 @@ def payload_lens(model: Any, block_size: int, gpu_capacity_bytes: int, links: Se
         alternative's = the run's minus the change in restore transfer time
         per request; waits and queueing held fixed).
     """
-    from pcs.model import block_bytes
+    from pcs.model import group_block_bytes as block_bytes  # the TP group's bytes, as the tiers hold them
 
     dtype = model.kv_dtype
     alt = alternative_dtype(dtype)

@@ -11,6 +11,8 @@ the gap split: §12; byte layouts: §13.
 """
 from __future__ import annotations
 
+from typing import Any
+
 from pcs.schema import field, result
 
 __all__ = ["ReplaySummary", "TierSummary", "GapSplit", "BytesSummary", "LinkEnvelope", "EnvelopeSummary",
@@ -176,7 +178,12 @@ class ReplaySummary:
     bytes: BytesSummary = field("-", "byte totals")
     envelope: EnvelopeSummary = field("-", "restore vs recompute per link, TTFT and wait percentiles")
     payload_lens: PayloadLens = field("-", "the run's KV dtype beside another, hits held fixed")
-    notes: tuple[str, ...] = field("-", "notes on defaults used (printed to stderr by the CLI)", default=())
+    notes: tuple[str, ...] = field("-", "notes on defaults used, the GPU tier's derivation, the KV layout and TP "
+                                        "placement (printed to stderr by the CLI)", default=())
+    deployment: dict[str, Any] | None = field(
+        "-", "how the GPU tier was sized: the pcs.model.deploy.Deployment fields (bytes, GB/s as named there), "
+             "gpu_tier_from (deployment or --tier), layout, tp_group, assumptions (docs/models.md)",
+        omit_none=True, default=None)
     engine: str | None = field("-", "which engine ran the replay", omit_none=True, default=None)
     engine_reason: str | None = field("-", "why that engine was chosen", omit_none=True, default=None)
     baseline_engine: str | None = field("-", "which engine ran the sequential baseline of the gap split",

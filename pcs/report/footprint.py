@@ -71,10 +71,7 @@ def _notes(res: FootprintResult, hybrid_block: int | None) -> list[str]:
                      " state page), so a state snapshot per block costs far less than at this block size")
     notes.append("Prefix store is what keeping the whole prefix costs; how much of it a finite, shared cache"
                  " really keeps (the real hit rate, below the single-sequence ratio) is what pcs replay answers")
-    if res.tp > 1:
-        notes.append(f"tp {res.tp}: KV heads split across ranks (>= 1 each), MLA latent and indexer keys"
-                     f" replicated, recurrent state split; multiply by {res.tp} for all ranks")
-    return notes
+    return notes + res.model_notes()  # layout, per-rank vs per-group bytes, assumptions
 
 
 def render_footprint(res: FootprintResult, hybrid_block: int | None) -> str:

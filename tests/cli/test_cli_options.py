@@ -25,6 +25,7 @@ RUNS = {
     "replay": ["--tier", "gpu=100blocks", "--timing", "sequential"],
     "compare": ["--policy", "lru", "--policy", "slru", "--tier", "gpu=100blocks", "--timing", "sequential"],
     "curve": ["--capacities", "10,100"],
+    "deploy": ["--model", "llama-3.1-8b", "--tp", "1"],
 }
 
 

@@ -2,8 +2,8 @@
 
 The key lists below are the JSON contract of ``pcs replay`` / ``pcs curve``
 as printed by main before the results were typed (recorded from its
-``--format json`` output); keys may be added after them, none renamed,
-dropped or reordered.
+``--format json`` output; ``deployment`` came with issue 10); keys may be
+added after them, none renamed, dropped or reordered.
 """
 import dataclasses
 import json
@@ -24,7 +24,7 @@ REPLAY_KEYS = [
     "cacheable_blocks", "hit_blocks", "block_misses", "hit_ratio", "hit_ratio_per_tier",
     "single_sequence_hit_ratio", "ideal_hit_ratio", "sequential_hit_ratio", "gap", "requests_with_hit",
     "requests_truncated", "requests_waited", "reference_bytes_per_block", "tiers", "bytes", "envelope",
-    "payload_lens", "notes"]
+    "payload_lens", "notes", "deployment"]
 TIER_KEYS = [
     "name", "layout", "policy", "capacity_blocks", "capacity_bytes", "bytes_per_block",
     "bytes_per_block_by_component", "link", "link_bandwidth_bps", "link_setup_s", "hit_blocks", "hit_tokens",
