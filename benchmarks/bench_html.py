@@ -47,7 +47,7 @@ def one_page(trace: str, result, out: Path) -> dict:
     from pcs.report.htmlcurve import replay_curve
 
     w0, c0 = time.perf_counter(), time.process_time()
-    s = dict(result.summary)
+    s = result.summary.to_dict()
     dist, _, dist_cpu = _timed(lambda: request_distributions(result.requests))
     s.setdefault("distributions", dist)
     (curve, oracle), _, curve_cpu = _timed(lambda: replay_curve(trace, s))
@@ -78,7 +78,7 @@ def main() -> None:
                   file=sys.stderr)
     med = {k: statistics.median(r[k] for r in runs) for k in ("replay_s", "replay_cpu_s", "page_s", "page_cpu_s")}
     parts = {k: statistics.median(r["parts_cpu_s"][k] for r in runs) for k in runs[0]["parts_cpu_s"]}
-    common.emit({"bench": "html", "trace": Path(args.trace).name, "requests": result.summary["requests"],
+    common.emit({"bench": "html", "trace": Path(args.trace).name, "requests": result.summary.requests,
                  "repeat": args.repeat, **med, "parts_cpu_s": parts, "page_bytes": runs[-1]["page_bytes"],
                  "budget_s": BUDGET_S, "within_budget": med["page_s"] <= BUDGET_S,
                  "machine": common.machine_info()})

@@ -116,7 +116,7 @@ def write_replay_outputs(html_path: str | None, plot_dir: str | None, result: An
     """
     from pcs.engine.series import request_distributions
 
-    s = dict(result.summary)
+    s = result.summary.to_dict()
     s.setdefault("distributions", request_distributions(result.requests))
     if trace is None and kw["trace"] and kw["trace_format"]:
         from pcs.trace import open_trace

@@ -108,10 +108,10 @@ def best_columns(values: Sequence[Any], direction: str | None) -> set[int]:
 
 
 def _metrics() -> list[tuple[str, str, Callable[[Any], str]]]:
-    """(label, JSON key, formatter) of every compare metric, in the order of ``pcs compare``'s table."""
-    from pcs.cli.compare import METRICS
+    """(label, JSON key, formatter) of every compare figure, in the order of ``pcs compare``'s table."""
+    from pcs.report.compare import ROWS
 
-    return [(label, key, fmt) for label, key, _, fmt in METRICS]
+    return list(ROWS)
 
 
 def compare_table(c: dict) -> dict:
@@ -128,10 +128,40 @@ def compare_table(c: dict) -> dict:
                          "smaller gaps, TTFT, waits, writes)"])
 
 
-def runs_table(runs: Sequence[dict]) -> dict:
-    """Several replay payloads as a compare table (one column per run)."""
-    from pcs.cli.compare import variant_row
+def _pts(x: float) -> str:
+    return f"{100.0 * x:+.1f} pts"
 
-    rows = [variant_row(f"run {i + 1}: {s['policy']}", s["policy"], None, s) for i, s in enumerate(runs)]
-    return compare_table({"trace": runs[0]["trace"], "model": runs[0]["model"], "timing": runs[0]["timing"],
-                          "variants": rows})
+
+#: Rows of the side-by-side table of several replay payloads: label, JSON path, formatter, better direction.
+RUN_ROWS: list[tuple[str, tuple[str, ...], Callable[[Any], str], str | None]] = [
+    ("hit ratio (real)", ("hit_ratio",), format_percent, "max"),
+    ("single-sequence hit ratio", ("single_sequence_hit_ratio",), format_percent, None),
+    ("gap: block rounding", ("gap", "block_rounding"), _pts, None),
+    ("gap: capacity and eviction", ("gap", "capacity_eviction"), _pts, "min"),
+    ("gap: concurrency", ("gap", "concurrency"), _pts, "min"),
+    ("restored bytes", ("bytes", "restored"), format_bytes, None),
+    ("TTFT p50", ("envelope", "ttft_p50_s"), format_duration, "min"),
+    ("TTFT p99", ("envelope", "ttft_p99_s"), format_duration, "min"),
+    ("wait p99", ("envelope", "wait_p99_s"), format_duration, "min"),
+    ("requests truncated", ("requests_truncated",), format_count, "min"),
+]
+
+
+def _at(s: dict, path: tuple[str, ...]) -> Any:
+    for k in path:
+        s = s[k]
+    return s
+
+
+def runs_table(runs: Sequence[dict]) -> dict:
+    """Several replay payloads side by side (one column per run, the best cell of a row marked)."""
+    rows = [[cell("tiers")] + [cell(" ".join(f"{t['name']}={t['capacity_blocks']}blocks" for t in s["tiers"]))
+                               for s in runs]]
+    for label, path, fmt, direction in RUN_ROWS:
+        values = [_at(s, path) for s in runs]
+        best = best_columns(values, direction)
+        rows.append([cell(label)] + [cell(fmt(x) if x is not None else None, True, i in best)
+                                     for i, x in enumerate(values)])
+    return _table(f"{runs[0]['trace']} | {runs[0]['model']}", ["metric"] + [f"run {i + 1}: {s['policy']}, "
+                                                                            f"{s['timing']}"
+                                                                            for i, s in enumerate(runs)], rows)
