@@ -25,7 +25,8 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["CDF_LEVELS", "MAX_POINTS", "MAX_SAMPLES", "BASE_STEP_S", "Sampler", "request_distributions"]
+__all__ = ["CDF_LEVELS", "MAX_POINTS", "MAX_SAMPLES", "BASE_STEP_S", "Sampler", "request_distributions",
+           "series_payload"]
 
 #: Quantile levels of the TTFT CDFs: 201 levels, 0 to 1 in steps of 0.005.
 CDF_LEVELS = np.linspace(0.0, 1.0, 201)
@@ -114,3 +115,57 @@ def request_distributions(requests: Any) -> dict:
             "restore_vs_recompute": {"requests": int(len(restored)), "sampled": int(len(pick)),
                                      "prefill_saved_s": [float(v) for v in saved],
                                      "restore_s": [float(v) for v in col("restore_s")[pick]]}}
+
+
+def _per_step(cum: np.ndarray, admitted: np.ndarray) -> np.ndarray:
+    """Sums of a per-request column over the requests admitted between consecutive samples (first: 0)."""
+    at = cum[admitted]
+    return np.diff(at, prepend=at[:1])
+
+
+def series_payload(sampler: Sampler, prompt_tokens: np.ndarray, hit_tokens: np.ndarray, tiers: list[dict]) -> dict:
+    """The summary's ``series`` object from the engine's samples (docs/replay.md; docs/semantics.md §11).
+
+    Args:
+        sampler: the engine's :class:`Sampler`; each row is ``(boundary_s,
+            admitted_requests, waiting_requests, running_requests,
+            resident_blocks per tier, restored_bytes per tier (cumulative;
+            0 for the GPU), link backlog seconds per tier)``.
+        prompt_tokens, hit_tokens: per-request columns in admission order,
+            ``np.ndarray[np.int64]``, shape (requests,).
+        tiers: per tier, ``{"name", "bytes_per_block", "bytes_per_block_by_component",
+            "link_bandwidth_bps"}`` (as in the summary's tier rows).
+    Returns:
+        ``step_s``; ``t_s`` (boundaries, seconds since the first arrival);
+        ``hit_ratio`` (token-weighted, requests admitted since the previous
+        sample; None where none) and ``hit_ratio_cumulative``;
+        ``resident_bytes`` {tier: [...]} and, for tiers with more than one KV
+        component, ``resident_bytes_by_component`` {tier: {component: [...]}}
+        (empty otherwise);
+        ``restore_bps`` {lower tier: [...]} (bytes restored since the previous
+        sample / step_s) and ``link_bandwidth_bps`` {lower tier: bytes/s};
+        ``waiting_requests`` (arrived, not admitted), ``running_requests``
+        (admitted, not finished) and ``restore_backlog_s`` {lower tier: [...]}
+        (seconds of restores queued on the link). Empty lists when nothing
+        was sampled.
+    """
+    rows = sampler.rows
+    t0 = sampler.t0 or 0.0
+    admitted = np.asarray([r[1] for r in rows], dtype=np.int64)
+    cum_p = np.concatenate(([0], np.cumsum(prompt_tokens, dtype=np.int64)))
+    cum_h = np.concatenate(([0], np.cumsum(hit_tokens, dtype=np.int64)))
+    step_p, step_h = _per_step(cum_p, admitted), _per_step(cum_h, admitted)
+    ratio = lambda h, p: [float(a) / float(b) if b else None for a, b in zip(h, p)]  # noqa: E731
+    lower = range(1, len(tiers))
+    resident = {t["name"]: [r[4][j] * t["bytes_per_block"] for r in rows] for j, t in enumerate(tiers)}
+    by_comp = {t["name"]: {c: [r[4][j] * b for r in rows] for c, b in t["bytes_per_block_by_component"].items()}
+               for j, t in enumerate(tiers) if len(t["bytes_per_block_by_component"]) > 1}
+    restored = {tiers[j]["name"]: np.diff(np.asarray([r[5][j] for r in rows], dtype=np.float64), prepend=0.0)
+                for j in lower}
+    return {"step_s": sampler.step_s, "t_s": [r[0] - t0 for r in rows],
+            "hit_ratio": ratio(step_h, step_p), "hit_ratio_cumulative": ratio(cum_h[admitted], cum_p[admitted]),
+            "resident_bytes": resident, "resident_bytes_by_component": by_comp,
+            "restore_bps": {k: [float(v) / sampler.step_s for v in d] for k, d in restored.items()},
+            "link_bandwidth_bps": {tiers[j]["name"]: tiers[j]["link_bandwidth_bps"] for j in lower},
+            "waiting_requests": [r[2] for r in rows], "running_requests": [r[3] for r in rows],
+            "restore_backlog_s": {tiers[j]["name"]: [r[6][j] for r in rows] for j in lower}}

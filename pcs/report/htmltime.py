@@ -35,8 +35,9 @@ def time_charts(ts: dict | None) -> list[Chart]:
 
     Charts: hit ratio per step; resident bytes per tier (and per KV component
     when a tier holds more than one); restore bandwidth per link against the
-    link's bandwidth; queue lengths (requests waiting for KV space, requests
-    running). Absent or empty series give no charts.
+    link's bandwidth; queue lengths (requests waiting for KV space and
+    running; restores queued per link, in seconds). Absent or empty series
+    give no charts.
     """
     if not ts or not ts.get("t_s"):
         return []
@@ -46,17 +47,22 @@ def time_charts(ts: dict | None) -> list[Chart]:
                            {"per step": ts["hit_ratio"], "cumulative": ts["hit_ratio_cumulative"]}, y_pct, "hit ratio",
                            "Token-weighted hit ratio of the requests admitted in each step, and since the start."))
     res = dict(ts["resident_bytes"])
-    for tier, comps in (ts.get("resident_bytes_by_component") or {}).items():
+    for tier, comps in ts["resident_bytes_by_component"].items():
         res.update({f"{tier}: {c}": col for c, col in comps.items()})
     out.append(_time_lines("ts_resident", "Resident bytes per tier", ts, res,
                            _q("y", "resident (bytes)", axis={"format": "~s"}), "tier",
                            "Bytes of the blocks each tier holds at the end of each step (per KV component too, "
                            "for models with more than one)."))
     out.append(_restore_bw_chart(ts))
-    out.append(_time_lines("ts_queue", "Queues", ts, {k.replace("_", " "): v for k, v in ts["queues"].items()},
-                           _q("y", "requests"), "queue",
-                           "Requests waiting for admission (FIFO, KV space) and requests running, and restores "
-                           "queued per link, at the end of each step."))
+    out.append(_time_lines("ts_queue", "Requests waiting and running", ts,
+                           {"waiting for admission": ts["waiting_requests"], "running": ts["running_requests"]},
+                           _q("y", "requests"), "requests",
+                           "Requests that arrived and wait for KV space (FIFO admission), and requests admitted "
+                           "and not finished, at each sample (docs/semantics.md §9)."))
+    out.append(_time_lines("ts_backlog", "Restore queue per link", ts,
+                           {f"{k} link": v for k, v in ts["restore_backlog_s"].items()},
+                           _q("y", "queued restore time (s)"), "link",
+                           "Seconds of restores waiting on each link (its FIFO queue) at each sample."))
     return [c for c in out if c is not None]
 
 

@@ -171,3 +171,20 @@ def test_vendored_vega_is_the_version_the_page_names():
     assert f'"{VEGA_VERSION}"' in (STATIC_DIR / "vega.min.js").read_text()
     for name in ("LICENSE-vega.txt", "LICENSE-vega-lite.txt"):
         assert "BSD 3-Clause" in (STATIC_DIR / name).read_text() or "Redistribution" in (STATIC_DIR / name).read_text()
+
+
+def test_time_series_charts_and_their_series():
+    series = {"step_s": 2.0, "t_s": [0.0, 2.0, 4.0], "hit_ratio": [None, 0.5, 0.25],
+              "hit_ratio_cumulative": [None, 0.5, 0.4], "resident_bytes": {"gpu": [0, 10, 20], "cpu": [0, 0, 8]},
+              "resident_bytes_by_component": {"gpu": {"a": [0, 6, 12], "b": [0, 4, 8]}},
+              "restore_bps": {"cpu": [0.0, 4.0, 0.0]}, "link_bandwidth_bps": {"cpu": 100.0},
+              "waiting_requests": [0, 1, 0], "running_requests": [0, 2, 1], "restore_backlog_s": {"cpu": [0, 0.5, 0]}}
+    page = build_page([_summary(series=series)])
+    counts = {c.id: c.series for c in page["charts"] if c.id.startswith("ts_")}
+    # lines: per step + cumulative; gpu, cpu, gpu: a, gpu: b; one link + its bandwidth rule and label;
+    # waiting + running; one link's backlog
+    assert counts == {"ts_hit": 2, "ts_resident": 4, "ts_restore": 3, "ts_queue": 2, "ts_backlog": 1}
+    hit = next(c for c in page["charts"] if c.id == "ts_hit")
+    assert [r for r in hit.spec["datasets"]["lines"] if r["series"] == "per step"] == [
+        {"x": 2.0, "y": 0.5, "series": "per step"}, {"x": 4.0, "y": 0.25, "series": "per step"}]
+    assert "one sample per 2 s" in hit.spec["layer"][0]["encoding"]["x"]["title"]
