@@ -126,7 +126,7 @@ def main() -> None:
         def one_replay(trace, c):
             # the general event-loop engine: one full replay per capacity
             return replay(trace, tiers=[f"gpu={c}blocks"], policy="lru", timing="sequential",
-                          engine="general").summary
+                          engine="reference").summary
 
         base_lru = lru_curve(base)
         base_caps = grid(base_lru.max_useful_capacity_blocks, a.capacities)

@@ -1,26 +1,24 @@
 """The compiled all-LRU hierarchy (``pcs.cache._lruhier``) behind the :class:`pcs.cache.Hierarchy` interface.
 
-When every tier's policy is ``lru``, :func:`make_hierarchy` returns a
-:class:`NativeHierarchy`: the same ``start`` / ``prefill_done`` / ``finish``
-calls, the same :class:`~pcs.cache.hierarchy.Admission` fields, the same
-counters and end state as the Python hierarchy over
+:class:`NativeHierarchy` has the same ``start`` / ``prefill_done`` /
+``finish`` calls, the same :class:`~pcs.cache.hierarchy.Admission` fields,
+the same counters and end state as the Python hierarchy over
 :class:`pcs.cache.tier.Tier` with :class:`pcs.cache.policies.lru.LRUPolicy`
-(rules: team brief "Shared replay semantics" and pcs/cache/hierarchy.py),
-in C: one open-addressing hash table per tier with an intrusive LRU list.
-Block ids must be ints in [0, 2**64) (the trace readers' uint64 hashes;
-another id raises TypeError or OverflowError in ``start``), and ``start``
-takes its arguments by position, as the engine passes them.
-``tests/test_replay_native.py`` checks both give identical summaries,
-per-request tables and end states. Otherwise (another policy, the extension
-not compiled, ``engine="general"``) it returns the Python
-:class:`pcs.cache.Hierarchy`.
+(rules: ``docs/semantics.md`` §3-§8), in C: one open-addressing hash table
+per tier with an intrusive LRU list. Block hashes must be ints in [0, 2**64)
+(the trace readers' uint64 hashes; another value raises TypeError or
+OverflowError in ``start``), and ``start`` takes its arguments by position,
+as the engine passes them. ``tests/cache/test_replay_native.py`` checks both
+give identical admissions, summaries, per-request tables and end states.
+Which hierarchy a replay runs on is decided by the engine-selection table
+(:mod:`pcs.engine.select`, row ``compiled-hierarchy``), nowhere else.
 """
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Sequence
 
-from pcs.cache import Hierarchy, Tier
+from pcs.cache import Tier
 from pcs.cache.hierarchy import check_hierarchy_args
 from pcs.cache.tier import TierStats
 
@@ -28,7 +26,7 @@ from pcs import _native
 
 _lruhier = _native.module("lruhier")    # None when the optional extension did not compile
 
-__all__ = ["NativeHierarchy", "available", "make_hierarchy"]
+__all__ = ["NativeHierarchy", "available", "MAX_BLOCKS"]
 
 #: largest tier the compiled hierarchy takes (int32 entry indices); larger ones use Python.
 MAX_BLOCKS = 1 << 30
@@ -39,17 +37,6 @@ def available(tiers: Sequence[Tier]) -> bool:
     tier ``lru``, empty and at most :data:`MAX_BLOCKS` blocks."""
     return _lruhier is not None and all(t.policy.name == "lru" and not len(t.resident) and not t.reserved_blocks
                                         and t.capacity_blocks <= MAX_BLOCKS for t in tiers)
-
-
-def make_hierarchy(tiers: Sequence[Tier], write_policy: str = "back", native: bool = True):
-    """A :class:`NativeHierarchy` when ``native`` and :func:`available`, else :class:`pcs.cache.Hierarchy`.
-
-    Raises:
-        ValueError: as :class:`pcs.cache.Hierarchy` (no tier, duplicate names, unknown write policy).
-    """
-    if native and tiers and available(tiers):
-        return NativeHierarchy(tiers, write_policy)
-    return Hierarchy(tiers, write_policy)
 
 
 class _Resident(Mapping):

@@ -154,7 +154,7 @@ def _curve_rows(kw: dict[str, Any], policies: list[str | None], caps: list[int])
         trace = open_trace(kw["trace"], format=kw["trace_format"], block_size=kw["block_size"])
     rules = BlockRules(cache_partial_blocks=kw["cache_partial_blocks"],
                        recompute_last_token=not kw["no_recompute_last_token"])
-    res = curve(trace, capacities=caps, rules=rules)
+    res = curve(trace, capacities=caps, rules=rules, native=kw["native"])
     rows = [{"capacity_blocks": r["capacity_blocks"]} for r in res.rows]
     for pol in dict.fromkeys(p or "lru" for p in policies):
         if pol == "lru":

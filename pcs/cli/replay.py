@@ -9,8 +9,10 @@ from typing import Any, Callable
 
 import click
 
+from pcs import _native
 from pcs.blocks import BlockRules
 from pcs.cli.common import emit, format_option
+from pcs.engine import select
 
 __all__ = ["replay", "replay_options", "run_replay_kwargs", "write_requests"]
 
@@ -53,12 +55,11 @@ def replay_options(f: Callable, policy_multiple: bool = False) -> Callable:
         click.option("--timing", default="modeled", show_default=True,
                      help="modeled: trace arrivals, FIFO admission, restore and prefill times; "
                           "sequential: one request at a time (the classic trace replay)."),
-        click.option("--engine", type=click.Choice(["auto", "general", "fast"]), default="auto", show_default=True,
-                     help="auto: one LRU tier in sequential timing takes the fast path (one O(1)-per-access LRU "
-                          "scan at the tier's capacity), all-LRU tiers otherwise run the event loop on the "
-                          "compiled hierarchy, other policies on the Python one (same results, tested); "
-                          "general: always the event loop over the Python hierarchy; fast: the fast path or "
-                          "an error."),
+        click.option("--engine", type=click.Choice(select.REQUESTS), default="auto", show_default=True,
+                     help="Which engine runs the replay (all give the same numbers): auto = the first that "
+                          "applies of " + "; ".join(f"{r.name}: {r.summary}" for r in select.ENGINES) +
+                          ". Old names: " + ", ".join(f"{a} = {n}" for a, n in select.ALIASES.items()) + "."),
+        click.option("--native", type=click.Choice(_native.MODES), default=None, help=_native.HELP),
         click.option("--cache-partial-blocks", is_flag=True, help="Cache every hash id, the partial last block too."),
         click.option("--no-recompute-last-token", is_flag=True,
                      help="Lift the cap of prompt_len - 1 hit tokens (vLLM, SGLang recompute the last token)."),
@@ -119,6 +120,7 @@ def run_replay_kwargs(kw: dict[str, Any], policy: str | None, tiers: list[str] |
                policy=policy, tier_policies=_pairs(kw["tier_policy"], "tier policy"),
                links=_pairs(kw["link"], "link"), protected_share=kw["protected_share"], timing=kw["timing"],
                write_policy=kw["write_policy"], hardware_table=table, progress=progress, engine=kw["engine"],
+               native=kw["native"],
                rules=BlockRules(cache_partial_blocks=kw["cache_partial_blocks"],
                                 recompute_last_token=not kw["no_recompute_last_token"]))
 

@@ -263,9 +263,5 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
-static struct PyModuleDef module = {
-    PyModuleDef_HEAD_INIT, "pcs.curves._stackdist",
-    "Compiled kernel for prefix-aware LRU stack depths (see pcs.curves.stackdist).", -1, methods,
-};
-
-PyMODINIT_FUNC PyInit__stackdist(void) { return PyModule_Create(&module); }
+PCS_KERNEL_MODULE(_stackdist, "pcs.curves._stackdist",
+                  "Compiled kernel for prefix-aware LRU stack depths (see pcs.curves.stackdist).", methods)

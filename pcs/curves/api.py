@@ -19,13 +19,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
 from pcs.blocks import BlockRules
 from pcs.curves import stackdist
 from pcs.curves.stackdist import FlatAccesses
+from pcs.trace.batches import as_batches, reiterable
 
 __all__ = ["KNEE_PERCENTS", "DEFAULT_POINTS", "LruCurve", "CurveResult", "load_accesses",
            "lru_curve", "capacity_grid", "curve"]
@@ -39,9 +40,10 @@ def load_accesses(trace: Any = None, block_size: int | None = None,
     """Flatten a trace's cacheable block accesses.
 
     Args:
-        trace: a path (None -> :data:`pcs.trace.DEFAULT_TRACE`), a
-            :class:`pcs.trace.Trace` (anything with ``iter_batches()``), an
-            iterable of :class:`pcs.trace.Request`, or a :class:`FlatAccesses`.
+        trace: a :class:`FlatAccesses` (returned as it is), or any source
+            :func:`pcs.trace.batches.as_batches` reads: a path (None ->
+            :data:`pcs.trace.DEFAULT_TRACE`), a :class:`pcs.trace.Trace`, an
+            iterable of :class:`pcs.trace.Request`.
         block_size: passed to :func:`pcs.trace.open_trace` for paths.
         rules: block rules.
     Returns:
@@ -51,31 +53,11 @@ def load_accesses(trace: Any = None, block_size: int | None = None,
     """
     if isinstance(trace, FlatAccesses):
         return trace, "<accesses>"
-    if trace is None or isinstance(trace, (str, Path)):
-        from pcs.trace import DEFAULT_TRACE, open_trace
-
-        trace = open_trace(DEFAULT_TRACE if trace is None else trace, block_size=block_size)
-    name = str(getattr(trace, "name", getattr(trace, "path", "<requests>")))
-    if hasattr(trace, "iter_batches"):
-        parts = [stackdist.flatten_columns(b.prompt_tokens, b.block_offsets, b.block_hashes,
-                                           b.block_size, rules) for b in trace.iter_batches()]
-        return stackdist.concat(parts), name
-    return _flatten_requests(trace, rules), name
-
-
-def _flatten_requests(requests: Iterable, rules: BlockRules) -> FlatAccesses:
-    prompts, lens, hashes, sizes = [], [], [], set()
-    for req in requests:
-        prompts.append(req.prompt_tokens)
-        h = np.asarray(req.block_hashes, dtype=np.uint64)
-        lens.append(h.shape[0])
-        hashes.append(h)
-        sizes.add(req.block_size)
-    if len(sizes) > 1:
-        raise ValueError(f"requests of one trace must share a block size, got {sorted(sizes)}")
-    off = np.concatenate(([0], np.cumsum(lens, dtype=np.int64)))
-    keys = np.concatenate(hashes) if hashes else np.zeros(0, np.uint64)
-    return stackdist.flatten_columns(np.asarray(prompts, np.int64), off, keys, sizes.pop() if sizes else 1, rules)
+    source = reiterable(trace, block_size) if trace is None or isinstance(trace, (str, Path)) else trace
+    name = str(getattr(source, "name", getattr(source, "path", "<requests>")))
+    parts = [stackdist.flatten_columns(b.prompt_tokens, b.block_offsets, b.block_hashes, b.block_size, rules)
+             for b in as_batches(source)]
+    return stackdist.concat(parts), name
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,7 +126,7 @@ class LruCurve:
         return int(np.argmax(self.hit_tokens_cum * 100 >= percent * top))
 
 
-def lru_curve(flat: FlatAccesses, kernel: str = "auto", sample_rate: float = 1.0, seed: int = 0,
+def lru_curve(flat: FlatAccesses, kernel: str | None = None, sample_rate: float = 1.0, seed: int = 0,
               exact_head_blocks: int = 1) -> LruCurve:
     """The LRU curve from one pass of stack depths plus a weighted histogram.
 
@@ -231,10 +213,56 @@ def _block_bytes(model: Any, block_size: int) -> tuple[str, int]:
     return spec.name, int(block_bytes(spec, block_size, "reserved").total_bytes)
 
 
+def _capacities(lru: LruCurve, capacities: Sequence[int] | None, points: int | None) -> list[int]:
+    """The listed capacities, sorted and deduplicated, or the geometric grid up to the LRU ceiling."""
+    if capacities is None:
+        return capacity_grid(lru.max_useful_capacity_blocks, DEFAULT_POINTS if points is None else points)
+    caps = sorted({int(c) for c in capacities})
+    if not caps or caps[0] < 0:
+        raise ValueError(f"capacities must be a non-empty list of blocks >= 0, got {list(capacities)}")
+    return caps
+
+
+def _rows(lru: LruCurve, caps: list[int], bel: dict, bb: int | None, prompt: int, ceiling: float) -> list[dict]:
+    """One row per capacity (keys in :class:`CurveResult`)."""
+    rows = []
+    for c in caps:
+        row: dict[str, Any] = {"capacity_blocks": c}
+        if bb is not None:
+            row["capacity_bytes"] = c * bb
+        row["lru_hit_ratio"] = float(lru.hit_ratio(c))
+        row["belady_hit_ratio"] = bel[c].hit_tokens / prompt if c in bel and prompt else (0.0 if c in bel else None)
+        row["ceiling_hit_ratio"] = ceiling
+        row["lru_block_misses"] = int(np.rint(lru.block_misses(c)))
+        row["belady_block_misses"] = bel[c].block_misses if c in bel else None
+        rows.append(row)
+    return rows
+
+
+def _knee(lru: LruCurve, bb: int | None) -> dict:
+    """``{"p50"|"p90"|"p99": ...}`` (keys in :class:`CurveResult`)."""
+    knee = {}
+    for pct in KNEE_PERCENTS:
+        k = lru.knee(pct)
+        entry: dict[str, Any] = {"percent_of_ceiling": pct, "capacity_blocks": k}
+        if bb is not None:
+            entry["capacity_bytes"] = None if k is None else k * bb
+        entry["lru_hit_ratio"] = None if k is None else float(lru.hit_ratio(k))
+        knee[f"p{pct}"] = entry
+    return knee
+
+
+def _native_mode(kernel: str | None, native: str | None) -> str | None:
+    """The one ``auto | c | python`` switch from ``native=`` or its older name ``kernel=``."""
+    if kernel is not None and native is not None and kernel != native:
+        raise ValueError(f"native={native!r} and kernel={kernel!r} name the same switch; give one")
+    return native if native is not None else kernel
+
+
 def curve(trace: Any = None, capacities: Sequence[int] | None = None, points: int | None = None,
           model: Any = None, *, block_size: int | None = None, rules: BlockRules = BlockRules(),
           belady: bool = True, sample_rate: float = 1.0, seed: int = 0, exact_head_blocks: int = 1,
-          kernel: str = "auto") -> CurveResult:
+          kernel: str | None = None, native: str | None = None) -> CurveResult:
     """LRU, Belady and ceiling hit ratios of a trace at many capacities.
 
     Args:
@@ -254,25 +282,25 @@ def curve(trace: Any = None, capacities: Sequence[int] | None = None, points: in
         seed: sampling hash seed.
         exact_head_blocks: with sampling, blocks seen within this many head
             positions are kept exactly (:mod:`pcs.curves.shards`).
-        kernel: stack-depth kernel, "auto", "c" or "python".
+        native: ``auto``, ``c`` or ``python``: the compiled stack-depth
+            kernel or its Python twin (:mod:`pcs._native`); None =
+            ``$PCS_NATIVE`` or ``auto``.
+        kernel: the older name of ``native`` (same values).
     Returns:
         :class:`CurveResult`.
     Raises:
-        ValueError: both or bad capacities/points, bad sample rate or kernel,
-            unknown model; InputError for bad trace content.
+        ValueError: both or bad capacities/points, bad sample rate or
+            native/kernel, ``native`` and ``kernel`` that differ, unknown
+            model; InputError for bad trace content.
     """
     from pcs.curves.belady import belady_hits, plan_belady
 
     if capacities is not None and points is not None:
         raise ValueError("give capacities or points, not both")
+    mode = _native_mode(kernel, native)
     flat, name = load_accesses(trace, block_size, rules)
-    lru = lru_curve(flat, kernel, sample_rate, seed, exact_head_blocks)
-    if capacities is not None:
-        caps = sorted({int(c) for c in capacities})
-        if not caps or caps[0] < 0:
-            raise ValueError(f"capacities must be a non-empty list of blocks >= 0, got {list(capacities)}")
-    else:
-        caps = capacity_grid(lru.max_useful_capacity_blocks, DEFAULT_POINTS if points is None else points)
+    lru = lru_curve(flat, mode, sample_rate, seed, exact_head_blocks)
+    caps = _capacities(lru, capacities, points)
     model_name, bb = _block_bytes(model, flat.block_size) if model is not None else (None, None)
     prompt = flat.prompt_tokens
     exact = sample_rate == 1.0
@@ -281,27 +309,8 @@ def curve(trace: Any = None, capacities: Sequence[int] | None = None, points: in
         plan = plan_belady(flat)
         bel = {c: belady_hits(plan, c) for c in caps}
     ceiling = float(lru.ceiling_hit_tokens / prompt) if prompt else 0.0
-    rows = []
-    for c in caps:
-        row: dict[str, Any] = {"capacity_blocks": c}
-        if bb is not None:
-            row["capacity_bytes"] = c * bb
-        row["lru_hit_ratio"] = float(lru.hit_ratio(c))
-        row["belady_hit_ratio"] = bel[c].hit_tokens / prompt if c in bel and prompt else (0.0 if c in bel else None)
-        row["ceiling_hit_ratio"] = ceiling
-        row["lru_block_misses"] = int(np.rint(lru.block_misses(c)))
-        row["belady_block_misses"] = bel[c].block_misses if c in bel else None
-        rows.append(row)
-    knee = {}
-    for pct in KNEE_PERCENTS:
-        k = lru.knee(pct)
-        entry: dict[str, Any] = {"percent_of_ceiling": pct, "capacity_blocks": k}
-        if bb is not None:
-            entry["capacity_bytes"] = None if k is None else k * bb
-        entry["lru_hit_ratio"] = None if k is None else float(lru.hit_ratio(k))
-        knee[f"p{pct}"] = entry
     summary = {"trace": name, "block_size": flat.block_size, "requests": flat.num_requests,
                "block_accesses": flat.num_accesses, "distinct_blocks": lru.num_distinct if exact else None,
                "prompt_tokens": prompt, "sample_rate": float(sample_rate), "kernel": lru.kernel,
                "model": model_name, "block_bytes": bb}
-    return CurveResult(rows, knee, ceiling, lru, summary)
+    return CurveResult(_rows(lru, caps, bel, bb, prompt, ceiling), _knee(lru, bb), ceiling, lru, summary)

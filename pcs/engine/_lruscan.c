@@ -270,9 +270,5 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
-static struct PyModuleDef module = {
-    PyModuleDef_HEAD_INIT, "pcs.engine._lruscan",
-    "Compiled one-capacity sequential LRU scan (see pcs.engine.lruscan).", -1, methods,
-};
-
-PyMODINIT_FUNC PyInit__lruscan(void) { return PyModule_Create(&module); }
+PCS_KERNEL_MODULE(_lruscan, "pcs.engine._lruscan", "Compiled one-capacity sequential LRU scan (see pcs.engine.lruscan).",
+                  methods)

@@ -33,9 +33,9 @@ from pcs import _native
 __all__ = ["NotChained", "SequentialLru", "REASONS"]
 
 #: Kernel return codes when ``check`` is on -> why the fast path does not apply.
-REASONS = {1: "an id repeats within a request (not chained hashes); use engine='general'",
-           2: "block ids are not chained (a cached block follows an uncached one); use engine='general'",
-           3: "more than 2**31 - 1 block stamps or requests; use engine='general'"}
+REASONS = {1: "a block hash repeats within a request (not chained hashes)",
+           2: "block hashes are not chained (a cached block follows an uncached one)",
+           3: "more than 2**31 - 1 block stamps or requests"}
 
 
 class NotChained(ValueError):

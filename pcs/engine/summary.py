@@ -14,6 +14,9 @@ JSON keys (stable; documented in README section replay):
 - counts, ``tiers`` (one dict per tier: bytes per block, capacity, hits,
   restores, writes, evictions, resident bytes at the end and at peak, per KV
   component), ``bytes`` totals, ``envelope`` (per link and TTFT percentiles);
+- ``engine``, ``engine_reason``: the engine that ran the replay and why
+  (:mod:`pcs.engine.select`); ``baseline_engine``, ``baseline_engine_reason``:
+  the same for the sequential baseline;
 - ``payload_lens``: the run's KV dtype beside another, hits held fixed
   (:mod:`pcs.engine.lens`): payload halves, stored bytes, restore time and
   prefill do not.
@@ -190,6 +193,8 @@ def build_summary(res, state: CacheState, seq_ledger, single, ideal, ctx: dict) 
         "trace": ctx["trace"], "model": model.name, "kv_dtype": model.kv_dtype, "gpu": ctx["gpu"].name,
         "tp": ctx["tp"], "block_size": ctx["block_size"], "timing": ctx["timing"], "policy": ctx["policy"],
         "write_policy": ctx["write_policy"],
+        "engine": ctx["engine"], "engine_reason": ctx["engine_reason"],
+        "baseline_engine": ctx["baseline_engine"], "baseline_engine_reason": ctx["baseline_engine_reason"],
         "cache_partial_blocks": ctx["rules"].cache_partial_blocks,
         "recompute_last_token": ctx["rules"].recompute_last_token,
         "requests": L.num_requests, "prompt_tokens": L.prompt_tokens, "hit_tokens": L.hit_tokens,
