@@ -77,6 +77,8 @@ class Admission:
 
 def _first_repeat(block_hashes: Sequence[int]) -> int:
     """Index of the first block hash that repeats an earlier one (len(block_hashes) if none)."""
+    if len(set(block_hashes)) == len(block_hashes):
+        return len(block_hashes)
     seen: set[int] = set()
     for i, h in enumerate(block_hashes):
         if h in seen:
@@ -145,15 +147,13 @@ class Hierarchy:
         hashes) ends its cacheable chain before the repeat, so every hash of
         one request's lists is distinct (the tiers' batch operations rely on it).
         """
-        head = list(block_hashes[:cacheable_blocks])
+        head = block_hashes[:cacheable_blocks]
         head = head[:_first_repeat(head)]
         cap = min(max_hit_blocks, len(head))
-        where = self._lookup(head)
+        where, pinned, restores, beyond = self._lookup(head, cap)
         lead = len(where)
         hits = min(cap, lead)
-        pinned = [h for h, j in zip(head, where) if j == 0]
-        restores = [[h for h, j in zip(head[:hits], where) if j == tier] for tier in range(1, len(self.tiers))]
-        computed = [h for h, j in zip(head[hits:], where[hits:]) if j > 0] + head[lead:]
+        computed = beyond + head[lead:]
         need = sum(map(len, restores)) + len(computed) + extra_blocks
         budget = self._budget(need, pinned, wait_if_full)
         if budget is None:
@@ -167,22 +167,39 @@ class Hierarchy:
         restored, filled = self._restore(restores)
         self._evicted(victims, 0)
         tier_hits = [where[:hits].count(j) for j in range(len(self.tiers))]
-        pinned = [h for h in head[:lead] if gpu.resident.get(h)]    # the GPU lead and the restored blocks
+        # pinned now: every hit (GPU-resident or restored) and the GPU-resident lead blocks beyond the hits
+        pinned = head[:hits] + [h for h, j in zip(head[hits:lead], where[hits:]) if j == 0]
         return Admission(lead, hits, tier_hits, where[hits - 1] if hits else -1, restored, budget < need, pinned,
                          computed, budget - filled)
 
-    def _lookup(self, head: Sequence[int]) -> list[int]:
-        """The prefix rule (§3): per leading block resident in some tier, the highest tier holding it."""
-        residents = [t.resident for t in self.tiers]
+    def _lookup(self, head: Sequence[int], cap: int) -> tuple[list, list, list, list]:
+        """The prefix rule (§3): walk the leading blocks resident in some tier, each at the highest tier
+        holding it.
+
+        Returns:
+            (tier index per leading block; GPU-resident leading blocks; per lower tier, its leading
+            blocks before ``cap`` (to restore); lower-tier leading blocks from ``cap`` on (to compute)),
+            block hashes in chain order.
+        """
+        residents = [(j, t.resident) for j, t in enumerate(self.tiers)]
         where: list[int] = []
-        for h in head:
-            for j, res in enumerate(residents):
+        pinned: list[int] = []
+        restores: list[list[int]] = [[] for _ in residents[1:]]
+        beyond: list[int] = []
+        for i, h in enumerate(head):
+            for j, res in residents:
                 if h in res:
-                    where.append(j)
                     break
             else:
                 break
-        return where
+            where.append(j)
+            if j == 0:
+                pinned.append(h)
+            elif i < cap:
+                restores[j - 1].append(h)
+            else:
+                beyond.append(h)
+        return where, pinned, restores, beyond
 
     def _budget(self, need: int, pinned: list, wait_if_full: bool) -> int | None:
         """GPU slots the request gets: ``need``, or fewer when the GPU tier cannot give them (§5).

@@ -40,7 +40,7 @@ def available(tiers: Sequence[Tier]) -> bool:
 
 
 class _Resident(Mapping):
-    """Read-only view key -> pin count of one native tier's resident blocks."""
+    """Read-only view block hash -> pin count of one native tier's resident blocks."""
 
     __slots__ = ("_h", "_j")
 
@@ -50,14 +50,14 @@ class _Resident(Mapping):
     def __len__(self) -> int:
         return self._h.num_resident(self._j)
 
-    def __getitem__(self, key: int) -> int:
-        rc = self._h.pin_count(self._j, key) if isinstance(key, int) else None
+    def __getitem__(self, block_hash: int) -> int:
+        rc = self._h.pin_count(self._j, block_hash) if isinstance(block_hash, int) else None
         if rc is None:
-            raise KeyError(key)
+            raise KeyError(block_hash)
         return rc
 
-    def __contains__(self, key) -> bool:
-        return isinstance(key, int) and self._h.pin_count(self._j, key) is not None
+    def __contains__(self, block_hash) -> bool:
+        return isinstance(block_hash, int) and self._h.pin_count(self._j, block_hash) is not None
 
     def __iter__(self):
         return iter(self._h.resident(self._j))
@@ -78,11 +78,11 @@ class _LRUView:
     def __len__(self) -> int:
         return self._h.num_held(self._j)
 
-    def __contains__(self, key) -> bool:
-        return self._h.pin_count(self._j, key) == 0 if isinstance(key, int) else False
+    def __contains__(self, block_hash) -> bool:
+        return self._h.pin_count(self._j, block_hash) == 0 if isinstance(block_hash, int) else False
 
     def order(self) -> list[int]:
-        """Evictable keys, first victim first."""
+        """Evictable block hashes, first victim first."""
         return self._h.order(self._j)
 
 
@@ -103,8 +103,8 @@ class _TierView:
     def __len__(self) -> int:
         return self._h.num_resident(self._j)
 
-    def __contains__(self, key) -> bool:
-        return key in self.resident
+    def __contains__(self, block_hash) -> bool:
+        return block_hash in self.resident
 
     @property
     def reserved_blocks(self) -> int:

@@ -2,7 +2,7 @@
 
 A tier holds up to ``capacity_blocks`` block slots. A slot is either
 
-- *resident*: it holds a cached block, keyed by the block's hash id, with a
+- *resident*: it holds a cached block, keyed by its block hash (§1), with a
   pin count (the number of running requests using it; vLLM ``KVCacheBlock``
   ``ref_cnt``). Pin count 0 means evictable; evictable blocks, and only
   those, are held by the tier's :class:`EvictionPolicy`, which orders them
@@ -14,12 +14,16 @@ A tier holds up to ``capacity_blocks`` block slots. A slot is either
 Invariant (``_check``): ``len(resident) + reserved_blocks <= capacity_blocks``;
 the policy holds exactly the resident blocks with pin count 0.
 
-Per-block work is a dict operation or two; every method takes a batch of keys
-so the Python call overhead is per request, not per block.
+Every method takes a batch of block hashes, so the Python call overhead is
+per request, not per block. This is the reference the compiled twin
+(``_lruhier.c``) is diffed against, so each method is one plain loop per rule,
+without special-case fast branches (``docs/semantics.md §15``).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
+from itertools import filterfalse, groupby
+from operator import itemgetter
 from typing import Iterable, Sequence
 
 from pcs.cache.policies import EvictionPolicy
@@ -74,7 +78,7 @@ class Tier:
         self.name = name
         self.capacity_blocks = int(capacity_blocks)
         self.policy = policy
-        #: key -> pin count of every resident block (read it, do not write it).
+        #: block hash -> pin count of every resident block (read it, do not write it).
         self.resident: dict[int, int] = {}
         self.reserved_blocks = 0
         self.stats = TierStats()
@@ -83,8 +87,8 @@ class Tier:
         return (f"Tier({self.name!r}, capacity_blocks={self.capacity_blocks}, resident={len(self.resident)}, "
                 f"pinned={self.num_pinned}, reserved={self.reserved_blocks}, policy={self.policy.name})")
 
-    def __contains__(self, key: int) -> bool:
-        return key in self.resident
+    def __contains__(self, block_hash: int) -> bool:
+        return block_hash in self.resident
 
     def __len__(self) -> int:
         return len(self.resident)
@@ -106,8 +110,7 @@ class Tier:
 
     def count_evictable(self, block_hashes: Iterable[int]) -> int:
         """How many of the resident ``block_hashes`` have pin count 0."""
-        res = self.resident
-        return sum(1 for h in block_hashes if res[h] == 0)
+        return list(map(self.resident.__getitem__, block_hashes)).count(0)
 
     def pin(self, block_hashes: Sequence[int]) -> None:
         """Add one pin to each resident block (distinct hashes); a block going 0 -> 1 leaves the policy."""
@@ -127,8 +130,9 @@ class Tier:
         res = self.resident
         out = []
         for h in block_hashes:
-            res[h] -= 1
-            if res[h] == 0:
+            rc = res[h] - 1
+            res[h] = rc
+            if rc == 0:
                 out.append(h)
         if out:
             self.policy.add(out, reused)
@@ -167,14 +171,15 @@ class Tier:
             rc = res.get(h)
             if rc is None:
                 res[h] = 1
-                self.reserved_blocks -= 1
-                self.stats.inserted_blocks += 1
             else:
                 if rc == 0:
                     self.policy.remove([h])
                 res[h] = rc + 1
                 shared.append(h)
+        added = len(block_hashes) - len(shared)
+        self.reserved_blocks -= added
         assert self.reserved_blocks >= 0, "fill without a reserved slot"
+        self.stats.inserted_blocks += added
         self._note_peaks()
         return shared
 
@@ -196,15 +201,15 @@ class Tier:
         """
         cut, block_hashes = self._overflow(block_hashes)
         res = self.resident
-        fresh = [h for h in block_hashes if h not in res]
-        again = [h for h in block_hashes if res.get(h) == 0]
+        fresh = list(filterfalse(res.__contains__, block_hashes))
+        again = [h for h in filter(res.__contains__, block_hashes) if res[h] == 0]
         if again:
             self.policy.remove(again)
         victims = self._evict(len(fresh) - self.free_blocks)
         assert victims is not None
         for h in fresh:
             res[h] = 0
-        self._add_in_order(block_hashes, set(fresh), set(again), reused)
+        self._add_in_runs(block_hashes, set(again), reused)
         self.stats.inserted_blocks += len(fresh)
         self._note_peaks()
         return victims + cut, len(fresh)
@@ -236,26 +241,31 @@ class Tier:
         victims = self.policy.evict(n)
         if victims is None:
             return None
+        res = self.resident
         for h in victims:
-            del self.resident[h]
+            del res[h]
         self.stats.evicted_blocks += n
         return victims
 
     def _note_peaks(self) -> None:
         """Raise the peak counters to the current resident and resident + reserved blocks."""
-        st = self.stats
-        st.peak_resident_blocks = max(st.peak_resident_blocks, len(self.resident))
-        st.peak_used_blocks = max(st.peak_used_blocks, len(self.resident) + self.reserved_blocks)
+        st, size = self.stats, len(self.resident)
+        if size > st.peak_resident_blocks:
+            st.peak_resident_blocks = size
+        if size + self.reserved_blocks > st.peak_used_blocks:
+            st.peak_used_blocks = size + self.reserved_blocks
 
-    def _add_in_order(self, block_hashes: Sequence[int], fresh: set, again: set, reused: bool) -> None:
-        """Give blocks back to the policy in order, in runs: stored (``reused``) or touched (True)."""
+    def _add_in_runs(self, block_hashes: Sequence[int], again: set, reused: bool) -> None:
+        """Give the unpinned blocks of an insert back to the policy in order, in runs of one flag:
+        stored (``reused``) or touched (in ``again``: True); pinned blocks are skipped."""
+        res = self.resident
         run: list[int] = []
-        flag = None
+        flag = reused
         for h in block_hashes:
-            f = reused if h in fresh else (True if h in again else None)
-            if f is None:
+            if res[h]:
                 continue
-            if f is not flag and run:
+            f = reused or h in again
+            if f != flag and run:
                 self.policy.add(run, flag)
                 run = []
             flag = f
@@ -279,6 +289,6 @@ class Tier:
         assert all(rc >= 0 for rc in res.values())
         unpinned = {k for k, rc in res.items() if rc == 0}
         held = self.policy.order()
-        assert len(held) == len(set(held)) == len(self.policy), "policy holds a key twice"
+        assert len(held) == len(set(held)) == len(self.policy), "policy holds a block twice"
         assert set(held) == unpinned, (sorted(set(held) ^ unpinned)[:10])
         self.policy._check()
