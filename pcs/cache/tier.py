@@ -22,8 +22,7 @@ without special-case fast branches (``docs/semantics.md §15``).
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
-from itertools import filterfalse, groupby
-from operator import itemgetter
+from itertools import filterfalse
 from typing import Iterable, Sequence
 
 from pcs.cache.policies import EvictionPolicy

@@ -141,7 +141,7 @@ def lru_curve(flat: FlatAccesses, kernel: str | None = None, sample_rate: float 
     """
     kernel = stackdist.resolve_kernel(kernel)
     if sample_rate == 1.0:
-        lead, distinct = stackdist.stack_depths(flat.keys, flat.req_offsets, kernel, lead=True)
+        lead, distinct = stackdist.stack_depths(flat.block_hashes, flat.req_offsets, kernel, lead=True)
         w_hist, b_hist = stackdist.depth_histograms(lead, flat.hit_weight_tokens, kernel)
     else:
         from pcs.curves.shards import sampled_lead_depths

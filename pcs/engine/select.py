@@ -4,17 +4,18 @@ Three engines give the same replay (``docs/semantics.md §15``); each row of
 :data:`ENGINES` names one, the conditions under which it applies, the code
 that runs it and the test that proves it equals the reference:
 
-=================== ============================================ ====================================
-engine              applies when                                 implementation
-=================== ============================================ ====================================
-``lru-scan``        sequential timing, ONE tier, policy ``lru``  :func:`pcs.engine.fastpath.run`
-                    (and, found while scanning, chained ids)     (one O(1)-per-access LRU scan)
-``compiled-hierarchy`` every tier ``lru``, at most 2**30 blocks, :class:`pcs.cache.native.NativeHierarchy`
-                    the compiled twin built and ``native`` not   under the event loop
-                    ``python``
-``reference``       always                                       :class:`pcs.cache.Hierarchy` under
-                                                                 the event loop
-=================== ============================================ ====================================
+====================== ========================================== ==========================================
+engine                 applies when                               implementation
+====================== ========================================== ==========================================
+``lru-scan``           sequential timing, ONE tier, policy        :func:`pcs.engine.fastpath.run` (one
+                       ``lru`` (and, found while scanning,        O(1)-per-access LRU scan, C or Python
+                       chained block hashes)                      kernel per ``native``)
+``compiled-hierarchy`` every tier ``lru``, at most 2**30 blocks   :class:`pcs.cache.native.NativeHierarchy`
+                       each, the compiled twin built, ``native``  under the event loop
+                       not ``python``
+``reference``          always                                     :class:`pcs.cache.Hierarchy` under the
+                                                                  event loop
+====================== ========================================== ==========================================
 
 :func:`choose` takes the first row that applies (``requested="auto"``) or
 the named row (an error when it does not apply). ``pcs.replay`` chooses
@@ -77,9 +78,10 @@ def _compiled_hierarchy_applies(cfg: RunConfig) -> str | None:
     big = [name for name, _, cap in cfg.tiers if cap > MAX_COMPILED_BLOCKS]
     if big:
         return f"tier {big[0]} has more than {MAX_COMPILED_BLOCKS} blocks"
-    if cfg.native == "python" or (cfg.native is None and _native.default_mode() == "python"):
+    mode = _native.default_mode() if cfg.native is None else cfg.native
+    if mode == "python":
         return "native is python (no compiled code)"
-    if _native.resolve(cfg.native, "lruhier") != "c":   # raises for native "c" when not built
+    if _native.resolve(mode, "lruhier") != "c":   # raises for native "c" when not built
         return f"the compiled {_native.TWINS['lruhier']} is not built"
     return None
 
