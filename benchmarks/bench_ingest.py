@@ -9,7 +9,7 @@ Parquet in a temporary directory, then reads each in a fresh child process
 and the child's peak RSS. Also times the line-by-line ``json.loads`` path
 that the reader falls back to, to show why the pyarrow path is the default.
 
-Targets (issue 3): Parquet >= 10 M blocks/s, JSONL >= 3 M blocks/s.
+Targets (docs/performance.md): Parquet >= 10 M blocks/s, JSONL >= 3 M blocks/s.
 The last line printed is one JSON object.
 
 Usage: python benchmarks/bench_ingest.py [--trace PATH] [--min-blocks N] [--repeat R]

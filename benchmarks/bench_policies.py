@@ -69,7 +69,7 @@ def main() -> None:
             t = time.process_time()
             res = _replay(src, kwargs)
             best = min(best, time.process_time() - t)
-            hit = res.summary["hit_ratio"]
+            hit = res.summary.hit_ratio
         out[label] = {"replay_s": best, "accesses_per_s": accesses / best, "hit_ratio": hit}
         print(f"{label}: {best:.2f} s CPU, {accesses / best / 1e6:.3f} M accesses/s, hit ratio {hit:.6f}")
     print(json.dumps(out))

@@ -6,7 +6,7 @@
   no block) and shifted timestamps (copy k adds k x (span + 3 s)), written as
   Mooncake JSONL into a directory the caller owns (a temporary one);
 - :func:`flat_lru_stream`: the block stream that makes a plain LRU follow
-  pcs's prefix-cache rules (brief, "Shared replay semantics", rule 4);
+  pcs's prefix-cache rules (docs/semantics.md §6);
 - :func:`median_time` and :func:`alternating_pairs`: warm-up, then repeated
   wall-clock timings (``time.perf_counter``), median;
 - :func:`vm_hwm_bytes` (peak RSS, Linux ``VmHWM``) and :func:`run_child`
@@ -206,7 +206,7 @@ def replicate_mooncake(src: Path, out_dir: Path, min_accesses: int, count: str =
 
 @dataclass(frozen=True, slots=True)
 class FlatStream:
-    """The flat LRU stream of a trace (brief, "Shared replay semantics", rule 4).
+    """The flat LRU stream of a trace (docs/semantics.md §6).
 
     Attributes:
         ids: np.ndarray[np.uint64], shape (2 x accesses,): per request, its

@@ -110,7 +110,17 @@ def snapshot(out: str, quick: bool) -> None:
     print(json.dumps({"snapshot": out, "runs": len(runs)}))
 
 
+def _norm(path: str, value):
+    """Trace paths compare by what follows the checkout or shared folder (worktrees differ in prefix)."""
+    if path.endswith(".trace") and isinstance(value, str):
+        for marker in ("/traces/", "/shared/"):
+            if marker in value:
+                return marker + value.split(marker, 1)[1]
+    return value
+
+
 def _walk(a, b, path: str, out: list[str]) -> None:
+    a, b = _norm(path, a), _norm(path, b)
     if isinstance(a, dict) and isinstance(b, dict):
         for k in a:
             if k not in b:

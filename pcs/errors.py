@@ -1,13 +1,23 @@
-"""Error types shared by pcs modules.
+"""Error types shared by pcs modules, and the grades the CLI gives them.
 
-Grades (see ../shared/STYLE.md): ``assert`` for internal invariants;
-``ValueError`` (or its subclass :class:`InputError`) for bad user input, which
-the CLI turns into one line on stderr and exit code 2; expected outcomes are
-returned values, never exceptions.
+Grades (house style): ``assert`` for internal invariants; ``ValueError`` (or
+a subclass: :class:`InputError` for bad file content, :class:`UnknownNameError`
+for a registry lookup) for bad user input, which the CLI turns into one line
+``pcs: error: ...`` on stderr and exit code 2; expected outcomes are returned
+values, never exceptions. Any other exception escaping a command (an
+``AssertionError``, ``TypeError``, ``IndexError``, ``KeyError`` ...) is a bug
+in pcs: the CLI shows its traceback and a last line saying so (:data:`BUG_REPORT`),
+exit code 1 (:func:`pcs.cli.common.user_errors`).
 """
 from __future__ import annotations
 
-__all__ = ["InputError"]
+from typing import Iterable, Mapping
+
+__all__ = ["InputError", "UnknownNameError", "BUG_REPORT"]
+
+#: Where the CLI's last line after an internal error sends the user.
+BUG_REPORT = ("this is a bug in pcs, not in your input: please report it on the pcs issue tracker "
+              "with the command line and the traceback above")
 
 
 class InputError(ValueError):
@@ -32,3 +42,30 @@ class InputError(ValueError):
         where = self.path if line is None else f"{self.path}:{line}"
         what = f"field '{field}': {problem}" if field else problem
         super().__init__(f"{where}: {what}")
+
+
+class UnknownNameError(ValueError):
+    """A name a registry does not hold (an eviction policy, a preset ...).
+
+    Attributes:
+        kind: what was looked up, e.g. ``"eviction policy"``.
+        name: the name as the user gave it.
+        choices: the registered names, in registration order.
+        aliases: alias -> registered name, accepted as well.
+
+    ``str(err)`` is ``"unknown KIND 'NAME'; valid: A, B, C (alias X = A)"``:
+    the one-line message the CLI prints.
+
+    >>> str(UnknownNameError("eviction policy", "arc9", ["lru", "slru"], {"protected": "slru"}))
+    "unknown eviction policy 'arc9'; valid: lru, slru (alias protected = slru)"
+    """
+
+    def __init__(self, kind: str, name: object, choices: Iterable[str], aliases: Mapping[str, str] | None = None):
+        self.kind = kind
+        self.name = name
+        self.choices = tuple(choices)
+        self.aliases = dict(aliases or {})
+        alias = "; ".join(f"{a} = {t}" for a, t in self.aliases.items())
+        plural = "es" if len(self.aliases) > 1 else ""
+        super().__init__(f"unknown {kind} {name!r}; valid: {', '.join(self.choices)}"
+                         + (f" (alias{plural} {alias})" if alias else ""))

@@ -6,7 +6,7 @@ asterisk; we halve it). Link figures are EFFECTIVE per-direction bandwidths
 (what a large pinned-memory copy reaches), not the theoretical line rate; the
 theoretical rate is named in each ``source`` so the choice is visible.
 Setup latencies are documented defaults (assumptions to calibrate against a
-real timeline, see CONCEPTS.md section 2), not datasheet figures.
+real timeline, see docs/semantics.md §10), not datasheet figures.
 
 Any figure can be overridden: in code with :func:`override`, from a TOML or
 JSON file with :func:`load_hardware_file`, and from the CLI (``--gpu h100-sxm
@@ -124,7 +124,7 @@ class LinkSpec:
 
     @property
     def iops_bps(self) -> float | None:
-        """Bandwidth reachable with small random I/O: iops x io_size_bytes (CONCEPTS.md 2), or None."""
+        """Bandwidth reachable with small random I/O: iops x io_size_bytes (docs/semantics.md §10), or None."""
         if self.iops is None or self.io_size_bytes is None:
             return None
         return self.iops * self.io_size_bytes

@@ -1,21 +1,30 @@
-"""Shared fixtures: where the real public traces live (read, never copied)."""
+"""Shared fixtures: where the real public traces live (read, never copied).
+
+They live in ``../shared/traces`` beside the repository; the environment variable
+``PCS_SHARED_TRACES`` points the fixtures elsewhere. A missing directory, e.g.
+``PCS_SHARED_TRACES=/nonexistent python -m pytest -q``, runs the suite as a fresh
+clone without ``../shared`` would: the tests that need a real trace skip, and every
+exact check still runs on its twin over a committed sample (``traces/``).
+"""
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-SHARED_TRACES = ROOT.parent / "shared" / "traces"
+SHARED_TRACES = Path(os.environ.get("PCS_SHARED_TRACES") or ROOT.parent / "shared" / "traces")
 MOONCAKE_CONV = SHARED_TRACES / "mooncake-fast25" / "conversation_trace.jsonl"
 AZURE_CONV = SHARED_TRACES / "azure-llm-2023" / "AzureLLMInferenceTrace_conv.csv"
+SAMPLE_EXACT = ROOT / "traces" / "sample_exact.jsonl"
 
 
 @pytest.fixture(scope="session")
 def mooncake_conv() -> Path:
     """Path of the real Mooncake FAST'25 conversation trace; skips where absent."""
     if not MOONCAKE_CONV.exists():
-        pytest.skip(f"real Mooncake trace not found at {MOONCAKE_CONV} (it lives in ../shared/traces)")
+        pytest.skip(f"real Mooncake trace not found at {MOONCAKE_CONV} (it lives in ../shared/traces or $PCS_SHARED_TRACES)")
     return MOONCAKE_CONV
 
 
@@ -23,5 +32,15 @@ def mooncake_conv() -> Path:
 def azure_conv() -> Path:
     """Path of the Azure LLM 2023 conversation CSV; skips where absent."""
     if not AZURE_CONV.exists():
-        pytest.skip(f"Azure trace not found at {AZURE_CONV} (it lives in ../shared/traces)")
+        pytest.skip(f"Azure trace not found at {AZURE_CONV} (it lives in ../shared/traces or $PCS_SHARED_TRACES)")
     return AZURE_CONV
+
+
+@pytest.fixture(scope="session", params=["sample", "mooncake"])
+def exact_trace(request) -> Path:
+    """The trace of an exact check, twice: the committed ``traces/sample_exact.jsonl``
+    (always there: a fresh clone runs the check) and the real Mooncake conversation
+    trace (skips where absent). Sizes tuned to a trace come from ``helpers.per_trace``."""
+    if request.param == "mooncake":
+        return request.getfixturevalue("mooncake_conv")
+    return SAMPLE_EXACT

@@ -1,12 +1,16 @@
-"""Helpers shared by the tests (not a test module; test modules import only this one).
+"""Helpers shared by the tests (not a test module; test modules import only this one and
+``reference``, the independent replay simulator).
 
 - independent references: ``lru_replay`` (a sequential one-tier LRU prefix
   cache written from docs/semantics.md with an OrderedDict), ``brute_force_opt``
   (the best hits over every eviction choice, tiny traces only);
 - hypothesis strategies: ``chained_traces`` / ``arbitrary_traces`` (curve
   and scan tests), ``traces`` (cache and engine properties), ``rules_strategy``;
+- ``per_trace`` (sizes for the committed sample or the real trace in twin tests),
+  ``pcs_policy_name`` (policy names across the renames in flight);
 - small builders: ``req``, ``make_requests``, ``stress_trace``, ``run`` (a
-  replay through Python tiers), ``LinearCompute`` (a simple compute model);
+  replay through Python tiers), ``LinearCompute`` and ``DyadicCompute`` (simple
+  compute models);
 - hand-traced constants (``HAND_*``, ``CYCLE_SPEC``) with their working.
 """
 from __future__ import annotations
@@ -14,6 +18,7 @@ from __future__ import annotations
 from collections import OrderedDict, namedtuple
 from dataclasses import dataclass
 from functools import lru_cache
+from pathlib import Path
 
 import numpy as np
 from hypothesis import HealthCheck, settings
@@ -26,6 +31,20 @@ from pcs.engine.engine import ReplayEngine
 from pcs.engine.timing import TimeModel
 
 BS = 4  # tokens per block in the synthetic traces
+
+
+def pcs_policy_name(name: str) -> str:
+    """The pcs name of a policy: ``slru`` is registered as ``protected`` until the rename lands."""
+    from pcs.cache.policies import POLICY_NAMES
+
+    return name if name in POLICY_NAMES or name != "slru" else "protected"
+
+
+def per_trace(path, *, sample, mooncake):
+    """The value for the trace an ``exact_trace`` test runs on: ``sample`` for the committed
+    ``traces/sample_exact.jsonl`` (14,415 distinct blocks), ``mooncake`` for the real
+    conversation trace (182,790): capacities scale with the trace."""
+    return sample if Path(path).name == "sample_exact.jsonl" else mooncake
 
 
 @dataclass(frozen=True)
@@ -213,6 +232,24 @@ class LinearCompute:
 
     def decode_s_per_token(self, ctx):
         return np.full(np.shape(ctx), self.d)
+
+
+class DyadicCompute:
+    """A linear compute model whose constants are powers of two (sums stay exact in binary).
+
+    prefill_s(new, cached) = new x 2^-14 s + cached x 2^-18 s (61 us per computed token,
+    3.8 us per cached one); decode_s_per_token(context) = 2^-7 s + context x 2^-20 s
+    (7.8 ms per step plus 0.95 us per context token). Numpy-broadcastable, so pcs's
+    ``TimeModel`` and the reference (``tests/reference.py``) call the same object.
+    """
+
+    A, B, C0, C1 = 2.0 ** -14, 2.0 ** -18, 2.0 ** -7, 2.0 ** -20
+
+    def prefill_s(self, new, cached=0):
+        return new * self.A + cached * self.B
+
+    def decode_s_per_token(self, ctx):
+        return self.C0 + ctx * self.C1
 
 
 def run(reqs, capacities, policy="lru", timing="sequential", rules=UNIT_RULES, write_policy="back",

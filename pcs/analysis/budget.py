@@ -1,4 +1,4 @@
-"""Capacity and bandwidth budgets, and transfer arithmetic (CONCEPTS.md sections 1-2).
+"""Capacity and bandwidth budgets, and transfer arithmetic (docs/semantics.md §10).
 
 A workload needs ``C_w`` bytes resident at once and ``B_w`` bytes/s moved; a
 device offers ``C_d`` and ``B_d``. The two budgets are separate checks:
@@ -28,7 +28,7 @@ __all__ = [
     "average_bandwidth_bps", "transfer_time_s", "iops_bandwidth_bps", "RATIO_NOTE",
 ]
 
-#: The note every budget report prints (CONCEPTS.md section 1).
+#: The note every budget report prints (docs/semantics.md §10).
 RATIO_NOTE = ("R_w/R_d = u_C/u_B only says which budget is under more pressure; it is not a "
               "verdict: a workload scaled up keeps R_w yet can exceed both budgets, so always "
               "check the absolute needs (u_C and u_B <= 100 %)")
@@ -94,7 +94,7 @@ def _check(value: float, what: str, positive: bool) -> None:
 
 def budget(capacity_need_bytes: int, capacity_have_bytes: int, bandwidth_need_bps: float,
            bandwidth_have_bps: float) -> BudgetResult:
-    """Capacity and bandwidth utilisation of one workload on one device (CONCEPTS.md 1).
+    """Capacity and bandwidth utilisation of one workload on one device (docs/semantics.md §10).
 
     Args:
         capacity_need_bytes: C_w, bytes the workload needs resident at once (>= 0).
@@ -234,7 +234,7 @@ def average_bandwidth_bps(rate_per_s: float, size_bytes: int) -> float:
 
 
 def transfer_time_s(size_bytes: int, bandwidth_bps: float, setup_s: float = 0.0) -> float:
-    """Time of one transfer: setup_s + size_bytes / bandwidth_bps (CONCEPTS.md 2).
+    """Time of one transfer: setup_s + size_bytes / bandwidth_bps (docs/semantics.md §10).
 
     >>> transfer_time_s(100 * 10**6, 20e9)       # 100 MB over 20 GB/s = 5 ms
     0.005
@@ -249,7 +249,7 @@ def transfer_time_s(size_bytes: int, bandwidth_bps: float, setup_s: float = 0.0)
 
 
 def iops_bandwidth_bps(iops: float, io_size_bytes: int) -> float:
-    """Bandwidth of small random I/O: iops x io_size_bytes (CONCEPTS.md 2).
+    """Bandwidth of small random I/O: iops x io_size_bytes (docs/semantics.md §10).
 
     Reachable only if queue depth and concurrency allow it.
 

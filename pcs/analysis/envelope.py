@@ -1,4 +1,4 @@
-"""Does restoring a cached prefix beat recomputing it? (CONCEPTS.md section 4)
+"""Does restoring a cached prefix beat recomputing it? (docs/semantics.md §10)
 
 Serial model: the cached path reads D bytes at B_eff, then computes what is not
 cached and pays a fixed overhead (setup + convert + sync)::
@@ -153,7 +153,7 @@ def _verdict(d: int, bandwidth_bps: float, margin_ns: int) -> str:
 
 def envelope(restore_bytes: int, full_prefill_s: float, remaining_s: float, overhead_s: float,
              bandwidths_bps: Iterable[float], overlap_s: float | None = None) -> EnvelopeResult:
-    """Cached path against recompute at each bandwidth (CONCEPTS.md section 4).
+    """Cached path against recompute at each bandwidth (docs/semantics.md §10).
 
     Args:
         restore_bytes: D, bytes read to restore the prefix (int >= 0).
@@ -193,7 +193,7 @@ def restore_bytes_for_tokens(model: Any, tokens: int, block_size: int = 16, layo
 
     ceil(tokens / block_size) blocks x ``pcs.model.block_bytes(model, block_size,
     layout).total_bytes``. Lower tiers keep the "serialized" form (payload plus
-    scales and padding), which is what crosses the link (CONCEPTS.md 5).
+    scales and padding), which is what crosses the link (docs/semantics.md §13).
     Tokens are rounded UP to whole blocks (engines move whole blocks).
 
     Raises:

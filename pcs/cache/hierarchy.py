@@ -1,8 +1,7 @@
 """Tiers in order (GPU first): lookup through all tiers, restore up, demote down.
 
 One request's life in the cache, as vLLM's ``KVCacheManager`` with its
-offloading connector, SGLang HiCache and LMCache do it (``docs/semantics.md``
-§3-§7):
+offloading connector, SGLang HiCache and LMCache do it (docs/semantics.md §3-§7):
 
 1. :meth:`Hierarchy.start` -- lookup walks the request's cacheable blocks
    from the head through all tiers and stops at the first block resident in

@@ -4,7 +4,7 @@
 ``finish`` calls, the same :class:`~pcs.cache.hierarchy.Admission` fields,
 the same counters and end state as the Python hierarchy over
 :class:`pcs.cache.tier.Tier` with :class:`pcs.cache.policies.lru.LRUPolicy`
-(rules: ``docs/semantics.md`` §3-§8), in C: one open-addressing hash table
+(rules: docs/semantics.md §3-§8), in C: one open-addressing hash table
 per tier with an intrusive LRU list. Block hashes must be ints in [0, 2**64)
 (the trace readers' uint64 hashes; another value raises TypeError or
 OverflowError in ``start``), and ``start`` takes its arguments by position,

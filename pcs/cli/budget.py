@@ -9,9 +9,9 @@ from pcs import units
 from pcs.analysis.budget import (RATIO_NOTE, BudgetResult, Workload, average_bandwidth_bps, iops_bandwidth_bps,
                         load_workloads, parse_workload, total, transfer_time_s)
 from pcs.analysis.budget import budget as budget_of  # not `from pcs.analysis import budget`: pcs may re-export the function
-from pcs.cli.common import PcsUsageError, emit, format_option
+from pcs.cli.common import PcsUsageError, emit, format_option, quiet_option
 from pcs.cli.presets import hardware_file_option, hardware_table, link_options, resolve_link
-from pcs.report.table import render_table
+from pcs.report.budget import budget_csv_rows, render_budget
 
 __all__ = ["budget_command", "budget"]
 
@@ -75,45 +75,6 @@ def _row(name: str, r: BudgetResult) -> dict[str, Any]:
     return {"name": name, **r.as_dict()}
 
 
-def _budget_table(rows: list[dict[str, Any]], overall: dict[str, Any] | None) -> str:
-    shown = rows + ([overall] if overall is not None else [])
-    first = shown[0]
-    title = (f"device: {units.format_bytes(first['capacity_have_bytes'])} capacity, "
-             f"{units.format_bandwidth(first['bandwidth_have_bps'])} bandwidth, "
-             f"R_d = C_d/B_d = {units.format_duration(first['R_d_s'])}")
-    body = [[r["name"], units.format_bytes(r["capacity_need_bytes"]), units.format_percent(r["u_C"]),
-             units.format_bandwidth(r["bandwidth_need_bps"]), units.format_percent(r["u_B"]),
-             units.format_duration(r["R_w_s"]), units.format_bytes(r["capacity_shortfall_bytes"]),
-             units.format_bandwidth(r["bandwidth_shortfall_bps"]),
-             r["binding"] + (" (tie)" if r["binding_tie"] else ""), "yes" if r["fits"] else "NO"]
-            for r in shown]
-    return render_table(
-        ["workload", "capacity need", "u_C", "bandwidth need", "u_B", "R_w = C_w/B_w", "capacity short",
-         "bandwidth short", "binds first", "fits"], body, title=title,
-        notes=["binds first = the budget that fills first if both needs grow by the same factor "
-               "(the larger utilisation)", RATIO_NOTE,
-               "a KV capacity need from a single-sequence hit ratio is a ceiling, not what a finite shared cache"
-               " keeps (pcs replay); and halving payload bytes does not halve the reserved need (pcs footprint)"])
-
-
-def _transfer_table(t: dict[str, Any]) -> str:
-    rows = []
-    if "restore_avg_bps" in t:
-        rows.append([f"average bandwidth: {units.format_count(t['restores_per_s'])}/s x "
-                     f"{units.format_bytes(t['restore_size_bytes'])}", units.format_bandwidth(t["restore_avg_bps"])])
-    if "transfer_s" in t:
-        setup = f" + setup {units.format_duration(t['setup_s'])}" if t["setup_s"] else ""
-        rows.append([f"one transfer: {units.format_bytes(t['transfer_size_bytes'])} over "
-                     f"{units.format_bandwidth(t['link_bandwidth_bps'])} ({t['link']}){setup}",
-                     units.format_duration(t["transfer_s"])])
-    if "iops_bps" in t:
-        rows.append([f"IOPS bandwidth: {units.format_count(t['iops'])} IOPS x {units.format_count(t['io_size_bytes'])} B",
-                     units.format_bandwidth(t["iops_bps"])])
-    return render_table(["transfer arithmetic", "value"], rows, notes=[
-        "average bandwidth is not restore latency: one restore on the critical path still takes size/bandwidth",
-        "IOPS x I/O size is reachable only if queue depth and concurrency allow it"])
-
-
 @click.command("budget", context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--capacity-need", help="C_w: bytes the workload keeps resident, e.g. 30GB (GB decimal, GiB binary).")
 @click.option("--bandwidth-need", help="B_w: bytes/s the workload moves, e.g. 1000GB/s.")
@@ -121,7 +82,7 @@ def _transfer_table(t: dict[str, Any]) -> str:
 @click.option("--workload", multiple=True, metavar="NAME:CAP:BW",
               help="A workload as NAME:CAPACITY:BANDWIDTH, e.g. A:30GB:1000GB/s. Repeatable.")
 @click.option("--workloads", "workloads_file", type=click.Path(dir_okay=False),
-              help="TOML or JSON file of workloads (and optionally the device); see the README.")
+              help="TOML or JSON file of workloads (and optionally the device); see docs/views.md.")
 @click.option("--capacity-have", help="C_d: bytes the device offers for this data, e.g. 80GB.")
 @click.option("--bandwidth-have", help="B_d: bytes/s the device path offers, e.g. 2000GB/s.")
 @click.option("--restores-per-s", help="Transfer arithmetic: restores per second (plain number).")
@@ -132,7 +93,8 @@ def _transfer_table(t: dict[str, Any]) -> str:
 @click.option("--io-size", help="Transfer arithmetic: bytes per I/O, e.g. 4KiB.")
 @hardware_file_option
 @format_option
-def budget_command(fmt: str, **kw: Any) -> None:
+@quiet_option
+def budget_command(fmt: str, quiet: bool, **kw: Any) -> None:
     """Capacity and bandwidth budgets: u_C = C_w/C_d, u_B = B_w/B_d, R = C/B.
 
     Sizes take units (80GB decimal, 10GiB binary), bandwidths bytes/s (2000GB/s),
@@ -175,19 +137,9 @@ def budget_command(fmt: str, **kw: Any) -> None:
     if transfers:
         payload["transfers"] = transfers
     if fmt == "csv":
-        csv_rows = rows + ([overall] if overall is not None and len(rows) > 1 else [])
-        emit({"rows": csv_rows or [transfers]}, fmt, "")
+        emit({"rows": budget_csv_rows(rows, overall, transfers)}, fmt, "")
         return
-
-    def table() -> str:
-        parts = []
-        if rows:
-            parts.append(_budget_table(rows, overall if len(rows) > 1 else None))
-        if transfers:
-            parts.append(_transfer_table(transfers))
-        return "\n\n".join(parts)
-
-    emit(payload, fmt, table)
+    emit(payload, fmt, lambda: render_budget(rows, overall, transfers))
 
 
 budget = budget_command  # the attribute pcs.cli.main loads

@@ -1,7 +1,7 @@
-"""Shared CLI pieces: the output-format option, one emit path, error mapping.
+"""Shared CLI pieces: output-format and quiet options, choices, progress, one emit path, error grades.
 
-Every command builds a JSON-able ``dict`` payload and a table string, then
-calls :func:`emit`; nothing else prints results.
+Every command parses options, calls the API, renders with :mod:`pcs.report`
+and calls :func:`emit`; nothing else prints results.
 """
 from __future__ import annotations
 
@@ -11,11 +11,15 @@ import io
 import json
 import math
 import sys
-from typing import Any, Callable, Iterator
+import traceback
+from typing import Any, Callable, Iterable, Iterator
 
 import click
 
-__all__ = ["PcsUsageError", "format_option", "emit", "user_errors", "to_jsonable"]
+from pcs.errors import BUG_REPORT
+
+__all__ = ["PcsUsageError", "RegistryChoice", "format_option", "quiet_option", "Progress", "emit", "user_errors",
+           "to_jsonable"]
 
 
 class PcsUsageError(click.ClickException):
@@ -27,37 +31,119 @@ class PcsUsageError(click.ClickException):
         click.echo(f"pcs: error: {self.format_message()}", err=True)
 
 
+class PcsInternalError(click.ClickException):
+    """A bug in pcs: the traceback, then one line saying it is a bug and where to report it; exit code 1."""
+
+    exit_code = 1
+
+    def __init__(self, exc: BaseException) -> None:
+        super().__init__(f"{type(exc).__name__}: {exc}")
+        self.trace = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+
+    def show(self, file=None) -> None:  # noqa: D401 - click API
+        click.echo(self.trace, err=True, nl=False)
+        click.echo(f"pcs: internal error: {BUG_REPORT}", err=True)
+
+
 @contextlib.contextmanager
 def user_errors() -> Iterator[None]:
-    """Turn user-input failures into :class:`PcsUsageError` (exit 2, one line).
+    """Grade what escapes a command: user errors as one line (exit 2), bugs with a traceback (exit 1).
 
-    Caught: click's ``UsageError`` (bad option values, missing options,
-    unknown commands: one line naming the command's ``--help``),
-    ``ValueError`` (bad values, :class:`pcs.errors.InputError`),
-    ``FileNotFoundError``/``IsADirectoryError``/``PermissionError``, and
-    ``KeyError`` raised for unknown preset names.
+    User errors (:class:`PcsUsageError`, one line ``pcs: error: ...``):
+    click's ``UsageError`` (bad option values, missing options, unknown
+    commands: one line naming the command's ``--help``); ``ValueError``,
+    the house grade for bad user input, with its subclasses
+    :class:`pcs.errors.InputError` (file content) and
+    :class:`pcs.errors.UnknownNameError` (registry lookups: models, GPUs,
+    links, policies); ``OSError`` on a file (missing, a directory, no
+    permission ...). Every other exception (``AssertionError``,
+    ``TypeError``, ``IndexError``, ``KeyError`` ...) is a bug in pcs
+    (:class:`PcsInternalError`). A closed pipe (``pcs ... | head``) ends
+    quietly. Grades: :mod:`pcs.errors`.
     """
     try:
         yield
     except click.UsageError as exc:  # click's own parse errors: one line too, not usage + hint + error
         where = f" (see '{exc.ctx.command_path} --help')" if exc.ctx is not None else ""
         raise PcsUsageError(f"{exc.format_message()}{where}") from None
-    except click.ClickException:
+    except (click.ClickException, click.exceptions.Exit, click.Abort):
         raise
-    except (ValueError, KeyError) as exc:
-        msg = exc.args[0] if isinstance(exc, KeyError) and exc.args else str(exc)
-        raise PcsUsageError(str(msg).splitlines()[0] if str(msg) else type(exc).__name__) from None
-    except (FileNotFoundError, IsADirectoryError, PermissionError, NotADirectoryError) as exc:
-        raise PcsUsageError(f"{exc.filename}: {exc.strerror}") from None
+    except ValueError as exc:
+        raise PcsUsageError(str(exc).splitlines()[0] if str(exc) else type(exc).__name__) from None
     except BrokenPipeError:  # `pcs ... | head`
         sys.stderr.close()
+    except OSError as exc:
+        where = f"{exc.filename}: " if exc.filename is not None else ""
+        raise PcsUsageError(f"{where}{exc.strerror or exc}") from None
+    except Exception as exc:  # noqa: BLE001 - everything else is a bug: show it, say so
+        raise PcsInternalError(exc) from None
+
+
+class RegistryChoice(click.Choice):
+    """A ``click.Choice`` over a registry's names that also accepts its aliases, checked by the registry.
+
+    The value reaches the command as the user wrote it (so a result that
+    echoes it stays as today); ``lookup`` (e.g.
+    :func:`pcs.cache.policies.get_policy`) decides validity and raises
+    ``ValueError`` naming the valid names, which becomes click's one-line
+    usage error naming the option.
+
+    Args:
+        choices: the names shown in ``--help`` (registered names, then aliases).
+        lookup: callable raising ``ValueError`` for an unknown name.
+    """
+
+    def __init__(self, choices: Iterable[str], lookup: Callable[[str], Any]) -> None:
+        super().__init__(list(choices), case_sensitive=False)
+        self.lookup = lookup
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        try:
+            self.lookup(value)
+        except ValueError as exc:
+            self.fail(str(exc), param, ctx)
+        return value
+
+
+class Progress:
+    """A tqdm bar on stderr after ~2 s, called with the work done since the last call.
+
+    Off with ``--quiet`` or when stderr is not a terminal (nothing on a
+    non-terminal stderr).
+
+    Args:
+        quiet: the ``--quiet`` flag.
+        desc: the bar's label.
+        unit: the unit counted, e.g. ``" req"``.
+        total: the total work when known (gives an ETA), else None.
+    """
+
+    def __init__(self, quiet: bool, desc: str = "replay", unit: str = " req", total: int | None = None) -> None:
+        self.bar = None
+        if not quiet and sys.stderr.isatty():
+            from tqdm import tqdm
+
+            self.bar = tqdm(total=total, unit=unit, delay=2.0, file=sys.stderr, leave=False, desc=desc)
+
+    def __call__(self, n: int) -> None:
+        if self.bar is not None:
+            self.bar.update(n)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+
+
+def quiet_option(f: Callable) -> Callable:
+    """``-q/--quiet``: no progress bar and no notes on stderr (every command takes it)."""
+    return click.option("--quiet", "-q", is_flag=True, help="No progress bar and no notes on stderr.")(f)
 
 
 def format_option(f: Callable) -> Callable:
     """``--format table|json|csv`` (default table)."""
     return click.option(
         "--format", "fmt", type=click.Choice(["table", "json", "csv"]), default="table",
-        show_default=True, help="Output format. JSON keys are documented in the README and stay stable.",
+        show_default=True, help="Output format. JSON keys are documented in docs/ and stay stable.",
     )(f)
 
 
@@ -103,7 +189,7 @@ def emit(payload: dict[str, Any], fmt: str, table: str | Callable[[], str], rows
     """Print one result in the chosen format.
 
     Args:
-        payload: the JSON object (stable keys, documented in the README).
+        payload: the JSON object (stable keys, documented in docs/).
         fmt: ``table``, ``json`` or ``csv``.
         table: the rendered table, or a callable returning it.
         rows_key: for CSV, the payload key holding a list of row dicts; when

@@ -1,66 +1,19 @@
 """``pcs compare``: one trace under several policies or tier sizes, side by side.
 
-Each variant is a full :func:`pcs.engine.api.replay`; the table has one
-column per variant and one row per metric in :data:`METRICS`. More rows (for
-example hit-ratio curve points) are added by appending to :data:`METRICS`: a
-label, a JSON key and a function summary -> value.
+Options -> :func:`pcs.engine.compare.compare` -> :func:`pcs.report.compare.render_compare`
+-> :func:`pcs.cli.common.emit`. The variant loop and the curve rows live in
+:mod:`pcs.engine.compare`; the table in :mod:`pcs.report.compare`.
 """
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any
 
 import click
 
-from pcs.blocks import BlockRules
-from pcs.cli.common import emit, format_option
-from pcs.cli.replay import _Progress, replay_options, run_replay_kwargs
-from pcs.report.table import render_table
-from pcs.units import format_bytes, format_count, format_duration, format_percent
+from pcs.cli.common import Progress, emit, format_option
+from pcs.cli.replay import replay_call_kwargs, replay_options
 
-__all__ = ["compare", "METRICS", "variant_row"]
-
-
-def _pts(x: float) -> str:
-    return f"{100.0 * x:+.1f} pts"
-
-
-def _link_sum(s: dict, key: str) -> float:
-    return sum(lk[key] for lk in s["envelope"]["links"])
-
-
-def _slower_share(s: dict) -> float | None:
-    n = _link_sum(s, "restores")
-    return _link_sum(s, "restores_slower_than_recompute") / n if n else None
-
-
-#: (row label, JSON key, value of a summary, formatter for the table)
-METRICS: list[tuple[str, str, Callable[[dict], Any], Callable[[Any], str]]] = [
-    ("hit ratio (real)", "hit_ratio", lambda s: s["hit_ratio"], format_percent),
-    ("single-sequence hit ratio", "single_sequence_hit_ratio", lambda s: s["single_sequence_hit_ratio"],
-     format_percent),
-    ("gap: block rounding", "gap_block_rounding", lambda s: s["gap"]["block_rounding"], _pts),
-    ("gap: capacity and eviction", "gap_capacity_eviction", lambda s: s["gap"]["capacity_eviction"], _pts),
-    ("gap: concurrency", "gap_concurrency", lambda s: s["gap"]["concurrency"], _pts),
-    ("hits from lower tiers", "lower_tier_hit_ratio", lambda s: sum(list(s["hit_ratio_per_tier"].values())[1:]),
-     format_percent),
-    ("restored bytes", "restored_bytes", lambda s: s["bytes"]["restored"], format_bytes),
-    ("written to lower tiers", "written_bytes", lambda s: sum(s["bytes"]["written_per_tier"].values()),
-     format_bytes),
-    ("restores slower than recompute", "share_slower", _slower_share, format_percent),
-    ("TTFT p50", "ttft_p50_s", lambda s: s["envelope"]["ttft_p50_s"], format_duration),
-    ("TTFT p99", "ttft_p99_s", lambda s: s["envelope"]["ttft_p99_s"], format_duration),
-    ("wait p99", "wait_p99_s", lambda s: s["envelope"]["wait_p99_s"], format_duration),
-    ("requests truncated", "requests_truncated", lambda s: s["requests_truncated"], format_count),
-]
-
-
-def variant_row(label: str, policy: str | None, tiers: list[str] | None, s: dict) -> dict[str, Any]:
-    """One variant as a flat JSON/CSV row: label, policy, tiers, then every metric key."""
-    row: dict[str, Any] = {"variant": label, "policy": policy or "lru",
-                           "tiers": " ".join(f"{t['name']}={t['capacity_blocks']}blocks"
-                                             for t in s["tiers"])}
-    row.update({key: fn(s) for _, key, fn, _ in METRICS})
-    return row
+__all__ = ["compare"]
 
 
 @click.command("compare")
@@ -87,45 +40,21 @@ def compare(fmt: str, tier_sets: tuple[str, ...], curve_capacities: str | None, 
     --curve-capacities also "curve": [{capacity_blocks, <policy>_hit_ratio ..., belady_hit_ratio,
     ceiling_hit_ratio}, ...].
     """
+    from pcs.engine.compare import compare as compare_api
+    from pcs.report.compare import render_compare
+
     if tier_sets and kw["tiers"]:
         raise ValueError("give either --tier (one tier list) or --tiers (several to compare), not both")
-    policies = list(kw["policy"]) or [None]
     caps = _parse_capacities(curve_capacities) if curve_capacities else None
-    sets = [[t for t in ts.split(",") if t.strip()] for ts in tier_sets] or [list(kw["tiers"]) or None]
-    variants = []
-    progress = _Progress(kw["quiet"])
+    sets = [[t for t in ts.split(",") if t.strip()] for ts in tier_sets] or None
+    trace, replay_kwargs = replay_call_kwargs(kw)
+    progress = Progress(kw["quiet"])
     try:
-        for tiers in sets:
-            for pol in policies:
-                label = " ".join(x for x in (pol or "lru", " ".join(tiers) if tiers and len(sets) > 1 else "") if x)
-                s = run_replay_kwargs(kw, pol, tiers, progress).summary
-                variants.append((label, pol, tiers, s))
+        res = compare_api(trace, policies=list(kw["policy"]) or None, tier_sets=sets, curve_capacities=caps,
+                          progress=progress, **dict(replay_kwargs, tiers=list(kw["tiers"]) or None))
     finally:
         progress.close()
-    rows = [variant_row(label, pol, tiers, s) for label, pol, tiers, s in variants]
-    first = variants[0][3]
-    payload = {"trace": first["trace"], "model": first["model"], "timing": first["timing"], "variants": rows}
-    curve_rows = _curve_rows(kw, policies, caps) if caps is not None else None
-    if curve_rows is not None:
-        payload["curve"] = curve_rows
-
-    def table() -> str:
-        text = _variants_table(rows, first)
-        if curve_rows is not None:
-            text += "\n\n" + _curve_table(curve_rows, first)
-        return text
-
-    emit(payload, fmt, table, rows_key="variants")
-
-
-def _variants_table(rows: list[dict[str, Any]], first: dict) -> str:
-    body = [[label] + [fmt_(r[key]) if r[key] is not None else "-" for r in rows]
-            for label, key, _, fmt_ in METRICS]
-    body.insert(0, ["tiers"] + [r["tiers"] for r in rows])
-    return render_table(["metric"] + [r["variant"] for r in rows], body,
-                        title=f"pcs compare: {first['trace']} | {first['model']} | {first['timing']} timing",
-                        notes=["single-sequence = infinite cache, same block rules; gap terms sum to "
-                               "ideal - real"] + list(first.get("notes", ())))
+    emit(res.to_dict(), fmt, lambda: render_compare(res), rows_key="variants")
 
 
 def _parse_capacities(text: str) -> list[int]:
@@ -136,44 +65,3 @@ def _parse_capacities(text: str) -> list[int]:
     if not caps or min(caps) < 0:
         raise ValueError(f"--curve-capacities {text!r}: expected one or more block counts >= 0")
     return caps
-
-
-def _curve_rows(kw: dict[str, Any], policies: list[str | None], caps: list[int]) -> list[dict[str, Any]]:
-    """Hit ratio per capacity (one tier, sequential) for each compared policy, Belady and the ceiling.
-
-    LRU comes from the exact one-pass curve (:func:`pcs.curves.api.curve`,
-    equal to the sequential one-tier LRU replay); other policies are replayed
-    once per capacity with the same block rules.
-    """
-    from pcs.curves.api import curve
-
-    trace = None
-    if kw["trace"] or kw["trace_format"] or kw["block_size"]:
-        from pcs.trace import open_trace
-
-        trace = open_trace(kw["trace"], format=kw["trace_format"], block_size=kw["block_size"])
-    rules = BlockRules(cache_partial_blocks=kw["cache_partial_blocks"],
-                       recompute_last_token=not kw["no_recompute_last_token"])
-    res = curve(trace, capacities=caps, rules=rules, native=kw["native"])
-    rows = [{"capacity_blocks": r["capacity_blocks"]} for r in res.rows]
-    for pol in dict.fromkeys(p or "lru" for p in policies):
-        if pol == "lru":
-            values = [r["lru_hit_ratio"] for r in res.rows]
-        else:
-            seq = dict(kw, timing="sequential", tier_policy=(), link=(), engine="auto")
-            values = [run_replay_kwargs(seq, pol, [f"gpu={c}blocks"]).summary["hit_ratio"] for c in caps]
-        for row, v in zip(rows, values):
-            row[f"{pol}_hit_ratio"] = v
-    for row, r in zip(rows, res.rows):
-        row["belady_hit_ratio"] = r["belady_hit_ratio"]
-        row["ceiling_hit_ratio"] = r["ceiling_hit_ratio"]
-    return rows
-
-
-def _curve_table(rows: list[dict[str, Any]], first: dict) -> str:
-    keys = [k for k in rows[0] if k != "capacity_blocks"]
-    body = [[format_count(r["capacity_blocks"])] + [format_percent(r[k]) for k in keys] for r in rows]
-    return render_table(["capacity (blocks)"] + [k.removesuffix("_hit_ratio") for k in keys], body,
-                        title="Hit ratio by capacity: one tier, sequential timing",
-                        notes=["lru from the exact one-pass curve; other policies replayed per capacity; belady = "
-                               "offline optimum; ceiling = single-sequence (infinite cache)"])

@@ -4,14 +4,14 @@ from __future__ import annotations
 import os
 import tempfile
 from pathlib import Path
-from typing import Any
 
 import click
 
 from pcs import _native
-from pcs.cli.common import PcsUsageError, emit, format_option
-from pcs.report.table import render_table
-from pcs.units import format_bytes, format_count, format_percent, parse_bytes
+from pcs.cli.common import PcsUsageError, RegistryChoice, emit, format_option, quiet_option
+from pcs.model import KV_DTYPES, get_layout
+from pcs.report.curve import curve_figure, render_curve
+from pcs.units import parse_bytes
 
 
 def _parse_capacities(text: str, block_bytes: int | None) -> list[int]:
@@ -35,66 +35,15 @@ def _parse_capacities(text: str, block_bytes: int | None) -> list[int]:
     return out
 
 
-def _table(payload: dict[str, Any]) -> str:
-    has_bytes = payload.get("block_bytes") is not None
-    headers = ["capacity (blocks)"] + (["capacity"] if has_bytes else []) + \
-        ["LRU", "Belady", "ceiling", "LRU block misses", "Belady block misses"]
-    rows = []
-    for r in payload["rows"]:
-        rows.append([format_count(r["capacity_blocks"])]
-                    + ([format_bytes(r["capacity_bytes"])] if has_bytes else [])
-                    + [format_percent(r["lru_hit_ratio"]), format_percent(r["belady_hit_ratio"]),
-                       format_percent(r["ceiling_hit_ratio"]), format_count(r["lru_block_misses"]),
-                       None if r["belady_block_misses"] is None else format_count(r["belady_block_misses"])])
-    title = (f"Hit ratio by capacity: {payload['trace']} ({format_count(payload['requests'])} requests, "
-             f"{format_count(payload['block_accesses'])} cacheable block accesses, block {payload['block_size']} tokens"
-             + (f", {payload['model']} {format_bytes(payload['block_bytes'])}/block reserved" if has_bytes else "")
-             + ")")
-    knees = []
-    for entry in payload["knee"].values():
-        c = entry["capacity_blocks"]
-        where = "-" if c is None else format_count(c) + " blocks" + \
-            (f" ({format_bytes(entry['capacity_bytes'])})" if has_bytes else "")
-        knees.append(f"{entry['percent_of_ceiling']} % -> {where}")
-    notes = ["token-weighted; LRU = `pcs replay --timing sequential --policy lru` with one tier of that size,"
-             f" exact for every capacity from one pass of stack depths (kernel {payload['kernel']})",
-             "Belady = offline optimum (evicts the unpinned leaf used farthest in the future); ceiling ="
-             " infinite cache (single-sequence)",
-             "LRU knee (smallest capacity reaching this share of the ceiling): " + "; ".join(knees),
-             "capacity in bytes uses stored (Reserved) bytes per block: a narrower KV dtype adds fewer blocks than"
-             " its payload ratio suggests (scales), see pcs footprint"]
-    if payload["sample_rate"] < 1.0:
-        notes.append(f"SHARDS sample rate {payload['sample_rate']:g}: LRU values are estimates (README gives the"
-                     " measured error); Belady is not computed when sampling")
-    return render_table(headers, rows, title=title, notes=notes)
-
-
 def _plot(result, path: str, model_name: str | None) -> None:
+    """Draw the curves (:func:`pcs.report.curve.curve_figure`) to ``path`` via a temp file and a rename."""
     target = Path(path)
     try:
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
+        fig = curve_figure(result, model_name)
     except ImportError:
         raise PcsUsageError("--plot needs matplotlib: pip install 'pcs[plot]'") from None
-    import numpy as np
+    import matplotlib.pyplot as plt
 
-    lru = result.lru
-    top = max(lru.max_useful_capacity_blocks, max(r["capacity_blocks"] for r in result.rows), 1)
-    xs = np.unique(np.rint(np.geomspace(1, top * 1.5, 400)).astype(np.int64))
-    fig, ax = plt.subplots(figsize=(7, 4.2))
-    ax.plot(xs, lru.hit_ratio(xs) * 100, label="LRU (every capacity)")
-    bel = [(r["capacity_blocks"], r["belady_hit_ratio"]) for r in result.rows if r["belady_hit_ratio"] is not None]
-    if bel:
-        ax.plot([c for c, _ in bel], [b * 100 for _, b in bel], "o--", label="Belady (offline optimum)")
-    ax.axhline(result.ceiling_hit_ratio * 100, color="grey", ls=":", label="ceiling (infinite cache)")
-    ax.set_xscale("log")
-    ax.set_xlabel("capacity (blocks)" + (f"; {model_name}" if model_name else ""))
-    ax.set_ylabel("token hit ratio (%)")
-    ax.set_ylim(bottom=0)
-    ax.legend(loc="upper left")
-    ax.grid(alpha=0.3)
-    fig.tight_layout()
     fd, tmp = tempfile.mkstemp(dir=target.resolve().parent, suffix=target.suffix or ".png")
     os.close(fd)
     try:
@@ -115,7 +64,8 @@ def _plot(result, path: str, model_name: str | None) -> None:
                    "ceiling. [default: 12]")
 @click.option("--model", "model_name", metavar="NAME", default=None,
               help="Model preset (see `pcs models`): adds capacity in bytes (blocks x reserved bytes per block).")
-@click.option("--dtype", default=None, help="KV dtype for the bytes (e.g. fp8, bf16); needs --model.")
+@click.option("--dtype", type=RegistryChoice(KV_DTYPES, get_layout), default=None,
+              help="KV dtype for the bytes; needs --model.")
 @click.option("--block-size", type=click.IntRange(min=1), default=None,
               help="Tokens per block for token-id traces (hash-id traces fix their own).")
 @click.option("--no-belady", is_flag=True, help="Skip the offline optimum (pure Python, ~1 M accesses/s per capacity; "
@@ -131,8 +81,9 @@ def _plot(result, path: str, model_name: str | None) -> None:
 @click.option("--plot", "plot_path", type=click.Path(dir_okay=False), default=None,
               help="Also draw the curves to this PNG (needs the plot extra: pip install 'pcs[plot]').")
 @format_option
+@quiet_option
 def curve(trace, capacities, points, model_name, dtype, block_size, no_belady, sample_rate, exact_head_blocks,
-          seed, native, kernel, plot_path, fmt) -> None:
+          seed, native, kernel, plot_path, fmt, quiet) -> None:
     """Hit ratio at every cache capacity: LRU, Belady and the ceiling.
 
     TRACE is a trace file (default: the bundled sample). Capacities are in
@@ -175,4 +126,4 @@ def curve(trace, capacities, points, model_name, dtype, block_size, no_belady, s
     payload = {**result.to_dict(), "trace": "-" if trace == "-" else name, "dtype": dtype}
     if plot_path:
         _plot(result, plot_path, spec.name if spec is not None else None)
-    emit(payload, fmt, lambda: _table(payload))
+    emit(payload, fmt, lambda: render_curve(payload))

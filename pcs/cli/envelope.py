@@ -6,10 +6,11 @@ from typing import Any
 import click
 
 from pcs import units
-from pcs.cli.common import emit, format_option
+from pcs.analysis.envelope import envelope as envelope_lib, restore_bytes_for_tokens
+from pcs.cli.common import RegistryChoice, emit, format_option, quiet_option
 from pcs.cli.presets import gpu_options, hardware_file_option, hardware_table, resolve_gpu
-from pcs.analysis.envelope import EnvelopeResult, envelope as envelope_lib, restore_bytes_for_tokens
-from pcs.report.table import render_table
+from pcs.model import KV_DTYPES, get_layout
+from pcs.report.envelope import render_envelope
 
 __all__ = ["envelope"]
 
@@ -76,34 +77,6 @@ def _restore_bytes(kw: dict[str, Any], model: Any) -> int:
     return restore_bytes_for_tokens(per_rank, kw["restore_tokens"], kw["block_size"])
 
 
-def _table(r: EnvelopeResult, extra: dict[str, Any]) -> str:
-    title = (f"restore {units.format_bytes(r.restore_bytes)}; full prefill {units.format_duration(r.full_prefill_s)} "
-             f"({extra['full_prefill_from']}); remaining {units.format_duration(r.remaining_s)} "
-             f"({extra['remaining_from']}); overhead {units.format_duration(r.overhead_s)}; "
-             f"margin T_full - T_remaining - T_overhead = {units.format_duration(r.margin_s)}")
-    headers = ["bandwidth", "read D/B", "cached path", "saved", "verdict"]
-    if r.overlap_s is not None:
-        headers.append(f"exposed wait (W = {units.format_duration(r.overlap_s)})")
-    body = []
-    for row in r.rows:
-        cells = [units.format_bandwidth(row.bandwidth_bps), units.format_duration(row.read_s),
-                 units.format_duration(row.cached_s), units.format_duration(row.saved_s), row.verdict]
-        if r.overlap_s is not None:
-            cells.append(units.format_duration(row.exposed_wait_s))
-        body.append(cells)
-    if r.break_even_bps is None:
-        verdict = ("no break-even: T_full - T_remaining - T_overhead <= 0, so no bandwidth makes "
-                   "the cached path faster")
-    else:
-        verdict = (f"break-even bandwidth {units.format_bandwidth(r.break_even_bps)} = D / (T_full - "
-                   "T_remaining - T_overhead); the cached path is faster above it")
-    return render_table(headers, body, title=title, notes=[
-        verdict, "serial model: cached = D/B + T_remaining + T_overhead against T_full; a higher hit ratio "
-                 "can save compute yet add restore bytes, so it does not guarantee lower latency",
-        "halving D (e.g. FP8 KV) halves only the read term: T_remaining, T_overhead and the scales stay; and the"
-        " D a finite cache really restores comes from a replay (pcs replay), not from a single-sequence ratio"])
-
-
 @click.command("envelope", context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--restore-bytes", help="D: bytes restored, e.g. 1GB (GB decimal, GiB binary).")
 @click.option("--restore-tokens", type=click.IntRange(min=0),
@@ -112,7 +85,8 @@ def _table(r: EnvelopeResult, extra: dict[str, Any]) -> str:
               help="Prompt length for the computed T_full (default: --restore-tokens).")
 @click.option("--model", help="Model preset (list: pcs models), for D and the compute model.")
 @click.option("--model-config", type=click.Path(dir_okay=False), help="Local Hugging Face config.json instead of --model.")
-@click.option("--kv-dtype", help="KV dtype for D, e.g. fp8 or bf16 (default: the model's).")
+@click.option("--kv-dtype", type=RegistryChoice(KV_DTYPES, get_layout),
+              help="KV dtype for D (default: the model's).")
 @click.option("--block-size", type=click.IntRange(min=1), default=16, show_default=True, help="Tokens per KV block.")
 @click.option("--full-prefill", help="T_full: prefill time without cache, e.g. 100ms. Default: computed from --model/--gpu.")
 @click.option("--remaining-compute", help="T_remaining: prefill still needed after the restore, e.g. 30ms. "
@@ -131,7 +105,8 @@ def _table(r: EnvelopeResult, extra: dict[str, Any]) -> str:
               help="CSV of measured prefill points (header tokens,seconds), interpolated; replaces the compute model.")
 @hardware_file_option
 @format_option
-def envelope(fmt: str, **kw: Any) -> None:
+@quiet_option
+def envelope(fmt: str, quiet: bool, **kw: Any) -> None:
     """Restore or recompute? Cached path D/B + T_remaining + T_overhead against T_full.
 
     Sizes in bytes with units (1GB decimal, 1GiB binary), bandwidths in bytes/s
@@ -162,4 +137,4 @@ def envelope(fmt: str, **kw: Any) -> None:
                           bandwidths, overlap_s=overlap)
     payload = result.as_dict()
     payload.update({k: v for k, v in times.items() if k not in ("full_prefill_s", "remaining_s")})
-    emit(payload, fmt, lambda: _table(result, times))
+    emit(payload, fmt, lambda: render_envelope(result, times))

@@ -1,77 +1,13 @@
 """``pcs footprint``: KV bytes per component in every accounting mode."""
 from __future__ import annotations
 
-from typing import Any
-
 import click
 
-from pcs.cli.common import PcsUsageError, emit, format_option
-from pcs.model import MODEL_NAMES, KV_DTYPES, footprint as compute_footprint, get_model, load_hf_config
-from pcs.model.footprint import FootprintResult, hybrid_block_size
-from pcs.report.table import render_table
-from pcs.units import format_bytes, format_count
-
-_MODES = ("reference_bytes", "serialized_bytes", "reserved_bytes", "prefix_store_bytes")
-
-
-def _ratio(x: float | None) -> str:
-    return "-" if x is None else f"x{x:.3f}"
-
-
-def _component_table(res: FootprintResult, hybrid_block: int | None) -> str:
-    headers = ["component", "layers", "dtype", "held tok", "B/token ref", "B/token ser", "B/block",
-               "Reference", "Serialized", "Reserved", "Prefix store"]
-    rows: list[list[Any]] = []
-    for c in res.components:
-        grows = c["reference_bytes_per_token"] > 0
-        per_token_ref = format_count(c["reference_bytes_per_token"]) if grows else \
-            f"{format_count(c['fixed_bytes_per_sequence'])}/seq"
-        rows.append([c["name"], c["layers"], c["dtype"], format_count(c["tokens_held"]), per_token_ref,
-                     format_count(c["serialized_bytes_per_token"]) if grows else "-",
-                     format_count(c["serialized_bytes_per_block"])]
-                    + [format_bytes(c[k]) for k in _MODES])
-    t = res.totals
-    rows.append(["total", res.num_layers, res.dtype, "",
-                 format_count(res.per_token["reference"]), format_count(res.per_token["serialized"]),
-                 format_count(res.per_block["serialized"])] + [format_bytes(t[k]) for k in _MODES])
-    seq = "sequence" if res.sequences == 1 else "sequences"
-    title = (f"KV footprint: {res.model}, {res.dtype}, {format_count(res.tokens)} tokens x {res.sequences} {seq},"
-             f" block {res.block_size}, tp {res.tp} (bytes per rank)")
-    return render_table(headers, rows, title=title, notes=_notes(res, hybrid_block))
-
-
-def _dtype_table(res: FootprintResult) -> str:
-    headers = ["dtype", "Reference", "vs bf16", "Serialized", "vs bf16", "Reserved", "vs bf16",
-               "Prefix store", "vs bf16"]
-    rows = []
-    for r in res.by_dtype:
-        row = [r["dtype"]]
-        for k in _MODES:
-            row += [format_bytes(r[k]), _ratio(r[k.replace("_bytes", "_ratio_vs_bf16")])]
-        rows.append(row)
-    return render_table(headers, rows, title="Same sequences by KV dtype (payload halves; scales, blocks and state do not):")
-
-
-def _notes(res: FootprintResult, hybrid_block: int | None) -> list[str]:
-    notes = []
-    fp8 = next((r for r in res.by_dtype if r["dtype"] == "fp8"), None)
-    if fp8 and fp8["reference_ratio_vs_bf16"] is not None:
-        notes.append(f"fp8 vs bf16: Reference {_ratio(fp8['reference_ratio_vs_bf16'])}, Serialized "
-                     f"{_ratio(fp8['serialized_ratio_vs_bf16'])} (scales), Reserved "
-                     f"{_ratio(fp8['reserved_ratio_vs_bf16'])} (whole blocks, scales, fixed state)")
-    notes.append("Reserved: ceil(T/B) blocks; a sliding window holds min(T, W) and reserves ceil(W/B)+1"
-                 " blocks; recurrent state is one fixed slot per sequence")
-    notes.append(f"Prefix store: floor(T/B) = {format_count(res.totals['prefix_store_blocks'])} full blocks"
-                 f" x {format_count(res.per_block['serialized'])} B (a state snapshot per block where present)")
-    if hybrid_block and hybrid_block != res.block_size:
-        notes.append(f"vLLM would use --block-size {hybrid_block} for this hybrid (one attention page >= one"
-                     " state page), so a state snapshot per block costs far less than at this block size")
-    notes.append("Prefix store is what keeping the whole prefix costs; how much of it a finite, shared cache"
-                 " really keeps (the real hit rate, below the single-sequence ratio) is what pcs replay answers")
-    if res.tp > 1:
-        notes.append(f"tp {res.tp}: KV heads split across ranks (>= 1 each), MLA latent and indexer keys"
-                     f" replicated, recurrent state split; multiply by {res.tp} for all ranks")
-    return notes
+from pcs.cli.common import RegistryChoice, emit, format_option, quiet_option
+from pcs.cli.modelarg import load_model
+from pcs.model import MODEL_NAMES, KV_DTYPES, footprint as compute_footprint, get_layout
+from pcs.model.footprint import hybrid_block_size
+from pcs.report.footprint import render_footprint
 
 
 @click.command("footprint")
@@ -80,17 +16,19 @@ def _notes(res: FootprintResult, hybrid_block: int | None) -> list[str]:
 @click.option("--model-config", "model_config", type=click.Path(dir_okay=False), default=None,
               help="A local Hugging Face config.json instead of a preset (no network).")
 @click.option("--tokens", type=click.IntRange(min=0), required=True, help="Tokens per sequence, T.")
-@click.option("--dtype", default=None, metavar="DTYPE",
-              help=f"KV cache dtype: {', '.join(KV_DTYPES)} (default: the model's, usually bf16).")
+@click.option("--dtype", type=RegistryChoice(KV_DTYPES, get_layout), default=None,
+              help="KV cache layout, short or as vLLM names it (default: the model's, usually bf16; fp8 = vLLM's "
+                   "per-tensor fp8, int8 = int8_per_token_head, fp4 = nvfp4).")
 @click.option("--block-size", type=click.IntRange(min=1), default=16, show_default=True,
               help="Tokens per KV block (page), B.")
 @click.option("--sequences", type=click.IntRange(min=1), default=1, show_default=True,
               help="Independent sequences of T tokens each (totals are multiplied; nothing shared).")
 @click.option("--tp", type=click.IntRange(min=1), default=1, show_default=True,
-              help="Tensor-parallel ranks; bytes are reported per rank.")
+              help="Tensor-parallel ranks; bytes are reported per rank (a replay tier holds the whole group).")
 @format_option
+@quiet_option
 def footprint(model_name: str | None, model_config: str | None, tokens: int, dtype: str | None,
-              block_size: int, sequences: int, tp: int, fmt: str) -> None:
+              block_size: int, sequences: int, tp: int, fmt: str, quiet: bool) -> None:
     """KV bytes per component and in total: per token, per block and for T tokens.
 
     \b
@@ -104,14 +42,9 @@ def footprint(model_name: str | None, model_config: str | None, tokens: int, dty
       pcs footprint --model llama-3.1-8b --tokens 32768 --dtype fp8
       pcs footprint --model-config ./config.json --tokens 4096 --format json
     """
-    if model_name and model_config:
-        raise PcsUsageError("give --model or --model-config, not both")
-    if not model_name and not model_config:
-        raise PcsUsageError(f"give --model NAME or --model-config config.json; known models: {', '.join(MODEL_NAMES)}")
-    spec = load_hf_config(model_config) if model_config else get_model(model_name)
+    spec = load_model(model_name, model_config, quiet)
     if tp > 1:
         spec = spec.with_tp(tp)
     res = compute_footprint(spec, tokens, block_size=block_size, dtype=dtype, sequences=sequences)
     hybrid_block = hybrid_block_size(spec.with_dtype(dtype) if dtype else spec)
-    table = lambda: _component_table(res, hybrid_block) + "\n\n" + _dtype_table(res)
-    emit(res.to_dict(), fmt, table, rows_key="components")
+    emit(res.to_dict(), fmt, lambda: render_footprint(res, hybrid_block), rows_key="components")

@@ -1,9 +1,12 @@
 """The ``pcs`` command group.
 
 Subcommands are loaded lazily from ``COMMANDS`` so ``pcs budget`` does not
-import pyarrow, and so each command lives in its own module. Every error that
-is the user's (``ValueError``, a missing file) becomes one line on stderr and
-exit code 2, never a traceback (see :func:`pcs.cli.common.user_errors`).
+import pyarrow, and so each command lives in its own module; ``pcs --help``
+lists every command with its one-line summary from ``SUMMARIES`` without
+importing any. Every error that is the user's (``ValueError``, a missing
+file, a bad option) becomes one line on stderr and exit code 2; anything else
+is a bug in pcs and shows its traceback, exit code 1 (see
+:func:`pcs.cli.common.user_errors`).
 """
 from __future__ import annotations
 
@@ -24,6 +27,21 @@ COMMANDS: dict[str, str] = {
     "replay": "pcs.cli.replay:replay",
     "compare": "pcs.cli.compare:compare",
     "curve": "pcs.cli.curve:curve",
+    "deploy": "pcs.cli.deploy:deploy",
+}
+
+#: command name -> its one-line summary in ``pcs --help`` (whole on one line: under ~65 characters).
+SUMMARIES: dict[str, str] = {
+    "budget": "capacity and bandwidth budgets (u_C, u_B, R = C/B), transfers",
+    "footprint": "KV bytes per component: Reference, Serialized, Reserved",
+    "envelope": "restore or recompute? the cached path against the full prefill",
+    "models": "list model presets and their config sources",
+    "hardware": "list GPU and link presets and their datasheet sources",
+    "trace": "inspect (stats), convert and synthesise request traces",
+    "replay": "a trace through a multi-tier prefix cache: the real hit rate",
+    "compare": "several policies or tier lists on one trace, side by side",
+    "curve": "hit ratio at every capacity in one pass (LRU, Belady, ceiling)",
+    "deploy": "a model on TP GPUs: weights, KV pool, GPU-tier blocks, concurrency",
 }
 
 
@@ -40,6 +58,13 @@ class LazyGroup(click.Group):
         module_name, attr = target.split(":")
         return getattr(importlib.import_module(module_name), attr)
 
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """The ``Commands:`` section from ``SUMMARIES`` (a command without one is loaded for its short help)."""
+        rows = [(name, SUMMARIES.get(name) or self.get_command(ctx, name).get_short_help_str(80))
+                for name in self.list_commands(ctx)]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
+
     def invoke(self, ctx: click.Context):
         with user_errors():
             return super().invoke(ctx)
@@ -50,13 +75,9 @@ class LazyGroup(click.Group):
 def cli() -> None:
     """pcs: how much KV cache to keep where, and what it really buys.
 
-    \b
-    Views:
-      budget     capacity and bandwidth utilisation (u_C, u_B, R = C/B)
-      footprint  KV bytes per component: reference, serialized, reserved
-      envelope   is restoring faster than recomputing the prefill?
-      replay     a trace through a multi-tier prefix cache: the real hit rate
-      curve      hit ratio at every capacity in one pass (LRU, Belady)
+    Start with `pcs replay` (the real hit rate of a trace on a multi-tier
+    cache) and `pcs curve` (the hit ratio at every capacity); each command
+    takes --help, --format table|json|csv and -q/--quiet.
 
     GB and GB/s are decimal (1 GB = 10^9 B); GiB only where written.
     """

@@ -11,10 +11,9 @@ from typing import Any, Callable
 import click
 
 from pcs import units
-from pcs.cli.common import emit, format_option
-from pcs.hardware import (GPUSpec, HardwareTable, LinkSpec, TIER_LINKS, get_gpu, get_link,
-                          load_hardware_file, override)
-from pcs.report.table import render_table
+from pcs.cli.common import emit, format_option, quiet_option
+from pcs.hardware import GPUSpec, HardwareTable, LinkSpec, get_gpu, get_link, load_hardware_file, override
+from pcs.report.presets import gpu_row, hardware_csv_rows, link_row, render_hardware, render_models
 
 __all__ = ["hardware", "models", "gpu_options", "resolve_gpu", "link_options", "resolve_link",
            "hardware_table"]
@@ -105,48 +104,13 @@ def resolve_link(kwargs: dict[str, Any], table: HardwareTable | None = None) -> 
     return override(get_link(name, table), note="overridden on the command line", **changes)
 
 
-def _gpu_row(g: GPUSpec) -> dict[str, Any]:
-    return {"name": g.name, "hbm_bytes": g.hbm_bytes, "hbm_bps": g.hbm_bps, "bf16_flops": g.bf16_flops,
-            "fp8_flops": g.fp8_flops, "source": g.source}
-
-
-def _link_row(link: LinkSpec) -> dict[str, Any]:
-    return {"name": link.name, "bandwidth_bps": link.bandwidth_bps, "setup_s": link.setup_s, "iops": link.iops,
-            "io_size_bytes": link.io_size_bytes, "iops_bps": link.iops_bps,
-            "default_for_tiers": [t for t, n in TIER_LINKS.items() if n == link.name], "source": link.source}
-
-
-def _tflops(flops: float | None) -> str:
-    return "-" if flops is None else f"{flops / 1e12:,.1f} TFLOP/s"
-
-
-def _hardware_tables(gpus: list[dict[str, Any]], links: list[dict[str, Any]]) -> str:
-    parts = []
-    if gpus:
-        parts.append(render_table(
-            ["gpu", "HBM", "HBM bandwidth", "BF16 dense", "FP8 dense"],
-            [[g["name"], units.format_bytes(g["hbm_bytes"]), units.format_bandwidth(g["hbm_bps"]),
-              _tflops(g["bf16_flops"]), _tflops(g["fp8_flops"])] for g in gpus],
-            title="GPUs (dense tensor-core peaks; datasheet sources: --format json)"))
-    if links:
-        parts.append(render_table(
-            ["link", "bandwidth", "setup", "IOPS", "IOPS bandwidth", "default for tiers"],
-            [[r["name"], units.format_bandwidth(r["bandwidth_bps"]), units.format_duration(r["setup_s"]),
-              None if r["iops"] is None else units.format_count(r["iops"]),
-              None if r["iops_bps"] is None else units.format_bandwidth(r["iops_bps"]),
-              ", ".join(r["default_for_tiers"]) or None] for r in links],
-            title="Links (effective one-direction bandwidth; setup = default latency per transfer)",
-            notes=["bandwidths are effective defaults below the line rate; each source names the "
-                   "theoretical figure and the assumption (pcs hardware --format json)"]))
-    return "\n\n".join(parts)
-
-
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
 @gpu_options
 @link_options
 @hardware_file_option
 @format_option
-def hardware(fmt: str, hardware_file: str | None, **kwargs: Any) -> None:
+@quiet_option
+def hardware(fmt: str, hardware_file: str | None, quiet: bool, **kwargs: Any) -> None:
     """List GPU and link presets with their datasheet sources.
 
     GPUs: HBM capacity (bytes, decimal GB), HBM bandwidth (bytes/s), dense
@@ -171,37 +135,17 @@ def hardware(fmt: str, hardware_file: str | None, **kwargs: Any) -> None:
     t = table or HardwareTable()
     gpus = [gpu] if gpu else ([] if (want_link or link) else list(t.gpus.values()))
     links = [link] if link else ([] if want_gpu else list(t.links.values()))
-    payload = {"gpus": [_gpu_row(g) for g in gpus], "links": [_link_row(x) for x in links]}
+    payload = {"gpus": [gpu_row(g) for g in gpus], "links": [link_row(x) for x in links]}
     if fmt == "csv":
-        rows = [{"kind": "gpu", **r} for r in payload["gpus"]] + [
-            {"kind": "link", **{k: (", ".join(v) if isinstance(v, list) else v) for k, v in r.items()}}
-            for r in payload["links"]]
-        emit({"rows": rows}, fmt, "")
+        emit({"rows": hardware_csv_rows(payload)}, fmt, "")
         return
-    emit(payload, fmt, lambda: _hardware_tables(payload["gpus"], payload["links"]))
-
-
-def _cell(key: str, value: Any) -> str | None:
-    if value is None:
-        return None
-    if isinstance(value, (list, tuple)):
-        return ", ".join(str(v) for v in value) or None
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return str(value)
-    if key.endswith("dtype_bytes"):  # bytes per parameter, not a size
-        return f"{value:g}"
-    if key.endswith("_bytes"):
-        return units.format_bytes(value)
-    if key.endswith("_bps"):
-        return units.format_bandwidth(value)
-    if key.endswith("_s"):
-        return units.format_duration(value)
-    return units.format_count(value)
+    emit(payload, fmt, lambda: render_hardware(payload["gpus"], payload["links"]))
 
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
 @format_option
-def models(fmt: str) -> None:
+@quiet_option
+def models(fmt: str, quiet: bool) -> None:
     """List model presets (KV components, layers, parameters) with their config sources.
 
     Byte figures are per token in bytes (decimal units in the table); use
@@ -216,13 +160,4 @@ def models(fmt: str) -> None:
     from pcs.model import list_models  # lazy: H2's model package
 
     rows = list_models()
-    payload = {"models": rows}
-
-    def table() -> str:
-        if not rows:
-            return "no model presets"
-        headers = [k for k in rows[0] if not k.endswith("source")]
-        return render_table(headers, [[_cell(k, r.get(k)) for k in headers] for r in rows],
-                            title="Model presets (sources: --format json)")
-
-    emit(payload, fmt, table, rows_key="models")
+    emit({"models": rows}, fmt, lambda: render_models(rows), rows_key="models")

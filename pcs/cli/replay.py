@@ -1,8 +1,8 @@
 """``pcs replay``: a trace through a multi-tier prefix cache -- the real hit rate, bytes and envelope."""
 from __future__ import annotations
 
+import dataclasses
 import os
-import sys
 import tempfile
 from pathlib import Path
 from typing import Any, Callable
@@ -11,10 +11,16 @@ import click
 
 from pcs import _native
 from pcs.blocks import BlockRules
-from pcs.cli.common import emit, format_option
+from pcs.cache.hierarchy import WRITE_POLICIES
+from pcs.cache.policies import DEFAULT_POLICY, POLICY_CHOICES, get_policy, policy_options
+from pcs.cli.common import Progress, RegistryChoice, emit, format_option, quiet_option
 from pcs.engine import select
+from pcs.engine.engine import TIMINGS
+from pcs.model import KV_DTYPES, get_layout
+from pcs.trace.api import FORMATS
 
-__all__ = ["replay", "replay_options", "run_replay_kwargs", "write_requests"]
+__all__ = ["replay", "replay_options", "replay_call_kwargs", "run_replay_kwargs", "write_requests"]
+
 
 
 def _apply(options: list, f: Callable) -> Callable:
@@ -23,36 +29,60 @@ def _apply(options: list, f: Callable) -> Callable:
     return f
 
 
+def _check_tier_policies(ctx: click.Context, param: click.Parameter, values: tuple[str, ...]) -> tuple[str, ...]:
+    """``--tier-policy NAME=POLICY``: the form, and POLICY checked by the policy registry."""
+    from pcs.engine.api import parse_assignment
+
+    for v in values:
+        try:
+            get_policy(parse_assignment(v, "tier policy")[1])
+        except ValueError as exc:
+            raise click.BadParameter(str(exc), ctx, param) from None
+    return values
+
+
 def replay_options(f: Callable, policy_multiple: bool = False) -> Callable:
     """The options ``pcs replay`` and ``pcs compare`` share (trace, model, hardware, tiers, rules)."""
-    policy_help = ("Eviction policy of every tier: lru, protected, fifo" +
-                   (" (repeat to compare)." if policy_multiple else " (default lru)."))
+    policy_help = (f"Eviction policy of every tier; {DEFAULT_POLICY} by default, protected = slru"
+                   + (" (repeat to compare)." if policy_multiple else "."))
     return _apply([
         click.argument("trace", required=False, type=click.Path(dir_okay=False)),
-        click.option("--trace-format", help="Trace format (default: detected): mooncake, bailian, tokens, parquet."),
+        click.option("--trace-format", type=click.Choice(list(FORMATS)), help="Trace format (default: detected)."),
         click.option("--block-size", type=int, help="Tokens per block: re-blocks a token trace; for a hash-id trace (Mooncake 512, "
                                                      "Bailian 16 by default) it states the size it was recorded "
-                                                     "at, and a mismatch is an error naming the line."),
+                                                     "at, unless the ids fit the format's default: then pcs replay "
+                                                     "re-blocks them (exact at a multiple, a lower..upper interval "
+                                                     "at a divisor; docs/traces-formats.md)."),
         click.option("--model", help="Model preset (pcs models) or an HF config.json path; default llama-2-70b."),
-        click.option("--dtype", help="KV cache dtype, e.g. fp8 or bf16 (default: the model's)."),
+        click.option("--dtype", type=RegistryChoice(KV_DTYPES, get_layout),
+                     help="KV cache layout, e.g. bf16, fp8 (vLLM's: per-tensor scales outside the pages), "
+                          "fp8_per_token_head, nvfp4 (default: the model's)."),
         click.option("--gpu", help="GPU preset (pcs hardware); default h100-sxm."),
-        click.option("--tp", type=int, help="Tensor-parallel size = GPUs per instance; default 8."),
+        click.option("--tp", type=int, help="Tensor-parallel size = GPUs per instance; default 8. Tiers are per "
+                                            "TP group: bytes per block = per-rank bytes x the ranks holding a copy."),
+        click.option("--gpu-memory-utilization", type=float,
+                     help="Share of HBM the engine may use when the GPU tier is sized from the deployment "
+                          "(vLLM's gpu_memory_utilization; default 0.9)."),
+        click.option("--kv-reserve", help="Activation/runtime memory per GPU besides weights and KV when the GPU "
+                                          "tier is sized from the deployment (default 5GB; see pcs deploy)."),
         click.option("--hardware-file", type=click.Path(dir_okay=False),
                      help="TOML/JSON overrides of GPU and link presets."),
         click.option("--tier", "tiers", multiple=True,
                      help="A tier NAME=SIZE, GPU first, repeatable: gpu=400GB, cpu=2TB, ssd=30TB or "
-                          "gpu=5000blocks (0 allowed). Default: gpu=400GB cpu=2TB."),
-        click.option("--policy", "policy", multiple=policy_multiple, help=policy_help),
-        click.option("--tier-policy", "tier_policy", multiple=True,
-                     help="Per-tier policy NAME=POLICY, e.g. cpu=protected (repeatable)."),
+                          "gpu=5000blocks (0 allowed). Default: the GPU tier sized from the deployment (GPUs x "
+                          "(HBM x 0.9 - weights per GPU - 5 GB reserve), as pcs deploy prints) and cpu=2TB."),
+        click.option("--policy", "policy", multiple=policy_multiple, type=RegistryChoice(POLICY_CHOICES, get_policy),
+                     help=policy_help),
+        click.option("--tier-policy", "tier_policy", multiple=True, callback=_check_tier_policies,
+                     help="Per-tier policy NAME=POLICY, e.g. cpu=slru (repeatable)."),
         click.option("--protected-share", type=float,
-                     help="Protected segment share of a tier for 'protected' (default 0.8, Caffeine's)."),
+                     help="Protected segment share of an slru tier (default 0.8, Caffeine's)."),
         click.option("--link", "link", multiple=True,
                      help="Restore link of a lower tier, NAME=PRESET or NAME=BANDWIDTH per GPU: "
                           "cpu=pcie-gen5-x16, cpu=25GB/s (default per tier name: pcs hardware)."),
-        click.option("--write-policy", default="back", show_default=True,
+        click.option("--write-policy", type=click.Choice(WRITE_POLICIES), default="back", show_default=True,
                      help="back: evicted blocks move down a tier; through: computed blocks are copied down at once."),
-        click.option("--timing", default="modeled", show_default=True,
+        click.option("--timing", type=click.Choice(TIMINGS), default="modeled", show_default=True,
                      help="modeled: trace arrivals, FIFO admission, restore and prefill times; "
                           "sequential: one request at a time (the classic trace replay)."),
         click.option("--engine", type=click.Choice(select.REQUESTS), default="auto", show_default=True,
@@ -63,7 +93,7 @@ def replay_options(f: Callable, policy_multiple: bool = False) -> Callable:
         click.option("--cache-partial-blocks", is_flag=True, help="Cache every hash id, the partial last block too."),
         click.option("--no-recompute-last-token", is_flag=True,
                      help="Lift the cap of prompt_len - 1 hit tokens (vLLM, SGLang recompute the last token)."),
-        click.option("--quiet", "-q", is_flag=True, help="No progress bar and no notes on stderr."),
+        quiet_option,
     ], f)
 
 
@@ -77,32 +107,39 @@ def _pairs(values, what: str) -> dict[str, str]:
     return out
 
 
-class _Progress:
-    """tqdm on stderr after ~2 s; off with --quiet or when stderr is not a terminal."""
+def _protected_share(kw: dict[str, Any], tier_policies: dict[str, str]) -> float | None:
+    """``--protected-share`` as given, after checking that a policy named on the command line takes it (slru).
 
-    def __init__(self, quiet: bool) -> None:
-        self.bar = None
-        if not quiet and sys.stderr.isatty():
-            from tqdm import tqdm
+    In ``pcs compare`` the runs of other policies leave it out
+    (:func:`pcs.engine.compare.compare`); it is an error only when no policy
+    named on the command line takes it (the registry's rule,
+    :func:`pcs.cache.policies.make_policies`).
 
-            self.bar = tqdm(total=None, unit=" req", delay=2.0, file=sys.stderr, leave=False, desc="replay")
+    Raises:
+        ValueError: ``--protected-share`` given and no ``--policy`` or ``--tier-policy`` is slru.
+    """
+    share = kw["protected_share"]
+    if share is None:
+        return None
+    asked = kw["policy"] if isinstance(kw["policy"], tuple) else (kw["policy"],)
+    named = [p or DEFAULT_POLICY for p in asked or (None,)] + list(tier_policies.values())
+    if not any("protected_share" in policy_options(p) for p in named):
+        raise ValueError("--protected-share sizes the protected segment of slru tiers, and no tier uses slru "
+                         f"(policies: {', '.join(dict.fromkeys(named))}); add --policy slru or "
+                         "--tier-policy NAME=slru")
+    return share
 
-    def __call__(self, n: int) -> None:
-        if self.bar is not None:
-            self.bar.update(n)
 
-    def close(self) -> None:
-        if self.bar is not None:
-            self.bar.close()
+def replay_call_kwargs(kw: dict[str, Any], trace: Any = None) -> tuple[Any, dict[str, Any]]:
+    """The parsed shared options -> ``(trace, keyword arguments of pcs.replay)``.
 
-
-def run_replay_kwargs(kw: dict[str, Any], policy: str | None, tiers: list[str] | None,
-                      progress: Callable[[int], None] | None = None):
-    """Run :func:`pcs.engine.api.replay` from the parsed shared options."""
-    from pcs.engine.api import replay as run
-
-    trace = None
-    if kw["trace"] or kw["trace_format"] or kw["block_size"]:
+    The trace is opened here unless ``trace`` is an opened one (None = the
+    bundled sample); ``tiers``, ``policy`` and ``progress`` are left to the
+    caller. ``--protected-share`` is checked against every policy named on
+    the command line and passed on as given (:func:`pcs.compare` gives it to
+    the runs whose policies take it).
+    """
+    if trace is None and (kw["trace"] or kw["trace_format"] or kw["block_size"]):
         from pcs.trace import open_trace
 
         trace = open_trace(kw["trace"], format=kw["trace_format"], block_size=kw["block_size"])
@@ -116,13 +153,24 @@ def run_replay_kwargs(kw: dict[str, Any], policy: str | None, tiers: list[str] |
         from pcs.hardware import load_hardware_file
 
         table = load_hardware_file(kw["hardware_file"])
-    return run(trace, model=model, hardware=kw["gpu"], tp=kw["tp"], dtype=kw["dtype"], tiers=tiers or None,
-               policy=policy, tier_policies=_pairs(kw["tier_policy"], "tier policy"),
-               links=_pairs(kw["link"], "link"), protected_share=kw["protected_share"], timing=kw["timing"],
-               write_policy=kw["write_policy"], hardware_table=table, progress=progress, engine=kw["engine"],
-               native=kw["native"],
-               rules=BlockRules(cache_partial_blocks=kw["cache_partial_blocks"],
-                                recompute_last_token=not kw["no_recompute_last_token"]))
+    tier_policies = _pairs(kw["tier_policy"], "tier policy")
+    return trace, dict(model=model, hardware=kw["gpu"], tp=kw["tp"], dtype=kw["dtype"],
+                       tier_policies=tier_policies, links=_pairs(kw["link"], "link"),
+                       protected_share=_protected_share(kw, tier_policies),
+                       timing=kw["timing"], write_policy=kw["write_policy"], hardware_table=table,
+                       engine=kw["engine"], native=kw["native"],
+                       gpu_memory_utilization=kw["gpu_memory_utilization"], kv_reserve=kw["kv_reserve"],
+                       rules=BlockRules(cache_partial_blocks=kw["cache_partial_blocks"],
+                                        recompute_last_token=not kw["no_recompute_last_token"]))
+
+
+def run_replay_kwargs(kw: dict[str, Any], policy: str | None, tiers: list[str] | None,
+                      progress: Callable[[int], None] | None = None, trace: Any = None):
+    """Run :func:`pcs.engine.api.replay` from the parsed shared options (``trace``: an opened one instead)."""
+    from pcs.engine.api import replay as run
+
+    trace, kwargs = replay_call_kwargs(kw, trace)
+    return run(trace, tiers=tiers or None, policy=policy, progress=progress, **kwargs)
 
 
 def write_requests(table: Any, path: str) -> None:
@@ -164,24 +212,63 @@ def replay(fmt: str, requests_out: str | None, **kw: Any) -> None:
     \b
     Sizes are decimal (400GB = 4e11 B) or blocks (5000blocks); bandwidths per GPU.
     With no arguments: the bundled sample trace, llama-2-70b, 8x h100-sxm TP=8,
-    --tier gpu=400GB --tier cpu=2TB (the reason is printed).
+    the GPU tier sized from that deployment and --tier cpu=2TB (the reason
+    and the derivation are printed).
     Example:
-      pcs replay trace.jsonl --model llama-3.1-70b --tier gpu=400GB --tier cpu=2TB --policy protected
+      pcs replay trace.jsonl --model llama-3.1-70b --tier gpu=400GB --tier cpu=2TB --policy slru
       pcs replay trace.jsonl --tier gpu=5000blocks --timing sequential --format json
-    JSON keys: see README, section replay (hit_ratio, hit_ratio_per_tier,
+    JSON keys: docs/json.md (hit_ratio, hit_ratio_per_tier,
     single_sequence_hit_ratio, gap, tiers, bytes, envelope).
     """
     from pcs.report.replay import render_replay
 
-    progress = _Progress(kw["quiet"])
+    streams = _reblocked(kw)
+    if streams is not None and "exact" not in streams:
+        return _replay_interval(kw, streams, fmt)
+    progress = Progress(kw["quiet"])
     try:
-        result = run_replay_kwargs(kw, kw["policy"], list(kw["tiers"]), progress)
+        result = run_replay_kwargs(kw, kw["policy"], list(kw["tiers"]), progress,
+                                   None if streams is None else streams["exact"])
     finally:
         progress.close()
     s = result.summary
+    if streams is not None:
+        s = dataclasses.replace(s, notes=s.notes + (f"the trace's {streams['exact'].source.block_size}-token ids "
+                                                     f"were re-blocked to {streams['exact'].block_size} tokens "
+                                                     "(exact)",))
     if not kw["quiet"] and fmt != "table":
-        for note in s.get("notes", ()):
+        for note in s.notes:
             click.echo(f"pcs: note: {note}", err=True)
     if requests_out:
         write_requests(result.requests, requests_out)
-    emit(s, fmt, lambda: render_replay(s), rows_key=None)
+    payload = s.to_dict()
+    emit(payload, fmt, lambda: render_replay(payload), rows_key=None)
+
+
+def _reblocked(kw: dict[str, Any]):
+    """``--block-size b`` on a hash-id trace recorded at another B: the re-blocked streams, else None."""
+    from pcs.trace.reblock import plan_engine_block_size
+
+    native = plan_engine_block_size(kw["trace"], kw["trace_format"], kw["block_size"])
+    if native is None:
+        return None
+    from pcs.trace import open_trace
+    from pcs.trace.reblock import reblock
+
+    return reblock(open_trace(kw["trace"], format=kw["trace_format"], block_size=native), kw["block_size"])
+
+
+def _replay_interval(kw: dict[str, Any], streams: dict, fmt: str) -> None:
+    """Replay the lower and upper streams and report the interval (docs/traces-formats.md)."""
+    from pcs.report.traceshape import render_reblock
+    from pcs.trace.reblock import interval_payload
+
+    summaries = {}
+    for bound, t in streams.items():
+        progress = Progress(kw["quiet"])
+        try:
+            summaries[bound] = run_replay_kwargs(kw, kw["policy"], list(kw["tiers"]), progress, t).summary.to_dict()
+        finally:
+            progress.close()
+    p = interval_payload(streams, summaries)
+    emit(p, fmt, lambda: render_reblock(p["rows"], p["title"], p["notes"]), rows_key="rows")

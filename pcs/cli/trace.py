@@ -15,7 +15,10 @@ from typing import Callable
 
 import click
 
-from pcs.cli.common import emit, format_option
+from pcs.cli.common import emit, format_option, quiet_option
+from pcs.report.trace import render_convert, render_stats, render_synth
+from pcs.trace.api import FORMATS, ON_ERROR
+from pcs.trace.convert import OUT_FORMATS
 
 __all__ = ["trace", "trace_input_options", "open_from_options"]
 
@@ -23,12 +26,13 @@ __all__ = ["trace", "trace_input_options", "open_from_options"]
 def trace_input_options(f: Callable) -> Callable:
     """Add ``--trace-format``, ``--block-size``, ``--on-error`` and ``--sort``."""
     opts = [
-        click.option("--trace-format", type=click.Choice(["mooncake", "bailian", "tokens", "parquet"]),
-                     default=None, help="Input format; default: detected from the content."),
+        click.option("--trace-format", type=click.Choice(list(FORMATS)),
+                     default=None, help="Input format; default: detected from the content. azure and burstgpt "
+                     "record lengths only: their prefix reuse is synthesised and flagged (docs/traces-formats.md)."),
         click.option("--block-size", type=click.IntRange(min=1), default=None,
-                     help="Tokens per block. Default: Mooncake 512, Bailian 16, token JSONL 16, "
-                          "Parquet as stored. A block-id trace recorded at another size is rejected."),
-        click.option("--on-error", type=click.Choice(["raise", "skip"]), default="raise", show_default=True,
+                     help="Tokens per block. Default: Mooncake 512, Bailian 16, token JSONL 16, Azure and "
+                          "BurstGPT 16, Parquet as stored. A block-id trace recorded at another size is rejected."),
+        click.option("--on-error", type=click.Choice(ON_ERROR), default="raise", show_default=True,
                      help="raise: stop at the first bad line (exit 2); skip: skip bad lines and count them."),
         click.option("--sort", is_flag=True, help="Reorder by arrival time instead of rejecting a decreasing "
                      "timestamp (holds the trace in memory)."),
@@ -52,91 +56,51 @@ def trace() -> None:
     \b
     Formats: Mooncake JSONL (timestamp ms, 512-token blocks), Qwen-Bailian
     JSONL (timestamp s, 16-token blocks), token-id JSONL (pcs hashes the
-    blocks) and pcs Parquet; gzip is read transparently; '-' is stdin.
+    blocks), pcs Parquet, and the length-only Azure and BurstGPT CSVs (prefix
+    reuse synthesised and flagged); gzip is read transparently; '-' is stdin.
     Without a TRACE argument the bundled sample traces/sample_chat.jsonl is read.
     """
-
-
-_STATS_ROWS = [
-    ("requests", "requests", "count"), ("skipped lines", "skipped", "count"),
-    ("time span", "time_span_s", "dur"), ("arrival rate (req/s)", "arrival_rate_rps", "f2"),
-    ("prompt tokens mean / p50 / p99 / max", "prompt_tokens", "q"),
-    ("output tokens mean / p50 / p99 / max", "output_tokens", "q"),
-    ("blocks per request mean / p50 / p99 / max", "blocks_per_request", "q"),
-    ("block accesses", "block_accesses", "count"), ("distinct blocks", "distinct_blocks", "count"),
-    ("re-accessed block share", "reaccess_share", "pct"),
-    ("single-sequence hit ratio (tokens)", "single_sequence_hit_ratio", "pct"),
-    ("requests with any hit", "requests_with_hit_share", "pct"),
-    ("reuse distance p50 / p90 / p99 (blocks)", "reuse_distance_blocks", "r"),
-    ("reuse time p50 / p90 / p99", "reuse_time_s", "rt"),
-]
-
-
-def _stats_table(st: dict) -> str:
-    from pcs.report.table import render_table
-    from pcs.units import format_count, format_duration, format_percent
-
-    def num(v):
-        return "-" if v is None else format_count(round(v, 1) if isinstance(v, float) else v)
-
-    rows = []
-    for label, key, kind in _STATS_ROWS:
-        if kind == "q":
-            val = " / ".join(num(st[f"{key}_{s}"]) for s in ("mean", "p50", "p99", "max"))
-        elif kind == "r":
-            val = " / ".join(num(st[f"{key}_{s}"]) for s in ("p50", "p90", "p99"))
-        elif kind == "rt":
-            val = " / ".join(format_duration(st[f"{key}_{s}"]) for s in ("p50", "p90", "p99"))
-        elif kind == "dur":
-            val = format_duration(st[key])
-        elif kind == "pct":
-            val = format_percent(st[key])
-        elif kind == "f2":
-            val = "-" if st[key] is None else f"{st[key]:.2f}"
-        else:
-            val = num(st[key])
-        rows.append((label, val))
-    notes = ["hit ratio: infinite cache, requests in order, full blocks only, last prompt token recomputed",
-             "that single-sequence ratio is a ceiling, not the hit rate a finite cache reaches on this stream:"
-             " pcs replay and pcs curve give the real one"]
-    return render_table(["statistic", "value"], rows,
-                        title=f"{st['trace']} ({st['format']}, {st['block_size']}-token blocks)", notes=notes)
 
 
 @trace.command("stats")
 @click.argument("trace_path", metavar="[TRACE]", required=False)
 @trace_input_options
 @format_option
-def stats(trace_path, trace_format, block_size, on_error, sort, fmt) -> None:
+@quiet_option
+def stats(trace_path, trace_format, block_size, on_error, sort, fmt, quiet) -> None:
     """Request, token, block and reuse statistics of a trace.
 
     \b
     Token counts in tokens, times in seconds, reuse distance in distinct
     blocks. JSON keys (stable): requests, block_accesses, distinct_blocks,
     single_sequence_hit_ratio, time_span_s, arrival_rate_rps,
-    prompt_tokens_{mean,p50,p99,max,total}, ... (README, section trace).
+    prompt_tokens_{mean,p50,p99,max,total}, reuse_distance_histogram,
+    prefix_tree_*, shared_prefix_token_share, conversations, reuse, ...
+    (docs/traces.md, docs/traces-formats.md).
 
     \b
     Example:
-      pcs trace stats ../shared/traces/mooncake-fast25/conversation_trace.jsonl --format json
+      pcs trace stats conversation_trace.jsonl --format json
     """
     from pcs.trace.stats import trace_stats
 
     t = open_from_options(trace_path, trace_format, block_size, on_error, sort)
     st = trace_stats(t)
-    emit(st, fmt, lambda: _stats_table(st), rows_key=None)
+    emit(st, fmt, lambda: render_stats(st), rows_key=None)
 
 
 @trace.command("convert")
 @click.argument("in_path", metavar="IN")
 @click.argument("out_path", metavar="OUT", type=click.Path(dir_okay=False))
-@click.option("--to", "out_format", type=click.Choice(["mooncake", "bailian", "parquet"]), default=None,
+@click.option("--to", "out_format", type=click.Choice(OUT_FORMATS), default=None,
               help="Output format; default parquet for *.parquet, else mooncake (*.gz is gzipped).")
 @click.option("--remap-ids/--keep-ids", default=None,
               help="Renumber ids 0, 1, 2, ... in first-appearance order (default: only for token traces).")
 @trace_input_options
 @format_option
-def convert_cmd(in_path, out_path, out_format, remap_ids, trace_format, block_size, on_error, sort, fmt) -> None:
+@quiet_option
+def convert_cmd(in_path, out_path, out_format, remap_ids, trace_format, block_size, on_error, sort, fmt,
+                quiet) -> None:
     """Convert a trace: JSONL <-> Parquet, or re-block a token trace.
 
     Streams in batches; writes a temporary file next to OUT and renames it
@@ -152,10 +116,7 @@ def convert_cmd(in_path, out_path, out_format, remap_ids, trace_format, block_si
 
     t = open_from_options(in_path, trace_format, block_size, on_error, sort)
     info = convert(t, out_path, out_format, remap_ids=remap_ids)
-    emit(info, fmt, lambda: (f"wrote {info['requests']:,} requests, {info['block_ids']:,} block ids "
-                             f"({info['format']}, {info['block_size']}-token blocks) to {info['path']}"
-                             + (f"; skipped {info['skipped']:,} bad lines" if info["skipped"] else "")),
-         rows_key=None)
+    emit(info, fmt, lambda: render_convert(info), rows_key=None)
 
 
 def _parse_mix(text: str) -> tuple[float, float, float]:
@@ -217,13 +178,14 @@ def _token_tee(requests, path: Path):
               help="Multiply every median length (prompts, answers, prefixes) by this; Poisson mode.")
 @click.option("--azure-csv", type=click.Path(exists=True, dir_okay=False), default=None,
               help="Take arrival times and token counts from an Azure LLM inference CSV instead of Poisson.")
-@click.option("--to", "out_format", type=click.Choice(["mooncake", "bailian", "parquet"]), default=None,
+@click.option("--to", "out_format", type=click.Choice(OUT_FORMATS), default=None,
               help="Output format; default parquet for *.parquet, else mooncake.")
 @click.option("--tokens-out", type=click.Path(dir_okay=False), default=None,
               help="Also write the token-id JSONL form (same requests; pcs hashes it to the same blocks).")
 @format_option
+@quiet_option
 def synth(out_path, num_requests, seed, rate_rps, mix, think_s, turns_mean, first_tokens, block_size, length_scale,
-          azure_csv, out_format, tokens_out, fmt) -> None:
+          azure_csv, out_format, tokens_out, fmt, quiet) -> None:
     """Write a seeded synthetic workload with real prefix reuse.
 
     Multi-turn chat under one shared system prompt, agent/tool loops over
@@ -237,7 +199,7 @@ def synth(out_path, num_requests, seed, rate_rps, mix, think_s, turns_mean, firs
     Examples:
       pcs trace synth my.jsonl --requests 5000 --rate 4 --seed 7
       pcs trace synth slow.jsonl --think-s 600 --turns 5     # later, more frequent reuse
-      pcs trace synth az.jsonl --azure-csv ../shared/traces/azure-llm-2023/AzureLLMInferenceTrace_conv.csv
+      pcs trace synth az.jsonl --azure-csv AzureLLMInferenceTrace_conv.csv
     """
     from pcs.trace.convert import out_format_for, write_trace
     from pcs.trace.synth import SynthSpec, synth_batches, synth_requests
@@ -252,5 +214,15 @@ def synth(out_path, num_requests, seed, rate_rps, mix, think_s, turns_mean, firs
     info = write_trace(synth_batches(reqs, block_size), out_path, ofmt, block_size=block_size, remap_ids=True,
                        source_format="synth", with_session=True)
     info.update(block_size=block_size, seed=seed, tokens_out=tokens_out)
-    emit(info, fmt, lambda: f"wrote {info['requests']:,} requests, {info['block_ids']:,} block ids "
-                            f"({ofmt}, {block_size}-token blocks, seed {seed}) to {info['path']}", rows_key=None)
+    emit(info, fmt, lambda: render_synth(info), rows_key=None)
+
+
+def _register_tools() -> None:
+    """Add ``events``, ``from-chat`` and ``transform`` (pcs/cli/tracetools.py) to the group."""
+    from pcs.cli import tracetools
+
+    for cmd in (tracetools.events_cmd, tracetools.from_chat, tracetools.transform_cmd):
+        trace.add_command(cmd)
+
+
+_register_tools()

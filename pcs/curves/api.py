@@ -10,7 +10,7 @@ LRU curve reaches at its largest useful capacity.
 All ratios are token-weighted (hit tokens / prompt tokens over the trace)
 with the block rules of :class:`pcs.blocks.BlockRules`, and equal what
 ``pcs replay --timing sequential --policy lru`` with one tier of that size
-reports (brief, "Shared replay semantics").
+reports (docs/semantics.md §14).
 
 Optional spatial sampling (SHARDS, Waldspurger et al., FAST'15) with the
 chain heads kept exact: :mod:`pcs.curves.shards`.
@@ -25,13 +25,14 @@ import numpy as np
 
 from pcs.blocks import BlockRules
 from pcs.curves import stackdist
+from pcs.curves.result import CurveKnee, CurveResult, CurveRow
 from pcs.curves.stackdist import FlatAccesses
 from pcs.trace.batches import as_batches, reiterable
 
-__all__ = ["KNEE_PERCENTS", "DEFAULT_POINTS", "LruCurve", "CurveResult", "load_accesses",
-           "lru_curve", "capacity_grid", "curve"]
+__all__ = ["KNEE_PERCENTS", "DEFAULT_POINTS", "LruCurve", "CurveResult", "CurveRow", "CurveKnee",
+           "load_accesses", "lru_curve", "capacity_grid", "curve"]
 
-#: Knee levels, percent of the ceiling (issue 5: 50 %, 90 %, 99 %).
+#: Knee levels, percent of the ceiling (docs/semantics.md §14: 50 %, 90 %, 99 %).
 KNEE_PERCENTS = (50, 90, 99)
 
 
@@ -177,35 +178,6 @@ def capacity_grid(max_blocks: int, points: int) -> list[int]:
 DEFAULT_POINTS = 12
 
 
-@dataclass(frozen=True, slots=True)
-class CurveResult:
-    """Hit ratios per capacity, the LRU knee, and the trace facts behind them.
-
-    Attributes:
-        rows: one dict per capacity (ascending), keys ``capacity_blocks``,
-            ``capacity_bytes`` (only with a model), ``lru_hit_ratio``,
-            ``belady_hit_ratio`` (None when not computed), ``ceiling_hit_ratio``,
-            ``lru_block_misses``, ``belady_block_misses`` (None when not computed).
-        knee: ``{"p50"|"p90"|"p99": {"percent_of_ceiling", "capacity_blocks",
-            "capacity_bytes" (with a model), "lru_hit_ratio"}}``; capacities None
-            when the ceiling is 0.
-        ceiling_hit_ratio: the single-sequence (infinite-cache) hit ratio.
-        lru: the full one-pass LRU curve (every capacity).
-        summary: trace, block_size, requests, block_accesses, distinct_blocks,
-            prompt_tokens, sample_rate, kernel, model, block_bytes.
-    """
-
-    rows: list
-    knee: dict
-    ceiling_hit_ratio: float
-    lru: LruCurve
-    summary: dict
-
-    def to_dict(self) -> dict[str, Any]:
-        """The JSON payload of ``pcs curve --format json`` (keys in the README)."""
-        return {**self.summary, "ceiling_hit_ratio": self.ceiling_hit_ratio, "knee": self.knee, "rows": self.rows}
-
-
 def _block_bytes(model: Any, block_size: int) -> tuple[str, int]:
     from pcs.model import block_bytes, get_model
 
@@ -223,32 +195,25 @@ def _capacities(lru: LruCurve, capacities: Sequence[int] | None, points: int | N
     return caps
 
 
-def _rows(lru: LruCurve, caps: list[int], bel: dict, bb: int | None, prompt: int, ceiling: float) -> list[dict]:
-    """One row per capacity (keys in :class:`CurveResult`)."""
-    rows = []
-    for c in caps:
-        row: dict[str, Any] = {"capacity_blocks": c}
-        if bb is not None:
-            row["capacity_bytes"] = c * bb
-        row["lru_hit_ratio"] = float(lru.hit_ratio(c))
-        row["belady_hit_ratio"] = bel[c].hit_tokens / prompt if c in bel and prompt else (0.0 if c in bel else None)
-        row["ceiling_hit_ratio"] = ceiling
-        row["lru_block_misses"] = int(np.rint(lru.block_misses(c)))
-        row["belady_block_misses"] = bel[c].block_misses if c in bel else None
-        rows.append(row)
-    return rows
+def _rows(lru: LruCurve, caps: list[int], bel: dict, bb: int | None, prompt: int,
+          ceiling: float) -> tuple[CurveRow, ...]:
+    """One :class:`CurveRow` per capacity."""
+    return tuple(CurveRow(
+        capacity_blocks=c, capacity_bytes=None if bb is None else c * bb,
+        lru_hit_ratio=float(lru.hit_ratio(c)),
+        belady_hit_ratio=bel[c].hit_tokens / prompt if c in bel and prompt else (0.0 if c in bel else None),
+        ceiling_hit_ratio=ceiling, lru_block_misses=int(np.rint(lru.block_misses(c))),
+        belady_block_misses=bel[c].block_misses if c in bel else None) for c in caps)
 
 
-def _knee(lru: LruCurve, bb: int | None) -> dict:
-    """``{"p50"|"p90"|"p99": ...}`` (keys in :class:`CurveResult`)."""
+def _knee(lru: LruCurve, bb: int | None) -> dict[str, CurveKnee]:
+    """``{"p50"|"p90"|"p99": CurveKnee}``."""
     knee = {}
     for pct in KNEE_PERCENTS:
         k = lru.knee(pct)
-        entry: dict[str, Any] = {"percent_of_ceiling": pct, "capacity_blocks": k}
-        if bb is not None:
-            entry["capacity_bytes"] = None if k is None else k * bb
-        entry["lru_hit_ratio"] = None if k is None else float(lru.hit_ratio(k))
-        knee[f"p{pct}"] = entry
+        knee[f"p{pct}"] = CurveKnee(percent_of_ceiling=pct, capacity_blocks=k,
+                                    capacity_bytes=None if k is None or bb is None else k * bb,
+                                    lru_hit_ratio=None if k is None else float(lru.hit_ratio(k)))
     return knee
 
 
@@ -277,7 +242,7 @@ def curve(trace: Any = None, capacities: Sequence[int] | None = None, points: in
         block_size: tokens per block for token traces (passed to open_trace).
         rules: block rules (full blocks only, last-token cap by default).
         belady: compute the offline optimum at each capacity (pure Python,
-            ~1 M accesses/s per capacity; skipped when sampled).
+            one pass per capacity, docs/performance.md; skipped when sampled).
         sample_rate: SHARDS rate in (0, 1]; 1.0 = exact.
         seed: sampling hash seed.
         exact_head_blocks: with sampling, blocks seen within this many head
@@ -309,8 +274,8 @@ def curve(trace: Any = None, capacities: Sequence[int] | None = None, points: in
         plan = plan_belady(flat)
         bel = {c: belady_hits(plan, c) for c in caps}
     ceiling = float(lru.ceiling_hit_tokens / prompt) if prompt else 0.0
-    summary = {"trace": name, "block_size": flat.block_size, "requests": flat.num_requests,
-               "block_accesses": flat.num_accesses, "distinct_blocks": lru.num_distinct if exact else None,
-               "prompt_tokens": prompt, "sample_rate": float(sample_rate), "kernel": lru.kernel,
-               "model": model_name, "block_bytes": bb}
-    return CurveResult(_rows(lru, caps, bel, bb, prompt, ceiling), _knee(lru, bb), ceiling, lru, summary)
+    return CurveResult(trace=name, block_size=flat.block_size, requests=flat.num_requests,
+                       block_accesses=flat.num_accesses, distinct_blocks=lru.num_distinct if exact else None,
+                       prompt_tokens=prompt, sample_rate=float(sample_rate), kernel=lru.kernel,
+                       model=model_name, block_bytes=bb, ceiling_hit_ratio=ceiling, knee=_knee(lru, bb),
+                       rows=_rows(lru, caps, bel, bb, prompt, ceiling), lru=lru)

@@ -3,8 +3,8 @@
 Belady (1966, "A study of replacement algorithms for a virtual-storage
 computer") evicts the block whose next use is farthest in the future; for
 unit-size blocks and unit-cost misses this maximises hits (Mattson et al.
-1970 proved MIN optimal). Adapted here to the team's shared replay
-semantics (brief, "Shared replay semantics") so it is an upper bound for
+1970 proved MIN optimal). Adapted here to the replay rules of
+docs/semantics.md §3-§6 so it is an upper bound for
 every online policy replayed with ``timing="sequential"`` and one tier:
 
 - lookup walks the request's cacheable blocks from the head and stops at the
@@ -29,8 +29,7 @@ tokens and MIN is not proven optimal; exhaustive search on 400 tiny traces
 found no counterexample.)
 
 Cost per capacity: O(N log N) with a lazy max-heap keyed by next use;
-pure Python, ~1 M accesses/s (0.2-0.3 s per capacity on the 276 k-access
-Mooncake trace).
+pure Python (measured speed: docs/performance.md).
 """
 from __future__ import annotations
 

@@ -21,7 +21,7 @@ sampled, heads only, sampled only: in a filtered stream the distinct keys
 of a class used since a block's last use are the same as in the full
 stream). Sampled hit tokens are scaled by the ratio estimator
 ``(hit-able tokens of all non-head accesses) / (those of the sampled ones)``.
-Measured error on the real trace: README, section curve.
+Measured error on the real trace: docs/curves.md.
 """
 from __future__ import annotations
 

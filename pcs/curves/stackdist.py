@@ -4,8 +4,8 @@ Mattson, Gecsei, Slutz & Traiger (1970, "Evaluation techniques for storage
 hierarchies") showed that LRU is a stack algorithm: a reference hits in an LRU
 cache of C blocks iff its stack depth (the number of distinct blocks used
 since its previous use) is < C, so one pass over the stream gives the hit
-ratio at every capacity. Here the stream is the prefix-cache stream of the
-team's shared replay semantics (brief, "Shared replay semantics"):
+ratio at every capacity. Here the stream is the prefix-cache stream of
+docs/semantics.md §3-§6:
 
 - per request, the ``n`` cacheable blocks (:class:`pcs.blocks.BlockRules`)
   are looked up head to tail; the depth of each is taken at the START of the

@@ -9,8 +9,8 @@
  * One-capacity sequential LRU scan, streamed batch by batch (lru_new / lru_feed).
  *
  * Plain LRU of C unit slots on the stream "per request: look up its first n ids
- * head to tail, then stamp them tail to head" (brief, "Shared replay semantics",
- * rule 4), in O(1) per access: every stamp gets a logical time t; a time is
+ * head to tail, then stamp them tail to head" (docs/semantics.md §6),
+ * in O(1) per access: every stamp gets a logical time t; a time is
  * live while it is its key's last stamp; the cache is the C most recent live
  * times, i.e. the live times >= a pointer p, so a key is resident iff
  * last >= p. A stamp that makes more than C live times >= p advances p past

@@ -5,20 +5,23 @@ Defaults (``pcs replay`` with no arguments) and why:
 - trace: :data:`pcs.trace.DEFAULT_TRACE`, the bundled sample;
 - model ``llama-2-70b``: the Mooncake paper (FAST'25) served its trace with a
   LLaMA2-70B-like model;
-- hardware: 8 x ``h100-sxm``, TP = 8; GPU tier ``400GB``: 8 x 80 GB = 640 GB
-  HBM x 0.9 (vLLM ``gpu_memory_utilization`` default) = 576 GB, minus 138 GB
-  of bf16 weights (69 B params x 2 B) = 438 GB, minus ~38 GB activations and
-  workspace ~ 400 GB for KV blocks; CPU tier ``2TB``: host DRAM of a typical
+- hardware: 8 x ``h100-sxm``, TP = 8; the GPU tier is sized from the
+  deployment (:func:`pcs.model.deploy.size_deployment`, the function ``pcs
+  deploy`` uses): per GPU, HBM x 0.9 (vLLM ``gpu_memory_utilization``) minus
+  the weights' share minus an activation/runtime reserve (5 GB), x the GPUs --
+  for llama-2-70b on 8 x 80 GB: 8 x (72 - 17.24 - 5) GB = 398.05 GB; the
+  derivation is printed in the notes; CPU tier ``2TB``: host DRAM of a typical
   8-GPU server;
 - links: :func:`pcs.hardware.default_link_for_tier` per lower tier, one per
-  GPU: each of the TP ranks restores its 1/TP shard of a block over its own
-  link (vLLM's offloading connector runs per worker), so a restore moves
-  ``bytes / (TP x bandwidth)``;
+  GPU: each TP rank restores its own share of a block over its own link
+  (vLLM's offloading connector runs per worker), so a restore of a block takes
+  per-rank bytes / bandwidth (:mod:`pcs.model.parallel`);
 - policy ``lru`` (vLLM, SGLang); write-back; modeled timing.
 
-Tier capacities in bytes become blocks with the model's bytes per block in
-the tier's layout: the GPU tier holds the Reserved layout, lower tiers the
-Serialized layout (:func:`pcs.model.block_bytes`), floor division.
+Tier capacities are per TP group and in bytes become blocks with the group's
+bytes per block in the tier's layout -- per-rank bytes x the ranks holding a
+copy (:func:`pcs.model.group_block_bytes`): the GPU tier holds the Reserved
+layout, lower tiers the Serialized layout, floor division.
 """
 from __future__ import annotations
 
@@ -29,10 +32,11 @@ from typing import Any, Callable, Mapping, Sequence
 
 from pcs import units
 from pcs.blocks import BlockRules
-from pcs.cache import WRITE_POLICIES, Tier, make_policy
-from pcs.cache.policies import DEFAULT_POLICY
+from pcs.cache import WRITE_POLICIES, Tier
+from pcs.cache.policies import DEFAULT_POLICY, make_policies
 from pcs.engine import select
 from pcs.engine.engine import TIMINGS
+from pcs.engine.result import ReplaySummary
 from pcs.engine.runner import run_replay
 from pcs.engine.timing import TimeModel
 from pcs.trace.batches import as_batches, reiterable
@@ -42,12 +46,10 @@ __all__ = ["replay", "ReplayResult", "TierSpec", "parse_tier", "parse_assignment
 #: Defaults of :func:`replay` and ``pcs replay`` (reasons in the module docstring).
 DEFAULTS = {"model": "llama-2-70b", "gpu": "h100-sxm", "tp": 8, "policy": DEFAULT_POLICY,
             "timing": "modeled", "write_policy": "back"}
-DEFAULT_TIERS = ("gpu=400GB", "cpu=2TB")
 DEFAULTS_REASON = {
     "model": "model llama-2-70b (the Mooncake paper served its trace with a LLaMA2-70B-like model)",
     "hardware": "8x h100-sxm, TP=8",
-    "tiers": "tiers gpu=400GB (8 x 80 GB HBM x 0.9 - 138 GB bf16 weights - ~38 GB activations) "
-             "and cpu=2TB (host DRAM of an 8-GPU server)",
+    "tiers": "tiers: gpu sized from the deployment (derivation below) and cpu=2TB (host DRAM of an 8-GPU server)",
 }
 
 
@@ -76,6 +78,10 @@ class TierSpec:
     capacity_blocks: int | None = None
     policy: str | None = None
     link: Any = None
+
+
+#: Default tiers: a GPU tier with no size is sized from the deployment (see the module docstring).
+DEFAULT_TIERS = (TierSpec("gpu"), "cpu=2TB")
 
 
 def parse_assignment(text: str, what: str) -> tuple[str, str]:
@@ -123,13 +129,13 @@ class ReplayResult:
     """The outcome of :func:`replay`.
 
     Attributes:
-        summary: dict with the JSON keys of ``pcs replay --format json``
-            (documented in the README, section replay).
+        summary: :class:`pcs.engine.result.ReplaySummary`; its ``to_dict()``
+            is the JSON of ``pcs replay --format json`` (keys in ``docs/json.md``).
         requests: pyarrow Table, one row per request in trace order (columns
             in :data:`pcs.engine.summary.REQUEST_COLUMNS`).
     """
 
-    summary: dict
+    summary: ReplaySummary
     requests: Any
 
 
@@ -161,8 +167,10 @@ def _resolve_link(tier: str, link: Any, tp: int, table: Any = None):
         except ValueError:
             try:
                 bps = units.parse_bandwidth(str(link))
-            except ValueError:
+            except ValueError as exc:
                 from pcs.hardware import LINK_NAMES
+                if "bits" in str(exc):  # the same bits-vs-bytes hint as pcs envelope's --bandwidth
+                    raise ValueError(f"--link {tier}={link}: {str(exc).splitlines()[0]}") from None
                 raise ValueError(f"bad link {link!r} for tier {tier!r}: neither a preset "
                                  f"({', '.join(LINK_NAMES)}) nor a bandwidth like 25GB/s") from None
             try:
@@ -173,19 +181,20 @@ def _resolve_link(tier: str, link: Any, tp: int, table: Any = None):
                             f"--link {tier}={link}; setup {setup} s from the tier's default link")
     if tp == 1:
         return base
+    # the tier's bytes per block are per-rank bytes x tp; each rank moves its own share (replicas
+    # included) over its own link at once, so the group's link is tp links side by side
     iops = base.iops * tp if base.iops is not None else None
     return dataclasses.replace(base, name=f"{tp}x {base.name}", bandwidth_bps=base.bandwidth_bps * tp, iops=iops,
-                               source=f"{tp} parallel links (one per TP rank) of: {base.source}")
+                               source=f"{tp} parallel links, one per TP rank, each moving its rank's share "
+                                      f"(pcs.model.parallel) of: {base.source}")
 
 
 def _build_tiers(specs: Sequence[TierSpec], bpb: Sequence[int], policy: str, tier_policies: Mapping[str, str],
                  protected_share: float | None) -> list[Tier]:
-    tiers = []
-    for spec, b in zip(specs, bpb):
-        blocks = spec.capacity_blocks if spec.capacity_blocks is not None else spec.capacity_bytes // b
-        pname = tier_policies.get(spec.name, spec.policy or policy)
-        tiers.append(Tier(spec.name, blocks, make_policy(pname, blocks, protected_share=protected_share)))
-    return tiers
+    caps = [s.capacity_blocks if s.capacity_blocks is not None else s.capacity_bytes // b for s, b in zip(specs, bpb)]
+    names = [tier_policies.get(s.name, s.policy or policy) for s in specs]
+    policies = make_policies(names, caps, protected_share=protected_share)
+    return [Tier(s.name, c, p) for s, c, p in zip(specs, caps, policies)]
 
 
 def _tier_specs(tiers, tier_policies, links) -> list[TierSpec]:
@@ -210,7 +219,8 @@ def _tier_specs(tiers, tier_policies, links) -> list[TierSpec]:
     return specs
 
 
-def _model_and_gpu(model, dtype, hardware, table):
+def _model_and_gpu(model, dtype, hardware, table, tp: int = 1):
+    """The model split over ``tp`` ranks (``with_tp``: byte figures per rank) and the GPU."""
     from pcs.hardware import GPUSpec, get_gpu
     from pcs.model import get_model
 
@@ -218,24 +228,35 @@ def _model_and_gpu(model, dtype, hardware, table):
     if dtype:
         spec = spec.with_dtype(dtype)
     gpu = hardware if isinstance(hardware, GPUSpec) else get_gpu(hardware or DEFAULTS["gpu"], table)
-    return spec, gpu
+    return spec.with_tp(tp), gpu
 
 
-def _tier_bytes_and_links(spec, bs: int, tier_specs, links, tp: int, table):
-    """Bytes per block per tier (GPU Reserved, lower Serialized) and each lower tier's link."""
-    from pcs.model import block_bytes
+def _tier_bytes_and_links(spec, gpu, bs: int, tier_specs, links, tp: int, table, util=None, reserve=None):
+    """The tiers with the GPU tier sized, the group's bytes per block per tier (GPU Reserved, lower
+    Serialized), each lower tier's link, and the deployment summary (:mod:`pcs.engine.deployment`)."""
+    from pcs.engine.deployment import resolve_gpu_tier
+    from pcs.model import group_block_bytes
 
     layouts = ["reserved"] + ["serialized"] * (len(tier_specs) - 1)
-    bb = [block_bytes(spec, bs, lay) for lay in layouts]
+    bb = [group_block_bytes(spec, bs, lay) for lay in layouts]
+    tier_specs, deployment = resolve_gpu_tier(spec, gpu, tp, tier_specs, bb[0].total_bytes, util, reserve)
     link_specs = [None] + [_resolve_link(t.name, (links or {}).get(t.name, t.link), tp, table)
                            for t in tier_specs[1:]]
-    return bb, [b.total_bytes for b in bb], link_specs
+    return tier_specs, bb, [b.total_bytes for b in bb], link_specs, deployment
 
 
 def _block_bytes(spec, bs: int, layout: str):
-    from pcs.model import block_bytes
+    """The TP group's bytes per block (``spec`` is the ``with_tp`` spec)."""
+    from pcs.model import group_block_bytes
 
-    return block_bytes(spec, bs, layout)
+    return group_block_bytes(spec, bs, layout)
+
+
+def _bytes_per_token(spec) -> int:
+    """The TP group's Reference bytes per token (``spec`` is the ``with_tp`` spec)."""
+    from pcs.model import group_bytes_per_token
+
+    return group_bytes_per_token(spec, "reference")
 
 
 def _compute_model(spec, gpu, tp: int, bs: int):
@@ -288,7 +309,7 @@ def _context(source, spec, gpu, opts: _Options, dtype, bs: int, rules, tier_spec
                 block_size=bs, timing=opts.timing, policy=opts.policy, write_policy=opts.write_policy, rules=rules,
                 tier_specs=tier_specs, block_bytes=bb, links=link_specs, protected_share=protected_share,
                 reference_block=_block_bytes(spec, bs, "reference"),
-                reference_bytes_per_token=spec.kv_bytes_per_token("reference"))
+                reference_bytes_per_token=_bytes_per_token(spec))
 
 
 def replay(trace: Any = None, *, model: Any = None, hardware: Any = None, tp: int | None = None,
@@ -297,7 +318,8 @@ def replay(trace: Any = None, *, model: Any = None, hardware: Any = None, tp: in
            protected_share: float | None = None, timing: str | None = None, write_policy: str | None = None,
            rules: BlockRules = BlockRules(), compute: Any = None, hardware_table: Any = None,
            progress: Callable[[int], None] | None = None, engine: str = "auto",
-           native: str | None = None) -> ReplayResult:
+           native: str | None = None, gpu_memory_utilization: float | None = None,
+           kv_reserve: Any = None) -> ReplayResult:
     """Replay a trace through a multi-tier prefix cache.
 
     Args:
@@ -305,13 +327,16 @@ def replay(trace: Any = None, *, model: Any = None, hardware: Any = None, tp: in
             None for the bundled sample.
         model: preset name or ModelSpec (default ``llama-2-70b``).
         hardware: GPU preset name or GPUSpec (default ``h100-sxm``).
-        tp: tensor-parallel size (default 8).
-        dtype: KV dtype (``fp8``, ``bf16`` ...), None = the model's.
-        tiers: tier specs, GPU first (default ``gpu=400GB``, ``cpu=2TB``).
+        tp: tensor-parallel size (default 8); tiers are per TP group.
+        dtype: KV layout (``fp8``, ``fp8_per_token_head``, ``bf16`` ..., :mod:`pcs.model.layouts`),
+            None = the model's.
+        tiers: tier specs, GPU first (default: the GPU tier sized from the
+            deployment, :func:`pcs.model.deploy.size_deployment`, and ``cpu=2TB``).
         policy: eviction policy of every tier (default ``lru``).
         tier_policies: tier name -> policy, overriding ``policy``.
         links: tier name -> link preset name, bandwidth or LinkSpec.
-        protected_share: protected segment share for ``protected``.
+        protected_share: protected segment share of the ``slru`` tiers (alias ``protected``); an
+            error when no tier uses ``slru``.
         timing: ``modeled`` (default) or ``sequential``.
         write_policy: ``back`` (default) or ``through``.
         rules: block rules (full blocks only, last-token cap by default).
@@ -324,26 +349,32 @@ def replay(trace: Any = None, *, model: Any = None, hardware: Any = None, tp: in
             its sequential baseline; or a row by name: ``lru-scan``,
             ``compiled-hierarchy``, ``reference`` (aliases ``fast`` =
             lru-scan, ``general`` = reference). Every engine gives the same
-            numbers (``docs/semantics.md §15``); the summary's ``engine`` and
+            numbers (docs/semantics.md §15); the summary's ``engine`` and
             ``engine_reason`` say which ran and why.
         native: ``auto``, ``c`` or ``python``: the compiled twins or their
             Python references (:mod:`pcs._native`); None = ``$PCS_NATIVE`` or ``auto``.
+        gpu_memory_utilization: share of HBM for the engine when the GPU tier is
+            sized from the deployment (default 0.9, vLLM's).
+        kv_reserve: activation/runtime reserve per GPU (bytes or a size like
+            ``"8GB"``; default 5 GB, :data:`pcs.model.deploy.DEFAULT_RESERVE_BYTES_PER_GPU`).
     Returns:
         :class:`ReplayResult`.
     Raises:
         ValueError: unknown model, GPU, policy, link, timing, write policy,
             engine or native; malformed tier; a tier name given twice; an
-            empty trace; a named engine that cannot run the replay.
+            empty trace; a named engine that cannot run the replay; a default
+            GPU tier when the weights do not fit the GPUs.
     """
     from pcs.engine.summary import build_summary, requests_table
 
     notes = _default_notes(model is None, hardware is None and tp is None, tiers is None)
     opts = _options(timing, policy, write_policy, tp, engine, native)
     tier_specs = _tier_specs(tiers, tier_policies, links)
-    spec, gpu = _model_and_gpu(model, dtype, hardware, hardware_table)
+    spec, gpu = _model_and_gpu(model, dtype, hardware, hardware_table, opts.tp)
     source = reiterable(trace)
     bs = _block_size(source)
-    bb, bpb, link_specs = _tier_bytes_and_links(spec, bs, tier_specs, links, opts.tp, hardware_table)
+    tier_specs, bb, bpb, link_specs, deployment = _tier_bytes_and_links(
+        spec, gpu, bs, tier_specs, links, opts.tp, hardware_table, gpu_memory_utilization, kv_reserve)
     tier_policies = dict(tier_policies or {})
     time_model = TimeModel(compute if compute is not None else _compute_model(spec, gpu, opts.tp, bs))
     make = lambda: _build_tiers(tier_specs, bpb, opts.policy, tier_policies, protected_share)  # noqa: E731
@@ -355,5 +386,5 @@ def replay(trace: Any = None, *, model: Any = None, hardware: Any = None, tp: in
     context.update(engine=out.engine, engine_reason=out.engine_reason, baseline_engine=out.baseline_engine,
                    baseline_engine_reason=out.baseline_engine_reason)
     summary = build_summary(out.result, out.state, out.baseline.ledger, out.single, out.ideal, context)
-    summary["notes"] = notes
+    summary = dataclasses.replace(summary, notes=tuple(notes + deployment.pop("notes")), deployment=deployment)
     return ReplayResult(summary, requests_table(out.result.columns))

@@ -13,12 +13,11 @@ Two timings (``--timing``):
   choice: vLLM allocates output blocks step by step and preempts when it runs
   out; reserving at admission needs no preemption model, never
   over-commits, and gives an upper bound on the space running requests hold
-  (the issue asks for "growing output blocks"; the bound is stated in the
-  README). A request that cannot get its slots waits, and everyone behind it
+  (docs/semantics.md §9). A request that cannot get its slots waits, and everyone behind it
   waits too (head-of-line FIFO, as vLLM's waiting queue). Each lower tier's
   link is a FIFO server: a restore starts when the link is free and takes
   ``LinkSpec.transfer_s(bytes, io_size_bytes=bytes per block)`` (setup +
-  bytes / bandwidth). Then, serially (CONCEPTS.md section 4):
+  bytes / bandwidth). Then, serially (docs/semantics.md §10):
   TTFT = wait for KV space + restore + prefill of the missed tokens
   (``ComputeModel.prefill_s(new, cached)``); the computed blocks become
   cached at TTFT -- a request arriving earlier misses them (concurrency);

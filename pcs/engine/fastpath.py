@@ -2,8 +2,8 @@
 
 The most common baseline, ``replay(..., timing="sequential")`` with ONE tier
 whose policy is ``lru``, is plain LRU on the flat stream "per request: blocks
-head to tail, then tail to head" (team brief, "Shared replay semantics",
-rule 4). :class:`pcs.engine.lruscan.SequentialLru` runs that LRU at the
+head to tail, then tail to head" (docs/semantics.md §6).
+:class:`pcs.engine.lruscan.SequentialLru` runs that LRU at the
 tier's C slots in O(1) per access, streaming the trace batch by batch, and
 gives per request (n cacheable blocks, ``max_hit_blocks``, ``BlockRules``):
 

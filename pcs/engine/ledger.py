@@ -1,7 +1,6 @@
 """Replay counters: hits per tier, misses, restores per link, in blocks, tokens, bytes and seconds.
 
-Mutable dataclasses with :meth:`merge` so sweeps and split runs add up
-(STYLE.md convention 3). Bytes are derived from block counts times the bytes
+Mutable dataclasses with :meth:`merge` so sweeps and split runs add up. Bytes are derived from block counts times the bytes
 per block of the tier's layout only when a summary is built, so the hot loop
 counts blocks.
 """

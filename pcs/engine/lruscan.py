@@ -1,8 +1,7 @@
 """One-capacity sequential LRU, streamed batch by batch, with the infinite-cache walks beside it.
 
-The sequential one-tier LRU replay of the team's shared semantics (brief,
-"Shared replay semantics", rule 4) is plain LRU of C unit slots on the stream
-"per request: look up its first ``n`` ids head to tail, then stamp them tail
+The sequential one-tier LRU replay of docs/semantics.md §6 is plain LRU of C unit slots on
+the stream "per request: look up its first ``n`` ids head to tail, then stamp them tail
 to head". :class:`SequentialLru` runs it in O(1) per access (no stack depths):
 every stamp gets a logical time; the cache is the C most recent live times
 (a time is live while it is its key's last stamp), i.e. the live times at or

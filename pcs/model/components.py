@@ -9,12 +9,15 @@ all per tensor-parallel rank and summed over the component's layers:
 - ``fixed_payload_bytes()``: bytes held per sequence whatever its length
   (recurrent state), 0 for token-growing components;
 - ``tokens_held(T)``: how many tokens' entries a sequence of T tokens keeps
-  (T, or min(T, W) for a sliding window, 0 for a state);
+  (T, min(T, W) for a sliding window, the current chunk for chunked local
+  attention, 0 for a state);
+- ``outside_page_bytes()``: bytes kept per rank outside the pages (per-tensor
+  quantisation scales, :mod:`pcs.model.layouts`), 0 for most;
 - ``reserved_blocks(T, B)``: pages the allocator holds for one running sequence;
 - ``attention_flops(n, c)``: FLOPs of the score and value products for n new
   tokens after c cached ones, for the WHOLE model (all ranks; TP never changes it).
 
-Growth (CONCEPTS.md section 5): full attention grows with tokens; MLA keeps one
+Growth (docs/semantics.md §13): full attention grows with tokens; MLA keeps one
 compressed latent per token per layer; a sliding-window layer holds min(T, W);
 an indexer keeps small keys per token; recurrent state is fixed per sequence;
 scales scale with groups, not values.
@@ -25,21 +28,20 @@ the only padding modelled; every preset packs exactly.
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, replace
 from typing import ClassVar, Protocol, Union
 
 import numpy as np
 
-from pcs.model.quant import DTYPE_BITS, KV_DTYPES, QuantScales, default_scales, normalize_dtype
+from pcs.model.layouts import get_layout
+from pcs.model.quant import QuantScales
 from pcs.model.quant import row_bytes as _row_bytes
 
 ArrayLike = Union[int, float, np.ndarray]
 
 __all__ = [
-    "DTYPE_BITS", "KV_DTYPES", "normalize_dtype", "QuantScales", "default_scales",
-    "FullAttention", "SlidingWindow", "MLALatent", "IndexerKeys", "RecurrentState",
-    "KVComponent", "causal_pairs", "windowed_pairs",
+    "QuantScales", "FullAttention", "SlidingWindow", "ChunkedLocalAttention",
+    "KVComponent", "causal_pairs", "windowed_pairs", "chunked_pairs",
 ]
 
 
@@ -66,6 +68,22 @@ def windowed_pairs(n: ArrayLike, c: ArrayLike, window: int) -> np.ndarray:
     return s(c + n) - s(c)
 
 
+def chunked_pairs(n: ArrayLike, c: ArrayLike, chunk: int) -> np.ndarray:
+    """Pairs when the token at position p (1-based) sees the keys of its own chunk: S(c+n) - S(c).
+
+    S(m) = sum_{p=1..m} ((p - 1) mod C + 1) = q C (C+1)/2 + r (r+1)/2 with q, r = divmod(m, C).
+    """
+    n = np.asarray(n, dtype=np.float64)
+    c = np.asarray(c, dtype=np.float64)
+    size = float(chunk)
+
+    def s(m: np.ndarray) -> np.ndarray:
+        q, r = np.floor_divide(m, size), np.mod(m, size)
+        return q * size * (size + 1.0) / 2.0 + r * (r + 1.0) / 2.0
+
+    return s(c + n) - s(c)
+
+
 class KVComponent(Protocol):
     """What every component class provides (see the module docstring)."""
 
@@ -76,6 +94,7 @@ class KVComponent(Protocol):
     def payload_bytes_per_token(self) -> int: ...
     def scale_bytes_per_token(self) -> int: ...
     def fixed_payload_bytes(self) -> int: ...
+    def outside_page_bytes(self) -> int: ...
     def tokens_held(self, tokens: int) -> int: ...
     def reserved_blocks(self, tokens: int, block_size: int) -> int: ...
     def attention_flops(self, new_tokens: ArrayLike, cached_tokens: ArrayLike) -> np.ndarray: ...
@@ -92,6 +111,15 @@ def _check_tp_heads(tp: int, heads: int, what: str) -> None:
                          f"(nor do they divide it); vLLM requires one to divide the other")
 
 
+def _check_tp_q_heads(tp: int, heads: int) -> None:
+    """vLLM ``ModelConfig.verify_with_parallel_config``: attention heads % tp == 0."""
+    if tp < 1:
+        raise ValueError(f"tensor-parallel size must be >= 1, got {tp}")
+    if heads % tp:
+        raise ValueError(f"tensor-parallel size {tp} does not divide the {heads} attention heads "
+                         "(vLLM requires num_attention_heads % tp == 0)")
+
+
 class _PerToken:
     """Defaults of a component that keeps one entry per token: no fixed bytes,
     holds all T tokens, ceil(T / B) pages (vLLM ``FullAttentionManager``)."""
@@ -99,6 +127,9 @@ class _PerToken:
     __slots__ = ()
 
     def fixed_payload_bytes(self) -> int:
+        return 0
+
+    def outside_page_bytes(self) -> int:
         return 0
 
     def tokens_held(self, tokens: int) -> int:
@@ -138,16 +169,28 @@ class _GQA(_PerToken):
         # QK^T: 2*d_qk per head per pair; PV: 2*d_v; all query heads of all ranks.
         return 2.0 * self.num_q_heads * (self.head_dim + self._v_dim()) * self.num_layers
 
+    def outside_page_bytes(self) -> int:
+        """Per-tensor scales of these layers, per rank (:meth:`KVLayout.outside_bytes_per_layer`)."""
+        return self.num_layers * get_layout(self.layout_name).outside_bytes_per_layer()
+
+    @property
+    def layout_name(self) -> str:
+        """The KV layout's name (the dtype's own when never set)."""
+        return self.layout or self.dtype
+
     def with_dtype(self, dtype: str):
-        dtype = normalize_dtype(dtype)
-        return replace(self, dtype=dtype, scales=default_scales(dtype, self.head_dim))
+        """Stored in layout ``dtype`` (an engine name or a short name, :func:`pcs.model.layouts.get_layout`)."""
+        lay = get_layout(dtype)
+        return replace(self, dtype=lay.value_dtype, scales=lay.inline_scales(self.head_dim), layout=lay.name)
 
     def with_tp(self, tp: int):
+        _check_tp_q_heads(tp, self.num_q_heads)
         _check_tp_heads(tp, self.num_kv_heads, "KV heads")
         return replace(self, tp=tp)
 
     def _describe_heads(self) -> str:
-        return f"{self.num_layers} layers x {self.kv_heads_per_rank()} KV heads x {self.head_dim} x (K,V) {self.dtype}"
+        return (f"{self.num_layers} layers x {self.kv_heads_per_rank()} KV heads x {self.head_dim} x (K,V)"
+                f" {self.layout_name}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -168,6 +211,7 @@ class FullAttention(_GQA):
     scales: QuantScales | None = None
     tp: int = 1
     head_dim_v: int | None = None
+    layout: str | None = None
 
 
     def attention_flops(self, new_tokens: ArrayLike, cached_tokens: ArrayLike) -> np.ndarray:
@@ -197,6 +241,7 @@ class SlidingWindow(_GQA):
     scales: QuantScales | None = None
     tp: int = 1
     head_dim_v: int | None = None
+    layout: str | None = None
 
     def tokens_held(self, tokens: int) -> int:
         return min(tokens, self.window_tokens)
@@ -213,172 +258,42 @@ class SlidingWindow(_GQA):
 
 
 @dataclass(frozen=True, slots=True)
-class MLALatent(_PerToken):
-    """Multi-head latent attention: one compressed latent per token per layer, no separate V.
+class ChunkedLocalAttention(_GQA):
+    """Chunked local attention KV (Llama 4): a token attends only to keys of its own chunk of C tokens.
 
-    Bytes per token per layer = kv_lora_rank x dtype + qk_rope_head_dim x rope dtype
-    (+ scales). DeepSeek-V3 BF16: 61 x (512 + 64) x 2 B = 70,272 B/token.
-    Quantised (fp8), the latent gets one fp32 scale per 128 values and the rope
-    part stays 16-bit: 512 + 4 x 4 + 64 x 2 = 656 B per token per layer, vLLM's
-    ``fp8_ds_mla`` layout (``MLAAttentionSpec.real_page_size_bytes``).
-    Replicated on every TP rank: vLLM ``get_num_kv_heads`` returns 1 for MLA.
-    FLOPs use the non-absorbed prefill form: heads x (qk_nope + rope + v) per pair;
-    with ``topk`` (DeepSeek sparse attention) a query attends to min(p, topk) keys.
+    Holds the current chunk: ((T - 1) mod C) + 1 tokens for T > 0. The
+    allocator keeps the pages from the chunk's start to T (vLLM
+    ``ChunkedLocalAttentionManager.remove_skipped_blocks`` frees pages before
+    the chunk; ``ChunkedLocalAttentionSpec``, ``vllm/v1/kv_cache_interface.py``):
+    ceil(T/B) - floor(start/B) pages with start = C floor((T-1)/C).
+    Cached prefix blocks hold their own tokens' KV of these layers, like a
+    sliding window (an upper bound for a store that drops finished chunks).
     """
 
-    name: ClassVar[str] = "mla_latent"
+    name: ClassVar[str] = "chunked_local"
     num_layers: int
-    kv_lora_rank: int
-    rope_dim: int
+    num_kv_heads: int
+    head_dim: int
     num_q_heads: int
-    qk_nope_head_dim: int
-    v_head_dim: int
+    chunk_tokens: int
     dtype: str = "bf16"
     scales: QuantScales | None = None
-    rope_dtype: str | None = None
-    topk: int | None = None
     tp: int = 1
+    head_dim_v: int | None = None
+    layout: str | None = None
 
-    def payload_bytes_per_token(self) -> int:
-        row = _row_bytes(self.kv_lora_rank, self.dtype) + _row_bytes(self.rope_dim, self.rope_dtype or self.dtype)
-        return self.num_layers * row
-
-    def scale_bytes_per_token(self) -> int:
-        return 0 if self.scales is None else self.num_layers * self.scales.row_bytes(self.kv_lora_rank)
-
-    def attention_flops(self, new_tokens: ArrayLike, cached_tokens: ArrayLike) -> np.ndarray:
-        per_pair = 2.0 * self.num_q_heads * (self.qk_nope_head_dim + self.rope_dim + self.v_head_dim)
-        pairs = (causal_pairs(new_tokens, cached_tokens) if self.topk is None
-                 else windowed_pairs(new_tokens, cached_tokens, self.topk))
-        return per_pair * self.num_layers * pairs
-
-    def with_dtype(self, dtype: str) -> "MLALatent":
-        dtype = normalize_dtype(dtype)
-        quantised = DTYPE_BITS[dtype] < 16
-        scales = None
-        if dtype in ("fp8", "int8"):
-            scales = QuantScales(group_size=128, scale_bits=32)
-        elif dtype in ("fp4", "int4"):
-            scales = QuantScales(group_size=16, scale_bits=8)
-        return replace(self, dtype=dtype, scales=scales, rope_dtype="bf16" if quantised else None)
-
-    def with_tp(self, tp: int) -> "MLALatent":
-        if tp < 1:
-            raise ValueError(f"tensor-parallel size must be >= 1, got {tp}")
-        return replace(self, tp=tp)
-
-    def describe(self) -> str:
-        rope = self.rope_dtype or self.dtype
-        return (f"{self.num_layers} layers x ({self.kv_lora_rank} {self.dtype} + {self.rope_dim} rope {rope}),"
-                f" replicated per rank")
-
-
-@dataclass(frozen=True, slots=True)
-class IndexerKeys(_PerToken):
-    """Sparse-attention indexer keys (DeepSeek-V3.2 lightning indexer): small keys per token per layer.
-
-    Own dtype, untouched by the KV ``--dtype``: fp8 keys of index_head_dim plus
-    one fp32 scale per 128 values, 128 + 4 = 132 B per token per layer (vLLM
-    ``DeepseekV32IndexerBackend`` cache ``index_head_dim + index_head_dim // 128 * 4``
-    uint8; SGLang ``NSATokenToKVPool``). Replicated per rank (one "head").
-    FLOPs: the indexer scores every preceding token, index_n_heads x index_head_dim x 2 per pair.
-    """
-
-    name: ClassVar[str] = "indexer_keys"
-    num_layers: int
-    index_head_dim: int
-    index_n_heads: int
-    dtype: str = "fp8"
-    scales: QuantScales | None = QuantScales(group_size=128, scale_bits=32)
-    tp: int = 1
-
-    def payload_bytes_per_token(self) -> int:
-        return self.num_layers * _row_bytes(self.index_head_dim, self.dtype)
-
-    def scale_bytes_per_token(self) -> int:
-        return 0 if self.scales is None else self.num_layers * self.scales.row_bytes(self.index_head_dim)
-
-    def attention_flops(self, new_tokens: ArrayLike, cached_tokens: ArrayLike) -> np.ndarray:
-        per_pair = 2.0 * self.index_n_heads * self.index_head_dim * self.num_layers
-        return per_pair * causal_pairs(new_tokens, cached_tokens)
-
-    def with_dtype(self, dtype: str) -> "IndexerKeys":
-        return self  # own dtype; see the class docstring
-
-    def with_tp(self, tp: int) -> "IndexerKeys":
-        if tp < 1:
-            raise ValueError(f"tensor-parallel size must be >= 1, got {tp}")
-        return replace(self, tp=tp)
-
-    def describe(self) -> str:
-        return f"{self.num_layers} layers x {self.index_head_dim} {self.dtype} (+ scales), replicated per rank"
-
-
-@dataclass(frozen=True, slots=True)
-class RecurrentState:
-    """Recurrent / SSM / linear-attention state: fixed bytes per sequence per layer.
-
-    Per layer and rank (Gated DeltaNet, vLLM ``MambaStateShapeCalculator.gated_delta_net_state_shape``):
-    conv state (conv_kernel - 1) x conv_dim / tp values with
-    conv_dim = 2 x K heads x head_k_dim + V heads x head_v_dim, plus the recurrent
-    state V heads / tp x head_v_dim x head_k_dim. Both are split across TP ranks
-    (vLLM ``divide(..., tp_world_size)``), not replicated. Dtypes follow vLLM's
-    ``mamba_cache_dtype`` / ``mamba_ssm_cache_dtype`` (default: model dtype), not
-    the KV ``--dtype``. Does not grow with T.
-    FLOPs (approximate, per new token per layer): 6 x heads x head_k_dim x head_v_dim
-    for the delta-rule retrieval S k, the rank-1 update and the readout S^T q.
-    """
-
-    name: ClassVar[str] = "ssm_state"
-    num_layers: int
-    num_heads: int
-    head_k_dim: int
-    head_v_dim: int
-    conv_dim: int
-    conv_kernel: int
-    conv_dtype: str = "bf16"
-    state_dtype: str = "bf16"
-    tp: int = 1
-
-    @property
-    def dtype(self) -> str:
-        """Dtype label: ``bf16`` or ``bf16/fp32`` (conv/recurrent) when they differ."""
-        return self.conv_dtype if self.conv_dtype == self.state_dtype else f"{self.conv_dtype}/{self.state_dtype}"
-
-    def payload_bytes_per_token(self) -> int:
-        return 0
-
-    def scale_bytes_per_token(self) -> int:
-        return 0
-
-    def fixed_payload_bytes(self) -> int:
-        """Conv + recurrent state bytes per sequence, all layers, one rank."""
-        conv = (self.conv_kernel - 1) * _row_bytes(self.conv_dim // self.tp, self.conv_dtype)
-        state = (self.num_heads // self.tp) * self.head_v_dim * _row_bytes(self.head_k_dim, self.state_dtype)
-        return self.num_layers * (conv + state)
+    def _chunk_start(self, tokens: int) -> int:
+        return 0 if tokens <= 0 else (tokens - 1) // self.chunk_tokens * self.chunk_tokens
 
     def tokens_held(self, tokens: int) -> int:
-        return 0
+        return tokens - self._chunk_start(tokens)
 
     def reserved_blocks(self, tokens: int, block_size: int) -> int:
-        return 0
+        """ceil(T/B) - floor(chunk start / B) pages."""
+        return -(-tokens // block_size) - self._chunk_start(tokens) // block_size
 
     def attention_flops(self, new_tokens: ArrayLike, cached_tokens: ArrayLike) -> np.ndarray:
-        n = np.asarray(new_tokens, dtype=np.float64) + 0.0 * np.asarray(cached_tokens, dtype=np.float64)
-        return 6.0 * self.num_heads * self.head_k_dim * self.head_v_dim * self.num_layers * n
-
-    def with_dtype(self, dtype: str) -> "RecurrentState":
-        return self  # state dtypes are separate engine settings; see the class docstring
-
-    def with_tp(self, tp: int) -> "RecurrentState":
-        _check_tp_heads(tp, self.num_heads, "recurrent-state heads")
-        if self.num_heads % tp or self.conv_dim % tp:
-            raise ValueError(f"tensor-parallel size {tp} must divide {self.num_heads} state heads "
-                             f"and conv dim {self.conv_dim} (vLLM divide())")
-        return replace(self, tp=tp)
+        return self._flops_per_pair() * chunked_pairs(new_tokens, cached_tokens, self.chunk_tokens)
 
     def describe(self) -> str:
-        per_layer = math.ceil(self.fixed_payload_bytes() / self.num_layers)
-        return (f"{self.num_layers} layers x (conv {self.conv_kernel - 1}x{self.conv_dim // self.tp} + state "
-                f"{self.num_heads // self.tp}x{self.head_v_dim}x{self.head_k_dim}) {self.dtype}"
-                f" = {per_layer:,} B/layer, fixed per sequence")
+        return f"{self._describe_heads()}, chunk {self.chunk_tokens}"

@@ -1,6 +1,6 @@
 """KV footprint by accounting mode: Reference, Serialized, Reserved, Prefix store.
 
-Modes (CONCEPTS.md section 5), per component, per tensor-parallel rank:
+Modes (docs/semantics.md §13), per component, per tensor-parallel rank:
 
 - Reference: the payload itself, tokens_held(T) x payload/token + state.
 - Serialized: the stored form, payload + quantisation scales (+ row padding).
@@ -34,7 +34,9 @@ What one cached prefix block holds (``block_bytes``), per component:
 ``layout`` "reserved" (GPU) and "serialized" (lower tiers) hold the same bytes
 per cached block in this model: a GPU page carries the same scales (vLLM carves
 per-token-head scales from the KV allocation); the difference between the modes
-is in how a running sequence is rounded (:func:`reserved_bytes`).
+is in how a running sequence is rounded (:func:`reserved_bytes`). Per-tensor
+scales (vLLM ``fp8``) live outside the pages: no block carries them; the
+footprint reports them once (``outside_pages_bytes``, :mod:`pcs.model.layouts`).
 """
 from __future__ import annotations
 
@@ -183,9 +185,26 @@ class FootprintResult:
     by_dtype: tuple[dict[str, Any], ...]
     num_layers: int = 0
     source: str = ""
+    layout: dict[str, Any] = field(default_factory=dict)
+    outside_pages_bytes: int = 0
+    assumptions: tuple[str, ...] = ()
+    tp_group: dict[str, Any] = field(default_factory=dict)
+    layer_pattern: dict[str, int] = field(default_factory=dict)
+
+    def model_notes(self) -> list[str]:
+        """Lines for the table: the layout, per-rank vs per-group bytes, assumptions made."""
+        lay = self.layout
+        notes = [f"layout {lay['describe']}; padding: {lay['padding']}; source: {lay['source']}"]
+        if self.outside_pages_bytes:
+            notes.append(f"per-tensor scales outside the pages: {self.outside_pages_bytes:,} B per rank in all"
+                         " (not in any block)")
+        if self.tp_group:
+            notes.append(self.tp_group["note"])
+        notes += [f"assumed: {a}" for a in self.assumptions]
+        return notes
 
     def to_dict(self) -> dict[str, Any]:
-        """The stable JSON payload of ``pcs footprint --format json`` (see the README)."""
+        """The stable JSON payload of ``pcs footprint --format json`` (keys in docs/views.md)."""
         out: dict[str, Any] = {"model": self.model, "dtype": self.dtype, "tokens": self.tokens,
                                "block_size": self.block_size, "sequences": self.sequences, "tp": self.tp,
                                "num_layers": self.num_layers, "source": self.source}
@@ -196,6 +215,11 @@ class FootprintResult:
         out.update(self.totals)
         out["components"] = [dict(c) for c in self.components]
         out["by_dtype"] = [dict(r) for r in self.by_dtype]
+        out["layout"] = dict(self.layout)
+        out["outside_pages_bytes"] = self.outside_pages_bytes
+        out["layer_pattern"] = dict(self.layer_pattern)
+        out["tp_group"] = dict(self.tp_group)
+        out["assumptions"] = list(self.assumptions)
         return out
 
 
@@ -211,7 +235,8 @@ def _totals(model: ModelSpec, tokens: int, block_size: int, sequences: int) -> d
 
 def _component_row(c: KVComponent, tokens: int, block_size: int, sequences: int) -> dict[str, Any]:
     row: dict[str, Any] = {
-        "name": c.name, "layers": c.num_layers, "dtype": c.dtype, "describe": c.describe(),
+        "name": c.name, "layers": c.num_layers, "dtype": c.dtype, "layout": getattr(c, "layout_name", c.dtype),
+        "describe": c.describe(),
         "tokens_held": c.tokens_held(tokens),
         "reference_bytes_per_token": c.payload_bytes_per_token(),
         "serialized_bytes_per_token": c.payload_bytes_per_token() + c.scale_bytes_per_token(),
@@ -250,18 +275,36 @@ def footprint(model: ModelSpec | str, tokens: int, block_size: int = 16, dtype: 
     comps = tuple(_component_row(c, tokens, block_size, sequences) for c in spec.components)
     per_token = {m: spec.kv_bytes_per_token(m) for m in ("reference", "serialized")}
     per_block = {m: block_bytes(spec, block_size, m).total_bytes for m in ("reference", "serialized", "reserved")}
-    by_dtype = []
-    base = None
-    for d in dict.fromkeys(("bf16", "fp8", spec.kv_dtype)):
+    from pcs.model.parallel import group_block_bytes, tp_placement
+
+    group = tp_placement(spec).to_dict()
+    group["bytes_per_block"] = {m: group_block_bytes(spec, block_size, m).total_bytes
+                                for m in ("reference", "serialized", "reserved")}
+    return FootprintResult(model=spec.name, dtype=spec.kv_dtype, tokens=tokens, block_size=block_size,
+                           sequences=sequences, tp=spec.tp, components=comps,
+                           totals=_totals(spec, tokens, block_size, sequences), per_token=per_token,
+                           per_block=per_block, by_dtype=tuple(_by_dtype(model, spec, tokens, block_size, sequences)),
+                           num_layers=spec.num_layers, source=spec.source, layout=spec.kv_layout.to_dict(),
+                           outside_pages_bytes=spec.outside_page_bytes(), assumptions=spec.assumptions,
+                           tp_group=group, layer_pattern=_pattern_counts(spec))
+
+
+def _pattern_counts(spec: ModelSpec) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for t in spec.layer_types:
+        counts[t] = counts.get(t, 0) + 1
+    return counts
+
+
+def _by_dtype(model: ModelSpec, spec: ModelSpec, tokens: int, block_size: int, sequences: int) -> list[dict]:
+    """bf16, fp8 and the chosen layout side by side (ratios vs bf16)."""
+    rows, base = [], None
+    for d in dict.fromkeys(("bf16", "fp8", spec.kv_layout.name)):
         t = _totals(model.with_dtype(d), tokens, block_size, sequences)
         base = base or t
         row: dict[str, Any] = {"dtype": d}
         for k in ("reference_bytes", "serialized_bytes", "reserved_bytes", "prefix_store_bytes"):
             row[k] = t[k]
             row[k.replace("_bytes", "_ratio_vs_bf16")] = (t[k] / base[k]) if base[k] else None
-        by_dtype.append(row)
-    return FootprintResult(model=spec.name, dtype=spec.kv_dtype, tokens=tokens, block_size=block_size,
-                           sequences=sequences, tp=spec.tp, components=comps,
-                           totals=_totals(spec, tokens, block_size, sequences), per_token=per_token,
-                           per_block=per_block, by_dtype=tuple(by_dtype), num_layers=spec.num_layers,
-                           source=spec.source)
+        rows.append(row)
+    return rows

@@ -23,7 +23,7 @@ PRESETS: dict[str, dict[str, Any]] = {
     # Params 8,030,261,248 = 2 x 128256 x 4096 (embed + head) + 32 x (41,943,040 attn
     # + 176,160,768 MLP + 8,192 norms) + 4,096 final norm.
     "llama-3.1-8b": dict(
-        config=dict(num_hidden_layers=32, num_attention_heads=32, num_key_value_heads=8, head_dim=128,
+        config=dict(model_type="llama", num_hidden_layers=32, num_attention_heads=32, num_key_value_heads=8, head_dim=128,
                     hidden_size=4096, intermediate_size=14336, vocab_size=128256, torch_dtype="bfloat16"),
         source=_HF + "meta-llama/Llama-3.1-8B/blob/main/config.json",
         active=8_030_261_248, total=8_030_261_248, weight_bytes=2.0,
@@ -31,7 +31,7 @@ PRESETS: dict[str, dict[str, Any]] = {
     # meta-llama/Llama-3.1-70B config.json: 80 layers, 64 heads, 8 KV heads, head_dim 128.
     # Params 70,553,706,496 counted the same way (model card: 70B).
     "llama-3.1-70b": dict(
-        config=dict(num_hidden_layers=80, num_attention_heads=64, num_key_value_heads=8, head_dim=128,
+        config=dict(model_type="llama", num_hidden_layers=80, num_attention_heads=64, num_key_value_heads=8, head_dim=128,
                     hidden_size=8192, intermediate_size=28672, vocab_size=128256, torch_dtype="bfloat16"),
         source=_HF + "meta-llama/Llama-3.1-70B/blob/main/config.json",
         active=70_553_706_496, total=70_553_706_496, weight_bytes=2.0,
@@ -39,14 +39,14 @@ PRESETS: dict[str, dict[str, Any]] = {
     # meta-llama/Llama-2-70b-hf config.json: 80 layers, 64 heads, 8 KV heads (GQA), vocab 32000.
     # The model class the Mooncake (FAST'25) paper served its trace with. Params 68,976,648,192.
     "llama-2-70b": dict(
-        config=dict(num_hidden_layers=80, num_attention_heads=64, num_key_value_heads=8,
+        config=dict(model_type="llama", num_hidden_layers=80, num_attention_heads=64, num_key_value_heads=8,
                     hidden_size=8192, intermediate_size=28672, vocab_size=32000, torch_dtype="float16"),
         source=_HF + "meta-llama/Llama-2-70b-hf/blob/main/config.json",
         active=68_976_648_192, total=68_976_648_192, weight_bytes=2.0,
         params_source="counted from the config shapes (dense); model card: 70B"),
     # Qwen/Qwen3-32B config.json: 64 layers, 64 heads, 8 KV heads, head_dim 128, sliding_window null.
     "qwen3-32b": dict(
-        config=dict(num_hidden_layers=64, num_attention_heads=64, num_key_value_heads=8, head_dim=128,
+        config=dict(model_type="qwen3", num_hidden_layers=64, num_attention_heads=64, num_key_value_heads=8, head_dim=128,
                     hidden_size=5120, intermediate_size=25600, vocab_size=151936, torch_dtype="bfloat16"),
         source=_HF + "Qwen/Qwen3-32B/blob/main/config.json",
         active=32_800_000_000, total=32_800_000_000, weight_bytes=2.0,
@@ -54,7 +54,7 @@ PRESETS: dict[str, dict[str, Any]] = {
     # deepseek-ai/DeepSeek-V3 config.json: 61 layers, MLA kv_lora_rank 512, qk_rope_head_dim 64,
     # 128 heads, qk_nope_head_dim 128, v_head_dim 128; 256 routed + 1 shared experts, top-8; FP8 weights.
     "deepseek-v3": dict(
-        config=dict(num_hidden_layers=61, num_attention_heads=128, kv_lora_rank=512, qk_rope_head_dim=64,
+        config=dict(model_type="deepseek_v3", num_hidden_layers=61, num_attention_heads=128, kv_lora_rank=512, qk_rope_head_dim=64,
                     qk_nope_head_dim=128, v_head_dim=128, q_lora_rank=1536, hidden_size=7168,
                     intermediate_size=18432, moe_intermediate_size=2048, n_routed_experts=256,
                     n_shared_experts=1, num_experts_per_tok=8, first_k_dense_replace=3,
@@ -65,7 +65,7 @@ PRESETS: dict[str, dict[str, Any]] = {
     # deepseek-ai/DeepSeek-V3.2-Exp config.json: DeepSeek-V3 plus DeepSeek Sparse Attention:
     # index_n_heads 64, index_head_dim 128, index_topk 2048.
     "deepseek-v3.2": dict(
-        config=dict(num_hidden_layers=61, num_attention_heads=128, kv_lora_rank=512, qk_rope_head_dim=64,
+        config=dict(model_type="deepseek_v32", num_hidden_layers=61, num_attention_heads=128, kv_lora_rank=512, qk_rope_head_dim=64,
                     qk_nope_head_dim=128, v_head_dim=128, q_lora_rank=1536, hidden_size=7168,
                     intermediate_size=18432, moe_intermediate_size=2048, n_routed_experts=256,
                     n_shared_experts=1, num_experts_per_tok=8, first_k_dense_replace=3,
@@ -77,7 +77,7 @@ PRESETS: dict[str, dict[str, Any]] = {
     # openai/gpt-oss-120b config.json: 36 layers, layer_types alternating sliding_attention
     # (even layers) / full_attention (odd), sliding_window 128, 64 heads, 8 KV heads, head_dim 64.
     "gpt-oss-120b": dict(
-        config=dict(num_hidden_layers=36, num_attention_heads=64, num_key_value_heads=8, head_dim=64,
+        config=dict(model_type="gpt_oss", num_hidden_layers=36, num_attention_heads=64, num_key_value_heads=8, head_dim=64,
                     sliding_window=128, layer_types=["sliding_attention", "full_attention"] * 18,
                     hidden_size=2880, intermediate_size=2880, num_local_experts=128, experts_per_token=4,
                     vocab_size=201088, torch_dtype="bfloat16"),
@@ -87,7 +87,7 @@ PRESETS: dict[str, dict[str, Any]] = {
     # google/gemma-3-27b-it config.json (text_config): 62 layers, 32 heads, 16 KV heads, head_dim 128,
     # sliding_window 1024, sliding_window_pattern 6 (5 local : 1 global; layers 5, 11, ..., 59 global).
     "gemma-3-27b": dict(
-        config=dict(num_hidden_layers=62, num_attention_heads=32, num_key_value_heads=16, head_dim=128,
+        config=dict(model_type="gemma3_text", num_hidden_layers=62, num_attention_heads=32, num_key_value_heads=16, head_dim=128,
                     sliding_window=1024, sliding_window_pattern=6, hidden_size=5376,
                     intermediate_size=21504, vocab_size=262208, tie_word_embeddings=True,
                     torch_dtype="bfloat16"),
@@ -99,7 +99,7 @@ PRESETS: dict[str, dict[str, Any]] = {
     # full-attention layers: 16 heads, 2 KV heads, head_dim 256; 36 Gated DeltaNet layers:
     # 16 QK heads and 32 V heads of 128, conv kernel 4); 512 experts, top-10 + shared.
     "qwen3-next-80b-a3b": dict(
-        config=dict(num_hidden_layers=48, num_attention_heads=16, num_key_value_heads=2, head_dim=256,
+        config=dict(model_type="qwen3_next", num_hidden_layers=48, num_attention_heads=16, num_key_value_heads=2, head_dim=256,
                     full_attention_interval=4, linear_num_key_heads=16, linear_num_value_heads=32,
                     linear_key_head_dim=128, linear_value_head_dim=128, linear_conv_kernel_dim=4,
                     hidden_size=2048, intermediate_size=5120, moe_intermediate_size=512, num_experts=512,
@@ -159,7 +159,7 @@ def as_model(model: "ModelSpec | str") -> ModelSpec:
 
 
 def list_models() -> list[dict[str, Any]]:
-    """One row per preset for ``pcs models`` (stable keys, documented in the README).
+    """One row per preset for ``pcs models`` (stable keys, documented in docs/views.md).
 
     Keys: ``name``, ``layers``, ``layer_pattern`` (counts per layer type),
     ``components`` (component names, comma-separated), ``kv_dtype``, ``reference_bytes_per_token``

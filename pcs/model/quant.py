@@ -1,18 +1,18 @@
-"""KV dtypes and quantisation scales: bits per value, scale groups, the scales engines store.
+"""Value dtypes and quantisation scale groups: bits per value, scale bytes per row.
 
 Kept apart from the component classes so every component shares one table of
-dtypes and one rule for scales.
+dtypes; which scales an engine stores, and where, is :mod:`pcs.model.layouts`.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["DTYPE_BITS", "KV_DTYPES", "normalize_dtype", "row_bytes", "QuantScales", "default_scales"]
+__all__ = ["DTYPE_BITS", "VALUE_DTYPES", "normalize_dtype", "row_bytes", "QuantScales"]
 
 #: Bits per stored value. int4/fp4 pack two values per byte.
 DTYPE_BITS: dict[str, int] = {"fp32": 32, "bf16": 16, "fp16": 16, "fp8": 8, "int8": 8, "int4": 4, "fp4": 4}
-#: KV dtypes accepted by ``--dtype`` and :meth:`ModelSpec.with_dtype`.
-KV_DTYPES: tuple[str, ...] = ("bf16", "fp16", "fp32", "fp8", "int8", "int4", "fp4")
+#: Value dtypes (a KV layout's values, a config's ``torch_dtype``, a state's dtype).
+VALUE_DTYPES: tuple[str, ...] = ("bf16", "fp16", "fp32", "fp8", "int8", "int4", "fp4")
 _ALIASES = {
     "bfloat16": "bf16", "float16": "fp16", "half": "fp16", "float32": "fp32", "float": "fp32",
     "fp8_e4m3": "fp8", "fp8_e5m2": "fp8", "float8": "fp8", "nvfp4": "fp4", "mxfp4": "fp4",
@@ -31,7 +31,7 @@ def normalize_dtype(dtype: str) -> str:
     key = str(dtype).strip().lower()
     key = _ALIASES.get(key, key)
     if key not in DTYPE_BITS:
-        raise ValueError(f"unknown dtype {dtype!r}; valid dtypes: {', '.join(KV_DTYPES)}")
+        raise ValueError(f"unknown dtype {dtype!r}; valid dtypes: {', '.join(VALUE_DTYPES)}")
     return key
 
 
@@ -58,23 +58,4 @@ class QuantScales:
     def row_bytes(self, values: int) -> int:
         """Scale bytes for one row of ``values`` elements."""
         return -(-values // self.group_size) * self.scale_bits // 8
-
-
-def default_scales(dtype: str, row_values: int) -> QuantScales | None:
-    """Scales an engine stores for a KV row quantised to ``dtype`` (None if unquantised).
-
-    Sources:
-        fp8 / int8: one fp32 scale per token per head for K and for V, vLLM
-            ``KVQuantMode.FP8_PER_TOKEN_HEAD`` / ``INT8_PER_TOKEN_HEAD``
-            (``vllm/v1/kv_cache_interface.py``: ``2 * block_size * num_kv_heads * 4`` B per page).
-        fp4 / int4: NVFP4, one fp8 scale per 16 values (same file:
-            ``head_size // 16`` fp8 block scales per head).
-    """
-    dtype = normalize_dtype(dtype)
-    if dtype in ("fp8", "int8"):
-        return QuantScales(group_size=row_values, scale_bits=32)
-    if dtype in ("fp4", "int4"):
-        return QuantScales(group_size=16, scale_bits=8)
-    return None
-
 

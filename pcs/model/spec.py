@@ -12,11 +12,14 @@ from typing import Union
 
 import numpy as np
 
-from pcs.model.components import KVComponent, normalize_dtype
+from pcs.model.components import KVComponent
+from pcs.model.layouts import KVLayout, get_layout
 
 __all__ = ["ModelSpec", "BYTE_MODES"]
 
-#: Accounting modes for per-token bytes (see CONCEPTS.md section 5).
+_ATTENTION = ("full_attention", "sliding_window", "chunked_local", "mla_latent")
+
+#: Accounting modes for per-token bytes (docs/semantics.md §13).
 BYTE_MODES: tuple[str, ...] = ("reference", "serialized", "reserved")
 
 
@@ -39,14 +42,18 @@ class ModelSpec:
         name: preset name or the config's model name.
         components: one :class:`pcs.model.components.KVComponent` per kind of
             layer state (``.name`` is ``full_attention``, ``sliding_window``,
-            ``mla_latent``, ``indexer_keys`` or ``ssm_state``).
+            ``chunked_local``, ``mla_latent``, ``indexer_keys`` or ``ssm_state``).
         num_layers: decoder layers in total.
         active_params: parameters used per token (MoE: routed top-k + shared).
         total_params: all parameters.
         weight_dtype_bytes: bytes per parameter of the served weights (2.0 = bf16).
         source: where the numbers came from (config URL or file path).
-        layer_types: per layer ``"full"``, ``"sliding"``, ``"linear"`` or ``"mla"``.
+        layer_types: per layer ``"full"``, ``"sliding"``, ``"chunked"``, ``"linear"``,
+            ``"mamba"``, ``"mla"`` or ``"mlp"`` (no cache).
         tp: tensor-parallel ranks; byte figures are per rank.
+        model_type: the config's ``model_type`` ("" for none).
+        assumptions: what was assumed where the config was ambiguous (one sentence
+            each, :mod:`pcs.model.families`); empty when nothing was.
     """
 
     name: str
@@ -58,18 +65,21 @@ class ModelSpec:
     source: str = ""
     layer_types: tuple[str, ...] = ()
     tp: int = 1
+    model_type: str = ""
+    assumptions: tuple[str, ...] = ()
 
     def with_dtype(self, dtype: str) -> "ModelSpec":
-        """The same model with attention KV (full, sliding, MLA) stored in ``dtype``.
+        """The same model with attention KV (full, sliding, chunked, MLA) stored in layout ``dtype``.
 
+        ``dtype`` is an engine's name or a short name (:func:`pcs.model.layouts.get_layout`).
         Indexer keys and recurrent state keep their own dtypes (engine settings
-        separate from the KV cache dtype). Quantised dtypes get the scales engines
-        store (:func:`pcs.model.components.default_scales`).
+        separate from the KV cache dtype).
 
         Raises:
-            ValueError: unknown dtype (the message lists the valid ones).
+            ValueError: unknown dtype (the message lists the valid ones), or a
+                layout the model's MLA latent has no form for.
         """
-        dtype = normalize_dtype(dtype)
+        get_layout(dtype)
         return replace(self, components=tuple(c.with_dtype(dtype) for c in self.components))
 
     def with_tp(self, tp: int) -> "ModelSpec":
@@ -85,13 +95,29 @@ class ModelSpec:
             raise ValueError(f"tensor-parallel size must be an integer >= 1, got {tp!r}")
         return replace(self, components=tuple(c.with_tp(int(tp)) for c in self.components), tp=int(tp))
 
+    def _attention(self) -> KVComponent | None:
+        for c in self.components:
+            if c.name in _ATTENTION:
+                return c
+        return None
+
     @property
     def kv_dtype(self) -> str:
-        """Dtype of the first attention component (the one ``--dtype`` sets)."""
-        for c in self.components:
-            if c.name in ("full_attention", "sliding_window", "mla_latent"):
-                return c.dtype
+        """Value dtype of the first attention component (the one ``--dtype`` sets)."""
+        c = self._attention()
+        if c is not None:
+            return c.dtype
         return self.components[0].dtype if self.components else "bf16"
+
+    @property
+    def kv_layout(self) -> KVLayout:
+        """The KV layout of the attention components (:mod:`pcs.model.layouts`); bf16 without attention."""
+        c = self._attention()
+        return get_layout(c.layout_name if c is not None else "bf16")
+
+    def outside_page_bytes(self) -> int:
+        """Bytes per rank kept outside the pages whatever the tokens (per-tensor scales)."""
+        return sum(c.outside_page_bytes() for c in self.components)
 
     def component(self, name: str) -> KVComponent | None:
         """The component called ``name``, or None."""

@@ -1,7 +1,7 @@
 """Plain-text report of one replay summary (``pcs replay --format table``).
 
 The first lines put the real hit ratio beside the single-sequence hit ratio
-and split the gap by cause (lesson 1, CONCEPTS.md section 5); the tier table
+and split the gap by cause (lesson 1, docs/semantics.md §12); the tier table
 shows bytes per block per tier -- payload (Reference), GPU (Reserved), lower
 tiers (Serialized) -- next to restore bytes and times, so a smaller KV dtype
 can be seen not to shrink everything in proportion (lesson 2).

@@ -2,7 +2,9 @@
 
 Formats (``format=`` or detected from the content): ``mooncake``,
 ``bailian``, ``tokens`` (token-id JSONL, hashed by pcs), ``parquet`` (the
-canonical schema of :mod:`pcs.trace.parquet`). gzip is detected by its magic
+canonical schema of :mod:`pcs.trace.parquet`), and the length-only CSVs
+``azure`` (every published year) and ``burstgpt``, whose prefix reuse is
+synthesised by :mod:`pcs.trace.lengthonly` and named in ``Trace.reuse``. gzip is detected by its magic
 bytes; ``-`` is stdin (spooled once to a temporary file so the trace can be
 detected and iterated more than once, with constant memory).
 """
@@ -23,14 +25,16 @@ from pcs.errors import InputError
 from pcs.trace.request import Request, RequestBatch
 from pcs.trace.source import display_name, peek_lines
 
-__all__ = ["DEFAULT_TRACE", "FORMATS", "ON_ERROR", "Trace", "open_trace", "detect_format"]
+__all__ = ["DEFAULT_TRACE", "FORMATS", "LENGTH_ONLY", "ON_ERROR", "Trace", "open_trace", "detect_format"]
 
 #: The bundled sample trace every trace-taking command reads by default
 #: (made by ``pcs trace synth``, see traces/README.md). Resolved relative to
 #: the repository, so an editable install from a clean clone finds it.
 DEFAULT_TRACE = Path(__file__).resolve().parents[2] / "traces" / "sample_chat.jsonl"
 
-FORMATS = ("mooncake", "bailian", "tokens", "parquet")
+FORMATS = ("mooncake", "bailian", "tokens", "parquet", "azure", "burstgpt")
+#: Formats that record lengths only: their block ids are synthesised.
+LENGTH_ONLY = ("azure", "burstgpt")
 ON_ERROR = ("raise", "skip")
 _PARQUET_MAGIC = b"PAR1"
 
@@ -43,9 +47,10 @@ def _sniff_parquet(path) -> bool:
 def detect_format(path, name: str | None = None) -> str:
     """Guess a trace's format from its first bytes and first JSON object.
 
-    Parquet magic ``PAR1`` -> parquet; a JSON object with ``token_ids`` ->
-    tokens; with ``chat_id`` or ``parent_chat_id`` -> bailian; with
-    ``hash_ids`` -> mooncake.
+    Parquet magic ``PAR1`` -> parquet; a CSV header starting ``TIMESTAMP,``
+    -> azure; one starting ``Timestamp,`` with a ``Request tokens`` column ->
+    burstgpt; a JSON object with ``token_ids`` -> tokens; with ``chat_id`` or
+    ``parent_chat_id`` -> bailian; with ``hash_ids`` -> mooncake.
 
     Raises:
         InputError: empty file, or a first line no rule recognises.
@@ -56,6 +61,10 @@ def detect_format(path, name: str | None = None) -> str:
     lines = peek_lines(path, max_lines=1)
     if not lines:
         raise InputError(name, None, None, "empty trace (no requests)")
+    if lines[0].startswith(b"TIMESTAMP,"):
+        return "azure"
+    if lines[0].startswith(b"Timestamp,") and b"Request tokens" in lines[0]:
+        return "burstgpt"
     try:
         obj = json.loads(lines[0].decode("utf-8"))
     except (UnicodeDecodeError, ValueError, RecursionError):
@@ -77,7 +86,32 @@ def _default_block_size(fmt: str) -> int:
     from pcs.trace.tokens import DEFAULT_TOKEN_BLOCK_SIZE
 
     return {"mooncake": MOONCAKE.default_block_size, "bailian": BAILIAN.default_block_size,
-            "tokens": DEFAULT_TOKEN_BLOCK_SIZE}[fmt]
+            "tokens": DEFAULT_TOKEN_BLOCK_SIZE, "azure": DEFAULT_TOKEN_BLOCK_SIZE,
+            "burstgpt": DEFAULT_TOKEN_BLOCK_SIZE}[fmt]
+
+
+def _length_batches(trace: "Trace", state) -> Iterator[RequestBatch]:
+    """Azure / BurstGPT rows -> synthesised ids (sorted first with ``sort``: reuse follows arrival order)."""
+    from pcs.trace.lengthonly import LengthRow, synthesise_batches
+
+    def on_bad(exc):
+        state.skipped += 1
+
+    check_order, skip = not trace.sort, (on_bad if trace.on_error == "skip" else None)
+    if trace.format == "azure":
+        from pcs.trace.azure import read_azure_rows
+
+        rows = (LengthRow(t, c, g) for t, c, g, _ in read_azure_rows(trace.path, check_order, skip))
+        with_sessions = with_type = False
+    else:
+        from pcs.trace.burstgpt import read_burstgpt_rows
+
+        rows = read_burstgpt_rows(trace.path, check_order, skip)
+        with_sessions, with_type = trace.has_sessions, True
+    if not check_order:
+        rows = iter(sorted(rows, key=lambda r: r.arrival_s))  # stable
+    yield from synthesise_batches(rows, trace.block_size, trace.reuse_model,
+                                  with_sessions=with_sessions, with_type=with_type)
 
 
 class Trace:
@@ -91,11 +125,18 @@ class Trace:
         on_error: ``"raise"`` or ``"skip"``.
         sort: reorder by arrival (stable); holds the whole trace in memory.
         skipped: bad lines skipped in the last complete iteration.
+        reuse: where the block ids' sharing comes from: ``"recorded"`` (the
+            trace's own ids), ``"hashed from token ids"``, or for length-only
+            formats the ``synthesised: ...`` assumption
+            (:meth:`pcs.trace.lengthonly.ReuseModel.describe`).
+        reuse_model: the :class:`~pcs.trace.lengthonly.ReuseModel` of a
+            length-only trace, else None.
 
     Memory: one chunk of the file at a time, except with ``sort``.
     """
 
-    def __init__(self, path, name: str, fmt: str, block_size: int, on_error: str, sort: bool):
+    def __init__(self, path, name: str, fmt: str, block_size: int, on_error: str, sort: bool,
+                 reuse_model=None):
         self.path = Path(path)
         self.name = name
         self.format = fmt
@@ -104,6 +145,17 @@ class Trace:
         self.sort = sort
         self.skipped = 0
         self.parquet_metadata: dict[str, str] = {}
+        if fmt in LENGTH_ONLY and reuse_model is None:
+            from pcs.trace.lengthonly import ReuseModel
+
+            reuse_model = ReuseModel()
+        self.reuse_model = reuse_model if fmt in LENGTH_ONLY else None
+        self.has_sessions = False
+        self.reuse = {"tokens": "hashed from token ids"}.get(fmt, "recorded")
+        if fmt in LENGTH_ONLY:
+            head = peek_lines(self.path, 1)
+            self.has_sessions = fmt == "burstgpt" and bool(head) and b"Session ID" in head[0]
+            self.reuse = reuse_model.describe(self.has_sessions)
 
     def __repr__(self) -> str:
         return f"Trace({self.name!r}, format={self.format!r}, block_size={self.block_size})"
@@ -119,6 +171,8 @@ class Trace:
             from pcs.trace.tokens import read_token_jsonl
 
             yield from read_token_jsonl(self.path, self.name, self.block_size, state, self.on_error)
+        elif self.format in LENGTH_ONLY:
+            yield from _length_batches(self, state)
         else:
             from pcs.trace.parquet import read_parquet
 
@@ -132,7 +186,7 @@ class Trace:
             InputError: bad content (with ``on_error="raise"``).
         """
         batches = self._raw_batches()
-        if self.sort:
+        if self.sort and self.format not in LENGTH_ONLY:  # those sort their rows before synthesis
             batches = iter(_sorted_batches(list(batches)))
         next_id = 0
         for b in batches:
@@ -182,7 +236,7 @@ def _spool_stdin() -> Path:
 
 
 def open_trace(path=None, *, format: str | None = None, block_size: int | None = None,
-               on_error: str = "raise", sort: bool = False) -> Trace:
+               on_error: str = "raise", sort: bool = False, reuse=None) -> Trace:
     """Open a trace for streaming.
 
     Args:
@@ -196,6 +250,9 @@ def open_trace(path=None, *, format: str | None = None, block_size: int | None =
             (skip and count in ``Trace.skipped``).
         sort: stably reorder by arrival time instead of rejecting a decreasing
             timestamp (loads the whole trace into memory).
+        reuse: length-only formats (azure, burstgpt): the
+            :class:`pcs.trace.lengthonly.ReuseModel` (default: sessions
+            continue, no system prompt); ignored for the others.
     Returns:
         a re-iterable :class:`Trace`.
     Raises:
@@ -235,7 +292,11 @@ def open_trace(path=None, *, format: str | None = None, block_size: int | None =
             raise ValueError(f"{name}: Parquet trace was written at block size {stored}; "
                              f"--block-size {block_size} cannot re-block hashed ids (convert the token trace instead)")
         block_size = stored
-    trace = Trace(path, name, fmt, block_size or _default_block_size(fmt), on_error, sort)
+    trace = Trace(path, name, fmt, block_size or _default_block_size(fmt), on_error, sort, reuse)
+    if fmt == "parquet":
+        from pcs.trace.parquet import parquet_reuse
+
+        trace.reuse = parquet_reuse(path, name) or trace.reuse
     if spooled is not None:
         weakref.finalize(trace, os.unlink, spooled)
     return trace

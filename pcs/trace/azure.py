@@ -1,34 +1,72 @@
-"""Reader for Azure LLM inference trace CSVs (Splitwise, ISCA'24): arrivals and lengths only.
+"""Reader for the Azure LLM/LMM inference trace CSVs: arrivals and lengths only, every published year.
 
-Header ``TIMESTAMP,ContextTokens,GeneratedTokens``; ``TIMESTAMP`` is a wall
-clock string ``YYYY-MM-DD HH:MM:SS[.fffffff]`` (7 fractional digits in the
-2023 release, github.com/Azure/AzurePublicDataset ``data/AzureLLMInferenceTrace_*.csv``).
-No block hashes: pcs uses these rows only to drive :mod:`pcs.trace.synth`.
+All from github.com/Azure/AzurePublicDataset (data CC-BY 4.0), schema tables in
+the dataset READMEs at that repository's root:
+
+=====  ===========================================  ==========================================  ===============================
+year   files                                        header                                      ``TIMESTAMP`` spelling
+=====  ===========================================  ==========================================  ===============================
+2023   ``data/AzureLLMInferenceTrace_{code,conv}``  ``TIMESTAMP,ContextTokens,GeneratedTokens``  ``2023-11-16 18:15:46.6805900``
+       ``.csv`` (Splitwise, ISCA'24)                                                            (7 fractional digits, UTC)
+2024   ``AzureLLMInferenceTrace_{code,conv}_1week``  the same                                   ``2024-05-12 00:00:00.001163+00:00``
+       ``.csv`` (DynamoLLM, HPCA'25; blob storage)                                              or ``...00:00:00+00:00`` (mixed)
+2025   ``data/AzureLMMInferenceTrace_multimodal``   ``TIMESTAMP,NumImages,ContextTokens,``      ``2024-10-15T12:00:00.269Z``
+       ``.csv.gz`` (ModServe, SoCC'25)              ``GeneratedTokens``
+=====  ===========================================  ==========================================  ===============================
+
+(2024 spellings: the dataset notebook ``analysis/AzureLLMInferenceDataset2024.ipynb``
+parses them with ``date_format="mixed"``; 2025: ``analysis/AzureLMMInferenceDataset2025.ipynb``.)
+No block hashes and no sessions: these rows drive :mod:`pcs.trace.synth` or
+are read as a trace whose prefix reuse is synthesised (:mod:`pcs.trace.lengthonly`).
 """
 from __future__ import annotations
 
-import csv
 import datetime as dt
-import io
+import re
 from typing import Iterator
 
 from pcs.errors import InputError
-from pcs.trace.source import display_name, iter_chunks, iter_lines
+from pcs.trace.source import display_name, iter_csv_rows
 
-__all__ = ["AZURE_HEADER", "read_azure_csv"]
+__all__ = ["AZURE_HEADER", "AZURE_HEADERS", "read_azure_csv", "read_azure_rows", "parse_stamp"]
 
 AZURE_HEADER = ("TIMESTAMP", "ContextTokens", "GeneratedTokens")
+#: Accepted headers: 2023 and 2024 (LLM), 2025 (LMM, with NumImages).
+AZURE_HEADERS = (AZURE_HEADER, ("TIMESTAMP", "NumImages", "ContextTokens", "GeneratedTokens"))
+
+# date, 'T' or ' ', time, optional fraction, optional zone (Z or +HH:MM / -HH:MM)
+_STAMP = re.compile(r"^(\d{4}-\d{2}-\d{2})[T ](\d{2}:\d{2}:\d{2})(?:\.(\d+))?(Z|[+-]\d{2}:\d{2})?$")
 
 
-def _seconds(stamp: str, name: str, ln: int) -> float:
-    main, _, frac = stamp.strip().partition(".")
+def parse_stamp(stamp: str, name: str, ln: int, field: str = "TIMESTAMP") -> float:
+    """Seconds since the Unix epoch of one Azure ``TIMESTAMP`` (any published spelling).
+
+    No zone means UTC (2023). The fraction is added after the whole seconds
+    (``int(frac) / 10**len(frac)``), as the 2023 reader always did, so the
+    2023 arrivals are bit-identical to earlier pcs versions.
+
+    Raises:
+        InputError: a spelling none of the releases uses.
+
+    >>> parse_stamp("2023-11-16 18:15:46.6805900", "f", 2) - parse_stamp("2024-10-15T12:00:00.269Z", "f", 2) < 0
+    True
+    >>> parse_stamp("2024-05-12 00:00:00+00:00", "f", 2) == parse_stamp("2024-05-12T00:00:00Z", "f", 2)
+    True
+    """
+    m = _STAMP.match(stamp.strip())
+    if m is None:
+        raise InputError(name, ln, field, "expected 'YYYY-MM-DD HH:MM:SS[.fff][+00:00|Z]', "
+                         f"got {stamp[:40]!r}")
+    day, clock, frac, zone = m.groups()
     try:
-        t = dt.datetime.strptime(main, "%Y-%m-%d %H:%M:%S").replace(tzinfo=dt.timezone.utc)
-        if frac and not frac.isdigit():
-            raise ValueError(frac)
+        t = dt.datetime.strptime(f"{day} {clock}", "%Y-%m-%d %H:%M:%S").replace(tzinfo=dt.timezone.utc)
     except ValueError:
-        raise InputError(name, ln, "TIMESTAMP", f"expected 'YYYY-MM-DD HH:MM:SS.fffffff', got {stamp[:40]!r}") from None
-    return t.timestamp() + (int(frac) / 10 ** len(frac) if frac else 0.0)
+        raise InputError(name, ln, field, f"not a calendar date/time: {stamp[:40]!r}") from None
+    sec = t.timestamp()
+    if zone and zone != "Z":
+        sign = 1 if zone[0] == "+" else -1
+        sec -= sign * (int(zone[1:3]) * 3600 + int(zone[4:6]) * 60)
+    return sec + (int(frac) / 10 ** len(frac) if frac else 0.0)
 
 
 def _count(v: str, field: str, name: str, ln: int) -> int:
@@ -41,30 +79,57 @@ def _count(v: str, field: str, name: str, ln: int) -> int:
     return n
 
 
-def read_azure_csv(path) -> Iterator[tuple[float, int, int]]:
-    """Yield ``(arrival_s, context_tokens, generated_tokens)`` per row, arrival from the first row.
+def read_azure_rows(path, check_order: bool = True, on_bad=None) -> Iterator[tuple[float, int, int, int]]:
+    """Yield ``(arrival_s, context_tokens, generated_tokens, num_images)`` per row.
+
+    ``arrival_s`` counts from the first row's TIMESTAMP; ``num_images`` is 0
+    for the 2023/2024 files (no such column). ``on_bad``: called with the
+    :class:`InputError` of a bad data row, which is then skipped (None: raise).
 
     Raises:
-        InputError: wrong header, bad value, or a decreasing timestamp (file, line, field).
+        InputError: unknown header, bad value, or a decreasing timestamp with
+            ``check_order`` (file, line, field).
     """
     name = display_name(path)
     t0 = None
     last = -float("inf")
-    for first, chunk in iter_chunks(path, name=name):
-        for ln, line in iter_lines(first, chunk):
-            try:
-                row = next(csv.reader(io.StringIO(line.decode("utf-8"))), [])
-            except (UnicodeDecodeError, csv.Error) as exc:
-                raise InputError(name, ln, None, f"unreadable CSV line ({exc})") from None
-            if ln == 1:
-                if tuple(c.strip() for c in row) != AZURE_HEADER:
-                    raise InputError(name, 1, None, f"header must be {','.join(AZURE_HEADER)}")
-                continue
-            if len(row) != 3:
-                raise InputError(name, ln, None, f"expected 3 columns, got {len(row)}")
-            t = _seconds(row[0], name, ln)
-            if t < last:
-                raise InputError(name, ln, "TIMESTAMP", "decreases")
-            last = t
-            t0 = t if t0 is None else t0
-            yield t - t0, _count(row[1], "ContextTokens", name, ln), _count(row[2], "GeneratedTokens", name, ln)
+    cols: tuple[str, ...] = ()
+    for ln, row in iter_csv_rows(path, name):
+        if ln == 1:
+            cols = tuple(c.strip() for c in row)
+            if cols not in AZURE_HEADERS:
+                raise InputError(name, 1, None, "header must be " + " or ".join(",".join(h) for h in AZURE_HEADERS))
+            continue
+        try:
+            t, ctx, gen, images = _row(row, cols, name, ln)
+            if check_order and t < last:
+                raise InputError(name, ln, "TIMESTAMP", "decreases (use --sort to reorder)")
+        except InputError as exc:
+            if on_bad is None:
+                raise
+            on_bad(exc)
+            continue
+        last = max(last, t)
+        t0 = t if t0 is None else t0
+        yield t - t0, ctx, gen, images
+
+
+def _row(row: list[str], cols: tuple, name: str, ln: int) -> tuple[float, int, int, int]:
+    if len(row) != len(cols):
+        raise InputError(name, ln, None, f"expected {len(cols)} columns, got {len(row)}")
+    images = _count(row[1], "NumImages", name, ln) if len(cols) == 4 else 0
+    return (parse_stamp(row[0], name, ln), _count(row[-2], "ContextTokens", name, ln),
+            _count(row[-1], "GeneratedTokens", name, ln), images)
+
+
+def read_azure_csv(path) -> Iterator[tuple[float, int, int]]:
+    """Yield ``(arrival_s, context_tokens, generated_tokens)`` per row, arrival from the first row.
+
+    Any published year (see the module docstring); the 2025 ``NumImages``
+    column is read and dropped.
+
+    Raises:
+        InputError: wrong header, bad value, or a decreasing timestamp (file, line, field).
+    """
+    for t, ctx, gen, _ in read_azure_rows(path):
+        yield t, ctx, gen

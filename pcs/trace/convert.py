@@ -25,7 +25,7 @@ import numpy as np
 
 from pcs.trace.request import RequestBatch
 
-__all__ = ["OUT_FORMATS", "IdRemapper", "write_trace", "convert", "out_format_for"]
+__all__ = ["OUT_FORMATS", "IdRemapper", "write_trace", "convert", "out_format_for", "publish"]
 
 OUT_FORMATS = ("mooncake", "bailian", "parquet")
 
@@ -33,7 +33,7 @@ OUT_FORMATS = ("mooncake", "bailian", "parquet")
 class IdRemapper:
     """Map opaque 64-bit ids to dense ints 0, 1, 2, ... in first-appearance order.
 
-    This is how the Mooncake release numbers its ids (CONCEPTS.md section 7),
+    This is how the Mooncake release numbers its ids (docs/semantics.md §1),
     so a token trace's Mooncake form looks like the real one. Memory: one
     dict entry per distinct id.
     """
@@ -85,7 +85,8 @@ def out_format_for(path, requested: str | None) -> str:
 
 
 def write_trace(batches: Iterable[RequestBatch], out_path, fmt: str, *, block_size: int,
-                remap_ids: bool = False, source_format: str = "mooncake", with_session: bool = False) -> dict:
+                remap_ids: bool = False, source_format: str = "mooncake", with_session: bool = False,
+                reuse: str | None = None) -> dict:
     """Write batches to ``out_path`` atomically (temp file + ``os.replace``).
 
     Args:
@@ -95,6 +96,7 @@ def write_trace(batches: Iterable[RequestBatch], out_path, fmt: str, *, block_si
             or ``--block-size``).
         remap_ids: renumber ids densely in first-appearance order (:class:`IdRemapper`).
         with_session: Parquet only: include the session columns.
+        reuse: Parquet only: a synthesised-reuse assumption to keep in the metadata (``pcs.reuse``).
     Returns:
         ``{"requests": n, "block_ids": m, "path": str, "format": fmt}``.
     Raises:
@@ -113,7 +115,7 @@ def write_trace(batches: Iterable[RequestBatch], out_path, fmt: str, *, block_si
             from pcs.trace.parquet import arrow_schema, batch_to_arrow
 
             os.close(fd)
-            schema = arrow_schema(with_session, block_size, source_format)
+            schema = arrow_schema(with_session, block_size, source_format, reuse)
             with pq.ParquetWriter(tmp, schema, compression="zstd") as w:
                 for b in batches:
                     if remap:
@@ -128,15 +130,20 @@ def write_trace(batches: Iterable[RequestBatch], out_path, fmt: str, *, block_si
                     n, m = n + len(b), m + b.block_hashes.size
                 if sink is not raw:
                     sink.close()
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)
-        os.replace(tmp, out_path)
+        publish(tmp, out_path)
     except BaseException:
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
     return {"requests": n, "block_ids": m, "path": str(out_path), "format": fmt}
+
+
+def publish(tmp, out_path) -> None:
+    """Give a finished temporary file the permissions a new file gets (umask) and rename it onto ``out_path``."""
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(tmp, 0o666 & ~umask)
+    os.replace(tmp, out_path)
 
 
 def _with_hashes(b: RequestBatch, hashes: np.ndarray) -> RequestBatch:
@@ -162,9 +169,11 @@ def convert(trace, out_path, fmt: str | None = None, *, remap_ids: bool | None =
     with_session = trace.format == "bailian" or (trace.format == "parquet" and _has_session(trace))
     if fmt == "bailian" and not with_session:
         raise ValueError(f"the input ({trace.format}) has no chat_id/parent_chat_id/turn; write mooncake or parquet")
+    reuse = getattr(trace, "reuse", "recorded")
+    synthesised = reuse.startswith("synthesised")
     info = write_trace(trace.iter_batches(), out_path, fmt, block_size=trace.block_size, remap_ids=remap_ids,
-                       source_format=trace.format, with_session=with_session)
-    info.update(block_size=trace.block_size, source_format=trace.format, skipped=trace.skipped)
+                       source_format=trace.format, with_session=with_session, reuse=reuse if synthesised else None)
+    info.update(block_size=trace.block_size, source_format=trace.format, skipped=trace.skipped, reuse=reuse)
     return info
 
 

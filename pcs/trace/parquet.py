@@ -18,7 +18,9 @@ type            string (optional)   request type (Bailian ``type``)
 
 File key-value metadata: ``pcs.schema = "pcs-trace/1"``, ``pcs.block_size``
 (decimal string, tokens per block), ``pcs.source_format`` (the format it was
-converted from). Errors name the 1-based row as the "line".
+converted from), and for traces whose prefix reuse was synthesised (Azure,
+BurstGPT) ``pcs.reuse``, the assumption (docs/traces-formats.md). Errors name
+the 1-based row as the "line".
 """
 from __future__ import annotations
 
@@ -29,15 +31,16 @@ import numpy as np
 from pcs.errors import InputError
 from pcs.trace.request import RequestBatch
 
-__all__ = ["SCHEMA_NAME", "arrow_schema", "parquet_block_size", "read_parquet", "batch_to_arrow"]
+__all__ = ["SCHEMA_NAME", "arrow_schema", "parquet_block_size", "parquet_reuse", "read_parquet", "batch_to_arrow"]
 
 SCHEMA_NAME = "pcs-trace/1"
 _OPTIONAL = ("session_id", "parent_id", "turn")
 _REQUIRED = ("arrival_s", "prompt_tokens", "output_tokens", "block_hashes")
 
 
-def arrow_schema(with_session: bool = False, block_size: int = 512, source_format: str = "mooncake"):
-    """The canonical ``pyarrow.Schema`` (with or without the session columns)."""
+def arrow_schema(with_session: bool = False, block_size: int = 512, source_format: str = "mooncake",
+                 reuse: str | None = None):
+    """The canonical ``pyarrow.Schema`` (with or without the session columns; ``pcs.reuse`` when given)."""
     import pyarrow as pa
 
     fields = [pa.field("arrival_s", pa.float64(), nullable=False),
@@ -47,7 +50,16 @@ def arrow_schema(with_session: bool = False, block_size: int = 512, source_forma
     if with_session:
         fields += [pa.field(k, pa.int64()) for k in _OPTIONAL] + [pa.field("type", pa.string())]
     meta = {"pcs.schema": SCHEMA_NAME, "pcs.block_size": str(block_size), "pcs.source_format": source_format}
+    if reuse:
+        meta["pcs.reuse"] = reuse
     return pa.schema(fields, metadata=meta)
+
+
+def parquet_reuse(path, name: str) -> str | None:
+    """The ``pcs.reuse`` metadata of a pcs Parquet trace (a synthesised-reuse assumption), or None."""
+    meta = _open(path, name).schema_arrow.metadata or {}
+    v = meta.get(b"pcs.reuse")
+    return None if v is None else v.decode()
 
 
 def batch_to_arrow(batch: RequestBatch, schema):

@@ -8,7 +8,7 @@ decided by consumers through :class:`pcs.blocks.BlockRules`.
 
 Ids are opaque: Mooncake assigns them in first-appearance order, token traces
 get 64-bit chained hashes (:mod:`pcs.trace.hashing`); no consumer may read
-meaning into an id's value (CONCEPTS.md section 7).
+meaning into an id's value (docs/semantics.md §1).
 """
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from typing import Iterator
 
 import numpy as np
 
-__all__ = ["Request", "RequestBatch", "num_blocks_for"]
+__all__ = ["Request", "RequestBatch", "concat_batches", "num_blocks_for"]
 
 
 def num_blocks_for(prompt_tokens: int, block_size: int) -> int:
@@ -144,3 +144,38 @@ class RequestBatch:
         return RequestBatch(first_request_id, self.block_size, self.arrival_s, self.prompt_tokens,
                             self.output_tokens, self.block_offsets, self.block_hashes,
                             self.session_id, self.parent_id, self.turn, self.type, self.extra_keys)
+
+
+def concat_batches(batches: list[RequestBatch], block_size: int | None = None) -> RequestBatch:
+    """One :class:`RequestBatch` holding all rows of ``batches`` in order (ids renumbered from 0).
+
+    Optional columns are kept only when every batch has them. An empty list
+    gives an empty batch at ``block_size`` (required then).
+
+    Raises:
+        ValueError: empty list without ``block_size``, or batches of different block sizes.
+    """
+    if not batches:
+        if block_size is None:
+            raise ValueError("concat_batches: no batches and no block_size")
+        z = np.zeros(0, dtype=np.int64)
+        return RequestBatch(0, block_size, np.zeros(0), z, z, np.zeros(1, dtype=np.int64), np.zeros(0, dtype=np.uint64))
+    bs = batches[0].block_size
+    if any(b.block_size != bs for b in batches):
+        raise ValueError("concat_batches: batches of different block sizes")
+
+    def col(k):
+        xs = [getattr(b, k) for b in batches]
+        return None if any(x is None for x in xs) else np.concatenate(xs)
+
+    def tup(k):
+        xs = [getattr(b, k) for b in batches]
+        return None if any(x is None for x in xs) else sum(xs, ())
+
+    offs = np.zeros(sum(len(b) for b in batches) + 1, dtype=np.int64)
+    np.cumsum(np.concatenate([b.num_blocks for b in batches]), out=offs[1:])
+    return RequestBatch(0, bs, np.concatenate([b.arrival_s for b in batches]),
+                        np.concatenate([b.prompt_tokens for b in batches]),
+                        np.concatenate([b.output_tokens for b in batches]), offs,
+                        np.concatenate([b.block_hashes for b in batches]),
+                        col("session_id"), col("parent_id"), col("turn"), tup("type"), tup("extra_keys"))

@@ -23,7 +23,7 @@ from typing import BinaryIO, Iterator
 
 from pcs.errors import InputError
 
-__all__ = ["CHUNK_BYTES", "open_binary", "iter_chunks", "iter_lines", "peek_lines", "display_name"]
+__all__ = ["CHUNK_BYTES", "open_binary", "iter_chunks", "iter_lines", "iter_csv_rows", "peek_lines", "display_name"]
 
 #: Bytes read per chunk; about 16 k Mooncake requests (measured best in
 #: benchmarks/bench_ingest.py between 1 and 16 MiB).
@@ -128,6 +128,25 @@ def iter_lines(first_line: int, chunk: bytes) -> Iterator[tuple[int, bytes]]:
         lines.pop()
     for i, raw in enumerate(lines):
         yield first_line + i, raw[:-1] if raw.endswith(b"\r") else raw
+
+
+def iter_csv_rows(path, name: str | None = None) -> Iterator[tuple[int, list[str]]]:
+    """Yield ``(line_number, fields)`` of a CSV file, one line at a time (the header is line 1).
+
+    One record per line (the published trace CSVs quote no newlines).
+
+    Raises:
+        InputError: a line that is not UTF-8 or not CSV; gzip errors as :func:`iter_chunks`.
+    """
+    import csv
+
+    name = name or display_name(path)
+    for first, chunk in iter_chunks(path, name=name):
+        for ln, line in iter_lines(first, chunk):
+            try:
+                yield ln, next(csv.reader(io.StringIO(line.decode("utf-8"))), [])
+            except (UnicodeDecodeError, csv.Error) as exc:
+                raise InputError(name, ln, None, f"unreadable CSV line ({exc})") from None
 
 
 def peek_lines(path, max_lines: int = 20, max_bytes: int = 1 << 20) -> list[bytes]:

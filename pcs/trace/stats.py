@@ -1,6 +1,6 @@
 """``trace_stats``: what a trace asks of a prefix cache, in one streaming pass.
 
-Keys of the returned dict (flat, stable; documented in the README):
+Keys of the returned dict (flat, stable; documented in docs/traces.md):
 
 - ``trace``, ``format``, ``block_size``, ``requests``, ``skipped``;
 - ``time_span_s`` (last minus first arrival), ``arrival_rate_rps``
@@ -19,7 +19,17 @@ Keys of the returned dict (flat, stable; documented in the README):
   *distinct* other ids accessed since the previous access of the same id
   (LRU stack distance minus one, Mattson et al. 1970: an LRU cache of
   ``d + 1`` blocks hits it); ``reuse_time_s_{p50,p90,p99}``: arrival time
-  since that previous access. None when nothing is re-accessed.
+  since that previous access. None when nothing is re-accessed;
+- ``reuse_distance_histogram``: the distribution of those distances in
+  power-of-two buckets, a list of ``{"from_blocks", "to_blocks", "count",
+  "share"}`` (0, 1, 2-3, 4-7, ...; share of re-accesses);
+- ``reuse``: where the ids' sharing comes from (``Trace.reuse``: recorded,
+  hashed from token ids, or a synthesised assumption);
+- the prefix tree's shape (:func:`pcs.trace.tree.prefix_tree_stats`:
+  ``prefix_tree_{nodes,roots,leaves,depth_max,leaf_depth_mean,fanout_mean,
+  fanout_max,branching_nodes}``), ``shared_prefix_token_share`` (prompt
+  tokens in blocks two or more requests contain), ``conversations``,
+  ``conversation_turns_{mean,max}`` (:func:`pcs.trace.tree.conversation_ids`).
 
 Percentiles use numpy's default linear interpolation. Memory: 16 bytes per
 request and 16 bytes per block access (ids and arrival), no Python objects
@@ -32,9 +42,10 @@ from typing import Any
 import numpy as np
 
 from pcs.blocks import BlockRules, single_sequence_hits
-from pcs.trace.request import RequestBatch
+from pcs.trace.request import concat_batches
+from pcs.trace.tree import conversation_ids, prefix_tree_stats, shared_prefix_token_share
 
-__all__ = ["trace_stats", "previous_occurrence", "reuse_distances"]
+__all__ = ["trace_stats", "previous_occurrence", "reuse_distances", "distance_histogram"]
 
 
 def previous_occurrence(ids: np.ndarray) -> np.ndarray:
@@ -104,6 +115,31 @@ def reuse_distances(ids: np.ndarray, prev: np.ndarray | None = None) -> np.ndarr
     return _count_below_before(prev, pos, p) - (p + 1)
 
 
+def distance_histogram(dist: np.ndarray) -> list[dict[str, Any]]:
+    """Counts of reuse distances in power-of-two buckets: 0, 1, 2-3, 4-7, ...
+
+    Args:
+        dist: int64 distances in blocks (>= 0).
+    Returns:
+        one dict per bucket up to the largest non-empty one:
+        ``{"from_blocks", "to_blocks", "count", "share"}`` (share of ``dist.size``).
+
+    >>> [(h["from_blocks"], h["to_blocks"], h["count"]) for h in distance_histogram(np.array([0, 1, 2, 3, 5]))]
+    [(0, 0, 1), (1, 1, 1), (2, 3, 2), (4, 7, 1)]
+    """
+    if dist.size == 0:
+        return []
+    k = np.zeros(dist.size, dtype=np.int64)
+    pos = dist > 0
+    k[pos] = np.floor(np.log2(dist[pos])).astype(np.int64) + 1  # bit length
+    big = dist >= (1 << 52)  # log2 of a float64 may round up just below a power of two
+    if big.any():
+        k[big] = [int(d).bit_length() for d in dist[big].tolist()]
+    counts = np.bincount(k)
+    return [{"from_blocks": 0 if i == 0 else 1 << (i - 1), "to_blocks": 0 if i == 0 else (1 << i) - 1,
+             "count": int(c), "share": float(c / dist.size)} for i, c in enumerate(counts.tolist())]
+
+
 def _pcts(x: np.ndarray, name: str, qs=(50, 99), with_mean: bool = True, with_max: bool = True) -> dict[str, Any]:
     out: dict[str, Any] = {}
     if with_mean:
@@ -130,15 +166,10 @@ def trace_stats(trace, rules: BlockRules = BlockRules()) -> dict[str, Any]:
     Raises:
         InputError: bad trace content (from the reader).
     """
-    arr, pt, ot, nb, ids = [], [], [], [], []
-    for b in trace.iter_batches():
-        arr.append(b.arrival_s), pt.append(b.prompt_tokens), ot.append(b.output_tokens)
-        nb.append(b.num_blocks), ids.append(b.block_hashes)
-    arrival, prompt, output = _cat(arr, np.float64), _cat(pt, np.int64), _cat(ot, np.int64)
-    blocks, hashes = _cat(nb, np.int64), _cat(ids, np.uint64)
+    whole = concat_batches(list(trace.iter_batches()), trace.block_size)
+    arrival, prompt, output, hashes = whole.arrival_s, whole.prompt_tokens, whole.output_tokens, whole.block_hashes
+    blocks = whole.num_blocks
     n = arrival.size
-    offs = np.concatenate(([0], np.cumsum(blocks))).astype(np.int64)
-    whole = RequestBatch(0, trace.block_size, arrival, prompt, output, offs, hashes)
     ss = single_sequence_hits(whole.requests(), rules)
     span = float(arrival.max() - arrival.min()) if n else 0.0
     prev = previous_occurrence(hashes)
@@ -148,7 +179,8 @@ def trace_stats(trace, rules: BlockRules = BlockRules()) -> dict[str, Any]:
     rtime = access_t[re] - access_t[prev[re]]
     out: dict[str, Any] = {
         "trace": getattr(trace, "name", None), "format": getattr(trace, "format", None),
-        "block_size": trace.block_size, "requests": n, "skipped": getattr(trace, "skipped", 0),
+        "block_size": trace.block_size, "reuse": getattr(trace, "reuse", "recorded"),
+        "requests": n, "skipped": getattr(trace, "skipped", 0),
         "time_span_s": span, "arrival_rate_rps": n / span if span > 0 else None,
     }
     out.update(_pcts(prompt, "prompt_tokens"))
@@ -166,4 +198,18 @@ def trace_stats(trace, rules: BlockRules = BlockRules()) -> dict[str, Any]:
     })
     out.update(_pcts(dist, "reuse_distance_blocks", (50, 90, 99), False, False))
     out.update(_pcts(rtime, "reuse_time_s", (50, 90, 99), False, False))
+    out["reuse_distance_histogram"] = distance_histogram(dist)
+    out.update(_shape(whole))
+    return out
+
+
+def _shape(whole) -> dict[str, Any]:
+    """Prefix tree, shared-prefix token share and conversations (keys in the module docstring)."""
+    out = prefix_tree_stats(whole)
+    out["shared_prefix_token_share"] = shared_prefix_token_share(whole)
+    conv = conversation_ids(whole)
+    turns = np.bincount(conv) if conv.size else np.zeros(0, dtype=np.int64)
+    out["conversations"] = int(turns.size)
+    out["conversation_turns_mean"] = float(turns.mean()) if turns.size else None
+    out["conversation_turns_max"] = int(turns.max()) if turns.size else None
     return out

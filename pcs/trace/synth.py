@@ -2,7 +2,7 @@
 
 Three request kinds, each a stream of *sessions* whose prompts grow turn by
 turn, so later turns share every earlier block (the structure the Mooncake
-and Qwen-Bailian traces show: multi-turn reuse dominates, CONCEPTS.md s.7):
+and Qwen-Bailian traces show: multi-turn reuse dominates, docs/semantics.md §1):
 
 - ``chat``: a shared system prompt (one by default, as in the Mooncake
   conversation trace where every request starts with the same block; with

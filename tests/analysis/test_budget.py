@@ -1,4 +1,4 @@
-"""Capacity/bandwidth budgets and transfer arithmetic: CONCEPTS.md sections 1-2 worked by hand."""
+"""Capacity/bandwidth budgets and transfer arithmetic: docs/semantics.md §10 worked by hand."""
 import json
 
 import pytest
@@ -9,7 +9,7 @@ from pcs.analysis.budget import (Workload, average_bandwidth_bps, budget, iops_b
 from pcs.errors import InputError
 
 GB = 10**9
-DEVICE = (80 * GB, 2000e9)  # CONCEPTS.md 1: 80 GB for KV after weights, 2000 GB/s
+DEVICE = (80 * GB, 2000e9)  # docs/semantics.md §10: 80 GB for KV after weights, 2000 GB/s
 
 
 def test_workload_a_fits_and_bandwidth_binds_first():

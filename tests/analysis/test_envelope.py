@@ -1,4 +1,4 @@
-"""Envelope (CONCEPTS.md section 4): worked example, exact break-even, overlap."""
+"""Envelope (docs/semantics.md §10): worked example, exact break-even, overlap."""
 import math
 
 import pytest

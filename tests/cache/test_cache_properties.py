@@ -97,7 +97,7 @@ def test_lru_stays_prefix_closed(reqs, caps, timing, rules):
 
 
 def _flat_lru_hits(reqs, capacity, rules) -> int:
-    """Independent reference (brief, shared semantics rule 4): plain LRU of unit blocks over the stream
+    """Independent reference (docs/semantics.md §6): plain LRU of unit blocks over the stream
     'per request: blocks 0..n-1, then n-1..0'; a request's hits = min(cap, lead at its start)."""
     od: OrderedDict = OrderedDict()
     total = 0

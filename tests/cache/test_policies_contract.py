@@ -10,7 +10,9 @@ import random
 
 import pytest
 
-from pcs.cache.policies import POLICY_NAMES, EvictionPolicy, get_policy, make_policy
+from pcs.cache.policies import (POLICY_ALIASES, POLICY_CHOICES, POLICY_NAMES, EvictionPolicy, get_policy,
+                                make_policies, make_policy, policy_options)
+from pcs.errors import UnknownNameError
 
 
 @pytest.fixture(params=POLICY_NAMES)
@@ -28,10 +30,56 @@ def test_registry_lists_valid_names_on_unknown():
 
 
 def test_registry_names_match_classes():
-    assert set(POLICY_NAMES) >= {"lru", "protected", "fifo"}
+    assert set(POLICY_NAMES) >= {"lru", "slru", "fifo"}
     for name in POLICY_NAMES:
         cls = get_policy(name.upper())
         assert cls.name == name and cls.summary
+
+
+def test_aliases_name_registered_policies():
+    # segmented LRU is `slru` (libCacheSim's name); `protected`, its first name here, stays an alias
+    assert POLICY_ALIASES == {"protected": "slru"}
+    assert set(POLICY_CHOICES) == set(POLICY_NAMES) | set(POLICY_ALIASES)
+    for alias, name in POLICY_ALIASES.items():
+        assert name in POLICY_NAMES and alias not in POLICY_NAMES
+        assert get_policy(alias) is get_policy(name) and get_policy(alias.upper()) is get_policy(name)
+        assert make_policy(alias, 10).name == name      # the object carries the registered name
+
+
+def test_unknown_name_is_a_value_error_listing_names_and_aliases():
+    with pytest.raises(UnknownNameError) as err:
+        make_policy("mru", 10)
+    assert isinstance(err.value, ValueError)
+    assert err.value.choices == POLICY_NAMES and err.value.aliases == POLICY_ALIASES
+    assert "'mru'" in str(err.value) and "protected = slru" in str(err.value)
+
+
+@pytest.mark.parametrize("name", POLICY_NAMES)
+def test_unknown_option_is_an_error_naming_it_and_the_valid_ones(name):
+    with pytest.raises(ValueError) as err:
+        make_policy(name, 10, protected_sharez=0.5)
+    msg = str(err.value)
+    assert "'protected_sharez'" in msg and name in msg
+    assert all(opt in msg for opt in policy_options(name))
+    assert make_policy(name, 10, protected_sharez=None).name == name    # None = not given
+
+
+def test_options_each_policy_takes():
+    # SLRU's one option is the protected segment's share; LRU and FIFO take none
+    assert policy_options("slru") == policy_options("protected") == ("protected_share",)
+    assert policy_options("lru") == policy_options("fifo") == ()
+    with pytest.raises(ValueError, match="takes no option 'protected_share'; its options: none"):
+        make_policy("lru", 10, protected_share=0.5)
+    assert make_policy("slru", 10, protected_share=0.5).protected_max_blocks == 5     # floor(0.5 x 10)
+
+
+def test_make_policies_routes_an_option_to_the_tiers_that_take_it():
+    gpu, cpu = make_policies(["lru", "protected"], [4, 10], protected_share=0.3)
+    assert (gpu.name, cpu.name) == ("lru", "slru") and cpu.protected_max_blocks == 3   # floor(0.3 x 10)
+    assert [p.capacity_blocks for p in (gpu, cpu)] == [4, 10]
+    with pytest.raises(ValueError, match="belongs to eviction policy slru, which no tier uses"):
+        make_policies(["lru", "fifo"], [4, 10], protected_share=0.3)
+    assert [p.name for p in make_policies(["lru", "fifo"], [4, 10], protected_share=None)] == ["lru", "fifo"]
 
 
 def test_empty(policy):

@@ -1,6 +1,6 @@
 """CLI: pcs budget / envelope / hardware / models through click's CliRunner.
 
-Expected numbers are the CONCEPTS.md worked examples, recomputed by hand in comments.
+Expected numbers are the docs/semantics.md §10 worked examples, recomputed by hand in comments.
 """
 import json
 

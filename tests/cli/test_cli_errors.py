@@ -1,8 +1,28 @@
-"""click's own parse errors come out as one line with exit code 2, like pcs's."""
+"""Error grades: a user error is one line and exit 2; a bug in pcs shows its traceback and says so, exit 1.
+
+The grades are the house's (pcs/errors.py): ValueError (with InputError and
+UnknownNameError) and click usage errors are the user's; anything else that
+escapes a command -- AssertionError, TypeError, IndexError, KeyError -- is a
+bug. Bugs are injected with monkeypatch into the function a command calls.
+"""
 import pytest
 from click.testing import CliRunner
 
 from pcs.cli.main import cli
+from pcs.errors import InputError, UnknownNameError
+
+FOOTPRINT = ["footprint", "--model", "llama-3.1-8b", "--tokens", "100"]
+
+
+def _run(args):
+    return CliRunner().invoke(cli, args)
+
+
+def _assert_one_line(result, needle):
+    assert result.exit_code == 2, result.output
+    lines = [ln for ln in result.output.splitlines() if ln.strip()]
+    assert len(lines) == 1 and lines[0].startswith("pcs: error:") and needle in lines[0], result.output
+    assert "Traceback" not in result.output
 
 
 @pytest.mark.parametrize("args,needle", [
@@ -12,9 +32,50 @@ from pcs.cli.main import cli
     (["no-such-command"], "No such command"),
     (["replay", "--tier", "cpu=2TB"], "first --tier is the GPU tier"),
     (["curve", "--capacities", "-5"], "--capacities '-5'"),
+    (["footprint", "--model", "gpt-17", "--tokens", "5"], "unknown model 'gpt-17'"),   # registry lookups
+    (["hardware", "--gpu", "h999"], "unknown GPU 'h999'"),
+    (["budget", "--transfer-size", "1GB", "--link", "warp"], "unknown link 'warp'"),
+    (["replay", "--policy", "mru"], "unknown eviction policy 'mru'"),
+    (["trace", "stats", "/no/such/trace.jsonl"], "/no/such/trace.jsonl"),             # a missing file
 ])
-def test_one_line_exit_2(args, needle):
-    result = CliRunner().invoke(cli, args)
-    assert result.exit_code == 2
-    lines = [ln for ln in result.output.splitlines() if ln.strip()]
-    assert len(lines) == 1 and lines[0].startswith("pcs: error:") and needle in lines[0], result.output
+def test_user_error_is_one_line_exit_2(args, needle):
+    _assert_one_line(_run(args), needle)
+
+
+@pytest.mark.parametrize("exc", [InputError("t.jsonl", 3, "prompt_tokens", "must be >= 0, got -3"),
+                                 UnknownNameError("eviction policy", "mru", ["lru", "slru"]),
+                                 ValueError("bad value for --something")])
+def test_user_error_types_raised_inside_a_command_stay_one_line(monkeypatch, exc):
+    def user_mistake(*args, **kwargs):
+        raise exc
+
+    monkeypatch.setattr("pcs.cli.footprint.compute_footprint", user_mistake)
+    _assert_one_line(_run(FOOTPRINT), str(exc))
+
+
+@pytest.mark.parametrize("exc", [AssertionError("ledger out of balance"), TypeError("unsupported operand"),
+                                 IndexError("list index out of range"), KeyError("hit_tokens"),
+                                 ZeroDivisionError("division by zero")])
+def test_internal_error_shows_traceback_and_says_it_is_a_bug(monkeypatch, exc):
+    def bug(*args, **kwargs):
+        raise exc
+
+    monkeypatch.setattr("pcs.cli.footprint.compute_footprint", bug)
+    result = _run(FOOTPRINT)
+    assert result.exit_code == 1, result.output
+    err = result.stderr.splitlines()
+    assert err[0] == "Traceback (most recent call last):"
+    assert any(ln.startswith(type(exc).__name__) for ln in err)          # the exception line of the traceback
+    assert "in bug" in result.stderr                                       # the frame that raised it
+    assert err[-1].startswith("pcs: internal error:") and "bug in pcs" in err[-1] and "report" in err[-1]
+    assert result.stdout == ""
+
+
+def test_internal_error_in_replay_is_graded_the_same(monkeypatch):
+    def bug(*args, **kwargs):
+        return {}["summary"]                       # a KeyError from a bug, not from the user's input
+
+    monkeypatch.setattr("pcs.engine.api.replay", bug)
+    result = _run(["replay", "-q"])
+    assert result.exit_code == 1 and "KeyError: 'summary'" in result.stderr
+    assert result.stderr.splitlines()[-1].startswith("pcs: internal error:")

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
@@ -9,6 +10,8 @@ import pytest
 from click.testing import CliRunner
 
 from pcs.cli.main import cli
+
+SAMPLE_TOKENS = Path(__file__).resolve().parents[2] / "traces" / "sample_tokens.jsonl"
 
 
 def _run(*args):
@@ -25,7 +28,7 @@ def test_acceptance_llama31_70b_protected_modeled_prints_the_envelope(mooncake_c
     head = "\n".join(lines[:10])
     assert "hit ratio (real, token-weighted)" in head and "single-sequence hit ratio" in head
     assert "Bandwidth envelope" in out and "cpu -> gpu" in out and "break-even" in out
-    assert "TTFT p50" in out and "modeled timing" in lines[0] and "protected" in lines[0]
+    assert "TTFT p50" in out and "modeled timing" in lines[0] and "slru" in lines[0]   # protected = slru
 
 
 def test_default_run_names_its_defaults_and_reason():
@@ -41,20 +44,25 @@ def test_default_run_names_its_defaults_and_reason():
 
 
 @pytest.mark.parametrize("args, needle", [
-    (["--policy", "arc9"], "valid policies: lru, protected, fifo"),
+    (["--policy", "arc9"], "valid: lru, slru, fifo (alias protected = slru)"),
     (["--tier", "gpu400GB"], "expected NAME=VALUE"),
     (["--tier", "gpu=lots"], "bad tier size 'lots'"),
     (["--tier", "gpu=-5GB"], "must not be negative"),
     (["--tier", "gpu=1GB", "--tier", "gpu=2GB"], "distinct"),
     (["--tier", "gpu=1GB", "--tier", "zz=1TB"], "--link zz="),
     (["--tier-policy", "ssd=lru"], "not among the tiers"),
-    (["--tier-policy", "cpu=mru"], "valid policies"),
+    (["--tier-policy", "cpu=mru"], "'--tier-policy': unknown eviction policy 'mru'"),
+    (["--tier-policy", "cpu"], "expected NAME=VALUE"),
     (["--link", "gpu=25GB/s"], "GPU tier"),
     (["--link", "cpu=warp-drive"], "neither a preset"),
-    (["--timing", "fast"], "valid: modeled, sequential"),
-    (["--write-policy", "sideways"], "valid: back, through"),
+    (["--timing", "fast"], "'fast' is not one of 'modeled', 'sequential'"),
+    (["--write-policy", "sideways"], "'sideways' is not one of 'back', 'through'"),
     (["--tp", "0"], "tensor-parallel"),
     (["--protected-share", "2", "--policy", "protected"], "protected share"),
+    (["--protected-share", "0.5"], "no tier uses slru (policies: lru)"),
+    (["--protected-share", "0.5", "--policy", "fifo", "--tier-policy", "gpu=lru"], "policies: fifo, lru"),
+    (["--dtype", "fp7"], "unknown dtype 'fp7'"),
+    (["--trace-format", "csv"], "'csv' is not one of"),
     (["--model", "gpt-17"], "gpt-17"),
     (["--requests-out", "rows.txt"], ".parquet or .csv"),
 ])
@@ -113,9 +121,37 @@ def test_fp8_halves_the_payload_not_everything():
     from pcs.engine.api import replay
 
     bf16 = replay(tiers=["gpu=20GB", "cpu=200GB"]).summary
-    fp8 = replay(tiers=["gpu=20GB", "cpu=200GB"], dtype="fp8").summary
-    assert fp8["reference_bytes_per_block"] * 2 == bf16["reference_bytes_per_block"]   # payload halves
-    # the stored form carries per-group scales: more than half
-    assert fp8["tiers"][1]["bytes_per_block"] * 2 > bf16["tiers"][1]["bytes_per_block"]
+    fp8 = replay(tiers=["gpu=20GB", "cpu=200GB"], dtype="fp8_per_token_head").summary
+    assert fp8.reference_bytes_per_block * 2 == bf16.reference_bytes_per_block   # payload halves
+    # the stored form carries per-token-head scales: more than half
+    assert fp8.tiers[1].bytes_per_block * 2 > bf16.tiers[1].bytes_per_block
     # prefill compute does not depend on the KV dtype: the no-cache TTFT does not move at all
-    assert fp8["envelope"]["ttft_no_cache_p50_s"] == bf16["envelope"]["ttft_no_cache_p50_s"]
+    assert fp8.envelope.ttft_no_cache_p50_s == bf16.envelope.ttft_no_cache_p50_s
+
+
+@pytest.mark.parametrize("extra", [["--policy", "{p}"], ["--tier-policy", "cpu={p}", "--protected-share", "0.5"]])
+def test_protected_and_slru_are_one_policy(extra):
+    """`protected` is an alias of `slru`: the same numbers; the top level echoes the name asked for."""
+    out = {}
+    for p in ("protected", "slru"):
+        r = _run("replay", str(SAMPLE_TOKENS), "--tier", "gpu=20blocks", "--tier", "cpu=60blocks",
+                 *[a.format(p=p) for a in extra], "--format", "json", "--quiet")
+        assert r.exit_code == 0, r.output
+        out[p] = json.loads(r.stdout)
+    assert [t["policy"] for t in out["protected"]["tiers"]][-1] == "slru"       # the object's registered name
+    if extra[0] == "--policy":
+        assert (out["protected"]["policy"], out["slru"]["policy"]) == ("protected", "slru")
+    assert {**out["protected"], "policy": None} == {**out["slru"], "policy": None}
+    assert out["slru"]["hit_ratio"] > 0
+
+
+def test_protected_share_without_an_slru_tier_is_an_error_in_replay_not_in_compare():
+    r = _run("replay", "--quiet", "--protected-share", "0.5", "--policy", "lru")
+    assert r.exit_code == 2 and "no tier uses slru" in r.stderr
+    r = _run("compare", "--policy", "lru", "--policy", "slru", "--protected-share", "0.5", "--tier",
+             "gpu=300blocks", "--timing", "sequential", "--format", "json", "--quiet")
+    assert r.exit_code == 0, r.output               # the share goes to the slru run only
+    lru, slru = json.loads(r.stdout)["variants"]
+    single = _run("replay", "--policy", "slru", "--protected-share", "0.5", "--tier", "gpu=300blocks", "--timing",
+                  "sequential", "--format", "json", "--quiet")
+    assert json.loads(single.stdout)["hit_ratio"] == slru["hit_ratio"]

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from pcs.blocks import BlockRules
 from pcs.curves.belady import belady_hits, plan_belady
 from pcs.curves.api import load_accesses, lru_curve
+from helpers import per_trace
 from helpers import (CYCLE_SPEC, HAND_SPEC, arbitrary_traces, brute_force_opt, chained_traces,
                                   make_requests)
 
@@ -59,7 +60,7 @@ def test_belady_is_the_brute_force_optimum(reqs, rules):
         opt = brute_force_opt(reqs, c, rules)
         assert belady_hits(plan, c).hit_tokens == opt, c
         # Belady here is the optimum among prefix-closed caches (evict only blocks whose
-        # descendants are gone, as the issue defines it). Evicting a parent while keeping
+        # descendants are gone, docs/semantics.md §14). Evicting a parent while keeping
         # its child is a superset of choices, so it can only match or beat it: with
         # partial blocks cached, a parent recomputed by a request whose hits are capped
         # reconnects a kept child (hypothesis found 8 vs 4 tokens at C=2).
@@ -98,14 +99,15 @@ def test_negative_capacity_is_an_error():
         belady_hits(_plan(make_requests(HAND_SPEC)), -1)
 
 
-def test_real_trace_bounds(mooncake_conv):
+def test_trace_bounds(exact_trace):
     from pcs.trace import open_trace
 
-    flat, _ = load_accesses(open_trace(mooncake_conv))
+    flat, _ = load_accesses(open_trace(exact_trace))
     lru = lru_curve(flat)
     plan = plan_belady(flat)
     prev = 0
-    for c in (100, 2_000, 10_000, 40_000, plan.num_distinct):
+    for c in per_trace(exact_trace, sample=(10, 200, 1_000, 4_000), mooncake=(100, 2_000, 10_000, 40_000)) + \
+            (plan.num_distinct,):
         b = belady_hits(plan, c)
         assert lru.hit_tokens(c) <= b.hit_tokens <= lru.ceiling_hit_tokens
         assert b.hit_tokens >= prev

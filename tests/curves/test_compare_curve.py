@@ -7,20 +7,22 @@ import json
 
 from click.testing import CliRunner
 
+from helpers import per_trace
 from pcs.cli.main import cli
 
 
-def test_curve_rows_match_the_replays(mooncake_conv):
-    args = ["compare", str(mooncake_conv), "--policy", "lru", "--policy", "fifo", "--timing", "sequential",
-            "--tier", "gpu=5000blocks", "--curve-capacities", "1000,5000", "--quiet", "--format", "json"]
+def test_curve_rows_match_the_replays(exact_trace):
+    small, big = per_trace(exact_trace, sample=(500, 2000), mooncake=(1000, 5000))
+    args = ["compare", str(exact_trace), "--policy", "lru", "--policy", "fifo", "--timing", "sequential",
+            "--tier", f"gpu={big}blocks", "--curve-capacities", f"{small},{big}", "--quiet", "--format", "json"]
     result = CliRunner().invoke(cli, args)
     assert result.exit_code == 0, result.output
     out = json.loads(result.output)
     by_policy = {v["policy"]: v for v in out["variants"]}
-    at_5000 = next(r for r in out["curve"] if r["capacity_blocks"] == 5000)
-    # the same configuration (one tier of 5000 blocks, sequential) through two mechanisms
-    assert at_5000["lru_hit_ratio"] == by_policy["lru"]["hit_ratio"]
-    assert at_5000["fifo_hit_ratio"] == by_policy["fifo"]["hit_ratio"]
+    at_big = next(r for r in out["curve"] if r["capacity_blocks"] == big)
+    # the same configuration (one tier of `big` blocks, sequential) through two mechanisms
+    assert at_big["lru_hit_ratio"] == by_policy["lru"]["hit_ratio"]
+    assert at_big["fifo_hit_ratio"] == by_policy["fifo"]["hit_ratio"]
     for row in out["curve"]:
         assert row["lru_hit_ratio"] <= row["belady_hit_ratio"] <= row["ceiling_hit_ratio"]
         assert row["fifo_hit_ratio"] <= row["belady_hit_ratio"]

@@ -1,7 +1,7 @@
 """Independent references for the curve tests, and hand-traced checks of them.
 
 - ``lru_replay``: a sequential one-tier LRU prefix cache written straight
-  from the brief's shared replay semantics with an OrderedDict (lookup
+  from docs/semantics.md §3-§6 with an OrderedDict (lookup
   stops at the first miss, pin the lead, allocate new blocks evicting
   unpinned LRU blocks, truncate when nothing is evictable, touch tail first
   so the head is MRU).

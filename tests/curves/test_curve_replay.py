@@ -1,7 +1,7 @@
-"""Acceptance: the one-pass LRU curve equals H4's engine replay, exactly.
+"""Acceptance: the one-pass LRU curve equals the engine's replay, exactly (docs/semantics.md §14).
 
 ``pcs.engine.api.replay(..., tiers=["gpu=<C>blocks"], policy="lru",
-timing="sequential")`` is the engine the issue names; its hit tokens and
+timing="sequential")`` is the engine it must equal; its hit tokens and
 block misses must equal the curve's at every capacity tried.
 """
 from __future__ import annotations
@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pcs.curves.api import load_accesses, lru_curve
-from helpers import chained_traces
+from helpers import chained_traces, per_trace
 
 api = pytest.importorskip("pcs.engine.api")
 
@@ -20,7 +20,7 @@ def engine(trace, capacity_blocks: int) -> tuple[int, int]:
     # engine="reference": the event-loop engine, not the stack-depth fast path the curve shares
     s = api.replay(trace, tiers=[f"gpu={capacity_blocks}blocks"], policy="lru", timing="sequential",
                    engine="reference").summary
-    return s["hit_tokens"], s["block_misses"]
+    return s.hit_tokens, s.block_misses
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -34,9 +34,10 @@ def test_equals_engine_on_hypothesis_traces(reqs, data):
         assert engine(reqs, c) == (lru.hit_tokens(c), lru.block_misses(c)), c
 
 
-def test_equals_engine_on_the_real_trace(mooncake_conv):
+def test_equals_engine_on_a_trace(exact_trace):
     from pcs.trace import open_trace
 
-    lru = lru_curve(load_accesses(open_trace(mooncake_conv))[0])
-    for c in (1, 300, 3_000, 12_000, 40_000, lru.max_useful_capacity_blocks):
-        assert engine(mooncake_conv, c) == (lru.hit_tokens(c), lru.block_misses(c)), c
+    lru = lru_curve(load_accesses(open_trace(exact_trace))[0])
+    caps = per_trace(exact_trace, sample=(1, 30, 300, 1_000, 4_000), mooncake=(1, 300, 3_000, 12_000, 40_000))
+    for c in caps + (lru.max_useful_capacity_blocks,):
+        assert engine(exact_trace, c) == (lru.hit_tokens(c), lru.block_misses(c)), c

@@ -94,11 +94,11 @@ def test_depth_histograms_by_hand():
 
 
 @needs_c
-def test_kernels_agree_on_the_real_trace(mooncake_conv):
+def test_kernels_agree_on_a_trace(exact_trace):
     from pcs.curves.api import load_accesses
     from pcs.trace import open_trace
 
-    flat, _ = load_accesses(open_trace(mooncake_conv))
+    flat, _ = load_accesses(open_trace(exact_trace))
     c, n_c = stack_depths(flat.block_hashes, flat.req_offsets, "c")
     py, n_py = stack_depths(flat.block_hashes, flat.req_offsets, "python")
     assert np.array_equal(c, py) and n_c == n_py == len(np.unique(flat.block_hashes))

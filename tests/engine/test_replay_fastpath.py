@@ -2,7 +2,7 @@
 
 Reference: the event loop over the Python hierarchy (``replay(..., engine="reference")``,
 pcs.cache.Hierarchy step by step), an independent implementation; plus one
-hand-worked trace. Summaries are compared with ``==`` on the whole dict:
+hand-worked trace. Summaries are compared with ``==`` on the whole dataclass:
 every float is produced by the same arithmetic on the same values in both
 paths (hit ratios are int / int; prefill times come from the same compute
 model called on the same (new, cached) token pairs, elementwise; sums and
@@ -11,12 +11,14 @@ tolerance is needed. Only the keys naming the engine (``SUMMARY_KEYS``) differ.
 """
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from helpers import LinearCompute
+from helpers import LinearCompute, per_trace
 from pcs.blocks import BlockRules
 from pcs.engine.api import replay
 from pcs.engine.select import SUMMARY_KEYS
@@ -43,8 +45,9 @@ def both(trace, **kw):
     return ref, scan
 
 
-def _numbers(summary: dict) -> dict:
-    return {k: v for k, v in summary.items() if k not in SUMMARY_KEYS}
+def _numbers(summary):
+    """The summary without the keys naming the engine (the only ones that differ)."""
+    return dataclasses.replace(summary, **{k: None for k in SUMMARY_KEYS})
 
 
 def assert_same(ref, scan) -> None:
@@ -52,24 +55,25 @@ def assert_same(ref, scan) -> None:
     assert_same_table(ref.requests, scan.requests)
 
 
-# -- the real trace ------------------------------------------------------------------------------
+# -- the committed sample and the real trace ------------------------------------------------------------------------------
 
-def test_real_trace_at_three_capacities(mooncake_conv):
-    # the largest request has 246 full blocks of 512 tokens: a 100-block tier truncates it (asserted)
-    for c in (100, 3_000, 40_000):
-        ref, scan = both(mooncake_conv, tiers=[f"gpu={c}blocks"], timing="sequential")
+def test_trace_at_three_capacities(exact_trace):
+    # the largest request has 246 (sample: 225) full blocks of 512 tokens: a 100-block tier truncates it (asserted)
+    for c in per_trace(exact_trace, sample=(100, 1_000, 4_000), mooncake=(100, 3_000, 40_000)):
+        ref, scan = both(exact_trace, tiers=[f"gpu={c}blocks"], timing="sequential")
         assert_same(ref, scan)
         if c == 100:
-            assert ref.summary["requests_truncated"] > 0
-        assert ref.summary["tiers"][0]["evicted_blocks"] > 0
+            assert ref.summary.requests_truncated > 0
+        assert ref.summary.tiers[0].evicted_blocks > 0
 
 
-def test_real_trace_bytes_sized_tier_and_sequential_baseline(mooncake_conv):
+def test_trace_bytes_sized_tier_and_sequential_baseline(exact_trace):
     # a tier in bytes (llama-3.1-8b, fp8) and write-through; then the modeled run, whose
     # sequential baseline (sequential_hit_ratio, gap.capacity_eviction) takes the scan path under auto
     kw = dict(model="llama-3.1-8b", dtype="fp8", tiers=["gpu=5GB"], write_policy="through")
-    assert_same(*both(mooncake_conv, timing="sequential", **kw))
-    ref, auto = both(mooncake_conv, tiers=["gpu=2000blocks"], timing="modeled")
+    assert_same(*both(exact_trace, timing="sequential", **kw))
+    gpu = per_trace(exact_trace, sample="gpu=1000blocks", mooncake="gpu=2000blocks")
+    ref, auto = both(exact_trace, tiers=[gpu], timing="modeled")
     assert_same(ref, auto)
 
 
@@ -109,10 +113,10 @@ def test_hand_worked_truncation_and_evictions():
     reqs = make_requests([([1, 2, 3, 4], 16), ([1, 2, 9], 12), ([7, 8], 5)])
     r = replay(reqs, tiers=["gpu=3blocks"], timing="sequential", engine="lru-scan", compute=LinearCompute())
     s = r.summary
-    assert (s["hit_tokens"], s["prompt_tokens"], s["block_misses"], s["requests_truncated"]) == (8, 33, 6, 1)
-    t = s["tiers"][0]
-    assert (t["evicted_blocks"], t["resident_blocks_end"], t["resident_blocks_peak"]) == (2, 3, 3)
-    assert s["bytes"]["dropped_blocks"] == 2 and s["bytes"]["peak_reserved_blocks"] == 3
+    assert (s.hit_tokens, s.prompt_tokens, s.block_misses, s.requests_truncated) == (8, 33, 6, 1)
+    t = s.tiers[0]
+    assert (t.evicted_blocks, t.resident_blocks_end, t.resident_blocks_peak) == (2, 3, 3)
+    assert s.bytes.dropped_blocks == 2 and s.bytes.peak_reserved_blocks == 3
     assert r.requests["hit_blocks"].to_pylist() == [0, 2, 0]
     assert r.requests["truncated"].to_pylist() == [True, False, False]
     # LinearCompute: 1 ms per new token; r1 prefills 12 - 8 = 4 tokens

@@ -1,5 +1,6 @@
 """The payload lens (lesson 2): values worked out by hand for llama-3.1-8b, 16-token blocks."""
 import json
+from types import SimpleNamespace
 
 import pytest
 from click.testing import CliRunner
@@ -11,27 +12,27 @@ from pcs.engine.lens import alternative_dtype, payload_lens
 # llama-3.1-8b: 32 layers x 8 KV heads x 128 dims x 2 (K, V)
 BF16_BLOCK = 32 * 8 * 128 * 2 * 2 * 16            # 2,097,152 B per 16-token block
 FP8_PAYLOAD = BF16_BLOCK // 2                     # 1,048,576 B
-FP8_SCALES = 32 * 8 * 2 * 4 * 16                  # one fp32 scale per token, head, K/V, layer: 32,768 B
-FP8_BLOCK = FP8_PAYLOAD + FP8_SCALES              # 1,081,344 B
+# vLLM fp8: per-tensor scales (2 fp32 per layer) live outside the pages, so a block is payload only
+FP8_BLOCK = FP8_PAYLOAD                           # 1,048,576 B
 
 
 def test_lens_by_hand():
-    links = [{"restores": 2, "restored_blocks": 10, "setup_s": 0.001, "bandwidth_bps": 1e9}]
+    links = [SimpleNamespace(restores=2, restored_blocks=10, setup_s=0.001, bandwidth_bps=1e9)]
     lens = payload_lens(get_model("llama-3.1-8b"), 16, 100_000_000, links, prefill_s=3.0, ttft_mean_s=0.1,
                         requests=4)
-    assert (lens["dtype"], lens["alt_dtype"]) == ("bf16", "fp8")
-    assert lens["reference_bytes_per_block"] == [BF16_BLOCK, FP8_PAYLOAD]
-    assert lens["gpu_bytes_per_block"] == [BF16_BLOCK, FP8_BLOCK]
-    assert lens["lower_bytes_per_block"] == [BF16_BLOCK, FP8_BLOCK]
-    assert lens["gpu_capacity_blocks"] == [100_000_000 // BF16_BLOCK, 100_000_000 // FP8_BLOCK]  # 47, 92
-    assert lens["restored_bytes"] == [10 * BF16_BLOCK, 10 * FP8_BLOCK]
+    assert (lens.dtype, lens.alt_dtype) == ("bf16", "fp8")
+    assert lens.reference_bytes_per_block == (BF16_BLOCK, FP8_PAYLOAD)
+    assert lens.gpu_bytes_per_block == (BF16_BLOCK, FP8_BLOCK)
+    assert lens.lower_bytes_per_block == (BF16_BLOCK, FP8_BLOCK)
+    assert lens.gpu_capacity_blocks == (100_000_000 // BF16_BLOCK, 100_000_000 // FP8_BLOCK)  # 47, 92
+    assert lens.restored_bytes == (10 * BF16_BLOCK, 10 * FP8_BLOCK)
     t_bf16 = 2 * 0.001 + 10 * BF16_BLOCK / 1e9       # 0.02297152 s
     t_fp8 = 2 * 0.001 + 10 * FP8_BLOCK / 1e9         # 0.01281344 s
-    assert lens["restore_transfer_s"] == pytest.approx([t_bf16, t_fp8])
-    assert lens["prefill_s"] == [3.0, 3.0]
-    assert lens["ttft_mean_s"] == pytest.approx([0.1, 0.1 - (t_bf16 - t_fp8) / 4])
-    # the lesson: payload halves, nothing else does
-    assert FP8_BLOCK / BF16_BLOCK > 0.5 and t_fp8 / t_bf16 > FP8_BLOCK / BF16_BLOCK
+    assert lens.restore_transfer_s == pytest.approx((t_bf16, t_fp8))
+    assert lens.prefill_s == (3.0, 3.0)
+    assert lens.ttft_mean_s == pytest.approx((0.1, 0.1 - (t_bf16 - t_fp8) / 4))
+    # the lesson: the stored block halves with per-tensor scales, the restore time does not (setup)
+    assert FP8_BLOCK / BF16_BLOCK == 0.5 and t_fp8 / t_bf16 > FP8_BLOCK / BF16_BLOCK
 
 
 def test_alternative():
@@ -45,8 +46,8 @@ def test_replay_report_shows_the_lens():
     lens = json.loads(result.output)["payload_lens"]
     # llama-2-70b (fp16 config) at 512-token blocks: 80 x 8 x 128 x 2 x 2 B x 512 = 167,772,160 B
     assert lens["reference_bytes_per_block"] == [167_772_160, 83_886_080]
-    # fp8 stored: + 80 layers x 8 heads x 2 x 4 B x 512 tokens of scales = 86,507,520 B
-    assert lens["gpu_bytes_per_block"] == [167_772_160, 86_507_520]
+    # vLLM fp8 stored: payload only (per-tensor scales outside the pages) = 83,886,080 B
+    assert lens["gpu_bytes_per_block"] == [167_772_160, 83_886_080]
     assert lens["prefill_s"][0] == lens["prefill_s"][1]
     table = CliRunner().invoke(cli, ["replay", "--quiet"]).output
     assert "Payload is not everything" in table

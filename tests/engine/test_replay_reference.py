@@ -1,4 +1,5 @@
-"""The replay on the real Mooncake trace against an independent reference written here from the rules."""
+"""The replay on the committed sample and the real Mooncake trace against an independent reference
+written here from the rules."""
 from __future__ import annotations
 
 import json
@@ -6,9 +7,10 @@ from collections import OrderedDict
 
 import pytest
 
+from helpers import per_trace
 from pcs.blocks import BlockRules
 
-CAPACITIES = (1000, 5000, 20000)
+CAPACITIES = {"sample": (200, 1000, 4000), "mooncake": (1000, 5000, 20000)}   # blocks
 
 
 def reference_lru_hit_ratio(requests, capacity: int, rules: BlockRules = BlockRules()) -> float:
@@ -42,35 +44,37 @@ def reference_lru_hit_ratio(requests, capacity: int, rules: BlockRules = BlockRu
 
 
 @pytest.fixture(scope="module")
-def mooncake_requests(mooncake_conv):
+def trace_requests(exact_trace):
     from pcs.trace import open_trace
 
-    return list(open_trace(mooncake_conv))
+    return list(open_trace(exact_trace))
 
 
-@pytest.mark.parametrize("capacity", CAPACITIES)
-def test_hit_ratio_equals_reference_on_mooncake(mooncake_conv, mooncake_requests, capacity):
+@pytest.mark.parametrize("size", range(3))
+def test_hit_ratio_equals_reference(exact_trace, trace_requests, size):
     from pcs.engine.api import replay
 
-    s = replay(mooncake_requests, tiers=[f"gpu={capacity}blocks"], policy="lru", timing="sequential").summary
-    expected = reference_lru_hit_ratio(mooncake_requests, capacity)
-    assert s["hit_ratio"] == expected
-    assert s["hit_ratio"] < s["single_sequence_hit_ratio"]     # lesson 1: finite cache < infinite
-    assert s["gap"]["concurrency"] == 0.0
+    capacity = per_trace(exact_trace, **CAPACITIES)[size]
+    s = replay(trace_requests, tiers=[f"gpu={capacity}blocks"], policy="lru", timing="sequential").summary
+    expected = reference_lru_hit_ratio(trace_requests, capacity)
+    assert s.hit_ratio == expected
+    assert s.hit_ratio < s.single_sequence_hit_ratio     # lesson 1: finite cache < infinite
+    assert s.gap.concurrency == 0.0
 
 
-def test_cli_json_and_single_sequence_equal_trace_stats(mooncake_conv, mooncake_requests):
+def test_cli_json_and_single_sequence_equal_trace_stats(exact_trace, trace_requests):
     from click.testing import CliRunner
 
     from pcs.cli.main import cli
     from pcs.trace import open_trace, trace_stats
 
-    out = CliRunner().invoke(cli, ["replay", str(mooncake_conv), "--tier", "gpu=5000blocks", "--policy", "lru",
+    capacity = per_trace(exact_trace, **CAPACITIES)[1]
+    out = CliRunner().invoke(cli, ["replay", str(exact_trace), "--tier", f"gpu={capacity}blocks", "--policy", "lru",
                                    "--timing", "sequential", "--format", "json", "--quiet"])
     assert out.exit_code == 0, out.output
     s = json.loads(out.stdout)
-    assert s["hit_ratio"] == reference_lru_hit_ratio(mooncake_requests, 5000)
-    assert s["single_sequence_hit_ratio"] == trace_stats(open_trace(mooncake_conv))["single_sequence_hit_ratio"]
+    assert s["hit_ratio"] == reference_lru_hit_ratio(trace_requests, capacity)
+    assert s["single_sequence_hit_ratio"] == trace_stats(open_trace(exact_trace))["single_sequence_hit_ratio"]
     gap = s["gap"]
     assert gap["block_rounding"] + gap["capacity_eviction"] + gap["concurrency"] == pytest.approx(
         s["ideal_hit_ratio"] - s["hit_ratio"], abs=1e-15)

@@ -18,6 +18,7 @@ from pcs.curves import stackdist
 from pcs.engine import fastpath
 from pcs.engine.lruscan import NotChained, SequentialLru
 from pcs.engine.chunks import rule_columns
+from helpers import per_trace
 from helpers import arbitrary_traces, chained_traces, make_requests, rules_strategy
 
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -126,17 +127,17 @@ def test_partial_ids_count_for_ideal_only():
         assert (lead.tolist(), seen.tolist(), ideal.tolist()) == ([0, 1], [0, 1], [0, 2])
 
 
-def test_real_trace(mooncake_conv):
+def test_trace(exact_trace):
     from pcs.trace import open_trace
 
-    tr = open_trace(mooncake_conv)
+    tr = open_trace(exact_trace)
     reqs = list(tr)
     rules = BlockRules()
     keys, offsets, n, _, _ = columns(reqs, rules)
     flat_off = np.concatenate(([0], np.cumsum(n))).astype(np.int64)
     keep = np.concatenate([np.arange(offsets[r], offsets[r] + n[r]) for r in range(len(n))]).astype(np.int64)
     d, _ = stackdist.stack_depths(keys[keep], flat_off, stackdist.available_kernel())
-    for c in (100, 17_522):
+    for c in per_trace(exact_trace, sample=(100, 1_400), mooncake=(100, 17_522)):
         sc = fastpath.scan(tr, c, rules)
         ok = (d >= 0) & (d < c)  # leading run of resident blocks, vectorised
         bad = np.flatnonzero(~ok)

@@ -134,24 +134,24 @@ NOT_CHAINED = [([5], 4), ([9, 5], 8)]   # r1: block 9 never seen, then block 5 c
 def test_replay_records_the_run_and_the_baseline_engine():
     reqs = make_requests([([1, 2], 8), ([1, 3], 8)])
     s = replay(reqs, tiers=["gpu=4blocks"], timing="modeled").summary
-    assert (s["engine"], s["baseline_engine"]) == ("compiled-hierarchy" if COMPILED else "reference", "lru-scan")
-    assert s["baseline_engine_reason"] == "auto: lru-scan applies"
+    assert (s.engine, s.baseline_engine) == ("compiled-hierarchy" if COMPILED else "reference", "lru-scan")
+    assert s.baseline_engine_reason == "auto: lru-scan applies"
     s = replay(reqs, tiers=["gpu=4blocks"], timing="sequential").summary
-    assert (s["engine"], s["engine_reason"]) == ("lru-scan", "auto: lru-scan applies")
-    assert (s["baseline_engine"], s["baseline_engine_reason"]) == (s["engine"], s["engine_reason"])
+    assert (s.engine, s.engine_reason) == ("lru-scan", "auto: lru-scan applies")
+    assert (s.baseline_engine, s.baseline_engine_reason) == (s.engine, s.engine_reason)
     s = replay(reqs, tiers=["gpu=4blocks"], timing="modeled", engine="general").summary
-    assert (s["engine"], s["baseline_engine"]) == ("reference", "reference")
-    assert s["engine_reason"] == s["baseline_engine_reason"] == "requested: general (alias of reference)"
+    assert (s.engine, s.baseline_engine) == ("reference", "reference")
+    assert s.engine_reason == s.baseline_engine_reason == "requested: general (alias of reference)"
 
 
 def test_replay_records_the_lru_scan_falling_back_at_run_time():
     reqs = make_requests(NOT_CHAINED)
     s = replay(reqs, tiers=["gpu=4blocks"], timing="sequential").summary
-    assert s["engine"] == ("compiled-hierarchy" if COMPILED else "reference")
-    assert s["engine_reason"].startswith("not lru-scan: block hashes are not chained (a cached block follows an "
+    assert s.engine == ("compiled-hierarchy" if COMPILED else "reference")
+    assert s.engine_reason.startswith("not lru-scan: block hashes are not chained (a cached block follows an "
                                          "uncached one) (found while scanning); auto: ")
     # the numbers are the reference's: r0 misses block 5, r1 misses 9 and then 5 is not a prefix hit
-    assert (s["hit_blocks"], s["block_misses"]) == (0, 3)
+    assert (s.hit_blocks, s.block_misses) == (0, 3)
     with pytest.raises(ValueError, match="engine 'fast' cannot run this replay: block hashes are not chained"):
         replay(reqs, tiers=["gpu=4blocks"], timing="sequential", engine="fast")
 
@@ -159,7 +159,7 @@ def test_replay_records_the_lru_scan_falling_back_at_run_time():
 def test_replay_native_python_runs_no_compiled_hierarchy():
     reqs = make_requests([([1, 2], 8), ([1, 3], 8)])
     s = replay(reqs, tiers=["gpu=4blocks", "cpu=8blocks"], timing="modeled", native="python").summary
-    assert s["engine"] == "reference" and "native is python" in s["engine_reason"]
+    assert s.engine == "reference" and "native is python" in s.engine_reason
     with pytest.raises(ValueError, match="unknown native 'fortran'; valid: auto, c, python"):
         replay(reqs, native="fortran")
 
@@ -188,10 +188,10 @@ def test_curve_native_and_its_older_name_kernel():
 
     a = curve(DEFAULT_TRACE, capacities=[100], native="python", belady=False)
     b = curve(DEFAULT_TRACE, capacities=[100], kernel="python", belady=False)
-    assert a.summary["kernel"] == b.summary["kernel"] == "python" and a.rows == b.rows
+    assert a.kernel == b.kernel == "python" and a.rows == b.rows
     with pytest.raises(ValueError, match="name the same switch"):
         curve(DEFAULT_TRACE, capacities=[100], native="python", kernel="c")
     for opt in ("--native", "--kernel"):       # --kernel: hidden, still accepted
         out = _json("curve", str(DEFAULT_TRACE), "--capacities", "100", "--no-belady", opt, "python",
                     "--format", "json")
-        assert out["kernel"] == "python" and out["rows"] == [dict(r) for r in a.rows]
+        assert out["kernel"] == "python" and out["rows"] == a.to_dict()["rows"]

@@ -23,11 +23,15 @@ def test_block_bytes_full_attention():
         bb = block_bytes(m, 16, layout)
         assert bb.total_bytes == 16 * LLAMA_TOKEN == 2_097_152
         assert bb.per_component == {"full_attention": 2_097_152}
+    # vLLM fp8 (per-tensor scales outside the pages): 16 x 65,536 in every layout
     fp8 = m.with_dtype("fp8")
-    # reference 16 x 65,536; serialized/reserved add 16 x 2,048 of fp32 per-token-head scales
-    assert block_bytes(fp8, 16, "reference").total_bytes == 16 * 65_536
-    assert block_bytes(fp8, 16, "serialized").total_bytes == 16 * (65_536 + 2_048)
-    assert block_bytes(fp8, 16, "reserved").total_bytes == 16 * (65_536 + 2_048)
+    for layout in ("reference", "serialized", "reserved"):
+        assert block_bytes(fp8, 16, layout).total_bytes == 16 * 65_536
+    # fp8_per_token_head: serialized/reserved add 16 x (32 x 8 x 2 x 4 B = 2,048) of fp32 scales
+    pth = m.with_dtype("fp8_per_token_head")
+    assert block_bytes(pth, 16, "reference").total_bytes == 16 * 65_536
+    assert block_bytes(pth, 16, "serialized").total_bytes == 16 * (65_536 + 2_048)
+    assert block_bytes(pth, 16, "reserved").total_bytes == 16 * (65_536 + 2_048)
 
 
 def test_block_bytes_hybrid_components():
@@ -106,20 +110,29 @@ def test_sequences_multiply():
         footprint(m, 100, sequences=0)
 
 
-def test_fp8_halves_reference_but_not_serialized_or_reserved():
-    res = footprint(get_model("llama-3.1-8b"), 1_000, dtype="fp8")
-    fp8 = next(r for r in res.by_dtype if r["dtype"] == "fp8")
-    assert fp8["reference_ratio_vs_bf16"] == 0.5
+def test_inline_scales_halve_reference_but_not_serialized_or_reserved():
+    res = footprint(get_model("llama-3.1-8b"), 1_000, dtype="fp8_per_token_head")
+    assert [r["dtype"] for r in res.by_dtype] == ["bf16", "fp8", "fp8_per_token_head"]
+    pth = res.by_dtype[2]
+    assert pth["reference_ratio_vs_bf16"] == 0.5
     # serialized: (65,536 + 2,048) / 131,072 = 0.515625
-    assert fp8["serialized_ratio_vs_bf16"] == 0.515625
-    assert fp8["reserved_ratio_vs_bf16"] > 0.5
+    assert pth["serialized_ratio_vs_bf16"] == 0.515625
+    assert pth["reserved_ratio_vs_bf16"] > 0.5
+    # vLLM fp8 keeps its two fp32 scales per layer outside the pages: exactly half in every mode
+    fp8 = res.by_dtype[1]
+    assert fp8["serialized_ratio_vs_bf16"] == fp8["reserved_ratio_vs_bf16"] == 0.5
 
 
 @pytest.mark.parametrize("name", MODEL_NAMES)
-def test_fp8_serialized_more_than_half_for_every_preset(name):
-    res = footprint(get_model(name), 4_096)
-    fp8 = next(r for r in res.by_dtype if r["dtype"] == "fp8")
-    assert fp8["serialized_ratio_vs_bf16"] > 0.5 and fp8["reserved_ratio_vs_bf16"] > 0.5
+def test_inline_scales_serialized_more_than_half_for_every_preset(name):
+    # the per-token-head layout for GQA models; fp8 on DeepSeek-V3.2 is fp8_ds_mla (scales inline);
+    # DeepSeek-V3 has no MLA layout with inline scales other than fp8_ds_mla itself
+    m = get_model(name)
+    dtype = "fp8_ds_mla" if m.component("mla_latent") else "fp8_per_token_head"
+    res = footprint(m, 4_096, dtype=dtype)
+    row = res.by_dtype[-1]
+    assert row["dtype"] == dtype
+    assert row["serialized_ratio_vs_bf16"] > 0.5 and row["reserved_ratio_vs_bf16"] > 0.5
 
 
 def test_footprint_totals_are_sums_of_components():
@@ -147,10 +160,11 @@ def test_cli_json_required_keys():
 
 
 def test_cli_table_shows_fp8_ratios():
-    r = _run("footprint", "--model", "llama-3.1-8b", "--tokens", "4096", "--dtype", "fp8")
+    r = _run("footprint", "--model", "llama-3.1-8b", "--tokens", "4096", "--dtype", "fp8_per_token_head")
     assert r.exit_code == 0, r.output
-    assert "Reference x0.500" in r.output and "Serialized x0.516" in r.output
-    assert "fp8" in r.output and "bf16" in r.output
+    # vLLM fp8: x0.500 in every mode; fp8_per_token_head: serialized (65,536 + 2,048) / 131,072 = x0.516
+    assert "Reference x0.500" in r.output and "Serialized x0.500" in r.output and "x0.516" in r.output
+    assert "fp8_per_token_head" in r.output and "bf16" in r.output
 
 
 def test_cli_csv_and_tp():
@@ -168,7 +182,11 @@ def test_cli_model_config(tmp_path):
     p.write_text(json.dumps(cfg))
     r = _run("footprint", "--model-config", str(p), "--tokens", "1", "--format", "json")
     assert r.exit_code == 0, r.output
-    assert json.loads(r.output)["reference_bytes_per_token"] == LLAMA_TOKEN
+    d = json.loads(r.stdout)
+    assert d["reference_bytes_per_token"] == LLAMA_TOKEN
+    # no model_type and no head_dim: the assumption is a one-line warning on stderr and a JSON field
+    assert d["assumptions"] == ["head_dim missing: assumed hidden_size / num_attention_heads = 128"]
+    assert "pcs: warning: head_dim missing: assumed hidden_size / num_attention_heads = 128" in r.stderr
 
 
 @pytest.mark.parametrize("args, expect", [

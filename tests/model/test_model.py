@@ -15,7 +15,7 @@ from pcs.model import (KV_DTYPES, MODEL_NAMES, FullAttention, MLALatent, Recurre
 from pcs.model.components import causal_pairs, windowed_pairs
 
 
-# --- acceptance values (issue 2) -------------------------------------------------------------
+# --- acceptance values (docs/semantics.md §13) -----------------------------------------------
 
 def test_llama_31_8b_bf16_bytes_per_token():
     # 32 layers x 8 KV heads x 128 head dim x 2 (K, V) x 2 B = 131,072
@@ -86,18 +86,37 @@ def test_deepseek_v32_indexer_keys():
 
 # --- dtypes and scales -------------------------------------------------------------------------
 
-def test_fp8_gqa_adds_per_token_head_scales():
-    m = get_model("llama-3.1-8b").with_dtype("fp8")
+def test_fp8_per_token_head_adds_inline_scales():
+    m = get_model("llama-3.1-8b").with_dtype("fp8_per_token_head")
     # payload halves: 65,536; scales: 32 layers x 8 heads x 2 (K, V) x 4 B fp32 = 2,048
     assert m.kv_bytes_per_token("reference") == 65_536
     assert m.kv_bytes_per_token("serialized") == 65_536 + 2_048
 
 
-def test_fp8_mla_matches_vllm_fp8_ds_mla_layout():
-    # 512 fp8 + 4 fp32 scales (one per 128) + 64 rope in bf16 = 656 B per token per layer
+@pytest.mark.parametrize("dtype", ["fp8", "fp8_e4m3", "fp8_e5m2", "FP8_E4M3", "float8"])
+def test_vllm_fp8_scales_per_tensor_outside_the_pages(dtype):
+    # vLLM: 2 x 32 layers x 8 heads x 128 x 1 B = 65,536 B/token in the pages; the two fp32 scales
+    # per layer (_k_scale, _v_scale) sit outside: 32 x 8 B = 256 B per rank in all
+    m = get_model("llama-3.1-8b").with_dtype(dtype)
+    assert m.kv_bytes_per_token("reference") == m.kv_bytes_per_token("serialized") == 65_536
+    assert m.outside_page_bytes() == 256
+    assert m.kv_layout.scale_place == "per_tensor"
+
+
+def test_fp8_mla_layouts():
+    # DeepSeek-V3, vLLM fp8: the 576-value latent + rope row in fp8, per-tensor scales: 576 B per layer
     m = get_model("deepseek-v3").with_dtype("fp8")
-    assert m.kv_bytes_per_token("serialized") == 61 * 656
-    assert m.kv_bytes_per_token("reference") == 61 * (512 + 128)
+    assert m.kv_bytes_per_token("serialized") == m.kv_bytes_per_token("reference") == 61 * 576
+    # fp8_ds_mla: 512 fp8 + 4 fp32 scales (one per 128) + 64 rope in bf16 = 656 B per token per layer
+    ds = get_model("deepseek-v3").with_dtype("fp8_ds_mla")
+    assert ds.kv_bytes_per_token("serialized") == 61 * 656
+    assert ds.kv_bytes_per_token("reference") == 61 * (512 + 128)
+    # DeepSeek-V3.2: vLLM turns any fp8* into fp8_ds_mla (DeepseekV32ForCausalLM.verify_and_update_config)
+    v32 = get_model("deepseek-v3.2").with_dtype("fp8_e4m3").component("mla_latent")
+    assert v32.layout_name == "fp8_ds_mla"
+    assert v32.payload_bytes_per_token() + v32.scale_bytes_per_token() == 61 * 656
+    with pytest.raises(ValueError, match="no MLA form"):
+        get_model("deepseek-v3").with_dtype("fp8_per_token_head")
 
 
 def test_fp4_nvfp4_scales():
@@ -115,10 +134,11 @@ def test_dtype_aliases_and_errors():
 
 
 @pytest.mark.parametrize("name", MODEL_NAMES)
-def test_fp8_serialized_more_than_half_of_bf16(name):
+def test_inline_scaled_fp8_serialized_more_than_half_of_bf16(name):
     m = get_model(name)
+    dtype = "fp8_ds_mla" if m.component("mla_latent") else "fp8_per_token_head"
     bf16 = m.with_dtype("bf16").kv_bytes_per_token("serialized")
-    fp8 = m.with_dtype("fp8").kv_bytes_per_token("serialized")
+    fp8 = m.with_dtype(dtype).kv_bytes_per_token("serialized")
     assert 2 * fp8 > bf16
 
 

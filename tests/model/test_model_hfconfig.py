@@ -104,12 +104,15 @@ def test_mistral_style_sliding_every_layer(tmp_path):
     assert [c.name for c in load_hf_config(_write(tmp_path, qwen2)).components] == ["full_attention"]
 
 
-def test_name_from_config_or_directory(tmp_path):
+def test_name_from_config_not_the_folder(tmp_path):
     d = tmp_path / "My-Model"
     d.mkdir()
-    assert load_hf_config(_write(d, LLAMA_31_8B)).name == "My-Model"
+    # no _name_or_path: the model_type names it, whatever the folder is called
+    assert load_hf_config(_write(d, LLAMA_31_8B)).name == "llama"
     named = dict(LLAMA_31_8B, _name_or_path="org/named")
     assert load_hf_config(_write(d, named)).name == "org/named"
+    bare = {k: v for k, v in LLAMA_31_8B.items() if k != "model_type"}
+    assert load_hf_config(_write(d, bare)).name == "hf-config"
 
 
 @pytest.mark.parametrize("cfg, field", [

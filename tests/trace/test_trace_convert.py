@@ -12,6 +12,8 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
+from conftest import AZURE_CONV
+from helpers import per_trace
 from pcs.cli.main import cli
 from pcs.errors import InputError
 from pcs.trace import DEFAULT_TRACE, open_trace, trace_stats
@@ -31,18 +33,18 @@ def run():
     return _run
 
 
-def test_mooncake_parquet_mooncake_is_byte_identical(tmp_path, run, mooncake_conv):
+def test_mooncake_parquet_mooncake_is_byte_identical(tmp_path, run, exact_trace):
     pq_path, back = tmp_path / "c.parquet", tmp_path / "c.jsonl"
-    run("trace", "convert", mooncake_conv, pq_path)
+    run("trace", "convert", exact_trace, pq_path)
     run("trace", "convert", pq_path, back)
-    assert back.read_bytes() == mooncake_conv.read_bytes()
+    assert back.read_bytes() == exact_trace.read_bytes()
     import pyarrow.parquet as pq
 
     pf = pq.ParquetFile(pq_path)
     assert pf.schema_arrow.names == ["arrival_s", "prompt_tokens", "output_tokens", "block_hashes"]
     assert pf.schema_arrow.metadata[b"pcs.block_size"] == b"512"
     assert pf.schema_arrow.metadata[b"pcs.schema"] == b"pcs-trace/1"
-    assert pf.metadata.num_rows == 12031
+    assert pf.metadata.num_rows == per_trace(exact_trace, sample=1000, mooncake=12031)
 
 
 def test_bailian_round_trip_keeps_session_columns(tmp_path, run):
@@ -123,11 +125,8 @@ def test_bundled_samples_are_reproducible_from_the_readme_commands(tmp_path, run
         if w.startswith("traces/"):
             outs[tmp_path / Path(w).name] = ROOT / w
             args[i] = str(tmp_path / Path(w).name)
-        elif w.startswith("../shared/"):
-            src = (ROOT / w).resolve()
-            if not src.exists():
-                request.getfixturevalue("azure_conv")  # skips with the fixture's reason
-            args[i] = str(src)
+        elif w == AZURE_CONV.name:                     # the public CSV, found through conftest
+            args[i] = str(request.getfixturevalue("azure_conv"))  # skips with the fixture's reason
     run(*args)
     for made, bundled in outs.items():
         assert made.read_bytes() == bundled.read_bytes(), bundled.name
@@ -150,10 +149,24 @@ def test_synth_sessions_grow_their_prefix():
     assert all(a.arrival_s <= b.arrival_s for a, b in zip(reqs, reqs[1:]))
 
 
-def test_synth_from_azure_csv_keeps_times_and_counts(azure_conv, tmp_path, run):
+@pytest.fixture(params=["written", "real"])
+def azure_csv(request, tmp_path) -> tuple[Path, int]:
+    """(CSV path, rows to use): one written here in the Azure 2023 format (40 rows, 7 fractional
+    digits, one minute apart), and the real conversation CSV (first 200 rows; skips where absent)."""
+    if request.param == "real":
+        return request.getfixturevalue("azure_conv"), 200
+    rows = [f"2023-11-16 18:{15 + i:02d}:{17 * i % 60:02d}.{1234567 * (i + 1) % 10**7:07d},"
+            f"{997 * i % 4000 + 10},{31 * i % 500 + 1}" for i in range(40)]
+    path = tmp_path / "azure.csv"
+    path.write_text("TIMESTAMP,ContextTokens,GeneratedTokens\n" + "\n".join(rows) + "\n")
+    return path, 40
+
+
+def test_synth_from_azure_csv_keeps_times_and_counts(azure_csv, tmp_path, run):
+    csv, n = azure_csv
     out = tmp_path / "az.jsonl"
-    run("trace", "synth", out, "--requests", 200, "--azure-csv", azure_conv, "--seed", 1)
-    lines = azure_conv.read_text().splitlines()[1:201]
+    run("trace", "synth", out, "--requests", n, "--azure-csv", csv, "--seed", 1)
+    lines = csv.read_text().splitlines()[1:n + 1]
 
     def secs(s):  # independent parse: 7 fractional digits
         main, frac = s.split(".")
@@ -200,7 +213,8 @@ def test_stats_default_trace_table_and_csv(run):
 
 
 def test_readme_documents_the_json_keys():
-    readme = (ROOT / "README.md").read_text()
+    # the keys of the trace-shape statistics are documented in docs/traces-formats.md
+    readme = (ROOT / "docs" / "traces.md").read_text() + (ROOT / "docs" / "traces-formats.md").read_text()
     s = trace_stats(open_trace(ROOT / "traces" / "sample_tokens.jsonl"))
     missing = [k for k in s if f"`{k}`" not in readme]
     assert not missing, missing

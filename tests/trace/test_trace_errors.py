@@ -16,6 +16,7 @@ from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from helpers import per_trace
 from pcs.cli.main import cli
 from pcs.errors import InputError
 from pcs.trace import open_trace
@@ -134,10 +135,11 @@ def test_truncated_gzip_is_an_error(tmp_path, runner):
     assert runner.invoke(cli, ["trace", "stats", str(path), "--on-error", "skip"]).exit_code == 2
 
 
-def test_block_size_mismatch_rejected_on_line_1(mooncake_conv, runner):
-    res = runner.invoke(cli, ["trace", "stats", str(mooncake_conv), "--block-size", "16"])
+def test_block_size_mismatch_rejected_on_line_1(exact_trace, runner):
+    res = runner.invoke(cli, ["trace", "stats", str(exact_trace), "--block-size", "16"])
     assert res.exit_code == 2
-    assert res.output.startswith(f"pcs: error: {mooncake_conv}:1: field 'hash_ids': has 14 ids but ceil(6758 / block size 16)")
+    n, p = per_trace(exact_trace, sample=(6, 3068), mooncake=(14, 6758))     # line 1: ids, input_length
+    assert res.output.startswith(f"pcs: error: {exact_trace}:1: field 'hash_ids': has {n} ids but ceil({p} / block size 16)")
 
 
 def test_errors_after_the_first_chunk_name_the_right_line(tmp_path, monkeypatch):

@@ -4,7 +4,7 @@ One ``OrderedDict`` (C-implemented doubly linked hash map) from key to None;
 the front is the least recently used block. ``add`` appends (MRU),
 ``evict`` pops from the front, ``touch`` moves to the back. Every operation
 is O(1) per key. Fed tail-first releases, LRU evicts a child before its
-parent, so a tier stays prefix-closed (CONCEPTS.md section 6; vLLM's free
+parent, so a tier stays prefix-closed (docs/semantics.md §6; vLLM's free
 block queue behaves the same way, ``vllm/v1/core/block_pool.py``).
 """
 from __future__ import annotations

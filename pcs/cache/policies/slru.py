@@ -1,4 +1,4 @@
-"""Segmented LRU ("protected"): probation and protected segments, promotion on a second use.
+"""Segmented LRU (``slru``; alias ``protected``): probation and protected segments, promotion on a second use.
 
 A block enters the *probation* segment when it is first cached (computed, or
 written to a lower tier). Used again (a hit: ``reused=True`` on release, or a
@@ -11,7 +11,12 @@ scheme is the main space of Caffeine's W-TinyLFU).
 
 Why it matters here: a one-off scan of long prompts passes through probation
 and pushes out other probation blocks, but cannot evict a reused shared prefix
-sitting in protected (see ``tests/test_policies_protected.py``).
+sitting in protected (see ``tests/cache/test_policies_protected.py``).
+
+Name: ``slru``, the field's name for it (libCacheSim
+``libCacheSim/cache/eviction/SLRU.c``, ``-e slru``); ``protected``, this
+project's first name for it, stays an alias in the registry
+(:mod:`pcs.cache.policies`).
 
 Default ``protected_share`` = 0.8: Caffeine ``BoundedLocalCache``
 ``PERCENT_MAIN_PROTECTED = 0.80d`` (80 % of the main space protected, as in
@@ -28,7 +33,7 @@ from typing import Iterable, Sequence
 
 from pcs.cache.policies.base import EvictionPolicy
 
-__all__ = ["ProtectedPolicy", "DEFAULT_PROTECTED_SHARE"]
+__all__ = ["SLRUPolicy", "ProtectedPolicy", "DEFAULT_PROTECTED_SHARE"]
 
 #: Share of the tier capacity the protected segment may fill (Caffeine
 #: ``BoundedLocalCache.PERCENT_MAIN_PROTECTED``).
@@ -37,7 +42,7 @@ DEFAULT_PROTECTED_SHARE = 0.8
 _MISSING = object()
 
 
-class ProtectedPolicy(EvictionPolicy):
+class SLRUPolicy(EvictionPolicy):
     """Segmented LRU with a probation and a protected segment.
 
     Args:
@@ -47,11 +52,11 @@ class ProtectedPolicy(EvictionPolicy):
     Raises:
         ValueError: share outside [0, 1].
 
-    >>> p = ProtectedPolicy(10); p.add([1, 2]); p.add([3], reused=True); p.evict(3)
+    >>> p = SLRUPolicy(10); p.add([1, 2]); p.add([3], reused=True); p.evict(3)
     [1, 2, 3]
     """
 
-    name = "protected"
+    name = "slru"
     summary = "segmented LRU: probation + protected (80 % of capacity by default), promotion on reuse"
 
     def __init__(self, capacity_blocks: int, protected_share: float = DEFAULT_PROTECTED_SHARE) -> None:
@@ -115,3 +120,7 @@ class ProtectedPolicy(EvictionPolicy):
     def _check(self) -> None:
         assert not (self._probation.keys() & self._protected.keys())
         assert len(self._protected) <= self.protected_max_blocks, (len(self._protected), self.protected_max_blocks)
+
+
+#: The class's former name, kept so existing imports keep working.
+ProtectedPolicy = SLRUPolicy

@@ -1,0 +1,87 @@
+"""``pcs deploy``: a model on GPUs -- weights, the KV pool, GPU-tier blocks, the longest request, concurrency."""
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from pcs.cli.common import emit, format_option, quiet_option
+from pcs.cli.modelarg import load_model
+from pcs.model import KV_DTYPES, MODEL_NAMES
+
+__all__ = ["deploy"]
+
+
+def _table(d: dict[str, Any]) -> str:
+    from pcs.report.table import render_table
+    from pcs.units import format_bytes as gb
+    from pcs.units import format_count as n
+
+    t = d["tp"]
+    longest = d["longest_request_tokens"]
+    rows = [
+        ["GPU tier (KV pool)", gb(d["gpu_tier_bytes"]), f"x {t} GPUs: pcs replay's default GPU tier"],
+        ["GPU-tier blocks", n(d["gpu_blocks"]), f"GPU tier // bytes per block ({d['block_size']} tokens)"],
+        ["GPUs", f"{t} x {d['gpu']}", f"HBM {gb(d['hbm_bytes_per_gpu'])} each"],
+        ["usable per GPU", gb(d["usable_bytes_per_gpu"]), f"HBM x gpu_memory_utilization {d['gpu_memory_utilization']:g}"],
+        ["weights", gb(d["weights_bytes"]), f"per GPU {gb(d['weights_bytes_per_gpu'])}"],
+        ["reserve per GPU", gb(d["reserve_bytes_per_gpu"]), "activations and runtime (see note)"],
+        ["KV pool per GPU", gb(d["kv_bytes_per_gpu"]), "usable - weights per GPU - reserve"],
+        ["bytes per block", n(d["bytes_per_block"]),
+         f"per rank {n(d['bytes_per_block_per_rank'])} x {d['tp_group']['ranks_holding_copy']} ranks, "
+         f"{d['block_size']}-token blocks, {d['layout']['name']}"],
+        ["longest request", "unbounded" if longest is None else f"{n(longest)} tokens",
+         "reserved pages of one request fit the pool"],
+        [f"requests of {n(d['request_tokens'])} tokens", n(d["concurrent_requests"]),
+         f"each reserves {gb(d['request_bytes_per_rank'])} per rank"],
+    ]
+    notes = [d["derivation"], f"KV layout {d['layout']['describe']}", d["tp_group"]["note"],
+             f"reserve: {d['reserve_source']}"] + [f"assumed: {a}" for a in d["assumptions"]]
+    return render_table(["quantity", "value", "how"], rows, title=f"Deployment: {d['model']}", notes=notes)
+
+
+@click.command("deploy")
+@click.option("--model", "model_name", default=None, metavar="NAME",
+              help=f"Model preset: {', '.join(MODEL_NAMES)} (see `pcs models`).")
+@click.option("--model-config", "model_config", type=click.Path(dir_okay=False), default=None,
+              help="A local Hugging Face config.json instead of a preset (no network).")
+@click.option("--gpu", default="h100-sxm", show_default=True, help="GPU preset (pcs hardware).")
+@click.option("--tp", type=click.IntRange(min=1), default=8, show_default=True,
+              help="Tensor-parallel size = GPUs holding the model.")
+@click.option("--dtype", default=None, metavar="DTYPE",
+              help=f"KV cache layout: {', '.join(KV_DTYPES)} (default: the model's).")
+@click.option("--block-size", type=click.IntRange(min=1), default=16, show_default=True,
+              help="Tokens per KV block (vLLM's default 16; Mooncake traces use 512).")
+@click.option("--request-tokens", type=click.IntRange(min=1), default=8192, show_default=True,
+              help="Tokens per request for the concurrency figure.")
+@click.option("--gpu-memory-utilization", type=float, default=None,
+              help="Share of HBM the engine may use (vLLM's gpu_memory_utilization; default 0.9).")
+@click.option("--kv-reserve", default=None, help="Activation/runtime memory per GPU (default 5GB).")
+@click.option("--hardware-file", type=click.Path(dir_okay=False), help="TOML/JSON overrides of GPU presets.")
+@format_option
+@quiet_option
+def deploy(model_name: str | None, model_config: str | None, gpu: str, tp: int, dtype: str | None,
+           block_size: int, request_tokens: int, gpu_memory_utilization: float | None, kv_reserve: str | None,
+           hardware_file: str | None, fmt: str, quiet: bool) -> None:
+    """How a model fills TP GPUs: weights, the KV pool, blocks, the longest request, concurrency.
+
+    \b
+    KV pool = GPUs x (HBM x 0.9 - weights / GPUs - reserve), as vLLM sizes it
+    (gpu_worker.determine_available_memory); the same function sizes pcs
+    replay's default GPU tier, so both agree. Exit 2 when the weights do not fit.
+    Example:
+      pcs deploy --model llama-3.1-70b --gpu h100-sxm --tp 8 --request-tokens 32768
+      pcs deploy --model deepseek-v3 --gpu h200 --tp 8 --dtype fp8 --format json
+    """
+    from pcs.hardware import get_gpu, load_hardware_file
+    from pcs.model.capacity import plan_deployment
+    from pcs.model.deploy import size_deployment
+    from pcs.units import parse_bytes
+
+    spec = load_model(model_name, model_config, quiet)
+    spec = (spec.with_dtype(dtype) if dtype else spec).with_tp(tp)
+    table = load_hardware_file(hardware_file) if hardware_file else None
+    reserve = None if kv_reserve is None else parse_bytes(kv_reserve)
+    dep = size_deployment(spec, get_gpu(gpu, table), tp, gpu_memory_utilization, reserve)
+    payload = plan_deployment(spec, dep, block_size, request_tokens).to_dict()
+    emit(payload, fmt, lambda: _table(payload), rows_key=None)

@@ -1,0 +1,28 @@
+"""``--model NAME`` / ``--model-config config.json``: the one loader ``pcs footprint`` and ``pcs deploy`` share."""
+from __future__ import annotations
+
+import click
+
+from pcs.cli.common import PcsUsageError
+
+__all__ = ["load_model"]
+
+
+def load_model(model_name: str | None, model_config: str | None, quiet: bool = False):
+    """The preset or the config's spec; each assumption made reading a config is a warning on stderr
+    (none with ``quiet``; the JSON lists them under ``assumptions`` either way).
+
+    Raises:
+        PcsUsageError: both or neither given.
+        ValueError / FileNotFoundError: unknown preset, bad config (one line, exit 2 via the CLI).
+    """
+    from pcs.model import MODEL_NAMES, get_model, load_hf_config
+
+    if model_name and model_config:
+        raise PcsUsageError("give --model or --model-config, not both")
+    if not model_name and not model_config:
+        raise PcsUsageError(f"give --model NAME or --model-config config.json; known models: {', '.join(MODEL_NAMES)}")
+    spec = load_hf_config(model_config) if model_config else get_model(model_name)
+    for assumption in () if quiet else spec.assumptions:
+        click.echo(f"pcs: warning: {assumption}", err=True)
+    return spec

@@ -1,0 +1,77 @@
+"""Typed access to a Hugging Face config's fields, with the model_type's documented defaults.
+
+Errors name the file and the field (:class:`pcs.errors.InputError`). A field a
+config omits takes the default its transformers config class fills
+(:data:`pcs.model.families.FAMILIES`); a multimodal wrapper's ``text_config``
+fields override the top level.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from pcs.errors import InputError
+from pcs.model.families import Family, default, family_of
+from pcs.model.quant import normalize_dtype
+
+__all__ = ["Fields"]
+
+
+class Fields:
+    """One merged config: ``cfg`` (dict), ``path`` (for errors), ``family`` (or None)."""
+
+    def __init__(self, cfg: dict[str, Any], path: str):
+        self.cfg = cfg
+        self.path = path
+        self.family: Family | None = family_of(str(cfg.get("model_type") or ""))
+
+    @classmethod
+    def of(cls, cfg: Any, path: str) -> "Fields":
+        """Merge ``text_config`` over the top level.
+
+        Raises:
+            InputError: the top level is not a JSON object.
+        """
+        if not isinstance(cfg, dict):
+            raise InputError(path, None, None, "top level must be a JSON object")
+        text = cfg.get("text_config")
+        return cls({**cfg, **text} if isinstance(text, dict) else dict(cfg), path)
+
+    def has(self, key: str) -> bool:
+        return self.cfg.get(key) is not None
+
+    def int(self, key: str, default: int | None = None, minimum: int = 1) -> int:
+        """``cfg[key]`` as an int >= ``minimum``; missing: ``default``, else the family's default.
+
+        Raises:
+            InputError: missing with no default, or not an integer >= minimum.
+        """
+        value = self.cfg.get(key)
+        if value is None and key not in self.cfg and self.family is not None:
+            value = dict(self.family.defaults).get(key)
+        if value is None:
+            if default is None:
+                raise InputError(self.path, None, key, "missing (required to size the KV cache)")
+            return default
+        if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+            raise InputError(self.path, None, key, f"must be an integer >= {minimum}, got {value!r}")
+        return value
+
+    def get(self, key: str) -> Any:
+        """The field or the family's default (None when neither; null stays None)."""
+        return default(self.cfg, self.family, key)
+
+    def head_dim(self) -> int:
+        """``head_dim``, else the family's default (Gemma: 256), else hidden_size // heads (transformers)."""
+        return self.int("head_dim", default=0, minimum=0) or self.int("hidden_size") // self.int("num_attention_heads")
+
+    def dtype(self) -> str:
+        """The checkpoint dtype (``torch_dtype`` or ``dtype``), bf16 when neither is given.
+
+        Raises:
+            InputError: an unknown dtype.
+        """
+        raw = self.cfg.get("torch_dtype") or self.cfg.get("dtype") or "bfloat16"
+        try:
+            return normalize_dtype(raw)
+        except ValueError:
+            raise InputError(self.path, None, "torch_dtype", f"unknown dtype {raw!r}") from None

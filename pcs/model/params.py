@@ -1,0 +1,121 @@
+"""Parameter counts and weight bytes estimated from a Hugging Face config's shapes.
+
+Used for ``--model-config`` models (presets carry model-card counts): the
+deployment sizing (:mod:`pcs.model.deploy`) subtracts these weights from HBM,
+and the compute model uses the active count. Norms, biases and the small
+per-head SSM vectors are ignored.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from pcs.model.configfields import Fields
+from pcs.model.families import layer_pattern
+
+__all__ = ["estimate_params", "weight_bytes_per_param"]
+
+
+def weight_bytes_per_param(cfg: dict[str, Any], model_dtype: str) -> float:
+    """Bytes per weight: 1.0 for an FP8 checkpoint (DeepSeek), ~0.56 for MXFP4 (gpt-oss), else the dtype's."""
+    quant = cfg.get("quantization_config") or {}
+    method = str(quant.get("quant_method", "")).lower() if isinstance(quant, dict) else ""
+    if method == "fp8":
+        return 1.0
+    if method == "mxfp4":
+        return 0.56
+    return {"fp32": 4.0, "bf16": 2.0, "fp16": 2.0}.get(model_dtype, 2.0)
+
+
+def _mla_params(f: Fields, h: int) -> int:
+    heads = f.int("num_attention_heads")
+    qk = f.int("qk_nope_head_dim") + f.int("qk_rope_head_dim")
+    q_lora = f.cfg.get("q_lora_rank")
+    q = h * q_lora + q_lora * heads * qk if q_lora else h * heads * qk
+    kv = h * (f.int("kv_lora_rank") + f.int("qk_rope_head_dim"))
+    kv += f.int("kv_lora_rank") * heads * (f.int("qk_nope_head_dim") + f.int("v_head_dim"))
+    idx = 0
+    if f.has("index_head_dim"):
+        idx = (q_lora or h) * f.int("index_n_heads") * f.int("index_head_dim") + h * f.int("index_head_dim")
+        idx += h * f.int("index_n_heads")
+    return q + kv + heads * f.int("v_head_dim") * h + idx
+
+
+def _mamba_params(f: Fields, h: int) -> int:
+    """In/out projections and conv of one Mamba layer (Mamba1: + x/dt projections)."""
+    fam = f.family
+    if fam is not None and fam.state_kind == "mamba2":
+        heads, hd, n = f.int("mamba_num_heads"), f.int("mamba_head_dim"), f.int("ssm_state_size")
+        inter, groups = heads * hd, f.int("n_groups")
+        conv_dim = inter + 2 * groups * n
+        return h * (inter + conv_dim + heads) + inter * h + conv_dim * f.int("conv_kernel")
+    inter, n = f.int("mamba_expand") * h, f.int("mamba_d_state")
+    dt_rank = f.int("mamba_dt_rank", default=-(-h // 16))
+    return h * 2 * inter + inter * h + inter * (dt_rank + 2 * n) + dt_rank * inter + inter * f.int("mamba_d_conv")
+
+
+def _attn_params(f: Fields, h: int, kind: str) -> int:
+    if kind == "mla":
+        return _mla_params(f, h)
+    if kind == "mlp":
+        return 0
+    if kind == "mamba":
+        return _mamba_params(f, h)
+    if kind == "linear":
+        nk, nv = f.int("linear_num_key_heads"), f.int("linear_num_value_heads")
+        dk, dv = f.int("linear_key_head_dim"), f.int("linear_value_head_dim")
+        conv = (2 * nk * dk + nv * dv) * f.int("linear_conv_kernel_dim")
+        return h * (2 * nk * dk + 2 * nv * dv + 2 * nv) + nv * dv * h + conv
+    heads = f.int("num_attention_heads")
+    kv_heads = f.int("num_key_value_heads", default=heads)
+    hd = f.head_dim()
+    gate = 2 if f.cfg.get("attn_output_gate") else 1  # Qwen3-Next gates the output per head
+    return h * heads * hd * gate + 2 * h * kv_heads * hd + heads * hd * h
+
+
+def _is_moe_layer(f: Fields, layer: int) -> bool:
+    """Jamba: experts every ``expert_layer_period`` from ``expert_layer_offset``; DeepSeek: after
+    ``first_k_dense_replace``; else every layer of an MoE config."""
+    if f.cfg.get("expert_layer_period"):
+        return layer % f.int("expert_layer_period") == f.int("expert_layer_offset", default=0, minimum=0)
+    return layer >= f.int("first_k_dense_replace", default=0, minimum=0)
+
+
+def _mlp_params(f: Fields, h: int, layer: int, kind: str) -> tuple[int, int]:
+    """(active, total) MLP parameters of one layer."""
+    if f.family is not None and f.family.rule == "nemotron_h" and kind != "mlp":
+        return 0, 0  # a Nemotron-H layer is one mixer: Mamba, attention or MLP
+    experts = f.cfg.get("n_routed_experts") or f.cfg.get("num_experts") or f.cfg.get("num_local_experts")
+    if not experts or not _is_moe_layer(f, layer):
+        p = 3 * h * f.int("intermediate_size")
+        return p, p
+    mi = f.int("moe_intermediate_size", default=0, minimum=0) or f.int("intermediate_size")
+    k = f.int("num_experts_per_tok", default=0, minimum=0) or f.int("experts_per_token", default=1)
+    shared = 3 * h * mi * f.int("n_shared_experts", default=0, minimum=0)
+    shared += 3 * h * f.int("shared_expert_intermediate_size", default=0, minimum=0)
+    router = h * experts
+    return k * 3 * h * mi + shared + router, experts * 3 * h * mi + shared + router
+
+
+def estimate_params(cfg: dict[str, Any], path: str = "<config>") -> tuple[int, int]:
+    """Estimate (active, total) parameters from config shapes (norms and biases ignored).
+
+    Embedding and LM head (untied unless ``tie_word_embeddings``), the mixer of
+    each layer kind (attention, MLA, Gated DeltaNet, Mamba), dense or MoE MLPs
+    (routed top-k + shared experts active). Llama-3.1-8B: 8.03e9 (model card 8.03e9).
+
+    Raises:
+        InputError: a field needed for the estimate is missing or malformed.
+    """
+    f = Fields.of(cfg, path)
+    h = f.int("hidden_size")
+    n = f.int("num_hidden_layers")
+    kinds = layer_pattern(f.cfg, n, path).kinds
+    embed = f.int("vocab_size") * h * (1 if f.get("tie_word_embeddings") else 2)
+    active = total = embed
+    for i, kind in enumerate(kinds):
+        mixer = _attn_params(f, h, kind)
+        a, tot = _mlp_params(f, h, i, kind)
+        active += mixer + a
+        total += mixer + tot
+    return active, total
+

@@ -1,0 +1,80 @@
+"""Report of capacity and bandwidth budgets and transfer arithmetic (``pcs budget``).
+
+Budget rows: each workload's needs against the device, the utilisations
+u_C = C_w/C_d and u_B = B_w/B_d, R = C/B (s), shortfalls and which budget
+binds first (:mod:`pcs.analysis.budget`). Transfer rows: average restore
+bandwidth, one transfer's time over a link, IOPS bandwidth.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from pcs import units
+from pcs.analysis.budget import RATIO_NOTE
+from pcs.report.table import render_table
+
+__all__ = ["render_budget", "render_budget_table", "render_transfer_table", "budget_csv_rows"]
+
+
+def render_budget_table(rows: list[dict[str, Any]], overall: dict[str, Any] | None) -> str:
+    """One row per workload (and ``overall``, all together, when given).
+
+    Args:
+        rows: :meth:`pcs.analysis.budget.BudgetResult.as_dict` plus ``name``
+            per workload (bytes, bytes/s, seconds, fractions).
+        overall: the same for all workloads together, or None.
+    """
+    shown = rows + ([overall] if overall is not None else [])
+    first = shown[0]
+    title = (f"device: {units.format_bytes(first['capacity_have_bytes'])} capacity, "
+             f"{units.format_bandwidth(first['bandwidth_have_bps'])} bandwidth, "
+             f"R_d = C_d/B_d = {units.format_duration(first['R_d_s'])}")
+    body = [[r["name"], units.format_bytes(r["capacity_need_bytes"]), units.format_percent(r["u_C"]),
+             units.format_bandwidth(r["bandwidth_need_bps"]), units.format_percent(r["u_B"]),
+             units.format_duration(r["R_w_s"]), units.format_bytes(r["capacity_shortfall_bytes"]),
+             units.format_bandwidth(r["bandwidth_shortfall_bps"]),
+             r["binding"] + (" (tie)" if r["binding_tie"] else ""), "yes" if r["fits"] else "NO"]
+            for r in shown]
+    return render_table(
+        ["workload", "capacity need", "u_C", "bandwidth need", "u_B", "R_w = C_w/B_w", "capacity short",
+         "bandwidth short", "binds first", "fits"], body, title=title,
+        notes=["binds first = the budget that fills first if both needs grow by the same factor "
+               "(the larger utilisation)", RATIO_NOTE,
+               "a KV capacity need from a single-sequence hit ratio is a ceiling, not what a finite shared cache"
+               " keeps (pcs replay); and halving payload bytes does not halve the reserved need (pcs footprint)"])
+
+
+def render_transfer_table(t: dict[str, Any]) -> str:
+    """The transfer arithmetic block (``restore_avg_bps``, ``transfer_s``, ``iops_bps`` ... when present)."""
+    rows = []
+    if "restore_avg_bps" in t:
+        rows.append([f"average bandwidth: {units.format_count(t['restores_per_s'])}/s x "
+                     f"{units.format_bytes(t['restore_size_bytes'])}", units.format_bandwidth(t["restore_avg_bps"])])
+    if "transfer_s" in t:
+        setup = f" + setup {units.format_duration(t['setup_s'])}" if t["setup_s"] else ""
+        rows.append([f"one transfer: {units.format_bytes(t['transfer_size_bytes'])} over "
+                     f"{units.format_bandwidth(t['link_bandwidth_bps'])} ({t['link']}){setup}",
+                     units.format_duration(t["transfer_s"])])
+    if "iops_bps" in t:
+        rows.append([f"IOPS bandwidth: {units.format_count(t['iops'])} IOPS x {units.format_count(t['io_size_bytes'])} B",
+                     units.format_bandwidth(t["iops_bps"])])
+    return render_table(["transfer arithmetic", "value"], rows, notes=[
+        "average bandwidth is not restore latency: one restore on the critical path still takes size/bandwidth",
+        "IOPS x I/O size is reachable only if queue depth and concurrency allow it"])
+
+
+def render_budget(rows: list[dict[str, Any]], overall: dict[str, Any] | None, transfers: dict[str, Any]) -> str:
+    """The whole ``pcs budget`` table: workloads (all together as a last row when several), then transfers."""
+    parts = []
+    if rows:
+        parts.append(render_budget_table(rows, overall if len(rows) > 1 else None))
+    if transfers:
+        parts.append(render_transfer_table(transfers))
+    return "\n\n".join(parts)
+
+
+def budget_csv_rows(rows: list[dict[str, Any]], overall: dict[str, Any] | None,
+                    transfers: dict[str, Any]) -> list[dict[str, Any]]:
+    """CSV rows: one per workload plus all together when several; the transfers alone when no workload."""
+    csv_rows = rows + ([overall] if overall is not None and len(rows) > 1 else [])
+    return csv_rows or [transfers]

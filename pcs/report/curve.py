@@ -1,0 +1,105 @@
+"""Report of one hit-ratio curve (``pcs curve``): the table and the plot.
+
+Rows: capacity (blocks, and bytes with a model), LRU, Belady and ceiling hit
+ratios and block misses; notes name the knee (smallest capacity reaching 50,
+90, 99 % of the ceiling) and the sampling rate when SHARDS ran (rules:
+``docs/semantics.md`` §14).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from pcs.report.table import render_table
+from pcs.units import format_bytes, format_count, format_percent
+
+__all__ = ["render_curve", "curve_figure"]
+
+
+def _rows(payload: dict[str, Any], has_bytes: bool) -> list[list[Any]]:
+    rows = []
+    for r in payload["rows"]:
+        rows.append([format_count(r["capacity_blocks"])]
+                    + ([format_bytes(r["capacity_bytes"])] if has_bytes else [])
+                    + [format_percent(r["lru_hit_ratio"]), format_percent(r["belady_hit_ratio"]),
+                       format_percent(r["ceiling_hit_ratio"]), format_count(r["lru_block_misses"]),
+                       None if r["belady_block_misses"] is None else format_count(r["belady_block_misses"])])
+    return rows
+
+
+def _notes(payload: dict[str, Any], has_bytes: bool) -> list[str]:
+    knees = []
+    for entry in payload["knee"].values():
+        c = entry["capacity_blocks"]
+        where = "-" if c is None else format_count(c) + " blocks" + \
+            (f" ({format_bytes(entry['capacity_bytes'])})" if has_bytes else "")
+        knees.append(f"{entry['percent_of_ceiling']} % -> {where}")
+    notes = ["token-weighted; LRU = `pcs replay --timing sequential --policy lru` with one tier of that size,"
+             f" exact for every capacity from one pass of stack depths (kernel {payload['kernel']})",
+             "Belady = offline optimum (evicts the unpinned leaf used farthest in the future); ceiling ="
+             " infinite cache (single-sequence)",
+             "LRU knee (smallest capacity reaching this share of the ceiling): " + "; ".join(knees),
+             "capacity in bytes uses stored (Reserved) bytes per block: a narrower KV dtype adds fewer blocks than"
+             " its payload ratio suggests (scales), see pcs footprint"]
+    if payload["sample_rate"] < 1.0:
+        notes.append(f"SHARDS sample rate {payload['sample_rate']:g}: LRU values are estimates (docs/curves.md gives"
+                     " the measured error); Belady is not computed when sampling")
+    return notes
+
+
+def render_curve(payload: dict[str, Any]) -> str:
+    """The ``pcs curve`` table.
+
+    Args:
+        payload: the curve JSON (:meth:`pcs.curves.api.CurveResult.to_dict`
+            plus ``trace`` and ``dtype``): ``rows`` (``capacity_blocks``,
+            ``capacity_bytes`` when ``block_bytes`` is set, ``*_hit_ratio``
+            as fractions, ``*_block_misses`` as counts), ``knee``,
+            ``requests``, ``block_accesses``, ``block_size`` (tokens),
+            ``kernel``, ``sample_rate``.
+    Returns:
+        The table with its title and notes, no trailing newline.
+    """
+    has_bytes = payload.get("block_bytes") is not None
+    headers = ["capacity (blocks)"] + (["capacity"] if has_bytes else []) + \
+        ["LRU", "Belady", "ceiling", "LRU block misses", "Belady block misses"]
+    title = (f"Hit ratio by capacity: {payload['trace']} ({format_count(payload['requests'])} requests, "
+             f"{format_count(payload['block_accesses'])} cacheable block accesses, block {payload['block_size']} tokens"
+             + (f", {payload['model']} {format_bytes(payload['block_bytes'])}/block reserved" if has_bytes else "")
+             + ")")
+    return render_table(headers, _rows(payload, has_bytes), title=title, notes=_notes(payload, has_bytes))
+
+
+def curve_figure(result: Any, model_name: str | None) -> Any:
+    """The curves as a matplotlib figure: LRU at every capacity, Belady points, the ceiling.
+
+    Args:
+        result: a :class:`pcs.curves.api.CurveResult` (``lru`` curve,
+            ``rows``, ``ceiling_hit_ratio``).
+        model_name: named on the x axis when bytes were asked for, else None.
+    Returns:
+        A ``matplotlib.figure.Figure`` (Agg backend); the caller saves and closes it.
+    Raises:
+        ImportError: matplotlib is not installed (the ``plot`` extra).
+    """
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    lru = result.lru
+    top = max(lru.max_useful_capacity_blocks, max(r.capacity_blocks for r in result.rows), 1)
+    xs = np.unique(np.rint(np.geomspace(1, top * 1.5, 400)).astype(np.int64))
+    fig, ax = plt.subplots(figsize=(7, 4.2))
+    ax.plot(xs, lru.hit_ratio(xs) * 100, label="LRU (every capacity)")
+    bel = [(r.capacity_blocks, r.belady_hit_ratio) for r in result.rows if r.belady_hit_ratio is not None]
+    if bel:
+        ax.plot([c for c, _ in bel], [b * 100 for _, b in bel], "o--", label="Belady (offline optimum)")
+    ax.axhline(result.ceiling_hit_ratio * 100, color="grey", ls=":", label="ceiling (infinite cache)")
+    ax.set_xscale("log")
+    ax.set_xlabel("capacity (blocks)" + (f"; {model_name}" if model_name else ""))
+    ax.set_ylabel("token hit ratio (%)")
+    ax.set_ylim(bottom=0)
+    ax.legend(loc="upper left")
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    return fig

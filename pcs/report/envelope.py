@@ -1,0 +1,53 @@
+"""Report of the bandwidth envelope (``pcs envelope``): restore or recompute?
+
+The cached path D/B + T_remaining + T_overhead against T_full, per
+bandwidth, with the break-even bandwidth D / (T_full - T_remaining -
+T_overhead) (``docs/semantics.md`` §10; :mod:`pcs.analysis.envelope`).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from pcs import units
+from pcs.analysis.envelope import EnvelopeResult
+from pcs.report.table import render_table
+
+__all__ = ["render_envelope"]
+
+
+def render_envelope(r: EnvelopeResult, extra: dict[str, Any]) -> str:
+    """The ``pcs envelope`` table: one row per bandwidth, the break-even bandwidth in the notes.
+
+    Args:
+        r: the result of :func:`pcs.analysis.envelope.envelope` (bytes,
+            seconds, bytes/s).
+        extra: where T_full and T_remaining came from: ``full_prefill_from``,
+            ``remaining_from`` (text).
+    Returns:
+        The table with its title and notes, no trailing newline.
+    """
+    title = (f"restore {units.format_bytes(r.restore_bytes)}; full prefill {units.format_duration(r.full_prefill_s)} "
+             f"({extra['full_prefill_from']}); remaining {units.format_duration(r.remaining_s)} "
+             f"({extra['remaining_from']}); overhead {units.format_duration(r.overhead_s)}; "
+             f"margin T_full - T_remaining - T_overhead = {units.format_duration(r.margin_s)}")
+    headers = ["bandwidth", "read D/B", "cached path", "saved", "verdict"]
+    if r.overlap_s is not None:
+        headers.append(f"exposed wait (W = {units.format_duration(r.overlap_s)})")
+    body = []
+    for row in r.rows:
+        cells = [units.format_bandwidth(row.bandwidth_bps), units.format_duration(row.read_s),
+                 units.format_duration(row.cached_s), units.format_duration(row.saved_s), row.verdict]
+        if r.overlap_s is not None:
+            cells.append(units.format_duration(row.exposed_wait_s))
+        body.append(cells)
+    if r.break_even_bps is None:
+        verdict = ("no break-even: T_full - T_remaining - T_overhead <= 0, so no bandwidth makes "
+                   "the cached path faster")
+    else:
+        verdict = (f"break-even bandwidth {units.format_bandwidth(r.break_even_bps)} = D / (T_full - "
+                   "T_remaining - T_overhead); the cached path is faster above it")
+    return render_table(headers, body, title=title, notes=[
+        verdict, "serial model: cached = D/B + T_remaining + T_overhead against T_full; a higher hit ratio "
+                 "can save compute yet add restore bytes, so it does not guarantee lower latency",
+        "halving D (e.g. FP8 KV) halves only the read term: T_remaining, T_overhead and the scales stay; and the"
+        " D a finite cache really restores comes from a replay (pcs replay), not from a single-sequence ratio"])

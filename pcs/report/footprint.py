@@ -1,0 +1,88 @@
+"""Report of a KV footprint (``pcs footprint``): bytes per component and per accounting mode.
+
+Modes: Reference (payload), Serialized (payload + scales + padding), Reserved
+(whole blocks, window + 1 block, fixed state slots), Prefix store (full
+blocks kept as cache objects) (``docs/semantics.md`` §13; :mod:`pcs.model`).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from pcs.model.footprint import FootprintResult
+from pcs.report.table import render_table
+from pcs.units import format_bytes, format_count
+
+__all__ = ["render_footprint"]
+
+_MODES = ("reference_bytes", "serialized_bytes", "reserved_bytes", "prefix_store_bytes")
+
+
+def _ratio(x: float | None) -> str:
+    return "-" if x is None else f"x{x:.3f}"
+
+
+def _component_table(res: FootprintResult, hybrid_block: int | None) -> str:
+    headers = ["component", "layers", "dtype", "held tok", "B/token ref", "B/token ser", "B/block",
+               "Reference", "Serialized", "Reserved", "Prefix store"]
+    rows: list[list[Any]] = []
+    for c in res.components:
+        grows = c["reference_bytes_per_token"] > 0
+        per_token_ref = format_count(c["reference_bytes_per_token"]) if grows else \
+            f"{format_count(c['fixed_bytes_per_sequence'])}/seq"
+        rows.append([c["name"], c["layers"], c["dtype"], format_count(c["tokens_held"]), per_token_ref,
+                     format_count(c["serialized_bytes_per_token"]) if grows else "-",
+                     format_count(c["serialized_bytes_per_block"])]
+                    + [format_bytes(c[k]) for k in _MODES])
+    t = res.totals
+    rows.append(["total", res.num_layers, res.dtype, "",
+                 format_count(res.per_token["reference"]), format_count(res.per_token["serialized"]),
+                 format_count(res.per_block["serialized"])] + [format_bytes(t[k]) for k in _MODES])
+    seq = "sequence" if res.sequences == 1 else "sequences"
+    title = (f"KV footprint: {res.model}, {res.dtype}, {format_count(res.tokens)} tokens x {res.sequences} {seq},"
+             f" block {res.block_size}, tp {res.tp} (bytes per rank)")
+    return render_table(headers, rows, title=title, notes=_notes(res, hybrid_block))
+
+
+def _dtype_table(res: FootprintResult) -> str:
+    headers = ["dtype", "Reference", "vs bf16", "Serialized", "vs bf16", "Reserved", "vs bf16",
+               "Prefix store", "vs bf16"]
+    rows = []
+    for r in res.by_dtype:
+        row = [r["dtype"]]
+        for k in _MODES:
+            row += [format_bytes(r[k]), _ratio(r[k.replace("_bytes", "_ratio_vs_bf16")])]
+        rows.append(row)
+    return render_table(headers, rows, title="Same sequences by KV dtype (payload halves; scales, blocks and state do not):")
+
+
+def _notes(res: FootprintResult, hybrid_block: int | None) -> list[str]:
+    notes = []
+    fp8 = next((r for r in res.by_dtype if r["dtype"] == "fp8"), None)
+    if fp8 and fp8["reference_ratio_vs_bf16"] is not None:
+        notes.append(f"fp8 vs bf16: Reference {_ratio(fp8['reference_ratio_vs_bf16'])}, Serialized "
+                     f"{_ratio(fp8['serialized_ratio_vs_bf16'])} (scales), Reserved "
+                     f"{_ratio(fp8['reserved_ratio_vs_bf16'])} (whole blocks, scales, fixed state)")
+    notes.append("Reserved: ceil(T/B) blocks; a sliding window holds min(T, W) and reserves ceil(W/B)+1"
+                 " blocks; recurrent state is one fixed slot per sequence")
+    notes.append(f"Prefix store: floor(T/B) = {format_count(res.totals['prefix_store_blocks'])} full blocks"
+                 f" x {format_count(res.per_block['serialized'])} B (a state snapshot per block where present)")
+    if hybrid_block and hybrid_block != res.block_size:
+        notes.append(f"vLLM would use --block-size {hybrid_block} for this hybrid (one attention page >= one"
+                     " state page), so a state snapshot per block costs far less than at this block size")
+    notes.append("Prefix store is what keeping the whole prefix costs; how much of it a finite, shared cache"
+                 " really keeps (the real hit rate, below the single-sequence ratio) is what pcs replay answers")
+    return notes + res.model_notes()  # layout, per-rank vs per-group bytes, assumptions
+
+
+def render_footprint(res: FootprintResult, hybrid_block: int | None) -> str:
+    """The ``pcs footprint`` tables: bytes per component in every mode, then the same sequences by KV dtype.
+
+    Args:
+        res: :func:`pcs.model.footprint` result (bytes per tensor-parallel
+            rank; tokens; blocks).
+        hybrid_block: the block size vLLM would pick for a hybrid model
+            (tokens), or None; a note names it when it differs.
+    Returns:
+        Two tables separated by a blank line, no trailing newline.
+    """
+    return _component_table(res, hybrid_block) + "\n\n" + _dtype_table(res)

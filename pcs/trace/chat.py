@@ -1,0 +1,234 @@
+"""OpenAI-style chat logs -> token-id rows: real multi-turn reuse from the model's chat template and tokenizer.
+
+Input: JSON Lines, one chat-completions request per line (the body of
+``POST /v1/chat/completions``, OpenAI API reference), or a logged pair
+``{"request": {...}, "response": {...}}``:
+
+- ``messages`` (required): ``[{"role": str, "content": str | [{"type":
+  "text", "text": str}, ...]}, ...]`` (non-text parts are skipped);
+- ``timestamp`` (milliseconds, as the token JSONL) or ``created`` (Unix
+  seconds, the response's field); absent: the previous request's time;
+- output tokens: ``response.usage.completion_tokens`` / ``usage.completion_tokens``,
+  else ``output_length``, else ``max_completion_tokens`` / ``max_tokens``, else 0;
+- tenant: ``user`` (OpenAI's end-user id) or ``tenant``.
+
+Each request is rendered with a chat template (``add_generation_prompt``:
+the prompt ends where the assistant's answer starts, as serving engines
+render it) and tokenized with a local ``tokenizer.json`` through the
+``tokenizers`` library (``pip install 'pcs[chat]'``; nothing is fetched from
+the network), without adding special tokens again (the template has them, as
+Hugging Face ``apply_chat_template`` does). A later turn resends the earlier
+messages, so its tokens start with the earlier turn's: the reuse is real.
+With ``salt_per_tenant`` each tenant's rows carry ``cache_salt`` = the
+tenant id (vLLM's per-request ``cache_salt``: tenants share no blocks).
+
+Templates: ``chatml`` (Qwen, ``<|im_start|>role\\ncontent<|im_end|>\\n``),
+``llama3`` (Llama 3 header/eot tokens), or a Jinja template file, or a
+``tokenizer_config.json`` holding ``chat_template`` (needs ``jinja2``, part
+of the ``chat`` extra; rendered in a sandbox with ``messages``,
+``add_generation_prompt``, ``bos_token``, ``eos_token``).
+"""
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+from pcs.errors import InputError
+from pcs.trace.hashids import get_int, get_time, strict_loads
+from pcs.trace.source import display_name, iter_chunks, iter_lines
+
+__all__ = ["BUILTIN_TEMPLATES", "ChatRequest", "read_chat_jsonl", "load_template", "load_tokenizer",
+           "chat_to_token_rows", "write_token_rows"]
+
+
+def _chatml(messages: list[dict], add_generation_prompt: bool = True) -> str:
+    out = "".join(f"<|im_start|>{m['role']}\n{m['content']}<|im_end|>\n" for m in messages)
+    return out + ("<|im_start|>assistant\n" if add_generation_prompt else "")
+
+
+def _llama3(messages: list[dict], add_generation_prompt: bool = True) -> str:
+    out = "<|begin_of_text|>" + "".join(
+        f"<|start_header_id|>{m['role']}<|end_header_id|>\n\n{m['content'].strip()}<|eot_id|>" for m in messages)
+    return out + ("<|start_header_id|>assistant<|end_header_id|>\n\n" if add_generation_prompt else "")
+
+
+#: Built-in templates (Qwen2 ``tokenizer_config.json`` ChatML; Meta Llama 3 model card prompt format).
+BUILTIN_TEMPLATES: dict[str, Callable[..., str]] = {"chatml": _chatml, "llama3": _llama3}
+
+
+@dataclass(frozen=True, slots=True)
+class ChatRequest:
+    """One parsed chat request.
+
+    Attributes:
+        timestamp_ms: arrival in milliseconds.
+        messages: ``[{"role", "content"}]`` with text content.
+        output_tokens: generated tokens (>= 0).
+        tenant: tenant id, or None.
+    """
+
+    timestamp_ms: float
+    messages: tuple
+    output_tokens: int
+    tenant: str | None
+
+
+def _text(content: Any, name: str, ln: int) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(p.get("text", "") for p in content if isinstance(p, dict) and p.get("type") == "text")
+    if content is None:
+        return ""
+    raise InputError(name, ln, "messages", f"content must be a string or a list of parts, got {json.dumps(content)[:40]}")
+
+
+def _messages(req: dict, name: str, ln: int) -> tuple:
+    msgs = req.get("messages")
+    if not isinstance(msgs, list) or not msgs:
+        raise InputError(name, ln, "messages", "missing or not a non-empty list")
+    out = []
+    for i, m in enumerate(msgs):
+        if not isinstance(m, dict) or not isinstance(m.get("role"), str):
+            raise InputError(name, ln, "messages", f"element {i} must be an object with a string 'role'")
+        out.append({"role": m["role"], "content": _text(m.get("content"), name, ln)})
+    return tuple(out)
+
+
+def _output_tokens(obj: dict, req: dict, name: str, ln: int) -> int:
+    for usage in ((obj.get("response") or {}).get("usage"), obj.get("usage")):
+        if isinstance(usage, dict) and "completion_tokens" in usage:
+            return get_int(usage, "completion_tokens", name, ln)
+    for k in ("output_length", "max_completion_tokens", "max_tokens"):
+        if req.get(k) is not None:
+            return get_int(req, k, name, ln)
+    return 0
+
+
+def parse_chat_line(obj: dict, name: str, ln: int, prev_ms: float) -> ChatRequest:
+    """One line -> :class:`ChatRequest`. Raises InputError naming the field."""
+    req = obj["request"] if isinstance(obj.get("request"), dict) else obj
+    if "timestamp" in obj or "timestamp" in req:
+        ts = get_time(obj if "timestamp" in obj else req, "timestamp", name, ln)
+    elif "created" in obj or "created" in (obj.get("response") or {}):
+        ts = 1000.0 * get_time(obj if "created" in obj else obj["response"], "created", name, ln)
+    else:
+        ts = max(prev_ms, 0.0)
+    tenant = req.get("user", req.get("tenant", obj.get("tenant")))
+    if tenant is not None and not isinstance(tenant, str):
+        raise InputError(name, ln, "user", f"must be a string, got {json.dumps(tenant)[:40]}")
+    return ChatRequest(ts, _messages(req, name, ln), _output_tokens(obj, req, name, ln), tenant)
+
+
+def read_chat_jsonl(path) -> Iterator[ChatRequest]:
+    """Stream a chat JSONL file as :class:`ChatRequest` s.
+
+    Raises:
+        InputError: bad line (file, line, field), or a decreasing timestamp.
+    """
+    name = display_name(path)
+    prev = -float("inf")
+    for first, chunk in iter_chunks(path, name=name):
+        for ln, line in iter_lines(first, chunk):
+            r = parse_chat_line(strict_loads(name, ln, line), name, ln, prev)
+            if r.timestamp_ms < prev:
+                raise InputError(name, ln, "timestamp", f"decreases ({r.timestamp_ms:g} ms after {prev:g} ms)")
+            prev = r.timestamp_ms
+            yield r
+
+
+def load_tokenizer(path):
+    """A ``tokenizers.Tokenizer`` from a local ``tokenizer.json`` (no network).
+
+    Raises:
+        ValueError: the ``tokenizers`` package is missing, or the file is not a tokenizer.
+        FileNotFoundError: no such file.
+    """
+    try:
+        from tokenizers import Tokenizer
+    except ImportError:
+        raise ValueError("turning chat logs into tokens needs the 'tokenizers' package: pip install 'pcs[chat]'") from None
+    if not Path(path).exists():
+        raise FileNotFoundError(2, "No such file or directory", str(path))
+    try:
+        return Tokenizer.from_file(str(path))
+    except Exception as exc:  # tokenizers raises its own Exception subclass
+        raise ValueError(f"{path}: not a tokenizer.json ({str(exc).splitlines()[0][:100]})") from None
+
+
+def load_template(spec: str) -> Callable[..., str]:
+    """A template callable ``(messages, add_generation_prompt) -> str``: a built-in name or a file.
+
+    A file is a Jinja template, or a JSON ``tokenizer_config.json`` whose
+    ``chat_template`` (string, or the ``default`` entry of a list) is one.
+
+    Raises:
+        ValueError: unknown name, no ``chat_template`` in the JSON, or ``jinja2`` missing.
+        FileNotFoundError: no such file.
+    """
+    if spec in BUILTIN_TEMPLATES:
+        return BUILTIN_TEMPLATES[spec]
+    p = Path(spec)
+    if not p.exists():
+        raise ValueError(f"chat template {spec!r} is neither a built-in ({', '.join(BUILTIN_TEMPLATES)}) nor a file")
+    text = p.read_text(encoding="utf-8")
+    bos = eos = ""
+    if p.suffix == ".json":
+        cfg = json.loads(text)
+        tpl = cfg.get("chat_template")
+        if isinstance(tpl, list):
+            tpl = next((t.get("template") for t in tpl if t.get("name") == "default"), None)
+        if not isinstance(tpl, str):
+            raise ValueError(f"{spec}: no 'chat_template' string in this JSON")
+        text = tpl
+        bos, eos = (cfg.get(k) if isinstance(cfg.get(k), str) else "" for k in ("bos_token", "eos_token"))
+    try:
+        from jinja2.sandbox import ImmutableSandboxedEnvironment
+    except ImportError:
+        raise ValueError("a Jinja chat template needs the 'jinja2' package: pip install 'pcs[chat]'") from None
+    tmpl = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True).from_string(text)
+    return lambda messages, add_generation_prompt=True: tmpl.render(
+        messages=list(messages), add_generation_prompt=add_generation_prompt, bos_token=bos, eos_token=eos)
+
+
+def chat_to_token_rows(requests, tokenizer, template: Callable[..., str],
+                       salt_per_tenant: bool = True) -> Iterator[dict]:
+    """Render and tokenize each request into one token-JSONL row.
+
+    Yields:
+        ``{"timestamp": ms, "output_length": n, "token_ids": [...]}`` plus
+        ``"cache_salt": tenant`` with ``salt_per_tenant`` and a tenant
+        (the token JSONL schema of :mod:`pcs.trace.tokens`).
+    """
+    for r in requests:
+        ids = tokenizer.encode(template(r.messages, add_generation_prompt=True), add_special_tokens=False).ids
+        ts = round(r.timestamp_ms)
+        row: dict[str, Any] = {"timestamp": ts if ts == r.timestamp_ms else r.timestamp_ms,
+                               "output_length": r.output_tokens, "token_ids": ids}
+        if salt_per_tenant and r.tenant is not None:
+            row["cache_salt"] = r.tenant
+        yield row
+
+
+def write_token_rows(rows, out_path) -> dict:
+    """Write token rows as JSON Lines atomically (temp file + rename); returns counts."""
+    from pcs.trace.convert import publish
+
+    out_path = Path(out_path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{out_path.name}.", suffix=".tmp", dir=out_path.parent or ".")
+    n = tokens = 0
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            for row in rows:
+                f.write(json.dumps(row, separators=(", ", ": "), ensure_ascii=False) + "\n")
+                n, tokens = n + 1, tokens + len(row["token_ids"])
+        publish(tmp, out_path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+    return {"requests": n, "prompt_tokens": tokens, "path": str(out_path)}

@@ -1,0 +1,171 @@
+"""Block ids for traces that record lengths only (Azure, BurstGPT): synthesised prefix reuse, flagged.
+
+A length-only row says when a request came and how long its prompt and
+answer were, not what the prompt said, so which blocks it shares with
+earlier requests is unknown. pcs does not guess silently: it builds the ids
+from an explicit :class:`ReuseModel` whose :meth:`ReuseModel.describe` text
+travels with the trace (``Trace.reuse``) into ``trace stats`` and every
+report, so a hit ratio measured on these ids is read as a what-if.
+
+The model (docs/semantics.md §1; the multi-turn rule is the chat-API
+convention that a request resends the whole conversation so far):
+
+- every request of a ``namespace`` (the model name: two models never share
+  KV) starts with the same ``system_prompt_tokens`` tokens (default 0);
+- with ``sessions``, a request with a session id continues that session: its
+  first ``min(prompt, C)`` tokens are the session's conversation so far
+  (``C`` = previous prompt + previous answer tokens), the rest is new;
+- everything else is new text: fresh block ids.
+
+So a block id is shared exactly when its whole prefix is, as chained hashes
+are. Ids are dense ints in first-appearance order (as the Mooncake release
+numbers its ids). Memory: one id list per live session.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterable, Iterator, NamedTuple
+
+import numpy as np
+
+from pcs.trace.request import RequestBatch
+
+__all__ = ["LengthRow", "ReuseModel", "synthesise_batches"]
+
+
+class LengthRow(NamedTuple):
+    """One request of a length-only trace.
+
+    Attributes:
+        arrival_s: seconds from the trace's origin.
+        prompt_tokens, output_tokens: lengths in tokens (>= 0).
+        session: session/conversation id, or None.
+        namespace: what may share KV with what (the model name), "" for one namespace.
+        type: request type as the trace spells it (BurstGPT ``Log Type``), or None.
+    """
+
+    arrival_s: float
+    prompt_tokens: int
+    output_tokens: int
+    session: str | None = None
+    namespace: str = ""
+    type: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ReuseModel:
+    """How synthesised ids share prefixes (module docstring).
+
+    Attributes:
+        sessions: continue a session's conversation when a row has a session id.
+        system_prompt_tokens: tokens of one system prompt every request of a
+            namespace starts with (>= 0).
+    """
+
+    sessions: bool = True
+    system_prompt_tokens: int = 0
+
+    def __post_init__(self) -> None:
+        if isinstance(self.system_prompt_tokens, bool) or not isinstance(self.system_prompt_tokens, int) \
+                or self.system_prompt_tokens < 0:
+            raise ValueError(f"system_prompt_tokens must be an integer >= 0, got {self.system_prompt_tokens!r}")
+
+    def describe(self, has_sessions: bool) -> str:
+        """One line for reports: what reuse was assumed."""
+        parts = []
+        if self.sessions and has_sessions:
+            parts.append("a session's request resends its conversation so far (previous prompt + answer)")
+        if self.system_prompt_tokens:
+            parts.append(f"every request of a model starts with one {self.system_prompt_tokens}-token system prompt")
+        if not parts:
+            return "synthesised: none (lengths only; every block is new, so every hit ratio is 0)"
+        return "synthesised: " + "; ".join(parts)
+
+
+class _Ids:
+    """Dense fresh ids and the per-namespace / per-session prefixes."""
+
+    def __init__(self, block_size: int, model: ReuseModel):
+        self.bs = block_size
+        self.model = model
+        self.next_id = 0
+        self.system: dict[str, list[int]] = {}
+        self.conv: dict[tuple[str, str], tuple[list[int], int]] = {}
+
+    def fresh(self, n: int) -> list[int]:
+        out = list(range(self.next_id, self.next_id + n))
+        self.next_id += n
+        return out
+
+    def base(self, r: LengthRow) -> tuple[list[int], int]:
+        """Full-block ids and token length of the text a request starts with."""
+        if self.model.sessions and r.session is not None and (r.namespace, r.session) in self.conv:
+            return self.conv[(r.namespace, r.session)]
+        s = self.model.system_prompt_tokens
+        if r.namespace not in self.system:
+            self.system[r.namespace] = self.fresh(s // self.bs)
+        return self.system[r.namespace], s
+
+    def request(self, r: LengthRow) -> list[int]:
+        bs, p = self.bs, r.prompt_tokens
+        base_ids, base_len = self.base(r)
+        m = min(p, base_len) // bs          # full blocks inside the shared text
+        ids = base_ids[:m] + self.fresh(-(-p // bs) - m)
+        if self.model.sessions and r.session is not None:
+            conv_len = p + r.output_tokens  # the conversation the next turn resends
+            full = p // bs
+            self.conv[(r.namespace, r.session)] = (ids[:full] + self.fresh(conv_len // bs - full), conv_len)
+        return ids
+
+
+def synthesise_batches(rows: Iterable[LengthRow], block_size: int, model: ReuseModel = ReuseModel(), *,
+                       with_sessions: bool = False, with_type: bool = False,
+                       rows_per_batch: int = 1 << 14) -> Iterator[RequestBatch]:
+    """Turn length-only rows (in arrival order) into request batches with synthesised ids.
+
+    Args:
+        rows: :class:`LengthRow` s in the order their reuse is decided (arrival).
+        block_size: tokens per block (>= 1).
+        model: the reuse assumption.
+        with_sessions: fill ``session_id`` (the trace has a session column).
+        with_type: fill ``type`` (the trace has a type column).
+    Yields:
+        :class:`RequestBatch` es; ``session_id`` holds a dense int per
+        (namespace, session) in first-appearance order (-1: none).
+
+    Worked example (16-token blocks): a 40-token prompt gets 3 new ids; the
+    session's conversation is then 40 + 10 = 50 tokens, whose block 2 (tokens
+    32-47: prompt end and answer start) is new id 3; the next 60-token turn
+    resends those 50 tokens, so it shares blocks 0, 1 and 3 and adds id 4;
+    a session-less request shares nothing.
+
+    >>> rows = [LengthRow(0.0, 40, 10, "s"), LengthRow(1.0, 60, 0, "s"), LengthRow(2.0, 20, 0)]
+    >>> b = next(synthesise_batches(rows, 16))
+    >>> [b.block_hashes[b.block_offsets[i]:b.block_offsets[i + 1]].tolist() for i in range(3)]
+    [[0, 1, 2], [0, 1, 3, 4], [5, 6]]
+    """
+    ids = _Ids(block_size, model)
+    sess_num: dict[tuple[str, str], int] = {}
+    buf: list[tuple[LengthRow, list[int]]] = []
+    for r in rows:
+        buf.append((r, ids.request(r)))
+        if r.session is not None:
+            sess_num.setdefault((r.namespace, r.session), len(sess_num))
+        if len(buf) >= rows_per_batch:
+            yield _batch(buf, block_size, sess_num if with_sessions else None, with_type)
+            buf = []
+    if buf:
+        yield _batch(buf, block_size, sess_num if with_sessions else None, with_type)
+
+
+def _batch(buf: list, bs: int, sess_num: dict | None, with_type: bool) -> RequestBatch:
+    lens = np.array([len(i) for _, i in buf], dtype=np.int64)
+    offs = np.zeros(len(buf) + 1, dtype=np.int64)
+    np.cumsum(lens, out=offs[1:])
+    flat = np.fromiter((h for _, i in buf for h in i), dtype=np.uint64, count=int(offs[-1]))
+    sid = None if sess_num is None else np.array(
+        [-1 if r.session is None else sess_num[(r.namespace, r.session)] for r, _ in buf], dtype=np.int64)
+    return RequestBatch(0, bs, np.array([r.arrival_s for r, _ in buf], dtype=np.float64),
+                        np.array([r.prompt_tokens for r, _ in buf], dtype=np.int64),
+                        np.array([r.output_tokens for r, _ in buf], dtype=np.int64), offs, flat,
+                        session_id=sid, type=tuple(r.type for r, _ in buf) if with_type else None)

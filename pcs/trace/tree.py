@@ -1,0 +1,174 @@
+"""The prefix tree of a trace and its conversations: shape statistics that transforms must keep.
+
+Block ids are chained (docs/semantics.md §1): a block's id stands for its
+whole prefix, so the requests of a trace spell out a tree whose nodes are
+(parent id, id) pairs, the parent being the previous id of the same request
+(a fixed root for block 0). This module measures that tree and groups
+requests into conversations.
+
+Conversations (:func:`conversation_ids`), from the best evidence the trace has:
+
+1. a ``parent_id`` column (Bailian ``parent_chat_id`` -> ``chat_id``): a
+   request joins its parent's conversation;
+2. else a ``session_id`` column: one conversation per session (-1: alone);
+3. else inferred from the ids, by the chat-API convention that a later turn
+   resends the earlier turns: request r *ends a turn* at its last full block
+   when r computed that block first (its id appears for the first time
+   there); a later request containing that id continues r's conversation
+   (the longest such match wins); otherwise it opens a conversation. A block
+   every request shares (a system prompt) ends no turn unless a request
+   consisting of it alone came first, so it does not glue conversations.
+
+Memory: a few int64 arrays of the trace's length in blocks.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from pcs.trace.request import RequestBatch
+
+__all__ = ["block_tokens", "conversation_ids", "first_access", "prefix_tree_stats", "shared_prefix_token_share"]
+
+_ROOT = np.uint64(0xFFFF_FFFF_FFFF_FFFF)  # parent of block 0 (an id of 2**64 - 1 would read as the root)
+
+
+def first_access(hashes: np.ndarray) -> np.ndarray:
+    """bool, shape (n,): True where an id appears for the first time.
+
+    >>> first_access(np.array([5, 7, 5], dtype=np.uint64)).tolist()
+    [True, True, False]
+    """
+    _, idx = np.unique(hashes, return_index=True)
+    out = np.zeros(hashes.size, dtype=bool)
+    out[idx] = True
+    return out
+
+
+def block_tokens(b: RequestBatch) -> np.ndarray:
+    """int64, shape (num block accesses,): tokens in each block (the partial last block holds the rest).
+
+    >>> from pcs.trace.request import RequestBatch as RB
+    >>> one = np.array([0, 3], dtype=np.int64)
+    >>> block_tokens(RB(0, 16, np.zeros(1), np.array([40]), np.array([0]), one, np.arange(3, dtype=np.uint64))).tolist()
+    [16, 16, 8]
+    """
+    n = b.num_blocks
+    out = np.full(int(b.block_offsets[-1]), b.block_size, dtype=np.int64)
+    last = b.block_offsets[1:][n > 0] - 1
+    out[last] = b.prompt_tokens[n > 0] - (n[n > 0] - 1) * b.block_size
+    return out
+
+
+def _parents(b: RequestBatch) -> np.ndarray:
+    h = b.block_hashes
+    par = np.empty_like(h)
+    par[1:] = h[:-1]
+    starts = b.block_offsets[:-1][b.num_blocks > 0]
+    par[starts] = _ROOT
+    return par
+
+
+def prefix_tree_stats(b: RequestBatch) -> dict[str, Any]:
+    """Shape of the prefix tree (nodes = distinct (parent, id) pairs).
+
+    Returns keys ``prefix_tree_nodes``, ``prefix_tree_roots`` (distinct first
+    blocks), ``prefix_tree_leaves`` (nodes no request extends),
+    ``prefix_tree_depth_max`` (blocks; the longest request),
+    ``prefix_tree_leaf_depth_mean`` (blocks from the root to a leaf, mean over
+    leaves), ``prefix_tree_fanout_mean`` / ``_max`` (children per inner
+    node, the root excluded), ``prefix_tree_branching_nodes`` (inner nodes
+    with >= 2 children: where requests diverge). None for an empty trace.
+    """
+    h, par = b.block_hashes, _parents(b)
+    if h.size == 0:
+        return dict.fromkeys(("prefix_tree_nodes", "prefix_tree_roots", "prefix_tree_leaves", "prefix_tree_depth_max",
+                              "prefix_tree_leaf_depth_mean", "prefix_tree_fanout_mean", "prefix_tree_fanout_max",
+                              "prefix_tree_branching_nodes"))
+    depth = np.arange(h.size, dtype=np.int64) - np.repeat(b.block_offsets[:-1], b.num_blocks) + 1
+    pairs, idx = np.unique(np.stack([par, h], axis=1), axis=0, return_index=True)
+    node_par, node_id, node_depth = pairs[:, 0], pairs[:, 1], depth[idx]
+    is_root = node_par == _ROOT
+    inner_par, kids = np.unique(node_par[~is_root], return_counts=True)
+    has_kids = np.isin(node_id, inner_par)
+    leaves = ~has_kids
+    return {
+        "prefix_tree_nodes": int(pairs.shape[0]),
+        "prefix_tree_roots": int(is_root.sum()),
+        "prefix_tree_leaves": int(leaves.sum()),
+        "prefix_tree_depth_max": int(depth.max()),
+        "prefix_tree_leaf_depth_mean": float(node_depth[leaves].mean()),
+        "prefix_tree_fanout_mean": float(kids.mean()) if kids.size else 0.0,
+        "prefix_tree_fanout_max": int(kids.max()) if kids.size else 0,
+        "prefix_tree_branching_nodes": int((kids >= 2).sum()),
+    }
+
+
+def shared_prefix_token_share(b: RequestBatch) -> float | None:
+    """Share of prompt tokens lying in blocks that two or more requests contain.
+
+    Token-weighted over block accesses (a partial last block counts its own
+    tokens); None for a trace without prompt tokens. Ids are unique within a
+    request, so "accessed twice" means "in two requests".
+    """
+    total = int(b.prompt_tokens.sum())
+    if total == 0:
+        return None
+    _, inv, counts = np.unique(b.block_hashes, return_inverse=True, return_counts=True)
+    return float(block_tokens(b)[counts[inv] >= 2].sum() / total)
+
+
+def conversation_ids(b: RequestBatch) -> np.ndarray:
+    """int64, shape (n,): a conversation number per request, dense in first-appearance order.
+
+    Rules in the module docstring. Cost: one dict lookup per full block
+    scanned (from the end of each request back to the first match).
+    """
+    if b.parent_id is not None and b.session_id is not None:
+        return _from_parents(b.session_id.tolist(), b.parent_id.tolist())
+    if b.session_id is not None:
+        return _dense([(s if s >= 0 else ("alone", i)) for i, s in enumerate(b.session_id.tolist())])
+    return _inferred(b)
+
+
+def _dense(keys: list) -> np.ndarray:
+    num: dict = {}
+    return np.array([num.setdefault(k, len(num)) for k in keys], dtype=np.int64)
+
+
+def _from_parents(chat: list[int], parent: list[int]) -> np.ndarray:
+    conv: dict[int, int] = {}
+    out = np.empty(len(chat), dtype=np.int64)
+    n = 0
+    for i, (c, p) in enumerate(zip(chat, parent)):
+        if p >= 0 and p in conv:
+            out[i] = conv[p]
+        else:
+            out[i] = n
+            n += 1
+        conv.setdefault(c, int(out[i]))
+    return out
+
+
+def _inferred(b: RequestBatch) -> np.ndarray:
+    first = first_access(b.block_hashes)
+    hl = b.block_hashes.tolist()
+    offs = b.block_offsets.tolist()
+    full = np.minimum(b.prompt_tokens // b.block_size, b.num_blocks).tolist()
+    ends: dict[int, int] = {}
+    out = np.empty(len(full), dtype=np.int64)
+    n = 0
+    for r, f in enumerate(full):
+        lo = offs[r]
+        conv = -1
+        for j in range(lo + f - 1, lo - 1, -1):
+            conv = ends.get(hl[j], -1)
+            if conv >= 0:
+                break
+        if conv < 0:
+            conv, n = n, n + 1
+        out[r] = conv
+        if f and first[lo + f - 1]:
+            ends[hl[lo + f - 1]] = conv
+    return out
