@@ -114,10 +114,7 @@ def write_replay_outputs(html_path: str | None, plot_dir: str | None, result: An
         kw: the parsed replay options (``trace``, ``trace_format``, ``block_size``, ``quiet``).
         trace: the opened trace the run read when it is not a plain path (a re-blocked one).
     """
-    from pcs.engine.series import request_distributions
-
     s = result.summary.to_dict()
-    s.setdefault("distributions", request_distributions(result.requests))
     if trace is None and kw["trace"] and kw["trace_format"]:
         from pcs.trace import open_trace
 

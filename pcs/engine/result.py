@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from pcs.engine.series import RequestDistributions, TimeSeries
 from pcs.schema import field, result
 
 __all__ = ["ReplaySummary", "TierSummary", "GapSplit", "BytesSummary", "LinkEnvelope", "EnvelopeSummary",
@@ -191,3 +192,9 @@ class ReplaySummary:
                                         omit_none=True, default=None)
     baseline_engine_reason: str | None = field("-", "why the engine-selection table chose it", omit_none=True,
                                                default=None)
+    series: TimeSeries | None = field("-", "the run over simulated time at a fixed step, at most 512 samples "
+                                           "(docs/semantics.md §11); absent when the fast path ran",
+                                      omit_none=True, default=None)
+    distributions: RequestDistributions | None = field("-", "TTFT CDFs with and without the cache, restore vs "
+                                                            "recompute per request (bounded)",
+                                                       omit_none=True, default=None)

@@ -21,12 +21,14 @@ length; the step is :data:`BASE_STEP_S` x 2^k, the smallest that fits.
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Mapping
 
 import numpy as np
 
-__all__ = ["CDF_LEVELS", "MAX_POINTS", "MAX_SAMPLES", "BASE_STEP_S", "Sampler", "request_distributions",
-           "series_payload"]
+from pcs.schema import field, result
+
+__all__ = ["CDF_LEVELS", "MAX_POINTS", "MAX_SAMPLES", "BASE_STEP_S", "Sampler", "TimeSeries", "TtftCdf",
+           "RestoreScatter", "RequestDistributions", "request_distributions", "series_payload"]
 
 #: Quantile levels of the TTFT CDFs: 201 levels, 0 to 1 in steps of 0.005.
 CDF_LEVELS = np.linspace(0.0, 1.0, 201)
@@ -36,6 +38,57 @@ MAX_POINTS = 2000
 MAX_SAMPLES = 512
 #: The smallest sampling step, simulated seconds (steps are this x 2^k).
 BASE_STEP_S = 0.001
+
+
+@result
+class TtftCdf:
+    """TTFT with and without the cache at fixed quantile levels (docs/semantics.md §9, §10)."""
+
+    quantiles: tuple[float, ...] = field("ratio", "quantile levels 0, 0.005, ..., 1 (empty without requests)")
+    with_cache_s: tuple[float, ...] = field("s", "TTFT at each level (inverted CDF: a request's own value)")
+    without_cache_s: tuple[float, ...] = field("s", "full prefill, no wait, at each level")
+
+
+@result
+class RestoreScatter:
+    """Per request that restored blocks: restore time against the prefill its hits save (at most 2,000)."""
+
+    requests: int = field("count", "requests that restored blocks")
+    sampled: int = field("count", "of them listed here, evenly spaced in trace order")
+    prefill_saved_s: tuple[float, ...] = field("s", "prefill_no_cache_s - prefill_s of each listed request")
+    restore_s: tuple[float, ...] = field("s", "its restore time, link queueing included")
+
+
+@result
+class RequestDistributions:
+    """Bounded views of the per-request table for plots (docs/semantics.md §11)."""
+
+    ttft_cdf: TtftCdf = field("-", "TTFT with and without the cache")
+    restore_vs_recompute: RestoreScatter = field("-", "restore time vs the prefill it saves, per request")
+
+
+@result
+class TimeSeries:
+    """The replay sampled at a fixed simulated-time step, at most 512 samples (docs/semantics.md §11).
+
+    Columns hold one value per sample; per-tier and per-link columns are
+    objects keyed by tier name (lower tiers only for links).
+    """
+
+    step_s: float = field("s", "sampling step: 0.001 s x 2^k, the smallest that keeps <= 512 samples")
+    t_s: tuple[float, ...] = field("s", "sample times, seconds since the first arrival")
+    hit_ratio: tuple[float | None, ...] = field("ratio", "hit tokens / prompt tokens of the requests admitted "
+                                                          "since the previous sample (null: none)")
+    hit_ratio_cumulative: tuple[float | None, ...] = field("ratio", "the same since the start")
+    resident_bytes: dict[str, tuple[int, ...]] = field("bytes", "bytes of the blocks each tier holds")
+    resident_bytes_by_component: dict[str, dict[str, tuple[int, ...]]] = field(
+        "bytes", "the same per KV component, for tiers with more than one component")
+    restore_bps: dict[str, tuple[float, ...]] = field("bytes/s", "bytes restored over each link since the "
+                                                                 "previous sample / step_s (counted at admission)")
+    link_bandwidth_bps: dict[str, float | None] = field("bytes/s", "each link's bandwidth, all TP ranks together")
+    waiting_requests: tuple[int, ...] = field("count", "requests arrived and not admitted (FIFO admission)")
+    running_requests: tuple[int, ...] = field("count", "requests admitted and not finished (0 in sequential timing)")
+    restore_backlog_s: dict[str, tuple[float, ...]] = field("s", "seconds of restores queued on each link")
 
 
 class Sampler:
@@ -91,31 +144,29 @@ def _quantiles(values: np.ndarray) -> list[float]:
     return [float(v) for v in np.quantile(values, CDF_LEVELS, method="inverted_cdf")]
 
 
-def request_distributions(requests: Any) -> dict:
-    """The bounded distributions of a replay's per-request table.
+def request_distributions(columns: Mapping[str, Any]) -> RequestDistributions:
+    """The bounded distributions of a replay's per-request columns.
 
     Args:
-        requests: pyarrow Table of :data:`pcs.engine.summary.REQUEST_COLUMNS`
-            (``ttft_s``, ``prefill_no_cache_s``, ``prefill_s``, ``restore_s``,
-            ``restored_bytes``; float64 seconds, int64 bytes), one row per request.
+        columns: name -> array-like, one value per request, of
+            :data:`pcs.engine.summary.REQUEST_COLUMNS` (``ttft_s``,
+            ``prefill_no_cache_s``, ``prefill_s``, ``restore_s``: float64
+            seconds; ``restored_bytes``: int64); numpy arrays, ``array.array``
+            or a pyarrow Table.
     Returns:
-        ``{"ttft_cdf": {"quantiles", "with_cache_s", "without_cache_s"},
-        "restore_vs_recompute": {"requests", "sampled", "prefill_saved_s", "restore_s"}}``;
-        lists of floats (seconds); ``quantiles`` empty when no request has a TTFT.
+        :class:`RequestDistributions`; ``quantiles`` empty when no request has a TTFT.
     """
-    col = lambda name: requests.column(name).to_numpy(zero_copy_only=False).astype(np.float64)  # noqa: E731
+    col = lambda name: np.asarray(columns[name], dtype=np.float64)  # noqa: E731
     with_cache, without = _quantiles(col("ttft_s")), _quantiles(col("prefill_no_cache_s"))
     restored = np.flatnonzero(col("restored_bytes") > 0)
     pick = restored
     if len(restored) > MAX_POINTS:
         pick = restored[np.unique(np.rint(np.linspace(0, len(restored) - 1, MAX_POINTS)).astype(np.int64))]
     saved = col("prefill_no_cache_s")[pick] - col("prefill_s")[pick]
-    return {"ttft_cdf": {"quantiles": [float(q) for q in CDF_LEVELS] if with_cache else [],
-                         "with_cache_s": with_cache, "without_cache_s": without},
-            "restore_vs_recompute": {"requests": int(len(restored)), "sampled": int(len(pick)),
-                                     "prefill_saved_s": [float(v) for v in saved],
-                                     "restore_s": [float(v) for v in col("restore_s")[pick]]}}
-
+    return RequestDistributions(
+        TtftCdf(tuple(float(q) for q in CDF_LEVELS) if with_cache else (), tuple(with_cache), tuple(without)),
+        RestoreScatter(int(len(restored)), int(len(pick)), tuple(float(v) for v in saved),
+                       tuple(float(v) for v in col("restore_s")[pick])))
 
 def _per_step(cum: np.ndarray, admitted: np.ndarray) -> np.ndarray:
     """Sums of a per-request column over the requests admitted between consecutive samples (first: 0)."""
@@ -123,49 +174,46 @@ def _per_step(cum: np.ndarray, admitted: np.ndarray) -> np.ndarray:
     return np.diff(at, prepend=at[:1])
 
 
-def series_payload(sampler: Sampler, prompt_tokens: np.ndarray, hit_tokens: np.ndarray, tiers: list[dict]) -> dict:
+def series_payload(sampler: Sampler, prompt_tokens: np.ndarray, hit_tokens: np.ndarray, finish_s: np.ndarray,
+                   tiers: list[dict]) -> TimeSeries:
     """The summary's ``series`` object from the engine's samples (docs/replay.md; docs/semantics.md §11).
 
     Args:
         sampler: the engine's :class:`Sampler`; each row is ``(boundary_s,
-            admitted_requests, waiting_requests, running_requests,
-            resident_blocks per tier, restored_bytes per tier (cumulative;
-            0 for the GPU), link backlog seconds per tier)``.
+            admitted_requests, waiting_requests, resident_blocks per tier,
+            restored_bytes per tier (cumulative; 0 for the GPU), link backlog
+            seconds per tier)``.
         prompt_tokens, hit_tokens: per-request columns in admission order,
             ``np.ndarray[np.int64]``, shape (requests,).
+        finish_s: per-request finish times, ``np.ndarray[np.float64]``, shape
+            (requests,); NaN in sequential timing (nothing runs between samples).
         tiers: per tier, ``{"name", "bytes_per_block", "bytes_per_block_by_component",
             "link_bandwidth_bps"}`` (as in the summary's tier rows).
     Returns:
-        ``step_s``; ``t_s`` (boundaries, seconds since the first arrival);
-        ``hit_ratio`` (token-weighted, requests admitted since the previous
-        sample; None where none) and ``hit_ratio_cumulative``;
-        ``resident_bytes`` {tier: [...]} and, for tiers with more than one KV
-        component, ``resident_bytes_by_component`` {tier: {component: [...]}}
-        (empty otherwise);
-        ``restore_bps`` {lower tier: [...]} (bytes restored since the previous
-        sample / step_s) and ``link_bandwidth_bps`` {lower tier: bytes/s};
-        ``waiting_requests`` (arrived, not admitted), ``running_requests``
-        (admitted, not finished) and ``restore_backlog_s`` {lower tier: [...]}
-        (seconds of restores queued on the link). Empty lists when nothing
-        was sampled.
+        :class:`TimeSeries` (``running_requests``: admitted and finishing at or
+        after the boundary); empty columns when nothing was sampled.
     """
     rows = sampler.rows
     t0 = sampler.t0 or 0.0
+    bounds = np.asarray([r[0] for r in rows], dtype=np.float64)
     admitted = np.asarray([r[1] for r in rows], dtype=np.int64)
     cum_p = np.concatenate(([0], np.cumsum(prompt_tokens, dtype=np.int64)))
     cum_h = np.concatenate(([0], np.cumsum(hit_tokens, dtype=np.int64)))
     step_p, step_h = _per_step(cum_p, admitted), _per_step(cum_h, admitted)
-    ratio = lambda h, p: [float(a) / float(b) if b else None for a, b in zip(h, p)]  # noqa: E731
+    ratio = lambda h, p: tuple(float(a) / float(b) if b else None for a, b in zip(h, p))  # noqa: E731
+    done = np.sort(finish_s[np.isfinite(finish_s)])
+    running = admitted - np.searchsorted(done, bounds, side="left") if len(done) else np.zeros_like(admitted)
     lower = range(1, len(tiers))
-    resident = {t["name"]: [r[4][j] * t["bytes_per_block"] for r in rows] for j, t in enumerate(tiers)}
-    by_comp = {t["name"]: {c: [r[4][j] * b for r in rows] for c, b in t["bytes_per_block_by_component"].items()}
-               for j, t in enumerate(tiers) if len(t["bytes_per_block_by_component"]) > 1}
-    restored = {tiers[j]["name"]: np.diff(np.asarray([r[5][j] for r in rows], dtype=np.float64), prepend=0.0)
+    restored = {tiers[j]["name"]: np.diff(np.asarray([r[4][j] for r in rows], dtype=np.float64), prepend=0.0)
                 for j in lower}
-    return {"step_s": sampler.step_s, "t_s": [r[0] - t0 for r in rows],
-            "hit_ratio": ratio(step_h, step_p), "hit_ratio_cumulative": ratio(cum_h[admitted], cum_p[admitted]),
-            "resident_bytes": resident, "resident_bytes_by_component": by_comp,
-            "restore_bps": {k: [float(v) / sampler.step_s for v in d] for k, d in restored.items()},
-            "link_bandwidth_bps": {tiers[j]["name"]: tiers[j]["link_bandwidth_bps"] for j in lower},
-            "waiting_requests": [r[2] for r in rows], "running_requests": [r[3] for r in rows],
-            "restore_backlog_s": {tiers[j]["name"]: [r[6][j] for r in rows] for j in lower}}
+    return TimeSeries(
+        step_s=sampler.step_s, t_s=tuple(float(b - t0) for b in bounds), hit_ratio=ratio(step_h, step_p),
+        hit_ratio_cumulative=ratio(cum_h[admitted], cum_p[admitted]),
+        resident_bytes={t["name"]: tuple(r[3][j] * t["bytes_per_block"] for r in rows) for j, t in enumerate(tiers)},
+        resident_bytes_by_component={
+            t["name"]: {c: tuple(r[3][j] * b for r in rows) for c, b in t["bytes_per_block_by_component"].items()}
+            for j, t in enumerate(tiers) if len(t["bytes_per_block_by_component"]) > 1},
+        restore_bps={k: tuple(float(v) / sampler.step_s for v in d) for k, d in restored.items()},
+        link_bandwidth_bps={tiers[j]["name"]: tiers[j]["link_bandwidth_bps"] for j in lower},
+        waiting_requests=tuple(r[2] for r in rows), running_requests=tuple(int(v) for v in running),
+        restore_backlog_s={tiers[j]["name"]: tuple(r[5][j] for r in rows) for j in lower})

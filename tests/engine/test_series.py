@@ -42,14 +42,17 @@ def test_series_payload_by_hand():
     from pcs.engine.series import series_payload
 
     s = Sampler(base_step_s=1.0)
-    s.t0, s.rows = 5.0, [(5.0, 0, 0, 0, (0, 0), (0, 0), (0.0, 0.0)),
-                         (6.0, 2, 1, 1, (3, 1), (0, 16), (0.0, 0.5)),
-                         (7.0, 3, 0, 2, (4, 2), (0, 40), (0.0, 0.0))]
+    s.t0, s.rows = 5.0, [(5.0, 0, 0, (0, 0), (0, 0), (0.0, 0.0)),
+                         (6.0, 2, 1, (3, 1), (0, 16), (0.0, 0.5)),
+                         (7.0, 3, 0, (4, 2), (0, 40), (0.0, 0.0))]
     tiers = [{"name": "gpu", "bytes_per_block": 10, "bytes_per_block_by_component": {"a": 6, "b": 4},
               "link_bandwidth_bps": None},
              {"name": "cpu", "bytes_per_block": 8, "bytes_per_block_by_component": {"a": 8},
               "link_bandwidth_bps": 100.0}]
-    out = series_payload(s, np.array([10, 20, 30, 40]), np.array([0, 5, 15, 40]), tiers)
+    # finishes: request 0 at 5.5 (before the 6 s sample), request 1 at 7.0 (a sample at 7.0 is taken before
+    # events at 7.0), request 2 at 9, request 3 at 9.5
+    out = series_payload(s, np.array([10, 20, 30, 40]), np.array([0, 5, 15, 40]),
+                         np.array([5.5, 7.0, 9.0, 9.5]), tiers).to_dict()
     assert out["t_s"] == [0.0, 1.0, 2.0] and out["step_s"] == 1.0
     # requests admitted by each sample: 0, 2 (10 + 20 prompt, 0 + 5 hit), 3 (+30 prompt, +15 hit); the 4th is
     # after the last sample
@@ -58,5 +61,59 @@ def test_series_payload_by_hand():
     assert out["resident_bytes"] == {"gpu": [0, 30, 40], "cpu": [0, 8, 16]}
     assert out["resident_bytes_by_component"] == {"gpu": {"a": [0, 18, 24], "b": [0, 12, 16]}}  # cpu: one component
     assert out["restore_bps"] == {"cpu": [0.0, 16.0, 24.0]} and out["link_bandwidth_bps"] == {"cpu": 100.0}
+    # running = admitted - finished before the boundary: 0; 2 - 1; 3 - 1
     assert out["waiting_requests"] == [0, 1, 0] and out["running_requests"] == [0, 1, 2]
+    seq = series_payload(s, np.array([10, 20, 30, 40]), np.array([0, 5, 15, 40]), np.full(4, np.nan), tiers)
+    assert seq.running_requests == (0, 0, 0)   # sequential timing: nothing runs between samples
     assert out["restore_backlog_s"] == {"cpu": [0.0, 0.5, 0.0]}
+
+
+def test_engine_samples_waiting_running_and_resident_by_hand():
+    """Modeled timing, one GPU tier of 28 blocks, 4-token blocks, prefill 1 ms/token, decode 10 ms/token.
+
+    r0 (t = 0, blocks 1 2, 100 output tokens) holds its 2 blocks + ceil((8 + 100) / 4) - 2 = 25 output
+    blocks; its prefill ends at 8 x 1 ms = 0.008 s (its blocks become cached), it finishes at
+    0.008 + 100 x 10 ms = 1.008 s. r1 (t = 0.5, blocks 3 4) needs 2 slots, 1 is free: it waits until
+    1.008, prefills until 1.016 and finishes then. The run spans 1.016 s: a 1 ms step would need 1,017
+    samples, so the step is 2 ms (509 samples, then the end state at 1.018).
+    """
+    import numpy as np
+
+    from helpers import LinearCompute, req, run
+    from pcs.engine.series import series_payload
+
+    res, _ = run([req([1, 2], 0.0, out=100), req([3, 4], 0.5, out=0)], [28], timing="modeled",
+                 compute=LinearCompute())
+    s = res.sampler
+    assert (s.t0, s.step_s, len(s.rows)) == (0.0, 0.002, 510)
+    cols = {k: np.frombuffer(res.columns[k], dtype=np.float64 if k == "finish_s" else np.int64)
+            for k in ("prompt_tokens", "hit_tokens", "finish_s")}
+    ts = series_payload(s, cols["prompt_tokens"], cols["hit_tokens"], cols["finish_s"],
+                        [{"name": "gpu", "bytes_per_block": 1, "bytes_per_block_by_component": {"kv": 1},
+                          "link_bandwidth_bps": None}])
+    at = {round(t, 6): k for k, t in enumerate(ts.t_s)}
+    pick = lambda t: (ts.waiting_requests[at[t]], ts.running_requests[at[t]], ts.resident_bytes["gpu"][at[t]])  # noqa: E731
+    assert pick(0.0) == (0, 0, 0)       # before r0
+    assert pick(0.6) == (1, 1, 2)       # r1 waits, r0 runs, r0's blocks cached
+    assert pick(1.01) == (0, 1, 2)      # r0 done, r1 admitted (its blocks cached at 1.016)
+    assert pick(1.018) == (0, 0, 4)     # the end state
+    assert ts.t_s[-1] == 1.018
+
+
+def test_series_agrees_with_the_summary_counters():
+    """The last sample (the end state) equals what the summary counts by other means (ledger, tier state)."""
+    import pytest
+
+    import pcs
+
+    s = pcs.replay(None, tiers=["gpu=300blocks", "cpu=900blocks"]).summary
+    ts = s.series
+    assert len(ts.t_s) <= 512 and ts.t_s[0] == 0.0
+    assert all(abs(b - a - ts.step_s) < 1e-9 * max(1.0, b) for a, b in zip(ts.t_s, ts.t_s[1:]))
+    assert ts.hit_ratio_cumulative[-1] == s.hit_ratio
+    assert {t.name: ts.resident_bytes[t.name][-1] for t in s.tiers} == {t.name: t.resident_bytes_end for t in s.tiers}
+    assert sum(ts.restore_bps["cpu"]) * ts.step_s == pytest.approx(s.bytes.restored_per_link["cpu"], rel=1e-12)
+    assert ts.waiting_requests[-1] == ts.running_requests[-1] == 0
+    assert max(ts.running_requests) >= 1
+    fast = pcs.replay(None, tiers=["gpu=300blocks"], timing="sequential", engine="fast").summary
+    assert fast.series is None and fast.distributions is not None  # no event loop to sample

@@ -78,8 +78,9 @@ def pages(tmp_path_factory) -> dict[str, tuple[Path, dict]]:
 
 
 #: the charts each page must draw (ids), in page order
-EXPECTED = {"replay": ["gap", "curve", "ttft", "restore"], "compare": ["compare", "compare_curve"],
-            "curve": ["curve"], "footprint": [], "report": ["gap", "curve"]}
+TIME = ["ts_hit", "ts_resident", "ts_restore", "ts_queue", "ts_backlog"]
+EXPECTED = {"replay": ["gap", "curve", *TIME, "ttft", "restore"], "compare": ["compare", "compare_curve"],
+            "curve": ["curve"], "footprint": [], "report": ["gap", "curve", *TIME, "ttft", "restore"]}
 
 
 def _not_blank(png: bytes) -> float:

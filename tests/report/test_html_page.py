@@ -150,7 +150,7 @@ def test_request_distributions_by_hand(monkeypatch):
                   "prefill_no_cache_s": [5.0, 5.0, 5.0, 5.0, 5.0], "prefill_s": [1.0, 2.0, 3.0, 4.0, 5.0],
                   "restore_s": [0.1, 0.0, 0.3, 0.4, 0.5], "restored_bytes": [10, 0, 30, 40, 50]})
     monkeypatch.setattr(series, "MAX_POINTS", 3)
-    d = series.request_distributions(t)
+    d = series.request_distributions({n: t.column(n) for n in t.column_names}).to_dict()
     levels, ttft = d["ttft_cdf"]["quantiles"], d["ttft_cdf"]["with_cache_s"]
     # inverted CDF over {1, 2, 3, 4} (the NaN dropped): the smallest TTFT whose share of requests reaches
     # the level; levels[i] = i / 200
