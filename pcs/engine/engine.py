@@ -144,9 +144,10 @@ class ReplayEngine:
         off, hashes, n, cap = ch.offsets, ch.block_hashes, ch.cacheable, ch.max_hit_blocks
         check = self.check
         arrival = ch.arrival_s
+        nxt = self._next_sample
         for i in range(len(arrival)):
-            if arrival[i] >= self._next_sample:
-                self._next_sample = self.sampler.take(arrival[i], self._snapshot)
+            if arrival[i] >= nxt:  # a time-series boundary passed: sample before this request
+                nxt = self._next_sample = self.sampler.take(arrival[i], self._snapshot)
             o = off[i]
             adm = start(hashes[o:o + n[i]], n[i], cap[i], 0, False)   # only the cacheable head is read
             check and self.h._check()
@@ -171,10 +172,11 @@ class ReplayEngine:
     def _advance(self, t: float) -> None:
         ev = self._events
         h = self.h
+        nxt = self._next_sample
         while ev and ev[0][0] <= t:
-            if ev[0][0] >= self._next_sample:  # the state at the boundary: before this event
-                self._next_sample = self.sampler.take(ev[0][0], self._snapshot)
             when, _, kind, adm = heapq.heappop(ev)
+            if when >= nxt:  # a time-series boundary passed: sample the state before this event
+                nxt = self._next_sample = self.sampler.take(when, self._snapshot)
             if kind == 0:
                 h.prefill_done(adm)
             else:
@@ -226,12 +228,12 @@ class ReplayEngine:
         L.tier_hit_tokens = [int(col(f"hit_tokens_{t.name}", np.int64).sum()) for t in self.h.tiers]
         return EngineResult(L, dict(c), self.sampler)
 
-    def _snapshot(self, boundary_s: float) -> tuple:
+    def _snapshot(self) -> tuple:
         """The state a time-series sample keeps (:class:`pcs.engine.series.Sampler`): requests admitted
-        and waiting, resident blocks per tier, restored bytes per link so far, seconds queued per link."""
+        and waiting, resident blocks per tier, restored bytes per link so far, when each link is free."""
         return (len(self._cols["hit_blocks"]) + len(self._rows), len(self._queue),
-                tuple(len(t.resident) for t in self.h.tiers), tuple(lk.restored_bytes for lk in self.ledger.links),
-                tuple(f - boundary_s if f > boundary_s else 0.0 for f in self._link_free))
+                [len(t.resident) for t in self.h.tiers], [lk.restored_bytes for lk in self.ledger.links],
+                self._link_free[:])
 
     # -- accounting ---------------------------------------------------------------------------
     def _flush(self) -> None:

@@ -95,9 +95,9 @@ class Sampler:
     """Snapshots at fixed simulated-time boundaries, at most ``max_samples`` of them.
 
     The engine calls :meth:`take` when its clock reaches :attr:`next_s`
-    (one float comparison per event on the hot path); ``snapshot(b)``
-    returns the state at boundary ``b`` as a tuple. Between two calls
-    nothing changed, so every boundary passed gets the same state.
+    (one float comparison per event on the hot path); ``snapshot()``
+    returns the current state as a tuple. Between two calls nothing
+    changed, so every boundary passed gets the same state (one snapshot).
 
     Attributes:
         step_s: the current step, seconds (``base_step_s`` x 2^k).
@@ -125,9 +125,9 @@ class Sampler:
         last = int((now_s - self.t0) / self.step_s)
         while self.t0 + (last + 1) * self.step_s <= now_s:  # a quotient rounded down by float error
             last += 1
-        for k in range(len(self.rows), last + 1):
-            b = self.t0 + k * self.step_s
-            self.rows.append((b, *snapshot(b)))
+        if last >= len(self.rows):
+            state = snapshot()
+            self.rows.extend((self.t0 + k * self.step_s, *state) for k in range(len(self.rows), last + 1))
         self.next_s = self.t0 + len(self.rows) * self.step_s
         return self.next_s
 
@@ -181,8 +181,8 @@ def series_payload(sampler: Sampler, prompt_tokens: np.ndarray, hit_tokens: np.n
     Args:
         sampler: the engine's :class:`Sampler`; each row is ``(boundary_s,
             admitted_requests, waiting_requests, resident_blocks per tier,
-            restored_bytes per tier (cumulative; 0 for the GPU), link backlog
-            seconds per tier)``.
+            restored_bytes per tier (cumulative; 0 for the GPU), the time each
+            tier's link is busy until (seconds))``.
         prompt_tokens, hit_tokens: per-request columns in admission order,
             ``np.ndarray[np.int64]``, shape (requests,).
         finish_s: per-request finish times, ``np.ndarray[np.float64]``, shape
@@ -216,4 +216,4 @@ def series_payload(sampler: Sampler, prompt_tokens: np.ndarray, hit_tokens: np.n
         restore_bps={k: tuple(float(v) / sampler.step_s for v in d) for k, d in restored.items()},
         link_bandwidth_bps={tiers[j]["name"]: tiers[j]["link_bandwidth_bps"] for j in lower},
         waiting_requests=tuple(r[2] for r in rows), running_requests=tuple(int(v) for v in running),
-        restore_backlog_s={tiers[j]["name"]: tuple(r[5][j] for r in rows) for j in lower})
+        restore_backlog_s={tiers[j]["name"]: tuple(max(0.0, r[5][j] - r[0]) for r in rows) for j in lower})

@@ -7,7 +7,7 @@ from pcs.engine.series import Sampler
 def test_boundaries_state_and_doubling_by_hand():
     s = Sampler(base_step_s=1.0, max_samples=4)
     state = {"v": "a"}
-    snap = lambda b: (state["v"],)  # noqa: E731 - the state between two calls is constant
+    snap = lambda: (state["v"],)  # noqa: E731 - the state between two calls is constant
     assert s.take(10.0, snap) == 11.0                      # t0 = 10: boundary 10 recorded
     state["v"] = "b"
     assert s.take(12.5, snap) == 13.0                      # boundaries 11 and 12 see state b
@@ -28,7 +28,7 @@ def test_bounded_whatever_the_length():
     for i in range(20_000):
         t += 0.37 * (1 + i % 5)
         if t >= s.next_s:
-            s.take(t, lambda b: ())
+            s.take(t, lambda: ())
     assert len(s.rows) <= 512 and s.step_s == 0.001 * 2 ** round(__import__("math").log2(s.step_s / 0.001))
     # the kept boundaries are the grid t0 + k x step, k = 0, 1, ...
     assert [round((r[0] - s.t0) / s.step_s, 9) for r in s.rows] == list(range(len(s.rows)))
@@ -42,9 +42,10 @@ def test_series_payload_by_hand():
     from pcs.engine.series import series_payload
 
     s = Sampler(base_step_s=1.0)
+    # the last column: when each tier's link is free (the cpu link is busy until 6.5 at the 6 s sample)
     s.t0, s.rows = 5.0, [(5.0, 0, 0, (0, 0), (0, 0), (0.0, 0.0)),
-                         (6.0, 2, 1, (3, 1), (0, 16), (0.0, 0.5)),
-                         (7.0, 3, 0, (4, 2), (0, 40), (0.0, 0.0))]
+                         (6.0, 2, 1, (3, 1), (0, 16), (0.0, 6.5)),
+                         (7.0, 3, 0, (4, 2), (0, 40), (0.0, 6.5))]
     tiers = [{"name": "gpu", "bytes_per_block": 10, "bytes_per_block_by_component": {"a": 6, "b": 4},
               "link_bandwidth_bps": None},
              {"name": "cpu", "bytes_per_block": 8, "bytes_per_block_by_component": {"a": 8},
