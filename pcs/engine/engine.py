@@ -63,8 +63,8 @@ class EngineResult:
         ledger: the run's counters.
         columns: per-request columns (name -> ``array.array``), admission
             (= trace) order.
-        sampler: the time-series samples (:class:`pcs.engine.series.Sampler`);
-            None from the fast path (no event loop to sample).
+        sampler: the time-series samples (:class:`pcs.engine.series.Sampler`;
+            the fast path's from :func:`pcs.engine.series.sequential_samples`).
     """
 
     ledger: ReplayLedger

@@ -185,6 +185,11 @@ class ReplaySummary:
         "-", "how the GPU tier was sized: the pcs.model.deploy.Deployment fields (bytes, GB/s as named there), "
              "gpu_tier_from (deployment or --tier), layout, tp_group, assumptions (docs/models.md)",
         omit_none=True, default=None)
+    series: TimeSeries | None = field("-", "the run over simulated time at a fixed step, at most 512 samples "
+                                           "(docs/semantics.md §11)", omit_none=True, default=None)
+    distributions: RequestDistributions | None = field("-", "TTFT CDFs with and without the cache, restore vs "
+                                                            "recompute per request (bounded)",
+                                                       omit_none=True, default=None)
     engine: str | None = field("-", "which engine ran the replay: lru-scan, compiled-hierarchy or reference "
                                     "(docs/semantics.md §15)", omit_none=True, default=None)
     engine_reason: str | None = field("-", "why the engine-selection table chose it", omit_none=True, default=None)
@@ -192,9 +197,3 @@ class ReplaySummary:
                                         omit_none=True, default=None)
     baseline_engine_reason: str | None = field("-", "why the engine-selection table chose it", omit_none=True,
                                                default=None)
-    series: TimeSeries | None = field("-", "the run over simulated time at a fixed step, at most 512 samples "
-                                           "(docs/semantics.md §11); absent when the fast path ran",
-                                      omit_none=True, default=None)
-    distributions: RequestDistributions | None = field("-", "TTFT CDFs with and without the cache, restore vs "
-                                                            "recompute per request (bounded)",
-                                                       omit_none=True, default=None)

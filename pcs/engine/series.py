@@ -28,7 +28,7 @@ import numpy as np
 from pcs.schema import field, result
 
 __all__ = ["CDF_LEVELS", "MAX_POINTS", "MAX_SAMPLES", "BASE_STEP_S", "Sampler", "TimeSeries", "TtftCdf",
-           "RestoreScatter", "RequestDistributions", "request_distributions", "series_payload"]
+           "RestoreScatter", "RequestDistributions", "request_distributions", "series_payload", "sequential_samples"]
 
 #: Quantile levels of the TTFT CDFs: 201 levels, 0 to 1 in steps of 0.005.
 CDF_LEVELS = np.linspace(0.0, 1.0, 201)
@@ -167,6 +167,42 @@ def request_distributions(columns: Mapping[str, Any]) -> RequestDistributions:
         TtftCdf(tuple(float(q) for q in CDF_LEVELS) if with_cache else (), tuple(with_cache), tuple(without)),
         RestoreScatter(int(len(restored)), int(len(pick)), tuple(float(v) for v in saved),
                        tuple(float(v) for v in col("restore_s")[pick])))
+
+def sequential_samples(arrival_s: np.ndarray, resident_after: np.ndarray) -> Sampler:
+    """The samples the event loop takes in sequential timing over one tier, from per-request arrays.
+
+    The fast path's twin of :class:`pcs.engine.engine.ReplayEngine`'s sampling
+    (tests/engine/test_replay_fastpath.py checks the summaries equal): a
+    boundary is taken at the first request arriving at or after it, with
+    the state before that request -- ``i`` requests admitted, none waiting,
+    ``resident_after[i - 1]`` blocks resident, nothing restored, the link free
+    -- and the end state at the first boundary after the last arrival.
+
+    Args:
+        arrival_s: float64 (requests,), trace order.
+        resident_after: int64 (requests,), resident blocks after each request.
+    """
+    s = Sampler()
+    m = arrival_s.shape[0]
+    if m == 0:
+        return s
+    state = lambda i: (i, 0, [int(resident_after[i - 1]) if i else 0], [0], [0.0])  # noqa: E731
+    ordered = bool(np.all(arrival_s[1:] >= arrival_s[:-1]))
+    i, nxt = 0, float("-inf")
+    while i < m:
+        if ordered:  # the next request at or after the next boundary
+            i = int(np.searchsorted(arrival_s, nxt, side="left")) if i else 0
+            if i >= m:
+                break
+        elif arrival_s[i] < nxt:
+            i += 1
+            continue
+        nxt = s.take(float(arrival_s[i]), lambda: state(i))
+        i += 1
+    end = s.take(max(float(arrival_s.max()), s.t0), lambda: state(m))
+    s.take(end, lambda: state(m))
+    return s
+
 
 def _per_step(cum: np.ndarray, admitted: np.ndarray) -> np.ndarray:
     """Sums of a per-request column over the requests admitted between consecutive samples (first: 0)."""

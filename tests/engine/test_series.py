@@ -116,5 +116,8 @@ def test_series_agrees_with_the_summary_counters():
     assert sum(ts.restore_bps["cpu"]) * ts.step_s == pytest.approx(s.bytes.restored_per_link["cpu"], rel=1e-12)
     assert ts.waiting_requests[-1] == ts.running_requests[-1] == 0
     assert max(ts.running_requests) >= 1
+    # the fast path's twin of the sampling gives the event loop's series
     fast = pcs.replay(None, tiers=["gpu=300blocks"], timing="sequential", engine="fast").summary
-    assert fast.series is None and fast.distributions is not None  # no event loop to sample
+    loop = pcs.replay(None, tiers=["gpu=300blocks"], timing="sequential", engine="general").summary
+    assert fast.series == loop.series and fast.distributions == loop.distributions
+    assert max(fast.series.resident_bytes["gpu"]) == 300 * fast.tiers[0].bytes_per_block
