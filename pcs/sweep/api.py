@@ -83,7 +83,7 @@ def execute(prep: Prepared, *, jobs: int | None = None, ray: str | None = None, 
 
     def on_done(o: Outcome) -> None:
         if o.error is None:
-            write_point(prep.out, o.row, o.requests)
+            write_point(prep.out, o.point_id, o.row, o.requests)
         else:
             errors.append(o)
         if progress is not None:

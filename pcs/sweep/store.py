@@ -18,11 +18,11 @@ column a row lacks being null.
 from __future__ import annotations
 
 import os
-import tempfile
+import uuid
 from pathlib import Path
 from typing import Any
 
-__all__ = ["done_ids", "write_point", "read_results", "REQUESTS_DIR"]
+__all__ = ["done_ids", "write_point", "read_results", "encode_row", "encode_requests", "REQUESTS_DIR"]
 
 REQUESTS_DIR = "_requests"
 
@@ -33,40 +33,62 @@ def done_ids(out: str | Path) -> set[str]:
     return {p.stem for p in out.glob("*.parquet")} if out.is_dir() else set()
 
 
-def _write_atomic(table: Any, target: Path) -> None:
+def _parquet_bytes(table: Any) -> bytes:
+    """Parquet bytes without column statistics or the Arrow schema copy: a one-row file of a replay's
+    ~160 columns is ~30 KB instead of ~60 KB (the types read back the same)."""
+    import pyarrow as pa
     import pyarrow.parquet as pq
 
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    os.close(fd)
+    sink = pa.BufferOutputStream()
+    pq.write_table(table, sink, write_statistics=False, store_schema=False)
+    return sink.getvalue().to_pybytes()
+
+
+def encode_row(row: dict[str, Any]) -> bytes:
+    """A point's row as the bytes of its one-row Parquet file (made where the point ran, so the
+    driver only writes bytes: about 0.1 ms a point instead of 3 ms)."""
+    import pyarrow as pa
+
+    return _parquet_bytes(pa.Table.from_pylist([row]))
+
+
+def encode_requests(point_id: str, requests: Any) -> bytes:
+    """A per-request table (pyarrow) as Parquet bytes, with a ``point_id`` column first."""
+    import pyarrow as pa
+
+    return _parquet_bytes(requests.add_column(0, "point_id", pa.array([point_id] * requests.num_rows, pa.string())))
+
+
+def _write_atomic(data: bytes, target: Path) -> None:
+    """``data`` to a hidden temporary file beside ``target`` (mode from the umask), renamed over it."""
+    tmp = target.parent / f".{target.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp"
     try:
-        pq.write_table(table, tmp)
+        with open(tmp, "xb") as f:
+            f.write(data)
         os.replace(tmp, target)
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
 
 
-def write_point(out: str | Path, row: dict[str, Any], requests: Any = None) -> Path:
+def write_point(out: str | Path, point_id: str, row: bytes, requests: bytes | None = None) -> Path:
     """Write one point's row (and its per-request table) atomically; returns the row's file.
 
     Args:
         out: the results directory (created if absent).
-        row: the dataset row; ``row["point_id"]`` names the file.
-        requests: a pyarrow Table or None.
+        point_id: names the files.
+        row: :func:`encode_row` of the point's row.
+        requests: :func:`encode_requests` of its per-request table, or None.
     Raises:
         OSError: the directory cannot be written.
     """
-    import pyarrow as pa
-
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    pid = row["point_id"]
     if requests is not None:
         (out / REQUESTS_DIR).mkdir(exist_ok=True)
-        table = requests.add_column(0, "point_id", pa.array([pid] * requests.num_rows, pa.string()))
-        _write_atomic(table, out / REQUESTS_DIR / f"{pid}.parquet")
-    target = out / f"{pid}.parquet"
-    _write_atomic(pa.Table.from_pylist([row]), target)
+        _write_atomic(requests, out / REQUESTS_DIR / f"{point_id}.parquet")
+    target = out / f"{point_id}.parquet"
+    _write_atomic(row, target)
     return target
 
 

@@ -71,16 +71,17 @@ class Outcome:
 
     Attributes:
         point_id: the point.
-        row: the dataset row (None when the point failed).
-        requests: the per-request table (pyarrow), when asked and the kind has one.
+        row: the dataset row as one-row Parquet bytes (:func:`pcs.sweep.store.encode_row`;
+            None when the point failed).
+        requests: the per-request table as Parquet bytes, when asked and the kind has one.
         error: ``"<type>: <message>"`` when the point failed, else None.
         user_error: the failure is the input's (a ValueError or OSError), not a bug.
         traceback: the failure's traceback text (bugs only).
     """
 
     point_id: str
-    row: dict[str, Any] | None
-    requests: Any = None
+    row: bytes | None
+    requests: bytes | None = None
     error: str | None = None
     user_error: bool = False
     traceback: str | None = None
@@ -156,16 +157,20 @@ def run_task(task: Any, trace: Any = None, with_requests: bool = False) -> Outco
         trace: the loaded trace of ``task.trace_key`` (None for footprint).
         with_requests: keep a replay's per-request table.
     Returns:
-        :class:`Outcome`; exceptions are caught into it (never raised).
+        :class:`Outcome` with the row encoded here (the driver only writes bytes); exceptions are
+        caught into it (never raised).
     """
     import pcs
+    from pcs.sweep.store import encode_requests, encode_row
 
     try:
         fn = getattr(pcs, task.call)
         res = fn(trace, **task.kwargs) if task.trace_key is not None else fn(**task.kwargs)
         typed = res.summary if task.call == "replay" else res
-        requests = res.requests if with_requests and task.call == "replay" else None
-        return Outcome(task.point_id, make_row(task.point_id, task.kind, task.options, typed.to_dict()), requests)
+        requests = (encode_requests(task.point_id, res.requests) if with_requests and task.call == "replay"
+                    else None)
+        row = encode_row(make_row(task.point_id, task.kind, task.options, typed.to_dict()))
+        return Outcome(task.point_id, row, requests)
     except Exception as exc:  # noqa: BLE001 - reported per point by the driver
         user = isinstance(exc, (ValueError, OSError))
         msg = str(exc).splitlines()[0] if str(exc) else ""

@@ -17,9 +17,24 @@ from click.testing import CliRunner
 from pcs.cli.main import cli
 from pcs.sweep import read_results, run_sweep
 
-ROOT = Path(__file__).resolve().parents[2]
-SAMPLE = ROOT / "traces" / "sample_azure_conv.jsonl"
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
+DOZEN = HERE / "dozen.toml"                                       # 12 points; its trace path is relative to it
+SAMPLE = HERE / "../../traces/sample_azure_conv.jsonl"             # so its rows name the trace so
 CHAT = ROOT / "traces" / "sample_chat.jsonl"
+
+
+@pytest.fixture(scope="module")
+def dozen_plan() -> Path:
+    return DOZEN
+
+
+@pytest.fixture(scope="module")
+def dozen_rows(tmp_path_factory) -> list[dict]:
+    """The dozen plan's rows run in this process (--jobs 1), ordered by point id."""
+    run = run_sweep(DOZEN, tmp_path_factory.mktemp("jobs1"), jobs=1)
+    assert (run.points, run.ran, run.failed) == (12, 12, 0)
+    return read_results(run.out).to_pylist()
 
 
 def _replay_json(policy: str, cpu: str) -> dict:
