@@ -99,12 +99,12 @@ def main() -> None:
     res.update(replicas=k, requests=flat.num_requests, accesses=n, base_accesses=base.num_accesses)
     print(f"trace {a.trace}: {base.num_accesses:,} cacheable accesses x {k} replicas = {n:,} accesses")
 
-    t_kernel, _ = best_of(lambda: stackdist.stack_depths(flat.keys, flat.req_offsets, "c"), a.repeat)
+    t_kernel, _ = best_of(lambda: stackdist.stack_depths(flat.block_hashes, flat.req_offsets, "c"), a.repeat)
     t_curve, lru = best_of(lambda: lru_curve(flat, kernel="c"), a.repeat)
     caps = grid(lru.max_useful_capacity_blocks, a.capacities)
     t_eval, _ = best_of(lambda: lru.hit_ratio(np.array(caps)), a.repeat)
-    t_py, _ = best_of(lambda: stackdist.stack_depths(base.keys, base.req_offsets, "python"), 1)
-    t_c_base, _ = best_of(lambda: stackdist.stack_depths(base.keys, base.req_offsets, "c"), a.repeat)
+    t_py, _ = best_of(lambda: stackdist.stack_depths(base.block_hashes, base.req_offsets, "python"), 1)
+    t_c_base, _ = best_of(lambda: stackdist.stack_depths(base.block_hashes, base.req_offsets, "c"), a.repeat)
     res.update(
         flatten_s=t_flat, kernel_c_s=t_kernel, one_pass_curve_s=t_curve,
         kernel_c_accesses_per_s=n / t_kernel, one_pass_curve_accesses_per_s=n / t_curve,
@@ -126,7 +126,7 @@ def main() -> None:
         def one_replay(trace, c):
             # the general event-loop engine: one full replay per capacity
             return replay(trace, tiers=[f"gpu={c}blocks"], policy="lru", timing="sequential",
-                          engine="general").summary
+                          engine="reference").summary
 
         base_lru = lru_curve(base)
         base_caps = grid(base_lru.max_useful_capacity_blocks, a.capacities)

@@ -12,7 +12,7 @@ In one process, at >= 3 capacities (each >= the largest request's ``n``):
   timing="sequential")`` -- what a user runs (its default ``engine="auto"``
   takes the stack-depth fast path where it applies), reading pcs's Parquet
   form of the trace (converted once, excluded, as libCacheSim's file) and,
-  timed apart, the JSONL trace; the same with ``engine="general"`` (the
+  timed apart, the JSONL trace; the same with ``engine="reference"`` (the
   event-loop engine); and the event loop alone (``ReplayEngine.feed`` over
   pre-built chunks) to separate the cache from the rest of ``replay``;
 - libCacheSim (PyPI ``libcachesim``): ``LRU(C).process_trace(TraceReader)``
@@ -173,7 +173,7 @@ def per_capacity(sides: Sides, caps: list[int], pairs: int) -> tuple[list[dict],
         eng = common.alternating_pairs(lambda: sides.pcs_engine(c), lambda: sides.lcs_trace(c), pairs)
         t_json, _, (m_json, _) = common.median_time(lambda: sides.pcs_api(c, sides.trace_path), 3)
         gen = replay_takes_engine()
-        t_gen, _, (m_gen, _) = (common.median_time(lambda: sides.pcs_api(c, engine="general"), 3) if gen
+        t_gen, _, (m_gen, _) = (common.median_time(lambda: sides.pcs_api(c, engine="reference"), 3) if gen
                                 else (api["a_median_s"], None, api["a_out"]))  # no choice: default = general
         t_def, _, m_def = common.median_time(lambda: sides.lcs_trace(c, 24), 3)
         t_loop, _, m_loop = common.median_time(lambda: sides.lcs_get_loop(c), 3)
@@ -268,7 +268,7 @@ def _child(mode: str, path: str, c: int) -> None:
     t0 = time.perf_counter()
     out: dict = {"mode": mode, "capacity_blocks": c}
     if mode in ("replay-api", "replay-general"):
-        kw = {"engine": "general"} if mode == "replay-general" else {}
+        kw = {"engine": "reference"} if mode == "replay-general" else {}
         s = replay(tr, tiers=[f"gpu={c}blocks"], policy="lru", timing="sequential", **kw).summary
         out.update(requests=s.requests, accesses=s.cacheable_blocks, block_misses=s.block_misses,
                    blocks_held=s.tiers[0].resident_blocks_peak)

@@ -30,4 +30,11 @@ static void *big_alloc(size_t bytes, int zero) {
     return p;
 }
 
+/* The module definition and init function of a kernel with only module-level functions:
+ * PCS_KERNEL_MODULE(_lruscan, "pcs.engine._lruscan", "doc", methods) defines PyInit__lruscan.
+ * Include after <Python.h>. */
+#define PCS_KERNEL_MODULE(short_name, full_name, doc, method_table)                               \
+    static struct PyModuleDef pcs_module_def = {PyModuleDef_HEAD_INIT, full_name, doc, -1, method_table}; \
+    PyMODINIT_FUNC PyInit_##short_name(void) { return PyModule_Create(&pcs_module_def); }
+
 #endif

@@ -26,10 +26,13 @@ import os
 import warnings
 from types import ModuleType
 
-__all__ = ["MODES", "TWINS", "module", "built", "resolve", "default_mode", "missing"]
+__all__ = ["MODES", "HELP", "TWINS", "module", "built", "resolve", "default_mode", "missing"]
 
 #: Values of the switch.
 MODES = ("auto", "c", "python")
+#: One line for the ``--native`` option of every command that runs a twin.
+HELP = ("Compiled twins: auto (the compiled code when built), c (the compiled code or an error), python (the "
+        "plain Python references; same results, slower). Default: $PCS_NATIVE or auto.")
 
 #: twin name -> extension module name.
 TWINS = {"stackdist": "pcs.curves._stackdist", "lruscan": "pcs.engine._lruscan", "lruhier": "pcs.cache._lruhier"}

@@ -7,7 +7,7 @@
 - hypothesis strategies: ``chained_traces`` / ``arbitrary_traces`` (curve
   and scan tests), ``traces`` (cache and engine properties), ``rules_strategy``;
 - ``per_trace`` (sizes for the committed sample or the real trace in twin tests),
-  ``pcs_policy_name`` / ``reference_engine_name`` (names across the renames in flight);
+  ``pcs_policy_name`` (policy names across the renames in flight);
 - small builders: ``req``, ``make_requests``, ``stress_trace``, ``run`` (a
   replay through Python tiers), ``LinearCompute`` and ``DyadicCompute`` (simple
   compute models);
@@ -38,15 +38,6 @@ def pcs_policy_name(name: str) -> str:
     from pcs.cache.policies import POLICY_NAMES
 
     return name if name in POLICY_NAMES or name != "slru" else "protected"
-
-
-def reference_engine_name() -> str:
-    """pcs's plain event-loop engine over the Python hierarchy: ``general``, being renamed ``reference``."""
-    try:
-        from pcs.engine.fastpath import ENGINES
-    except ImportError:
-        return "reference"
-    return "reference" if "reference" in ENGINES else "general"
 
 
 def per_trace(path, *, sample, mooncake):

@@ -1,4 +1,4 @@
-/* pcs._lruhier: the tier hierarchy of pcs/cache/hierarchy.py when every tier's policy is LRU, in C.
+/* pcs.cache._lruhier: the tier hierarchy of pcs/cache/hierarchy.py when every tier's policy is LRU, in C.
  *
  * Same semantics, call for call, as pcs.cache.hierarchy.Hierarchy over pcs.cache.tier.Tier with
  * pcs.cache.policies.lru.LRUPolicy (lookup, pins, reserved slots, restores, wait_if_full,
@@ -6,8 +6,9 @@
  * unpinned room pushes out its own oldest keys). Each tier is an open-addressing hash table
  * (linear probing, backward-shift deletion) from block id (uint64) to an entry holding the pin
  * count and the links of an intrusive doubly linked LRU list of the unpinned entries (head = least
- * recently used = first victim). The Python wrapper is pcs/engine/native.py; the equality of the
- * two implementations is tested in tests/test_replay_native.py.
+ * recently used = first victim). The Python wrapper is pcs/cache/native.py; the equality of the
+ * two implementations is tested in tests/cache/test_replay_native.py. Field names are those of
+ * pcs.cache.hierarchy.Admission (prefix_hit_blocks, hit_blocks, ...); rules: docs/semantics.md.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -173,16 +174,16 @@ static void tevict(Tier *t, Py_ssize_t n, uint64_t *out) {
 /* ---------------------------------------------------------------------------------------------- */
 typedef struct {
     PyObject_HEAD
-    Py_ssize_t lead, hits, last_hit_tier, reserved;
+    Py_ssize_t prefix_hit_blocks, hit_blocks, last_hit_tier, reserved_blocks;
     char truncated;
-    PyObject *tier_hits, *restored;
-    uint64_t *keys;     /* used (nused) then new (nnew) */
+    PyObject *hit_blocks_per_tier, *restored_blocks_per_tier;
+    uint64_t *keys;     /* pinned hashes (nused) then computed hashes (nnew) */
     Py_ssize_t nused, nnew;
 } Adm;
 
 static void adm_dealloc(Adm *a) {
-    Py_XDECREF(a->tier_hits);
-    Py_XDECREF(a->restored);
+    Py_XDECREF(a->hit_blocks_per_tier);
+    Py_XDECREF(a->restored_blocks_per_tier);
     PyMem_Free(a->keys);
     Py_TYPE(a)->tp_free((PyObject *)a);
 }
@@ -202,25 +203,27 @@ static PyObject *adm_get_used(Adm *a, void *c) { return keys_list(a->keys, a->nu
 static PyObject *adm_get_new(Adm *a, void *c) { return keys_list(a->keys + a->nused, a->nnew); }
 
 static PyMemberDef adm_members[] = {
-    {"lead", T_PYSSIZET, offsetof(Adm, lead), READONLY, "leading blocks resident in some tier"},
-    {"hits", T_PYSSIZET, offsetof(Adm, hits), READONLY, "hit blocks"},
+    {"prefix_hit_blocks", T_PYSSIZET, offsetof(Adm, prefix_hit_blocks), READONLY,
+     "leading blocks resident in some tier"},
+    {"hit_blocks", T_PYSSIZET, offsetof(Adm, hit_blocks), READONLY, "hit blocks"},
     {"last_hit_tier", T_PYSSIZET, offsetof(Adm, last_hit_tier), READONLY, "tier of the last hit (-1: none)"},
-    {"reserved", T_PYSSIZET, offsetof(Adm, reserved), 0, "reserved slots held"},
+    {"reserved_blocks", T_PYSSIZET, offsetof(Adm, reserved_blocks), 0, "reserved slots held"},
     {"truncated", T_BOOL, offsetof(Adm, truncated), READONLY, "could not get all its slots"},
-    {"tier_hits", T_OBJECT, offsetof(Adm, tier_hits), READONLY, "hit blocks per tier"},
-    {"restored", T_OBJECT, offsetof(Adm, restored), READONLY, "restored blocks per tier"},
+    {"hit_blocks_per_tier", T_OBJECT, offsetof(Adm, hit_blocks_per_tier), READONLY, "hit blocks per tier"},
+    {"restored_blocks_per_tier", T_OBJECT, offsetof(Adm, restored_blocks_per_tier), READONLY,
+     "restored blocks per tier"},
     {NULL}
 };
 
 static PyGetSetDef adm_getset[] = {
-    {"used", (getter)adm_get_used, NULL, "GPU keys pinned at admission, chain order", NULL},
-    {"new", (getter)adm_get_new, NULL, "computed keys that get a slot, chain order", NULL},
+    {"pinned_hashes", (getter)adm_get_used, NULL, "GPU blocks pinned at admission, chain order", NULL},
+    {"computed_hashes", (getter)adm_get_new, NULL, "blocks to compute that got a slot, chain order", NULL},
     {NULL}
 };
 
 static PyTypeObject AdmType = {
     PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "pcs._lruhier.Admission",
+    .tp_name = "pcs.cache._lruhier.Admission",
     .tp_basicsize = sizeof(Adm),
     .tp_dealloc = (destructor)adm_dealloc,
     .tp_flags = Py_TPFLAGS_DEFAULT,
@@ -418,130 +421,171 @@ static int to_u64(PyObject *seq, Py_ssize_t m, uint64_t *out) {
     return 0;
 }
 
-static PyObject *hier_start(Hier *h, PyObject *const *args, Py_ssize_t nargs) {
+/* One request's placement, worked out step by step by hier_start (names as Hierarchy.start's). */
+typedef struct {
+    Py_ssize_t n;           /* cacheable blocks, cut before a repeated block hash */
+    Py_ssize_t cap;         /* max hit blocks (<= n) */
+    Py_ssize_t extra;       /* extra blocks held while running */
+    Py_ssize_t lead;        /* prefix hit blocks: leading blocks resident in some tier */
+    Py_ssize_t hits;        /* hit blocks */
+    Py_ssize_t nused;       /* GPU-resident lead blocks (pinned) */
+    Py_ssize_t evictable;   /* of those, unpinned before this request */
+    Py_ssize_t n_restore;   /* restores kept: the first n_restore restore positions (chain order) */
+    Py_ssize_t nnew;        /* computed blocks that get a slot */
+    Py_ssize_t budget;      /* GPU slots reserved */
+    int truncated;
+} Plan;
+
+/* arguments -> h->k (the cacheable head) and p->n, p->cap, p->extra; *wait set; -1 on error */
+static int start_args(Hier *h, PyObject *const *args, Py_ssize_t nargs, Plan *p, int *wait) {
     if (nargs < 3 || nargs > 5) {
-        PyErr_SetString(PyExc_TypeError, "start(keys, n, cap, extra_blocks=0, wait_if_full=False)");
-        return NULL;
+        PyErr_SetString(PyExc_TypeError, "start(block_hashes, cacheable_blocks, max_hit_blocks, extra_blocks=0, "
+                        "wait_if_full=False)");
+        return -1;
     }
     Py_ssize_t n = PyLong_AsSsize_t(args[1]);
     Py_ssize_t cap = PyLong_AsSsize_t(args[2]);
-    Py_ssize_t extra = nargs > 3 ? PyLong_AsSsize_t(args[3]) : 0;
-    if (PyErr_Occurred()) return NULL;
-    int wait = nargs > 4 ? PyObject_IsTrue(args[4]) : 0;
-    if (wait < 0) return NULL;
-    PyObject *seq = PySequence_Fast(args[0], "keys must be a sequence");
-    if (!seq) return NULL;
+    p->extra = nargs > 3 ? PyLong_AsSsize_t(args[3]) : 0;
+    if (PyErr_Occurred()) return -1;
+    *wait = nargs > 4 ? PyObject_IsTrue(args[4]) : 0;
+    if (*wait < 0) return -1;
+    PyObject *seq = PySequence_Fast(args[0], "block_hashes must be a sequence");
+    if (!seq) return -1;
     Py_ssize_t L = PySequence_Fast_GET_SIZE(seq);
     Py_ssize_t m = n < L ? n : L;
     if (m < 0) m = 0;
-    if (ensure_k(h, m + 1) < 0 || to_u64(seq, m, h->k) < 0) { Py_DECREF(seq); return NULL; }
+    if (ensure_k(h, m + 1) < 0 || to_u64(seq, m, h->k) < 0) { Py_DECREF(seq); return -1; }
     Py_DECREF(seq);
     if (n > 1) {
         Py_ssize_t r = first_repeat(h, h->k, m);
-        if (r < 0) return NULL;
+        if (r < 0) return -1;
         if (r < m || m < n) { n = r; if (cap > n) cap = n; }
     } else if (n > m) n = m;
-    if (n < 0) n = 0;
+    p->n = n < 0 ? 0 : n;
+    p->cap = cap;
+    return 0;
+}
+
+/* the prefix rule: h->where[i] = highest tier holding block i, h->eidx = GPU entries of the lead */
+static void start_lookup(Hier *h, Plan *p) {
     const uint64_t *k = h->k;
-    int T = h->ntiers;
     Tier *g = &h->t[0];
-    int32_t *where = h->where, *eidx = h->eidx;
-    /* lookup */
-    Py_ssize_t lead = n, nused = 0, evictable = 0;
-    for (Py_ssize_t i = 0; i < n; i++) {
+    p->lead = p->n;
+    p->nused = p->evictable = 0;
+    for (Py_ssize_t i = 0; i < p->n; i++) {
         int32_t e = tfind(g, k[i]);
         if (e >= 0) {
-            where[i] = 0;
-            eidx[nused++] = e;
-            if (!g->ent[e].pin) evictable++;
+            h->where[i] = 0;
+            h->eidx[p->nused++] = e;
+            if (!g->ent[e].pin) p->evictable++;
             continue;
         }
         int j = 1;
-        for (; j < T; j++) if (tfind(&h->t[j], k[i]) >= 0) break;
-        if (j == T) { lead = i; break; }
-        where[i] = j;
+        for (; j < h->ntiers; j++) if (tfind(&h->t[j], k[i]) >= 0) break;
+        if (j == h->ntiers) { p->lead = i; break; }
+        h->where[i] = j;
     }
-    Py_ssize_t hits = cap < lead ? cap : lead;
-    if (hits < 0) hits = 0;
-    Py_ssize_t n_restore = 0;
-    for (Py_ssize_t i = 0; i < hits; i++) n_restore += where[i] != 0;
-    Py_ssize_t nnew = (lead - nused - n_restore) + (n - lead);
-    Py_ssize_t need = n_restore + nnew + extra;
-    Py_ssize_t avail = g->capacity - g->nres - g->reserved + g->held - evictable;
-    Py_ssize_t budget = need;
+    p->hits = p->cap < p->lead ? p->cap : p->lead;
+    if (p->hits < 0) p->hits = 0;
+    p->n_restore = 0;
+    for (Py_ssize_t i = 0; i < p->hits; i++) p->n_restore += h->where[i] != 0;
+    p->nnew = (p->lead - p->nused - p->n_restore) + (p->n - p->lead);
+}
+
+/* GPU slots the request gets, and truncation (restores first, hits end at the first restore cut);
+ * returns 1 when it must wait (wait_if_full), else 0 */
+static int start_budget(Hier *h, Plan *p, int wait) {
+    Tier *g = &h->t[0];
+    Py_ssize_t need = p->n_restore + p->nnew + p->extra;
+    Py_ssize_t avail = g->capacity - g->nres - g->reserved + g->held - p->evictable;
+    p->budget = need;
     if (need > avail) {
-        Py_ssize_t limit = g->capacity - nused;
-        if (wait && avail < (need < limit ? need : limit)) Py_RETURN_NONE;
-        budget = need < avail ? need : avail;
+        Py_ssize_t limit = g->capacity - p->nused;
+        if (wait && avail < (need < limit ? need : limit)) return 1;
+        p->budget = avail;
     }
-    int truncated = budget < need;
-    Py_ssize_t kept = n_restore;   /* restores kept: the first `kept` restore positions (chain order) */
-    if (truncated) {
-        if (n_restore > budget) {
-            Py_ssize_t seen = 0;
-            for (Py_ssize_t i = 0; i < hits; i++) {
-                if (!where[i]) continue;
-                if (seen == budget) { hits = i; break; }
-                seen++;
-            }
-            kept = n_restore = budget;
-            nnew = 0;
-        } else if (nnew > budget - n_restore) {
-            nnew = budget - n_restore;
+    p->truncated = p->budget < need;
+    if (!p->truncated) return 0;
+    if (p->n_restore > p->budget) {
+        Py_ssize_t seen = 0;
+        for (Py_ssize_t i = 0; i < p->hits; i++) {
+            if (!h->where[i]) continue;
+            if (seen == p->budget) { p->hits = i; break; }
+            seen++;
         }
+        p->n_restore = p->budget;
+        p->nnew = 0;
+    } else if (p->nnew > p->budget - p->n_restore) {
+        p->nnew = p->budget - p->n_restore;
     }
-    /* pin the GPU lead blocks */
-    for (Py_ssize_t i = 0; i < nused; i++) {
-        Entry *x = &g->ent[eidx[i]];
-        if (!x->pin) lru_unlink(g, eidx[i]);
+    return 0;
+}
+
+/* pin the GPU lead blocks; an Admission holding the pinned hashes (GPU lead + kept restores) then the
+ * computed hashes, chain order */
+static Adm *start_admission(Hier *h, const Plan *p) {
+    Tier *g = &h->t[0];
+    const uint64_t *k = h->k;
+    for (Py_ssize_t i = 0; i < p->nused; i++) {
+        Entry *x = &g->ent[h->eidx[i]];
+        if (!x->pin) lru_unlink(g, h->eidx[i]);
         x->pin++;
     }
-    /* the admission's key lists: used (final: GPU lead + kept restores), then new */
     Adm *a = PyObject_New(Adm, &AdmType);
     if (!a) return NULL;
-    a->tier_hits = a->restored = NULL;
-    a->keys = PyMem_Malloc(sizeof(uint64_t) * (nused + kept + nnew + 1));
-    if (!a->keys) { Py_DECREF(a); return PyErr_NoMemory(); }
-    uint64_t *used = a->keys;
+    a->hit_blocks_per_tier = a->restored_blocks_per_tier = NULL;
+    a->keys = PyMem_Malloc(sizeof(uint64_t) * (p->nused + p->n_restore + p->nnew + 1));
+    if (!a->keys) { Py_DECREF(a); PyErr_NoMemory(); return NULL; }
+    uint64_t *used = a->keys, *newk = a->keys + p->nused + p->n_restore;
     Py_ssize_t nu = 0, nn = 0, seen = 0;
-    uint64_t *newk = a->keys + nused + kept;
-    for (Py_ssize_t i = 0; i < lead; i++) {
-        if (!where[i]) used[nu++] = k[i];
-        else if (i < cap) { if (seen < kept) { used[nu++] = k[i]; seen++; } }
-        else if (nn < nnew) newk[nn++] = k[i];
+    for (Py_ssize_t i = 0; i < p->lead; i++) {
+        if (!h->where[i]) used[nu++] = k[i];
+        else if (i < p->cap) { if (seen < p->n_restore) { used[nu++] = k[i]; seen++; } }
+        else if (nn < p->nnew) newk[nn++] = k[i];
     }
-    for (Py_ssize_t i = lead; i < n && nn < nnew; i++) newk[nn++] = k[i];
-    /* reserve */
-    Py_ssize_t nvict = budget - (g->capacity - g->nres - g->reserved);
+    for (Py_ssize_t i = p->lead; i < p->n && nn < p->nnew; i++) newk[nn++] = k[i];
+    a->nused = nu;
+    a->nnew = nn;
+    return a;
+}
+
+/* reserve the budget in the GPU tier; the victims go to h->buf_a; returns their number or -1 */
+static Py_ssize_t start_reserve(Hier *h, const Plan *p) {
+    Tier *g = &h->t[0];
+    Py_ssize_t nvict = p->budget - (g->capacity - g->nres - g->reserved);
     if (nvict > 0) {
-        if (ensure_b(h, nvict) < 0) { Py_DECREF(a); return NULL; }
+        if (ensure_b(h, nvict) < 0) return -1;
         tevict(g, nvict, h->buf_a);
     } else nvict = 0;
-    g->reserved += budget;
+    g->reserved += p->budget;
     if (g->nres + g->reserved > g->peak_used) g->peak_used = g->nres + g->reserved;
-    /* restore: per lower tier, fill the GPU slots, touch the lower copies (tail first) */
-    PyObject *restored = PyList_New(T);
-    PyObject *tier_hits = PyList_New(T);
-    a->restored = restored;
-    a->tier_hits = tier_hits;
-    if (!restored || !tier_hits) { Py_DECREF(a); return NULL; }
+    return nvict;
+}
+
+/* per lower tier j: fill the GPU slots of its kept restores, touch the lower copies (tail first);
+ * sets the Admission's per-tier lists; returns the slots filled or -1 */
+static Py_ssize_t start_restore(Hier *h, const Plan *p, Adm *a, Py_ssize_t nvict) {
+    int T = h->ntiers;
+    PyObject *restored = PyList_New(T), *tier_hits = PyList_New(T);
+    a->restored_blocks_per_tier = restored;
+    a->hit_blocks_per_tier = tier_hits;
+    if (!restored || !tier_hits) return -1;
     Py_ssize_t filled = 0;
     for (int j = 0; j < T; j++) {
         Py_ssize_t cnt = 0, th = 0;
-        for (Py_ssize_t i = 0; i < hits; i++) th += where[i] == j;
-        if (j && kept) {
-            /* gather tier j's kept restores in chain order into buf (reuse eidx as scratch is unsafe) */
-            if (ensure_b(h, nvict + kept) < 0) { Py_DECREF(a); return NULL; }
-            uint64_t *rk = h->buf_b;
+        for (Py_ssize_t i = 0; i < p->hits; i++) th += h->where[i] == j;
+        if (j && p->n_restore) {
+            if (ensure_b(h, nvict + p->n_restore) < 0) return -1;
+            uint64_t *rk = h->buf_b;     /* buf_a holds the victims */
             Py_ssize_t s2 = 0;
-            for (Py_ssize_t i = 0; i < hits && s2 < kept; i++) {
-                if (!where[i]) continue;
+            for (Py_ssize_t i = 0; i < p->hits && s2 < p->n_restore; i++) {
+                if (!h->where[i]) continue;
                 s2++;
-                if (where[i] == j) rk[cnt++] = k[i];
+                if (h->where[i] == j) rk[cnt++] = h->k[i];
             }
             if (cnt) {
-                Py_ssize_t sh = tfill(g, rk, cnt);
-                if (sh < 0) { Py_DECREF(a); return NULL; }
+                Py_ssize_t sh = tfill(&h->t[0], rk, cnt);
+                if (sh < 0) return -1;
                 filled += cnt - sh;
                 Tier *tj = &h->t[j];
                 for (Py_ssize_t i = cnt - 1; i >= 0; i--) {
@@ -553,14 +597,26 @@ static PyObject *hier_start(Hier *h, PyObject *const *args, Py_ssize_t nargs) {
         PyList_SET_ITEM(restored, j, PyLong_FromSsize_t(cnt));
         PyList_SET_ITEM(tier_hits, j, PyLong_FromSsize_t(th));
     }
-    if (nvict && cascade(h, nvict) < 0) { Py_DECREF(a); return NULL; }
-    a->lead = lead;
-    a->hits = hits;
-    a->last_hit_tier = hits ? where[hits - 1] : -1;
-    a->truncated = (char)truncated;
-    a->nused = nu;
-    a->nnew = nn;
-    a->reserved = budget - filled;
+    return filled;
+}
+
+/* Hierarchy.start: lookup, budget, pin, reserve, restore, demote the victims (write-back) */
+static PyObject *hier_start(Hier *h, PyObject *const *args, Py_ssize_t nargs) {
+    Plan p;
+    int wait;
+    if (start_args(h, args, nargs, &p, &wait) < 0) return NULL;
+    start_lookup(h, &p);
+    if (start_budget(h, &p, wait)) Py_RETURN_NONE;
+    Adm *a = start_admission(h, &p);
+    if (!a) return NULL;
+    Py_ssize_t nvict = start_reserve(h, &p);
+    Py_ssize_t filled = nvict < 0 ? -1 : start_restore(h, &p, a, nvict);
+    if (filled < 0 || (nvict && cascade(h, nvict) < 0)) { Py_DECREF(a); return NULL; }
+    a->prefix_hit_blocks = p.lead;
+    a->hit_blocks = p.hits;
+    a->last_hit_tier = p.hits ? h->where[p.hits - 1] : -1;
+    a->truncated = (char)p.truncated;
+    a->reserved_blocks = p.budget - filled;
     return (PyObject *)a;
 }
 
@@ -572,7 +628,7 @@ static PyObject *hier_prefill_done(Hier *h, PyObject *arg) {
     const uint64_t *nk = a->keys + a->nused;
     Py_ssize_t sh = tfill(&h->t[0], nk, nn);
     if (sh < 0) return NULL;
-    a->reserved -= nn - sh;
+    a->reserved_blocks -= nn - sh;
     if (h->write_through && h->ntiers > 1) {
         if (ensure_b(h, 2 * nn + 1) < 0) return NULL;
         uint64_t *down = h->buf_a;
@@ -601,7 +657,7 @@ static PyObject *hier_finish(Hier *h, PyObject *arg) {
             return NULL;
         }
     }
-    if (a->reserved < 0 || a->reserved > g->reserved) {
+    if (a->reserved_blocks < 0 || a->reserved_blocks > g->reserved) {
         PyErr_SetString(PyExc_AssertionError, "release of more slots than reserved");
         return NULL;
     }
@@ -609,8 +665,8 @@ static PyObject *hier_finish(Hier *h, PyObject *arg) {
         int32_t e = tfind(g, a->keys[i]);
         if (!--g->ent[e].pin) lru_append(g, e);
     }
-    g->reserved -= a->reserved;
-    a->reserved = 0;
+    g->reserved -= a->reserved_blocks;
+    a->reserved_blocks = 0;
     Py_RETURN_NONE;
 }
 
@@ -798,7 +854,7 @@ static PyGetSetDef hier_getset[] = {
 
 static PyTypeObject HierType = {
     PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "pcs._lruhier.Hierarchy",
+    .tp_name = "pcs.cache._lruhier.Hierarchy",
     .tp_basicsize = sizeof(Hier),
     .tp_dealloc = (destructor)hier_dealloc,
     .tp_flags = Py_TPFLAGS_DEFAULT,
@@ -810,8 +866,8 @@ static PyTypeObject HierType = {
 };
 
 static struct PyModuleDef moddef = {
-    PyModuleDef_HEAD_INIT, "pcs._lruhier",
-    "All-LRU tier hierarchy in C (drop-in for pcs.cache.hierarchy.Hierarchy; see pcs/engine/native.py).",
+    PyModuleDef_HEAD_INIT, "pcs.cache._lruhier",
+    "All-LRU tier hierarchy in C (drop-in for pcs.cache.hierarchy.Hierarchy; see pcs/cache/native.py).",
     -1, NULL,
 };
 

@@ -5,8 +5,8 @@ offloading connector, SGLang HiCache and LMCache do it (docs/semantics.md §3-§
 
 1. :meth:`Hierarchy.start` -- lookup walks the request's cacheable blocks
    from the head through all tiers and stops at the first block resident in
-   none (``lead``). ``hits = min(cap, lead)``; each hit counts once, at the
-   highest tier holding it. GPU-resident lead blocks are pinned first (also
+   none (``prefix_hit_blocks``). ``hit_blocks = min(max_hit_blocks,
+   prefix_hit_blocks)``; each hit counts once, at the highest tier holding it. GPU-resident lead blocks are pinned first (also
    those beyond the last-token cap: recomputed for logits, used like hits);
    then slots are reserved for lower-tier hits (restored to the GPU tier over
    the link), for the new blocks and for ``extra_blocks`` (partial block and
@@ -26,10 +26,13 @@ offloading connector, SGLang HiCache and LMCache do it (docs/semantics.md §3-§
 A lower-tier copy stays after a restore (a cache, as LMCache and HiCache keep
 it) and is touched; a demoted block already held below is not written again,
 only touched.
+
+This is the reference every faster twin is diffed against (the compiled
+all-LRU hierarchy, the lru-scan; ``docs/semantics.md §15``), so it is kept in
+its plainest form: one loop per rule, no special-case fast branches.
 """
 from __future__ import annotations
 
-from itertools import takewhile
 from typing import Sequence
 
 from pcs.cache.tier import Tier
@@ -45,34 +48,42 @@ class Admission:
     """One running request's hold on the cache (mutable; made by :meth:`Hierarchy.start`).
 
     Attributes:
-        lead: leading blocks resident in some tier at lookup.
-        hits: hit blocks, ``min(cap, lead)`` (fewer when truncated).
-        tier_hits: hit blocks per tier, len = number of tiers.
-        last_hit_tier: tier index of hit block ``hits - 1`` (-1 if no hit).
-        restored: blocks restored per tier (index 0 unused, always 0).
-        truncated: the request could not get all its slots.
-        used: GPU keys pinned at admission (hits, restored, resident beyond
-            the cap), chain order.
-        new: computed keys that get a slot, chain order.
-        reserved: reserved (not resident) slots this request holds.
+        prefix_hit_blocks: leading blocks resident in some tier at lookup (``docs/semantics.md §3``).
+        hit_blocks: blocks counted as hits, ``min(max_hit_blocks, prefix_hit_blocks)``
+            (fewer when truncated; §4, §5).
+        hit_blocks_per_tier: hit blocks per tier (each counted at the highest
+            tier holding it), len = number of tiers.
+        last_hit_tier: tier index of hit block ``hit_blocks - 1`` (-1 if no hit).
+        restored_blocks_per_tier: blocks restored to the GPU tier per tier
+            (index 0 unused, always 0).
+        truncated: the request could not get all its slots (§5).
+        pinned_hashes: GPU blocks pinned at admission (hits, restored, resident
+            beyond the cap), chain order.
+        computed_hashes: blocks to compute that got a slot, chain order.
+        reserved_blocks: reserved (not resident) slots this request holds.
     """
 
-    __slots__ = ("lead", "hits", "tier_hits", "last_hit_tier", "restored", "truncated", "used", "new",
-                 "reserved")
+    __slots__ = ("prefix_hit_blocks", "hit_blocks", "hit_blocks_per_tier", "last_hit_tier",
+                 "restored_blocks_per_tier", "truncated", "pinned_hashes", "computed_hashes", "reserved_blocks")
 
-    def __init__(self, lead, hits, tier_hits, last_hit_tier, restored, truncated, used, new, reserved):
-        self.lead, self.hits, self.tier_hits, self.last_hit_tier = lead, hits, tier_hits, last_hit_tier
-        self.restored, self.truncated, self.used, self.new, self.reserved = restored, truncated, used, new, reserved
+    def __init__(self, prefix_hit_blocks, hit_blocks, hit_blocks_per_tier, last_hit_tier, restored_blocks_per_tier,
+                 truncated, pinned_hashes, computed_hashes, reserved_blocks):
+        self.prefix_hit_blocks, self.hit_blocks = prefix_hit_blocks, hit_blocks
+        self.hit_blocks_per_tier, self.last_hit_tier = hit_blocks_per_tier, last_hit_tier
+        self.restored_blocks_per_tier, self.truncated = restored_blocks_per_tier, truncated
+        self.pinned_hashes, self.computed_hashes, self.reserved_blocks = pinned_hashes, computed_hashes, reserved_blocks
 
 
-def _first_repeat(keys: Sequence[int]) -> int:
-    """Index of the first key that repeats an earlier one (len(keys) if none)."""
+def _first_repeat(block_hashes: Sequence[int]) -> int:
+    """Index of the first block hash that repeats an earlier one (len(block_hashes) if none)."""
+    if len(set(block_hashes)) == len(block_hashes):
+        return len(block_hashes)
     seen: set[int] = set()
-    for i, k in enumerate(keys):
-        if k in seen:
+    for i, h in enumerate(block_hashes):
+        if h in seen:
             return i
-        seen.add(k)
-    return len(keys)
+        seen.add(h)
+    return len(block_hashes)
 
 
 def check_hierarchy_args(tiers: Sequence[Tier], write_policy: str) -> list[str]:
@@ -116,161 +127,129 @@ class Hierarchy:
         self.dropped_blocks = 0
 
     # -- step 1 ---------------------------------------------------------------------------------
-    def start(self, keys: Sequence[int], n: int, cap: int, extra_blocks: int = 0,
+    def start(self, block_hashes: Sequence[int], cacheable_blocks: int, max_hit_blocks: int, extra_blocks: int = 0,
               wait_if_full: bool = False) -> Admission | None:
         """Look up, pin, reserve and restore for one request (see module docstring).
 
         Args:
-            keys: the request's block ids (python ints), chain order.
-            n: cacheable blocks (``BlockRules.cacheable_blocks``).
-            cap: most blocks that may count as hits (``BlockRules.max_hit_blocks``), <= n.
+            block_hashes: the request's block hashes (python ints), chain order.
+            cacheable_blocks: blocks that may be cached (``BlockRules.cacheable_blocks``, §2).
+            max_hit_blocks: most blocks that may count as hits
+                (``BlockRules.max_hit_blocks``, §4), <= ``cacheable_blocks``.
             extra_blocks: further slots to hold while running (not cached).
             wait_if_full: return None instead of evicting less than needed
                 when the slots are not available now.
         Returns:
             an :class:`Admission`, or None (only with ``wait_if_full``; no change).
 
-        An id repeated within one request (impossible with chained hashes)
-        ends its cacheable chain before the repeat, so every key of one
-        request's lists is distinct (the tiers' batch operations rely on it).
+        A block hash repeated within one request (impossible with chained
+        hashes) ends its cacheable chain before the repeat, so every hash of
+        one request's lists is distinct (the tiers' batch operations rely on it).
         """
-        head = keys[:n] if n < len(keys) else keys
-        if n > 1 and len(set(head)) < n:
-            n = _first_repeat(head)
-            head = head[:n]
-            cap = min(cap, n)
-        lead, hits, used, restores, new, n_restore, tier_hits, last, where = self._lookup(head, n, cap)
+        head = block_hashes[:cacheable_blocks]
+        head = head[:_first_repeat(head)]
+        cap = min(max_hit_blocks, len(head))
+        where, pinned, restores, beyond = self._lookup(head, cap)
+        lead = len(where)
+        hits = min(cap, lead)
+        computed = beyond + head[lead:]
+        need = sum(map(len, restores)) + len(computed) + extra_blocks
+        budget = self._budget(need, pinned, wait_if_full)
+        if budget is None:
+            return None
+        if budget < need:
+            hits, restores, computed = self._truncate(where, hits, restores, computed, budget)
         gpu = self.tiers[0]
-        need = n_restore + len(new) + extra_blocks
-        evictable = gpu.count_evictable(used) if used else 0
-        avail = gpu.available_blocks - evictable
-        budget = need
-        if need > avail:
-            limit = gpu.capacity_blocks - len(used)
-            if wait_if_full and avail < min(need, limit):
-                return None
-            budget = min(need, avail)
-        truncated = budget < need
-        if truncated:
-            if n_restore > budget:
-                if where is None:
-                    where = [0] * len(used) + [1] * n_restore    # fast path: GPU run, then restores
-                hits, restores, tier_hits = self._cut_restores(where, restores, budget, hits)
-                last = where[hits - 1] if hits else 0
-                n_restore = budget
-            new = new[:max(0, budget - n_restore)]
-        if used:
-            gpu.pin(used, evictable)
+        gpu.pin(pinned)
         victims = gpu.reserve(budget)
         assert victims is not None
-        restored, filled, used = self._restore(head, lead, used, restores, where) if n_restore else \
-            ([0] * len(self.tiers), 0, used)
-        if victims:
-            self._evicted(victims, 0)
-        return Admission(lead, hits, tier_hits, last if hits else -1, restored, truncated, used, new,
-                         budget - filled)
+        restored, filled = self._restore(restores)
+        self._evicted(victims, 0)
+        tier_hits = [where[:hits].count(j) for j in range(len(self.tiers))]
+        # pinned now: every hit (GPU-resident or restored) and the GPU-resident lead blocks beyond the hits
+        pinned = head[:hits] + [h for h, j in zip(head[hits:lead], where[hits:]) if j == 0]
+        return Admission(lead, hits, tier_hits, where[hits - 1] if hits else -1, restored, budget < need, pinned,
+                         computed, budget - filled)
 
-    def _lookup(self, head: list, n: int, cap: int) -> tuple:
-        """(lead, hits, used, restores, new, n_restore, tier_hits, last_hit_tier, where) of one chain.
-
-        ``used``: GPU-resident lead blocks; ``restores``: per lower tier, its
-        hit blocks (positions < cap); ``new``: blocks to compute (lower-tier
-        blocks beyond the cap, then everything after the lead); ``where``:
-        tier per lead position, None on the fast paths.
-        """
-        res0 = self.tiers[0].resident
-        ntiers = len(self.tiers)
-        g = len(list(takewhile(res0.__contains__, head)))
-        if g == n or ntiers == 1:
-            hits = min(cap, g)
-            return g, hits, head[:g], [], head[g:], 0, [hits] + [0] * (ntiers - 1), 0, None
-        run = list(takewhile(self.tiers[1].resident.__contains__, head[g:]))
-        p = g + len(run)
-        if (p == n or self._in_no_tier(head[p])) and not any(map(res0.__contains__, run)):
-            # the usual case: a GPU run, then a run in tier 1, then a block in no tier
-            hits = min(cap, p)
-            k = min(len(run), max(0, cap - g))
-            tier_hits = [min(hits, g), hits - min(hits, g)] + [0] * (ntiers - 2)
-            return (p, hits, head[:g], [run[:k]] + [[] for _ in range(ntiers - 2)], run[k:] + head[p:], k,
-                    tier_hits, 0 if hits <= g else 1, None)
-        lead, used, restores, new, where = self._lookup_lower(head, g, cap)
-        hits = min(cap, lead)
-        tier_hits = [where[:hits].count(j) for j in range(ntiers)]
-        return (lead, hits, used, restores, new, sum(map(len, restores)), tier_hits,
-                where[hits - 1] if hits else 0, where)
-
-    def _in_no_tier(self, key: int) -> bool:
-        """Whether ``key`` is resident in no tier."""
-        for t in self.tiers:
-            if key in t.resident:
-                return False
-        return True
-
-    def _restore(self, head: list, lead: int, used: list, restores: list, where) -> tuple[list, int, list]:
-        """Fill the GPU slots of restored blocks, touch their lower copies.
+    def _lookup(self, head: Sequence[int], cap: int) -> tuple[list, list, list, list]:
+        """The prefix rule (§3): walk the leading blocks resident in some tier, each at the highest tier
+        holding it.
 
         Returns:
-            (restored blocks per tier, slots filled, every pinned GPU key of the lead in chain order).
+            (tier index per leading block; GPU-resident leading blocks; per lower tier, its leading
+            blocks before ``cap`` (to restore); lower-tier leading blocks from ``cap`` on (to compute)),
+            block hashes in chain order.
         """
-        gpu = self.tiers[0]
-        restored = [0] * len(self.tiers)
-        filled = 0
-        for j, rkeys in enumerate(restores, start=1):
-            if rkeys:
-                restored[j] = len(rkeys)
-                filled += len(rkeys) - len(gpu.fill(rkeys))
-                self.tiers[j].touch(rkeys[::-1])
-        if where is None:       # GPU run then restored run: chain order
-            return restored, filled, used + restores[0]
-        res0 = gpu.resident
-        return restored, filled, [k for k in head[:lead] if res0.get(k)]
-
-    def _lookup_lower(self, head, g, cap):
-        """Slow path of lookup: continue below the GPU tier from position ``g``."""
-        res0 = self.tiers[0].resident
-        lowers = [t.resident for t in self.tiers[1:]]
-        where = [0] * g
-        used = list(head[:g])
-        restores: list[list[int]] = [[] for _ in lowers]
+        residents = [(j, t.resident) for j, t in enumerate(self.tiers)]
+        where: list[int] = []
+        pinned: list[int] = []
+        restores: list[list[int]] = [[] for _ in residents[1:]]
         beyond: list[int] = []
-        lead = len(head)
-        for i in range(g, len(head)):
-            k = head[i]
-            if k in res0:
-                where.append(0)
-                used.append(k)
-                continue
-            for j, res in enumerate(lowers, start=1):
-                if k in res:
-                    where.append(j)
-                    (restores[j - 1] if i < cap else beyond).append(k)
+        for i, h in enumerate(head):
+            for j, res in residents:
+                if h in res:
                     break
             else:
-                lead = i
                 break
-        return lead, used, restores, beyond + list(head[lead:]), where
+            where.append(j)
+            if j == 0:
+                pinned.append(h)
+            elif i < cap:
+                restores[j - 1].append(h)
+            else:
+                beyond.append(h)
+        return where, pinned, restores, beyond
 
-    def _cut_restores(self, where, restores, budget, hits):
-        """Keep only the first ``budget`` restores (chain order); hits end at the first one cut."""
-        kept = [[] for _ in restores]
-        seen = 0
+    def _budget(self, need: int, pinned: list, wait_if_full: bool) -> int | None:
+        """GPU slots the request gets: ``need``, or fewer when the GPU tier cannot give them (§5).
+
+        None when ``wait_if_full`` and the slots a request could ever get are not available now.
+        """
+        gpu = self.tiers[0]
+        avail = gpu.available_blocks - gpu.count_evictable(pinned)
+        if need <= avail:
+            return need
+        if wait_if_full and avail < min(need, gpu.capacity_blocks - len(pinned)):
+            return None
+        return avail
+
+    def _truncate(self, where: list, hits: int, restores: list, computed: list, budget: int) -> tuple:
+        """A request that gets only ``budget`` slots (§5): restores first, in chain order; hits end at the
+        first restore cut. Returns (hits, restores kept per lower tier, computed blocks kept)."""
+        n_restore = sum(map(len, restores))
+        if n_restore <= budget:
+            return hits, restores, computed[:budget - n_restore]
+        kept: list[list[int]] = [[] for _ in restores]
         pos = [0] * len(restores)
         for i in range(hits):
             j = where[i]
             if j == 0:
                 continue
-            if seen == budget:
-                hits = i
-                break
+            if sum(pos) == budget:
+                return i, kept, []
             kept[j - 1].append(restores[j - 1][pos[j - 1]])
             pos[j - 1] += 1
-            seen += 1
-        tier_hits = [where[:hits].count(j) for j in range(len(self.tiers))]
-        return hits, kept, tier_hits
+        return hits, kept, []
+
+    def _restore(self, restores: list) -> tuple[list, int]:
+        """Fill the GPU slots of restored blocks, touch their lower copies (§7).
+
+        Returns:
+            (restored blocks per tier, slots filled).
+        """
+        gpu = self.tiers[0]
+        restored = [0] * len(self.tiers)
+        filled = 0
+        for j, hashes in enumerate(restores, start=1):
+            if hashes:
+                restored[j] = len(hashes)
+                filled += len(hashes) - len(gpu.fill(hashes))
+                self.tiers[j].touch(hashes[::-1])
+        return restored, filled
 
     def _evicted(self, victims: list[int], index: int) -> None:
-        """Victims of tier ``index``: demote down (write-back) or drop (write-through)."""
-        if self.write_through:      # a copy was written below when computed: discard
+        """Victims of tier ``index``: demote down (write-back) or drop (write-through), §7."""
+        if self.write_through or not victims:      # write-through: a copy was written below when computed
             return
         for j in range(index + 1, len(self.tiers)):
             victims, written = self.tiers[j].insert(victims)
@@ -281,14 +260,14 @@ class Hierarchy:
 
     # -- steps 2 and 3 ----------------------------------------------------------------------------
     def prefill_done(self, adm: Admission) -> None:
-        """The request's computed blocks become cached (pinned) in the GPU tier."""
-        new = adm.new
-        if not new:
+        """The request's computed blocks become cached (pinned) in the GPU tier (write-through: also below)."""
+        computed = adm.computed_hashes
+        if not computed:
             return
-        shared = self.tiers[0].fill(new)
-        adm.reserved -= len(new) - len(shared)
+        shared = self.tiers[0].fill(computed)
+        adm.reserved_blocks -= len(computed) - len(shared)
         if self.write_through:
-            down = new[::-1]
+            down = computed[::-1]
             for j in range(1, len(self.tiers)):
                 pushed, written = self.tiers[j].insert(down)
                 self.written_blocks[j] += written
@@ -296,19 +275,12 @@ class Hierarchy:
                     self.dropped_blocks += len(pushed)
 
     def finish(self, adm: Admission) -> None:
-        """Drop the request's pins tail first and give back its reserved slots."""
+        """Drop the request's pins tail first (§6) and give back its reserved slots."""
         gpu = self.tiers[0]
-        if gpu.policy.reuse_blind and adm.new and adm.used:   # the flags differ only: one call
-            keys = [*adm.used, *adm.new]
-            keys.reverse()
-            gpu.unpin(keys, False)
-        else:
-            if adm.new:
-                gpu.unpin(adm.new[::-1], False)
-            if adm.used:
-                gpu.unpin(adm.used[::-1], True)
-        gpu.release(adm.reserved)
-        adm.reserved = 0
+        gpu.unpin(adm.computed_hashes[::-1], False)
+        gpu.unpin(adm.pinned_hashes[::-1], True)
+        gpu.release(adm.reserved_blocks)
+        adm.reserved_blocks = 0
 
     def _check(self) -> None:
         """Assert every tier's invariants; lower tiers hold no pins and no reserved slots."""

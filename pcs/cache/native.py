@@ -1,26 +1,24 @@
 """The compiled all-LRU hierarchy (``pcs.cache._lruhier``) behind the :class:`pcs.cache.Hierarchy` interface.
 
-When every tier's policy is ``lru``, :func:`make_hierarchy` returns a
-:class:`NativeHierarchy`: the same ``start`` / ``prefill_done`` / ``finish``
-calls, the same :class:`~pcs.cache.hierarchy.Admission` fields, the same
-counters and end state as the Python hierarchy over
+:class:`NativeHierarchy` has the same ``start`` / ``prefill_done`` /
+``finish`` calls, the same :class:`~pcs.cache.hierarchy.Admission` fields,
+the same counters and end state as the Python hierarchy over
 :class:`pcs.cache.tier.Tier` with :class:`pcs.cache.policies.lru.LRUPolicy`
-(rules: docs/semantics.md §3-§8 and pcs/cache/hierarchy.py),
-in C: one open-addressing hash table per tier with an intrusive LRU list.
-Block ids must be ints in [0, 2**64) (the trace readers' uint64 hashes;
-another id raises TypeError or OverflowError in ``start``), and ``start``
-takes its arguments by position, as the engine passes them.
-``tests/test_replay_native.py`` checks both give identical summaries,
-per-request tables and end states. Otherwise (another policy, the extension
-not compiled, ``engine="general"``) it returns the Python
-:class:`pcs.cache.Hierarchy`.
+(rules: docs/semantics.md §3-§8), in C: one open-addressing hash table
+per tier with an intrusive LRU list. Block hashes must be ints in [0, 2**64)
+(the trace readers' uint64 hashes; another value raises TypeError or
+OverflowError in ``start``), and ``start`` takes its arguments by position,
+as the engine passes them. ``tests/cache/test_replay_native.py`` checks both
+give identical admissions, summaries, per-request tables and end states.
+Which hierarchy a replay runs on is decided by the engine-selection table
+(:mod:`pcs.engine.select`, row ``compiled-hierarchy``), nowhere else.
 """
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Sequence
 
-from pcs.cache import Hierarchy, Tier
+from pcs.cache import Tier
 from pcs.cache.hierarchy import check_hierarchy_args
 from pcs.cache.tier import TierStats
 
@@ -28,7 +26,7 @@ from pcs import _native
 
 _lruhier = _native.module("lruhier")    # None when the optional extension did not compile
 
-__all__ = ["NativeHierarchy", "available", "make_hierarchy"]
+__all__ = ["NativeHierarchy", "available", "MAX_BLOCKS"]
 
 #: largest tier the compiled hierarchy takes (int32 entry indices); larger ones use Python.
 MAX_BLOCKS = 1 << 30
@@ -41,19 +39,8 @@ def available(tiers: Sequence[Tier]) -> bool:
                                         and t.capacity_blocks <= MAX_BLOCKS for t in tiers)
 
 
-def make_hierarchy(tiers: Sequence[Tier], write_policy: str = "back", native: bool = True):
-    """A :class:`NativeHierarchy` when ``native`` and :func:`available`, else :class:`pcs.cache.Hierarchy`.
-
-    Raises:
-        ValueError: as :class:`pcs.cache.Hierarchy` (no tier, duplicate names, unknown write policy).
-    """
-    if native and tiers and available(tiers):
-        return NativeHierarchy(tiers, write_policy)
-    return Hierarchy(tiers, write_policy)
-
-
 class _Resident(Mapping):
-    """Read-only view key -> pin count of one native tier's resident blocks."""
+    """Read-only view block hash -> pin count of one native tier's resident blocks."""
 
     __slots__ = ("_h", "_j")
 
@@ -63,14 +50,14 @@ class _Resident(Mapping):
     def __len__(self) -> int:
         return self._h.num_resident(self._j)
 
-    def __getitem__(self, key: int) -> int:
-        rc = self._h.pin_count(self._j, key) if isinstance(key, int) else None
+    def __getitem__(self, block_hash: int) -> int:
+        rc = self._h.pin_count(self._j, block_hash) if isinstance(block_hash, int) else None
         if rc is None:
-            raise KeyError(key)
+            raise KeyError(block_hash)
         return rc
 
-    def __contains__(self, key) -> bool:
-        return isinstance(key, int) and self._h.pin_count(self._j, key) is not None
+    def __contains__(self, block_hash) -> bool:
+        return isinstance(block_hash, int) and self._h.pin_count(self._j, block_hash) is not None
 
     def __iter__(self):
         return iter(self._h.resident(self._j))
@@ -91,11 +78,11 @@ class _LRUView:
     def __len__(self) -> int:
         return self._h.num_held(self._j)
 
-    def __contains__(self, key) -> bool:
-        return self._h.pin_count(self._j, key) == 0 if isinstance(key, int) else False
+    def __contains__(self, block_hash) -> bool:
+        return self._h.pin_count(self._j, block_hash) == 0 if isinstance(block_hash, int) else False
 
     def order(self) -> list[int]:
-        """Evictable keys, first victim first."""
+        """Evictable block hashes, first victim first."""
         return self._h.order(self._j)
 
 
@@ -116,8 +103,8 @@ class _TierView:
     def __len__(self) -> int:
         return self._h.num_resident(self._j)
 
-    def __contains__(self, key) -> bool:
-        return key in self.resident
+    def __contains__(self, block_hash) -> bool:
+        return block_hash in self.resident
 
     @property
     def reserved_blocks(self) -> int:

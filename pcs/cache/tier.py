@@ -2,7 +2,7 @@
 
 A tier holds up to ``capacity_blocks`` block slots. A slot is either
 
-- *resident*: it holds a cached block, keyed by the block's hash id, with a
+- *resident*: it holds a cached block, keyed by its block hash (§1), with a
   pin count (the number of running requests using it; vLLM ``KVCacheBlock``
   ``ref_cnt``). Pin count 0 means evictable; evictable blocks, and only
   those, are held by the tier's :class:`EvictionPolicy`, which orders them
@@ -14,8 +14,10 @@ A tier holds up to ``capacity_blocks`` block slots. A slot is either
 Invariant (``_check``): ``len(resident) + reserved_blocks <= capacity_blocks``;
 the policy holds exactly the resident blocks with pin count 0.
 
-Per-block work is a dict operation or two; every method takes a batch of keys
-so the Python call overhead is per request, not per block.
+Every method takes a batch of block hashes, so the Python call overhead is
+per request, not per block. This is the reference the compiled twin
+(``_lruhier.c``) is diffed against, so each method is one plain loop per rule,
+without special-case fast branches (``docs/semantics.md §15``).
 """
 from __future__ import annotations
 
@@ -75,7 +77,7 @@ class Tier:
         self.name = name
         self.capacity_blocks = int(capacity_blocks)
         self.policy = policy
-        #: key -> pin count of every resident block (read it, do not write it).
+        #: block hash -> pin count of every resident block (read it, do not write it).
         self.resident: dict[int, int] = {}
         self.reserved_blocks = 0
         self.stats = TierStats()
@@ -84,8 +86,8 @@ class Tier:
         return (f"Tier({self.name!r}, capacity_blocks={self.capacity_blocks}, resident={len(self.resident)}, "
                 f"pinned={self.num_pinned}, reserved={self.reserved_blocks}, policy={self.policy.name})")
 
-    def __contains__(self, key: int) -> bool:
-        return key in self.resident
+    def __contains__(self, block_hash: int) -> bool:
+        return block_hash in self.resident
 
     def __len__(self) -> int:
         return len(self.resident)
@@ -105,87 +107,47 @@ class Tier:
         """Slots obtainable now: free plus evictable."""
         return self.capacity_blocks - len(self.resident) - self.reserved_blocks + len(self.policy)
 
-    def count_evictable(self, keys: Iterable[int]) -> int:
-        """How many of the resident ``keys`` have pin count 0."""
-        return list(map(self.resident.__getitem__, keys)).count(0)
+    def count_evictable(self, block_hashes: Iterable[int]) -> int:
+        """How many of the resident ``block_hashes`` have pin count 0."""
+        return list(map(self.resident.__getitem__, block_hashes)).count(0)
 
-    def pin(self, keys: Sequence[int], evictable: int | None = None) -> None:
-        """Add one pin to each resident key (distinct keys); 0 -> 1 leaves the policy.
-
-        ``evictable``: ``count_evictable(keys)`` if the caller already knows it.
-        """
+    def pin(self, block_hashes: Sequence[int]) -> None:
+        """Add one pin to each resident block (distinct hashes); a block going 0 -> 1 leaves the policy."""
         res = self.resident
-        if evictable is None:
-            evictable = self.count_evictable(keys)
-        if evictable == len(keys):              # the usual case: none pinned yet
-            for k in keys:
-                res[k] = 1
-            self.policy.remove(keys)
-            return
-        fresh = []
-        for k in keys:
-            rc = res[k]
-            if not rc:
-                fresh.append(k)
-            res[k] = rc + 1
+        fresh = [h for h in block_hashes if res[h] == 0]
+        for h in block_hashes:
+            res[h] += 1
         if fresh:
             self.policy.remove(fresh)
 
-    def unpin(self, keys: Sequence[int], reused: bool) -> None:
-        """Drop one pin from each key (distinct keys), given in eviction order (tail first).
+    def unpin(self, block_hashes: Sequence[int], reused: bool) -> None:
+        """Drop one pin from each block (distinct hashes), given in eviction order (tail first).
 
-        Keys whose count reaches 0 go to the policy in that order, marked
+        Blocks whose count reaches 0 go to the policy in that order, marked
         ``reused`` (a hit) or not (just computed).
         """
         res = self.resident
-        vals = list(map(res.__getitem__, keys))
-        ones = vals.count(1)
-        if ones == len(vals):                   # the usual case: only this request held them
-            for k in keys:
-                res[k] = 0
-            self.policy.add(keys, reused)
-            return
-        if ones and vals[:ones].count(1) == ones:
-            # next usual case (concurrent requests): the tail was this request's alone, the head is
-            # shared; the keys reaching 0 are exactly the first ``ones``, the rest stay pinned
-            for k, rc in zip(keys[ones:], vals[ones:]):
-                res[k] = rc - 1
-            keys = keys[:ones]
-            for k in keys:
-                res[k] = 0
-            self.policy.add(keys, reused)
-            return
         out = []
-        for k, rc in zip(keys, vals):
-            rc -= 1
-            res[k] = rc
-            if not rc:
-                out.append(k)
+        for h in block_hashes:
+            rc = res[h] - 1
+            res[h] = rc
+            if rc == 0:
+                out.append(h)
         if out:
             self.policy.add(out, reused)
 
     def reserve(self, n: int) -> list[int] | None:
-        """Reserve ``n`` slots, evicting as needed; all-or-nothing.
+        """Reserve ``n`` slots, evicting as needed; all-or-nothing (``docs/semantics.md §8``).
 
         Returns:
-            the evicted keys in eviction order (possibly empty), or None when
-            ``n`` slots cannot be had (nothing changes).
+            the evicted block hashes in eviction order (possibly empty), or
+            None when ``n`` slots cannot be had (nothing changes).
         """
-        res = self.resident
-        reserved = self.reserved_blocks
-        need = n - (self.capacity_blocks - len(res) - reserved)
-        victims: list[int] = []
-        if need > 0:
-            victims = self.policy.evict(need)
-            if victims is None:
-                return None
-            for k in victims:
-                del res[k]
-            self.stats.evicted_blocks += need
-        self.reserved_blocks = reserved = reserved + n
-        used = len(res) + reserved
-        if used > self.stats.peak_used_blocks:
-            self.stats.peak_used_blocks = used
+        victims = self._evict(n - self.free_blocks)
+        if victims is None:
+            return None
+        self.reserved_blocks += n
+        self._note_peaks()
         return victims
 
     def release(self, n: int) -> None:
@@ -193,134 +155,129 @@ class Tier:
         assert 0 <= n <= self.reserved_blocks, (n, self.reserved_blocks)
         self.reserved_blocks -= n
 
-    def fill(self, keys: Sequence[int]) -> list[int]:
-        """Turn one reserved slot per key (distinct keys) into a resident block pinned once.
+    def fill(self, block_hashes: Sequence[int]) -> list[int]:
+        """Turn one reserved slot per block (distinct hashes) into a resident block pinned once.
 
-        A key already resident (another request cached it meanwhile) is pinned
-        instead and its slot stays reserved.
+        A block already resident (another request cached it meanwhile) is
+        pinned instead and its slot stays reserved.
 
         Returns:
-            the keys that were already resident (their slots are still reserved).
+            the hashes of the blocks that were already resident (their slots are still reserved).
         """
         res = self.resident
         shared = []
-        before = len(res)
-        if not any(map(res.__contains__, keys)):  # the usual case: none cached meanwhile
-            for k in keys:
-                res[k] = 1
-            keys = ()
-        for k in keys:
-            rc = res.get(k)
+        for h in block_hashes:
+            rc = res.get(h)
             if rc is None:
-                res[k] = 1
+                res[h] = 1
             else:
-                if not rc:
-                    self.policy.remove((k,))
-                res[k] = rc + 1
-                shared.append(k)
-        added = len(res) - before
+                if rc == 0:
+                    self.policy.remove([h])
+                res[h] = rc + 1
+                shared.append(h)
+        added = len(block_hashes) - len(shared)
         self.reserved_blocks -= added
         assert self.reserved_blocks >= 0, "fill without a reserved slot"
-        st = self.stats
-        st.inserted_blocks += added
-        if len(res) > st.peak_resident_blocks:
-            st.peak_resident_blocks = len(res)
+        self.stats.inserted_blocks += added
+        self._note_peaks()
         return shared
 
-    def insert(self, keys: Sequence[int], reused: bool = False) -> tuple[list[int], int]:
-        """Store distinct ``keys`` (eviction order) unpinned, evicting as needed; for lower tiers.
+    def insert(self, block_hashes: Sequence[int], reused: bool = False) -> tuple[list[int], int]:
+        """Store distinct blocks (eviction order) unpinned, evicting as needed; for lower tiers (§7).
 
-        The result is what a flat policy fed the keys one by one reaches: a
-        key already resident is not written again but touched (it was in use
-        above, so it is recent; this keeps an LRU hierarchy prefix-closed -- a
-        demoted parent is never older below than its child); a new key is
-        stored. The batch is the newest content: if it is larger than the
-        unpinned room, its first keys (the least recently used) are pushed out
-        -- new ones never written, resident ones evicted -- after every older
-        unpinned block.
+        The result is what a flat policy fed the blocks one by one reaches: a
+        block already resident is not written again but touched (it was in
+        use above, so it is recent; this keeps an LRU hierarchy prefix-closed
+        -- a demoted parent is never older below than its child); a new block
+        is stored. The batch is the newest content: if it is larger than the
+        unpinned room, its first blocks (the least recently used) are pushed
+        out -- new ones never written, resident ones evicted -- after every
+        older unpinned block.
 
         Returns:
-            (keys pushed out: victims then batch keys that did not fit, in
-            eviction order; number of keys newly written).
+            (hashes pushed out: victims then batch blocks that did not fit, in
+            eviction order; number of blocks newly written).
         """
+        cut, block_hashes = self._overflow(block_hashes)
         res = self.resident
-        pol = self.policy
-        held = len(pol)
-        free = self.capacity_blocks - len(res) - self.reserved_blocks
-        room = free + held
-        cut_keys: list[int] = []
-        if len(keys) > room:
-            cut = len(keys) - max(room, 0)
-            cut_keys, keys = list(keys[:cut]), keys[cut:]
-            gone = [k for k in cut_keys if res.get(k) == 0]
-            if gone:
-                pol.remove(gone)
-                for k in gone:
-                    del res[k]
-                self.stats.evicted_blocks += len(gone)
-            self.stats.overflow_blocks += len(cut_keys) - len(gone)
-            held = len(pol)
-            free = self.capacity_blocks - len(res) - self.reserved_blocks
-        fresh = list(filterfalse(res.__contains__, keys))
-        if len(fresh) == len(keys):
-            again = []
-        elif len(res) == held:          # no pins (a lower tier): every resident key is unpinned
-            again = list(filter(res.__contains__, keys))
-        else:
-            again = [k for k in keys if res.get(k) == 0]
+        fresh = list(filterfalse(res.__contains__, block_hashes))
+        again = [h for h in filter(res.__contains__, block_hashes) if res[h] == 0]
         if again:
-            pol.remove(again)
-        need = len(fresh) - free
-        victims: list[int] = []
-        st = self.stats
-        if need > 0:
-            victims = pol.evict(need)
-            assert victims is not None
-            for k in victims:
-                del res[k]
-            st.evicted_blocks += need
-        for k in fresh:
-            res[k] = 0
-        if again:
-            if len(fresh) + len(again) == len(keys) and (reused or pol.reuse_blind):
-                pol.add(keys, reused)   # one run: every key stored or touched, flags equal or ignored
-            else:
-                self._add_in_order(keys, set(fresh), set(again), reused)
-        else:
-            pol.add(fresh, reused)
-        st.inserted_blocks += len(fresh)
-        size = len(res)
+            self.policy.remove(again)
+        victims = self._evict(len(fresh) - self.free_blocks)
+        assert victims is not None
+        for h in fresh:
+            res[h] = 0
+        self._add_in_runs(block_hashes, set(again), reused)
+        self.stats.inserted_blocks += len(fresh)
+        self._note_peaks()
+        return victims + cut, len(fresh)
+
+    def _overflow(self, block_hashes: Sequence[int]) -> tuple[list[int], Sequence[int]]:
+        """Split off the oldest blocks of a batch larger than the unpinned room: (pushed out, kept).
+
+        Pushed-out blocks resident here and unpinned are evicted (counted in
+        ``evicted_blocks``); the others count as ``overflow_blocks``.
+        """
+        room = max(self.free_blocks + len(self.policy), 0)
+        if len(block_hashes) <= room:
+            return [], block_hashes
+        cut = list(block_hashes[:len(block_hashes) - room])
+        res = self.resident
+        gone = [h for h in cut if res.get(h) == 0]
+        if gone:
+            self.policy.remove(gone)
+            for h in gone:
+                del res[h]
+        self.stats.evicted_blocks += len(gone)
+        self.stats.overflow_blocks += len(cut) - len(gone)
+        return cut, block_hashes[len(block_hashes) - room:]
+
+    def _evict(self, n: int) -> list[int] | None:
+        """Evict ``n`` unpinned blocks (none when ``n`` <= 0); their hashes in eviction order, or None."""
+        if n <= 0:
+            return []
+        victims = self.policy.evict(n)
+        if victims is None:
+            return None
+        res = self.resident
+        for h in victims:
+            del res[h]
+        self.stats.evicted_blocks += n
+        return victims
+
+    def _note_peaks(self) -> None:
+        """Raise the peak counters to the current resident and resident + reserved blocks."""
+        st, size = self.stats, len(self.resident)
         if size > st.peak_resident_blocks:
             st.peak_resident_blocks = size
-        size += self.reserved_blocks
-        if size > st.peak_used_blocks:
-            st.peak_used_blocks = size
-        if cut_keys:
-            victims.extend(cut_keys)
-        return victims, len(fresh)
+        if size + self.reserved_blocks > st.peak_used_blocks:
+            st.peak_used_blocks = size + self.reserved_blocks
 
-    def _add_in_order(self, keys: list[int], fresh: set, again: set, reused: bool) -> None:
-        """Give ``keys`` back to the policy in order, in runs: stored (``reused``) or touched (True)."""
+    def _add_in_runs(self, block_hashes: Sequence[int], again: set, reused: bool) -> None:
+        """Give the unpinned blocks of an insert back to the policy in order, in runs of one flag:
+        stored (``reused``) or touched (in ``again``: True); pinned blocks are skipped."""
+        res = self.resident
         run: list[int] = []
-        flag = None
-        for k in keys:
-            f = reused if k in fresh else (True if k in again else None)
-            if f is None:
+        flag = reused
+        for h in block_hashes:
+            if res[h]:
                 continue
-            if f is not flag and run:
+            f = reused or h in again
+            if f != flag and run:
                 self.policy.add(run, flag)
                 run = []
             flag = f
-            run.append(k)
+            run.append(h)
         if run:
             self.policy.add(run, flag)
 
-    def touch(self, keys: Sequence[int]) -> None:
-        """Record an unpinned access to resident keys (eviction order); pinned ones are skipped."""
+    def touch(self, block_hashes: Sequence[int]) -> None:
+        """Record an unpinned access to resident blocks (eviction order); pinned ones are skipped."""
         res = self.resident
-        keys = [k for k in keys if res[k] == 0]
-        if keys:
-            self.policy.touch(keys)
+        unpinned = [h for h in block_hashes if res[h] == 0]
+        if unpinned:
+            self.policy.touch(unpinned)
 
     def _check(self) -> None:
         """Assert: capacity respected, pin counts >= 0, policy holds exactly the unpinned blocks."""
@@ -331,6 +288,6 @@ class Tier:
         assert all(rc >= 0 for rc in res.values())
         unpinned = {k for k, rc in res.items() if rc == 0}
         held = self.policy.order()
-        assert len(held) == len(set(held)) == len(self.policy), "policy holds a key twice"
+        assert len(held) == len(set(held)) == len(self.policy), "policy holds a block twice"
         assert set(held) == unpinned, (sorted(set(held) ^ unpinned)[:10])
         self.policy._check()

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import click
 
+from pcs import _native
 from pcs.cli.common import PcsUsageError, RegistryChoice, emit, format_option, quiet_option
-from pcs.curves.stackdist import KERNELS
 from pcs.model import KV_DTYPES, get_layout
 from pcs.report.curve import curve_figure, render_curve
 from pcs.units import parse_bytes
@@ -75,14 +75,15 @@ def _plot(result, path: str, model_name: str | None) -> None:
 @click.option("--exact-head-blocks", type=click.IntRange(min=0), default=1, show_default=True,
               help="With sampling: blocks seen this close to a request's head are kept exactly.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Sampling hash seed.")
-@click.option("--kernel", type=click.Choice(KERNELS), default="auto", show_default=True,
-              help="Stack-depth kernel: the compiled one (c) or pure Python.")
+@click.option("--native", type=click.Choice(_native.MODES), default=None, help=_native.HELP)
+@click.option("--kernel", type=click.Choice(_native.MODES), default=None, hidden=True,
+              help="Older name of --native.")
 @click.option("--plot", "plot_path", type=click.Path(dir_okay=False), default=None,
               help="Also draw the curves to this PNG (needs the plot extra: pip install 'pcs[plot]').")
 @format_option
 @quiet_option
 def curve(trace, capacities, points, model_name, dtype, block_size, no_belady, sample_rate, exact_head_blocks,
-          seed, kernel, plot_path, fmt, quiet) -> None:
+          seed, native, kernel, plot_path, fmt, quiet) -> None:
     """Hit ratio at every cache capacity: LRU, Belady and the ceiling.
 
     TRACE is a trace file (default: the bundled sample). Capacities are in
@@ -121,7 +122,7 @@ def curve(trace, capacities, points, model_name, dtype, block_size, no_belady, s
             bb = block_bytes(spec, flat.block_size, "reserved").total_bytes
         caps = _parse_capacities(capacities, bb)
     result = compute_curve(flat, caps, points, spec, belady=not no_belady, sample_rate=sample_rate, seed=seed,
-                           exact_head_blocks=exact_head_blocks, kernel=kernel)
+                           exact_head_blocks=exact_head_blocks, native=native, kernel=kernel)
     payload = {**result.to_dict(), "trace": "-" if trace == "-" else name, "dtype": dtype}
     if plot_path:
         _plot(result, plot_path, spec.name if spec is not None else None)

@@ -9,10 +9,12 @@ from typing import Any, Callable
 
 import click
 
+from pcs import _native
 from pcs.blocks import BlockRules
 from pcs.cache.hierarchy import WRITE_POLICIES
 from pcs.cache.policies import DEFAULT_POLICY, POLICY_CHOICES, get_policy, policy_options
 from pcs.cli.common import Progress, RegistryChoice, emit, format_option, quiet_option
+from pcs.engine import select
 from pcs.engine.engine import TIMINGS
 from pcs.model import KV_DTYPES, get_layout
 from pcs.trace.api import FORMATS
@@ -83,12 +85,11 @@ def replay_options(f: Callable, policy_multiple: bool = False) -> Callable:
         click.option("--timing", type=click.Choice(TIMINGS), default="modeled", show_default=True,
                      help="modeled: trace arrivals, FIFO admission, restore and prefill times; "
                           "sequential: one request at a time (the classic trace replay)."),
-        click.option("--engine", type=click.Choice(["auto", "general", "fast"]), default="auto", show_default=True,
-                     help="auto: one LRU tier in sequential timing takes the fast path (one O(1)-per-access LRU "
-                          "scan at the tier's capacity), all-LRU tiers otherwise run the event loop on the "
-                          "compiled hierarchy, other policies on the Python one (same results, tested); "
-                          "general: always the event loop over the Python hierarchy; fast: the fast path or "
-                          "an error."),
+        click.option("--engine", type=click.Choice(select.REQUESTS), default="auto", show_default=True,
+                     help="Which engine runs the replay (all give the same numbers): auto = the first that "
+                          "applies of " + "; ".join(f"{r.name}: {r.summary}" for r in select.ENGINES) +
+                          ". Old names: " + ", ".join(f"{a} = {n}" for a, n in select.ALIASES.items()) + "."),
+        click.option("--native", type=click.Choice(_native.MODES), default=None, help=_native.HELP),
         click.option("--cache-partial-blocks", is_flag=True, help="Cache every hash id, the partial last block too."),
         click.option("--no-recompute-last-token", is_flag=True,
                      help="Lift the cap of prompt_len - 1 hit tokens (vLLM, SGLang recompute the last token)."),
@@ -157,8 +158,8 @@ def replay_call_kwargs(kw: dict[str, Any], trace: Any = None) -> tuple[Any, dict
                        tier_policies=tier_policies, links=_pairs(kw["link"], "link"),
                        protected_share=_protected_share(kw, tier_policies),
                        timing=kw["timing"], write_policy=kw["write_policy"], hardware_table=table,
-                       engine=kw["engine"], gpu_memory_utilization=kw["gpu_memory_utilization"],
-                       kv_reserve=kw["kv_reserve"],
+                       engine=kw["engine"], native=kw["native"],
+                       gpu_memory_utilization=kw["gpu_memory_utilization"], kv_reserve=kw["kv_reserve"],
                        rules=BlockRules(cache_partial_blocks=kw["cache_partial_blocks"],
                                         recompute_last_token=not kw["no_recompute_last_token"]))
 

@@ -1,11 +1,12 @@
 /*
  * pcs.curves._stackdist: compiled kernel for prefix-aware LRU stack depths.
  *
- * stack_depths(keys, req_offsets, out, lead=False) -> int (distinct keys).
- *   keys:        C-contiguous uint64 buffer, shape (N,): the cacheable block ids
- *                of all requests, flattened in request order, head to tail.
+ * stack_depths(block_hashes, req_offsets, out, lead=False) -> int (distinct block hashes).
+ *   block_hashes: C-contiguous uint64 buffer, shape (N,): the cacheable block hashes
+ *                of all requests, flattened in request order, head to tail (the
+ *                hash table's keys below).
  *   req_offsets: C-contiguous int64 buffer, shape (R + 1,): request r owns
- *                keys[req_offsets[r]:req_offsets[r + 1]]; req_offsets[0] == 0,
+ *                block_hashes[req_offsets[r]:req_offsets[r + 1]]; req_offsets[0] == 0,
  *                req_offsets[R] == N, non-decreasing.
  *   out:         writable C-contiguous int64 buffer, shape (N,): receives, for
  *                every access, the LRU stack depth of its key at the START of its
@@ -101,6 +102,36 @@ static inline uint64_t table_find(table_t *t, uint64_t key, uint64_t h) {
     }
 }
 
+/* The LRU stack between requests: times are stamped in order; a time whose block was used again
+ * later is a hole; the depth of a block last used at `last` is the number of live times after it. */
+typedef struct {
+    uint64_t *holes;        /* one bit per time */
+    int32_t *fen;           /* Fenwick tree of hole counts per 64-time word (N / 64 entries: in cache) */
+    int64_t words, t, holes_total;
+} stack_t;
+
+/* Distinct blocks used after time `last` (before the current request's stamps). */
+static inline int64_t stack_depth(const stack_t *st, int64_t last) {
+    int64_t w = last >> 6; /* holes at times 0..last */
+    uint64_t below = (last & 63) == 63 ? ~0ULL : ((1ULL << ((last & 63) + 1)) - 1);
+    int64_t before = __builtin_popcountll(st->holes[w] & below);
+    for (int64_t j = w; j > 0; j -= j & (-j)) before += st->fen[j];
+    return (st->t - 1 - last) - (st->holes_total - before);
+}
+
+/* Stamp a request's blocks (their slots in `slots`, head first) tail first, head last. */
+static inline void stack_stamp(stack_t *st, table_t *tab, const uint64_t *slots, int64_t len) {
+    for (int64_t i = len - 1; i >= 0; i--) {
+        slot_t *s = &tab->slots[slots[i]];
+        if (s->last >= 0) {
+            st->holes[s->last >> 6] |= 1ULL << (s->last & 63);
+            for (int64_t j = (s->last >> 6) + 1; j <= st->words; j += j & (-j)) st->fen[j] += 1;
+            st->holes_total++;
+        }
+        s->last = st->t++;
+    }
+}
+
 static int run(const uint64_t *keys, int64_t n, const int64_t *offs, int64_t num_req,
                int64_t *out, int lead, int64_t *num_distinct) {
     int64_t max_len = 0;
@@ -116,41 +147,24 @@ static int run(const uint64_t *keys, int64_t n, const int64_t *offs, int64_t num
     while (cap0 < (uint64_t)n) cap0 <<= 1;
     table_t tab;
     if (table_init(&tab, cap0) != 0) return -1;
-    /* holes: one bit per time; fen: Fenwick tree of hole counts per 64-time word
-     * (N / 64 entries: small enough to stay in cache). */
-    const int64_t words = (n >> 6) + 1;
-    uint64_t *holes = (uint64_t *)big_alloc((size_t)words * 8, 1);
-    int32_t *fen = (int32_t *)big_alloc(((size_t)words + 1) * sizeof(int32_t), 1);
+    stack_t st = {NULL, NULL, (n >> 6) + 1, 0, 0};
+    st.holes = (uint64_t *)big_alloc((size_t)st.words * 8, 1);
+    st.fen = (int32_t *)big_alloc(((size_t)st.words + 1) * sizeof(int32_t), 1);
     uint64_t *tmp = (uint64_t *)malloc(((size_t)max_len + 1) * sizeof(uint64_t));
-    if (!fen || !tmp || !holes) {
-        free(tab.slots); free(fen); free(tmp); free(holes);
-        return -1;
-    }
-    int64_t t = 0, holes_total = 0;
+    int rc = (st.fen && tmp && st.holes) ? 0 : -1;
     /* Software pipeline: the slots of request r + 2 are prefetched while
      * request r is processed. */
-    for (int64_t i = 0; i < offs[num_req > 1 ? 2 : num_req]; i++)
+    for (int64_t i = 0; !rc && i < offs[num_req > 1 ? 2 : num_req]; i++)
         __builtin_prefetch(&tab.slots[mix64(keys[i]) & tab.mask], 1, 1);
-    for (int64_t r = 0; r < num_req; r++) {
+    for (int64_t r = 0; !rc && r < num_req; r++) {
         const int64_t a = offs[r], b = offs[r + 1];
-        while ((uint64_t)(tab.count + (b - a)) * 10 > (tab.mask + 1) * 7) {
-            if (table_grow(&tab) != 0) {
-                free(tab.slots); free(fen); free(tmp); free(holes);
-                return -1;
-            }
-        }
+        while (!rc && (uint64_t)(tab.count + (b - a)) * 10 > (tab.mask + 1) * 7) rc = table_grow(&tab);
+        if (rc) break;
         int64_t run_max = 0; /* lead: running max of depths; -1 once a block is cold */
         for (int64_t i = a; i < b; i++) {
             uint64_t s = table_find(&tab, keys[i], mix64(keys[i]) & tab.mask);
             tmp[i - a] = s;
-            int64_t last = tab.slots[s].last, d = -1;
-            if (last >= 0) {
-                int64_t before, w = last >> 6; /* holes at times 0..last */
-                uint64_t below = (last & 63) == 63 ? ~0ULL : ((1ULL << ((last & 63) + 1)) - 1);
-                before = __builtin_popcountll(holes[w] & below);
-                for (int64_t j = w; j > 0; j -= j & (-j)) before += fen[j];
-                d = (t - 1 - last) - (holes_total - before);
-            }
+            int64_t last = tab.slots[s].last, d = last >= 0 ? stack_depth(&st, last) : -1;
             if (lead) {
                 run_max = (d < 0 || run_max < 0) ? -1 : (d > run_max ? d : run_max);
                 d = run_max;
@@ -160,19 +174,11 @@ static int run(const uint64_t *keys, int64_t n, const int64_t *offs, int64_t num
         if (r + 2 < num_req)
             for (int64_t i = offs[r + 2]; i < offs[r + 3]; i++)
                 __builtin_prefetch(&tab.slots[mix64(keys[i]) & tab.mask], 1, 1);
-        for (int64_t i = b - 1; i >= a; i--) {
-            slot_t *s = &tab.slots[tmp[i - a]];
-            if (s->last >= 0) {
-                holes[s->last >> 6] |= 1ULL << (s->last & 63);
-                for (int64_t j = (s->last >> 6) + 1; j <= words; j += j & (-j)) fen[j] += 1;
-                holes_total++;
-            }
-            s->last = t++;
-        }
+        stack_stamp(&st, &tab, tmp, b - a);
     }
     *num_distinct = tab.count;
-    free(tab.slots); free(fen); free(tmp); free(holes);
-    return 0;
+    free(tab.slots); free(st.fen); free(tmp); free(st.holes);
+    return rc;
 }
 
 static PyObject *py_stack_depths(PyObject *self, PyObject *args) {
@@ -252,8 +258,8 @@ done:
 
 static PyMethodDef methods[] = {
     {"stack_depths", py_stack_depths, METH_VARARGS,
-     "stack_depths(keys: uint64 buffer (N,), req_offsets: int64 buffer (R+1,), "
-     "out: writable int64 buffer (N,)) -> number of distinct keys.\n\n"
+     "stack_depths(block_hashes: uint64 buffer (N,), req_offsets: int64 buffer (R+1,), "
+     "out: writable int64 buffer (N,)) -> number of distinct block hashes.\n\n"
      "Writes each access's LRU stack depth at the start of its request (-1 if never used "
      "before); a request's keys are then stamped tail first, head last. With lead=True "
      "writes the running max along each request instead (-1 from the first cold block on)."},
@@ -263,9 +269,5 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
-static struct PyModuleDef module = {
-    PyModuleDef_HEAD_INIT, "pcs.curves._stackdist",
-    "Compiled kernel for prefix-aware LRU stack depths (see pcs.curves.stackdist).", -1, methods,
-};
-
-PyMODINIT_FUNC PyInit__stackdist(void) { return PyModule_Create(&module); }
+PCS_KERNEL_MODULE(_stackdist, "pcs.curves._stackdist",
+                  "Compiled kernel for prefix-aware LRU stack depths (see pcs.curves.stackdist).", methods)

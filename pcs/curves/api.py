@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -27,6 +27,7 @@ from pcs.blocks import BlockRules
 from pcs.curves import stackdist
 from pcs.curves.result import CurveKnee, CurveResult, CurveRow
 from pcs.curves.stackdist import FlatAccesses
+from pcs.trace.batches import as_batches, reiterable
 
 __all__ = ["KNEE_PERCENTS", "DEFAULT_POINTS", "LruCurve", "CurveResult", "CurveRow", "CurveKnee",
            "load_accesses", "lru_curve", "capacity_grid", "curve"]
@@ -40,9 +41,10 @@ def load_accesses(trace: Any = None, block_size: int | None = None,
     """Flatten a trace's cacheable block accesses.
 
     Args:
-        trace: a path (None -> :data:`pcs.trace.DEFAULT_TRACE`), a
-            :class:`pcs.trace.Trace` (anything with ``iter_batches()``), an
-            iterable of :class:`pcs.trace.Request`, or a :class:`FlatAccesses`.
+        trace: a :class:`FlatAccesses` (returned as it is), or any source
+            :func:`pcs.trace.batches.as_batches` reads: a path (None ->
+            :data:`pcs.trace.DEFAULT_TRACE`), a :class:`pcs.trace.Trace`, an
+            iterable of :class:`pcs.trace.Request`.
         block_size: passed to :func:`pcs.trace.open_trace` for paths.
         rules: block rules.
     Returns:
@@ -52,31 +54,11 @@ def load_accesses(trace: Any = None, block_size: int | None = None,
     """
     if isinstance(trace, FlatAccesses):
         return trace, "<accesses>"
-    if trace is None or isinstance(trace, (str, Path)):
-        from pcs.trace import DEFAULT_TRACE, open_trace
-
-        trace = open_trace(DEFAULT_TRACE if trace is None else trace, block_size=block_size)
-    name = str(getattr(trace, "name", getattr(trace, "path", "<requests>")))
-    if hasattr(trace, "iter_batches"):
-        parts = [stackdist.flatten_columns(b.prompt_tokens, b.block_offsets, b.block_hashes,
-                                           b.block_size, rules) for b in trace.iter_batches()]
-        return stackdist.concat(parts), name
-    return _flatten_requests(trace, rules), name
-
-
-def _flatten_requests(requests: Iterable, rules: BlockRules) -> FlatAccesses:
-    prompts, lens, hashes, sizes = [], [], [], set()
-    for req in requests:
-        prompts.append(req.prompt_tokens)
-        h = np.asarray(req.block_hashes, dtype=np.uint64)
-        lens.append(h.shape[0])
-        hashes.append(h)
-        sizes.add(req.block_size)
-    if len(sizes) > 1:
-        raise ValueError(f"requests of one trace must share a block size, got {sorted(sizes)}")
-    off = np.concatenate(([0], np.cumsum(lens, dtype=np.int64)))
-    keys = np.concatenate(hashes) if hashes else np.zeros(0, np.uint64)
-    return stackdist.flatten_columns(np.asarray(prompts, np.int64), off, keys, sizes.pop() if sizes else 1, rules)
+    source = reiterable(trace, block_size) if trace is None or isinstance(trace, (str, Path)) else trace
+    name = str(getattr(source, "name", getattr(source, "path", "<requests>")))
+    parts = [stackdist.flatten_columns(b.prompt_tokens, b.block_offsets, b.block_hashes, b.block_size, rules)
+             for b in as_batches(source)]
+    return stackdist.concat(parts), name
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,7 +127,7 @@ class LruCurve:
         return int(np.argmax(self.hit_tokens_cum * 100 >= percent * top))
 
 
-def lru_curve(flat: FlatAccesses, kernel: str = "auto", sample_rate: float = 1.0, seed: int = 0,
+def lru_curve(flat: FlatAccesses, kernel: str | None = None, sample_rate: float = 1.0, seed: int = 0,
               exact_head_blocks: int = 1) -> LruCurve:
     """The LRU curve from one pass of stack depths plus a weighted histogram.
 
@@ -160,7 +142,7 @@ def lru_curve(flat: FlatAccesses, kernel: str = "auto", sample_rate: float = 1.0
     """
     kernel = stackdist.resolve_kernel(kernel)
     if sample_rate == 1.0:
-        lead, distinct = stackdist.stack_depths(flat.keys, flat.req_offsets, kernel, lead=True)
+        lead, distinct = stackdist.stack_depths(flat.block_hashes, flat.req_offsets, kernel, lead=True)
         w_hist, b_hist = stackdist.depth_histograms(lead, flat.hit_weight_tokens, kernel)
     else:
         from pcs.curves.shards import sampled_lead_depths
@@ -203,10 +185,49 @@ def _block_bytes(model: Any, block_size: int) -> tuple[str, int]:
     return spec.name, int(block_bytes(spec, block_size, "reserved").total_bytes)
 
 
+def _capacities(lru: LruCurve, capacities: Sequence[int] | None, points: int | None) -> list[int]:
+    """The listed capacities, sorted and deduplicated, or the geometric grid up to the LRU ceiling."""
+    if capacities is None:
+        return capacity_grid(lru.max_useful_capacity_blocks, DEFAULT_POINTS if points is None else points)
+    caps = sorted({int(c) for c in capacities})
+    if not caps or caps[0] < 0:
+        raise ValueError(f"capacities must be a non-empty list of blocks >= 0, got {list(capacities)}")
+    return caps
+
+
+def _rows(lru: LruCurve, caps: list[int], bel: dict, bb: int | None, prompt: int,
+          ceiling: float) -> tuple[CurveRow, ...]:
+    """One :class:`CurveRow` per capacity."""
+    return tuple(CurveRow(
+        capacity_blocks=c, capacity_bytes=None if bb is None else c * bb,
+        lru_hit_ratio=float(lru.hit_ratio(c)),
+        belady_hit_ratio=bel[c].hit_tokens / prompt if c in bel and prompt else (0.0 if c in bel else None),
+        ceiling_hit_ratio=ceiling, lru_block_misses=int(np.rint(lru.block_misses(c))),
+        belady_block_misses=bel[c].block_misses if c in bel else None) for c in caps)
+
+
+def _knee(lru: LruCurve, bb: int | None) -> dict[str, CurveKnee]:
+    """``{"p50"|"p90"|"p99": CurveKnee}``."""
+    knee = {}
+    for pct in KNEE_PERCENTS:
+        k = lru.knee(pct)
+        knee[f"p{pct}"] = CurveKnee(percent_of_ceiling=pct, capacity_blocks=k,
+                                    capacity_bytes=None if k is None or bb is None else k * bb,
+                                    lru_hit_ratio=None if k is None else float(lru.hit_ratio(k)))
+    return knee
+
+
+def _native_mode(kernel: str | None, native: str | None) -> str | None:
+    """The one ``auto | c | python`` switch from ``native=`` or its older name ``kernel=``."""
+    if kernel is not None and native is not None and kernel != native:
+        raise ValueError(f"native={native!r} and kernel={kernel!r} name the same switch; give one")
+    return native if native is not None else kernel
+
+
 def curve(trace: Any = None, capacities: Sequence[int] | None = None, points: int | None = None,
           model: Any = None, *, block_size: int | None = None, rules: BlockRules = BlockRules(),
           belady: bool = True, sample_rate: float = 1.0, seed: int = 0, exact_head_blocks: int = 1,
-          kernel: str = "auto") -> CurveResult:
+          kernel: str | None = None, native: str | None = None) -> CurveResult:
     """LRU, Belady and ceiling hit ratios of a trace at many capacities.
 
     Args:
@@ -226,25 +247,25 @@ def curve(trace: Any = None, capacities: Sequence[int] | None = None, points: in
         seed: sampling hash seed.
         exact_head_blocks: with sampling, blocks seen within this many head
             positions are kept exactly (:mod:`pcs.curves.shards`).
-        kernel: stack-depth kernel, "auto", "c" or "python".
+        native: ``auto``, ``c`` or ``python``: the compiled stack-depth
+            kernel or its Python twin (:mod:`pcs._native`); None =
+            ``$PCS_NATIVE`` or ``auto``.
+        kernel: the older name of ``native`` (same values).
     Returns:
         :class:`CurveResult`.
     Raises:
-        ValueError: both or bad capacities/points, bad sample rate or kernel,
-            unknown model; InputError for bad trace content.
+        ValueError: both or bad capacities/points, bad sample rate or
+            native/kernel, ``native`` and ``kernel`` that differ, unknown
+            model; InputError for bad trace content.
     """
     from pcs.curves.belady import belady_hits, plan_belady
 
     if capacities is not None and points is not None:
         raise ValueError("give capacities or points, not both")
+    mode = _native_mode(kernel, native)
     flat, name = load_accesses(trace, block_size, rules)
-    lru = lru_curve(flat, kernel, sample_rate, seed, exact_head_blocks)
-    if capacities is not None:
-        caps = sorted({int(c) for c in capacities})
-        if not caps or caps[0] < 0:
-            raise ValueError(f"capacities must be a non-empty list of blocks >= 0, got {list(capacities)}")
-    else:
-        caps = capacity_grid(lru.max_useful_capacity_blocks, DEFAULT_POINTS if points is None else points)
+    lru = lru_curve(flat, mode, sample_rate, seed, exact_head_blocks)
+    caps = _capacities(lru, capacities, points)
     model_name, bb = _block_bytes(model, flat.block_size) if model is not None else (None, None)
     prompt = flat.prompt_tokens
     exact = sample_rate == 1.0
@@ -253,19 +274,8 @@ def curve(trace: Any = None, capacities: Sequence[int] | None = None, points: in
         plan = plan_belady(flat)
         bel = {c: belady_hits(plan, c) for c in caps}
     ceiling = float(lru.ceiling_hit_tokens / prompt) if prompt else 0.0
-    rows = tuple(CurveRow(
-        capacity_blocks=c, capacity_bytes=None if bb is None else c * bb,
-        lru_hit_ratio=float(lru.hit_ratio(c)),
-        belady_hit_ratio=bel[c].hit_tokens / prompt if c in bel and prompt else (0.0 if c in bel else None),
-        ceiling_hit_ratio=ceiling, lru_block_misses=int(np.rint(lru.block_misses(c))),
-        belady_block_misses=bel[c].block_misses if c in bel else None) for c in caps)
-    knee = {}
-    for pct in KNEE_PERCENTS:
-        k = lru.knee(pct)
-        knee[f"p{pct}"] = CurveKnee(percent_of_ceiling=pct, capacity_blocks=k,
-                                    capacity_bytes=None if k is None or bb is None else k * bb,
-                                    lru_hit_ratio=None if k is None else float(lru.hit_ratio(k)))
     return CurveResult(trace=name, block_size=flat.block_size, requests=flat.num_requests,
                        block_accesses=flat.num_accesses, distinct_blocks=lru.num_distinct if exact else None,
                        prompt_tokens=prompt, sample_rate=float(sample_rate), kernel=lru.kernel,
-                       model=model_name, block_bytes=bb, ceiling_hit_ratio=ceiling, knee=knee, rows=rows, lru=lru)
+                       model=model_name, block_bytes=bb, ceiling_hit_ratio=ceiling, knee=_knee(lru, bb),
+                       rows=_rows(lru, caps, bel, bb, prompt, ceiling), lru=lru)

@@ -89,7 +89,7 @@ def plan_belady(flat: FlatAccesses) -> BeladyPlan:
     Cost: one stable sort of the N accesses by id.
     """
     n = flat.num_accesses
-    uniq, dense = np.unique(flat.keys, return_inverse=True)
+    uniq, dense = np.unique(flat.block_hashes, return_inverse=True)
     dense = dense.astype(np.int64).reshape(-1)
     counts = np.diff(flat.req_offsets)
     stride = int(counts.max()) + 1 if n else 1

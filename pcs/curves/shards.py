@@ -54,15 +54,15 @@ class SampledDepths:
     num_distinct: int
 
 
-def sample_mask(keys: np.ndarray, sample_rate: float, seed: int = 0) -> np.ndarray:
-    """bool, shape (N,): ``splitmix64(key ^ seed) < sample_rate * 2**64``.
+def sample_mask(block_hashes: np.ndarray, sample_rate: float, seed: int = 0) -> np.ndarray:
+    """bool, shape (N,): ``splitmix64(block_hash ^ seed) < sample_rate * 2**64``.
 
     Raises:
         ValueError: ``sample_rate`` not in (0, 1].
     """
     if not 0.0 < sample_rate <= 1.0:
         raise ValueError(f"sample_rate must be in (0, 1], got {sample_rate}")
-    x = np.asarray(keys, dtype=np.uint64) ^ np.uint64(seed & (2**64 - 1))
+    x = np.asarray(block_hashes, dtype=np.uint64) ^ np.uint64(seed & (2**64 - 1))
     with np.errstate(over="ignore"):
         x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
         x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
@@ -73,7 +73,7 @@ def sample_mask(keys: np.ndarray, sample_rate: float, seed: int = 0) -> np.ndarr
 def _subset(flat: FlatAccesses, keep: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Keys and request offsets of the kept accesses (request order kept)."""
     before = np.concatenate(([0], np.cumsum(keep, dtype=np.int64)))
-    return flat.keys[keep], before[flat.req_offsets]
+    return flat.block_hashes[keep], before[flat.req_offsets]
 
 
 def sampled_lead_depths(flat: FlatAccesses, sample_rate: float, seed: int = 0,
@@ -94,8 +94,8 @@ def sampled_lead_depths(flat: FlatAccesses, sample_rate: float, seed: int = 0,
         raise ValueError(f"exact_head_blocks must be >= 0, got {exact_head_blocks}")
     counts = np.diff(flat.req_offsets)
     pos = np.arange(flat.num_accesses, dtype=np.int64) - np.repeat(flat.req_offsets[:-1], counts)
-    head = np.isin(flat.keys, np.unique(flat.keys[pos < exact_head_blocks]))
-    samp = sample_mask(flat.keys, sample_rate, seed) & ~head
+    head = np.isin(flat.block_hashes, np.unique(flat.block_hashes[pos < exact_head_blocks]))
+    samp = sample_mask(flat.block_hashes, sample_rate, seed) & ~head
     kept = head | samp
     keys_m, off_m = _subset(flat, kept)
     d_m, distinct = stackdist.stack_depths(keys_m, off_m, kernel)
@@ -103,7 +103,7 @@ def sampled_lead_depths(flat: FlatAccesses, sample_rate: float, seed: int = 0,
     own = np.empty_like(d_m)
     own[h_in], _ = stackdist.stack_depths(*_subset(flat, head), kernel)
     own[s_in], _ = stackdist.stack_depths(*_subset(flat, samp), kernel)
-    other = d_m - own  # distinct keys of the other class used more recently
+    other = d_m - own  # distinct block hashes of the other class used more recently
     est = np.where(h_in, own + other / sample_rate, other + own / sample_rate)
     depth = np.where(d_m < 0, -1, np.floor(est)).astype(np.int64)
     lead = stackdist.lead_depths(depth, off_m)

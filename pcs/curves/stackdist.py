@@ -51,10 +51,10 @@ class FlatAccesses:
     """The cacheable block accesses of a trace, flattened in request order.
 
     Attributes:
-        keys: ``np.ndarray[np.uint64]``, shape (N,): block ids, request by
+        block_hashes: ``np.ndarray[np.uint64]``, shape (N,): block hashes, request by
             request, head to tail; only the ``n`` cacheable blocks per request.
         req_offsets: ``np.ndarray[np.int64]``, shape (R + 1,): request r owns
-            ``keys[req_offsets[r]:req_offsets[r + 1]]``.
+            ``block_hashes[req_offsets[r]:req_offsets[r + 1]]``.
         hit_weight_tokens: ``np.ndarray[np.int64]``, shape (N,): prompt tokens
             the access adds to the request's hit tokens when it hits; 0 at
             positions >= the request's hit cap (last-token rule), so
@@ -65,7 +65,7 @@ class FlatAccesses:
         block_size: tokens per block.
     """
 
-    keys: np.ndarray
+    block_hashes: np.ndarray
     req_offsets: np.ndarray
     hit_weight_tokens: np.ndarray
     prompt_tokens: int
@@ -79,7 +79,7 @@ class FlatAccesses:
     @property
     def num_accesses(self) -> int:
         """Number of cacheable block accesses N."""
-        return int(self.keys.shape[0])
+        return int(self.block_hashes.shape[0])
 
 
 def flatten_columns(prompt_tokens: np.ndarray, block_offsets: np.ndarray, block_hashes: np.ndarray,
@@ -88,7 +88,7 @@ def flatten_columns(prompt_tokens: np.ndarray, block_offsets: np.ndarray, block_
 
     Args:
         prompt_tokens: int64, shape (R,): prompt tokens per request.
-        block_offsets: int64, shape (R + 1,): request r's ids are
+        block_offsets: int64, shape (R + 1,): request r's block hashes are
             ``block_hashes[block_offsets[r]:block_offsets[r + 1]]``
             (a :class:`pcs.trace.RequestBatch`'s columns).
         block_hashes: uint64, shape (block_offsets[-1],), partial last blocks
@@ -112,13 +112,13 @@ def flatten_columns(prompt_tokens: np.ndarray, block_offsets: np.ndarray, block_
     n = num if rules.cache_partial_blocks else np.minimum(p // block_size, num)
     cap = np.clip(np.minimum(n, (p - 1) // block_size), 0, None) if rules.recompute_last_token else n
     if np.array_equal(n, num):
-        keys = hashes
+        kept = hashes
     else:
         keep = np.ones(hashes.shape[0], dtype=bool)
         keep[np.repeat(off[:-1] + n, num - n) + _ranks(num - n)] = False
-        keys = hashes[keep]
+        kept = hashes[keep]
     req_offsets = np.concatenate(([0], np.cumsum(n))).astype(np.int64)
-    return FlatAccesses(keys, req_offsets, _hit_weights(p, n, cap, req_offsets, block_size), int(p.sum()),
+    return FlatAccesses(kept, req_offsets, _hit_weights(p, n, cap, req_offsets, block_size), int(p.sum()),
                         int(block_size))
 
 
@@ -164,7 +164,7 @@ def concat(parts: Iterable[FlatAccesses]) -> FlatAccesses:
         return parts[0]
     shifts = np.cumsum([0] + [f.num_accesses for f in parts[:-1]])
     offsets = np.concatenate([parts[0].req_offsets[:1]] + [f.req_offsets[1:] + s for f, s in zip(parts, shifts)])
-    return FlatAccesses(np.concatenate([f.keys for f in parts]), offsets.astype(np.int64),
+    return FlatAccesses(np.concatenate([f.block_hashes for f in parts]), offsets.astype(np.int64),
                         np.concatenate([f.hit_weight_tokens for f in parts]),
                         sum(f.prompt_tokens for f in parts), parts[0].block_size)
 
@@ -183,13 +183,13 @@ def resolve_kernel(kernel: str) -> str:
     return _native.resolve(kernel, "stackdist", "kernel")
 
 
-def stack_depths(keys: np.ndarray, req_offsets: np.ndarray, kernel: str = "auto",
+def stack_depths(block_hashes: np.ndarray, req_offsets: np.ndarray, kernel: str = "auto",
                  lead: bool = False) -> tuple[np.ndarray, int]:
     """LRU stack depth of every access at the start of its request.
 
     Args:
-        keys: uint64, shape (N,): block ids in request order, head to tail.
-        req_offsets: int64, shape (R + 1,): request boundaries in ``keys``.
+        block_hashes: uint64, shape (N,): block hashes in request order, head to tail.
+        req_offsets: int64, shape (R + 1,): request boundaries in ``block_hashes``.
         kernel: ``"auto"`` (C when built, else Python with a RuntimeWarning),
             ``"c"`` or ``"python"``.
         lead: return :func:`lead_depths` of the depths instead (computed in
@@ -198,7 +198,7 @@ def stack_depths(keys: np.ndarray, req_offsets: np.ndarray, kernel: str = "auto"
         ``(depths, num_distinct)``: depths int64, shape (N,), the number of
         distinct blocks used more recently than the block's last use, or -1
         for a block never used before (earlier in the same request does not
-        count); ``num_distinct`` the number of distinct keys.
+        count); ``num_distinct`` the number of distinct block hashes.
     Raises:
         ValueError: unknown kernel, ``"c"`` when it is not built, bad offsets.
 
@@ -209,15 +209,15 @@ def stack_depths(keys: np.ndarray, req_offsets: np.ndarray, kernel: str = "auto"
     ([-1, -1, 0, -1, 0, 2], 3)
     """
     which = resolve_kernel(kernel)
-    keys = np.ascontiguousarray(keys, dtype=np.uint64)
+    hashes = np.ascontiguousarray(block_hashes, dtype=np.uint64)
     offs = np.ascontiguousarray(req_offsets, dtype=np.int64)
-    if offs.ndim != 1 or offs.shape[0] < 1 or offs[0] != 0 or offs[-1] != keys.shape[0] or np.any(np.diff(offs) < 0):
-        raise ValueError("req_offsets must be non-decreasing, start at 0 and end at len(keys)")
+    if offs.ndim != 1 or offs.shape[0] < 1 or offs[0] != 0 or offs[-1] != hashes.shape[0] or np.any(np.diff(offs) < 0):
+        raise ValueError("req_offsets must be non-decreasing, start at 0 and end at len(block_hashes)")
     if which == "python":
-        depths, distinct = _stack_depths_python(keys, offs)
+        depths, distinct = _stack_depths_python(hashes, offs)
         return (lead_depths(depths, offs) if lead else depths), distinct
-    out = np.empty(keys.shape[0], dtype=np.int64)
-    distinct = _native.module("stackdist").stack_depths(keys, offs, out, bool(lead))
+    out = np.empty(hashes.shape[0], dtype=np.int64)
+    distinct = _native.module("stackdist").stack_depths(hashes, offs, out, bool(lead))
     return out, int(distinct)
 
 
@@ -253,10 +253,10 @@ def depth_histograms(lead: np.ndarray, weights: np.ndarray, kernel: str = "auto"
     return hist_w, hist_b
 
 
-def _stack_depths_python(keys: np.ndarray, req_offsets: np.ndarray) -> tuple[np.ndarray, int]:
+def _stack_depths_python(block_hashes: np.ndarray, req_offsets: np.ndarray) -> tuple[np.ndarray, int]:
     """Pure-Python kernel: the C kernel's depths (pcs/curves/_stackdist.c) with a plain Fenwick tree over times."""
-    n = int(keys.shape[0])
-    keys_l = keys.tolist()
+    n = int(block_hashes.shape[0])
+    hashes_l = block_hashes.tolist()
     off = req_offsets.tolist()
     fen = [0] * (n + 1)  # Fenwick tree of holes (dead times), 1-based
     last: dict[int, int] = {}
@@ -265,7 +265,7 @@ def _stack_depths_python(keys: np.ndarray, req_offsets: np.ndarray) -> tuple[np.
     for r in range(len(off) - 1):
         a, b = off[r], off[r + 1]
         for i in range(a, b):
-            lt = last.get(keys_l[i], -1)
+            lt = last.get(hashes_l[i], -1)
             if lt >= 0:
                 j, before = lt + 1, 0
                 while j > 0:
@@ -273,7 +273,7 @@ def _stack_depths_python(keys: np.ndarray, req_offsets: np.ndarray) -> tuple[np.
                     j &= j - 1
                 out[i] = (t - 1 - lt) - (holes - before)
         for i in range(b - 1, a - 1, -1):
-            k = keys_l[i]
+            k = hashes_l[i]
             lt = last.get(k, -1)
             if lt >= 0:
                 j = lt + 1

@@ -125,8 +125,8 @@ static inline void lru_evict(lru_t *s) {
     s->resident--;
 }
 
-static int lru_run(lru_t *s, const uint64_t *keys, const int64_t *offs, const int64_t *n, int64_t num_req,
-                   int64_t *lead, int64_t *seen, int64_t *ideal, int check) {
+/* Check every request's bounds (-2 when bad) and size the scratch buffer (-1 on no memory). */
+static int lru_prepare(lru_t *s, const int64_t *offs, const int64_t *n, int64_t num_req) {
     for (int64_t r = 0; r < num_req; r++) {
         int64_t len = offs[r + 1] - offs[r];
         if (len < 0 || n[r] < 0 || n[r] > len) return -2;
@@ -137,6 +137,34 @@ static int lru_run(lru_t *s, const uint64_t *keys, const int64_t *offs, const in
             s->tmp_len = len;
         }
     }
+    return 0;
+}
+
+/* Stamp a request's looked-up ids tail first (their slots are in s->tmp[0 .. m - a - 1]): a
+ * resident id's old time dies, a new one takes a slot; evict past the capacity. -1 on no memory. */
+static inline int lru_stamp(lru_t *s, int64_t a, int64_t m) {
+    for (int64_t i = m - 1; i >= a; i--) {
+        lslot_t *x = &s->slots[s->tmp[i - a]];
+        int64_t old = x->last <= -2 ? -3 - (int64_t)x->last : x->last;
+        if (old >= s->p) { /* resident: its old time dies, no slot added */
+            int64_t j = old - s->base;
+            s->live[j >> 6] &= ~(1ULL << (j & 63));
+        } else {
+            s->resident++;
+        }
+        if (lru_live_room(s) != 0) return -1;
+        int64_t j = s->t - s->base;
+        s->live[j >> 6] |= 1ULL << (j & 63);
+        x->last = (int32_t)s->t++;
+        while (s->resident > s->capacity) lru_evict(s);
+    }
+    return 0;
+}
+
+static int lru_run(lru_t *s, const uint64_t *keys, const int64_t *offs, const int64_t *n, int64_t num_req,
+                   int64_t *lead, int64_t *seen, int64_t *ideal, int check) {
+    int rc = lru_prepare(s, offs, n, num_req);
+    if (rc) return rc;
     if (s->req + num_req >= INT32_MAX || s->t + (offs[num_req] - offs[0]) >= INT32_MAX) return 3;
     for (int64_t i = offs[0]; i < offs[num_req > 1 ? 2 : num_req]; i++)
         __builtin_prefetch(&s->slots[mix64(keys[i]) & s->mask], 1, 1);
@@ -173,21 +201,7 @@ static int lru_run(lru_t *s, const uint64_t *keys, const int64_t *offs, const in
         if (r + 2 < num_req)
             for (int64_t i = offs[r + 2]; i < offs[r + 3]; i++)
                 __builtin_prefetch(&s->slots[mix64(keys[i]) & s->mask], 1, 1);
-        for (int64_t i = m - 1; i >= a; i--) {
-            lslot_t *x = &s->slots[s->tmp[i - a]];
-            int64_t old = x->last <= -2 ? -3 - (int64_t)x->last : x->last;
-            if (old >= s->p) { /* resident: its old time dies, no slot added */
-                int64_t j = old - s->base;
-                s->live[j >> 6] &= ~(1ULL << (j & 63));
-            } else {
-                s->resident++;
-            }
-            if (lru_live_room(s) != 0) return -1;
-            int64_t j = s->t - s->base;
-            s->live[j >> 6] |= 1ULL << (j & 63);
-            x->last = (int32_t)s->t++;
-            while (s->resident > s->capacity) lru_evict(s);
-        }
+        if (lru_stamp(s, a, m) != 0) return -1;
         s->req++;
     }
     return 0;
@@ -226,12 +240,12 @@ static PyObject *py_lru_feed(PyObject *self, PyObject *args) {
     int64_t num_req = offs.len / 8 - 1;
     if (keys.len % 8 || offs.len % 8 || num_req < 0 || n.len != num_req * 8 || lead.len != n.len ||
         seen.len != n.len || ideal.len != n.len) {
-        PyErr_SetString(PyExc_ValueError, "keys uint64 (M,), offsets int64 (R+1,), n and outputs int64 (R,)");
+        PyErr_SetString(PyExc_ValueError, "block_hashes uint64 (M,), offsets int64 (R+1,), n and outputs int64 (R,)");
         goto done;
     }
     const int64_t *o = (const int64_t *)offs.buf;
     if (o[0] != 0 || o[num_req] != keys.len / 8) {
-        PyErr_SetString(PyExc_ValueError, "offsets must start at 0 and end at len(keys)");
+        PyErr_SetString(PyExc_ValueError, "offsets must start at 0 and end at len(block_hashes)");
         goto done;
     }
     int rc;
@@ -262,7 +276,7 @@ static PyMethodDef methods[] = {
     {"lru_new", py_lru_new, METH_VARARGS,
      "lru_new(capacity_blocks: int) -> state capsule of a one-capacity sequential LRU scan."},
     {"lru_feed", py_lru_feed, METH_VARARGS,
-     "lru_feed(state, keys: uint64 (M,), offsets: int64 (R+1,), n: int64 (R,), lead, seen, ideal: "
+     "lru_feed(state, block_hashes: uint64 (M,), offsets: int64 (R+1,), n: int64 (R,), lead, seen, ideal: "
      "writable int64 (R,), check=True) -> 0, or 1 (an id repeats among a request's first n) / "
      "2 (a resident id after a non-resident one) when check, 3 (over 2**31 stamps or requests)."},
     {"lru_stats", py_lru_stats, METH_VARARGS,
@@ -270,9 +284,5 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
-static struct PyModuleDef module = {
-    PyModuleDef_HEAD_INIT, "pcs.engine._lruscan",
-    "Compiled one-capacity sequential LRU scan (see pcs.engine.lruscan).", -1, methods,
-};
-
-PyMODINIT_FUNC PyInit__lruscan(void) { return PyModule_Create(&module); }
+PCS_KERNEL_MODULE(_lruscan, "pcs.engine._lruscan", "Compiled one-capacity sequential LRU scan (see pcs.engine.lruscan).",
+                  methods)

@@ -28,18 +28,18 @@ from __future__ import annotations
 import dataclasses
 import re
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 from pcs import units
 from pcs.blocks import BlockRules
 from pcs.cache import WRITE_POLICIES, Tier
 from pcs.cache.policies import DEFAULT_POLICY, make_policies
-from pcs.engine.engine import TIMINGS, ReplayEngine
+from pcs.engine import select
+from pcs.engine.engine import TIMINGS
 from pcs.engine.result import ReplaySummary
+from pcs.engine.runner import run_replay
 from pcs.engine.timing import TimeModel
-from pcs.cache.native import make_hierarchy
-from pcs.engine.chunks import iter_chunks
+from pcs.trace.batches import as_batches, reiterable
 
 __all__ = ["replay", "ReplayResult", "TierSpec", "parse_tier", "parse_assignment", "DEFAULTS", "DEFAULT_TIERS"]
 
@@ -139,25 +139,11 @@ class ReplayResult:
     requests: Any
 
 
-def _open_source(trace: Any) -> Any:
-    """A re-iterable request source: a Trace, a list, or a path opened with open_trace."""
-    from pcs.trace import open_trace
-
-    if trace is None:
-        return open_trace()
-    if isinstance(trace, (str, Path)):
-        return open_trace(trace)
-    if hasattr(trace, "iter_batches"):
-        return trace
-    if isinstance(trace, (list, tuple)):
-        return trace
-    return list(trace)
-
-
 def _block_size(source: Any) -> int:
+    """Tokens per block of a source: its ``block_size`` attribute, else its first batch's."""
     bs = getattr(source, "block_size", None)
     if bs is None:
-        first = next(iter(source), None)
+        first = next(as_batches(source), None)
         if first is None:
             raise ValueError("the trace has no requests")
         bs = first.block_size
@@ -273,29 +259,6 @@ def _bytes_per_token(spec) -> int:
     return group_bytes_per_token(spec, "reference")
 
 
-def _run(source, rules: BlockRules, time_model, engines: list, progress, singles: tuple | None = None) -> tuple:
-    """Feed every chunk to every engine once; returns the single-sequence results (run rules, ideal).
-
-    Both single-sequence results come from one more read of the trace, before
-    the engines run (so its table is freed before theirs grow): a sequential
-    LRU scan (:func:`pcs.engine.fastpath.scan`, unchecked, 16 B per distinct
-    id) whose ``seen`` / ``ideal`` leading runs are
-    :func:`pcs.blocks.single_sequence_hits` under the run's rules and the
-    ideal rules, without a Python set of every block. ``singles`` already
-    computed (by the fast path) are returned as they are.
-    """
-    from pcs.engine import fastpath
-
-    if singles is None:
-        singles = fastpath.single_results(fastpath.scan(source, 0, rules, check=False))
-    for ch in iter_chunks(source, rules, time_model):
-        for e in engines:
-            e.feed(ch)
-        if progress is not None:
-            progress(len(ch))
-    return singles
-
-
 def _compute_model(spec, gpu, tp: int, bs: int):
     """pcs.compute.ComputeModel with its default KV-read bytes (reserved_bytes of the TP spec), memoised."""
     from functools import lru_cache
@@ -308,13 +271,55 @@ def _compute_model(spec, gpu, tp: int, bs: int):
     return ComputeModel(spec, gpu, tp=tp, block_size=bs, kv_read_bytes=kv_read)
 
 
+@dataclass(frozen=True, slots=True)
+class _Options:
+    """The run-wide options of :func:`replay` after defaults and checks."""
+
+    timing: str
+    policy: str
+    write_policy: str
+    tp: int
+    engine: str
+    native: str | None
+
+
+def _options(timing, policy, write_policy, tp, engine, native) -> _Options:
+    """Fill in :data:`DEFAULTS` and check each option (ValueError naming the option and its valid values)."""
+    from pcs import _native
+
+    timing = timing or DEFAULTS["timing"]
+    if timing not in TIMINGS:
+        raise ValueError(f"unknown timing {timing!r}; valid: {', '.join(TIMINGS)}")
+    tp = DEFAULTS["tp"] if tp is None else tp
+    if isinstance(tp, bool) or not isinstance(tp, int) or tp < 1:
+        raise ValueError(f"tensor-parallel size must be an int >= 1, got {tp!r}")
+    write_policy = write_policy or DEFAULTS["write_policy"]
+    if write_policy not in WRITE_POLICIES:
+        raise ValueError(f"unknown write policy {write_policy!r}; valid: {', '.join(WRITE_POLICIES)}")
+    select.canonical(engine)
+    if native is not None and native not in _native.MODES:
+        raise ValueError(f"unknown native {native!r}; valid: {', '.join(_native.MODES)}")
+    return _Options(timing, policy or DEFAULTS["policy"], write_policy, tp, engine, native)
+
+
+def _context(source, spec, gpu, opts: _Options, dtype, bs: int, rules, tier_specs, bb, link_specs,
+             protected_share) -> dict:
+    """The run context :func:`pcs.engine.summary.build_summary` reads."""
+    return dict(trace=str(getattr(source, "path", "<requests>")), model=spec, gpu=gpu, tp=opts.tp, dtype=dtype,
+                block_size=bs, timing=opts.timing, policy=opts.policy, write_policy=opts.write_policy, rules=rules,
+                tier_specs=tier_specs, block_bytes=bb, links=link_specs, protected_share=protected_share,
+                reference_block=_block_bytes(spec, bs, "reference"),
+                reference_bytes_per_token=_bytes_per_token(spec))
+
+
 def replay(trace: Any = None, *, model: Any = None, hardware: Any = None, tp: int | None = None,
            dtype: str | None = None, tiers: Sequence[str | TierSpec] | None = None, policy: str | None = None,
            tier_policies: Mapping[str, str] | None = None, links: Mapping[str, Any] | None = None,
            protected_share: float | None = None, timing: str | None = None, write_policy: str | None = None,
            rules: BlockRules = BlockRules(), compute: Any = None, hardware_table: Any = None,
            progress: Callable[[int], None] | None = None, engine: str = "auto",
-           gpu_memory_utilization: float | None = None, kv_reserve: Any = None) -> ReplayResult:
+           native: str | None = None, gpu_memory_utilization: float | None = None,
+           kv_reserve: Any = None) -> ReplayResult:
     """Replay a trace through a multi-tier prefix cache.
 
     Args:
@@ -339,16 +344,15 @@ def replay(trace: Any = None, *, model: Any = None, hardware: Any = None, tp: in
             analytic :class:`pcs.compute.ComputeModel`.
         hardware_table: presets with overrides (:func:`pcs.hardware.load_hardware_file`).
         progress: called with the number of requests done after each chunk.
-        engine: ``auto`` (default): a sequential replay through ONE ``lru``
-            tier -- the run itself with ``timing="sequential"``, or the
-            sequential baseline of the gap split -- takes the vectorised fast
-            path (:mod:`pcs.engine.fastpath`, one LRU scan; the same
-            result, faster: docs/performance.md) when the trace's ids are chained, else the
-            general event-loop engine, which runs on the compiled all-LRU
-            hierarchy (:mod:`pcs.cache.native`, the same result) when every
-            tier is ``lru``; ``general``: always the event loop over the
-            Python hierarchy;
-            ``fast``: the fast path for the run, else ValueError.
+        engine: ``auto`` (default): the first row of the engine-selection
+            table (:mod:`pcs.engine.select`) that applies, for the run and for
+            its sequential baseline; or a row by name: ``lru-scan``,
+            ``compiled-hierarchy``, ``reference`` (aliases ``fast`` =
+            lru-scan, ``general`` = reference). Every engine gives the same
+            numbers (docs/semantics.md §15); the summary's ``engine`` and
+            ``engine_reason`` say which ran and why.
+        native: ``auto``, ``c`` or ``python``: the compiled twins or their
+            Python references (:mod:`pcs._native`); None = ``$PCS_NATIVE`` or ``auto``.
         gpu_memory_utilization: share of HBM for the engine when the GPU tier is
             sized from the deployment (default 0.9, vLLM's).
         kv_reserve: activation/runtime reserve per GPU (bytes or a size like
@@ -356,59 +360,31 @@ def replay(trace: Any = None, *, model: Any = None, hardware: Any = None, tp: in
     Returns:
         :class:`ReplayResult`.
     Raises:
-        ValueError: unknown model, GPU, policy, link, timing, write policy or
-            engine; malformed tier; a tier name given twice; an empty trace;
-            ``engine="fast"`` where the fast path does not apply; a default GPU
-            tier when the weights do not fit the GPUs.
+        ValueError: unknown model, GPU, policy, link, timing, write policy,
+            engine or native; malformed tier; a tier name given twice; an
+            empty trace; a named engine that cannot run the replay; a default
+            GPU tier when the weights do not fit the GPUs.
     """
-    from pcs.engine import fastpath
-    from pcs.engine.summary import build_summary, cache_state, requests_table
+    from pcs.engine.summary import build_summary, requests_table
 
     notes = _default_notes(model is None, hardware is None and tp is None, tiers is None)
-    timing = timing or DEFAULTS["timing"]
-    if timing not in TIMINGS:
-        raise ValueError(f"unknown timing {timing!r}; valid: {', '.join(TIMINGS)}")
-    policy = policy or DEFAULTS["policy"]
-    write_policy = write_policy or DEFAULTS["write_policy"]
-    tp = DEFAULTS["tp"] if tp is None else tp
-    if isinstance(tp, bool) or not isinstance(tp, int) or tp < 1:
-        raise ValueError(f"tensor-parallel size must be an int >= 1, got {tp!r}")
-    if write_policy not in WRITE_POLICIES:
-        raise ValueError(f"unknown write policy {write_policy!r}; valid: {', '.join(WRITE_POLICIES)}")
+    opts = _options(timing, policy, write_policy, tp, engine, native)
     tier_specs = _tier_specs(tiers, tier_policies, links)
-    spec, gpu = _model_and_gpu(model, dtype, hardware, hardware_table, tp)
-    source = _open_source(trace)
+    spec, gpu = _model_and_gpu(model, dtype, hardware, hardware_table, opts.tp)
+    source = reiterable(trace)
     bs = _block_size(source)
     tier_specs, bb, bpb, link_specs, deployment = _tier_bytes_and_links(
-        spec, gpu, bs, tier_specs, links, tp, hardware_table, gpu_memory_utilization, kv_reserve)
+        spec, gpu, bs, tier_specs, links, opts.tp, hardware_table, gpu_memory_utilization, kv_reserve)
     tier_policies = dict(tier_policies or {})
-    time_model = TimeModel(compute if compute is not None else _compute_model(spec, gpu, tp, bs))
-
-    if engine not in fastpath.ENGINES:
-        raise ValueError(f"unknown engine {engine!r}; valid: {', '.join(fastpath.ENGINES)}")
-    make = lambda: _build_tiers(tier_specs, bpb, policy, tier_policies, protected_share)  # noqa: E731
-    tiers0 = make()
-    fast = fastpath.sequential_lru(source, rules, tiers0, timing, write_policy, time_model.compute, progress,
-                                   engine)
-    if fast is not None and timing == "sequential":
-        (res, state), (single, ideal) = fast
-        seq = res
-    else:
-        engines = [ReplayEngine(make_hierarchy(tiers0 if i == 0 else make(), write_policy, engine != "general"),
-                                mode, links=link_specs, block_bytes=bpb)
-                   for i, mode in enumerate([timing, "sequential"] if timing == "modeled" and fast is None
-                                            else [timing])]
-        single, ideal = _run(source, rules, time_model, engines, progress, None if fast is None else fast[1])
-        res = engines[0].close()
-        seq = engines[-1].close() if len(engines) > 1 else (fast[0][0] if fast is not None else res)
-        state = cache_state(engines[0].h)
-    if res.ledger.num_requests == 0:
+    time_model = TimeModel(compute if compute is not None else _compute_model(spec, gpu, opts.tp, bs))
+    make = lambda: _build_tiers(tier_specs, bpb, opts.policy, tier_policies, protected_share)  # noqa: E731
+    out = run_replay(source, rules, time_model, make, opts.timing, opts.write_policy, link_specs, bpb,
+                     opts.engine, opts.native, progress)
+    if out.result.ledger.num_requests == 0:
         raise ValueError("the trace has no requests")
-    context = dict(trace=str(getattr(source, "path", "<requests>")), model=spec, gpu=gpu, tp=tp, dtype=dtype,
-                   block_size=bs, timing=timing, policy=policy, write_policy=write_policy, rules=rules,
-                   tier_specs=tier_specs, block_bytes=bb, links=link_specs,
-                   protected_share=protected_share, reference_block=_block_bytes(spec, bs, "reference"),
-                   reference_bytes_per_token=_bytes_per_token(spec))
-    summary = build_summary(res, state, seq.ledger, single, ideal, context)
+    context = _context(source, spec, gpu, opts, dtype, bs, rules, tier_specs, bb, link_specs, protected_share)
+    context.update(engine=out.engine, engine_reason=out.engine_reason, baseline_engine=out.baseline_engine,
+                   baseline_engine_reason=out.baseline_engine_reason)
+    summary = build_summary(out.result, out.state, out.baseline.ledger, out.single, out.ideal, context)
     summary = dataclasses.replace(summary, notes=tuple(notes + deployment.pop("notes")), deployment=deployment)
-    return ReplayResult(summary, requests_table(res.columns))
+    return ReplayResult(summary, requests_table(out.result.columns))

@@ -132,7 +132,8 @@ def _curve_rows(trace: Any, policies: list[str | None], caps: Sequence[int],
     from pcs.curves.api import curve
     from pcs.engine.api import replay
 
-    res = curve(trace, capacities=caps, rules=replay_kwargs.get("rules", BlockRules()))
+    res = curve(trace, capacities=caps, rules=replay_kwargs.get("rules", BlockRules()),
+                native=replay_kwargs.get("native"))
     per_policy: dict[str, list[float]] = {}
     for pol in dict.fromkeys(p or DEFAULT_POLICY for p in policies):
         if pol == "lru":
@@ -164,7 +165,8 @@ def compare(trace: Any = None, *, policies: Sequence[str | None] | None = None,
         progress: called with the number of requests done, across variants.
         **replay_kwargs: any other keyword of :func:`pcs.replay` (model,
             hardware, tp, dtype, tiers, tier_policies, links, protected_share,
-            timing, write_policy, rules, compute, hardware_table, engine),
+            timing, write_policy, rules, compute, hardware_table, engine,
+            native),
             the same for every variant; ``protected_share`` goes to the
             variants whose policies take it (slru).
     Returns:
@@ -175,7 +177,8 @@ def compare(trace: Any = None, *, policies: Sequence[str | None] | None = None,
             ``replay_kwargs`` (use ``policies``); bad curve capacities; and
             anything :func:`pcs.replay` raises.
     """
-    from pcs.engine.api import _open_source, replay
+    from pcs.engine.api import replay
+    from pcs.trace.batches import reiterable
 
     if tier_sets and replay_kwargs.get("tiers"):
         raise ValueError("give either tiers (one tier list) or tier_sets (several to compare), not both")
@@ -184,7 +187,7 @@ def compare(trace: Any = None, *, policies: Sequence[str | None] | None = None,
     caps = None if curve_capacities is None else [int(c) for c in curve_capacities]
     if caps is not None and (not caps or min(caps) < 0):
         raise ValueError(f"curve capacities must be one or more block counts >= 0, got {curve_capacities!r}")
-    source = _open_source(trace)
+    source = reiterable(trace)
     pols = list(policies or ()) or [None]
     one_set = replay_kwargs.pop("tiers", None)
     sets = [list(ts) for ts in tier_sets or ()] or [one_set]

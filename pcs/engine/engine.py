@@ -135,7 +135,7 @@ class ReplayEngine:
 
     def _feed_sequential(self, ch: Chunk) -> None:
         start, done, finish = self.h.start, self.h.prefill_done, self.h.finish
-        off, hashes, n, cap = ch.offsets, ch.hashes, ch.cacheable, ch.cap
+        off, hashes, n, cap = ch.offsets, ch.block_hashes, ch.cacheable, ch.max_hit_blocks
         check = self.check
         for i in range(len(ch.arrival_s)):
             o = off[i]
@@ -176,7 +176,7 @@ class ReplayEngine:
             ch, i, a = q[0]
             n = ch.cacheable[i]
             o = ch.offsets[i]
-            adm = start(ch.hashes[o:o + n], n, ch.cap[i], ch.extra_blocks[i], True)  # the cacheable head
+            adm = start(ch.block_hashes[o:o + n], n, ch.max_hit_blocks[i], ch.extra_blocks[i], True)  # the head
             if adm is None:
                 return
             q.popleft()
@@ -222,11 +222,11 @@ class ReplayEngine:
         """Record one admitted request; return the time its prefill completes."""
         p = ch.prompt_tokens[i]
         bs = ch.block_size
-        hits = adm.hits
+        hits = adm.hit_blocks
         ht = hits * bs
         if ht > p:
             ht = p
-        th = adm.tier_hits
+        th = adm.hit_blocks_per_tier
         tb = self.ledger.tier_hit_blocks
         if hits == th[0]:
             tb[0] += hits
@@ -256,7 +256,7 @@ class ReplayEngine:
             finish = ttft_end + (ch.decode_s[i] if ch.decode_s else 0.0)
         else:
             finish = _NAN
-        self._rows.append((hits, ch.cacheable[i] - adm.lead, ht, restored_bytes, restore_s, pf, wait,
+        self._rows.append((hits, ch.cacheable[i] - adm.prefix_hit_blocks, ht, restored_bytes, restore_s, pf, wait,
                            wait + restore_s + pf, finish, adm.truncated) + tier_tokens)
         if len(self._rows) >= 65536:
             self._flush()
@@ -267,10 +267,10 @@ class ReplayEngine:
         modeled = self.timing == "modeled"
         worst = 0.0
         total_bytes = 0
-        above = adm.tier_hits[0]
-        for j in range(1, len(adm.restored)):
-            blocks = adm.restored[j]
-            th = adm.tier_hits[j]
+        above = adm.hit_blocks_per_tier[0]
+        for j in range(1, len(adm.restored_blocks_per_tier)):
+            blocks = adm.restored_blocks_per_tier[j]
+            th = adm.hit_blocks_per_tier[j]
             if not blocks:
                 above += th
                 continue

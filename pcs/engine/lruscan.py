@@ -32,9 +32,9 @@ from pcs import _native
 __all__ = ["NotChained", "SequentialLru", "REASONS"]
 
 #: Kernel return codes when ``check`` is on -> why the fast path does not apply.
-REASONS = {1: "an id repeats within a request (not chained hashes); use engine='general'",
-           2: "block ids are not chained (a cached block follows an uncached one); use engine='general'",
-           3: "more than 2**31 - 1 block stamps or requests; use engine='general'"}
+REASONS = {1: "a block hash repeats within a request (not chained hashes)",
+           2: "block hashes are not chained (a cached block follows an uncached one)",
+           3: "more than 2**31 - 1 block stamps or requests"}
 
 
 class NotChained(ValueError):
@@ -50,8 +50,8 @@ class _PythonLru:
         self.live = bytearray()
         self.t = self.p = self.resident = self.req = 0
 
-    def feed(self, keys, offs, n, lead, seen, ideal, check: bool) -> int:
-        keys, offs, n = keys.tolist(), offs.tolist(), n.tolist()
+    def feed(self, block_hashes, offs, n, lead, seen, ideal, check: bool) -> int:
+        keys, offs, n = block_hashes.tolist(), offs.tolist(), n.tolist()
         table, live = self.table, self.live
         for r in range(len(n)):
             a, b = offs[r], offs[r + 1]
@@ -129,30 +129,30 @@ class SequentialLru:
         self._ext = _native.module("lruscan")
         self._state = self._ext.lru_new(c, int(expected_ids)) if self.kernel == "c" else _PythonLru(c)
 
-    def feed(self, keys: np.ndarray, offsets: np.ndarray, n: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def feed(self, block_hashes: np.ndarray, offsets: np.ndarray, n: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Run one batch of requests; returns ``(lead, seen, ideal)``, int64 (R,) each.
 
         Args:
-            keys: uint64 (M,): every block id of the batch, request by request.
-            offsets: int64 (R + 1,): request r owns ``keys[offsets[r]:offsets[r + 1]]``.
+            block_hashes: uint64 (M,): every block hash of the batch, request by request.
+            offsets: int64 (R + 1,): request r owns ``block_hashes[offsets[r]:offsets[r + 1]]``.
             n: int64 (R,): cacheable ids per request (0 <= n <= its ids), the
                 ids that are looked up in and stamped into the cache.
         Raises:
             NotChained: (``check``) see the class; the state is then undefined.
             ValueError: inconsistent shapes or offsets.
         """
-        keys = np.ascontiguousarray(keys, dtype=np.uint64)
+        hashes = np.ascontiguousarray(block_hashes, dtype=np.uint64)
         offsets = np.ascontiguousarray(offsets, dtype=np.int64)
         n = np.ascontiguousarray(n, dtype=np.int64)
         r = n.shape[0]
         lead, seen, ideal = np.empty(r, np.int64), np.empty(r, np.int64), np.empty(r, np.int64)
         if self.kernel == "c":
-            rc = self._ext.lru_feed(self._state, keys, offsets, n, lead, seen, ideal, self.check)
+            rc = self._ext.lru_feed(self._state, hashes, offsets, n, lead, seen, ideal, self.check)
         else:
-            if offsets.shape != (r + 1,) or offsets[0] != 0 or offsets[-1] != keys.shape[0] or \
+            if offsets.shape != (r + 1,) or offsets[0] != 0 or offsets[-1] != hashes.shape[0] or \
                     np.any(n < 0) or np.any(n > np.diff(offsets)):
-                raise ValueError("offsets must be (R+1,) from 0 to len(keys), 0 <= n <= ids per request")
-            rc = self._state.feed(keys, offsets, n, lead, seen, ideal, self.check)
+                raise ValueError("offsets must be (R+1,) from 0 to len(block_hashes), 0 <= n <= block hashes per request")
+            rc = self._state.feed(hashes, offsets, n, lead, seen, ideal, self.check)
         if rc:
             raise NotChained(REASONS[rc])
         return lead, seen, ideal

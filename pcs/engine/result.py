@@ -184,9 +184,10 @@ class ReplaySummary:
         "-", "how the GPU tier was sized: the pcs.model.deploy.Deployment fields (bytes, GB/s as named there), "
              "gpu_tier_from (deployment or --tier), layout, tp_group, assumptions (docs/models.md)",
         omit_none=True, default=None)
-    engine: str | None = field("-", "which engine ran the replay", omit_none=True, default=None)
-    engine_reason: str | None = field("-", "why that engine was chosen", omit_none=True, default=None)
+    engine: str | None = field("-", "which engine ran the replay: lru-scan, compiled-hierarchy or reference "
+                                    "(docs/semantics.md §15)", omit_none=True, default=None)
+    engine_reason: str | None = field("-", "why the engine-selection table chose it", omit_none=True, default=None)
     baseline_engine: str | None = field("-", "which engine ran the sequential baseline of the gap split",
                                         omit_none=True, default=None)
-    baseline_engine_reason: str | None = field("-", "why that baseline engine was chosen", omit_none=True,
+    baseline_engine_reason: str | None = field("-", "why the engine-selection table chose it", omit_none=True,
                                                default=None)

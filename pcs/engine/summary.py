@@ -7,7 +7,10 @@ single-sequence results and builds a :class:`pcs.engine.result.ReplaySummary`
 = ideal - single_sequence, ``capacity_eviction`` = single_sequence -
 sequential, ``concurrency`` = sequential - real; the three sum to ideal -
 real (concurrency is 0 in sequential timing). ``payload_lens``: the run's KV
-dtype beside another, hits held fixed (:mod:`pcs.engine.lens`).
+dtype beside another, hits held fixed (:mod:`pcs.engine.lens`). ``engine``,
+``engine_reason``, ``baseline_engine``, ``baseline_engine_reason``: the
+engines that ran the replay and its sequential baseline and why
+(:mod:`pcs.engine.select`, ``ctx`` keys of the same names).
 """
 from __future__ import annotations
 
@@ -213,4 +216,6 @@ def build_summary(res, state: CacheState, seq_ledger, single, ideal, ctx: dict) 
         requests_waited=L.requests_waited,
         reference_bytes_per_block=ctx["reference_block"].total_bytes,
         tiers=tiers, bytes=_bytes(L, state, tiers, ctx), envelope=envelope, payload_lens=lens,
+        engine=ctx.get("engine"), engine_reason=ctx.get("engine_reason"),
+        baseline_engine=ctx.get("baseline_engine"), baseline_engine_reason=ctx.get("baseline_engine_reason"),
     )

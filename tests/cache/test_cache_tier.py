@@ -104,5 +104,7 @@ def test_cut_restores_keeps_the_chain_head():
     h = Hierarchy([_tier(3), Tier("cpu", 10, make_policy("lru", 10))])
     # lead positions: 0 in the GPU, 1..3 in the CPU (ids 7, 8, 9); room for 1 restore:
     # restore 7 (position 1); the hit chain ends at position 2, the first block not restored
-    hits, kept, tier_hits = h._cut_restores([0, 1, 1, 1], [[7, 8, 9]], 1, 4)
-    assert (hits, kept, tier_hits) == (2, [[7]], [1, 1])
+    # (computed blocks: none get a slot once restores are cut)
+    assert h._truncate([0, 1, 1, 1], 4, [[7, 8, 9]], [10], 1) == (2, [[7]], [])
+    # room for all 3 restores and 1 of the 2 computed blocks: hits stay 4, the computed list is cut
+    assert h._truncate([0, 1, 1, 1], 4, [[7, 8, 9]], [10, 11], 4) == (4, [[7, 8, 9]], [10])

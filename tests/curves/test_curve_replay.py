@@ -17,9 +17,9 @@ api = pytest.importorskip("pcs.engine.api")
 
 
 def engine(trace, capacity_blocks: int) -> tuple[int, int]:
-    # engine="general": the event-loop engine, not the stack-depth fast path the curve shares
+    # engine="reference": the event-loop engine, not the stack-depth fast path the curve shares
     s = api.replay(trace, tiers=[f"gpu={capacity_blocks}blocks"], policy="lru", timing="sequential",
-                   engine="general").summary
+                   engine="reference").summary
     return s.hit_tokens, s.block_misses
 
 

@@ -99,9 +99,9 @@ def test_kernels_agree_on_a_trace(exact_trace):
     from pcs.trace import open_trace
 
     flat, _ = load_accesses(open_trace(exact_trace))
-    c, n_c = stack_depths(flat.keys, flat.req_offsets, "c")
-    py, n_py = stack_depths(flat.keys, flat.req_offsets, "python")
-    assert np.array_equal(c, py) and n_c == n_py == len(np.unique(flat.keys))
+    c, n_c = stack_depths(flat.block_hashes, flat.req_offsets, "c")
+    py, n_py = stack_depths(flat.block_hashes, flat.req_offsets, "python")
+    assert np.array_equal(c, py) and n_c == n_py == len(np.unique(flat.block_hashes))
     # chained ids: depths strictly increase along every request until the first cold block
     assert np.array_equal(lead_depths(c, flat.req_offsets), c)
 
@@ -126,13 +126,13 @@ def test_flatten_applies_block_rules_per_request(reqs, rules):
         n = rules.cacheable_blocks(pt, len(h), bs)
         cap = rules.max_hit_blocks(pt, len(h), bs)
         a, b = flat.req_offsets[i], flat.req_offsets[i + 1]
-        assert b - a == n and np.array_equal(flat.keys[a:b], h[:n])
+        assert b - a == n and np.array_equal(flat.block_hashes[a:b], h[:n])
         w = flat.hit_weight_tokens[a:b]
         for hits in range(0, n + 1):  # any lead: the weights add up to hit_tokens(min(cap, lead))
             assert w[:hits].sum() == rules.hit_tokens(min(cap, hits), pt, bs)
     halves = concat([flatten_columns(p[:1], offsets[:2], hashes[:offsets[1]], reqs[0].block_size, rules),
                      flatten_columns(p[1:], offsets[1:] - offsets[1], hashes[offsets[1]:], reqs[0].block_size, rules)])
-    assert np.array_equal(halves.keys, flat.keys) and np.array_equal(halves.req_offsets, flat.req_offsets)
+    assert np.array_equal(halves.block_hashes, flat.block_hashes) and np.array_equal(halves.req_offsets, flat.req_offsets)
     assert np.array_equal(halves.hit_weight_tokens, flat.hit_weight_tokens)
 
 

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import DyadicCompute, pcs_policy_name, reference_engine_name, req
+from helpers import DyadicCompute, pcs_policy_name, req
 from pcs.engine.api import replay
 from pcs.hardware import LinkSpec
 from reference import Link, Readings, Req, read_mooncake, simulate
@@ -50,7 +50,7 @@ LOWER_BYTES_PER_BLOCK = 167_772_160
 # = 2^-9 s (1.95 ms, 85.9 GB/s); setup 2^-17 s (7.6 us) per restore.
 LINK = LinkSpec("exact-test-link", 5 * 2.0 ** 34, 2.0 ** -17, None, None, "tests: powers of two")
 COMPUTE = DyadicCompute()
-ENGINES = (reference_engine_name(), "auto")     # pcs's plain event loop, and the default choice
+ENGINES = ("reference", "auto")     # pcs's plain event loop over the Python hierarchy, and the default choice
 
 
 @lru_cache(maxsize=None)

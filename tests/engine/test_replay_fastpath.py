@@ -1,15 +1,17 @@
-"""The vectorised fast path (pcs.engine.fastpath) gives the general engine's ReplayResult exactly.
+"""The lru-scan engine (pcs.engine.fastpath) gives the reference engine's ReplayResult exactly.
 
-Reference: the general event-loop engine (``replay(..., engine="general")``,
+Reference: the event loop over the Python hierarchy (``replay(..., engine="reference")``,
 pcs.cache.Hierarchy step by step), an independent implementation; plus one
-hand-worked trace. Summaries are compared with ``==`` on the whole dict:
+hand-worked trace. Summaries are compared with ``==`` on the whole dataclass:
 every float is produced by the same arithmetic on the same values in both
 paths (hit ratios are int / int; prefill times come from the same compute
 model called on the same (new, cached) token pairs, elementwise; sums and
 percentiles run over identical float64 arrays in the same order), so no
-tolerance is needed.
+tolerance is needed. Only the keys naming the engine (``SUMMARY_KEYS``) differ.
 """
 from __future__ import annotations
+
+import dataclasses
 
 import numpy as np
 import pytest
@@ -19,6 +21,7 @@ from hypothesis import strategies as st
 from helpers import LinearCompute, per_trace
 from pcs.blocks import BlockRules
 from pcs.engine.api import replay
+from pcs.engine.select import SUMMARY_KEYS
 from helpers import arbitrary_traces, chained_traces, make_requests, rules_strategy
 
 SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -35,15 +38,21 @@ def assert_same_table(a, b) -> None:
 
 
 def both(trace, **kw):
-    """(general, fast) results of the same replay; ``fast`` is forced, so it raises if it does not apply."""
-    general = replay(trace, engine="general", **kw)
-    fast = replay(trace, engine="fast" if kw.get("timing") == "sequential" else "auto", **kw)
-    return general, fast
+    """(reference, lru-scan) results of the same replay; ``lru-scan`` is forced, so it raises if it does not
+    apply (modeled timing: ``auto``, whose sequential baseline is the lru-scan)."""
+    ref = replay(trace, engine="reference", **kw)
+    scan = replay(trace, engine="lru-scan" if kw.get("timing") == "sequential" else "auto", **kw)
+    return ref, scan
 
 
-def assert_same(general, fast) -> None:
-    assert fast.summary == general.summary
-    assert_same_table(general.requests, fast.requests)
+def _numbers(summary):
+    """The summary without the keys naming the engine (the only ones that differ)."""
+    return dataclasses.replace(summary, **{k: None for k in SUMMARY_KEYS})
+
+
+def assert_same(ref, scan) -> None:
+    assert _numbers(scan.summary) == _numbers(ref.summary)
+    assert_same_table(ref.requests, scan.requests)
 
 
 # -- the committed sample and the real trace ------------------------------------------------------------------------------
@@ -51,21 +60,21 @@ def assert_same(general, fast) -> None:
 def test_trace_at_three_capacities(exact_trace):
     # the largest request has 246 (sample: 225) full blocks of 512 tokens: a 100-block tier truncates it (asserted)
     for c in per_trace(exact_trace, sample=(100, 1_000, 4_000), mooncake=(100, 3_000, 40_000)):
-        general, fast = both(exact_trace, tiers=[f"gpu={c}blocks"], timing="sequential")
-        assert_same(general, fast)
+        ref, scan = both(exact_trace, tiers=[f"gpu={c}blocks"], timing="sequential")
+        assert_same(ref, scan)
         if c == 100:
-            assert general.summary.requests_truncated > 0
-        assert general.summary.tiers[0].evicted_blocks > 0
+            assert ref.summary.requests_truncated > 0
+        assert ref.summary.tiers[0].evicted_blocks > 0
 
 
 def test_trace_bytes_sized_tier_and_sequential_baseline(exact_trace):
     # a tier in bytes (llama-3.1-8b, fp8) and write-through; then the modeled run, whose
-    # sequential baseline (sequential_hit_ratio, gap.capacity_eviction) takes the fast path under auto
+    # sequential baseline (sequential_hit_ratio, gap.capacity_eviction) takes the scan path under auto
     kw = dict(model="llama-3.1-8b", dtype="fp8", tiers=["gpu=5GB"], write_policy="through")
     assert_same(*both(exact_trace, timing="sequential", **kw))
     gpu = per_trace(exact_trace, sample="gpu=1000blocks", mooncake="gpu=2000blocks")
-    general, auto = both(exact_trace, tiers=[gpu], timing="modeled")
-    assert_same(general, auto)
+    ref, auto = both(exact_trace, tiers=[gpu], timing="modeled")
+    assert_same(ref, auto)
 
 
 # -- hypothesis traces ---------------------------------------------------------------------------
@@ -84,11 +93,11 @@ def test_chained_traces(reqs, rules, data):
 
 @SETTINGS
 @given(arbitrary_traces(), rules_strategy, st.integers(0, 8))
-def test_auto_equals_general_on_any_ids(reqs, rules, c):
-    """Ids repeated within a request or under different parents: auto detects when the fast
-    path does not apply and runs the engine; either way the result is the engine's."""
+def test_auto_equals_reference_on_any_ids(reqs, rules, c):
+    """Block hashes repeated within a request or under different parents: auto detects when the
+    lru-scan does not apply and falls back to the event loop; either way the result is the reference's."""
     kw = dict(tiers=[f"gpu={c}blocks"], timing="sequential", rules=rules, compute=LinearCompute())
-    assert_same(replay(reqs, engine="general", **kw), replay(reqs, engine="auto", **kw))
+    assert_same(replay(reqs, engine="reference", **kw), replay(reqs, engine="auto", **kw))
 
 
 # -- hand-worked ---------------------------------------------------------------------------------
@@ -102,7 +111,7 @@ def test_hand_worked_truncation_and_evictions():
     # r2 ids 7,       P=5:  n=1, cap=1; lead 0, inserts 7 -> evicts the LRU of (1 2 9) after r1 = 9
     # totals: hit tokens 8 of 33; inserted 3 + 1 + 1 = 5, resident end 3, evicted 2
     reqs = make_requests([([1, 2, 3, 4], 16), ([1, 2, 9], 12), ([7, 8], 5)])
-    r = replay(reqs, tiers=["gpu=3blocks"], timing="sequential", engine="fast", compute=LinearCompute())
+    r = replay(reqs, tiers=["gpu=3blocks"], timing="sequential", engine="lru-scan", compute=LinearCompute())
     s = r.summary
     assert (s.hit_tokens, s.prompt_tokens, s.block_misses, s.requests_truncated) == (8, 33, 6, 1)
     t = s.tiers[0]
@@ -112,26 +121,28 @@ def test_hand_worked_truncation_and_evictions():
     assert r.requests["truncated"].to_pylist() == [True, False, False]
     # LinearCompute: 1 ms per new token; r1 prefills 12 - 8 = 4 tokens
     assert r.requests["prefill_s"].to_pylist() == [16 * 0.001, 4 * 0.001, 5 * 0.001]
-    assert_same(replay(reqs, tiers=["gpu=3blocks"], timing="sequential", engine="general",
+    assert_same(replay(reqs, tiers=["gpu=3blocks"], timing="sequential", engine="reference",
                        compute=LinearCompute()), r)
 
 
 # -- dispatch and errors --------------------------------------------------------------------------
 
-def test_fast_refuses_what_it_cannot_do():
+def test_lru_scan_refuses_what_it_cannot_do():
     chained = make_requests([([1, 2], 8), ([1, 3], 8)])
-    with pytest.raises(ValueError, match="engine 'fast' needs timing 'sequential'"):
+    with pytest.raises(ValueError, match="engine 'fast' .alias of lru-scan. cannot run this replay: timing is "
+                                         "modeled, it needs sequential"):
         replay(chained, tiers=["gpu=4blocks"], timing="modeled", engine="fast")
-    with pytest.raises(ValueError, match="exactly one tier with policy 'lru'"):
-        replay(chained, tiers=["gpu=4blocks", "cpu=8blocks"], timing="sequential", engine="fast")
-    with pytest.raises(ValueError, match="exactly one tier with policy 'lru'"):
-        replay(chained, tiers=["gpu=4blocks"], policy="fifo", timing="sequential", engine="fast")
-    with pytest.raises(ValueError, match="an id repeats within a request"):
-        replay(make_requests([([1, 2, 1], 12)]), tiers=["gpu=4blocks"], timing="sequential", engine="fast")
+    with pytest.raises(ValueError, match="exactly one tier with policy lru, got gpu:lru, cpu:lru"):
+        replay(chained, tiers=["gpu=4blocks", "cpu=8blocks"], timing="sequential", engine="lru-scan")
+    with pytest.raises(ValueError, match="exactly one tier with policy lru, got gpu:fifo"):
+        replay(chained, tiers=["gpu=4blocks"], policy="fifo", timing="sequential", engine="lru-scan")
+    with pytest.raises(ValueError, match="a block hash repeats within a request"):
+        replay(make_requests([([1, 2, 1], 12)]), tiers=["gpu=4blocks"], timing="sequential", engine="lru-scan")
     with pytest.raises(ValueError, match="not chained"):
         # r1: block 9 never seen, then block 5 cached: not a prefix chain
         replay(make_requests([([5], 4), ([9, 5], 8)]), tiers=["gpu=4blocks"], timing="sequential", engine="fast")
-    with pytest.raises(ValueError, match="unknown engine 'quick'; valid: auto, general, fast"):
+    with pytest.raises(ValueError, match="unknown engine 'quick'; valid: auto, lru-scan, compiled-hierarchy, "
+                                         "reference, general, fast"):
         replay(chained, tiers=["gpu=4blocks"], timing="sequential", engine="quick")
 
 

@@ -142,7 +142,7 @@ def test_trace(exact_trace):
         ok = (d >= 0) & (d < c)  # leading run of resident blocks, vectorised
         bad = np.flatnonzero(~ok)
         first = np.append(bad, ok.shape[0])[np.searchsorted(bad, flat_off[:-1])]
-        assert np.array_equal(sc.lead, np.minimum(first, flat_off[1:]) - flat_off[:-1])
+        assert np.array_equal(sc.prefix_hit_blocks, np.minimum(first, flat_off[1:]) - flat_off[:-1])
         single, ideal = fastpath.single_results(sc)
         assert single == single_sequence_hits(reqs, rules)
         assert ideal == single_sequence_hits(reqs, IDEAL)

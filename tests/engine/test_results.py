@@ -25,6 +25,8 @@ REPLAY_KEYS = [
     "single_sequence_hit_ratio", "ideal_hit_ratio", "sequential_hit_ratio", "gap", "requests_with_hit",
     "requests_truncated", "requests_waited", "reference_bytes_per_block", "tiers", "bytes", "envelope",
     "payload_lens", "notes", "deployment"]
+#: added after them by the engine-selection table (docs/semantics.md §15)
+ENGINE_KEYS = ["engine", "engine_reason", "baseline_engine", "baseline_engine_reason"]
 TIER_KEYS = [
     "name", "layout", "policy", "capacity_blocks", "capacity_bytes", "bytes_per_block",
     "bytes_per_block_by_component", "link", "link_bandwidth_bps", "link_setup_s", "hit_blocks", "hit_tokens",
@@ -54,7 +56,7 @@ def default_run():
 
 def test_replay_json_keys_in_order(default_run):
     d = default_run.summary.to_dict()
-    assert list(d) == REPLAY_KEYS
+    assert list(d) == REPLAY_KEYS + ENGINE_KEYS
     assert list(d["tiers"][0]) == TIER_KEYS                     # lru GPU tier: no protected_share
     assert list(d["tiers"][1]) == TIER_KEYS + ["protected_share"]
     assert d["tiers"][1]["protected_share"] == 0.8              # the protected policy's default share
@@ -89,11 +91,15 @@ def test_frozen_and_slotted(default_run):
     assert not hasattr(s, "__dict__") and not hasattr(s.tiers[0], "__dict__")
 
 
-def test_fields_added_by_other_steps_are_omitted_until_set(default_run):
+def test_engine_keys_last_and_omitted_when_unset(default_run):
     s = default_run.summary
-    assert "engine" not in s.to_dict()
-    d = dataclasses.replace(s, engine="general", engine_reason="asked for").to_dict()
-    assert list(d)[-2:] == ["engine", "engine_reason"] and d["engine"] == "general"
+    # the cpu tier is slru: neither the compiled all-LRU hierarchy nor the one-tier lru-scan applies,
+    # to the run or to its (two-tier) sequential baseline
+    assert (s.engine, s.baseline_engine) == ("reference", "reference")
+    d = dataclasses.replace(s, **{k: None for k in ENGINE_KEYS}).to_dict()
+    assert list(d) == REPLAY_KEYS
+    d = dataclasses.replace(s, engine="lru-scan", engine_reason="asked for").to_dict()
+    assert list(d)[-4:] == ENGINE_KEYS and d["engine"] == "lru-scan"
 
 
 def test_every_field_has_a_unit_and_help_shows_it():
@@ -101,7 +107,7 @@ def test_every_field_has_a_unit_and_help_shows_it():
 
     from pcs.engine.result import BytesSummary
 
-    assert [f.key for f in json_fields(ReplaySummary)][:len(REPLAY_KEYS)] == REPLAY_KEYS
+    assert [f.key for f in json_fields(ReplaySummary)] == REPLAY_KEYS + ENGINE_KEYS
     text = pydoc.render_doc(ReplaySummary, renderer=pydoc.plaintext)
     assert "hit_ratio [ratio]: real hit ratio" in text and "to_dict" in text
     assert "restored_bytes [bytes]:" in BytesSummary.__doc__ and "JSON key ``restored``" in BytesSummary.__doc__

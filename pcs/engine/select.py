@@ -1,0 +1,215 @@
+"""The engine-selection table: the one place that decides how a replay runs.
+
+Three engines give the same replay (``docs/semantics.md §15``); each row of
+:data:`ENGINES` names one, the conditions under which it applies, the code
+that runs it and the test that proves it equals the reference:
+
+====================== ========================================== ==========================================
+engine                 applies when                               implementation
+====================== ========================================== ==========================================
+``lru-scan``           sequential timing, ONE tier, policy        :func:`pcs.engine.fastpath.run` (one
+                       ``lru`` (and, found while scanning,        O(1)-per-access LRU scan, C or Python
+                       chained block hashes)                      kernel per ``native``)
+``compiled-hierarchy`` every tier ``lru``, at most 2**30 blocks   :class:`pcs.cache.native.NativeHierarchy`
+                       each, the compiled twin built, ``native``  under the event loop
+                       not ``python``
+``reference``          always                                     :class:`pcs.cache.Hierarchy` under the
+                                                                  event loop
+====================== ========================================== ==========================================
+
+:func:`choose` takes the first row that applies (``requested="auto"``) or
+the named row (an error when it does not apply). ``pcs.replay`` chooses
+through it twice: for the run and for the sequential baseline of the gap
+split (the same tiers in sequential timing). The one premise no row can
+check before reading the trace -- chained ids for ``lru-scan`` -- is checked
+by the scan itself; when it fails :func:`fall_back` gives the next row and
+the reason says why. The summary JSON records the choices (``engine``,
+``engine_reason``, ``baseline_engine``, ``baseline_engine_reason``).
+"""
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
+
+from pcs import _native
+from pcs.cache.native import MAX_BLOCKS as MAX_COMPILED_BLOCKS
+
+__all__ = ["EngineRow", "RunConfig", "ENGINES", "ENGINE_NAMES", "ALIASES", "REQUESTS", "SUMMARY_KEYS",
+           "MAX_COMPILED_BLOCKS", "choose", "fall_back", "get_row", "canonical"]
+
+@dataclass(frozen=True, slots=True)
+class RunConfig:
+    """What the choice depends on, for one run (or one sequential baseline).
+
+    Attributes:
+        timing: ``"sequential"`` or ``"modeled"``.
+        tiers: ``(name, policy name, capacity_blocks)`` per tier, GPU first.
+        native: ``auto``, ``c`` or ``python`` (:data:`pcs._native.MODES`;
+            None = ``$PCS_NATIVE`` or ``auto``).
+    """
+
+    timing: str
+    tiers: tuple[tuple[str, str, int], ...]
+    native: str | None = None
+
+    @classmethod
+    def of(cls, tiers: Sequence[Any], timing: str, native: str | None = None) -> "RunConfig":
+        """From :class:`pcs.cache.Tier` objects (their name, policy name and capacity)."""
+        return cls(timing, tuple((t.name, t.policy.name, int(t.capacity_blocks)) for t in tiers), native)
+
+
+def _tier_list(cfg: RunConfig) -> str:
+    return ", ".join(f"{name}:{policy}" for name, policy, _ in cfg.tiers)
+
+
+def _lru_scan_applies(cfg: RunConfig) -> str | None:
+    if cfg.timing != "sequential":
+        return f"timing is {cfg.timing}, it needs sequential"
+    if len(cfg.tiers) != 1 or cfg.tiers[0][1] != "lru":
+        return f"it needs exactly one tier with policy lru, got {_tier_list(cfg)}"
+    return None
+
+
+def _compiled_hierarchy_applies(cfg: RunConfig) -> str | None:
+    other = [f"{name}:{policy}" for name, policy, _ in cfg.tiers if policy != "lru"]
+    if other:
+        return f"it needs every tier lru, got {', '.join(other)}"
+    big = [name for name, _, cap in cfg.tiers if cap > MAX_COMPILED_BLOCKS]
+    if big:
+        return f"tier {big[0]} has more than {MAX_COMPILED_BLOCKS} blocks"
+    mode = _native.default_mode() if cfg.native is None else cfg.native
+    if mode == "python":
+        return "native is python (no compiled code)"
+    if _native.resolve(mode, "lruhier") != "c":   # raises for native "c" when not built
+        return f"the compiled {_native.TWINS['lruhier']} is not built"
+    return None
+
+
+def _always(cfg: RunConfig) -> str | None:
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class EngineRow:
+    """One row of the engine-selection table.
+
+    Attributes:
+        name: the engine's name (``replay(engine=...)``, ``--engine``, JSON ``engine``).
+        kind: ``"scan"`` (one pass, no event loop) or ``"event-loop"``
+            (:class:`pcs.engine.engine.ReplayEngine` over a hierarchy).
+        summary: one line for help texts.
+        applies: ``applies(RunConfig)`` -> None when the engine can run it,
+            else the reason it cannot.
+        implementation: dotted path of the code that runs it (a function for
+            ``scan``, a hierarchy class for ``event-loop``).
+        twin: the :data:`pcs._native.TWINS` key it runs (None: pure Python).
+        equality_test: pytest node id of the test proving it equals the reference.
+    """
+
+    name: str
+    kind: str
+    summary: str
+    applies: Callable[[RunConfig], str | None]
+    implementation: str
+    twin: str | None
+    equality_test: str
+
+    def load(self) -> Any:
+        """The object :attr:`implementation` names (imported on first use)."""
+        module, _, attr = self.implementation.rpartition(".")
+        return getattr(importlib.import_module(module), attr)
+
+
+#: The table, in preference order (``auto`` takes the first row that applies).
+ENGINES: tuple[EngineRow, ...] = (
+    EngineRow("lru-scan", "scan", "one O(1)-per-access LRU scan of the trace (sequential, one lru tier)",
+              _lru_scan_applies, "pcs.engine.fastpath.run", "lruscan",
+              "tests/engine/test_replay_fastpath.py::test_chained_traces"),
+    EngineRow("compiled-hierarchy", "event-loop", "the event loop over the compiled all-lru hierarchy",
+              _compiled_hierarchy_applies, "pcs.cache.native.NativeHierarchy", "lruhier",
+              "tests/cache/test_replay_native.py::test_native_equals_python_on_random_traces"),
+    EngineRow("reference", "event-loop", "the event loop over the Python hierarchy (the reference)",
+              _always, "pcs.cache.hierarchy.Hierarchy", None,
+              "tests/cache/test_cache_properties.py::test_one_lru_tier_sequential_equals_flat_lru_and_is_monotone"),
+)
+#: Engine names in table order.
+ENGINE_NAMES: tuple[str, ...] = tuple(r.name for r in ENGINES)
+#: Older names still accepted: ``general`` (always the Python event loop), ``fast`` (the scan or an error).
+ALIASES = {"general": "reference", "fast": "lru-scan"}
+#: Every accepted ``engine=`` value: ``auto``, the table's names, then the aliases.
+REQUESTS: tuple[str, ...] = ("auto",) + ENGINE_NAMES + tuple(ALIASES)
+#: The replay summary's keys that say which engine ran (the only keys allowed to differ between engines).
+SUMMARY_KEYS = ("engine", "engine_reason", "baseline_engine", "baseline_engine_reason")
+
+
+def canonical(requested: str) -> str:
+    """``auto`` or a table name for an accepted ``engine=`` value (aliases resolved).
+
+    Raises:
+        ValueError: not in :data:`REQUESTS` (the message lists them).
+    """
+    name = ALIASES.get(requested, requested)
+    if name != "auto" and name not in ENGINE_NAMES:
+        raise ValueError(f"unknown engine {requested!r}; valid: {', '.join(REQUESTS)}")
+    return name
+
+
+def get_row(name: str) -> EngineRow:
+    """The row named ``name`` (an alias is accepted). Raises ValueError for another name or ``auto``."""
+    name = canonical(name)
+    for row in ENGINES:
+        if row.name == name:
+            return row
+    raise ValueError("'auto' names no single engine; use choose()")
+
+
+def _first(cfg: RunConfig, rows: Sequence[EngineRow], skipped: list[str]) -> tuple[EngineRow, str]:
+    for row in rows:
+        why = row.applies(cfg)
+        if why is None:
+            return row, "; ".join(skipped + [f"auto: {row.name} applies"])
+        skipped.append(f"not {row.name}: {why}")
+    raise AssertionError("the reference row always applies")   # a bug if reached
+
+
+def choose(run_config: RunConfig, requested: str = "auto") -> tuple[EngineRow, str]:
+    """The engine that runs ``run_config`` and why.
+
+    Args:
+        run_config: the run (or the sequential baseline) to place.
+        requested: ``auto`` (the first row that applies), a table name or an alias.
+    Returns:
+        ``(row, reason)``; the reason names each earlier row and why it did
+        not apply (``auto``), or says the engine was requested.
+    Raises:
+        ValueError: unknown name; a requested engine that does not apply
+            (the message says why); ``native="c"`` when a needed compiled
+            twin is not built.
+    """
+    name = canonical(requested)
+    if name == "auto":
+        return _first(run_config, ENGINES, [])
+    row = get_row(name)
+    why = row.applies(run_config)
+    if why is not None:
+        alias = f" (alias of {name})" if requested != name else ""
+        raise ValueError(f"engine {requested!r}{alias} cannot run this replay: {why}; use engine='auto'")
+    return row, f"requested: {requested}" + (f" (alias of {name})" if requested != name else "")
+
+
+def fall_back(run_config: RunConfig, failed: EngineRow, why: str, reason: str) -> tuple[EngineRow, str]:
+    """The row after ``failed`` that applies, when ``failed`` found at run time that it cannot run.
+
+    Args:
+        run_config: as given to :func:`choose`.
+        failed: the row chosen by ``auto`` that gave up (e.g. ``lru-scan`` on
+            ids that are not chained).
+        why: its message.
+        reason: the reason :func:`choose` gave for it.
+    Returns:
+        ``(row, reason)``: the reason keeps the earlier one and adds why ``failed`` gave up.
+    """
+    rows = ENGINES[ENGINES.index(failed) + 1:]
+    prior = [p for p in reason.split("; ") if not p.startswith("auto:")]
+    return _first(run_config, rows, prior + [f"not {failed.name}: {why} (found while scanning)"])

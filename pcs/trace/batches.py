@@ -1,0 +1,117 @@
+"""One normaliser from any request source to columnar :class:`RequestBatch` es.
+
+Every consumer that reads a trace (the replay loop's chunks, the lru-scan,
+the curves) reads it through :func:`as_batches`, so every source kind gets
+the same checks and the same columns:
+
+- a path (``str`` / ``Path``) or None (the bundled sample,
+  :data:`pcs.trace.DEFAULT_TRACE`): opened with :func:`pcs.trace.open_trace`;
+- anything with ``iter_batches()`` (a :class:`pcs.trace.Trace`, a replica in
+  memory): its batches as they come;
+- an iterable of request-like objects (``arrival_s``, ``prompt_tokens``,
+  ``block_hashes``, ``block_size``, optional ``output_tokens`` = 0), e.g.
+  :class:`pcs.trace.Request`: grouped :data:`BATCH_REQUESTS` at a time.
+
+Checks, the same for every kind: one block size >= 1 token over the whole
+source, token counts >= 0. Request ids are numbered from 0 in source order.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Iterable, Iterator
+
+import numpy as np
+
+from pcs.trace.request import RequestBatch
+
+__all__ = ["BATCH_REQUESTS", "as_batches", "reiterable"]
+
+#: Requests per batch when grouping an iterable of request objects.
+BATCH_REQUESTS = 4096
+
+
+def reiterable(source: Any = None, block_size: int | None = None) -> Any:
+    """``source`` in a form :func:`as_batches` can read more than once.
+
+    A path or None is opened (:func:`pcs.trace.open_trace`, ``block_size``
+    passed on); a Trace, list or tuple is returned as it is; any other
+    iterable (a generator) is read into a list.
+
+    Raises:
+        FileNotFoundError, InputError: as :func:`pcs.trace.open_trace`.
+    """
+    if source is None or isinstance(source, (str, Path)):
+        from pcs.trace import DEFAULT_TRACE, open_trace
+
+        return open_trace(DEFAULT_TRACE if source is None else source, block_size=block_size)
+    if hasattr(source, "iter_batches") or isinstance(source, (list, tuple)):
+        return source
+    return list(source)
+
+
+def _from_requests(group: list) -> RequestBatch:
+    """One batch from request-like objects (block sizes checked by the caller)."""
+    counts = np.fromiter((len(r.block_hashes) for r in group), dtype=np.int64, count=len(group))
+    offsets = np.zeros(len(group) + 1, dtype=np.int64)
+    np.cumsum(counts, out=offsets[1:])
+    hashes = (np.concatenate([np.asarray(r.block_hashes, dtype=np.uint64) for r in group])
+              if int(offsets[-1]) else np.zeros(0, dtype=np.uint64))
+    return RequestBatch(0, int(group[0].block_size), np.array([float(r.arrival_s) for r in group], dtype=np.float64),
+                        np.array([int(r.prompt_tokens) for r in group], dtype=np.int64),
+                        np.array([int(getattr(r, "output_tokens", 0)) for r in group], dtype=np.int64),
+                        offsets, hashes)
+
+
+def _group(requests: Iterable, rows: int) -> Iterator[RequestBatch]:
+    """Request-like objects as batches of ``rows``; a block size change inside a group is an error."""
+    buf: list = []
+    for r in requests:
+        if buf and int(r.block_size) != int(buf[0].block_size):
+            raise ValueError(f"all requests of a trace need one block size; got {int(buf[0].block_size)} and "
+                             f"{int(r.block_size)}")
+        buf.append(r)
+        if len(buf) == rows:
+            yield _from_requests(buf)
+            buf = []
+    if buf:
+        yield _from_requests(buf)
+
+
+def _raw(source: Any, block_size: int | None, rows: int) -> Iterator[RequestBatch]:
+    if source is None or isinstance(source, (str, Path)) or hasattr(source, "iter_batches"):
+        return iter(reiterable(source, block_size).iter_batches())
+    return _group(source, rows)
+
+
+def as_batches(source: Any = None, block_size: int | None = None,
+               rows: int = BATCH_REQUESTS) -> Iterator[RequestBatch]:
+    """Yield ``source`` as checked :class:`RequestBatch` es, in order, ids numbered from 0.
+
+    Args:
+        source: a path, None (the bundled sample), anything with
+            ``iter_batches()``, or an iterable of request-like objects (see
+            the module docstring).
+        block_size: tokens per block for token traces opened from a path
+            (:func:`pcs.trace.open_trace`); ignored otherwise.
+        rows: requests per batch when grouping request objects.
+    Yields:
+        :class:`RequestBatch`: ``arrival_s`` float64 (n,) seconds,
+        ``prompt_tokens`` / ``output_tokens`` int64 (n,) tokens,
+        ``block_offsets`` int64 (n + 1,) from 0, ``block_hashes`` uint64.
+    Raises:
+        ValueError: block sizes differ, a block size < 1, a negative token count.
+        FileNotFoundError, InputError: as :func:`pcs.trace.open_trace`.
+    """
+    size = None
+    next_id = 0
+    for b in _raw(source, block_size, rows):
+        bs = int(b.block_size)
+        if size is None and bs < 1:
+            raise ValueError(f"block size must be >= 1 token, got {bs}")
+        if size is not None and bs != size:
+            raise ValueError(f"all requests of a trace need one block size; got {size} and {bs}")
+        size = bs
+        if (np.asarray(b.prompt_tokens) < 0).any() or (np.asarray(b.output_tokens) < 0).any():
+            raise ValueError("token counts must be >= 0")
+        yield b if b.first_request_id == next_id else b.with_first_id(next_id)
+        next_id += len(b)

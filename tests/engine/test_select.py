@@ -1,0 +1,197 @@
+"""The engine-selection table (pcs.engine.select): rows, reasons, fallback, aliases, --native.
+
+Every expected engine and reason below follows from the rows' documented
+preconditions (the module docstring of pcs/engine/select.py):
+lru-scan needs sequential timing and exactly one lru tier; the compiled
+hierarchy needs every tier lru, at most 2**30 blocks per tier, the built
+extension and native != python; the reference always applies; ``auto`` takes
+the first row that applies, in table order.
+"""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from helpers import make_requests
+from pcs import _native
+from pcs.cli.main import cli
+from pcs.engine import select
+from pcs.engine.api import replay
+from pcs.trace import DEFAULT_TRACE
+
+ROOT = Path(__file__).resolve().parents[2]
+COMPILED = _native.built("lruhier")
+needs_compiled = pytest.mark.skipif(not COMPILED, reason="pcs.cache._lruhier is not built")
+
+
+def cfg(timing, *tiers, native="auto"):
+    """RunConfig from ``(name, policy, capacity_blocks)`` tuples."""
+    return select.RunConfig(timing, tuple(tiers), native)
+
+
+# -- the table itself ----------------------------------------------------------------------------
+
+def test_rows_names_aliases_and_order():
+    assert select.ENGINE_NAMES == ("lru-scan", "compiled-hierarchy", "reference")
+    assert [r.kind for r in select.ENGINES] == ["scan", "event-loop", "event-loop"]
+    assert select.REQUESTS == ("auto", "lru-scan", "compiled-hierarchy", "reference", "general", "fast")
+    assert {a: select.get_row(a).name for a in select.ALIASES} == {"general": "reference", "fast": "lru-scan"}
+    # the reference applies to anything, even a config no other row takes
+    odd = cfg("modeled", ("gpu", "fifo", 3), ("cpu", "slru", 2**40), native="python")
+    assert select.ENGINES[-1].applies(odd) is None
+
+
+def test_every_implementation_imports():
+    from pcs.cache import Hierarchy
+    from pcs.engine import fastpath
+
+    assert select.get_row("reference").load() is Hierarchy
+    assert select.get_row("lru-scan").load() is fastpath.run
+    if COMPILED:
+        from pcs.cache.native import NativeHierarchy
+
+        assert select.get_row("compiled-hierarchy").load() is NativeHierarchy
+
+
+def test_every_rows_equality_test_exists_and_is_collected():
+    nodes = [r.equality_test for r in select.ENGINES]
+    out = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", *nodes],
+                         cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
+    collected = {line.strip() for line in out.stdout.splitlines()}
+    for node in nodes:
+        assert node in collected, (node, out.stdout[-2000:])
+
+
+# -- choose: one reason per row ------------------------------------------------------------------
+
+def test_auto_takes_the_lru_scan_for_one_sequential_lru_tier():
+    row, reason = select.choose(cfg("sequential", ("gpu", "lru", 100)))
+    assert (row.name, reason) == ("lru-scan", "auto: lru-scan applies")
+
+
+@needs_compiled
+def test_auto_takes_the_compiled_hierarchy_for_lru_tiers_otherwise():
+    row, reason = select.choose(cfg("modeled", ("gpu", "lru", 100)))
+    assert row.name == "compiled-hierarchy"
+    assert reason == "not lru-scan: timing is modeled, it needs sequential; auto: compiled-hierarchy applies"
+    row, reason = select.choose(cfg("sequential", ("gpu", "lru", 100), ("cpu", "lru", 400)))
+    assert row.name == "compiled-hierarchy"
+    assert reason.startswith("not lru-scan: it needs exactly one tier with policy lru, got gpu:lru, cpu:lru;")
+
+
+def test_auto_takes_the_reference_for_other_policies_python_or_huge_tiers():
+    row, reason = select.choose(cfg("sequential", ("gpu", "lru", 100), ("cpu", "fifo", 400)))
+    assert row.name == "reference"
+    assert reason == ("not lru-scan: it needs exactly one tier with policy lru, got gpu:lru, cpu:fifo; "
+                      "not compiled-hierarchy: it needs every tier lru, got cpu:fifo; auto: reference applies")
+    row, reason = select.choose(cfg("modeled", ("gpu", "lru", 100), native="python"))
+    assert row.name == "reference" and "not compiled-hierarchy: native is python (no compiled code)" in reason
+    row, reason = select.choose(cfg("modeled", ("gpu", "lru", 2**30 + 1)))
+    assert row.name == "reference" and f"tier gpu has more than {2**30} blocks" in reason
+
+
+def test_pcs_native_environment_is_the_default(monkeypatch):
+    monkeypatch.setenv("PCS_NATIVE", "python")
+    row, reason = select.choose(cfg("modeled", ("gpu", "lru", 100), native=None))
+    assert row.name == "reference" and "native is python" in reason
+
+
+def test_requested_engines_and_aliases():
+    seq_one = cfg("sequential", ("gpu", "lru", 100))
+    assert select.choose(seq_one, "reference") == (select.get_row("reference"), "requested: reference")
+    assert select.choose(seq_one, "general") == (select.get_row("reference"),
+                                                 "requested: general (alias of reference)")
+    assert select.choose(seq_one, "fast") == (select.get_row("lru-scan"), "requested: fast (alias of lru-scan)")
+    with pytest.raises(ValueError, match="engine 'lru-scan' cannot run this replay: timing is modeled"):
+        select.choose(cfg("modeled", ("gpu", "lru", 100)), "lru-scan")
+    with pytest.raises(ValueError, match="engine 'compiled-hierarchy' cannot run this replay: it needs every "
+                                         "tier lru, got gpu:fifo"):
+        select.choose(cfg("sequential", ("gpu", "fifo", 100)), "compiled-hierarchy")
+    with pytest.raises(ValueError, match="unknown engine 'turbo'; valid: auto, lru-scan, compiled-hierarchy, "
+                                         "reference, general, fast"):
+        select.choose(seq_one, "turbo")
+
+
+def test_fall_back_keeps_the_earlier_reasons():
+    c = cfg("sequential", ("gpu", "lru", 4))
+    scan_row, reason = select.choose(c)
+    row, why = select.fall_back(c, scan_row, "block hashes are not chained", reason)
+    assert row.name == ("compiled-hierarchy" if COMPILED else "reference")
+    assert why.startswith("not lru-scan: block hashes are not chained (found while scanning); auto: ")
+
+
+# -- through pcs.replay: the run, the baseline, the runtime fallback -----------------------------
+
+NOT_CHAINED = [([5], 4), ([9, 5], 8)]   # r1: block 9 never seen, then block 5 cached: not a prefix chain
+
+
+def test_replay_records_the_run_and_the_baseline_engine():
+    reqs = make_requests([([1, 2], 8), ([1, 3], 8)])
+    s = replay(reqs, tiers=["gpu=4blocks"], timing="modeled").summary
+    assert (s.engine, s.baseline_engine) == ("compiled-hierarchy" if COMPILED else "reference", "lru-scan")
+    assert s.baseline_engine_reason == "auto: lru-scan applies"
+    s = replay(reqs, tiers=["gpu=4blocks"], timing="sequential").summary
+    assert (s.engine, s.engine_reason) == ("lru-scan", "auto: lru-scan applies")
+    assert (s.baseline_engine, s.baseline_engine_reason) == (s.engine, s.engine_reason)
+    s = replay(reqs, tiers=["gpu=4blocks"], timing="modeled", engine="general").summary
+    assert (s.engine, s.baseline_engine) == ("reference", "reference")
+    assert s.engine_reason == s.baseline_engine_reason == "requested: general (alias of reference)"
+
+
+def test_replay_records_the_lru_scan_falling_back_at_run_time():
+    reqs = make_requests(NOT_CHAINED)
+    s = replay(reqs, tiers=["gpu=4blocks"], timing="sequential").summary
+    assert s.engine == ("compiled-hierarchy" if COMPILED else "reference")
+    assert s.engine_reason.startswith("not lru-scan: block hashes are not chained (a cached block follows an "
+                                         "uncached one) (found while scanning); auto: ")
+    # the numbers are the reference's: r0 misses block 5, r1 misses 9 and then 5 is not a prefix hit
+    assert (s.hit_blocks, s.block_misses) == (0, 3)
+    with pytest.raises(ValueError, match="engine 'fast' cannot run this replay: block hashes are not chained"):
+        replay(reqs, tiers=["gpu=4blocks"], timing="sequential", engine="fast")
+
+
+def test_replay_native_python_runs_no_compiled_hierarchy():
+    reqs = make_requests([([1, 2], 8), ([1, 3], 8)])
+    s = replay(reqs, tiers=["gpu=4blocks", "cpu=8blocks"], timing="modeled", native="python").summary
+    assert s.engine == "reference" and "native is python" in s.engine_reason
+    with pytest.raises(ValueError, match="unknown native 'fortran'; valid: auto, c, python"):
+        replay(reqs, native="fortran")
+
+
+# -- command line: --engine from the table (aliases accepted), --native, curve --kernel ----------
+
+def _json(*args):
+    res = CliRunner().invoke(cli, list(args))
+    assert res.exit_code == 0, res.output
+    return json.loads(res.stdout)
+
+
+def test_cli_engine_aliases_and_native():
+    base = ["replay", str(DEFAULT_TRACE), "--tier", "gpu=200blocks", "--timing", "sequential", "--format", "json"]
+    s = _json(*base, "--engine", "fast")
+    assert (s["engine"], s["engine_reason"]) == ("lru-scan", "requested: fast (alias of lru-scan)")
+    g = _json(*base, "--engine", "general", "--native", "python")
+    assert (g["engine"], g["engine_reason"]) == ("reference", "requested: general (alias of reference)")
+    assert g["hit_ratio"] == s["hit_ratio"] and g["sequential_hit_ratio"] == s["sequential_hit_ratio"]
+    res = CliRunner().invoke(cli, base + ["--engine", "turbo"])
+    assert res.exit_code == 2 and "turbo" in res.output
+
+
+def test_curve_native_and_its_older_name_kernel():
+    from pcs.curves.api import curve
+
+    a = curve(DEFAULT_TRACE, capacities=[100], native="python", belady=False)
+    b = curve(DEFAULT_TRACE, capacities=[100], kernel="python", belady=False)
+    assert a.kernel == b.kernel == "python" and a.rows == b.rows
+    with pytest.raises(ValueError, match="name the same switch"):
+        curve(DEFAULT_TRACE, capacities=[100], native="python", kernel="c")
+    for opt in ("--native", "--kernel"):       # --kernel: hidden, still accepted
+        out = _json("curve", str(DEFAULT_TRACE), "--capacities", "100", "--no-belady", opt, "python",
+                    "--format", "json")
+        assert out["kernel"] == "python" and out["rows"] == a.to_dict()["rows"]
