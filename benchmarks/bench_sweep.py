@@ -15,9 +15,16 @@ Measured: wall time and points per minute of the work plan with ``--jobs 1``,
 ``--jobs 2`` (a spawn pool: its start-up is included) and Ray on a local
 2-CPU instance (``ray.init(num_cpus=2)``, its start-up reported apart); the
 speed-up of 2 processes over 1; per-point overhead = (wall of the empty plan
-on the backend - wall in-process) / 200 for the pool and for Ray; the time
-and size of putting the trace into Ray's object store. ``--repeat`` runs of
+on the backend - wall in-process) / 200 for the pool and for Ray (it can be
+below 0: the backend spreads the rows' encoding over 2 CPUs); a no-op Ray
+task's round trip and Ray's no-op task throughput; the time and size of
+putting the trace into Ray's object store. ``--repeat`` runs of
 each, alternating, the median kept (the machine is shared).
+
+Calibration: ``cpu_capacity`` = 2 x (seconds of a pure-Python loop alone) /
+(seconds of the same loop in each of two processes at once), measured before
+and after the runs: 2.0 when two cores are free, 1.0 when other work leaves
+one. ``pool2_efficiency`` = the 2-process speed-up / that capacity.
 
 Usage: python benchmarks/bench_sweep.py [--repeat 3] [--skip-ray]
 The last line printed is one JSON object with every figure.
@@ -44,6 +51,26 @@ WORK = {"kind": "replay",
         "axes": {"policy": ["lru", "fifo", "slru"], "tier.cpu": {"from": "0GB", "to": "70GB", "step": "10GB"}}}
 EMPTY = {"kind": "footprint", "fixed": {"model": "llama-3.1-8b"},
          "axes": {"tokens": {"from": 1, "to": 200, "step": 1}}}
+
+
+def _burn(n: int = 5_000_000) -> float:
+    """Seconds of a pure-Python loop of ``n`` steps."""
+    t0 = time.perf_counter()
+    x = 0
+    for i in range(n):
+        x += i * i
+    return time.perf_counter() - t0
+
+
+def cpu_capacity() -> float:
+    """2 x one loop alone / the slower of two loops run at once in two processes (2.0 = two free cores)."""
+    import multiprocessing
+
+    alone = min(_burn() for _ in range(2))
+    with multiprocessing.get_context("spawn").Pool(2) as pool:
+        pool.map(_burn, [1000, 1000])                       # start both workers first
+        both = max(pool.map(_burn, [5_000_000, 5_000_000]))
+    return 2.0 * alone / both
 
 
 def _wall(plan, **kwargs) -> float:
@@ -77,6 +104,26 @@ def _ray_init() -> tuple[float | None, str | None]:
     return time.perf_counter() - t0, None
 
 
+def _noop() -> None:
+    return None
+
+
+def _ray_task_costs() -> dict:
+    """Latency of one no-op Ray task alone (median of 50) and the throughput of 1,000 submitted together."""
+    import ray
+
+    f = ray.remote(num_cpus=1)(_noop)
+    ray.get([f.remote() for _ in range(20)])               # warm the workers
+    lat = []
+    for _ in range(50):
+        t0 = time.perf_counter()
+        ray.get(f.remote())
+        lat.append(time.perf_counter() - t0)
+    t0 = time.perf_counter()
+    ray.get([f.remote() for _ in range(1000)])
+    return {"ray_task_roundtrip_s": statistics.median(lat), "ray_tasks_per_s": 1000 / (time.perf_counter() - t0)}
+
+
 def _put_cost(plan) -> dict:
     import ray
 
@@ -95,26 +142,30 @@ def main() -> None:
     ap.add_argument("--skip-ray", action="store_true")
     args = ap.parse_args()
     work, empty = make_plan(WORK), make_plan(EMPTY)
+    capacity = [cpu_capacity()]
     backends = {"jobs1": {"jobs": 1}, "jobs2": {"jobs": 2}}
     ray_init_s, ray_skip = (None, "--skip-ray") if args.skip_ray else _ray_init()
     if ray_skip is None:
         backends["ray"] = {"ray": "local"}
     w = _medians(work, backends, args.repeat)
     e = _medians(empty, backends, args.repeat)
+    capacity.append(cpu_capacity())
     n, m = len(work.points), len(empty.points)
     out = {"bench": "sweep", "machine": common.machine_info(), "repeat": args.repeat,
            "work_points": n, "empty_points": m,
            **{f"{b}_wall_s": w[b] for b in w}, **{f"{b}_points_per_min": 60.0 * n / w[b] for b in w},
-           "speedup_jobs2_over_jobs1": w["jobs1"] / w["jobs2"],
+           "speedup_jobs2_over_jobs1": w["jobs1"] / w["jobs2"], "cpu_capacity": capacity,
+           "pool2_efficiency": w["jobs1"] / w["jobs2"] / statistics.mean(capacity),
            "work_s_per_point_jobs1": w["jobs1"] / n,
            "pool2_overhead_s_per_point": (e["jobs2"] - e["jobs1"]) / m,
            "empty_jobs1_s_per_point": e["jobs1"] / m}
     if ray_skip is None:
         out.update({"ray_init_s": ray_init_s, "ray_overhead_s_per_point": (e["ray"] - e["jobs1"]) / m,
-                    "ray_over_jobs2_wall": w["ray"] / w["jobs2"], **_put_cost(work)})
+                    "ray_over_jobs2_wall": w["ray"] / w["jobs2"], **_put_cost(work), **_ray_task_costs()})
     else:
         out["ray_skipped"] = ray_skip
     print(f"work plan, {n} replay points: " + ", ".join(f"{b} {60.0 * n / w[b]:.0f} points/min" for b in w))
+    print(f"cpu capacity (2.0 = two free cores): {', '.join(f'{c:.2f}' for c in capacity)}")
     print(f"empty plan, {m} footprint points: " + ", ".join(f"{b} {1000 * e[b] / m:.2f} ms/point" for b in e))
     common.emit(out)
 
