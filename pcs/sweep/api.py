@@ -58,7 +58,10 @@ def prepare(plan: str | Path | Plan, out: str | Path, force: bool = False) -> Pr
     if out.exists() and not out.is_dir():
         raise ValueError(f"-o {out}: not a directory")
     done = set() if force else done_ids(out)
-    tasks = tuple(build_task(plan.kind, p, plan.base_dir) for p in plan.points if p.point_id not in done)
+    try:
+        tasks = tuple(build_task(plan.kind, p, plan.base_dir) for p in plan.points if p.point_id not in done)
+    except ValueError as exc:
+        raise ValueError(f"{plan.source}: {exc}") from None
     keys = dict.fromkeys(t.trace_key for t in tasks if t.trace_key is not None)
     return Prepared(plan, out, tasks, len(plan.points) - len(tasks), {k: load_trace(k) for k in keys})
 

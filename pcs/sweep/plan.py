@@ -167,13 +167,22 @@ def make_plan(data: dict[str, Any], source: str = "<plan>", base_dir: Path | str
     clash = [n for n in names if "." not in n and _name(n) in base]
     if clash:
         raise ValueError(f"{source}: option {clash[0]!r} is both fixed and an axis")
-    values = [expand_axis(n, axes[k]) for n, k in zip(names, axes)]
+    try:
+        values = [expand_axis(n, axes[k]) for n, k in zip(names, axes)]
+    except ValueError as exc:
+        raise ValueError(f"{source}: {exc}") from None
     total = 1
     for v in values:
         total *= len(v)
     if total > MAX_POINTS:
         raise ValueError(f"{source}: {total:,} points; a plan may have at most {MAX_POINTS:,}")
-    points, seen = [], {}
+    return Plan(source, Path(base_dir), kind, tuple(names), _points(kind, base, names, values, pairs, source))
+
+
+def _points(kind: str, base: dict[str, Any], names: list[str], values: list[list[Any]],
+            pairs: frozenset[str], source: str) -> tuple[Point, ...]:
+    """The product of the axes over the fixed options, the last axis fastest."""
+    points, seen = [], set()
     for combo in itertools.product(*values):
         opts = {k: (dict(v) if isinstance(v, dict) else v) for k, v in base.items()}
         for n, v in zip(names, combo):
@@ -181,9 +190,9 @@ def make_plan(data: dict[str, Any], source: str = "<plan>", base_dir: Path | str
         pid = point_id(kind, opts)
         if pid in seen:
             raise ValueError(f"{source}: two points have the same options {opts!r}")
-        seen[pid] = True
+        seen.add(pid)
         points.append(Point(pid, opts))
-    return Plan(source, Path(base_dir), kind, tuple(names), tuple(points))
+    return tuple(points)
 
 
 def load_plan(path: str | Path) -> Plan:
