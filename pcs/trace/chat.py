@@ -31,8 +31,6 @@ of the ``chat`` extra; rendered in a sandbox with ``messages``,
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterator
@@ -216,19 +214,11 @@ def chat_to_token_rows(requests, tokenizer, template: Callable[..., str],
 
 def write_token_rows(rows, out_path) -> dict:
     """Write token rows as JSON Lines atomically (temp file + rename); returns counts."""
-    from pcs.trace.convert import publish
+    from pcs.outfile import atomic_output
 
-    out_path = Path(out_path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{out_path.name}.", suffix=".tmp", dir=out_path.parent or ".")
     n = tokens = 0
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            for row in rows:
-                f.write(json.dumps(row, separators=(", ", ": "), ensure_ascii=False) + "\n")
-                n, tokens = n + 1, tokens + len(row["token_ids"])
-        publish(tmp, out_path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    with atomic_output(out_path) as tmp, open(tmp, "w", encoding="utf-8") as f:
+        for row in rows:
+            f.write(json.dumps(row, separators=(", ", ": "), ensure_ascii=False) + "\n")
+            n, tokens = n + 1, tokens + len(row["token_ids"])
     return {"requests": n, "prompt_tokens": tokens, "path": str(out_path)}

@@ -31,7 +31,7 @@ import numpy as np
 from pcs.errors import InputError
 from pcs.trace.request import RequestBatch
 
-__all__ = ["SCHEMA_NAME", "arrow_schema", "parquet_block_size", "parquet_reuse", "read_parquet", "batch_to_arrow"]
+__all__ = ["SCHEMA_NAME", "arrow_schema", "parquet_block_size", "parquet_rows", "parquet_reuse", "read_parquet", "batch_to_arrow"]
 
 SCHEMA_NAME = "pcs-trace/1"
 _OPTIONAL = ("session_id", "parent_id", "turn")
@@ -87,6 +87,11 @@ def _open(path, name: str):
         return pq.ParquetFile(path)
     except (pa.ArrowException, OSError) as exc:
         raise InputError(name, None, None, f"not a readable Parquet file ({exc})") from None
+
+
+def parquet_rows(path, name: str) -> int:
+    """Rows of a Parquet file (from its footer)."""
+    return _open(path, name).metadata.num_rows
 
 
 def parquet_block_size(path, name: str) -> int:
