@@ -123,8 +123,8 @@ def check_outputs(outputs: Mapping[str, object], inputs: Mapping[str, object] = 
         _check_one(opt, path)
         for what, src in inputs.items():
             if src is not None and str(src) != "-" and Path(src).exists() and same_file(path, src):
-                raise ValueError(f"{opt} {path} is also the input {what} of this run; pcs never overwrites its "
-                                 "inputs: choose another output name")
+                raise ValueError(f"{opt} {path} is also an input file of this run ({what}); pcs never modifies "
+                                 "its inputs: choose another output name")
         for opt2, path2 in given[:i]:
             if same_file(path, path2):
                 raise ValueError(f"{opt} {path} and {opt2} {path2} name one file: give each output its own name")

@@ -232,7 +232,7 @@ def capacity_to_blocks(size_bytes: int | None, blocks: int | None, block_bytes: 
     n = size_bytes // block_bytes
     if n == 0 and size_bytes > 0:
         raise ValueError(f"{what}: smaller than one block ({format_bytes(block_bytes)} = {block_bytes} B per "
-                         f"block); give at least {block_bytes}B or 1blocks, or write 0 for an empty tier")
+                         f"block); give at least {block_bytes}B or 1blocks, or write 0 for none")
     return n
 
 

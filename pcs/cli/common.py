@@ -27,7 +27,7 @@ import click
 from pcs.errors import BUG_REPORT
 
 __all__ = ["PcsUsageError", "PcsCommand", "PcsGroup", "command", "RegistryChoice", "format_option", "quiet_option",
-           "Progress", "emit", "user_errors", "to_jsonable", "Terminated", "unwind_on_signals"]
+           "Progress", "counted", "emit", "user_errors", "to_jsonable", "Terminated", "unwind_on_signals"]
 
 
 class PcsUsageError(click.ClickException):
@@ -273,6 +273,30 @@ class Progress:
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
+
+
+class _CountedTrace:
+    """A trace whose batches are reported to ``progress`` as they are read; every other attribute is the trace's."""
+
+    def __init__(self, trace: Any, progress: Callable[[int], None]) -> None:
+        self._trace, self._progress = trace, progress
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._trace, name)
+
+    def iter_batches(self) -> Iterator[Any]:
+        for b in self._trace.iter_batches():
+            self._progress(len(b))
+            yield b
+
+    def __iter__(self) -> Iterator[Any]:
+        for b in self.iter_batches():
+            yield from b.requests()
+
+
+def counted(trace: Any, progress: Callable[[int], None]) -> Any:
+    """``trace`` (a :class:`pcs.trace.Trace`) reporting the requests of each batch read to ``progress``."""
+    return _CountedTrace(trace, progress)
 
 
 def quiet_option(f: Callable) -> Callable:

@@ -7,21 +7,23 @@ label, a JSON key and a function summary -> value.
 """
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any, Callable
 
 import click
 
 from pcs.blocks import BlockRules
-from pcs.cli.common import emit, format_option
-from pcs.cli.replay import _Progress, replay_options, run_replay_kwargs
+from pcs.cli.common import Progress, command, emit, format_option
+from pcs.cli.params import parse_capacity_list
+from pcs.cli.replay import open_trace_kwargs, replay_options, run_replay_kwargs
 from pcs.report.table import render_table
-from pcs.units import format_bytes, format_count, format_duration, format_percent
+from pcs.units import format_bytes, format_count, format_duration, format_percent, format_points
 
 __all__ = ["compare", "METRICS", "variant_row"]
 
 
 def _pts(x: float) -> str:
-    return f"{100.0 * x:+.1f} pts"
+    return format_points(x)
 
 
 def _link_sum(s: dict, key: str) -> float:
@@ -63,13 +65,14 @@ def variant_row(label: str, policy: str | None, tiers: list[str] | None, s: dict
     return row
 
 
-@click.command("compare")
+@command("compare", twins=True)
 @(lambda f: replay_options(f, policy_multiple=True))
 @click.option("--tiers", "tier_sets", multiple=True,
               help="A whole tier list to compare, comma-separated, repeatable: --tiers gpu=400GB,cpu=2TB "
                    "--tiers gpu=400GB,cpu=4TB (instead of --tier).")
 @click.option("--curve-capacities", default=None, metavar="C1,C2,...",
-              help="Also print hit-ratio curve rows at these one-tier capacities (blocks), sequential timing: "
+              help="Also print hit-ratio curve rows at these one-tier capacities (5000blocks, or sizes such as 40GB: "
+                   "the GPU tier's bytes per block), sequential timing: "
                    "one column per compared policy (LRU from the one-pass curve, others replayed), Belady and "
                    "the single-sequence ceiling.")
 @format_option
@@ -90,22 +93,22 @@ def compare(fmt: str, tier_sets: tuple[str, ...], curve_capacities: str | None, 
     if tier_sets and kw["tiers"]:
         raise ValueError("give either --tier (one tier list) or --tiers (several to compare), not both")
     policies = list(kw["policy"]) or [None]
-    caps = _parse_capacities(curve_capacities) if curve_capacities else None
+    trace = open_trace_kwargs(kw)
+    caps = _parse_capacities(curve_capacities, kw, trace.block_size) if curve_capacities else None
     sets = [[t for t in ts.split(",") if t.strip()] for ts in tier_sets] or [list(kw["tiers"]) or None]
     variants = []
-    progress = _Progress(kw["quiet"])
-    try:
+    runs = len(sets) * len(policies)
+    total = (lambda: (trace.estimated_requests() or 0) * runs or None)  # noqa: E731
+    with Progress(kw["quiet"], desc="compare", total=total) as progress:
         for tiers in sets:
             for pol in policies:
                 label = " ".join(x for x in (pol or "lru", " ".join(tiers) if tiers and len(sets) > 1 else "") if x)
-                s = run_replay_kwargs(kw, pol, tiers, progress).summary
+                s = run_replay_kwargs(kw, pol, tiers, progress, trace).summary
                 variants.append((label, pol, tiers, s))
-    finally:
-        progress.close()
     rows = [variant_row(label, pol, tiers, s) for label, pol, tiers, s in variants]
     first = variants[0][3]
     payload = {"trace": first["trace"], "model": first["model"], "timing": first["timing"], "variants": rows}
-    curve_rows = _curve_rows(kw, policies, caps) if caps is not None else None
+    curve_rows = _curve_rows(kw, policies, caps, trace) if caps is not None else None
     if curve_rows is not None:
         payload["curve"] = curve_rows
 
@@ -128,17 +131,23 @@ def _variants_table(rows: list[dict[str, Any]], first: dict) -> str:
                                "ideal - real"] + list(first.get("notes", ())))
 
 
-def _parse_capacities(text: str) -> list[int]:
-    try:
-        caps = [int(x) for x in text.split(",") if x.strip()]
-    except ValueError:
-        raise ValueError(f"--curve-capacities {text!r}: expected whole block counts such as 1000,5000") from None
-    if not caps or min(caps) < 0:
-        raise ValueError(f"--curve-capacities {text!r}: expected one or more block counts >= 0")
-    return caps
+def _parse_capacities(text: str, kw: dict[str, Any], block_size: int) -> list[int]:
+    """``--curve-capacities``: block counts, or sizes divided by the GPU tier's bytes per block."""
+    return parse_capacity_list(text, "--curve-capacities", lambda: _gpu_block_bytes(kw, block_size))
 
 
-def _curve_rows(kw: dict[str, Any], policies: list[str | None], caps: list[int]) -> list[dict[str, Any]]:
+def _gpu_block_bytes(kw: dict[str, Any], block_size: int) -> int:
+    """Bytes per block of the GPU tier the replays use: the Reserved layout per TP group (docs/semantics.md §13)."""
+    from pcs.engine.api import DEFAULTS
+    from pcs.model import get_model, group_block_bytes, load_hf_config
+
+    name = kw["model"] or DEFAULTS["model"]
+    spec = load_hf_config(name) if Path(name).is_file() else get_model(name)
+    spec = spec.with_dtype(kw["dtype"]) if kw["dtype"] else spec
+    return group_block_bytes(spec.with_tp(kw["tp"] or DEFAULTS["tp"]), block_size, "reserved").total_bytes
+
+
+def _curve_rows(kw: dict[str, Any], policies: list[str | None], caps: list[int], trace: Any) -> list[dict[str, Any]]:
     """Hit ratio per capacity (one tier, sequential) for each compared policy, Belady and the ceiling.
 
     LRU comes from the exact one-pass curve (:func:`pcs.curves.api.curve`,
@@ -147,11 +156,6 @@ def _curve_rows(kw: dict[str, Any], policies: list[str | None], caps: list[int])
     """
     from pcs.curves.api import curve
 
-    trace = None
-    if kw["trace"] or kw["trace_format"] or kw["block_size"]:
-        from pcs.trace import open_trace
-
-        trace = open_trace(kw["trace"], format=kw["trace_format"], block_size=kw["block_size"])
     rules = BlockRules(cache_partial_blocks=kw["cache_partial_blocks"],
                        recompute_last_token=not kw["no_recompute_last_token"])
     res = curve(trace, capacities=caps, rules=rules)
@@ -161,7 +165,7 @@ def _curve_rows(kw: dict[str, Any], policies: list[str | None], caps: list[int])
             values = [r["lru_hit_ratio"] for r in res.rows]
         else:
             seq = dict(kw, timing="sequential", tier_policy=(), link=(), engine="auto")
-            values = [run_replay_kwargs(seq, pol, [f"gpu={c}blocks"]).summary["hit_ratio"] for c in caps]
+            values = [run_replay_kwargs(seq, pol, [f"gpu={c}blocks"], trace=trace).summary["hit_ratio"] for c in caps]
         for row, v in zip(rows, values):
             row[f"{pol}_hit_ratio"] = v
     for row, r in zip(rows, res.rows):

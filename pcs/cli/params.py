@@ -10,7 +10,7 @@ Sizes, bandwidths and durations go through :mod:`pcs.units` (bounded at
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, Callable
 
 import click
 
@@ -61,14 +61,15 @@ def _float_or(text: str) -> float:
         return 0.0  # not a number at all: click's own message says so
 
 
-def parse_capacity_list(text: str, option: str, block_bytes: int | None) -> list[int]:
+def parse_capacity_list(text: str, option: str, block_bytes: int | Callable[[], int] | None) -> list[int]:
     """``"1000blocks,40GB,0"`` -> block counts: each item through :func:`pcs.units.parse_capacity`.
 
     Args:
         text: comma-separated capacities.
         option: the option's name for messages, e.g. ``"--capacities"``.
-        block_bytes: bytes per block that sizes in bytes divide by, or None
-            when no model gives it (then a size is an error saying so).
+        block_bytes: bytes per block that sizes in bytes divide by (or a
+            callable giving it, called at the first size), or None when no
+            model gives it (then a size is an error saying so).
     Raises:
         ValueError: an empty list, a plain number other than 0, a bad item,
             a size without ``block_bytes``, a non-zero size under one block.
@@ -84,6 +85,8 @@ def parse_capacity_list(text: str, option: str, block_bytes: int | None) -> list
         if cap.size_bytes is not None and block_bytes is None:
             raise ValueError(f"{option} {item!r}: a size in bytes needs --model (the bytes per block); "
                              "or give blocks, e.g. 5000blocks")
+        if cap.size_bytes is not None and callable(block_bytes):
+            block_bytes = block_bytes()
         out.append(cap.to_blocks(block_bytes, f"{option} {item!r}"))
     if not out:
         raise ValueError(f"{option} {text!r}: give comma-separated capacities, e.g. 1000blocks,5000blocks or 40GB")

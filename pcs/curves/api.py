@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 
@@ -234,7 +234,7 @@ def _block_bytes(model: Any, block_size: int) -> tuple[str, int]:
 def curve(trace: Any = None, capacities: Sequence[int] | None = None, points: int | None = None,
           model: Any = None, *, block_size: int | None = None, rules: BlockRules = BlockRules(),
           belady: bool = True, sample_rate: float = 1.0, seed: int = 0, exact_head_blocks: int = 1,
-          kernel: str = "auto") -> CurveResult:
+          kernel: str = "auto", progress: Callable[[int], None] | None = None) -> CurveResult:
     """LRU, Belady and ceiling hit ratios of a trace at many capacities.
 
     Args:
@@ -255,6 +255,7 @@ def curve(trace: Any = None, capacities: Sequence[int] | None = None, points: in
         exact_head_blocks: with sampling, blocks seen within this many head
             positions are kept exactly (:mod:`pcs.curves.shards`).
         kernel: stack-depth kernel, "auto", "c" or "python".
+        progress: called with 1 after each capacity's Belady pass (the slow part), or None.
     Returns:
         :class:`CurveResult`.
     Raises:
@@ -279,7 +280,10 @@ def curve(trace: Any = None, capacities: Sequence[int] | None = None, points: in
     bel = {}
     if belady and exact:
         plan = plan_belady(flat)
-        bel = {c: belady_hits(plan, c) for c in caps}
+        for c in caps:
+            bel[c] = belady_hits(plan, c)
+            if progress is not None:
+                progress(1)
     ceiling = float(lru.ceiling_hit_tokens / prompt) if prompt else 0.0
     rows = []
     for c in caps:
