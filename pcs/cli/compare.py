@@ -84,7 +84,7 @@ def compare(fmt: str, tier_sets: tuple[str, ...], curve_capacities: str | None, 
     Example:
       pcs compare trace.jsonl --policy lru --policy protected --tier gpu=400GB --tier cpu=2TB
       pcs compare trace.jsonl --tiers gpu=5000blocks --tiers gpu=20000blocks --timing sequential
-      pcs compare trace.jsonl --policy lru --policy protected --curve-capacities 1000,5000,20000
+      pcs compare trace.jsonl --policy lru --policy protected --curve-capacities 1000blocks,5000blocks,20000blocks
     JSON: {"variants": [row, ...]} with row keys variant, policy, tiers and the metric keys
     (hit_ratio, single_sequence_hit_ratio, gap_*, restored_bytes, ttft_p50_s ...); with
     --curve-capacities also "curve": [{capacity_blocks, <policy>_hit_ratio ..., belady_hit_ratio,

@@ -45,7 +45,8 @@ def _plot_format_ok(path: str) -> None:
               help="Instead of --capacities: this many sizes spaced geometrically up to where LRU reaches the "
                    "ceiling. [default: 12]")
 @click.option("--model", "model_name", metavar="NAME", default=None,
-              help="Model preset (see `pcs models`): adds capacity in bytes (blocks x reserved bytes per block).")
+              help="Model preset (see `pcs models`) or a config.json path: adds capacity in bytes (blocks x "
+                   "reserved bytes per block).")
 @click.option("--dtype", type=RegistryChoice(KV_DTYPES, get_layout), default=None,
               help="KV dtype for the bytes; needs --model.")
 @click.option("--block-size", type=Int(1, MAX_BLOCK_SIZE), default=None,
@@ -79,7 +80,7 @@ def curve(trace, capacities, points, model_name, dtype, block_size, no_belady, s
 
     \b
     Example:
-      pcs curve trace.jsonl --capacities 1000,5000,20000 --model llama-3.1-8b
+      pcs curve trace.jsonl --capacities 1000blocks,5000blocks,20000blocks --model llama-3.1-8b
       pcs curve trace.jsonl --points 20 --format json --plot curve.png
     """
     from pcs.curves.api import DEFAULT_POINTS, curve as compute_curve
@@ -90,14 +91,14 @@ def curve(trace, capacities, points, model_name, dtype, block_size, no_belady, s
         raise PcsUsageError("give --capacities or --points, not both")
     if plot_path:
         _plot_format_ok(plot_path)
-    check_outputs({"--plot": plot_path}, {"TRACE": trace})
+    check_outputs({"--plot": plot_path}, {"TRACE": trace, "--model": model_name})
     if dtype is not None and model_name is None:
         raise PcsUsageError("--dtype sets the KV dtype of --model's bytes; give --model too")
     spec = None
     if model_name is not None:
-        from pcs.model import get_model
+        from pcs.cli.modelarg import load_model
 
-        spec = get_model(model_name)
+        spec = load_model(model_name, None, quiet)
         spec = spec.with_dtype(dtype) if dtype else spec
     flat, name = _load(trace, block_size, sort, quiet)
     caps = None

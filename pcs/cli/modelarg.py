@@ -1,4 +1,5 @@
-"""``--model NAME`` / ``--model-config config.json``: the one loader ``pcs footprint`` and ``pcs deploy`` share."""
+"""``--model NAME`` / ``--model-config config.json``: the one loader ``pcs footprint``, ``deploy``, ``envelope``
+and ``curve`` share; ``--model`` also takes a config.json path, as in ``pcs replay``."""
 from __future__ import annotations
 
 import click
@@ -22,6 +23,10 @@ def load_model(model_name: str | None, model_config: str | None, quiet: bool = F
         raise PcsUsageError("give --model or --model-config, not both")
     if not model_name and not model_config:
         raise PcsUsageError(f"give --model NAME or --model-config config.json; known models: {', '.join(MODEL_NAMES)}")
+    from pathlib import Path
+
+    if model_name and Path(model_name).is_file():  # --model path/config.json, as pcs replay reads it
+        model_name, model_config = None, model_name
     spec = load_hf_config(model_config) if model_config else get_model(model_name)
     for assumption in () if quiet else spec.assumptions:
         click.echo(f"pcs: warning: {assumption}", err=True)
