@@ -6,18 +6,19 @@ from pathlib import Path
 import click
 
 from pcs.cli.common import PcsUsageError, Progress, RegistryChoice, command, counted, emit, format_option, quiet_option
-from pcs.cli.params import MAX_BLOCK_SIZE, MAX_COUNT, MAX_POINTS, MAX_SEED, Float, Int, parse_capacity_list
+from pcs.cli.params import MAX_COUNT, MAX_POINTS, MAX_SEED, Float, Int, parse_capacity_list
+from pcs.cli.trace import open_from_options, trace_input_options
 from pcs.curves.stackdist import KERNELS
 from pcs.model import KV_DTYPES, get_layout
 from pcs.report.curve import curve_figure, render_curve
 
 
-def _plot(result, path: str, model_name: str | None) -> None:
+def _plot(result, path: str, model_name: str | None, trace: str) -> None:
     """Draw the curves (:func:`pcs.report.curve.curve_figure`) to ``path`` via a temp file and a rename."""
     from pcs.outfile import atomic_output
 
     try:
-        fig = curve_figure(result, model_name)
+        fig = curve_figure(result, model_name, trace)
     except ImportError:
         raise PcsUsageError("--plot needs matplotlib: pip install 'pcs[plot]'") from None
     import matplotlib.pyplot as plt
@@ -49,8 +50,6 @@ def _plot_format_ok(path: str) -> None:
                    "reserved bytes per block).")
 @click.option("--dtype", type=RegistryChoice(KV_DTYPES, get_layout), default=None,
               help="KV dtype for the bytes; needs --model.")
-@click.option("--block-size", type=Int(1, MAX_BLOCK_SIZE), default=None,
-              help="Tokens per block for token-id traces (hash-id traces fix their own).")
 @click.option("--no-belady", is_flag=True, help="Skip the offline optimum (pure Python, ~1 M accesses/s per capacity; "
               "always skipped when sampling).")
 @click.option("--sample-rate", type=Float(0, 1, min_open=True), default=1.0, show_default=True,
@@ -58,17 +57,16 @@ def _plot_format_ok(path: str) -> None:
 @click.option("--exact-head-blocks", type=Int(0, MAX_COUNT), default=1, show_default=True,
               help="With sampling: blocks seen this close to a request's head are kept exactly.")
 @click.option("--seed", type=Int(0, MAX_SEED), default=0, show_default=True, help="Sampling hash seed.")
-@click.option("--sort", is_flag=True, help="Reorder the trace by arrival time instead of rejecting a decreasing "
-                                          "timestamp (holds the trace in memory).")
 @click.option("--kernel", type=click.Choice(KERNELS), default="auto", show_default=True,
               help="Stack-depth kernel: the compiled one (c) or pure Python.")
 @click.option("--plot", "plot_path", type=click.Path(dir_okay=False), default=None,
               help="Also draw the curves to this PNG, SVG or PDF (needs the plot extra: pip install 'pcs[plot]'); "
                    "with --model a second axis gives the capacity in bytes.")
+@trace_input_options
 @format_option
 @quiet_option
-def curve(trace, capacities, points, model_name, dtype, block_size, no_belady, sample_rate, exact_head_blocks,
-          seed, sort, kernel, plot_path, fmt, quiet) -> None:
+def curve(trace, capacities, points, model_name, dtype, no_belady, sample_rate, exact_head_blocks, seed, kernel,
+          plot_path, trace_format, block_size, on_error, sort, fmt, quiet) -> None:
     """Hit ratio at every cache capacity: LRU, Belady and the ceiling.
 
     TRACE is a trace file (default: the bundled sample). Capacities are in
@@ -100,7 +98,7 @@ def curve(trace, capacities, points, model_name, dtype, block_size, no_belady, s
 
         spec = load_model(model_name, None, quiet)
         spec = spec.with_dtype(dtype) if dtype else spec
-    flat, name = _load(trace, block_size, sort, quiet)
+    flat, name = _load(trace, (trace_format, block_size, on_error, sort), quiet)
     caps = None
     if capacities is not None:
         bb = None
@@ -115,16 +113,14 @@ def curve(trace, capacities, points, model_name, dtype, block_size, no_belady, s
                                exact_head_blocks=exact_head_blocks, kernel=kernel, progress=progress)
     payload = {**result.to_dict(), "trace": "-" if trace == "-" else name, "dtype": dtype}
     if plot_path:
-        _plot(result, plot_path, spec.name if spec is not None else None)
+        _plot(result, plot_path, spec.name if spec is not None else None, payload["trace"])
     emit(payload, fmt, lambda: render_curve(payload))
 
 
-def _load(trace, block_size: int | None, sort: bool, quiet: bool):
+def _load(trace, options: tuple, quiet: bool):
     """The trace's accesses (:func:`pcs.curves.api.load_accesses`), with a progress bar over its requests."""
     from pcs.curves.api import load_accesses
-    from pcs.trace import DEFAULT_TRACE, open_trace
 
-    t = open_trace(DEFAULT_TRACE if trace is None else trace, block_size=block_size, sort=sort)
+    t = open_from_options(trace, *options)
     with Progress(quiet, desc="reading", total=t.estimated_requests) as progress:
         return load_accesses(counted(t, progress))
-

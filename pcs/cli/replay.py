@@ -13,7 +13,7 @@ from pcs.cli.common import Progress, RegistryChoice, command, emit, format_optio
 from pcs.cli.params import MAX_BLOCK_SIZE, MAX_TP, Float, Int
 from pcs.engine.engine import TIMINGS
 from pcs.model import KV_DTYPES, get_layout
-from pcs.trace.api import FORMATS
+from pcs.trace.api import FORMATS, ON_ERROR
 
 __all__ = ["replay", "replay_options", "run_replay_kwargs", "write_requests", "open_trace_kwargs", "input_paths"]
 
@@ -47,6 +47,8 @@ def replay_options(f: Callable, policy_multiple: bool = False) -> Callable:
         click.option("--trace-format", type=click.Choice(list(FORMATS)), help="Trace format (default: detected)."),
         click.option("--sort", is_flag=True, help="Reorder the trace by arrival time instead of rejecting a "
                                                   "decreasing timestamp (holds the trace in memory)."),
+        click.option("--on-error", type=click.Choice(ON_ERROR), default="raise", show_default=True,
+                     help="raise: stop at the first bad trace line (exit 2); skip: skip bad lines (noted)."),
         click.option("--block-size", type=Int(1, MAX_BLOCK_SIZE), help="Tokens per block: re-blocks a token trace; for a hash-id trace (Mooncake 512, "
                                                      "Bailian 16 by default) it states the size it was recorded "
                                                      "at, unless the ids fit the format's default: then pcs replay "
@@ -134,7 +136,8 @@ def open_trace_kwargs(kw: dict[str, Any]):
     """The trace the shared options name (None = the bundled sample), opened with ``--sort`` when given."""
     from pcs.trace import open_trace
 
-    return open_trace(kw["trace"], format=kw["trace_format"], block_size=kw["block_size"], sort=kw["sort"])
+    return open_trace(kw["trace"], format=kw["trace_format"], block_size=kw["block_size"], sort=kw["sort"],
+                      on_error=kw["on_error"])
 
 
 def input_paths(kw: dict[str, Any]) -> dict[str, Any]:
@@ -149,7 +152,8 @@ def run_replay_kwargs(kw: dict[str, Any], policy: str | None, tiers: list[str] |
     """Run :func:`pcs.engine.api.replay` from the parsed shared options (``trace``: an opened one instead)."""
     from pcs.engine.api import replay as run
 
-    if trace is None and (kw["trace"] or kw["trace_format"] or kw["block_size"] or kw["sort"]):
+    if trace is None and (kw["trace"] or kw["trace_format"] or kw["block_size"] or kw["sort"]
+                          or kw["on_error"] != "raise"):
         trace = open_trace_kwargs(kw)
     model = kw["model"]
     if model and Path(model).is_file():
@@ -208,6 +212,12 @@ def write_requests(table: Any, path: str) -> None:
             pcsv.write_csv(table, tmp)
 
 
+def skipped_note(trace: Any) -> str | None:
+    """``--on-error skip``: how many bad lines the last read of the trace skipped, else None."""
+    n = getattr(trace, "skipped", 0)
+    return f"{n:,} bad trace lines were skipped (--on-error skip)" if n else None
+
+
 def synthetic_reuse_note(trace: Any) -> str | None:
     """The note a replay of a trace with synthesised prefix reuse (Azure, BurstGPT) carries, else None."""
     reuse = str(getattr(trace, "reuse", "") or "")
@@ -251,9 +261,9 @@ def replay(fmt: str, requests_out: str | None, **kw: Any) -> None:
     if streams is not None:
         s.setdefault("notes", []).append(f"the trace's {streams['exact'].source.block_size}-token ids were "
                                          f"re-blocked to {streams['exact'].block_size} tokens (exact)")
-    note = synthetic_reuse_note(trace)
-    if note:
-        s.setdefault("notes", []).append(note)
+    for note in (synthetic_reuse_note(trace), skipped_note(trace)):
+        if note:
+            s.setdefault("notes", []).append(note)
     if not kw["quiet"] and fmt != "table":
         for note in s.get("notes", ()):
             click.echo(f"pcs: note: {note}", err=True)
@@ -272,8 +282,8 @@ def _reblocked(kw: dict[str, Any]):
     from pcs.trace import open_trace
     from pcs.trace.reblock import reblock
 
-    return reblock(open_trace(kw["trace"], format=kw["trace_format"], block_size=native, sort=kw["sort"]),
-                   kw["block_size"])
+    return reblock(open_trace(kw["trace"], format=kw["trace_format"], block_size=native, sort=kw["sort"],
+                              on_error=kw["on_error"]), kw["block_size"])
 
 
 def _replay_interval(kw: dict[str, Any], streams: dict, fmt: str) -> None:
