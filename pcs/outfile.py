@@ -96,6 +96,8 @@ def same_file(a, b) -> bool:
 
 
 def _check_one(option: str, path) -> None:
+    if str(path) == "-":
+        raise ValueError(f"{option} -: pcs writes this output to a file, not to stdout; give a file name")
     target = Path(path)
     if target.is_dir():
         raise IsADirectoryError(errno.EISDIR, f"{option}: is a directory", os.fspath(path))
@@ -114,8 +116,9 @@ def check_outputs(outputs: Mapping[str, object], inputs: Mapping[str, object] = 
         outputs: option (as the user wrote it, e.g. ``"--requests-out"``) -> path, or None when not given.
         inputs: what each input is (``"TRACE"``, ``"--azure-csv"`` ...) -> path, or None / ``"-"`` (stdin).
     Raises:
-        ValueError: the output's folder is missing, not a folder or not
-            writable; an output is also an input; two outputs name one file.
+        ValueError: ``-`` (stdout is not a file); the output's folder is
+            missing, not a folder or not writable; an output is also an
+            input; two outputs name one file.
         IsADirectoryError: an output is a directory.
     """
     given = [(opt, p) for opt, p in outputs.items() if p is not None]

@@ -111,10 +111,20 @@ def user_errors() -> Iterator[None]:
     permission ...). Every other exception (``AssertionError``,
     ``TypeError``, ``IndexError``, ``KeyError`` ...) is a bug in pcs
     (:class:`PcsInternalError`). A closed pipe (``pcs ... | head``) ends
-    quietly. Grades: :mod:`pcs.errors`.
+    quietly. Ctrl-C is one line ``pcs: interrupted`` and exit 130; SIGTERM
+    (SIGHUP) one line and exit 143 (129); either way the temporary files are
+    gone (:mod:`pcs.outfile`). Grades: :mod:`pcs.errors`.
     """
+    from pcs.outfile import remove_temporary
+
     try:
         yield
+    except KeyboardInterrupt:
+        remove_temporary()
+        raise PcsStopped("interrupted", 130) from None
+    except Terminated as exc:
+        remove_temporary()
+        raise PcsStopped(f"terminated by {signal.Signals(exc.signum).name}", 128 + exc.signum) from None
     except click.UsageError as exc:  # click's own parse errors: one line too, not usage + hint + error
         where = f" (see '{exc.ctx.command_path} --help')" if exc.ctx is not None else ""
         raise PcsUsageError(f"{exc.format_message()}{where}") from None

@@ -182,11 +182,11 @@ def _check_requests_out(path: str | None, kw: dict[str, Any]) -> None:
     """``--requests-out``, refused before the replay: another extension, a folder it cannot be written in, an input."""
     if path is None:
         return
-    if Path(path).suffix.lower() not in _REQUESTS_SUFFIXES:
-        raise ValueError(f"--requests-out {path!r}: the name must end in .parquet or .csv")
     from pcs.outfile import check_outputs
 
     check_outputs({"--requests-out": path}, input_paths(kw))
+    if Path(path).suffix.lower() not in _REQUESTS_SUFFIXES:
+        raise ValueError(f"--requests-out {path!r}: the name must end in .parquet or .csv")
 
 
 def write_requests(table: Any, path: str) -> None:

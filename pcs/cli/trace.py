@@ -7,8 +7,8 @@ give every trace-taking command the same input options.
 """
 from __future__ import annotations
 
+import contextlib
 import json
-from pathlib import Path
 from typing import Any, Callable
 
 import click
@@ -140,15 +140,12 @@ def _parse_mix(text: str) -> tuple[float, float, float]:
     return tuple(shares[k] / total for k in KINDS)  # type: ignore[return-value]
 
 
-def _token_tee(requests, path: Path):
-    """Yield requests unchanged while writing their token JSONL form to ``path`` atomically."""
-    from pcs.outfile import atomic_output
-
-    with atomic_output(path) as tmp, open(tmp, "w", encoding="utf-8") as f:
-        for r in requests:
-            f.write(json.dumps({"timestamp": round(r.arrival_s * 1000.0), "output_length": r.output_tokens,
-                                "token_ids": r.token_ids.tolist()}) + "\n")
-            yield r
+def _token_tee(requests, f):
+    """Yield requests unchanged while writing their token JSONL form to the open file ``f``."""
+    for r in requests:
+        f.write(json.dumps({"timestamp": round(r.arrival_s * 1000.0), "output_length": r.output_tokens,
+                            "token_ids": r.token_ids.tolist()}) + "\n")
+        yield r
 
 
 def _nonempty(requests, source: str):
@@ -181,7 +178,7 @@ class _Requests(click.ParamType):
 @click.option("--requests", "num_requests", type=_Requests(), default=1700, show_default=True,
               help="Requests to generate (with --azure-csv: at most its rows; all = every row).")
 @click.option("--seed", type=Int(0, MAX_SEED), default=0, show_default=True, help="RNG seed; same seed, same bytes.")
-@click.option("--rate", "rate_rps", type=Float(0, 1e9, min_open=True), default=6.0, show_default=True,
+@click.option("--rate", "rate_rps", type=Float(1e-6, 1e9), default=6.0, show_default=True,
               help="Steady-state arrival rate, requests per second (sessions start as Poisson processes). "
                    "A trace starts with no session under way, so a short one measures less (6 -> ~3.4 over "
                    "1,700 requests).")
@@ -222,7 +219,7 @@ def synth(out_path, num_requests, seed, rate_rps, mix, think_s, turns_mean, firs
       pcs trace synth slow.jsonl --think-s 600 --turns 5     # later, more frequent reuse
       pcs trace synth az.jsonl --azure-csv AzureLLMInferenceTrace_conv.csv
     """
-    from pcs.outfile import check_outputs
+    from pcs.outfile import atomic_output, check_outputs
     from pcs.trace.convert import out_format_for, write_trace
     from pcs.trace.synth import SynthSpec, synth_batches, synth_requests
 
@@ -237,10 +234,11 @@ def synth(out_path, num_requests, seed, rate_rps, mix, think_s, turns_mean, firs
     reqs = synth_requests(spec, azure_csv)
     if azure_csv is not None:
         reqs = _nonempty(reqs, azure_csv)
-    if tokens_out:
-        reqs = _token_tee(reqs, Path(tokens_out))
     total = num_requests if azure_csv is None else None
-    with Progress(quiet, desc="synth", total=total) as progress:
+    with contextlib.ExitStack() as outputs, Progress(quiet, desc="synth", total=total) as progress:
+        if tokens_out:  # published after OUT is written, removed if anything fails
+            tmp = outputs.enter_context(atomic_output(tokens_out))
+            reqs = _token_tee(reqs, outputs.enter_context(open(tmp, "w", encoding="utf-8")))
         info = write_trace(_progressed(synth_batches(reqs, block_size), progress), out_path, ofmt,
                            block_size=block_size, remap_ids=True, source_format="synth", with_session=True)
     info.update(block_size=block_size, seed=seed, tokens_out=tokens_out)

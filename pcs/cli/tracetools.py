@@ -100,7 +100,7 @@ def from_chat(chat_path, out_path, tokenizer_path, template, salt_per_tenant, fm
 @command("transform")
 @click.argument("in_path", metavar="IN")
 @click.argument("out_path", metavar="OUT", type=click.Path(dir_okay=False))
-@click.option("--speed", type=Float(0, 1e9, min_open=True), default=1.0, show_default=True,
+@click.option("--speed", type=Float(1e-6, 1e6), default=1.0, show_default=True,
               help="Arrival-rate multiplier: arrival times are divided by it (2 = twice the traffic rate).")
 @click.option("--tenants", type=Int(1, 1000), default=1, show_default=True,
               help="Number of tenants, each with its own block ids (no sharing across tenants).")
