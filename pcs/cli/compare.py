@@ -7,13 +7,13 @@ label, a JSON key and a function summary -> value.
 """
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any, Callable
 
 import click
 
 from pcs.blocks import BlockRules
 from pcs.cli.common import Progress, command, emit, format_option
+from pcs.cli.modelarg import is_config_path
 from pcs.cli.params import parse_capacity_list
 from pcs.cli.replay import open_trace_kwargs, replay_options, run_replay_kwargs
 from pcs.report.table import render_table
@@ -142,7 +142,7 @@ def _gpu_block_bytes(kw: dict[str, Any], block_size: int) -> int:
     from pcs.model import get_model, group_block_bytes, load_hf_config
 
     name = kw["model"] or DEFAULTS["model"]
-    spec = load_hf_config(name) if Path(name).is_file() else get_model(name)
+    spec = load_hf_config(name) if is_config_path(name) else get_model(name)
     spec = spec.with_dtype(kw["dtype"]) if kw["dtype"] else spec
     return group_block_bytes(spec.with_tp(kw["tp"] or DEFAULTS["tp"]), block_size, "reserved").total_bytes
 

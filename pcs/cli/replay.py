@@ -10,6 +10,7 @@ from pcs.blocks import BlockRules
 from pcs.cache.hierarchy import WRITE_POLICIES
 from pcs.cache.policies import DEFAULT_POLICY, POLICY_CHOICES, get_policy, policy_options
 from pcs.cli.common import Progress, RegistryChoice, command, emit, format_option, quiet_option
+from pcs.cli.modelarg import is_config_path
 from pcs.cli.params import MAX_BLOCK_SIZE, MAX_TP, Float, Int
 from pcs.engine.engine import TIMINGS
 from pcs.model import KV_DTYPES, get_layout
@@ -144,7 +145,7 @@ def input_paths(kw: dict[str, Any]) -> dict[str, Any]:
     """The files the shared options read (an output may not be one of them: pcs.outfile.check_outputs)."""
     model = kw.get("model")
     return {"TRACE": kw.get("trace"), "--hardware-file": kw.get("hardware_file"),
-            "--model": model if model and Path(model).is_file() else None}
+            "--model": model if is_config_path(model) else None}
 
 
 def run_replay_kwargs(kw: dict[str, Any], policy: str | None, tiers: list[str] | None,
@@ -156,7 +157,7 @@ def run_replay_kwargs(kw: dict[str, Any], policy: str | None, tiers: list[str] |
                           or kw["on_error"] != "raise"):
         trace = open_trace_kwargs(kw)
     model = kw["model"]
-    if model and Path(model).is_file():
+    if is_config_path(model):
         from pcs.model import load_hf_config
 
         model = load_hf_config(model)
