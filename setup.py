@@ -35,7 +35,7 @@ class BuildTwins(build_ext):
             names = ", ".join(self.failed_twins)
             slower = ", ".join(_SLOWER.get(n, n) for n in self.failed_twins)
             print(f"pcs: note: the compiled twins {names} were not built (no working C compiler?): {slower} will "
-                  "run on the Python twins, several times slower. Install a C compiler and the Python headers "
+                  "run on the Python twins, 1.5-5x slower. Install a C compiler and the Python headers "
                   "(Debian/Ubuntu: apt install build-essential python3-dev; macOS: xcode-select --install) and "
                   "reinstall: pip install -e .", file=sys.stderr)
 
