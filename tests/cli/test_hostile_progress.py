@@ -2,7 +2,7 @@
 
 Members: replay, compare, curve (reading and Belady per capacity), trace
 stats, convert, synth, transform each report their work to a
-pcs.cli.common.Progress with a total where it is knowable; the bar is
+pcs.cli.progress.Progress with a total where it is knowable; the bar is
 redrawn at least once a second while work is under way; nothing is drawn when
 stderr is not a terminal or with -q.
 """
@@ -12,7 +12,7 @@ import time
 import pytest
 
 from helpers import SMALL_TRACE, invoke
-from pcs.cli import common
+from pcs.cli import progress
 
 T = SMALL_TRACE
 
@@ -21,7 +21,7 @@ T = SMALL_TRACE
 def bars(monkeypatch):
     """Every Progress a command makes: (desc, total, quiet, units reported)."""
     made = []
-    real_init, real_call = common.Progress.__init__, common.Progress.__call__
+    real_init, real_call = progress.Progress.__init__, progress.Progress.__call__
 
     def init(self, quiet, desc="replay", unit=" req", total=None):
         real_init(self, quiet, desc, unit, total)
@@ -32,8 +32,8 @@ def bars(monkeypatch):
         self.record[3] += n
         real_call(self, n)
 
-    monkeypatch.setattr(common.Progress, "__init__", init)
-    monkeypatch.setattr(common.Progress, "__call__", call)
+    monkeypatch.setattr(progress.Progress, "__init__", init)
+    monkeypatch.setattr(progress.Progress, "__call__", call)
     return made
 
 
@@ -68,10 +68,10 @@ class _Tty(io.StringIO):
 
 def test_bar_only_on_a_terminal_and_never_with_quiet(monkeypatch):
     monkeypatch.setattr("sys.stderr", io.StringIO())
-    assert common.Progress(False, total=5).bar is None                # not a terminal: nothing drawn
+    assert progress.Progress(False, total=5).bar is None                # not a terminal: nothing drawn
     monkeypatch.setattr("sys.stderr", _Tty())
-    assert common.Progress(True, total=5).bar is None                 # -q
-    p = common.Progress(False, total=5)
+    assert progress.Progress(True, total=5).bar is None                 # -q
+    p = progress.Progress(False, total=5)
     assert p.bar is not None and p.bar.total == 5
     p.close()
 
@@ -79,16 +79,16 @@ def test_bar_only_on_a_terminal_and_never_with_quiet(monkeypatch):
 def test_a_costly_total_is_not_counted_unless_the_bar_shows(monkeypatch):
     calls = []
     monkeypatch.setattr("sys.stderr", io.StringIO())
-    common.Progress(False, total=lambda: calls.append(1) or 9).close()
+    progress.Progress(False, total=lambda: calls.append(1) or 9).close()
     assert calls == []
 
 
 def test_the_bar_is_redrawn_at_least_once_a_second(monkeypatch):
-    assert common.Progress.REFRESH_S <= 1.0
+    assert progress.Progress.REFRESH_S <= 1.0
     monkeypatch.setattr("sys.stderr", _Tty())
-    monkeypatch.setattr(common.Progress, "DELAY_S", 0.0)
-    monkeypatch.setattr(common.Progress, "REFRESH_S", 0.05)
-    p = common.Progress(False, total=100)
+    monkeypatch.setattr(progress.Progress, "DELAY_S", 0.0)
+    monkeypatch.setattr(progress.Progress, "REFRESH_S", 0.05)
+    p = progress.Progress(False, total=100)
     drawn = []
     monkeypatch.setattr(p.bar, "refresh", lambda *a, **k: drawn.append(time.monotonic()))
     time.sleep(0.5)                                                    # no work reported meanwhile
