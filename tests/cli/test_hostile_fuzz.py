@@ -18,7 +18,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from helpers import SMALL_AZURE, SMALL_TRACE, all_commands, invoke
+from helpers import SMALL_TRACE, all_commands, invoke
 
 #: Positional arguments that make each command run (outputs inside the example's directory).
 POSITIONAL = {
