@@ -138,7 +138,7 @@ def main() -> None:
         t0 = time.perf_counter()
         for c in base_caps:
             s = one_replay(a.trace, c)
-            assert s["hit_tokens"] == one.hit_tokens(c), c
+            assert s.hit_tokens == one.hit_tokens(c), c
         t_reps = time.perf_counter() - t0
         res.update(unreplicated_capacities=len(base_caps), unreplicated_one_pass_s=t_one,
                    unreplicated_replays_s=t_reps)
@@ -155,7 +155,7 @@ def main() -> None:
         t0 = time.perf_counter()
         s = one_replay(Rows(), c)
         t_rep = time.perf_counter() - t0
-        assert s["hit_tokens"] == lru.hit_tokens(c)
+        assert s.hit_tokens == lru.hit_tokens(c)
         res.update(replicated_one_replay_s=t_rep, replicated_50_replays_estimate_s=t_rep * len(caps))
         print(f"{len(caps)} capacities, replicated: one pass {t_curve + t_eval:.2f} s vs one engine replay "
               f"{t_rep:.1f} s (x{len(caps)} = ~{t_rep * len(caps):.0f} s, estimated); hit tokens equal")

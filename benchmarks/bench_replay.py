@@ -163,7 +163,7 @@ def main() -> None:
                                     "api_fast_s": fast_s, "api_fast_accesses_per_s": accesses / fast_s,
                                     "fast_equals_general": fast.summary == gen.summary},
         "api_replay_s": api_s, "api_accesses_per_s": accesses / api_s,
-        "api_hit_ratio": full.summary["hit_ratio"],
+        "api_hit_ratio": full.summary.hit_ratio,
         "peak_rss_bytes": rss, "target_accesses_per_s": 2_000_000,
         "meets_target": accesses / modeled_s >= 2_000_000,
     }

@@ -107,7 +107,7 @@ class Sides:
         kw = {"engine": engine} if engine else {}
         s = replay(open_trace(path or self.pcs_path), tiers=[f"gpu={c}blocks"], policy="lru",
                    timing="sequential", **kw).summary
-        return s["block_misses"], s["requests_truncated"]
+        return s.block_misses, s.requests_truncated
 
     def pcs_engine(self, c: int) -> int:
         from pcs.cache import Hierarchy, Tier, make_policy
@@ -145,7 +145,7 @@ class Sides:
         from pcs.trace import open_trace
 
         r = curve(open_trace(path or self.pcs_path), capacities=caps, belady=False)
-        return [row["lru_block_misses"] for row in r.rows]
+        return [row.lru_block_misses for row in r.rows]
 
 
 def default_capacities(trace_path: Path, max_request_blocks: int, k: int = 4) -> list[int]:
@@ -270,8 +270,8 @@ def _child(mode: str, path: str, c: int) -> None:
     if mode in ("replay-api", "replay-general"):
         kw = {"engine": "general"} if mode == "replay-general" else {}
         s = replay(tr, tiers=[f"gpu={c}blocks"], policy="lru", timing="sequential", **kw).summary
-        out.update(requests=s["requests"], accesses=s["cacheable_blocks"], block_misses=s["block_misses"],
-                   blocks_held=s["tiers"][0]["resident_blocks_peak"])
+        out.update(requests=s.requests, accesses=s.cacheable_blocks, block_misses=s.block_misses,
+                   blocks_held=s.tiers[0].resident_blocks_peak)
     elif mode == "replay-engine":
         gpu = Tier("gpu", c, make_policy("lru", c))
         e = ReplayEngine(Hierarchy([gpu]), "sequential")
@@ -282,8 +282,8 @@ def _child(mode: str, path: str, c: int) -> None:
                    blocks_held=gpu.stats.peak_resident_blocks)
     elif mode == "curve":
         r = curve(tr, capacities=[c], belady=False)
-        out.update(requests=r.summary["requests"], accesses=r.summary["block_accesses"],
-                   block_misses=r.rows[0]["lru_block_misses"], blocks_held=r.summary["distinct_blocks"])
+        out.update(requests=r.requests, accesses=r.block_accesses,
+                   block_misses=r.rows[0].lru_block_misses, blocks_held=r.distinct_blocks)
     else:
         raise ValueError(f"unknown child mode {mode!r}; valid: replay-api, replay-general, replay-engine, curve")
     out["seconds"] = time.perf_counter() - t0

@@ -10,7 +10,11 @@ Four views, each a command and a plain Python function:
   bandwidths_bps, overlap_s=None)`` -> :class:`pcs.analysis.envelope.EnvelopeResult`
 - ``pcs.replay(trace, model=..., hardware=..., tiers=..., policy=...,
   timing=...)`` -> :class:`pcs.engine.api.ReplayResult`; ``pcs.curve(trace,
-  capacities=...)`` -> the hit ratio at every capacity in one pass.
+  capacities=...)`` -> the hit ratio at every capacity in one pass
+  (:class:`pcs.curves.result.CurveResult`); ``pcs.compare(trace,
+  policies=..., tier_sets=...)`` -> several replays side by side
+  (:class:`pcs.engine.compare.CompareResult`). JSON keys of every result:
+  ``docs/json.md``.
 - ``pcs.open_trace(path)`` streams :class:`pcs.trace.Request` records.
 
 Units: bytes as int, bandwidth in bytes/s, times in seconds; GB decimal.
@@ -33,6 +37,7 @@ _API: dict[str, tuple[str, str]] = {
     "replay": ("pcs.engine.api", "replay"),
     "footprint": ("pcs.model", "footprint"),
     "curve": ("pcs.curves.api", "curve"),
+    "compare": ("pcs.engine.compare", "compare"),
     "open_trace": ("pcs.trace", "open_trace"),
     "get_model": ("pcs.model", "get_model"),
 }

@@ -1,6 +1,7 @@
 """``pcs replay``: a trace through a multi-tier prefix cache -- the real hit rate, bytes and envelope."""
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Any, Callable
 
@@ -16,9 +17,9 @@ from pcs.engine.engine import TIMINGS
 from pcs.model import KV_DTYPES, get_layout
 from pcs.trace.api import FORMATS, ON_ERROR
 
-__all__ = ["replay", "replay_options", "run_replay_kwargs", "write_requests", "open_trace_kwargs", "input_paths"]
+__all__ = ["replay", "replay_options", "replay_call_kwargs", "run_replay_kwargs", "write_requests",
+           "open_trace_kwargs", "input_paths"]
 
-_Progress = Progress  # the name pcs.cli.compare imports
 
 
 def _apply(options: list, f: Callable) -> Callable:
@@ -110,12 +111,13 @@ def _pairs(values, what: str) -> dict[str, str]:
     return out
 
 
-def _protected_share(kw: dict[str, Any], policy: str | None, tier_policies: dict[str, str]) -> float | None:
-    """``--protected-share`` for one run: given when one of the run's policies takes it (slru).
+def _protected_share(kw: dict[str, Any], tier_policies: dict[str, str]) -> float | None:
+    """``--protected-share`` as given, after checking that a policy named on the command line takes it (slru).
 
-    In ``pcs compare`` the runs of other policies leave it out; it is an
-    error only when no policy named on the command line takes it (the
-    registry's rule, :func:`pcs.cache.policies.make_policies`).
+    In ``pcs compare`` the runs of other policies leave it out
+    (:func:`pcs.engine.compare.compare`); it is an error only when no policy
+    named on the command line takes it (the registry's rule,
+    :func:`pcs.cache.policies.make_policies`).
 
     Raises:
         ValueError: ``--protected-share`` given and no ``--policy`` or ``--tier-policy`` is slru.
@@ -129,8 +131,7 @@ def _protected_share(kw: dict[str, Any], policy: str | None, tier_policies: dict
         raise ValueError("--protected-share sizes the protected segment of slru tiers, and no tier uses slru "
                          f"(policies: {', '.join(dict.fromkeys(named))}); add --policy slru or "
                          "--tier-policy NAME=slru")
-    run = [policy or DEFAULT_POLICY, *tier_policies.values()]
-    return share if any("protected_share" in policy_options(p) for p in run) else None
+    return share
 
 
 def open_trace_kwargs(kw: dict[str, Any]):
@@ -148,11 +149,15 @@ def input_paths(kw: dict[str, Any]) -> dict[str, Any]:
             "--model": model if is_config_path(model) else None}
 
 
-def run_replay_kwargs(kw: dict[str, Any], policy: str | None, tiers: list[str] | None,
-                      progress: Callable[[int], None] | None = None, trace: Any = None):
-    """Run :func:`pcs.engine.api.replay` from the parsed shared options (``trace``: an opened one instead)."""
-    from pcs.engine.api import replay as run
+def replay_call_kwargs(kw: dict[str, Any], trace: Any = None) -> tuple[Any, dict[str, Any]]:
+    """The parsed shared options -> ``(trace, keyword arguments of pcs.replay)``.
 
+    The trace is opened here (:func:`open_trace_kwargs`) unless ``trace`` is
+    an opened one (None = the bundled sample); ``tiers``, ``policy`` and
+    ``progress`` are left to the caller. ``--protected-share`` is checked
+    against every policy named on the command line and passed on as given
+    (:func:`pcs.compare` gives it to the runs whose policies take it).
+    """
     if trace is None and (kw["trace"] or kw["trace_format"] or kw["block_size"] or kw["sort"]
                           or kw["on_error"] != "raise"):
         trace = open_trace_kwargs(kw)
@@ -167,13 +172,23 @@ def run_replay_kwargs(kw: dict[str, Any], policy: str | None, tiers: list[str] |
 
         table = load_hardware_file(kw["hardware_file"])
     tier_policies = _pairs(kw["tier_policy"], "tier policy")
-    return run(trace, model=model, hardware=kw["gpu"], tp=kw["tp"], dtype=kw["dtype"], tiers=tiers or None,
-               policy=policy, tier_policies=tier_policies, links=_pairs(kw["link"], "link"),
-               protected_share=_protected_share(kw, policy, tier_policies), timing=kw["timing"],
-               write_policy=kw["write_policy"], hardware_table=table, progress=progress, engine=kw["engine"],
-               gpu_memory_utilization=kw["gpu_memory_utilization"], kv_reserve=kw["kv_reserve"],
-               rules=BlockRules(cache_partial_blocks=kw["cache_partial_blocks"],
-                                recompute_last_token=not kw["no_recompute_last_token"]))
+    return trace, dict(model=model, hardware=kw["gpu"], tp=kw["tp"], dtype=kw["dtype"],
+                       tier_policies=tier_policies, links=_pairs(kw["link"], "link"),
+                       protected_share=_protected_share(kw, tier_policies),
+                       timing=kw["timing"], write_policy=kw["write_policy"], hardware_table=table,
+                       engine=kw["engine"], gpu_memory_utilization=kw["gpu_memory_utilization"],
+                       kv_reserve=kw["kv_reserve"],
+                       rules=BlockRules(cache_partial_blocks=kw["cache_partial_blocks"],
+                                        recompute_last_token=not kw["no_recompute_last_token"]))
+
+
+def run_replay_kwargs(kw: dict[str, Any], policy: str | None, tiers: list[str] | None,
+                      progress: Callable[[int], None] | None = None, trace: Any = None):
+    """Run :func:`pcs.engine.api.replay` from the parsed shared options (``trace``: an opened one instead)."""
+    from pcs.engine.api import replay as run
+
+    trace, kwargs = replay_call_kwargs(kw, trace)
+    return run(trace, tiers=tiers or None, policy=policy, progress=progress, **kwargs)
 
 
 _REQUESTS_SUFFIXES = (".parquet", ".csv")
@@ -245,7 +260,7 @@ def replay(fmt: str, requests_out: str | None, **kw: Any) -> None:
     Example:
       pcs replay trace.jsonl --model llama-3.1-70b --tier gpu=400GB --tier cpu=2TB --policy slru
       pcs replay trace.jsonl --tier gpu=5000blocks --timing sequential --format json
-    JSON keys: see docs/replay.md (hit_ratio, hit_ratio_per_tier,
+    JSON keys: docs/json.md (hit_ratio, hit_ratio_per_tier,
     single_sequence_hit_ratio, gap, tiers, bytes, envelope).
     """
     from pcs.report.replay import render_replay
@@ -260,17 +275,19 @@ def replay(fmt: str, requests_out: str | None, **kw: Any) -> None:
         result = run_replay_kwargs(kw, kw["policy"], list(kw["tiers"]), progress, trace)
     s = result.summary
     if streams is not None:
-        s.setdefault("notes", []).append(f"the trace's {streams['exact'].source.block_size}-token ids were "
-                                         f"re-blocked to {streams['exact'].block_size} tokens (exact)")
-    for note in (synthetic_reuse_note(trace), skipped_note(trace)):
-        if note:
-            s.setdefault("notes", []).append(note)
+        s = dataclasses.replace(s, notes=s.notes + (f"the trace's {streams['exact'].source.block_size}-token ids "
+                                                     f"were re-blocked to {streams['exact'].block_size} tokens "
+                                                     "(exact)",))
+    extra = tuple(n for n in (synthetic_reuse_note(trace), skipped_note(trace)) if n)
+    if extra:
+        s = dataclasses.replace(s, notes=s.notes + extra)
     if not kw["quiet"] and fmt != "table":
-        for note in s.get("notes", ()):
+        for note in s.notes:
             click.echo(f"pcs: note: {note}", err=True)
     if requests_out:
         write_requests(result.requests, requests_out)
-    emit(s, fmt, lambda: render_replay(s), rows_key=None)
+    payload = s.to_dict()
+    emit(payload, fmt, lambda: render_replay(payload), rows_key=None)
 
 
 def _reblocked(kw: dict[str, Any]):
@@ -295,6 +312,6 @@ def _replay_interval(kw: dict[str, Any], streams: dict, fmt: str) -> None:
     summaries = {}
     for bound, t in streams.items():
         with Progress(kw["quiet"], desc=f"replay ({bound})") as progress:
-            summaries[bound] = run_replay_kwargs(kw, kw["policy"], list(kw["tiers"]), progress, t).summary
+            summaries[bound] = run_replay_kwargs(kw, kw["policy"], list(kw["tiers"]), progress, t).summary.to_dict()
     p = interval_payload(streams, summaries)
     emit(p, fmt, lambda: render_reblock(p["rows"], p["title"], p["notes"]), rows_key="rows")

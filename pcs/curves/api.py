@@ -25,10 +25,11 @@ import numpy as np
 
 from pcs.blocks import BlockRules
 from pcs.curves import stackdist
+from pcs.curves.result import CurveKnee, CurveResult, CurveRow
 from pcs.curves.stackdist import FlatAccesses
 
-__all__ = ["KNEE_PERCENTS", "DEFAULT_POINTS", "LruCurve", "CurveResult", "load_accesses",
-           "lru_curve", "capacity_grid", "curve"]
+__all__ = ["KNEE_PERCENTS", "DEFAULT_POINTS", "LruCurve", "CurveResult", "CurveRow", "CurveKnee",
+           "load_accesses", "lru_curve", "capacity_grid", "curve"]
 
 #: Knee levels, percent of the ceiling (docs/semantics.md §14: 50 %, 90 %, 99 %).
 KNEE_PERCENTS = (50, 90, 99)
@@ -195,35 +196,6 @@ def capacity_grid(max_blocks: int, points: int) -> list[int]:
 DEFAULT_POINTS = 12
 
 
-@dataclass(frozen=True, slots=True)
-class CurveResult:
-    """Hit ratios per capacity, the LRU knee, and the trace facts behind them.
-
-    Attributes:
-        rows: one dict per capacity (ascending), keys ``capacity_blocks``,
-            ``capacity_bytes`` (only with a model), ``lru_hit_ratio``,
-            ``belady_hit_ratio`` (None when not computed), ``ceiling_hit_ratio``,
-            ``lru_block_misses``, ``belady_block_misses`` (None when not computed).
-        knee: ``{"p50"|"p90"|"p99": {"percent_of_ceiling", "capacity_blocks",
-            "capacity_bytes" (with a model), "lru_hit_ratio"}}``; capacities None
-            when the ceiling is 0.
-        ceiling_hit_ratio: the single-sequence (infinite-cache) hit ratio.
-        lru: the full one-pass LRU curve (every capacity).
-        summary: trace, block_size, requests, block_accesses, distinct_blocks,
-            prompt_tokens, sample_rate, kernel, model, block_bytes.
-    """
-
-    rows: list
-    knee: dict
-    ceiling_hit_ratio: float
-    lru: LruCurve
-    summary: dict
-
-    def to_dict(self) -> dict[str, Any]:
-        """The JSON payload of ``pcs curve --format json`` (keys in docs/curves.md)."""
-        return {**self.summary, "ceiling_hit_ratio": self.ceiling_hit_ratio, "knee": self.knee, "rows": self.rows}
-
-
 def _block_bytes(model: Any, block_size: int) -> tuple[str, int]:
     from pcs.model import block_bytes, get_model
 
@@ -285,27 +257,19 @@ def curve(trace: Any = None, capacities: Sequence[int] | None = None, points: in
             if progress is not None:
                 progress(1)
     ceiling = float(lru.ceiling_hit_tokens / prompt) if prompt else 0.0
-    rows = []
-    for c in caps:
-        row: dict[str, Any] = {"capacity_blocks": c}
-        if bb is not None:
-            row["capacity_bytes"] = c * bb
-        row["lru_hit_ratio"] = float(lru.hit_ratio(c))
-        row["belady_hit_ratio"] = bel[c].hit_tokens / prompt if c in bel and prompt else (0.0 if c in bel else None)
-        row["ceiling_hit_ratio"] = ceiling
-        row["lru_block_misses"] = int(np.rint(lru.block_misses(c)))
-        row["belady_block_misses"] = bel[c].block_misses if c in bel else None
-        rows.append(row)
+    rows = tuple(CurveRow(
+        capacity_blocks=c, capacity_bytes=None if bb is None else c * bb,
+        lru_hit_ratio=float(lru.hit_ratio(c)),
+        belady_hit_ratio=bel[c].hit_tokens / prompt if c in bel and prompt else (0.0 if c in bel else None),
+        ceiling_hit_ratio=ceiling, lru_block_misses=int(np.rint(lru.block_misses(c))),
+        belady_block_misses=bel[c].block_misses if c in bel else None) for c in caps)
     knee = {}
     for pct in KNEE_PERCENTS:
         k = lru.knee(pct)
-        entry: dict[str, Any] = {"percent_of_ceiling": pct, "capacity_blocks": k}
-        if bb is not None:
-            entry["capacity_bytes"] = None if k is None else k * bb
-        entry["lru_hit_ratio"] = None if k is None else float(lru.hit_ratio(k))
-        knee[f"p{pct}"] = entry
-    summary = {"trace": name, "block_size": flat.block_size, "requests": flat.num_requests,
-               "block_accesses": flat.num_accesses, "distinct_blocks": lru.num_distinct if exact else None,
-               "prompt_tokens": prompt, "sample_rate": float(sample_rate), "kernel": lru.kernel,
-               "model": model_name, "block_bytes": bb}
-    return CurveResult(rows, knee, ceiling, lru, summary)
+        knee[f"p{pct}"] = CurveKnee(percent_of_ceiling=pct, capacity_blocks=k,
+                                    capacity_bytes=None if k is None or bb is None else k * bb,
+                                    lru_hit_ratio=None if k is None else float(lru.hit_ratio(k)))
+    return CurveResult(trace=name, block_size=flat.block_size, requests=flat.num_requests,
+                       block_accesses=flat.num_accesses, distinct_blocks=lru.num_distinct if exact else None,
+                       prompt_tokens=prompt, sample_rate=float(sample_rate), kernel=lru.kernel,
+                       model=model_name, block_bytes=bb, ceiling_hit_ratio=ceiling, knee=knee, rows=rows, lru=lru)

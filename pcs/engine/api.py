@@ -35,6 +35,7 @@ from pcs.blocks import BlockRules
 from pcs.cache import WRITE_POLICIES, Tier
 from pcs.cache.policies import DEFAULT_POLICY, make_policies
 from pcs.engine.engine import TIMINGS, ReplayEngine
+from pcs.engine.result import ReplaySummary
 from pcs.engine.timing import TimeModel
 from pcs.cache.native import make_hierarchy
 from pcs.engine.chunks import iter_chunks
@@ -123,13 +124,13 @@ class ReplayResult:
     """The outcome of :func:`replay`.
 
     Attributes:
-        summary: dict with the JSON keys of ``pcs replay --format json``
-            (documented in docs/replay.md).
+        summary: :class:`pcs.engine.result.ReplaySummary`; its ``to_dict()``
+            is the JSON of ``pcs replay --format json`` (keys in ``docs/json.md``).
         requests: pyarrow Table, one row per request in trace order (columns
             in :data:`pcs.engine.summary.REQUEST_COLUMNS`).
     """
 
-    summary: dict
+    summary: ReplaySummary
     requests: Any
 
 
@@ -405,6 +406,5 @@ def replay(trace: Any = None, *, model: Any = None, hardware: Any = None, tp: in
                    protected_share=protected_share, reference_block=_block_bytes(spec, bs, "reference"),
                    reference_bytes_per_token=_bytes_per_token(spec))
     summary = build_summary(res, state, seq.ledger, single, ideal, context)
-    summary["notes"] = notes + deployment.pop("notes")
-    summary["deployment"] = deployment
+    summary = dataclasses.replace(summary, notes=tuple(notes + deployment.pop("notes")), deployment=deployment)
     return ReplayResult(summary, requests_table(res.columns))

@@ -23,7 +23,9 @@ ratio; more blocks may raise the hit ratio, which the lens does not replay
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Sequence
+
+from pcs.engine.result import PayloadLens
 
 __all__ = ["alternative_dtype", "payload_lens"]
 
@@ -39,13 +41,13 @@ def alternative_dtype(dtype: str) -> str:
     return "fp8" if dtype in _WIDE else "bf16"
 
 
-def _restore_s(links: list[dict], bytes_per_block: list[int]) -> float:
-    return sum(lk["restores"] * lk["setup_s"] + lk["restored_blocks"] * b / lk["bandwidth_bps"]
+def _restore_s(links: Sequence[Any], bytes_per_block: Sequence[int]) -> float:
+    return sum(lk.restores * lk.setup_s + lk.restored_blocks * b / lk.bandwidth_bps
                for lk, b in zip(links, bytes_per_block))
 
 
-def payload_lens(model: Any, block_size: int, gpu_capacity_bytes: int, links: list[dict],
-                 prefill_s: float, ttft_mean_s: float, requests: int) -> dict[str, Any]:
+def payload_lens(model: Any, block_size: int, gpu_capacity_bytes: int, links: Sequence[Any],
+                 prefill_s: float, ttft_mean_s: float, requests: int) -> PayloadLens:
     """The run's dtype beside the alternative one, hits held fixed.
 
     Args:
@@ -53,37 +55,39 @@ def payload_lens(model: Any, block_size: int, gpu_capacity_bytes: int, links: li
         block_size: tokens per block.
         gpu_capacity_bytes: the GPU tier's size in bytes (as given, or its
             blocks x the run's bytes per block when given in blocks).
-        links: the summary's envelope link rows (one per lower tier; ``restores``,
-            ``restored_blocks``, ``setup_s``, ``bandwidth_bps``).
+        links: the summary's envelope link rows (:class:`pcs.engine.result.LinkEnvelope`,
+            one per lower tier; read: ``restores``, ``restored_blocks``,
+            ``setup_s`` in s, ``bandwidth_bps`` in bytes/s).
         prefill_s: the run's total prefill seconds of missed tokens.
         ttft_mean_s: the run's mean TTFT, seconds.
         requests: number of requests.
     Returns:
-        dict with ``dtype``, ``alt_dtype`` and, each a ``[run, alt]`` pair:
-        ``reference_bytes_per_block``, ``gpu_bytes_per_block`` (Reserved),
-        ``lower_bytes_per_block`` (Serialized), ``gpu_capacity_blocks``,
-        ``restored_bytes``, ``restore_transfer_s``, ``prefill_s`` and
-        ``ttft_mean_s`` (the alternative's = the run's minus the change in
-        restore transfer time per request; waits and queueing held fixed).
+        :class:`pcs.engine.result.PayloadLens`: ``dtype``, ``alt_dtype`` and,
+        each a ``(run, alt)`` pair: ``reference_bytes_per_block``,
+        ``gpu_bytes_per_block`` (Reserved), ``lower_bytes_per_block``
+        (Serialized), ``gpu_capacity_blocks``, ``restored_bytes``,
+        ``restore_transfer_s``, ``prefill_s`` and ``ttft_mean_s`` (the
+        alternative's = the run's minus the change in restore transfer time
+        per request; waits and queueing held fixed).
     """
     from pcs.model import group_block_bytes as block_bytes  # the TP group's bytes, as the tiers hold them
 
     dtype = model.kv_dtype
     alt = alternative_dtype(dtype)
     specs = (model, model.with_dtype(alt))
-    ref = [block_bytes(m, block_size, "reference").total_bytes for m in specs]
-    gpu = [block_bytes(m, block_size, "reserved").total_bytes for m in specs]
-    low = [block_bytes(m, block_size, "serialized").total_bytes for m in specs]
-    blocks = sum(lk["restored_blocks"] for lk in links)
-    transfer = [_restore_s(links, [b] * len(links)) for b in low]
-    return {
-        "dtype": dtype, "alt_dtype": alt,
-        "reference_bytes_per_block": ref,
-        "gpu_bytes_per_block": gpu,
-        "lower_bytes_per_block": low,
-        "gpu_capacity_blocks": [gpu_capacity_bytes // g if g else 0 for g in gpu],
-        "restored_bytes": [blocks * b for b in low],
-        "restore_transfer_s": transfer,
-        "prefill_s": [prefill_s, prefill_s],
-        "ttft_mean_s": [ttft_mean_s, ttft_mean_s - (transfer[0] - transfer[1]) / max(requests, 1)],
-    }
+    ref = tuple(block_bytes(m, block_size, "reference").total_bytes for m in specs)
+    gpu = tuple(block_bytes(m, block_size, "reserved").total_bytes for m in specs)
+    low = tuple(block_bytes(m, block_size, "serialized").total_bytes for m in specs)
+    blocks = sum(lk.restored_blocks for lk in links)
+    transfer = tuple(_restore_s(links, [b] * len(links)) for b in low)
+    return PayloadLens(
+        dtype=dtype, alt_dtype=alt,
+        reference_bytes_per_block=ref,
+        gpu_bytes_per_block=gpu,
+        lower_bytes_per_block=low,
+        gpu_capacity_blocks=tuple(gpu_capacity_bytes // g if g else 0 for g in gpu),
+        restored_bytes=tuple(blocks * b for b in low),
+        restore_transfer_s=transfer,
+        prefill_s=(prefill_s, prefill_s),
+        ttft_mean_s=(ttft_mean_s, ttft_mean_s - (transfer[0] - transfer[1]) / max(requests, 1)),
+    )

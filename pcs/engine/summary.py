@@ -1,22 +1,13 @@
-"""Turn an engine run into the summary dict (the JSON of ``pcs replay``) and the per-request table.
+"""Turn an engine run into the typed summary (the JSON of ``pcs replay``) and the per-request table.
 
-JSON keys (stable; documented in docs/replay.md):
-
-- ``hit_ratio``: token-weighted, sum of hit tokens / sum of prompt tokens;
-  ``hit_ratio_per_tier`` {tier: ratio}, sums to ``hit_ratio``;
-- ``single_sequence_hit_ratio``: infinite cache, same block rules
-  (:func:`pcs.blocks.single_sequence_hits`); ``ideal_hit_ratio``: infinite
-  cache, partial blocks cached, no last-token cap; ``sequential_hit_ratio``:
-  sequential replay with the same tiers;
-- ``gap`` {``block_rounding`` = ideal - single_sequence, ``capacity_eviction``
-  = single_sequence - sequential, ``concurrency`` = sequential - hit_ratio};
-  the three sum to ideal - hit_ratio (concurrency is 0 in sequential timing);
-- counts, ``tiers`` (one dict per tier: bytes per block, capacity, hits,
-  restores, writes, evictions, resident bytes at the end and at peak, per KV
-  component), ``bytes`` totals, ``envelope`` (per link and TTFT percentiles);
-- ``payload_lens``: the run's KV dtype beside another, hits held fixed
-  (:mod:`pcs.engine.lens`): payload halves, stored bytes, restore time and
-  prefill do not.
+:func:`build_summary` reads the ledger, the end state of the tiers and the
+single-sequence results and builds a :class:`pcs.engine.result.ReplaySummary`
+(every field, its unit and meaning: :mod:`pcs.engine.result` and
+``docs/json.md``). The gap split (``docs/semantics.md`` §12): ``block_rounding``
+= ideal - single_sequence, ``capacity_eviction`` = single_sequence -
+sequential, ``concurrency`` = sequential - real; the three sum to ideal -
+real (concurrency is 0 in sequential timing). ``payload_lens``: the run's KV
+dtype beside another, hits held fixed (:mod:`pcs.engine.lens`).
 """
 from __future__ import annotations
 
@@ -27,6 +18,8 @@ import numpy as np
 
 from pcs.cache.policies import ProtectedPolicy
 from pcs.engine.lens import payload_lens
+from pcs.engine.result import (BytesSummary, EnvelopeSummary, GapSplit, LinkEnvelope, ReplaySummary,
+                               TierSummary)
 
 __all__ = ["build_summary", "requests_table", "REQUEST_COLUMNS", "TierState", "CacheState", "cache_state"]
 
@@ -106,7 +99,7 @@ def _scaled(per_component: dict, blocks: int) -> dict:
     return {k: v * blocks for k, v in per_component.items()}
 
 
-def _tier_rows(state: CacheState, ledger, ctx) -> list[dict]:
+def _tier_rows(state: CacheState, ledger, ctx) -> tuple[TierSummary, ...]:
     rows = []
     for j, tier in enumerate(state.tiers):
         bb = ctx["block_bytes"][j]
@@ -115,58 +108,69 @@ def _tier_rows(state: CacheState, ledger, ctx) -> list[dict]:
         peak = tier.resident_blocks_peak
         link = ctx["links"][j]
         lk = ledger.links[j]
-        row = {
-            "name": tier.name, "layout": "reserved" if j == 0 else "serialized", "policy": tier.policy,
-            "capacity_blocks": tier.capacity_blocks, "capacity_bytes": tier.capacity_blocks * b,
-            "bytes_per_block": b, "bytes_per_block_by_component": dict(bb.per_component),
-            "link": None if link is None else link.name,
-            "link_bandwidth_bps": None if link is None else link.bandwidth_bps,
-            "link_setup_s": None if link is None else link.setup_s,
-            "hit_blocks": ledger.tier_hit_blocks[j], "hit_tokens": ledger.tier_hit_tokens[j],
-            "restored_blocks": lk.restored_blocks, "restored_bytes": lk.restored_bytes,
-            "written_blocks": tier.written_blocks, "written_bytes": tier.written_blocks * b,
-            "evicted_blocks": tier.evicted_blocks,
-            "resident_blocks_end": end, "resident_bytes_end": end * b,
-            "resident_bytes_end_by_component": _scaled(bb.per_component, end),
-            "resident_blocks_peak": peak, "resident_bytes_peak": peak * b,
-            "resident_bytes_peak_by_component": _scaled(bb.per_component, peak),
-        }
-        if tier.protected_share is not None:
-            row["protected_share"] = tier.protected_share
-        rows.append(row)
-    return rows
+        rows.append(TierSummary(
+            name=tier.name, layout="reserved" if j == 0 else "serialized", policy=tier.policy,
+            capacity_blocks=tier.capacity_blocks, capacity_bytes=tier.capacity_blocks * b,
+            bytes_per_block=b, bytes_per_block_by_component=dict(bb.per_component),
+            link=None if link is None else link.name,
+            link_bandwidth_bps=None if link is None else link.bandwidth_bps,
+            link_setup_s=None if link is None else link.setup_s,
+            hit_blocks=ledger.tier_hit_blocks[j], hit_tokens=ledger.tier_hit_tokens[j],
+            restored_blocks=lk.restored_blocks, restored_bytes=lk.restored_bytes,
+            written_blocks=tier.written_blocks, written_bytes=tier.written_blocks * b,
+            evicted_blocks=tier.evicted_blocks,
+            resident_blocks_end=end, resident_bytes_end=end * b,
+            resident_bytes_end_by_component=_scaled(bb.per_component, end),
+            resident_blocks_peak=peak, resident_bytes_peak=peak * b,
+            resident_bytes_peak_by_component=_scaled(bb.per_component, peak),
+            protected_share=tier.protected_share,
+        ))
+    return tuple(rows)
 
 
-def _envelope(ledger, state: CacheState, cols, ctx) -> dict:
+def _link_envelope(tier: TierState, link, lk) -> LinkEnvelope:
     from pcs.analysis.envelope import break_even_bps
 
-    links = []
-    for j in range(1, len(state.tiers)):
-        lk = ledger.links[j]
-        link = ctx["links"][j]
-        saved = lk.full_prefill_s - lk.remaining_prefill_s
-        links.append({
-            "tier": state.tiers[j].name, "link": link.name, "bandwidth_bps": link.bandwidth_bps,
-            "setup_s": link.setup_s, "restores": lk.restores, "restored_blocks": lk.restored_blocks,
-            "restored_bytes": lk.restored_bytes, "restore_s": lk.restore_s, "transfer_s": lk.transfer_s,
-            "queue_s": lk.restore_s - lk.transfer_s, "saved_prefill_s": saved,
-            "restores_slower_than_recompute": lk.slower_restores,
-            "share_slower": lk.slower_restores / lk.restores if lk.restores else None,
-            "blocks_slower_than_recompute": lk.slower_blocks,
-            "break_even_bps": (break_even_bps(lk.restored_bytes, lk.full_prefill_s, lk.remaining_prefill_s,
-                                              lk.overhead_s) if lk.restores else None),
-        })
+    return LinkEnvelope(
+        tier=tier.name, link=link.name, bandwidth_bps=link.bandwidth_bps,
+        setup_s=link.setup_s, restores=lk.restores, restored_blocks=lk.restored_blocks,
+        restored_bytes=lk.restored_bytes, restore_s=lk.restore_s, transfer_s=lk.transfer_s,
+        queue_s=lk.restore_s - lk.transfer_s, saved_prefill_s=lk.full_prefill_s - lk.remaining_prefill_s,
+        restores_slower_than_recompute=lk.slower_restores,
+        share_slower=lk.slower_restores / lk.restores if lk.restores else None,
+        blocks_slower_than_recompute=lk.slower_blocks,
+        break_even_bps=(break_even_bps(lk.restored_bytes, lk.full_prefill_s, lk.remaining_prefill_s,
+                                       lk.overhead_s) if lk.restores else None),
+    )
+
+
+def _envelope(ledger, state: CacheState, cols, ctx) -> EnvelopeSummary:
+    links = tuple(_link_envelope(state.tiers[j], ctx["links"][j], ledger.links[j])
+                  for j in range(1, len(state.tiers)))
     ttft = _values(cols["ttft_s"])
     no_cache = _values(cols["prefill_no_cache_s"])
     wait = _values(cols["wait_s"])
-    return {"links": links, "ttft_p50_s": _pct(ttft, 50), "ttft_p99_s": _pct(ttft, 99),
-            "ttft_no_cache_p50_s": _pct(no_cache, 50), "ttft_no_cache_p99_s": _pct(no_cache, 99),
-            "wait_p50_s": _pct(wait, 50), "wait_p99_s": _pct(wait, 99),
-            "prefill_saved_s": float(no_cache.sum() - _values(cols["prefill_s"]).sum())}
+    return EnvelopeSummary(links=links, ttft_p50_s=_pct(ttft, 50), ttft_p99_s=_pct(ttft, 99),
+                           ttft_no_cache_p50_s=_pct(no_cache, 50), ttft_no_cache_p99_s=_pct(no_cache, 99),
+                           wait_p50_s=_pct(wait, 50), wait_p99_s=_pct(wait, 99),
+                           prefill_saved_s=float(no_cache.sum() - _values(cols["prefill_s"]).sum()))
 
 
-def build_summary(res, state: CacheState, seq_ledger, single, ideal, ctx: dict) -> dict:
-    """The summary dict of one replay (keys in the module docstring).
+def _bytes(ledger, state: CacheState, tiers: tuple[TierSummary, ...], ctx) -> BytesSummary:
+    return BytesSummary(
+        restored_bytes=sum(t.restored_bytes for t in tiers),
+        restored_per_link={t.name: t.restored_bytes for t in tiers[1:]},
+        written_per_tier={t.name: t.written_bytes for t in tiers[1:]},
+        recomputed_tokens=ledger.computed_tokens,
+        recomputed_bytes=ledger.computed_tokens * ctx["reference_bytes_per_token"],
+        dropped_blocks=state.dropped_blocks,
+        peak_reserved_blocks=ledger.peak_reserved_blocks,
+        peak_reserved_bytes=ledger.peak_reserved_blocks * ctx["block_bytes"][0].total_bytes,
+    )
+
+
+def build_summary(res, state: CacheState, seq_ledger, single, ideal, ctx: dict) -> ReplaySummary:
+    """The typed summary of one replay (fields and units in :mod:`pcs.engine.result`).
 
     Args:
         res: the run's :class:`pcs.engine.engine.EngineResult` (ledger and
@@ -176,6 +180,9 @@ def build_summary(res, state: CacheState, seq_ledger, single, ideal, ctx: dict) 
         single, ideal: :class:`pcs.blocks.SingleSequenceResult` under the run's
             rules and the ideal rules.
         ctx: run context (model, gpu, block bytes, links, rules ...; see ``api.replay``).
+    Returns:
+        :class:`pcs.engine.result.ReplaySummary` with ``notes`` empty (the
+        caller adds them with ``dataclasses.replace``).
     """
     L = res.ledger
     real = L.hit_ratio
@@ -183,42 +190,27 @@ def build_summary(res, state: CacheState, seq_ledger, single, ideal, ctx: dict) 
     ss = single.hit_ratio
     ide = ideal.hit_ratio
     model = ctx["model"]
-    bpb0 = ctx["block_bytes"][0].total_bytes
     tiers = _tier_rows(state, L, ctx)
-    ref = ctx["reference_block"]
-    summary = {
-        "trace": ctx["trace"], "model": model.name, "kv_dtype": model.kv_dtype, "gpu": ctx["gpu"].name,
-        "tp": ctx["tp"], "block_size": ctx["block_size"], "timing": ctx["timing"], "policy": ctx["policy"],
-        "write_policy": ctx["write_policy"],
-        "cache_partial_blocks": ctx["rules"].cache_partial_blocks,
-        "recompute_last_token": ctx["rules"].recompute_last_token,
-        "requests": L.num_requests, "prompt_tokens": L.prompt_tokens, "hit_tokens": L.hit_tokens,
-        "block_accesses": L.block_accesses, "cacheable_blocks": L.cacheable_blocks,
-        "hit_blocks": L.hit_blocks, "block_misses": L.block_misses,
-        "hit_ratio": real,
-        "hit_ratio_per_tier": {t.name: r for t, r in zip(state.tiers, L.tier_hit_ratios())},
-        "single_sequence_hit_ratio": ss, "ideal_hit_ratio": ide, "sequential_hit_ratio": seq,
-        "gap": {"block_rounding": ide - ss, "capacity_eviction": ss - seq, "concurrency": seq - real},
-        "requests_with_hit": L.requests_with_hit, "requests_truncated": L.requests_truncated,
-        "requests_waited": L.requests_waited,
-        "reference_bytes_per_block": ref.total_bytes,
-        "tiers": tiers,
-        "bytes": {
-            "restored": sum(t["restored_bytes"] for t in tiers),
-            "restored_per_link": {t["name"]: t["restored_bytes"] for t in tiers[1:]},
-            "written_per_tier": {t["name"]: t["written_bytes"] for t in tiers[1:]},
-            "recomputed_tokens": L.computed_tokens,
-            "recomputed_bytes": L.computed_tokens * ctx["reference_bytes_per_token"],
-            "dropped_blocks": state.dropped_blocks,
-            "peak_reserved_blocks": L.peak_reserved_blocks,
-            "peak_reserved_bytes": L.peak_reserved_blocks * bpb0,
-        },
-        "envelope": _envelope(L, state, res.columns, ctx),
-    }
+    envelope = _envelope(L, state, res.columns, ctx)
     gpu_bytes = ctx["tier_specs"][0].capacity_bytes
-    summary["payload_lens"] = payload_lens(model, ctx["block_size"],
-                                           tiers[0]["capacity_bytes"] if gpu_bytes is None else gpu_bytes,
-                                           summary["envelope"]["links"],
-                                           float(_values(res.columns["prefill_s"]).sum()),
-                                           float(_values(res.columns["ttft_s"]).mean()), L.num_requests)
-    return summary
+    lens = payload_lens(model, ctx["block_size"], tiers[0].capacity_bytes if gpu_bytes is None else gpu_bytes,
+                        envelope.links, float(_values(res.columns["prefill_s"]).sum()),
+                        float(_values(res.columns["ttft_s"]).mean()), L.num_requests)
+    return ReplaySummary(
+        trace=ctx["trace"], model=model.name, kv_dtype=model.kv_dtype, gpu=ctx["gpu"].name,
+        tp=ctx["tp"], block_size=ctx["block_size"], timing=ctx["timing"], policy=ctx["policy"],
+        write_policy=ctx["write_policy"],
+        cache_partial_blocks=ctx["rules"].cache_partial_blocks,
+        recompute_last_token=ctx["rules"].recompute_last_token,
+        requests=L.num_requests, prompt_tokens=L.prompt_tokens, hit_tokens=L.hit_tokens,
+        block_accesses=L.block_accesses, cacheable_blocks=L.cacheable_blocks,
+        hit_blocks=L.hit_blocks, block_misses=L.block_misses,
+        hit_ratio=real,
+        hit_ratio_per_tier={t.name: r for t, r in zip(state.tiers, L.tier_hit_ratios())},
+        single_sequence_hit_ratio=ss, ideal_hit_ratio=ide, sequential_hit_ratio=seq,
+        gap=GapSplit(block_rounding=ide - ss, capacity_eviction=ss - seq, concurrency=seq - real),
+        requests_with_hit=L.requests_with_hit, requests_truncated=L.requests_truncated,
+        requests_waited=L.requests_waited,
+        reference_bytes_per_block=ctx["reference_block"].total_bytes,
+        tiers=tiers, bytes=_bytes(L, state, tiers, ctx), envelope=envelope, payload_lens=lens,
+    )

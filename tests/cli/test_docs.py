@@ -81,7 +81,7 @@ def test_readme_python_api_runs():
     assert binding == "bandwidth"                       # u_B 0.5 > u_C 0.375
     assert break_even == pytest.approx(1e9 / 0.065)     # 1 GB / (100 - 30 - 5) ms
     assert totals["reference_bytes"] == 32768 * 32 * 8 * 128 * 2 * 1   # fp8: 1 B per value
-    assert ns["r"].summary["requests"] == 1700 and [row["capacity_blocks"] for row in rows] == [1000, 5000]
+    assert ns["r"].summary.requests == 1700 and [row.capacity_blocks for row in rows] == [1000, 5000]
 
 
 def test_cli_md_is_current():

@@ -122,11 +122,11 @@ def test_fp8_halves_the_payload_not_everything():
 
     bf16 = replay(tiers=["gpu=20GB", "cpu=200GB"]).summary
     fp8 = replay(tiers=["gpu=20GB", "cpu=200GB"], dtype="fp8_per_token_head").summary
-    assert fp8["reference_bytes_per_block"] * 2 == bf16["reference_bytes_per_block"]   # payload halves
+    assert fp8.reference_bytes_per_block * 2 == bf16.reference_bytes_per_block   # payload halves
     # the stored form carries per-token-head scales: more than half
-    assert fp8["tiers"][1]["bytes_per_block"] * 2 > bf16["tiers"][1]["bytes_per_block"]
+    assert fp8.tiers[1].bytes_per_block * 2 > bf16.tiers[1].bytes_per_block
     # prefill compute does not depend on the KV dtype: the no-cache TTFT does not move at all
-    assert fp8["envelope"]["ttft_no_cache_p50_s"] == bf16["envelope"]["ttft_no_cache_p50_s"]
+    assert fp8.envelope.ttft_no_cache_p50_s == bf16.envelope.ttft_no_cache_p50_s
 
 
 @pytest.mark.parametrize("extra", [["--policy", "{p}"], ["--tier-policy", "cpu={p}", "--protected-share", "0.5"]])

@@ -20,7 +20,7 @@ def engine(trace, capacity_blocks: int) -> tuple[int, int]:
     # engine="general": the event-loop engine, not the stack-depth fast path the curve shares
     s = api.replay(trace, tiers=[f"gpu={capacity_blocks}blocks"], policy="lru", timing="sequential",
                    engine="general").summary
-    return s["hit_tokens"], s["block_misses"]
+    return s.hit_tokens, s.block_misses
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])

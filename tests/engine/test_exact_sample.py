@@ -82,15 +82,15 @@ def _case_id(case) -> str:
 def assert_equal(result, ref, timing: str, caps: tuple) -> None:
     """pcs's summary and per-request table against one reference replay."""
     s, t = result.summary, result.requests
-    assert (s["hit_tokens"], s["prompt_tokens"]) == (ref.hit_tokens, ref.prompt_tokens)
-    assert s["hit_ratio"] == ref.hit_tokens / ref.prompt_tokens
+    assert (s.hit_tokens, s.prompt_tokens) == (ref.hit_tokens, ref.prompt_tokens)
+    assert s.hit_ratio == ref.hit_tokens / ref.prompt_tokens
     names = TIER_NAMES[:len(caps)]
     assert [sum(t.column(f"hit_tokens_{n}").to_pylist()) for n in names] == ref.tier_hit_tokens
-    assert s["block_misses"] == ref.block_misses
-    assert s["requests_truncated"] == ref.requests_truncated
+    assert s.block_misses == ref.block_misses
+    assert s.requests_truncated == ref.requests_truncated
     assert t.column("hit_blocks").to_pylist() == ref.hit_blocks
     if timing == "modeled":
-        assert s["requests_waited"] == ref.requests_waited
+        assert s.requests_waited == ref.requests_waited
         assert t.column("wait_s").to_pylist() == ref.wait_s
 
 
@@ -99,7 +99,7 @@ def assert_equal(result, ref, timing: str, caps: tuple) -> None:
 def test_pcs_equals_the_reference(case, engine):
     timing, policy, caps = case
     result = run_pcs(timing, policy, caps, engine)
-    assert [t["bytes_per_block"] for t in result.summary["tiers"][1:]] == [LOWER_BYTES_PER_BLOCK] * (len(caps) - 1)
+    assert [t.bytes_per_block for t in result.summary.tiers[1:]] == [LOWER_BYTES_PER_BLOCK] * (len(caps) - 1)
     assert_equal(result, expected(timing, policy, caps), timing, caps)
 
 
@@ -123,7 +123,7 @@ def test_pinned_values_hold_for_the_reference_and_pcs(case):
     got = (ref.hit_tokens, ref.tier_hit_tokens, ref.requests_truncated, ref.requests_waited)
     assert (ref.prompt_tokens, got) == (PROMPT_TOKENS, PINNED[case])
     s = run_pcs(*case).summary
-    assert (s["prompt_tokens"], s["hit_tokens"], s["requests_truncated"], s["requests_waited"]) == \
+    assert (s.prompt_tokens, s.hit_tokens, s.requests_truncated, s.requests_waited) == \
         (PROMPT_TOKENS, PINNED[case][0], PINNED[case][2], PINNED[case][3])
 
 
@@ -139,8 +139,8 @@ def test_the_grid_exercises_every_mechanism():
         for policy in POLICIES:
             for g in GPU_BLOCKS:
                 assert min(expected(timing, policy, (g, CPU_BLOCKS)).tier_hit_tokens) > 0
-    tiers = run_pcs("sequential", "lru", (big, CPU_BLOCKS)).summary["tiers"]
-    assert min(t["evicted_blocks"] for t in tiers) > 0
+    tiers = run_pcs("sequential", "lru", (big, CPU_BLOCKS)).summary.tiers
+    assert min(t.evicted_blocks for t in tiers) > 0
     hits = {p: expected("sequential", p, (mid,)).hit_tokens for p in POLICIES}
     assert len(set(hits.values())) == 3            # the three policies do differ here
 

@@ -54,8 +54,8 @@ def test_trace_at_three_capacities(exact_trace):
         general, fast = both(exact_trace, tiers=[f"gpu={c}blocks"], timing="sequential")
         assert_same(general, fast)
         if c == 100:
-            assert general.summary["requests_truncated"] > 0
-        assert general.summary["tiers"][0]["evicted_blocks"] > 0
+            assert general.summary.requests_truncated > 0
+        assert general.summary.tiers[0].evicted_blocks > 0
 
 
 def test_trace_bytes_sized_tier_and_sequential_baseline(exact_trace):
@@ -104,10 +104,10 @@ def test_hand_worked_truncation_and_evictions():
     reqs = make_requests([([1, 2, 3, 4], 16), ([1, 2, 9], 12), ([7, 8], 5)])
     r = replay(reqs, tiers=["gpu=3blocks"], timing="sequential", engine="fast", compute=LinearCompute())
     s = r.summary
-    assert (s["hit_tokens"], s["prompt_tokens"], s["block_misses"], s["requests_truncated"]) == (8, 33, 6, 1)
-    t = s["tiers"][0]
-    assert (t["evicted_blocks"], t["resident_blocks_end"], t["resident_blocks_peak"]) == (2, 3, 3)
-    assert s["bytes"]["dropped_blocks"] == 2 and s["bytes"]["peak_reserved_blocks"] == 3
+    assert (s.hit_tokens, s.prompt_tokens, s.block_misses, s.requests_truncated) == (8, 33, 6, 1)
+    t = s.tiers[0]
+    assert (t.evicted_blocks, t.resident_blocks_end, t.resident_blocks_peak) == (2, 3, 3)
+    assert s.bytes.dropped_blocks == 2 and s.bytes.peak_reserved_blocks == 3
     assert r.requests["hit_blocks"].to_pylist() == [0, 2, 0]
     assert r.requests["truncated"].to_pylist() == [True, False, False]
     # LinearCompute: 1 ms per new token; r1 prefills 12 - 8 = 4 tokens

@@ -1,5 +1,6 @@
 """The payload lens (lesson 2): values worked out by hand for llama-3.1-8b, 16-token blocks."""
 import json
+from types import SimpleNamespace
 
 import pytest
 from click.testing import CliRunner
@@ -16,20 +17,20 @@ FP8_BLOCK = FP8_PAYLOAD                           # 1,048,576 B
 
 
 def test_lens_by_hand():
-    links = [{"restores": 2, "restored_blocks": 10, "setup_s": 0.001, "bandwidth_bps": 1e9}]
+    links = [SimpleNamespace(restores=2, restored_blocks=10, setup_s=0.001, bandwidth_bps=1e9)]
     lens = payload_lens(get_model("llama-3.1-8b"), 16, 100_000_000, links, prefill_s=3.0, ttft_mean_s=0.1,
                         requests=4)
-    assert (lens["dtype"], lens["alt_dtype"]) == ("bf16", "fp8")
-    assert lens["reference_bytes_per_block"] == [BF16_BLOCK, FP8_PAYLOAD]
-    assert lens["gpu_bytes_per_block"] == [BF16_BLOCK, FP8_BLOCK]
-    assert lens["lower_bytes_per_block"] == [BF16_BLOCK, FP8_BLOCK]
-    assert lens["gpu_capacity_blocks"] == [100_000_000 // BF16_BLOCK, 100_000_000 // FP8_BLOCK]  # 47, 92
-    assert lens["restored_bytes"] == [10 * BF16_BLOCK, 10 * FP8_BLOCK]
+    assert (lens.dtype, lens.alt_dtype) == ("bf16", "fp8")
+    assert lens.reference_bytes_per_block == (BF16_BLOCK, FP8_PAYLOAD)
+    assert lens.gpu_bytes_per_block == (BF16_BLOCK, FP8_BLOCK)
+    assert lens.lower_bytes_per_block == (BF16_BLOCK, FP8_BLOCK)
+    assert lens.gpu_capacity_blocks == (100_000_000 // BF16_BLOCK, 100_000_000 // FP8_BLOCK)  # 47, 92
+    assert lens.restored_bytes == (10 * BF16_BLOCK, 10 * FP8_BLOCK)
     t_bf16 = 2 * 0.001 + 10 * BF16_BLOCK / 1e9       # 0.02297152 s
     t_fp8 = 2 * 0.001 + 10 * FP8_BLOCK / 1e9         # 0.01281344 s
-    assert lens["restore_transfer_s"] == pytest.approx([t_bf16, t_fp8])
-    assert lens["prefill_s"] == [3.0, 3.0]
-    assert lens["ttft_mean_s"] == pytest.approx([0.1, 0.1 - (t_bf16 - t_fp8) / 4])
+    assert lens.restore_transfer_s == pytest.approx((t_bf16, t_fp8))
+    assert lens.prefill_s == (3.0, 3.0)
+    assert lens.ttft_mean_s == pytest.approx((0.1, 0.1 - (t_bf16 - t_fp8) / 4))
     # the lesson: the stored block halves with per-tensor scales, the restore time does not (setup)
     assert FP8_BLOCK / BF16_BLOCK == 0.5 and t_fp8 / t_bf16 > FP8_BLOCK / BF16_BLOCK
 

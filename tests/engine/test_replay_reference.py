@@ -57,9 +57,9 @@ def test_hit_ratio_equals_reference(exact_trace, trace_requests, size):
     capacity = per_trace(exact_trace, **CAPACITIES)[size]
     s = replay(trace_requests, tiers=[f"gpu={capacity}blocks"], policy="lru", timing="sequential").summary
     expected = reference_lru_hit_ratio(trace_requests, capacity)
-    assert s["hit_ratio"] == expected
-    assert s["hit_ratio"] < s["single_sequence_hit_ratio"]     # lesson 1: finite cache < infinite
-    assert s["gap"]["concurrency"] == 0.0
+    assert s.hit_ratio == expected
+    assert s.hit_ratio < s.single_sequence_hit_ratio     # lesson 1: finite cache < infinite
+    assert s.gap.concurrency == 0.0
 
 
 def test_cli_json_and_single_sequence_equal_trace_stats(exact_trace, trace_requests):

@@ -40,12 +40,12 @@ def test_default_deployment_by_hand():
 def test_llama8b_on_one_h100_is_not_a_400gb_tier(trace):
     # 72e9 - 8,030,261,248 x 2 (16,060,522,496) - 5e9 = 50,939,477,504 B (it used to replay 399.97 GB)
     s = replay(trace, model="llama-3.1-8b", tp=1).summary
-    assert s["deployment"]["gpu_tier_bytes"] == 50_939_477_504
+    assert s.deployment["gpu_tier_bytes"] == 50_939_477_504
     # 512-token blocks of 131,072 x 512 = 67,108,864 B: 50,939,477,504 // 67,108,864 = 759 blocks
-    assert s["tiers"][0]["capacity_blocks"] == 759
-    assert s["deployment"]["gpu_tier_from"] == "deployment"
+    assert s.tiers[0].capacity_blocks == 759
+    assert s.deployment["gpu_tier_from"] == "deployment"
     assert any(n.startswith("gpu tier 50.94 GB = 1 x (80.00 GB HBM x 0.9 - 16.06 GB weights - 5.00 GB reserve)")
-               for n in s["notes"])
+               for n in s.notes)
 
 
 def test_weights_that_do_not_fit_exit_2_with_one_line(trace):
@@ -73,10 +73,10 @@ def test_deploy_and_replay_agree(trace, model, gpu, tp, dtype):
     assert r.exit_code == 0, r.output
     d = json.loads(r.stdout)
     s = replay(trace, model=model, hardware=gpu, tp=tp, dtype=dtype).summary
-    gpu_tier = s["tiers"][0]
-    assert gpu_tier["capacity_blocks"] == d["gpu_blocks"]
-    assert gpu_tier["bytes_per_block"] == d["bytes_per_block"]
-    assert s["deployment"]["gpu_tier_bytes"] == d["gpu_tier_bytes"]
+    gpu_tier = s.tiers[0]
+    assert gpu_tier.capacity_blocks == d["gpu_blocks"]
+    assert gpu_tier.bytes_per_block == d["bytes_per_block"]
+    assert s.deployment["gpu_tier_bytes"] == d["gpu_tier_bytes"]
 
 
 def test_plan_by_hand():
@@ -127,8 +127,8 @@ def test_replay_notes_show_layout_tp_and_derivation(trace):
 
 def test_explicit_tier_larger_than_the_deployment_is_noted(trace):
     s = replay(trace, model="llama-3.1-8b", tp=1, tiers=["gpu=100GB"]).summary
-    assert s["deployment"]["gpu_tier_from"] == "--tier"
-    assert any("is more than this deployment leaves for KV" in n for n in s["notes"])
+    assert s.deployment["gpu_tier_from"] == "--tier"
+    assert any("is more than this deployment leaves for KV" in n for n in s.notes)
 
 
 def test_link_in_bits_gets_the_bytes_hint(trace):

@@ -60,8 +60,8 @@ def test_replay_gpu_blocks_by_layout(tmp_path, dtype, blocks):
     p = tmp_path / "t.jsonl"
     p.write_text(json.dumps({"timestamp": 0, "input_length": 1024, "output_length": 1, "hash_ids": [1, 2]}) + "\n")
     s = replay(str(p), model=LLAMA8B, tp=1, dtype=dtype, tiers=["gpu=10GiB"], timing="sequential").summary
-    assert s["tiers"][0]["capacity_blocks"] == blocks
-    assert s["deployment"]["layout"]["name"] == get_layout(dtype).name
+    assert s.tiers[0].capacity_blocks == blocks
+    assert s.deployment["layout"]["name"] == get_layout(dtype).name
 
 
 def test_footprint_table_prints_the_layout():

@@ -24,25 +24,25 @@ def trace(tmp_path_factory):
 
 
 def _gpu_blocks(trace, model, tp, tier="gpu=400GB", **kw):
-    return replay(trace, model=model, tp=tp, tiers=[tier], timing="sequential", **kw).summary["tiers"][0]
+    return replay(trace, model=model, tp=tp, tiers=[tier], timing="sequential", **kw).summary.tiers[0]
 
 
 def test_mla_replicated_on_every_rank(trace):
     # DeepSeek-V3 TP 8: each rank holds the whole latent, 70,272 x 512 = 35,979,264 B per block;
     # the group holds 8 copies: 287,834,112 B; 400 GB / that = 1,389 blocks (50 GB per rank / 35,979,264)
     row = _gpu_blocks(trace, "deepseek-v3", 8)
-    assert row["bytes_per_block"] == 8 * 35_979_264 == 287_834_112
-    assert row["capacity_blocks"] == 1_389
+    assert row.bytes_per_block == 8 * 35_979_264 == 287_834_112
+    assert row.capacity_blocks == 1_389
 
 
 def test_gqa_heads_replicated_beyond_the_kv_head_count(trace):
     # Llama-3.1-70B TP 16, 8 KV heads: one head per rank, each head on 2 ranks:
     # per rank 80 x 1 x 128 x 2 x 2 B x 512 = 20,971,520; group 16 x that = 335,544,320; 400 GB -> 1,192
     row = _gpu_blocks(trace, "llama-3.1-70b", 16)
-    assert row["bytes_per_block"] == 16 * 20_971_520
-    assert row["capacity_blocks"] == 1_192
+    assert row.bytes_per_block == 16 * 20_971_520
+    assert row.capacity_blocks == 1_192
     # TP 8 (one head per rank, no replica): the whole model's 327,680 x 512 = 167,772,160; 400 GB -> 2,384
-    assert _gpu_blocks(trace, "llama-3.1-70b", 8)["capacity_blocks"] == 2_384
+    assert _gpu_blocks(trace, "llama-3.1-70b", 8).capacity_blocks == 2_384
 
 
 @pytest.mark.parametrize("model, tp, expect_s", [
@@ -58,9 +58,9 @@ def test_gqa_heads_replicated_beyond_the_kv_head_count(trace):
 ])
 def test_restore_moves_each_ranks_share_over_its_own_link(trace, model, tp, expect_s):
     s = replay(trace, model=model, tp=tp, tiers=["gpu=2blocks", "cpu=1TB"], timing="sequential").summary
-    link = s["envelope"]["links"][0]
-    assert (link["restores"], link["restored_blocks"]) == (1, 2)
-    assert link["restore_s"] == pytest.approx(expect_s, rel=1e-12)
+    link = s.envelope.links[0]
+    assert (link.restores, link.restored_blocks) == (1, 2)
+    assert link.restore_s == pytest.approx(expect_s, rel=1e-12)
 
 
 def test_placement_shards_and_replicas():
@@ -95,11 +95,11 @@ def test_grid_replay_tier_bytes_equal_footprint_per_rank_times_ranks(trace, name
             fp = footprint(spec.with_tp(tp), 1024, block_size=512, dtype=layout)
             s = replay(trace, model=name, tp=tp, dtype=layout, timing="sequential",
                        tiers=["gpu=4blocks", "cpu=8blocks", "ssd=16blocks"]).summary
-            gpu, cpu, ssd = s["tiers"]
-            assert gpu["bytes_per_block"] == fp.per_block["reserved"] * tp, (layout, tp)
-            assert cpu["bytes_per_block"] == ssd["bytes_per_block"] == fp.per_block["serialized"] * tp, (layout, tp)
-            assert fp.tp_group["bytes_per_block"]["reserved"] == gpu["bytes_per_block"]
-            assert s["deployment"]["layout"]["name"] == fp.layout["name"]
+            gpu, cpu, ssd = s.tiers
+            assert gpu.bytes_per_block == fp.per_block["reserved"] * tp, (layout, tp)
+            assert cpu.bytes_per_block == ssd.bytes_per_block == fp.per_block["serialized"] * tp, (layout, tp)
+            assert fp.tp_group["bytes_per_block"]["reserved"] == gpu.bytes_per_block
+            assert s.deployment["layout"]["name"] == fp.layout["name"]
     for layout in refused:  # MLA has no per-token-head / nvfp4 / int4 form: both refuse it
         with pytest.raises(ValueError, match="no MLA form"):
             replay(trace, model=name, dtype=layout, tiers=["gpu=4blocks"])

@@ -44,12 +44,12 @@ def test_default_replay_shows_the_capacity_gap_and_cpu_restores():
 
     two = replay().summary                          # the defaults: gpu=400GB, cpu=2TB
     gpu_only = replay(tiers=["gpu=400GB"]).summary
-    assert two["hit_ratio"] < two["single_sequence_hit_ratio"] - 0.02
-    assert two["hit_ratio_per_tier"]["cpu"] > two["hit_ratio_per_tier"]["gpu"] > 0
-    assert two["bytes"]["restored_per_link"]["cpu"] > 0
-    link = two["envelope"]["links"][0]
-    assert link["restores"] > 0 and link["break_even_bps"] is not None
-    assert gpu_only["hit_ratio"] < two["hit_ratio"] - 0.1
+    assert two.hit_ratio < two.single_sequence_hit_ratio - 0.02
+    assert two.hit_ratio_per_tier["cpu"] > two.hit_ratio_per_tier["gpu"] > 0
+    assert two.bytes.restored_per_link["cpu"] > 0
+    link = two.envelope.links[0]
+    assert link.restores > 0 and link.break_even_bps is not None
+    assert gpu_only.hit_ratio < two.hit_ratio - 0.1
 
 
 def test_default_sample_resembles_the_real_conversation_trace(sample_stats, mooncake_conv):

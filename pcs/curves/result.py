@@ -1,0 +1,75 @@
+"""The typed curve result: what ``pcs.curve(...)`` returns and ``pcs curve --format json`` prints.
+
+:class:`CurveResult` holds the trace facts, the ceiling, one :class:`CurveKnee`
+per knee level and one :class:`CurveRow` per capacity; ``to_dict()`` gives the
+JSON object, keys in the order the CLI prints them. Ratios are token-weighted
+(hit tokens / prompt tokens) under the block rules (``docs/semantics.md``
+§14). Units and meanings per field: ``docs/json.md``.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from pcs.schema import field, result, to_dict
+
+__all__ = ["CurveRow", "CurveKnee", "CurveResult"]
+
+_NO_MODEL = "without a model"
+
+
+@result
+class CurveRow:
+    """Hit ratios and block misses at one capacity."""
+
+    capacity_blocks: int = field("blocks", "cache size")
+    capacity_bytes: int | None = field("bytes", "capacity_blocks x the model's reserved bytes per block",
+                                       omit=_NO_MODEL)
+    lru_hit_ratio: float = field("ratio", "exact (or SHARDS-estimated) LRU hit ratio, one tier, sequential")
+    belady_hit_ratio: float | None = field("ratio", "offline optimum (Belady's MIN); null when not computed")
+    ceiling_hit_ratio: float = field("ratio", "single-sequence hit ratio (infinite cache)")
+    lru_block_misses: int = field("blocks", "LRU block misses (sum over requests of blocks - prefix-hit blocks)")
+    belady_block_misses: int | None = field("blocks", "Belady block misses; null when not computed")
+
+
+@result
+class CurveKnee:
+    """The smallest capacity whose LRU hit ratio reaches a share of the ceiling."""
+
+    percent_of_ceiling: int = field("percent", "the knee level, percent of the ceiling (50, 90 or 99)")
+    capacity_blocks: int | None = field("blocks", "smallest such capacity; null when the ceiling is 0")
+    capacity_bytes: int | None = field("bytes", "capacity_blocks x the model's reserved bytes per block",
+                                       omit=_NO_MODEL)
+    lru_hit_ratio: float | None = field("ratio", "LRU hit ratio at that capacity; null when the ceiling is 0")
+
+
+@result
+class CurveResult:
+    """Hit ratios per capacity, the LRU knees, and the trace facts behind them (``pcs.curve``).
+
+    ``capacity_bytes`` keys appear in rows and knees only with a model
+    (``block_bytes`` not None).
+    """
+
+    trace: str = field("-", "trace path or a description")
+    block_size: int = field("tokens", "tokens per block")
+    requests: int = field("count", "requests in the trace")
+    block_accesses: int = field("blocks", "cacheable block accesses of the trace")
+    distinct_blocks: int | None = field("blocks", "distinct blocks; null when sampled")
+    prompt_tokens: int = field("tokens", "sum of prompt tokens (denominator of the ratios)")
+    sample_rate: float = field("ratio", "SHARDS sampling rate (1.0 = exact)")
+    kernel: str = field("-", "stack-depth kernel used: c or python")
+    model: str | None = field("-", "model preset name; null without a model")
+    block_bytes: int | None = field("bytes", "the model's reserved bytes per block; null without a model")
+    ceiling_hit_ratio: float = field("ratio", "single-sequence (infinite-cache) hit ratio")
+    knee: dict[str, CurveKnee] = field("-", "knees keyed p50, p90, p99")
+    rows: tuple[CurveRow, ...] = field("-", "one row per capacity, ascending")
+    lru: Any = field("-", "the full one-pass LRU curve, every capacity (pcs.curves.api.LruCurve)", json=False,
+                     default=None)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON payload of ``pcs curve --format json`` (keys in ``docs/json.md``)."""
+        out = to_dict(self)
+        if self.block_bytes is None:
+            for entry in (*out["knee"].values(), *out["rows"]):
+                entry.pop("capacity_bytes")
+        return out

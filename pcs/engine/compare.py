@@ -1,0 +1,201 @@
+"""``compare(trace, ...)``: one trace under several policies or tier lists, side by side.
+
+Each variant is a full :func:`pcs.engine.api.replay`; :class:`CompareVariant`
+keeps the few figures ``pcs compare`` puts side by side (and the whole
+:class:`pcs.engine.result.ReplaySummary`, outside the JSON). With
+``curve_capacities``, :class:`CompareCurveRow` gives the hit ratio per
+capacity of one tier in sequential timing for each compared policy -- LRU
+from the exact one-pass curve (:func:`pcs.curves.api.curve`, equal to the
+sequential one-tier LRU replay, ``docs/semantics.md`` §14), the others
+replayed once per capacity -- beside Belady and the single-sequence ceiling.
+A new side-by-side figure is one field of :class:`CompareVariant` (computed
+in :meth:`CompareVariant.from_summary`) and one row of the table in
+:mod:`pcs.report.compare`.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, Sequence
+
+from pcs.blocks import BlockRules
+from pcs.cache.policies import DEFAULT_POLICY, policy_options
+from pcs.engine.result import ReplaySummary
+from pcs.schema import field, result, to_dict
+
+__all__ = ["compare", "CompareResult", "CompareVariant", "CompareCurveRow"]
+
+
+def _takes_share(policy: str | None, tier_policies: dict[str, str] | None) -> bool:
+    """Whether a run of ``policy`` (and per-tier policies) takes ``protected_share`` (slru)."""
+    run = [policy or DEFAULT_POLICY, *(tier_policies or {}).values()]
+    return any("protected_share" in policy_options(p) for p in run)
+
+
+def _run_kwargs(policy: str | None, replay_kwargs: dict[str, Any], policies: list) -> dict[str, Any]:
+    """One run's keywords: ``protected_share`` left out of the runs whose policies do not take it.
+
+    When no compared run takes it, it is passed on as given, so
+    :func:`pcs.replay` raises the registry's error
+    (:func:`pcs.cache.policies.make_policies`).
+    """
+    tier_policies = replay_kwargs.get("tier_policies")
+    if replay_kwargs.get("protected_share") is None or _takes_share(policy, tier_policies) or \
+            not any(_takes_share(p, tier_policies) for p in policies):
+        return replay_kwargs
+    return dict(replay_kwargs, protected_share=None)
+
+
+def _link_sum(s: ReplaySummary, key: str) -> float:
+    return sum(getattr(lk, key) for lk in s.envelope.links)
+
+
+def _slower_share(s: ReplaySummary) -> float | None:
+    n = _link_sum(s, "restores")
+    return _link_sum(s, "restores_slower_than_recompute") / n if n else None
+
+
+@result
+class CompareVariant:
+    """One compared variant (a policy and a tier list): the figures shown side by side."""
+
+    variant: str = field("-", "label: the policy, and the tier list when several are compared")
+    policy: str = field("-", "eviction policy of the variant")
+    tiers: str = field("-", "the tiers as NAME=Nblocks, space-separated, GPU first")
+    hit_ratio: float = field("ratio", "real hit ratio (token-weighted)")
+    single_sequence_hit_ratio: float = field("ratio", "infinite cache, same block rules")
+    gap_block_rounding: float = field("ratio", "gap term: ideal - single-sequence")
+    gap_capacity_eviction: float = field("ratio", "gap term: single-sequence - sequential")
+    gap_concurrency: float = field("ratio", "gap term: sequential - real")
+    lower_tier_hit_ratio: float = field("ratio", "hit ratio served by the tiers below the GPU (0 with one tier)")
+    restored_bytes: int = field("bytes", "bytes restored to the GPU from all lower tiers")
+    written_bytes: int = field("bytes", "bytes written into the lower tiers")
+    share_slower: float | None = field("ratio", "share of restores slower than recomputing; null without restores")
+    ttft_p50_s: float | None = field("s", "median time to first token")
+    ttft_p99_s: float | None = field("s", "99th percentile time to first token")
+    wait_p99_s: float | None = field("s", "99th percentile wait for KV space")
+    requests_truncated: int = field("count", "requests larger than the GPU tier")
+    summary: ReplaySummary | None = field("-", "the variant's whole replay summary", json=False, default=None)
+
+    @classmethod
+    def from_summary(cls, label: str, policy: str | None, s: ReplaySummary) -> CompareVariant:
+        """The row of one replay summary (``policy`` None = the default policy)."""
+        return cls(
+            variant=label, policy=policy or DEFAULT_POLICY,
+            tiers=" ".join(f"{t.name}={t.capacity_blocks}blocks" for t in s.tiers),
+            hit_ratio=s.hit_ratio, single_sequence_hit_ratio=s.single_sequence_hit_ratio,
+            gap_block_rounding=s.gap.block_rounding, gap_capacity_eviction=s.gap.capacity_eviction,
+            gap_concurrency=s.gap.concurrency,
+            lower_tier_hit_ratio=sum(list(s.hit_ratio_per_tier.values())[1:]),
+            restored_bytes=s.bytes.restored_bytes, written_bytes=sum(s.bytes.written_per_tier.values()),
+            share_slower=_slower_share(s), ttft_p50_s=s.envelope.ttft_p50_s, ttft_p99_s=s.envelope.ttft_p99_s,
+            wait_p99_s=s.envelope.wait_p99_s, requests_truncated=s.requests_truncated, summary=s)
+
+
+@result
+class CompareCurveRow:
+    """Hit ratios at one capacity (one tier, sequential timing) for each compared policy, Belady, the ceiling."""
+
+    capacity_blocks: int = field("blocks", "cache size")
+    policy_hit_ratios: dict[str, float] = field(
+        "ratio", "hit ratio per compared policy, in the JSON as one key <policy>_hit_ratio each (lru from the "
+                 "one-pass curve, others replayed)", key="<policy>_hit_ratio")
+    belady_hit_ratio: float | None = field("ratio", "offline optimum (Belady's MIN)")
+    ceiling_hit_ratio: float = field("ratio", "single-sequence hit ratio (infinite cache)")
+
+    def to_dict(self) -> dict[str, Any]:
+        """``{capacity_blocks, <policy>_hit_ratio ..., belady_hit_ratio, ceiling_hit_ratio}``."""
+        out: dict[str, Any] = {"capacity_blocks": self.capacity_blocks}
+        out.update({f"{pol}_hit_ratio": v for pol, v in self.policy_hit_ratios.items()})
+        out["belady_hit_ratio"] = self.belady_hit_ratio
+        out["ceiling_hit_ratio"] = self.ceiling_hit_ratio
+        return out
+
+
+@result
+class CompareResult:
+    """Several replays of one trace side by side (``pcs.compare``; ``pcs compare --format json``)."""
+
+    trace: str = field("-", "trace path, or <requests> for an in-memory trace")
+    model: str = field("-", "model preset name")
+    timing: str = field("-", "modeled or sequential")
+    variants: tuple[CompareVariant, ...] = field("-", "one entry per variant: tier lists outer, policies inner")
+    curve: tuple[CompareCurveRow, ...] | None = field("-", "hit ratio by capacity, with curve_capacities only",
+                                                      omit_none=True, default=None)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON payload of ``pcs compare --format json`` (keys in ``docs/json.md``)."""
+        return to_dict(self)
+
+
+def _curve_rows(trace: Any, policies: list[str | None], caps: Sequence[int],
+                replay_kwargs: dict[str, Any]) -> tuple[CompareCurveRow, ...]:
+    """Hit ratio per capacity (one tier, sequential) for each compared policy, Belady and the ceiling."""
+    from pcs.curves.api import curve
+    from pcs.engine.api import replay
+
+    res = curve(trace, capacities=caps, rules=replay_kwargs.get("rules", BlockRules()))
+    per_policy: dict[str, list[float]] = {}
+    for pol in dict.fromkeys(p or DEFAULT_POLICY for p in policies):
+        if pol == "lru":
+            per_policy[pol] = [r.lru_hit_ratio for r in res.rows]
+        else:
+            seq = _run_kwargs(pol, dict(replay_kwargs, timing="sequential", tier_policies=None, links=None,
+                                        engine="auto", progress=None), policies)
+            per_policy[pol] = [replay(trace, policy=pol, tiers=[f"gpu={c}blocks"], **seq).summary.hit_ratio
+                               for c in caps]
+    return tuple(CompareCurveRow(r.capacity_blocks, {pol: v[i] for pol, v in per_policy.items()},
+                                 r.belady_hit_ratio, r.ceiling_hit_ratio) for i, r in enumerate(res.rows))
+
+
+def compare(trace: Any = None, *, policies: Sequence[str | None] | None = None,
+            tier_sets: Sequence[Sequence[str]] | None = None, curve_capacities: Sequence[int] | None = None,
+            progress: Callable[[int], None] | None = None, **replay_kwargs: Any) -> CompareResult:
+    """Replay one trace under several policies and/or tier lists; optionally add hit-ratio curve rows.
+
+    Args:
+        trace: as for :func:`pcs.replay` (a path, a Trace, Requests, or None
+            for the bundled sample); opened once and reused by every variant.
+        policies: eviction policies to compare (default: the default policy
+            only); ``None`` in the list means the default.
+        tier_sets: tier lists to compare, each as :func:`pcs.replay`'s
+            ``tiers`` (e.g. ``[["gpu=400GB", "cpu=2TB"], ["gpu=400GB", "cpu=4TB"]]``);
+            default: one tier list, ``replay_kwargs["tiers"]`` or the default tiers.
+        curve_capacities: one-tier capacities in blocks (>= 0) for
+            :attr:`CompareResult.curve` (sequential timing, the run's block rules).
+        progress: called with the number of requests done, across variants.
+        **replay_kwargs: any other keyword of :func:`pcs.replay` (model,
+            hardware, tp, dtype, tiers, tier_policies, links, protected_share,
+            timing, write_policy, rules, compute, hardware_table, engine),
+            the same for every variant; ``protected_share`` goes to the
+            variants whose policies take it (slru).
+    Returns:
+        :class:`CompareResult`: variants ordered tier list by tier list, each
+        with every policy in the given order.
+    Raises:
+        ValueError: both ``tier_sets`` and ``tiers``; ``policy`` in
+            ``replay_kwargs`` (use ``policies``); bad curve capacities; and
+            anything :func:`pcs.replay` raises.
+    """
+    from pcs.engine.api import _open_source, replay
+
+    if tier_sets and replay_kwargs.get("tiers"):
+        raise ValueError("give either tiers (one tier list) or tier_sets (several to compare), not both")
+    if "policy" in replay_kwargs:
+        raise ValueError("compare takes policies=[...] (several), not policy=")
+    caps = None if curve_capacities is None else [int(c) for c in curve_capacities]
+    if caps is not None and (not caps or min(caps) < 0):
+        raise ValueError(f"curve capacities must be one or more block counts >= 0, got {curve_capacities!r}")
+    source = _open_source(trace)
+    pols = list(policies or ()) or [None]
+    one_set = replay_kwargs.pop("tiers", None)
+    sets = [list(ts) for ts in tier_sets or ()] or [one_set]
+    variants = []
+    for tiers in sets:
+        for pol in pols:
+            label = " ".join(x for x in (pol or DEFAULT_POLICY, " ".join(tiers) if tiers and len(sets) > 1 else "")
+                             if x)
+            s = replay(source, policy=pol, tiers=tiers or None, progress=progress,
+                       **_run_kwargs(pol, replay_kwargs, pols)).summary
+            variants.append(CompareVariant.from_summary(label, pol, s))
+    first = variants[0].summary
+    curve = None if caps is None else _curve_rows(source, pols, caps, replay_kwargs)
+    return CompareResult(first.trace, first.model, first.timing, tuple(variants), curve)

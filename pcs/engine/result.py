@@ -1,0 +1,192 @@
+"""The typed replay summary: what ``pcs.replay(...).summary`` holds and ``pcs replay --format json`` prints.
+
+:class:`ReplaySummary` nests one :class:`TierSummary` per tier, the
+:class:`GapSplit`, the :class:`BytesSummary`, the :class:`EnvelopeSummary`
+(one :class:`LinkEnvelope` per lower tier) and the :class:`PayloadLens`.
+``to_dict()`` gives the JSON object, keys in the order the CLI prints them
+(the JSON contract: keys may be added, none renamed or dropped). Units and
+meanings are declared per field (:func:`pcs.schema.field`) and listed in
+``docs/json.md``. Where each quantity is counted: ``docs/semantics.md`` §11;
+the gap split: §12; byte layouts: §13.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from pcs.schema import field, result
+
+__all__ = ["ReplaySummary", "TierSummary", "GapSplit", "BytesSummary", "LinkEnvelope", "EnvelopeSummary",
+           "PayloadLens"]
+
+
+@result
+class TierSummary:
+    """One tier at the end of a replay: size, layout, hits, restores, writes, evictions, residency."""
+
+    name: str = field("-", "tier name; the first tier is the GPU tier")
+    layout: str = field("-", "byte layout of a block in this tier: reserved (GPU) or serialized (lower tiers); "
+                             "docs/semantics.md §13")
+    policy: str = field("-", "eviction policy name (lru, protected, fifo)")
+    capacity_blocks: int = field("blocks", "slots of the tier")
+    capacity_bytes: int = field("bytes", "capacity_blocks x bytes_per_block")
+    bytes_per_block: int = field("bytes", "bytes of one block in the tier's layout")
+    bytes_per_block_by_component: dict[str, int] = field("bytes", "bytes_per_block split by KV component name")
+    link: str | None = field("-", "restore link name (TP links together); null for the GPU tier")
+    link_bandwidth_bps: float | None = field("bytes/s", "the link's bandwidth, all TP ranks together; "
+                                                        "null for the GPU tier")
+    link_setup_s: float | None = field("s", "fixed setup time per restore; null for the GPU tier")
+    hit_blocks: int = field("blocks", "prefix-hit blocks served by this tier (a hit counts once, at the highest "
+                                      "tier holding the block; docs/semantics.md §3)")
+    hit_tokens: int = field("tokens", "hit tokens served by this tier (after the last-token cap)")
+    restored_blocks: int = field("blocks", "blocks restored from this tier to the GPU (0 for the GPU tier)")
+    restored_bytes: int = field("bytes", "restored_blocks x bytes_per_block")
+    written_blocks: int = field("blocks", "blocks written into this tier from the tier above (demotions or "
+                                          "write-through copies; docs/semantics.md §7)")
+    written_bytes: int = field("bytes", "written_blocks x bytes_per_block")
+    evicted_blocks: int = field("blocks", "victims the tier's policy chose")
+    resident_blocks_end: int = field("blocks", "resident blocks after the last request")
+    resident_bytes_end: int = field("bytes", "resident_blocks_end x bytes_per_block")
+    resident_bytes_end_by_component: dict[str, int] = field("bytes", "resident_bytes_end by KV component")
+    resident_blocks_peak: int = field("blocks", "most blocks resident at once")
+    resident_bytes_peak: int = field("bytes", "resident_blocks_peak x bytes_per_block")
+    resident_bytes_peak_by_component: dict[str, int] = field("bytes", "resident_bytes_peak by KV component")
+    protected_share: float | None = field("ratio", "protected segment share of the tier (protected policy only)",
+                                          omit_none=True, default=None)
+
+
+@result
+class GapSplit:
+    """Why the real hit ratio is below the ideal one: three terms that sum to ideal - real (docs/semantics.md §12)."""
+
+    block_rounding: float = field("ratio", "ideal - single-sequence: full blocks only and the last-token cap")
+    capacity_eviction: float = field("ratio", "single-sequence - sequential: finite tiers and their evictions")
+    concurrency: float = field("ratio", "sequential - real: prefixes in flight and space held by running requests "
+                                        "(0 in sequential timing; < 0 when the run was luckier)")
+
+
+@result
+class BytesSummary:
+    """Byte totals of a replay: restored, written, recomputed, dropped, peak reserved (docs/semantics.md §13)."""
+
+    restored_bytes: int = field("bytes", "bytes restored to the GPU from all lower tiers", key="restored")
+    restored_per_link: dict[str, int] = field("bytes", "restored bytes per lower tier name")
+    written_per_tier: dict[str, int] = field("bytes", "bytes written into each lower tier")
+    recomputed_tokens: int = field("tokens", "prompt tokens prefilled (not served from the cache)")
+    recomputed_bytes: int = field("bytes", "recomputed_tokens x reference (payload) bytes per token")
+    dropped_blocks: int = field("blocks", "blocks evicted from the last tier (no copy left)")
+    peak_reserved_blocks: int = field("blocks", "most GPU blocks pinned or reserved by running requests at once")
+    peak_reserved_bytes: int = field("bytes", "peak_reserved_blocks x the GPU tier's bytes per block")
+
+
+@result
+class LinkEnvelope:
+    """Restores over one lower tier's link, beside the prefill they saved (docs/semantics.md §10)."""
+
+    tier: str = field("-", "the lower tier restored from")
+    link: str = field("-", "link name (TP links together)")
+    bandwidth_bps: float = field("bytes/s", "link bandwidth, all TP ranks together")
+    setup_s: float = field("s", "fixed setup time per restore")
+    restores: int = field("count", "restores over this link (one per request that restored from the tier)")
+    restored_blocks: int = field("blocks", "blocks restored over this link")
+    restored_bytes: int = field("bytes", "bytes restored over this link")
+    restore_s: float = field("s", "total restore time, queueing included")
+    transfer_s: float = field("s", "total transfer time (setup + bytes / bandwidth), no queueing")
+    queue_s: float = field("s", "restore_s - transfer_s: time waiting for the link")
+    saved_prefill_s: float = field("s", "prefill time the restored hits saved (full - remaining prefill)")
+    restores_slower_than_recompute: int = field("count", "restores that took longer than the prefill they saved")
+    share_slower: float | None = field("ratio", "restores_slower_than_recompute / restores; null without restores")
+    blocks_slower_than_recompute: int = field("blocks", "blocks of the restores slower than recompute")
+    break_even_bps: float | None = field("bytes/s", "bandwidth at which restoring equals recomputing over the run "
+                                                    "(restored bytes / (full - remaining prefill - setup)); "
+                                                    "null without restores")
+
+
+@result
+class EnvelopeSummary:
+    """The bandwidth envelope of a replay: per-link restores and the TTFT / wait percentiles."""
+
+    links: tuple[LinkEnvelope, ...] = field("-", "one entry per lower tier, in tier order")
+    ttft_p50_s: float | None = field("s", "median time to first token with the cache")
+    ttft_p99_s: float | None = field("s", "99th percentile TTFT with the cache")
+    ttft_no_cache_p50_s: float | None = field("s", "median TTFT without a cache (full prefill, no wait)")
+    ttft_no_cache_p99_s: float | None = field("s", "99th percentile TTFT without a cache")
+    wait_p50_s: float | None = field("s", "median wait for KV space (FIFO admission)")
+    wait_p99_s: float | None = field("s", "99th percentile wait for KV space")
+    prefill_saved_s: float = field("s", "prefill time all hits saved: no-cache prefill - prefill, summed")
+
+
+@result
+class PayloadLens:
+    """The run's KV dtype beside another, hits held fixed (:mod:`pcs.engine.lens`).
+
+    Each pair is ``[run, alternative]``.
+    """
+
+    dtype: str = field("-", "the run's KV dtype")
+    alt_dtype: str = field("-", "the compared dtype: fp8 for a 16/32-bit run, else bf16")
+    reference_bytes_per_block: tuple[int, int] = field("bytes", "payload (reference layout) bytes per block")
+    gpu_bytes_per_block: tuple[int, int] = field("bytes", "GPU (reserved layout) bytes per block")
+    lower_bytes_per_block: tuple[int, int] = field("bytes", "lower-tier (serialized layout) bytes per block")
+    gpu_capacity_blocks: tuple[int, int] = field("blocks", "blocks the GPU tier holds")
+    restored_bytes: tuple[int, int] = field("bytes", "bytes of the run's restores")
+    restore_transfer_s: tuple[float, float] = field("s", "their transfer time: restores x setup + "
+                                                         "blocks x bytes / bandwidth (no queueing)")
+    prefill_s: tuple[float, float] = field("s", "prefill of the missed tokens (does not depend on the dtype)")
+    ttft_mean_s: tuple[float, float] = field("s", "mean TTFT; the alternative's moves only by the restore time "
+                                                  "saved per request")
+
+
+@result
+class ReplaySummary:
+    """Everything ``pcs replay`` reports about one run (the JSON object of ``--format json``).
+
+    Hit ratios are token-weighted: hit tokens / prompt tokens
+    (docs/semantics.md §11). ``hit_ratio_per_tier`` sums to ``hit_ratio``;
+    the gap terms sum to ``ideal_hit_ratio - hit_ratio``.
+    """
+
+    trace: str = field("-", "trace path, or <requests> for an in-memory trace")
+    model: str = field("-", "model preset name")
+    kv_dtype: str = field("-", "KV cache dtype of the run")
+    gpu: str = field("-", "GPU preset name")
+    tp: int = field("count", "tensor-parallel size (GPUs per instance)")
+    block_size: int = field("tokens", "tokens per block")
+    timing: str = field("-", "modeled or sequential (docs/semantics.md §9)")
+    policy: str = field("-", "eviction policy of the run (tiers may override it; see tiers[].policy)")
+    write_policy: str = field("-", "back or through (docs/semantics.md §7)")
+    cache_partial_blocks: bool = field("-", "the partial last block of a prompt is cached too (docs/semantics.md §2)")
+    recompute_last_token: bool = field("-", "hits are capped at prompt_len - 1 tokens (docs/semantics.md §4)")
+    requests: int = field("count", "requests replayed")
+    prompt_tokens: int = field("tokens", "sum of prompt tokens")
+    hit_tokens: int = field("tokens", "sum of hit tokens (after the last-token cap)")
+    block_accesses: int = field("blocks", "block lookups: sum over requests of their blocks")
+    cacheable_blocks: int = field("blocks", "blocks the cache may hold under the block rules")
+    hit_blocks: int = field("blocks", "prefix-hit blocks")
+    block_misses: int = field("blocks", "cacheable blocks that missed")
+    hit_ratio: float = field("ratio", "real hit ratio of this run: hit_tokens / prompt_tokens")
+    hit_ratio_per_tier: dict[str, float] = field("ratio", "hit ratio by the tier that served the hit")
+    single_sequence_hit_ratio: float = field("ratio", "infinite cache, same block rules (not what a finite "
+                                                      "cache reaches)")
+    ideal_hit_ratio: float = field("ratio", "infinite cache, partial blocks cached, no last-token cap")
+    sequential_hit_ratio: float = field("ratio", "sequential replay through the same tiers")
+    gap: GapSplit = field("-", "the gap split, ideal - real by cause")
+    requests_with_hit: int = field("count", "requests with at least one hit token")
+    requests_truncated: int = field("count", "requests larger than the GPU tier (docs/semantics.md §5)")
+    requests_waited: int = field("count", "requests that waited for KV space")
+    reference_bytes_per_block: int = field("bytes", "payload (reference layout) bytes per block")
+    tiers: tuple[TierSummary, ...] = field("-", "one entry per tier, GPU first")
+    bytes: BytesSummary = field("-", "byte totals")
+    envelope: EnvelopeSummary = field("-", "restore vs recompute per link, TTFT and wait percentiles")
+    payload_lens: PayloadLens = field("-", "the run's KV dtype beside another, hits held fixed")
+    notes: tuple[str, ...] = field("-", "notes on defaults used, the GPU tier's derivation, the KV layout and TP "
+                                        "placement (printed to stderr by the CLI)", default=())
+    deployment: dict[str, Any] | None = field(
+        "-", "how the GPU tier was sized: the pcs.model.deploy.Deployment fields (bytes, GB/s as named there), "
+             "gpu_tier_from (deployment or --tier), layout, tp_group, assumptions (docs/models.md)",
+        omit_none=True, default=None)
+    engine: str | None = field("-", "which engine ran the replay", omit_none=True, default=None)
+    engine_reason: str | None = field("-", "why that engine was chosen", omit_none=True, default=None)
+    baseline_engine: str | None = field("-", "which engine ran the sequential baseline of the gap split",
+                                        omit_none=True, default=None)
+    baseline_engine_reason: str | None = field("-", "why that baseline engine was chosen", omit_none=True,
+                                               default=None)

@@ -1,0 +1,71 @@
+"""Plain-text report of a compare result (``pcs compare --format table``).
+
+One column per variant, one row per figure in :data:`ROWS`; with curve rows,
+a second table of hit ratio by capacity, one column per policy beside Belady
+and the ceiling. A new figure is one :class:`pcs.engine.compare.CompareVariant`
+field and one entry in :data:`ROWS`.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from pcs.engine.compare import CompareResult
+from pcs.report.table import render_table
+from pcs.units import format_bytes, format_count, format_duration, format_percent
+
+__all__ = ["render_compare", "ROWS"]
+
+
+def _pts(x: float) -> str:
+    return f"{100.0 * x:+.1f} pts"
+
+
+#: (row label, CompareVariant attribute, formatter); None values print as "-".
+ROWS: list[tuple[str, str, Callable[[Any], str]]] = [
+    ("hit ratio (real)", "hit_ratio", format_percent),
+    ("single-sequence hit ratio", "single_sequence_hit_ratio", format_percent),
+    ("gap: block rounding", "gap_block_rounding", _pts),
+    ("gap: capacity and eviction", "gap_capacity_eviction", _pts),
+    ("gap: concurrency", "gap_concurrency", _pts),
+    ("hits from lower tiers", "lower_tier_hit_ratio", format_percent),
+    ("restored bytes", "restored_bytes", format_bytes),
+    ("written to lower tiers", "written_bytes", format_bytes),
+    ("restores slower than recompute", "share_slower", format_percent),
+    ("TTFT p50", "ttft_p50_s", format_duration),
+    ("TTFT p99", "ttft_p99_s", format_duration),
+    ("wait p99", "wait_p99_s", format_duration),
+    ("requests truncated", "requests_truncated", format_count),
+]
+
+
+def _variants_table(res: CompareResult, notes: tuple[str, ...]) -> str:
+    body = [[label] + [fmt(getattr(v, attr)) if getattr(v, attr) is not None else "-" for v in res.variants]
+            for label, attr, fmt in ROWS]
+    body.insert(0, ["tiers"] + [v.tiers for v in res.variants])
+    return render_table(["metric"] + [v.variant for v in res.variants], body,
+                        title=f"pcs compare: {res.trace} | {res.model} | {res.timing} timing",
+                        notes=["single-sequence = infinite cache, same block rules; gap terms sum to "
+                               "ideal - real"] + list(notes))
+
+
+def _curve_table(res: CompareResult) -> str:
+    pols = list(res.curve[0].policy_hit_ratios)
+    body = [[format_count(r.capacity_blocks)] + [format_percent(r.policy_hit_ratios[p]) for p in pols] +
+            [format_percent(r.belady_hit_ratio), format_percent(r.ceiling_hit_ratio)] for r in res.curve]
+    return render_table(["capacity (blocks)"] + pols + ["belady", "ceiling"], body,
+                        title="Hit ratio by capacity: one tier, sequential timing",
+                        notes=["lru from the exact one-pass curve; other policies replayed per capacity; belady = "
+                               "offline optimum; ceiling = single-sequence (infinite cache)"])
+
+
+def render_compare(res: CompareResult) -> str:
+    """The variants table and, with curve rows, the capacity table (one string).
+
+    The notes of the first variant's replay (defaults used) follow the
+    variants table.
+    """
+    first = res.variants[0].summary
+    text = _variants_table(res, first.notes if first is not None else ())
+    if res.curve is not None:
+        text += "\n\n" + _curve_table(res)
+    return text
