@@ -5,7 +5,8 @@ import pyarrow, and so each command lives in its own module; ``pcs --help``
 lists every command with its one-line summary from ``SUMMARIES`` without
 importing any. Every error that is the user's (``ValueError``, a missing
 file, a bad option) becomes one line on stderr and exit code 2; anything else
-is a bug in pcs and shows its traceback, exit code 1 (see
+is a bug in pcs and shows its traceback, exit code 1; Ctrl-C is one line and
+exit 130, SIGTERM one line and exit 143, with temporary files removed (see
 :func:`pcs.cli.common.user_errors`).
 """
 from __future__ import annotations
@@ -14,7 +15,7 @@ import importlib
 
 import click
 
-from pcs.cli.common import user_errors
+from pcs.cli.common import unwind_on_signals, user_errors
 
 #: command name -> "module:attribute" of its click command.
 COMMANDS: dict[str, str] = {
@@ -68,7 +69,7 @@ class LazyGroup(click.Group):
             formatter.write_dl(rows)
 
     def invoke(self, ctx: click.Context):
-        with user_errors():
+        with user_errors(), unwind_on_signals():
             return super().invoke(ctx)
 
 

@@ -145,7 +145,7 @@ def get_model(name: str) -> ModelSpec:
     key = _canonical(name)
     if key not in PRESETS:
         raise ValueError(f"unknown model {name!r}; known models: {', '.join(MODEL_NAMES)}"
-                         " (or pass --model-config path/to/config.json)")
+                         " (or give a Hugging Face config.json path: --model path/to/config.json)")
     return _build(key)
 
 
