@@ -6,23 +6,22 @@
 """
 from __future__ import annotations
 
-import contextlib
-import signal
-from typing import Any, Iterator
+from typing import Any
 
 import click
 
-from pcs.cli.common import Progress, emit, format_option, quiet_option
+from pcs.cli.common import PcsGroup, Progress, emit, format_option, quiet_option
+from pcs.cli.params import Int
 
 __all__ = ["sweep"]
 
 _OBJECTIVE = click.option("--objective", type=click.Choice(["hit-ratio", "ttft-p99"]), default="hit-ratio",
                           show_default=True, help="The Pareto front's objective against the tiers' bytes.")
-#: exit code after SIGTERM (128 + 15, as a shell reports it)
-EXIT_TERMINATED = 143
+#: the most --jobs (local processes) taken
+MAX_JOBS = 4096
 
 
-class _SweepGroup(click.Group):
+class _SweepGroup(PcsGroup):
     """A group whose first argument, when it is not a subcommand, is the plan of ``run``."""
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
@@ -48,25 +47,6 @@ def sweep() -> None:
     """
 
 
-@contextlib.contextmanager
-def _sigterm_stops() -> Iterator[None]:
-    """SIGTERM raises :class:`pcs.sweep.api.Stopped` in the driver while the sweep runs."""
-    from pcs.sweep.api import Stopped
-
-    def stop(signum: int, frame: Any) -> None:
-        raise Stopped()
-
-    try:
-        old = signal.signal(signal.SIGTERM, stop)
-    except ValueError:  # not the main thread: leave SIGTERM alone
-        yield
-        return
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, old)
-
-
 def _fail(result: Any) -> None:
     """Failed points: one line each on stderr; exit 1 when one was a bug in pcs (traceback shown), else 2."""
     from pcs.errors import BUG_REPORT
@@ -83,11 +63,11 @@ def _fail(result: Any) -> None:
                          f"{result.out}; fix the plan and rerun: done points are skipped")
 
 
-@sweep.command("run")
+@sweep.command("run", twins=True)
 @click.argument("plan", type=click.Path(exists=True, dir_okay=False))
 @click.option("-o", "--out", required=True, type=click.Path(file_okay=False),
               help="Results directory: one Parquet file per point (created; points already there are skipped).")
-@click.option("--jobs", type=click.IntRange(min=1), default=None,
+@click.option("--jobs", type=Int(1, MAX_JOBS), default=None,
               help="Local processes (default: the CPUs of this machine; 1 runs in this process).")
 @click.option("--ray", "ray_address", is_flag=False, flag_value="local", default=None, metavar="[ADDRESS]",
               help="Run the points as Ray tasks (needs pip install 'pcs[ray]'): alone, on the Ray this process "
@@ -106,10 +86,11 @@ def run(plan: str, out: str, jobs: int | None, ray_address: str | None, force: b
     \b
     Example:
       pcs sweep run traces/sweep_sample.toml -o sweep-out --jobs 2
-    A killed sweep keeps its finished points; run it again to do the rest.
+    A killed sweep (SIGTERM, Ctrl-C) keeps its finished points; run it again to do the rest.
     """
+    from pcs.cli.common import Terminated
     from pcs.report.sweep import render_run
-    from pcs.sweep.api import Stopped, execute, prepare
+    from pcs.sweep.api import execute, prepare
     from pcs.sweep.store import done_ids
     from pcs.sweep.summary import summarize
 
@@ -117,18 +98,15 @@ def run(plan: str, out: str, jobs: int | None, ray_address: str | None, force: b
     if not quiet and fmt != "table":
         click.echo(f"pcs: note: {len(prep.plan.points)} points, {prep.skipped} already in {out}, "
                    f"{len(prep.tasks)} to run", err=True)
-    progress = Progress(quiet, desc="sweep", unit=" point", total=len(prep.tasks))
     try:
-        with _sigterm_stops():
+        with Progress(quiet, desc="sweep", unit=" point", total=len(prep.tasks)) as progress:
             result = execute(prep, jobs=jobs, ray=ray_address, requests=with_requests, progress=progress,
                              quiet=quiet)
-    except Stopped:
-        progress.close()
+    except (Terminated, KeyboardInterrupt):   # pcs's own handler then says why and exits 143 / 130
         ids = {p.point_id for p in prep.plan.points}
-        click.echo(f"pcs: sweep stopped by SIGTERM: {len(ids & done_ids(out))} of {len(ids)} points are in {out}; "
+        click.echo(f"pcs: sweep stopped: {len(ids & done_ids(out))} of {len(ids)} points are in {out}; "
                    "run it again to do the rest", err=True)
-        raise SystemExit(EXIT_TERMINATED) from None
-    progress.close()
+        raise
     summary = summarize(out, objective)
     payload = {**result.to_dict(), "summary": summary.to_dict()}
     emit(payload, fmt, lambda: render_run(result, summary), rows_key=None)

@@ -19,13 +19,9 @@ from pcs.sweep.kinds import Task, build_task
 from pcs.sweep.plan import Plan, load_plan
 from pcs.sweep.result import SweepRun
 from pcs.sweep.store import done_ids, write_point
-from pcs.sweep.worker import Outcome, load_trace
+from pcs.sweep.worker import LoadedTrace, Outcome, load_trace
 
-__all__ = ["run_sweep", "prepare", "execute", "Prepared", "Stopped"]
-
-
-class Stopped(BaseException):
-    """Raised in the driver by a SIGTERM handler (``pcs sweep``): the run stops, written points stay."""
+__all__ = ["run_sweep", "prepare", "execute", "Prepared"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,12 +54,21 @@ def prepare(plan: str | Path | Plan, out: str | Path, force: bool = False) -> Pr
     if out.exists() and not out.is_dir():
         raise ValueError(f"-o {out}: not a directory")
     done = set() if force else done_ids(out)
+    traces: dict[tuple, LoadedTrace] = {}
+
+    def load(key: tuple) -> LoadedTrace:
+        if key not in traces:
+            traces[key] = load_trace(key)
+        return traces[key]
+
     try:
-        tasks = tuple(build_task(plan.kind, p, plan.base_dir) for p in plan.points if p.point_id not in done)
+        tasks = tuple(build_task(plan.kind, p, plan.base_dir, load) for p in plan.points if p.point_id not in done)
     except ValueError as exc:
         raise ValueError(f"{plan.source}: {exc}") from None
-    keys = dict.fromkeys(t.trace_key for t in tasks if t.trace_key is not None)
-    return Prepared(plan, out, tasks, len(plan.points) - len(tasks), {k: load_trace(k) for k in keys})
+    for t in tasks:
+        if t.trace_key is not None:
+            load(t.trace_key)
+    return Prepared(plan, out, tasks, len(plan.points) - len(tasks), traces)
 
 
 def execute(prep: Prepared, *, jobs: int | None = None, ray: str | None = None, requests: bool = False,

@@ -14,8 +14,9 @@ trace is the same :class:`pcs.sweep.worker.LoadedTrace` everywhere.
   reference, so a node fetches it once and its workers read it from shared
   memory (docs/sweep.md has the cluster picture and where it stops scaling).
 
-An exception in the driver (SIGTERM, Ctrl-C) ends the pool or cancels the
-pending Ray tasks before it propagates.
+An exception in the driver (``pcs.cli.common.Terminated`` on SIGTERM,
+Ctrl-C's ``KeyboardInterrupt``) ends the pool or cancels the pending Ray
+tasks before it propagates.
 """
 from __future__ import annotations
 

@@ -157,19 +157,11 @@ def _no_reblock(kw: dict[str, Any]) -> None:
                          "its recorded block size (run pcs replay --block-size for a re-blocked run)")
 
 
-def _block_counts(text: str | None, name: str) -> list[int] | None:
-    if text is None:
-        return None
-    items = [s.strip() for s in text.split(",") if s.strip()]
-    if not items or not all(s.isdigit() for s in items):
-        raise ValueError(f"{name} {text!r}: pcs sweep takes capacities in blocks (1000,5000 or a list)")
-    return [int(s) for s in items]
-
-
 _PLACEHOLDER = object()  # a trace that replay_call_kwargs leaves alone: the worker passes the loaded one
+TraceOf = Callable[[], Any]   # the point's loaded trace (read once per trace by the driver, on first use)
 
 
-def _replay(kw: dict[str, Any]) -> dict[str, Any]:
+def _replay(kw: dict[str, Any], trace_of: TraceOf) -> dict[str, Any]:
     from pcs.cli.replay import replay_call_kwargs
 
     _no_reblock(kw)
@@ -177,33 +169,48 @@ def _replay(kw: dict[str, Any]) -> dict[str, Any]:
     return dict(kwargs, tiers=list(kw["tiers"]) or None, policy=kw["policy"])
 
 
-def _compare(kw: dict[str, Any]) -> dict[str, Any]:
+def _compare(kw: dict[str, Any], trace_of: TraceOf) -> dict[str, Any]:
+    from pcs.cli.compare import _parse_capacities, _refuse_one_policy_twice
     from pcs.cli.replay import replay_call_kwargs
 
     _no_reblock(kw)
+    if kw["tier_sets"] and kw["tiers"]:
+        raise ValueError("give either tier (one tier list) or tiers (several to compare), not both")
+    _refuse_one_policy_twice(kw["policy"])
+    caps = _parse_capacities(kw["curve_capacities"], kw, trace_of().block_size) if kw["curve_capacities"] else None
     _, kwargs = replay_call_kwargs(kw, _PLACEHOLDER)
     sets = [[t for t in ts.split(",") if t.strip()] for ts in kw["tier_sets"]] or None
     return dict(kwargs, policies=list(kw["policy"]) or None, tier_sets=sets, tiers=list(kw["tiers"]) or None,
-                curve_capacities=_block_counts(kw["curve_capacities"], "curve_capacities"))
+                curve_capacities=caps)
 
 
-def _curve(kw: dict[str, Any]) -> dict[str, Any]:
+def _curve(kw: dict[str, Any], trace_of: TraceOf) -> dict[str, Any]:
+    from pcs.cli.params import parse_capacity_list
+
     if kw["capacities"] is not None and kw["points"] is not None:
         raise ValueError("give capacities or points, not both")
     if kw["dtype"] is not None and kw["model_name"] is None:
         raise ValueError("dtype sets the KV dtype of the model's bytes; give model too")
     spec = None
     if kw["model_name"] is not None:
-        from pcs.model import get_model
+        from pcs.cli.modelarg import load_model
 
-        spec = get_model(kw["model_name"])
+        spec = load_model(kw["model_name"], None, quiet=True)
         spec = spec.with_dtype(kw["dtype"]) if kw["dtype"] else spec
-    return dict(capacities=_block_counts(kw["capacities"], "capacities"), points=kw["points"], model=spec,
-                belady=not kw["no_belady"], sample_rate=kw["sample_rate"], seed=kw["seed"],
-                exact_head_blocks=kw["exact_head_blocks"], kernel=kw["kernel"])
+    caps = None
+    if kw["capacities"] is not None:
+        bb = None
+        if spec is not None:
+            from pcs.model import block_bytes
+
+            bb = block_bytes(spec, trace_of().block_size, "reserved").total_bytes
+        caps = parse_capacity_list(kw["capacities"], "--capacities", bb)
+    return dict(capacities=caps, points=kw["points"], model=spec, belady=not kw["no_belady"],
+                sample_rate=kw["sample_rate"], seed=kw["seed"], exact_head_blocks=kw["exact_head_blocks"],
+                native=kw.get("native"), kernel=kw.get("kernel"))
 
 
-def _footprint(kw: dict[str, Any]) -> dict[str, Any]:
+def _footprint(kw: dict[str, Any], trace_of: TraceOf) -> dict[str, Any]:
     from pcs.cli.modelarg import load_model
 
     spec = load_model(kw["model_name"], kw["model_config"], quiet=True)
@@ -214,23 +221,34 @@ def _footprint(kw: dict[str, Any]) -> dict[str, Any]:
 
 
 #: kind -> (builder of the call's keyword arguments, takes a trace)
-_BUILDERS: dict[str, tuple[Callable[[dict[str, Any]], dict[str, Any]], bool]] = {
+_BUILDERS: dict[str, tuple[Callable[[dict[str, Any], TraceOf], dict[str, Any]], bool]] = {
     "replay": (_replay, True), "compare": (_compare, True), "curve": (_curve, True),
     "footprint": (_footprint, False),
 }
 
 
-def build_task(kind: str, point: Any, base_dir: Path | str = ".") -> Task:
+def build_task(kind: str, point: Any, base_dir: Path | str = ".",
+               load: Callable[[tuple], Any] | None = None) -> Task:
     """The :class:`Task` of one :class:`pcs.sweep.plan.Point`.
 
+    Args:
+        kind: the plan's kind.
+        point: the point.
+        base_dir: where relative paths point from.
+        load: trace key -> the loaded trace (memoised by the caller); asked
+            only for what the options need of it (the block size that turns
+            capacities in bytes into blocks). Default:
+            :func:`pcs.sweep.worker.load_trace`.
     Raises:
         ValueError: an unknown option, a value the command refuses (its
             message, prefixed with the point's id and options).
     """
+    from pcs.sweep.worker import load_trace
+
     builder, takes_trace = _BUILDERS[kind]
     try:
         kw = _parse(kind, point.options, Path(base_dir))
-        kwargs = builder(kw)
+        kwargs = builder(kw, lambda: (load or load_trace)(_trace_key(kw)))
     except click.ClickException as exc:
         raise ValueError(f"point {point.point_id} ({_label(point.options)}): {exc.format_message()}") from None
     except ValueError as exc:

@@ -17,8 +17,6 @@ column a row lacks being null.
 """
 from __future__ import annotations
 
-import os
-import uuid
 from pathlib import Path
 from typing import Any
 
@@ -60,15 +58,12 @@ def encode_requests(point_id: str, requests: Any) -> bytes:
 
 
 def _write_atomic(data: bytes, target: Path) -> None:
-    """``data`` to a hidden temporary file beside ``target`` (mode from the umask), renamed over it."""
-    tmp = target.parent / f".{target.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp"
-    try:
-        with open(tmp, "xb") as f:
+    """``data`` onto ``target`` through :func:`pcs.outfile.atomic_output` (a temporary file beside it, renamed)."""
+    from pcs.outfile import atomic_output
+
+    with atomic_output(target) as tmp:
+        with open(tmp, "wb") as f:
             f.write(data)
-        os.replace(tmp, target)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
 
 
 def write_point(out: str | Path, point_id: str, row: bytes, requests: bytes | None = None) -> Path:

@@ -30,15 +30,19 @@ class LoadedTrace:
         name: the name messages use.
         block_size: tokens per block of the ids.
         batches: the :class:`pcs.trace.RequestBatch` es in order (ids numbered from 0).
+        reuse: where the ids' sharing comes from (:attr:`pcs.trace.Trace.reuse`).
+        skipped: bad lines skipped by the read (``on_error="skip"``).
 
     Memory: the whole trace's columns (about 8 bytes per block id plus
     40 bytes per request).
     """
 
-    __slots__ = ("path", "name", "block_size", "batches")
+    __slots__ = ("path", "name", "block_size", "batches", "reuse", "skipped")
 
-    def __init__(self, path: Path, name: str, block_size: int, batches: list) -> None:
+    def __init__(self, path: Path, name: str, block_size: int, batches: list, reuse: str = "recorded",
+                 skipped: int = 0) -> None:
         self.path, self.name, self.block_size, self.batches = path, name, block_size, batches
+        self.reuse, self.skipped = reuse, skipped
 
     def __repr__(self) -> str:
         return f"LoadedTrace({self.name!r}, block_size={self.block_size}, batches={len(self.batches)})"
@@ -46,6 +50,10 @@ class LoadedTrace:
     def iter_batches(self) -> Iterator[Any]:
         """The batches, as :meth:`pcs.trace.Trace.iter_batches` yields them."""
         return iter(self.batches)
+
+    def estimated_requests(self) -> int:
+        """The number of requests (exact: they are in memory)."""
+        return sum(len(b) for b in self.batches)
 
     def __iter__(self):
         for b in self.batches:
@@ -62,7 +70,8 @@ def load_trace(key: tuple) -> LoadedTrace:
 
     path, open_kwargs = key
     trace = open_trace(path, **dict(open_kwargs))
-    return LoadedTrace(trace.path, trace.name, trace.block_size, list(trace.iter_batches()))
+    batches = list(trace.iter_batches())
+    return LoadedTrace(trace.path, trace.name, trace.block_size, batches, trace.reuse, trace.skipped)
 
 
 @dataclass(frozen=True, slots=True)
@@ -166,7 +175,7 @@ def run_task(task: Any, trace: Any = None, with_requests: bool = False) -> Outco
     try:
         fn = getattr(pcs, task.call)
         res = fn(trace, **task.kwargs) if task.trace_key is not None else fn(**task.kwargs)
-        typed = res.summary if task.call == "replay" else res
+        typed = _replay_summary(res.summary, trace) if task.call == "replay" else res
         requests = (encode_requests(task.point_id, res.requests) if with_requests and task.call == "replay"
                     else None)
         row = encode_row(make_row(task.point_id, task.kind, task.options, typed.to_dict()))
@@ -176,6 +185,16 @@ def run_task(task: Any, trace: Any = None, with_requests: bool = False) -> Outco
         msg = str(exc).splitlines()[0] if str(exc) else ""
         return Outcome(task.point_id, None, None, f"{type(exc).__name__}: {msg}", user,
                        None if user else traceback.format_exc())
+
+
+def _replay_summary(summary: Any, trace: LoadedTrace) -> Any:
+    """The summary with the notes ``pcs replay`` adds about the trace (synthetic reuse, skipped lines)."""
+    import dataclasses
+
+    from pcs.cli.replay import skipped_note, synthetic_reuse_note
+
+    extra = tuple(n for n in (synthetic_reuse_note(trace), skipped_note(trace)) if n)
+    return dataclasses.replace(summary, notes=summary.notes + extra) if extra else summary
 
 
 _TRACES: dict[tuple, LoadedTrace] = {}

@@ -14,6 +14,7 @@ from pcs.sweep import read_results
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLE_PLAN = ROOT / "traces" / "sweep_sample.toml"
 AZURE = ROOT / "traces" / "sample_azure_conv.jsonl"
+AZURE_CSV = ROOT / "traces" / "formats" / "azure2023_conv_8.csv"     # lengths only: pcs replay notes synthetic reuse
 
 
 def _pcs(*args):
@@ -33,13 +34,19 @@ def test_the_sample_plan_runs_and_a_second_run_skips_it(tmp_path):
 
 
 @pytest.mark.parametrize("kind,fixed,axis,pick,alone", [
+    ("replay", f'trace = "{AZURE_CSV}"\nmodel = "llama-3.1-8b"\ntp = 1\ntier = ["gpu=20blocks"]',
+     'policy = ["lru", "fifo"]', ("option.policy", "fifo"),
+     ["replay", AZURE_CSV, "--model", "llama-3.1-8b", "--tp", "1", "--tier", "gpu=20blocks", "--policy", "fifo"]),
     ("compare", f'trace = "{AZURE}"\nmodel = "llama-3.1-8b"\ntp = 1\npolicy = ["lru", "fifo"]\n'
-                'curve_capacities = [10, 100]', 'tier = ["gpu=100blocks", "gpu=200blocks"]', ("option.tier.gpu", "200blocks"),
+                'curve_capacities = ["10blocks", "1GB"]', 'tier = ["gpu=100blocks", "gpu=200blocks"]',
+     ("option.tier.gpu", "200blocks"),
      ["compare", AZURE, "--model", "llama-3.1-8b", "--tp", "1", "--policy", "lru", "--policy", "fifo",
-      "--curve-capacities", "10,100", "--tier", "gpu=200blocks"]),
-    ("curve", f'trace = "{AZURE}"\ncapacities = "10,100,1000"', 'model = ["llama-3.1-8b", "qwen3-32b"]', ("option.model", "qwen3-32b"),
-     ["curve", AZURE, "--capacities", "10,100,1000", "--model", "qwen3-32b"]),
-    ("footprint", 'model = "llama-3.1-8b"\ntp = 2', 'tokens = {from = 1024, to = 4096, times = 2}', ("option.tokens", 4096),
+      "--curve-capacities", "10blocks,1GB", "--tier", "gpu=200blocks"]),
+    ("curve", f'trace = "{AZURE}"\ncapacities = "10blocks,100blocks,40GB"', 'model = ["llama-3.1-8b", "qwen3-32b"]',
+     ("option.model", "qwen3-32b"),
+     ["curve", AZURE, "--capacities", "10blocks,100blocks,40GB", "--model", "qwen3-32b"]),
+    ("footprint", 'model = "llama-3.1-8b"\ntp = 2', 'tokens = {from = 1024, to = 4096, times = 2}',
+     ("option.tokens", 4096),
      ["footprint", "--model", "llama-3.1-8b", "--tp", "2", "--tokens", "4096"]),
 ])
 def test_every_kind_gives_what_its_command_prints_alone(tmp_path, kind, fixed, axis, pick, alone):
@@ -53,6 +60,8 @@ def test_every_kind_gives_what_its_command_prints_alone(tmp_path, kind, fixed, a
         printed.pop("dtype")                   # pcs curve adds the --dtype it was given (an option column here)
     (row,) = [r for r in rows if r[pick[0]] == pick[1]]
     assert json.loads(row["result_json"]) == printed
+    if kind == "replay":                       # the note pcs replay adds about a lengths-only trace is there too
+        assert any("prefix reuse is synthetic" in n for n in printed["notes"])
     assert len(rows) == (3 if kind == "footprint" else 2)      # 1024, 2048, 4096 tokens
 
 
@@ -62,7 +71,8 @@ def test_every_kind_gives_what_its_command_prints_alone(tmp_path, kind, fixed, a
     ("[fixed]\nformat = 'json'\n", "unknown option 'format'"),
     ("[fixed]\ncache_partial_blocks = 'yes'\n", "is a flag"),
     ("[fixed]\ntrace = 'missing.jsonl'\n", "missing.jsonl: No such file"),
-    ("kind = 'curve'\n[fixed]\ncapacities = '40GB'\n", "capacities in blocks"),
+    ("kind = 'curve'\n[fixed]\ncapacities = '40GB'\n", "a size in bytes needs --model"),
+    ("kind = 'compare'\n[fixed]\npolicy = ['slru', 'protected']\n", "name the same policy"),
 ])
 def test_bad_plans_are_one_line_errors_before_anything_runs(tmp_path, plan_text, words):
     plan = tmp_path / "p.toml"
