@@ -10,6 +10,7 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Any
 
+from pcs.errors import UnknownNameError
 from pcs.model.hfconfig import build_spec
 from pcs.model.spec import ModelSpec
 
@@ -137,15 +138,15 @@ def get_model(name: str) -> ModelSpec:
     """The preset called ``name`` (case-insensitive; HF ids like ``meta-llama/Llama-3.1-8B`` work).
 
     Raises:
-        ValueError: unknown name; the message lists the known presets.
+        UnknownNameError: (a ValueError) unknown name; the message lists the known presets.
 
     >>> get_model("deepseek-v3").kv_bytes_per_token()
     70272
     """
     key = _canonical(name)
     if key not in PRESETS:
-        raise ValueError(f"unknown model {name!r}; known models: {', '.join(MODEL_NAMES)}"
-                         " (or give a Hugging Face config.json path: --model path/to/config.json)")
+        raise UnknownNameError("model", name, MODEL_NAMES,
+                               hint="or give a Hugging Face config.json path: --model path/to/config.json")
     return _build(key)
 
 
