@@ -231,17 +231,21 @@ def _norm(name: str) -> str:
     return ALIASES.get(key, key)
 
 
+def _lookup(kind: str, presets: dict, name: str):
+    """``presets[_norm(name)]``, else :class:`UnknownNameError` listing the presets."""
+    spec = presets.get(_norm(name))
+    if spec is None:
+        raise UnknownNameError(kind, name, presets)
+    return spec
+
+
 def get_gpu(name: str, table: HardwareTable | None = None) -> GPUSpec:
     """The GPU preset ``name`` (case-insensitive; ``_`` and ``-`` alike).
 
     Raises:
         UnknownNameError: (a ValueError) unknown name; the message lists the known ones.
     """
-    gpus = GPUS if table is None else table.gpus
-    spec = gpus.get(_norm(name))
-    if spec is None:
-        raise UnknownNameError("GPU", name, gpus)
-    return spec
+    return _lookup("GPU", GPUS if table is None else table.gpus, name)
 
 
 def get_link(name: str, table: HardwareTable | None = None) -> LinkSpec:
@@ -250,11 +254,7 @@ def get_link(name: str, table: HardwareTable | None = None) -> LinkSpec:
     Raises:
         UnknownNameError: (a ValueError) unknown name; the message lists the known ones.
     """
-    links = LINKS if table is None else table.links
-    spec = links.get(_norm(name))
-    if spec is None:
-        raise UnknownNameError("link", name, links)
-    return spec
+    return _lookup("link", LINKS if table is None else table.links, name)
 
 
 def default_link_for_tier(tier_name: str, table: HardwareTable | None = None) -> LinkSpec:
