@@ -10,10 +10,41 @@ them and owns the ``auto | c | python`` switch):
 - ``pcs.cache._lruhier`` (pcs/cache/_lruhier.c): the all-LRU tier hierarchy
   the replay event loop runs on.
 
-All are ``optional``: when one fails to compile, installation still succeeds
-and its Python twin is used.
+All are ``optional``: when one fails to compile, installation still succeeds,
+its Python twin is used, and the build ends with one note naming the twins
+not built, what runs slower and how to get a compiler (the same advice every
+``pcs`` run that needs them prints: ``pcs._native.missing_note``).
 """
+import sys
+
 from setuptools import Extension, setup
+from setuptools.command.build_ext import build_ext
+
+#: What each twin speeds up (pcs._native.SLOWER says the same at run time).
+_SLOWER = {"pcs.curves._stackdist": "curves", "pcs.engine._lruscan": "sequential one-tier replays",
+           "pcs.cache._lruhier": "all-LRU replays"}
+
+
+class BuildTwins(build_ext):
+    """``build_ext`` that, after building, says once which optional twins failed and what to do."""
+
+    def run(self):
+        self.failed_twins = []
+        super().run()
+        if self.failed_twins:
+            names = ", ".join(self.failed_twins)
+            slower = ", ".join(_SLOWER.get(n, n) for n in self.failed_twins)
+            print(f"pcs: note: the compiled twins {names} were not built (no working C compiler?): {slower} will "
+                  "run on the Python twins, 1.5-5x slower. Install a C compiler and the Python headers "
+                  "(Debian/Ubuntu: apt install build-essential python3-dev; macOS: xcode-select --install) and "
+                  "reinstall: pip install -e .", file=sys.stderr)
+
+    def build_extension(self, ext):
+        try:
+            super().build_extension(ext)
+        except Exception:  # setuptools reports and skips an optional extension's failure
+            self.failed_twins.append(ext.name)
+            raise
 
 
 def _ext(name: str, source: str) -> Extension:
@@ -22,6 +53,7 @@ def _ext(name: str, source: str) -> Extension:
 
 
 setup(
+    cmdclass={"build_ext": BuildTwins},
     ext_modules=[
         _ext("pcs.curves._stackdist", "pcs/curves/_stackdist.c"),
         _ext("pcs.engine._lruscan", "pcs/engine/_lruscan.c"),

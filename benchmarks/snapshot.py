@@ -63,10 +63,10 @@ def _runs(quick: bool) -> list[tuple[str, list[str]]]:
                      (["--tier", "gpu=20blocks"] if small else ["--tier", "gpu=3000blocks"])))
         runs.append((f"compare/{tname}", ["compare", path, "--policy", "lru", "--policy", "protected",
                                           "--policy", "fifo"] +
-                     (["--tier", "gpu=20blocks", "--tier", "cpu=60blocks", "--curve-capacities", "5,20,100"]
-                      if small else ["--curve-capacities", "1000,5000,20000"])))
-        runs.append((f"curve/{tname}", ["curve", path] + (["--capacities", "5,20,100"] if small
-                                                          else ["--capacities", "1000,5000,20000"])))
+                     (["--tier", "gpu=20blocks", "--tier", "cpu=60blocks", "--curve-capacities", "5blocks,20blocks,100blocks"]
+                      if small else ["--curve-capacities", "1000blocks,5000blocks,20000blocks"])))
+        runs.append((f"curve/{tname}", ["curve", path] + (["--capacities", "5blocks,20blocks,100blocks"] if small
+                                                          else ["--capacities", "1000blocks,5000blocks,20000blocks"])))
         runs.append((f"curve/{tname}/points", ["curve", path, "--points", "8", "--no-belady"]))
     return runs
 

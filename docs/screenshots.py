@@ -25,7 +25,7 @@ sys.path.insert(0, str(ROOT))
 PAGES = {
     "report-replay.png": ["replay", "{trace}"],
     "report-compare.png": ["compare", "{trace}", "--policy", "lru", "--policy", "fifo", "--policy", "slru",
-                           "--curve-capacities", "1000,3000,10000,30000"],
+                           "--curve-capacities", "1000blocks,3000blocks,10000blocks,30000blocks"],
 }
 
 

@@ -23,10 +23,10 @@ from __future__ import annotations
 
 import importlib
 import os
-import warnings
 from types import ModuleType
 
-__all__ = ["MODES", "HELP", "TWINS", "module", "built", "resolve", "default_mode", "missing"]
+__all__ = ["MODES", "HELP", "TWINS", "SLOWER", "module", "built", "resolve", "default_mode", "missing",
+           "missing_note"]
 
 #: Values of the switch.
 MODES = ("auto", "c", "python")
@@ -36,6 +36,10 @@ HELP = ("Compiled twins: auto (the compiled code when built), c (the compiled co
 
 #: twin name -> extension module name.
 TWINS = {"stackdist": "pcs.curves._stackdist", "lruscan": "pcs.engine._lruscan", "lruhier": "pcs.cache._lruhier"}
+
+#: twin name -> what runs slower without it. benchmarks/bench_native.py on the Mooncake trace (2 cores):
+#: curve 4.9x, sequential one-tier replay 5.1x, modeled two-tier replay 1.6x slower on the Python twins.
+SLOWER = {"stackdist": "curves", "lruscan": "sequential one-tier replays", "lruhier": "all-LRU replays"}
 
 _loaded: dict[str, ModuleType | None] = {}
 
@@ -62,6 +66,21 @@ def built(twin: str) -> bool:
 def missing() -> list[str]:
     """Names of the twins whose extension is not built (empty on a normal install)."""
     return [t for t in TWINS if not built(t)]
+
+
+def missing_note() -> str | None:
+    """One line saying which compiled twins are not built, what is slower and how to build them; None if all are.
+
+    The CLI prints it once per run of a command that uses twins (not with
+    ``--quiet``); ``setup.py`` prints the same advice when a build fails.
+    """
+    gone = missing()
+    if not gone:
+        return None
+    return (f"compiled twins not built ({', '.join(TWINS[t] for t in gone)}): "
+            f"{', '.join(SLOWER[t] for t in gone)} run on the Python twins, 1.5-5x slower; "
+            "install a C compiler and the Python headers (Debian/Ubuntu: apt install build-essential python3-dev; "
+            "macOS: xcode-select --install) and reinstall: pip install -e .")
 
 
 def default_mode() -> str:
@@ -96,6 +115,4 @@ def resolve(mode: str | None, twin: str, option: str = "native") -> str:
     if mode == "c":
         raise ValueError(f"{option} 'c': the compiled {TWINS[twin]} is not built (reinstall with `pip install -e .` and a "
                          "C compiler); valid: python")
-    warnings.warn(f"{TWINS[twin]} (compiled) is not built; using the slower Python twin", RuntimeWarning,
-                  stacklevel=3)
-    return "python"
+    return "python"  # auto without the twin: the CLI says so once per run (missing_note), no Python warning

@@ -198,10 +198,11 @@ class MeasuredPrefill:
                 tokens, time decreasing with tokens, or no data rows (file, line, field).
             FileNotFoundError: no such file.
         """
+        from pcs.configfile import read_text  # bounded; not UTF-8 or a device: an error naming the file
+
         path = Path(path)
-        with path.open(newline="", encoding="utf-8") as fh:
-            lines = [(i, line) for i, line in enumerate(fh, start=1)
-                     if line.strip() and not line.lstrip().startswith("#")]
+        lines = [(i, line) for i, line in enumerate(read_text(path).splitlines(), start=1)
+                 if line.strip() and not line.lstrip().startswith("#")]
         if not lines:
             raise InputError(str(path), None, None, "empty file: expected a header tokens,seconds and rows")
         header_no, header = lines[0]

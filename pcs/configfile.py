@@ -1,17 +1,87 @@
 """Read a small settings file (TOML or JSON) into a dict.
 
-Used by ``pcs budget --workloads`` and ``--hardware-file``. TOML needs
+Used by ``pcs budget --workloads``, ``--hardware-file`` and (JSON only,
+:func:`read_json_object`) a Hugging Face ``config.json``. TOML needs
 Python >= 3.11 (stdlib ``tomllib``) or the ``tomli`` package.
+
+Every problem names the file: a device or a file over :data:`MAX_SETTINGS_BYTES`
+(refused before reading), text that is not UTF-8, invalid or too deeply
+nested JSON/TOML, JSON's non-standard ``NaN`` / ``Infinity`` and numbers that
+overflow to infinity (``1e999``), a top level that is not a table. A key the
+reader does not know is refused by :func:`refuse_unknown_keys`.
 """
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable
 
 from pcs.errors import InputError
 
-__all__ = ["read_mapping"]
+__all__ = ["MAX_SETTINGS_BYTES", "read_text", "read_mapping", "read_json_object", "refuse_unknown_keys"]
+
+#: Largest settings file read, bytes (a model config is a few kB; 16 MiB leaves room for anything real).
+MAX_SETTINGS_BYTES = 16 << 20
+
+
+def read_text(path: str | Path) -> str:
+    """The text of a small input file (settings, a CSV of points, a template): a regular file or pipe of
+    at most :data:`MAX_SETTINGS_BYTES`, decoded as UTF-8.
+
+    Raises:
+        FileNotFoundError: no such file.
+        InputError: a device or directory, too large, or not UTF-8 (naming the file and line).
+    """
+    from pcs.trace.source import check_source
+
+    path = Path(path)
+    check_source(path, str(path))
+    with open(path, "rb") as f:
+        data = f.read(MAX_SETTINGS_BYTES + 1)
+    if len(data) > MAX_SETTINGS_BYTES:
+        raise InputError(str(path), None, None, f"larger than {MAX_SETTINGS_BYTES >> 20} MiB: not a settings file")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data[:exc.start].count(b"\n") + 1
+        raise InputError(str(path), line, None, f"not UTF-8 text (byte {exc.start}); save the file as UTF-8") from None
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"number {text} is out of range")
+    return value
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def _loads_json(path: Path, text: str) -> Any:
+    try:
+        return json.loads(text, parse_float=_finite, parse_constant=_no_constant)
+    except json.JSONDecodeError as exc:
+        raise InputError(str(path), exc.lineno, None, f"invalid JSON: {exc.msg}") from None
+    except RecursionError:
+        raise InputError(str(path), None, None, "invalid JSON: nested too deeply") from None
+    except ValueError as exc:  # _finite / _no_constant
+        raise InputError(str(path), None, None, f"invalid JSON: {exc}") from None
+
+
+def read_json_object(path: str | Path) -> dict[str, Any]:
+    """Parse a JSON file whose top level is an object (a Hugging Face ``config.json``), whatever its suffix.
+
+    Raises:
+        FileNotFoundError: no such file.
+        InputError: see the module docstring.
+    """
+    path = Path(path)
+    data = _loads_json(path, read_text(path))
+    if not isinstance(data, dict):
+        raise InputError(str(path), None, None, "top level must be a JSON object")
+    return data
 
 
 def read_mapping(path: str | Path) -> dict[str, Any]:
@@ -19,19 +89,17 @@ def read_mapping(path: str | Path) -> dict[str, Any]:
 
     Raises:
         FileNotFoundError: no such file.
-        InputError: invalid JSON/TOML (with the line where known) or a top
-            level that is not a table/object.
+        InputError: see the module docstring (with the line where known).
         ValueError: another suffix, or TOML without a parser available.
     """
     path = Path(path)
-    text = path.read_text(encoding="utf-8")
     suffix = path.suffix.lower()
+    if suffix not in (".json", ".toml"):
+        raise ValueError(f"{path}: unknown file type {path.suffix!r}; expected .toml or .json")
+    text = read_text(path)
     if suffix == ".json":
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise InputError(str(path), exc.lineno, None, f"invalid JSON: {exc.msg}") from None
-    elif suffix == ".toml":
+        data = _loads_json(path, text)
+    else:
         try:
             import tomllib  # Python >= 3.11
         except ModuleNotFoundError:  # pragma: no cover - Python 3.10
@@ -44,8 +112,24 @@ def read_mapping(path: str | Path) -> dict[str, Any]:
             data = tomllib.loads(text)
         except tomllib.TOMLDecodeError as exc:
             raise InputError(str(path), None, None, f"invalid TOML: {exc}") from None
-    else:
-        raise ValueError(f"{path}: unknown file type {path.suffix!r}; expected .toml or .json")
+        except RecursionError:
+            raise InputError(str(path), None, None, "invalid TOML: nested too deeply") from None
     if not isinstance(data, dict):
         raise InputError(str(path), None, None, "top level must be a table/object")
     return data
+
+
+def refuse_unknown_keys(path: str | Path, where: str | None, table: dict[str, Any], known: Iterable[str]) -> None:
+    """An InputError naming the first key of ``table`` not in ``known`` (a typo is not silently ignored).
+
+    Args:
+        path: the file, for the message.
+        where: the table's place in the file (``"device"``, ``"workload[2]"``), None for the top level.
+        table: the parsed table.
+        known: the keys the reader uses.
+    """
+    known = list(known)
+    for key in table:
+        if key not in known:
+            field = f"{where}.{key}" if where else str(key)
+            raise InputError(str(path), None, field, f"unknown key; valid: {', '.join(known)}")

@@ -7,7 +7,14 @@ as ``float`` seconds (``_s``); exact decisions can use integer nanoseconds
 
 Conventions (SI / IEC 80000-13): ``kB``/``KB``, ``MB``, ``GB``, ``TB``, ``PB``
 are decimal (1 GB = 10**9 B); ``KiB``, ``MiB``, ``GiB``, ``TiB``, ``PiB`` are
-binary (1 GiB = 2**30 B). A plain number is bytes, bytes/s or seconds.
+binary (1 GiB = 2**30 B). A plain number is bytes, bytes/s or seconds --
+except for a capacity (:func:`parse_capacity`: a cache tier, a curve point),
+which is a size with a unit or a block count (``5000blocks``) and never a
+plain number other than ``0`` (docs/semantics.md §16).
+
+Every parser bounds what it accepts: a value above 2^63 - 1 (bytes, bytes/s,
+ns, blocks), an exponent such as ``1e999999``, NaN, infinities and negative
+values are a ``ValueError`` naming the text, never an overflow.
 
 >>> parse_bytes("80GB")
 80000000000
@@ -24,11 +31,15 @@ from __future__ import annotations
 
 import math
 import re
+from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 
 __all__ = [
     "BYTE_UNITS",
     "DURATION_UNITS",
+    "MAX_VALUE",
+    "Capacity",
+    "parse_capacity",
     "parse_bytes",
     "parse_bandwidth",
     "parse_duration",
@@ -38,6 +49,7 @@ __all__ = [
     "format_duration",
     "format_percent",
     "format_count",
+    "format_points",
 ]
 
 #: Multipliers of every accepted size unit, in bytes.
@@ -73,7 +85,13 @@ def _split(text: str | int | float, what: str, help_: str) -> tuple[Decimal, str
         value = Decimal(m.group(1))
     except InvalidOperation:  # pragma: no cover - regex guarantees a number
         raise ValueError(f"invalid {what} {str(text)!r}: expected {help_}") from None
+    if value and value.adjusted() > _MAX_EXPONENT:  # 1e999999 would overflow the decimal context
+        raise ValueError(f"invalid {what} {str(text)!r}: too large (more than 2^63 - 1)")
     return value, m.group(2)
+
+
+#: Decimal exponent above which any value is too large (10**30 > 2**63 even in the smallest unit).
+_MAX_EXPONENT = 30
 
 
 #: Largest accepted size (bytes) or duration (ns): what an int64 column holds.
@@ -167,6 +185,108 @@ def parse_duration(text: str | int | float) -> float:
         ValueError: unknown unit, malformed number, or a negative duration.
     """
     return parse_duration_ns(text) / 1e9
+
+
+_BLOCKS = re.compile(r"^\s*([+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?)\s*blocks?\s*$", re.IGNORECASE)
+_CAP_HELP = "a size with a unit (400GB, 1.5TiB) or a block count (5000blocks)"
+
+
+@dataclass(frozen=True, slots=True)
+class Capacity:
+    """A capacity as the user wrote it: a byte size or a block count (exactly one is set).
+
+    Attributes:
+        text: the text parsed (for messages).
+        size_bytes: whole bytes when given as a size, else None.
+        blocks: the block count when given in blocks (or as ``0``), else None.
+    """
+
+    text: str
+    size_bytes: int | None = None
+    blocks: int | None = None
+
+    def to_blocks(self, block_bytes: int | None, what: str) -> int:
+        """Whole blocks this capacity holds: the count, or ``floor(size_bytes / block_bytes)``.
+
+        Args:
+            block_bytes: bytes per block of the tier or cache (> 0), or None when unknown.
+            what: the option and value for messages, e.g. ``"--tier gpu=400B"``.
+        Raises:
+            ValueError: a size with ``block_bytes`` None; a non-zero size
+                smaller than one block (docs/semantics.md §16: write ``0``
+                for an empty tier).
+        """
+        return capacity_to_blocks(self.size_bytes, self.blocks, block_bytes, what)
+
+
+def capacity_to_blocks(size_bytes: int | None, blocks: int | None, block_bytes: int | None, what: str) -> int:
+    """Whole blocks of a capacity given as ``size_bytes`` or ``blocks`` (see :meth:`Capacity.to_blocks`).
+
+    Raises:
+        ValueError: as :meth:`Capacity.to_blocks`.
+    """
+    if blocks is not None:
+        return blocks
+    if block_bytes is None:
+        raise ValueError(f"{what}: a size in bytes needs the bytes per block (give --model), or give blocks")
+    n = size_bytes // block_bytes
+    if n == 0 and size_bytes > 0:
+        raise ValueError(f"{what}: smaller than one block ({format_bytes(block_bytes)} = {block_bytes} B per "
+                         f"block); give at least {block_bytes}B or 1blocks, or write 0 for none")
+    return n
+
+
+def parse_capacity(text: str | int) -> Capacity:
+    """Parse a capacity: a size with a unit or ``N blocks``; a plain number other than 0 is refused.
+
+    ``"400GB"`` -> 400e9 bytes, ``"5000blocks"`` (or ``5000 block``) -> 5000
+    blocks, ``"0"`` -> 0 blocks. A plain ``400`` is refused naming the two
+    spellings that work (``400GB or 400blocks``): it used to mean bytes in
+    one command and blocks in another (docs/semantics.md §16).
+
+    >>> parse_capacity("5000blocks").blocks
+    5000
+    >>> parse_capacity("2TB").size_bytes
+    2000000000000
+
+    Raises:
+        ValueError: no unit, a fractional or negative block count, more than
+            2^63 - 1 blocks, or what :func:`parse_bytes` refuses.
+    """
+    if isinstance(text, bool):
+        raise ValueError(f"invalid capacity {text!r}: expected {_CAP_HELP}")
+    s = str(text).strip()
+    m = _BLOCKS.match(s)
+    if m:
+        value = Decimal(m.group(1))
+        if value and value.adjusted() > _MAX_EXPONENT:
+            raise ValueError(f"invalid block count {s!r}: too large (more than 2^63 - 1)")
+        if value < 0 or value != value.to_integral_value():
+            raise ValueError(f"invalid block count {s!r}: expected a whole number >= 0, e.g. 5000blocks")
+        return Capacity(s, blocks=int(_bounded(value, s, "block count")))
+    value, unit = _split(s, "capacity", _CAP_HELP)
+    if not unit:
+        if value == 0:
+            return Capacity(s, blocks=0)
+        raise ValueError(f"capacity {s!r} has no unit: give a unit: {s}GB or {s}blocks")
+    try:
+        size = parse_bytes(s)
+    except ValueError as exc:
+        raise ValueError(f"{exc}; or a block count such as 5000blocks") from None
+    if size == 0 and value != 0:
+        raise ValueError(f"invalid capacity {s!r}: less than one byte; write 0 for an empty tier")
+    return Capacity(s, size_bytes=size)
+
+
+def format_points(ratio: float, digits: int = 1) -> str:
+    """A difference of ratios in percentage points with its sign: ``0.031`` -> ``'+3.1 pts'``.
+
+    A value that rounds to zero prints as ``0.0 pts`` (never ``-0.0`` or ``+0.0``).
+    """
+    text = f"{100.0 * ratio:+.{digits}f}"
+    if float(text) == 0.0:
+        text = f"{0.0:.{digits}f}"
+    return f"{text} pts"
 
 
 def _scaled(value: float, units: list[tuple[float, str]], digits: int) -> str:

@@ -307,3 +307,52 @@ def traces(draw, max_requests=20):
         t += draw(st.sampled_from([0.0, 0.001, 0.004, 0.02, 0.2]))
         reqs.append(Req(t, prompt, draw(st.integers(0, 9)), BS, np.array(ids, dtype=np.uint64)))
     return reqs
+
+
+# --- the CLI as a user meets it (tests/cli/test_hostile_*.py) --------------------------------------------
+
+ROOT = Path(__file__).resolve().parents[1]
+#: 8 Mooncake requests, 512-token blocks (traces/formats/, sources in traces/README.md): fast to replay.
+SMALL_TRACE = ROOT / "traces" / "formats" / "mooncake_conv_8.jsonl"
+#: 8 rows of the Azure 2023 conversation CSV (lengths only: reuse synthesised).
+SMALL_AZURE = ROOT / "traces" / "formats" / "azure2023_conv_8.csv"
+
+
+def invoke(*args, input=None):
+    """``pcs ARGS`` in this process (click's runner; stdout and stderr apart)."""
+    from click.testing import CliRunner
+
+    from pcs.cli.main import cli
+
+    return CliRunner().invoke(cli, [str(a) for a in args], input=input)
+
+
+def assert_one_line_error(result, *needles) -> str:
+    """Exit 2, nothing on stdout, one line ``pcs: error: ...`` on stderr holding every needle; returns it."""
+    assert result.exit_code == 2, (result.exit_code, result.output)
+    assert "Traceback" not in result.output, result.output
+    lines = [ln for ln in result.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1 and lines[0].startswith("pcs: error:"), result.output
+    for needle in needles:
+        assert needle in lines[0], (needle, lines[0])
+    return lines[0]
+
+
+def all_commands():
+    """``[(["trace", "stats"], command), ...]``: every leaf command of ``pcs``, subcommands included."""
+    import click
+
+    from pcs.cli.main import cli
+
+    out = []
+
+    def walk(cmd, path):
+        if isinstance(cmd, click.Group):
+            ctx = click.Context(cmd)
+            for name in cmd.list_commands(ctx):
+                walk(cmd.get_command(ctx, name), path + [name])
+        else:
+            out.append((path, cmd))
+
+    walk(cli, [])
+    return out

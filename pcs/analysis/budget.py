@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from pcs import units
-from pcs.configfile import read_mapping
+from pcs.configfile import read_mapping, refuse_unknown_keys
 from pcs.errors import InputError
 
 __all__ = [
@@ -179,14 +179,17 @@ def load_workloads(path: str | Path) -> tuple[dict[str, Any], list[Workload]]:
         (device, workloads): device maps ``capacity_have_bytes`` /
         ``bandwidth_have_bps`` to parsed values for the keys present.
     Raises:
-        InputError: bad content, naming the file, the entry and the field.
+        InputError: bad content, naming the file, the entry and the field; a
+            key the format does not have (a typo is not silently ignored).
     """
     path = Path(path)
     data = read_mapping(path)
+    refuse_unknown_keys(path, None, data, ("device", "workload", "workloads"))
     device: dict[str, Any] = {}
     raw_device = data.get("device", {})
     if not isinstance(raw_device, dict):
         raise InputError(str(path), None, "device", "must be a table/object")
+    refuse_unknown_keys(path, "device", raw_device, _DEVICE_KEYS)
     for key, parse in _DEVICE_KEYS.items():
         if key in raw_device:
             out_key = "capacity_have_bytes" if key == "capacity_have" else "bandwidth_have_bps"
@@ -200,6 +203,7 @@ def load_workloads(path: str | Path) -> tuple[dict[str, Any], list[Workload]]:
         where = f"workload[{i}]"
         if not isinstance(entry, dict):
             raise InputError(str(path), None, where, "must be a table/object")
+        refuse_unknown_keys(path, where, entry, ("name", *_NEED_KEYS))
         missing = [k for k in _NEED_KEYS if k not in entry]
         if missing:
             raise InputError(str(path), None, where, f"missing {', '.join(missing)}")

@@ -9,7 +9,7 @@ from pcs import units
 from pcs.analysis.budget import (RATIO_NOTE, BudgetResult, Workload, average_bandwidth_bps, iops_bandwidth_bps,
                         load_workloads, parse_workload, total, transfer_time_s)
 from pcs.analysis.budget import budget as budget_of  # not `from pcs.analysis import budget`: pcs may re-export the function
-from pcs.cli.common import PcsUsageError, emit, format_option, quiet_option
+from pcs.cli.common import PcsUsageError, command, emit, format_option, quiet_option
 from pcs.cli.presets import hardware_file_option, hardware_table, link_options, resolve_link
 from pcs.report.budget import budget_csv_rows, render_budget
 
@@ -75,7 +75,7 @@ def _row(name: str, r: BudgetResult) -> dict[str, Any]:
     return {"name": name, **r.as_dict()}
 
 
-@click.command("budget", context_settings={"help_option_names": ["-h", "--help"]})
+@command("budget", context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--capacity-need", help="C_w: bytes the workload keeps resident, e.g. 30GB (GB decimal, GiB binary).")
 @click.option("--bandwidth-need", help="B_w: bytes/s the workload moves, e.g. 1000GB/s.")
 @click.option("--name", default="workload", show_default=True, help="Name of the --capacity-need/--bandwidth-need workload.")

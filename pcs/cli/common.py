@@ -1,25 +1,33 @@
-"""Shared CLI pieces: output-format and quiet options, choices, progress, one emit path, error grades.
+"""Shared CLI pieces: the command class, output-format and quiet options, choices, progress, one emit
+path, error grades, signals.
 
 Every command parses options, calls the API, renders with :mod:`pcs.report`
-and calls :func:`emit`; nothing else prints results.
+and calls :func:`emit`; nothing else prints results. Every command is a
+:class:`PcsCommand` (made with :func:`command`): an option that takes one
+value given twice is an error, and a command that runs compiled twins says
+once when they are not built.
 """
 from __future__ import annotations
 
 import contextlib
 import csv
+import functools
 import io
 import json
 import math
+import signal
 import sys
+import threading
 import traceback
 from typing import Any, Callable, Iterable, Iterator
 
 import click
 
+from pcs.cli.progress import Progress, counted  # noqa: F401 - the names commands import from here
 from pcs.errors import BUG_REPORT
 
-__all__ = ["PcsUsageError", "RegistryChoice", "format_option", "quiet_option", "Progress", "emit", "user_errors",
-           "to_jsonable"]
+__all__ = ["PcsUsageError", "PcsCommand", "PcsGroup", "command", "RegistryChoice", "format_option", "quiet_option",
+           "Progress", "counted", "emit", "user_errors", "to_jsonable", "Terminated", "unwind_on_signals"]
 
 
 class PcsUsageError(click.ClickException):
@@ -45,6 +53,50 @@ class PcsInternalError(click.ClickException):
         click.echo(f"pcs: internal error: {BUG_REPORT}", err=True)
 
 
+class PcsStopped(click.ClickException):
+    """Ctrl-C (exit 130) or SIGTERM / SIGHUP (exit 128 + the signal): one line, temporary files removed."""
+
+    def __init__(self, message: str, exit_code: int) -> None:
+        super().__init__(message)
+        self.exit_code = exit_code
+
+    def show(self, file=None) -> None:  # noqa: D401 - click API
+        click.echo(f"pcs: {self.format_message()}", err=True)
+
+
+class Terminated(BaseException):
+    """SIGTERM or SIGHUP arrived: raised in the main thread so every ``finally`` runs (temp files removed).
+
+    A ``BaseException`` like ``KeyboardInterrupt``, so ``except Exception`` does not swallow it.
+    """
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+#: Signals that stop a run the way Ctrl-C does (SIGINT already raises KeyboardInterrupt).
+STOP_SIGNALS = tuple(getattr(signal, n) for n in ("SIGTERM", "SIGHUP") if hasattr(signal, n))
+
+
+@contextlib.contextmanager
+def unwind_on_signals() -> Iterator[None]:
+    """While inside: SIGTERM / SIGHUP raise :class:`Terminated` (main thread only); the old handlers after."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def stop(signum, frame):
+        raise Terminated(signum)
+
+    old = {s: signal.signal(s, stop) for s in STOP_SIGNALS}
+    try:
+        yield
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
+
+
 @contextlib.contextmanager
 def user_errors() -> Iterator[None]:
     """Grade what escapes a command: user errors as one line (exit 2), bugs with a traceback (exit 1).
@@ -59,10 +111,20 @@ def user_errors() -> Iterator[None]:
     permission ...). Every other exception (``AssertionError``,
     ``TypeError``, ``IndexError``, ``KeyError`` ...) is a bug in pcs
     (:class:`PcsInternalError`). A closed pipe (``pcs ... | head``) ends
-    quietly. Grades: :mod:`pcs.errors`.
+    quietly. Ctrl-C is one line ``pcs: interrupted`` and exit 130; SIGTERM
+    (SIGHUP) one line and exit 143 (129); either way the temporary files are
+    gone (:mod:`pcs.outfile`). Grades: :mod:`pcs.errors`.
     """
+    from pcs.outfile import remove_temporary
+
     try:
         yield
+    except KeyboardInterrupt:
+        remove_temporary()
+        raise PcsStopped("interrupted", 130) from None
+    except Terminated as exc:
+        remove_temporary()
+        raise PcsStopped(f"terminated by {signal.Signals(exc.signum).name}", 128 + exc.signum) from None
     except click.UsageError as exc:  # click's own parse errors: one line too, not usage + hint + error
         where = f" (see '{exc.ctx.command_path} --help')" if exc.ctx is not None else ""
         raise PcsUsageError(f"{exc.format_message()}{where}") from None
@@ -105,33 +167,56 @@ class RegistryChoice(click.Choice):
         return value
 
 
-class Progress:
-    """A tqdm bar on stderr after ~2 s, called with the work done since the last call.
+def _refuse_repeated_options(cmd: click.Command, ctx: click.Context, args: list[str]) -> None:
+    """A value option that is not ``multiple`` given more than once: a usage error (not "last one wins")."""
+    try:
+        _, _, order = cmd.make_parser(ctx).parse_args(args=list(args))
+    except click.UsageError:
+        return  # click's own parse reports it
+    seen: set[str] = set()
+    for p in order:
+        if not isinstance(p, click.Option) or p.multiple or p.count or p.is_flag:
+            continue
+        if p.name in seen:
+            raise click.UsageError(f"{max(p.opts, key=len)} was given more than once; it takes one value", ctx)
+        seen.add(p.name)
 
-    Off with ``--quiet`` or when stderr is not a terminal (nothing on a
-    non-terminal stderr).
+
+class PcsCommand(click.Command):
+    """A pcs command: repeated single-value options are refused; ``twins=True`` commands note missing C twins.
 
     Args:
-        quiet: the ``--quiet`` flag.
-        desc: the bar's label.
-        unit: the unit counted, e.g. ``" req"``.
-        total: the total work when known (gives an ETA), else None.
+        twins: the command runs compiled twins (:mod:`pcs._native`); when
+            one is not built it prints :func:`pcs._native.missing_note` once,
+            on stderr, unless ``--quiet``.
     """
 
-    def __init__(self, quiet: bool, desc: str = "replay", unit: str = " req", total: int | None = None) -> None:
-        self.bar = None
-        if not quiet and sys.stderr.isatty():
-            from tqdm import tqdm
+    def __init__(self, *args: Any, twins: bool = False, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.twins = twins
 
-            self.bar = tqdm(total=total, unit=unit, delay=2.0, file=sys.stderr, leave=False, desc=desc)
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        _refuse_repeated_options(self, ctx, args)
+        return super().parse_args(ctx, args)
 
-    def __call__(self, n: int) -> None:
-        if self.bar is not None:
-            self.bar.update(n)
+    def invoke(self, ctx: click.Context) -> Any:
+        if self.twins and not ctx.params.get("quiet"):
+            from pcs._native import missing_note
 
-    def close(self) -> None:
-        if self.bar is not None:
-            self.bar.close()
+            note = missing_note()
+            if note:
+                click.echo(f"pcs: note: {note}", err=True)
+        return super().invoke(ctx)
+
+
+class PcsGroup(click.Group):
+    """A command group whose ``@group.command`` makes :class:`PcsCommand` s."""
+
+    command_class = PcsCommand
+
+
+#: ``@command("name")``: ``click.command`` making a :class:`PcsCommand`.
+command = functools.partial(click.command, cls=PcsCommand)
 
 
 def quiet_option(f: Callable) -> Callable:
@@ -143,7 +228,7 @@ def format_option(f: Callable) -> Callable:
     """``--format table|json|csv`` (default table)."""
     return click.option(
         "--format", "fmt", type=click.Choice(["table", "json", "csv"]), default="table",
-        show_default=True, help="Output format. JSON keys are documented in docs/ and stay stable.",
+        show_default=True, help="Output format. JSON keys are documented in docs/json.md and stay stable.",
     )(f)
 
 

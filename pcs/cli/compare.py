@@ -10,20 +10,23 @@ from typing import Any
 
 import click
 
-from pcs.cli.common import Progress, emit, format_option
-from pcs.cli.replay import replay_call_kwargs, replay_options
+from pcs.cli.common import Progress, command, emit, format_option
+from pcs.cli.modelarg import is_config_path
+from pcs.cli.params import parse_capacity_list
+from pcs.cli.replay import open_trace_kwargs, replay_call_kwargs, replay_options
 from pcs.cli.report import check_outputs, html_options, write_outputs
 
 __all__ = ["compare"]
 
 
-@click.command("compare")
+@command("compare", twins=True)
 @(lambda f: replay_options(f, policy_multiple=True))
 @click.option("--tiers", "tier_sets", multiple=True,
               help="A whole tier list to compare, comma-separated, repeatable: --tiers gpu=400GB,cpu=2TB "
                    "--tiers gpu=400GB,cpu=4TB (instead of --tier).")
 @click.option("--curve-capacities", default=None, metavar="C1,C2,...",
-              help="Also print hit-ratio curve rows at these one-tier capacities (blocks), sequential timing: "
+              help="Also print hit-ratio curve rows at these one-tier capacities (5000blocks, or sizes such as 40GB: "
+                   "the GPU tier's bytes per block), sequential timing: "
                    "one column per compared policy (LRU from the one-pass curve, others replayed), Belady and "
                    "the single-sequence ceiling.")
 @html_options
@@ -37,7 +40,7 @@ def compare(fmt: str, tier_sets: tuple[str, ...], curve_capacities: str | None, 
     Example:
       pcs compare trace.jsonl --policy lru --policy protected --tier gpu=400GB --tier cpu=2TB
       pcs compare trace.jsonl --tiers gpu=5000blocks --tiers gpu=20000blocks --timing sequential
-      pcs compare trace.jsonl --policy lru --policy protected --curve-capacities 1000,5000,20000
+      pcs compare trace.jsonl --policy lru --policy protected --curve-capacities 1000blocks,5000blocks,20000blocks
     JSON: {"variants": [row, ...]} with row keys variant, policy, tiers and the metric keys
     (hit_ratio, single_sequence_hit_ratio, gap_*, restored_bytes, ttft_p50_s ...); with
     --curve-capacities also "curve": [{capacity_blocks, <policy>_hit_ratio ..., belady_hit_ratio,
@@ -46,28 +49,47 @@ def compare(fmt: str, tier_sets: tuple[str, ...], curve_capacities: str | None, 
     from pcs.engine.compare import compare as compare_api
     from pcs.report.compare import render_compare
 
-    check_outputs(html_path, plot_dir)
+    check_outputs(html_path, plot_dir, {"TRACE": kw["trace"]})
     if tier_sets and kw["tiers"]:
         raise ValueError("give either --tier (one tier list) or --tiers (several to compare), not both")
-    caps = _parse_capacities(curve_capacities) if curve_capacities else None
+    _refuse_one_policy_twice(kw["policy"])
+    trace = open_trace_kwargs(kw)
+    caps = _parse_capacities(curve_capacities, kw, trace.block_size) if curve_capacities else None
     sets = [[t for t in ts.split(",") if t.strip()] for ts in tier_sets] or None
-    trace, replay_kwargs = replay_call_kwargs(kw)
-    progress = Progress(kw["quiet"])
-    try:
+    trace, replay_kwargs = replay_call_kwargs(kw, trace)
+    runs = len(sets or [None]) * len(kw["policy"] or [None])
+    total = (lambda: (trace.estimated_requests() or 0) * runs or None)  # noqa: E731
+    with Progress(kw["quiet"], desc="compare", total=total) as progress:
         res = compare_api(trace, policies=list(kw["policy"]) or None, tier_sets=sets, curve_capacities=caps,
                           progress=progress, **dict(replay_kwargs, tiers=list(kw["tiers"]) or None))
-    finally:
-        progress.close()
     payload = res.to_dict()
     write_outputs(html_path, plot_dir, [payload])
     emit(payload, fmt, lambda: render_compare(res), rows_key="variants")
 
 
-def _parse_capacities(text: str) -> list[int]:
-    try:
-        caps = [int(x) for x in text.split(",") if x.strip()]
-    except ValueError:
-        raise ValueError(f"--curve-capacities {text!r}: expected whole block counts such as 1000,5000") from None
-    if not caps or min(caps) < 0:
-        raise ValueError(f"--curve-capacities {text!r}: expected one or more block counts >= 0")
-    return caps
+def _refuse_one_policy_twice(policies: tuple[str, ...]) -> None:
+    """``--policy slru --policy protected`` names one policy twice (an alias): two equal columns, refused."""
+    from pcs.cache.policies import get_policy
+
+    seen: dict[Any, str] = {}
+    for p in policies:
+        key = get_policy(p)
+        if key in seen:
+            raise ValueError(f"--policy {seen[key]} and --policy {p} name the same policy; give each policy once")
+        seen[key] = p
+
+
+def _parse_capacities(text: str, kw: dict[str, Any], block_size: int) -> list[int]:
+    """``--curve-capacities``: block counts, or sizes divided by the GPU tier's bytes per block."""
+    return parse_capacity_list(text, "--curve-capacities", lambda: _gpu_block_bytes(kw, block_size))
+
+
+def _gpu_block_bytes(kw: dict[str, Any], block_size: int) -> int:
+    """Bytes per block of the GPU tier the replays use: the Reserved layout per TP group (docs/semantics.md §13)."""
+    from pcs.engine.api import DEFAULTS
+    from pcs.model import get_model, group_block_bytes, load_hf_config
+
+    name = kw["model"] or DEFAULTS["model"]
+    spec = load_hf_config(name) if is_config_path(name) else get_model(name)
+    spec = spec.with_dtype(kw["dtype"]) if kw["dtype"] else spec
+    return group_block_bytes(spec.with_tp(kw["tp"] or DEFAULTS["tp"]), block_size, "reserved").total_bytes

@@ -1,93 +1,77 @@
 """``pcs curve``: hit ratio at every capacity (LRU in one pass, Belady, ceiling)."""
 from __future__ import annotations
 
-import os
-import tempfile
 from pathlib import Path
 
 import click
 
 from pcs import _native
-from pcs.cli.common import PcsUsageError, RegistryChoice, emit, format_option, quiet_option
+from pcs.cli.common import PcsUsageError, Progress, RegistryChoice, command, counted, emit, format_option, quiet_option
+from pcs.cli.params import MAX_COUNT, MAX_POINTS, MAX_SEED, Float, Int, parse_capacity_list
 from pcs.cli.report import check_outputs, write_outputs
+from pcs.cli.trace import open_from_options, trace_input_options
 from pcs.model import KV_DTYPES, get_layout
 from pcs.report.curve import curve_figure, render_curve
-from pcs.units import parse_bytes
 
 
-def _parse_capacities(text: str, block_bytes: int | None) -> list[int]:
-    """"1000,5000" -> blocks; "40GB,80GB" -> floor(bytes / block bytes) (needs --model)."""
-    out = []
-    for item in (s.strip() for s in text.split(",")):
-        if not item:
-            continue
-        if item.isdigit():
-            out.append(int(item))
-            continue
-        if not item[0].isdigit():
-            raise PcsUsageError(f"--capacities {item!r}: expected a block count >= 0 (e.g. 5000) or, with --model,"
-                                " a size (e.g. 40GB)")
-        if block_bytes is None:
-            parse_bytes(item)  # a malformed size says so first
-            raise PcsUsageError(f"--capacities {item!r}: sizes in bytes need --model (plain numbers are blocks)")
-        out.append(parse_bytes(item) // block_bytes)
-    if not out:
-        raise PcsUsageError(f"--capacities {text!r}: give comma-separated blocks, e.g. 1000,5000,20000")
-    return out
-
-
-def _plot(result, path: str, model_name: str | None) -> None:
+def _plot(result, path: str, model_name: str | None, trace: str) -> None:
     """Draw the curves (:func:`pcs.report.curve.curve_figure`) to ``path`` via a temp file and a rename."""
-    target = Path(path)
+    from pcs.outfile import atomic_output
+
     try:
-        fig = curve_figure(result, model_name)
+        fig = curve_figure(result, model_name, trace)
     except ImportError:
         raise PcsUsageError("--plot needs matplotlib: pip install 'pcs[plot]'") from None
     import matplotlib.pyplot as plt
 
-    fd, tmp = tempfile.mkstemp(dir=target.resolve().parent, suffix=target.suffix or ".png")
-    os.close(fd)
     try:
-        fig.savefig(tmp, dpi=120)
-        os.replace(tmp, target)
+        with atomic_output(path) as tmp:
+            fig.savefig(tmp, dpi=120, format=(Path(path).suffix.lstrip(".").lower() or "png"))
     finally:
         plt.close(fig)
-        if os.path.exists(tmp):
-            os.unlink(tmp)
 
 
-@click.command("curve")
+def _plot_format_ok(path: str) -> None:
+    """``--plot`` names a format matplotlib writes (refused before the work, not after it)."""
+    suffix = Path(path).suffix.lstrip(".").lower()
+    if suffix and suffix not in ("png", "pdf", "svg", "jpg", "jpeg", "eps", "ps", "tif", "tiff", "webp"):
+        raise PcsUsageError(f"--plot {path}: unknown image type {suffix!r}; use .png, .svg or .pdf")
+
+
+@command("curve", twins=True)
 @click.argument("trace", required=False, type=click.Path(dir_okay=False, allow_dash=True))
 @click.option("--capacities", metavar="LIST",
-              help="Comma-separated cache sizes in blocks (1000,5000,20000), or in bytes with --model (40GB,80GB).")
-@click.option("--points", type=click.IntRange(min=1), default=None,
+              help="Comma-separated cache sizes in blocks (1000blocks,5000blocks) or, with --model, in bytes "
+                   "(40GB,80GB); a plain number other than 0 is refused.")
+@click.option("--points", type=Int(1, MAX_POINTS), default=None,
               help="Instead of --capacities: this many sizes spaced geometrically up to where LRU reaches the "
                    "ceiling. [default: 12]")
 @click.option("--model", "model_name", metavar="NAME", default=None,
-              help="Model preset (see `pcs models`): adds capacity in bytes (blocks x reserved bytes per block).")
+              help="Model preset (see `pcs models`) or a config.json path: adds capacity in bytes (blocks x "
+                   "reserved bytes per block).")
 @click.option("--dtype", type=RegistryChoice(KV_DTYPES, get_layout), default=None,
               help="KV dtype for the bytes; needs --model.")
-@click.option("--block-size", type=click.IntRange(min=1), default=None,
-              help="Tokens per block for token-id traces (hash-id traces fix their own).")
 @click.option("--no-belady", is_flag=True, help="Skip the offline optimum (pure Python, ~1 M accesses/s per capacity; "
               "always skipped when sampling).")
-@click.option("--sample-rate", type=click.FloatRange(0, 1, min_open=True), default=1.0, show_default=True,
+@click.option("--sample-rate", type=Float(0, 1, min_open=True), default=1.0, show_default=True,
               help="SHARDS spatial sampling rate for huge traces (1 = exact).")
-@click.option("--exact-head-blocks", type=click.IntRange(min=0), default=1, show_default=True,
+@click.option("--exact-head-blocks", type=Int(0, MAX_COUNT), default=1, show_default=True,
               help="With sampling: blocks seen this close to a request's head are kept exactly.")
-@click.option("--seed", type=int, default=0, show_default=True, help="Sampling hash seed.")
+@click.option("--seed", type=Int(0, MAX_SEED), default=0, show_default=True, help="Sampling hash seed.")
 @click.option("--native", type=click.Choice(_native.MODES), default=None, help=_native.HELP)
 @click.option("--kernel", type=click.Choice(_native.MODES), default=None, hidden=True,
               help="Older name of --native.")
 @click.option("--plot", "plot_path", type=click.Path(), default=None,
-              help="Also draw the curves to this PNG (needs the plot extra: pip install 'pcs[plot]'); a path "
-                   "without .png/.svg/.pdf is a directory for every figure of the HTML page (<figure>.png, .svg).")
+              help="Also draw the curves to this PNG, SVG or PDF (needs the plot extra: pip install 'pcs[plot]'); "
+                   "with --model a second axis gives the capacity in bytes. A path without a suffix is a folder "
+                   "for every figure of the HTML page (<figure>.png, .svg).")
 @click.option("--html", "html_path", type=click.Path(dir_okay=False), default=None,
               help="Also write a self-contained HTML report to FILE (pip install 'pcs[report]').")
+@trace_input_options
 @format_option
 @quiet_option
-def curve(trace, capacities, points, model_name, dtype, block_size, no_belady, sample_rate, exact_head_blocks,
-          seed, native, kernel, plot_path, html_path, fmt, quiet) -> None:
+def curve(trace, capacities, points, model_name, dtype, no_belady, sample_rate, exact_head_blocks, seed, native,
+          kernel, plot_path, html_path, trace_format, block_size, on_error, sort, fmt, quiet) -> None:
     """Hit ratio at every cache capacity: LRU, Belady and the ceiling.
 
     TRACE is a trace file (default: the bundled sample). Capacities are in
@@ -99,28 +83,31 @@ def curve(trace, capacities, points, model_name, dtype, block_size, no_belady, s
 
     \b
     Example:
-      pcs curve trace.jsonl --capacities 1000,5000,20000 --model llama-3.1-8b
+      pcs curve trace.jsonl --capacities 1000blocks,5000blocks,20000blocks --model llama-3.1-8b
       pcs curve trace.jsonl --points 20 --format json --plot curve.png
       pcs curve trace.jsonl --model llama-3.1-8b --html curve.html
     """
-    from pcs.curves.api import curve as compute_curve, load_accesses
+    from pcs.curves.api import DEFAULT_POINTS, curve as compute_curve
+    from pcs.outfile import check_outputs as check_files
 
     if capacities is not None and points is not None:
         raise PcsUsageError("give --capacities or --points, not both")
-    figures = plot_path if plot_path and Path(plot_path).suffix.lower() not in (".png", ".svg", ".pdf") else None
+    figures = plot_path if plot_path and not Path(plot_path).suffix else None  # a folder of the page's figures
     plot_path = None if figures else plot_path
-    check_outputs(html_path, figures)
-    if plot_path and not Path(plot_path).resolve().parent.is_dir():
-        raise PcsUsageError(f"--plot {plot_path}: directory {str(Path(plot_path).parent)!r} does not exist")
+    if plot_path:
+        _plot_format_ok(plot_path)
+    inputs = {"TRACE": trace, "--model": model_name}
+    check_files({"--plot": plot_path}, inputs)
+    check_outputs(html_path, figures, inputs)
     if dtype is not None and model_name is None:
         raise PcsUsageError("--dtype sets the KV dtype of --model's bytes; give --model too")
     spec = None
     if model_name is not None:
-        from pcs.model import get_model
+        from pcs.cli.modelarg import load_model
 
-        spec = get_model(model_name)
+        spec = load_model(model_name, None, quiet)
         spec = spec.with_dtype(dtype) if dtype else spec
-    flat, name = load_accesses(trace, block_size)
+    flat, name = _load(trace, (trace_format, block_size, on_error, sort), quiet)
     caps = None
     if capacities is not None:
         bb = None
@@ -128,11 +115,22 @@ def curve(trace, capacities, points, model_name, dtype, block_size, no_belady, s
             from pcs.model import block_bytes
 
             bb = block_bytes(spec, flat.block_size, "reserved").total_bytes
-        caps = _parse_capacities(capacities, bb)
-    result = compute_curve(flat, caps, points, spec, belady=not no_belady, sample_rate=sample_rate, seed=seed,
-                           exact_head_blocks=exact_head_blocks, native=native, kernel=kernel)
+        caps = parse_capacity_list(capacities, "--capacities", bb)
+    with Progress(quiet, desc="belady", unit=" capacities",
+                  total=len(caps) if caps else (points or DEFAULT_POINTS)) as progress:
+        result = compute_curve(flat, caps, points, spec, belady=not no_belady, sample_rate=sample_rate, seed=seed,
+                               exact_head_blocks=exact_head_blocks, native=native, kernel=kernel, progress=progress)
     payload = {**result.to_dict(), "trace": "-" if trace == "-" else name, "dtype": dtype}
     if plot_path:
-        _plot(result, plot_path, spec.name if spec is not None else None)
+        _plot(result, plot_path, spec.name if spec is not None else None, payload["trace"])
     write_outputs(html_path, figures, [payload])
     emit(payload, fmt, lambda: render_curve(payload))
+
+
+def _load(trace, options: tuple, quiet: bool):
+    """The trace's accesses (:func:`pcs.curves.api.load_accesses`), with a progress bar over its requests."""
+    from pcs.curves.api import load_accesses
+
+    t = open_from_options(trace, *options)
+    with Progress(quiet, desc="reading", total=t.estimated_requests) as progress:
+        return load_accesses(counted(t, progress))

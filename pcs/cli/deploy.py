@@ -5,9 +5,10 @@ from typing import Any
 
 import click
 
-from pcs.cli.common import emit, format_option, quiet_option
+from pcs.cli.common import RegistryChoice, command, emit, format_option, quiet_option
 from pcs.cli.modelarg import load_model
-from pcs.model import KV_DTYPES, MODEL_NAMES
+from pcs.cli.params import MAX_BLOCK_SIZE, MAX_TOKENS, MAX_TP, Float, Int
+from pcs.model import KV_DTYPES, MODEL_NAMES, get_layout
 
 __all__ = ["deploy"]
 
@@ -40,21 +41,21 @@ def _table(d: dict[str, Any]) -> str:
     return render_table(["quantity", "value", "how"], rows, title=f"Deployment: {d['model']}", notes=notes)
 
 
-@click.command("deploy")
+@command("deploy")
 @click.option("--model", "model_name", default=None, metavar="NAME",
               help=f"Model preset: {', '.join(MODEL_NAMES)} (see `pcs models`).")
 @click.option("--model-config", "model_config", type=click.Path(dir_okay=False), default=None,
               help="A local Hugging Face config.json instead of a preset (no network).")
 @click.option("--gpu", default="h100-sxm", show_default=True, help="GPU preset (pcs hardware).")
-@click.option("--tp", type=click.IntRange(min=1), default=8, show_default=True,
+@click.option("--tp", type=Int(1, MAX_TP), default=8, show_default=True,
               help="Tensor-parallel size = GPUs holding the model.")
-@click.option("--dtype", default=None, metavar="DTYPE",
-              help=f"KV cache layout: {', '.join(KV_DTYPES)} (default: the model's).")
-@click.option("--block-size", type=click.IntRange(min=1), default=16, show_default=True,
+@click.option("--dtype", type=RegistryChoice(KV_DTYPES, get_layout), default=None,
+              help="KV cache layout (default: the model's).")
+@click.option("--block-size", type=Int(1, MAX_BLOCK_SIZE), default=16, show_default=True,
               help="Tokens per KV block (vLLM's default 16; Mooncake traces use 512).")
-@click.option("--request-tokens", type=click.IntRange(min=1), default=8192, show_default=True,
+@click.option("--request-tokens", type=Int(1, MAX_TOKENS), default=8192, show_default=True,
               help="Tokens per request for the concurrency figure.")
-@click.option("--gpu-memory-utilization", type=float, default=None,
+@click.option("--gpu-memory-utilization", type=Float(0, 1, min_open=True), default=None,
               help="Share of HBM the engine may use (vLLM's gpu_memory_utilization; default 0.9).")
 @click.option("--kv-reserve", default=None, help="Activation/runtime memory per GPU (default 5GB).")
 @click.option("--hardware-file", type=click.Path(dir_okay=False), help="TOML/JSON overrides of GPU presets.")

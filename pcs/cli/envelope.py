@@ -7,7 +7,8 @@ import click
 
 from pcs import units
 from pcs.analysis.envelope import envelope as envelope_lib, restore_bytes_for_tokens
-from pcs.cli.common import RegistryChoice, emit, format_option, quiet_option
+from pcs.cli.common import RegistryChoice, command, emit, format_option, quiet_option
+from pcs.cli.params import MAX_BLOCK_SIZE, MAX_TOKENS, MAX_TP, Float, Int
 from pcs.cli.presets import gpu_options, hardware_file_option, hardware_table, resolve_gpu
 from pcs.model import KV_DTYPES, get_layout
 from pcs.report.envelope import render_envelope
@@ -15,18 +16,33 @@ from pcs.report.envelope import render_envelope
 __all__ = ["envelope"]
 
 
-def _model(kw: dict[str, Any]) -> Any:
-    """The ModelSpec from --model or --model-config (with --kv-dtype), or None."""
-    if kw["model"] is None and kw["model_config"] is None:
-        if kw["kv_dtype"] is not None:
-            raise ValueError("--kv-dtype needs --model or --model-config")
-        return None
-    if kw["model"] is not None and kw["model_config"] is not None:
-        raise ValueError("give --model or --model-config, not both")
-    from pcs.model import get_model, load_hf_config  # lazy: H2's model package
+def _dtype(kw: dict[str, Any]) -> str | None:
+    """``--dtype``, or its older spelling ``--kv-dtype`` (hidden; one spelling per thing across commands)."""
+    old = kw.pop("kv_dtype")
+    if old is not None and kw["dtype"] is not None:
+        raise ValueError("give --dtype once (--kv-dtype is its older name)")
+    return kw["dtype"] if kw["dtype"] is not None else old
 
-    model = get_model(kw["model"]) if kw["model"] is not None else load_hf_config(kw["model_config"])
-    return model.with_dtype(kw["kv_dtype"]) if kw["kv_dtype"] else model
+
+def _model(kw: dict[str, Any], quiet: bool) -> Any:
+    """The ModelSpec from --model or --model-config (with --dtype), or None."""
+    from pcs.cli.modelarg import load_model
+
+    dtype = _dtype(kw)
+    if kw["model"] is None and kw["model_config"] is None:
+        if dtype is not None:
+            raise ValueError("--dtype needs --model or --model-config")
+        return None
+    model = load_model(kw["model"], kw["model_config"], quiet)
+    return model.with_dtype(dtype) if dtype else model
+
+
+def _default_gpu(kw: dict[str, Any], model: Any) -> None:
+    """No --gpu: the GPU pcs replay assumes (its DEFAULTS), when a model needs one for the compute model."""
+    if kw["gpu"] is None and model is not None and kw["prefill_csv"] is None:
+        from pcs.engine.api import DEFAULTS
+
+        kw["gpu"] = DEFAULTS["gpu"]
 
 
 def _prefill_source(kw: dict[str, Any], model: Any, gpu: Any) -> tuple[Any, str] | None:
@@ -77,17 +93,18 @@ def _restore_bytes(kw: dict[str, Any], model: Any) -> int:
     return restore_bytes_for_tokens(per_rank, kw["restore_tokens"], kw["block_size"])
 
 
-@click.command("envelope", context_settings={"help_option_names": ["-h", "--help"]})
+@command("envelope", context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--restore-bytes", help="D: bytes restored, e.g. 1GB (GB decimal, GiB binary).")
-@click.option("--restore-tokens", type=click.IntRange(min=0),
+@click.option("--restore-tokens", type=Int(0, MAX_TOKENS),
               help="Cached tokens restored; with --model gives D (serialized blocks, rounded up to whole blocks).")
-@click.option("--prompt-tokens", type=click.IntRange(min=0),
+@click.option("--prompt-tokens", type=Int(0, MAX_TOKENS),
               help="Prompt length for the computed T_full (default: --restore-tokens).")
-@click.option("--model", help="Model preset (list: pcs models), for D and the compute model.")
+@click.option("--model", help="Model preset (list: pcs models) or a config.json path, for D and the compute model.")
 @click.option("--model-config", type=click.Path(dir_okay=False), help="Local Hugging Face config.json instead of --model.")
-@click.option("--kv-dtype", type=RegistryChoice(KV_DTYPES, get_layout),
-              help="KV dtype for D (default: the model's).")
-@click.option("--block-size", type=click.IntRange(min=1), default=16, show_default=True, help="Tokens per KV block.")
+@click.option("--dtype", type=RegistryChoice(KV_DTYPES, get_layout),
+              help="KV cache layout for D, as in pcs replay and pcs footprint (default: the model's).")
+@click.option("--kv-dtype", type=RegistryChoice(KV_DTYPES, get_layout), hidden=True, help="Older name of --dtype.")
+@click.option("--block-size", type=Int(1, MAX_BLOCK_SIZE), default=16, show_default=True, help="Tokens per KV block.")
 @click.option("--full-prefill", help="T_full: prefill time without cache, e.g. 100ms. Default: computed from --model/--gpu.")
 @click.option("--remaining-compute", help="T_remaining: prefill still needed after the restore, e.g. 30ms. "
                                           "Default: computed when a model/GPU or --prefill-csv is given, else 0.")
@@ -95,9 +112,9 @@ def _restore_bytes(kw: dict[str, Any], model: Any) -> int:
 @click.option("--bandwidth", "bandwidths", multiple=True, help="B_eff: effective restore bandwidth, e.g. 20GB/s. Repeatable.")
 @click.option("--overlap", help="W: independent compute overlapping the load, e.g. 20ms; adds exposed_wait_s.")
 @gpu_options
-@click.option("--tp", type=click.IntRange(min=1), default=1, show_default=True,
+@click.option("--tp", type=Int(1, MAX_TP), default=1, show_default=True,
               help="Tensor-parallel size: compute splits over tp GPUs; D becomes bytes per GPU rank.")
-@click.option("--utilisation", type=click.FloatRange(min=0, max=1, min_open=True),
+@click.option("--utilisation", type=Float(0, 1, min_open=True),
               help="Prefill MFU for the compute model (default 0.5, see pcs.compute).")
 @click.option("--compute-dtype", type=click.Choice(["bf16", "fp16", "fp8"]), default="bf16", show_default=True,
               help="Precision of the prefill matmuls (selects the GPU's dense peak).")
@@ -110,7 +127,8 @@ def envelope(fmt: str, quiet: bool, **kw: Any) -> None:
     """Restore or recompute? Cached path D/B + T_remaining + T_overhead against T_full.
 
     Sizes in bytes with units (1GB decimal, 1GiB binary), bandwidths in bytes/s
-    (20GB/s), times with units (100ms, 5us) or plain seconds. Verdicts and the
+    (20GB/s), times with units (100ms, 5us) or plain seconds. With a model and
+    no --gpu the compute model runs on pcs replay's default GPU (h100-sxm). Verdicts and the
     break-even bandwidth D / (T_full - T_remaining - T_overhead) are decided
     exactly (integer nanoseconds): no break-even when that is <= 0.
 
@@ -127,8 +145,9 @@ def envelope(fmt: str, quiet: bool, **kw: Any) -> None:
     verdict faster|slower|equal, exposed_wait_s).
     """
     table = hardware_table(kw.pop("hardware_file"))
+    model = _model(kw, quiet)
+    _default_gpu(kw, model)
     gpu = resolve_gpu(kw, table)
-    model = _model(kw)
     times = _times(kw, _prefill_source(kw, model, gpu))
     d = _restore_bytes(kw, model)
     overlap = units.parse_duration(kw["overlap"]) if kw["overlap"] is not None else None

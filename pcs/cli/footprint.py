@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import click
 
-from pcs.cli.common import RegistryChoice, emit, format_option, quiet_option
+from pcs.cli.common import RegistryChoice, command, emit, format_option, quiet_option
+from pcs.cli.params import MAX_BLOCK_SIZE, MAX_COUNT, MAX_TOKENS, MAX_TP, Int
 from pcs.cli.modelarg import load_model
 from pcs.cli.report import check_outputs, html_options, write_outputs
 from pcs.model import MODEL_NAMES, KV_DTYPES, footprint as compute_footprint, get_layout
@@ -11,20 +12,20 @@ from pcs.model.footprint import hybrid_block_size
 from pcs.report.footprint import render_footprint
 
 
-@click.command("footprint")
+@command("footprint")
 @click.option("--model", "model_name", default=None, metavar="NAME",
               help=f"Model preset: {', '.join(MODEL_NAMES)} (see `pcs models`).")
 @click.option("--model-config", "model_config", type=click.Path(dir_okay=False), default=None,
               help="A local Hugging Face config.json instead of a preset (no network).")
-@click.option("--tokens", type=click.IntRange(min=0), required=True, help="Tokens per sequence, T.")
+@click.option("--tokens", type=Int(0, MAX_TOKENS), required=True, help="Tokens per sequence, T.")
 @click.option("--dtype", type=RegistryChoice(KV_DTYPES, get_layout), default=None,
               help="KV cache layout, short or as vLLM names it (default: the model's, usually bf16; fp8 = vLLM's "
                    "per-tensor fp8, int8 = int8_per_token_head, fp4 = nvfp4).")
-@click.option("--block-size", type=click.IntRange(min=1), default=16, show_default=True,
+@click.option("--block-size", type=Int(1, MAX_BLOCK_SIZE), default=16, show_default=True,
               help="Tokens per KV block (page), B.")
-@click.option("--sequences", type=click.IntRange(min=1), default=1, show_default=True,
+@click.option("--sequences", type=Int(1, MAX_COUNT), default=1, show_default=True,
               help="Independent sequences of T tokens each (totals are multiplied; nothing shared).")
-@click.option("--tp", type=click.IntRange(min=1), default=1, show_default=True,
+@click.option("--tp", type=Int(1, MAX_TP), default=1, show_default=True,
               help="Tensor-parallel ranks; bytes are reported per rank (a replay tier holds the whole group).")
 @html_options
 @format_option
@@ -45,7 +46,7 @@ def footprint(model_name: str | None, model_config: str | None, tokens: int, dty
       pcs footprint --model llama-3.1-8b --tokens 32768 --dtype fp8
       pcs footprint --model-config ./config.json --tokens 4096 --format json
     """
-    check_outputs(html_path, plot_dir)
+    check_outputs(html_path, plot_dir, {"--model-config": model_config})
     spec = load_model(model_name, model_config, quiet)
     if tp > 1:
         spec = spec.with_tp(tp)

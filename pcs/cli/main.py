@@ -5,7 +5,8 @@ import pyarrow, and so each command lives in its own module; ``pcs --help``
 lists every command with its one-line summary from ``SUMMARIES`` without
 importing any. Every error that is the user's (``ValueError``, a missing
 file, a bad option) becomes one line on stderr and exit code 2; anything else
-is a bug in pcs and shows its traceback, exit code 1 (see
+is a bug in pcs and shows its traceback, exit code 1; Ctrl-C is one line and
+exit 130, SIGTERM one line and exit 143, with temporary files removed (see
 :func:`pcs.cli.common.user_errors`).
 """
 from __future__ import annotations
@@ -14,7 +15,7 @@ import importlib
 
 import click
 
-from pcs.cli.common import user_errors
+from pcs.cli.common import unwind_on_signals, user_errors
 
 #: command name -> "module:attribute" of its click command.
 COMMANDS: dict[str, str] = {
@@ -29,6 +30,7 @@ COMMANDS: dict[str, str] = {
     "curve": "pcs.cli.curve:curve",
     "deploy": "pcs.cli.deploy:deploy",
     "report": "pcs.cli.report:report",
+    "sweep": "pcs.cli.sweep:sweep",
 }
 
 #: command name -> its one-line summary in ``pcs --help`` (whole on one line: under ~65 characters).
@@ -44,6 +46,7 @@ SUMMARIES: dict[str, str] = {
     "curve": "hit ratio at every capacity in one pass (LRU, Belady, ceiling)",
     "deploy": "a model on TP GPUs: weights, KV pool, GPU-tier blocks, concurrency",
     "report": "one self-contained HTML page (and figures) from pcs JSON",
+    "sweep": "a grid of replays into one Parquet dataset; best points, Pareto",
 }
 
 
@@ -68,8 +71,13 @@ class LazyGroup(click.Group):
             formatter.write_dl(rows)
 
     def invoke(self, ctx: click.Context):
-        with user_errors():
-            return super().invoke(ctx)
+        from pcs.outfile import remove_temporary
+
+        try:
+            with user_errors(), unwind_on_signals():
+                return super().invoke(ctx)
+        finally:
+            remove_temporary()   # a stdin spool goes when the command ends, not when the GC drops its trace
 
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})

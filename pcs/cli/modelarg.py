@@ -1,11 +1,21 @@
-"""``--model NAME`` / ``--model-config config.json``: the one loader ``pcs footprint`` and ``pcs deploy`` share."""
+"""``--model NAME`` / ``--model-config config.json``: the one loader ``pcs footprint``, ``deploy``, ``envelope``
+and ``curve`` share; ``--model`` also takes a config.json path, as in ``pcs replay``."""
 from __future__ import annotations
 
 import click
 
 from pcs.cli.common import PcsUsageError
 
-__all__ = ["load_model"]
+__all__ = ["load_model", "is_config_path"]
+
+
+def is_config_path(value: str | None) -> bool:
+    """Whether a ``--model`` value names a config file rather than a preset: it exists, has a folder
+    part or ends in ``.json`` (so a missing ``configs/x.json`` says "no such file", not "unknown model")."""
+    import os
+    from pathlib import Path
+
+    return bool(value) and (os.sep in value or value.lower().endswith(".json") or Path(value).exists())
 
 
 def load_model(model_name: str | None, model_config: str | None, quiet: bool = False):
@@ -22,6 +32,8 @@ def load_model(model_name: str | None, model_config: str | None, quiet: bool = F
         raise PcsUsageError("give --model or --model-config, not both")
     if not model_name and not model_config:
         raise PcsUsageError(f"give --model NAME or --model-config config.json; known models: {', '.join(MODEL_NAMES)}")
+    if is_config_path(model_name):  # --model path/config.json, as pcs replay reads it
+        model_name, model_config = None, model_name
     spec = load_hf_config(model_config) if model_config else get_model(model_name)
     for assumption in () if quiet else spec.assumptions:
         click.echo(f"pcs: warning: {assumption}", err=True)

@@ -11,7 +11,7 @@ from typing import Any, Callable
 import click
 
 from pcs import units
-from pcs.cli.common import emit, format_option, quiet_option
+from pcs.cli.common import command, emit, format_option, quiet_option
 from pcs.hardware import GPUSpec, HardwareTable, LinkSpec, get_gpu, get_link, load_hardware_file, override
 from pcs.report.presets import gpu_row, hardware_csv_rows, link_row, render_hardware, render_models
 
@@ -104,7 +104,7 @@ def resolve_link(kwargs: dict[str, Any], table: HardwareTable | None = None) -> 
     return override(get_link(name, table), note="overridden on the command line", **changes)
 
 
-@click.command(context_settings={"help_option_names": ["-h", "--help"]})
+@command(context_settings={"help_option_names": ["-h", "--help"]})
 @gpu_options
 @link_options
 @hardware_file_option
@@ -142,7 +142,7 @@ def hardware(fmt: str, hardware_file: str | None, quiet: bool, **kwargs: Any) ->
     emit(payload, fmt, lambda: render_hardware(payload["gpus"], payload["links"]))
 
 
-@click.command(context_settings={"help_option_names": ["-h", "--help"]})
+@command(context_settings={"help_option_names": ["-h", "--help"]})
 @format_option
 @quiet_option
 def models(fmt: str, quiet: bool) -> None:

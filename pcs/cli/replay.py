@@ -2,8 +2,6 @@
 from __future__ import annotations
 
 import dataclasses
-import os
-import tempfile
 from pathlib import Path
 from typing import Any, Callable
 
@@ -13,14 +11,17 @@ from pcs import _native
 from pcs.blocks import BlockRules
 from pcs.cache.hierarchy import WRITE_POLICIES
 from pcs.cache.policies import DEFAULT_POLICY, POLICY_CHOICES, get_policy, policy_options
-from pcs.cli.common import Progress, RegistryChoice, emit, format_option, quiet_option
+from pcs.cli.common import Progress, RegistryChoice, command, emit, format_option, quiet_option
+from pcs.cli.modelarg import is_config_path
+from pcs.cli.params import MAX_BLOCK_SIZE, MAX_TP, Float, Int
 from pcs.cli.report import check_outputs, html_options, write_replay_outputs
 from pcs.engine import select
 from pcs.engine.engine import TIMINGS
 from pcs.model import KV_DTYPES, get_layout
-from pcs.trace.api import FORMATS
+from pcs.trace.api import FORMATS, ON_ERROR
 
-__all__ = ["replay", "replay_options", "replay_call_kwargs", "run_replay_kwargs", "write_requests"]
+__all__ = ["replay", "replay_options", "replay_call_kwargs", "run_replay_kwargs", "write_requests",
+           "open_trace_kwargs", "input_paths"]
 
 
 
@@ -49,7 +50,11 @@ def replay_options(f: Callable, policy_multiple: bool = False) -> Callable:
     return _apply([
         click.argument("trace", required=False, type=click.Path(dir_okay=False)),
         click.option("--trace-format", type=click.Choice(list(FORMATS)), help="Trace format (default: detected)."),
-        click.option("--block-size", type=int, help="Tokens per block: re-blocks a token trace; for a hash-id trace (Mooncake 512, "
+        click.option("--sort", is_flag=True, help="Reorder the trace by arrival time instead of rejecting a "
+                                                  "decreasing timestamp (holds the trace in memory)."),
+        click.option("--on-error", type=click.Choice(ON_ERROR), default="raise", show_default=True,
+                     help="raise: stop at the first bad trace line (exit 2); skip: skip bad lines (noted)."),
+        click.option("--block-size", type=Int(1, MAX_BLOCK_SIZE), help="Tokens per block: re-blocks a token trace; for a hash-id trace (Mooncake 512, "
                                                      "Bailian 16 by default) it states the size it was recorded "
                                                      "at, unless the ids fit the format's default: then pcs replay "
                                                      "re-blocks them (exact at a multiple, a lower..upper interval "
@@ -59,9 +64,9 @@ def replay_options(f: Callable, policy_multiple: bool = False) -> Callable:
                      help="KV cache layout, e.g. bf16, fp8 (vLLM's: per-tensor scales outside the pages), "
                           "fp8_per_token_head, nvfp4 (default: the model's)."),
         click.option("--gpu", help="GPU preset (pcs hardware); default h100-sxm."),
-        click.option("--tp", type=int, help="Tensor-parallel size = GPUs per instance; default 8. Tiers are per "
+        click.option("--tp", type=Int(1, MAX_TP), help="Tensor-parallel size = GPUs per instance; default 8. Tiers are per "
                                             "TP group: bytes per block = per-rank bytes x the ranks holding a copy."),
-        click.option("--gpu-memory-utilization", type=float,
+        click.option("--gpu-memory-utilization", type=Float(0, 1, min_open=True),
                      help="Share of HBM the engine may use when the GPU tier is sized from the deployment "
                           "(vLLM's gpu_memory_utilization; default 0.9)."),
         click.option("--kv-reserve", help="Activation/runtime memory per GPU besides weights and KV when the GPU "
@@ -70,13 +75,14 @@ def replay_options(f: Callable, policy_multiple: bool = False) -> Callable:
                      help="TOML/JSON overrides of GPU and link presets."),
         click.option("--tier", "tiers", multiple=True,
                      help="A tier NAME=SIZE, GPU first, repeatable: gpu=400GB, cpu=2TB, ssd=30TB or "
-                          "gpu=5000blocks (0 allowed). Default: the GPU tier sized from the deployment (GPUs x "
-                          "(HBM x 0.9 - weights per GPU - 5 GB reserve), as pcs deploy prints) and cpu=2TB."),
+                          "gpu=5000blocks (0 allowed; a plain number is refused: 400GB or 400blocks?). gpu=auto (GPU tier only) "
+                          "sizes it from the deployment: GPUs x (HBM x 0.9 - weights per GPU - 5 GB reserve), as pcs "
+                          "deploy prints. Default: gpu=auto and cpu=2TB."),
         click.option("--policy", "policy", multiple=policy_multiple, type=RegistryChoice(POLICY_CHOICES, get_policy),
                      help=policy_help),
         click.option("--tier-policy", "tier_policy", multiple=True, callback=_check_tier_policies,
                      help="Per-tier policy NAME=POLICY, e.g. cpu=slru (repeatable)."),
-        click.option("--protected-share", type=float,
+        click.option("--protected-share", type=Float(0, 1),
                      help="Protected segment share of an slru tier (default 0.8, Caffeine's)."),
         click.option("--link", "link", multiple=True,
                      help="Restore link of a lower tier, NAME=PRESET or NAME=BANDWIDTH per GPU: "
@@ -131,21 +137,35 @@ def _protected_share(kw: dict[str, Any], tier_policies: dict[str, str]) -> float
     return share
 
 
+def open_trace_kwargs(kw: dict[str, Any]):
+    """The trace the shared options name (None = the bundled sample), opened with ``--sort`` when given."""
+    from pcs.trace import open_trace
+
+    return open_trace(kw["trace"], format=kw["trace_format"], block_size=kw["block_size"], sort=kw["sort"],
+                      on_error=kw["on_error"])
+
+
+def input_paths(kw: dict[str, Any]) -> dict[str, Any]:
+    """The files the shared options read (an output may not be one of them: pcs.outfile.check_outputs)."""
+    model = kw.get("model")
+    return {"TRACE": kw.get("trace"), "--hardware-file": kw.get("hardware_file"),
+            "--model": model if is_config_path(model) else None}
+
+
 def replay_call_kwargs(kw: dict[str, Any], trace: Any = None) -> tuple[Any, dict[str, Any]]:
     """The parsed shared options -> ``(trace, keyword arguments of pcs.replay)``.
 
-    The trace is opened here unless ``trace`` is an opened one (None = the
-    bundled sample); ``tiers``, ``policy`` and ``progress`` are left to the
-    caller. ``--protected-share`` is checked against every policy named on
-    the command line and passed on as given (:func:`pcs.compare` gives it to
-    the runs whose policies take it).
+    The trace is opened here (:func:`open_trace_kwargs`) unless ``trace`` is
+    an opened one (None = the bundled sample); ``tiers``, ``policy`` and
+    ``progress`` are left to the caller. ``--protected-share`` is checked
+    against every policy named on the command line and passed on as given
+    (:func:`pcs.compare` gives it to the runs whose policies take it).
     """
-    if trace is None and (kw["trace"] or kw["trace_format"] or kw["block_size"]):
-        from pcs.trace import open_trace
-
-        trace = open_trace(kw["trace"], format=kw["trace_format"], block_size=kw["block_size"])
+    if trace is None and (kw["trace"] or kw["trace_format"] or kw["block_size"] or kw["sort"]
+                          or kw["on_error"] != "raise"):
+        trace = open_trace_kwargs(kw)
     model = kw["model"]
-    if model and Path(model).is_file():
+    if is_config_path(model):
         from pcs.model import load_hf_config
 
         model = load_hf_config(model)
@@ -174,19 +194,33 @@ def run_replay_kwargs(kw: dict[str, Any], policy: str | None, tiers: list[str] |
     return run(trace, tiers=tiers or None, policy=policy, progress=progress, **kwargs)
 
 
+_REQUESTS_SUFFIXES = (".parquet", ".csv")
+
+
+def _check_requests_out(path: str | None, kw: dict[str, Any]) -> None:
+    """``--requests-out``, refused before the replay: another extension, a folder it cannot be written in, an input."""
+    if path is None:
+        return
+    from pcs.outfile import check_outputs
+
+    check_outputs({"--requests-out": path}, input_paths(kw))
+    if Path(path).suffix.lower() not in _REQUESTS_SUFFIXES:
+        raise ValueError(f"--requests-out {path!r}: the name must end in .parquet or .csv")
+
+
 def write_requests(table: Any, path: str) -> None:
     """Write the per-request table to ``path`` (.parquet or .csv) via a temp file and a rename.
 
     Raises:
         ValueError: another extension.
+        OSError: the write failed (naming ``path``).
     """
+    from pcs.outfile import atomic_output
+
     suffix = Path(path).suffix.lower()
-    if suffix not in (".parquet", ".csv"):
+    if suffix not in _REQUESTS_SUFFIXES:
         raise ValueError(f"--requests-out {path!r}: the name must end in .parquet or .csv")
-    target = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent or ".")
-    os.close(fd)
-    try:
+    with atomic_output(path) as tmp:
         if suffix == ".parquet":
             import pyarrow.parquet as pq
 
@@ -195,13 +229,24 @@ def write_requests(table: Any, path: str) -> None:
             import pyarrow.csv as pcsv
 
             pcsv.write_csv(table, tmp)
-        os.replace(tmp, target)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
 
 
-@click.command("replay")
+def skipped_note(trace: Any) -> str | None:
+    """``--on-error skip``: how many bad lines the last read of the trace skipped, else None."""
+    n = getattr(trace, "skipped", 0)
+    return f"{n:,} bad trace lines were skipped (--on-error skip)" if n else None
+
+
+def synthetic_reuse_note(trace: Any) -> str | None:
+    """The note a replay of a trace with synthesised prefix reuse (Azure, BurstGPT) carries, else None."""
+    reuse = str(getattr(trace, "reuse", "") or "")
+    if not reuse.startswith("synthesised"):
+        return None
+    return (f"this trace records lengths only: its prefix reuse is synthetic ({reuse}); the hit ratios measure "
+            "that assumption, not recorded reuse (docs/traces-formats.md)")
+
+
+@command("replay", twins=True)
 @replay_options
 @click.option("--requests-out", type=click.Path(dir_okay=False),
               help="Write one row per request to FILE.parquet or FILE.csv.")
@@ -225,24 +270,26 @@ def replay(fmt: str, requests_out: str | None, html_path: str | None, plot_dir: 
     """
     from pcs.report.replay import render_replay
 
-    check_outputs(html_path, plot_dir)
+    _check_requests_out(requests_out, kw)
+    check_outputs(html_path, plot_dir, input_paths(kw))
     streams = _reblocked(kw)
     if streams is not None and "exact" not in streams:
         if html_path or plot_dir:
             raise ValueError("--html/--plot: this --block-size gives an interval (two bound replays), not one run; "
                              "use a multiple of the trace's block size")
         return _replay_interval(kw, streams, fmt)
-    progress = Progress(kw["quiet"])
-    try:
-        result = run_replay_kwargs(kw, kw["policy"], list(kw["tiers"]), progress,
-                                   None if streams is None else streams["exact"])
-    finally:
-        progress.close()
+    trace = open_trace_kwargs(kw) if streams is None else streams["exact"]
+    total = getattr(trace, "estimated_requests", None)
+    with Progress(kw["quiet"], total=total) as progress:
+        result = run_replay_kwargs(kw, kw["policy"], list(kw["tiers"]), progress, trace)
     s = result.summary
     if streams is not None:
         s = dataclasses.replace(s, notes=s.notes + (f"the trace's {streams['exact'].source.block_size}-token ids "
                                                      f"were re-blocked to {streams['exact'].block_size} tokens "
                                                      "(exact)",))
+    extra = tuple(n for n in (synthetic_reuse_note(trace), skipped_note(trace)) if n)
+    if extra:
+        s = dataclasses.replace(s, notes=s.notes + extra)
     if not kw["quiet"] and fmt != "table":
         for note in s.notes:
             click.echo(f"pcs: note: {note}", err=True)
@@ -264,7 +311,8 @@ def _reblocked(kw: dict[str, Any]):
     from pcs.trace import open_trace
     from pcs.trace.reblock import reblock
 
-    return reblock(open_trace(kw["trace"], format=kw["trace_format"], block_size=native), kw["block_size"])
+    return reblock(open_trace(kw["trace"], format=kw["trace_format"], block_size=native, sort=kw["sort"],
+                              on_error=kw["on_error"]), kw["block_size"])
 
 
 def _replay_interval(kw: dict[str, Any], streams: dict, fmt: str) -> None:
@@ -274,10 +322,7 @@ def _replay_interval(kw: dict[str, Any], streams: dict, fmt: str) -> None:
 
     summaries = {}
     for bound, t in streams.items():
-        progress = Progress(kw["quiet"])
-        try:
+        with Progress(kw["quiet"], desc=f"replay ({bound})") as progress:
             summaries[bound] = run_replay_kwargs(kw, kw["policy"], list(kw["tiers"]), progress, t).summary.to_dict()
-        finally:
-            progress.close()
     p = interval_payload(streams, summaries)
     emit(p, fmt, lambda: render_reblock(p["rows"], p["title"], p["notes"]), rows_key="rows")

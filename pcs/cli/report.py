@@ -11,11 +11,11 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import click
 
-from pcs.cli.common import emit, format_option, quiet_option
+from pcs.cli.common import command, emit, format_option, quiet_option
 
 __all__ = ["report", "html_options", "check_outputs", "write_outputs", "write_replay_outputs", "command_line"]
 
@@ -36,15 +36,29 @@ def command_line() -> list[str] | None:
     return ["pcs", *sys.argv[1:]] if prog in ("pcs", "__main__.py") else None
 
 
-def check_outputs(html_path: str | None, plot_dir: str | None) -> None:
-    """Fail before any work when an output's directory does not exist or its extra is not installed.
+def check_outputs(html_path: str | None, plot_dir: str | None, inputs: Mapping[str, object] = {},
+                  html_option: str = "--html") -> None:
+    """Fail before any work when an output cannot be written or its extra is not installed.
 
+    The page goes through :func:`pcs.outfile.check_outputs` (its folder
+    exists and is writable, it is not an input of the run, not ``-``);
+    ``--plot DIR`` is a folder (made if missing) whose parent must exist.
+
+    Args:
+        inputs: what each input of the run is (``"TRACE"`` ...) -> its path or None.
+        html_option: the option naming the page (``--html``; ``-o`` for ``pcs report``).
     Raises:
         ValueError: one line naming the option and the fix.
     """
-    for opt, p in (("--html", html_path), ("--plot", plot_dir)):
-        if p and not Path(p).resolve().parent.is_dir():
-            raise ValueError(f"{opt} {p}: directory {str(Path(p).parent)!r} does not exist")
+    from pcs.outfile import check_outputs as check_files
+
+    check_files({html_option: html_path}, inputs)
+    if plot_dir:
+        p = Path(plot_dir)
+        if p.exists() and not p.is_dir():
+            raise ValueError(f"--plot {plot_dir}: exists and is not a folder (--plot names a folder of figures)")
+        if not p.resolve().parent.is_dir():
+            raise ValueError(f"--plot {plot_dir}: the folder {str(p.parent)!r} does not exist")
     if html_path:
         from pcs.report.html import require_jinja2
 
@@ -139,7 +153,7 @@ def _read_payload(path: str) -> dict:
     return payload
 
 
-@click.command("report")
+@command("report")
 @click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False, exists=True))
 @click.option("-o", "--output", "html_path", type=click.Path(dir_okay=False), default=None,
               help="The HTML page to write (self-contained: opens from a file, no network).")
@@ -167,7 +181,7 @@ def report(files: tuple[str, ...], html_path: str | None, plot_dir: str | None, 
     """
     if not (html_path or plot_dir):
         raise click.UsageError("give -o FILE.html and/or --plot DIR")
-    check_outputs(html_path, plot_dir)
+    check_outputs(html_path, plot_dir, {f"input {i + 1}": f for i, f in enumerate(files)}, html_option="-o")
     payloads = [_read_payload(f) for f in files]
     curve = oracle = None
     from pcs.report.htmlpage import payload_kind

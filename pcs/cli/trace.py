@@ -7,15 +7,14 @@ give every trace-taking command the same input options.
 """
 from __future__ import annotations
 
+import contextlib
 import json
-import os
-import tempfile
-from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 import click
 
-from pcs.cli.common import emit, format_option, quiet_option
+from pcs.cli.common import PcsGroup, Progress, counted, emit, format_option, quiet_option
+from pcs.cli.params import MAX_BLOCK_SIZE, MAX_SEED, MAX_SYNTH_REQUESTS, MAX_TOKENS, Float, Int
 from pcs.report.trace import render_convert, render_stats, render_synth
 from pcs.trace.api import FORMATS, ON_ERROR
 from pcs.trace.convert import OUT_FORMATS
@@ -29,7 +28,7 @@ def trace_input_options(f: Callable) -> Callable:
         click.option("--trace-format", type=click.Choice(list(FORMATS)),
                      default=None, help="Input format; default: detected from the content. azure and burstgpt "
                      "record lengths only: their prefix reuse is synthesised and flagged (docs/traces-formats.md)."),
-        click.option("--block-size", type=click.IntRange(min=1), default=None,
+        click.option("--block-size", type=Int(1, MAX_BLOCK_SIZE), default=None,
                      help="Tokens per block. Default: Mooncake 512, Bailian 16, token JSONL 16, Azure and "
                           "BurstGPT 16, Parquet as stored. A block-id trace recorded at another size is rejected."),
         click.option("--on-error", type=click.Choice(ON_ERROR), default="raise", show_default=True,
@@ -49,7 +48,7 @@ def open_from_options(path, trace_format, block_size, on_error, sort):
     return open_trace(path, format=trace_format, block_size=block_size, on_error=on_error, sort=sort)
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=PcsGroup, context_settings={"help_option_names": ["-h", "--help"]})
 def trace() -> None:
     """Inspect, convert and synthesise request traces.
 
@@ -85,7 +84,8 @@ def stats(trace_path, trace_format, block_size, on_error, sort, fmt, quiet) -> N
     from pcs.trace.stats import trace_stats
 
     t = open_from_options(trace_path, trace_format, block_size, on_error, sort)
-    st = trace_stats(t)
+    with Progress(quiet, desc="stats", total=t.estimated_requests) as progress:
+        st = trace_stats(counted(t, progress))
     emit(st, fmt, lambda: render_stats(st), rows_key=None)
 
 
@@ -112,10 +112,13 @@ def convert_cmd(in_path, out_path, out_format, remap_ids, trace_format, block_si
       pcs trace convert trace.jsonl trace.parquet
       pcs trace convert tokens.jsonl tokens_b64.jsonl --block-size 64
     """
+    from pcs.outfile import check_outputs
     from pcs.trace.convert import convert
 
+    check_outputs({"OUT": out_path}, {"IN": in_path})
     t = open_from_options(in_path, trace_format, block_size, on_error, sort)
-    info = convert(t, out_path, out_format, remap_ids=remap_ids)
+    with Progress(quiet, desc="convert", total=t.estimated_requests) as progress:
+        info = convert(counted(t, progress), out_path, out_format, remap_ids=remap_ids)
     emit(info, fmt, lambda: render_convert(info), rows_key=None)
 
 
@@ -137,44 +140,59 @@ def _parse_mix(text: str) -> tuple[float, float, float]:
     return tuple(shares[k] / total for k in KINDS)  # type: ignore[return-value]
 
 
-def _token_tee(requests, path: Path):
-    """Yield requests unchanged while writing their token JSONL form to ``path`` atomically."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            for r in requests:
-                f.write(json.dumps({"timestamp": round(r.arrival_s * 1000.0), "output_length": r.output_tokens,
-                                    "token_ids": r.token_ids.tolist()}) + "\n")
-                yield r
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+def _token_tee(requests, f):
+    """Yield requests unchanged while writing their token JSONL form to the open file ``f``."""
+    for r in requests:
+        f.write(json.dumps({"timestamp": round(r.arrival_s * 1000.0), "output_length": r.output_tokens,
+                            "token_ids": r.token_ids.tolist()}) + "\n")
+        yield r
+
+
+def _nonempty(requests, source: str):
+    """Yield ``requests``; none at all is an InputError naming ``source`` (raised before any output is published)."""
+    from pcs.errors import InputError
+
+    n = 0
+    for r in requests:
+        n += 1
+        yield r
+    if n == 0:
+        raise InputError(source, None, None, "no requests (a CSV header alone?): nothing to synthesise")
+
+
+class _Requests(click.ParamType):
+    """``--requests``: a count in [1, MAX_SYNTH_REQUESTS], or ``all`` (every row of ``--azure-csv``)."""
+
+    name = "N|all"
+
+    def convert(self, value: Any, param, ctx) -> int | None:
+        if isinstance(value, int) or value is None:
+            return value
+        if str(value).strip().lower() == "all":
+            return None
+        return Int(1, MAX_SYNTH_REQUESTS).convert(value, param, ctx)
 
 
 @trace.command("synth")
 @click.argument("out_path", metavar="OUT", type=click.Path(dir_okay=False))
-@click.option("--requests", "num_requests", type=click.IntRange(min=0), default=1700, show_default=True,
-              help="Requests to generate (with --azure-csv: at most its rows).")
-@click.option("--seed", type=int, default=0, show_default=True, help="RNG seed; same seed, same bytes.")
-@click.option("--rate", "rate_rps", type=click.FloatRange(min=0, min_open=True), default=6.0, show_default=True,
+@click.option("--requests", "num_requests", type=_Requests(), default=1700, show_default=True,
+              help="Requests to generate (with --azure-csv: at most its rows; all = every row).")
+@click.option("--seed", type=Int(0, MAX_SEED), default=0, show_default=True, help="RNG seed; same seed, same bytes.")
+@click.option("--rate", "rate_rps", type=Float(1e-6, 1e9), default=6.0, show_default=True,
               help="Steady-state arrival rate, requests per second (sessions start as Poisson processes). "
                    "A trace starts with no session under way, so a short one measures less (6 -> ~3.4 over "
                    "1,700 requests).")
 @click.option("--mix", default="chat=0.92,agent=0.03,oneoff=0.05", show_default=True,
               help="Shares of requests per kind: chat sessions, agent/tool loops, one-off requests.")
-@click.option("--think-s", "think_s", type=click.FloatRange(min=0, min_open=True), default=150.0, show_default=True,
+@click.option("--think-s", "think_s", type=Float(0, 1e9, min_open=True), default=150.0, show_default=True,
               help="Median seconds between two turns of a chat session (lognormal, sigma 1). Longer: later "
                    "reuse, longer reuse distances, more pressure on the cache.")
-@click.option("--turns", "turns_mean", type=click.FloatRange(min=1), default=3.0, show_default=True,
+@click.option("--turns", "turns_mean", type=Float(1, 1e6), default=3.0, show_default=True,
               help="Mean requests per chat session (geometric). More turns: more prefix reuse.")
-@click.option("--first-tokens", "first_tokens", type=click.IntRange(min=1), default=5500, show_default=True,
+@click.option("--first-tokens", "first_tokens", type=Int(1, MAX_TOKENS), default=5500, show_default=True,
               help="Median tokens of a chat session's first message (documents pasted in; lognormal, sigma 1.3).")
-@click.option("--block-size", type=click.IntRange(min=1), default=512, show_default=True, help="Tokens per block.")
-@click.option("--length-scale", type=click.FloatRange(min=0, min_open=True), default=1.0, show_default=True,
+@click.option("--block-size", type=Int(1, MAX_BLOCK_SIZE), default=512, show_default=True, help="Tokens per block.")
+@click.option("--length-scale", type=Float(0, 1e6, min_open=True), default=1.0, show_default=True,
               help="Multiply every median length (prompts, answers, prefixes) by this; Poisson mode.")
 @click.option("--azure-csv", type=click.Path(exists=True, dir_okay=False), default=None,
               help="Take arrival times and token counts from an Azure LLM inference CSV instead of Poisson.")
@@ -201,20 +219,36 @@ def synth(out_path, num_requests, seed, rate_rps, mix, think_s, turns_mean, firs
       pcs trace synth slow.jsonl --think-s 600 --turns 5     # later, more frequent reuse
       pcs trace synth az.jsonl --azure-csv AzureLLMInferenceTrace_conv.csv
     """
+    from pcs.outfile import atomic_output, check_outputs
     from pcs.trace.convert import out_format_for, write_trace
     from pcs.trace.synth import SynthSpec, synth_batches, synth_requests
 
-    spec = SynthSpec(num_requests=num_requests, seed=seed, rate_rps=rate_rps, mix=_parse_mix(mix),
-                     chat_think_s=think_s, chat_turns_mean=turns_mean, chat_first_median_tokens=first_tokens,
-                     block_size=block_size, length_scale=length_scale)
-    reqs = synth_requests(spec, azure_csv)
-    if tokens_out:
-        reqs = _token_tee(reqs, Path(tokens_out))
+    if num_requests is None and azure_csv is None:
+        raise click.BadParameter("'all' takes every row of --azure-csv; without it give a number",
+                                 param_hint="'--requests'")
+    check_outputs({"OUT": out_path, "--tokens-out": tokens_out}, {"--azure-csv": azure_csv})
     ofmt = out_format_for(out_path, out_format)
-    info = write_trace(synth_batches(reqs, block_size), out_path, ofmt, block_size=block_size, remap_ids=True,
-                       source_format="synth", with_session=True)
+    spec = SynthSpec(num_requests=MAX_SYNTH_REQUESTS if num_requests is None else num_requests, seed=seed,
+                     rate_rps=rate_rps, mix=_parse_mix(mix), chat_think_s=think_s, chat_turns_mean=turns_mean,
+                     chat_first_median_tokens=first_tokens, block_size=block_size, length_scale=length_scale)
+    reqs = synth_requests(spec, azure_csv)
+    if azure_csv is not None:
+        reqs = _nonempty(reqs, azure_csv)
+    total = num_requests if azure_csv is None else None
+    with contextlib.ExitStack() as outputs, Progress(quiet, desc="synth", total=total) as progress:
+        if tokens_out:  # published after OUT is written, removed if anything fails
+            tmp = outputs.enter_context(atomic_output(tokens_out))
+            reqs = _token_tee(reqs, outputs.enter_context(open(tmp, "w", encoding="utf-8")))
+        info = write_trace(_progressed(synth_batches(reqs, block_size), progress), out_path, ofmt,
+                           block_size=block_size, remap_ids=True, source_format="synth", with_session=True)
     info.update(block_size=block_size, seed=seed, tokens_out=tokens_out)
     emit(info, fmt, lambda: render_synth(info), rows_key=None)
+
+
+def _progressed(batches, progress):
+    for b in batches:
+        yield b
+        progress(len(b))
 
 
 def _register_tools() -> None:

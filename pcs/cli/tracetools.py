@@ -11,7 +11,8 @@ from pathlib import Path
 
 import click
 
-from pcs.cli.common import emit, format_option, quiet_option
+from pcs.cli.common import Progress, command, counted, emit, format_option, quiet_option
+from pcs.cli.params import MAX_SEED, MAX_TOKENS, Float, Int
 from pcs.cli.trace import open_from_options, trace_input_options
 
 __all__ = ["events_cmd", "from_chat", "transform_cmd"]
@@ -19,9 +20,9 @@ __all__ = ["events_cmd", "from_chat", "transform_cmd"]
 
 
 
-@click.command("events")
+@command("events")
 @click.argument("events_path", metavar="EVENTS")
-@click.option("--at", "at_s", type=float, default=None,
+@click.option("--at", "at_s", type=Float(-1e18, 1e18), default=None,
               help="Replay the events up to this engine time (seconds, the batches' ts) instead of to the end.")
 @click.option("--list-held", is_flag=True, help="JSON: also list the ids held per (rank, medium).")
 @format_option
@@ -53,7 +54,7 @@ def events_cmd(events_path, at_s, list_held, fmt, quiet) -> None:
     emit(st, fmt, lambda: render_events(st), rows_key="media")
 
 
-@click.command("from-chat")
+@command("from-chat")
 @click.argument("chat_path", metavar="CHAT")
 @click.argument("out_path", metavar="OUT", type=click.Path(dir_okay=False))
 @click.option("--tokenizer", "tokenizer_path", required=True, type=click.Path(dir_okay=False),
@@ -84,35 +85,38 @@ def from_chat(chat_path, out_path, tokenizer_path, template, salt_per_tenant, fm
     from pcs.report.traceshape import render_from_chat
     from pcs.trace.chat import chat_to_token_rows, load_template, load_tokenizer, read_chat_jsonl, write_token_rows
 
+    from pcs.outfile import check_outputs
+
     if not Path(chat_path).exists():
         raise FileNotFoundError(2, "No such file or directory", chat_path)
-    if Path(out_path).resolve() == Path(chat_path).resolve():
-        raise ValueError(f"output {out_path} is the input file; pcs never modifies inputs")
+    check_outputs({"OUT": out_path}, {"CHAT": chat_path, "--tokenizer": tokenizer_path,
+                                      "--chat-template": template if Path(template).is_file() else None})
     tok, tpl = load_tokenizer(tokenizer_path), load_template(template)
     info = write_token_rows(chat_to_token_rows(read_chat_jsonl(chat_path), tok, tpl, salt_per_tenant), out_path)
     info.update(template=template, tokenizer=str(tokenizer_path), salt_per_tenant=salt_per_tenant)
     emit(info, fmt, lambda: render_from_chat(info), rows_key=None)
 
 
-@click.command("transform")
+@command("transform")
 @click.argument("in_path", metavar="IN")
 @click.argument("out_path", metavar="OUT", type=click.Path(dir_okay=False))
-@click.option("--speed", type=click.FloatRange(min=0, min_open=True), default=1.0, show_default=True,
+@click.option("--speed", type=Float(1e-6, 1e6), default=1.0, show_default=True,
               help="Arrival-rate multiplier: arrival times are divided by it (2 = twice the traffic rate).")
-@click.option("--tenants", type=click.IntRange(min=1), default=1, show_default=True,
+@click.option("--tenants", type=Int(1, 1000), default=1, show_default=True,
               help="Number of tenants, each with its own block ids (no sharing across tenants).")
 @click.option("--tenant-mode", type=click.Choice(["copy", "split"]), default="copy", show_default=True,
               help="copy: N independent copies of the whole trace (N x the traffic); split: deal the "
                    "conversations to N tenants (same traffic, shared prefixes copied per tenant).")
-@click.option("--prefix-scale", type=click.FloatRange(min=0, min_open=True), default=1.0, show_default=True,
+@click.option("--prefix-scale", type=Float(0, 100, min_open=True), default=1.0, show_default=True,
               help="Multiply the length of shared prefixes (blocks two or more conversations contain).")
-@click.option("--prompt-scale", type=click.FloatRange(min=0, min_open=True), default=1.0, show_default=True,
+@click.option("--prompt-scale", type=Float(0, 100, min_open=True), default=1.0, show_default=True,
               help="Multiply the length of every prompt (the same text, stretched: sharing is kept).")
-@click.option("--max-input-tokens", type=click.IntRange(min=1), default=None, help="Cut prompts to this many tokens.")
-@click.option("--max-output-tokens", type=click.IntRange(min=1), default=None, help="Cut answers to this many tokens.")
-@click.option("--sample-conversations", type=click.FloatRange(min=0, max=1, min_open=True), default=1.0,
+@click.option("--max-input-tokens", type=Int(1, MAX_TOKENS), default=None, help="Cut prompts to this many tokens.")
+@click.option("--max-output-tokens", type=Int(1, MAX_TOKENS), default=None, help="Cut answers to this many tokens.")
+@click.option("--sample-conversations", type=Float(0, 1, min_open=True), default=1.0,
               show_default=True, help="Keep this fraction of the conversations, with all their turns.")
-@click.option("--seed", type=int, default=0, show_default=True, help="Seed of sampling and of --tenant-mode split.")
+@click.option("--seed", type=Int(0, MAX_SEED), default=0, show_default=True,
+              help="Seed of sampling and of --tenant-mode split.")
 @click.option("--to", "out_format", type=click.Choice(["mooncake", "bailian", "parquet"]), default=None,
               help="Output format; default parquet for *.parquet, else mooncake.")
 @trace_input_options
@@ -145,10 +149,12 @@ def transform_cmd(in_path, out_path, speed, tenants, tenant_mode, prefix_scale, 
     spec = TransformSpec(speed=speed, tenants=tenants, tenant_mode=tenant_mode, prefix_scale=prefix_scale,
                          prompt_scale=prompt_scale, max_input_tokens=max_input_tokens,
                          max_output_tokens=max_output_tokens, sample_conversations=sample_conversations, seed=seed)
+    from pcs.outfile import check_outputs
+
+    check_outputs({"OUT": out_path}, {"IN": in_path})
     t = open_from_options(in_path, trace_format, block_size, on_error, sort)
-    if Path(out_path).exists() and Path(out_path).resolve() == t.path.resolve():
-        raise ValueError(f"output {out_path} is the input file; pcs never modifies inputs")
-    before = concat_batches(list(t.iter_batches()), t.block_size)
+    with Progress(quiet, desc="reading", total=t.estimated_requests) as progress:
+        before = concat_batches(list(counted(t, progress).iter_batches()), t.block_size)
     after = transform(before, spec).batch
     ofmt = out_format_for(out_path, out_format)
     with_session = after.session_id is not None and after.parent_id is not None

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 
@@ -227,7 +227,8 @@ def _native_mode(kernel: str | None, native: str | None) -> str | None:
 def curve(trace: Any = None, capacities: Sequence[int] | None = None, points: int | None = None,
           model: Any = None, *, block_size: int | None = None, rules: BlockRules = BlockRules(),
           belady: bool = True, sample_rate: float = 1.0, seed: int = 0, exact_head_blocks: int = 1,
-          kernel: str | None = None, native: str | None = None) -> CurveResult:
+          kernel: str | None = None, native: str | None = None,
+          progress: Callable[[int], None] | None = None) -> CurveResult:
     """LRU, Belady and ceiling hit ratios of a trace at many capacities.
 
     Args:
@@ -251,6 +252,7 @@ def curve(trace: Any = None, capacities: Sequence[int] | None = None, points: in
             kernel or its Python twin (:mod:`pcs._native`); None =
             ``$PCS_NATIVE`` or ``auto``.
         kernel: the older name of ``native`` (same values).
+        progress: called with 1 after each capacity's Belady pass (the slow part), or None.
     Returns:
         :class:`CurveResult`.
     Raises:
@@ -272,7 +274,10 @@ def curve(trace: Any = None, capacities: Sequence[int] | None = None, points: in
     bel = {}
     if belady and exact:
         plan = plan_belady(flat)
-        bel = {c: belady_hits(plan, c) for c in caps}
+        for c in caps:
+            bel[c] = belady_hits(plan, c)
+            if progress is not None:
+                progress(1)
     ceiling = float(lru.ceiling_hit_tokens / prompt) if prompt else 0.0
     return CurveResult(trace=name, block_size=flat.block_size, requests=flat.num_requests,
                        block_accesses=flat.num_accesses, distinct_blocks=lru.num_distinct if exact else None,

@@ -26,7 +26,6 @@ layout, lower tiers the Serialized layout, floor division.
 from __future__ import annotations
 
 import dataclasses
-import re
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
@@ -57,7 +56,6 @@ def _default_notes(model: bool, hardware: bool, tiers: bool) -> list[str]:
     used = [DEFAULTS_REASON[k] for k, v in (("model", model), ("hardware", hardware), ("tiers", tiers)) if v]
     return [f"defaults: {'; '.join(used)}"] if used else []
 
-_SIZE_RE = re.compile(r"^\s*(\d+)\s*blocks?\s*$", re.IGNORECASE)
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,15 +94,20 @@ def parse_assignment(text: str, what: str) -> tuple[str, str]:
     return name.strip().lower(), value.strip()
 
 
-_EXAMPLES = {"tier": "gpu=400GB or gpu=5000blocks", "link": "cpu=pcie-gen5-x16 or cpu=25GB/s",
+_EXAMPLES = {"tier": "gpu=400GB, gpu=5000blocks or gpu=auto", "link": "cpu=pcie-gen5-x16 or cpu=25GB/s",
              "tier policy": "cpu=protected"}
 
 
 def parse_tier(text: str | TierSpec) -> TierSpec:
-    """``"gpu=400GB"`` or ``"gpu=5000blocks"`` -> :class:`TierSpec` (sizes >= 0; 0 allowed).
+    """``"gpu=400GB"``, ``"gpu=5000blocks"`` or ``"gpu=auto"`` -> :class:`TierSpec` (sizes >= 0; 0 allowed).
+
+    ``auto`` leaves the size open: the GPU tier (the first) is then sized from the
+    deployment (module docstring); a lower tier cannot be ``auto`` (:func:`replay` refuses it).
 
     >>> parse_tier("gpu=5000blocks").capacity_blocks
     5000
+    >>> parse_tier("gpu=auto").capacity_bytes is None
+    True
     >>> parse_tier("cpu=2TB").capacity_bytes
     2000000000000
 
@@ -114,14 +117,13 @@ def parse_tier(text: str | TierSpec) -> TierSpec:
     if isinstance(text, TierSpec):
         return text
     name, value = parse_assignment(text, "tier")
-    m = _SIZE_RE.match(value)
-    if m:
-        return TierSpec(name, capacity_blocks=int(m.group(1)))
+    if value.lower() == "auto":
+        return TierSpec(name)
     try:
-        return TierSpec(name, capacity_bytes=units.parse_bytes(value))
+        cap = units.parse_capacity(value)  # the one capacity parser (docs/semantics.md §16)
     except ValueError as exc:
-        raise ValueError(f"bad tier size {value!r} for tier {name!r}: {str(exc).splitlines()[0]}; "
-                         "use bytes (400GB, 1.5TiB) or a block count (5000blocks)") from None
+        raise ValueError(f"bad tier size {value!r} for tier {name!r}: {str(exc).splitlines()[0]}") from None
+    return TierSpec(name, capacity_bytes=cap.size_bytes, capacity_blocks=cap.blocks)
 
 
 @dataclass(frozen=True, slots=True)
@@ -191,7 +193,8 @@ def _resolve_link(tier: str, link: Any, tp: int, table: Any = None):
 
 def _build_tiers(specs: Sequence[TierSpec], bpb: Sequence[int], policy: str, tier_policies: Mapping[str, str],
                  protected_share: float | None) -> list[Tier]:
-    caps = [s.capacity_blocks if s.capacity_blocks is not None else s.capacity_bytes // b for s, b in zip(specs, bpb)]
+    caps = [units.capacity_to_blocks(s.capacity_bytes, s.capacity_blocks, b, f"tier {s.name!r} of {s.capacity_bytes} B")
+            for s, b in zip(specs, bpb)]
     names = [tier_policies.get(s.name, s.policy or policy) for s in specs]
     policies = make_policies(names, caps, protected_share=protected_share)
     return [Tier(s.name, c, p) for s, c, p in zip(specs, caps, policies)]
@@ -208,6 +211,10 @@ def _tier_specs(tiers, tier_policies, links) -> list[TierSpec]:
     if names[0].lower() in TIER_LINKS:
         raise ValueError(f"the first --tier is the GPU tier, but it is named {names[0]!r} (a lower tier); "
                          f"give the tiers GPU first, e.g. --tier gpu=400GB --tier {names[0]}=...")
+    for s in specs[1:]:
+        if s.capacity_bytes is None and s.capacity_blocks is None:
+            raise ValueError(f"tier {s.name!r}: only the GPU tier (the first --tier) can be sized 'auto' "
+                             f"(from the deployment); give {s.name} a size, e.g. --tier {s.name}=2TB")
     if len(set(names)) != len(names):
         raise ValueError(f"tier names must be distinct, got {', '.join(names)}")
     for what, mapping in (("--tier-policy", tier_policies or {}), ("--link", links or {})):
@@ -305,7 +312,8 @@ def _options(timing, policy, write_policy, tp, engine, native) -> _Options:
 def _context(source, spec, gpu, opts: _Options, dtype, bs: int, rules, tier_specs, bb, link_specs,
              protected_share) -> dict:
     """The run context :func:`pcs.engine.summary.build_summary` reads."""
-    return dict(trace=str(getattr(source, "path", "<requests>")), model=spec, gpu=gpu, tp=opts.tp, dtype=dtype,
+    return dict(trace=getattr(source, "name", None) or str(getattr(source, "path", "<requests>")), model=spec,
+                gpu=gpu, tp=opts.tp, dtype=dtype,
                 block_size=bs, timing=opts.timing, policy=opts.policy, write_policy=opts.write_policy, rules=rules,
                 tier_specs=tier_specs, block_bytes=bb, links=link_specs, protected_share=protected_share,
                 reference_block=_block_bytes(spec, bs, "reference"),

@@ -39,11 +39,15 @@ class Fields:
     def has(self, key: str) -> bool:
         return self.cfg.get(key) is not None
 
+    #: Largest value of any integer field (2^20: above every real layer count, width, head count or
+    #: expert count by far; a bound so a config with 10^30 layers is refused, not built).
+    MAX_INT = 1 << 20
+
     def int(self, key: str, default: int | None = None, minimum: int = 1) -> int:
-        """``cfg[key]`` as an int >= ``minimum``; missing: ``default``, else the family's default.
+        """``cfg[key]`` as an int in [``minimum``, :attr:`MAX_INT`]; missing: ``default``, else the family's default.
 
         Raises:
-            InputError: missing with no default, or not an integer >= minimum.
+            InputError: missing with no default, or not an integer in range.
         """
         value = self.cfg.get(key)
         if value is None and key not in self.cfg and self.family is not None:
@@ -54,6 +58,8 @@ class Fields:
             return default
         if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
             raise InputError(self.path, None, key, f"must be an integer >= {minimum}, got {value!r}")
+        if value > self.MAX_INT:
+            raise InputError(self.path, None, key, f"must be <= {self.MAX_INT:,} (pcs's bound), got {value:.3g}")
         return value
 
     def get(self, key: str) -> Any:

@@ -138,7 +138,7 @@ def size_deployment(spec: ModelSpec, gpu: Any, tp: int, gpu_memory_utilization: 
     """
     if spec.total_params <= 0:
         raise ValueError(f"{spec.name}: the weights are unknown (no parameter count), so the GPU tier cannot be "
-                         "sized from the deployment; give --tier gpu=SIZE")
+                         "sized from the deployment (pcs replay: give --tier gpu=SIZE)")
     util = DEFAULT_GPU_MEMORY_UTILIZATION if gpu_memory_utilization is None else gpu_memory_utilization
     reserve = DEFAULT_RESERVE_BYTES_PER_GPU if reserve_bytes is None else reserve_bytes
     _check(tp, util, reserve)

@@ -18,7 +18,6 @@ unless the caller passes them.
 """
 from __future__ import annotations
 
-import json
 import os
 from typing import Any
 
@@ -172,13 +171,8 @@ def load_hf_config(path: str | os.PathLike) -> ModelSpec:
         InputError (a ValueError): not JSON, or a field missing/malformed; the
             message names the file and the field.
     """
+    from pcs.configfile import read_json_object  # bounded, UTF-8 and finite numbers checked, errors name the file
+
     path = os.fspath(path)
-    with open(path, encoding="utf-8") as fh:
-        text = fh.read()
-    try:
-        cfg = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InputError(path, exc.lineno, None, f"not valid JSON: {exc.msg}") from None
-    if not isinstance(cfg, dict):
-        raise InputError(path, None, None, "top level must be a JSON object")
+    cfg = read_json_object(path)
     return build_spec(cfg, name=config_name(cfg), source=path, path=path)

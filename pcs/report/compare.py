@@ -11,13 +11,13 @@ from typing import Any, Callable
 
 from pcs.engine.compare import CompareResult
 from pcs.report.table import render_table
-from pcs.units import format_bytes, format_count, format_duration, format_percent
+from pcs.units import format_bytes, format_count, format_duration, format_percent, format_points
 
 __all__ = ["render_compare", "ROWS"]
 
 
 def _pts(x: float) -> str:
-    return f"{100.0 * x:+.1f} pts"
+    return format_points(x)  # -0.0 prints as 0.0
 
 
 #: (row label, CompareVariant attribute, formatter); None values print as "-".

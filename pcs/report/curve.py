@@ -7,6 +7,7 @@ ratios and block misses; notes name the knee (smallest capacity reaching 50,
 """
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from pcs.report.table import render_table
@@ -69,13 +70,17 @@ def render_curve(payload: dict[str, Any]) -> str:
     return render_table(headers, _rows(payload, has_bytes), title=title, notes=_notes(payload, has_bytes))
 
 
-def curve_figure(result: Any, model_name: str | None) -> Any:
+def curve_figure(result: Any, model_name: str | None, trace: str | None = None) -> Any:
     """The curves as a matplotlib figure: LRU at every capacity, Belady points, the ceiling.
+
+    The title names the trace and its size; with a model (``result.block_bytes``)
+    a second x axis on top gives the capacity in GB (decimal; Reserved bytes per block).
 
     Args:
         result: a :class:`pcs.curves.api.CurveResult` (``lru`` curve,
-            ``rows``, ``ceiling_hit_ratio``).
+            ``rows``, ``ceiling_hit_ratio``, ``block_bytes``, ``trace``, ``requests``, ``block_size``).
         model_name: named on the x axis when bytes were asked for, else None.
+        trace: the trace's name for the title (default: the result's).
     Returns:
         A ``matplotlib.figure.Figure`` (Agg backend); the caller saves and closes it.
     Raises:
@@ -97,6 +102,14 @@ def curve_figure(result: Any, model_name: str | None) -> Any:
     ax.axhline(result.ceiling_hit_ratio * 100, color="grey", ls=":", label="ceiling (infinite cache)")
     ax.set_xscale("log")
     ax.set_xlabel("capacity (blocks)" + (f"; {model_name}" if model_name else ""))
+    bb = result.block_bytes
+    if model_name and bb:
+        top_axis = ax.secondary_xaxis("top", functions=(lambda b: np.asarray(b) * bb / 1e9,
+                                                          lambda g: np.asarray(g) * 1e9 / bb))
+        top_axis.set_xlabel(f"capacity (GB, {model_name}, {format_bytes(bb)} per block)")
+    trace = trace or result.trace
+    ax.set_title(f"Hit ratio by capacity: {Path(str(trace)).name} ({format_count(result.requests)} requests, "
+                 f"block {result.block_size} tokens)", fontsize=10)
     ax.set_ylabel("token hit ratio (%)")
     ax.set_ylim(bottom=0)
     ax.legend(loc="upper left")

@@ -97,22 +97,15 @@ def render_html(page: dict, version: str | None = None) -> str:
 
 
 def write_file(path: str | Path, data: str | bytes) -> None:
-    """Write ``data`` (text as UTF-8) to ``path`` through a temporary file in the same directory and a rename.
+    """Write ``data`` (text as UTF-8) to ``path`` through a temporary file and a rename (:mod:`pcs.outfile`).
 
     Raises:
-        OSError: the directory does not exist or is not writable.
+        OSError: the folder does not exist or is not writable (naming ``path``).
     """
-    from pcs.trace.convert import publish
+    from pcs.outfile import atomic_output
 
-    target = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data.encode("utf-8") if isinstance(data, str) else data)
-        publish(tmp, target)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+    with atomic_output(path) as tmp, open(tmp, "wb") as f:
+        f.write(data.encode("utf-8") if isinstance(data, str) else data)
 
 
 def write_report(path: str | Path, payloads: Sequence[dict], *, curve: dict | None = None,

@@ -10,14 +10,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from pcs.units import format_bandwidth, format_bytes, format_count, format_duration, format_percent
+from pcs.units import format_bandwidth, format_bytes, format_count, format_duration, format_percent, format_points
 from pcs.report.table import render_table
 
 __all__ = ["render_replay", "header_line"]
 
 
 def _pts(x: float) -> str:
-    return f"{100.0 * x:+.1f} pts"
+    return format_points(x)  # -0.0 prints as 0.0
 
 
 def header_line(s: dict[str, Any]) -> str:

@@ -6,13 +6,14 @@ canonical schema of :mod:`pcs.trace.parquet`), and the length-only CSVs
 ``azure`` (every published year) and ``burstgpt``, whose prefix reuse is
 synthesised by :mod:`pcs.trace.lengthonly` and named in ``Trace.reuse``. gzip is detected by its magic
 bytes; ``-`` is stdin (spooled once to a temporary file so the trace can be
-detected and iterated more than once, with constant memory).
+detected and iterated more than once, with constant memory; so is a FIFO,
+e.g. ``<(zcat trace.gz)``); the spool is removed when the trace is dropped,
+when opening fails, and at exit (:mod:`pcs.outfile`).
 """
 from __future__ import annotations
 
 import json
 import os
-import shutil
 import sys
 import tempfile
 import weakref
@@ -23,7 +24,7 @@ import numpy as np
 
 from pcs.errors import InputError
 from pcs.trace.request import Request, RequestBatch
-from pcs.trace.source import display_name, peek_lines
+from pcs.trace.source import check_source, display_name, is_stream, peek_lines
 
 __all__ = ["DEFAULT_TRACE", "FORMATS", "LENGTH_ONLY", "ON_ERROR", "Trace", "open_trace", "detect_format"]
 
@@ -69,7 +70,7 @@ def detect_format(path, name: str | None = None) -> str:
         obj = json.loads(lines[0].decode("utf-8"))
     except (UnicodeDecodeError, ValueError, RecursionError):
         raise InputError(name, None, None, "cannot detect the format: the first non-blank line is not JSON; "
-                         f"pass --format ({', '.join(FORMATS)})") from None
+                         f"pass --trace-format ({', '.join(FORMATS)})") from None
     if isinstance(obj, dict):
         if "token_ids" in obj:
             return "tokens"
@@ -78,7 +79,7 @@ def detect_format(path, name: str | None = None) -> str:
         if "hash_ids" in obj:
             return "mooncake"
     raise InputError(name, None, None, "cannot detect the format: the first object has none of "
-                     f"'hash_ids', 'chat_id', 'token_ids'; pass --format ({', '.join(FORMATS)})")
+                     f"'hash_ids', 'chat_id', 'token_ids'; pass --trace-format ({', '.join(FORMATS)})")
 
 
 def _default_block_size(fmt: str) -> int:
@@ -183,7 +184,9 @@ class Trace:
         """Stream the trace as :class:`RequestBatch` es, ids numbered from 0.
 
         Raises:
-            InputError: bad content (with ``on_error="raise"``).
+            InputError: bad content (with ``on_error="raise"``); no request at
+                all (an empty file, a CSV header alone, every line skipped):
+                an empty source is never a 0-request result.
         """
         batches = self._raw_batches()
         if self.sort and self.format not in LENGTH_ONLY:  # those sort their rows before synthesis
@@ -192,10 +195,29 @@ class Trace:
         for b in batches:
             yield b.with_first_id(next_id)
             next_id += len(b)
+        if next_id == 0:
+            raise InputError(self.name, None, None, "empty trace (no requests)" if not self.skipped else
+                             f"no requests left: all {self.skipped} were skipped as bad (--on-error skip)")
 
     def __iter__(self) -> Iterator[Request]:
         for b in self.iter_batches():
             yield from b.requests()
+
+    def estimated_requests(self) -> int | None:
+        """About how many requests the trace holds, for a progress bar's total; None when not cheap to know.
+
+        Parquet: the row count in the footer; an uncompressed text file: its
+        lines (less a CSV header); gzip: None. Blank or skipped lines make it
+        an overestimate.
+        """
+        from pcs.trace.source import count_lines
+
+        if self.format == "parquet":
+            from pcs.trace.parquet import parquet_rows
+
+            return parquet_rows(self.path, self.name)
+        n = count_lines(self.path)
+        return None if n is None else max(0, n - (self.format in LENGTH_ONLY))
 
 
 def _sorted_batches(batches: list[RequestBatch], rows: int = 1 << 16) -> list[RequestBatch]:
@@ -228,11 +250,52 @@ def _sorted_batches(batches: list[RequestBatch], rows: int = 1 << 16) -> list[Re
     return out
 
 
-def _spool_stdin() -> Path:
+def _spool(path, name: str) -> Path:
+    """Copy stdin or a FIFO once to a temporary file (listed in :data:`pcs.outfile.TEMPORARY` until removed).
+
+    The copy stops with an InputError once a line runs past
+    :data:`pcs.trace.source.MAX_LINE_BYTES` (``cat /dev/zero | pcs replay -``).
+    """
+    from pcs.outfile import TEMPORARY
+    from pcs.trace.source import MAX_LINE_BYTES, check_source
+
+    check_source(path, name)
     fd, tmp = tempfile.mkstemp(prefix="pcs-stdin-")
-    with os.fdopen(fd, "wb") as out:
-        shutil.copyfileobj(sys.stdin.buffer, out, 1 << 20)
+    TEMPORARY.add(tmp)
+    try:
+        src = sys.stdin.buffer if str(path) == "-" else _raw_stream(path)
+        with os.fdopen(fd, "wb") as out:
+            since_newline = 0
+            while data := src.read(1 << 20):
+                out.write(data)
+                cut = data.rfind(b"\n")
+                since_newline = len(data) - cut - 1 if cut >= 0 else since_newline + len(data)
+                if since_newline > MAX_LINE_BYTES:
+                    raise InputError(name, None, None, f"a line longer than {MAX_LINE_BYTES >> 20} MiB (the "
+                                     "longest line pcs reads; is this a trace?)")
+        if src is not sys.stdin.buffer:
+            src.close()
+    except BaseException:
+        _remove_spool(tmp)
+        raise
     return Path(tmp)
+
+
+def _raw_stream(path):
+    """A FIFO or socket opened without waiting for a writer (raw bytes: gzip is detected after spooling)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    os.set_blocking(fd, True)
+    return os.fdopen(fd, "rb")
+
+
+def _remove_spool(tmp) -> None:
+    from pcs.outfile import TEMPORARY
+
+    try:
+        os.unlink(tmp)
+    except FileNotFoundError:
+        pass
+    TEMPORARY.discard(str(tmp))
 
 
 def open_trace(path=None, *, format: str | None = None, block_size: int | None = None,
@@ -276,13 +339,26 @@ def open_trace(path=None, *, format: str | None = None, block_size: int | None =
                              "a full clone with its traces/ directory?); pass a trace path")
         path = DEFAULT_TRACE
     name = display_name(path)
-    spooled = None
-    if name == "-":
-        path = spooled = _spool_stdin()
-    elif not Path(path).exists():
+    if name != "-" and not Path(path).exists():
         raise FileNotFoundError(2, "No such file or directory", name)
-    elif Path(path).is_dir():
+    if name != "-" and Path(path).is_dir():
         raise IsADirectoryError(21, "Is a directory", name)
+    if not is_stream(path):
+        check_source(path, name)
+        return _open_file(path, name, format, block_size, on_error, sort, reuse)
+    spooled = _spool(path, name)
+    try:
+        trace = _open_file(spooled, name, format, block_size, on_error, sort, reuse)
+    except BaseException:
+        _remove_spool(spooled)
+        raise
+    weakref.finalize(trace, _remove_spool, spooled)  # when the trace is dropped, or at exit
+    return trace
+
+
+def _open_file(path, name: str, format: str | None, block_size: int | None, on_error: str, sort: bool,
+               reuse) -> Trace:
+    """:func:`open_trace` of a regular file (stdin and FIFOs arrive spooled)."""
     fmt = format or detect_format(path, name)
     if fmt == "parquet":
         from pcs.trace.parquet import parquet_block_size
@@ -297,6 +373,4 @@ def open_trace(path=None, *, format: str | None = None, block_size: int | None =
         from pcs.trace.parquet import parquet_reuse
 
         trace.reuse = parquet_reuse(path, name) or trace.reuse
-    if spooled is not None:
-        weakref.finalize(trace, os.unlink, spooled)
     return trace

@@ -31,8 +31,6 @@ of the ``chat`` extra; rendered in a sandbox with ``messages``,
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterator
@@ -152,8 +150,11 @@ def load_tokenizer(path):
         from tokenizers import Tokenizer
     except ImportError:
         raise ValueError("turning chat logs into tokens needs the 'tokenizers' package: pip install 'pcs[chat]'") from None
+    from pcs.trace.source import check_source
+
     if not Path(path).exists():
         raise FileNotFoundError(2, "No such file or directory", str(path))
+    check_source(path)
     try:
         return Tokenizer.from_file(str(path))
     except Exception as exc:  # tokenizers raises its own Exception subclass
@@ -175,10 +176,11 @@ def load_template(spec: str) -> Callable[..., str]:
     p = Path(spec)
     if not p.exists():
         raise ValueError(f"chat template {spec!r} is neither a built-in ({', '.join(BUILTIN_TEMPLATES)}) nor a file")
-    text = p.read_text(encoding="utf-8")
+    from pcs.configfile import read_json_object, read_text
+
     bos = eos = ""
     if p.suffix == ".json":
-        cfg = json.loads(text)
+        cfg = read_json_object(p)
         tpl = cfg.get("chat_template")
         if isinstance(tpl, list):
             tpl = next((t.get("template") for t in tpl if t.get("name") == "default"), None)
@@ -186,13 +188,26 @@ def load_template(spec: str) -> Callable[..., str]:
             raise ValueError(f"{spec}: no 'chat_template' string in this JSON")
         text = tpl
         bos, eos = (cfg.get(k) if isinstance(cfg.get(k), str) else "" for k in ("bos_token", "eos_token"))
+    else:
+        text = read_text(p)
     try:
+        from jinja2 import TemplateError
         from jinja2.sandbox import ImmutableSandboxedEnvironment
     except ImportError:
         raise ValueError("a Jinja chat template needs the 'jinja2' package: pip install 'pcs[chat]'") from None
-    tmpl = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True).from_string(text)
-    return lambda messages, add_generation_prompt=True: tmpl.render(
-        messages=list(messages), add_generation_prompt=add_generation_prompt, bos_token=bos, eos_token=eos)
+    try:
+        tmpl = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True).from_string(text)
+    except TemplateError as exc:
+        raise ValueError(f"{spec}: not a valid Jinja chat template ({str(exc).splitlines()[0][:100]})") from None
+
+    def render(messages, add_generation_prompt=True) -> str:
+        try:
+            return tmpl.render(messages=list(messages), add_generation_prompt=add_generation_prompt,
+                               bos_token=bos, eos_token=eos)
+        except TemplateError as exc:
+            raise ValueError(f"{spec}: the chat template failed ({str(exc).splitlines()[0][:100]})") from None
+
+    return render
 
 
 def chat_to_token_rows(requests, tokenizer, template: Callable[..., str],
@@ -216,19 +231,11 @@ def chat_to_token_rows(requests, tokenizer, template: Callable[..., str],
 
 def write_token_rows(rows, out_path) -> dict:
     """Write token rows as JSON Lines atomically (temp file + rename); returns counts."""
-    from pcs.trace.convert import publish
+    from pcs.outfile import atomic_output
 
-    out_path = Path(out_path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{out_path.name}.", suffix=".tmp", dir=out_path.parent or ".")
     n = tokens = 0
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            for row in rows:
-                f.write(json.dumps(row, separators=(", ", ": "), ensure_ascii=False) + "\n")
-                n, tokens = n + 1, tokens + len(row["token_ids"])
-        publish(tmp, out_path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    with atomic_output(out_path) as tmp, open(tmp, "w", encoding="utf-8") as f:
+        for row in rows:
+            f.write(json.dumps(row, separators=(", ", ": "), ensure_ascii=False) + "\n")
+            n, tokens = n + 1, tokens + len(row["token_ids"])
     return {"requests": n, "prompt_tokens": tokens, "path": str(out_path)}

@@ -1,7 +1,8 @@
 """Write traces: Mooncake / Bailian JSONL and canonical Parquet, atomically.
 
 Every writer streams :class:`RequestBatch` es to a temporary file in the
-output's directory and ``os.replace`` s it into place at the end, so a failed
+output's directory and ``os.replace`` s it into place at the end
+(:func:`pcs.outfile.atomic_output`), so a failed
 conversion never leaves a half-written output and never touches the input.
 A ``.gz`` suffix gzips the JSONL output (mtime 0 so the bytes are
 deterministic).
@@ -16,13 +17,12 @@ from __future__ import annotations
 import gzip
 import io
 import json
-import os
-import tempfile
 from pathlib import Path
 from typing import Iterable
 
 import numpy as np
 
+from pcs.outfile import atomic_output, publish  # noqa: F401 - publish: the name pcs.trace.chat once imported
 from pcs.trace.request import RequestBatch
 
 __all__ = ["OUT_FORMATS", "IdRemapper", "write_trace", "convert", "out_format_for", "publish"]
@@ -106,15 +106,13 @@ def write_trace(batches: Iterable[RequestBatch], out_path, fmt: str, *, block_si
         raise ValueError(f"unknown output format {fmt!r}; valid: {', '.join(OUT_FORMATS)}")
     out_path = Path(out_path)
     remap = IdRemapper() if remap_ids else None
-    fd, tmp = tempfile.mkstemp(prefix=f".{out_path.name}.", suffix=".tmp", dir=out_path.parent or ".")
     n = m = 0
-    try:
+    with atomic_output(out_path) as tmp:
         if fmt == "parquet":
             import pyarrow.parquet as pq
 
             from pcs.trace.parquet import arrow_schema, batch_to_arrow
 
-            os.close(fd)
             schema = arrow_schema(with_session, block_size, source_format, reuse)
             with pq.ParquetWriter(tmp, schema, compression="zstd") as w:
                 for b in batches:
@@ -123,27 +121,14 @@ def write_trace(batches: Iterable[RequestBatch], out_path, fmt: str, *, block_si
                     w.write_batch(batch_to_arrow(b, schema))
                     n, m = n + len(b), m + b.block_hashes.size
         else:
-            with os.fdopen(fd, "wb") as raw:
+            with open(tmp, "wb") as raw:
                 sink = gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) if out_path.suffix == ".gz" else raw
                 for b in batches:
                     sink.write(_jsonl_lines(b, fmt, remap).encode())
                     n, m = n + len(b), m + b.block_hashes.size
                 if sink is not raw:
                     sink.close()
-        publish(tmp, out_path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
     return {"requests": n, "block_ids": m, "path": str(out_path), "format": fmt}
-
-
-def publish(tmp, out_path) -> None:
-    """Give a finished temporary file the permissions a new file gets (umask) and rename it onto ``out_path``."""
-    umask = os.umask(0)
-    os.umask(umask)
-    os.chmod(tmp, 0o666 & ~umask)
-    os.replace(tmp, out_path)
 
 
 def _with_hashes(b: RequestBatch, hashes: np.ndarray) -> RequestBatch:

@@ -46,7 +46,7 @@ class FormatSpec:
     """What distinguishes one block-id JSONL dialect from another.
 
     Attributes:
-        name: format name used by ``--format``.
+        name: format name used by ``--trace-format``.
         ts_per_s: timestamp units per second (Mooncake ms: 1000; Bailian s: 1);
             arrival_s = timestamp / ts_per_s (a correctly rounded division).
         default_block_size: tokens per block when ``--block-size`` is absent

@@ -31,7 +31,7 @@ import numpy as np
 from pcs.errors import InputError
 from pcs.trace.request import RequestBatch
 
-__all__ = ["SCHEMA_NAME", "arrow_schema", "parquet_block_size", "parquet_reuse", "read_parquet", "batch_to_arrow"]
+__all__ = ["SCHEMA_NAME", "arrow_schema", "parquet_block_size", "parquet_rows", "parquet_reuse", "read_parquet", "batch_to_arrow"]
 
 SCHEMA_NAME = "pcs-trace/1"
 _OPTIONAL = ("session_id", "parent_id", "turn")
@@ -89,6 +89,11 @@ def _open(path, name: str):
         raise InputError(name, None, None, f"not a readable Parquet file ({exc})") from None
 
 
+def parquet_rows(path, name: str) -> int:
+    """Rows of a Parquet file (from its footer)."""
+    return _open(path, name).metadata.num_rows
+
+
 def parquet_block_size(path, name: str) -> int:
     """The block size stored in a pcs Parquet trace's metadata.
 
@@ -110,6 +115,59 @@ def parquet_block_size(path, name: str) -> int:
     if bs < 1:
         raise InputError(name, None, "pcs.block_size", f"metadata must be a positive integer, got {meta.get('pcs.block_size')!r}")
     return bs
+
+
+def _type_rules():
+    """column -> (Arrow type test, what the column must hold): the canonical schema's types, checked on read."""
+    import pyarrow.types as pt
+
+    def ints(t) -> bool:
+        return pt.is_integer(t)
+
+    def strings(t) -> bool:
+        return pt.is_string(t) or pt.is_large_string(t) or (pt.is_dictionary(t) and pt.is_string(t.value_type))
+
+    def id_lists(t) -> bool:
+        return (pt.is_list(t) or pt.is_large_list(t)) and pt.is_integer(t.value_type)
+
+    rules = {"arrival_s": (lambda t: pt.is_floating(t) or pt.is_integer(t), "numbers (float64)"),
+             "prompt_tokens": (ints, "integers (int64)"), "output_tokens": (ints, "integers (int64)"),
+             "block_hashes": (id_lists, "lists of integer ids (list<uint64>)"), "type": (strings, "strings")}
+    rules.update({k: (ints, "integers (int64)") for k in _OPTIONAL})
+    return rules
+
+
+def check_column_types(schema, name: str) -> None:
+    """Each canonical column present has its schema type, as JSONL demands of each field (a float
+    ``prompt_tokens`` of 6758.7 is an error, never cut to 6758; a bool is not an integer).
+
+    Raises:
+        InputError: naming the column, the type it must have and the type it has.
+    """
+    for col, (ok, want) in _type_rules().items():
+        if col in schema.names and not ok(schema.field(col).type):
+            raise InputError(name, None, col, f"column must hold {want}, got {schema.field(col).type}")
+
+
+_I64_MAX = 2**63 - 1
+
+
+def _column_ints(rb, col: str, name: str, row0: int) -> np.ndarray:
+    """An integer column as int64; an unsigned value above 2^63 - 1 is an error (JSONL's bound), never wrapped."""
+    a = rb.column(col).to_numpy(zero_copy_only=False)
+    if a.dtype.kind == "u" and a.size and a.max() > _I64_MAX:
+        raise InputError(name, row0 + int(np.argmax(a > _I64_MAX)), col, f"must be <= {_I64_MAX}, got {int(a.max())}")
+    return a.astype(np.int64, copy=False) if a.dtype.kind in "iu" else a  # nulls (optional columns): as read
+
+
+def _column_ids(lists, name: str, row0: int, offs: np.ndarray) -> np.ndarray:
+    """The flattened block ids as uint64; a negative id is an error (ids are unsigned 64-bit), never wrapped."""
+    flat = lists.flatten().to_numpy(zero_copy_only=False)
+    if flat.dtype.kind == "i" and flat.size and flat.min() < 0:
+        at = int(np.argmax(flat < 0))
+        row = int(np.searchsorted(offs, at, side="right")) - 1
+        raise InputError(name, row0 + row, "block_hashes", f"id {int(flat[at])} does not fit an unsigned 64-bit id")
+    return flat.astype(np.uint64, copy=False)
 
 
 def _bad_rows(ts: np.ndarray, il: np.ndarray, ol: np.ndarray, lens: np.ndarray, bs: int,
@@ -138,6 +196,7 @@ def read_parquet(path, name: str, block_size: int, state, on_error: str = "raise
 
     pf = _open(path, name)
     names = pf.schema_arrow.names
+    check_column_types(pf.schema_arrow, name)
     has_session = all(k in names for k in _OPTIONAL)
     cols = list(_REQUIRED) + (list(_OPTIONAL) + (["type"] if "type" in names else []) if has_session else [])
     row0 = 1
@@ -151,11 +210,11 @@ def read_parquet(path, name: str, block_size: int, state, on_error: str = "raise
                 raise InputError(name, row0 + int(bad[0]) if bad.size else row0, c, "null value")
         lists = rb.column("block_hashes")
         offs = lists.offsets.to_numpy().astype(np.int64)
-        hashes = lists.flatten().to_numpy(zero_copy_only=False).astype(np.uint64, copy=False)
         offs -= offs[0]
+        hashes = _column_ids(lists, name, row0, offs)
         ts = rb.column("arrival_s").to_numpy(zero_copy_only=False).astype(np.float64, copy=False)
-        il = rb.column("prompt_tokens").to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
-        ol = rb.column("output_tokens").to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
+        il = _column_ints(rb, "prompt_tokens", name, row0)
+        ol = _column_ints(rb, "output_tokens", name, row0)
         keep = np.ones(n, dtype=bool)
         for mask, field, problem in _bad_rows(ts, il, ol, np.diff(offs), block_size, state.last_ts, state.check_order):
             if mask.any():
@@ -169,7 +228,7 @@ def read_parquet(path, name: str, block_size: int, state, on_error: str = "raise
                     if on_error != "skip":
                         raise InputError(name, row0 + i, "block_hashes", "an id repeats inside one request")
                     keep[i] = False
-        extras = [rb.column(k).to_numpy(zero_copy_only=False) for k in _OPTIONAL] if has_session else [None] * 3
+        extras = [_column_ints(rb, k, name, row0) for k in _OPTIONAL] if has_session else [None] * 3
         typ = tuple(rb.column("type").to_pylist()) if has_session and "type" in names else None
         batch = RequestBatch(0, block_size, ts, il, ol, offs, hashes, *extras, typ)
         if not keep.all():

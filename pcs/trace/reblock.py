@@ -220,7 +220,9 @@ def plan_engine_block_size(path, fmt: str | None, block_size: int | None) -> int
     / B)`` on a line where the two sizes disagree), ``block_size`` is the
     engine's and the trace is re-blocked from B. Parquet stores B.
     """
-    if block_size is None or path is None or str(path) == "-":
+    from pcs.trace.source import is_stream
+
+    if block_size is None or path is None or is_stream(path):  # stdin, a FIFO: read once, by open_trace
         return None
     from pcs.trace.api import _default_block_size, detect_format
 

@@ -10,24 +10,37 @@ Decisions (documented in traces/README.md):
   section 8.1 lets parsers ignore it); CRLF line ends are accepted (JSON
   treats ``\\r`` as whitespace, RFC 8259 section 2);
 - a truncated or corrupt gzip stream is an :class:`InputError` naming the
-  last complete line read, never a silently shorter trace.
+  last complete line read, never a silently shorter trace;
+- a line is at most :data:`MAX_LINE_BYTES` (64 MiB after gunzip, about 8 M
+  token ids): a longer one -- a file with no newline, ``/dev/zero`` through
+  a pipe -- is an :class:`InputError` naming its line once that many bytes
+  are read, so reading is linear in the input and memory is bounded;
+- a device (``/dev/zero``, ``/dev/tty``, a disk) is refused before reading
+  (:func:`check_source`), and so is a terminal or a device on stdin; a
+  FIFO opens without waiting for a writer, and one with no writer reads
+  as empty.
 """
 from __future__ import annotations
 
 import gzip
 import io
 import os
+import stat
 import sys
 import zlib
 from typing import BinaryIO, Iterator
 
 from pcs.errors import InputError
 
-__all__ = ["CHUNK_BYTES", "open_binary", "iter_chunks", "iter_lines", "iter_csv_rows", "peek_lines", "display_name"]
+__all__ = ["CHUNK_BYTES", "MAX_LINE_BYTES", "check_source", "open_binary", "iter_chunks", "iter_lines",
+           "iter_csv_rows", "peek_lines", "display_name", "is_stream", "count_lines"]
 
 #: Bytes read per chunk; about 16 k Mooncake requests (measured best in
 #: benchmarks/bench_ingest.py between 1 and 16 MiB).
 CHUNK_BYTES = 4 << 20
+
+#: Longest line read, bytes (after gunzip): 64 MiB, far above a 1 M-token prompt's ~8 MB of token ids.
+MAX_LINE_BYTES = 64 << 20
 
 _BOM = b"\xef\xbb\xbf"
 _GZIP_MAGIC = b"\x1f\x8b"
@@ -38,18 +51,78 @@ def display_name(path) -> str:
     return "-" if str(path) == "-" else os.fspath(path)
 
 
+def _device_problem(mode: int, what: str) -> str | None:
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return f"{what}a device, not a file or a pipe (pcs reads files, pipes and redirected stdin)"
+    if stat.S_ISDIR(mode):
+        return f"{what}a directory"
+    return None
+
+
+def check_source(path, name: str | None = None) -> os.stat_result | None:
+    """Refuse an input that is not a file or a pipe, before anything reads it.
+
+    ``-`` (stdin) must not be a terminal or a device (``< /dev/zero``).
+    Returns the ``os.stat`` result (None for stdin).
+
+    Raises:
+        InputError: a device, a directory, a terminal on stdin.
+        FileNotFoundError: no such file.
+    """
+    name = name or display_name(path)
+    if str(path) == "-":
+        try:
+            mode = os.fstat(sys.stdin.fileno()).st_mode
+        except (OSError, ValueError, AttributeError):
+            return None  # a Python stream without a descriptor (tests): nothing to check
+        if sys.stdin.isatty():
+            raise InputError("-", None, None, "stdin is a terminal: pipe or redirect a file into pcs "
+                             "(pcs replay - < trace.jsonl)")
+        problem = _device_problem(mode, "stdin is ")
+        if problem:
+            raise InputError("-", None, None, problem)
+        return None
+    st = os.stat(path)
+    problem = _device_problem(st.st_mode, "")
+    if problem:
+        raise InputError(name, None, None, problem)
+    return st
+
+
+def is_stream(path) -> bool:
+    """Whether ``path`` is stdin, a FIFO or a socket: readable once, so spooled before a trace is opened."""
+    if str(path) == "-":
+        return True
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return False
+    return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)
+
+
+def _open_raw(path) -> BinaryIO:
+    """Open a path for reading; a FIFO without waiting for a writer (none: it reads as empty)."""
+    if not is_stream(path):
+        return open(path, "rb")  # noqa: SIM115 - closed by the caller
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    os.set_blocking(fd, True)
+    return os.fdopen(fd, "rb")
+
+
 def open_binary(path) -> BinaryIO:
     """Open ``path`` (``-`` = stdin) for reading, gunzipping when it starts with the gzip magic.
 
     Raises:
         FileNotFoundError / IsADirectoryError: as ``open`` does.
+        InputError: a device, or a terminal or device on stdin (:func:`check_source`).
     """
+    check_source(path)
     if str(path) == "-":
         raw: BinaryIO = sys.stdin.buffer
         if not hasattr(raw, "peek"):
             raw = io.BufferedReader(raw)  # type: ignore[arg-type]
     else:
-        raw = open(path, "rb")  # noqa: SIM115 - closed by the caller
+        raw = _open_raw(path)
     head = raw.peek(2)[:2] if hasattr(raw, "peek") else b""
     if head == _GZIP_MAGIC:
         return gzip.GzipFile(fileobj=raw, mode="rb")  # type: ignore[return-value]
@@ -89,33 +162,39 @@ def iter_chunks(path, chunk_bytes: int | None = None, name: str | None = None) -
     1-based; a leading UTF-8 BOM is removed from the first chunk.
 
     Raises:
-        InputError: truncated or corrupt gzip stream.
+        InputError: truncated or corrupt gzip stream; a line longer than
+            :data:`MAX_LINE_BYTES`; a device (:func:`check_source`).
     """
     name = name or display_name(path)
     chunk_bytes = chunk_bytes or CHUNK_BYTES
     stream = open_binary(path)
     try:
         line = 1
-        rest = b""
+        parts: list[bytes] = []  # the unfinished line, read so far
+        held = 0
         first = True
         while True:
-            data = _read(stream, chunk_bytes, name, line + rest.count(b"\n"))
+            data = _read(stream, chunk_bytes, name, line)
             if first:
                 first = False
                 if data.startswith(_BOM):
                     data = data[len(_BOM):]
             if not data:
-                if rest:
-                    yield line, rest
+                if parts:
+                    yield line, b"".join(parts)
                 return
-            buf = rest + data if rest else data
-            cut = buf.rfind(b"\n") + 1
-            if cut == 0:
-                rest = buf
-                continue
-            chunk, rest = buf[:cut], buf[cut:]
-            yield line, chunk
-            line += chunk.count(b"\n")
+            cut = data.rfind(b"\n") + 1  # only the new bytes are searched: linear in the input
+            if cut:
+                chunk = b"".join(parts) + data[:cut] if parts else data[:cut]
+                parts, held = ([data[cut:]] if cut < len(data) else []), len(data) - cut
+                yield line, chunk
+                line += chunk.count(b"\n")
+            else:
+                parts.append(data)
+                held += len(data)
+            if held > MAX_LINE_BYTES:
+                raise InputError(name, line, None, f"line longer than {MAX_LINE_BYTES >> 20} MiB (the longest "
+                                 "line pcs reads; is this a trace file?)")
     finally:
         if stream is not getattr(sys.stdin, "buffer", None):
             stream.close()
@@ -161,3 +240,26 @@ def peek_lines(path, max_lines: int = 20, max_bytes: int = 1 << 20) -> list[byte
         if sum(map(len, out)) >= max_bytes:
             break
     return out
+
+
+def count_lines(path, max_bytes: int = 1 << 34) -> int | None:
+    """Lines of an uncompressed regular file (a last line without ``\\n`` counts), for a progress total.
+
+    None for stdin, a gzip file, a non-regular file or one above ``max_bytes``
+    (the count would cost a pass of its own). Reads ~1 GB/s.
+    """
+    try:
+        st = os.stat(path)
+        if not stat.S_ISREG(st.st_mode) or st.st_size > max_bytes:
+            return None
+        with open(path, "rb") as f:
+            if f.read(2) == _GZIP_MAGIC:
+                return None
+            f.seek(0)
+            n, last = 0, b"\n"
+            while data := f.read(CHUNK_BYTES):
+                n += data.count(b"\n")
+                last = data[-1:]
+            return n + (last != b"\n")
+    except OSError:
+        return None

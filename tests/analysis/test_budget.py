@@ -114,7 +114,13 @@ def test_load_workloads_toml_and_json(tmp_path):
     ('[[workload]]\nname = "A"\ncapacity_need = "30GB"\n', "workload[0]"),
     ('[device]\ncapacity_have = "-1GB"\n[[workload]]\ncapacity_need = "1GB"\nbandwidth_need = "1GB/s"\n',
      "device.capacity_have"),
-    ('title = "no workloads"\n', "workload"),
+    ('[device]\ncapacity_have = "1GB"\n', "workload"),
+    # an unknown key is an error, as in a hardware file (issue 11: a typo is not silently ignored)
+    ('title = "no workloads"\n', "title"),
+    ('[device]\ncapacity = "1GB"\n[[workload]]\ncapacity_need = "1GB"\nbandwidth_need = "1GB/s"\n',
+     "device.capacity"),
+    ('[[workload]]\nname = "A"\ncapacity_need = "1GB"\nbandwidth_need = "1GB/s"\nbandwith_need = "2GB/s"\n',
+     "workload[0].bandwith_need"),
 ])
 def test_load_workloads_errors_name_file_and_field(tmp_path, text, where):
     path = tmp_path / "bad.toml"

@@ -32,7 +32,7 @@ def run(*args):
 
 
 def test_json_rows_and_keys(hand_trace):
-    res = run(hand_trace, "--capacities", "1,2,4", "--format", "json")
+    res = run(hand_trace, "--capacities", "1blocks,2blocks,4blocks", "--format", "json")
     assert res.exit_code == 0, res.output
     out = json.loads(res.output)
     assert [r["capacity_blocks"] for r in out["rows"]] == [1, 2, 4]
@@ -50,7 +50,7 @@ def test_bytes_with_a_model(hand_trace):
     from pcs.model import block_bytes, get_model
 
     bb = block_bytes(get_model("llama-3.1-8b"), 512, "reserved").total_bytes
-    res = run(hand_trace, "--capacities", f"2,{3 * bb + 5}B", "--model", "llama-3.1-8b", "--format", "json")
+    res = run(hand_trace, "--capacities", f"2blocks,{3 * bb + 5}B", "--model", "llama-3.1-8b", "--format", "json")
     assert res.exit_code == 0, res.output
     out = json.loads(res.output)
     assert [r["capacity_blocks"] for r in out["rows"]] == [2, 3]  # bytes round down to whole blocks
@@ -64,7 +64,7 @@ def test_csv_and_table(hand_trace):
     rows = list(csv.DictReader(io.StringIO(res.output)))
     assert [int(r["capacity_blocks"]) for r in rows] == [1, 2, 4]  # geometric 1..4 (LRU reaches the ceiling at 4)
     assert rows[0]["belady_hit_ratio"] == ""
-    table = run(hand_trace, "--capacities", "2").output
+    table = run(hand_trace, "--capacities", "2blocks").output
     assert "LRU" in table and "Belady" in table and "37.2 %" in table  # 16/43
     assert "knee" in table
 
@@ -84,8 +84,8 @@ def test_plot(hand_trace, tmp_path):
 
 
 @pytest.mark.parametrize("args, message", [
-    (["--capacities", "1", "--points", "2"], "not both"),
-    (["--capacities", "40GB"], "need --model"),
+    (["--capacities", "1blocks", "--points", "2"], "not both"),
+    (["--capacities", "40GB"], "needs --model"),
     (["--capacities", ","], "comma-separated"),
     (["--dtype", "fp8"], "give --model"),
     (["--model", "no-such-model"], "no-such-model"),

@@ -14,7 +14,7 @@ from pcs.cli.main import cli
 def test_curve_rows_match_the_replays(exact_trace):
     small, big = per_trace(exact_trace, sample=(500, 2000), mooncake=(1000, 5000))
     args = ["compare", str(exact_trace), "--policy", "lru", "--policy", "fifo", "--timing", "sequential",
-            "--tier", f"gpu={big}blocks", "--curve-capacities", f"{small},{big}", "--quiet", "--format", "json"]
+            "--tier", f"gpu={big}blocks", "--curve-capacities", f"{small}blocks,{big}blocks", "--quiet", "--format", "json"]
     result = CliRunner().invoke(cli, args)
     assert result.exit_code == 0, result.output
     out = json.loads(result.output)

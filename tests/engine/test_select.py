@@ -192,6 +192,6 @@ def test_curve_native_and_its_older_name_kernel():
     with pytest.raises(ValueError, match="name the same switch"):
         curve(DEFAULT_TRACE, capacities=[100], native="python", kernel="c")
     for opt in ("--native", "--kernel"):       # --kernel: hidden, still accepted
-        out = _json("curve", str(DEFAULT_TRACE), "--capacities", "100", "--no-belady", opt, "python",
+        out = _json("curve", str(DEFAULT_TRACE), "--capacities", "100blocks", "--no-belady", opt, "python",
                     "--format", "json")
         assert out["kernel"] == "python" and out["rows"] == a.to_dict()["rows"]

@@ -134,7 +134,7 @@ def test_malformed_config_names_file_and_field(tmp_path, cfg, field):
 
 def test_not_json(tmp_path):
     path = _write(tmp_path, '{"num_hidden_layers": 32,,}')
-    with pytest.raises(ValueError, match="not valid JSON") as err:
+    with pytest.raises(ValueError, match="valid JSON") as err:
         load_hf_config(path)
     assert str(err.value).startswith(f"{path}:1:")
     with pytest.raises(ValueError, match="JSON object"):

@@ -58,7 +58,7 @@ def pages(tmp_path_factory) -> dict[str, tuple[Path, dict]]:
     runs = {
         "replay": ["replay", "-q", "--format", "json"],
         "compare": ["compare", "-q", "--format", "json", "--policy", "lru", "--policy", "fifo", "--policy", "slru",
-                    "--tier", "gpu=1000blocks", "--tier", "cpu=3000blocks", "--curve-capacities", "500,2000,8000"],
+                    "--tier", "gpu=1000blocks", "--tier", "cpu=3000blocks", "--curve-capacities", "500blocks,2000blocks,8000blocks"],
         "curve": ["curve", "-q", "--format", "json", "--model", "llama-2-70b", "--points", "6"],
         "footprint": ["footprint", "-q", "--format", "json", "--model", "llama-3.1-8b", "--tokens", "4096"],
     }

@@ -76,7 +76,7 @@ def test_replay_output_is_documented(sections):
 
 def test_compare_output_is_documented(sections):
     c = _run("compare", "--quiet", "--policy", "lru", "--policy", "fifo", "--tier", "gpu=300blocks",
-             "--curve-capacities", "100,300")
+             "--curve-capacities", "100blocks,300blocks")
     _check(c, sections["CompareResult"], "compare")
     _check(c["variants"][0], sections["CompareVariant"], "variants[]")
     _check(c["curve"][0], sections["CompareCurveRow"], "curve[]")
@@ -85,7 +85,7 @@ def test_compare_output_is_documented(sections):
 
 @pytest.mark.parametrize("model", [[], ["--model", "llama-3.1-8b"]], ids=["blocks", "bytes"])
 def test_curve_output_is_documented(sections, model):
-    c = _run("curve", "--capacities", "100,300", *model)
+    c = _run("curve", "--capacities", "100blocks,300blocks", *model)
     assert list(c)[-1] == "dtype"                            # the key the CLI adds, documented below the tables
     _check({k: v for k, v in c.items() if k != "dtype"}, sections["CurveResult"], "curve")
     _check(c["rows"][0], sections["CurveRow"], "rows[]")

@@ -66,7 +66,10 @@ def test_plot_writes_png_and_svg_per_figure(tmp_path):
     (["report", "{bad}", "-o", "{out}"], "line 1: not JSON"),
     (["report", "{other}", "-o", "{out}"], "not the JSON of pcs replay, compare, curve or footprint"),
     (["report", "{json}", "-o", "/nonexistent-dir/r.html"], "does not exist"),
-    (["replay", "-q", "--html", "/nonexistent-dir/r.html"], "--html /nonexistent-dir/r.html: directory"),
+    (["replay", "-q", "--html", "/nonexistent-dir/r.html"], "--html /nonexistent-dir/r.html: the folder"),
+    (["report", "{json}", "-o", "{json}"], "is also an input file"),  # pcs never overwrites its inputs
+    (["report", "{json}", "-o", "-"], "not to stdout"),
+    (["report", "{json}", "--plot", "{json}"], "is a file"),
     (["footprint", "--model", "llama-3.1-8b", "--tokens", "16", "--plot", "/nonexistent-dir/figs"], "does not exist"),
 ])
 def test_errors_are_one_line(tmp_path, args, message):

@@ -1,0 +1,93 @@
+"""Bounded option types: every number a command takes has a range, checked before use.
+
+A value outside its range, NaN, an infinity, or text that is not a number is
+click's one-line usage error naming the option and the value (exit 2). The
+bounds below are the largest values any command can run with in reasonable
+time and memory; each is far above what a real deployment or trace needs.
+Sizes, bandwidths and durations go through :mod:`pcs.units` (bounded at
+2^63 - 1 there); capacities through :func:`parse_capacity_list`.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any, Callable
+
+import click
+
+from pcs import units
+
+__all__ = ["MAX_TP", "MAX_BLOCK_SIZE", "MAX_TOKENS", "MAX_COUNT", "MAX_POINTS", "MAX_SYNTH_REQUESTS",
+           "MAX_SEED", "Int", "Float", "parse_capacity_list"]
+
+#: GPUs in one tensor-parallel group (NVL72 racks hold 72; 1024 leaves room).
+MAX_TP = 1024
+#: Tokens per block (vLLM pages are 16-128, Mooncake's ids 512; 2^20 leaves room).
+MAX_BLOCK_SIZE = 1 << 20
+#: Tokens in one prompt or sequence (10^9: a thousand times today's longest context windows).
+MAX_TOKENS = 10**9
+#: Counts such as sequences or head blocks.
+MAX_COUNT = 10**9
+#: Points of a hit-ratio curve (Belady costs one pass of the trace per point).
+MAX_POINTS = 1000
+#: Requests ``pcs trace synth`` writes.
+MAX_SYNTH_REQUESTS = 10**8
+#: Seeds (numpy takes non-negative integers; int64 keeps them portable).
+MAX_SEED = 2**63 - 1
+
+
+class Int(click.IntRange):
+    """An integer option in ``[min, max]`` (both bounds always given: no unbounded integer option)."""
+
+    def __init__(self, min: int, max: int) -> None:  # noqa: A002 - click's names
+        super().__init__(min=min, max=max)
+
+
+class Float(click.FloatRange):
+    """A finite float option in a range: NaN and infinities are refused as well as values outside it."""
+
+    def __init__(self, min: float, max: float, min_open: bool = False, max_open: bool = False) -> None:  # noqa: A002
+        super().__init__(min=min, max=max, min_open=min_open, max_open=max_open)
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if isinstance(value, str) and not math.isfinite(_float_or(value)):
+            self.fail(f"{value!r} is not a finite number", param, ctx)
+        return super().convert(value, param, ctx)
+
+
+def _float_or(text: str) -> float:
+    try:
+        return float(text)
+    except ValueError:
+        return 0.0  # not a number at all: click's own message says so
+
+
+def parse_capacity_list(text: str, option: str, block_bytes: int | Callable[[], int] | None) -> list[int]:
+    """``"1000blocks,40GB,0"`` -> block counts: each item through :func:`pcs.units.parse_capacity`.
+
+    Args:
+        text: comma-separated capacities.
+        option: the option's name for messages, e.g. ``"--capacities"``.
+        block_bytes: bytes per block that sizes in bytes divide by (or a
+            callable giving it, called at the first size), or None when no
+            model gives it (then a size is an error saying so).
+    Raises:
+        ValueError: an empty list, a plain number other than 0, a bad item,
+            a size without ``block_bytes``, a non-zero size under one block.
+    """
+    out = []
+    for item in (s.strip() for s in str(text).split(",")):
+        if not item:
+            continue
+        try:
+            cap = units.parse_capacity(item)
+        except ValueError as exc:
+            raise ValueError(f"{option} {item!r}: {exc}") from None
+        if cap.size_bytes is not None and block_bytes is None:
+            raise ValueError(f"{option} {item!r}: a size in bytes needs --model (the bytes per block); "
+                             "or give blocks, e.g. 5000blocks")
+        if cap.size_bytes is not None and callable(block_bytes):
+            block_bytes = block_bytes()
+        out.append(cap.to_blocks(block_bytes, f"{option} {item!r}"))
+    if not out:
+        raise ValueError(f"{option} {text!r}: give comma-separated capacities, e.g. 1000blocks,5000blocks or 40GB")
+    return out
