@@ -1,7 +1,10 @@
 """The time-series sampler: a fixed step, at most max_samples samples, the state at each boundary."""
 from __future__ import annotations
 
-from pcs.engine.series import Sampler
+import numpy as np
+import pytest
+
+from pcs.engine.series import Sampler, sequential_samples
 
 
 def test_boundaries_state_and_doubling_by_hand():
@@ -121,3 +124,31 @@ def test_series_agrees_with_the_summary_counters():
     loop = pcs.replay(None, tiers=["gpu=300blocks"], timing="sequential", engine="general").summary
     assert fast.series == loop.series and fast.distributions == loop.distributions
     assert max(fast.series.resident_bytes["gpu"]) == 300 * fast.tiers[0].bytes_per_block
+
+
+def _sampled_request_by_request(arrival_s, resident_after):
+    """The plain reference of sequential_samples: the event loop's check, one request at a time."""
+    s = Sampler()
+    state = lambda i: (i, 0, [int(resident_after[i - 1]) if i else 0], [0], [0.0])  # noqa: E731
+    nxt = float("-inf")
+    for i in range(len(arrival_s)):
+        if arrival_s[i] >= nxt:
+            nxt = s.take(float(arrival_s[i]), lambda: state(i))
+    s.take(s.take(max(float(arrival_s.max()), s.t0), lambda: state(len(arrival_s))), lambda: state(len(arrival_s)))
+    return s
+
+
+@pytest.mark.parametrize("kind", ["sorted", "shuffled", "on_the_grid", "ties"])
+def test_sequential_samples_equal_the_request_by_request_loop(kind):
+    # the fast path's twin samples on the final grid from the start and searches the running maximum of the
+    # arrivals; arrivals rounded to 1 ms land on (or a float error beside) grid boundaries
+    rng = np.random.default_rng(7)
+    for _ in range(300):
+        m = int(rng.integers(1, 200))
+        a = {"sorted": lambda: np.sort(rng.uniform(0, 10 ** rng.uniform(-3, 5), m)),
+             "shuffled": lambda: rng.uniform(0, 10 ** rng.uniform(-3, 5), m),
+             "on_the_grid": lambda: np.round(np.sort(rng.uniform(0, 5, m)), 3) + 0.002,
+             "ties": lambda: rng.integers(0, 20, m) * 0.001 * int(rng.integers(1, 3000))}[kind]()
+        r = np.minimum(50, np.cumsum(rng.integers(0, 5, m)))
+        fast, ref = sequential_samples(a, r), _sampled_request_by_request(a, r)
+        assert (fast.step_s, fast.t0, fast.rows) == (ref.step_s, ref.t0, ref.rows)
