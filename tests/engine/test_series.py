@@ -152,3 +152,16 @@ def test_sequential_samples_equal_the_request_by_request_loop(kind):
         r = np.minimum(50, np.cumsum(rng.integers(0, 5, m)))
         fast, ref = sequential_samples(a, r), _sampled_request_by_request(a, r)
         assert (fast.step_s, fast.t0, fast.rows) == (ref.step_s, ref.t0, ref.rows)
+
+
+def test_cdf_quantiles_equal_numpy_inverted_cdf():
+    # the one-sort quantiles of request_distributions against numpy's definition (inverted_cdf)
+    from pcs.engine.series import CDF_LEVELS, _quantiles
+
+    rng = np.random.default_rng(3)
+    for n in (1, 2, 3, 7, 199, 200, 201, 1000, 132_341):
+        for v in (rng.uniform(0, 5, n), np.round(rng.uniform(0, 5, n), 2), rng.integers(0, 3, n) * 1.0):
+            v = np.where(rng.uniform(size=n) < 0.05, np.nan, v)  # non-finite values are left out
+            finite = v[np.isfinite(v)]
+            want = np.quantile(finite, CDF_LEVELS, method="inverted_cdf").tolist() if len(finite) else []
+            assert _quantiles(v) == want
