@@ -283,6 +283,11 @@ class Hierarchy:
         adm.reserved_blocks = 0
 
     # -- a running request's space (the step scheduler, docs/semantics.md §9) ----------------------
+    def held_blocks(self) -> int:
+        """GPU slots held by running requests: pinned blocks plus reserved slots."""
+        gpu = self.tiers[0]
+        return gpu.num_pinned + gpu.reserved_blocks
+
     def grow(self, adm: Admission, n: int) -> bool:
         """Reserve ``n`` more GPU slots for a running request (its output fills blocks as it decodes).
 

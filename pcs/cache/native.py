@@ -138,7 +138,7 @@ class NativeHierarchy:
     """:class:`pcs.cache.Hierarchy` for all-LRU tiers, in C (``pcs.cache._lruhier``).
 
     Calls: ``start``, ``prefill_done``, ``finish``, and for the step scheduler
-    ``grow``, ``abort``, ``extend`` (same semantics as the Python hierarchy's).
+    ``grow``, ``abort``, ``extend``, ``held_blocks`` (same semantics as the Python hierarchy's).
 
     Args:
         tiers: empty :class:`pcs.cache.tier.Tier` objects with ``lru`` policies, GPU
@@ -165,6 +165,7 @@ class NativeHierarchy:
         self.grow = h.grow                  # the step scheduler's calls (pcs.engine.scheduler)
         self.abort = h.abort
         self.extend = h.extend
+        self.held_blocks = h.gpu_held       # GPU slots held by running requests (pinned + reserved)
 
     @property
     def written_blocks(self) -> list[int]:

@@ -119,6 +119,14 @@ class ReplayEngine:
     # -- feeding ------------------------------------------------------------------------------
     def feed(self, chunk: Chunk) -> None:
         """Replay the requests of ``chunk`` (in order, after all earlier chunks)."""
+        self._feed_inputs(chunk)
+        if self.timing == "sequential":
+            self._feed_sequential(chunk)
+        else:
+            self._feed_modeled(chunk)
+
+    def _feed_inputs(self, chunk: Chunk) -> None:
+        """Count the chunk's accesses and copy its input columns."""
         self.ledger.block_accesses += chunk.offsets[-1] - chunk.offsets[0]
         self.ledger.cacheable_blocks += sum(chunk.cacheable)
         c = self._cols
@@ -129,10 +137,6 @@ class ReplayEngine:
         c["output_tokens"].extend(chunk.output_tokens)
         pre = chunk.prefill_s
         c["prefill_no_cache_s"].extend([pre[o] for o in chunk.prefill_offsets[:m]] if pre else [0.0] * m)
-        if self.timing == "sequential":
-            self._feed_sequential(chunk)
-        else:
-            self._feed_modeled(chunk)
 
     def _feed_sequential(self, ch: Chunk) -> None:
         start, done, finish = self.h.start, self.h.prefill_done, self.h.finish
