@@ -292,7 +292,7 @@ class _Options:
     tp: int
     engine: str
     native: str | None
-    compute_mode: str = COMPUTE_MODES[0]
+    compute_mode: str | None = None
 
 
 def _options(timing, policy, write_policy, tp, engine, native, compute_mode=None) -> _Options:
@@ -311,10 +311,20 @@ def _options(timing, policy, write_policy, tp, engine, native, compute_mode=None
     select.canonical(engine)
     if native is not None and native not in _native.MODES:
         raise ValueError(f"unknown native {native!r}; valid: {', '.join(_native.MODES)}")
-    compute_mode = compute_mode or DEFAULTS["compute_mode"]
-    if compute_mode not in COMPUTE_MODES:
+    if compute_mode is not None and compute_mode not in COMPUTE_MODES:
         raise ValueError(f"unknown compute mode {compute_mode!r}; valid: {', '.join(COMPUTE_MODES)}")
     return _Options(timing, policy or DEFAULTS["policy"], write_policy, tp, engine, native, compute_mode)
+
+
+def _compute_mode(opts: _Options, time_model, notes: list) -> _Options:
+    """The compute mode filled in: ``step`` unless a ``compute`` without ``step_cost()`` was given (a note)."""
+    if opts.compute_mode is not None:
+        return opts
+    if hasattr(time_model.compute, "step_cost"):
+        return dataclasses.replace(opts, compute_mode=DEFAULTS["compute_mode"])
+    if opts.timing == "modeled":
+        notes.append("compute infinite: the given compute model has no step_cost(), which the step scheduler needs")
+    return dataclasses.replace(opts, compute_mode="infinite")
 
 
 def _step_setup(opts: _Options, scheduler, time_model, gpu) -> StepSetup | None:
@@ -391,9 +401,11 @@ def replay(trace: Any = None, *, model: Any = None, hardware: Any = None, tp: in
             sized from the deployment (default 0.9, vLLM's).
         kv_reserve: activation/runtime reserve per GPU (bytes or a size like
             ``"8GB"``; default 5 GB, :data:`pcs.model.deploy.DEFAULT_RESERVE_BYTES_PER_GPU`).
-        compute_mode: modeled timing's compute: ``step`` (default; the step
+        compute_mode: modeled timing's compute: ``step`` (the step
             scheduler, :mod:`pcs.engine.scheduler`) or ``infinite`` (every
-            prefill and decode at full speed at once, the model before it).
+            prefill and decode at full speed at once, the model before it);
+            None = ``step``, or ``infinite`` (with a note) when ``compute``
+            has no ``step_cost()``.
         scheduler: the step scheduler's settings (:class:`pcs.engine.schedconfig.SchedulerConfig`;
             None = its defaults).
     Returns:
@@ -417,6 +429,7 @@ def replay(trace: Any = None, *, model: Any = None, hardware: Any = None, tp: in
         spec, gpu, bs, tier_specs, links, opts.tp, hardware_table, gpu_memory_utilization, kv_reserve)
     tier_policies = dict(tier_policies or {})
     time_model = TimeModel(compute if compute is not None else _compute_model(spec, gpu, opts.tp, bs))
+    opts = _compute_mode(opts, time_model, notes)
     make = lambda: _build_tiers(tier_specs, bpb, opts.policy, tier_policies, protected_share)  # noqa: E731
     out = run_replay(source, rules, time_model, make, opts.timing, opts.write_policy, link_specs, bpb,
                      opts.engine, opts.native, progress, _step_setup(opts, scheduler, time_model, gpu))

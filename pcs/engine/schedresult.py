@@ -71,7 +71,7 @@ class SchedulerSummary:
     restores_skipped: int = field("count", "losing restores recomputed instead (fallback)")
     restore_timeouts: int = field("count", "best-effort restores cut at their deadline")
     decode_blocks_cached: int = field("blocks", "output blocks cached under the next turn's ids")
-    wait_kv_s: Percentiles = field("-", "queue wait while the queue's head lacked KV space")
+    wait_kv_s: Percentiles = field("-", "queue wait while the queue's head lacked KV space (the wait_s column)")
     wait_compute_s: Percentiles = field("-", "the rest of TTFT before the first token that is not KV wait, "
                                              "exposed restore or own prefill steps: step budget, other requests "
                                              "first, stalls, re-queueing")

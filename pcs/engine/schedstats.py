@@ -147,6 +147,6 @@ def scheduler_summary(columns: dict, stats: SchedulerCounters, config, no_cache=
         restores_losing=stats.restores_losing,
         share_losing=stats.restores_losing / considered if considered else None,
         restores_skipped=stats.restores_skipped, restore_timeouts=stats.restore_timeouts,
-        decode_blocks_cached=stats.decode_blocks_cached, wait_kv_s=_pcts(_col(columns, "wait_kv_s")),
+        decode_blocks_cached=stats.decode_blocks_cached, wait_kv_s=_pcts(_col(columns, "wait_s")),
         wait_compute_s=_pcts(_col(columns, "wait_compute_s")), wait_link_s=_pcts(_col(columns, "wait_link_s")),
         exposed_restore_s_total=float(_col(columns, "exposed_restore_s").sum()))

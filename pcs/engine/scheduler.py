@@ -2,7 +2,7 @@
 
 One instance runs steps back to back, as a continuous-batching engine (vLLM
 v1 ``vllm/v1/core/sched/scheduler.py``) does. The rules, each stated once
-(``docs/semantics.md §9``, §10; the plain reference of issue 19's compiled loop):
+(``docs/semantics.md §9``, §10; the plain reference a compiled twin will be diffed against):
 
 1. **Arrivals** join the waiting queue (FIFO) at their trace time; a step
    already running finishes first (requests join at step boundaries).
@@ -53,7 +53,7 @@ per step -- so k pure decode steps are advanced at once in closed form
 served at its start (nothing else touches the cache meanwhile, so victims
 and order are the same). ``skip=False`` runs one step at a time (the
 reference the tests diff against). State is kept in flat ints and one
-``__slots__`` record per request (a C struct for issue 19); the per-step
+``__slots__`` record per request (a C struct in a compiled twin); the per-step
 work allocates nothing.
 """
 from __future__ import annotations
@@ -73,8 +73,8 @@ _INF = float("inf")
 _NAN = float("nan")
 _NONE: list = []                  # no decode blocks (shared, never changed)
 #: Per-request columns the step scheduler adds (after the modeled ones); units in pcs.engine.summary.
-STEP_COLUMNS = (("wait_kv_s", "d"), ("wait_compute_s", "d"), ("wait_link_s", "d"), ("exposed_restore_s", "d"), ("e2e_s", "d"),
-                ("tpot_s", "d"), ("preemptions", "q"), ("recomputed_hit_blocks", "q"), ("decode_blocks_cached", "q"))
+STEP_COLUMNS = (("wait_compute_s", "d"), ("wait_link_s", "d"), ("exposed_restore_s", "d"), ("prefill_steps_s", "d"),
+                ("e2e_s", "d"), ("tpot_s", "d"), ("preemptions", "q"), ("recomputed_hit_blocks", "q"), ("decode_blocks_cached", "q"))
 
 
 class _Req:
@@ -186,8 +186,8 @@ class StepEngine(ReplayEngine):
                      "recomputed_hit_blocks", "decode_blocks_cached") + tuple(
                          f"hit_tokens_{t.name}" for t in self.h.tiers):
             c[name].extend(bytes(m) if c[name].typecode == "b" else [0] * m)
-        for name in ("restore_s", "prefill_s", "wait_s", "ttft_s", "finish_s", "wait_kv_s", "wait_compute_s", "wait_link_s",
-                     "exposed_restore_s", "e2e_s", "tpot_s"):
+        for name in ("restore_s", "prefill_s", "wait_s", "ttft_s", "finish_s", "wait_compute_s", "wait_link_s",
+                     "exposed_restore_s", "prefill_steps_s", "e2e_s", "tpot_s"):
             c[name].extend([_NAN] * m)
         dec = self.decode
         bs = chunk.block_size
@@ -400,6 +400,7 @@ class StepEngine(ReplayEngine):
             self.d -= 1
             self.S -= kv
             v.decoding = False
+            v.out += self.G - v.g0                               # one token per decode step run
             m = min(len(v.dh), max(0, kv // bs - v.p0 // bs))   # full output blocks, hashed when full
             self._cache_decode(v, m)
             h.finish(v.adm)
@@ -446,7 +447,7 @@ class StepEngine(ReplayEngine):
         """Try to admit the queue's head at ``now``; False when its KV space is not available."""
         bs, p = self._bs, r.p
         if self.no_cache:
-            chain, n, cap = (), 0, 0
+            chain, n, cap = _NONE, 0, 0
         elif r.first:
             ch, i = r.ch, r.i
             o = ch.offsets[i]
@@ -609,8 +610,9 @@ class StepEngine(ReplayEngine):
         c["hit_tokens"][k] = ht
         c["recomputed_hit_blocks"][k] = adm.hit_blocks - kept
         c["truncated"][k] = adm.truncated
-        c["wait_s"][k] = self.now - r.arrival
-        c["wait_kv_s"][k] = self._kv_clock() - r.kv_mark
+        c["wait_s"][k] = self._kv_clock() - r.kv_mark          # the queue's wait for KV space (the rest: compute)
+        pre = r.ch.prefill_s
+        c["prefill_s"][k] = pre[r.ch.prefill_offsets[r.i] + kept] if pre else 0.0
         if c["restore_s"][k] != c["restore_s"][k]:
             c["restore_s"][k] = 0.0
             c["wait_link_s"][k] = 0.0
@@ -644,9 +646,9 @@ class StepEngine(ReplayEngine):
         c, k = self._cols, r.k
         ttft = r.ttft - r.arrival
         c["ttft_s"][k] = ttft
-        c["prefill_s"][k] = r.prefill_s
+        c["prefill_steps_s"][k] = r.prefill_s
         c["exposed_restore_s"][k] = r.exposed_s
-        rest = ttft - c["wait_kv_s"][k] - r.exposed_s - r.prefill_s
+        rest = ttft - c["wait_s"][k] - r.exposed_s - r.prefill_s
         c["wait_compute_s"][k] = rest if rest > 1e-9 else 0.0      # float noise of the subtraction: 0
         c["finish_s"][k] = self.now
         c["e2e_s"][k] = self.now - r.arrival
