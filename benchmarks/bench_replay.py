@@ -51,6 +51,7 @@ from pcs.cache.native import available as native_available  # noqa: E402
 from pcs.engine import select  # noqa: E402
 from pcs.engine.engine import ReplayEngine, TimeModel  # noqa: E402
 from pcs.engine.chunks import CHUNK_REQUESTS, _from_columns  # noqa: E402
+from pcs.schema import to_dict  # noqa: E402
 from pcs.trace import RequestBatch, open_trace  # noqa: E402
 
 
@@ -184,7 +185,7 @@ def main() -> None:
     one = dict(model="llama-3.1-70b", tiers=["gpu=20000blocks"], timing="sequential")
     gen_s, gen = _best(lambda: replay(src, engine="reference", **one), 1)
     fast_s, fast = _best(lambda: replay(src, engine="lru-scan", **one), args.repeat)
-    numbers = lambda r: {k: v for k, v in r.summary.items() if k not in select.SUMMARY_KEYS}  # noqa: E731
+    numbers = lambda r: {k: v for k, v in to_dict(r.summary).items() if k not in select.SUMMARY_KEYS}  # noqa: E731
     api_s, full = _best(lambda: replay(src, model="llama-3.1-70b", tiers=["gpu=400GB", "cpu=2TB"]), 1)
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     out = {
