@@ -25,7 +25,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from pcs.blocks import BlockRules, single_sequence_hits
+from pcs.blocks import BlockRules, SingleSequenceResult
 from pcs.fleet.index import CacheIndex
 from pcs.fleet.route import route
 from pcs.fleet.routers import parse_router
@@ -91,15 +91,18 @@ def service_times(batch: RequestBatch, compute: Any) -> np.ndarray:
     """float64 (n,): seconds a request keeps an instance busy in the router's estimate.
 
     ``compute.prefill_s(prompt_tokens)`` (from scratch) + ``output_tokens x
-    compute.decode_s_per_token(prompt_tokens)`` when the model has it
-    (:class:`pcs.compute.ComputeModel`); no queueing, no hits (the router
-    does not know them in advance).
+    compute.decode_s_per_token(context)`` when the model has it
+    (:class:`pcs.compute.ComputeModel`), the context being the prompt rounded
+    up to whole blocks (the pages a decode step reads; one evaluation per
+    distinct block count); no queueing, no hits (the router does not know
+    them in advance).
     """
     prompt = batch.prompt_tokens
     total = np.asarray(compute.prefill_s(prompt, np.zeros_like(prompt)), dtype=np.float64) * np.ones(len(batch))
     decode = getattr(compute, "decode_s_per_token", None)
     if decode is not None and len(batch):
-        ctx, inv = np.unique(prompt, return_inverse=True)
+        bs = batch.block_size
+        ctx, inv = np.unique(-(-prompt // bs) * bs, return_inverse=True)
         per = np.asarray(decode(ctx), dtype=np.float64).reshape(-1)
         total = total + batch.output_tokens * per[inv]
     return total
@@ -123,6 +126,13 @@ def _setup(source: Any, kw: dict) -> tuple[int, Any, BlockRules]:
     return sum(t.capacity_blocks for t in tiers), compute, kw.get("rules") or BlockRules()
 
 
+def _ceiling(source: Any, rules: BlockRules) -> SingleSequenceResult:
+    """The single-sequence hits of ``source`` (docs/semantics.md §12), by the scan the replay's summary uses."""
+    from pcs.engine import fastpath
+
+    return fastpath.single_results(fastpath.scan(source, 0, rules, None, check=False))[0]
+
+
 def _ratio(num: int, den: int) -> float | None:
     return num / den if den else None
 
@@ -137,11 +147,11 @@ def _pct(values: np.ndarray, q: float) -> float | None:
     return float(np.percentile(values, q)) if len(values) else None
 
 
-def _instance_row(i: int, sub: RequestBatch, s: Any, table: Any, rules: BlockRules, held: int) -> InstanceLoad:
+def _instance_row(i: int, sub: Any, s: Any, table: Any, rules: BlockRules, held: int) -> InstanceLoad:
     """One instance's :class:`InstanceLoad` from its sub-trace, replay summary (None if idle) and requests table."""
-    ceiling = single_sequence_hits(sub.requests(), rules)
     if s is None:
         return InstanceLoad(i, 0, 0, 0, None, 0, None, None, None, None, held)
+    ceiling = _ceiling(sub, rules)
     busy = s.scheduler.with_cache.busy_s if s.scheduler is not None else None
     ttft = table.column("ttft_s").to_numpy(zero_copy_only=False).astype(np.float64)
     modeled = s.timing == "modeled"
@@ -164,11 +174,11 @@ def _requests_table(tables: list, rows: list) -> Any:
     return whole.take(pa.array(np.argsort(whole.column("request_id").to_numpy(), kind="stable")))
 
 
-def _summary(name: str, router, stale_s: float, cap: int, batch: RequestBatch, rules: BlockRules,
-             rows_of: list, loads: list, summaries: list, table: Any) -> FleetSummary:
+def _summary(name: str, router, stale_s: float, cap: int, source: Any, batch: RequestBatch, rules: BlockRules,
+             loads: list, summaries: list, table: Any) -> FleetSummary:
     """Add the instances up (docs/semantics.md §17)."""
     prompt = int(batch.prompt_tokens.sum())
-    ceiling = single_sequence_hits(batch.requests(), rules).hit_tokens
+    ceiling = _ceiling(source, rules).hit_tokens
     captured = sum(x.ceiling_hit_tokens for x in loads)
     hits = sum(x.hit_tokens for x in loads)
     c, k, d = (ceiling / prompt, captured / prompt, hits / prompt) if prompt else (0.0, 0.0, 0.0)
@@ -221,15 +231,12 @@ def fleet_replay(trace: Any = None, *, instances: int = 1, router: Any = "round-
     rows_of, loads, summaries, tables = [], [], [], []
     for i in range(instances):
         rows = np.flatnonzero(assignment == i)
-        sub = subset_batch(batch, rows)
-        res = None
-        if len(rows):
-            res = replay(source if instances == 1 else _SubTrace(f"{name} [instance {i}]", sub),
-                         progress=progress, **replay_kwargs)
+        sub = source if instances == 1 else _SubTrace(f"{name} [instance {i}]", subset_batch(batch, rows))
+        res = replay(sub, progress=progress, **replay_kwargs) if len(rows) else None
         rows_of.append(rows)
         summaries.append(res.summary if res is not None else None)
         tables.append(res.requests if res is not None else None)
         loads.append(_instance_row(i, sub, summaries[-1], tables[-1], rules, index.held_blocks(i)))
     table = _requests_table(tables, rows_of)
-    summary = _summary(name, chooser, float(router_stale_s), cap, batch, rules, rows_of, loads, summaries, table)
+    summary = _summary(name, chooser, float(router_stale_s), cap, source, batch, rules, loads, summaries, table)
     return FleetResult(summary, assignment, table)
