@@ -59,7 +59,8 @@ def render_fleet(s: dict[str, Any]) -> str:
 _COMPARE_ROWS = (("hit ratio (delivered)", "hit_ratio", _pct), ("captured by routing", "captured_hit_ratio", _pct),
                  ("fleet ceiling", "fleet_ceiling_hit_ratio", _pct),
                  ("imbalance requests", "imbalance_requests", _ratio),
-                 ("imbalance tokens", "imbalance_prompt_tokens", _ratio), ("imbalance busy", "imbalance_busy_s", _ratio),
+                 ("imbalance tokens", "imbalance_prompt_tokens", _ratio),
+                 ("imbalance busy", "imbalance_busy_s", _ratio),
                  ("TTFT p50", "ttft_p50_s", _s), ("TTFT p99", "ttft_p99_s", _s))
 
 

@@ -25,7 +25,8 @@ class CacheAware(Router):
     """argmax over instances of overlap * match/hittable - load * requests/max requests (lowest index on ties)."""
 
     name = "cache-aware"
-    source = "Dynamo KV router: 2 * overlap score - normalized waiting; llm-d precise-prefix-cache-scorer + queue-scorer"
+    source = ("Dynamo KV router: 2 * overlap score - normalized waiting; "
+              "llm-d precise-prefix-cache-scorer + queue-scorer")
     OPTIONS = {"overlap": (float, 2.0, "weight of the cached fraction"),
                "load": (float, 1.0, "weight of the normalised requests in flight")}
     uses_index = True
