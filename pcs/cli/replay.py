@@ -328,9 +328,12 @@ def replay(fmt: str, requests_out: str | None, **kw: Any) -> None:
     from pcs.report.replay import render_replay
 
     _check_requests_out(requests_out, kw)
-    if wants_fleet(kw):
-        return replay_fleet(fmt, requests_out, kw)
     streams = _reblocked(kw)
+    if wants_fleet(kw):
+        if streams is not None:
+            raise ValueError("--instances replays the trace at its recorded block size; re-blocking a hash-id "
+                             "trace (--block-size) is for single-instance replays")
+        return replay_fleet(fmt, requests_out, kw)
     if streams is not None and "exact" not in streams:
         return _replay_interval(kw, streams, fmt)
     trace = open_trace_kwargs(kw) if streams is None else streams["exact"]

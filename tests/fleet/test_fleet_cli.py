@@ -56,3 +56,11 @@ def test_fleet_errors_are_one_line():
         assert r.output.strip().count("\n") == 0
     r = _run("compare", "--router", "prefix", "--router", "prefix")
     assert r.exit_code == 2 and "twice" in r.output
+
+
+def test_fleet_csv_one_line_per_instance_and_reblocking_refused(mooncake_conv):
+    r = _run("replay", "--instances", "2", "--timing", "sequential", "--format", "csv", "--quiet")
+    lines = r.stdout.strip().splitlines()
+    assert r.exit_code == 0 and lines[0].startswith("instance,requests") and len(lines) == 3
+    r = _run("replay", str(mooncake_conv), "--block-size", "256", "--instances", "2")
+    assert r.exit_code == 2 and "re-blocking" in r.output
