@@ -224,6 +224,8 @@ def fleet_replay(trace: Any = None, *, instances: int = 1, router: Any = "round-
     if len(batch) == 0:
         raise ValueError("the trace has no requests")
     cap, compute, rules = _setup(source, replay_kwargs)
+    # one compute model for every instance (the one pcs.replay would build; its KV-read memo is then shared)
+    replay_kwargs = dict(replay_kwargs, compute=compute)
     chooser = parse_router(router, instances)
     index = CacheIndex([cap] * instances, router_stale_s)
     assignment = route(batch, rules, chooser, index, service_times(batch, compute))
