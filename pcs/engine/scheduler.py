@@ -228,26 +228,28 @@ class StepEngine(ReplayEngine):
     # -- the loop ----------------------------------------------------------------------------------
     def _run_until(self, t: float) -> None:
         """Run steps while the next one starts before ``t`` (``t`` = inf: until nothing is left)."""
+        pend, blk, fin, check = self._pending, self._blk, self._fin, self.check     # the heaps (never rebound)
+        compose, prefill_step = self._compose, self._prefill_step
         while self.now < t:
-            if self._pending and self._pending[0][0] <= self.now:
+            if pend and pend[0][0] <= self.now:
                 self._ready_due()
-            if self._blk and self._blk[0][0] <= self.G:
+            if blk and blk[0][0] <= self.G:
                 self._grow_now()
-            chunks = self._compose()
+            chunks = compose()
             if chunks:
-                self._prefill_step(chunks)
+                prefill_step(chunks)
             elif self.d:
-                nxt = self._pending[0][0] if self._pending else _INF
+                nxt = pend[0][0] if pend else _INF
                 self._decode_skip(t if t < nxt else nxt)
             else:
-                nxt = self._pending[0][0] if self._pending else _INF
+                nxt = pend[0][0] if pend else _INF
                 nxt = t if t < nxt else nxt
                 if nxt == _INF:
                     return
                 self._idle(nxt)
-            if self._fin and self._fin[0][0] <= self.G:
+            if fin and fin[0][0] <= self.G:
                 self._finish_due()
-            if self.check:
+            if check:
                 self._check()
 
     def _idle(self, until: float) -> None:
