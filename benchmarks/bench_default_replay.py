@@ -14,7 +14,7 @@ same logical accesses on both sides: full prompt blocks looked up
 (every hash id) is printed too. Without libcachesim installed, pcs alone is
 timed (``libcachesim_s`` null).
 
-Usage: python benchmarks/bench_default_replay.py [--replicas 1,10] [--pairs 3] [--policy lru]
+Usage: python benchmarks/bench_default_replay.py [--replicas 1,10] [--pairs 3] [--policy lru] [--trace PATH]
 The last line printed is one JSON object: per replica, ``pcs_replay_s``
 (median), ``libcachesim_s``, ``pcs_m_accesses_per_s``, ``libcachesim_m_accesses_per_s``,
 ``ratio_to_libcachesim`` (median of pair ratios libCacheSim time / pcs time,
@@ -79,8 +79,9 @@ def main() -> None:
     ap.add_argument("--replicas", default="1,10", help="comma list of trace copies (default 1,10)")
     ap.add_argument("--pairs", type=int, default=3)
     ap.add_argument("--policy", default="lru")
+    ap.add_argument("--trace", type=Path, default=common.MOONCAKE_CONV, help="Mooncake JSONL (default: ../shared)")
     args = ap.parse_args()
-    src = common.MOONCAKE_CONV
+    src = args.trace
     if not src.exists():
         return common.skip(BENCH, f"no Mooncake trace at {src}")
     try:
