@@ -139,6 +139,17 @@ def _event_loops(plans: list[_Plan], make_tiers: Callable[[], list], tiers0: lis
     return out
 
 
+def _compiled_baseline(plans: list[_Plan], source: Any, rules: BlockRules, make_tiers: Callable[[], list],
+                       write_policy: str) -> EngineResult | None:
+    """The sequential baseline of a modeled run placed on ``compiled-hierarchy``, run in C
+    (:func:`pcs.engine.seqbase.sequential_baseline`); None for any other placement."""
+    if len(plans) < 2 or plans[-1].row.name != "compiled-hierarchy":
+        return None
+    from pcs.engine.seqbase import sequential_baseline
+
+    return sequential_baseline(source, plans[-1].row.load()(make_tiers(), write_policy), rules)
+
+
 def _resolve_step(step: StepSetup | None, timing: str, source: Any, rules: BlockRules) -> tuple | None:
     """(setup, resolved config, decode blocks or None, rules) for a modeled step-scheduler run, else None."""
     if step is None or timing != "modeled":
@@ -184,6 +195,8 @@ def run_replay(source: Any, rules: BlockRules, time_model: Any, make_tiers: Call
     plans = _place(tiers0, timing, requested, native)
     if any(p.row.kind == "event-loop" for p in plans):   # more than one pass: decode the trace once
         source = Decoded(source)
+    base = _compiled_baseline(plans, source, rules, make_tiers, write_policy)
+    plans, all_plans = (plans[:1], plans) if base is not None else (plans, plans)
     scans = [_scan(p, source, rules, tiers0, requested) if p.row.kind == "scan" else None for p in plans]
     singles = next((fastpath.single_results(s) for s in scans if s is not None), None)
     if singles is None:   # one more pass (over the decoded batches), before the engines grow (16 B per distinct id)
@@ -196,9 +209,9 @@ def run_replay(source: Any, rules: BlockRules, time_model: Any, make_tiers: Call
     done = [(loop.close(), cache_state(loop.h)) if loop is not None else
             fastpath.run(sc, tiers0[0].name, write_policy, time_model.compute, progress if k == 0 else None)
             for k, (sc, loop) in enumerate(zip(scans, loops))]
-    (result, state), baseline = done[0], done[-1][0]
+    (result, state), baseline = done[0], (base if base is not None else done[-1][0])
     sched = None
     if no_cache is not None:
         sched = (resolved[1], loops[0].stats, no_cache.close(), no_cache.stats)
     return Outcome(result, state, baseline, singles[0], singles[1], plans[0].row.name, plans[0].reason,
-                   plans[-1].row.name, plans[-1].reason, sched)
+                   all_plans[-1].row.name, all_plans[-1].reason, sched)
