@@ -82,7 +82,7 @@ class _Req:
 
     __slots__ = ("k", "ch", "i", "arrival", "p0", "p", "o", "out", "adm", "seq", "rem", "ctx", "ready", "ready_t",
                  "land", "kv0", "g0", "decoding", "epoch", "preemptions", "grows", "chain", "dh", "dh_in", "first",
-                 "kv_mark", "ttft", "prefill_s", "exposed_s")
+                 "kv_mark", "ttft", "prefill_s", "exposed_s", "args")
 
     def __init__(self, k: int, ch, i: int, arrival: float, p: int, o: int, dh: list, kv_mark: float) -> None:
         self.k = k
@@ -114,6 +114,7 @@ class _Req:
         self.ttft = _NAN
         self.prefill_s = 0.0
         self.exposed_s = 0.0
+        self.args = None
 
 
 class StepEngine(ReplayEngine):
@@ -167,7 +168,12 @@ class StepEngine(ReplayEngine):
         self._kv_acc = 0.0             # time the queue has been blocked for KV space, up to _kv_since
         self._kv_since = -1.0          # when the current block began (-1: not blocked)
         self._bs = None
-        self._tier_cols = [self._cols[f"hit_tokens_{t.name}"] for t in hierarchy.tiers]
+        c = self._cols
+        self._tier_cols = [c[f"hit_tokens_{t.name}"] for t in hierarchy.tiers]
+        self._first_cols = tuple(c[n] for n in ("hit_blocks", "missed_blocks", "hit_tokens", "recomputed_hit_blocks",
+                                                "truncated", "wait_s", "prefill_s"))
+        self._end_cols = tuple(c[n] for n in ("ttft_s", "prefill_steps_s", "exposed_restore_s", "wait_s",
+                                              "wait_compute_s", "finish_s", "e2e_s", "tpot_s", "preemptions"))
         self._held = hierarchy.held_blocks
         plain = cost.attn_pair_s is not None
         self._c = (cost.token_s, cost.attn_pair_s if plain else 0.0, cost.kv_seq_s, cost.kv_token_s,
@@ -183,29 +189,33 @@ class StepEngine(ReplayEngine):
             self.stats.origin_s = chunk.arrival_s[0]
         c = self._cols
         for name in ("hit_blocks", "missed_blocks", "hit_tokens", "restored_bytes", "truncated", "preemptions",
+                     "restore_s", "wait_link_s",
                      "recomputed_hit_blocks", "decode_blocks_cached") + tuple(
                          f"hit_tokens_{t.name}" for t in self.h.tiers):
             c[name].extend(bytes(m) if c[name].typecode == "b" else [0] * m)
-        for name in ("restore_s", "prefill_s", "wait_s", "ttft_s", "finish_s", "wait_compute_s", "wait_link_s",
-                     "exposed_restore_s", "prefill_steps_s", "e2e_s", "tpot_s"):
+        for name in ("prefill_s", "wait_s", "ttft_s", "finish_s", "wait_compute_s", "exposed_restore_s",
+                     "prefill_steps_s", "e2e_s", "tpot_s"):
             c[name].extend([_NAN] * m)
-        dec = self.decode
+        dec = self.decode.hashes if self.decode is not None else None
         bs = chunk.block_size
+        waiting, stats = self.waiting, self.stats
+        prompts, outputs, cacheable = chunk.prompt_tokens, chunk.output_tokens, chunk.cacheable
+        k = self._fed
         for i, a in enumerate(chunk.arrival_s):
             if a < self._last_arrival:
                 a = self._last_arrival        # a trace out of order: treat as arriving now
             self._last_arrival = a
-            self._run_until(a)
             if self.now < a:
-                self._idle(a)
-            p = chunk.prompt_tokens[i]
-            k = self._fed
-            self._fed = k + 1
-            dh = dec.hashes.get(k, _NONE) if dec is not None and chunk.cacheable[i] == p // bs else _NONE
-            r = _Req(k, chunk, i, a, p, chunk.output_tokens[i], dh, self._kv_clock())
-            self.stats.in_system_area_s += self.now - a
+                self._run_until(a)
+                if self.now < a:
+                    self._idle(a)
+            p = prompts[i]
+            dh = dec.get(k, _NONE) if dec is not None and cacheable[i] == p // bs else _NONE
+            waiting.append(_Req(k, chunk, i, a, p, outputs[i], dh, self._kv_clock()))
+            k += 1
+            stats.in_system_area_s += self.now - a
             self._in_system += 1
-            self.waiting.append(r)
+        self._fed = k
 
     def close(self):
         """Run until every request has finished; return the ledger and columns (:class:`EngineResult`)."""
@@ -218,26 +228,28 @@ class StepEngine(ReplayEngine):
     # -- the loop ----------------------------------------------------------------------------------
     def _run_until(self, t: float) -> None:
         """Run steps while the next one starts before ``t`` (``t`` = inf: until nothing is left)."""
+        pend, blk, fin, check = self._pending, self._blk, self._fin, self.check     # the heaps (never rebound)
+        compose, prefill_step = self._compose, self._prefill_step
         while self.now < t:
-            if self._pending and self._pending[0][0] <= self.now:
+            if pend and pend[0][0] <= self.now:
                 self._ready_due()
-            if self._blk and self._blk[0][0] <= self.G:
+            if blk and blk[0][0] <= self.G:
                 self._grow_now()
-            chunks = self._compose()
+            chunks = compose()
             if chunks:
-                self._prefill_step(chunks)
+                prefill_step(chunks)
             elif self.d:
-                nxt = self._pending[0][0] if self._pending else _INF
+                nxt = pend[0][0] if pend else _INF
                 self._decode_skip(t if t < nxt else nxt)
             else:
-                nxt = self._pending[0][0] if self._pending else _INF
+                nxt = pend[0][0] if pend else _INF
                 nxt = t if t < nxt else nxt
                 if nxt == _INF:
                     return
                 self._idle(nxt)
-            if self._fin and self._fin[0][0] <= self.G:
+            if fin and fin[0][0] <= self.G:
                 self._finish_due()
-            if self.check:
+            if check:
                 self._check()
 
     def _idle(self, until: float) -> None:
@@ -278,7 +290,10 @@ class StepEngine(ReplayEngine):
                 chunks.append((r, n))
                 left -= n
         w = self.waiting
-        while w and left > 0 and len(self.running) < self.max_seqs and not self._blocked:
+        if not w or left <= 0 or self._blocked:
+            return chunks
+        running, seqs = self.running, self.max_seqs
+        while w and left > 0 and len(running) < seqs:
             r = w[0]
             if not self._admit(r):
                 self._blocked = True
@@ -443,8 +458,9 @@ class StepEngine(ReplayEngine):
         return ch.block_hashes[o:o + ch.cacheable[i]]
 
     # -- admission -----------------------------------------------------------------------------------
-    def _admit(self, r) -> bool:
-        """Try to admit the queue's head at ``now``; False when its KV space is not available."""
+    def _admission(self, r) -> tuple:
+        """``Hierarchy.start``'s arguments for r (its chain, cacheable blocks, hit cap, extra slots), and
+        whether it holds all its blocks at once (preempted ``max_preemptions`` times)."""
         bs, p = self._bs, r.p
         if self.no_cache:
             chain, n, cap = _NONE, 0, 0
@@ -460,9 +476,19 @@ class StepEngine(ReplayEngine):
         fixed = r.preemptions >= self.config.max_preemptions
         tokens = p + (r.o - r.out) - 1 if fixed else p
         extra = -(-tokens // bs) - n
-        adm = self.h.start(chain, n, cap, extra if extra > 0 else 0, True)
+        return chain, n, cap, extra if extra > 0 else 0, fixed
+
+    def _admit(self, r) -> bool:
+        """Try to admit the queue's head at ``now``; False when its KV space is not available."""
+        args = r.args
+        if args is None:
+            args = r.args = self._admission(r)
+        chain, n, cap, extra, fixed = args
+        adm = self.h.start(chain, n, cap, extra, True)
         if adm is None:
             return False
+        r.args = None
+        bs, p = self._bs, r.p
         r.adm = adm
         r.grows = not (fixed or adm.truncated)
         kept = self._restores(r, adm)
@@ -590,7 +616,7 @@ class StepEngine(ReplayEngine):
     # -- columns ---------------------------------------------------------------------------------------
     def _first_columns(self, r, adm, kept: int, ht: int) -> None:
         """Hits, wait and tier columns of r's first admission (its prompt counts once)."""
-        c, k, bs = self._cols, r.k, self._bs
+        k, bs = r.k, self._bs
         th = adm.hit_blocks_per_tier
         tb = self.ledger.tier_hit_blocks
         cols = self._tier_cols
@@ -605,17 +631,15 @@ class StepEngine(ReplayEngine):
                     cols[j][k] = b * bs + (ht - kept * bs if j == last else 0)
         else:
             self._kept_tiers(k, adm, kept, ht)
-        c["hit_blocks"][k] = kept
-        c["missed_blocks"][k] = r.ch.cacheable[r.i] - adm.prefix_hit_blocks
-        c["hit_tokens"][k] = ht
-        c["recomputed_hit_blocks"][k] = adm.hit_blocks - kept
-        c["truncated"][k] = adm.truncated
-        c["wait_s"][k] = self._kv_clock() - r.kv_mark          # the queue's wait for KV space (the rest: compute)
+        hit_blocks, missed, hit_tokens, recomputed, truncated, wait, prefill = self._first_cols
+        hit_blocks[k] = kept
+        missed[k] = r.ch.cacheable[r.i] - adm.prefix_hit_blocks
+        hit_tokens[k] = ht
+        recomputed[k] = adm.hit_blocks - kept
+        truncated[k] = adm.truncated
+        wait[k] = self._kv_clock() - r.kv_mark                  # the queue's wait for KV space (the rest: compute)
         pre = r.ch.prefill_s
-        c["prefill_s"][k] = pre[r.ch.prefill_offsets[r.i] + kept] if pre else 0.0
-        if c["restore_s"][k] != c["restore_s"][k]:
-            c["restore_s"][k] = 0.0
-            c["wait_link_s"][k] = 0.0
+        prefill[k] = pre[r.ch.prefill_offsets[r.i] + kept] if pre else 0.0
         self._note_held()
 
     def _kept_tiers(self, k: int, adm, kept: int, ht: int) -> None:
@@ -643,17 +667,18 @@ class StepEngine(ReplayEngine):
 
     def _finish_columns(self, r) -> None:
         """Times of a finished request."""
-        c, k = self._cols, r.k
+        k, now = r.k, self.now
+        ttft_c, steps_c, exposed_c, wait_c, compute_c, finish_c, e2e_c, tpot_c, preempt_c = self._end_cols
         ttft = r.ttft - r.arrival
-        c["ttft_s"][k] = ttft
-        c["prefill_steps_s"][k] = r.prefill_s
-        c["exposed_restore_s"][k] = r.exposed_s
-        rest = ttft - c["wait_s"][k] - r.exposed_s - r.prefill_s
-        c["wait_compute_s"][k] = rest if rest > 1e-9 else 0.0      # float noise of the subtraction: 0
-        c["finish_s"][k] = self.now
-        c["e2e_s"][k] = self.now - r.arrival
-        c["tpot_s"][k] = (self.now - r.ttft) / (r.o - 1) if r.o > 1 else _NAN
-        c["preemptions"][k] = r.preemptions
+        ttft_c[k] = ttft
+        steps_c[k] = r.prefill_s
+        exposed_c[k] = r.exposed_s
+        rest = ttft - wait_c[k] - r.exposed_s - r.prefill_s
+        compute_c[k] = rest if rest > 1e-9 else 0.0      # float noise of the subtraction: 0
+        finish_c[k] = now
+        e2e_c[k] = now - r.arrival
+        tpot_c[k] = (now - r.ttft) / (r.o - 1) if r.o > 1 else _NAN
+        preempt_c[k] = r.preemptions
 
     def _check(self) -> None:
         """Invariants after an event (tests): the hierarchy's, the decode batch's and the budget's."""
