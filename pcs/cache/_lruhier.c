@@ -438,6 +438,8 @@ typedef struct {
     int truncated;
 } Plan;
 
+static int start_head(Hier *h, Plan *p, Py_ssize_t n, Py_ssize_t cap, Py_ssize_t m);
+
 /* arguments -> h->k (the cacheable head) and p->n, p->cap, p->extra; *wait set; -1 on error */
 static int start_args(Hier *h, PyObject *const *args, Py_ssize_t nargs, Plan *p, int *wait) {
     if (nargs < 3 || nargs > 5) {
@@ -458,6 +460,11 @@ static int start_args(Hier *h, PyObject *const *args, Py_ssize_t nargs, Plan *p,
     if (m < 0) m = 0;
     if (ensure_k(h, m + 1) < 0 || to_u64(seq, m, h->k) < 0) { Py_DECREF(seq); return -1; }
     Py_DECREF(seq);
+    return start_head(h, p, n, cap, m);
+}
+
+/* h->k holds the first m keys of the request: cut n (and cap) at a repeated key; p->n, p->cap set */
+static int start_head(Hier *h, Plan *p, Py_ssize_t n, Py_ssize_t cap, Py_ssize_t m) {
     if (n > 1) {
         Py_ssize_t r = first_repeat(h, h->k, m);
         if (r < 0) return -1;
@@ -603,10 +610,18 @@ static Py_ssize_t start_restore(Hier *h, const Plan *p, Adm *a, Py_ssize_t nvict
 }
 
 /* Hierarchy.start: lookup, budget, pin, reserve, restore, demote the victims (write-back) */
+static PyObject *start_plan(Hier *h, Plan *p0, int wait);
+
 static PyObject *hier_start(Hier *h, PyObject *const *args, Py_ssize_t nargs) {
     Plan p;
     int wait;
     if (start_args(h, args, nargs, &p, &wait) < 0) return NULL;
+    return start_plan(h, &p, wait);
+}
+
+/* the rest of Hierarchy.start once h->k and p0->n, cap, extra are set: an Admission, None (waits) or NULL */
+static PyObject *start_plan(Hier *h, Plan *p0, int wait) {
+    Plan p = *p0;
     start_lookup(h, &p);
     if (start_budget(h, &p, wait)) Py_RETURN_NONE;
     Adm *a = start_admission(h, &p);
@@ -678,6 +693,72 @@ static PyObject *hier_finish(Hier *h, PyObject *arg) {
     g->reserved -= a->reserved_blocks;
     a->reserved_blocks = 0;
     Py_RETURN_NONE;
+}
+
+/* the n-th buffer argument of run_sequential: C-contiguous, 8-byte items (uint64 / int64) */
+static int get_buf8(PyObject *o, Py_buffer *b, int writable, const char *what) {
+    if (PyObject_GetBuffer(o, b, PyBUF_C_CONTIGUOUS | (writable ? PyBUF_WRITABLE : 0)) < 0) return -1;
+    if (b->itemsize != 8) {
+        PyErr_Format(PyExc_TypeError, "%s: need 8-byte items (uint64 / int64)", what);
+        PyBuffer_Release(b);
+        return -1;
+    }
+    return 0;
+}
+
+/* one sequential request: start, prefill_done, finish; its hit blocks, or -1 on error */
+static Py_ssize_t seq_one(Hier *h, const uint64_t *keys, Py_ssize_t len, Py_ssize_t n, Py_ssize_t cap) {
+    Plan p;
+    Py_ssize_t m = n < len ? n : len;
+    if (m < 0) m = 0;
+    if (ensure_k(h, m + 1) < 0) return -1;
+    memcpy(h->k, keys, sizeof(uint64_t) * m);
+    p.extra = 0;
+    if (start_head(h, &p, n, cap, m) < 0) return -1;
+    PyObject *a = start_plan(h, &p, 0);
+    if (!a) return -1;
+    Py_ssize_t hits = ((Adm *)a)->hit_blocks;
+    PyObject *r = hier_prefill_done(h, a);
+    if (r) { Py_DECREF(r); r = hier_finish(h, a); }
+    Py_DECREF(a);
+    if (!r) return -1;
+    Py_DECREF(r);
+    return hits;
+}
+
+/* Hierarchy.run_sequential(hashes, offsets, cacheable, max_hit, out): requests one after another, as the
+ * sequential event loop calls start / prefill_done / finish; out[i] = request i's hit blocks */
+static PyObject *hier_run_sequential(Hier *h, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 5) {
+        PyErr_SetString(PyExc_TypeError, "run_sequential(hashes, offsets, cacheable, max_hit, out)");
+        return NULL;
+    }
+    static const char *what[] = {"hashes", "offsets", "cacheable", "max_hit", "out"};
+    Py_buffer b[5];
+    int got = 0;
+    for (; got < 5; got++) if (get_buf8(args[got], &b[got], got == 4, what[got]) < 0) break;
+    PyObject *res = NULL;
+    Py_ssize_t R = got == 5 ? b[2].len / 8 : 0, H = got == 5 ? b[0].len / 8 : 0;
+    if (got == 5 && (b[1].len / 8 != R + 1 || b[3].len / 8 != R || b[4].len / 8 != R))
+        PyErr_SetString(PyExc_ValueError, "need len(offsets) = R + 1 and R entries in cacheable, max_hit, out");
+    else if (got == 5) {
+        const uint64_t *keys = b[0].buf;
+        const int64_t *off = b[1].buf, *n = b[2].buf, *cap = b[3].buf;
+        int64_t *out = b[4].buf;
+        Py_ssize_t i = 0;
+        for (; i < R; i++) {
+            if (off[i] < 0 || off[i] > off[i + 1] || off[i + 1] > H) {
+                PyErr_SetString(PyExc_ValueError, "offsets must rise within the hashes");
+                break;
+            }
+            Py_ssize_t hits = seq_one(h, keys + off[i], (Py_ssize_t)(off[i + 1] - off[i]), n[i], cap[i]);
+            if (hits < 0) break;
+            out[i] = hits;
+        }
+        if (i == R) { res = Py_None; Py_INCREF(res); }
+    }
+    while (got-- > 0) PyBuffer_Release(&b[got]);
+    return res;
 }
 
 /* Hierarchy.grow(adm, n): n more reserved GPU slots for a running request, evicting (and demoting) as start
@@ -937,6 +1018,8 @@ static PyMethodDef hier_methods[] = {
     {"resident", (PyCFunction)hier_resident, METH_O, "dict key -> pin count of tier j"},
     {"order", (PyCFunction)hier_order, METH_O, "unpinned keys of tier j, first victim first"},
     {"check", (PyCFunction)hier_check, METH_NOARGS, "assert every invariant"},
+    {"run_sequential", (PyCFunction)(void (*)(void))hier_run_sequential, METH_FASTCALL,
+     "run_sequential(hashes, offsets, cacheable, max_hit, out): sequential requests; out[i] = hit blocks"},
     {NULL}
 };
 

@@ -166,6 +166,10 @@ class NativeHierarchy:
         self.abort = h.abort
         self.extend = h.extend
         self.held_blocks = h.gpu_held       # GPU slots held by running requests (pinned + reserved)
+        # run_sequential(hashes u64, offsets i64 (R+1,), cacheable i64 (R,), max_hit i64 (R,), out i64 (R,)):
+        # R requests one after another (start, prefill_done, finish each), out[i] = hit blocks; the
+        # sequential baseline's loop in C (pcs.engine.seqbase)
+        self.run_sequential = h.run_sequential
 
     @property
     def written_blocks(self) -> list[int]:

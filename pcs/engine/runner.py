@@ -7,13 +7,14 @@ sequential replay with the same tiers (the gap split's baseline,
 of the run and the baseline is placed by :func:`pcs.engine.select.choose`;
 an ``lru-scan`` that finds the ids are not chained gives way to
 :func:`pcs.engine.select.fall_back` (``auto`` only) and the reason records it.
-Event-loop engines share one read of the trace.
+When an event loop runs, the trace is decoded once (:class:`pcs.engine.decoded.Decoded`)
+and the scan, the next-turn search and the engines' feed read the same batches.
 
 Modeled timing with ``--compute step`` (``step`` given) runs the step
 scheduler (:class:`pcs.engine.scheduler.StepEngine`) instead of the
 instant-compute loop, and beside it the same scheduler with no cache (the
 "without cache" latencies); decode blocks are found first when they may be
-cached (:mod:`pcs.engine.turns`, one more read of the trace).
+cached (:mod:`pcs.engine.turns`, a pass over the same decoded batches).
 """
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ from typing import Any, Callable, Sequence
 from pcs.blocks import BlockRules, SingleSequenceResult
 from pcs.engine import fastpath, select
 from pcs.engine.chunks import iter_chunks
+from pcs.engine.decoded import Decoded
 from pcs.engine.engine import EngineResult, ReplayEngine
 from pcs.engine.summary import CacheState, cache_state
 
@@ -137,6 +139,17 @@ def _event_loops(plans: list[_Plan], make_tiers: Callable[[], list], tiers0: lis
     return out
 
 
+def _compiled_baseline(plans: list[_Plan], source: Any, rules: BlockRules, make_tiers: Callable[[], list],
+                       write_policy: str) -> EngineResult | None:
+    """The sequential baseline of a modeled run placed on ``compiled-hierarchy``, run in C
+    (:func:`pcs.engine.seqbase.sequential_baseline`); None for any other placement."""
+    if len(plans) < 2 or plans[-1].row.name != "compiled-hierarchy":
+        return None
+    from pcs.engine.seqbase import sequential_baseline
+
+    return sequential_baseline(source, plans[-1].row.load()(make_tiers(), write_policy), rules)
+
+
 def _resolve_step(step: StepSetup | None, timing: str, source: Any, rules: BlockRules) -> tuple | None:
     """(setup, resolved config, decode blocks or None, rules) for a modeled step-scheduler run, else None."""
     if step is None or timing != "modeled":
@@ -149,9 +162,9 @@ def _resolve_step(step: StepSetup | None, timing: str, source: Any, rules: Block
 
 
 def _feed(source: Any, rules: BlockRules, time_model: Any, engines: list[ReplayEngine],
-          progress: Callable[[int], None] | None) -> None:
-    """Feed every chunk of ``source`` to every engine once (one read of the trace)."""
-    for ch in iter_chunks(source, rules, time_model):
+          progress: Callable[[int], None] | None, decode: bool = True) -> None:
+    """Feed every chunk of ``source`` to every engine once; ``decode=False``: no decode seconds (step scheduler)."""
+    for ch in iter_chunks(source, rules, time_model, decode):
         for e in engines:
             e.feed(ch)
         if progress is not None:
@@ -180,21 +193,25 @@ def run_replay(source: Any, rules: BlockRules, time_model: Any, make_tiers: Call
     """
     tiers0 = make_tiers()
     plans = _place(tiers0, timing, requested, native)
+    if any(p.row.kind == "event-loop" for p in plans):   # more than one pass: decode the trace once
+        source = Decoded(source)
+    base = _compiled_baseline(plans, source, rules, make_tiers, write_policy)
+    plans, all_plans = (plans[:1], plans) if base is not None else (plans, plans)
     scans = [_scan(p, source, rules, tiers0, requested) if p.row.kind == "scan" else None for p in plans]
     singles = next((fastpath.single_results(s) for s in scans if s is not None), None)
-    if singles is None:   # one more read of the trace, before the engines grow (16 B per distinct id)
+    if singles is None:   # one more pass (over the decoded batches), before the engines grow (16 B per distinct id)
         singles = fastpath.single_results(fastpath.scan(source, 0, rules, native, check=False))
     resolved = _resolve_step(step, timing, source, rules)
     loops = _event_loops(plans, make_tiers, tiers0, write_policy, links, block_bytes, resolved)
     if any(loops):
-        _feed(source, rules, time_model, [e for e in loops if e is not None], progress)
+        _feed(source, rules, time_model, [e for e in loops if e is not None], progress, resolved is None)
     no_cache = loops.pop() if len(loops) > len(plans) else None
     done = [(loop.close(), cache_state(loop.h)) if loop is not None else
             fastpath.run(sc, tiers0[0].name, write_policy, time_model.compute, progress if k == 0 else None)
             for k, (sc, loop) in enumerate(zip(scans, loops))]
-    (result, state), baseline = done[0], done[-1][0]
+    (result, state), baseline = done[0], (base if base is not None else done[-1][0])
     sched = None
     if no_cache is not None:
         sched = (resolved[1], loops[0].stats, no_cache.close(), no_cache.stats)
     return Outcome(result, state, baseline, singles[0], singles[1], plans[0].row.name, plans[0].reason,
-                   plans[-1].row.name, plans[-1].reason, sched)
+                   all_plans[-1].row.name, all_plans[-1].reason, sched)

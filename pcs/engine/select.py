@@ -11,8 +11,8 @@ engine                 applies when                               implementation
                        ``lru`` (and, found while scanning,        O(1)-per-access LRU scan, C or Python
                        chained block hashes)                      kernel per ``native``)
 ``compiled-hierarchy`` every tier ``lru``, at most 2**30 blocks   :class:`pcs.cache.native.NativeHierarchy`
-                       each, the compiled twin built, ``native``  under the event loop
-                       not ``python``
+                       each, the compiled twin built, ``native``  under the event loop (a sequential
+                       not ``python``                             baseline: its C loop, pcs.engine.seqbase)
 ``reference``          always                                     :class:`pcs.cache.Hierarchy` under the
                                                                   event loop
 ====================== ========================================== ==========================================

@@ -25,6 +25,7 @@ least :data:`DETECT_SHARE` of its requests (:attr:`DecodeBlocks.detected`).
 """
 from __future__ import annotations
 
+import heapq
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -62,65 +63,69 @@ class DecodeBlocks:
         return self.pairs > 0 and self.pairs >= DETECT_SHARE * self.requests
 
 
-def _keys(source: Any) -> tuple[dict, int, np.ndarray]:
-    """Pass 1: last full prompt block id -> [(index, f, p, o)] of the requests that take part, the request count and
-    the sorted distinct ids."""
-    by_key: dict[int, list] = {}
-    n = 0
-    for b in as_batches(source):
-        bs = int(b.block_size)
-        p = b.prompt_tokens.astype(np.int64)
-        f = p // bs
-        nh = np.diff(b.block_offsets.astype(np.int64))
-        rows = np.nonzero((f >= 1) & (nh >= f))[0]
-        keys = b.block_hashes[b.block_offsets[:-1][rows] + f[rows] - 1].tolist()
-        for r, key, fr, pr, orow in zip(rows.tolist(), keys, f[rows].tolist(), p[rows].tolist(),
-                                        b.output_tokens[rows].tolist()):
-            by_key.setdefault(key, []).append((n + r, fr, pr, int(orow)))
-        n += len(p)
-    return by_key, n, np.unique(np.fromiter(by_key.keys(), dtype=np.uint64, count=len(by_key)))
+def _batch_columns(b) -> tuple:
+    """Per-request columns of one batch: (offsets, prompt, output, f = full prompt blocks, cacheable), int64."""
+    bs = int(b.block_size)
+    off = b.block_offsets.astype(np.int64)
+    p = b.prompt_tokens.astype(np.int64)
+    nh = np.diff(off)
+    return off, p, b.output_tokens.astype(np.int64), p // bs, np.minimum(p // bs, nh), nh
 
 
 def decode_blocks(source: Any) -> DecodeBlocks:
     """Find every request's next turn and its decode blocks' ids (the rule in the module docstring).
 
-    Two reads of ``source`` (any source :func:`pcs.trace.batches.as_batches`
-    reads); memory: one entry per request that takes part.
+    One read of ``source`` (any source :func:`pcs.trace.batches.as_batches`
+    reads), in trace order: request B first resolves the earlier requests
+    still waiting for a next turn whose last full prompt block B holds at the
+    same position (``waiting[(id, f)]``, a heap on ``p + o`` so every A with
+    ``p + o <= p_B`` comes off at once), then waits for its own. Memory: one
+    entry per request that takes part and has no next turn yet.
     """
-    by_key, n, keys = _keys(source)
-    out = DecodeBlocks(requests=n)
-    first = 0
+    out = DecodeBlocks()
+    waiting: dict[tuple[int, int], list] = {}
+    live: set[int] = set()        # ids some request waits on (a superset: emptied heaps stay)
+    n = 0
     for b in as_batches(source):
         bs = int(b.block_size)
-        hashes, off = b.block_hashes, b.block_offsets.astype(np.int64)
-        pos = np.nonzero(np.isin(hashes, keys))[0]
-        if len(pos):
-            rows = np.searchsorted(off, pos, side="right") - 1
-            p = b.prompt_tokens.astype(np.int64)
-            cacheable = np.minimum(p // bs, np.diff(off))
-            for q, r in zip(pos.tolist(), rows.tolist()):
-                _resolve(out, by_key, int(hashes[q]), q - int(off[r]), first + r, int(p[r]), hashes,
-                         int(off[r]), int(cacheable[r]), bs)
-        first += len(b.prompt_tokens)
+        hashes = b.block_hashes
+        off, p, o, f, cacheable, nh = _batch_columns(b)
+        regs = np.nonzero((f >= 1) & (nh >= f))[0]
+        reg_keys = hashes[off[:-1][regs] + f[regs] - 1]
+        live.update(reg_keys.tolist())
+        cand = np.fromiter(live, dtype=hashes.dtype, count=len(live))
+        pos = np.nonzero(np.isin(hashes, cand))[0]
+        rows = np.searchsorted(off, pos, side="right") - 1
+        _walk(out, waiting, n, bs, hashes, off.tolist(), p.tolist(), o.tolist(), f.tolist(), cacheable.tolist(),
+              pos.tolist(), rows.tolist(), regs.tolist(), reg_keys.tolist())
+        n += len(p)
+    out.requests = n
     return out
 
 
-def _resolve(out: DecodeBlocks, by_key: dict, key: int, j: int, b_index: int, p_b: int, hashes: np.ndarray,
-             b_off: int, b_cacheable: int, bs: int) -> None:
-    """Request ``b_index`` holds ``key`` at position ``j``: it is the next turn of every earlier, unresolved
-    request with that last full block at that position whose prompt and output it can hold."""
-    waiting = by_key.get(key)
-    if not waiting:
-        return
-    keep = []
-    for entry in waiting:
-        a, f, p, o = entry
-        if a < b_index and f == j + 1 and p_b >= p + o:
-            out.pairs += 1
-            end = min((p + o - 1) // bs, b_cacheable)
-            if end > f:
-                out.hashes[a] = hashes[b_off + f:b_off + end].tolist()
-        else:
-            keep.append(entry)
-    if len(keep) != len(waiting):
-        by_key[key] = keep
+def _walk(out: DecodeBlocks, waiting: dict, first: int, bs: int, hashes: np.ndarray, off: list, p: list, o: list,
+          f: list, cacheable: list, pos: list, rows: list, regs: list, reg_keys: list) -> None:
+    """One batch in trace order: each row resolves at its candidate positions, then registers (if it takes part)."""
+    k = 0
+    npos = len(pos)
+    for r, key in zip(regs + [len(p)], reg_keys + [None]):
+        while k < npos and rows[k] <= r:     # the positions of rows up to r (row r's before it registers)
+            q, rb = pos[k], rows[k]
+            heap = waiting.get((int(hashes[q]), q - off[rb] + 1))
+            if heap and heap[0][0] <= p[rb]:
+                _resolve(out, heap, p[rb], hashes, off[rb], cacheable[rb], bs)
+            k += 1
+        if key is not None:
+            heapq.heappush(waiting.setdefault((key, f[r]), []), (p[r] + o[r], first + r, f[r], p[r], o[r]))
+
+
+def _resolve(out: DecodeBlocks, heap: list, p_b: int, hashes: np.ndarray, b_off: int, b_cacheable: int,
+             bs: int) -> None:
+    """Request B (prompt ``p_b``) holds the heap's id at the heap's position: it is the next turn of every
+    waiting request whose prompt and output it can hold (``p + o <= p_b``)."""
+    while heap and heap[0][0] <= p_b:
+        _, a, f, p, o = heapq.heappop(heap)
+        out.pairs += 1
+        end = min((p + o - 1) // bs, b_cacheable)
+        if end > f:
+            out.hashes[a] = hashes[b_off + f:b_off + end].tolist()
