@@ -8,13 +8,13 @@ line), so every parser accepts exactly the lines the authority accepts and
 yields the same arrays (tests/trace/test_jsonl_fast.py diffs them).
 
 Parsers, fastest first (benchmarks/bench_jsonl_parsers.py on the Mooncake
-conversation trace, CPU seconds, 2 cores shared):
+conversation trace replicated 1x-50x, one thread; docs/performance.md):
 
 - ``simdjson``: pysimdjson (optional extra ``pcs[fast]``), one DOM parse per
   line, the id list copied out as a uint64 buffer (``as_buffer``) without a
-  Python int per id; about 16 M ids per CPU second;
+  Python int per id; 12-13 M ids per CPU second;
 - ``pyarrow``: ``pyarrow.json.read_json`` with an explicit schema on one
-  thread; about 7 M ids per CPU second (pyarrow is a core dependency, so
+  thread; 8-10 M ids per CPU second (pyarrow is a core dependency, so
   this is the fallback when pysimdjson is not installed).
 
 Which lines a shortcut leaves to the authority: blank lines and lines not

@@ -167,3 +167,14 @@ def test_unknown_parser_is_a_value_error(tmp_path):
     p.write_text(GOOD + "\n")
     with pytest.raises(ValueError, match="unknown JSONL parser 'orjson'"):
         list(read_hashid_jsonl(p, "t", MOONCAKE, None, ReadState(), fast="orjson"))
+
+
+def test_without_pysimdjson_auto_falls_back_to_pyarrow(monkeypatch):
+    import pcs.trace.jsonfast as jf
+    from pcs.trace.hashids import _shortcut
+
+    assert _shortcut(True) == "simdjson" and _shortcut(False) is None
+    monkeypatch.setattr(jf, "available", lambda p: p == "pyarrow")  # as if pcs[fast] were not installed
+    assert _shortcut(True) == _shortcut("auto") == "pyarrow"
+    with pytest.raises(ValueError, match=r"pip install 'pcs\[fast\]'"):
+        _shortcut("simdjson")
