@@ -131,7 +131,6 @@ def parse_tier(text: str | TierSpec) -> TierSpec:
     return TierSpec(name, capacity_bytes=cap.size_bytes, capacity_blocks=cap.blocks)
 
 
-@dataclass(frozen=True, slots=True)
 class ReplayResult:
     """The outcome of :func:`replay`.
 
@@ -139,11 +138,30 @@ class ReplayResult:
         summary: :class:`pcs.engine.result.ReplaySummary`; its ``to_dict()``
             is the JSON of ``pcs replay --format json`` (keys in ``docs/json.md``).
         requests: pyarrow Table, one row per request in trace order (columns
-            in :data:`pcs.engine.summary.REQUEST_COLUMNS`).
+            in :data:`pcs.engine.summary.REQUEST_COLUMNS`); built on first
+            access from the engine's columns, so a replay that never reads it
+            does not import pyarrow (start-up, benchmarks/bench_startup.py).
     """
 
-    summary: ReplaySummary
-    requests: Any
+    __slots__ = ("summary", "_requests", "_columns")
+
+    def __init__(self, summary: ReplaySummary, requests: Any = None, *, columns: dict | None = None):
+        if requests is None and columns is None:
+            raise ValueError("ReplayResult needs a requests table or the columns to build it from")
+        self.summary = summary
+        self._requests = requests
+        self._columns = columns
+
+    @property
+    def requests(self) -> Any:
+        if self._requests is None:
+            from pcs.engine.summary import requests_table
+
+            self._requests, self._columns = requests_table(self._columns), None
+        return self._requests
+
+    def __repr__(self) -> str:
+        return f"ReplayResult(summary={self.summary!r}, requests=<{len(self.requests)} rows>)"
 
 
 def _block_size(source: Any) -> int:
@@ -428,7 +446,7 @@ def replay(trace: Any = None, *, model: Any = None, hardware: Any = None, tp: in
             GPU tier when the weights do not fit the GPUs; an unknown compute
             mode; ``compute_mode="step"`` with a ``compute`` lacking ``step_cost()``.
     """
-    from pcs.engine.summary import build_summary, requests_table
+    from pcs.engine.summary import build_summary
 
     notes = _default_notes(model is None, hardware is None and tp is None, tiers is None)
     opts = _options(timing, policy, write_policy, tp, engine, native, compute_mode)
@@ -453,4 +471,4 @@ def replay(trace: Any = None, *, model: Any = None, hardware: Any = None, tp: in
                    scheduler=_scheduler_summary(out))
     summary = build_summary(out.result, out.state, out.baseline.ledger, out.single, out.ideal, context)
     summary = dataclasses.replace(summary, notes=tuple(notes + deployment.pop("notes")), deployment=deployment)
-    return ReplayResult(summary, requests_table(out.result.columns))
+    return ReplayResult(summary, columns=out.result.columns)
