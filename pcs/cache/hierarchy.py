@@ -161,7 +161,7 @@ class Hierarchy:
             hits, restores, computed = self._truncate(where, hits, restores, computed, budget)
         gpu = self.tiers[0]
         gpu.pin(pinned)
-        victims = gpu.reserve(budget)
+        victims = gpu.reserve(budget, [h for r in restores for h in r] + computed)
         assert victims is not None
         restored, filled = self._restore(restores)
         self._evicted(victims, 0)

@@ -136,16 +136,23 @@ class Tier:
         if out:
             self.policy.add(out, reused)
 
-    def reserve(self, n: int) -> list[int] | None:
+    def reserve(self, n: int, incoming: Sequence[int] = ()) -> list[int] | None:
         """Reserve ``n`` slots, evicting as needed; all-or-nothing (``docs/semantics.md §8``).
+
+        ``incoming``: the block hashes some of the slots are for (not resident
+        here, chain order), told to the policy (``EvictionPolicy.expect``)
+        before it chooses victims; not told when the slots cannot be had.
 
         Returns:
             the evicted block hashes in eviction order (possibly empty), or
             None when ``n`` slots cannot be had (nothing changes).
         """
-        victims = self._evict(n - self.free_blocks)
-        if victims is None:
+        if n > self.available_blocks:
             return None
+        if incoming:
+            self.policy.expect(incoming)
+        victims = self._evict(n - self.free_blocks)
+        assert victims is not None
         self.reserved_blocks += n
         self._note_peaks()
         return victims
@@ -185,14 +192,20 @@ class Tier:
     def insert(self, block_hashes: Sequence[int], reused: bool = False) -> tuple[list[int], int]:
         """Store distinct blocks (eviction order) unpinned, evicting as needed; for lower tiers (§7).
 
-        The result is what a flat policy fed the blocks one by one reaches: a
-        block already resident is not written again but touched (it was in
-        use above, so it is recent; this keeps an LRU hierarchy prefix-closed
-        -- a demoted parent is never older below than its child); a new block
-        is stored. The batch is the newest content: if it is larger than the
-        unpinned room, its first blocks (the least recently used) are pushed
-        out -- new ones never written, resident ones evicted -- after every
-        older unpinned block.
+        The batch is the newest content and is taken as a whole, not fed to
+        the policy one by one: its blocks already resident are set aside
+        first (unpinned ones leave the policy), so the room for its new blocks
+        comes from the older unpinned blocks outside the batch; then, in batch
+        order, new blocks are stored and the resident ones given back as
+        reused (a touch: it was in use above, so it is recent; this keeps an
+        LRU hierarchy prefix-closed -- a demoted parent is never older below
+        than its child). A batch larger than the unpinned room loses its first
+        blocks (the least recently used) -- new ones are never written,
+        resident ones are evicted (the policy drops them) -- after every older
+        unpinned block. (Fed one by one, a policy that does not reorder on a
+        touch, FIFO, would instead evict a resident block of the batch and
+        store it again at the back: ``tests/engine/test_exact_sample.py``,
+        ``OTHER_READINGS``, shows the two differ.)
 
         Returns:
             (hashes pushed out: victims then batch blocks that did not fit, in
@@ -204,6 +217,8 @@ class Tier:
         again = [h for h in filter(res.__contains__, block_hashes) if res[h] == 0]
         if again:
             self.policy.remove(again)
+        if fresh:
+            self.policy.expect(fresh)
         victims = self._evict(len(fresh) - self.free_blocks)
         assert victims is not None
         for h in fresh:
@@ -226,7 +241,7 @@ class Tier:
         res = self.resident
         gone = [h for h in cut if res.get(h) == 0]
         if gone:
-            self.policy.remove(gone)
+            self.policy.drop(gone)
             for h in gone:
                 del res[h]
         self.stats.evicted_blocks += len(gone)

@@ -62,6 +62,12 @@ class FIFOPolicy(EvictionPolicy):
         for k in keys:
             del order[seq[k]]
 
+    def drop(self, keys: Sequence[int]) -> None:
+        """Forget held ``keys`` with their sequence numbers: stored again, a key is new (enters at the back)."""
+        seq, order = self._seq, self._order
+        for k in keys:
+            del order[seq.pop(k)]
+
     def touch(self, keys: Sequence[int]) -> None:
         return None
 
