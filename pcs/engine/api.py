@@ -185,12 +185,31 @@ def _resolve_link(tier: str, link: Any, tp: int, table: Any = None):
 
 
 def _build_tiers(specs: Sequence[TierSpec], bpb: Sequence[int], policy: str, tier_policies: Mapping[str, str],
-                 protected_share: float | None) -> list[Tier]:
+                 protected_share: float | None, context: Any = None) -> list[Tier]:
     caps = [units.capacity_to_blocks(s.capacity_bytes, s.capacity_blocks, b, f"tier {s.name!r} of {s.capacity_bytes} B")
             for s, b in zip(specs, bpb)]
-    names = [tier_policies.get(s.name, s.policy or policy) for s in specs]
-    policies = make_policies(names, caps, protected_share=protected_share)
+    names = _policy_names(specs, policy, tier_policies)
+    policies = make_policies(names, caps, context.fresh() if context is not None else None,
+                             protected_share=protected_share)
     return [Tier(s.name, c, p) for s, c, p in zip(specs, caps, policies)]
+
+
+def _policy_names(specs: Sequence[TierSpec], policy: str, tier_policies: Mapping[str, str]) -> list[str]:
+    """The policy (name or spec) of each tier."""
+    return [tier_policies.get(s.name, s.policy or policy) for s in specs]
+
+
+def _policy_context(names: Sequence[str], source: Any, rules: BlockRules, compute: Any, bs: int):
+    """The trace pre-pass for policies that read the trace (gdsf, belady), or None when no tier needs it."""
+    from pcs.cache.policies import needs_context
+    from pcs.cache.policies.context import PolicyContext, TraceOracle, block_cost_from
+    from pcs.engine.chunks import iter_chunks
+
+    needs = {n for name in names for n in needs_context(name)}
+    if not needs:
+        return None
+    oracle = TraceOracle.build(iter_chunks(source, rules), future="future" in needs)
+    return PolicyContext(oracle, block_cost_from(compute, bs))
 
 
 def _tier_specs(tiers, tier_policies, links) -> list[TierSpec]:
@@ -374,7 +393,8 @@ def replay(trace: Any = None, *, model: Any = None, hardware: Any = None, tp: in
         spec, gpu, bs, tier_specs, links, opts.tp, hardware_table, gpu_memory_utilization, kv_reserve)
     tier_policies = dict(tier_policies or {})
     time_model = TimeModel(compute if compute is not None else _compute_model(spec, gpu, opts.tp, bs))
-    make = lambda: _build_tiers(tier_specs, bpb, opts.policy, tier_policies, protected_share)  # noqa: E731
+    ctx = _policy_context(_policy_names(tier_specs, opts.policy, tier_policies), source, rules, time_model.compute, bs)
+    make = lambda: _build_tiers(tier_specs, bpb, opts.policy, tier_policies, protected_share, ctx)  # noqa: E731
     out = run_replay(source, rules, time_model, make, opts.timing, opts.write_policy, link_specs, bpb,
                      opts.engine, opts.native, progress)
     if out.result.ledger.num_requests == 0:

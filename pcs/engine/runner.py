@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
 from pcs.blocks import BlockRules, SingleSequenceResult
+from pcs.cache.policies.context import clocked
 from pcs.engine import fastpath, select
 from pcs.engine.chunks import iter_chunks
 from pcs.engine.engine import EngineResult, ReplayEngine
@@ -92,7 +93,7 @@ def _event_loops(plans: list[_Plan], make_tiers: Callable[[], list], tiers0: lis
             out.append(None)
             continue
         tiers = tiers0 if not any(out) else make_tiers()
-        hierarchy = plan.row.load()(tiers, write_policy)
+        hierarchy = clocked(plan.row.load()(tiers, write_policy))   # trace-reading policies follow admissions
         out.append(ReplayEngine(hierarchy, plan.timing, links=links, block_bytes=block_bytes))
     return out
 

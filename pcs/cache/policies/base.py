@@ -63,6 +63,12 @@ class EvictionPolicy(ABC):
     name: ClassVar[str] = ""
     #: one-line description for ``--help`` and error messages.
     summary: ClassVar[str] = ""
+    #: where the rule comes from: paper and the reference implementation followed (``pcs policies``).
+    source: ClassVar[str] = ""
+    #: trace knowledge the policy reads from a :class:`pcs.cache.policies.context.PolicyContext`
+    #: (its constructor then takes ``context``): ``"chain"`` (depth, parent, block cost) and/or
+    #: ``"future"`` (next uses and the request clock: an offline oracle).
+    needs: ClassVar[tuple[str, ...]] = ()
     #: True if, fed tail-first releases, the policy keeps a tier prefix-closed
     #: (a parent never evicted before its child); LRU does.
     prefix_closed: ClassVar[bool] = False

@@ -33,6 +33,7 @@ class FIFOPolicy(EvictionPolicy):
 
     name = "fifo"
     summary = "first in, first out (hits do not move a block)"
+    source = "libCacheSim libCacheSim/cache/eviction/FIFO.c"
     reuse_blind = True
 
     def __init__(self, capacity_blocks: int) -> None:
