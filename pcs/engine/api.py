@@ -36,7 +36,7 @@ from pcs.cache.policies import DEFAULT_POLICY, make_policies
 from pcs.engine import select
 from pcs.engine.engine import TIMINGS
 from pcs.engine.result import ReplaySummary
-from pcs.engine.runner import run_replay
+from pcs.engine.runner import run_oracle, run_replay
 from pcs.engine.timing import TimeModel
 from pcs.trace.batches import as_batches, reiterable
 
@@ -185,13 +185,32 @@ def _resolve_link(tier: str, link: Any, tp: int, table: Any = None):
 
 
 def _build_tiers(specs: Sequence[TierSpec], bpb: Sequence[int], policy: str, tier_policies: Mapping[str, str],
-                 protected_share: float | None, context: Any = None) -> list[Tier]:
+                 protected_share: float | None, context: Any = None,
+                 admit: Mapping[str, Sequence[str]] | None = None) -> list[Tier]:
+    from pcs.cache.admission import apply_admission
+
     caps = [units.capacity_to_blocks(s.capacity_bytes, s.capacity_blocks, b, f"tier {s.name!r} of {s.capacity_bytes} B")
             for s, b in zip(specs, bpb)]
     names = _policy_names(specs, policy, tier_policies)
-    policies = make_policies(names, caps, context.fresh() if context is not None else None,
-                             protected_share=protected_share)
-    return [Tier(s.name, c, p) for s, c, p in zip(specs, caps, policies)]
+    ctx = context.fresh() if context is not None else None       # one clock per hierarchy
+    policies = make_policies(names, caps, ctx, protected_share=protected_share)
+    tiers = []
+    for s, c, p in zip(specs, caps, policies):
+        p, adm = apply_admission((admit or {}).get(s.name, ()), p, ctx)
+        tiers.append(Tier(s.name, c, p, adm))
+    return tiers
+
+
+def _admit_map(admit: Any, specs: Sequence[TierSpec]) -> dict[str, list[str]]:
+    """``admit`` of :func:`replay` (strings ``TIER=KIND`` or a mapping) -> tier name -> kinds, checked."""
+    from pcs.cache.admission import parse_admit_option
+
+    if not admit:
+        return {}
+    if isinstance(admit, Mapping):
+        admit = [f"{tier}={kind}" for tier, kinds in admit.items() for kind in
+                 ([kinds] if isinstance(kinds, str) else kinds)]
+    return parse_admit_option([admit] if isinstance(admit, str) else list(admit), [s.name for s in specs])
 
 
 def _policy_names(specs: Sequence[TierSpec], policy: str, tier_policies: Mapping[str, str]) -> list[str]:
@@ -199,13 +218,20 @@ def _policy_names(specs: Sequence[TierSpec], policy: str, tier_policies: Mapping
     return [tier_policies.get(s.name, s.policy or policy) for s in specs]
 
 
-def _policy_context(names: Sequence[str], source: Any, rules: BlockRules, compute: Any, bs: int):
-    """The trace pre-pass for policies that read the trace (gdsf, belady), or None when no tier needs it."""
+def _policy_context(names: Sequence[str], source: Any, rules: BlockRules, compute: Any, bs: int,
+                    admit: Mapping[str, Sequence[str]] | None = None, oracle: bool = False):
+    """The trace pre-pass for policies that read the trace (gdsf, belady; admission retain; the gap
+    split's oracle run), or None when nothing needs it."""
+    from pcs.cache import admission
     from pcs.cache.policies import needs_context
     from pcs.cache.policies.context import PolicyContext, TraceOracle, block_cost_from
     from pcs.engine.chunks import iter_chunks
 
     needs = {n for name in names for n in needs_context(name)}
+    if oracle:
+        needs.add("future")
+    if admission.needs_context([s for specs in (admit or {}).values() for s in specs]):
+        needs.add("chain")
     if not needs:
         return None
     oracle = TraceOracle.build(iter_chunks(source, rules), future="future" in needs)
@@ -335,7 +361,8 @@ def replay(trace: Any = None, *, model: Any = None, hardware: Any = None, tp: in
            rules: BlockRules = BlockRules(), compute: Any = None, hardware_table: Any = None,
            progress: Callable[[int], None] | None = None, engine: str = "auto",
            native: str | None = None, gpu_memory_utilization: float | None = None,
-           kv_reserve: Any = None) -> ReplayResult:
+           kv_reserve: Any = None, admit: Sequence[str] | Mapping[str, Sequence[str]] | None = None,
+           gap_oracle: bool = False) -> ReplayResult:
     """Replay a trace through a multi-tier prefix cache.
 
     Args:
@@ -373,6 +400,12 @@ def replay(trace: Any = None, *, model: Any = None, hardware: Any = None, tp: in
             sized from the deployment (default 0.9, vLLM's).
         kv_reserve: activation/runtime reserve per GPU (bytes or a size like
             ``"8GB"``; default 5 GB, :data:`pcs.model.deploy.DEFAULT_RESERVE_BYTES_PER_GPU`).
+        admit: admission policies, ``TIER=KIND[:ARGS]`` strings (``cpu=reuse:2``,
+            ``cpu=tinylfu``, ``gpu=retain:tokens=0-4096,duration=60``; :mod:`pcs.cache.admission`)
+            or a mapping tier -> kinds; several for one tier must all admit.
+        gap_oracle: also replay the same tiers and timing with every policy the Belady
+            oracle (no admission) and split the gap into capacity and policy
+            (``oracle_hit_ratio``, ``gap.capacity``, ``gap.policy``; docs/semantics.md §12).
     Returns:
         :class:`ReplayResult`.
     Raises:
@@ -393,13 +426,19 @@ def replay(trace: Any = None, *, model: Any = None, hardware: Any = None, tp: in
         spec, gpu, bs, tier_specs, links, opts.tp, hardware_table, gpu_memory_utilization, kv_reserve)
     tier_policies = dict(tier_policies or {})
     time_model = TimeModel(compute if compute is not None else _compute_model(spec, gpu, opts.tp, bs))
-    ctx = _policy_context(_policy_names(tier_specs, opts.policy, tier_policies), source, rules, time_model.compute, bs)
-    make = lambda: _build_tiers(tier_specs, bpb, opts.policy, tier_policies, protected_share, ctx)  # noqa: E731
+    admit = _admit_map(admit, tier_specs)
+    ctx = _policy_context(_policy_names(tier_specs, opts.policy, tier_policies), source, rules, time_model.compute, bs,
+                          admit, gap_oracle)
+    make = lambda: _build_tiers(tier_specs, bpb, opts.policy, tier_policies, protected_share, ctx, admit)  # noqa: E731
     out = run_replay(source, rules, time_model, make, opts.timing, opts.write_policy, link_specs, bpb,
                      opts.engine, opts.native, progress)
     if out.result.ledger.num_requests == 0:
         raise ValueError("the trace has no requests")
     context = _context(source, spec, gpu, opts, dtype, bs, rules, tier_specs, bb, link_specs, protected_share)
+    if gap_oracle:
+        make_oracle = lambda: _build_tiers(tier_specs, bpb, "belady", {}, None, ctx)  # noqa: E731
+        context["oracle_hit_ratio"] = run_oracle(source, rules, time_model, make_oracle, opts.timing,
+                                                 opts.write_policy, link_specs, bpb).ledger.hit_ratio
     context.update(engine=out.engine, engine_reason=out.engine_reason, baseline_engine=out.baseline_engine,
                    baseline_engine_reason=out.baseline_engine_reason)
     summary = build_summary(out.result, out.state, out.baseline.ledger, out.single, out.ideal, context)

@@ -21,7 +21,7 @@ from pcs.engine.chunks import iter_chunks
 from pcs.engine.engine import EngineResult, ReplayEngine
 from pcs.engine.summary import CacheState, cache_state
 
-__all__ = ["Outcome", "run_replay"]
+__all__ = ["Outcome", "run_replay", "run_oracle"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,3 +141,14 @@ def run_replay(source: Any, rules: BlockRules, time_model: Any, make_tiers: Call
     (result, state), baseline = done[0], done[-1][0]
     return Outcome(result, state, baseline, singles[0], singles[1], plans[0].row.name, plans[0].reason,
                    plans[-1].row.name, plans[-1].reason)
+
+
+def run_oracle(source: Any, rules: BlockRules, time_model: Any, make_tiers: Callable[[], list], timing: str,
+               write_policy: str, links: Sequence, block_bytes: Sequence[int]) -> EngineResult:
+    """The gap split's oracle run (docs/semantics.md §12): ``make_tiers()`` (the run's tiers with every
+    policy ``belady``, no admission) under the reference event loop, the run's timing and write policy."""
+    tiers = make_tiers()
+    loop = ReplayEngine(clocked(select.get_row("reference").load()(tiers, write_policy)), timing, links=links,
+                        block_bytes=block_bytes)
+    _feed(source, rules, time_model, [loop], None)
+    return loop.close()

@@ -51,12 +51,16 @@ class TraceOracle:
         uses: block hash -> sorted use keys ``request << POS_BITS | position`` of
             its hit-earning accesses (empty unless built with ``future=True``).
         num_requests: requests read.
+        arrival_s: arrival time of each request (seconds, trace order).
+        block_size: tokens per block (0 before any request).
     """
 
     depth: dict = field(default_factory=dict)
     parent: dict = field(default_factory=dict)
     uses: dict = field(default_factory=dict)
     num_requests: int = 0
+    arrival_s: list = field(default_factory=list)
+    block_size: int = 0
 
     @classmethod
     def build(cls, chunks: Iterable[Any], future: bool = True) -> "TraceOracle":
@@ -70,6 +74,8 @@ class TraceOracle:
         depth, parent, uses = out.depth, out.parent, out.uses
         r = 0
         for ch in chunks:
+            out.arrival_s.extend(ch.arrival_s)
+            out.block_size = ch.block_size
             hashes, off = ch.block_hashes, ch.offsets
             for i, (n, cap) in enumerate(zip(ch.cacheable, ch.max_hit_blocks)):
                 if n >= 1 << POS_BITS:
