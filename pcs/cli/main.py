@@ -29,6 +29,7 @@ COMMANDS: dict[str, str] = {
     "compare": "pcs.cli.compare:compare",
     "curve": "pcs.cli.curve:curve",
     "deploy": "pcs.cli.deploy:deploy",
+    "sweep": "pcs.cli.sweep:sweep",
     "policies": "pcs.cli.policies:policies",
 }
 
@@ -44,6 +45,7 @@ SUMMARIES: dict[str, str] = {
     "compare": "several policies or tier lists on one trace, side by side",
     "curve": "hit ratio at every capacity in one pass (LRU, Belady, ceiling)",
     "deploy": "a model on TP GPUs: weights, KV pool, GPU-tier blocks, concurrency",
+    "sweep": "a grid of replays into one Parquet dataset; best points, Pareto",
     "policies": "eviction and admission policies, options and sources",
 }
 
@@ -69,8 +71,13 @@ class LazyGroup(click.Group):
             formatter.write_dl(rows)
 
     def invoke(self, ctx: click.Context):
-        with user_errors(), unwind_on_signals():
-            return super().invoke(ctx)
+        from pcs.outfile import remove_temporary
+
+        try:
+            with user_errors(), unwind_on_signals():
+                return super().invoke(ctx)
+        finally:
+            remove_temporary()   # a stdin spool goes when the command ends, not when the GC drops its trace
 
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
