@@ -6,7 +6,8 @@ from pathlib import Path
 import click
 
 from pcs import _native
-from pcs.cli.common import PcsUsageError, Progress, RegistryChoice, command, counted, emit, format_option, quiet_option
+from pcs.cli.common import (PcsUsageError, Progress, RegistryChoice, command, counted, emit, format_option,
+                             quiet_option, with_trace_notes)
 from pcs.cli.params import MAX_COUNT, MAX_POINTS, MAX_SEED, Float, Int, parse_capacity_list
 from pcs.cli.trace import open_from_options, trace_input_options
 from pcs.model import KV_DTYPES, get_layout
@@ -99,7 +100,7 @@ def curve(trace, capacities, points, model_name, dtype, no_belady, sample_rate, 
 
         spec = load_model(model_name, None, quiet)
         spec = spec.with_dtype(dtype) if dtype else spec
-    flat, name = _load(trace, (trace_format, block_size, on_error, sort), quiet)
+    (flat, name), opened = _load(trace, (trace_format, block_size, on_error, sort), quiet)
     caps = None
     if capacities is not None:
         bb = None
@@ -113,15 +114,17 @@ def curve(trace, capacities, points, model_name, dtype, no_belady, sample_rate, 
         result = compute_curve(flat, caps, points, spec, belady=not no_belady, sample_rate=sample_rate, seed=seed,
                                exact_head_blocks=exact_head_blocks, native=native, kernel=kernel, progress=progress)
     payload = {**result.to_dict(), "trace": "-" if trace == "-" else name, "dtype": dtype}
+    with_trace_notes(payload, opened, fmt, quiet)
     if plot_path:
         _plot(result, plot_path, spec.name if spec is not None else None, payload["trace"])
     emit(payload, fmt, lambda: render_curve(payload))
 
 
 def _load(trace, options: tuple, quiet: bool):
-    """The trace's accesses (:func:`pcs.curves.api.load_accesses`), with a progress bar over its requests."""
+    """The trace's accesses (:func:`pcs.curves.api.load_accesses`, read with a progress bar over its
+    requests) and the opened :class:`pcs.trace.Trace` (for its notes)."""
     from pcs.curves.api import load_accesses
 
     t = open_from_options(trace, *options)
     with Progress(quiet, desc="reading", total=t.estimated_requests) as progress:
-        return load_accesses(counted(t, progress))
+        return load_accesses(counted(t, progress)), t

@@ -17,7 +17,7 @@ from pcs.cli.params import MAX_BLOCK_SIZE, MAX_TP, Float, Int
 from pcs.engine import select
 from pcs.engine.engine import TIMINGS
 from pcs.model import KV_DTYPES, get_layout
-from pcs.trace.api import FORMATS, ON_ERROR
+from pcs.trace.api import FORMATS, ON_ERROR, trace_notes
 
 __all__ = ["replay", "replay_options", "replay_call_kwargs", "run_replay_kwargs", "write_requests",
            "open_trace_kwargs", "input_paths"]
@@ -230,21 +230,6 @@ def write_requests(table: Any, path: str) -> None:
             pcsv.write_csv(table, tmp)
 
 
-def skipped_note(trace: Any) -> str | None:
-    """``--on-error skip``: how many bad lines the last read of the trace skipped, else None."""
-    n = getattr(trace, "skipped", 0)
-    return f"{n:,} bad trace lines were skipped (--on-error skip)" if n else None
-
-
-def synthetic_reuse_note(trace: Any) -> str | None:
-    """The note a replay of a trace with synthesised prefix reuse (Azure, BurstGPT) carries, else None."""
-    reuse = str(getattr(trace, "reuse", "") or "")
-    if not reuse.startswith("synthesised"):
-        return None
-    return (f"this trace records lengths only: its prefix reuse is synthetic ({reuse}); the hit ratios measure "
-            "that assumption, not recorded reuse (docs/traces-formats.md)")
-
-
 @command("replay", twins=True)
 @replay_options
 @click.option("--requests-out", type=click.Path(dir_okay=False),
@@ -280,7 +265,7 @@ def replay(fmt: str, requests_out: str | None, **kw: Any) -> None:
         s = dataclasses.replace(s, notes=s.notes + (f"the trace's {streams['exact'].source.block_size}-token ids "
                                                      f"were re-blocked to {streams['exact'].block_size} tokens "
                                                      "(exact)",))
-    extra = tuple(n for n in (synthetic_reuse_note(trace), skipped_note(trace)) if n)
+    extra = trace_notes(trace)
     if extra:
         s = dataclasses.replace(s, notes=s.notes + extra)
     if not kw["quiet"] and fmt != "table":

@@ -41,6 +41,7 @@ def _notes(payload: dict[str, Any], has_bytes: bool) -> list[str]:
              "LRU knee (smallest capacity reaching this share of the ceiling): " + "; ".join(knees),
              "capacity in bytes uses stored (Reserved) bytes per block: a narrower KV dtype adds fewer blocks than"
              " its payload ratio suggests (scales), see pcs footprint"]
+    notes += payload.get("notes") or []  # about the trace: synthetic reuse, skipped lines
     if payload["sample_rate"] < 1.0:
         notes.append(f"SHARDS sample rate {payload['sample_rate']:g}: LRU values are estimates (docs/curves.md gives"
                      " the measured error); Belady is not computed when sampling")

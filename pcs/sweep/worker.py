@@ -178,7 +178,7 @@ def run_task(task: Any, trace: Any = None, with_requests: bool = False) -> Outco
         typed = _replay_summary(res.summary, trace) if task.call == "replay" else res
         requests = (encode_requests(task.point_id, res.requests) if with_requests and task.call == "replay"
                     else None)
-        row = encode_row(make_row(task.point_id, task.kind, task.options, typed.to_dict()))
+        row = encode_row(make_row(task.point_id, task.kind, task.options, _with_notes(task.call, typed.to_dict(), trace)))
         return Outcome(task.point_id, row, requests)
     except Exception as exc:  # noqa: BLE001 - reported per point by the driver
         user = isinstance(exc, (ValueError, OSError))
@@ -187,13 +187,24 @@ def run_task(task: Any, trace: Any = None, with_requests: bool = False) -> Outco
                        None if user else traceback.format_exc())
 
 
+def _with_notes(call: str, payload: dict[str, Any], trace: Any) -> dict[str, Any]:
+    """``pcs compare`` / ``pcs curve`` payloads with the trace's notes, as those commands print them."""
+    if call in ("compare", "curve") and trace is not None:
+        from pcs.trace.api import trace_notes
+
+        notes = trace_notes(trace)
+        if notes:
+            payload = {**payload, "notes": list(payload.get("notes") or []) + list(notes)}
+    return payload
+
+
 def _replay_summary(summary: Any, trace: LoadedTrace) -> Any:
     """The summary with the notes ``pcs replay`` adds about the trace (synthetic reuse, skipped lines)."""
     import dataclasses
 
-    from pcs.cli.replay import skipped_note, synthetic_reuse_note
+    from pcs.trace.api import trace_notes
 
-    extra = tuple(n for n in (synthetic_reuse_note(trace), skipped_note(trace)) if n)
+    extra = trace_notes(trace)
     return dataclasses.replace(summary, notes=summary.notes + extra) if extra else summary
 
 

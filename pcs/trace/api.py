@@ -26,7 +26,8 @@ from pcs.errors import InputError
 from pcs.trace.request import Request, RequestBatch
 from pcs.trace.source import check_source, display_name, is_stream, peek_lines
 
-__all__ = ["DEFAULT_TRACE", "FORMATS", "LENGTH_ONLY", "ON_ERROR", "Trace", "open_trace", "detect_format"]
+__all__ = ["DEFAULT_TRACE", "FORMATS", "LENGTH_ONLY", "ON_ERROR", "Trace", "open_trace", "detect_format",
+           "synthetic_reuse_note", "skipped_note", "trace_notes"]
 
 #: The bundled sample trace every trace-taking command reads by default
 #: (made by ``pcs trace synth``, see traces/README.md). Resolved relative to
@@ -91,6 +92,49 @@ def _default_block_size(fmt: str) -> int:
             "burstgpt": DEFAULT_TOKEN_BLOCK_SIZE}[fmt]
 
 
+def _first_row_synthetic(path) -> bool:
+    """True when the first JSONL row says ``"reuse": "synthetic"`` (the readers check every row)."""
+    head = peek_lines(path, 1)
+    if not head or b'"reuse"' not in head[0]:
+        return False
+    try:
+        return json.loads(head[0]).get("reuse") == "synthetic"
+    except (ValueError, AttributeError):
+        return False
+
+
+def synthetic_reuse_note(trace) -> str | None:
+    """The note every report of a trace with synthesised prefix reuse carries, else None.
+
+    Length-only formats (Azure, BurstGPT: ids synthesised on reading) and
+    traces made by ``pcs trace synth`` (``Trace.reuse`` starts with
+    ``synthesised``); read after the trace's rows have been read
+    (docs/traces-formats.md).
+    """
+    reuse = str(getattr(trace, "reuse", "") or "")
+    if not reuse.startswith("synthesised"):
+        return None
+    from pcs.trace.hashids import SYNTH_REUSE
+
+    if reuse == SYNTH_REUSE:
+        return ('this trace was generated (rows marked "reuse": "synthetic", as pcs trace synth writes): its prefix '
+                "reuse is synthetic; the hit ratios measure the generator's sessions, not recorded reuse "
+                "(docs/traces-formats.md)")
+    return (f"this trace records lengths only: its prefix reuse is synthetic ({reuse}); the hit ratios measure "
+            "that assumption, not recorded reuse (docs/traces-formats.md)")
+
+
+def skipped_note(trace) -> str | None:
+    """``--on-error skip``: how many bad lines the last read of the trace skipped, else None."""
+    n = getattr(trace, "skipped", 0)
+    return f"{n:,} bad trace lines were skipped (--on-error skip)" if n else None
+
+
+def trace_notes(trace) -> tuple[str, ...]:
+    """The notes every command that reads ``trace`` adds once it has read it: synthetic reuse, skipped lines."""
+    return tuple(n for n in (synthetic_reuse_note(trace), skipped_note(trace)) if n)
+
+
 def _length_batches(trace: "Trace", state) -> Iterator[RequestBatch]:
     """Azure / BurstGPT rows -> synthesised ids (sorted first with ``sort``: reuse follows arrival order)."""
     from pcs.trace.lengthonly import LengthRow, synthesise_batches
@@ -129,7 +173,10 @@ class Trace:
         reuse: where the block ids' sharing comes from: ``"recorded"`` (the
             trace's own ids), ``"hashed from token ids"``, or for length-only
             formats the ``synthesised: ...`` assumption
-            (:meth:`pcs.trace.lengthonly.ReuseModel.describe`).
+            (:meth:`pcs.trace.lengthonly.ReuseModel.describe`); for a trace
+            made by ``pcs trace synth`` (rows ``"reuse": "synthetic"``, or its
+            Parquet ``pcs.reuse``) :data:`pcs.trace.hashids.SYNTH_REUSE`, set
+            once the rows have been read.
         reuse_model: the :class:`~pcs.trace.lengthonly.ReuseModel` of a
             length-only trace, else None.
 
@@ -157,6 +204,10 @@ class Trace:
             head = peek_lines(self.path, 1)
             self.has_sessions = fmt == "burstgpt" and bool(head) and b"Session ID" in head[0]
             self.reuse = reuse_model.describe(self.has_sessions)
+        elif fmt in ("mooncake", "bailian", "tokens") and _first_row_synthetic(self.path):
+            from pcs.trace.hashids import SYNTH_REUSE
+
+            self.reuse = SYNTH_REUSE  # known before the rows are read (trace convert writes it into Parquet)
 
     def __repr__(self) -> str:
         return f"Trace({self.name!r}, format={self.format!r}, block_size={self.block_size})"
@@ -179,6 +230,10 @@ class Trace:
 
             yield from read_parquet(self.path, self.name, self.block_size, state, self.on_error)
         self.skipped = state.skipped
+        if state.synthetic_rows:
+            from pcs.trace.hashids import SYNTH_REUSE
+
+            self.reuse = SYNTH_REUSE
 
     def iter_batches(self) -> Iterator[RequestBatch]:
         """Stream the trace as :class:`RequestBatch` es, ids numbered from 0.

@@ -5,7 +5,12 @@ One JSON object per line. Mooncake: ``timestamp`` (ms), ``input_length``,
 ``FAST25-release/traces``, release README). Qwen-Bailian: the same with
 ``timestamp`` in seconds, 16-token blocks, plus ``chat_id``,
 ``parent_chat_id`` (-1: none), ``turn`` and an optional ``type`` string
-(alibaba-edu/qwen-bailian-usagetraces-anon).
+(alibaba-edu/qwen-bailian-usagetraces-anon). Both dialects (and the token
+JSONL of :mod:`pcs.trace.tokens`) take an optional ``reuse`` string,
+``"recorded"`` (the default) or ``"synthetic"``: ``pcs trace synth`` writes
+``"synthetic"`` on every row, and a trace with such rows carries
+:data:`SYNTH_REUSE` as its ``Trace.reuse`` (the synthetic-reuse note,
+docs/traces-formats.md). Any other value is an error naming the line.
 
 Parsing path (chosen by measurement, benchmarks/bench_ingest.py): each chunk
 of whole lines goes to ``pyarrow.json.read_json`` with an explicit schema on
@@ -31,7 +36,8 @@ from pcs.errors import InputError
 from pcs.trace.request import RequestBatch
 from pcs.trace.source import iter_chunks, iter_lines
 
-__all__ = ["FormatSpec", "MOONCAKE", "BAILIAN", "ReadState", "read_hashid_jsonl", "strict_loads"]
+__all__ = ["FormatSpec", "MOONCAKE", "BAILIAN", "ReadState", "REUSE_VALUES", "SYNTH_REUSE", "read_hashid_jsonl",
+           "row_is_synthetic", "strict_loads"]
 
 _U64_MAX = (1 << 64) - 1
 #: A whitespace-only line starts with one of these right after a line end
@@ -39,6 +45,11 @@ _U64_MAX = (1 << 64) - 1
 #: whitespace also go to the slow path, which accepts them.
 _SUSPECT = (b"\n\n", b"\n ", b"\n\t", b"\n\r")
 _I64_MIN, _I64_MAX = -(1 << 63), (1 << 63) - 1
+#: The values of the optional per-row ``reuse`` field of the JSONL formats.
+REUSE_VALUES = ("recorded", "synthetic")
+#: ``Trace.reuse`` of a trace whose rows say ``"reuse": "synthetic"`` (and the
+#: ``pcs.reuse`` Parquet metadata ``pcs trace synth`` writes).
+SYNTH_REUSE = 'synthesised: rows marked "reuse": "synthetic" (pcs trace synth, or a converted lengths-only trace)'
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,6 +84,7 @@ class ReadState:
     skipped: int = 0
     last_ts: float = -math.inf
     check_order: bool = True
+    synthetic_rows: int = 0
 
 
 def _no_dup_keys(pairs: list[tuple[str, Any]]) -> dict:
@@ -132,6 +144,21 @@ def get_time(obj: dict, key: str, name: str, ln: int) -> float:
     if not math.isfinite(f):
         raise InputError(name, ln, key, f"must be finite, got {v}")
     return f
+
+
+def row_is_synthetic(obj: dict, name: str, ln: int) -> bool:
+    """The optional ``reuse`` field of one JSONL row: True for ``"synthetic"``.
+
+    Raises:
+        InputError: ``reuse`` present but not one of :data:`REUSE_VALUES`.
+    """
+    v = obj.get("reuse")
+    if v is None:
+        return False
+    if v not in REUSE_VALUES:
+        raise InputError(name, ln, "reuse", f"must be one of {', '.join(map(json.dumps, REUSE_VALUES))}, "
+                         f"got {json.dumps(v)[:40]}")
+    return v == "synthetic"
 
 
 def check_ids(ids: Any, prompt: int, bs: int, name: str, ln: int, key: str = "hash_ids") -> list[int]:
@@ -196,12 +223,14 @@ def _slow_line(cols: _Columns, obj: dict, bs: int, name: str, ln: int, state: Re
         raise InputError(name, ln, "hash_ids", "missing")
     ids = check_ids(obj["hash_ids"], il, bs, name, ln)
     extras = [get_int(obj, k, name, ln, lo=_I64_MIN) for k, _ in spec.int_extras]
+    synthetic = row_is_synthetic(obj, name, ln)
     typ = obj.get("type")
     if spec.has_type and typ is not None and not isinstance(typ, str):
         raise InputError(name, ln, "type", f"must be a string, got {json.dumps(typ)[:40]}")
     if state.check_order and ts < state.last_ts:
         raise InputError(name, ln, "timestamp", f"decreases ({ts:g} after {state.last_ts:g}); use --sort to reorder")
     state.last_ts = max(state.last_ts, ts)
+    state.synthetic_rows += synthetic
     cols.ts.append(ts)
     cols.il.append(il)
     cols.ol.append(ol)
@@ -233,6 +262,7 @@ def _schema(spec: FormatSpec):
     fields += [(k, pa.int64()) for k, _ in spec.int_extras]
     if spec.has_type:
         fields.append(("type", pa.string()))
+    fields.append(("reuse", pa.string()))
     return pa.schema(fields)
 
 
@@ -275,11 +305,28 @@ def _fast_chunk(spec: FormatSpec, chunk: bytes, bs: int, state: ReadState) -> Re
         return None
     if not _rows_distinct(hashes, offsets):
         return None
+    synthetic = _synthetic_count(table.column("reuse"))
+    if synthetic is None:
+        return None
     state.last_ts = max(state.last_ts, float(ts.max()))
+    state.synthetic_rows += synthetic
     extras = [table.column(k).to_numpy() for k, _ in spec.int_extras]
     typ = tuple(table.column("type").to_pylist()) if spec.has_type else None
     return RequestBatch(0, bs, ts / spec.ts_per_s, il, ol, offsets, hashes,
                         *(extras + [None] * (3 - len(extras))), typ)
+
+
+def _synthetic_count(col) -> int | None:
+    """Rows of a ``reuse`` column saying ``"synthetic"``; None when a value is not in :data:`REUSE_VALUES`."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if col.null_count == len(col):
+        return 0
+    valid = col.drop_null()
+    if not pc.all(pc.is_in(valid, value_set=pa.array(REUSE_VALUES, type=pa.string()))).as_py():
+        return None
+    return int(pc.sum(pc.equal(valid, "synthetic")).as_py() or 0)
 
 
 def _rows_distinct(hashes: np.ndarray, offsets: np.ndarray) -> bool:
