@@ -6,6 +6,7 @@ from pathlib import Path
 import click
 
 from pcs import _native
+from pcs.extras import missing_extra
 from pcs.cli.common import (PcsUsageError, Progress, RegistryChoice, command, counted, emit, format_option,
                              quiet_option, with_trace_notes)
 from pcs.cli.params import MAX_COUNT, MAX_POINTS, MAX_SEED, Float, Int, parse_capacity_list
@@ -21,7 +22,7 @@ def _plot(result, path: str, model_name: str | None, trace: str) -> None:
     try:
         fig = curve_figure(result, model_name, trace)
     except ImportError:
-        raise PcsUsageError("--plot needs matplotlib: pip install 'pcs[plot]'") from None
+        raise PcsUsageError(missing_extra("--plot", "matplotlib", "plot")) from None
     import matplotlib.pyplot as plt
 
     try:
@@ -62,7 +63,7 @@ def _plot_format_ok(path: str) -> None:
 @click.option("--kernel", type=click.Choice(_native.MODES), default=None, hidden=True,
               help="Older name of --native.")
 @click.option("--plot", "plot_path", type=click.Path(dir_okay=False), default=None,
-              help="Also draw the curves to this PNG, SVG or PDF (needs the plot extra: pip install 'pcs[plot]'); "
+              help="Also draw the curves to this PNG, SVG or PDF (needs the plot extra: pip install -e '.[plot]'); "
                    "with --model a second axis gives the capacity in bytes.")
 @trace_input_options
 @format_option

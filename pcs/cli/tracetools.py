@@ -33,7 +33,7 @@ def events_cmd(events_path, at_s, list_held, fmt, quiet) -> None:
     \b
     Reads a capture of vLLM's KV events (BlockStored / BlockRemoved /
     AllBlocksCleared, vllm/distributed/kv_events.py): JSON Lines, one batch
-    per line, or the raw msgpack payloads (pip install 'pcs[events]').
+    per line, or the raw msgpack payloads (the events extra: pip install -e '.[events]').
     Replays them per data-parallel rank and medium (GPU, CPU, ...) and
     reports what was held, the peak, evictions, re-stores and lifetimes.
 

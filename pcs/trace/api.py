@@ -70,8 +70,14 @@ def detect_format(path, name: str | None = None) -> str:
     try:
         obj = json.loads(lines[0].decode("utf-8"))
     except (UnicodeDecodeError, ValueError, RecursionError):
+        if lines[0][:1] in _MSGPACK_BATCH:
+            raise InputError(name, None, None, f"this looks like a msgpack capture of vLLM KV-cache events, not a "
+                             f"request trace: {_EVENTS_HINT.format(name)}") from None
         raise InputError(name, None, None, "cannot detect the format: the first non-blank line is not JSON; "
                          f"pass --trace-format ({', '.join(FORMATS)})") from None
+    other = _not_a_trace(obj, name)
+    if other is not None:
+        raise InputError(name, None, None, other)
     if isinstance(obj, dict):
         if "token_ids" in obj:
             return "tokens"
@@ -81,6 +87,27 @@ def detect_format(path, name: str | None = None) -> str:
             return "mooncake"
     raise InputError(name, None, None, "cannot detect the format: the first object has none of "
                      f"'hash_ids', 'chat_id', 'token_ids'; pass --trace-format ({', '.join(FORMATS)})")
+
+
+#: first bytes of a msgpack KV-event batch: a 3-element array [ts, events, rank] or a map of 2-3 keys
+_MSGPACK_BATCH = (b"\x92", b"\x93", b"\x82", b"\x83")
+_EVENTS_HINT = "pcs trace events {} summarises which blocks the engine held (docs/traces-formats.md)"
+
+
+def _not_a_trace(obj, name: str) -> str | None:
+    """What a first JSON value that is not a request trace is, and the command that reads it; else None.
+
+    A chat log (objects with ``messages``, the OpenAI chat-completions body) -> ``pcs trace from-chat``;
+    vLLM KV-cache events (``{"ts", "events", ...}`` or ``[ts, [events], rank]``, :mod:`pcs.trace.kvevents`)
+    -> ``pcs trace events``. No ``--trace-format`` value reads either.
+    """
+    if isinstance(obj, dict) and "messages" in obj and "token_ids" not in obj and "hash_ids" not in obj:
+        return ("this is a chat log (OpenAI 'messages'), not a trace: turn it into a token trace with "
+                f"pcs trace from-chat {name} OUT.jsonl --tokenizer tokenizer.json, then read OUT.jsonl")
+    if (isinstance(obj, dict) and isinstance(obj.get("events"), list)) or \
+            (isinstance(obj, list) and len(obj) >= 2 and isinstance(obj[1], list)):
+        return f"these are vLLM KV-cache events, not a request trace: {_EVENTS_HINT.format(name)}"
+    return None
 
 
 def _default_block_size(fmt: str) -> int:
