@@ -9,7 +9,7 @@ from pcs import _native
 from pcs.extras import missing_extra
 from pcs.cli.common import (PcsUsageError, Progress, RegistryChoice, command, counted, emit, format_option,
                              quiet_option, with_trace_notes)
-from pcs.cli.params import MAX_COUNT, MAX_POINTS, MAX_SEED, Float, Int, parse_capacity_list
+from pcs.cli.params import MAX_COUNT, MAX_POINTS, MAX_SEED, Aliased, Float, Int, parse_capacity_list
 from pcs.cli.trace import open_from_options, trace_input_options
 from pcs.model import KV_DTYPES, get_layout
 from pcs.report.curve import curve_figure, render_curve
@@ -47,9 +47,9 @@ def _plot_format_ok(path: str) -> None:
 @click.option("--points", type=Int(1, MAX_POINTS), default=None,
               help="Instead of --capacities: this many sizes spaced geometrically up to where LRU reaches the "
                    "ceiling. [default: 12]")
-@click.option("--model", "model_name", metavar="NAME", default=None,
-              help="Model preset (see `pcs models`) or a config.json path: adds capacity in bytes (blocks x "
-                   "reserved bytes per block).")
+@click.option("--model", "--model-config", "model_name", cls=Aliased, metavar="NAME", default=None,
+              help="Model preset (see `pcs models`) or a config.json path (also spelled --model-config): adds "
+                   "capacity in bytes (blocks x reserved bytes per block).")
 @click.option("--dtype", type=RegistryChoice(KV_DTYPES, get_layout), default=None,
               help="KV dtype for the bytes; needs --model.")
 @click.option("--no-belady", is_flag=True, help="Skip the offline optimum (pure Python, ~1 M accesses/s per capacity; "

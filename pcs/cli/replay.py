@@ -13,7 +13,7 @@ from pcs.cache.hierarchy import WRITE_POLICIES
 from pcs.cache.policies import DEFAULT_POLICY, POLICY_CHOICES, get_policy, policy_options
 from pcs.cli.common import Progress, RegistryChoice, command, emit, format_option, quiet_option
 from pcs.cli.modelarg import is_config_path
-from pcs.cli.params import MAX_BLOCK_SIZE, MAX_TP, Float, Int
+from pcs.cli.params import MAX_BLOCK_SIZE, MAX_TP, Aliased, Float, Int
 from pcs.engine import select
 from pcs.engine.engine import TIMINGS
 from pcs.model import KV_DTYPES, get_layout
@@ -58,7 +58,8 @@ def replay_options(f: Callable, policy_multiple: bool = False) -> Callable:
                                                      "at, unless the ids fit the format's default: then pcs replay "
                                                      "re-blocks them (exact at a multiple, a lower..upper interval "
                                                      "at a divisor; docs/traces-formats.md)."),
-        click.option("--model", help="Model preset (pcs models) or an HF config.json path; default llama-2-70b."),
+        click.option("--model", "--model-config", "model", cls=Aliased, help="Model preset (pcs models) or an HF "
+                     "config.json path (also spelled --model-config, as in pcs footprint); default llama-2-70b."),
         click.option("--dtype", type=RegistryChoice(KV_DTYPES, get_layout),
                      help="KV cache layout, e.g. bf16, fp8 (vLLM's: per-tensor scales outside the pages), "
                           "fp8_per_token_head, nvfp4 (default: the model's)."),
