@@ -16,7 +16,11 @@ Defaults (``pcs replay`` with no arguments) and why:
   GPU: each TP rank restores its own share of a block over its own link
   (vLLM's offloading connector runs per worker), so a restore of a block takes
   per-rank bytes / bandwidth (:mod:`pcs.model.parallel`);
-- policy ``lru`` (vLLM, SGLang); write-back; modeled timing.
+- policy ``lru`` (vLLM, SGLang); write-back; modeled timing with the step
+  scheduler (``compute_mode="step"``, :mod:`pcs.engine.scheduler`; its
+  settings and their sources: :mod:`pcs.engine.schedconfig`);
+  ``compute_mode="infinite"`` is the model before it (every prefill and
+  decode at full speed at once).
 
 Tier capacities are per TP group and in bytes become blocks with the group's
 bytes per block in the tier's layout -- per-rank bytes x the ranks holding a
@@ -36,7 +40,8 @@ from pcs.cache.policies import DEFAULT_POLICY, make_policies
 from pcs.engine import select
 from pcs.engine.engine import TIMINGS
 from pcs.engine.result import ReplaySummary
-from pcs.engine.runner import run_replay
+from pcs.engine.runner import StepSetup, run_replay
+from pcs.engine.schedconfig import COMPUTE_MODES, SchedulerConfig
 from pcs.engine.timing import TimeModel
 from pcs.trace.batches import as_batches, reiterable
 
@@ -44,7 +49,7 @@ __all__ = ["replay", "ReplayResult", "TierSpec", "parse_tier", "parse_assignment
 
 #: Defaults of :func:`replay` and ``pcs replay`` (reasons in the module docstring).
 DEFAULTS = {"model": "llama-2-70b", "gpu": "h100-sxm", "tp": 8, "policy": DEFAULT_POLICY,
-            "timing": "modeled", "write_policy": "back"}
+            "timing": "modeled", "write_policy": "back", "compute_mode": COMPUTE_MODES[0]}
 DEFAULTS_REASON = {
     "model": "model llama-2-70b (the Mooncake paper served its trace with a LLaMA2-70B-like model)",
     "hardware": "8x h100-sxm, TP=8",
@@ -278,6 +283,16 @@ def _compute_model(spec, gpu, tp: int, bs: int):
     return ComputeModel(spec, gpu, tp=tp, block_size=bs, kv_read_bytes=kv_read)
 
 
+def _scheduler_summary(out):
+    """The summary's ``scheduler`` object of a step-scheduler run, else None."""
+    if out.scheduler is None:
+        return None
+    from pcs.engine.schedstats import scheduler_summary
+
+    cfg, stats, no_cache, no_cache_stats = out.scheduler
+    return scheduler_summary(out.result.columns, stats, cfg, (no_cache.columns, no_cache_stats))
+
+
 @dataclass(frozen=True, slots=True)
 class _Options:
     """The run-wide options of :func:`replay` after defaults and checks."""
@@ -288,9 +303,10 @@ class _Options:
     tp: int
     engine: str
     native: str | None
+    compute_mode: str | None = None
 
 
-def _options(timing, policy, write_policy, tp, engine, native) -> _Options:
+def _options(timing, policy, write_policy, tp, engine, native, compute_mode=None) -> _Options:
     """Fill in :data:`DEFAULTS` and check each option (ValueError naming the option and its valid values)."""
     from pcs import _native
 
@@ -306,7 +322,37 @@ def _options(timing, policy, write_policy, tp, engine, native) -> _Options:
     select.canonical(engine)
     if native is not None and native not in _native.MODES:
         raise ValueError(f"unknown native {native!r}; valid: {', '.join(_native.MODES)}")
-    return _Options(timing, policy or DEFAULTS["policy"], write_policy, tp, engine, native)
+    if compute_mode is not None and compute_mode not in COMPUTE_MODES:
+        raise ValueError(f"unknown compute mode {compute_mode!r}; valid: {', '.join(COMPUTE_MODES)}")
+    return _Options(timing, policy or DEFAULTS["policy"], write_policy, tp, engine, native, compute_mode)
+
+
+def _compute_mode(opts: _Options, time_model, notes: list) -> _Options:
+    """The compute mode filled in: ``step`` unless a ``compute`` without ``step_cost()`` was given (a note)."""
+    if opts.compute_mode is not None:
+        return opts
+    if hasattr(time_model.compute, "step_cost"):
+        return dataclasses.replace(opts, compute_mode=DEFAULTS["compute_mode"])
+    if opts.timing == "modeled":
+        notes.append("compute infinite: the given compute model has no step_cost(), which the step scheduler needs")
+    return dataclasses.replace(opts, compute_mode="infinite")
+
+
+def _step_setup(opts: _Options, scheduler, time_model, gpu) -> StepSetup | None:
+    """The step scheduler's setup for modeled timing with ``compute_mode="step"``, else None.
+
+    Raises:
+        ValueError: a ``scheduler`` that is not a SchedulerConfig; a compute model without ``step_cost()``.
+    """
+    if scheduler is not None and not isinstance(scheduler, SchedulerConfig):
+        raise ValueError(f"scheduler must be a pcs.engine.schedconfig.SchedulerConfig, got {scheduler!r}")
+    if opts.timing != "modeled" or opts.compute_mode != "step":
+        return None
+    step_cost = getattr(time_model.compute, "step_cost", None)
+    if step_cost is None:
+        raise ValueError("compute_mode 'step' needs a compute model with step_cost() (pcs.compute.ComputeModel); "
+                         "use compute_mode='infinite' with measured prefill times")
+    return StepSetup(scheduler or SchedulerConfig(), gpu, step_cost())
 
 
 def _context(source, spec, gpu, opts: _Options, dtype, bs: int, rules, tier_specs, bb, link_specs,
@@ -327,7 +373,8 @@ def replay(trace: Any = None, *, model: Any = None, hardware: Any = None, tp: in
            rules: BlockRules = BlockRules(), compute: Any = None, hardware_table: Any = None,
            progress: Callable[[int], None] | None = None, engine: str = "auto",
            native: str | None = None, gpu_memory_utilization: float | None = None,
-           kv_reserve: Any = None) -> ReplayResult:
+           kv_reserve: Any = None, compute_mode: str | None = None,
+           scheduler: SchedulerConfig | None = None) -> ReplayResult:
     """Replay a trace through a multi-tier prefix cache.
 
     Args:
@@ -365,18 +412,26 @@ def replay(trace: Any = None, *, model: Any = None, hardware: Any = None, tp: in
             sized from the deployment (default 0.9, vLLM's).
         kv_reserve: activation/runtime reserve per GPU (bytes or a size like
             ``"8GB"``; default 5 GB, :data:`pcs.model.deploy.DEFAULT_RESERVE_BYTES_PER_GPU`).
+        compute_mode: modeled timing's compute: ``step`` (the step
+            scheduler, :mod:`pcs.engine.scheduler`) or ``infinite`` (every
+            prefill and decode at full speed at once, the model before it);
+            None = ``step``, or ``infinite`` (with a note) when ``compute``
+            has no ``step_cost()``.
+        scheduler: the step scheduler's settings (:class:`pcs.engine.schedconfig.SchedulerConfig`;
+            None = its defaults).
     Returns:
         :class:`ReplayResult`.
     Raises:
         ValueError: unknown model, GPU, policy, link, timing, write policy,
             engine or native; malformed tier; a tier name given twice; an
             empty trace; a named engine that cannot run the replay; a default
-            GPU tier when the weights do not fit the GPUs.
+            GPU tier when the weights do not fit the GPUs; an unknown compute
+            mode; ``compute_mode="step"`` with a ``compute`` lacking ``step_cost()``.
     """
     from pcs.engine.summary import build_summary, requests_table
 
     notes = _default_notes(model is None, hardware is None and tp is None, tiers is None)
-    opts = _options(timing, policy, write_policy, tp, engine, native)
+    opts = _options(timing, policy, write_policy, tp, engine, native, compute_mode)
     tier_specs = _tier_specs(tiers, tier_policies, links)
     spec, gpu = _model_and_gpu(model, dtype, hardware, hardware_table, opts.tp)
     source = reiterable(trace)
@@ -385,14 +440,17 @@ def replay(trace: Any = None, *, model: Any = None, hardware: Any = None, tp: in
         spec, gpu, bs, tier_specs, links, opts.tp, hardware_table, gpu_memory_utilization, kv_reserve)
     tier_policies = dict(tier_policies or {})
     time_model = TimeModel(compute if compute is not None else _compute_model(spec, gpu, opts.tp, bs))
+    opts = _compute_mode(opts, time_model, notes)
     make = lambda: _build_tiers(tier_specs, bpb, opts.policy, tier_policies, protected_share)  # noqa: E731
     out = run_replay(source, rules, time_model, make, opts.timing, opts.write_policy, link_specs, bpb,
-                     opts.engine, opts.native, progress)
+                     opts.engine, opts.native, progress, _step_setup(opts, scheduler, time_model, gpu))
     if out.result.ledger.num_requests == 0:
         raise ValueError("the trace has no requests")
     context = _context(source, spec, gpu, opts, dtype, bs, rules, tier_specs, bb, link_specs, protected_share)
     context.update(engine=out.engine, engine_reason=out.engine_reason, baseline_engine=out.baseline_engine,
-                   baseline_engine_reason=out.baseline_engine_reason)
+                   baseline_engine_reason=out.baseline_engine_reason,
+                   compute=opts.compute_mode if opts.timing == "modeled" else None,
+                   scheduler=_scheduler_summary(out))
     summary = build_summary(out.result, out.state, out.baseline.ledger, out.single, out.ideal, context)
     summary = dataclasses.replace(summary, notes=tuple(notes + deployment.pop("notes")), deployment=deployment)
     return ReplayResult(summary, requests_table(out.result.columns))

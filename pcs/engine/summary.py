@@ -218,4 +218,5 @@ def build_summary(res, state: CacheState, seq_ledger, single, ideal, ctx: dict) 
         tiers=tiers, bytes=_bytes(L, state, tiers, ctx), envelope=envelope, payload_lens=lens,
         engine=ctx.get("engine"), engine_reason=ctx.get("engine_reason"),
         baseline_engine=ctx.get("baseline_engine"), baseline_engine_reason=ctx.get("baseline_engine_reason"),
+        compute=ctx.get("compute"), scheduler=ctx.get("scheduler"),
     )

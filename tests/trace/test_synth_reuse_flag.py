@@ -110,3 +110,9 @@ def test_bad_reuse_value_names_line_and_field(tmp_path, value):
     tok = tmp_path / "badtok.jsonl"
     tok.write_text('{"token_ids": [1, 2, 3], "reuse": ' + value + '}\n')
     assert_one_line_error(invoke("trace", "stats", tok), "badtok.jsonl:1", "reuse")
+
+
+def test_fleet_replay_and_router_compare_note_it_too():
+    assert _synthetic(_notes("replay", "--instances", "2"))
+    assert _synthetic(_notes("compare", "--instances", "2", "--router", "round-robin", "--router", "prefix"))
+    assert "synthetic" in invoke("replay", "--instances", "2", "-q").stdout
