@@ -10,7 +10,7 @@ from typing import Any
 
 import click
 
-from pcs.cli.common import Progress, command, emit, format_option
+from pcs.cli.common import Progress, command, emit, format_option, with_trace_notes
 from pcs.cli.fleet import compare_fleet, fleet_options, wants_fleet
 from pcs.cli.modelarg import is_config_path
 from pcs.cli.params import parse_capacity_list
@@ -68,7 +68,9 @@ def compare(fmt: str, tier_sets: tuple[str, ...], curve_capacities: str | None, 
         res = compare_api(trace, policies=list(kw["policy"]) or None, tier_sets=sets, curve_capacities=caps,
                           admits=list(kw["admit"]) or None, progress=progress,
                           **dict(replay_kwargs, tiers=list(kw["tiers"]) or None))
-    emit(res.to_dict(), fmt, lambda: render_compare(res), rows_key="variants")
+    payload = res.to_dict()
+    notes = with_trace_notes(payload, trace, fmt, kw["quiet"])
+    emit(payload, fmt, lambda: "\n".join([render_compare(res)] + [f"note: {n}" for n in notes]), rows_key="variants")
 
 
 def _refuse_one_policy_twice(policies: tuple[str, ...]) -> None:

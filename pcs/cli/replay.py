@@ -14,13 +14,13 @@ from pcs.cache.policies import DEFAULT_POLICY, POLICY_CHOICES, get_policy, polic
 from pcs.cli.common import Progress, RegistryChoice, command, emit, format_option, quiet_option
 from pcs.cli.fleet import fleet_options, replay_fleet, wants_fleet
 from pcs.cli.modelarg import is_config_path
-from pcs.cli.params import MAX_BLOCK_SIZE, MAX_COUNT, MAX_TOKENS, MAX_TP, Float, Int
+from pcs.cli.params import MAX_BLOCK_SIZE, MAX_COUNT, MAX_TOKENS, MAX_TP, Aliased, Float, Int
 from pcs.engine import select
 from pcs.engine.engine import TIMINGS
 from pcs.engine.restores import RESTORE_POLICIES
 from pcs.engine.schedconfig import COMPUTE_MODES, DEFAULT_MAX_PREEMPTIONS
 from pcs.model import KV_DTYPES, get_layout
-from pcs.trace.api import FORMATS, ON_ERROR
+from pcs.trace.api import FORMATS, ON_ERROR, trace_notes
 
 __all__ = ["replay", "replay_options", "replay_call_kwargs", "run_replay_kwargs", "write_requests",
            "open_trace_kwargs", "input_paths"]
@@ -79,7 +79,8 @@ def replay_options(f: Callable, policy_multiple: bool = False) -> Callable:
                                                      "at, unless the ids fit the format's default: then pcs replay "
                                                      "re-blocks them (exact at a multiple, a lower..upper interval "
                                                      "at a divisor; docs/traces-formats.md)."),
-        click.option("--model", help="Model preset (pcs models) or an HF config.json path; default llama-2-70b."),
+        click.option("--model", "--model-config", "model", cls=Aliased, help="Model preset (pcs models) or an HF "
+                     "config.json path (also spelled --model-config, as in pcs footprint); default llama-2-70b."),
         click.option("--dtype", type=RegistryChoice(KV_DTYPES, get_layout),
                      help="KV cache layout, e.g. bf16, fp8 (vLLM's: per-tensor scales outside the pages), "
                           "fp8_per_token_head, nvfp4 (default: the model's)."),
@@ -317,21 +318,6 @@ def write_requests(table: Any, path: str) -> None:
             pcsv.write_csv(table, tmp)
 
 
-def skipped_note(trace: Any) -> str | None:
-    """``--on-error skip``: how many bad lines the last read of the trace skipped, else None."""
-    n = getattr(trace, "skipped", 0)
-    return f"{n:,} bad trace lines were skipped (--on-error skip)" if n else None
-
-
-def synthetic_reuse_note(trace: Any) -> str | None:
-    """The note a replay of a trace with synthesised prefix reuse (Azure, BurstGPT) carries, else None."""
-    reuse = str(getattr(trace, "reuse", "") or "")
-    if not reuse.startswith("synthesised"):
-        return None
-    return (f"this trace records lengths only: its prefix reuse is synthetic ({reuse}); the hit ratios measure "
-            "that assumption, not recorded reuse (docs/traces-formats.md)")
-
-
 @command("replay", twins=True)
 @replay_options
 @fleet_options(multiple=False)
@@ -375,7 +361,7 @@ def replay(fmt: str, requests_out: str | None, **kw: Any) -> None:
         s = dataclasses.replace(s, notes=s.notes + (f"the trace's {streams['exact'].source.block_size}-token ids "
                                                      f"were re-blocked to {streams['exact'].block_size} tokens "
                                                      "(exact)",))
-    extra = tuple(n for n in (synthetic_reuse_note(trace), skipped_note(trace)) if n)
+    extra = trace_notes(trace)
     if extra:
         s = dataclasses.replace(s, notes=s.notes + extra)
     if not kw["quiet"] and fmt != "table":

@@ -71,7 +71,7 @@ def _tier_table(s: dict[str, Any]) -> str:
                      format_bytes(t["written_bytes"]), format_count(t["evicted_blocks"]),
                      format_bytes(t["resident_bytes_end"]), format_bytes(t["resident_bytes_peak"])])
     notes = ["bytes/block: GPU holds the Reserved layout, lower tiers the Serialized layout; "
-             "a smaller KV dtype shrinks the payload, not scales, padding, setup or compute"]
+             "a smaller KV dtype shrinks the payload, not in-page scales, padding, setup or compute"]
     multi = [t for t in s["tiers"] if len(t["bytes_per_block_by_component"]) > 1]
     for t in multi:
         parts = ", ".join(f"{k} {format_bytes(v)}" for k, v in t["bytes_per_block_by_component"].items())
@@ -193,8 +193,10 @@ def _lens_table(s: dict[str, Any]) -> str:
     rows = [[label, fmt(lens[key][0]), fmt(lens[key][1]), _ratio(lens[key])] for label, key, fmt in spec]
     return render_table(["same hits, other KV dtype", f"{d} (this run)", a, f"{a}/{d}"], rows,
                         title=f"Payload is not everything: KV {d} vs {a}",
-                        notes=["scales and per-restore setup do not shrink with the payload, and prefill "
-                               "compute not at all; more blocks per tier may change the hits: replay with "
+                        notes=["stored bytes shrink with the payload only where the scales sit outside the pages "
+                               "(vLLM fp8: x0.500; fp8_per_token_head, nvfp4: less, pcs footprint shows both), "
+                               "a per-restore setup does not shrink, and the prefill of missed tokens not at all, "
+                               "so TTFT barely moves; more blocks per tier may change the hits: replay with "
                                f"--dtype {a} to see"])
 
 

@@ -5,7 +5,12 @@ One JSON object per line. Mooncake: ``timestamp`` (ms), ``input_length``,
 ``FAST25-release/traces``, release README). Qwen-Bailian: the same with
 ``timestamp`` in seconds, 16-token blocks, plus ``chat_id``,
 ``parent_chat_id`` (-1: none), ``turn`` and an optional ``type`` string
-(alibaba-edu/qwen-bailian-usagetraces-anon).
+(alibaba-edu/qwen-bailian-usagetraces-anon). Both dialects (and the token
+JSONL of :mod:`pcs.trace.tokens`) take an optional ``reuse`` string,
+``"recorded"`` (the default) or ``"synthetic"``: ``pcs trace synth`` writes
+``"synthetic"`` on every row, and a trace with such rows carries
+:data:`SYNTH_REUSE` as its ``Trace.reuse`` (the synthetic-reuse note,
+docs/traces-formats.md). Any other value is an error naming the line.
 
 Parsing path (chosen by measurement, benchmarks/bench_jsonl_parsers.py): each
 chunk of whole lines goes to a shortcut parser of :mod:`pcs.trace.jsonfast`
@@ -28,13 +33,18 @@ from typing import Any, Iterator
 import numpy as np
 
 from pcs.errors import InputError
+from pcs.trace.jsonfast import REUSE_VALUES  # the values of the optional per-row ``reuse`` field
 from pcs.trace.request import RequestBatch
 from pcs.trace.source import iter_chunks, iter_lines
 
-__all__ = ["FormatSpec", "MOONCAKE", "BAILIAN", "ReadState", "read_hashid_jsonl", "strict_loads"]
+__all__ = ["FormatSpec", "MOONCAKE", "BAILIAN", "ReadState", "REUSE_VALUES", "SYNTH_REUSE", "read_hashid_jsonl",
+           "row_is_synthetic", "strict_loads"]
 
 _U64_MAX = (1 << 64) - 1
 _I64_MIN, _I64_MAX = -(1 << 63), (1 << 63) - 1
+#: ``Trace.reuse`` of a trace whose rows say ``"reuse": "synthetic"`` (and the
+#: ``pcs.reuse`` Parquet metadata ``pcs trace synth`` writes).
+SYNTH_REUSE = 'synthesised: rows marked "reuse": "synthetic" (pcs trace synth, or a converted lengths-only trace)'
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,6 +79,7 @@ class ReadState:
     skipped: int = 0
     last_ts: float = -math.inf
     check_order: bool = True
+    synthetic_rows: int = 0
 
 
 def _no_dup_keys(pairs: list[tuple[str, Any]]) -> dict:
@@ -128,6 +139,21 @@ def get_time(obj: dict, key: str, name: str, ln: int) -> float:
     if not math.isfinite(f):
         raise InputError(name, ln, key, f"must be finite, got {v}")
     return f
+
+
+def row_is_synthetic(obj: dict, name: str, ln: int) -> bool:
+    """The optional ``reuse`` field of one JSONL row: True for ``"synthetic"``.
+
+    Raises:
+        InputError: ``reuse`` present but not one of :data:`REUSE_VALUES`.
+    """
+    v = obj.get("reuse")
+    if v is None:
+        return False
+    if v not in REUSE_VALUES:
+        raise InputError(name, ln, "reuse", f"must be one of {', '.join(map(json.dumps, REUSE_VALUES))}, "
+                         f"got {json.dumps(v)[:40]}")
+    return v == "synthetic"
 
 
 def check_ids(ids: Any, prompt: int, bs: int, name: str, ln: int, key: str = "hash_ids") -> list[int]:
@@ -192,12 +218,14 @@ def _slow_line(cols: _Columns, obj: dict, bs: int, name: str, ln: int, state: Re
         raise InputError(name, ln, "hash_ids", "missing")
     ids = check_ids(obj["hash_ids"], il, bs, name, ln)
     extras = [get_int(obj, k, name, ln, lo=_I64_MIN) for k, _ in spec.int_extras]
+    synthetic = row_is_synthetic(obj, name, ln)
     typ = obj.get("type")
     if spec.has_type and typ is not None and not isinstance(typ, str):
         raise InputError(name, ln, "type", f"must be a string, got {json.dumps(typ)[:40]}")
     if state.check_order and ts < state.last_ts:
         raise InputError(name, ln, "timestamp", f"decreases ({ts:g} after {state.last_ts:g}); use --sort to reorder")
     state.last_ts = max(state.last_ts, ts)
+    state.synthetic_rows += synthetic
     cols.ts.append(ts)
     cols.il.append(il)
     cols.ol.append(ol)

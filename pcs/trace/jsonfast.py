@@ -32,6 +32,9 @@ import numpy as np
 
 from pcs.trace.request import RequestBatch
 
+#: The values of the optional per-row ``reuse`` field of the JSONL formats (the one definition; hashids imports it).
+REUSE_VALUES = ("recorded", "synthetic")
+
 __all__ = ["PARSERS", "available", "clean_lines", "parse_chunk", "rows_distinct"]
 
 #: Names of the shortcut parsers, in the order ``auto`` tries them.
@@ -99,8 +102,11 @@ def rows_distinct(hashes: np.ndarray, offsets: np.ndarray) -> bool:
 
 
 def _checked(spec, bs: int, state, ts: np.ndarray, il: np.ndarray, ol: np.ndarray, offsets: np.ndarray,
-             hashes: np.ndarray, extras: list, typ) -> RequestBatch | None:
-    """The authority's value checks, vectorised; the batch, or None when a row needs the authority."""
+             hashes: np.ndarray, extras: list, typ, synthetic: int = 0) -> RequestBatch | None:
+    """The authority's value checks, vectorised; the batch, or None when a row needs the authority.
+
+    ``synthetic``: rows of the chunk whose ``reuse`` is ``"synthetic"`` (added to
+    ``state.synthetic_rows`` on success, as the authority counts them)."""
     lens = np.diff(offsets)
     if (not np.isfinite(ts).all() or (il < 0).any() or (ol < 0).any() or (lens != -(-il // bs)).any()):
         return None
@@ -110,6 +116,7 @@ def _checked(spec, bs: int, state, ts: np.ndarray, il: np.ndarray, ol: np.ndarra
         return None
     if ts.size:
         state.last_ts = max(state.last_ts, float(ts.max()))
+    state.synthetic_rows += synthetic
     return RequestBatch(0, bs, ts / spec.ts_per_s, il, ol, offsets, hashes, *(extras + [None] * (3 - len(extras))), typ)
 
 
@@ -136,10 +143,14 @@ def _simd_rows(lines: list[bytes], spec) -> tuple | None:
     add_ts, add_il, add_ol, add_buf, add_len = ts.append, il.append, ol.append, bufs.append, lens.append
     extras: list[list] = [[] for _ in extra_keys]
     types: list = []
+    reuse: list = []
     for line in lines:
         o = parse(line)
-        if type(o) is not obj_type or len(o) != nkeys + (typed and "type" in o):
+        has_reuse = "reuse" in o
+        if type(o) is not obj_type or len(o) != nkeys + (typed and "type" in o) + has_reuse:
             return None  # not an object; unknown, repeated or missing keys: the authority names them
+        if has_reuse:
+            reuse.append(o["reuse"])
         add_ts(o["timestamp"])
         add_il(o["input_length"])
         add_ol(o["output_length"])
@@ -152,7 +163,7 @@ def _simd_rows(lines: list[bytes], spec) -> tuple | None:
         if typed:
             types.append(o["type"] if "type" in o else None)
         del ids, o  # pysimdjson refuses to parse again while a view of the last document lives
-    return ts, il, ol, bufs, lens, extras, types
+    return ts, il, ol, bufs, lens, extras, types, reuse
 
 
 def _only(values: list, kinds: tuple) -> bool:
@@ -175,10 +186,12 @@ def simdjson_chunk(spec, chunk: bytes, bs: int, state) -> RequestBatch | None:
         return None
     if rows is None:
         return None
-    ts, il, ol, bufs, lens, extras, types = rows
+    ts, il, ol, bufs, lens, extras, types, reuse = rows
     if not (_only(ts, (int, float)) and _only(il, (int,)) and _only(ol, (int,))
             and all(_only(e, (int,)) for e in extras) and _only(types, (str, type(None)))):
         return None  # bools, strings, nulls where numbers belong
+    if not all(type(v) is str and v in REUSE_VALUES for v in reuse):
+        return None  # the authority names the line
     try:
         cols = [np.array(ts, dtype=np.float64), np.array(il, dtype=np.int64), np.array(ol, dtype=np.int64)]
         ex = [np.array(e, dtype=np.int64) for e in extras]
@@ -187,7 +200,8 @@ def simdjson_chunk(spec, chunk: bytes, bs: int, state) -> RequestBatch | None:
     offsets = np.zeros(len(lens) + 1, dtype=np.int64)
     np.cumsum(lens, out=offsets[1:])
     hashes = np.frombuffer(b"".join(bufs), dtype=np.uint64)
-    return _checked(spec, bs, state, *cols, offsets, hashes, ex, tuple(types) if spec.has_type else None)
+    return _checked(spec, bs, state, *cols, offsets, hashes, ex, tuple(types) if spec.has_type else None,
+                    reuse.count("synthetic"))
 
 
 # -- pyarrow ----------------------------------------------------------------------------------------
@@ -199,7 +213,21 @@ def _schema(spec):
     fields += [(k, pa.int64()) for k, _ in spec.int_extras]
     if spec.has_type:
         fields.append(("type", pa.string()))
+    fields.append(("reuse", pa.string()))
     return pa.schema(fields)
+
+
+def _synthetic_count(col) -> int | None:
+    """Rows of a ``reuse`` column saying ``"synthetic"``; None when a value is not in ``REUSE_VALUES``."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if col.null_count == len(col):
+        return 0
+    valid = col.drop_null()
+    if not pc.all(pc.is_in(valid, value_set=pa.array(REUSE_VALUES, type=pa.string()))).as_py():
+        return None
+    return int(pc.sum(pc.equal(valid, "synthetic")).as_py() or 0)
 
 
 def pyarrow_chunk(spec, chunk: bytes, bs: int, state) -> RequestBatch | None:
@@ -228,11 +256,14 @@ def pyarrow_chunk(spec, chunk: bytes, bs: int, state) -> RequestBatch | None:
         return None
     offsets = ids_col.offsets.to_numpy().astype(np.int64)
     offsets -= offsets[0]
+    synthetic = _synthetic_count(table.column("reuse"))
+    if synthetic is None:
+        return None
     extras = [table.column(k).to_numpy() for k, _ in spec.int_extras]
     typ = tuple(table.column("type").to_pylist()) if spec.has_type else None
     return _checked(spec, bs, state, table.column("timestamp").to_numpy(), table.column("input_length").to_numpy(),
                     table.column("output_length").to_numpy(), offsets, values.to_numpy(zero_copy_only=False),
-                    extras, typ)
+                    extras, typ, synthetic)
 
 
 def parse_chunk(parser: str, spec, chunk: bytes, bs: int, state) -> RequestBatch | None:
