@@ -11,7 +11,7 @@ __all__ = ["EXTRAS", "install_hint", "missing_extra"]
 
 #: extra -> the packages it brings (pyproject.toml [project.optional-dependencies])
 EXTRAS = {"plot": "matplotlib", "chat": "tokenizers, jinja2", "events": "msgpack", "ray": "ray",
-          "bench": "libcachesim", "test": "pytest, hypothesis"}
+          "bench": "libcachesim", "fast": "pysimdjson", "test": "pytest, hypothesis"}
 
 
 def install_hint(extra: str) -> str:

@@ -255,6 +255,7 @@ def _shortcut(fast: bool | str) -> str | None:
     Raises:
         ValueError: an unknown parser name, or ``"simdjson"`` without pysimdjson installed.
     """
+    from pcs.extras import install_hint
     from pcs.trace.jsonfast import PARSERS, available
 
     if fast is False:
@@ -264,7 +265,7 @@ def _shortcut(fast: bool | str) -> str | None:
     if fast not in PARSERS:
         raise ValueError(f"unknown JSONL parser {fast!r}; valid: auto, {', '.join(PARSERS)}")
     if not available(fast):
-        raise ValueError(f"JSONL parser {fast!r} is not installed (pip install 'pcs[fast]')")
+        raise ValueError(f"JSONL parser {fast!r} is not installed ({install_hint('fast')})")
     return fast
 
 

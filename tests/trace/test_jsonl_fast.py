@@ -176,5 +176,5 @@ def test_without_pysimdjson_auto_falls_back_to_pyarrow(monkeypatch):
     assert _shortcut(True) == "simdjson" and _shortcut(False) is None
     monkeypatch.setattr(jf, "available", lambda p: p == "pyarrow")  # as if pcs[fast] were not installed
     assert _shortcut(True) == _shortcut("auto") == "pyarrow"
-    with pytest.raises(ValueError, match=r"pip install 'pcs\[fast\]'"):
+    with pytest.raises(ValueError, match=r"pip install -e '\.\[fast\]' in the pcs clone"):
         _shortcut("simdjson")
