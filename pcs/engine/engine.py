@@ -114,6 +114,8 @@ class ReplayEngine:
         self._queue: deque = deque()
         self._events: list = []
         self._seq = 0
+        #: a hybrid hierarchy's clock (pcs.cache.grouphier.GroupHierarchy.tick); None for the others
+        self._tick = getattr(hierarchy, "tick", None)
 
     # -- feeding ------------------------------------------------------------------------------
     def feed(self, chunk: Chunk) -> None:
@@ -136,9 +138,10 @@ class ReplayEngine:
     def _feed_sequential(self, ch: Chunk) -> None:
         start, done, finish = self.h.start, self.h.prefill_done, self.h.finish
         off, hashes, n, cap = ch.offsets, ch.block_hashes, ch.cacheable, ch.max_hit_blocks
-        check = self.check
+        check, tick = self.check, self._tick
         for i in range(len(ch.arrival_s)):
             o = off[i]
+            tick and tick(ch.arrival_s[i])
             adm = start(hashes[o:o + n[i]], n[i], cap[i], 0, False)   # only the cacheable head is read
             check and self.h._check()
             self._account(ch, i, adm, 0.0, 0.0)
@@ -162,6 +165,7 @@ class ReplayEngine:
         h = self.h
         while ev and ev[0][0] <= t:
             when, _, kind, adm = heapq.heappop(ev)
+            self._tick and self._tick(when)
             if kind == 0:
                 h.prefill_done(adm)
             else:
@@ -172,6 +176,7 @@ class ReplayEngine:
     def _try_admit(self, now: float) -> None:
         q = self._queue
         start = self.h.start
+        self._tick and q and self._tick(now)
         while q:
             ch, i, a = q[0]
             n = ch.cacheable[i]
@@ -268,6 +273,7 @@ class ReplayEngine:
         worst = 0.0
         total_bytes = 0
         above = adm.hit_blocks_per_tier[0]
+        by_tier = getattr(adm, "restored_bytes_per_tier", None)   # a hybrid hierarchy's pages differ per pool
         for j in range(1, len(adm.restored_blocks_per_tier)):
             blocks = adm.restored_blocks_per_tier[j]
             th = adm.hit_blocks_per_tier[j]
@@ -275,7 +281,8 @@ class ReplayEngine:
                 above += th
                 continue
             bpb = self.block_bytes[j]
-            nbytes = blocks * bpb
+            nbytes = blocks * bpb if by_tier is None else by_tier[j]
+            bpb = bpb if by_tier is None else nbytes // blocks
             link = self.links[j]
             xfer = link.transfer_s(nbytes, bpb or None) if link is not None else 0.0
             begin = max(now, self._link_free[j]) if modeled else now
