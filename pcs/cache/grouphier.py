@@ -28,14 +28,17 @@ step for step (``tests/cache/test_hybrid_properties.py`` checks it).
 """
 from __future__ import annotations
 
+from itertools import filterfalse
 from typing import Sequence
 
 from pcs.cache.groups import CacheGroup, fixed_point
 from pcs.cache.hierarchy import WRITE_POLICIES, _first_repeat
-from pcs.cache.residency import Residency
-from pcs.cache.tier import Tier
+from pcs.cache.residency import Residency, group_counts
+from pcs.cache.tier import Tier, TierStats
 
 __all__ = ["GroupHierarchy", "GroupAdmission", "page_key"]
+
+_MASK = (1 << 64) - 1   # a page key's block hash
 
 
 def page_key(block_hash: int, group: int, page: int) -> int:
@@ -55,7 +58,8 @@ class GroupAdmission:
         restored_blocks_per_tier: per level, pages restored (index 0: 0).
         restored_bytes_per_tier: per level, bytes restored (pages x the pool's bytes per page there).
         truncated: the request could not get all its slots (§5).
-        lost_blocks: hit blocks group 0 alone would give that the other groups' rules refused.
+        lost_blocks: hit blocks a full-attention group 0 alone would give that the other groups' rules
+            refused (0 without a full-attention group).
         hold, release, computed, transient: per group, page keys pinned until finish, pinned until
             prefill_done, computed and kept, computed and stored unpinned at prefill_done.
         reserved: per pool, reserved slots held.
@@ -73,40 +77,41 @@ class _Demand:
 
     def __init__(self, k: int, groups: int, pools: int) -> None:
         self.k = k
-        self.where = [0] * k
+        self.where: list[int] = []
         self.pin_now: list[list[int]] = [[] for _ in range(pools)]
         self.hold: list[list[int]] = [[] for _ in range(groups)]
         self.release: list[list[int]] = [[] for _ in range(groups)]
-        self.restores: list[tuple[int, int, int, int, int]] = []   # (block, level, pool, group, key)
-        self.computed: list[tuple[int, int, int]] = []             # (block, group, key), block order
+        self.restores: list[tuple[int, int, int, int]] = []   # (level, pool, group, key), block order
+        self.computed: list[list[int]] = [[] for _ in range(groups)]
         self.transient: list[list[int]] = [[] for _ in range(groups)]
         self.extra = [0] * pools
 
-    def need(self, pools: int, groups: Sequence[CacheGroup]) -> list[int]:
+    def need(self, groups: Sequence[CacheGroup]) -> list[int]:
         out = list(self.extra)
         for r in self.restores:
-            out[r[2]] += 1
-        for _, g, _ in self.computed:
-            out[groups[g].pool] += 1
+            out[r[1]] += 1
+        for g, keys in enumerate(self.computed):
+            out[groups[g].pool] += len(keys)
         return out
 
 
 class _Look:
     """Where each page of a request's blocks is, per group (memoised for one ``start``)."""
 
-    __slots__ = ("head", "res", "groups", "memo")
+    __slots__ = ("head", "res", "groups", "tags", "memo", "t0")
 
     def __init__(self, h: "GroupHierarchy", head: Sequence[int]) -> None:
-        self.head, self.groups = head, h.groups
-        self.res = [[lvl[g.pool].resident for lvl in h.levels] for g in h.groups]
+        self.head, self.groups, self.res, self.tags = head, h.groups, h._res_by_group, h._tags
         self.memo: list[dict[int, int]] = [{} for _ in h.groups]
+        self.t0: list[int] = []
 
     def pages(self, g: int, i: int) -> list[tuple[int, int]]:
         """(key, level) of each page of block i of group g; level -1 when resident nowhere."""
         out = []
         res = self.res[g]
-        for p in range(self.groups[g].pages):
-            key = page_key(self.head[i], g, p)
+        h = self.head[i]
+        for tag in self.tags[g]:
+            key = h | tag
             for j, r in enumerate(res):
                 if key in r:
                     break
@@ -117,6 +122,8 @@ class _Look:
 
     def tier(self, g: int, i: int) -> int:
         """Slowest level holding a page of block i of group g, -1 when a page is missing."""
+        if g == 0 and i < len(self.t0):
+            return self.t0[i]
         memo = self.memo[g]
         t = memo.get(i)
         if t is None:
@@ -129,11 +136,24 @@ class _Look:
         return self.tier(g, i) >= 0
 
     def lead(self) -> int:
-        """Leading blocks of group 0 resident in some tier (the prefix rule's walk, §3)."""
-        i, n = 0, len(self.head)
-        while i < n and self.tier(0, i) >= 0:
-            i += 1
-        return i
+        """Leading blocks of group 0 resident in some tier (the prefix rule's walk, §3); their levels in t0."""
+        t0 = self.t0
+        if len(self.tags[0]) == 1:
+            res = self.res[0]
+            for h in self.head:
+                for j, r in enumerate(res):
+                    if h in r:
+                        break
+                else:
+                    break
+                t0.append(j)
+        else:
+            for i in range(len(self.head)):
+                t = self.tier(0, i)
+                if t < 0:
+                    break
+                t0.append(t)
+        return len(t0)
 
 
 class _LevelView:
@@ -148,7 +168,7 @@ class _LevelView:
     reserved_blocks = property(lambda self: sum(t.reserved_blocks for t in self.pools))
     resident = property(lambda self: _Sized(sum(len(t.resident) for t in self.pools)))
     policy = property(lambda self: _Sized(sum(len(t.policy) for t in self.pools), self.pools[0].policy.name))
-    stats = property(lambda self: self.pools[0].stats)
+    stats = property(lambda self: _merged_stats(self.pools))
 
     def __len__(self) -> int:
         return len(self.resident)
@@ -156,6 +176,14 @@ class _LevelView:
     def _check(self) -> None:
         for t in self.pools:
             t._check()
+
+
+def _merged_stats(pools: list[Tier]) -> TierStats:
+    """The pools' counters added (peaks: the largest pool's; a level's peak is in :class:`Residency`)."""
+    out = TierStats()
+    for t in pools:
+        out.merge(t.stats)
+    return out
 
 
 class _Sized:
@@ -207,6 +235,8 @@ class GroupHierarchy:
         self.residency = Residency(names, [[pb[j][g.pool] for g in self.groups] for j in range(len(self.levels))],
                                    step_s)
         self._full0 = self.groups[0].rule == "full"
+        self._res_by_group = [[lvl[g.pool].resident for lvl in self.levels] for g in self.groups]
+        self._tags = [[((gi << 6) | p) << 64 for p in range(g.pages)] for gi, g in enumerate(self.groups)]
 
     def tick(self, t: float) -> None:
         """Simulated time reaches ``t`` (before the steps at ``t``): residency samples (:class:`Residency`)."""
@@ -226,72 +256,118 @@ class GroupHierarchy:
         lead = look.lead()
         full_lead = lead if self._full0 else None
         k = fixed_point(self.groups, cap, look.present, full_lead)
-        lost = min(cap, lead) - k
+        lost = min(cap, lead) - k if self._full0 else 0   # what full attention alone would have hit
+        lead = max(lead, k)    # a window / chunk / state group 0 may hit past its contiguous blocks
         truncated = False
         while True:
             d = self._demand(look, k, lead, len(head), extra_blocks)
-            budgets = self._budgets(d, wait_if_full and not truncated)
+            need = d.need(self.groups)
+            budgets = self._budgets(d, need, wait_if_full and not truncated)
             if budgets is None:
                 return None
-            if budgets == d.need(self.pools, self.groups):
+            if budgets == need:
                 break
             truncated = True
-            cut = self._restore_cut(d, budgets)
+            cut = self._restore_cut(d, budgets, head)
             if cut is None:
-                self._cut_computed(d, budgets)
+                self._cut_computed(d, budgets, head)
                 break
             k = fixed_point(self.groups, cut, look.present, full_lead)
         adm = self._apply(d, budgets, lead, truncated)
         adm.lost_blocks = lost
-        self.residency.admitted()
+        held = sum((len(t.resident) - len(t.policy) + t.reserved_blocks) * b
+                   for t, b in zip(self.levels[0], self.page_bytes[0]))
+        self.residency.admitted(lost, held)
         self.residency.note()
         return adm
 
     def _demand(self, look: _Look, k: int, lead: int, n: int, extra: int) -> _Demand:
         """Pages a hit of k blocks needs: reads (pin or restore), kept and transient computed pages, extra."""
         d = _Demand(k, len(self.groups), self.pools)
+        head = look.head
         for g, grp in enumerate(self.groups):
             keep = grp.keep_from(n)
-            for i in range(grp.need_from(k), k):
-                self._read(d, look, g, i, keep)
-            first = k
             if g == 0 and self._full0:
-                first = lead
-                for i in range(k, lead):   # group 0 beyond the hit: GPU pages pinned, others recomputed
-                    for key, t in look.pages(0, i):
-                        if t == 0:
-                            d.pin_now[grp.pool].append(key)
-                            d.hold[0].append(key)
-                        else:
-                            d.computed.append((i, 0, key))
-            for i in grp.writes(first, n):
-                keys = [page_key(look.head[i], g, p) for p in range(grp.pages)]
-                if i >= keep:
-                    d.computed.extend((i, g, key) for key in keys)
+                self._demand_full(d, look, k, lead, n)
+            else:
+                for i in range(grp.need_from(k), k):
+                    self._read(d, look, g, i, keep)
+                tags, a = self.tags_of(g), k
+                blocks = grp.writes(a, n)
+                if grp.rule != "state":   # every block: slices
+                    d.transient[g] = [h | t for h in head[a:max(a, keep)] for t in tags]
+                    d.computed[g] = [h | t for h in head[max(a, keep):n] for t in tags]
                 else:
-                    d.transient[g].extend(keys)
+                    d.transient[g] = [head[i] | t for i in blocks if i < keep for t in tags]
+                    d.computed[g] = [head[i] | t for i in blocks if i >= keep for t in tags]
             held = grp.hold_blocks
             d.extra[grp.pool] += (extra if held is None else min(extra, max(0, held - (n - min(keep, n))))) \
                 * grp.pages
-        d.restores.sort(key=lambda r: r[0])
-        d.computed.sort(key=lambda c: c[0])
+        if len(self.groups) > 1 and d.restores:
+            pos = {h: i for i, h in enumerate(head)}
+            d.restores.sort(key=lambda r: pos[r[3] & _MASK])
         return d
+
+    def _demand_full(self, d: _Demand, look: _Look, k: int, lead: int, n: int) -> None:
+        """Group 0 of the full rule: every hit block read, the resident blocks beyond the hit pinned (GPU) or
+        recomputed (lower tiers), the rest computed (as :meth:`pcs.cache.Hierarchy.start`)."""
+        head, t0, tags = look.head, look.t0, self.tags_of(0)
+        pool = self.groups[0].pool
+        if len(tags) == 1 and not any(t0[:lead]):   # every resident block on the GPU
+            d.where = [0] * k
+            d.pin_now[pool] += head[:lead]
+            d.hold[0] = list(head[:lead])
+            d.computed[0] = list(head[lead:n])
+            return
+        d.where = [0] * k
+        beyond: list[int] = []
+        if len(tags) == 1:   # one page per block: its key is the hash, its level t0
+            where, pin, hold = d.where, d.pin_now[pool], d.hold[0]
+            for i in range(lead):
+                t, h = t0[i], head[i]
+                if i < k:
+                    where[i] = t
+                elif t:
+                    beyond.append(h)
+                    continue
+                hold.append(h)
+                if t == 0:
+                    pin.append(h)
+                else:
+                    d.restores.append((t, pool, 0, h))
+        else:
+            for i in range(k):
+                self._read(d, look, 0, i, 0)
+            for i in range(k, lead):
+                for key, t in look.pages(0, i):
+                    if t == 0:
+                        d.pin_now[pool].append(key)
+                        d.hold[0].append(key)
+                    else:
+                        beyond.append(key)
+        d.computed[0] = beyond + [h | t for h in head[lead:n] for t in tags]
+
+    def tags_of(self, g: int) -> list[int]:
+        """The key tags of group g's pages (``page_key(h, g, p) == h | tags[p]``)."""
+        return self._tags[g]
 
     def _read(self, d: _Demand, look: _Look, g: int, i: int, keep: int) -> None:
         """Block i of group g is read by the hit: pin its GPU pages, restore the others."""
         pool = self.groups[g].pool
+        where = d.where
+        if len(where) <= i:
+            where += [0] * (i + 1 - len(where))
         for key, t in look.pages(g, i):
-            if t > d.where[i]:
-                d.where[i] = t
+            if t > where[i]:
+                where[i] = t
             (d.hold if i >= keep else d.release)[g].append(key)
             if t == 0:
                 d.pin_now[pool].append(key)
             else:
-                d.restores.append((i, t, pool, g, key))
+                d.restores.append((t, pool, g, key))
 
-    def _budgets(self, d: _Demand, wait_if_full: bool) -> list[int] | None:
+    def _budgets(self, d: _Demand, need: list[int], wait_if_full: bool) -> list[int] | None:
         """GPU slots per pool: the need, or fewer when the pool cannot give them (§5); None to wait."""
-        need = d.need(self.pools, self.groups)
         out = []
         for p, pool in enumerate(self.levels[0]):
             avail = pool.available_blocks - pool.count_evictable(d.pin_now[p])
@@ -303,26 +379,32 @@ class GroupHierarchy:
                 out.append(avail)
         return out
 
-    def _restore_cut(self, d: _Demand, budgets: list[int]) -> int | None:
+    def _restore_cut(self, d: _Demand, budgets: list[int], head: Sequence[int]) -> int | None:
         """The first hit block whose restore does not fit its pool's budget (restores first, chain order)."""
         used = [0] * self.pools
-        for i, _, p, _, _ in d.restores:
+        pos = None
+        for _, p, _, key in d.restores:
             if used[p] == budgets[p]:
-                return i
+                pos = pos or {h: i for i, h in enumerate(head)}
+                return pos[key & _MASK]
             used[p] += 1
         return None
 
-    def _cut_computed(self, d: _Demand, budgets: list[int]) -> None:
+    def _cut_computed(self, d: _Demand, budgets: list[int], head: Sequence[int]) -> None:
         """Keep the computed pages, in chain order, while they fit; no extra pages (§5)."""
         left = list(budgets)
         for r in d.restores:
-            left[r[2]] -= 1
-        for c, (_, g, _) in enumerate(d.computed):
+            left[r[1]] -= 1
+        pos = {h: i for i, h in enumerate(head)}
+        items = sorted((pos[key & _MASK], g, key) for g, keys in enumerate(d.computed) for key in keys)
+        kept: list[list[int]] = [[] for _ in self.groups]
+        for _, g, key in items:
             p = self.groups[g].pool
             if left[p] == 0:
-                del d.computed[c:]
                 break
             left[p] -= 1
+            kept[g].append(key)
+        d.computed = kept
         d.extra = [0] * self.pools
 
     def _apply(self, d: _Demand, budgets: list[int], lead: int, truncated: bool) -> GroupAdmission:
@@ -336,13 +418,11 @@ class GroupHierarchy:
             self._evicted(v, 0, p)
         a = GroupAdmission()
         a.prefix_hit_blocks, a.hit_blocks, a.truncated = lead, d.k, truncated
-        a.hit_blocks_per_tier = [d.where.count(j) for j in range(len(self.levels))]
-        a.last_hit_tier = d.where[-1] if d.k else -1
+        where = d.where[:d.k] + [0] * (d.k - len(d.where))   # blocks no group reads: level 0
+        a.hit_blocks_per_tier = [where.count(j) for j in range(len(self.levels))]
+        a.last_hit_tier = where[-1] if d.k else -1
         a.restored_blocks_per_tier, a.restored_bytes_per_tier = restored, restored_bytes
-        a.hold, a.release, a.transient = d.hold, d.release, d.transient
-        a.computed = [[] for _ in self.groups]
-        for _, g, key in d.computed:
-            a.computed[g].append(key)
+        a.hold, a.release, a.transient, a.computed = d.hold, d.release, d.transient, d.computed
         a.reserved = [b - f for b, f in zip(budgets, filled)]
         return a
 
@@ -354,9 +434,9 @@ class GroupHierarchy:
         """
         nl = len(self.levels)
         lists: dict[tuple[int, int], list[int]] = {}
-        for _, t, p, g, key in d.restores:
+        for t, p, g, key in d.restores:
             lists.setdefault((t, p), []).append(key)
-            self.residency.restored[t][g] += 1
+            self.residency.restored[t][g] += 1   # few: restores are hits from lower tiers
         restored, nbytes, filled = [0] * nl, [0] * nl, [0] * self.pools
         for (t, p), keys in sorted(lists.items()):
             restored[t] += len(keys)
@@ -366,13 +446,14 @@ class GroupHierarchy:
         return restored, nbytes, filled
 
     # -- residency bookkeeping around the tiers' own operations ------------------------------------
-    def _fill(self, p: int, keys: list[int]) -> list[int]:
+    def _fill(self, p: int, keys: list[int], g: int | None = None) -> list[int]:
+        """``Tier.fill`` into GPU pool p, counting pages per group (``g``: every key is of group g)."""
         shared = self.levels[0][p].fill(keys)
-        cnt = self.residency.pages[0]
-        for k in keys:
-            cnt[k >> 70] += 1
-        for k in shared:
-            cnt[k >> 70] -= 1
+        if g is not None:
+            self.residency.pages[0][g] += len(keys) - len(shared)
+            return shared
+        self.residency.added(0, keys)
+        self.residency.removed(0, shared)
         return shared
 
     def _reserve(self, p: int, n: int) -> list[int]:
@@ -382,19 +463,23 @@ class GroupHierarchy:
         return victims
 
     def _insert(self, j: int, p: int, keys: list[int]) -> tuple[list[int], int]:
-        """``Tier.insert`` into pool p of level j, counting pages per group in and out."""
+        """``Tier.insert`` into pool p of level j, counting pages per group in and out.
+
+        What the tier does (:meth:`pcs.cache.Tier.insert`): the batch's first ``ncut`` keys are pushed
+        out when it exceeds the unpinned room (those resident unpinned are evicted), every other key
+        not resident is stored, and victims (never batch keys) make room; so the pages counted in are
+        the kept keys not resident before, and out the victims and the evicted cut keys.
+        """
         tier = self.levels[j][p]
         res = tier.resident
-        ncut = max(0, len(keys) - max(tier.free_blocks + len(tier.policy), 0))   # Tier._overflow's cut
-        was = [k in res for k in keys]
+        ncut = max(0, len(keys) - max(tier.free_blocks + len(tier.policy), 0))
+        gone = [k for k in keys[:ncut] if res.get(k) == 0] if ncut else ()
+        new = list(filterfalse(res.__contains__, keys[ncut:] if ncut else keys))
         pushed, written = tier.insert(keys)
-        self.residency.removed(j, pushed[:len(pushed) - ncut])
-        cnt, wr = self.residency.pages[j], self.residency.written[j]
-        for k, w in zip(keys, was):
-            if (k in res) != w:
-                cnt[k >> 70] += -1 if w else 1
-                if not w and j:
-                    wr[k >> 70] += 1
+        res_ = self.residency
+        res_.removed(j, pushed[:len(pushed) - ncut] if ncut else pushed)
+        res_.removed(j, gone)
+        res_.added(j, new, j > 0)
         return pushed, written
 
     def _evicted(self, victims: list[int], index: int, p: int) -> None:
@@ -410,8 +495,9 @@ class GroupHierarchy:
 
     def _dropped(self, keys: list[int]) -> None:
         self.dropped_blocks += len(keys)
-        for k in keys:
-            self.residency.dropped[k >> 70] += 1
+        if keys:
+            d = self.residency.dropped
+            self.residency.dropped = [a + b for a, b in zip(d, group_counts(keys, len(d)))]
 
     # -- steps 2 and 3 ----------------------------------------------------------------------------
     def prefill_done(self, adm: GroupAdmission) -> None:
@@ -419,7 +505,7 @@ class GroupHierarchy:
         for g, keys in enumerate(adm.computed):
             if keys:
                 p = self.groups[g].pool
-                adm.reserved[p] -= len(keys) - len(self._fill(p, keys))
+                adm.reserved[p] -= len(keys) - len(self._fill(p, keys, g))
         if self.write_through:
             self._write_through(adm)
         for g, keys in enumerate(adm.release):

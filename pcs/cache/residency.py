@@ -11,9 +11,10 @@ page, so a level's per-group bytes always add up to its total.
 from __future__ import annotations
 
 from array import array
+from operator import add, mul, sub
 from typing import Sequence
 
-__all__ = ["Residency", "group_of"]
+__all__ = ["Residency", "group_of", "group_counts"]
 
 #: Page keys of group g >= 1 (or page i >= 1) carry (g * 64 + i) above bit 64 (block hashes are < 2**64).
 KEY_SHIFT = 64
@@ -22,6 +23,14 @@ KEY_SHIFT = 64
 def group_of(key: int) -> int:
     """The cache group a page key belongs to (``key >> 70``; plain block hashes are group 0)."""
     return key >> (KEY_SHIFT + 6)
+
+
+def group_counts(keys: Sequence[int], groups: int) -> list[int]:
+    """How many of ``keys`` belong to each of ``groups`` groups (C-speed passes: one per group boundary)."""
+    if groups == 1:
+        return [len(keys)]
+    ge = [len(keys)] + [sum(map((g << (KEY_SHIFT + 6)).__le__, keys)) for g in range(1, groups)] + [0]
+    return [ge[g] - ge[g + 1] for g in range(groups)]
 
 
 class Residency:
@@ -44,6 +53,8 @@ class Residency:
         dropped: pages per group pushed out of the last level.
         samples: fixed-step samples ``(t, ((pages per group) per level))``.
         request_pages: per group, GPU pages right after each admission (``array('q')``).
+        request_lost: per admission, hit blocks the hybrid rules refused (``array('q')``).
+        peak_held_bytes: most GPU bytes pinned or reserved by running requests at once.
     """
 
     def __init__(self, levels: Sequence[str], page_bytes: Sequence[Sequence[int]], step_s: float = 60.0,
@@ -63,23 +74,26 @@ class Residency:
         self.step_s, self.max_samples = float(step_s), max_samples
         self.samples: list[tuple[float, tuple]] = []
         self.request_pages = [array("q") for _ in range(ng)]
+        self.request_lost = array("q")
+        self.peak_held_bytes = 0
         self.clock = 0.0
         self._next: float | None = None
 
     def level_bytes(self, j: int) -> int:
         """Bytes resident at level j now."""
-        return sum(p * b for p, b in zip(self.pages[j], self.page_bytes[j]))
+        return sum(map(mul, self.pages[j], self.page_bytes[j]))
 
     def note(self) -> None:
-        """After a hierarchy step: raise each level's peak (bytes) and each group's own peak (pages)."""
+        """After a hierarchy step (admission, end of prefill): raise each level's peak (bytes) and each
+        group's own peak (pages). Within a step a level only shrinks before it grows (a reservation's
+        evictions, then fills and inserts, which never shrink a tier), so a level's peak is exact."""
         for j, cnt in enumerate(self.pages):
-            b = self.level_bytes(j)
+            b = sum(map(mul, cnt, self.page_bytes[j]))
             if b > self.peak_bytes[j]:
                 self.peak_bytes[j], self.peak_pages[j], self.peak_t[j] = b, tuple(cnt), self.clock
             gp = self.group_peak_pages[j]
-            for g, c in enumerate(cnt):
-                if c > gp[g]:
-                    gp[g] = c
+            if gp != cnt:
+                self.group_peak_pages[j] = list(map(max, gp, cnt))
 
     def tick(self, t: float) -> None:
         """Simulated time reaches ``t`` (before the steps at ``t``): take the samples due at or before it."""
@@ -90,13 +104,24 @@ class Residency:
             self._next += self.step_s
         self.clock = t
 
-    def admitted(self) -> None:
-        """Record the GPU pages per group right after a request's admission (``--requests-out``)."""
+    def admitted(self, lost_blocks: int, held_bytes: int) -> None:
+        """Record, right after a request's admission, the GPU pages per group and the blocks the hybrid
+        rules refused it (``--requests-out``), and the GPU bytes running requests hold."""
         for col, c in zip(self.request_pages, self.pages[0]):
             col.append(c)
+        self.request_lost.append(lost_blocks)
+        if held_bytes > self.peak_held_bytes:
+            self.peak_held_bytes = held_bytes
 
     def removed(self, j: int, keys: Sequence[int]) -> None:
         """``keys`` left level j (evicted)."""
-        cnt = self.pages[j]
-        for k in keys:
-            cnt[k >> 70] -= 1
+        if keys:
+            self.pages[j] = list(map(sub, self.pages[j], group_counts(keys, len(self.pages[j]))))
+
+    def added(self, j: int, keys: Sequence[int], written: bool = False) -> None:
+        """``keys`` became resident at level j (``written``: from the level above, counted in ``written``)."""
+        if keys:
+            c = group_counts(keys, len(self.pages[j]))
+            self.pages[j] = list(map(add, self.pages[j], c))
+            if written:
+                self.written[j] = list(map(add, self.written[j], c))

@@ -193,6 +193,19 @@ def _build_tiers(specs: Sequence[TierSpec], bpb: Sequence[int], policy: str, tie
     return [Tier(s.name, c, p) for s, c, p in zip(specs, caps, policies)]
 
 
+def _build_pools(plan, specs: Sequence[TierSpec], policy: str, tier_policies: Mapping[str, str],
+                 protected_share: float | None) -> list[Tier]:
+    """A hybrid plan's pools, level-major (:class:`pcs.engine.hybrid.HybridPlan`), each with its level's policy."""
+    names, caps, pols = [], [], []
+    for j, s in enumerate(specs):
+        for p, cap in enumerate(plan.capacity_pages[j]):
+            names.append(plan.pool_name(s.name, p))
+            caps.append(cap)
+            pols.append(tier_policies.get(s.name, s.policy or policy))
+    return [Tier(n, c, pol) for n, c, pol in zip(names, caps, make_policies(pols, caps,
+                                                                             protected_share=protected_share))]
+
+
 def _tier_specs(tiers, tier_policies, links) -> list[TierSpec]:
     """Parse and check the tier list and the per-tier option names."""
     specs = [parse_tier(t) for t in (tiers if tiers is not None else DEFAULT_TIERS)]
@@ -316,7 +329,9 @@ def replay(trace: Any = None, *, model: Any = None, hardware: Any = None, tp: in
            rules: BlockRules = BlockRules(), compute: Any = None, hardware_table: Any = None,
            progress: Callable[[int], None] | None = None, engine: str = "auto",
            native: str | None = None, gpu_memory_utilization: float | None = None,
-           kv_reserve: Any = None) -> ReplayResult:
+           kv_reserve: Any = None, hybrid_kv_cache_manager: str | None = None,
+           swa_full_tokens_ratio: float | None = None, mamba_full_memory_ratio: float | None = None,
+           mamba_cache_mode: str | None = None, residency_step_s: float | None = None) -> ReplayResult:
     """Replay a trace through a multi-tier prefix cache.
 
     Args:
@@ -354,6 +369,15 @@ def replay(trace: Any = None, *, model: Any = None, hardware: Any = None, tp: in
             sized from the deployment (default 0.9, vLLM's).
         kv_reserve: activation/runtime reserve per GPU (bytes or a size like
             ``"8GB"``; default 5 GB, :data:`pcs.model.deploy.DEFAULT_RESERVE_BYTES_PER_GPU`).
+        hybrid_kv_cache_manager: for a hybrid model (sliding window, chunked local attention or SSM
+            state beside full attention): ``vllm`` (default: cache groups in one shared pool per tier,
+            uniform page size), ``sglang`` (one pool per group) or ``disabled`` (every layer as full
+            attention, as before); :mod:`pcs.engine.hybrid`, docs/hybrid.md.
+        swa_full_tokens_ratio: sglang: SWA pool tokens / full pool tokens (default 0.8).
+        mamba_full_memory_ratio: sglang: state pool bytes / full pool bytes (default 0.9).
+        mamba_cache_mode: ``all`` (default: a state at every checkpoint) or ``align`` (a request's last
+            checkpoint only), vLLM's names.
+        residency_step_s: step of the replay-resident bytes series (simulated seconds, default 60).
     Returns:
         :class:`ReplayResult`.
     Raises:
@@ -362,7 +386,7 @@ def replay(trace: Any = None, *, model: Any = None, hardware: Any = None, tp: in
             empty trace; a named engine that cannot run the replay; a default
             GPU tier when the weights do not fit the GPUs.
     """
-    from pcs.engine.summary import build_summary, requests_table
+    from pcs.engine.summary import requests_table
 
     notes = _default_notes(model is None, hardware is None and tp is None, tiers is None)
     opts = _options(timing, policy, write_policy, tp, engine, native)
@@ -375,13 +399,42 @@ def replay(trace: Any = None, *, model: Any = None, hardware: Any = None, tp: in
     tier_policies = dict(tier_policies or {})
     time_model = TimeModel(compute if compute is not None else _compute_model(spec, gpu, opts.tp, bs))
     make = lambda: _build_tiers(tier_specs, bpb, opts.policy, tier_policies, protected_share)  # noqa: E731
-    out = run_replay(source, rules, time_model, make, opts.timing, opts.write_policy, link_specs, bpb,
-                     opts.engine, opts.native, progress)
-    if out.result.ledger.num_requests == 0:
-        raise ValueError("the trace has no requests")
+    plan = _hybrid_plan(spec, bs, tier_specs, bb, hybrid_kv_cache_manager, swa_full_tokens_ratio,
+                        mamba_full_memory_ratio, mamba_cache_mode)
     context = _context(source, spec, gpu, opts, dtype, bs, rules, tier_specs, bb, link_specs, protected_share)
-    context.update(engine=out.engine, engine_reason=out.engine_reason, baseline_engine=out.baseline_engine,
-                   baseline_engine_reason=out.baseline_engine_reason)
-    summary = build_summary(out.result, out.state, out.baseline.ledger, out.single, out.ideal, context)
+    if plan is not None:
+        full = _summarise(run_replay(source, rules, time_model, make, opts.timing, opts.write_policy, link_specs,
+                                     bpb, "auto", opts.native), dict(context))
+        make = lambda: _build_pools(plan, tier_specs, opts.policy, tier_policies, protected_share)  # noqa: E731
+        bpb = [pb[0] for pb in plan.page_bytes]
+        context.update(hybrid=plan, full_attention=full)
+        notes += list(plan.notes)
+    out = run_replay(source, rules, time_model, make, opts.timing, opts.write_policy, link_specs, bpb,
+                     opts.engine, opts.native, progress, plan, 60.0 if residency_step_s is None else residency_step_s)
+    summary = _summarise(out, context)
     summary = dataclasses.replace(summary, notes=tuple(notes + deployment.pop("notes")), deployment=deployment)
     return ReplayResult(summary, requests_table(out.result.columns))
+
+
+def _hybrid_plan(spec, bs: int, tier_specs, bb, manager, swa, mamba, mode):
+    """The hybrid plan of the run (:func:`pcs.engine.hybrid.plan_hybrid`), None for a model that is not hybrid."""
+    from pcs.engine.hybrid import check_hybrid_options, plan_hybrid
+
+    manager, swa, mamba, mode = check_hybrid_options(manager, swa, mamba, mode)
+    return plan_hybrid(spec, bs, [t.name for t in tier_specs], bb,
+                       [(t.capacity_bytes, t.capacity_blocks) for t in tier_specs], manager, swa, mamba, mode)
+
+
+def _summarise(out, context: dict):
+    """The typed summary of one run (:func:`pcs.engine.summary.build_summary`), engines named."""
+    from pcs.engine.summary import build_summary
+
+    if out.result.ledger.num_requests == 0:
+        raise ValueError("the trace has no requests")
+    context.update(engine=out.engine, engine_reason=out.engine_reason, baseline_engine=out.baseline_engine,
+                   baseline_engine_reason=out.baseline_engine_reason)
+    if "hybrid_lost_tokens" in out.baseline.columns and context.get("hybrid") is not None:
+        from pcs.engine.summary import _values
+
+        context["hybrid_baseline_lost_tokens"] = int(_values(out.baseline.columns["hybrid_lost_tokens"]).sum())
+    return build_summary(out.result, out.state, out.baseline.ledger, out.single, out.ideal, context)
