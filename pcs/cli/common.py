@@ -228,7 +228,7 @@ def format_option(f: Callable) -> Callable:
     """``--format table|json|csv`` (default table)."""
     return click.option(
         "--format", "fmt", type=click.Choice(["table", "json", "csv"]), default="table",
-        show_default=True, help="Output format. JSON keys are documented in docs/ and stay stable.",
+        show_default=True, help="Output format. JSON keys are documented in docs/json.md and stay stable.",
     )(f)
 
 

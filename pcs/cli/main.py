@@ -29,6 +29,7 @@ COMMANDS: dict[str, str] = {
     "compare": "pcs.cli.compare:compare",
     "curve": "pcs.cli.curve:curve",
     "deploy": "pcs.cli.deploy:deploy",
+    "sweep": "pcs.cli.sweep:sweep",
 }
 
 #: command name -> its one-line summary in ``pcs --help`` (whole on one line: under ~65 characters).
@@ -43,6 +44,7 @@ SUMMARIES: dict[str, str] = {
     "compare": "several policies or tier lists on one trace, side by side",
     "curve": "hit ratio at every capacity in one pass (LRU, Belady, ceiling)",
     "deploy": "a model on TP GPUs: weights, KV pool, GPU-tier blocks, concurrency",
+    "sweep": "a grid of replays into one Parquet dataset; best points, Pareto",
 }
 
 

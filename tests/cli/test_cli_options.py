@@ -26,6 +26,8 @@ RUNS = {
     "compare": ["--policy", "lru", "--policy", "slru", "--tier", "gpu=100blocks", "--timing", "sequential"],
     "curve": ["--capacities", "10blocks,100blocks"],
     "deploy": ["--model", "llama-3.1-8b", "--tp", "1"],
+    "sweep run": ["{root}/traces/sweep_sample.toml", "-o", "{tmp}/sweep", "--jobs", "1"],
+    "sweep summarize": ["{tmp}"],
 }
 
 

@@ -1,0 +1,140 @@
+"""``pcs sweep``: run a plan of points into a Parquet dataset; ``pcs sweep summarize``: best points, the front.
+
+``pcs sweep PLAN -o OUT`` is ``pcs sweep run PLAN -o OUT``. Options ->
+:func:`pcs.sweep.api.prepare` / :func:`pcs.sweep.api.execute` ->
+:func:`pcs.sweep.summary.summarize` -> :mod:`pcs.report.sweep` -> :func:`pcs.cli.common.emit`.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from pcs.cli.common import PcsGroup, Progress, emit, format_option, quiet_option
+from pcs.cli.params import Int
+
+__all__ = ["sweep"]
+
+_OBJECTIVE = click.option("--objective", type=click.Choice(["hit-ratio", "ttft-p99"]), default="hit-ratio",
+                          show_default=True, help="The Pareto front's objective against the tiers' bytes.")
+#: the most --jobs (local processes) taken
+MAX_JOBS = 4096
+
+
+class _SweepGroup(PcsGroup):
+    """A group whose first argument, when it is not a subcommand, is the plan of ``run``."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if args and args[0] not in self.commands and args[0] not in ctx.help_option_names:
+            args = ["run", *args]
+        return super().parse_args(ctx, args)
+
+
+@click.group("sweep", cls=_SweepGroup, no_args_is_help=True)
+def sweep() -> None:
+    """Run a plan of many replays (or compares, curves, footprints) into one
+    Parquet dataset, then summarise it: `pcs sweep PLAN -o OUT` runs PLAN
+    (= `pcs sweep run`), `pcs sweep summarize OUT` prints the best points and
+    the Pareto front. Plan format, columns and Ray clusters: docs/sweep.md.
+
+    \b
+    Example:
+      pcs sweep traces/sweep_sample.toml -o sweep-out
+      pcs sweep plan.toml -o results --jobs 2
+      pcs sweep plan.toml -o results --ray               (a local Ray)
+      pcs sweep plan.toml -o results --ray=ray://head:10001
+      pcs sweep summarize results --objective ttft-p99
+    """
+
+
+def _fail(result: Any) -> None:
+    """Failed points: one line each on stderr; exit 1 when one was a bug in pcs (traceback shown), else 2."""
+    from pcs.errors import BUG_REPORT
+
+    for err in result.errors:
+        click.echo(f"pcs: error: point {err}", err=True)
+    for tb in result.tracebacks:
+        click.echo(tb, err=True, nl=False)
+    if result.tracebacks:
+        click.echo(f"pcs: internal error: {BUG_REPORT}", err=True)
+        raise SystemExit(1)
+    if result.failed:
+        raise ValueError(f"{result.failed} of {result.points} points failed (listed above); the others are in "
+                         f"{result.out}; fix the plan and rerun: done points are skipped")
+
+
+@sweep.command("run", twins=True)
+@click.argument("plan", type=click.Path(exists=True, dir_okay=False))
+@click.option("-o", "--out", required=True, type=click.Path(file_okay=False),
+              help="Results directory: one Parquet file per point (created; points already there are skipped).")
+@click.option("--jobs", type=Int(1, MAX_JOBS), default=None,
+              help="Local processes (default: the CPUs of this machine; 1 runs in this process).")
+@click.option("--ray", "ray_address", is_flag=False, flag_value="local", default=None, metavar="[ADDRESS]",
+              help="Run the points as Ray tasks (needs pip install 'pcs[ray]'): alone, on the Ray this process "
+                   "knows or a new local one; --ray=ADDRESS joins a cluster (auto, ray://head:10001). Put a "
+                   "bare --ray after PLAN.")
+@click.option("--force", is_flag=True, help="Run the points already in OUT again (their rows are replaced).")
+@click.option("--requests", "with_requests", is_flag=True,
+              help="Also keep each replay point's per-request table in OUT/_requests/<point_id>.parquet.")
+@_OBJECTIVE
+@format_option
+@quiet_option
+def run(plan: str, out: str, jobs: int | None, ray_address: str | None, force: bool, with_requests: bool,
+        objective: str, fmt: str, quiet: bool) -> None:
+    """Run every point of PLAN not yet in OUT; each point's row is written as soon as it finishes.
+
+    \b
+    Example:
+      pcs sweep run traces/sweep_sample.toml -o sweep-out --jobs 2
+    A killed sweep (SIGTERM, Ctrl-C) keeps its finished points; run it again to do the rest.
+    """
+    from pcs.cli.common import Terminated
+    from pcs.report.sweep import render_run
+    from pcs.sweep.api import execute, prepare
+    from pcs.sweep.store import done_ids
+    from pcs.sweep.summary import summarize
+
+    prep = prepare(plan, out, force)
+    if not quiet and fmt != "table":
+        click.echo(f"pcs: note: {len(prep.plan.points)} points, {prep.skipped} already in {out}, "
+                   f"{len(prep.tasks)} to run", err=True)
+    try:
+        with Progress(quiet, desc="sweep", unit=" point", total=len(prep.tasks)) as progress:
+            result = execute(prep, jobs=jobs, ray=ray_address, requests=with_requests, progress=progress,
+                             quiet=quiet)
+    except (Terminated, KeyboardInterrupt):   # pcs's own handler then says why and exits 143 / 130
+        ids = {p.point_id for p in prep.plan.points}
+        click.echo(f"pcs: sweep stopped: {len(ids & done_ids(out))} of {len(ids)} points are in {out}; "
+                   "run it again to do the rest", err=True)
+        raise
+    summary = summarize(out, objective)
+    payload = {**result.to_dict(), "summary": summary.to_dict()}
+    emit(payload, fmt, lambda: render_run(result, summary), rows_key=None)
+    _fail(result)
+
+
+@sweep.command("summarize")
+@click.argument("out", type=click.Path(exists=True, file_okay=False))
+@_OBJECTIVE
+@format_option
+@quiet_option
+def summarize_cmd(out: str, objective: str, fmt: str, quiet: bool) -> None:
+    """Best replay points per metric (hit ratio, TTFT p50/p99, wait p99) and the
+    Pareto front of the objective against each tier's capacity bytes.
+
+    \b
+    Example:
+      pcs sweep summarize sweep-out
+      pcs sweep summarize sweep-out --objective ttft-p99 --format csv
+    CSV: one row per front point.
+    """
+    from pcs.report.sweep import render_summary
+    from pcs.sweep.summary import summarize
+
+    s = summarize(out, objective)
+    payload = s.to_dict()
+    if fmt == "csv":
+        payload = {"front": [{"point_id": p.point_id, s.objective: p.objective,
+                              **{f"{t}_bytes": p.capacity_bytes[t] for t in s.tiers}, **p.options}
+                             for p in s.front]}
+    emit(payload, fmt, lambda: render_summary(s), rows_key="front")

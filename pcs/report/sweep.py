@@ -1,0 +1,45 @@
+"""Plain-text report of a sweep (``pcs sweep``, ``pcs sweep summarize``): the run line, best points, the front."""
+from __future__ import annotations
+
+from typing import Any
+
+from pcs.report.table import render_table
+from pcs.sweep.result import SweepRun, SweepSummary
+from pcs.units import format_bytes, format_duration, format_percent
+
+__all__ = ["render_summary", "render_run"]
+
+#: column -> (label, formatter of its values)
+_METRIC_LABELS = {"hit_ratio": ("hit ratio", format_percent), "envelope.ttft_p50_s": ("TTFT p50", format_duration),
+                  "envelope.ttft_p99_s": ("TTFT p99", format_duration),
+                  "envelope.wait_p99_s": ("wait p99", format_duration)}
+
+
+def _opts(options: dict[str, Any]) -> str:
+    return " ".join(f"{k}={v}" for k, v in options.items()) or "-"
+
+
+def render_summary(s: SweepSummary) -> str:
+    """The best-point table and the Pareto front of a :class:`SweepSummary`."""
+    if not s.replay_points:
+        return f"pcs sweep summarize: {s.out}: {s.points} points, none of kind replay (nothing to summarise)"
+    label, fmt = _METRIC_LABELS[s.objective]
+    best = render_table(["metric", "best", "point", "options"],
+                        [[_METRIC_LABELS[b.metric][0], _METRIC_LABELS[b.metric][1](b.value), b.point_id,
+                          _opts(b.options)] for b in s.best],
+                        title=f"Best points: {s.out} ({s.replay_points} replay points of {s.points})")
+    front = render_table([label, *s.tiers, "point", "options"],
+                         [[fmt(p.objective), *(format_bytes(p.capacity_bytes[t]) for t in s.tiers), p.point_id,
+                           _opts(p.options)] for p in s.front],
+                         title=f"Pareto front: {label} ({s.direction}) against {' and '.join(s.tiers)} bytes "
+                               f"({len(s.front)} of {s.replay_points} points)",
+                         notes=["on the front: no other point is as good with no more bytes on every tier; "
+                                "options: those that vary"])
+    return f"{best}\n\n{front}"
+
+
+def render_run(r: SweepRun, summary: SweepSummary | None) -> str:
+    """The run line, then the summary of the whole results directory."""
+    head = (f"pcs sweep: {r.plan} -> {r.out}: {r.points} points, {r.ran} run ({r.backend}), "
+            f"{r.skipped} already done, {r.failed} failed")
+    return head if summary is None else f"{head}\n\n{render_summary(summary)}"

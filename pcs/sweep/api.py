@@ -1,0 +1,136 @@
+"""``run_sweep(plan, out)``: every point of a plan not yet in ``out``, run and written one by one.
+
+Steps: expand the plan (:mod:`pcs.sweep.plan`); drop the points already in
+``out`` (:func:`pcs.sweep.store.done_ids`; ``force`` keeps them); read every
+remaining point's options as its command does (:mod:`pcs.sweep.kinds`: a bad
+option stops here, before anything runs); read each distinct trace once
+(:func:`pcs.sweep.worker.load_trace`); run the tasks
+(:mod:`pcs.sweep.backends`) and write each finished point at once
+(:func:`pcs.sweep.store.write_point`).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from pcs.sweep.backends import default_jobs, run_local, run_ray
+from pcs.sweep.kinds import Task, build_task
+from pcs.sweep.plan import Plan, load_plan
+from pcs.sweep.result import SweepRun
+from pcs.sweep.store import done_ids, write_point
+from pcs.sweep.worker import LoadedTrace, Outcome, load_trace
+
+__all__ = ["run_sweep", "prepare", "execute", "Prepared"]
+
+
+@dataclass(frozen=True, slots=True)
+class Prepared:
+    """A plan ready to run.
+
+    Attributes:
+        plan: the expanded plan.
+        out: the results directory.
+        tasks: the points to run, in plan order.
+        skipped: points already in ``out``.
+        traces: trace key -> :class:`pcs.sweep.worker.LoadedTrace`.
+    """
+
+    plan: Plan
+    out: Path
+    tasks: tuple[Task, ...]
+    skipped: int
+    traces: dict
+
+
+def prepare(plan: str | Path | Plan, out: str | Path, force: bool = False) -> Prepared:
+    """Expand the plan, drop the done points, build the tasks and load their traces.
+
+    Raises:
+        ValueError / InputError / FileNotFoundError: a bad plan, option or trace.
+    """
+    plan = plan if isinstance(plan, Plan) else load_plan(plan)
+    out = Path(out)
+    if out.exists() and not out.is_dir():
+        raise ValueError(f"-o {out}: not a directory")
+    done = set() if force else done_ids(out)
+    traces: dict[tuple, LoadedTrace] = {}
+
+    def load(key: tuple) -> LoadedTrace:
+        if key not in traces:
+            traces[key] = load_trace(key)
+        return traces[key]
+
+    try:
+        tasks = tuple(build_task(plan.kind, p, plan.base_dir, load) for p in plan.points if p.point_id not in done)
+    except ValueError as exc:
+        raise ValueError(f"{plan.source}: {exc}") from None
+    for t in tasks:
+        if t.trace_key is not None:
+            load(t.trace_key)
+    return Prepared(plan, out, tasks, len(plan.points) - len(tasks), traces)
+
+
+def execute(prep: Prepared, *, jobs: int | None = None, ray: str | None = None, requests: bool = False,
+            progress: Callable[[int], None] | None = None, quiet: bool = False) -> SweepRun:
+    """Run the prepared tasks and write each finished point.
+
+    Args:
+        jobs: processes of the local pool (default: the CPUs of this process); 1 = this process.
+        ray: a Ray address or ``"local"`` to run on Ray instead (``jobs`` must then be None).
+        requests: also write each replay point's per-request table.
+        progress: called with 1 after each finished point.
+        quiet: no Ray log lines on stderr.
+    Raises:
+        ValueError: both ``jobs`` and ``ray``; Ray not installed.
+    """
+    if jobs is not None and ray is not None:
+        raise ValueError("give --jobs (a local pool) or --ray (Ray places the tasks), not both")
+    prep.out.mkdir(parents=True, exist_ok=True)
+    errors: list[Outcome] = []
+
+    def on_done(o: Outcome) -> None:
+        if o.error is None:
+            write_point(prep.out, o.point_id, o.row, o.requests)
+        else:
+            errors.append(o)
+        if progress is not None:
+            progress(1)
+
+    if ray is not None:
+        backend = "ray"
+        run_ray(prep.tasks, prep.traces, ray, requests, on_done, quiet)
+    else:
+        jobs = default_jobs() if jobs is None else jobs
+        backend = "in-process" if jobs == 1 or len(prep.tasks) <= 1 else f"{min(jobs, len(prep.tasks))} processes"
+        run_local(prep.tasks, prep.traces, jobs, requests, on_done)
+    order = {t.point_id: i for i, t in enumerate(prep.tasks)}
+    errors.sort(key=lambda o: order[o.point_id])
+    return SweepRun(str(prep.plan.source), str(prep.out), backend, len(prep.plan.points), prep.skipped,
+                    len(prep.tasks) - len(errors), len(errors), tuple(f"{o.point_id}: {o.error}" for o in errors),
+                    tuple(o.traceback for o in errors if o.traceback))
+
+
+def run_sweep(plan: str | Path | Plan, out: str | Path, *, jobs: int | None = None, ray: str | None = None,
+              force: bool = False, requests: bool = False, progress: Callable[[int], None] | None = None,
+              quiet: bool = False) -> SweepRun:
+    """Run every point of ``plan`` that ``out`` does not hold yet, writing each as it finishes.
+
+    Args:
+        plan: a plan file (TOML/JSON, :mod:`pcs.sweep.plan`) or a :class:`Plan`.
+        out: the results directory (created): one Parquet file per point (:mod:`pcs.sweep.store`).
+        jobs: local processes (default: this process's CPUs; 1 runs here).
+        ray: run on Ray instead: an address, or ``"local"`` (the Ray this
+            process is connected to, else a new local one).
+        force: run the points already in ``out`` again (their files are replaced).
+        requests: keep each replay point's per-request table in ``out/_requests/``.
+        progress: called with 1 after each finished point.
+        quiet: no Ray log lines on stderr.
+    Returns:
+        :class:`pcs.sweep.result.SweepRun`; failed points are listed there, not raised.
+    Raises:
+        ValueError / InputError / FileNotFoundError: a bad plan, option or
+        trace (before any point runs); both ``jobs`` and ``ray``.
+    """
+    return execute(prepare(plan, out, force), jobs=jobs, ray=ray, requests=requests, progress=progress,
+                   quiet=quiet)

@@ -1,0 +1,133 @@
+"""One axis of a sweep plan: a list of values, or a range table expanded to one.
+
+An axis is a TOML list (``["lru", "slru"]``, ``[1, 2, 4]``) or a range table,
+both ends included when they fall on the grid:
+
+- ``{from = A, to = B, step = S}``: A, A + S, ... <= B (an arithmetic grid);
+- ``{from = A, to = B, times = K}``: A, A x K, ... <= B (a geometric grid, K > 1).
+
+A, B and S are numbers, sizes in bytes (``"10GB"``, ``"1.5TiB"``: decimal GB,
+binary GiB as :func:`pcs.units.parse_bytes` reads them) or block counts
+(``"1000blocks"``); all of one kind. Sizes come back as exact strings in the
+largest decimal unit that divides them (``"10GB"``, ``"1500MB"``, ``"7B"``), so
+every value reads back as the same number of bytes; block counts as
+``"Nblocks"``; numbers stay numbers (a float grid is stepped in decimal, so
+0.1 steps give 0.1, 0.2, 0.3 -- not 0.30000000000000004).
+"""
+from __future__ import annotations
+
+import math
+import re
+from decimal import Decimal
+from typing import Any
+
+from pcs import units
+
+__all__ = ["expand_axis", "format_size", "MAX_AXIS_VALUES"]
+
+#: Values one range may produce (a guard against a step typo; a list has no limit).
+MAX_AXIS_VALUES = 100_000
+
+_BLOCKS = re.compile(r"^\s*(\d+)\s*blocks?\s*$", re.IGNORECASE)
+#: decimal byte units, largest first, for :func:`format_size`
+_DECIMAL_UNITS = (("PB", 10**15), ("TB", 10**12), ("GB", 10**9), ("MB", 10**6), ("KB", 10**3))
+
+
+def format_size(num_bytes: int) -> str:
+    """``num_bytes`` in the largest decimal unit dividing it exactly: 10**10 -> ``"10GB"``, 7 -> ``"7B"``."""
+    for unit, mult in _DECIMAL_UNITS:
+        if num_bytes and num_bytes % mult == 0:
+            return f"{num_bytes // mult}{unit}"
+    return f"{num_bytes}B"
+
+
+def _kind(value: Any, where: str) -> tuple[str, Any]:
+    """("number", Decimal) | ("blocks", int) | ("bytes", int) for one end or step of a range."""
+    if isinstance(value, bool):
+        raise ValueError(f"{where}: {value!r} is not a number, a size or a block count")
+    if isinstance(value, (int, float)):
+        if not math.isfinite(value):
+            raise ValueError(f"{where}: {value!r} is not finite")
+        return "number", Decimal(repr(value)) if isinstance(value, float) else Decimal(value)
+    if isinstance(value, str):
+        m = _BLOCKS.match(value)
+        if m:
+            return "blocks", int(m.group(1))
+        try:
+            return "bytes", units.parse_bytes(value)
+        except ValueError as exc:
+            raise ValueError(f"{where}: {str(exc).splitlines()[0]} (or a block count like 1000blocks)") from None
+    raise ValueError(f"{where}: {value!r} is not a number, a size or a block count")
+
+
+def _out(kind: str, v: Decimal | int, as_int: bool) -> Any:
+    if kind == "bytes":
+        return format_size(int(v))
+    if kind == "blocks":
+        return f"{int(v)}blocks"
+    return int(v) if as_int else float(v)
+
+
+def _grid(start, stop, step: Decimal | None, times: Decimal | None, where: str) -> list:
+    vals = []
+    v = start
+    while v <= stop:
+        vals.append(v)
+        if len(vals) > MAX_AXIS_VALUES:
+            raise ValueError(f"{where}: more than {MAX_AXIS_VALUES} values; check the step")
+        v = v + step if step is not None else v * times
+    return vals
+
+
+def _range(name: str, spec: dict[str, Any]) -> list[Any]:
+    where = f"axis {name!r}"
+    keys = set(spec)
+    if keys not in ({"from", "to", "step"}, {"from", "to", "times"}):
+        raise ValueError(f"{where}: a range is {{from, to, step}} or {{from, to, times}}, got "
+                         f"{{{', '.join(sorted(keys))}}}")
+    (k0, a), (k1, b) = _kind(spec["from"], f"{where} from"), _kind(spec["to"], f"{where} to")
+    if "times" in spec:
+        kt, t = _kind(spec["times"], f"{where} times")
+        if kt != "number" or t <= 1:
+            raise ValueError(f"{where}: times must be a number > 1, got {spec['times']!r}")
+        if a <= 0:
+            raise ValueError(f"{where}: a geometric range starts above 0, got from = {spec['from']!r}")
+        step, times, ks = None, t, k0
+    else:
+        ks, step = _kind(spec["step"], f"{where} step")
+        times = None
+        if step <= 0:
+            raise ValueError(f"{where}: step must be > 0, got {spec['step']!r}")
+    if len({k0, k1, ks}) != 1:
+        raise ValueError(f"{where}: from, to and step must all be numbers, all sizes or all block counts")
+    if b < a:
+        raise ValueError(f"{where}: to ({spec['to']!r}) is below from ({spec['from']!r})")
+    as_int = all(isinstance(spec[k], int) for k in spec if k != "times") and (
+        times is None or times == int(times))
+    vals = _grid(Decimal(a), Decimal(b), None if step is None else Decimal(step), times, where)
+    if k0 != "number" and times is not None:
+        vals = [v.to_integral_value(rounding="ROUND_FLOOR") for v in vals]
+    return [_out(k0, v, as_int) for v in vals]
+
+
+def expand_axis(name: str, spec: Any) -> list[Any]:
+    """An axis' values in order.
+
+    Args:
+        name: the option the axis sets (for messages).
+        spec: a non-empty list of values, or a range table (module docstring).
+    Returns:
+        the values: numbers, strings, or for a list the items as written.
+    Raises:
+        ValueError: an empty list, a value listed twice, a malformed range.
+    """
+    if isinstance(spec, dict):
+        return _range(name, spec)
+    if not isinstance(spec, list) or not spec:
+        raise ValueError(f"axis {name!r}: give a non-empty list of values or a range {{from, to, step}}")
+    seen = []
+    for v in spec:
+        if v in seen and type(v) is type(seen[seen.index(v)]):
+            raise ValueError(f"axis {name!r}: {v!r} is listed twice")
+        seen.append(v)
+    return list(spec)

@@ -1,0 +1,118 @@
+"""Where the points run: this process, a local process pool, or Ray tasks.
+
+Each backend calls :func:`pcs.sweep.worker.run_task` once per task and hands
+each :class:`pcs.sweep.worker.Outcome` to ``on_done`` in the driver as it
+arrives (in finishing order; the driver writes the row). The rows do not
+depend on the backend: a task carries every input of its point, and the
+trace is the same :class:`pcs.sweep.worker.LoadedTrace` everywhere.
+
+- :func:`run_local`: ``jobs == 1`` runs in this process; more starts a
+  ``spawn`` process pool (no fork of a process that may hold threads), each
+  worker receiving the loaded traces once through the pool initializer.
+- :func:`run_ray`: one Ray task per point (1 CPU each); each distinct trace
+  is put into the object store once (``ray.put``) and passed to the tasks by
+  reference, so a node fetches it once and its workers read it from shared
+  memory (docs/sweep.md has the cluster picture and where it stops scaling).
+
+An exception in the driver (``pcs.cli.common.Terminated`` on SIGTERM,
+Ctrl-C's ``KeyboardInterrupt``) ends the pool or cancels the pending Ray
+tasks before it propagates.
+"""
+from __future__ import annotations
+
+import os
+from typing import Any, Callable, Sequence
+
+from pcs.sweep.worker import Outcome, init_worker, run_pooled, run_task
+
+__all__ = ["run_local", "run_ray", "default_jobs", "RAY_LOCAL"]
+
+#: ``--ray`` without an address: the Ray this process is connected to, else a new local one.
+RAY_LOCAL = "local"
+
+
+def default_jobs() -> int:
+    """The CPUs this process may run on (``os.sched_getaffinity``, else ``os.cpu_count``)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # pragma: no cover - not Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def run_local(tasks: Sequence[Any], traces: dict[tuple, Any], jobs: int, with_requests: bool,
+              on_done: Callable[[Outcome], None]) -> None:
+    """Run the tasks here (``jobs == 1``) or in a pool of ``jobs`` processes.
+
+    Raises:
+        ValueError: ``jobs`` < 1.
+    """
+    if jobs < 1:
+        raise ValueError(f"--jobs must be >= 1, got {jobs}")
+    if jobs == 1 or len(tasks) <= 1:
+        for t in tasks:
+            on_done(run_task(t, traces.get(t.trace_key), with_requests))
+        return
+    import multiprocessing
+
+    pool = multiprocessing.get_context("spawn").Pool(min(jobs, len(tasks)), initializer=init_worker,
+                                                     initargs=(traces,))
+    try:
+        for outcome in pool.imap_unordered(run_pooled, [(t, with_requests) for t in tasks], chunksize=1):
+            on_done(outcome)
+        pool.close()
+        pool.join()
+    finally:
+        pool.terminate()
+
+
+def _connect(address: str | None, quiet: bool) -> bool:
+    """Connect to Ray (its log lines off with ``quiet``); True when this call started it (the caller shuts it down)."""
+    try:
+        import ray
+    except ImportError:
+        raise ValueError("--ray needs Ray: pip install 'pcs[ray]'") from None
+    if ray.is_initialized():
+        return False
+    import logging
+
+    logs = dict(logging_level=logging.ERROR, log_to_driver=False) if quiet else {}
+    if address in (None, RAY_LOCAL):
+        ray.init(include_dashboard=False, **logs)
+    else:
+        ray.init(address=address, **logs)
+    return True
+
+
+def run_ray(tasks: Sequence[Any], traces: dict[tuple, Any], address: str | None, with_requests: bool,
+            on_done: Callable[[Outcome], None], quiet: bool = False) -> None:
+    """Run each task as a Ray task, the traces put into the object store once.
+
+    Args:
+        address: a Ray address (``auto``, ``ray://head:10001``, ``head:6379``)
+            or :data:`RAY_LOCAL`; ignored when this process is already connected.
+        quiet: no Ray log lines on stderr (when this call connects).
+    Raises:
+        ValueError: Ray is not installed.
+    """
+    started = _connect(address, quiet)
+    import ray
+
+    pending: dict[Any, str] = {}
+    try:
+        refs = {key: ray.put(trace) for key, trace in traces.items()}
+        remote = ray.remote(num_cpus=1)(run_task)
+        pending = {remote.remote(t, refs.get(t.trace_key), with_requests): t.point_id for t in tasks}
+        waiting = list(pending)
+        while waiting:
+            ready, waiting = ray.wait(waiting, num_returns=1)
+            if waiting:  # take every other finished task too: one pass over the list per batch
+                more, waiting = ray.wait(waiting, num_returns=len(waiting), timeout=0)
+                ready += more
+            for ref in ready:
+                pending.pop(ref)
+                on_done(ray.get(ref))
+    finally:
+        for ref in pending:
+            ray.cancel(ref, force=True)
+        if started:
+            ray.shutdown()

@@ -1,0 +1,264 @@
+"""A point's options -> one public API call (:class:`Task`), read as the command itself reads them.
+
+Each kind's options are the options of its command (``pcs replay``, ``pcs
+compare``, ``pcs curve``, ``pcs footprint``): the point's options become that
+command's argument list and the command's own click parser reads it (its
+types, defaults, checks and messages), then the same helpers the command uses
+turn the parsed values into the keyword arguments of ``pcs.replay``,
+``pcs.compare``, ``pcs.curve`` or ``pcs.footprint``. So a point computes what the
+command computes with the same options. This happens in the driver, for every
+point before any runs: a bad option stops the sweep before it starts, and a
+model config or hardware file is read once, on the driver's machine.
+
+Options that only shape output (``format``, ``quiet``, ``requests-out``,
+``plot``) have no place in a plan (``pcs sweep --requests`` keeps the
+per-request tables). Relative paths (the trace, ``--hardware-file``, a model
+config) are resolved against the plan's directory.
+"""
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+import click
+
+__all__ = ["Task", "build_task", "pair_options", "option_names", "PAIR_OPTIONS"]
+
+#: per kind, the repeatable NAME=VALUE options (a table in a plan; an axis may set one entry)
+PAIR_OPTIONS: dict[str, frozenset[str]] = {
+    "replay": frozenset({"tier", "tier_policy", "link"}),
+    "compare": frozenset({"tier", "tier_policy", "link"}),
+    "curve": frozenset(), "footprint": frozenset(),
+}
+#: parameters (click names) that shape output only; not options of a point
+_OUTPUT_PARAMS = frozenset({"fmt", "quiet", "requests_out", "plot_path", "help"})
+#: trace-opening options a command may have -> the keyword of pcs.trace.open_trace
+_OPEN_KEYWORDS = {"trace_format": "format", "block_size": "block_size", "sort": "sort", "on_error": "on_error"}
+
+
+@dataclass(frozen=True, slots=True)
+class Task:
+    """One point, ready to run anywhere (plain values and picklable specs only).
+
+    Attributes:
+        point_id: the point's id.
+        kind: ``replay``, ``compare``, ``curve`` or ``footprint``.
+        options: the point's options as written (the dataset's option columns).
+        call: the ``pcs`` function to call (``replay`` ...).
+        kwargs: its keyword arguments.
+        trace_key: ``(path or None, ((open_trace keyword, value), ...))``: the
+            trace to pass first, loaded once per key; None for footprint.
+    """
+
+    point_id: str
+    kind: str
+    options: dict[str, Any]
+    call: str
+    kwargs: dict[str, Any]
+    trace_key: tuple | None
+
+
+def pair_options(kind: str) -> frozenset[str]:
+    """The NAME=VALUE options of ``kind`` (see :data:`PAIR_OPTIONS`)."""
+    return PAIR_OPTIONS.get(kind, frozenset())
+
+
+def _command(kind: str) -> click.Command:
+    from pcs.cli.main import COMMANDS
+
+    module, attr = COMMANDS[kind].split(":")
+    return getattr(importlib.import_module(module), attr)
+
+
+def _params(cmd: click.Command) -> dict[str, tuple[click.Parameter, str | None]]:
+    """option name (long flag, underscores) -> (parameter, the flag to pass; None for an argument)."""
+    out: dict[str, tuple[click.Parameter, str | None]] = {}
+    for p in cmd.params:
+        if p.name in _OUTPUT_PARAMS:
+            continue
+        if isinstance(p, click.Argument):
+            out[p.name] = (p, None)
+            continue
+        for opt in [*p.opts, *p.secondary_opts]:
+            if opt.startswith("--"):
+                out[opt[2:].replace("-", "_")] = (p, opt)
+    return out
+
+
+def option_names(kind: str) -> list[str]:
+    """The option names a point of ``kind`` takes."""
+    return sorted(_params(_command(kind)))
+
+
+def _text(name: str, value: Any) -> str:
+    if isinstance(value, bool) or isinstance(value, (dict, list)):
+        raise ValueError(f"option {name!r} takes one value, got {value!r}")
+    return repr(value) if isinstance(value, float) else str(value)
+
+
+def _resolve(name: str, p: click.Parameter, value: str, base: Path) -> str:
+    """A relative path option, from the plan's directory (``model`` only when it names a file there)."""
+    is_path = isinstance(p.type, click.Path) or name == "model"
+    if not is_path or value == "-" or Path(value).is_absolute():
+        return value
+    joined = base / value
+    return str(joined) if name != "model" or joined.is_file() else value
+
+
+def _argv(kind: str, options: dict[str, Any], base: Path) -> list[str]:
+    params = _params(_command(kind))
+    args: list[str] = []
+    flags: list[str] = []
+    for name, value in options.items():
+        if name not in params:
+            raise ValueError(f"unknown option {name!r} for pcs {kind}; valid: {', '.join(sorted(params))}")
+        p, opt = params[name]
+        if opt is None:
+            args.append(_resolve(name, p, _text(name, value), base))
+        elif getattr(p, "is_flag", False):
+            if not isinstance(value, bool):
+                raise ValueError(f"option {name!r} is a flag: true or false, got {value!r}")
+            flags += [opt] if value else []
+        elif p.multiple:
+            items = ([f"{k}={v}" for k, v in value.items()] if isinstance(value, dict)
+                     else value if isinstance(value, list) else [value])
+            for item in items:
+                flags += [opt, _resolve(name, p, _text(name, item), base)]
+        else:
+            if isinstance(value, list):  # a comma list (capacities)
+                value = ",".join(_text(name, v) for v in value)
+            flags += [opt, _resolve(name, p, _text(name, value), base)]
+    if any(a.startswith("-") for a in args):
+        raise ValueError(f"pcs sweep reads no trace from stdin; name a file (got {args[0]!r})")
+    return flags + (["--", *args] if args else [])
+
+
+def _parse(kind: str, options: dict[str, Any], base: Path) -> dict[str, Any]:
+    """The command's parsed parameters for these options (click's checks and defaults)."""
+    cmd = _command(kind)
+    try:
+        ctx = cmd.make_context(f"pcs {kind}", _argv(kind, options, base))
+    except click.UsageError as exc:
+        raise ValueError(exc.format_message()) from None
+    return dict(ctx.params)
+
+
+def _trace_key(kw: dict[str, Any]) -> tuple:
+    return kw.get("trace"), tuple((_OPEN_KEYWORDS[k], kw[k]) for k in _OPEN_KEYWORDS if k in kw)
+
+
+def _no_reblock(kw: dict[str, Any]) -> None:
+    from pcs.trace.reblock import plan_engine_block_size
+
+    if plan_engine_block_size(kw["trace"], kw["trace_format"], kw["block_size"]) is not None:
+        raise ValueError(f"block_size {kw['block_size']} re-blocks the trace's ids; pcs sweep replays a trace at "
+                         "its recorded block size (run pcs replay --block-size for a re-blocked run)")
+
+
+_PLACEHOLDER = object()  # a trace that replay_call_kwargs leaves alone: the worker passes the loaded one
+TraceOf = Callable[[], Any]   # the point's loaded trace (read once per trace by the driver, on first use)
+
+
+def _replay(kw: dict[str, Any], trace_of: TraceOf) -> dict[str, Any]:
+    from pcs.cli.replay import replay_call_kwargs
+
+    _no_reblock(kw)
+    _, kwargs = replay_call_kwargs(kw, _PLACEHOLDER)
+    return dict(kwargs, tiers=list(kw["tiers"]) or None, policy=kw["policy"])
+
+
+def _compare(kw: dict[str, Any], trace_of: TraceOf) -> dict[str, Any]:
+    from pcs.cli.compare import _parse_capacities, _refuse_one_policy_twice
+    from pcs.cli.replay import replay_call_kwargs
+
+    _no_reblock(kw)
+    if kw["tier_sets"] and kw["tiers"]:
+        raise ValueError("give either tier (one tier list) or tiers (several to compare), not both")
+    _refuse_one_policy_twice(kw["policy"])
+    caps = _parse_capacities(kw["curve_capacities"], kw, trace_of().block_size) if kw["curve_capacities"] else None
+    _, kwargs = replay_call_kwargs(kw, _PLACEHOLDER)
+    sets = [[t for t in ts.split(",") if t.strip()] for ts in kw["tier_sets"]] or None
+    return dict(kwargs, policies=list(kw["policy"]) or None, tier_sets=sets, tiers=list(kw["tiers"]) or None,
+                curve_capacities=caps)
+
+
+def _curve(kw: dict[str, Any], trace_of: TraceOf) -> dict[str, Any]:
+    from pcs.cli.params import parse_capacity_list
+
+    if kw["capacities"] is not None and kw["points"] is not None:
+        raise ValueError("give capacities or points, not both")
+    if kw["dtype"] is not None and kw["model_name"] is None:
+        raise ValueError("dtype sets the KV dtype of the model's bytes; give model too")
+    spec = None
+    if kw["model_name"] is not None:
+        from pcs.cli.modelarg import load_model
+
+        spec = load_model(kw["model_name"], None, quiet=True)
+        spec = spec.with_dtype(kw["dtype"]) if kw["dtype"] else spec
+    caps = None
+    if kw["capacities"] is not None:
+        bb = None
+        if spec is not None:
+            from pcs.model import block_bytes
+
+            bb = block_bytes(spec, trace_of().block_size, "reserved").total_bytes
+        caps = parse_capacity_list(kw["capacities"], "--capacities", bb)
+    return dict(capacities=caps, points=kw["points"], model=spec, belady=not kw["no_belady"],
+                sample_rate=kw["sample_rate"], seed=kw["seed"], exact_head_blocks=kw["exact_head_blocks"],
+                native=kw.get("native"), kernel=kw.get("kernel"))
+
+
+def _footprint(kw: dict[str, Any], trace_of: TraceOf) -> dict[str, Any]:
+    from pcs.cli.modelarg import load_model
+
+    spec = load_model(kw["model_name"], kw["model_config"], quiet=True)
+    if kw["tp"] > 1:
+        spec = spec.with_tp(kw["tp"])
+    return dict(model=spec, tokens=kw["tokens"], block_size=kw["block_size"], dtype=kw["dtype"],
+                sequences=kw["sequences"])
+
+
+#: kind -> (builder of the call's keyword arguments, takes a trace)
+_BUILDERS: dict[str, tuple[Callable[[dict[str, Any], TraceOf], dict[str, Any]], bool]] = {
+    "replay": (_replay, True), "compare": (_compare, True), "curve": (_curve, True),
+    "footprint": (_footprint, False),
+}
+
+
+def build_task(kind: str, point: Any, base_dir: Path | str = ".",
+               load: Callable[[tuple], Any] | None = None) -> Task:
+    """The :class:`Task` of one :class:`pcs.sweep.plan.Point`.
+
+    Args:
+        kind: the plan's kind.
+        point: the point.
+        base_dir: where relative paths point from.
+        load: trace key -> the loaded trace (memoised by the caller); asked
+            only for what the options need of it (the block size that turns
+            capacities in bytes into blocks). Default:
+            :func:`pcs.sweep.worker.load_trace`.
+    Raises:
+        ValueError: an unknown option, a value the command refuses (its
+            message, prefixed with the point's id and options).
+    """
+    from pcs.sweep.worker import load_trace
+
+    builder, takes_trace = _BUILDERS[kind]
+    try:
+        kw = _parse(kind, point.options, Path(base_dir))
+        kwargs = builder(kw, lambda: (load or load_trace)(_trace_key(kw)))
+    except click.ClickException as exc:
+        raise ValueError(f"point {point.point_id} ({_label(point.options)}): {exc.format_message()}") from None
+    except ValueError as exc:
+        msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise ValueError(f"point {point.point_id} ({_label(point.options)}): {msg}") from None
+    return Task(point.point_id, kind, point.options, kind, kwargs, _trace_key(kw) if takes_trace else None)
+
+
+def _label(options: dict[str, Any]) -> str:
+    parts = []
+    for k, v in options.items():
+        parts += [f"{k}.{e}={x}" for e, x in v.items()] if isinstance(v, dict) else [f"{k}={v}"]
+    return " ".join(parts)

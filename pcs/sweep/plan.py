@@ -1,0 +1,208 @@
+"""A sweep plan: fixed options and axes, expanded to points with stable ids.
+
+A plan is a TOML (or JSON) file::
+
+    kind = "replay"                 # replay (default), compare, curve or footprint
+    [fixed]                         # options every point shares: the command's own options
+    trace = "sample_chat.jsonl"     # paths are relative to the plan file
+    model = "llama-3.1-8b"
+    tier = {gpu = "500blocks", cpu = "10GB"}
+    [axes]                          # one list or range per option; points = their product
+    policy = ["lru", "fifo"]
+    "tier.cpu" = {from = "0GB", to = "30GB", step = "10GB"}
+
+Option names are the command's long options without the dashes (``write-policy``
+or ``write_policy``; the trace argument is ``trace``). A repeatable option takes a
+list, or for ``NAME=VALUE`` options (``tier``, ``link``, ``tier-policy``) a table;
+an axis named ``NAME.ENTRY`` sets one entry of such a table (``tier.cpu``),
+added at the end when the fixed table has no such entry. Ranges:
+:mod:`pcs.sweep.axes`.
+
+Points are the product of the axes in the order written, the last axis
+varying fastest. A point's id is the first 12 hex digits of the SHA-256 of its
+kind and options (canonical JSON, keys sorted, table entries in order), so the
+same options give the same id in every plan and on every machine (the id does
+not see the trace file's content: rerun with ``--force`` after changing a file).
+"""
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pcs.sweep.axes import expand_axis
+
+__all__ = ["Plan", "Point", "load_plan", "make_plan", "point_id", "KINDS", "MAX_POINTS"]
+
+#: Point kinds: each runs one public API call (:mod:`pcs.sweep.kinds`).
+KINDS = ("replay", "compare", "curve", "footprint")
+#: Points one plan may expand to (a guard against a runaway product).
+MAX_POINTS = 1_000_000
+_TOP_KEYS = ("kind", "fixed", "axes", "description")
+
+
+@dataclass(frozen=True, slots=True)
+class Point:
+    """One configuration of a plan.
+
+    Attributes:
+        point_id: 12 hex digits, stable across plans and machines (module docstring).
+        options: option name (underscores) -> value as written; ``NAME=VALUE``
+            options as a dict in order.
+    """
+
+    point_id: str
+    options: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """An expanded plan.
+
+    Attributes:
+        source: the plan file (``<plan>`` for an in-memory plan).
+        base_dir: directory relative paths in options are resolved against.
+        kind: one of :data:`KINDS`.
+        axes: the axis names in order (the options that vary).
+        points: every point, in expansion order.
+    """
+
+    source: str
+    base_dir: Path
+    kind: str
+    axes: tuple[str, ...]
+    points: tuple[Point, ...]
+
+
+def _name(key: str) -> str:
+    return key.strip().replace("-", "_")
+
+
+def _canonical(value: Any) -> Any:
+    if isinstance(value, dict):
+        return [[k, _canonical(v)] for k, v in value.items()]
+    if isinstance(value, list):
+        return [_canonical(v) for v in value]
+    return value
+
+
+def point_id(kind: str, options: dict[str, Any]) -> str:
+    """The stable id of a point: 12 hex digits of SHA-256 over ``kind`` and the canonical options."""
+    text = json.dumps({"kind": kind, "options": {k: _canonical(v) for k, v in options.items()}},
+                      sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:12]
+
+
+def _pairs(name: str, value: Any, where: str) -> dict[str, Any]:
+    """A ``NAME=VALUE`` option as an ordered dict (a table, or a list of "NAME=VALUE" strings)."""
+    if isinstance(value, dict):
+        return {str(k).strip().lower(): v for k, v in value.items()}
+    items = value if isinstance(value, list) else [value]
+    out: dict[str, Any] = {}
+    for item in items:
+        k, sep, v = str(item).partition("=")
+        if not sep or not k.strip() or not v.strip():
+            raise ValueError(f"{where}: {name} entry {item!r}: expected NAME=VALUE, or give {name} as a table")
+        out[k.strip().lower()] = v.strip()
+    return out
+
+
+def _set(options: dict[str, Any], key: str, value: Any, pair_options: frozenset[str], where: str) -> None:
+    """Set option ``key`` (``NAME`` or ``NAME.ENTRY`` of a NAME=VALUE option) in ``options``."""
+    name, dot, entry = key.partition(".")
+    name = _name(name)
+    if dot:
+        if name not in pair_options:
+            raise ValueError(f"{where}: {key!r}: only NAME=VALUE options ({', '.join(sorted(pair_options))}) "
+                             "take an entry after a dot")
+        table = dict(options.get(name) or {})
+        table[entry.strip().lower()] = value
+        options[name] = table
+    elif name in pair_options:
+        options[name] = _pairs(name, value, where)
+    else:
+        options[name] = value
+
+
+def make_plan(data: dict[str, Any], source: str = "<plan>", base_dir: Path | str = ".",
+              pair_options: dict[str, frozenset[str]] | None = None) -> Plan:
+    """Expand a parsed plan.
+
+    Args:
+        data: the plan's top-level table (``kind``, ``fixed``, ``axes``, ``description``).
+        source: its name in messages.
+        base_dir: where relative paths in options point from.
+        pair_options: kind -> its ``NAME=VALUE`` option names (default:
+            :func:`pcs.sweep.kinds.pair_options`).
+    Returns:
+        :class:`Plan`.
+    Raises:
+        ValueError: an unknown top-level key or kind, a bad axis, an option
+            both fixed and an axis, two points with one id, more than
+            :data:`MAX_POINTS` points.
+    """
+    unknown = [k for k in data if k not in _TOP_KEYS]
+    if unknown:
+        raise ValueError(f"{source}: unknown key {unknown[0]!r}; a plan has {', '.join(_TOP_KEYS)}")
+    kind = data.get("kind", "replay")
+    if kind not in KINDS:
+        raise ValueError(f"{source}: unknown kind {kind!r}; valid: {', '.join(KINDS)}")
+    if pair_options is None:
+        from pcs.sweep.kinds import pair_options as _po
+
+        pairs = _po(kind)
+    else:
+        pairs = pair_options.get(kind, frozenset())
+    fixed, axes = data.get("fixed", {}), data.get("axes", {})
+    for what, table in (("fixed", fixed), ("axes", axes)):
+        if not isinstance(table, dict):
+            raise ValueError(f"{source}: [{what}] must be a table of options")
+    base: dict[str, Any] = {}
+    for k, v in fixed.items():
+        _set(base, k, v, pairs, f"{source} [fixed]")
+    names = [k.strip() for k in axes]
+    clash = [n for n in names if "." not in n and _name(n) in base]
+    if clash:
+        raise ValueError(f"{source}: option {clash[0]!r} is both fixed and an axis")
+    try:
+        values = [expand_axis(n, axes[k]) for n, k in zip(names, axes)]
+    except ValueError as exc:
+        raise ValueError(f"{source}: {exc}") from None
+    total = 1
+    for v in values:
+        total *= len(v)
+    if total > MAX_POINTS:
+        raise ValueError(f"{source}: {total:,} points; a plan may have at most {MAX_POINTS:,}")
+    return Plan(source, Path(base_dir), kind, tuple(names), _points(kind, base, names, values, pairs, source))
+
+
+def _points(kind: str, base: dict[str, Any], names: list[str], values: list[list[Any]],
+            pairs: frozenset[str], source: str) -> tuple[Point, ...]:
+    """The product of the axes over the fixed options, the last axis fastest."""
+    points, seen = [], set()
+    for combo in itertools.product(*values):
+        opts = {k: (dict(v) if isinstance(v, dict) else v) for k, v in base.items()}
+        for n, v in zip(names, combo):
+            _set(opts, n, v, pairs, f"{source} [axes]")
+        pid = point_id(kind, opts)
+        if pid in seen:
+            raise ValueError(f"{source}: two points have the same options {opts!r}")
+        seen.add(pid)
+        points.append(Point(pid, opts))
+    return tuple(points)
+
+
+def load_plan(path: str | Path) -> Plan:
+    """Read and expand a plan file (``.toml`` or ``.json``).
+
+    Raises:
+        FileNotFoundError: no such file.
+        InputError / ValueError: bad TOML/JSON, or as :func:`make_plan`.
+    """
+    from pcs.configfile import read_mapping
+
+    path = Path(path)
+    return make_plan(read_mapping(path), str(path), path.parent)

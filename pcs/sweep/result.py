@@ -1,0 +1,63 @@
+"""Typed results of ``pcs sweep``: the run (:class:`SweepRun`) and the summary (:class:`SweepSummary`).
+
+``to_dict()`` gives the JSON of ``pcs sweep --format json`` and ``pcs sweep
+summarize --format json`` (keys listed in docs/sweep.md).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from pcs.schema import field, result
+
+__all__ = ["SweepRun", "SweepBest", "SweepFrontPoint", "SweepSummary"]
+
+
+@result
+class SweepRun:
+    """What one ``pcs sweep PLAN -o OUT`` did."""
+
+    plan: str = field("-", "the plan file")
+    out: str = field("-", "the results directory (the Parquet dataset)")
+    backend: str = field("-", "where the points ran: in-process, N processes, or ray")
+    points: int = field("count", "points of the plan")
+    skipped: int = field("count", "points already in OUT (not run again; --force reruns them)")
+    ran: int = field("count", "points run and written now")
+    failed: int = field("count", "points that raised (not written; a rerun tries them again)")
+    errors: tuple[str, ...] = field("-", "one 'point_id: message' per failed point")
+    tracebacks: tuple[str, ...] = field("-", "tracebacks of the failures that are bugs in pcs (not the input's)",
+                                        json=False, default=())
+
+
+@result
+class SweepBest:
+    """The best replay point for one metric."""
+
+    metric: str = field("-", "the dataset column (hit_ratio, envelope.ttft_p99_s ...)")
+    direction: str = field("-", "max or min: which end is best")
+    value: float = field("-", "the best value, in the column's unit (ratio for hit ratios, s for times)")
+    point_id: str = field("-", "the point (ties: the least bytes over all tiers, then the smaller id)")
+    options: dict[str, Any] = field("-", "the point's values of the options that vary across the points")
+
+
+@result
+class SweepFrontPoint:
+    """A point on the Pareto front: no other point is as good on the objective with no more bytes on every tier."""
+
+    point_id: str = field("-", "the point")
+    objective: float = field("-", "its objective value (ratio for hit_ratio, s for TTFT)")
+    capacity_bytes: dict[str, int] = field("bytes", "capacity of each tier by name (0 for a tier the point lacks)")
+    options: dict[str, Any] = field("-", "the point's values of the options that vary across the points")
+
+
+@result
+class SweepSummary:
+    """Best points per metric and the Pareto front of the replay points in a results directory."""
+
+    out: str = field("-", "the results directory")
+    points: int = field("count", "points in the directory (every kind)")
+    replay_points: int = field("count", "replay points (the ones summarised)")
+    objective: str = field("-", "the front's objective column: hit_ratio (max) or envelope.ttft_p99_s (min)")
+    direction: str = field("-", "max or min")
+    tiers: tuple[str, ...] = field("-", "the tiers whose capacity bytes are the front's costs, GPU first")
+    best: tuple[SweepBest, ...] = field("-", "one entry per metric with a value in some point")
+    front: tuple[SweepFrontPoint, ...] = field("-", "the Pareto front, least total bytes first")

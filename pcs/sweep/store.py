@@ -1,0 +1,113 @@
+"""The results directory: a Parquet dataset with one file per finished point.
+
+Layout of ``OUT/``:
+
+- ``<point_id>.parquet``: one row, the point's options and metrics
+  (:func:`pcs.sweep.worker.make_row`); written to a hidden temporary file
+  beside it and renamed, so the file exists only whole. A point whose file
+  exists is done; a killed sweep loses only the points in flight.
+- ``_requests/<point_id>.parquet``: the point's per-request table with a
+  ``point_id`` column first (``pcs sweep --requests``, replay points),
+  written before the point's row so a done point has its table too.
+
+``pyarrow.dataset`` and pandas skip names starting with ``_`` or ``.``, so
+``OUT/`` reads as the points alone. Rows of different plans may differ in
+columns (other tiers, other kinds): :func:`read_results` unifies them, a
+column a row lacks being null.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+__all__ = ["done_ids", "write_point", "read_results", "encode_row", "encode_requests", "REQUESTS_DIR"]
+
+REQUESTS_DIR = "_requests"
+
+
+def done_ids(out: str | Path) -> set[str]:
+    """Ids of the points whose row is in ``out`` (an absent directory has none)."""
+    out = Path(out)
+    return {p.stem for p in out.glob("*.parquet")} if out.is_dir() else set()
+
+
+def _parquet_bytes(table: Any) -> bytes:
+    """Parquet bytes without column statistics or the Arrow schema copy: a one-row file of a replay's
+    ~160 columns is ~30 KB instead of ~60 KB (the types read back the same)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    sink = pa.BufferOutputStream()
+    pq.write_table(table, sink, write_statistics=False, store_schema=False)
+    return sink.getvalue().to_pybytes()
+
+
+def encode_row(row: dict[str, Any]) -> bytes:
+    """A point's row as the bytes of its one-row Parquet file (made where the point ran, so the
+    driver only writes bytes: about 0.3 ms a point instead of 3 ms)."""
+    import pyarrow as pa
+
+    return _parquet_bytes(pa.Table.from_pylist([row]))
+
+
+def encode_requests(point_id: str, requests: Any) -> bytes:
+    """A per-request table (pyarrow) as Parquet bytes, with a ``point_id`` column first."""
+    import pyarrow as pa
+
+    return _parquet_bytes(requests.add_column(0, "point_id", pa.array([point_id] * requests.num_rows, pa.string())))
+
+
+def _write_atomic(data: bytes, target: Path) -> None:
+    """``data`` onto ``target`` through :func:`pcs.outfile.atomic_output` (a temporary file beside it, renamed)."""
+    from pcs.outfile import atomic_output
+
+    with atomic_output(target) as tmp:
+        with open(tmp, "wb") as f:
+            f.write(data)
+
+
+def write_point(out: str | Path, point_id: str, row: bytes, requests: bytes | None = None) -> Path:
+    """Write one point's row (and its per-request table) atomically; returns the row's file.
+
+    Args:
+        out: the results directory (created if absent).
+        point_id: names the files.
+        row: :func:`encode_row` of the point's row.
+        requests: :func:`encode_requests` of its per-request table, or None.
+    Raises:
+        OSError: the directory cannot be written.
+    """
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    if requests is not None:
+        (out / REQUESTS_DIR).mkdir(exist_ok=True)
+        _write_atomic(requests, out / REQUESTS_DIR / f"{point_id}.parquet")
+    target = out / f"{point_id}.parquet"
+    _write_atomic(row, target)
+    return target
+
+
+def read_results(out: str | Path) -> Any:
+    """Every finished point of ``out`` as one pyarrow Table, rows ordered by point id.
+
+    Columns are the union over the files (first seen first); a column a file
+    lacks is null in its row; a column that is null in some rows and numbers
+    in others takes the numbers' type.
+
+    Raises:
+        FileNotFoundError: ``out`` is not a directory.
+        ValueError: a column has incompatible types across files (text in one, numbers in another).
+    """
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    out = Path(out)
+    if not out.is_dir():
+        raise FileNotFoundError(2, "No such directory", str(out))
+    tables = [pq.read_table(p) for p in sorted(out.glob("*.parquet"))]
+    if not tables:
+        return pa.table({"point_id": pa.array([], pa.string()), "kind": pa.array([], pa.string())})
+    try:
+        return pa.concat_tables(tables, promote_options="permissive")
+    except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
+        raise ValueError(f"{out}: the points' columns do not fit together: {str(exc).splitlines()[0]}") from None

@@ -1,0 +1,212 @@
+"""What runs where a point runs: the trace held in memory, one task -> one row.
+
+:class:`LoadedTrace` is a trace read once by the driver (numpy columns, no
+file handle), so it pickles to a process-pool worker once and goes into
+Ray's object store once, whatever the node. :func:`run_task` makes the
+task's one ``pcs`` call and turns the typed result's ``to_dict()`` into the
+dataset row (:func:`make_row`); an exception in a point is returned as
+an :class:`Outcome` with the error, so one bad point does not stop the others.
+"""
+from __future__ import annotations
+
+import json
+import traceback
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterator
+
+__all__ = ["LoadedTrace", "Outcome", "load_trace", "run_task", "make_row", "flatten", "init_worker",
+           "run_pooled", "LABEL_KEYS"]
+
+#: keys that name the entries of a list of objects in a result (``tiers[].name`` -> ``tiers.gpu.*``)
+LABEL_KEYS = ("name", "tier", "variant", "capacity_blocks", "component", "dtype")
+
+
+class LoadedTrace:
+    """A trace read into memory: what :func:`pcs.replay`, :func:`pcs.compare` and :func:`pcs.curve` read.
+
+    Attributes:
+        path: the file read (as :class:`pcs.trace.Trace` has it; ``ReplaySummary.trace`` shows it).
+        name: the name messages use.
+        block_size: tokens per block of the ids.
+        batches: the :class:`pcs.trace.RequestBatch` es in order (ids numbered from 0).
+        reuse: where the ids' sharing comes from (:attr:`pcs.trace.Trace.reuse`).
+        skipped: bad lines skipped by the read (``on_error="skip"``).
+
+    Memory: the whole trace's columns (about 8 bytes per block id plus
+    40 bytes per request).
+    """
+
+    __slots__ = ("path", "name", "block_size", "batches", "reuse", "skipped")
+
+    def __init__(self, path: Path, name: str, block_size: int, batches: list, reuse: str = "recorded",
+                 skipped: int = 0) -> None:
+        self.path, self.name, self.block_size, self.batches = path, name, block_size, batches
+        self.reuse, self.skipped = reuse, skipped
+
+    def __repr__(self) -> str:
+        return f"LoadedTrace({self.name!r}, block_size={self.block_size}, batches={len(self.batches)})"
+
+    def iter_batches(self) -> Iterator[Any]:
+        """The batches, as :meth:`pcs.trace.Trace.iter_batches` yields them."""
+        return iter(self.batches)
+
+    def estimated_requests(self) -> int:
+        """The number of requests (exact: they are in memory)."""
+        return sum(len(b) for b in self.batches)
+
+    def __iter__(self):
+        for b in self.batches:
+            yield from b.requests()
+
+
+def load_trace(key: tuple) -> LoadedTrace:
+    """Open and read the trace of a :attr:`pcs.sweep.kinds.Task.trace_key`.
+
+    Raises:
+        FileNotFoundError / InputError / ValueError: as :func:`pcs.trace.open_trace` and its readers.
+    """
+    from pcs.trace import open_trace
+
+    path, open_kwargs = key
+    trace = open_trace(path, **dict(open_kwargs))
+    batches = list(trace.iter_batches())
+    return LoadedTrace(trace.path, trace.name, trace.block_size, batches, trace.reuse, trace.skipped)
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """A finished point.
+
+    Attributes:
+        point_id: the point.
+        row: the dataset row as one-row Parquet bytes (:func:`pcs.sweep.store.encode_row`;
+            None when the point failed).
+        requests: the per-request table as Parquet bytes, when asked and the kind has one.
+        error: ``"<type>: <message>"`` when the point failed, else None.
+        user_error: the failure is the input's (a ValueError or OSError), not a bug.
+        traceback: the failure's traceback text (bugs only).
+    """
+
+    point_id: str
+    row: bytes | None
+    requests: bytes | None = None
+    error: str | None = None
+    user_error: bool = False
+    traceback: str | None = None
+
+
+def _scalar(value: Any) -> Any:
+    """A cell: lists as JSON text, NaN/inf as None, numpy scalars as Python ones."""
+    from pcs.cli.common import to_jsonable
+
+    value = to_jsonable(value)
+    return json.dumps(value) if isinstance(value, list) else value
+
+
+def _label(items: list) -> list[str] | None:
+    """The labels of a list of objects, when one of :data:`LABEL_KEYS` names each entry uniquely."""
+    if not items or not all(isinstance(x, dict) for x in items):
+        return None
+    for key in LABEL_KEYS:
+        labels = [x.get(key) for x in items]
+        if all(isinstance(v, (str, int)) and not isinstance(v, bool) for v in labels) \
+                and len(set(map(str, labels))) == len(labels):
+            return [str(v) for v in labels]
+    return None
+
+
+def flatten(payload: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """A result's JSON object as flat columns.
+
+    Nested objects join their keys with dots (``gap.concurrency``); a list of
+    objects keyed by one of :data:`LABEL_KEYS` becomes one group per entry
+    (``tiers.gpu.hit_blocks``, ``envelope.links.cpu.restore_s``); any other
+    list is a JSON text cell (``notes``).
+    """
+    out: dict[str, Any] = {}
+    for k, v in payload.items():
+        key = f"{prefix}{k}"
+        if isinstance(v, dict):
+            out.update(flatten(v, key + "."))
+        elif isinstance(v, (list, tuple)) and _label(list(v)) is not None:
+            for label, item in zip(_label(list(v)), v):
+                out.update(flatten(item, f"{key}.{label}."))
+        else:
+            out[key] = _scalar(list(v) if isinstance(v, tuple) else v)
+    return out
+
+
+def make_row(point_id: str, kind: str, options: dict[str, Any], payload: dict[str, Any]) -> dict[str, Any]:
+    """The dataset row of a point (columns: docs/sweep.md).
+
+    ``point_id``, ``kind``, one ``option.NAME`` column per option
+    (``option.tier.cpu`` per entry of a NAME=VALUE option), the flattened
+    result (:func:`flatten`), and ``result_json``: the result's whole JSON
+    object, as the command prints it with ``--format json``.
+    """
+    from pcs.cli.common import to_jsonable
+
+    row: dict[str, Any] = {"point_id": point_id, "kind": kind}
+    for name, value in options.items():
+        if isinstance(value, dict):
+            row.update({f"option.{name}.{e}": _scalar(v) for e, v in value.items()})
+        else:
+            row[f"option.{name}"] = _scalar(value)
+    row.update(flatten(payload))
+    row["result_json"] = json.dumps(to_jsonable(payload))
+    return row
+
+
+def run_task(task: Any, trace: Any = None, with_requests: bool = False) -> Outcome:
+    """Run one :class:`pcs.sweep.kinds.Task`: its ``pcs`` call on ``trace``, the row.
+
+    Args:
+        task: the task.
+        trace: the loaded trace of ``task.trace_key`` (None for footprint).
+        with_requests: keep a replay's per-request table.
+    Returns:
+        :class:`Outcome` with the row encoded here (the driver only writes bytes); exceptions are
+        caught into it (never raised).
+    """
+    import pcs
+    from pcs.sweep.store import encode_requests, encode_row
+
+    try:
+        fn = getattr(pcs, task.call)
+        res = fn(trace, **task.kwargs) if task.trace_key is not None else fn(**task.kwargs)
+        typed = _replay_summary(res.summary, trace) if task.call == "replay" else res
+        requests = (encode_requests(task.point_id, res.requests) if with_requests and task.call == "replay"
+                    else None)
+        row = encode_row(make_row(task.point_id, task.kind, task.options, typed.to_dict()))
+        return Outcome(task.point_id, row, requests)
+    except Exception as exc:  # noqa: BLE001 - reported per point by the driver
+        user = isinstance(exc, (ValueError, OSError))
+        msg = str(exc).splitlines()[0] if str(exc) else ""
+        return Outcome(task.point_id, None, None, f"{type(exc).__name__}: {msg}", user,
+                       None if user else traceback.format_exc())
+
+
+def _replay_summary(summary: Any, trace: LoadedTrace) -> Any:
+    """The summary with the notes ``pcs replay`` adds about the trace (synthetic reuse, skipped lines)."""
+    import dataclasses
+
+    from pcs.cli.replay import skipped_note, synthetic_reuse_note
+
+    extra = tuple(n for n in (synthetic_reuse_note(trace), skipped_note(trace)) if n)
+    return dataclasses.replace(summary, notes=summary.notes + extra) if extra else summary
+
+
+_TRACES: dict[tuple, LoadedTrace] = {}
+
+
+def init_worker(traces: dict[tuple, LoadedTrace]) -> None:
+    """Process-pool initializer: keep the driver's loaded traces (pickled once per worker)."""
+    global _TRACES
+    _TRACES = traces
+
+
+def run_pooled(args: tuple) -> Outcome:
+    """Process-pool entry: ``(task, with_requests)`` -> :func:`run_task` on the worker's copy of the trace."""
+    task, with_requests = args
+    return run_task(task, _TRACES.get(task.trace_key), with_requests)

@@ -1,0 +1,88 @@
+"""pcs sweep on the command line: PLAN alone means run, plan-relative paths, every kind equal to its
+command alone, one-line errors."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from pcs.cli.main import cli
+from pcs.sweep import read_results
+
+ROOT = Path(__file__).resolve().parents[2]
+SAMPLE_PLAN = ROOT / "traces" / "sweep_sample.toml"
+AZURE = ROOT / "traces" / "sample_azure_conv.jsonl"
+AZURE_CSV = ROOT / "traces" / "formats" / "azure2023_conv_8.csv"     # lengths only: pcs replay notes synthetic reuse
+
+
+def _pcs(*args):
+    return CliRunner().invoke(cli, [str(a) for a in args])
+
+
+def test_the_sample_plan_runs_and_a_second_run_skips_it(tmp_path):
+    first = _pcs("sweep", SAMPLE_PLAN, "-o", tmp_path, "--jobs", "1", "--format", "json", "-q")
+    assert first.exit_code == 0, first.output
+    p = json.loads(first.stdout)
+    # 2 policies x cpu 0, 50, 100 GB (the plan's axes)
+    assert (p["points"], p["ran"], p["skipped"], p["summary"]["replay_points"]) == (6, 6, 0, 6)
+    rows = read_results(tmp_path).to_pylist()
+    assert {r["trace"] for r in rows} == {str(ROOT / "traces" / "sample_chat.jsonl")}   # relative to the plan
+    again = _pcs("sweep", "run", SAMPLE_PLAN, "-o", tmp_path, "--format", "json", "-q")
+    assert (json.loads(again.stdout)["ran"], json.loads(again.stdout)["skipped"]) == (0, 6)
+
+
+@pytest.mark.parametrize("kind,fixed,axis,pick,alone", [
+    ("replay", f'trace = "{AZURE_CSV}"\nmodel = "llama-3.1-8b"\ntp = 1\ntier = ["gpu=20blocks"]',
+     'policy = ["lru", "fifo"]', ("option.policy", "fifo"),
+     ["replay", AZURE_CSV, "--model", "llama-3.1-8b", "--tp", "1", "--tier", "gpu=20blocks", "--policy", "fifo"]),
+    ("compare", f'trace = "{AZURE}"\nmodel = "llama-3.1-8b"\ntp = 1\npolicy = ["lru", "fifo"]\n'
+                'curve_capacities = ["10blocks", "1GB"]', 'tier = ["gpu=100blocks", "gpu=200blocks"]',
+     ("option.tier.gpu", "200blocks"),
+     ["compare", AZURE, "--model", "llama-3.1-8b", "--tp", "1", "--policy", "lru", "--policy", "fifo",
+      "--curve-capacities", "10blocks,1GB", "--tier", "gpu=200blocks"]),
+    ("curve", f'trace = "{AZURE}"\ncapacities = "10blocks,100blocks,40GB"', 'model = ["llama-3.1-8b", "qwen3-32b"]',
+     ("option.model", "qwen3-32b"),
+     ["curve", AZURE, "--capacities", "10blocks,100blocks,40GB", "--model", "qwen3-32b"]),
+    ("footprint", 'model = "llama-3.1-8b"\ntp = 2', 'tokens = {from = 1024, to = 4096, times = 2}',
+     ("option.tokens", 4096),
+     ["footprint", "--model", "llama-3.1-8b", "--tp", "2", "--tokens", "4096"]),
+])
+def test_every_kind_gives_what_its_command_prints_alone(tmp_path, kind, fixed, axis, pick, alone):
+    plan = tmp_path / "p.toml"
+    plan.write_text(f'kind = "{kind}"\n[fixed]\n{fixed}\n[axes]\n{axis}\n', encoding="utf-8")
+    res = _pcs("sweep", plan, "-o", tmp_path / "out", "--jobs", "1", "-q")
+    assert res.exit_code == 0, res.output
+    rows = read_results(tmp_path / "out").to_pylist()
+    printed = json.loads(_pcs(*alone, "--format", "json", "-q").stdout)
+    if kind == "curve":
+        printed.pop("dtype")                   # pcs curve adds the --dtype it was given (an option column here)
+    (row,) = [r for r in rows if r[pick[0]] == pick[1]]
+    assert json.loads(row["result_json"]) == printed
+    if kind == "replay":                       # the note pcs replay adds about a lengths-only trace is there too
+        assert any("prefix reuse is synthetic" in n for n in printed["notes"])
+    assert len(rows) == (3 if kind == "footprint" else 2)      # 1024, 2048, 4096 tokens
+
+
+@pytest.mark.parametrize("plan_text,words", [
+    ("[fixed]\npolcy = 'lru'\n", "unknown option 'polcy' for pcs replay"),
+    ("[axes]\npolicy = ['lru', 'arc']\n", "Invalid value for '--policy'"),
+    ("[fixed]\nformat = 'json'\n", "unknown option 'format'"),
+    ("[fixed]\ncache_partial_blocks = 'yes'\n", "is a flag"),
+    ("[fixed]\ntrace = 'missing.jsonl'\n", "missing.jsonl: No such file"),
+    ("kind = 'curve'\n[fixed]\ncapacities = '40GB'\n", "a size in bytes needs --model"),
+    ("kind = 'compare'\n[fixed]\npolicy = ['slru', 'protected']\n", "name the same policy"),
+])
+def test_bad_plans_are_one_line_errors_before_anything_runs(tmp_path, plan_text, words):
+    plan = tmp_path / "p.toml"
+    plan.write_text(plan_text, encoding="utf-8")
+    res = _pcs("sweep", plan, "-o", tmp_path / "out", "--jobs", "1")
+    assert res.exit_code == 2 and words in res.stderr, res.output
+    assert res.stderr.startswith("pcs: error:") and len(res.stderr.splitlines()) == 1
+    assert not (tmp_path / "out").exists()
+
+
+def test_jobs_and_ray_together_are_refused(tmp_path):
+    res = _pcs("sweep", SAMPLE_PLAN, "-o", tmp_path, "--jobs", "2", "--ray")
+    assert res.exit_code == 2 and "not both" in res.stderr
