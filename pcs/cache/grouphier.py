@@ -6,7 +6,7 @@ components as cache groups (:mod:`pcs.cache.groups`, §3.1):
 
 - every block of a group takes ``group.pages`` pages of its pool; a page is a
   key in the pool's :class:`pcs.cache.Tier` (block hash for group 0's first
-  page, ``hash | (g * 64 + i) << 64`` for page i of group g), so eviction,
+  page, ``hash | (g << 16 | i) << 64`` for page i of group g), so eviction,
   pins and demotion are the tiers' own;
 - pools: one shared pool per tier level (vLLM's hybrid KV cache manager, one
   free queue for all groups) or one pool per group (SGLang's separate pools);
@@ -33,7 +33,7 @@ from typing import Sequence
 
 from pcs.cache.groups import CacheGroup, fixed_point
 from pcs.cache.hierarchy import WRITE_POLICIES, _first_repeat
-from pcs.cache.residency import Residency, group_counts
+from pcs.cache.residency import GROUP_SHIFT, KEY_SHIFT, PAGE_BITS, Residency, group_counts
 from pcs.cache.tier import Tier, TierStats
 
 __all__ = ["GroupHierarchy", "GroupAdmission", "page_key"]
@@ -43,7 +43,7 @@ _MASK = (1 << 64) - 1   # a page key's block hash
 
 def page_key(block_hash: int, group: int, page: int) -> int:
     """The key of page ``page`` of block ``block_hash`` in group ``group`` (the hash itself for (0, 0))."""
-    return block_hash | (((group << 6) | page) << 64)
+    return block_hash | (((group << PAGE_BITS) | page) << KEY_SHIFT)
 
 
 class GroupAdmission:
@@ -236,7 +236,7 @@ class GroupHierarchy:
                                    step_s)
         self._full0 = self.groups[0].rule == "full"
         self._res_by_group = [[lvl[g.pool].resident for lvl in self.levels] for g in self.groups]
-        self._tags = [[((gi << 6) | p) << 64 for p in range(g.pages)] for gi, g in enumerate(self.groups)]
+        self._tags = [[page_key(0, gi, p) for p in range(g.pages)] for gi, g in enumerate(self.groups)]
 
     def tick(self, t: float) -> None:
         """Simulated time reaches ``t`` (before the steps at ``t``): residency samples (:class:`Residency`)."""
@@ -550,5 +550,5 @@ class GroupHierarchy:
                 if j:
                     assert t.num_pinned == 0 and t.reserved_blocks == 0, t
                 for k in t.resident:
-                    counts[k >> 70] += 1
+                    counts[k >> GROUP_SHIFT] += 1
             assert counts == self.residency.pages[j], (j, counts, self.residency.pages[j])

@@ -49,7 +49,7 @@ class CacheGroup:
         block_size: tokens per block B (the replay's block size).
         span_tokens: W (window), C (chunk) or N (state checkpoint interval, a multiple of B); 0 for full.
         pages: pool pages one block of the group takes (vLLM's uniform page size: 1 for most,
-            more for a group split into several layer groups or a padded state page), >= 1.
+            more for a group split into several layer groups or a padded state page), 1 .. 65535.
         pool: index of the pool the group's pages live in (0 for a shared pool).
         layers: decoder layers of the group.
         align: state only: a request saves one state, at its last checkpoint (vLLM
@@ -74,8 +74,8 @@ class CacheGroup:
             raise ValueError(f"unknown cache group rule {self.rule!r}; valid: {', '.join(RULES)}")
         if self.rule != "full" and self.span_tokens < 1:
             raise ValueError(f"group {self.name}: rule {self.rule} needs a span >= 1 token")
-        if self.pages < 1 or self.pages > 63:
-            raise ValueError(f"group {self.name}: pages per block must be in 1..63, got {self.pages}")
+        if not 1 <= self.pages < 1 << 16:
+            raise ValueError(f"group {self.name}: pages per block must be in 1..65535, got {self.pages}")
         if self.rule == "state" and self.span_tokens % self.block_size:
             raise ValueError(f"group {self.name}: checkpoint interval {self.span_tokens} is not a multiple of "
                              f"the block size {self.block_size}")

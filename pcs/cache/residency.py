@@ -14,22 +14,26 @@ from array import array
 from operator import add, mul, sub
 from typing import Sequence
 
-__all__ = ["Residency", "group_of", "group_counts"]
+__all__ = ["Residency", "group_of", "group_counts", "KEY_SHIFT", "PAGE_BITS", "GROUP_SHIFT"]
 
-#: Page keys of group g >= 1 (or page i >= 1) carry (g * 64 + i) above bit 64 (block hashes are < 2**64).
+#: Page keys of group g >= 1 (or page i >= 1) carry (g << PAGE_BITS | i) above bit 64 (block hashes are < 2**64).
 KEY_SHIFT = 64
+#: Bits of the page index in a page key: at most 2**16 - 1 pages per block.
+PAGE_BITS = 16
+#: A page key's group is ``key >> GROUP_SHIFT``.
+GROUP_SHIFT = KEY_SHIFT + PAGE_BITS
 
 
 def group_of(key: int) -> int:
-    """The cache group a page key belongs to (``key >> 70``; plain block hashes are group 0)."""
-    return key >> (KEY_SHIFT + 6)
+    """The cache group a page key belongs to (``key >> 80``; plain block hashes are group 0)."""
+    return key >> GROUP_SHIFT
 
 
 def group_counts(keys: Sequence[int], groups: int) -> list[int]:
     """How many of ``keys`` belong to each of ``groups`` groups (C-speed passes: one per group boundary)."""
     if groups == 1:
         return [len(keys)]
-    ge = [len(keys)] + [sum(map((g << (KEY_SHIFT + 6)).__le__, keys)) for g in range(1, groups)] + [0]
+    ge = [len(keys)] + [sum(map((g << GROUP_SHIFT).__le__, keys)) for g in range(1, groups)] + [0]
     return [ge[g] - ge[g + 1] for g in range(groups)]
 
 
@@ -58,7 +62,7 @@ class Residency:
     """
 
     def __init__(self, levels: Sequence[str], page_bytes: Sequence[Sequence[int]], step_s: float = 60.0,
-                 max_samples: int = 100_000) -> None:
+                 max_samples: int = 10_000) -> None:
         if not step_s > 0:
             raise ValueError(f"residency step must be > 0 s, got {step_s}")
         self.levels = list(levels)

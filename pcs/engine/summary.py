@@ -206,7 +206,7 @@ def build_summary(res, state: CacheState, seq_ledger, single, ideal, ctx: dict) 
     envelope = _envelope(L, state, res.columns, ctx)
     gpu_bytes = ctx["tier_specs"][0].capacity_bytes
     lens = payload_lens(model, ctx["block_size"], tiers[0].capacity_bytes if gpu_bytes is None else gpu_bytes,
-                        envelope.links, float(_values(res.columns["prefill_s"]).sum()),
+                        _lens_links(envelope.links, ctx), float(_values(res.columns["prefill_s"]).sum()),
                         float(_values(res.columns["ttft_s"]).mean()), L.num_requests)
     return ReplaySummary(
         trace=ctx["trace"], model=model.name, kv_dtype=model.kv_dtype, gpu=ctx["gpu"].name,
@@ -229,6 +229,17 @@ def build_summary(res, state: CacheState, seq_ledger, single, ideal, ctx: dict) 
         baseline_engine=ctx.get("baseline_engine"), baseline_engine_reason=ctx.get("baseline_engine_reason"),
         hybrid=_hybrid(res, state, ctx),
     )
+
+
+def _lens_links(links, ctx: dict):
+    """The link rows the payload lens reads; a hybrid run's restored pages as whole-model blocks of the
+    same bytes (the lens compares whole-model block sizes)."""
+    if ctx.get("hybrid") is None:
+        return links
+    from dataclasses import replace
+
+    return tuple(replace(lk, restored_blocks=round(lk.restored_bytes / ctx["block_bytes"][j + 1].total_bytes))
+                 for j, lk in enumerate(links))
 
 
 def _gap(ide: float, ss: float, seq: float, real: float, prompt_tokens: int, lost: int | None) -> GapSplit:

@@ -119,7 +119,7 @@ def test_requested_engines_and_aliases():
                                          "tier lru, got gpu:fifo"):
         select.choose(cfg("sequential", ("gpu", "fifo", 100)), "compiled-hierarchy")
     with pytest.raises(ValueError, match="unknown engine 'turbo'; valid: auto, lru-scan, compiled-hierarchy, "
-                                         "reference, general, fast"):
+                                         "reference, hybrid, general, fast"):
         select.choose(seq_one, "turbo")
 
 
