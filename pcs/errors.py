@@ -52,6 +52,7 @@ class UnknownNameError(ValueError):
         name: the name as the user gave it.
         choices: the registered names, in registration order.
         aliases: alias -> registered name, accepted as well.
+        hint: optional other spelling that works, appended in parentheses.
 
     ``str(err)`` is ``"unknown KIND 'NAME'; valid: A, B, C (alias X = A)"``:
     the one-line message the CLI prints.
@@ -60,7 +61,8 @@ class UnknownNameError(ValueError):
     "unknown eviction policy 'arc9'; valid: lru, slru (alias protected = slru)"
     """
 
-    def __init__(self, kind: str, name: object, choices: Iterable[str], aliases: Mapping[str, str] | None = None):
+    def __init__(self, kind: str, name: object, choices: Iterable[str], aliases: Mapping[str, str] | None = None,
+                 hint: str = ""):
         self.kind = kind
         self.name = name
         self.choices = tuple(choices)
@@ -68,4 +70,4 @@ class UnknownNameError(ValueError):
         alias = "; ".join(f"{a} = {t}" for a, t in self.aliases.items())
         plural = "es" if len(self.aliases) > 1 else ""
         super().__init__(f"unknown {kind} {name!r}; valid: {', '.join(self.choices)}"
-                         + (f" (alias{plural} {alias})" if alias else ""))
+                         + (f" (alias{plural} {alias})" if alias else "") + (f" ({hint})" if hint else ""))

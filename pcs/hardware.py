@@ -27,7 +27,7 @@ from typing import Any
 
 from pcs import units
 from pcs.configfile import read_mapping
-from pcs.errors import InputError
+from pcs.errors import InputError, UnknownNameError
 
 __all__ = [
     "GPUSpec", "LinkSpec", "HardwareTable", "GPUS", "LINKS", "GPU_NAMES", "LINK_NAMES",
@@ -231,30 +231,30 @@ def _norm(name: str) -> str:
     return ALIASES.get(key, key)
 
 
+def _lookup(kind: str, presets: dict, name: str):
+    """``presets[_norm(name)]``, else :class:`UnknownNameError` listing the presets."""
+    spec = presets.get(_norm(name))
+    if spec is None:
+        raise UnknownNameError(kind, name, presets)
+    return spec
+
+
 def get_gpu(name: str, table: HardwareTable | None = None) -> GPUSpec:
     """The GPU preset ``name`` (case-insensitive; ``_`` and ``-`` alike).
 
     Raises:
-        ValueError: unknown name; the message lists the known ones.
+        UnknownNameError: (a ValueError) unknown name; the message lists the known ones.
     """
-    gpus = GPUS if table is None else table.gpus
-    spec = gpus.get(_norm(name))
-    if spec is None:
-        raise ValueError(f"unknown GPU {name!r}; known: {', '.join(gpus)}")
-    return spec
+    return _lookup("GPU", GPUS if table is None else table.gpus, name)
 
 
 def get_link(name: str, table: HardwareTable | None = None) -> LinkSpec:
     """The link preset ``name`` (case-insensitive; ``_`` and ``-`` alike).
 
     Raises:
-        ValueError: unknown name; the message lists the known ones.
+        UnknownNameError: (a ValueError) unknown name; the message lists the known ones.
     """
-    links = LINKS if table is None else table.links
-    spec = links.get(_norm(name))
-    if spec is None:
-        raise ValueError(f"unknown link {name!r}; known: {', '.join(links)}")
-    return spec
+    return _lookup("link", LINKS if table is None else table.links, name)
 
 
 def default_link_for_tier(tier_name: str, table: HardwareTable | None = None) -> LinkSpec:

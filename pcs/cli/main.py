@@ -69,8 +69,13 @@ class LazyGroup(click.Group):
             formatter.write_dl(rows)
 
     def invoke(self, ctx: click.Context):
-        with user_errors(), unwind_on_signals():
-            return super().invoke(ctx)
+        from pcs.outfile import remove_temporary
+
+        try:
+            with user_errors(), unwind_on_signals():
+                return super().invoke(ctx)
+        finally:
+            remove_temporary()   # a stdin spool goes when the command ends, not when the GC drops its trace
 
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})

@@ -98,8 +98,9 @@ def replay_options(f: Callable, policy_multiple: bool = False) -> Callable:
                      help="TOML/JSON overrides of GPU and link presets."),
         click.option("--tier", "tiers", multiple=True,
                      help="A tier NAME=SIZE, GPU first, repeatable: gpu=400GB, cpu=2TB, ssd=30TB or "
-                          "gpu=5000blocks (0 allowed; a plain number is refused: 400GB or 400blocks?). Default: the GPU tier sized from the deployment (GPUs x "
-                          "(HBM x 0.9 - weights per GPU - 5 GB reserve), as pcs deploy prints) and cpu=2TB."),
+                          "gpu=5000blocks (0 allowed; a plain number is refused: 400GB or 400blocks?). gpu=auto (GPU tier only) "
+                          "sizes it from the deployment: GPUs x (HBM x 0.9 - weights per GPU - 5 GB reserve), as pcs "
+                          "deploy prints. Default: gpu=auto and cpu=2TB."),
         click.option("--policy", "policy", multiple=policy_multiple, type=RegistryChoice(POLICY_CHOICES, get_policy),
                      help=policy_help),
         click.option("--tier-policy", "tier_policy", multiple=True, callback=_check_tier_policies,

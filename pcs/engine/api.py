@@ -94,15 +94,20 @@ def parse_assignment(text: str, what: str) -> tuple[str, str]:
     return name.strip().lower(), value.strip()
 
 
-_EXAMPLES = {"tier": "gpu=400GB or gpu=5000blocks", "link": "cpu=pcie-gen5-x16 or cpu=25GB/s",
+_EXAMPLES = {"tier": "gpu=400GB, gpu=5000blocks or gpu=auto", "link": "cpu=pcie-gen5-x16 or cpu=25GB/s",
              "tier policy": "cpu=protected"}
 
 
 def parse_tier(text: str | TierSpec) -> TierSpec:
-    """``"gpu=400GB"`` or ``"gpu=5000blocks"`` -> :class:`TierSpec` (sizes >= 0; 0 allowed).
+    """``"gpu=400GB"``, ``"gpu=5000blocks"`` or ``"gpu=auto"`` -> :class:`TierSpec` (sizes >= 0; 0 allowed).
+
+    ``auto`` leaves the size open: the GPU tier (the first) is then sized from the
+    deployment (module docstring); a lower tier cannot be ``auto`` (:func:`replay` refuses it).
 
     >>> parse_tier("gpu=5000blocks").capacity_blocks
     5000
+    >>> parse_tier("gpu=auto").capacity_bytes is None
+    True
     >>> parse_tier("cpu=2TB").capacity_bytes
     2000000000000
 
@@ -112,6 +117,8 @@ def parse_tier(text: str | TierSpec) -> TierSpec:
     if isinstance(text, TierSpec):
         return text
     name, value = parse_assignment(text, "tier")
+    if value.lower() == "auto":
+        return TierSpec(name)
     try:
         cap = units.parse_capacity(value)  # the one capacity parser (docs/semantics.md §16)
     except ValueError as exc:
@@ -217,6 +224,10 @@ def _tier_specs(tiers, tier_policies, links) -> list[TierSpec]:
     if names[0].lower() in TIER_LINKS:
         raise ValueError(f"the first --tier is the GPU tier, but it is named {names[0]!r} (a lower tier); "
                          f"give the tiers GPU first, e.g. --tier gpu=400GB --tier {names[0]}=...")
+    for s in specs[1:]:
+        if s.capacity_bytes is None and s.capacity_blocks is None:
+            raise ValueError(f"tier {s.name!r}: only the GPU tier (the first --tier) can be sized 'auto' "
+                             f"(from the deployment); give {s.name} a size, e.g. --tier {s.name}=2TB")
     if len(set(names)) != len(names):
         raise ValueError(f"tier names must be distinct, got {', '.join(names)}")
     for what, mapping in (("--tier-policy", tier_policies or {}), ("--link", links or {})):

@@ -10,6 +10,7 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Any
 
+from pcs.errors import UnknownNameError
 from pcs.model.hfconfig import build_spec
 from pcs.model.spec import ModelSpec
 
@@ -18,6 +19,13 @@ __all__ = ["MODEL_NAMES", "get_model", "list_models", "PRESETS"]
 _HF = "https://huggingface.co/"
 
 #: name -> {"config": config subset, "source": URL, "active"/"total": params, "weight_bytes", "params_source"}.
+#: deepseek-ai/DeepSeek-V3 config.json fields (V3.2 adds the indexer fields to these).
+_DEEPSEEK_V3 = dict(model_type="deepseek_v3", num_hidden_layers=61, num_attention_heads=128, kv_lora_rank=512,
+                    qk_rope_head_dim=64, qk_nope_head_dim=128, v_head_dim=128, q_lora_rank=1536, hidden_size=7168,
+                    intermediate_size=18432, moe_intermediate_size=2048, n_routed_experts=256,
+                    n_shared_experts=1, num_experts_per_tok=8, first_k_dense_replace=3,
+                    vocab_size=129280, torch_dtype="bfloat16")
+
 PRESETS: dict[str, dict[str, Any]] = {
     # meta-llama/Llama-3.1-8B config.json: 32 layers, 32 heads, 8 KV heads, head_dim 128.
     # Params 8,030,261,248 = 2 x 128256 x 4096 (embed + head) + 32 x (41,943,040 attn
@@ -54,23 +62,14 @@ PRESETS: dict[str, dict[str, Any]] = {
     # deepseek-ai/DeepSeek-V3 config.json: 61 layers, MLA kv_lora_rank 512, qk_rope_head_dim 64,
     # 128 heads, qk_nope_head_dim 128, v_head_dim 128; 256 routed + 1 shared experts, top-8; FP8 weights.
     "deepseek-v3": dict(
-        config=dict(model_type="deepseek_v3", num_hidden_layers=61, num_attention_heads=128, kv_lora_rank=512, qk_rope_head_dim=64,
-                    qk_nope_head_dim=128, v_head_dim=128, q_lora_rank=1536, hidden_size=7168,
-                    intermediate_size=18432, moe_intermediate_size=2048, n_routed_experts=256,
-                    n_shared_experts=1, num_experts_per_tok=8, first_k_dense_replace=3,
-                    vocab_size=129280, torch_dtype="bfloat16"),
+        config=_DEEPSEEK_V3,
         source=_HF + "deepseek-ai/DeepSeek-V3/blob/main/config.json",
         active=37_000_000_000, total=671_000_000_000, weight_bytes=1.0,
         params_source="DeepSeek-V3 technical report (arXiv 2412.19437): 671B total, 37B activated; FP8 weights"),
     # deepseek-ai/DeepSeek-V3.2-Exp config.json: DeepSeek-V3 plus DeepSeek Sparse Attention:
     # index_n_heads 64, index_head_dim 128, index_topk 2048.
     "deepseek-v3.2": dict(
-        config=dict(model_type="deepseek_v32", num_hidden_layers=61, num_attention_heads=128, kv_lora_rank=512, qk_rope_head_dim=64,
-                    qk_nope_head_dim=128, v_head_dim=128, q_lora_rank=1536, hidden_size=7168,
-                    intermediate_size=18432, moe_intermediate_size=2048, n_routed_experts=256,
-                    n_shared_experts=1, num_experts_per_tok=8, first_k_dense_replace=3,
-                    index_n_heads=64, index_head_dim=128, index_topk=2048,
-                    vocab_size=129280, torch_dtype="bfloat16"),
+        config=dict(_DEEPSEEK_V3, model_type="deepseek_v32", index_n_heads=64, index_head_dim=128, index_topk=2048),
         source=_HF + "deepseek-ai/DeepSeek-V3.2-Exp/blob/main/config.json",
         active=37_000_000_000, total=671_000_000_000, weight_bytes=1.0,
         params_source="DeepSeek-V3.2-Exp model card: same base as V3.1 (671B total, 37B activated)"),
@@ -137,15 +136,15 @@ def get_model(name: str) -> ModelSpec:
     """The preset called ``name`` (case-insensitive; HF ids like ``meta-llama/Llama-3.1-8B`` work).
 
     Raises:
-        ValueError: unknown name; the message lists the known presets.
+        UnknownNameError: (a ValueError) unknown name; the message lists the known presets.
 
     >>> get_model("deepseek-v3").kv_bytes_per_token()
     70272
     """
     key = _canonical(name)
     if key not in PRESETS:
-        raise ValueError(f"unknown model {name!r}; known models: {', '.join(MODEL_NAMES)}"
-                         " (or give a Hugging Face config.json path: --model path/to/config.json)")
+        raise UnknownNameError("model", name, MODEL_NAMES,
+                               hint="or give a Hugging Face config.json path: --model path/to/config.json")
     return _build(key)
 
 

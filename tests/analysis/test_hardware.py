@@ -71,9 +71,9 @@ def test_transfer_time_with_setup_and_iops():
 
 def test_lookup_errors_list_known_names_and_aliases():
     assert get_gpu("H100_SXM") is get_gpu("h100-sxm") is get_gpu("h100")
-    with pytest.raises(ValueError, match="known: h100-sxm, h200"):
+    with pytest.raises(ValueError, match="valid: h100-sxm, h200"):
         get_gpu("h900")
-    with pytest.raises(ValueError, match="known: pcie-gen4-x16"):
+    with pytest.raises(ValueError, match="valid: pcie-gen4-x16"):
         get_link("carrier-pigeon")
 
 

@@ -48,6 +48,15 @@ def test_llama8b_on_one_h100_is_not_a_400gb_tier(trace):
                for n in s.notes)
 
 
+def test_gpu_auto_is_the_deployment_sized_tier(trace):
+    # "gpu=auto" spells the derived tier out: the same 50,939,477,504 B as with no --tier at all (above)
+    s = replay(trace, model="llama-3.1-8b", tp=1, tiers=["gpu=auto", "cpu=1TB"]).summary
+    assert s.deployment["gpu_tier_bytes"] == 50_939_477_504 and s.deployment["gpu_tier_from"] == "deployment"
+    assert s.tiers[0].capacity_blocks == 759 and s.tiers[1].capacity_blocks == 10**12 // 67_108_864
+    with pytest.raises(ValueError, match="only the GPU tier"):
+        replay(trace, model="llama-3.1-8b", tp=1, tiers=["gpu=1TB", "cpu=auto"])
+
+
 def test_weights_that_do_not_fit_exit_2_with_one_line(trace):
     # DeepSeek-V3: 671e9 x 1 B (FP8) / 8 = 83.875 GB per GPU > 72 GB usable
     r = _run("replay", trace, "--model", "deepseek-v3", "--tp", "8")

@@ -190,7 +190,7 @@ def test_cli_model_config(tmp_path):
 
 
 @pytest.mark.parametrize("args, expect", [
-    (["--model", "llama-9", "--tokens", "1"], "known models: llama-3.1-8b"),
+    (["--model", "llama-9", "--tokens", "1"], "valid: llama-3.1-8b"),
     (["--model", "llama-3.1-8b", "--tokens", "1", "--dtype", "fp9"], "valid dtypes: bf16"),
     (["--tokens", "1"], "give --model"),
     (["--model", "llama-3.1-8b", "--model-config", "x.json", "--tokens", "1"], "not both"),
