@@ -6,7 +6,8 @@ of one request, as in ``bench_replay.py``).
 
 1. ``table``: ``pcs.replay`` (defaults: 8 x h100-sxm, TP 8, modeled timing,
    LRU, write-back; tiers ``gpu=<size>`` and ``cpu=2TB``) for gpt-oss-120b and
-   gemma-3-27b at two GPU tier sizes, with vLLM's hybrid KV cache manager
+   gemma-3-27b (and qwen3-next-80b-a3b, 3 Gated DeltaNet : 1 full attention)
+   at two GPU tier sizes, with vLLM's hybrid KV cache manager
    (the default) -- hit ratio, the hits the hybrid rules lost, and peak
    resident GPU bytes per component -- beside the same run with every layer
    as full attention (``summary.hybrid.full_attention``).
@@ -32,18 +33,19 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 TRACE = ROOT.parent / "shared" / "traces" / "mooncake-fast25" / "conversation_trace.jsonl"
 MODELS = ("gpt-oss-120b", "gemma-3-27b")
+TABLE_MODELS = MODELS + ("qwen3-next-80b-a3b",)  # the table also shows an SSM-state hybrid
 
 
 def _gb(n: float) -> str:
     return f"{n / 1e9:,.1f}"
 
 
-def table(trace, sizes: list[str]) -> list[dict]:
+def table(trace, sizes: list[str], models=TABLE_MODELS) -> list[dict]:
     """One row per (model, GPU size): hybrid and all-full-attention hit ratios and peak GPU bytes."""
     from pcs.engine.api import replay
 
     rows = []
-    for model in MODELS:
+    for model in models:
         for size in sizes:
             s = replay(trace, model=model, tiers=[f"gpu={size}", "cpu=2TB"]).summary
             full = s.hybrid.full_attention
