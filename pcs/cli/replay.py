@@ -13,9 +13,11 @@ from pcs.cache.hierarchy import WRITE_POLICIES
 from pcs.cache.policies import DEFAULT_POLICY, POLICY_CHOICES, get_policy, policy_options
 from pcs.cli.common import Progress, RegistryChoice, command, emit, format_option, quiet_option
 from pcs.cli.modelarg import is_config_path
-from pcs.cli.params import MAX_BLOCK_SIZE, MAX_TP, Float, Int
+from pcs.cli.params import MAX_BLOCK_SIZE, MAX_COUNT, MAX_TOKENS, MAX_TP, Float, Int
 from pcs.engine import select
 from pcs.engine.engine import TIMINGS
+from pcs.engine.restores import RESTORE_POLICIES
+from pcs.engine.schedconfig import COMPUTE_MODES, DEFAULT_MAX_PREEMPTIONS
 from pcs.model import KV_DTYPES, get_layout
 from pcs.trace.api import FORMATS, ON_ERROR
 
@@ -115,6 +117,37 @@ def replay_options(f: Callable, policy_multiple: bool = False) -> Callable:
         click.option("--timing", type=click.Choice(TIMINGS), default="modeled", show_default=True,
                      help="modeled: trace arrivals, FIFO admission, restore and prefill times; "
                           "sequential: one request at a time (the classic trace replay)."),
+        click.option("--compute", "compute_mode", type=click.Choice(COMPUTE_MODES), default=COMPUTE_MODES[0],
+                     show_default=True,
+                     help="Modeled timing's compute: step = one instance runs continuous-batching steps (token "
+                          "budget, chunked prefill, decode first, preemption; docs/scheduler.md); infinite = "
+                          "every prefill and decode at full speed at once (the model before the scheduler)."),
+        click.option("--max-num-batched-tokens", type=Int(1, MAX_TOKENS),
+                     help="Token budget of one step (vLLM's); default 8192 on GPUs with >= 70 GiB other than "
+                          "A100, else 2048."),
+        click.option("--max-num-seqs", type=Int(1, MAX_COUNT),
+                     help="Running requests at most (vLLM's); default 1024, or 256 where the budget is 2048."),
+        click.option("--restore-policy", type=click.Choice(RESTORE_POLICIES), default=RESTORE_POLICIES[0],
+                     show_default=True,
+                     help="How restores overlap compute: layerwise (layer l loads while earlier layers compute), "
+                          "wait (prefill after every block landed), best-effort (wait at most --restore-timeout "
+                          "+ --restore-timeout-per-token x restored tokens, recompute the rest)."),
+        click.option("--restore-timeout", default="0s", show_default=True,
+                     help="best-effort: fixed part of the wait for a restore (e.g. 5ms)."),
+        click.option("--restore-timeout-per-token",
+                     help="best-effort: wait per restored token (e.g. 35us); default the step's matmul time per "
+                          "token (about what recomputing it costs)."),
+        click.option("--restore-fallback/--no-restore-fallback", default=True, show_default=True,
+                     help="Recompute instead of a restore that, link queue included, would take longer than the "
+                          "prefill it saves."),
+        click.option("--cache-decode-blocks/--no-cache-decode-blocks", default=None,
+                     help="Cache output blocks under the next turn's ids; default: on when the trace's next turns "
+                          "contain the previous turns."),
+        click.option("--max-preemptions", type=Int(0, MAX_COUNT), default=DEFAULT_MAX_PREEMPTIONS,
+                     show_default=True,
+                     help="A request preempted this often is re-admitted holding every block it needs (0: all "
+                          "requests reserve their output at admission)."),
+        click.option("--ttft-slo", help="TTFT target of the goodput figures (e.g. 2s)."),
         click.option("--engine", type=click.Choice(select.REQUESTS), default="auto", show_default=True,
                      help="Which engine runs the replay (all give the same numbers): auto = the first that "
                           "applies of " + "; ".join(f"{r.name}: {r.summary}" for r in select.ENGINES) +
@@ -210,7 +243,32 @@ def replay_call_kwargs(kw: dict[str, Any], trace: Any = None) -> tuple[Any, dict
                        mamba_full_memory_ratio=kw.get("mamba_full_memory_ratio"),
                        mamba_cache_mode=kw.get("mamba_cache_mode"), residency_step_s=kw.get("residency_step"),
                        rules=BlockRules(cache_partial_blocks=kw["cache_partial_blocks"],
-                                        recompute_last_token=not kw["no_recompute_last_token"]))
+                                        recompute_last_token=not kw["no_recompute_last_token"]),
+                       compute_mode=kw["compute_mode"], scheduler=_scheduler_config(kw))
+
+
+def _duration(kw: dict[str, Any], name: str) -> float | None:
+    """A duration option in seconds (None when not given); the error names the option."""
+    from pcs import units
+
+    text = kw[name]
+    if text is None:
+        return None
+    try:
+        return units.parse_duration(text)
+    except ValueError as exc:
+        raise ValueError(f"--{name.replace('_', '-')}: {str(exc).splitlines()[0]}") from None
+
+
+def _scheduler_config(kw: dict[str, Any]):
+    """The step scheduler's options as a :class:`pcs.engine.schedconfig.SchedulerConfig`."""
+    from pcs.engine.schedconfig import SchedulerConfig
+
+    return SchedulerConfig(max_num_batched_tokens=kw["max_num_batched_tokens"], max_num_seqs=kw["max_num_seqs"],
+                           restore_policy=kw["restore_policy"], restore_timeout_s=_duration(kw, "restore_timeout"),
+                           restore_timeout_per_token_s=_duration(kw, "restore_timeout_per_token"),
+                           restore_fallback=kw["restore_fallback"], cache_decode_blocks=kw["cache_decode_blocks"],
+                           max_preemptions=kw["max_preemptions"], ttft_slo_s=_duration(kw, "ttft_slo"))
 
 
 def run_replay_kwargs(kw: dict[str, Any], policy: str | None, tiers: list[str] | None,

@@ -16,7 +16,11 @@ Defaults (``pcs replay`` with no arguments) and why:
   GPU: each TP rank restores its own share of a block over its own link
   (vLLM's offloading connector runs per worker), so a restore of a block takes
   per-rank bytes / bandwidth (:mod:`pcs.model.parallel`);
-- policy ``lru`` (vLLM, SGLang); write-back; modeled timing.
+- policy ``lru`` (vLLM, SGLang); write-back; modeled timing with the step
+  scheduler (``compute_mode="step"``, :mod:`pcs.engine.scheduler`; its
+  settings and their sources: :mod:`pcs.engine.schedconfig`);
+  ``compute_mode="infinite"`` is the model before it (every prefill and
+  decode at full speed at once).
 
 Tier capacities are per TP group and in bytes become blocks with the group's
 bytes per block in the tier's layout -- per-rank bytes x the ranks holding a
@@ -36,7 +40,8 @@ from pcs.cache.policies import DEFAULT_POLICY, make_policies
 from pcs.engine import select
 from pcs.engine.engine import TIMINGS
 from pcs.engine.result import ReplaySummary
-from pcs.engine.runner import run_replay
+from pcs.engine.runner import StepSetup, run_replay
+from pcs.engine.schedconfig import COMPUTE_MODES, SchedulerConfig
 from pcs.engine.timing import TimeModel
 from pcs.trace.batches import as_batches, reiterable
 
@@ -44,7 +49,7 @@ __all__ = ["replay", "ReplayResult", "TierSpec", "parse_tier", "parse_assignment
 
 #: Defaults of :func:`replay` and ``pcs replay`` (reasons in the module docstring).
 DEFAULTS = {"model": "llama-2-70b", "gpu": "h100-sxm", "tp": 8, "policy": DEFAULT_POLICY,
-            "timing": "modeled", "write_policy": "back"}
+            "timing": "modeled", "write_policy": "back", "compute_mode": COMPUTE_MODES[0]}
 DEFAULTS_REASON = {
     "model": "model llama-2-70b (the Mooncake paper served its trace with a LLaMA2-70B-like model)",
     "hardware": "8x h100-sxm, TP=8",
@@ -291,6 +296,16 @@ def _compute_model(spec, gpu, tp: int, bs: int):
     return ComputeModel(spec, gpu, tp=tp, block_size=bs, kv_read_bytes=kv_read)
 
 
+def _scheduler_summary(out):
+    """The summary's ``scheduler`` object of a step-scheduler run, else None."""
+    if out.scheduler is None:
+        return None
+    from pcs.engine.schedstats import scheduler_summary
+
+    cfg, stats, no_cache, no_cache_stats = out.scheduler
+    return scheduler_summary(out.result.columns, stats, cfg, (no_cache.columns, no_cache_stats))
+
+
 @dataclass(frozen=True, slots=True)
 class _Options:
     """The run-wide options of :func:`replay` after defaults and checks."""
@@ -301,9 +316,10 @@ class _Options:
     tp: int
     engine: str
     native: str | None
+    compute_mode: str | None = None
 
 
-def _options(timing, policy, write_policy, tp, engine, native) -> _Options:
+def _options(timing, policy, write_policy, tp, engine, native, compute_mode=None) -> _Options:
     """Fill in :data:`DEFAULTS` and check each option (ValueError naming the option and its valid values)."""
     from pcs import _native
 
@@ -319,7 +335,37 @@ def _options(timing, policy, write_policy, tp, engine, native) -> _Options:
     select.canonical(engine)
     if native is not None and native not in _native.MODES:
         raise ValueError(f"unknown native {native!r}; valid: {', '.join(_native.MODES)}")
-    return _Options(timing, policy or DEFAULTS["policy"], write_policy, tp, engine, native)
+    if compute_mode is not None and compute_mode not in COMPUTE_MODES:
+        raise ValueError(f"unknown compute mode {compute_mode!r}; valid: {', '.join(COMPUTE_MODES)}")
+    return _Options(timing, policy or DEFAULTS["policy"], write_policy, tp, engine, native, compute_mode)
+
+
+def _compute_mode(opts: _Options, time_model, notes: list) -> _Options:
+    """The compute mode filled in: ``step`` unless a ``compute`` without ``step_cost()`` was given (a note)."""
+    if opts.compute_mode is not None:
+        return opts
+    if hasattr(time_model.compute, "step_cost"):
+        return dataclasses.replace(opts, compute_mode=DEFAULTS["compute_mode"])
+    if opts.timing == "modeled":
+        notes.append("compute infinite: the given compute model has no step_cost(), which the step scheduler needs")
+    return dataclasses.replace(opts, compute_mode="infinite")
+
+
+def _step_setup(opts: _Options, scheduler, time_model, gpu) -> StepSetup | None:
+    """The step scheduler's setup for modeled timing with ``compute_mode="step"``, else None.
+
+    Raises:
+        ValueError: a ``scheduler`` that is not a SchedulerConfig; a compute model without ``step_cost()``.
+    """
+    if scheduler is not None and not isinstance(scheduler, SchedulerConfig):
+        raise ValueError(f"scheduler must be a pcs.engine.schedconfig.SchedulerConfig, got {scheduler!r}")
+    if opts.timing != "modeled" or opts.compute_mode != "step":
+        return None
+    step_cost = getattr(time_model.compute, "step_cost", None)
+    if step_cost is None:
+        raise ValueError("compute_mode 'step' needs a compute model with step_cost() (pcs.compute.ComputeModel); "
+                         "use compute_mode='infinite' with measured prefill times")
+    return StepSetup(scheduler or SchedulerConfig(), gpu, step_cost())
 
 
 def _context(source, spec, gpu, opts: _Options, dtype, bs: int, rules, tier_specs, bb, link_specs,
@@ -340,7 +386,8 @@ def replay(trace: Any = None, *, model: Any = None, hardware: Any = None, tp: in
            rules: BlockRules = BlockRules(), compute: Any = None, hardware_table: Any = None,
            progress: Callable[[int], None] | None = None, engine: str = "auto",
            native: str | None = None, gpu_memory_utilization: float | None = None,
-           kv_reserve: Any = None, hybrid_kv_cache_manager: str | None = None,
+           kv_reserve: Any = None, compute_mode: str | None = None,
+           scheduler: SchedulerConfig | None = None, hybrid_kv_cache_manager: str | None = None,
            swa_full_tokens_ratio: float | None = None, mamba_full_memory_ratio: float | None = None,
            mamba_cache_mode: str | None = None, residency_step_s: float | None = None) -> ReplayResult:
     """Replay a trace through a multi-tier prefix cache.
@@ -380,6 +427,14 @@ def replay(trace: Any = None, *, model: Any = None, hardware: Any = None, tp: in
             sized from the deployment (default 0.9, vLLM's).
         kv_reserve: activation/runtime reserve per GPU (bytes or a size like
             ``"8GB"``; default 5 GB, :data:`pcs.model.deploy.DEFAULT_RESERVE_BYTES_PER_GPU`).
+        compute_mode: modeled timing's compute: ``step`` (the step
+            scheduler, :mod:`pcs.engine.scheduler`) or ``infinite`` (every
+            prefill and decode at full speed at once, the model before it);
+            None = ``step``, or ``infinite`` (with a note) when ``compute``
+            has no ``step_cost()``; a hybrid model runs ``infinite`` (the step
+            scheduler does not run cache groups yet; a note says so).
+        scheduler: the step scheduler's settings (:class:`pcs.engine.schedconfig.SchedulerConfig`;
+            None = its defaults).
         hybrid_kv_cache_manager: for a hybrid model (sliding window, chunked local attention or SSM
             state beside full attention): ``vllm`` (default: cache groups in one shared pool per tier,
             uniform page size), ``sglang`` (one pool per group) or ``disabled`` (every layer as full
@@ -395,12 +450,13 @@ def replay(trace: Any = None, *, model: Any = None, hardware: Any = None, tp: in
         ValueError: unknown model, GPU, policy, link, timing, write policy,
             engine or native; malformed tier; a tier name given twice; an
             empty trace; a named engine that cannot run the replay; a default
-            GPU tier when the weights do not fit the GPUs.
+            GPU tier when the weights do not fit the GPUs; an unknown compute
+            mode; ``compute_mode="step"`` with a ``compute`` lacking ``step_cost()``.
     """
     from pcs.engine.summary import requests_table
 
     notes = _default_notes(model is None, hardware is None and tp is None, tiers is None)
-    opts = _options(timing, policy, write_policy, tp, engine, native)
+    opts = _options(timing, policy, write_policy, tp, engine, native, compute_mode)
     tier_specs = _tier_specs(tiers, tier_policies, links)
     spec, gpu = _model_and_gpu(model, dtype, hardware, hardware_table, opts.tp)
     source = reiterable(trace)
@@ -409,20 +465,26 @@ def replay(trace: Any = None, *, model: Any = None, hardware: Any = None, tp: in
         spec, gpu, bs, tier_specs, links, opts.tp, hardware_table, gpu_memory_utilization, kv_reserve)
     tier_policies = dict(tier_policies or {})
     time_model = TimeModel(compute if compute is not None else _compute_model(spec, gpu, opts.tp, bs))
+    opts = _compute_mode(opts, time_model, notes)
     make = lambda: _build_tiers(tier_specs, bpb, opts.policy, tier_policies, protected_share)  # noqa: E731
     plan = _hybrid_plan(spec, bs, tier_specs, bb, hybrid_kv_cache_manager, swa_full_tokens_ratio,
                         mamba_full_memory_ratio, mamba_cache_mode)
+    if plan is not None and opts.timing == "modeled" and opts.compute_mode == "step":
+        notes.append("compute infinite: the step scheduler does not run a hybrid model's cache groups yet")
+    opts = _hybrid_compute(opts, plan)
+    step = _step_setup(opts, scheduler, time_model, gpu)
     context = _context(source, spec, gpu, opts, dtype, bs, rules, tier_specs, bb, link_specs, protected_share)
     if plan is not None:
         full = _summarise(run_replay(source, rules, time_model, make, opts.timing, opts.write_policy, link_specs,
-                                     bpb, "auto", opts.native), dict(context))
+                                     bpb, "auto", opts.native), dict(context), opts)
         make = lambda: _build_pools(plan, tier_specs, opts.policy, tier_policies, protected_share)  # noqa: E731
         bpb = [pb[0] for pb in plan.page_bytes]
         context.update(hybrid=plan, full_attention=full)
         notes += list(plan.notes)
     out = run_replay(source, rules, time_model, make, opts.timing, opts.write_policy, link_specs, bpb,
-                     opts.engine, opts.native, progress, plan, 60.0 if residency_step_s is None else residency_step_s)
-    summary = _summarise(out, context)
+                     opts.engine, opts.native, progress, step, plan,
+                     60.0 if residency_step_s is None else residency_step_s)
+    summary = _summarise(out, context, opts)
     summary = dataclasses.replace(summary, notes=tuple(notes + deployment.pop("notes")), deployment=deployment)
     return ReplayResult(summary, requests_table(out.result.columns))
 
@@ -436,14 +498,24 @@ def _hybrid_plan(spec, bs: int, tier_specs, bb, manager, swa, mamba, mode):
                        [(t.capacity_bytes, t.capacity_blocks) for t in tier_specs], manager, swa, mamba, mode)
 
 
-def _summarise(out, context: dict):
+def _hybrid_compute(opts: _Options, plan) -> _Options:
+    """A hybrid model's compute mode: ``infinite``; the step scheduler does not run cache groups
+    (pcs.cache.grouphier) yet. The caller notes it when modeled timing asked for ``step``."""
+    if plan is None or opts.compute_mode == "infinite":
+        return opts
+    return dataclasses.replace(opts, compute_mode="infinite")
+
+
+def _summarise(out, context: dict, opts: _Options):
     """The typed summary of one run (:func:`pcs.engine.summary.build_summary`), engines named."""
     from pcs.engine.summary import build_summary
 
     if out.result.ledger.num_requests == 0:
         raise ValueError("the trace has no requests")
     context.update(engine=out.engine, engine_reason=out.engine_reason, baseline_engine=out.baseline_engine,
-                   baseline_engine_reason=out.baseline_engine_reason)
+                   baseline_engine_reason=out.baseline_engine_reason,
+                   compute=opts.compute_mode if opts.timing == "modeled" else None,
+                   scheduler=_scheduler_summary(out))
     if "hybrid_lost_tokens" in out.baseline.columns and context.get("hybrid") is not None:
         from pcs.engine.summary import _values
 

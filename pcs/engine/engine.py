@@ -43,6 +43,7 @@ import numpy as np
 from pcs.cache.hierarchy import Hierarchy
 from pcs.engine.ledger import ReplayLedger
 from pcs.engine.chunks import Chunk
+from pcs.engine.restores import link_restores
 from pcs.engine.timing import TimeModel  # noqa: F401  (re-exported)
 
 __all__ = ["ReplayEngine", "EngineResult", "TimeModel", "TIMINGS"]
@@ -120,6 +121,14 @@ class ReplayEngine:
     # -- feeding ------------------------------------------------------------------------------
     def feed(self, chunk: Chunk) -> None:
         """Replay the requests of ``chunk`` (in order, after all earlier chunks)."""
+        self._feed_inputs(chunk)
+        if self.timing == "sequential":
+            self._feed_sequential(chunk)
+        else:
+            self._feed_modeled(chunk)
+
+    def _feed_inputs(self, chunk: Chunk) -> None:
+        """Count the chunk's accesses and copy its input columns."""
         self.ledger.block_accesses += chunk.offsets[-1] - chunk.offsets[0]
         self.ledger.cacheable_blocks += sum(chunk.cacheable)
         c = self._cols
@@ -130,10 +139,6 @@ class ReplayEngine:
         c["output_tokens"].extend(chunk.output_tokens)
         pre = chunk.prefill_s
         c["prefill_no_cache_s"].extend([pre[o] for o in chunk.prefill_offsets[:m]] if pre else [0.0] * m)
-        if self.timing == "sequential":
-            self._feed_sequential(chunk)
-        else:
-            self._feed_modeled(chunk)
 
     def _feed_sequential(self, ch: Chunk) -> None:
         start, done, finish = self.h.start, self.h.prefill_done, self.h.finish
@@ -268,43 +273,6 @@ class ReplayEngine:
         return ttft_end
 
     def _restores(self, adm, now: float, pre: list, base) -> tuple[float, int]:
-        """Restores of one request, one FIFO link per lower tier; returns (seconds, bytes)."""
-        modeled = self.timing == "modeled"
-        worst = 0.0
-        total_bytes = 0
-        above = adm.hit_blocks_per_tier[0]
-        by_tier = getattr(adm, "restored_bytes_per_tier", None)   # a hybrid hierarchy's pages differ per pool
-        for j in range(1, len(adm.restored_blocks_per_tier)):
-            blocks = adm.restored_blocks_per_tier[j]
-            th = adm.hit_blocks_per_tier[j]
-            if not blocks:
-                above += th
-                continue
-            bpb = self.block_bytes[j]
-            nbytes = blocks * bpb if by_tier is None else by_tier[j]
-            bpb = bpb if by_tier is None else nbytes // blocks
-            link = self.links[j]
-            xfer = link.transfer_s(nbytes, bpb or None) if link is not None else 0.0
-            begin = max(now, self._link_free[j]) if modeled else now
-            end = begin + xfer
-            if modeled:
-                self._link_free[j] = end
-            dur = end - now
-            worst = max(worst, dur)
-            total_bytes += nbytes
-            lk = self.ledger.links[j]
-            lk.restores += 1
-            lk.restored_blocks += blocks
-            lk.restored_bytes += nbytes
-            lk.restore_s += dur
-            lk.transfer_s += xfer
-            lk.overhead_s += link.setup_s if link is not None else 0.0
-            if pre:
-                full_j, rem_j = pre[base + above], pre[base + above + th]
-                lk.full_prefill_s += full_j
-                lk.remaining_prefill_s += rem_j
-                if dur > full_j - rem_j:
-                    lk.slower_restores += 1
-                    lk.slower_blocks += blocks
-            above += th
-        return worst, total_bytes
+        """Restores of one request, one FIFO link per lower tier (:mod:`pcs.engine.restores`); (seconds, bytes)."""
+        return link_restores(adm, now, self._link_free, self.ledger.links, self.links, self.block_bytes, pre, base,
+                             self.timing == "modeled")

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from pcs.engine.schedresult import SchedulerSummary
 from pcs.schema import field, result
 
 __all__ = ["ReplaySummary", "TierSummary", "GapSplit", "BytesSummary", "LinkEnvelope", "EnvelopeSummary",
@@ -225,6 +226,12 @@ class ReplaySummary:
         "-", "how the GPU tier was sized: the pcs.model.deploy.Deployment fields (bytes, GB/s as named there), "
              "gpu_tier_from (deployment or --tier), layout, tp_group, assumptions (docs/models.md)",
         omit_none=True, default=None)
+    compute: str | None = field("-", "modeled timing's compute: step (the step scheduler) or infinite (every "
+                                     "prefill at full speed at once); absent in sequential timing "
+                                     "(docs/semantics.md §9)", omit_none=True, default=None)
+    scheduler: SchedulerSummary | None = field("-", "the step scheduler's settings, latencies with and without "
+                                                    "the cache, load, preemptions and restores (compute step)",
+                                               omit_none=True, default=None)
     engine: str | None = field("-", "which engine ran the replay: lru-scan, compiled-hierarchy, reference or hybrid "
                                     "(docs/semantics.md §15)", omit_none=True, default=None)
     engine_reason: str | None = field("-", "why the engine-selection table chose it", omit_none=True, default=None)

@@ -8,6 +8,12 @@ of the run and the baseline is placed by :func:`pcs.engine.select.choose`;
 an ``lru-scan`` that finds the ids are not chained gives way to
 :func:`pcs.engine.select.fall_back` (``auto`` only) and the reason records it.
 Event-loop engines share one read of the trace.
+
+Modeled timing with ``--compute step`` (``step`` given) runs the step
+scheduler (:class:`pcs.engine.scheduler.StepEngine`) instead of the
+instant-compute loop, and beside it the same scheduler with no cache (the
+"without cache" latencies); decode blocks are found first when they may be
+cached (:mod:`pcs.engine.turns`, one more read of the trace).
 """
 from __future__ import annotations
 
@@ -20,7 +26,22 @@ from pcs.engine.chunks import iter_chunks
 from pcs.engine.engine import EngineResult, ReplayEngine
 from pcs.engine.summary import CacheState, cache_state
 
-__all__ = ["Outcome", "run_replay"]
+__all__ = ["Outcome", "StepSetup", "run_replay"]
+
+
+@dataclass(frozen=True, slots=True)
+class StepSetup:
+    """What the step scheduler needs beyond the tiers.
+
+    Attributes:
+        config: :class:`pcs.engine.schedconfig.SchedulerConfig` as given (None fields are resolved here).
+        gpu: the GPU (batch-limit defaults).
+        cost: :class:`pcs.compute.StepCost`.
+    """
+
+    config: Any
+    gpu: Any
+    cost: Any
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,6 +55,8 @@ class Outcome:
         single, ideal: single-sequence results under the run's rules and the ideal rules.
         engine, engine_reason: the run's engine (a :data:`pcs.engine.select.ENGINES` name) and why.
         baseline_engine, baseline_engine_reason: the same for the baseline.
+        scheduler: the step scheduler's ``(resolved config, counters, no-cache result, no-cache counters)``,
+            or None (instant compute, sequential timing).
     """
 
     result: EngineResult
@@ -45,6 +68,7 @@ class Outcome:
     engine_reason: str
     baseline_engine: str
     baseline_engine_reason: str
+    scheduler: tuple | None = None
 
 
 @dataclass(slots=True)
@@ -85,11 +109,18 @@ def _scan(plan: _Plan, source: Any, rules: BlockRules, tiers: Sequence, requeste
 
 
 def _event_loops(plans: list[_Plan], make_tiers: Callable[[], list], tiers0: list, write_policy: str,
-                 links: Sequence, block_bytes: Sequence[int], hybrid: Any = None,
-                 step_s: float = 60.0) -> list[ReplayEngine | None]:
-    """A ReplayEngine per event-loop plan (None for a scanned one); the first hierarchy takes ``tiers0``;
-    the ``hybrid`` row gets the plan's groups and pools (:class:`pcs.engine.hybrid.HybridPlan`)."""
-    out: list[ReplayEngine | None] = []
+                 links: Sequence, block_bytes: Sequence[int], step: Any = None, hybrid: Any = None,
+                 step_s: float = 60.0) -> list:
+    """A ReplayEngine per event-loop plan (None for a scanned one); the first hierarchy takes ``tiers0``.
+
+    With ``step`` (a ``(StepSetup, resolved config, decode blocks, rules)`` tuple) the modeled run is a
+    :class:`pcs.engine.scheduler.StepEngine` and a no-cache StepEngine (the GPU tier alone) is appended.
+    The ``hybrid`` row gets the plan's groups and pools (:class:`pcs.engine.hybrid.HybridPlan`; ``step``
+    is None then: a hybrid model runs with instant compute, pcs.engine.api).
+    """
+    from pcs.engine.scheduler import StepEngine
+
+    out: list = []
     for plan in plans:
         if plan.row.kind != "event-loop":
             out.append(None)
@@ -97,7 +128,17 @@ def _event_loops(plans: list[_Plan], make_tiers: Callable[[], list], tiers0: lis
         tiers = tiers0 if not any(out) else make_tiers()
         kw = {} if plan.row.name != "hybrid" else _hybrid_kwargs(hybrid, block_bytes, step_s)
         hierarchy = plan.row.load()(tiers, write_policy, **kw)
-        out.append(ReplayEngine(hierarchy, plan.timing, links=links, block_bytes=block_bytes))
+        if step is not None and plan.timing == "modeled":
+            setup, cfg, decode, rules = step
+            out.append(StepEngine(hierarchy, links, block_bytes, setup.cost, cfg, rules.recompute_last_token,
+                                  decode))
+        else:
+            out.append(ReplayEngine(hierarchy, plan.timing, links=links, block_bytes=block_bytes))
+    if step is not None and plans[0].timing == "modeled" and out[0] is not None:
+        setup, cfg, _, rules = step
+        gpu_only = plans[0].row.load()(make_tiers()[:1], write_policy)
+        out.append(StepEngine(gpu_only, links[:1], block_bytes[:1], setup.cost, cfg, rules.recompute_last_token,
+                              no_cache=True))
     return out
 
 
@@ -110,6 +151,17 @@ def _hybrid_kwargs(hybrid: Any, block_bytes: Sequence[int], step_s: float) -> di
 
     return dict(groups=(CacheGroup("full_attention", "full", ("full_attention",), 1),), pools=1,
                 page_bytes=[[b] for b in block_bytes], step_s=step_s)
+
+
+def _resolve_step(step: StepSetup | None, timing: str, source: Any, rules: BlockRules) -> tuple | None:
+    """(setup, resolved config, decode blocks or None, rules) for a modeled step-scheduler run, else None."""
+    if step is None or timing != "modeled":
+        return None
+    from pcs.engine.turns import decode_blocks
+
+    decode = decode_blocks(source) if step.config.cache_decode_blocks is not False else None
+    cfg = step.config.resolved(step.gpu, step.cost.token_s, decode is not None and decode.detected)
+    return step, cfg, decode, rules
 
 
 def _feed(source: Any, rules: BlockRules, time_model: Any, engines: list[ReplayEngine],
@@ -134,8 +186,8 @@ def _close(loop: ReplayEngine, hybrid: Any) -> EngineResult:
 
 def run_replay(source: Any, rules: BlockRules, time_model: Any, make_tiers: Callable[[], list], timing: str,
                write_policy: str, links: Sequence, block_bytes: Sequence[int], requested: str = "auto",
-               native: str | None = None, progress: Callable[[int], None] | None = None, hybrid: Any = None,
-               step_s: float = 60.0) -> Outcome:
+               native: str | None = None, progress: Callable[[int], None] | None = None,
+               step: StepSetup | None = None, hybrid: Any = None, step_s: float = 60.0) -> Outcome:
     """Choose, run and collect the run and its sequential baseline.
 
     Args:
@@ -147,6 +199,7 @@ def run_replay(source: Any, rules: BlockRules, time_model: Any, make_tiers: Call
         requested: ``engine=`` of :func:`pcs.replay` (:data:`pcs.engine.select.REQUESTS`).
         native: ``auto``, ``c``, ``python`` or None (:mod:`pcs._native`).
         progress: called with the number of requests done, for the run only.
+        step: the step scheduler's setup (modeled timing only), or None for instant compute.
         hybrid: a :class:`pcs.engine.hybrid.HybridPlan` (``make_tiers`` then returns its pools,
             level-major), or None; step_s: its residency series' step, simulated seconds.
     Raises:
@@ -159,12 +212,17 @@ def run_replay(source: Any, rules: BlockRules, time_model: Any, make_tiers: Call
     singles = next((fastpath.single_results(s) for s in scans if s is not None), None)
     if singles is None:   # one more read of the trace, before the engines grow (16 B per distinct id)
         singles = fastpath.single_results(fastpath.scan(source, 0, rules, native, check=False))
-    loops = _event_loops(plans, make_tiers, tiers0, write_policy, links, block_bytes, hybrid, step_s)
+    resolved = _resolve_step(step, timing, source, rules)
+    loops = _event_loops(plans, make_tiers, tiers0, write_policy, links, block_bytes, resolved, hybrid, step_s)
     if any(loops):
         _feed(source, rules, time_model, [e for e in loops if e is not None], progress)
+    no_cache = loops.pop() if len(loops) > len(plans) else None
     done = [(_close(loop, hybrid), cache_state(loop.h)) if loop is not None else
             fastpath.run(sc, tiers0[0].name, write_policy, time_model.compute, progress if k == 0 else None)
             for k, (sc, loop) in enumerate(zip(scans, loops))]
     (result, state), baseline = done[0], done[-1][0]
+    sched = None
+    if no_cache is not None:
+        sched = (resolved[1], loops[0].stats, no_cache.close(), no_cache.stats)
     return Outcome(result, state, baseline, singles[0], singles[1], plans[0].row.name, plans[0].reason,
-                   plans[-1].row.name, plans[-1].reason)
+                   plans[-1].row.name, plans[-1].reason, sched)

@@ -227,7 +227,7 @@ def build_summary(res, state: CacheState, seq_ledger, single, ideal, ctx: dict) 
         tiers=tiers, bytes=_bytes(L, state, tiers, ctx), envelope=envelope, payload_lens=lens,
         engine=ctx.get("engine"), engine_reason=ctx.get("engine_reason"),
         baseline_engine=ctx.get("baseline_engine"), baseline_engine_reason=ctx.get("baseline_engine_reason"),
-        hybrid=_hybrid(res, state, ctx),
+        compute=ctx.get("compute"), scheduler=ctx.get("scheduler"), hybrid=_hybrid(res, state, ctx),
     )
 
 
