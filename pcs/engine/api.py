@@ -469,9 +469,7 @@ def replay(trace: Any = None, *, model: Any = None, hardware: Any = None, tp: in
     make = lambda: _build_tiers(tier_specs, bpb, opts.policy, tier_policies, protected_share)  # noqa: E731
     plan = _hybrid_plan(spec, bs, tier_specs, bb, hybrid_kv_cache_manager, swa_full_tokens_ratio,
                         mamba_full_memory_ratio, mamba_cache_mode)
-    if plan is not None and opts.timing == "modeled" and opts.compute_mode == "step":
-        notes.append("compute infinite: the step scheduler does not run a hybrid model's cache groups yet")
-    opts = _hybrid_compute(opts, plan)
+    opts = _hybrid_compute(opts, plan, notes)
     step = _step_setup(opts, scheduler, time_model, gpu)
     context = _context(source, spec, gpu, opts, dtype, bs, rules, tier_specs, bb, link_specs, protected_share)
     if plan is not None:
@@ -498,11 +496,14 @@ def _hybrid_plan(spec, bs: int, tier_specs, bb, manager, swa, mamba, mode):
                        [(t.capacity_bytes, t.capacity_blocks) for t in tier_specs], manager, swa, mamba, mode)
 
 
-def _hybrid_compute(opts: _Options, plan) -> _Options:
-    """A hybrid model's compute mode: ``infinite``; the step scheduler does not run cache groups
-    (pcs.cache.grouphier) yet. The caller notes it when modeled timing asked for ``step``."""
-    if plan is None or opts.compute_mode == "infinite":
+def _hybrid_compute(opts: _Options, plan, notes: list) -> _Options:
+    """The compute mode of a hybrid model, or of any model on the ``hybrid`` engine: ``infinite`` (a note
+    when modeled timing asked for ``step``); the step scheduler does not run cache groups
+    (pcs.cache.grouphier) yet."""
+    if (plan is None and select.canonical(opts.engine) != "hybrid") or opts.compute_mode == "infinite":
         return opts
+    if opts.timing == "modeled":
+        notes.append("compute infinite: the step scheduler does not run the hybrid engine's cache groups yet")
     return dataclasses.replace(opts, compute_mode="infinite")
 
 
