@@ -11,6 +11,7 @@ from typing import Any
 import click
 
 from pcs.cli.common import Progress, command, emit, format_option
+from pcs.cli.fleet import compare_fleet, fleet_options, wants_fleet
 from pcs.cli.modelarg import is_config_path
 from pcs.cli.params import parse_capacity_list
 from pcs.cli.replay import open_trace_kwargs, replay_call_kwargs, replay_options
@@ -28,6 +29,7 @@ __all__ = ["compare"]
                    "the GPU tier's bytes per block), sequential timing: "
                    "one column per compared policy (LRU from the one-pass curve, others replayed), Belady and "
                    "the single-sequence ceiling.")
+@fleet_options(multiple=True)
 @format_option
 def compare(fmt: str, tier_sets: tuple[str, ...], curve_capacities: str | None, **kw: Any) -> None:
     """Replay TRACE under several policies (--policy, repeatable) and/or tier lists
@@ -53,6 +55,10 @@ def compare(fmt: str, tier_sets: tuple[str, ...], curve_capacities: str | None, 
     caps = _parse_capacities(curve_capacities, kw, trace.block_size) if curve_capacities else None
     sets = [[t for t in ts.split(",") if t.strip()] for ts in tier_sets] or None
     trace, replay_kwargs = replay_call_kwargs(kw, trace)
+    if wants_fleet(kw):
+        if sets or caps:
+            raise ValueError("--router compares routers on one tier list; --tiers and --curve-capacities do not apply")
+        return compare_fleet(fmt, trace, dict(replay_kwargs, tiers=list(kw["tiers"]) or None), kw)
     runs = len(sets or [None]) * len(kw["policy"] or [None])
     total = (lambda: (trace.estimated_requests() or 0) * runs or None)  # noqa: E731
     with Progress(kw["quiet"], desc="compare", total=total) as progress:

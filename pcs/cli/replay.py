@@ -12,6 +12,7 @@ from pcs.blocks import BlockRules
 from pcs.cache.hierarchy import WRITE_POLICIES
 from pcs.cache.policies import DEFAULT_POLICY, POLICY_CHOICES, get_policy, policy_options
 from pcs.cli.common import Progress, RegistryChoice, command, emit, format_option, quiet_option
+from pcs.cli.fleet import fleet_options, replay_fleet, wants_fleet
 from pcs.cli.modelarg import is_config_path
 from pcs.cli.params import MAX_BLOCK_SIZE, MAX_COUNT, MAX_TOKENS, MAX_TP, Float, Int
 from pcs.engine import select
@@ -334,6 +335,7 @@ def synthetic_reuse_note(trace: Any) -> str | None:
 
 @command("replay", twins=True)
 @replay_options
+@fleet_options(multiple=False)
 @click.option("--requests-out", type=click.Path(dir_okay=False),
               help="Write one row per request to FILE.parquet or FILE.csv.")
 @format_option
@@ -356,6 +358,11 @@ def replay(fmt: str, requests_out: str | None, **kw: Any) -> None:
 
     _check_requests_out(requests_out, kw)
     streams = _reblocked(kw)
+    if wants_fleet(kw):
+        if streams is not None:
+            raise ValueError("--instances replays the trace at its recorded block size; re-blocking a hash-id "
+                             "trace (--block-size) is for single-instance replays")
+        return replay_fleet(fmt, requests_out, kw)
     if streams is not None and "exact" not in streams:
         return _replay_interval(kw, streams, fmt)
     trace = open_trace_kwargs(kw) if streams is None else streams["exact"]

@@ -26,6 +26,12 @@ COMMANDS = (
     ("pcs compare", "pcs.engine.compare.CompareResult",
      "`pcs.compare(...).to_dict()`; the object `pcs compare --format json` prints "
      "(`--format csv`: one line per variant)."),
+    ("pcs replay --instances N", "pcs.fleet.summary.FleetSummary",
+     "`pcs.fleet_replay(...).summary.to_dict()`; the object `pcs replay --instances N --format json` prints "
+     "(`--format csv`: one line per instance)."),
+    ("pcs compare --router", "pcs.fleet.compare.RouterCompare",
+     "`pcs.fleet.compare.compare_routers(...).to_dict()`; the object `pcs compare --router a --router b "
+     "--format json` prints (`--format csv`: one line per router)."),
     ("pcs curve", "pcs.curves.result.CurveResult",
      "`pcs.curve(...).to_dict()`; the object `pcs curve --format json` prints, plus the keys below."),
 )

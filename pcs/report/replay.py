@@ -105,7 +105,8 @@ def _envelope_table(s: dict[str, Any]) -> str:
                      format_bandwidth(lk["break_even_bps"]) if lk["restores"] else "-"])
     notes = [f"TTFT p50 {format_duration(e['ttft_p50_s'])} / p99 {format_duration(e['ttft_p99_s'])} with the cache; "
              f"{format_duration(e['ttft_no_cache_p50_s'])} / {format_duration(e['ttft_no_cache_p99_s'])} "
-             "without it (full prefill, no wait)",
+             + ("without it (the request's full prefill alone, no queue; scheduled: Compute below)"
+                if s.get("scheduler") else "without it (full prefill, no wait)"),
              f"wait for KV space p50 {format_duration(e['wait_p50_s'])} / p99 {format_duration(e['wait_p99_s'])}; "
              f"prefill time saved by all hits {format_duration(e['prefill_saved_s'])}",
              "slower = restore (queueing included) took longer than the prefill its hits saved; "
@@ -115,6 +116,54 @@ def _envelope_table(s: dict[str, Any]) -> str:
     return render_table(["link", "bandwidth", "restores", "bytes", "restore time", "queueing", "prefill saved",
                          "slower than recompute", "break-even"], rows,
                         title="Bandwidth envelope: restore vs recompute, per link", notes=notes)
+
+
+def _p50_p99(p: dict[str, Any] | None) -> str:
+    return f"{format_duration(p['p50'])} / {format_duration(p['p99'])}" if p else "-"
+
+
+def _latency_rows(sc: dict[str, Any]) -> list[list[str]]:
+    w, n = sc["with_cache"], sc.get("no_cache")
+    rows = []
+    for label, key in (("TTFT p50 / p99", "ttft_s"), ("TPOT p50 / p99", "tpot_s"), ("end-to-end p50 / p99", "e2e_s")):
+        rows.append([label, _p50_p99(w[key]), _p50_p99(n[key]) if n else "-"])
+    rows.append(["busy time / makespan", f"{format_duration(w['busy_s'])} / {format_duration(w['makespan_s'])}",
+                 f"{format_duration(n['busy_s'])} / {format_duration(n['makespan_s'])}" if n else "-"])
+    rows.append(["utilisation", format_percent(w["utilisation"]), format_percent(n["utilisation"]) if n else "-"])
+    rows.append(["preemptions", format_count(w["preemptions"]), format_count(n["preemptions"]) if n else "-"])
+    return rows
+
+
+def _overload_note(sc: dict[str, Any]) -> list[str]:
+    """A note when the instance was saturated: TTFT is then mostly queueing, not prefill or restore."""
+    bins = sc["utilisation_over_time"]
+    full = sum(1 for u in bins if u >= 0.99)
+    if not bins or full < 0.5 * len(bins):
+        return []
+    return [f"the instance was busy >= 99 % in {full} of {len(bins)} {sc['utilisation_bin_s']}-s bins: the traffic "
+            "exceeds one instance's compute, so TTFT is mostly queueing (wait for compute above); a larger "
+            "deployment, a smaller model or --compute infinite (no compute limit) answers the cache question apart "
+            "from the load"]
+
+
+def _scheduler_table(s: dict[str, Any]) -> str:
+    sc = s["scheduler"]
+    rows = _latency_rows(sc)
+    share = format_percent(sc["share_losing"]) if sc["share_losing"] is not None else "-"
+    notes = [f"step scheduler (docs/semantics.md §9): {format_count(sc['max_num_batched_tokens'])} tokens per step, "
+             f"at most {format_count(sc['max_num_seqs'])} running, {format_count(sc['steps'])} steps; restores "
+             f"{sc['restore_policy']}{', fallback on' if sc['restore_fallback'] else ''}; 'without the cache' is "
+             "the same trace on the same instance with no prefix cache",
+             f"wait p50 / p99 (with the cache): KV space {_p50_p99(sc['wait_kv_s'])}, compute "
+             f"{_p50_p99(sc['wait_compute_s'])}, link {_p50_p99(sc['wait_link_s'])}",
+             f"restores that would lose to recompute: {format_count(sc['restores_losing'])} of "
+             f"{format_count(sc['restores_considered'])} ({share}), {format_count(sc['restores_skipped'])} recomputed "
+             f"instead; {format_count(sc['requests_preempted'])} requests preempted, "
+             f"{format_count(sc['preempted_recompute_tokens'])} tokens prefilled again; "
+             f"{format_count(sc['decode_blocks_cached'])} decode blocks cached for next turns"]
+    return render_table(["scheduled latency and load", "with the cache", "without the cache"], rows,
+                        title="Compute: step scheduler, with and without the cache",
+                        notes=notes + _overload_note(sc))
 
 
 def _ratio(pair: list) -> str:
@@ -160,7 +209,7 @@ def _hybrid_table(s: dict[str, Any]) -> str:
 
 
 def render_replay(s: dict[str, Any]) -> str:
-    """The whole report: header, hit rate, tiers, bytes, envelope (one string)."""
+    """The whole report: header, hit rate, tiers, bytes, envelope, compute (step scheduler), payload lens."""
     parts = [header_line(s)]
     parts.extend(f"note: {n}" for n in s.get("notes", ()))
     parts += ["", _hit_table(s), "", _tier_table(s), "", _bytes_table(s)]
@@ -168,5 +217,7 @@ def render_replay(s: dict[str, Any]) -> str:
         parts += ["", _hybrid_table(s)]
     if s["envelope"]["links"] or s["timing"] == "modeled":
         parts += ["", _envelope_table(s)]
+    if s.get("scheduler"):
+        parts += ["", _scheduler_table(s)]
     parts += ["", _lens_table(s)]
     return "\n".join(parts)
