@@ -63,6 +63,30 @@ def _check_admit(ctx: click.Context, param: click.Parameter, values: tuple[str, 
     return values
 
 
+def _hybrid_options() -> list:
+    """Options of a hybrid model's replay, named as the engines name them (pcs.engine.hybrid, docs/hybrid.md)."""
+    from pcs.engine.hybrid import MAMBA_CACHE_MODES, MANAGERS
+
+    return [
+        click.option("--hybrid-kv-cache-manager", type=click.Choice(MANAGERS), default=None,
+                     help="A hybrid model (sliding window, chunked attention or SSM state beside full attention): "
+                          "vllm = vLLM's hybrid KV cache manager, cache groups in one pool per tier with a uniform "
+                          "page size (default); sglang = SGLang's separate pools; disabled = every layer as full "
+                          "attention (vLLM --disable-hybrid-kv-cache-manager)."),
+        click.option("--swa-full-tokens-ratio", type=Float(0, 1e6, min_open=True),
+                     help="sglang: SWA pool tokens / full pool tokens (SGLang's swa_full_tokens_ratio, default 0.8)."),
+        click.option("--mamba-full-memory-ratio", type=Float(0, 1e6, min_open=True),
+                     help="sglang: state pool bytes / full pool bytes (SGLang's mamba_full_memory_ratio, "
+                          "default 0.9)."),
+        click.option("--mamba-cache-mode", type=click.Choice(MAMBA_CACHE_MODES), default=None,
+                     help="SSM states cached at every checkpoint (all, default) or at a request's last (align); "
+                          "vLLM's mamba_cache_mode."),
+        click.option("--residency-step", type=Float(0, 1e9, min_open=True),
+                     help="Hybrid models: step of the replay-resident bytes series per component, simulated "
+                          "seconds (default 60)."),
+    ]
+
+
 def replay_options(f: Callable, policy_multiple: bool = False) -> Callable:
     """The options ``pcs replay`` and ``pcs compare`` share (trace, model, hardware, tiers, rules)."""
     policy_help = (f"Eviction policy of every tier; {DEFAULT_POLICY} by default, protected = slru"
@@ -158,6 +182,7 @@ def replay_options(f: Callable, policy_multiple: bool = False) -> Callable:
                           "applies of " + "; ".join(f"{r.name}: {r.summary}" for r in select.ENGINES) +
                           ". Old names: " + ", ".join(f"{a} = {n}" for a, n in select.ALIASES.items()) + "."),
         click.option("--native", type=click.Choice(_native.MODES), default=None, help=_native.HELP),
+        *_hybrid_options(),
         click.option("--cache-partial-blocks", is_flag=True, help="Cache every hash id, the partial last block too."),
         click.option("--no-recompute-last-token", is_flag=True,
                      help="Lift the cap of prompt_len - 1 hit tokens (vLLM, SGLang recompute the last token)."),
@@ -242,6 +267,10 @@ def replay_call_kwargs(kw: dict[str, Any], trace: Any = None) -> tuple[Any, dict
                        timing=kw["timing"], write_policy=kw["write_policy"], hardware_table=table,
                        engine=kw["engine"], native=kw["native"], gap_oracle=kw["gap_oracle"],
                        gpu_memory_utilization=kw["gpu_memory_utilization"], kv_reserve=kw["kv_reserve"],
+                       hybrid_kv_cache_manager=kw.get("hybrid_kv_cache_manager"),
+                       swa_full_tokens_ratio=kw.get("swa_full_tokens_ratio"),
+                       mamba_full_memory_ratio=kw.get("mamba_full_memory_ratio"),
+                       mamba_cache_mode=kw.get("mamba_cache_mode"), residency_step_s=kw.get("residency_step"),
                        rules=BlockRules(cache_partial_blocks=kw["cache_partial_blocks"],
                                         recompute_last_token=not kw["no_recompute_last_token"]),
                        compute_mode=kw["compute_mode"], scheduler=_scheduler_config(kw))

@@ -268,6 +268,19 @@ def _policy_context(names: Sequence[str], source: Any, rules: BlockRules, comput
     return PolicyContext(oracle, block_cost_from(compute, bs))
 
 
+def _build_pools(plan, specs: Sequence[TierSpec], policy: str, tier_policies: Mapping[str, str],
+                 protected_share: float | None) -> list[Tier]:
+    """A hybrid plan's pools, level-major (:class:`pcs.engine.hybrid.HybridPlan`), each with its level's policy."""
+    names, caps, pols = [], [], []
+    for j, s in enumerate(specs):
+        for p, cap in enumerate(plan.capacity_pages[j]):
+            names.append(plan.pool_name(s.name, p))
+            caps.append(cap)
+            pols.append(tier_policies.get(s.name, s.policy or policy))
+    return [Tier(n, c, pol) for n, c, pol in zip(names, caps, make_policies(pols, caps,
+                                                                             protected_share=protected_share))]
+
+
 def _tier_specs(tiers, tier_policies, links) -> list[TierSpec]:
     """Parse and check the tier list and the per-tier option names."""
     specs = [parse_tier(t) for t in (tiers if tiers is not None else DEFAULT_TIERS)]
@@ -438,7 +451,9 @@ def replay(trace: Any = None, *, model: Any = None, hardware: Any = None, tp: in
            native: str | None = None, gpu_memory_utilization: float | None = None,
            kv_reserve: Any = None, admit: Sequence[str] | Mapping[str, Sequence[str]] | None = None,
            gap_oracle: bool = False, compute_mode: str | None = None,
-           scheduler: SchedulerConfig | None = None) -> ReplayResult:
+           scheduler: SchedulerConfig | None = None, hybrid_kv_cache_manager: str | None = None,
+           swa_full_tokens_ratio: float | None = None, mamba_full_memory_ratio: float | None = None,
+           mamba_cache_mode: str | None = None, residency_step_s: float | None = None) -> ReplayResult:
     """Replay a trace through a multi-tier prefix cache.
 
     Args:
@@ -486,9 +501,19 @@ def replay(trace: Any = None, *, model: Any = None, hardware: Any = None, tp: in
             scheduler, :mod:`pcs.engine.scheduler`) or ``infinite`` (every
             prefill and decode at full speed at once, the model before it);
             None = ``step``, or ``infinite`` (with a note) when ``compute``
-            has no ``step_cost()``.
+            has no ``step_cost()``; a hybrid model runs ``infinite`` (the step
+            scheduler does not run cache groups yet; a note says so).
         scheduler: the step scheduler's settings (:class:`pcs.engine.schedconfig.SchedulerConfig`;
             None = its defaults).
+        hybrid_kv_cache_manager: for a hybrid model (sliding window, chunked local attention or SSM
+            state beside full attention): ``vllm`` (default: cache groups in one shared pool per tier,
+            uniform page size), ``sglang`` (one pool per group) or ``disabled`` (every layer as full
+            attention, as before); :mod:`pcs.engine.hybrid`, docs/hybrid.md.
+        swa_full_tokens_ratio: sglang: SWA pool tokens / full pool tokens (default 0.8).
+        mamba_full_memory_ratio: sglang: state pool bytes / full pool bytes (default 0.9).
+        mamba_cache_mode: ``all`` (default: a state at every checkpoint) or ``align`` (a request's last
+            checkpoint only), vLLM's names.
+        residency_step_s: step of the replay-resident bytes series (simulated seconds, default 60).
     Returns:
         :class:`ReplayResult`.
     Raises:
@@ -498,7 +523,6 @@ def replay(trace: Any = None, *, model: Any = None, hardware: Any = None, tp: in
             GPU tier when the weights do not fit the GPUs; an unknown compute
             mode; ``compute_mode="step"`` with a ``compute`` lacking ``step_cost()``.
     """
-    from pcs.engine.summary import build_summary
 
     notes = _default_notes(model is None, hardware is None and tp is None, tiers is None)
     opts = _options(timing, policy, write_policy, tp, engine, native, compute_mode)
@@ -515,20 +539,66 @@ def replay(trace: Any = None, *, model: Any = None, hardware: Any = None, tp: in
                           admit, gap_oracle)
     make = lambda: _build_tiers(tier_specs, bpb, opts.policy, tier_policies, protected_share, ctx, admit)  # noqa: E731
     opts = _compute_mode(opts, time_model, notes)
+    plan = _hybrid_plan(spec, bs, tier_specs, bb, hybrid_kv_cache_manager, swa_full_tokens_ratio,
+                        mamba_full_memory_ratio, mamba_cache_mode)
+    if plan is not None and (ctx is not None or admit or gap_oracle):
+        raise ValueError("a hybrid model's cache groups run lru, slru, fifo, arc, s3fifo, sieve, lfu or 2q "
+                         "without admission policies or --gap-oracle (policies that read the trace and "
+                         "admission do not run on cache groups yet)")
+    opts = _hybrid_compute(opts, plan, notes)
     step = _step_setup(opts, scheduler, time_model, gpu)
-    out = run_replay(source, rules, time_model, make, opts.timing, opts.write_policy, link_specs, bpb,
-                     opts.engine, opts.native, progress, step)
-    if out.result.ledger.num_requests == 0:
-        raise ValueError("the trace has no requests")
     context = _context(source, spec, gpu, opts, dtype, bs, rules, tier_specs, bb, link_specs, protected_share)
+    if plan is not None:
+        full = _summarise(run_replay(source, rules, time_model, make, opts.timing, opts.write_policy, link_specs,
+                                     bpb, "auto", opts.native), dict(context), opts)
+        make = lambda: _build_pools(plan, tier_specs, opts.policy, tier_policies, protected_share)  # noqa: E731
+        bpb = [pb[0] for pb in plan.page_bytes]
+        context.update(hybrid=plan, full_attention=full)
+        notes += list(plan.notes)
+    out = run_replay(source, rules, time_model, make, opts.timing, opts.write_policy, link_specs, bpb,
+                     opts.engine, opts.native, progress, step, plan,
+                     60.0 if residency_step_s is None else residency_step_s)
     if gap_oracle:
         make_oracle = lambda: _build_tiers(tier_specs, bpb, "belady", {}, None, ctx)  # noqa: E731
         context["oracle_hit_ratio"] = run_oracle(source, rules, time_model, make_oracle, opts.timing,
                                                  opts.write_policy, link_specs, bpb, step).ledger.hit_ratio
+    summary = _summarise(out, context, opts)
+    summary = dataclasses.replace(summary, notes=tuple(notes + deployment.pop("notes")), deployment=deployment)
+    return ReplayResult(summary, columns=out.result.columns)
+
+
+def _hybrid_plan(spec, bs: int, tier_specs, bb, manager, swa, mamba, mode):
+    """The hybrid plan of the run (:func:`pcs.engine.hybrid.plan_hybrid`), None for a model that is not hybrid."""
+    from pcs.engine.hybrid import check_hybrid_options, plan_hybrid
+
+    manager, swa, mamba, mode = check_hybrid_options(manager, swa, mamba, mode)
+    return plan_hybrid(spec, bs, [t.name for t in tier_specs], bb,
+                       [(t.capacity_bytes, t.capacity_blocks) for t in tier_specs], manager, swa, mamba, mode)
+
+
+def _hybrid_compute(opts: _Options, plan, notes: list) -> _Options:
+    """The compute mode of a hybrid model, or of any model on the ``hybrid`` engine: ``infinite`` (a note
+    when modeled timing asked for ``step``); the step scheduler does not run cache groups
+    (pcs.cache.grouphier) yet."""
+    if (plan is None and select.canonical(opts.engine) != "hybrid") or opts.compute_mode == "infinite":
+        return opts
+    if opts.timing == "modeled":
+        notes.append("compute infinite: the step scheduler does not run the hybrid engine's cache groups yet")
+    return dataclasses.replace(opts, compute_mode="infinite")
+
+
+def _summarise(out, context: dict, opts: _Options):
+    """The typed summary of one run (:func:`pcs.engine.summary.build_summary`), engines named."""
+    from pcs.engine.summary import build_summary
+
+    if out.result.ledger.num_requests == 0:
+        raise ValueError("the trace has no requests")
     context.update(engine=out.engine, engine_reason=out.engine_reason, baseline_engine=out.baseline_engine,
                    baseline_engine_reason=out.baseline_engine_reason,
                    compute=opts.compute_mode if opts.timing == "modeled" else None,
                    scheduler=_scheduler_summary(out))
-    summary = build_summary(out.result, out.state, out.baseline.ledger, out.single, out.ideal, context)
-    summary = dataclasses.replace(summary, notes=tuple(notes + deployment.pop("notes")), deployment=deployment)
-    return ReplayResult(summary, columns=out.result.columns)
+    if "hybrid_lost_tokens" in out.baseline.columns and context.get("hybrid") is not None:
+        from pcs.engine.summary import _values
+
+        context["hybrid_baseline_lost_tokens"] = int(_values(out.baseline.columns["hybrid_lost_tokens"]).sum())
+    return build_summary(out.result, out.state, out.baseline.ledger, out.single, out.ideal, context)

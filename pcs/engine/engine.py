@@ -115,6 +115,8 @@ class ReplayEngine:
         self._queue: deque = deque()
         self._events: list = []
         self._seq = 0
+        #: a hybrid hierarchy's clock (pcs.cache.grouphier.GroupHierarchy.tick); None for the others
+        self._tick = getattr(hierarchy, "tick", None)
 
     # -- feeding ------------------------------------------------------------------------------
     def feed(self, chunk: Chunk) -> None:
@@ -141,9 +143,10 @@ class ReplayEngine:
     def _feed_sequential(self, ch: Chunk) -> None:
         start, done, finish = self.h.start, self.h.prefill_done, self.h.finish
         off, hashes, n, cap = ch.offsets, ch.block_hashes, ch.cacheable, ch.max_hit_blocks
-        check = self.check
+        check, tick = self.check, self._tick
         for i in range(len(ch.arrival_s)):
             o = off[i]
+            tick and tick(ch.arrival_s[i])
             adm = start(hashes[o:o + n[i]], n[i], cap[i], 0, False)   # only the cacheable head is read
             check and self.h._check()
             self._account(ch, i, adm, 0.0, 0.0)
@@ -167,6 +170,7 @@ class ReplayEngine:
         h = self.h
         while ev and ev[0][0] <= t:
             when, _, kind, adm = heapq.heappop(ev)
+            self._tick and self._tick(when)
             if kind == 0:
                 h.prefill_done(adm)
             else:
@@ -177,6 +181,7 @@ class ReplayEngine:
     def _try_admit(self, now: float) -> None:
         q = self._queue
         start = self.h.start
+        self._tick and q and self._tick(now)
         while q:
             ch, i, a = q[0]
             n = ch.cacheable[i]

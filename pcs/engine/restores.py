@@ -41,12 +41,14 @@ def plan(adm, now: float, link_free: Sequence[float], links: Sequence, block_byt
     """
     out = []
     restored = adm.restored_blocks_per_tier
+    by_tier = getattr(adm, "restored_bytes_per_tier", None)   # a hybrid hierarchy's pages differ per pool
     for j in range(1, len(restored)):
         blocks = restored[j]
         if not blocks:
             continue
         bpb = block_bytes[j]
-        nbytes = blocks * bpb
+        nbytes = blocks * bpb if by_tier is None else by_tier[j]
+        bpb = bpb if by_tier is None else nbytes // blocks
         link = links[j]
         xfer = link.transfer_s(nbytes, bpb or None) if link is not None else 0.0
         begin = max(now, link_free[j]) if queue else now

@@ -84,11 +84,12 @@ class _Plan:
     reason: str
 
 
-def _place(tiers: Sequence, timing: str, requested: str, native: str | None) -> list[_Plan]:
+def _place(tiers: Sequence, timing: str, requested: str, native: str | None, hybrid: Any = None) -> list[_Plan]:
     """The run, then (modeled timing) the sequential baseline, each chosen through the table."""
     plans = []
+    groups = [g.name for g in hybrid.groups] if hybrid is not None else None
     for t in (timing, "sequential") if timing == "modeled" else (timing,):
-        cfg = select.RunConfig.of(tiers, t, native)
+        cfg = select.RunConfig.of(tiers, t, native, groups)
         row, reason = select.choose(cfg, requested)
         plans.append(_Plan(t, cfg, row, reason))
     return plans
@@ -111,11 +112,14 @@ def _scan(plan: _Plan, source: Any, rules: BlockRules, tiers: Sequence, requeste
 
 
 def _event_loops(plans: list[_Plan], make_tiers: Callable[[], list], tiers0: list, write_policy: str,
-                 links: Sequence, block_bytes: Sequence[int], step: Any = None) -> list:
+                 links: Sequence, block_bytes: Sequence[int], step: Any = None, hybrid: Any = None,
+                 step_s: float = 60.0) -> list:
     """A ReplayEngine per event-loop plan (None for a scanned one); the first hierarchy takes ``tiers0``.
 
     With ``step`` (a ``(StepSetup, resolved config, decode blocks, rules)`` tuple) the modeled run is a
     :class:`pcs.engine.scheduler.StepEngine` and a no-cache StepEngine (the GPU tier alone) is appended.
+    The ``hybrid`` row gets the plan's groups and pools (:class:`pcs.engine.hybrid.HybridPlan`; ``step``
+    is None then: a hybrid model runs with instant compute, pcs.engine.api).
     """
     from pcs.engine.scheduler import StepEngine
 
@@ -125,7 +129,8 @@ def _event_loops(plans: list[_Plan], make_tiers: Callable[[], list], tiers0: lis
             out.append(None)
             continue
         tiers = tiers0 if not any(out) else make_tiers()
-        hierarchy = clocked(plan.row.load()(tiers, write_policy))   # trace-reading policies follow admissions
+        kw = {} if plan.row.name != "hybrid" else _hybrid_kwargs(hybrid, block_bytes, step_s)
+        hierarchy = clocked(plan.row.load()(tiers, write_policy, **kw))   # trace-reading policies follow admissions
         if step is not None and plan.timing == "modeled":
             setup, cfg, decode, rules = step
             out.append(StepEngine(hierarchy, links, block_bytes, setup.cost, cfg, rules.recompute_last_token,
@@ -151,6 +156,17 @@ def _compiled_baseline(plans: list[_Plan], source: Any, rules: BlockRules, make_
     return sequential_baseline(source, plans[-1].row.load()(make_tiers(), write_policy), rules)
 
 
+def _hybrid_kwargs(hybrid: Any, block_bytes: Sequence[int], step_s: float) -> dict:
+    """The hybrid hierarchy's groups and pools: the plan's, or one full-attention group (a model that is
+    not hybrid, run on the ``hybrid`` row by request: the same replay as the reference)."""
+    if hybrid is not None:
+        return dict(groups=hybrid.groups, pools=hybrid.pools, page_bytes=hybrid.page_bytes, step_s=step_s)
+    from pcs.cache.groups import CacheGroup
+
+    return dict(groups=(CacheGroup("full_attention", "full", ("full_attention",), 1),), pools=1,
+                page_bytes=[[b] for b in block_bytes], step_s=step_s)
+
+
 def _resolve_step(step: StepSetup | None, timing: str, source: Any, rules: BlockRules) -> tuple | None:
     """(setup, resolved config, decode blocks or None, rules) for a modeled step-scheduler run, else None."""
     if step is None or timing != "modeled":
@@ -172,10 +188,20 @@ def _feed(source: Any, rules: BlockRules, time_model: Any, engines: list[ReplayE
             progress(len(ch))
 
 
+def _close(loop: ReplayEngine, hybrid: Any) -> EngineResult:
+    """Close an engine; a hybrid hierarchy's per-request residency columns join the others."""
+    res = loop.close()
+    if hybrid is not None and hasattr(loop.h, "residency"):
+        from pcs.engine.hybridsummary import request_columns
+
+        res.columns.update(request_columns(hybrid, loop.h.residency))
+    return res
+
+
 def run_replay(source: Any, rules: BlockRules, time_model: Any, make_tiers: Callable[[], list], timing: str,
                write_policy: str, links: Sequence, block_bytes: Sequence[int], requested: str = "auto",
                native: str | None = None, progress: Callable[[int], None] | None = None,
-               step: StepSetup | None = None) -> Outcome:
+               step: StepSetup | None = None, hybrid: Any = None, step_s: float = 60.0) -> Outcome:
     """Choose, run and collect the run and its sequential baseline.
 
     Args:
@@ -188,12 +214,14 @@ def run_replay(source: Any, rules: BlockRules, time_model: Any, make_tiers: Call
         native: ``auto``, ``c``, ``python`` or None (:mod:`pcs._native`).
         progress: called with the number of requests done, for the run only.
         step: the step scheduler's setup (modeled timing only), or None for instant compute.
+        hybrid: a :class:`pcs.engine.hybrid.HybridPlan` (``make_tiers`` then returns its pools,
+            level-major), or None; step_s: its residency series' step, simulated seconds.
     Raises:
         ValueError: as :func:`pcs.engine.select.choose`; bad trace content;
             ``lru-scan`` requested on ids that are not chained.
     """
     tiers0 = make_tiers()
-    plans = _place(tiers0, timing, requested, native)
+    plans = _place(tiers0, timing, requested, native, hybrid)
     if any(p.row.kind == "event-loop" for p in plans):   # more than one pass: decode the trace once
         source = Decoded(source)
     base = _compiled_baseline(plans, source, rules, make_tiers, write_policy)
@@ -203,11 +231,11 @@ def run_replay(source: Any, rules: BlockRules, time_model: Any, make_tiers: Call
     if singles is None:   # one more pass (over the decoded batches), before the engines grow (16 B per distinct id)
         singles = fastpath.single_results(fastpath.scan(source, 0, rules, native, check=False))
     resolved = _resolve_step(step, timing, source, rules)
-    loops = _event_loops(plans, make_tiers, tiers0, write_policy, links, block_bytes, resolved)
+    loops = _event_loops(plans, make_tiers, tiers0, write_policy, links, block_bytes, resolved, hybrid, step_s)
     if any(loops):
         _feed(source, rules, time_model, [e for e in loops if e is not None], progress, resolved is None)
     no_cache = loops.pop() if len(loops) > len(plans) else None
-    done = [(loop.close(), cache_state(loop.h)) if loop is not None else
+    done = [(_close(loop, hybrid), cache_state(loop.h)) if loop is not None else
             fastpath.run(sc, tiers0[0].name, write_policy, time_model.compute, progress if k == 0 else None)
             for k, (sc, loop) in enumerate(zip(scans, loops))]
     (result, state), baseline = done[0], (base if base is not None else done[-1][0])

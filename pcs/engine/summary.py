@@ -64,10 +64,12 @@ class TierState:
 
 @dataclass(frozen=True, slots=True)
 class CacheState:
-    """The end state of a run's tiers (GPU first) and the blocks dropped below the last tier."""
+    """The end state of a run's tiers (GPU first) and the blocks dropped below the last tier; ``hybrid``:
+    a hybrid hierarchy's :class:`pcs.cache.residency.Residency` (None for the others)."""
 
     tiers: tuple
     dropped_blocks: int
+    hybrid: Any = None
 
 
 def _admission_spec(tier) -> str | None:
@@ -76,13 +78,13 @@ def _admission_spec(tier) -> str | None:
 
 
 def cache_state(h) -> CacheState:
-    """Snapshot a :class:`pcs.cache.Hierarchy` for :func:`build_summary`."""
+    """Snapshot a :class:`pcs.cache.Hierarchy` (or a hybrid one) for :func:`build_summary`."""
     tiers = tuple(TierState(t.name, t.policy.name, t.capacity_blocks, len(t.resident), t.stats.peak_resident_blocks,
                             t.stats.evicted_blocks, h.written_blocks[j],
                             t.policy.protected_share if isinstance(t.policy, ProtectedPolicy) else None,
                             _admission_spec(t), getattr(t.stats, "refused_blocks", 0))
                   for j, t in enumerate(h.tiers))
-    return CacheState(tiers, h.dropped_blocks)
+    return CacheState(tiers, h.dropped_blocks, getattr(h, "residency", None))
 
 
 def _values(col) -> np.ndarray:
@@ -139,6 +141,12 @@ def _tier_rows(state: CacheState, ledger, ctx) -> tuple[TierSummary, ...]:
             protected_share=tier.protected_share, admission=tier.admission,
             refused_blocks=None if tier.admission is None else tier.refused_blocks,
         ))
+    if state.hybrid is not None and ctx.get("hybrid") is not None:   # pages of pools, bytes per component (pcs.engine.hybridsummary)
+        from dataclasses import replace
+
+        from pcs.engine.hybridsummary import tier_fields
+
+        rows = [replace(r, **tier_fields(ctx["hybrid"], state.hybrid, j)) for j, r in enumerate(rows)]
     return tuple(rows)
 
 
@@ -179,15 +187,11 @@ def _bytes(ledger, state: CacheState, tiers: tuple[TierSummary, ...], ctx) -> By
         recomputed_bytes=ledger.computed_tokens * ctx["reference_bytes_per_token"],
         dropped_blocks=state.dropped_blocks,
         peak_reserved_blocks=ledger.peak_reserved_blocks,
-        peak_reserved_bytes=ledger.peak_reserved_blocks * ctx["block_bytes"][0].total_bytes,
+        peak_reserved_bytes=(ledger.peak_reserved_blocks * ctx["block_bytes"][0].total_bytes
+                             if state.hybrid is None or ctx.get("hybrid") is None else state.hybrid.peak_held_bytes),
     )
 
 
-def _gap(ide: float, ss: float, seq: float, real: float, oracle: float | None) -> GapSplit:
-    """The gap split (docs/semantics.md §12); with an oracle run also capacity and policy."""
-    return GapSplit(block_rounding=ide - ss, capacity_eviction=ss - seq, concurrency=seq - real,
-                    capacity=None if oracle is None else ss - oracle,
-                    policy=None if oracle is None else oracle - real)
 
 
 def build_summary(res, state: CacheState, seq_ledger, single, ideal, ctx: dict) -> ReplaySummary:
@@ -215,7 +219,7 @@ def build_summary(res, state: CacheState, seq_ledger, single, ideal, ctx: dict) 
     envelope = _envelope(L, state, res.columns, ctx)
     gpu_bytes = ctx["tier_specs"][0].capacity_bytes
     lens = payload_lens(model, ctx["block_size"], tiers[0].capacity_bytes if gpu_bytes is None else gpu_bytes,
-                        envelope.links, float(_values(res.columns["prefill_s"]).sum()),
+                        _lens_links(envelope.links, ctx), float(_values(res.columns["prefill_s"]).sum()),
                         float(_values(res.columns["ttft_s"]).mean()), L.num_requests)
     return ReplaySummary(
         trace=ctx["trace"], model=model.name, kv_dtype=model.kv_dtype, gpu=ctx["gpu"].name,
@@ -229,12 +233,45 @@ def build_summary(res, state: CacheState, seq_ledger, single, ideal, ctx: dict) 
         hit_ratio=real,
         hit_ratio_per_tier={t.name: r for t, r in zip(state.tiers, L.tier_hit_ratios())},
         single_sequence_hit_ratio=ss, ideal_hit_ratio=ide, sequential_hit_ratio=seq,
-        gap=_gap(ide, ss, seq, real, ctx.get("oracle_hit_ratio")), oracle_hit_ratio=ctx.get("oracle_hit_ratio"),
+        gap=_gap(ide, ss, seq, real, ctx.get("oracle_hit_ratio"), L.prompt_tokens,
+                 ctx.get("hybrid_baseline_lost_tokens")),
+        oracle_hit_ratio=ctx.get("oracle_hit_ratio"),
         requests_with_hit=L.requests_with_hit, requests_truncated=L.requests_truncated,
         requests_waited=L.requests_waited,
         reference_bytes_per_block=ctx["reference_block"].total_bytes,
         tiers=tiers, bytes=_bytes(L, state, tiers, ctx), envelope=envelope, payload_lens=lens,
         engine=ctx.get("engine"), engine_reason=ctx.get("engine_reason"),
         baseline_engine=ctx.get("baseline_engine"), baseline_engine_reason=ctx.get("baseline_engine_reason"),
-        compute=ctx.get("compute"), scheduler=ctx.get("scheduler"),
+        compute=ctx.get("compute"), scheduler=ctx.get("scheduler"), hybrid=_hybrid(res, state, ctx),
     )
+
+
+def _lens_links(links, ctx: dict):
+    """The link rows the payload lens reads; a hybrid run's restored pages as whole-model blocks of the
+    same bytes (the lens compares whole-model block sizes)."""
+    if ctx.get("hybrid") is None:
+        return links
+    from dataclasses import replace
+
+    return tuple(replace(lk, restored_blocks=round(lk.restored_bytes / ctx["block_bytes"][j + 1].total_bytes))
+                 for j, lk in enumerate(links))
+
+
+def _gap(ide: float, ss: float, seq: float, real: float, oracle: float | None, prompt_tokens: int,
+         lost: int | None) -> GapSplit:
+    """The gap split (docs/semantics.md §12). With an oracle run also capacity and policy; for a hybrid
+    model the sequential replay's hits lost to the hybrid rules are a term of their own, taken out of
+    capacity_eviction, so the terms still sum to ideal - real."""
+    hyb = None if lost is None else (lost / prompt_tokens if prompt_tokens else 0.0)
+    return GapSplit(block_rounding=ide - ss, capacity_eviction=ss - seq - (hyb or 0.0), concurrency=seq - real,
+                    capacity=None if oracle is None else ss - oracle,
+                    policy=None if oracle is None else oracle - real, hybrid_rules=hyb)
+
+
+def _hybrid(res, state: CacheState, ctx: dict):
+    if state.hybrid is None or ctx.get("hybrid") is None:
+        return None
+    from pcs.engine.hybridsummary import hybrid_summary
+
+    lost = int(_values(res.columns["hybrid_lost_tokens"]).sum())
+    return hybrid_summary(ctx["hybrid"], state.hybrid, lost, ctx.get("full_attention"))

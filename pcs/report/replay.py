@@ -52,6 +52,9 @@ def _hit_table(s: dict[str, Any]) -> str:
              f"single-sequence - the Belady oracle on these tiers ({format_percent(s['oracle_hit_ratio'])})"],
             ["gap: policy (oracle)", _pts(g["policy"]), "oracle - real: what the policies leave on the table"],
         ]
+    if g.get("hybrid_rules") is not None:
+        rows.append(["gap: hybrid rules", _pts(g["hybrid_rules"]),
+                     "sequential hits lost to a missing state checkpoint or an evicted window block"])
     rows += [
         ["requests", format_count(s["requests"]),
          f"{format_count(s['requests_with_hit'])} with a hit, {format_count(s['requests_truncated'])} truncated"
@@ -200,11 +203,31 @@ def _lens_table(s: dict[str, Any]) -> str:
                                f"--dtype {a} to see"])
 
 
+def _hybrid_table(s: dict[str, Any]) -> str:
+    """A hybrid model: peak resident bytes per component per tier beside the all-full-attention run."""
+    h = s["hybrid"]
+    full = h.get("full_attention") or {}
+    ft = full.get("tiers", {})
+    rows = []
+    for t in s["tiers"]:
+        other = ft.get(t["name"], {}).get("resident_bytes_peak_by_component", {})
+        for comp, v in t["resident_bytes_peak_by_component"].items():
+            rows.append([t["name"], comp, format_bytes(v), format_bytes(other[comp]) if comp in other else "-"])
+    notes = [f"the same run with every layer as full attention: hit ratio {format_percent(full['hit_ratio'])} "
+             f"(this run {format_percent(s['hit_ratio'])})"] if full else []
+    notes.append(f"{format_count(h['lost_tokens'])} hit tokens refused by the hybrid rules (full attention held "
+                 "them); peaks are at each tier's own peak, page_padding = vLLM's uniform page size padding")
+    return render_table(["tier", "component", "peak resident", "all full attention"], rows,
+                        title=f"Hybrid model ({h['manager']}): resident bytes per component", notes=notes)
+
+
 def render_replay(s: dict[str, Any]) -> str:
     """The whole report: header, hit rate, tiers, bytes, envelope, compute (step scheduler), payload lens."""
     parts = [header_line(s)]
     parts.extend(f"note: {n}" for n in s.get("notes", ()))
     parts += ["", _hit_table(s), "", _tier_table(s), "", _bytes_table(s)]
+    if s.get("hybrid"):
+        parts += ["", _hybrid_table(s)]
     if s["envelope"]["links"] or s["timing"] == "modeled":
         parts += ["", _envelope_table(s)]
     if s.get("scheduler"):
