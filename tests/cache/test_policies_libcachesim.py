@@ -19,7 +19,10 @@ from helpers import ROOT, flat_hits
 from pcs.blocks import BlockRules
 from pcs.engine.chunks import iter_chunks
 
-lcs = pytest.importorskip("libcachesim")
+try:
+    import libcachesim as lcs
+except ImportError:   # the tests stay collectable (docs/semantics.md cites them) and skip one by one
+    lcs = None
 
 #: pcs policy spec -> libCacheSim class name (default parameters on both sides).
 PAIRS = {"arc": "ARC", "s3fifo": "S3FIFO", "sieve": "Sieve", "lfu:aging=none": "LFU", "2q": "TwoQ",
@@ -29,6 +32,8 @@ CAPACITIES = (200, 1000, 4000, 12000)
 
 @pytest.fixture(scope="module")
 def stream() -> list[int]:
+    if lcs is None:
+        pytest.skip("libcachesim is not installed (pip install -e '.[bench]' in the pcs clone)")
     keys: list[int] = []
     for ch in iter_chunks(ROOT / "traces" / "sample_chat.jsonl", BlockRules()):
         for i, n in enumerate(ch.cacheable):
