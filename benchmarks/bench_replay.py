@@ -11,6 +11,11 @@ Measured (one core, process CPU seconds, best of ``--repeat``):
   blocks), LRU, write-back, modeled timing -- the engine loop over pre-built
   chunks (``engine_accesses_per_s``) and including building the chunks from
   numpy columns with the compute-model tables (``with_chunks_accesses_per_s``);
+- ``two_tier_lru_modeled_step``: the same tiers and chunks through the step
+  scheduler (``--compute step``, :class:`pcs.engine.scheduler.StepEngine`,
+  vLLM's H100 batch limits, decode blocks of the next turns found beforehand):
+  engine seconds and accesses per second (target >= 1 M), steps, and the
+  no-cache twin's seconds (the "without cache" latencies of ``pcs replay``);
 - ``one_tier_lru_sequential``: one LRU tier of 20,000 blocks, sequential --
   the engine loop over pre-built chunks, and the whole ``pcs.replay(...,
   timing="sequential")`` (summary, table, single-sequence passes) with
@@ -46,6 +51,7 @@ from pcs.cache.native import available as native_available  # noqa: E402
 from pcs.engine import select  # noqa: E402
 from pcs.engine.engine import ReplayEngine, TimeModel  # noqa: E402
 from pcs.engine.chunks import CHUNK_REQUESTS, _from_columns  # noqa: E402
+from pcs.schema import to_dict  # noqa: E402
 from pcs.trace import RequestBatch, open_trace  # noqa: E402
 
 
@@ -109,6 +115,36 @@ def _best(fn, repeat: int) -> tuple[float, object]:
     return best, out
 
 
+def _step_bench(src, chunks, caps, links, bpb, tm, repeat: int, accesses: int) -> dict:
+    """The step scheduler over the pre-built chunks (C hierarchy), and its no-cache twin."""
+    from pcs.engine.scheduler import StepEngine
+    from pcs.engine.schedconfig import SchedulerConfig
+    from pcs.engine.turns import decode_blocks
+    from pcs.hardware import get_gpu
+
+    cost = tm.compute.step_cost()
+    dec = decode_blocks(src)
+    cfg = SchedulerConfig().resolved(get_gpu("h100-sxm"), cost.token_s, dec.detected)
+
+    def go(no_cache=False):
+        n = 1 if no_cache else len(caps)
+        h = _engine(caps[:n], "modeled", bpb[:n], links[:n]).h
+        e = StepEngine(h, links[:n], bpb[:n], cost, cfg, True, dec, no_cache=no_cache)
+        for ch in chunks:
+            e.feed(ch)
+        e.close()
+        return e
+
+    step_s, eng = _best(go, repeat)
+    nc_s, _ = _best(lambda: go(True), 1)
+    st = eng.stats
+    return {"engine_s": step_s, "engine_accesses_per_s": accesses / step_s, "steps": st.steps,
+            "prefill_steps": st.prefill_steps, "preemptions": st.preemptions,
+            "utilisation": st.busy_s / (st.end_s - st.origin_s), "hit_ratio": eng.ledger.hit_ratio,
+            "decode_blocks": dec.pairs, "no_cache_s": nc_s, "target_accesses_per_s": 1_000_000,
+            "meets_target": accesses / step_s >= 1_000_000}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--copies", type=int, default=11)
@@ -144,11 +180,12 @@ def main() -> None:
     hit_modeled = res.ledger.hit_ratio
     py_s, py_res = _best(lambda: run(chunks, caps, "modeled", links, bpb, native=False), args.repeat)
     assert py_res.ledger.hit_ratio == hit_modeled
+    step = _step_bench(src, chunks, caps, links, bpb, tm, args.repeat, accesses)
     seq_s, res1 = _best(lambda: run(chunks, [20000], "sequential", [None], [bpb[0]]), args.repeat)
     one = dict(model="llama-3.1-70b", tiers=["gpu=20000blocks"], timing="sequential")
     gen_s, gen = _best(lambda: replay(src, engine="reference", **one), 1)
     fast_s, fast = _best(lambda: replay(src, engine="lru-scan", **one), args.repeat)
-    numbers = lambda r: {k: v for k, v in r.summary.to_dict().items() if k not in select.SUMMARY_KEYS}  # noqa: E731
+    numbers = lambda r: {k: v for k, v in to_dict(r.summary).items() if k not in select.SUMMARY_KEYS}  # noqa: E731
     api_s, full = _best(lambda: replay(src, model="llama-3.1-70b", tiers=["gpu=400GB", "cpu=2TB"]), 1)
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     out = {
@@ -160,6 +197,7 @@ def main() -> None:
                                  "native_hierarchy": bool(native_available([Tier("gpu", 1, make_policy("lru", 1))])),
                                  "python_hierarchy_s": py_s,
                                  "python_hierarchy_accesses_per_s": accesses / py_s},
+        "two_tier_lru_modeled_step": step,
         "one_tier_lru_sequential": {"engine_s": seq_s, "engine_accesses_per_s": accesses / seq_s,
                                     "capacity_blocks": 20000, "hit_ratio": res1.ledger.hit_ratio,
                                     "api_general_s": gen_s, "api_general_accesses_per_s": accesses / gen_s,
@@ -174,6 +212,8 @@ def main() -> None:
     print(f"two-tier LRU modeled: engine {accesses / modeled_s / 1e6:.2f} M accesses/s "
           f"({accesses / (modeled_s + chunk_s) / 1e6:.2f} M/s with chunk building); "
           f"Python hierarchy {accesses / py_s / 1e6:.2f} M/s")
+    print(f"two-tier LRU modeled, step scheduler: engine {step['engine_accesses_per_s'] / 1e6:.2f} M accesses/s "
+          f"({step['steps']:,} steps, utilisation {step['utilisation']:.3f}); no-cache twin {step['no_cache_s']:.2f} s")
     print(f"one-tier LRU sequential: {accesses / seq_s / 1e6:.2f} M accesses/s (engine loop); pcs.replay "
           f"general {accesses / gen_s / 1e6:.2f} M/s, fast {accesses / fast_s / 1e6:.2f} M/s")
     print(f"pcs.replay end to end: {api_s:.2f} s; peak RSS {rss / 1e6:.0f} MB")

@@ -8,9 +8,13 @@ timings, 1, 2 and 3 tiers, each policy, both write policies. Writes one JSON
 file ``{run id: output}``; ``--diff OLD.json NEW.json`` lists the runs whose
 output changed (keys may be added: only changed or removed values count).
 
+``--extra-replay-args "ARGS"`` appends ARGS (split like a shell line) to
+every ``pcs replay`` and ``pcs compare`` run, e.g. ``--compute infinite``
+to compare the model before the step scheduler with an older snapshot.
+
 Usage::
 
-    python benchmarks/snapshot.py out.json [--quick]
+    python benchmarks/snapshot.py out.json [--quick] [--extra-replay-args "--compute infinite"]
     python benchmarks/snapshot.py --diff before.json after.json
 """
 from __future__ import annotations
@@ -19,6 +23,7 @@ import argparse
 import hashlib
 import json
 import os
+import shlex
 import sys
 import tempfile
 from pathlib import Path
@@ -82,7 +87,7 @@ def _digest_table(path: str) -> str:
     return h.hexdigest()[:16]
 
 
-def snapshot(out: str, quick: bool) -> None:
+def snapshot(out: str, quick: bool, extra: list[str] | None = None) -> None:
     from click.testing import CliRunner
 
     from pcs.cli.main import cli
@@ -93,6 +98,8 @@ def snapshot(out: str, quick: bool) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         for i, (rid, args) in enumerate(runs):
             args = list(args) + ["--format", "json"] + (["--quiet"] if args[0] != "curve" else [])
+            if extra and args[0] in ("replay", "compare"):
+                args += extra
             rows = None
             if args[0] == "replay":
                 rows = os.path.join(tmp, f"r{i}.parquet")
@@ -107,7 +114,7 @@ def snapshot(out: str, quick: bool) -> None:
             result[rid] = data
             print(f"[{i + 1}/{len(runs)}] {rid}", file=sys.stderr)
     Path(out).write_text(json.dumps(result, indent=1, sort_keys=True))
-    print(json.dumps({"snapshot": out, "runs": len(runs)}))
+    print(json.dumps({"snapshot": out, "runs": len(runs), "extra_replay_args": extra or []}))
 
 
 def _norm(path: str, value):
@@ -154,12 +161,14 @@ def main() -> None:
     ap.add_argument("out", nargs="?")
     ap.add_argument("--quick", action="store_true", help="fewer capacities and no write-through runs")
     ap.add_argument("--diff", nargs=2, metavar=("OLD", "NEW"))
+    ap.add_argument("--extra-replay-args", default="", metavar="ARGS",
+                    help="flags appended to every replay and compare run, e.g. \"--compute infinite\"")
     ns = ap.parse_args()
     if ns.diff:
         sys.exit(diff(*ns.diff))
     if not ns.out:
         ap.error("give OUT.json or --diff OLD NEW")
-    snapshot(ns.out, ns.quick)
+    snapshot(ns.out, ns.quick, shlex.split(ns.extra_replay_args))
 
 
 if __name__ == "__main__":

@@ -13,7 +13,9 @@ Four views, each a command and a plain Python function:
   capacities=...)`` -> the hit ratio at every capacity in one pass
   (:class:`pcs.curves.result.CurveResult`); ``pcs.compare(trace,
   policies=..., tier_sets=...)`` -> several replays side by side
-  (:class:`pcs.engine.compare.CompareResult`). JSON keys of every result:
+  (:class:`pcs.engine.compare.CompareResult`); ``pcs.fleet_replay(trace,
+  instances=8, router="cache-aware")`` -> N instances behind a router
+  (:class:`pcs.fleet.FleetResult`, docs/cluster.md). JSON keys of every result:
   ``docs/json.md``.
 - ``pcs.open_trace(path)`` streams :class:`pcs.trace.Request` records.
 
@@ -38,12 +40,13 @@ _API: dict[str, tuple[str, str]] = {
     "footprint": ("pcs.model", "footprint"),
     "curve": ("pcs.curves.api", "curve"),
     "compare": ("pcs.engine.compare", "compare"),
+    "fleet_replay": ("pcs.fleet", "fleet_replay"),
     "open_trace": ("pcs.trace", "open_trace"),
     "get_model": ("pcs.model", "get_model"),
 }
 
 #: submodules reachable as ``pcs.<name>`` after a plain ``import pcs``
-_SUBMODULES = ("analysis", "blocks", "cache", "compute", "curves", "engine", "errors", "hardware", "model",
+_SUBMODULES = ("analysis", "blocks", "cache", "compute", "curves", "engine", "errors", "fleet", "hardware", "model",
                "report", "trace", "units")
 
 __all__ = sorted(_API)

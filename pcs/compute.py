@@ -31,6 +31,17 @@ the KV bytes read are what the allocator holds for the sequence on one rank
 (``pcs.model.reserved_bytes`` of ``model.with_tp(tp)``) unless a
 ``kv_read_bytes`` function is given. HBM bandwidth is the datasheet peak, so
 decode_s is a lower bound.
+
+A continuous-batching step (:class:`StepCost`, ``ComputeModel.step_cost()``;
+``docs/semantics.md §10``) runs prefill chunks and one decode token per
+running sequence together; its time is the roofline of the whole batch::
+
+    memory_s  = weights read once + KV read of every sequence in the step
+    compute_s = 2 x active_params x tokens + attention FLOPs, / (tp x peak x utilisation)
+    step_s    = max(memory_s, compute_s)
+
+so a lone prefill costs what ``prefill_s`` says (compute bound) and a decode
+batch is memory bound until its tokens' matmuls outweigh the weight read.
 """
 from __future__ import annotations
 
@@ -46,7 +57,7 @@ from pcs import units
 from pcs.errors import InputError
 from pcs.hardware import GPUSpec
 
-__all__ = ["DEFAULT_UTILISATION", "ComputeModel", "MeasuredPrefill"]
+__all__ = ["DEFAULT_UTILISATION", "ComputeModel", "MeasuredPrefill", "StepCost"]
 
 #: Default prefill MFU (see the module docstring for the source).
 DEFAULT_UTILISATION = 0.5
@@ -144,6 +155,162 @@ class ComputeModel:
         memory_s = (weight_bytes + kv) / self.gpu.hbm_bps
         flops = 2.0 * self.model.active_params + np.asarray(self.model.attention_flops(1, c), dtype=np.float64)
         return _out(np.maximum(memory_s, flops / self.flops_per_s))
+
+    def step_cost(self) -> "StepCost":
+        """The coefficients of a continuous-batching step on this model and GPU (:class:`StepCost`).
+
+        KV bytes read per sequence and decode attention FLOPs per sequence are
+        fitted as ``a + b x context`` through two long contexts (2**20 and
+        2**21 tokens, whole blocks): exact for full attention and MLA (pages
+        grow linearly), for sliding windows the window's bytes become the
+        intercept (an over-estimate below the window). Prefill-chunk attention
+        uses ``attention_flops`` itself; when it equals ``k x causal_pairs(n,
+        c)`` (checked at three points) the scalar form ``k x pairs`` is used.
+        """
+        c1, c2 = float(self.block_size * ((1 << 20) // self.block_size)), float(self.block_size * ((1 << 21) // self.block_size))
+        kv1, kv2 = self._kv_bytes(int(c1)), self._kv_bytes(int(c2))
+        kv_slope = (kv2 - kv1) / (c2 - c1)
+        a1, a2 = (float(self.model.attention_flops(1, c)) for c in (c1, c2))
+        a_slope = (a2 - a1) / (c2 - c1)
+        per_pair = float(self.model.attention_flops(1, 0))
+        probes = ((7.0, 100_000.0), (3000.0, 500_000.0), (1.0, 3.0e6))
+        plain = per_pair > 0 and all(
+            math.isclose(float(self.model.attention_flops(n, c)), per_pair * (n * c + n * (n + 1) / 2), rel_tol=1e-12)
+            for n, c in probes)
+        f = self.flops_per_s
+        w = float(self.model.weight_dtype_bytes) / self.tp / self.gpu.hbm_bps
+        return StepCost(
+            weights_active_s=self.model.active_params * w,
+            weights_total_s=max(self.model.total_params, self.model.active_params) * w,
+            kv_seq_s=(kv1 - kv_slope * c1) / self.gpu.hbm_bps, kv_token_s=kv_slope / self.gpu.hbm_bps,
+            token_s=2.0 * self.model.active_params / f,
+            attn_seq_s=(a1 - a_slope * c1) / f, attn_token_s=a_slope / f,
+            attn_pair_s=per_pair / f if plain else None,
+            layers=int(self.model.num_layers),
+            chunk_attn_s=None if plain else _ChunkAttention(self.model, f))
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class _ChunkAttention:
+    """Attention seconds of a prefill chunk from the model's own ``attention_flops`` (scalar calls)."""
+
+    model: Any
+    flops_per_s: float
+
+    def __call__(self, new_tokens: int, cached_tokens: int) -> float:
+        return float(self.model.attention_flops(new_tokens, cached_tokens)) / self.flops_per_s
+
+
+@dataclass(frozen=True, slots=True)
+class StepCost:
+    """Seconds of one continuous-batching step as a function of its composition (``docs/semantics.md §10``).
+
+    A step holds prefill chunks (n new tokens after c cached each) and ``d``
+    decode sequences with ``S`` context tokens in total (one new token each)::
+
+        memory_s  = weights_s(T) + sum over sequences (kv_seq_s + kv_token_s x context)
+        compute_s = token_s x T + chunk attention + d x attn_seq_s + attn_token_s x S
+        step_s    = max(memory_s, compute_s)
+
+    with T the step's tokens (sum n + d) and ``weights_s(T) = min(weights_total_s,
+    weights_active_s x T)`` (an MoE step touches more experts with more tokens,
+    at most all of them; equal for a dense model). A chunk's attention is
+    ``attn_pair_s x (n c + n (n + 1) / 2)`` (causal pairs) or, for windowed or
+    other attention, ``chunk_attn_s(n, c)``. Built by :meth:`ComputeModel.step_cost`
+    (sources there) or given directly (tests, measured coefficients).
+
+    Attributes (seconds, per the unit named):
+        weights_active_s, weights_total_s: reading the active / all weights once (one rank).
+        kv_seq_s, kv_token_s: KV read per sequence, intercept and per context token (one rank).
+        token_s: matmul time per token (2 x active params / sustained FLOP/s).
+        attn_seq_s, attn_token_s: decode attention per sequence, intercept and per context token.
+        attn_pair_s: prefill attention per causal (query, key) pair, or None.
+        layers: decoder layers (layer-wise restore overlap, :mod:`pcs.engine.restores`).
+        chunk_attn_s: ``(n, c) -> seconds`` when ``attn_pair_s`` is None.
+    """
+
+    weights_active_s: float
+    weights_total_s: float
+    kv_seq_s: float
+    kv_token_s: float
+    token_s: float
+    attn_seq_s: float
+    attn_token_s: float
+    attn_pair_s: float | None
+    layers: int = 1
+    chunk_attn_s: Callable[[int, int], float] | None = None
+
+    def weights_s(self, tokens: int) -> float:
+        """Seconds to read the weights once for a step of ``tokens`` tokens."""
+        return min(self.weights_total_s, self.weights_active_s * tokens)
+
+    def chunk_s(self, new_tokens: int, cached_tokens: int) -> tuple[float, float]:
+        """(compute, memory) seconds a prefill chunk adds to a step, weights excluded."""
+        n, c = new_tokens, cached_tokens
+        attn = self.attn_pair_s * (n * c + n * (n + 1) / 2) if self.attn_pair_s is not None \
+            else self.chunk_attn_s(n, c)
+        return self.token_s * n + attn, self.kv_seq_s + self.kv_token_s * c
+
+    def step_s(self, chunk_compute_s: float, chunk_memory_s: float, chunk_tokens: int, decode_seqs: int,
+               decode_context_tokens: float) -> float:
+        """Seconds of one step: chunks' (compute, memory) sums and tokens, plus a decode batch."""
+        d, s = decode_seqs, decode_context_tokens
+        memory = self.weights_s(chunk_tokens + d) + chunk_memory_s + d * self.kv_seq_s + self.kv_token_s * s
+        compute = chunk_compute_s + d * (self.token_s + self.attn_seq_s) + self.attn_token_s * s
+        return memory if memory > compute else compute
+
+    def prefill_s(self, new_tokens: int, cached_tokens: int) -> float:
+        """Seconds of a prefill alone in a step (no decode batch)."""
+        if new_tokens <= 0:
+            return 0.0
+        comp, mem = self.chunk_s(new_tokens, cached_tokens)
+        return self.step_s(comp, mem, new_tokens, 0, 0)
+
+    def decode_run_s(self, decode_seqs: int, context_tokens: float, steps: int) -> float:
+        """Seconds of ``steps`` pure decode steps of ``decode_seqs`` sequences starting at ``context_tokens``.
+
+        Step j (0-based) has context S + j x d, so memory and compute are both
+        affine in j; their max switches at most once, and each side is summed
+        in closed form (sum_{j=a}^{b-1} (A + B j) = (b - a) A + B (a + b - 1)(b - a) / 2).
+        """
+        d, k = decode_seqs, steps
+        if k <= 0 or d <= 0:
+            return 0.0
+        a1 = self.weights_s(d) + d * self.kv_seq_s + self.kv_token_s * context_tokens
+        b1 = self.kv_token_s * d
+        a2 = d * (self.token_s + self.attn_seq_s) + self.attn_token_s * context_tokens
+        b2 = self.attn_token_s * d
+        if b1 == b2:                             # one side dominates every step
+            return _affine_sum(a1, b1, 0, k) if a1 >= a2 else _affine_sum(a2, b2, 0, k)
+        x = (a2 - a1) / (b1 - b2)                # memory >= compute from j >= x (b1 > b2) or up to x (b1 < b2)
+        if b1 > b2:
+            split = min(k, max(0, math.ceil(x)))
+            return _affine_sum(a2, b2, 0, split) + _affine_sum(a1, b1, split, k)
+        split = min(k, max(0, math.floor(x) + 1))
+        return _affine_sum(a1, b1, 0, split) + _affine_sum(a2, b2, split, k)
+
+    def decode_steps_within(self, decode_seqs: int, context_tokens: float, seconds: float, most: int) -> int:
+        """Fewest pure decode steps (1 .. ``most``) whose total time reaches ``seconds``; ``most`` if none."""
+        if self.decode_run_s(decode_seqs, context_tokens, most) < seconds:
+            return most
+        lo, hi = 1, most                       # the answer is in [lo, hi]
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if self.decode_run_s(decode_seqs, context_tokens, mid) >= seconds:
+                hi = mid
+            else:
+                lo = mid + 1
+        return lo
+
+
+def _affine_sum(a: float, b: float, lo: int, hi: int) -> float:
+    """sum_{j=lo}^{hi-1} (a + b j); 0 when hi <= lo."""
+    if hi <= lo:
+        return 0.0
+    m = hi - lo
+    return m * a + b * ((lo + hi - 1) * m / 2)
+
+
 
 
 _TOKEN_COLS = ("tokens", "prompt_tokens", "new_tokens")

@@ -31,6 +31,7 @@ UNITS = {
     "bytes": "bytes (int)",
     "s": "seconds",
     "bytes/s": "bytes per second",
+    "1/s": "per second (requests per second)",
     "count": "a number of things (requests, restores)",
     "-": "no unit (names, flags, nested objects)",
 }

@@ -11,7 +11,8 @@
 - small builders: ``req``, ``make_requests``, ``stress_trace``, ``run`` (a
   replay through Python tiers), ``LinearCompute`` and ``DyadicCompute`` (simple
   compute models);
-- hand-traced constants (``HAND_*``, ``CYCLE_SPEC``) with their working.
+- hand-traced constants (``HAND_*``, ``CYCLE_SPEC``) with their working;
+- ``flat_hits``: a flat key stream through one pcs tier (the policies' libCacheSim stream).
 """
 from __future__ import annotations
 
@@ -356,3 +357,64 @@ def all_commands():
 
     walk(cli, [])
     return out
+
+
+def flat_hits(policy: str, capacity: int, keys, context=None) -> list[bool]:
+    """A flat key stream through ONE pcs tier, sequential, one block per request (each key a
+    one-block request: lookup, pin or reserve + fill, release): per key, hit or not.
+
+    The stream on which the policies' block-cache semantics coincide with a flat cache of
+    unit objects (libCacheSim, ``policy_reference``): nothing is pinned when a victim is chosen,
+    and every miss evicts at most one block, for the one key about to be stored.
+    """
+    h = Hierarchy([Tier("gpu", capacity, make_policy(policy, capacity, context))])
+    out = []
+    for k in keys:
+        adm = h.start([k], 1, 1, 0, False)
+        out.append(adm.prefix_hit_blocks == 1)
+        h.prefill_done(adm)
+        h.finish(adm)
+    return out
+
+
+# --- the step scheduler (tests/engine/test_scheduler_*.py) -------------------------------------------------
+
+def step_cost(token_s=0.001, weights_s=0.0, kv_token_s=0.0, attn_pair_s=0.0, attn_token_s=0.0, layers=1):
+    """A :class:`pcs.compute.StepCost` with only the named coefficients (the rest 0)."""
+    from pcs.compute import StepCost
+
+    return StepCost(weights_active_s=weights_s, weights_total_s=weights_s, kv_seq_s=0.0, kv_token_s=kv_token_s,
+                    token_s=token_s, attn_seq_s=0.0, attn_token_s=attn_token_s, attn_pair_s=attn_pair_s,
+                    layers=layers)
+
+
+class DyadicLink:
+    """A link whose times are dyadic: setup 2^-12 s, 2^-20 s per byte (io size ignored)."""
+
+    setup_s = 2.0 ** -12
+
+    def transfer_s(self, num_bytes, io_size_bytes=None):
+        return self.setup_s + num_bytes * 2.0 ** -20
+
+
+def step_run(reqs, capacities, cost, budget=8, seqs=8, restore_policy="layerwise", rules=BlockRules(),
+             links=None, block_bytes=None, compute=None, decode=None, skip=True, check=True, native=False,
+             write_policy="back", **config):
+    """Replay ``reqs`` with the step scheduler over LRU tiers of ``capacities`` blocks; returns the engine
+    (closed: ``engine.result`` holds the EngineResult; ``engine.steps_log`` every advance)."""
+    from pcs.cache.native import NativeHierarchy
+    from pcs.engine.schedconfig import SchedulerConfig
+    from pcs.engine.scheduler import StepEngine
+
+    names = ("gpu", "cpu", "ssd")[:len(capacities)]
+    tiers = [Tier(n, c, make_policy("lru", c)) for n, c in zip(names, capacities)]
+    h = NativeHierarchy(tiers, write_policy) if native else Hierarchy(tiers, write_policy)
+    config.setdefault("restore_timeout_per_token_s", 0.0)
+    cfg = SchedulerConfig(max_num_batched_tokens=budget, max_num_seqs=seqs, restore_policy=restore_policy,
+                          cache_decode_blocks=decode is not None, **config)
+    eng = StepEngine(h, links or [None] * len(tiers), block_bytes or [0] * len(tiers), cost, cfg,
+                     rules.recompute_last_token, decode, check=check, skip=skip, log_steps=True)
+    for ch in iter_chunks(reqs, rules, TimeModel(compute) if compute is not None else None):
+        eng.feed(ch)
+    eng.result = eng.close()
+    return eng

@@ -174,7 +174,7 @@ static void tevict(Tier *t, Py_ssize_t n, uint64_t *out) {
 /* ---------------------------------------------------------------------------------------------- */
 typedef struct {
     PyObject_HEAD
-    Py_ssize_t prefix_hit_blocks, hit_blocks, last_hit_tier, reserved_blocks;
+    Py_ssize_t prefix_hit_blocks, hit_blocks, last_hit_tier, reserved_blocks, gpu_lead_blocks;
     char truncated;
     PyObject *hit_blocks_per_tier, *restored_blocks_per_tier;
     uint64_t *keys;     /* pinned hashes (nused) then computed hashes (nnew) */
@@ -209,6 +209,8 @@ static PyMemberDef adm_members[] = {
     {"last_hit_tier", T_PYSSIZET, offsetof(Adm, last_hit_tier), READONLY, "tier of the last hit (-1: none)"},
     {"reserved_blocks", T_PYSSIZET, offsetof(Adm, reserved_blocks), 0, "reserved slots held"},
     {"truncated", T_BOOL, offsetof(Adm, truncated), READONLY, "could not get all its slots"},
+    {"gpu_lead_blocks", T_PYSSIZET, offsetof(Adm, gpu_lead_blocks), READONLY,
+     "leading hit blocks served by the GPU tier, before the first lower-tier hit"},
     {"hit_blocks_per_tier", T_OBJECT, offsetof(Adm, hit_blocks_per_tier), READONLY, "hit blocks per tier"},
     {"restored_blocks_per_tier", T_OBJECT, offsetof(Adm, restored_blocks_per_tier), READONLY,
      "restored blocks per tier"},
@@ -436,6 +438,8 @@ typedef struct {
     int truncated;
 } Plan;
 
+static int start_head(Hier *h, Plan *p, Py_ssize_t n, Py_ssize_t cap, Py_ssize_t m);
+
 /* arguments -> h->k (the cacheable head) and p->n, p->cap, p->extra; *wait set; -1 on error */
 static int start_args(Hier *h, PyObject *const *args, Py_ssize_t nargs, Plan *p, int *wait) {
     if (nargs < 3 || nargs > 5) {
@@ -456,6 +460,11 @@ static int start_args(Hier *h, PyObject *const *args, Py_ssize_t nargs, Plan *p,
     if (m < 0) m = 0;
     if (ensure_k(h, m + 1) < 0 || to_u64(seq, m, h->k) < 0) { Py_DECREF(seq); return -1; }
     Py_DECREF(seq);
+    return start_head(h, p, n, cap, m);
+}
+
+/* h->k holds the first m keys of the request: cut n (and cap) at a repeated key; p->n, p->cap set */
+static int start_head(Hier *h, Plan *p, Py_ssize_t n, Py_ssize_t cap, Py_ssize_t m) {
     if (n > 1) {
         Py_ssize_t r = first_repeat(h, h->k, m);
         if (r < 0) return -1;
@@ -601,10 +610,18 @@ static Py_ssize_t start_restore(Hier *h, const Plan *p, Adm *a, Py_ssize_t nvict
 }
 
 /* Hierarchy.start: lookup, budget, pin, reserve, restore, demote the victims (write-back) */
+static PyObject *start_plan(Hier *h, Plan *p0, int wait);
+
 static PyObject *hier_start(Hier *h, PyObject *const *args, Py_ssize_t nargs) {
     Plan p;
     int wait;
     if (start_args(h, args, nargs, &p, &wait) < 0) return NULL;
+    return start_plan(h, &p, wait);
+}
+
+/* the rest of Hierarchy.start once h->k and p0->n, cap, extra are set: an Admission, None (waits) or NULL */
+static PyObject *start_plan(Hier *h, Plan *p0, int wait) {
+    Plan p = *p0;
     start_lookup(h, &p);
     if (start_budget(h, &p, wait)) Py_RETURN_NONE;
     Adm *a = start_admission(h, &p);
@@ -615,9 +632,28 @@ static PyObject *hier_start(Hier *h, PyObject *const *args, Py_ssize_t nargs) {
     a->prefix_hit_blocks = p.lead;
     a->hit_blocks = p.hits;
     a->last_hit_tier = p.hits ? h->where[p.hits - 1] : -1;
+    Py_ssize_t lead0 = 0;
+    while (lead0 < p.hits && !h->where[lead0]) lead0++;
+    a->gpu_lead_blocks = lead0;
     a->truncated = (char)p.truncated;
     a->reserved_blocks = p.budget - filled;
     return (PyObject *)a;
+}
+
+/* write-through: the nn keys at k copied to every lower tier (tail first) */
+static int write_down(Hier *h, const uint64_t *k, Py_ssize_t nn) {
+    if (!h->write_through || h->ntiers < 2) return 0;
+    if (ensure_b(h, 2 * nn + 1) < 0) return -1;
+    uint64_t *down = h->buf_a;
+    for (Py_ssize_t i = 0; i < nn; i++) down[i] = k[nn - 1 - i];
+    for (int j = 1; j < h->ntiers; j++) {
+        Py_ssize_t w;
+        Py_ssize_t m = tinsert(&h->t[j], down, nn, h->buf_b, h->mark, &w);
+        if (m < 0) return -1;
+        h->written[j] += w;
+        if (j == h->ntiers - 1) h->dropped += m;
+    }
+    return 0;
 }
 
 static PyObject *hier_prefill_done(Hier *h, PyObject *arg) {
@@ -629,18 +665,7 @@ static PyObject *hier_prefill_done(Hier *h, PyObject *arg) {
     Py_ssize_t sh = tfill(&h->t[0], nk, nn);
     if (sh < 0) return NULL;
     a->reserved_blocks -= nn - sh;
-    if (h->write_through && h->ntiers > 1) {
-        if (ensure_b(h, 2 * nn + 1) < 0) return NULL;
-        uint64_t *down = h->buf_a;
-        for (Py_ssize_t i = 0; i < nn; i++) down[i] = nk[nn - 1 - i];
-        for (int j = 1; j < h->ntiers; j++) {
-            Py_ssize_t w;
-            Py_ssize_t m = tinsert(&h->t[j], down, nn, h->buf_b, h->mark, &w);
-            if (m < 0) return NULL;
-            h->written[j] += w;
-            if (j == h->ntiers - 1) h->dropped += m;
-        }
-    }
+    if (write_down(h, nk, nn) < 0) return NULL;
     Py_RETURN_NONE;
 }
 
@@ -667,6 +692,151 @@ static PyObject *hier_finish(Hier *h, PyObject *arg) {
     }
     g->reserved -= a->reserved_blocks;
     a->reserved_blocks = 0;
+    Py_RETURN_NONE;
+}
+
+/* the n-th buffer argument of run_sequential: C-contiguous, 8-byte items (uint64 / int64) */
+static int get_buf8(PyObject *o, Py_buffer *b, int writable, const char *what) {
+    if (PyObject_GetBuffer(o, b, PyBUF_C_CONTIGUOUS | (writable ? PyBUF_WRITABLE : 0)) < 0) return -1;
+    if (b->itemsize != 8) {
+        PyErr_Format(PyExc_TypeError, "%s: need 8-byte items (uint64 / int64)", what);
+        PyBuffer_Release(b);
+        return -1;
+    }
+    return 0;
+}
+
+/* one sequential request: start, prefill_done, finish; its hit blocks, or -1 on error */
+static Py_ssize_t seq_one(Hier *h, const uint64_t *keys, Py_ssize_t len, Py_ssize_t n, Py_ssize_t cap) {
+    Plan p;
+    Py_ssize_t m = n < len ? n : len;
+    if (m < 0) m = 0;
+    if (ensure_k(h, m + 1) < 0) return -1;
+    memcpy(h->k, keys, sizeof(uint64_t) * m);
+    p.extra = 0;
+    if (start_head(h, &p, n, cap, m) < 0) return -1;
+    PyObject *a = start_plan(h, &p, 0);
+    if (!a) return -1;
+    Py_ssize_t hits = ((Adm *)a)->hit_blocks;
+    PyObject *r = hier_prefill_done(h, a);
+    if (r) { Py_DECREF(r); r = hier_finish(h, a); }
+    Py_DECREF(a);
+    if (!r) return -1;
+    Py_DECREF(r);
+    return hits;
+}
+
+/* Hierarchy.run_sequential(hashes, offsets, cacheable, max_hit, out): requests one after another, as the
+ * sequential event loop calls start / prefill_done / finish; out[i] = request i's hit blocks */
+static PyObject *hier_run_sequential(Hier *h, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 5) {
+        PyErr_SetString(PyExc_TypeError, "run_sequential(hashes, offsets, cacheable, max_hit, out)");
+        return NULL;
+    }
+    static const char *what[] = {"hashes", "offsets", "cacheable", "max_hit", "out"};
+    Py_buffer b[5];
+    int got = 0;
+    for (; got < 5; got++) if (get_buf8(args[got], &b[got], got == 4, what[got]) < 0) break;
+    PyObject *res = NULL;
+    Py_ssize_t R = got == 5 ? b[2].len / 8 : 0, H = got == 5 ? b[0].len / 8 : 0;
+    if (got == 5 && (b[1].len / 8 != R + 1 || b[3].len / 8 != R || b[4].len / 8 != R))
+        PyErr_SetString(PyExc_ValueError, "need len(offsets) = R + 1 and R entries in cacheable, max_hit, out");
+    else if (got == 5) {
+        const uint64_t *keys = b[0].buf;
+        const int64_t *off = b[1].buf, *n = b[2].buf, *cap = b[3].buf;
+        int64_t *out = b[4].buf;
+        Py_ssize_t i = 0;
+        for (; i < R; i++) {
+            if (off[i] < 0 || off[i] > off[i + 1] || off[i + 1] > H) {
+                PyErr_SetString(PyExc_ValueError, "offsets must rise within the hashes");
+                break;
+            }
+            Py_ssize_t hits = seq_one(h, keys + off[i], (Py_ssize_t)(off[i + 1] - off[i]), n[i], cap[i]);
+            if (hits < 0) break;
+            out[i] = hits;
+        }
+        if (i == R) { res = Py_None; Py_INCREF(res); }
+    }
+    while (got-- > 0) PyBuffer_Release(&b[got]);
+    return res;
+}
+
+/* Hierarchy.grow(adm, n): n more reserved GPU slots for a running request, evicting (and demoting) as start
+ * does; False and no change when fewer than n are obtainable */
+static PyObject *hier_grow(Hier *h, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 2 || !PyObject_TypeCheck(args[0], &AdmType)) {
+        PyErr_SetString(PyExc_TypeError, "grow(admission, n)");
+        return NULL;
+    }
+    Adm *a = (Adm *)args[0];
+    Py_ssize_t n = PyLong_AsSsize_t(args[1]);
+    if (n == -1 && PyErr_Occurred()) return NULL;
+    if (n < 0) { PyErr_SetString(PyExc_ValueError, "grow: n must be >= 0"); return NULL; }
+    Tier *g = &h->t[0];
+    Py_ssize_t free_now = g->capacity - g->nres - g->reserved;
+    if (n > free_now + g->held) Py_RETURN_FALSE;
+    Py_ssize_t nvict = n - free_now;
+    if (nvict > 0) {
+        if (ensure_b(h, nvict) < 0) return NULL;
+        tevict(g, nvict, h->buf_a);
+    } else nvict = 0;
+    g->reserved += n;
+    if (g->nres + g->reserved > g->peak_used) g->peak_used = g->nres + g->reserved;
+    if (nvict && cascade(h, nvict) < 0) return NULL;
+    a->reserved_blocks += n;
+    Py_RETURN_TRUE;
+}
+
+/* Hierarchy.abort(adm): release a request preempted before prefill_done: drop the pins of its pinned keys tail
+ * first, give back every reserved slot; its computed keys are not cached */
+static PyObject *hier_abort(Hier *h, PyObject *arg) {
+    if (!PyObject_TypeCheck(arg, &AdmType)) { PyErr_SetString(PyExc_TypeError, "need an Admission"); return NULL; }
+    Adm *a = (Adm *)arg;
+    Tier *g = &h->t[0];
+    for (Py_ssize_t i = 0; i < a->nused; i++) {
+        int32_t e = tfind(g, a->keys[i]);
+        if (e < 0 || g->ent[e].pin <= 0) {
+            PyErr_Format(PyExc_KeyError, "block %llu is not pinned in the GPU tier", (unsigned long long)a->keys[i]);
+            return NULL;
+        }
+    }
+    if (a->reserved_blocks < 0 || a->reserved_blocks > g->reserved) {
+        PyErr_SetString(PyExc_AssertionError, "release of more slots than reserved");
+        return NULL;
+    }
+    for (Py_ssize_t i = a->nused - 1; i >= 0; i--) {
+        int32_t e = tfind(g, a->keys[i]);
+        if (!--g->ent[e].pin) lru_append(g, e);
+    }
+    g->reserved -= a->reserved_blocks;
+    a->reserved_blocks = 0;
+    a->nnew = 0;
+    Py_RETURN_NONE;
+}
+
+/* Hierarchy.extend(adm, keys): blocks filled while decoding take reserved slots of the request (a resident key is
+ * pinned instead) and join its computed keys (released first by finish) */
+static PyObject *hier_extend(Hier *h, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 2 || !PyObject_TypeCheck(args[0], &AdmType)) {
+        PyErr_SetString(PyExc_TypeError, "extend(admission, block_hashes)");
+        return NULL;
+    }
+    Adm *a = (Adm *)args[0];
+    PyObject *seq = PySequence_Fast(args[1], "block_hashes must be a sequence");
+    if (!seq) return NULL;
+    Py_ssize_t m = PySequence_Fast_GET_SIZE(seq);
+    if (!m) { Py_DECREF(seq); Py_RETURN_NONE; }
+    Py_ssize_t tot = a->nused + a->nnew;
+    uint64_t *keys = PyMem_Realloc(a->keys, sizeof(uint64_t) * (tot + m + 1));
+    if (!keys) { Py_DECREF(seq); return PyErr_NoMemory(); }
+    a->keys = keys;
+    if (to_u64(seq, m, keys + tot) < 0) { Py_DECREF(seq); return NULL; }
+    Py_DECREF(seq);
+    Py_ssize_t sh = tfill(&h->t[0], keys + tot, m);
+    if (sh < 0) return NULL;
+    a->reserved_blocks -= m - sh;
+    a->nnew += m;
+    if (write_down(h, keys + tot, m) < 0) return NULL;
     Py_RETURN_NONE;
 }
 
@@ -834,6 +1004,11 @@ static PyMethodDef hier_methods[] = {
      "start(keys, n, cap, extra_blocks=0, wait_if_full=False) -> Admission | None"},
     {"prefill_done", (PyCFunction)hier_prefill_done, METH_O, "computed blocks become cached (pinned)"},
     {"finish", (PyCFunction)hier_finish, METH_O, "drop the pins tail first, give back reserved slots"},
+    {"grow", (PyCFunction)(void (*)(void))hier_grow, METH_FASTCALL,
+     "grow(adm, n) -> bool: n more reserved GPU slots for a running request"},
+    {"abort", (PyCFunction)hier_abort, METH_O, "release a request before prefill_done: its computed keys uncached"},
+    {"extend", (PyCFunction)(void (*)(void))hier_extend, METH_FASTCALL,
+     "extend(adm, keys): blocks filled while decoding become cached (pinned until finish)"},
     {"tier_info", (PyCFunction)hier_tier_info, METH_O,
      "(resident, unpinned, reserved, inserted, evicted, overflow, peak_resident, peak_used) of tier j"},
     {"num_resident", (PyCFunction)hier_num_resident, METH_O, "resident blocks of tier j"},
@@ -843,6 +1018,8 @@ static PyMethodDef hier_methods[] = {
     {"resident", (PyCFunction)hier_resident, METH_O, "dict key -> pin count of tier j"},
     {"order", (PyCFunction)hier_order, METH_O, "unpinned keys of tier j, first victim first"},
     {"check", (PyCFunction)hier_check, METH_NOARGS, "assert every invariant"},
+    {"run_sequential", (PyCFunction)(void (*)(void))hier_run_sequential, METH_FASTCALL,
+     "run_sequential(hashes, offsets, cacheable, max_hit, out): sequential requests; out[i] = hit blocks"},
     {NULL}
 };
 

@@ -61,17 +61,21 @@ class Admission:
             beyond the cap), chain order.
         computed_hashes: blocks to compute that got a slot, chain order.
         reserved_blocks: reserved (not resident) slots this request holds.
+        gpu_lead_blocks: leading hit blocks served by the GPU tier, before the
+            first hit served by a lower tier (= hit_blocks when none is).
     """
 
     __slots__ = ("prefix_hit_blocks", "hit_blocks", "hit_blocks_per_tier", "last_hit_tier",
-                 "restored_blocks_per_tier", "truncated", "pinned_hashes", "computed_hashes", "reserved_blocks")
+                 "restored_blocks_per_tier", "truncated", "pinned_hashes", "computed_hashes", "reserved_blocks",
+                 "gpu_lead_blocks")
 
     def __init__(self, prefix_hit_blocks, hit_blocks, hit_blocks_per_tier, last_hit_tier, restored_blocks_per_tier,
-                 truncated, pinned_hashes, computed_hashes, reserved_blocks):
+                 truncated, pinned_hashes, computed_hashes, reserved_blocks, gpu_lead_blocks=None):
         self.prefix_hit_blocks, self.hit_blocks = prefix_hit_blocks, hit_blocks
         self.hit_blocks_per_tier, self.last_hit_tier = hit_blocks_per_tier, last_hit_tier
         self.restored_blocks_per_tier, self.truncated = restored_blocks_per_tier, truncated
         self.pinned_hashes, self.computed_hashes, self.reserved_blocks = pinned_hashes, computed_hashes, reserved_blocks
+        self.gpu_lead_blocks = hit_blocks if gpu_lead_blocks is None else gpu_lead_blocks
 
 
 def _first_repeat(block_hashes: Sequence[int]) -> int:
@@ -125,6 +129,7 @@ class Hierarchy:
         self.write_policy = write_policy
         self.written_blocks = [0] * len(self.tiers)
         self.dropped_blocks = 0
+        self._observers = [t.admission.observe for t in self.tiers if getattr(t, "admission", None) is not None]
 
     # -- step 1 ---------------------------------------------------------------------------------
     def start(self, block_hashes: Sequence[int], cacheable_blocks: int, max_hit_blocks: int, extra_blocks: int = 0,
@@ -159,17 +164,20 @@ class Hierarchy:
             return None
         if budget < need:
             hits, restores, computed = self._truncate(where, hits, restores, computed, budget)
+        for observe in self._observers:         # admission policies count uses and hits (§8)
+            observe(head, hits)
         gpu = self.tiers[0]
         gpu.pin(pinned)
-        victims = gpu.reserve(budget)
+        victims = gpu.reserve(budget, [h for r in restores for h in r] + computed)
         assert victims is not None
         restored, filled = self._restore(restores)
         self._evicted(victims, 0)
         tier_hits = [where[:hits].count(j) for j in range(len(self.tiers))]
         # pinned now: every hit (GPU-resident or restored) and the GPU-resident lead blocks beyond the hits
         pinned = head[:hits] + [h for h, j in zip(head[hits:lead], where[hits:]) if j == 0]
+        gpu_lead = next((i for i in range(hits) if where[i]), hits)
         return Admission(lead, hits, tier_hits, where[hits - 1] if hits else -1, restored, budget < need, pinned,
-                         computed, budget - filled)
+                         computed, budget - filled, gpu_lead)
 
     def _lookup(self, head: Sequence[int], cap: int) -> tuple[list, list, list, list]:
         """The prefix rule (§3): walk the leading blocks resident in some tier, each at the highest tier
@@ -267,12 +275,7 @@ class Hierarchy:
         shared = self.tiers[0].fill(computed)
         adm.reserved_blocks -= len(computed) - len(shared)
         if self.write_through:
-            down = computed[::-1]
-            for j in range(1, len(self.tiers)):
-                pushed, written = self.tiers[j].insert(down)
-                self.written_blocks[j] += written
-                if j == len(self.tiers) - 1:
-                    self.dropped_blocks += len(pushed)
+            self._write_down(computed)
 
     def finish(self, adm: Admission) -> None:
         """Drop the request's pins tail first (§6) and give back its reserved slots."""
@@ -281,6 +284,65 @@ class Hierarchy:
         gpu.unpin(adm.pinned_hashes[::-1], True)
         gpu.release(adm.reserved_blocks)
         adm.reserved_blocks = 0
+
+    # -- a running request's space (the step scheduler, docs/semantics.md §9) ----------------------
+    def held_blocks(self) -> int:
+        """GPU slots held by running requests: pinned blocks plus reserved slots."""
+        gpu = self.tiers[0]
+        return gpu.num_pinned + gpu.reserved_blocks
+
+    def grow(self, adm: Admission, n: int) -> bool:
+        """Reserve ``n`` more GPU slots for a running request (its output fills blocks as it decodes).
+
+        Evicts unpinned GPU blocks as :meth:`start` does (victims demoted or
+        dropped, §7). Returns False, changing nothing, when fewer than ``n``
+        slots are obtainable (the caller preempts).
+        """
+        gpu = self.tiers[0]
+        if n > gpu.available_blocks:
+            return False
+        victims = gpu.reserve(n)
+        self._evicted(victims, 0)
+        adm.reserved_blocks += n
+        return True
+
+    def abort(self, adm: Admission) -> None:
+        """Release a request preempted before :meth:`prefill_done`: its computed blocks are not cached.
+
+        The pins of its hits are dropped tail first (as :meth:`finish`) and
+        every reserved slot, those of the blocks it had not computed, given back.
+        """
+        gpu = self.tiers[0]
+        gpu.unpin(adm.pinned_hashes[::-1], True)
+        gpu.release(adm.reserved_blocks)
+        adm.reserved_blocks = 0
+        adm.computed_hashes = []
+
+    def extend(self, adm: Admission, block_hashes: Sequence[int]) -> None:
+        """Cache blocks a running request filled while decoding (after :meth:`prefill_done`).
+
+        Each of the distinct ``block_hashes`` takes one of the request's
+        reserved slots (a block already resident is pinned instead, as in
+        :meth:`prefill_done`); they stay pinned until :meth:`finish`, which
+        releases them first (they are the tail). Write-through copies them down.
+        """
+        if not block_hashes:
+            return
+        hashes = list(block_hashes)
+        shared = self.tiers[0].fill(hashes)
+        adm.reserved_blocks -= len(hashes) - len(shared)
+        adm.computed_hashes = list(adm.computed_hashes) + hashes
+        if self.write_through:
+            self._write_down(hashes)
+
+    def _write_down(self, computed: list) -> None:
+        """Write-through: computed blocks copied to every lower tier (§7)."""
+        down = computed[::-1]
+        for j in range(1, len(self.tiers)):
+            pushed, written = self.tiers[j].insert(down)
+            self.written_blocks[j] += written
+            if j == len(self.tiers) - 1:
+                self.dropped_blocks += len(pushed)
 
     def _check(self) -> None:
         """Assert every tier's invariants; lower tiers hold no pins and no reserved slots."""

@@ -137,6 +137,9 @@ class _TierView:
 class NativeHierarchy:
     """:class:`pcs.cache.Hierarchy` for all-LRU tiers, in C (``pcs.cache._lruhier``).
 
+    Calls: ``start``, ``prefill_done``, ``finish``, and for the step scheduler
+    ``grow``, ``abort``, ``extend``, ``held_blocks`` (same semantics as the Python hierarchy's).
+
     Args:
         tiers: empty :class:`pcs.cache.tier.Tier` objects with ``lru`` policies, GPU
             first (only their names and capacities are read).
@@ -159,6 +162,14 @@ class NativeHierarchy:
         self.start = h.start                # bound C methods: no Python frame per call
         self.prefill_done = h.prefill_done
         self.finish = h.finish
+        self.grow = h.grow                  # the step scheduler's calls (pcs.engine.scheduler)
+        self.abort = h.abort
+        self.extend = h.extend
+        self.held_blocks = h.gpu_held       # GPU slots held by running requests (pinned + reserved)
+        # run_sequential(hashes u64, offsets i64 (R+1,), cacheable i64 (R,), max_hit i64 (R,), out i64 (R,)):
+        # R requests one after another (start, prefill_done, finish each), out[i] = hit blocks; the
+        # sequential baseline's loop in C (pcs.engine.seqbase)
+        self.run_sequential = h.run_sequential
 
     @property
     def written_blocks(self) -> list[int]:

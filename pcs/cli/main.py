@@ -31,6 +31,7 @@ COMMANDS: dict[str, str] = {
     "deploy": "pcs.cli.deploy:deploy",
     "report": "pcs.cli.report:report",
     "sweep": "pcs.cli.sweep:sweep",
+    "policies": "pcs.cli.policies:policies",
 }
 
 #: command name -> its one-line summary in ``pcs --help`` (whole on one line: under ~65 characters).
@@ -47,6 +48,7 @@ SUMMARIES: dict[str, str] = {
     "deploy": "a model on TP GPUs: weights, KV pool, GPU-tier blocks, concurrency",
     "report": "one self-contained HTML page (and figures) from pcs JSON",
     "sweep": "a grid of replays into one Parquet dataset; best points, Pareto",
+    "policies": "eviction and admission policies, options and sources",
 }
 
 

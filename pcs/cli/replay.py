@@ -12,13 +12,16 @@ from pcs.blocks import BlockRules
 from pcs.cache.hierarchy import WRITE_POLICIES
 from pcs.cache.policies import DEFAULT_POLICY, POLICY_CHOICES, get_policy, policy_options
 from pcs.cli.common import Progress, RegistryChoice, command, emit, format_option, quiet_option
+from pcs.cli.fleet import fleet_options, replay_fleet, wants_fleet
 from pcs.cli.modelarg import is_config_path
-from pcs.cli.params import MAX_BLOCK_SIZE, MAX_TP, Float, Int
+from pcs.cli.params import MAX_BLOCK_SIZE, MAX_COUNT, MAX_TOKENS, MAX_TP, Aliased, Float, Int
 from pcs.cli.report import check_outputs, html_options, write_replay_outputs
 from pcs.engine import select
 from pcs.engine.engine import TIMINGS
+from pcs.engine.restores import RESTORE_POLICIES
+from pcs.engine.schedconfig import COMPUTE_MODES, DEFAULT_MAX_PREEMPTIONS
 from pcs.model import KV_DTYPES, get_layout
-from pcs.trace.api import FORMATS, ON_ERROR
+from pcs.trace.api import FORMATS, ON_ERROR, trace_notes
 
 __all__ = ["replay", "replay_options", "replay_call_kwargs", "run_replay_kwargs", "write_requests",
            "open_trace_kwargs", "input_paths"]
@@ -43,6 +46,48 @@ def _check_tier_policies(ctx: click.Context, param: click.Parameter, values: tup
     return values
 
 
+def _check_admit(ctx: click.Context, param: click.Parameter, values: tuple[str, ...]) -> tuple[str, ...]:
+    """``--admit TIER=KIND[:ARGS]``: the form and the kind (tier names are checked with the tiers)."""
+    from pcs.cache.admission import NO_ADMISSION, parse_admission
+
+    for value in values:
+        for item in filter(None, (v.strip() for v in value.split("+"))):
+            if item.lower() == NO_ADMISSION:
+                continue
+            tier, sep, spec = item.partition("=")
+            try:
+                if not sep or not tier.strip() or not spec.strip():
+                    raise ValueError(f"{item!r}: expected TIER=KIND[:ARGS], e.g. cpu=reuse:2")
+                parse_admission(spec)
+            except ValueError as exc:
+                raise click.BadParameter(str(exc), ctx, param) from None
+    return values
+
+
+def _hybrid_options() -> list:
+    """Options of a hybrid model's replay, named as the engines name them (pcs.engine.hybrid, docs/hybrid.md)."""
+    from pcs.engine.hybrid import MAMBA_CACHE_MODES, MANAGERS
+
+    return [
+        click.option("--hybrid-kv-cache-manager", type=click.Choice(MANAGERS), default=None,
+                     help="A hybrid model (sliding window, chunked attention or SSM state beside full attention): "
+                          "vllm = vLLM's hybrid KV cache manager, cache groups in one pool per tier with a uniform "
+                          "page size (default); sglang = SGLang's separate pools; disabled = every layer as full "
+                          "attention (vLLM --disable-hybrid-kv-cache-manager)."),
+        click.option("--swa-full-tokens-ratio", type=Float(0, 1e6, min_open=True),
+                     help="sglang: SWA pool tokens / full pool tokens (SGLang's swa_full_tokens_ratio, default 0.8)."),
+        click.option("--mamba-full-memory-ratio", type=Float(0, 1e6, min_open=True),
+                     help="sglang: state pool bytes / full pool bytes (SGLang's mamba_full_memory_ratio, "
+                          "default 0.9)."),
+        click.option("--mamba-cache-mode", type=click.Choice(MAMBA_CACHE_MODES), default=None,
+                     help="SSM states cached at every checkpoint (all, default) or at a request's last (align); "
+                          "vLLM's mamba_cache_mode."),
+        click.option("--residency-step", type=Float(0, 1e9, min_open=True),
+                     help="Hybrid models: step of the replay-resident bytes series per component, simulated "
+                          "seconds (default 60)."),
+    ]
+
+
 def replay_options(f: Callable, policy_multiple: bool = False) -> Callable:
     """The options ``pcs replay`` and ``pcs compare`` share (trace, model, hardware, tiers, rules)."""
     policy_help = (f"Eviction policy of every tier; {DEFAULT_POLICY} by default, protected = slru"
@@ -59,7 +104,8 @@ def replay_options(f: Callable, policy_multiple: bool = False) -> Callable:
                                                      "at, unless the ids fit the format's default: then pcs replay "
                                                      "re-blocks them (exact at a multiple, a lower..upper interval "
                                                      "at a divisor; docs/traces-formats.md)."),
-        click.option("--model", help="Model preset (pcs models) or an HF config.json path; default llama-2-70b."),
+        click.option("--model", "--model-config", "model", cls=Aliased, help="Model preset (pcs models) or an HF "
+                     "config.json path (also spelled --model-config, as in pcs footprint); default llama-2-70b."),
         click.option("--dtype", type=RegistryChoice(KV_DTYPES, get_layout),
                      help="KV cache layout, e.g. bf16, fp8 (vLLM's: per-tensor scales outside the pages), "
                           "fp8_per_token_head, nvfp4 (default: the model's)."),
@@ -82,6 +128,15 @@ def replay_options(f: Callable, policy_multiple: bool = False) -> Callable:
                      help=policy_help),
         click.option("--tier-policy", "tier_policy", multiple=True, callback=_check_tier_policies,
                      help="Per-tier policy NAME=POLICY, e.g. cpu=slru (repeatable)."),
+        click.option("--admit", "admit", multiple=True, callback=_check_admit, metavar="TIER=KIND[:ARGS]",
+                     help="Admission policy of a tier, repeatable (pcs policies lists them): cpu=reuse:2 (store "
+                          "on the 2nd use), cpu=selective:2 (blocks hit twice), cpu=tinylfu, "
+                          "gpu=retain:tokens=0-4096,duration=60 (keep a token range longer)"
+                          + ("; in pcs compare each value is one variant (join items with +; none = no "
+                             "admission)." if policy_multiple else ".")),
+        click.option("--gap-oracle", is_flag=True,
+                     help="Also replay the same tiers with the Belady oracle and split the gap into capacity "
+                          "(single-sequence - oracle) and policy (oracle - real); one more replay."),
         click.option("--protected-share", type=Float(0, 1),
                      help="Protected segment share of an slru tier (default 0.8, Caffeine's)."),
         click.option("--link", "link", multiple=True,
@@ -92,11 +147,43 @@ def replay_options(f: Callable, policy_multiple: bool = False) -> Callable:
         click.option("--timing", type=click.Choice(TIMINGS), default="modeled", show_default=True,
                      help="modeled: trace arrivals, FIFO admission, restore and prefill times; "
                           "sequential: one request at a time (the classic trace replay)."),
+        click.option("--compute", "compute_mode", type=click.Choice(COMPUTE_MODES), default=COMPUTE_MODES[0],
+                     show_default=True,
+                     help="Modeled timing's compute: step = one instance runs continuous-batching steps (token "
+                          "budget, chunked prefill, decode first, preemption; docs/scheduler.md); infinite = "
+                          "every prefill and decode at full speed at once (the model before the scheduler)."),
+        click.option("--max-num-batched-tokens", type=Int(1, MAX_TOKENS),
+                     help="Token budget of one step (vLLM's); default 8192 on GPUs with >= 70 GiB other than "
+                          "A100, else 2048."),
+        click.option("--max-num-seqs", type=Int(1, MAX_COUNT),
+                     help="Running requests at most (vLLM's); default 1024, or 256 where the budget is 2048."),
+        click.option("--restore-policy", type=click.Choice(RESTORE_POLICIES), default=RESTORE_POLICIES[0],
+                     show_default=True,
+                     help="How restores overlap compute: layerwise (layer l loads while earlier layers compute), "
+                          "wait (prefill after every block landed), best-effort (wait at most --restore-timeout "
+                          "+ --restore-timeout-per-token x restored tokens, recompute the rest)."),
+        click.option("--restore-timeout", default="0s", show_default=True,
+                     help="best-effort: fixed part of the wait for a restore (e.g. 5ms)."),
+        click.option("--restore-timeout-per-token",
+                     help="best-effort: wait per restored token (e.g. 35us); default the step's matmul time per "
+                          "token (about what recomputing it costs)."),
+        click.option("--restore-fallback/--no-restore-fallback", default=True, show_default=True,
+                     help="Recompute instead of a restore that, link queue included, would take longer than the "
+                          "prefill it saves."),
+        click.option("--cache-decode-blocks/--no-cache-decode-blocks", default=None,
+                     help="Cache output blocks under the next turn's ids; default: on when the trace's next turns "
+                          "contain the previous turns."),
+        click.option("--max-preemptions", type=Int(0, MAX_COUNT), default=DEFAULT_MAX_PREEMPTIONS,
+                     show_default=True,
+                     help="A request preempted this often is re-admitted holding every block it needs (0: all "
+                          "requests reserve their output at admission)."),
+        click.option("--ttft-slo", help="TTFT target of the goodput figures (e.g. 2s)."),
         click.option("--engine", type=click.Choice(select.REQUESTS), default="auto", show_default=True,
                      help="Which engine runs the replay (all give the same numbers): auto = the first that "
                           "applies of " + "; ".join(f"{r.name}: {r.summary}" for r in select.ENGINES) +
                           ". Old names: " + ", ".join(f"{a} = {n}" for a, n in select.ALIASES.items()) + "."),
         click.option("--native", type=click.Choice(_native.MODES), default=None, help=_native.HELP),
+        *_hybrid_options(),
         click.option("--cache-partial-blocks", is_flag=True, help="Cache every hash id, the partial last block too."),
         click.option("--no-recompute-last-token", is_flag=True,
                      help="Lift the cap of prompt_len - 1 hit tokens (vLLM, SGLang recompute the last token)."),
@@ -179,10 +266,39 @@ def replay_call_kwargs(kw: dict[str, Any], trace: Any = None) -> tuple[Any, dict
                        tier_policies=tier_policies, links=_pairs(kw["link"], "link"),
                        protected_share=_protected_share(kw, tier_policies),
                        timing=kw["timing"], write_policy=kw["write_policy"], hardware_table=table,
-                       engine=kw["engine"], native=kw["native"],
+                       engine=kw["engine"], native=kw["native"], gap_oracle=kw["gap_oracle"],
                        gpu_memory_utilization=kw["gpu_memory_utilization"], kv_reserve=kw["kv_reserve"],
+                       hybrid_kv_cache_manager=kw.get("hybrid_kv_cache_manager"),
+                       swa_full_tokens_ratio=kw.get("swa_full_tokens_ratio"),
+                       mamba_full_memory_ratio=kw.get("mamba_full_memory_ratio"),
+                       mamba_cache_mode=kw.get("mamba_cache_mode"), residency_step_s=kw.get("residency_step"),
                        rules=BlockRules(cache_partial_blocks=kw["cache_partial_blocks"],
-                                        recompute_last_token=not kw["no_recompute_last_token"]))
+                                        recompute_last_token=not kw["no_recompute_last_token"]),
+                       compute_mode=kw["compute_mode"], scheduler=_scheduler_config(kw))
+
+
+def _duration(kw: dict[str, Any], name: str) -> float | None:
+    """A duration option in seconds (None when not given); the error names the option."""
+    from pcs import units
+
+    text = kw[name]
+    if text is None:
+        return None
+    try:
+        return units.parse_duration(text)
+    except ValueError as exc:
+        raise ValueError(f"--{name.replace('_', '-')}: {str(exc).splitlines()[0]}") from None
+
+
+def _scheduler_config(kw: dict[str, Any]):
+    """The step scheduler's options as a :class:`pcs.engine.schedconfig.SchedulerConfig`."""
+    from pcs.engine.schedconfig import SchedulerConfig
+
+    return SchedulerConfig(max_num_batched_tokens=kw["max_num_batched_tokens"], max_num_seqs=kw["max_num_seqs"],
+                           restore_policy=kw["restore_policy"], restore_timeout_s=_duration(kw, "restore_timeout"),
+                           restore_timeout_per_token_s=_duration(kw, "restore_timeout_per_token"),
+                           restore_fallback=kw["restore_fallback"], cache_decode_blocks=kw["cache_decode_blocks"],
+                           max_preemptions=kw["max_preemptions"], ttft_slo_s=_duration(kw, "ttft_slo"))
 
 
 def run_replay_kwargs(kw: dict[str, Any], policy: str | None, tiers: list[str] | None,
@@ -191,7 +307,8 @@ def run_replay_kwargs(kw: dict[str, Any], policy: str | None, tiers: list[str] |
     from pcs.engine.api import replay as run
 
     trace, kwargs = replay_call_kwargs(kw, trace)
-    return run(trace, tiers=tiers or None, policy=policy, progress=progress, **kwargs)
+    return run(trace, tiers=tiers or None, policy=policy, progress=progress, admit=list(kw["admit"]) or None,
+               **kwargs)
 
 
 _REQUESTS_SUFFIXES = (".parquet", ".csv")
@@ -231,23 +348,9 @@ def write_requests(table: Any, path: str) -> None:
             pcsv.write_csv(table, tmp)
 
 
-def skipped_note(trace: Any) -> str | None:
-    """``--on-error skip``: how many bad lines the last read of the trace skipped, else None."""
-    n = getattr(trace, "skipped", 0)
-    return f"{n:,} bad trace lines were skipped (--on-error skip)" if n else None
-
-
-def synthetic_reuse_note(trace: Any) -> str | None:
-    """The note a replay of a trace with synthesised prefix reuse (Azure, BurstGPT) carries, else None."""
-    reuse = str(getattr(trace, "reuse", "") or "")
-    if not reuse.startswith("synthesised"):
-        return None
-    return (f"this trace records lengths only: its prefix reuse is synthetic ({reuse}); the hit ratios measure "
-            "that assumption, not recorded reuse (docs/traces-formats.md)")
-
-
 @command("replay", twins=True)
 @replay_options
+@fleet_options(multiple=False)
 @click.option("--requests-out", type=click.Path(dir_okay=False),
               help="Write one row per request to FILE.parquet or FILE.csv.")
 @html_options
@@ -273,6 +376,13 @@ def replay(fmt: str, requests_out: str | None, html_path: str | None, plot_dir: 
     _check_requests_out(requests_out, kw)
     check_outputs(html_path, plot_dir, input_paths(kw))
     streams = _reblocked(kw)
+    if wants_fleet(kw):
+        if streams is not None:
+            raise ValueError("--instances replays the trace at its recorded block size; re-blocking a hash-id "
+                             "trace (--block-size) is for single-instance replays")
+        if kw["admit"] or kw["gap_oracle"]:
+            raise ValueError("--admit and --gap-oracle are for single-instance replays (not with --instances/--router)")
+        return replay_fleet(fmt, requests_out, kw)
     if streams is not None and "exact" not in streams:
         if html_path or plot_dir:
             raise ValueError("--html/--plot: this --block-size gives an interval (two bound replays), not one run; "
@@ -287,7 +397,7 @@ def replay(fmt: str, requests_out: str | None, html_path: str | None, plot_dir: 
         s = dataclasses.replace(s, notes=s.notes + (f"the trace's {streams['exact'].source.block_size}-token ids "
                                                      f"were re-blocked to {streams['exact'].block_size} tokens "
                                                      "(exact)",))
-    extra = tuple(n for n in (synthetic_reuse_note(trace), skipped_note(trace)) if n)
+    extra = trace_notes(trace)
     if extra:
         s = dataclasses.replace(s, notes=s.notes + extra)
     if not kw["quiet"] and fmt != "table":

@@ -16,7 +16,11 @@ Defaults (``pcs replay`` with no arguments) and why:
   GPU: each TP rank restores its own share of a block over its own link
   (vLLM's offloading connector runs per worker), so a restore of a block takes
   per-rank bytes / bandwidth (:mod:`pcs.model.parallel`);
-- policy ``lru`` (vLLM, SGLang); write-back; modeled timing.
+- policy ``lru`` (vLLM, SGLang); write-back; modeled timing with the step
+  scheduler (``compute_mode="step"``, :mod:`pcs.engine.scheduler`; its
+  settings and their sources: :mod:`pcs.engine.schedconfig`);
+  ``compute_mode="infinite"`` is the model before it (every prefill and
+  decode at full speed at once).
 
 Tier capacities are per TP group and in bytes become blocks with the group's
 bytes per block in the tier's layout -- per-rank bytes x the ranks holding a
@@ -36,7 +40,8 @@ from pcs.cache.policies import DEFAULT_POLICY, make_policies
 from pcs.engine import select
 from pcs.engine.engine import TIMINGS
 from pcs.engine.result import ReplaySummary
-from pcs.engine.runner import run_replay
+from pcs.engine.runner import StepSetup, run_oracle, run_replay
+from pcs.engine.schedconfig import COMPUTE_MODES, SchedulerConfig
 from pcs.engine.timing import TimeModel
 from pcs.trace.batches import as_batches, reiterable
 
@@ -44,7 +49,7 @@ __all__ = ["replay", "ReplayResult", "TierSpec", "parse_tier", "parse_assignment
 
 #: Defaults of :func:`replay` and ``pcs replay`` (reasons in the module docstring).
 DEFAULTS = {"model": "llama-2-70b", "gpu": "h100-sxm", "tp": 8, "policy": DEFAULT_POLICY,
-            "timing": "modeled", "write_policy": "back"}
+            "timing": "modeled", "write_policy": "back", "compute_mode": COMPUTE_MODES[0]}
 DEFAULTS_REASON = {
     "model": "model llama-2-70b (the Mooncake paper served its trace with a LLaMA2-70B-like model)",
     "hardware": "8x h100-sxm, TP=8",
@@ -126,7 +131,6 @@ def parse_tier(text: str | TierSpec) -> TierSpec:
     return TierSpec(name, capacity_bytes=cap.size_bytes, capacity_blocks=cap.blocks)
 
 
-@dataclass(frozen=True, slots=True)
 class ReplayResult:
     """The outcome of :func:`replay`.
 
@@ -134,11 +138,30 @@ class ReplayResult:
         summary: :class:`pcs.engine.result.ReplaySummary`; its ``to_dict()``
             is the JSON of ``pcs replay --format json`` (keys in ``docs/json.md``).
         requests: pyarrow Table, one row per request in trace order (columns
-            in :data:`pcs.engine.summary.REQUEST_COLUMNS`).
+            in :data:`pcs.engine.summary.REQUEST_COLUMNS`); built on first
+            access from the engine's columns, so a replay that never reads it
+            does not import pyarrow (start-up, benchmarks/bench_startup.py).
     """
 
-    summary: ReplaySummary
-    requests: Any
+    __slots__ = ("summary", "_requests", "_columns")
+
+    def __init__(self, summary: ReplaySummary, requests: Any = None, *, columns: dict | None = None):
+        if requests is None and columns is None:
+            raise ValueError("ReplayResult needs a requests table or the columns to build it from")
+        self.summary = summary
+        self._requests = requests
+        self._columns = columns
+
+    @property
+    def requests(self) -> Any:
+        if self._requests is None:
+            from pcs.engine.summary import requests_table
+
+            self._requests, self._columns = requests_table(self._columns), None
+        return self._requests
+
+    def __repr__(self) -> str:
+        return f"ReplayResult(summary={self.summary!r}, requests=<{len(self.requests)} rows>)"
 
 
 def _block_size(source: Any) -> int:
@@ -192,12 +215,70 @@ def _resolve_link(tier: str, link: Any, tp: int, table: Any = None):
 
 
 def _build_tiers(specs: Sequence[TierSpec], bpb: Sequence[int], policy: str, tier_policies: Mapping[str, str],
-                 protected_share: float | None) -> list[Tier]:
+                 protected_share: float | None, context: Any = None,
+                 admit: Mapping[str, Sequence[str]] | None = None) -> list[Tier]:
+    from pcs.cache.admission import apply_admission
+
     caps = [units.capacity_to_blocks(s.capacity_bytes, s.capacity_blocks, b, f"tier {s.name!r} of {s.capacity_bytes} B")
             for s, b in zip(specs, bpb)]
-    names = [tier_policies.get(s.name, s.policy or policy) for s in specs]
-    policies = make_policies(names, caps, protected_share=protected_share)
-    return [Tier(s.name, c, p) for s, c, p in zip(specs, caps, policies)]
+    names = _policy_names(specs, policy, tier_policies)
+    ctx = context.fresh() if context is not None else None       # one clock per hierarchy
+    policies = make_policies(names, caps, ctx, protected_share=protected_share)
+    tiers = []
+    for s, c, p in zip(specs, caps, policies):
+        p, adm = apply_admission((admit or {}).get(s.name, ()), p, ctx)
+        tiers.append(Tier(s.name, c, p, adm))
+    return tiers
+
+
+def _admit_map(admit: Any, specs: Sequence[TierSpec]) -> dict[str, list[str]]:
+    """``admit`` of :func:`replay` (strings ``TIER=KIND`` or a mapping) -> tier name -> kinds, checked."""
+    from pcs.cache.admission import parse_admit_option
+
+    if not admit:
+        return {}
+    if isinstance(admit, Mapping):
+        admit = [f"{tier}={kind}" for tier, kinds in admit.items() for kind in
+                 ([kinds] if isinstance(kinds, str) else kinds)]
+    return parse_admit_option([admit] if isinstance(admit, str) else list(admit), [s.name for s in specs])
+
+
+def _policy_names(specs: Sequence[TierSpec], policy: str, tier_policies: Mapping[str, str]) -> list[str]:
+    """The policy (name or spec) of each tier."""
+    return [tier_policies.get(s.name, s.policy or policy) for s in specs]
+
+
+def _policy_context(names: Sequence[str], source: Any, rules: BlockRules, compute: Any, bs: int,
+                    admit: Mapping[str, Sequence[str]] | None = None, oracle: bool = False):
+    """The trace pre-pass for policies that read the trace (gdsf, belady; admission retain; the gap
+    split's oracle run), or None when nothing needs it."""
+    from pcs.cache import admission
+    from pcs.cache.policies import needs_context
+    from pcs.cache.policies.context import PolicyContext, TraceOracle, block_cost_from
+    from pcs.engine.chunks import iter_chunks
+
+    needs = {n for name in names for n in needs_context(name)}
+    if oracle:
+        needs.add("future")
+    if admission.needs_context([s for specs in (admit or {}).values() for s in specs]):
+        needs.add("chain")
+    if not needs:
+        return None
+    oracle = TraceOracle.build(iter_chunks(source, rules), future="future" in needs)
+    return PolicyContext(oracle, block_cost_from(compute, bs))
+
+
+def _build_pools(plan, specs: Sequence[TierSpec], policy: str, tier_policies: Mapping[str, str],
+                 protected_share: float | None) -> list[Tier]:
+    """A hybrid plan's pools, level-major (:class:`pcs.engine.hybrid.HybridPlan`), each with its level's policy."""
+    names, caps, pols = [], [], []
+    for j, s in enumerate(specs):
+        for p, cap in enumerate(plan.capacity_pages[j]):
+            names.append(plan.pool_name(s.name, p))
+            caps.append(cap)
+            pols.append(tier_policies.get(s.name, s.policy or policy))
+    return [Tier(n, c, pol) for n, c, pol in zip(names, caps, make_policies(pols, caps,
+                                                                             protected_share=protected_share))]
 
 
 def _tier_specs(tiers, tier_policies, links) -> list[TierSpec]:
@@ -278,6 +359,16 @@ def _compute_model(spec, gpu, tp: int, bs: int):
     return ComputeModel(spec, gpu, tp=tp, block_size=bs, kv_read_bytes=kv_read)
 
 
+def _scheduler_summary(out):
+    """The summary's ``scheduler`` object of a step-scheduler run, else None."""
+    if out.scheduler is None:
+        return None
+    from pcs.engine.schedstats import scheduler_summary
+
+    cfg, stats, no_cache, no_cache_stats = out.scheduler
+    return scheduler_summary(out.result.columns, stats, cfg, (no_cache.columns, no_cache_stats))
+
+
 @dataclass(frozen=True, slots=True)
 class _Options:
     """The run-wide options of :func:`replay` after defaults and checks."""
@@ -288,9 +379,10 @@ class _Options:
     tp: int
     engine: str
     native: str | None
+    compute_mode: str | None = None
 
 
-def _options(timing, policy, write_policy, tp, engine, native) -> _Options:
+def _options(timing, policy, write_policy, tp, engine, native, compute_mode=None) -> _Options:
     """Fill in :data:`DEFAULTS` and check each option (ValueError naming the option and its valid values)."""
     from pcs import _native
 
@@ -306,7 +398,37 @@ def _options(timing, policy, write_policy, tp, engine, native) -> _Options:
     select.canonical(engine)
     if native is not None and native not in _native.MODES:
         raise ValueError(f"unknown native {native!r}; valid: {', '.join(_native.MODES)}")
-    return _Options(timing, policy or DEFAULTS["policy"], write_policy, tp, engine, native)
+    if compute_mode is not None and compute_mode not in COMPUTE_MODES:
+        raise ValueError(f"unknown compute mode {compute_mode!r}; valid: {', '.join(COMPUTE_MODES)}")
+    return _Options(timing, policy or DEFAULTS["policy"], write_policy, tp, engine, native, compute_mode)
+
+
+def _compute_mode(opts: _Options, time_model, notes: list) -> _Options:
+    """The compute mode filled in: ``step`` unless a ``compute`` without ``step_cost()`` was given (a note)."""
+    if opts.compute_mode is not None:
+        return opts
+    if hasattr(time_model.compute, "step_cost"):
+        return dataclasses.replace(opts, compute_mode=DEFAULTS["compute_mode"])
+    if opts.timing == "modeled":
+        notes.append("compute infinite: the given compute model has no step_cost(), which the step scheduler needs")
+    return dataclasses.replace(opts, compute_mode="infinite")
+
+
+def _step_setup(opts: _Options, scheduler, time_model, gpu) -> StepSetup | None:
+    """The step scheduler's setup for modeled timing with ``compute_mode="step"``, else None.
+
+    Raises:
+        ValueError: a ``scheduler`` that is not a SchedulerConfig; a compute model without ``step_cost()``.
+    """
+    if scheduler is not None and not isinstance(scheduler, SchedulerConfig):
+        raise ValueError(f"scheduler must be a pcs.engine.schedconfig.SchedulerConfig, got {scheduler!r}")
+    if opts.timing != "modeled" or opts.compute_mode != "step":
+        return None
+    step_cost = getattr(time_model.compute, "step_cost", None)
+    if step_cost is None:
+        raise ValueError("compute_mode 'step' needs a compute model with step_cost() (pcs.compute.ComputeModel); "
+                         "use compute_mode='infinite' with measured prefill times")
+    return StepSetup(scheduler or SchedulerConfig(), gpu, step_cost())
 
 
 def _context(source, spec, gpu, opts: _Options, dtype, bs: int, rules, tier_specs, bb, link_specs,
@@ -327,7 +449,11 @@ def replay(trace: Any = None, *, model: Any = None, hardware: Any = None, tp: in
            rules: BlockRules = BlockRules(), compute: Any = None, hardware_table: Any = None,
            progress: Callable[[int], None] | None = None, engine: str = "auto",
            native: str | None = None, gpu_memory_utilization: float | None = None,
-           kv_reserve: Any = None) -> ReplayResult:
+           kv_reserve: Any = None, admit: Sequence[str] | Mapping[str, Sequence[str]] | None = None,
+           gap_oracle: bool = False, compute_mode: str | None = None,
+           scheduler: SchedulerConfig | None = None, hybrid_kv_cache_manager: str | None = None,
+           swa_full_tokens_ratio: float | None = None, mamba_full_memory_ratio: float | None = None,
+           mamba_cache_mode: str | None = None, residency_step_s: float | None = None) -> ReplayResult:
     """Replay a trace through a multi-tier prefix cache.
 
     Args:
@@ -365,18 +491,41 @@ def replay(trace: Any = None, *, model: Any = None, hardware: Any = None, tp: in
             sized from the deployment (default 0.9, vLLM's).
         kv_reserve: activation/runtime reserve per GPU (bytes or a size like
             ``"8GB"``; default 5 GB, :data:`pcs.model.deploy.DEFAULT_RESERVE_BYTES_PER_GPU`).
+        admit: admission policies, ``TIER=KIND[:ARGS]`` strings (``cpu=reuse:2``,
+            ``cpu=tinylfu``, ``gpu=retain:tokens=0-4096,duration=60``; :mod:`pcs.cache.admission`)
+            or a mapping tier -> kinds; several for one tier must all admit.
+        gap_oracle: also replay the same tiers and timing with every policy the Belady
+            oracle (no admission) and split the gap into capacity and policy
+            (``oracle_hit_ratio``, ``gap.capacity``, ``gap.policy``; docs/semantics.md §12).
+        compute_mode: modeled timing's compute: ``step`` (the step
+            scheduler, :mod:`pcs.engine.scheduler`) or ``infinite`` (every
+            prefill and decode at full speed at once, the model before it);
+            None = ``step``, or ``infinite`` (with a note) when ``compute``
+            has no ``step_cost()``; a hybrid model runs ``infinite`` (the step
+            scheduler does not run cache groups yet; a note says so).
+        scheduler: the step scheduler's settings (:class:`pcs.engine.schedconfig.SchedulerConfig`;
+            None = its defaults).
+        hybrid_kv_cache_manager: for a hybrid model (sliding window, chunked local attention or SSM
+            state beside full attention): ``vllm`` (default: cache groups in one shared pool per tier,
+            uniform page size), ``sglang`` (one pool per group) or ``disabled`` (every layer as full
+            attention, as before); :mod:`pcs.engine.hybrid`, docs/hybrid.md.
+        swa_full_tokens_ratio: sglang: SWA pool tokens / full pool tokens (default 0.8).
+        mamba_full_memory_ratio: sglang: state pool bytes / full pool bytes (default 0.9).
+        mamba_cache_mode: ``all`` (default: a state at every checkpoint) or ``align`` (a request's last
+            checkpoint only), vLLM's names.
+        residency_step_s: step of the replay-resident bytes series (simulated seconds, default 60).
     Returns:
         :class:`ReplayResult`.
     Raises:
         ValueError: unknown model, GPU, policy, link, timing, write policy,
             engine or native; malformed tier; a tier name given twice; an
             empty trace; a named engine that cannot run the replay; a default
-            GPU tier when the weights do not fit the GPUs.
+            GPU tier when the weights do not fit the GPUs; an unknown compute
+            mode; ``compute_mode="step"`` with a ``compute`` lacking ``step_cost()``.
     """
-    from pcs.engine.summary import build_summary, requests_table
 
     notes = _default_notes(model is None, hardware is None and tp is None, tiers is None)
-    opts = _options(timing, policy, write_policy, tp, engine, native)
+    opts = _options(timing, policy, write_policy, tp, engine, native, compute_mode)
     tier_specs = _tier_specs(tiers, tier_policies, links)
     spec, gpu = _model_and_gpu(model, dtype, hardware, hardware_table, opts.tp)
     source = reiterable(trace)
@@ -385,14 +534,71 @@ def replay(trace: Any = None, *, model: Any = None, hardware: Any = None, tp: in
         spec, gpu, bs, tier_specs, links, opts.tp, hardware_table, gpu_memory_utilization, kv_reserve)
     tier_policies = dict(tier_policies or {})
     time_model = TimeModel(compute if compute is not None else _compute_model(spec, gpu, opts.tp, bs))
-    make = lambda: _build_tiers(tier_specs, bpb, opts.policy, tier_policies, protected_share)  # noqa: E731
+    admit = _admit_map(admit, tier_specs)
+    ctx = _policy_context(_policy_names(tier_specs, opts.policy, tier_policies), source, rules, time_model.compute, bs,
+                          admit, gap_oracle)
+    make = lambda: _build_tiers(tier_specs, bpb, opts.policy, tier_policies, protected_share, ctx, admit)  # noqa: E731
+    opts = _compute_mode(opts, time_model, notes)
+    plan = _hybrid_plan(spec, bs, tier_specs, bb, hybrid_kv_cache_manager, swa_full_tokens_ratio,
+                        mamba_full_memory_ratio, mamba_cache_mode)
+    if plan is not None and (ctx is not None or admit or gap_oracle):
+        raise ValueError("a hybrid model's cache groups run lru, slru, fifo, arc, s3fifo, sieve, lfu or 2q "
+                         "without admission policies or --gap-oracle (policies that read the trace and "
+                         "admission do not run on cache groups yet)")
+    opts = _hybrid_compute(opts, plan, notes)
+    step = _step_setup(opts, scheduler, time_model, gpu)
+    context = _context(source, spec, gpu, opts, dtype, bs, rules, tier_specs, bb, link_specs, protected_share)
+    if plan is not None:
+        full = _summarise(run_replay(source, rules, time_model, make, opts.timing, opts.write_policy, link_specs,
+                                     bpb, "auto", opts.native), dict(context), opts)
+        make = lambda: _build_pools(plan, tier_specs, opts.policy, tier_policies, protected_share)  # noqa: E731
+        bpb = [pb[0] for pb in plan.page_bytes]
+        context.update(hybrid=plan, full_attention=full)
+        notes += list(plan.notes)
     out = run_replay(source, rules, time_model, make, opts.timing, opts.write_policy, link_specs, bpb,
-                     opts.engine, opts.native, progress)
+                     opts.engine, opts.native, progress, step, plan,
+                     60.0 if residency_step_s is None else residency_step_s)
+    if gap_oracle:
+        make_oracle = lambda: _build_tiers(tier_specs, bpb, "belady", {}, None, ctx)  # noqa: E731
+        context["oracle_hit_ratio"] = run_oracle(source, rules, time_model, make_oracle, opts.timing,
+                                                 opts.write_policy, link_specs, bpb, step).ledger.hit_ratio
+    summary = _summarise(out, context, opts)
+    summary = dataclasses.replace(summary, notes=tuple(notes + deployment.pop("notes")), deployment=deployment)
+    return ReplayResult(summary, columns=out.result.columns)
+
+
+def _hybrid_plan(spec, bs: int, tier_specs, bb, manager, swa, mamba, mode):
+    """The hybrid plan of the run (:func:`pcs.engine.hybrid.plan_hybrid`), None for a model that is not hybrid."""
+    from pcs.engine.hybrid import check_hybrid_options, plan_hybrid
+
+    manager, swa, mamba, mode = check_hybrid_options(manager, swa, mamba, mode)
+    return plan_hybrid(spec, bs, [t.name for t in tier_specs], bb,
+                       [(t.capacity_bytes, t.capacity_blocks) for t in tier_specs], manager, swa, mamba, mode)
+
+
+def _hybrid_compute(opts: _Options, plan, notes: list) -> _Options:
+    """The compute mode of a hybrid model, or of any model on the ``hybrid`` engine: ``infinite`` (a note
+    when modeled timing asked for ``step``); the step scheduler does not run cache groups
+    (pcs.cache.grouphier) yet."""
+    if (plan is None and select.canonical(opts.engine) != "hybrid") or opts.compute_mode == "infinite":
+        return opts
+    if opts.timing == "modeled":
+        notes.append("compute infinite: the step scheduler does not run the hybrid engine's cache groups yet")
+    return dataclasses.replace(opts, compute_mode="infinite")
+
+
+def _summarise(out, context: dict, opts: _Options):
+    """The typed summary of one run (:func:`pcs.engine.summary.build_summary`), engines named."""
+    from pcs.engine.summary import build_summary
+
     if out.result.ledger.num_requests == 0:
         raise ValueError("the trace has no requests")
-    context = _context(source, spec, gpu, opts, dtype, bs, rules, tier_specs, bb, link_specs, protected_share)
     context.update(engine=out.engine, engine_reason=out.engine_reason, baseline_engine=out.baseline_engine,
-                   baseline_engine_reason=out.baseline_engine_reason)
-    summary = build_summary(out.result, out.state, out.baseline.ledger, out.single, out.ideal, context)
-    summary = dataclasses.replace(summary, notes=tuple(notes + deployment.pop("notes")), deployment=deployment)
-    return ReplayResult(summary, requests_table(out.result.columns))
+                   baseline_engine_reason=out.baseline_engine_reason,
+                   compute=opts.compute_mode if opts.timing == "modeled" else None,
+                   scheduler=_scheduler_summary(out))
+    if "hybrid_lost_tokens" in out.baseline.columns and context.get("hybrid") is not None:
+        from pcs.engine.summary import _values
+
+        context["hybrid_baseline_lost_tokens"] = int(_values(out.baseline.columns["hybrid_lost_tokens"]).sum())
+    return build_summary(out.result, out.state, out.baseline.ledger, out.single, out.ideal, context)

@@ -80,17 +80,18 @@ def rule_columns(prompt_tokens: np.ndarray, num_hashes: np.ndarray, output_token
 
 
 def _from_columns(first_id: int, bs: int, arrival, prompt, output, offsets, hashes, rules: BlockRules,
-                  timing: Any) -> Chunk:
+                  timing: Any, decode: bool = True) -> Chunk:
     n, cap, extra = rule_columns(prompt, np.diff(offsets), output, bs, rules)
     if timing is not None:
-        pre, pre_off, dec = timing.tables(prompt, output, cap, bs)
+        pre, pre_off, dec = timing.tables(prompt, output, cap, bs) if decode else \
+            timing.tables(prompt, output, cap, bs, False)
     else:
         pre, pre_off, dec = [], [], []
     return Chunk(first_id, bs, arrival.tolist(), prompt.tolist(), output.tolist(), n.tolist(), cap.tolist(),
                  extra.tolist(), offsets.tolist(), hashes.tolist(), pre, pre_off, dec)
 
 
-def iter_chunks(source: Any, rules: BlockRules, timing: Any = None) -> Iterator[Chunk]:
+def iter_chunks(source: Any, rules: BlockRules, timing: Any = None, decode: bool = True) -> Iterator[Chunk]:
     """Yield :class:`Chunk` s of ``source`` in order, one per :class:`pcs.trace.RequestBatch`.
 
     Args:
@@ -99,10 +100,12 @@ def iter_chunks(source: Any, rules: BlockRules, timing: Any = None) -> Iterator[
         rules: block rules for the cacheable / max-hit columns.
         timing: object with ``tables(prompt, output, max_hit_blocks, block_size)``
             (see :class:`pcs.engine.timing.TimeModel`), or None for no times.
+        decode: fill ``decode_s`` (False: left empty; only the instant-compute
+            modeled loop reads it).
     Raises:
         ValueError: as :func:`pcs.trace.batches.as_batches` (block sizes
             differ or < 1, negative token counts).
     """
     for b in as_batches(source):
         yield _from_columns(b.first_request_id, int(b.block_size), b.arrival_s, b.prompt_tokens, b.output_tokens,
-                            b.block_offsets, b.block_hashes, rules, timing)
+                            b.block_offsets, b.block_hashes, rules, timing, decode)

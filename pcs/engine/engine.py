@@ -44,6 +44,7 @@ from pcs.cache.hierarchy import Hierarchy
 from pcs.engine.ledger import ReplayLedger
 from pcs.engine.chunks import Chunk
 from pcs.engine.series import Sampler
+from pcs.engine.restores import link_restores
 from pcs.engine.timing import TimeModel  # noqa: F401  (re-exported)
 
 __all__ = ["ReplayEngine", "EngineResult", "TimeModel", "TIMINGS"]
@@ -120,10 +121,20 @@ class ReplayEngine:
         self._seq = 0
         self.sampler = Sampler()  # the time series (docs/semantics.md §11): state at fixed simulated-time steps
         self._next_sample = float("-inf")
+        #: a hybrid hierarchy's clock (pcs.cache.grouphier.GroupHierarchy.tick); None for the others
+        self._tick = getattr(hierarchy, "tick", None)
 
     # -- feeding ------------------------------------------------------------------------------
     def feed(self, chunk: Chunk) -> None:
         """Replay the requests of ``chunk`` (in order, after all earlier chunks)."""
+        self._feed_inputs(chunk)
+        if self.timing == "sequential":
+            self._feed_sequential(chunk)
+        else:
+            self._feed_modeled(chunk)
+
+    def _feed_inputs(self, chunk: Chunk) -> None:
+        """Count the chunk's accesses and copy its input columns."""
         self.ledger.block_accesses += chunk.offsets[-1] - chunk.offsets[0]
         self.ledger.cacheable_blocks += sum(chunk.cacheable)
         c = self._cols
@@ -134,21 +145,18 @@ class ReplayEngine:
         c["output_tokens"].extend(chunk.output_tokens)
         pre = chunk.prefill_s
         c["prefill_no_cache_s"].extend([pre[o] for o in chunk.prefill_offsets[:m]] if pre else [0.0] * m)
-        if self.timing == "sequential":
-            self._feed_sequential(chunk)
-        else:
-            self._feed_modeled(chunk)
 
     def _feed_sequential(self, ch: Chunk) -> None:
         start, done, finish = self.h.start, self.h.prefill_done, self.h.finish
         off, hashes, n, cap = ch.offsets, ch.block_hashes, ch.cacheable, ch.max_hit_blocks
-        check = self.check
+        check, tick = self.check, self._tick
         arrival = ch.arrival_s
         nxt = self._next_sample
         for i in range(len(arrival)):
             if arrival[i] >= nxt:  # a time-series boundary passed: sample before this request
                 nxt = self._next_sample = self.sampler.take(arrival[i], self._snapshot)
             o = off[i]
+            tick and tick(arrival[i])
             adm = start(hashes[o:o + n[i]], n[i], cap[i], 0, False)   # only the cacheable head is read
             check and self.h._check()
             self._account(ch, i, adm, 0.0, 0.0)
@@ -177,6 +185,7 @@ class ReplayEngine:
             when, _, kind, adm = heapq.heappop(ev)
             if when >= nxt:  # a time-series boundary passed: sample the state before this event
                 nxt = self._next_sample = self.sampler.take(when, self._snapshot)
+            self._tick and self._tick(when)
             if kind == 0:
                 h.prefill_done(adm)
             else:
@@ -187,6 +196,7 @@ class ReplayEngine:
     def _try_admit(self, now: float) -> None:
         q = self._queue
         start = self.h.start
+        self._tick and q and self._tick(now)
         while q:
             ch, i, a = q[0]
             n = ch.cacheable[i]
@@ -288,41 +298,6 @@ class ReplayEngine:
         return ttft_end
 
     def _restores(self, adm, now: float, pre: list, base) -> tuple[float, int]:
-        """Restores of one request, one FIFO link per lower tier; returns (seconds, bytes)."""
-        modeled = self.timing == "modeled"
-        worst = 0.0
-        total_bytes = 0
-        above = adm.hit_blocks_per_tier[0]
-        for j in range(1, len(adm.restored_blocks_per_tier)):
-            blocks = adm.restored_blocks_per_tier[j]
-            th = adm.hit_blocks_per_tier[j]
-            if not blocks:
-                above += th
-                continue
-            bpb = self.block_bytes[j]
-            nbytes = blocks * bpb
-            link = self.links[j]
-            xfer = link.transfer_s(nbytes, bpb or None) if link is not None else 0.0
-            begin = max(now, self._link_free[j]) if modeled else now
-            end = begin + xfer
-            if modeled:
-                self._link_free[j] = end
-            dur = end - now
-            worst = max(worst, dur)
-            total_bytes += nbytes
-            lk = self.ledger.links[j]
-            lk.restores += 1
-            lk.restored_blocks += blocks
-            lk.restored_bytes += nbytes
-            lk.restore_s += dur
-            lk.transfer_s += xfer
-            lk.overhead_s += link.setup_s if link is not None else 0.0
-            if pre:
-                full_j, rem_j = pre[base + above], pre[base + above + th]
-                lk.full_prefill_s += full_j
-                lk.remaining_prefill_s += rem_j
-                if dur > full_j - rem_j:
-                    lk.slower_restores += 1
-                    lk.slower_blocks += blocks
-            above += th
-        return worst, total_bytes
+        """Restores of one request, one FIFO link per lower tier (:mod:`pcs.engine.restores`); (seconds, bytes)."""
+        return link_restores(adm, now, self._link_free, self.ledger.links, self.links, self.block_bytes, pre, base,
+                             self.timing == "modeled")

@@ -88,7 +88,11 @@ class Scan:
 
 
 def _expected_ids(source: Any) -> int:
-    """Block ids in a Parquet trace from its footer (0 when unknown): sizes the scan's table once."""
+    """Block ids of a decoded trace, or of a Parquet trace from its footer (0 when unknown): sizes the scan's
+    table once."""
+    known = getattr(source, "num_block_ids", None)
+    if known is not None:
+        return int(known)
     if getattr(source, "format", None) != "parquet" or getattr(source, "sort", False):
         return 0
     try:

@@ -14,10 +14,11 @@ from __future__ import annotations
 from typing import Any
 
 from pcs.engine.series import RequestDistributions, TimeSeries
+from pcs.engine.schedresult import SchedulerSummary
 from pcs.schema import field, result
 
 __all__ = ["ReplaySummary", "TierSummary", "GapSplit", "BytesSummary", "LinkEnvelope", "EnvelopeSummary",
-           "PayloadLens"]
+           "PayloadLens", "HybridSummary"]
 
 
 @result
@@ -53,6 +54,10 @@ class TierSummary:
     resident_bytes_peak_by_component: dict[str, int] = field("bytes", "resident_bytes_peak by KV component")
     protected_share: float | None = field("ratio", "protected segment share of the tier (protected policy only)",
                                           omit_none=True, default=None)
+    admission: str | None = field("-", "the tier's admission policies, KIND[:ARGS] joined by + (--admit; "
+                                       "docs/semantics.md §8)", omit_none=True, default=None)
+    refused_blocks: int | None = field("blocks", "blocks offered to the tier that its admission refused (with "
+                                                 "--admit)", omit_none=True, default=None)
 
 
 @result
@@ -63,6 +68,17 @@ class GapSplit:
     capacity_eviction: float = field("ratio", "single-sequence - sequential: finite tiers and their evictions")
     concurrency: float = field("ratio", "sequential - real: prefixes in flight and space held by running requests "
                                         "(0 in sequential timing; < 0 when the run was luckier)")
+    capacity: float | None = field("ratio", "single-sequence - oracle: what the tiers' size costs even under the "
+                                            "Belady oracle (with --gap-oracle; capacity + policy = single-sequence "
+                                            "- real)", omit_none=True, default=None)
+    policy: float | None = field("ratio", "oracle - real: what the eviction and admission policies cost against "
+                                          "the Belady oracle on the same tiers (with --gap-oracle)",
+                                 omit_none=True, default=None)
+    hybrid_rules: float | None = field("ratio", "hybrid models only: hits of the sequential replay lost to a "
+                                                "missing state checkpoint or an evicted window block (the other "
+                                                "groups' rules refused what full attention held); taken out of "
+                                                "capacity_eviction (docs/semantics.md §12)",
+                                       omit_none=True, default=None)
 
 
 @result
@@ -138,6 +154,42 @@ class PayloadLens:
 
 
 @result
+class HybridSummary:
+    """A hybrid model's cache groups, pools and residency per component (docs/semantics.md §3.1, §13.1).
+
+    Byte figures split a group's pages by component; ``page_padding`` is what vLLM's uniform page
+    size wastes (pages x page bytes - the components' bytes), so each tier's figures add up to its total.
+    """
+
+    manager: str = field("-", "hybrid_kv_cache_manager: vllm (one shared pool, uniform page size) or sglang "
+                              "(one pool per group)")
+    groups: tuple[dict[str, Any], ...] = field("-", "cache groups: name, rule (full, window, chunk, state), "
+                                                    "components, layers, span_tokens (W, C or the checkpoint "
+                                                    "interval), pages_per_block, pool")
+    layer_group_size: int | None = field("count", "vLLM: layers per page (null for sglang)")
+    hybrid_block_size: int | None = field("tokens", "vLLM's hybrid block size for a model with a state (null "
+                                                    "otherwise)")
+    checkpoint_tokens: int | None = field("tokens", "state checkpoint interval of the replay (null without a "
+                                                    "state group)")
+    pools: dict[str, tuple[dict[str, Any], ...]] = field("-", "per tier, its pools: name, capacity_pages, "
+                                                              "page_bytes")
+    lost_tokens: int = field("tokens", "hit tokens of the run the hybrid rules refused (group 0 held them)")
+    restored_bytes_by_component: dict[str, dict[str, int]] = field(
+        "bytes", "per lower tier, bytes restored over its link by component")
+    written_bytes_by_component: dict[str, dict[str, int]] = field(
+        "bytes", "per lower tier, bytes written into it (demoted or written through) by component")
+    resident_bytes_peak_by_component: dict[str, dict[str, int]] = field(
+        "bytes", "per tier, each component's own most bytes resident at once")
+    series: dict[str, Any] = field("-", "replay-resident bytes over simulated time: step_s, and per tier t_s, "
+                                        "kind (step: every step_s; peak: the tier's peak) and bytes per "
+                                        "component")
+    full_attention: dict[str, Any] | None = field(
+        "-", "the same run with every layer as full attention: hit_ratio, hit_ratio_per_tier, "
+             "sequential_hit_ratio, engine, and per tier capacity_blocks, resident_bytes_peak and "
+             "resident_bytes_peak_by_component", omit_none=True, default=None)
+
+
+@result
 class ReplaySummary:
     """Everything ``pcs replay`` reports about one run (the JSON object of ``--format json``).
 
@@ -190,10 +242,21 @@ class ReplaySummary:
     distributions: RequestDistributions | None = field("-", "TTFT CDFs with and without the cache, restore vs "
                                                             "recompute per request (bounded)",
                                                        omit_none=True, default=None)
-    engine: str | None = field("-", "which engine ran the replay: lru-scan, compiled-hierarchy or reference "
+    compute: str | None = field("-", "modeled timing's compute: step (the step scheduler) or infinite (every "
+                                     "prefill at full speed at once); absent in sequential timing "
+                                     "(docs/semantics.md §9)", omit_none=True, default=None)
+    scheduler: SchedulerSummary | None = field("-", "the step scheduler's settings, latencies with and without "
+                                                    "the cache, load, preemptions and restores (compute step)",
+                                               omit_none=True, default=None)
+    engine: str | None = field("-", "which engine ran the replay: lru-scan, compiled-hierarchy, reference or hybrid "
                                     "(docs/semantics.md §15)", omit_none=True, default=None)
     engine_reason: str | None = field("-", "why the engine-selection table chose it", omit_none=True, default=None)
     baseline_engine: str | None = field("-", "which engine ran the sequential baseline of the gap split",
                                         omit_none=True, default=None)
     baseline_engine_reason: str | None = field("-", "why the engine-selection table chose it", omit_none=True,
                                                default=None)
+    oracle_hit_ratio: float | None = field("ratio", "the same tiers and timing with every tier's policy the "
+                                                    "Belady oracle, no admission (--gap-oracle; docs/semantics.md "
+                                                    "§12)", omit_none=True, default=None)
+    hybrid: HybridSummary | None = field("-", "a hybrid model's cache groups, pools and residency per component "
+                                              "(absent for other models)", omit_none=True, default=None)

@@ -7,7 +7,14 @@ sequential replay with the same tiers (the gap split's baseline,
 of the run and the baseline is placed by :func:`pcs.engine.select.choose`;
 an ``lru-scan`` that finds the ids are not chained gives way to
 :func:`pcs.engine.select.fall_back` (``auto`` only) and the reason records it.
-Event-loop engines share one read of the trace.
+When an event loop runs, the trace is decoded once (:class:`pcs.engine.decoded.Decoded`)
+and the scan, the next-turn search and the engines' feed read the same batches.
+
+Modeled timing with ``--compute step`` (``step`` given) runs the step
+scheduler (:class:`pcs.engine.scheduler.StepEngine`) instead of the
+instant-compute loop, and beside it the same scheduler with no cache (the
+"without cache" latencies); decode blocks are found first when they may be
+cached (:mod:`pcs.engine.turns`, a pass over the same decoded batches).
 """
 from __future__ import annotations
 
@@ -15,12 +22,29 @@ from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
 from pcs.blocks import BlockRules, SingleSequenceResult
+from pcs.cache.policies.context import clocked
 from pcs.engine import fastpath, select
 from pcs.engine.chunks import iter_chunks
+from pcs.engine.decoded import Decoded
 from pcs.engine.engine import EngineResult, ReplayEngine
 from pcs.engine.summary import CacheState, cache_state
 
-__all__ = ["Outcome", "run_replay"]
+__all__ = ["Outcome", "StepSetup", "run_replay", "run_oracle"]
+
+
+@dataclass(frozen=True, slots=True)
+class StepSetup:
+    """What the step scheduler needs beyond the tiers.
+
+    Attributes:
+        config: :class:`pcs.engine.schedconfig.SchedulerConfig` as given (None fields are resolved here).
+        gpu: the GPU (batch-limit defaults).
+        cost: :class:`pcs.compute.StepCost`.
+    """
+
+    config: Any
+    gpu: Any
+    cost: Any
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,6 +58,8 @@ class Outcome:
         single, ideal: single-sequence results under the run's rules and the ideal rules.
         engine, engine_reason: the run's engine (a :data:`pcs.engine.select.ENGINES` name) and why.
         baseline_engine, baseline_engine_reason: the same for the baseline.
+        scheduler: the step scheduler's ``(resolved config, counters, no-cache result, no-cache counters)``,
+            or None (instant compute, sequential timing).
     """
 
     result: EngineResult
@@ -45,6 +71,7 @@ class Outcome:
     engine_reason: str
     baseline_engine: str
     baseline_engine_reason: str
+    scheduler: tuple | None = None
 
 
 @dataclass(slots=True)
@@ -57,11 +84,12 @@ class _Plan:
     reason: str
 
 
-def _place(tiers: Sequence, timing: str, requested: str, native: str | None) -> list[_Plan]:
+def _place(tiers: Sequence, timing: str, requested: str, native: str | None, hybrid: Any = None) -> list[_Plan]:
     """The run, then (modeled timing) the sequential baseline, each chosen through the table."""
     plans = []
+    groups = [g.name for g in hybrid.groups] if hybrid is not None else None
     for t in (timing, "sequential") if timing == "modeled" else (timing,):
-        cfg = select.RunConfig.of(tiers, t, native)
+        cfg = select.RunConfig.of(tiers, t, native, groups)
         row, reason = select.choose(cfg, requested)
         plans.append(_Plan(t, cfg, row, reason))
     return plans
@@ -84,32 +112,96 @@ def _scan(plan: _Plan, source: Any, rules: BlockRules, tiers: Sequence, requeste
 
 
 def _event_loops(plans: list[_Plan], make_tiers: Callable[[], list], tiers0: list, write_policy: str,
-                 links: Sequence, block_bytes: Sequence[int]) -> list[ReplayEngine | None]:
-    """A ReplayEngine per event-loop plan (None for a scanned one); the first hierarchy takes ``tiers0``."""
-    out: list[ReplayEngine | None] = []
+                 links: Sequence, block_bytes: Sequence[int], step: Any = None, hybrid: Any = None,
+                 step_s: float = 60.0) -> list:
+    """A ReplayEngine per event-loop plan (None for a scanned one); the first hierarchy takes ``tiers0``.
+
+    With ``step`` (a ``(StepSetup, resolved config, decode blocks, rules)`` tuple) the modeled run is a
+    :class:`pcs.engine.scheduler.StepEngine` and a no-cache StepEngine (the GPU tier alone) is appended.
+    The ``hybrid`` row gets the plan's groups and pools (:class:`pcs.engine.hybrid.HybridPlan`; ``step``
+    is None then: a hybrid model runs with instant compute, pcs.engine.api).
+    """
+    from pcs.engine.scheduler import StepEngine
+
+    out: list = []
     for plan in plans:
         if plan.row.kind != "event-loop":
             out.append(None)
             continue
         tiers = tiers0 if not any(out) else make_tiers()
-        hierarchy = plan.row.load()(tiers, write_policy)
-        out.append(ReplayEngine(hierarchy, plan.timing, links=links, block_bytes=block_bytes))
+        kw = {} if plan.row.name != "hybrid" else _hybrid_kwargs(hybrid, block_bytes, step_s)
+        hierarchy = clocked(plan.row.load()(tiers, write_policy, **kw))   # trace-reading policies follow admissions
+        if step is not None and plan.timing == "modeled":
+            setup, cfg, decode, rules = step
+            out.append(StepEngine(hierarchy, links, block_bytes, setup.cost, cfg, rules.recompute_last_token,
+                                  decode))
+        else:
+            out.append(ReplayEngine(hierarchy, plan.timing, links=links, block_bytes=block_bytes))
+    if step is not None and plans[0].timing == "modeled" and out[0] is not None:
+        setup, cfg, _, rules = step
+        gpu_only = clocked(plans[0].row.load()(make_tiers()[:1], write_policy))
+        out.append(StepEngine(gpu_only, links[:1], block_bytes[:1], setup.cost, cfg, rules.recompute_last_token,
+                              no_cache=True))
     return out
 
 
+def _compiled_baseline(plans: list[_Plan], source: Any, rules: BlockRules, make_tiers: Callable[[], list],
+                       write_policy: str) -> EngineResult | None:
+    """The sequential baseline of a modeled run placed on ``compiled-hierarchy``, run in C
+    (:func:`pcs.engine.seqbase.sequential_baseline`); None for any other placement."""
+    if len(plans) < 2 or plans[-1].row.name != "compiled-hierarchy":
+        return None
+    from pcs.engine.seqbase import sequential_baseline
+
+    return sequential_baseline(source, plans[-1].row.load()(make_tiers(), write_policy), rules)
+
+
+def _hybrid_kwargs(hybrid: Any, block_bytes: Sequence[int], step_s: float) -> dict:
+    """The hybrid hierarchy's groups and pools: the plan's, or one full-attention group (a model that is
+    not hybrid, run on the ``hybrid`` row by request: the same replay as the reference)."""
+    if hybrid is not None:
+        return dict(groups=hybrid.groups, pools=hybrid.pools, page_bytes=hybrid.page_bytes, step_s=step_s)
+    from pcs.cache.groups import CacheGroup
+
+    return dict(groups=(CacheGroup("full_attention", "full", ("full_attention",), 1),), pools=1,
+                page_bytes=[[b] for b in block_bytes], step_s=step_s)
+
+
+def _resolve_step(step: StepSetup | None, timing: str, source: Any, rules: BlockRules) -> tuple | None:
+    """(setup, resolved config, decode blocks or None, rules) for a modeled step-scheduler run, else None."""
+    if step is None or timing != "modeled":
+        return None
+    from pcs.engine.turns import decode_blocks
+
+    decode = decode_blocks(source) if step.config.cache_decode_blocks is not False else None
+    cfg = step.config.resolved(step.gpu, step.cost.token_s, decode is not None and decode.detected)
+    return step, cfg, decode, rules
+
+
 def _feed(source: Any, rules: BlockRules, time_model: Any, engines: list[ReplayEngine],
-          progress: Callable[[int], None] | None) -> None:
-    """Feed every chunk of ``source`` to every engine once (one read of the trace)."""
-    for ch in iter_chunks(source, rules, time_model):
+          progress: Callable[[int], None] | None, decode: bool = True) -> None:
+    """Feed every chunk of ``source`` to every engine once; ``decode=False``: no decode seconds (step scheduler)."""
+    for ch in iter_chunks(source, rules, time_model, decode):
         for e in engines:
             e.feed(ch)
         if progress is not None:
             progress(len(ch))
 
 
+def _close(loop: ReplayEngine, hybrid: Any) -> EngineResult:
+    """Close an engine; a hybrid hierarchy's per-request residency columns join the others."""
+    res = loop.close()
+    if hybrid is not None and hasattr(loop.h, "residency"):
+        from pcs.engine.hybridsummary import request_columns
+
+        res.columns.update(request_columns(hybrid, loop.h.residency))
+    return res
+
+
 def run_replay(source: Any, rules: BlockRules, time_model: Any, make_tiers: Callable[[], list], timing: str,
                write_policy: str, links: Sequence, block_bytes: Sequence[int], requested: str = "auto",
-               native: str | None = None, progress: Callable[[int], None] | None = None) -> Outcome:
+               native: str | None = None, progress: Callable[[int], None] | None = None,
+               step: StepSetup | None = None, hybrid: Any = None, step_s: float = 60.0) -> Outcome:
     """Choose, run and collect the run and its sequential baseline.
 
     Args:
@@ -121,22 +213,53 @@ def run_replay(source: Any, rules: BlockRules, time_model: Any, make_tiers: Call
         requested: ``engine=`` of :func:`pcs.replay` (:data:`pcs.engine.select.REQUESTS`).
         native: ``auto``, ``c``, ``python`` or None (:mod:`pcs._native`).
         progress: called with the number of requests done, for the run only.
+        step: the step scheduler's setup (modeled timing only), or None for instant compute.
+        hybrid: a :class:`pcs.engine.hybrid.HybridPlan` (``make_tiers`` then returns its pools,
+            level-major), or None; step_s: its residency series' step, simulated seconds.
     Raises:
         ValueError: as :func:`pcs.engine.select.choose`; bad trace content;
             ``lru-scan`` requested on ids that are not chained.
     """
     tiers0 = make_tiers()
-    plans = _place(tiers0, timing, requested, native)
+    plans = _place(tiers0, timing, requested, native, hybrid)
+    if any(p.row.kind == "event-loop" for p in plans):   # more than one pass: decode the trace once
+        source = Decoded(source)
+    base = _compiled_baseline(plans, source, rules, make_tiers, write_policy)
+    plans, all_plans = (plans[:1], plans) if base is not None else (plans, plans)
     scans = [_scan(p, source, rules, tiers0, requested) if p.row.kind == "scan" else None for p in plans]
     singles = next((fastpath.single_results(s) for s in scans if s is not None), None)
-    if singles is None:   # one more read of the trace, before the engines grow (16 B per distinct id)
+    if singles is None:   # one more pass (over the decoded batches), before the engines grow (16 B per distinct id)
         singles = fastpath.single_results(fastpath.scan(source, 0, rules, native, check=False))
-    loops = _event_loops(plans, make_tiers, tiers0, write_policy, links, block_bytes)
+    resolved = _resolve_step(step, timing, source, rules)
+    loops = _event_loops(plans, make_tiers, tiers0, write_policy, links, block_bytes, resolved, hybrid, step_s)
     if any(loops):
-        _feed(source, rules, time_model, [e for e in loops if e is not None], progress)
-    done = [(loop.close(), cache_state(loop.h)) if loop is not None else
+        _feed(source, rules, time_model, [e for e in loops if e is not None], progress, resolved is None)
+    no_cache = loops.pop() if len(loops) > len(plans) else None
+    done = [(_close(loop, hybrid), cache_state(loop.h)) if loop is not None else
             fastpath.run(sc, tiers0[0].name, write_policy, time_model.compute, progress if k == 0 else None)
             for k, (sc, loop) in enumerate(zip(scans, loops))]
-    (result, state), baseline = done[0], done[-1][0]
+    (result, state), baseline = done[0], (base if base is not None else done[-1][0])
+    sched = None
+    if no_cache is not None:
+        sched = (resolved[1], loops[0].stats, no_cache.close(), no_cache.stats)
     return Outcome(result, state, baseline, singles[0], singles[1], plans[0].row.name, plans[0].reason,
-                   plans[-1].row.name, plans[-1].reason)
+                   all_plans[-1].row.name, all_plans[-1].reason, sched)
+
+
+def run_oracle(source: Any, rules: BlockRules, time_model: Any, make_tiers: Callable[[], list], timing: str,
+               write_policy: str, links: Sequence, block_bytes: Sequence[int],
+               step: StepSetup | None = None) -> EngineResult:
+    """The gap split's oracle run (docs/semantics.md §12): ``make_tiers()`` (the run's tiers with every
+    policy ``belady``, no admission) on the Python hierarchy, with the run's timing and write policy and,
+    in modeled timing with ``step``, the run's step scheduler (else the reference event loop)."""
+    from pcs.engine.scheduler import StepEngine
+
+    hierarchy = clocked(select.get_row("reference").load()(make_tiers(), write_policy))
+    resolved = _resolve_step(step, timing, source, rules)
+    if resolved is not None:
+        setup, cfg, decode, _ = resolved
+        loop = StepEngine(hierarchy, links, block_bytes, setup.cost, cfg, rules.recompute_last_token, decode)
+    else:
+        loop = ReplayEngine(hierarchy, timing, links=links, block_bytes=block_bytes)
+    _feed(source, rules, time_model, [loop], None, resolved is None)
+    return loop.close()

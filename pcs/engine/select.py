@@ -1,6 +1,6 @@
 """The engine-selection table: the one place that decides how a replay runs.
 
-Three engines give the same replay (``docs/semantics.md §15``); each row of
+Four engines give the same replay (``docs/semantics.md §15``); each row of
 :data:`ENGINES` names one, the conditions under which it applies, the code
 that runs it and the test that proves it equals the reference:
 
@@ -11,11 +11,18 @@ engine                 applies when                               implementation
                        ``lru`` (and, found while scanning,        O(1)-per-access LRU scan, C or Python
                        chained block hashes)                      kernel per ``native``)
 ``compiled-hierarchy`` every tier ``lru``, at most 2**30 blocks   :class:`pcs.cache.native.NativeHierarchy`
-                       each, the compiled twin built, ``native``  under the event loop
-                       not ``python``
-``reference``          always                                     :class:`pcs.cache.Hierarchy` under the
-                                                                  event loop
+                       each, the compiled twin built, ``native``  under the event loop (a sequential
+                       not ``python``                             baseline: its C loop, pcs.engine.seqbase)
+``reference``          one cache group of full attention (every   :class:`pcs.cache.Hierarchy` under the
+                       model that is not hybrid)                  event loop
+``hybrid``             always; the only row for a hybrid model    :class:`pcs.cache.grouphier.GroupHierarchy`
+                       (more than one cache group, or a window,   (cache groups over pools of pages) under
+                       chunk or state group: §3.1)                the event loop
 ====================== ========================================== ==========================================
+
+The first three rows need one full-attention cache group (a model whose
+components all take the full rule, ``docs/semantics.md §3.1``); a hybrid
+model runs on ``hybrid``, the Python reference of its rules.
 
 :func:`choose` takes the first row that applies (``requested="auto"``) or
 the named row (an error when it does not apply). ``pcs.replay`` chooses
@@ -47,23 +54,46 @@ class RunConfig:
         tiers: ``(name, policy name, capacity_blocks)`` per tier, GPU first.
         native: ``auto``, ``c`` or ``python`` (:data:`pcs._native.MODES`;
             None = ``$PCS_NATIVE`` or ``auto``).
+        groups: the cache groups' names (:mod:`pcs.engine.hybrid`); one name of the full rule for a
+            model that is not hybrid.
+        hybrid: the model is hybrid (more than one group, or one that is not full attention).
     """
 
     timing: str
     tiers: tuple[tuple[str, str, int], ...]
     native: str | None = None
+    groups: tuple[str, ...] = ("full_attention",)
+    hybrid: bool = False
 
     @classmethod
-    def of(cls, tiers: Sequence[Any], timing: str, native: str | None = None) -> "RunConfig":
-        """From :class:`pcs.cache.Tier` objects (their name, policy name and capacity)."""
-        return cls(timing, tuple((t.name, t.policy.name, int(t.capacity_blocks)) for t in tiers), native)
+    def of(cls, tiers: Sequence[Any], timing: str, native: str | None = None,
+           groups: Sequence[str] | None = None) -> "RunConfig":
+        """From :class:`pcs.cache.Tier` objects (their name, policy name -- with ``+`` and its admission
+        policies, if any -- and capacity); ``groups``: the names of a hybrid model's cache groups (None: not
+        hybrid)."""
+        return cls(timing, tuple((t.name, _policy_label(t), int(t.capacity_blocks)) for t in tiers), native,
+                   tuple(groups) if groups else ("full_attention",), bool(groups))
+
+
+def _policy_label(tier: Any) -> str:
+    """``lru``, or ``lru+reuse:2`` for a tier with an admission policy (no compiled row runs those)."""
+    adm = getattr(tier, "admission", None)
+    return tier.policy.name + (f"+{adm.spec()}" if adm is not None else "")
 
 
 def _tier_list(cfg: RunConfig) -> str:
     return ", ".join(f"{name}:{policy}" for name, policy, _ in cfg.tiers)
 
 
+def _hybrid(cfg: RunConfig) -> str | None:
+    if cfg.hybrid:
+        return f"the model is hybrid (cache groups {', '.join(cfg.groups)}), it needs one full-attention group"
+    return None
+
+
 def _lru_scan_applies(cfg: RunConfig) -> str | None:
+    if _hybrid(cfg):
+        return _hybrid(cfg)
     if cfg.timing != "sequential":
         return f"timing is {cfg.timing}, it needs sequential"
     if len(cfg.tiers) != 1 or cfg.tiers[0][1] != "lru":
@@ -72,6 +102,8 @@ def _lru_scan_applies(cfg: RunConfig) -> str | None:
 
 
 def _compiled_hierarchy_applies(cfg: RunConfig) -> str | None:
+    if _hybrid(cfg):
+        return _hybrid(cfg)
     other = [f"{name}:{policy}" for name, policy, _ in cfg.tiers if policy != "lru"]
     if other:
         return f"it needs every tier lru, got {', '.join(other)}"
@@ -130,8 +162,11 @@ ENGINES: tuple[EngineRow, ...] = (
               _compiled_hierarchy_applies, "pcs.cache.native.NativeHierarchy", "lruhier",
               "tests/cache/test_replay_native.py::test_native_equals_python_on_random_traces"),
     EngineRow("reference", "event-loop", "the event loop over the Python hierarchy (the reference)",
-              _always, "pcs.cache.hierarchy.Hierarchy", None,
+              _hybrid, "pcs.cache.hierarchy.Hierarchy", None,
               "tests/cache/test_cache_properties.py::test_one_lru_tier_sequential_equals_flat_lru_and_is_monotone"),
+    EngineRow("hybrid", "event-loop", "the event loop over cache groups of pages (hybrid models; §3.1)",
+              _always, "pcs.cache.grouphier.GroupHierarchy", None,
+              "tests/cache/test_hybrid_properties.py::test_one_full_group_equals_reference"),
 )
 #: Engine names in table order.
 ENGINE_NAMES: tuple[str, ...] = tuple(r.name for r in ENGINES)
@@ -170,7 +205,7 @@ def _first(cfg: RunConfig, rows: Sequence[EngineRow], skipped: list[str]) -> tup
         if why is None:
             return row, "; ".join(skipped + [f"auto: {row.name} applies"])
         skipped.append(f"not {row.name}: {why}")
-    raise AssertionError("the reference row always applies")   # a bug if reached
+    raise AssertionError("the hybrid row always applies")   # a bug if reached
 
 
 def choose(run_config: RunConfig, requested: str = "auto") -> tuple[EngineRow, str]:

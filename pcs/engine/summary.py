@@ -47,6 +47,8 @@ class TierState:
         evicted_blocks: victims chosen in this tier (``TierStats.evicted_blocks``).
         written_blocks: blocks written into this tier from above (``Hierarchy.written_blocks``).
         protected_share: the ``protected`` policy's share, None for other policies.
+        admission: the tier's admission policies (``KIND[:ARGS]`` joined by ``+``), or None.
+        refused_blocks: blocks the admission refused (``TierStats.refused_blocks``).
     """
 
     name: str
@@ -57,23 +59,33 @@ class TierState:
     evicted_blocks: int
     written_blocks: int
     protected_share: float | None = None
+    admission: str | None = None
+    refused_blocks: int = 0
 
 
 @dataclass(frozen=True, slots=True)
 class CacheState:
-    """The end state of a run's tiers (GPU first) and the blocks dropped below the last tier."""
+    """The end state of a run's tiers (GPU first) and the blocks dropped below the last tier; ``hybrid``:
+    a hybrid hierarchy's :class:`pcs.cache.residency.Residency` (None for the others)."""
 
     tiers: tuple
     dropped_blocks: int
+    hybrid: Any = None
+
+
+def _admission_spec(tier) -> str | None:
+    adm = getattr(tier, "admission", None)
+    return None if adm is None else adm.spec()
 
 
 def cache_state(h) -> CacheState:
-    """Snapshot a :class:`pcs.cache.Hierarchy` for :func:`build_summary`."""
+    """Snapshot a :class:`pcs.cache.Hierarchy` (or a hybrid one) for :func:`build_summary`."""
     tiers = tuple(TierState(t.name, t.policy.name, t.capacity_blocks, len(t.resident), t.stats.peak_resident_blocks,
                             t.stats.evicted_blocks, h.written_blocks[j],
-                            t.policy.protected_share if isinstance(t.policy, ProtectedPolicy) else None)
+                            t.policy.protected_share if isinstance(t.policy, ProtectedPolicy) else None,
+                            _admission_spec(t), getattr(t.stats, "refused_blocks", 0))
                   for j, t in enumerate(h.tiers))
-    return CacheState(tiers, h.dropped_blocks)
+    return CacheState(tiers, h.dropped_blocks, getattr(h, "residency", None))
 
 
 def _values(col) -> np.ndarray:
@@ -127,8 +139,15 @@ def _tier_rows(state: CacheState, ledger, ctx) -> tuple[TierSummary, ...]:
             resident_bytes_end_by_component=_scaled(bb.per_component, end),
             resident_blocks_peak=peak, resident_bytes_peak=peak * b,
             resident_bytes_peak_by_component=_scaled(bb.per_component, peak),
-            protected_share=tier.protected_share,
+            protected_share=tier.protected_share, admission=tier.admission,
+            refused_blocks=None if tier.admission is None else tier.refused_blocks,
         ))
+    if state.hybrid is not None and ctx.get("hybrid") is not None:   # pages of pools, bytes per component (pcs.engine.hybridsummary)
+        from dataclasses import replace
+
+        from pcs.engine.hybridsummary import tier_fields
+
+        rows = [replace(r, **tier_fields(ctx["hybrid"], state.hybrid, j)) for j, r in enumerate(rows)]
     return tuple(rows)
 
 
@@ -169,8 +188,11 @@ def _bytes(ledger, state: CacheState, tiers: tuple[TierSummary, ...], ctx) -> By
         recomputed_bytes=ledger.computed_tokens * ctx["reference_bytes_per_token"],
         dropped_blocks=state.dropped_blocks,
         peak_reserved_blocks=ledger.peak_reserved_blocks,
-        peak_reserved_bytes=ledger.peak_reserved_blocks * ctx["block_bytes"][0].total_bytes,
+        peak_reserved_bytes=(ledger.peak_reserved_blocks * ctx["block_bytes"][0].total_bytes
+                             if state.hybrid is None or ctx.get("hybrid") is None else state.hybrid.peak_held_bytes),
     )
+
+
 
 
 def build_summary(res, state: CacheState, seq_ledger, single, ideal, ctx: dict) -> ReplaySummary:
@@ -198,7 +220,7 @@ def build_summary(res, state: CacheState, seq_ledger, single, ideal, ctx: dict) 
     envelope = _envelope(L, state, res.columns, ctx)
     gpu_bytes = ctx["tier_specs"][0].capacity_bytes
     lens = payload_lens(model, ctx["block_size"], tiers[0].capacity_bytes if gpu_bytes is None else gpu_bytes,
-                        envelope.links, float(_values(res.columns["prefill_s"]).sum()),
+                        _lens_links(envelope.links, ctx), float(_values(res.columns["prefill_s"]).sum()),
                         float(_values(res.columns["ttft_s"]).mean()), L.num_requests)
     return ReplaySummary(
         trace=ctx["trace"], model=model.name, kv_dtype=model.kv_dtype, gpu=ctx["gpu"].name,
@@ -212,7 +234,9 @@ def build_summary(res, state: CacheState, seq_ledger, single, ideal, ctx: dict) 
         hit_ratio=real,
         hit_ratio_per_tier={t.name: r for t, r in zip(state.tiers, L.tier_hit_ratios())},
         single_sequence_hit_ratio=ss, ideal_hit_ratio=ide, sequential_hit_ratio=seq,
-        gap=GapSplit(block_rounding=ide - ss, capacity_eviction=ss - seq, concurrency=seq - real),
+        gap=_gap(ide, ss, seq, real, ctx.get("oracle_hit_ratio"), L.prompt_tokens,
+                 ctx.get("hybrid_baseline_lost_tokens")),
+        oracle_hit_ratio=ctx.get("oracle_hit_ratio"),
         requests_with_hit=L.requests_with_hit, requests_truncated=L.requests_truncated,
         requests_waited=L.requests_waited,
         reference_bytes_per_block=ctx["reference_block"].total_bytes,
@@ -221,6 +245,7 @@ def build_summary(res, state: CacheState, seq_ledger, single, ideal, ctx: dict) 
         baseline_engine=ctx.get("baseline_engine"), baseline_engine_reason=ctx.get("baseline_engine_reason"),
         series=_series(res, tiers),
         distributions=request_distributions({k: _values(res.columns[k]) for k in _DISTRIBUTION_COLUMNS}),
+        compute=ctx.get("compute"), scheduler=ctx.get("scheduler"), hybrid=_hybrid(res, state, ctx),
     )
 
 
@@ -236,3 +261,34 @@ def _series(res, tiers) -> TimeSeries | None:
                           [{"name": t.name, "bytes_per_block": t.bytes_per_block,
                             "bytes_per_block_by_component": t.bytes_per_block_by_component,
                             "link_bandwidth_bps": t.link_bandwidth_bps} for t in tiers])
+
+
+def _lens_links(links, ctx: dict):
+    """The link rows the payload lens reads; a hybrid run's restored pages as whole-model blocks of the
+    same bytes (the lens compares whole-model block sizes)."""
+    if ctx.get("hybrid") is None:
+        return links
+    from dataclasses import replace
+
+    return tuple(replace(lk, restored_blocks=round(lk.restored_bytes / ctx["block_bytes"][j + 1].total_bytes))
+                 for j, lk in enumerate(links))
+
+
+def _gap(ide: float, ss: float, seq: float, real: float, oracle: float | None, prompt_tokens: int,
+         lost: int | None) -> GapSplit:
+    """The gap split (docs/semantics.md §12). With an oracle run also capacity and policy; for a hybrid
+    model the sequential replay's hits lost to the hybrid rules are a term of their own, taken out of
+    capacity_eviction, so the terms still sum to ideal - real."""
+    hyb = None if lost is None else (lost / prompt_tokens if prompt_tokens else 0.0)
+    return GapSplit(block_rounding=ide - ss, capacity_eviction=ss - seq - (hyb or 0.0), concurrency=seq - real,
+                    capacity=None if oracle is None else ss - oracle,
+                    policy=None if oracle is None else oracle - real, hybrid_rules=hyb)
+
+
+def _hybrid(res, state: CacheState, ctx: dict):
+    if state.hybrid is None or ctx.get("hybrid") is None:
+        return None
+    from pcs.engine.hybridsummary import hybrid_summary
+
+    lost = int(_values(res.columns["hybrid_lost_tokens"]).sum())
+    return hybrid_summary(ctx["hybrid"], state.hybrid, lost, ctx.get("full_attention"))

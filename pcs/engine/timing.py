@@ -26,13 +26,15 @@ class TimeModel:
         self.compute = compute
         self._decode: dict[int, float] = {}
 
-    def tables(self, prompt: np.ndarray, output: np.ndarray, cap: np.ndarray, block_size: int):
+    def tables(self, prompt: np.ndarray, output: np.ndarray, cap: np.ndarray, block_size: int,
+               decode: bool = True):
         """(prefill table, its offsets, decode seconds) as python lists for one chunk.
 
         Row i's table holds ``prefill_s(P - min(h*bs, P), min(h*bs, P))`` for
         h = 0 .. cap[i] hit blocks; decode seconds are
         ``output x decode_s_per_token(prompt + output // 2)`` (per-token times
-        are memoised by context: the same context gives the same time).
+        are memoised by context: the same context gives the same time), or []
+        with ``decode=False`` (the step scheduler times decode steps itself).
         """
         m = len(prompt)
         counts = cap.astype(np.int64) + 1
@@ -43,6 +45,8 @@ class TimeModel:
         p = prompt.astype(np.int64)[row]
         cached = np.minimum(h * block_size, p)
         pre = np.broadcast_to(np.asarray(self.compute.prefill_s(p - cached, cached), dtype=np.float64), (len(h),))
+        if not decode:
+            return pre.tolist(), offsets.tolist(), []
         out = output.astype(np.int64)
         ctx = (prompt.astype(np.int64) + out // 2).tolist()
         memo = self._decode

@@ -26,14 +26,24 @@ COMMANDS = (
     ("pcs compare", "pcs.engine.compare.CompareResult",
      "`pcs.compare(...).to_dict()`; the object `pcs compare --format json` prints "
      "(`--format csv`: one line per variant)."),
+    ("pcs replay --instances N", "pcs.fleet.summary.FleetSummary",
+     "`pcs.fleet_replay(...).summary.to_dict()`; the object `pcs replay --instances N --format json` prints "
+     "(`--format csv`: one line per instance)."),
+    ("pcs compare --router", "pcs.fleet.compare.RouterCompare",
+     "`pcs.fleet.compare.compare_routers(...).to_dict()`; the object `pcs compare --router a --router b "
+     "--format json` prints (`--format csv`: one line per router)."),
     ("pcs curve", "pcs.curves.result.CurveResult",
      "`pcs.curve(...).to_dict()`; the object `pcs curve --format json` prints, plus the keys below."),
 )
 
+_NOTES = ("notes", "[string]", "-", "omitted unless the trace needs them: its prefix reuse is synthetic (a lengths-only "
+          "or generated trace), bad lines skipped (pcs.trace.api.trace_notes). Appended last")
 #: Keys a command adds to its result's ``to_dict()``: command -> ((key, type, unit, meaning), ...).
 CLI_KEYS = {
     "pcs curve": (("dtype", "string | null", "-", "the `--dtype` option (KV dtype of `--model`'s bytes); "
-                                                  "null without it. Appended last; `trace` is `-` for stdin"),),
+                                                  "null without it. Appended after the result; `trace` is `-` "
+                                                  "for stdin"), _NOTES),
+    "pcs compare": (_NOTES,),
 }
 
 _SCALARS = {int: "int", float: "number", str: "string", bool: "bool", type(None): "null", Any: "any"}

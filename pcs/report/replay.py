@@ -45,6 +45,17 @@ def _hit_table(s: dict[str, Any]) -> str:
          f"single-sequence - sequential replay of these tiers ({format_percent(s['sequential_hit_ratio'])})"],
         ["gap: concurrency", _pts(g["concurrency"]),
          "sequential - real: prefixes in flight, space held by running requests (< 0: luckier evictions)"],
+    ]
+    if s.get("oracle_hit_ratio") is not None:     # --gap-oracle (docs/semantics.md §12)
+        rows += [
+            ["gap: capacity (oracle)", _pts(g["capacity"]),
+             f"single-sequence - the Belady oracle on these tiers ({format_percent(s['oracle_hit_ratio'])})"],
+            ["gap: policy (oracle)", _pts(g["policy"]), "oracle - real: what the policies leave on the table"],
+        ]
+    if g.get("hybrid_rules") is not None:
+        rows.append(["gap: hybrid rules", _pts(g["hybrid_rules"]),
+                     "sequential hits lost to a missing state checkpoint or an evicted window block"])
+    rows += [
         ["requests", format_count(s["requests"]),
          f"{format_count(s['requests_with_hit'])} with a hit, {format_count(s['requests_truncated'])} truncated"
          f" (larger than the GPU tier), {format_count(s['requests_waited'])} waited for KV space"],
@@ -58,15 +69,20 @@ def _tier_table(s: dict[str, Any]) -> str:
     for t in s["tiers"]:
         rows.append([t["name"], t["layout"], format_bytes(t["bytes_per_block"]),
                      f"{format_bytes(t['capacity_bytes'])} = {format_count(t['capacity_blocks'])} blk",
-                     t["policy"], format_count(t["hit_blocks"]), format_bytes(t["restored_bytes"]),
+                     t["policy"] + (f" +{t['admission']}" if t.get("admission") else ""),
+                     format_count(t["hit_blocks"]), format_bytes(t["restored_bytes"]),
                      format_bytes(t["written_bytes"]), format_count(t["evicted_blocks"]),
                      format_bytes(t["resident_bytes_end"]), format_bytes(t["resident_bytes_peak"])])
     notes = ["bytes/block: GPU holds the Reserved layout, lower tiers the Serialized layout; "
-             "a smaller KV dtype shrinks the payload, not scales, padding, setup or compute"]
+             "a smaller KV dtype shrinks the payload, not in-page scales, padding, setup or compute"]
     multi = [t for t in s["tiers"] if len(t["bytes_per_block_by_component"]) > 1]
     for t in multi:
         parts = ", ".join(f"{k} {format_bytes(v)}" for k, v in t["bytes_per_block_by_component"].items())
         notes.append(f"{t['name']} block by component: {parts}")
+    for t in s["tiers"]:
+        if t.get("admission"):
+            notes.append(f"{t['name']} admission {t['admission']}: {format_count(t['refused_blocks'])} blocks "
+                         "refused (passed on or dropped)")
     return render_table(["tier", "layout", "bytes/block", "capacity", "policy", "hit blocks", "restored",
                          "written", "evicted", "resident end", "resident peak"], rows,
                         title="Tiers (hits count once, at the highest tier holding the block)", notes=notes)
@@ -100,7 +116,8 @@ def _envelope_table(s: dict[str, Any]) -> str:
                      format_bandwidth(lk["break_even_bps"]) if lk["restores"] else "-"])
     notes = [f"TTFT p50 {format_duration(e['ttft_p50_s'])} / p99 {format_duration(e['ttft_p99_s'])} with the cache; "
              f"{format_duration(e['ttft_no_cache_p50_s'])} / {format_duration(e['ttft_no_cache_p99_s'])} "
-             "without it (full prefill, no wait)",
+             + ("without it (the request's full prefill alone, no queue; scheduled: Compute below)"
+                if s.get("scheduler") else "without it (full prefill, no wait)"),
              f"wait for KV space p50 {format_duration(e['wait_p50_s'])} / p99 {format_duration(e['wait_p99_s'])}; "
              f"prefill time saved by all hits {format_duration(e['prefill_saved_s'])}",
              "slower = restore (queueing included) took longer than the prefill its hits saved; "
@@ -110,6 +127,54 @@ def _envelope_table(s: dict[str, Any]) -> str:
     return render_table(["link", "bandwidth", "restores", "bytes", "restore time", "queueing", "prefill saved",
                          "slower than recompute", "break-even"], rows,
                         title="Bandwidth envelope: restore vs recompute, per link", notes=notes)
+
+
+def _p50_p99(p: dict[str, Any] | None) -> str:
+    return f"{format_duration(p['p50'])} / {format_duration(p['p99'])}" if p else "-"
+
+
+def _latency_rows(sc: dict[str, Any]) -> list[list[str]]:
+    w, n = sc["with_cache"], sc.get("no_cache")
+    rows = []
+    for label, key in (("TTFT p50 / p99", "ttft_s"), ("TPOT p50 / p99", "tpot_s"), ("end-to-end p50 / p99", "e2e_s")):
+        rows.append([label, _p50_p99(w[key]), _p50_p99(n[key]) if n else "-"])
+    rows.append(["busy time / makespan", f"{format_duration(w['busy_s'])} / {format_duration(w['makespan_s'])}",
+                 f"{format_duration(n['busy_s'])} / {format_duration(n['makespan_s'])}" if n else "-"])
+    rows.append(["utilisation", format_percent(w["utilisation"]), format_percent(n["utilisation"]) if n else "-"])
+    rows.append(["preemptions", format_count(w["preemptions"]), format_count(n["preemptions"]) if n else "-"])
+    return rows
+
+
+def _overload_note(sc: dict[str, Any]) -> list[str]:
+    """A note when the instance was saturated: TTFT is then mostly queueing, not prefill or restore."""
+    bins = sc["utilisation_over_time"]
+    full = sum(1 for u in bins if u >= 0.99)
+    if not bins or full < 0.5 * len(bins):
+        return []
+    return [f"the instance was busy >= 99 % in {full} of {len(bins)} {sc['utilisation_bin_s']}-s bins: the traffic "
+            "exceeds one instance's compute, so TTFT is mostly queueing (wait for compute above); a larger "
+            "deployment, a smaller model or --compute infinite (no compute limit) answers the cache question apart "
+            "from the load"]
+
+
+def _scheduler_table(s: dict[str, Any]) -> str:
+    sc = s["scheduler"]
+    rows = _latency_rows(sc)
+    share = format_percent(sc["share_losing"]) if sc["share_losing"] is not None else "-"
+    notes = [f"step scheduler (docs/semantics.md §9): {format_count(sc['max_num_batched_tokens'])} tokens per step, "
+             f"at most {format_count(sc['max_num_seqs'])} running, {format_count(sc['steps'])} steps; restores "
+             f"{sc['restore_policy']}{', fallback on' if sc['restore_fallback'] else ''}; 'without the cache' is "
+             "the same trace on the same instance with no prefix cache",
+             f"wait p50 / p99 (with the cache): KV space {_p50_p99(sc['wait_kv_s'])}, compute "
+             f"{_p50_p99(sc['wait_compute_s'])}, link {_p50_p99(sc['wait_link_s'])}",
+             f"restores that would lose to recompute: {format_count(sc['restores_losing'])} of "
+             f"{format_count(sc['restores_considered'])} ({share}), {format_count(sc['restores_skipped'])} recomputed "
+             f"instead; {format_count(sc['requests_preempted'])} requests preempted, "
+             f"{format_count(sc['preempted_recompute_tokens'])} tokens prefilled again; "
+             f"{format_count(sc['decode_blocks_cached'])} decode blocks cached for next turns"]
+    return render_table(["scheduled latency and load", "with the cache", "without the cache"], rows,
+                        title="Compute: step scheduler, with and without the cache",
+                        notes=notes + _overload_note(sc))
 
 
 def _ratio(pair: list) -> str:
@@ -131,17 +196,41 @@ def _lens_table(s: dict[str, Any]) -> str:
     rows = [[label, fmt(lens[key][0]), fmt(lens[key][1]), _ratio(lens[key])] for label, key, fmt in spec]
     return render_table(["same hits, other KV dtype", f"{d} (this run)", a, f"{a}/{d}"], rows,
                         title=f"Payload is not everything: KV {d} vs {a}",
-                        notes=["scales and per-restore setup do not shrink with the payload, and prefill "
-                               "compute not at all; more blocks per tier may change the hits: replay with "
+                        notes=["stored bytes shrink with the payload only where the scales sit outside the pages "
+                               "(vLLM fp8: x0.500; fp8_per_token_head, nvfp4: less, pcs footprint shows both), "
+                               "a per-restore setup does not shrink, and the prefill of missed tokens not at all, "
+                               "so TTFT barely moves; more blocks per tier may change the hits: replay with "
                                f"--dtype {a} to see"])
 
 
+def _hybrid_table(s: dict[str, Any]) -> str:
+    """A hybrid model: peak resident bytes per component per tier beside the all-full-attention run."""
+    h = s["hybrid"]
+    full = h.get("full_attention") or {}
+    ft = full.get("tiers", {})
+    rows = []
+    for t in s["tiers"]:
+        other = ft.get(t["name"], {}).get("resident_bytes_peak_by_component", {})
+        for comp, v in t["resident_bytes_peak_by_component"].items():
+            rows.append([t["name"], comp, format_bytes(v), format_bytes(other[comp]) if comp in other else "-"])
+    notes = [f"the same run with every layer as full attention: hit ratio {format_percent(full['hit_ratio'])} "
+             f"(this run {format_percent(s['hit_ratio'])})"] if full else []
+    notes.append(f"{format_count(h['lost_tokens'])} hit tokens refused by the hybrid rules (full attention held "
+                 "them); peaks are at each tier's own peak, page_padding = vLLM's uniform page size padding")
+    return render_table(["tier", "component", "peak resident", "all full attention"], rows,
+                        title=f"Hybrid model ({h['manager']}): resident bytes per component", notes=notes)
+
+
 def render_replay(s: dict[str, Any]) -> str:
-    """The whole report: header, hit rate, tiers, bytes, envelope (one string)."""
+    """The whole report: header, hit rate, tiers, bytes, envelope, compute (step scheduler), payload lens."""
     parts = [header_line(s)]
     parts.extend(f"note: {n}" for n in s.get("notes", ()))
     parts += ["", _hit_table(s), "", _tier_table(s), "", _bytes_table(s)]
+    if s.get("hybrid"):
+        parts += ["", _hybrid_table(s)]
     if s["envelope"]["links"] or s["timing"] == "modeled":
         parts += ["", _envelope_table(s)]
+    if s.get("scheduler"):
+        parts += ["", _scheduler_table(s)]
     parts += ["", _lens_table(s)]
     return "\n".join(parts)

@@ -4,8 +4,9 @@ Every expected engine and reason below follows from the rows' documented
 preconditions (the module docstring of pcs/engine/select.py):
 lru-scan needs sequential timing and exactly one lru tier; the compiled
 hierarchy needs every tier lru, at most 2**30 blocks per tier, the built
-extension and native != python; the reference always applies; ``auto`` takes
-the first row that applies, in table order.
+extension and native != python; the reference applies to every model that
+is not hybrid and the hybrid row always; ``auto`` takes the first row that
+applies, in table order.
 """
 from __future__ import annotations
 
@@ -37,12 +38,16 @@ def cfg(timing, *tiers, native="auto"):
 # -- the table itself ----------------------------------------------------------------------------
 
 def test_rows_names_aliases_and_order():
-    assert select.ENGINE_NAMES == ("lru-scan", "compiled-hierarchy", "reference")
-    assert [r.kind for r in select.ENGINES] == ["scan", "event-loop", "event-loop"]
-    assert select.REQUESTS == ("auto", "lru-scan", "compiled-hierarchy", "reference", "general", "fast")
+    assert select.ENGINE_NAMES == ("lru-scan", "compiled-hierarchy", "reference", "hybrid")
+    assert [r.kind for r in select.ENGINES] == ["scan", "event-loop", "event-loop", "event-loop"]
+    assert select.REQUESTS == ("auto", "lru-scan", "compiled-hierarchy", "reference", "hybrid", "general", "fast")
     assert {a: select.get_row(a).name for a in select.ALIASES} == {"general": "reference", "fast": "lru-scan"}
-    # the reference applies to anything, even a config no other row takes
+    # the reference applies to any model that is not hybrid, even a config no other row takes
     odd = cfg("modeled", ("gpu", "fifo", 3), ("cpu", "slru", 2**40), native="python")
+    assert select.get_row("reference").applies(odd) is None
+    # a hybrid model: only the last row, which applies to anything
+    hyb = select.RunConfig("sequential", (("gpu", "lru", 100),), "auto", ("full_attention", "sliding_window"), True)
+    assert [r.name for r in select.ENGINES if r.applies(hyb) is None] == ["hybrid"]
     assert select.ENGINES[-1].applies(odd) is None
 
 
@@ -114,7 +119,7 @@ def test_requested_engines_and_aliases():
                                          "tier lru, got gpu:fifo"):
         select.choose(cfg("sequential", ("gpu", "fifo", 100)), "compiled-hierarchy")
     with pytest.raises(ValueError, match="unknown engine 'turbo'; valid: auto, lru-scan, compiled-hierarchy, "
-                                         "reference, general, fast"):
+                                         "reference, hybrid, general, fast"):
         select.choose(seq_one, "turbo")
 
 

@@ -81,7 +81,9 @@ def test_deploy_and_replay_agree(trace, model, gpu, tp, dtype):
     r = _run(*args, *(["--dtype", dtype] if dtype else []))
     assert r.exit_code == 0, r.output
     d = json.loads(r.stdout)
-    s = replay(trace, model=model, hardware=gpu, tp=tp, dtype=dtype).summary
+    # deploy plans whole-model blocks: compare with the replay that treats every layer as full
+    # attention (a hybrid model's default tier counts vLLM pages, docs/semantics.md §13.1)
+    s = replay(trace, model=model, hardware=gpu, tp=tp, dtype=dtype, hybrid_kv_cache_manager="disabled").summary
     gpu_tier = s.tiers[0]
     assert gpu_tier.capacity_blocks == d["gpu_blocks"]
     assert gpu_tier.bytes_per_block == d["bytes_per_block"]
@@ -157,7 +159,13 @@ def test_unknown_weights_need_a_gpu_tier_size(tmp_path, trace):
     r = _run("replay", trace, "--model", str(p), "--tp", "1")
     assert r.exit_code == 2 and "weights are unknown" in r.stderr and "--tier gpu=SIZE" in r.stderr
     # with a size given it replays: 21 full + 21 sliding layers x 8,192 B x 512 tokens = 176,160,768 B per block
-    r = _run("replay", trace, "--model", str(p), "--tp", "1", "--tier", "gpu=10blocks", "--format", "json", "-q")
+    r = _run("replay", trace, "--model", str(p), "--tp", "1", "--tier", "gpu=10blocks", "--format", "json", "-q",
+             "--hybrid-kv-cache-manager", "disabled")
     assert r.exit_code == 0, r.output
     s = json.loads(r.stdout)
     assert s["tiers"][0]["bytes_per_block"] == 42 * 8_192 * 512 and s["deployment"]["gpu_tier_from"] == "--tier"
+    # vLLM's hybrid manager (default): 21 layers of each kind -> 21 layers a page (§13.1), a page
+    # 21 x 8,192 x 512 = 88,080,384 B, two pages a block: 10 blocks' bytes hold 20 pages
+    r = _run("replay", trace, "--model", str(p), "--tp", "1", "--tier", "gpu=10blocks", "--format", "json", "-q")
+    s = json.loads(r.stdout)
+    assert (s["tiers"][0]["bytes_per_block"], s["tiers"][0]["capacity_blocks"]) == (21 * 8_192 * 512, 20)

@@ -93,7 +93,8 @@ def test_grid_replay_tier_bytes_equal_footprint_per_rank_times_ranks(trace, name
     for layout in ok:
         for tp in (1, 2, 4, 8, 16):
             fp = footprint(spec.with_tp(tp), 1024, block_size=512, dtype=layout)
-            s = replay(trace, model=name, tp=tp, dtype=layout, timing="sequential",
+            # whole-model blocks: every layer as full attention (hybrid pages: docs/semantics.md §13.1)
+            s = replay(trace, model=name, tp=tp, dtype=layout, timing="sequential", hybrid_kv_cache_manager="disabled",
                        tiers=["gpu=4blocks", "cpu=8blocks", "ssd=16blocks"]).summary
             gpu, cpu, ssd = s.tiers
             assert gpu.bytes_per_block == fp.per_block["reserved"] * tp, (layout, tp)

@@ -1,0 +1,79 @@
+"""The fleet options of ``pcs replay`` and ``pcs compare`` (--instances, --router, --router-stale-s).
+
+``pcs replay --instances N --router NAME[:opt=v,...]`` runs
+:func:`pcs.fleet.fleet_replay` and prints :func:`pcs.report.fleet.render_fleet`;
+``pcs compare --router a --router b`` runs :func:`pcs.fleet.compare.compare_routers`.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import click
+
+from pcs.cli.common import Progress, emit, with_trace_notes
+from pcs.cli.params import Float, Int
+
+__all__ = ["fleet_options", "wants_fleet", "replay_fleet", "compare_fleet"]
+
+_ROUTER_HELP = ("Router of the fleet, NAME or NAME:opt=v,...: round-robin, random[:seed=0], "
+                "least-loaded[:by=requests|tokens], session (needs session ids), consistent-hash[:k=4,vnodes=100], "
+                "prefix, cache-aware[:overlap=2,load=1] (docs/cluster.md)")
+
+
+def fleet_options(multiple: bool) -> Callable:
+    """The decorator adding the fleet options (``--router`` repeatable when ``multiple``: pcs compare)."""
+    from pcs.fleet.fleet import MAX_INSTANCES
+
+    def wrap(f: Callable) -> Callable:
+        f = click.option("--router-stale-s", type=Float(0, 1e9), default=None,
+                         help="Seconds between a cache event on an instance and the router seeing it (KV events "
+                              "arrive late); default 0 = the router's index is exact.")(f)
+        f = click.option("--router", "router", multiple=multiple,
+                         help=_ROUTER_HELP + (" (repeat to compare routers)." if multiple else "; default "
+                                                                                               "round-robin."))(f)
+        return click.option("--instances", type=Int(1, MAX_INSTANCES), default=None,
+                            help="Instances behind a router, each with the tiers, links and scheduler of one "
+                                 "replay (default 1 when --router is given).")(f)
+    return wrap
+
+
+def wants_fleet(kw: dict[str, Any]) -> bool:
+    """True when a fleet option was given."""
+    return kw.get("instances") is not None or bool(kw.get("router")) or kw.get("router_stale_s") is not None
+
+
+def replay_fleet(fmt: str, requests_out: str | None, kw: dict[str, Any]) -> None:
+    """``pcs replay`` with fleet options: run the fleet, print its summary, write ``--requests-out``."""
+    from pcs.cli.replay import open_trace_kwargs, replay_call_kwargs, write_requests
+    from pcs.fleet import fleet_replay
+    from pcs.report.fleet import render_fleet
+
+    trace, kwargs = replay_call_kwargs(kw, open_trace_kwargs(kw))
+    with Progress(kw["quiet"], desc="fleet") as progress:
+        res = fleet_replay(trace, instances=kw["instances"] or 1, router=kw["router"] or "round-robin",
+                           router_stale_s=kw["router_stale_s"] or 0.0, progress=progress,
+                           tiers=list(kw["tiers"]) or None, policy=kw["policy"], **kwargs)
+    if requests_out:
+        write_requests(res.requests, requests_out)
+    payload = res.summary.to_dict()
+    notes = with_trace_notes(payload, trace, fmt, kw["quiet"])  # synthetic reuse, skipped lines: as pcs replay
+    emit(payload, fmt, lambda: "\n".join([render_fleet(payload)] + [f"note: {n}" for n in notes]),
+         rows_key="per_instance")
+
+
+def compare_fleet(fmt: str, trace: Any, replay_kwargs: dict[str, Any], kw: dict[str, Any]) -> None:
+    """``pcs compare --router a --router b``: one column per router."""
+    from pcs.fleet.compare import compare_routers
+    from pcs.report.fleet import render_router_compare
+
+    if kw["policy"] and len(kw["policy"]) > 1:
+        raise ValueError("compare either routers (--router) or policies (--policy), not both")
+    with Progress(kw["quiet"], desc="compare") as progress:
+        res = compare_routers(trace, list(kw["router"]) or ["round-robin"], instances=kw["instances"] or 1,
+                              router_stale_s=kw["router_stale_s"] or 0.0, progress=progress,
+                              policy=(kw["policy"] or (None,))[0], **replay_kwargs)
+    payload = res.to_dict()
+    title = f"pcs compare: {res.trace} | {res.routers[0].instances} instances"
+    notes = with_trace_notes(payload, trace, fmt, kw["quiet"])
+    emit(payload, fmt, lambda: "\n".join([render_router_compare(payload["routers"], title)] + [f"note: {n}" for n in notes]),
+         rows_key="routers")

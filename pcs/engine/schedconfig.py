@@ -1,0 +1,126 @@
+"""The step scheduler's settings and their defaults (``--compute step``, ``docs/semantics.md §9``).
+
+Defaults and where they come from:
+
+- ``max_num_batched_tokens`` (the token budget of one step) and
+  ``max_num_seqs`` (running requests at most): vLLM's
+  ``EngineArgs.get_batch_defaults`` for its OpenAI server: 8192 and 1024 on
+  GPUs with at least 70 GiB that are not an A100 (H100, H200, MI300X), else
+  2048 and 256 (:func:`vllm_batch_defaults`). vLLM requires
+  ``max_num_batched_tokens >= max_num_seqs`` (``SchedulerConfig``), so every
+  running request gets its decode token in every step.
+- ``restore_policy`` ``layerwise``: :mod:`pcs.engine.restores`.
+- ``restore_timeout_s`` 0 and ``restore_timeout_per_token_s`` None = the
+  step's matmul time per token (``StepCost.token_s``): ``best-effort`` waits
+  at most about as long as recomputing the restored tokens would take.
+- ``restore_fallback`` on: a restore the envelope says loses is recomputed.
+- ``cache_decode_blocks`` None = on when the trace's next turns contain the
+  previous turns (:attr:`pcs.engine.turns.DecodeBlocks.detected`).
+- ``max_preemptions`` 8: vLLM has no bound; ours makes every request finish:
+  a request preempted this many times is re-admitted holding every block it
+  will need, so it is never preempted again.
+- ``ttft_slo_s`` None: no goodput figure.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass
+
+from pcs.engine.restores import RESTORE_POLICIES
+
+__all__ = ["SchedulerConfig", "COMPUTE_MODES", "vllm_batch_defaults", "DEFAULT_MAX_PREEMPTIONS"]
+
+#: ``--compute``: ``step`` (the step scheduler, default) or ``infinite`` (every prefill and decode at full speed
+#: at once: the model before the scheduler).
+COMPUTE_MODES = ("step", "infinite")
+DEFAULT_MAX_PREEMPTIONS = 8
+_GIB = 1 << 30
+
+
+def vllm_batch_defaults(gpu) -> tuple[int, int]:
+    """(max_num_batched_tokens, max_num_seqs) vLLM's OpenAI server uses on ``gpu`` (a GPUSpec).
+
+    vLLM ``EngineArgs.get_batch_defaults``: device memory >= 70 GiB and not an
+    A100 -> (8192, 1024); otherwise (2048, 256).
+    """
+    big = gpu.hbm_bytes >= 70 * _GIB and "a100" not in gpu.name.lower()
+    return (8192, 1024) if big else (2048, 256)
+
+
+def _int_at_least(value, low: int, what: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < low:
+        raise ValueError(f"{what} must be an int >= {low}, got {value!r}")
+    return value
+
+
+def _seconds(value, what: str, allow_none: bool = False):
+    if value is None and allow_none:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+        raise ValueError(f"{what} must be a finite number of seconds >= 0, got {value!r}")
+    return float(value)
+
+
+@dataclass(frozen=True, slots=True)
+class SchedulerConfig:
+    """Settings of the step scheduler (defaults and sources in the module docstring).
+
+    Attributes:
+        max_num_batched_tokens: tokens one step may compute (decode tokens
+            included); None = :func:`vllm_batch_defaults`.
+        max_num_seqs: running requests at most; None = :func:`vllm_batch_defaults`.
+        restore_policy: one of :data:`pcs.engine.restores.RESTORE_POLICIES`.
+        restore_timeout_s: ``best-effort``: fixed part of the wait, seconds.
+        restore_timeout_per_token_s: ``best-effort``: seconds per restored
+            token; None = ``StepCost.token_s``.
+        restore_fallback: recompute instead of a restore that would lose.
+        cache_decode_blocks: cache output blocks under the next turn's ids;
+            None = detect (:mod:`pcs.engine.turns`).
+        max_preemptions: preemptions after which a request holds all its blocks.
+        ttft_slo_s: TTFT target for the goodput figures, seconds; None = none.
+    Raises:
+        ValueError: a value out of range (the message names it).
+    """
+
+    max_num_batched_tokens: int | None = None
+    max_num_seqs: int | None = None
+    restore_policy: str = RESTORE_POLICIES[0]
+    restore_timeout_s: float = 0.0
+    restore_timeout_per_token_s: float | None = None
+    restore_fallback: bool = True
+    cache_decode_blocks: bool | None = None
+    max_preemptions: int = DEFAULT_MAX_PREEMPTIONS
+    ttft_slo_s: float | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("max_num_batched_tokens", "max_num_seqs"):
+            if getattr(self, name) is not None:
+                _int_at_least(getattr(self, name), 1, name)
+        if self.restore_policy not in RESTORE_POLICIES:
+            raise ValueError(f"unknown restore policy {self.restore_policy!r}; valid: {', '.join(RESTORE_POLICIES)}")
+        _seconds(self.restore_timeout_s, "restore_timeout_s")
+        _seconds(self.restore_timeout_per_token_s, "restore_timeout_per_token_s", allow_none=True)
+        _int_at_least(self.max_preemptions, 0, "max_preemptions")
+        if self.ttft_slo_s is not None and not (_seconds(self.ttft_slo_s, "ttft_slo_s") > 0):
+            raise ValueError(f"ttft_slo_s must be > 0, got {self.ttft_slo_s!r}")
+        if self.max_num_batched_tokens is not None and self.max_num_seqs is not None \
+                and self.max_num_batched_tokens < self.max_num_seqs:
+            raise ValueError(f"max_num_batched_tokens ({self.max_num_batched_tokens}) must be >= max_num_seqs "
+                             f"({self.max_num_seqs}), as vLLM requires")
+
+    def resolved(self, gpu, token_s: float, decode_detected: bool) -> "SchedulerConfig":
+        """Every None filled in: batch limits from ``gpu``, the per-token timeout from ``token_s``, decode
+        blocks from the trace's detection.
+
+        Raises:
+            ValueError: only one of the batch limits given and the other default smaller than it.
+        """
+        tokens, seqs = vllm_batch_defaults(gpu)
+        b = self.max_num_batched_tokens if self.max_num_batched_tokens is not None else tokens
+        s = self.max_num_seqs if self.max_num_seqs is not None else min(seqs, b)
+        return dataclasses.replace(
+            self, max_num_batched_tokens=b, max_num_seqs=s,
+            restore_timeout_per_token_s=(token_s if self.restore_timeout_per_token_s is None
+                                         else self.restore_timeout_per_token_s),
+            cache_decode_blocks=decode_detected if self.cache_decode_blocks is None else self.cache_decode_blocks)

@@ -1,0 +1,152 @@
+"""The step scheduler's counters during a run, and its summary after (``pcs replay`` JSON ``scheduler``).
+
+Counted where (``docs/semantics.md §11``): steps and busy time as the loop
+advances the clock; preemptions, restore decisions and cached decode blocks
+as they happen; ``in_system_area_s`` is the integral over time of the
+requests in the system (arrived, not finished) -- Little's law says it
+equals the sum of their end-to-end latencies, which the tests check.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from pcs.engine.schedresult import LatencySummary, Percentiles, SchedulerSummary
+
+__all__ = ["SchedulerCounters", "scheduler_summary", "utilisation_bins"]
+
+#: Bin widths the utilisation series may use, seconds (the first giving at most :data:`MAX_BINS` bins).
+_NICE_S = (1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 21600, 43200, 86400)
+MAX_BINS = 60
+
+
+@dataclass(slots=True)
+class SchedulerCounters:
+    """Counters of one step-scheduler run (seconds on the trace clock).
+
+    Attributes:
+        steps: steps run (prefill steps and decode steps).
+        prefill_steps: steps holding at least one prefill chunk.
+        busy_s: sum of step times (stalls included).
+        stall_s: time steps waited for layer-wise restores.
+        busy_per_s: busy seconds per 1-second bin from ``origin_s``.
+        origin_s: the first arrival.
+        end_s: when the last request finished.
+        preemptions: preemptions (a request may count several).
+        recompute_tokens: tokens prefilled again after preemptions (waste).
+        restores_considered: admissions with lower-tier hits to restore.
+        restores_losing: those whose restore (link queue included) took longer than the prefill it saved.
+        restores_skipped: those recomputed instead (fallback).
+        restore_timeouts: best-effort restores cut at their deadline.
+        decode_blocks_cached: output blocks cached under the next turn's ids.
+        in_system_area_s: integral over time of the requests in the system, request-seconds.
+    """
+
+    steps: int = 0
+    prefill_steps: int = 0
+    busy_s: float = 0.0
+    stall_s: float = 0.0
+    busy_per_s: list = field(default_factory=list)
+    origin_s: float = 0.0
+    end_s: float = 0.0
+    preemptions: int = 0
+    recompute_tokens: int = 0
+    restores_considered: int = 0
+    restores_losing: int = 0
+    restores_skipped: int = 0
+    restore_timeouts: int = 0
+    decode_blocks_cached: int = 0
+    in_system_area_s: float = 0.0
+
+    def add_busy(self, start_s: float, seconds: float) -> None:
+        """The instance was busy from ``start_s`` for ``seconds``."""
+        self.busy_s += seconds
+        bins = self.busy_per_s
+        t0 = start_s - self.origin_s
+        t1 = t0 + seconds
+        b0, b1 = int(t0), int(t1)
+        if b1 >= len(bins):
+            bins.extend([0.0] * (b1 + 1 - len(bins)))
+        if b0 == b1:
+            bins[b0] += seconds
+            return
+        bins[b0] += b0 + 1 - t0
+        for b in range(b0 + 1, b1):
+            bins[b] += 1.0
+        bins[b1] += t1 - b1
+
+
+def utilisation_bins(busy_per_s: list, span_s: float) -> tuple[int, list]:
+    """(bin width in seconds, busy share per bin) with at most :data:`MAX_BINS` bins over ``span_s``."""
+    width = next((w for w in _NICE_S if span_s / w <= MAX_BINS), _NICE_S[-1])
+    n = max(1, int(np.ceil(span_s / width))) if span_s > 0 else 1
+    per_s = np.zeros(n * width)
+    m = min(len(busy_per_s), len(per_s))
+    per_s[:m] = busy_per_s[:m]
+    return width, [round(float(v), 6) for v in per_s.reshape(n, width).sum(axis=1) / width]
+
+
+def _pcts(values: np.ndarray) -> Percentiles:
+    values = values[np.isfinite(values)]
+    if not len(values):
+        return Percentiles(None, None, None)
+    p = np.percentile(values, [50, 90, 99])
+    return Percentiles(float(p[0]), float(p[1]), float(p[2]))
+
+
+def _col(columns: dict, name: str) -> np.ndarray:
+    col = columns[name]
+    if isinstance(col, np.ndarray):
+        return col
+    dtype = {"q": np.int64, "d": np.float64, "b": np.int8}[col.typecode]
+    return np.frombuffer(col, dtype=dtype) if len(col) else np.zeros(0, dtype)
+
+
+def _latency(columns: dict, stats: SchedulerCounters, slo_s: float | None) -> LatencySummary:
+    """TTFT, TPOT, end-to-end percentiles, utilisation and goodput of one run."""
+    ttft = _col(columns, "ttft_s")
+    span = stats.end_s - stats.origin_s
+    met = int((ttft <= slo_s).sum()) if slo_s is not None else None
+    util = stats.busy_s / span if span > 0 else None
+    if util is not None and 1.0 < util < 1.0 + 1e-9:    # steps back to back: the two float sums differ in the last bit
+        util = 1.0
+    return LatencySummary(
+        ttft_s=_pcts(ttft), tpot_s=_pcts(_col(columns, "tpot_s")), e2e_s=_pcts(_col(columns, "e2e_s")),
+        makespan_s=span, busy_s=stats.busy_s, utilisation=util,
+        preemptions=stats.preemptions, slo_met=met,
+        slo_met_share=met / len(ttft) if met is not None and len(ttft) else None,
+        goodput_rps=met / span if met is not None and span > 0 else None)
+
+
+def scheduler_summary(columns: dict, stats: SchedulerCounters, config, no_cache=None) -> SchedulerSummary:
+    """The ``scheduler`` object of the replay summary (fields and units: :mod:`pcs.engine.schedresult`).
+
+    Args:
+        columns: per-request columns of the run (:data:`pcs.engine.scheduler.STEP_COLUMNS` included).
+        stats: the run's :class:`SchedulerCounters`.
+        config: the resolved :class:`pcs.engine.schedconfig.SchedulerConfig`.
+        no_cache: (columns, counters) of the same trace with no cache, or None.
+    """
+    span = stats.end_s - stats.origin_s
+    width, series = utilisation_bins(stats.busy_per_s, span)
+    considered = stats.restores_considered
+    preempted = _col(columns, "preemptions")
+    return SchedulerSummary(
+        max_num_batched_tokens=config.max_num_batched_tokens, max_num_seqs=config.max_num_seqs,
+        restore_policy=config.restore_policy, restore_fallback=config.restore_fallback,
+        restore_timeout_s=config.restore_timeout_s, restore_timeout_per_token_s=config.restore_timeout_per_token_s,
+        cache_decode_blocks=config.cache_decode_blocks, max_preemptions=config.max_preemptions,
+        ttft_slo_s=config.ttft_slo_s, steps=stats.steps, prefill_steps=stats.prefill_steps, stall_s=stats.stall_s,
+        with_cache=_latency(columns, stats, config.ttft_slo_s),
+        no_cache=None if no_cache is None else _latency(no_cache[0], no_cache[1], config.ttft_slo_s),
+        utilisation_bin_s=width, utilisation_over_time=tuple(series),
+        mean_in_system=stats.in_system_area_s / span if span > 0 else None,
+        requests_preempted=int((preempted > 0).sum()), max_preemptions_of_a_request=int(preempted.max(initial=0)),
+        preempted_recompute_tokens=stats.recompute_tokens, restores_considered=considered,
+        restores_losing=stats.restores_losing,
+        share_losing=stats.restores_losing / considered if considered else None,
+        restores_skipped=stats.restores_skipped, restore_timeouts=stats.restore_timeouts,
+        decode_blocks_cached=stats.decode_blocks_cached, wait_kv_s=_pcts(_col(columns, "wait_s")),
+        wait_compute_s=_pcts(_col(columns, "wait_compute_s")), wait_link_s=_pcts(_col(columns, "wait_link_s")),
+        exposed_restore_s_total=float(_col(columns, "exposed_restore_s").sum()))

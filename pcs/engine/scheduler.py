@@ -1,0 +1,690 @@
+"""The step scheduler: modeled timing with compute as a shared, finite resource (``--compute step``).
+
+One instance runs steps back to back, as a continuous-batching engine (vLLM
+v1 ``vllm/v1/core/sched/scheduler.py``) does. The rules, each stated once
+(``docs/semantics.md §9``, §10; the plain reference a compiled twin will be diffed against):
+
+1. **Arrivals** join the waiting queue (FIFO) at their trace time; a step
+   already running finishes first (requests join at step boundaries).
+2. **A step** at time ``now``: first every running request past its prefill
+   gets one decode token (decode first; ``max_num_seqs <=
+   max_num_batched_tokens`` so all fit); then the prefilling requests, in
+   admission order, get chunks of their remaining prompt, each
+   ``min(remaining, budget left)`` (chunked prefill); then, while budget is
+   left and fewer than ``max_num_seqs`` run, waiting requests are admitted
+   in FIFO order and get chunks the same way. The head of the queue that
+   cannot get its KV space blocks the queue (head of line). A request whose
+   restores must land first (``wait``, ``best-effort``) is admitted but
+   gets no chunk until they do.
+3. **Admission** (:meth:`pcs.cache.Hierarchy.start`): lookup, pins, and
+   slots for the restores, the computed prompt blocks and the partial last
+   block (``ceil(prompt / block_size)`` blocks in all). Restores are planned
+   over the links (:mod:`pcs.engine.restores`); with ``restore_fallback`` a
+   restore that takes longer (link queue included) than the prefill its hits
+   save is skipped: the hits end at the GPU lead (``gpu_lead_blocks``) and
+   the rest is recomputed. A prefill computes at least one token.
+4. **Step time** from :class:`pcs.compute.StepCost`: prefill FLOPs of each
+   chunk given its cached context, the decode batch's FLOPs, and the bytes
+   read (weights once, each sequence's KV), ``max(memory, compute)``.
+   ``layerwise``: a step holding a request's first chunk while its restore
+   is in flight is stretched by ``max(0, land - start - W)``,
+   ``W = compute x (L - 1) / L`` (the stall; the request's exposed restore).
+5. **Prefill done** (last chunk): the computed blocks are cached
+   (:meth:`~pcs.cache.Hierarchy.prefill_done`), the first token is out (TTFT
+   = end of that step - arrival); the request decodes from the next step.
+6. **KV space grows block by block**: a decode step writing a token at a
+   block boundary needs one more GPU slot (:meth:`~pcs.cache.Hierarchy.grow`).
+   When none is obtainable, the youngest running request that grows is
+   preempted (vLLM's FCFS ``self.running.pop()``, recompute): its blocks
+   are freed (full decode blocks cached first, as vLLM hashes full blocks),
+   it goes back to the head of the queue and later recomputes its prompt and
+   the tokens generated so far (counted as waste; its hits count once, at
+   its first admission). A request preempted ``max_preemptions`` times is
+   re-admitted with every block it will need, so it cannot be preempted again.
+7. **Finish** after ``output_tokens`` tokens (the first from the prefill):
+   with ``cache_decode_blocks`` its full output blocks are cached under the
+   next turn's ids (:mod:`pcs.engine.turns`), then its pins dropped tail first.
+
+Event skipping: between events (an arrival, a restore landing, a prefill
+step, a request finishing, a block boundary that cannot be served) the step
+composition is constant -- d decoding requests, total context S growing by d
+per step -- so k pure decode steps are advanced at once in closed form
+(:meth:`StepCost.decode_run_s`); block boundaries inside the k steps are
+served at its start (nothing else touches the cache meanwhile, so victims
+and order are the same). ``skip=False`` runs one step at a time (the
+reference the tests diff against). State is kept in flat ints and one
+``__slots__`` record per request (a C struct in a compiled twin); the per-step
+work allocates nothing.
+"""
+from __future__ import annotations
+
+import heapq
+import math
+from array import array
+from collections import deque
+
+from pcs.engine import restores as rst
+from pcs.engine.engine import ReplayEngine
+from pcs.engine.schedstats import SchedulerCounters
+
+__all__ = ["StepEngine", "STEP_COLUMNS"]
+
+_INF = float("inf")
+_NAN = float("nan")
+_NONE: list = []                  # no decode blocks (shared, never changed)
+#: Per-request columns the step scheduler adds (after the modeled ones); units in pcs.engine.summary.
+STEP_COLUMNS = (("wait_compute_s", "d"), ("wait_link_s", "d"), ("exposed_restore_s", "d"), ("prefill_steps_s", "d"),
+                ("e2e_s", "d"), ("tpot_s", "d"), ("preemptions", "q"), ("recomputed_hit_blocks", "q"), ("decode_blocks_cached", "q"))
+
+
+class _Req:
+    """One request's scheduling state (a record; fields as named in the module docstring)."""
+
+    __slots__ = ("k", "ch", "i", "arrival", "p0", "p", "o", "out", "adm", "seq", "rem", "ctx", "ready", "ready_t",
+                 "land", "kv0", "g0", "decoding", "epoch", "preemptions", "grows", "chain", "dh", "dh_in", "first",
+                 "kv_mark", "ttft", "prefill_s", "exposed_s", "args")
+
+    def __init__(self, k: int, ch, i: int, arrival: float, p: int, o: int, dh: list, kv_mark: float) -> None:
+        self.k = k
+        self.ch = ch
+        self.i = i
+        self.arrival = arrival
+        self.p0 = p
+        self.p = p
+        self.o = o
+        self.out = 0
+        self.adm = None
+        self.seq = 0
+        self.rem = 0
+        self.ctx = 0
+        self.ready = True
+        self.ready_t = 0.0
+        self.land = -_INF
+        self.kv0 = 0
+        self.g0 = 0
+        self.decoding = False
+        self.epoch = 0
+        self.preemptions = 0
+        self.grows = True
+        self.chain = None
+        self.dh = dh
+        self.dh_in = 0
+        self.first = True
+        self.kv_mark = kv_mark
+        self.ttft = _NAN
+        self.prefill_s = 0.0
+        self.exposed_s = 0.0
+        self.args = None
+
+
+class StepEngine(ReplayEngine):
+    """Modeled timing with the step scheduler (rules in the module docstring); feed chunks, then close.
+
+    Args:
+        hierarchy: the tiers (:class:`pcs.cache.Hierarchy` or the compiled twin).
+        links, block_bytes: as :class:`pcs.engine.engine.ReplayEngine`.
+        cost: :class:`pcs.compute.StepCost`.
+        config: a resolved :class:`pcs.engine.schedconfig.SchedulerConfig` (no None left).
+        recompute_last_token: the hit cap rule (docs/semantics.md §4) for re-admissions.
+        decode: :class:`pcs.engine.turns.DecodeBlocks` (used when ``config.cache_decode_blocks``) or None.
+        no_cache: every request computes its whole prompt and nothing is cached (the no-cache baseline).
+        check: assert the hierarchy's and the scheduler's invariants after every event (slow).
+        skip: advance pure decode runs in closed form (False: one step at a time, the reference).
+        log_steps: keep ``(start_s, seconds, stall_s, tokens, decode_seqs, chunks, steps)`` per advance in ``steps_log``.
+    """
+
+    def __init__(self, hierarchy, links, block_bytes, cost, config, recompute_last_token: bool = True,
+                 decode=None, no_cache: bool = False, check: bool = False, skip: bool = True,
+                 log_steps: bool = False) -> None:
+        super().__init__(hierarchy, "modeled", links=links, block_bytes=block_bytes, check=check)
+        for name, code in STEP_COLUMNS:
+            self._cols[name] = array(code)
+        self.cost = cost
+        self.config = config
+        self.budget = config.max_num_batched_tokens
+        self.max_seqs = config.max_num_seqs
+        self.policy = config.restore_policy
+        self.last_token = recompute_last_token
+        self.decode = decode if (config.cache_decode_blocks and decode is not None and not no_cache) else None
+        self.no_cache = no_cache
+        self.skip = skip
+        self.steps_log = [] if log_steps else None
+        self.stats = SchedulerCounters()
+        self.now = 0.0                 # start of the next step, seconds (trace clock)
+        self.G = 0                     # steps run so far: a decoding request's context grows by one per step
+        self.d = 0                     # decoding requests
+        self.S = 0                     # their context tokens in total, at step G
+        self.waiting: deque = deque()
+        self.running: dict = {}        # admission seq -> request, admission order (the youngest last)
+        self.prefilling: list = []     # admitted requests with prompt left, admission order
+        self._fin: list = []           # heap (step at which it is done, seq, epoch, request)
+        self._blk: list = []           # heap (step needing one more block, seq, epoch, request)
+        self._pending: list = []       # heap (time its restores are ready, seq, epoch, request)
+        self._seq = 0
+        self._fed = 0
+        self._last_arrival = -_INF
+        self._in_system = 0
+        self._blocked = False          # the queue's head found no KV space; retried after a release
+        self._kv_acc = 0.0             # time the queue has been blocked for KV space, up to _kv_since
+        self._kv_since = -1.0          # when the current block began (-1: not blocked)
+        self._bs = None
+        c = self._cols
+        self._tier_cols = [c[f"hit_tokens_{t.name}"] for t in hierarchy.tiers]
+        self._first_cols = tuple(c[n] for n in ("hit_blocks", "missed_blocks", "hit_tokens", "recomputed_hit_blocks",
+                                                "truncated", "wait_s", "prefill_s"))
+        self._end_cols = tuple(c[n] for n in ("ttft_s", "prefill_steps_s", "exposed_restore_s", "wait_s",
+                                              "wait_compute_s", "finish_s", "e2e_s", "tpot_s", "preemptions"))
+        self._held = hierarchy.held_blocks
+        plain = cost.attn_pair_s is not None
+        self._c = (cost.token_s, cost.attn_pair_s if plain else 0.0, cost.kv_seq_s, cost.kv_token_s,
+                   cost.attn_seq_s, cost.attn_token_s, cost.weights_active_s, cost.weights_total_s, plain)
+
+    # -- feeding -----------------------------------------------------------------------------------
+    def feed(self, chunk) -> None:
+        """Replay the requests of ``chunk`` (in order, after all earlier chunks)."""
+        m = len(chunk.arrival_s)
+        self._bs = chunk.block_size
+        self._feed_inputs(chunk)
+        if not self._fed and m:
+            self.stats.origin_s = chunk.arrival_s[0]
+        c = self._cols
+        for name in ("hit_blocks", "missed_blocks", "hit_tokens", "restored_bytes", "truncated", "preemptions",
+                     "restore_s", "wait_link_s",
+                     "recomputed_hit_blocks", "decode_blocks_cached") + tuple(
+                         f"hit_tokens_{t.name}" for t in self.h.tiers):
+            c[name].extend(bytes(m) if c[name].typecode == "b" else [0] * m)
+        for name in ("prefill_s", "wait_s", "ttft_s", "finish_s", "wait_compute_s", "exposed_restore_s",
+                     "prefill_steps_s", "e2e_s", "tpot_s"):
+            c[name].extend([_NAN] * m)
+        dec = self.decode.hashes if self.decode is not None else None
+        bs = chunk.block_size
+        waiting, stats = self.waiting, self.stats
+        prompts, outputs, cacheable = chunk.prompt_tokens, chunk.output_tokens, chunk.cacheable
+        k = self._fed
+        for i, a in enumerate(chunk.arrival_s):
+            if a < self._last_arrival:
+                a = self._last_arrival        # a trace out of order: treat as arriving now
+            self._last_arrival = a
+            if self.now < a:
+                self._run_until(a)
+                if self.now < a:
+                    self._idle(a)
+            p = prompts[i]
+            dh = dec.get(k, _NONE) if dec is not None and cacheable[i] == p // bs else _NONE
+            waiting.append(_Req(k, chunk, i, a, p, outputs[i], dh, self._kv_clock()))
+            k += 1
+            stats.in_system_area_s += self.now - a
+            self._in_system += 1
+        self._fed = k
+
+    def close(self):
+        """Run until every request has finished; return the ledger and columns (:class:`EngineResult`)."""
+        self._run_until(_INF)
+        assert not self.waiting and not self.running, "a request could never finish"
+        st = self.stats
+        st.end_s = self.now
+        return super().close()
+
+    # -- the loop ----------------------------------------------------------------------------------
+    def _run_until(self, t: float) -> None:
+        """Run steps while the next one starts before ``t`` (``t`` = inf: until nothing is left)."""
+        pend, blk, fin, check = self._pending, self._blk, self._fin, self.check     # the heaps (never rebound)
+        compose, prefill_step = self._compose, self._prefill_step
+        while self.now < t:
+            if pend and pend[0][0] <= self.now:
+                self._ready_due()
+            if blk and blk[0][0] <= self.G:
+                self._grow_now()
+            chunks = compose()
+            if chunks:
+                prefill_step(chunks)
+            elif self.d:
+                nxt = pend[0][0] if pend else _INF
+                self._decode_skip(t if t < nxt else nxt)
+            else:
+                nxt = pend[0][0] if pend else _INF
+                nxt = t if t < nxt else nxt
+                if nxt == _INF:
+                    return
+                self._idle(nxt)
+            if fin and fin[0][0] <= self.G:
+                self._finish_due()
+            if check:
+                self._check()
+
+    def _idle(self, until: float) -> None:
+        """Nothing to compute: the clock moves to ``until``."""
+        self.stats.in_system_area_s += self._in_system * (until - self.now)
+        self.now = until
+
+    def _elapse(self, seconds: float, stall: float, steps: int, tokens: int, chunks: int) -> None:
+        """``steps`` steps taking ``seconds`` (stall included) ran from ``now``."""
+        st = self.stats
+        if self.steps_log is not None:
+            self.steps_log.append((self.now, seconds, stall, tokens, self.d, chunks, steps))
+        t0 = self.now - st.origin_s
+        b = int(t0)
+        bins = st.busy_per_s
+        if b == int(t0 + seconds) and b < len(bins):     # within one 1-second bin (most steps)
+            bins[b] += seconds
+            st.busy_s += seconds
+        else:
+            st.add_busy(self.now, seconds)
+        if stall:
+            st.stall_s += stall
+        st.steps += steps
+        st.in_system_area_s += self._in_system * seconds
+        self.now += seconds
+        self.G += steps
+        self.S += self.d * steps
+
+    def _compose(self) -> list:
+        """The prefill chunks of the step at ``now`` (running prefills, then admissions): [(request, tokens)]."""
+        left = self.budget - self.d
+        chunks = []
+        for r in self.prefilling:
+            if left <= 0:
+                break
+            if r.ready:
+                n = r.rem if r.rem < left else left
+                chunks.append((r, n))
+                left -= n
+        w = self.waiting
+        if not w or left <= 0 or self._blocked:
+            return chunks
+        running, seqs = self.running, self.max_seqs
+        while w and left > 0 and len(running) < seqs:
+            r = w[0]
+            if not self._admit(r):
+                self._blocked = True
+                if self._kv_since < 0:
+                    self._kv_since = self.now
+                break
+            w.popleft()
+            if r.ready:
+                n = r.rem if r.rem < left else left
+                chunks.append((r, n))
+                left -= n
+        return chunks
+
+    def _prefill_step(self, chunks: list) -> None:
+        """Run one step with prefill chunks (and the decode batch): ``StepCost.step_s`` written out."""
+        tok_s, pair_s, kv_seq, kv_tok, attn_seq, attn_tok, w_act, w_tot, plain = self._c
+        d = self.d
+        comp = mem = 0.0
+        tokens = d
+        for r, n in chunks:
+            c = r.ctx
+            comp += tok_s * n + (pair_s * (n * c + n * (n + 1) / 2) if plain else self.cost.chunk_attn_s(n, c))
+            mem += kv_seq + kv_tok * c
+            tokens += n
+        S = self.S
+        weights = w_act * tokens
+        memory = (weights if weights < w_tot else w_tot) + mem + d * kv_seq + kv_tok * S
+        step = comp + d * (tok_s + attn_seq) + attn_tok * S
+        if memory > step:
+            step = memory
+        stall = 0.0
+        if self.policy == "layerwise":
+            now = self.now
+            for r, n in chunks:
+                if r.land > now:
+                    e = rst.exposed_s(r.land, now, step, self.cost.layers)
+                    if r.ttft != r.ttft:
+                        r.exposed_s += e
+                    if e > stall:
+                        stall = e
+                    r.land = -_INF
+        self.stats.prefill_steps += 1
+        self._elapse(step + stall, stall, 1, tokens, len(chunks))
+        for r, n in chunks:
+            r.rem -= n
+            r.ctx += n
+            if r.ttft != r.ttft:
+                r.prefill_s += step
+            if r.rem == 0:
+                self._prefill_complete(r)
+
+    def _decode_skip(self, t: float) -> None:
+        """Advance pure decode steps until the first finish, block shortage or the first step starting at >= t."""
+        fin = self._fin
+        while fin and fin[0][2] != fin[0][3].epoch:
+            heapq.heappop(fin)
+        most = fin[0][0] - self.G
+        cost = self.cost
+        k = most if t == _INF else cost.decode_steps_within(self.d, self.S, t - self.now, most)
+        if not self.skip:
+            k = 1
+        if self._blk and self._blk[0][0] < self.G + k:
+            k = self._grow_ahead(k)
+        self._elapse(cost.decode_run_s(self.d, self.S, k), 0.0, k, self.d, 0)
+
+    # -- KV space ------------------------------------------------------------------------------------
+    def _push_boundary(self, r, g: int) -> None:
+        """Queue r's next block boundary at or after step ``g`` (KV length kv0 + (step - g0) at that step)."""
+        kv = r.kv0 + (g - r.g0)
+        nxt = g + (-kv) % self._bs
+        if nxt < r.g0 + (r.o - r.out):           # before its last decode step
+            heapq.heappush(self._blk, (nxt, r.seq, r.epoch, r))
+
+    def _grow_now(self) -> None:
+        """Serve the block boundaries of step G, preempting the youngest growing request when no slot is left."""
+        blk, h, G = self._blk, self.h, self.G
+        while blk and blk[0][0] <= G:
+            _, _, ep, r = blk[0]
+            if ep != r.epoch:
+                heapq.heappop(blk)
+            elif h.grow(r.adm, 1):
+                heapq.heappop(blk)
+                self._push_boundary(r, G + 1)
+            else:
+                self._preempt(self._victim())
+        self._note_held()
+
+    def _grow_ahead(self, k: int) -> int:
+        """Serve the boundaries of steps G+1 .. G+k-1 now; returns the steps that can run (up to the first
+        boundary without a slot)."""
+        blk, h, limit = self._blk, self.h, self.G + k
+        while blk and blk[0][0] < limit:
+            g, _, ep, r = blk[0]
+            if ep != r.epoch:
+                heapq.heappop(blk)
+            elif h.grow(r.adm, 1):
+                heapq.heappop(blk)
+                self._push_boundary(r, g + 1)
+            else:
+                self._note_held()
+                return g - self.G
+        self._note_held()
+        return k
+
+    def _victim(self):
+        """The youngest running request that grows (vLLM FCFS preemption: the last of the running list)."""
+        for r in reversed(self.running.values()):
+            if r.grows:
+                return r
+        raise AssertionError("no request to preempt")  # the one needing a block grows
+
+    def _preempt(self, v) -> None:
+        """Free v's blocks and put it back at the head of the queue (recompute later)."""
+        v.epoch += 1
+        del self.running[v.seq]
+        h, bs = self.h, self._bs
+        if v.decoding:
+            kv = v.kv0 + (self.G - v.g0)
+            self.d -= 1
+            self.S -= kv
+            v.decoding = False
+            v.out += self.G - v.g0                               # one token per decode step run
+            m = min(len(v.dh), max(0, kv // bs - v.p0 // bs))   # full output blocks, hashed when full
+            self._cache_decode(v, m)
+            h.finish(v.adm)
+            v.p = v.p0 + v.out                                   # recompute prompt and output so far
+            v.chain = self._prompt_chain(v) + v.dh[:m] if m else self._prompt_chain(v)
+            v.dh_in = m
+        else:
+            self.prefilling.remove(v)
+            h.abort(v.adm)
+        v.adm = None
+        v.ready, v.land = True, -_INF
+        v.preemptions += 1
+        self.stats.preemptions += 1
+        self.waiting.appendleft(v)
+        self._release()
+
+    def _release(self) -> None:
+        """KV space was given back: the queue's head may fit now."""
+        self._blocked = False
+        if self._kv_since >= 0:
+            self._kv_acc += self.now - self._kv_since
+            self._kv_since = -1.0
+
+    def _kv_clock(self) -> float:
+        """Seconds the queue has been blocked for KV space so far (a request's share: the change while it waits)."""
+        return self._kv_acc + (self.now - self._kv_since if self._kv_since >= 0 else 0.0)
+
+    def _cache_decode(self, r, m: int) -> None:
+        """Cache r's first m decode blocks (those not already in its chain)."""
+        if m > r.dh_in:
+            self.h.extend(r.adm, r.dh[r.dh_in:m])
+            self._cols["decode_blocks_cached"][r.k] += m - r.dh_in
+            self.stats.decode_blocks_cached += m - r.dh_in
+            r.dh_in = m
+
+    @staticmethod
+    def _prompt_chain(r) -> list:
+        ch, i = r.ch, r.i
+        o = ch.offsets[i]
+        return ch.block_hashes[o:o + ch.cacheable[i]]
+
+    # -- admission -----------------------------------------------------------------------------------
+    def _admission(self, r) -> tuple:
+        """``Hierarchy.start``'s arguments for r (its chain, cacheable blocks, hit cap, extra slots), and
+        whether it holds all its blocks at once (preempted ``max_preemptions`` times)."""
+        bs, p = self._bs, r.p
+        if self.no_cache:
+            chain, n, cap = _NONE, 0, 0
+        elif r.first:
+            ch, i = r.ch, r.i
+            o = ch.offsets[i]
+            n = ch.cacheable[i]
+            chain, cap = ch.block_hashes[o:o + n], ch.max_hit_blocks[i]
+        else:
+            chain = r.chain if r.chain is not None else self._prompt_chain(r)
+            n = len(chain)
+            cap = min(n, max(0, (p - 1) // bs)) if self.last_token else n
+        fixed = r.preemptions >= self.config.max_preemptions
+        tokens = p + (r.o - r.out) - 1 if fixed else p
+        extra = -(-tokens // bs) - n
+        return chain, n, cap, extra if extra > 0 else 0, fixed
+
+    def _admit(self, r) -> bool:
+        """Try to admit the queue's head at ``now``; False when its KV space is not available."""
+        args = r.args
+        if args is None:
+            args = r.args = self._admission(r)
+        chain, n, cap, extra, fixed = args
+        adm = self.h.start(chain, n, cap, extra, True)
+        if adm is None:
+            return False
+        r.args = None
+        bs, p = self._bs, r.p
+        r.adm = adm
+        r.grows = not (fixed or adm.truncated)
+        kept = self._restores(r, adm)
+        ht = kept * bs
+        r.ctx = ht if ht < p else p - 1
+        r.rem = p - r.ctx
+        s = self._seq
+        self._seq = s + 1
+        r.seq = s
+        self.running[s] = r
+        self.prefilling.append(r)
+        if r.first:
+            self._first_columns(r, adm, kept, ht if ht < p else p)
+            r.first = False
+        else:
+            self.stats.recompute_tokens += r.rem
+        return True
+
+    def _restores(self, r, adm) -> int:
+        """Plan r's restores (fallback, overlap policy); returns the hit blocks kept."""
+        hits = adm.hit_blocks
+        if hits == adm.hit_blocks_per_tier[0]:
+            return hits
+        now, bs, p, st = self.now, self._bs, r.p, self.stats
+        plan = rst.plan(adm, now, self._link_free, self.links, self.block_bytes)
+        land = max(b + x for _, _, _, b, x in plan)
+        lead = adm.gpu_lead_blocks
+        t_lead, t_hits = min(lead * bs, p), min(hits * bs, p)
+        saved = self.cost.prefill_s(p - t_lead, t_lead) - self.cost.prefill_s(p - t_hits, t_hits)
+        st.restores_considered += 1
+        if rst.loses(land - now, saved):
+            st.restores_losing += 1
+            if self.config.restore_fallback:
+                st.restores_skipped += 1
+                return lead
+        ch, i = r.ch, r.i
+        pre = ch.prefill_s if r.first else []
+        restore_s, nbytes = rst.commit(plan, adm, now, self._link_free, self.ledger.links, self.links, pre,
+                                       ch.prefill_offsets[i] if pre else 0)
+        land = now + restore_s
+        if r.first:
+            c = self._cols
+            c["restored_bytes"][r.k] = nbytes
+            c["restore_s"][r.k] = restore_s
+            c["wait_link_s"][r.k] = max(b for _, _, _, b, _ in plan) - now
+        return self._overlap(r, plan, land, hits, lead)
+
+    def _overlap(self, r, plan: list, land: float, hits: int, lead: int) -> int:
+        """Apply the restore policy to a performed restore landing at ``land``; returns the hit blocks kept."""
+        policy = self.policy
+        if policy == "layerwise":
+            r.land = land
+            return hits
+        ready, kept = land, hits
+        if policy == "best-effort":
+            cfg = self.config
+            deadline = self.now + cfg.restore_timeout_s + cfg.restore_timeout_per_token_s * (hits - lead) * self._bs
+            if land > deadline:
+                ready = deadline
+                kept = lead + sum(rst.landed_blocks(blocks, b, b + x, self._setup(j), deadline)
+                                  for j, blocks, _, b, x in plan)
+                kept = min(kept, hits)
+                self.stats.restore_timeouts += 1
+        if r.ttft != r.ttft:
+            r.exposed_s += ready - self.now
+        r.ready, r.ready_t = False, ready
+        heapq.heappush(self._pending, (ready, r.seq, r.epoch, r))
+        return kept
+
+    def _setup(self, j: int) -> float:
+        link = self.links[j]
+        return link.setup_s if link is not None else 0.0
+
+    def _ready_due(self) -> None:
+        """Requests whose restores have landed (or timed out) may prefill."""
+        pend = self._pending
+        while pend and pend[0][0] <= self.now:
+            _, _, ep, r = heapq.heappop(pend)
+            if ep == r.epoch:
+                r.ready = True
+
+    # -- prefill done, finish ------------------------------------------------------------------------
+    def _prefill_complete(self, r) -> None:
+        """r's last chunk ran: cache its computed blocks; its first (or next) token is out."""
+        self.prefilling.remove(r)
+        self.h.prefill_done(r.adm)
+        if r.ttft != r.ttft:
+            r.ttft = self.now
+        r.out += 1
+        if r.out >= r.o:
+            self._finish(r)
+            return
+        r.decoding = True
+        r.kv0, r.g0 = r.p, self.G
+        self.d += 1
+        self.S += r.p
+        heapq.heappush(self._fin, (self.G + r.o - r.out, r.seq, r.epoch, r))
+        if r.grows:
+            self._push_boundary(r, self.G)
+
+    def _finish_due(self) -> None:
+        """Requests whose last decode step has run."""
+        fin, G = self._fin, self.G
+        while fin and fin[0][0] <= G:
+            _, _, ep, r = heapq.heappop(fin)
+            if ep == r.epoch:
+                kv = r.kv0 + (G - r.g0)
+                self.d -= 1
+                self.S -= kv
+                r.decoding = False
+                r.out = r.o
+                self._finish(r)
+
+    def _finish(self, r) -> None:
+        """r is done at ``now``: decode blocks cached, pins dropped, columns written."""
+        if r.dh and r.grows:
+            self._cache_decode(r, min(len(r.dh), max(0, (r.p0 + r.o - 1) // self._bs - r.p0 // self._bs)))
+        self.h.finish(r.adm)
+        r.epoch += 1
+        del self.running[r.seq]
+        self._in_system -= 1
+        self._release()
+        self._finish_columns(r)
+
+    # -- columns ---------------------------------------------------------------------------------------
+    def _first_columns(self, r, adm, kept: int, ht: int) -> None:
+        """Hits, wait and tier columns of r's first admission (its prompt counts once)."""
+        k, bs = r.k, self._bs
+        th = adm.hit_blocks_per_tier
+        tb = self.ledger.tier_hit_blocks
+        cols = self._tier_cols
+        if kept == adm.hit_blocks:
+            if kept == th[0]:
+                tb[0] += kept
+                cols[0][k] = ht
+            else:
+                last = adm.last_hit_tier
+                for j, b in enumerate(th):
+                    tb[j] += b
+                    cols[j][k] = b * bs + (ht - kept * bs if j == last else 0)
+        else:
+            self._kept_tiers(k, adm, kept, ht)
+        hit_blocks, missed, hit_tokens, recomputed, truncated, wait, prefill = self._first_cols
+        hit_blocks[k] = kept
+        missed[k] = r.ch.cacheable[r.i] - adm.prefix_hit_blocks
+        hit_tokens[k] = ht
+        recomputed[k] = adm.hit_blocks - kept
+        truncated[k] = adm.truncated
+        wait[k] = self._kv_clock() - r.kv_mark                  # the queue's wait for KV space (the rest: compute)
+        pre = r.ch.prefill_s
+        prefill[k] = pre[r.ch.prefill_offsets[r.i] + kept] if pre else 0.0
+        self._note_held()
+
+    def _kept_tiers(self, k: int, adm, kept: int, ht: int) -> None:
+        """Tier columns when fewer hits were kept than found (fallback, best-effort): the GPU lead, then what
+        landed per lower tier in tier order."""
+        bs = self._bs
+        th = adm.hit_blocks_per_tier
+        blocks = [adm.gpu_lead_blocks] + [0] * (len(th) - 1)
+        last = 0
+        left = kept - blocks[0]
+        for j in range(1, len(th)):
+            take = min(left, adm.restored_blocks_per_tier[j])
+            blocks[j] = take
+            left -= take
+            last = j if take else last
+        for j, b in enumerate(blocks):
+            self.ledger.tier_hit_blocks[j] += b
+            self._tier_cols[j][k] = b * bs + (ht - kept * bs if j == last else 0)
+
+    def _note_held(self) -> None:
+        """Peak of the GPU slots held by running requests (pinned + reserved), as the modeled engine counts it."""
+        held = self._held()
+        if held > self.ledger.peak_reserved_blocks:
+            self.ledger.peak_reserved_blocks = held
+
+    def _finish_columns(self, r) -> None:
+        """Times of a finished request."""
+        k, now = r.k, self.now
+        ttft_c, steps_c, exposed_c, wait_c, compute_c, finish_c, e2e_c, tpot_c, preempt_c = self._end_cols
+        ttft = r.ttft - r.arrival
+        ttft_c[k] = ttft
+        steps_c[k] = r.prefill_s
+        exposed_c[k] = r.exposed_s
+        rest = ttft - wait_c[k] - r.exposed_s - r.prefill_s
+        compute_c[k] = rest if rest > 1e-9 else 0.0      # float noise of the subtraction: 0
+        finish_c[k] = now
+        e2e_c[k] = now - r.arrival
+        tpot_c[k] = (now - r.ttft) / (r.o - 1) if r.o > 1 else _NAN
+        preempt_c[k] = r.preemptions
+
+    def _check(self) -> None:
+        """Invariants after an event (tests): the hierarchy's, the decode batch's and the budget's."""
+        self.h._check()
+        dec = [r for r in self.running.values() if r.decoding]
+        assert self.d == len(dec), (self.d, len(dec))
+        assert self.S == sum(r.kv0 + (self.G - r.g0) for r in dec), "decode context"
+        assert len(self.running) <= self.max_seqs
+        assert self.d <= self.budget

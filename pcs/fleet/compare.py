@@ -1,0 +1,56 @@
+"""``compare_routers``: one trace through the same fleet under several routers (``pcs compare --router``)."""
+from __future__ import annotations
+
+from typing import Any, Callable, Sequence
+
+from pcs.fleet.fleet import fleet_replay
+from pcs.schema import field, result
+
+__all__ = ["compare_routers", "RouterRow", "RouterCompare"]
+
+
+@result
+class RouterRow:
+    """One router's fleet figures (the fleet summary's headline keys)."""
+
+    router: str = field("-", "router name and options")
+    instances: int = field("count", "instances in the fleet")
+    router_stale_s: float = field("s", "delay of the router's view")
+    hit_ratio: float = field("ratio", "delivered hit ratio of the fleet")
+    captured_hit_ratio: float = field("ratio", "each instance's own ceiling, summed, / prompt tokens")
+    fleet_ceiling_hit_ratio: float = field("ratio", "single-sequence hit ratio of the whole trace")
+    imbalance_requests: float = field("ratio", "max / mean requests per instance")
+    imbalance_prompt_tokens: float = field("ratio", "max / mean prompt tokens per instance")
+    imbalance_busy_s: float | None = field("ratio", "max / mean busy_s per instance (compute step)")
+    ttft_p50_s: float | None = field("s", "median TTFT over the fleet")
+    ttft_p99_s: float | None = field("s", "99th percentile TTFT over the fleet")
+
+
+@result
+class RouterCompare:
+    """``pcs compare --router a --router b``: one row per router, in the order given."""
+
+    trace: str = field("-", "trace path")
+    routers: tuple[RouterRow, ...] = field("-", "one entry per router")
+
+
+def compare_routers(trace: Any, routers: Sequence[str], *, instances: int, router_stale_s: float = 0.0,
+                    progress: Callable[[int], None] | None = None, **replay_kwargs: Any) -> RouterCompare:
+    """Run :func:`pcs.fleet.fleet_replay` once per router (same trace, fleet and options).
+
+    Raises:
+        ValueError: no router, a router given twice; what :func:`fleet_replay` raises.
+    """
+    if not routers:
+        raise ValueError("give at least one --router")
+    if len(set(routers)) != len(routers):
+        raise ValueError(f"a --router is given twice: {', '.join(routers)}")
+    rows, name = [], "<requests>"
+    for r in routers:
+        s = fleet_replay(trace, instances=instances, router=r, router_stale_s=router_stale_s, progress=progress,
+                         **replay_kwargs).summary
+        name = s.trace
+        rows.append(RouterRow(s.router, s.instances, s.router_stale_s, s.hit_ratio, s.gap.captured_hit_ratio,
+                              s.gap.fleet_ceiling_hit_ratio, s.imbalance_requests, s.imbalance_prompt_tokens,
+                              s.imbalance_busy_s, s.ttft_p50_s, s.ttft_p99_s))
+    return RouterCompare(name, tuple(rows))

@@ -1,0 +1,244 @@
+"""``fleet_replay``: N instances behind a router -- route the trace, replay each instance's share, summarise.
+
+Mechanism (docs/semantics.md §17):
+
+1. every instance is one :func:`pcs.replay` deployment (its own GPU and
+   lower tiers, links and step scheduler, from the same options);
+2. the routing pass (:func:`pcs.fleet.route.route`) sends each request, in
+   arrival order, to one instance from the router's view: a cache index of
+   ``index_capacity_blocks`` ids per instance (the instance's tiers' blocks
+   together) and the requests in flight, each for its estimated service time
+   (:func:`service_times`);
+3. each instance replays its sub-trace (arrival times kept) with
+   :func:`pcs.replay`; with one instance that is the trace itself, so the
+   result is exactly the single-instance replay's;
+4. the fleet summary adds the instances up (:mod:`pcs.fleet.summary`).
+
+The router sees its own model of the caches, not the replayed tiers (the
+instances are replayed after routing); that is what an approximate router
+(SGLang's, llm-d's approximate scorer, Dynamo without KV events) sees too.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import numpy as np
+
+from pcs.blocks import BlockRules, SingleSequenceResult
+from pcs.fleet.index import CacheIndex
+from pcs.fleet.route import route
+from pcs.fleet.routers import parse_router
+from pcs.fleet.summary import FleetGap, FleetSummary, InstanceLoad
+from pcs.trace.batches import as_batches, reiterable
+from pcs.trace.request import RequestBatch, concat_batches
+
+__all__ = ["fleet_replay", "FleetResult", "service_times", "subset_batch", "MAX_INSTANCES"]
+
+#: Most instances a fleet may have (a bound on memory and run time, not a modelling limit).
+MAX_INSTANCES = 4096
+
+
+@dataclass(frozen=True, slots=True)
+class FleetResult:
+    """The outcome of :func:`fleet_replay`.
+
+    Attributes:
+        summary: :class:`pcs.fleet.summary.FleetSummary` (``to_dict()`` is the JSON).
+        assignment: int64 array, shape (requests,): the instance of each request in trace order.
+        requests: pyarrow Table, one row per request in trace order: the replay's
+            columns (:data:`pcs.engine.summary.REQUEST_COLUMNS`, ``request_id`` = trace position) and ``instance``.
+    """
+
+    summary: FleetSummary
+    assignment: np.ndarray
+    requests: Any
+
+
+class _SubTrace:
+    """One instance's share of a trace: a single in-memory batch, named after the trace."""
+
+    def __init__(self, name: str, batch: RequestBatch) -> None:
+        self.name = name
+        self.block_size = batch.block_size
+        self._batch = batch
+
+    def iter_batches(self):
+        yield self._batch
+
+
+def subset_batch(batch: RequestBatch, rows: np.ndarray) -> RequestBatch:
+    """The rows ``rows`` (int64, sorted, shape (m,)) of ``batch`` as a batch renumbered from 0."""
+    counts = np.diff(batch.block_offsets)
+    owner = np.repeat(np.arange(len(batch)), counts)
+    keep = np.zeros(len(batch), dtype=bool)
+    keep[rows] = True
+    offs = np.zeros(rows.shape[0] + 1, dtype=np.int64)
+    np.cumsum(counts[rows], out=offs[1:])
+
+    def col(c):
+        return None if c is None else c[rows]
+
+    def tup(t):
+        return None if t is None else tuple(t[i] for i in rows.tolist())
+
+    return RequestBatch(0, batch.block_size, batch.arrival_s[rows], batch.prompt_tokens[rows],
+                        batch.output_tokens[rows], offs, batch.block_hashes[keep[owner]], col(batch.session_id),
+                        col(batch.parent_id), col(batch.turn), tup(batch.type), tup(batch.extra_keys))
+
+
+def service_times(batch: RequestBatch, compute: Any) -> np.ndarray:
+    """float64 (n,): seconds a request keeps an instance busy in the router's estimate.
+
+    ``compute.prefill_s(prompt_tokens)`` (from scratch) + ``output_tokens x
+    compute.decode_s_per_token(context)`` when the model has it
+    (:class:`pcs.compute.ComputeModel`), the context being the prompt rounded
+    up to whole blocks (the pages a decode step reads; one evaluation per
+    distinct block count); no queueing, no hits (the router does not know
+    them in advance).
+    """
+    prompt = batch.prompt_tokens
+    total = np.asarray(compute.prefill_s(prompt, np.zeros_like(prompt)), dtype=np.float64) * np.ones(len(batch))
+    decode = getattr(compute, "decode_s_per_token", None)
+    if decode is not None and len(batch):
+        bs = batch.block_size
+        ctx, inv = np.unique(-(-prompt // bs) * bs, return_inverse=True)
+        per = np.asarray(decode(ctx), dtype=np.float64).reshape(-1)
+        total = total + batch.output_tokens * per[inv]
+    return total
+
+
+def _setup(source: Any, kw: dict) -> tuple[int, Any, BlockRules]:
+    """(index slots per instance = the tiers' blocks together, compute model, rules) as pcs.replay builds them."""
+    from pcs.engine import api
+
+    opts = api._options(kw.get("timing"), kw.get("policy"), kw.get("write_policy"), kw.get("tp"), "auto", None)
+    tier_specs = api._tier_specs(kw.get("tiers"), kw.get("tier_policies"), kw.get("links"))
+    spec, gpu = api._model_and_gpu(kw.get("model"), kw.get("dtype"), kw.get("hardware"), kw.get("hardware_table"),
+                                   opts.tp)
+    bs = api._block_size(source)
+    tier_specs, _, bpb, _, _ = api._tier_bytes_and_links(
+        spec, gpu, bs, tier_specs, kw.get("links"), opts.tp, kw.get("hardware_table"),
+        kw.get("gpu_memory_utilization"), kw.get("kv_reserve"))
+    tiers = api._build_tiers(tier_specs, bpb, opts.policy, dict(kw.get("tier_policies") or {}),
+                             kw.get("protected_share"))
+    compute = kw.get("compute") or api._compute_model(spec, gpu, opts.tp, bs)
+    return sum(t.capacity_blocks for t in tiers), compute, kw.get("rules") or BlockRules()
+
+
+def _ceiling(source: Any, rules: BlockRules) -> SingleSequenceResult:
+    """The single-sequence hits of ``source`` (docs/semantics.md §12), by the scan the replay's summary uses."""
+    from pcs.engine import fastpath
+
+    return fastpath.single_results(fastpath.scan(source, 0, rules, None, check=False))[0]
+
+
+def _ratio(num: int, den: int) -> float | None:
+    return num / den if den else None
+
+
+def _imbalance(values: list) -> float | None:
+    mean = sum(values) / len(values) if values else 0
+    return max(values) / mean if mean > 0 else None
+
+
+def _pct(values: np.ndarray, q: float) -> float | None:
+    values = values[~np.isnan(values)]
+    return float(np.percentile(values, q)) if len(values) else None
+
+
+def _instance_row(i: int, sub: Any, s: Any, table: Any, rules: BlockRules, held: int) -> InstanceLoad:
+    """One instance's :class:`InstanceLoad` from its sub-trace, replay summary (None if idle) and requests table."""
+    if s is None:
+        return InstanceLoad(i, 0, 0, 0, None, 0, None, None, None, None, held)
+    ceiling = _ceiling(sub, rules)
+    busy = s.scheduler.with_cache.busy_s if s.scheduler is not None else None
+    ttft = table.column("ttft_s").to_numpy(zero_copy_only=False).astype(np.float64)
+    modeled = s.timing == "modeled"
+    return InstanceLoad(i, s.requests, s.prompt_tokens, s.hit_tokens, s.hit_ratio, ceiling.hit_tokens,
+                        ceiling.hit_ratio, busy,
+                        _pct(ttft, 50) if modeled else None, _pct(ttft, 99) if modeled else None, held)
+
+
+def _requests_table(tables: list, rows: list) -> Any:
+    """The instances' request tables as one, in trace order, ``request_id`` = trace position, plus ``instance``."""
+    import pyarrow as pa
+
+    parts = []
+    for i, (t, r) in enumerate(zip(tables, rows)):
+        if t is None:
+            continue
+        t = t.set_column(t.schema.get_field_index("request_id"), "request_id", pa.array(r, type=pa.int64()))
+        parts.append(t.append_column("instance", pa.array(np.full(len(r), i, dtype=np.int64))))
+    whole = pa.concat_tables(parts)
+    return whole.take(pa.array(np.argsort(whole.column("request_id").to_numpy(), kind="stable")))
+
+
+def _summary(name: str, router, stale_s: float, cap: int, source: Any, batch: RequestBatch, rules: BlockRules,
+             loads: list, summaries: list, table: Any) -> FleetSummary:
+    """Add the instances up (docs/semantics.md §17)."""
+    prompt = int(batch.prompt_tokens.sum())
+    ceiling = _ceiling(source, rules).hit_tokens
+    captured = sum(x.ceiling_hit_tokens for x in loads)
+    hits = sum(x.hit_tokens for x in loads)
+    c, k, d = (ceiling / prompt, captured / prompt, hits / prompt) if prompt else (0.0, 0.0, 0.0)
+    busy = [x.busy_s or 0.0 for x in loads]
+    modeled = any(s is not None and s.timing == "modeled" for s in summaries)
+    ttft = table.column("ttft_s").to_numpy(zero_copy_only=False).astype(np.float64)
+    return FleetSummary(
+        trace=name, instances=len(loads), router=router.describe(), router_source=router.source,
+        router_stale_s=stale_s, index_capacity_blocks=cap, requests=len(batch), prompt_tokens=prompt,
+        hit_tokens=hits, hit_ratio=d, gap=FleetGap(c, k, d, c - k, k - d),
+        imbalance_requests=_imbalance([x.requests for x in loads]) or 1.0,
+        imbalance_prompt_tokens=_imbalance([x.prompt_tokens for x in loads]) or 1.0,
+        imbalance_busy_s=_imbalance(busy) if any(x.busy_s is not None for x in loads) else None,
+        ttft_p50_s=_pct(ttft, 50) if modeled else None, ttft_p99_s=_pct(ttft, 99) if modeled else None,
+        per_instance=tuple(loads), instance_summaries=tuple(summaries))
+
+
+def fleet_replay(trace: Any = None, *, instances: int = 1, router: Any = "round-robin", router_stale_s: float = 0.0,
+                 progress: Callable[[int], None] | None = None, **replay_kwargs: Any) -> FleetResult:
+    """Replay a trace through ``instances`` instances behind a router.
+
+    Args:
+        trace: as :func:`pcs.replay` (a path, a Trace, requests, None = the bundled sample).
+        instances: instances in the fleet (1 .. :data:`MAX_INSTANCES`); each gets the tiers,
+            links and scheduler ``replay_kwargs`` describe.
+        router: a name of :data:`pcs.fleet.routers.ROUTERS` with options (``"cache-aware:overlap=2,load=1"``)
+            or a Router.
+        router_stale_s: seconds between a cache event and the router's view of it (>= 0).
+        progress: called with the number of requests done by each instance's replay.
+        **replay_kwargs: the keyword arguments of :func:`pcs.replay` (model, hardware, tp, tiers, ...).
+    Returns:
+        :class:`FleetResult`.
+    Raises:
+        ValueError: instances out of range, an unknown router or option, a negative delay, ``session``
+            on a trace without session ids; and what :func:`pcs.replay` raises.
+    """
+    from pcs.engine.api import replay
+
+    if isinstance(instances, bool) or not isinstance(instances, int) or not 1 <= instances <= MAX_INSTANCES:
+        raise ValueError(f"--instances must be an int in 1..{MAX_INSTANCES}, got {instances!r}")
+    source = reiterable(trace)
+    batch = concat_batches(list(as_batches(source)), block_size=getattr(source, "block_size", None))
+    if len(batch) == 0:
+        raise ValueError("the trace has no requests")
+    cap, compute, rules = _setup(source, replay_kwargs)
+    # one compute model for every instance (the one pcs.replay would build; its KV-read memo is then shared)
+    replay_kwargs = dict(replay_kwargs, compute=compute)
+    chooser = parse_router(router, instances)
+    index = CacheIndex([cap] * instances, router_stale_s)
+    assignment = route(batch, rules, chooser, index, service_times(batch, compute))
+    name = getattr(source, "name", None) or str(getattr(source, "path", "<requests>"))
+    rows_of, loads, summaries, tables = [], [], [], []
+    for i in range(instances):
+        rows = np.flatnonzero(assignment == i)
+        sub = source if instances == 1 else _SubTrace(f"{name} [instance {i}]", subset_batch(batch, rows))
+        res = replay(sub, progress=progress, **replay_kwargs) if len(rows) else None
+        rows_of.append(rows)
+        summaries.append(res.summary if res is not None else None)
+        tables.append(res.requests if res is not None else None)
+        loads.append(_instance_row(i, sub, summaries[-1], tables[-1], rules, index.held_blocks(i)))
+    table = _requests_table(tables, rows_of)
+    summary = _summary(name, chooser, float(router_stale_s), cap, source, batch, rules, loads, summaries, table)
+    return FleetResult(summary, assignment, table)

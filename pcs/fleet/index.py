@@ -1,0 +1,136 @@
+"""The router's view of each instance: a block index (exact or stale) and the load in flight.
+
+Routers that look at caches (``prefix``, ``cache-aware``) read a
+:class:`CacheIndex`; routers that balance load read a :class:`LoadTracker`.
+Both are mechanism; the choice is the routers' (``pcs.fleet.routers``).
+
+The index is the router's *model* of each instance's cache, the way
+routers keep one (docs/semantics.md §17):
+
+- each instance is an LRU set of block ids of ``capacity_blocks`` slots
+  (the instance's tiers together); routing a request there stores its
+  cacheable blocks (docs/semantics.md §2) and touches those already held,
+  evicting least-recently-stored ids past the capacity -- as SGLang's
+  router keeps an approximate radix tree per worker from the requests it
+  routes (``sgl-router`` cache_aware policy) and llm-d's approximate
+  prefix-cache scorer keeps an LRU of the prefixes sent to each pod;
+- every store and eviction is an event ``(time_s, instance, kind, id)`` in a
+  time-ordered log; with ``stale_s > 0`` the router's view applies an event
+  only once ``time_s + stale_s`` has passed -- KV events reach the router
+  late (vLLM ``BlockStored`` / ``BlockRemoved`` published over ZMQ, read by
+  llm-d's kv-cache indexer and Dynamo's KV router).
+
+The lookup is the prefix rule (docs/semantics.md §3): leading blocks held,
+stopping at the first miss.
+"""
+from __future__ import annotations
+
+import heapq
+from collections import OrderedDict, deque
+from typing import Sequence
+
+__all__ = ["CacheIndex", "LoadTracker"]
+
+_STORE, _EVICT = 0, 1
+
+
+class CacheIndex:
+    """Per-instance LRU sets of block ids, and the router's possibly stale view of them.
+
+    Args:
+        capacity_blocks: slots per instance (one int per instance, each >= 0).
+        stale_s: seconds between a store/evict and the router seeing it (>= 0; 0 = exact).
+    Raises:
+        ValueError: no instance, a negative capacity or delay.
+    """
+
+    def __init__(self, capacity_blocks: Sequence[int], stale_s: float = 0.0) -> None:
+        if not capacity_blocks:
+            raise ValueError("a fleet needs at least one instance")
+        if any(int(c) < 0 for c in capacity_blocks):
+            raise ValueError(f"index capacities must be >= 0 blocks, got {list(capacity_blocks)}")
+        if not stale_s >= 0:
+            raise ValueError(f"--router-stale-s must be >= 0 seconds, got {stale_s!r}")
+        self.capacity_blocks = [int(c) for c in capacity_blocks]
+        self.stale_s = float(stale_s)
+        self._truth: list[OrderedDict] = [OrderedDict() for _ in capacity_blocks]
+        self._view: list = self._truth if self.stale_s == 0 else [set() for _ in capacity_blocks]
+        self._log: deque = deque()
+
+    def advance(self, now_s: float) -> None:
+        """Apply to the view every logged event older than ``now_s - stale_s`` (no-op when exact)."""
+        log = self._log
+        cut = now_s - self.stale_s
+        view = self._view
+        while log and log[0][0] <= cut:
+            _, i, kind, b = log.popleft()
+            if kind == _STORE:
+                view[i].add(b)
+            else:
+                view[i].discard(b)
+
+    def match(self, instance: int, blocks: Sequence[int]) -> int:
+        """Leading ids of ``blocks`` in the router's view of ``instance`` (stop at the first miss)."""
+        held = self._view[instance]
+        k = 0
+        for b in blocks:
+            if b not in held:
+                break
+            k += 1
+        return k
+
+    def store(self, instance: int, blocks: Sequence[int], now_s: float) -> None:
+        """The instance computed or reused ``blocks`` at ``now_s``: store new ids, touch held ones, evict LRU."""
+        lru = self._truth[instance]
+        cap = self.capacity_blocks[instance]
+        logged = self.stale_s > 0
+        for b in blocks:
+            if b in lru:
+                lru.move_to_end(b)
+                continue
+            if cap == 0:
+                return
+            lru[b] = None
+            if logged:
+                self._log.append((now_s, instance, _STORE, b))
+            if len(lru) > cap:
+                old, _ = lru.popitem(last=False)
+                if logged:
+                    self._log.append((now_s, instance, _EVICT, old))
+
+    def held_blocks(self, instance: int) -> int:
+        """Ids the instance holds now (the truth, not the view); never above its capacity."""
+        return len(self._truth[instance])
+
+
+class LoadTracker:
+    """Requests and prompt tokens in flight per instance, as the router counts them.
+
+    A request is in flight on its instance from its arrival until
+    ``arrival_s + service_s`` (the router's estimate: prefill from scratch
+    plus its decode steps, no queueing; :func:`pcs.fleet.fleet.service_times`).
+    Routers count outstanding requests this way (SGLang router: running
+    requests per worker; Dynamo: active blocks per worker).
+
+    Args:
+        instances: number of instances (>= 1).
+    """
+
+    def __init__(self, instances: int) -> None:
+        self.requests = [0] * instances
+        self.tokens = [0] * instances
+        self._ends: list = []
+
+    def advance(self, now_s: float) -> None:
+        """Retire every request whose estimated end is at or before ``now_s``."""
+        ends = self._ends
+        while ends and ends[0][0] <= now_s:
+            _, i, tokens = heapq.heappop(ends)
+            self.requests[i] -= 1
+            self.tokens[i] -= tokens
+
+    def add(self, instance: int, tokens: int, end_s: float) -> None:
+        """A request of ``tokens`` prompt tokens was routed to ``instance`` and ends at ``end_s`` (s)."""
+        self.requests[instance] += 1
+        self.tokens[instance] += tokens
+        heapq.heappush(self._ends, (end_s, instance, tokens))

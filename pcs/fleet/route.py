@@ -1,0 +1,60 @@
+"""The routing pass: each request of a trace, in arrival order, to one instance (docs/semantics.md §17).
+
+For each request: retire the load that ended (:class:`pcs.fleet.index.LoadTracker`),
+bring the router's view up to date (:meth:`CacheIndex.advance`), ask the
+router, then record the choice: the request's cacheable blocks are stored in
+the chosen instance's index and its load is added until ``arrival_s +
+service_s``. The router never sees the future: only requests that arrived
+before it, and (stale view) only events older than the delay.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from pcs.blocks import BlockRules
+from pcs.fleet.index import CacheIndex, LoadTracker
+from pcs.fleet.routers import Request, Router
+
+__all__ = ["route"]
+
+
+def route(batch: Any, rules: BlockRules, router: Router, index: CacheIndex,
+          service_s: np.ndarray) -> np.ndarray:
+    """The instance of every request of ``batch``.
+
+    Args:
+        batch: :class:`pcs.trace.request.RequestBatch` of the whole trace (arrival order).
+        rules: block rules (which ids may hit, which are stored).
+        router: the routing rule; index: the router's cache index (updated in place).
+        service_s: float64, shape (n,): seconds each request stays in flight (the router's estimate).
+    Returns:
+        int64 array, shape (n,): 0-based instance per request.
+    Raises:
+        ValueError: as the router raises (e.g. ``session`` without session ids).
+    """
+    n = len(batch)
+    out = np.empty(n, dtype=np.int64)
+    load = LoadTracker(router.instances)
+    arrival = batch.arrival_s.tolist()
+    prompt = batch.prompt_tokens.tolist()
+    off = batch.block_offsets.tolist()
+    ids = batch.block_hashes.tolist()
+    sessions = batch.session_id.tolist() if batch.session_id is not None else None
+    ends = (batch.arrival_s + np.asarray(service_s, dtype=np.float64)).tolist()
+    bs = batch.block_size
+    req = Request()
+    for k in range(n):
+        t, p = arrival[k], prompt[k]
+        row = ids[off[k]:off[k + 1]]
+        load.advance(t)
+        index.advance(t)
+        req.position, req.arrival_s, req.prompt_tokens = k, t, p
+        req.blocks = row[:rules.max_hit_blocks(p, len(row), bs)]
+        req.session_id = sessions[k] if sessions is not None else None
+        i = router.choose(req, index, load)
+        out[k] = i
+        index.store(i, row[:rules.cacheable_blocks(p, len(row), bs)], t)
+        load.add(i, p, ends[k])
+    return out

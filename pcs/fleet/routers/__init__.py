@@ -1,0 +1,117 @@
+"""Routers behind a registry: one module per router, each citing its source (docs/semantics.md §17).
+
+A router picks the instance of each request in arrival order from what a
+real router sees (:class:`Request`): the request, the router's cache index
+and the load in flight (:mod:`pcs.fleet.index`). It holds no cache state of
+its own (mechanism apart from policy).
+
+``parse_router("cache-aware:overlap=2,load=1")`` -> a router instance; the
+options of each router are its ``OPTIONS`` (name -> (type, default, meaning)).
+"""
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+__all__ = ["ROUTERS", "Request", "Router", "parse_router", "router_names"]
+
+#: Router name -> module under pcs.fleet.routers.
+ROUTERS = {
+    "round-robin": "round_robin",
+    "random": "random_choice",
+    "least-loaded": "least_loaded",
+    "session": "session",
+    "consistent-hash": "consistent_hash",
+    "prefix": "prefix",
+    "cache-aware": "cache_aware",
+}
+
+
+def router_names() -> tuple[str, ...]:
+    """The registered router names, in registry order."""
+    return tuple(ROUTERS)
+
+
+@dataclass(slots=True)
+class Request:
+    """What a router sees of one request (reused from request to request).
+
+    Attributes:
+        position: 0-based position in the trace.
+        arrival_s: arrival time, seconds.
+        prompt_tokens: prompt length, tokens.
+        blocks: the ids that may hit (``BlockRules.max_hit_blocks`` leading ids), list of int.
+        session_id: the trace's session/conversation id, or None.
+    """
+
+    position: int = 0
+    arrival_s: float = 0.0
+    prompt_tokens: int = 0
+    blocks: Sequence[int] = ()
+    session_id: int | None = None
+
+
+class Router:
+    """Base of the routers: options checked and stored; ``choose`` is each router's rule.
+
+    Class attributes:
+        name: registry name; source: where the rule comes from;
+        OPTIONS: option name -> (type, default, meaning); uses_index: reads the cache index.
+    """
+
+    name = ""
+    source = ""
+    OPTIONS: dict[str, tuple[type, Any, str]] = {}
+    uses_index = False
+
+    def __init__(self, instances: int, **options: Any) -> None:
+        self.instances = int(instances)
+        for k, v in options.items():
+            if k not in self.OPTIONS:
+                valid = ", ".join(self.OPTIONS) or "none"
+                raise ValueError(f"router {self.name!r} has no option {k!r}; valid: {valid}")
+        self.options = {k: options.get(k, d) for k, (_, d, _) in self.OPTIONS.items()}
+
+    def choose(self, req: Request, index: Any, load: Any) -> int:
+        """The instance (0-based) of ``req``; ``index``: CacheIndex, ``load``: LoadTracker."""
+        raise NotImplementedError
+
+    def describe(self) -> str:
+        """``name`` and its options, e.g. ``cache-aware:overlap=2.0,load=1.0``."""
+        opts = ",".join(f"{k}={v}" for k, v in self.options.items())
+        return f"{self.name}:{opts}" if opts else self.name
+
+
+def _convert(router: str, key: str, typ: type, text: str) -> Any:
+    try:
+        value = typ(text)
+    except ValueError:
+        raise ValueError(f"router {router!r}: option {key}={text!r} is not a {typ.__name__}") from None
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and value < 0:
+        raise ValueError(f"router {router!r}: option {key} must be >= 0, got {text}")
+    return value
+
+
+def parse_router(spec: str | Router, instances: int) -> Router:
+    """``NAME`` or ``NAME:opt=v,opt=v`` -> a router for ``instances`` instances.
+
+    Raises:
+        ValueError: unknown router or option, a value of the wrong type or < 0.
+    """
+    if isinstance(spec, Router):
+        return spec
+    name, _, rest = str(spec).strip().partition(":")
+    name = name.strip().lower()
+    if name not in ROUTERS:
+        raise ValueError(f"unknown router {name!r}; valid: {', '.join(ROUTERS)}")
+    cls = importlib.import_module(f"pcs.fleet.routers.{ROUTERS[name]}").ROUTER
+    options: dict[str, Any] = {}
+    for part in filter(None, (p.strip() for p in rest.split(","))):
+        key, sep, text = part.partition("=")
+        key = key.strip().lower()
+        if not sep or key not in cls.OPTIONS:
+            valid = ", ".join(f"{k}=" for k in cls.OPTIONS) or "none"
+            raise ValueError(f"router {name!r}: bad option {part!r}; valid: {valid}")
+        options[key] = _convert(name, key, cls.OPTIONS[key][0], text.strip())
+    return cls(instances, **options)

@@ -1,0 +1,44 @@
+"""``consistent-hash``: a hash ring keyed by the request's first ``k`` blocks (option ``k``, default 4).
+
+Ids are chained (docs/semantics.md §1): block j's id names the whole prefix
+up to j, so the key is the id of block ``min(k, n) - 1`` (a request with no
+hittable block keys on its position). The ring holds ``vnodes`` (default
+100) points per instance at ``splitmix64(instance * 2**32 + v)``; a key goes
+to the first point clockwise of ``splitmix64(key)`` (Karger et al., STOC'97;
+the ring of vLLM production-stack's prefix/session hashing). k = 4 is pcs's
+choice (no engine default); every Mooncake request starts with id 0, so
+k = 1 sends the whole trace to one instance.
+"""
+from __future__ import annotations
+
+from bisect import bisect_left
+
+from pcs.fleet.routers import Router
+from pcs.fleet.routers.session import splitmix64
+
+__all__ = ["ROUTER"]
+
+
+class ConsistentHash(Router):
+    """The ring point at or after ``splitmix64(key)`` (wrapping), key = id of block min(k, n) - 1."""
+
+    name = "consistent-hash"
+    source = "Karger et al. STOC'97 hash ring; vLLM production-stack hashing routers"
+    OPTIONS = {"k": (int, 4, "leading blocks in the key"), "vnodes": (int, 100, "ring points per instance")}
+
+    def __init__(self, instances: int, **options) -> None:
+        super().__init__(instances, **options)
+        if self.options["k"] < 1 or self.options["vnodes"] < 1:
+            raise ValueError("router 'consistent-hash': k and vnodes must be >= 1")
+        ring = sorted((splitmix64((i << 32) + v), i) for i in range(instances) for v in range(self.options["vnodes"]))
+        self._points = [p for p, _ in ring]
+        self._owner = [i for _, i in ring]
+
+    def choose(self, req, index, load) -> int:
+        blocks = req.blocks
+        key = int(blocks[min(self.options["k"], len(blocks)) - 1]) if len(blocks) else (1 << 63) + req.position
+        j = bisect_left(self._points, splitmix64(key & ((1 << 64) - 1)))
+        return self._owner[j % len(self._owner)]
+
+
+ROUTER = ConsistentHash

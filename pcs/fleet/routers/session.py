@@ -1,0 +1,42 @@
+"""``session``: sticky by the trace's session (conversation) id.
+
+A session's requests all go to ``splitmix64(session_id) mod N`` (a stable
+hash: the same session, the same instance, whatever came before). Source:
+vLLM production-stack ``--routing-logic session`` (sticky by a session
+header), SGLang router's consistent hashing by routing key.
+
+A trace without session ids (Mooncake's FAST'25 release has none) is an
+error: stickiness by an id that does not exist would be a different router
+(use ``consistent-hash``, which keys on the first blocks).
+"""
+from __future__ import annotations
+
+from pcs.fleet.routers import Router
+
+__all__ = ["ROUTER", "splitmix64"]
+
+_MASK = (1 << 64) - 1
+
+
+def splitmix64(x: int) -> int:
+    """SplitMix64's finaliser (Steele et al., OOPSLA'14) of a 64-bit int: a stable, well-mixed hash."""
+    x = (x + 0x9E3779B97F4A7C15) & _MASK
+    x = ((x ^ (x >> 30)) * 0xBF58476D1CE4E5B9) & _MASK
+    x = ((x ^ (x >> 27)) * 0x94D049BB133111EB) & _MASK
+    return x ^ (x >> 31)
+
+
+class Session(Router):
+    """``splitmix64(session_id) mod instances``; ValueError on a request without a session id."""
+
+    name = "session"
+    source = "vLLM production-stack session routing; SGLang router routing key"
+
+    def choose(self, req, index, load) -> int:
+        if req.session_id is None:
+            raise ValueError("router 'session' needs session ids, and this trace has none (Mooncake's has "
+                             "none); use --router consistent-hash (keyed on the first blocks) instead")
+        return splitmix64(int(req.session_id) & _MASK) % self.instances
+
+
+ROUTER = Session

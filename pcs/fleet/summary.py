@@ -1,0 +1,76 @@
+"""The typed fleet summary: what ``pcs.fleet_replay(...).summary`` holds and ``pcs replay --instances N`` prints.
+
+Per-instance load and hit ratio, the load imbalance, TTFT percentiles over
+the whole fleet and the fleet gap split (docs/semantics.md §17): reuse that
+exists in the fleet's traffic (the single-sequence ceiling of the whole
+trace) >= reuse the routing captured (each instance's own sub-trace
+ceiling, summed) >= reuse delivered (the real hits). Keys in docs/json.md.
+"""
+from __future__ import annotations
+
+from pcs.engine.result import ReplaySummary
+from pcs.schema import field, result
+
+__all__ = ["FleetSummary", "FleetGap", "InstanceLoad"]
+
+
+@result
+class FleetGap:
+    """Where the fleet's reuse goes: ceiling >= captured >= delivered (token-weighted hit ratios)."""
+
+    fleet_ceiling_hit_ratio: float = field("ratio", "single-sequence hit ratio of the whole trace (one infinite "
+                                                    "cache seeing every request; docs/semantics.md §12)")
+    captured_hit_ratio: float = field("ratio", "each instance's single-sequence hit tokens on its own sub-trace, "
+                                               "summed, / the fleet's prompt tokens")
+    delivered_hit_ratio: float = field("ratio", "real hit tokens of all instances / the fleet's prompt tokens")
+    lost_to_routing: float = field("ratio", "fleet_ceiling_hit_ratio - captured_hit_ratio: reuse split across "
+                                            "instances by the router")
+    lost_in_instances: float = field("ratio", "captured_hit_ratio - delivered_hit_ratio: finite tiers and "
+                                              "concurrency inside the instances (< 0 when output blocks cached "
+                                              "under the next turn's ids hit: the ceiling counts prompts only)")
+
+
+@result
+class InstanceLoad:
+    """One instance of the fleet: what the router sent it and what it delivered."""
+
+    instance: int = field("count", "0-based instance index")
+    requests: int = field("count", "requests routed to the instance")
+    prompt_tokens: int = field("tokens", "their prompt tokens")
+    hit_tokens: int = field("tokens", "their hit tokens (real)")
+    hit_ratio: float | None = field("ratio", "hit_tokens / prompt_tokens; null for an idle instance")
+    ceiling_hit_tokens: int = field("tokens", "single-sequence hit tokens of the instance's sub-trace (one "
+                                              "infinite cache seeing only its requests)")
+    ceiling_hit_ratio: float | None = field("ratio", "ceiling_hit_tokens / prompt_tokens")
+    busy_s: float | None = field("s", "sum of the instance's step times (compute step); null otherwise")
+    ttft_p50_s: float | None = field("s", "median TTFT of the instance's requests (modeled timing)")
+    ttft_p99_s: float | None = field("s", "99th percentile TTFT of the instance's requests (modeled timing)")
+    index_blocks_end: int = field("blocks", "ids in the router's index of the instance at the end (<= "
+                                            "index_capacity_blocks)")
+
+
+@result
+class FleetSummary:
+    """Everything ``pcs replay --instances N`` reports (the JSON object of ``--format json``)."""
+
+    trace: str = field("-", "trace path, or <requests> for an in-memory trace")
+    instances: int = field("count", "instances in the fleet, each with the tiers of one replay")
+    router: str = field("-", "router name and options (pcs.fleet.routers)")
+    router_source: str = field("-", "where the router's rule comes from")
+    router_stale_s: float = field("s", "delay between a cache event and the router seeing it (0 = exact view)")
+    index_capacity_blocks: int = field("blocks", "slots of the router's index per instance: the instance's "
+                                                 "tiers' blocks together")
+    requests: int = field("count", "requests of the trace (= the sum over instances)")
+    prompt_tokens: int = field("tokens", "sum of prompt tokens")
+    hit_tokens: int = field("tokens", "sum of real hit tokens over instances")
+    hit_ratio: float = field("ratio", "hit_tokens / prompt_tokens (= gap.delivered_hit_ratio)")
+    gap: FleetGap = field("-", "the fleet gap split: ceiling >= captured >= delivered")
+    imbalance_requests: float = field("ratio", "max / mean requests per instance (1 = even; >= 1)")
+    imbalance_prompt_tokens: float = field("ratio", "max / mean prompt tokens per instance")
+    imbalance_busy_s: float | None = field("ratio", "max / mean busy_s per instance (compute step); null otherwise")
+    ttft_p50_s: float | None = field("s", "median TTFT over every request of the fleet (modeled timing)")
+    ttft_p99_s: float | None = field("s", "99th percentile TTFT over every request of the fleet")
+    per_instance: tuple[InstanceLoad, ...] = field("-", "one entry per instance, in index order")
+    instance_summaries: tuple[ReplaySummary | None, ...] = field(
+        "-", "each instance's full replay summary (keys as pcs replay's); null for an idle instance")
+    notes: tuple[str, ...] = field("-", "notes on the run (printed to stderr by the CLI)", default=())

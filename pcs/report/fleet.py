@@ -1,0 +1,70 @@
+"""Plain-text report of a fleet replay (``pcs replay --instances N``) and of a router comparison.
+
+First the fleet gap split (docs/semantics.md §17): the reuse in the fleet's
+traffic, what the routing captured, what the instances delivered; then one
+row per instance (load, hit ratio, TTFT); then the router columns of
+``pcs compare --router``.
+"""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from pcs.report.table import render_table
+from pcs.units import format_count, format_duration, format_percent, format_points
+
+__all__ = ["render_fleet", "render_router_compare"]
+
+
+def _pct(x: float | None) -> str | None:
+    return None if x is None else format_percent(x)
+
+
+def _s(x: float | None) -> str | None:
+    return None if x is None else format_duration(x)
+
+
+def _ratio(x: float | None) -> str | None:
+    return None if x is None else f"{x:.2f}"
+
+
+def _gap_rows(s: dict[str, Any]) -> list[list]:
+    g = s["gap"]
+    return [
+        ["fleet ceiling (whole trace, one infinite cache)", format_percent(g["fleet_ceiling_hit_ratio"]), ""],
+        ["captured by routing (each instance's own ceiling)", format_percent(g["captured_hit_ratio"]),
+         f"{format_points(-g['lost_to_routing'])} split across instances"],
+        ["delivered (real hits)", format_percent(g["delivered_hit_ratio"]),
+         f"{format_points(-g['lost_in_instances'])} finite tiers, concurrency (+: output blocks of earlier turns)"],
+        ["imbalance (max/mean requests, tokens, busy)",
+         f"{s['imbalance_requests']:.2f} / {s['imbalance_prompt_tokens']:.2f} / "
+         f"{_ratio(s['imbalance_busy_s']) or '-'}", ""],
+        ["TTFT p50 / p99", f"{_s(s['ttft_p50_s']) or '-'} / {_s(s['ttft_p99_s']) or '-'}", ""],
+    ]
+
+
+def render_fleet(s: dict[str, Any]) -> str:
+    """The fleet summary dict (:meth:`pcs.fleet.FleetSummary.to_dict`) as text."""
+    stale = f", view {format_duration(s['router_stale_s'])} stale" if s["router_stale_s"] else ", exact view"
+    title = (f"pcs replay: {s['trace']} | {s['instances']} instances | router {s['router']}{stale} | "
+             f"index {format_count(s['index_capacity_blocks'])} blocks per instance")
+    top = render_table(["fleet", "hit ratio", ""], _gap_rows(s), title=title)
+    rows = [[x["instance"], format_count(x["requests"]), format_count(x["prompt_tokens"]), _pct(x["hit_ratio"]),
+             _pct(x["ceiling_hit_ratio"]), _s(x["busy_s"]), _s(x["ttft_p50_s"]), _s(x["ttft_p99_s"])]
+            for x in s["per_instance"]]
+    per = render_table(["instance", "requests", "prompt tokens", "hit ratio", "ceiling", "busy", "TTFT p50",
+                        "TTFT p99"], rows)
+    return f"{top}\n\n{per}"
+
+
+_COMPARE_ROWS = (("hit ratio (delivered)", "hit_ratio", _pct), ("captured by routing", "captured_hit_ratio", _pct),
+                 ("fleet ceiling", "fleet_ceiling_hit_ratio", _pct),
+                 ("imbalance requests", "imbalance_requests", _ratio),
+                 ("imbalance tokens", "imbalance_prompt_tokens", _ratio),
+                 ("imbalance busy", "imbalance_busy_s", _ratio),
+                 ("TTFT p50", "ttft_p50_s", _s), ("TTFT p99", "ttft_p99_s", _s))
+
+
+def render_router_compare(rows: Sequence[dict[str, Any]], title: str) -> str:
+    """Router comparison rows (:class:`pcs.fleet.compare.RouterRow` dicts) as one column per router."""
+    body = [[label] + [fmt(r[key]) for r in rows] for label, key, fmt in _COMPARE_ROWS]
+    return render_table(["metric"] + [r["router"] for r in rows], body, title=title)

@@ -1,0 +1,66 @@
+"""The one-pass next-turn search (:func:`pcs.engine.turns.decode_blocks`) against the rule read literally.
+
+The reference below is the rule of the module docstring of ``pcs/engine/turns.py`` (docs/semantics.md §9),
+one request A at a time, scanning every later request B: quadratic, obviously right, tests only.
+"""
+from __future__ import annotations
+
+import functools
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from helpers import req, traces
+from pcs.engine import turns
+from pcs.trace.batches import as_batches
+
+
+def next_turns_by_the_rule(reqs) -> tuple[dict, int]:
+    """(request index -> decode-block ids, pairs): A's next turn is the first later B with A's last full
+    prompt block id at position f - 1 and p_B >= p_A + o_A; A's decode blocks are B's ids at positions
+    f .. min((p_A + o_A - 1) // bs, B's cacheable blocks) - 1."""
+    hashes, pairs = {}, 0
+    for a, ra in enumerate(reqs):
+        bs, p, o, ids = ra.block_size, ra.prompt_tokens, ra.output_tokens, [int(x) for x in ra.block_hashes]
+        f = p // bs
+        if f < 1 or len(ids) < f:
+            continue
+        for rb in reqs[a + 1:]:
+            b_ids = [int(x) for x in rb.block_hashes]
+            if len(b_ids) >= f and b_ids[f - 1] == ids[f - 1] and rb.prompt_tokens >= p + o:
+                pairs += 1
+                end = min((p + o - 1) // bs, min(rb.prompt_tokens // bs, len(b_ids)))
+                if end > f:
+                    hashes[a] = b_ids[f:end]
+                break
+    return hashes, pairs
+
+
+def test_hand_trace_one_pass():
+    # bs 2. A (0): ids [5, 6] prompt 4 output 1 -> waits on (6, f=2); B (1) holds 6 at position 0 only: not A's
+    # next turn (wrong position). C (2): [5, 6, 7, 8] prompt 8 >= 5: A's next turn, A's KV ends at 4 tokens
+    # (end = (4 + 1 - 1) // 2 = 2 = f): a pair without ids. D (3): prompt 3 output 9: waits on (7, f=1);
+    # E (4): [7, 1, 2, 3, 4, 9] prompt 12 >= 12: D's next turn; D's output fills positions 1 .. (12 - 1) // 2 - 1
+    # = 4, E's cacheable blocks reach 6 -> [1, 2, 3, 4].
+    reqs = [req([5, 6], 0, prompt=4, out=1, bs=2), req([6], 1, prompt=2, out=0, bs=2),
+            req([5, 6, 7, 8], 2, prompt=8, out=0, bs=2), req([7, 8], 3, prompt=3, out=9, bs=2),
+            req([7, 1, 2, 3, 4, 9], 4, prompt=12, out=0, bs=2)]
+    dec = turns.decode_blocks(reqs)
+    assert dec.hashes == {3: [1, 2, 3, 4]} and dec.pairs == 2 and dec.requests == 5
+
+
+@settings(max_examples=150, deadline=None)
+@given(traces(max_requests=30), st.integers(1, 7), st.data())
+def test_one_pass_equals_the_rule(reqs, rows, data):
+    # arbitrary outputs so that p_B >= p_A + o_A both holds and fails; small batches so that next turns
+    # cross batch boundaries
+    reqs = [req(r.block_hashes.tolist(), r.arrival_s, prompt=r.prompt_tokens,
+                out=data.draw(st.integers(0, 12)), bs=r.block_size) for r in reqs]
+    want_hashes, want_pairs = next_turns_by_the_rule(reqs)
+    orig = turns.as_batches
+    turns.as_batches = functools.partial(as_batches, rows=rows)
+    try:
+        dec = turns.decode_blocks(reqs)
+    finally:
+        turns.as_batches = orig
+    assert (dec.hashes, dec.pairs, dec.requests) == (want_hashes, want_pairs, len(reqs))

@@ -1,0 +1,70 @@
+"""pcs replay --instances / --router and pcs compare --router from the command line."""
+from __future__ import annotations
+
+import json
+
+import pyarrow.parquet as pq
+from click.testing import CliRunner
+
+from pcs.cli.main import cli
+
+
+def _run(*args):
+    return CliRunner().invoke(cli, list(args))
+
+
+def test_replay_instances_one_json_holds_todays_summary():
+    plain = json.loads(_run("replay", "--format", "json", "--quiet").stdout)
+    r = _run("replay", "--instances", "1", "--router", "cache-aware", "--format", "json", "--quiet")
+    assert r.exit_code == 0, r.output
+    fleet = json.loads(r.stdout)
+    # the trace's own notes (its reuse is synthetic) sit once at the fleet's top level; the instance's
+    # summary holds the replay's notes, which are plain pcs replay's notes before the trace notes
+    trace_notes = fleet["notes"]
+    assert trace_notes and plain["notes"][-len(trace_notes):] == trace_notes
+    assert fleet["instance_summaries"][0] == dict(plain, notes=plain["notes"][:-len(trace_notes)])
+    assert fleet["hit_ratio"] == plain["hit_ratio"] and fleet["requests"] == plain["requests"]
+
+
+def test_replay_fleet_table_and_requests_out(tmp_path):
+    out = tmp_path / "req.parquet"
+    r = _run("replay", "--instances", "3", "--router", "least-loaded:by=tokens", "--timing", "sequential",
+             "--requests-out", str(out), "--quiet")
+    assert r.exit_code == 0, r.output
+    assert "3 instances" in r.stdout and "captured by routing" in r.stdout and "least-loaded:by=tokens" in r.stdout
+    t = pq.read_table(out)
+    assert t.column("request_id").to_pylist() == list(range(t.num_rows))
+    assert set(t.column("instance").to_pylist()) <= {0, 1, 2}
+
+
+def test_compare_routers_one_column_each():
+    r = _run("compare", "--instances", "2", "--router", "round-robin", "--router", "prefix", "--timing",
+             "sequential", "--format", "json", "--quiet")
+    assert r.exit_code == 0, r.output
+    rows = json.loads(r.stdout)["routers"]
+    assert [x["router"] for x in rows] == ["round-robin", "prefix"]
+    # same trace, same fleet: the same ceiling for both routers
+    assert rows[0]["fleet_ceiling_hit_ratio"] == rows[1]["fleet_ceiling_hit_ratio"]
+    t = _run("compare", "--instances", "2", "--router", "round-robin", "--router", "prefix", "--timing",
+             "sequential", "--quiet")
+    assert "round-robin" in t.stdout.splitlines()[1] and "prefix" in t.stdout.splitlines()[1]
+
+
+def test_fleet_errors_are_one_line():
+    for args, needle in ((["--instances", "2", "--router", "session"], "session ids"),
+                         (["--router", "nope"], "unknown router"),
+                         (["--router", "prefix:k=2"], "bad option"),
+                         (["--instances", "0"], "--instances")):
+        r = _run("replay", *args)
+        assert r.exit_code == 2 and needle in r.output and "Traceback" not in r.output
+        assert r.output.strip().count("\n") == 0
+    r = _run("compare", "--router", "prefix", "--router", "prefix")
+    assert r.exit_code == 2 and "twice" in r.output
+
+
+def test_fleet_csv_one_line_per_instance_and_reblocking_refused(mooncake_conv):
+    r = _run("replay", "--instances", "2", "--timing", "sequential", "--format", "csv", "--quiet")
+    lines = r.stdout.strip().splitlines()
+    assert r.exit_code == 0 and lines[0].startswith("instance,requests") and len(lines) == 3
+    r = _run("replay", str(mooncake_conv), "--block-size", "256", "--instances", "2")
+    assert r.exit_code == 2 and "re-blocking" in r.output

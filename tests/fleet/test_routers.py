@@ -1,0 +1,158 @@
+"""Hand-traced routing: which instance each request goes to, and why (docs/semantics.md §17).
+
+Block size 4, full blocks, no last-token cap (UNIT_RULES): every id of a
+request may hit and is stored. Service times are given per request, so the
+load in flight is known by hand.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from pcs.blocks import BlockRules
+from pcs.fleet.index import CacheIndex
+from pcs.fleet.route import route
+from pcs.fleet.routers import parse_router, router_names
+from pcs.fleet.routers.session import splitmix64
+from pcs.trace.request import RequestBatch
+
+RULES = BlockRules(cache_partial_blocks=True, recompute_last_token=False)
+BIG = 10 ** 6
+
+
+def batch(rows, sessions=None, bs=4):
+    """rows: (arrival_s, ids) or (arrival_s, ids, prompt_tokens)."""
+    ids = [list(r[1]) for r in rows]
+    offs = np.zeros(len(rows) + 1, dtype=np.int64)
+    np.cumsum([len(x) for x in ids], out=offs[1:])
+    prompt = np.array([r[2] if len(r) > 2 else len(r[1]) * bs for r in rows], dtype=np.int64)
+    return RequestBatch(0, bs, np.array([float(r[0]) for r in rows]), prompt, np.zeros(len(rows), dtype=np.int64),
+                        offs, np.array([i for x in ids for i in x], dtype=np.uint64),
+                        None if sessions is None else np.array(sessions, dtype=np.int64))
+
+
+def go(name, rows, n, service=None, stale=0.0, cap=BIG, sessions=None):
+    b = batch(rows, sessions)
+    svc = np.full(len(rows), 100.0) if service is None else np.array(service, dtype=np.float64)
+    return route(b, RULES, parse_router(name, n), CacheIndex([cap] * n, stale), svc).tolist()
+
+
+def test_round_robin():
+    # request k -> k mod 2, whatever the blocks
+    assert go("round-robin", [(0, [1])] * 5, 2) == [0, 1, 0, 1, 0]
+
+
+def test_random_is_numpy_pcg64_seeded():
+    # one draw of default_rng(seed).integers(3) per request, in order (numpy's documented generator)
+    want = np.random.default_rng(7).integers(3, size=6).tolist()
+    assert go("random:seed=7", [(0, [1])] * 6, 3) == want
+    assert go("random:seed=7", [(0, [1])] * 6, 3) == want          # deterministic
+    assert go("random", [(0, [1])] * 6, 3) == np.random.default_rng(0).integers(3, size=6).tolist()
+
+
+def test_least_loaded_requests_in_flight():
+    # service: r0 10 s, r1 1 s, r2 10 s, r3 1 s, r4 -
+    # r0 t=0: in flight [0,0,0] -> 0 (lowest index); busy until 10
+    # r1 t=1: [1,0,0] -> 1; until 2
+    # r2 t=2: r1 ended at 2 (retired at <= now) -> [1,0,0] -> 1; until 12
+    # r3 t=3: [1,1,0] -> 2; until 4
+    # r4 t=5: r3 retired -> [1,1,0] -> 2
+    rows = [(0, [1]), (1, [2]), (2, [3]), (3, [4]), (5, [5])]
+    assert go("least-loaded", rows, 3, service=[10, 1, 10, 1, 1]) == [0, 1, 1, 2, 2]
+
+
+def test_least_loaded_by_tokens():
+    # prompts 40, 4, 4 tokens, all in flight: r0 -> 0; r1: tokens [40,0] -> 1; r2: [40,4] -> 1
+    rows = [(0, [1] * 10), (0, [2]), (0, [3])]
+    assert go("least-loaded:by=tokens", rows, 2) == [0, 1, 1]
+    # by requests r2 sees [1,1] -> 0
+    assert go("least-loaded", rows, 2) == [0, 1, 0]
+
+
+def test_splitmix64_reference_vector():
+    # SplitMix64 seeded with 0: first output 0xE220A8397B1DCDAF (Steele et al.; Vigna's splitmix64.c)
+    assert splitmix64(0) == 0xE220A8397B1DCDAF
+
+
+def test_session_sticky_and_error_without_ids():
+    sessions = [7, 8, 7, 9, 8, 7]
+    got = go("session", [(k, [k]) for k in range(6)], 4, sessions=sessions)
+    assert got == [splitmix64(s) % 4 for s in sessions]
+    assert got[0] == got[2] == got[5] and got[1] == got[4]
+    with pytest.raises(ValueError, match="session ids"):
+        go("session", [(0, [1])], 2)
+
+
+def test_consistent_hash_same_first_k_blocks_same_instance():
+    # k=2: key = id of block 2; [1,2,...] requests share it whatever follows
+    rows = [(0, [1, 2, 3]), (0, [1, 2, 9, 9]), (0, [1, 2])]
+    got = go("consistent-hash:k=2", rows, 8)
+    assert got[0] == got[1] == got[2]
+    # k=1 on a trace whose every request starts with id 0 (Mooncake): one instance gets everything
+    assert len(set(go("consistent-hash:k=1", [(0, [0, k]) for k in range(1, 30)], 4))) == 1
+
+
+def test_consistent_hash_adding_an_instance_moves_keys_only_to_it():
+    # the ring property (Karger et al.): going from 4 to 5 instances, a key either stays or moves to instance 4
+    rows = [(0, [k]) for k in range(1, 400)]
+    four, five = go("consistent-hash:k=1", rows, 4), go("consistent-hash:k=1", rows, 5)
+    moved = [b for a, b in zip(four, five) if a != b]
+    assert moved and set(moved) == {4}
+
+
+def test_prefix_longest_match_then_load():
+    # r0 [1,2,3]: nothing cached anywhere, in flight [0,0] -> 0
+    # r1 [7,8]:   matches [0,0], in flight [1,0] -> 1
+    # r2 [1,2,9]: matches [2,0] -> 0
+    # r3 [7,8,5]: matches [0,2] -> 1
+    # r4 [4]:     matches [0,0], in flight [2,2] -> 0 (lowest index)
+    rows = [(0, [1, 2, 3]), (0, [7, 8]), (1, [1, 2, 9]), (1, [7, 8, 5]), (2, [4])]
+    assert go("prefix", rows, 2) == [0, 1, 0, 1, 0]
+
+
+def test_cache_aware_trades_overlap_against_load():
+    # score = 2 x matched/len - 1 x in_flight/max in_flight
+    # r0 [1,2,3,4]: [0-0, 0-0] -> 0 (tie, lowest index)
+    # r1 [1,2,3,4]: inst0 2x1 - 1x1/1 = 1; inst1 0 - 0 = 0 -> 0
+    # r2 [1,5,6,7]: in flight [2,0]; inst0 2x0.25 - 1 = -0.5; inst1 0 -> 1   (prefix would say 0)
+    # r3 [1,5,6,8]: in flight [2,1]; inst0 0.5 - 1 = -0.5; inst1 2x0.75 - 0.5 = 1.0 -> 1
+    rows = [(0, [1, 2, 3, 4]), (0, [1, 2, 3, 4]), (0, [1, 5, 6, 7]), (0, [1, 5, 6, 8])]
+    assert go("cache-aware", rows, 2) == [0, 0, 1, 1]
+    assert go("prefix", rows, 2)[2] == 0
+    # load weight 0: overlap only; r2 inst0 2x0.25 > inst1 0 -> 0; r3: inst0 now holds 1..7, matches
+    # [1,5,6] -> 2x0.75 > 0 -> 0
+    assert go("cache-aware:load=0", rows, 2) == [0, 0, 0, 0]
+
+
+def test_stale_index_hides_recent_stores():
+    # prefix router, 2 instances; r0 t=0 [1,2] -> 0 (tie)
+    # r1 t=1 [1,2]: exact view: match [2,0] -> 0; stale 5 s: r0's store visible only at t=5 -> [0,0],
+    #   in flight [1,0] -> 1
+    # r2 t=6 [1,2]: exact: [2,0] -> 0; stale: stores of t=0 and t=1 visible -> [2,2], in flight [1,1] -> 0
+    rows = [(0, [1, 2]), (1, [1, 2]), (6, [1, 2])]
+    assert go("prefix", rows, 2) == [0, 0, 0]
+    assert go("prefix", rows, 2, stale=5) == [0, 1, 0]
+
+
+def test_stale_index_applies_evictions_late():
+    idx = CacheIndex([2], stale_s=5)
+    idx.store(0, [1, 2], 0.0)
+    idx.store(0, [3], 1.0)            # evicts 1 (LRU) at t=1
+    assert idx.held_blocks(0) == 2
+    idx.advance(5.5)                  # sees the stores of t=0, not yet the eviction of t=1
+    assert idx.match(0, [1, 2]) == 2
+    idx.advance(6.0)
+    assert idx.match(0, [1, 2]) == 0 and idx.match(0, [3]) == 1
+
+
+def test_router_options_errors():
+    with pytest.raises(ValueError, match="unknown router"):
+        parse_router("nope", 2)
+    with pytest.raises(ValueError, match="bad option"):
+        parse_router("prefix:k=3", 2)
+    with pytest.raises(ValueError, match="not a float"):
+        parse_router("cache-aware:overlap=x", 2)
+    with pytest.raises(ValueError, match=">= 0"):
+        parse_router("cache-aware:load=-1", 2)
+    assert set(router_names()) == {"round-robin", "random", "least-loaded", "session", "consistent-hash",
+                                   "prefix", "cache-aware"}
