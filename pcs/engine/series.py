@@ -231,7 +231,9 @@ def series_payload(sampler: Sampler, prompt_tokens: np.ndarray, hit_tokens: np.n
         sampler: the engine's :class:`Sampler`; each row is ``(boundary_s,
             admitted_requests, waiting_requests, resident_blocks per tier,
             restored_bytes per tier (cumulative; 0 for the GPU), the time each
-            tier's link is busy until (seconds))``.
+            tier's link is busy until (seconds)[, running_requests])``; the
+            last field only from the step scheduler (else running is derived
+            from ``finish_s``).
         prompt_tokens, hit_tokens: per-request columns in admission order,
             ``np.ndarray[np.int64]``, shape (requests,).
         finish_s: per-request finish times, ``np.ndarray[np.float64]``, shape
@@ -252,6 +254,8 @@ def series_payload(sampler: Sampler, prompt_tokens: np.ndarray, hit_tokens: np.n
     ratio = lambda h, p: tuple(float(a) / float(b) if b else None for a, b in zip(h, p))  # noqa: E731
     done = np.sort(finish_s[np.isfinite(finish_s)])
     running = admitted - np.searchsorted(done, bounds, side="left") if len(done) else np.zeros_like(admitted)
+    if rows and len(rows[0]) > 6:  # the step scheduler counts its running requests (preempted ones wait again)
+        running = np.asarray([r[6] for r in rows], dtype=np.int64)
     lower = range(1, len(tiers))
     restored = {tiers[j]["name"]: np.diff(np.asarray([r[4][j] for r in rows], dtype=np.float64), prepend=0.0)
                 for j in lower}

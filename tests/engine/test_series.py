@@ -165,3 +165,49 @@ def test_cdf_quantiles_equal_numpy_inverted_cdf():
             finite = v[np.isfinite(v)]
             want = np.quantile(finite, CDF_LEVELS, method="inverted_cdf").tolist() if len(finite) else []
             assert _quantiles(v) == want
+
+
+def test_step_scheduler_samples_by_hand():
+    """The step scheduler's samples (docs/semantics.md §11) on the timeline of
+    tests/engine/test_scheduler_timeline.py::test_three_requests_budget_four (1 ms per token, budget 4 tokens,
+    block size 2, distinct ids): R0 (t = 0, prompt 6, output 3), R1 (1 ms, prompt 3, output 2), R2 (1.5 ms,
+    prompt 2, output 1). Steps: [0, 4) R0 admitted; [4, 8) R1 admitted (R2 waits, budget spent); [8, 12) R2
+    admitted, R2 finishes at 12; [12, 14) R0 and R1 decode and finish at 14.
+
+    Rule: a boundary b in a step or idle gap (s, e] records the state during it (after the admissions at s,
+    before the finishes at e); an arrival inside a step shows from the step's end, where the scheduler first
+    sees it. The run spans 14 ms, so the step stays 1 ms (15 boundaries <= 512) and close adds the end state
+    at 15 ms. Per boundary (admitted at least once, waiting, running):
+    0: (0, 0, 0) the first arrival, before it; 1-4 ms: (1, 0, 1) R1 and R2 arrive during step 1;
+    5-8 ms: (2, 1, 2); 9-12 ms: (3, 0, 3); 13-14 ms: (3, 0, 2) R2 done at 12; 15 ms: (3, 0, 0).
+    Resident GPU blocks: 0 at t0; at the end the full prompt blocks stay cached: R0 3, R1 1 (3 tokens: one
+    full block, §2), R2 1 = 5.
+    """
+    from helpers import req, step_cost, step_run
+
+    ms = 0.001
+    reqs = [req([1, 2, 3], 0.0, prompt=6, out=3, bs=2), req([11, 12], 1 * ms, prompt=3, out=2, bs=2),
+            req([21], 1.5 * ms, prompt=2, out=1, bs=2)]
+    s = step_run(reqs, [100], step_cost(token_s=ms), budget=4, seqs=4).result.sampler
+    assert s.t0 == 0.0 and s.step_s == ms
+    assert [round(r[0] / ms, 9) for r in s.rows] == list(range(16))
+    got = [(r[1], r[2], r[6]) for r in s.rows]
+    assert got == [(0, 0, 0)] + [(1, 0, 1)] * 4 + [(2, 1, 2)] * 4 + [(3, 0, 3)] * 4 + [(3, 0, 2)] * 2 + [(3, 0, 0)]
+    assert s.rows[0][3] == [0] and s.rows[-1][3] == [5]
+
+
+@pytest.mark.parametrize("compute", ["step", "infinite"])
+def test_series_end_state_equals_the_summary(compute):
+    """Both modeled computes: the last sample (the end state) equals the summary's counters, and the
+    restored bytes summed over the series equal the ledger's."""
+    import pcs
+
+    s = pcs.replay(None, model="llama-3.1-8b", tiers=["gpu=2GB", "cpu=20GB"],
+                   compute_mode=compute).summary
+    ts = s.series
+    assert s.compute == compute and ts is not None and 2 <= len(ts.t_s) <= 512
+    assert ts.hit_ratio_cumulative[-1] == s.hit_ratio
+    assert {t.name: ts.resident_bytes[t.name][-1] for t in s.tiers} == {t.name: t.resident_bytes_end for t in s.tiers}
+    assert sum(ts.restore_bps["cpu"]) * ts.step_s == pytest.approx(s.bytes.restored_per_link["cpu"], rel=1e-12)
+    assert s.bytes.restored_per_link["cpu"] > 0
+    assert ts.waiting_requests[-1] == ts.running_requests[-1] == 0 and max(ts.running_requests) >= 1
