@@ -73,8 +73,8 @@ def compare(fmt: str, tier_sets: tuple[str, ...], curve_capacities: str | None, 
                           admits=list(kw["admit"]) or None, progress=progress,
                           **dict(replay_kwargs, tiers=list(kw["tiers"]) or None))
     payload = res.to_dict()
-    write_outputs(html_path, plot_dir, [payload])
     notes = with_trace_notes(payload, trace, fmt, kw["quiet"])
+    write_outputs(html_path, plot_dir, [payload])
     emit(payload, fmt, lambda: "\n".join([render_compare(res)] + [f"note: {n}" for n in notes]), rows_key="variants")
 
 

@@ -407,7 +407,7 @@ def replay(fmt: str, requests_out: str | None, html_path: str | None, plot_dir: 
         write_requests(result.requests, requests_out)
     payload = s.to_dict()
     if html_path or plot_dir:
-        write_replay_outputs(html_path, plot_dir, result, kw, None if streams is None else streams["exact"])
+        write_replay_outputs(html_path, plot_dir, result, kw, None if streams is None else streams["exact"], s)
     emit(payload, fmt, lambda: render_replay(payload), rows_key=None)
 
 

@@ -24,10 +24,10 @@ def html_options(f: Callable) -> Callable:
     """``--html FILE`` and ``--plot DIR`` (the page and its figures)."""
     f = click.option("--plot", "plot_dir", type=click.Path(file_okay=False), default=None,
                      help="Also write every figure of the page as DIR/<figure>.png and .svg "
-                          "(needs the plot extra: pip install 'pcs[plot]').")(f)
+                          "(needs the plot extra: pip install -e '.[plot]').")(f)
     return click.option("--html", "html_path", type=click.Path(dir_okay=False), default=None,
                         help="Also write a self-contained HTML report to FILE (charts, tables, inputs; no "
-                             "network; needs the report extra: pip install 'pcs[report]').")(f)
+                             "network; needs the report extra: pip install -e '.[report]').")(f)
 
 
 def command_line() -> list[str] | None:
@@ -120,15 +120,16 @@ def replay_page_curve(trace: Any, s: dict, quiet: bool) -> tuple[dict | None, di
 
 
 def write_replay_outputs(html_path: str | None, plot_dir: str | None, result: Any, kw: dict[str, Any],
-                         trace: Any = None) -> None:
+                         trace: Any = None, summary: Any = None) -> None:
     """``pcs replay --html/--plot``: the run's page, its curve and oracle from the same trace.
 
     Args:
         result: the :class:`pcs.engine.api.ReplayResult`.
         kw: the parsed replay options (``trace``, ``trace_format``, ``block_size``, ``quiet``).
         trace: the opened trace the run read when it is not a plain path (a re-blocked one).
+        summary: the summary the command prints (the run's with the trace notes added); None = the run's.
     """
-    s = result.summary.to_dict()
+    s = (summary if summary is not None else result.summary).to_dict()
     if trace is None and kw["trace"] and kw["trace_format"]:
         from pcs.trace import open_trace
 
@@ -158,7 +159,7 @@ def _read_payload(path: str) -> dict:
 @click.option("-o", "--output", "html_path", type=click.Path(dir_okay=False), default=None,
               help="The HTML page to write (self-contained: opens from a file, no network).")
 @click.option("--plot", "plot_dir", type=click.Path(file_okay=False), default=None,
-              help="Also write every figure as DIR/<figure>.png and .svg (pip install 'pcs[plot]').")
+              help="Also write every figure as DIR/<figure>.png and .svg (pip install -e '.[plot]').")
 @click.option("--no-curve", is_flag=True,
               help="Do not read a replay's trace for the hit-rate curve and the oracle (Belady).")
 @format_option

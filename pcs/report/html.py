@@ -13,7 +13,7 @@ the system's; the page asks the network for nothing and opens from a file.
 Deterministic: the same payloads and command line give the same bytes (no
 dates, no random ids).
 
-Jinja2 is an optional dependency (``pip install 'pcs[report]'``); without it
+Jinja2 is an optional dependency (``pip install -e '.[report]'``); without it
 every entry point raises ``ValueError`` with that one line.
 """
 from __future__ import annotations
@@ -23,6 +23,8 @@ import os
 import tempfile
 from pathlib import Path
 from typing import Any, Sequence
+
+from pcs.extras import missing_extra
 
 __all__ = ["VEGA_VERSION", "VEGA_LITE_VERSION", "STATIC_DIR", "TEMPLATE_DIR", "pcs_version", "require_extra", "require_jinja2", "charts_json",
            "render_html", "write_file", "write_report"]
@@ -34,7 +36,7 @@ VEGA_LITE_VERSION = "6.4.1"
 STATIC_DIR = Path(__file__).with_name("static")
 TEMPLATE_DIR = Path(__file__).with_name("templates")
 
-_MISSING_JINJA = "the HTML report needs Jinja2: pip install 'pcs[report]'"
+_MISSING_JINJA = missing_extra("the HTML report", "jinja2", "report")
 
 
 def pcs_version() -> str:

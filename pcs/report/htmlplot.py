@@ -2,7 +2,7 @@
 
 The figures are the page's own Vega-Lite specs (:mod:`pcs.report.htmlcharts`),
 converted without a browser by vl-convert (the Vega project's converter,
-a compiled package on PyPI: ``pip install 'pcs[plot]'``), so a file and the
+a compiled package on PyPI: ``pip install -e '.[plot]'``), so a file and the
 page never disagree. One ``<chart id>.png`` (2x scale) and ``<chart id>.svg``
 per figure; each written through a temporary file and a rename.
 """
@@ -11,12 +11,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Sequence
 
+from pcs.extras import missing_extra
+
 __all__ = ["PLOT_FORMATS", "require_vl_convert", "write_plots"]
 
 #: File formats written per figure.
 PLOT_FORMATS = ("png", "svg")
 
-_MISSING = "--plot needs vl-convert: pip install 'pcs[plot]'"
+_MISSING = missing_extra("--plot", "vl-convert-python", "plot")
 
 
 def require_vl_convert() -> Any:

@@ -86,10 +86,10 @@ def test_errors_are_one_line(tmp_path, args, message):
 def test_missing_extras_are_one_line_before_any_work(tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "jinja2", None)  # import jinja2 -> ImportError
     _one_line_error(_run("replay", "-q", "--html", tmp_path / "r.html"),
-                    "the HTML report needs Jinja2: pip install 'pcs[report]'")
+                    "the HTML report needs the 'jinja2' package: pip install -e '.[report]' in the pcs clone")
     monkeypatch.setitem(sys.modules, "vl_convert", None)
     _one_line_error(_run("footprint", "--model", "llama-3.1-8b", "--tokens", "16", "--plot", tmp_path / "f"),
-                    "--plot needs vl-convert: pip install 'pcs[plot]'")
+                    "--plot needs the 'vl-convert-python' package: pip install -e '.[plot]' in the pcs clone")
 
 
 def test_interval_replay_refuses_a_page(tmp_path, mooncake_conv):
