@@ -17,7 +17,7 @@ import shlex
 from typing import Any, Callable, Sequence
 
 from pcs.report import htmlcharts as hc
-from pcs.report.htmltime import time_charts
+from pcs.report.htmltime import time_charts, utilisation_chart
 from pcs.report.htmltables import compare_table, envelope_table, footprint_tables, runs_table, tier_table
 from pcs.units import format_percent
 
@@ -84,7 +84,7 @@ def _replay_sections(s: dict, curve: dict | None, oracle: dict | None) -> list[d
     return [
         _section("headline", "Hit rate: real, single-sequence, oracle", [hc.waterfall_chart(s, oracle)]),
         _section("curve", "Hit-rate curve", [hc.curve_chart(curve, _run_marks(s))] if curve else []),
-        _section("time", "Over simulated time", time_charts(s.get("series"))),
+        _section("time", "Over simulated time", [*time_charts(s.get("series")), utilisation_chart(s.get("scheduler"))]),
         _section("distributions", "Distributions", [hc.ttft_chart(dist), hc.restore_chart(dist)]),
         _section("envelope", "Bandwidth envelope per link", tables=[envelope_table(s)]),
         _section("tiers", "Tiers and footprint", tables=[tier_table(s), *footprint_tables(s)]),

@@ -11,7 +11,7 @@ from typing import Sequence
 
 from pcs.report.htmlcharts import _PCT, Chart, _hrule, _lines, _q, _rows, _spec
 
-__all__ = ["time_charts"]
+__all__ = ["time_charts", "utilisation_chart"]
 
 
 def _time_x(ts: dict) -> dict:
@@ -57,13 +57,28 @@ def time_charts(ts: dict | None) -> list[Chart]:
     out.append(_time_lines("ts_queue", "Requests waiting and running", ts,
                            {"waiting for admission": ts["waiting_requests"], "running": ts["running_requests"]},
                            _q("y", "requests"), "requests",
-                           "Requests that arrived and wait for KV space (FIFO admission), and requests admitted "
-                           "and not finished, at each sample (docs/semantics.md §9)."))
+                           "Requests arrived and not admitted (FIFO admission: waiting for KV space, and under "
+                           "the step scheduler for a step's token budget or a preemption), and requests running, "
+                           "at each sample (docs/semantics.md §9, §11)."))
     out.append(_time_lines("ts_backlog", "Restore queue per link", ts,
                            {f"{k} link": v for k, v in ts["restore_backlog_s"].items()},
                            _q("y", "queued restore time (s)"), "link",
                            "Seconds of restores waiting on each link (its FIFO queue) at each sample."))
     return [c for c in out if c is not None]
+
+
+def utilisation_chart(sched: dict | None) -> Chart | None:
+    """The step scheduler's busy share per bin (the summary's ``scheduler.utilisation_over_time``, bins of
+    ``utilisation_bin_s`` seconds from the first arrival); None without it (compute infinite, sequential)."""
+    util = (sched or {}).get("utilisation_over_time")
+    if not util:
+        return None
+    w = sched["utilisation_bin_s"]
+    ts = {"t_s": [k * w for k in range(len(util))], "step_s": w}
+    return _time_lines("ts_util", "Instance utilisation over time", ts, {"busy share": list(util)},
+                       _q("y", "busy share of each bin", axis={"format": _PCT}), "instance",
+                       "Share of each bin the instance spent running steps (the step scheduler, docs/semantics.md "
+                       "§9; x: the bin's start).")
 
 
 def _restore_bw_chart(ts: dict) -> Chart | None:

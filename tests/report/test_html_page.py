@@ -188,3 +188,13 @@ def test_time_series_charts_and_their_series():
     assert [r for r in hit.spec["datasets"]["lines"] if r["series"] == "per step"] == [
         {"x": 2.0, "y": 0.5, "series": "per step"}, {"x": 4.0, "y": 0.25, "series": "per step"}]
     assert "one sample per 2 s" in hit.spec["layer"][0]["encoding"]["x"]["title"]
+
+
+def test_utilisation_chart_by_hand():
+    """The step scheduler's busy share per bin: bins of 15 s from the first arrival, x = each bin's start."""
+    from pcs.report.htmltime import utilisation_chart
+
+    c = utilisation_chart({"utilisation_bin_s": 15, "utilisation_over_time": [1.0, 0.5, 0.25]})
+    assert c.id == "ts_util" and c.series == 1
+    assert [(r["x"], r["y"]) for r in c.spec["datasets"]["lines"]] == [(0, 1.0), (15, 0.5), (30, 0.25)]
+    assert utilisation_chart(None) is None and utilisation_chart({"utilisation_over_time": []}) is None
