@@ -8,6 +8,7 @@
   and scan tests), ``traces`` (cache and engine properties), ``rules_strategy``;
 - ``per_trace`` (sizes for the committed sample or the real trace in twin tests),
   ``pcs_policy_name`` (policy names across the renames in flight);
+- ``assert_file_error_names`` (a loader's InputError names the file and the field);
 - small builders: ``req``, ``make_requests``, ``stress_trace``, ``run`` (a
   replay through Python tiers), ``LinearCompute`` and ``DyadicCompute`` (simple
   compute models);
@@ -21,6 +22,7 @@ from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 
@@ -29,6 +31,7 @@ from pcs.cache import Hierarchy, Tier, make_policy
 from pcs.engine.chunks import iter_chunks
 from pcs.engine.engine import ReplayEngine
 from pcs.engine.timing import TimeModel
+from pcs.errors import InputError
 
 BS = 4  # tokens per block in the synthetic traces
 
@@ -399,3 +402,13 @@ def step_run(reqs, capacities, cost, budget=8, seqs=8, restore_policy="layerwise
         eng.feed(ch)
     eng.result = eng.close()
     return eng
+
+
+def assert_file_error_names(tmp_path, name: str, text: str, load, where: str) -> None:
+    """Write ``text`` to ``tmp_path / name``; ``load(path)`` must raise an InputError naming the path and
+    ``field '<where>'`` (the input-error rule: one line naming file and field)."""
+    path = tmp_path / name
+    path.write_text(text)
+    with pytest.raises(InputError) as err:
+        load(path)
+    assert str(path) in str(err.value) and f"field '{where}'" in str(err.value)
