@@ -1,7 +1,7 @@
 """Helpers shared by the tests (not a test module; test modules import only this one and
 ``reference``, the independent replay simulator).
 
-- independent references: ``lru_replay`` (a sequential one-tier LRU prefix
+- independent references: ``prefix_lookup`` (one request's lead against a resident set), ``lru_replay`` (a sequential one-tier LRU prefix
   cache written from docs/semantics.md with an OrderedDict), ``brute_force_opt``
   (the best hits over every eviction choice, tiny traces only);
 - hypothesis strategies: ``chained_traces`` / ``arbitrary_traces`` (curve
@@ -70,18 +70,26 @@ def make_requests(spec: list[tuple[list[int], int]], bs: int = BS) -> list[Trace
     return out
 
 
+def prefix_lookup(req, rules: BlockRules, resident) -> tuple[list[int], int, int, int]:
+    """(ids, cacheable blocks n, hit cap in blocks, lead) of one request against ``resident`` (a container of
+    ids): lead = leading cacheable blocks resident (the prefix rule, docs/semantics.md §3; cap: §4)."""
+    ids = req.block_hashes.tolist()
+    p, bs = req.prompt_tokens, req.block_size
+    n = rules.cacheable_blocks(p, len(ids), bs)
+    cap = rules.max_hit_blocks(p, len(ids), bs)
+    lead = 0
+    while lead < n and ids[lead] in resident:
+        lead += 1
+    return ids, n, cap, lead
+
+
 def lru_replay(requests, capacity: int, rules: BlockRules = BlockRules()) -> tuple[int, int, int]:
     """(hit_tokens, block_misses, requests_truncated) of the sequential LRU replay."""
     cache: OrderedDict[int, None] = OrderedDict()  # first = LRU, last = MRU
     hit_tokens = misses = truncated = 0
     for req in requests:
-        hashes = [int(h) for h in req.block_hashes]
+        hashes, n, cap, lead = prefix_lookup(req, rules, cache)
         p, bs = req.prompt_tokens, req.block_size
-        n = rules.cacheable_blocks(p, len(hashes), bs)
-        cap = rules.max_hit_blocks(p, len(hashes), bs)
-        lead = 0
-        while lead < n and hashes[lead] in cache:
-            lead += 1
         hit_tokens += rules.hit_tokens(min(cap, lead), p, bs)
         misses += n - lead
         pinned = set(hashes[:lead])
