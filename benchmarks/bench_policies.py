@@ -11,7 +11,9 @@ onto the Python hierarchy (``engine="reference"``).
 Measured: process CPU seconds (``time.process_time``: other jobs on the shared
 machine do not count), best of ``--repeat``, and block accesses per second of
 the whole call. Prints one human line per policy, then ONE JSON line last.
-Usage: python benchmarks/bench_policies.py [--repeat 3] [--trace PATH]
+``--policy NAME`` (repeatable) times those registered policies instead (``arc``,
+``s3fifo``, ``sieve``, ``lfu``, ``2q``, ``gdsf``, ...: all on the Python hierarchy).
+Usage: python benchmarks/bench_policies.py [--repeat 3] [--trace PATH] [--policy NAME ...]
 """
 from __future__ import annotations
 
@@ -57,13 +59,15 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--trace", default=str(common.MOONCAKE_CONV))
+    ap.add_argument("--policy", action="append", default=[], help="time these policies instead (repeatable)")
     args = ap.parse_args()
+    runs = tuple((p, {"policy": p}) for p in args.policy) or RUNS
     import pcs
 
     src = InMemory(args.trace)
     accesses = sum(int(b.block_offsets[-1]) for b in src.batches)
     out = {"bench": "policies", "trace": args.trace, "block_accesses": accesses, "pcs": pcs.__file__}
-    for label, kwargs in RUNS:
+    for label, kwargs in runs:
         best, hit = float("inf"), None
         for _ in range(args.repeat):
             t = time.process_time()

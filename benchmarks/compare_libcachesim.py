@@ -35,8 +35,16 @@ accesses for the curve and replay figures at scale (the middle capacity), and pe
 curve in fresh child processes: bytes per block held, and peak RSS at 1x,
 4x and the full replica at a fixed capacity (flat in the number of requests?).
 
+With ``--policies``: instead, the eviction policies libCacheSim also has
+(ARC, S3-FIFO, SIEVE, LFU, 2Q; LRU and FIFO as controls) on the *flat block
+stream* -- every cacheable block access of the trace, request after request,
+head to tail, each as its own one-block request -- through ``pcs.replay(...,
+timing="sequential", tiers=["gpu=<C>blocks"], policy=P)`` (one tier, the
+event loop) beside libCacheSim's ``get`` loop, at four capacities >= 20 blocks:
+the miss counts must be equal (docs/semantics.md §8); replay times are reported.
+
 Usage: python benchmarks/compare_libcachesim.py [--trace PATH] [--capacities 246,2000,...]
-       [--pairs 5] [--min-accesses 10000000]
+       [--pairs 5] [--min-accesses 10000000] [--policies]
 The last line printed is one JSON object (keys in benchmarks/README.md).
 """
 from __future__ import annotations
@@ -388,6 +396,74 @@ def measure(trace: Path, caps: list[int] | None, pairs: int, min_accesses: int) 
     return out
 
 
+#: pcs policy spec -> libCacheSim class (default parameters on both sides)
+POLICY_PAIRS = {"arc": "ARC", "s3fifo": "S3FIFO", "sieve": "Sieve", "lfu:aging=none": "LFU", "2q": "TwoQ",
+                "lru": "LRU", "fifo": "FIFO"}
+
+
+class _OneBlockRequests:
+    """Every cacheable block access of a trace as a one-block request (a ``pcs.replay`` source)."""
+
+    def __init__(self, keys: np.ndarray, block_size: int) -> None:
+        from pcs.trace.request import RequestBatch
+
+        n = keys.shape[0]
+        self.block_size, self.name = block_size, "flat block stream"
+        self._batch = RequestBatch(0, block_size, np.zeros(n), np.full(n, block_size, np.int64),
+                                   np.zeros(n, np.int64), np.arange(n + 1, dtype=np.int64), keys)
+
+    def iter_batches(self):
+        return iter([self._batch])
+
+
+def flat_block_keys(trace_path: Path) -> tuple[np.ndarray, int]:
+    """The cacheable block hashes of every request, head to tail, request after request (uint64)."""
+    from pcs.blocks import BlockRules
+    from pcs.engine.chunks import iter_chunks
+    from pcs.trace import open_trace
+
+    tr = open_trace(trace_path)
+    keys: list[int] = []
+    for ch in iter_chunks(tr, BlockRules()):
+        for i, n in enumerate(ch.cacheable):
+            keys += ch.block_hashes[ch.offsets[i]:ch.offsets[i] + n]
+    return np.array(keys, dtype=np.uint64), tr.block_size
+
+
+def policy_comparison(trace_path: Path, caps: list[int] | None) -> dict:
+    """Miss counts of pcs's policies (through pcs.replay) and libCacheSim's on the flat block stream."""
+    import libcachesim as lcs
+
+    from pcs.engine.api import replay
+
+    keys, bs = flat_block_keys(trace_path)
+    distinct = int(np.unique(keys).size)
+    caps = caps or [max(20, distinct // d) for d in (64, 16, 4, 2)]
+    src, ids = _OneBlockRequests(keys, bs), keys.tolist()
+    rows = []
+    for spec, cls in POLICY_PAIRS.items():
+        for c in caps:
+            t0 = time.perf_counter()
+            s = replay(src, tiers=[f"gpu={c}blocks"], policy=spec, timing="sequential", model="llama-3.1-8b",
+                       tp=1).summary
+            t_pcs = time.perf_counter() - t0
+            cache, req = getattr(lcs, cls)(c), lcs.Request()
+            req.obj_size = 1
+            t0 = time.perf_counter()
+            m_lcs = 0
+            for k in ids:
+                req.obj_id = k
+                m_lcs += not cache.get(req)
+            rows.append({"policy": spec, "libcachesim": cls, "capacity_blocks": c, "pcs_misses": s.block_misses,
+                         "libcachesim_misses": m_lcs, "equal": s.block_misses == m_lcs, "pcs_replay_s": t_pcs,
+                         "libcachesim_get_loop_s": time.perf_counter() - t0, "pcs_engine": s.engine})
+            print(f"{spec:15s} C={c:7d}: pcs {s.block_misses:8d}  libCacheSim {m_lcs:8d}  "
+                  f"{'equal' if rows[-1]['equal'] else 'DIFFERENT'}  ({t_pcs:.2f} s)")
+    return {"bench": BENCH + "_policies", "trace": str(trace_path), "accesses": int(keys.shape[0]),
+            "distinct_blocks": distinct, "capacities": caps, "rows": rows,
+            "all_equal": all(r["equal"] for r in rows), "machine": common.machine_info()}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--trace", type=Path, default=common.MOONCAKE_CONV)
@@ -395,6 +471,7 @@ def main() -> None:
     ap.add_argument("--pairs", type=int, default=5)
     ap.add_argument("--min-accesses", type=int, default=10_000_000, help="replicated trace size; 0 = skip")
     ap.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
+    ap.add_argument("--policies", action="store_true", help="compare the policies on the flat block stream")
     a = ap.parse_args()
     if a.child:
         return _child(a.child[0], a.child[1], int(a.child[2]))
@@ -405,6 +482,8 @@ def main() -> None:
     if not a.trace.exists():
         return common.skip(BENCH, f"trace not found: {a.trace}")
     caps = [int(x) for x in a.capacities.split(",")] if a.capacities else None
+    if a.policies:
+        return common.emit(policy_comparison(a.trace, caps))
     out = measure(a.trace, caps, a.pairs, a.min_accesses)
     curve_ratio = out.get("curve_replicated_ratio", out["curve_ratio"])
     out["targets"] = TARGETS

@@ -332,7 +332,8 @@ def format_percent(ratio: float | None, digits: int = 1) -> str:
 
 
 def format_count(n: float) -> str:
-    """Format a count with thousands separators: ``288500`` -> ``'288,500'``."""
+    """Format a count with thousands separators: ``288500`` -> ``'288,500'``; a fraction with 2 decimals,
+    rounded once from the value itself: ``24.25`` -> ``'24.25'``, ``1234.567`` -> ``'1,234.57'``."""
     if float(n).is_integer():
         return f"{int(n):,}"
     return f"{n:,.2f}"

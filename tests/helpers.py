@@ -12,7 +12,8 @@
 - small builders: ``req``, ``make_requests``, ``stress_trace``, ``run`` (a
   replay through Python tiers), ``LinearCompute`` and ``DyadicCompute`` (simple
   compute models);
-- hand-traced constants (``HAND_*``, ``CYCLE_SPEC``) with their working.
+- hand-traced constants (``HAND_*``, ``CYCLE_SPEC``) with their working;
+- ``flat_hits``: a flat key stream through one pcs tier (the policies' libCacheSim stream).
 """
 from __future__ import annotations
 
@@ -366,6 +367,24 @@ def all_commands():
             out.append((path, cmd))
 
     walk(cli, [])
+    return out
+
+
+def flat_hits(policy: str, capacity: int, keys, context=None) -> list[bool]:
+    """A flat key stream through ONE pcs tier, sequential, one block per request (each key a
+    one-block request: lookup, pin or reserve + fill, release): per key, hit or not.
+
+    The stream on which the policies' block-cache semantics coincide with a flat cache of
+    unit objects (libCacheSim, ``policy_reference``): nothing is pinned when a victim is chosen,
+    and every miss evicts at most one block, for the one key about to be stored.
+    """
+    h = Hierarchy([Tier("gpu", capacity, make_policy(policy, capacity, context))])
+    out = []
+    for k in keys:
+        adm = h.start([k], 1, 1, 0, False)
+        out.append(adm.prefix_hit_blocks == 1)
+        h.prefill_done(adm)
+        h.finish(adm)
     return out
 
 

@@ -129,6 +129,7 @@ class Hierarchy:
         self.write_policy = write_policy
         self.written_blocks = [0] * len(self.tiers)
         self.dropped_blocks = 0
+        self._observers = [t.admission.observe for t in self.tiers if getattr(t, "admission", None) is not None]
 
     # -- step 1 ---------------------------------------------------------------------------------
     def start(self, block_hashes: Sequence[int], cacheable_blocks: int, max_hit_blocks: int, extra_blocks: int = 0,
@@ -163,9 +164,11 @@ class Hierarchy:
             return None
         if budget < need:
             hits, restores, computed = self._truncate(where, hits, restores, computed, budget)
+        for observe in self._observers:         # admission policies count uses and hits (§8)
+            observe(head, hits)
         gpu = self.tiers[0]
         gpu.pin(pinned)
-        victims = gpu.reserve(budget)
+        victims = gpu.reserve(budget, [h for r in restores for h in r] + computed)
         assert victims is not None
         restored, filled = self._restore(restores)
         self._evicted(victims, 0)

@@ -42,6 +42,8 @@ class TierStats:
             at all (passed on or dropped).
         peak_resident_blocks: largest number of resident blocks seen.
         peak_used_blocks: largest resident + reserved slots seen.
+        refused_blocks: blocks offered to this (lower) tier that its admission
+            policy refused (passed on or dropped; docs/semantics.md §8).
     """
 
     inserted_blocks: int = 0
@@ -49,6 +51,7 @@ class TierStats:
     overflow_blocks: int = 0
     peak_resident_blocks: int = 0
     peak_used_blocks: int = 0
+    refused_blocks: int = 0
 
     def merge(self, other: "TierStats") -> "TierStats":
         """Add ``other``'s counters (peaks take the max); returns self."""
@@ -65,13 +68,15 @@ class Tier:
         name: tier name (``gpu``, ``cpu``, ``ssd`` ...).
         capacity_blocks: slots, >= 0.
         policy: an :class:`EvictionPolicy` instance (empty).
+        admission: a :class:`pcs.cache.admission.AdmissionPolicy` deciding which
+            offered blocks :meth:`insert` writes (None: all).
     Raises:
         ValueError: negative capacity.
     """
 
-    __slots__ = ("name", "capacity_blocks", "policy", "resident", "reserved_blocks", "stats")
+    __slots__ = ("name", "capacity_blocks", "policy", "resident", "reserved_blocks", "stats", "admission")
 
-    def __init__(self, name: str, capacity_blocks: int, policy: EvictionPolicy) -> None:
+    def __init__(self, name: str, capacity_blocks: int, policy: EvictionPolicy, admission=None) -> None:
         if capacity_blocks < 0:
             raise ValueError(f"tier {name!r}: capacity must be >= 0 blocks, got {capacity_blocks}")
         self.name = name
@@ -81,6 +86,9 @@ class Tier:
         self.resident: dict[int, int] = {}
         self.reserved_blocks = 0
         self.stats = TierStats()
+        self.admission = admission
+        if admission is not None and hasattr(admission, "bind"):
+            admission.bind(self.capacity_blocks)
 
     def __repr__(self) -> str:
         return (f"Tier({self.name!r}, capacity_blocks={self.capacity_blocks}, resident={len(self.resident)}, "
@@ -136,16 +144,23 @@ class Tier:
         if out:
             self.policy.add(out, reused)
 
-    def reserve(self, n: int) -> list[int] | None:
+    def reserve(self, n: int, incoming: Sequence[int] = ()) -> list[int] | None:
         """Reserve ``n`` slots, evicting as needed; all-or-nothing (``docs/semantics.md §8``).
+
+        ``incoming``: the block hashes some of the slots are for (not resident
+        here, chain order), told to the policy (``EvictionPolicy.expect``)
+        before it chooses victims; not told when the slots cannot be had.
 
         Returns:
             the evicted block hashes in eviction order (possibly empty), or
             None when ``n`` slots cannot be had (nothing changes).
         """
-        victims = self._evict(n - self.free_blocks)
-        if victims is None:
+        if n > self.available_blocks:
             return None
+        if incoming:
+            self.policy.expect(incoming)
+        victims = self._evict(n - self.free_blocks)
+        assert victims is not None
         self.reserved_blocks += n
         self._note_peaks()
         return victims
@@ -185,25 +200,47 @@ class Tier:
     def insert(self, block_hashes: Sequence[int], reused: bool = False) -> tuple[list[int], int]:
         """Store distinct blocks (eviction order) unpinned, evicting as needed; for lower tiers (§7).
 
-        The result is what a flat policy fed the blocks one by one reaches: a
-        block already resident is not written again but touched (it was in
-        use above, so it is recent; this keeps an LRU hierarchy prefix-closed
-        -- a demoted parent is never older below than its child); a new block
-        is stored. The batch is the newest content: if it is larger than the
-        unpinned room, its first blocks (the least recently used) are pushed
-        out -- new ones never written, resident ones evicted -- after every
-        older unpinned block.
+        The batch is the newest content and is taken as a whole, not fed to
+        the policy one by one: its blocks already resident are set aside
+        first (unpinned ones leave the policy), so the room for its new blocks
+        comes from the older unpinned blocks outside the batch; then, in batch
+        order, new blocks are stored and the resident ones given back as
+        reused (a touch: it was in use above, so it is recent; this keeps an
+        LRU hierarchy prefix-closed -- a demoted parent is never older below
+        than its child). A batch larger than the unpinned room loses its first
+        blocks (the least recently used) -- new ones are never written,
+        resident ones are evicted (the policy drops them) -- after every older
+        unpinned block. (Fed one by one, a policy that does not reorder on a
+        touch, FIFO, would instead evict a resident block of the batch and
+        store it again at the back: ``tests/engine/test_exact_sample.py``,
+        ``OTHER_READINGS``, shows the two differ.)
+
+        With an admission policy (docs/semantics.md §8), new blocks it refuses
+        are not written and are pushed out with the others (after them); a
+        dueling one (TinyLFU) takes a victim's slot only if it wins.
 
         Returns:
-            (hashes pushed out: victims then batch blocks that did not fit, in
-            eviction order; number of blocks newly written).
+            (hashes pushed out: victims then batch blocks that did not fit or
+            were refused, in eviction order; number of blocks newly written).
         """
+        refused: list[int] = []
+        if self.admission is not None:
+            block_hashes, refused = self._admit(block_hashes)
         cut, block_hashes = self._overflow(block_hashes)
         res = self.resident
         fresh = list(filterfalse(res.__contains__, block_hashes))
         again = [h for h in filter(res.__contains__, block_hashes) if res[h] == 0]
         if again:
             self.policy.remove(again)
+        if fresh:
+            self.policy.expect(fresh)
+        won: list[int] = []
+        if fresh and hasattr(self.admission, "duel"):
+            fresh, won, lost = self._duel(fresh)
+            if lost:
+                gone = set(lost)
+                block_hashes = [h for h in block_hashes if h not in gone]
+                refused += lost
         victims = self._evict(len(fresh) - self.free_blocks)
         assert victims is not None
         for h in fresh:
@@ -211,7 +248,46 @@ class Tier:
         self._add_in_runs(block_hashes, set(again), reused)
         self.stats.inserted_blocks += len(fresh)
         self._note_peaks()
-        return victims + cut, len(fresh)
+        return won + victims + cut + refused, len(fresh)
+
+    def _admit(self, block_hashes: Sequence[int]) -> tuple[list[int], list[int]]:
+        """Split a batch by the admission policy: (resident or admitted blocks, refused new blocks)."""
+        res = self.resident
+        fresh = [h for h in block_hashes if h not in res]
+        if not fresh:
+            return list(block_hashes), []
+        refused = {h for h, ok in zip(fresh, self.admission.admit(fresh)) if not ok}
+        if not refused:
+            return list(block_hashes), []
+        self.stats.refused_blocks += len(refused)
+        return [h for h in block_hashes if h not in refused], [h for h in block_hashes if h in refused]
+
+    def _duel(self, fresh: list[int]) -> tuple[list[int], list[int], list[int]]:
+        """TinyLFU-style admission: each new block that needs room duels one victim (docs/semantics.md §8).
+
+        The first ``len(fresh) - free`` blocks of the batch duel, one victim each, in order; a
+        victim that wins is given back to the policy as reused. Returns (blocks to write,
+        victims evicted, blocks refused).
+        """
+        need = len(fresh) - self.free_blocks
+        if need <= 0:
+            return fresh, [], []
+        duel, res = self.admission.duel, self.resident
+        keep, won, lost = fresh[need:], [], []
+        for h in fresh[:need]:
+            v = self.policy.evict(1)
+            if v is not None and duel(h, v[0]):
+                won.append(v[0])
+                del res[v[0]]
+                keep.append(h)
+            else:
+                if v is not None:
+                    self.policy.add(v, True)
+                lost.append(h)
+        self.stats.evicted_blocks += len(won)
+        self.stats.refused_blocks += len(lost)
+        order = {h: i for i, h in enumerate(fresh)}
+        return sorted(keep, key=order.__getitem__), won, lost
 
     def _overflow(self, block_hashes: Sequence[int]) -> tuple[list[int], Sequence[int]]:
         """Split off the oldest blocks of a batch larger than the unpinned room: (pushed out, kept).
@@ -226,7 +302,7 @@ class Tier:
         res = self.resident
         gone = [h for h in cut if res.get(h) == 0]
         if gone:
-            self.policy.remove(gone)
+            self.policy.drop(gone)
             for h in gone:
                 del res[h]
         self.stats.evicted_blocks += len(gone)

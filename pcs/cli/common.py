@@ -270,6 +270,21 @@ def _csv_text(rows: list[dict[str, Any]]) -> str:
     return buf.getvalue()
 
 
+def with_trace_notes(payload: dict[str, Any], trace: Any, fmt: str, quiet: bool) -> tuple[str, ...]:
+    """Add the notes about ``trace`` (:func:`pcs.trace.api.trace_notes`: synthetic reuse, skipped lines) to
+    ``payload["notes"]`` and, outside the table format and without ``-q``, print them on stderr as
+    ``pcs replay`` does; returns them (the table renderer prints them as ``note:`` lines)."""
+    from pcs.trace.api import trace_notes
+
+    notes = trace_notes(trace)
+    if notes:
+        payload["notes"] = list(payload.get("notes") or []) + list(notes)
+        if not quiet and fmt != "table":
+            for note in notes:
+                click.echo(f"pcs: note: {note}", err=True)
+    return notes
+
+
 def emit(payload: dict[str, Any], fmt: str, table: str | Callable[[], str], rows_key: str | None = "rows") -> None:
     """Print one result in the chosen format.
 

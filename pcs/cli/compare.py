@@ -10,7 +10,7 @@ from typing import Any
 
 import click
 
-from pcs.cli.common import Progress, command, emit, format_option
+from pcs.cli.common import Progress, command, emit, format_option, with_trace_notes
 from pcs.cli.fleet import compare_fleet, fleet_options, wants_fleet
 from pcs.cli.modelarg import is_config_path
 from pcs.cli.params import parse_capacity_list
@@ -40,8 +40,10 @@ def compare(fmt: str, tier_sets: tuple[str, ...], curve_capacities: str | None, 
       pcs compare trace.jsonl --policy lru --policy protected --tier gpu=400GB --tier cpu=2TB
       pcs compare trace.jsonl --tiers gpu=5000blocks --tiers gpu=20000blocks --timing sequential
       pcs compare trace.jsonl --policy lru --policy protected --curve-capacities 1000blocks,5000blocks,20000blocks
+      pcs compare trace.jsonl --policy lru --policy s3fifo --admit none --admit cpu=reuse:2 --gap-oracle
     JSON: {"variants": [row, ...]} with row keys variant, policy, tiers and the metric keys
-    (hit_ratio, single_sequence_hit_ratio, gap_*, restored_bytes, ttft_p50_s ...); with
+    (hit_ratio, single_sequence_hit_ratio, gap_*, restored_bytes, ttft_p50_s ...; admission,
+    oracle_hit_ratio, gap_capacity, gap_policy with --admit / --gap-oracle); with
     --curve-capacities also "curve": [{capacity_blocks, <policy>_hit_ratio ..., belady_hit_ratio,
     ceiling_hit_ratio}, ...].
     """
@@ -56,15 +58,19 @@ def compare(fmt: str, tier_sets: tuple[str, ...], curve_capacities: str | None, 
     sets = [[t for t in ts.split(",") if t.strip()] for ts in tier_sets] or None
     trace, replay_kwargs = replay_call_kwargs(kw, trace)
     if wants_fleet(kw):
-        if sets or caps:
-            raise ValueError("--router compares routers on one tier list; --tiers and --curve-capacities do not apply")
+        if sets or caps or kw["admit"] or kw["gap_oracle"]:
+            raise ValueError("--router compares routers on one tier list; --tiers, --curve-capacities, --admit and "
+                             "--gap-oracle do not apply")
         return compare_fleet(fmt, trace, dict(replay_kwargs, tiers=list(kw["tiers"]) or None), kw)
-    runs = len(sets or [None]) * len(kw["policy"] or [None])
+    runs = len(sets or [None]) * len(kw["policy"] or [None]) * len(kw["admit"] or [None])
     total = (lambda: (trace.estimated_requests() or 0) * runs or None)  # noqa: E731
     with Progress(kw["quiet"], desc="compare", total=total) as progress:
         res = compare_api(trace, policies=list(kw["policy"]) or None, tier_sets=sets, curve_capacities=caps,
-                          progress=progress, **dict(replay_kwargs, tiers=list(kw["tiers"]) or None))
-    emit(res.to_dict(), fmt, lambda: render_compare(res), rows_key="variants")
+                          admits=list(kw["admit"]) or None, progress=progress,
+                          **dict(replay_kwargs, tiers=list(kw["tiers"]) or None))
+    payload = res.to_dict()
+    notes = with_trace_notes(payload, trace, fmt, kw["quiet"])
+    emit(payload, fmt, lambda: "\n".join([render_compare(res)] + [f"note: {n}" for n in notes]), rows_key="variants")
 
 
 def _refuse_one_policy_twice(policies: tuple[str, ...]) -> None:

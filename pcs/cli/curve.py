@@ -6,8 +6,10 @@ from pathlib import Path
 import click
 
 from pcs import _native
-from pcs.cli.common import PcsUsageError, Progress, RegistryChoice, command, counted, emit, format_option, quiet_option
-from pcs.cli.params import MAX_COUNT, MAX_POINTS, MAX_SEED, Float, Int, parse_capacity_list
+from pcs.extras import missing_extra
+from pcs.cli.common import (PcsUsageError, Progress, RegistryChoice, command, counted, emit, format_option,
+                             quiet_option, with_trace_notes)
+from pcs.cli.params import MAX_COUNT, MAX_POINTS, MAX_SEED, Aliased, Float, Int, parse_capacity_list
 from pcs.cli.trace import open_from_options, trace_input_options
 from pcs.model import KV_DTYPES, get_layout
 from pcs.report.curve import curve_figure, render_curve
@@ -20,7 +22,7 @@ def _plot(result, path: str, model_name: str | None, trace: str) -> None:
     try:
         fig = curve_figure(result, model_name, trace)
     except ImportError:
-        raise PcsUsageError("--plot needs matplotlib: pip install 'pcs[plot]'") from None
+        raise PcsUsageError(missing_extra("--plot", "matplotlib", "plot")) from None
     import matplotlib.pyplot as plt
 
     try:
@@ -45,9 +47,9 @@ def _plot_format_ok(path: str) -> None:
 @click.option("--points", type=Int(1, MAX_POINTS), default=None,
               help="Instead of --capacities: this many sizes spaced geometrically up to where LRU reaches the "
                    "ceiling. [default: 12]")
-@click.option("--model", "model_name", metavar="NAME", default=None,
-              help="Model preset (see `pcs models`) or a config.json path: adds capacity in bytes (blocks x "
-                   "reserved bytes per block).")
+@click.option("--model", "--model-config", "model_name", cls=Aliased, metavar="NAME", default=None,
+              help="Model preset (see `pcs models`) or a config.json path (also spelled --model-config): adds "
+                   "capacity in bytes (blocks x reserved bytes per block).")
 @click.option("--dtype", type=RegistryChoice(KV_DTYPES, get_layout), default=None,
               help="KV dtype for the bytes; needs --model.")
 @click.option("--no-belady", is_flag=True, help="Skip the offline optimum (pure Python, ~1 M accesses/s per capacity; "
@@ -61,7 +63,7 @@ def _plot_format_ok(path: str) -> None:
 @click.option("--kernel", type=click.Choice(_native.MODES), default=None, hidden=True,
               help="Older name of --native.")
 @click.option("--plot", "plot_path", type=click.Path(dir_okay=False), default=None,
-              help="Also draw the curves to this PNG, SVG or PDF (needs the plot extra: pip install 'pcs[plot]'); "
+              help="Also draw the curves to this PNG, SVG or PDF (needs the plot extra: pip install -e '.[plot]'); "
                    "with --model a second axis gives the capacity in bytes.")
 @trace_input_options
 @format_option
@@ -99,7 +101,7 @@ def curve(trace, capacities, points, model_name, dtype, no_belady, sample_rate, 
 
         spec = load_model(model_name, None, quiet)
         spec = spec.with_dtype(dtype) if dtype else spec
-    flat, name = _load(trace, (trace_format, block_size, on_error, sort), quiet)
+    (flat, name), opened = _load(trace, (trace_format, block_size, on_error, sort), quiet)
     caps = None
     if capacities is not None:
         bb = None
@@ -113,15 +115,17 @@ def curve(trace, capacities, points, model_name, dtype, no_belady, sample_rate, 
         result = compute_curve(flat, caps, points, spec, belady=not no_belady, sample_rate=sample_rate, seed=seed,
                                exact_head_blocks=exact_head_blocks, native=native, kernel=kernel, progress=progress)
     payload = {**result.to_dict(), "trace": "-" if trace == "-" else name, "dtype": dtype}
+    with_trace_notes(payload, opened, fmt, quiet)
     if plot_path:
         _plot(result, plot_path, spec.name if spec is not None else None, payload["trace"])
     emit(payload, fmt, lambda: render_curve(payload))
 
 
 def _load(trace, options: tuple, quiet: bool):
-    """The trace's accesses (:func:`pcs.curves.api.load_accesses`), with a progress bar over its requests."""
+    """The trace's accesses (:func:`pcs.curves.api.load_accesses`, read with a progress bar over its
+    requests) and the opened :class:`pcs.trace.Trace` (for its notes)."""
     from pcs.curves.api import load_accesses
 
     t = open_from_options(trace, *options)
     with Progress(quiet, desc="reading", total=t.estimated_requests) as progress:
-        return load_accesses(counted(t, progress))
+        return load_accesses(counted(t, progress)), t

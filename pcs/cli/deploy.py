@@ -43,7 +43,7 @@ def _table(d: dict[str, Any]) -> str:
 
 @command("deploy")
 @click.option("--model", "model_name", default=None, metavar="NAME",
-              help=f"Model preset: {', '.join(MODEL_NAMES)} (see `pcs models`).")
+              help=f"Model preset: {', '.join(MODEL_NAMES)} (see `pcs models`), or a config.json path.")
 @click.option("--model-config", "model_config", type=click.Path(dir_okay=False), default=None,
               help="A local Hugging Face config.json instead of a preset (no network).")
 @click.option("--gpu", default="h100-sxm", show_default=True, help="GPU preset (pcs hardware).")

@@ -8,7 +8,7 @@ import click
 from pcs import units
 from pcs.analysis.envelope import envelope as envelope_lib, restore_bytes_for_tokens
 from pcs.cli.common import RegistryChoice, command, emit, format_option, quiet_option
-from pcs.cli.params import MAX_BLOCK_SIZE, MAX_TOKENS, MAX_TP, Float, Int
+from pcs.cli.params import MAX_BLOCK_SIZE, MAX_TOKENS, MAX_TP, Aliased, Float, Int
 from pcs.cli.presets import gpu_options, hardware_file_option, hardware_table, resolve_gpu
 from pcs.model import KV_DTYPES, get_layout
 from pcs.report.envelope import render_envelope
@@ -56,7 +56,7 @@ def _prefill_source(kw: dict[str, Any], model: Any, gpu: Any) -> tuple[Any, str]
 
         util = DEFAULT_UTILISATION if kw["utilisation"] is None else kw["utilisation"]
         cm = ComputeModel(model, gpu, tp=kw["tp"], utilisation=util, dtype=kw["compute_dtype"])
-        return cm, f"compute model: {gpu.name} x{kw['tp']}, {kw['compute_dtype']}, utilisation {util:g}"
+        return cm, f"compute model: {gpu.name} x{kw['tp']}, {kw['compute_dtype']}, MFU {util:g}"
     return None
 
 
@@ -70,13 +70,13 @@ def _times(kw: dict[str, Any], source: tuple[Any, str] | None) -> dict[str, Any]
     elif source is not None and prompt_tokens is not None:
         out["full_prefill_s"], out["full_prefill_from"] = float(source[0].prefill_s(prompt_tokens, 0)), source[1]
     else:
-        raise ValueError("give --full-prefill, or --prompt-tokens/--restore-tokens with --model and --gpu "
+        raise ValueError("give --full-prefill, or --tokens/--restore-tokens with --model and --gpu "
                          "(or --prefill-csv) to compute it")
     if kw["remaining_compute"] is not None:
         out["remaining_s"], out["remaining_from"] = units.parse_duration(kw["remaining_compute"]), "given"
     elif source is not None and prompt_tokens is not None and restore_tokens is not None:
         if prompt_tokens < restore_tokens:
-            raise ValueError(f"--prompt-tokens {prompt_tokens} is less than --restore-tokens {restore_tokens}")
+            raise ValueError(f"--tokens {prompt_tokens} is less than --restore-tokens {restore_tokens}")
         out["remaining_s"] = float(source[0].prefill_s(prompt_tokens - restore_tokens, restore_tokens))
         out["remaining_from"] = source[1]
     else:
@@ -97,8 +97,9 @@ def _restore_bytes(kw: dict[str, Any], model: Any) -> int:
 @click.option("--restore-bytes", help="D: bytes restored, e.g. 1GB (GB decimal, GiB binary).")
 @click.option("--restore-tokens", type=Int(0, MAX_TOKENS),
               help="Cached tokens restored; with --model gives D (serialized blocks, rounded up to whole blocks).")
-@click.option("--prompt-tokens", type=Int(0, MAX_TOKENS),
-              help="Prompt length for the computed T_full (default: --restore-tokens).")
+@click.option("--tokens", "--prompt-tokens", "prompt_tokens", cls=Aliased, type=Int(0, MAX_TOKENS),
+              help="Prompt tokens T for the computed T_full (default: --restore-tokens); as pcs footprint's "
+                   "--tokens (older name --prompt-tokens).")
 @click.option("--model", help="Model preset (list: pcs models) or a config.json path, for D and the compute model.")
 @click.option("--model-config", type=click.Path(dir_okay=False), help="Local Hugging Face config.json instead of --model.")
 @click.option("--dtype", type=RegistryChoice(KV_DTYPES, get_layout),
@@ -112,10 +113,11 @@ def _restore_bytes(kw: dict[str, Any], model: Any) -> int:
 @click.option("--bandwidth", "bandwidths", multiple=True, help="B_eff: effective restore bandwidth, e.g. 20GB/s. Repeatable.")
 @click.option("--overlap", help="W: independent compute overlapping the load, e.g. 20ms; adds exposed_wait_s.")
 @gpu_options
-@click.option("--tp", type=Int(1, MAX_TP), default=1, show_default=True,
+@click.option("--tp", type=Int(1, MAX_TP), default=8, show_default=True,
               help="Tensor-parallel size: compute splits over tp GPUs; D becomes bytes per GPU rank.")
-@click.option("--utilisation", type=Float(0, 1, min_open=True),
-              help="Prefill MFU for the compute model (default 0.5, see pcs.compute).")
+@click.option("--mfu", "--utilisation", "utilisation", cls=Aliased, type=Float(0, 1, min_open=True),
+              help="Prefill model FLOPs utilisation (MFU) of the compute model (default 0.5, see pcs.compute); "
+                   "not HBM use, which is --gpu-memory-utilization in replay/deploy (older name --utilisation).")
 @click.option("--compute-dtype", type=click.Choice(["bf16", "fp16", "fp8"]), default="bf16", show_default=True,
               help="Precision of the prefill matmuls (selects the GPU's dense peak).")
 @click.option("--prefill-csv", type=click.Path(dir_okay=False),
@@ -128,7 +130,7 @@ def envelope(fmt: str, quiet: bool, **kw: Any) -> None:
 
     Sizes in bytes with units (1GB decimal, 1GiB binary), bandwidths in bytes/s
     (20GB/s), times with units (100ms, 5us) or plain seconds. With a model and
-    no --gpu the compute model runs on pcs replay's default GPU (h100-sxm). Verdicts and the
+    no --gpu the compute model runs on pcs replay's default deployment (h100-sxm, --tp 8). Verdicts and the
     break-even bandwidth D / (T_full - T_remaining - T_overhead) are decided
     exactly (integer nanoseconds): no break-even when that is <= 0.
 
@@ -136,7 +138,7 @@ def envelope(fmt: str, quiet: bool, **kw: Any) -> None:
     Examples:
       pcs envelope --restore-bytes 1GB --full-prefill 100ms --remaining-compute 30ms \\
                    --overhead 5ms --bandwidth 10GB/s --bandwidth 20GB/s
-      pcs envelope --restore-tokens 8192 --prompt-tokens 8704 --model llama-3.1-70b \\
+      pcs envelope --restore-tokens 8192 --tokens 8704 --model llama-3.1-70b \\
                    --gpu h100-sxm --tp 4 --overhead 1ms --bandwidth 50GB/s --overlap 2ms
 
     JSON keys: restore_bytes, full_prefill_s, remaining_s, overhead_s, overlap_s,

@@ -10,7 +10,7 @@ from typing import Any, Callable
 
 import click
 
-from pcs.cli.common import Progress, emit
+from pcs.cli.common import Progress, emit, with_trace_notes
 from pcs.cli.params import Float, Int
 
 __all__ = ["fleet_options", "wants_fleet", "replay_fleet", "compare_fleet"]
@@ -56,7 +56,9 @@ def replay_fleet(fmt: str, requests_out: str | None, kw: dict[str, Any]) -> None
     if requests_out:
         write_requests(res.requests, requests_out)
     payload = res.summary.to_dict()
-    emit(payload, fmt, lambda: render_fleet(payload), rows_key="per_instance")
+    notes = with_trace_notes(payload, trace, fmt, kw["quiet"])  # synthetic reuse, skipped lines: as pcs replay
+    emit(payload, fmt, lambda: "\n".join([render_fleet(payload)] + [f"note: {n}" for n in notes]),
+         rows_key="per_instance")
 
 
 def compare_fleet(fmt: str, trace: Any, replay_kwargs: dict[str, Any], kw: dict[str, Any]) -> None:
@@ -72,4 +74,6 @@ def compare_fleet(fmt: str, trace: Any, replay_kwargs: dict[str, Any], kw: dict[
                               policy=(kw["policy"] or (None,))[0], **replay_kwargs)
     payload = res.to_dict()
     title = f"pcs compare: {res.trace} | {res.routers[0].instances} instances"
-    emit(payload, fmt, lambda: render_router_compare(payload["routers"], title), rows_key="routers")
+    notes = with_trace_notes(payload, trace, fmt, kw["quiet"])
+    emit(payload, fmt, lambda: "\n".join([render_router_compare(payload["routers"], title)] + [f"note: {n}" for n in notes]),
+         rows_key="routers")

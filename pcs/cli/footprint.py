@@ -13,7 +13,7 @@ from pcs.report.footprint import render_footprint
 
 @command("footprint")
 @click.option("--model", "model_name", default=None, metavar="NAME",
-              help=f"Model preset: {', '.join(MODEL_NAMES)} (see `pcs models`).")
+              help=f"Model preset: {', '.join(MODEL_NAMES)} (see `pcs models`), or a config.json path.")
 @click.option("--model-config", "model_config", type=click.Path(dir_okay=False), default=None,
               help="A local Hugging Face config.json instead of a preset (no network).")
 @click.option("--tokens", type=Int(0, MAX_TOKENS), required=True, help="Tokens per sequence, T.")

@@ -30,6 +30,7 @@ COMMANDS: dict[str, str] = {
     "curve": "pcs.cli.curve:curve",
     "deploy": "pcs.cli.deploy:deploy",
     "sweep": "pcs.cli.sweep:sweep",
+    "policies": "pcs.cli.policies:policies",
 }
 
 #: command name -> its one-line summary in ``pcs --help`` (whole on one line: under ~65 characters).
@@ -45,6 +46,7 @@ SUMMARIES: dict[str, str] = {
     "curve": "hit ratio at every capacity in one pass (LRU, Belady, ceiling)",
     "deploy": "a model on TP GPUs: weights, KV pool, GPU-tier blocks, concurrency",
     "sweep": "a grid of replays into one Parquet dataset; best points, Pareto",
+    "policies": "eviction and admission policies, options and sources",
 }
 
 

@@ -16,7 +16,7 @@ import click
 
 from pcs import units
 
-__all__ = ["MAX_TP", "MAX_BLOCK_SIZE", "MAX_TOKENS", "MAX_COUNT", "MAX_POINTS", "MAX_SYNTH_REQUESTS",
+__all__ = ["Aliased", "MAX_TP", "MAX_BLOCK_SIZE", "MAX_TOKENS", "MAX_COUNT", "MAX_POINTS", "MAX_SYNTH_REQUESTS",
            "MAX_SEED", "Int", "Float", "parse_capacity_list"]
 
 #: GPUs in one tensor-parallel group (NVL72 racks hold 72; 1024 leaves room).
@@ -91,3 +91,18 @@ def parse_capacity_list(text: str, option: str, block_bytes: int | Callable[[], 
     if not out:
         raise ValueError(f"{option} {text!r}: give comma-separated capacities, e.g. 1000blocks,5000blocks or 40GB")
     return out
+
+
+class Aliased(click.Option):
+    """An option whose first name is the one ``--help`` shows; its other names are hidden older spellings
+    (``--model-config`` for ``--model`` in replay, ``--prompt-tokens`` for ``--tokens`` in envelope): one
+    name per concept across commands, old command lines still run. Use as ``click.option(..., cls=Aliased)``.
+    """
+
+    def get_help_record(self, ctx: click.Context) -> tuple[str, str] | None:
+        """Click's help row with the first name only."""
+        opts, self.opts = self.opts, self.opts[:1]
+        try:
+            return super().get_help_record(ctx)
+        finally:
+            self.opts = opts

@@ -14,13 +14,13 @@ from pcs.cache.policies import DEFAULT_POLICY, POLICY_CHOICES, get_policy, polic
 from pcs.cli.common import Progress, RegistryChoice, command, emit, format_option, quiet_option
 from pcs.cli.fleet import fleet_options, replay_fleet, wants_fleet
 from pcs.cli.modelarg import is_config_path
-from pcs.cli.params import MAX_BLOCK_SIZE, MAX_COUNT, MAX_TOKENS, MAX_TP, Float, Int
+from pcs.cli.params import MAX_BLOCK_SIZE, MAX_COUNT, MAX_TOKENS, MAX_TP, Aliased, Float, Int
 from pcs.engine import select
 from pcs.engine.engine import TIMINGS
 from pcs.engine.restores import RESTORE_POLICIES
 from pcs.engine.schedconfig import COMPUTE_MODES, DEFAULT_MAX_PREEMPTIONS
 from pcs.model import KV_DTYPES, get_layout
-from pcs.trace.api import FORMATS, ON_ERROR
+from pcs.trace.api import FORMATS, ON_ERROR, trace_notes
 
 __all__ = ["replay", "replay_options", "replay_call_kwargs", "run_replay_kwargs", "write_requests",
            "open_trace_kwargs", "input_paths"]
@@ -45,6 +45,24 @@ def _check_tier_policies(ctx: click.Context, param: click.Parameter, values: tup
     return values
 
 
+def _check_admit(ctx: click.Context, param: click.Parameter, values: tuple[str, ...]) -> tuple[str, ...]:
+    """``--admit TIER=KIND[:ARGS]``: the form and the kind (tier names are checked with the tiers)."""
+    from pcs.cache.admission import NO_ADMISSION, parse_admission
+
+    for value in values:
+        for item in filter(None, (v.strip() for v in value.split("+"))):
+            if item.lower() == NO_ADMISSION:
+                continue
+            tier, sep, spec = item.partition("=")
+            try:
+                if not sep or not tier.strip() or not spec.strip():
+                    raise ValueError(f"{item!r}: expected TIER=KIND[:ARGS], e.g. cpu=reuse:2")
+                parse_admission(spec)
+            except ValueError as exc:
+                raise click.BadParameter(str(exc), ctx, param) from None
+    return values
+
+
 def replay_options(f: Callable, policy_multiple: bool = False) -> Callable:
     """The options ``pcs replay`` and ``pcs compare`` share (trace, model, hardware, tiers, rules)."""
     policy_help = (f"Eviction policy of every tier; {DEFAULT_POLICY} by default, protected = slru"
@@ -61,7 +79,8 @@ def replay_options(f: Callable, policy_multiple: bool = False) -> Callable:
                                                      "at, unless the ids fit the format's default: then pcs replay "
                                                      "re-blocks them (exact at a multiple, a lower..upper interval "
                                                      "at a divisor; docs/traces-formats.md)."),
-        click.option("--model", help="Model preset (pcs models) or an HF config.json path; default llama-2-70b."),
+        click.option("--model", "--model-config", "model", cls=Aliased, help="Model preset (pcs models) or an HF "
+                     "config.json path (also spelled --model-config, as in pcs footprint); default llama-2-70b."),
         click.option("--dtype", type=RegistryChoice(KV_DTYPES, get_layout),
                      help="KV cache layout, e.g. bf16, fp8 (vLLM's: per-tensor scales outside the pages), "
                           "fp8_per_token_head, nvfp4 (default: the model's)."),
@@ -84,6 +103,15 @@ def replay_options(f: Callable, policy_multiple: bool = False) -> Callable:
                      help=policy_help),
         click.option("--tier-policy", "tier_policy", multiple=True, callback=_check_tier_policies,
                      help="Per-tier policy NAME=POLICY, e.g. cpu=slru (repeatable)."),
+        click.option("--admit", "admit", multiple=True, callback=_check_admit, metavar="TIER=KIND[:ARGS]",
+                     help="Admission policy of a tier, repeatable (pcs policies lists them): cpu=reuse:2 (store "
+                          "on the 2nd use), cpu=selective:2 (blocks hit twice), cpu=tinylfu, "
+                          "gpu=retain:tokens=0-4096,duration=60 (keep a token range longer)"
+                          + ("; in pcs compare each value is one variant (join items with +; none = no "
+                             "admission)." if policy_multiple else ".")),
+        click.option("--gap-oracle", is_flag=True,
+                     help="Also replay the same tiers with the Belady oracle and split the gap into capacity "
+                          "(single-sequence - oracle) and policy (oracle - real); one more replay."),
         click.option("--protected-share", type=Float(0, 1),
                      help="Protected segment share of an slru tier (default 0.8, Caffeine's)."),
         click.option("--link", "link", multiple=True,
@@ -212,7 +240,7 @@ def replay_call_kwargs(kw: dict[str, Any], trace: Any = None) -> tuple[Any, dict
                        tier_policies=tier_policies, links=_pairs(kw["link"], "link"),
                        protected_share=_protected_share(kw, tier_policies),
                        timing=kw["timing"], write_policy=kw["write_policy"], hardware_table=table,
-                       engine=kw["engine"], native=kw["native"],
+                       engine=kw["engine"], native=kw["native"], gap_oracle=kw["gap_oracle"],
                        gpu_memory_utilization=kw["gpu_memory_utilization"], kv_reserve=kw["kv_reserve"],
                        rules=BlockRules(cache_partial_blocks=kw["cache_partial_blocks"],
                                         recompute_last_token=not kw["no_recompute_last_token"]),
@@ -249,7 +277,8 @@ def run_replay_kwargs(kw: dict[str, Any], policy: str | None, tiers: list[str] |
     from pcs.engine.api import replay as run
 
     trace, kwargs = replay_call_kwargs(kw, trace)
-    return run(trace, tiers=tiers or None, policy=policy, progress=progress, **kwargs)
+    return run(trace, tiers=tiers or None, policy=policy, progress=progress, admit=list(kw["admit"]) or None,
+               **kwargs)
 
 
 _REQUESTS_SUFFIXES = (".parquet", ".csv")
@@ -289,21 +318,6 @@ def write_requests(table: Any, path: str) -> None:
             pcsv.write_csv(table, tmp)
 
 
-def skipped_note(trace: Any) -> str | None:
-    """``--on-error skip``: how many bad lines the last read of the trace skipped, else None."""
-    n = getattr(trace, "skipped", 0)
-    return f"{n:,} bad trace lines were skipped (--on-error skip)" if n else None
-
-
-def synthetic_reuse_note(trace: Any) -> str | None:
-    """The note a replay of a trace with synthesised prefix reuse (Azure, BurstGPT) carries, else None."""
-    reuse = str(getattr(trace, "reuse", "") or "")
-    if not reuse.startswith("synthesised"):
-        return None
-    return (f"this trace records lengths only: its prefix reuse is synthetic ({reuse}); the hit ratios measure "
-            "that assumption, not recorded reuse (docs/traces-formats.md)")
-
-
 @command("replay", twins=True)
 @replay_options
 @fleet_options(multiple=False)
@@ -333,6 +347,8 @@ def replay(fmt: str, requests_out: str | None, **kw: Any) -> None:
         if streams is not None:
             raise ValueError("--instances replays the trace at its recorded block size; re-blocking a hash-id "
                              "trace (--block-size) is for single-instance replays")
+        if kw["admit"] or kw["gap_oracle"]:
+            raise ValueError("--admit and --gap-oracle are for single-instance replays (not with --instances/--router)")
         return replay_fleet(fmt, requests_out, kw)
     if streams is not None and "exact" not in streams:
         return _replay_interval(kw, streams, fmt)
@@ -345,7 +361,7 @@ def replay(fmt: str, requests_out: str | None, **kw: Any) -> None:
         s = dataclasses.replace(s, notes=s.notes + (f"the trace's {streams['exact'].source.block_size}-token ids "
                                                      f"were re-blocked to {streams['exact'].block_size} tokens "
                                                      "(exact)",))
-    extra = tuple(n for n in (synthetic_reuse_note(trace), skipped_note(trace)) if n)
+    extra = trace_notes(trace)
     if extra:
         s = dataclasses.replace(s, notes=s.notes + extra)
     if not kw["quiet"] and fmt != "table":

@@ -70,7 +70,7 @@ def _fail(result: Any) -> None:
 @click.option("--jobs", type=Int(1, MAX_JOBS), default=None,
               help="Local processes (default: the CPUs of this machine; 1 runs in this process).")
 @click.option("--ray", "ray_address", is_flag=False, flag_value="local", default=None, metavar="[ADDRESS]",
-              help="Run the points as Ray tasks (needs pip install 'pcs[ray]'): alone, on the Ray this process "
+              help="Run the points as Ray tasks (needs the ray extra: pip install -e '.[ray]'): alone, on the Ray this process "
                    "knows or a new local one; --ray=ADDRESS joins a cluster (auto, ray://head:10001). Put a "
                    "bare --ray after PLAN.")
 @click.option("--force", is_flag=True, help="Run the points already in OUT again (their rows are replaced).")

@@ -144,7 +144,7 @@ def _token_tee(requests, f):
     """Yield requests unchanged while writing their token JSONL form to the open file ``f``."""
     for r in requests:
         f.write(json.dumps({"timestamp": round(r.arrival_s * 1000.0), "output_length": r.output_tokens,
-                            "token_ids": r.token_ids.tolist()}) + "\n")
+                            "reuse": "synthetic", "token_ids": r.token_ids.tolist()}) + "\n")
         yield r
 
 
@@ -211,7 +211,9 @@ def synth(out_path, num_requests, seed, rate_rps, mix, think_s, turns_mean, firs
     ... in first-appearance order, as in the Mooncake release. The defaults
     give a Mooncake-conversation-like stream (traces/README.md compares them):
     prompt lengths, blocks per request and arrival rate as in the real trace,
-    reuse times shortened by the shorter span.
+    reuse times shortened by the shorter span. Every row says
+    "reuse": "synthetic" (Parquet: the pcs.reuse metadata), so replay, compare,
+    curve and trace stats note that the reuse is synthetic.
 
     \b
     Examples:
@@ -221,6 +223,7 @@ def synth(out_path, num_requests, seed, rate_rps, mix, think_s, turns_mean, firs
     """
     from pcs.outfile import atomic_output, check_outputs
     from pcs.trace.convert import out_format_for, write_trace
+    from pcs.trace.hashids import SYNTH_REUSE
     from pcs.trace.synth import SynthSpec, synth_batches, synth_requests
 
     if num_requests is None and azure_csv is None:
@@ -240,7 +243,8 @@ def synth(out_path, num_requests, seed, rate_rps, mix, think_s, turns_mean, firs
             tmp = outputs.enter_context(atomic_output(tokens_out))
             reqs = _token_tee(reqs, outputs.enter_context(open(tmp, "w", encoding="utf-8")))
         info = write_trace(_progressed(synth_batches(reqs, block_size), progress), out_path, ofmt,
-                           block_size=block_size, remap_ids=True, source_format="synth", with_session=True)
+                           block_size=block_size, remap_ids=True, source_format="synth", with_session=True,
+                           reuse=SYNTH_REUSE)
     info.update(block_size=block_size, seed=seed, tokens_out=tokens_out)
     emit(info, fmt, lambda: render_synth(info), rows_key=None)
 

@@ -33,7 +33,7 @@ def events_cmd(events_path, at_s, list_held, fmt, quiet) -> None:
     \b
     Reads a capture of vLLM's KV events (BlockStored / BlockRemoved /
     AllBlocksCleared, vllm/distributed/kv_events.py): JSON Lines, one batch
-    per line, or the raw msgpack payloads (pip install 'pcs[events]').
+    per line, or the raw msgpack payloads (the events extra: pip install -e '.[events]').
     Replays them per data-parallel rank and medium (GPU, CPU, ...) and
     reports what was held, the peak, evictions, re-stores and lifetimes.
 
@@ -160,8 +160,9 @@ def transform_cmd(in_path, out_path, speed, tenants, tenant_mode, prefix_scale, 
     with_session = after.session_id is not None and after.parent_id is not None
     if ofmt == "bailian" and not with_session:
         raise ValueError(f"the input ({t.format}) has no chat_id/parent_chat_id/turn; write mooncake or parquet")
+    synthesised = t.reuse.startswith("synthesised")  # the synthetic-reuse note follows the trace
     info = write_trace([after], out_path, ofmt, block_size=t.block_size, remap_ids=True, source_format=t.format,
-                       with_session=with_session)
+                       with_session=with_session, reuse=t.reuse if synthesised else None)
     info.update(source=t.name, block_size=t.block_size, reuse=t.reuse, applied=spec.applied(),
                 before=summary(before), after=summary(after))
     emit(info, fmt, lambda: render_transform(info), rows_key=None)

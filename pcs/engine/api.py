@@ -40,7 +40,7 @@ from pcs.cache.policies import DEFAULT_POLICY, make_policies
 from pcs.engine import select
 from pcs.engine.engine import TIMINGS
 from pcs.engine.result import ReplaySummary
-from pcs.engine.runner import StepSetup, run_replay
+from pcs.engine.runner import StepSetup, run_oracle, run_replay
 from pcs.engine.schedconfig import COMPUTE_MODES, SchedulerConfig
 from pcs.engine.timing import TimeModel
 from pcs.trace.batches import as_batches, reiterable
@@ -131,7 +131,6 @@ def parse_tier(text: str | TierSpec) -> TierSpec:
     return TierSpec(name, capacity_bytes=cap.size_bytes, capacity_blocks=cap.blocks)
 
 
-@dataclass(frozen=True, slots=True)
 class ReplayResult:
     """The outcome of :func:`replay`.
 
@@ -139,11 +138,30 @@ class ReplayResult:
         summary: :class:`pcs.engine.result.ReplaySummary`; its ``to_dict()``
             is the JSON of ``pcs replay --format json`` (keys in ``docs/json.md``).
         requests: pyarrow Table, one row per request in trace order (columns
-            in :data:`pcs.engine.summary.REQUEST_COLUMNS`).
+            in :data:`pcs.engine.summary.REQUEST_COLUMNS`); built on first
+            access from the engine's columns, so a replay that never reads it
+            does not import pyarrow (start-up, benchmarks/bench_startup.py).
     """
 
-    summary: ReplaySummary
-    requests: Any
+    __slots__ = ("summary", "_requests", "_columns")
+
+    def __init__(self, summary: ReplaySummary, requests: Any = None, *, columns: dict | None = None):
+        if requests is None and columns is None:
+            raise ValueError("ReplayResult needs a requests table or the columns to build it from")
+        self.summary = summary
+        self._requests = requests
+        self._columns = columns
+
+    @property
+    def requests(self) -> Any:
+        if self._requests is None:
+            from pcs.engine.summary import requests_table
+
+            self._requests, self._columns = requests_table(self._columns), None
+        return self._requests
+
+    def __repr__(self) -> str:
+        return f"ReplayResult(summary={self.summary!r}, requests=<{len(self.requests)} rows>)"
 
 
 def _block_size(source: Any) -> int:
@@ -197,12 +215,57 @@ def _resolve_link(tier: str, link: Any, tp: int, table: Any = None):
 
 
 def _build_tiers(specs: Sequence[TierSpec], bpb: Sequence[int], policy: str, tier_policies: Mapping[str, str],
-                 protected_share: float | None) -> list[Tier]:
+                 protected_share: float | None, context: Any = None,
+                 admit: Mapping[str, Sequence[str]] | None = None) -> list[Tier]:
+    from pcs.cache.admission import apply_admission
+
     caps = [units.capacity_to_blocks(s.capacity_bytes, s.capacity_blocks, b, f"tier {s.name!r} of {s.capacity_bytes} B")
             for s, b in zip(specs, bpb)]
-    names = [tier_policies.get(s.name, s.policy or policy) for s in specs]
-    policies = make_policies(names, caps, protected_share=protected_share)
-    return [Tier(s.name, c, p) for s, c, p in zip(specs, caps, policies)]
+    names = _policy_names(specs, policy, tier_policies)
+    ctx = context.fresh() if context is not None else None       # one clock per hierarchy
+    policies = make_policies(names, caps, ctx, protected_share=protected_share)
+    tiers = []
+    for s, c, p in zip(specs, caps, policies):
+        p, adm = apply_admission((admit or {}).get(s.name, ()), p, ctx)
+        tiers.append(Tier(s.name, c, p, adm))
+    return tiers
+
+
+def _admit_map(admit: Any, specs: Sequence[TierSpec]) -> dict[str, list[str]]:
+    """``admit`` of :func:`replay` (strings ``TIER=KIND`` or a mapping) -> tier name -> kinds, checked."""
+    from pcs.cache.admission import parse_admit_option
+
+    if not admit:
+        return {}
+    if isinstance(admit, Mapping):
+        admit = [f"{tier}={kind}" for tier, kinds in admit.items() for kind in
+                 ([kinds] if isinstance(kinds, str) else kinds)]
+    return parse_admit_option([admit] if isinstance(admit, str) else list(admit), [s.name for s in specs])
+
+
+def _policy_names(specs: Sequence[TierSpec], policy: str, tier_policies: Mapping[str, str]) -> list[str]:
+    """The policy (name or spec) of each tier."""
+    return [tier_policies.get(s.name, s.policy or policy) for s in specs]
+
+
+def _policy_context(names: Sequence[str], source: Any, rules: BlockRules, compute: Any, bs: int,
+                    admit: Mapping[str, Sequence[str]] | None = None, oracle: bool = False):
+    """The trace pre-pass for policies that read the trace (gdsf, belady; admission retain; the gap
+    split's oracle run), or None when nothing needs it."""
+    from pcs.cache import admission
+    from pcs.cache.policies import needs_context
+    from pcs.cache.policies.context import PolicyContext, TraceOracle, block_cost_from
+    from pcs.engine.chunks import iter_chunks
+
+    needs = {n for name in names for n in needs_context(name)}
+    if oracle:
+        needs.add("future")
+    if admission.needs_context([s for specs in (admit or {}).values() for s in specs]):
+        needs.add("chain")
+    if not needs:
+        return None
+    oracle = TraceOracle.build(iter_chunks(source, rules), future="future" in needs)
+    return PolicyContext(oracle, block_cost_from(compute, bs))
 
 
 def _tier_specs(tiers, tier_policies, links) -> list[TierSpec]:
@@ -373,7 +436,8 @@ def replay(trace: Any = None, *, model: Any = None, hardware: Any = None, tp: in
            rules: BlockRules = BlockRules(), compute: Any = None, hardware_table: Any = None,
            progress: Callable[[int], None] | None = None, engine: str = "auto",
            native: str | None = None, gpu_memory_utilization: float | None = None,
-           kv_reserve: Any = None, compute_mode: str | None = None,
+           kv_reserve: Any = None, admit: Sequence[str] | Mapping[str, Sequence[str]] | None = None,
+           gap_oracle: bool = False, compute_mode: str | None = None,
            scheduler: SchedulerConfig | None = None) -> ReplayResult:
     """Replay a trace through a multi-tier prefix cache.
 
@@ -412,6 +476,12 @@ def replay(trace: Any = None, *, model: Any = None, hardware: Any = None, tp: in
             sized from the deployment (default 0.9, vLLM's).
         kv_reserve: activation/runtime reserve per GPU (bytes or a size like
             ``"8GB"``; default 5 GB, :data:`pcs.model.deploy.DEFAULT_RESERVE_BYTES_PER_GPU`).
+        admit: admission policies, ``TIER=KIND[:ARGS]`` strings (``cpu=reuse:2``,
+            ``cpu=tinylfu``, ``gpu=retain:tokens=0-4096,duration=60``; :mod:`pcs.cache.admission`)
+            or a mapping tier -> kinds; several for one tier must all admit.
+        gap_oracle: also replay the same tiers and timing with every policy the Belady
+            oracle (no admission) and split the gap into capacity and policy
+            (``oracle_hit_ratio``, ``gap.capacity``, ``gap.policy``; docs/semantics.md §12).
         compute_mode: modeled timing's compute: ``step`` (the step
             scheduler, :mod:`pcs.engine.scheduler`) or ``infinite`` (every
             prefill and decode at full speed at once, the model before it);
@@ -428,7 +498,7 @@ def replay(trace: Any = None, *, model: Any = None, hardware: Any = None, tp: in
             GPU tier when the weights do not fit the GPUs; an unknown compute
             mode; ``compute_mode="step"`` with a ``compute`` lacking ``step_cost()``.
     """
-    from pcs.engine.summary import build_summary, requests_table
+    from pcs.engine.summary import build_summary
 
     notes = _default_notes(model is None, hardware is None and tp is None, tiers is None)
     opts = _options(timing, policy, write_policy, tp, engine, native, compute_mode)
@@ -440,17 +510,25 @@ def replay(trace: Any = None, *, model: Any = None, hardware: Any = None, tp: in
         spec, gpu, bs, tier_specs, links, opts.tp, hardware_table, gpu_memory_utilization, kv_reserve)
     tier_policies = dict(tier_policies or {})
     time_model = TimeModel(compute if compute is not None else _compute_model(spec, gpu, opts.tp, bs))
+    admit = _admit_map(admit, tier_specs)
+    ctx = _policy_context(_policy_names(tier_specs, opts.policy, tier_policies), source, rules, time_model.compute, bs,
+                          admit, gap_oracle)
+    make = lambda: _build_tiers(tier_specs, bpb, opts.policy, tier_policies, protected_share, ctx, admit)  # noqa: E731
     opts = _compute_mode(opts, time_model, notes)
-    make = lambda: _build_tiers(tier_specs, bpb, opts.policy, tier_policies, protected_share)  # noqa: E731
+    step = _step_setup(opts, scheduler, time_model, gpu)
     out = run_replay(source, rules, time_model, make, opts.timing, opts.write_policy, link_specs, bpb,
-                     opts.engine, opts.native, progress, _step_setup(opts, scheduler, time_model, gpu))
+                     opts.engine, opts.native, progress, step)
     if out.result.ledger.num_requests == 0:
         raise ValueError("the trace has no requests")
     context = _context(source, spec, gpu, opts, dtype, bs, rules, tier_specs, bb, link_specs, protected_share)
+    if gap_oracle:
+        make_oracle = lambda: _build_tiers(tier_specs, bpb, "belady", {}, None, ctx)  # noqa: E731
+        context["oracle_hit_ratio"] = run_oracle(source, rules, time_model, make_oracle, opts.timing,
+                                                 opts.write_policy, link_specs, bpb, step).ledger.hit_ratio
     context.update(engine=out.engine, engine_reason=out.engine_reason, baseline_engine=out.baseline_engine,
                    baseline_engine_reason=out.baseline_engine_reason,
                    compute=opts.compute_mode if opts.timing == "modeled" else None,
                    scheduler=_scheduler_summary(out))
     summary = build_summary(out.result, out.state, out.baseline.ledger, out.single, out.ideal, context)
     summary = dataclasses.replace(summary, notes=tuple(notes + deployment.pop("notes")), deployment=deployment)
-    return ReplayResult(summary, requests_table(out.result.columns))
+    return ReplayResult(summary, columns=out.result.columns)

@@ -73,10 +73,19 @@ class CompareVariant:
     ttft_p99_s: float | None = field("s", "99th percentile time to first token")
     wait_p99_s: float | None = field("s", "99th percentile wait for KV space")
     requests_truncated: int = field("count", "requests larger than the GPU tier")
+    admission: str | None = field("-", "the variant's admission policies, TIER=KIND[:ARGS] joined by + (with "
+                                       "--admit)", omit_none=True, default=None)
+    oracle_hit_ratio: float | None = field("ratio", "the same tiers with the Belady oracle (with --gap-oracle)",
+                                           omit_none=True, default=None)
+    gap_capacity: float | None = field("ratio", "gap term: single-sequence - oracle (with --gap-oracle)",
+                                       omit_none=True, default=None)
+    gap_policy: float | None = field("ratio", "gap term: oracle - real (with --gap-oracle)", omit_none=True,
+                                     default=None)
     summary: ReplaySummary | None = field("-", "the variant's whole replay summary", json=False, default=None)
 
     @classmethod
-    def from_summary(cls, label: str, policy: str | None, s: ReplaySummary) -> CompareVariant:
+    def from_summary(cls, label: str, policy: str | None, s: ReplaySummary,
+                     admission: str | None = None) -> CompareVariant:
         """The row of one replay summary (``policy`` None = the default policy)."""
         return cls(
             variant=label, policy=policy or DEFAULT_POLICY,
@@ -87,7 +96,8 @@ class CompareVariant:
             lower_tier_hit_ratio=sum(list(s.hit_ratio_per_tier.values())[1:]),
             restored_bytes=s.bytes.restored_bytes, written_bytes=sum(s.bytes.written_per_tier.values()),
             share_slower=_slower_share(s), ttft_p50_s=s.envelope.ttft_p50_s, ttft_p99_s=s.envelope.ttft_p99_s,
-            wait_p99_s=s.envelope.wait_p99_s, requests_truncated=s.requests_truncated, summary=s)
+            wait_p99_s=s.envelope.wait_p99_s, requests_truncated=s.requests_truncated, admission=admission,
+            oracle_hit_ratio=s.oracle_hit_ratio, gap_capacity=s.gap.capacity, gap_policy=s.gap.policy, summary=s)
 
 
 @result
@@ -140,7 +150,7 @@ def _curve_rows(trace: Any, policies: list[str | None], caps: Sequence[int],
             per_policy[pol] = [r.lru_hit_ratio for r in res.rows]
         else:
             seq = _run_kwargs(pol, dict(replay_kwargs, timing="sequential", tier_policies=None, links=None,
-                                        engine="auto", progress=None), policies)
+                                        engine="auto", progress=None, gap_oracle=False), policies)
             per_policy[pol] = [replay(trace, policy=pol, tiers=[f"gpu={c}blocks"], **seq).summary.hit_ratio
                                for c in caps]
     return tuple(CompareCurveRow(r.capacity_blocks, {pol: v[i] for pol, v in per_policy.items()},
@@ -149,7 +159,8 @@ def _curve_rows(trace: Any, policies: list[str | None], caps: Sequence[int],
 
 def compare(trace: Any = None, *, policies: Sequence[str | None] | None = None,
             tier_sets: Sequence[Sequence[str]] | None = None, curve_capacities: Sequence[int] | None = None,
-            progress: Callable[[int], None] | None = None, **replay_kwargs: Any) -> CompareResult:
+            admits: Sequence[str] | None = None, progress: Callable[[int], None] | None = None,
+            **replay_kwargs: Any) -> CompareResult:
     """Replay one trace under several policies and/or tier lists; optionally add hit-ratio curve rows.
 
     Args:
@@ -162,6 +173,9 @@ def compare(trace: Any = None, *, policies: Sequence[str | None] | None = None,
             default: one tier list, ``replay_kwargs["tiers"]`` or the default tiers.
         curve_capacities: one-tier capacities in blocks (>= 0) for
             :attr:`CompareResult.curve` (sequential timing, the run's block rules).
+        admits: admission settings to compare, each ``TIER=KIND[:ARGS]`` items joined by
+            ``+`` or ``"none"`` (:func:`pcs.cache.admission.parse_admit_option`); every
+            policy runs with every setting (policy x admission); default: none.
         progress: called with the number of requests done, across variants.
         **replay_kwargs: any other keyword of :func:`pcs.replay` (model,
             hardware, tp, dtype, tiers, tier_policies, links, protected_share,
@@ -170,8 +184,8 @@ def compare(trace: Any = None, *, policies: Sequence[str | None] | None = None,
             the same for every variant; ``protected_share`` goes to the
             variants whose policies take it (slru).
     Returns:
-        :class:`CompareResult`: variants ordered tier list by tier list, each
-        with every policy in the given order.
+        :class:`CompareResult`: variants ordered tier list by tier list, then
+        policy by policy, each with every admission setting in the given order.
     Raises:
         ValueError: both ``tier_sets`` and ``tiers``; ``policy`` in
             ``replay_kwargs`` (use ``policies``); bad curve capacities; and
@@ -191,14 +205,16 @@ def compare(trace: Any = None, *, policies: Sequence[str | None] | None = None,
     pols = list(policies or ()) or [None]
     one_set = replay_kwargs.pop("tiers", None)
     sets = [list(ts) for ts in tier_sets or ()] or [one_set]
+    adms = list(admits or ()) or [None]
     variants = []
     for tiers in sets:
         for pol in pols:
-            label = " ".join(x for x in (pol or DEFAULT_POLICY, " ".join(tiers) if tiers and len(sets) > 1 else "")
-                             if x)
-            s = replay(source, policy=pol, tiers=tiers or None, progress=progress,
-                       **_run_kwargs(pol, replay_kwargs, pols)).summary
-            variants.append(CompareVariant.from_summary(label, pol, s))
+            for adm in adms:
+                label = " ".join(x for x in (pol or DEFAULT_POLICY, adm if len(adms) > 1 else "",
+                                             " ".join(tiers) if tiers and len(sets) > 1 else "") if x)
+                s = replay(source, policy=pol, tiers=tiers or None, progress=progress,
+                           admit=[adm] if adm else None, **_run_kwargs(pol, replay_kwargs, pols)).summary
+                variants.append(CompareVariant.from_summary(label, pol, s, adm))
     first = variants[0].summary
     curve = None if caps is None else _curve_rows(source, pols, caps, replay_kwargs)
     return CompareResult(first.trace, first.model, first.timing, tuple(variants), curve)

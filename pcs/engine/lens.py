@@ -1,18 +1,21 @@
 """The payload lens: what another KV dtype would and would not change in a replay.
 
 Lesson 2 of pcs (docs/semantics.md §13): halving payload bytes (FP8 instead
-of BF16) does not halve reserved capacity, restore traffic or latency. Every
-replay report shows it on the run's own numbers: the run's dtype beside one
-alternative (FP8 for a 16-bit run, BF16 for a narrower one), with the hits
-held fixed:
+of BF16) does not halve latency, and with scales in the pages it does not
+halve stored bytes either. Every replay report shows it on the run's own
+numbers: the run's dtype beside one alternative (vLLM's FP8 for a 16-bit run,
+BF16 for a narrower one), with the hits held fixed:
 
 - payload (Reference) bytes per block scale by the bit width;
 - stored bytes per block (GPU Reserved, lower-tier Serialized) carry the
-  quantisation scales (:mod:`pcs.model.quant`), so they shrink less;
+  quantisation scales that live in the pages (:mod:`pcs.model.quant`): vLLM's
+  fp8 keeps per-tensor scales outside the pages, so its stored bytes halve
+  exactly (x0.500); ``fp8_per_token_head`` / ``nvfp4`` shrink less (x0.516
+  for fp8_per_token_head on llama-2-70b);
 - the restore transfer time of the run's restores, ``restores x setup +
   restored blocks x bytes per block / bandwidth`` (no queueing; the
-  ``LinkSpec`` model of :mod:`pcs.hardware`), shrinks less again, because
-  the per-restore setup does not scale;
+  ``LinkSpec`` model of :mod:`pcs.hardware`), shrinks like the stored bytes
+  when the per-restore setup is 0 (the default links) and less otherwise;
 - the prefill of the missed tokens does not shrink at all: the compute model
   (:mod:`pcs.compute`) counts FLOPs of weights and attention, not KV bytes;
 - so the mean TTFT moves only by the restore time saved per request.

@@ -53,6 +53,10 @@ class TierSummary:
     resident_bytes_peak_by_component: dict[str, int] = field("bytes", "resident_bytes_peak by KV component")
     protected_share: float | None = field("ratio", "protected segment share of the tier (protected policy only)",
                                           omit_none=True, default=None)
+    admission: str | None = field("-", "the tier's admission policies, KIND[:ARGS] joined by + (--admit; "
+                                       "docs/semantics.md §8)", omit_none=True, default=None)
+    refused_blocks: int | None = field("blocks", "blocks offered to the tier that its admission refused (with "
+                                                 "--admit)", omit_none=True, default=None)
 
 
 @result
@@ -63,6 +67,12 @@ class GapSplit:
     capacity_eviction: float = field("ratio", "single-sequence - sequential: finite tiers and their evictions")
     concurrency: float = field("ratio", "sequential - real: prefixes in flight and space held by running requests "
                                         "(0 in sequential timing; < 0 when the run was luckier)")
+    capacity: float | None = field("ratio", "single-sequence - oracle: what the tiers' size costs even under the "
+                                            "Belady oracle (with --gap-oracle; capacity + policy = single-sequence "
+                                            "- real)", omit_none=True, default=None)
+    policy: float | None = field("ratio", "oracle - real: what the eviction and admission policies cost against "
+                                          "the Belady oracle on the same tiers (with --gap-oracle)",
+                                 omit_none=True, default=None)
 
 
 @result
@@ -198,4 +208,6 @@ class ReplaySummary:
                                         omit_none=True, default=None)
     baseline_engine_reason: str | None = field("-", "why the engine-selection table chose it", omit_none=True,
                                                default=None)
-
+    oracle_hit_ratio: float | None = field("ratio", "the same tiers and timing with every tier's policy the "
+                                                    "Belady oracle, no admission (--gap-oracle; docs/semantics.md "
+                                                    "§12)", omit_none=True, default=None)

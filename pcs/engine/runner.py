@@ -22,13 +22,14 @@ from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
 from pcs.blocks import BlockRules, SingleSequenceResult
+from pcs.cache.policies.context import clocked
 from pcs.engine import fastpath, select
 from pcs.engine.chunks import iter_chunks
 from pcs.engine.decoded import Decoded
 from pcs.engine.engine import EngineResult, ReplayEngine
 from pcs.engine.summary import CacheState, cache_state
 
-__all__ = ["Outcome", "StepSetup", "run_replay"]
+__all__ = ["Outcome", "StepSetup", "run_replay", "run_oracle"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,7 +125,7 @@ def _event_loops(plans: list[_Plan], make_tiers: Callable[[], list], tiers0: lis
             out.append(None)
             continue
         tiers = tiers0 if not any(out) else make_tiers()
-        hierarchy = plan.row.load()(tiers, write_policy)
+        hierarchy = clocked(plan.row.load()(tiers, write_policy))   # trace-reading policies follow admissions
         if step is not None and plan.timing == "modeled":
             setup, cfg, decode, rules = step
             out.append(StepEngine(hierarchy, links, block_bytes, setup.cost, cfg, rules.recompute_last_token,
@@ -133,7 +134,7 @@ def _event_loops(plans: list[_Plan], make_tiers: Callable[[], list], tiers0: lis
             out.append(ReplayEngine(hierarchy, plan.timing, links=links, block_bytes=block_bytes))
     if step is not None and plans[0].timing == "modeled" and out[0] is not None:
         setup, cfg, _, rules = step
-        gpu_only = plans[0].row.load()(make_tiers()[:1], write_policy)
+        gpu_only = clocked(plans[0].row.load()(make_tiers()[:1], write_policy))
         out.append(StepEngine(gpu_only, links[:1], block_bytes[:1], setup.cost, cfg, rules.recompute_last_token,
                               no_cache=True))
     return out
@@ -215,3 +216,22 @@ def run_replay(source: Any, rules: BlockRules, time_model: Any, make_tiers: Call
         sched = (resolved[1], loops[0].stats, no_cache.close(), no_cache.stats)
     return Outcome(result, state, baseline, singles[0], singles[1], plans[0].row.name, plans[0].reason,
                    all_plans[-1].row.name, all_plans[-1].reason, sched)
+
+
+def run_oracle(source: Any, rules: BlockRules, time_model: Any, make_tiers: Callable[[], list], timing: str,
+               write_policy: str, links: Sequence, block_bytes: Sequence[int],
+               step: StepSetup | None = None) -> EngineResult:
+    """The gap split's oracle run (docs/semantics.md §12): ``make_tiers()`` (the run's tiers with every
+    policy ``belady``, no admission) on the Python hierarchy, with the run's timing and write policy and,
+    in modeled timing with ``step``, the run's step scheduler (else the reference event loop)."""
+    from pcs.engine.scheduler import StepEngine
+
+    hierarchy = clocked(select.get_row("reference").load()(make_tiers(), write_policy))
+    resolved = _resolve_step(step, timing, source, rules)
+    if resolved is not None:
+        setup, cfg, decode, _ = resolved
+        loop = StepEngine(hierarchy, links, block_bytes, setup.cost, cfg, rules.recompute_last_token, decode)
+    else:
+        loop = ReplayEngine(hierarchy, timing, links=links, block_bytes=block_bytes)
+    _feed(source, rules, time_model, [loop], None, resolved is None)
+    return loop.close()

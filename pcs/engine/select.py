@@ -55,8 +55,15 @@ class RunConfig:
 
     @classmethod
     def of(cls, tiers: Sequence[Any], timing: str, native: str | None = None) -> "RunConfig":
-        """From :class:`pcs.cache.Tier` objects (their name, policy name and capacity)."""
-        return cls(timing, tuple((t.name, t.policy.name, int(t.capacity_blocks)) for t in tiers), native)
+        """From :class:`pcs.cache.Tier` objects (their name, policy name -- with ``+`` and its admission
+        policies, if any -- and capacity)."""
+        return cls(timing, tuple((t.name, _policy_label(t), int(t.capacity_blocks)) for t in tiers), native)
+
+
+def _policy_label(tier: Any) -> str:
+    """``lru``, or ``lru+reuse:2`` for a tier with an admission policy (no compiled row runs those)."""
+    adm = getattr(tier, "admission", None)
+    return tier.policy.name + (f"+{adm.spec()}" if adm is not None else "")
 
 
 def _tier_list(cfg: RunConfig) -> str:

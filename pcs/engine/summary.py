@@ -46,6 +46,8 @@ class TierState:
         evicted_blocks: victims chosen in this tier (``TierStats.evicted_blocks``).
         written_blocks: blocks written into this tier from above (``Hierarchy.written_blocks``).
         protected_share: the ``protected`` policy's share, None for other policies.
+        admission: the tier's admission policies (``KIND[:ARGS]`` joined by ``+``), or None.
+        refused_blocks: blocks the admission refused (``TierStats.refused_blocks``).
     """
 
     name: str
@@ -56,6 +58,8 @@ class TierState:
     evicted_blocks: int
     written_blocks: int
     protected_share: float | None = None
+    admission: str | None = None
+    refused_blocks: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,11 +70,17 @@ class CacheState:
     dropped_blocks: int
 
 
+def _admission_spec(tier) -> str | None:
+    adm = getattr(tier, "admission", None)
+    return None if adm is None else adm.spec()
+
+
 def cache_state(h) -> CacheState:
     """Snapshot a :class:`pcs.cache.Hierarchy` for :func:`build_summary`."""
     tiers = tuple(TierState(t.name, t.policy.name, t.capacity_blocks, len(t.resident), t.stats.peak_resident_blocks,
                             t.stats.evicted_blocks, h.written_blocks[j],
-                            t.policy.protected_share if isinstance(t.policy, ProtectedPolicy) else None)
+                            t.policy.protected_share if isinstance(t.policy, ProtectedPolicy) else None,
+                            _admission_spec(t), getattr(t.stats, "refused_blocks", 0))
                   for j, t in enumerate(h.tiers))
     return CacheState(tiers, h.dropped_blocks)
 
@@ -126,7 +136,8 @@ def _tier_rows(state: CacheState, ledger, ctx) -> tuple[TierSummary, ...]:
             resident_bytes_end_by_component=_scaled(bb.per_component, end),
             resident_blocks_peak=peak, resident_bytes_peak=peak * b,
             resident_bytes_peak_by_component=_scaled(bb.per_component, peak),
-            protected_share=tier.protected_share,
+            protected_share=tier.protected_share, admission=tier.admission,
+            refused_blocks=None if tier.admission is None else tier.refused_blocks,
         ))
     return tuple(rows)
 
@@ -172,6 +183,13 @@ def _bytes(ledger, state: CacheState, tiers: tuple[TierSummary, ...], ctx) -> By
     )
 
 
+def _gap(ide: float, ss: float, seq: float, real: float, oracle: float | None) -> GapSplit:
+    """The gap split (docs/semantics.md §12); with an oracle run also capacity and policy."""
+    return GapSplit(block_rounding=ide - ss, capacity_eviction=ss - seq, concurrency=seq - real,
+                    capacity=None if oracle is None else ss - oracle,
+                    policy=None if oracle is None else oracle - real)
+
+
 def build_summary(res, state: CacheState, seq_ledger, single, ideal, ctx: dict) -> ReplaySummary:
     """The typed summary of one replay (fields and units in :mod:`pcs.engine.result`).
 
@@ -211,7 +229,7 @@ def build_summary(res, state: CacheState, seq_ledger, single, ideal, ctx: dict) 
         hit_ratio=real,
         hit_ratio_per_tier={t.name: r for t, r in zip(state.tiers, L.tier_hit_ratios())},
         single_sequence_hit_ratio=ss, ideal_hit_ratio=ide, sequential_hit_ratio=seq,
-        gap=GapSplit(block_rounding=ide - ss, capacity_eviction=ss - seq, concurrency=seq - real),
+        gap=_gap(ide, ss, seq, real, ctx.get("oracle_hit_ratio")), oracle_hit_ratio=ctx.get("oracle_hit_ratio"),
         requests_with_hit=L.requests_with_hit, requests_truncated=L.requests_truncated,
         requests_waited=L.requests_waited,
         reference_bytes_per_block=ctx["reference_block"].total_bytes,

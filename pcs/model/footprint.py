@@ -297,10 +297,14 @@ def _pattern_counts(spec: ModelSpec) -> dict[str, int]:
 
 
 def _by_dtype(model: ModelSpec, spec: ModelSpec, tokens: int, block_size: int, sequences: int) -> list[dict]:
-    """bf16, fp8 and the chosen layout side by side (ratios vs bf16)."""
+    """bf16, vLLM's fp8 (scales outside the pages), fp8_per_token_head (scales in the pages) and the chosen
+    layout side by side (ratios vs bf16): lesson 2, docs/semantics.md §13."""
     rows, base = [], None
-    for d in dict.fromkeys(("bf16", "fp8", spec.kv_layout.name)):
-        t = _totals(model.with_dtype(d), tokens, block_size, sequences)
+    for d in dict.fromkeys(("bf16", "fp8", "fp8_per_token_head", spec.kv_layout.name)):
+        try:
+            t = _totals(model.with_dtype(d), tokens, block_size, sequences)
+        except ValueError:  # no such layout for this model (MLA has no per-token-head fp8 in vLLM)
+            continue
         base = base or t
         row: dict[str, Any] = {"dtype": d}
         for k in ("reference_bytes", "serialized_bytes", "reserved_bytes", "prefix_store_bytes"):

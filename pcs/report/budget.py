@@ -41,7 +41,8 @@ def render_budget_table(rows: list[dict[str, Any]], overall: dict[str, Any] | No
         notes=["binds first = the budget that fills first if both needs grow by the same factor "
                "(the larger utilisation)", RATIO_NOTE,
                "a KV capacity need from a single-sequence hit ratio is a ceiling, not what a finite shared cache"
-               " keeps (pcs replay); and halving payload bytes does not halve the reserved need (pcs footprint)"])
+               " keeps (pcs replay); and halving payload bytes halves the reserved need only when the scales sit outside"
+               " the pages (vLLM fp8; not fp8_per_token_head, nor whole blocks or fixed state: pcs footprint)"])
 
 
 def render_transfer_table(t: dict[str, Any]) -> str:

@@ -27,6 +27,9 @@ ROWS: list[tuple[str, str, Callable[[Any], str]]] = [
     ("gap: block rounding", "gap_block_rounding", _pts),
     ("gap: capacity and eviction", "gap_capacity_eviction", _pts),
     ("gap: concurrency", "gap_concurrency", _pts),
+    ("oracle hit ratio", "oracle_hit_ratio", format_percent),
+    ("gap: capacity (oracle)", "gap_capacity", _pts),
+    ("gap: policy (oracle)", "gap_policy", _pts),
     ("hits from lower tiers", "lower_tier_hit_ratio", format_percent),
     ("restored bytes", "restored_bytes", format_bytes),
     ("written to lower tiers", "written_bytes", format_bytes),
@@ -40,7 +43,8 @@ ROWS: list[tuple[str, str, Callable[[Any], str]]] = [
 
 def _variants_table(res: CompareResult, notes: tuple[str, ...]) -> str:
     body = [[label] + [fmt(getattr(v, attr)) if getattr(v, attr) is not None else "-" for v in res.variants]
-            for label, attr, fmt in ROWS]
+            for label, attr, fmt in ROWS if any(getattr(v, attr) is not None for v in res.variants)
+            or not attr.startswith(("oracle", "gap_capacity", "gap_policy"))]
     body.insert(0, ["tiers"] + [v.tiers for v in res.variants])
     return render_table(["metric"] + [v.variant for v in res.variants], body,
                         title=f"pcs compare: {res.trace} | {res.model} | {res.timing} timing",

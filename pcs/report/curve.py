@@ -39,8 +39,10 @@ def _notes(payload: dict[str, Any], has_bytes: bool) -> list[str]:
              "Belady = offline optimum (evicts the unpinned leaf used farthest in the future); ceiling ="
              " infinite cache (single-sequence)",
              "LRU knee (smallest capacity reaching this share of the ceiling): " + "; ".join(knees),
-             "capacity in bytes uses stored (Reserved) bytes per block: a narrower KV dtype adds fewer blocks than"
-             " its payload ratio suggests (scales), see pcs footprint"]
+             "capacity in bytes uses stored (Reserved) bytes per block: a narrower KV dtype with scales in the"
+             " pages (fp8_per_token_head, nvfp4) adds fewer blocks than its payload ratio suggests; vLLM's fp8"
+             " (scales outside the pages) adds exactly that many, see pcs footprint"]
+    notes += payload.get("notes") or []  # about the trace: synthetic reuse, skipped lines
     if payload["sample_rate"] < 1.0:
         notes.append(f"SHARDS sample rate {payload['sample_rate']:g}: LRU values are estimates (docs/curves.md gives"
                      " the measured error); Belady is not computed when sampling")

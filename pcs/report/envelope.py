@@ -49,5 +49,6 @@ def render_envelope(r: EnvelopeResult, extra: dict[str, Any]) -> str:
     return render_table(headers, body, title=title, notes=[
         verdict, "serial model: cached = D/B + T_remaining + T_overhead against T_full; a higher hit ratio "
                  "can save compute yet add restore bytes, so it does not guarantee lower latency",
-        "halving D (e.g. FP8 KV) halves only the read term: T_remaining, T_overhead and the scales stay; and the"
+        "halving D (e.g. FP8 KV) halves only the read term (and D halves only when the scales sit outside the "
+        "pages): T_remaining and T_overhead stay; and the"
         " D a finite cache really restores comes from a replay (pcs replay), not from a single-sequence ratio"])

@@ -52,16 +52,18 @@ def _dtype_table(res: FootprintResult) -> str:
         for k in _MODES:
             row += [format_bytes(r[k]), _ratio(r[k.replace("_bytes", "_ratio_vs_bf16")])]
         rows.append(row)
-    return render_table(headers, rows, title="Same sequences by KV dtype (payload halves; scales, blocks and state do not):")
+    return render_table(headers, rows, title="Same sequences by KV dtype (payload halves; in-page scales, whole blocks "
+                                                      "and fixed state do not):")
 
 
 def _notes(res: FootprintResult, hybrid_block: int | None) -> list[str]:
     notes = []
     fp8 = next((r for r in res.by_dtype if r["dtype"] == "fp8"), None)
     if fp8 and fp8["reference_ratio_vs_bf16"] is not None:
-        notes.append(f"fp8 vs bf16: Reference {_ratio(fp8['reference_ratio_vs_bf16'])}, Serialized "
-                     f"{_ratio(fp8['serialized_ratio_vs_bf16'])} (scales), Reserved "
-                     f"{_ratio(fp8['reserved_ratio_vs_bf16'])} (whole blocks, scales, fixed state)")
+        notes.append(f"fp8 (vLLM: per-tensor scales outside the pages) vs bf16: Reference "
+                     f"{_ratio(fp8['reference_ratio_vs_bf16'])}, Serialized {_ratio(fp8['serialized_ratio_vs_bf16'])}, "
+                     f"Reserved {_ratio(fp8['reserved_ratio_vs_bf16'])} (whole blocks and fixed state do not "
+                     "shrink; fp8_per_token_head keeps its scales in the pages, so it shrinks less)")
     notes.append("Reserved: ceil(T/B) blocks; a sliding window holds min(T, W) and reserves ceil(W/B)+1"
                  " blocks; recurrent state is one fixed slot per sequence")
     notes.append(f"Prefix store: floor(T/B) = {format_count(res.totals['prefix_store_blocks'])} full blocks"

@@ -36,10 +36,14 @@ COMMANDS = (
      "`pcs.curve(...).to_dict()`; the object `pcs curve --format json` prints, plus the keys below."),
 )
 
+_NOTES = ("notes", "[string]", "-", "omitted unless the trace needs them: its prefix reuse is synthetic (a lengths-only "
+          "or generated trace), bad lines skipped (pcs.trace.api.trace_notes). Appended last")
 #: Keys a command adds to its result's ``to_dict()``: command -> ((key, type, unit, meaning), ...).
 CLI_KEYS = {
     "pcs curve": (("dtype", "string | null", "-", "the `--dtype` option (KV dtype of `--model`'s bytes); "
-                                                  "null without it. Appended last; `trace` is `-` for stdin"),),
+                                                  "null without it. Appended after the result; `trace` is `-` "
+                                                  "for stdin"), _NOTES),
+    "pcs compare": (_NOTES,),
 }
 
 _SCALARS = {int: "int", float: "number", str: "string", bool: "bool", type(None): "null", Any: "any"}

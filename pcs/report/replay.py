@@ -45,6 +45,14 @@ def _hit_table(s: dict[str, Any]) -> str:
          f"single-sequence - sequential replay of these tiers ({format_percent(s['sequential_hit_ratio'])})"],
         ["gap: concurrency", _pts(g["concurrency"]),
          "sequential - real: prefixes in flight, space held by running requests (< 0: luckier evictions)"],
+    ]
+    if s.get("oracle_hit_ratio") is not None:     # --gap-oracle (docs/semantics.md §12)
+        rows += [
+            ["gap: capacity (oracle)", _pts(g["capacity"]),
+             f"single-sequence - the Belady oracle on these tiers ({format_percent(s['oracle_hit_ratio'])})"],
+            ["gap: policy (oracle)", _pts(g["policy"]), "oracle - real: what the policies leave on the table"],
+        ]
+    rows += [
         ["requests", format_count(s["requests"]),
          f"{format_count(s['requests_with_hit'])} with a hit, {format_count(s['requests_truncated'])} truncated"
          f" (larger than the GPU tier), {format_count(s['requests_waited'])} waited for KV space"],
@@ -58,15 +66,20 @@ def _tier_table(s: dict[str, Any]) -> str:
     for t in s["tiers"]:
         rows.append([t["name"], t["layout"], format_bytes(t["bytes_per_block"]),
                      f"{format_bytes(t['capacity_bytes'])} = {format_count(t['capacity_blocks'])} blk",
-                     t["policy"], format_count(t["hit_blocks"]), format_bytes(t["restored_bytes"]),
+                     t["policy"] + (f" +{t['admission']}" if t.get("admission") else ""),
+                     format_count(t["hit_blocks"]), format_bytes(t["restored_bytes"]),
                      format_bytes(t["written_bytes"]), format_count(t["evicted_blocks"]),
                      format_bytes(t["resident_bytes_end"]), format_bytes(t["resident_bytes_peak"])])
     notes = ["bytes/block: GPU holds the Reserved layout, lower tiers the Serialized layout; "
-             "a smaller KV dtype shrinks the payload, not scales, padding, setup or compute"]
+             "a smaller KV dtype shrinks the payload, not in-page scales, padding, setup or compute"]
     multi = [t for t in s["tiers"] if len(t["bytes_per_block_by_component"]) > 1]
     for t in multi:
         parts = ", ".join(f"{k} {format_bytes(v)}" for k, v in t["bytes_per_block_by_component"].items())
         notes.append(f"{t['name']} block by component: {parts}")
+    for t in s["tiers"]:
+        if t.get("admission"):
+            notes.append(f"{t['name']} admission {t['admission']}: {format_count(t['refused_blocks'])} blocks "
+                         "refused (passed on or dropped)")
     return render_table(["tier", "layout", "bytes/block", "capacity", "policy", "hit blocks", "restored",
                          "written", "evicted", "resident end", "resident peak"], rows,
                         title="Tiers (hits count once, at the highest tier holding the block)", notes=notes)
@@ -180,8 +193,10 @@ def _lens_table(s: dict[str, Any]) -> str:
     rows = [[label, fmt(lens[key][0]), fmt(lens[key][1]), _ratio(lens[key])] for label, key, fmt in spec]
     return render_table(["same hits, other KV dtype", f"{d} (this run)", a, f"{a}/{d}"], rows,
                         title=f"Payload is not everything: KV {d} vs {a}",
-                        notes=["scales and per-restore setup do not shrink with the payload, and prefill "
-                               "compute not at all; more blocks per tier may change the hits: replay with "
+                        notes=["stored bytes shrink with the payload only where the scales sit outside the pages "
+                               "(vLLM fp8: x0.500; fp8_per_token_head, nvfp4: less, pcs footprint shows both), "
+                               "a per-restore setup does not shrink, and the prefill of missed tokens not at all, "
+                               "so TTFT barely moves; more blocks per tier may change the hits: replay with "
                                f"--dtype {a} to see"])
 
 

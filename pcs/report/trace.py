@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from pcs.report.table import render_table
-from pcs.report.traceshape import stats_shape_notes, stats_shape_rows
+from pcs.report.traceshape import number as num, stats_shape_notes, stats_shape_rows
 from pcs.units import format_count, format_duration, format_percent
 
 __all__ = ["render_stats", "render_convert", "render_synth"]
@@ -38,9 +38,6 @@ def render_stats(st: dict[str, Any]) -> str:
     Returns:
         The table with its title and notes, no trailing newline.
     """
-    def num(v):
-        return "-" if v is None else format_count(round(v, 1) if isinstance(v, float) else v)
-
     rows = []
     for label, key, kind in _STATS_ROWS:
         if kind == "q":

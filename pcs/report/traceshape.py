@@ -8,7 +8,7 @@ from __future__ import annotations
 from pcs.report.table import render_table
 from pcs.units import format_count, format_duration, format_percent
 
-__all__ = ["stats_shape_rows", "stats_shape_notes", "render_events", "render_from_chat", "render_transform",
+__all__ = ["number", "stats_shape_rows", "stats_shape_notes", "render_events", "render_from_chat", "render_transform",
            "render_reblock"]
 
 _SHAPE_ROWS = [
@@ -20,13 +20,15 @@ _SHAPE_ROWS = [
 ]
 
 
-def _num(v) -> str:
-    return "-" if v is None else format_count(round(v, 2) if isinstance(v, float) else v)
+def number(v: float | int | None) -> str:
+    """A statistic of ``trace stats``: ``-`` for None, else :func:`pcs.units.format_count` (2 decimals for a
+    fraction, rounded once: 24.25 -> ``24.25``, never rounded first to 24.2 and shown as ``24.20``)."""
+    return "-" if v is None else format_count(v)
 
 
 def stats_shape_rows(st: dict) -> list[tuple[str, str]]:
     """Rows for the prefix-tree keys of ``trace_stats`` and its reuse-distance histogram."""
-    rows = [(label, " / ".join(_num(st[k]) for k in keys)) for label, keys in _SHAPE_ROWS]
+    rows = [(label, " / ".join(number(st[k]) for k in keys)) for label, keys in _SHAPE_ROWS]
     rows.insert(3, ("prompt tokens under shared prefixes", format_percent(st["shared_prefix_token_share"])))
     for h in st["reuse_distance_histogram"]:
         span = f"{h['from_blocks']:,}" + ("" if h["to_blocks"] == h["from_blocks"] else f"-{h['to_blocks']:,}")
@@ -83,7 +85,7 @@ def render_transform(info: dict) -> str:
     rows = []
     for label, k in keys:
         b, a = info["before"].get(k), info["after"].get(k)
-        fmt = format_percent if "ratio" in k or "share" in k else _num
+        fmt = format_percent if "ratio" in k or "share" in k else number
         rows.append((label, fmt(b), fmt(a)))
     title = f"{info['path']} <- {info['source']} ({info['block_size']}-token blocks)"
     return render_table(["", "before", "after"], rows, title=title,

@@ -23,6 +23,7 @@ from __future__ import annotations
 import os
 from typing import Any, Callable, Sequence
 
+from pcs.extras import missing_extra
 from pcs.sweep.worker import Outcome, init_worker, run_pooled, run_task
 
 __all__ = ["run_local", "run_ray", "default_jobs", "RAY_LOCAL"]
@@ -70,7 +71,7 @@ def _connect(address: str | None, quiet: bool) -> bool:
     try:
         import ray
     except ImportError:
-        raise ValueError("--ray needs Ray: pip install 'pcs[ray]'") from None
+        raise ValueError(missing_extra("--ray", "ray", "ray")) from None
     if ray.is_initialized():
         return False
     import logging

@@ -166,7 +166,7 @@ def _replay(kw: dict[str, Any], trace_of: TraceOf) -> dict[str, Any]:
 
     _no_reblock(kw)
     _, kwargs = replay_call_kwargs(kw, _PLACEHOLDER)
-    return dict(kwargs, tiers=list(kw["tiers"]) or None, policy=kw["policy"])
+    return dict(kwargs, tiers=list(kw["tiers"]) or None, policy=kw["policy"], admit=list(kw["admit"]) or None)
 
 
 def _compare(kw: dict[str, Any], trace_of: TraceOf) -> dict[str, Any]:
@@ -181,7 +181,7 @@ def _compare(kw: dict[str, Any], trace_of: TraceOf) -> dict[str, Any]:
     _, kwargs = replay_call_kwargs(kw, _PLACEHOLDER)
     sets = [[t for t in ts.split(",") if t.strip()] for ts in kw["tier_sets"]] or None
     return dict(kwargs, policies=list(kw["policy"]) or None, tier_sets=sets, tiers=list(kw["tiers"]) or None,
-                curve_capacities=caps)
+                curve_capacities=caps, admits=list(kw["admit"]) or None)
 
 
 def _curve(kw: dict[str, Any], trace_of: TraceOf) -> dict[str, Any]:

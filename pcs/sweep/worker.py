@@ -83,7 +83,7 @@ class Outcome:
         row: the dataset row as one-row Parquet bytes (:func:`pcs.sweep.store.encode_row`;
             None when the point failed).
         requests: the per-request table as Parquet bytes, when asked and the kind has one.
-        error: ``"<type>: <message>"`` when the point failed, else None.
+        error: the exception's message (its class name only when it has none) when the point failed, else None.
         user_error: the failure is the input's (a ValueError or OSError), not a bug.
         traceback: the failure's traceback text (bugs only).
     """
@@ -170,6 +170,7 @@ def run_task(task: Any, trace: Any = None, with_requests: bool = False) -> Outco
         caught into it (never raised).
     """
     import pcs
+    from pcs.sweep.columns import declared_types
     from pcs.sweep.store import encode_requests, encode_row
 
     try:
@@ -178,22 +179,34 @@ def run_task(task: Any, trace: Any = None, with_requests: bool = False) -> Outco
         typed = _replay_summary(res.summary, trace) if task.call == "replay" else res
         requests = (encode_requests(task.point_id, res.requests) if with_requests and task.call == "replay"
                     else None)
-        row = encode_row(make_row(task.point_id, task.kind, task.options, typed.to_dict()))
+        row = encode_row(make_row(task.point_id, task.kind, task.options, _with_notes(task.call, typed.to_dict(), trace)),
+                         declared_types(typed))
         return Outcome(task.point_id, row, requests)
     except Exception as exc:  # noqa: BLE001 - reported per point by the driver
         user = isinstance(exc, (ValueError, OSError))
         msg = str(exc).splitlines()[0] if str(exc) else ""
-        return Outcome(task.point_id, None, None, f"{type(exc).__name__}: {msg}", user,
+        return Outcome(task.point_id, None, None, msg or type(exc).__name__, user,   # the message, no class name
                        None if user else traceback.format_exc())
+
+
+def _with_notes(call: str, payload: dict[str, Any], trace: Any) -> dict[str, Any]:
+    """``pcs compare`` / ``pcs curve`` payloads with the trace's notes, as those commands print them."""
+    if call in ("compare", "curve") and trace is not None:
+        from pcs.trace.api import trace_notes
+
+        notes = trace_notes(trace)
+        if notes:
+            payload = {**payload, "notes": list(payload.get("notes") or []) + list(notes)}
+    return payload
 
 
 def _replay_summary(summary: Any, trace: LoadedTrace) -> Any:
     """The summary with the notes ``pcs replay`` adds about the trace (synthetic reuse, skipped lines)."""
     import dataclasses
 
-    from pcs.cli.replay import skipped_note, synthetic_reuse_note
+    from pcs.trace.api import trace_notes
 
-    extra = tuple(n for n in (synthetic_reuse_note(trace), skipped_note(trace)) if n)
+    extra = trace_notes(trace)
     return dataclasses.replace(summary, notes=summary.notes + extra) if extra else summary
 
 

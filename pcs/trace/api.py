@@ -26,7 +26,8 @@ from pcs.errors import InputError
 from pcs.trace.request import Request, RequestBatch
 from pcs.trace.source import check_source, display_name, is_stream, peek_lines
 
-__all__ = ["DEFAULT_TRACE", "FORMATS", "LENGTH_ONLY", "ON_ERROR", "Trace", "open_trace", "detect_format"]
+__all__ = ["DEFAULT_TRACE", "FORMATS", "LENGTH_ONLY", "ON_ERROR", "Trace", "open_trace", "detect_format",
+           "synthetic_reuse_note", "skipped_note", "trace_notes"]
 
 #: The bundled sample trace every trace-taking command reads by default
 #: (made by ``pcs trace synth``, see traces/README.md). Resolved relative to
@@ -69,8 +70,14 @@ def detect_format(path, name: str | None = None) -> str:
     try:
         obj = json.loads(lines[0].decode("utf-8"))
     except (UnicodeDecodeError, ValueError, RecursionError):
+        if lines[0][:1] in _MSGPACK_BATCH:
+            raise InputError(name, None, None, f"this looks like a msgpack capture of vLLM KV-cache events, not a "
+                             f"request trace: {_EVENTS_HINT.format(name)}") from None
         raise InputError(name, None, None, "cannot detect the format: the first non-blank line is not JSON; "
                          f"pass --trace-format ({', '.join(FORMATS)})") from None
+    other = _not_a_trace(obj, name)
+    if other is not None:
+        raise InputError(name, None, None, other)
     if isinstance(obj, dict):
         if "token_ids" in obj:
             return "tokens"
@@ -82,6 +89,27 @@ def detect_format(path, name: str | None = None) -> str:
                      f"'hash_ids', 'chat_id', 'token_ids'; pass --trace-format ({', '.join(FORMATS)})")
 
 
+#: first bytes of a msgpack KV-event batch: a 3-element array [ts, events, rank] or a map of 2-3 keys
+_MSGPACK_BATCH = (b"\x92", b"\x93", b"\x82", b"\x83")
+_EVENTS_HINT = "pcs trace events {} summarises which blocks the engine held (docs/traces-formats.md)"
+
+
+def _not_a_trace(obj, name: str) -> str | None:
+    """What a first JSON value that is not a request trace is, and the command that reads it; else None.
+
+    A chat log (objects with ``messages``, the OpenAI chat-completions body) -> ``pcs trace from-chat``;
+    vLLM KV-cache events (``{"ts", "events", ...}`` or ``[ts, [events], rank]``, :mod:`pcs.trace.kvevents`)
+    -> ``pcs trace events``. No ``--trace-format`` value reads either.
+    """
+    if isinstance(obj, dict) and "messages" in obj and "token_ids" not in obj and "hash_ids" not in obj:
+        return ("this is a chat log (OpenAI 'messages'), not a trace: turn it into a token trace with "
+                f"pcs trace from-chat {name} OUT.jsonl --tokenizer tokenizer.json, then read OUT.jsonl")
+    if (isinstance(obj, dict) and isinstance(obj.get("events"), list)) or \
+            (isinstance(obj, list) and len(obj) >= 2 and isinstance(obj[1], list)):
+        return f"these are vLLM KV-cache events, not a request trace: {_EVENTS_HINT.format(name)}"
+    return None
+
+
 def _default_block_size(fmt: str) -> int:
     from pcs.trace.hashids import BAILIAN, MOONCAKE
     from pcs.trace.tokens import DEFAULT_TOKEN_BLOCK_SIZE
@@ -89,6 +117,49 @@ def _default_block_size(fmt: str) -> int:
     return {"mooncake": MOONCAKE.default_block_size, "bailian": BAILIAN.default_block_size,
             "tokens": DEFAULT_TOKEN_BLOCK_SIZE, "azure": DEFAULT_TOKEN_BLOCK_SIZE,
             "burstgpt": DEFAULT_TOKEN_BLOCK_SIZE}[fmt]
+
+
+def _first_row_synthetic(path) -> bool:
+    """True when the first JSONL row says ``"reuse": "synthetic"`` (the readers check every row)."""
+    head = peek_lines(path, 1)
+    if not head or b'"reuse"' not in head[0]:
+        return False
+    try:
+        return json.loads(head[0]).get("reuse") == "synthetic"
+    except (ValueError, AttributeError):
+        return False
+
+
+def synthetic_reuse_note(trace) -> str | None:
+    """The note every report of a trace with synthesised prefix reuse carries, else None.
+
+    Length-only formats (Azure, BurstGPT: ids synthesised on reading) and
+    traces made by ``pcs trace synth`` (``Trace.reuse`` starts with
+    ``synthesised``); read after the trace's rows have been read
+    (docs/traces-formats.md).
+    """
+    reuse = str(getattr(trace, "reuse", "") or "")
+    if not reuse.startswith("synthesised"):
+        return None
+    from pcs.trace.hashids import SYNTH_REUSE
+
+    if reuse == SYNTH_REUSE:
+        return ('this trace was generated (rows marked "reuse": "synthetic", as pcs trace synth writes): its prefix '
+                "reuse is synthetic; the hit ratios measure the generator's sessions, not recorded reuse "
+                "(docs/traces-formats.md)")
+    return (f"this trace records lengths only: its prefix reuse is synthetic ({reuse}); the hit ratios measure "
+            "that assumption, not recorded reuse (docs/traces-formats.md)")
+
+
+def skipped_note(trace) -> str | None:
+    """``--on-error skip``: how many bad lines the last read of the trace skipped, else None."""
+    n = getattr(trace, "skipped", 0)
+    return f"{n:,} bad trace lines were skipped (--on-error skip)" if n else None
+
+
+def trace_notes(trace) -> tuple[str, ...]:
+    """The notes every command that reads ``trace`` adds once it has read it: synthetic reuse, skipped lines."""
+    return tuple(n for n in (synthetic_reuse_note(trace), skipped_note(trace)) if n)
 
 
 def _length_batches(trace: "Trace", state) -> Iterator[RequestBatch]:
@@ -129,7 +200,10 @@ class Trace:
         reuse: where the block ids' sharing comes from: ``"recorded"`` (the
             trace's own ids), ``"hashed from token ids"``, or for length-only
             formats the ``synthesised: ...`` assumption
-            (:meth:`pcs.trace.lengthonly.ReuseModel.describe`).
+            (:meth:`pcs.trace.lengthonly.ReuseModel.describe`); for a trace
+            made by ``pcs trace synth`` (rows ``"reuse": "synthetic"``, or its
+            Parquet ``pcs.reuse``) :data:`pcs.trace.hashids.SYNTH_REUSE`, set
+            once the rows have been read.
         reuse_model: the :class:`~pcs.trace.lengthonly.ReuseModel` of a
             length-only trace, else None.
 
@@ -157,6 +231,10 @@ class Trace:
             head = peek_lines(self.path, 1)
             self.has_sessions = fmt == "burstgpt" and bool(head) and b"Session ID" in head[0]
             self.reuse = reuse_model.describe(self.has_sessions)
+        elif fmt in ("mooncake", "bailian", "tokens") and _first_row_synthetic(self.path):
+            from pcs.trace.hashids import SYNTH_REUSE
+
+            self.reuse = SYNTH_REUSE  # known before the rows are read (trace convert writes it into Parquet)
 
     def __repr__(self) -> str:
         return f"Trace({self.name!r}, format={self.format!r}, block_size={self.block_size})"
@@ -179,6 +257,10 @@ class Trace:
 
             yield from read_parquet(self.path, self.name, self.block_size, state, self.on_error)
         self.skipped = state.skipped
+        if state.synthetic_rows:
+            from pcs.trace.hashids import SYNTH_REUSE
+
+            self.reuse = SYNTH_REUSE
 
     def iter_batches(self) -> Iterator[RequestBatch]:
         """Stream the trace as :class:`RequestBatch` es, ids numbered from 0.

@@ -15,7 +15,7 @@ Input: JSON Lines, one chat-completions request per line (the body of
 Each request is rendered with a chat template (``add_generation_prompt``:
 the prompt ends where the assistant's answer starts, as serving engines
 render it) and tokenized with a local ``tokenizer.json`` through the
-``tokenizers`` library (``pip install 'pcs[chat]'``; nothing is fetched from
+``tokenizers`` library (``pip install -e '.[chat]'`` in the pcs clone; nothing is fetched from
 the network), without adding special tokens again (the template has them, as
 Hugging Face ``apply_chat_template`` does). A later turn resends the earlier
 messages, so its tokens start with the earlier turn's: the reuse is real.
@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from pcs.errors import InputError
+from pcs.extras import missing_extra
 from pcs.trace.hashids import get_int, get_time, strict_loads
 from pcs.trace.source import display_name, iter_chunks, iter_lines
 
@@ -149,7 +150,7 @@ def load_tokenizer(path):
     try:
         from tokenizers import Tokenizer
     except ImportError:
-        raise ValueError("turning chat logs into tokens needs the 'tokenizers' package: pip install 'pcs[chat]'") from None
+        raise ValueError(missing_extra("turning chat logs into tokens", "tokenizers", "chat")) from None
     from pcs.trace.source import check_source
 
     if not Path(path).exists():
@@ -194,7 +195,7 @@ def load_template(spec: str) -> Callable[..., str]:
         from jinja2 import TemplateError
         from jinja2.sandbox import ImmutableSandboxedEnvironment
     except ImportError:
-        raise ValueError("a Jinja chat template needs the 'jinja2' package: pip install 'pcs[chat]'") from None
+        raise ValueError(missing_extra("a Jinja chat template", "jinja2", "chat")) from None
     try:
         tmpl = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True).from_string(text)
     except TemplateError as exc:

@@ -53,17 +53,18 @@ def _ms(arrival_s: float) -> int | float:
     return r if abs(ms - r) < 1e-6 else ms
 
 
-def _jsonl_lines(b: RequestBatch, fmt: str, remap: IdRemapper | None) -> str:
+def _jsonl_lines(b: RequestBatch, fmt: str, remap: IdRemapper | None, synthetic: bool = False) -> str:
     hashes = remap(b.block_hashes) if remap else b.block_hashes
     off = b.block_offsets.tolist()
     hl = hashes.tolist()
     out = io.StringIO()
     arr, pt, ot = b.arrival_s.tolist(), b.prompt_tokens.tolist(), b.output_tokens.tolist()
+    mark = '"reuse": "synthetic", ' if synthetic else ""
     for i in range(len(arr)):
         ids = ", ".join(map(str, hl[off[i]:off[i + 1]]))
         if fmt == "mooncake":
             out.write(f'{{"timestamp": {_ms(arr[i])}, "input_length": {pt[i]}, "output_length": {ot[i]}, '
-                      f'"hash_ids": [{ids}]}}\n')
+                      f'{mark}"hash_ids": [{ids}]}}\n')
         else:
             sid = -1 if b.session_id is None else int(b.session_id[i])
             par = -1 if b.parent_id is None else int(b.parent_id[i])
@@ -71,7 +72,7 @@ def _jsonl_lines(b: RequestBatch, fmt: str, remap: IdRemapper | None) -> str:
             typ = json.dumps("text" if b.type is None or b.type[i] is None else b.type[i])
             out.write(f'{{"chat_id": {sid}, "parent_chat_id": {par}, "timestamp": {arr[i]!r}, '
                       f'"input_length": {pt[i]}, "output_length": {ot[i]}, "type": {typ}, "turn": {turn}, '
-                      f'"hash_ids": [{ids}]}}\n')
+                      f'{mark}"hash_ids": [{ids}]}}\n')
     return out.getvalue()
 
 
@@ -96,7 +97,9 @@ def write_trace(batches: Iterable[RequestBatch], out_path, fmt: str, *, block_si
             or ``--block-size``).
         remap_ids: renumber ids densely in first-appearance order (:class:`IdRemapper`).
         with_session: Parquet only: include the session columns.
-        reuse: Parquet only: a synthesised-reuse assumption to keep in the metadata (``pcs.reuse``).
+        reuse: a synthesised-reuse assumption (``Trace.reuse``): Parquet keeps it in the metadata
+            (``pcs.reuse``); JSONL marks every row ``"reuse": "synthetic"`` (read back as
+            :data:`pcs.trace.hashids.SYNTH_REUSE`), so the synthetic-reuse note follows the trace.
     Returns:
         ``{"requests": n, "block_ids": m, "path": str, "format": fmt}``.
     Raises:
@@ -124,7 +127,7 @@ def write_trace(batches: Iterable[RequestBatch], out_path, fmt: str, *, block_si
             with open(tmp, "wb") as raw:
                 sink = gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) if out_path.suffix == ".gz" else raw
                 for b in batches:
-                    sink.write(_jsonl_lines(b, fmt, remap).encode())
+                    sink.write(_jsonl_lines(b, fmt, remap, reuse is not None).encode())
                     n, m = n + len(b), m + b.block_hashes.size
                 if sink is not raw:
                     sink.close()

@@ -5,12 +5,18 @@ One JSON object per line. Mooncake: ``timestamp`` (ms), ``input_length``,
 ``FAST25-release/traces``, release README). Qwen-Bailian: the same with
 ``timestamp`` in seconds, 16-token blocks, plus ``chat_id``,
 ``parent_chat_id`` (-1: none), ``turn`` and an optional ``type`` string
-(alibaba-edu/qwen-bailian-usagetraces-anon).
+(alibaba-edu/qwen-bailian-usagetraces-anon). Both dialects (and the token
+JSONL of :mod:`pcs.trace.tokens`) take an optional ``reuse`` string,
+``"recorded"`` (the default) or ``"synthetic"``: ``pcs trace synth`` writes
+``"synthetic"`` on every row, and a trace with such rows carries
+:data:`SYNTH_REUSE` as its ``Trace.reuse`` (the synthetic-reuse note,
+docs/traces-formats.md). Any other value is an error naming the line.
 
-Parsing path (chosen by measurement, benchmarks/bench_ingest.py): each chunk
-of whole lines goes to ``pyarrow.json.read_json`` with an explicit schema on
-one thread and is validated with vectorised numpy checks. Any chunk that
-pyarrow rejects or a check flags is re-read line by line with ``json.loads``,
+Parsing path (chosen by measurement, benchmarks/bench_jsonl_parsers.py): each
+chunk of whole lines goes to a shortcut parser of :mod:`pcs.trace.jsonfast`
+(pysimdjson when installed, else ``pyarrow.json``) and is validated with
+vectorised numpy checks. Any chunk that the shortcut rejects or a check flags
+is re-read line by line with ``json.loads``,
 which is the authority: it names the line and field of the first problem, or
 skips the bad lines with ``on_error="skip"``. So both paths accept exactly the
 same lines; the fast one is only a shortcut for clean input.
@@ -19,7 +25,6 @@ Memory: one chunk (:data:`pcs.trace.source.CHUNK_BYTES`) at a time.
 """
 from __future__ import annotations
 
-import io
 import json
 import math
 from dataclasses import dataclass
@@ -28,17 +33,18 @@ from typing import Any, Iterator
 import numpy as np
 
 from pcs.errors import InputError
+from pcs.trace.jsonfast import REUSE_VALUES  # the values of the optional per-row ``reuse`` field
 from pcs.trace.request import RequestBatch
 from pcs.trace.source import iter_chunks, iter_lines
 
-__all__ = ["FormatSpec", "MOONCAKE", "BAILIAN", "ReadState", "read_hashid_jsonl", "strict_loads"]
+__all__ = ["FormatSpec", "MOONCAKE", "BAILIAN", "ReadState", "REUSE_VALUES", "SYNTH_REUSE", "read_hashid_jsonl",
+           "row_is_synthetic", "strict_loads"]
 
 _U64_MAX = (1 << 64) - 1
-#: A whitespace-only line starts with one of these right after a line end
-#: (JSON whitespace, RFC 8259 section 2); lines merely *starting* with
-#: whitespace also go to the slow path, which accepts them.
-_SUSPECT = (b"\n\n", b"\n ", b"\n\t", b"\n\r")
 _I64_MIN, _I64_MAX = -(1 << 63), (1 << 63) - 1
+#: ``Trace.reuse`` of a trace whose rows say ``"reuse": "synthetic"`` (and the
+#: ``pcs.reuse`` Parquet metadata ``pcs trace synth`` writes).
+SYNTH_REUSE = 'synthesised: rows marked "reuse": "synthetic" (pcs trace synth, or a converted lengths-only trace)'
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,6 +79,7 @@ class ReadState:
     skipped: int = 0
     last_ts: float = -math.inf
     check_order: bool = True
+    synthetic_rows: int = 0
 
 
 def _no_dup_keys(pairs: list[tuple[str, Any]]) -> dict:
@@ -132,6 +139,21 @@ def get_time(obj: dict, key: str, name: str, ln: int) -> float:
     if not math.isfinite(f):
         raise InputError(name, ln, key, f"must be finite, got {v}")
     return f
+
+
+def row_is_synthetic(obj: dict, name: str, ln: int) -> bool:
+    """The optional ``reuse`` field of one JSONL row: True for ``"synthetic"``.
+
+    Raises:
+        InputError: ``reuse`` present but not one of :data:`REUSE_VALUES`.
+    """
+    v = obj.get("reuse")
+    if v is None:
+        return False
+    if v not in REUSE_VALUES:
+        raise InputError(name, ln, "reuse", f"must be one of {', '.join(map(json.dumps, REUSE_VALUES))}, "
+                         f"got {json.dumps(v)[:40]}")
+    return v == "synthetic"
 
 
 def check_ids(ids: Any, prompt: int, bs: int, name: str, ln: int, key: str = "hash_ids") -> list[int]:
@@ -196,12 +218,14 @@ def _slow_line(cols: _Columns, obj: dict, bs: int, name: str, ln: int, state: Re
         raise InputError(name, ln, "hash_ids", "missing")
     ids = check_ids(obj["hash_ids"], il, bs, name, ln)
     extras = [get_int(obj, k, name, ln, lo=_I64_MIN) for k, _ in spec.int_extras]
+    synthetic = row_is_synthetic(obj, name, ln)
     typ = obj.get("type")
     if spec.has_type and typ is not None and not isinstance(typ, str):
         raise InputError(name, ln, "type", f"must be a string, got {json.dumps(typ)[:40]}")
     if state.check_order and ts < state.last_ts:
         raise InputError(name, ln, "timestamp", f"decreases ({ts:g} after {state.last_ts:g}); use --sort to reorder")
     state.last_ts = max(state.last_ts, ts)
+    state.synthetic_rows += synthetic
     cols.ts.append(ts)
     cols.il.append(il)
     cols.ol.append(ol)
@@ -225,82 +249,23 @@ def _slow_chunk(spec: FormatSpec, first: int, chunk: bytes, bs: int, name: str,
     return cols.batch(bs)
 
 
-def _schema(spec: FormatSpec):
-    import pyarrow as pa
+def _shortcut(fast: bool | str) -> str | None:
+    """The shortcut parser ``fast`` asks for (:mod:`pcs.trace.jsonfast`), or None for the authority alone.
 
-    fields = [("timestamp", pa.float64()), ("input_length", pa.int64()),
-              ("output_length", pa.int64()), ("hash_ids", pa.list_(pa.uint64()))]
-    fields += [(k, pa.int64()) for k, _ in spec.int_extras]
-    if spec.has_type:
-        fields.append(("type", pa.string()))
-    return pa.schema(fields)
-
-
-def _fast_chunk(spec: FormatSpec, chunk: bytes, bs: int, state: ReadState) -> RequestBatch | None:
-    """Parse a clean chunk with pyarrow; None when anything needs the slow path."""
-    import pyarrow as pa
-    import pyarrow.json as pj
-
-    if chunk[:1] != b"{" or any(s in chunk for s in _SUSPECT):
-        return None  # maybe blank lines: the slow path reports or skips them
-    nlines = chunk.count(b"\n") + (not chunk.endswith(b"\n"))  # no blank lines: one object per line
-    if chunk.count(b"\n{") != nlines - 1:
-        # Only lines that open with "{" reach pyarrow: pyarrow 26 read_json
-        # crashes (SIGSEGV) on a chunk whose first value is a bare `null`.
-        return None
-    try:
-        chunk.decode("utf-8")
-        table = pj.read_json(io.BytesIO(chunk), read_options=pj.ReadOptions(use_threads=False, block_size=len(chunk) + 64),
-                             parse_options=pj.ParseOptions(explicit_schema=_schema(spec), unexpected_field_behavior="ignore"))
-    except (pa.ArrowInvalid, UnicodeDecodeError):
-        return None
-    required = ["timestamp", "input_length", "output_length", "hash_ids"] + [k for k, _ in spec.int_extras]
-    if table.num_rows != nlines or any(table.column(k).null_count for k in required):
-        return None
-    ids_col = table.column("hash_ids").combine_chunks()
-    values = ids_col.flatten()
-    if values.null_count:
-        return None
-    offsets = ids_col.offsets.to_numpy().astype(np.int64)
-    offsets -= offsets[0]
-    hashes = values.to_numpy(zero_copy_only=False)
-    ts = table.column("timestamp").to_numpy()
-    il = table.column("input_length").to_numpy()
-    ol = table.column("output_length").to_numpy()
-    lens = np.diff(offsets)
-    if (not np.isfinite(ts).all() or (il < 0).any() or (ol < 0).any()
-            or (lens != -(-il // bs)).any()):
-        return None
-    if state.check_order and (ts[0] < state.last_ts or (np.diff(ts) < 0).any()):
-        return None
-    if not _rows_distinct(hashes, offsets):
-        return None
-    state.last_ts = max(state.last_ts, float(ts.max()))
-    extras = [table.column(k).to_numpy() for k, _ in spec.int_extras]
-    typ = tuple(table.column("type").to_pylist()) if spec.has_type else None
-    return RequestBatch(0, bs, ts / spec.ts_per_s, il, ol, offsets, hashes,
-                        *(extras + [None] * (3 - len(extras))), typ)
-
-
-def _rows_distinct(hashes: np.ndarray, offsets: np.ndarray) -> bool:
-    """True when no id repeats inside one row.
-
-    Shortcut: rows whose ids strictly increase (all of Mooncake's, whose ids
-    are assigned in first-appearance order along each chain) are distinct; the
-    others are checked by sorting (row, id) keys.
+    Raises:
+        ValueError: an unknown parser name, or ``"simdjson"`` without pysimdjson installed.
     """
-    if hashes.size < 2:
-        return True
-    inc = hashes[1:] > hashes[:-1]
-    starts = offsets[1:-1]
-    starts = starts[(starts > 0) & (starts < hashes.size)]
-    inc[starts - 1] = True  # row boundaries do not count
-    if inc.all():
-        return True
-    row = np.repeat(np.arange(offsets.size - 1, dtype=np.int64), np.diff(offsets))
-    order = np.lexsort((hashes, row))
-    h, r = hashes[order], row[order]
-    return not ((h[1:] == h[:-1]) & (r[1:] == r[:-1])).any()
+    from pcs.trace.jsonfast import PARSERS, available
+
+    if fast is False:
+        return None
+    if fast is True or fast == "auto":
+        return next(p for p in PARSERS if available(p))
+    if fast not in PARSERS:
+        raise ValueError(f"unknown JSONL parser {fast!r}; valid: auto, {', '.join(PARSERS)}")
+    if not available(fast):
+        raise ValueError(f"JSONL parser {fast!r} is not installed (pip install 'pcs[fast]')")
+    return fast
 
 
 def read_hashid_jsonl(path, name: str, spec: FormatSpec, block_size: int | None, state: ReadState,
@@ -313,16 +278,22 @@ def read_hashid_jsonl(path, name: str, spec: FormatSpec, block_size: int | None,
         block_size: tokens per block, default ``spec.default_block_size``.
         state: skip counter and order check, updated in place.
         on_error: ``"raise"`` or ``"skip"`` (skip and count bad lines).
-        fast: allow the pyarrow path (False forces ``json.loads``; tests use
-            it to check both paths agree).
+        fast: the shortcut for clean chunks (:mod:`pcs.trace.jsonfast`):
+            True or ``"auto"`` (pysimdjson when installed, else pyarrow),
+            ``"simdjson"``, ``"pyarrow"``, or False (``json.loads`` line by
+            line only; tests use it to check every path agrees).
     Yields:
         batches with ``first_request_id`` 0 (the caller renumbers).
     Raises:
         InputError: the first bad line, with ``on_error="raise"``.
+        ValueError: an unknown or missing ``fast`` parser.
     """
     bs = block_size or spec.default_block_size
+    parser = _shortcut(fast)
+    if parser is not None:
+        from pcs.trace.jsonfast import parse_chunk
     for first, chunk in iter_chunks(path, name=name):
-        batch = _fast_chunk(spec, chunk, bs, state) if fast else None
+        batch = parse_chunk(parser, spec, chunk, bs, state) if parser else None
         if batch is None:
             batch = _slow_chunk(spec, first, chunk, bs, name, state, on_error)
         if batch is not None and len(batch):

@@ -20,7 +20,7 @@ block_size, lora_id, medium, ...]`` in field order; a batch likewise as
 read. Files: JSON Lines (one batch per line, as ``msgspec.json.encode``
 writes it; a ``bytes`` hash is then a base64 string) or a raw stream of the
 msgpack payloads the ZMQ publisher sends (needs the ``events`` extra:
-``pip install 'pcs[events]'``). A ``bytes`` hash becomes a 64-bit id the way
+``pip install -e '.[events]'`` in the pcs clone). A ``bytes`` hash becomes a 64-bit id the way
 vLLM's ``maybe_convert_block_hash`` does for ``VLLM_KV_EVENTS_USE_INT_BLOCK_HASHES``:
 big-endian integer, low 64 bits.
 
@@ -40,6 +40,7 @@ from typing import Any, Iterator
 import numpy as np
 
 from pcs.errors import InputError
+from pcs.extras import missing_extra
 from pcs.trace.hashids import strict_loads
 from pcs.trace.source import display_name, iter_chunks, iter_lines, open_binary
 
@@ -147,8 +148,8 @@ def _msgpack_objects(path, name: str) -> Iterator[tuple[int, Any]]:
     try:
         import msgpack
     except ImportError:
-        raise ValueError(f"{name}: reading msgpack KV events needs the 'msgpack' package "
-                         "(pip install 'pcs[events]'), or convert the capture to JSON Lines") from None
+        raise ValueError(f"{name}: " + missing_extra("reading msgpack KV events", "msgpack", "events")
+                         + ", or convert the capture to JSON Lines") from None
     unpacker = msgpack.Unpacker(raw=False, strict_map_key=False)
     with open_binary(path) as f:
         n = 0

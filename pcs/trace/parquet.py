@@ -192,7 +192,7 @@ def read_parquet(path, name: str, block_size: int, state, on_error: str = "raise
     Raises:
         InputError: null values or a rule broken, naming the 1-based row.
     """
-    from pcs.trace.hashids import _rows_distinct
+    from pcs.trace.jsonfast import rows_distinct
 
     pf = _open(path, name)
     names = pf.schema_arrow.names
@@ -221,7 +221,7 @@ def read_parquet(path, name: str, block_size: int, state, on_error: str = "raise
                 if on_error != "skip":
                     raise InputError(name, row0 + int(np.flatnonzero(mask)[0]), field, problem)
                 keep &= ~mask
-        if not _rows_distinct(hashes, offs):
+        if not rows_distinct(hashes, offs):
             for i in range(n):
                 h = hashes[offs[i]:offs[i + 1]]
                 if np.unique(h).size != h.size:

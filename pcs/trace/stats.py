@@ -41,11 +41,13 @@ from typing import Any
 
 import numpy as np
 
-from pcs.blocks import BlockRules, single_sequence_hits
+from pcs import _native
+from pcs.blocks import BlockRules, SingleSequenceResult, single_sequence_hits
 from pcs.trace.request import concat_batches
 from pcs.trace.tree import conversation_ids, prefix_tree_stats, shared_prefix_token_share
 
-__all__ = ["trace_stats", "previous_occurrence", "reuse_distances", "distance_histogram"]
+__all__ = ["trace_stats", "previous_occurrence", "reuse_distances", "reuse_distances_scan", "single_sequence_scan",
+           "distance_histogram"]
 
 
 def previous_occurrence(ids: np.ndarray) -> np.ndarray:
@@ -115,6 +117,62 @@ def reuse_distances(ids: np.ndarray, prev: np.ndarray | None = None) -> np.ndarr
     return _count_below_before(prev, pos, p) - (p + 1)
 
 
+def reuse_distances_scan(ids: np.ndarray, prev: np.ndarray | None = None) -> np.ndarray:
+    """:func:`reuse_distances` through the compiled stack-depth kernel when it is built.
+
+    Each access is a request of one block for :func:`pcs.curves.stackdist.stack_depths`,
+    whose depth of a re-access is the number of distinct ids used since the
+    previous access (Mattson et al. 1970) -- the same quantity; -1 marks a
+    first access. O(N log N) in C instead of O(N log^2 N) numpy sorts.
+    tests/trace/test_stats_scan.py diffs it against :func:`reuse_distances`.
+
+    Args:
+        ids: uint64-convertible, shape (n,); prev: used only by the numpy fallback.
+    Returns:
+        int64, one value per re-access, in order.
+    """
+    if not _native.built("stackdist") or ids.dtype != np.uint64:
+        return reuse_distances(ids, prev)
+    from pcs.curves.stackdist import stack_depths
+
+    depths, _ = stack_depths(ids, np.arange(ids.size + 1, dtype=np.int64), kernel="c")
+    return depths[depths >= 0]
+
+
+def single_sequence_scan(whole, rules: BlockRules = BlockRules()) -> SingleSequenceResult:
+    """:func:`pcs.blocks.single_sequence_hits` of a whole-trace batch, from the compiled curve kernel.
+
+    The single-sequence replay is the LRU curve at infinite capacity
+    (docs/semantics.md §12, §14): block i of a request hits iff its lead depth
+    (:func:`pcs.curves.stackdist.stack_depths`, ``lead=True``) is >= 0 and i is
+    below the request's hit cap; a request's hit tokens are the sum of its hit
+    blocks' tokens, ``min(k * block_size, prompt_tokens)``. Falls back to the
+    per-request reference when the kernel is not built; tests/trace/test_stats_scan.py
+    diffs the two on hypothesis traces under every rule set.
+
+    Args:
+        whole: a :class:`pcs.trace.RequestBatch` (all requests).
+        rules: the block rules.
+    Returns:
+        :class:`pcs.blocks.SingleSequenceResult`.
+    """
+    if not _native.built("stackdist"):
+        return single_sequence_hits(whole.requests(), rules)
+    from pcs.curves.stackdist import flatten_columns, stack_depths
+
+    flat = flatten_columns(whole.prompt_tokens, whole.block_offsets, whole.block_hashes, whole.block_size, rules)
+    lead, _ = stack_depths(flat.block_hashes, flat.req_offsets, kernel="c", lead=True)
+    n = np.diff(flat.req_offsets)
+    pos = np.arange(lead.size, dtype=np.int64) - np.repeat(flat.req_offsets[:-1], n)
+    p = np.asarray(whole.prompt_tokens, dtype=np.int64)
+    bs = int(whole.block_size)
+    cap = np.clip(np.minimum(n, (p - 1) // bs), 0, None) if rules.recompute_last_token else n
+    hit = (lead >= 0) & (pos < np.repeat(cap, n))
+    k = np.bincount(np.repeat(np.arange(n.size), n)[hit], minlength=n.size)
+    hit_tokens = int(np.minimum(k * bs, p).sum())
+    return SingleSequenceResult(hit_tokens, int(p.sum()), int(k.sum()), int((k > 0).sum()), int(n.size))
+
+
 def distance_histogram(dist: np.ndarray) -> list[dict[str, Any]]:
     """Counts of reuse distances in power-of-two buckets: 0, 1, 2-3, 4-7, ...
 
@@ -170,11 +228,11 @@ def trace_stats(trace, rules: BlockRules = BlockRules()) -> dict[str, Any]:
     arrival, prompt, output, hashes = whole.arrival_s, whole.prompt_tokens, whole.output_tokens, whole.block_hashes
     blocks = whole.num_blocks
     n = arrival.size
-    ss = single_sequence_hits(whole.requests(), rules)
+    ss = single_sequence_scan(whole, rules)
     span = float(arrival.max() - arrival.min()) if n else 0.0
     prev = previous_occurrence(hashes)
     re = prev >= 0
-    dist = reuse_distances(hashes, prev)
+    dist = reuse_distances_scan(hashes, prev)
     access_t = np.repeat(arrival, blocks)
     rtime = access_t[re] - access_t[prev[re]]
     out: dict[str, Any] = {

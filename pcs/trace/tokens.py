@@ -9,7 +9,9 @@ One JSON object per line:
 - ``cache_salt`` (string), ``lora_id`` (int or string), ``mm_hashes`` (list
   of strings, each mixed into block 0, or of objects
   ``{"hash": str, "offset": int, "length": int}`` mixed into the blocks that
-  overlap those token positions).
+  overlap those token positions);
+- ``reuse``: ``"recorded"`` or ``"synthetic"`` (``pcs trace synth --tokens-out``
+  writes the latter; :func:`pcs.trace.hashids.row_is_synthetic`).
 
 Hashes follow :mod:`pcs.trace.hashing`, so one token trace replays at any
 block size. Lines are parsed with ``json.loads`` (token lists are long and
@@ -23,7 +25,7 @@ from typing import Iterator
 import numpy as np
 
 from pcs.errors import InputError
-from pcs.trace.hashids import ReadState, get_int, get_time, strict_loads
+from pcs.trace.hashids import ReadState, get_int, get_time, row_is_synthetic, strict_loads
 from pcs.trace.hashing import MMInput, hash_request_blocks
 from pcs.trace.request import RequestBatch
 from pcs.trace.source import iter_chunks, iter_lines
@@ -123,6 +125,7 @@ def read_token_jsonl(path, name: str, block_size: int, state: ReadState, on_erro
             try:
                 obj = strict_loads(name, ln, line)
                 ts, p, o, h, e = parse_token_line(obj, block_size, name, ln, state.last_ts)
+                synthetic = row_is_synthetic(obj, name, ln)
                 if state.check_order and ts < state.last_ts:
                     raise InputError(name, ln, "timestamp",
                                      f"decreases ({ts:g} after {state.last_ts:g}); use --sort to reorder")
@@ -132,6 +135,7 @@ def read_token_jsonl(path, name: str, block_size: int, state: ReadState, on_erro
                 state.skipped += 1
                 continue
             state.last_ts = max(state.last_ts, ts)
+            state.synthetic_rows += synthetic
             ts_l.append(ts), pt.append(p), ot.append(o), hs.append(h), ex.append(e)
             if len(ts_l) >= rows:
                 yield flush()

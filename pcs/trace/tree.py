@@ -87,14 +87,21 @@ def prefix_tree_stats(b: RequestBatch) -> dict[str, Any]:
                               "prefix_tree_leaf_depth_mean", "prefix_tree_fanout_mean", "prefix_tree_fanout_max",
                               "prefix_tree_branching_nodes"))
     depth = np.arange(h.size, dtype=np.int64) - np.repeat(b.block_offsets[:-1], b.num_blocks) + 1
-    pairs, idx = np.unique(np.stack([par, h], axis=1), axis=0, return_index=True)
-    node_par, node_id, node_depth = pairs[:, 0], pairs[:, 1], depth[idx]
-    is_root = node_par == _ROOT
+    # Nodes as one int64 key per access (dense parent, dense id): one 1-D sort, not a 2-column np.unique.
+    uniq, dense = np.unique(h, return_inverse=True)
+    par_dense = np.zeros(h.size, dtype=np.int64)  # 0: the root (a parent id of 2**64 - 1 reads as the root too)
+    real = par != _ROOT
+    par_dense[1:][real[1:]] = dense[:-1][real[1:]] + 1
+    keys, idx = np.unique(par_dense * (uniq.size + 1) + dense, return_index=True)
+    node_par, node_id, node_depth = keys // (uniq.size + 1), keys % (uniq.size + 1), depth[idx]
+    is_root = node_par == 0
     inner_par, kids = np.unique(node_par[~is_root], return_counts=True)
-    has_kids = np.isin(node_id, inner_par)
-    leaves = ~has_kids
+    is_parent = np.zeros(uniq.size + 1, dtype=bool)
+    is_parent[inner_par - 1] = True
+    leaves = ~is_parent[node_id]
+    pairs = keys
     return {
-        "prefix_tree_nodes": int(pairs.shape[0]),
+        "prefix_tree_nodes": int(pairs.size),
         "prefix_tree_roots": int(is_root.sum()),
         "prefix_tree_leaves": int(leaves.sum()),
         "prefix_tree_depth_max": int(depth.max()),
@@ -129,7 +136,7 @@ def conversation_ids(b: RequestBatch) -> np.ndarray:
         return _from_parents(b.session_id.tolist(), b.parent_id.tolist())
     if b.session_id is not None:
         return _dense([(s if s >= 0 else ("alone", i)) for i, s in enumerate(b.session_id.tolist())])
-    return _inferred(b)
+    return inferred_conversations(b)
 
 
 def _dense(keys: list) -> np.ndarray:
@@ -151,7 +158,48 @@ def _from_parents(chat: list[int], parent: list[int]) -> np.ndarray:
     return out
 
 
-def _inferred(b: RequestBatch) -> np.ndarray:
+def inferred_conversations(b: RequestBatch) -> np.ndarray:
+    """Rule 3 of the module docstring, vectorised: the same numbers as :func:`inferred_conversations_reference`.
+
+    A turn-ending id is registered by the one request where it first appears
+    (ids are distinct within a request), so any later occurrence belongs to a
+    later request: request r continues the conversation of the registrant of
+    the last registered id among its full blocks, else opens one. Parents
+    precede children, so conversation numbers follow from the roots' order
+    (pointer jumping, O(log depth) passes). tests/trace/test_stats_scan.py
+    diffs it against the reference loop.
+    """
+    h, offs = b.block_hashes, b.block_offsets
+    r_n = len(b)
+    if h.size == 0:
+        return np.arange(r_n, dtype=np.int64)
+    num = b.num_blocks
+    full = np.minimum(b.prompt_tokens // b.block_size, num)
+    _, first_idx, dense = np.unique(h, return_index=True, return_inverse=True)
+    first = np.zeros(h.size, dtype=bool)
+    first[first_idx] = True
+    req_of = np.repeat(np.arange(r_n, dtype=np.int64), num)
+    last = (offs[:-1] + full - 1)[full > 0]
+    reg = last[first[last]]
+    registrant = np.full(first_idx.size, -1, dtype=np.int64)
+    registrant[dense[reg]] = req_of[reg]
+    in_full = (np.arange(h.size, dtype=np.int64) - np.repeat(offs[:-1], num)) < np.repeat(full, num)
+    m = registrant[dense]
+    hit = np.flatnonzero(in_full & (m >= 0) & (m != req_of))
+    parent = np.full(r_n, -1, dtype=np.int64)
+    parent[req_of[hit]] = m[hit]  # ascending positions: the last (longest) match per request wins
+    root = np.where(parent < 0, np.arange(r_n, dtype=np.int64), parent)
+    while True:
+        nxt = root[root]
+        if np.array_equal(nxt, root):
+            break
+        root = nxt
+    number = np.cumsum(parent < 0) - 1
+    return number[root]
+
+
+def inferred_conversations_reference(b: RequestBatch) -> np.ndarray:
+    """Rule 3 of the module docstring, one request at a time (the reference of :func:`inferred_conversations`)."""
     first = first_access(b.block_hashes)
     hl = b.block_hashes.tolist()
     offs = b.block_offsets.tolist()

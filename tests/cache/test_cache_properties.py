@@ -12,7 +12,8 @@ from hypothesis import strategies as st
 
 from pcs.blocks import BlockRules, single_sequence_hits
 from pcs.cache import Hierarchy, Tier, make_policy
-from pcs.cache.policies import POLICY_NAMES
+from pcs.cache.policies import POLICY_NAMES, PolicyContext
+from pcs.cache.policies.context import TraceOracle, clocked
 from pcs.engine.engine import ReplayEngine, TimeModel
 from pcs.engine.chunks import iter_chunks
 from helpers import ALL_RULES, BS, SETTINGS, LinearCompute, run, stress_trace, traces
@@ -55,9 +56,11 @@ class CheckedHierarchy(Hierarchy):
 
 
 def _engine(reqs, caps, policies, timing, rules, write_policy="back", parents=None):
-    tiers = [Tier(f"t{i}", c, make_policy(p, c)) for i, (c, p) in enumerate(zip(caps, policies))]
+    # trace-reading policies (gdsf, belady) get the pre-pass of this trace and a clock that follows admissions
+    ctx = PolicyContext(TraceOracle.build(iter_chunks(reqs, rules)), lambda depth: 1.0 + depth)
+    tiers = [Tier(f"t{i}", c, make_policy(p, c, ctx)) for i, (c, p) in enumerate(zip(caps, policies))]
     h = CheckedHierarchy(tiers, write_policy, parents)
-    eng = ReplayEngine(h, timing, block_bytes=[7] * len(caps), check=True)
+    eng = ReplayEngine(clocked(h), timing, block_bytes=[7] * len(caps), check=True)
     for ch in iter_chunks(reqs, rules, TimeModel(LinearCompute())):
         eng.feed(ch)
     return eng.close(), h

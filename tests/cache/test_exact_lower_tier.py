@@ -8,7 +8,6 @@ one among them is evicted.
 """
 from __future__ import annotations
 
-import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -22,8 +21,6 @@ batches = st.lists(st.lists(st.integers(0, 9), max_size=6, unique=True), min_siz
 @SETTINGS
 @given(st.sampled_from(["lru", "slru", "fifo"]), st.integers(0, 5), batches)
 def test_insert_equals_the_reference(policy, capacity, seq):
-    if policy == "fifo":     # a batch larger than the tier: see the xfail below
-        seq = [b[len(b) - min(len(b), capacity):] for b in seq]
     tier = Tier("cpu", capacity, make_policy(pcs_policy_name(policy), capacity))
     ref = RefTier("cpu", capacity, policy)
     for keys in seq:
@@ -33,11 +30,9 @@ def test_insert_equals_the_reference(policy, capacity, seq):
         tier._check()
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "pcs FIFO keeps the sequence number of a block that Tier.insert pushes out of a lower tier as "
-    "the first key of an oversized batch (it uses policy.remove, which for FIFO means 'pinned, keep "
-    "the place'): stored again, the block goes back to the head of the queue and is the next victim"))
 def test_fifo_block_pushed_out_by_an_oversized_batch_is_new_when_stored_again():
+    """A block pushed out of a lower tier as the first key of an oversized batch is dropped
+    (``EvictionPolicy.drop``): FIFO forgets its place, so stored again it enters at the back."""
     # By hand, FIFO tier of 3 blocks (order = first victim first):
     #   [1 2 3]                          -> 1 2 3
     #   [1 4 5 6]: one larger than the tier: its first key 1 is pushed out (evicted);
@@ -47,5 +42,5 @@ def test_fifo_block_pushed_out_by_an_oversized_batch_is_new_when_stored_again():
     tier = Tier("cpu", 3, make_policy("fifo", 3))
     for keys in ([1, 2, 3], [1, 4, 5, 6], [1]):
         tier.insert(keys)
-    assert tier.policy.order() == [5, 6, 1]       # pcs: [1, 5, 6]
-    assert tier.insert([7])[0] == [5]             # pcs: [1], the block it has just written
+    assert tier.policy.order() == [5, 6, 1]       # before the fix (policy.remove kept 1's place): [1, 5, 6]
+    assert tier.insert([7])[0] == [5]             # before the fix: [1], the block it had just written

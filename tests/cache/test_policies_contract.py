@@ -10,14 +10,16 @@ import random
 
 import pytest
 
-from pcs.cache.policies import (POLICY_ALIASES, POLICY_CHOICES, POLICY_NAMES, EvictionPolicy, get_policy,
-                                make_policies, make_policy, policy_options)
+from pcs.cache.policies import (POLICY_ALIASES, POLICY_CHOICES, POLICY_NAMES, EvictionPolicy, PolicyContext,
+                                get_policy, make_policies, make_policy, policy_options)
+from pcs.cache.policies.context import TraceOracle
 from pcs.errors import UnknownNameError
 
 
 @pytest.fixture(params=POLICY_NAMES)
 def policy(request) -> EvictionPolicy:
-    return make_policy(request.param, 10)
+    # trace-reading policies (gdsf, belady) get an empty trace: no future use, no chain (every key a leaf)
+    return make_policy(request.param, 10, context=PolicyContext(TraceOracle()))
 
 
 def test_registry_lists_valid_names_on_unknown():
@@ -56,12 +58,13 @@ def test_unknown_name_is_a_value_error_listing_names_and_aliases():
 
 @pytest.mark.parametrize("name", POLICY_NAMES)
 def test_unknown_option_is_an_error_naming_it_and_the_valid_ones(name):
+    ctx = PolicyContext(TraceOracle())
     with pytest.raises(ValueError) as err:
-        make_policy(name, 10, protected_sharez=0.5)
+        make_policy(name, 10, ctx, protected_sharez=0.5)
     msg = str(err.value)
     assert "'protected_sharez'" in msg and name in msg
     assert all(opt in msg for opt in policy_options(name))
-    assert make_policy(name, 10, protected_sharez=None).name == name    # None = not given
+    assert make_policy(name, 10, ctx, protected_sharez=None).name == name    # None = not given
 
 
 def test_options_each_policy_takes():

@@ -149,20 +149,27 @@ def test_envelope_measured_prefill_csv(tmp_path):
 
 def test_envelope_with_model_presets():
     pytest.importorskip("pcs.model")
-    out = run_json(["envelope", "--restore-tokens", "1024", "--model", "llama-3.1-8b", "--full-prefill", "100ms",
-                    "--bandwidth", "10GB/s"])
+    out = run_json(["envelope", "--restore-tokens", "1024", "--model", "llama-3.1-8b", "--tp", "1",
+                    "--full-prefill", "100ms", "--bandwidth", "10GB/s"])
     assert out["restore_bytes"] == 1024 * 131_072          # 64 blocks x 16 tokens x 131,072 B (BF16, no scales)
-    out = run_json(["envelope", "--restore-tokens", "1000", "--model", "llama-3.1-8b", "--full-prefill", "100ms",
-                    "--bandwidth", "10GB/s"])
+    out = run_json(["envelope", "--restore-tokens", "1024", "--model", "llama-3.1-8b", "--full-prefill", "100ms",
+                    "--bandwidth", "10GB/s"])              # no --tp: replay's default TP 8
+    assert out["restore_bytes"] == 1024 * 131_072 // 8     # 8 KV heads over 8 ranks: one head per rank
+    out = run_json(["envelope", "--restore-tokens", "1000", "--model", "llama-3.1-8b", "--tp", "1",
+                    "--full-prefill", "100ms", "--bandwidth", "10GB/s"])
     assert out["restore_bytes"] == 63 * 16 * 131_072       # ceil(1000 / 16) = 63 whole blocks
     out = run_json(["envelope", "--restore-tokens", "1024", "--model", "llama-3.1-8b", "--tp", "2",
                     "--full-prefill", "100ms", "--bandwidth", "10GB/s"])
     assert out["restore_bytes"] == 1024 * 131_072 // 2     # 8 KV heads split over 2 ranks
     out = run_json(["envelope", "--restore-tokens", "1", "--model", "llama-3.1-8b", "--gpu", "h100-sxm",
-                    "--bandwidth", "10GB/s"])
+                    "--tp", "1", "--bandwidth", "10GB/s"])
     # 1-token prompt: 2 x 8,030,261,248 + 524,288 attention FLOPs = 16,061,046,784 FLOPs
     # over 989.4e12 x 0.5 FLOP/s = 3.2466e-5 s
     assert out["full_prefill_s"] == pytest.approx(16_061_046_784 / (989.4e12 * 0.5), rel=1e-9)
+    out = run_json(["envelope", "--restore-tokens", "1", "--model", "llama-3.1-8b", "--bandwidth", "10GB/s",
+                    "--mfu", "0.25"])
+    # replay's defaults h100-sxm and TP 8: the same FLOPs over 8 x 989.4e12 x 0.25 FLOP/s
+    assert out["full_prefill_s"] == pytest.approx(16_061_046_784 / (8 * 989.4e12 * 0.25), rel=1e-9)
     assert out["full_prefill_from"].startswith("compute model")
     assert_user_error(run(["envelope", "--restore-tokens", "1", "--model", "llama-9", "--full-prefill", "1ms",
                            "--bandwidth", "1GB/s"]), "llama-9", "llama-3.1-8b")

@@ -44,7 +44,7 @@ def test_default_run_names_its_defaults_and_reason():
 
 
 @pytest.mark.parametrize("args, needle", [
-    (["--policy", "arc9"], "valid: lru, slru, fifo (alias protected = slru)"),
+    (["--policy", "arc9"], "valid: lru, slru, fifo, arc, s3fifo, sieve, lfu, 2q, gdsf, belady (alias protected = slru)"),
     (["--tier", "gpu400GB"], "expected NAME=VALUE"),
     (["--tier", "gpu=lots"], "bad tier size 'lots'"),
     (["--tier", "gpu=-5GB"], "must not be negative"),

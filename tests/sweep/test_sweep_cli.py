@@ -67,7 +67,7 @@ def test_every_kind_gives_what_its_command_prints_alone(tmp_path, kind, fixed, a
 
 @pytest.mark.parametrize("plan_text,words", [
     ("[fixed]\npolcy = 'lru'\n", "unknown option 'polcy' for pcs replay"),
-    ("[axes]\npolicy = ['lru', 'arc']\n", "Invalid value for '--policy'"),
+    ("[axes]\npolicy = ['lru', 'mru']\n", "Invalid value for '--policy'"),
     ("[fixed]\nformat = 'json'\n", "unknown option 'format'"),
     ("[fixed]\ncache_partial_blocks = 'yes'\n", "is a flag"),
     ("[fixed]\ntrace = 'missing.jsonl'\n", "missing.jsonl: No such file"),

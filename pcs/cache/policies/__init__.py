@@ -1,44 +1,137 @@
 """Eviction-policy registry: ``get_policy(name)``, ``make_policy(...)`` and ``POLICY_NAMES``.
 
 A new policy is one new file with an :class:`EvictionPolicy` subclass and one
-line in ``_POLICIES`` below (vLLM ``kv_offload/cpu/policies/factory.py`` does
+entry in ``_BUILTIN`` below (vLLM ``kv_offload/cpu/policies/factory.py`` does
 the same; no if/elif chain anywhere else). The CLI's ``--policy`` choices,
-the ``--tier-policy`` check and the contract test
+the ``--tier-policy`` check, ``pcs policies`` and the contract test
 (``tests/cache/test_policies_contract.py``) all read this registry.
 
-Names: ``lru``, ``slru`` (segmented LRU, libCacheSim's name), ``fifo``;
-``protected`` is an alias of ``slru`` (:data:`POLICY_ALIASES`), accepted by
-every lookup. A policy object's ``.name`` is always the registered name.
+Built in: ``lru``, ``slru`` (segmented LRU, libCacheSim's name; alias
+``protected``), ``fifo``, ``arc``, ``s3fifo``, ``sieve``, ``lfu``, ``2q``,
+``gdsf`` and ``belady`` (an offline oracle). A policy object's ``.name`` is
+always the registered name.
+
+Plug-ins: a package registers more through the entry-point group
+``pcs.policies`` (``[project.entry-points."pcs.policies"] mine =
+"pkg.module:MyPolicy"``), read once when this module is imported; the
+entry's name must equal the class's ``name``. A plug-in that fails to load,
+or clashes with a registered name, is left out and listed in
+:data:`PLUGIN_ERRORS` (``pcs policies`` prints them).
+
+Policy specs: ``NAME`` or ``NAME:OPTION=VALUE,...`` (``lfu:aging=none``,
+``s3fifo:small_share=0.2``) wherever a policy name is taken; a value is read
+as an int, else a float, else a string (:func:`parse_policy_spec`).
 """
 from __future__ import annotations
 
 import inspect
 from typing import Any, Sequence
 
+from pcs.cache.policies.arc import ARCPolicy
 from pcs.cache.policies.base import EvictionPolicy
+from pcs.cache.policies.belady import BeladyPolicy
+from pcs.cache.policies.context import PolicyContext
 from pcs.cache.policies.fifo import FIFOPolicy
+from pcs.cache.policies.gdsf import GDSFPolicy
+from pcs.cache.policies.lfu import LFUPolicy
 from pcs.cache.policies.lru import LRUPolicy
+from pcs.cache.policies.s3fifo import S3FIFOPolicy
+from pcs.cache.policies.sieve import SievePolicy
 from pcs.cache.policies.slru import DEFAULT_PROTECTED_SHARE, ProtectedPolicy, SLRUPolicy
+from pcs.cache.policies.twoq import TwoQPolicy
 from pcs.errors import UnknownNameError
 
-__all__ = ["EvictionPolicy", "get_policy", "make_policy", "make_policies", "policy_options", "POLICY_NAMES",
-           "POLICY_ALIASES", "POLICY_CHOICES", "DEFAULT_POLICY", "LRUPolicy", "SLRUPolicy", "ProtectedPolicy",
-           "FIFOPolicy", "DEFAULT_PROTECTED_SHARE"]
+__all__ = ["EvictionPolicy", "PolicyContext", "get_policy", "make_policy", "make_policies", "policy_options",
+           "policy_defaults", "parse_policy_spec", "needs_context", "POLICY_NAMES", "POLICY_ALIASES",
+           "POLICY_CHOICES", "POLICY_ORIGINS", "PLUGIN_ERRORS", "ENTRY_POINT_GROUP", "DEFAULT_POLICY",
+           "LRUPolicy", "SLRUPolicy", "ProtectedPolicy", "FIFOPolicy", "ARCPolicy", "S3FIFOPolicy", "SievePolicy",
+           "LFUPolicy", "TwoQPolicy", "GDSFPolicy", "BeladyPolicy", "DEFAULT_PROTECTED_SHARE", "load_plugins"]
 
-_POLICIES: dict[str, type[EvictionPolicy]] = {cls.name: cls for cls in (LRUPolicy, SLRUPolicy, FIFOPolicy)}
+#: The entry-point group third-party policies register under.
+ENTRY_POINT_GROUP = "pcs.policies"
+_BUILTIN: tuple[type[EvictionPolicy], ...] = (LRUPolicy, SLRUPolicy, FIFOPolicy, ARCPolicy, S3FIFOPolicy,
+                                              SievePolicy, LFUPolicy, TwoQPolicy, GDSFPolicy, BeladyPolicy)
+_POLICIES: dict[str, type[EvictionPolicy]] = {cls.name: cls for cls in _BUILTIN}
+#: registered name -> where it comes from: ``"pcs"`` or the plug-in's distribution name.
+POLICY_ORIGINS: dict[str, str] = {name: "pcs" for name in _POLICIES}
+#: plug-ins left out: ``"entry point: reason"`` lines.
+PLUGIN_ERRORS: list[str] = []
 
-#: Registered policy names, in registration order.
-POLICY_NAMES: tuple[str, ...] = tuple(_POLICIES)
+
+def load_plugins(entry_points: Sequence[Any] | None = None) -> list[str]:
+    """Register the policies of the ``pcs.policies`` entry points; returns the names added.
+
+    Args:
+        entry_points: entry points to load (default: ``importlib.metadata`` 's for the group).
+    A failing entry (import error, not an :class:`EvictionPolicy` subclass,
+    entry name != class ``name``, a name already registered) is skipped and
+    described in :data:`PLUGIN_ERRORS`.
+    """
+    if entry_points is None:
+        from importlib.metadata import entry_points as _eps
+
+        entry_points = list(_eps(group=ENTRY_POINT_GROUP))
+    added = []
+    for ep in entry_points:
+        try:
+            cls = ep.load()
+            if not (isinstance(cls, type) and issubclass(cls, EvictionPolicy)):
+                raise TypeError(f"{ep.value} is not an EvictionPolicy subclass")
+            if cls.name != ep.name:
+                raise ValueError(f"entry point name {ep.name!r} differs from the class's name {cls.name!r}")
+            if ep.name in _POLICIES or ep.name in POLICY_ALIASES:
+                raise ValueError(f"{ep.name!r} is already registered (by {POLICY_ORIGINS.get(ep.name, 'an alias')})")
+        except Exception as exc:  # noqa: BLE001 - a broken plug-in must not break pcs
+            PLUGIN_ERRORS.append(f"{ep.name} = {ep.value}: {exc}")
+            continue
+        _POLICIES[ep.name] = cls
+        dist = getattr(ep, "dist", None)
+        POLICY_ORIGINS[ep.name] = getattr(dist, "name", None) or ep.value.split(":")[0]
+        added.append(ep.name)
+    return added
+
+
 #: Other names accepted for a registered policy: alias -> registered name.
 POLICY_ALIASES: dict[str, str] = {"protected": "slru"}
+load_plugins()
+#: Registered policy names, in registration order (built-in, then plug-ins).
+POLICY_NAMES: tuple[str, ...] = tuple(_POLICIES)
 #: Every name a lookup accepts (registered names, then aliases): the CLI's ``--policy`` choices.
 POLICY_CHOICES: tuple[str, ...] = POLICY_NAMES + tuple(POLICY_ALIASES)
 #: The policy used when none is named (vLLM's prefix cache and offloading default to LRU).
 DEFAULT_POLICY = "lru"
 
 
+def _value(text: str) -> Any:
+    for conv in (int, float):
+        try:
+            return conv(text)
+        except ValueError:
+            pass
+    return text
+
+
+def parse_policy_spec(spec: str) -> tuple[str, dict[str, Any]]:
+    """``"NAME"`` or ``"NAME:KEY=VALUE,..."`` -> (name as given, options).
+
+    >>> parse_policy_spec("s3fifo:small_share=0.2,move_to_main_threshold=3")
+    ('s3fifo', {'small_share': 0.2, 'move_to_main_threshold': 3})
+
+    Raises:
+        ValueError: an option without ``=`` or with an empty key or value.
+    """
+    name, _, rest = str(spec).partition(":")
+    opts: dict[str, Any] = {}
+    for part in filter(None, (p.strip() for p in rest.split(","))):
+        key, sep, value = part.partition("=")
+        if not sep or not key.strip() or not value.strip():
+            raise ValueError(f"bad policy option {part!r} in {spec!r}; expected NAME:OPTION=VALUE, e.g. lfu:aging=none")
+        opts[key.strip()] = _value(value.strip())
+    return name.strip(), opts
+
+
 def get_policy(name: str) -> type[EvictionPolicy]:
-    """The policy class registered as ``name`` or an alias of it (case-insensitive).
+    """The policy class registered as ``name`` or an alias of it (case-insensitive; options after ``:`` ignored).
 
     Raises:
         UnknownNameError: (a ValueError) unknown name; the message lists the
@@ -49,11 +142,22 @@ def get_policy(name: str) -> type[EvictionPolicy]:
     >>> get_policy("protected").name
     'slru'
     """
-    key = str(name).strip().lower()
+    key = str(name).partition(":")[0].strip().lower()
     cls = _POLICIES.get(POLICY_ALIASES.get(key, key))
     if cls is None:
-        raise UnknownNameError("eviction policy", name, POLICY_NAMES, POLICY_ALIASES)
+        raise UnknownNameError("eviction policy", str(name).partition(":")[0], POLICY_NAMES, POLICY_ALIASES)
     return cls
+
+
+def needs_context(name: str) -> tuple[str, ...]:
+    """The trace knowledge policy ``name`` reads (``EvictionPolicy.needs``), e.g. ``("future",)`` for belady."""
+    return tuple(get_policy(name).needs)
+
+
+def _params(name: str) -> list[inspect.Parameter]:
+    params = inspect.signature(get_policy(name).__init__).parameters.values()
+    return [p for p in params if p.name not in ("self", "capacity_blocks", "context")
+            and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
 
 
 def policy_options(name: str) -> tuple[str, ...]:
@@ -65,38 +169,50 @@ def policy_options(name: str) -> tuple[str, ...]:
     >>> policy_options("slru"), policy_options("lru")
     (('protected_share',), ())
     """
-    params = inspect.signature(get_policy(name).__init__).parameters
-    return tuple(p for p in params if p not in ("self", "capacity_blocks"))
+    return tuple(p.name for p in _params(name))
 
 
-def make_policy(name: str, capacity_blocks: int, **options: Any) -> EvictionPolicy:
-    """Instantiate policy ``name`` for a tier of ``capacity_blocks``.
+def policy_defaults(name: str) -> dict[str, Any]:
+    """Option -> default value of policy ``name`` (``pcs policies``)."""
+    return {p.name: (None if p.default is p.empty else p.default) for p in _params(name)}
+
+
+def make_policy(name: str, capacity_blocks: int, context: PolicyContext | None = None,
+                **options: Any) -> EvictionPolicy:
+    """Instantiate policy ``name`` (or a spec ``NAME:OPTION=VALUE,...``) for a tier of ``capacity_blocks``.
 
     ``options`` go to the policy's constructor (e.g. ``protected_share`` for
-    ``slru``); an option whose value is None counts as not given (the
-    policy's default applies).
+    ``slru``) after those of the spec; an option whose value is None counts
+    as not given (the policy's default applies). ``context`` goes to the
+    policies that read the trace (:attr:`EvictionPolicy.needs`).
 
     Raises:
         ValueError: unknown name (:class:`pcs.errors.UnknownNameError`), an
             option the policy does not take (the message names it and the
-            options the policy takes), or a bad option value.
+            options the policy takes), a bad option value, or a policy that
+            needs a trace context without one.
     """
     cls = get_policy(name)
+    _, spec_opts = parse_policy_spec(name)
     takes = policy_options(name)
-    given = {k: v for k, v in options.items() if v is not None}
+    given = {k: v for k, v in {**spec_opts, **options}.items() if v is not None}
     for key in given:
         if key not in takes:
             raise ValueError(f"eviction policy {cls.name!r} takes no option {key!r}; "
                              f"its options: {', '.join(takes) or 'none'}")
+    if cls.needs:
+        return cls(capacity_blocks, context=context, **given)
     return cls(capacity_blocks, **given)
 
 
-def make_policies(names: Sequence[str], capacities_blocks: Sequence[int], **options: Any) -> list[EvictionPolicy]:
+def make_policies(names: Sequence[str], capacities_blocks: Sequence[int], context: PolicyContext | None = None,
+                  **options: Any) -> list[EvictionPolicy]:
     """One policy per tier; each given option goes to the tiers whose policy takes it.
 
     Args:
-        names: policy name (or alias) per tier.
+        names: policy name or spec (or alias) per tier.
         capacities_blocks: capacity per tier, blocks (same length as ``names``).
+        context: the trace context of this hierarchy (one clock for all its tiers), for the policies that need it.
         options: shared options, e.g. ``protected_share``; None = not given.
     Raises:
         ValueError: unknown name, or an option none of ``names`` takes (the
@@ -107,5 +223,5 @@ def make_policies(names: Sequence[str], capacities_blocks: Sequence[int], **opti
             owners = [p for p in POLICY_NAMES if key in policy_options(p)]
             raise ValueError(f"option {key} belongs to eviction policy {' / '.join(owners) or '(none)'}, which no "
                              f"tier uses here (policies: {', '.join(dict.fromkeys(names))})")
-    return [make_policy(n, c, **{k: v for k, v in options.items() if k in policy_options(n)})
+    return [make_policy(n, c, context, **{k: v for k, v in options.items() if k in policy_options(n)})
             for n, c in zip(names, capacities_blocks)]

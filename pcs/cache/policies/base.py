@@ -23,7 +23,16 @@ policy):
 - ``add(keys, reused)``: keys not held become evictable; ``reused`` says the
   block was used again (a hit) since it entered the tier, False for a block
   just computed or written. Duplicate keys in one call: the later wins.
-- ``remove(keys)``: held keys stop being evictable (they are pinned).
+- ``remove(keys)``: held keys stop being evictable (they are pinned); a
+  policy may remember them (FIFO keeps their place) for when they come back.
+- ``drop(keys)``: held keys leave the tier without being chosen by ``evict``
+  (a lower tier pushes out the first keys of a batch larger than itself,
+  docs/semantics.md §7); the policy forgets them as it forgets its victims.
+- ``expect(keys)``: keys not in the tier are about to be stored in it (the
+  misses of a request, the new keys of a lower-tier batch), called before the
+  ``evict`` that makes room for them; policies with history (ghost lists of
+  ARC, 2Q, S3-FIFO) look them up there, as libCacheSim's ``find`` does before
+  its ``evict``. Default: nothing.
 - ``touch(keys)``: held keys were accessed without being pinned (a lower
   tier serving a restore); at most reorders them.
 - ``evict(n)``: returns exactly ``n`` victims in eviction order and forgets
@@ -54,6 +63,12 @@ class EvictionPolicy(ABC):
     name: ClassVar[str] = ""
     #: one-line description for ``--help`` and error messages.
     summary: ClassVar[str] = ""
+    #: where the rule comes from: paper and the reference implementation followed (``pcs policies``).
+    source: ClassVar[str] = ""
+    #: trace knowledge the policy reads from a :class:`pcs.cache.policies.context.PolicyContext`
+    #: (its constructor then takes ``context``): ``"chain"`` (depth, parent, block cost) and/or
+    #: ``"future"`` (next uses and the request clock: an offline oracle).
+    needs: ClassVar[tuple[str, ...]] = ()
     #: True if, fed tail-first releases, the policy keeps a tier prefix-closed
     #: (a parent never evicted before its child); LRU does.
     prefix_closed: ClassVar[bool] = False
@@ -81,6 +96,17 @@ class EvictionPolicy(ABC):
     @abstractmethod
     def remove(self, keys: Iterable[int]) -> None:
         """Stop holding ``keys`` (all held): they are pinned now."""
+
+    def drop(self, keys: Sequence[int]) -> None:
+        """Forget held ``keys`` that leave the tier without being chosen (see the module docstring).
+
+        Default: :meth:`remove`, right for a policy whose ``remove`` keeps nothing of a key (LRU, SLRU).
+        """
+        self.remove(keys)
+
+    def expect(self, keys: Sequence[int]) -> None:
+        """``keys`` (not resident, chain order) are about to be stored; called before the evictions for them."""
+        return None
 
     @abstractmethod
     def touch(self, keys: Sequence[int]) -> None:

@@ -33,6 +33,7 @@ class FIFOPolicy(EvictionPolicy):
 
     name = "fifo"
     summary = "first in, first out (hits do not move a block)"
+    source = "libCacheSim libCacheSim/cache/eviction/FIFO.c"
     reuse_blind = True
 
     def __init__(self, capacity_blocks: int) -> None:
@@ -61,6 +62,12 @@ class FIFOPolicy(EvictionPolicy):
         seq, order = self._seq, self._order
         for k in keys:
             del order[seq[k]]
+
+    def drop(self, keys: Sequence[int]) -> None:
+        """Forget held ``keys`` with their sequence numbers: stored again, a key is new (enters at the back)."""
+        seq, order = self._seq, self._order
+        for k in keys:
+            del order[seq.pop(k)]
 
     def touch(self, keys: Sequence[int]) -> None:
         return None

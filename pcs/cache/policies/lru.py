@@ -27,6 +27,7 @@ class LRUPolicy(EvictionPolicy):
 
     name = "lru"
     summary = "least recently used"
+    source = "vLLM vllm/v1/core/block_pool.py (free block queue); libCacheSim libCacheSim/cache/eviction/LRU.c"
     prefix_closed = True
     reuse_blind = True
 

@@ -58,6 +58,7 @@ class SLRUPolicy(EvictionPolicy):
 
     name = "slru"
     summary = "segmented LRU: probation + protected (80 % of capacity by default), promotion on reuse"
+    source = "Karedla, Love and Wherry, IEEE Computer 1994; Caffeine BoundedLocalCache; libCacheSim SLRU.c"
 
     def __init__(self, capacity_blocks: int, protected_share: float = DEFAULT_PROTECTED_SHARE) -> None:
         super().__init__(capacity_blocks)

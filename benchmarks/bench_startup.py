@@ -1,0 +1,96 @@
+"""Benchmark: start-up of the replay path -- ``pcs replay --help`` and a replay of a tiny trace, as processes.
+
+Each case runs ``--runs`` times as a fresh process running what the ``pcs``
+console script runs (``pcs.cli.main:main``; no shell), alternating the cases; per case
+the median wall seconds and the median CPU seconds of the child (user + sys,
+``resource.getrusage(RUSAGE_CHILDREN)``): on a shared machine the CPU figure
+is the steadier one. Also ``python -c pass`` (the interpreter alone) and, from
+one ``python -X importtime`` run of each case, the modules imported and the
+heaviest top-level imports, so a regression names its culprit. The tiny trace
+is traces/formats/mooncake_conv_8.jsonl (8 Mooncake requests).
+
+Target (issue 19): each case <= 0.25 s wall. The last line printed is one
+JSON object.
+
+Usage: python benchmarks/bench_startup.py [--runs 7]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from common import machine_info  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+TINY = ROOT / "traces" / "formats" / "mooncake_conv_8.jsonl"
+#: The ``pcs`` console script's own code (``pcs`` = ``pcs.cli.main:main``), run by this interpreter.
+PCS = [sys.executable, "-c", "import sys; from pcs.cli.main import main; sys.argv[0] = 'pcs'; main()"]
+CASES = {
+    "python_pass": [sys.executable, "-c", "pass"],
+    "replay_help": [*PCS, "replay", "--help"],
+    "replay_tiny": [*PCS, "replay", str(TINY)],
+}
+#: Modules the replay path must not import before it needs them (issue 19 part 4).
+UNWANTED = ("pyarrow", "matplotlib", "jinja2", "ray", "pandas", "pcs.report.plot", "pcs.sweep", "pcs.curves")
+
+
+def _run(cmd: list[str]) -> tuple[float, float]:
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.perf_counter()
+    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, cwd=ROOT)
+    wall = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
+def _imports(cmd: list[str]) -> dict:
+    """Modules imported (one ``-X importtime`` run) and the five heaviest top-level ones (cumulative us)."""
+    err = subprocess.run([cmd[0], "-X", "importtime", *cmd[1:]], check=True, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.PIPE, text=True, cwd=ROOT).stderr
+    names, top = [], []
+    for line in err.splitlines():
+        if not line.startswith("import time:") or "|" not in line or "cumulative" in line:
+            continue
+        _, cum, name = line.split("|")
+        names.append(name.strip())
+        if name.startswith(" ") and not name.startswith("  "):
+            top.append((int(cum), name.strip()))
+    unwanted = sorted({n for n in names if any(n == u or n.startswith(u + ".") for u in UNWANTED)})
+    return {"modules": len(names), "heaviest_top_level_us": {n: c for c, n in sorted(top, reverse=True)[:5]},
+            "unwanted_imported": unwanted}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--runs", type=int, default=7)
+    a = ap.parse_args()
+    for cmd in CASES.values():  # warm the page cache and .pyc files
+        _run(cmd)
+    times: dict[str, list] = {k: [] for k in CASES}
+    names = list(CASES)
+    for r in range(a.runs):
+        for k in (names if r % 2 == 0 else names[::-1]):
+            times[k].append(_run(CASES[k]))
+    out = {}
+    for k, ts in times.items():
+        out[k] = {"wall_s": round(statistics.median(t[0] for t in ts), 4),
+                  "cpu_s": round(statistics.median(t[1] for t in ts), 4)}
+        if k != "python_pass":
+            out[k].update(_imports(CASES[k]))
+        print(f"{k:12s} wall {out[k]['wall_s']:.3f} s  cpu {out[k]['cpu_s']:.3f} s")
+    target = 0.25
+    print(json.dumps({"bench": "startup", "runs": a.runs, **out, "target_wall_s": target,
+                      "target_met_wall": all(out[k]["wall_s"] <= target for k in ("replay_help", "replay_tiny")),
+                      "target_met_cpu": all(out[k]["cpu_s"] <= target for k in ("replay_help", "replay_tiny")),
+                      "machine": machine_info()}))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,198 @@
+"""Benchmark: what a user waits for -- the whole ``pcs.replay`` call and the CLI -- beside libCacheSim and a dict LRU.
+
+The trace: the Mooncake FAST'25 conversation trace replicated 1x, 10x and 50x
+(:func:`common.replicate_mooncake`: ids remapped per copy, timestamps shifted),
+written as Mooncake JSONL and converted once to pcs Parquet (untimed, as is
+libCacheSim's oracleGeneral file of the same stream). Cases, per replica size,
+all timed in the same process in alternated rounds (the order reverses every
+round; medians reported):
+
+- ``two_tier_modeled_{jsonl,parquet}``: ``pcs.replay(path, tiers=["gpu=<C>blocks",
+  "cpu=<4C>blocks"], policy="lru")`` with the default timing (modeled) -- the main job;
+- ``one_tier_sequential_{jsonl,parquet}``: ``pcs.replay(path, tiers=["gpu=<C>blocks"],
+  policy="lru", timing="sequential")``;
+- ``cli_two_tier_jsonl``: ``pcs replay <jsonl> --tier gpu=<C>blocks --tier cpu=<4C>blocks
+  --policy lru --format json`` as a fresh process (start-up included);
+- ``libcachesim``: libCacheSim's ``LRU(C).process_trace`` on the flat LRU stream
+  of the trace (:func:`common.flat_lru_stream`: per request its full prompt
+  blocks head to tail then tail to head -- the stream on which a plain LRU of
+  C blocks misses exactly what pcs's one-tier sequential replay misses,
+  docs/semantics.md §6), written once as oracleGeneral;
+- ``ordereddict``: the same stream through a plain ``collections.OrderedDict`` LRU of C.
+
+Throughput counts *logical* block accesses (full prompt blocks looked up, the
+same number for every side); ``x_libcachesim`` is a case's throughput over
+libCacheSim's. The one-tier sequential misses are checked equal to the dict
+LRU's and libCacheSim's (a benchmark of a wrong answer is no benchmark). A
+second JSON line: the engine alone (``ReplayEngine.feed`` over pre-built chunks,
+one LRU tier in the compiled hierarchy, sequential; best of 3), the figure ``bench_replay.py`` reports, so the gap
+between the engine and the user's call stays visible.
+
+Usage: python benchmarks/bench_user.py [--copies 1,10,50] [--rounds 3] [--capacity 16384]
+Prints human lines, then the summary JSON line, then the engine-only JSON line last.
+"""
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import common  # noqa: E402
+from compare_libcachesim import hashpower_for, write_oracle_general  # noqa: E402
+
+PCS = [sys.executable, "-c", "import sys; from pcs.cli.main import main; sys.argv[0] = 'pcs'; main()"]
+
+
+def _replay(path: Path, tiers: list[str], timing: str | None) -> int:
+    import pcs
+
+    kw = {"timing": timing} if timing else {}
+    return pcs.replay(str(path), tiers=tiers, policy="lru", **kw).summary.block_misses
+
+
+def _cli(path: Path, tiers: list[str]) -> int:
+    cmd = [*PCS, "replay", str(path), "--policy", "lru", "--format", "json"]
+    for t in tiers:
+        cmd += ["--tier", t]
+    out = subprocess.run(cmd, check=True, capture_output=True, text=True, cwd=common.ROOT).stdout
+    return int(json.loads(out)["block_misses"])
+
+
+def _libcachesim(oracle: Path, c: int, gets: int) -> int:
+    import libcachesim as lcs
+
+    cache = lcs.LRU(c, hashpower=hashpower_for(c))
+    miss_ratio, _ = cache.process_trace(lcs.TraceReader(str(oracle), lcs.TraceType.ORACLE_GENERAL_TRACE))
+    return round(miss_ratio * gets)
+
+
+def _ordereddict(ids: list, c: int) -> int:
+    od: collections.OrderedDict = collections.OrderedDict()
+    misses = 0
+    move, pop = od.move_to_end, od.popitem
+    for k in ids:
+        if k in od:
+            move(k)
+        else:
+            misses += 1
+            od[k] = None
+            if len(od) > c:
+                pop(last=False)
+    return misses
+
+
+def _engine_only(parquet: Path, c: int) -> tuple[float, int]:
+    from pcs.blocks import BlockRules
+    from pcs.cache import Tier, make_policy
+    from pcs.engine import select
+    from pcs.engine.chunks import iter_chunks
+    from pcs.engine.engine import ReplayEngine
+    from pcs.trace import open_trace
+
+    chunks = list(iter_chunks(open_trace(parquet), BlockRules()))
+    build = select.get_row("compiled-hierarchy").load()  # what pcs replay runs for all-LRU tiers (bench_replay.py)
+    best = None
+    for _ in range(3):
+        e = ReplayEngine(build([Tier("gpu", c, make_policy("lru", c))], "back"), "sequential")
+        t0 = time.perf_counter()
+        for ch in chunks:
+            e.feed(ch)
+        misses = e.close().ledger.block_misses
+        dt = time.perf_counter() - t0
+        best = dt if best is None else min(best, dt)
+    return best, misses
+
+
+def _cases(jsonl: Path, parquet: Path, oracle: Path, fs: common.FlatStream, c: int) -> dict:
+    two, one = [f"gpu={c}blocks", f"cpu={4 * c}blocks"], [f"gpu={c}blocks"]
+    ids = fs.ids.tolist()
+    gets = int(fs.ids.shape[0])
+    return {
+        "two_tier_modeled_jsonl": lambda: _replay(jsonl, two, None),
+        "two_tier_modeled_parquet": lambda: _replay(parquet, two, None),
+        "one_tier_sequential_jsonl": lambda: _replay(jsonl, one, "sequential"),
+        "one_tier_sequential_parquet": lambda: _replay(parquet, one, "sequential"),
+        "cli_two_tier_jsonl": lambda: _cli(jsonl, two),
+        "libcachesim": lambda: _libcachesim(oracle, c, gets),
+        "ordereddict": lambda: _ordereddict(ids, c),
+    }
+
+
+def _measure(cases: dict, rounds: int) -> tuple[dict, dict]:
+    times: dict[str, list] = {k: [] for k in cases}
+    misses: dict[str, int] = {}
+    names = list(cases)
+    for r in range(rounds):
+        for k in (names if r % 2 == 0 else names[::-1]):
+            t0 = time.perf_counter()
+            misses[k] = cases[k]()
+            times[k].append(time.perf_counter() - t0)
+    return {k: statistics.median(v) for k, v in times.items()}, misses
+
+
+def _one_size(k: int, tmp: Path, one: int, c: int, rounds: int) -> tuple[dict, dict]:
+    from pcs.trace import open_trace
+    from pcs.trace.convert import convert
+
+    rep = common.replicate_mooncake(common.MOONCAKE_CONV, tmp, k * one, name=f"x{k}.jsonl")
+    parquet, oracle = tmp / f"x{k}.parquet", tmp / f"x{k}.oracleGeneral.bin"
+    convert(open_trace(rep.path), parquet)
+    fs = common.flat_lru_stream(open_trace(parquet))
+    write_oracle_general(fs, oracle)
+    med, misses = _measure(_cases(rep.path, parquet, oracle, fs, c), rounds)
+    acc = rep.cacheable_accesses
+    if not misses["one_tier_sequential_parquet"] == misses["one_tier_sequential_jsonl"] == misses["ordereddict"] \
+            == misses["libcachesim"]:
+        raise SystemExit(f"x{k}: one-tier misses differ: {misses}")
+    lcs_rate = acc / med["libcachesim"]
+    row = {"copies": k, "accesses": acc, "requests": rep.requests, "capacity_blocks": c}
+    for name, s in med.items():
+        row[name] = {"s": round(s, 4), "accesses_per_s": round(acc / s), "x_libcachesim": round(acc / s / lcs_rate, 3),
+                     "us_per_access": round(s / acc * 1e6, 3)}
+        print(f"x{k:<3d} {name:28s} {s:8.3f} s  {acc / s / 1e6:6.2f} M accesses/s  "
+              f"{acc / s / lcs_rate:6.3f}x libCacheSim")
+    t_eng, m_eng = _engine_only(parquet, c)
+    if m_eng != misses["one_tier_sequential_parquet"]:
+        raise SystemExit(f"x{k}: engine-only misses {m_eng} != replay {misses['one_tier_sequential_parquet']}")
+    eng = {"copies": k, "s": round(t_eng, 4), "accesses_per_s": round(acc / t_eng),
+           "x_libcachesim": round(acc / t_eng / lcs_rate, 3)}
+    for p in (rep.path, parquet, oracle):
+        p.unlink()
+    return row, eng
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--copies", default="1,10,50", help="replica sizes, comma-separated")
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--capacity", type=int, default=16384, help="GPU tier (and libCacheSim LRU) size, blocks")
+    a = ap.parse_args()
+    try:
+        import libcachesim  # noqa: F401
+    except ImportError:
+        common.skip("user", "libcachesim not installed (pip install -e '.[bench]')")
+        return
+    rows, engine = [], []
+    with tempfile.TemporaryDirectory(prefix="pcs-bench-") as tmp:
+        one = common.replicate_mooncake(common.MOONCAKE_CONV, Path(tmp), 1, name="one.jsonl").cacheable_accesses
+        for k in (int(x) for x in a.copies.split(",")):
+            row, eng = _one_size(k, Path(tmp), one, a.capacity, a.rounds)
+            rows.append(row)
+            engine.append(eng)
+    per_access = {name: [r[name]["us_per_access"] for r in rows] for name in rows[0] if isinstance(rows[0][name], dict)}
+    flat = {name: round(max(v) / min(v), 3) for name, v in per_access.items()}
+    print(json.dumps({"bench": "user", "rounds": a.rounds, "capacity_blocks": a.capacity, "sizes": rows,
+                      "us_per_access_max_over_min": flat, "machine": common.machine_info()}))
+    print(json.dumps({"bench": "user_engine_only", "what": "ReplayEngine.feed over pre-built chunks, one LRU tier "
+                      "(compiled hierarchy), sequential, best of 3", "sizes": engine}))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,208 @@
+"""Admission policies: which blocks a tier stores at all (and how long some are retained).
+
+Mechanism and policy again (docs/semantics.md §8): a :class:`pcs.cache.tier.Tier`
+asks its admission policy before writing blocks offered to it -- a lower tier's
+demoted or written-through blocks (``Tier.insert``); a block it refuses is not
+written there (write-back: it goes on down, as an overflow; write-through: it is
+not copied). The GPU tier stores every block it computes (a request needs
+them), so refusal applies to lower tiers; retention (``retain``) changes eviction
+order instead and applies to any tier. Any admission composes with any eviction
+policy; several given for one tier must all admit.
+
+Kinds (``--admit TIER=KIND[:ARGS]``, :func:`parse_admission`):
+
+- ``reuse:N`` -- store a block on its N-th use: only blocks looked up by at least
+  N requests (vLLM CPU offloading's store threshold, ``store_threshold``:
+  ``pcs.cache.admission_reuse``);
+- ``selective:K`` -- only blocks hit at least K times (SGLang HiCache
+  ``write_through_selective``: ``pcs.cache.admission_selective``);
+- ``tinylfu[:sample=S]`` -- TinyLFU (Einziger, Friedman and Manes, ACM ToS 2017):
+  a block enters only if a count-min sketch estimates it more frequent than the
+  block it would evict (``pcs.cache.admission_tinylfu``; Dynamo's frequency-based admission);
+- ``retain:tokens=A-B,duration=S`` -- blocks holding prompt tokens in ``[A, B)``
+  (a system-prompt head) are evicted only after every other evictable block, for
+  S seconds after their last use (TensorRT-LLM ``KvCacheRetentionConfig`` /
+  ``TokenRangeRetentionConfig``: ``pcs.cache.admission_retention``).
+
+Every kind sees each request's lookup (:meth:`AdmissionPolicy.observe`: its
+cacheable head and how many leading blocks hit), called by
+:meth:`pcs.cache.Hierarchy.start`.
+"""
+from __future__ import annotations
+
+from typing import Any, ClassVar, Sequence
+
+__all__ = ["AdmissionPolicy", "CombinedAdmission", "ADMISSION_KINDS", "parse_admission", "make_admission", "parse_admit_option",
+           "admission_kinds", "NO_ADMISSION", "apply_admission", "needs_context"]
+
+#: the ``--admit`` value (per compared variant) meaning "no admission policy".
+NO_ADMISSION = "none"
+
+
+class AdmissionPolicy:
+    """Decides which offered blocks a tier writes (base: admit everything).
+
+    Subclasses set ``kind``, ``summary`` and ``source`` and override what they use.
+    """
+
+    kind: ClassVar[str] = ""
+    summary: ClassVar[str] = ""
+    source: ClassVar[str] = ""
+
+    def observe(self, head: Sequence[int], hit_blocks: int) -> None:
+        """One request's lookup: its cacheable head (chain order) and its leading hit blocks."""
+        return None
+
+    def admit(self, keys: Sequence[int]) -> list[bool]:
+        """Per offered block (not resident in the tier), whether the tier may write it."""
+        return [True] * len(keys)
+
+    def spec(self) -> str:
+        """The ``KIND[:ARGS]`` text that rebuilds this policy."""
+        return self.kind
+
+
+class CombinedAdmission(AdmissionPolicy):
+    """Several admission policies of one tier: a block is admitted only if every one admits it."""
+
+    kind = "all"
+
+    def __init__(self, parts: Sequence[AdmissionPolicy]) -> None:
+        self.parts = list(parts)
+        duels = [p.duel for p in self.parts if hasattr(p, "duel")]
+        if duels:
+            self.duel = lambda candidate, victim: all(d(candidate, victim) for d in duels)
+
+    def bind(self, capacity_blocks: int) -> None:
+        for p in self.parts:
+            if hasattr(p, "bind"):
+                p.bind(capacity_blocks)
+
+    def observe(self, head: Sequence[int], hit_blocks: int) -> None:
+        for p in self.parts:
+            p.observe(head, hit_blocks)
+
+    def admit(self, keys: Sequence[int]) -> list[bool]:
+        out = [True] * len(keys)
+        for p in self.parts:
+            out = [a and b for a, b in zip(out, p.admit(keys))]
+        return out
+
+    def spec(self) -> str:
+        return "+".join(p.spec() for p in self.parts)
+
+
+def admission_kinds() -> dict[str, type]:
+    """Kind -> class of every admission policy (imported on first use)."""
+    from pcs.cache.admission_retention import RetentionAdmission
+    from pcs.cache.admission_reuse import ReuseAdmission
+    from pcs.cache.admission_selective import SelectiveAdmission
+    from pcs.cache.admission_tinylfu import TinyLFUAdmission
+
+    return {c.kind: c for c in (ReuseAdmission, SelectiveAdmission, TinyLFUAdmission, RetentionAdmission)}
+
+
+#: the admission kinds, in listing order.
+ADMISSION_KINDS = ("reuse", "selective", "tinylfu", "retain")
+
+
+def _value(text: str) -> Any:
+    for conv in (int, float):
+        try:
+            return conv(text)
+        except ValueError:
+            pass
+    return text
+
+
+def parse_admission(text: str) -> tuple[str, dict[str, Any]]:
+    """``KIND[:ARG]`` or ``KIND:KEY=VALUE,...`` -> (kind, keyword arguments).
+
+    A bare argument is the kind's first option (``reuse:2`` = ``reuse:n=2``).
+
+    >>> parse_admission("reuse:2"), parse_admission("retain:tokens=0-4096,duration=60")
+    (('reuse', {'n': 2}), ('retain', {'tokens': '0-4096', 'duration': 60}))
+
+    Raises:
+        ValueError: unknown kind (the message lists them) or a malformed argument.
+    """
+    kind, _, rest = str(text).strip().partition(":")
+    kind = kind.strip().lower()
+    kinds = admission_kinds()
+    if kind not in kinds:
+        raise ValueError(f"unknown admission {kind!r}; valid: {', '.join(ADMISSION_KINDS)} (e.g. cpu=reuse:2)")
+    opts: dict[str, Any] = {}
+    for part in filter(None, (p.strip() for p in rest.split(","))):
+        key, sep, value = part.partition("=")
+        if not sep:
+            key, value = kinds[kind].first_option, part
+        if not key.strip() or not value.strip():
+            raise ValueError(f"bad admission argument {part!r} in {text!r}")
+        opts[key.strip()] = _value(value.strip())
+    return kind, opts
+
+
+def make_admission(text: str, context: Any = None) -> AdmissionPolicy:
+    """An admission policy from ``KIND[:ARGS]`` (``context``: the trace context, for ``retain``).
+
+    Raises:
+        ValueError: unknown kind, unknown or bad option (the message names the kind's options).
+    """
+    kind, opts = parse_admission(text)
+    cls = admission_kinds()[kind]
+    import inspect
+
+    takes = [p for p in inspect.signature(cls.__init__).parameters if p not in ("self", "context")]
+    for key in opts:
+        if key not in takes:
+            raise ValueError(f"admission {kind!r} takes no option {key!r}; its options: {', '.join(takes)}")
+    return cls(**opts, context=context) if "context" in inspect.signature(cls.__init__).parameters else cls(**opts)
+
+
+def apply_admission(specs: Sequence[str], policy: Any, context: Any = None) -> tuple[Any, AdmissionPolicy | None]:
+    """One tier's ``--admit`` kinds -> (its eviction policy, wrapped by ``retain`` kinds; its admission or None).
+
+    Raises:
+        ValueError: as :func:`make_admission`.
+    """
+    parts = []
+    for spec in specs:
+        adm = make_admission(spec, context)
+        if hasattr(adm, "wrap"):
+            policy = adm.wrap(policy)
+        parts.append(adm)
+    filters = [p for p in parts if not hasattr(p, "wrap")] or parts
+    if not parts:
+        return policy, None
+    return policy, (filters[0] if len(filters) == 1 else CombinedAdmission(filters))
+
+
+def needs_context(specs: Sequence[str]) -> bool:
+    """Whether any of the admission kinds reads the trace context (``retain``)."""
+    return any(parse_admission(s)[0] == "retain" for s in specs)
+
+
+def parse_admit_option(values: Sequence[str], tier_names: Sequence[str]) -> dict[str, list[str]]:
+    """``--admit TIER=KIND[:ARGS]`` values (``+`` joins several in one value) -> tier -> kinds.
+
+    Raises:
+        ValueError: no ``=``, a tier not among ``tier_names``, admission refusal on the GPU
+            tier (only ``retain`` applies there), or a bad kind.
+    """
+    out: dict[str, list[str]] = {}
+    for value in values:
+        for item in filter(None, (v.strip() for v in str(value).split("+"))):
+            if item.lower() == NO_ADMISSION:
+                continue
+            tier, sep, spec = item.partition("=")
+            tier = tier.strip().lower()
+            if not sep or not tier or not spec.strip():
+                raise ValueError(f"bad --admit {item!r}; expected TIER=KIND[:ARGS], e.g. cpu=reuse:2")
+            if tier not in tier_names:
+                raise ValueError(f"--admit names tier {tier!r}, which is not among the tiers: {', '.join(tier_names)}")
+            kind, _ = parse_admission(spec)
+            if tier == tier_names[0] and kind != "retain":
+                raise ValueError(f"--admit {item}: the GPU tier stores every block it computes; admission "
+                                 f"{kind!r} applies to lower tiers (retain applies to any tier)")
+            out.setdefault(tier, []).append(spec.strip())
+    return out

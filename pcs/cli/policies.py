@@ -1,0 +1,84 @@
+"""``pcs policies``: the registered eviction policies (plug-ins included) and the admission policies.
+
+Reads the registries (:mod:`pcs.cache.policies`, :mod:`pcs.cache.admission`);
+one row per policy with its options (and defaults), where it comes from
+(``pcs`` or the plug-in's distribution, entry-point group ``pcs.policies``)
+and its source (paper, reference implementation).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from pcs.cli.common import command, emit, format_option, quiet_option
+
+__all__ = ["policies", "policy_rows", "admission_rows"]
+
+
+def _options(defaults: dict[str, Any]) -> str:
+    return ", ".join(f"{k}={v}" for k, v in defaults.items()) or "-"
+
+
+def policy_rows() -> list[dict[str, Any]]:
+    """One dict per registered eviction policy: name, summary, options, needs, origin, source."""
+    from pcs.cache import policies as reg
+
+    rows = []
+    for name in reg.POLICY_NAMES:
+        cls = reg.get_policy(name)
+        rows.append({"name": name, "summary": cls.summary, "options": reg.policy_defaults(name),
+                     "aliases": [a for a, n in reg.POLICY_ALIASES.items() if n == name],
+                     "needs": list(cls.needs), "origin": reg.POLICY_ORIGINS[name], "source": cls.source})
+    return rows
+
+
+def admission_rows() -> list[dict[str, Any]]:
+    """One dict per admission kind: kind, summary, options (defaults), source."""
+    import inspect
+
+    from pcs.cache.admission import ADMISSION_KINDS, admission_kinds
+
+    kinds = admission_kinds()
+    rows = []
+    for kind in ADMISSION_KINDS:
+        cls = kinds[kind]
+        params = inspect.signature(cls.__init__).parameters.values()
+        opts = {p.name: p.default for p in params if p.name not in ("self", "context")}
+        rows.append({"kind": kind, "summary": cls.summary, "options": opts, "source": cls.source})
+    return rows
+
+
+def _render(pol: list[dict], adm: list[dict], errors: list[str]) -> str:
+    from pcs.report.table import render_table
+
+    a = render_table(["policy", "options (default)", "origin", "what it does", "source"],
+                     [[r["name"] + "".join(f" (= {x})" for x in r["aliases"]), _options(r["options"]), r["origin"],
+                       r["summary"], r["source"]] for r in pol],
+                     title="Eviction policies (--policy NAME or NAME:OPTION=VALUE,...; --tier-policy TIER=...)",
+                     notes=["belady and gdsf read the trace (a pre-pass): belady is an offline bound, not a policy "
+                            "an engine can run", "plug-ins: entry-point group pcs.policies"] +
+                           [f"plug-in left out: {e}" for e in errors])
+    b = render_table(["admission", "options (default)", "what it does", "source"],
+                     [[r["kind"], _options(r["options"]), r["summary"], r["source"]] for r in adm],
+                     title="Admission policies (--admit TIER=KIND[:ARGS], repeatable; any eviction policy)")
+    return a + "\n\n" + b
+
+
+@command(context_settings={"help_option_names": ["-h", "--help"]})
+@format_option
+@quiet_option
+def policies(fmt: str, quiet: bool) -> None:
+    """List the eviction policies (plug-ins included) and admission policies, with options and sources.
+
+    \b
+    Example:
+      pcs policies
+      pcs policies --format json
+
+    JSON keys: policies (name, summary, options, aliases, needs, origin, source),
+    admission (kind, summary, options, source), plugin_errors.
+    """
+    from pcs.cache.policies import PLUGIN_ERRORS
+
+    pol, adm = policy_rows(), admission_rows()
+    emit({"policies": pol, "admission": adm, "plugin_errors": list(PLUGIN_ERRORS)}, fmt,
+         lambda: _render(pol, adm, list(PLUGIN_ERRORS)), rows_key="policies")

@@ -1,0 +1,277 @@
+"""Shortcut parsers for clean chunks of block-id JSONL (Mooncake, Bailian).
+
+:mod:`pcs.trace.hashids` owns the rules: its line-by-line ``json.loads`` path
+is the authority that accepts, rejects and names errors. The parsers here only
+turn a chunk that is *entirely* valid into a :class:`RequestBatch` faster, and
+return None for anything else (the caller then re-reads the chunk line by
+line), so every parser accepts exactly the lines the authority accepts and
+yields the same arrays (tests/trace/test_jsonl_fast.py diffs them).
+
+Parsers, fastest first (benchmarks/bench_jsonl_parsers.py on the Mooncake
+conversation trace replicated 1x-50x, one thread; docs/performance.md):
+
+- ``simdjson``: pysimdjson (optional extra ``pcs[fast]``), one DOM parse per
+  line, the id list copied out as a uint64 buffer (``as_buffer``) without a
+  Python int per id; 12-13 M ids per CPU second;
+- ``pyarrow``: ``pyarrow.json.read_json`` with an explicit schema on one
+  thread; 8-10 M ids per CPU second (pyarrow is a core dependency, so
+  this is the fallback when pysimdjson is not installed).
+
+Which lines a shortcut leaves to the authority: blank lines and lines not
+starting with ``{`` (checked for the whole chunk at once with numpy), keys
+other than the format's own (simdjson) -- so duplicate keys, unknown fields and
+deeply nested values always take the authority's path --, any value of
+another JSON type, any range, length, order or repeat problem.
+"""
+from __future__ import annotations
+
+import io
+from typing import Any
+
+import numpy as np
+
+from pcs.trace.request import RequestBatch
+
+#: The values of the optional per-row ``reuse`` field of the JSONL formats (the one definition; hashids imports it).
+REUSE_VALUES = ("recorded", "synthetic")
+
+__all__ = ["PARSERS", "available", "clean_lines", "parse_chunk", "rows_distinct"]
+
+#: Names of the shortcut parsers, in the order ``auto`` tries them.
+PARSERS = ("simdjson", "pyarrow")
+_I64_MAX = (1 << 63) - 1
+_NL, _BRACE = 10, 123  # b"\n", b"{"
+
+
+def available(parser: str) -> bool:
+    """Whether ``parser`` (one of :data:`PARSERS`) can run here (pysimdjson is an optional extra)."""
+    if parser == "simdjson":
+        try:
+            import simdjson  # noqa: F401
+        except ImportError:
+            return False
+    return parser in PARSERS
+
+
+def clean_lines(chunk: bytes) -> int | None:
+    """The number of lines of ``chunk`` when every line starts with ``{``, else None.
+
+    A chunk ends with ``\\n`` except possibly the file's last one. One
+    vectorised pass: the byte after every ``\\n`` (but the final one) must be
+    ``{``, and so must byte 0 -- which rules out blank and whitespace lines.
+    """
+    if chunk[:1] != b"{":
+        return None
+    a = np.frombuffer(chunk, dtype=np.uint8)
+    nl = np.flatnonzero(a == _NL)
+    inner = nl[nl < a.size - 1]
+    if inner.size and (a[inner + 1] != _BRACE).any():
+        return None
+    return int(nl.size) + (not chunk.endswith(b"\n"))
+
+
+def _valid_utf8(chunk: bytes) -> bool:
+    if chunk.isascii():
+        return True
+    try:
+        chunk.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+def rows_distinct(hashes: np.ndarray, offsets: np.ndarray) -> bool:
+    """True when no id repeats inside one row.
+
+    Shortcut: rows whose ids strictly increase (all of Mooncake's, whose ids
+    are assigned in first-appearance order along each chain) are distinct; the
+    others are checked by sorting (row, id) keys.
+    """
+    if hashes.size < 2:
+        return True
+    inc = hashes[1:] > hashes[:-1]
+    starts = offsets[1:-1]
+    starts = starts[(starts > 0) & (starts < hashes.size)]
+    inc[starts - 1] = True  # row boundaries do not count
+    if inc.all():
+        return True
+    row = np.repeat(np.arange(offsets.size - 1, dtype=np.int64), np.diff(offsets))
+    order = np.lexsort((hashes, row))
+    h, r = hashes[order], row[order]
+    return not ((h[1:] == h[:-1]) & (r[1:] == r[:-1])).any()
+
+
+def _checked(spec, bs: int, state, ts: np.ndarray, il: np.ndarray, ol: np.ndarray, offsets: np.ndarray,
+             hashes: np.ndarray, extras: list, typ, synthetic: int = 0) -> RequestBatch | None:
+    """The authority's value checks, vectorised; the batch, or None when a row needs the authority.
+
+    ``synthetic``: rows of the chunk whose ``reuse`` is ``"synthetic"`` (added to
+    ``state.synthetic_rows`` on success, as the authority counts them)."""
+    lens = np.diff(offsets)
+    if (not np.isfinite(ts).all() or (il < 0).any() or (ol < 0).any() or (lens != -(-il // bs)).any()):
+        return None
+    if ts.size and state.check_order and (ts[0] < state.last_ts or (np.diff(ts) < 0).any()):
+        return None
+    if not rows_distinct(hashes, offsets):
+        return None
+    if ts.size:
+        state.last_ts = max(state.last_ts, float(ts.max()))
+    state.synthetic_rows += synthetic
+    return RequestBatch(0, bs, ts / spec.ts_per_s, il, ol, offsets, hashes, *(extras + [None] * (3 - len(extras))), typ)
+
+
+# -- simdjson ---------------------------------------------------------------------------------------
+_parser: Any = None
+
+
+def _simd_rows(lines: list[bytes], spec) -> tuple | None:
+    """Per line: the fields as Python values and the ids as a uint64 buffer; None on the first odd line.
+
+    Raises:
+        ValueError, TypeError, KeyError, AttributeError: pysimdjson refused a
+            line, or a value of another JSON type (the caller returns None).
+    """
+    import simdjson
+
+    global _parser
+    if _parser is None:
+        _parser = simdjson.Parser()
+    parse, obj_type = _parser.parse, simdjson.Object
+    extra_keys = [k for k, _ in spec.int_extras]
+    nkeys, typed = 4 + len(extra_keys), spec.has_type
+    ts, il, ol, bufs, lens = [], [], [], [], []
+    add_ts, add_il, add_ol, add_buf, add_len = ts.append, il.append, ol.append, bufs.append, lens.append
+    extras: list[list] = [[] for _ in extra_keys]
+    types: list = []
+    reuse: list = []
+    for line in lines:
+        o = parse(line)
+        has_reuse = "reuse" in o
+        if type(o) is not obj_type or len(o) != nkeys + (typed and "type" in o) + has_reuse:
+            return None  # not an object; unknown, repeated or missing keys: the authority names them
+        if has_reuse:
+            reuse.append(o["reuse"])
+        add_ts(o["timestamp"])
+        add_il(o["input_length"])
+        add_ol(o["output_length"])
+        ids = o["hash_ids"]
+        add_len(len(ids))  # TypeError: not an array
+        add_buf(ids.as_buffer(of_type="u"))  # TypeError/ValueError: not all uint64 ints
+        if nkeys > 4:
+            for acc, k in zip(extras, extra_keys):
+                acc.append(o[k])
+        if typed:
+            types.append(o["type"] if "type" in o else None)
+        del ids, o  # pysimdjson refuses to parse again while a view of the last document lives
+    return ts, il, ol, bufs, lens, extras, types, reuse
+
+
+def _only(values: list, kinds: tuple) -> bool:
+    return set(map(type, values)) <= set(kinds)
+
+
+def simdjson_chunk(spec, chunk: bytes, bs: int, state) -> RequestBatch | None:
+    """Parse a clean chunk with pysimdjson; None when anything needs the authority (or no pysimdjson)."""
+    nlines = clean_lines(chunk)
+    if nlines is None or chunk.count(b"[") != nlines or not _valid_utf8(chunk):
+        # One "[" per line, the id list's own: ``as_buffer`` flattens nested
+        # lists ([[1], 2] -> 1, 2), so any other "[" (even inside a string) goes to the authority.
+        return None
+    try:
+        lines = chunk.split(b"\n")  # only LF ends a line, as for the authority (a bare CR is whitespace)
+        if not lines[-1]:
+            lines.pop()
+        rows = _simd_rows(lines, spec)
+    except (ValueError, TypeError, KeyError, AttributeError, RuntimeError):
+        return None
+    if rows is None:
+        return None
+    ts, il, ol, bufs, lens, extras, types, reuse = rows
+    if not (_only(ts, (int, float)) and _only(il, (int,)) and _only(ol, (int,))
+            and all(_only(e, (int,)) for e in extras) and _only(types, (str, type(None)))):
+        return None  # bools, strings, nulls where numbers belong
+    if not all(type(v) is str and v in REUSE_VALUES for v in reuse):
+        return None  # the authority names the line
+    try:
+        cols = [np.array(ts, dtype=np.float64), np.array(il, dtype=np.int64), np.array(ol, dtype=np.int64)]
+        ex = [np.array(e, dtype=np.int64) for e in extras]
+    except OverflowError:
+        return None  # beyond int64: the authority names the field
+    offsets = np.zeros(len(lens) + 1, dtype=np.int64)
+    np.cumsum(lens, out=offsets[1:])
+    hashes = np.frombuffer(b"".join(bufs), dtype=np.uint64)
+    return _checked(spec, bs, state, *cols, offsets, hashes, ex, tuple(types) if spec.has_type else None,
+                    reuse.count("synthetic"))
+
+
+# -- pyarrow ----------------------------------------------------------------------------------------
+def _schema(spec):
+    import pyarrow as pa
+
+    fields = [("timestamp", pa.float64()), ("input_length", pa.int64()),
+              ("output_length", pa.int64()), ("hash_ids", pa.list_(pa.uint64()))]
+    fields += [(k, pa.int64()) for k, _ in spec.int_extras]
+    if spec.has_type:
+        fields.append(("type", pa.string()))
+    fields.append(("reuse", pa.string()))
+    return pa.schema(fields)
+
+
+def _synthetic_count(col) -> int | None:
+    """Rows of a ``reuse`` column saying ``"synthetic"``; None when a value is not in ``REUSE_VALUES``."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if col.null_count == len(col):
+        return 0
+    valid = col.drop_null()
+    if not pc.all(pc.is_in(valid, value_set=pa.array(REUSE_VALUES, type=pa.string()))).as_py():
+        return None
+    return int(pc.sum(pc.equal(valid, "synthetic")).as_py() or 0)
+
+
+def pyarrow_chunk(spec, chunk: bytes, bs: int, state) -> RequestBatch | None:
+    """Parse a clean chunk with ``pyarrow.json``; None when anything needs the authority.
+
+    Only chunks whose every line opens with ``{`` reach pyarrow: pyarrow 26
+    ``read_json`` crashes (SIGSEGV) on a chunk whose first value is a bare ``null``.
+    """
+    import pyarrow as pa
+    import pyarrow.json as pj
+
+    nlines = clean_lines(chunk)
+    if nlines is None or not _valid_utf8(chunk):
+        return None
+    try:
+        table = pj.read_json(io.BytesIO(chunk), read_options=pj.ReadOptions(use_threads=False, block_size=len(chunk) + 64),
+                             parse_options=pj.ParseOptions(explicit_schema=_schema(spec), unexpected_field_behavior="ignore"))
+    except pa.ArrowInvalid:
+        return None
+    required = ["timestamp", "input_length", "output_length", "hash_ids"] + [k for k, _ in spec.int_extras]
+    if table.num_rows != nlines or any(table.column(k).null_count for k in required):
+        return None
+    ids_col = table.column("hash_ids").combine_chunks()
+    values = ids_col.flatten()
+    if values.null_count:
+        return None
+    offsets = ids_col.offsets.to_numpy().astype(np.int64)
+    offsets -= offsets[0]
+    synthetic = _synthetic_count(table.column("reuse"))
+    if synthetic is None:
+        return None
+    extras = [table.column(k).to_numpy() for k, _ in spec.int_extras]
+    typ = tuple(table.column("type").to_pylist()) if spec.has_type else None
+    return _checked(spec, bs, state, table.column("timestamp").to_numpy(), table.column("input_length").to_numpy(),
+                    table.column("output_length").to_numpy(), offsets, values.to_numpy(zero_copy_only=False),
+                    extras, typ, synthetic)
+
+
+def parse_chunk(parser: str, spec, chunk: bytes, bs: int, state) -> RequestBatch | None:
+    """Run shortcut ``parser`` on ``chunk``: the batch, or None when the authority must read it.
+
+    Args:
+        parser: ``"simdjson"`` or ``"pyarrow"`` (:data:`PARSERS`).
+        spec: :class:`pcs.trace.hashids.FormatSpec`; bs: tokens per block;
+        state: :class:`pcs.trace.hashids.ReadState` (``last_ts`` advanced on success only).
+    """
+    return (simdjson_chunk if parser == "simdjson" else pyarrow_chunk)(spec, chunk, bs, state)

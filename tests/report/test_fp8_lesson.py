@@ -1,0 +1,51 @@
+"""Lesson 2 as the numbers show it: vLLM's fp8 (per-tensor scales outside the pages) halves stored and restore
+bytes but not prefill or TTFT; fp8_per_token_head (scales in the pages) does not halve stored bytes either.
+The prose (README, lens note, footprint table) says that, and the footprint table shows both layouts."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from helpers import invoke
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _json(*args):
+    r = invoke(*args, "--format", "json", "-q")
+    assert r.exit_code == 0, r.output
+    return json.loads(r.stdout)
+
+
+def test_footprint_shows_vllm_fp8_and_a_scale_layout():
+    res = _json("footprint", "--model", "llama-2-70b", "--tokens", "512", "--block-size", "512")
+    rows = {r["dtype"]: r for r in res["by_dtype"]}
+    assert list(rows)[:3] == ["bf16", "fp8", "fp8_per_token_head"]
+    # llama-2-70b, 512 tokens, TP 1: 80 layers x 8 KV heads x 128 x 2 (K, V) x 512 tokens = 83,886,080 values
+    assert rows["bf16"]["reserved_bytes"] == 2 * 83_886_080            # 2 B per bf16 value
+    assert rows["fp8"]["reserved_bytes"] == 83_886_080                 # 1 B, scales outside the pages: x0.500
+    # + one fp32 scale per token per KV head for K and V: 80 x 8 x 2 x 4 B x 512 = 2,621,440 B -> x0.516
+    assert rows["fp8_per_token_head"]["reserved_bytes"] == 83_886_080 + 2_621_440
+    assert rows["fp8_per_token_head"]["reserved_ratio_vs_bf16"] == pytest.approx(86_507_520 / 167_772_160)
+
+
+def test_replay_lens_halves_bytes_not_latency():
+    lens = _json("replay")["payload_lens"]
+    assert (lens["dtype"], lens["alt_dtype"]) == ("fp16", "fp8")
+    run, alt = lens["gpu_bytes_per_block"]
+    assert (run, alt) == (167_772_160, 83_886_080)                     # exactly half (see above)
+    assert lens["restored_bytes"][1] * 2 == lens["restored_bytes"][0]
+    assert lens["prefill_s"][0] == lens["prefill_s"][1]                # compute counts FLOPs, not KV bytes
+    assert lens["ttft_mean_s"][1] > 0.9 * lens["ttft_mean_s"][0]      # TTFT does not halve
+
+
+def test_prose_says_what_the_numbers_show():
+    readme = " ".join((ROOT / "README.md").read_text().split())
+    assert "does not halve reserved capacity, restore traffic" not in readme
+    assert "x0.500" in readme and "x0.516" in readme and "fp8_per_token_head" in readme
+    table = invoke("replay", "-q").stdout.split("Payload is not everything", 1)[1]
+    assert "vLLM fp8: x0.500" in " ".join(table.split())
+    foot = invoke("footprint", "--model", "llama-3.1-8b", "--tokens", "16", "-q").stdout
+    assert "payload halves; in-page scales" in foot and "fp8_per_token_head" in foot
