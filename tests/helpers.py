@@ -1,13 +1,14 @@
 """Helpers shared by the tests (not a test module; test modules import only this one and
 ``reference``, the independent replay simulator).
 
-- independent references: ``lru_replay`` (a sequential one-tier LRU prefix
+- independent references: ``prefix_lookup`` (one request's lead against a resident set), ``lru_replay`` (a sequential one-tier LRU prefix
   cache written from docs/semantics.md with an OrderedDict), ``brute_force_opt``
   (the best hits over every eviction choice, tiny traces only);
 - hypothesis strategies: ``chained_traces`` / ``arbitrary_traces`` (curve
   and scan tests), ``traces`` (cache and engine properties), ``rules_strategy``;
 - ``per_trace`` (sizes for the committed sample or the real trace in twin tests),
   ``pcs_policy_name`` (policy names across the renames in flight);
+- ``assert_file_error_names`` (a loader's InputError names the file and the field);
 - small builders: ``req``, ``make_requests``, ``stress_trace``, ``run`` (a
   replay through Python tiers), ``LinearCompute`` and ``DyadicCompute`` (simple
   compute models);
@@ -22,6 +23,7 @@ from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 
@@ -30,6 +32,7 @@ from pcs.cache import Hierarchy, Tier, make_policy
 from pcs.engine.chunks import iter_chunks
 from pcs.engine.engine import ReplayEngine
 from pcs.engine.timing import TimeModel
+from pcs.errors import InputError
 
 BS = 4  # tokens per block in the synthetic traces
 
@@ -68,18 +71,26 @@ def make_requests(spec: list[tuple[list[int], int]], bs: int = BS) -> list[Trace
     return out
 
 
+def prefix_lookup(req, rules: BlockRules, resident) -> tuple[list[int], int, int, int]:
+    """(ids, cacheable blocks n, hit cap in blocks, lead) of one request against ``resident`` (a container of
+    ids): lead = leading cacheable blocks resident (the prefix rule, docs/semantics.md §3; cap: §4)."""
+    ids = req.block_hashes.tolist()
+    p, bs = req.prompt_tokens, req.block_size
+    n = rules.cacheable_blocks(p, len(ids), bs)
+    cap = rules.max_hit_blocks(p, len(ids), bs)
+    lead = 0
+    while lead < n and ids[lead] in resident:
+        lead += 1
+    return ids, n, cap, lead
+
+
 def lru_replay(requests, capacity: int, rules: BlockRules = BlockRules()) -> tuple[int, int, int]:
     """(hit_tokens, block_misses, requests_truncated) of the sequential LRU replay."""
     cache: OrderedDict[int, None] = OrderedDict()  # first = LRU, last = MRU
     hit_tokens = misses = truncated = 0
     for req in requests:
-        hashes = [int(h) for h in req.block_hashes]
+        hashes, n, cap, lead = prefix_lookup(req, rules, cache)
         p, bs = req.prompt_tokens, req.block_size
-        n = rules.cacheable_blocks(p, len(hashes), bs)
-        cap = rules.max_hit_blocks(p, len(hashes), bs)
-        lead = 0
-        while lead < n and hashes[lead] in cache:
-            lead += 1
         hit_tokens += rules.hit_tokens(min(cap, lead), p, bs)
         misses += n - lead
         pinned = set(hashes[:lead])
@@ -418,3 +429,13 @@ def step_run(reqs, capacities, cost, budget=8, seqs=8, restore_policy="layerwise
         eng.feed(ch)
     eng.result = eng.close()
     return eng
+
+
+def assert_file_error_names(tmp_path, name: str, text: str, load, where: str) -> None:
+    """Write ``text`` to ``tmp_path / name``; ``load(path)`` must raise an InputError naming the path and
+    ``field '<where>'`` (the input-error rule: one line naming file and field)."""
+    path = tmp_path / name
+    path.write_text(text)
+    with pytest.raises(InputError) as err:
+        load(path)
+    assert str(path) in str(err.value) and f"field '{where}'" in str(err.value)

@@ -6,6 +6,7 @@ from hypothesis import given, strategies as st
 
 from pcs.analysis.budget import (Workload, average_bandwidth_bps, budget, iops_bandwidth_bps, load_workloads,
                         parse_workload, total, transfer_time_s)
+from helpers import assert_file_error_names
 from pcs.errors import InputError
 
 GB = 10**9
@@ -123,11 +124,7 @@ def test_load_workloads_toml_and_json(tmp_path):
      "workload[0].bandwith_need"),
 ])
 def test_load_workloads_errors_name_file_and_field(tmp_path, text, where):
-    path = tmp_path / "bad.toml"
-    path.write_text(text)
-    with pytest.raises(InputError) as err:
-        load_workloads(path)
-    assert str(path) in str(err.value) and f"field '{where}'" in str(err.value)
+    assert_file_error_names(tmp_path, "bad.toml", text, load_workloads, where)
 
 
 def test_load_workloads_bad_suffix_and_json(tmp_path):

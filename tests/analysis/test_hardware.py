@@ -3,7 +3,7 @@ import json
 
 import pytest
 
-from pcs.errors import InputError
+from helpers import assert_file_error_names
 from pcs.hardware import (GPU_NAMES, LINK_NAMES, LINKS, GPUSpec, LinkSpec, default_link_for_tier, get_gpu,
                           get_link, load_hardware_file, override)
 
@@ -136,8 +136,4 @@ def test_load_hardware_file_toml_and_json(tmp_path):
     ('[cpu.x]\na = 1\n', "cpu"),                                           # unknown section
 ])
 def test_load_hardware_file_errors_name_file_and_field(tmp_path, text, field):
-    path = tmp_path / "hw.toml"
-    path.write_text(text)
-    with pytest.raises(InputError) as err:
-        load_hardware_file(path)
-    assert str(path) in str(err.value) and f"field '{field}'" in str(err.value)
+    assert_file_error_names(tmp_path, "hw.toml", text, load_hardware_file, field)

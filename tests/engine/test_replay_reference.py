@@ -7,7 +7,7 @@ from collections import OrderedDict
 
 import pytest
 
-from helpers import per_trace
+from helpers import per_trace, prefix_lookup
 from pcs.blocks import BlockRules
 
 CAPACITIES = {"sample": (200, 1000, 4000), "mooncake": (1000, 5000, 20000)}   # blocks
@@ -24,13 +24,8 @@ def reference_lru_hit_ratio(requests, capacity: int, rules: BlockRules = BlockRu
     lru: OrderedDict[int, None] = OrderedDict()       # unpinned resident blocks, LRU first
     hit_tokens = prompt_tokens = 0
     for r in requests:
-        ids = r.block_hashes.tolist()
+        ids, n, cap, lead = prefix_lookup(r, rules, lru)
         p, bs = r.prompt_tokens, r.block_size
-        n = rules.cacheable_blocks(p, len(ids), bs)
-        cap = rules.max_hit_blocks(p, len(ids), bs)
-        lead = 0
-        while lead < n and ids[lead] in lru:
-            lead += 1
         for k in ids[:lead]:                        # pin
             del lru[k]
         new = ids[lead:n][:max(0, capacity - lead)]

@@ -80,14 +80,19 @@ def test_conservation(run):
     assert (_values(c["ttft_s"]) <= finish - arrival + 1e-12).all()
 
 
+def _assert_same_columns(x, y):
+    """Every per-request column of two runs is equal, NaN equal to NaN in float columns."""
+    for name, col in x.result.columns.items():
+        a, b = _values(col), _values(y.result.columns[name])
+        assert np.array_equal(a, b, equal_nan=a.dtype.kind == "f"), name
+
+
 @settings(max_examples=40, deadline=None)
 @given(runs())
 def test_event_skipping_equals_one_step_at_a_time(run):
     reqs, caps, dec, kw = run
     fast, slow = _run(reqs, caps, dec, kw), _run(reqs, caps, dec, kw, skip=False)
-    for name, col in fast.result.columns.items():
-        a, b = _values(col), _values(slow.result.columns[name])
-        assert np.array_equal(a, b, equal_nan=a.dtype.kind == "f"), name
+    _assert_same_columns(fast, slow)
     assert fast.stats.busy_s == slow.stats.busy_s and fast.stats.steps == slow.stats.steps
 
 
@@ -97,9 +102,7 @@ def test_event_skipping_equals_one_step_at_a_time(run):
 def test_compiled_hierarchy_equals_python(run):
     reqs, caps, dec, kw = run
     py, c = _run(reqs, caps, dec, kw), _run(reqs, caps, dec, kw, native=True)
-    for name, col in py.result.columns.items():
-        a, b = _values(col), _values(c.result.columns[name])
-        assert np.array_equal(a, b, equal_nan=a.dtype.kind == "f"), name
+    _assert_same_columns(py, c)
     assert py.result.ledger == c.result.ledger
 
 
