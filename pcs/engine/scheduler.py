@@ -211,7 +211,9 @@ class StepEngine(ReplayEngine):
                     self._idle(a)
             p = prompts[i]
             dh = dec.get(k, _NONE) if dec is not None and cacheable[i] == p // bs else _NONE
-            waiting.append(_Req(k, chunk, i, a, p, outputs[i], dh, self._kv_clock()))
+            since = self._kv_since                           # _kv_clock() written out
+            waiting.append(_Req(k, chunk, i, a, p, outputs[i], dh,
+                                self._kv_acc + (self.now - since if since >= 0 else 0.0)))
             k += 1
             stats.in_system_area_s += self.now - a
             self._in_system += 1
@@ -229,7 +231,7 @@ class StepEngine(ReplayEngine):
     def _run_until(self, t: float) -> None:
         """Run steps while the next one starts before ``t`` (``t`` = inf: until nothing is left)."""
         pend, blk, fin, check = self._pending, self._blk, self._fin, self.check     # the heaps (never rebound)
-        compose, prefill_step = self._compose, self._prefill_step
+        compose, prefill_step, decode_skip = self._compose, self._prefill_step, self._decode_skip
         while self.now < t:
             if pend and pend[0][0] <= self.now:
                 self._ready_due()
@@ -240,7 +242,7 @@ class StepEngine(ReplayEngine):
                 prefill_step(chunks)
             elif self.d:
                 nxt = pend[0][0] if pend else _INF
-                self._decode_skip(t if t < nxt else nxt)
+                decode_skip(t if t < nxt else nxt)
             else:
                 nxt = pend[0][0] if pend else _INF
                 nxt = t if t < nxt else nxt
@@ -259,22 +261,22 @@ class StepEngine(ReplayEngine):
 
     def _elapse(self, seconds: float, stall: float, steps: int, tokens: int, chunks: int) -> None:
         """``steps`` steps taking ``seconds`` (stall included) ran from ``now``."""
-        st = self.stats
+        st, now = self.stats, self.now
         if self.steps_log is not None:
-            self.steps_log.append((self.now, seconds, stall, tokens, self.d, chunks, steps))
-        t0 = self.now - st.origin_s
+            self.steps_log.append((now, seconds, stall, tokens, self.d, chunks, steps))
+        t0 = now - st.origin_s
         b = int(t0)
         bins = st.busy_per_s
         if b == int(t0 + seconds) and b < len(bins):     # within one 1-second bin (most steps)
             bins[b] += seconds
             st.busy_s += seconds
         else:
-            st.add_busy(self.now, seconds)
+            st.add_busy(now, seconds)
         if stall:
             st.stall_s += stall
         st.steps += steps
         st.in_system_area_s += self._in_system * seconds
-        self.now += seconds
+        self.now = now + seconds
         self.G += steps
         self.S += self.d * steps
 
@@ -282,14 +284,16 @@ class StepEngine(ReplayEngine):
         """The prefill chunks of the step at ``now`` (running prefills, then admissions): [(request, tokens)]."""
         left = self.budget - self.d
         chunks = []
+        w = self.waiting
         for r in self.prefilling:
             if left <= 0:
-                break
+                return chunks
             if r.ready:
-                n = r.rem if r.rem < left else left
+                n = r.rem
+                if n > left:
+                    n = left
                 chunks.append((r, n))
                 left -= n
-        w = self.waiting
         if not w or left <= 0 or self._blocked:
             return chunks
         running, seqs = self.running, self.max_seqs
@@ -327,7 +331,7 @@ class StepEngine(ReplayEngine):
         stall = 0.0
         if self.policy == "layerwise":
             now = self.now
-            for r, n in chunks:
+            for r, _ in chunks:
                 if r.land > now:
                     e = rst.exposed_s(r.land, now, step, self.cost.layers)
                     if r.ttft != r.ttft:
@@ -338,11 +342,11 @@ class StepEngine(ReplayEngine):
         self.stats.prefill_steps += 1
         self._elapse(step + stall, stall, 1, tokens, len(chunks))
         for r, n in chunks:
-            r.rem -= n
             r.ctx += n
             if r.ttft != r.ttft:
                 r.prefill_s += step
-            if r.rem == 0:
+            r.rem -= n
+            if not r.rem:
                 self._prefill_complete(r)
 
     def _decode_skip(self, t: float) -> None:
