@@ -518,7 +518,12 @@ class StepEngine(ReplayEngine):
             return hits
         now, bs, p, st = self.now, self._bs, r.p, self.stats
         plan = rst.plan(adm, now, self._link_free, self.links, self.block_bytes)
-        land = max(b + x for _, _, _, b, x in plan)
+        land = begin = -_INF                                 # latest end, latest start of a transfer
+        for _, _, _, b, x in plan:
+            if b + x > land:
+                land = b + x
+            if b > begin:
+                begin = b
         lead = adm.gpu_lead_blocks
         t_lead, t_hits = min(lead * bs, p), min(hits * bs, p)
         saved = self.cost.prefill_s(p - t_lead, t_lead) - self.cost.prefill_s(p - t_hits, t_hits)
@@ -537,7 +542,7 @@ class StepEngine(ReplayEngine):
             c = self._cols
             c["restored_bytes"][r.k] = nbytes
             c["restore_s"][r.k] = restore_s
-            c["wait_link_s"][r.k] = max(b for _, _, _, b, _ in plan) - now
+            c["wait_link_s"][r.k] = begin - now
         return self._overlap(r, plan, land, hits, lead)
 
     def _overlap(self, r, plan: list, land: float, hits: int, lead: int) -> int:
@@ -581,23 +586,24 @@ class StepEngine(ReplayEngine):
         self.h.prefill_done(r.adm)
         if r.ttft != r.ttft:
             r.ttft = self.now
-        r.out += 1
-        if r.out >= r.o:
+        out = r.out = r.out + 1
+        if out >= r.o:
             self._finish(r)
             return
+        G, p = self.G, r.p
         r.decoding = True
-        r.kv0, r.g0 = r.p, self.G
+        r.kv0, r.g0 = p, G
         self.d += 1
-        self.S += r.p
-        heapq.heappush(self._fin, (self.G + r.o - r.out, r.seq, r.epoch, r))
+        self.S += p
+        heapq.heappush(self._fin, (G + r.o - out, r.seq, r.epoch, r))
         if r.grows:
-            self._push_boundary(r, self.G)
+            self._push_boundary(r, G)
 
     def _finish_due(self) -> None:
         """Requests whose last decode step has run."""
-        fin, G = self._fin, self.G
+        fin, G, pop = self._fin, self.G, heapq.heappop
         while fin and fin[0][0] <= G:
-            _, _, ep, r = heapq.heappop(fin)
+            _, _, ep, r = pop(fin)
             if ep == r.epoch:
                 kv = r.kv0 + (G - r.g0)
                 self.d -= 1
@@ -641,10 +647,14 @@ class StepEngine(ReplayEngine):
         hit_tokens[k] = ht
         recomputed[k] = adm.hit_blocks - kept
         truncated[k] = adm.truncated
-        wait[k] = self._kv_clock() - r.kv_mark                  # the queue's wait for KV space (the rest: compute)
-        pre = r.ch.prefill_s
-        prefill[k] = pre[r.ch.prefill_offsets[r.i] + kept] if pre else 0.0
-        self._note_held()
+        since = self._kv_since                                  # _kv_clock() written out
+        wait[k] = self._kv_acc + (self.now - since if since >= 0 else 0.0) - r.kv_mark  # the queue's wait for
+        ch = r.ch                                                                       # KV space (rest: compute)
+        pre = ch.prefill_s
+        prefill[k] = pre[ch.prefill_offsets[r.i] + kept] if pre else 0.0
+        held = self._held()                                     # _note_held() written out
+        if held > self.ledger.peak_reserved_blocks:
+            self.ledger.peak_reserved_blocks = held
 
     def _kept_tiers(self, k: int, adm, kept: int, ht: int) -> None:
         """Tier columns when fewer hits were kept than found (fallback, best-effort): the GPU lead, then what
