@@ -192,10 +192,12 @@ class StepEngine(ReplayEngine):
                      "restore_s", "wait_link_s",
                      "recomputed_hit_blocks", "decode_blocks_cached") + tuple(
                          f"hit_tokens_{t.name}" for t in self.h.tiers):
-            c[name].extend(bytes(m) if c[name].typecode == "b" else [0] * m)
+            col = c[name]
+            col.frombytes(bytes(col.itemsize * m))        # zeros (0, 0.0), copied rather than converted
+        nans = array("d", (_NAN,)) * m
         for name in ("prefill_s", "wait_s", "ttft_s", "finish_s", "wait_compute_s", "exposed_restore_s",
                      "prefill_steps_s", "e2e_s", "tpot_s"):
-            c[name].extend([_NAN] * m)
+            c[name].extend(nans)
         dec = self.decode.hashes if self.decode is not None else None
         bs = chunk.block_size
         waiting, stats = self.waiting, self.stats
