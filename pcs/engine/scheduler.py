@@ -316,14 +316,17 @@ class StepEngine(ReplayEngine):
     def _prefill_step(self, chunks: list) -> None:
         """Run one step with prefill chunks (and the decode batch): ``StepCost.step_s`` written out."""
         tok_s, pair_s, kv_seq, kv_tok, attn_seq, attn_tok, w_act, w_tot, plain = self._c
-        d = self.d
+        d, now = self.d, self.now
         comp = mem = 0.0
         tokens = d
+        late = False                           # a chunk's restore still in flight (layerwise)
         for r, n in chunks:
             c = r.ctx
             comp += tok_s * n + (pair_s * (n * c + n * (n + 1) / 2) if plain else self.cost.chunk_attn_s(n, c))
             mem += kv_seq + kv_tok * c
             tokens += n
+            if r.land > now:
+                late = True
         S = self.S
         weights = w_act * tokens
         memory = (weights if weights < w_tot else w_tot) + mem + d * kv_seq + kv_tok * S
@@ -331,8 +334,7 @@ class StepEngine(ReplayEngine):
         if memory > step:
             step = memory
         stall = 0.0
-        if self.policy == "layerwise":
-            now = self.now
+        if late and self.policy == "layerwise":
             for r, _ in chunks:
                 if r.land > now:
                     e = rst.exposed_s(r.land, now, step, self.cost.layers)
