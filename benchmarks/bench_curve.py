@@ -36,7 +36,8 @@ from pcs.curves.api import capacity_grid, lru_curve
 from pcs.trace import open_trace
 
 ROOT = Path(__file__).resolve().parents[1]
-DEFAULT = ROOT.parent / "shared" / "traces" / "mooncake-fast25" / "conversation_trace.jsonl"
+from common import MOONCAKE_CONV  # noqa: E402
+DEFAULT = MOONCAKE_CONV  # benchmarks/common.py: PCS_MOONCAKE_TRACE or ../shared
 SCRAMBLE = np.uint64(0x9E3779B97F4A7C15)
 
 

@@ -31,7 +31,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-TRACE = ROOT.parent / "shared" / "traces" / "mooncake-fast25" / "conversation_trace.jsonl"
+from common import MOONCAKE_CONV  # noqa: E402
+TRACE = MOONCAKE_CONV  # benchmarks/common.py: PCS_MOONCAKE_TRACE or ../shared
 MODELS = ("gpt-oss-120b", "gemma-3-27b")
 TABLE_MODELS = MODELS + ("qwen3-next-80b-a3b",)  # the table also shows an SSM-state hybrid
 

@@ -29,7 +29,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import replicate_mooncake, vm_hwm_bytes  # noqa: E402  (benchmarks/common.py)
 
 ROOT = Path(__file__).resolve().parents[1]
-DEFAULT_SRC = ROOT.parent / "shared" / "traces" / "mooncake-fast25" / "conversation_trace.jsonl"
+from common import MOONCAKE_CONV  # noqa: E402
+DEFAULT_SRC = MOONCAKE_CONV  # benchmarks/common.py: PCS_MOONCAKE_TRACE or ../shared
 
 
 def _child(path: str, fmt: str, mode: str) -> None:

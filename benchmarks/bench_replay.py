@@ -42,7 +42,8 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-TRACE = ROOT.parent / "shared" / "traces" / "mooncake-fast25" / "conversation_trace.jsonl"
+from common import MOONCAKE_CONV  # noqa: E402
+TRACE = MOONCAKE_CONV  # benchmarks/common.py: PCS_MOONCAKE_TRACE or ../shared
 ID_SPAN = 182_790
 
 from pcs.blocks import BlockRules  # noqa: E402

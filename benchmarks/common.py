@@ -35,8 +35,10 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
-#: The real trace the figures are measured on (read-only; never copied into the repo).
-MOONCAKE_CONV = ROOT.parent / "shared" / "traces" / "mooncake-fast25" / "conversation_trace.jsonl"
+#: The real trace the figures are measured on (read-only; never copied into the repo): the environment
+#: variable PCS_MOONCAKE_TRACE, else ../shared beside the repository.
+MOONCAKE_CONV = Path(os.environ.get("PCS_MOONCAKE_TRACE")
+                     or ROOT.parent / "shared" / "traces" / "mooncake-fast25" / "conversation_trace.jsonl")
 #: Gap between two copies of a replicated trace, milliseconds (as bench_ingest).
 COPY_GAP_MS = 3000
 

@@ -563,8 +563,20 @@ def replay(trace: Any = None, *, model: Any = None, hardware: Any = None, tp: in
         context["oracle_hit_ratio"] = run_oracle(source, rules, time_model, make_oracle, opts.timing,
                                                  opts.write_policy, link_specs, bpb, step).ledger.hit_ratio
     summary = _summarise(out, context, opts)
-    summary = dataclasses.replace(summary, notes=tuple(notes + deployment.pop("notes")), deployment=deployment)
+    notes += deployment.pop("notes") + _load_notes(summary)
+    summary = dataclasses.replace(summary, notes=tuple(notes), deployment=deployment)
     return ReplayResult(summary, columns=out.result.columns)
+
+
+def _load_notes(summary) -> list[str]:
+    """The saturation note of a step-scheduler run (:func:`pcs.engine.schedresult.saturation_note`), if any."""
+    sc = summary.scheduler
+    if sc is None:
+        return []
+    from pcs.engine.schedresult import saturation_note
+
+    note = saturation_note(sc.utilisation_over_time, sc.utilisation_bin_s)
+    return [note] if note else []
 
 
 def _hybrid_plan(spec, bs: int, tier_specs, bb, manager, swa, mamba, mode):

@@ -8,7 +8,10 @@ from __future__ import annotations
 
 from pcs.schema import field, result
 
-__all__ = ["Percentiles", "LatencySummary", "SchedulerSummary"]
+__all__ = ["Percentiles", "LatencySummary", "SchedulerSummary", "SATURATED", "saturation_note"]
+
+#: Busy share at or above which a utilisation bin counts as saturated.
+SATURATED = 0.99
 
 
 @result
@@ -77,3 +80,21 @@ class SchedulerSummary:
                                              "first, stalls, re-queueing")
     wait_link_s: Percentiles = field("-", "wait for the link before a restore's transfer (part of restore_s)")
     exposed_restore_s_total: float = field("s", "restore time that delayed first tokens, summed")
+
+
+def saturation_note(utilisation_over_time, bin_s: float) -> str | None:
+    """The note of a replay whose instance was saturated, else None.
+
+    Saturated: at least half of the ``utilisation_over_time`` bins (busy share
+    per ``bin_s`` seconds, floats in [0, 1]) are busy >= :data:`SATURATED`. The
+    traffic then exceeds one instance's compute and TTFT is mostly queueing
+    (docs/scheduler.md), which the reader should know before reading any TTFT.
+    """
+    bins = list(utilisation_over_time)
+    full = sum(1 for u in bins if u >= SATURATED)
+    if not bins or full < 0.5 * len(bins):
+        return None
+    return (f"the instance was busy >= 99 % in {full} of {len(bins)} {bin_s:g}-s bins: the traffic exceeds one "
+            "instance's compute, so TTFT is mostly queueing (the Compute section splits the wait); a larger "
+            "deployment (--instances), a smaller model or --compute infinite (no compute limit) answers the cache "
+            "question apart from the load")

@@ -103,6 +103,20 @@ def _bytes_table(s: dict[str, Any]) -> str:
     return render_table(["bytes", "total", "detail"], rows, title="Bytes")
 
 
+def _ttft_note(s: dict[str, Any]) -> str:
+    """TTFT with and without the cache, like for like: both scheduled on the same instance when the step
+    scheduler ran, else the no-cache figure is each request's full prefill with no wait."""
+    e, sc = s["envelope"], s.get("scheduler")
+    with_cache = f"TTFT p50 {format_duration(e['ttft_p50_s'])} / p99 {format_duration(e['ttft_p99_s'])} with the cache"
+    if sc and sc.get("no_cache"):
+        t = sc["no_cache"]["ttft_s"]
+        return (f"{with_cache}; {format_duration(t['p50'])} / {format_duration(t['p99'])} without it (the same "
+                f"trace scheduled on the same instance; each prefill alone, no queue: "
+                f"{format_duration(e['ttft_no_cache_p50_s'])} / {format_duration(e['ttft_no_cache_p99_s'])})")
+    return (f"{with_cache}; {format_duration(e['ttft_no_cache_p50_s'])} / "
+            f"{format_duration(e['ttft_no_cache_p99_s'])} without it (full prefill, no wait)")
+
+
 def _envelope_table(s: dict[str, Any]) -> str:
     e = s["envelope"]
     rows = []
@@ -114,10 +128,7 @@ def _envelope_table(s: dict[str, Any]) -> str:
                      format_duration(lk["saved_prefill_s"]),
                      f"{format_count(lk['restores_slower_than_recompute'])} ({share})",
                      format_bandwidth(lk["break_even_bps"]) if lk["restores"] else "-"])
-    notes = [f"TTFT p50 {format_duration(e['ttft_p50_s'])} / p99 {format_duration(e['ttft_p99_s'])} with the cache; "
-             f"{format_duration(e['ttft_no_cache_p50_s'])} / {format_duration(e['ttft_no_cache_p99_s'])} "
-             + ("without it (the request's full prefill alone, no queue; scheduled: Compute below)"
-                if s.get("scheduler") else "without it (full prefill, no wait)"),
+    notes = [_ttft_note(s),
              f"wait for KV space p50 {format_duration(e['wait_p50_s'])} / p99 {format_duration(e['wait_p99_s'])}; "
              f"prefill time saved by all hits {format_duration(e['prefill_saved_s'])}",
              "slower = restore (queueing included) took longer than the prefill its hits saved; "
@@ -145,18 +156,6 @@ def _latency_rows(sc: dict[str, Any]) -> list[list[str]]:
     return rows
 
 
-def _overload_note(sc: dict[str, Any]) -> list[str]:
-    """A note when the instance was saturated: TTFT is then mostly queueing, not prefill or restore."""
-    bins = sc["utilisation_over_time"]
-    full = sum(1 for u in bins if u >= 0.99)
-    if not bins or full < 0.5 * len(bins):
-        return []
-    return [f"the instance was busy >= 99 % in {full} of {len(bins)} {sc['utilisation_bin_s']}-s bins: the traffic "
-            "exceeds one instance's compute, so TTFT is mostly queueing (wait for compute above); a larger "
-            "deployment, a smaller model or --compute infinite (no compute limit) answers the cache question apart "
-            "from the load"]
-
-
 def _scheduler_table(s: dict[str, Any]) -> str:
     sc = s["scheduler"]
     rows = _latency_rows(sc)
@@ -174,7 +173,7 @@ def _scheduler_table(s: dict[str, Any]) -> str:
              f"{format_count(sc['decode_blocks_cached'])} decode blocks cached for next turns"]
     return render_table(["scheduled latency and load", "with the cache", "without the cache"], rows,
                         title="Compute: step scheduler, with and without the cache",
-                        notes=notes + _overload_note(sc))
+                        notes=notes)
 
 
 def _ratio(pair: list) -> str:

@@ -1,5 +1,6 @@
 """The replay report's Compute section (step scheduler): figures as given, the overload note by its rule."""
-from pcs.report.replay import _overload_note, _scheduler_table
+from pcs.engine.schedresult import saturation_note
+from pcs.report.replay import _scheduler_table, _ttft_note
 
 
 def _lat(ttft, busy, makespan, preempt):
@@ -24,11 +25,19 @@ def test_section_shows_both_runs_side_by_side():
     assert "500.00 ms / 1.00 s" in text and "2.00 s / 4.00 s" in text
     assert "50.0 %" in text and "75.0 %" in text
     assert "1 of 4 (25.0 %)" in text and "7 decode blocks" in text
-    assert "busy >= 99 %" not in text           # 0 of 4 bins saturated: no overload note
 
 
-def test_overload_note_when_at_least_half_the_bins_are_saturated():
+def test_saturation_note_when_at_least_half_the_bins_are_saturated():
     # 2 of 4 bins at >= 0.99 is half: noted; 1 of 4 is not; 0.989 does not count as busy
-    assert _overload_note(_sched([1.0, 0.99, 0.2, 0.1]))[0].startswith("the instance was busy >= 99 % in 2 of 4 15-s")
-    assert _overload_note(_sched([1.0, 0.989, 0.2, 0.1])) == []
-    assert _overload_note(_sched([])) == []
+    assert saturation_note([1.0, 0.99, 0.2, 0.1], 15).startswith("the instance was busy >= 99 % in 2 of 4 15-s")
+    assert saturation_note([1.0, 0.989, 0.2, 0.1], 15) is None
+    assert saturation_note([], 15) is None
+
+
+def test_ttft_note_compares_like_for_like():
+    env = {"ttft_p50_s": 0.5, "ttft_p99_s": 1.0, "ttft_no_cache_p50_s": 0.25, "ttft_no_cache_p99_s": 0.75}
+    # scheduled: the no-cache run's TTFT (2 s / 4 s) first, each prefill alone (250 ms / 750 ms) in brackets
+    note = _ttft_note({"envelope": env, "scheduler": _sched([0.5])})
+    assert note.startswith("TTFT p50 500.00 ms / p99 1.00 s with the cache; 2.00 s / 4.00 s without it (the same")
+    assert "no queue: 250.00 ms / 750.00 ms)" in note
+    assert _ttft_note({"envelope": env}).endswith("; 250.00 ms / 750.00 ms without it (full prefill, no wait)")
