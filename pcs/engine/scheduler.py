@@ -168,6 +168,7 @@ class StepEngine(ReplayEngine):
         self._kv_acc = 0.0             # time the queue has been blocked for KV space, up to _kv_since
         self._kv_since = -1.0          # when the current block began (-1: not blocked)
         self._bs = None
+        self._admitted = 0             # requests admitted at least once (first admissions follow trace order)
         c = self._cols
         self._tier_cols = [c[f"hit_tokens_{t.name}"] for t in hierarchy.tiers]
         self._first_cols = tuple(c[n] for n in ("hit_blocks", "missed_blocks", "hit_tokens", "recomputed_hit_blocks",
@@ -211,6 +212,8 @@ class StepEngine(ReplayEngine):
                 self._run_until(a)
                 if self.now < a:
                     self._idle(a)
+            if a >= self._next_sample:       # the first arrival (t0); later boundaries are taken as time moves
+                self._next_sample = self.sampler.take(a, self._snapshot)
             p = prompts[i]
             dh = dec.get(k, _NONE) if dec is not None and cacheable[i] == p // bs else _NONE
             since = self._kv_since                           # _kv_clock() written out
@@ -258,12 +261,16 @@ class StepEngine(ReplayEngine):
 
     def _idle(self, until: float) -> None:
         """Nothing to compute: the clock moves to ``until``."""
+        if until >= self._next_sample:   # time-series boundaries in (now, until] see the state during the gap
+            self._next_sample = self.sampler.take(until, self._snapshot)
         self.stats.in_system_area_s += self._in_system * (until - self.now)
         self.now = until
 
     def _elapse(self, seconds: float, stall: float, steps: int, tokens: int, chunks: int) -> None:
         """``steps`` steps taking ``seconds`` (stall included) ran from ``now``."""
         st, now = self.stats, self.now
+        if now + seconds >= self._next_sample:   # boundaries in (now, now + seconds]: the state during the steps
+            self._next_sample = self.sampler.take(now + seconds, self._snapshot)
         if self.steps_log is not None:
             self.steps_log.append((now, seconds, stall, tokens, self.d, chunks, steps))
         t0 = now - st.origin_s
@@ -511,6 +518,7 @@ class StepEngine(ReplayEngine):
         if r.first:
             self._first_columns(r, adm, kept, ht if ht < p else p)
             r.first = False
+            self._admitted += 1
         else:
             self.stats.recompute_tokens += r.rem
         return True
@@ -697,6 +705,13 @@ class StepEngine(ReplayEngine):
         e2e_c[k] = now - r.arrival
         tpot_c[k] = (now - r.ttft) / (r.o - 1) if r.o > 1 else _NAN
         preempt_c[k] = r.preemptions
+
+    def _snapshot(self) -> tuple:
+        """A time-series sample's state (:class:`pcs.engine.series.Sampler`, docs/semantics.md §11): requests
+        admitted at least once, waiting (preempted ones included), resident blocks per tier, restored bytes per
+        link so far, when each link is free, and running (admitted, not finished, not preempted)."""
+        return (self._admitted, len(self.waiting), [len(t.resident) for t in self.h.tiers],
+                [lk.restored_bytes for lk in self.ledger.links], self._link_free[:], len(self.running))
 
     def _check(self) -> None:
         """Invariants after an event (tests): the hierarchy's, the decode batch's and the budget's."""
