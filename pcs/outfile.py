@@ -21,7 +21,7 @@ import atexit
 import contextlib
 import errno
 import os
-import tempfile
+import secrets
 from pathlib import Path
 from typing import Iterator, Mapping
 
@@ -70,13 +70,8 @@ def atomic_output(path) -> Iterator[str]:
         OSError: creating, writing or renaming failed; the error names ``path``, never the temporary file.
     """
     target = Path(path)
+    tmp = _reserve_temporary(target)
     try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    except OSError as exc:
-        raise _named(exc, exc.filename, path) from None
-    TEMPORARY.add(tmp)
-    try:
-        os.close(fd)
         yield tmp
         publish(tmp, target)
     except OSError as exc:
@@ -85,6 +80,27 @@ def atomic_output(path) -> Iterator[str]:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
         TEMPORARY.discard(tmp)
+
+
+def _reserve_temporary(target: Path) -> str:
+    """Create an empty hidden temporary file beside ``target``; its name is in :data:`TEMPORARY` before
+    the file exists, so a signal at any point leaves nothing that :func:`remove_temporary` misses.
+
+    Raises:
+        OSError: the folder cannot be written (the error names ``target``).
+    """
+    for _ in range(100):
+        tmp = str(target.parent / f".{target.name}.{secrets.token_hex(4)}.tmp")
+        TEMPORARY.add(tmp)
+        try:
+            os.close(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+            return tmp
+        except FileExistsError:
+            TEMPORARY.discard(tmp)
+        except OSError as exc:
+            TEMPORARY.discard(tmp)
+            raise _named(exc, exc.filename, target) from None
+    raise FileExistsError(f"{target}: no free temporary name beside it")
 
 
 def same_file(a, b) -> bool:
