@@ -156,7 +156,7 @@ def _read_payload(path: str) -> dict:
 
 @command("report")
 @click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False, exists=True))
-@click.option("-o", "--output", "html_path", type=click.Path(dir_okay=False), default=None,
+@click.option("-o", "--output", "--html", "html_path", type=click.Path(dir_okay=False), default=None,
               help="The HTML page to write (self-contained: opens from a file, no network).")
 @click.option("--plot", "plot_dir", type=click.Path(file_okay=False), default=None,
               help="Also write every figure as DIR/<figure>.png and .svg (pip install -e '.[plot]').")

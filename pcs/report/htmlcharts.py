@@ -131,7 +131,7 @@ def waterfall_chart(s: dict, oracle: dict | None) -> Chart:
     assert abs(s["ideal_hit_ratio"] - g["block_rounding"] - g["capacity_eviction"] - g["concurrency"]
                - s["hit_ratio"]) < 1e-9, "the gap terms sum to ideal - real (docs/semantics.md §12)"
     rows = [{"step": n, "lo": min(a, b), "hi": max(a, b), "kind": k,
-             "label": f"{100 * b:.1f} %" if k == "level" else f"{100 * (b - a):+.1f} pts"} for n, a, b, k in steps]
+             "label": f"{100 * b:.1f} %" if k == "level" else f"{100 * (a - b):+.1f} pts"} for n, a, b, k in steps]
     order = [r["step"] for r in rows]
     x = {"field": "step", "type": "nominal", "sort": order, "title": None,
          "axis": {"labelAngle": 0, "labelExpr": "split(datum.label, ' ')"}}
@@ -155,7 +155,8 @@ def waterfall_chart(s: dict, oracle: dict | None) -> Chart:
         series += 2
     title = "Where the hits go: ideal to real"
     return Chart("gap", title, _spec(title, layers, datasets), series,
-                 "Dark bars are hit ratios, light bars the gap terms between them (they sum to ideal - real). "
+                 "Dark bars are hit ratios, light bars the gap terms between them, signed as the text report's gap "
+                 "rows (level before - level after; they sum to ideal - real). "
                  "The dashed line is the offline optimum (Belady) with one cache of the run's total blocks.")
 
 

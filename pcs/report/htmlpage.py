@@ -18,7 +18,8 @@ from typing import Any, Callable, Sequence
 
 from pcs.report import htmlcharts as hc
 from pcs.report.htmltime import time_charts, utilisation_chart
-from pcs.report.htmltables import compare_table, envelope_table, footprint_tables, runs_table, tier_table
+from pcs.report.htmltables import (compare_table, envelope_table, footprint_tables, lens_table, runs_table,
+                                    tier_table)
 from pcs.units import format_percent
 
 __all__ = ["KINDS", "payload_kind", "build_page", "inputs_rows", "reproduce_command"]
@@ -88,6 +89,7 @@ def _replay_sections(s: dict, curve: dict | None, oracle: dict | None) -> list[d
         _section("distributions", "Distributions", [hc.ttft_chart(dist), hc.restore_chart(dist)]),
         _section("envelope", "Bandwidth envelope per link", tables=[envelope_table(s)]),
         _section("tiers", "Tiers and footprint", tables=[tier_table(s), *footprint_tables(s)]),
+        _section("lens", "Payload is not everything", tables=[lens_table(s)]),
     ]
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any, Callable, Sequence
 
 from pcs.units import format_bandwidth, format_bytes, format_count, format_duration, format_percent
+from pcs.report.replay import lens_rows, ttft_note
 
 __all__ = ["cell", "envelope_table", "tier_table", "footprint_tables", "compare_table", "runs_table", "best_columns",
            "BEST"]
@@ -43,14 +44,21 @@ def envelope_table(s: dict) -> dict | None:
              cell(f"{format_count(lk['restores_slower_than_recompute'])} ({format_percent(lk['share_slower'])})"
                   if lk["share_slower"] is not None else "-", True),
              cell(format_bandwidth(lk["break_even_bps"]) if lk["restores"] else None, True)] for lk in e["links"]]
-    notes = [f"TTFT p50 {format_duration(e['ttft_p50_s'])}, p99 {format_duration(e['ttft_p99_s'])} with the cache; "
-             f"{format_duration(e['ttft_no_cache_p50_s'])}, {format_duration(e['ttft_no_cache_p99_s'])} without it",
+    notes = [ttft_note(s),
              "slower = the restore (queueing included) took longer than the prefill its hits saved; break-even = "
              "restored bytes / (full - remaining prefill - setup) over the run (docs/semantics.md §10)",
              "bandwidths are for all TP ranks together (TP x one GPU's link)"]
     return _table("Restore vs recompute, per link", ["link", "name", "bandwidth", "restores", "bytes", "restore time",
                                                      "queueing", "prefill saved", "slower than recompute",
                                                      "break-even"], rows, notes)
+
+
+def lens_table(s: dict) -> dict | None:
+    """Lesson 2: the run's KV dtype beside another with the hits held (:func:`pcs.report.replay.lens_rows`)."""
+    if not s.get("payload_lens"):
+        return None
+    title, headers, rows, notes = lens_rows(s)
+    return _table(title, headers, [[cell(r[0])] + [cell(v, True) for v in r[1:]] for r in rows], notes)
 
 
 def tier_table(s: dict) -> dict:

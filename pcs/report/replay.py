@@ -13,7 +13,7 @@ from typing import Any
 from pcs.units import format_bandwidth, format_bytes, format_count, format_duration, format_percent, format_points
 from pcs.report.table import render_table
 
-__all__ = ["render_replay", "header_line"]
+__all__ = ["render_replay", "header_line", "lens_rows", "ttft_note"]
 
 
 def _pts(x: float) -> str:
@@ -103,7 +103,7 @@ def _bytes_table(s: dict[str, Any]) -> str:
     return render_table(["bytes", "total", "detail"], rows, title="Bytes")
 
 
-def _ttft_note(s: dict[str, Any]) -> str:
+def ttft_note(s: dict[str, Any]) -> str:
     """TTFT with and without the cache, like for like: both scheduled on the same instance when the step
     scheduler ran, else the no-cache figure is each request's full prefill with no wait."""
     e, sc = s["envelope"], s.get("scheduler")
@@ -128,7 +128,7 @@ def _envelope_table(s: dict[str, Any]) -> str:
                      format_duration(lk["saved_prefill_s"]),
                      f"{format_count(lk['restores_slower_than_recompute'])} ({share})",
                      format_bandwidth(lk["break_even_bps"]) if lk["restores"] else "-"])
-    notes = [_ttft_note(s),
+    notes = [ttft_note(s),
              f"wait for KV space p50 {format_duration(e['wait_p50_s'])} / p99 {format_duration(e['wait_p99_s'])}; "
              f"prefill time saved by all hits {format_duration(e['prefill_saved_s'])}",
              "slower = restore (queueing included) took longer than the prefill its hits saved; "
@@ -181,7 +181,8 @@ def _ratio(pair: list) -> str:
     return f"x{alt / run:.3f}" if run else "-"
 
 
-def _lens_table(s: dict[str, Any]) -> str:
+def lens_rows(s: dict[str, Any]) -> tuple[str, list[str], list[list[str]], list[str]]:
+    """The payload lens (lesson 2) as (title, headers, rows of strings, notes), for the text and the HTML page."""
     lens = s["payload_lens"]
     d, a = lens["dtype"], lens["alt_dtype"]
     spec = [("payload bytes/block (Reference)", "reference_bytes_per_block", format_bytes),
@@ -193,13 +194,18 @@ def _lens_table(s: dict[str, Any]) -> str:
             ("prefill of the missed tokens", "prefill_s", format_duration),
             ("mean TTFT (waits and queueing held)", "ttft_mean_s", format_duration)]
     rows = [[label, fmt(lens[key][0]), fmt(lens[key][1]), _ratio(lens[key])] for label, key, fmt in spec]
-    return render_table(["same hits, other KV dtype", f"{d} (this run)", a, f"{a}/{d}"], rows,
-                        title=f"Payload is not everything: KV {d} vs {a}",
-                        notes=["stored bytes shrink with the payload only where the scales sit outside the pages "
-                               "(vLLM fp8: x0.500; fp8_per_token_head, nvfp4: less, pcs footprint shows both), "
-                               "a per-restore setup does not shrink, and the prefill of missed tokens not at all, "
-                               "so TTFT barely moves; more blocks per tier may change the hits: replay with "
-                               f"--dtype {a} to see"])
+    notes = ["stored bytes shrink with the payload only where the scales sit outside the pages "
+             "(vLLM fp8: x0.500; fp8_per_token_head, nvfp4: less, pcs footprint shows both), "
+             "a per-restore setup does not shrink, and the prefill of missed tokens not at all, "
+             "so TTFT barely moves; more blocks per tier may change the hits: replay with "
+             f"--dtype {a} to see"]
+    return (f"Payload is not everything: KV {d} vs {a}", ["same hits, other KV dtype", f"{d} (this run)", a,
+                                                           f"{a}/{d}"], rows, notes)
+
+
+def _lens_table(s: dict[str, Any]) -> str:
+    title, headers, rows, notes = lens_rows(s)
+    return render_table(headers, rows, title=title, notes=notes)
 
 
 def _hybrid_table(s: dict[str, Any]) -> str:

@@ -1,6 +1,6 @@
 """The replay report's Compute section (step scheduler): figures as given, the overload note by its rule."""
 from pcs.engine.schedresult import saturation_note
-from pcs.report.replay import _scheduler_table, _ttft_note
+from pcs.report.replay import _scheduler_table, ttft_note
 
 
 def _lat(ttft, busy, makespan, preempt):
@@ -34,10 +34,10 @@ def test_saturation_note_when_at_least_half_the_bins_are_saturated():
     assert saturation_note([], 15) is None
 
 
-def test_ttft_note_compares_like_for_like():
+def testttft_note_compares_like_for_like():
     env = {"ttft_p50_s": 0.5, "ttft_p99_s": 1.0, "ttft_no_cache_p50_s": 0.25, "ttft_no_cache_p99_s": 0.75}
     # scheduled: the no-cache run's TTFT (2 s / 4 s) first, each prefill alone (250 ms / 750 ms) in brackets
-    note = _ttft_note({"envelope": env, "scheduler": _sched([0.5])})
+    note = ttft_note({"envelope": env, "scheduler": _sched([0.5])})
     assert note.startswith("TTFT p50 500.00 ms / p99 1.00 s with the cache; 2.00 s / 4.00 s without it (the same")
     assert "no queue: 250.00 ms / 750.00 ms)" in note
-    assert _ttft_note({"envelope": env}).endswith("; 250.00 ms / 750.00 ms without it (full prefill, no wait)")
+    assert ttft_note({"envelope": env}).endswith("; 250.00 ms / 750.00 ms without it (full prefill, no wait)")
