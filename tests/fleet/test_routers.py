@@ -20,7 +20,7 @@ RULES = BlockRules(cache_partial_blocks=True, recompute_last_token=False)
 BIG = 10 ** 6
 
 
-def batch(rows, sessions=None, bs=4):
+def batch(rows, sessions=None, bs=4, parents=None):
     """rows: (arrival_s, ids) or (arrival_s, ids, prompt_tokens)."""
     ids = [list(r[1]) for r in rows]
     offs = np.zeros(len(rows) + 1, dtype=np.int64)
@@ -28,11 +28,12 @@ def batch(rows, sessions=None, bs=4):
     prompt = np.array([r[2] if len(r) > 2 else len(r[1]) * bs for r in rows], dtype=np.int64)
     return RequestBatch(0, bs, np.array([float(r[0]) for r in rows]), prompt, np.zeros(len(rows), dtype=np.int64),
                         offs, np.array([i for x in ids for i in x], dtype=np.uint64),
-                        None if sessions is None else np.array(sessions, dtype=np.int64))
+                        None if sessions is None else np.array(sessions, dtype=np.int64),
+                        None if parents is None else np.array(parents, dtype=np.int64))
 
 
-def go(name, rows, n, service=None, stale=0.0, cap=BIG, sessions=None):
-    b = batch(rows, sessions)
+def go(name, rows, n, service=None, stale=0.0, cap=BIG, sessions=None, parents=None):
+    b = batch(rows, sessions, parents=parents)
     svc = np.full(len(rows), 100.0) if service is None else np.array(service, dtype=np.float64)
     return route(b, RULES, parse_router(name, n), CacheIndex([cap] * n, stale), svc).tolist()
 
@@ -81,6 +82,29 @@ def test_session_sticky_and_error_without_ids():
     assert got[0] == got[2] == got[5] and got[1] == got[4]
     with pytest.raises(ValueError, match="session ids"):
         go("session", [(0, [1])], 2)
+
+
+def test_session_keys_on_the_root_chat_of_a_bailian_conversation():
+    # hostile F2. Bailian: session_id holds the per-turn chat_id, parent_id the parent_chat_id. Chats 1 -> 3 -> 5
+    # are one conversation (root 1), 2 and 4 stand alone, 9 names a parent (8) that never came: its own root.
+    # Every turn keys on its root: [1, 2, 1, 4, 1, 9] -> splitmix64(root) mod 4.
+    chats, parents = [1, 2, 3, 4, 5, 9], [-1, -1, 1, -1, 3, 8]
+    got = go("session", [(k, [k]) for k in range(6)], 4, sessions=chats, parents=parents)
+    assert got == [splitmix64(s) % 4 for s in [1, 2, 1, 4, 1, 9]]
+
+
+def test_session_less_requests_go_to_the_least_loaded_instance():
+    # hostile F6. Session -1 = none (the readers' value): such a request goes to the instance with the fewest
+    # requests in flight (lowest index on a tie), not to splitmix64(-1) mod N. 3 instances, all in flight
+    # (service 100 s): r0 session 5 -> s5 = splitmix64(5) % 3; r1, r2, r3 session -1 each take the emptiest.
+    s5 = splitmix64(5) % 3
+    rest = [i for i in range(3) if i != s5]      # r1 -> the lower empty one, r2 -> the other empty one
+    got = go("session", [(0, [k]) for k in range(4)], 3, sessions=[5, -1, -1, -1])
+    assert got[:3] == [s5, rest[0], rest[1]]
+    assert got[3] == 0                           # all three hold 1 request: the lowest index
+    # a trace whose every row is -1 has no sessions: refused like a trace without the column
+    with pytest.raises(ValueError, match="session ids"):
+        go("session", [(0, [1]), (0, [2])], 2, sessions=[-1, -1])
 
 
 def test_consistent_hash_same_first_k_blocks_same_instance():
