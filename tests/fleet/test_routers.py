@@ -174,9 +174,40 @@ def test_router_options_errors():
         parse_router("nope", 2)
     with pytest.raises(ValueError, match="bad option"):
         parse_router("prefix:k=3", 2)
-    with pytest.raises(ValueError, match="not a float"):
+    with pytest.raises(ValueError, match="overlap must be a finite number in"):
         parse_router("cache-aware:overlap=x", 2)
-    with pytest.raises(ValueError, match=">= 0"):
+    with pytest.raises(ValueError, match=r"load must be a finite number in \[0, 1e\+06\], got '-1'"):
         parse_router("cache-aware:load=-1", 2)
     assert set(router_names()) == {"round-robin", "random", "least-loaded", "session", "consistent-hash",
                                    "prefix", "cache-aware"}
+
+
+@pytest.mark.parametrize("spec, needle", [
+    # hostile F3: NaN/inf weights made every score compare false -> all traffic on instance 0; bounded [0, 1e6]
+    ("cache-aware:overlap=nan", "option overlap must be a finite number in [0, 1e+06], got 'nan'"),
+    ("cache-aware:load=nan", "option load must be a finite number in [0, 1e+06], got 'nan'"),
+    ("cache-aware:overlap=inf", "option overlap must be a finite number in [0, 1e+06], got 'inf'"),
+    ("cache-aware:load=-inf", "option load must be a finite number in [0, 1e+06], got '-inf'"),
+    ("cache-aware:overlap=1e7", "option overlap must be a finite number in [0, 1e+06], got '1e7'"),
+    # hostile F4: vnodes unbounded (a 2e9-entry ring); <= 10,000 and instances x vnodes <= 1,000,000
+    ("consistent-hash:vnodes=1000000000", "option vnodes must be an integer in [1, 10,000], got '1000000000'"),
+    ("consistent-hash:vnodes=0", "option vnodes must be an integer in [1, 10,000], got '0'"),
+    # hostile F11: one bound per option, whatever the wrong value (k=0 and k=-1 the same message)
+    ("consistent-hash:k=0", "option k must be an integer in [1, 1,000,000], got '0'"),
+    ("consistent-hash:k=-1", "option k must be an integer in [1, 1,000,000], got '-1'"),
+    ("random:seed=abc", "option seed must be an integer in [0, 18,446,744,073,709,551,615], got 'abc'"),
+    ("random:seed=-1", "option seed must be an integer in [0, 18,446,744,073,709,551,615], got '-1'"),
+])
+def test_router_numeric_options_are_finite_and_bounded(spec, needle):
+    with pytest.raises(ValueError) as e:
+        parse_router(spec, 2)
+    assert needle in str(e.value)
+
+
+def test_consistent_hash_ring_size_bound():
+    # 101 x 10,000 = 1,010,000 ring points > 1,000,000: refused before the ring is built
+    with pytest.raises(ValueError, match="101 x 10000 must be <= 1,000,000 ring points"):
+        parse_router("consistent-hash:vnodes=10000", 101)
+    # weights at their bounds still route: r0 sees no hits, no load -> all scores 0 -> instance 0 (lowest);
+    # r1 matches its 1 block on instance 0: 1e6 x 1/1 - 0 > 0 on instance 1 -> 0
+    assert go("cache-aware:overlap=1e6,load=0", [(0, [1]), (0, [1])], 2) == [0, 0]
