@@ -399,6 +399,10 @@ def replay(fmt: str, requests_out: str | None, **kw: Any) -> None:
     if requests_out:
         write_requests(result.requests, requests_out)
     payload = s.to_dict()
+    if fmt == "csv":
+        from pcs.report.replay import csv_row
+
+        return emit({"rows": [csv_row(payload)]}, fmt, "", rows_key="rows")
     emit(payload, fmt, lambda: render_replay(payload), rows_key=None)
 
 

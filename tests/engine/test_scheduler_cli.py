@@ -51,3 +51,32 @@ def test_compare_takes_the_options():
     assert r.exit_code == 0, r.output
     r = invoke("compare", SMALL_TRACE, "--quiet", "--format", "json", "--policy", "lru", "--restore-policy", "wait")
     assert r.exit_code == 0, r.output
+
+
+def test_ttft_slo_goodput_in_the_table_and_csv(tmp_path):
+    # hostile F10. Two 1,024-token requests (2 blocks of 512) 10 s apart on an idle instance: each TTFT is one small prefill step
+    # (milliseconds), so both meet a 2 s SLO (share 100 %) and neither meets 1 ns (share 0 %); goodput = met /
+    # makespan (first arrival -> last finish, just over 10 s).
+    import csv
+    import io
+
+    f = tmp_path / "two.jsonl"
+    f.write_text('{"timestamp": 0, "input_length": 1024, "output_length": 2, "hash_ids": [1, 2]}\n'
+                 '{"timestamp": 10000, "input_length": 1024, "output_length": 2, "hash_ids": [3, 4]}\n',
+                 encoding="utf-8")
+    for slo, met in (("2s", 2), ("1ns", 0)):
+        r = invoke("replay", f, "--quiet", "--format", "csv", "--ttft-slo", slo)
+        assert r.exit_code == 0, r.output
+        (row,) = list(csv.DictReader(io.StringIO(r.stdout)))
+        span = json.loads(invoke("replay", f, "-q", "--format", "json")
+                          .stdout)["scheduler"]["with_cache"]["makespan_s"]
+        assert 10.0 < span < 10.1
+        assert int(row["slo_met"]) == met and float(row["slo_met_share"]) == met / 2
+        assert float(row["goodput_rps"]) == pytest.approx(met / span)
+        assert int(row["no_cache_slo_met"]) == met
+        table = invoke("replay", f, "--ttft-slo", slo).stdout
+        line = next(ln for ln in table.splitlines() if "met / goodput" in ln)
+        assert ("100.0 %" if met else "0.0 %") in line, line
+    # without --ttft-slo: no SLO columns
+    r = invoke("replay", f, "--quiet", "--format", "csv")
+    assert "goodput_rps" not in r.stdout.splitlines()[0]
