@@ -284,9 +284,12 @@ def _duration(kw: dict[str, Any], name: str) -> float | None:
     if text is None:
         return None
     try:
-        return units.parse_duration(text)
+        value = units.parse_duration(text)
     except ValueError as exc:
         raise ValueError(f"--{name.replace('_', '-')}: {str(exc).splitlines()[0]}") from None
+    if name == "ttft_slo" and not value > 0:       # the value as typed (1e-300s parses to 0.0)
+        raise ValueError(f"--ttft-slo must be > 0, got {text!r}")
+    return value
 
 
 def _scheduler_config(kw: dict[str, Any]):

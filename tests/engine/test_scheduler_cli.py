@@ -38,7 +38,12 @@ def test_options_reach_the_summary():
 @pytest.mark.parametrize("args, needles", [
     (["--ttft-slo", "fast"], ["--ttft-slo", "fast"]),
     (["--restore-timeout", "-1s"], ["--restore-timeout"]),
-    (["--max-num-batched-tokens", "16", "--max-num-seqs", "32"], ["max_num_batched_tokens (16)", "max_num_seqs (32)"]),
+    # hostile F11: the options as typed, not the API's field names
+    (["--max-num-batched-tokens", "16", "--max-num-seqs", "32"], ["--max-num-batched-tokens (16)", "--max-num-seqs (32)"]),
+    # only --max-num-seqs: the default budget (8,192 tokens on an H100, vLLM) is below it
+    (["--max-num-seqs", "1000000000"], ["--max-num-batched-tokens (8192) must be >= --max-num-seqs (1000000000)"]),
+    (["--ttft-slo", "0"], ["--ttft-slo must be > 0, got '0'"]),
+    (["--ttft-slo", "1e-300s"], ["--ttft-slo must be > 0, got '1e-300s'"]),      # 0.0 once parsed: as typed
     (["--compute", "warp"], ["--compute"]),
 ])
 def test_bad_options(args, needles):
@@ -54,8 +59,8 @@ def test_compare_takes_the_options():
 
 
 def test_ttft_slo_goodput_in_the_table_and_csv(tmp_path):
-    # hostile F10. Two 1,024-token requests (2 blocks of 512) 10 s apart on an idle instance: each TTFT is one small prefill step
-    # (milliseconds), so both meet a 2 s SLO (share 100 %) and neither meets 1 ns (share 0 %); goodput = met /
+    # hostile F10. Two 1,024-token requests (2 blocks of 512) 10 s apart on an idle instance: each TTFT is one
+    # small prefill step (milliseconds), so both meet a 2 s SLO (share 100 %) and neither meets 1 ns (share 0 %); goodput = met /
     # makespan (first arrival -> last finish, just over 10 s).
     import csv
     import io
