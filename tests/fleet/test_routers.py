@@ -211,3 +211,17 @@ def test_consistent_hash_ring_size_bound():
     # weights at their bounds still route: r0 sees no hits, no load -> all scores 0 -> instance 0 (lowest);
     # r1 matches its 1 block on instance 0: 1e6 x 1/1 - 0 > 0 on instance 1 -> 0
     assert go("cache-aware:overlap=1e6,load=0", [(0, [1]), (0, [1])], 2) == [0, 0]
+
+
+@pytest.mark.parametrize("spec, needle", [
+    # hostile F12: exact names like every other choice (--compute STEP is refused too); options once each
+    ("ROUND-ROBIN", "unknown router 'ROUND-ROBIN'"),
+    ("Prefix", "unknown router 'Prefix'"),
+    ("", "unknown router ''"),
+    ("random:seed=1,seed=2", "option seed given twice"),
+    ("cache-aware:OVERLAP=1", "bad option 'OVERLAP=1'"),
+])
+def test_router_spec_is_exact(spec, needle):
+    with pytest.raises(ValueError) as e:
+        parse_router(spec, 2)
+    assert needle in str(e.value)

@@ -112,21 +112,24 @@ def parse_router(spec: str | Router, instances: int) -> Router:
     """``NAME`` or ``NAME:opt=v,opt=v`` -> a router for ``instances`` instances.
 
     Raises:
-        ValueError: unknown router or option, a value of the wrong type, not finite or out of its bounds.
+        ValueError: unknown router (names are exact: ``ROUND-ROBIN`` and ``''`` are unknown) or option, an
+            option given twice, a value of the wrong type, not finite or out of its bounds.
     """
     if isinstance(spec, Router):
         return spec
     name, _, rest = str(spec).strip().partition(":")
-    name = name.strip().lower()
-    if name not in ROUTERS:
+    name = name.strip()
+    if name not in ROUTERS:     # exact names, as every other choice of pcs (--compute, --restore-policy)
         raise ValueError(f"unknown router {name!r}; valid: {', '.join(ROUTERS)}")
     cls = importlib.import_module(f"pcs.fleet.routers.{ROUTERS[name]}").ROUTER
     options: dict[str, Any] = {}
     for part in filter(None, (p.strip() for p in rest.split(","))):
         key, sep, text = part.partition("=")
-        key = key.strip().lower()
+        key = key.strip()
         if not sep or key not in cls.OPTIONS:
             valid = ", ".join(f"{k}=" for k in cls.OPTIONS) or "none"
             raise ValueError(f"router {name!r}: bad option {part!r}; valid: {valid}")
+        if key in options:
+            raise ValueError(f"router {name!r}: option {key} given twice")
         options[key] = _convert(name, key, cls.OPTIONS[key][0], text.strip(), cls.BOUNDS.get(key))
     return cls(instances, **options)
