@@ -85,3 +85,31 @@ def test_ttft_slo_goodput_in_the_table_and_csv(tmp_path):
     # without --ttft-slo: no SLO columns
     r = invoke("replay", f, "--quiet", "--format", "csv")
     assert "goodput_rps" not in r.stdout.splitlines()[0]
+
+
+@pytest.mark.parametrize("args, needles", [
+    # hostile F9: one rule for options that cannot change the run: refused with one line (as --protected-share
+    # without an slru tier is), naming the option and what it needs
+    (["--compute", "infinite", "--max-num-batched-tokens", "16", "--restore-policy", "best-effort", "--ttft-slo", "2s"],
+     ["--max-num-batched-tokens, --restore-policy, --ttft-slo", "--compute infinite runs no scheduler"]),
+    (["--timing", "sequential", "--max-num-seqs", "3", "--ttft-slo", "2s"],
+     ["--max-num-seqs, --ttft-slo", "--timing sequential runs no scheduler"]),
+    (["--timing", "sequential", "--no-restore-fallback"], ["--no-restore-fallback"]),
+    (["--restore-timeout", "5ms"], ["--restore-timeout:", "best-effort", "(the policy is layerwise)"]),
+    (["--restore-policy", "wait", "--restore-timeout-per-token", "1us"], ["--restore-timeout-per-token:"]),
+    (["--router-stale-s", "5"], ["--router-stale-s", "no --router given reads them"]),
+    (["--instances", "2", "--router", "round-robin", "--router-stale-s", "5"], ["--router-stale-s"]),
+    (["--tier", "gpu=400GB", "--gpu-memory-utilization", "0.5"], ["--gpu-memory-utilization", "--tier gpu=400GB"]),
+])
+def test_options_that_cannot_apply_are_refused(args, needles):
+    assert_one_line_error(invoke("replay", SMALL_TRACE, "--quiet", *args), *needles)
+
+
+def test_options_that_apply_still_run():
+    # the same options where they act: best-effort with its timeouts, a stale index for the prefix router,
+    # utilisation with gpu=auto
+    for args in (["--restore-policy", "best-effort", "--restore-timeout", "5ms"],
+                 ["--instances", "2", "--router", "prefix", "--router-stale-s", "1", "--timing", "sequential"],
+                 ["--tier", "gpu=auto", "--gpu-memory-utilization", "0.5", "--timing", "sequential"]):
+        r = invoke("replay", SMALL_TRACE, "--quiet", "--format", "json", *args)
+        assert r.exit_code == 0, (args, r.output)
