@@ -113,3 +113,16 @@ def test_options_that_apply_still_run():
                  ["--tier", "gpu=auto", "--gpu-memory-utilization", "0.5", "--timing", "sequential"]):
         r = invoke("replay", SMALL_TRACE, "--quiet", "--format", "json", *args)
         assert r.exit_code == 0, (args, r.output)
+
+
+@pytest.mark.parametrize("gpu", ["gpu=0", "gpu=0blocks"])
+def test_a_gpu_tier_of_no_block_cannot_run_the_step_scheduler(gpu):
+    # hostile F15: a GPU tier of 0 bytes / 0 blocks (0 is documented as "none" for tiers; a size between 0 and one
+    # block is refused by the tier parser already) holds no block: no request can hold KV, so the step scheduler
+    # refuses to start, as vLLM does with no cache blocks
+    assert_one_line_error(invoke("replay", SMALL_TRACE, "--quiet", "--tier", gpu, "--tier", "cpu=1TB"),
+                          "holds 0 blocks", "--compute infinite")
+    # hits alone (no scheduler): still counted, every request truncated
+    r = invoke("replay", SMALL_TRACE, "--quiet", "--format", "json", "--tier", gpu, "--tier", "cpu=1TB",
+               "--compute", "infinite")
+    assert r.exit_code == 0, r.output
