@@ -270,6 +270,20 @@ def refuse_inapplicable(kw: dict[str, Any]) -> None:
                              f"--tier {sized[0]} gives its size; drop one (or use --tier gpu=auto)")
 
 
+#: a step budget below this many tokens makes a run of many steps (prompt tokens / budget): say so up front
+SMALL_BUDGET_TOKENS = 256
+
+
+def _small_budget_note(kw: dict[str, Any]) -> None:
+    """A note on stderr, even with ``-q`` (it is about the run time, which ``-q`` hides the progress of), when
+    ``--max-num-batched-tokens`` is below :data:`SMALL_BUDGET_TOKENS`: the step scheduler runs about prompt
+    tokens / budget prefill steps (the 1,700-request sample: budget 1 ~ 14 million steps, minutes)."""
+    budget = kw.get("max_num_batched_tokens")
+    if budget is not None and budget < SMALL_BUDGET_TOKENS:
+        click.echo(f"pcs: note: --max-num-batched-tokens {budget}: the step scheduler runs about prompt tokens / "
+                   f"{budget} steps, so this run may take minutes (vLLM's defaults are 2048 or 8192)", err=True)
+
+
 def _refuse_inapplicable_fleet(kw: dict[str, Any]) -> None:
     """``--router-stale-s`` needs a router that reads the cache index."""
     if kw.get("router_stale_s") is None:
@@ -322,7 +336,7 @@ def replay_call_kwargs(kw: dict[str, Any], trace: Any = None) -> tuple[Any, dict
         table = load_hardware_file(kw["hardware_file"])
     tier_policies = _pairs(kw["tier_policy"], "tier policy")
     refuse_inapplicable(kw)
-    return trace, dict(model=model, hardware=kw["gpu"], tp=kw["tp"], dtype=kw["dtype"],
+    kwargs = dict(model=model, hardware=kw["gpu"], tp=kw["tp"], dtype=kw["dtype"],
                        tier_policies=tier_policies, links=_pairs(kw["link"], "link"),
                        protected_share=_protected_share(kw, tier_policies),
                        timing=kw["timing"], write_policy=kw["write_policy"], hardware_table=table,
@@ -335,6 +349,8 @@ def replay_call_kwargs(kw: dict[str, Any], trace: Any = None) -> tuple[Any, dict
                        rules=BlockRules(cache_partial_blocks=kw["cache_partial_blocks"],
                                         recompute_last_token=not kw["no_recompute_last_token"]),
                        compute_mode=kw["compute_mode"], scheduler=_scheduler_config(kw))
+    _small_budget_note(kw)                 # after the options are checked: no note before an error
+    return trace, kwargs
 
 
 def _duration(kw: dict[str, Any], name: str) -> float | None:

@@ -126,3 +126,27 @@ def test_a_gpu_tier_of_no_block_cannot_run_the_step_scheduler(gpu):
     r = invoke("replay", SMALL_TRACE, "--quiet", "--format", "json", "--tier", gpu, "--tier", "cpu=1TB",
                "--compute", "infinite")
     assert r.exit_code == 0, r.output
+
+
+def test_small_step_budgets_say_the_run_may_take_minutes():
+    # hostile F13: budget 1 on the sample = ~14 million one-token steps (minutes) and -q hid it. Below 256 tokens
+    # a note says so up front, even with -q; at 256 (and the defaults) nothing
+    r = invoke("replay", SMALL_TRACE, "--quiet", "--format", "json", "--max-num-batched-tokens", "255")
+    assert r.exit_code == 0 and "--max-num-batched-tokens 255" in r.stderr and "minutes" in r.stderr
+    r = invoke("replay", SMALL_TRACE, "--quiet", "--format", "json", "--max-num-batched-tokens", "256")
+    assert r.exit_code == 0 and "minutes" not in r.stderr
+
+
+def test_transform_into_many_requests_says_so(capsys):
+    # hostile F14: --tenants 1000 on 1,700 requests writes 1,700,000 rows (> 1,000,000): a note up front;
+    # 1,000 x 1,000 = 1,000,000 exactly: none; split mode deals the same requests: none
+    from types import SimpleNamespace
+
+    import pcs.cli.trace  # noqa: F401 - loads pcs.cli.tracetools (tracetools imports it back)
+    from pcs.cli.tracetools import _large_output_note
+
+    _large_output_note(1700, SimpleNamespace(tenants=1000, tenant_mode="copy"))
+    assert "copies 1,700 requests into 1,700,000" in capsys.readouterr().err
+    _large_output_note(1000, SimpleNamespace(tenants=1000, tenant_mode="copy"))
+    _large_output_note(1700, SimpleNamespace(tenants=1000, tenant_mode="split"))
+    assert capsys.readouterr().err == ""
