@@ -273,34 +273,46 @@ class StepCost:
         affine in j; their max switches at most once, and each side is summed
         in closed form (sum_{j=a}^{b-1} (A + B j) = (b - a) A + B (a + b - 1)(b - a) / 2).
         """
-        d, k = decode_seqs, steps
-        if k <= 0 or d <= 0:
+        if steps <= 0 or decode_seqs <= 0:
             return 0.0
-        a1 = self.weights_s(d) + d * self.kv_seq_s + self.kv_token_s * context_tokens
-        b1 = self.kv_token_s * d
-        a2 = d * (self.token_s + self.attn_seq_s) + self.attn_token_s * context_tokens
-        b2 = self.attn_token_s * d
-        if b1 == b2:                             # one side dominates every step
-            return _affine_sum(a1, b1, 0, k) if a1 >= a2 else _affine_sum(a2, b2, 0, k)
-        x = (a2 - a1) / (b1 - b2)                # memory >= compute from j >= x (b1 > b2) or up to x (b1 < b2)
-        if b1 > b2:
-            split = min(k, max(0, math.ceil(x)))
-            return _affine_sum(a2, b2, 0, split) + _affine_sum(a1, b1, split, k)
-        split = min(k, max(0, math.floor(x) + 1))
-        return _affine_sum(a1, b1, 0, split) + _affine_sum(a2, b2, split, k)
+        return _decode_sum(self._decode_terms(decode_seqs, context_tokens), steps)
+
+    def _decode_terms(self, d: int, context_tokens: float) -> tuple:
+        """(a1, b1, a2, b2): memory a1 + b1 j and compute a2 + b2 j of decode step j (``decode_run_s``)."""
+        w = self.weights_active_s * d
+        a1 = (w if w < self.weights_total_s else self.weights_total_s) + d * self.kv_seq_s \
+            + self.kv_token_s * context_tokens
+        return a1, self.kv_token_s * d, d * (self.token_s + self.attn_seq_s) + self.attn_token_s * context_tokens, \
+            self.attn_token_s * d
 
     def decode_steps_within(self, decode_seqs: int, context_tokens: float, seconds: float, most: int) -> int:
         """Fewest pure decode steps (1 .. ``most``) whose total time reaches ``seconds``; ``most`` if none."""
-        if self.decode_run_s(decode_seqs, context_tokens, most) < seconds:
+        if most <= 0 or decode_seqs <= 0:
+            return most if 0.0 < seconds else 1
+        terms = self._decode_terms(decode_seqs, context_tokens)   # the same sums as decode_run_s
+        if _decode_sum(terms, most) < seconds:
             return most
         lo, hi = 1, most                       # the answer is in [lo, hi]
         while lo < hi:
             mid = (lo + hi) // 2
-            if self.decode_run_s(decode_seqs, context_tokens, mid) >= seconds:
+            if _decode_sum(terms, mid) >= seconds:
                 hi = mid
             else:
                 lo = mid + 1
         return lo
+
+
+def _decode_sum(terms: tuple, k: int) -> float:
+    """Sum over decode steps 0 .. k-1 (k >= 1) of max(memory, compute), the affine terms of ``_decode_terms``."""
+    a1, b1, a2, b2 = terms
+    if b1 == b2:                             # one side dominates every step
+        return _affine_sum(a1, b1, 0, k) if a1 >= a2 else _affine_sum(a2, b2, 0, k)
+    x = (a2 - a1) / (b1 - b2)                # memory >= compute from j >= x (b1 > b2) or up to x (b1 < b2)
+    if b1 > b2:
+        split = min(k, max(0, math.ceil(x)))
+        return _affine_sum(a2, b2, 0, split) + _affine_sum(a1, b1, split, k)
+    split = min(k, max(0, math.floor(x) + 1))
+    return _affine_sum(a1, b1, 0, split) + _affine_sum(a2, b2, split, k)
 
 
 def _affine_sum(a: float, b: float, lo: int, hi: int) -> float:

@@ -10,7 +10,7 @@ from __future__ import annotations
 __all__ = ["EXTRAS", "install_hint", "missing_extra"]
 
 #: extra -> the packages it brings (pyproject.toml [project.optional-dependencies])
-EXTRAS = {"plot": "matplotlib", "chat": "tokenizers, jinja2", "events": "msgpack", "ray": "ray",
+EXTRAS = {"plot": "matplotlib, vl-convert-python", "report": "jinja2", "chat": "tokenizers, jinja2", "events": "msgpack", "ray": "ray",
           "bench": "libcachesim", "fast": "pysimdjson", "test": "pytest, hypothesis"}
 
 

@@ -15,6 +15,7 @@ from pcs.cli.fleet import compare_fleet, fleet_options, wants_fleet
 from pcs.cli.modelarg import is_config_path
 from pcs.cli.params import parse_capacity_list
 from pcs.cli.replay import open_trace_kwargs, replay_call_kwargs, replay_options
+from pcs.cli.report import check_outputs, html_options, write_outputs
 
 __all__ = ["compare"]
 
@@ -29,9 +30,11 @@ __all__ = ["compare"]
                    "the GPU tier's bytes per block), sequential timing: "
                    "one column per compared policy (LRU from the one-pass curve, others replayed), Belady and "
                    "the single-sequence ceiling.")
+@html_options
 @fleet_options(multiple=True)
 @format_option
-def compare(fmt: str, tier_sets: tuple[str, ...], curve_capacities: str | None, **kw: Any) -> None:
+def compare(fmt: str, tier_sets: tuple[str, ...], curve_capacities: str | None, html_path: str | None,
+            plot_dir: str | None, **kw: Any) -> None:
     """Replay TRACE under several policies (--policy, repeatable) and/or tier lists
     (--tiers, repeatable) and print them side by side.
 
@@ -50,6 +53,7 @@ def compare(fmt: str, tier_sets: tuple[str, ...], curve_capacities: str | None, 
     from pcs.engine.compare import compare as compare_api
     from pcs.report.compare import render_compare
 
+    check_outputs(html_path, plot_dir, {"TRACE": kw["trace"]})
     if tier_sets and kw["tiers"]:
         raise ValueError("give either --tier (one tier list) or --tiers (several to compare), not both")
     _refuse_one_policy_twice(kw["policy"])
@@ -70,6 +74,7 @@ def compare(fmt: str, tier_sets: tuple[str, ...], curve_capacities: str | None, 
                           **dict(replay_kwargs, tiers=list(kw["tiers"]) or None))
     payload = res.to_dict()
     notes = with_trace_notes(payload, trace, fmt, kw["quiet"])
+    write_outputs(html_path, plot_dir, [payload])
     emit(payload, fmt, lambda: "\n".join([render_compare(res)] + [f"note: {n}" for n in notes]), rows_key="variants")
 
 

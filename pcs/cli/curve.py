@@ -10,6 +10,7 @@ from pcs.extras import missing_extra
 from pcs.cli.common import (PcsUsageError, Progress, RegistryChoice, command, counted, emit, format_option,
                              quiet_option, with_trace_notes)
 from pcs.cli.params import MAX_COUNT, MAX_POINTS, MAX_SEED, Aliased, Float, Int, parse_capacity_list
+from pcs.cli.report import check_outputs, write_outputs
 from pcs.cli.trace import open_from_options, trace_input_options
 from pcs.model import KV_DTYPES, get_layout
 from pcs.report.curve import curve_figure, render_curve
@@ -62,14 +63,17 @@ def _plot_format_ok(path: str) -> None:
 @click.option("--native", type=click.Choice(_native.MODES), default=None, help=_native.HELP)
 @click.option("--kernel", type=click.Choice(_native.MODES), default=None, hidden=True,
               help="Older name of --native.")
-@click.option("--plot", "plot_path", type=click.Path(dir_okay=False), default=None,
+@click.option("--plot", "plot_path", type=click.Path(), default=None,
               help="Also draw the curves to this PNG, SVG or PDF (needs the plot extra: pip install -e '.[plot]'); "
-                   "with --model a second axis gives the capacity in bytes.")
+                   "with --model a second axis gives the capacity in bytes. A path without a suffix is a folder "
+                   "for every figure of the HTML page (<figure>.png, .svg).")
+@click.option("--html", "html_path", type=click.Path(dir_okay=False), default=None,
+              help="Also write a self-contained HTML report to FILE (pip install -e '.[report]').")
 @trace_input_options
 @format_option
 @quiet_option
 def curve(trace, capacities, points, model_name, dtype, no_belady, sample_rate, exact_head_blocks, seed, native,
-          kernel, plot_path, trace_format, block_size, on_error, sort, fmt, quiet) -> None:
+          kernel, plot_path, html_path, trace_format, block_size, on_error, sort, fmt, quiet) -> None:
     """Hit ratio at every cache capacity: LRU, Belady and the ceiling.
 
     TRACE is a trace file (default: the bundled sample). Capacities are in
@@ -83,16 +87,20 @@ def curve(trace, capacities, points, model_name, dtype, no_belady, sample_rate, 
     Example:
       pcs curve trace.jsonl --capacities 1000blocks,5000blocks,20000blocks --model llama-3.1-8b
       pcs curve trace.jsonl --points 20 --format json --plot curve.png
+      pcs curve trace.jsonl --model llama-3.1-8b --html curve.html
     """
     from pcs.curves.api import DEFAULT_POINTS, curve as compute_curve
-
-    from pcs.outfile import check_outputs
+    from pcs.outfile import check_outputs as check_files
 
     if capacities is not None and points is not None:
         raise PcsUsageError("give --capacities or --points, not both")
+    figures = plot_path if plot_path and not Path(plot_path).suffix else None  # a folder of the page's figures
+    plot_path = None if figures else plot_path
     if plot_path:
         _plot_format_ok(plot_path)
-    check_outputs({"--plot": plot_path}, {"TRACE": trace, "--model": model_name})
+    inputs = {"TRACE": trace, "--model": model_name}
+    check_files({"--plot": plot_path}, inputs)
+    check_outputs(html_path, figures, inputs)
     if dtype is not None and model_name is None:
         raise PcsUsageError("--dtype sets the KV dtype of --model's bytes; give --model too")
     spec = None
@@ -118,6 +126,7 @@ def curve(trace, capacities, points, model_name, dtype, no_belady, sample_rate, 
     with_trace_notes(payload, opened, fmt, quiet)
     if plot_path:
         _plot(result, plot_path, spec.name if spec is not None else None, payload["trace"])
+    write_outputs(html_path, figures, [payload])
     emit(payload, fmt, lambda: render_curve(payload))
 
 

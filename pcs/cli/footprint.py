@@ -6,6 +6,7 @@ import click
 from pcs.cli.common import RegistryChoice, command, emit, format_option, quiet_option
 from pcs.cli.params import MAX_BLOCK_SIZE, MAX_COUNT, MAX_TOKENS, MAX_TP, Int
 from pcs.cli.modelarg import load_model
+from pcs.cli.report import check_outputs, html_options, write_outputs
 from pcs.model import MODEL_NAMES, KV_DTYPES, footprint as compute_footprint, get_layout
 from pcs.model.footprint import hybrid_block_size
 from pcs.report.footprint import render_footprint
@@ -26,10 +27,12 @@ from pcs.report.footprint import render_footprint
               help="Independent sequences of T tokens each (totals are multiplied; nothing shared).")
 @click.option("--tp", type=Int(1, MAX_TP), default=1, show_default=True,
               help="Tensor-parallel ranks; bytes are reported per rank (a replay tier holds the whole group).")
+@html_options
 @format_option
 @quiet_option
 def footprint(model_name: str | None, model_config: str | None, tokens: int, dtype: str | None,
-              block_size: int, sequences: int, tp: int, fmt: str, quiet: bool) -> None:
+              block_size: int, sequences: int, tp: int, html_path: str | None, plot_dir: str | None, fmt: str,
+              quiet: bool) -> None:
     """KV bytes per component and in total: per token, per block and for T tokens.
 
     \b
@@ -43,9 +46,11 @@ def footprint(model_name: str | None, model_config: str | None, tokens: int, dty
       pcs footprint --model llama-3.1-8b --tokens 32768 --dtype fp8
       pcs footprint --model-config ./config.json --tokens 4096 --format json
     """
+    check_outputs(html_path, plot_dir, {"--model-config": model_config})
     spec = load_model(model_name, model_config, quiet)
     if tp > 1:
         spec = spec.with_tp(tp)
     res = compute_footprint(spec, tokens, block_size=block_size, dtype=dtype, sequences=sequences)
     hybrid_block = hybrid_block_size(spec.with_dtype(dtype) if dtype else spec)
+    write_outputs(html_path, plot_dir, [res.to_dict()])
     emit(res.to_dict(), fmt, lambda: render_footprint(res, hybrid_block), rows_key="components")

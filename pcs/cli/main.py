@@ -29,6 +29,7 @@ COMMANDS: dict[str, str] = {
     "compare": "pcs.cli.compare:compare",
     "curve": "pcs.cli.curve:curve",
     "deploy": "pcs.cli.deploy:deploy",
+    "report": "pcs.cli.report:report",
     "sweep": "pcs.cli.sweep:sweep",
     "policies": "pcs.cli.policies:policies",
 }
@@ -45,6 +46,7 @@ SUMMARIES: dict[str, str] = {
     "compare": "several policies or tier lists on one trace, side by side",
     "curve": "hit ratio at every capacity in one pass (LRU, Belady, ceiling)",
     "deploy": "a model on TP GPUs: weights, KV pool, GPU-tier blocks, concurrency",
+    "report": "one self-contained HTML page (and figures) from pcs JSON",
     "sweep": "a grid of replays into one Parquet dataset; best points, Pareto",
     "policies": "eviction and admission policies, options and sources",
 }

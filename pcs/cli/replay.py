@@ -15,6 +15,7 @@ from pcs.cli.common import Progress, RegistryChoice, command, emit, format_optio
 from pcs.cli.fleet import fleet_options, replay_fleet, wants_fleet
 from pcs.cli.modelarg import is_config_path
 from pcs.cli.params import MAX_BLOCK_SIZE, MAX_COUNT, MAX_TOKENS, MAX_TP, Aliased, Float, Int
+from pcs.cli.report import check_outputs, html_options, write_replay_outputs
 from pcs.engine import select
 from pcs.engine.engine import TIMINGS
 from pcs.engine.restores import RESTORE_POLICIES
@@ -432,8 +433,9 @@ def write_requests(table: Any, path: str) -> None:
 @fleet_options(multiple=False)
 @click.option("--requests-out", type=click.Path(dir_okay=False),
               help="Write one row per request to FILE.parquet or FILE.csv.")
+@html_options
 @format_option
-def replay(fmt: str, requests_out: str | None, **kw: Any) -> None:
+def replay(fmt: str, requests_out: str | None, html_path: str | None, plot_dir: str | None, **kw: Any) -> None:
     """Replay TRACE through a multi-tier prefix cache: real vs single-sequence hit rate,
     bytes per tier and link, and the bandwidth envelope (restore vs recompute).
 
@@ -445,12 +447,14 @@ def replay(fmt: str, requests_out: str | None, **kw: Any) -> None:
     Example:
       pcs replay trace.jsonl --model llama-3.1-70b --tier gpu=400GB --tier cpu=2TB --policy slru
       pcs replay trace.jsonl --tier gpu=5000blocks --timing sequential --format json
+      pcs replay trace.jsonl --html report.html --plot figures/
     JSON keys: docs/json.md (hit_ratio, hit_ratio_per_tier,
     single_sequence_hit_ratio, gap, tiers, bytes, envelope).
     """
     from pcs.report.replay import render_replay
 
     _check_requests_out(requests_out, kw)
+    check_outputs(html_path, plot_dir, input_paths(kw))
     streams = _reblocked(kw)
     if wants_fleet(kw):
         if streams is not None:
@@ -460,6 +464,9 @@ def replay(fmt: str, requests_out: str | None, **kw: Any) -> None:
             raise ValueError("--admit and --gap-oracle are for single-instance replays (not with --instances/--router)")
         return replay_fleet(fmt, requests_out, kw)
     if streams is not None and "exact" not in streams:
+        if html_path or plot_dir:
+            raise ValueError("--html/--plot: this --block-size gives an interval (two bound replays), not one run; "
+                             "use a multiple of the trace's block size")
         return _replay_interval(kw, streams, fmt)
     trace = open_trace_kwargs(kw) if streams is None else streams["exact"]
     total = getattr(trace, "estimated_requests", None)
@@ -479,6 +486,8 @@ def replay(fmt: str, requests_out: str | None, **kw: Any) -> None:
     if requests_out:
         write_requests(result.requests, requests_out)
     payload = s.to_dict()
+    if html_path or plot_dir:
+        write_replay_outputs(html_path, plot_dir, result, kw, None if streams is None else streams["exact"], s)
     if fmt == "csv":
         from pcs.report.replay import csv_row
 

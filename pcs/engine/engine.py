@@ -43,6 +43,7 @@ import numpy as np
 from pcs.cache.hierarchy import Hierarchy
 from pcs.engine.ledger import ReplayLedger
 from pcs.engine.chunks import Chunk
+from pcs.engine.series import Sampler
 from pcs.engine.restores import link_restores
 from pcs.engine.timing import TimeModel  # noqa: F401  (re-exported)
 
@@ -63,10 +64,13 @@ class EngineResult:
         ledger: the run's counters.
         columns: per-request columns (name -> ``array.array``), admission
             (= trace) order.
+        sampler: the time-series samples (:class:`pcs.engine.series.Sampler`;
+            the fast path's from :func:`pcs.engine.series.sequential_samples`).
     """
 
     ledger: ReplayLedger
     columns: dict
+    sampler: Sampler | None = None
 
 
 class ReplayEngine:
@@ -115,6 +119,8 @@ class ReplayEngine:
         self._queue: deque = deque()
         self._events: list = []
         self._seq = 0
+        self.sampler = Sampler()  # the time series (docs/semantics.md §11): state at fixed simulated-time steps
+        self._next_sample = float("-inf")
         #: a hybrid hierarchy's clock (pcs.cache.grouphier.GroupHierarchy.tick); None for the others
         self._tick = getattr(hierarchy, "tick", None)
 
@@ -144,9 +150,13 @@ class ReplayEngine:
         start, done, finish = self.h.start, self.h.prefill_done, self.h.finish
         off, hashes, n, cap = ch.offsets, ch.block_hashes, ch.cacheable, ch.max_hit_blocks
         check, tick = self.check, self._tick
-        for i in range(len(ch.arrival_s)):
+        arrival = ch.arrival_s
+        nxt = self._next_sample
+        for i in range(len(arrival)):
+            if arrival[i] >= nxt:  # a time-series boundary passed: sample before this request
+                nxt = self._next_sample = self.sampler.take(arrival[i], self._snapshot)
             o = off[i]
-            tick and tick(ch.arrival_s[i])
+            tick and tick(arrival[i])
             adm = start(hashes[o:o + n[i]], n[i], cap[i], 0, False)   # only the cacheable head is read
             check and self.h._check()
             self._account(ch, i, adm, 0.0, 0.0)
@@ -160,6 +170,8 @@ class ReplayEngine:
             if a < self._now:
                 a = self._now  # a trace out of order: treat as arriving now
             self._advance(a)
+            if a >= self._next_sample:
+                self._next_sample = self.sampler.take(a, self._snapshot)
             self._now = a
             q.append((ch, i, a))
             if len(q) == 1:
@@ -168,8 +180,11 @@ class ReplayEngine:
     def _advance(self, t: float) -> None:
         ev = self._events
         h = self.h
+        nxt = self._next_sample
         while ev and ev[0][0] <= t:
             when, _, kind, adm = heapq.heappop(ev)
+            if when >= nxt:  # a time-series boundary passed: sample the state before this event
+                nxt = self._next_sample = self.sampler.take(when, self._snapshot)
             self._tick and self._tick(when)
             if kind == 0:
                 h.prefill_done(adm)
@@ -204,6 +219,9 @@ class ReplayEngine:
             self._advance(float("inf"))
             assert not self._queue, "a request could never be admitted"
         self._flush()
+        if self.sampler.t0 is not None:  # the end state, at the first boundary after the last event
+            end = max(self._cols["finish_s" if self.timing == "modeled" else "arrival_s"])
+            self.sampler.take(self.sampler.take(max(end, self.sampler.t0), self._snapshot), self._snapshot)
         c = self._cols
         L = self.ledger
         col = lambda name, dt: np.frombuffer(c[name], dtype=dt) if len(c[name]) else np.zeros(0, dt)  # noqa: E731
@@ -218,7 +236,14 @@ class ReplayEngine:
         L.requests_truncated = int(col("truncated", np.int8).sum())
         L.requests_waited = int((col("wait_s", np.float64) > 0).sum())
         L.tier_hit_tokens = [int(col(f"hit_tokens_{t.name}", np.int64).sum()) for t in self.h.tiers]
-        return EngineResult(L, dict(c))
+        return EngineResult(L, dict(c), self.sampler)
+
+    def _snapshot(self) -> tuple:
+        """The state a time-series sample keeps (:class:`pcs.engine.series.Sampler`): requests admitted
+        and waiting, resident blocks per tier, restored bytes per link so far, when each link is free."""
+        return (len(self._cols["hit_blocks"]) + len(self._rows), len(self._queue),
+                [len(t.resident) for t in self.h.tiers], [lk.restored_bytes for lk in self.ledger.links],
+                self._link_free[:])
 
     # -- accounting ---------------------------------------------------------------------------
     def _flush(self) -> None:

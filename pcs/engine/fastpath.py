@@ -43,6 +43,7 @@ import numpy as np
 
 from pcs.blocks import BlockRules, SingleSequenceResult
 from pcs.engine.engine import EngineResult
+from pcs.engine.series import sequential_samples
 from pcs.engine.ledger import ReplayLedger
 from pcs.engine.lruscan import NotChained, SequentialLru
 from pcs.engine.chunks import rule_columns
@@ -227,4 +228,5 @@ def run(prep: Scan, tier_name: str = "gpu", write_policy: str = "back",
     if progress is not None:
         for k in prep.batch_sizes:
             progress(k)
-    return EngineResult(L, cols), state
+    samples = sequential_samples(prep.arrival_s, np.minimum(c, np.cumsum(held - lead)))  # evictions only when full
+    return EngineResult(L, cols, samples), state

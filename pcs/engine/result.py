@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from pcs.engine.series import RequestDistributions, TimeSeries
 from pcs.engine.schedresult import SchedulerSummary
 from pcs.schema import field, result
 
@@ -236,6 +237,11 @@ class ReplaySummary:
         "-", "how the GPU tier was sized: the pcs.model.deploy.Deployment fields (bytes, GB/s as named there), "
              "gpu_tier_from (deployment or --tier), layout, tp_group, assumptions (docs/models.md)",
         omit_none=True, default=None)
+    series: TimeSeries | None = field("-", "the run over simulated time at a fixed step, at most 512 samples "
+                                           "(docs/semantics.md §11)", omit_none=True, default=None)
+    distributions: RequestDistributions | None = field("-", "TTFT CDFs with and without the cache, restore vs "
+                                                            "recompute per request (bounded)",
+                                                       omit_none=True, default=None)
     compute: str | None = field("-", "modeled timing's compute: step (the step scheduler) or infinite (every "
                                      "prefill at full speed at once); absent in sequential timing "
                                      "(docs/semantics.md §9)", omit_none=True, default=None)

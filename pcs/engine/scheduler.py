@@ -168,6 +168,7 @@ class StepEngine(ReplayEngine):
         self._kv_acc = 0.0             # time the queue has been blocked for KV space, up to _kv_since
         self._kv_since = -1.0          # when the current block began (-1: not blocked)
         self._bs = None
+        self._admitted = 0             # requests admitted at least once (first admissions follow trace order)
         c = self._cols
         self._tier_cols = [c[f"hit_tokens_{t.name}"] for t in hierarchy.tiers]
         self._first_cols = tuple(c[n] for n in ("hit_blocks", "missed_blocks", "hit_tokens", "recomputed_hit_blocks",
@@ -192,10 +193,12 @@ class StepEngine(ReplayEngine):
                      "restore_s", "wait_link_s",
                      "recomputed_hit_blocks", "decode_blocks_cached") + tuple(
                          f"hit_tokens_{t.name}" for t in self.h.tiers):
-            c[name].extend(bytes(m) if c[name].typecode == "b" else [0] * m)
+            col = c[name]
+            col.frombytes(bytes(col.itemsize * m))        # zeros (0, 0.0), copied rather than converted
+        nans = array("d", (_NAN,)) * m
         for name in ("prefill_s", "wait_s", "ttft_s", "finish_s", "wait_compute_s", "exposed_restore_s",
                      "prefill_steps_s", "e2e_s", "tpot_s"):
-            c[name].extend([_NAN] * m)
+            c[name].extend(nans)
         dec = self.decode.hashes if self.decode is not None else None
         bs = chunk.block_size
         waiting, stats = self.waiting, self.stats
@@ -209,9 +212,13 @@ class StepEngine(ReplayEngine):
                 self._run_until(a)
                 if self.now < a:
                     self._idle(a)
+            if a >= self._next_sample:       # the first arrival (t0); later boundaries are taken as time moves
+                self._next_sample = self.sampler.take(a, self._snapshot)
             p = prompts[i]
             dh = dec.get(k, _NONE) if dec is not None and cacheable[i] == p // bs else _NONE
-            waiting.append(_Req(k, chunk, i, a, p, outputs[i], dh, self._kv_clock()))
+            since = self._kv_since                           # _kv_clock() written out
+            waiting.append(_Req(k, chunk, i, a, p, outputs[i], dh,
+                                self._kv_acc + (self.now - since if since >= 0 else 0.0)))
             k += 1
             stats.in_system_area_s += self.now - a
             self._in_system += 1
@@ -229,7 +236,7 @@ class StepEngine(ReplayEngine):
     def _run_until(self, t: float) -> None:
         """Run steps while the next one starts before ``t`` (``t`` = inf: until nothing is left)."""
         pend, blk, fin, check = self._pending, self._blk, self._fin, self.check     # the heaps (never rebound)
-        compose, prefill_step = self._compose, self._prefill_step
+        compose, prefill_step, decode_skip = self._compose, self._prefill_step, self._decode_skip
         while self.now < t:
             if pend and pend[0][0] <= self.now:
                 self._ready_due()
@@ -240,7 +247,7 @@ class StepEngine(ReplayEngine):
                 prefill_step(chunks)
             elif self.d:
                 nxt = pend[0][0] if pend else _INF
-                self._decode_skip(t if t < nxt else nxt)
+                decode_skip(t if t < nxt else nxt)
             else:
                 nxt = pend[0][0] if pend else _INF
                 nxt = t if t < nxt else nxt
@@ -254,27 +261,31 @@ class StepEngine(ReplayEngine):
 
     def _idle(self, until: float) -> None:
         """Nothing to compute: the clock moves to ``until``."""
+        if until >= self._next_sample:   # time-series boundaries in (now, until] see the state during the gap
+            self._next_sample = self.sampler.take(until, self._snapshot)
         self.stats.in_system_area_s += self._in_system * (until - self.now)
         self.now = until
 
     def _elapse(self, seconds: float, stall: float, steps: int, tokens: int, chunks: int) -> None:
         """``steps`` steps taking ``seconds`` (stall included) ran from ``now``."""
-        st = self.stats
+        st, now = self.stats, self.now
+        if now + seconds >= self._next_sample:   # boundaries in (now, now + seconds]: the state during the steps
+            self._next_sample = self.sampler.take(now + seconds, self._snapshot)
         if self.steps_log is not None:
-            self.steps_log.append((self.now, seconds, stall, tokens, self.d, chunks, steps))
-        t0 = self.now - st.origin_s
+            self.steps_log.append((now, seconds, stall, tokens, self.d, chunks, steps))
+        t0 = now - st.origin_s
         b = int(t0)
         bins = st.busy_per_s
         if b == int(t0 + seconds) and b < len(bins):     # within one 1-second bin (most steps)
             bins[b] += seconds
             st.busy_s += seconds
         else:
-            st.add_busy(self.now, seconds)
+            st.add_busy(now, seconds)
         if stall:
             st.stall_s += stall
         st.steps += steps
         st.in_system_area_s += self._in_system * seconds
-        self.now += seconds
+        self.now = now + seconds
         self.G += steps
         self.S += self.d * steps
 
@@ -282,14 +293,16 @@ class StepEngine(ReplayEngine):
         """The prefill chunks of the step at ``now`` (running prefills, then admissions): [(request, tokens)]."""
         left = self.budget - self.d
         chunks = []
+        w = self.waiting
         for r in self.prefilling:
             if left <= 0:
-                break
+                return chunks
             if r.ready:
-                n = r.rem if r.rem < left else left
+                n = r.rem
+                if n > left:
+                    n = left
                 chunks.append((r, n))
                 left -= n
-        w = self.waiting
         if not w or left <= 0 or self._blocked:
             return chunks
         running, seqs = self.running, self.max_seqs
@@ -310,14 +323,17 @@ class StepEngine(ReplayEngine):
     def _prefill_step(self, chunks: list) -> None:
         """Run one step with prefill chunks (and the decode batch): ``StepCost.step_s`` written out."""
         tok_s, pair_s, kv_seq, kv_tok, attn_seq, attn_tok, w_act, w_tot, plain = self._c
-        d = self.d
+        d, now = self.d, self.now
         comp = mem = 0.0
         tokens = d
+        late = False                           # a chunk's restore still in flight (layerwise)
         for r, n in chunks:
             c = r.ctx
             comp += tok_s * n + (pair_s * (n * c + n * (n + 1) / 2) if plain else self.cost.chunk_attn_s(n, c))
             mem += kv_seq + kv_tok * c
             tokens += n
+            if r.land > now:
+                late = True
         S = self.S
         weights = w_act * tokens
         memory = (weights if weights < w_tot else w_tot) + mem + d * kv_seq + kv_tok * S
@@ -325,9 +341,8 @@ class StepEngine(ReplayEngine):
         if memory > step:
             step = memory
         stall = 0.0
-        if self.policy == "layerwise":
-            now = self.now
-            for r, n in chunks:
+        if late and self.policy == "layerwise":
+            for r, _ in chunks:
                 if r.land > now:
                     e = rst.exposed_s(r.land, now, step, self.cost.layers)
                     if r.ttft != r.ttft:
@@ -338,11 +353,11 @@ class StepEngine(ReplayEngine):
         self.stats.prefill_steps += 1
         self._elapse(step + stall, stall, 1, tokens, len(chunks))
         for r, n in chunks:
-            r.rem -= n
             r.ctx += n
             if r.ttft != r.ttft:
                 r.prefill_s += step
-            if r.rem == 0:
+            r.rem -= n
+            if not r.rem:
                 self._prefill_complete(r)
 
     def _decode_skip(self, t: float) -> None:
@@ -503,6 +518,7 @@ class StepEngine(ReplayEngine):
         if r.first:
             self._first_columns(r, adm, kept, ht if ht < p else p)
             r.first = False
+            self._admitted += 1
         else:
             self.stats.recompute_tokens += r.rem
         return True
@@ -514,7 +530,12 @@ class StepEngine(ReplayEngine):
             return hits
         now, bs, p, st = self.now, self._bs, r.p, self.stats
         plan = rst.plan(adm, now, self._link_free, self.links, self.block_bytes)
-        land = max(b + x for _, _, _, b, x in plan)
+        land = begin = -_INF                                 # latest end, latest start of a transfer
+        for _, _, _, b, x in plan:
+            if b + x > land:
+                land = b + x
+            if b > begin:
+                begin = b
         lead = adm.gpu_lead_blocks
         t_lead, t_hits = min(lead * bs, p), min(hits * bs, p)
         saved = self.cost.prefill_s(p - t_lead, t_lead) - self.cost.prefill_s(p - t_hits, t_hits)
@@ -533,7 +554,7 @@ class StepEngine(ReplayEngine):
             c = self._cols
             c["restored_bytes"][r.k] = nbytes
             c["restore_s"][r.k] = restore_s
-            c["wait_link_s"][r.k] = max(b for _, _, _, b, _ in plan) - now
+            c["wait_link_s"][r.k] = begin - now
         return self._overlap(r, plan, land, hits, lead)
 
     def _overlap(self, r, plan: list, land: float, hits: int, lead: int) -> int:
@@ -577,23 +598,24 @@ class StepEngine(ReplayEngine):
         self.h.prefill_done(r.adm)
         if r.ttft != r.ttft:
             r.ttft = self.now
-        r.out += 1
-        if r.out >= r.o:
+        out = r.out = r.out + 1
+        if out >= r.o:
             self._finish(r)
             return
+        G, p = self.G, r.p
         r.decoding = True
-        r.kv0, r.g0 = r.p, self.G
+        r.kv0, r.g0 = p, G
         self.d += 1
-        self.S += r.p
-        heapq.heappush(self._fin, (self.G + r.o - r.out, r.seq, r.epoch, r))
+        self.S += p
+        heapq.heappush(self._fin, (G + r.o - out, r.seq, r.epoch, r))
         if r.grows:
-            self._push_boundary(r, self.G)
+            self._push_boundary(r, G)
 
     def _finish_due(self) -> None:
         """Requests whose last decode step has run."""
-        fin, G = self._fin, self.G
+        fin, G, pop = self._fin, self.G, heapq.heappop
         while fin and fin[0][0] <= G:
-            _, _, ep, r = heapq.heappop(fin)
+            _, _, ep, r = pop(fin)
             if ep == r.epoch:
                 kv = r.kv0 + (G - r.g0)
                 self.d -= 1
@@ -637,10 +659,14 @@ class StepEngine(ReplayEngine):
         hit_tokens[k] = ht
         recomputed[k] = adm.hit_blocks - kept
         truncated[k] = adm.truncated
-        wait[k] = self._kv_clock() - r.kv_mark                  # the queue's wait for KV space (the rest: compute)
-        pre = r.ch.prefill_s
-        prefill[k] = pre[r.ch.prefill_offsets[r.i] + kept] if pre else 0.0
-        self._note_held()
+        since = self._kv_since                                  # _kv_clock() written out
+        wait[k] = self._kv_acc + (self.now - since if since >= 0 else 0.0) - r.kv_mark  # the queue's wait for
+        ch = r.ch                                                                       # KV space (rest: compute)
+        pre = ch.prefill_s
+        prefill[k] = pre[ch.prefill_offsets[r.i] + kept] if pre else 0.0
+        held = self._held()                                     # _note_held() written out
+        if held > self.ledger.peak_reserved_blocks:
+            self.ledger.peak_reserved_blocks = held
 
     def _kept_tiers(self, k: int, adm, kept: int, ht: int) -> None:
         """Tier columns when fewer hits were kept than found (fallback, best-effort): the GPU lead, then what
@@ -679,6 +705,13 @@ class StepEngine(ReplayEngine):
         e2e_c[k] = now - r.arrival
         tpot_c[k] = (now - r.ttft) / (r.o - 1) if r.o > 1 else _NAN
         preempt_c[k] = r.preemptions
+
+    def _snapshot(self) -> tuple:
+        """A time-series sample's state (:class:`pcs.engine.series.Sampler`, docs/semantics.md §11): requests
+        admitted at least once, waiting (preempted ones included), resident blocks per tier, restored bytes per
+        link so far, when each link is free, and running (admitted, not finished, not preempted)."""
+        return (self._admitted, len(self.waiting), [len(t.resident) for t in self.h.tiers],
+                [lk.restored_bytes for lk in self.ledger.links], self._link_free[:], len(self.running))
 
     def _check(self) -> None:
         """Invariants after an event (tests): the hierarchy's, the decode batch's and the budget's."""

@@ -21,6 +21,7 @@ import numpy as np
 
 from pcs.cache.policies import ProtectedPolicy
 from pcs.engine.lens import payload_lens
+from pcs.engine.series import TimeSeries, request_distributions, series_payload
 from pcs.engine.result import (BytesSummary, EnvelopeSummary, GapSplit, LinkEnvelope, ReplaySummary,
                                TierSummary)
 
@@ -242,8 +243,24 @@ def build_summary(res, state: CacheState, seq_ledger, single, ideal, ctx: dict) 
         tiers=tiers, bytes=_bytes(L, state, tiers, ctx), envelope=envelope, payload_lens=lens,
         engine=ctx.get("engine"), engine_reason=ctx.get("engine_reason"),
         baseline_engine=ctx.get("baseline_engine"), baseline_engine_reason=ctx.get("baseline_engine_reason"),
+        series=_series(res, tiers),
+        distributions=request_distributions({k: _values(res.columns[k]) for k in _DISTRIBUTION_COLUMNS}),
         compute=ctx.get("compute"), scheduler=ctx.get("scheduler"), hybrid=_hybrid(res, state, ctx),
     )
+
+
+_DISTRIBUTION_COLUMNS = ("ttft_s", "prefill_no_cache_s", "prefill_s", "restore_s", "restored_bytes")
+
+
+def _series(res, tiers) -> TimeSeries | None:
+    """The run's time series (:func:`pcs.engine.series.series_payload`); None without samples (the fast path)."""
+    if res.sampler is None or res.sampler.t0 is None:
+        return None
+    c = res.columns
+    return series_payload(res.sampler, _values(c["prompt_tokens"]), _values(c["hit_tokens"]), _values(c["finish_s"]),
+                          [{"name": t.name, "bytes_per_block": t.bytes_per_block,
+                            "bytes_per_block_by_component": t.bytes_per_block_by_component,
+                            "link_bandwidth_bps": t.link_bandwidth_bps} for t in tiers])
 
 
 def _lens_links(links, ctx: dict):

@@ -26,6 +26,7 @@ RUNS = {
     "compare": ["--policy", "lru", "--policy", "slru", "--tier", "gpu=100blocks", "--timing", "sequential"],
     "curve": ["--capacities", "10blocks,100blocks"],
     "deploy": ["--model", "llama-3.1-8b", "--tp", "1"],
+    "report": ["{root}/tests/report/footprint_llama31_8b.json", "-o", "{tmp}/r.html"],
     "policies": [],
     "sweep run": ["{root}/traces/sweep_sample.toml", "-o", "{tmp}/sweep", "--jobs", "1"],
     "sweep summarize": ["{tmp}"],

@@ -24,7 +24,7 @@ REPLAY_KEYS = [
     "cacheable_blocks", "hit_blocks", "block_misses", "hit_ratio", "hit_ratio_per_tier",
     "single_sequence_hit_ratio", "ideal_hit_ratio", "sequential_hit_ratio", "gap", "requests_with_hit",
     "requests_truncated", "requests_waited", "reference_bytes_per_block", "tiers", "bytes", "envelope",
-    "payload_lens", "notes", "deployment", "compute", "scheduler"]
+    "payload_lens", "notes", "deployment", "series", "distributions", "compute", "scheduler"]
 #: added after them by the engine-selection table (docs/semantics.md §15)
 ENGINE_KEYS = ["engine", "engine_reason", "baseline_engine", "baseline_engine_reason"]
 #: added after them by the gap split's oracle run (replay(gap_oracle=True); docs/semantics.md §12)

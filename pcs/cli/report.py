@@ -1,0 +1,205 @@
+"""``pcs report``: one self-contained HTML page (and ``--plot`` figures) from the JSON of other commands.
+
+Also the ``--html FILE`` / ``--plot DIR`` options that ``replay``, ``compare``,
+``curve`` and ``footprint`` share (:func:`html_options`, :func:`write_outputs`).
+The page: :mod:`pcs.report.html`; the figures: :mod:`pcs.report.htmlplot`;
+docs/report.md.
+"""
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any, Callable, Mapping, Sequence
+
+import click
+
+from pcs.cli.common import command, emit, format_option, quiet_option
+
+__all__ = ["report", "html_options", "check_outputs", "write_outputs", "write_replay_outputs", "command_line"]
+
+
+def html_options(f: Callable) -> Callable:
+    """``--html FILE`` and ``--plot DIR`` (the page and its figures)."""
+    f = click.option("--plot", "plot_dir", type=click.Path(file_okay=False), default=None,
+                     help="Also write every figure of the page as DIR/<figure>.png and .svg "
+                          "(needs the plot extra: pip install -e '.[plot]').")(f)
+    return click.option("--html", "html_path", type=click.Path(dir_okay=False), default=None,
+                        help="Also write a self-contained HTML report to FILE (charts, tables, inputs; no "
+                             "network; needs the report extra: pip install -e '.[report]').")(f)
+
+
+def command_line() -> list[str] | None:
+    """The command line of this pcs process (``pcs`` + its arguments), or None when not run as ``pcs``."""
+    prog = os.path.basename(sys.argv[0]) if sys.argv else ""
+    return ["pcs", *sys.argv[1:]] if prog in ("pcs", "__main__.py") else None
+
+
+def check_outputs(html_path: str | None, plot_dir: str | None, inputs: Mapping[str, object] = {},
+                  html_option: str = "--html") -> None:
+    """Fail before any work when an output cannot be written or its extra is not installed.
+
+    The page goes through :func:`pcs.outfile.check_outputs` (its folder
+    exists and is writable, it is not an input of the run, not ``-``);
+    ``--plot DIR`` is a folder (made if missing) whose parent must exist.
+
+    Args:
+        inputs: what each input of the run is (``"TRACE"`` ...) -> its path or None.
+        html_option: the option naming the page (``--html``; ``-o`` for ``pcs report``).
+    Raises:
+        ValueError: one line naming the option and the fix.
+    """
+    from pcs.outfile import check_outputs as check_files
+
+    check_files({html_option: html_path}, inputs)
+    if plot_dir:
+        p = Path(plot_dir)
+        if p.exists() and not p.is_dir():
+            raise ValueError(f"--plot {plot_dir}: exists and is not a folder (--plot names a folder of figures)")
+        if not p.resolve().parent.is_dir():
+            raise ValueError(f"--plot {plot_dir}: the folder {str(p.parent)!r} does not exist")
+    if html_path:
+        from pcs.report.html import require_jinja2
+
+        require_jinja2()
+    if plot_dir:
+        from pcs.report.htmlplot import require_vl_convert
+
+        require_vl_convert()
+
+
+def write_outputs(html_path: str | None, plot_dir: str | None, payloads: Sequence[dict], *,
+                  curve: dict | None = None, oracle: dict | None = None) -> dict:
+    """Write the page and/or the figures of ``payloads`` (see :func:`pcs.report.html.write_report`).
+
+    Returns:
+        ``{"html", "html_bytes", "charts", "plots"}``: the page written (None
+        without ``html_path``), its size in bytes, the chart ids, the figure files.
+    Raises:
+        ValueError: a missing extra (Jinja2, vl-convert); a directory that does not exist.
+    """
+    done: dict[str, Any] = {"html": html_path, "html_bytes": None, "charts": [], "plots": []}
+    if not (html_path or plot_dir):
+        return done
+    check_outputs(html_path, plot_dir)
+    from pcs.cli.common import to_jsonable
+    from pcs.report.html import write_report
+    from pcs.report.htmlpage import build_page
+
+    payloads = [to_jsonable(p) for p in payloads]
+    if html_path:
+        page = write_report(html_path, payloads, curve=curve, oracle=oracle, command=command_line())
+    else:
+        page = build_page(payloads, curve=curve, oracle=oracle)
+    done["charts"] = [c.id for c in page["charts"]]
+    if html_path:
+        done["html_bytes"] = Path(html_path).stat().st_size
+    if plot_dir:
+        from pcs.report.htmlplot import write_plots
+
+        done["plots"] = [str(p) for p in write_plots(page["charts"], plot_dir)]
+    return done
+
+
+def replay_page_curve(trace: Any, s: dict, quiet: bool) -> tuple[dict | None, dict | None]:
+    """The curve and oracle of a replay page (:func:`pcs.report.htmlcurve.replay_curve`); (None, None) if unreadable."""
+    from pcs.report.htmlcurve import replay_curve
+
+    why = None
+    if isinstance(trace, str) and not Path(trace).is_file():
+        why = f"trace {trace} not found"
+    elif isinstance(trace, str) and any("re-blocked" in str(n) for n in s.get("notes", ())):
+        why = "the run re-blocked its trace"
+    if why:
+        if not quiet:
+            click.echo(f"pcs: note: {why}: no hit-rate curve and no oracle on the page (give a pcs curve JSON "
+                       "too)", err=True)
+        return None, None
+    return replay_curve(trace, s)
+
+
+def write_replay_outputs(html_path: str | None, plot_dir: str | None, result: Any, kw: dict[str, Any],
+                         trace: Any = None, summary: Any = None) -> None:
+    """``pcs replay --html/--plot``: the run's page, its curve and oracle from the same trace.
+
+    Args:
+        result: the :class:`pcs.engine.api.ReplayResult`.
+        kw: the parsed replay options (``trace``, ``trace_format``, ``block_size``, ``quiet``).
+        trace: the opened trace the run read when it is not a plain path (a re-blocked one).
+        summary: the summary the command prints (the run's with the trace notes added); None = the run's.
+    """
+    s = (summary if summary is not None else result.summary).to_dict()
+    if trace is None and kw["trace"] and kw["trace_format"]:
+        from pcs.trace import open_trace
+
+        trace = open_trace(kw["trace"], format=kw["trace_format"], block_size=kw["block_size"])
+    curve, oracle = replay_page_curve(trace if trace is not None else s["trace"], s, kw["quiet"])
+    write_outputs(html_path, plot_dir, [s], curve=curve, oracle=oracle)
+
+
+def _read_payload(path: str) -> dict:
+    from pcs.report.htmlpage import payload_kind
+
+    try:
+        payload = json.loads(Path(path).read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{path}: line {exc.lineno}: not JSON ({exc.msg})") from None
+    except UnicodeDecodeError:
+        raise ValueError(f"{path}: not UTF-8 text") from None
+    try:
+        payload_kind(payload)
+    except ValueError as exc:
+        raise ValueError(f"{path}: {exc}") from None
+    return payload
+
+
+@command("report")
+@click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False, exists=True))
+@click.option("-o", "--output", "html_path", type=click.Path(dir_okay=False), default=None,
+              help="The HTML page to write (self-contained: opens from a file, no network).")
+@click.option("--plot", "plot_dir", type=click.Path(file_okay=False), default=None,
+              help="Also write every figure as DIR/<figure>.png and .svg (pip install -e '.[plot]').")
+@click.option("--no-curve", is_flag=True,
+              help="Do not read a replay's trace for the hit-rate curve and the oracle (Belady).")
+@format_option
+@quiet_option
+def report(files: tuple[str, ...], html_path: str | None, plot_dir: str | None, no_curve: bool, fmt: str,
+           quiet: bool) -> None:
+    """Draw one HTML page from the JSON of pcs replay, compare, curve and footprint (--format json).
+
+    \b
+    The first replay gives the headline (real vs single-sequence hit ratio and
+    the oracle, the gap split as a waterfall), its curve, time series,
+    distributions, envelope and tiers; more replays add a side-by-side table;
+    compare, curve and footprint JSON add their sections. A replay's curve and
+    oracle are computed from its trace when the file is there (--no-curve: not).
+    Example:
+      pcs replay trace.jsonl --format json > run.json
+      pcs report run.json -o report.html --plot figures/
+      pcs report run.json curve.json compare.json -o all.html
+    Prints what it wrote (--format json: html, html_bytes, charts, plots).
+    """
+    if not (html_path or plot_dir):
+        raise click.UsageError("give -o FILE.html and/or --plot DIR")
+    check_outputs(html_path, plot_dir, {f"input {i + 1}": f for i, f in enumerate(files)}, html_option="-o")
+    payloads = [_read_payload(f) for f in files]
+    curve = oracle = None
+    from pcs.report.htmlpage import payload_kind
+
+    kinds = [payload_kind(p) for p in payloads]
+    runs = [p for p, k in zip(payloads, kinds) if k == "replay"]
+    if runs and not no_curve and "curve" not in kinds:
+        curve, oracle = replay_page_curve(runs[0]["trace"], runs[0], quiet)
+    done = write_outputs(html_path, plot_dir, payloads, curve=curve, oracle=oracle)
+    emit(done, fmt, lambda: _written(done), rows_key=None)
+
+
+def _written(done: dict) -> str:
+    """The table form of ``pcs report``: what was written."""
+    lines = []
+    if done["html"]:
+        lines.append(f"wrote {done['html']}: {len(done['charts'])} charts, {done['html_bytes']:,} bytes")
+    if done["plots"]:
+        lines.append(f"wrote {len(done['plots'])} figure files: {', '.join(done['plots'])}")
+    return "\n".join(lines)

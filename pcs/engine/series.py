@@ -1,0 +1,272 @@
+"""Bounded views of a replay for plots: per-request distributions and the time-series sampler.
+
+A replay's per-request table grows with the trace; the summary carries
+these fixed-size views instead (docs/semantics.md §11), so the JSON and the
+HTML report stay small whatever the trace length:
+
+- ``ttft_cdf``: TTFT with the cache and without it (``prefill_no_cache_s``,
+  the full prefill with no wait) at :data:`CDF_LEVELS` quantile levels
+  (0, 0.5 %, ..., 100 %; ``inverted_cdf``: each value is a request's own);
+- ``restore_vs_recompute``: for requests that restored blocks, the restore
+  time (queueing included) and the prefill the request's hits save
+  (``prefill_no_cache_s - prefill_s``), at most :data:`MAX_POINTS` of them,
+  evenly spaced in trace order.
+
+:class:`Sampler` keeps the engine's state at boundaries ``t0 + k x step_s`` of
+simulated time (``t0``: the first arrival): whenever more than
+:data:`MAX_SAMPLES` boundaries would be needed, the step doubles and every
+other sample is dropped (the kept ones lie on the new grid), so the series
+has a fixed step and at most :data:`MAX_SAMPLES` samples whatever the trace
+length; the step is :data:`BASE_STEP_S` x 2^k, the smallest that fits.
+"""
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+import numpy as np
+
+from pcs.schema import field, result
+
+__all__ = ["CDF_LEVELS", "MAX_POINTS", "MAX_SAMPLES", "BASE_STEP_S", "Sampler", "TimeSeries", "TtftCdf",
+           "RestoreScatter", "RequestDistributions", "request_distributions", "series_payload", "sequential_samples"]
+
+#: Quantile levels of the TTFT CDFs: 201 levels, 0 to 1 in steps of 0.005.
+CDF_LEVELS = np.linspace(0.0, 1.0, 201)
+#: Most requests in the restore-vs-recompute scatter.
+MAX_POINTS = 2000
+#: Most samples of a time series.
+MAX_SAMPLES = 512
+#: The smallest sampling step, simulated seconds (steps are this x 2^k).
+BASE_STEP_S = 0.001
+
+
+@result
+class TtftCdf:
+    """TTFT with and without the cache at fixed quantile levels (docs/semantics.md §9, §10)."""
+
+    quantiles: tuple[float, ...] = field("ratio", "quantile levels 0, 0.005, ..., 1 (empty without requests)")
+    with_cache_s: tuple[float, ...] = field("s", "TTFT at each level (inverted CDF: a request's own value)")
+    without_cache_s: tuple[float, ...] = field("s", "full prefill, no wait, at each level")
+
+
+@result
+class RestoreScatter:
+    """Per request that restored blocks: restore time against the prefill its hits save (at most 2,000)."""
+
+    requests: int = field("count", "requests that restored blocks")
+    sampled: int = field("count", "of them listed here, evenly spaced in trace order")
+    prefill_saved_s: tuple[float, ...] = field("s", "prefill_no_cache_s - prefill_s of each listed request")
+    restore_s: tuple[float, ...] = field("s", "its restore time, link queueing included")
+
+
+@result
+class RequestDistributions:
+    """Bounded views of the per-request table for plots (docs/semantics.md §11)."""
+
+    ttft_cdf: TtftCdf = field("-", "TTFT with and without the cache")
+    restore_vs_recompute: RestoreScatter = field("-", "restore time vs the prefill it saves, per request")
+
+
+@result
+class TimeSeries:
+    """The replay sampled at a fixed simulated-time step, at most 512 samples (docs/semantics.md §11).
+
+    Columns hold one value per sample; per-tier and per-link columns are
+    objects keyed by tier name (lower tiers only for links).
+    """
+
+    step_s: float = field("s", "sampling step: 0.001 s x 2^k, the smallest that keeps <= 512 samples")
+    t_s: tuple[float, ...] = field("s", "sample times, seconds since the first arrival")
+    hit_ratio: tuple[float | None, ...] = field("ratio", "hit tokens / prompt tokens of the requests admitted "
+                                                          "since the previous sample (null: none)")
+    hit_ratio_cumulative: tuple[float | None, ...] = field("ratio", "the same since the start")
+    resident_bytes: dict[str, tuple[int, ...]] = field("bytes", "bytes of the blocks each tier holds")
+    resident_bytes_by_component: dict[str, dict[str, tuple[int, ...]]] = field(
+        "bytes", "the same per KV component, for tiers with more than one component")
+    restore_bps: dict[str, tuple[float, ...]] = field("bytes/s", "bytes restored over each link since the "
+                                                                 "previous sample / step_s (counted at admission)")
+    link_bandwidth_bps: dict[str, float | None] = field("bytes/s", "each link's bandwidth, all TP ranks together")
+    waiting_requests: tuple[int, ...] = field("count", "requests arrived and not admitted (FIFO admission)")
+    running_requests: tuple[int, ...] = field("count", "requests admitted and not finished (0 in sequential timing)")
+    restore_backlog_s: dict[str, tuple[float, ...]] = field("s", "seconds of restores queued on each link")
+
+
+class Sampler:
+    """Snapshots at fixed simulated-time boundaries, at most ``max_samples`` of them.
+
+    The engine calls :meth:`take` when its clock reaches :attr:`next_s`
+    (one float comparison per event on the hot path); ``snapshot()``
+    returns the current state as a tuple. Between two calls nothing
+    changed, so every boundary passed gets the same state (one snapshot).
+
+    Attributes:
+        step_s: the current step, seconds (``base_step_s`` x 2^k).
+        t0: the first boundary (the clock at the first call), or None.
+        next_s: the next boundary; ``-inf`` before the first call.
+        rows: ``(boundary_s, *snapshot)`` tuples, one per boundary, ascending.
+    """
+
+    __slots__ = ("step_s", "t0", "next_s", "rows", "max_samples")
+
+    def __init__(self, base_step_s: float = BASE_STEP_S, max_samples: int = MAX_SAMPLES) -> None:
+        assert base_step_s > 0 and max_samples >= 2
+        self.step_s = base_step_s
+        self.max_samples = max_samples
+        self.t0: float | None = None
+        self.next_s = float("-inf")
+        self.rows: list[tuple] = []
+
+    def take(self, now_s: float, snapshot) -> float:
+        """Record every boundary <= ``now_s`` not yet recorded; returns the next boundary."""
+        if self.t0 is None:
+            self.t0 = now_s
+        while int((now_s - self.t0) / self.step_s) + 1 > self.max_samples:
+            self._coarsen()
+        last = int((now_s - self.t0) / self.step_s)
+        while self.t0 + (last + 1) * self.step_s <= now_s:  # a quotient rounded down by float error
+            last += 1
+        while self.t0 + last * self.step_s > now_s:  # or up: only boundaries <= now_s, whatever the step
+            last -= 1
+        if last >= len(self.rows):
+            state = snapshot()
+            self.rows.extend((self.t0 + k * self.step_s, *state) for k in range(len(self.rows), last + 1))
+        self.next_s = self.t0 + len(self.rows) * self.step_s
+        return self.next_s
+
+    def _coarsen(self) -> None:
+        """Double the step; keep the samples on the new grid (every other one)."""
+        self.step_s *= 2
+        self.rows = self.rows[::2]
+
+
+def _quantiles(values: np.ndarray) -> list[float]:
+    """``np.quantile(values, CDF_LEVELS, method="inverted_cdf")`` of the finite values, from one sort:
+    level q -> the ceil(n q)-th smallest (1-based; the smallest at q = 0). Equal: test_series.py."""
+    values = np.sort(values[np.isfinite(values)])
+    n = len(values)
+    if not n:
+        return []
+    return values[np.clip(np.ceil(n * CDF_LEVELS).astype(np.int64) - 1, 0, n - 1)].tolist()
+
+
+def request_distributions(columns: Mapping[str, Any]) -> RequestDistributions:
+    """The bounded distributions of a replay's per-request columns.
+
+    Args:
+        columns: name -> array-like, one value per request, of
+            :data:`pcs.engine.summary.REQUEST_COLUMNS` (``ttft_s``,
+            ``prefill_no_cache_s``, ``prefill_s``, ``restore_s``: float64
+            seconds; ``restored_bytes``: int64); numpy arrays, ``array.array``
+            or a pyarrow Table.
+    Returns:
+        :class:`RequestDistributions`; ``quantiles`` empty when no request has a TTFT.
+    """
+    col = lambda name: np.asarray(columns[name], dtype=np.float64)  # noqa: E731
+    with_cache, without = _quantiles(col("ttft_s")), _quantiles(col("prefill_no_cache_s"))
+    restored = np.flatnonzero(col("restored_bytes") > 0)
+    pick = restored
+    if len(restored) > MAX_POINTS:
+        pick = restored[np.unique(np.rint(np.linspace(0, len(restored) - 1, MAX_POINTS)).astype(np.int64))]
+    saved = col("prefill_no_cache_s")[pick] - col("prefill_s")[pick]
+    return RequestDistributions(
+        TtftCdf(tuple(float(q) for q in CDF_LEVELS) if with_cache else (), tuple(with_cache), tuple(without)),
+        RestoreScatter(int(len(restored)), int(len(pick)), tuple(float(v) for v in saved),
+                       tuple(float(v) for v in col("restore_s")[pick])))
+
+def sequential_samples(arrival_s: np.ndarray, resident_after: np.ndarray) -> Sampler:
+    """The samples the event loop takes in sequential timing over one tier, from per-request arrays.
+
+    The fast path's twin of :class:`pcs.engine.engine.ReplayEngine`'s sampling
+    (tests/engine/test_replay_fastpath.py checks the summaries equal): a
+    boundary is taken at the first request arriving at or after it, with
+    the state before that request -- ``i`` requests admitted, none waiting,
+    ``resident_after[i - 1]`` blocks resident, nothing restored, the link free
+    -- and the end state at the first boundary after the last arrival.
+
+    Cost: O(requests) numpy work and one Python step per sample. The step
+    only depends on the latest time sampled, so a dry run over the first
+    arrival, the last and the end boundary gives the final step; sampling on
+    that grid from the start gives the same rows (grid times ``t0 + k x step``
+    scale exactly by powers of two). The first request at or after a
+    boundary is found by a binary search in the running maximum of the
+    arrivals (out-of-order traces included).
+
+    Args:
+        arrival_s: float64 (requests,), trace order.
+        resident_after: int64 (requests,), resident blocks after each request.
+    Returns:
+        the :class:`Sampler` with its rows (empty without requests).
+    """
+    m = arrival_s.shape[0]
+    if m == 0:
+        return Sampler()
+    t0, last = float(arrival_s[0]), max(float(arrival_s.max()), float(arrival_s[0]))
+    dry = Sampler()
+    dry.take(t0, tuple)
+    dry.take(dry.take(last, tuple), tuple)
+    s = Sampler(base_step_s=dry.step_s)
+    state = lambda i: (i, 0, [int(resident_after[i - 1]) if i else 0], [0], [0.0])  # noqa: E731
+    top = np.maximum.accumulate(arrival_s)  # first j with top[j] >= t is the first request arriving at or after t
+    nxt = s.take(t0, lambda: state(0))
+    while True:
+        i = int(np.searchsorted(top, nxt, side="left"))
+        if i >= m:
+            break
+        nxt = s.take(float(arrival_s[i]), lambda: state(i))
+    s.take(s.take(last, lambda: state(m)), lambda: state(m))
+    return s
+
+
+def _per_step(cum: np.ndarray, admitted: np.ndarray) -> np.ndarray:
+    """Sums of a per-request column over the requests admitted between consecutive samples (first: 0)."""
+    at = cum[admitted]
+    return np.diff(at, prepend=at[:1])
+
+
+def series_payload(sampler: Sampler, prompt_tokens: np.ndarray, hit_tokens: np.ndarray, finish_s: np.ndarray,
+                   tiers: list[dict]) -> TimeSeries:
+    """The summary's ``series`` object from the engine's samples (docs/replay.md; docs/semantics.md §11).
+
+    Args:
+        sampler: the engine's :class:`Sampler`; each row is ``(boundary_s,
+            admitted_requests, waiting_requests, resident_blocks per tier,
+            restored_bytes per tier (cumulative; 0 for the GPU), the time each
+            tier's link is busy until (seconds)[, running_requests])``; the
+            last field only from the step scheduler (else running is derived
+            from ``finish_s``).
+        prompt_tokens, hit_tokens: per-request columns in admission order,
+            ``np.ndarray[np.int64]``, shape (requests,).
+        finish_s: per-request finish times, ``np.ndarray[np.float64]``, shape
+            (requests,); NaN in sequential timing (nothing runs between samples).
+        tiers: per tier, ``{"name", "bytes_per_block", "bytes_per_block_by_component",
+            "link_bandwidth_bps"}`` (as in the summary's tier rows).
+    Returns:
+        :class:`TimeSeries` (``running_requests``: admitted and finishing at or
+        after the boundary); empty columns when nothing was sampled.
+    """
+    rows = sampler.rows
+    t0 = sampler.t0 or 0.0
+    bounds = np.asarray([r[0] for r in rows], dtype=np.float64)
+    admitted = np.asarray([r[1] for r in rows], dtype=np.int64)
+    cum_p = np.concatenate(([0], np.cumsum(prompt_tokens, dtype=np.int64)))
+    cum_h = np.concatenate(([0], np.cumsum(hit_tokens, dtype=np.int64)))
+    step_p, step_h = _per_step(cum_p, admitted), _per_step(cum_h, admitted)
+    ratio = lambda h, p: tuple(float(a) / float(b) if b else None for a, b in zip(h, p))  # noqa: E731
+    done = np.sort(finish_s[np.isfinite(finish_s)])
+    running = admitted - np.searchsorted(done, bounds, side="left") if len(done) else np.zeros_like(admitted)
+    if rows and len(rows[0]) > 6:  # the step scheduler counts its running requests (preempted ones wait again)
+        running = np.asarray([r[6] for r in rows], dtype=np.int64)
+    lower = range(1, len(tiers))
+    restored = {tiers[j]["name"]: np.diff(np.asarray([r[4][j] for r in rows], dtype=np.float64), prepend=0.0)
+                for j in lower}
+    return TimeSeries(
+        step_s=sampler.step_s, t_s=tuple(float(b - t0) for b in bounds), hit_ratio=ratio(step_h, step_p),
+        hit_ratio_cumulative=ratio(cum_h[admitted], cum_p[admitted]),
+        resident_bytes={t["name"]: tuple(r[3][j] * t["bytes_per_block"] for r in rows) for j, t in enumerate(tiers)},
+        resident_bytes_by_component={
+            t["name"]: {c: tuple(r[3][j] * b for r in rows) for c, b in t["bytes_per_block_by_component"].items()}
+            for j, t in enumerate(tiers) if len(t["bytes_per_block_by_component"]) > 1},
+        restore_bps={k: tuple(float(v) / sampler.step_s for v in d) for k, d in restored.items()},
+        link_bandwidth_bps={tiers[j]["name"]: tiers[j]["link_bandwidth_bps"] for j in lower},
+        waiting_requests=tuple(r[2] for r in rows), running_requests=tuple(int(v) for v in running),
+        restore_backlog_s={tiers[j]["name"]: tuple(max(0.0, r[5][j] - r[0]) for r in rows) for j in lower})

@@ -1,0 +1,240 @@
+"""What the HTML report shows: JSON payloads -> one page model (headline, figures, tables, inputs).
+
+The page is built from the JSON the commands print (``pcs replay``,
+``compare``, ``curve``, ``footprint`` with ``--format json``; keys in
+docs/replay.md, docs/curves.md), so ``pcs report RUN.json`` and ``pcs replay
+--html`` draw the same page. :func:`build_page` returns plain dicts and lists
+that the Jinja2 template (pcs/report/templates/report.html.j2) lays out;
+the figures are :class:`pcs.report.htmlcharts.Chart`.
+
+Kinds of payload (:func:`payload_kind`): a replay summary (``hit_ratio`` and
+``tiers``), a compare (``variants``), a curve (``rows`` and ``knee``), a
+footprint (``components`` and ``by_dtype``).
+"""
+from __future__ import annotations
+
+import shlex
+from typing import Any, Callable, Sequence
+
+from pcs.report import htmlcharts as hc
+from pcs.report.htmltime import time_charts, utilisation_chart
+from pcs.report.htmltables import compare_table, envelope_table, footprint_tables, runs_table, tier_table
+from pcs.units import format_percent
+
+__all__ = ["KINDS", "payload_kind", "build_page", "inputs_rows", "reproduce_command"]
+
+#: The payload kinds a page accepts, in the order their sections appear.
+KINDS = ("replay", "compare", "curve", "footprint")
+
+
+def payload_kind(payload: Any) -> str:
+    """Which command printed ``payload``: one of :data:`KINDS`.
+
+    Raises:
+        ValueError: not a JSON object of one of those commands.
+    """
+    if isinstance(payload, dict):
+        if "hit_ratio" in payload and "tiers" in payload and "gap" in payload:
+            return "replay"
+        if "variants" in payload:
+            return "compare"
+        if "rows" in payload and "knee" in payload and "ceiling_hit_ratio" in payload:
+            return "curve"
+        if "components" in payload and "by_dtype" in payload:
+            return "footprint"
+    raise ValueError("not the JSON of pcs replay, compare, curve or footprint (--format json)")
+
+
+def _headline(s: dict, oracle: dict | None) -> list[dict]:
+    """The three numbers at the top, each with its raw JSON value (the browser test compares them)."""
+    items = [{"key": "hit_ratio", "label": "real hit ratio", "value": s["hit_ratio"],
+              "text": format_percent(s["hit_ratio"], 2), "note": f"this cache, this traffic ({s['timing']} timing)"},
+             {"key": "single_sequence_hit_ratio", "label": "single-sequence hit ratio",
+              "value": s["single_sequence_hit_ratio"], "text": format_percent(s["single_sequence_hit_ratio"], 2),
+              "note": "infinite cache, same block rules: the ceiling"}]
+    if oracle is not None and oracle.get("hit_ratio") is not None:
+        items.append({"key": "oracle_hit_ratio", "label": "oracle (Belady)", "value": oracle["hit_ratio"],
+                      "text": format_percent(oracle["hit_ratio"], 2),
+                      "note": f"offline-optimal eviction, one tier of {oracle['capacity_blocks']:,} blocks "
+                              "(the run's total), sequential"})
+    return items
+
+
+def _run_marks(s: dict) -> list[dict]:
+    """The run's capacities on the curve: the GPU tier, and all tiers together with the real hit ratio."""
+    caps = [t["capacity_blocks"] for t in s["tiers"]]
+    marks = [{"label": f"{s['tiers'][0]['name']} {caps[0]:,} blk", "capacity_blocks": caps[0]}]
+    if len(caps) > 1:
+        marks.append({"label": f"all tiers {sum(caps):,} blk", "capacity_blocks": sum(caps)})
+    marks[-1]["hit_ratio"] = s["hit_ratio"]
+    return marks
+
+
+def _section(sid: str, title: str, charts: Sequence[hc.Chart | None] = (), tables: Sequence[dict] = (),
+             intro: str = "") -> dict | None:
+    charts = [c for c in charts if c is not None]
+    tables = [t for t in tables if t]
+    if not charts and not tables:
+        return None
+    return {"id": sid, "title": title, "charts": charts, "tables": tables, "intro": intro}
+
+
+def _replay_sections(s: dict, curve: dict | None, oracle: dict | None) -> list[dict | None]:
+    dist = s.get("distributions")
+    return [
+        _section("headline", "Hit rate: real, single-sequence, oracle", [hc.waterfall_chart(s, oracle)]),
+        _section("curve", "Hit-rate curve", [hc.curve_chart(curve, _run_marks(s))] if curve else []),
+        _section("time", "Over simulated time", [*time_charts(s.get("series")), utilisation_chart(s.get("scheduler"))]),
+        _section("distributions", "Distributions", [hc.ttft_chart(dist), hc.restore_chart(dist)]),
+        _section("envelope", "Bandwidth envelope per link", tables=[envelope_table(s)]),
+        _section("tiers", "Tiers and footprint", tables=[tier_table(s), *footprint_tables(s)]),
+    ]
+
+
+def build_page(payloads: Sequence[dict], curve: dict | None = None, oracle: dict | None = None,
+               command: Sequence[str] | None = None, version: str | None = None) -> dict:
+    """The page model of one or more payloads.
+
+    Args:
+        payloads: JSON objects of ``pcs replay/compare/curve/footprint``
+            (at least one). The first replay gives the headline; several
+            replays also get a side-by-side table.
+        curve: the hit-rate curve to draw for the first replay (a curve
+            payload, maybe with ``lru_dense`` and ``bytes_per_block``,
+            :func:`pcs.report.htmlcurve.replay_curve`); a curve payload among
+            ``payloads`` is used when this is None.
+        oracle: ``{"hit_ratio", "capacity_blocks"}`` (Belady at the run's capacity) or None.
+        command: the command line that wrote the page (argv, shown quoted).
+        version: the pcs version.
+    Returns:
+        dict with ``title``, ``subtitle``, ``headline`` (list), ``sections``
+        (list of ``{id, title, charts, tables, intro}``), ``inputs`` (rows),
+        ``notes``, ``charts`` (every chart, in page order).
+    Raises:
+        ValueError: no payloads, or one of an unknown kind.
+    """
+    if not payloads:
+        raise ValueError("no JSON payloads to report")
+    by_kind: dict[str, list[dict]] = {k: [] for k in KINDS}
+    for p in payloads:
+        by_kind[payload_kind(p)].append(p)
+    runs, curves = by_kind["replay"], by_kind["curve"]
+    main_curve = curve if curve is not None else (curves[0] if curves else None)
+    sections: list[dict | None] = []
+    if runs:
+        sections += _replay_sections(runs[0], main_curve, oracle)
+        if len(runs) > 1:
+            sections.append(_section("runs", "Runs side by side", tables=[runs_table(runs)]))
+    elif main_curve is not None:
+        sections.append(_section("curve", "Hit-rate curve", [hc.curve_chart(main_curve)]))
+    for i, c in enumerate(by_kind["compare"]):
+        sections.append(_section(f"compare{i or ''}", "Compare: one column per variant",
+                                 [hc.compare_chart(c["variants"], f"compare{i or ''}"),
+                                  hc.compare_curve_chart(c.get("curve") or [], f"compare_curve{i or ''}")],
+                                 [compare_table(c)]))
+    for i, c in enumerate(c for c in curves if c is not main_curve):
+        sections.append(_section(f"curve{i + 2}", f"Hit-rate curve: {c['trace']}",
+                                 [hc.curve_chart(c, (), f"curve{i + 2}")]))
+    for i, f in enumerate(by_kind["footprint"]):
+        sections.append(_section(f"footprint{i or ''}", f"KV footprint: {f['model']}, {f['tokens']:,} tokens",
+                                 tables=footprint_tables(f)))
+    sections = [s for s in sections if s is not None]
+    first = payloads[0]
+    return {"title": _title(first, payload_kind(first)), "subtitle": _subtitle(runs, by_kind),
+            "headline": _headline(runs[0], oracle) if runs else [], "sections": sections,
+            "inputs": inputs_rows(payloads, command, version), "notes": _notes(payloads),
+            "charts": [c for s in sections for c in s["charts"]]}
+
+
+def _title(p: dict, kind: str) -> str:
+    name = str(p.get("trace") or p.get("model") or "")
+    return f"pcs {kind}: {name.rsplit('/', 1)[-1]}" if name else f"pcs {kind}"
+
+
+def _subtitle(runs: list[dict], by_kind: dict) -> str:
+    if runs:
+        from pcs.report.replay import header_line
+
+        return header_line(runs[0])
+    counts = [f"{len(v)} {k}" for k, v in by_kind.items() if v]
+    return "report of " + ", ".join(counts)
+
+
+def _notes(payloads: Sequence[dict]) -> list[str]:
+    seen: dict[str, None] = {}
+    for p in payloads:
+        for n in p.get("notes", ()) or ():
+            seen.setdefault(str(n))
+    return list(seen)
+
+
+def _tiers_text(s: dict) -> str:
+    return ", ".join(f"{t['name']} {t['capacity_blocks']:,} blocks ({t['policy']}"
+                     + (f", link {t['link']}" if t.get("link") else "") + ")" for t in s["tiers"])
+
+
+#: Rows of the inputs table for a replay payload: label and a function payload -> text.
+_REPLAY_INPUTS: list[tuple[str, Callable[[dict], Any]]] = [
+    ("trace", lambda s: s["trace"]),
+    ("model", lambda s: f"{s['model']} (KV {s.get('kv_dtype') or 'default'})"),
+    ("hardware", lambda s: f"{s['tp']}x {s['gpu']}, TP={s['tp']}"),
+    ("tiers", _tiers_text),
+    ("policy", lambda s: f"{s['policy']}, write-{s['write_policy']}"),
+    ("timing", lambda s: s["timing"]),
+    ("block rules", lambda s: f"{s['block_size']} tokens per block; partial last block "
+                              f"{'cached' if s['cache_partial_blocks'] else 'not cached'}; last token "
+                              f"{'recomputed' if s['recompute_last_token'] else 'not recomputed'}"),
+]
+
+
+def inputs_rows(payloads: Sequence[dict], command: Sequence[str] | None, version: str | None) -> list[list[str]]:
+    """The inputs table: what each payload ran on, the pcs version and the command lines (label, text)."""
+    rows: list[list[str]] = []
+    for p in payloads:
+        kind = payload_kind(p)
+        if kind == "replay":
+            rows += [[label, str(fn(p))] for label, fn in _REPLAY_INPUTS]
+            rows.append(["replay command", reproduce_command(p)])
+        else:
+            what = {"compare": ("trace", "model", "timing"), "curve": ("trace", "model", "block_size", "sample_rate"),
+                    "footprint": ("model", "dtype", "tokens", "block_size", "tp")}[kind]
+            rows.append([f"{kind}", "; ".join(f"{k} {p.get(k)}" for k in what)])
+    rows.append(["pcs version", version or "unknown"])
+    if command:
+        rows.append(["page written by", shlex.join(command)])
+    return rows
+
+
+def reproduce_command(s: dict) -> str:
+    """A ``pcs replay`` command line that reruns a replay payload (tiers in blocks, so sizes are exact)."""
+    args = ["pcs", "replay", s["trace"], "--model", s["model"], "--gpu", s["gpu"], "--tp", str(s["tp"])]
+    if s.get("kv_dtype"):
+        args += ["--dtype", s["kv_dtype"]]
+    args += ["--block-size", str(s["block_size"])]
+    for t in s["tiers"]:
+        args += ["--tier", f"{t['name']}={t['capacity_blocks']}blocks"]
+    for t in s["tiers"][1:]:
+        if t.get("link"):
+            args += ["--link", f"{t['name']}={_link_arg(t, s['tp'])}"]
+    pols = {t["policy"] for t in s["tiers"]}
+    if len(pols) == 1:
+        args += ["--policy", pols.pop()]
+    else:
+        args += [a for t in s["tiers"] for a in ("--tier-policy", f"{t['name']}={t['policy']}")]
+    args += ["--timing", s["timing"], "--write-policy", s["write_policy"]]
+    shares = {t["protected_share"] for t in s["tiers"] if t.get("protected_share") is not None}
+    if len(shares) == 1:
+        args += ["--protected-share", f"{shares.pop():g}"]
+    if s["cache_partial_blocks"]:
+        args.append("--cache-partial-blocks")
+    if not s["recompute_last_token"]:
+        args.append("--no-recompute-last-token")
+    return shlex.join(args)
+
+
+def _link_arg(t: dict, tp: int) -> str:
+    """``--link`` value of a tier row: the preset name ("8x pcie-gen5-x16" at TP 8), else bytes/s per GPU."""
+    name = str(t["link"]).split("x ", 1)[-1] if str(t["link"]).startswith(f"{tp}x ") else str(t["link"])
+    if " " not in name and "/" not in name:
+        return name
+    return f"{t['link_bandwidth_bps'] / tp:.17g}"

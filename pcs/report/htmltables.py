@@ -1,0 +1,167 @@
+"""The HTML report's tables, as plain data: ``{"title", "headers", "rows", "notes"}``.
+
+A row is a list of cells ``{"text", "num", "best"}``: ``text`` as shown
+(formatted by :mod:`pcs.units`), ``num`` for right alignment, ``best`` for
+the marked cell of a compare row. The template escapes every text.
+Inputs are the JSON payloads of docs/replay.md (replay, compare) and the
+footprint JSON of ``pcs footprint --format json``.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, Sequence
+
+from pcs.units import format_bandwidth, format_bytes, format_count, format_duration, format_percent
+
+__all__ = ["cell", "envelope_table", "tier_table", "footprint_tables", "compare_table", "runs_table", "best_columns",
+           "BEST"]
+
+#: compare metrics where one direction is better: JSON key -> "max" or "min" (other rows are not marked;
+#: restored bytes, for example, are neither good nor bad by themselves).
+BEST = {"hit_ratio": "max", "gap_capacity_eviction": "min", "gap_concurrency": "min", "share_slower": "min",
+        "ttft_p50_s": "min", "ttft_p99_s": "min", "wait_p99_s": "min", "requests_truncated": "min",
+        "written_bytes": "min"}
+
+
+def cell(text: Any, num: bool = False, best: bool = False) -> dict:
+    """One table cell (``None`` shows as ``-``)."""
+    return {"text": "-" if text is None else str(text), "num": num, "best": best}
+
+
+def _table(title: str, headers: Sequence[str], rows: list[list[dict]], notes: Sequence[str] = ()) -> dict:
+    return {"title": title, "headers": list(headers), "rows": rows, "notes": list(notes)}
+
+
+def envelope_table(s: dict) -> dict | None:
+    """Per lower-tier link: bandwidth, restores, bytes, times, restores slower than recompute, break-even."""
+    e = s["envelope"]
+    if not e["links"]:
+        return None
+    rows = [[cell(f"{lk['tier']} -> gpu"), cell(lk["link"]), cell(format_bandwidth(lk["bandwidth_bps"]), True),
+             cell(format_count(lk["restores"]), True), cell(format_bytes(lk["restored_bytes"]), True),
+             cell(format_duration(lk["restore_s"]), True), cell(format_duration(lk["queue_s"]), True),
+             cell(format_duration(lk["saved_prefill_s"]), True),
+             cell(f"{format_count(lk['restores_slower_than_recompute'])} ({format_percent(lk['share_slower'])})"
+                  if lk["share_slower"] is not None else "-", True),
+             cell(format_bandwidth(lk["break_even_bps"]) if lk["restores"] else None, True)] for lk in e["links"]]
+    notes = [f"TTFT p50 {format_duration(e['ttft_p50_s'])}, p99 {format_duration(e['ttft_p99_s'])} with the cache; "
+             f"{format_duration(e['ttft_no_cache_p50_s'])}, {format_duration(e['ttft_no_cache_p99_s'])} without it",
+             "slower = the restore (queueing included) took longer than the prefill its hits saved; break-even = "
+             "restored bytes / (full - remaining prefill - setup) over the run (docs/semantics.md §10)",
+             "bandwidths are for all TP ranks together (TP x one GPU's link)"]
+    return _table("Restore vs recompute, per link", ["link", "name", "bandwidth", "restores", "bytes", "restore time",
+                                                     "queueing", "prefill saved", "slower than recompute",
+                                                     "break-even"], rows, notes)
+
+
+def tier_table(s: dict) -> dict:
+    """Per tier: layout, bytes per block, capacity, policy, hits, restored, written, evicted, resident."""
+    rows = [[cell(t["name"]), cell(t["layout"]), cell(format_bytes(t["bytes_per_block"]), True),
+             cell(f"{format_bytes(t['capacity_bytes'])} = {format_count(t['capacity_blocks'])} blocks", True),
+             cell(t["policy"]), cell(format_count(t["hit_blocks"]), True), cell(format_bytes(t["restored_bytes"]), True),
+             cell(format_bytes(t["written_bytes"]), True), cell(format_count(t["evicted_blocks"]), True),
+             cell(format_bytes(t["resident_bytes_end"]), True), cell(format_bytes(t["resident_bytes_peak"]), True)]
+            for t in s["tiers"]]
+    return _table("Tiers (a hit counts once, at the highest tier holding the block)",
+                  ["tier", "layout", "bytes/block", "capacity", "policy", "hit blocks", "restored", "written",
+                   "evicted", "resident end", "resident peak"], rows)
+
+
+def _replay_footprint(s: dict) -> dict:
+    """Bytes of one block per KV component in each accounting mode the run uses (docs/semantics.md §13)."""
+    comps = list(s["tiers"][0]["bytes_per_block_by_component"])
+    modes = [("GPU: Reserved", s["tiers"][0])] + [(f"{t['name']}: Serialized", t) for t in s["tiers"][1:2]]
+    rows = [[cell(c)] + [cell(format_bytes(t["bytes_per_block_by_component"].get(c)), True) for _, t in modes]
+            for c in comps]
+    rows.append([cell("all components")] + [cell(format_bytes(t["bytes_per_block"]), True) for _, t in modes])
+    rows.append([cell("payload (Reference)")] + [cell(format_bytes(s["reference_bytes_per_block"]), True)]
+                + [cell("") for _ in modes[1:]])
+    return _table(f"Bytes of one {s['block_size']}-token block per component and accounting mode (per TP group)",
+                  ["component"] + [m for m, _ in modes], rows)
+
+
+_FOOTPRINT_MODES = (("Reference", "reference_bytes"), ("Serialized", "serialized_bytes"),
+                    ("Reserved", "reserved_bytes"), ("Prefix store", "prefix_store_bytes"))
+
+
+def footprint_tables(p: dict) -> list[dict]:
+    """A replay payload: bytes per block per component and mode; a footprint payload: its components and dtypes."""
+    if "tiers" in p:
+        return [_replay_footprint(p)]
+    rows = [[cell(c["name"]), cell(c["describe"])] + [cell(format_bytes(c[k]), True) for _, k in _FOOTPRINT_MODES]
+            for c in p["components"]]
+    rows.append([cell("total"), cell("")] + [cell(format_bytes(p[k]), True) for _, k in _FOOTPRINT_MODES])
+    comp = _table(f"Bytes of {p['sequences']:,} x {p['tokens']:,} tokens per component and accounting mode "
+                  f"(block {p['block_size']}, per TP rank, TP={p['tp']})",
+                  ["component", "shape"] + [m for m, _ in _FOOTPRINT_MODES], rows)
+    drows = [[cell(d["dtype"])] + [cell(f"{format_bytes(d[k])} (x{d[k[:-6] + '_ratio_vs_bf16']:.3f})", True)
+                                   for _, k in _FOOTPRINT_MODES] for d in p["by_dtype"]]
+    dt = _table("The same by KV dtype (ratio to bf16)", ["dtype"] + [m for m, _ in _FOOTPRINT_MODES], drows)
+    return [comp, dt]
+
+
+def best_columns(values: Sequence[Any], direction: str | None) -> set[int]:
+    """Indexes of the best values (ties all marked); none when no direction, a value is missing, or all are equal."""
+    if direction is None or any(v is None for v in values) or len(set(values)) <= 1:
+        return set()
+    target = max(values) if direction == "max" else min(values)
+    return {i for i, v in enumerate(values) if v == target}
+
+
+def _metrics() -> list[tuple[str, str, Callable[[Any], str]]]:
+    """(label, JSON key, formatter) of every compare figure, in the order of ``pcs compare``'s table."""
+    from pcs.report.compare import ROWS
+
+    return list(ROWS)
+
+
+def compare_table(c: dict) -> dict:
+    """One column per variant, one row per metric; the best cell of a row marked (:data:`BEST`)."""
+    vs = c["variants"]
+    rows = [[cell("tiers")] + [cell(v["tiers"]) for v in vs]]
+    for label, key, fmt in _metrics():
+        values = [v.get(key) for v in vs]
+        best = best_columns(values, BEST.get(key))
+        rows.append([cell(label)] + [cell(fmt(x) if x is not None else None, True, i in best)
+                                     for i, x in enumerate(values)])
+    return _table(f"{c['trace']} | {c['model']} | {c['timing']} timing", ["metric"] + [v["variant"] for v in vs],
+                  rows, ["marked: the best value of a row where one direction is better (higher hit ratio; "
+                         "smaller gaps, TTFT, waits, writes)"])
+
+
+def _pts(x: float) -> str:
+    return f"{100.0 * x:+.1f} pts"
+
+
+#: Rows of the side-by-side table of several replay payloads: label, JSON path, formatter, better direction.
+RUN_ROWS: list[tuple[str, tuple[str, ...], Callable[[Any], str], str | None]] = [
+    ("hit ratio (real)", ("hit_ratio",), format_percent, "max"),
+    ("single-sequence hit ratio", ("single_sequence_hit_ratio",), format_percent, None),
+    ("gap: block rounding", ("gap", "block_rounding"), _pts, None),
+    ("gap: capacity and eviction", ("gap", "capacity_eviction"), _pts, "min"),
+    ("gap: concurrency", ("gap", "concurrency"), _pts, "min"),
+    ("restored bytes", ("bytes", "restored"), format_bytes, None),
+    ("TTFT p50", ("envelope", "ttft_p50_s"), format_duration, "min"),
+    ("TTFT p99", ("envelope", "ttft_p99_s"), format_duration, "min"),
+    ("wait p99", ("envelope", "wait_p99_s"), format_duration, "min"),
+    ("requests truncated", ("requests_truncated",), format_count, "min"),
+]
+
+
+def _at(s: dict, path: tuple[str, ...]) -> Any:
+    for k in path:
+        s = s[k]
+    return s
+
+
+def runs_table(runs: Sequence[dict]) -> dict:
+    """Several replay payloads side by side (one column per run, the best cell of a row marked)."""
+    rows = [[cell("tiers")] + [cell(" ".join(f"{t['name']}={t['capacity_blocks']}blocks" for t in s["tiers"]))
+                               for s in runs]]
+    for label, path, fmt, direction in RUN_ROWS:
+        values = [_at(s, path) for s in runs]
+        best = best_columns(values, direction)
+        rows.append([cell(label)] + [cell(fmt(x) if x is not None else None, True, i in best)
+                                     for i, x in enumerate(values)])
+    return _table(f"{runs[0]['trace']} | {runs[0]['model']}", ["metric"] + [f"run {i + 1}: {s['policy']}, "
+                                                                            f"{s['timing']}"
+                                                                            for i, s in enumerate(runs)], rows)

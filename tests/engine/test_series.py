@@ -1,0 +1,213 @@
+"""The time-series sampler: a fixed step, at most max_samples samples, the state at each boundary."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from pcs.engine.series import Sampler, sequential_samples
+
+
+def test_boundaries_state_and_doubling_by_hand():
+    s = Sampler(base_step_s=1.0, max_samples=4)
+    state = {"v": "a"}
+    snap = lambda: (state["v"],)  # noqa: E731 - the state between two calls is constant
+    assert s.take(10.0, snap) == 11.0                      # t0 = 10: boundary 10 recorded
+    state["v"] = "b"
+    assert s.take(12.5, snap) == 13.0                      # boundaries 11 and 12 see state b
+    assert s.rows == [(10.0, "a"), (11.0, "b"), (12.0, "b")]
+    state["v"] = "c"
+    # 17 - 10 = 7 s needs 8 one-second samples > 4: step 2 s, keep 10 and 12, add 14 and 16
+    assert s.take(17.0, snap) == 18.0
+    assert s.step_s == 2.0 and s.rows == [(10.0, "a"), (12.0, "b"), (14.0, "c"), (16.0, "c")]
+    state["v"] = "d"
+    # 30 - 10 = 20 s: step 4 needs 6, step 8 needs 3: keep 10 (index 0 of every halving), add 18 and 26
+    assert s.take(30.0, snap) == 34.0
+    assert s.step_s == 8.0 and s.rows == [(10.0, "a"), (18.0, "d"), (26.0, "d")]
+
+
+def test_bounded_whatever_the_length():
+    s = Sampler(base_step_s=0.001, max_samples=512)
+    t = 0.0
+    for i in range(20_000):
+        t += 0.37 * (1 + i % 5)
+        if t >= s.next_s:
+            s.take(t, lambda: ())
+    assert len(s.rows) <= 512 and s.step_s == 0.001 * 2 ** round(__import__("math").log2(s.step_s / 0.001))
+    # the kept boundaries are the grid t0 + k x step, k = 0, 1, ...
+    assert [round((r[0] - s.t0) / s.step_s, 9) for r in s.rows] == list(range(len(s.rows)))
+    assert s.rows[-1][0] <= t < s.next_s
+
+
+def test_series_payload_by_hand():
+    import numpy as np
+    import pytest
+
+    from pcs.engine.series import series_payload
+
+    s = Sampler(base_step_s=1.0)
+    # the last column: when each tier's link is free (the cpu link is busy until 6.5 at the 6 s sample)
+    s.t0, s.rows = 5.0, [(5.0, 0, 0, (0, 0), (0, 0), (0.0, 0.0)),
+                         (6.0, 2, 1, (3, 1), (0, 16), (0.0, 6.5)),
+                         (7.0, 3, 0, (4, 2), (0, 40), (0.0, 6.5))]
+    tiers = [{"name": "gpu", "bytes_per_block": 10, "bytes_per_block_by_component": {"a": 6, "b": 4},
+              "link_bandwidth_bps": None},
+             {"name": "cpu", "bytes_per_block": 8, "bytes_per_block_by_component": {"a": 8},
+              "link_bandwidth_bps": 100.0}]
+    # finishes: request 0 at 5.5 (before the 6 s sample), request 1 at 7.0 (a sample at 7.0 is taken before
+    # events at 7.0), request 2 at 9, request 3 at 9.5
+    out = series_payload(s, np.array([10, 20, 30, 40]), np.array([0, 5, 15, 40]),
+                         np.array([5.5, 7.0, 9.0, 9.5]), tiers).to_dict()
+    assert out["t_s"] == [0.0, 1.0, 2.0] and out["step_s"] == 1.0
+    # requests admitted by each sample: 0, 2 (10 + 20 prompt, 0 + 5 hit), 3 (+30 prompt, +15 hit); the 4th is
+    # after the last sample
+    assert out["hit_ratio"] == [None, pytest.approx(5 / 30), pytest.approx(15 / 30)]
+    assert out["hit_ratio_cumulative"] == [None, pytest.approx(5 / 30), pytest.approx(20 / 60)]
+    assert out["resident_bytes"] == {"gpu": [0, 30, 40], "cpu": [0, 8, 16]}
+    assert out["resident_bytes_by_component"] == {"gpu": {"a": [0, 18, 24], "b": [0, 12, 16]}}  # cpu: one component
+    assert out["restore_bps"] == {"cpu": [0.0, 16.0, 24.0]} and out["link_bandwidth_bps"] == {"cpu": 100.0}
+    # running = admitted - finished before the boundary: 0; 2 - 1; 3 - 1
+    assert out["waiting_requests"] == [0, 1, 0] and out["running_requests"] == [0, 1, 2]
+    seq = series_payload(s, np.array([10, 20, 30, 40]), np.array([0, 5, 15, 40]), np.full(4, np.nan), tiers)
+    assert seq.running_requests == (0, 0, 0)   # sequential timing: nothing runs between samples
+    assert out["restore_backlog_s"] == {"cpu": [0.0, 0.5, 0.0]}
+
+
+def test_engine_samples_waiting_running_and_resident_by_hand():
+    """Modeled timing, one GPU tier of 28 blocks, 4-token blocks, prefill 1 ms/token, decode 10 ms/token.
+
+    r0 (t = 0, blocks 1 2, 100 output tokens) holds its 2 blocks + ceil((8 + 100) / 4) - 2 = 25 output
+    blocks; its prefill ends at 8 x 1 ms = 0.008 s (its blocks become cached), it finishes at
+    0.008 + 100 x 10 ms = 1.008 s. r1 (t = 0.5, blocks 3 4) needs 2 slots, 1 is free: it waits until
+    1.008, prefills until 1.016 and finishes then. The run spans 1.016 s: a 1 ms step would need 1,017
+    samples, so the step is 2 ms (509 samples, then the end state at 1.018).
+    """
+    import numpy as np
+
+    from helpers import LinearCompute, req, run
+    from pcs.engine.series import series_payload
+
+    res, _ = run([req([1, 2], 0.0, out=100), req([3, 4], 0.5, out=0)], [28], timing="modeled",
+                 compute=LinearCompute())
+    s = res.sampler
+    assert (s.t0, s.step_s, len(s.rows)) == (0.0, 0.002, 510)
+    cols = {k: np.frombuffer(res.columns[k], dtype=np.float64 if k == "finish_s" else np.int64)
+            for k in ("prompt_tokens", "hit_tokens", "finish_s")}
+    ts = series_payload(s, cols["prompt_tokens"], cols["hit_tokens"], cols["finish_s"],
+                        [{"name": "gpu", "bytes_per_block": 1, "bytes_per_block_by_component": {"kv": 1},
+                          "link_bandwidth_bps": None}])
+    at = {round(t, 6): k for k, t in enumerate(ts.t_s)}
+    pick = lambda t: (ts.waiting_requests[at[t]], ts.running_requests[at[t]], ts.resident_bytes["gpu"][at[t]])  # noqa: E731
+    assert pick(0.0) == (0, 0, 0)       # before r0
+    assert pick(0.6) == (1, 1, 2)       # r1 waits, r0 runs, r0's blocks cached
+    assert pick(1.01) == (0, 1, 2)      # r0 done, r1 admitted (its blocks cached at 1.016)
+    assert pick(1.018) == (0, 0, 4)     # the end state
+    assert ts.t_s[-1] == 1.018
+
+
+def test_series_agrees_with_the_summary_counters():
+    """The last sample (the end state) equals what the summary counts by other means (ledger, tier state)."""
+    import pytest
+
+    import pcs
+
+    s = pcs.replay(None, tiers=["gpu=300blocks", "cpu=900blocks"]).summary
+    ts = s.series
+    assert len(ts.t_s) <= 512 and ts.t_s[0] == 0.0
+    assert all(abs(b - a - ts.step_s) < 1e-9 * max(1.0, b) for a, b in zip(ts.t_s, ts.t_s[1:]))
+    assert ts.hit_ratio_cumulative[-1] == s.hit_ratio
+    assert {t.name: ts.resident_bytes[t.name][-1] for t in s.tiers} == {t.name: t.resident_bytes_end for t in s.tiers}
+    assert sum(ts.restore_bps["cpu"]) * ts.step_s == pytest.approx(s.bytes.restored_per_link["cpu"], rel=1e-12)
+    assert ts.waiting_requests[-1] == ts.running_requests[-1] == 0
+    assert max(ts.running_requests) >= 1
+    # the fast path's twin of the sampling gives the event loop's series
+    fast = pcs.replay(None, tiers=["gpu=300blocks"], timing="sequential", engine="fast").summary
+    loop = pcs.replay(None, tiers=["gpu=300blocks"], timing="sequential", engine="general").summary
+    assert fast.series == loop.series and fast.distributions == loop.distributions
+    assert max(fast.series.resident_bytes["gpu"]) == 300 * fast.tiers[0].bytes_per_block
+
+
+def _sampled_request_by_request(arrival_s, resident_after):
+    """The plain reference of sequential_samples: the event loop's check, one request at a time."""
+    s = Sampler()
+    state = lambda i: (i, 0, [int(resident_after[i - 1]) if i else 0], [0], [0.0])  # noqa: E731
+    nxt = float("-inf")
+    for i in range(len(arrival_s)):
+        if arrival_s[i] >= nxt:
+            nxt = s.take(float(arrival_s[i]), lambda: state(i))
+    s.take(s.take(max(float(arrival_s.max()), s.t0), lambda: state(len(arrival_s))), lambda: state(len(arrival_s)))
+    return s
+
+
+@pytest.mark.parametrize("kind", ["sorted", "shuffled", "on_the_grid", "ties"])
+def test_sequential_samples_equal_the_request_by_request_loop(kind):
+    # the fast path's twin samples on the final grid from the start and searches the running maximum of the
+    # arrivals; arrivals rounded to 1 ms land on (or a float error beside) grid boundaries
+    rng = np.random.default_rng(7)
+    for _ in range(300):
+        m = int(rng.integers(1, 200))
+        a = {"sorted": lambda: np.sort(rng.uniform(0, 10 ** rng.uniform(-3, 5), m)),
+             "shuffled": lambda: rng.uniform(0, 10 ** rng.uniform(-3, 5), m),
+             "on_the_grid": lambda: np.round(np.sort(rng.uniform(0, 5, m)), 3) + 0.002,
+             "ties": lambda: rng.integers(0, 20, m) * 0.001 * int(rng.integers(1, 3000))}[kind]()
+        r = np.minimum(50, np.cumsum(rng.integers(0, 5, m)))
+        fast, ref = sequential_samples(a, r), _sampled_request_by_request(a, r)
+        assert (fast.step_s, fast.t0, fast.rows) == (ref.step_s, ref.t0, ref.rows)
+
+
+def test_cdf_quantiles_equal_numpy_inverted_cdf():
+    # the one-sort quantiles of request_distributions against numpy's definition (inverted_cdf)
+    from pcs.engine.series import CDF_LEVELS, _quantiles
+
+    rng = np.random.default_rng(3)
+    for n in (1, 2, 3, 7, 199, 200, 201, 1000, 132_341):
+        for v in (rng.uniform(0, 5, n), np.round(rng.uniform(0, 5, n), 2), rng.integers(0, 3, n) * 1.0):
+            v = np.where(rng.uniform(size=n) < 0.05, np.nan, v)  # non-finite values are left out
+            finite = v[np.isfinite(v)]
+            want = np.quantile(finite, CDF_LEVELS, method="inverted_cdf").tolist() if len(finite) else []
+            assert _quantiles(v) == want
+
+
+def test_step_scheduler_samples_by_hand():
+    """The step scheduler's samples (docs/semantics.md §11) on the timeline of
+    tests/engine/test_scheduler_timeline.py::test_three_requests_budget_four (1 ms per token, budget 4 tokens,
+    block size 2, distinct ids): R0 (t = 0, prompt 6, output 3), R1 (1 ms, prompt 3, output 2), R2 (1.5 ms,
+    prompt 2, output 1). Steps: [0, 4) R0 admitted; [4, 8) R1 admitted (R2 waits, budget spent); [8, 12) R2
+    admitted, R2 finishes at 12; [12, 14) R0 and R1 decode and finish at 14.
+
+    Rule: a boundary b in a step or idle gap (s, e] records the state during it (after the admissions at s,
+    before the finishes at e); an arrival inside a step shows from the step's end, where the scheduler first
+    sees it. The run spans 14 ms, so the step stays 1 ms (15 boundaries <= 512) and close adds the end state
+    at 15 ms. Per boundary (admitted at least once, waiting, running):
+    0: (0, 0, 0) the first arrival, before it; 1-4 ms: (1, 0, 1) R1 and R2 arrive during step 1;
+    5-8 ms: (2, 1, 2); 9-12 ms: (3, 0, 3); 13-14 ms: (3, 0, 2) R2 done at 12; 15 ms: (3, 0, 0).
+    Resident GPU blocks: 0 at t0; at the end the full prompt blocks stay cached: R0 3, R1 1 (3 tokens: one
+    full block, §2), R2 1 = 5.
+    """
+    from helpers import req, step_cost, step_run
+
+    ms = 0.001
+    reqs = [req([1, 2, 3], 0.0, prompt=6, out=3, bs=2), req([11, 12], 1 * ms, prompt=3, out=2, bs=2),
+            req([21], 1.5 * ms, prompt=2, out=1, bs=2)]
+    s = step_run(reqs, [100], step_cost(token_s=ms), budget=4, seqs=4).result.sampler
+    assert s.t0 == 0.0 and s.step_s == ms
+    assert [round(r[0] / ms, 9) for r in s.rows] == list(range(16))
+    got = [(r[1], r[2], r[6]) for r in s.rows]
+    assert got == [(0, 0, 0)] + [(1, 0, 1)] * 4 + [(2, 1, 2)] * 4 + [(3, 0, 3)] * 4 + [(3, 0, 2)] * 2 + [(3, 0, 0)]
+    assert s.rows[0][3] == [0] and s.rows[-1][3] == [5]
+
+
+@pytest.mark.parametrize("compute", ["step", "infinite"])
+def test_series_end_state_equals_the_summary(compute):
+    """Both modeled computes: the last sample (the end state) equals the summary's counters, and the
+    restored bytes summed over the series equal the ledger's."""
+    import pcs
+
+    s = pcs.replay(None, model="llama-3.1-8b", tiers=["gpu=2GB", "cpu=20GB"],
+                   compute_mode=compute).summary
+    ts = s.series
+    assert s.compute == compute and ts is not None and 2 <= len(ts.t_s) <= 512
+    assert ts.hit_ratio_cumulative[-1] == s.hit_ratio
+    assert {t.name: ts.resident_bytes[t.name][-1] for t in s.tiers} == {t.name: t.resident_bytes_end for t in s.tiers}
+    assert sum(ts.restore_bps["cpu"]) * ts.step_s == pytest.approx(s.bytes.restored_per_link["cpu"], rel=1e-12)
+    assert s.bytes.restored_per_link["cpu"] > 0
+    assert ts.waiting_requests[-1] == ts.running_requests[-1] == 0 and max(ts.running_requests) >= 1
