@@ -15,6 +15,7 @@ import functools
 import io
 import json
 import math
+import re
 import signal
 import sys
 import threading
@@ -97,6 +98,19 @@ def unwind_on_signals() -> Iterator[None]:
             signal.signal(s, h)
 
 
+#: API field names (pcs.engine.schedconfig.SchedulerConfig) -> the option a command-line user typed
+_OPTION_OF = {"max_num_batched_tokens": "--max-num-batched-tokens", "max_num_seqs": "--max-num-seqs",
+              "restore_timeout_per_token_s": "--restore-timeout-per-token", "restore_timeout_s": "--restore-timeout",
+              "max_preemptions": "--max-preemptions", "ttft_slo_s": "--ttft-slo"}
+_FIELD_RE = re.compile(r"\b(" + "|".join(sorted(_OPTION_OF, key=len, reverse=True)) + r")\b")
+
+
+def option_names(message: str) -> str:
+    """``message`` with the scheduler's API field names replaced by their command-line options (an error
+    raised by the API reaches a CLI user naming what they typed: ``--max-num-seqs``, not ``max_num_seqs``)."""
+    return _FIELD_RE.sub(lambda m: _OPTION_OF[m.group(1)], message)
+
+
 @contextlib.contextmanager
 def user_errors() -> Iterator[None]:
     """Grade what escapes a command: user errors as one line (exit 2), bugs with a traceback (exit 1).
@@ -131,7 +145,7 @@ def user_errors() -> Iterator[None]:
     except (click.ClickException, click.exceptions.Exit, click.Abort):
         raise
     except ValueError as exc:
-        raise PcsUsageError(str(exc).splitlines()[0] if str(exc) else type(exc).__name__) from None
+        raise PcsUsageError(option_names(str(exc).splitlines()[0]) if str(exc) else type(exc).__name__) from None
     except BrokenPipeError:  # `pcs ... | head`
         sys.stderr.close()
     except OSError as exc:

@@ -20,6 +20,20 @@ _ROUTER_HELP = ("Router of the fleet, NAME or NAME:opt=v,...: round-robin, rando
                 "prefix, cache-aware[:overlap=2,load=1] (docs/cluster.md)")
 
 
+def _no_blank_router(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
+    """``--router ''`` is not the default router: a blank name is refused like any unknown one."""
+    for v in (value if isinstance(value, tuple) else (value,)):
+        if v is not None and not str(v).strip():
+            raise click.BadParameter("a router name is empty; valid: " + ", ".join(_router_names()))
+    return value
+
+
+def _router_names() -> tuple[str, ...]:
+    from pcs.fleet.routers import router_names
+
+    return router_names()
+
+
 def fleet_options(multiple: bool) -> Callable:
     """The decorator adding the fleet options (``--router`` repeatable when ``multiple``: pcs compare)."""
     from pcs.fleet.fleet import MAX_INSTANCES
@@ -28,7 +42,7 @@ def fleet_options(multiple: bool) -> Callable:
         f = click.option("--router-stale-s", type=Float(0, 1e9), default=None,
                          help="Seconds between a cache event on an instance and the router seeing it (KV events "
                               "arrive late); default 0 = the router's index is exact.")(f)
-        f = click.option("--router", "router", multiple=multiple,
+        f = click.option("--router", "router", multiple=multiple, callback=_no_blank_router,
                          help=_ROUTER_HELP + (" (repeat to compare routers)." if multiple else "; default "
                                                                                                "round-robin."))(f)
         return click.option("--instances", type=Int(1, MAX_INSTANCES), default=None,
@@ -75,5 +89,12 @@ def compare_fleet(fmt: str, trace: Any, replay_kwargs: dict[str, Any], kw: dict[
     payload = res.to_dict()
     title = f"pcs compare: {res.trace} | {res.routers[0].instances} instances"
     notes = with_trace_notes(payload, trace, fmt, kw["quiet"])
+    if res.routers[0].instances == 1 and len(res.routers) > 1:
+        one = ("one instance: every router sends every request to it, so routing cannot change these columns; "
+               "give --instances N (N >= 2) to compare routers")
+        payload["notes"] = list(payload.get("notes") or []) + [one]
+        notes = (one,) + tuple(notes)
+        if not kw["quiet"] and fmt != "table":
+            click.echo(f"pcs: note: {one}", err=True)
     emit(payload, fmt, lambda: "\n".join([render_router_compare(payload["routers"], title)] + [f"note: {n}" for n in notes]),
          rows_key="routers")

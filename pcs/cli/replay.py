@@ -224,6 +224,80 @@ def _protected_share(kw: dict[str, Any], tier_policies: dict[str, str]) -> float
     return share
 
 
+#: scheduler options -> their defaults (a value other than the default = the option was given)
+_STEP_OPTIONS = {"max_num_batched_tokens": None, "max_num_seqs": None, "restore_policy": "layerwise",
+                 "restore_timeout": "0s", "restore_timeout_per_token": None, "restore_fallback": True,
+                 "cache_decode_blocks": None, "max_preemptions": None, "ttft_slo": None}
+
+
+def _flag(name: str, value: Any) -> str:
+    if value is False:
+        return f"--no-{name.replace('_', '-')}"
+    return f"--{name.replace('_', '-')}"
+
+
+def refuse_inapplicable(kw: dict[str, Any]) -> None:
+    """Options that cannot change the run are refused with one line, as ``--protected-share`` without an
+    slru tier is (one rule for all; docs/cli.md):
+
+    - the step scheduler's options with ``--timing sequential`` or ``--compute infinite`` (no scheduler runs);
+    - ``--restore-timeout`` / ``--restore-timeout-per-token`` without ``--restore-policy best-effort``;
+    - ``--router-stale-s`` without a ``--router`` that reads the cache index (prefix, cache-aware);
+    - ``--gpu-memory-utilization`` with a GPU tier of a given size (it sizes only a derived or ``auto`` one).
+
+    Raises:
+        ValueError: one of the above, naming the option and what it needs.
+    """
+    from pcs.engine.schedconfig import DEFAULT_MAX_PREEMPTIONS
+
+    defaults = dict(_STEP_OPTIONS, max_preemptions=DEFAULT_MAX_PREEMPTIONS)
+    given = [_flag(k, kw[k]) for k, d in defaults.items() if k in kw and kw[k] != d]
+    if given and (kw.get("timing") == "sequential" or kw.get("compute_mode") == "infinite"):
+        why = "--timing sequential" if kw.get("timing") == "sequential" else "--compute infinite"
+        raise ValueError(f"{', '.join(given)}: step-scheduler options, and {why} runs no scheduler; drop them "
+                         "or use --timing modeled --compute step")
+    if kw.get("restore_policy") != "best-effort":
+        timeouts = [_flag(k, v) for k in ("restore_timeout", "restore_timeout_per_token")
+                    if (v := kw.get(k)) is not None and v != _STEP_OPTIONS[k]]
+        if timeouts:
+            raise ValueError(f"{', '.join(timeouts)}: only --restore-policy best-effort waits with a timeout "
+                             f"(the policy is {kw.get('restore_policy')})")
+    _refuse_inapplicable_fleet(kw)
+    if kw.get("gpu_memory_utilization") is not None:
+        sized = [t for t in kw.get("tiers") or () if t.split("=", 1)[0].strip().lower() == "gpu"
+                 and t.split("=", 1)[-1].strip().lower() != "auto"]
+        if sized:
+            raise ValueError(f"--gpu-memory-utilization sizes a GPU tier derived from the deployment, and "
+                             f"--tier {sized[0]} gives its size; drop one (or use --tier gpu=auto)")
+
+
+#: a step budget below this many tokens makes a run of many steps (prompt tokens / budget): say so up front
+SMALL_BUDGET_TOKENS = 256
+
+
+def _small_budget_note(kw: dict[str, Any]) -> None:
+    """A note on stderr, even with ``-q`` (it is about the run time, which ``-q`` hides the progress of), when
+    ``--max-num-batched-tokens`` is below :data:`SMALL_BUDGET_TOKENS`: the step scheduler runs about prompt
+    tokens / budget prefill steps (the 1,700-request sample: budget 1 ~ 14 million steps, minutes)."""
+    budget = kw.get("max_num_batched_tokens")
+    if budget is not None and budget < SMALL_BUDGET_TOKENS:
+        click.echo(f"pcs: note: --max-num-batched-tokens {budget}: the step scheduler runs about prompt tokens / "
+                   f"{budget} steps, so this run may take minutes (vLLM's defaults are 2048 or 8192)", err=True)
+
+
+def _refuse_inapplicable_fleet(kw: dict[str, Any]) -> None:
+    """``--router-stale-s`` needs a router that reads the cache index."""
+    if kw.get("router_stale_s") is None:
+        return
+    from pcs.fleet.routers import parse_router
+
+    routers = kw.get("router") or ()
+    routers = (routers,) if isinstance(routers, str) else routers
+    if not any(parse_router(r, 1).uses_index for r in routers):
+        raise ValueError("--router-stale-s delays the cache events a router reads, and no --router given reads "
+                         "them (prefix, cache-aware do)")
+
+
 def open_trace_kwargs(kw: dict[str, Any]):
     """The trace the shared options name (None = the bundled sample), opened with ``--sort`` when given."""
     from pcs.trace import open_trace
@@ -262,7 +336,8 @@ def replay_call_kwargs(kw: dict[str, Any], trace: Any = None) -> tuple[Any, dict
 
         table = load_hardware_file(kw["hardware_file"])
     tier_policies = _pairs(kw["tier_policy"], "tier policy")
-    return trace, dict(model=model, hardware=kw["gpu"], tp=kw["tp"], dtype=kw["dtype"],
+    refuse_inapplicable(kw)
+    kwargs = dict(model=model, hardware=kw["gpu"], tp=kw["tp"], dtype=kw["dtype"],
                        tier_policies=tier_policies, links=_pairs(kw["link"], "link"),
                        protected_share=_protected_share(kw, tier_policies),
                        timing=kw["timing"], write_policy=kw["write_policy"], hardware_table=table,
@@ -275,6 +350,8 @@ def replay_call_kwargs(kw: dict[str, Any], trace: Any = None) -> tuple[Any, dict
                        rules=BlockRules(cache_partial_blocks=kw["cache_partial_blocks"],
                                         recompute_last_token=not kw["no_recompute_last_token"]),
                        compute_mode=kw["compute_mode"], scheduler=_scheduler_config(kw))
+    _small_budget_note(kw)                 # after the options are checked: no note before an error
+    return trace, kwargs
 
 
 def _duration(kw: dict[str, Any], name: str) -> float | None:
@@ -285,9 +362,12 @@ def _duration(kw: dict[str, Any], name: str) -> float | None:
     if text is None:
         return None
     try:
-        return units.parse_duration(text)
+        value = units.parse_duration(text)
     except ValueError as exc:
         raise ValueError(f"--{name.replace('_', '-')}: {str(exc).splitlines()[0]}") from None
+    if name == "ttft_slo" and not value > 0:       # the value as typed (1e-300s parses to 0.0)
+        raise ValueError(f"--ttft-slo must be > 0, got {text!r}")
+    return value
 
 
 def _scheduler_config(kw: dict[str, Any]):
@@ -408,6 +488,10 @@ def replay(fmt: str, requests_out: str | None, html_path: str | None, plot_dir: 
     payload = s.to_dict()
     if html_path or plot_dir:
         write_replay_outputs(html_path, plot_dir, result, kw, None if streams is None else streams["exact"], s)
+    if fmt == "csv":
+        from pcs.report.replay import csv_row
+
+        return emit({"rows": [csv_row(payload)]}, fmt, "", rows_key="rows")
     emit(payload, fmt, lambda: render_replay(payload), rows_key=None)
 
 

@@ -97,6 +97,19 @@ def from_chat(chat_path, out_path, tokenizer_path, template, salt_per_tenant, fm
     emit(info, fmt, lambda: render_from_chat(info), rows_key=None)
 
 
+#: output requests above which pcs trace transform says up front that it will take a while
+LARGE_OUTPUT_REQUESTS = 1_000_000
+
+
+def _large_output_note(requests: int, spec) -> None:
+    """A note on stderr, even with ``-q``, when ``--tenants N --tenant-mode copy`` writes more than
+    :data:`LARGE_OUTPUT_REQUESTS` requests (N x the input; ~1.7 million took minutes)."""
+    out = requests * spec.tenants if spec.tenant_mode == "copy" else requests
+    if out > LARGE_OUTPUT_REQUESTS:
+        click.echo(f"pcs: note: --tenants {spec.tenants} copies {requests:,} requests into {out:,}: this may take "
+                   "minutes and the output is that many rows", err=True)
+
+
 @command("transform")
 @click.argument("in_path", metavar="IN")
 @click.argument("out_path", metavar="OUT", type=click.Path(dir_okay=False))
@@ -155,6 +168,7 @@ def transform_cmd(in_path, out_path, speed, tenants, tenant_mode, prefix_scale, 
     t = open_from_options(in_path, trace_format, block_size, on_error, sort)
     with Progress(quiet, desc="reading", total=t.estimated_requests) as progress:
         before = concat_batches(list(counted(t, progress).iter_batches()), t.block_size)
+    _large_output_note(len(before), spec)
     after = transform(before, spec).batch
     ofmt = out_format_for(out_path, out_format)
     with_session = after.session_id is not None and after.parent_id is not None

@@ -431,6 +431,21 @@ def _step_setup(opts: _Options, scheduler, time_model, gpu) -> StepSetup | None:
     return StepSetup(scheduler or SchedulerConfig(), gpu, step_cost())
 
 
+def _refuse_empty_gpu(gpu_tier, block_bytes: int) -> None:
+    """A GPU tier of 0 blocks cannot run a request: refused under the step scheduler, as vLLM refuses to start
+    with no KV cache blocks ("No available memory for the cache blocks", vllm/v1/core/kv_cache_utils.py).
+
+    Raises:
+        ValueError: the GPU tier holds no block.
+    """
+    blocks = units.capacity_to_blocks(gpu_tier.capacity_bytes, gpu_tier.capacity_blocks, block_bytes,
+                                      f"tier {gpu_tier.name!r}")
+    if blocks < 1:
+        raise ValueError(f"the {gpu_tier.name} tier holds 0 blocks, and the step scheduler cannot run a request "
+                         "without KV space (vLLM refuses to start with no cache blocks); give the GPU tier at "
+                         "least one block, or use --compute infinite / --timing sequential to count hits alone")
+
+
 def _context(source, spec, gpu, opts: _Options, dtype, bs: int, rules, tier_specs, bb, link_specs,
              protected_share) -> dict:
     """The run context :func:`pcs.engine.summary.build_summary` reads."""
@@ -547,6 +562,8 @@ def replay(trace: Any = None, *, model: Any = None, hardware: Any = None, tp: in
                          "admission do not run on cache groups yet)")
     opts = _hybrid_compute(opts, plan, notes)
     step = _step_setup(opts, scheduler, time_model, gpu)
+    if step is not None:
+        _refuse_empty_gpu(tier_specs[0], bpb[0])
     context = _context(source, spec, gpu, opts, dtype, bs, rules, tier_specs, bb, link_specs, protected_share)
     if plan is not None:
         full = _summarise(run_replay(source, rules, time_model, make, opts.timing, opts.write_policy, link_specs,

@@ -19,6 +19,12 @@ __all__ = ["SchedulerCounters", "scheduler_summary", "utilisation_bins"]
 #: Bin widths the utilisation series may use, seconds (the first giving at most :data:`MAX_BINS` bins).
 _NICE_S = (1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 21600, 43200, 86400)
 MAX_BINS = 60
+#: 1-second utilisation bins up to this run time (2 days), then COARSE_S-second ones (bounded memory).
+FINE_LIMIT_S = 172_800
+#: the coarse bin width, s: every _NICE_S width used past FINE_LIMIT_S (span / 1800 > MAX_BINS) is a multiple.
+COARSE_S = 3600
+#: the longest run the step scheduler accepts, s after the first arrival (366 days).
+MAX_SPAN_S = 366 * 86_400
 
 
 @dataclass(slots=True)
@@ -30,7 +36,7 @@ class SchedulerCounters:
         prefill_steps: steps holding at least one prefill chunk.
         busy_s: sum of step times (stalls included).
         stall_s: time steps waited for layer-wise restores.
-        busy_per_s: busy seconds per 1-second bin from ``origin_s``.
+        busy_per_s: busy seconds per ``bin_s``-second bin from ``origin_s``.
         origin_s: the first arrival.
         end_s: when the last request finished.
         preemptions: preemptions (a request may count several).
@@ -41,6 +47,7 @@ class SchedulerCounters:
         restore_timeouts: best-effort restores cut at their deadline.
         decode_blocks_cached: output blocks cached under the next turn's ids.
         in_system_area_s: integral over time of the requests in the system, request-seconds.
+        bin_s: width of the ``busy_per_s`` bins, s (1, or COARSE_S past FINE_LIMIT_S; see add_busy).
     """
 
     steps: int = 0
@@ -58,33 +65,63 @@ class SchedulerCounters:
     restore_timeouts: int = 0
     decode_blocks_cached: int = 0
     in_system_area_s: float = 0.0
+    bin_s: int = 1
 
     def add_busy(self, start_s: float, seconds: float) -> None:
-        """The instance was busy from ``start_s`` for ``seconds``."""
+        """The instance was busy from ``start_s`` for ``seconds``.
+
+        Memory is bounded: ``busy_per_s`` holds 1-second bins for the first :data:`FINE_LIMIT_S` seconds
+        (``bin_s`` = 1); past that it is folded into :data:`COARSE_S`-second bins (``bin_s`` = 3600; every
+        report width of a span that long is a multiple of it, so the report is the same sum). A run past
+        :data:`MAX_SPAN_S` is refused. The scheduler's inline fast path (``pcs.engine.scheduler._elapse``)
+        indexes 1-second bins and falls through to here when the index is past the list: once folded, the
+        list holds at most MAX_SPAN_S / COARSE_S (8,784) bins < FINE_LIMIT_S, so it always falls through.
+
+        Raises:
+            ValueError: the run reaches past :data:`MAX_SPAN_S` after the first arrival (a far timestamp or a
+                huge output length); one line, with what to use instead.
+        """
         self.busy_s += seconds
-        bins = self.busy_per_s
         t0 = start_s - self.origin_s
         t1 = t0 + seconds
+        if not t1 <= MAX_SPAN_S:
+            raise ValueError(f"the step scheduler's run reaches {t1:.4g} s after the first arrival, past its "
+                             f"limit of {MAX_SPAN_S:,} s (366 days): check the trace's timestamps and output "
+                             "lengths, or use --compute infinite / --timing sequential")
+        if self.bin_s == 1 and t1 >= FINE_LIMIT_S:
+            self._fold()
+        w = self.bin_s
+        t0, t1 = t0 / w, t1 / w
+        bins = self.busy_per_s
         b0, b1 = int(t0), int(t1)
         if b1 >= len(bins):
             bins.extend([0.0] * (b1 + 1 - len(bins)))
         if b0 == b1:
             bins[b0] += seconds
             return
-        bins[b0] += b0 + 1 - t0
+        bins[b0] += (b0 + 1 - t0) * w
         for b in range(b0 + 1, b1):
-            bins[b] += 1.0
-        bins[b1] += t1 - b1
+            bins[b] += w
+        bins[b1] += (t1 - b1) * w
+
+    def _fold(self) -> None:
+        """1-second bins -> COARSE_S-second bins (sums of COARSE_S consecutive ones)."""
+        fine = self.busy_per_s
+        self.busy_per_s = [sum(fine[i:i + COARSE_S]) for i in range(0, len(fine), COARSE_S)]
+        self.bin_s = COARSE_S
 
 
-def utilisation_bins(busy_per_s: list, span_s: float) -> tuple[int, list]:
-    """(bin width in seconds, busy share per bin) with at most :data:`MAX_BINS` bins over ``span_s``."""
+def utilisation_bins(busy_per_s: list, span_s: float, bin_s: int = 1) -> tuple[int, list]:
+    """(bin width in seconds, busy share per bin) with at most :data:`MAX_BINS` bins over ``span_s``
+    (more only past 60 days, at 1 day each); ``busy_per_s`` holds busy seconds per ``bin_s``-second bin."""
     width = next((w for w in _NICE_S if span_s / w <= MAX_BINS), _NICE_S[-1])
+    width = max(width, bin_s)                    # bin_s > 1 only when span_s > FINE_LIMIT_S: width >= 3600
     n = max(1, int(np.ceil(span_s / width))) if span_s > 0 else 1
-    per_s = np.zeros(n * width)
+    per = width // bin_s
+    per_s = np.zeros(n * per)
     m = min(len(busy_per_s), len(per_s))
     per_s[:m] = busy_per_s[:m]
-    return width, [round(float(v), 6) for v in per_s.reshape(n, width).sum(axis=1) / width]
+    return width, [round(float(v), 6) for v in per_s.reshape(n, per).sum(axis=1) / width]
 
 
 def _pcts(values: np.ndarray) -> Percentiles:
@@ -129,7 +166,7 @@ def scheduler_summary(columns: dict, stats: SchedulerCounters, config, no_cache=
         no_cache: (columns, counters) of the same trace with no cache, or None.
     """
     span = stats.end_s - stats.origin_s
-    width, series = utilisation_bins(stats.busy_per_s, span)
+    width, series = utilisation_bins(stats.busy_per_s, span, stats.bin_s)
     considered = stats.restores_considered
     preempted = _col(columns, "preemptions")
     return SchedulerSummary(

@@ -506,13 +506,13 @@ class StepEngine(ReplayEngine):
         bs, p = self._bs, r.p
         r.adm = adm
         r.grows = not (fixed or adm.truncated)
+        s = self._seq                  # before the restores: (time, seq, epoch) heap keys are unique, so
+        self._seq = s + 1              # heapq never compares two requests
+        r.seq = s
         kept = self._restores(r, adm)
         ht = kept * bs
         r.ctx = ht if ht < p else p - 1
         r.rem = p - r.ctx
-        s = self._seq
-        self._seq = s + 1
-        r.seq = s
         self.running[s] = r
         self.prefilling.append(r)
         if r.first:

@@ -4,6 +4,7 @@ from __future__ import annotations
 from typing import Any, Callable, Sequence
 
 from pcs.fleet.fleet import fleet_replay
+from pcs.fleet.routers import parse_router
 from pcs.schema import field, result
 
 __all__ = ["compare_routers", "RouterRow", "RouterCompare"]
@@ -43,8 +44,13 @@ def compare_routers(trace: Any, routers: Sequence[str], *, instances: int, route
     """
     if not routers:
         raise ValueError("give at least one --router")
-    if len(set(routers)) != len(routers):
-        raise ValueError(f"a --router is given twice: {', '.join(routers)}")
+    seen: dict[str, str] = {}
+    for r in routers:   # the same router with its defaults spelled out (random, random:seed=0) is given twice
+        key = parse_router(r, max(instances, 1)).describe() if isinstance(instances, int) and instances >= 1 \
+            else str(r)
+        if key in seen:
+            raise ValueError(f"a --router is given twice: {seen[key]!r} and {r!r} are both {key}")
+        seen[key] = str(r)
     rows, name = [], "<requests>"
     for r in routers:
         s = fleet_replay(trace, instances=instances, router=r, router_stale_s=router_stale_s, progress=progress,

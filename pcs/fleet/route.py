@@ -16,6 +16,7 @@ import numpy as np
 from pcs.blocks import BlockRules
 from pcs.fleet.index import CacheIndex, LoadTracker
 from pcs.fleet.routers import Request, Router
+from pcs.trace.tree import session_keys
 
 __all__ = ["route"]
 
@@ -41,7 +42,8 @@ def route(batch: Any, rules: BlockRules, router: Router, index: CacheIndex,
     prompt = batch.prompt_tokens.tolist()
     off = batch.block_offsets.tolist()
     ids = batch.block_hashes.tolist()
-    sessions = batch.session_id.tolist() if batch.session_id is not None else None
+    keys = session_keys(batch)                 # Bailian: the root chat of each conversation; -1: none
+    sessions = keys.tolist() if keys is not None else None
     ends = (batch.arrival_s + np.asarray(service_s, dtype=np.float64)).tolist()
     bs = batch.block_size
     req = Request()

@@ -153,7 +153,32 @@ def _latency_rows(sc: dict[str, Any]) -> list[list[str]]:
                  f"{format_duration(n['busy_s'])} / {format_duration(n['makespan_s'])}" if n else "-"])
     rows.append(["utilisation", format_percent(w["utilisation"]), format_percent(n["utilisation"]) if n else "-"])
     rows.append(["preemptions", format_count(w["preemptions"]), format_count(n["preemptions"]) if n else "-"])
+    slo = sc.get("ttft_slo_s")
+    if slo is not None:                      # --ttft-slo: requests meeting it, and goodput (met / makespan)
+        label = f"TTFT <= {format_duration(slo)}: met / goodput"
+        rows.append([label, _slo_cell(w), _slo_cell(n) if n else "-"])
     return rows
+
+
+def _slo_cell(x: dict[str, Any]) -> str:
+    share = format_percent(x["slo_met_share"]) if x.get("slo_met_share") is not None else "-"
+    rps = f"{x['goodput_rps']:.3g} req/s" if x.get("goodput_rps") is not None else "-"
+    return f"{share} / {rps}"
+
+
+def csv_row(s: dict[str, Any]) -> dict[str, Any]:
+    """The one CSV row of ``pcs replay --format csv``: the summary's flat fields, plus the TTFT SLO's
+    (``ttft_slo_s``, ``slo_met``, ``slo_met_share``, ``goodput_rps`` with the cache, ``no_cache_*`` without)
+    when ``--ttft-slo`` was given."""
+    row = {k: v for k, v in s.items() if not isinstance(v, (dict, list))}
+    sc = s.get("scheduler")
+    if sc and sc.get("ttft_slo_s") is not None:
+        row["ttft_slo_s"] = sc["ttft_slo_s"]
+        for prefix, key in (("", "with_cache"), ("no_cache_", "no_cache")):
+            run = sc.get(key) or {}
+            for f in ("slo_met", "slo_met_share", "goodput_rps"):
+                row[prefix + f] = run.get(f)
+    return row
 
 
 def _scheduler_table(s: dict[str, Any]) -> str:

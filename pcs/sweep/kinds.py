@@ -157,6 +157,17 @@ def _no_reblock(kw: dict[str, Any]) -> None:
                          "its recorded block size (run pcs replay --block-size for a re-blocked run)")
 
 
+def _no_fleet(kw: dict[str, Any]) -> None:
+    """Refuse the fleet options: a sweep point replays one instance, so a point labelled ``instances=2`` or
+    ``router=X`` would carry the single-instance numbers (run pcs replay/compare --instances for a fleet)."""
+    from pcs.cli.fleet import wants_fleet
+
+    if wants_fleet(kw):
+        given = [k for k in ("instances", "router", "router_stale_s") if kw.get(k) not in (None, (), "")]
+        raise ValueError(f"{', '.join(given)}: pcs sweep replays one instance and does not run fleets; "
+                         "remove the key (run pcs replay --instances N --router NAME for a fleet)")
+
+
 _PLACEHOLDER = object()  # a trace that replay_call_kwargs leaves alone: the worker passes the loaded one
 TraceOf = Callable[[], Any]   # the point's loaded trace (read once per trace by the driver, on first use)
 
@@ -165,6 +176,7 @@ def _replay(kw: dict[str, Any], trace_of: TraceOf) -> dict[str, Any]:
     from pcs.cli.replay import replay_call_kwargs
 
     _no_reblock(kw)
+    _no_fleet(kw)
     _, kwargs = replay_call_kwargs(kw, _PLACEHOLDER)
     return dict(kwargs, tiers=list(kw["tiers"]) or None, policy=kw["policy"], admit=list(kw["admit"]) or None)
 
@@ -174,6 +186,7 @@ def _compare(kw: dict[str, Any], trace_of: TraceOf) -> dict[str, Any]:
     from pcs.cli.replay import replay_call_kwargs
 
     _no_reblock(kw)
+    _no_fleet(kw)
     if kw["tier_sets"] and kw["tiers"]:
         raise ValueError("give either tier (one tier list) or tiers (several to compare), not both")
     _refuse_one_policy_twice(kw["policy"])

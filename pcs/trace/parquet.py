@@ -10,9 +10,9 @@ prompt_tokens   int64               prompt length, tokens (>= 0)
 output_tokens   int64               generated tokens (>= 0)
 block_hashes    list<uint64>        one id per block, the partial last block
                                     included: ceil(prompt_tokens / block_size)
-session_id      int64 (optional)    chat/session id (Bailian ``chat_id``)
-parent_id       int64 (optional)    parent chat id, -1 for none
-turn            int64 (optional)    turn number in the session
+session_id      int64 (optional)    chat/session id (Bailian ``chat_id``), -1 for none
+parent_id       int64 (optional)    parent chat id, -1 for none (needs session_id)
+turn            int64 (optional)    turn number in the session (needs session_id)
 type            string (optional)   request type (Bailian ``type``)
 ==============  ==================  ==========================================
 
@@ -20,7 +20,7 @@ File key-value metadata: ``pcs.schema = "pcs-trace/1"``, ``pcs.block_size``
 (decimal string, tokens per block), ``pcs.source_format`` (the format it was
 converted from), and for traces whose prefix reuse was synthesised (Azure,
 BurstGPT) ``pcs.reuse``, the assumption (docs/traces-formats.md). Errors name
-the 1-based row as the "line".
+the 1-based row as the "line"; a null in any column read is an error.
 """
 from __future__ import annotations
 
@@ -185,24 +185,41 @@ def _bad_rows(ts: np.ndarray, il: np.ndarray, ol: np.ndarray, lens: np.ndarray, 
     return rules
 
 
+def _optional_columns(names: list, name: str) -> list:
+    """The session columns to read: none, ``session_id`` alone, or with ``parent_id`` and/or ``turn``.
+
+    Raises:
+        InputError: ``parent_id`` or ``turn`` without ``session_id`` (a parent or turn of no session).
+    """
+    present = [k for k in _OPTIONAL if k in names]
+    if present and "session_id" not in present:
+        raise InputError(name, None, present[0], "needs a session_id column (session_id alone, or with "
+                                                 "parent_id and turn)")
+    return present
+
+
 def read_parquet(path, name: str, block_size: int, state, on_error: str = "raise",
                  rows: int = 1 << 16) -> Iterator[RequestBatch]:
     """Stream a canonical Parquet trace with ``ParquetFile.iter_batches``.
 
+    The session columns are optional: ``session_id`` alone, or with ``parent_id`` and ``turn``; a null in
+    any column read is an error naming the row and the column.
+
     Raises:
-        InputError: null values or a rule broken, naming the 1-based row.
+        InputError: null values or a rule broken, naming the 1-based row; parent_id/turn without session_id.
     """
     from pcs.trace.jsonfast import rows_distinct
 
     pf = _open(path, name)
     names = pf.schema_arrow.names
     check_column_types(pf.schema_arrow, name)
-    has_session = all(k in names for k in _OPTIONAL)
-    cols = list(_REQUIRED) + (list(_OPTIONAL) + (["type"] if "type" in names else []) if has_session else [])
+    optional = _optional_columns(names, name)
+    has_session = bool(optional)
+    cols = list(_REQUIRED) + optional + (["type"] if has_session and "type" in names else [])
     row0 = 1
     for rb in pf.iter_batches(batch_size=rows, columns=cols):
         n = rb.num_rows
-        for c in _REQUIRED:
+        for c in list(_REQUIRED) + optional:
             col = rb.column(c)
             nulls = col.null_count + (col.flatten().null_count if c == "block_hashes" else 0)
             if nulls:
@@ -228,7 +245,7 @@ def read_parquet(path, name: str, block_size: int, state, on_error: str = "raise
                     if on_error != "skip":
                         raise InputError(name, row0 + i, "block_hashes", "an id repeats inside one request")
                     keep[i] = False
-        extras = [_column_ints(rb, k, name, row0) for k in _OPTIONAL] if has_session else [None] * 3
+        extras = [_column_ints(rb, k, name, row0) if k in optional else None for k in _OPTIONAL]
         typ = tuple(rb.column("type").to_pylist()) if has_session and "type" in names else None
         batch = RequestBatch(0, block_size, ts, il, ol, offs, hashes, *extras, typ)
         if not keep.all():

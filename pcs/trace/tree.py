@@ -29,7 +29,7 @@ import numpy as np
 
 from pcs.trace.request import RequestBatch
 
-__all__ = ["block_tokens", "conversation_ids", "first_access", "prefix_tree_stats", "shared_prefix_token_share"]
+__all__ = ["block_tokens", "conversation_ids", "session_keys", "first_access", "prefix_tree_stats", "shared_prefix_token_share"]
 
 _ROOT = np.uint64(0xFFFF_FFFF_FFFF_FFFF)  # parent of block 0 (an id of 2**64 - 1 would read as the root)
 
@@ -137,6 +137,26 @@ def conversation_ids(b: RequestBatch) -> np.ndarray:
     if b.session_id is not None:
         return _dense([(s if s >= 0 else ("alone", i)) for i, s in enumerate(b.session_id.tolist())])
     return inferred_conversations(b)
+
+
+def session_keys(b: RequestBatch) -> np.ndarray | None:
+    """int64, shape (n,): the id a session router keys on per request, -1 for a request without a session;
+    None when the trace has no session column (or no request has a session).
+
+    With a ``parent_id`` column (Bailian: ``session_id`` holds the per-turn ``chat_id``), a conversation's
+    identity is its root chat: the ``chat_id`` of the conversation's first request, following
+    ``parent_chat_id`` back (rule 1 of the module docstring, :func:`conversation_ids`); a turn whose parent is
+    not an earlier request starts its own conversation. Otherwise the ``session_id`` itself (rule 2; -1 and
+    other negative ids: no session). docs/semantics.md §17.
+    """
+    if b.session_id is None:
+        return None
+    sid = np.asarray(b.session_id, dtype=np.int64)
+    if b.parent_id is not None:
+        conv = _from_parents(sid.tolist(), b.parent_id.tolist())
+        _, first = np.unique(conv, return_index=True)   # conv is dense: the first request of each
+        sid = np.where(sid >= 0, sid[first[conv]], -1)
+    return sid if bool((sid >= 0).any()) else None
 
 
 def _dense(keys: list) -> np.ndarray:

@@ -38,7 +38,12 @@ def test_options_reach_the_summary():
 @pytest.mark.parametrize("args, needles", [
     (["--ttft-slo", "fast"], ["--ttft-slo", "fast"]),
     (["--restore-timeout", "-1s"], ["--restore-timeout"]),
-    (["--max-num-batched-tokens", "16", "--max-num-seqs", "32"], ["max_num_batched_tokens (16)", "max_num_seqs (32)"]),
+    # hostile F11: the options as typed, not the API's field names
+    (["--max-num-batched-tokens", "16", "--max-num-seqs", "32"], ["--max-num-batched-tokens (16)", "--max-num-seqs (32)"]),
+    # only --max-num-seqs: the default budget (8,192 tokens on an H100, vLLM) is below it
+    (["--max-num-seqs", "1000000000"], ["--max-num-batched-tokens (8192) must be >= --max-num-seqs (1000000000)"]),
+    (["--ttft-slo", "0"], ["--ttft-slo must be > 0, got '0'"]),
+    (["--ttft-slo", "1e-300s"], ["--ttft-slo must be > 0, got '1e-300s'"]),      # 0.0 once parsed: as typed
     (["--compute", "warp"], ["--compute"]),
 ])
 def test_bad_options(args, needles):
@@ -51,3 +56,97 @@ def test_compare_takes_the_options():
     assert r.exit_code == 0, r.output
     r = invoke("compare", SMALL_TRACE, "--quiet", "--format", "json", "--policy", "lru", "--restore-policy", "wait")
     assert r.exit_code == 0, r.output
+
+
+def test_ttft_slo_goodput_in_the_table_and_csv(tmp_path):
+    # hostile F10. Two 1,024-token requests (2 blocks of 512) 10 s apart on an idle instance: each TTFT is one
+    # small prefill step (milliseconds), so both meet a 2 s SLO (share 100 %) and neither meets 1 ns (share 0 %); goodput = met /
+    # makespan (first arrival -> last finish, just over 10 s).
+    import csv
+    import io
+
+    f = tmp_path / "two.jsonl"
+    f.write_text('{"timestamp": 0, "input_length": 1024, "output_length": 2, "hash_ids": [1, 2]}\n'
+                 '{"timestamp": 10000, "input_length": 1024, "output_length": 2, "hash_ids": [3, 4]}\n',
+                 encoding="utf-8")
+    for slo, met in (("2s", 2), ("1ns", 0)):
+        r = invoke("replay", f, "--quiet", "--format", "csv", "--ttft-slo", slo)
+        assert r.exit_code == 0, r.output
+        (row,) = list(csv.DictReader(io.StringIO(r.stdout)))
+        span = json.loads(invoke("replay", f, "-q", "--format", "json")
+                          .stdout)["scheduler"]["with_cache"]["makespan_s"]
+        assert 10.0 < span < 10.1
+        assert int(row["slo_met"]) == met and float(row["slo_met_share"]) == met / 2
+        assert float(row["goodput_rps"]) == pytest.approx(met / span)
+        assert int(row["no_cache_slo_met"]) == met
+        table = invoke("replay", f, "--ttft-slo", slo).stdout
+        line = next(ln for ln in table.splitlines() if "met / goodput" in ln)
+        assert ("100.0 %" if met else "0.0 %") in line, line
+    # without --ttft-slo: no SLO columns
+    r = invoke("replay", f, "--quiet", "--format", "csv")
+    assert "goodput_rps" not in r.stdout.splitlines()[0]
+
+
+@pytest.mark.parametrize("args, needles", [
+    # hostile F9: one rule for options that cannot change the run: refused with one line (as --protected-share
+    # without an slru tier is), naming the option and what it needs
+    (["--compute", "infinite", "--max-num-batched-tokens", "16", "--restore-policy", "best-effort", "--ttft-slo", "2s"],
+     ["--max-num-batched-tokens, --restore-policy, --ttft-slo", "--compute infinite runs no scheduler"]),
+    (["--timing", "sequential", "--max-num-seqs", "3", "--ttft-slo", "2s"],
+     ["--max-num-seqs, --ttft-slo", "--timing sequential runs no scheduler"]),
+    (["--timing", "sequential", "--no-restore-fallback"], ["--no-restore-fallback"]),
+    (["--restore-timeout", "5ms"], ["--restore-timeout:", "best-effort", "(the policy is layerwise)"]),
+    (["--restore-policy", "wait", "--restore-timeout-per-token", "1us"], ["--restore-timeout-per-token:"]),
+    (["--router-stale-s", "5"], ["--router-stale-s", "no --router given reads them"]),
+    (["--instances", "2", "--router", "round-robin", "--router-stale-s", "5"], ["--router-stale-s"]),
+    (["--tier", "gpu=400GB", "--gpu-memory-utilization", "0.5"], ["--gpu-memory-utilization", "--tier gpu=400GB"]),
+])
+def test_options_that_cannot_apply_are_refused(args, needles):
+    assert_one_line_error(invoke("replay", SMALL_TRACE, "--quiet", *args), *needles)
+
+
+def test_options_that_apply_still_run():
+    # the same options where they act: best-effort with its timeouts, a stale index for the prefix router,
+    # utilisation with gpu=auto
+    for args in (["--restore-policy", "best-effort", "--restore-timeout", "5ms"],
+                 ["--instances", "2", "--router", "prefix", "--router-stale-s", "1", "--timing", "sequential"],
+                 ["--tier", "gpu=auto", "--gpu-memory-utilization", "0.5", "--timing", "sequential"]):
+        r = invoke("replay", SMALL_TRACE, "--quiet", "--format", "json", *args)
+        assert r.exit_code == 0, (args, r.output)
+
+
+@pytest.mark.parametrize("gpu", ["gpu=0", "gpu=0blocks"])
+def test_a_gpu_tier_of_no_block_cannot_run_the_step_scheduler(gpu):
+    # hostile F15: a GPU tier of 0 bytes / 0 blocks (0 is documented as "none" for tiers; a size between 0 and one
+    # block is refused by the tier parser already) holds no block: no request can hold KV, so the step scheduler
+    # refuses to start, as vLLM does with no cache blocks
+    assert_one_line_error(invoke("replay", SMALL_TRACE, "--quiet", "--tier", gpu, "--tier", "cpu=1TB"),
+                          "holds 0 blocks", "--compute infinite")
+    # hits alone (no scheduler): still counted, every request truncated
+    r = invoke("replay", SMALL_TRACE, "--quiet", "--format", "json", "--tier", gpu, "--tier", "cpu=1TB",
+               "--compute", "infinite")
+    assert r.exit_code == 0, r.output
+
+
+def test_small_step_budgets_say_the_run_may_take_minutes():
+    # hostile F13: budget 1 on the sample = ~14 million one-token steps (minutes) and -q hid it. Below 256 tokens
+    # a note says so up front, even with -q; at 256 (and the defaults) nothing
+    r = invoke("replay", SMALL_TRACE, "--quiet", "--format", "json", "--max-num-batched-tokens", "255")
+    assert r.exit_code == 0 and "--max-num-batched-tokens 255" in r.stderr and "minutes" in r.stderr
+    r = invoke("replay", SMALL_TRACE, "--quiet", "--format", "json", "--max-num-batched-tokens", "256")
+    assert r.exit_code == 0 and "minutes" not in r.stderr
+
+
+def test_transform_into_many_requests_says_so(capsys):
+    # hostile F14: --tenants 1000 on 1,700 requests writes 1,700,000 rows (> 1,000,000): a note up front;
+    # 1,000 x 1,000 = 1,000,000 exactly: none; split mode deals the same requests: none
+    from types import SimpleNamespace
+
+    import pcs.cli.trace  # noqa: F401 - loads pcs.cli.tracetools (tracetools imports it back)
+    from pcs.cli.tracetools import _large_output_note
+
+    _large_output_note(1700, SimpleNamespace(tenants=1000, tenant_mode="copy"))
+    assert "copies 1,700 requests into 1,700,000" in capsys.readouterr().err
+    _large_output_note(1000, SimpleNamespace(tenants=1000, tenant_mode="copy"))
+    _large_output_note(1700, SimpleNamespace(tenants=1000, tenant_mode="split"))
+    assert capsys.readouterr().err == ""

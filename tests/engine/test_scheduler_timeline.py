@@ -151,3 +151,21 @@ def test_wait_for_kv_space():
     assert _col(eng, "ttft_s") == pytest.approx([4 * MS, 6 * MS], abs=1e-12)
     assert _col(eng, "wait_s") == pytest.approx([0.0, 4 * MS], abs=1e-12)
     assert _col(eng, "wait_compute_s") == pytest.approx([0.0, 0.0], abs=1e-12)
+
+
+def test_best_effort_timeouts_at_the_same_deadline():
+    # Hostile F1. Block size 2, GPU 4 blocks, CPU 10; each block restore takes 3 ms (_Link, 3,000 bytes).
+    # R0 [1, 2] t=0 and R1 [3, 4] t=10 ms (4 tokens each) fill the GPU; R2 [5, 6, 7, 8] t=20 ms (8 tokens)
+    # demotes all four to the CPU. R3 [1, 2] and R4 [3, 4] arrive together at 30 ms: each hits one CPU block
+    # (cap (4 - 1) // 2 = 1), GPU lead 0; the 3 ms restore misses the 1 ms timeout, so both become ready at the
+    # same deadline 31 ms with the same hit count: their pending-heap entries tie on time and must not compare
+    # the request objects (a TypeError before). Each keeps 0 blocks and prefills 4 tokens; the two share one
+    # 8-token step (budget 8, 1 ms a token): TTFT = 1 ms waited + 8 ms = 9 ms, 0 hit tokens, 2 timeouts.
+    reqs = [req([1, 2], 0.0, prompt=4, out=1, bs=2), req([3, 4], 0.010, prompt=4, out=1, bs=2),
+            req([5, 6, 7, 8], 0.020, prompt=8, out=1, bs=2),
+            req([1, 2], 0.030, prompt=4, out=1, bs=2), req([3, 4], 0.030, prompt=4, out=1, bs=2)]
+    eng = step_run(reqs, [4, 10], step_cost(token_s=MS), links=[None, _Link()], block_bytes=[3000, 3000],
+                   restore_fallback=False, restore_policy="best-effort", restore_timeout_s=0.001)
+    assert eng.stats.restore_timeouts == 2
+    assert _col(eng, "hit_tokens")[3:] == [0, 0]
+    assert _col(eng, "ttft_s")[3:] == pytest.approx([9 * MS, 9 * MS], abs=1e-12)

@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 
 import pyarrow.parquet as pq
+import pytest
 from click.testing import CliRunner
 
 from pcs.cli.main import cli
@@ -68,3 +69,27 @@ def test_fleet_csv_one_line_per_instance_and_reblocking_refused(mooncake_conv):
     assert r.exit_code == 0 and lines[0].startswith("instance,requests") and len(lines) == 3
     r = _run("replay", str(mooncake_conv), "--block-size", "256", "--instances", "2")
     assert r.exit_code == 2 and "re-blocking" in r.output
+
+
+@pytest.mark.parametrize("args, needle", [
+    # hostile F12: a blank name is not the default router; the same router twice once its defaults are spelled out
+    (["replay", "--router", ""], "a router name is empty"),
+    (["compare", "--router", "prefix", "--router", " "], "a router name is empty"),
+    (["compare", "--instances", "2", "--router", "random", "--router", "random:seed=0"],
+     "'random' and 'random:seed=0' are both random:seed=0"),
+    (["compare", "--instances", "2", "--router", "round-robin", "--router", "ROUND-ROBIN"], "unknown router"),
+])
+def test_router_spellings_refused(args, needle):
+    r = _run(*args)
+    assert r.exit_code == 2 and needle in r.output and "Traceback" not in r.output, r.output
+    assert r.output.strip().count("\n") == 0
+
+
+def test_compare_routers_on_one_instance_notes_routing_cannot_matter():
+    # one instance: every router sends all requests to instance 0 -> equal columns; the note says so
+    r = _run("compare", "--router", "prefix", "--router", "round-robin", "--timing", "sequential", "--quiet")
+    assert r.exit_code == 0, r.output
+    assert "routing cannot change these columns" in r.stdout
+    r = _run("compare", "--instances", "2", "--router", "prefix", "--router", "round-robin", "--timing",
+             "sequential", "--quiet")
+    assert r.exit_code == 0 and "routing cannot change" not in r.stdout

@@ -20,7 +20,7 @@ RULES = BlockRules(cache_partial_blocks=True, recompute_last_token=False)
 BIG = 10 ** 6
 
 
-def batch(rows, sessions=None, bs=4):
+def batch(rows, sessions=None, bs=4, parents=None):
     """rows: (arrival_s, ids) or (arrival_s, ids, prompt_tokens)."""
     ids = [list(r[1]) for r in rows]
     offs = np.zeros(len(rows) + 1, dtype=np.int64)
@@ -28,11 +28,12 @@ def batch(rows, sessions=None, bs=4):
     prompt = np.array([r[2] if len(r) > 2 else len(r[1]) * bs for r in rows], dtype=np.int64)
     return RequestBatch(0, bs, np.array([float(r[0]) for r in rows]), prompt, np.zeros(len(rows), dtype=np.int64),
                         offs, np.array([i for x in ids for i in x], dtype=np.uint64),
-                        None if sessions is None else np.array(sessions, dtype=np.int64))
+                        None if sessions is None else np.array(sessions, dtype=np.int64),
+                        None if parents is None else np.array(parents, dtype=np.int64))
 
 
-def go(name, rows, n, service=None, stale=0.0, cap=BIG, sessions=None):
-    b = batch(rows, sessions)
+def go(name, rows, n, service=None, stale=0.0, cap=BIG, sessions=None, parents=None):
+    b = batch(rows, sessions, parents=parents)
     svc = np.full(len(rows), 100.0) if service is None else np.array(service, dtype=np.float64)
     return route(b, RULES, parse_router(name, n), CacheIndex([cap] * n, stale), svc).tolist()
 
@@ -81,6 +82,29 @@ def test_session_sticky_and_error_without_ids():
     assert got[0] == got[2] == got[5] and got[1] == got[4]
     with pytest.raises(ValueError, match="session ids"):
         go("session", [(0, [1])], 2)
+
+
+def test_session_keys_on_the_root_chat_of_a_bailian_conversation():
+    # hostile F2. Bailian: session_id holds the per-turn chat_id, parent_id the parent_chat_id. Chats 1 -> 3 -> 5
+    # are one conversation (root 1), 2 and 4 stand alone, 9 names a parent (8) that never came: its own root.
+    # Every turn keys on its root: [1, 2, 1, 4, 1, 9] -> splitmix64(root) mod 4.
+    chats, parents = [1, 2, 3, 4, 5, 9], [-1, -1, 1, -1, 3, 8]
+    got = go("session", [(k, [k]) for k in range(6)], 4, sessions=chats, parents=parents)
+    assert got == [splitmix64(s) % 4 for s in [1, 2, 1, 4, 1, 9]]
+
+
+def test_session_less_requests_go_to_the_least_loaded_instance():
+    # hostile F6. Session -1 = none (the readers' value): such a request goes to the instance with the fewest
+    # requests in flight (lowest index on a tie), not to splitmix64(-1) mod N. 3 instances, all in flight
+    # (service 100 s): r0 session 5 -> s5 = splitmix64(5) % 3; r1, r2, r3 session -1 each take the emptiest.
+    s5 = splitmix64(5) % 3
+    rest = [i for i in range(3) if i != s5]      # r1 -> the lower empty one, r2 -> the other empty one
+    got = go("session", [(0, [k]) for k in range(4)], 3, sessions=[5, -1, -1, -1])
+    assert got[:3] == [s5, rest[0], rest[1]]
+    assert got[3] == 0                           # all three hold 1 request: the lowest index
+    # a trace whose every row is -1 has no sessions: refused like a trace without the column
+    with pytest.raises(ValueError, match="session ids"):
+        go("session", [(0, [1]), (0, [2])], 2, sessions=[-1, -1])
 
 
 def test_consistent_hash_same_first_k_blocks_same_instance():
@@ -150,9 +174,54 @@ def test_router_options_errors():
         parse_router("nope", 2)
     with pytest.raises(ValueError, match="bad option"):
         parse_router("prefix:k=3", 2)
-    with pytest.raises(ValueError, match="not a float"):
+    with pytest.raises(ValueError, match="overlap must be a finite number in"):
         parse_router("cache-aware:overlap=x", 2)
-    with pytest.raises(ValueError, match=">= 0"):
+    with pytest.raises(ValueError, match=r"load must be a finite number in \[0, 1e\+06\], got '-1'"):
         parse_router("cache-aware:load=-1", 2)
     assert set(router_names()) == {"round-robin", "random", "least-loaded", "session", "consistent-hash",
                                    "prefix", "cache-aware"}
+
+
+@pytest.mark.parametrize("spec, needle", [
+    # hostile F3: NaN/inf weights made every score compare false -> all traffic on instance 0; bounded [0, 1e6]
+    ("cache-aware:overlap=nan", "option overlap must be a finite number in [0, 1e+06], got 'nan'"),
+    ("cache-aware:load=nan", "option load must be a finite number in [0, 1e+06], got 'nan'"),
+    ("cache-aware:overlap=inf", "option overlap must be a finite number in [0, 1e+06], got 'inf'"),
+    ("cache-aware:load=-inf", "option load must be a finite number in [0, 1e+06], got '-inf'"),
+    ("cache-aware:overlap=1e7", "option overlap must be a finite number in [0, 1e+06], got '1e7'"),
+    # hostile F4: vnodes unbounded (a 2e9-entry ring); <= 10,000 and instances x vnodes <= 1,000,000
+    ("consistent-hash:vnodes=1000000000", "option vnodes must be an integer in [1, 10,000], got '1000000000'"),
+    ("consistent-hash:vnodes=0", "option vnodes must be an integer in [1, 10,000], got '0'"),
+    # hostile F11: one bound per option, whatever the wrong value (k=0 and k=-1 the same message)
+    ("consistent-hash:k=0", "option k must be an integer in [1, 1,000,000], got '0'"),
+    ("consistent-hash:k=-1", "option k must be an integer in [1, 1,000,000], got '-1'"),
+    ("random:seed=abc", "option seed must be an integer in [0, 18,446,744,073,709,551,615], got 'abc'"),
+    ("random:seed=-1", "option seed must be an integer in [0, 18,446,744,073,709,551,615], got '-1'"),
+])
+def test_router_numeric_options_are_finite_and_bounded(spec, needle):
+    with pytest.raises(ValueError) as e:
+        parse_router(spec, 2)
+    assert needle in str(e.value)
+
+
+def test_consistent_hash_ring_size_bound():
+    # 101 x 10,000 = 1,010,000 ring points > 1,000,000: refused before the ring is built
+    with pytest.raises(ValueError, match="101 x 10000 must be <= 1,000,000 ring points"):
+        parse_router("consistent-hash:vnodes=10000", 101)
+    # weights at their bounds still route: r0 sees no hits, no load -> all scores 0 -> instance 0 (lowest);
+    # r1 matches its 1 block on instance 0: 1e6 x 1/1 - 0 > 0 on instance 1 -> 0
+    assert go("cache-aware:overlap=1e6,load=0", [(0, [1]), (0, [1])], 2) == [0, 0]
+
+
+@pytest.mark.parametrize("spec, needle", [
+    # hostile F12: exact names like every other choice (--compute STEP is refused too); options once each
+    ("ROUND-ROBIN", "unknown router 'ROUND-ROBIN'"),
+    ("Prefix", "unknown router 'Prefix'"),
+    ("", "unknown router ''"),
+    ("random:seed=1,seed=2", "option seed given twice"),
+    ("cache-aware:OVERLAP=1", "bad option 'OVERLAP=1'"),
+])
+def test_router_spec_is_exact(spec, needle):
+    with pytest.raises(ValueError) as e:
+        parse_router(spec, 2)
+    assert needle in str(e.value)

@@ -73,6 +73,11 @@ def test_every_kind_gives_what_its_command_prints_alone(tmp_path, kind, fixed, a
     ("[fixed]\ntrace = 'missing.jsonl'\n", "missing.jsonl: No such file"),
     ("kind = 'curve'\n[fixed]\ncapacities = '40GB'\n", "a size in bytes needs --model"),
     ("kind = 'compare'\n[fixed]\npolicy = ['slru', 'protected']\n", "name the same policy"),
+    # hostile F8: a sweep point replays one instance; fleet keys used to be dropped and the row mislabelled
+    ("[fixed]\ninstances = 2\n[axes]\nrouter = ['prefix', 'nope']\n", "does not run fleets"),
+    ("[axes]\nrouter = ['round-robin', 'random']\n", "router: pcs sweep replays one instance"),
+    ("[fixed]\nrouter_stale_s = 1\n", "router_stale_s: pcs sweep"),
+    ("kind = 'compare'\n[fixed]\ninstances = 2\n", "instances: pcs sweep"),
 ])
 def test_bad_plans_are_one_line_errors_before_anything_runs(tmp_path, plan_text, words):
     plan = tmp_path / "p.toml"

@@ -123,3 +123,36 @@ def test_float_prompt_tokens_is_an_error_not_a_cut(tmp_path):
     _write_parquet(tmp_path / "t.parquet", _rows("input_length", 600.7))
     err = _error(tmp_path / "t.parquet", "parquet")
     assert "prompt_tokens" in str(err) and "double" in str(err) and "integers" in str(err)
+
+
+def _with_sessions(path, **cols):
+    """GOOD as Parquet plus the given int64 session columns (lists of 2 values, None = null)."""
+    _write_parquet(path, GOOD)
+    t = pq.read_table(path)
+    meta = t.schema.metadata
+    for k, v in cols.items():
+        t = t.append_column(k, pa.array(v, type=pa.int64()))
+    pq.write_table(t.replace_schema_metadata(meta), path)
+
+
+def test_session_id_alone_is_read(tmp_path):
+    # hostile F7: a session_id column without parent_id/turn used to be ignored (all three or none)
+    _with_sessions(tmp_path / "s.parquet", session_id=[7, 7])
+    (b,) = list(open_trace(tmp_path / "s.parquet").iter_batches())
+    assert b.session_id.tolist() == [7, 7] and b.parent_id is None and b.turn is None
+
+
+@pytest.mark.parametrize("cols, field, row", [
+    # a null session id in row 2 (1-based): named, not "cannot convert float NaN to integer"
+    (dict(session_id=[5, None], parent_id=[-1, 5], turn=[1, 2]), "session_id", 2),
+    (dict(session_id=[None, 6]), "session_id", 1),
+    (dict(session_id=[5, 6], parent_id=[-1, None], turn=[1, 2]), "parent_id", 2),
+    # a parent or a turn of no session
+    (dict(parent_id=[-1, 5]), "parent_id", None),
+    (dict(turn=[1, 2]), "turn", None),
+])
+def test_session_columns_null_or_partial_are_named_errors(tmp_path, cols, field, row):
+    _with_sessions(tmp_path / "s.parquet", **cols)
+    err = _error(tmp_path / "s.parquet", "parquet")
+    assert (err.field, err.line) == (field, row), str(err)
+    assert "\n" not in str(err) and ("null value" in str(err) if row else "needs a session_id column" in str(err))

@@ -58,11 +58,13 @@ class Router:
     Class attributes:
         name: registry name; source: where the rule comes from;
         OPTIONS: option name -> (type, default, meaning); uses_index: reads the cache index.
+        BOUNDS: numeric option name -> (lo, hi), both included (default: >= 0, finite).
     """
 
     name = ""
     source = ""
     OPTIONS: dict[str, tuple[type, Any, str]] = {}
+    BOUNDS: dict[str, tuple[float, float]] = {}
     uses_index = False
 
     def __init__(self, instances: int, **options: Any) -> None:
@@ -83,13 +85,26 @@ class Router:
         return f"{self.name}:{opts}" if opts else self.name
 
 
-def _convert(router: str, key: str, typ: type, text: str) -> Any:
+_KIND = {int: "an integer", float: "a finite number"}
+
+
+def _convert(router: str, key: str, typ: type, text: str, bounds: tuple | None) -> Any:
+    """``text`` as ``typ``, inside ``bounds`` (lo, hi) both included; ValueError naming the router and option.
+
+    One message per option whatever is wrong (not a number, nan/inf, out of range), e.g.
+    ``router 'cache-aware': option overlap must be a finite number in [0, 1e+06], got nan``."""
+    if typ is str:
+        return text
+    lo, hi = bounds if bounds is not None else (0, None)
+    fmt = (lambda v: f"{v:,}") if typ is int else (lambda v: f"{v:g}")
+    what = f"{_KIND[typ]} in [{fmt(lo)}, {fmt(hi)}]" if hi is not None else f"{_KIND[typ]} >= {fmt(lo)}"
     try:
         value = typ(text)
     except ValueError:
-        raise ValueError(f"router {router!r}: option {key}={text!r} is not a {typ.__name__}") from None
-    if isinstance(value, (int, float)) and not isinstance(value, bool) and value < 0:
-        raise ValueError(f"router {router!r}: option {key} must be >= 0, got {text}")
+        value = None
+    if value is None or value != value or not lo <= value <= (hi if hi is not None else float("inf")) \
+            or value in (float("inf"), float("-inf")):
+        raise ValueError(f"router {router!r}: option {key} must be {what}, got {text!r}")
     return value
 
 
@@ -97,21 +112,24 @@ def parse_router(spec: str | Router, instances: int) -> Router:
     """``NAME`` or ``NAME:opt=v,opt=v`` -> a router for ``instances`` instances.
 
     Raises:
-        ValueError: unknown router or option, a value of the wrong type or < 0.
+        ValueError: unknown router (names are exact: ``ROUND-ROBIN`` and ``''`` are unknown) or option, an
+            option given twice, a value of the wrong type, not finite or out of its bounds.
     """
     if isinstance(spec, Router):
         return spec
     name, _, rest = str(spec).strip().partition(":")
-    name = name.strip().lower()
-    if name not in ROUTERS:
+    name = name.strip()
+    if name not in ROUTERS:     # exact names, as every other choice of pcs (--compute, --restore-policy)
         raise ValueError(f"unknown router {name!r}; valid: {', '.join(ROUTERS)}")
     cls = importlib.import_module(f"pcs.fleet.routers.{ROUTERS[name]}").ROUTER
     options: dict[str, Any] = {}
     for part in filter(None, (p.strip() for p in rest.split(","))):
         key, sep, text = part.partition("=")
-        key = key.strip().lower()
+        key = key.strip()
         if not sep or key not in cls.OPTIONS:
             valid = ", ".join(f"{k}=" for k in cls.OPTIONS) or "none"
             raise ValueError(f"router {name!r}: bad option {part!r}; valid: {valid}")
-        options[key] = _convert(name, key, cls.OPTIONS[key][0], text.strip())
+        if key in options:
+            raise ValueError(f"router {name!r}: option {key} given twice")
+        options[key] = _convert(name, key, cls.OPTIONS[key][0], text.strip(), cls.BOUNDS.get(key))
     return cls(instances, **options)

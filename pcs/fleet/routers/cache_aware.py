@@ -29,6 +29,8 @@ class CacheAware(Router):
               "llm-d precise-prefix-cache-scorer + queue-scorer")
     OPTIONS = {"overlap": (float, 2.0, "weight of the cached fraction"),
                "load": (float, 1.0, "weight of the normalised requests in flight")}
+    #: only the ratio of the weights matters; 1e6 bounds it (every numeric input of pcs is bounded)
+    BOUNDS = {"overlap": (0.0, 1e6), "load": (0.0, 1e6)}
     uses_index = True
 
     def choose(self, req, index, load) -> int:

@@ -25,11 +25,17 @@ class ConsistentHash(Router):
     name = "consistent-hash"
     source = "Karger et al. STOC'97 hash ring; vLLM production-stack hashing routers"
     OPTIONS = {"k": (int, 4, "leading blocks in the key"), "vnodes": (int, 100, "ring points per instance")}
+    #: the ring is instances x vnodes Python entries (~1 s and ~100 MB per million): vnodes <= 10,000 and at
+    #: most MAX_POINTS in all keep it under a second (a ring of 100-1,000 points per node balances within
+    #: a few percent, Karger et al.)
+    BOUNDS = {"k": (1, 1_000_000), "vnodes": (1, 10_000)}
+    MAX_POINTS = 1_000_000
 
     def __init__(self, instances: int, **options) -> None:
         super().__init__(instances, **options)
-        if self.options["k"] < 1 or self.options["vnodes"] < 1:
-            raise ValueError("router 'consistent-hash': k and vnodes must be >= 1")
+        if self.options["vnodes"] * instances > self.MAX_POINTS:
+            raise ValueError(f"router 'consistent-hash': instances x vnodes = {instances} x "
+                             f"{self.options['vnodes']} must be <= {self.MAX_POINTS:,} ring points")
         ring = sorted((splitmix64((i << 32) + v), i) for i in range(instances) for v in range(self.options["vnodes"]))
         self._points = [p for p, _ in ring]
         self._owner = [i for _, i in ring]

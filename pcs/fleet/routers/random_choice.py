@@ -19,6 +19,7 @@ class RandomRouter(Router):
     name = "random"
     source = "Dynamo --router-mode random"
     OPTIONS = {"seed": (int, 0, "seed of numpy.random.default_rng")}
+    BOUNDS = {"seed": (0, 2 ** 64 - 1)}
 
     def __init__(self, instances: int, **options) -> None:
         super().__init__(instances, **options)

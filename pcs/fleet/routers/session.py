@@ -5,8 +5,18 @@ hash: the same session, the same instance, whatever came before). Source:
 vLLM production-stack ``--routing-logic session`` (sticky by a session
 header), SGLang router's consistent hashing by routing key.
 
-A trace without session ids (Mooncake's FAST'25 release has none) is an
-error: stickiness by an id that does not exist would be a different router
+The session id is the conversation's identity as the trace layer defines it
+(:func:`pcs.trace.tree.session_keys`): on a Bailian trace, whose
+``chat_id`` is one per turn, the root chat reached through
+``parent_chat_id``, so every turn of a chat lands on one instance.
+
+A request without a session (id -1, e.g. BurstGPT's API-log rows) goes to
+the least-loaded instance (fewest requests in flight, the lowest index on a
+tie), as vLLM production-stack's session router falls back to load-based
+routing when a request carries no session header.
+
+A trace without session ids (Mooncake's FAST'25 release has none, or every
+row is -1) is an error: stickiness by an id that does not exist would be a different router
 (use ``consistent-hash``, which keys on the first blocks).
 """
 from __future__ import annotations
@@ -27,7 +37,8 @@ def splitmix64(x: int) -> int:
 
 
 class Session(Router):
-    """``splitmix64(session_id) mod instances``; ValueError on a request without a session id."""
+    """``splitmix64(session_id) mod instances``; session id -1: the least-loaded instance; ValueError when the
+    trace has no session ids."""
 
     name = "session"
     source = "vLLM production-stack session routing; SGLang router routing key"
@@ -36,6 +47,9 @@ class Session(Router):
         if req.session_id is None:
             raise ValueError("router 'session' needs session ids, and this trace has none (Mooncake's has "
                              "none); use --router consistent-hash (keyed on the first blocks) instead")
+        if req.session_id < 0:                    # no session: least-loaded by requests in flight
+            reqs = load.requests
+            return min(range(self.instances), key=lambda i: (reqs[i], i))
         return splitmix64(int(req.session_id) & _MASK) % self.instances
 
 
