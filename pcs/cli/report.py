@@ -139,7 +139,7 @@ def write_replay_outputs(html_path: str | None, plot_dir: str | None, result: An
 
 
 def _read_payload(path: str) -> dict:
-    from pcs.report.htmlpage import payload_kind
+    from pcs.report.htmlpage import check_replay_payload, payload_kind
 
     try:
         payload = json.loads(Path(path).read_text(encoding="utf-8"))
@@ -148,7 +148,8 @@ def _read_payload(path: str) -> dict:
     except UnicodeDecodeError:
         raise ValueError(f"{path}: not UTF-8 text") from None
     try:
-        payload_kind(payload)
+        if payload_kind(payload) == "replay":
+            check_replay_payload(payload)
     except ValueError as exc:
         raise ValueError(f"{path}: {exc}") from None
     return payload

@@ -13,6 +13,8 @@ footprint (``components`` and ``by_dtype``).
 """
 from __future__ import annotations
 
+import json
+import math
 import shlex
 from typing import Any, Callable, Sequence
 
@@ -44,6 +46,44 @@ def payload_kind(payload: Any) -> str:
         if "components" in payload and "by_dtype" in payload:
             return "footprint"
     raise ValueError("not the JSON of pcs replay, compare, curve or footprint (--format json)")
+
+
+def _number(v: Any, lo: float, hi: float) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and lo <= v <= hi
+
+
+#: replay JSON fields the page reads: key -> (what it must be, the check)
+_REPLAY_FIELDS: dict[str, tuple[str, Callable[[Any], bool]]] = {
+    **{k: ("a ratio in [0, 1]", lambda v: _number(v, 0.0, 1.0))
+       for k in ("hit_ratio", "single_sequence_hit_ratio", "ideal_hit_ratio", "sequential_hit_ratio")},
+    "requests": ("a count >= 0", lambda v: isinstance(v, int) and not isinstance(v, bool) and 0 <= v < 2**63),
+    "block_size": ("a positive number of tokens", lambda v: isinstance(v, int) and not isinstance(v, bool)
+                   and 0 < v < 2**31),
+    "gap": ("an object of finite numbers", lambda v: isinstance(v, dict) and all(
+        _number(v.get(k), -1.0, 1.0) for k in ("block_rounding", "capacity_eviction", "concurrency"))),
+    "tiers": ("a non-empty list of tier objects", lambda v: isinstance(v, list) and bool(v) and all(
+        isinstance(t, dict) and isinstance(t.get("capacity_blocks"), int) and isinstance(t.get("name"), str)
+        for t in v)),
+    "envelope": ("an object with a links list", lambda v: isinstance(v, dict) and isinstance(v.get("links"), list)),
+    "hit_ratio_per_tier": ("an object", lambda v: isinstance(v, dict)),
+    "notes": ("a list of strings", lambda v: isinstance(v, list) and all(isinstance(n, str) for n in v)),
+}
+#: optional objects: absent, null or an object
+_REPLAY_OPTIONAL = ("deployment", "series", "distributions", "scheduler", "payload_lens", "hybrid")
+
+
+def check_replay_payload(s: dict) -> None:
+    """Check the fields of a replay JSON that the page reads (a damaged or hand-edited file).
+
+    Raises:
+        ValueError: ``field 'NAME': must be WHAT, got VALUE`` for the first bad field.
+    """
+    for key, (what, ok) in _REPLAY_FIELDS.items():
+        if key in s and not ok(s[key]):
+            raise ValueError(f"field '{key}': must be {what}, got {json.dumps(s[key])[:60]}")
+    for key in _REPLAY_OPTIONAL:
+        if s.get(key) is not None and not isinstance(s[key], dict):
+            raise ValueError(f"field '{key}': must be an object or null, got {json.dumps(s[key])[:60]}")
 
 
 def _headline(s: dict, oracle: dict | None) -> list[dict]:
