@@ -32,6 +32,8 @@ from __future__ import annotations
 
 from typing import Any, ClassVar, Sequence
 
+from pcs.cache.policies import spec_value
+
 __all__ = ["AdmissionPolicy", "CombinedAdmission", "ADMISSION_KINDS", "parse_admission", "make_admission", "parse_admit_option",
            "admission_kinds", "NO_ADMISSION", "apply_admission", "needs_context"]
 
@@ -106,15 +108,6 @@ def admission_kinds() -> dict[str, type]:
 ADMISSION_KINDS = ("reuse", "selective", "tinylfu", "retain")
 
 
-def _value(text: str) -> Any:
-    for conv in (int, float):
-        try:
-            return conv(text)
-        except ValueError:
-            pass
-    return text
-
-
 def parse_admission(text: str) -> tuple[str, dict[str, Any]]:
     """``KIND[:ARG]`` or ``KIND:KEY=VALUE,...`` -> (kind, keyword arguments).
 
@@ -138,7 +131,7 @@ def parse_admission(text: str) -> tuple[str, dict[str, Any]]:
             key, value = kinds[kind].first_option, part
         if not key.strip() or not value.strip():
             raise ValueError(f"bad admission argument {part!r} in {text!r}")
-        opts[key.strip()] = _value(value.strip())
+        opts[key.strip()] = spec_value(value.strip())
     return kind, opts
 
 

@@ -157,6 +157,19 @@ def _curve_rows(trace: Any, policies: list[str | None], caps: Sequence[int],
                                  r.belady_hit_ratio, r.ceiling_hit_ratio) for i, r in enumerate(res.rows))
 
 
+def _check_compare_args(tier_sets: Any, curve_capacities: Sequence[int] | None,
+                        replay_kwargs: dict[str, Any]) -> list[int] | None:
+    """The checks of :func:`compare`'s arguments; the curve capacities as ints (None: no curve rows)."""
+    if tier_sets and replay_kwargs.get("tiers"):
+        raise ValueError("give either tiers (one tier list) or tier_sets (several to compare), not both")
+    if "policy" in replay_kwargs:
+        raise ValueError("compare takes policies=[...] (several), not policy=")
+    caps = None if curve_capacities is None else [int(c) for c in curve_capacities]
+    if caps is not None and (not caps or min(caps) < 0):
+        raise ValueError(f"curve capacities must be one or more block counts >= 0, got {curve_capacities!r}")
+    return caps
+
+
 def compare(trace: Any = None, *, policies: Sequence[str | None] | None = None,
             tier_sets: Sequence[Sequence[str]] | None = None, curve_capacities: Sequence[int] | None = None,
             admits: Sequence[str] | None = None, progress: Callable[[int], None] | None = None,
@@ -194,13 +207,7 @@ def compare(trace: Any = None, *, policies: Sequence[str | None] | None = None,
     from pcs.engine.api import replay
     from pcs.trace.batches import reiterable
 
-    if tier_sets and replay_kwargs.get("tiers"):
-        raise ValueError("give either tiers (one tier list) or tier_sets (several to compare), not both")
-    if "policy" in replay_kwargs:
-        raise ValueError("compare takes policies=[...] (several), not policy=")
-    caps = None if curve_capacities is None else [int(c) for c in curve_capacities]
-    if caps is not None and (not caps or min(caps) < 0):
-        raise ValueError(f"curve capacities must be one or more block counts >= 0, got {curve_capacities!r}")
+    caps = _check_compare_args(tier_sets, curve_capacities, replay_kwargs)
     source = reiterable(trace)
     pols = list(policies or ()) or [None]
     one_set = replay_kwargs.pop("tiers", None)

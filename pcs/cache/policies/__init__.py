@@ -102,7 +102,8 @@ POLICY_CHOICES: tuple[str, ...] = POLICY_NAMES + tuple(POLICY_ALIASES)
 DEFAULT_POLICY = "lru"
 
 
-def _value(text: str) -> Any:
+def spec_value(text: str) -> Any:
+    """An option value of a policy or admission spec: an int, else a float, else the text as given."""
     for conv in (int, float):
         try:
             return conv(text)
@@ -126,7 +127,7 @@ def parse_policy_spec(spec: str) -> tuple[str, dict[str, Any]]:
         key, sep, value = part.partition("=")
         if not sep or not key.strip() or not value.strip():
             raise ValueError(f"bad policy option {part!r} in {spec!r}; expected NAME:OPTION=VALUE, e.g. lfu:aging=none")
-        opts[key.strip()] = _value(value.strip())
+        opts[key.strip()] = spec_value(value.strip())
     return name.strip(), opts
 
 
