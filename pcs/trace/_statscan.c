@@ -197,7 +197,9 @@ static int st_reaccess(st_t *s, rec_t *x, int32_t d, int64_t tok, int32_t parent
     return 0;
 }
 
-typedef struct { const uint64_t *keys; const int64_t *offs, *prompt, *n, *cap, *full; int64_t bs; } batch_t;
+typedef struct { const uint64_t *keys; const int64_t *offs, *prompt, *n, *cap, *full; int64_t bs, m; } batch_t;
+#define PF_SLOT 24
+#define PF_REC 12
 
 /* One request: its accesses, then its conversation. Writes k[r]; -1 on no memory. */
 static int st_request(st_t *s, const batch_t *B, int64_t r, int64_t *k_out, int64_t *run_cur, int64_t *run_prev,
@@ -209,6 +211,12 @@ static int st_request(st_t *s, const batch_t *B, int64_t r, int64_t *k_out, int6
     int32_t prev = -1, last_full = -1;
     for (int64_t i = a; i < b; i++) {
         const int64_t j = i - a;
+        if (i + PF_SLOT < B->m) /* rolling prefetch: the slot PF_SLOT accesses ahead, the record PF_REC ahead */
+            __builtin_prefetch(&s->slots[mix64(B->keys[i + PF_SLOT]) & s->mask], 0, 1);
+        if (i + PF_REC < B->m) {
+            const kslot_t *y = &s->slots[mix64(B->keys[i + PF_REC]) & s->mask];
+            if (y->dense && y->key == B->keys[i + PF_REC]) __builtin_prefetch(&s->rec[y->dense - 1], 1, 1);
+        }
         int fresh;
         int32_t d = st_find(s, B->keys[i], &fresh);
         rec_t *x = &s->rec[d];
@@ -253,17 +261,8 @@ static int st_run(st_t *s, const batch_t *B, int64_t num_req, int64_t *k_out, in
     }
     if (s->req + num_req >= INT32_MAX || s->pos + m >= INT32_MAX) return 3;
     if (st_reserve(s, m) != 0) return -1;
-    for (int64_t i = B->offs[0]; i < B->offs[num_req > 1 ? 2 : num_req]; i++)
-        __builtin_prefetch(&s->slots[mix64(B->keys[i]) & s->mask], 0, 1);
+    for (int64_t i = 0; i < PF_SLOT && i < m; i++) __builtin_prefetch(&s->slots[mix64(B->keys[i]) & s->mask], 0, 1);
     for (int64_t r = 0; r < num_req; r++) {
-        if (r + 2 < num_req)  /* two stages ahead: the slots of request r + 2, the records of r + 1 */
-            for (int64_t i = B->offs[r + 2]; i < B->offs[r + 3]; i++)
-                __builtin_prefetch(&s->slots[mix64(B->keys[i]) & s->mask], 0, 1);
-        if (r + 1 < num_req)
-            for (int64_t i = B->offs[r + 1]; i < B->offs[r + 2]; i++) {
-                const kslot_t *x = &s->slots[mix64(B->keys[i]) & s->mask];
-                if (x->dense && x->key == B->keys[i]) __builtin_prefetch(&s->rec[x->dense - 1], 1, 1);
-            }
         if (st_request(s, B, r, k_out, run_cur, run_prev, run_n, nruns) != 0) return -1;
     }
     return 0;
@@ -311,7 +310,7 @@ static PyObject *py_feed(PyObject *self, PyObject *args) {
         goto done;
     }
     batch_t B = {(const uint64_t *)keys.buf, o, (const int64_t *)prompt.buf, (const int64_t *)n.buf,
-                 (const int64_t *)hc.buf, (const int64_t *)full.buf, bs};
+                 (const int64_t *)hc.buf, (const int64_t *)full.buf, bs, m};
     int64_t nruns = 0;
     int rc;
     Py_BEGIN_ALLOW_THREADS
