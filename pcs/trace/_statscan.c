@@ -2,8 +2,11 @@
  * pcs.trace._statscan: everything `pcs trace stats` asks of the block ids, in one streaming pass.
  *
  * Fed request batches in order (stats_new / stats_feed / stats_result), it computes per block access,
- * with one hash probe (id -> dense number; 16 B open-addressing slots, linear probing, splitmix64,
- * load <= 0.75) and a 36 B record per distinct id:
+ * with a 36 B record per distinct id found by its dense number: the id itself while every id is below
+ * max(2**20, 2 x the trace's id count) (direct mode: Mooncake's ids are 0, 1, 2, ... in first-appearance
+ * order), else one hash probe (id -> dense number; 16 B open-addressing slots, linear probing,
+ * splitmix64, load <= 0.75; the ids seen so far are moved into the table the first time a batch holds
+ * a larger id):
  *   - the previous access (re-access or first access: distinct ids, reaccess share);
  *   - the reuse distance: distinct other ids since the previous access (Mattson et al. 1970), as
  *     (i - p - 1) - #{deleted positions in (p, i)}, a position being deleted once its id is accessed
@@ -33,8 +36,9 @@ typedef struct {
 typedef struct { uint64_t key; int32_t depth; int32_t used; } pslot_t;  /* key: (parent + 1) << 32 | id */
 
 typedef struct {
-    kslot_t *slots; uint64_t mask; int64_t count;
-    rec_t *rec; int64_t rec_cap;
+    kslot_t *slots; uint64_t mask; int64_t count;  /* the id table (hashed mode), keys in it */
+    rec_t *rec; int64_t rec_cap, next, distinct;   /* records by dense number (zeroed: count 0 = unused) */
+    int direct; int64_t limit, expected;           /* direct mode: dense number = id, every id < limit */
     pslot_t *pairs; uint64_t pmask; int64_t pcount;
     uint64_t *del; int32_t *fen; int64_t words;   /* deleted positions: bitmap + Fenwick over words */
     int64_t dtot, pos, req;
@@ -98,17 +102,56 @@ static int pairs_alloc(st_t *s, uint64_t cap) {
     return 0;
 }
 
+/* Records for dense numbers below `need`, the new ones zeroed. -1: no memory. */
+static int st_records(st_t *s, int64_t need) {
+    if (need <= s->rec_cap) return 0;
+    int64_t nc = need + need / 8;  /* realloc of a large block remaps pages: no copy; zero only the new part */
+    rec_t *n = (rec_t *)realloc(s->rec, (size_t)nc * sizeof(rec_t));
+    if (!n) return -1;
+    memset(n + s->rec_cap, 0, (size_t)(nc - s->rec_cap) * sizeof(rec_t));
+    s->rec = n; s->rec_cap = nc;
+    return 0;
+}
+
+/* Leave direct mode: every id seen goes into the id table under its own number. -1: no memory. */
+static int st_to_hashed(st_t *s, int64_t more) {
+    uint64_t slots = 4096;
+    while ((uint64_t)(s->distinct + more) * 4 > slots * 3 || (uint64_t)s->expected > slots) slots <<= 1;
+    free(s->slots);
+    s->slots = NULL;
+    if (keys_alloc(s, slots) != 0) return -1;
+    for (int64_t d = 0; d < s->next; d++) {
+        if (!s->rec[d].count) continue;
+        uint64_t h = mix64((uint64_t)d) & s->mask;
+        while (s->slots[h].dense) h = (h + 1) & s->mask;
+        s->slots[h].key = (uint64_t)d;
+        s->slots[h].dense = (int32_t)(d + 1);
+        s->count++;
+    }
+    s->direct = 0;
+    return 0;
+}
+
+/* Direct mode while the batch's ids stay below the limit (records up to its largest id), else hashed. */
+static int st_mode(st_t *s, const uint64_t *keys, int64_t m) {
+    if (!s->direct) return 0;
+    uint64_t top = 0;
+    for (int64_t i = 0; i < m; i++) top = keys[i] > top ? keys[i] : top;
+    if (m == 0 || top < (uint64_t)s->limit) {
+        if (m && (int64_t)top + 1 > s->next) {
+            if (st_records(s, (int64_t)top + 1) != 0) return -1;
+            s->next = (int64_t)top + 1;
+        }
+        return 0;
+    }
+    return st_to_hashed(s, m);
+}
+
 /* Room for `more` new ids (table load <= 0.75, records) and positions up to pos + more. -1: no memory. */
 static int st_reserve(st_t *s, int64_t more) {
-    while ((uint64_t)(s->count + more) * 4 > (s->mask + 1) * 3)
+    while (!s->direct && (uint64_t)(s->count + more) * 4 > (s->mask + 1) * 3)
         if (keys_alloc(s, (s->mask + 1) * 2) != 0) return -1;
-    if (s->count + more > s->rec_cap) {
-        int64_t nc = s->rec_cap * 2;
-        while (nc < s->count + more) nc *= 2;
-        rec_t *n = (rec_t *)realloc(s->rec, (size_t)nc * sizeof(rec_t));
-        if (!n) return -1;
-        s->rec = n; s->rec_cap = nc;
-    }
+    if (!s->direct && st_records(s, s->next + more) != 0) return -1;
     while ((s->pos + more) >= s->words * 64) { /* double the bitmap; the Fenwick's new top covers all */
         int64_t nw = s->words * 2;
         uint64_t *d = (uint64_t *)realloc(s->del, (size_t)nw * 8);
@@ -127,12 +170,19 @@ static int st_reserve(st_t *s, int64_t more) {
 
 /* Dense number of key (a new one when unseen; *fresh set). Room reserved by st_reserve. */
 static inline int32_t st_find(st_t *s, uint64_t key, int *fresh) {
+    if (s->direct) {
+        *fresh = !s->rec[key].count;
+        s->distinct += *fresh;
+        return (int32_t)key;
+    }
     uint64_t h = mix64(key) & s->mask;
     for (;;) {
         kslot_t *x = &s->slots[h];
         if (!x->dense) {
             x->key = key;
-            x->dense = (int32_t)(++s->count);
+            x->dense = (int32_t)(++s->next);
+            s->count++;
+            s->distinct++;
             *fresh = 1;
             return x->dense - 1;
         }
@@ -211,9 +261,11 @@ static int st_request(st_t *s, const batch_t *B, int64_t r, int64_t *k_out, int6
     int32_t prev = -1, last_full = -1;
     for (int64_t i = a; i < b; i++) {
         const int64_t j = i - a;
-        if (i + PF_SLOT < B->m) /* rolling prefetch: the slot PF_SLOT accesses ahead, the record PF_REC ahead */
+        if (s->direct) { /* the record PF_SLOT accesses ahead */
+            if (i + PF_SLOT < B->m) __builtin_prefetch(&s->rec[B->keys[i + PF_SLOT]], 1, 1);
+        } else if (i + PF_SLOT < B->m) /* rolling prefetch: the slot PF_SLOT accesses ahead, the record PF_REC ahead */
             __builtin_prefetch(&s->slots[mix64(B->keys[i + PF_SLOT]) & s->mask], 0, 1);
-        if (i + PF_REC < B->m) {
+        if (!s->direct && i + PF_REC < B->m) {
             const kslot_t *y = &s->slots[mix64(B->keys[i + PF_REC]) & s->mask];
             if (y->dense && y->key == B->keys[i + PF_REC]) __builtin_prefetch(&s->rec[y->dense - 1], 1, 1);
         }
@@ -260,8 +312,9 @@ static int st_run(st_t *s, const batch_t *B, int64_t num_req, int64_t *k_out, in
         if (len < 0 || B->n[r] < 0 || B->n[r] > len || B->full[r] < 0 || B->full[r] > len) return -2;
     }
     if (s->req + num_req >= INT32_MAX || s->pos + m >= INT32_MAX) return 3;
-    if (st_reserve(s, m) != 0) return -1;
-    for (int64_t i = 0; i < PF_SLOT && i < m; i++) __builtin_prefetch(&s->slots[mix64(B->keys[i]) & s->mask], 0, 1);
+    if (st_mode(s, B->keys + B->offs[0], m) != 0 || st_reserve(s, m) != 0) return -1;
+    for (int64_t i = 0; i < PF_SLOT && i < m; i++)
+        __builtin_prefetch(s->direct ? (const void *)&s->rec[B->keys[i]] : (const void *)&s->slots[mix64(B->keys[i]) & s->mask], 0, 1);
     for (int64_t r = 0; r < num_req; r++) {
         if (st_request(s, B, r, k_out, run_cur, run_prev, run_n, nruns) != 0) return -1;
     }
@@ -272,15 +325,17 @@ static PyObject *py_new(PyObject *self, PyObject *args) {
     long long expected = 0;
     if (!PyArg_ParseTuple(args, "|L", &expected)) return NULL;
     st_t *s = (st_t *)calloc(1, sizeof(st_t));
-    uint64_t slots = 4096;
-    while (expected > 0 && (uint64_t)expected > slots) slots <<= 1;
-    if (!s || keys_alloc(s, slots) != 0 || pairs_alloc(s, 1024) != 0 ||
-        !(s->rec = (rec_t *)malloc(4096 * sizeof(rec_t))) || !(s->del = (uint64_t *)calloc(1024, 8)) ||
+    if (!s || keys_alloc(s, 4096) != 0 || pairs_alloc(s, 1024) != 0 ||
+        !(s->rec = (rec_t *)calloc(4096, sizeof(rec_t))) || !(s->del = (uint64_t *)calloc(1024, 8)) ||
         !(s->fen = (int32_t *)calloc(1025, 4))) {
         st_free(s);
         return PyErr_NoMemory();
     }
     s->rec_cap = 4096; s->words = 1024;
+    s->direct = 1;
+    s->expected = expected > 0 ? expected : 0;
+    s->limit = s->expected * 2 > ((int64_t)1 << 20) ? s->expected * 2 : ((int64_t)1 << 20);
+    if (s->limit > INT32_MAX - 1) s->limit = INT32_MAX - 1;
     PyObject *cap = PyCapsule_New(s, "pcs.trace._statscan", st_capsule_free);
     if (!cap) st_free(s);
     return cap;
@@ -329,8 +384,9 @@ done:
 /* Leaves, inner nodes and fan-out from the records and the second pair set. */
 static PyObject *st_tree(const st_t *s) {
     long long leaves = 0, leaf_depth = 0, inner = 0, kids = 0, kids_max = 0, branching = 0;
-    for (int64_t d = 0; d < s->count; d++) {
+    for (int64_t d = 0; d < s->next; d++) {
         const rec_t *x = &s->rec[d];
+        if (!x->count) continue;
         if (!x->kids) { leaves++; leaf_depth += x->depth; continue; }
         inner++; kids += x->kids; branching += x->kids >= 2;
         if (x->kids > kids_max) kids_max = x->kids;
@@ -354,7 +410,7 @@ static PyObject *py_result(PyObject *self, PyObject *args) {
     PyObject *tree = st_tree(s);
     if (!tree) return NULL;
     return Py_BuildValue("{s:L,s:L,s:L,s:L,s:y#,s:y#,s:N}", "accesses", (long long)s->pos, "distinct",
-                         (long long)s->count, "reaccesses", (long long)s->reaccesses, "shared_tokens",
+                         (long long)s->distinct, "reaccesses", (long long)s->reaccesses, "shared_tokens",
                          (long long)s->shared_tokens, "dist_counts", s->dist ? (const char *)s->dist : "", (Py_ssize_t)(top * 8),
                          "turns", s->turns ? (const char *)s->turns : "", (Py_ssize_t)(s->conv * 8), "tree", tree);
 }
