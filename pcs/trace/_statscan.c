@@ -3,7 +3,7 @@
  *
  * Fed request batches in order (stats_new / stats_feed / stats_result), it computes per block access,
  * with a 36 B record per distinct id found by its dense number: the id itself while every id is below
- * max(2**20, 2 x the trace's id count) (direct mode: Mooncake's ids are 0, 1, 2, ... in first-appearance
+ * max(2**20, 2 x the trace's id count, 2 x (distinct ids so far + the batch's ids)) (direct mode: Mooncake's ids are 0, 1, 2, ... in first-appearance
  * order), else one hash probe (id -> dense number; 16 B open-addressing slots, linear probing,
  * splitmix64, load <= 0.75; the ids seen so far are moved into the table the first time a batch holds
  * a larger id):
@@ -137,7 +137,7 @@ static int st_mode(st_t *s, const uint64_t *keys, int64_t m) {
     if (!s->direct) return 0;
     uint64_t top = 0;
     for (int64_t i = 0; i < m; i++) top = keys[i] > top ? keys[i] : top;
-    if (m == 0 || top < (uint64_t)s->limit) {
+    if (m == 0 || top < (uint64_t)s->limit || top < (uint64_t)(2 * (s->distinct + m))) { /* ids at least half dense */
         if (m && (int64_t)top + 1 > s->next) {
             if (st_records(s, (int64_t)top + 1) != 0) return -1;
             s->next = (int64_t)top + 1;
