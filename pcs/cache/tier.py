@@ -74,7 +74,8 @@ class Tier:
         ValueError: negative capacity.
     """
 
-    __slots__ = ("name", "capacity_blocks", "policy", "resident", "reserved_blocks", "stats", "admission")
+    __slots__ = ("name", "capacity_blocks", "policy", "resident", "reserved_blocks", "stats", "admission", "leases",
+                 "lease_spared_blocks")
 
     def __init__(self, name: str, capacity_blocks: int, policy: EvictionPolicy, admission=None) -> None:
         if capacity_blocks < 0:
@@ -87,6 +88,11 @@ class Tier:
         self.reserved_blocks = 0
         self.stats = TierStats()
         self.admission = admission
+        #: block hash -> leases held on it (restores in flight from a shared tier, docs/semantics.md §17.1):
+        #: a leased block is never a victim; empty for every tier but a fleet's shared tier.
+        self.leases: dict[int, int] = {}
+        #: times a leased block came up as a victim and was passed over (given back as used).
+        self.lease_spared_blocks = 0
         if admission is not None and hasattr(admission, "bind"):
             admission.bind(self.capacity_blocks)
 
@@ -295,12 +301,14 @@ class Tier:
         Pushed-out blocks resident here and unpinned are evicted (counted in
         ``evicted_blocks``); the others count as ``overflow_blocks``.
         """
-        room = max(self.free_blocks + len(self.policy), 0)
+        leases = self.leases
+        res = self.resident
+        spare = sum(1 for h in leases if h in self.policy) if leases else 0   # leased blocks make no room
+        room = max(self.free_blocks + len(self.policy) - spare, 0)
         if len(block_hashes) <= room:
             return [], block_hashes
         cut = list(block_hashes[:len(block_hashes) - room])
-        res = self.resident
-        gone = [h for h in cut if res.get(h) == 0]
+        gone = [h for h in cut if res.get(h) == 0 and h not in leases]
         if gone:
             self.policy.drop(gone)
             for h in gone:
@@ -313,7 +321,7 @@ class Tier:
         """Evict ``n`` unpinned blocks (none when ``n`` <= 0); their hashes in eviction order, or None."""
         if n <= 0:
             return []
-        victims = self.policy.evict(n)
+        victims = self.policy.evict(n) if not self.leases else self._evict_around_leases(n)
         if victims is None:
             return None
         res = self.resident
@@ -321,6 +329,41 @@ class Tier:
             del res[h]
         self.stats.evicted_blocks += n
         return victims
+
+    def _evict_around_leases(self, n: int) -> list[int] | None:
+        """``n`` victims in eviction order, passing over leased blocks (docs/semantics.md §17.1): a leased block
+        the policy offers is given back to it as used (it is being read); None if fewer than ``n`` unleased
+        blocks are held (nothing changes)."""
+        leases = self.leases
+        if len(self.policy) - sum(1 for h in leases if h in self.policy) < n:
+            return None
+        victims: list[int] = []
+        spared: list[int] = []
+        while len(victims) < n:
+            got = self.policy.evict(n - len(victims))
+            assert got is not None
+            for h in got:
+                (spared if h in leases else victims).append(h)
+        if spared:
+            self.policy.add(spared, True)
+            self.lease_spared_blocks += len(spared)
+        return victims
+
+    def lease(self, block_hashes: Sequence[int]) -> None:
+        """Take one lease on each resident block (docs/semantics.md §17.1): it is not evicted until released."""
+        leases = self.leases
+        for h in block_hashes:
+            leases[h] = leases.get(h, 0) + 1
+
+    def release_lease(self, block_hashes: Sequence[int]) -> None:
+        """Drop one lease from each block (leased by :meth:`lease`)."""
+        leases = self.leases
+        for h in block_hashes:
+            c = leases[h] - 1
+            if c:
+                leases[h] = c
+            else:
+                del leases[h]
 
     def _note_peaks(self) -> None:
         """Raise the peak counters to the current resident and resident + reserved blocks."""
@@ -362,6 +405,7 @@ class Tier:
         assert len(res) + self.reserved_blocks <= self.capacity_blocks, (len(res), self.reserved_blocks,
                                                                          self.capacity_blocks)
         assert all(rc >= 0 for rc in res.values())
+        assert all(h in res and c > 0 for h, c in self.leases.items()), "a leased block left the tier"
         unpinned = {k for k, rc in res.items() if rc == 0}
         held = self.policy.order()
         assert len(held) == len(set(held)) == len(self.policy), "policy holds a block twice"

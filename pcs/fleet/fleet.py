@@ -175,15 +175,14 @@ def _requests_table(tables: list, rows: list) -> Any:
 
 
 def _summary(name: str, router, stale_s: float, cap: int, source: Any, batch: RequestBatch, rules: BlockRules,
-             loads: list, summaries: list, table: Any) -> FleetSummary:
-    """Add the instances up (docs/semantics.md §17)."""
+             loads: list, summaries: list, table: Any, modeled: bool, shared: Any = None) -> FleetSummary:
+    """Add the instances up (docs/semantics.md §17); with a shared tier (§17.1) captured = the fleet ceiling."""
     prompt = int(batch.prompt_tokens.sum())
     ceiling = _ceiling(source, rules).hit_tokens
-    captured = sum(x.ceiling_hit_tokens for x in loads)
+    captured = sum(x.ceiling_hit_tokens for x in loads) if shared is None else ceiling
     hits = sum(x.hit_tokens for x in loads)
     c, k, d = (ceiling / prompt, captured / prompt, hits / prompt) if prompt else (0.0, 0.0, 0.0)
     busy = [x.busy_s or 0.0 for x in loads]
-    modeled = any(s is not None and s.timing == "modeled" for s in summaries)
     ttft = table.column("ttft_s").to_numpy(zero_copy_only=False).astype(np.float64)
     return FleetSummary(
         trace=name, instances=len(loads), router=router.describe(), router_source=router.source,
@@ -193,11 +192,32 @@ def _summary(name: str, router, stale_s: float, cap: int, source: Any, batch: Re
         imbalance_prompt_tokens=_imbalance([x.prompt_tokens for x in loads]) or 1.0,
         imbalance_busy_s=_imbalance(busy) if any(x.busy_s is not None for x in loads) else None,
         ttft_p50_s=_pct(ttft, 50) if modeled else None, ttft_p99_s=_pct(ttft, 99) if modeled else None,
-        per_instance=tuple(loads), instance_summaries=tuple(summaries))
+        per_instance=tuple(loads), instance_summaries=tuple(summaries), shared_tier=shared,
+        notes=() if shared is None else ("a shared tier: instance_summaries are null (an instance's own sequential "
+                                         "baseline assumes tiers it owns); its hits by tier are in shared_tier",))
+
+
+def _replay_instances(source: Any, batch: RequestBatch, assignment: np.ndarray, instances: int, rules: BlockRules,
+                      index: CacheIndex, name: str, progress: Any, replay_kwargs: dict) -> tuple[list, list, list, list]:
+    """Each instance's sub-trace replayed alone with :func:`pcs.replay` (no shared tier): (InstanceLoad,
+    replay summary or None, requests table or None, trace rows) per instance."""
+    from pcs.engine.api import replay
+
+    rows_of, loads, summaries, tables = [], [], [], []
+    for i in range(instances):
+        rows = np.flatnonzero(assignment == i)
+        sub = source if instances == 1 else _SubTrace(f"{name} [instance {i}]", subset_batch(batch, rows))
+        res = replay(sub, progress=progress, **replay_kwargs) if len(rows) else None
+        rows_of.append(rows)
+        summaries.append(res.summary if res is not None else None)
+        tables.append(res.requests if res is not None else None)
+        loads.append(_instance_row(i, sub, summaries[-1], tables[-1], rules, index.held_blocks(i)))
+    return loads, summaries, tables, rows_of
 
 
 def fleet_replay(trace: Any = None, *, instances: int = 1, router: Any = "round-robin", router_stale_s: float = 0.0,
-                 progress: Callable[[int], None] | None = None, **replay_kwargs: Any) -> FleetResult:
+                 progress: Callable[[int], None] | None = None, shared_tier: Any = None,
+                 **replay_kwargs: Any) -> FleetResult:
     """Replay a trace through ``instances`` instances behind a router.
 
     Args:
@@ -208,37 +228,52 @@ def fleet_replay(trace: Any = None, *, instances: int = 1, router: Any = "round-
             or a Router.
         router_stale_s: seconds between a cache event and the router's view of it (>= 0).
         progress: called with the number of requests done by each instance's replay.
+        shared_tier: ``"NAME=SIZE"`` (or a :class:`pcs.engine.api.TierSpec`): a lower tier all instances
+            read and write, below each instance's own tiers, one link per instance (docs/semantics.md §17.1;
+            :mod:`pcs.fleet.oneclock`); None = no shared tier.
         **replay_kwargs: the keyword arguments of :func:`pcs.replay` (model, hardware, tp, tiers, ...).
     Returns:
         :class:`FleetResult`.
     Raises:
         ValueError: instances out of range, an unknown router or option, a negative delay, ``session``
-            on a trace without session ids; and what :func:`pcs.replay` raises.
+            on a trace without session ids; with ``shared_tier``: no size, the step scheduler, or an option
+            :func:`pcs.fleet.oneclock.check_shared_options` refuses; and what :func:`pcs.replay` raises.
     """
-    from pcs.engine.api import replay
-
     if isinstance(instances, bool) or not isinstance(instances, int) or not 1 <= instances <= MAX_INSTANCES:
         raise ValueError(f"--instances must be an int in 1..{MAX_INSTANCES}, got {instances!r}")
     source = reiterable(trace)
     batch = concat_batches(list(as_batches(source)), block_size=getattr(source, "block_size", None))
     if len(batch) == 0:
         raise ValueError("the trace has no requests")
+    setup = None
+    if shared_tier is not None:
+        from pcs.fleet.oneclock import check_shared_options, shared_setup
+        from pcs.fleet.sharedfleet import parse_shared_tier
+
+        spec = parse_shared_tier(shared_tier)
+        check_shared_options(replay_kwargs)
     cap, compute, rules = _setup(source, replay_kwargs)
+    if shared_tier is not None:
+        check_shared_options(dict(replay_kwargs, compute=compute))
+        setup = shared_setup(source, replay_kwargs, spec)
     # one compute model for every instance (the one pcs.replay would build; its KV-read memo is then shared)
     replay_kwargs = dict(replay_kwargs, compute=compute)
     chooser = parse_router(router, instances)
     index = CacheIndex([cap] * instances, router_stale_s)
     assignment = route(batch, rules, chooser, index, service_times(batch, compute))
     name = getattr(source, "name", None) or str(getattr(source, "path", "<requests>"))
-    rows_of, loads, summaries, tables = [], [], [], []
-    for i in range(instances):
-        rows = np.flatnonzero(assignment == i)
-        sub = source if instances == 1 else _SubTrace(f"{name} [instance {i}]", subset_batch(batch, rows))
-        res = replay(sub, progress=progress, **replay_kwargs) if len(rows) else None
-        rows_of.append(rows)
-        summaries.append(res.summary if res is not None else None)
-        tables.append(res.requests if res is not None else None)
-        loads.append(_instance_row(i, sub, summaries[-1], tables[-1], rules, index.held_blocks(i)))
+    if setup is not None:
+        from pcs.fleet.sharedfleet import shared_instances, shared_summary
+
+        loads, tables, rows_of, run = shared_instances(source, batch, assignment, instances, rules, compute, setup,
+                                                       index, name, progress)
+        summaries, modeled = [None] * instances, setup["timing"] == "modeled"
+        shared = shared_summary(run, loads, int(batch.prompt_tokens.sum()))
+    else:
+        loads, summaries, tables, rows_of = _replay_instances(source, batch, assignment, instances, rules, index,
+                                                              name, progress, replay_kwargs)
+        modeled, shared = any(s is not None and s.timing == "modeled" for s in summaries), None
     table = _requests_table(tables, rows_of)
-    summary = _summary(name, chooser, float(router_stale_s), cap, source, batch, rules, loads, summaries, table)
+    summary = _summary(name, chooser, float(router_stale_s), cap, source, batch, rules, loads, summaries, table,
+                       modeled, shared)
     return FleetResult(summary, assignment, table)
