@@ -54,7 +54,7 @@ def check_shared_options(kw: dict) -> None:
 
     Raises:
         ValueError: the step scheduler in modeled timing, ``admit``, ``gap_oracle``, an engine other than
-            auto/reference, a hybrid-model option.
+            auto/reference.
     """
     timing = kw.get("timing") or "modeled"
     mode = kw.get("compute_mode")
@@ -64,8 +64,7 @@ def check_shared_options(kw: dict) -> None:
         raise ValueError("--shared-tier runs the instances on one clock with --compute infinite or --timing "
                          "sequential; the step scheduler (--compute step, the default) cannot be advanced "
                          "instance by instance yet")
-    for key, opt in (("admit", "--admit"), ("gap_oracle", "--gap-oracle"), ("scheduler", "the scheduler options"),
-                     ("hybrid_kv_cache_manager", "--hybrid-kv-cache-manager")):
+    for key, opt in (("admit", "--admit"), ("gap_oracle", "--gap-oracle")):
         if kw.get(key):
             raise ValueError(f"{opt} is not available with --shared-tier")
     if kw.get("engine", "auto") not in ("auto", "reference", "general"):

@@ -171,3 +171,32 @@ def test_refusals():
     with pytest.raises(ValueError, match="distinct"):
         fleet_replay(stress_trace(1, 4, bs=16), instances=2, shared_tier="cpu=10blocks", timing="sequential",
                      tiers=["gpu=24blocks", "cpu=10blocks"], **SMALL)
+
+
+def test_cli_shared_tier_json_table_and_errors():
+    import json
+
+    from click.testing import CliRunner
+
+    from pcs.cli.main import cli
+
+    def run(*args):
+        return CliRunner().invoke(cli, ["replay", "--quiet", *args])
+
+    r = run("--instances", "2", "--shared-tier", "remote=10TB", "--compute", "infinite", "--format", "json")
+    assert r.exit_code == 0, r.output
+    s = json.loads(r.stdout)
+    sh = s["shared_tier"]
+    assert sh["name"] == "remote" and sh["capacity_bytes"] <= 10 * 10 ** 12
+    assert sum(p["hit_tokens"][-1] for p in sh["per_instance"]) == sh["hit_tokens"]
+    assert s["gap"]["captured_hit_ratio"] == s["gap"]["fleet_ceiling_hit_ratio"]
+    r = run("--instances", "2", "--shared-tier", "remote=10TB", "--timing", "sequential")
+    assert r.exit_code == 0 and "shared tier remote" in r.stdout and "hit tokens remote" in r.stdout
+    plain = json.loads(run("--instances", "2", "--timing", "sequential", "--format", "json").stdout)
+    assert "shared_tier" not in plain                         # no key without a shared tier
+    for args, msg in ((("--shared-tier", "remote=10TB"), "--compute infinite or --timing sequential"),
+                      (("--shared-tier", "remote", "--timing", "sequential"), "expected NAME=VALUE"),
+                      (("--shared-tier", "cpu=1TB", "--timing", "sequential"), "distinct")):
+        r = run("--instances", "2", *args)
+        assert r.exit_code == 2 and "pcs: error:" in r.output and msg in r.output, r.output
+        assert "Traceback" not in r.output
