@@ -301,13 +301,15 @@ class Tier:
         Pushed-out blocks resident here and unpinned are evicted (counted in
         ``evicted_blocks``); the others count as ``overflow_blocks``.
         """
+        room = max(self.free_blocks + len(self.policy), 0)
+        n = max(len(block_hashes) - room, 0)
         leases = self.leases
-        res = self.resident
-        spare = sum(1 for h in leases if h in self.policy) if leases else 0   # leased blocks make no room
-        room = max(self.free_blocks + len(self.policy) - spare, 0)
-        if len(block_hashes) <= room:
+        if leases:
+            n = self._lease_cut(block_hashes, n)
+        if not n:
             return [], block_hashes
-        cut = list(block_hashes[:len(block_hashes) - room])
+        res = self.resident
+        cut = list(block_hashes[:n])
         gone = [h for h in cut if res.get(h) == 0 and h not in leases]
         if gone:
             self.policy.drop(gone)
@@ -315,7 +317,26 @@ class Tier:
                 del res[h]
         self.stats.evicted_blocks += len(gone)
         self.stats.overflow_blocks += len(cut) - len(gone)
-        return cut, block_hashes[len(block_hashes) - room:]
+        return cut, block_hashes[n:]
+
+    def _lease_cut(self, block_hashes: Sequence[int], n: int) -> int:
+        """How many leading blocks of an insert batch to push out when leased blocks cannot make room
+        (docs/semantics.md §17.1): ``n`` (the cut without leases) while the unleased unpinned blocks outside
+        the batch can take the new blocks' evictions; else more, each extra one counted in
+        ``lease_spared_blocks``. A cut block that is not leased is dropped or not written (one slot less
+        needed); a leased one stays (no change)."""
+        res, pol, leases = self.resident, self.policy, self.leases
+        gone = sum(1 for h in block_hashes[:n] if res.get(h) == 0 and h not in leases)
+        kept = block_hashes[n:]
+        again = {h for h in kept if res.get(h) == 0}
+        fresh = sum(1 for h in kept if h not in res)
+        leased = sum(1 for h in leases if h in pol and h not in again)
+        deficit = fresh - (self.free_blocks + gone) - (len(pol) - gone - len(again) - leased)
+        while deficit > 0 and n < len(block_hashes):
+            deficit -= block_hashes[n] not in leases
+            n += 1
+            self.lease_spared_blocks += 1
+        return n
 
     def _evict(self, n: int) -> list[int] | None:
         """Evict ``n`` unpinned blocks (none when ``n`` <= 0); their hashes in eviction order, or None."""

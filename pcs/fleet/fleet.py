@@ -33,7 +33,7 @@ from pcs.fleet.summary import FleetGap, FleetSummary, InstanceLoad
 from pcs.trace.batches import as_batches, reiterable
 from pcs.trace.request import RequestBatch, concat_batches
 
-__all__ = ["fleet_replay", "FleetResult", "service_times", "subset_batch", "MAX_INSTANCES"]
+__all__ = ["fleet_replay", "FleetResult", "service_times", "subset_batch", "instance_ceilings", "MAX_INSTANCES"]
 
 #: Most instances a fleet may have (a bound on memory and run time, not a modelling limit).
 MAX_INSTANCES = 4096
@@ -133,6 +133,40 @@ def _ceiling(source: Any, rules: BlockRules) -> SingleSequenceResult:
     return fastpath.single_results(fastpath.scan(source, 0, rules, None, check=False))[0]
 
 
+def instance_ceilings(batch: RequestBatch, assignment: np.ndarray, instances: int,
+                      rules: BlockRules) -> list[SingleSequenceResult]:
+    """Each instance's single-sequence result on its own sub-trace (docs/semantics.md §12, §17), from one scan.
+
+    The block ids are made per instance -- dense id x instances + instance (exact, no collision) -- so
+    one scan of the whole trace sees each instance's requests as its own infinite cache would; the
+    per-request leads are then summed per instance. Equal to scanning every sub-trace alone
+    (``tests/fleet/test_fleet.py::test_instance_ceilings_are_the_sub_trace_scans``).
+
+    Args:
+        batch: the whole trace; assignment: int64 (requests,), the instance of each request.
+    Returns:
+        one :class:`pcs.blocks.SingleSequenceResult` per instance (zeros for an idle one).
+    """
+    from pcs.engine import fastpath
+
+    counts = np.diff(batch.block_offsets)
+    _, dense = np.unique(batch.block_hashes, return_inverse=True)
+    salted = dense.reshape(-1).astype(np.uint64) * np.uint64(instances) + \
+        np.repeat(assignment, counts).astype(np.uint64)
+    b = RequestBatch(0, batch.block_size, batch.arrival_s, batch.prompt_tokens, batch.output_tokens,
+                     batch.block_offsets, salted, None, None, None, None, None)
+    sc = fastpath.scan(_SubTrace("<per instance>", b), 0, rules, None, check=False)
+    lead = np.minimum(sc.max_hit_blocks, sc.seen_lead).astype(np.int64)
+    tokens = np.minimum(lead * sc.block_size, sc.prompt_tokens)
+
+    def per(values):
+        return np.bincount(assignment, weights=values, minlength=instances).astype(np.int64).tolist()
+
+    t, p, h, r, n = (per(tokens), per(sc.prompt_tokens), per(lead), per((lead > 0).astype(np.int64)),
+                     np.bincount(assignment, minlength=instances).tolist())
+    return [SingleSequenceResult(t[i], p[i], h[i], r[i], n[i]) for i in range(instances)]
+
+
 def _ratio(num: int, den: int) -> float | None:
     return num / den if den else None
 
@@ -147,11 +181,11 @@ def _pct(values: np.ndarray, q: float) -> float | None:
     return float(np.percentile(values, q)) if len(values) else None
 
 
-def _instance_row(i: int, sub: Any, s: Any, table: Any, rules: BlockRules, held: int) -> InstanceLoad:
-    """One instance's :class:`InstanceLoad` from its sub-trace, replay summary (None if idle) and requests table."""
+def _instance_row(i: int, ceiling: SingleSequenceResult, s: Any, table: Any, held: int) -> InstanceLoad:
+    """One instance's :class:`InstanceLoad` from its sub-trace's ceiling, replay summary (None if idle) and
+    requests table."""
     if s is None:
         return InstanceLoad(i, 0, 0, 0, None, 0, None, None, None, None, held)
-    ceiling = _ceiling(sub, rules)
     busy = s.scheduler.with_cache.busy_s if s.scheduler is not None else None
     ttft = table.column("ttft_s").to_numpy(zero_copy_only=False).astype(np.float64)
     modeled = s.timing == "modeled"
@@ -178,7 +212,7 @@ def _summary(name: str, router, stale_s: float, cap: int, source: Any, batch: Re
              loads: list, summaries: list, table: Any, modeled: bool, shared: Any = None) -> FleetSummary:
     """Add the instances up (docs/semantics.md §17); with a shared tier (§17.1) captured = the fleet ceiling."""
     prompt = int(batch.prompt_tokens.sum())
-    ceiling = _ceiling(source, rules).hit_tokens
+    ceiling = _ceiling(_SubTrace("<trace>", batch), rules).hit_tokens     # the trace in memory: no second read
     captured = sum(x.ceiling_hit_tokens for x in loads) if shared is None else ceiling
     hits = sum(x.hit_tokens for x in loads)
     c, k, d = (ceiling / prompt, captured / prompt, hits / prompt) if prompt else (0.0, 0.0, 0.0)
@@ -204,6 +238,7 @@ def _replay_instances(source: Any, batch: RequestBatch, assignment: np.ndarray, 
     from pcs.engine.api import replay
 
     rows_of, loads, summaries, tables = [], [], [], []
+    ceilings = instance_ceilings(batch, assignment, instances, rules)
     for i in range(instances):
         rows = np.flatnonzero(assignment == i)
         sub = source if instances == 1 else _SubTrace(f"{name} [instance {i}]", subset_batch(batch, rows))
@@ -211,7 +246,7 @@ def _replay_instances(source: Any, batch: RequestBatch, assignment: np.ndarray, 
         rows_of.append(rows)
         summaries.append(res.summary if res is not None else None)
         tables.append(res.requests if res is not None else None)
-        loads.append(_instance_row(i, sub, summaries[-1], tables[-1], rules, index.held_blocks(i)))
+        loads.append(_instance_row(i, ceilings[i], summaries[-1], tables[-1], index.held_blocks(i)))
     return loads, summaries, tables, rows_of
 
 
@@ -266,7 +301,7 @@ def fleet_replay(trace: Any = None, *, instances: int = 1, router: Any = "round-
         from pcs.fleet.sharedfleet import shared_instances, shared_summary
 
         loads, tables, rows_of, run = shared_instances(source, batch, assignment, instances, rules, compute, setup,
-                                                       index, name, progress)
+                                                       index, progress)
         summaries, modeled = [None] * instances, setup["timing"] == "modeled"
         shared = shared_summary(run, loads, int(batch.prompt_tokens.sum()))
     else:

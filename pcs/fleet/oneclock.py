@@ -161,7 +161,7 @@ def run_one_clock(source: Any, rules: Any, time_model: Any, assignment: np.ndarr
     used = [False] * len(engines)
     heap: list = []
     done = 0
-    for ch in iter_chunks(source, rules, time_model, True):
+    for ch in iter_chunks(source, rules, time_model, modeled):
         for r, a in enumerate(ch.arrival_s):
             i = assign[ch.first_request_id + r]
             e = engines[i]

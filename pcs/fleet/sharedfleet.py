@@ -35,16 +35,15 @@ def parse_shared_tier(text: Any):
     return spec
 
 
-def _load(i: int, sub: Any, res: Any, rules: Any, held: int, modeled: bool) -> tuple[InstanceLoad, Any]:
-    """One instance's row and requests table from its engine result (None: idle)."""
+def _load(i: int, ceiling: Any, res: Any, held: int, modeled: bool) -> tuple[InstanceLoad, Any]:
+    """One instance's row and requests table from its sub-trace's ceiling and engine result (None: idle)."""
     from pcs.engine.summary import requests_table
-    from pcs.fleet.fleet import _ceiling, _pct
+    from pcs.fleet.fleet import _pct
 
     if res is None:
         return InstanceLoad(i, 0, 0, 0, None, 0, None, None, None, None, held), None
     L = res.ledger
     table = requests_table(res.columns)
-    ceiling = _ceiling(sub, rules)
     ttft = table.column("ttft_s").to_numpy(zero_copy_only=False).astype(np.float64)
     return InstanceLoad(i, L.num_requests, L.prompt_tokens, L.hit_tokens, L.hit_ratio, ceiling.hit_tokens,
                         ceiling.hit_ratio, None, _pct(ttft, 50) if modeled else None,
@@ -52,8 +51,7 @@ def _load(i: int, sub: Any, res: Any, rules: Any, held: int, modeled: bool) -> t
 
 
 def shared_instances(source: Any, batch: Any, assignment: np.ndarray, instances: int, rules: Any, compute: Any,
-                     setup: dict, index: Any, name: str,
-                     progress: Callable[[int], None] | None = None) -> tuple[list, list, list, Any]:
+                     setup: dict, index: Any, progress: Callable[[int], None] | None = None) -> tuple[list, list, list, Any]:
     """Run the fleet's instances on one clock (:func:`pcs.fleet.oneclock.run_one_clock`).
 
     Returns:
@@ -61,15 +59,15 @@ def shared_instances(source: Any, batch: Any, assignment: np.ndarray, instances:
         (int64 arrays), the :class:`pcs.fleet.oneclock.SharedRun`).
     """
     from pcs.engine.timing import TimeModel
-    from pcs.fleet.fleet import _SubTrace, subset_batch
+    from pcs.fleet.fleet import instance_ceilings
     from pcs.fleet.oneclock import run_one_clock
 
     run = run_one_clock(source, rules, TimeModel(compute), assignment, instances, setup, progress)
+    ceilings = instance_ceilings(batch, assignment, instances, rules)
     loads, tables, rows_of = [], [], []
     for i in range(instances):
         rows = np.flatnonzero(assignment == i)
-        sub = source if instances == 1 else _SubTrace(f"{name} [instance {i}]", subset_batch(batch, rows))
-        load, table = _load(i, sub, run.results[i], rules, index.held_blocks(i), setup["timing"] == "modeled")
+        load, table = _load(i, ceilings[i], run.results[i], index.held_blocks(i), setup["timing"] == "modeled")
         loads.append(load)
         tables.append(table)
         rows_of.append(rows)
