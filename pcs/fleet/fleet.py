@@ -126,6 +126,21 @@ def _setup(source: Any, kw: dict) -> tuple[int, Any, BlockRules]:
     return sum(t.capacity_blocks for t in tiers), compute, kw.get("rules") or BlockRules()
 
 
+def _setups(source: Any, kw: dict, shared_tier: Any) -> tuple[int, Any, BlockRules, dict | None]:
+    """:func:`_setup`'s (index slots, compute model, rules), and the shared tier's setup
+    (:func:`pcs.fleet.oneclock.shared_setup`) or None without one; the shared tier's refusals come first."""
+    if shared_tier is None:
+        return _setup(source, kw) + (None,)
+    from pcs.fleet.oneclock import check_shared_options, shared_setup
+    from pcs.fleet.sharedfleet import parse_shared_tier
+
+    spec = parse_shared_tier(shared_tier)
+    check_shared_options(kw)
+    cap, compute, rules = _setup(source, kw)
+    check_shared_options(dict(kw, compute=compute))     # a ComputeModel given or built: the step scheduler
+    return cap, compute, rules, shared_setup(source, kw, spec)
+
+
 def _ceiling(source: Any, rules: BlockRules) -> SingleSequenceResult:
     """The single-sequence hits of ``source`` (docs/semantics.md §12), by the scan the replay's summary uses."""
     from pcs.engine import fastpath
@@ -280,17 +295,7 @@ def fleet_replay(trace: Any = None, *, instances: int = 1, router: Any = "round-
     batch = concat_batches(list(as_batches(source)), block_size=getattr(source, "block_size", None))
     if len(batch) == 0:
         raise ValueError("the trace has no requests")
-    setup = None
-    if shared_tier is not None:
-        from pcs.fleet.oneclock import check_shared_options, shared_setup
-        from pcs.fleet.sharedfleet import parse_shared_tier
-
-        spec = parse_shared_tier(shared_tier)
-        check_shared_options(replay_kwargs)
-    cap, compute, rules = _setup(source, replay_kwargs)
-    if shared_tier is not None:
-        check_shared_options(dict(replay_kwargs, compute=compute))
-        setup = shared_setup(source, replay_kwargs, spec)
+    cap, compute, rules, setup = _setups(source, replay_kwargs, shared_tier)
     # one compute model for every instance (the one pcs.replay would build; its KV-read memo is then shared)
     replay_kwargs = dict(replay_kwargs, compute=compute)
     chooser = parse_router(router, instances)
