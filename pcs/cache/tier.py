@@ -14,6 +14,10 @@ A tier holds up to ``capacity_blocks`` block slots. A slot is either
 Invariant (``_check``): ``len(resident) + reserved_blocks <= capacity_blocks``;
 the policy holds exactly the resident blocks with pin count 0.
 
+A fleet's shared lower tier also holds *leases* (:meth:`Tier.lease`, docs/semantics.md §17.1): a leased
+block stays unpinned and in the policy, but is never a victim; every other tier has none, and then
+no rule here changes.
+
 Every method takes a batch of block hashes, so the Python call overhead is
 per request, not per block. This is the reference the compiled twin
 (``_lruhier.c``) is diffed against, so each method is one plain loop per rule,

@@ -12,9 +12,12 @@ shared tier at t is there for instance B's admissions after t, and never
 before.
 
 Covered: ``--timing sequential`` and modeled timing with ``--compute
-infinite``. The step scheduler is refused (it runs a trace to the end and
-cannot yet be advanced to a time), and so are hybrid models, trace-reading
-policies (belady, gdsf) and admission policies on the shared tier.
+infinite``. The step scheduler is refused: it advances by whole steps
+(:class:`pcs.engine.scheduler.StepEngine` runs steps until a time) and has
+no "time of my next event" to order N schedulers by (an engine waiting on a
+restore would be stepped by ulps), so one clock over N schedulers needs that
+from the scheduler first. Refused too: hybrid models, trace-reading policies
+(belady, gdsf) and admission policies on the shared tier.
 """
 from __future__ import annotations
 
