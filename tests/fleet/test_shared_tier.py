@@ -200,3 +200,26 @@ def test_cli_shared_tier_json_table_and_errors():
         r = run("--instances", "2", *args)
         assert r.exit_code == 2 and "pcs: error:" in r.output and msg in r.output, r.output
         assert "Traceback" not in r.output
+
+
+def test_each_instance_restores_over_its_own_link():
+    # 3 instances, round-robin, GPU tiers of 2 blocks, write-through into the shared tier. At t = 2, instances
+    # 1 and 2 both restore blocks 1, 2 (written by instance 0 at its prefill end): each over its own link, so
+    # neither waits for the other -- both take one transfer of 2 blocks on rdma-400g (the default link of a
+    # tier named remote, TP = 1), setup + bytes / bandwidth (pcs.hardware.LinkSpec.transfer_s, §9)
+    from pcs.hardware import get_link
+
+    rows = [(0.0, [1, 2, 90]), (0.5, [9, 10, 91]), (0.5, [11, 12, 92]),
+            (2.0, [13, 14, 93]), (2.0, [1, 2, 94]), (2.0, [1, 2, 95])]
+    f = fleet_replay(_Trace(rows), instances=3, router="round-robin", tiers=["gpu=2blocks"],
+                     shared_tier="remote=16blocks", timing="modeled", write_policy="through",
+                     compute_mode="infinite", **SMALL)
+    assert f.assignment.tolist() == [0, 1, 2, 0, 1, 2]
+    assert f.requests.column("hit_tokens_remote").to_pylist() == [0, 0, 0, 0, 8, 8]
+    bpb = f.summary.shared_tier.bytes_per_block
+    want = get_link("rdma-400g").transfer_s(2 * bpb, bpb)
+    restore = f.requests.column("restore_s").to_pylist()
+    # restore_s is (2.0 + transfer) - 2.0 in floats: equal to the transfer to ~1e-12 relative; a shared link
+    # would make the second twice the first
+    assert restore[4] == restore[5] == pytest.approx(want, rel=1e-9) and want > 0
+    assert f.requests.column("restored_bytes").to_pylist()[4:] == [2 * bpb, 2 * bpb]
