@@ -21,11 +21,12 @@ without special-case fast branches (``docs/semantics.md §15``).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from itertools import filterfalse
 from typing import Iterable, Sequence
 
 from pcs.cache.policies import EvictionPolicy
+from pcs.counters import merge_counters
 
 __all__ = ["Tier", "TierStats"]
 
@@ -54,10 +55,8 @@ class TierStats:
     refused_blocks: int = 0
 
     def merge(self, other: "TierStats") -> "TierStats":
-        """Add ``other``'s counters (peaks take the max); returns self."""
-        for f in fields(self):
-            a, b = getattr(self, f.name), getattr(other, f.name)
-            setattr(self, f.name, max(a, b) if f.name.startswith("peak_") else a + b)
+        """Add ``other``'s counters (peaks take the max; :func:`pcs.counters.merge_counters`); returns self."""
+        merge_counters(self, other)
         return self
 
 
