@@ -13,7 +13,10 @@ machine do not count), best of ``--repeat``, and block accesses per second of
 the whole call. Prints one human line per policy, then ONE JSON line last.
 ``--policy NAME`` (repeatable) times those registered policies instead (``arc``,
 ``s3fifo``, ``sieve``, ``lfu``, ``2q``, ``gdsf``, ...: all on the Python hierarchy).
-Usage: python benchmarks/bench_policies.py [--repeat 3] [--trace PATH] [--policy NAME ...]
+``--compute infinite`` (or ``step``) passes ``compute_mode`` to ``pcs.replay``: ``infinite`` is the
+event loop alone (no step scheduler), the loop trees from before the step scheduler run (an older
+tree without the keyword runs without it: compare like with like).
+Usage: python benchmarks/bench_policies.py [--repeat 3] [--trace PATH] [--policy NAME ...] [--compute MODE]
 """
 from __future__ import annotations
 
@@ -50,6 +53,9 @@ def _replay(src, kwargs: dict):
 
     try:
         return replay(src, **kwargs)
+    except TypeError:           # a tree from before compute_mode: its only mode is the event loop
+        kwargs = {k: v for k, v in kwargs.items() if k != "compute_mode"}
+        return _replay(src, kwargs)
     except ValueError:
         old = {k: FALLBACK.get(v, v) for k, v in kwargs.items()}
         return replay(src, **old)
@@ -60,13 +66,17 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--trace", default=str(common.MOONCAKE_CONV))
     ap.add_argument("--policy", action="append", default=[], help="time these policies instead (repeatable)")
+    ap.add_argument("--compute", choices=("step", "infinite"), help="compute_mode (default: pcs.replay's)")
     args = ap.parse_args()
     runs = tuple((p, {"policy": p}) for p in args.policy) or RUNS
+    if args.compute:
+        runs = tuple((label, {**kw, "compute_mode": args.compute}) for label, kw in runs)
     import pcs
 
     src = InMemory(args.trace)
     accesses = sum(int(b.block_offsets[-1]) for b in src.batches)
-    out = {"bench": "policies", "trace": args.trace, "block_accesses": accesses, "pcs": pcs.__file__}
+    out = {"bench": "policies", "trace": args.trace, "block_accesses": accesses, "pcs": pcs.__file__,
+           "compute": args.compute}
     for label, kwargs in runs:
         best, hit = float("inf"), None
         for _ in range(args.repeat):
