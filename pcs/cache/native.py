@@ -99,12 +99,13 @@ class _PolicyView:
     """The evictable blocks of one native tier (what ``Tier.policy`` is for the Python tiers): the name,
     description and flags of the tier's Python policy, the held blocks of the C one."""
 
-    __slots__ = ("_h", "_j", "name", "summary", "prefix_closed", "reuse_blind")
+    __slots__ = ("_h", "_j", "name", "summary", "prefix_closed", "reuse_blind", "protected_share")
 
     def __init__(self, h, j: int, policy: Any) -> None:
         self._h, self._j = h, j
         self.name, self.summary = policy.name, policy.summary
         self.prefix_closed, self.reuse_blind = policy.prefix_closed, policy.reuse_blind
+        self.protected_share = getattr(policy, "protected_share", None)     # slru's option (the summary's JSON)
 
     def __len__(self) -> int:
         return self._h.num_held(self._j)
