@@ -23,7 +23,7 @@ from setuptools.command.build_ext import build_ext
 
 #: What each twin speeds up (pcs._native.SLOWER says the same at run time).
 _SLOWER = {"pcs.curves._stackdist": "curves", "pcs.engine._lruscan": "sequential one-tier replays",
-           "pcs.cache._lruhier": "all-LRU replays"}
+           "pcs.cache._lruhier": "replays on lru, fifo, slru, sieve, 2q, s3fifo, arc or lfu tiers"}
 
 
 class BuildTwins(build_ext):
