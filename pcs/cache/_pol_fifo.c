@@ -1,8 +1,12 @@
 /* fifo, compiled: the twin of pcs/cache/policies/fifo.py (libCacheSim libCacheSim/cache/eviction/FIFO.c with
  * pinning; docs/semantics.md §8). A block keeps the sequence number it got when it entered the tier (Entry.aux),
- * also across pins; victims come from a min-heap of (sequence number, entry), cleaned lazily: an item is stale
- * when its entry no longer carries that number (dropped, evicted, reused), and a pinned block met at the top
- * leaves the heap until it is released. O(log n) per block, as the Python twin's SortedDict. */
+ * also across pins, and victims go in that order. Two places hold the known blocks, each in sequence order:
+ * queue 0, where every block enters (numbers only grow, so appending keeps the order), and a min-heap of
+ * (number, entry) for blocks that come back after a pin. A pinned block stays in queue 0 until a victim search
+ * meets it at the front: it is parked (in neither) and, when released, goes to the heap with its old number.
+ * The victim is the smaller of queue 0's front and the heap's top. Heap items are cleaned lazily (stale when the
+ * entry no longer carries F_INHEAP and that number). O(1) per block but for blocks released after a search met
+ * them pinned (O(log n)); the Python twin's SortedDict is O(log n) for all. */
 #include "_lruhier.h"
 
 static int fifo_add(Tier *t, int32_t e, int reused) {
@@ -10,28 +14,48 @@ static int fifo_add(Tier *t, int32_t e, int reused) {
     if (!(x->flags & F_KNOWN)) {
         x->flags |= F_KNOWN;
         x->aux = t->next_seq++;
+        q_append(t, 0, e);
+        return 0;
     }
-    if (x->flags & F_INHEAP) return 0;
-    x->flags |= F_INHEAP;
+    if (x->q == 0 || (x->flags & F_INHEAP)) return 0;       /* still in place */
+    x->flags |= F_INHEAP;                                     /* parked: back by its number */
     return heap_push(t, x->aux, e);
 }
 
-static void fifo_remove(Tier *t, int32_t e) { (void)t; (void)e; }   /* keeps its number; skipped while pinned */
+static void fifo_remove(Tier *t, int32_t e) { (void)t; (void)e; }   /* keeps its number and place */
 
-static void fifo_drop(Tier *t, int32_t e) { (void)t; (void)e; }     /* tdel clears the number: its item goes stale */
+static void fifo_drop(Tier *t, int32_t e) {
+    if (t->ent[e].q == 0) q_unlink(t, e);      /* in the heap: tdel clears its flags, the item goes stale */
+}
 
 static void fifo_touch(Tier *t, int32_t e) { (void)t; (void)e; }
 
 static int32_t fifo_victim(Tier *t) {
     for (;;) {
-        int64_t s = t->heap[0];
-        int32_t e = (int32_t)t->heap[1];
-        heap_pop(t);
-        Entry *x = &t->ent[e];
-        if (!(x->flags & F_KNOWN) || x->aux != s) continue;   /* stale */
-        x->flags &= ~F_INHEAP;
-        if (OUT(x)) continue;                                  /* back in the heap when released */
-        return e;
+        int32_t f = t->qhead[0];
+        while (f >= 0 && OUT(&t->ent[f])) {          /* pinned at the front: park it */
+            q_unlink(t, f);
+            f = t->qhead[0];
+        }
+        int32_t g = -1;
+        while (t->hlen) {
+            int32_t e = (int32_t)t->heap[1];
+            Entry *x = &t->ent[e];
+            if ((x->flags & F_INHEAP) && x->aux == t->heap[0]) {
+                if (!OUT(x)) { g = e; break; }
+                x->flags &= ~F_INHEAP;                /* pinned: parked until released */
+            }
+            heap_pop(t);
+        }
+        if (g >= 0 && (f < 0 || t->ent[g].aux < t->ent[f].aux)) {
+            heap_pop(t);
+            t->ent[g].flags &= ~F_INHEAP;
+            return g;
+        }
+        if (f >= 0) {
+            q_unlink(t, f);
+            return f;
+        }
     }
 }
 
@@ -56,13 +80,19 @@ static Py_ssize_t fifo_order(Tier *t, int32_t *out) {
 
 static const char *fifo_check(Tier *t) {
     Py_ssize_t held = 0;
+    int64_t last = -1;
+    for (int32_t e = t->qhead[0]; e >= 0; e = t->ent[e].next) {
+        if (t->ent[e].aux <= last) return "queue 0 out of sequence order";
+        last = t->ent[e].aux;
+    }
     for (int32_t e = 0; e < t->ent_len; e++) {
         Entry *x = &t->ent[e];
         if (!(x->flags & F_KNOWN)) continue;
         if (x->aux < 0 || x->aux >= t->next_seq) return "sequence number out of range";
+        if (x->q == 0 && (x->flags & F_INHEAP)) return "a block both in queue 0 and in the heap";
         if (!OUT(x)) {
             held++;
-            if (!(x->flags & F_INHEAP)) return "held block without a heap item";
+            if (x->q != 0 && !(x->flags & F_INHEAP)) return "held block in neither queue 0 nor the heap";
         }
     }
     return held == t->held ? NULL : "held count differs from the known unpinned blocks";

@@ -15,7 +15,7 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pcs.blocks import BlockRules
@@ -34,6 +34,8 @@ SPECS = ["lru", "fifo", "slru", "slru:protected_share=0.5", "slru:protected_shar
          "2q:in_share=0.5,out_share=1.0", "2q:out_share=0", "s3fifo", "s3fifo:small_share=0.3,ghost_share=0.5",
          "s3fifo:move_to_main_threshold=1", "s3fifo:ghost_share=0", "arc", "lfu", "lfu:aging=none"]
 NAMES = ["fifo", "slru", "sieve", "2q", "s3fifo", "arc", "lfu"]
+#: Per-policy runs: fewer examples each (seven policies; the mixed test covers every spec at full count).
+PER_POLICY = settings(SETTINGS, max_examples=50)
 
 
 def _tiers(caps, specs):
@@ -97,7 +99,7 @@ def test_native_policies_equal_python_on_random_traces(reqs, cfg):
 
 
 @pytest.mark.parametrize("name", NAMES)
-@SETTINGS
+@PER_POLICY
 @given(reqs=traces(), caps=st.lists(st.integers(0, 10), min_size=1, max_size=3),
        timing=st.sampled_from(["sequential", "modeled"]), wp=st.sampled_from(["back", "through"]))
 def test_each_policy_on_every_tier(name, reqs, caps, timing, wp):
@@ -105,7 +107,7 @@ def test_each_policy_on_every_tier(name, reqs, caps, timing, wp):
 
 
 @pytest.mark.parametrize("name", NAMES)
-@SETTINGS
+@PER_POLICY
 @given(st.lists(st.lists(st.integers(0, 6), max_size=6), min_size=1, max_size=12), st.integers(0, 5),
        st.integers(0, 5), st.booleans(), st.sampled_from(["back", "through"]))
 def test_admissions_equal_with_waits_and_running_requests(name, chains, c0, c1, wait, wp):
