@@ -64,8 +64,8 @@ def test_all_full_attention_on_mooncake_is_todays_replay():
     default = replay(trace, **kw)
     assert default.summary.to_dict() == base.summary.to_dict() and "hybrid" not in default.summary.to_dict()
     assert _same_table(default.requests, base.requests)
-    # the hybrid engine with one full-attention group; it runs instant compute (the step scheduler does
-    # not run cache groups yet), so it equals the reference under compute_mode="infinite"
+    # the hybrid engine with one full-attention group equals the reference (compute infinite here; under
+    # the step scheduler: tests/engine/test_hybrid_step.py::test_one_full_group_under_the_step_scheduler)
     on_groups = replay(trace, engine="hybrid", compute_mode="infinite", **kw)
     ref = replay(trace, engine="reference", compute_mode="infinite", **kw)
     assert on_groups.summary.engine == "hybrid"
@@ -185,11 +185,11 @@ def test_cli_json_requests_out_and_options(tmp_path: Path):
     assert r.exit_code == 0 and "hybrid block size" in r.stdout and "Hybrid model (vllm)" in r.stdout
 
 
-def test_hybrid_models_run_instant_compute_with_a_note():
-    # the step scheduler (docs/semantics.md §9) does not run cache groups: a hybrid model's modeled
-    # replay falls back to compute infinite and says so; the same model with the manager disabled does not
+def test_hybrid_models_run_the_step_scheduler():
+    # the step scheduler (docs/semantics.md §9) runs cache groups (pcs.engine.hybridstep): a hybrid model's
+    # modeled replay is compute step by default, no note about falling back; infinite when asked
     s = replay(SAMPLE, model="gpt-oss-120b", tiers=["gpu=40GB"], timing="modeled").summary
-    assert s.compute == "infinite" and any("step scheduler" in n for n in s.notes)
-    d = replay(SAMPLE, model="gpt-oss-120b", tiers=["gpu=40GB"], timing="modeled",
-               hybrid_kv_cache_manager="disabled").summary
-    assert d.compute == "step" and not any("step scheduler does not" in n for n in d.notes)
+    assert s.compute == "step" and s.engine == "hybrid" and s.scheduler is not None
+    assert not any("step scheduler does not" in n for n in s.notes)
+    i = replay(SAMPLE, model="gpt-oss-120b", tiers=["gpu=40GB"], timing="modeled", compute_mode="infinite").summary
+    assert i.compute == "infinite" and i.scheduler is None
