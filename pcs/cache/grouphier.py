@@ -483,17 +483,27 @@ class GroupHierarchy(GroupStepMixin):
         self.residency.removed(0, victims)
         return victims
 
-    def _insert(self, j: int, p: int, keys: list[int]) -> tuple[list[int], int]:
+    def _insert(self, j: int, p: int, keys: list[int], g: int | None = None) -> tuple[list[int], int]:
         """``Tier.insert`` into pool p of level j, counting pages per group in and out.
 
         What the tier does (:meth:`pcs.cache.Tier.insert`): the batch's first ``ncut`` keys are pushed
         out when it exceeds the unpinned room (those resident unpinned are evicted), every other key
         not resident is stored, and victims (never batch keys) make room; so the pages counted in are
-        the kept keys not resident before, and out the victims and the evicted cut keys.
+        the kept keys not resident before, and out the victims and the evicted cut keys. ``g``: every
+        key is of group g; then, with nothing cut, the pages counted in are the tier's ``written``
+        (no admission policy runs on cache groups), without a pass over the batch.
         """
         tier = self.levels[j][p]
         res = tier.resident
         ncut = max(0, len(keys) - max(tier.free_blocks + len(tier.policy), 0))
+        if g is not None and not ncut:
+            pushed, written = tier.insert(keys)
+            res_ = self.residency
+            res_.removed(j, pushed)
+            res_.pages[j][g] += written
+            if j:
+                res_.written[j][g] += written
+            return pushed, written
         gone = [k for k in keys[:ncut] if res.get(k) == 0] if ncut else ()
         new = list(filterfalse(res.__contains__, keys[ncut:] if ncut else keys))
         pushed, written = tier.insert(keys)
@@ -536,7 +546,7 @@ class GroupHierarchy(GroupStepMixin):
         for g, keys in enumerate(adm.transient):
             if keys:
                 p = self.groups[g].pool
-                pushed, _ = self._insert(0, p, keys[::-1])
+                pushed, _ = self._insert(0, p, keys[::-1], g)
                 self._evicted(pushed, 0, p)
         self.residency.note()
 

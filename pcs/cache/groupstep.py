@@ -123,7 +123,7 @@ class GroupStepMixin:
             else:
                 keys = [block_hashes[i - first] | t for i in grp.writes(first, adm.blocks) for t in tags]
                 if keys:
-                    pushed, _ = self._insert(0, p, keys[::-1])
+                    pushed, _ = self._insert(0, p, keys[::-1], g)
                     self._evicted(pushed, 0, p)
             if self.write_through and keys:
                 self._write_pages_down(p, keys)
