@@ -193,3 +193,17 @@ def test_hybrid_models_run_the_step_scheduler():
     assert not any("step scheduler does not" in n for n in s.notes)
     i = replay(SAMPLE, model="gpt-oss-120b", tiers=["gpu=40GB"], timing="modeled", compute_mode="infinite").summary
     assert i.compute == "infinite" and i.scheduler is None
+
+
+def test_html_waterfall_of_a_hybrid_replay_has_the_hybrid_rules_gap():
+    # §12: a hybrid model's gap adds hybrid_rules, taken out of capacity_eviction; the waterfall draws it
+    # between single-sequence (ss) and capacity and eviction: from ss down to ss - hybrid_rules, and
+    # capacity and eviction then starts there (an --html page of a hybrid replay failed its sum check)
+    from pcs.report.htmlcharts import waterfall_chart
+
+    s = replay(SAMPLE, model="gemma-3-27b", tiers=["gpu=40GB", "cpu=200GB"]).summary.to_dict()
+    hyb, ss = s["gap"]["hybrid_rules"], s["single_sequence_hit_ratio"]
+    assert hyb > 0
+    rows = {r["step"]: r for r in waterfall_chart(s, None).spec["datasets"]["steps"]}
+    assert rows["hybrid rules"]["hi"] == ss and rows["hybrid rules"]["lo"] == pytest.approx(ss - hyb, abs=1e-15)
+    assert rows["capacity and eviction"]["hi"] == pytest.approx(ss - hyb, abs=1e-15)
