@@ -8,7 +8,9 @@ them and owns the ``auto | c | python`` switch):
 - ``pcs.engine._lruscan`` (pcs/engine/_lruscan.c): the one-capacity
   sequential LRU scan of the replay fast path;
 - ``pcs.cache._lruhier`` (pcs/cache/_lruhier.c): the all-LRU tier hierarchy
-  the replay event loop runs on.
+  the replay event loop runs on;
+- ``pcs.engine._stepsched`` (pcs/engine/_stepsched.c): the step scheduler's
+  event loop (default ``pcs replay``) over that hierarchy.
 
 All are ``optional``: when one fails to compile, installation still succeeds,
 its Python twin is used, and the build ends with one note naming the twins
@@ -22,7 +24,7 @@ from setuptools.command.build_ext import build_ext
 
 #: What each twin speeds up (pcs._native.SLOWER says the same at run time).
 _SLOWER = {"pcs.curves._stackdist": "curves", "pcs.engine._lruscan": "sequential one-tier replays",
-           "pcs.cache._lruhier": "all-LRU replays"}
+           "pcs.cache._lruhier": "all-LRU replays", "pcs.engine._stepsched": "default step-scheduler replays"}
 
 
 class BuildTwins(build_ext):
@@ -47,8 +49,8 @@ class BuildTwins(build_ext):
             raise
 
 
-def _ext(name: str, source: str) -> Extension:
-    return Extension(name, sources=[source], depends=["pcs/_kernel_common.h"], extra_compile_args=["-O3"],
+def _ext(name: str, source: str, args: tuple = ()) -> Extension:
+    return Extension(name, sources=[source], depends=["pcs/_kernel_common.h"], extra_compile_args=["-O3", *args],
                      optional=True)
 
 
@@ -58,5 +60,7 @@ setup(
         _ext("pcs.curves._stackdist", "pcs/curves/_stackdist.c"),
         _ext("pcs.engine._lruscan", "pcs/engine/_lruscan.c"),
         _ext("pcs.cache._lruhier", "pcs/cache/_lruhier.c"),
+        # bit-identical floats to the Python reference: no fused multiply-add contraction
+        _ext("pcs.engine._stepsched", "pcs/engine/_stepsched.c", ("-ffp-contract=off",)),
     ]
 )

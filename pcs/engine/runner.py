@@ -84,12 +84,20 @@ class _Plan:
     reason: str
 
 
-def _place(tiers: Sequence, timing: str, requested: str, native: str | None, hybrid: Any = None) -> list[_Plan]:
+def _scheduler_label(step: StepSetup | None) -> str | None:
+    """:attr:`pcs.engine.select.RunConfig.scheduler` of a run with ``step`` (None: instant compute)."""
+    if step is None:
+        return None
+    return step.config.restore_policy + ("+chunk-attention" if step.cost.attn_pair_s is None else "")
+
+
+def _place(tiers: Sequence, timing: str, requested: str, native: str | None, hybrid: Any = None,
+           step: StepSetup | None = None) -> list[_Plan]:
     """The run, then (modeled timing) the sequential baseline, each chosen through the table."""
     plans = []
     groups = [g.name for g in hybrid.groups] if hybrid is not None else None
     for t in (timing, "sequential") if timing == "modeled" else (timing,):
-        cfg = select.RunConfig.of(tiers, t, native, groups)
+        cfg = select.RunConfig.of(tiers, t, native, groups, _scheduler_label(step))
         row, reason = select.choose(cfg, requested)
         plans.append(_Plan(t, cfg, row, reason))
     return plans
@@ -122,7 +130,9 @@ def _event_loops(plans: list[_Plan], make_tiers: Callable[[], list], tiers0: lis
     is None then: a hybrid model runs with instant compute, pcs.engine.api).
     """
     from pcs.engine.scheduler import StepEngine
+    from pcs.engine.stepnative import NativeStepEngine
 
+    loop_cls = NativeStepEngine if plans[0].row.name == "compiled-step" else StepEngine
     out: list = []
     for plan in plans:
         if plan.row.kind != "event-loop":
@@ -133,15 +143,15 @@ def _event_loops(plans: list[_Plan], make_tiers: Callable[[], list], tiers0: lis
         hierarchy = clocked(plan.row.load()(tiers, write_policy, **kw))   # trace-reading policies follow admissions
         if step is not None and plan.timing == "modeled":
             setup, cfg, decode, rules = step
-            out.append(StepEngine(hierarchy, links, block_bytes, setup.cost, cfg, rules.recompute_last_token,
-                                  decode))
+            out.append(loop_cls(hierarchy, links, block_bytes, setup.cost, cfg, rules.recompute_last_token,
+                                decode))
         else:
             out.append(ReplayEngine(hierarchy, plan.timing, links=links, block_bytes=block_bytes))
     if step is not None and plans[0].timing == "modeled" and out[0] is not None:
         setup, cfg, _, rules = step
         gpu_only = clocked(plans[0].row.load()(make_tiers()[:1], write_policy))
-        out.append(StepEngine(gpu_only, links[:1], block_bytes[:1], setup.cost, cfg, rules.recompute_last_token,
-                              no_cache=True))
+        out.append(loop_cls(gpu_only, links[:1], block_bytes[:1], setup.cost, cfg, rules.recompute_last_token,
+                            no_cache=True))
     return out
 
 
@@ -221,7 +231,7 @@ def run_replay(source: Any, rules: BlockRules, time_model: Any, make_tiers: Call
             ``lru-scan`` requested on ids that are not chained.
     """
     tiers0 = make_tiers()
-    plans = _place(tiers0, timing, requested, native, hybrid)
+    plans = _place(tiers0, timing, requested, native, hybrid, step)
     if any(p.row.kind == "event-loop" for p in plans):   # more than one pass: decode the trace once
         source = Decoded(source)
     base = _compiled_baseline(plans, source, rules, make_tiers, write_policy)

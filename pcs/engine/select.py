@@ -1,6 +1,6 @@
 """The engine-selection table: the one place that decides how a replay runs.
 
-Four engines give the same replay (``docs/semantics.md §15``); each row of
+Five engines give the same replay (``docs/semantics.md §15``); each row of
 :data:`ENGINES` names one, the conditions under which it applies, the code
 that runs it and the test that proves it equals the reference:
 
@@ -10,6 +10,11 @@ engine                 applies when                               implementation
 ``lru-scan``           sequential timing, ONE tier, policy        :func:`pcs.engine.fastpath.run` (one
                        ``lru`` (and, found while scanning,        O(1)-per-access LRU scan, C or Python
                        chained block hashes)                      kernel per ``native``)
+``compiled-step``      modeled timing with the step scheduler,    :class:`pcs.engine.stepnative.NativeStepEngine`
+                       restore policy ``layerwise``, plain        (the step scheduler's loop in C) over
+                       prefill attention, links ``LinkSpec``, and :class:`pcs.cache.native.NativeHierarchy`
+                       everything ``compiled-hierarchy`` needs;
+                       ``native`` not ``python``
 ``compiled-hierarchy`` every tier ``lru``, at most 2**30 blocks   :class:`pcs.cache.native.NativeHierarchy`
                        each, the compiled twin built, ``native``  under the event loop (a sequential
                        not ``python``                             baseline: its C loop, pcs.engine.seqbase)
@@ -57,6 +62,8 @@ class RunConfig:
         groups: the cache groups' names (:mod:`pcs.engine.hybrid`); one name of the full rule for a
             model that is not hybrid.
         hybrid: the model is hybrid (more than one group, or one that is not full attention).
+        scheduler: the step scheduler's restore policy when the run uses it (modeled timing, ``--compute
+            step``), with ``+chunk-attention`` when the model's prefill attention is not per pair; else None.
     """
 
     timing: str
@@ -64,15 +71,17 @@ class RunConfig:
     native: str | None = None
     groups: tuple[str, ...] = ("full_attention",)
     hybrid: bool = False
+    scheduler: str | None = None
 
     @classmethod
     def of(cls, tiers: Sequence[Any], timing: str, native: str | None = None,
-           groups: Sequence[str] | None = None) -> "RunConfig":
+           groups: Sequence[str] | None = None, scheduler: str | None = None) -> "RunConfig":
         """From :class:`pcs.cache.Tier` objects (their name, policy name -- with ``+`` and its admission
         policies, if any -- and capacity); ``groups``: the names of a hybrid model's cache groups (None: not
-        hybrid)."""
+        hybrid); ``scheduler``: as the attribute (kept for modeled timing only)."""
         return cls(timing, tuple((t.name, _policy_label(t), int(t.capacity_blocks)) for t in tiers), native,
-                   tuple(groups) if groups else ("full_attention",), bool(groups))
+                   tuple(groups) if groups else ("full_attention",), bool(groups),
+                   scheduler if timing == "modeled" else None)
 
 
 def _policy_label(tier: Any) -> str:
@@ -118,6 +127,19 @@ def _compiled_hierarchy_applies(cfg: RunConfig) -> str | None:
     return None
 
 
+def _compiled_step_applies(cfg: RunConfig) -> str | None:
+    if cfg.timing != "modeled" or cfg.scheduler is None:
+        return "it needs modeled timing with the step scheduler (--compute step)"
+    if cfg.scheduler != "layerwise":
+        return f"the step scheduler runs {cfg.scheduler}, it needs layerwise restores and per-pair prefill attention"
+    why = _compiled_hierarchy_applies(cfg)
+    if why is not None:
+        return why
+    if _native.resolve(_native.default_mode() if cfg.native is None else cfg.native, "stepsched") != "c":
+        return f"the compiled {_native.TWINS['stepsched']} is not built"
+    return None
+
+
 def _always(cfg: RunConfig) -> str | None:
     return None
 
@@ -158,6 +180,9 @@ ENGINES: tuple[EngineRow, ...] = (
     EngineRow("lru-scan", "scan", "one O(1)-per-access LRU scan of the trace (sequential, one lru tier)",
               _lru_scan_applies, "pcs.engine.fastpath.run", "lruscan",
               "tests/engine/test_replay_fastpath.py::test_chained_traces"),
+    EngineRow("compiled-step", "event-loop", "the step scheduler's loop in C over the compiled all-lru hierarchy",
+              _compiled_step_applies, "pcs.cache.native.NativeHierarchy", "stepsched",
+              "tests/engine/test_stepsched_native.py::test_native_equals_reference_on_random_traces"),
     EngineRow("compiled-hierarchy", "event-loop", "the event loop over the compiled all-lru hierarchy",
               _compiled_hierarchy_applies, "pcs.cache.native.NativeHierarchy", "lruhier",
               "tests/cache/test_replay_native.py::test_native_equals_python_on_random_traces"),
