@@ -15,6 +15,7 @@ same logical accesses on both sides: full prompt blocks looked up
 timed (``libcachesim_s`` null).
 
 Usage: python benchmarks/bench_default_replay.py [--replicas 1,10] [--pairs 3] [--policy lru] [--trace PATH]
+[--engine auto|compiled-hierarchy] (compiled-hierarchy: the Python step-scheduler loop, for a before/after pair)
 The last line printed is one JSON object: per replica, ``pcs_replay_s``
 (median), ``libcachesim_s``, ``pcs_m_accesses_per_s``, ``libcachesim_m_accesses_per_s``,
 ``ratio_to_libcachesim`` (median of pair ratios libCacheSim time / pcs time,
@@ -39,11 +40,14 @@ BENCH = "bench_default_replay"
 _CPU: list = []   # process CPU seconds of each timed pcs.replay (the machine is shared: wall time drifts)
 
 
+_ENGINE = ["auto"]   # --engine: "compiled-hierarchy" times the Python step-scheduler loop (the figure before issue 19)
+
+
 def _pcs(path: Path, policy: str):
     from pcs.engine.api import replay
 
     t0 = time.process_time()
-    s = replay(str(path), policy=policy).summary
+    s = replay(str(path), policy=policy, engine=_ENGINE[0]).summary
     _CPU.append(time.process_time() - t0)
     return s
 
@@ -92,7 +96,9 @@ def main() -> None:
     ap.add_argument("--pairs", type=int, default=3)
     ap.add_argument("--policy", default="lru")
     ap.add_argument("--trace", type=Path, default=common.MOONCAKE_CONV, help="Mooncake JSONL (default: ../shared)")
+    ap.add_argument("--engine", default="auto", help="replay(engine=...): auto (default) or e.g. compiled-hierarchy")
     args = ap.parse_args()
+    _ENGINE[0] = args.engine
     src = args.trace
     if not src.exists():
         return common.skip(BENCH, f"no Mooncake trace at {src}")
@@ -110,7 +116,7 @@ def main() -> None:
                 one = common.replicate_mooncake(src, tmp, 0, name="x1.jsonl").cacheable_accesses
                 path = common.replicate_mooncake(src, tmp, k * one, name=f"x{k}.jsonl").path
             rows.append(dict(_one(Path(path), tmp, args.pairs, args.policy, has_lcs), replicas=k))
-    common.emit({"bench": BENCH, "policy": args.policy, "pairs": args.pairs, "rows": rows,
+    common.emit({"bench": BENCH, "policy": args.policy, "engine_requested": args.engine, "pairs": args.pairs, "rows": rows,
                  "machine": common.machine_info()})
 
 

@@ -143,6 +143,8 @@ def _event_loops(plans: list[_Plan], make_tiers: Callable[[], list], tiers0: lis
         hierarchy = clocked(plan.row.load()(tiers, write_policy, **kw))   # trace-reading policies follow admissions
         if step is not None and plan.timing == "modeled":
             setup, cfg, decode, rules = step
+            if loop_cls is NativeStepEngine:
+                loop_cls = _native_step_or_fallback(plan, hierarchy, links, setup.cost, cfg)
             out.append(loop_cls(hierarchy, links, block_bytes, setup.cost, cfg, rules.recompute_last_token,
                                 decode))
         else:
@@ -153,6 +155,19 @@ def _event_loops(plans: list[_Plan], make_tiers: Callable[[], list], tiers0: lis
         out.append(loop_cls(gpu_only, links[:1], block_bytes[:1], setup.cost, cfg, rules.recompute_last_token,
                             no_cache=True))
     return out
+
+
+def _native_step_or_fallback(plan: _Plan, hierarchy: Any, links: Sequence, cost: Any, cfg: Any) -> type:
+    """:class:`pcs.engine.stepnative.NativeStepEngine`, or -- when it finds what the table could not see (a link
+    that is not a LinkSpec, more tiers than it takes) -- the Python StepEngine, the plan moved to the next row."""
+    from pcs.engine.scheduler import StepEngine
+    from pcs.engine.stepnative import NativeStepEngine, unsupported
+
+    why = unsupported(hierarchy, links, cost, cfg)
+    if why is None:
+        return NativeStepEngine
+    plan.row, plan.reason = select.fall_back(plan.config, plan.row, why, plan.reason)
+    return StepEngine
 
 
 def _compiled_baseline(plans: list[_Plan], source: Any, rules: BlockRules, make_tiers: Callable[[], list],

@@ -105,7 +105,8 @@ class NativeStepEngine(StepEngine):
     def _snapshot(self) -> tuple:
         """As :meth:`StepEngine._snapshot`, from the C loop's state."""
         admitted, waiting, restored, free, running = self._s.state()
-        return admitted, waiting, [len(t.resident) for t in self.h.tiers], restored, free, running
+        resident = self.h._h.num_resident       # the C hierarchy's count (what len(tier.resident) returns)
+        return admitted, waiting, [resident(j) for j in range(len(self.h.tiers))], restored, free, running
 
     def _decode_arrays(self, first: int, m: int) -> tuple[np.ndarray, np.ndarray]:
         """(offsets int64 (m + 1,) or empty, ids uint64): the decode-block ids of requests first .. first + m - 1."""
@@ -124,12 +125,14 @@ class NativeStepEngine(StepEngine):
         self._feed_inputs(chunk)
         dec_off, dec_ids = self._decode_arrays(self._fed, m)
         i8 = np.int64
-        pre = np.asarray(chunk.prefill_s, np.float64)
-        self._s.feed(chunk.block_size, np.asarray(chunk.arrival_s, np.float64), np.asarray(chunk.prompt_tokens, i8),
-                     np.asarray(chunk.output_tokens, i8), np.asarray(chunk.cacheable, i8),
-                     np.asarray(chunk.max_hit_blocks, i8), np.asarray(chunk.offsets, i8),
-                     np.asarray(chunk.block_hashes, np.uint64), pre,
-                     np.asarray(chunk.prefill_offsets, i8) if len(pre) else np.zeros(0, i8), dec_off, dec_ids)
+        cols = chunk.arrays
+        if cols is None or len(cols[7]) != len(chunk.prefill_s):     # built from lists, or a decode-time table
+            cols = (np.asarray(chunk.arrival_s, np.float64), np.asarray(chunk.prompt_tokens, i8),
+                    np.asarray(chunk.output_tokens, i8), np.asarray(chunk.cacheable, i8),
+                    np.asarray(chunk.max_hit_blocks, i8), np.asarray(chunk.offsets, i8),
+                    np.asarray(chunk.block_hashes, np.uint64), np.asarray(chunk.prefill_s, np.float64),
+                    np.asarray(chunk.prefill_offsets, i8) if len(chunk.prefill_s) else np.zeros(0, i8))
+        self._s.feed(chunk.block_size, *cols, dec_off, dec_ids)
         self._fed += m
 
     def close(self) -> EngineResult:
