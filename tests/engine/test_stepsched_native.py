@@ -180,3 +180,29 @@ def test_selection_places_only_the_default_configuration():
     assert pick(scheduler="layerwise", native="python") == "reference"
     assert pick(scheduler="layerwise", tiers=(("gpu", "slru", 100),)) == "reference"
     assert select.choose(select.RunConfig("sequential", tiers, scheduler="layerwise"))[0].name != "compiled-step"
+
+
+def test_coarse_busy_bins_and_the_span_limit_equal_reference():
+    # arrivals 50,000 s apart run past FINE_LIMIT_S (2 days), so the busy bins fold into 3,600-s bins
+    # (SchedulerCounters.add_busy); a run reaching past MAX_SPAN_S (366 days = 31,622,400 s) is the same one-line
+    # ValueError from both loops
+    from helpers import req
+    from pcs.compute import StepCost
+    from pcs.engine.scheduler import StepEngine
+
+    cost = StepCost(weights_active_s=3e-5, weights_total_s=1e-3, kv_seq_s=1e-6, kv_token_s=3e-8, token_s=7e-6,
+                    attn_seq_s=2e-6, attn_token_s=1e-8, attn_pair_s=3e-10, layers=80)
+    kw = dict(budget=64, seqs=8, fallback=True, max_preemptions=2, decode=True, skip=True, write_policy="back",
+              no_cache=False, block_bytes=[0, 0], prefill=_Prefill(7e-6, 1e-9), last_token=True)
+    reqs = [req(list(range(100 * k, 100 * k + 2)), 50_000.0 * k + 0.3, prompt=32, out=40, bs=16) for k in range(8)]
+    py = _run(StepEngine, reqs, [6, 20], cost, [None, None], kw)
+    assert py[0].stats.bin_s == 3600
+    _assert_same(py, _run(stepnative.NativeStepEngine, reqs, [6, 20], cost, [None, None], kw))
+    far = [req([1, 2], 0.0, prompt=32, out=4, bs=16), req([3, 4], 4e7, prompt=32, out=4, bs=16)]
+    msgs = []
+    for cls in (StepEngine, stepnative.NativeStepEngine):
+        with pytest.raises(ValueError, match="reaches 4e\\+07 s after the first arrival, past its limit of "
+                                             "31,622,400 s") as err:
+            _run(cls, far, [6, 20], cost, [None, None], kw)
+        msgs.append(str(err.value))
+    assert msgs[0] == msgs[1]
