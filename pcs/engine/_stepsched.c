@@ -847,7 +847,9 @@ static int finish_due(Sched *s) {
 
 /* StepEngine._run_until */
 static int run_until(Sched *s, double t) {
+    unsigned int spins = 0;
     while (s->now < t) {
+        if (!(++spins & 0xFFFF) && PyErr_CheckSignals() < 0) return -1;    /* Ctrl-C in a long tail */
         if (s->blk.n && s->blk.a[0].key <= s->G && grow_now(s) < 0) return -1;
         Py_ssize_t nch = compose(s);
         if (nch < 0) return -1;
