@@ -11,7 +11,8 @@ When an event loop runs, the trace is decoded once (:class:`pcs.engine.decoded.D
 and the scan, the next-turn search and the engines' feed read the same batches.
 
 Modeled timing with ``--compute step`` (``step`` given) runs the step
-scheduler (:class:`pcs.engine.scheduler.StepEngine`) instead of the
+scheduler (:class:`pcs.engine.scheduler.StepEngine`, or its compiled twin
+:class:`pcs.engine.stepnative.NativeStepEngine` on the ``compiled-step`` row) instead of the
 instant-compute loop, and beside it the same scheduler with no cache (the
 "without cache" latencies); decode blocks are found first when they may be
 cached (:mod:`pcs.engine.turns`, a pass over the same decoded batches).
