@@ -50,7 +50,7 @@ typedef struct {
     double tok_s, pair_s, kv_seq, kv_tok, attn_seq, attn_tok, w_act, w_tot;
     double *setup, *bw, *iops;      /* per tier; bw <= 0: no link (instant); iops <= 0: none */
     int64_t *bpb;
-    PyObject *m_start, *m_done, *m_finish, *m_grow, *m_abort, *m_extend, *m_held, *take;
+    PyObject *m_start, *m_done, *m_finish, *m_grow, *m_abort, *m_extend, *m_held, *take, *resident;
     /* clock and batch */
     double now, next_sample, last_arrival, kv_acc, kv_since;
     int64_t G, d, S, seq, fed, in_system, admitted, epochs;
@@ -276,11 +276,11 @@ static int add_busy(Sched *s, double start, double seconds) {
 }
 
 /* ---------------------------------------------------------------- the sampler (a Python callback) */
+/* Sampler.take(t, self.state): record the boundaries passed, with this loop's state */
 static int take(Sched *s, double t) {
-    PyObject *a = PyFloat_FromDouble(t);
-    if (!a) return -1;
-    PyObject *r = PyObject_CallOneArg(s->take, a);
-    Py_DECREF(a);
+    PyObject *a[2] = {PyFloat_FromDouble(t), PyObject_GetAttrString((PyObject *)s, "state")};
+    PyObject *r = a[0] && a[1] ? PyObject_Vectorcall(s->take, a, 2, NULL) : NULL;
+    Py_XDECREF(a[0]); Py_XDECREF(a[1]);
     if (!r) return -1;
     s->next_sample = PyFloat_AsDouble(r);
     Py_DECREF(r);
@@ -973,15 +973,20 @@ static PyObject *sched_close(Sched *s, PyObject *unused) {
     return PyFloat_FromDouble(s->now);
 }
 
-/* (admitted, waiting, [restored bytes per link], [link free per tier], running): a time-series sample's state */
+/* (admitted, waiting, [resident blocks per tier], [restored bytes per link], [link free per tier], running): a
+ * time-series sample's state (StepEngine._snapshot) */
 static PyObject *sched_state(Sched *s, PyObject *unused) {
-    PyObject *rb = PyList_New(s->T), *lf = PyList_New(s->T);
-    if (!rb || !lf) { Py_XDECREF(rb); Py_XDECREF(lf); return NULL; }
+    PyObject *res = PyList_New(s->T), *rb = PyList_New(s->T), *lf = PyList_New(s->T);
+    if (!res || !rb || !lf) { Py_XDECREF(res); Py_XDECREF(rb); Py_XDECREF(lf); return NULL; }
     for (int j = 0; j < s->T; j++) {
+        PyObject *jj = PyLong_FromLong(j);
+        PyList_SET_ITEM(res, j, jj ? PyObject_CallOneArg(s->resident, jj) : NULL);
+        Py_XDECREF(jj);
         PyList_SET_ITEM(rb, j, PyLong_FromLongLong(s->links[j].nbytes));
         PyList_SET_ITEM(lf, j, PyFloat_FromDouble(s->link_free[j]));
+        if (!PyList_GET_ITEM(res, j)) { Py_DECREF(res); Py_DECREF(rb); Py_DECREF(lf); return NULL; }
     }
-    return Py_BuildValue("(LnNNn)", (long long)s->admitted, s->wn, rb, lf, s->nrun);
+    return Py_BuildValue("(LnNNNn)", (long long)s->admitted, s->wn, res, rb, lf, s->nrun);
 }
 
 /* the per-request columns as bytes: int64 ones (then one per tier), float64 ones, truncated (int8) */
@@ -1051,11 +1056,11 @@ static int hier_methods(Sched *s, PyObject *h) {
 }
 
 static int sched_init(Sched *s, PyObject *args, PyObject *kw) {
-    PyObject *h, *take, *setup, *bw, *iops, *bpb;
+    PyObject *h, *take, *resident, *setup, *bw, *iops, *bpb;
     long long budget, seqs, maxp;
     int layers, fallback, last_token, no_cache, skip;
     if (s->T) { PyErr_SetString(PyExc_TypeError, "already initialised"); return -1; }
-    if (!PyArg_ParseTuple(args, "OOOOOO(dddddddd)iLLLpppp", &h, &take, &setup, &bw, &iops, &bpb, &s->tok_s,
+    if (!PyArg_ParseTuple(args, "OOOOOOO(dddddddd)iLLLpppp", &h, &take, &resident, &setup, &bw, &iops, &bpb, &s->tok_s,
                           &s->pair_s, &s->kv_seq, &s->kv_tok, &s->attn_seq, &s->attn_tok, &s->w_act, &s->w_tot,
                           &layers, &budget, &seqs, &maxp, &fallback, &last_token, &no_cache, &skip)) return -1;
     Py_ssize_t T = PySequence_Size(setup);
@@ -1067,6 +1072,7 @@ static int sched_init(Sched *s, PyObject *args, PyObject *kw) {
     s->fallback = fallback; s->last_token = last_token; s->no_cache = no_cache; s->skip = skip;
     s->now = 0.0; s->next_sample = s->last_arrival = -INFINITY; s->kv_since = -1.0; s->bin_s = 1;
     Py_INCREF(take); s->take = take;
+    Py_INCREF(resident); s->resident = resident;
     if (sched_alloc(s) < 0 || hier_methods(s, h) < 0 || seq_doubles(setup, s->T, s->setup) < 0
         || seq_doubles(bw, s->T, s->bw) < 0 || seq_doubles(iops, s->T, s->iops) < 0) return -1;
     double tmp[8];
@@ -1087,6 +1093,7 @@ static void sched_dealloc(Sched *s) {
     PyMem_Free(s->trunc);
     Py_XDECREF(s->m_start); Py_XDECREF(s->m_done); Py_XDECREF(s->m_finish); Py_XDECREF(s->m_grow);
     Py_XDECREF(s->m_abort); Py_XDECREF(s->m_extend); Py_XDECREF(s->m_held); Py_XDECREF(s->take);
+    Py_XDECREF(s->resident);
     Py_TYPE(s)->tp_free((PyObject *)s);
 }
 
@@ -1095,7 +1102,8 @@ static PyMethodDef sched_methods[] = {
      "feed(block_size, arrival f8, prompt i8, output i8, cacheable i8, max_hit i8, offsets i8 (m+1), hashes u8, "
      "prefill table f8, its offsets i8 (m+1 or empty), decode offsets i8 (m+1 or empty), decode ids u8)"},
     {"close", (PyCFunction)sched_close, METH_NOARGS, "run until every request has finished; returns the end time"},
-    {"state", (PyCFunction)sched_state, METH_NOARGS, "(admitted, waiting, restored bytes per link, link free, running)"},
+    {"state", (PyCFunction)sched_state, METH_NOARGS,
+     "(admitted, waiting, resident blocks per tier, restored bytes per link, link free per tier, running)"},
     {"columns", (PyCFunction)sched_columns, METH_NOARGS, "per-request columns as bytes (order: pcs.engine.stepnative)"},
     {"counters", (PyCFunction)sched_counters, METH_NOARGS, "counters (dict)"},
     {NULL}

@@ -91,22 +91,17 @@ class NativeStepEngine(StepEngine):
             raise ValueError(f"the compiled step scheduler cannot run this replay: {why}")
         params = [_link_params(lk) for lk in self.links]
         self._s = _stepsched.StepScheduler(
-            hierarchy, self._take, [p[0] for p in params], [p[1] for p in params], [p[2] for p in params],
+            hierarchy, self.sampler.take, hierarchy._h.num_resident, [p[0] for p in params], [p[1] for p in params], [p[2] for p in params],
             [float(b or 0) for b in self.block_bytes],
             (cost.token_s, cost.attn_pair_s, cost.kv_seq_s, cost.kv_token_s, cost.attn_seq_s, cost.attn_token_s,
              cost.weights_active_s, cost.weights_total_s), int(cost.layers), config.max_num_batched_tokens,
             config.max_num_seqs, config.max_preemptions, bool(config.restore_fallback), bool(recompute_last_token),
             bool(no_cache), bool(skip))
 
-    def _take(self, t: float) -> float:
-        """The C loop reached a time-series boundary (:class:`pcs.engine.series.Sampler`)."""
-        return self.sampler.take(t, self._snapshot)
-
     def _snapshot(self) -> tuple:
-        """As :meth:`StepEngine._snapshot`, from the C loop's state."""
-        admitted, waiting, restored, free, running = self._s.state()
-        resident = self.h._h.num_resident       # the C hierarchy's count (what len(tier.resident) returns)
-        return admitted, waiting, [resident(j) for j in range(len(self.h.tiers))], restored, free, running
+        """As :meth:`StepEngine._snapshot`, from the C loop's state (which the loop itself passes to
+        ``Sampler.take`` at each boundary; resident counts from the C hierarchy, as ``len(tier.resident)``)."""
+        return self._s.state()
 
     def _decode_arrays(self, first: int, m: int) -> tuple[np.ndarray, np.ndarray]:
         """(offsets int64 (m + 1,) or empty, ids uint64): the decode-block ids of requests first .. first + m - 1."""
