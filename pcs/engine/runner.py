@@ -167,7 +167,7 @@ def _native_step_or_fallback(plan: _Plan, hierarchy: Any, links: Sequence, cost:
     why = unsupported(hierarchy, links, cost, cfg)
     if why is None:
         return NativeStepEngine
-    plan.row, plan.reason = select.fall_back(plan.config, plan.row, why, plan.reason)
+    plan.row, plan.reason = select.fall_back(plan.config, plan.row, why, plan.reason, "found at set-up")
     return StepEngine
 
 

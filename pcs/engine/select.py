@@ -258,7 +258,8 @@ def choose(run_config: RunConfig, requested: str = "auto") -> tuple[EngineRow, s
     return row, f"requested: {requested}" + (f" (alias of {name})" if requested != name else "")
 
 
-def fall_back(run_config: RunConfig, failed: EngineRow, why: str, reason: str) -> tuple[EngineRow, str]:
+def fall_back(run_config: RunConfig, failed: EngineRow, why: str, reason: str,
+              found: str = "found while scanning") -> tuple[EngineRow, str]:
     """The row after ``failed`` that applies, when ``failed`` found at run time that it cannot run.
 
     Args:
@@ -267,9 +268,10 @@ def fall_back(run_config: RunConfig, failed: EngineRow, why: str, reason: str) -
             ids that are not chained).
         why: its message.
         reason: the reason :func:`choose` gave for it.
+        found: when ``failed`` found it (the reason says so in parentheses).
     Returns:
         ``(row, reason)``: the reason keeps the earlier one and adds why ``failed`` gave up.
     """
     rows = ENGINES[ENGINES.index(failed) + 1:]
     prior = [p for p in reason.split("; ") if not p.startswith("auto:")]
-    return _first(run_config, rows, prior + [f"not {failed.name}: {why} (found while scanning)"])
+    return _first(run_config, rows, prior + [f"not {failed.name}: {why} ({found})"])

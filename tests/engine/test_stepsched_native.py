@@ -206,3 +206,25 @@ def test_coarse_busy_bins_and_the_span_limit_equal_reference():
             _run(cls, far, [6, 20], cost, [None, None], kw)
         msgs.append(str(err.value))
     assert msgs[0] == msgs[1]
+
+
+def test_a_link_the_c_loop_does_not_model_falls_back_to_the_python_loop():
+    # the table cannot see the links; the runner asks NativeStepEngine (pcs.engine.stepnative.unsupported) and
+    # moves the run to the next row, saying why; the numbers are the Python loop's
+    from helpers import DyadicLink
+    from pcs.cache.native import NativeHierarchy
+    from pcs.engine.schedconfig import SchedulerConfig
+    from pcs.engine.runner import _Plan, _native_step_or_fallback
+    from pcs.engine import select
+    from pcs.engine.scheduler import StepEngine
+    from helpers import step_cost
+
+    tiers = [Tier("gpu", 8, make_policy("lru", 8)), Tier("cpu", 16, make_policy("lru", 16))]
+    cfg = select.RunConfig.of(tiers, "modeled", None, None, "layerwise")
+    row, reason = select.choose(cfg)
+    assert row.name == "compiled-step"
+    plan = _Plan("modeled", cfg, row, reason)
+    cls = _native_step_or_fallback(plan, NativeHierarchy(tiers), [None, DyadicLink()], step_cost(attn_pair_s=1e-9),
+                                   SchedulerConfig(max_num_batched_tokens=8, max_num_seqs=8))
+    assert cls is StepEngine and plan.row.name == "compiled-hierarchy"
+    assert "not compiled-step: a link is not a LinkSpec with bandwidth > 0 (found at set-up)" in plan.reason
