@@ -159,6 +159,8 @@ class EngineRow:
             ``scan``, a hierarchy class for ``event-loop``).
         twin: the :data:`pcs._native.TWINS` key it runs (None: pure Python).
         equality_test: pytest node id of the test proving it equals the reference.
+        unrelated: ``unrelated(RunConfig)`` -> True when the row cannot concern that kind of run at all (the
+            compiled step loop for a run without the step scheduler): ``auto``'s reason does not list it then.
     """
 
     name: str
@@ -168,6 +170,7 @@ class EngineRow:
     implementation: str
     twin: str | None
     equality_test: str
+    unrelated: Callable[[RunConfig], bool] | None = None
 
     def load(self) -> Any:
         """The object :attr:`implementation` names (imported on first use)."""
@@ -182,7 +185,8 @@ ENGINES: tuple[EngineRow, ...] = (
               "tests/engine/test_replay_fastpath.py::test_chained_traces"),
     EngineRow("compiled-step", "event-loop", "the step scheduler's loop in C over the compiled all-lru hierarchy",
               _compiled_step_applies, "pcs.cache.native.NativeHierarchy", "stepsched",
-              "tests/engine/test_stepsched_native.py::test_native_equals_reference_on_random_traces"),
+              "tests/engine/test_stepsched_native.py::test_native_equals_reference_on_random_traces",
+              lambda cfg: cfg.scheduler is None),
     EngineRow("compiled-hierarchy", "event-loop", "the event loop over the compiled all-lru hierarchy",
               _compiled_hierarchy_applies, "pcs.cache.native.NativeHierarchy", "lruhier",
               "tests/cache/test_replay_native.py::test_native_equals_python_on_random_traces"),
@@ -229,7 +233,8 @@ def _first(cfg: RunConfig, rows: Sequence[EngineRow], skipped: list[str]) -> tup
         why = row.applies(cfg)
         if why is None:
             return row, "; ".join(skipped + [f"auto: {row.name} applies"])
-        skipped.append(f"not {row.name}: {why}")
+        if row.unrelated is None or not row.unrelated(cfg):
+            skipped.append(f"not {row.name}: {why}")
     raise AssertionError("the hybrid row always applies")   # a bug if reached
 
 

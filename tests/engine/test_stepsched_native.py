@@ -180,6 +180,10 @@ def test_selection_places_only_the_default_configuration():
     assert pick(scheduler="layerwise", native="python") == "reference"
     assert pick(scheduler="layerwise", tiers=(("gpu", "slru", 100),)) == "reference"
     assert select.choose(select.RunConfig("sequential", tiers, scheduler="layerwise"))[0].name != "compiled-step"
+    # auto's reason lists the compiled step loop only for runs with the step scheduler
+    assert "compiled-step" not in select.choose(select.RunConfig("modeled", tiers))[1]
+    assert "not compiled-step: it needs every tier lru, got gpu:slru" in select.choose(
+        select.RunConfig("modeled", (("gpu", "slru", 100),), scheduler="layerwise"))[1]
 
 
 def test_coarse_busy_bins_and_the_span_limit_equal_reference():
