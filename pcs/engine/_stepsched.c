@@ -586,9 +586,12 @@ static int elapse(Sched *s, double seconds, double stall, int64_t steps) {
     double now = s->now;
     if (now + seconds >= s->next_sample && take(s, now + seconds) < 0) return -1;
     double t0 = now - s->origin_s;
-    Py_ssize_t b = (Py_ssize_t)t0;
-    if (b == (Py_ssize_t)(t0 + seconds) && b < s->nbins) { s->bins[b] += seconds; s->busy_s += seconds; }
-    else if (add_busy(s, now, seconds) < 0) return -1;
+    /* Python: b = int(t0); b == int(t0 + seconds) and b < len(bins) -- compared in doubles first, so a far
+     * timestamp (1e300) never reaches a cast out of range; it goes to add_busy, which refuses it */
+    if (t0 >= 0.0 && t0 + seconds < (double)s->nbins && (Py_ssize_t)t0 == (Py_ssize_t)(t0 + seconds)) {
+        s->bins[(Py_ssize_t)t0] += seconds;
+        s->busy_s += seconds;
+    } else if (add_busy(s, now, seconds) < 0) return -1;
     if (stall != 0.0) s->stall_s += stall;
     s->steps += steps;
     s->area_s += (double)s->in_system * seconds;

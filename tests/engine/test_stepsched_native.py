@@ -202,14 +202,14 @@ def test_coarse_busy_bins_and_the_span_limit_equal_reference():
     py = _run(StepEngine, reqs, [6, 20], cost, [None, None], kw)
     assert py[0].stats.bin_s == 3600
     _assert_same(py, _run(stepnative.NativeStepEngine, reqs, [6, 20], cost, [None, None], kw))
-    far = [req([1, 2], 0.0, prompt=32, out=4, bs=16), req([3, 4], 4e7, prompt=32, out=4, bs=16)]
-    msgs = []
-    for cls in (StepEngine, stepnative.NativeStepEngine):
-        with pytest.raises(ValueError, match="reaches 4e\\+07 s after the first arrival, past its limit of "
-                                             "31,622,400 s") as err:
-            _run(cls, far, [6, 20], cost, [None, None], kw)
-        msgs.append(str(err.value))
-    assert msgs[0] == msgs[1]
+    for second in (4e7, 2.0 ** 62, 1e300):      # past the limit; past int64 (the C loop must not cast it)
+        far = [req([1, 2], 0.0, prompt=32, out=4, bs=16), req([3, 4], second, prompt=32, out=4, bs=16)]
+        msgs = []
+        for cls in (StepEngine, stepnative.NativeStepEngine):
+            with pytest.raises(ValueError, match="s after the first arrival, past its limit of 31,622,400 s") as err:
+                _run(cls, far, [6, 20], cost, [None, None], kw)
+            msgs.append(str(err.value))
+        assert msgs[0] == msgs[1]
 
 
 def test_a_link_the_c_loop_does_not_model_falls_back_to_the_python_loop():
