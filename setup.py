@@ -10,7 +10,9 @@ them and owns the ``auto | c | python`` switch):
 - ``pcs.cache._lruhier`` (pcs/cache/_lruhier.c): the all-LRU tier hierarchy
   the replay event loop runs on;
 - ``pcs.engine._stepsched`` (pcs/engine/_stepsched.c): the step scheduler's
-  event loop (default ``pcs replay``) over that hierarchy.
+  event loop (default ``pcs replay``) over that hierarchy;
+- ``pcs.trace._statscan`` (pcs/trace/_statscan.c): the one-pass scan behind
+  ``pcs trace stats`` (pcs/trace/statscan.py).
 
 All are ``optional``: when one fails to compile, installation still succeeds,
 its Python twin is used, and the build ends with one note naming the twins
@@ -24,7 +26,8 @@ from setuptools.command.build_ext import build_ext
 
 #: What each twin speeds up (pcs._native.SLOWER says the same at run time).
 _SLOWER = {"pcs.curves._stackdist": "curves", "pcs.engine._lruscan": "sequential one-tier replays",
-           "pcs.cache._lruhier": "all-LRU replays", "pcs.engine._stepsched": "default step-scheduler replays"}
+           "pcs.cache._lruhier": "all-LRU replays", "pcs.engine._stepsched": "default step-scheduler replays",
+           "pcs.trace._statscan": "pcs trace stats"}
 
 
 class BuildTwins(build_ext):
@@ -62,5 +65,6 @@ setup(
         _ext("pcs.cache._lruhier", "pcs/cache/_lruhier.c"),
         # bit-identical floats to the Python reference: no fused multiply-add contraction
         _ext("pcs.engine._stepsched", "pcs/engine/_stepsched.c", ("-ffp-contract=off",)),
+        _ext("pcs.trace._statscan", "pcs/trace/_statscan.c"),
     ]
 )

@@ -12,6 +12,7 @@ stackdist  ``pcs.curves._stackdist``     :mod:`pcs.curves.stackdist` (stack dept
 lruscan    ``pcs.engine._lruscan``       :class:`pcs.engine.lruscan._PythonLru`
 lruhier    ``pcs.cache._lruhier``        :class:`pcs.cache.Hierarchy` (all-LRU tiers)
 stepsched  ``pcs.engine._stepsched``     :class:`pcs.engine.scheduler.StepEngine` (the step scheduler's loop)
+statscan   ``pcs.trace._statscan``       :mod:`pcs.trace.stats` / :mod:`pcs.trace.tree` (numpy stats)
 ========== ============================= ======================================
 
 This module is the only place that imports them. The switch: ``auto`` (the
@@ -37,12 +38,12 @@ HELP = ("Compiled twins: auto (the compiled code when built), c (the compiled co
 
 #: twin name -> extension module name.
 TWINS = {"stackdist": "pcs.curves._stackdist", "lruscan": "pcs.engine._lruscan", "lruhier": "pcs.cache._lruhier",
-         "stepsched": "pcs.engine._stepsched"}
+         "stepsched": "pcs.engine._stepsched", "statscan": "pcs.trace._statscan"}
 
 #: twin name -> what runs slower without it. benchmarks/bench_native.py on the Mooncake trace (2 cores):
 #: curve 4.9x, sequential one-tier replay 5.1x, modeled two-tier replay 1.6x slower on the Python twins.
 SLOWER = {"stackdist": "curves", "lruscan": "sequential one-tier replays", "lruhier": "all-LRU replays",
-          "stepsched": "default step-scheduler replays"}
+          "stepsched": "default step-scheduler replays", "statscan": "pcs trace stats"}
 
 _loaded: dict[str, ModuleType | None] = {}
 

@@ -169,12 +169,13 @@ def test_unknown_parser_is_a_value_error(tmp_path):
         list(read_hashid_jsonl(p, "t", MOONCAKE, None, ReadState(), fast="orjson"))
 
 
-def test_without_pysimdjson_auto_falls_back_to_pyarrow(monkeypatch):
+def test_auto_prefers_simdjson_then_pyarrow(monkeypatch):
     import pcs.trace.jsonfast as jf
     from pcs.trace.hashids import _shortcut
 
-    assert _shortcut(True) == "simdjson" and _shortcut(False) is None
-    monkeypatch.setattr(jf, "available", lambda p: p == "pyarrow")  # as if pcs[fast] were not installed
+    # pysimdjson first when installed (the [fast] extra), else pyarrow's JSON reader.
+    assert _shortcut(True) == ("simdjson" if jf.available("simdjson") else "pyarrow") and _shortcut(False) is None
+    monkeypatch.setattr(jf, "available", lambda p: p == "pyarrow")  # as if neither were there
     assert _shortcut(True) == _shortcut("auto") == "pyarrow"
     with pytest.raises(ValueError, match=r"pip install -e '\.\[fast\]' in the pcs clone"):
         _shortcut("simdjson")
