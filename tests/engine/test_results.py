@@ -100,11 +100,13 @@ def test_frozen_and_slotted(default_run):
 
 def test_engine_keys_last_and_omitted_when_unset(default_run):
     s = default_run.summary
-    # the cpu tier is slru: the one-tier lru-scan does not apply; slru has a compiled twin, so the run and its
-    # (two-tier) sequential baseline run on the compiled hierarchy when it is built, else on the reference
+    # the cpu tier is slru: the one-tier lru-scan does not apply; slru has a compiled twin, so the modeled run
+    # (default step scheduler) runs the C step loop over the compiled hierarchy and its (two-tier) sequential
+    # baseline the compiled hierarchy, when they are built; else the reference
     from pcs import _native
-    expect = "compiled-hierarchy" if _native.built("lruhier") else "reference"
-    assert (s.engine, s.baseline_engine) == (expect, expect)
+    base = "compiled-hierarchy" if _native.built("lruhier") else "reference"
+    run = "compiled-step" if base != "reference" and _native.built("stepsched") else base
+    assert (s.engine, s.baseline_engine) == (run, base)
     d = dataclasses.replace(s, **{k: None for k in ENGINE_KEYS}).to_dict()
     assert list(d) == REPLAY_KEYS
     d = dataclasses.replace(s, engine="lru-scan", engine_reason="asked for").to_dict()
