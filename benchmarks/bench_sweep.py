@@ -4,10 +4,12 @@ Two plans, both run through :func:`pcs.sweep.run_sweep` into fresh
 temporary directories (so every point runs; rows are written as in a real
 sweep):
 
-- the work plan: 24 replay points of the bundled 1,700-request sample
+- the work plan: 256 replay points of the bundled 1,700-request sample
   (``traces/sample_chat.jsonl``), llama-3.1-8b on one GPU, modeled timing,
-  a 300-block GPU tier, policies lru / fifo / slru x host DRAM 0..70 GB in
-  10 GB steps -- about 0.1-0.5 s of work per point;
+  the 8 compiled eviction policies x GPU tier 150/300/600/1,200 blocks x host
+  DRAM 0..70 GB in 10 GB steps -- about 0.05 s of work per point since the
+  step loop and the policies are compiled (a 24-point plan was 1.2 s of work
+  in all, less than the pool's start-up, so it measured the start-up);
 - the empty plan: 200 footprint points (``pcs.footprint``, microseconds of
   work each), so the wall time per point is the backend's own cost.
 
@@ -39,6 +41,7 @@ The last line printed is one JSON object with every figure.
 from __future__ import annotations
 
 import argparse
+import json
 import pickle
 import statistics
 import subprocess
@@ -55,9 +58,12 @@ from pcs.sweep.api import prepare
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = ROOT / "traces" / "sample_chat.jsonl"
 
+POLICIES = ("lru", "fifo", "slru", "sieve", "2q", "s3fifo", "arc", "lfu")
+GPU_BLOCKS = (150, 300, 600, 1200)
 WORK = {"kind": "replay",
-        "fixed": {"trace": str(SAMPLE), "model": "llama-3.1-8b", "tp": 1, "tier": {"gpu": "300blocks"}},
-        "axes": {"policy": ["lru", "fifo", "slru"], "tier.cpu": {"from": "0GB", "to": "70GB", "step": "10GB"}}}
+        "fixed": {"trace": str(SAMPLE), "model": "llama-3.1-8b", "tp": 1},
+        "axes": {"policy": list(POLICIES), "tier.gpu": [f"{n}blocks" for n in GPU_BLOCKS],
+                 "tier.cpu": {"from": "0GB", "to": "70GB", "step": "10GB"}}}
 EMPTY = {"kind": "footprint", "fixed": {"model": "llama-3.1-8b"},
          "axes": {"tokens": {"from": 1, "to": 200, "step": 1}}}
 
@@ -106,9 +112,9 @@ _WORK_TOML = """kind = "replay"
 trace = "{trace}"
 model = "llama-3.1-8b"
 tp = 1
-tier = {{gpu = "300blocks"}}
 [axes]
-policy = ["lru", "fifo", "slru"]
+policy = {policies}
+"tier.gpu" = {gpus}
 "tier.cpu" = {{from = "0GB", to = "70GB", step = "10GB"}}
 """
 
@@ -122,7 +128,8 @@ def _cli_walls(jobs: list[int], repeat: int) -> dict[int, float]:
     times: dict[int, list[float]] = {j: [] for j in jobs}
     with tempfile.TemporaryDirectory(prefix="bench-sweep-cli-") as tmp:
         plan = Path(tmp) / "work.toml"
-        plan.write_text(_WORK_TOML.format(trace=SAMPLE.as_posix()))
+        plan.write_text(_WORK_TOML.format(trace=SAMPLE.as_posix(), policies=json.dumps(list(POLICIES)),
+                                          gpus=json.dumps([f"{n}blocks" for n in GPU_BLOCKS])))
         for r in range(repeat):
             for j in jobs:
                 out = Path(tmp) / f"out-{r}-{j}"

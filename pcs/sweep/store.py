@@ -108,7 +108,13 @@ def read_results(out: str | Path) -> Any:
     out = Path(out)
     if not out.is_dir():
         raise FileNotFoundError(2, "No such directory", str(out))
-    tables = [pq.read_table(p) for p in sorted(out.glob("*.parquet"))]
+    from concurrent.futures import ThreadPoolExecutor
+
+    files = sorted(out.glob("*.parquet"))
+    # one file per point, each ~240 columns: the per-file decode dominates; pyarrow releases the GIL, so
+    # reading files on a few threads at once halves the time on 2 cores (benchmarks/bench_sweep.py)
+    with ThreadPoolExecutor(max_workers=min(8, max(1, len(files)))) as pool:
+        tables = list(pool.map(lambda f: pq.read_table(f, use_threads=False), files))
     if not tables:
         return pa.table({"point_id": pa.array([], pa.string()), "kind": pa.array([], pa.string())})
     try:
