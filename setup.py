@@ -8,7 +8,11 @@ them and owns the ``auto | c | python`` switch):
 - ``pcs.engine._lruscan`` (pcs/engine/_lruscan.c): the one-capacity
   sequential LRU scan of the replay fast path;
 - ``pcs.cache._lruhier`` (pcs/cache/_lruhier.c): the all-LRU tier hierarchy
-  the replay event loop runs on.
+  the replay event loop runs on;
+- ``pcs.trace._statscan`` (pcs/trace/_statscan.c): the one-pass scan behind
+  ``pcs trace stats`` (pcs/trace/statscan.py);
+- ``pcs.trace._jsonscan`` (pcs/trace/_jsonscan.c): the strict Mooncake JSONL
+  shortcut parser (pcs/trace/jsonfast.py).
 
 All are ``optional``: when one fails to compile, installation still succeeds,
 its Python twin is used, and the build ends with one note naming the twins
@@ -22,7 +26,8 @@ from setuptools.command.build_ext import build_ext
 
 #: What each twin speeds up (pcs._native.SLOWER says the same at run time).
 _SLOWER = {"pcs.curves._stackdist": "curves", "pcs.engine._lruscan": "sequential one-tier replays",
-           "pcs.cache._lruhier": "all-LRU replays"}
+           "pcs.cache._lruhier": "all-LRU replays", "pcs.trace._statscan": "pcs trace stats",
+           "pcs.trace._jsonscan": "JSONL reading"}
 
 
 class BuildTwins(build_ext):
@@ -58,5 +63,7 @@ setup(
         _ext("pcs.curves._stackdist", "pcs/curves/_stackdist.c"),
         _ext("pcs.engine._lruscan", "pcs/engine/_lruscan.c"),
         _ext("pcs.cache._lruhier", "pcs/cache/_lruhier.c"),
+        _ext("pcs.trace._statscan", "pcs/trace/_statscan.c"),
+        _ext("pcs.trace._jsonscan", "pcs/trace/_jsonscan.c"),
     ]
 )

@@ -11,12 +11,14 @@ wall clock is not this process's), median of ``--repeat`` runs after one warm-up
 - ``fleet_s``: the whole fleet (trace read, routing, 8 instance replays,
   summary) per router and instance engine: ``sequential`` timing,
   ``modeled`` with ``--compute infinite``, ``modeled`` with the step scheduler
-  (the default).
+  (the default); with ``--shared remote=20TB`` also ``shared``: modeled,
+  ``--compute infinite``, write-through, that shared tier (the instances on one
+  clock, :mod:`pcs.fleet.oneclock`).
 
 Block accesses per second = 288,500 x (1) / seconds. Target (issue 16): >= 1 M/s
 for 8 instances. Prints one JSON line (last).
 
-    python benchmarks/bench_fleet.py [--repeat 3] [--routers round-robin,cache-aware]
+    python benchmarks/bench_fleet.py [--repeat 3] [--routers round-robin,cache-aware] [--shared remote=20TB]
 """
 from __future__ import annotations
 
@@ -42,6 +44,7 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--instances", type=int, default=8)
     ap.add_argument("--routers", default="round-robin,cache-aware")
+    ap.add_argument("--shared", default=None, help="also time a fleet with this shared tier (NAME=SIZE)")
     args = ap.parse_args()
     if not common.MOONCAKE_CONV.exists():
         return common.skip("bench_fleet", f"{common.MOONCAKE_CONV} not found")
@@ -65,6 +68,8 @@ def main() -> None:
     out = {"bench": "bench_fleet", "trace": "mooncake-fast25 conversation", "instances": n,
            "block_accesses": accesses, "index_capacity_blocks": cap, "repeat": args.repeat}
     modes = {"sequential": dict(timing="sequential"), "infinite": dict(compute_mode="infinite"), "step": {}}
+    if args.shared:
+        modes["shared"] = dict(compute_mode="infinite", write_policy="through", shared_tier=args.shared)
     for r in args.routers.split(","):
         t = _cpu(lambda: route(batch, rules, parse_router(r, n), CacheIndex([cap] * n), svc), args.repeat)
         out[f"route_s[{r}]"] = round(t, 3)

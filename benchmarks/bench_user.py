@@ -28,7 +28,7 @@ second JSON line: the engine alone (``ReplayEngine.feed`` over pre-built chunks,
 one LRU tier in the compiled hierarchy, sequential; best of 3), the figure ``bench_replay.py`` reports, so the gap
 between the engine and the user's call stays visible.
 
-Usage: python benchmarks/bench_user.py [--copies 1,10,50] [--rounds 3] [--capacity 16384]
+Usage: python benchmarks/bench_user.py [--copies 1,10,50] [--rounds 3] [--capacity 16384] [--cases NAMES]
 Prints human lines, then the summary JSON line, then the engine-only JSON line last.
 """
 from __future__ import annotations
@@ -137,7 +137,7 @@ def _measure(cases: dict, rounds: int) -> tuple[dict, dict]:
     return {k: statistics.median(v) for k, v in times.items()}, misses
 
 
-def _one_size(k: int, tmp: Path, one: int, c: int, rounds: int) -> tuple[dict, dict]:
+def _one_size(k: int, tmp: Path, one: int, c: int, rounds: int, only: str = "") -> tuple[dict, dict]:
     from pcs.trace import open_trace
     from pcs.trace.convert import convert
 
@@ -146,7 +146,12 @@ def _one_size(k: int, tmp: Path, one: int, c: int, rounds: int) -> tuple[dict, d
     convert(open_trace(rep.path), parquet)
     fs = common.flat_lru_stream(open_trace(parquet))
     write_oracle_general(fs, oracle)
-    med, misses = _measure(_cases(rep.path, parquet, oracle, fs, c), rounds)
+    cases = _cases(rep.path, parquet, oracle, fs, c)
+    if only:
+        keep = set(only.split(",")) | {"libcachesim", "ordereddict", "one_tier_sequential_jsonl",
+                                       "one_tier_sequential_parquet"}
+        cases = {name: f for name, f in cases.items() if name in keep}
+    med, misses = _measure(cases, rounds)
     acc = rep.cacheable_accesses
     if not misses["one_tier_sequential_parquet"] == misses["one_tier_sequential_jsonl"] == misses["ordereddict"] \
             == misses["libcachesim"]:
@@ -173,6 +178,8 @@ def main() -> None:
     ap.add_argument("--copies", default="1,10,50", help="replica sizes, comma-separated")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--capacity", type=int, default=16384, help="GPU tier (and libCacheSim LRU) size, blocks")
+    ap.add_argument("--cases", default="", help="comma-separated case names to run (default: all); libcachesim, "
+                    "ordereddict and the one-tier cases always run (the miss check and the ratios need them)")
     a = ap.parse_args()
     try:
         import libcachesim  # noqa: F401
@@ -183,7 +190,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="pcs-bench-") as tmp:
         one = common.replicate_mooncake(common.MOONCAKE_CONV, Path(tmp), 1, name="one.jsonl").cacheable_accesses
         for k in (int(x) for x in a.copies.split(",")):
-            row, eng = _one_size(k, Path(tmp), one, a.capacity, a.rounds)
+            row, eng = _one_size(k, Path(tmp), one, a.capacity, a.rounds, a.cases)
             rows.append(row)
             engine.append(eng)
     per_access = {name: [r[name]["us_per_access"] for r in rows] for name in rows[0] if isinstance(rows[0][name], dict)}

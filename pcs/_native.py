@@ -11,6 +11,8 @@ twin       extension (C source)          Python reference it mirrors
 stackdist  ``pcs.curves._stackdist``     :mod:`pcs.curves.stackdist` (stack depths)
 lruscan    ``pcs.engine._lruscan``       :class:`pcs.engine.lruscan._PythonLru`
 lruhier    ``pcs.cache._lruhier``        :class:`pcs.cache.Hierarchy` (all-LRU tiers)
+statscan   ``pcs.trace._statscan``       :mod:`pcs.trace.stats` / :mod:`pcs.trace.tree` (numpy stats)
+jsonscan   ``pcs.trace._jsonscan``       :mod:`pcs.trace.hashids` (the ``json.loads`` authority)
 ========== ============================= ======================================
 
 This module is the only place that imports them. The switch: ``auto`` (the
@@ -35,11 +37,13 @@ HELP = ("Compiled twins: auto (the compiled code when built), c (the compiled co
         "plain Python references; same results, slower). Default: $PCS_NATIVE or auto.")
 
 #: twin name -> extension module name.
-TWINS = {"stackdist": "pcs.curves._stackdist", "lruscan": "pcs.engine._lruscan", "lruhier": "pcs.cache._lruhier"}
+TWINS = {"stackdist": "pcs.curves._stackdist", "lruscan": "pcs.engine._lruscan", "lruhier": "pcs.cache._lruhier",
+         "statscan": "pcs.trace._statscan", "jsonscan": "pcs.trace._jsonscan"}
 
 #: twin name -> what runs slower without it. benchmarks/bench_native.py on the Mooncake trace (2 cores):
 #: curve 4.9x, sequential one-tier replay 5.1x, modeled two-tier replay 1.6x slower on the Python twins.
-SLOWER = {"stackdist": "curves", "lruscan": "sequential one-tier replays", "lruhier": "all-LRU replays"}
+SLOWER = {"stackdist": "curves", "lruscan": "sequential one-tier replays", "lruhier": "all-LRU replays",
+          "statscan": "pcs trace stats", "jsonscan": "Mooncake JSONL reading"}
 
 _loaded: dict[str, ModuleType | None] = {}
 

@@ -14,6 +14,10 @@ A tier holds up to ``capacity_blocks`` block slots. A slot is either
 Invariant (``_check``): ``len(resident) + reserved_blocks <= capacity_blocks``;
 the policy holds exactly the resident blocks with pin count 0.
 
+A fleet's shared lower tier also holds *leases* (:meth:`Tier.lease`, docs/semantics.md §17.1): a leased
+block stays unpinned and in the policy, but is never a victim; every other tier has none, and then
+no rule here changes.
+
 Every method takes a batch of block hashes, so the Python call overhead is
 per request, not per block. This is the reference the compiled twin
 (``_lruhier.c``) is diffed against, so each method is one plain loop per rule,
@@ -74,7 +78,8 @@ class Tier:
         ValueError: negative capacity.
     """
 
-    __slots__ = ("name", "capacity_blocks", "policy", "resident", "reserved_blocks", "stats", "admission")
+    __slots__ = ("name", "capacity_blocks", "policy", "resident", "reserved_blocks", "stats", "admission", "leases",
+                 "lease_spared_blocks")
 
     def __init__(self, name: str, capacity_blocks: int, policy: EvictionPolicy, admission=None) -> None:
         if capacity_blocks < 0:
@@ -87,6 +92,11 @@ class Tier:
         self.reserved_blocks = 0
         self.stats = TierStats()
         self.admission = admission
+        #: block hash -> leases held on it (restores in flight from a shared tier, docs/semantics.md §17.1):
+        #: a leased block is never a victim; empty for every tier but a fleet's shared tier.
+        self.leases: dict[int, int] = {}
+        #: times a leased block came up as a victim and was passed over (given back as used).
+        self.lease_spared_blocks = 0
         if admission is not None and hasattr(admission, "bind"):
             admission.bind(self.capacity_blocks)
 
@@ -296,24 +306,47 @@ class Tier:
         ``evicted_blocks``); the others count as ``overflow_blocks``.
         """
         room = max(self.free_blocks + len(self.policy), 0)
-        if len(block_hashes) <= room:
+        n = max(len(block_hashes) - room, 0)
+        leases = self.leases
+        if leases:
+            n = self._lease_cut(block_hashes, n)
+        if not n:
             return [], block_hashes
-        cut = list(block_hashes[:len(block_hashes) - room])
         res = self.resident
-        gone = [h for h in cut if res.get(h) == 0]
+        cut = list(block_hashes[:n])
+        gone = [h for h in cut if res.get(h) == 0 and h not in leases]
         if gone:
             self.policy.drop(gone)
             for h in gone:
                 del res[h]
         self.stats.evicted_blocks += len(gone)
         self.stats.overflow_blocks += len(cut) - len(gone)
-        return cut, block_hashes[len(block_hashes) - room:]
+        return cut, block_hashes[n:]
+
+    def _lease_cut(self, block_hashes: Sequence[int], n: int) -> int:
+        """How many leading blocks of an insert batch to push out when leased blocks cannot make room
+        (docs/semantics.md §17.1): ``n`` (the cut without leases) while the unleased unpinned blocks outside
+        the batch can take the new blocks' evictions; else more, each extra one counted in
+        ``lease_spared_blocks``. A cut block that is not leased is dropped or not written (one slot less
+        needed); a leased one stays (no change)."""
+        res, pol, leases = self.resident, self.policy, self.leases
+        gone = sum(1 for h in block_hashes[:n] if res.get(h) == 0 and h not in leases)
+        kept = block_hashes[n:]
+        again = {h for h in kept if res.get(h) == 0}
+        fresh = sum(1 for h in kept if h not in res)
+        leased = sum(1 for h in leases if h in pol and h not in again)
+        deficit = fresh - (self.free_blocks + gone) - (len(pol) - gone - len(again) - leased)
+        while deficit > 0 and n < len(block_hashes):
+            deficit -= block_hashes[n] not in leases
+            n += 1
+            self.lease_spared_blocks += 1
+        return n
 
     def _evict(self, n: int) -> list[int] | None:
         """Evict ``n`` unpinned blocks (none when ``n`` <= 0); their hashes in eviction order, or None."""
         if n <= 0:
             return []
-        victims = self.policy.evict(n)
+        victims = self.policy.evict(n) if not self.leases else self._evict_around_leases(n)
         if victims is None:
             return None
         res = self.resident
@@ -321,6 +354,41 @@ class Tier:
             del res[h]
         self.stats.evicted_blocks += n
         return victims
+
+    def _evict_around_leases(self, n: int) -> list[int] | None:
+        """``n`` victims in eviction order, passing over leased blocks (docs/semantics.md §17.1): a leased block
+        the policy offers is given back to it as used (it is being read); None if fewer than ``n`` unleased
+        blocks are held (nothing changes)."""
+        leases = self.leases
+        if len(self.policy) - sum(1 for h in leases if h in self.policy) < n:
+            return None
+        victims: list[int] = []
+        spared: list[int] = []
+        while len(victims) < n:
+            got = self.policy.evict(n - len(victims))
+            assert got is not None
+            for h in got:
+                (spared if h in leases else victims).append(h)
+        if spared:
+            self.policy.add(spared, True)
+            self.lease_spared_blocks += len(spared)
+        return victims
+
+    def lease(self, block_hashes: Sequence[int]) -> None:
+        """Take one lease on each resident block (docs/semantics.md §17.1): it is not evicted until released."""
+        leases = self.leases
+        for h in block_hashes:
+            leases[h] = leases.get(h, 0) + 1
+
+    def release_lease(self, block_hashes: Sequence[int]) -> None:
+        """Drop one lease from each block (leased by :meth:`lease`)."""
+        leases = self.leases
+        for h in block_hashes:
+            c = leases[h] - 1
+            if c:
+                leases[h] = c
+            else:
+                del leases[h]
 
     def _note_peaks(self) -> None:
         """Raise the peak counters to the current resident and resident + reserved blocks."""
@@ -362,6 +430,7 @@ class Tier:
         assert len(res) + self.reserved_blocks <= self.capacity_blocks, (len(res), self.reserved_blocks,
                                                                          self.capacity_blocks)
         assert all(rc >= 0 for rc in res.values())
+        assert all(h in res and c > 0 for h, c in self.leases.items()), "a leased block left the tier"
         unpinned = {k for k, rc in res.items() if rc == 0}
         held = self.policy.order()
         assert len(held) == len(set(held)) == len(self.policy), "policy holds a block twice"

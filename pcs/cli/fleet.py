@@ -1,4 +1,4 @@
-"""The fleet options of ``pcs replay`` and ``pcs compare`` (--instances, --router, --router-stale-s).
+"""The fleet options of ``pcs replay`` and ``pcs compare`` (--instances, --router, --router-stale-s, --shared-tier).
 
 ``pcs replay --instances N --router NAME[:opt=v,...]`` runs
 :func:`pcs.fleet.fleet_replay` and prints :func:`pcs.report.fleet.render_fleet`;
@@ -39,6 +39,11 @@ def fleet_options(multiple: bool) -> Callable:
     from pcs.fleet.fleet import MAX_INSTANCES
 
     def wrap(f: Callable) -> Callable:
+        f = click.option("--shared-tier", default=None, metavar="NAME=SIZE",
+                         help="A lower tier all instances read and write (a Mooncake store, an LMCache remote "
+                              "backend), below each instance's own tiers, one link per instance (--link NAME=...; "
+                              "default by name, remote = rdma-400g); e.g. remote=10TB. Runs with --compute infinite "
+                              "or --timing sequential (docs/cluster.md).")(f)
         f = click.option("--router-stale-s", type=Float(0, 1e9), default=None,
                          help="Seconds between a cache event on an instance and the router seeing it (KV events "
                               "arrive late); default 0 = the router's index is exact.")(f)
@@ -53,7 +58,8 @@ def fleet_options(multiple: bool) -> Callable:
 
 def wants_fleet(kw: dict[str, Any]) -> bool:
     """True when a fleet option was given."""
-    return kw.get("instances") is not None or bool(kw.get("router")) or kw.get("router_stale_s") is not None
+    return kw.get("instances") is not None or bool(kw.get("router")) or kw.get("router_stale_s") is not None or \
+        kw.get("shared_tier") is not None
 
 
 def replay_fleet(fmt: str, requests_out: str | None, kw: dict[str, Any]) -> None:
@@ -66,7 +72,8 @@ def replay_fleet(fmt: str, requests_out: str | None, kw: dict[str, Any]) -> None
     with Progress(kw["quiet"], desc="fleet") as progress:
         res = fleet_replay(trace, instances=kw["instances"] or 1, router=kw["router"] or "round-robin",
                            router_stale_s=kw["router_stale_s"] or 0.0, progress=progress,
-                           tiers=list(kw["tiers"]) or None, policy=kw["policy"], **kwargs)
+                           tiers=list(kw["tiers"]) or None, policy=kw["policy"], shared_tier=kw["shared_tier"],
+                           **kwargs)
     if requests_out:
         write_requests(res.requests, requests_out)
     payload = res.summary.to_dict()
@@ -85,7 +92,7 @@ def compare_fleet(fmt: str, trace: Any, replay_kwargs: dict[str, Any], kw: dict[
     with Progress(kw["quiet"], desc="compare") as progress:
         res = compare_routers(trace, list(kw["router"]) or ["round-robin"], instances=kw["instances"] or 1,
                               router_stale_s=kw["router_stale_s"] or 0.0, progress=progress,
-                              policy=(kw["policy"] or (None,))[0], **replay_kwargs)
+                              policy=(kw["policy"] or (None,))[0], shared_tier=kw["shared_tier"], **replay_kwargs)
     payload = res.to_dict()
     title = f"pcs compare: {res.trace} | {res.routers[0].instances} instances"
     notes = with_trace_notes(payload, trace, fmt, kw["quiet"])

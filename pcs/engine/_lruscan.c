@@ -15,10 +15,14 @@
  * times, i.e. the live times >= a pointer p, so a key is resident iff
  * last >= p. A stamp that makes more than C live times >= p advances p past
  * the oldest live time (the LRU victim). Live times are bits of a sliding
- * bitmap (1 bit per stamp, the part below p dropped); keys live in an
- * open-addressing table (16 B slots: key, last stamp, first request; linear
- * probing, splitmix64, load <= 0.8, grown by doubling). Per request r it
- * writes:
+ * bitmap (1 bit per stamp, the part below p dropped); keys live in 16 B
+ * slots (key, last stamp, first request): slot = the id itself while every id
+ * is below max(2**20, 2 x the trace's id count,
+ * 2 x (distinct ids so far + the batch's ids)) (direct mode: Mooncake's ids
+ * are 0, 1, 2, ... in first-appearance order; no hashing, one slot per id),
+ * else an open-addressing table (linear probing, splitmix64, load <= 0.5,
+ * grown by doubling; the ids seen move into it the first time a batch holds
+ * a larger id). Per request r it writes:
  *   lead[r]  = leading ids (of the first n) resident at capacity C;
  *   seen[r]  = leading ids (of the first n) stamped by an earlier request
  *              (the single-sequence, infinite-cache walk, pcs.blocks);
@@ -47,6 +51,8 @@ typedef struct {
     uint64_t *live;
     int64_t live_words;
     int64_t req;       /* requests fed so far */
+    int direct;        /* direct mode: slot = id (slots[0 .. mask]), every id < limit; else hashed */
+    int64_t limit, expected;
     uint64_t *tmp;
     int64_t tmp_len;
 } lru_t;
@@ -80,6 +86,11 @@ static int lru_table_alloc(lru_t *s, uint64_t cap) {
 }
 
 static inline uint64_t lru_find(lru_t *s, uint64_t key, int32_t req) {
+    if (s->direct) {
+        lslot_t *x = &s->slots[key];
+        if (!x->first) { x->key = key; x->last = -1; x->first = req + 1; s->count++; }
+        return key;
+    }
     uint64_t h = mix64(key) & s->mask;
     for (;;) {
         lslot_t *x = &s->slots[h];
@@ -91,6 +102,35 @@ static inline uint64_t lru_find(lru_t *s, uint64_t key, int32_t req) {
         if (x->key == key) return h;
         h = (h + 1) & s->mask;
     }
+}
+
+/* The slot of key: its home in the hashed table, the id itself in direct mode. */
+static inline const void *lru_home(const lru_t *s, uint64_t key) {
+    return s->direct ? (const void *)&s->slots[key] : (const void *)&s->slots[mix64(key) & s->mask];
+}
+
+/* Direct mode while the batch's ids stay below the limit (slots up to its largest id, the new ones
+ * zeroed), else every slot moves into a hashed table (load <= 0.5). -1 on no memory. */
+static int lru_mode(lru_t *s, const uint64_t *keys, int64_t m) {
+    if (!s->direct) return 0;
+    uint64_t top = 0;
+    for (int64_t i = 0; i < m; i++) top = keys[i] > top ? keys[i] : top;
+    if (m == 0) return 0;
+    if (top < (uint64_t)s->limit || top < (uint64_t)(2 * (s->count + m))) { /* ids at least half dense */
+        uint64_t need = top + 1, have = s->mask + 1;
+        if (need <= have) return 0;
+        uint64_t cap = need + need / 8; /* realloc of a large block remaps pages: no copy */
+        lslot_t *n = (lslot_t *)realloc(s->slots, cap * sizeof(lslot_t));
+        if (!n) return -1;
+        memset(n + have, 0, (cap - have) * sizeof(lslot_t));
+        s->slots = n;
+        s->mask = cap - 1;
+        return 0;
+    }
+    uint64_t slots = 4096;
+    while ((uint64_t)(s->count + m) * 2 > slots || (uint64_t)s->expected * 4 > slots * 3) slots <<= 1;
+    s->direct = 0;  /* lru_table_alloc rehashes slots[0 .. mask] by key */
+    return lru_table_alloc(s, slots);
 }
 
 /* Make room for the bit of time s->t; returns -1 on no memory. */
@@ -166,12 +206,12 @@ static int lru_run(lru_t *s, const uint64_t *keys, const int64_t *offs, const in
     int rc = lru_prepare(s, offs, n, num_req);
     if (rc) return rc;
     if (s->req + num_req >= INT32_MAX || s->t + (offs[num_req] - offs[0]) >= INT32_MAX) return 3;
-    for (int64_t i = offs[0]; i < offs[num_req > 1 ? 2 : num_req]; i++)
-        __builtin_prefetch(&s->slots[mix64(keys[i]) & s->mask], 1, 1);
+    if (lru_mode(s, keys + offs[0], offs[num_req] - offs[0]) != 0) return -1;
+    for (int64_t i = offs[0]; i < offs[num_req > 1 ? 2 : num_req]; i++) __builtin_prefetch(lru_home(s, keys[i]), 1, 1);
     for (int64_t r = 0; r < num_req; r++) {
         const int64_t a = offs[r], b = offs[r + 1], m = a + n[r];
         const int32_t rq = (int32_t)s->req;
-        while ((uint64_t)(s->count + (b - a)) * 2 > (s->mask + 1))
+        while (!s->direct && (uint64_t)(s->count + (b - a)) * 2 > (s->mask + 1))
             if (lru_table_alloc(s, (s->mask + 1) * 2) != 0) return -1;
         int run_res = 1, run_seen = 1, run_ideal = 1;
         int64_t k_res = 0, k_seen = 0, k_ideal = 0;
@@ -199,8 +239,7 @@ static int lru_run(lru_t *s, const uint64_t *keys, const int64_t *offs, const in
         }
         lead[r] = k_res; seen[r] = k_seen; ideal[r] = k_ideal;
         if (r + 2 < num_req)
-            for (int64_t i = offs[r + 2]; i < offs[r + 3]; i++)
-                __builtin_prefetch(&s->slots[mix64(keys[i]) & s->mask], 1, 1);
+            for (int64_t i = offs[r + 2]; i < offs[r + 3]; i++) __builtin_prefetch(lru_home(s, keys[i]), 1, 1);
         if (lru_stamp(s, a, m) != 0) return -1;
         s->req++;
     }
@@ -215,14 +254,15 @@ static PyObject *py_lru_new(PyObject *self, PyObject *args) {
         return NULL;
     }
     lru_t *s = (lru_t *)calloc(1, sizeof(lru_t));
-    uint64_t slots = 4096;
-    while (expected > 0 && (uint64_t)expected * 4 > slots * 3) slots <<= 1;
-    if (!s || lru_table_alloc(s, slots) != 0 || !(s->live = (uint64_t *)calloc(1024, 8))) {
+    if (!s || lru_table_alloc(s, 4096) != 0 || !(s->live = (uint64_t *)calloc(1024, 8))) {
         lru_free(s);
         return PyErr_NoMemory();
     }
     s->live_words = 1024;
     s->capacity = capacity;
+    s->direct = 1;
+    s->expected = expected > 0 ? expected : 0;
+    s->limit = s->expected * 2 > ((int64_t)1 << 20) ? s->expected * 2 : ((int64_t)1 << 20);
     PyObject *cap = PyCapsule_New(s, "pcs.engine._lruscan.lru", lru_capsule_free);
     if (!cap) lru_free(s);
     return cap;

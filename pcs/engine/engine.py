@@ -177,6 +177,17 @@ class ReplayEngine:
             if len(q) == 1:
                 self._try_admit(a)
 
+    def next_event_s(self) -> float:
+        """Time of the next pending event (a prefill end or a finish), inf if none; modeled timing.
+
+        With :meth:`advance`, lets several engines run on one clock (a fleet's shared tier,
+        docs/semantics.md §17.1)."""
+        return self._events[0][0] if self._events else float("inf")
+
+    def advance(self, t: float) -> None:
+        """Process every pending event at or before ``t`` (seconds), admitting waiting requests as space frees."""
+        self._advance(t)
+
     def _advance(self, t: float) -> None:
         ev = self._events
         h = self.h

@@ -49,6 +49,7 @@ from pcs.engine.lruscan import NotChained, SequentialLru
 from pcs.engine.chunks import rule_columns
 from pcs.engine.summary import CacheState, TierState
 from pcs.trace.batches import as_batches
+from pcs.trace.parquet import expected_block_ids
 
 __all__ = ["NotApplicable", "Scan", "scan", "single_results", "run"]
 
@@ -87,24 +88,6 @@ class Scan:
     batch_sizes: tuple
 
 
-def _expected_ids(source: Any) -> int:
-    """Block ids of a decoded trace, or of a Parquet trace from its footer (0 when unknown): sizes the scan's
-    table once."""
-    known = getattr(source, "num_block_ids", None)
-    if known is not None:
-        return int(known)
-    if getattr(source, "format", None) != "parquet" or getattr(source, "sort", False):
-        return 0
-    try:
-        import pyarrow.parquet as pq
-
-        md = pq.ParquetFile(source.path).metadata
-        cols = [j for j in range(md.num_columns) if md.schema.column(j).path.startswith("block_hashes.")]
-        return sum(md.row_group(g).column(cols[0]).num_values for g in range(md.num_row_groups)) if cols else 0
-    except Exception:  # a hint only: the table grows by itself
-        return 0
-
-
 def scan(source: Any, capacity_blocks: int, rules: BlockRules = BlockRules(), native: str | None = "auto",
          check: bool = True) -> Scan:
     """Stream ``source`` once through a sequential LRU of ``capacity_blocks`` slots.
@@ -126,7 +109,7 @@ def scan(source: Any, capacity_blocks: int, rules: BlockRules = BlockRules(), na
         NotApplicable: (``check``) a block hash repeats within a request, or
             the resident blocks of a request are not a prefix.
     """
-    lru = SequentialLru(capacity_blocks, native, check, _expected_ids(source))
+    lru = SequentialLru(capacity_blocks, native, check, expected_block_ids(source))
     bs0, cols = None, []
     for b in as_batches(source):
         bs0 = int(b.block_size)

@@ -233,7 +233,9 @@ def run_replay(source: Any, rules: BlockRules, time_model: Any, make_tiers: Call
     resolved = _resolve_step(step, timing, source, rules)
     loops = _event_loops(plans, make_tiers, tiers0, write_policy, links, block_bytes, resolved, hybrid, step_s)
     if any(loops):
-        _feed(source, rules, time_model, [e for e in loops if e is not None], progress, resolved is None)
+        # decode seconds only for the instant-compute modeled loop (sequential timing never reads them)
+        _feed(source, rules, time_model, [e for e in loops if e is not None], progress,
+              resolved is None and timing == "modeled")
     no_cache = loops.pop() if len(loops) > len(plans) else None
     done = [(_close(loop, hybrid), cache_state(loop.h)) if loop is not None else
             fastpath.run(sc, tiers0[0].name, write_policy, time_model.compute, progress if k == 0 else None)
@@ -261,5 +263,5 @@ def run_oracle(source: Any, rules: BlockRules, time_model: Any, make_tiers: Call
         loop = StepEngine(hierarchy, links, block_bytes, setup.cost, cfg, rules.recompute_last_token, decode)
     else:
         loop = ReplayEngine(hierarchy, timing, links=links, block_bytes=block_bytes)
-    _feed(source, rules, time_model, [loop], None, resolved is None)
+    _feed(source, rules, time_model, [loop], None, resolved is None and timing == "modeled")
     return loop.close()

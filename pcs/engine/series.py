@@ -5,8 +5,10 @@ these fixed-size views instead (docs/semantics.md §11), so the JSON and the
 HTML report stay small whatever the trace length:
 
 - ``ttft_cdf``: TTFT with the cache and without it (``prefill_no_cache_s``,
-  the full prefill with no wait) at :data:`CDF_LEVELS` quantile levels
-  (0, 0.5 %, ..., 100 %; ``inverted_cdf``: each value is a request's own);
+  the full prefill with no wait; and, under the step scheduler, the TTFT of
+  the same trace scheduled on the same instance with no cache, the like-for-
+  like figure) at :data:`CDF_LEVELS` quantile levels (0, 0.5 %, ..., 100 %;
+  ``inverted_cdf``: each value is a request's own);
 - ``restore_vs_recompute``: for requests that restored blocks, the restore
   time (queueing included) and the prefill the request's hits save
   (``prefill_no_cache_s - prefill_s``), at most :data:`MAX_POINTS` of them,
@@ -47,6 +49,9 @@ class TtftCdf:
     quantiles: tuple[float, ...] = field("ratio", "quantile levels 0, 0.005, ..., 1 (empty without requests)")
     with_cache_s: tuple[float, ...] = field("s", "TTFT at each level (inverted CDF: a request's own value)")
     without_cache_s: tuple[float, ...] = field("s", "full prefill, no wait, at each level")
+    without_cache_scheduled_s: tuple[float, ...] = field(
+        "s", "TTFT of the same trace scheduled on the same instance with no cache, at each level (step "
+             "scheduler only; empty otherwise): the like-for-like no-cache figure (docs/semantics.md §9)")
 
 
 @result
@@ -149,7 +154,7 @@ def _quantiles(values: np.ndarray) -> list[float]:
     return values[np.clip(np.ceil(n * CDF_LEVELS).astype(np.int64) - 1, 0, n - 1)].tolist()
 
 
-def request_distributions(columns: Mapping[str, Any]) -> RequestDistributions:
+def request_distributions(columns: Mapping[str, Any], no_cache_ttft_s: Any = None) -> RequestDistributions:
     """The bounded distributions of a replay's per-request columns.
 
     Args:
@@ -158,18 +163,22 @@ def request_distributions(columns: Mapping[str, Any]) -> RequestDistributions:
             ``prefill_no_cache_s``, ``prefill_s``, ``restore_s``: float64
             seconds; ``restored_bytes``: int64); numpy arrays, ``array.array``
             or a pyarrow Table.
+        no_cache_ttft_s: float64 (requests,), seconds: each request's TTFT in
+            the step scheduler's no-cache run (NaN: none), or None (no such run).
     Returns:
         :class:`RequestDistributions`; ``quantiles`` empty when no request has a TTFT.
     """
     col = lambda name: np.asarray(columns[name], dtype=np.float64)  # noqa: E731
     with_cache, without = _quantiles(col("ttft_s")), _quantiles(col("prefill_no_cache_s"))
+    scheduled = () if no_cache_ttft_s is None else tuple(_quantiles(np.asarray(no_cache_ttft_s, dtype=np.float64)))
     restored = np.flatnonzero(col("restored_bytes") > 0)
     pick = restored
     if len(restored) > MAX_POINTS:
         pick = restored[np.unique(np.rint(np.linspace(0, len(restored) - 1, MAX_POINTS)).astype(np.int64))]
     saved = col("prefill_no_cache_s")[pick] - col("prefill_s")[pick]
     return RequestDistributions(
-        TtftCdf(tuple(float(q) for q in CDF_LEVELS) if with_cache else (), tuple(with_cache), tuple(without)),
+        TtftCdf(tuple(float(q) for q in CDF_LEVELS) if with_cache else (), tuple(with_cache), tuple(without),
+                scheduled),
         RestoreScatter(int(len(restored)), int(len(pick)), tuple(float(v) for v in saved),
                        tuple(float(v) for v in col("restore_s")[pick])))
 

@@ -244,7 +244,9 @@ def build_summary(res, state: CacheState, seq_ledger, single, ideal, ctx: dict) 
         engine=ctx.get("engine"), engine_reason=ctx.get("engine_reason"),
         baseline_engine=ctx.get("baseline_engine"), baseline_engine_reason=ctx.get("baseline_engine_reason"),
         series=_series(res, tiers),
-        distributions=request_distributions({k: _values(res.columns[k]) for k in _DISTRIBUTION_COLUMNS}),
+        distributions=request_distributions({k: _values(res.columns[k]) for k in _DISTRIBUTION_COLUMNS},
+                                            _values(ctx["no_cache_ttft_s"]) if ctx.get("no_cache_ttft_s") is not None
+                                            else None),
         compute=ctx.get("compute"), scheduler=ctx.get("scheduler"), hybrid=_hybrid(res, state, ctx),
     )
 

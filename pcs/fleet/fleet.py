@@ -33,7 +33,7 @@ from pcs.fleet.summary import FleetGap, FleetSummary, InstanceLoad
 from pcs.trace.batches import as_batches, reiterable
 from pcs.trace.request import RequestBatch, concat_batches
 
-__all__ = ["fleet_replay", "FleetResult", "service_times", "subset_batch", "MAX_INSTANCES"]
+__all__ = ["fleet_replay", "FleetResult", "service_times", "subset_batch", "instance_ceilings", "MAX_INSTANCES"]
 
 #: Most instances a fleet may have (a bound on memory and run time, not a modelling limit).
 MAX_INSTANCES = 4096
@@ -126,11 +126,60 @@ def _setup(source: Any, kw: dict) -> tuple[int, Any, BlockRules]:
     return sum(t.capacity_blocks for t in tiers), compute, kw.get("rules") or BlockRules()
 
 
+def _setups(source: Any, kw: dict, shared_tier: Any) -> tuple[int, Any, BlockRules, dict | None]:
+    """:func:`_setup`'s (index slots, compute model, rules), and the shared tier's setup
+    (:func:`pcs.fleet.oneclock.shared_setup`) or None without one; the shared tier's refusals come first."""
+    if shared_tier is None:
+        return _setup(source, kw) + (None,)
+    from pcs.fleet.oneclock import check_shared_options, shared_setup
+    from pcs.fleet.sharedfleet import parse_shared_tier
+
+    spec = parse_shared_tier(shared_tier)
+    check_shared_options(kw)
+    cap, compute, rules = _setup(source, kw)
+    check_shared_options(dict(kw, compute=compute))     # a ComputeModel given or built: the step scheduler
+    return cap, compute, rules, shared_setup(source, kw, spec)
+
+
 def _ceiling(source: Any, rules: BlockRules) -> SingleSequenceResult:
     """The single-sequence hits of ``source`` (docs/semantics.md §12), by the scan the replay's summary uses."""
     from pcs.engine import fastpath
 
     return fastpath.single_results(fastpath.scan(source, 0, rules, None, check=False))[0]
+
+
+def instance_ceilings(batch: RequestBatch, assignment: np.ndarray, instances: int,
+                      rules: BlockRules) -> list[SingleSequenceResult]:
+    """Each instance's single-sequence result on its own sub-trace (docs/semantics.md §12, §17), from one scan.
+
+    The block ids are made per instance -- dense id x instances + instance (exact, no collision) -- so
+    one scan of the whole trace sees each instance's requests as its own infinite cache would; the
+    per-request leads are then summed per instance. Equal to scanning every sub-trace alone
+    (``tests/fleet/test_fleet.py::test_instance_ceilings_are_the_sub_trace_scans``).
+
+    Args:
+        batch: the whole trace; assignment: int64 (requests,), the instance of each request.
+    Returns:
+        one :class:`pcs.blocks.SingleSequenceResult` per instance (zeros for an idle one).
+    """
+    from pcs.engine import fastpath
+
+    counts = np.diff(batch.block_offsets)
+    _, dense = np.unique(batch.block_hashes, return_inverse=True)
+    salted = dense.reshape(-1).astype(np.uint64) * np.uint64(instances) + \
+        np.repeat(assignment, counts).astype(np.uint64)
+    b = RequestBatch(0, batch.block_size, batch.arrival_s, batch.prompt_tokens, batch.output_tokens,
+                     batch.block_offsets, salted, None, None, None, None, None)
+    sc = fastpath.scan(_SubTrace("<per instance>", b), 0, rules, None, check=False)
+    lead = np.minimum(sc.max_hit_blocks, sc.seen_lead).astype(np.int64)
+    tokens = np.minimum(lead * sc.block_size, sc.prompt_tokens)
+
+    def per(values):
+        return np.bincount(assignment, weights=values, minlength=instances).astype(np.int64).tolist()
+
+    t, p, h, r, n = (per(tokens), per(sc.prompt_tokens), per(lead), per((lead > 0).astype(np.int64)),
+                     np.bincount(assignment, minlength=instances).tolist())
+    return [SingleSequenceResult(t[i], p[i], h[i], r[i], n[i]) for i in range(instances)]
 
 
 def _ratio(num: int, den: int) -> float | None:
@@ -147,11 +196,11 @@ def _pct(values: np.ndarray, q: float) -> float | None:
     return float(np.percentile(values, q)) if len(values) else None
 
 
-def _instance_row(i: int, sub: Any, s: Any, table: Any, rules: BlockRules, held: int) -> InstanceLoad:
-    """One instance's :class:`InstanceLoad` from its sub-trace, replay summary (None if idle) and requests table."""
+def _instance_row(i: int, ceiling: SingleSequenceResult, s: Any, table: Any, held: int) -> InstanceLoad:
+    """One instance's :class:`InstanceLoad` from its sub-trace's ceiling, replay summary (None if idle) and
+    requests table."""
     if s is None:
         return InstanceLoad(i, 0, 0, 0, None, 0, None, None, None, None, held)
-    ceiling = _ceiling(sub, rules)
     busy = s.scheduler.with_cache.busy_s if s.scheduler is not None else None
     ttft = table.column("ttft_s").to_numpy(zero_copy_only=False).astype(np.float64)
     modeled = s.timing == "modeled"
@@ -175,15 +224,14 @@ def _requests_table(tables: list, rows: list) -> Any:
 
 
 def _summary(name: str, router, stale_s: float, cap: int, source: Any, batch: RequestBatch, rules: BlockRules,
-             loads: list, summaries: list, table: Any) -> FleetSummary:
-    """Add the instances up (docs/semantics.md §17)."""
+             loads: list, summaries: list, table: Any, modeled: bool, shared: Any = None) -> FleetSummary:
+    """Add the instances up (docs/semantics.md §17); with a shared tier (§17.1) captured = the fleet ceiling."""
     prompt = int(batch.prompt_tokens.sum())
-    ceiling = _ceiling(source, rules).hit_tokens
-    captured = sum(x.ceiling_hit_tokens for x in loads)
+    ceiling = _ceiling(_SubTrace("<trace>", batch), rules).hit_tokens     # the trace in memory: no second read
+    captured = sum(x.ceiling_hit_tokens for x in loads) if shared is None else ceiling
     hits = sum(x.hit_tokens for x in loads)
     c, k, d = (ceiling / prompt, captured / prompt, hits / prompt) if prompt else (0.0, 0.0, 0.0)
     busy = [x.busy_s or 0.0 for x in loads]
-    modeled = any(s is not None and s.timing == "modeled" for s in summaries)
     ttft = table.column("ttft_s").to_numpy(zero_copy_only=False).astype(np.float64)
     return FleetSummary(
         trace=name, instances=len(loads), router=router.describe(), router_source=router.source,
@@ -193,11 +241,33 @@ def _summary(name: str, router, stale_s: float, cap: int, source: Any, batch: Re
         imbalance_prompt_tokens=_imbalance([x.prompt_tokens for x in loads]) or 1.0,
         imbalance_busy_s=_imbalance(busy) if any(x.busy_s is not None for x in loads) else None,
         ttft_p50_s=_pct(ttft, 50) if modeled else None, ttft_p99_s=_pct(ttft, 99) if modeled else None,
-        per_instance=tuple(loads), instance_summaries=tuple(summaries))
+        per_instance=tuple(loads), instance_summaries=tuple(summaries), shared_tier=shared,
+        notes=() if shared is None else ("a shared tier: instance_summaries are null (an instance's own sequential "
+                                         "baseline assumes tiers it owns); its hits by tier are in shared_tier",))
+
+
+def _replay_instances(source: Any, batch: RequestBatch, assignment: np.ndarray, instances: int, rules: BlockRules,
+                      index: CacheIndex, name: str, progress: Any, replay_kwargs: dict) -> tuple[list, list, list, list]:
+    """Each instance's sub-trace replayed alone with :func:`pcs.replay` (no shared tier): (InstanceLoad,
+    replay summary or None, requests table or None, trace rows) per instance."""
+    from pcs.engine.api import replay
+
+    rows_of, loads, summaries, tables = [], [], [], []
+    ceilings = instance_ceilings(batch, assignment, instances, rules)
+    for i in range(instances):
+        rows = np.flatnonzero(assignment == i)
+        sub = source if instances == 1 else _SubTrace(f"{name} [instance {i}]", subset_batch(batch, rows))
+        res = replay(sub, progress=progress, **replay_kwargs) if len(rows) else None
+        rows_of.append(rows)
+        summaries.append(res.summary if res is not None else None)
+        tables.append(res.requests if res is not None else None)
+        loads.append(_instance_row(i, ceilings[i], summaries[-1], tables[-1], index.held_blocks(i)))
+    return loads, summaries, tables, rows_of
 
 
 def fleet_replay(trace: Any = None, *, instances: int = 1, router: Any = "round-robin", router_stale_s: float = 0.0,
-                 progress: Callable[[int], None] | None = None, **replay_kwargs: Any) -> FleetResult:
+                 progress: Callable[[int], None] | None = None, shared_tier: Any = None,
+                 **replay_kwargs: Any) -> FleetResult:
     """Replay a trace through ``instances`` instances behind a router.
 
     Args:
@@ -208,37 +278,42 @@ def fleet_replay(trace: Any = None, *, instances: int = 1, router: Any = "round-
             or a Router.
         router_stale_s: seconds between a cache event and the router's view of it (>= 0).
         progress: called with the number of requests done by each instance's replay.
+        shared_tier: ``"NAME=SIZE"`` (or a :class:`pcs.engine.api.TierSpec`): a lower tier all instances
+            read and write, below each instance's own tiers, one link per instance (docs/semantics.md §17.1;
+            :mod:`pcs.fleet.oneclock`); None = no shared tier.
         **replay_kwargs: the keyword arguments of :func:`pcs.replay` (model, hardware, tp, tiers, ...).
     Returns:
         :class:`FleetResult`.
     Raises:
         ValueError: instances out of range, an unknown router or option, a negative delay, ``session``
-            on a trace without session ids; and what :func:`pcs.replay` raises.
+            on a trace without session ids; with ``shared_tier``: no size, the step scheduler, or an option
+            :func:`pcs.fleet.oneclock.check_shared_options` refuses; and what :func:`pcs.replay` raises.
     """
-    from pcs.engine.api import replay
-
     if isinstance(instances, bool) or not isinstance(instances, int) or not 1 <= instances <= MAX_INSTANCES:
         raise ValueError(f"--instances must be an int in 1..{MAX_INSTANCES}, got {instances!r}")
     source = reiterable(trace)
     batch = concat_batches(list(as_batches(source)), block_size=getattr(source, "block_size", None))
     if len(batch) == 0:
         raise ValueError("the trace has no requests")
-    cap, compute, rules = _setup(source, replay_kwargs)
+    cap, compute, rules, setup = _setups(source, replay_kwargs, shared_tier)
     # one compute model for every instance (the one pcs.replay would build; its KV-read memo is then shared)
     replay_kwargs = dict(replay_kwargs, compute=compute)
     chooser = parse_router(router, instances)
     index = CacheIndex([cap] * instances, router_stale_s)
     assignment = route(batch, rules, chooser, index, service_times(batch, compute))
     name = getattr(source, "name", None) or str(getattr(source, "path", "<requests>"))
-    rows_of, loads, summaries, tables = [], [], [], []
-    for i in range(instances):
-        rows = np.flatnonzero(assignment == i)
-        sub = source if instances == 1 else _SubTrace(f"{name} [instance {i}]", subset_batch(batch, rows))
-        res = replay(sub, progress=progress, **replay_kwargs) if len(rows) else None
-        rows_of.append(rows)
-        summaries.append(res.summary if res is not None else None)
-        tables.append(res.requests if res is not None else None)
-        loads.append(_instance_row(i, sub, summaries[-1], tables[-1], rules, index.held_blocks(i)))
+    if setup is not None:
+        from pcs.fleet.sharedfleet import shared_instances, shared_summary
+
+        loads, tables, rows_of, run = shared_instances(source, batch, assignment, instances, rules, compute, setup,
+                                                       index, progress)
+        summaries, modeled = [None] * instances, setup["timing"] == "modeled"
+        shared = shared_summary(run, loads, int(batch.prompt_tokens.sum()))
+    else:
+        loads, summaries, tables, rows_of = _replay_instances(source, batch, assignment, instances, rules, index,
+                                                              name, progress, replay_kwargs)
+        modeled, shared = any(s is not None and s.timing == "modeled" for s in summaries), None
     table = _requests_table(tables, rows_of)
-    summary = _summary(name, chooser, float(router_stale_s), cap, source, batch, rules, loads, summaries, table)
+    summary = _summary(name, chooser, float(router_stale_s), cap, source, batch, rules, loads, summaries, table,
+                       modeled, shared)
     return FleetResult(summary, assignment, table)

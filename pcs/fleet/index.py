@@ -98,6 +98,23 @@ class CacheIndex:
                 if logged:
                     self._log.append((now_s, instance, _EVICT, old))
 
+    def load(self, instance: int, ids: "np.ndarray") -> None:
+        """Set the instance's LRU set to its state after :meth:`store` of ``ids`` one by one into an empty
+        one (uint64/int64 array, access order), in one vectorised step: an LRU set holds the
+        ``capacity_blocks`` distinct ids used most recently, ordered by their last use.
+
+        For routers that never read the index (their choice does not depend on it): no event is
+        logged, so a stale view stays empty; only :meth:`held_blocks` and the truth are kept.
+        """
+        import numpy as np
+
+        cap = self.capacity_blocks[instance]
+        ids = np.asarray(ids)
+        uniq, first_rev = np.unique(ids[::-1], return_index=True)   # first in reverse = last use
+        order = uniq[np.argsort(len(ids) - 1 - first_rev, kind="stable")]
+        keep = order[max(len(order) - cap, 0):] if cap else order[:0]
+        self._truth[instance] = OrderedDict.fromkeys(keep.tolist())
+
     def held_blocks(self, instance: int) -> int:
         """Ids the instance holds now (the truth, not the view); never above its capacity."""
         return len(self._truth[instance])

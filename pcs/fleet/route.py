@@ -5,7 +5,11 @@ bring the router's view up to date (:meth:`CacheIndex.advance`), ask the
 router, then record the choice: the request's cacheable blocks are stored in
 the chosen instance's index and its load is added until ``arrival_s +
 service_s``. The router never sees the future: only requests that arrived
-before it, and (stale view) only events older than the delay.
+before it, and (stale view) only events older than the delay. A router that
+does not read the index (``uses_index`` False: round-robin, random,
+least-loaded, session, consistent-hash) cannot be changed by it, so its
+index is filled once after the pass, to the same end state
+(:meth:`CacheIndex.load`; ``tests/fleet/test_routers.py::test_bulk_index_is_the_stored_one``).
 """
 from __future__ import annotations
 
@@ -47,16 +51,35 @@ def route(batch: Any, rules: BlockRules, router: Router, index: CacheIndex,
     ends = (batch.arrival_s + np.asarray(service_s, dtype=np.float64)).tolist()
     bs = batch.block_size
     req = Request()
+    track = router.uses_index          # the others never read the index: it is filled once, at the end
     for k in range(n):
         t, p = arrival[k], prompt[k]
         row = ids[off[k]:off[k + 1]]
         load.advance(t)
-        index.advance(t)
         req.position, req.arrival_s, req.prompt_tokens = k, t, p
-        req.blocks = row[:rules.max_hit_blocks(p, len(row), bs)]
         req.session_id = sessions[k] if sessions is not None else None
+        req.blocks = row[:rules.max_hit_blocks(p, len(row), bs)]
+        if track:
+            index.advance(t)
         i = router.choose(req, index, load)
         out[k] = i
-        index.store(i, row[:rules.cacheable_blocks(p, len(row), bs)], t)
+        if track:
+            index.store(i, row[:rules.cacheable_blocks(p, len(row), bs)], t)
         load.add(i, p, ends[k])
+    if not track:
+        _load_index(batch, rules, out, index)
     return out
+
+
+def _load_index(batch: Any, rules: BlockRules, out: np.ndarray, index: CacheIndex) -> None:
+    """Each instance's index as :meth:`CacheIndex.store` of its requests' cacheable blocks would leave it
+    (:meth:`CacheIndex.load`, vectorised)."""
+    from pcs.engine.chunks import rule_columns
+
+    counts = np.diff(batch.block_offsets)
+    n, _, _ = rule_columns(batch.prompt_tokens, counts, batch.output_tokens, batch.block_size, rules)
+    pos = np.arange(int(counts.sum()), dtype=np.int64) - np.repeat(batch.block_offsets[:-1], counts)
+    cacheable = pos < np.repeat(n, counts)
+    owner = np.repeat(out, counts)
+    for i in range(len(index.capacity_blocks)):
+        index.load(i, batch.block_hashes[cacheable & (owner == i)])

@@ -11,7 +11,7 @@ from __future__ import annotations
 from pcs.engine.result import ReplaySummary
 from pcs.schema import field, result
 
-__all__ = ["FleetSummary", "FleetGap", "InstanceLoad"]
+__all__ = ["FleetSummary", "FleetGap", "InstanceLoad", "SharedTierSummary", "InstanceTierHits"]
 
 
 @result
@@ -21,7 +21,8 @@ class FleetGap:
     fleet_ceiling_hit_ratio: float = field("ratio", "single-sequence hit ratio of the whole trace (one infinite "
                                                     "cache seeing every request; docs/semantics.md §12)")
     captured_hit_ratio: float = field("ratio", "each instance's single-sequence hit tokens on its own sub-trace, "
-                                               "summed, / the fleet's prompt tokens")
+                                               "summed, / the fleet's prompt tokens; with a shared tier the fleet "
+                                               "ceiling (every instance reads what any instance wrote)")
     delivered_hit_ratio: float = field("ratio", "real hit tokens of all instances / the fleet's prompt tokens")
     lost_to_routing: float = field("ratio", "fleet_ceiling_hit_ratio - captured_hit_ratio: reuse split across "
                                             "instances by the router")
@@ -50,6 +51,47 @@ class InstanceLoad:
 
 
 @result
+class InstanceTierHits:
+    """One instance of a fleet with a shared tier: its hits by tier, the shared tier last."""
+
+    instance: int = field("count", "0-based instance index")
+    tiers: tuple[str, ...] = field("-", "tier names, GPU first, the shared tier last")
+    hit_tokens: tuple[int, ...] = field("tokens", "hit tokens served by each tier (each hit counted at the "
+                                                  "highest tier holding it, docs/semantics.md §3)")
+    shared_read_bytes: int = field("bytes", "bytes the instance restored from the shared tier over its own link")
+    shared_written_blocks: int = field("blocks", "blocks the instance wrote into the shared tier (new there)")
+
+
+@result
+class SharedTierSummary:
+    """The fleet's shared lower tier (``--shared-tier NAME=SIZE``, docs/semantics.md §17.1)."""
+
+    name: str = field("-", "tier name")
+    capacity_blocks: int = field("blocks", "slots of the shared tier (one tier for the whole fleet)")
+    capacity_bytes: int = field("bytes", "capacity_blocks x bytes_per_block")
+    bytes_per_block: int = field("bytes", "bytes of one block in the tier (serialized layout, docs/semantics.md §13)")
+    policy: str = field("-", "its eviction policy")
+    write_policy: str = field("-", "back: an instance writes the blocks its lowest private tier evicts; through: "
+                                   "every block an instance computes")
+    link: str = field("-", "the link of each instance to the shared tier (one per instance)")
+    hit_tokens: int = field("tokens", "hit tokens served by the shared tier, all instances")
+    hit_ratio: float = field("ratio", "hit_tokens / the fleet's prompt tokens")
+    read_blocks: int = field("blocks", "blocks restored from the shared tier, all instances")
+    read_bytes: int = field("bytes", "read_blocks x bytes_per_block")
+    written_blocks: int = field("blocks", "blocks written into the shared tier (new there), all instances")
+    written_bytes: int = field("bytes", "written_blocks x bytes_per_block")
+    evicted_blocks: int = field("blocks", "blocks the shared tier evicted (dropped: it is the lowest tier)")
+    peak_resident_blocks: int = field("blocks", "most blocks resident at once (<= capacity_blocks)")
+    peak_resident_bytes: int = field("bytes", "peak_resident_blocks x bytes_per_block")
+    lease_spared_blocks: int = field("count", "times a block under a restore's lease came up as a victim and was "
+                                              "kept (docs/semantics.md §17.1)")
+    routing_captured_hit_ratio: float = field("ratio", "each instance's single-sequence hits on its own sub-trace, "
+                                                       "summed, / prompt tokens: what routing alone captures "
+                                                       "(the fleet's captured_hit_ratio without a shared tier)")
+    per_instance: tuple[InstanceTierHits, ...] = field("-", "hits by tier of every instance, in index order")
+
+
+@result
 class FleetSummary:
     """Everything ``pcs replay --instances N`` reports (the JSON object of ``--format json``)."""
 
@@ -74,3 +116,5 @@ class FleetSummary:
     instance_summaries: tuple[ReplaySummary | None, ...] = field(
         "-", "each instance's full replay summary (keys as pcs replay's); null for an idle instance")
     notes: tuple[str, ...] = field("-", "notes on the run (printed to stderr by the CLI)", default=())
+    shared_tier: SharedTierSummary | None = field("-", "the shared lower tier (--shared-tier); absent without one",
+                                                  omit_none=True, default=None)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from pcs.report.table import render_table
-from pcs.units import format_count, format_duration, format_percent, format_points
+from pcs.units import format_bytes, format_count, format_duration, format_percent, format_points
 
 __all__ = ["render_fleet", "render_router_compare"]
 
@@ -31,7 +31,8 @@ def _gap_rows(s: dict[str, Any]) -> list[list]:
     g = s["gap"]
     return [
         ["fleet ceiling (whole trace, one infinite cache)", format_percent(g["fleet_ceiling_hit_ratio"]), ""],
-        ["captured by routing (each instance's own ceiling)", format_percent(g["captured_hit_ratio"]),
+        ["captured by routing (each instance's own ceiling)" if s.get("shared_tier") is None else
+         "captured (shared tier: every instance reads every write)", format_percent(g["captured_hit_ratio"]),
          f"{format_points(-g['lost_to_routing'])} split across instances"],
         ["delivered (real hits)", format_percent(g["delivered_hit_ratio"]),
          f"{format_points(-g['lost_in_instances'])} finite tiers, concurrency (+: output blocks of earlier turns)"],
@@ -53,7 +54,28 @@ def render_fleet(s: dict[str, Any]) -> str:
             for x in s["per_instance"]]
     per = render_table(["instance", "requests", "prompt tokens", "hit ratio", "ceiling", "busy", "TTFT p50",
                         "TTFT p99"], rows)
-    return f"{top}\n\n{per}"
+    sh = s.get("shared_tier")
+    return f"{top}\n\n{per}" if sh is None else f"{top}\n\n{per}\n\n{_render_shared(sh)}"
+
+
+def _render_shared(sh: dict[str, Any]) -> str:
+    """The shared tier (docs/semantics.md §17.1): its totals, then each instance's hit tokens by tier."""
+    rows = [["capacity", f"{format_count(sh['capacity_blocks'])} blocks = {format_bytes(sh['capacity_bytes'])}"],
+            ["policy / write policy / link per instance", f"{sh['policy']} / {sh['write_policy']} / {sh['link']}"],
+            ["hit ratio served by it", format_percent(sh["hit_ratio"])],
+            ["read (restored) / written", f"{format_bytes(sh['read_bytes'])} / {format_bytes(sh['written_bytes'])}"],
+            ["peak resident", f"{format_count(sh['peak_resident_blocks'])} blocks = "
+                              f"{format_bytes(sh['peak_resident_bytes'])}"],
+            ["evicted / lease-spared blocks", f"{format_count(sh['evicted_blocks'])} / "
+                                              f"{format_count(sh['lease_spared_blocks'])}"],
+            ["captured by routing alone (no shared tier)", format_percent(sh["routing_captured_hit_ratio"])]]
+    top = render_table(["shared tier " + sh["name"], ""], rows)
+    per = sh["per_instance"]
+    names = per[0]["tiers"] if per else []
+    body = [[p["instance"]] + [format_count(x) for x in p["hit_tokens"]] + [format_bytes(p["shared_read_bytes"])]
+            for p in per]
+    return f"{top}\n\n" + render_table(["instance"] + [f"hit tokens {n}" for n in names] + ["read from shared"],
+                                          body)
 
 
 _COMPARE_ROWS = (("hit ratio (delivered)", "hit_ratio", _pct), ("captured by routing", "captured_hit_ratio", _pct),

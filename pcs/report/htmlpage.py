@@ -84,6 +84,30 @@ def check_replay_payload(s: dict) -> None:
     for key in _REPLAY_OPTIONAL:
         if s.get(key) is not None and not isinstance(s[key], dict):
             raise ValueError(f"field '{key}': must be an object or null, got {json.dumps(s[key])[:60]}")
+    for key in _REPLAY_NUMERIC:
+        if s.get(key) is not None:
+            _check_numbers(key, s[key])
+
+
+#: objects whose every leaf (in lists and nested objects) the charts read as a number: number or null
+_REPLAY_NUMERIC = ("series", "distributions")
+
+
+def _check_numbers(path: str, value) -> None:
+    """Raise ValueError naming the first leaf under ``path`` that is neither a number nor null."""
+    if isinstance(value, dict):
+        for k, v in value.items():
+            _check_numbers(f"{path}.{k}", v)
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            if isinstance(v, (dict, list)) or not (v is None or _is_number(v)):
+                raise ValueError(f"field '{path}[{i}]': must be a number or null, got {json.dumps(v)[:60]}")
+    elif not (value is None or _is_number(value)):
+        raise ValueError(f"field '{path}': must be a number, a list of numbers or null, got {json.dumps(value)[:60]}")
+
+
+def _is_number(v) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
 
 
 def _headline(s: dict, oracle: dict | None) -> list[dict]:

@@ -31,7 +31,7 @@ import numpy as np
 from pcs.errors import InputError
 from pcs.trace.request import RequestBatch
 
-__all__ = ["SCHEMA_NAME", "arrow_schema", "parquet_block_size", "parquet_rows", "parquet_reuse", "read_parquet", "batch_to_arrow"]
+__all__ = ["SCHEMA_NAME", "expected_block_ids", "arrow_schema", "parquet_block_size", "parquet_rows", "parquet_reuse", "read_parquet", "batch_to_arrow"]
 
 SCHEMA_NAME = "pcs-trace/1"
 _OPTIONAL = ("session_id", "parent_id", "turn")
@@ -92,6 +92,27 @@ def _open(path, name: str):
 def parquet_rows(path, name: str) -> int:
     """Rows of a Parquet file (from its footer)."""
     return _open(path, name).metadata.num_rows
+
+
+def expected_block_ids(source) -> int:
+    """Block ids of a decoded trace, or of an unsorted Parquet trace from its footer; 0 when unknown.
+
+    A size hint only (the compiled scans size their id tables once with it
+    instead of growing them by doubling, each doubling rehashing every key).
+    """
+    known = getattr(source, "num_block_ids", None)
+    if known is not None:
+        return int(known)
+    if getattr(source, "format", None) != "parquet" or getattr(source, "sort", False):
+        return 0
+    try:
+        import pyarrow.parquet as pq
+
+        md = pq.ParquetFile(source.path).metadata
+        cols = [j for j in range(md.num_columns) if md.schema.column(j).path.startswith("block_hashes.")]
+        return sum(md.row_group(g).column(cols[0]).num_values for g in range(md.num_row_groups)) if cols else 0
+    except Exception:  # a hint only: the tables grow by themselves
+        return 0
 
 
 def parquet_block_size(path, name: str) -> int:

@@ -44,10 +44,10 @@ import numpy as np
 from pcs import _native
 from pcs.blocks import BlockRules, SingleSequenceResult, single_sequence_hits
 from pcs.trace.request import concat_batches
-from pcs.trace.tree import conversation_ids, prefix_tree_stats, shared_prefix_token_share
+from pcs.trace.tree import conversation_ids, prefix_tree_stats, recorded_conversations, shared_prefix_token_share
 
 __all__ = ["trace_stats", "previous_occurrence", "reuse_distances", "reuse_distances_scan", "single_sequence_scan",
-           "distance_histogram"]
+           "distance_histogram", "counted_histogram"]
 
 
 def previous_occurrence(ids: np.ndarray) -> np.ndarray:
@@ -213,28 +213,39 @@ def _cat(parts: list[np.ndarray], dtype) -> np.ndarray:
     return np.concatenate(parts) if parts else np.zeros(0, dtype=dtype)
 
 
-def trace_stats(trace, rules: BlockRules = BlockRules()) -> dict[str, Any]:
+def trace_stats(trace, rules: BlockRules = BlockRules(), native: str | None = None) -> dict[str, Any]:
     """The statistics behind ``pcs trace stats`` (keys in the module docstring).
 
     Args:
         trace: a :class:`pcs.trace.Trace` (anything with ``iter_batches()``).
         rules: block rules for the single-sequence hit ratio.
+        native: ``auto``, ``c``, ``python`` or None (:func:`pcs._native.resolve` of the ``statscan``
+            twin): ``c`` streams the trace once through the compiled one-pass scan
+            (:mod:`pcs.trace.statscan`; memory: per distinct id, not per access), ``python`` runs the
+            numpy reference on the whole trace. The same dict either way (tests/trace/test_stats_kernel.py).
     Returns:
         a flat dict of JSON-able values.
     Raises:
         InputError: bad trace content (from the reader).
+        ValueError: unknown ``native``, or ``c`` without the compiled twin.
     """
-    whole = concat_batches(list(trace.iter_batches()), trace.block_size)
-    arrival, prompt, output, hashes = whole.arrival_s, whole.prompt_tokens, whole.output_tokens, whole.block_hashes
-    blocks = whole.num_blocks
+    if _native.resolve(native, "statscan") == "c":
+        from pcs.trace import statscan
+        from pcs.trace.parquet import expected_block_ids
+
+        try:
+            s = statscan.scan_stats(trace.iter_batches(), rules, expected_block_ids(trace))
+        except statscan.TooLarge:
+            s = None
+        if s is not None and s["prompt_tokens"].size:
+            return _from_scan(trace, s)
+    return _reference(trace, rules)
+
+
+def _head(trace, arrival: np.ndarray, prompt: np.ndarray, output: np.ndarray, blocks: np.ndarray) -> dict[str, Any]:
+    """The keys up to ``blocks_per_request_max`` (per-request columns)."""
     n = arrival.size
-    ss = single_sequence_scan(whole, rules)
     span = float(arrival.max() - arrival.min()) if n else 0.0
-    prev = previous_occurrence(hashes)
-    re = prev >= 0
-    dist = reuse_distances_scan(hashes, prev)
-    access_t = np.repeat(arrival, blocks)
-    rtime = access_t[re] - access_t[prev[re]]
     out: dict[str, Any] = {
         "trace": getattr(trace, "name", None), "format": getattr(trace, "format", None),
         "block_size": trace.block_size, "reuse": getattr(trace, "reuse", "recorded"),
@@ -246,6 +257,79 @@ def trace_stats(trace, rules: BlockRules = BlockRules()) -> dict[str, Any]:
     out.update(_pcts(output, "output_tokens"))
     out["output_tokens_total"] = int(output.sum())
     out.update(_pcts(blocks, "blocks_per_request"))
+    return out
+
+
+def _counted_pcts(values: np.ndarray, counts: np.ndarray, name: str) -> dict[str, Any]:
+    """``_pcts(np.repeat(values, counts), name, (50, 90, 99), False, False)`` from the counts."""
+    from pcs.trace.statscan import linear_percentile
+
+    return {f"{name}_p{q}": linear_percentile(values, counts, q) if counts.size else None for q in (50, 90, 99)}
+
+
+def counted_histogram(values: np.ndarray, counts: np.ndarray) -> list[dict[str, Any]]:
+    """:func:`distance_histogram` of ``np.repeat(values, counts)`` (values int64 >= 0, < 2**52; counts int64)."""
+    total = int(counts.sum())
+    if total == 0:
+        return []
+    k = np.zeros(values.size, dtype=np.int64)
+    pos = values > 0
+    k[pos] = np.floor(np.log2(values[pos])).astype(np.int64) + 1  # bit length (exact below 2**52)
+    per = np.bincount(k, weights=counts).astype(np.int64)  # exact: counts < 2**53
+    return [{"from_blocks": 0 if i == 0 else 1 << (i - 1), "to_blocks": 0 if i == 0 else (1 << i) - 1,
+             "count": int(c), "share": float(c / total)} for i, c in enumerate(per.tolist())]
+
+
+def _from_scan(trace, s: dict) -> dict[str, Any]:
+    """The :func:`trace_stats` dict from :func:`pcs.trace.statscan.scan_stats`' result."""
+    out = _head(trace, s["arrival_s"], s["prompt_tokens"], s["output_tokens"], s["num_blocks"])
+    n, acc, ss = s["arrival_s"].size, s["accesses"], s["single"]
+    out.update({
+        "block_accesses": acc, "distinct_blocks": s["distinct"],
+        "single_sequence_hit_ratio": ss.hit_ratio, "single_sequence_hit_tokens": ss.hit_tokens,
+        "requests_with_hit_share": ss.requests_with_hit / n, "reaccess_share": s["reaccesses"] / acc if acc else None,
+    })
+    out.update(_counted_pcts(s["dist_values"], s["dist_counts"], "reuse_distance_blocks"))
+    out.update(_counted_pcts(s["time_values"], s["time_counts"], "reuse_time_s"))
+    out["reuse_distance_histogram"] = counted_histogram(s["dist_values"], s["dist_counts"])
+    out.update(_tree_keys(s["tree"], int(s["num_blocks"].max()) if acc else 0))
+    total = int(s["prompt_tokens"].sum())
+    out["shared_prefix_token_share"] = s["shared_tokens"] / total if total else None
+    conv = recorded_conversations(s["session_id"], s["parent_id"])
+    turns = s["turns"] if conv is None else (np.bincount(conv) if conv.size else np.zeros(0, dtype=np.int64))
+    out["conversations"] = int(turns.size)
+    out["conversation_turns_mean"] = float(turns.mean()) if turns.size else None
+    out["conversation_turns_max"] = int(turns.max()) if turns.size else None
+    return out
+
+
+def _tree_keys(t: dict, depth_max: int) -> dict[str, Any]:
+    """:func:`pcs.trace.tree.prefix_tree_stats`' keys from the kernel's node counts."""
+    if t["nodes"] == 0:
+        return dict.fromkeys(("prefix_tree_nodes", "prefix_tree_roots", "prefix_tree_leaves", "prefix_tree_depth_max",
+                              "prefix_tree_leaf_depth_mean", "prefix_tree_fanout_mean", "prefix_tree_fanout_max",
+                              "prefix_tree_branching_nodes"))
+    return {
+        "prefix_tree_nodes": t["nodes"], "prefix_tree_roots": t["roots"], "prefix_tree_leaves": t["leaves"],
+        "prefix_tree_depth_max": depth_max, "prefix_tree_leaf_depth_mean": t["leaf_depth_sum"] / t["leaves"] if t["leaves"] else float("nan"),  # numpy's mean of none
+        "prefix_tree_fanout_mean": t["kids_sum"] / t["inner"] if t["inner"] else 0.0,
+        "prefix_tree_fanout_max": t["kids_max"], "prefix_tree_branching_nodes": t["branching"],
+    }
+
+
+def _reference(trace, rules: BlockRules) -> dict[str, Any]:
+    """:func:`trace_stats` in numpy on the whole trace (the reference of the compiled scan)."""
+    whole = concat_batches(list(trace.iter_batches()), trace.block_size)
+    arrival, prompt, output, hashes = whole.arrival_s, whole.prompt_tokens, whole.output_tokens, whole.block_hashes
+    blocks = whole.num_blocks
+    n = arrival.size
+    ss = single_sequence_scan(whole, rules)
+    prev = previous_occurrence(hashes)
+    re = prev >= 0
+    dist = reuse_distances_scan(hashes, prev)
+    access_t = np.repeat(arrival, blocks)
+    rtime = access_t[re] - access_t[prev[re]]
+    out = _head(trace, arrival, prompt, output, blocks)
     out.update({
         "block_accesses": int(hashes.size),
         "distinct_blocks": int(hashes.size - re.sum()),

@@ -29,7 +29,7 @@ import numpy as np
 
 from pcs.trace.request import RequestBatch
 
-__all__ = ["block_tokens", "conversation_ids", "session_keys", "first_access", "prefix_tree_stats", "shared_prefix_token_share"]
+__all__ = ["block_tokens", "conversation_ids", "recorded_conversations", "session_keys", "first_access", "prefix_tree_stats", "shared_prefix_token_share"]
 
 _ROOT = np.uint64(0xFFFF_FFFF_FFFF_FFFF)  # parent of block 0 (an id of 2**64 - 1 would read as the root)
 
@@ -132,11 +132,18 @@ def conversation_ids(b: RequestBatch) -> np.ndarray:
     Rules in the module docstring. Cost: one dict lookup per full block
     scanned (from the end of each request back to the first match).
     """
-    if b.parent_id is not None and b.session_id is not None:
-        return _from_parents(b.session_id.tolist(), b.parent_id.tolist())
-    if b.session_id is not None:
-        return _dense([(s if s >= 0 else ("alone", i)) for i, s in enumerate(b.session_id.tolist())])
-    return inferred_conversations(b)
+    recorded = recorded_conversations(b.session_id, b.parent_id)
+    return recorded if recorded is not None else inferred_conversations(b)
+
+
+def recorded_conversations(session_id: np.ndarray | None, parent_id: np.ndarray | None) -> np.ndarray | None:
+    """Rules 1-2 of the module docstring: int64 (n,) conversation numbers from the session / parent
+    columns (int64 (n,) each), or None when there is no session column (rule 3 applies)."""
+    if parent_id is not None and session_id is not None:
+        return _from_parents(session_id.tolist(), parent_id.tolist())
+    if session_id is not None:
+        return _dense([(s if s >= 0 else ("alone", i)) for i, s in enumerate(session_id.tolist())])
+    return None
 
 
 def session_keys(b: RequestBatch) -> np.ndarray | None:

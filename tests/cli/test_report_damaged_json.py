@@ -50,3 +50,33 @@ def test_the_undamaged_json_still_makes_a_page(tmp_path, good):
     r = CliRunner().invoke(cli, ["report", str(src), "--html", str(tmp_path / "p.html"), "--no-curve"])
     assert r.exit_code == 0, r.output
     assert (tmp_path / "p.html").stat().st_size > 10_000
+
+
+@pytest.mark.parametrize("path,value,needle", [
+    (("distributions", "ttft_cdf", "with_cache_s"), "abc",
+     "field 'distributions.ttft_cdf.with_cache_s': must be a number, a list of numbers or null"),
+    (("distributions", "ttft_cdf", "without_cache_scheduled_s"), [0.5, "x"],
+     "field 'distributions.ttft_cdf.without_cache_scheduled_s[1]': must be a number or null"),
+    (("distributions", "restore_vs_recompute", "requests"), True,
+     "field 'distributions.restore_vs_recompute.requests'"),
+    (("series", "t_s"), [[1.0]], "field 'series.t_s[0]': must be a number or null"),
+    (("series", "resident_bytes", "gpu"), ["1"], "field 'series.resident_bytes.gpu[0]'"),
+])
+def test_damaged_chart_data_is_one_line(tmp_path, good, path, value, needle):
+    """A chart's numbers replaced by strings, booleans or nested lists (a hand-edited file): one line naming the
+    dotted field, exit 2 -- the kind of the scheduled no-cache CDF's new list, checked for every chart leaf."""
+    payload = json.loads(json.dumps(good))
+    payload.setdefault("series", {"t_s": [0.0], "resident_bytes": {"gpu": [0]}})
+    payload["distributions"].setdefault("ttft_cdf", {})
+    node = payload
+    for k in path[:-1]:
+        node = node.setdefault(k, {}) if node.get(k) is not None else node.__setitem__(k, {}) or node[k]
+    node[path[-1]] = value
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(payload))
+    page = tmp_path / "page.html"
+    r = CliRunner().invoke(cli, ["report", str(bad), "-o", str(page), "--no-curve"])
+    assert r.exit_code == 2, r.output
+    lines = [ln for ln in r.output.splitlines() if ln.strip()]
+    assert len(lines) == 1 and needle in lines[0], r.output
+    assert not page.exists()

@@ -8,6 +8,8 @@ Python set walk) for ``seen`` / ``ideal``; the two kernels against each other
 """
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -72,6 +74,19 @@ def check_against_references(reqs, rules, c, kernel, split=None):
 @given(st.one_of(chained_traces(), arbitrary_traces()), rules_strategy, st.integers(0, 12), st.data())
 def test_scan_matches_stack_depths_and_single_sequence(reqs, rules, c, data):
     split = data.draw(st.integers(0, len(reqs)))
+    for kernel in KERNELS:
+        check_against_references(reqs, rules, c, kernel, split)
+
+
+@SETTINGS
+@given(st.one_of(chained_traces(), arbitrary_traces()), rules_strategy, st.integers(0, 12), st.data())
+def test_scan_leaving_direct_mode_matches_references(reqs, rules, c, data):
+    # The compiled scan indexes slots by id while every id is below max(2**20, 2 x the id count); the first
+    # batch holding a larger id (here: the requests from `split` on, ids + shift) moves them into a hash table.
+    split = data.draw(st.integers(0, len(reqs)))
+    shift = np.uint64(data.draw(st.sampled_from([2**20, 2**40, 2**64 - 64])))
+    reqs = [dataclasses.replace(r, block_hashes=r.block_hashes + shift) if i >= split else r
+            for i, r in enumerate(reqs)]
     for kernel in KERNELS:
         check_against_references(reqs, rules, c, kernel, split)
 

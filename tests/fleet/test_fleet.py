@@ -94,3 +94,22 @@ def test_idle_instances_and_errors():
         fleet_replay(reqs, instances=0, **SMALL)
     with pytest.raises(ValueError, match="stale"):
         fleet_replay(reqs, instances=2, router_stale_s=-1, **SMALL)
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 10 ** 6), n=st.integers(1, 40), instances=st.integers(1, 5))
+def test_instance_ceilings_are_the_sub_trace_scans(seed, n, instances):
+    # one scan with per-instance ids == each sub-trace scanned alone (pcs.blocks.single_sequence_hits, the
+    # plain Python reference of docs/semantics.md §12, over the instance's requests in trace order)
+    from pcs.blocks import BlockRules, single_sequence_hits
+    from pcs.fleet.fleet import instance_ceilings
+    from pcs.trace.batches import as_batches
+    from pcs.trace.request import concat_batches
+
+    reqs = stress_trace(seed, n, bs=16)
+    batch = concat_batches(list(as_batches(reqs)))
+    assignment = np.random.default_rng(seed).integers(instances, size=n).astype(np.int64)
+    got = instance_ceilings(batch, assignment, instances, BlockRules())
+    for i in range(instances):
+        mine = [r for r, a in zip(reqs, assignment.tolist()) if a == i]
+        assert got[i] == single_sequence_hits(mine, BlockRules())

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings, strategies as st
 
 from pcs.blocks import BlockRules
 from pcs.fleet.index import CacheIndex
@@ -225,3 +226,22 @@ def test_router_spec_is_exact(spec, needle):
     with pytest.raises(ValueError) as e:
         parse_router(spec, 2)
     assert needle in str(e.value)
+
+
+@settings(max_examples=30, deadline=None)
+@given(rows=st.lists(st.lists(st.integers(0, 12), min_size=1, max_size=6), min_size=1, max_size=30),
+       cap=st.integers(0, 8), n=st.integers(1, 3), name=st.sampled_from(["round-robin", "random", "consistent-hash"]))
+def test_bulk_index_is_the_stored_one(rows, cap, n, name):
+    # a router that does not read the index gets it filled once after routing (CacheIndex.load);
+    # the state must be the one CacheIndex.store, request by request, leaves (ids may repeat: not chained)
+    b = batch([(k * 0.5, ids) for k, ids in enumerate(rows)])
+    index = CacheIndex([cap] * n)
+    out = route(b, RULES, parse_router(name, n), index, np.full(len(rows), 1.0))
+    ref = CacheIndex([cap] * n)
+    off, ids = b.block_offsets.tolist(), b.block_hashes.tolist()
+    for k, i in enumerate(out.tolist()):
+        row = ids[off[k]:off[k + 1]]
+        ref.store(i, row[:RULES.cacheable_blocks(int(b.prompt_tokens[k]), len(row), b.block_size)], k * 0.5)
+    for i in range(n):
+        assert list(index._truth[i]) == list(ref._truth[i])
+        assert index.held_blocks(i) == ref.held_blocks(i)

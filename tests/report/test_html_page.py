@@ -164,6 +164,48 @@ def test_request_distributions_by_hand(monkeypatch):
     assert len(series.CDF_LEVELS) == 201 and np.isclose(series.CDF_LEVELS[1], 0.005)
 
 
+def test_scheduled_no_cache_cdf_by_hand():
+    """The like-for-like no-cache line: the no-cache run's TTFTs {10, 30, 20, 40} (NaN dropped) at the
+    inverted-CDF levels: level 0 -> 10, 0.25 -> 10 (ceil(4 x 0.25) = 1st), 0.505 -> 30 (ceil(2.02) = 3rd),
+    1 -> 40. Without a no-cache run the key is empty and the chart has the two old lines."""
+    from pcs.engine import series
+    from pcs.report import htmlcharts as hc
+
+    cols = {"ttft_s": [4.0, 1.0, 3.0, 2.0, 5.0], "prefill_no_cache_s": [5.0] * 5, "prefill_s": [1.0] * 5,
+            "restore_s": [0.0] * 5, "restored_bytes": [0] * 5}
+    d = series.request_distributions(cols, np.array([10.0, 30.0, float("nan"), 20.0, 40.0])).to_dict()
+    sched = d["ttft_cdf"]["without_cache_scheduled_s"]
+    assert [sched[i] for i in (0, 50, 101, 200)] == [10.0, 10.0, 30.0, 40.0]
+    chart = hc.ttft_chart(d)
+    assert chart.series == 3
+    names = {r["series"] for r in chart.spec["datasets"]["cdf"]}
+    assert names == {"with the cache", "without the cache (same instance, scheduled)",
+                     "without the cache (each prefill alone, no queue)"}
+    plain = series.request_distributions(cols).to_dict()
+    assert plain["ttft_cdf"]["without_cache_scheduled_s"] == []
+    assert {r["series"] for r in hc.ttft_chart(plain).spec["datasets"]["cdf"]} == {
+        "with the cache", "without the cache (full prefill)"}
+
+
+def test_scheduled_no_cache_cdf_matches_the_scheduler_summary():
+    """End to end on the bundled sample (step scheduler, the default): the scheduler section's no-cache TTFT
+    p50 (np.percentile, linear: the mean of the n/2-th and n/2+1-th smallest for even n, the middle one for odd
+    n) lies between the CDF's levels 0.5 and 0.505 (the ceil(0.5 n)-th and ceil(0.505 n)-th smallest), and its
+    p99 between levels 0.98 and 1."""
+    from pathlib import Path
+
+    import pcs
+
+    s = pcs.replay(Path(__file__).resolve().parents[2] / "traces" / "sample_chat.jsonl").summary.to_dict()
+    sched = s["distributions"]["ttft_cdf"]["without_cache_scheduled_s"]
+    assert len(sched) == 201
+    nc = s["scheduler"]["no_cache"]["ttft_s"]
+    assert sched[100] <= nc["p50"] <= sched[101] and sched[196] <= nc["p99"] <= sched[200]
+    assert sched[100] > s["distributions"]["ttft_cdf"]["without_cache_s"][100]   # queueing: the sample saturates
+    inf = pcs.replay(Path(__file__).resolve().parents[2] / "traces" / "sample_chat.jsonl", compute_mode="infinite")
+    assert inf.summary.to_dict()["distributions"]["ttft_cdf"]["without_cache_scheduled_s"] == []
+
+
 def test_vendored_vega_is_the_version_the_page_names():
     from pcs.report.html import STATIC_DIR, VEGA_LITE_VERSION, VEGA_VERSION
 

@@ -1,0 +1,185 @@
+"""A fleet with a shared lower tier: the instances' engines on one clock (docs/semantics.md §17.1).
+
+Routing is unchanged (:func:`pcs.fleet.route.route` assigns every request
+first). Then every instance gets its own event loop
+(:class:`pcs.engine.engine.ReplayEngine`, the reference hierarchy) over its
+own tiers plus the one shared :class:`pcs.cache.tier.Tier` as its lowest
+tier (:class:`pcs.cache.shared.SharedTierHierarchy`), and the requests are
+fed in trace order, each to its instance, after every instance has processed
+its events up to the request's arrival, in time order across instances (a
+heap of each engine's next event). So a block instance A writes into the
+shared tier at t is there for instance B's admissions after t, and never
+before.
+
+Covered: ``--timing sequential`` and modeled timing with ``--compute
+infinite``. The step scheduler is refused: it advances by whole steps
+(:class:`pcs.engine.scheduler.StepEngine` runs steps until a time) and has
+no "time of my next event" to order N schedulers by (an engine waiting on a
+restore would be stepped by ulps), so one clock over N schedulers needs that
+from the scheduler first. Refused too: hybrid models, trace-reading policies
+(belady, gdsf) and admission policies on the shared tier.
+"""
+from __future__ import annotations
+
+import heapq
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from pcs.cache.shared import SharedTierHierarchy
+from pcs.engine.chunks import Chunk, iter_chunks
+
+__all__ = ["SharedRun", "run_one_clock", "shared_setup", "check_shared_options"]
+
+_INF = float("inf")
+
+
+@dataclass(frozen=True, slots=True)
+class SharedRun:
+    """What :func:`run_one_clock` produced.
+
+    Attributes:
+        results: per instance, its :class:`pcs.engine.engine.EngineResult` (None for an idle instance).
+        hierarchies: per instance, its :class:`pcs.cache.shared.SharedTierHierarchy`.
+        shared: the shared :class:`pcs.cache.tier.Tier` (its end state and stats).
+        setup: the :func:`shared_setup` dict (tier specs, bytes per block, links, options).
+    """
+
+    results: list
+    hierarchies: list
+    shared: Any
+    setup: dict
+
+
+def check_shared_options(kw: dict) -> None:
+    """Refuse what the one-clock fleet does not run (each message names the option).
+
+    Raises:
+        ValueError: the step scheduler in modeled timing, ``admit``, ``gap_oracle``, an engine other than
+            auto/reference.
+    """
+    timing = kw.get("timing") or "modeled"
+    mode = kw.get("compute_mode")
+    if mode is None and timing == "modeled" and hasattr(kw.get("compute"), "step_cost"):
+        mode = "step"
+    if timing == "modeled" and mode == "step":
+        raise ValueError("--shared-tier runs the instances on one clock with --compute infinite or --timing "
+                         "sequential; the step scheduler (--compute step, the default) cannot be advanced "
+                         "instance by instance yet")
+    for key, opt in (("admit", "--admit"), ("gap_oracle", "--gap-oracle")):
+        if kw.get(key):
+            raise ValueError(f"{opt} is not available with --shared-tier")
+    if kw.get("engine", "auto") not in ("auto", "reference", "general"):
+        raise ValueError(f"--shared-tier runs the reference hierarchy; --engine {kw['engine']} cannot run it")
+
+
+def shared_setup(source: Any, kw: dict, shared_spec: Any) -> dict:
+    """The tiers, bytes per block and links of every instance, the shared tier last, as :func:`pcs.replay`
+    builds them (``kw``: its keyword arguments; ``shared_spec``: a :class:`pcs.engine.api.TierSpec`).
+
+    Raises:
+        ValueError: as :func:`pcs.replay`'s tier checks (a shared tier named like a private one, ...);
+            a policy that reads the trace; a hybrid model.
+    """
+    from pcs.cache.policies import needs_context
+    from pcs.engine import api
+
+    opts = api._options(kw.get("timing"), kw.get("policy"), kw.get("write_policy"), kw.get("tp"), "auto", None)
+    tiers = list(kw.get("tiers") or api.DEFAULT_TIERS) + [shared_spec]
+    specs = api._tier_specs(tiers, kw.get("tier_policies"), kw.get("links"))
+    spec, gpu = api._model_and_gpu(kw.get("model"), kw.get("dtype"), kw.get("hardware"), kw.get("hardware_table"),
+                                   opts.tp)
+    bs = api._block_size(source)
+    specs, bb, bpb, links, _ = api._tier_bytes_and_links(
+        spec, gpu, bs, specs, kw.get("links"), opts.tp, kw.get("hardware_table"), kw.get("gpu_memory_utilization"),
+        kw.get("kv_reserve"))
+    policies = dict(kw.get("tier_policies") or {})
+    names = api._policy_names(specs, opts.policy, policies)
+    if any(needs_context(n) for n in names):
+        raise ValueError("--shared-tier runs policies that do not read the trace (lru, slru, fifo, ...); "
+                         f"got {', '.join(names)}")
+    if api._hybrid_plan(spec, bs, specs, bb, None, None, None, None) is not None:
+        raise ValueError("--shared-tier does not run a hybrid model's cache groups yet")
+    return dict(specs=specs, bpb=bpb, links=links, policy=opts.policy, policies=policies,
+                write_policy=opts.write_policy, timing=opts.timing, protected=kw.get("protected_share"),
+                policy_names=names)
+
+
+def _build(setup: dict, instances: int) -> tuple[list, Any]:
+    """Per instance a SharedTierHierarchy over fresh private tiers and the one shared tier."""
+    from pcs.engine import api
+
+    specs, bpb = setup["specs"], setup["bpb"]
+
+    def tiers(s, b):
+        return api._build_tiers(s, b, setup["policy"], setup["policies"], setup["protected"])
+
+    shared = tiers(specs[-1:], bpb[-1:])[0]
+    return [SharedTierHierarchy(tiers(specs[:-1], bpb[:-1]) + [shared], setup["write_policy"])
+            for _ in range(instances)], shared
+
+
+def _row(ch: Chunk, r: int) -> Chunk:
+    """Row ``r`` of a chunk as a chunk of one request (offsets stay absolute into the shared lists)."""
+    return Chunk(ch.first_request_id + r, ch.block_size, ch.arrival_s[r:r + 1], ch.prompt_tokens[r:r + 1],
+                 ch.output_tokens[r:r + 1], ch.cacheable[r:r + 1], ch.max_hit_blocks[r:r + 1],
+                 ch.extra_blocks[r:r + 1], ch.offsets[r:r + 2], ch.block_hashes, ch.prefill_s,
+                 ch.prefill_offsets[r:r + 2], ch.decode_s[r:r + 1] if ch.decode_s else ch.decode_s)
+
+
+def _advance_all(engines: Sequence, heap: list, t: float) -> None:
+    """Every engine's events at or before ``t``, in time order across engines (ties: lower instance first).
+
+    ``heap`` holds (next event time, instance) for every engine with events; an entry whose time is no
+    longer its engine's next event is stale and skipped (a fresh one was pushed when it changed).
+    """
+    while heap and heap[0][0] <= t:
+        w, i = heapq.heappop(heap)
+        e = engines[i]
+        if e.next_event_s() != w:
+            continue
+        e.advance(w)
+        nxt = e.next_event_s()
+        if nxt < _INF:
+            heapq.heappush(heap, (nxt, i))
+
+
+def run_one_clock(source: Any, rules: Any, time_model: Any, assignment: np.ndarray, instances: int, setup: dict,
+                  progress: Callable[[int], None] | None = None) -> SharedRun:
+    """Replay ``source`` (trace order) with request k on instance ``assignment[k]``, every instance's
+    lowest tier the shared one, all on one clock (module docstring).
+
+    Args:
+        source: the whole trace (re-iterable); rules: block rules; time_model: :class:`pcs.engine.timing.TimeModel`.
+        assignment: int64, shape (requests,): the instance of each request (trace order), in [0, instances).
+        setup: :func:`shared_setup`'s dict; progress: called with requests done, every 4,096.
+    """
+    from pcs.engine.engine import ReplayEngine
+
+    hierarchies, shared = _build(setup, instances)
+    engines = [ReplayEngine(h, setup["timing"], links=setup["links"], block_bytes=setup["bpb"]) for h in hierarchies]
+    modeled = setup["timing"] == "modeled"
+    assign = assignment.tolist()
+    used = [False] * len(engines)
+    heap: list = []
+    done = 0
+    for ch in iter_chunks(source, rules, time_model, modeled):
+        for r, a in enumerate(ch.arrival_s):
+            i = assign[ch.first_request_id + r]
+            e = engines[i]
+            if modeled:
+                _advance_all(engines, heap, a)
+            e.feed(_row(ch, r))
+            used[i] = True
+            if modeled and e.next_event_s() < _INF:
+                heapq.heappush(heap, (e.next_event_s(), i))
+            done += 1
+            if progress is not None and done % 4096 == 0:
+                progress(4096)
+    if modeled:
+        _advance_all(engines, heap, _INF)
+    if progress is not None and done % 4096:
+        progress(done % 4096)
+    results = [e.close() if u else None for e, u in zip(engines, used)]
+    return SharedRun(results, hierarchies, shared, setup)

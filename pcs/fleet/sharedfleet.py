@@ -1,0 +1,101 @@
+"""The instances of a fleet with a shared tier: run them on one clock, then per-instance rows and the tier's summary.
+
+The mechanism is :mod:`pcs.fleet.oneclock`; this module turns its engines'
+ledgers into the fleet's rows (:class:`pcs.fleet.summary.InstanceLoad`, one
+requests table per instance) and the :class:`pcs.fleet.summary.SharedTierSummary`
+(docs/semantics.md §17.1). Per-instance replay summaries are not built: an
+instance's sequential baseline and gap split (§12) assume tiers it owns.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+
+from pcs.fleet.summary import InstanceLoad, InstanceTierHits, SharedTierSummary
+
+__all__ = ["parse_shared_tier", "shared_instances", "shared_summary"]
+
+
+def parse_shared_tier(text: Any):
+    """``"remote=10TB"`` or ``"remote=20000blocks"`` (or a TierSpec) -> :class:`pcs.engine.api.TierSpec`.
+
+    Raises:
+        ValueError: malformed (as ``--tier``), or no size (``auto`` is for the GPU tier only).
+    """
+    from pcs.engine.api import parse_tier
+
+    try:
+        spec = parse_tier(text)
+    except ValueError as exc:
+        raise ValueError(f"--shared-tier: {exc}") from None
+    if spec.capacity_bytes is None and spec.capacity_blocks is None:
+        raise ValueError(f"--shared-tier {spec.name}: give the shared tier a size, e.g. --shared-tier "
+                         f"{spec.name}=10TB or {spec.name}=20000blocks")
+    return spec
+
+
+def _load(i: int, ceiling: Any, res: Any, held: int, modeled: bool) -> tuple[InstanceLoad, Any]:
+    """One instance's row and requests table from its sub-trace's ceiling and engine result (None: idle)."""
+    from pcs.engine.summary import requests_table
+    from pcs.fleet.fleet import _pct
+
+    if res is None:
+        return InstanceLoad(i, 0, 0, 0, None, 0, None, None, None, None, held), None
+    L = res.ledger
+    table = requests_table(res.columns)
+    ttft = table.column("ttft_s").to_numpy(zero_copy_only=False).astype(np.float64)
+    return InstanceLoad(i, L.num_requests, L.prompt_tokens, L.hit_tokens, L.hit_ratio, ceiling.hit_tokens,
+                        ceiling.hit_ratio, None, _pct(ttft, 50) if modeled else None,
+                        _pct(ttft, 99) if modeled else None, held), table
+
+
+def shared_instances(source: Any, batch: Any, assignment: np.ndarray, instances: int, rules: Any, compute: Any,
+                     setup: dict, index: Any, progress: Callable[[int], None] | None = None) -> tuple[list, list, list, Any]:
+    """Run the fleet's instances on one clock (:func:`pcs.fleet.oneclock.run_one_clock`).
+
+    Returns:
+        (InstanceLoad per instance, requests table per instance or None, trace rows per instance
+        (int64 arrays), the :class:`pcs.fleet.oneclock.SharedRun`).
+    """
+    from pcs.engine.timing import TimeModel
+    from pcs.fleet.fleet import instance_ceilings
+    from pcs.fleet.oneclock import run_one_clock
+
+    run = run_one_clock(source, rules, TimeModel(compute), assignment, instances, setup, progress)
+    ceilings = instance_ceilings(batch, assignment, instances, rules)
+    loads, tables, rows_of = [], [], []
+    for i in range(instances):
+        rows = np.flatnonzero(assignment == i)
+        load, table = _load(i, ceilings[i], run.results[i], index.held_blocks(i), setup["timing"] == "modeled")
+        loads.append(load)
+        tables.append(table)
+        rows_of.append(rows)
+    return loads, tables, rows_of, run
+
+
+def shared_summary(run: Any, loads: list, prompt_tokens: int) -> SharedTierSummary:
+    """The shared tier's :class:`SharedTierSummary` from a :class:`pcs.fleet.oneclock.SharedRun`."""
+    setup, shared = run.setup, run.shared
+    names = tuple(s.name for s in setup["specs"])
+    bpb = setup["bpb"][-1]
+    per = []
+    for i, (res, h) in enumerate(zip(run.results, run.hierarchies)):
+        L = res.ledger if res is not None else None
+        hits = tuple(L.tier_hit_tokens) if L is not None else (0,) * len(names)
+        read = L.links[-1].restored_bytes if L is not None else 0
+        per.append(InstanceTierHits(i, names, hits, read, h.written_blocks[-1]))
+    hit = sum(p.hit_tokens[-1] for p in per)
+    read_blocks = sum(r.ledger.links[-1].restored_blocks for r in run.results if r is not None)
+    written = sum(p.shared_written_blocks for p in per)
+    link = setup["links"][-1]
+    routing = sum(x.ceiling_hit_tokens for x in loads)
+    return SharedTierSummary(
+        name=shared.name, capacity_blocks=shared.capacity_blocks, capacity_bytes=shared.capacity_blocks * bpb,
+        bytes_per_block=bpb, policy=setup["policy_names"][-1], write_policy=setup["write_policy"],
+        link=link.name if link is not None else "-", hit_tokens=hit,
+        hit_ratio=hit / prompt_tokens if prompt_tokens else 0.0, read_blocks=read_blocks, read_bytes=read_blocks * bpb,
+        written_blocks=written, written_bytes=written * bpb, evicted_blocks=shared.stats.evicted_blocks,
+        peak_resident_blocks=shared.stats.peak_resident_blocks,
+        peak_resident_bytes=shared.stats.peak_resident_blocks * bpb, lease_spared_blocks=shared.lease_spared_blocks,
+        routing_captured_hit_ratio=routing / prompt_tokens if prompt_tokens else 0.0, per_instance=tuple(per))
