@@ -7,12 +7,11 @@ them and owns the ``auto | c | python`` switch):
   the one-pass curves, ~30x the pure-Python kernel;
 - ``pcs.engine._lruscan`` (pcs/engine/_lruscan.c): the one-capacity
   sequential LRU scan of the replay fast path;
-- ``pcs.cache._lruhier`` (pcs/cache/_lruhier.c): the all-LRU tier hierarchy
-  the replay event loop runs on;
+- ``pcs.cache._lruhier`` (pcs/cache/_lruhier.c + one pcs/cache/_pol_NAME.c
+  per compiled eviction policy): the tier hierarchy the replay event loop
+  runs on when every tier's policy has a compiled twin;
 - ``pcs.trace._statscan`` (pcs/trace/_statscan.c): the one-pass scan behind
-  ``pcs trace stats`` (pcs/trace/statscan.py);
-- ``pcs.trace._jsonscan`` (pcs/trace/_jsonscan.c): the strict Mooncake JSONL
-  shortcut parser (pcs/trace/jsonfast.py).
+  ``pcs trace stats`` (pcs/trace/statscan.py).
 
 All are ``optional``: when one fails to compile, installation still succeeds,
 its Python twin is used, and the build ends with one note naming the twins
@@ -26,8 +25,8 @@ from setuptools.command.build_ext import build_ext
 
 #: What each twin speeds up (pcs._native.SLOWER says the same at run time).
 _SLOWER = {"pcs.curves._stackdist": "curves", "pcs.engine._lruscan": "sequential one-tier replays",
-           "pcs.cache._lruhier": "all-LRU replays", "pcs.trace._statscan": "pcs trace stats",
-           "pcs.trace._jsonscan": "JSONL reading"}
+           "pcs.cache._lruhier": "replays on lru, fifo, slru, sieve, 2q, s3fifo, arc or lfu tiers",
+           "pcs.trace._statscan": "pcs trace stats"}
 
 
 class BuildTwins(build_ext):
@@ -52,9 +51,13 @@ class BuildTwins(build_ext):
             raise
 
 
-def _ext(name: str, source: str) -> Extension:
-    return Extension(name, sources=[source], depends=["pcs/_kernel_common.h"], extra_compile_args=["-O3"],
-                     optional=True)
+#: The compiled eviction policies of pcs.cache._lruhier, one file per policy (as pcs/cache/policies/*.py).
+_POLICY_SOURCES = [f"pcs/cache/_pol_{name}.c" for name in ("fifo", "slru", "sieve", "2q", "s3fifo", "arc", "lfu")]
+
+
+def _ext(name: str, source: str, extra: tuple = ()) -> Extension:
+    return Extension(name, sources=[source, *extra], depends=["pcs/_kernel_common.h", "pcs/cache/_lruhier.h"],
+                     extra_compile_args=["-O3"], optional=True)
 
 
 setup(
@@ -62,8 +65,7 @@ setup(
     ext_modules=[
         _ext("pcs.curves._stackdist", "pcs/curves/_stackdist.c"),
         _ext("pcs.engine._lruscan", "pcs/engine/_lruscan.c"),
-        _ext("pcs.cache._lruhier", "pcs/cache/_lruhier.c"),
+        _ext("pcs.cache._lruhier", "pcs/cache/_lruhier.c", tuple(_POLICY_SOURCES)),
         _ext("pcs.trace._statscan", "pcs/trace/_statscan.c"),
-        _ext("pcs.trace._jsonscan", "pcs/trace/_jsonscan.c"),
     ]
 )

@@ -36,6 +36,7 @@ from pcs.curves.api import capacity_grid, lru_curve
 from pcs.trace import open_trace
 
 ROOT = Path(__file__).resolve().parents[1]
+import common  # noqa: E402
 from common import MOONCAKE_CONV  # noqa: E402
 DEFAULT = MOONCAKE_CONV  # benchmarks/common.py: PCS_MOONCAKE_TRACE or ../shared
 SCRAMBLE = np.uint64(0x9E3779B97F4A7C15)
@@ -73,12 +74,8 @@ def grid(max_blocks: int, count: int) -> list[int]:
 
 
 def best_of(fn, repeat):
-    best, out = float("inf"), None
-    for _ in range(repeat):
-        t = time.perf_counter()
-        out = fn()
-        best = min(best, time.perf_counter() - t)
-    return best, out
+    """Best-of-``repeat`` wall-clock seconds (:func:`common.best_of` with ``time.perf_counter``) and the result."""
+    return common.best_of(fn, repeat, time.perf_counter)
 
 
 def main() -> None:

@@ -10,7 +10,8 @@ of one request, as in ``bench_replay.py``).
    at two GPU tier sizes, with vLLM's hybrid KV cache manager
    (the default) -- hit ratio, the hits the hybrid rules lost, and peak
    resident GPU bytes per component -- beside the same run with every layer
-   as full attention (``summary.hybrid.full_attention``).
+   as full attention (``summary.hybrid.full_attention``); each with the step
+   scheduler (``--compute step``, the default) and with ``--compute infinite``.
 2. ``speed``: the event loop over the hybrid hierarchy
    (:class:`pcs.cache.grouphier.GroupHierarchy`, the ``hybrid`` engine) on
    pre-built chunks, block accesses per CPU second (best of ``--repeat``), for
@@ -42,28 +43,26 @@ def _gb(n: float) -> str:
 
 
 def table(trace, sizes: list[str], models=TABLE_MODELS) -> list[dict]:
-    """One row per (model, GPU size): hybrid and all-full-attention hit ratios and peak GPU bytes."""
+    """One row per (model, GPU size, compute): hybrid and all-full-attention hit ratios and peak GPU bytes."""
     from pcs.engine.api import replay
 
     rows = []
-    for model in models:
-        for size in sizes:
-            s = replay(trace, model=model, tiers=[f"gpu={size}", "cpu=2TB"]).summary
-            full = s.hybrid.full_attention
-            rows.append({"model": model, "gpu": size, "hit_ratio": s.hit_ratio, "full_attention_hit_ratio":
-                         full["hit_ratio"], "lost_tokens": s.hybrid.lost_tokens,
-                         "gap_hybrid_rules": s.gap.hybrid_rules,
-                         "peak_gpu_bytes_by_component": dict(s.tiers[0].resident_bytes_peak_by_component),
-                         "full_attention_peak_gpu_bytes_by_component":
-                             full["tiers"][s.tiers[0].name]["resident_bytes_peak_by_component"],
-                         "gpu_pages": s.tiers[0].capacity_blocks,
-                         "full_attention_gpu_blocks": full["tiers"][s.tiers[0].name]["capacity_blocks"]})
-            r = rows[-1]
-            print(f"{model:14s} gpu={size:6s} hit {r['hit_ratio']:.4f} (all-full {r['full_attention_hit_ratio']:.4f})"
-                  f" lost to hybrid rules {r['lost_tokens']:,} tokens; peak GPU GB hybrid "
-                  + ", ".join(f"{c} {_gb(v)}" for c, v in r["peak_gpu_bytes_by_component"].items())
-                  + " | all-full " + ", ".join(f"{c} {_gb(v)}" for c, v in
-                                               r["full_attention_peak_gpu_bytes_by_component"].items()))
+    for model, size, compute in [(m, z, c) for m in models for z in sizes for c in ("step", "infinite")]:
+        s = replay(trace, model=model, tiers=[f"gpu={size}", "cpu=2TB"], compute_mode=compute).summary
+        full = s.hybrid.full_attention
+        gpu = full["tiers"][s.tiers[0].name]
+        rows.append({"model": model, "gpu": size, "compute": compute, "hit_ratio": s.hit_ratio,
+                     "full_attention_hit_ratio": full["hit_ratio"], "lost_tokens": s.hybrid.lost_tokens,
+                     "gap_hybrid_rules": s.gap.hybrid_rules,
+                     "peak_gpu_bytes_by_component": dict(s.tiers[0].resident_bytes_peak_by_component),
+                     "full_attention_peak_gpu_bytes_by_component": gpu["resident_bytes_peak_by_component"],
+                     "gpu_pages": s.tiers[0].capacity_blocks, "full_attention_gpu_blocks": gpu["capacity_blocks"]})
+        r = rows[-1]
+        print(f"{model:14s} gpu={size:6s} {compute:8s} hit {r['hit_ratio']:.4f} (all-full "
+              f"{r['full_attention_hit_ratio']:.4f}) lost to hybrid rules {r['lost_tokens']:,} tokens; peak GPU GB "
+              "hybrid " + ", ".join(f"{c} {_gb(v)}" for c, v in r["peak_gpu_bytes_by_component"].items())
+              + " | all-full " + ", ".join(f"{c} {_gb(v)}" for c, v in
+                                           r["full_attention_peak_gpu_bytes_by_component"].items()), flush=True)
     return rows
 
 

@@ -5,7 +5,6 @@ Replicates the Mooncake FAST'25 conversation trace 1x, 10x and 50x
 the reader's chunks once, then times, in alternated rounds (the order reverses
 every round), the whole chunk -> checked :class:`RequestBatch` step of:
 
-- ``compiled``: :func:`pcs.trace.jsonfast.compiled_chunk` (pcs/trace/_jsonscan.c, built with pcs);
 - ``simdjson``: :func:`pcs.trace.jsonfast.simdjson_chunk` (pysimdjson, ``pcs[fast]``);
 - ``pyarrow``: :func:`pcs.trace.jsonfast.pyarrow_chunk` (``pyarrow.json``, one thread);
 - ``orjson``: orjson on each line, ids gathered with ``np.fromiter`` -- a lower
@@ -63,19 +62,7 @@ def _parsers(available: list[str]):
             return n
         return run
 
-    def compiled(chunks):  # the strict parser alone (parse_chunk would hand a refused chunk to simdjson)
-        from pcs.trace.jsonfast import compiled_chunk
-
-        state, n = ReadState(), 0
-        for c in chunks:
-            b = compiled_chunk(MOONCAKE, c, 512, state)
-            assert b is not None, "compiled refused a clean chunk"
-            n += b.block_hashes.size
-        return n
-
     out = {p: shortcut(p) for p in ("simdjson", "pyarrow") if p in available}
-    if "compiled" in available:
-        out["compiled"] = compiled
     if "orjson" in available:
         out["orjson"] = lambda chunks: sum(_orjson_chunk(c) for c in chunks)
     return out
@@ -128,9 +115,7 @@ def main() -> None:
 
     pa.set_cpu_count(1)
     pa.set_io_thread_count(1)
-    from pcs.trace.jsonfast import available as shortcut_available
-
-    available = ["pyarrow"] + (["compiled"] if shortcut_available("compiled") else [])
+    available = ["pyarrow"]
     for mod, name in (("simdjson", "simdjson"), ("orjson", "orjson")):
         try:
             __import__(mod)

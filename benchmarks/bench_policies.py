@@ -1,19 +1,23 @@
-"""Replay time of the Python reference hierarchy: two tiers, modeled timing, per eviction policy.
+"""Replay time per eviction policy, two tiers, modeled timing: the compiled hierarchy beside the Python reference.
 
 Workload: the Mooncake FAST'25 conversation trace (../shared/traces; 23,608
 requests, 288,500 block accesses), read once into memory, replayed by the whole
 ``pcs.replay(trace, policy=P)`` with its defaults (llama-2-70b, 8 x h100-sxm,
 tiers gpu=400GB cpu=2TB, write-back, modeled timing: the modeled run plus its
-sequential baseline, both on the Python :class:`pcs.cache.Hierarchy` for
-``slru``/``fifo``). ``lru-reference`` is the same with ``policy="lru"`` forced
-onto the Python hierarchy (``engine="reference"``).
+sequential baseline). Each policy runs twice: ``P`` with ``engine="auto"``
+(the compiled hierarchy when the policy has a C twin: pcs/cache/_pol_P.c) and
+``P-reference`` with ``engine="reference"`` (the Python :class:`pcs.cache.Hierarchy`).
+``--compute infinite`` (instant compute: the event loop, hits and links) or
+``step`` (the default step scheduler, a Python loop over batches, whose own
+time is the same for every policy); ``--compute both`` does both.
 
 Measured: process CPU seconds (``time.process_time``: other jobs on the shared
-machine do not count), best of ``--repeat``, and block accesses per second of
-the whole call. Prints one human line per policy, then ONE JSON line last.
-``--policy NAME`` (repeatable) times those registered policies instead (``arc``,
-``s3fifo``, ``sieve``, ``lfu``, ``2q``, ``gdsf``, ...: all on the Python hierarchy).
-Usage: python benchmarks/bench_policies.py [--repeat 3] [--trace PATH] [--policy NAME ...]
+machine do not count), best of ``--repeat`` rounds, each round running every
+policy once (alternated), and block accesses per second of the whole call;
+``ratio_to_lru`` = the policy's time / compiled lru's time in the same run.
+Prints one human line per run, then ONE JSON line last.
+``--policy NAME`` (repeatable) times those registered policies instead.
+Usage: python benchmarks/bench_policies.py [--repeat 3] [--trace PATH] [--compute infinite|step|both] [--policy NAME ...]
 """
 from __future__ import annotations
 
@@ -23,11 +27,18 @@ import time
 
 import common
 
-#: (label, replay keyword arguments). ``slru`` is registered as ``protected`` on older trees.
-RUNS = (("slru", {"policy": "slru"}), ("fifo", {"policy": "fifo"}),
-        ("lru-reference", {"policy": "lru", "engine": "reference"}))
+#: Policies timed by default (lru first: the peer every ratio is taken against).
+POLICIES = ("lru", "fifo", "slru", "sieve", "2q", "s3fifo", "arc", "lfu")
 #: Older spellings tried when a name is refused (``protected``, engine ``general``).
 FALLBACK = {"slru": "protected", "reference": "general"}
+
+
+def _runs(policies) -> list[tuple[str, dict]]:
+    """(label, replay keyword arguments): each policy on ``auto`` and on the reference."""
+    out = []
+    for p in policies:
+        out += [(p, {"policy": p}), (f"{p}-reference", {"policy": p, "engine": "reference"})]
+    return out
 
 
 class InMemory:
@@ -59,23 +70,38 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--trace", default=str(common.MOONCAKE_CONV))
+    ap.add_argument("--compute", choices=("infinite", "step", "both"), default="both")
     ap.add_argument("--policy", action="append", default=[], help="time these policies instead (repeatable)")
     args = ap.parse_args()
-    runs = tuple((p, {"policy": p}) for p in args.policy) or RUNS
+    runs = _runs(args.policy or POLICIES)
+    modes = ("infinite", "step") if args.compute == "both" else (args.compute,)
+    import os
+
     import pcs
 
     src = InMemory(args.trace)
     accesses = sum(int(b.block_offsets[-1]) for b in src.batches)
-    out = {"bench": "policies", "trace": args.trace, "block_accesses": accesses, "pcs": pcs.__file__}
-    for label, kwargs in runs:
-        best, hit = float("inf"), None
-        for _ in range(args.repeat):
-            t = time.process_time()
-            res = _replay(src, kwargs)
-            best = min(best, time.process_time() - t)
-            hit = res.summary.hit_ratio
-        out[label] = {"replay_s": best, "accesses_per_s": accesses / best, "hit_ratio": hit}
-        print(f"{label}: {best:.2f} s CPU, {accesses / best / 1e6:.3f} M accesses/s, hit ratio {hit:.6f}")
+    out = {"bench": "policies", "trace": args.trace, "block_accesses": accesses, "pcs": pcs.__file__,
+           "loadavg": os.getloadavg()[0]}
+    for mode in modes:
+        best: dict = {label: float("inf") for label, _ in runs}
+        info: dict = {}
+        for _ in range(args.repeat):                      # rounds: every run once per round (alternated)
+            for label, kwargs in runs:
+                t = time.process_time()
+                res = _replay(src, dict(kwargs, compute_mode=mode))
+                best[label] = min(best[label], time.process_time() - t)
+                info[label] = (res.summary.hit_ratio, res.summary.engine)
+        peer = best.get("lru")
+        res_mode = {}
+        for label, _ in runs:
+            hit, engine = info[label]
+            res_mode[label] = {"replay_s": best[label], "accesses_per_s": accesses / best[label], "hit_ratio": hit,
+                               "engine": engine, "ratio_to_lru": best[label] / peer if peer else None}
+            print(f"[{mode}] {label}: {best[label]:.2f} s CPU, {accesses / best[label] / 1e6:.3f} M accesses/s, "
+                  f"hit ratio {hit:.6f}, {engine}" + (f", {best[label] / peer:.2f}x lru" if peer else ""))
+        out[mode] = res_mode
+    out["loadavg_end"] = os.getloadavg()[0]
     print(json.dumps(out))
 
 

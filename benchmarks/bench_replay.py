@@ -35,13 +35,13 @@ import argparse
 import json
 import resource
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+import common  # noqa: E402
 from common import MOONCAKE_CONV  # noqa: E402
 TRACE = MOONCAKE_CONV  # benchmarks/common.py: PCS_MOONCAKE_TRACE or ../shared
 ID_SPAN = 182_790
@@ -105,17 +105,6 @@ def _engine(caps, timing, bpb, links, native=True):
     return ReplayEngine(row.load()(tiers, "back"), timing, links=links, block_bytes=bpb)
 
 
-def _best(fn, repeat: int) -> tuple[float, object]:
-    """Best-of-``repeat`` CPU seconds of this process (``time.process_time``: other jobs on a shared
-    machine do not count; one thread, so CPU time is the one-core cost)."""
-    best, out = float("inf"), None
-    for _ in range(repeat):
-        t = time.process_time()
-        out = fn()
-        best = min(best, time.process_time() - t)
-    return best, out
-
-
 def _step_bench(src, chunks, caps, links, bpb, tm, repeat: int, accesses: int) -> dict:
     """The step scheduler over the pre-built chunks (C hierarchy), and its no-cache twin."""
     from pcs.engine.scheduler import StepEngine
@@ -136,8 +125,8 @@ def _step_bench(src, chunks, caps, links, bpb, tm, repeat: int, accesses: int) -
         e.close()
         return e
 
-    step_s, eng = _best(go, repeat)
-    nc_s, _ = _best(lambda: go(True), 1)
+    step_s, eng = common.best_of(go, repeat)
+    nc_s, _ = common.best_of(lambda: go(True), 1)
     st = eng.stats
     return {"engine_s": step_s, "engine_accesses_per_s": accesses / step_s, "steps": st.steps,
             "prefill_steps": st.prefill_steps, "preemptions": st.preemptions,
@@ -169,7 +158,7 @@ def main() -> None:
     links = [None, _resolve_link("cpu", None, 8)]
     tm = TimeModel(ComputeModel(model, get_gpu("h100-sxm"), tp=8, block_size=512))
 
-    chunk_s, chunks = _best(lambda: _chunks(src, tm), args.repeat)
+    chunk_s, chunks = common.best_of(lambda: _chunks(src, tm), args.repeat)
 
     def run(chs, caps_, timing, links_, bpb_, native=True):
         e = _engine(caps_, timing, bpb_, links_, native)
@@ -177,17 +166,17 @@ def main() -> None:
             e.feed(ch)
         return e.close()
 
-    modeled_s, res = _best(lambda: run(chunks, caps, "modeled", links, bpb), args.repeat)
+    modeled_s, res = common.best_of(lambda: run(chunks, caps, "modeled", links, bpb), args.repeat)
     hit_modeled = res.ledger.hit_ratio
-    py_s, py_res = _best(lambda: run(chunks, caps, "modeled", links, bpb, native=False), args.repeat)
+    py_s, py_res = common.best_of(lambda: run(chunks, caps, "modeled", links, bpb, native=False), args.repeat)
     assert py_res.ledger.hit_ratio == hit_modeled
     step = _step_bench(src, chunks, caps, links, bpb, tm, args.repeat, accesses)
-    seq_s, res1 = _best(lambda: run(chunks, [20000], "sequential", [None], [bpb[0]]), args.repeat)
+    seq_s, res1 = common.best_of(lambda: run(chunks, [20000], "sequential", [None], [bpb[0]]), args.repeat)
     one = dict(model="llama-3.1-70b", tiers=["gpu=20000blocks"], timing="sequential")
-    gen_s, gen = _best(lambda: replay(src, engine="reference", **one), 1)
-    fast_s, fast = _best(lambda: replay(src, engine="lru-scan", **one), args.repeat)
+    gen_s, gen = common.best_of(lambda: replay(src, engine="reference", **one), 1)
+    fast_s, fast = common.best_of(lambda: replay(src, engine="lru-scan", **one), args.repeat)
     numbers = lambda r: {k: v for k, v in to_dict(r.summary).items() if k not in select.SUMMARY_KEYS}  # noqa: E731
-    api_s, full = _best(lambda: replay(src, model="llama-3.1-70b", tiers=["gpu=400GB", "cpu=2TB"]), 1)
+    api_s, full = common.best_of(lambda: replay(src, model="llama-3.1-70b", tiers=["gpu=400GB", "cpu=2TB"]), 1)
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     out = {
         "bench": "replay", "trace": src.path, "copies": args.copies, "requests": requests,

@@ -297,6 +297,13 @@ def _scaled(value: float, units: list[tuple[float, str]], digits: int) -> str:
     return f"{value / mult:.{digits}f} {name}"
 
 
+def _absent_or_inf(value: float | None) -> str | None:
+    """``'none'`` for None, ``'inf'`` for an infinite value, else None (the value prints with its unit)."""
+    if value is None:
+        return "none"
+    return "inf" if math.isinf(value) else None
+
+
 def format_bytes(num_bytes: float, digits: int = 2) -> str:
     """Format bytes with decimal units: ``1_500_000_000`` -> ``'1.50 GB'``."""
     if abs(num_bytes) < 1000:
@@ -306,22 +313,15 @@ def format_bytes(num_bytes: float, digits: int = 2) -> str:
 
 def format_bandwidth(bps: float | None, digits: int = 2) -> str:
     """Format bytes/s with decimal units: ``2e10`` -> ``'20.00 GB/s'``; None -> ``'none'``."""
-    if bps is None:
-        return "none"
-    if math.isinf(bps):
-        return "inf"
-    return _scaled(bps, [(1e12, "TB/s"), (1e9, "GB/s"), (1e6, "MB/s"), (1e3, "kB/s"), (1.0, "B/s")], digits)
+    return _absent_or_inf(bps) or _scaled(bps, [(1e12, "TB/s"), (1e9, "GB/s"), (1e6, "MB/s"), (1e3, "kB/s"),
+                                                (1.0, "B/s")], digits)
 
 
 def format_duration(seconds: float | None, digits: int = 2) -> str:
     """Format seconds for people: ``0.005`` -> ``'5.00 ms'``; None -> ``'none'``."""
-    if seconds is None:
-        return "none"
-    if math.isinf(seconds):
-        return "inf"
     if seconds == 0:
         return "0 ms"
-    return _scaled(seconds, [(1.0, "s"), (1e-3, "ms"), (1e-6, "us"), (1e-9, "ns")], digits)
+    return _absent_or_inf(seconds) or _scaled(seconds, [(1.0, "s"), (1e-3, "ms"), (1e-6, "us"), (1e-9, "ns")], digits)
 
 
 def format_percent(ratio: float | None, digits: int = 1) -> str:

@@ -410,20 +410,25 @@ class DyadicLink:
 
 def step_run(reqs, capacities, cost, budget=8, seqs=8, restore_policy="layerwise", rules=BlockRules(),
              links=None, block_bytes=None, compute=None, decode=None, skip=True, check=True, native=False,
-             write_policy="back", **config):
+             write_policy="back", hierarchy=None, engine=None, **config):
     """Replay ``reqs`` with the step scheduler over LRU tiers of ``capacities`` blocks; returns the engine
-    (closed: ``engine.result`` holds the EngineResult; ``engine.steps_log`` every advance)."""
+    (closed: ``engine.result`` holds the EngineResult; ``engine.steps_log`` every advance). ``hierarchy``:
+    another hierarchy than the tiers' (``capacities`` then names only its tiers' count); ``engine``: a
+    StepEngine subclass."""
     from pcs.cache.native import NativeHierarchy
     from pcs.engine.schedconfig import SchedulerConfig
     from pcs.engine.scheduler import StepEngine
 
     names = ("gpu", "cpu", "ssd")[:len(capacities)]
     tiers = [Tier(n, c, make_policy("lru", c)) for n, c in zip(names, capacities)]
-    h = NativeHierarchy(tiers, write_policy) if native else Hierarchy(tiers, write_policy)
+    if hierarchy is not None:
+        h = hierarchy
+    else:
+        h = NativeHierarchy(tiers, write_policy) if native else Hierarchy(tiers, write_policy)
     config.setdefault("restore_timeout_per_token_s", 0.0)
     cfg = SchedulerConfig(max_num_batched_tokens=budget, max_num_seqs=seqs, restore_policy=restore_policy,
                           cache_decode_blocks=decode is not None, **config)
-    eng = StepEngine(h, links or [None] * len(tiers), block_bytes or [0] * len(tiers), cost, cfg,
+    eng = (engine or StepEngine)(h, links or [None] * len(tiers), block_bytes or [0] * len(tiers), cost, cfg,
                      rules.recompute_last_token, decode, check=check, skip=skip, log_steps=True)
     for ch in iter_chunks(reqs, rules, TimeModel(compute) if compute is not None else None):
         eng.feed(ch)

@@ -10,165 +10,67 @@
  * two implementations is tested in tests/cache/test_replay_native.py. Field names are those of
  * pcs.cache.hierarchy.Admission (prefix_hit_blocks, hit_blocks, ...); rules: docs/semantics.md.
  */
-#define PY_SSIZE_T_CLEAN
-#include <Python.h>
+#include "_lruhier.h"
 #include "structmember.h"
-#include <stdint.h>
-#include <string.h>
 
-typedef struct {
-    uint64_t key;
-    int32_t pin;
-    int32_t prev, next;   /* LRU links (unpinned entries only); next also chains the free list */
-} Entry;
-
-typedef struct {
-    PyObject *name;
-    Py_ssize_t capacity, reserved, nres, held;
-    long long inserted, evicted, overflow, peak_res, peak_used;
-    Entry *ent;
-    int32_t ent_cap, ent_len, free_head;
-    int32_t *slots;
-    uint64_t mask;
-    int bits;
-    int32_t head, tail;
-} Tier;
-
-#define HMUL 0x9E3779B97F4A7C15ULL
-
-static inline uint64_t home(const Tier *t, uint64_t key) { return (key * HMUL) >> (64 - t->bits); }
-
-static int tier_init(Tier *t, PyObject *name, Py_ssize_t capacity) {
-    memset(t, 0, sizeof(*t));
-    Py_INCREF(name);
-    t->name = name;
-    t->capacity = capacity;
-    t->bits = 4;
-    t->mask = 15;
-    t->slots = PyMem_Malloc(sizeof(int32_t) * 16);
-    if (!t->slots) return -1;
-    memset(t->slots, 0xff, sizeof(int32_t) * 16);
-    t->free_head = -1;
-    t->head = t->tail = -1;
-    return 0;
-}
-
-static void tier_free(Tier *t) {
-    Py_CLEAR(t->name);
-    PyMem_Free(t->ent);
-    PyMem_Free(t->slots);
-    t->ent = NULL;
-    t->slots = NULL;
-}
-
-static inline int32_t tfind(const Tier *t, uint64_t key) {
-    uint64_t i = home(t, key);
-    for (;;) {
-        int32_t e = t->slots[i];
-        if (e < 0) return -1;
-        if (t->ent[e].key == key) return e;
-        i = (i + 1) & t->mask;
-    }
-}
-
-static int grow_table(Tier *t) {
-    int bits = t->bits + 1;
-    uint64_t size = (uint64_t)1 << bits;
-    int32_t *s = PyMem_Malloc(sizeof(int32_t) * size);
-    if (!s) { PyErr_NoMemory(); return -1; }
-    memset(s, 0xff, sizeof(int32_t) * size);
-    int32_t *old = t->slots;
-    uint64_t oldsize = t->mask + 1;
-    t->slots = s;
-    t->bits = bits;
-    t->mask = size - 1;
-    for (uint64_t i = 0; i < oldsize; i++) {
-        int32_t e = old[i];
-        if (e < 0) continue;
-        uint64_t j = home(t, t->ent[e].key);
-        while (s[j] >= 0) j = (j + 1) & t->mask;
-        s[j] = e;
-    }
-    PyMem_Free(old);
-    return 0;
-}
-
-/* add an absent key with the given pin count; returns the entry index or -1 (memory error) */
-static int32_t tadd(Tier *t, uint64_t key, int32_t pin) {
-    if ((uint64_t)(t->nres + 1) * 2 > t->mask + 1 && grow_table(t) < 0) return -1;
-    int32_t e;
-    if (t->free_head >= 0) {
-        e = t->free_head;
-        t->free_head = t->ent[e].next;
-    } else {
-        if (t->ent_len == t->ent_cap) {
-            int32_t nc = t->ent_cap ? t->ent_cap * 2 : 64;
-            Entry *ne = PyMem_Realloc(t->ent, sizeof(Entry) * nc);
-            if (!ne) { PyErr_NoMemory(); return -1; }
-            t->ent = ne;
-            t->ent_cap = nc;
-        }
-        e = t->ent_len++;
-    }
-    t->ent[e].key = key;
-    t->ent[e].pin = pin;
-    t->ent[e].prev = t->ent[e].next = -1;
-    uint64_t i = home(t, key);
-    while (t->slots[i] >= 0) i = (i + 1) & t->mask;
-    t->slots[i] = e;
-    t->nres++;
-    return e;
-}
-
-/* delete entry e from the table (it must not be in the LRU list) */
-static void tdel(Tier *t, int32_t e) {
-    uint64_t i = home(t, t->ent[e].key);
-    while (t->slots[i] != e) i = (i + 1) & t->mask;
-    uint64_t j = i;
-    for (;;) {
-        j = (j + 1) & t->mask;
-        int32_t f = t->slots[j];
-        if (f < 0) break;
-        uint64_t k = home(t, t->ent[f].key);
-        /* f may move to i unless its home k lies cyclically in (i, j] */
-        int stays = (i <= j) ? (i < k && k <= j) : (i < k || k <= j);
-        if (!stays) {
-            t->slots[i] = f;
-            i = j;
-        }
-    }
-    t->slots[i] = -1;
-    t->ent[e].next = t->free_head;
-    t->free_head = e;
-    t->nres--;
-}
-
-static inline void lru_append(Tier *t, int32_t e) {
-    Entry *x = &t->ent[e];
-    x->prev = t->tail;
-    x->next = -1;
-    if (t->tail >= 0) t->ent[t->tail].next = e; else t->head = e;
-    t->tail = e;
+/* -- the policy calls of the mechanism (LRU inline: ops == NULL) ------------------------------------------- */
+static inline int pol_add(Tier *t, int32_t e, int reused) {
+    if (!t->ops) { lru_append(t, e); return 0; }
     t->held++;
+    t->ent[e].flags &= ~F_OUT;
+    return t->ops->add(t, e, reused);
 }
 
-static inline void lru_unlink(Tier *t, int32_t e) {
-    Entry *x = &t->ent[e];
-    if (x->prev >= 0) t->ent[x->prev].next = x->next; else t->head = x->next;
-    if (x->next >= 0) t->ent[x->next].prev = x->prev; else t->tail = x->prev;
-    x->prev = x->next = -1;
+static inline void pol_add_end(Tier *t, int reused) {
+    if (t->ops && t->ops->add_end) t->ops->add_end(t, reused);
+}
+
+static inline void pol_remove(Tier *t, int32_t e) {
+    if (!t->ops) { lru_unlink(t, e); return; }
     t->held--;
+    t->ent[e].flags |= F_OUT;
+    t->ops->remove(t, e);
 }
 
-/* evict the n least recently used (n <= held), appending their keys to out */
-static void tevict(Tier *t, Py_ssize_t n, uint64_t *out) {
-    for (Py_ssize_t i = 0; i < n; i++) {
-        int32_t e = t->head;
-        out[i] = t->ent[e].key;
-        lru_unlink(t, e);
-        tdel(t, e);
+static inline void pol_drop(Tier *t, int32_t e) {
+    if (!t->ops) { lru_unlink(t, e); return; }
+    t->held--;
+    t->ops->drop(t, e);
+}
+
+static inline void pol_touch(Tier *t, int32_t e) {
+    if (!t->ops) { lru_unlink(t, e); lru_append(t, e); return; }
+    t->ops->touch(t, e);
+}
+
+static inline void pol_touch_end(Tier *t) {
+    if (t->ops && t->ops->touch_end) t->ops->touch_end(t);
+}
+
+static inline int pol_expects(const Tier *t) { return t->ops && t->ops->expect; }
+
+/* evict n unpinned blocks (n <= held) chosen by the tier's policy (LRU: the n least recently used),
+ * writing their keys to out in eviction order; 0, or -1 on a memory error of a policy's ghost list */
+static int tevict(Tier *t, Py_ssize_t n, uint64_t *out) {
+    if (!t->ops) {
+        for (Py_ssize_t i = 0; i < n; i++) {
+            int32_t e = t->head;
+            out[i] = t->ent[e].key;
+            lru_unlink(t, e);
+            tdel(t, e);
+        }
+    } else {
+        if (t->ops->evict_begin) t->ops->evict_begin(t, n);
+        for (Py_ssize_t i = 0; i < n; i++) {
+            int32_t e = t->ops->victim(t);
+            if (e < 0) return -1;
+            t->held--;
+            out[i] = t->ent[e].key;
+            tdel(t, e);
+        }
     }
     t->evicted += n;
+    return 0;
 }
 
 /* ---------------------------------------------------------------------------------------------- */
@@ -252,8 +154,24 @@ typedef struct {
     int sbits;
 } Hier;
 
+/* free a tier and its policy's state */
+static void tier_close(Tier *t) {
+    if (t->ops && t->ops->fini) t->ops->fini(t);
+    kstore_free(t->ghost);
+    kstore_free(t->ghost2);
+    kstore_free(t->seen);
+    PyMem_Free(t->heap);
+    PyMem_Free(t->pending);
+    PyMem_Free(t->ex);
+    t->ex = NULL;
+    t->ghost = t->ghost2 = t->seen = NULL;
+    t->heap = NULL;
+    t->pending = NULL;
+    tier_free(t);
+}
+
 static void hier_dealloc(Hier *h) {
-    if (h->t) for (int j = 0; j < h->ntiers; j++) tier_free(&h->t[j]);
+    if (h->t) for (int j = 0; j < h->ntiers; j++) tier_close(&h->t[j]);
     PyMem_Free(h->t);
     PyMem_Free(h->written);
     PyMem_Free(h->k); PyMem_Free(h->buf_a); PyMem_Free(h->buf_b);
@@ -338,7 +256,7 @@ static Py_ssize_t tinsert(Tier *t, const uint64_t *keys, Py_ssize_t len, uint64_
         for (Py_ssize_t i = 0; i < cut; i++) {
             int32_t e = tfind(t, keys[i]);
             if (e >= 0 && t->ent[e].pin == 0) {
-                lru_unlink(t, e);
+                pol_drop(t, e);
                 tdel(t, e);
                 gone++;
             }
@@ -352,22 +270,33 @@ static Py_ssize_t tinsert(Tier *t, const uint64_t *keys, Py_ssize_t len, uint64_
     for (Py_ssize_t i = start; i < len; i++) {
         int32_t e = tfind(t, keys[i]);
         if (e < 0) { mark[i] = -2; nfresh++; }
-        else if (t->ent[e].pin == 0) { mark[i] = e; lru_unlink(t, e); }
+        else if (t->ent[e].pin == 0) { mark[i] = e; pol_remove(t, e); }
         else mark[i] = -1;
+    }
+    if (nfresh && pol_expects(t)) {    /* Tier.insert: policy.expect(fresh) before the evictions */
+        if (t->ops->expect_begin && t->ops->expect_begin(t) < 0) return -1;
+        for (Py_ssize_t i = start; i < len; i++)
+            if (mark[i] == -2 && t->ops->expect(t, keys[i]) < 0) return -1;
     }
     Py_ssize_t need = nfresh - free_;
     if (need > 0) {
-        tevict(t, need, out);
+        if (tevict(t, need, out) < 0) return -1;
         nout = need;
     }
+    int run = 0, cur = 0;              /* Tier._add_in_runs: one add per run of one flag (resident again: reused) */
     for (Py_ssize_t i = start; i < len; i++) {
         int32_t e = mark[i];
+        int f = e >= 0;
         if (e == -2) {
             e = tadd(t, keys[i], 0);
             if (e < 0) return -1;
         } else if (e < 0) continue;
-        lru_append(t, e);
+        if (f != cur && run) { pol_add_end(t, cur); run = 0; }
+        cur = f;
+        if (pol_add(t, e, f) < 0) return -1;
+        run++;
     }
+    if (run) pol_add_end(t, cur);
     t->inserted += nfresh;
     if (t->nres > t->peak_res) t->peak_res = t->nres;
     if (t->nres + t->reserved > t->peak_used) t->peak_used = t->nres + t->reserved;
@@ -385,7 +314,7 @@ static Py_ssize_t tfill(Tier *t, const uint64_t *keys, Py_ssize_t n) {
             if (tadd(t, keys[i], 1) < 0) return -1;
             added++;
         } else {
-            if (t->ent[e].pin == 0) lru_unlink(t, e);
+            if (t->ent[e].pin == 0) pol_remove(t, e);
             t->ent[e].pin++;
             shared++;
         }
@@ -537,7 +466,7 @@ static Adm *start_admission(Hier *h, const Plan *p) {
     const uint64_t *k = h->k;
     for (Py_ssize_t i = 0; i < p->nused; i++) {
         Entry *x = &g->ent[h->eidx[i]];
-        if (!x->pin) lru_unlink(g, h->eidx[i]);
+        if (!x->pin) pol_remove(g, h->eidx[i]);
         x->pin++;
     }
     Adm *a = PyObject_New(Adm, &AdmType);
@@ -558,13 +487,32 @@ static Adm *start_admission(Hier *h, const Plan *p) {
     return a;
 }
 
-/* reserve the budget in the GPU tier; the victims go to h->buf_a; returns their number or -1 */
-static Py_ssize_t start_reserve(Hier *h, const Plan *p) {
+/* Tier.reserve's policy.expect(incoming): the kept restores tier by tier (chain order in each), then the
+ * computed keys; 0 or -1 */
+static int start_expect(Hier *h, const Plan *p, const Adm *a) {
     Tier *g = &h->t[0];
+    if (!pol_expects(g) || !(p->n_restore + a->nnew)) return 0;
+    if (g->ops->expect_begin && g->ops->expect_begin(g) < 0) return -1;
+    for (int j = 1; j < h->ntiers && p->n_restore; j++) {
+        Py_ssize_t seen = 0;
+        for (Py_ssize_t i = 0; i < p->hits && seen < p->n_restore; i++) {
+            if (!h->where[i]) continue;
+            seen++;
+            if (h->where[i] == j && g->ops->expect(g, h->k[i]) < 0) return -1;
+        }
+    }
+    for (Py_ssize_t i = 0; i < a->nnew; i++)
+        if (g->ops->expect(g, a->keys[a->nused + i]) < 0) return -1;
+    return 0;
+}
+
+/* reserve the budget in the GPU tier; the victims go to h->buf_a; returns their number or -1 */
+static Py_ssize_t start_reserve(Hier *h, const Plan *p, const Adm *a) {
+    Tier *g = &h->t[0];
+    if (start_expect(h, p, a) < 0) return -1;
     Py_ssize_t nvict = p->budget - (g->capacity - g->nres - g->reserved);
     if (nvict > 0) {
-        if (ensure_b(h, nvict) < 0) return -1;
-        tevict(g, nvict, h->buf_a);
+        if (ensure_b(h, nvict) < 0 || tevict(g, nvict, h->buf_a) < 0) return -1;
     } else nvict = 0;
     g->reserved += p->budget;
     if (g->nres + g->reserved > g->peak_used) g->peak_used = g->nres + g->reserved;
@@ -597,10 +545,12 @@ static Py_ssize_t start_restore(Hier *h, const Plan *p, Adm *a, Py_ssize_t nvict
                 if (sh < 0) return -1;
                 filled += cnt - sh;
                 Tier *tj = &h->t[j];
+                int any = 0;
                 for (Py_ssize_t i = cnt - 1; i >= 0; i--) {
                     int32_t e = tfind(tj, rk[i]);
-                    if (!tj->ent[e].pin) { lru_unlink(tj, e); lru_append(tj, e); }
+                    if (!tj->ent[e].pin) { pol_touch(tj, e); any = 1; }
                 }
+                if (any) pol_touch_end(tj);
             }
         }
         PyList_SET_ITEM(restored, j, PyLong_FromSsize_t(cnt));
@@ -626,7 +576,7 @@ static PyObject *start_plan(Hier *h, Plan *p0, int wait) {
     if (start_budget(h, &p, wait)) Py_RETURN_NONE;
     Adm *a = start_admission(h, &p);
     if (!a) return NULL;
-    Py_ssize_t nvict = start_reserve(h, &p);
+    Py_ssize_t nvict = start_reserve(h, &p, a);
     Py_ssize_t filled = nvict < 0 ? -1 : start_restore(h, &p, a, nvict);
     if (filled < 0 || (nvict && cascade(h, nvict) < 0)) { Py_DECREF(a); return NULL; }
     a->prefix_hit_blocks = p.lead;
@@ -669,6 +619,21 @@ static PyObject *hier_prefill_done(Hier *h, PyObject *arg) {
     Py_RETURN_NONE;
 }
 
+/* Tier.unpin(keys[::-1], reused): one pin less each, tail first; blocks reaching 0 go to the policy as one
+ * add(keys, reused) batch; 0 or -1 */
+static int unpin(Tier *g, const uint64_t *keys, Py_ssize_t n, int reused) {
+    Py_ssize_t added = 0;
+    for (Py_ssize_t i = n - 1; i >= 0; i--) {
+        int32_t e = tfind(g, keys[i]);
+        if (!--g->ent[e].pin) {
+            if (pol_add(g, e, reused) < 0) return -1;
+            added++;
+        }
+    }
+    if (added) pol_add_end(g, reused);
+    return 0;
+}
+
 static PyObject *hier_finish(Hier *h, PyObject *arg) {
     if (!PyObject_TypeCheck(arg, &AdmType)) { PyErr_SetString(PyExc_TypeError, "need an Admission"); return NULL; }
     Adm *a = (Adm *)arg;
@@ -686,10 +651,8 @@ static PyObject *hier_finish(Hier *h, PyObject *arg) {
         PyErr_SetString(PyExc_AssertionError, "release of more slots than reserved");
         return NULL;
     }
-    for (Py_ssize_t i = tot - 1; i >= 0; i--) {   /* tail first: new reversed, then used reversed */
-        int32_t e = tfind(g, a->keys[i]);
-        if (!--g->ent[e].pin) lru_append(g, e);
-    }
+    /* tail first: computed reversed (just computed), then pinned reversed (hits: reused) */
+    if (unpin(g, a->keys + a->nused, a->nnew, 0) < 0 || unpin(g, a->keys, a->nused, 1) < 0) return NULL;
     g->reserved -= a->reserved_blocks;
     a->reserved_blocks = 0;
     Py_RETURN_NONE;
@@ -777,8 +740,7 @@ static PyObject *hier_grow(Hier *h, PyObject *const *args, Py_ssize_t nargs) {
     if (n > free_now + g->held) Py_RETURN_FALSE;
     Py_ssize_t nvict = n - free_now;
     if (nvict > 0) {
-        if (ensure_b(h, nvict) < 0) return NULL;
-        tevict(g, nvict, h->buf_a);
+        if (ensure_b(h, nvict) < 0 || tevict(g, nvict, h->buf_a) < 0) return NULL;
     } else nvict = 0;
     g->reserved += n;
     if (g->nres + g->reserved > g->peak_used) g->peak_used = g->nres + g->reserved;
@@ -804,10 +766,7 @@ static PyObject *hier_abort(Hier *h, PyObject *arg) {
         PyErr_SetString(PyExc_AssertionError, "release of more slots than reserved");
         return NULL;
     }
-    for (Py_ssize_t i = a->nused - 1; i >= 0; i--) {
-        int32_t e = tfind(g, a->keys[i]);
-        if (!--g->ent[e].pin) lru_append(g, e);
-    }
+    if (unpin(g, a->keys, a->nused, 1) < 0) return NULL;
     g->reserved -= a->reserved_blocks;
     a->reserved_blocks = 0;
     a->nnew = 0;
@@ -902,10 +861,26 @@ static PyObject *hier_resident(Hier *h, PyObject *arg) {
     return d;
 }
 
+/* the held keys of a tier with a compiled policy, first victim first (its order hook) */
+static PyObject *policy_order(Tier *t) {
+    int32_t *buf = PyMem_Malloc(sizeof(int32_t) * (t->nres + 1));
+    if (!buf) return PyErr_NoMemory();
+    Py_ssize_t n = t->ops->order(t, buf);
+    PyObject *l = n < 0 ? NULL : PyList_New(n);
+    for (Py_ssize_t i = 0; l && i < n; i++) {
+        PyObject *k = PyLong_FromUnsignedLongLong(t->ent[buf[i]].key);
+        if (!k) { Py_CLEAR(l); break; }
+        PyList_SET_ITEM(l, i, k);
+    }
+    PyMem_Free(buf);
+    return l;
+}
+
 static PyObject *hier_order(Hier *h, PyObject *arg) {
     int j = tier_index(h, arg);
     if (j < 0) return NULL;
     Tier *t = &h->t[j];
+    if (t->ops) return policy_order(t);
     PyObject *l = PyList_New(0);
     if (!l) return NULL;
     for (int32_t e = t->head; e >= 0; e = t->ent[e].next) {
@@ -946,6 +921,13 @@ static PyObject *hier_check(Hier *h, PyObject *unused) {
         }
         CHECK(occ == t->nres, "tier %d: %zd slots used, %zd resident", j, occ, t->nres);
         CHECK((uint64_t)t->nres * 2 <= t->mask + 1, "tier %d: table over half full", j);
+        if (j) CHECK(t->nres == t->held && t->reserved == 0, "tier %d: lower tier with pins or reserved slots", j);
+        if (t->ops) {
+            CHECK(t->held == unpinned, "tier %d: %zd held, %zd unpinned", j, t->held, unpinned);
+            const char *why = t->ops->check(t);
+            CHECK(!why, "tier %d (%s): %s", j, t->ops->name, why ? why : "");
+            continue;
+        }
         Py_ssize_t cnt = 0;
         int32_t prev = -1;
         for (int32_t e = t->head; e >= 0; e = t->ent[e].next) {
@@ -963,10 +945,44 @@ static PyObject *hier_check(Hier *h, PyObject *unused) {
     Py_RETURN_NONE;
 }
 
+/* the compiled policies: registered name -> ops (pcs/cache/_pol_*.c); lru has none (inline) */
+static const PolOps *const POLICIES[] = {&POL_FIFO, &POL_SLRU, &POL_SIEVE, &POL_2Q, &POL_S3FIFO, &POL_ARC, &POL_LFU};
+
+/* policies: one (name, (int option, ...)) per tier; the options are the sizes the Python policy worked out */
+static int set_policies(Hier *h, PyObject *pols) {
+    PyObject *ps = PySequence_Fast(pols, "policies must be a sequence");
+    if (!ps) return -1;
+    int ok = PySequence_Fast_GET_SIZE(ps) == h->ntiers;
+    for (int j = 0; ok && j < h->ntiers; j++) {
+        const char *name;
+        PyObject *opts;
+        Tier *t = &h->t[j];
+        if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(ps, j), "sO", &name, &opts)) { Py_DECREF(ps); return -1; }
+        PyObject *os = PySequence_Fast(opts, "policy options must be a sequence");
+        if (!os) { Py_DECREF(ps); return -1; }
+        for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(os) && i < 4; i++)
+            t->opt[i] = PyLong_AsLongLong(PySequence_Fast_GET_ITEM(os, i));
+        Py_DECREF(os);
+        if (PyErr_Occurred()) { Py_DECREF(ps); return -1; }
+        if (!strcmp(name, "lru")) continue;
+        for (size_t i = 0; i < sizeof(POLICIES) / sizeof(*POLICIES); i++)
+            if (!strcmp(name, POLICIES[i]->name)) t->ops = POLICIES[i];
+        if (!t->ops) {
+            PyErr_Format(PyExc_ValueError, "no compiled eviction policy %s", name);
+            Py_DECREF(ps);
+            return -1;
+        }
+        if (t->ops->init && t->ops->init(t) < 0) { Py_DECREF(ps); return -1; }
+    }
+    Py_DECREF(ps);
+    if (!ok) PyErr_SetString(PyExc_ValueError, "need one policy per tier");
+    return ok ? 0 : -1;
+}
+
 static int hier_init(Hier *h, PyObject *args, PyObject *kw) {
-    PyObject *names, *caps;
+    PyObject *names, *caps, *pols = Py_None;
     int wt;
-    if (!PyArg_ParseTuple(args, "OOp", &names, &caps, &wt)) return -1;
+    if (!PyArg_ParseTuple(args, "OOp|O", &names, &caps, &wt, &pols)) return -1;
     PyObject *ns = PySequence_Fast(names, "names must be a sequence");
     if (!ns) return -1;
     PyObject *cs = PySequence_Fast(caps, "capacities must be a sequence");
@@ -989,6 +1005,7 @@ static int hier_init(Hier *h, PyObject *args, PyObject *kw) {
         if (tier_init(&h->t[j], PySequence_Fast_GET_ITEM(ns, j), c) < 0) { PyErr_NoMemory(); goto fail; }
         h->ntiers = (int)j + 1;
     }
+    if (pols != Py_None && set_policies(h, pols) < 0) goto fail;
     h->write_through = wt;
     Py_DECREF(ns);
     Py_DECREF(cs);

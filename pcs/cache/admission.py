@@ -34,7 +34,7 @@ from typing import Any, ClassVar, Sequence
 
 from pcs.cache.policies import spec_value
 
-__all__ = ["AdmissionPolicy", "CombinedAdmission", "ADMISSION_KINDS", "parse_admission", "make_admission", "parse_admit_option",
+__all__ = ["AdmissionPolicy", "CountingAdmission", "CombinedAdmission", "ADMISSION_KINDS", "parse_admission", "make_admission", "parse_admit_option",
            "admission_kinds", "NO_ADMISSION", "apply_admission", "needs_context"]
 
 #: the ``--admit`` value (per compared variant) meaning "no admission policy".
@@ -62,6 +62,42 @@ class AdmissionPolicy:
     def spec(self) -> str:
         """The ``KIND[:ARGS]`` text that rebuilds this policy."""
         return self.kind
+
+
+class CountingAdmission(AdmissionPolicy):
+    """Admit a block once a per-block count reaches a threshold (``reuse:N`` counts uses, ``selective:K`` hits).
+
+    Subclasses set ``first_option`` (the threshold's option name) and :meth:`counted`, the blocks
+    one lookup counts; counts are kept for every block counted (16-50 B each in a dict).
+
+    Raises:
+        ValueError: a threshold below 1 or not an int.
+    """
+
+    first_option: ClassVar[str] = ""
+
+    def __init__(self, threshold: int = 2) -> None:
+        if isinstance(threshold, bool) or not isinstance(threshold, int) or threshold < 1:
+            raise ValueError(f"admission {self.kind}: {self.first_option.upper()} must be an int >= 1, "
+                             f"got {threshold!r}")
+        self.threshold = threshold
+        self._counts: dict[int, int] = {}
+
+    def counted(self, head: Sequence[int], hit_blocks: int) -> Sequence[int]:
+        """The blocks one lookup (its cacheable head, its leading hit blocks) adds one to."""
+        raise NotImplementedError
+
+    def observe(self, head: Sequence[int], hit_blocks: int) -> None:
+        counts = self._counts
+        for k in self.counted(head, hit_blocks):
+            counts[k] = counts.get(k, 0) + 1
+
+    def admit(self, keys: Sequence[int]) -> list[bool]:
+        counts, threshold = self._counts, self.threshold
+        return [counts.get(k, 0) >= threshold for k in keys]
+
+    def spec(self) -> str:
+        return f"{self.kind}:{self.threshold}"
 
 
 class CombinedAdmission(AdmissionPolicy):

@@ -6,18 +6,17 @@ to the CPU tier only once its hash has been seen in at least
 tier or the link (``vllm/v1/kv_offload`` reuse tracking). Here a "use" is a
 request whose cacheable head holds the block, counted at its lookup
 (:meth:`AdmissionPolicy.observe`), the request being admitted included.
-Counts are kept for every block seen (16-50 B each in a dict).
 """
 from __future__ import annotations
 
 from typing import Sequence
 
-from pcs.cache.admission import AdmissionPolicy
+from pcs.cache.admission import CountingAdmission
 
 __all__ = ["ReuseAdmission"]
 
 
-class ReuseAdmission(AdmissionPolicy):
+class ReuseAdmission(CountingAdmission):
     """Admit a block looked up by at least ``n`` requests.
 
     Args:
@@ -35,19 +34,8 @@ class ReuseAdmission(AdmissionPolicy):
     source = "vLLM CPU offloading store threshold (vllm/v1/kv_offload reuse tracking, store_threshold)"
 
     def __init__(self, n: int = 2) -> None:
-        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-            raise ValueError(f"admission reuse: N must be an int >= 1, got {n!r}")
+        super().__init__(n)
         self.n = n
-        self._uses: dict[int, int] = {}
 
-    def observe(self, head: Sequence[int], hit_blocks: int) -> None:
-        uses = self._uses
-        for k in head:
-            uses[k] = uses.get(k, 0) + 1
-
-    def admit(self, keys: Sequence[int]) -> list[bool]:
-        uses, n = self._uses, self.n
-        return [uses.get(k, 0) >= n for k in keys]
-
-    def spec(self) -> str:
-        return f"reuse:{self.n}"
+    def counted(self, head: Sequence[int], hit_blocks: int) -> Sequence[int]:
+        return head                 # a use: every block of the request's cacheable head

@@ -14,12 +14,12 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from pcs.cache.admission import AdmissionPolicy
+from pcs.cache.admission import CountingAdmission
 
 __all__ = ["SelectiveAdmission"]
 
 
-class SelectiveAdmission(AdmissionPolicy):
+class SelectiveAdmission(CountingAdmission):
     """Admit a block hit at least ``k`` times.
 
     Args:
@@ -37,19 +37,8 @@ class SelectiveAdmission(AdmissionPolicy):
     source = "SGLang HiCache write_through_selective (python/sglang/srt/mem_cache/hiradix_cache.py)"
 
     def __init__(self, k: int = 2) -> None:
-        if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-            raise ValueError(f"admission selective: K must be an int >= 1, got {k!r}")
+        super().__init__(k)
         self.k = k
-        self._hits: dict[int, int] = {}
 
-    def observe(self, head: Sequence[int], hit_blocks: int) -> None:
-        hits = self._hits
-        for key in head[:hit_blocks]:
-            hits[key] = hits.get(key, 0) + 1
-
-    def admit(self, keys: Sequence[int]) -> list[bool]:
-        hits, k = self._hits, self.k
-        return [hits.get(key, 0) >= k for key in keys]
-
-    def spec(self) -> str:
-        return f"selective:{self.k}"
+    def counted(self, head: Sequence[int], hit_blocks: int) -> Sequence[int]:
+        return head[:hit_blocks]    # a hit: the leading blocks the request hits

@@ -32,6 +32,7 @@ from itertools import filterfalse
 from typing import Sequence
 
 from pcs.cache.groups import CacheGroup, fixed_point
+from pcs.cache.groupstep import GroupStepMixin
 from pcs.cache.hierarchy import WRITE_POLICIES, _first_repeat
 from pcs.cache.residency import GROUP_SHIFT, KEY_SHIFT, PAGE_BITS, Residency, group_counts
 from pcs.cache.tier import Tier, TierStats
@@ -63,17 +64,25 @@ class GroupAdmission:
         hold, release, computed, transient: per group, page keys pinned until finish, pinned until
             prefill_done, computed and kept, computed and stored unpinned at prefill_done.
         reserved: per pool, reserved slots held.
+        gpu_lead_blocks: the longest hit every group accepts from GPU-resident pages alone, at most the
+            blocks before the first hit block read from a lower tier (= hit_blocks without restores); the
+            step scheduler's restore fallback keeps these hits (docs/semantics.md §9).
+        live: per group, blocks the running request holds slots for (computed and kept, plus running extra;
+            :meth:`GroupHierarchy.grow` adds up to the group's ``hold_blocks``).
+        blocks: the request's blocks so far (its cacheable chain, then blocks cached by ``extend``).
+        restores: the restored pages, ``(level, pool, group, key)``, chain order.
     """
 
     __slots__ = ("prefix_hit_blocks", "hit_blocks", "hit_blocks_per_tier", "last_hit_tier",
                  "restored_blocks_per_tier", "restored_bytes_per_tier", "truncated", "lost_blocks", "hold",
-                 "release", "computed", "transient", "reserved")
+                 "release", "computed", "transient", "reserved", "gpu_lead_blocks", "live", "blocks",
+                 "restores")
 
 
 class _Demand:
     """What one candidate hit length needs: page lists per group, restores, extra pages per pool."""
 
-    __slots__ = ("k", "where", "pin_now", "hold", "release", "restores", "computed", "transient", "extra")
+    __slots__ = ("k", "where", "pin_now", "hold", "release", "restores", "computed", "transient", "extra", "live")
 
     def __init__(self, k: int, groups: int, pools: int) -> None:
         self.k = k
@@ -85,6 +94,7 @@ class _Demand:
         self.computed: list[list[int]] = [[] for _ in range(groups)]
         self.transient: list[list[int]] = [[] for _ in range(groups)]
         self.extra = [0] * pools
+        self.live = [0] * groups
 
     def need(self, groups: Sequence[CacheGroup]) -> list[int]:
         out = list(self.extra)
@@ -196,7 +206,7 @@ class _Sized:
         return self.n
 
 
-class GroupHierarchy:
+class GroupHierarchy(GroupStepMixin):
     """Tier levels (GPU first) of pools of pages, with cache groups and a write policy.
 
     Args:
@@ -249,6 +259,7 @@ class GroupHierarchy:
 
         Args and return as :meth:`pcs.cache.Hierarchy.start` (None only with ``wait_if_full``: no change).
         """
+        self._now()
         head = block_hashes[:cacheable_blocks]
         head = head[:_first_repeat(head)]
         look = _Look(self, head)
@@ -273,13 +284,21 @@ class GroupHierarchy:
                 self._cut_computed(d, budgets, head)
                 break
             k = fixed_point(self.groups, cut, look.present, full_lead)
+        gpu_lead = self._gpu_lead(d, look, full_lead) if d.restores else d.k
         adm = self._apply(d, budgets, lead, truncated)
-        adm.lost_blocks = lost
+        adm.lost_blocks, adm.gpu_lead_blocks, adm.live, adm.blocks = lost, gpu_lead, d.live, len(head)
         held = sum((len(t.resident) - len(t.policy) + t.reserved_blocks) * b
                    for t, b in zip(self.levels[0], self.page_bytes[0]))
         self.residency.admitted(lost, held)
         self.residency.note()
         return adm
+
+    def _gpu_lead(self, d: _Demand, look: _Look, full_lead: int | None) -> int:
+        """The longest hit every group accepts from GPU pages alone, below the first block read from a lower
+        tier (the fixed point again, over the lookup's levels)."""
+        first = next((i for i, t in enumerate(d.where[:d.k]) if t), d.k)
+        return fixed_point(self.groups, first, lambda g, i: look.tier(g, i) == 0,
+                           first if full_lead is not None else None)
 
     def _demand(self, look: _Look, k: int, lead: int, n: int, extra: int) -> _Demand:
         """Pages a hit of k blocks needs: reads (pin or restore), kept and transient computed pages, extra."""
@@ -300,9 +319,10 @@ class GroupHierarchy:
                 else:
                     d.transient[g] = [head[i] | t for i in blocks if i < keep for t in tags]
                     d.computed[g] = [head[i] | t for i in blocks if i >= keep for t in tags]
-            held = grp.hold_blocks
-            d.extra[grp.pool] += (extra if held is None else min(extra, max(0, held - (n - min(keep, n))))) \
-                * grp.pages
+            held, kept = grp.hold_blocks, n - min(keep, n)
+            run = extra if held is None else min(extra, max(0, held - kept))
+            d.extra[grp.pool] += run * grp.pages
+            d.live[g] = kept + run
         if len(self.groups) > 1 and d.restores:
             pos = {h: i for i, h in enumerate(head)}
             d.restores.sort(key=lambda r: pos[r[3] & _MASK])
@@ -424,6 +444,7 @@ class GroupHierarchy:
         a.restored_blocks_per_tier, a.restored_bytes_per_tier = restored, restored_bytes
         a.hold, a.release, a.transient, a.computed = d.hold, d.release, d.transient, d.computed
         a.reserved = [b - f for b, f in zip(budgets, filled)]
+        a.restores = d.restores
         return a
 
     def _restore(self, d: _Demand) -> tuple[list[int], list[int], list[int]]:
@@ -462,17 +483,27 @@ class GroupHierarchy:
         self.residency.removed(0, victims)
         return victims
 
-    def _insert(self, j: int, p: int, keys: list[int]) -> tuple[list[int], int]:
+    def _insert(self, j: int, p: int, keys: list[int], g: int | None = None) -> tuple[list[int], int]:
         """``Tier.insert`` into pool p of level j, counting pages per group in and out.
 
         What the tier does (:meth:`pcs.cache.Tier.insert`): the batch's first ``ncut`` keys are pushed
         out when it exceeds the unpinned room (those resident unpinned are evicted), every other key
         not resident is stored, and victims (never batch keys) make room; so the pages counted in are
-        the kept keys not resident before, and out the victims and the evicted cut keys.
+        the kept keys not resident before, and out the victims and the evicted cut keys. ``g``: every
+        key is of group g; then, with nothing cut, the pages counted in are the tier's ``written``
+        (no admission policy runs on cache groups), without a pass over the batch.
         """
         tier = self.levels[j][p]
         res = tier.resident
         ncut = max(0, len(keys) - max(tier.free_blocks + len(tier.policy), 0))
+        if g is not None and not ncut:
+            pushed, written = tier.insert(keys)
+            res_ = self.residency
+            res_.removed(j, pushed)
+            res_.pages[j][g] += written
+            if j:
+                res_.written[j][g] += written
+            return pushed, written
         gone = [k for k in keys[:ncut] if res.get(k) == 0] if ncut else ()
         new = list(filterfalse(res.__contains__, keys[ncut:] if ncut else keys))
         pushed, written = tier.insert(keys)
@@ -502,6 +533,7 @@ class GroupHierarchy:
     # -- steps 2 and 3 ----------------------------------------------------------------------------
     def prefill_done(self, adm: GroupAdmission) -> None:
         """Computed pages become cached: kept ones pinned, the others unpinned at once (evictable)."""
+        self._now()
         for g, keys in enumerate(adm.computed):
             if keys:
                 p = self.groups[g].pool
@@ -514,7 +546,7 @@ class GroupHierarchy:
         for g, keys in enumerate(adm.transient):
             if keys:
                 p = self.groups[g].pool
-                pushed, _ = self._insert(0, p, keys[::-1])
+                pushed, _ = self._insert(0, p, keys[::-1], g)
                 self._evicted(pushed, 0, p)
         self.residency.note()
 
@@ -533,6 +565,7 @@ class GroupHierarchy:
 
     def finish(self, adm: GroupAdmission) -> None:
         """Drop the request's pins, group by group, tail first (§6); give back its reserved slots."""
+        self._now()
         gpu = self.levels[0]
         for g, grp in enumerate(self.groups):
             gpu[grp.pool].unpin(adm.computed[g][::-1], False)

@@ -280,8 +280,10 @@ class Hierarchy:
     def finish(self, adm: Admission) -> None:
         """Drop the request's pins tail first (§6) and give back its reserved slots."""
         gpu = self.tiers[0]
-        gpu.unpin(adm.computed_hashes[::-1], False)
-        gpu.unpin(adm.pinned_hashes[::-1], True)
+        if adm.computed_hashes:
+            gpu.unpin(adm.computed_hashes[::-1], False)
+        if adm.pinned_hashes:
+            gpu.unpin(adm.pinned_hashes[::-1], True)
         gpu.release(adm.reserved_blocks)
         adm.reserved_blocks = 0
 

@@ -1,42 +1,74 @@
-"""The compiled all-LRU hierarchy (``pcs.cache._lruhier``) behind the :class:`pcs.cache.Hierarchy` interface.
+"""The compiled tier hierarchy (``pcs.cache._lruhier``) behind the :class:`pcs.cache.Hierarchy` interface.
 
 :class:`NativeHierarchy` has the same ``start`` / ``prefill_done`` /
 ``finish`` calls, the same :class:`~pcs.cache.hierarchy.Admission` fields,
 the same counters and end state as the Python hierarchy over
-:class:`pcs.cache.tier.Tier` with :class:`pcs.cache.policies.lru.LRUPolicy`
-(rules: docs/semantics.md §3-§8), in C: one open-addressing hash table
-per tier with an intrusive LRU list. Block hashes must be ints in [0, 2**64)
-(the trace readers' uint64 hashes; another value raises TypeError or
-OverflowError in ``start``), and ``start`` takes its arguments by position,
-as the engine passes them. ``tests/cache/test_replay_native.py`` checks both
-give identical admissions, summaries, per-request tables and end states.
-Which hierarchy a replay runs on is decided by the engine-selection table
-(:mod:`pcs.engine.select`, row ``compiled-hierarchy``), nowhere else.
+:class:`pcs.cache.tier.Tier` (rules: docs/semantics.md §3-§8), in C: one
+open-addressing hash table per tier with intrusive lists. Each tier's
+eviction policy is LRU (inline, the fastest) or one of the compiled twins of
+:data:`COMPILED_POLICIES` (``pcs/cache/_pol_NAME.c``, one file per policy as
+``pcs/cache/policies/NAME.py``; docs/semantics.md §8), given the sizes its
+Python policy object worked out (:func:`policy_spec`), so option values
+(``slru:protected_share=0.5``, ``s3fifo:small_share=0.2``) pass through.
+Block hashes must be ints in [0, 2**64) (the trace readers' uint64 hashes;
+another value raises TypeError or OverflowError in ``start``), and ``start``
+takes its arguments by position, as the engine passes them.
+``tests/cache/test_replay_native.py`` and ``tests/cache/test_native_policies.py``
+check both give identical admissions, summaries, per-request tables and end
+states. Which hierarchy a replay runs on is decided by the engine-selection
+table (:mod:`pcs.engine.select`, row ``compiled-hierarchy``), nowhere else.
 """
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Sequence
+from typing import Any, Callable, Sequence
 
 from pcs.cache import Tier
 from pcs.cache.hierarchy import check_hierarchy_args
+from pcs.cache.policies import get_policy
 from pcs.cache.tier import TierStats
 
 from pcs import _native
 
 _lruhier = _native.module("lruhier")    # None when the optional extension did not compile
 
-__all__ = ["NativeHierarchy", "available", "MAX_BLOCKS"]
+__all__ = ["NativeHierarchy", "available", "policy_spec", "COMPILED_POLICIES", "MAX_BLOCKS"]
 
 #: largest tier the compiled hierarchy takes (int32 entry indices); larger ones use Python.
 MAX_BLOCKS = 1 << 30
 
+#: Registered policy name -> the integer options its C twin takes, read from the Python policy object
+#: (sizes in blocks as the Python policy truncates them, so both round alike). ``belady`` (an oracle) and
+#: ``gdsf`` (reads the trace's chains) have no compiled twin.
+COMPILED_POLICIES: dict[str, Callable[[Any], tuple[int, ...]]] = {
+    "lru": lambda p: (),
+    "fifo": lambda p: (),
+    "slru": lambda p: (p.protected_max_blocks,),
+    "sieve": lambda p: (),
+    "2q": lambda p: (p.in_blocks, p.out_blocks),
+    "s3fifo": lambda p: (p.small_blocks, p.main_blocks, p.ghost_blocks, p.threshold),
+    "arc": lambda p: (p.capacity_blocks,),
+    "lfu": lambda p: (1 if p.aging == "dynamic" else 0,),
+}
+
+
+def policy_spec(policy: Any) -> tuple[str, tuple[int, ...]] | None:
+    """``(name, integer options)`` for the C twin of an (empty) eviction policy object, or None when it has
+    none (a policy without a compiled twin, a plug-in, a subclass)."""
+    name = getattr(policy, "name", None)
+    opts = COMPILED_POLICIES.get(name)
+    if opts is None or type(policy) is not get_policy(name):
+        return None
+    return name, tuple(int(v) for v in opts(policy))
+
 
 def available(tiers: Sequence[Tier]) -> bool:
-    """Whether the compiled hierarchy can stand in for ``Hierarchy(tiers)``: extension built, every
-    tier ``lru``, empty and at most :data:`MAX_BLOCKS` blocks."""
-    return _lruhier is not None and all(t.policy.name == "lru" and not len(t.resident) and not t.reserved_blocks
-                                        and t.capacity_blocks <= MAX_BLOCKS for t in tiers)
+    """Whether the compiled hierarchy can stand in for ``Hierarchy(tiers)``: extension built, every tier's
+    policy with a compiled twin (:data:`COMPILED_POLICIES`), no admission policy, every tier empty and at most
+    :data:`MAX_BLOCKS` blocks."""
+    return _lruhier is not None and all(
+        policy_spec(t.policy) is not None and getattr(t, "admission", None) is None and not len(t.resident)
+        and not t.reserved_blocks and t.capacity_blocks <= MAX_BLOCKS for t in tiers)
 
 
 class _Resident(Mapping):
@@ -63,17 +95,17 @@ class _Resident(Mapping):
         return iter(self._h.resident(self._j))
 
 
-class _LRUView:
-    """The evictable blocks of one native tier (what ``Tier.policy`` is for the Python tiers)."""
+class _PolicyView:
+    """The evictable blocks of one native tier (what ``Tier.policy`` is for the Python tiers): the name,
+    description and flags of the tier's Python policy, the held blocks of the C one."""
 
-    __slots__ = ("_h", "_j")
-    name = "lru"
-    summary = "least recently used"
-    prefix_closed = True
-    reuse_blind = True
+    __slots__ = ("_h", "_j", "name", "summary", "prefix_closed", "reuse_blind", "protected_share")
 
-    def __init__(self, h, j: int) -> None:
+    def __init__(self, h, j: int, policy: Any) -> None:
         self._h, self._j = h, j
+        self.name, self.summary = policy.name, policy.summary
+        self.prefix_closed, self.reuse_blind = policy.prefix_closed, policy.reuse_blind
+        self.protected_share = getattr(policy, "protected_share", None)     # slru's option (the summary's JSON)
 
     def __len__(self) -> int:
         return self._h.num_held(self._j)
@@ -82,7 +114,7 @@ class _LRUView:
         return self._h.pin_count(self._j, block_hash) == 0 if isinstance(block_hash, int) else False
 
     def order(self) -> list[int]:
-        """Evictable block hashes, first victim first."""
+        """Evictable block hashes, first victim first (the Python policy's ``order()``)."""
         return self._h.order(self._j)
 
 
@@ -91,14 +123,14 @@ class _TierView:
 
     __slots__ = ("_h", "_j", "name", "capacity_blocks", "resident", "policy")
 
-    def __init__(self, h, j: int, name: str, capacity_blocks: int) -> None:
+    def __init__(self, h, j: int, name: str, capacity_blocks: int, policy: Any) -> None:
         self._h, self._j, self.name, self.capacity_blocks = h, j, name, capacity_blocks
         self.resident = _Resident(h, j)
-        self.policy = _LRUView(h, j)
+        self.policy = _PolicyView(h, j, policy)
 
     def __repr__(self) -> str:
         return (f"NativeTier({self.name!r}, capacity_blocks={self.capacity_blocks}, resident={len(self.resident)}, "
-                f"pinned={self.num_pinned}, reserved={self.reserved_blocks}, policy=lru)")
+                f"pinned={self.num_pinned}, reserved={self.reserved_blocks}, policy={self.policy.name})")
 
     def __len__(self) -> int:
         return self._h.num_resident(self._j)
@@ -135,30 +167,33 @@ class _TierView:
 
 
 class NativeHierarchy:
-    """:class:`pcs.cache.Hierarchy` for all-LRU tiers, in C (``pcs.cache._lruhier``).
+    """:class:`pcs.cache.Hierarchy` in C (``pcs.cache._lruhier``) for tiers whose policies have compiled twins.
 
     Calls: ``start``, ``prefill_done``, ``finish``, and for the step scheduler
     ``grow``, ``abort``, ``extend``, ``held_blocks`` (same semantics as the Python hierarchy's).
 
     Args:
-        tiers: empty :class:`pcs.cache.tier.Tier` objects with ``lru`` policies, GPU
-            first (only their names and capacities are read).
+        tiers: empty :class:`pcs.cache.tier.Tier` objects, GPU first, each with a policy of
+            :data:`COMPILED_POLICIES` and no admission policy (their names, capacities and policy
+            options are read; the objects are not used after).
         write_policy: ``"back"`` (default) or ``"through"``.
     Raises:
-        ValueError: no tier, duplicate names, unknown write policy, a policy other
-            than ``lru``, a non-empty tier, or the extension is not built.
+        ValueError: no tier, duplicate names, unknown write policy, a policy without a
+            compiled twin, an admission policy, a non-empty tier, or the extension is not built.
     """
 
     def __init__(self, tiers: Sequence[Tier], write_policy: str = "back") -> None:
         names = check_hierarchy_args(tiers, write_policy)
         if not available(tiers):
-            raise ValueError("the native hierarchy needs the compiled pcs.cache._lruhier and empty lru tiers of at most "
-                             f"{MAX_BLOCKS} blocks; got {', '.join(f'{t.name}:{t.policy.name}' for t in tiers)}")
-        h = _lruhier.Hierarchy(names, [t.capacity_blocks for t in tiers], write_policy == "through")
+            raise ValueError("the native hierarchy needs the compiled pcs.cache._lruhier and empty tiers of at most "
+                             f"{MAX_BLOCKS} blocks with policies {', '.join(COMPILED_POLICIES)} and no admission "
+                             f"policy; got {', '.join(f'{t.name}:{t.policy.name}' for t in tiers)}")
+        h = _lruhier.Hierarchy(names, [t.capacity_blocks for t in tiers], write_policy == "through",
+                               [policy_spec(t.policy) for t in tiers])
         self._h = h
         self.write_policy = write_policy
         self.write_through = write_policy == "through"
-        self.tiers = [_TierView(h, j, t.name, t.capacity_blocks) for j, t in enumerate(tiers)]
+        self.tiers = [_TierView(h, j, t.name, t.capacity_blocks, t.policy) for j, t in enumerate(tiers)]
         self.start = h.start                # bound C methods: no Python frame per call
         self.prefill_done = h.prefill_done
         self.finish = h.finish
@@ -182,5 +217,5 @@ class NativeHierarchy:
         return self._h.dropped_blocks
 
     def _check(self) -> None:
-        """Assert every tier's invariants (capacity, pins, LRU list = unpinned blocks, hash table)."""
+        """Assert every tier's invariants (capacity, pins, hash table, the policy's lists hold the unpinned blocks)."""
         self._h.check()

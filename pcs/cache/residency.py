@@ -82,6 +82,9 @@ class Residency:
         self.peak_held_bytes = 0
         self.clock = 0.0
         self._next: float | None = None
+        #: keep every admission's sample (False: only those :meth:`record_last` keeps, the step scheduler's)
+        self.auto_record = True
+        self._last: tuple[list[int], int] = ([0] * ng, 0)
 
     def level_bytes(self, j: int) -> int:
         """Bytes resident at level j now."""
@@ -110,12 +113,23 @@ class Residency:
 
     def admitted(self, lost_blocks: int, held_bytes: int) -> None:
         """Record, right after a request's admission, the GPU pages per group and the blocks the hybrid
-        rules refused it (``--requests-out``), and the GPU bytes running requests hold."""
-        for col, c in zip(self.request_pages, self.pages[0]):
-            col.append(c)
-        self.request_lost.append(lost_blocks)
+        rules refused it (``--requests-out``; with ``auto_record`` False only when :meth:`record_last` says
+        so), and the GPU bytes running requests hold."""
+        if self.auto_record:
+            for col, c in zip(self.request_pages, self.pages[0]):
+                col.append(c)
+            self.request_lost.append(lost_blocks)
+        else:
+            self._last = (list(self.pages[0]), lost_blocks)
         if held_bytes > self.peak_held_bytes:
             self.peak_held_bytes = held_bytes
+
+    def record_last(self) -> None:
+        """Keep the sample of the last admission (a request's first admission under the step scheduler)."""
+        pages, lost = self._last
+        for col, c in zip(self.request_pages, pages):
+            col.append(c)
+        self.request_lost.append(lost)
 
     def removed(self, j: int, keys: Sequence[int]) -> None:
         """``keys`` left level j (evicted)."""

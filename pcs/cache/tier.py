@@ -25,11 +25,12 @@ without special-case fast branches (``docs/semantics.md §15``).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from itertools import filterfalse
 from typing import Iterable, Sequence
 
 from pcs.cache.policies import EvictionPolicy
+from pcs.counters import merge_counters
 
 __all__ = ["Tier", "TierStats"]
 
@@ -58,10 +59,8 @@ class TierStats:
     refused_blocks: int = 0
 
     def merge(self, other: "TierStats") -> "TierStats":
-        """Add ``other``'s counters (peaks take the max); returns self."""
-        for f in fields(self):
-            a, b = getattr(self, f.name), getattr(other, f.name)
-            setattr(self, f.name, max(a, b) if f.name.startswith("peak_") else a + b)
+        """Add ``other``'s counters (peaks take the max; :func:`pcs.counters.merge_counters`); returns self."""
+        merge_counters(self, other)
         return self
 
 
@@ -255,7 +254,7 @@ class Tier:
         assert victims is not None
         for h in fresh:
             res[h] = 0
-        self._add_in_runs(block_hashes, set(again), reused)
+        self._add_in_runs(block_hashes, fresh, again, reused)
         self.stats.inserted_blocks += len(fresh)
         self._note_peaks()
         return won + victims + cut + refused, len(fresh)
@@ -398,10 +397,17 @@ class Tier:
         if size + self.reserved_blocks > st.peak_used_blocks:
             st.peak_used_blocks = size + self.reserved_blocks
 
-    def _add_in_runs(self, block_hashes: Sequence[int], again: set, reused: bool) -> None:
+    def _add_in_runs(self, block_hashes: Sequence[int], fresh: list, again: list, reused: bool) -> None:
         """Give the unpinned blocks of an insert back to the policy in order, in runs of one flag:
-        stored (``reused``) or touched (in ``again``: True); pinned blocks are skipped."""
+        stored (``fresh``: ``reused``) or touched (``again``: True); pinned blocks are skipped.
+
+        With nothing touched, the stored blocks (in batch order) are the one run."""
+        if not again:
+            if fresh:
+                self.policy.add(fresh, reused)
+            return
         res = self.resident
+        again = set(again)
         run: list[int] = []
         flag = reused
         for h in block_hashes:

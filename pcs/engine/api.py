@@ -516,8 +516,8 @@ def replay(trace: Any = None, *, model: Any = None, hardware: Any = None, tp: in
             scheduler, :mod:`pcs.engine.scheduler`) or ``infinite`` (every
             prefill and decode at full speed at once, the model before it);
             None = ``step``, or ``infinite`` (with a note) when ``compute``
-            has no ``step_cost()``; a hybrid model runs ``infinite`` (the step
-            scheduler does not run cache groups yet; a note says so).
+            has no ``step_cost()``; a hybrid model runs either (the step
+            scheduler over its cache groups: :mod:`pcs.engine.hybridstep`).
         scheduler: the step scheduler's settings (:class:`pcs.engine.schedconfig.SchedulerConfig`;
             None = its defaults).
         hybrid_kv_cache_manager: for a hybrid model (sliding window, chunked local attention or SSM
@@ -560,14 +560,13 @@ def replay(trace: Any = None, *, model: Any = None, hardware: Any = None, tp: in
         raise ValueError("a hybrid model's cache groups run lru, slru, fifo, arc, s3fifo, sieve, lfu or 2q "
                          "without admission policies or --gap-oracle (policies that read the trace and "
                          "admission do not run on cache groups yet)")
-    opts = _hybrid_compute(opts, plan, notes)
     step = _step_setup(opts, scheduler, time_model, gpu)
     if step is not None:
         _refuse_empty_gpu(tier_specs[0], bpb[0])
     context = _context(source, spec, gpu, opts, dtype, bs, rules, tier_specs, bb, link_specs, protected_share)
     if plan is not None:
         full = _summarise(run_replay(source, rules, time_model, make, opts.timing, opts.write_policy, link_specs,
-                                     bpb, "auto", opts.native), dict(context), opts)
+                                     bpb, "auto", opts.native, None, step), dict(context), opts)
         make = lambda: _build_pools(plan, tier_specs, opts.policy, tier_policies, protected_share)  # noqa: E731
         bpb = [pb[0] for pb in plan.page_bytes]
         context.update(hybrid=plan, full_attention=full)
@@ -603,17 +602,6 @@ def _hybrid_plan(spec, bs: int, tier_specs, bb, manager, swa, mamba, mode):
     manager, swa, mamba, mode = check_hybrid_options(manager, swa, mamba, mode)
     return plan_hybrid(spec, bs, [t.name for t in tier_specs], bb,
                        [(t.capacity_bytes, t.capacity_blocks) for t in tier_specs], manager, swa, mamba, mode)
-
-
-def _hybrid_compute(opts: _Options, plan, notes: list) -> _Options:
-    """The compute mode of a hybrid model, or of any model on the ``hybrid`` engine: ``infinite`` (a note
-    when modeled timing asked for ``step``); the step scheduler does not run cache groups
-    (pcs.cache.grouphier) yet."""
-    if (plan is None and select.canonical(opts.engine) != "hybrid") or opts.compute_mode == "infinite":
-        return opts
-    if opts.timing == "modeled":
-        notes.append("compute infinite: the step scheduler does not run the hybrid engine's cache groups yet")
-    return dataclasses.replace(opts, compute_mode="infinite")
 
 
 def _summarise(out, context: dict, opts: _Options):

@@ -6,21 +6,11 @@ counts blocks.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
+
+from pcs.counters import merge_counters
 
 __all__ = ["LinkLedger", "ReplayLedger"]
-
-
-def _merge_fields(a, b) -> None:
-    for f in fields(a):
-        x, y = getattr(a, f.name), getattr(b, f.name)
-        if isinstance(x, list):
-            assert len(x) == len(y), f"cannot merge ledgers of {len(x)} and {len(y)} tiers"
-            setattr(a, f.name, [xi.merge(yi) if hasattr(xi, "merge") else xi + yi for xi, yi in zip(x, y)])
-        elif f.name.startswith("peak_"):
-            setattr(a, f.name, max(x, y))
-        else:
-            setattr(a, f.name, x + y)
 
 
 @dataclass(slots=True)
@@ -55,7 +45,7 @@ class LinkLedger:
 
     def merge(self, other: "LinkLedger") -> "LinkLedger":
         """Add ``other`` into self; returns self."""
-        _merge_fields(self, other)
+        merge_counters(self, other)
         return self
 
 
@@ -124,6 +114,6 @@ class ReplayLedger:
         """
         assert self.num_tiers == other.num_tiers, (self.num_tiers, other.num_tiers)
         n = self.num_tiers
-        _merge_fields(self, other)
+        merge_counters(self, other)
         self.num_tiers = n
         return self

@@ -118,9 +118,10 @@ def _event_loops(plans: list[_Plan], make_tiers: Callable[[], list], tiers0: lis
 
     With ``step`` (a ``(StepSetup, resolved config, decode blocks, rules)`` tuple) the modeled run is a
     :class:`pcs.engine.scheduler.StepEngine` and a no-cache StepEngine (the GPU tier alone) is appended.
-    The ``hybrid`` row gets the plan's groups and pools (:class:`pcs.engine.hybrid.HybridPlan`; ``step``
-    is None then: a hybrid model runs with instant compute, pcs.engine.api).
+    The ``hybrid`` row gets the plan's groups and pools (:class:`pcs.engine.hybrid.HybridPlan`) and, with
+    ``step``, :class:`pcs.engine.hybridstep.HybridStepEngine`; its no-cache StepEngine runs the GPU level's pools.
     """
+    from pcs.engine.hybridstep import HybridStepEngine
     from pcs.engine.scheduler import StepEngine
 
     out: list = []
@@ -133,13 +134,14 @@ def _event_loops(plans: list[_Plan], make_tiers: Callable[[], list], tiers0: lis
         hierarchy = clocked(plan.row.load()(tiers, write_policy, **kw))   # trace-reading policies follow admissions
         if step is not None and plan.timing == "modeled":
             setup, cfg, decode, rules = step
-            out.append(StepEngine(hierarchy, links, block_bytes, setup.cost, cfg, rules.recompute_last_token,
-                                  decode))
+            engine = HybridStepEngine if plan.row.name == "hybrid" else StepEngine
+            out.append(engine(hierarchy, links, block_bytes, setup.cost, cfg, rules.recompute_last_token, decode))
         else:
             out.append(ReplayEngine(hierarchy, plan.timing, links=links, block_bytes=block_bytes))
     if step is not None and plans[0].timing == "modeled" and out[0] is not None:
         setup, cfg, _, rules = step
-        gpu_only = clocked(plans[0].row.load()(make_tiers()[:1], write_policy))
+        kw = {} if plans[0].row.name != "hybrid" else _hybrid_kwargs(hybrid, block_bytes, step_s, gpu_only=True)
+        gpu_only = clocked(plans[0].row.load()(make_tiers()[:kw.get("pools", 1)], write_policy, **kw))
         out.append(StepEngine(gpu_only, links[:1], block_bytes[:1], setup.cost, cfg, rules.recompute_last_token,
                               no_cache=True))
     return out
@@ -156,15 +158,18 @@ def _compiled_baseline(plans: list[_Plan], source: Any, rules: BlockRules, make_
     return sequential_baseline(source, plans[-1].row.load()(make_tiers(), write_policy), rules)
 
 
-def _hybrid_kwargs(hybrid: Any, block_bytes: Sequence[int], step_s: float) -> dict:
+def _hybrid_kwargs(hybrid: Any, block_bytes: Sequence[int], step_s: float, gpu_only: bool = False) -> dict:
     """The hybrid hierarchy's groups and pools: the plan's, or one full-attention group (a model that is
-    not hybrid, run on the ``hybrid`` row by request: the same replay as the reference)."""
+    not hybrid, run on the ``hybrid`` row by request: the same replay as the reference); ``gpu_only``: the
+    GPU level's alone (the step scheduler's no-cache run)."""
     if hybrid is not None:
-        return dict(groups=hybrid.groups, pools=hybrid.pools, page_bytes=hybrid.page_bytes, step_s=step_s)
+        pb = hybrid.page_bytes[:1] if gpu_only else hybrid.page_bytes
+        return dict(groups=hybrid.groups, pools=hybrid.pools, page_bytes=pb, step_s=step_s)
     from pcs.cache.groups import CacheGroup
 
+    pb = [[b] for b in block_bytes]
     return dict(groups=(CacheGroup("full_attention", "full", ("full_attention",), 1),), pools=1,
-                page_bytes=[[b] for b in block_bytes], step_s=step_s)
+                page_bytes=pb[:1] if gpu_only else pb, step_s=step_s)
 
 
 def _resolve_step(step: StepSetup | None, timing: str, source: Any, rules: BlockRules) -> tuple | None:

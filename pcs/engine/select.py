@@ -10,9 +10,12 @@ engine                 applies when                               implementation
 ``lru-scan``           sequential timing, ONE tier, policy        :func:`pcs.engine.fastpath.run` (one
                        ``lru`` (and, found while scanning,        O(1)-per-access LRU scan, C or Python
                        chained block hashes)                      kernel per ``native``)
-``compiled-hierarchy`` every tier ``lru``, at most 2**30 blocks   :class:`pcs.cache.native.NativeHierarchy`
-                       each, the compiled twin built, ``native``  under the event loop (a sequential
-                       not ``python``                             baseline: its C loop, pcs.engine.seqbase)
+``compiled-hierarchy`` every tier's policy compiled (``lru``,      :class:`pcs.cache.native.NativeHierarchy`
+                       ``fifo``, ``slru``, ``sieve``, ``2q``,     under the event loop (a sequential
+                       ``s3fifo``, ``arc``, ``lfu``; no           baseline: its C loop, pcs.engine.seqbase)
+                       admission policy), at most 2**30 blocks
+                       each, the compiled twin built, ``native``
+                       not ``python``
 ``reference``          one cache group of full attention (every   :class:`pcs.cache.Hierarchy` under the
                        model that is not hybrid)                  event loop
 ``hybrid``             always; the only row for a hybrid model    :class:`pcs.cache.grouphier.GroupHierarchy`
@@ -40,6 +43,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
 from pcs import _native
+from pcs.cache.native import COMPILED_POLICIES
 from pcs.cache.native import MAX_BLOCKS as MAX_COMPILED_BLOCKS
 
 __all__ = ["EngineRow", "RunConfig", "ENGINES", "ENGINE_NAMES", "ALIASES", "REQUESTS", "SUMMARY_KEYS",
@@ -104,9 +108,10 @@ def _lru_scan_applies(cfg: RunConfig) -> str | None:
 def _compiled_hierarchy_applies(cfg: RunConfig) -> str | None:
     if _hybrid(cfg):
         return _hybrid(cfg)
-    other = [f"{name}:{policy}" for name, policy, _ in cfg.tiers if policy != "lru"]
+    other = [f"{name}:{policy}" for name, policy, _ in cfg.tiers if policy not in COMPILED_POLICIES]
     if other:
-        return f"it needs every tier lru, got {', '.join(other)}"
+        return (f"it needs every tier's policy compiled ({', '.join(COMPILED_POLICIES)}; no admission policy), "
+                f"got {', '.join(other)}")
     big = [name for name, _, cap in cfg.tiers if cap > MAX_COMPILED_BLOCKS]
     if big:
         return f"tier {big[0]} has more than {MAX_COMPILED_BLOCKS} blocks"
@@ -158,7 +163,7 @@ ENGINES: tuple[EngineRow, ...] = (
     EngineRow("lru-scan", "scan", "one O(1)-per-access LRU scan of the trace (sequential, one lru tier)",
               _lru_scan_applies, "pcs.engine.fastpath.run", "lruscan",
               "tests/engine/test_replay_fastpath.py::test_chained_traces"),
-    EngineRow("compiled-hierarchy", "event-loop", "the event loop over the compiled all-lru hierarchy",
+    EngineRow("compiled-hierarchy", "event-loop", "the event loop over the compiled hierarchy (compiled policies)",
               _compiled_hierarchy_applies, "pcs.cache.native.NativeHierarchy", "lruhier",
               "tests/cache/test_replay_native.py::test_native_equals_python_on_random_traces"),
     EngineRow("reference", "event-loop", "the event loop over the Python hierarchy (the reference)",

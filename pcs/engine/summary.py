@@ -78,11 +78,18 @@ def _admission_spec(tier) -> str | None:
     return None if adm is None else adm.spec()
 
 
+def _protected_share(policy) -> float | None:
+    """The slru policy's share (a Python SLRUPolicy or the compiled hierarchy's view of one), else None."""
+    if isinstance(policy, ProtectedPolicy) or (policy.name == "slru" and type(policy).__name__ == "_PolicyView"):
+        return policy.protected_share
+    return None
+
+
 def cache_state(h) -> CacheState:
     """Snapshot a :class:`pcs.cache.Hierarchy` (or a hybrid one) for :func:`build_summary`."""
     tiers = tuple(TierState(t.name, t.policy.name, t.capacity_blocks, len(t.resident), t.stats.peak_resident_blocks,
                             t.stats.evicted_blocks, h.written_blocks[j],
-                            t.policy.protected_share if isinstance(t.policy, ProtectedPolicy) else None,
+                            _protected_share(t.policy),
                             _admission_spec(t), getattr(t.stats, "refused_blocks", 0))
                   for j, t in enumerate(h.tiers))
     return CacheState(tiers, h.dropped_blocks, getattr(h, "residency", None))

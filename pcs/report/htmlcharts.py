@@ -121,14 +121,18 @@ def waterfall_chart(s: dict, oracle: dict | None) -> Chart:
             capacity (:mod:`pcs.report.htmlcurve`), drawn as a dashed rule; or None.
     """
     g = s["gap"]
+    ss = s["single_sequence_hit_ratio"]
+    hyb = g.get("hybrid_rules") or 0.0   # a hybrid model's term, taken out of capacity and eviction (§12)
     steps = [("ideal", 0.0, s["ideal_hit_ratio"], "level"),
-             ("block rounding", s["ideal_hit_ratio"], s["single_sequence_hit_ratio"], "gap"),
-             ("single-sequence", 0.0, s["single_sequence_hit_ratio"], "level"),
-             ("capacity and eviction", s["single_sequence_hit_ratio"], s["sequential_hit_ratio"], "gap"),
-             ("sequential", 0.0, s["sequential_hit_ratio"], "level"),
-             ("concurrency", s["sequential_hit_ratio"], s["hit_ratio"], "gap"),
-             ("real", 0.0, s["hit_ratio"], "level")]
-    assert abs(s["ideal_hit_ratio"] - g["block_rounding"] - g["capacity_eviction"] - g["concurrency"]
+             ("block rounding", s["ideal_hit_ratio"], ss, "gap"),
+             ("single-sequence", 0.0, ss, "level")]
+    if hyb:
+        steps.append(("hybrid rules", ss, ss - hyb, "gap"))
+    steps += [("capacity and eviction", ss - hyb, s["sequential_hit_ratio"], "gap"),
+              ("sequential", 0.0, s["sequential_hit_ratio"], "level"),
+              ("concurrency", s["sequential_hit_ratio"], s["hit_ratio"], "gap"),
+              ("real", 0.0, s["hit_ratio"], "level")]
+    assert abs(s["ideal_hit_ratio"] - g["block_rounding"] - g["capacity_eviction"] - g["concurrency"] - hyb
                - s["hit_ratio"]) < 1e-9, "the gap terms sum to ideal - real (docs/semantics.md §12)"
     rows = [{"step": n, "lo": min(a, b), "hi": max(a, b), "kind": k,
              "label": f"{100 * b:.1f} %" if k == "level" else f"{100 * (a - b):+.1f} pts"} for n, a, b, k in steps]

@@ -10,10 +10,6 @@ yields the same arrays (tests/trace/test_jsonl_fast.py diffs them).
 Parsers, fastest first (benchmarks/bench_jsonl_parsers.py on the Mooncake
 conversation trace replicated 1x-50x, one thread; docs/performance.md):
 
-- ``compiled``: pcs/trace/_jsonscan.c (built with pcs), Mooncake chunks only,
-  a strict grammar (the four keys once each, JSON integers and numbers,
-  nothing else); a chunk outside it goes to the next parser;
-
 - ``simdjson``: pysimdjson (optional extra ``pcs[fast]``), one DOM parse per
   line, the id list copied out as a uint64 buffer (``as_buffer``) without a
   Python int per id; 12-13 M ids per CPU second;
@@ -39,20 +35,16 @@ from pcs.trace.request import RequestBatch
 #: The values of the optional per-row ``reuse`` field of the JSONL formats (the one definition; hashids imports it).
 REUSE_VALUES = ("recorded", "synthetic")
 
-__all__ = ["PARSERS", "available", "clean_lines", "compiled_chunk", "parse_chunk", "rows_distinct"]
+__all__ = ["PARSERS", "available", "clean_lines", "parse_chunk", "rows_distinct"]
 
 #: Names of the shortcut parsers, in the order ``auto`` tries them.
-PARSERS = ("compiled", "simdjson", "pyarrow")
+PARSERS = ("simdjson", "pyarrow")
 _I64_MAX = (1 << 63) - 1
 _NL, _BRACE = 10, 123  # b"\n", b"{"
 
 
 def available(parser: str) -> bool:
     """Whether ``parser`` (one of :data:`PARSERS`) can run here (pysimdjson is an optional extra)."""
-    if parser == "compiled":
-        from pcs import _native
-
-        return _native.built("jsonscan")
     if parser == "simdjson":
         try:
             import simdjson  # noqa: F401
@@ -274,42 +266,12 @@ def pyarrow_chunk(spec, chunk: bytes, bs: int, state) -> RequestBatch | None:
                     extras, typ, synthetic)
 
 
-# -- compiled (pcs/trace/_jsonscan.c) ----------------------------------------------------------------
-def compiled_chunk(spec, chunk: bytes, bs: int, state) -> RequestBatch | None:
-    """Parse a clean Mooncake chunk with the strict compiled parser; None when a line is outside its grammar
-    (any key but the four, a ``reuse`` field, Bailian's fields, escapes, non-ASCII, ...) or fails a check."""
-    from pcs import _native
-
-    ext = _native.module("jsonscan")
-    if ext is None or spec.int_extras or spec.has_type:
-        return None
-    nlines = clean_lines(chunk)
-    if nlines is None:
-        return None
-    ts, il, ol, lens = np.empty(nlines), np.empty(nlines, np.int64), np.empty(nlines, np.int64), np.empty(nlines, np.int64)
-    ids = np.empty(chunk.count(b",") + nlines, np.uint64)  # ids per line <= its commas + 1
-    m = ext.parse_mooncake(chunk, ts, il, ol, lens, ids)
-    if m < 0:
-        return None
-    offsets = np.zeros(nlines + 1, dtype=np.int64)
-    np.cumsum(lens, out=offsets[1:])
-    return _checked(spec, bs, state, ts, il, ol, offsets, ids[:m], [], None)
-
-
 def parse_chunk(parser: str, spec, chunk: bytes, bs: int, state) -> RequestBatch | None:
     """Run shortcut ``parser`` on ``chunk``: the batch, or None when the authority must read it.
 
-    ``compiled`` is the strictest: a chunk it leaves goes to the next available shortcut
-    (simdjson, else pyarrow) before the authority.
-
     Args:
-        parser: ``"compiled"``, ``"simdjson"`` or ``"pyarrow"`` (:data:`PARSERS`).
+        parser: ``"simdjson"`` or ``"pyarrow"`` (:data:`PARSERS`).
         spec: :class:`pcs.trace.hashids.FormatSpec`; bs: tokens per block;
         state: :class:`pcs.trace.hashids.ReadState` (``last_ts`` advanced on success only).
     """
-    if parser == "compiled":
-        batch = compiled_chunk(spec, chunk, bs, state)
-        if batch is not None:
-            return batch
-        parser = next((p for p in PARSERS[1:] if available(p)), "pyarrow")
     return (simdjson_chunk if parser == "simdjson" else pyarrow_chunk)(spec, chunk, bs, state)

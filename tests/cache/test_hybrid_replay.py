@@ -64,8 +64,8 @@ def test_all_full_attention_on_mooncake_is_todays_replay():
     default = replay(trace, **kw)
     assert default.summary.to_dict() == base.summary.to_dict() and "hybrid" not in default.summary.to_dict()
     assert _same_table(default.requests, base.requests)
-    # the hybrid engine with one full-attention group; it runs instant compute (the step scheduler does
-    # not run cache groups yet), so it equals the reference under compute_mode="infinite"
+    # the hybrid engine with one full-attention group equals the reference (compute infinite here; under
+    # the step scheduler: tests/engine/test_hybrid_step.py::test_one_full_group_under_the_step_scheduler)
     on_groups = replay(trace, engine="hybrid", compute_mode="infinite", **kw)
     ref = replay(trace, engine="reference", compute_mode="infinite", **kw)
     assert on_groups.summary.engine == "hybrid"
@@ -185,11 +185,25 @@ def test_cli_json_requests_out_and_options(tmp_path: Path):
     assert r.exit_code == 0 and "hybrid block size" in r.stdout and "Hybrid model (vllm)" in r.stdout
 
 
-def test_hybrid_models_run_instant_compute_with_a_note():
-    # the step scheduler (docs/semantics.md §9) does not run cache groups: a hybrid model's modeled
-    # replay falls back to compute infinite and says so; the same model with the manager disabled does not
+def test_hybrid_models_run_the_step_scheduler():
+    # the step scheduler (docs/semantics.md §9) runs cache groups (pcs.engine.hybridstep): a hybrid model's
+    # modeled replay is compute step by default, no note about falling back; infinite when asked
     s = replay(SAMPLE, model="gpt-oss-120b", tiers=["gpu=40GB"], timing="modeled").summary
-    assert s.compute == "infinite" and any("step scheduler" in n for n in s.notes)
-    d = replay(SAMPLE, model="gpt-oss-120b", tiers=["gpu=40GB"], timing="modeled",
-               hybrid_kv_cache_manager="disabled").summary
-    assert d.compute == "step" and not any("step scheduler does not" in n for n in d.notes)
+    assert s.compute == "step" and s.engine == "hybrid" and s.scheduler is not None
+    assert not any("step scheduler does not" in n for n in s.notes)
+    i = replay(SAMPLE, model="gpt-oss-120b", tiers=["gpu=40GB"], timing="modeled", compute_mode="infinite").summary
+    assert i.compute == "infinite" and i.scheduler is None
+
+
+def test_html_waterfall_of_a_hybrid_replay_has_the_hybrid_rules_gap():
+    # §12: a hybrid model's gap adds hybrid_rules, taken out of capacity_eviction; the waterfall draws it
+    # between single-sequence (ss) and capacity and eviction: from ss down to ss - hybrid_rules, and
+    # capacity and eviction then starts there (an --html page of a hybrid replay failed its sum check)
+    from pcs.report.htmlcharts import waterfall_chart
+
+    s = replay(SAMPLE, model="gemma-3-27b", tiers=["gpu=40GB", "cpu=200GB"]).summary.to_dict()
+    hyb, ss = s["gap"]["hybrid_rules"], s["single_sequence_hit_ratio"]
+    assert hyb > 0
+    rows = {r["step"]: r for r in waterfall_chart(s, None).spec["datasets"]["steps"]}
+    assert rows["hybrid rules"]["hi"] == ss and rows["hybrid rules"]["lo"] == pytest.approx(ss - hyb, abs=1e-15)
+    assert rows["capacity and eviction"]["hi"] == pytest.approx(ss - hyb, abs=1e-15)

@@ -121,9 +121,15 @@ def test_growth_of_tables_past_many_blocks():
         _same(reqs, caps, "modeled", BlockRules(), "back")
 
 
-def test_refuses_what_is_not_all_lru():
-    tiers = [Tier("gpu", 4, make_policy("lru", 4)), Tier("cpu", 4, make_policy("fifo", 4))]
-    with pytest.raises(ValueError, match="gpu:lru, cpu:fifo"):
+def test_refuses_what_has_no_compiled_twin():
+    """gdsf (reads the trace's chains) has no C twin; an admission policy keeps a tier on the reference."""
+    from pcs.cache.admission import make_admission
+
+    tiers = [Tier("gpu", 4, make_policy("lru", 4)), Tier("cpu", 4, make_policy("gdsf", 4))]
+    with pytest.raises(ValueError, match="gpu:lru, cpu:gdsf"):
+        native.NativeHierarchy(tiers)
+    tiers = [Tier("gpu", 4, make_policy("lru", 4)), Tier("cpu", 4, make_policy("lru", 4), make_admission("reuse:2"))]
+    with pytest.raises(ValueError, match="no admission"):
         native.NativeHierarchy(tiers)
     with pytest.raises(ValueError, match="write policy"):
         native.NativeHierarchy(_tiers([4]), "sideways")

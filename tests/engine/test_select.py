@@ -3,7 +3,7 @@
 Every expected engine and reason below follows from the rows' documented
 preconditions (the module docstring of pcs/engine/select.py):
 lru-scan needs sequential timing and exactly one lru tier; the compiled
-hierarchy needs every tier lru, at most 2**30 blocks per tier, the built
+hierarchy needs every tier's policy compiled, at most 2**30 blocks per tier, the built
 extension and native != python; the reference applies to every model that
 is not hybrid and the hybrid row always; ``auto`` takes the first row that
 applies, in table order.
@@ -90,11 +90,21 @@ def test_auto_takes_the_compiled_hierarchy_for_lru_tiers_otherwise():
     assert reason.startswith("not lru-scan: it needs exactly one tier with policy lru, got gpu:lru, cpu:lru;")
 
 
+@needs_compiled
+def test_auto_takes_the_compiled_hierarchy_for_compiled_policies():
+    for policy in ("fifo", "slru", "sieve", "2q", "s3fifo", "arc", "lfu"):
+        row, _ = select.choose(cfg("modeled", ("gpu", policy, 100), ("cpu", "lru", 400)))
+        assert row.name == "compiled-hierarchy", policy
+
+
 def test_auto_takes_the_reference_for_other_policies_python_or_huge_tiers():
-    row, reason = select.choose(cfg("sequential", ("gpu", "lru", 100), ("cpu", "fifo", 400)))
+    row, reason = select.choose(cfg("sequential", ("gpu", "lru", 100), ("cpu", "gdsf", 400)))
     assert row.name == "reference"
-    assert reason == ("not lru-scan: it needs exactly one tier with policy lru, got gpu:lru, cpu:fifo; "
-                      "not compiled-hierarchy: it needs every tier lru, got cpu:fifo; auto: reference applies")
+    assert reason == ("not lru-scan: it needs exactly one tier with policy lru, got gpu:lru, cpu:gdsf; "
+                      "not compiled-hierarchy: it needs every tier's policy compiled (lru, fifo, slru, sieve, 2q, "
+                      "s3fifo, arc, lfu; no admission policy), got cpu:gdsf; auto: reference applies")
+    row, reason = select.choose(cfg("modeled", ("gpu", "lru", 100), ("cpu", "lru+reuse:2", 400)))
+    assert row.name == "reference" and "got cpu:lru+reuse:2" in reason
     row, reason = select.choose(cfg("modeled", ("gpu", "lru", 100), native="python"))
     assert row.name == "reference" and "not compiled-hierarchy: native is python (no compiled code)" in reason
     row, reason = select.choose(cfg("modeled", ("gpu", "lru", 2**30 + 1)))
@@ -116,8 +126,8 @@ def test_requested_engines_and_aliases():
     with pytest.raises(ValueError, match="engine 'lru-scan' cannot run this replay: timing is modeled"):
         select.choose(cfg("modeled", ("gpu", "lru", 100)), "lru-scan")
     with pytest.raises(ValueError, match="engine 'compiled-hierarchy' cannot run this replay: it needs every "
-                                         "tier lru, got gpu:fifo"):
-        select.choose(cfg("sequential", ("gpu", "fifo", 100)), "compiled-hierarchy")
+                                         "tier's policy compiled .*, got gpu:belady"):
+        select.choose(cfg("sequential", ("gpu", "belady", 100)), "compiled-hierarchy")
     with pytest.raises(ValueError, match="unknown engine 'turbo'; valid: auto, lru-scan, compiled-hierarchy, "
                                          "reference, hybrid, general, fast"):
         select.choose(seq_one, "turbo")

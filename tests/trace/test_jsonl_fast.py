@@ -27,7 +27,7 @@ SAMPLES = [(ROOT / "traces" / n, MOONCAKE, None) for n in
            ("sample_chat.jsonl", "sample_exact.jsonl", "sample_azure_conv.jsonl", "formats/mooncake_conv_8.jsonl")]
 SAMPLES += [(ROOT / "traces" / "sample_tokens_b16.jsonl", MOONCAKE, 16),  # hash ids at 16-token blocks
             (ROOT / "traces" / "formats" / "bailian_6.jsonl", BAILIAN, None)]
-PATHS = [False, "pyarrow", "simdjson", "compiled"]
+PATHS = [False, "pyarrow", "simdjson"]
 
 
 def read(path, spec, fast, bs=None, on_error="raise"):
@@ -169,44 +169,13 @@ def test_unknown_parser_is_a_value_error(tmp_path):
         list(read_hashid_jsonl(p, "t", MOONCAKE, None, ReadState(), fast="orjson"))
 
 
-def test_auto_prefers_compiled_then_simdjson_then_pyarrow(monkeypatch):
+def test_auto_prefers_simdjson_then_pyarrow(monkeypatch):
     import pcs.trace.jsonfast as jf
     from pcs.trace.hashids import _shortcut
 
-    # The compiled parser first when it is built (it hands the chunks it leaves to simdjson), then pysimdjson.
-    assert _shortcut(True) == ("compiled" if jf.available("compiled") else "simdjson") and _shortcut(False) is None
+    # pysimdjson first when installed (the [fast] extra), else pyarrow's JSON reader.
+    assert _shortcut(True) == ("simdjson" if jf.available("simdjson") else "pyarrow") and _shortcut(False) is None
     monkeypatch.setattr(jf, "available", lambda p: p == "pyarrow")  # as if neither were there
     assert _shortcut(True) == _shortcut("auto") == "pyarrow"
     with pytest.raises(ValueError, match=r"pip install -e '\.\[fast\]' in the pcs clone"):
         _shortcut("simdjson")
-
-
-@pytest.mark.skipif(not __import__("pcs.trace.jsonfast", fromlist=["available"]).available("compiled"),
-                    reason="compiled pcs.trace._jsonscan not built")
-@pytest.mark.parametrize("bad", BAD, ids=[f"bad{i}" for i in range(len(BAD))])
-def test_compiled_parser_alone_refuses_or_agrees(tmp_path, bad):
-    """The strict parser on its own (no fallback): None, or exactly the authority's batch."""
-    from pcs.trace.jsonfast import compiled_chunk
-
-    chunk = (GOOD + "\n" + bad + "\n").encode("utf-8", "surrogatepass")
-    p = tmp_path / "t.jsonl"
-    p.write_bytes(chunk)
-    got = compiled_chunk(MOONCAKE, chunk, 512, ReadState())
-    if got is not None:
-        want = read(p, MOONCAKE, False)
-        assert want[0] != "error"
-        assert [got.arrival_s.tolist(), got.prompt_tokens.tolist(), got.output_tokens.tolist(),
-                got.block_offsets.tolist(), got.block_hashes.tolist()] == [want[0][0][k] for k in range(5)]
-
-
-def test_compiled_parser_reads_a_clean_chunk():
-    # Two hand rows: ids [2**64 - 1] and [0, 5]; timestamps 0 and 1500 ms -> 0.0 and 1.5 s.
-    from pcs.trace.jsonfast import available, compiled_chunk
-
-    if not available("compiled"):
-        pytest.skip("compiled pcs.trace._jsonscan not built")
-    chunk = (b'{"timestamp": 0, "input_length": 100, "output_length": 1, "hash_ids": [18446744073709551615]}\n'
-             b'{"hash_ids": [0, 5], "output_length": 2, "input_length": 600, "timestamp": 1.5e3}\n')
-    b = compiled_chunk(MOONCAKE, chunk, 512, ReadState())
-    assert b.arrival_s.tolist() == [0.0, 1.5] and b.block_offsets.tolist() == [0, 1, 3]
-    assert b.block_hashes.tolist() == [2**64 - 1, 0, 5] and b.prompt_tokens.tolist() == [100, 600]

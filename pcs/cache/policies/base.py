@@ -46,7 +46,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from typing import ClassVar, Iterable, Sequence
 
-__all__ = ["EvictionPolicy"]
+__all__ = ["EvictionPolicy", "OneByOnePolicy"]
 
 
 class EvictionPolicy(ABC):
@@ -126,3 +126,17 @@ class EvictionPolicy(ABC):
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(capacity_blocks={self.capacity_blocks}, held={len(self)})"
+
+
+class OneByOnePolicy(EvictionPolicy):
+    """A policy that chooses its victims one at a time (S3-FIFO, SIEVE, 2Q): ``evict(n)`` is ``n`` calls
+    of :meth:`_evict_one`, all-or-nothing (refused, changing nothing, when fewer than ``n`` are held)."""
+
+    @abstractmethod
+    def _evict_one(self) -> int:
+        """Remove and return the next victim; called only while at least one block is held."""
+
+    def evict(self, n: int) -> list[int] | None:
+        if n > len(self):
+            return None
+        return [self._evict_one() for _ in range(n)]

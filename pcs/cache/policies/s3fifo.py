@@ -40,12 +40,12 @@ from __future__ import annotations
 from collections import OrderedDict
 from typing import Iterable, Sequence
 
-from pcs.cache.policies.base import EvictionPolicy
+from pcs.cache.policies.base import OneByOnePolicy
 
 __all__ = ["S3FIFOPolicy"]
 
 
-class S3FIFOPolicy(EvictionPolicy):
+class S3FIFOPolicy(OneByOnePolicy):
     """S3-FIFO (SOSP'23): small, main and ghost FIFO queues.
 
     Args:
@@ -194,11 +194,6 @@ class S3FIFOPolicy(EvictionPolicy):
                 k = self._evict_small()
             if k is not None:
                 return k
-
-    def evict(self, n: int) -> list[int] | None:
-        if n > len(self):
-            return None
-        return [self._evict_one() for _ in range(n)]
 
     def order(self) -> list[int]:
         """Held keys: small then main, each oldest first (second chances not applied)."""

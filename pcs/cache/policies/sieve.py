@@ -26,12 +26,12 @@ from __future__ import annotations
 
 from typing import Iterable, Sequence
 
-from pcs.cache.policies.base import EvictionPolicy
+from pcs.cache.policies.base import OneByOnePolicy
 
 __all__ = ["SievePolicy"]
 
 
-class SievePolicy(EvictionPolicy):
+class SievePolicy(OneByOnePolicy):
     """SIEVE (NSDI'24): FIFO order, a visited bit per block, a hand that sweeps from old to new.
 
     >>> p = SievePolicy(4); p.add([1, 2, 3]); p.touch([1]); p.evict(1)
@@ -115,11 +115,6 @@ class SievePolicy(EvictionPolicy):
         self._hand = newer[k]
         self._unlink(k)
         return k
-
-    def evict(self, n: int) -> list[int] | None:
-        if n > len(self):
-            return None
-        return [self._evict_one() for _ in range(n)]
 
     def order(self) -> list[int]:
         """Held keys from the hand toward the head, then from the tail up to the hand (visited ones included)."""

@@ -33,12 +33,12 @@ from __future__ import annotations
 from collections import OrderedDict
 from typing import Iterable, Sequence
 
-from pcs.cache.policies.base import EvictionPolicy
+from pcs.cache.policies.base import OneByOnePolicy
 
 __all__ = ["TwoQPolicy"]
 
 
-class TwoQPolicy(EvictionPolicy):
+class TwoQPolicy(OneByOnePolicy):
     """2Q (VLDB'94): A1in FIFO, A1out ghost FIFO, Am LRU.
 
     Args:
@@ -143,11 +143,6 @@ class TwoQPolicy(EvictionPolicy):
         if (len(self._a1in) > self.in_blocks and in_free) or not self._am:
             return self._evict_a1in()
         return self._am.popitem(last=False)[0]
-
-    def evict(self, n: int) -> list[int] | None:
-        if n > len(self):
-            return None
-        return [self._evict_one() for _ in range(n)]
 
     def order(self) -> list[int]:
         """Held keys: A1in oldest first, then Am LRU first (the split depends on A1in's size)."""

@@ -1,0 +1,361 @@
+/* Shared by pcs/cache/_lruhier.c (the tier hierarchy, the mechanism) and the compiled eviction policies
+ * pcs/cache/_pol_*.c (one file per policy, as pcs/cache/policies/NAME.py): the tier structure (open-addressing
+ * hash table + entries with intrusive list links), list helpers and the policy interface.
+ *
+ * The policy interface mirrors pcs.cache.policies.base.EvictionPolicy (docs/semantics.md §8): the mechanism
+ * calls add (a resident block becomes evictable, in eviction order; add_end closes one add(keys, reused) batch),
+ * remove (it is pinned), drop (it leaves the tier without being chosen), touch (unpinned access; touch_end
+ * closes the batch), expect (a key about to be stored, before the evictions for it), evict_begin(n) then n
+ * victims (each chosen and forgotten by the policy; the mechanism deletes its entry). LRU is not behind the
+ * table: a tier whose ops is NULL keeps its inline LRU list (head = first victim), the all-LRU speed.
+ */
+#ifndef PCS_LRUHIER_H
+#define PCS_LRUHIER_H
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <string.h>
+
+#define QNONE 0xff
+#define NQ 4
+/* Entry.flags */
+#define F_KNOWN 1      /* the policy has seen the block since it became resident (Python: the key is in its dicts) */
+#define F_VISITED 2    /* SIEVE's visited bit */
+#define F_INHEAP 4     /* FIFO / LFU: the entry has a current item in the policy's heap */
+#define F_PAM 8        /* 2Q: pinned block that left Am; ARC: pinned block (aux = list it left) */
+#define F_OUT 16       /* taken out of the policy (Python: remove(), "pinned"): set by the mechanism */
+#define OUT(x) ((x)->flags & F_OUT)
+
+typedef struct {
+    uint64_t key;
+    int64_t aux;           /* policy data: FIFO sequence number, S3-FIFO frequency, ARC list, LFU uses */
+    int32_t pin;
+    int32_t prev, next;    /* list links (LRU list or the policy's queue q); next also chains the free list */
+    uint8_t q;             /* policy queue holding the entry (QNONE: none) */
+    uint8_t flags;
+} Entry;
+
+struct PolOps;
+
+typedef struct Tier {
+    PyObject *name;
+    Py_ssize_t capacity, reserved, nres, held;
+    long long inserted, evicted, overflow, peak_res, peak_used;
+    Entry *ent;
+    int32_t ent_cap, ent_len, free_head;
+    int32_t *slots;
+    uint64_t mask;
+    int bits;
+    int32_t head, tail;    /* LRU list (ops == NULL), or the list of a key store (ghosts) */
+    /* -- policy state (ops != NULL) -- */
+    const struct PolOps *ops;
+    long long opt[4];                  /* sizes and options, worked out by the Python policy (pcs/cache/native.py) */
+    int32_t qhead[NQ], qtail[NQ];
+    Py_ssize_t qlen[NQ];
+    struct Tier *ghost, *ghost2, *seen;   /* ghost keys (list order = age), expected keys found in a ghost */
+    int64_t next_seq, npin_q0, npin, inflation;
+    int32_t hand;
+    int has_evicted;
+    double p;                          /* ARC's target size of T1 */
+    int64_t *heap;                     /* FIFO / LFU: min-heap of (rank, entry) pairs */
+    Py_ssize_t hlen, hcap;
+    uint8_t *pending;                  /* ARC: ghost-lookup result per expected key */
+    Py_ssize_t plen, pcap;
+    int64_t *ex;                       /* LFU: per entry (key K, put number) */
+    Py_ssize_t excap;
+} Tier;
+
+typedef struct PolOps {
+    const char *name;
+    int (*init)(Tier *t);                          /* after opt[] is set; -1 + exception on error */
+    void (*fini)(Tier *t);
+    int (*add)(Tier *t, int32_t e, int reused);   /* -1 on memory error (exception set) */
+    void (*add_end)(Tier *t, int reused);          /* NULL: nothing */
+    void (*remove)(Tier *t, int32_t e);
+    void (*drop)(Tier *t, int32_t e);
+    void (*touch)(Tier *t, int32_t e);
+    void (*touch_end)(Tier *t);                    /* NULL: nothing */
+    int (*expect_begin)(Tier *t);                  /* NULL: nothing */
+    int (*expect)(Tier *t, uint64_t key);          /* NULL: nothing; -1 on memory error */
+    void (*evict_begin)(Tier *t, Py_ssize_t n);    /* NULL: nothing */
+    int32_t (*victim)(Tier *t);                    /* choose and forget one victim (held > 0); -1 on memory error */
+    Py_ssize_t (*order)(Tier *t, int32_t *out);    /* held entries, first victim first; -1 on memory error */
+    const char *(*check)(Tier *t);                 /* NULL if the structure is sound, else what is wrong */
+} PolOps;
+
+extern const PolOps POL_FIFO, POL_SLRU, POL_SIEVE, POL_2Q, POL_S3FIFO, POL_ARC, POL_LFU;
+
+#define HMUL 0x9E3779B97F4A7C15ULL
+
+static inline uint64_t home(const Tier *t, uint64_t key) { return (key * HMUL) >> (64 - t->bits); }
+
+static inline int tier_init(Tier *t, PyObject *name, Py_ssize_t capacity) {
+    memset(t, 0, sizeof(*t));
+    Py_INCREF(name);
+    t->name = name;
+    t->capacity = capacity;
+    t->bits = 4;
+    t->mask = 15;
+    t->slots = PyMem_Malloc(sizeof(int32_t) * 16);
+    if (!t->slots) return -1;
+    memset(t->slots, 0xff, sizeof(int32_t) * 16);
+    t->free_head = -1;
+    t->head = t->tail = -1;
+    t->hand = -1;
+    for (int q = 0; q < NQ; q++) t->qhead[q] = t->qtail[q] = -1;
+    return 0;
+}
+
+static inline void tier_free(Tier *t) {
+    Py_CLEAR(t->name);
+    PyMem_Free(t->ent);
+    PyMem_Free(t->slots);
+    t->ent = NULL;
+    t->slots = NULL;
+}
+
+static inline int32_t tfind(const Tier *t, uint64_t key) {
+    uint64_t i = home(t, key);
+    for (;;) {
+        int32_t e = t->slots[i];
+        if (e < 0) return -1;
+        if (t->ent[e].key == key) return e;
+        i = (i + 1) & t->mask;
+    }
+}
+
+static inline int grow_table(Tier *t) {
+    int bits = t->bits + 1;
+    uint64_t size = (uint64_t)1 << bits;
+    int32_t *s = PyMem_Malloc(sizeof(int32_t) * size);
+    if (!s) { PyErr_NoMemory(); return -1; }
+    memset(s, 0xff, sizeof(int32_t) * size);
+    int32_t *old = t->slots;
+    uint64_t oldsize = t->mask + 1;
+    t->slots = s;
+    t->bits = bits;
+    t->mask = size - 1;
+    for (uint64_t i = 0; i < oldsize; i++) {
+        int32_t e = old[i];
+        if (e < 0) continue;
+        uint64_t j = home(t, t->ent[e].key);
+        while (s[j] >= 0) j = (j + 1) & t->mask;
+        s[j] = e;
+    }
+    PyMem_Free(old);
+    return 0;
+}
+
+/* add an absent key with the given pin count; returns the entry index or -1 (memory error) */
+static inline int32_t tadd(Tier *t, uint64_t key, int32_t pin) {
+    if ((uint64_t)(t->nres + 1) * 2 > t->mask + 1 && grow_table(t) < 0) return -1;
+    int32_t e;
+    if (t->free_head >= 0) {
+        e = t->free_head;
+        t->free_head = t->ent[e].next;
+    } else {
+        if (t->ent_len == t->ent_cap) {
+            int32_t nc = t->ent_cap ? t->ent_cap * 2 : 64;
+            Entry *ne = PyMem_Realloc(t->ent, sizeof(Entry) * nc);
+            if (!ne) { PyErr_NoMemory(); return -1; }
+            t->ent = ne;
+            t->ent_cap = nc;
+        }
+        e = t->ent_len++;
+    }
+    Entry *x = &t->ent[e];
+    x->key = key;
+    x->pin = pin;
+    x->prev = x->next = -1;
+    x->aux = -1;
+    x->q = QNONE;
+    x->flags = 0;
+    uint64_t i = home(t, key);
+    while (t->slots[i] >= 0) i = (i + 1) & t->mask;
+    t->slots[i] = e;
+    t->nres++;
+    return e;
+}
+
+/* delete entry e from the table (it must not be in a list) */
+static inline void tdel(Tier *t, int32_t e) {
+    uint64_t i = home(t, t->ent[e].key);
+    while (t->slots[i] != e) i = (i + 1) & t->mask;
+    uint64_t j = i;
+    for (;;) {
+        j = (j + 1) & t->mask;
+        int32_t f = t->slots[j];
+        if (f < 0) break;
+        uint64_t k = home(t, t->ent[f].key);
+        /* f may move to i unless its home k lies cyclically in (i, j] */
+        int stays = (i <= j) ? (i < k && k <= j) : (i < k || k <= j);
+        if (!stays) {
+            t->slots[i] = f;
+            i = j;
+        }
+    }
+    t->slots[i] = -1;
+    t->ent[e].aux = -1;
+    t->ent[e].flags = 0;
+    t->ent[e].q = QNONE;
+    t->ent[e].next = t->free_head;
+    t->free_head = e;
+    t->nres--;
+}
+
+static inline void lru_append(Tier *t, int32_t e) {
+    Entry *x = &t->ent[e];
+    x->prev = t->tail;
+    x->next = -1;
+    if (t->tail >= 0) t->ent[t->tail].next = e; else t->head = e;
+    t->tail = e;
+    t->held++;
+}
+
+static inline void lru_unlink(Tier *t, int32_t e) {
+    Entry *x = &t->ent[e];
+    if (x->prev >= 0) t->ent[x->prev].next = x->next; else t->head = x->next;
+    if (x->next >= 0) t->ent[x->next].prev = x->prev; else t->tail = x->prev;
+    x->prev = x->next = -1;
+    t->held--;
+}
+
+/* -- the policies' queues: one list per queue id, front = oldest / first victim ----------------------------- */
+static inline void q_append(Tier *t, int q, int32_t e) {
+    Entry *x = &t->ent[e];
+    x->q = (uint8_t)q;
+    x->prev = t->qtail[q];
+    x->next = -1;
+    if (t->qtail[q] >= 0) t->ent[t->qtail[q]].next = e; else t->qhead[q] = e;
+    t->qtail[q] = e;
+    t->qlen[q]++;
+}
+
+static inline void q_unlink(Tier *t, int32_t e) {
+    Entry *x = &t->ent[e];
+    int q = x->q;
+    if (x->prev >= 0) t->ent[x->prev].next = x->next; else t->qhead[q] = x->next;
+    if (x->next >= 0) t->ent[x->next].prev = x->prev; else t->qtail[q] = x->prev;
+    x->prev = x->next = -1;
+    x->q = QNONE;
+    t->qlen[q]--;
+}
+
+static inline int32_t q_pop(Tier *t, int q) {
+    int32_t e = t->qhead[q];
+    q_unlink(t, e);
+    return e;
+}
+
+/* entries of queue q from the front, those held by the policy only if held_only; returns the count written */
+static inline Py_ssize_t q_collect(const Tier *t, int q, int held_only, int32_t *out) {
+    Py_ssize_t n = 0;
+    for (int32_t e = t->qhead[q]; e >= 0; e = t->ent[e].next)
+        if (!held_only || !OUT(&t->ent[e])) out[n++] = e;
+    return n;
+}
+
+/* -- key stores (ghost lists, sets of expected keys): a Tier used only for its table and list ------------- */
+static inline Tier *kstore_new(void) {
+    Tier *s = PyMem_Malloc(sizeof(Tier));
+    if (!s) { PyErr_NoMemory(); return NULL; }
+    if (tier_init(s, Py_None, 0) < 0) { PyMem_Free(s); PyErr_NoMemory(); return NULL; }
+    return s;
+}
+
+static inline void kstore_free(Tier *s) {
+    if (!s) return;
+    tier_free(s);
+    PyMem_Free(s);
+}
+
+/* append key to a ghost list holding at most cap keys (its oldest leaves when full); 0 or -1 */
+static inline int ghost_push(Tier *g, uint64_t key, Py_ssize_t cap) {
+    if (cap <= 0) return 0;
+    if (g->nres >= cap) {
+        int32_t o = g->head;
+        lru_unlink(g, o);
+        tdel(g, o);
+    }
+    int32_t e = tadd(g, key, 0);
+    if (e < 0) return -1;
+    lru_append(g, e);
+    return 0;
+}
+
+/* take key out of a ghost list; 1 if it was there */
+static inline int ghost_pop(Tier *g, uint64_t key) {
+    int32_t e = tfind(g, key);
+    if (e < 0) return 0;
+    lru_unlink(g, e);
+    tdel(g, e);
+    return 1;
+}
+
+/* drop the oldest key of a ghost list (it must not be empty) */
+static inline void ghost_pop_oldest(Tier *g) {
+    int32_t o = g->head;
+    lru_unlink(g, o);
+    tdel(g, o);
+}
+
+/* add key to a set with a value (pin field); 0 or -1 */
+static inline int kset_put(Tier *s, uint64_t key, int32_t value) {
+    int32_t e = tfind(s, key);
+    if (e >= 0) { s->ent[e].pin = value; return 0; }
+    return tadd(s, key, value) < 0 ? -1 : 0;
+}
+
+/* remove key from a set: its value, or 0 if absent */
+static inline int32_t kset_take(Tier *s, uint64_t key) {
+    int32_t e = tfind(s, key);
+    if (e < 0) return 0;
+    int32_t v = s->ent[e].pin;
+    tdel(s, e);
+    return v;
+}
+
+/* -- a min-heap of (rank, entry) items, lazily cleaned (FIFO, LFU) ------------------------------------------ */
+static inline int heap_push(Tier *t, int64_t rank, int32_t e) {
+    if (t->hlen + 2 > t->hcap) {
+        Py_ssize_t c = t->hcap ? t->hcap * 2 : 128;
+        int64_t *h = PyMem_Realloc(t->heap, sizeof(int64_t) * c);
+        if (!h) { PyErr_NoMemory(); return -1; }
+        t->heap = h;
+        t->hcap = c;
+    }
+    int64_t *h = t->heap;
+    Py_ssize_t i = t->hlen / 2;
+    t->hlen += 2;
+    while (i > 0) {
+        Py_ssize_t up = (i - 1) / 2;
+        if (h[2 * up] < rank || (h[2 * up] == rank && h[2 * up + 1] <= e)) break;
+        h[2 * i] = h[2 * up];
+        h[2 * i + 1] = h[2 * up + 1];
+        i = up;
+    }
+    h[2 * i] = rank;
+    h[2 * i + 1] = e;
+    return 0;
+}
+
+static inline void heap_pop(Tier *t) {
+    int64_t *h = t->heap;
+    Py_ssize_t n = (t->hlen -= 2) / 2;
+    if (!n) return;
+    int64_t r = h[2 * n], e = h[2 * n + 1];
+    Py_ssize_t i = 0;
+    for (;;) {
+        Py_ssize_t c = 2 * i + 1;
+        if (c >= n) break;
+        if (c + 1 < n && (h[2 * c + 2] < h[2 * c] || (h[2 * c + 2] == h[2 * c] && h[2 * c + 3] < h[2 * c + 1]))) c++;
+        if (r < h[2 * c] || (r == h[2 * c] && e <= h[2 * c + 1])) break;
+        h[2 * i] = h[2 * c];
+        h[2 * i + 1] = h[2 * c + 1];
+        i = c;
+    }
+    h[2 * i] = r;
+    h[2 * i + 1] = e;
+}
+
+#endif

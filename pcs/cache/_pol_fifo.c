@@ -1,0 +1,104 @@
+/* fifo, compiled: the twin of pcs/cache/policies/fifo.py (libCacheSim libCacheSim/cache/eviction/FIFO.c with
+ * pinning; docs/semantics.md §8). A block keeps the sequence number it got when it entered the tier (Entry.aux),
+ * also across pins, and victims go in that order. Two places hold the known blocks, each in sequence order:
+ * queue 0, where every block enters (numbers only grow, so appending keeps the order), and a min-heap of
+ * (number, entry) for blocks that come back after a pin. A pinned block stays in queue 0 until a victim search
+ * meets it at the front: it is parked (in neither) and, when released, goes to the heap with its old number.
+ * The victim is the smaller of queue 0's front and the heap's top. Heap items are cleaned lazily (stale when the
+ * entry no longer carries F_INHEAP and that number). O(1) per block but for blocks released after a search met
+ * them pinned (O(log n)); the Python twin's SortedDict is O(log n) for all. */
+#include "_lruhier.h"
+
+static int fifo_add(Tier *t, int32_t e, int reused) {
+    Entry *x = &t->ent[e];
+    if (!(x->flags & F_KNOWN)) {
+        x->flags |= F_KNOWN;
+        x->aux = t->next_seq++;
+        q_append(t, 0, e);
+        return 0;
+    }
+    if (x->q == 0 || (x->flags & F_INHEAP)) return 0;       /* still in place */
+    x->flags |= F_INHEAP;                                     /* parked: back by its number */
+    return heap_push(t, x->aux, e);
+}
+
+static void fifo_remove(Tier *t, int32_t e) { (void)t; (void)e; }   /* keeps its number and place */
+
+static void fifo_drop(Tier *t, int32_t e) {
+    if (t->ent[e].q == 0) q_unlink(t, e);      /* in the heap: tdel clears its flags, the item goes stale */
+}
+
+static void fifo_touch(Tier *t, int32_t e) { (void)t; (void)e; }
+
+static int32_t fifo_victim(Tier *t) {
+    for (;;) {
+        int32_t f = t->qhead[0];
+        while (f >= 0 && OUT(&t->ent[f])) {          /* pinned at the front: park it */
+            q_unlink(t, f);
+            f = t->qhead[0];
+        }
+        int32_t g = -1;
+        while (t->hlen) {
+            int32_t e = (int32_t)t->heap[1];
+            Entry *x = &t->ent[e];
+            if ((x->flags & F_INHEAP) && x->aux == t->heap[0]) {
+                if (!OUT(x)) { g = e; break; }
+                x->flags &= ~F_INHEAP;                /* pinned: parked until released */
+            }
+            heap_pop(t);
+        }
+        if (g >= 0 && (f < 0 || t->ent[g].aux < t->ent[f].aux)) {
+            heap_pop(t);
+            t->ent[g].flags &= ~F_INHEAP;
+            return g;
+        }
+        if (f >= 0) {
+            q_unlink(t, f);
+            return f;
+        }
+    }
+}
+
+static int cmp_seq(const void *a, const void *b) {
+    int64_t x = ((const int64_t *)a)[0], y = ((const int64_t *)b)[0];
+    return (x > y) - (x < y);
+}
+
+static Py_ssize_t fifo_order(Tier *t, int32_t *out) {
+    int64_t *tmp = PyMem_Malloc(sizeof(int64_t) * 2 * (t->nres + 1));
+    if (!tmp) { PyErr_NoMemory(); return -1; }
+    Py_ssize_t n = 0;
+    for (int32_t e = 0; e < t->ent_len; e++) {
+        Entry *x = &t->ent[e];
+        if ((x->flags & F_KNOWN) && !OUT(x)) { tmp[2 * n] = x->aux; tmp[2 * n + 1] = e; n++; }
+    }
+    qsort(tmp, n, 2 * sizeof(int64_t), cmp_seq);
+    for (Py_ssize_t i = 0; i < n; i++) out[i] = (int32_t)tmp[2 * i + 1];
+    PyMem_Free(tmp);
+    return n;
+}
+
+static const char *fifo_check(Tier *t) {
+    Py_ssize_t held = 0;
+    int64_t last = -1;
+    for (int32_t e = t->qhead[0]; e >= 0; e = t->ent[e].next) {
+        if (t->ent[e].aux <= last) return "queue 0 out of sequence order";
+        last = t->ent[e].aux;
+    }
+    for (int32_t e = 0; e < t->ent_len; e++) {
+        Entry *x = &t->ent[e];
+        if (!(x->flags & F_KNOWN)) continue;
+        if (x->aux < 0 || x->aux >= t->next_seq) return "sequence number out of range";
+        if (x->q == 0 && (x->flags & F_INHEAP)) return "a block both in queue 0 and in the heap";
+        if (!OUT(x)) {
+            held++;
+            if (x->q != 0 && !(x->flags & F_INHEAP)) return "held block in neither queue 0 nor the heap";
+        }
+    }
+    return held == t->held ? NULL : "held count differs from the known unpinned blocks";
+}
+
+const PolOps POL_FIFO = {
+    .name = "fifo", .add = fifo_add, .remove = fifo_remove, .drop = fifo_drop, .touch = fifo_touch,
+    .victim = fifo_victim, .order = fifo_order, .check = fifo_check,
+};
