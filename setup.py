@@ -10,6 +10,8 @@ them and owns the ``auto | c | python`` switch):
 - ``pcs.cache._lruhier`` (pcs/cache/_lruhier.c + one pcs/cache/_pol_NAME.c
   per compiled eviction policy): the tier hierarchy the replay event loop
   runs on when every tier's policy has a compiled twin;
+- ``pcs.engine._stepsched`` (pcs/engine/_stepsched.c): the step scheduler's
+  event loop (default ``pcs replay``) over that hierarchy;
 - ``pcs.trace._statscan`` (pcs/trace/_statscan.c): the one-pass scan behind
   ``pcs trace stats`` (pcs/trace/statscan.py).
 
@@ -26,6 +28,7 @@ from setuptools.command.build_ext import build_ext
 #: What each twin speeds up (pcs._native.SLOWER says the same at run time).
 _SLOWER = {"pcs.curves._stackdist": "curves", "pcs.engine._lruscan": "sequential one-tier replays",
            "pcs.cache._lruhier": "replays on lru, fifo, slru, sieve, 2q, s3fifo, arc or lfu tiers",
+           "pcs.engine._stepsched": "default step-scheduler replays",
            "pcs.trace._statscan": "pcs trace stats"}
 
 
@@ -55,9 +58,9 @@ class BuildTwins(build_ext):
 _POLICY_SOURCES = [f"pcs/cache/_pol_{name}.c" for name in ("fifo", "slru", "sieve", "2q", "s3fifo", "arc", "lfu")]
 
 
-def _ext(name: str, source: str, extra: tuple = ()) -> Extension:
+def _ext(name: str, source: str, extra: tuple = (), args: tuple = ()) -> Extension:
     return Extension(name, sources=[source, *extra], depends=["pcs/_kernel_common.h", "pcs/cache/_lruhier.h"],
-                     extra_compile_args=["-O3"], optional=True)
+                     extra_compile_args=["-O3", *args], optional=True)
 
 
 setup(
@@ -66,6 +69,8 @@ setup(
         _ext("pcs.curves._stackdist", "pcs/curves/_stackdist.c"),
         _ext("pcs.engine._lruscan", "pcs/engine/_lruscan.c"),
         _ext("pcs.cache._lruhier", "pcs/cache/_lruhier.c", tuple(_POLICY_SOURCES)),
+        # bit-identical floats to the Python reference: no fused multiply-add contraction
+        _ext("pcs.engine._stepsched", "pcs/engine/_stepsched.c", args=("-ffp-contract=off",)),
         _ext("pcs.trace._statscan", "pcs/trace/_statscan.c"),
     ]
 )

@@ -15,6 +15,9 @@ same logical accesses on both sides: full prompt blocks looked up
 timed (``libcachesim_s`` null).
 
 Usage: python benchmarks/bench_default_replay.py [--replicas 1,10] [--pairs 3] [--policy lru] [--trace PATH]
+[--engine auto|compiled-hierarchy] [--parquet] (compiled-hierarchy: the Python step-scheduler loop, for a
+before/after pair; --parquet: from pcs Parquet). ``libcachesim_cpu_s`` and ``cpu_ratio_to_libcachesim`` (median
+libCacheSim CPU seconds / median pcs CPU seconds) are the steadier ratio on a loaded machine.
 The last line printed is one JSON object: per replica, ``pcs_replay_s``
 (median), ``libcachesim_s``, ``pcs_m_accesses_per_s``, ``libcachesim_m_accesses_per_s``,
 ``ratio_to_libcachesim`` (median of pair ratios libCacheSim time / pcs time,
@@ -39,20 +42,29 @@ BENCH = "bench_default_replay"
 _CPU: list = []   # process CPU seconds of each timed pcs.replay (the machine is shared: wall time drifts)
 
 
+_PARQUET = [False]   # --parquet: replay from pcs Parquet instead of the JSONL
+_ENGINE = ["auto"]   # --engine: "compiled-hierarchy" times the Python step-scheduler loop (the figure before issue 19)
+
+
 def _pcs(path: Path, policy: str):
     from pcs.engine.api import replay
 
     t0 = time.process_time()
-    s = replay(str(path), policy=policy).summary
+    s = replay(str(path), policy=policy, engine=_ENGINE[0]).summary
     _CPU.append(time.process_time() - t0)
     return s
+
+
+_LCS_CPU: list = []   # process CPU seconds of each timed libCacheSim run (the same clock as _CPU)
 
 
 def _lcs(oracle: Path, c: int, accesses: int) -> int:
     import libcachesim as lcs
 
+    t0 = time.process_time()
     cache = lcs.LRU(c, hashpower=hashpower_for(c))
     miss_ratio, _ = cache.process_trace(lcs.TraceReader(str(oracle), lcs.TraceType.ORACLE_GENERAL_TRACE))
+    _LCS_CPU.append(time.process_time() - t0)
     return round(miss_ratio * 2 * accesses)
 
 
@@ -60,8 +72,15 @@ def _one(path: Path, tmp: Path, pairs: int, policy: str, has_lcs: bool) -> dict:
     from pcs.trace import open_trace
 
     fs = common.flat_lru_stream(open_trace(str(path)))
+    if _PARQUET[0]:                             # time the replay from pcs Parquet (converted once, untimed)
+        from pcs.trace.convert import convert
+
+        parquet = tmp / f"{path.stem}.parquet"
+        convert(open_trace(str(path)), parquet)
+        path = parquet
     s = _pcs(path, policy)                      # warm-up, and the GPU tier's size
     _CPU.clear()
+    _LCS_CPU.clear()
     c = int(s.tiers[0].capacity_blocks)
     if has_lcs:
         oracle = tmp / f"{path.stem}.oracleGeneral.bin"
@@ -78,11 +97,14 @@ def _one(path: Path, tmp: Path, pairs: int, policy: str, has_lcs: bool) -> dict:
            "pcs_replay_s": t_pcs, "pcs_replay_cpu_s": statistics.median(_CPU), "libcachesim_s": t_lcs, "ratio_to_libcachesim": ratio,
            "pcs_m_accesses_per_s": fs.accesses / t_pcs / 1e6,
            "pcs_m_accesses_per_cpu_s": fs.accesses / statistics.median(_CPU) / 1e6,
+           "libcachesim_cpu_s": statistics.median(_LCS_CPU) if _LCS_CPU else None,
+           "cpu_ratio_to_libcachesim": statistics.median(_LCS_CPU) / statistics.median(_CPU) if _LCS_CPU else None,
            "libcachesim_m_accesses_per_s": fs.accesses / t_lcs / 1e6 if t_lcs else None}
     print(f"{path.name}: {fs.accesses:,} accesses, pcs.replay {t_pcs:.2f} s = {row['pcs_m_accesses_per_s']:.3f} M/s "
           f"(CPU {row['pcs_replay_cpu_s']:.2f} s = {row['pcs_m_accesses_per_cpu_s']:.3f} M/s) "
           f"({s.engine}; baseline {s.baseline_engine}); libCacheSim LRU({c}) "
-          f"{row['libcachesim_m_accesses_per_s'] or 0:.2f} M/s; ratio {ratio or 0:.4f}; hit ratio {s.hit_ratio}")
+          f"{row['libcachesim_m_accesses_per_s'] or 0:.2f} M/s; ratio {ratio or 0:.4f} "
+          f"(CPU seconds: {row['cpu_ratio_to_libcachesim'] or 0:.4f}); hit ratio {s.hit_ratio}")
     return row
 
 
@@ -92,7 +114,11 @@ def main() -> None:
     ap.add_argument("--pairs", type=int, default=3)
     ap.add_argument("--policy", default="lru")
     ap.add_argument("--trace", type=Path, default=common.MOONCAKE_CONV, help="Mooncake JSONL (default: ../shared)")
+    ap.add_argument("--engine", default="auto", help="replay(engine=...): auto (default) or e.g. compiled-hierarchy")
+    ap.add_argument("--parquet", action="store_true", help="replay from pcs Parquet (converted once, untimed)")
     args = ap.parse_args()
+    _ENGINE[0] = args.engine
+    _PARQUET[0] = args.parquet
     src = args.trace
     if not src.exists():
         return common.skip(BENCH, f"no Mooncake trace at {src}")
@@ -110,7 +136,7 @@ def main() -> None:
                 one = common.replicate_mooncake(src, tmp, 0, name="x1.jsonl").cacheable_accesses
                 path = common.replicate_mooncake(src, tmp, k * one, name=f"x{k}.jsonl").path
             rows.append(dict(_one(Path(path), tmp, args.pairs, args.policy, has_lcs), replicas=k))
-    common.emit({"bench": BENCH, "policy": args.policy, "pairs": args.pairs, "rows": rows,
+    common.emit({"bench": BENCH, "policy": args.policy, "engine_requested": args.engine, "parquet": args.parquet, "pairs": args.pairs, "rows": rows,
                  "machine": common.machine_info()})
 
 

@@ -12,7 +12,9 @@ Measured (one core, process CPU seconds, best of ``--repeat``):
   chunks (``engine_accesses_per_s``) and including building the chunks from
   numpy columns with the compute-model tables (``with_chunks_accesses_per_s``);
 - ``two_tier_lru_modeled_step``: the same tiers and chunks through the step
-  scheduler (``--compute step``, :class:`pcs.engine.scheduler.StepEngine`,
+  scheduler (``--compute step``; the compiled loop
+  :class:`pcs.engine.stepnative.NativeStepEngine` = engine ``compiled-step``, and
+  ``python_loop_*`` the Python :class:`pcs.engine.scheduler.StepEngine`,
   vLLM's H100 batch limits, decode blocks of the next turns found beforehand):
   engine seconds and accesses per second (target >= 1 M), steps, and the
   no-cache twin's seconds (the "without cache" latencies of ``pcs replay``);
@@ -116,19 +118,24 @@ def _step_bench(src, chunks, caps, links, bpb, tm, repeat: int, accesses: int) -
     dec = decode_blocks(src)
     cfg = SchedulerConfig().resolved(get_gpu("h100-sxm"), cost.token_s, dec.detected)
 
-    def go(no_cache=False):
+    from pcs.engine.stepnative import NativeStepEngine
+
+    def go(no_cache=False, cls=NativeStepEngine):
         n = 1 if no_cache else len(caps)
         h = _engine(caps[:n], "modeled", bpb[:n], links[:n]).h
-        e = StepEngine(h, links[:n], bpb[:n], cost, cfg, True, dec, no_cache=no_cache)
+        e = cls(h, links[:n], bpb[:n], cost, cfg, True, dec, no_cache=no_cache)
         for ch in chunks:
             e.feed(ch)
-        e.close()
+        e.result = e.close()
         return e
 
-    step_s, eng = common.best_of(go, repeat)
+    step_s, eng = common.best_of(go, repeat)                           # compiled loop (engine compiled-step)
+    py_s, py_eng = common.best_of(lambda: go(cls=StepEngine), repeat)   # the Python reference loop
+    assert py_eng.stats == eng.stats and py_eng.result.ledger == eng.result.ledger
     nc_s, _ = common.best_of(lambda: go(True), 1)
     st = eng.stats
-    return {"engine_s": step_s, "engine_accesses_per_s": accesses / step_s, "steps": st.steps,
+    return {"engine_s": step_s, "engine_accesses_per_s": accesses / step_s,
+            "python_loop_s": py_s, "python_loop_accesses_per_s": accesses / py_s, "steps": st.steps,
             "prefill_steps": st.prefill_steps, "preemptions": st.preemptions,
             "utilisation": st.busy_s / (st.end_s - st.origin_s), "hit_ratio": eng.ledger.hit_ratio,
             "decode_blocks": dec.pairs, "no_cache_s": nc_s, "target_accesses_per_s": 1_000_000,
@@ -203,6 +210,7 @@ def main() -> None:
           f"({accesses / (modeled_s + chunk_s) / 1e6:.2f} M/s with chunk building); "
           f"Python hierarchy {accesses / py_s / 1e6:.2f} M/s")
     print(f"two-tier LRU modeled, step scheduler: engine {step['engine_accesses_per_s'] / 1e6:.2f} M accesses/s "
+          f"(Python loop {step['python_loop_accesses_per_s'] / 1e6:.2f} M/s) "
           f"({step['steps']:,} steps, utilisation {step['utilisation']:.3f}); no-cache twin {step['no_cache_s']:.2f} s")
     print(f"one-tier LRU sequential: {accesses / seq_s / 1e6:.2f} M accesses/s (engine loop); pcs.replay "
           f"general {accesses / gen_s / 1e6:.2f} M/s, fast {accesses / fast_s / 1e6:.2f} M/s")

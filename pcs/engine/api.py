@@ -496,7 +496,7 @@ def replay(trace: Any = None, *, model: Any = None, hardware: Any = None, tp: in
         engine: ``auto`` (default): the first row of the engine-selection
             table (:mod:`pcs.engine.select`) that applies, for the run and for
             its sequential baseline; or a row by name: ``lru-scan``,
-            ``compiled-hierarchy``, ``reference`` (aliases ``fast`` =
+            ``compiled-step``, ``compiled-hierarchy``, ``reference`` (aliases ``fast`` =
             lru-scan, ``general`` = reference). Every engine gives the same
             numbers (docs/semantics.md §15); the summary's ``engine`` and
             ``engine_reason`` say which ran and why.

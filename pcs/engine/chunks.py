@@ -43,6 +43,11 @@ class Chunk:
             the timing model; empty when there is none).
         prefill_offsets: ints, len n + 1.
         decode_s: floats, seconds of all decode steps of row i.
+        arrays: the same columns as numpy arrays, for compiled loops that read buffers
+            (:class:`pcs.engine.stepnative.NativeStepEngine`): ``(arrival_s f8, prompt_tokens i8,
+            output_tokens i8, cacheable i8, max_hit_blocks i8, offsets i8, block_hashes u8, prefill_s f8,
+            prefill_offsets i8)`` (shapes (n,), offsets (n + 1,); the prefill table filled only when decode
+            seconds are not (the step scheduler), else empty); None when the chunk was built from lists.
     """
 
     first_request_id: int
@@ -58,6 +63,7 @@ class Chunk:
     prefill_s: list
     prefill_offsets: list
     decode_s: list
+    arrays: tuple | None = None
 
     def __len__(self) -> int:
         return len(self.arrival_s)
@@ -82,13 +88,20 @@ def rule_columns(prompt_tokens: np.ndarray, num_hashes: np.ndarray, output_token
 def _from_columns(first_id: int, bs: int, arrival, prompt, output, offsets, hashes, rules: BlockRules,
                   timing: Any, decode: bool = True) -> Chunk:
     n, cap, extra = rule_columns(prompt, np.diff(offsets), output, bs, rules)
-    if timing is not None:
-        pre, pre_off, dec = timing.tables(prompt, output, cap, bs) if decode else \
-            timing.tables(prompt, output, cap, bs, False)
+    i8 = np.int64
+    pre_arrays = (np.zeros(0), np.zeros(0, i8))
+    if timing is not None and decode:
+        pre, pre_off, dec = timing.tables(prompt, output, cap, bs)
+    elif timing is not None:
+        pre_arrays = timing.tables(prompt, output, cap, bs, False, True)[:2]
+        pre, pre_off, dec = pre_arrays[0].tolist(), pre_arrays[1].tolist(), []
     else:
         pre, pre_off, dec = [], [], []
+    arrays = (np.ascontiguousarray(arrival, np.float64), np.ascontiguousarray(prompt, i8),
+              np.ascontiguousarray(output, i8), n, cap, np.ascontiguousarray(offsets, i8),
+              np.ascontiguousarray(hashes, np.uint64)) + pre_arrays
     return Chunk(first_id, bs, arrival.tolist(), prompt.tolist(), output.tolist(), n.tolist(), cap.tolist(),
-                 extra.tolist(), offsets.tolist(), hashes.tolist(), pre, pre_off, dec)
+                 extra.tolist(), offsets.tolist(), hashes.tolist(), pre, pre_off, dec, arrays)
 
 
 def iter_chunks(source: Any, rules: BlockRules, timing: Any = None, decode: bool = True) -> Iterator[Chunk]:

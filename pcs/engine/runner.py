@@ -11,7 +11,8 @@ When an event loop runs, the trace is decoded once (:class:`pcs.engine.decoded.D
 and the scan, the next-turn search and the engines' feed read the same batches.
 
 Modeled timing with ``--compute step`` (``step`` given) runs the step
-scheduler (:class:`pcs.engine.scheduler.StepEngine`) instead of the
+scheduler (:class:`pcs.engine.scheduler.StepEngine`, or its compiled twin
+:class:`pcs.engine.stepnative.NativeStepEngine` on the ``compiled-step`` row) instead of the
 instant-compute loop, and beside it the same scheduler with no cache (the
 "without cache" latencies); decode blocks are found first when they may be
 cached (:mod:`pcs.engine.turns`, a pass over the same decoded batches).
@@ -84,12 +85,20 @@ class _Plan:
     reason: str
 
 
-def _place(tiers: Sequence, timing: str, requested: str, native: str | None, hybrid: Any = None) -> list[_Plan]:
+def _scheduler_label(step: StepSetup | None) -> str | None:
+    """:attr:`pcs.engine.select.RunConfig.scheduler` of a run with ``step`` (None: instant compute)."""
+    if step is None:
+        return None
+    return step.config.restore_policy + ("+chunk-attention" if step.cost.attn_pair_s is None else "")
+
+
+def _place(tiers: Sequence, timing: str, requested: str, native: str | None, hybrid: Any = None,
+           step: StepSetup | None = None) -> list[_Plan]:
     """The run, then (modeled timing) the sequential baseline, each chosen through the table."""
     plans = []
     groups = [g.name for g in hybrid.groups] if hybrid is not None else None
     for t in (timing, "sequential") if timing == "modeled" else (timing,):
-        cfg = select.RunConfig.of(tiers, t, native, groups)
+        cfg = select.RunConfig.of(tiers, t, native, groups, _scheduler_label(step))
         row, reason = select.choose(cfg, requested)
         plans.append(_Plan(t, cfg, row, reason))
     return plans
@@ -123,7 +132,9 @@ def _event_loops(plans: list[_Plan], make_tiers: Callable[[], list], tiers0: lis
     """
     from pcs.engine.hybridstep import HybridStepEngine
     from pcs.engine.scheduler import StepEngine
+    from pcs.engine.stepnative import NativeStepEngine
 
+    loop_cls = NativeStepEngine if plans[0].row.name == "compiled-step" else StepEngine
     out: list = []
     for plan in plans:
         if plan.row.kind != "event-loop":
@@ -134,7 +145,9 @@ def _event_loops(plans: list[_Plan], make_tiers: Callable[[], list], tiers0: lis
         hierarchy = clocked(plan.row.load()(tiers, write_policy, **kw))   # trace-reading policies follow admissions
         if step is not None and plan.timing == "modeled":
             setup, cfg, decode, rules = step
-            engine = HybridStepEngine if plan.row.name == "hybrid" else StepEngine
+            if loop_cls is NativeStepEngine:
+                loop_cls = _native_step_or_fallback(plan, hierarchy, links, setup.cost, cfg)
+            engine = HybridStepEngine if plan.row.name == "hybrid" else loop_cls
             out.append(engine(hierarchy, links, block_bytes, setup.cost, cfg, rules.recompute_last_token, decode))
         else:
             out.append(ReplayEngine(hierarchy, plan.timing, links=links, block_bytes=block_bytes))
@@ -142,9 +155,23 @@ def _event_loops(plans: list[_Plan], make_tiers: Callable[[], list], tiers0: lis
         setup, cfg, _, rules = step
         kw = {} if plans[0].row.name != "hybrid" else _hybrid_kwargs(hybrid, block_bytes, step_s, gpu_only=True)
         gpu_only = clocked(plans[0].row.load()(make_tiers()[:kw.get("pools", 1)], write_policy, **kw))
-        out.append(StepEngine(gpu_only, links[:1], block_bytes[:1], setup.cost, cfg, rules.recompute_last_token,
-                              no_cache=True))
+        nc_cls = StepEngine if plans[0].row.name == "hybrid" else loop_cls
+        out.append(nc_cls(gpu_only, links[:1], block_bytes[:1], setup.cost, cfg, rules.recompute_last_token,
+                          no_cache=True))
     return out
+
+
+def _native_step_or_fallback(plan: _Plan, hierarchy: Any, links: Sequence, cost: Any, cfg: Any) -> type:
+    """:class:`pcs.engine.stepnative.NativeStepEngine`, or -- when it finds what the table could not see (a link
+    that is not a LinkSpec, more tiers than it takes) -- the Python StepEngine, the plan moved to the next row."""
+    from pcs.engine.scheduler import StepEngine
+    from pcs.engine.stepnative import NativeStepEngine, unsupported
+
+    why = unsupported(hierarchy, links, cost, cfg)
+    if why is None:
+        return NativeStepEngine
+    plan.row, plan.reason = select.fall_back(plan.config, plan.row, why, plan.reason, "found at set-up")
+    return StepEngine
 
 
 def _compiled_baseline(plans: list[_Plan], source: Any, rules: BlockRules, make_tiers: Callable[[], list],
@@ -226,7 +253,7 @@ def run_replay(source: Any, rules: BlockRules, time_model: Any, make_tiers: Call
             ``lru-scan`` requested on ids that are not chained.
     """
     tiers0 = make_tiers()
-    plans = _place(tiers0, timing, requested, native, hybrid)
+    plans = _place(tiers0, timing, requested, native, hybrid, step)
     if any(p.row.kind == "event-loop" for p in plans):   # more than one pass: decode the trace once
         source = Decoded(source)
     base = _compiled_baseline(plans, source, rules, make_tiers, write_policy)

@@ -1,6 +1,6 @@
 """The engine-selection table: the one place that decides how a replay runs.
 
-Four engines give the same replay (``docs/semantics.md §15``); each row of
+Five engines give the same replay (``docs/semantics.md §15``); each row of
 :data:`ENGINES` names one, the conditions under which it applies, the code
 that runs it and the test that proves it equals the reference:
 
@@ -10,6 +10,11 @@ engine                 applies when                               implementation
 ``lru-scan``           sequential timing, ONE tier, policy        :func:`pcs.engine.fastpath.run` (one
                        ``lru`` (and, found while scanning,        O(1)-per-access LRU scan, C or Python
                        chained block hashes)                      kernel per ``native``)
+``compiled-step``      modeled timing with the step scheduler,    :class:`pcs.engine.stepnative.NativeStepEngine`
+                       restore policy ``layerwise``, plain        (the step scheduler's loop in C) over
+                       prefill attention, links ``LinkSpec``, and :class:`pcs.cache.native.NativeHierarchy`
+                       everything ``compiled-hierarchy`` needs;
+                       ``native`` not ``python``
 ``compiled-hierarchy`` every tier's policy compiled (``lru``,      :class:`pcs.cache.native.NativeHierarchy`
                        ``fifo``, ``slru``, ``sieve``, ``2q``,     under the event loop (a sequential
                        ``s3fifo``, ``arc``, ``lfu``; no           baseline: its C loop, pcs.engine.seqbase)
@@ -61,6 +66,8 @@ class RunConfig:
         groups: the cache groups' names (:mod:`pcs.engine.hybrid`); one name of the full rule for a
             model that is not hybrid.
         hybrid: the model is hybrid (more than one group, or one that is not full attention).
+        scheduler: the step scheduler's restore policy when the run uses it (modeled timing, ``--compute
+            step``), with ``+chunk-attention`` when the model's prefill attention is not per pair; else None.
     """
 
     timing: str
@@ -68,15 +75,17 @@ class RunConfig:
     native: str | None = None
     groups: tuple[str, ...] = ("full_attention",)
     hybrid: bool = False
+    scheduler: str | None = None
 
     @classmethod
     def of(cls, tiers: Sequence[Any], timing: str, native: str | None = None,
-           groups: Sequence[str] | None = None) -> "RunConfig":
+           groups: Sequence[str] | None = None, scheduler: str | None = None) -> "RunConfig":
         """From :class:`pcs.cache.Tier` objects (their name, policy name -- with ``+`` and its admission
         policies, if any -- and capacity); ``groups``: the names of a hybrid model's cache groups (None: not
-        hybrid)."""
+        hybrid); ``scheduler``: as the attribute (kept for modeled timing only)."""
         return cls(timing, tuple((t.name, _policy_label(t), int(t.capacity_blocks)) for t in tiers), native,
-                   tuple(groups) if groups else ("full_attention",), bool(groups))
+                   tuple(groups) if groups else ("full_attention",), bool(groups),
+                   scheduler if timing == "modeled" else None)
 
 
 def _policy_label(tier: Any) -> str:
@@ -123,6 +132,19 @@ def _compiled_hierarchy_applies(cfg: RunConfig) -> str | None:
     return None
 
 
+def _compiled_step_applies(cfg: RunConfig) -> str | None:
+    if cfg.timing != "modeled" or cfg.scheduler is None:
+        return "it needs modeled timing with the step scheduler (--compute step)"
+    if cfg.scheduler != "layerwise":
+        return f"the step scheduler runs {cfg.scheduler}, it needs layerwise restores and per-pair prefill attention"
+    why = _compiled_hierarchy_applies(cfg)
+    if why is not None:
+        return why
+    if _native.resolve(_native.default_mode() if cfg.native is None else cfg.native, "stepsched") != "c":
+        return f"the compiled {_native.TWINS['stepsched']} is not built"
+    return None
+
+
 def _always(cfg: RunConfig) -> str | None:
     return None
 
@@ -142,6 +164,8 @@ class EngineRow:
             ``scan``, a hierarchy class for ``event-loop``).
         twin: the :data:`pcs._native.TWINS` key it runs (None: pure Python).
         equality_test: pytest node id of the test proving it equals the reference.
+        unrelated: ``unrelated(RunConfig)`` -> True when the row cannot concern that kind of run at all (the
+            compiled step loop for a run without the step scheduler): ``auto``'s reason does not list it then.
     """
 
     name: str
@@ -151,6 +175,7 @@ class EngineRow:
     implementation: str
     twin: str | None
     equality_test: str
+    unrelated: Callable[[RunConfig], bool] | None = None
 
     def load(self) -> Any:
         """The object :attr:`implementation` names (imported on first use)."""
@@ -163,6 +188,10 @@ ENGINES: tuple[EngineRow, ...] = (
     EngineRow("lru-scan", "scan", "one O(1)-per-access LRU scan of the trace (sequential, one lru tier)",
               _lru_scan_applies, "pcs.engine.fastpath.run", "lruscan",
               "tests/engine/test_replay_fastpath.py::test_chained_traces"),
+    EngineRow("compiled-step", "event-loop", "the step scheduler's loop in C over the compiled hierarchy (compiled policies)",
+              _compiled_step_applies, "pcs.cache.native.NativeHierarchy", "stepsched",
+              "tests/engine/test_stepsched_native.py::test_native_equals_reference_on_random_traces",
+              lambda cfg: cfg.scheduler is None),
     EngineRow("compiled-hierarchy", "event-loop", "the event loop over the compiled hierarchy (compiled policies)",
               _compiled_hierarchy_applies, "pcs.cache.native.NativeHierarchy", "lruhier",
               "tests/cache/test_replay_native.py::test_native_equals_python_on_random_traces"),
@@ -209,7 +238,8 @@ def _first(cfg: RunConfig, rows: Sequence[EngineRow], skipped: list[str]) -> tup
         why = row.applies(cfg)
         if why is None:
             return row, "; ".join(skipped + [f"auto: {row.name} applies"])
-        skipped.append(f"not {row.name}: {why}")
+        if row.unrelated is None or not row.unrelated(cfg):
+            skipped.append(f"not {row.name}: {why}")
     raise AssertionError("the hybrid row always applies")   # a bug if reached
 
 
@@ -238,7 +268,8 @@ def choose(run_config: RunConfig, requested: str = "auto") -> tuple[EngineRow, s
     return row, f"requested: {requested}" + (f" (alias of {name})" if requested != name else "")
 
 
-def fall_back(run_config: RunConfig, failed: EngineRow, why: str, reason: str) -> tuple[EngineRow, str]:
+def fall_back(run_config: RunConfig, failed: EngineRow, why: str, reason: str,
+              found: str = "found while scanning") -> tuple[EngineRow, str]:
     """The row after ``failed`` that applies, when ``failed`` found at run time that it cannot run.
 
     Args:
@@ -247,9 +278,10 @@ def fall_back(run_config: RunConfig, failed: EngineRow, why: str, reason: str) -
             ids that are not chained).
         why: its message.
         reason: the reason :func:`choose` gave for it.
+        found: when ``failed`` found it (the reason says so in parentheses).
     Returns:
         ``(row, reason)``: the reason keeps the earlier one and adds why ``failed`` gave up.
     """
     rows = ENGINES[ENGINES.index(failed) + 1:]
     prior = [p for p in reason.split("; ") if not p.startswith("auto:")]
-    return _first(run_config, rows, prior + [f"not {failed.name}: {why} (found while scanning)"])
+    return _first(run_config, rows, prior + [f"not {failed.name}: {why} ({found})"])

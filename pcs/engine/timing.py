@@ -27,7 +27,7 @@ class TimeModel:
         self._decode: dict[int, float] = {}
 
     def tables(self, prompt: np.ndarray, output: np.ndarray, cap: np.ndarray, block_size: int,
-               decode: bool = True):
+               decode: bool = True, arrays: bool = False):
         """(prefill table, its offsets, decode seconds) as python lists for one chunk.
 
         Row i's table holds ``prefill_s(P - min(h*bs, P), min(h*bs, P))`` for
@@ -35,6 +35,8 @@ class TimeModel:
         ``output x decode_s_per_token(prompt + output // 2)`` (per-token times
         are memoised by context: the same context gives the same time), or []
         with ``decode=False`` (the step scheduler times decode steps itself).
+        ``arrays=True`` (with ``decode=False``): the table as float64 and its
+        offsets as int64 numpy arrays instead of lists.
         """
         m = len(prompt)
         counts = cap.astype(np.int64) + 1
@@ -46,7 +48,7 @@ class TimeModel:
         cached = np.minimum(h * block_size, p)
         pre = np.broadcast_to(np.asarray(self.compute.prefill_s(p - cached, cached), dtype=np.float64), (len(h),))
         if not decode:
-            return pre.tolist(), offsets.tolist(), []
+            return (np.ascontiguousarray(pre), offsets, []) if arrays else (pre.tolist(), offsets.tolist(), [])
         out = output.astype(np.int64)
         ctx = (prompt.astype(np.int64) + out // 2).tolist()
         memo = self._decode

@@ -26,7 +26,7 @@ from pcs.engine.hybrid import cache_groups, plan_hybrid
 from pcs.engine.select import SUMMARY_KEYS
 from pcs.model import get_model, group_block_bytes, load_hf_config
 
-MOONCAKE = ROOT.parent / "shared" / "traces" / "mooncake-fast25" / "conversation_trace.jsonl"
+from conftest import MOONCAKE_CONV as MOONCAKE  # noqa: E402  (../shared/traces or $PCS_SHARED_TRACES)
 SAMPLE = ROOT / "traces" / "sample_chat.jsonl"
 GEMMA2 = ROOT / "tests" / "model" / "configs" / "gemma2.json"
 HYBRIDS = ("gpt-oss-120b", "gemma-3-27b", "qwen3-next-80b-a3b")

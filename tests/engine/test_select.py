@@ -30,6 +30,10 @@ COMPILED = _native.built("lruhier")
 needs_compiled = pytest.mark.skipif(not COMPILED, reason="pcs.cache._lruhier is not built")
 
 
+#: the engine of a default modeled run (the step scheduler, layerwise) on all-lru tiers
+STEP_ENGINE = ("compiled-step" if _native.built("stepsched") else "compiled-hierarchy") if COMPILED else "reference"
+
+
 def cfg(timing, *tiers, native="auto"):
     """RunConfig from ``(name, policy, capacity_blocks)`` tuples."""
     return select.RunConfig(timing, tuple(tiers), native)
@@ -38,9 +42,10 @@ def cfg(timing, *tiers, native="auto"):
 # -- the table itself ----------------------------------------------------------------------------
 
 def test_rows_names_aliases_and_order():
-    assert select.ENGINE_NAMES == ("lru-scan", "compiled-hierarchy", "reference", "hybrid")
-    assert [r.kind for r in select.ENGINES] == ["scan", "event-loop", "event-loop", "event-loop"]
-    assert select.REQUESTS == ("auto", "lru-scan", "compiled-hierarchy", "reference", "hybrid", "general", "fast")
+    assert select.ENGINE_NAMES == ("lru-scan", "compiled-step", "compiled-hierarchy", "reference", "hybrid")
+    assert [r.kind for r in select.ENGINES] == ["scan", "event-loop", "event-loop", "event-loop", "event-loop"]
+    assert select.REQUESTS == ("auto", "lru-scan", "compiled-step", "compiled-hierarchy", "reference", "hybrid",
+                               "general", "fast")
     assert {a: select.get_row(a).name for a in select.ALIASES} == {"general": "reference", "fast": "lru-scan"}
     # the reference applies to any model that is not hybrid, even a config no other row takes
     odd = cfg("modeled", ("gpu", "fifo", 3), ("cpu", "slru", 2**40), native="python")
@@ -128,7 +133,7 @@ def test_requested_engines_and_aliases():
     with pytest.raises(ValueError, match="engine 'compiled-hierarchy' cannot run this replay: it needs every "
                                          "tier's policy compiled .*, got gpu:belady"):
         select.choose(cfg("sequential", ("gpu", "belady", 100)), "compiled-hierarchy")
-    with pytest.raises(ValueError, match="unknown engine 'turbo'; valid: auto, lru-scan, compiled-hierarchy, "
+    with pytest.raises(ValueError, match="unknown engine 'turbo'; valid: auto, lru-scan, compiled-step, compiled-hierarchy, "
                                          "reference, hybrid, general, fast"):
         select.choose(seq_one, "turbo")
 
@@ -148,7 +153,9 @@ NOT_CHAINED = [([5], 4), ([9, 5], 8)]   # r1: block 9 never seen, then block 5 c
 
 def test_replay_records_the_run_and_the_baseline_engine():
     reqs = make_requests([([1, 2], 8), ([1, 3], 8)])
-    s = replay(reqs, tiers=["gpu=4blocks"], timing="modeled").summary
+    s = replay(reqs, tiers=["gpu=4blocks"], timing="modeled").summary    # the step scheduler (compute step)
+    assert (s.engine, s.baseline_engine) == (STEP_ENGINE, "lru-scan")
+    s = replay(reqs, tiers=["gpu=4blocks"], timing="modeled", compute_mode="infinite").summary
     assert (s.engine, s.baseline_engine) == ("compiled-hierarchy" if COMPILED else "reference", "lru-scan")
     assert s.baseline_engine_reason == "auto: lru-scan applies"
     s = replay(reqs, tiers=["gpu=4blocks"], timing="sequential").summary

@@ -26,7 +26,7 @@ from pcs.trace.statscan import linear_percentile
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLES = sorted((ROOT / "traces").glob("*.jsonl")) + sorted((ROOT / "traces" / "formats").glob("*.jsonl"))
-MOONCAKE = ROOT.parent.parent / "shared" / "traces" / "mooncake-fast25" / "conversation_trace.jsonl"
+from conftest import MOONCAKE_CONV as MOONCAKE  # noqa: E402  (../shared/traces or $PCS_SHARED_TRACES)
 needs_c = pytest.mark.skipif(not _native.built("statscan"), reason="compiled pcs.trace._statscan not built")
 
 

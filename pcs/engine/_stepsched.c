@@ -1,0 +1,1144 @@
+/* pcs.engine._stepsched: the step scheduler's event loop (pcs/engine/scheduler.py, StepEngine) in C.
+ *
+ * The compiled twin of the Python reference for the configuration `pcs replay` runs by default: the
+ * ``layerwise`` restore policy, restore fallback on or off, decode-block caching on or off, any preemption
+ * bound, event skipping on or off, plain prefill attention (StepCost.attn_pair_s set), no invariant checks.
+ * The rules are those of scheduler.py's module docstring (docs/semantics.md §9, §10), statement for statement
+ * and in the same floating-point order, so every column and counter is bit-identical; the wrapper is
+ * pcs/engine/stepnative.py and tests/engine/test_stepsched_native.py diffs the two. The tiers are the compiled
+ * hierarchy (pcs.cache._lruhier via pcs.cache.native.NativeHierarchy), driven through its bound C methods
+ * (start, prefill_done, finish, grow, abort, extend, gpu_held): this file does not touch its internals.
+ * Time-series samples call back into Python (pcs.engine.series.Sampler), a few hundred times per run.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+/* per-request int64 columns, then the tiers' hit_tokens_<tier>; double columns; order = stepnative.py's */
+enum { Q_HIT, Q_MISSED, Q_HTOK, Q_RBYTES, Q_PREEMPT, Q_RECOMP, Q_DECODE, NQ0 };
+enum { D_RESTORE, D_WLINK, D_PREFILL, D_WAIT, D_TTFT, D_FINISH, D_WCOMP, D_EXPOSED, D_PSTEPS, D_E2E, D_TPOT, ND };
+static const int D_NAN_FROM = D_PREFILL;          /* columns from here on start as NaN, the others as 0 */
+
+#define MAX_SPAN_S (366.0 * 86400.0)
+#define FINE_LIMIT_S 172800.0
+#define COARSE_S 3600
+
+typedef struct { int64_t key, seq, ep; int32_t r; } HEnt;
+typedef struct { HEnt *a; Py_ssize_t n, cap; } Heap;
+
+typedef struct {
+    int64_t k, p0, p, o, out, seq, rem, ctx, kv0, g0, ep, preemptions, n0, cap0, ndh, dh_in, chain_dh;
+    double arrival, land, kv_mark, ttft, prefill_s, exposed_s;
+    int decoding, grows, first, live;
+    PyObject *adm, *chain;          /* the hierarchy's Admission while admitted; start()'s chain list (cached) */
+    uint64_t *hashes;               /* n0 prompt block ids, then ndh decode block ids */
+    double *pre;                    /* prefill table row: cap0 + 1 entries, or NULL */
+} Req;
+
+typedef struct {
+    int64_t restores, blocks, nbytes, slower, slower_blocks;
+    double restore_s, transfer_s, overhead_s, full_s, remaining_s;
+} Link;
+
+typedef struct {
+    PyObject_HEAD
+    /* settings */
+    int T, fallback, last_token, no_cache, skip, layers;
+    int64_t budget, max_seqs, max_preempt, bs;
+    double tok_s, pair_s, kv_seq, kv_tok, attn_seq, attn_tok, w_act, w_tot;
+    double *setup, *bw, *iops;      /* per tier; bw <= 0: no link (instant); iops <= 0: none */
+    int64_t *bpb;
+    PyObject *m_start, *m_done, *m_finish, *m_grow, *m_abort, *m_extend, *m_held, *take, *resident;
+    /* clock and batch */
+    double now, next_sample, last_arrival, kv_acc, kv_since;
+    int64_t G, d, S, seq, fed, in_system, admitted, epochs;
+    int blocked;
+    /* requests */
+    Req *rq; int32_t nrq, caprq, *freel; int32_t nfree;
+    int32_t *wq; Py_ssize_t wh, wn, wcap;       /* waiting: ring buffer */
+    int32_t *run; Py_ssize_t nrun;              /* running, admission order */
+    int32_t *pf; Py_ssize_t npf;                /* prefilling, admission order */
+    int32_t *cr; int64_t *cn;                   /* a step's chunks */
+    Heap fin, blk;
+    /* counters */
+    int64_t steps, prefill_steps, preemptions, recompute_tokens, considered, losing, skipped, decode_cached, peak;
+    double busy_s, stall_s, origin_s, area_s;
+    double *bins; Py_ssize_t nbins, capbins; int bin_s;
+    double *link_free; int64_t *tier_hits; Link *links;
+    /* columns */
+    int64_t *q[NQ0 + 8]; double *dc[ND]; char *trunc; Py_ssize_t ncol, capcol;
+} Sched;
+
+static PyObject *s_hit, *s_hbpt, *s_rbpt, *s_lead, *s_last, *s_prefix, *s_trunc;
+
+/* ---------------------------------------------------------------- small helpers */
+static inline int64_t floordiv(int64_t a, int64_t b) { int64_t q = a / b; return (a % b && (a < 0) != (b < 0)) ? q - 1 : q; }
+static inline int64_t pymod(int64_t a, int64_t b) { int64_t r = a % b; return (r && (r < 0) != (b < 0)) ? r + b : r; }
+static inline int isnan_(double x) { return x != x; }
+
+static int heap_less(const HEnt *x, const HEnt *y) {
+    if (x->key != y->key) return x->key < y->key;
+    if (x->seq != y->seq) return x->seq < y->seq;
+    return x->ep < y->ep;
+}
+
+static int heap_push(Heap *h, int64_t key, int64_t seq, int64_t ep, int32_t r) {
+    if (h->n == h->cap) {
+        Py_ssize_t c = h->cap ? 2 * h->cap : 64;
+        HEnt *a = PyMem_Realloc(h->a, sizeof(HEnt) * c);
+        if (!a) { PyErr_NoMemory(); return -1; }
+        h->a = a; h->cap = c;
+    }
+    Py_ssize_t i = h->n++;
+    HEnt e = {key, seq, ep, r};
+    while (i > 0) {
+        Py_ssize_t up = (i - 1) / 2;
+        if (!heap_less(&e, &h->a[up])) break;
+        h->a[i] = h->a[up]; i = up;
+    }
+    h->a[i] = e;
+    return 0;
+}
+
+static void heap_pop(Heap *h) {
+    HEnt last = h->a[--h->n];
+    Py_ssize_t i = 0, n = h->n;
+    for (;;) {
+        Py_ssize_t c = 2 * i + 1;
+        if (c >= n) break;
+        if (c + 1 < n && heap_less(&h->a[c + 1], &h->a[c])) c++;
+        if (!heap_less(&h->a[c], &last)) break;
+        h->a[i] = h->a[c]; i = c;
+    }
+    if (n) h->a[i] = last;
+}
+
+static Py_ssize_t attr_n(PyObject *o, PyObject *name) {
+    PyObject *v = PyObject_GetAttr(o, name);
+    if (!v) return -1;
+    Py_ssize_t x = PyLong_AsSsize_t(v);      /* bools are ints */
+    Py_DECREF(v);
+    return x;
+}
+
+/* a per-tier list attribute of an Admission into out[T] */
+static int attr_list(Sched *s, PyObject *adm, PyObject *name, int64_t *out) {
+    PyObject *v = PyObject_GetAttr(adm, name);
+    if (!v) return -1;
+    PyObject *f = PySequence_Fast(v, "per-tier list expected");
+    Py_DECREF(v);
+    if (!f) return -1;
+    for (int j = 0; j < s->T; j++) {
+        out[j] = j < PySequence_Fast_GET_SIZE(f) ? PyLong_AsLongLong(PySequence_Fast_GET_ITEM(f, j)) : 0;
+    }
+    Py_DECREF(f);
+    return PyErr_Occurred() ? -1 : 0;
+}
+
+static PyObject *u64_list(const uint64_t *k, Py_ssize_t n) {
+    PyObject *l = PyList_New(n);
+    if (!l) return NULL;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *v = PyLong_FromUnsignedLongLong(k[i]);
+        if (!v) { Py_DECREF(l); return NULL; }
+        PyList_SET_ITEM(l, i, v);
+    }
+    return l;
+}
+
+/* call a hierarchy method with an Admission (and an optional second argument); the result (new ref) or NULL */
+static PyObject *hcall(PyObject *m, PyObject *adm, PyObject *arg) {
+    PyObject *args[2] = {adm, arg};
+    return PyObject_Vectorcall(m, args, arg ? 2 : 1, NULL);
+}
+
+static int hcall0(PyObject *m, PyObject *adm, PyObject *arg) {
+    PyObject *r = hcall(m, adm, arg);
+    if (!r) return -1;
+    Py_DECREF(r);
+    return 0;
+}
+
+/* ---------------------------------------------------------------- the compute model (pcs.compute.StepCost) */
+static double affine_sum(double a, double b, int64_t lo, int64_t hi) {
+    if (hi <= lo) return 0.0;
+    int64_t m = hi - lo;
+    return (double)m * a + b * ((double)((lo + hi - 1) * m) / 2.0);
+}
+
+typedef struct { double a1, b1, a2, b2; } Terms;
+
+static Terms decode_terms(const Sched *s, int64_t d, int64_t S) {
+    Terms t;
+    double w = s->w_act * (double)d;
+    t.a1 = (w < s->w_tot ? w : s->w_tot) + (double)d * s->kv_seq + s->kv_tok * (double)S;
+    t.b1 = s->kv_tok * (double)d;
+    t.a2 = (double)d * (s->tok_s + s->attn_seq) + s->attn_tok * (double)S;
+    t.b2 = s->attn_tok * (double)d;
+    return t;
+}
+
+static double decode_sum(Terms t, int64_t k) {
+    if (t.b1 == t.b2) return t.a1 >= t.a2 ? affine_sum(t.a1, t.b1, 0, k) : affine_sum(t.a2, t.b2, 0, k);
+    double x = (t.a2 - t.a1) / (t.b1 - t.b2);
+    double c = t.b1 > t.b2 ? ceil(x) : floor(x) + 1.0;
+    int64_t split = c <= 0.0 ? 0 : (c >= (double)k ? k : (int64_t)c);
+    if (t.b1 > t.b2) return affine_sum(t.a2, t.b2, 0, split) + affine_sum(t.a1, t.b1, split, k);
+    return affine_sum(t.a1, t.b1, 0, split) + affine_sum(t.a2, t.b2, split, k);
+}
+
+static double decode_run_s(const Sched *s, int64_t d, int64_t S, int64_t steps) {
+    if (steps <= 0 || d <= 0) return 0.0;
+    return decode_sum(decode_terms(s, d, S), steps);
+}
+
+static int64_t decode_steps_within(const Sched *s, int64_t d, int64_t S, double seconds, int64_t most) {
+    if (most <= 0 || d <= 0) return 0.0 < seconds ? most : 1;
+    Terms t = decode_terms(s, d, S);
+    if (decode_sum(t, most) < seconds) return most;
+    int64_t lo = 1, hi = most;
+    while (lo < hi) {
+        int64_t mid = (lo + hi) / 2;
+        if (decode_sum(t, mid) >= seconds) hi = mid; else lo = mid + 1;
+    }
+    return lo;
+}
+
+/* StepCost.prefill_s: a prefill alone in a step */
+static double prefill_alone_s(const Sched *s, int64_t n, int64_t c) {
+    if (n <= 0) return 0.0;
+    double comp = s->tok_s * (double)n + s->pair_s * ((double)(n * c) + (double)(n * (n + 1)) / 2.0);
+    double mem = s->kv_seq + s->kv_tok * (double)c;
+    double w = s->w_act * (double)(n + 0);
+    double memory = (s->w_tot < w ? s->w_tot : w) + mem + 0.0 * s->kv_seq + s->kv_tok * 0.0;
+    double compute = comp + 0.0 * (s->tok_s + s->attn_seq) + s->attn_tok * 0.0;
+    return memory > compute ? memory : compute;
+}
+
+/* LinkSpec.transfer_s(nbytes, io_size_bytes) */
+static double transfer_s(const Sched *s, int j, int64_t nbytes, int64_t io) {
+    double data = (double)nbytes / s->bw[j];
+    if (io > 0 && s->iops[j] > 0 && nbytes > 0) {
+        double ops = ceil((double)nbytes / (double)io) / s->iops[j];
+        if (ops > data) data = ops;
+    }
+    return s->setup[j] + data;
+}
+
+/* ---------------------------------------------------------------- busy bins (SchedulerCounters.add_busy) */
+static int bins_grow(Sched *s, Py_ssize_t n) {
+    if (n <= s->capbins) { for (Py_ssize_t i = s->nbins; i < n; i++) s->bins[i] = 0.0; s->nbins = n > s->nbins ? n : s->nbins; return 0; }
+    Py_ssize_t c = s->capbins ? s->capbins : 1024;
+    while (c < n) c *= 2;
+    double *b = PyMem_Realloc(s->bins, sizeof(double) * c);
+    if (!b) { PyErr_NoMemory(); return -1; }
+    s->bins = b; s->capbins = c;
+    for (Py_ssize_t i = s->nbins; i < n; i++) s->bins[i] = 0.0;
+    s->nbins = n;
+    return 0;
+}
+
+static void bins_fold(Sched *s) {
+    Py_ssize_t n = (s->nbins + COARSE_S - 1) / COARSE_S;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        double sum = 0.0;
+        Py_ssize_t end = (i + 1) * COARSE_S < s->nbins ? (i + 1) * COARSE_S : s->nbins;
+        for (Py_ssize_t j = i * COARSE_S; j < end; j++) sum += s->bins[j];
+        s->bins[i] = sum;
+    }
+    s->nbins = n;
+    s->bin_s = COARSE_S;
+}
+
+static int add_busy(Sched *s, double start, double seconds) {
+    s->busy_s += seconds;
+    double t0 = start - s->origin_s, t1 = t0 + seconds;
+    if (!(t1 <= MAX_SPAN_S)) {
+        char buf[64];
+        snprintf(buf, sizeof buf, "%.4g", t1);
+        PyErr_Format(PyExc_ValueError, "the step scheduler's run reaches %s s after the first arrival, past its "
+                     "limit of 31,622,400 s (366 days): check the trace's timestamps and output lengths, or use "
+                     "--compute infinite / --timing sequential", buf);
+        return -1;
+    }
+    if (s->bin_s == 1 && t1 >= FINE_LIMIT_S) bins_fold(s);
+    double w = (double)s->bin_s;
+    t0 = t0 / w; t1 = t1 / w;
+    Py_ssize_t b0 = (Py_ssize_t)t0, b1 = (Py_ssize_t)t1;
+    if (b1 >= s->nbins && bins_grow(s, b1 + 1) < 0) return -1;
+    if (b0 == b1) { s->bins[b0] += seconds; return 0; }
+    s->bins[b0] += ((double)(b0 + 1) - t0) * w;
+    for (Py_ssize_t b = b0 + 1; b < b1; b++) s->bins[b] += w;
+    s->bins[b1] += (t1 - (double)b1) * w;
+    return 0;
+}
+
+/* ---------------------------------------------------------------- the sampler (a Python callback) */
+/* Sampler.take(t, self.state): record the boundaries passed, with this loop's state */
+static int take(Sched *s, double t) {
+    PyObject *a[2] = {PyFloat_FromDouble(t), PyObject_GetAttrString((PyObject *)s, "state")};
+    PyObject *r = a[0] && a[1] ? PyObject_Vectorcall(s->take, a, 2, NULL) : NULL;
+    Py_XDECREF(a[0]); Py_XDECREF(a[1]);
+    if (!r) return -1;
+    s->next_sample = PyFloat_AsDouble(r);
+    Py_DECREF(r);
+    return PyErr_Occurred() ? -1 : 0;
+}
+
+/* ---------------------------------------------------------------- queues of request slots */
+static int wq_reserve(Sched *s) {
+    if (s->wn < s->wcap) return 0;
+    Py_ssize_t c = s->wcap ? 2 * s->wcap : 256;
+    int32_t *a = PyMem_Malloc(sizeof(int32_t) * c);
+    if (!a) { PyErr_NoMemory(); return -1; }
+    for (Py_ssize_t i = 0; i < s->wn; i++) a[i] = s->wq[(s->wh + i) % s->wcap];
+    PyMem_Free(s->wq);
+    s->wq = a; s->wcap = c; s->wh = 0;
+    return 0;
+}
+
+static int wq_push_back(Sched *s, int32_t r) {
+    if (wq_reserve(s) < 0) return -1;
+    s->wq[(s->wh + s->wn++) % s->wcap] = r;
+    return 0;
+}
+
+static int wq_push_front(Sched *s, int32_t r) {
+    if (wq_reserve(s) < 0) return -1;
+    s->wh = (s->wh + s->wcap - 1) % s->wcap;
+    s->wq[s->wh] = r;
+    s->wn++;
+    return 0;
+}
+
+static void list_remove(int32_t *a, Py_ssize_t *n, int32_t r) {
+    Py_ssize_t i = 0;
+    while (i < *n && a[i] != r) i++;
+    if (i == *n) return;
+    memmove(a + i, a + i + 1, sizeof(int32_t) * (*n - i - 1));
+    (*n)--;
+}
+
+/* ---------------------------------------------------------------- columns */
+static int cols_reserve(Sched *s, Py_ssize_t n) {
+    if (n <= s->capcol) return 0;
+    Py_ssize_t c = s->capcol ? s->capcol : 4096;
+    while (c < n) c *= 2;
+    for (int j = 0; j < NQ0 + s->T; j++) {
+        int64_t *a = PyMem_Realloc(s->q[j], sizeof(int64_t) * c);
+        if (!a) { PyErr_NoMemory(); return -1; }
+        s->q[j] = a;
+    }
+    for (int j = 0; j < ND; j++) {
+        double *a = PyMem_Realloc(s->dc[j], sizeof(double) * c);
+        if (!a) { PyErr_NoMemory(); return -1; }
+        s->dc[j] = a;
+    }
+    char *t = PyMem_Realloc(s->trunc, c);
+    if (!t) { PyErr_NoMemory(); return -1; }
+    s->trunc = t; s->capcol = c;
+    return 0;
+}
+
+static void note_peak(Sched *s, int64_t held) { if (held > s->peak) s->peak = held; }
+
+static int note_held(Sched *s) {
+    PyObject *r = PyObject_CallNoArgs(s->m_held);
+    if (!r) return -1;
+    int64_t held = PyLong_AsLongLong(r);
+    Py_DECREF(r);
+    if (held == -1 && PyErr_Occurred()) return -1;
+    note_peak(s, held);
+    return 0;
+}
+
+/* ---------------------------------------------------------------- requests */
+static void req_free(Sched *s, int32_t i) {
+    Req *r = &s->rq[i];
+    Py_CLEAR(r->adm);
+    Py_CLEAR(r->chain);
+    PyMem_Free(r->hashes); r->hashes = NULL;
+    PyMem_Free(r->pre); r->pre = NULL;
+    r->live = 0;
+    s->freel[s->nfree++] = i;
+}
+
+static int32_t req_new(Sched *s) {
+    if (s->nfree) return s->freel[--s->nfree];
+    if (s->nrq == s->caprq) {
+        int32_t c = s->caprq ? 2 * s->caprq : 256;
+        Req *a = PyMem_Realloc(s->rq, sizeof(Req) * c);
+        int32_t *f = a ? PyMem_Realloc(s->freel, sizeof(int32_t) * c) : NULL;
+        if (a) s->rq = a;
+        if (!f) { PyErr_NoMemory(); return -1; }
+        s->freel = f; s->caprq = c;
+    }
+    return s->nrq++;
+}
+
+/* StepEngine._admission: start()'s chain (cached in r->chain), cacheable blocks, hit cap, extra slots, fixed */
+static int admission_args(Sched *s, Req *r, int64_t *n, int64_t *cap, int64_t *extra, int *fixed) {
+    int64_t bs = s->bs, p = r->p;
+    if (s->no_cache) { *n = 0; *cap = 0; }
+    else if (r->first) { *n = r->n0; *cap = r->cap0; }
+    else {
+        *n = r->n0 + r->chain_dh;
+        int64_t c = floordiv(p - 1, bs);
+        c = c > 0 ? c : 0;
+        *cap = s->last_token ? (*n < c ? *n : c) : *n;
+    }
+    if (!r->chain) {
+        r->chain = PyList_New(*n);
+        if (!r->chain) return -1;
+        for (int64_t i = 0; i < *n; i++) {
+            PyObject *v = PyLong_FromUnsignedLongLong(r->hashes[i]);   /* prompt ids, then decode ids */
+            if (!v) return -1;
+            PyList_SET_ITEM(r->chain, i, v);
+        }
+    }
+    *fixed = r->preemptions >= s->max_preempt;
+    int64_t tokens = *fixed ? p + (r->o - r->out) - 1 : p;
+    int64_t e = -floordiv(-tokens, bs) - *n;
+    *extra = e > 0 ? e : 0;
+    return 0;
+}
+
+/* one admission's restores, as restores.plan gives them: per lower tier with blocks, begin and transfer */
+typedef struct { int64_t blocks[8], nbytes[8]; double begin[8], xfer[8]; int j[8], n; } Plan;
+
+static void plan_restores(const Sched *s, const int64_t *restored, Plan *pl) {
+    pl->n = 0;
+    for (int j = 1; j < s->T; j++) {
+        int64_t blocks = restored[j];
+        if (!blocks) continue;
+        int64_t bpb = s->bpb[j], nbytes = blocks * bpb;
+        int x = pl->n++;
+        pl->j[x] = j; pl->blocks[x] = blocks; pl->nbytes[x] = nbytes;
+        pl->xfer[x] = s->bw[j] > 0 ? transfer_s(s, j, nbytes, bpb) : 0.0;
+        pl->begin[x] = s->link_free[j] > s->now ? s->link_free[j] : s->now;
+    }
+}
+
+/* restores.commit: occupy the links, count them; returns the restore seconds, *nbytes the bytes */
+static double commit_restores(Sched *s, const Plan *pl, const int64_t *th, const double *pre, int64_t *nbytes) {
+    double worst = 0.0;
+    int64_t total = 0, above[8];
+    above[0] = above[1] = th[0];
+    for (int j = 2; j < s->T; j++) above[j] = above[j - 1] + th[j - 1];
+    for (int x = 0; x < pl->n; x++) {
+        int j = pl->j[x];
+        double end = pl->begin[x] + pl->xfer[x];
+        s->link_free[j] = end;
+        double dur = end - s->now;
+        if (dur > worst) worst = dur;
+        total += pl->nbytes[x];
+        Link *lk = &s->links[j];
+        lk->restores += 1;
+        lk->blocks += pl->blocks[x];
+        lk->nbytes += pl->nbytes[x];
+        lk->restore_s += dur;
+        lk->transfer_s += pl->xfer[x];
+        lk->overhead_s += s->bw[j] > 0 ? s->setup[j] : 0.0;
+        if (pre) {
+            double full = pre[above[j]], rem = pre[above[j] + th[j]];
+            lk->full_s += full;
+            lk->remaining_s += rem;
+            if (dur > full - rem) { lk->slower += 1; lk->slower_blocks += pl->blocks[x]; }
+        }
+    }
+    *nbytes = total;
+    return worst;
+}
+
+/* StepEngine._restores with the layerwise policy: the hit blocks kept */
+static int64_t restores(Sched *s, Req *r, int64_t hits, int64_t lead, const int64_t *th, const int64_t *rb) {
+    if (hits == th[0]) return hits;
+    int64_t bs = s->bs, p = r->p;
+    Plan pl;
+    plan_restores(s, rb, &pl);
+    double land = -INFINITY, begin = -INFINITY;
+    for (int x = 0; x < pl.n; x++) {
+        if (pl.begin[x] + pl.xfer[x] > land) land = pl.begin[x] + pl.xfer[x];
+        if (pl.begin[x] > begin) begin = pl.begin[x];
+    }
+    int64_t t_lead = lead * bs < p ? lead * bs : p, t_hits = hits * bs < p ? hits * bs : p;
+    double saved = prefill_alone_s(s, p - t_lead, t_lead) - prefill_alone_s(s, p - t_hits, t_hits);
+    s->considered++;
+    if (land - s->now > saved) {
+        s->losing++;
+        if (s->fallback) { s->skipped++; return lead; }
+    }
+    int64_t nbytes;
+    double restore_s = commit_restores(s, &pl, th, r->first ? r->pre : NULL, &nbytes);
+    if (r->first) {
+        s->q[Q_RBYTES][r->k] = nbytes;
+        s->dc[D_RESTORE][r->k] = restore_s;
+        s->dc[D_WLINK][r->k] = begin - s->now;
+    }
+    r->land = s->now + restore_s;
+    return hits;
+}
+
+/* StepEngine._first_columns (and _kept_tiers): hits, wait and tier columns of a first admission */
+static int first_columns(Sched *s, Req *r, PyObject *adm, int64_t kept, int64_t ht, int64_t hits,
+                         const int64_t *th, const int64_t *rb, int64_t lead) {
+    int64_t k = r->k, bs = s->bs, **tc = s->q + NQ0, blocks[8];
+    if (kept == hits && kept == th[0]) { s->tier_hits[0] += kept; tc[0][k] = ht; }
+    else {
+        int64_t last = 0;
+        if (kept == hits) {
+            last = attr_n(adm, s_last);
+            if (last == -1 && PyErr_Occurred()) return -1;
+            for (int j = 0; j < s->T; j++) blocks[j] = th[j];
+        } else {
+            int64_t left = kept - lead;
+            blocks[0] = lead;
+            for (int j = 1; j < s->T; j++) {
+                int64_t t = left < rb[j] ? left : rb[j];
+                blocks[j] = t; left -= t;
+                if (t) last = j;
+            }
+        }
+        for (int j = 0; j < s->T; j++) {
+            s->tier_hits[j] += blocks[j];
+            tc[j][k] = blocks[j] * bs + (j == last ? ht - kept * bs : 0);
+        }
+    }
+    Py_ssize_t prefix = attr_n(adm, s_prefix), trunc = attr_n(adm, s_trunc);
+    if ((prefix == -1 || trunc == -1) && PyErr_Occurred()) return -1;
+    s->q[Q_HIT][k] = kept;
+    s->q[Q_MISSED][k] = r->n0 - prefix;
+    s->q[Q_HTOK][k] = ht;
+    s->q[Q_RECOMP][k] = hits - kept;
+    s->trunc[k] = (char)trunc;
+    s->dc[D_WAIT][k] = s->kv_acc + (s->kv_since >= 0 ? s->now - s->kv_since : 0.0) - r->kv_mark;
+    s->dc[D_PREFILL][k] = r->pre ? r->pre[kept] : 0.0;
+    return note_held(s);
+}
+
+/* StepEngine._admit: 1 admitted, 0 no KV space, -1 error */
+static int admit(Sched *s, int32_t ri) {
+    Req *r = &s->rq[ri];
+    int64_t n, cap, extra;
+    int fixed;
+    if (admission_args(s, r, &n, &cap, &extra, &fixed) < 0) return -1;
+    PyObject *a[5] = {r->chain, PyLong_FromLongLong(n), PyLong_FromLongLong(cap), PyLong_FromLongLong(extra), Py_True};
+    PyObject *adm = (a[1] && a[2] && a[3]) ? PyObject_Vectorcall(s->m_start, a, 5, NULL) : NULL;
+    Py_XDECREF(a[1]); Py_XDECREF(a[2]); Py_XDECREF(a[3]);
+    if (!adm) return -1;
+    if (adm == Py_None) { Py_DECREF(adm); return 0; }
+    Py_CLEAR(r->chain);
+    r->adm = adm;
+    int64_t th[8], rb[8];
+    Py_ssize_t hits = attr_n(adm, s_hit), lead = attr_n(adm, s_lead), trunc = attr_n(adm, s_trunc);
+    if (((hits == -1 || lead == -1 || trunc == -1) && PyErr_Occurred()) || attr_list(s, adm, s_hbpt, th) < 0
+        || attr_list(s, adm, s_rbpt, rb) < 0) return -1;
+    r->grows = !(fixed || trunc);
+    r->seq = s->seq++;
+    int64_t kept = restores(s, r, hits, lead, th, rb), bs = s->bs, p = r->p;
+    int64_t ht = kept * bs;
+    r->ctx = ht < p ? ht : p - 1;
+    r->rem = p - r->ctx;
+    s->run[s->nrun++] = ri;
+    s->pf[s->npf++] = ri;
+    if (r->first) {
+        if (first_columns(s, r, adm, kept, ht < p ? ht : p, hits, th, rb, lead) < 0) return -1;
+        r->first = 0;
+        s->admitted++;
+    } else s->recompute_tokens += r->rem;
+    return 1;
+}
+
+/* StepEngine._compose: the prefill chunks of the step at now into s->cr / s->cn; their number or -1 */
+static Py_ssize_t compose(Sched *s) {
+    int64_t left = s->budget - s->d;
+    Py_ssize_t nch = 0;
+    for (Py_ssize_t i = 0; i < s->npf; i++) {
+        if (left <= 0) return nch;
+        Req *r = &s->rq[s->pf[i]];
+        int64_t n = r->rem < left ? r->rem : left;
+        s->cr[nch] = s->pf[i]; s->cn[nch++] = n;
+        left -= n;
+    }
+    if (!s->wn || left <= 0 || s->blocked) return nch;
+    while (s->wn && left > 0 && s->nrun < s->max_seqs) {
+        int32_t ri = s->wq[s->wh];
+        int ok = admit(s, ri);
+        if (ok < 0) return -1;
+        if (!ok) {
+            s->blocked = 1;
+            if (s->kv_since < 0) s->kv_since = s->now;
+            break;
+        }
+        s->wh = (s->wh + 1) % s->wcap; s->wn--;
+        Req *r = &s->rq[ri];
+        int64_t n = r->rem < left ? r->rem : left;
+        s->cr[nch] = ri; s->cn[nch++] = n;
+        left -= n;
+    }
+    return nch;
+}
+
+/* StepEngine._elapse: steps taking seconds (stall included) ran from now */
+static int elapse(Sched *s, double seconds, double stall, int64_t steps) {
+    double now = s->now;
+    if (now + seconds >= s->next_sample && take(s, now + seconds) < 0) return -1;
+    double t0 = now - s->origin_s;
+    /* Python: b = int(t0); b == int(t0 + seconds) and b < len(bins) -- compared in doubles first, so a far
+     * timestamp (1e300) never reaches a cast out of range; it goes to add_busy, which refuses it */
+    if (t0 >= 0.0 && t0 + seconds < (double)s->nbins && (Py_ssize_t)t0 == (Py_ssize_t)(t0 + seconds)) {
+        s->bins[(Py_ssize_t)t0] += seconds;
+        s->busy_s += seconds;
+    } else if (add_busy(s, now, seconds) < 0) return -1;
+    if (stall != 0.0) s->stall_s += stall;
+    s->steps += steps;
+    s->area_s += (double)s->in_system * seconds;
+    s->now = now + seconds;
+    s->G += steps;
+    s->S += s->d * steps;
+    return 0;
+}
+
+static int idle(Sched *s, double until) {
+    if (until >= s->next_sample && take(s, until) < 0) return -1;
+    s->area_s += (double)s->in_system * (until - s->now);
+    s->now = until;
+    return 0;
+}
+
+static int push_boundary(Sched *s, Req *r, int32_t ri, int64_t g) {
+    int64_t kv = r->kv0 + (g - r->g0);
+    int64_t nxt = g + pymod(-kv, s->bs);
+    if (nxt < r->g0 + (r->o - r->out)) return heap_push(&s->blk, nxt, r->seq, r->ep, ri);
+    return 0;
+}
+
+static void release(Sched *s) {
+    s->blocked = 0;
+    if (s->kv_since >= 0) { s->kv_acc += s->now - s->kv_since; s->kv_since = -1.0; }
+}
+
+/* StepEngine._cache_decode: cache r's first m decode blocks */
+static int cache_decode(Sched *s, Req *r, int64_t m) {
+    if (m <= r->dh_in) return 0;
+    PyObject *l = u64_list(r->hashes + r->n0 + r->dh_in, m - r->dh_in);
+    if (!l) return -1;
+    int rc = hcall0(s->m_extend, r->adm, l);
+    Py_DECREF(l);
+    if (rc < 0) return -1;
+    s->q[Q_DECODE][r->k] += m - r->dh_in;
+    s->decode_cached += m - r->dh_in;
+    r->dh_in = m;
+    return 0;
+}
+
+static int finish_columns(Sched *s, Req *r) {
+    int64_t k = r->k;
+    double now = s->now, ttft = r->ttft - r->arrival;
+    s->dc[D_TTFT][k] = ttft;
+    s->dc[D_PSTEPS][k] = r->prefill_s;
+    s->dc[D_EXPOSED][k] = r->exposed_s;
+    double rest = ttft - s->dc[D_WAIT][k] - r->exposed_s - r->prefill_s;
+    s->dc[D_WCOMP][k] = rest > 1e-9 ? rest : 0.0;
+    s->dc[D_FINISH][k] = now;
+    s->dc[D_E2E][k] = now - r->arrival;
+    s->dc[D_TPOT][k] = r->o > 1 ? (now - r->ttft) / (double)(r->o - 1) : NAN;
+    s->q[Q_PREEMPT][k] = r->preemptions;
+    return 0;
+}
+
+/* StepEngine._finish: r is done at now */
+static int finish(Sched *s, int32_t ri) {
+    Req *r = &s->rq[ri];
+    int64_t bs = s->bs;
+    if (r->ndh && r->grows) {
+        int64_t m = floordiv(r->p0 + r->o - 1, bs) - floordiv(r->p0, bs);
+        m = m > 0 ? m : 0;
+        if (cache_decode(s, r, r->ndh < m ? r->ndh : m) < 0) return -1;
+    }
+    if (hcall0(s->m_finish, r->adm, NULL) < 0) return -1;
+    r->ep = ++s->epochs;
+    list_remove(s->run, &s->nrun, ri);
+    s->in_system--;
+    release(s);
+    finish_columns(s, r);
+    req_free(s, ri);
+    return 0;
+}
+
+/* StepEngine._prefill_complete */
+static int prefill_complete(Sched *s, int32_t ri) {
+    Req *r = &s->rq[ri];
+    list_remove(s->pf, &s->npf, ri);
+    if (hcall0(s->m_done, r->adm, NULL) < 0) return -1;
+    if (isnan_(r->ttft)) r->ttft = s->now;
+    r->out += 1;
+    if (r->out >= r->o) return finish(s, ri);
+    r->decoding = 1;
+    r->kv0 = r->p; r->g0 = s->G;
+    s->d += 1;
+    s->S += r->p;
+    if (heap_push(&s->fin, s->G + r->o - r->out, r->seq, r->ep, ri) < 0) return -1;
+    return r->grows ? push_boundary(s, r, ri, s->G) : 0;
+}
+
+/* StepEngine._prefill_step: one step with prefill chunks and the decode batch */
+static int prefill_step(Sched *s, Py_ssize_t nch) {
+    int64_t d = s->d, tokens = d;
+    double now = s->now, comp = 0.0, mem = 0.0;
+    int late = 0;
+    for (Py_ssize_t x = 0; x < nch; x++) {
+        Req *r = &s->rq[s->cr[x]];
+        int64_t c = r->ctx, n = s->cn[x];
+        comp += s->tok_s * (double)n + s->pair_s * ((double)(n * c) + (double)(n * (n + 1)) / 2.0);
+        mem += s->kv_seq + s->kv_tok * (double)c;
+        tokens += n;
+        if (r->land > now) late = 1;
+    }
+    int64_t S = s->S;
+    double weights = s->w_act * (double)tokens;
+    double memory = (weights < s->w_tot ? weights : s->w_tot) + mem + (double)d * s->kv_seq + s->kv_tok * (double)S;
+    double step = comp + (double)d * (s->tok_s + s->attn_seq) + s->attn_tok * (double)S;
+    if (memory > step) step = memory;
+    double stall = 0.0;
+    if (late) {
+        for (Py_ssize_t x = 0; x < nch; x++) {
+            Req *r = &s->rq[s->cr[x]];
+            if (!(r->land > now)) continue;
+            double window = step * (double)(s->layers - 1) / (double)s->layers;
+            double e = r->land - now - window;
+            e = e > 0 ? e : 0.0;
+            if (isnan_(r->ttft)) r->exposed_s += e;
+            if (e > stall) stall = e;
+            r->land = -INFINITY;
+        }
+    }
+    s->prefill_steps++;
+    if (elapse(s, step + stall, stall, 1) < 0) return -1;
+    for (Py_ssize_t x = 0; x < nch; x++) {
+        int32_t ri = s->cr[x];
+        Req *r = &s->rq[ri];
+        r->ctx += s->cn[x];
+        if (isnan_(r->ttft)) r->prefill_s += step;
+        r->rem -= s->cn[x];
+        if (!r->rem && prefill_complete(s, ri) < 0) return -1;
+    }
+    return 0;
+}
+
+/* StepEngine._preempt: free v's blocks, back to the head of the queue */
+static int preempt(Sched *s, int32_t vi) {
+    Req *v = &s->rq[vi];
+    v->ep = ++s->epochs;
+    list_remove(s->run, &s->nrun, vi);
+    int64_t bs = s->bs;
+    if (v->decoding) {
+        int64_t kv = v->kv0 + (s->G - v->g0);
+        s->d -= 1;
+        s->S -= kv;
+        v->decoding = 0;
+        v->out += s->G - v->g0;
+        int64_t m = floordiv(kv, bs) - floordiv(v->p0, bs);
+        m = m > 0 ? m : 0;
+        m = v->ndh < m ? v->ndh : m;
+        if (cache_decode(s, v, m) < 0 || hcall0(s->m_finish, v->adm, NULL) < 0) return -1;
+        v->p = v->p0 + v->out;
+        v->chain_dh = m;
+        v->dh_in = m;
+    } else {
+        list_remove(s->pf, &s->npf, vi);
+        if (hcall0(s->m_abort, v->adm, NULL) < 0) return -1;
+    }
+    Py_CLEAR(v->adm);
+    v->land = -INFINITY;
+    v->preemptions += 1;
+    s->preemptions += 1;
+    if (wq_push_front(s, vi) < 0) return -1;
+    release(s);
+    return 0;
+}
+
+/* StepEngine._victim: the youngest running request that grows */
+static int32_t victim(Sched *s) {
+    for (Py_ssize_t i = s->nrun - 1; i >= 0; i--) if (s->rq[s->run[i]].grows) return s->run[i];
+    PyErr_SetString(PyExc_AssertionError, "no request to preempt");
+    return -1;
+}
+
+/* one more GPU slot for r: 1 granted, 0 none obtainable, -1 error */
+static int grow1(Sched *s, Req *r) {
+    static PyObject *one = NULL;
+    if (!one && !(one = PyLong_FromLong(1))) return -1;
+    PyObject *res = hcall(s->m_grow, r->adm, one);
+    if (!res) return -1;
+    int ok = PyObject_IsTrue(res);
+    Py_DECREF(res);
+    return ok;
+}
+
+/* StepEngine._grow_now: the block boundaries of step G */
+static int grow_now(Sched *s) {
+    Heap *blk = &s->blk;
+    while (blk->n && blk->a[0].key <= s->G) {
+        HEnt top = blk->a[0];
+        Req *r = &s->rq[top.r];
+        if (top.ep != r->ep || !r->live) { heap_pop(blk); continue; }
+        int ok = grow1(s, r);
+        if (ok < 0) return -1;
+        if (ok) {
+            heap_pop(blk);
+            if (push_boundary(s, r, top.r, s->G + 1) < 0) return -1;
+        } else {
+            int32_t v = victim(s);
+            if (v < 0 || preempt(s, v) < 0) return -1;
+        }
+    }
+    return note_held(s);
+}
+
+/* StepEngine._grow_ahead: serve the boundaries of steps G+1 .. G+k-1; the steps that can run, or -1 */
+static int64_t grow_ahead(Sched *s, int64_t k) {
+    Heap *blk = &s->blk;
+    int64_t limit = s->G + k;
+    while (blk->n && blk->a[0].key < limit) {
+        HEnt top = blk->a[0];
+        Req *r = &s->rq[top.r];
+        if (top.ep != r->ep || !r->live) { heap_pop(blk); continue; }
+        int ok = grow1(s, r);
+        if (ok < 0) return -1;
+        if (!ok) return note_held(s) < 0 ? -1 : top.key - s->G;
+        heap_pop(blk);
+        if (push_boundary(s, r, top.r, top.key + 1) < 0) return -1;
+    }
+    return note_held(s) < 0 ? -1 : k;
+}
+
+/* StepEngine._decode_skip: pure decode steps until the first finish, block shortage or a step at >= t */
+static int decode_skip(Sched *s, double t) {
+    Heap *fin = &s->fin;
+    while (fin->n && (fin->a[0].ep != s->rq[fin->a[0].r].ep || !s->rq[fin->a[0].r].live)) heap_pop(fin);
+    if (!fin->n) { PyErr_SetString(PyExc_AssertionError, "decoding requests without a finish"); return -1; }
+    int64_t most = fin->a[0].key - s->G;
+    int64_t k = t == INFINITY ? most : decode_steps_within(s, s->d, s->S, t - s->now, most);
+    if (!s->skip) k = 1;
+    if (s->blk.n && s->blk.a[0].key < s->G + k) {
+        k = grow_ahead(s, k);
+        if (k < 0) return -1;
+    }
+    return elapse(s, decode_run_s(s, s->d, s->S, k), 0.0, k);
+}
+
+/* StepEngine._finish_due */
+static int finish_due(Sched *s) {
+    Heap *fin = &s->fin;
+    while (fin->n && fin->a[0].key <= s->G) {
+        HEnt top = fin->a[0];
+        heap_pop(fin);
+        Req *r = &s->rq[top.r];
+        if (top.ep != r->ep || !r->live) continue;
+        int64_t kv = r->kv0 + (s->G - r->g0);
+        s->d -= 1;
+        s->S -= kv;
+        r->decoding = 0;
+        r->out = r->o;
+        if (finish(s, top.r) < 0) return -1;
+    }
+    return 0;
+}
+
+/* StepEngine._run_until */
+static int run_until(Sched *s, double t) {
+    unsigned int spins = 0;
+    while (s->now < t) {
+        if (!(++spins & 0xFFFF) && PyErr_CheckSignals() < 0) return -1;    /* Ctrl-C in a long tail */
+        if (s->blk.n && s->blk.a[0].key <= s->G && grow_now(s) < 0) return -1;
+        Py_ssize_t nch = compose(s);
+        if (nch < 0) return -1;
+        if (nch) { if (prefill_step(s, nch) < 0) return -1; }
+        else if (s->d) { if (decode_skip(s, t) < 0) return -1; }
+        else {
+            if (t == INFINITY) return 0;
+            if (idle(s, t) < 0) return -1;
+        }
+        if (s->fin.n && s->fin.a[0].key <= s->G && finish_due(s) < 0) return -1;
+    }
+    return 0;
+}
+
+/* ---------------------------------------------------------------- feeding */
+static int new_request(Sched *s, int64_t k, double a, int64_t p, int64_t o, int64_t n0, int64_t cap0,
+                       const uint64_t *ids, const uint64_t *dh, int64_t ndh, const double *pre) {
+    int32_t ri = req_new(s);
+    if (ri < 0) return -1;
+    Req *r = &s->rq[ri];
+    memset(r, 0, sizeof *r);
+    r->k = k; r->arrival = a; r->p0 = r->p = p; r->o = o; r->n0 = n0; r->cap0 = cap0; r->ndh = ndh;
+    r->land = -INFINITY; r->ttft = NAN; r->first = 1; r->grows = 1; r->live = 1;
+    r->ep = ++s->epochs;
+    r->kv_mark = s->kv_acc + (s->kv_since >= 0 ? s->now - s->kv_since : 0.0);
+    r->hashes = PyMem_Malloc(sizeof(uint64_t) * (n0 + ndh + 1));
+    if (!r->hashes) { PyErr_NoMemory(); return -1; }
+    memcpy(r->hashes, ids, sizeof(uint64_t) * n0);
+    if (ndh) memcpy(r->hashes + n0, dh, sizeof(uint64_t) * ndh);
+    if (pre) {
+        r->pre = PyMem_Malloc(sizeof(double) * (cap0 + 1));
+        if (!r->pre) { PyErr_NoMemory(); return -1; }
+        memcpy(r->pre, pre, sizeof(double) * (cap0 + 1));
+    }
+    return wq_push_back(s, ri);
+}
+
+enum { B_ARR, B_PROMPT, B_OUT, B_CACHE, B_CAP, B_OFF, B_HASH, B_PRE, B_PREOFF, B_DECOFF, B_DEC, NB };
+
+static int feed_rows(Sched *s, Py_buffer *b, Py_ssize_t m) {
+    const double *arr = b[B_ARR].buf, *pre = b[B_PRE].buf;
+    const int64_t *prompt = b[B_PROMPT].buf, *out = b[B_OUT].buf, *cache = b[B_CACHE].buf, *cap = b[B_CAP].buf;
+    const int64_t *off = b[B_OFF].buf, *poff = b[B_PREOFF].buf, *doff = b[B_DECOFF].buf;
+    const uint64_t *hash = b[B_HASH].buf, *dec = b[B_DEC].buf;
+    int has_pre = b[B_PRE].len > 0, has_dec = b[B_DECOFF].len > 0;
+    if (!s->fed && m) s->origin_s = arr[0];
+    for (Py_ssize_t i = 0; i < m; i++) {
+        double a = arr[i];
+        if (a < s->last_arrival) a = s->last_arrival;
+        s->last_arrival = a;
+        if (s->now < a) {
+            if (run_until(s, a) < 0) return -1;
+            if (s->now < a && idle(s, a) < 0) return -1;
+        }
+        if (a >= s->next_sample && take(s, a) < 0) return -1;
+        int64_t p = prompt[i], ndh = 0;
+        const uint64_t *dh = NULL;
+        if (has_dec && cache[i] == floordiv(p, s->bs)) { dh = dec + doff[i]; ndh = doff[i + 1] - doff[i]; }
+        if (new_request(s, s->fed, a, p, out[i], cache[i], cap[i], hash + off[i], dh, ndh,
+                        has_pre ? pre + poff[i] : NULL) < 0) return -1;
+        s->fed++;
+        s->area_s += s->now - a;
+        s->in_system++;
+    }
+    return 0;
+}
+
+static int init_columns(Sched *s, Py_ssize_t m) {
+    if (cols_reserve(s, s->ncol + m) < 0) return -1;
+    Py_ssize_t lo = s->ncol, hi = s->ncol + m;
+    for (int j = 0; j < NQ0 + s->T; j++) memset(s->q[j] + lo, 0, sizeof(int64_t) * m);
+    for (int j = 0; j < ND; j++) for (Py_ssize_t i = lo; i < hi; i++) s->dc[j][i] = j >= D_NAN_FROM ? NAN : 0.0;
+    memset(s->trunc + lo, 0, m);
+    s->ncol = hi;
+    return 0;
+}
+
+static int check_buffers(Py_buffer *b, Py_ssize_t m) {
+    Py_ssize_t n8[NB];
+    for (int j = 0; j < NB; j++) {
+        if (b[j].len % 8) { PyErr_SetString(PyExc_ValueError, "feed: need 8-byte items"); return -1; }
+        n8[j] = b[j].len / 8;
+    }
+    int bad = n8[B_PROMPT] != m || n8[B_OUT] != m || n8[B_CACHE] != m || n8[B_CAP] != m || n8[B_OFF] != m + 1
+        || (n8[B_PRE] && n8[B_PREOFF] != m + 1) || (n8[B_DECOFF] && n8[B_DECOFF] != m + 1);
+    const int64_t *off = b[B_OFF].buf, *cache = b[B_CACHE].buf, *cap = b[B_CAP].buf;
+    for (Py_ssize_t i = 0; !bad && i < m; i++)
+        bad = off[i] < 0 || off[i + 1] > n8[B_HASH] || cache[i] < 0 || cache[i] > off[i + 1] - off[i]
+            || cap[i] < 0 || cap[i] > cache[i]
+            || (n8[B_PRE] && (((int64_t *)b[B_PREOFF].buf)[i] + cap[i] + 1 > n8[B_PRE]))
+            || (n8[B_DECOFF] && ((int64_t *)b[B_DECOFF].buf)[i + 1] > n8[B_DEC]);
+    if (bad) { PyErr_SetString(PyExc_ValueError, "feed: inconsistent column lengths or offsets"); return -1; }
+    return 0;
+}
+
+static PyObject *sched_feed(Sched *s, PyObject *args) {
+    Py_buffer b[NB];
+    long long bs;
+    memset(b, 0, sizeof b);
+    if (!PyArg_ParseTuple(args, "Ly*y*y*y*y*y*y*y*y*y*y*", &bs, &b[0], &b[1], &b[2], &b[3], &b[4], &b[5], &b[6],
+                          &b[7], &b[8], &b[9], &b[10])) {
+        for (int j = 0; j < NB; j++) if (b[j].obj) PyBuffer_Release(&b[j]);
+        return NULL;
+    }
+    Py_ssize_t m = b[B_ARR].len / 8;
+    int rc = -1;
+    if (bs < 1 || (s->bs && bs != s->bs)) PyErr_SetString(PyExc_ValueError, "feed: block sizes differ or < 1");
+    else if (check_buffers(b, m) == 0) {
+        s->bs = bs;
+        rc = init_columns(s, m) < 0 ? -1 : feed_rows(s, b, m);
+    }
+    for (int j = 0; j < NB; j++) PyBuffer_Release(&b[j]);
+    if (rc < 0) return NULL;
+    Py_RETURN_NONE;
+}
+
+/* ---------------------------------------------------------------- results */
+static PyObject *sched_close(Sched *s, PyObject *unused) {
+    if (run_until(s, INFINITY) < 0) return NULL;
+    if (s->wn || s->nrun) { PyErr_SetString(PyExc_AssertionError, "a request could never finish"); return NULL; }
+    return PyFloat_FromDouble(s->now);
+}
+
+/* (admitted, waiting, [resident blocks per tier], [restored bytes per link], [link free per tier], running): a
+ * time-series sample's state (StepEngine._snapshot) */
+static PyObject *sched_state(Sched *s, PyObject *unused) {
+    PyObject *res = PyList_New(s->T), *rb = PyList_New(s->T), *lf = PyList_New(s->T);
+    if (!res || !rb || !lf) { Py_XDECREF(res); Py_XDECREF(rb); Py_XDECREF(lf); return NULL; }
+    for (int j = 0; j < s->T; j++) {
+        PyObject *jj = PyLong_FromLong(j);
+        PyList_SET_ITEM(res, j, jj ? PyObject_CallOneArg(s->resident, jj) : NULL);
+        Py_XDECREF(jj);
+        PyList_SET_ITEM(rb, j, PyLong_FromLongLong(s->links[j].nbytes));
+        PyList_SET_ITEM(lf, j, PyFloat_FromDouble(s->link_free[j]));
+        if (!PyList_GET_ITEM(res, j)) { Py_DECREF(res); Py_DECREF(rb); Py_DECREF(lf); return NULL; }
+    }
+    return Py_BuildValue("(LnNNNn)", (long long)s->admitted, s->wn, res, rb, lf, s->nrun);
+}
+
+/* the per-request columns as bytes: int64 ones (then one per tier), float64 ones, truncated (int8) */
+static PyObject *sched_columns(Sched *s, PyObject *unused) {
+    PyObject *l = PyList_New(NQ0 + s->T + ND + 1);
+    if (!l) return NULL;
+    int x = 0;
+    for (int j = 0; j < NQ0 + s->T; j++)
+        PyList_SET_ITEM(l, x++, PyBytes_FromStringAndSize((char *)s->q[j], sizeof(int64_t) * s->ncol));
+    for (int j = 0; j < ND; j++)
+        PyList_SET_ITEM(l, x++, PyBytes_FromStringAndSize((char *)s->dc[j], sizeof(double) * s->ncol));
+    PyList_SET_ITEM(l, x++, PyBytes_FromStringAndSize(s->trunc, s->ncol));
+    for (int j = 0; j < x; j++) if (!PyList_GET_ITEM(l, j)) { Py_DECREF(l); return NULL; }
+    return l;
+}
+
+/* the SchedulerCounters fields, the ledger's peak and tier hits, and per tier its link's counters */
+static PyObject *sched_counters(Sched *s, PyObject *unused) {
+    PyObject *bins = PyList_New(s->nbins), *th = PyList_New(s->T), *lk = PyList_New(s->T);
+    if (!bins || !th || !lk) { Py_XDECREF(bins); Py_XDECREF(th); Py_XDECREF(lk); return NULL; }
+    for (Py_ssize_t i = 0; i < s->nbins; i++) PyList_SET_ITEM(bins, i, PyFloat_FromDouble(s->bins[i]));
+    for (int j = 0; j < s->T; j++) {
+        Link *k = &s->links[j];
+        PyList_SET_ITEM(th, j, PyLong_FromLongLong(s->tier_hits[j]));
+        PyList_SET_ITEM(lk, j, Py_BuildValue("(LLLdddddLL)", (long long)k->restores, (long long)k->blocks,
+                        (long long)k->nbytes, k->restore_s, k->transfer_s, k->overhead_s, k->full_s,
+                        k->remaining_s, (long long)k->slower, (long long)k->slower_blocks));
+    }
+    return Py_BuildValue("{sLsLsdsdsNsdsLsLsLsLsLsLsdsisLsNsN}", "steps", (long long)s->steps,
+                         "prefill_steps", (long long)s->prefill_steps, "busy_s", s->busy_s, "stall_s", s->stall_s,
+                         "busy_per_s", bins, "origin_s", s->origin_s, "preemptions", (long long)s->preemptions,
+                         "recompute_tokens", (long long)s->recompute_tokens,
+                         "restores_considered", (long long)s->considered, "restores_losing", (long long)s->losing,
+                         "restores_skipped", (long long)s->skipped, "decode_blocks_cached", (long long)s->decode_cached,
+                         "in_system_area_s", s->area_s, "bin_s", s->bin_s, "peak_reserved_blocks", (long long)s->peak,
+                         "tier_hit_blocks", th, "links", lk);
+}
+
+/* ---------------------------------------------------------------- the type */
+static int seq_doubles(PyObject *o, int T, double *out) {
+    PyObject *f = PySequence_Fast(o, "need a sequence");
+    if (!f) return -1;
+    if (PySequence_Fast_GET_SIZE(f) != T) { Py_DECREF(f); PyErr_SetString(PyExc_ValueError, "need one per tier"); return -1; }
+    for (int j = 0; j < T; j++) out[j] = PyFloat_AsDouble(PySequence_Fast_GET_ITEM(f, j));
+    Py_DECREF(f);
+    return PyErr_Occurred() ? -1 : 0;
+}
+
+static int sched_alloc(Sched *s) {
+    int T = s->T;
+    s->setup = PyMem_Calloc(T, sizeof(double)); s->bw = PyMem_Calloc(T, sizeof(double));
+    s->iops = PyMem_Calloc(T, sizeof(double)); s->link_free = PyMem_Calloc(T, sizeof(double));
+    s->bpb = PyMem_Calloc(T, sizeof(int64_t)); s->tier_hits = PyMem_Calloc(T, sizeof(int64_t));
+    s->links = PyMem_Calloc(T, sizeof(Link));
+    s->run = PyMem_Calloc(s->max_seqs + 1, sizeof(int32_t)); s->pf = PyMem_Calloc(s->max_seqs + 1, sizeof(int32_t));
+    s->cr = PyMem_Calloc(s->max_seqs + 1, sizeof(int32_t)); s->cn = PyMem_Calloc(s->max_seqs + 1, sizeof(int64_t));
+    if (!s->setup || !s->bw || !s->iops || !s->link_free || !s->bpb || !s->tier_hits || !s->links || !s->run
+        || !s->pf || !s->cr || !s->cn) { PyErr_NoMemory(); return -1; }
+    return 0;
+}
+
+static int hier_methods(Sched *s, PyObject *h) {
+    const char *names[] = {"start", "prefill_done", "finish", "grow", "abort", "extend", "held_blocks"};
+    PyObject **slots[] = {&s->m_start, &s->m_done, &s->m_finish, &s->m_grow, &s->m_abort, &s->m_extend, &s->m_held};
+    for (int j = 0; j < 7; j++) if (!(*slots[j] = PyObject_GetAttrString(h, names[j]))) return -1;
+    return 0;
+}
+
+static int sched_init(Sched *s, PyObject *args, PyObject *kw) {
+    PyObject *h, *take, *resident, *setup, *bw, *iops, *bpb;
+    long long budget, seqs, maxp;
+    int layers, fallback, last_token, no_cache, skip;
+    if (s->T) { PyErr_SetString(PyExc_TypeError, "already initialised"); return -1; }
+    if (!PyArg_ParseTuple(args, "OOOOOOO(dddddddd)iLLLpppp", &h, &take, &resident, &setup, &bw, &iops, &bpb, &s->tok_s,
+                          &s->pair_s, &s->kv_seq, &s->kv_tok, &s->attn_seq, &s->attn_tok, &s->w_act, &s->w_tot,
+                          &layers, &budget, &seqs, &maxp, &fallback, &last_token, &no_cache, &skip)) return -1;
+    Py_ssize_t T = PySequence_Size(setup);
+    if (T < 1 || T > 8 || budget < 1 || seqs < 1 || seqs > budget || layers < 1) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "1..8 tiers, budget >= max_seqs >= 1, layers >= 1");
+        return -1;
+    }
+    s->T = (int)T; s->budget = budget; s->max_seqs = seqs; s->max_preempt = maxp; s->layers = layers;
+    s->fallback = fallback; s->last_token = last_token; s->no_cache = no_cache; s->skip = skip;
+    s->now = 0.0; s->next_sample = s->last_arrival = -INFINITY; s->kv_since = -1.0; s->bin_s = 1;
+    Py_INCREF(take); s->take = take;
+    Py_INCREF(resident); s->resident = resident;
+    if (sched_alloc(s) < 0 || hier_methods(s, h) < 0 || seq_doubles(setup, s->T, s->setup) < 0
+        || seq_doubles(bw, s->T, s->bw) < 0 || seq_doubles(iops, s->T, s->iops) < 0) return -1;
+    double tmp[8];
+    if (seq_doubles(bpb, s->T, tmp) < 0) return -1;
+    for (int j = 0; j < s->T; j++) s->bpb[j] = (int64_t)tmp[j];
+    return 0;
+}
+
+static void sched_dealloc(Sched *s) {
+    for (int32_t i = 0; i < s->nrq; i++) if (s->rq[i].live) { Py_CLEAR(s->rq[i].adm); Py_CLEAR(s->rq[i].chain);
+        PyMem_Free(s->rq[i].hashes); PyMem_Free(s->rq[i].pre); }
+    PyMem_Free(s->rq); PyMem_Free(s->freel); PyMem_Free(s->wq); PyMem_Free(s->run); PyMem_Free(s->pf);
+    PyMem_Free(s->cr); PyMem_Free(s->cn); PyMem_Free(s->fin.a); PyMem_Free(s->blk.a); PyMem_Free(s->bins);
+    PyMem_Free(s->setup); PyMem_Free(s->bw); PyMem_Free(s->iops); PyMem_Free(s->bpb); PyMem_Free(s->link_free);
+    PyMem_Free(s->tier_hits); PyMem_Free(s->links);
+    for (int j = 0; j < NQ0 + 8; j++) PyMem_Free(s->q[j]);
+    for (int j = 0; j < ND; j++) PyMem_Free(s->dc[j]);
+    PyMem_Free(s->trunc);
+    Py_XDECREF(s->m_start); Py_XDECREF(s->m_done); Py_XDECREF(s->m_finish); Py_XDECREF(s->m_grow);
+    Py_XDECREF(s->m_abort); Py_XDECREF(s->m_extend); Py_XDECREF(s->m_held); Py_XDECREF(s->take);
+    Py_XDECREF(s->resident);
+    Py_TYPE(s)->tp_free((PyObject *)s);
+}
+
+static PyMethodDef sched_methods[] = {
+    {"feed", (PyCFunction)sched_feed, METH_VARARGS,
+     "feed(block_size, arrival f8, prompt i8, output i8, cacheable i8, max_hit i8, offsets i8 (m+1), hashes u8, "
+     "prefill table f8, its offsets i8 (m+1 or empty), decode offsets i8 (m+1 or empty), decode ids u8)"},
+    {"close", (PyCFunction)sched_close, METH_NOARGS, "run until every request has finished; returns the end time"},
+    {"state", (PyCFunction)sched_state, METH_NOARGS,
+     "(admitted, waiting, resident blocks per tier, restored bytes per link, link free per tier, running)"},
+    {"columns", (PyCFunction)sched_columns, METH_NOARGS, "per-request columns as bytes (order: pcs.engine.stepnative)"},
+    {"counters", (PyCFunction)sched_counters, METH_NOARGS, "counters (dict)"},
+    {NULL}
+};
+
+static PyTypeObject SchedType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "pcs.engine._stepsched.StepScheduler",
+    .tp_basicsize = sizeof(Sched),
+    .tp_dealloc = (destructor)sched_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "The step scheduler's event loop (pcs.engine.scheduler.StepEngine, layerwise) over a compiled hierarchy.",
+    .tp_methods = sched_methods,
+    .tp_init = (initproc)sched_init,
+    .tp_new = PyType_GenericNew,
+};
+
+static struct PyModuleDef moddef = {PyModuleDef_HEAD_INIT, "_stepsched",
+                                    "The step scheduler's event loop in C (pcs.engine.stepnative).", -1, NULL};
+
+PyMODINIT_FUNC PyInit__stepsched(void) {
+    if (PyType_Ready(&SchedType) < 0) return NULL;
+    s_hit = PyUnicode_InternFromString("hit_blocks");
+    s_hbpt = PyUnicode_InternFromString("hit_blocks_per_tier");
+    s_rbpt = PyUnicode_InternFromString("restored_blocks_per_tier");
+    s_lead = PyUnicode_InternFromString("gpu_lead_blocks");
+    s_last = PyUnicode_InternFromString("last_hit_tier");
+    s_prefix = PyUnicode_InternFromString("prefix_hit_blocks");
+    s_trunc = PyUnicode_InternFromString("truncated");
+    PyObject *m = PyModule_Create(&moddef);
+    if (!m) return NULL;
+    Py_INCREF(&SchedType);
+    if (PyModule_AddObject(m, "StepScheduler", (PyObject *)&SchedType) < 0) { Py_DECREF(m); return NULL; }
+    return m;
+}

@@ -1,0 +1,151 @@
+"""The step scheduler's event loop in C (``pcs.engine._stepsched``) behind :class:`StepEngine`'s interface.
+
+:class:`NativeStepEngine` runs the rules of :mod:`pcs.engine.scheduler` (``docs/semantics.md §9``, §10) --
+the Python reference -- in C for the configuration ``pcs replay`` runs by default: every tier on the
+compiled all-LRU hierarchy (:class:`pcs.cache.native.NativeHierarchy`), either write policy, the
+``layerwise`` restore policy, fallback on or off, decode blocks cached or not, any preemption bound,
+event skipping on or off, plain prefill attention (``StepCost.attn_pair_s`` set). Its per-request
+columns, :class:`~pcs.engine.schedstats.SchedulerCounters`, ledger and time-series samples are
+identical to :class:`~pcs.engine.scheduler.StepEngine`'s (``tests/engine/test_stepsched_native.py``).
+Which loop runs is decided by the engine-selection table (:mod:`pcs.engine.select`, row
+``compiled-step``; ``docs/semantics.md §15``); :func:`unsupported` says why a run cannot use it.
+"""
+from __future__ import annotations
+
+from array import array
+
+import numpy as np
+
+from pcs import _native
+from pcs.engine.engine import EngineResult, ReplayEngine
+from pcs.engine.scheduler import StepEngine
+
+__all__ = ["NativeStepEngine", "unsupported", "MAX_TIERS"]
+
+_stepsched = _native.module("stepsched")    # None when the optional extension did not compile
+
+#: most tiers the compiled loop takes (fixed-size per-tier arrays in C).
+MAX_TIERS = 8
+#: the C loop's column order (pcs/engine/_stepsched.c: enum Q_*, then one hit_tokens column per tier; enum D_*).
+_Q_COLS = ("hit_blocks", "missed_blocks", "hit_tokens", "restored_bytes", "preemptions", "recomputed_hit_blocks",
+           "decode_blocks_cached")
+_D_COLS = ("restore_s", "wait_link_s", "prefill_s", "wait_s", "ttft_s", "finish_s", "wait_compute_s",
+           "exposed_restore_s", "prefill_steps_s", "e2e_s", "tpot_s")
+_COUNTERS = ("steps", "prefill_steps", "busy_s", "stall_s", "busy_per_s", "origin_s", "preemptions",
+             "recompute_tokens", "restores_considered", "restores_losing", "restores_skipped", "decode_blocks_cached",
+             "in_system_area_s", "bin_s")
+_LINK_FIELDS = ("restores", "restored_blocks", "restored_bytes", "restore_s", "transfer_s", "overhead_s",
+                "full_prefill_s", "remaining_prefill_s", "slower_restores", "slower_blocks")
+
+
+def _link_params(link) -> tuple[float, float, float] | None:
+    """(setup_s, bandwidth_bps, iops or 0) of a :class:`pcs.hardware.LinkSpec`, (0, 0, 0) for None (instant),
+    or None for a link the C loop does not model."""
+    from pcs.hardware import LinkSpec
+
+    if link is None:
+        return 0.0, 0.0, 0.0
+    if type(link) is not LinkSpec or not link.bandwidth_bps > 0 or (link.iops is not None and not link.iops > 0):
+        return None
+    return float(link.setup_s), float(link.bandwidth_bps), float(link.iops or 0.0)
+
+
+def unsupported(hierarchy, links, cost, config, no_cache: bool = False) -> str | None:
+    """None when :class:`NativeStepEngine` can run this step-scheduler replay, else the reason it cannot.
+
+    Args:
+        hierarchy: the tiers; links: per tier a LinkSpec or None; cost: :class:`pcs.compute.StepCost`;
+        config: the resolved :class:`pcs.engine.schedconfig.SchedulerConfig`.
+    """
+    from pcs.cache.native import NativeHierarchy
+
+    if _stepsched is None:
+        return f"the compiled {_native.TWINS['stepsched']} is not built"
+    if type(hierarchy) is not NativeHierarchy:
+        return "the tiers are not on the compiled all-lru hierarchy"
+    if len(hierarchy.tiers) > MAX_TIERS:
+        return f"more than {MAX_TIERS} tiers"
+    if config.restore_policy != "layerwise":
+        return f"restore policy {config.restore_policy}, it needs layerwise"
+    if cost.attn_pair_s is None:
+        return "the model's prefill attention is not per (query, key) pair"
+    if any(_link_params(lk) is None for lk in links):
+        return "a link is not a LinkSpec with bandwidth > 0"
+    return None
+
+
+class NativeStepEngine(StepEngine):
+    """:class:`pcs.engine.scheduler.StepEngine` with its loop in C; the same arguments (no ``check`` or
+    ``log_steps``: those run on the reference).
+
+    Raises:
+        ValueError: :func:`unsupported` gives a reason (the message says it).
+    """
+
+    def __init__(self, hierarchy, links, block_bytes, cost, config, recompute_last_token: bool = True,
+                 decode=None, no_cache: bool = False, skip: bool = True) -> None:
+        super().__init__(hierarchy, links, block_bytes, cost, config, recompute_last_token, decode, no_cache,
+                         False, skip)
+        why = unsupported(hierarchy, self.links, cost, config, no_cache)
+        if why is not None:
+            raise ValueError(f"the compiled step scheduler cannot run this replay: {why}")
+        params = [_link_params(lk) for lk in self.links]
+        self._s = _stepsched.StepScheduler(
+            hierarchy, self.sampler.take, hierarchy._h.num_resident, [p[0] for p in params], [p[1] for p in params], [p[2] for p in params],
+            [float(b or 0) for b in self.block_bytes],
+            (cost.token_s, cost.attn_pair_s, cost.kv_seq_s, cost.kv_token_s, cost.attn_seq_s, cost.attn_token_s,
+             cost.weights_active_s, cost.weights_total_s), int(cost.layers), config.max_num_batched_tokens,
+            config.max_num_seqs, config.max_preemptions, bool(config.restore_fallback), bool(recompute_last_token),
+            bool(no_cache), bool(skip))
+
+    def _snapshot(self) -> tuple:
+        """As :meth:`StepEngine._snapshot`, from the C loop's state (which the loop itself passes to
+        ``Sampler.take`` at each boundary; resident counts from the C hierarchy, as ``len(tier.resident)``)."""
+        return self._s.state()
+
+    def _decode_arrays(self, first: int, m: int) -> tuple[np.ndarray, np.ndarray]:
+        """(offsets int64 (m + 1,) or empty, ids uint64): the decode-block ids of requests first .. first + m - 1."""
+        if self.decode is None:
+            return np.zeros(0, np.int64), np.zeros(0, np.uint64)
+        get = self.decode.hashes.get
+        rows = [get(k, ()) for k in range(first, first + m)]
+        off = np.zeros(m + 1, np.int64)
+        np.cumsum([len(r) for r in rows], out=off[1:])
+        ids = np.fromiter((x for r in rows for x in r), np.uint64, int(off[-1]))
+        return off, ids
+
+    def feed(self, chunk) -> None:
+        """Replay the requests of ``chunk`` (in order, after all earlier chunks)."""
+        m = len(chunk.arrival_s)
+        self._feed_inputs(chunk)
+        dec_off, dec_ids = self._decode_arrays(self._fed, m)
+        i8 = np.int64
+        cols = chunk.arrays
+        if cols is None or len(cols[7]) != len(chunk.prefill_s):     # built from lists, or a decode-time table
+            cols = (np.asarray(chunk.arrival_s, np.float64), np.asarray(chunk.prompt_tokens, i8),
+                    np.asarray(chunk.output_tokens, i8), np.asarray(chunk.cacheable, i8),
+                    np.asarray(chunk.max_hit_blocks, i8), np.asarray(chunk.offsets, i8),
+                    np.asarray(chunk.block_hashes, np.uint64), np.asarray(chunk.prefill_s, np.float64),
+                    np.asarray(chunk.prefill_offsets, i8) if len(chunk.prefill_s) else np.zeros(0, i8))
+        self._s.feed(chunk.block_size, *cols, dec_off, dec_ids)
+        self._fed += m
+
+    def close(self) -> EngineResult:
+        """Run until every request has finished; return the ledger and columns (:class:`EngineResult`)."""
+        end = self._s.close()
+        st, L, c = self.stats, self.ledger, self._cols
+        got = self._s.counters()
+        for name in _COUNTERS:
+            setattr(st, name, got[name])
+        st.end_s = end
+        L.peak_reserved_blocks = got["peak_reserved_blocks"]
+        L.tier_hit_blocks = got["tier_hit_blocks"]
+        for lk, values in zip(L.links, got["links"]):
+            for name, v in zip(_LINK_FIELDS, values):
+                setattr(lk, name, v)
+        names = _Q_COLS + tuple(f"hit_tokens_{t.name}" for t in self.h.tiers) + _D_COLS + ("truncated",)
+        for name, raw in zip(names, self._s.columns()):
+            col = array(c[name].typecode)
+            col.frombytes(raw)
+            c[name] = col
+        return ReplayEngine.close(self)

@@ -1,0 +1,249 @@
+"""The compiled step scheduler (pcs.engine._stepsched) equals the Python reference StepEngine, bit for bit.
+
+The C loop is a statement-for-statement twin of pcs/engine/scheduler.py (docs/semantics.md §9, §10, §15), so
+every per-request column, every SchedulerCounters field, the ledger and the time-series samples must be
+identical -- not approximately: the costs and link figures drawn here are arbitrary floats (not dyadic), so a
+different order of floating-point operations would show. Hypothesis traces cover random arrivals and lengths,
+1-3 tiers, both write policies, GPU tiers of a few blocks (preemption, truncation, head-of-line blocking),
+fallback on and off, decode blocks, preemption bounds, event skipping on and off, the no-cache run. Then the
+whole ``pcs.replay`` on every committed sample and the Mooncake trace: the engine ``compiled-step`` against
+the Python loop on the same compiled hierarchy (``engine="compiled-hierarchy"``).
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from helpers import traces
+from pcs.blocks import BlockRules
+from pcs.cache import Tier, make_policy
+from pcs.engine import stepnative
+
+pytestmark = pytest.mark.skipif(stepnative._stepsched is None, reason="the compiled step scheduler is not built")
+
+ROOT = Path(__file__).resolve().parents[2]
+from conftest import MOONCAKE_CONV as MOONCAKE  # noqa: E402  (../shared/traces or $PCS_SHARED_TRACES)
+ENGINE_KEYS = ("engine", "engine_reason", "baseline_engine", "baseline_engine_reason")
+
+
+class _Prefill:
+    """A vectorised prefill-time model for the chunks' tables: ``a x new + b x new x (cached + new)``."""
+
+    def __init__(self, a: float, b: float) -> None:
+        self.a, self.b = a, b
+
+    def prefill_s(self, new, cached):
+        new, cached = np.asarray(new, np.float64), np.asarray(cached, np.float64)
+        return self.a * new + self.b * new * (cached + new)
+
+    def decode_s_per_token(self, ctx):
+        return np.asarray(ctx, np.float64) * 0.0
+
+
+def _values(col):
+    return np.frombuffer(col, dtype={"q": np.int64, "d": np.float64, "b": np.int8}[col.typecode])
+
+
+#: The eviction policies with a compiled twin in the compiled hierarchy (docs/semantics.md §15).
+COMPILED_POLICIES = ("lru", "fifo", "slru", "sieve", "2q", "s3fifo", "arc", "lfu")
+
+
+@st.composite
+def runs(draw):
+    from pcs.compute import StepCost
+    from pcs.hardware import LinkSpec
+
+    reqs = draw(traces(max_requests=20))
+    ntiers = draw(st.integers(1, 3))
+    caps = [draw(st.integers(1, 24))] + [draw(st.integers(0, 40)) for _ in range(ntiers - 1)]
+    budget = draw(st.integers(1, 24))
+    f = st.floats(1e-7, 1e-2, allow_nan=False)
+    cost = StepCost(weights_active_s=draw(f), weights_total_s=draw(f), kv_seq_s=draw(f), kv_token_s=draw(f),
+                    token_s=draw(f), attn_seq_s=draw(f), attn_token_s=draw(f), attn_pair_s=draw(f),
+                    layers=draw(st.integers(1, 80)))
+    links = [None] + [draw(st.one_of(st.none(), st.builds(
+        lambda bw, s, iops: LinkSpec("t", bw, s, iops, 4096 if iops else None, "test"),
+        st.floats(1e5, 1e11), st.floats(0, 1e-3), st.one_of(st.none(), st.floats(10, 1e6)))))
+        for _ in range(ntiers - 1)]
+    kw = dict(budget=budget, seqs=draw(st.integers(1, budget)), fallback=draw(st.booleans()),
+              max_preemptions=draw(st.integers(0, 3)), decode=draw(st.booleans()), skip=draw(st.booleans()),
+              write_policy=draw(st.sampled_from(["back", "through"])), no_cache=draw(st.booleans()),
+              block_bytes=[draw(st.sampled_from([0, 256, 4096, 65536])) for _ in caps],
+              prefill=draw(st.one_of(st.none(), st.builds(_Prefill, f, f))),
+              last_token=draw(st.booleans()),
+              policies=[draw(st.sampled_from(COMPILED_POLICIES)) for _ in caps])
+    return reqs, caps, cost, links, kw
+
+
+def _run(cls, reqs, caps, cost, links, kw):
+    from pcs.cache.native import NativeHierarchy
+    from pcs.engine.chunks import iter_chunks
+    from pcs.engine.schedconfig import SchedulerConfig
+    from pcs.engine.timing import TimeModel
+    from pcs.engine.turns import decode_blocks
+
+    names = ("gpu", "cpu", "ssd")[:len(caps)]
+    pols = kw.get("policies") or ["lru"] * len(caps)
+    h = NativeHierarchy([Tier(n, c, make_policy(p, c)) for n, c, p in zip(names, caps, pols)], kw["write_policy"])
+    dec = decode_blocks(reqs) if kw["decode"] else None
+    cfg = SchedulerConfig(max_num_batched_tokens=kw["budget"], max_num_seqs=kw["seqs"],
+                          restore_fallback=kw["fallback"], max_preemptions=kw["max_preemptions"],
+                          cache_decode_blocks=dec is not None, restore_timeout_per_token_s=0.0)
+    rules = BlockRules(recompute_last_token=kw["last_token"])
+    eng = cls(h, links, kw["block_bytes"], cost, cfg, kw["last_token"], dec, no_cache=kw["no_cache"], skip=kw["skip"])
+    tm = TimeModel(kw["prefill"]) if kw["prefill"] is not None else None
+    for ch in iter_chunks(reqs, rules, tm, False):
+        eng.feed(ch)
+    return eng, eng.close()
+
+
+def _assert_same(py, c):
+    """Identical columns (NaN = NaN), ledger, counters, samples and end state."""
+    (pe, pr), (ce, cr) = py, c
+    assert list(pr.columns) == list(cr.columns)
+    for name, col in pr.columns.items():
+        a, b = _values(col), _values(cr.columns[name])
+        assert col.typecode == cr.columns[name].typecode, name
+        assert np.array_equal(a, b, equal_nan=a.dtype.kind == "f"), name
+    assert pr.ledger == cr.ledger
+    assert pe.stats == ce.stats
+    assert json.dumps(pr.sampler.rows) == json.dumps(cr.sampler.rows)
+    assert pr.sampler.step_s == cr.sampler.step_s
+    assert [len(t.resident) for t in pe.h.tiers] == [len(t.resident) for t in ce.h.tiers]
+    assert [t.policy.order() for t in pe.h.tiers] == [t.policy.order() for t in ce.h.tiers]
+
+
+@settings(max_examples=150, deadline=None)
+@given(runs())
+def test_native_equals_reference_on_random_traces(run):
+    from pcs.engine.scheduler import StepEngine
+
+    reqs, caps, cost, links, kw = run
+    _assert_same(_run(StepEngine, reqs, caps, cost, links, kw),
+                 _run(stepnative.NativeStepEngine, reqs, caps, cost, links, kw))
+
+
+def test_preemption_and_decode_blocks_equal_reference():
+    # a conversation whose turns grow on a GPU tier of 6 blocks: the running requests outgrow it while decoding,
+    # so the youngest is preempted (vLLM FCFS) and re-admitted; both loops must agree on every column
+    from helpers import req
+    from pcs.compute import StepCost
+    from pcs.engine.scheduler import StepEngine
+
+    reqs = [req(list(range(100 * k, 100 * k + 2)), 0.001 * k, prompt=2 * 16, out=40, bs=16) for k in range(6)]
+    cost = StepCost(weights_active_s=3e-5, weights_total_s=1e-3, kv_seq_s=1e-6, kv_token_s=3e-8, token_s=7e-6,
+                    attn_seq_s=2e-6, attn_token_s=1e-8, attn_pair_s=3e-10, layers=80)
+    kw = dict(budget=64, seqs=8, fallback=True, max_preemptions=2, decode=True, skip=True, write_policy="back",
+              no_cache=False, block_bytes=[0, 0], prefill=_Prefill(7e-6, 1e-9), last_token=True)
+    py = _run(StepEngine, reqs, [6, 20], cost, [None, None], kw)
+    assert py[0].stats.preemptions > 0, "the case must preempt"
+    _assert_same(py, _run(stepnative.NativeStepEngine, reqs, [6, 20], cost, [None, None], kw))
+
+
+def _same_replay(path: str, **kw) -> None:
+    from pcs.engine.api import replay
+
+    ref, fast = replay(path, engine="compiled-hierarchy", **kw), replay(path, **kw)
+    assert fast.summary.engine == "compiled-step" and ref.summary.engine == "compiled-hierarchy"
+    a, b = ref.summary.to_dict(), fast.summary.to_dict()
+    for key in ENGINE_KEYS:
+        a.pop(key), b.pop(key)
+    assert json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)
+    ta, tb = ref.requests, fast.requests
+    assert ta.column_names == tb.column_names
+    for name in ta.column_names:
+        x, y = ta[name].to_numpy(zero_copy_only=False), tb[name].to_numpy(zero_copy_only=False)
+        assert np.array_equal(x, y, equal_nan=x.dtype.kind == "f"), name
+
+
+@pytest.mark.parametrize("name", ["sample_chat.jsonl", "sample_exact.jsonl", "sample_azure_conv.jsonl",
+                                  "sample_tokens.jsonl"])
+def test_native_equals_reference_on_samples(name):
+    _same_replay(str(ROOT / "traces" / name))
+    _same_replay(str(ROOT / "traces" / name), write_policy="through", tiers=["gpu=300blocks", "cpu=2000blocks", "ssd=5000blocks"])
+
+
+@pytest.mark.parametrize("policy", COMPILED_POLICIES)
+def test_native_equals_reference_with_each_compiled_policy(policy):
+    """The C step loop over the compiled hierarchy's other policies (pcs/cache/_pol_NAME.c) equals the Python
+    step loop over the same hierarchy: the loop only calls the hierarchy, so every policy must agree."""
+    _same_replay(str(ROOT / "traces" / "sample_chat.jsonl"), policy=policy, tiers=["gpu=300blocks", "cpu=2000blocks"])
+
+
+@pytest.mark.skipif(not MOONCAKE.exists(), reason="the Mooncake trace (/work/shared) is not here")
+def test_native_equals_reference_on_mooncake():
+    _same_replay(str(MOONCAKE))
+
+
+def test_selection_places_only_the_default_configuration():
+    # the compiled loop runs the layerwise step scheduler on tiers whose policies are all compiled; anything else
+    # (other restore policies, a Python-only policy such as gdsf or belady) takes the Python loop
+    from pcs.engine import select
+
+    tiers = (("gpu", "lru", 100), ("cpu", "lru", 1000))
+    pick = lambda **kw: select.choose(select.RunConfig(**{"timing": "modeled", "tiers": tiers, **kw}))[0].name  # noqa
+    assert pick(scheduler="layerwise") == "compiled-step"
+    assert pick(scheduler="wait") == "compiled-hierarchy"
+    assert pick(scheduler="layerwise+chunk-attention") == "compiled-hierarchy"
+    assert pick(scheduler=None) == "compiled-hierarchy"
+    assert pick(scheduler="layerwise", native="python") == "reference"
+    assert pick(scheduler="layerwise", tiers=(("gpu", "slru", 100),)) == "compiled-step"
+    assert pick(scheduler="layerwise", tiers=(("gpu", "gdsf", 100),)) == "reference"
+    assert select.choose(select.RunConfig("sequential", tiers, scheduler="layerwise"))[0].name != "compiled-step"
+    # auto's reason lists the compiled step loop only for runs with the step scheduler
+    assert "compiled-step" not in select.choose(select.RunConfig("modeled", tiers))[1]
+    assert "not compiled-step: it needs every tier's policy compiled" in select.choose(
+        select.RunConfig("modeled", (("gpu", "gdsf", 100),), scheduler="layerwise"))[1]
+
+
+def test_coarse_busy_bins_and_the_span_limit_equal_reference():
+    # arrivals 50,000 s apart run past FINE_LIMIT_S (2 days), so the busy bins fold into 3,600-s bins
+    # (SchedulerCounters.add_busy); a run reaching past MAX_SPAN_S (366 days = 31,622,400 s) is the same one-line
+    # ValueError from both loops
+    from helpers import req
+    from pcs.compute import StepCost
+    from pcs.engine.scheduler import StepEngine
+
+    cost = StepCost(weights_active_s=3e-5, weights_total_s=1e-3, kv_seq_s=1e-6, kv_token_s=3e-8, token_s=7e-6,
+                    attn_seq_s=2e-6, attn_token_s=1e-8, attn_pair_s=3e-10, layers=80)
+    kw = dict(budget=64, seqs=8, fallback=True, max_preemptions=2, decode=True, skip=True, write_policy="back",
+              no_cache=False, block_bytes=[0, 0], prefill=_Prefill(7e-6, 1e-9), last_token=True)
+    reqs = [req(list(range(100 * k, 100 * k + 2)), 50_000.0 * k + 0.3, prompt=32, out=40, bs=16) for k in range(8)]
+    py = _run(StepEngine, reqs, [6, 20], cost, [None, None], kw)
+    assert py[0].stats.bin_s == 3600
+    _assert_same(py, _run(stepnative.NativeStepEngine, reqs, [6, 20], cost, [None, None], kw))
+    for second in (4e7, 2.0 ** 62, 1e300):      # past the limit; past int64 (the C loop must not cast it)
+        far = [req([1, 2], 0.0, prompt=32, out=4, bs=16), req([3, 4], second, prompt=32, out=4, bs=16)]
+        msgs = []
+        for cls in (StepEngine, stepnative.NativeStepEngine):
+            with pytest.raises(ValueError, match="s after the first arrival, past its limit of 31,622,400 s") as err:
+                _run(cls, far, [6, 20], cost, [None, None], kw)
+            msgs.append(str(err.value))
+        assert msgs[0] == msgs[1]
+
+
+def test_a_link_the_c_loop_does_not_model_falls_back_to_the_python_loop():
+    # the table cannot see the links; the runner asks NativeStepEngine (pcs.engine.stepnative.unsupported) and
+    # moves the run to the next row, saying why; the numbers are the Python loop's
+    from helpers import DyadicLink
+    from pcs.cache.native import NativeHierarchy
+    from pcs.engine.schedconfig import SchedulerConfig
+    from pcs.engine.runner import _Plan, _native_step_or_fallback
+    from pcs.engine import select
+    from pcs.engine.scheduler import StepEngine
+    from helpers import step_cost
+
+    tiers = [Tier("gpu", 8, make_policy("lru", 8)), Tier("cpu", 16, make_policy("lru", 16))]
+    cfg = select.RunConfig.of(tiers, "modeled", None, None, "layerwise")
+    row, reason = select.choose(cfg)
+    assert row.name == "compiled-step"
+    plan = _Plan("modeled", cfg, row, reason)
+    cls = _native_step_or_fallback(plan, NativeHierarchy(tiers), [None, DyadicLink()], step_cost(attn_pair_s=1e-9),
+                                   SchedulerConfig(max_num_batched_tokens=8, max_num_seqs=8))
+    assert cls is StepEngine and plan.row.name == "compiled-hierarchy"
+    assert "not compiled-step: a link is not a LinkSpec with bandwidth > 0 (found at set-up)" in plan.reason
