@@ -275,10 +275,13 @@ class StepCost:
         """
         if steps <= 0 or decode_seqs <= 0:
             return 0.0
-        return _decode_sum(self._decode_terms(decode_seqs, context_tokens), steps)
+        return _decode_sum(self.decode_terms(decode_seqs, context_tokens), steps)
 
-    def _decode_terms(self, d: int, context_tokens: float) -> tuple:
-        """(a1, b1, a2, b2): memory a1 + b1 j and compute a2 + b2 j of decode step j (``decode_run_s``)."""
+    def decode_terms(self, d: int, context_tokens: float) -> tuple:
+        """(a1, b1, a2, b2): memory a1 + b1 j and compute a2 + b2 j of decode step j (``decode_run_s``), seconds.
+
+        The step scheduler computes them once per decode run and passes them to :func:`decode_sum` and
+        :func:`decode_steps_for` (the same sums as ``decode_run_s`` / ``decode_steps_within``)."""
         w = self.weights_active_s * d
         a1 = (w if w < self.weights_total_s else self.weights_total_s) + d * self.kv_seq_s \
             + self.kv_token_s * context_tokens
@@ -289,29 +292,41 @@ class StepCost:
         """Fewest pure decode steps (1 .. ``most``) whose total time reaches ``seconds``; ``most`` if none."""
         if most <= 0 or decode_seqs <= 0:
             return most if 0.0 < seconds else 1
-        terms = self._decode_terms(decode_seqs, context_tokens)   # the same sums as decode_run_s
-        if _decode_sum(terms, most) < seconds:
-            return most
-        lo, hi = 1, most                       # the answer is in [lo, hi]
-        while lo < hi:
-            mid = (lo + hi) // 2
-            if _decode_sum(terms, mid) >= seconds:
-                hi = mid
-            else:
-                lo = mid + 1
-        return lo
+        return decode_steps_for(self.decode_terms(decode_seqs, context_tokens), seconds, most)
+
+
+def decode_steps_for(terms: tuple, seconds: float, most: int) -> int:
+    """:meth:`StepCost.decode_steps_within` given its ``decode_terms`` (d >= 1, ``most`` >= 1): the fewest
+    pure decode steps (1 .. ``most``) whose total time reaches ``seconds``; ``most`` if none."""
+    if _decode_sum(terms, most) < seconds:
+        return most
+    lo, hi = 1, most                       # the answer is in [lo, hi]
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if _decode_sum(terms, mid) >= seconds:
+            hi = mid
+        else:
+            lo = mid + 1
+    return lo
+
+
+def decode_sum(terms: tuple, steps: int) -> float:
+    """:meth:`StepCost.decode_run_s` given its ``decode_terms`` (d >= 1): seconds of ``steps`` decode steps."""
+    return _decode_sum(terms, steps) if steps > 0 else 0.0
 
 
 def _decode_sum(terms: tuple, k: int) -> float:
-    """Sum over decode steps 0 .. k-1 (k >= 1) of max(memory, compute), the affine terms of ``_decode_terms``."""
+    """Sum over decode steps 0 .. k-1 (k >= 1) of max(memory, compute), the affine terms of ``decode_terms``."""
     a1, b1, a2, b2 = terms
     if b1 == b2:                             # one side dominates every step
         return _affine_sum(a1, b1, 0, k) if a1 >= a2 else _affine_sum(a2, b2, 0, k)
     x = (a2 - a1) / (b1 - b2)                # memory >= compute from j >= x (b1 > b2) or up to x (b1 < b2)
     if b1 > b2:
-        split = min(k, max(0, math.ceil(x)))
+        split = math.ceil(x)                 # min(k, max(0, ceil(x))) written out
+        split = k if split > k else (split if split > 0 else 0)
         return _affine_sum(a2, b2, 0, split) + _affine_sum(a1, b1, split, k)
-    split = min(k, max(0, math.floor(x) + 1))
+    split = math.floor(x) + 1
+    split = k if split > k else (split if split > 0 else 0)
     return _affine_sum(a1, b1, 0, split) + _affine_sum(a2, b2, split, k)
 
 

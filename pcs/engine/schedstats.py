@@ -14,7 +14,7 @@ import numpy as np
 
 from pcs.engine.schedresult import LatencySummary, Percentiles, SchedulerSummary
 
-__all__ = ["SchedulerCounters", "scheduler_summary", "utilisation_bins"]
+__all__ = ["SchedulerCounters", "scheduler_summary", "utilisation_bins", "end_times"]
 
 #: Bin widths the utilisation series may use, seconds (the first giving at most :data:`MAX_BINS` bins).
 _NICE_S = (1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 21600, 43200, 86400)
@@ -187,3 +187,33 @@ def scheduler_summary(columns: dict, stats: SchedulerCounters, config, no_cache=
         decode_blocks_cached=stats.decode_blocks_cached, wait_kv_s=_pcts(_col(columns, "wait_s")),
         wait_compute_s=_pcts(_col(columns, "wait_compute_s")), wait_link_s=_pcts(_col(columns, "wait_link_s")),
         exposed_restore_s_total=float(_col(columns, "exposed_restore_s").sum()))
+
+
+def end_times(columns: dict) -> None:
+    """Per-request latencies from the times the step scheduler wrote at each finish, in place, after the run.
+
+    At a finish :class:`pcs.engine.scheduler.StepEngine` writes ``ttft_s`` = the time of the first token
+    (trace clock, s) and ``finish_s``; here, per request (float64 columns, shape (n,), s; the same float
+    operations in the same order as one request at a time)::
+
+        arrival   = the running maximum of arrival_s (an out-of-order arrival is taken as arriving then)
+        ttft_s    = first token - arrival
+        e2e_s     = finish_s - arrival
+        tpot_s    = (finish_s - first token) / (output_tokens - 1)     (NaN for one output token)
+        wait_compute_s = ttft_s - wait_s - exposed_restore_s - prefill_steps_s   (0 up to 1e-9: float noise)
+
+    ``docs/semantics.md §9`` (TTFT, finish), §11 (where each is counted).
+    """
+    if not len(columns["ttft_s"]):
+        return
+    arrival = np.maximum.accumulate(_col(columns, "arrival_s"))
+    first = _col(columns, "ttft_s")
+    finish = _col(columns, "finish_s")
+    out = _col(columns, "output_tokens")
+    _col(columns, "e2e_s")[:] = finish - arrival
+    tpot = _col(columns, "tpot_s")
+    tpot[:] = np.nan
+    np.divide(finish - first, (out - 1).astype(np.float64), out=tpot, where=out > 1)
+    first -= arrival                                             # ttft_s, in place
+    rest = first - _col(columns, "wait_s") - _col(columns, "exposed_restore_s") - _col(columns, "prefill_steps_s")
+    _col(columns, "wait_compute_s")[:] = np.where(rest > 1e-9, rest, 0.0)

@@ -63,9 +63,10 @@ import math
 from array import array
 from collections import deque
 
+from pcs.compute import decode_steps_for, decode_sum
 from pcs.engine import restores as rst
 from pcs.engine.engine import ReplayEngine
-from pcs.engine.schedstats import SchedulerCounters
+from pcs.engine.schedstats import SchedulerCounters, end_times
 
 __all__ = ["StepEngine", "STEP_COLUMNS"]
 
@@ -78,9 +79,13 @@ STEP_COLUMNS = (("wait_compute_s", "d"), ("wait_link_s", "d"), ("exposed_restore
 
 
 class _Req:
-    """One request's scheduling state (a record; fields as named in the module docstring)."""
+    """One request's scheduling state (a record; fields as named in the module docstring).
 
-    __slots__ = ("k", "ch", "i", "arrival", "p0", "p", "o", "out", "adm", "seq", "rem", "ctx", "ready", "ready_t",
+    ``seq``, ``rem``, ``ctx`` are set at admission and ``kv0``, ``g0`` when the prefill completes, before any
+    read (fewer stores per request; an early read would raise AttributeError rather than see a stale value).
+    """
+
+    __slots__ = ("k", "ch", "i", "arrival", "p0", "p", "o", "out", "adm", "seq", "rem", "ctx", "ready",
                  "land", "kv0", "g0", "decoding", "epoch", "preemptions", "grows", "chain", "dh", "dh_in", "first",
                  "kv_mark", "ttft", "prefill_s", "exposed_s", "args")
 
@@ -89,32 +94,17 @@ class _Req:
         self.ch = ch
         self.i = i
         self.arrival = arrival
-        self.p0 = p
-        self.p = p
+        self.p0 = self.p = p
         self.o = o
-        self.out = 0
-        self.adm = None
-        self.seq = 0
-        self.rem = 0
-        self.ctx = 0
-        self.ready = True
-        self.ready_t = 0.0
+        self.out = self.epoch = self.preemptions = self.dh_in = 0
+        self.adm = self.chain = self.args = None
+        self.ready = self.grows = self.first = True
         self.land = -_INF
-        self.kv0 = 0
-        self.g0 = 0
         self.decoding = False
-        self.epoch = 0
-        self.preemptions = 0
-        self.grows = True
-        self.chain = None
         self.dh = dh
-        self.dh_in = 0
-        self.first = True
         self.kv_mark = kv_mark
         self.ttft = _NAN
-        self.prefill_s = 0.0
-        self.exposed_s = 0.0
-        self.args = None
+        self.prefill_s = self.exposed_s = 0.0
 
 
 class StepEngine(ReplayEngine):
@@ -169,16 +159,14 @@ class StepEngine(ReplayEngine):
         self._kv_since = -1.0          # when the current block began (-1: not blocked)
         self._bs = None
         self._admitted = 0             # requests admitted at least once (first admissions follow trace order)
-        c = self._cols
-        self._tier_cols = [c[f"hit_tokens_{t.name}"] for t in hierarchy.tiers]
-        self._first_cols = tuple(c[n] for n in ("hit_blocks", "missed_blocks", "hit_tokens", "recomputed_hit_blocks",
-                                                "truncated", "wait_s", "prefill_s"))
-        self._end_cols = tuple(c[n] for n in ("ttft_s", "prefill_steps_s", "exposed_restore_s", "wait_s",
-                                              "wait_compute_s", "finish_s", "e2e_s", "tpot_s", "preemptions"))
+        self._bin, self._bin_lo = 0, _INF   # stats.busy_per_s[_bin] covers [_bin_lo, _bin_lo + 1) s from origin_s
+        self._views: list = []         # memoryviews of the columns the loop writes (_grow_columns)
+        self._grow_columns(0)
         self._held = hierarchy.held_blocks
         plain = cost.attn_pair_s is not None
         self._c = (cost.token_s, cost.attn_pair_s if plain else 0.0, cost.kv_seq_s, cost.kv_token_s,
-                   cost.attn_seq_s, cost.attn_token_s, cost.weights_active_s, cost.weights_total_s, plain)
+                   cost.token_s + cost.attn_seq_s, cost.attn_token_s, cost.weights_active_s, cost.weights_total_s,
+                   plain)                      # (token_s + attn_seq_s): a decode sequence's per-step term
 
     # -- feeding -----------------------------------------------------------------------------------
     def feed(self, chunk) -> None:
@@ -188,6 +176,40 @@ class StepEngine(ReplayEngine):
         self._feed_inputs(chunk)
         if not self._fed and m:
             self.stats.origin_s = chunk.arrival_s[0]
+        self._grow_columns(m)
+        dec = self.decode.hashes if self.decode is not None else None
+        bs, waiting, stats = chunk.block_size, self.waiting, self.stats
+        prompts, outputs, cacheable = chunk.prompt_tokens, chunk.output_tokens, chunk.cacheable
+        k, last, now = self._fed, self._last_arrival, self.now
+        area, mark = stats.in_system_area_s, self._kv_clock()    # both constant while the clock stands
+        for i, a in enumerate(chunk.arrival_s):
+            if a < last:
+                a = last                      # a trace out of order: treat as arriving now
+            last = a
+            if now < a:
+                stats.in_system_area_s = area
+                self._run_until(a)
+                if self.now < a:
+                    self._idle(a)
+                now, area, mark = self.now, stats.in_system_area_s, self._kv_clock()
+            if a >= self._next_sample:       # the first arrival (t0); later boundaries are taken as time moves
+                self._next_sample = self.sampler.take(a, self._snapshot)
+            p = prompts[i]
+            dh = dec.get(k, _NONE) if dec is not None and cacheable[i] == p // bs else _NONE
+            waiting.append(_Req(k, chunk, i, a, p, outputs[i], dh, mark))
+            k += 1
+            area += now - a
+            self._in_system += 1
+        stats.in_system_area_s = area
+        self._fed, self._last_arrival = k, last
+
+    def _grow_columns(self, m: int) -> None:
+        """Add m rows to the per-request columns (0, or NaN for times) and view the ones the loop writes.
+
+        The loop stores through memoryviews (an item store skips the array's argument parsing); a view pins
+        its array's size, so the views are released before the columns grow and taken again after."""
+        for v in self._views:
+            v.release()
         c = self._cols
         for name in ("hit_blocks", "missed_blocks", "hit_tokens", "restored_bytes", "truncated", "preemptions",
                      "restore_s", "wait_link_s",
@@ -199,30 +221,13 @@ class StepEngine(ReplayEngine):
         for name in ("prefill_s", "wait_s", "ttft_s", "finish_s", "wait_compute_s", "exposed_restore_s",
                      "prefill_steps_s", "e2e_s", "tpot_s"):
             c[name].extend(nans)
-        dec = self.decode.hashes if self.decode is not None else None
-        bs = chunk.block_size
-        waiting, stats = self.waiting, self.stats
-        prompts, outputs, cacheable = chunk.prompt_tokens, chunk.output_tokens, chunk.cacheable
-        k = self._fed
-        for i, a in enumerate(chunk.arrival_s):
-            if a < self._last_arrival:
-                a = self._last_arrival        # a trace out of order: treat as arriving now
-            self._last_arrival = a
-            if self.now < a:
-                self._run_until(a)
-                if self.now < a:
-                    self._idle(a)
-            if a >= self._next_sample:       # the first arrival (t0); later boundaries are taken as time moves
-                self._next_sample = self.sampler.take(a, self._snapshot)
-            p = prompts[i]
-            dh = dec.get(k, _NONE) if dec is not None and cacheable[i] == p // bs else _NONE
-            since = self._kv_since                           # _kv_clock() written out
-            waiting.append(_Req(k, chunk, i, a, p, outputs[i], dh,
-                                self._kv_acc + (self.now - since if since >= 0 else 0.0)))
-            k += 1
-            stats.in_system_area_s += self.now - a
-            self._in_system += 1
-        self._fed = k
+        view = lambda names: tuple(memoryview(c[n]) for n in names)  # noqa: E731
+        self._tier_cols = view(f"hit_tokens_{t.name}" for t in self.h.tiers)
+        self._first_cols = view(("hit_blocks", "missed_blocks", "hit_tokens", "recomputed_hit_blocks", "truncated",
+                                 "wait_s", "prefill_s"))
+        self._end_cols = view(("ttft_s", "prefill_steps_s", "exposed_restore_s", "finish_s", "preemptions"))
+        self._restore_cols = view(("restored_bytes", "restore_s", "wait_link_s", "decode_blocks_cached"))
+        self._views = [*self._tier_cols, *self._first_cols, *self._end_cols, *self._restore_cols]
 
     def close(self):
         """Run until every request has finished; return the ledger and columns (:class:`EngineResult`)."""
@@ -230,6 +235,11 @@ class StepEngine(ReplayEngine):
         assert not self.waiting and not self.running, "a request could never finish"
         st = self.stats
         st.end_s = self.now
+        st.steps = self.G              # the steps counter is the clock of decode steps (both advance in _elapse)
+        for v in self._views:
+            v.release()
+        self._views = []
+        end_times(self._cols)
         return super().close()
 
     # -- the loop ----------------------------------------------------------------------------------
@@ -269,23 +279,24 @@ class StepEngine(ReplayEngine):
     def _elapse(self, seconds: float, stall: float, steps: int, tokens: int, chunks: int) -> None:
         """``steps`` steps taking ``seconds`` (stall included) ran from ``now``."""
         st, now = self.stats, self.now
-        if now + seconds >= self._next_sample:   # boundaries in (now, now + seconds]: the state during the steps
-            self._next_sample = self.sampler.take(now + seconds, self._snapshot)
+        end = now + seconds
+        if end >= self._next_sample:   # boundaries in (now, now + seconds]: the state during the steps
+            self._next_sample = self.sampler.take(end, self._snapshot)
         if self.steps_log is not None:
             self.steps_log.append((now, seconds, stall, tokens, self.d, chunks, steps))
         t0 = now - st.origin_s
-        b = int(t0)
-        bins = st.busy_per_s
-        if b == int(t0 + seconds) and b < len(bins):     # within one 1-second bin (most steps)
-            bins[b] += seconds
+        t1 = t0 + seconds
+        if self._bin_lo <= t0 and t1 < self._bin_lo + 1.0:   # within the current 1-second bin (most steps)
+            st.busy_per_s[self._bin] += seconds
             st.busy_s += seconds
         else:
             st.add_busy(now, seconds)
+            b = int(t1)                         # the bin the clock is in now, while bins are 1 s and listed
+            self._bin, self._bin_lo = (b, float(b)) if st.bin_s == 1 and b < len(st.busy_per_s) else (0, _INF)
         if stall:
             st.stall_s += stall
-        st.steps += steps
         st.in_system_area_s += self._in_system * seconds
-        self.now = now + seconds
+        self.now = end
         self.G += steps
         self.S += self.d * steps
 
@@ -322,7 +333,7 @@ class StepEngine(ReplayEngine):
 
     def _prefill_step(self, chunks: list) -> None:
         """Run one step with prefill chunks (and the decode batch): ``StepCost.step_s`` written out."""
-        tok_s, pair_s, kv_seq, kv_tok, attn_seq, attn_tok, w_act, w_tot, plain = self._c
+        tok_s, pair_s, kv_seq, kv_tok, dec_s, attn_tok, w_act, w_tot, plain = self._c
         d, now = self.d, self.now
         comp = mem = 0.0
         tokens = d
@@ -337,7 +348,7 @@ class StepEngine(ReplayEngine):
         S = self.S
         weights = w_act * tokens
         memory = (weights if weights < w_tot else w_tot) + mem + d * kv_seq + kv_tok * S
-        step = comp + d * (tok_s + attn_seq) + attn_tok * S
+        step = comp + d * dec_s + attn_tok * S
         if memory > step:
             step = memory
         stall = 0.0
@@ -365,14 +376,16 @@ class StepEngine(ReplayEngine):
         fin = self._fin
         while fin and fin[0][2] != fin[0][3].epoch:
             heapq.heappop(fin)
-        most = fin[0][0] - self.G
-        cost = self.cost
-        k = most if t == _INF else cost.decode_steps_within(self.d, self.S, t - self.now, most)
+        G, d = self.G, self.d
+        most = fin[0][0] - G
+        terms = self.cost.decode_terms(d, self.S)     # StepCost.decode_steps_within / decode_run_s, terms once
+        k = most if t == _INF else decode_steps_for(terms, t - self.now, most)
         if not self.skip:
             k = 1
-        if self._blk and self._blk[0][0] < self.G + k:
-            k = self._grow_ahead(k)
-        self._elapse(cost.decode_run_s(self.d, self.S, k), 0.0, k, self.d, 0)
+        blk = self._blk
+        if blk and blk[0][0] < G + k:
+            k = self._grow_ahead(k)                   # serves boundaries only: d and S stay
+        self._elapse(decode_sum(terms, k), 0.0, k, d, 0)
 
     # -- KV space ------------------------------------------------------------------------------------
     def _push_boundary(self, r, g: int) -> None:
@@ -384,14 +397,18 @@ class StepEngine(ReplayEngine):
 
     def _grow_now(self) -> None:
         """Serve the block boundaries of step G, preempting the youngest growing request when no slot is left."""
-        blk, h, G = self._blk, self.h, self.G
+        blk, h, G, bs = self._blk, self.h, self.G, self._bs
         while blk and blk[0][0] <= G:
             _, _, ep, r = blk[0]
             if ep != r.epoch:
                 heapq.heappop(blk)
             elif h.grow(r.adm, 1):
-                heapq.heappop(blk)
-                self._push_boundary(r, G + 1)
+                g = G + 1                                       # _push_boundary(r, G + 1) written out
+                nxt = g + (-(r.kv0 + (g - r.g0))) % bs
+                if nxt < r.g0 + (r.o - r.out):
+                    heapq.heapreplace(blk, (nxt, r.seq, ep, r))
+                else:
+                    heapq.heappop(blk)
             else:
                 self._preempt(self._victim())
         self._note_held()
@@ -399,14 +416,18 @@ class StepEngine(ReplayEngine):
     def _grow_ahead(self, k: int) -> int:
         """Serve the boundaries of steps G+1 .. G+k-1 now; returns the steps that can run (up to the first
         boundary without a slot)."""
-        blk, h, limit = self._blk, self.h, self.G + k
+        blk, h, limit, bs = self._blk, self.h, self.G + k, self._bs
         while blk and blk[0][0] < limit:
             g, _, ep, r = blk[0]
             if ep != r.epoch:
                 heapq.heappop(blk)
             elif h.grow(r.adm, 1):
-                heapq.heappop(blk)
-                self._push_boundary(r, g + 1)
+                g += 1                                          # _push_boundary(r, g + 1) written out
+                nxt = g + (-(r.kv0 + (g - r.g0))) % bs
+                if nxt < r.g0 + (r.o - r.out):
+                    heapq.heapreplace(blk, (nxt, r.seq, ep, r))
+                else:
+                    heapq.heappop(blk)
             else:
                 self._note_held()
                 return g - self.G
@@ -462,7 +483,7 @@ class StepEngine(ReplayEngine):
         """Cache r's first m decode blocks (those not already in its chain)."""
         if m > r.dh_in:
             self.h.extend(r.adm, r.dh[r.dh_in:m])
-            self._cols["decode_blocks_cached"][r.k] += m - r.dh_in
+            self._restore_cols[3][r.k] += m - r.dh_in
             self.stats.decode_blocks_cached += m - r.dh_in
             r.dh_in = m
 
@@ -503,20 +524,22 @@ class StepEngine(ReplayEngine):
         if adm is None:
             return False
         r.args = None
-        bs, p = self._bs, r.p
         r.adm = adm
         r.grows = not (fixed or adm.truncated)
-        s = self._seq                  # before the restores: (time, seq, epoch) heap keys are unique, so
+        s = r.seq = self._seq          # before the restores: (time, seq, epoch) heap keys are unique, so
         self._seq = s + 1              # heapq never compares two requests
-        r.seq = s
-        kept = self._restores(r, adm)
-        ht = kept * bs
-        r.ctx = ht if ht < p else p - 1
-        r.rem = p - r.ctx
+        kept = adm.hit_blocks
+        if kept != adm.hit_blocks_per_tier[0]:       # hits below the GPU: restores to plan
+            kept = self._restores(r, adm)
+        p, ht = r.p, kept * self._bs
+        if ht < p:
+            r.ctx, r.rem = ht, p - ht
+        else:                                        # a prefill computes at least one token
+            r.ctx, r.rem, ht = p - 1, 1, p
         self.running[s] = r
         self.prefilling.append(r)
         if r.first:
-            self._first_columns(r, adm, kept, ht if ht < p else p)
+            self._first_columns(r, adm, kept, ht)
             r.first = False
             self._admitted += 1
         else:
@@ -524,10 +547,8 @@ class StepEngine(ReplayEngine):
         return True
 
     def _restores(self, r, adm) -> int:
-        """Plan r's restores (fallback, overlap policy); returns the hit blocks kept."""
+        """Plan r's restores (fallback, overlap policy; r has hits below the GPU); returns the hit blocks kept."""
         hits = adm.hit_blocks
-        if hits == adm.hit_blocks_per_tier[0]:
-            return hits
         now, bs, p, st = self.now, self._bs, r.p, self.stats
         plan = rst.plan(adm, now, self._link_free, self.links, self.block_bytes)
         land = begin = -_INF                                 # latest end, latest start of a transfer
@@ -537,7 +558,8 @@ class StepEngine(ReplayEngine):
             if b > begin:
                 begin = b
         lead = adm.gpu_lead_blocks
-        t_lead, t_hits = min(lead * bs, p), min(hits * bs, p)
+        t_lead, t_hits = lead * bs, hits * bs                 # min(., p) written out
+        t_lead, t_hits = t_lead if t_lead < p else p, t_hits if t_hits < p else p
         saved = self.cost.prefill_s(p - t_lead, t_lead) - self.cost.prefill_s(p - t_hits, t_hits)
         st.restores_considered += 1
         if rst.loses(land - now, saved):
@@ -551,10 +573,10 @@ class StepEngine(ReplayEngine):
                                        ch.prefill_offsets[i] if pre else 0)
         land = now + restore_s
         if r.first:
-            c = self._cols
-            c["restored_bytes"][r.k] = nbytes
-            c["restore_s"][r.k] = restore_s
-            c["wait_link_s"][r.k] = begin - now
+            k, (c_bytes, c_restore, c_link, _) = r.k, self._restore_cols
+            c_bytes[k] = nbytes
+            c_restore[k] = restore_s
+            c_link[k] = begin - now
         return self._overlap(r, plan, land, hits, lead)
 
     def _overlap(self, r, plan: list, land: float, hits: int, lead: int) -> int:
@@ -575,7 +597,7 @@ class StepEngine(ReplayEngine):
                 self.stats.restore_timeouts += 1
         if r.ttft != r.ttft:
             r.exposed_s += ready - self.now
-        r.ready, r.ready_t = False, ready
+        r.ready = False
         heapq.heappush(self._pending, (ready, r.seq, r.epoch, r))
         return kept
 
@@ -602,14 +624,17 @@ class StepEngine(ReplayEngine):
         if out >= r.o:
             self._finish(r)
             return
-        G, p = self.G, r.p
+        G, p, seq, ep = self.G, r.p, r.seq, r.epoch
         r.decoding = True
         r.kv0, r.g0 = p, G
         self.d += 1
         self.S += p
-        heapq.heappush(self._fin, (G + r.o - out, r.seq, r.epoch, r))
-        if r.grows:
-            self._push_boundary(r, G)
+        last = G + r.o - out                                    # its last decode step
+        heapq.heappush(self._fin, (last, seq, ep, r))
+        if r.grows:                                             # _push_boundary(r, G) written out (kv = p at G)
+            nxt = G + (-p) % self._bs
+            if nxt < last:
+                heapq.heappush(self._blk, (nxt, seq, ep, r))
 
     def _finish_due(self) -> None:
         """Requests whose last decode step has run."""
@@ -625,45 +650,58 @@ class StepEngine(ReplayEngine):
                 self._finish(r)
 
     def _finish(self, r) -> None:
-        """r is done at ``now``: decode blocks cached, pins dropped, columns written."""
+        """r is done at ``now``: decode blocks cached, pins dropped, its times written (latencies: close)."""
         if r.dh and r.grows:
             self._cache_decode(r, min(len(r.dh), max(0, (r.p0 + r.o - 1) // self._bs - r.p0 // self._bs)))
         self.h.finish(r.adm)
         r.epoch += 1
         del self.running[r.seq]
         self._in_system -= 1
-        self._release()
-        self._finish_columns(r)
+        self._blocked = False                                   # _release() written out
+        now = self.now
+        if self._kv_since >= 0:
+            self._kv_acc += now - self._kv_since
+            self._kv_since = -1.0
+        k = r.k                                                 # absolute times; schedstats.end_times after the run
+        ttft_c, steps_c, exposed_c, finish_c, preempt_c = self._end_cols
+        ttft_c[k] = r.ttft
+        steps_c[k] = r.prefill_s
+        exposed_c[k] = r.exposed_s
+        finish_c[k] = now
+        if r.preemptions:
+            preempt_c[k] = r.preemptions
 
     # -- columns ---------------------------------------------------------------------------------------
     def _first_columns(self, r, adm, kept: int, ht: int) -> None:
-        """Hits, wait and tier columns of r's first admission (its prompt counts once)."""
-        k, bs = r.k, self._bs
+        """Hits, wait and tier columns of r's first admission (its prompt counts once; the columns start at 0)."""
+        k, found = r.k, adm.hit_blocks
         th = adm.hit_blocks_per_tier
-        tb = self.ledger.tier_hit_blocks
-        cols = self._tier_cols
-        if kept == adm.hit_blocks:
+        if kept == found:
             if kept == th[0]:
-                tb[0] += kept
-                cols[0][k] = ht
+                if kept:
+                    self.ledger.tier_hit_blocks[0] += kept
+                    self._tier_cols[0][k] = ht
             else:
-                last = adm.last_hit_tier
+                bs, last, tb, cols = self._bs, adm.last_hit_tier, self.ledger.tier_hit_blocks, self._tier_cols
                 for j, b in enumerate(th):
                     tb[j] += b
                     cols[j][k] = b * bs + (ht - kept * bs if j == last else 0)
         else:
             self._kept_tiers(k, adm, kept, ht)
         hit_blocks, missed, hit_tokens, recomputed, truncated, wait, prefill = self._first_cols
-        hit_blocks[k] = kept
-        missed[k] = r.ch.cacheable[r.i] - adm.prefix_hit_blocks
-        hit_tokens[k] = ht
-        recomputed[k] = adm.hit_blocks - kept
-        truncated[k] = adm.truncated
-        since = self._kv_since                                  # _kv_clock() written out
-        wait[k] = self._kv_acc + (self.now - since if since >= 0 else 0.0) - r.kv_mark  # the queue's wait for
-        ch = r.ch                                                                       # KV space (rest: compute)
+        ch, i = r.ch, r.i
+        if kept:
+            hit_blocks[k] = kept
+            hit_tokens[k] = ht
+        missed[k] = ch.cacheable[i] - adm.prefix_hit_blocks
+        if found != kept:
+            recomputed[k] = found - kept
+        if adm.truncated:
+            truncated[k] = True
+        since = self._kv_since                                  # _kv_clock() written out: the queue's wait for
+        wait[k] = self._kv_acc + (self.now - since if since >= 0 else 0.0) - r.kv_mark   # KV space (rest: compute)
         pre = ch.prefill_s
-        prefill[k] = pre[ch.prefill_offsets[r.i] + kept] if pre else 0.0
+        prefill[k] = pre[ch.prefill_offsets[i] + kept] if pre else 0.0
         held = self._held()                                     # _note_held() written out
         if held > self.ledger.peak_reserved_blocks:
             self.ledger.peak_reserved_blocks = held
@@ -690,21 +728,6 @@ class StepEngine(ReplayEngine):
         held = self._held()
         if held > self.ledger.peak_reserved_blocks:
             self.ledger.peak_reserved_blocks = held
-
-    def _finish_columns(self, r) -> None:
-        """Times of a finished request."""
-        k, now = r.k, self.now
-        ttft_c, steps_c, exposed_c, wait_c, compute_c, finish_c, e2e_c, tpot_c, preempt_c = self._end_cols
-        ttft = r.ttft - r.arrival
-        ttft_c[k] = ttft
-        steps_c[k] = r.prefill_s
-        exposed_c[k] = r.exposed_s
-        rest = ttft - wait_c[k] - r.exposed_s - r.prefill_s
-        compute_c[k] = rest if rest > 1e-9 else 0.0      # float noise of the subtraction: 0
-        finish_c[k] = now
-        e2e_c[k] = now - r.arrival
-        tpot_c[k] = (now - r.ttft) / (r.o - 1) if r.o > 1 else _NAN
-        preempt_c[k] = r.preemptions
 
     def _snapshot(self) -> tuple:
         """A time-series sample's state (:class:`pcs.engine.series.Sampler`, docs/semantics.md §11): requests

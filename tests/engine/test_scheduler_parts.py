@@ -166,3 +166,22 @@ def test_a_compute_without_step_cost():
         replay(SMALL_TRACE, compute=LinearCompute(), compute_mode="step")
     s = replay(SMALL_TRACE, compute=LinearCompute()).summary
     assert s.compute == "infinite" and any("step_cost" in n for n in s.notes)
+
+
+def test_out_of_order_arrival_is_timed_from_when_it_is_taken():
+    # The latencies are computed after the run (pcs.engine.schedstats.end_times) from the running maximum of the
+    # arrivals: a request listed after a later one is taken as arriving then (scheduler.feed), and its TTFT and
+    # end-to-end time count from that moment, not from its own (earlier) timestamp. Worked by hand, 1 ms per
+    # token and nothing else costs: r0 at 1.0 s and r1 stamped 0.5 s (taken at 1.0 s), 8 new tokens each, 3
+    # output tokens. Step 1 at 1.0: both prefills (16 tokens) = 0.016 s -> first tokens at 1.016 s. Then 2 decode
+    # steps of d = 2 tokens = 0.002 s each -> both finish at 1.020 s. TTFT 0.016 s, e2e 0.020 s, TPOT 0.002 s
+    # for both; r1 would show 0.516 s / 0.520 s if timed from its stamp.
+    from helpers import step_cost, step_run
+
+    reqs = [req([1, 2], 1.0, prompt=8, out=3), req([7, 8], 0.5, prompt=8, out=3)]
+    cols = step_run(reqs, [100], step_cost(token_s=0.001), budget=64, seqs=8).result.columns
+    assert list(cols["ttft_s"]) == pytest.approx([0.016, 0.016], rel=1e-9)
+    assert list(cols["e2e_s"]) == pytest.approx([0.020, 0.020], rel=1e-9)
+    assert list(cols["tpot_s"]) == pytest.approx([0.002, 0.002], rel=1e-9)
+    assert list(cols["finish_s"]) == pytest.approx([1.020, 1.020], rel=1e-9)
+    assert list(cols["wait_compute_s"]) == [0.0, 0.0]
