@@ -99,7 +99,10 @@ def _place(tiers: Sequence, timing: str, requested: str, native: str | None, hyb
     groups = [g.name for g in hybrid.groups] if hybrid is not None else None
     for t in (timing, "sequential") if timing == "modeled" else (timing,):
         cfg = select.RunConfig.of(tiers, t, native, groups, _scheduler_label(step))
-        row, reason = select.choose(cfg, requested)
+        # compiled-step is a modeled engine: asked for by name, its sequential baseline runs on the same
+        # compiled hierarchy without the step loop
+        baseline = t != timing and select.canonical(requested) == "compiled-step"
+        row, reason = select.choose(cfg, "compiled-hierarchy" if baseline else requested)
         plans.append(_Plan(t, cfg, row, reason))
     return plans
 

@@ -83,6 +83,21 @@ def _raw(source: Any, block_size: int | None, rows: int) -> Iterator[RequestBatc
     return _group(source, rows)
 
 
+#: The largest arrival time a replay takes, seconds from the trace's zero (2**32 s, about 136 years: Unix
+#: times in seconds until 2106). Past it a float64 second no longer resolves a microsecond (its spacing is
+#: 2**-20 s at 2**32 s), so step times added to a clock would be lost and time could stop (docs/semantics.md §9).
+MAX_ARRIVAL_S = float(2**32)
+
+
+def _check_arrivals(arrival_s: np.ndarray, first_id: int) -> None:
+    """Raise ValueError naming the first request whose arrival lies beyond +-:data:`MAX_ARRIVAL_S`."""
+    if arrival_s.size and np.abs(arrival_s).max() > MAX_ARRIVAL_S:
+        i = int(np.argmax(np.abs(arrival_s) > MAX_ARRIVAL_S))
+        raise ValueError(f"request {first_id + i}: arrival {arrival_s[i]:g} s is beyond +-2**32 s (136 years), where "
+                         f"a float64 clock loses microseconds: subtract the first timestamp from every row "
+                         f"(times count from the trace's own zero)")
+
+
 def as_batches(source: Any = None, block_size: int | None = None,
                rows: int = BATCH_REQUESTS) -> Iterator[RequestBatch]:
     """Yield ``source`` as checked :class:`RequestBatch` es, in order, ids numbered from 0.
@@ -99,7 +114,8 @@ def as_batches(source: Any = None, block_size: int | None = None,
         ``prompt_tokens`` / ``output_tokens`` int64 (n,) tokens,
         ``block_offsets`` int64 (n + 1,) from 0, ``block_hashes`` uint64.
     Raises:
-        ValueError: block sizes differ, a block size < 1, a negative token count.
+        ValueError: block sizes differ, a block size < 1, a negative token count, an arrival
+            beyond +-:data:`MAX_ARRIVAL_S`.
         FileNotFoundError, InputError: as :func:`pcs.trace.open_trace`.
     """
     size = None
@@ -113,5 +129,6 @@ def as_batches(source: Any = None, block_size: int | None = None,
         size = bs
         if (np.asarray(b.prompt_tokens) < 0).any() or (np.asarray(b.output_tokens) < 0).any():
             raise ValueError("token counts must be >= 0")
+        _check_arrivals(np.asarray(b.arrival_s), next_id)
         yield b if b.first_request_id == next_id else b.with_first_id(next_id)
         next_id += len(b)

@@ -69,3 +69,28 @@ def test_protected_overflow_demotes_to_probation_mru():
     assert p.segments() == ([1, 2], [3, 4])
     assert p.evict(3) == [1, 2, 3]               # probation first, then protected LRU
     p._check()
+
+
+def test_spec_option_is_not_hidden_by_an_unset_flag():
+    """``--policy slru:protected_share=0`` with no ``--protected-share`` flag: the replay passes
+    protected_share=None (not given), which must leave the spec's 0 in force (hostile check of issue 13's
+    compiled paths: the spec's value was dropped and the default 0.8 ran). floor(0.0 x 10) = 0 protected
+    blocks; floor(0.5 x 10) = 5; the flag, when given, wins over the spec."""
+    from pcs.cache.policies import make_policies, make_policy
+
+    assert make_policy("slru:protected_share=0", 10, protected_share=None).protected_max_blocks == 0
+    assert make_policies(["slru:protected_share=0.5"], [10], protected_share=None)[0].protected_max_blocks == 5
+    assert make_policy("slru:protected_share=0.5", 10, protected_share=0.2).protected_max_blocks == 2
+    with pytest.raises(ValueError, match=r"protected share must be within \[0, 1\], got 1.5"):
+        make_policies(["slru:protected_share=1.5"], [10], protected_share=None)
+
+
+def test_integer_options_beyond_int64_are_refused():
+    """A policy option the compiled policies hold as int64 (s3fifo's move_to_main_threshold): 2**63 - 1 is
+    accepted, 2**63 and 1e20 are a ValueError (was an OverflowError traceback from the compiled hierarchy)."""
+    from pcs.cache.policies import parse_policy_spec
+
+    assert parse_policy_spec(f"s3fifo:move_to_main_threshold={2**63 - 1}")[1] == {"move_to_main_threshold": 2**63 - 1}
+    for big in (2**63, 10**20, -(2**63) - 1):
+        with pytest.raises(ValueError, match="out of range: integers must be below 2\\*\\*63"):
+            parse_policy_spec(f"s3fifo:move_to_main_threshold={big}")

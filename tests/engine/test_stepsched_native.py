@@ -217,11 +217,14 @@ def test_coarse_busy_bins_and_the_span_limit_equal_reference():
     py = _run(StepEngine, reqs, [6, 20], cost, [None, None], kw)
     assert py[0].stats.bin_s == 3600
     _assert_same(py, _run(stepnative.NativeStepEngine, reqs, [6, 20], cost, [None, None], kw))
-    for second in (4e7, 2.0 ** 62, 1e300):      # past the limit; past int64 (the C loop must not cast it)
+    # past the span limit; past 2**32 s (and int64: the C loop must never see it) the trace is refused first
+    for second, needle in ((4e7, "s after the first arrival, past its limit of 31,622,400 s"),
+                           (2.0 ** 62, r"request 1: arrival .* beyond \+-2\*\*32 s"),
+                           (1e300, r"request 1: arrival .* beyond \+-2\*\*32 s")):
         far = [req([1, 2], 0.0, prompt=32, out=4, bs=16), req([3, 4], second, prompt=32, out=4, bs=16)]
         msgs = []
         for cls in (StepEngine, stepnative.NativeStepEngine):
-            with pytest.raises(ValueError, match="s after the first arrival, past its limit of 31,622,400 s") as err:
+            with pytest.raises(ValueError, match=needle) as err:
                 _run(cls, far, [6, 20], cost, [None, None], kw)
             msgs.append(str(err.value))
         assert msgs[0] == msgs[1]
@@ -247,3 +250,15 @@ def test_a_link_the_c_loop_does_not_model_falls_back_to_the_python_loop():
                                    SchedulerConfig(max_num_batched_tokens=8, max_num_seqs=8))
     assert cls is StepEngine and plan.row.name == "compiled-hierarchy"
     assert "not compiled-step: a link is not a LinkSpec with bandwidth > 0 (found at set-up)" in plan.reason
+
+
+def test_compiled_step_by_name_runs_with_its_baseline_on_the_compiled_hierarchy():
+    """engine="compiled-step" asked for by name (hostile check: it failed, the sequential baseline cannot run
+    the step loop): the run is compiled-step, its baseline compiled-hierarchy, numbers as auto's."""
+    from pcs.engine.api import replay
+
+    path = str(ROOT / "traces" / "sample_chat.jsonl")
+    named, auto = replay(path, engine="compiled-step"), replay(path)
+    assert (named.summary.engine, named.summary.baseline_engine) == ("compiled-step", "compiled-hierarchy")
+    assert named.summary.hit_ratio == auto.summary.hit_ratio
+    assert named.summary.sequential_hit_ratio == auto.summary.sequential_hit_ratio

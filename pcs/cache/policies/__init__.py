@@ -103,12 +103,20 @@ DEFAULT_POLICY = "lru"
 
 
 def spec_value(text: str) -> Any:
-    """An option value of a policy or admission spec: an int, else a float, else the text as given."""
+    """An option value of a policy or admission spec: an int, else a float, else the text as given.
+
+    Raises:
+        ValueError: an integer outside the signed 64-bit range (the compiled policies hold options as
+            ``int64``; a larger count or duration in blocks is never meaningful).
+    """
     for conv in (int, float):
         try:
-            return conv(text)
+            value = conv(text)
         except ValueError:
-            pass
+            continue
+        if conv is int and not -(2**63) <= value < 2**63:
+            raise ValueError(f"option value {text} is out of range: integers must be below 2**63")
+        return value
     return text
 
 
@@ -196,7 +204,10 @@ def make_policy(name: str, capacity_blocks: int, context: PolicyContext | None =
     cls = get_policy(name)
     _, spec_opts = parse_policy_spec(name)
     takes = policy_options(name)
-    given = {k: v for k, v in {**spec_opts, **options}.items() if v is not None}
+    # an option of None is not given: it must not hide the spec's value (slru:protected_share=0 with no
+    # --protected-share flag passes protected_share=None here)
+    given = {k: v for k, v in {**spec_opts, **{k: v for k, v in options.items() if v is not None}}.items()
+             if v is not None}
     for key in given:
         if key not in takes:
             raise ValueError(f"eviction policy {cls.name!r} takes no option {key!r}; "
