@@ -45,7 +45,7 @@ def run_local(tasks: Sequence[Any], traces: dict[tuple, Any], jobs: int, with_re
     """Run the tasks here (``jobs == 1``) or in a pool of ``jobs`` processes.
 
     Raises:
-        ValueError: ``jobs`` < 1.
+        ValueError: ``jobs`` < 1; ``jobs`` > 1 from a script that is not a file (:func:`_check_main_importable`).
     """
     if jobs < 1:
         raise ValueError(f"--jobs must be >= 1, got {jobs}")
@@ -55,6 +55,7 @@ def run_local(tasks: Sequence[Any], traces: dict[tuple, Any], jobs: int, with_re
         return
     import multiprocessing
 
+    _check_main_importable()
     pool = multiprocessing.get_context("spawn").Pool(min(jobs, len(tasks)), initializer=init_worker,
                                                      initargs=(traces,))
     try:
@@ -64,6 +65,22 @@ def run_local(tasks: Sequence[Any], traces: dict[tuple, Any], jobs: int, with_re
         pool.join()
     finally:
         pool.terminate()
+
+
+def _check_main_importable() -> None:
+    """A ``spawn`` worker starts by importing the caller's ``__main__`` file; one read from stdin (``python -``)
+    cannot be, and the pool would restart dying workers forever.
+
+    Raises:
+        ValueError: ``__main__`` names a file that does not exist (``<stdin>``).
+    """
+    import sys
+
+    main_file = getattr(sys.modules.get("__main__"), "__file__", None)
+    if main_file is not None and not os.path.exists(main_file):
+        raise ValueError(f"jobs > 1 runs a process pool whose workers import the calling script, and "
+                         f"{main_file} is not a file: save the script to a file (with an "
+                         f"'if __name__ == \"__main__\":' guard) or use jobs=1")
 
 
 def _connect(address: str | None, quiet: bool) -> bool:

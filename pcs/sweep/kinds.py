@@ -33,7 +33,9 @@ PAIR_OPTIONS: dict[str, frozenset[str]] = {
     "curve": frozenset(), "footprint": frozenset(),
 }
 #: parameters (click names) that shape output only; not options of a point
-_OUTPUT_PARAMS = frozenset({"fmt", "quiet", "requests_out", "plot_path", "help"})
+_OUTPUT_PARAMS = frozenset({"fmt", "quiet", "requests_out", "plot_path", "plot_dir", "html_path", "help"})
+#: their names in a plan (long flags, underscores): refused with a message saying why
+_OUTPUT_OPTIONS = frozenset({"format", "quiet", "requests_out", "plot", "html", "help"})
 #: trace-opening options a command may have -> the keyword of pcs.trace.open_trace
 _OPEN_KEYWORDS = {"trace_format": "format", "block_size": "block_size", "sort": "sort", "on_error": "on_error"}
 
@@ -112,6 +114,9 @@ def _argv(kind: str, options: dict[str, Any], base: Path) -> list[str]:
     args: list[str] = []
     flags: list[str] = []
     for name, value in options.items():
+        if name in _OUTPUT_OPTIONS:
+            raise ValueError(f"option {name!r} shapes a command's output only; a sweep writes one dataset row per "
+                             f"point, which pcs sweep summarize reads")
         if name not in params:
             raise ValueError(f"unknown option {name!r} for pcs {kind}; valid: {', '.join(sorted(params))}")
         p, opt = params[name]

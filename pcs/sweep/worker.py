@@ -214,8 +214,15 @@ _TRACES: dict[tuple, LoadedTrace] = {}
 
 
 def init_worker(traces: dict[tuple, LoadedTrace]) -> None:
-    """Process-pool initializer: keep the driver's loaded traces (pickled once per worker)."""
+    """Process-pool initializer: keep the driver's loaded traces (pickled once per worker).
+
+    Workers ignore SIGINT: Ctrl-C reaches the whole process group, and the driver alone handles it (it ends the
+    pool and says how many points are saved); a worker's own KeyboardInterrupt printed a traceback.
+    """
+    import signal
+
     global _TRACES
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     _TRACES = traces
 
 

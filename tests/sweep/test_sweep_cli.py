@@ -68,7 +68,11 @@ def test_every_kind_gives_what_its_command_prints_alone(tmp_path, kind, fixed, a
 @pytest.mark.parametrize("plan_text,words", [
     ("[fixed]\npolcy = 'lru'\n", "unknown option 'polcy' for pcs replay"),
     ("[axes]\npolicy = ['lru', 'mru']\n", "Invalid value for '--policy'"),
-    ("[fixed]\nformat = 'json'\n", "unknown option 'format'"),
+    ("[fixed]\nformat = 'json'\n", "option 'format' shapes a command's output only"),
+    # walkthrough of issue 17: plot and html were accepted, stored as options and silently ignored
+    ("[fixed]\nplot = 'figs'\n", "option 'plot' shapes a command's output only"),
+    ("[fixed]\nhtml = 'r.html'\n", "option 'html' shapes a command's output only"),
+    ("kind = 'curve'\n[fixed]\nplot = 'c.png'\n", "option 'plot' shapes a command's output only"),
     ("[fixed]\ncache_partial_blocks = 'yes'\n", "is a flag"),
     ("[fixed]\ntrace = 'missing.jsonl'\n", "missing.jsonl: No such file"),
     ("kind = 'curve'\n[fixed]\ncapacities = '40GB'\n", "a size in bytes needs --model"),

@@ -140,3 +140,22 @@ def test_a_killed_sweep_keeps_its_points_and_a_rerun_runs_only_the_rest(tmp_path
     assert len(after) == 12 and len({r["point_id"] for r in after}) == 12      # each point once
     assert [r for r in after if r in before] == before                         # the finished ones untouched
     assert {r["option.tier.cpu"] for r in after} == {"0B"} | {f"{g}GB" for g in range(5, 60, 5)}
+
+
+def test_pool_from_a_script_that_is_not_a_file_is_refused(monkeypatch, tmp_path):
+    """Walkthrough of issue 17: run_sweep(..., jobs=2) from a script piped into `python -` (__main__.__file__ is
+    '<stdin>') hung: each spawned worker failed to import it and the pool restarted them forever. Now a
+    ValueError before any point runs; jobs=1 still runs there."""
+    import sys
+    import types
+
+    from pcs.sweep import run_sweep
+
+    fake = types.ModuleType("__main__")
+    fake.__file__ = "<stdin>"
+    monkeypatch.setitem(sys.modules, "__main__", fake)
+    plan = Path(__file__).resolve().parents[2] / "traces" / "sweep_sample.toml"
+    with pytest.raises(ValueError, match="<stdin> is not a file"):
+        run_sweep(plan, tmp_path / "pool", jobs=2)
+    assert not list((tmp_path / "pool").glob("*.parquet"))
+    assert run_sweep(plan, tmp_path / "one", jobs=1).ran == 6
