@@ -146,16 +146,12 @@ def test_pool_from_a_script_that_is_not_a_file_is_refused(monkeypatch, tmp_path)
     """Walkthrough of issue 17: run_sweep(..., jobs=2) from a script piped into `python -` (__main__.__file__ is
     '<stdin>') hung: each spawned worker failed to import it and the pool restarted them forever. Now a
     ValueError before any point runs; jobs=1 still runs there."""
-    import sys
-    import types
-
     from pcs.sweep import run_sweep
 
-    fake = types.ModuleType("__main__")
-    fake.__file__ = "<stdin>"
-    monkeypatch.setitem(sys.modules, "__main__", fake)
     plan = Path(__file__).resolve().parents[2] / "traces" / "sweep_sample.toml"
-    with pytest.raises(ValueError, match="<stdin> is not a file"):
-        run_sweep(plan, tmp_path / "pool", jobs=2)
+    with monkeypatch.context() as m:
+        m.setattr(sys.modules["__main__"], "__file__", "<stdin>", raising=False)
+        with pytest.raises(ValueError, match="<stdin> is not a file"):
+            run_sweep(plan, tmp_path / "pool", jobs=2)
     assert not list((tmp_path / "pool").glob("*.parquet"))
     assert run_sweep(plan, tmp_path / "one", jobs=1).ran == 6
