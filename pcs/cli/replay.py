@@ -89,10 +89,14 @@ def _hybrid_options() -> list:
 
 
 def replay_options(f: Callable, policy_multiple: bool = False) -> Callable:
-    """The options ``pcs replay`` and ``pcs compare`` share (trace, model, hardware, tiers, rules)."""
-    policy_help = (f"Eviction policy of every tier; {DEFAULT_POLICY} by default, protected = slru"
-                   + (" (repeat to compare)." if policy_multiple else "."))
-    return _apply([
+    """The options ``pcs replay`` and ``pcs compare`` share (trace, model, hardware, tiers, rules), in help order."""
+    return _apply([*_trace_options(), *_deployment_options(), *_tier_options(policy_multiple),
+                   *_scheduler_options(), *_engine_and_rule_options()], f)
+
+
+def _trace_options() -> list:
+    """The trace argument and how it is read."""
+    return [
         click.argument("trace", required=False, type=click.Path(dir_okay=False)),
         click.option("--trace-format", type=click.Choice(list(FORMATS)), help="Trace format (default: detected)."),
         click.option("--sort", is_flag=True, help="Reorder the trace by arrival time instead of rejecting a "
@@ -104,6 +108,12 @@ def replay_options(f: Callable, policy_multiple: bool = False) -> Callable:
                                                      "at, unless the ids fit the format's default: then pcs replay "
                                                      "re-blocks them (exact at a multiple, a lower..upper interval "
                                                      "at a divisor; docs/traces-formats.md)."),
+    ]
+
+
+def _deployment_options() -> list:
+    """Model, KV layout, GPU, TP and the deployment that sizes the GPU tier."""
+    return [
         click.option("--model", "--model-config", "model", cls=Aliased, help="Model preset (pcs models) or an HF "
                      "config.json path (also spelled --model-config, as in pcs footprint); default llama-2-70b."),
         click.option("--dtype", type=RegistryChoice(KV_DTYPES, get_layout),
@@ -119,6 +129,14 @@ def replay_options(f: Callable, policy_multiple: bool = False) -> Callable:
                                           "tier is sized from the deployment (default 5GB; see pcs deploy)."),
         click.option("--hardware-file", type=click.Path(dir_okay=False),
                      help="TOML/JSON overrides of GPU and link presets."),
+    ]
+
+
+def _tier_options(policy_multiple: bool) -> list:
+    """Tiers, eviction and admission policies, links and the write policy."""
+    policy_help = (f"Eviction policy of every tier; {DEFAULT_POLICY} by default, protected = slru"
+                   + (" (repeat to compare)." if policy_multiple else "."))
+    return [
         click.option("--tier", "tiers", multiple=True,
                      help="A tier NAME=SIZE, GPU first, repeatable: gpu=400GB, cpu=2TB, ssd=30TB or "
                           "gpu=5000blocks (0 allowed; a plain number is refused: 400GB or 400blocks?). gpu=auto (GPU tier only) "
@@ -144,6 +162,12 @@ def replay_options(f: Callable, policy_multiple: bool = False) -> Callable:
                           "cpu=pcie-gen5-x16, cpu=25GB/s (default per tier name: pcs hardware)."),
         click.option("--write-policy", type=click.Choice(WRITE_POLICIES), default="back", show_default=True,
                      help="back: evicted blocks move down a tier; through: computed blocks are copied down at once."),
+    ]
+
+
+def _scheduler_options() -> list:
+    """Timing, the compute model and the step scheduler (docs/scheduler.md)."""
+    return [
         click.option("--timing", type=click.Choice(TIMINGS), default="modeled", show_default=True,
                      help="modeled: trace arrivals, FIFO admission, restore and prefill times; "
                           "sequential: one request at a time (the classic trace replay)."),
@@ -178,6 +202,12 @@ def replay_options(f: Callable, policy_multiple: bool = False) -> Callable:
                      help="A request preempted this often is re-admitted holding every block it needs (0: all "
                           "requests reserve their output at admission)."),
         click.option("--ttft-slo", help="TTFT target of the goodput figures (e.g. 2s)."),
+    ]
+
+
+def _engine_and_rule_options() -> list:
+    """The engine choice, hybrid-model options, block rules and --quiet."""
+    return [
         click.option("--engine", type=click.Choice(select.REQUESTS), default="auto", show_default=True,
                      help="Which engine runs the replay (all give the same numbers): auto = the first that "
                           "applies of " + "; ".join(f"{r.name}: {r.summary}" for r in select.ENGINES) +
@@ -188,7 +218,7 @@ def replay_options(f: Callable, policy_multiple: bool = False) -> Callable:
         click.option("--no-recompute-last-token", is_flag=True,
                      help="Lift the cap of prompt_len - 1 hit tokens (vLLM, SGLang recompute the last token)."),
         quiet_option,
-    ], f)
+    ]
 
 
 def _pairs(values, what: str) -> dict[str, str]:
