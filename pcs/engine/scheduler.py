@@ -67,6 +67,7 @@ from pcs.compute import decode_steps_for, decode_sum
 from pcs.engine import restores as rst
 from pcs.engine.engine import ReplayEngine
 from pcs.engine.schedstats import SchedulerCounters, end_times
+from pcs.engine.series import NoSampler
 
 __all__ = ["StepEngine", "STEP_COLUMNS"]
 
@@ -127,6 +128,8 @@ class StepEngine(ReplayEngine):
                  decode=None, no_cache: bool = False, check: bool = False, skip: bool = True,
                  log_steps: bool = False) -> None:
         super().__init__(hierarchy, "modeled", links=links, block_bytes=block_bytes, check=check)
+        if no_cache:
+            self.sampler = NoSampler()         # the no-cache run's time series is never read
         for name, code in STEP_COLUMNS:
             self._cols[name] = array(code)
         self.cost = cost
