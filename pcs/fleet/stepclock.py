@@ -72,7 +72,7 @@ class _Clock:
             self.push(i)
 
 
-def _step_parts(setup: dict, step: Any, sub_sources: list, rules: Any) -> list:
+def _step_parts(step: Any, sub_sources: list, rules: Any) -> list:
     """Per instance (StepSetup, resolved SchedulerConfig, decode blocks or None, rules), as a single replay of
     its sub-trace resolves them (:func:`pcs.engine.runner._resolve_step`; None for an idle instance)."""
     from pcs.engine.runner import _resolve_step
@@ -95,7 +95,8 @@ def _arrivals(arrival_s: np.ndarray, assignment: np.ndarray, instances: int) -> 
 
 
 def run_step_clock(source: Any, rules: Any, time_model: Any, arrival_s: np.ndarray, assignment: np.ndarray,
-                   instances: int, setup: dict, step: Any, sub_sources: list, progress: Callable[[int], None] | None = None) -> SharedRun:
+                   instances: int, setup: dict, step: Any, sub_sources: list,
+                   progress: Callable[[int], None] | None = None) -> SharedRun:
     """Replay ``source`` (trace order) with request k on instance ``assignment[k]`` under the step scheduler,
     every instance's lowest tier the shared one, all on one clock (module docstring).
 
@@ -112,7 +113,7 @@ def run_step_clock(source: Any, rules: Any, time_model: Any, arrival_s: np.ndarr
     from pcs.engine.scheduler import StepEngine
 
     hierarchies, shared = _build(setup, instances)
-    parts = _step_parts(setup, step, sub_sources, rules)
+    parts = _step_parts(step, sub_sources, rules)
     engines = [StepEngine(h, setup["links"], setup["bpb"], p[0].cost, p[1], p[3].recompute_last_token, p[2])
                if p is not None else None for h, p in zip(hierarchies, parts)]
     clock = _Clock(engines)
