@@ -97,7 +97,8 @@ def shared_setup(source: Any, kw: dict, shared_spec: Any, compute: Any = None) -
         raise ValueError("--shared-tier does not run a hybrid model's cache groups yet")
     return dict(specs=specs, bpb=bpb, links=links, policy=opts.policy, policies=policies,
                 write_policy=opts.write_policy, timing=opts.timing, protected=kw.get("protected_share"),
-                policy_names=names, step=_step(kw, opts.timing, compute, gpu, specs[0], bpb[0]))
+                policy_names=names, step=_step(kw, opts.timing, compute, gpu, specs[0], bpb[0]),
+                native=kw.get("native"))
 
 
 def _step(kw: dict, timing: str, compute: Any, gpu: Any, gpu_spec: Any, gpu_block_bytes: int) -> Any:

@@ -33,8 +33,8 @@ from typing import Any, Callable
 
 import numpy as np
 
-from pcs.engine.chunks import iter_chunks
-from pcs.fleet.oneclock import SharedRun, _build, _row
+from pcs.engine.chunks import Chunk, iter_chunks
+from pcs.fleet.oneclock import SharedRun, _build
 
 __all__ = ["run_step_clock"]
 
@@ -80,6 +80,38 @@ def _step_parts(step: Any, sub_sources: list, rules: Any) -> list:
     return [_resolve_step(step, "modeled", s, rules) if s is not None else None for s in sub_sources]
 
 
+def _engine(hierarchy: Any, setup: dict, part: tuple) -> Any:
+    """One instance's step loop: the compiled one (:class:`pcs.engine.stepclocked.ClockedNativeStepEngine`)
+    when it can run it and ``native`` allows, else the Python reference (:class:`pcs.engine.scheduler.StepEngine`)."""
+    from pcs.engine.scheduler import StepEngine
+    from pcs.engine.stepclocked import ClockedNativeStepEngine, clocked_unsupported
+
+    step, cfg, decode, rules = part
+    cls = StepEngine
+    if clocked_unsupported(hierarchy, setup["links"], step.cost, cfg, setup.get("native")) is None:
+        cls = ClockedNativeStepEngine
+    return cls(hierarchy, setup["links"], setup["bpb"], step.cost, cfg, rules.recompute_last_token, decode)
+
+
+def _one(ch: Chunk, r: int) -> Chunk:
+    """Row ``r`` of a chunk as a chunk of its own (offsets from 0; its numpy columns sliced when the chunk
+    has them, for the compiled loop)."""
+    o0, o1 = ch.offsets[r], ch.offsets[r + 1]
+    pre, p0, p1 = ch.prefill_s, ch.prefill_offsets[r], ch.prefill_offsets[r + 1]
+    arrays = ch.arrays
+    if arrays is not None and len(arrays[7]) == len(pre):
+        a = arrays
+        arrays = (a[0][r:r + 1], a[1][r:r + 1], a[2][r:r + 1], a[3][r:r + 1], a[4][r:r + 1], a[5][r:r + 2] - o0,
+                  a[6][o0:o1], a[7][p0:p1], a[8][r:r + 2] - p0 if len(a[8]) else a[8])
+    else:
+        arrays = None
+    return Chunk(ch.first_request_id + r, ch.block_size, ch.arrival_s[r:r + 1], ch.prompt_tokens[r:r + 1],
+                 ch.output_tokens[r:r + 1], ch.cacheable[r:r + 1], ch.max_hit_blocks[r:r + 1],
+                 ch.extra_blocks[r:r + 1], [0, o1 - o0], ch.block_hashes[o0:o1], pre[p0:p1] if pre else pre,
+                 [0, p1 - p0] if pre else ch.prefill_offsets[r:r + 2], ch.decode_s[r:r + 1] if ch.decode_s else
+                 ch.decode_s, arrays)
+
+
 def _arrivals(arrival_s: np.ndarray, assignment: np.ndarray, instances: int) -> tuple[list, list]:
     """(each request's arrival as its instance's loop takes it -- an arrival before the instance's previous
     one counts as that one, :meth:`StepEngine.feed` --, the arrival of the instance's next request or inf),
@@ -110,12 +142,9 @@ def run_step_clock(source: Any, rules: Any, time_model: Any, arrival_s: np.ndarr
     Returns:
         :class:`pcs.fleet.oneclock.SharedRun` (``busy_s``: each instance's busy seconds, None when idle).
     """
-    from pcs.engine.scheduler import StepEngine
-
     hierarchies, shared = _build(setup, instances)
     parts = _step_parts(step, sub_sources, rules)
-    engines = [StepEngine(h, setup["links"], setup["bpb"], p[0].cost, p[1], p[3].recompute_last_token, p[2])
-               if p is not None else None for h, p in zip(hierarchies, parts)]
+    engines = [_engine(h, setup, p) if p is not None else None for h, p in zip(hierarchies, parts)]
     clock = _Clock(engines)
     assign = assignment.tolist()
     at, then = _arrivals(arrival_s, assignment, instances)
@@ -125,7 +154,7 @@ def run_step_clock(source: Any, rules: Any, time_model: Any, arrival_s: np.ndarr
             k = ch.first_request_id + r
             i = assign[k]
             clock.run_before(at[k])
-            engines[i].feed(_row(ch, r))
+            engines[i].feed(_one(ch, r))
             clock.until[i] = then[k]
             clock.push(i)
             done += 1
