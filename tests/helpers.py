@@ -444,3 +444,13 @@ def assert_file_error_names(tmp_path, name: str, text: str, load, where: str) ->
     with pytest.raises(InputError) as err:
         load(path)
     assert str(path) in str(err.value) and f"field '{where}'" in str(err.value)
+
+
+def tables_equal(a, b, drop=()) -> None:
+    """Two requests tables (pyarrow) equal column by column (NaN == NaN); ``drop``: the columns only ``a`` has."""
+    import math
+
+    for c in b.column_names:
+        x, y = a.column(c).to_pylist(), b.column(c).to_pylist()
+        assert all(u == v or (isinstance(u, float) and math.isnan(u) and math.isnan(v)) for u, v in zip(x, y)), c
+    assert set(a.column_names) - set(b.column_names) == set(drop)

@@ -10,7 +10,7 @@ import pcs
 from pcs.engine.schedconfig import SchedulerConfig
 from pcs.fleet import fleet_replay
 from pcs.trace.request import RequestBatch
-from tests.helpers import stress_trace
+from tests.helpers import stress_trace, tables_equal
 
 BS = 4
 STEP = dict(model="llama-3.1-8b", hardware="h100-sxm", tp=1)      # a ComputeModel: the step scheduler runs
@@ -83,14 +83,6 @@ def test_a_write_at_t_is_seen_at_t_and_never_before():
         assert f.requests.column("hit_tokens_remote").to_pylist() == [0, hit], t
 
 
-def _req_equal(a, b, drop=()):
-    """Two requests tables equal column by column (NaN == NaN), ``drop`` columns of ``a`` ignored."""
-    for c in b.column_names:
-        x, y = a.column(c).to_pylist(), b.column(c).to_pylist()
-        assert all(u == v or (isinstance(u, float) and math.isnan(u) and math.isnan(v)) for u, v in zip(x, y)), c
-    assert set(a.column_names) - set(b.column_names) == set(drop)
-
-
 TIERS = st.sampled_from([["gpu=24blocks", "cpu=40blocks"], ["gpu=12blocks"], ["gpu=30blocks", "cpu=8blocks"]])
 
 
@@ -108,7 +100,7 @@ def test_size_zero_shared_tier_is_the_fleet_without_it(seed, n, instances, tiers
     assert zero.summary.hit_ratio == plain.summary.hit_ratio
     assert zero.summary.ttft_p50_s == plain.summary.ttft_p50_s
     assert zero.summary.ttft_p99_s == plain.summary.ttft_p99_s
-    _req_equal(zero.requests, plain.requests, drop=("hit_tokens_remote",))
+    tables_equal(zero.requests, plain.requests, drop=("hit_tokens_remote",))
     assert zero.summary.shared_tier.hit_tokens == 0 and zero.summary.shared_tier.peak_resident_blocks == 0
 
 
@@ -139,7 +131,7 @@ def test_one_instance_is_a_single_step_replay_whose_lowest_tier_is_the_shared_on
                      write_policy=wp, **STEP)
     one = pcs.replay(reqs, tiers=tiers + [f"remote={shared}blocks"], write_policy=wp, **STEP)
     if f.summary.shared_tier.lease_spared_blocks == 0:
-        _req_equal(f.requests, one.requests, drop=("instance",))
+        tables_equal(f.requests, one.requests, drop=("instance",))
         assert f.summary.hit_ratio == one.summary.hit_ratio
         assert f.summary.shared_tier.peak_resident_blocks == one.summary.tiers[-1].resident_blocks_peak
 
@@ -173,4 +165,4 @@ def test_compiled_step_loops_equal_the_reference(seed, n, instances, tiers, shar
     assert made                                                              # the compiled loops ran
     assert [x.to_dict() for x in c.summary.per_instance] == [x.to_dict() for x in py.summary.per_instance]
     assert c.summary.shared_tier == py.summary.shared_tier
-    _req_equal(c.requests, py.requests)
+    tables_equal(c.requests, py.requests)

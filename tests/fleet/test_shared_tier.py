@@ -1,8 +1,6 @@
 """A fleet's shared lower tier (docs/semantics.md §17.1): hand-traced runs, the one clock, and its invariants."""
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
@@ -12,7 +10,7 @@ from pcs.cache.policies import make_policy
 from pcs.cache.tier import Tier
 from pcs.fleet import fleet_replay
 from pcs.trace.request import RequestBatch
-from tests.helpers import DyadicCompute, stress_trace
+from tests.helpers import DyadicCompute, stress_trace, tables_equal
 
 BS = 4
 SMALL = dict(model="llama-3.1-8b", hardware="h100-sxm", tp=1, compute=DyadicCompute())
@@ -102,14 +100,6 @@ def test_a_leased_block_is_passed_over():
     assert not t.leases
 
 
-def _req_equal(a, b, drop=()):
-    """Two requests tables equal column by column (NaN == NaN), ``drop`` columns of ``a`` ignored."""
-    for c in b.column_names:
-        x, y = a.column(c).to_pylist(), b.column(c).to_pylist()
-        assert all(u == v or (isinstance(u, float) and math.isnan(u) and math.isnan(v)) for u, v in zip(x, y)), c
-    assert set(a.column_names) - set(b.column_names) == set(drop)
-
-
 TIERS = st.sampled_from([["gpu=24blocks", "cpu=40blocks"], ["gpu=12blocks"], ["gpu=30blocks", "cpu=8blocks"]])
 
 
@@ -125,7 +115,7 @@ def test_a_shared_tier_of_size_zero_is_the_fleet_without_it(seed, n, instances, 
     assert [x.to_dict() for x in zero.summary.per_instance] == [x.to_dict() for x in plain.summary.per_instance]
     assert zero.summary.hit_ratio == plain.summary.hit_ratio
     assert zero.summary.ttft_p99_s == plain.summary.ttft_p99_s
-    _req_equal(zero.requests, plain.requests, drop=("hit_tokens_remote",))
+    tables_equal(zero.requests, plain.requests, drop=("hit_tokens_remote",))
     assert zero.summary.shared_tier.hit_tokens == 0 and zero.summary.shared_tier.peak_resident_blocks == 0
 
 
@@ -157,7 +147,7 @@ def test_one_instance_is_a_single_replay_whose_lowest_tier_is_the_shared_one(see
                      timing=timing, write_policy=wp, **SMALL)
     one = pcs.replay(reqs, tiers=tiers + [f"remote={shared}blocks"], timing=timing, write_policy=wp, **SMALL)
     if f.summary.shared_tier.lease_spared_blocks == 0:
-        _req_equal(f.requests, one.requests, drop=("instance",))
+        tables_equal(f.requests, one.requests, drop=("instance",))
         assert f.summary.hit_ratio == one.summary.hit_ratio
         assert f.summary.shared_tier.peak_resident_blocks == one.summary.tiers[-1].resident_blocks_peak
 
