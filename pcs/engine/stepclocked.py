@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from pcs import _native
 from pcs.engine.scheduler import StepEngine
-from pcs.engine.stepnative import MAX_TIERS, NativeStepEngine, _link_params, new_loop
+from pcs.engine.stepnative import NativeStepEngine, loop_unsupported, new_loop
 
 __all__ = ["ClockedNativeStepEngine", "clocked_unsupported"]
 
@@ -28,15 +28,7 @@ def clocked_unsupported(hierarchy, links, cost, config, native: str | None = Non
     """
     if _native.resolve(_native.default_mode() if native is None else native, "stepsched") != "c":
         return "native is python, or the compiled step loop is not built"
-    if len(hierarchy.tiers) > MAX_TIERS:
-        return f"more than {MAX_TIERS} tiers"
-    if config.restore_policy != "layerwise":
-        return f"restore policy {config.restore_policy}, it needs layerwise"
-    if cost.attn_pair_s is None:
-        return "the model's prefill attention is not per (query, key) pair"
-    if any(_link_params(lk) is None for lk in links):
-        return "a link is not a LinkSpec with bandwidth > 0"
-    return None
+    return loop_unsupported(len(hierarchy.tiers), links, cost, config)
 
 
 class ClockedNativeStepEngine(NativeStepEngine):

@@ -20,7 +20,7 @@ from pcs import _native
 from pcs.engine.engine import EngineResult, ReplayEngine
 from pcs.engine.scheduler import StepEngine
 
-__all__ = ["NativeStepEngine", "unsupported", "new_loop", "MAX_TIERS"]
+__all__ = ["NativeStepEngine", "unsupported", "loop_unsupported", "new_loop", "MAX_TIERS"]
 
 _stepsched = _native.module("stepsched")    # None when the optional extension did not compile
 
@@ -63,7 +63,13 @@ def unsupported(hierarchy, links, cost, config, no_cache: bool = False) -> str |
         return f"the compiled {_native.TWINS['stepsched']} is not built"
     if type(hierarchy) is not NativeHierarchy:
         return "the tiers are not on the compiled all-lru hierarchy"
-    if len(hierarchy.tiers) > MAX_TIERS:
+    return loop_unsupported(len(hierarchy.tiers), links, cost, config)
+
+
+def loop_unsupported(tiers: int, links, cost, config) -> str | None:
+    """None when the C loop models this run (whatever the hierarchy), else the reason it cannot: at most
+    :data:`MAX_TIERS` tiers, ``layerwise`` restores, per-pair prefill attention, LinkSpec links."""
+    if tiers > MAX_TIERS:
         return f"more than {MAX_TIERS} tiers"
     if config.restore_policy != "layerwise":
         return f"restore policy {config.restore_policy}, it needs layerwise"

@@ -9,29 +9,15 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 import pcs
 from pcs.engine.schedconfig import SchedulerConfig
 from pcs.fleet import fleet_replay
-from pcs.trace.request import RequestBatch
-from tests.helpers import stress_trace, tables_equal
+from tests.helpers import HandTrace, stress_trace, tables_equal
 
 BS = 4
 STEP = dict(model="llama-3.1-8b", hardware="h100-sxm", tp=1)      # a ComputeModel: the step scheduler runs
 
 
-class _Trace:
-    name, block_size = "<hand>", BS
-
-    def __init__(self, rows):
-        # rows: (arrival_s, ids); prompt = 2 full blocks + 1 token (9 tokens), one output token (the prefill's):
-        # the first two ids are cacheable and may hit (§2; §4 caps hits at 8 tokens = 2 blocks)
-        ids = [list(r[1]) for r in rows]
-        offs = np.zeros(len(rows) + 1, dtype=np.int64)
-        np.cumsum([len(x) for x in ids], out=offs[1:])
-        n = len(rows)
-        self.batch = RequestBatch(0, BS, np.array([float(r[0]) for r in rows]), np.full(n, 2 * BS + 1),
-                                  np.ones(n, dtype=np.int64), offs,
-                                  np.array([i for x in ids for i in x], dtype=np.uint64))
-
-    def iter_batches(self):
-        yield self.batch
+def _Trace(rows):
+    """9-token prompts (2 full blocks + 1), one output token (the prefill's)."""
+    return HandTrace(rows, BS, 1)
 
 
 ROWS = [(0.0, [1, 2, 90]),      # r0 -> i0: misses; its one prefill step runs [0, e0], e0 = one step of 9 tokens

@@ -1,7 +1,6 @@
 """A fleet's shared lower tier (docs/semantics.md §17.1): hand-traced runs, the one clock, and its invariants."""
 from __future__ import annotations
 
-import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
@@ -9,29 +8,15 @@ import pcs
 from pcs.cache.policies import make_policy
 from pcs.cache.tier import Tier
 from pcs.fleet import fleet_replay
-from pcs.trace.request import RequestBatch
-from tests.helpers import DyadicCompute, stress_trace, tables_equal
+from tests.helpers import DyadicCompute, HandTrace, stress_trace, tables_equal
 
 BS = 4
 SMALL = dict(model="llama-3.1-8b", hardware="h100-sxm", tp=1, compute=DyadicCompute())
 
 
-class _Trace:
-    name, block_size = "<hand>", BS
-
-    def __init__(self, rows):
-        # rows: (arrival_s, ids); prompt = 2 full blocks + 1 token, so the first two ids are cacheable and
-        # may hit (§2, §4: hits are capped at prompt - 1 = 8 tokens = 2 blocks) and the third is partial
-        ids = [list(r[1]) for r in rows]
-        offs = np.zeros(len(rows) + 1, dtype=np.int64)
-        np.cumsum([len(x) for x in ids], out=offs[1:])
-        n = len(rows)
-        self.batch = RequestBatch(0, BS, np.array([float(r[0]) for r in rows]), np.full(n, 2 * BS + 1),
-                                  np.zeros(n, dtype=np.int64), offs,
-                                  np.array([i for x in ids for i in x], dtype=np.uint64))
-
-    def iter_batches(self):
-        yield self.batch
+def _Trace(rows):
+    """9-token prompts (2 full blocks + 1), no output tokens."""
+    return HandTrace(rows, BS)
 
 
 def test_write_back_hand_traced_instance_b_hits_what_instance_a_evicted():
