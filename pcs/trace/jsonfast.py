@@ -146,11 +146,15 @@ def _simd_rows(lines: list[bytes], spec) -> tuple | None:
     reuse: list = []
     for line in lines:
         o = parse(line)
-        has_reuse = "reuse" in o
-        if type(o) is not obj_type or len(o) != nkeys + (typed and "type" in o) + has_reuse:
-            return None  # not an object; unknown, repeated or missing keys: the authority names them
-        if has_reuse:
-            reuse.append(o["reuse"])
+        if type(o) is not obj_type:
+            return None  # not an object: the authority names the line
+        extra = len(o) - nkeys
+        if extra:  # an optional key; a missing key's lookup raises a (slow) C++ exception, so none when none
+            has_reuse = "reuse" in o
+            if extra != (typed and "type" in o) + has_reuse:
+                return None  # unknown, repeated or missing keys: the authority names them
+            if has_reuse:
+                reuse.append(o["reuse"])
         add_ts(o["timestamp"])
         add_il(o["input_length"])
         add_ol(o["output_length"])
@@ -161,7 +165,7 @@ def _simd_rows(lines: list[bytes], spec) -> tuple | None:
             for acc, k in zip(extras, extra_keys):
                 acc.append(o[k])
         if typed:
-            types.append(o["type"] if "type" in o else None)
+            types.append(o["type"] if extra and "type" in o else None)
         del ids, o  # pysimdjson refuses to parse again while a view of the last document lives
     return ts, il, ol, bufs, lens, extras, types, reuse
 
