@@ -127,6 +127,10 @@ _parser: Any = None
 def _simd_rows(lines: list[bytes], spec) -> tuple | None:
     """Per line: the fields as Python values and the ids as a uint64 buffer; None on the first odd line.
 
+    Returns:
+        (timestamps, input lengths, output lengths, id buffers, ids per row int64 (n,), extras, types,
+        reuse values), or None.
+
     Raises:
         ValueError, TypeError, KeyError, AttributeError: pysimdjson refused a
             line, or a value of another JSON type (the caller returns None).
@@ -137,10 +141,10 @@ def _simd_rows(lines: list[bytes], spec) -> tuple | None:
     if _parser is None:
         _parser = simdjson.Parser()
     parse, obj_type = _parser.parse, simdjson.Object
-    extra_keys = [k for k, _ in spec.int_extras]
+    extra_keys = [k.encode() for k, _ in spec.int_extras]  # bytes keys: pysimdjson encodes a str key per lookup
     nkeys, typed = 4 + len(extra_keys), spec.has_type
-    ts, il, ol, bufs, lens = [], [], [], [], []
-    add_ts, add_il, add_ol, add_buf, add_len = ts.append, il.append, ol.append, bufs.append, lens.append
+    ts, il, ol, bufs = [], [], [], []
+    add_ts, add_il, add_ol, add_buf = ts.append, il.append, ol.append, bufs.append
     extras: list[list] = [[] for _ in extra_keys]
     types: list = []
     reuse: list = []
@@ -150,23 +154,23 @@ def _simd_rows(lines: list[bytes], spec) -> tuple | None:
             return None  # not an object: the authority names the line
         extra = len(o) - nkeys
         if extra:  # an optional key; a missing key's lookup raises a (slow) C++ exception, so none when none
-            has_reuse = "reuse" in o
-            if extra != (typed and "type" in o) + has_reuse:
+            has_reuse = b"reuse" in o
+            if extra != (typed and b"type" in o) + has_reuse:
                 return None  # unknown, repeated or missing keys: the authority names them
             if has_reuse:
-                reuse.append(o["reuse"])
-        add_ts(o["timestamp"])
-        add_il(o["input_length"])
-        add_ol(o["output_length"])
-        ids = o["hash_ids"]
-        add_len(len(ids))  # TypeError: not an array
-        add_buf(ids.as_buffer(of_type="u"))  # TypeError/ValueError: not all uint64 ints
+                reuse.append(o[b"reuse"])
+        add_ts(o[b"timestamp"])
+        add_il(o[b"input_length"])
+        add_ol(o[b"output_length"])
+        # AttributeError: not an array; TypeError/ValueError: not all uint64 ints (one "[" a line: not nested)
+        add_buf(o[b"hash_ids"].as_buffer(of_type="u"))
         if nkeys > 4:
             for acc, k in zip(extras, extra_keys):
                 acc.append(o[k])
         if typed:
-            types.append(o["type"] if extra and "type" in o else None)
-        del ids, o  # pysimdjson refuses to parse again while a view of the last document lives
+            types.append(o[b"type"] if extra and b"type" in o else None)
+        del o  # pysimdjson refuses to parse again while a view of the last document lives
+    lens = np.fromiter((b.size for b in bufs), dtype=np.int64, count=len(bufs)) >> 3  # bytes -> uint64 ids
     return ts, il, ol, bufs, lens, extras, types, reuse
 
 
@@ -201,7 +205,7 @@ def simdjson_chunk(spec, chunk: bytes, bs: int, state) -> RequestBatch | None:
         ex = [np.array(e, dtype=np.int64) for e in extras]
     except OverflowError:
         return None  # beyond int64: the authority names the field
-    offsets = np.zeros(len(lens) + 1, dtype=np.int64)
+    offsets = np.zeros(lens.shape[0] + 1, dtype=np.int64)
     np.cumsum(lens, out=offsets[1:])
     hashes = np.frombuffer(b"".join(bufs), dtype=np.uint64)
     return _checked(spec, bs, state, *cols, offsets, hashes, ex, tuple(types) if spec.has_type else None,
