@@ -35,9 +35,10 @@ from pcs.errors import InputError
 __all__ = ["CHUNK_BYTES", "MAX_LINE_BYTES", "check_source", "open_binary", "iter_chunks", "iter_lines",
            "iter_csv_rows", "peek_lines", "display_name", "is_stream", "count_lines"]
 
-#: Bytes read per chunk; about 16 k Mooncake requests (measured best in
-#: benchmarks/bench_ingest.py between 1 and 16 MiB).
-CHUNK_BYTES = 4 << 20
+#: Bytes read per chunk; about 4 k Mooncake requests. 1 MiB keeps a chunk, its lines and its parsed
+#: columns in the CPU caches: the Mooncake 10x replica reads in 0.20 s CPU at 1 MiB, 0.24-0.25 s at 4 MiB
+#: (0.19-0.20 s at 256-512 KiB; the one-tier replay 0.26-0.28 s against 0.30-0.32 s; docs/performance.md).
+CHUNK_BYTES = 1 << 20
 
 #: Longest line read, bytes (after gunzip): 64 MiB, far above a 1 M-token prompt's ~8 MB of token ids.
 MAX_LINE_BYTES = 64 << 20
