@@ -12,9 +12,11 @@ conversation trace replicated 1x-50x, one thread; docs/performance.md):
 
 - ``simdjson``: pysimdjson (optional extra ``pcs[fast]``), one DOM parse per
   line, the id list copied out as a uint64 buffer (``as_buffer``) without a
-  Python int per id; 12-13 M ids per CPU second;
+  Python int per id; 19-20 M ids per CPU second on a 1 MiB chunk, the whole
+  reader 12.5-14.7 M (the per-row Python calls, about 0.65 us a row, are most
+  of it: no lookup of an absent key, which costs pysimdjson a C++ exception);
 - ``pyarrow``: ``pyarrow.json.read_json`` with an explicit schema on one
-  thread; 8-10 M ids per CPU second (pyarrow is a core dependency, so
+  thread; 9-10 M ids per CPU second (pyarrow is a core dependency, so
   this is the fallback when pysimdjson is not installed).
 
 Which lines a shortcut leaves to the authority: blank lines and lines not
