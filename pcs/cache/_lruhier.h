@@ -61,8 +61,13 @@ typedef struct Tier {
     Py_ssize_t hlen, hcap;
     uint8_t *pending;                  /* ARC: ghost-lookup result per expected key */
     Py_ssize_t plen, pcap;
-    int64_t *ex;                       /* LFU: per entry (key K, put number) */
+    int64_t *ex;                       /* LFU, GDSF: per-entry policy data */
     Py_ssize_t excap;
+    /* -- trace-reading policies (GDSF, Belady): per-block data from the trace pre-pass (PolOps.load) -- */
+    double *fcost;                     /* GDSF: prefill seconds of each known block (index in t->seen) */
+    double finfl, fcost0;              /* GDSF: the inflation L (seconds); the cost of a block not in t->seen */
+    int64_t *uoff, *ukeys;             /* Belady: uses of known block i are ukeys[uoff[i] .. uoff[i + 1]) */
+    const int64_t *clock;              /* Belady: the index of the request being admitted (the Hier's clock) */
 } Tier;
 
 typedef struct PolOps {
@@ -81,9 +86,11 @@ typedef struct PolOps {
     int32_t (*victim)(Tier *t);                    /* choose and forget one victim (held > 0); -1 on memory error */
     Py_ssize_t (*order)(Tier *t, int32_t *out);    /* held entries, first victim first; -1 on memory error */
     const char *(*check)(Tier *t);                 /* NULL if the structure is sound, else what is wrong */
+    int (*load)(Tier *t, PyObject *data);          /* NULL: takes no data; the trace data of a policy that reads
+                                                      the trace (pcs/cache/native.py policy_spec); -1 on error */
 } PolOps;
 
-extern const PolOps POL_FIFO, POL_SLRU, POL_SIEVE, POL_2Q, POL_S3FIFO, POL_ARC, POL_LFU;
+extern const PolOps POL_FIFO, POL_SLRU, POL_SIEVE, POL_2Q, POL_S3FIFO, POL_ARC, POL_LFU, POL_GDSF, POL_BELADY;
 
 #define HMUL 0x9E3779B97F4A7C15ULL
 
@@ -356,6 +363,17 @@ static inline void heap_pop(Tier *t) {
     }
     h[2 * i] = r;
     h[2 * i + 1] = e;
+}
+
+/* -- trace data handed to PolOps.load: a C-contiguous buffer of items of one size ------------------------- */
+static inline int data_buf(PyObject *o, Py_buffer *b, Py_ssize_t itemsize, const char *what) {
+    if (PyObject_GetBuffer(o, b, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) return -1;
+    if (b->itemsize != itemsize) {
+        PyErr_Format(PyExc_TypeError, "policy data %s: need %zd-byte items", what, itemsize);
+        PyBuffer_Release(b);
+        return -1;
+    }
+    return 0;
 }
 
 #endif

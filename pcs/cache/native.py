@@ -21,7 +21,10 @@ table (:mod:`pcs.engine.select`, row ``compiled-hierarchy``), nowhere else.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from itertools import chain
 from typing import Any, Callable, Sequence
+
+import numpy as _np
 
 from pcs.cache import Tier
 from pcs.cache.hierarchy import check_hierarchy_args
@@ -32,14 +35,13 @@ from pcs import _native
 
 _lruhier = _native.module("lruhier")    # None when the optional extension did not compile
 
-__all__ = ["NativeHierarchy", "available", "policy_spec", "COMPILED_POLICIES", "MAX_BLOCKS"]
+__all__ = ["NativeHierarchy", "available", "policy_spec", "COMPILED_POLICIES", "COMPILED_DATA", "MAX_BLOCKS"]
 
 #: largest tier the compiled hierarchy takes (int32 entry indices); larger ones use Python.
 MAX_BLOCKS = 1 << 30
 
 #: Registered policy name -> the integer options its C twin takes, read from the Python policy object
-#: (sizes in blocks as the Python policy truncates them, so both round alike). ``belady`` (an oracle) and
-#: ``gdsf`` (reads the trace's chains) have no compiled twin.
+#: (sizes in blocks as the Python policy truncates them, so both round alike).
 COMPILED_POLICIES: dict[str, Callable[[Any], tuple[int, ...]]] = {
     "lru": lambda p: (),
     "fifo": lambda p: (),
@@ -49,17 +51,67 @@ COMPILED_POLICIES: dict[str, Callable[[Any], tuple[int, ...]]] = {
     "s3fifo": lambda p: (p.small_blocks, p.main_blocks, p.ghost_blocks, p.threshold),
     "arc": lambda p: (p.capacity_blocks,),
     "lfu": lambda p: (1 if p.aging == "dynamic" else 0,),
+    "gdsf": lambda p: (),
+    "belady": lambda p: (),
 }
 
 
-def policy_spec(policy: Any) -> tuple[str, tuple[int, ...]] | None:
-    """``(name, integer options)`` for the C twin of an (empty) eviction policy object, or None when it has
+def _gdsf_data(policy: Any) -> tuple | None:
+    """The trace data of ``pcs/cache/_pol_gdsf.c`` for a :class:`GDSFPolicy`: ``(keys uint64 (n,), depth int64
+    (n,), parents uint64 (one per key of depth > 0, in order), cost_by_depth float64 (max depth + 1,) seconds)``
+    from its :class:`TraceOracle` (``depth`` in insertion order; ``parent`` holds exactly the keys of depth > 0,
+    in the same order: :meth:`TraceOracle.build`) and its cost function; None without a trace (every block a
+    leaf of 1 s). Packed once per oracle and cost function (the run and its baseline share them)."""
+    ctx = policy.context
+    oracle, cost_of = ctx.oracle, ctx.block_cost_s
+    if oracle is None:
+        return None if cost_of is None else (_np.zeros(0, _np.uint64), _np.zeros(0, _np.int64),
+                                            _np.zeros(0, _np.uint64), _np.array([float(cost_of(0))]))
+    memo = oracle.packed.get("gdsf")
+    if memo is not None and memo[0] is cost_of:
+        return memo[1]
+    n = len(oracle.depth)
+    keys = _np.fromiter(oracle.depth.keys(), _np.uint64, n)
+    depth = _np.fromiter(oracle.depth.values(), _np.int64, n)
+    parents = _np.fromiter(oracle.parent.values(), _np.uint64, len(oracle.parent))
+    top = int(depth.max()) if n else 0
+    cost = _np.ones(top + 1) if cost_of is None else _np.array([float(cost_of(d)) for d in range(top + 1)])
+    data = (keys, depth, parents, cost)
+    oracle.packed["gdsf"] = (cost_of, data)
+    return data
+
+
+def _belady_data(policy: Any) -> tuple:
+    """The trace data of ``pcs/cache/_pol_belady.c`` for a :class:`BeladyPolicy`: ``(keys uint64 (n,), offsets
+    int64 (n + 1,), uses int64 (m,))``, the use keys ``request << 24 | position`` of key i being
+    ``uses[offsets[i]:offsets[i + 1]]`` (sorted), from its :class:`TraceOracle`. Packed once per oracle."""
+    oracle = policy.context.oracle
+    data = oracle.packed.get("belady")
+    if data is None:
+        n, uses = len(oracle.uses), oracle.uses.values()
+        keys = _np.fromiter(oracle.uses.keys(), _np.uint64, n)
+        off = _np.zeros(n + 1, _np.int64)
+        off[1:] = _np.cumsum(_np.fromiter(map(len, uses), _np.int64, n))
+        flat = _np.fromiter(chain.from_iterable(uses), _np.int64, int(off[-1]))
+        data = oracle.packed["belady"] = (keys, off, flat)
+    return data
+
+
+#: Registered policy name -> the trace data its C twin loads (policies that read the trace).
+COMPILED_DATA: dict[str, Callable[[Any], Any]] = {"gdsf": _gdsf_data, "belady": _belady_data}
+
+
+def policy_spec(policy: Any) -> tuple | None:
+    """``(name, integer options)`` -- ``(name, options, trace data)`` for a policy that reads the trace
+    (:data:`COMPILED_DATA`) -- for the C twin of an (empty) eviction policy object, or None when it has
     none (a policy without a compiled twin, a plug-in, a subclass)."""
     name = getattr(policy, "name", None)
     opts = COMPILED_POLICIES.get(name)
     if opts is None or type(policy) is not get_policy(name):
         return None
-    return name, tuple(int(v) for v in opts(policy))
+    spec = (name, tuple(int(v) for v in opts(policy)))
+    data = COMPILED_DATA.get(name)
+    return spec if data is None else spec + (data(policy),)
 
 
 def available(tiers: Sequence[Tier]) -> bool:

@@ -53,6 +53,7 @@ class TraceOracle:
         num_requests: requests read.
         arrival_s: arrival time of each request (seconds, trace order).
         block_size: tokens per block (0 before any request).
+        packed: the compiled twins' arrays built from it, by policy name (:mod:`pcs.cache.native`).
     """
 
     depth: dict = field(default_factory=dict)
@@ -61,6 +62,7 @@ class TraceOracle:
     num_requests: int = 0
     arrival_s: list = field(default_factory=list)
     block_size: int = 0
+    packed: dict = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
     def build(cls, chunks: Iterable[Any], future: bool = True) -> "TraceOracle":

@@ -1,0 +1,194 @@
+/* belady, compiled: the twin of pcs/cache/policies/belady.py (Belady's MIN in the event loop, an offline oracle;
+ * docs/semantics.md §8, §12). The trace data (PolOps.load, built by pcs/cache/native.py from the policy's
+ * TraceOracle): the blocks with hit-earning uses and each one's sorted use keys request << 24 | position, as CSR
+ * arrays. t->seen = those blocks (key store; entry i is block i), their uses t->ukeys[t->uoff[i] ..
+ * t->uoff[i + 1]). *t->clock = the request being admitted (the hierarchy counts admissions as clocked() does).
+ * t->ex[e] = the block's key u (its next use, NEVER if none). t->heap = a lazy max-heap of (u, block hash) items
+ * (ties: smallest hash first), valid while the block is held with that u, as belady.py's (-u, k) min-heap; a
+ * victim whose use has passed is re-keyed. Items that are not valid are dropped when they are most of the heap:
+ * each new value of u pushes its own item, so an invalid item is never needed again. */
+#include "_lruhier.h"
+
+#define NEVER ((int64_t)1 << 62)
+#define POS_BITS 24
+
+typedef struct { int64_t u; uint64_t k; } BItem;
+
+/* the victim order: larger u first, then the smaller hash */
+static int b_first(const BItem *a, const BItem *b) { return a->u > b->u || (a->u == b->u && a->k < b->k); }
+
+static void b_sift_down(BItem *q, Py_ssize_t n, Py_ssize_t i) {
+    BItem it = q[i];
+    for (;;) {
+        Py_ssize_t c = 2 * i + 1;
+        if (c >= n) break;
+        if (c + 1 < n && b_first(&q[c + 1], &q[c])) c++;
+        if (!b_first(&q[c], &it)) break;
+        q[i] = q[c];
+        i = c;
+    }
+    q[i] = it;
+}
+
+static int belady_init(Tier *t) {
+    t->seen = kstore_new();
+    return t->seen ? 0 : -1;
+}
+
+/* data = (keys uint64 (n,), offsets int64 (n + 1,), uses int64 (m,)); None: no uses known (every key NEVER) */
+static int belady_load(Tier *t, PyObject *data) {
+    if (data == Py_None) return 0;
+    PyObject *o[3];
+    if (!PyArg_ParseTuple(data, "OOO", &o[0], &o[1], &o[2])) return -1;
+    Py_buffer b[3];
+    static const char *what[3] = {"keys", "offsets", "uses"};
+    int got = 0, rc = -1;
+    for (; got < 3; got++) if (data_buf(o[got], &b[got], 8, what[got]) < 0) break;
+    if (got == 3) {
+        const uint64_t *keys = b[0].buf;
+        const int64_t *off = b[1].buf;
+        Py_ssize_t n = b[0].len / 8, m = b[2].len / 8, i = 0;
+        t->uoff = PyMem_Malloc(sizeof(int64_t) * (n + 1));
+        t->ukeys = PyMem_Malloc(sizeof(int64_t) * (m + 1));
+        if (!t->uoff || !t->ukeys) PyErr_NoMemory();
+        else if (b[1].len / 8 != n + 1 || off[0] != 0 || off[n] != m)
+            PyErr_SetString(PyExc_ValueError, "belady data: bad lengths");
+        else {
+            memcpy(t->uoff, off, sizeof(int64_t) * (n + 1));
+            memcpy(t->ukeys, b[2].buf, sizeof(int64_t) * m);
+            for (; i < n; i++) if (off[i] > off[i + 1] || tadd(t->seen, keys[i], 0) != i) break;
+            if (i == n) rc = 0;
+            else if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "belady data: bad offsets or keys");
+        }
+    }
+    while (got-- > 0) PyBuffer_Release(&b[got]);
+    return rc;
+}
+
+/* TraceOracle.next_use: the first use key of a request after now, NEVER if none */
+static int64_t b_next_use(const Tier *t, uint64_t key) {
+    int32_t i = t->uoff ? tfind(t->seen, key) : -1;
+    if (i < 0) return NEVER;
+    int64_t bound = (*t->clock << POS_BITS) | (((int64_t)1 << POS_BITS) - 1);
+    int64_t lo = t->uoff[i], hi = t->uoff[i + 1];
+    while (lo < hi) {                  /* bisect_right */
+        int64_t mid = (lo + hi) / 2;
+        if (t->ukeys[mid] <= bound) lo = mid + 1; else hi = mid;
+    }
+    return lo < t->uoff[i + 1] ? t->ukeys[lo] : NEVER;
+}
+
+static int b_valid(const Tier *t, const BItem *it) {
+    int32_t e = tfind(t, it->k);
+    return e >= 0 && (t->ent[e].flags & F_KNOWN) && !OUT(&t->ent[e]) && t->ex[e] == it->u;
+}
+
+static void b_compact(Tier *t) {
+    BItem *q = (BItem *)t->heap;
+    Py_ssize_t n = t->hlen / 2, m = 0;
+    for (Py_ssize_t i = 0; i < n; i++) if (b_valid(t, &q[i])) q[m++] = q[i];
+    for (Py_ssize_t i = m / 2; i-- > 0;) b_sift_down(q, m, i);
+    t->hlen = 2 * m;
+}
+
+static int b_push(Tier *t, int64_t u, uint64_t k) {
+    if (t->hlen + 2 > t->hcap) {
+        Py_ssize_t c = t->hcap ? t->hcap * 2 : 2 * 256;
+        int64_t *h = PyMem_Realloc(t->heap, sizeof(int64_t) * c);
+        if (!h) { PyErr_NoMemory(); return -1; }
+        t->heap = h;
+        t->hcap = c;
+    }
+    BItem *q = (BItem *)t->heap, it = {u, k};
+    Py_ssize_t i = t->hlen / 2;
+    t->hlen += 2;
+    while (i > 0) {
+        Py_ssize_t up = (i - 1) / 2;
+        if (!b_first(&it, &q[up])) break;
+        q[i] = q[up];
+        i = up;
+    }
+    q[i] = it;
+    return 0;
+}
+
+/* belady.py add / touch: the block's key is its next use after now */
+static int belady_add(Tier *t, int32_t e, int reused) {
+    if (e >= t->excap) {
+        Py_ssize_t c = t->excap ? t->excap : 128;
+        while (c <= e) c *= 2;
+        int64_t *ex = PyMem_Realloc(t->ex, sizeof(int64_t) * c);
+        if (!ex) { PyErr_NoMemory(); return -1; }
+        t->ex = ex;
+        t->excap = c;
+    }
+    if (t->hlen > 4 * (t->held + 512)) b_compact(t);
+    t->ent[e].flags |= F_KNOWN;
+    int64_t u = t->ex[e] = b_next_use(t, t->ent[e].key);
+    return b_push(t, u, t->ent[e].key);
+}
+
+static void belady_touch(Tier *t, int32_t e) { belady_add(t, e, 1); }   /* a memory error stays set */
+
+static void belady_remove(Tier *t, int32_t e) {}                       /* OUT or deleted: its items go stale */
+
+static int32_t belady_victim(Tier *t) {
+    BItem *q = (BItem *)t->heap;
+    for (;;) {
+        BItem it = q[0];
+        Py_ssize_t n = (t->hlen -= 2) / 2;
+        if (n) { q[0] = q[n]; b_sift_down(q, n, 0); }
+        int32_t e = tfind(t, it.k);
+        if (e < 0 || !(t->ent[e].flags & F_KNOWN) || OUT(&t->ent[e]) || t->ex[e] != it.u) continue;
+        if (it.u != NEVER && (it.u >> POS_BITS) <= *t->clock) {     /* that use has passed: re-key */
+            int64_t v = t->ex[e] = b_next_use(t, it.k);
+            if (b_push(t, v, it.k) < 0) return -1;
+            q = (BItem *)t->heap;
+            continue;
+        }
+        return e;
+    }
+}
+
+static int cmp_b(const void *a, const void *b) {
+    const BItem *x = a, *y = b;
+    return b_first(x, y) ? -1 : b_first(y, x);
+}
+
+/* held entries, farthest next use first (keys as last computed; ties: smaller hash) */
+static Py_ssize_t belady_order(Tier *t, int32_t *out) {
+    BItem *tmp = PyMem_Malloc(sizeof(BItem) * (t->nres + 1));
+    if (!tmp) { PyErr_NoMemory(); return -1; }
+    Py_ssize_t n = 0;
+    for (int32_t e = 0; e < t->ent_len; e++) {
+        Entry *x = &t->ent[e];
+        if ((x->flags & F_KNOWN) && !OUT(x) && tfind(t, x->key) == e) { tmp[n].u = t->ex[e]; tmp[n].k = x->key; n++; }
+    }
+    qsort(tmp, n, sizeof(BItem), cmp_b);
+    for (Py_ssize_t i = 0; i < n; i++) out[i] = tfind(t, tmp[i].k);
+    PyMem_Free(tmp);
+    return n;
+}
+
+/* belady.py _check: every held block has an item with its key */
+static const char *belady_check(Tier *t) {
+    Py_ssize_t held = 0, valid = 0;
+    for (int32_t e = 0; e < t->ent_len; e++) {
+        Entry *x = &t->ent[e];
+        held += (x->flags & F_KNOWN) && !OUT(x) && tfind(t, x->key) == e;
+    }
+    BItem *q = (BItem *)t->heap;
+    int32_t *mark = PyMem_Calloc(t->ent_len + 1, sizeof(int32_t));
+    if (!mark) return "out of memory";
+    for (Py_ssize_t i = 0; i < t->hlen / 2; i++)
+        if (b_valid(t, &q[i])) { int32_t e = tfind(t, q[i].k); valid += !mark[e]; mark[e] = 1; }
+    PyMem_Free(mark);
+    if (valid != held) return "a held block without an item of its key";
+    return held == t->held ? NULL : "held count differs from the known unpinned blocks";
+}
+
+const PolOps POL_BELADY = {
+    .name = "belady", .init = belady_init, .add = belady_add, .remove = belady_remove, .drop = belady_remove,
+    .touch = belady_touch, .victim = belady_victim, .order = belady_order, .check = belady_check,
+    .load = belady_load,
+};

@@ -1,0 +1,240 @@
+/* gdsf, compiled: the twin of pcs/cache/policies/gdsf.py (Greedy-Dual-Size-Frequency, Cherkasova HPL-98-69;
+ * leaves of the cached prefix tree only; docs/semantics.md §8). The trace data (PolOps.load, built by
+ * pcs/cache/native.py from the policy's PolicyContext): the known blocks (TraceOracle.depth, in its order), their
+ * parents and the prefill seconds of a block at each depth. t->seen = the known blocks (key store; entry i is
+ * block i: aux = its parent's index or -1, pin = its children held by this tier), t->fcost[i] = its cost,
+ * t->fcost0 = the cost of a block not known (depth 0). Entry.aux = F (uses); t->ex[3e] = H (a double's bits),
+ * t->ex[3e + 1] = the tie stamp of its last hold, t->ex[3e + 2] = its known index or -1. t->heap = a lazy min-heap
+ * of (H, stamp, entry) items as gdsf.py's, valid while the entry holds that stamp and has no held child; items
+ * that can never be valid again are dropped when they are most of the heap. t->finfl = L (seconds). */
+#include "_lruhier.h"
+
+#define GH(t, e) (((double *)(t)->ex)[3 * (e)])
+#define GSTAMP(t, e) ((t)->ex[3 * (e) + 1])
+#define GINFO(t, e) ((t)->ex[3 * (e) + 2])
+
+typedef struct { double h; int64_t stamp, e; } GItem;
+
+static int g_less(const GItem *a, const GItem *b) { return a->h < b->h || (a->h == b->h && a->stamp < b->stamp); }
+
+static void g_sift_down(GItem *q, Py_ssize_t n, Py_ssize_t i) {
+    GItem it = q[i];
+    for (;;) {
+        Py_ssize_t c = 2 * i + 1;
+        if (c >= n) break;
+        if (c + 1 < n && g_less(&q[c + 1], &q[c])) c++;
+        if (!g_less(&q[c], &it)) break;
+        q[i] = q[c];
+        i = c;
+    }
+    q[i] = it;
+}
+
+static int gdsf_init(Tier *t) {
+    t->seen = kstore_new();
+    t->fcost0 = 1.0;
+    return t->seen ? 0 : -1;
+}
+
+/* data = (keys uint64 (n,), depth int64 (n,), parents uint64 (the parent of each key of depth > 0, in order),
+ * cost_by_depth float64 (d,)); None: no trace (every block a leaf costing 1 s) */
+static int gdsf_load(Tier *t, PyObject *data) {
+    if (data == Py_None) return 0;
+    PyObject *o[4];
+    if (!PyArg_ParseTuple(data, "OOOO", &o[0], &o[1], &o[2], &o[3])) return -1;
+    Py_buffer b[4];
+    static const Py_ssize_t size[4] = {8, 8, 8, 8};
+    static const char *what[4] = {"keys", "depth", "parents", "cost_by_depth"};
+    int got = 0, rc = -1;
+    for (; got < 4; got++) if (data_buf(o[got], &b[got], size[got], what[got]) < 0) break;
+    if (got == 4) {
+        const uint64_t *keys = b[0].buf, *par = b[2].buf;
+        const int64_t *depth = b[1].buf;
+        const double *cost = b[3].buf;
+        Py_ssize_t n = b[0].len / 8, np_ = b[2].len / 8, nd = b[3].len / 8, k = 0;
+        t->fcost = PyMem_Malloc(sizeof(double) * (n + 1));
+        if (!t->fcost) PyErr_NoMemory();
+        else if (b[1].len / 8 != n || nd < 1) PyErr_SetString(PyExc_ValueError, "gdsf data: bad lengths");
+        else {
+            t->fcost0 = cost[0];
+            Py_ssize_t i = 0;
+            for (; i < n; i++) {
+                if (depth[i] < 0 || depth[i] >= nd || tadd(t->seen, keys[i], 0) != i) break;
+                t->fcost[i] = cost[depth[i]];
+            }
+            for (Py_ssize_t j = 0; i == n && j < n; j++) {
+                int32_t p = -1;
+                if (depth[j] > 0 && (k >= np_ || (p = tfind(t->seen, par[k++])) < 0)) { i = -1; break; }
+                t->seen->ent[j].aux = p;
+            }
+            if (i == n && k == np_) rc = 0;
+            else if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "gdsf data: bad depths or parents");
+        }
+    }
+    while (got-- > 0) PyBuffer_Release(&b[got]);
+    return rc;
+}
+
+static int g_push(Tier *t, double h, int64_t stamp, int32_t e) {
+    if (t->hlen + 3 > t->hcap) {
+        Py_ssize_t c = t->hcap ? t->hcap * 2 : 3 * 256;
+        int64_t *q = PyMem_Realloc(t->heap, sizeof(int64_t) * c);
+        if (!q) { PyErr_NoMemory(); return -1; }
+        t->heap = q;
+        t->hcap = c;
+    }
+    GItem *q = (GItem *)t->heap, it = {h, stamp, e};
+    Py_ssize_t i = t->hlen / 3;
+    t->hlen += 3;
+    while (i > 0) {
+        Py_ssize_t up = (i - 1) / 2;
+        if (!g_less(&it, &q[up])) break;
+        q[i] = q[up];
+        i = up;
+    }
+    q[i] = it;
+    return 0;
+}
+
+/* an item that may become the victim again (its entry is held with that stamp; children aside) */
+static int g_alive(const Tier *t, const GItem *it) {
+    const Entry *x = &t->ent[it->e];
+    return it->e < t->ent_len && (x->flags & F_KNOWN) && !OUT(x) && GSTAMP(t, it->e) == it->stamp;
+}
+
+static void g_compact(Tier *t) {
+    GItem *q = (GItem *)t->heap;
+    Py_ssize_t n = t->hlen / 3, m = 0;
+    for (Py_ssize_t i = 0; i < n; i++) if (g_alive(t, &q[i])) q[m++] = q[i];
+    for (Py_ssize_t i = m / 2; i-- > 0;) g_sift_down(q, m, i);
+    t->hlen = 3 * m;
+}
+
+/* gdsf.py _hold: a fresh H and stamp, one more held child for the parent, pushed if a leaf */
+static int g_hold(Tier *t, int32_t e) {
+    int64_t i = GINFO(t, e);
+    double h = t->finfl + (double)t->ent[e].aux * (i >= 0 ? t->fcost[i] : t->fcost0);
+    int64_t stamp = t->next_seq++;
+    GH(t, e) = h;
+    GSTAMP(t, e) = stamp;
+    if (i < 0) return g_push(t, h, stamp, e);
+    Entry *s = t->seen->ent;
+    if (s[i].aux >= 0) s[s[i].aux].pin++;
+    return s[i].pin ? 0 : g_push(t, h, stamp, e);
+}
+
+/* gdsf.py _unhold: one held child less for the parent, pushed when it is held and now a leaf */
+static void g_unhold(Tier *t, int32_t e) {
+    int64_t i = GINFO(t, e);
+    if (i < 0) return;
+    Entry *s = t->seen->ent;
+    int64_t p = s[i].aux;
+    if (p < 0 || --s[p].pin) return;
+    int32_t f = tfind(t, s[p].key);
+    if (f >= 0 && (t->ent[f].flags & F_KNOWN) && !OUT(&t->ent[f]))
+        g_push(t, GH(t, f), GSTAMP(t, f), f);    /* only a memory error fails: it stays set for the caller */
+}
+
+static int gdsf_add(Tier *t, int32_t e, int reused) {
+    Entry *x = &t->ent[e];
+    if (!(x->flags & F_KNOWN)) {
+        if (e >= t->excap / 3) {
+            Py_ssize_t c = t->excap ? t->excap : 3 * 128;
+            while (c / 3 <= e) c *= 2;
+            int64_t *ex = PyMem_Realloc(t->ex, sizeof(int64_t) * c);
+            if (!ex) { PyErr_NoMemory(); return -1; }
+            t->ex = ex;
+            t->excap = c;
+        }
+        x->flags |= F_KNOWN;
+        x->aux = reused ? 2 : 1;
+        GINFO(t, e) = tfind(t->seen, x->key);
+    } else x->aux += reused;
+    if (t->hlen > 6 * (t->held + 512)) g_compact(t);
+    return g_hold(t, e);
+}
+
+static void gdsf_unhold(Tier *t, int32_t e) { g_unhold(t, e); }
+
+static void gdsf_touch(Tier *t, int32_t e) {
+    g_unhold(t, e);
+    t->ent[e].aux++;
+    g_hold(t, e);
+}
+
+/* the held entry with the smallest (H, stamp), leaves or not (unreachable fallback of gdsf.py _pop_leaf) */
+static int32_t g_min_held(Tier *t) {
+    int32_t best = -1;
+    for (int32_t e = 0; e < t->ent_len; e++) {
+        Entry *x = &t->ent[e];
+        if (!(x->flags & F_KNOWN) || OUT(x)) continue;
+        if (best < 0 || GH(t, e) < GH(t, best) || (GH(t, e) == GH(t, best) && GSTAMP(t, e) < GSTAMP(t, best)))
+            best = e;
+    }
+    return best;
+}
+
+static int32_t gdsf_victim(Tier *t) {
+    GItem *q = (GItem *)t->heap;
+    int32_t e = -1;
+    while (t->hlen) {
+        GItem it = q[0];
+        Py_ssize_t n = (t->hlen -= 3) / 3;
+        if (n) { q[0] = q[n]; g_sift_down(q, n, 0); }
+        if (!g_alive(t, &it) || GH(t, it.e) != it.h) continue;
+        int64_t i = GINFO(t, it.e);
+        if (i >= 0 && t->seen->ent[i].pin) continue;
+        e = (int32_t)it.e;
+        break;
+    }
+    if (e < 0) e = g_min_held(t);
+    t->finfl = GH(t, e);
+    g_unhold(t, e);
+    return e;
+}
+
+static int cmp_hs(const void *a, const void *b) {
+    const GItem *x = a, *y = b;
+    return g_less(x, y) ? -1 : g_less(y, x);
+}
+
+/* held entries by (H, stamp) (gdsf.py order(): leaves or not) */
+static Py_ssize_t gdsf_order(Tier *t, int32_t *out) {
+    GItem *tmp = PyMem_Malloc(sizeof(GItem) * (t->nres + 1));
+    if (!tmp) { PyErr_NoMemory(); return -1; }
+    Py_ssize_t n = 0;
+    for (int32_t e = 0; e < t->ent_len; e++) {
+        Entry *x = &t->ent[e];
+        if ((x->flags & F_KNOWN) && !OUT(x)) { tmp[n].h = GH(t, e); tmp[n].stamp = GSTAMP(t, e); tmp[n].e = e; n++; }
+    }
+    qsort(tmp, n, sizeof(GItem), cmp_hs);
+    for (Py_ssize_t i = 0; i < n; i++) out[i] = (int32_t)tmp[i].e;
+    PyMem_Free(tmp);
+    return n;
+}
+
+/* gdsf.py _check: the held-children counts; every held leaf has a live item */
+static const char *gdsf_check(Tier *t) {
+    Tier *s = t->seen;
+    int32_t *cnt = PyMem_Calloc(s->ent_len + 1, sizeof(int32_t));
+    if (!cnt) return "out of memory";
+    Py_ssize_t held = 0;
+    const char *why = NULL;
+    for (int32_t e = 0; e < t->ent_len; e++) {
+        Entry *x = &t->ent[e];
+        if (!(x->flags & F_KNOWN) || OUT(x)) continue;
+        held++;
+        int64_t i = GINFO(t, e);
+        if (i >= 0 && s->ent[i].key != x->key) { why = "wrong known index"; break; }
+        if (i >= 0 && s->ent[i].aux >= 0) cnt[s->ent[i].aux]++;
+    }
+    for (int32_t i = 0; !why && i < s->ent_len; i++) if (cnt[i] != s->ent[i].pin) why = "held-children counts";
+    PyMem_Free(cnt);
+    if (!why && held != t->held) why = "held count differs from the known unpinned blocks";
+    return why;
+}
+
+const PolOps POL_GDSF = {
+    .name = "gdsf", .init = gdsf_init, .add = gdsf_add, .remove = gdsf_unhold, .drop = gdsf_unhold,
+    .touch = gdsf_touch, .victim = gdsf_victim, .order = gdsf_order, .check = gdsf_check, .load = gdsf_load,
+};
