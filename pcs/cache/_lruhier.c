@@ -167,6 +167,8 @@ static void tier_close(Tier *t) {
     PyMem_Free(t->fcost);
     PyMem_Free(t->uoff);
     PyMem_Free(t->ukeys);
+    PyMem_Free(t->ucur);
+    t->ucur = NULL;
     t->ex = NULL;
     t->fcost = NULL;
     t->uoff = t->ukeys = NULL;

@@ -66,7 +66,8 @@ typedef struct Tier {
     /* -- trace-reading policies (GDSF, Belady): per-block data from the trace pre-pass (PolOps.load) -- */
     double *fcost;                     /* GDSF: prefill seconds of each known block (index in t->seen) */
     double finfl, fcost0;              /* GDSF: the inflation L (seconds); the cost of a block not in t->seen */
-    int64_t *uoff, *ukeys;             /* Belady: uses of known block i are ukeys[uoff[i] .. uoff[i + 1]) */
+    int64_t *uoff, *ukeys, *ucur;      /* Belady: uses of known block i are ukeys[uoff[i] .. uoff[i + 1]); ucur[i]:
+                                          the first of them not passed by the clock */
     const int64_t *clock;              /* Belady: the index of the request being admitted (the Hier's clock) */
 } Tier;
 
@@ -363,6 +364,18 @@ static inline void heap_pop(Tier *t) {
     }
     h[2 * i] = r;
     h[2 * i + 1] = e;
+}
+
+/* a key store sized for n keys (no growth while they are added); 0 or -1 */
+static inline int kstore_reserve(Tier *s, Py_ssize_t n) {
+    while ((uint64_t)(n + 1) * 2 > s->mask + 1) if (grow_table(s) < 0) return -1;
+    if (n > s->ent_cap) {
+        Entry *e = PyMem_Realloc(s->ent, sizeof(Entry) * (n + 1));
+        if (!e) { PyErr_NoMemory(); return -1; }
+        s->ent = e;
+        s->ent_cap = (int32_t)(n + 1);
+    }
+    return 0;
 }
 
 /* -- trace data handed to PolOps.load: a C-contiguous buffer of items of one size ------------------------- */

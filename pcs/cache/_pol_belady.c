@@ -3,7 +3,8 @@
  * TraceOracle): the blocks with hit-earning uses and each one's sorted use keys request << 24 | position, as CSR
  * arrays. t->seen = those blocks (key store; entry i is block i), their uses t->ukeys[t->uoff[i] ..
  * t->uoff[i + 1]). *t->clock = the request being admitted (the hierarchy counts admissions as clocked() does).
- * t->ex[e] = the block's key u (its next use, NEVER if none). t->heap = a lazy max-heap of (u, block hash) items
+ * t->ex[2e] = the block's key u (its next use, NEVER if none), t->ex[2e + 1] = its index in t->seen or -1.
+ * t->heap = a lazy max-heap of (u, block hash) items
  * (ties: smallest hash first), valid while the block is held with that u, as belady.py's (-u, k) min-heap; a
  * victim whose use has passed is re-keyed. Items that are not valid are dropped when they are most of the heap:
  * each new value of u pushes its own item, so an invalid item is never needed again. */
@@ -49,12 +50,14 @@ static int belady_load(Tier *t, PyObject *data) {
         const int64_t *off = b[1].buf;
         Py_ssize_t n = b[0].len / 8, m = b[2].len / 8, i = 0;
         t->uoff = PyMem_Malloc(sizeof(int64_t) * (n + 1));
+        t->ucur = PyMem_Malloc(sizeof(int64_t) * (n + 1));
         t->ukeys = PyMem_Malloc(sizeof(int64_t) * (m + 1));
-        if (!t->uoff || !t->ukeys) PyErr_NoMemory();
+        if (!t->uoff || !t->ukeys || !t->ucur) PyErr_NoMemory();
         else if (b[1].len / 8 != n + 1 || off[0] != 0 || off[n] != m)
             PyErr_SetString(PyExc_ValueError, "belady data: bad lengths");
-        else {
+        else if (kstore_reserve(t->seen, n) == 0) {
             memcpy(t->uoff, off, sizeof(int64_t) * (n + 1));
+            memcpy(t->ucur, off, sizeof(int64_t) * (n + 1));
             memcpy(t->ukeys, b[2].buf, sizeof(int64_t) * m);
             for (; i < n; i++) if (off[i] > off[i + 1] || tadd(t->seen, keys[i], 0) != i) break;
             if (i == n) rc = 0;
@@ -65,22 +68,21 @@ static int belady_load(Tier *t, PyObject *data) {
     return rc;
 }
 
-/* TraceOracle.next_use: the first use key of a request after now, NEVER if none */
-static int64_t b_next_use(const Tier *t, uint64_t key) {
-    int32_t i = t->uoff ? tfind(t->seen, key) : -1;
+/* TraceOracle.next_use of known block i (-1: not known): the first use key of a request after now, NEVER if
+ * none. The clock only moves forward, so the first use not passed is a cursor that only advances (the bisect of
+ * TraceOracle.next_use, amortised O(1)). */
+static int64_t b_next_use(const Tier *t, int64_t i) {
     if (i < 0) return NEVER;
     int64_t bound = (*t->clock << POS_BITS) | (((int64_t)1 << POS_BITS) - 1);
-    int64_t lo = t->uoff[i], hi = t->uoff[i + 1];
-    while (lo < hi) {                  /* bisect_right */
-        int64_t mid = (lo + hi) / 2;
-        if (t->ukeys[mid] <= bound) lo = mid + 1; else hi = mid;
-    }
-    return lo < t->uoff[i + 1] ? t->ukeys[lo] : NEVER;
+    int64_t c = t->ucur[i], end = t->uoff[i + 1];
+    while (c < end && t->ukeys[c] <= bound) c++;
+    t->ucur[i] = c;
+    return c < end ? t->ukeys[c] : NEVER;
 }
 
 static int b_valid(const Tier *t, const BItem *it) {
     int32_t e = tfind(t, it->k);
-    return e >= 0 && (t->ent[e].flags & F_KNOWN) && !OUT(&t->ent[e]) && t->ex[e] == it->u;
+    return e >= 0 && (t->ent[e].flags & F_KNOWN) && !OUT(&t->ent[e]) && t->ex[2 * e] == it->u;
 }
 
 static void b_compact(Tier *t) {
@@ -114,18 +116,22 @@ static int b_push(Tier *t, int64_t u, uint64_t k) {
 
 /* belady.py add / touch: the block's key is its next use after now */
 static int belady_add(Tier *t, int32_t e, int reused) {
-    if (e >= t->excap) {
-        Py_ssize_t c = t->excap ? t->excap : 128;
-        while (c <= e) c *= 2;
+    Entry *x = &t->ent[e];
+    if (!(x->flags & F_KNOWN) && 2 * e + 1 >= t->excap) {
+        Py_ssize_t c = t->excap ? t->excap : 256;
+        while (c <= 2 * e + 1) c *= 2;
         int64_t *ex = PyMem_Realloc(t->ex, sizeof(int64_t) * c);
         if (!ex) { PyErr_NoMemory(); return -1; }
         t->ex = ex;
         t->excap = c;
     }
     if (t->hlen > 4 * (t->held + 512)) b_compact(t);
-    t->ent[e].flags |= F_KNOWN;
-    int64_t u = t->ex[e] = b_next_use(t, t->ent[e].key);
-    return b_push(t, u, t->ent[e].key);
+    if (!(x->flags & F_KNOWN)) {
+        x->flags |= F_KNOWN;
+        t->ex[2 * e + 1] = t->uoff ? tfind(t->seen, x->key) : -1;
+    }
+    int64_t u = t->ex[2 * e] = b_next_use(t, t->ex[2 * e + 1]);
+    return b_push(t, u, x->key);
 }
 
 static void belady_touch(Tier *t, int32_t e) { belady_add(t, e, 1); }   /* a memory error stays set */
@@ -139,9 +145,9 @@ static int32_t belady_victim(Tier *t) {
         Py_ssize_t n = (t->hlen -= 2) / 2;
         if (n) { q[0] = q[n]; b_sift_down(q, n, 0); }
         int32_t e = tfind(t, it.k);
-        if (e < 0 || !(t->ent[e].flags & F_KNOWN) || OUT(&t->ent[e]) || t->ex[e] != it.u) continue;
+        if (e < 0 || !(t->ent[e].flags & F_KNOWN) || OUT(&t->ent[e]) || t->ex[2 * e] != it.u) continue;
         if (it.u != NEVER && (it.u >> POS_BITS) <= *t->clock) {     /* that use has passed: re-key */
-            int64_t v = t->ex[e] = b_next_use(t, it.k);
+            int64_t v = t->ex[2 * e] = b_next_use(t, t->ex[2 * e + 1]);
             if (b_push(t, v, it.k) < 0) return -1;
             q = (BItem *)t->heap;
             continue;
@@ -162,7 +168,7 @@ static Py_ssize_t belady_order(Tier *t, int32_t *out) {
     Py_ssize_t n = 0;
     for (int32_t e = 0; e < t->ent_len; e++) {
         Entry *x = &t->ent[e];
-        if ((x->flags & F_KNOWN) && !OUT(x) && tfind(t, x->key) == e) { tmp[n].u = t->ex[e]; tmp[n].k = x->key; n++; }
+        if ((x->flags & F_KNOWN) && !OUT(x)) { tmp[n].u = t->ex[2 * e]; tmp[n].k = x->key; n++; }
     }
     qsort(tmp, n, sizeof(BItem), cmp_b);
     for (Py_ssize_t i = 0; i < n; i++) out[i] = tfind(t, tmp[i].k);

@@ -55,19 +55,19 @@ static int gdsf_load(Tier *t, PyObject *data) {
         t->fcost = PyMem_Malloc(sizeof(double) * (n + 1));
         if (!t->fcost) PyErr_NoMemory();
         else if (b[1].len / 8 != n || nd < 1) PyErr_SetString(PyExc_ValueError, "gdsf data: bad lengths");
-        else {
+        else if (kstore_reserve(t->seen, n) == 0) {
             t->fcost0 = cost[0];
-            Py_ssize_t i = 0;
+            Py_ssize_t i = 0, j = 0;
             for (; i < n; i++) {
                 if (depth[i] < 0 || depth[i] >= nd || tadd(t->seen, keys[i], 0) != i) break;
                 t->fcost[i] = cost[depth[i]];
             }
-            for (Py_ssize_t j = 0; i == n && j < n; j++) {
+            for (; i == n && j < n; j++) {
                 int32_t p = -1;
-                if (depth[j] > 0 && (k >= np_ || (p = tfind(t->seen, par[k++])) < 0)) { i = -1; break; }
+                if (depth[j] > 0 && (k >= np_ || (p = tfind(t->seen, par[k++])) < 0)) break;
                 t->seen->ent[j].aux = p;
             }
-            if (i == n && k == np_) rc = 0;
+            if (i == n && j == n && k == np_) rc = 0;
             else if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "gdsf data: bad depths or parents");
         }
     }
@@ -96,16 +96,30 @@ static int g_push(Tier *t, double h, int64_t stamp, int32_t e) {
     return 0;
 }
 
-/* an item that may become the victim again (its entry is held with that stamp; children aside) */
+/* an item of an entry held with that stamp (it is the victim candidate when the entry has no held child) */
 static int g_alive(const Tier *t, const GItem *it) {
     const Entry *x = &t->ent[it->e];
     return it->e < t->ent_len && (x->flags & F_KNOWN) && !OUT(x) && GSTAMP(t, it->e) == it->stamp;
 }
 
+static int g_leaf(const Tier *t, int32_t e) {
+    int64_t i = GINFO(t, e);
+    return i < 0 || !t->seen->ent[i].pin;
+}
+
+/* keep one item per held leaf: an item of a block with a held child, stale or repeated is never needed again
+ * (a block's H only changes with a new stamp, which pushes an item; losing its last child pushes one too) */
 static void g_compact(Tier *t) {
     GItem *q = (GItem *)t->heap;
     Py_ssize_t n = t->hlen / 3, m = 0;
-    for (Py_ssize_t i = 0; i < n; i++) if (g_alive(t, &q[i])) q[m++] = q[i];
+    for (Py_ssize_t i = 0; i < n; i++) {
+        int32_t e = (int32_t)q[i].e;
+        if (g_alive(t, &q[i]) && g_leaf(t, e) && !(t->ent[e].flags & F_INHEAP)) {
+            t->ent[e].flags |= F_INHEAP;
+            q[m++] = q[i];
+        }
+    }
+    for (Py_ssize_t i = 0; i < m; i++) t->ent[q[i].e].flags &= ~F_INHEAP;
     for (Py_ssize_t i = m / 2; i-- > 0;) g_sift_down(q, m, i);
     t->hlen = 3 * m;
 }
@@ -181,9 +195,7 @@ static int32_t gdsf_victim(Tier *t) {
         GItem it = q[0];
         Py_ssize_t n = (t->hlen -= 3) / 3;
         if (n) { q[0] = q[n]; g_sift_down(q, n, 0); }
-        if (!g_alive(t, &it) || GH(t, it.e) != it.h) continue;
-        int64_t i = GINFO(t, it.e);
-        if (i >= 0 && t->seen->ent[i].pin) continue;
+        if (!g_alive(t, &it) || GH(t, it.e) != it.h || !g_leaf(t, (int32_t)it.e)) continue;
         e = (int32_t)it.e;
         break;
     }

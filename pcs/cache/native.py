@@ -21,7 +21,6 @@ table (:mod:`pcs.engine.select`, row ``compiled-hierarchy``), nowhere else.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from itertools import chain
 from typing import Any, Callable, Sequence
 
 import numpy as _np
@@ -59,9 +58,8 @@ COMPILED_POLICIES: dict[str, Callable[[Any], tuple[int, ...]]] = {
 def _gdsf_data(policy: Any) -> tuple | None:
     """The trace data of ``pcs/cache/_pol_gdsf.c`` for a :class:`GDSFPolicy`: ``(keys uint64 (n,), depth int64
     (n,), parents uint64 (one per key of depth > 0, in order), cost_by_depth float64 (max depth + 1,) seconds)``
-    from its :class:`TraceOracle` (``depth`` in insertion order; ``parent`` holds exactly the keys of depth > 0,
-    in the same order: :meth:`TraceOracle.build`) and its cost function; None without a trace (every block a
-    leaf of 1 s). Packed once per oracle and cost function (the run and its baseline share them)."""
+    from its :class:`TraceOracle` (``keys``, ``key_depth``, ``parent_keys``) and its cost function; None without
+    a trace (every block a leaf of 1 s). The costs are worked out once per oracle and cost function."""
     ctx = policy.context
     oracle, cost_of = ctx.oracle, ctx.block_cost_s
     if oracle is None:
@@ -70,13 +68,9 @@ def _gdsf_data(policy: Any) -> tuple | None:
     memo = oracle.packed.get("gdsf")
     if memo is not None and memo[0] is cost_of:
         return memo[1]
-    n = len(oracle.depth)
-    keys = _np.fromiter(oracle.depth.keys(), _np.uint64, n)
-    depth = _np.fromiter(oracle.depth.values(), _np.int64, n)
-    parents = _np.fromiter(oracle.parent.values(), _np.uint64, len(oracle.parent))
-    top = int(depth.max()) if n else 0
+    top = int(oracle.key_depth.max()) if len(oracle.keys) else 0
     cost = _np.ones(top + 1) if cost_of is None else _np.array([float(cost_of(d)) for d in range(top + 1)])
-    data = (keys, depth, parents, cost)
+    data = (oracle.keys, oracle.key_depth, oracle.parent_keys, cost)
     oracle.packed["gdsf"] = (cost_of, data)
     return data
 
@@ -84,17 +78,9 @@ def _gdsf_data(policy: Any) -> tuple | None:
 def _belady_data(policy: Any) -> tuple:
     """The trace data of ``pcs/cache/_pol_belady.c`` for a :class:`BeladyPolicy`: ``(keys uint64 (n,), offsets
     int64 (n + 1,), uses int64 (m,))``, the use keys ``request << 24 | position`` of key i being
-    ``uses[offsets[i]:offsets[i + 1]]`` (sorted), from its :class:`TraceOracle`. Packed once per oracle."""
-    oracle = policy.context.oracle
-    data = oracle.packed.get("belady")
-    if data is None:
-        n, uses = len(oracle.uses), oracle.uses.values()
-        keys = _np.fromiter(oracle.uses.keys(), _np.uint64, n)
-        off = _np.zeros(n + 1, _np.int64)
-        off[1:] = _np.cumsum(_np.fromiter(map(len, uses), _np.int64, n))
-        flat = _np.fromiter(chain.from_iterable(uses), _np.int64, int(off[-1]))
-        data = oracle.packed["belady"] = (keys, off, flat)
-    return data
+    ``uses[offsets[i]:offsets[i + 1]]`` (ascending): its :class:`TraceOracle`'s arrays."""
+    o = policy.context.oracle
+    return o.use_keys, o.use_offsets, o.use_values
 
 
 #: Registered policy name -> the trace data its C twin loads (policies that read the trace).
