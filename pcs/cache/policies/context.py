@@ -151,11 +151,12 @@ def _heads(ch: Any, r0: int) -> tuple:
     row = np.repeat(np.arange(len(n), dtype=np.int64), n)
     pos = np.arange(len(row), dtype=np.int64) - np.repeat(np.cumsum(n) - n, n)
     h = hashes[off[row] + pos]
-    cut = n.copy()                               # the first position repeating an earlier hash of its head
-    order = np.lexsort((pos, h, row))
-    rs, hs = row[order], h[order]
-    dup = np.flatnonzero((rs[1:] == rs[:-1]) & (hs[1:] == hs[:-1])) + 1
-    if len(dup):
+    mixed = np.sort(h * np.uint64(0x9E3779B97F4A7C15) + row.astype(np.uint64))   # equal for equal (row, hash)
+    if len(mixed) > 1 and (mixed[1:] == mixed[:-1]).any():     # maybe a hash repeated in its head: cut exactly
+        cut = n.copy()                           # the first position repeating an earlier hash of its head
+        order = np.lexsort((pos, h, row))
+        rs, hs = row[order], h[order]
+        dup = np.flatnonzero((rs[1:] == rs[:-1]) & (hs[1:] == hs[:-1])) + 1
         np.minimum.at(cut, rs[dup], pos[order][dup])
         keep = pos < cut[row]
         row, pos, h = row[keep], pos[keep], h[keep]
