@@ -164,14 +164,12 @@ static void tier_close(Tier *t) {
     PyMem_Free(t->heap);
     PyMem_Free(t->pending);
     PyMem_Free(t->ex);
-    PyMem_Free(t->fcost);
-    PyMem_Free(t->uoff);
-    PyMem_Free(t->ukeys);
+    data_release(t);
+    PyMem_Free(t->pchild);
     PyMem_Free(t->ucur);
+    t->pchild = NULL;
     t->ucur = NULL;
     t->ex = NULL;
-    t->fcost = NULL;
-    t->uoff = t->ukeys = NULL;
     t->ghost = t->ghost2 = t->seen = NULL;
     t->heap = NULL;
     t->pending = NULL;

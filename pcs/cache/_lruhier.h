@@ -63,11 +63,19 @@ typedef struct Tier {
     Py_ssize_t plen, pcap;
     int64_t *ex;                       /* LFU, GDSF: per-entry policy data */
     Py_ssize_t excap;
-    /* -- trace-reading policies (GDSF, Belady): per-block data from the trace pre-pass (PolOps.load) -- */
-    double *fcost;                     /* GDSF: prefill seconds of each known block (index in t->seen) */
-    double finfl, fcost0;              /* GDSF: the inflation L (seconds); the cost of a block not in t->seen */
-    int64_t *uoff, *ukeys, *ucur;      /* Belady: uses of known block i are ukeys[uoff[i] .. uoff[i + 1]); ucur[i]:
-                                          the first of them not passed by the clock */
+    /* -- trace-reading policies (GDSF, Belady): the trace data's arrays (PolOps.load; pcs/cache/native.py) -- */
+    Py_buffer *pbuf;                   /* the data's buffers, held while the tier reads them */
+    int npbuf;
+    const uint64_t *pkeys;             /* the known blocks (index j = place in the data's arrays) */
+    const int32_t *pslots;             /* open addressing (linear probing, home = hash x HMUL >> (64 - pbits)):
+                                          slot -> j, -1 empty; shared by every tier reading the same data */
+    int pbits;
+    const int32_t *pparent;            /* GDSF: j -> its parent's index or -1 */
+    const double *pcost;               /* GDSF: j -> prefill seconds of the block */
+    int32_t *pchild;                   /* GDSF: j -> its children held by this tier */
+    double finfl, fcost0;              /* GDSF: the inflation L (seconds); the cost of a block not known */
+    const int64_t *uoff, *ukeys;       /* Belady: uses of block j are ukeys[uoff[j] .. uoff[j + 1]) */
+    int64_t *ucur;                     /* Belady: j -> the first of them the clock has not passed */
     const int64_t *clock;              /* Belady: the index of the request being admitted (the Hier's clock) */
 } Tier;
 
@@ -378,15 +386,57 @@ static inline int kstore_reserve(Tier *s, Py_ssize_t n) {
     return 0;
 }
 
-/* -- trace data handed to PolOps.load: a C-contiguous buffer of items of one size ------------------------- */
-static inline int data_buf(PyObject *o, Py_buffer *b, Py_ssize_t itemsize, const char *what) {
-    if (PyObject_GetBuffer(o, b, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) return -1;
-    if (b->itemsize != itemsize) {
-        PyErr_Format(PyExc_TypeError, "policy data %s: need %zd-byte items", what, itemsize);
-        PyBuffer_Release(b);
+/* -- trace data handed to PolOps.load: a tuple of C-contiguous arrays, held by the tier ------------------- */
+/* take the n buffers of tuple data (item sizes size[i], lengths in items to len[i]); 0 or -1 */
+static inline int data_take(Tier *t, PyObject *data, int n, const Py_ssize_t *size, Py_ssize_t *len) {
+    if (!PyTuple_Check(data) || PyTuple_GET_SIZE(data) != n) {
+        PyErr_Format(PyExc_TypeError, "policy data: need a tuple of %d arrays", n);
         return -1;
     }
+    t->pbuf = PyMem_Calloc(n, sizeof(Py_buffer));
+    if (!t->pbuf) { PyErr_NoMemory(); return -1; }
+    for (int i = 0; i < n; i++) {
+        if (PyObject_GetBuffer(PyTuple_GET_ITEM(data, i), &t->pbuf[i], PyBUF_C_CONTIGUOUS) < 0) return -1;
+        t->npbuf = i + 1;
+        if (t->pbuf[i].itemsize != size[i]) {
+            PyErr_Format(PyExc_TypeError, "policy data %d: need %zd-byte items", i, size[i]);
+            return -1;
+        }
+        len[i] = t->pbuf[i].len / size[i];
+    }
     return 0;
+}
+
+static inline void data_release(Tier *t) {
+    for (int i = 0; i < t->npbuf; i++) PyBuffer_Release(&t->pbuf[i]);
+    PyMem_Free(t->pbuf);
+    t->pbuf = NULL;
+    t->npbuf = 0;
+}
+
+/* set the index (keys (n,), slots (2**bits,)) of the known blocks; 0 or -1 (bad sizes) */
+static inline int data_index(Tier *t, const uint64_t *keys, Py_ssize_t n, const int32_t *slots, Py_ssize_t nslots) {
+    int bits = 0;
+    while (((Py_ssize_t)1 << bits) < nslots) bits++;
+    if (((Py_ssize_t)1 << bits) != nslots || nslots < 2 * n || bits < 1 || bits > 40) {
+        PyErr_SetString(PyExc_ValueError, "policy data: the index needs 2**k >= 2n slots");
+        return -1;
+    }
+    t->pkeys = keys;
+    t->pslots = slots;
+    t->pbits = bits;
+    return 0;
+}
+
+/* the index of a known block, or -1 */
+static inline int32_t data_find(const Tier *t, uint64_t key) {
+    if (!t->pslots) return -1;
+    uint64_t mask = ((uint64_t)1 << t->pbits) - 1, i = (key * HMUL) >> (64 - t->pbits);
+    for (;;) {
+        int32_t j = t->pslots[i];
+        if (j < 0 || t->pkeys[j] == key) return j;
+        i = (i + 1) & mask;
+    }
 }
 
 #endif

@@ -1,9 +1,12 @@
 /* belady, compiled: the twin of pcs/cache/policies/belady.py (Belady's MIN in the event loop, an offline oracle;
  * docs/semantics.md §8, §12). The trace data (PolOps.load, built by pcs/cache/native.py from the policy's
  * TraceOracle): the blocks with hit-earning uses and each one's sorted use keys request << 24 | position, as CSR
- * arrays. t->seen = those blocks (key store; entry i is block i), their uses t->ukeys[t->uoff[i] ..
- * t->uoff[i + 1]). *t->clock = the request being admitted (the hierarchy counts admissions as clocked() does).
- * t->ex[2e] = the block's key u (its next use, NEVER if none), t->ex[2e + 1] = its index in t->seen or -1.
+ * arrays (pcs/cache/native.py): t->pkeys / t->pslots = their index (data_find: block hash -> j), their uses
+ * t->ukeys[t->uoff[j] .. t->uoff[j + 1]), shared read-only by every tier reading the same data; t->ucur[j] = the
+ * first use the clock has not passed (the clock only moves forward: TraceOracle.next_use's bisect becomes a
+ * cursor, amortised O(1)). *t->clock = the request being admitted (the hierarchy counts admissions as
+ * clocked() does).
+ * t->ex[2e] = the block's key u (its next use, NEVER if none), t->ex[2e + 1] = its j or -1.
  * t->heap = a lazy max-heap of (u, block hash) items
  * (ties: smallest hash first), valid while the block is held with that u, as belady.py's (-u, k) min-heap; a
  * victim whose use has passed is re-keyed. Items that are not valid are dropped when they are most of the heap:
@@ -31,41 +34,28 @@ static void b_sift_down(BItem *q, Py_ssize_t n, Py_ssize_t i) {
     q[i] = it;
 }
 
-static int belady_init(Tier *t) {
-    t->seen = kstore_new();
-    return t->seen ? 0 : -1;
-}
-
-/* data = (keys uint64 (n,), offsets int64 (n + 1,), uses int64 (m,)); None: no uses known (every key NEVER) */
+/* data = (keys uint64 (n,), slots int32 (2**k >= 2n,), offsets int64 (n + 1,), uses int64 (m,)); None: no uses
+ * known (every key NEVER) */
 static int belady_load(Tier *t, PyObject *data) {
     if (data == Py_None) return 0;
-    PyObject *o[3];
-    if (!PyArg_ParseTuple(data, "OOO", &o[0], &o[1], &o[2])) return -1;
-    Py_buffer b[3];
-    static const char *what[3] = {"keys", "offsets", "uses"};
-    int got = 0, rc = -1;
-    for (; got < 3; got++) if (data_buf(o[got], &b[got], 8, what[got]) < 0) break;
-    if (got == 3) {
-        const uint64_t *keys = b[0].buf;
-        const int64_t *off = b[1].buf;
-        Py_ssize_t n = b[0].len / 8, m = b[2].len / 8, i = 0;
-        t->uoff = PyMem_Malloc(sizeof(int64_t) * (n + 1));
-        t->ucur = PyMem_Malloc(sizeof(int64_t) * (n + 1));
-        t->ukeys = PyMem_Malloc(sizeof(int64_t) * (m + 1));
-        if (!t->uoff || !t->ukeys || !t->ucur) PyErr_NoMemory();
-        else if (b[1].len / 8 != n + 1 || off[0] != 0 || off[n] != m)
-            PyErr_SetString(PyExc_ValueError, "belady data: bad lengths");
-        else if (kstore_reserve(t->seen, n) == 0) {
-            memcpy(t->uoff, off, sizeof(int64_t) * (n + 1));
-            memcpy(t->ucur, off, sizeof(int64_t) * (n + 1));
-            memcpy(t->ukeys, b[2].buf, sizeof(int64_t) * m);
-            for (; i < n; i++) if (off[i] > off[i + 1] || tadd(t->seen, keys[i], 0) != i) break;
-            if (i == n) rc = 0;
-            else if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "belady data: bad offsets or keys");
-        }
+    static const Py_ssize_t size[4] = {8, 4, 8, 8};
+    Py_ssize_t len[4];
+    if (data_take(t, data, 4, size, len) < 0) return -1;
+    Py_ssize_t n = len[0];
+    const int64_t *off = t->pbuf[2].buf;
+    if (len[2] != n + 1 || off[0] != 0 || off[n] != len[3]) {
+        PyErr_SetString(PyExc_ValueError, "belady data: bad lengths");
+        return -1;
     }
-    while (got-- > 0) PyBuffer_Release(&b[got]);
-    return rc;
+    for (Py_ssize_t j = 0; j < n; j++)
+        if (off[j] > off[j + 1]) { PyErr_SetString(PyExc_ValueError, "belady data: offsets must rise"); return -1; }
+    if (data_index(t, t->pbuf[0].buf, n, t->pbuf[1].buf, len[1]) < 0) return -1;
+    t->uoff = off;
+    t->ukeys = t->pbuf[3].buf;
+    t->ucur = PyMem_Malloc(sizeof(int64_t) * (n + 1));
+    if (!t->ucur) { PyErr_NoMemory(); return -1; }
+    memcpy(t->ucur, off, sizeof(int64_t) * (n + 1));
+    return 0;
 }
 
 /* TraceOracle.next_use of known block i (-1: not known): the first use key of a request after now, NEVER if
@@ -128,7 +118,7 @@ static int belady_add(Tier *t, int32_t e, int reused) {
     if (t->hlen > 4 * (t->held + 512)) b_compact(t);
     if (!(x->flags & F_KNOWN)) {
         x->flags |= F_KNOWN;
-        t->ex[2 * e + 1] = t->uoff ? tfind(t->seen, x->key) : -1;
+        t->ex[2 * e + 1] = data_find(t, x->key);
     }
     int64_t u = t->ex[2 * e] = b_next_use(t, t->ex[2 * e + 1]);
     return b_push(t, u, x->key);
@@ -194,7 +184,7 @@ static const char *belady_check(Tier *t) {
 }
 
 const PolOps POL_BELADY = {
-    .name = "belady", .init = belady_init, .add = belady_add, .remove = belady_remove, .drop = belady_remove,
+    .name = "belady", .add = belady_add, .remove = belady_remove, .drop = belady_remove,
     .touch = belady_touch, .victim = belady_victim, .order = belady_order, .check = belady_check,
     .load = belady_load,
 };

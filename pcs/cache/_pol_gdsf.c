@@ -1,12 +1,13 @@
 /* gdsf, compiled: the twin of pcs/cache/policies/gdsf.py (Greedy-Dual-Size-Frequency, Cherkasova HPL-98-69;
  * leaves of the cached prefix tree only; docs/semantics.md §8). The trace data (PolOps.load, built by
  * pcs/cache/native.py from the policy's PolicyContext): the known blocks (TraceOracle.depth, in its order), their
- * parents and the prefill seconds of a block at each depth. t->seen = the known blocks (key store; entry i is
- * block i: aux = its parent's index or -1, pin = its children held by this tier), t->fcost[i] = its cost,
- * t->fcost0 = the cost of a block not known (depth 0). Entry.aux = F (uses); t->ex[3e] = H (a double's bits),
- * t->ex[3e + 1] = the tie stamp of its last hold, t->ex[3e + 2] = its known index or -1. t->heap = a lazy min-heap
- * of (H, stamp, entry) items as gdsf.py's, valid while the entry holds that stamp and has no held child; items
- * that can never be valid again are dropped when they are most of the heap. t->finfl = L (seconds). */
+ * parents and the prefill seconds of each (pcs/cache/native.py): t->pkeys / t->pslots = the index of the known
+ * blocks (data_find: block hash -> j), t->pparent[j] = its parent's j or -1, t->pcost[j] = its cost, shared
+ * read-only by every tier reading the same data; t->pchild[j] = its children held by this tier; t->fcost0 =
+ * the cost of a block not known (depth 0). Entry.aux = F (uses); t->ex[3e] = H (a double's bits), t->ex[3e + 1]
+ * = the tie stamp of its last hold, t->ex[3e + 2] = its j or -1. t->heap = a lazy min-heap of (H, stamp,
+ * entry) items as gdsf.py's, valid while the entry holds that stamp and has no held child; items that can
+ * never be valid again are dropped when they are most of the heap. t->finfl = L (seconds). */
 #include "_lruhier.h"
 
 #define GH(t, e) (((double *)(t)->ex)[3 * (e)])
@@ -31,48 +32,34 @@ static void g_sift_down(GItem *q, Py_ssize_t n, Py_ssize_t i) {
 }
 
 static int gdsf_init(Tier *t) {
-    t->seen = kstore_new();
     t->fcost0 = 1.0;
-    return t->seen ? 0 : -1;
+    return 0;
 }
 
-/* data = (keys uint64 (n,), depth int64 (n,), parents uint64 (the parent of each key of depth > 0, in order),
- * cost_by_depth float64 (d,)); None: no trace (every block a leaf costing 1 s) */
+/* data = (keys uint64 (n,), slots int32 (2**k >= 2n,), parent int32 (n,), cost float64 (n,) seconds, cost0
+ * float64 (1,)); None: no trace (every block a leaf costing 1 s) */
 static int gdsf_load(Tier *t, PyObject *data) {
     if (data == Py_None) return 0;
-    PyObject *o[4];
-    if (!PyArg_ParseTuple(data, "OOOO", &o[0], &o[1], &o[2], &o[3])) return -1;
-    Py_buffer b[4];
-    static const Py_ssize_t size[4] = {8, 8, 8, 8};
-    static const char *what[4] = {"keys", "depth", "parents", "cost_by_depth"};
-    int got = 0, rc = -1;
-    for (; got < 4; got++) if (data_buf(o[got], &b[got], size[got], what[got]) < 0) break;
-    if (got == 4) {
-        const uint64_t *keys = b[0].buf, *par = b[2].buf;
-        const int64_t *depth = b[1].buf;
-        const double *cost = b[3].buf;
-        Py_ssize_t n = b[0].len / 8, np_ = b[2].len / 8, nd = b[3].len / 8, k = 0;
-        t->fcost = PyMem_Malloc(sizeof(double) * (n + 1));
-        if (!t->fcost) PyErr_NoMemory();
-        else if (b[1].len / 8 != n || nd < 1) PyErr_SetString(PyExc_ValueError, "gdsf data: bad lengths");
-        else if (kstore_reserve(t->seen, n) == 0) {
-            t->fcost0 = cost[0];
-            Py_ssize_t i = 0, j = 0;
-            for (; i < n; i++) {
-                if (depth[i] < 0 || depth[i] >= nd || tadd(t->seen, keys[i], 0) != i) break;
-                t->fcost[i] = cost[depth[i]];
-            }
-            for (; i == n && j < n; j++) {
-                int32_t p = -1;
-                if (depth[j] > 0 && (k >= np_ || (p = tfind(t->seen, par[k++])) < 0)) break;
-                t->seen->ent[j].aux = p;
-            }
-            if (i == n && j == n && k == np_) rc = 0;
-            else if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "gdsf data: bad depths or parents");
-        }
+    static const Py_ssize_t size[5] = {8, 4, 4, 8, 8};
+    Py_ssize_t len[5];
+    if (data_take(t, data, 5, size, len) < 0) return -1;
+    Py_ssize_t n = len[0];
+    if (len[2] != n || len[3] != n || len[4] != 1) {
+        PyErr_SetString(PyExc_ValueError, "gdsf data: bad lengths");
+        return -1;
     }
-    while (got-- > 0) PyBuffer_Release(&b[got]);
-    return rc;
+    if (data_index(t, t->pbuf[0].buf, n, t->pbuf[1].buf, len[1]) < 0) return -1;
+    t->pparent = t->pbuf[2].buf;
+    t->pcost = t->pbuf[3].buf;
+    t->fcost0 = ((const double *)t->pbuf[4].buf)[0];
+    for (Py_ssize_t j = 0; j < n; j++)
+        if (t->pparent[j] < -1 || t->pparent[j] >= n) {
+            PyErr_SetString(PyExc_ValueError, "gdsf data: a parent out of range");
+            return -1;
+        }
+    t->pchild = PyMem_Calloc(n + 1, sizeof(int32_t));
+    if (!t->pchild) { PyErr_NoMemory(); return -1; }
+    return 0;
 }
 
 static int g_push(Tier *t, double h, int64_t stamp, int32_t e) {
@@ -104,7 +91,7 @@ static int g_alive(const Tier *t, const GItem *it) {
 
 static int g_leaf(const Tier *t, int32_t e) {
     int64_t i = GINFO(t, e);
-    return i < 0 || !t->seen->ent[i].pin;
+    return i < 0 || !t->pchild[i];
 }
 
 /* keep one item per held leaf: an item of a block with a held child, stale or repeated is never needed again
@@ -127,24 +114,22 @@ static void g_compact(Tier *t) {
 /* gdsf.py _hold: a fresh H and stamp, one more held child for the parent, pushed if a leaf */
 static int g_hold(Tier *t, int32_t e) {
     int64_t i = GINFO(t, e);
-    double h = t->finfl + (double)t->ent[e].aux * (i >= 0 ? t->fcost[i] : t->fcost0);
+    double h = t->finfl + (double)t->ent[e].aux * (i >= 0 ? t->pcost[i] : t->fcost0);
     int64_t stamp = t->next_seq++;
     GH(t, e) = h;
     GSTAMP(t, e) = stamp;
     if (i < 0) return g_push(t, h, stamp, e);
-    Entry *s = t->seen->ent;
-    if (s[i].aux >= 0) s[s[i].aux].pin++;
-    return s[i].pin ? 0 : g_push(t, h, stamp, e);
+    if (t->pparent[i] >= 0) t->pchild[t->pparent[i]]++;
+    return t->pchild[i] ? 0 : g_push(t, h, stamp, e);
 }
 
 /* gdsf.py _unhold: one held child less for the parent, pushed when it is held and now a leaf */
 static void g_unhold(Tier *t, int32_t e) {
     int64_t i = GINFO(t, e);
     if (i < 0) return;
-    Entry *s = t->seen->ent;
-    int64_t p = s[i].aux;
-    if (p < 0 || --s[p].pin) return;
-    int32_t f = tfind(t, s[p].key);
+    int32_t p = t->pparent[i];
+    if (p < 0 || --t->pchild[p]) return;
+    int32_t f = tfind(t, t->pkeys[p]);
     if (f >= 0 && (t->ent[f].flags & F_KNOWN) && !OUT(&t->ent[f]))
         g_push(t, GH(t, f), GSTAMP(t, f), f);    /* only a memory error fails: it stays set for the caller */
 }
@@ -162,7 +147,7 @@ static int gdsf_add(Tier *t, int32_t e, int reused) {
         }
         x->flags |= F_KNOWN;
         x->aux = reused ? 2 : 1;
-        GINFO(t, e) = tfind(t->seen, x->key);
+        GINFO(t, e) = data_find(t, x->key);
     } else x->aux += reused;
     if (t->hlen > 6 * (t->held + 512)) g_compact(t);
     return g_hold(t, e);
@@ -225,22 +210,21 @@ static Py_ssize_t gdsf_order(Tier *t, int32_t *out) {
     return n;
 }
 
-/* gdsf.py _check: the held-children counts; every held leaf has a live item */
+/* gdsf.py _check: the held-children counts */
 static const char *gdsf_check(Tier *t) {
-    Tier *s = t->seen;
-    int32_t *cnt = PyMem_Calloc(s->ent_len + 1, sizeof(int32_t));
+    Py_ssize_t n = t->npbuf ? t->pbuf[0].len / 8 : 0, held = 0;
+    int32_t *cnt = PyMem_Calloc(n + 1, sizeof(int32_t));
     if (!cnt) return "out of memory";
-    Py_ssize_t held = 0;
     const char *why = NULL;
     for (int32_t e = 0; e < t->ent_len; e++) {
         Entry *x = &t->ent[e];
         if (!(x->flags & F_KNOWN) || OUT(x)) continue;
         held++;
         int64_t i = GINFO(t, e);
-        if (i >= 0 && s->ent[i].key != x->key) { why = "wrong known index"; break; }
-        if (i >= 0 && s->ent[i].aux >= 0) cnt[s->ent[i].aux]++;
+        if (i != data_find(t, x->key)) { why = "wrong index"; break; }
+        if (i >= 0 && t->pparent[i] >= 0) cnt[t->pparent[i]]++;
     }
-    for (int32_t i = 0; !why && i < s->ent_len; i++) if (cnt[i] != s->ent[i].pin) why = "held-children counts";
+    for (Py_ssize_t i = 0; !why && i < n; i++) if (cnt[i] != t->pchild[i]) why = "held-children counts";
     PyMem_Free(cnt);
     if (!why && held != t->held) why = "held count differs from the known unpinned blocks";
     return why;

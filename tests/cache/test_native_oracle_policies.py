@@ -90,16 +90,38 @@ def test_trace_reading_policies_are_compiled_with_their_data():
     from helpers import req
     reqs = [req([1, 2, 3]), req([1, 4, 5])]
     ctx = _context(reqs, BlockRules())
-    name, opts, (keys, depth, parents, cost) = native.policy_spec(make_policy("gdsf", 4, ctx))
+    name, opts, (keys, slots, parent, cost, cost0) = native.policy_spec(make_policy("gdsf", 4, ctx))
     assert (name, opts) == ("gdsf", ())
-    assert (keys.tolist(), depth.tolist(), parents.tolist()) == ([1, 2, 3, 4, 5], [0, 1, 2, 1, 2], [1, 2, 1, 4])
-    assert cost.tolist() == [1.0, 1.125, 1.25]
-    name, opts, (bkeys, off, uses) = native.policy_spec(make_policy("belady", 4, ctx))
+    assert (keys.tolist(), parent.tolist()) == ([1, 2, 3, 4, 5], [-1, 0, 1, 0, 3])
+    assert cost.tolist() == [1.0, 1.125, 1.25, 1.125, 1.25] and cost0.tolist() == [1.0]
+    assert _index_finds(slots, keys)
+    name, opts, (bkeys, bslots, off, uses) = native.policy_spec(make_policy("belady", 4, ctx))
     assert (name, opts, bkeys.tolist(), off.tolist()) == ("belady", (), [1, 2, 4], [0, 2, 3, 4])
-    assert uses.tolist() == [0, 1 << 24, 1, (1 << 24) | 1]
+    assert uses.tolist() == [0, 1 << 24, 1, (1 << 24) | 1] and _index_finds(bslots, bkeys)
     assert native.policy_spec(make_policy("gdsf", 4)) == ("gdsf", (), None)    # no trace: leaves of 1 s
     for spec in NAMES:
         assert native.available(_tiers([8, 16], [spec, spec], ctx)), spec
+
+
+def _index_finds(slots, keys) -> bool:
+    """Every key found from its home slot (hash x 0x9E3779B97F4A7C15 mod 2**64, top k bits) by linear probing
+    before an empty slot, with 2**k >= 2 x len(keys) slots."""
+    size = len(slots)
+    k = size.bit_length() - 1
+    assert size == 1 << k and size >= 2 * len(keys)
+    for j, key in enumerate(keys.tolist()):
+        i = ((key * 0x9E3779B97F4A7C15) % 2**64) >> (64 - k)
+        while slots[i] != j:
+            assert slots[i] >= 0, key
+            i = (i + 1) % size
+    return sorted(s for s in slots.tolist() if s >= 0) == list(range(len(keys)))
+
+
+@settings(SETTINGS, max_examples=30)
+@given(st.lists(st.integers(0, 2**64 - 1), unique=True, max_size=3000))
+def test_key_index_finds_every_key(keys):
+    import numpy as np
+    assert _index_finds(native.key_index(np.array(keys, dtype=np.uint64)), np.array(keys, dtype=np.uint64))
 
 
 config = st.tuples(st.lists(st.tuples(st.integers(0, 12), st.sampled_from(SPECS)), min_size=1, max_size=3),
