@@ -21,15 +21,19 @@ typedef struct { int64_t u; uint64_t k; } BItem;
 /* the victim order: larger u first, then the smaller hash */
 static int b_first(const BItem *a, const BItem *b) { return a->u > b->u || (a->u == b->u && a->k < b->k); }
 
+/* the heap is 4-ary (children of i: 4i + 1 .. 4i + 4): half the levels of a binary heap, the children of one
+ * item read together; which item is on top does not depend on the shape (a strict order; equal items are
+ * identical) */
 static void b_sift_down(BItem *q, Py_ssize_t n, Py_ssize_t i) {
     BItem it = q[i];
     for (;;) {
-        Py_ssize_t c = 2 * i + 1;
+        Py_ssize_t c = 4 * i + 1, best = c;
         if (c >= n) break;
-        if (c + 1 < n && b_first(&q[c + 1], &q[c])) c++;
-        if (!b_first(&q[c], &it)) break;
-        q[i] = q[c];
-        i = c;
+        Py_ssize_t end = c + 4 < n ? c + 4 : n;
+        for (Py_ssize_t d = c + 1; d < end; d++) if (b_first(&q[d], &q[best])) best = d;
+        if (!b_first(&q[best], &it)) break;
+        q[i] = q[best];
+        i = best;
     }
     q[i] = it;
 }
@@ -79,7 +83,7 @@ static void b_compact(Tier *t) {
     BItem *q = (BItem *)t->heap;
     Py_ssize_t n = t->hlen / 2, m = 0;
     for (Py_ssize_t i = 0; i < n; i++) if (b_valid(t, &q[i])) q[m++] = q[i];
-    for (Py_ssize_t i = m / 2; i-- > 0;) b_sift_down(q, m, i);
+    for (Py_ssize_t i = (m + 2) / 4; i-- > 0;) b_sift_down(q, m, i);
     t->hlen = 2 * m;
 }
 
@@ -95,7 +99,7 @@ static int b_push(Tier *t, int64_t u, uint64_t k) {
     Py_ssize_t i = t->hlen / 2;
     t->hlen += 2;
     while (i > 0) {
-        Py_ssize_t up = (i - 1) / 2;
+        Py_ssize_t up = (i - 1) / 4;
         if (!b_first(&it, &q[up])) break;
         q[i] = q[up];
         i = up;

@@ -18,15 +18,19 @@ typedef struct { double h; int64_t stamp, e; } GItem;
 
 static int g_less(const GItem *a, const GItem *b) { return a->h < b->h || (a->h == b->h && a->stamp < b->stamp); }
 
+/* the heap is 4-ary (children of i: 4i + 1 .. 4i + 4): half the levels of a binary heap, the children of one
+ * item read together; which item is on top does not depend on the shape (a strict order; equal items are
+ * identical) */
 static void g_sift_down(GItem *q, Py_ssize_t n, Py_ssize_t i) {
     GItem it = q[i];
     for (;;) {
-        Py_ssize_t c = 2 * i + 1;
+        Py_ssize_t c = 4 * i + 1, best = c;
         if (c >= n) break;
-        if (c + 1 < n && g_less(&q[c + 1], &q[c])) c++;
-        if (!g_less(&q[c], &it)) break;
-        q[i] = q[c];
-        i = c;
+        Py_ssize_t end = c + 4 < n ? c + 4 : n;
+        for (Py_ssize_t d = c + 1; d < end; d++) if (g_less(&q[d], &q[best])) best = d;
+        if (!g_less(&q[best], &it)) break;
+        q[i] = q[best];
+        i = best;
     }
     q[i] = it;
 }
@@ -74,7 +78,7 @@ static int g_push(Tier *t, double h, int64_t stamp, int32_t e) {
     Py_ssize_t i = t->hlen / 3;
     t->hlen += 3;
     while (i > 0) {
-        Py_ssize_t up = (i - 1) / 2;
+        Py_ssize_t up = (i - 1) / 4;
         if (!g_less(&it, &q[up])) break;
         q[i] = q[up];
         i = up;
@@ -107,7 +111,7 @@ static void g_compact(Tier *t) {
         }
     }
     for (Py_ssize_t i = 0; i < m; i++) t->ent[q[i].e].flags &= ~F_INHEAP;
-    for (Py_ssize_t i = m / 2; i-- > 0;) g_sift_down(q, m, i);
+    for (Py_ssize_t i = (m + 2) / 4; i-- > 0;) g_sift_down(q, m, i);
     t->hlen = 3 * m;
 }
 
