@@ -95,7 +95,7 @@ def key_index(keys: _np.ndarray) -> _np.ndarray:
 def _gdsf_data(policy: Any) -> tuple | None:
     """The trace data of ``pcs/cache/_pol_gdsf.c`` for a :class:`GDSFPolicy`: ``(keys uint64 (n,), slots int32
     (:func:`key_index`), parent int32 (n,) (the parent's index, -1 at depth 0), cost float64 (n,) seconds, cost0
-    float64 (1,))`` from its :class:`TraceOracle` (``keys``, ``key_depth``, ``parent_keys``) and its cost
+    float64 (1,))`` from its :class:`TraceOracle` (``keys``, ``key_depth``, ``key_parent``) and its cost
     function (cost of a block = the function at its depth; cost0 = at depth 0, for a block not in the trace);
     None without a trace (every block a leaf of 1 s). Built once per oracle and cost function (every tier and
     hierarchy of a replay shares the arrays)."""
@@ -112,10 +112,7 @@ def _gdsf_data(policy: Any) -> tuple | None:
     n = len(keys)
     top = int(depth.max()) if n else 0
     by_depth = _np.ones(top + 1) if cost_of is None else _np.array([float(cost_of(d)) for d in range(top + 1)])
-    order = _np.argsort(keys)
-    parent = _np.full(n, -1, _np.int32)
-    parent[depth > 0] = order[_np.searchsorted(keys, oracle.parent_keys, sorter=order)]
-    data = (keys, _index_of(oracle, "keys", keys), parent, by_depth[depth], by_depth[:1].copy())
+    data = (keys, _index_of(oracle, "keys", keys), oracle.key_parent, by_depth[depth], by_depth[:1].copy())
     oracle.packed["gdsf"] = (cost_of, data)
     return data
 

@@ -45,6 +45,8 @@ def _same(reqs, rules):
     assert o.num_requests == len(reqs)
     assert o.keys.dtype == o.parent_keys.dtype == o.use_keys.dtype == "uint64"
     assert o.use_offsets[-1] == len(o.use_values) and o.use_offsets[0] == 0
+    keys = o.keys.tolist()
+    assert [keys[p] if p >= 0 else None for p in o.key_parent.tolist()] == [parent.get(k) for k in depth]
     chains = TraceOracle.build(iter_chunks(reqs, rules), future=False)
     assert chains.depth == depth and chains.parent == parent and chains.uses == {}
 

@@ -57,6 +57,7 @@ class TraceOracle:
         keys: uint64 (n,), every block hash, in order of first appearance.
         key_depth: int64 (n,), each one's index in the first request holding it (blocks).
         parent_keys: uint64, the block before each key of depth > 0 there (in the order of ``keys``).
+        key_parent: int32 (n,), the index in ``keys`` of each key's parent, -1 at depth 0.
         use_keys: uint64 (u,), the blocks with a hit-earning access, in order of their first one.
         use_offsets: int64 (u + 1,): block ``use_keys[i]``'s use keys are ``use_values[use_offsets[i]:
             use_offsets[i + 1]]``, ascending.
@@ -70,6 +71,7 @@ class TraceOracle:
     keys: np.ndarray = field(default_factory=lambda: _U64)
     key_depth: np.ndarray = field(default_factory=lambda: _I64)
     parent_keys: np.ndarray = field(default_factory=lambda: _U64)
+    key_parent: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int32))
     use_keys: np.ndarray = field(default_factory=lambda: _U64)
     use_offsets: np.ndarray = field(default_factory=lambda: np.zeros(1, np.int64))
     use_values: np.ndarray = field(default_factory=lambda: _I64)
@@ -165,11 +167,17 @@ def _heads(ch: Any, r0: int) -> tuple:
 
 def _chains(out: TraceOracle, pos: np.ndarray, h: np.ndarray) -> None:
     """Each block's depth and parent at its first appearance."""
-    _, first = np.unique(h, return_index=True)
-    first.sort()
+    _, first, inv = np.unique(h, return_index=True, return_inverse=True)
+    order = np.argsort(first)
+    rank = np.empty(len(first), np.int32)            # sorted-unique index -> index in first-seen order
+    rank[order] = np.arange(len(first), dtype=np.int32)
+    first = first[order]
     out.keys, out.key_depth = h[first], pos[first]
-    inner = first[pos[first] > 0]
+    deep = out.key_depth > 0
+    inner = first[deep]
     out.parent_keys = h[inner - 1]
+    out.key_parent = np.full(len(first), -1, np.int32)
+    out.key_parent[deep] = rank[inv.reshape(-1)[inner - 1]]
 
 
 def _future(out: TraceOracle, req: np.ndarray, pos: np.ndarray, h: np.ndarray, cap: np.ndarray) -> None:
