@@ -968,7 +968,10 @@ static int set_policies(Hier *h, PyObject *pols) {
         PyObject *opts, *data = Py_None;
         Tier *t = &h->t[j];
         t->clock = &h->clock;
-        if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(ps, j), "sO|O", &name, &opts, &data)) { Py_DECREF(ps); return -1; }
+        if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(ps, j), "sO|O", &name, &opts, &data)) {
+            Py_DECREF(ps);
+            return -1;
+        }
         PyObject *os = PySequence_Fast(opts, "policy options must be a sequence");
         if (!os) { Py_DECREF(ps); return -1; }
         for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(os) && i < 4; i++)

@@ -12,8 +12,9 @@ Two registered policies need more than the keys a tier hands them
   docs/semantics.md §4), and the index of the request being admitted.
 
 :func:`TraceOracle.build` reads the trace once before the replay (one pass
-over the chunks the event loop will read, vectorised; the Python policies' dicts are made on first use). A :class:`Clock` per hierarchy counts admitted requests: the event
-loop admits requests in trace order (sequential timing, and modeled timing's
+over the chunks the event loop will read, vectorised with numpy; the Python
+policies' dicts are made on first use). A :class:`Clock` per hierarchy counts
+admitted requests: the event loop admits requests in trace order (sequential timing, and modeled timing's
 FIFO admission), so the k-th successful ``start`` is request k;
 :func:`clocked` wraps a hierarchy whose policies read a clock.
 """
