@@ -107,12 +107,7 @@ class NativeStepEngine(StepEngine):
         """(offsets int64 (m + 1,) or empty, ids uint64): the decode-block ids of requests first .. first + m - 1."""
         if self.decode is None:
             return np.zeros(0, np.int64), np.zeros(0, np.uint64)
-        get = self.decode.hashes.get
-        rows = [get(k, ()) for k in range(first, first + m)]
-        off = np.zeros(m + 1, np.int64)
-        np.cumsum([len(r) for r in rows], out=off[1:])
-        ids = np.fromiter((x for r in rows for x in r), np.uint64, int(off[-1]))
-        return off, ids
+        return self.decode.arrays(first, m)
 
     def feed(self, chunk) -> None:
         """Replay the requests of ``chunk`` (in order, after all earlier chunks)."""
