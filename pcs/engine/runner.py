@@ -215,6 +215,23 @@ def _resolve_step(step: StepSetup | None, timing: str, source: Any, rules: Block
     return step, cfg, decode, rules
 
 
+def _presize_samplers(source: Any, loops: list) -> None:
+    """Start each step scheduler's time-series sampler at the step the trace's arrival span needs (the same
+    samples, fewer calls: :meth:`pcs.engine.series.Sampler.presize`; its first sample is at the first
+    arrival and its last at or after the last). One pass over the decoded arrivals; none for other sources."""
+    from pcs.engine.scheduler import StepEngine
+
+    if not isinstance(source, Decoded):
+        return
+    arrivals = [b.arrival_s for b in source.batches if len(b.arrival_s)]
+    if not arrivals:
+        return
+    first, last = float(arrivals[0][0]), max(float(a.max()) for a in arrivals)
+    for e in loops:
+        if isinstance(e, StepEngine) and e.sampler.t0 is None and not e.no_cache:
+            e.sampler.presize(first, last)
+
+
 def _feed(source: Any, rules: BlockRules, time_model: Any, engines: list[ReplayEngine],
           progress: Callable[[int], None] | None, decode: bool = True) -> None:
     """Feed every chunk of ``source`` to every engine once; ``decode=False``: no decode seconds (step scheduler)."""
@@ -269,6 +286,8 @@ def run_replay(source: Any, rules: BlockRules, time_model: Any, make_tiers: Call
         singles = fastpath.single_results(fastpath.scan(source, 0, rules, native, check=False))
     resolved = _resolve_step(step, timing, source, rules, native)
     loops = _event_loops(plans, make_tiers, tiers0, write_policy, links, block_bytes, resolved, hybrid, step_s)
+    if resolved is not None:
+        _presize_samplers(source, loops)
     if any(loops):
         # decode seconds only for the instant-compute modeled loop (sequential timing never reads them)
         _feed(source, rules, time_model, [e for e in loops if e is not None], progress,

@@ -117,7 +117,8 @@ class StepEngine(ReplayEngine):
         config: a resolved :class:`pcs.engine.schedconfig.SchedulerConfig` (no None left).
         recompute_last_token: the hit cap rule (docs/semantics.md §4) for re-admissions.
         decode: :class:`pcs.engine.turns.DecodeBlocks` (used when ``config.cache_decode_blocks``) or None.
-        no_cache: every request computes its whole prompt and nothing is cached (the no-cache baseline).
+        no_cache: every request computes its whole prompt and nothing is cached (the no-cache baseline); its
+            time series is not sampled (:attr:`sampler` stays empty).
         check: assert the hierarchy's and the scheduler's invariants after every event (slow).
         skip: advance pure decode runs in closed form (False: one step at a time, the reference).
         log_steps: keep ``(start_s, seconds, stall_s, tokens, decode_seqs, chunks, steps)`` per advance in ``steps_log``.
@@ -162,6 +163,8 @@ class StepEngine(ReplayEngine):
         self._bin, self._bin_lo = 0, _INF   # stats.busy_per_s[_bin] covers [_bin_lo, _bin_lo + 1) s from origin_s
         self._views: list = []         # memoryviews of the columns the loop writes (_grow_columns)
         self._grow_columns(0)
+        if no_cache:                   # nothing reads the no-cache run's time series (its columns and counters
+            self._next_sample = _INF   # only, docs/semantics.md §9): not sampled
         self._held = hierarchy.held_blocks
         plain = cost.attn_pair_s is not None
         self._c = (cost.token_s, cost.attn_pair_s if plain else 0.0, cost.kv_seq_s, cost.kv_token_s,

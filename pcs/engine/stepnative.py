@@ -74,6 +74,11 @@ def unsupported(hierarchy, links, cost, config, no_cache: bool = False) -> str |
     return None
 
 
+def _no_samples(now_s: float, snapshot) -> float:
+    """The sampler of a no-cache run (:class:`StepEngine` takes none): the next boundary is never."""
+    return float("inf")
+
+
 class NativeStepEngine(StepEngine):
     """:class:`pcs.engine.scheduler.StepEngine` with its loop in C; the same arguments (no ``check`` or
     ``log_steps``: those run on the reference).
@@ -91,7 +96,7 @@ class NativeStepEngine(StepEngine):
             raise ValueError(f"the compiled step scheduler cannot run this replay: {why}")
         params = [_link_params(lk) for lk in self.links]
         self._s = _stepsched.StepScheduler(
-            hierarchy, self.sampler.take, hierarchy._h.num_resident, [p[0] for p in params], [p[1] for p in params], [p[2] for p in params],
+            hierarchy, _no_samples if no_cache else self.sampler.take, hierarchy._h.num_resident, [p[0] for p in params], [p[1] for p in params], [p[2] for p in params],
             [float(b or 0) for b in self.block_bytes],
             (cost.token_s, cost.attn_pair_s, cost.kv_seq_s, cost.kv_token_s, cost.attn_seq_s, cost.attn_token_s,
              cost.weights_active_s, cost.weights_total_s), int(cost.layers), config.max_num_batched_tokens,
