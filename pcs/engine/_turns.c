@@ -10,7 +10,8 @@
  *
  * State: an open-addressing table (linear probing, splitmix64, load <= 0.5, grown by doubling) from key
  * (id, f) to a min-heap of waiting requests ordered on (p + o, request index); a resolved request leaves its
- * heap, emptied heaps stay (as the reference's dict). Output, in resolution order: per resolved request its
+ * heap, emptied heaps stay (as the reference's dict). A 2^22-bit filter of the keys' hashes (512 KB, set on
+ * registering, never cleared) skips the table probe for the positions that hold no key (most of them). Output, in resolution order: per resolved request its
  * index and its decode-block count, and the ids themselves (tn_result); pairs = resolved requests.
  */
 #define PY_SSIZE_T_CLEAN
@@ -22,8 +23,11 @@ typedef struct { entry_t *e; int64_t n, cap; } heap_t;
 typedef struct { uint64_t id; int64_t f; int64_t heap; } slot_t;   /* heap < 0: empty slot */
 typedef struct { void *p; int64_t n, cap; } vec_t;
 
+#define FILTER_BITS 22                                       /* 2^22-bit filter: 512 KB */
+
 typedef struct {
     slot_t *slots; int64_t mask, used;
+    uint64_t *filter;                                        /* bit (hash >> (64 - FILTER_BITS)) set per key */
     heap_t *heaps; int64_t nheaps, capheaps;
     vec_t res_a, res_len, res_ids;                           /* int64, int64, uint64 */
     int64_t pairs;
@@ -45,16 +49,16 @@ static int vec_push(vec_t *v, const void *src, int64_t k) {   /* k items of 8 by
 static void tn_free(turns_t *t) {
     if (!t) return;
     for (int64_t i = 0; i < t->nheaps; i++) free(t->heaps[i].e);
-    free(t->heaps); free(t->slots);
+    free(t->heaps); free(t->slots); free(t->filter);
     free(t->res_a.p); free(t->res_len.p); free(t->res_ids.p);
     free(t);
 }
 
 static inline uint64_t key_hash(uint64_t id, int64_t f) { return mix64(id ^ mix64((uint64_t)f)); }
 
-/* The slot of key (id, f): its own, or the empty one where it would go. */
-static slot_t *tn_slot(turns_t *t, uint64_t id, int64_t f) {
-    uint64_t i = key_hash(id, f) & (uint64_t)t->mask;
+/* The slot of key (id, f) (hash: key_hash(id, f)): its own, or the empty one where it would go. */
+static slot_t *tn_slot(turns_t *t, uint64_t id, int64_t f, uint64_t hash) {
+    uint64_t i = hash & (uint64_t)t->mask;
     for (;; i = (i + 1) & (uint64_t)t->mask) {
         slot_t *s = &t->slots[i];
         if (s->heap < 0 || (s->id == id && s->f == f)) return s;
@@ -69,7 +73,7 @@ static int tn_grow(turns_t *t) {
     for (int64_t i = 0; i < size; i++) t->slots[i].heap = -1;
     t->mask = size - 1;
     for (int64_t i = 0; i < old; i++)
-        if (prev[i].heap >= 0) *tn_slot(t, prev[i].id, prev[i].f) = prev[i];
+        if (prev[i].heap >= 0) *tn_slot(t, prev[i].id, prev[i].f, key_hash(prev[i].id, prev[i].f)) = prev[i];
     free(prev);
     return 0;
 }
@@ -106,7 +110,9 @@ static entry_t heap_pop(heap_t *h) {
 /* Request a waits under key (id, f) until a next turn holds p_B >= s. */
 static int tn_register(turns_t *t, uint64_t id, int64_t f, entry_t x) {
     if (2 * (t->used + 1) > t->mask + 1 && tn_grow(t) < 0) return -1;
-    slot_t *s = tn_slot(t, id, f);
+    uint64_t hash = key_hash(id, f), bit = hash >> (64 - FILTER_BITS);
+    t->filter[bit >> 6] |= (uint64_t)1 << (bit & 63);
+    slot_t *s = tn_slot(t, id, f, hash);
     if (s->heap < 0) {
         if (t->nheaps == t->capheaps) {
             int64_t cap = t->capheaps ? t->capheaps * 2 : 1024;
@@ -125,7 +131,9 @@ static int tn_register(turns_t *t, uint64_t id, int64_t f, entry_t x) {
  * whose p + o <= p_b. */
 static int tn_resolve(turns_t *t, const uint64_t *b, int64_t nh, int64_t p_b, int64_t cacheable, int64_t bs) {
     for (int64_t j = 0; j < nh; j++) {
-        slot_t *s = tn_slot(t, b[j], j + 1);
+        uint64_t hash = key_hash(b[j], j + 1), bit = hash >> (64 - FILTER_BITS);
+        if (!(t->filter[bit >> 6] >> (bit & 63) & 1)) continue;     /* no key of this hash: most positions */
+        slot_t *s = tn_slot(t, b[j], j + 1, hash);
         if (s->heap < 0) continue;
         heap_t *h = &t->heaps[s->heap];
         while (h->n && h->e[0].s <= p_b) {
@@ -150,7 +158,8 @@ static PyObject *py_new(PyObject *self, PyObject *args) {
     if (!t) return PyErr_NoMemory();
     t->mask = 1023;
     t->slots = (slot_t *)malloc(1024 * sizeof(slot_t));
-    if (!t->slots) { free(t); return PyErr_NoMemory(); }
+    t->filter = (uint64_t *)calloc((size_t)1 << (FILTER_BITS - 6), sizeof(uint64_t));
+    if (!t->slots || !t->filter) { free(t->slots); free(t->filter); free(t); return PyErr_NoMemory(); }
     for (int i = 0; i < 1024; i++) t->slots[i].heap = -1;
     PyObject *cap = PyCapsule_New(t, "pcs.engine._turns.state", tn_capsule_free);
     if (!cap) tn_free(t);
