@@ -73,5 +73,6 @@ setup(
         # bit-identical floats to the Python reference: no fused multiply-add contraction
         _ext("pcs.engine._stepsched", "pcs/engine/_stepsched.c", args=("-ffp-contract=off",)),
         _ext("pcs.trace._statscan", "pcs/trace/_statscan.c"),
+        _ext("pcs.engine._turns", "pcs/engine/_turns.c"),
     ]
 )

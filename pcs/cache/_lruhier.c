@@ -575,6 +575,29 @@ static PyObject *hier_start(Hier *h, PyObject *const *args, Py_ssize_t nargs) {
     return start_plan(h, &p, wait);
 }
 
+/* start_ids(ids, n, cap, extra_blocks, wait_if_full): start() with the keys as a buffer of uint64 (bytes) instead
+ * of a sequence of ints -- the compiled step loop's call (pcs/engine/_stepsched.c), no int object per key */
+static PyObject *hier_start_ids(Hier *h, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 5) {
+        PyErr_SetString(PyExc_TypeError, "start_ids(ids, cacheable_blocks, max_hit_blocks, extra_blocks, wait_if_full)");
+        return NULL;
+    }
+    Plan p;
+    Py_ssize_t n = PyLong_AsSsize_t(args[1]), cap = PyLong_AsSsize_t(args[2]);
+    p.extra = PyLong_AsSsize_t(args[3]);
+    int wait = PyObject_IsTrue(args[4]);
+    if (PyErr_Occurred() || wait < 0) return NULL;
+    Py_buffer b;
+    if (PyObject_GetBuffer(args[0], &b, PyBUF_SIMPLE) < 0) return NULL;
+    Py_ssize_t L = b.len / 8, m = n < L ? n : L;
+    if (m < 0) m = 0;
+    if (ensure_k(h, m + 1) < 0) { PyBuffer_Release(&b); return NULL; }
+    memcpy(h->k, b.buf, (size_t)m * 8);
+    PyBuffer_Release(&b);
+    if (start_head(h, &p, n, cap, m) < 0) return NULL;
+    return start_plan(h, &p, wait);
+}
+
 /* the rest of Hierarchy.start once h->k and p0->n, cap, extra are set: an Admission, None (waits) or NULL */
 static PyObject *start_plan(Hier *h, Plan *p0, int wait) {
     Plan p = *p0;
@@ -1035,6 +1058,8 @@ fail:
 static PyMethodDef hier_methods[] = {
     {"start", (PyCFunction)(void (*)(void))hier_start, METH_FASTCALL,
      "start(keys, n, cap, extra_blocks=0, wait_if_full=False) -> Admission | None"},
+    {"start_ids", (PyCFunction)(void (*)(void))hier_start_ids, METH_FASTCALL,
+     "start_ids(ids: uint64 bytes, n, cap, extra_blocks, wait_if_full) -> Admission | None: start() on a buffer"},
     {"prefill_done", (PyCFunction)hier_prefill_done, METH_O, "computed blocks become cached (pinned)"},
     {"finish", (PyCFunction)hier_finish, METH_O, "drop the pins tail first, give back reserved slots"},
     {"grow", (PyCFunction)(void (*)(void))hier_grow, METH_FASTCALL,

@@ -284,6 +284,7 @@ class NativeHierarchy:
         self.write_through = write_policy == "through"
         self.tiers = [_TierView(h, j, t.name, t.capacity_blocks, t.policy) for j, t in enumerate(tiers)]
         self.start = h.start                # bound C methods: no Python frame per call
+        self.start_ids = h.start_ids        # start with the keys as a uint64 buffer (the compiled step loop's)
         self.prefill_done = h.prefill_done
         self.finish = h.finish
         self.grow = h.grow                  # the step scheduler's calls (pcs.engine.scheduler)

@@ -51,6 +51,7 @@ typedef struct {
     double *setup, *bw, *iops;      /* per tier; bw <= 0: no link (instant); iops <= 0: none */
     int64_t *bpb;
     PyObject *m_start, *m_done, *m_finish, *m_grow, *m_abort, *m_extend, *m_held, *take, *resident;
+    int start_ids;                  /* m_start is the hierarchy's start_ids (keys as a uint64 buffer) */
     /* clock and batch */
     double now, next_sample, last_arrival, kv_acc, kv_since;
     int64_t G, d, S, seq, fed, in_system, admitted, epochs;
@@ -391,11 +392,14 @@ static int admission_args(Sched *s, Req *r, int64_t *n, int64_t *cap, int64_t *e
         c = c > 0 ? c : 0;
         *cap = s->last_token ? (*n < c ? *n : c) : *n;
     }
-    if (!r->chain) {
+    if (!r->chain && s->start_ids) {      /* prompt ids, then decode ids: one uint64 buffer (start_ids) */
+        r->chain = PyBytes_FromStringAndSize((const char *)r->hashes, (Py_ssize_t)(*n * 8));
+        if (!r->chain) return -1;
+    } else if (!r->chain) {
         r->chain = PyList_New(*n);
         if (!r->chain) return -1;
         for (int64_t i = 0; i < *n; i++) {
-            PyObject *v = PyLong_FromUnsignedLongLong(r->hashes[i]);   /* prompt ids, then decode ids */
+            PyObject *v = PyLong_FromUnsignedLongLong(r->hashes[i]);
             if (!v) return -1;
             PyList_SET_ITEM(r->chain, i, v);
         }
@@ -1104,6 +1108,10 @@ static int hier_methods(Sched *s, PyObject *h) {
     const char *names[] = {"start", "prefill_done", "finish", "grow", "abort", "extend", "held_blocks"};
     PyObject **slots[] = {&s->m_start, &s->m_done, &s->m_finish, &s->m_grow, &s->m_abort, &s->m_extend, &s->m_held};
     for (int j = 0; j < 7; j++) if (!(*slots[j] = PyObject_GetAttrString(h, names[j]))) return -1;
+    PyObject *ids = PyObject_GetAttrString(h, "start_ids");     /* the same start, keys as a buffer: preferred */
+    if (!ids) { PyErr_Clear(); return 0; }
+    Py_SETREF(s->m_start, ids);
+    s->start_ids = 1;
     return 0;
 }
 

@@ -9,7 +9,6 @@ ints from one ``tolist()`` per chunk.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, Iterator
 
 import numpy as np
@@ -23,9 +22,30 @@ __all__ = ["Chunk", "iter_chunks", "rule_columns", "CHUNK_REQUESTS"]
 CHUNK_REQUESTS = BATCH_REQUESTS
 
 
-@dataclass(slots=True)
+def _list_column(name: str) -> property:
+    """The column ``name`` of a :class:`Chunk` as a python list (converted from numpy once, on first read)."""
+    def get(self) -> list:
+        v = self._cols[name]
+        if type(v) is not list:
+            v = self._cols[name] = v.tolist()
+        return v
+
+    def put(self, v) -> None:
+        self._cols[name] = v
+
+    return property(get, put)
+
+
+#: The list columns of a :class:`Chunk`, in constructor order.
+LIST_COLUMNS = ("arrival_s", "prompt_tokens", "output_tokens", "cacheable", "max_hit_blocks", "extra_blocks",
+                "offsets", "block_hashes", "prefill_s", "prefill_offsets", "decode_s")
+
+
 class Chunk:
     """A run of consecutive requests as python lists (one entry per request unless noted).
+
+    Each list column may be given as a numpy array instead: it becomes a list (``tolist()``) the first
+    time it is read, so a compiled loop that reads only :attr:`arrays` never pays for the lists.
 
     Attributes:
         first_request_id: request id of row 0.
@@ -50,23 +70,34 @@ class Chunk:
             seconds are not (the step scheduler), else empty); None when the chunk was built from lists.
     """
 
-    first_request_id: int
-    block_size: int
-    arrival_s: list
-    prompt_tokens: list
-    output_tokens: list
-    cacheable: list
-    max_hit_blocks: list
-    extra_blocks: list
-    offsets: list
-    block_hashes: list
-    prefill_s: list
-    prefill_offsets: list
-    decode_s: list
-    arrays: tuple | None = None
+    __slots__ = ("first_request_id", "block_size", "arrays", "_cols")
+
+    def __init__(self, first_request_id: int, block_size: int, arrival_s, prompt_tokens, output_tokens, cacheable,
+                 max_hit_blocks, extra_blocks, offsets, block_hashes, prefill_s, prefill_offsets, decode_s,
+                 arrays: tuple | None = None) -> None:
+        self.first_request_id, self.block_size, self.arrays = first_request_id, block_size, arrays
+        self._cols = dict(zip(LIST_COLUMNS, (arrival_s, prompt_tokens, output_tokens, cacheable, max_hit_blocks,
+                                             extra_blocks, offsets, block_hashes, prefill_s, prefill_offsets,
+                                             decode_s)))
+
+    arrival_s = _list_column("arrival_s")
+    prompt_tokens = _list_column("prompt_tokens")
+    output_tokens = _list_column("output_tokens")
+    cacheable = _list_column("cacheable")
+    max_hit_blocks = _list_column("max_hit_blocks")
+    extra_blocks = _list_column("extra_blocks")
+    offsets = _list_column("offsets")
+    block_hashes = _list_column("block_hashes")
+    prefill_s = _list_column("prefill_s")
+    prefill_offsets = _list_column("prefill_offsets")
+    decode_s = _list_column("decode_s")
 
     def __len__(self) -> int:
-        return len(self.arrival_s)
+        return len(self._cols["arrival_s"])
+
+    def raw(self, name: str):
+        """The column ``name`` as it is held: a list, or the numpy array it was given as (not converted)."""
+        return self._cols[name]
 
 
 def rule_columns(prompt_tokens: np.ndarray, num_hashes: np.ndarray, output_tokens: np.ndarray,
@@ -94,14 +125,14 @@ def _from_columns(first_id: int, bs: int, arrival, prompt, output, offsets, hash
         pre, pre_off, dec = timing.tables(prompt, output, cap, bs)
     elif timing is not None:
         pre_arrays = timing.tables(prompt, output, cap, bs, False, True)[:2]
-        pre, pre_off, dec = pre_arrays[0].tolist(), pre_arrays[1].tolist(), []
+        pre, pre_off, dec = pre_arrays[0], pre_arrays[1], []
     else:
         pre, pre_off, dec = [], [], []
     arrays = (np.ascontiguousarray(arrival, np.float64), np.ascontiguousarray(prompt, i8),
               np.ascontiguousarray(output, i8), n, cap, np.ascontiguousarray(offsets, i8),
               np.ascontiguousarray(hashes, np.uint64)) + pre_arrays
-    return Chunk(first_id, bs, arrival.tolist(), prompt.tolist(), output.tolist(), n.tolist(), cap.tolist(),
-                 extra.tolist(), offsets.tolist(), hashes.tolist(), pre, pre_off, dec, arrays)
+    # the list columns stay numpy arrays until a Python loop reads them (Chunk converts on first read)
+    return Chunk(first_id, bs, arrival, prompt, output, n, cap, extra, offsets, hashes, pre, pre_off, dec, arrays)
 
 
 def iter_chunks(source: Any, rules: BlockRules, timing: Any = None, decode: bool = True) -> Iterator[Chunk]:

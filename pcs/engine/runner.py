@@ -202,15 +202,34 @@ def _hybrid_kwargs(hybrid: Any, block_bytes: Sequence[int], step_s: float, gpu_o
                 page_bytes=pb[:1] if gpu_only else pb, step_s=step_s)
 
 
-def _resolve_step(step: StepSetup | None, timing: str, source: Any, rules: BlockRules) -> tuple | None:
-    """(setup, resolved config, decode blocks or None, rules) for a modeled step-scheduler run, else None."""
+def _resolve_step(step: StepSetup | None, timing: str, source: Any, rules: BlockRules,
+                  native: str | None = None) -> tuple | None:
+    """(setup, resolved config, decode blocks or None, rules) for a modeled step-scheduler run, else None;
+    ``native``: which next-turn search runs (:func:`pcs.engine.turns.decode_blocks`)."""
     if step is None or timing != "modeled":
         return None
     from pcs.engine.turns import decode_blocks
 
-    decode = decode_blocks(source) if step.config.cache_decode_blocks is not False else None
+    decode = decode_blocks(source, native) if step.config.cache_decode_blocks is not False else None
     cfg = step.config.resolved(step.gpu, step.cost.token_s, decode is not None and decode.detected)
     return step, cfg, decode, rules
+
+
+def _presize_samplers(source: Any, loops: list) -> None:
+    """Start each step scheduler's time-series sampler at the step the trace's arrival span needs (the same
+    samples, fewer calls: :meth:`pcs.engine.series.Sampler.presize`; its first sample is at the first
+    arrival and its last at or after the last). One pass over the decoded arrivals; none for other sources."""
+    from pcs.engine.scheduler import StepEngine
+
+    if not isinstance(source, Decoded):
+        return
+    arrivals = [b.arrival_s for b in source.batches if len(b.arrival_s)]
+    if not arrivals:
+        return
+    first, last = float(arrivals[0][0]), max(float(a.max()) for a in arrivals)
+    for e in loops:
+        if isinstance(e, StepEngine) and e.sampler.t0 is None and not e.no_cache:
+            e.sampler.presize(first, last)
 
 
 def _feed(source: Any, rules: BlockRules, time_model: Any, engines: list[ReplayEngine],
@@ -265,8 +284,10 @@ def run_replay(source: Any, rules: BlockRules, time_model: Any, make_tiers: Call
     singles = next((fastpath.single_results(s) for s in scans if s is not None), None)
     if singles is None:   # one more pass (over the decoded batches), before the engines grow (16 B per distinct id)
         singles = fastpath.single_results(fastpath.scan(source, 0, rules, native, check=False))
-    resolved = _resolve_step(step, timing, source, rules)
+    resolved = _resolve_step(step, timing, source, rules, native)
     loops = _event_loops(plans, make_tiers, tiers0, write_policy, links, block_bytes, resolved, hybrid, step_s)
+    if resolved is not None:
+        _presize_samplers(source, loops)
     if any(loops):
         # decode seconds only for the instant-compute modeled loop (sequential timing never reads them)
         _feed(source, rules, time_model, [e for e in loops if e is not None], progress,

@@ -149,6 +149,16 @@ class Sampler:
         self.next_s = t0 + n * step
         return self.next_s
 
+    def presize(self, first_s: float, last_s: float) -> None:
+        """Start at the step that :meth:`take` reaches once called at ``first_s`` (its first call) and at
+        ``last_s``: fewer calls, the same rows, when the first call is at ``first_s`` and some call is at or
+        after ``last_s`` (the step only grows with the latest time taken; grid times ``t0 + k x step`` scale
+        exactly by powers of two, so the rows kept on the coarser grid are the ones coarsening would keep;
+        tests/engine/test_series.py). Seconds of simulated time; before the first :meth:`take` only."""
+        assert self.t0 is None and not self.rows
+        while int((last_s - first_s) / self.step_s) + 1 > self.max_samples:
+            self.step_s *= 2
+
     def _coarsen(self) -> None:
         """Double the step; keep the samples on the new grid (every other one)."""
         self.step_s *= 2

@@ -120,26 +120,39 @@ class NativeStepEngine(StepEngine):
         """(offsets int64 (m + 1,) or empty, ids uint64): the decode-block ids of requests first .. first + m - 1."""
         if self.decode is None:
             return np.zeros(0, np.int64), np.zeros(0, np.uint64)
-        get = self.decode.hashes.get
-        rows = [get(k, ()) for k in range(first, first + m)]
-        off = np.zeros(m + 1, np.int64)
-        np.cumsum([len(r) for r in rows], out=off[1:])
-        ids = np.fromiter((x for r in rows for x in r), np.uint64, int(off[-1]))
-        return off, ids
+        return self.decode.arrays(first, m)
+
+    def _feed_inputs(self, chunk) -> None:
+        """As :meth:`ReplayEngine._feed_inputs`, from the chunk's numpy columns (no python lists) when it has
+        them."""
+        cols = chunk.arrays
+        if cols is None:
+            return super()._feed_inputs(chunk)
+        arrival, prompt, output, cacheable, off, pre, pre_off = (cols[k] for k in (0, 1, 2, 3, 5, 7, 8))
+        m = len(arrival)
+        self.ledger.block_accesses += int(off[-1] - off[0])
+        self.ledger.cacheable_blocks += int(cacheable.sum())
+        c, i8 = self._cols, np.int64
+        c["request_id"].frombytes(np.arange(chunk.first_request_id, chunk.first_request_id + m, dtype=i8).tobytes())
+        c["arrival_s"].frombytes(arrival.tobytes())
+        c["prompt_tokens"].frombytes(prompt.tobytes())
+        c["output_tokens"].frombytes(output.tobytes())
+        c["prefill_no_cache_s"].frombytes((pre[pre_off[:m]] if len(pre) else np.zeros(m)).tobytes())
 
     def feed(self, chunk) -> None:
         """Replay the requests of ``chunk`` (in order, after all earlier chunks)."""
-        m = len(chunk.arrival_s)
+        m = len(chunk)
+        cols = chunk.arrays
+        if cols is None or len(cols[7]) != len(chunk.raw("prefill_s")):   # built from lists, or a decode-time table
+            i8 = np.int64
+            cols = chunk.arrays = (
+                np.asarray(chunk.arrival_s, np.float64), np.asarray(chunk.prompt_tokens, i8),
+                np.asarray(chunk.output_tokens, i8), np.asarray(chunk.cacheable, i8),
+                np.asarray(chunk.max_hit_blocks, i8), np.asarray(chunk.offsets, i8),
+                np.asarray(chunk.block_hashes, np.uint64), np.asarray(chunk.prefill_s, np.float64),
+                np.asarray(chunk.prefill_offsets, i8) if len(chunk.prefill_s) else np.zeros(0, i8))
         self._feed_inputs(chunk)
         dec_off, dec_ids = self._decode_arrays(self._fed, m)
-        i8 = np.int64
-        cols = chunk.arrays
-        if cols is None or len(cols[7]) != len(chunk.prefill_s):     # built from lists, or a decode-time table
-            cols = (np.asarray(chunk.arrival_s, np.float64), np.asarray(chunk.prompt_tokens, i8),
-                    np.asarray(chunk.output_tokens, i8), np.asarray(chunk.cacheable, i8),
-                    np.asarray(chunk.max_hit_blocks, i8), np.asarray(chunk.offsets, i8),
-                    np.asarray(chunk.block_hashes, np.uint64), np.asarray(chunk.prefill_s, np.float64),
-                    np.asarray(chunk.prefill_offsets, i8) if len(chunk.prefill_s) else np.zeros(0, i8))
         self._s.feed(chunk.block_size, *cols, dec_off, dec_ids)
         self._fed += m
 

@@ -26,36 +26,82 @@ least :data:`DETECT_SHARE` of its requests (:attr:`DecodeBlocks.detected`).
 from __future__ import annotations
 
 import heapq
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from pcs.trace.batches import as_batches
 
-__all__ = ["DecodeBlocks", "decode_blocks", "DETECT_SHARE"]
+__all__ = ["DecodeBlocks", "decode_blocks", "decode_blocks_python", "DETECT_SHARE"]
 
 #: Share of requests with a next turn above which decode blocks are cached by default.
 DETECT_SHARE = 0.01
 
 
-@dataclass(slots=True)
 class DecodeBlocks:
     """The decode-block ids of each request that has a next turn.
 
+    Held as one sorted index: ``index`` int64 (k,) the requests (trace order, from 0) that got ids,
+    ascending; ``starts`` int64 (k + 1,) where each one's ids begin in ``ids`` uint64 (chain order).
+
     Attributes:
-        hashes: request index (trace order, from 0) -> its decode blocks' ids (python ints), chain order.
         requests: requests in the trace.
         pairs: requests with a next turn (some may get no id: the next turn's chain is too short).
     """
 
-    hashes: dict = field(default_factory=dict)
-    requests: int = 0
-    pairs: int = 0
+    __slots__ = ("requests", "pairs", "index", "starts", "ids", "_hashes")
+
+    def __init__(self, index: np.ndarray | None = None, starts: np.ndarray | None = None,
+                 ids: np.ndarray | None = None, requests: int = 0, pairs: int = 0) -> None:
+        self.index = np.zeros(0, np.int64) if index is None else index
+        self.starts = np.zeros(1, np.int64) if starts is None else starts
+        self.ids = np.zeros(0, np.uint64) if ids is None else ids
+        self.requests, self.pairs = requests, pairs
+        self._hashes: dict | None = None
+
+    @classmethod
+    def from_dict(cls, hashes: dict, requests: int, pairs: int) -> "DecodeBlocks":
+        """From request index -> its decode blocks' ids (python ints, non-empty lists)."""
+        index = np.array(sorted(hashes), dtype=np.int64)
+        lens = np.array([len(hashes[a]) for a in index.tolist()], dtype=np.int64)
+        starts = np.zeros(len(index) + 1, np.int64)
+        np.cumsum(lens, out=starts[1:])
+        ids = np.fromiter((x for a in index.tolist() for x in hashes[a]), np.uint64, int(starts[-1]))
+        return cls(index, starts, ids, requests, pairs)
+
+    @classmethod
+    def from_resolutions(cls, a: np.ndarray, lens: np.ndarray, ids: np.ndarray, requests: int,
+                         pairs: int) -> "DecodeBlocks":
+        """From resolutions in any order: request ``a[i]`` (int64, each once) gets ``lens[i]`` > 0 ids, the
+        i-th run of ``ids`` (uint64)."""
+        order = np.argsort(a, kind="stable")
+        src = np.zeros(len(a) + 1, np.int64)
+        np.cumsum(lens, out=src[1:])
+        starts = np.zeros(len(a) + 1, np.int64)
+        np.cumsum(lens[order], out=starts[1:])
+        # position k of the output run of a[order[j]] reads ids[src[order[j]] + k]
+        gather = np.repeat(src[:-1][order] - starts[:-1], lens[order]) + np.arange(int(starts[-1]), dtype=np.int64)
+        return cls(a[order], starts, ids[gather], requests, pairs)
+
+    @property
+    def hashes(self) -> dict:
+        """Request index -> its decode blocks' ids (python ints), chain order (built once, on first use)."""
+        if self._hashes is None:
+            ids, st = self.ids.tolist(), self.starts.tolist()
+            self._hashes = {a: ids[st[k]:st[k + 1]] for k, a in enumerate(self.index.tolist())}
+        return self._hashes
 
     def get(self, index: int) -> list:
         """The decode-block ids of request ``index`` ([] when none)."""
         return self.hashes.get(index, [])
+
+    def arrays(self, first: int, m: int) -> tuple[np.ndarray, np.ndarray]:
+        """(offsets int64 (m + 1,), ids uint64): the decode-block ids of requests first .. first + m - 1,
+        request ``first + r``'s at ``ids[offsets[r]:offsets[r + 1]]``."""
+        lo, hi = np.searchsorted(self.index, [first, first + m])
+        counts = np.zeros(m + 1, np.int64)
+        counts[self.index[lo:hi] - first + 1] = np.diff(self.starts[lo:hi + 1])
+        return np.cumsum(counts), self.ids[self.starts[lo]:self.starts[hi]]
 
     @property
     def detected(self) -> bool:
@@ -72,7 +118,7 @@ def _batch_columns(b) -> tuple:
     return off, p, b.output_tokens.astype(np.int64), p // bs, np.minimum(p // bs, nh), nh
 
 
-def decode_blocks(source: Any) -> DecodeBlocks:
+def decode_blocks(source: Any, native: str | None = None) -> DecodeBlocks:
     """Find every request's next turn and its decode blocks' ids (the rule in the module docstring).
 
     One read of ``source`` (any source :func:`pcs.trace.batches.as_batches`
@@ -81,8 +127,35 @@ def decode_blocks(source: Any) -> DecodeBlocks:
     same position (``waiting[(id, f)]``, a heap on ``p + o`` so every A with
     ``p + o <= p_B`` comes off at once), then waits for its own. Memory: one
     entry per request that takes part and has no next turn yet.
+
+    Args:
+        native: ``auto``, ``c``, ``python`` or None (:func:`pcs._native.resolve`): the compiled twin
+            ``pcs.engine._turns`` or the Python reference (:func:`decode_blocks_python`); the same result
+            (tests/engine/test_turns.py).
+    Raises:
+        ValueError: ``native="c"`` without the compiled twin.
     """
-    out = DecodeBlocks()
+    from pcs import _native
+
+    if _native.resolve(native, "turns") == "python":
+        return decode_blocks_python(source)
+    tn = _native.module("turns")
+    state, n = tn.new(), 0
+    for b in as_batches(source):
+        i8 = np.int64
+        off = np.ascontiguousarray(b.block_offsets, i8)
+        tn.walk(state, n, int(b.block_size), np.ascontiguousarray(b.block_hashes, np.uint64), off,
+                np.ascontiguousarray(b.prompt_tokens, i8), np.ascontiguousarray(b.output_tokens, i8))
+        n += len(off) - 1
+    a, lens, ids, pairs = tn.result(state)
+    return DecodeBlocks.from_resolutions(np.frombuffer(a, np.int64), np.frombuffer(lens, np.int64),
+                                         np.frombuffer(ids, np.uint64), n, pairs)
+
+
+def decode_blocks_python(source: Any) -> DecodeBlocks:
+    """:func:`decode_blocks` in plain Python (the reference of the compiled ``pcs.engine._turns``)."""
+    hashes_out: dict = {}
+    pairs = [0]                  # a counter _resolve increments
     waiting: dict[tuple[int, int], list] = {}
     live: set[int] = set()        # ids some request waits on (a superset: emptied heaps stay)
     n = 0
@@ -96,17 +169,16 @@ def decode_blocks(source: Any) -> DecodeBlocks:
         cand = np.fromiter(live, dtype=hashes.dtype, count=len(live))
         pos = np.nonzero(np.isin(hashes, cand))[0]
         rows = np.searchsorted(off, pos, side="right") - 1
-        _walk(out, waiting, n, bs, hashes, off.tolist(), p.tolist(), o.tolist(), f.tolist(), cacheable.tolist(),
-              pos.tolist(), rows.tolist(), regs.tolist(), reg_keys.tolist(), hashes[pos].tolist())
+        _walk((hashes_out, pairs), waiting, n, bs, hashes, off.tolist(), p.tolist(), o.tolist(), f.tolist(),
+              cacheable.tolist(), pos.tolist(), rows.tolist(), regs.tolist(), reg_keys.tolist(), hashes[pos].tolist())
         n += len(p)
-    out.requests = n
-    return out
+    return DecodeBlocks.from_dict(hashes_out, n, pairs[0])
 
 
-def _walk(out: DecodeBlocks, waiting: dict, first: int, bs: int, hashes: np.ndarray, off: list, p: list, o: list,
+def _walk(out: tuple, waiting: dict, first: int, bs: int, hashes: np.ndarray, off: list, p: list, o: list,
           f: list, cacheable: list, pos: list, rows: list, regs: list, reg_keys: list, at_pos: list) -> None:
     """One batch in trace order: each row resolves at its candidate positions (``at_pos``: the ids there, python
-    ints), then registers (if it takes part)."""
+    ints), then registers (if it takes part); ``out``: (request index -> decode-block ids, [pairs])."""
     k = 0
     npos = len(pos)
     for r, key in zip(regs + [len(p)], reg_keys + [None]):
@@ -120,13 +192,13 @@ def _walk(out: DecodeBlocks, waiting: dict, first: int, bs: int, hashes: np.ndar
             heapq.heappush(waiting.setdefault((key, f[r]), []), (p[r] + o[r], first + r, f[r], p[r], o[r]))
 
 
-def _resolve(out: DecodeBlocks, heap: list, p_b: int, hashes: np.ndarray, b_off: int, b_cacheable: int,
+def _resolve(out: tuple, heap: list, p_b: int, hashes: np.ndarray, b_off: int, b_cacheable: int,
              bs: int) -> None:
     """Request B (prompt ``p_b``) holds the heap's id at the heap's position: it is the next turn of every
     waiting request whose prompt and output it can hold (``p + o <= p_b``)."""
     while heap and heap[0][0] <= p_b:
         _, a, f, p, o = heapq.heappop(heap)
-        out.pairs += 1
+        out[1][0] += 1
         end = min((p + o - 1) // bs, b_cacheable)
         if end > f:
-            out.hashes[a] = hashes[b_off + f:b_off + end].tolist()
+            out[0][a] = hashes[b_off + f:b_off + end].tolist()

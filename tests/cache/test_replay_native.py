@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 
+import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -74,19 +75,22 @@ def test_native_equals_python_on_random_traces(reqs, cfg):
        st.integers(0, 5), st.booleans(), st.sampled_from(["back", "through"]))
 def test_admissions_equal_with_repeated_ids_and_waits(chains, c0, c1, wait, wp):
     """Direct start/prefill_done/finish calls, ids repeated within a request, wait_if_full, requests left
-    running: every Admission field and the end state agree."""
-    hs = [Hierarchy(_tiers([c0, c1]), wp), native.NativeHierarchy(_tiers([c0, c1]), wp)]
-    running: list[list] = [[], []]
+    running: every Admission field and the end state agree -- and the compiled ``start_ids`` (the keys as a
+    uint64 buffer, the compiled step loop's call) agrees with ``start`` (a list of ints)."""
+    hs = [Hierarchy(_tiers([c0, c1]), wp), native.NativeHierarchy(_tiers([c0, c1]), wp),
+          native.NativeHierarchy(_tiers([c0, c1]), wp)]
+    running: list[list] = [[], [], []]
     for r, keys in enumerate(chains):
         n = len(keys)
-        outs = [h.start(keys, n, max(0, n - r % 2), r % 3, wait) for h in hs]
-        if outs[0] is None or outs[1] is None:
-            assert outs[0] is None and outs[1] is None
+        args = (n, max(0, n - r % 2), r % 3, wait)
+        outs = [h.start(keys, *args) for h in hs[:2]] + [hs[2].start_ids(np.array(keys, np.uint64).tobytes(), *args)]
+        if any(o is None for o in outs):
+            assert all(o is None for o in outs)
         else:
             f = lambda a: (a.prefix_hit_blocks, a.hit_blocks, list(a.hit_blocks_per_tier),  # noqa: E731
                            a.last_hit_tier, list(a.restored_blocks_per_tier), bool(a.truncated),
                            list(a.pinned_hashes), list(a.computed_hashes), a.reserved_blocks)
-            assert f(outs[0]) == f(outs[1])
+            assert f(outs[0]) == f(outs[1]) == f(outs[2])
             for h, a, run in zip(hs, outs, running):
                 h.prefill_done(a)
                 run.append(a)
@@ -96,7 +100,7 @@ def test_admissions_equal_with_repeated_ids_and_waits(chains, c0, c1, wait, wp):
                     h.finish(run.pop(0))
         for h in hs:
             h._check()
-        assert _state(hs[0]) == _state(hs[1])
+        assert _state(hs[0]) == _state(hs[1]) == _state(hs[2])
 
 
 def _stress_trace(seed, n):

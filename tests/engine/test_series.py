@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from pcs.engine.series import Sampler, sequential_samples
 
@@ -36,6 +38,35 @@ def test_bounded_whatever_the_length():
     # the kept boundaries are the grid t0 + k x step, k = 0, 1, ...
     assert [round((r[0] - s.t0) / s.step_s, 9) for r in s.rows] == list(range(len(s.rows)))
     assert s.rows[-1][0] <= t < s.next_s
+
+
+def test_presize_by_hand():
+    # base 1 s, 4 samples: a span 10 -> 30 (20 s) needs step 8 (step 4 would need 6 samples); the same rows
+    # as test_boundaries_state_and_doubling_by_hand reaches by doubling (there the calls at 12.5 and 17 come
+    # before the next boundary 18 here: an engine makes 2 calls instead of 4)
+    s = Sampler(base_step_s=1.0, max_samples=4)
+    s.presize(10.0, 30.0)
+    assert s.step_s == 8.0
+    assert s.take(10.0, lambda: ("a",)) == 18.0
+    assert s.take(30.0, lambda: ("d",)) == 34.0
+    assert s.step_s == 8.0 and s.rows == [(10.0, "a"), (18.0, "d"), (26.0, "d")]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.floats(0.0, 50.0, allow_nan=False), min_size=1, max_size=60), st.integers(2, 6),
+       st.sampled_from([0.001, 0.25, 1.0]))
+def test_presized_equals_doubling(gaps, max_samples, base):
+    # check points at increasing times; each sampler is called, as an engine calls it, only at a check point
+    # at or after its next boundary; the state is the check point's index. The presized sampler (span: the
+    # first and the last check point) keeps the same rows and ends at the same step.
+    times = np.cumsum(gaps).tolist()
+    plain, sized = Sampler(base, max_samples), Sampler(base, max_samples)
+    sized.presize(times[0], times[-1])
+    for k, t in enumerate(times):
+        for s in (plain, sized):
+            if t >= s.next_s:
+                s.take(t, lambda: (k,))
+    assert (sized.step_s, sized.rows, sized.next_s) == (plain.step_s, plain.rows, plain.next_s)
 
 
 def test_series_payload_by_hand():

@@ -7,12 +7,18 @@ from __future__ import annotations
 
 import functools
 
+import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from conftest import MOONCAKE_CONV as MOONCAKE  # noqa: E402  (../shared/traces or $PCS_SHARED_TRACES)
 from helpers import req, traces
+from pcs import _native
 from pcs.engine import turns
 from pcs.trace.batches import as_batches
+
+NATIVES = ["python", "c"] if _native.built("turns") else ["python"]
 
 
 def next_turns_by_the_rule(reqs) -> tuple[dict, int]:
@@ -36,7 +42,8 @@ def next_turns_by_the_rule(reqs) -> tuple[dict, int]:
     return hashes, pairs
 
 
-def test_hand_trace_one_pass():
+@pytest.mark.parametrize("native", NATIVES)
+def test_hand_trace_one_pass(native):
     # bs 2. A (0): ids [5, 6] prompt 4 output 1 -> waits on (6, f=2); B (1) holds 6 at position 0 only: not A's
     # next turn (wrong position). C (2): [5, 6, 7, 8] prompt 8 >= 5: A's next turn, A's KV ends at 4 tokens
     # (end = (4 + 1 - 1) // 2 = 2 = f): a pair without ids. D (3): prompt 3 output 9: waits on (7, f=1);
@@ -45,13 +52,16 @@ def test_hand_trace_one_pass():
     reqs = [req([5, 6], 0, prompt=4, out=1, bs=2), req([6], 1, prompt=2, out=0, bs=2),
             req([5, 6, 7, 8], 2, prompt=8, out=0, bs=2), req([7, 8], 3, prompt=3, out=9, bs=2),
             req([7, 1, 2, 3, 4, 9], 4, prompt=12, out=0, bs=2)]
-    dec = turns.decode_blocks(reqs)
+    dec = turns.decode_blocks(reqs, native)
     assert dec.hashes == {3: [1, 2, 3, 4]} and dec.pairs == 2 and dec.requests == 5
+    # the chunked view the compiled step loop reads: requests 2 .. 4 -> request 3 (row 1) holds ids 1 .. 4
+    off, ids = dec.arrays(2, 3)
+    assert off.tolist() == [0, 0, 4, 4] and ids.tolist() == [1, 2, 3, 4] and dec.get(0) == []
 
 
 @settings(max_examples=150, deadline=None)
-@given(traces(max_requests=30), st.integers(1, 7), st.data())
-def test_one_pass_equals_the_rule(reqs, rows, data):
+@given(traces(max_requests=30), st.integers(1, 7), st.sampled_from(NATIVES), st.data())
+def test_one_pass_equals_the_rule(reqs, rows, native, data):
     # arbitrary outputs so that p_B >= p_A + o_A both holds and fails; small batches so that next turns
     # cross batch boundaries
     reqs = [req(r.block_hashes.tolist(), r.arrival_s, prompt=r.prompt_tokens,
@@ -60,7 +70,25 @@ def test_one_pass_equals_the_rule(reqs, rows, data):
     orig = turns.as_batches
     turns.as_batches = functools.partial(as_batches, rows=rows)
     try:
-        dec = turns.decode_blocks(reqs)
+        dec = turns.decode_blocks(reqs, native)
     finally:
         turns.as_batches = orig
     assert (dec.hashes, dec.pairs, dec.requests) == (want_hashes, want_pairs, len(reqs))
+    # arrays(first, m) over any window lists the same ids as the dict
+    first = data.draw(st.integers(0, len(reqs)))
+    m = data.draw(st.integers(0, len(reqs) - first))
+    off, ids = dec.arrays(first, m)
+    assert [ids[off[r]:off[r + 1]].tolist() for r in range(m)] == [want_hashes.get(first + r, []) for r in range(m)]
+
+
+@pytest.mark.skipif(not _native.built("turns"), reason="the compiled pcs.engine._turns is not built")
+@pytest.mark.skipif(not MOONCAKE.exists(), reason="the Mooncake trace (/work/shared) is not here")
+def test_compiled_equals_reference_on_mooncake():
+    from pcs.engine.decoded import Decoded
+    from pcs.trace import open_trace
+
+    src = Decoded(open_trace(str(MOONCAKE)))
+    c, py = turns.decode_blocks(src, "c"), turns.decode_blocks(src, "python")
+    assert (c.pairs, c.requests) == (py.pairs, py.requests) and c.pairs > 0
+    assert np.array_equal(c.index, py.index) and np.array_equal(c.starts, py.starts)
+    assert np.array_equal(c.ids, py.ids) and c.hashes == py.hashes

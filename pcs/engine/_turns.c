@@ -1,0 +1,221 @@
+/*
+ * pcs.engine._turns: the next-turn search of pcs.engine.turns (decode blocks), streamed batch by batch.
+ *
+ * The compiled twin of pcs.engine.turns._walk_python (the Python reference; tests/engine/test_turns.py
+ * diffs the two on hypothesis traces and on the Mooncake trace). The rule (docs/semantics.md §9): request A
+ * (prompt p, output o, f = p // bs full prompt blocks, f >= 1, its chain holding all f) waits under the key
+ * (its id at position f - 1, f); the first later request B holding that id at that position with
+ * p_B >= p + o is A's next turn, and A's decode blocks are B's ids at positions f .. min((p + o - 1) // bs,
+ * B's cacheable blocks) - 1. B first resolves, then registers (a request is never its own next turn).
+ *
+ * State: an open-addressing table (linear probing, splitmix64, load <= 0.5, grown by doubling) from key
+ * (id, f) to a min-heap of waiting requests ordered on (p + o, request index); a resolved request leaves its
+ * heap, emptied heaps stay (as the reference's dict). A 2^22-bit filter of the keys' hashes (512 KB, set on
+ * registering, never cleared) skips the table probe for the positions that hold no key (most of them). Output, in resolution order: per resolved request its
+ * index and its decode-block count, and the ids themselves (tn_result); pairs = resolved requests.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include "../_kernel_common.h"
+
+typedef struct { int64_t s, a; } entry_t;                 /* s = p + o, a = request index */
+typedef struct { entry_t *e; int64_t n, cap; } heap_t;
+typedef struct { uint64_t id; int64_t f; int64_t heap; } slot_t;   /* heap < 0: empty slot */
+typedef struct { void *p; int64_t n, cap; } vec_t;
+
+#define FILTER_BITS 22                                       /* 2^22-bit filter: 512 KB */
+
+typedef struct {
+    slot_t *slots; int64_t mask, used;
+    uint64_t *filter;                                        /* bit (hash >> (64 - FILTER_BITS)) set per key */
+    heap_t *heaps; int64_t nheaps, capheaps;
+    vec_t res_a, res_len, res_ids;                           /* int64, int64, uint64 */
+    int64_t pairs;
+} turns_t;
+
+static int vec_push(vec_t *v, const void *src, int64_t k) {   /* k items of 8 bytes */
+    if (v->n + k > v->cap) {
+        int64_t cap = v->cap ? v->cap : 1024;
+        while (cap < v->n + k) cap *= 2;
+        void *p = realloc(v->p, (size_t)cap * 8);
+        if (!p) return -1;
+        v->p = p; v->cap = cap;
+    }
+    memcpy((char *)v->p + v->n * 8, src, (size_t)k * 8);
+    v->n += k;
+    return 0;
+}
+
+static void tn_free(turns_t *t) {
+    if (!t) return;
+    for (int64_t i = 0; i < t->nheaps; i++) free(t->heaps[i].e);
+    free(t->heaps); free(t->slots); free(t->filter);
+    free(t->res_a.p); free(t->res_len.p); free(t->res_ids.p);
+    free(t);
+}
+
+static inline uint64_t key_hash(uint64_t id, int64_t f) { return mix64(id ^ mix64((uint64_t)f)); }
+
+/* The slot of key (id, f) (hash: key_hash(id, f)): its own, or the empty one where it would go. */
+static slot_t *tn_slot(turns_t *t, uint64_t id, int64_t f, uint64_t hash) {
+    uint64_t i = hash & (uint64_t)t->mask;
+    for (;; i = (i + 1) & (uint64_t)t->mask) {
+        slot_t *s = &t->slots[i];
+        if (s->heap < 0 || (s->id == id && s->f == f)) return s;
+    }
+}
+
+static int tn_grow(turns_t *t) {
+    int64_t old = t->mask + 1, size = old * 2;
+    slot_t *prev = t->slots;
+    t->slots = (slot_t *)malloc((size_t)size * sizeof(slot_t));
+    if (!t->slots) { t->slots = prev; return -1; }
+    for (int64_t i = 0; i < size; i++) t->slots[i].heap = -1;
+    t->mask = size - 1;
+    for (int64_t i = 0; i < old; i++)
+        if (prev[i].heap >= 0) *tn_slot(t, prev[i].id, prev[i].f, key_hash(prev[i].id, prev[i].f)) = prev[i];
+    free(prev);
+    return 0;
+}
+
+static inline int entry_less(entry_t x, entry_t y) { return x.s < y.s || (x.s == y.s && x.a < y.a); }
+
+static int heap_push(heap_t *h, entry_t x) {
+    if (h->n == h->cap) {
+        int64_t cap = h->cap ? h->cap * 2 : 2;
+        entry_t *e = (entry_t *)realloc(h->e, (size_t)cap * sizeof(entry_t));
+        if (!e) return -1;
+        h->e = e; h->cap = cap;
+    }
+    int64_t i = h->n++;
+    while (i > 0 && entry_less(x, h->e[(i - 1) / 2])) { h->e[i] = h->e[(i - 1) / 2]; i = (i - 1) / 2; }
+    h->e[i] = x;
+    return 0;
+}
+
+static entry_t heap_pop(heap_t *h) {
+    entry_t top = h->e[0], x = h->e[--h->n];
+    int64_t i = 0, n = h->n;
+    for (;;) {
+        int64_t c = 2 * i + 1;
+        if (c >= n) break;
+        if (c + 1 < n && entry_less(h->e[c + 1], h->e[c])) c++;
+        if (!entry_less(h->e[c], x)) break;
+        h->e[i] = h->e[c]; i = c;
+    }
+    if (n) h->e[i] = x;
+    return top;
+}
+
+/* Request a waits under key (id, f) until a next turn holds p_B >= s. */
+static int tn_register(turns_t *t, uint64_t id, int64_t f, entry_t x) {
+    if (2 * (t->used + 1) > t->mask + 1 && tn_grow(t) < 0) return -1;
+    uint64_t hash = key_hash(id, f), bit = hash >> (64 - FILTER_BITS);
+    t->filter[bit >> 6] |= (uint64_t)1 << (bit & 63);
+    slot_t *s = tn_slot(t, id, f, hash);
+    if (s->heap < 0) {
+        if (t->nheaps == t->capheaps) {
+            int64_t cap = t->capheaps ? t->capheaps * 2 : 1024;
+            heap_t *hs = (heap_t *)realloc(t->heaps, (size_t)cap * sizeof(heap_t));
+            if (!hs) return -1;
+            t->heaps = hs; t->capheaps = cap;
+        }
+        t->heaps[t->nheaps] = (heap_t){NULL, 0, 0};
+        s->id = id; s->f = f; s->heap = t->nheaps++;
+        t->used++;
+    }
+    return heap_push(&t->heaps[s->heap], x);
+}
+
+/* Request B (ids b[0 .. nh), prompt p_b, cacheable blocks) resolves every request waiting on key (b[j], j + 1)
+ * whose p + o <= p_b. */
+static int tn_resolve(turns_t *t, const uint64_t *b, int64_t nh, int64_t p_b, int64_t cacheable, int64_t bs) {
+    for (int64_t j = 0; j < nh; j++) {
+        uint64_t hash = key_hash(b[j], j + 1), bit = hash >> (64 - FILTER_BITS);
+        if (!(t->filter[bit >> 6] >> (bit & 63) & 1)) continue;     /* no key of this hash: most positions */
+        slot_t *s = tn_slot(t, b[j], j + 1, hash);
+        if (s->heap < 0) continue;
+        heap_t *h = &t->heaps[s->heap];
+        while (h->n && h->e[0].s <= p_b) {
+            entry_t x = heap_pop(h);
+            int64_t f = j + 1, end = (x.s - 1) / bs;
+            if (end > cacheable) end = cacheable;
+            t->pairs++;
+            if (end > f) {
+                int64_t len = end - f;
+                if (vec_push(&t->res_a, &x.a, 1) < 0 || vec_push(&t->res_len, &len, 1) < 0 ||
+                    vec_push(&t->res_ids, b + f, len) < 0) return -1;
+            }
+        }
+    }
+    return 0;
+}
+
+static void tn_capsule_free(PyObject *cap) { tn_free((turns_t *)PyCapsule_GetPointer(cap, "pcs.engine._turns.state")); }
+
+static PyObject *py_new(PyObject *self, PyObject *args) {
+    turns_t *t = (turns_t *)calloc(1, sizeof(turns_t));
+    if (!t) return PyErr_NoMemory();
+    t->mask = 1023;
+    t->slots = (slot_t *)malloc(1024 * sizeof(slot_t));
+    t->filter = (uint64_t *)calloc((size_t)1 << (FILTER_BITS - 6), sizeof(uint64_t));
+    if (!t->slots || !t->filter) { free(t->slots); free(t->filter); free(t); return PyErr_NoMemory(); }
+    for (int i = 0; i < 1024; i++) t->slots[i].heap = -1;
+    PyObject *cap = PyCapsule_New(t, "pcs.engine._turns.state", tn_capsule_free);
+    if (!cap) tn_free(t);
+    return cap;
+}
+
+static int tn_batch(turns_t *t, int64_t first, int64_t bs, const uint64_t *h, const int64_t *off, const int64_t *p,
+                    const int64_t *o, int64_t m) {
+    for (int64_t r = 0; r < m; r++) {
+        int64_t nh = off[r + 1] - off[r], f = p[r] / bs, cacheable = f < nh ? f : nh;
+        const uint64_t *b = h + off[r];
+        if (t->used && tn_resolve(t, b, nh, p[r], cacheable, bs) < 0) return -1;
+        if (f >= 1 && nh >= f && tn_register(t, b[f - 1], f, (entry_t){p[r] + o[r], first + r}) < 0) return -1;
+    }
+    return 0;
+}
+
+/* walk(state, first, block_size, hashes uint64, offsets int64 (m + 1), prompt int64 (m), output int64 (m)) */
+static PyObject *py_walk(PyObject *self, PyObject *args) {
+    PyObject *cap;
+    long long first, bs;
+    Py_buffer h, off, p, o;
+    if (!PyArg_ParseTuple(args, "OLLy*y*y*y*", &cap, &first, &bs, &h, &off, &p, &o)) return NULL;
+    turns_t *t = (turns_t *)PyCapsule_GetPointer(cap, "pcs.engine._turns.state");
+    int64_t m = off.len / 8 - 1;
+    PyObject *ret = NULL;
+    if (!t) goto done;
+    if (bs < 1 || m < 0 || p.len != m * 8 || o.len != m * 8 || (m >= 0 && ((const int64_t *)off.buf)[m] * 8 > h.len)) {
+        PyErr_SetString(PyExc_ValueError, "walk: inconsistent batch arrays");
+        goto done;
+    }
+    if (tn_batch(t, first, bs, (const uint64_t *)h.buf, (const int64_t *)off.buf, (const int64_t *)p.buf,
+                 (const int64_t *)o.buf, m) < 0) { PyErr_NoMemory(); goto done; }
+    ret = Py_None; Py_INCREF(ret);
+done:
+    PyBuffer_Release(&h); PyBuffer_Release(&off); PyBuffer_Release(&p); PyBuffer_Release(&o);
+    return ret;
+}
+
+/* result(state) -> (index bytes int64, count bytes int64, ids bytes uint64, pairs) in resolution order */
+static PyObject *py_result(PyObject *self, PyObject *args) {
+    PyObject *cap;
+    if (!PyArg_ParseTuple(args, "O", &cap)) return NULL;
+    turns_t *t = (turns_t *)PyCapsule_GetPointer(cap, "pcs.engine._turns.state");
+    if (!t) return NULL;
+    const char *none = "";    /* y# of a NULL pointer would be None */
+    return Py_BuildValue("y#y#y#L", t->res_a.p ? (const char *)t->res_a.p : none, (Py_ssize_t)(t->res_a.n * 8),
+                         t->res_len.p ? (const char *)t->res_len.p : none, (Py_ssize_t)(t->res_len.n * 8),
+                         t->res_ids.p ? (const char *)t->res_ids.p : none, (Py_ssize_t)(t->res_ids.n * 8),
+                         (long long)t->pairs);
+}
+
+static PyMethodDef methods[] = {
+    {"new", py_new, METH_NOARGS, "new() -> the empty state of a next-turn search"},
+    {"walk", py_walk, METH_VARARGS, "walk(state, first, block_size, hashes, offsets, prompt, output): one batch"},
+    {"result", py_result, METH_VARARGS, "result(state) -> (index, count, ids, pairs): the resolutions so far"},
+    {NULL, NULL, 0, NULL}};
+
+PCS_KERNEL_MODULE(_turns, "pcs.engine._turns", "The next-turn search of pcs.engine.turns in C.", methods)
