@@ -166,7 +166,7 @@ def test_write_through_and_three_tiers_on_a_sample():
 def test_deepseek_is_not_hybrid():
     from pcs.engine.api import replay
 
-    s = replay(str(ROOT / "traces" / "sample_chat.jsonl"), model="deepseek-v3.2").summary
+    s = replay(str(ROOT / "traces" / "sample_chat.jsonl"), model="deepseek-v3.2", tiers=["gpu=20GB"]).summary
     assert s.engine not in ("hybrid", "compiled-hybrid") and s.hybrid is None
 
 
