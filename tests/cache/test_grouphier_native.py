@@ -112,6 +112,45 @@ def test_native_equals_reference_under_the_step_scheduler(reqs, groups, caps, wp
     _assert_same(ref, nat, *out)
 
 
+#: preset-like group sets (block size 4): gpt-oss (full + window of 1 page), gemma-3 (full + window, 6 pages),
+#: qwen3-next (full + state every 2 blocks, 3 pages, both modes), a chunked-local model, a window-only model
+SHAPES = [
+    [("full", 0, 1), ("window", 5, 1)],
+    [("full", 0, 1), ("window", 9, 6)],
+    [("full", 0, 1), ("state", 8, 3)],
+    [("full", 0, 2), ("state", 8, 1, True)],
+    [("full", 0, 1), ("chunk", 8, 2)],
+    [("window", 7, 2)],
+]
+
+
+def _groups(shape):
+    return [CacheGroup(f"g{i}", rule, (f"g{i}",), BS, span, pages, layers=1, align=bool(rest and rest[0]))
+            for i, (rule, span, pages, *rest) in enumerate(shape)]
+
+
+@pytest.mark.parametrize("shape", range(len(SHAPES)))
+@pytest.mark.parametrize("seed", [1, 2])
+@pytest.mark.parametrize("wp", ["back", "through"])
+def test_seeded_stress_with_restores(shape, seed, wp):
+    # a 300-request prefix-chained trace on a small GPU over larger lower tiers (restores, demotions, drops,
+    # preemption), checked after every step, under the step scheduler and the modeled event loop
+    from helpers import stress_trace
+
+    reqs = stress_trace(seed, 300)
+    caps = [40, 120, 200]
+    for run in ("step", "modeled"):
+        ref, nat = _pair(caps, wp, _groups(SHAPES[shape]))
+        if run == "modeled":
+            a, b = _loop(ref, reqs, "modeled", ALL_RULES[0]), _loop(nat, reqs, "modeled", ALL_RULES[0])
+        else:
+            a, b = (step_run(reqs, caps, step_cost(token_s=0.001, attn_pair_s=1e-6), budget=16, seqs=4, hierarchy=h,
+                             engine=HybridStepEngine, block_bytes=[7] * 3, links=[None, _Link(), _Link()]).result
+                    for h in (ref, nat))
+        _assert_same(ref, nat, a, b)
+        assert sum(map(sum, nat.residency.restored)) > 0
+
+
 class _Link:
     """A link of dyadic times (setup 2^-12 s, 2^-20 s per byte)."""
 
