@@ -7,7 +7,9 @@ write-through; ``docs/semantics.md §3.1``, §5-§7) and of :mod:`pcs.cache.grou
 ``hybrid_kv_cache_manager``) with an LRU policy on every level and no admission policy. Its admissions'
 fields, tier counters, end state and :class:`pcs.cache.residency.Residency` (pages per group, peaks, the
 sampled series, per-request samples) are identical to the reference's
-(``tests/cache/test_grouphier_native.py``). Which hierarchy a hybrid replay runs on is decided by the
+(``tests/cache/test_grouphier_native.py``). Block hashes must be ints in [0, 2**64) (the trace readers'
+uint64 hashes; another value raises TypeError or OverflowError in ``start``), as for
+:class:`pcs.cache.native.NativeHierarchy`. Which hierarchy a hybrid replay runs on is decided by the
 engine-selection table (:mod:`pcs.engine.select`, row ``compiled-hybrid``; ``docs/semantics.md §15``).
 """
 from __future__ import annotations
