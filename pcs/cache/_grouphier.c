@@ -60,7 +60,8 @@ typedef struct {
     Py_ssize_t n, hcap, nt0, k;
     KV pin_now, hold[MAXG], release[MAXG], computed[MAXG], transient[MAXG], tmp, tmp2, tmp3;
     Rest *rest;
-    Py_ssize_t nrest, rcap;
+    Py_ssize_t nrest, rcap, ecap;
+    int32_t *eidx;              /* t_insert's entry per batch key */
     long long extra, live[MAXG];
 } GH;
 
@@ -247,14 +248,20 @@ static Py_ssize_t t_insert(GH *s, int j, const KV *v, KV *out) {
     }
     t->evicted += gone;
     t->overflow += ncut - gone;
+    if (v->n > s->ecap) {       /* the batch's entries, found once: evictions below never free them */
+        int32_t *x = PyMem_Realloc(s->eidx, sizeof(int32_t) * v->n);
+        if (!x) { PyErr_NoMemory(); return -1; }
+        s->eidx = x;
+        s->ecap = v->n;
+    }
     for (Py_ssize_t i = ncut; i < v->n; i++) {
-        int32_t e = pt_find(t, v->a[i]);
+        int32_t e = s->eidx[i] = pt_find(t, v->a[i]);
         if (e < 0) fresh++;
         else if (t->ent[e].pin == 0) pt_unlink(t, e);
     }
     if (t_evict(s, j, fresh - pt_free_slots(t), out) < 0) return -1;
     for (Py_ssize_t i = ncut; i < v->n; i++) {
-        int32_t e = pt_find(t, v->a[i]);
+        int32_t e = s->eidx[i];
         if (e < 0) {
             if ((e = pt_add(t, v->a[i], 0)) < 0) return -1;
             int g = GROUP_OF(v->a[i]);
@@ -1114,7 +1121,7 @@ static void gh_dealloc(GH *s) {
         kv_free(&s->hold[g]); kv_free(&s->release[g]); kv_free(&s->computed[g]); kv_free(&s->transient[g]);
     }
     kv_free(&s->pin_now); kv_free(&s->tmp); kv_free(&s->tmp2); kv_free(&s->tmp3);
-    PyMem_Free(s->rest); PyMem_Free(s->head); PyMem_Free(s->t0); PyMem_Free(s->where);
+    PyMem_Free(s->rest); PyMem_Free(s->eidx); PyMem_Free(s->head); PyMem_Free(s->t0); PyMem_Free(s->where);
     PyMem_Free(s->st); PyMem_Free(s->sc); PyMem_Free(s->req);
     Py_XDECREF(s->clock_fn);
     Py_TYPE(s)->tp_free((PyObject *)s);
