@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from typing import Any, Sequence
 
 from pcs import _native
+from pcs.cache import native as _native_hier
 from pcs.cache.groups import RULES, CacheGroup
 from pcs.cache.hierarchy import WRITE_POLICIES
 from pcs.cache.policies import get_policy
@@ -109,10 +110,12 @@ class _PolicyView:
         return [_key(h, tag) for h, tag in self._h.order(self._j)]
 
 
-class _TierView:
-    """One level of a :class:`NativeGroupHierarchy` with the read side of :class:`pcs.cache.tier.Tier`."""
+class _TierView(_native_hier._TierView):
+    """One level of a :class:`NativeGroupHierarchy` with the read side of :class:`pcs.cache.tier.Tier` (the
+    counters as :class:`pcs.cache.native.NativeHierarchy`'s tiers read them: ``tier_info``, ``check``;
+    resident pages and the LRU order keyed as ``page_key`` makes them)."""
 
-    __slots__ = ("_h", "_j", "name", "capacity_blocks", "resident", "policy")
+    __slots__ = ()
 
     def __init__(self, h, j: int, tier: Tier) -> None:
         self._h, self._j, self.name, self.capacity_blocks = h, j, tier.name, tier.capacity_blocks
@@ -121,33 +124,6 @@ class _TierView:
 
     def __len__(self) -> int:
         return self._h.tier_info(self._j)[0]
-
-    @property
-    def reserved_blocks(self) -> int:
-        return self._h.tier_info(self._j)[2]
-
-    @property
-    def stats(self) -> TierStats:
-        """A snapshot of the level's counters (pages)."""
-        return TierStats(*self._h.tier_info(self._j)[3:])
-
-    @property
-    def num_pinned(self) -> int:
-        res, held = self._h.tier_info(self._j)[:2]
-        return res - held
-
-    @property
-    def free_blocks(self) -> int:
-        res, _, reserved = self._h.tier_info(self._j)[:3]
-        return self.capacity_blocks - res - reserved
-
-    @property
-    def available_blocks(self) -> int:
-        res, held, reserved = self._h.tier_info(self._j)[:3]
-        return self.capacity_blocks - res - reserved + held
-
-    def _check(self) -> None:
-        self._h.check()
 
 
 class NativeGroupHierarchy:
