@@ -13,7 +13,11 @@ them and owns the ``auto | c | python`` switch):
 - ``pcs.engine._stepsched`` (pcs/engine/_stepsched.c): the step scheduler's
   event loop (default ``pcs replay``) over that hierarchy;
 - ``pcs.trace._statscan`` (pcs/trace/_statscan.c): the one-pass scan behind
-  ``pcs trace stats`` (pcs/trace/statscan.py).
+  ``pcs trace stats`` (pcs/trace/statscan.py);
+- ``pcs.engine._turns`` (pcs/engine/_turns.c): the next-turn search of the
+  step scheduler (pcs/engine/turns.py);
+- ``pcs.cache._grouphier`` (pcs/cache/_grouphier.c): the hybrid-model
+  hierarchy (cache groups over one shared LRU pool per tier level).
 
 All are ``optional``: when one fails to compile, installation still succeeds,
 its Python twin is used, and the build ends with one note naming the twins
@@ -29,7 +33,9 @@ from setuptools.command.build_ext import build_ext
 _SLOWER = {"pcs.curves._stackdist": "curves", "pcs.engine._lruscan": "sequential one-tier replays",
            "pcs.cache._lruhier": "replays on lru, fifo, slru, sieve, 2q, s3fifo, arc or lfu tiers",
            "pcs.engine._stepsched": "default step-scheduler replays",
-           "pcs.trace._statscan": "pcs trace stats"}
+           "pcs.trace._statscan": "pcs trace stats",
+           "pcs.engine._turns": "the next-turn search of step-scheduler replays",
+           "pcs.cache._grouphier": "hybrid-model replays (sliding window, chunked, SSM-state cache groups)"}
 
 
 class BuildTwins(build_ext):
@@ -60,7 +66,7 @@ _POLICY_SOURCES = [f"pcs/cache/_pol_{name}.c" for name in ("fifo", "slru", "siev
 
 
 def _ext(name: str, source: str, extra: tuple = (), args: tuple = ()) -> Extension:
-    return Extension(name, sources=[source, *extra], depends=["pcs/_kernel_common.h", "pcs/cache/_lruhier.h"],
+    return Extension(name, sources=[source, *extra], depends=["pcs/_kernel_common.h", "pcs/cache/_lruhier.h", "pcs/cache/_grouphier.h"],
                      extra_compile_args=["-O3", *args], optional=True)
 
 
@@ -74,5 +80,6 @@ setup(
         _ext("pcs.engine._stepsched", "pcs/engine/_stepsched.c", args=("-ffp-contract=off",)),
         _ext("pcs.trace._statscan", "pcs/trace/_statscan.c"),
         _ext("pcs.engine._turns", "pcs/engine/_turns.c"),
+        _ext("pcs.cache._grouphier", "pcs/cache/_grouphier.c"),
     ]
 )

@@ -14,6 +14,7 @@ lruhier    ``pcs.cache._lruhier``        :class:`pcs.cache.Hierarchy` (tiers wit
 stepsched  ``pcs.engine._stepsched``     :class:`pcs.engine.scheduler.StepEngine` (the step scheduler's loop)
 statscan   ``pcs.trace._statscan``       :mod:`pcs.trace.stats` / :mod:`pcs.trace.tree` (numpy stats)
 turns      ``pcs.engine._turns``         :func:`pcs.engine.turns.decode_blocks_python` (next-turn search)
+grouphier  ``pcs.cache._grouphier``      :class:`pcs.cache.grouphier.GroupHierarchy` (hybrid cache groups)
 ========== ============================= ======================================
 
 This module is the only place that imports them. The switch: ``auto`` (the
@@ -40,14 +41,16 @@ HELP = ("Compiled twins: auto (the compiled code when built), c (the compiled co
 #: twin name -> extension module name.
 TWINS = {"stackdist": "pcs.curves._stackdist", "lruscan": "pcs.engine._lruscan", "lruhier": "pcs.cache._lruhier",
          "stepsched": "pcs.engine._stepsched", "statscan": "pcs.trace._statscan",
-         "turns": "pcs.engine._turns"}
+         "turns": "pcs.engine._turns",
+         "grouphier": "pcs.cache._grouphier"}
 
 #: twin name -> what runs slower without it. benchmarks/bench_native.py on the Mooncake trace (2 cores):
 #: curve 4.9x, sequential one-tier replay 5.1x, modeled two-tier replay 1.6x slower on the Python twins.
 SLOWER = {"stackdist": "curves", "lruscan": "sequential one-tier replays",
           "lruhier": "replays on lru, fifo, slru, sieve, 2q, s3fifo, arc or lfu tiers",
           "stepsched": "default step-scheduler replays", "statscan": "pcs trace stats",
-          "turns": "the next-turn search of step-scheduler replays"}
+          "turns": "the next-turn search of step-scheduler replays",
+          "grouphier": "hybrid-model replays"}
 
 _loaded: dict[str, ModuleType | None] = {}
 

@@ -248,8 +248,8 @@ class ReplaySummary:
     scheduler: SchedulerSummary | None = field("-", "the step scheduler's settings, latencies with and without "
                                                     "the cache, load, preemptions and restores (compute step)",
                                                omit_none=True, default=None)
-    engine: str | None = field("-", "which engine ran the replay: lru-scan, compiled-step, compiled-hierarchy, reference or "
-                                    "hybrid "
+    engine: str | None = field("-", "which engine ran the replay: lru-scan, compiled-step, compiled-hierarchy, reference, "
+                                    "compiled-hybrid or hybrid "
                                     "(docs/semantics.md §15)", omit_none=True, default=None)
     engine_reason: str | None = field("-", "why the engine-selection table chose it", omit_none=True, default=None)
     baseline_engine: str | None = field("-", "which engine ran the sequential baseline of the gap split",

@@ -98,7 +98,8 @@ def _place(tiers: Sequence, timing: str, requested: str, native: str | None, hyb
     plans = []
     groups = [g.name for g in hybrid.groups] if hybrid is not None else None
     for t in (timing, "sequential") if timing == "modeled" else (timing,):
-        cfg = select.RunConfig.of(tiers, t, native, groups, _scheduler_label(step))
+        cfg = select.RunConfig.of(tiers, t, native, groups, _scheduler_label(step),
+                                  hybrid.pools if hybrid is not None else 1)
         # compiled-step is a modeled engine: asked for by name, its sequential baseline runs on the same
         # compiled hierarchy without the step loop
         baseline = t != timing and select.canonical(requested) == "compiled-step"
@@ -144,21 +145,22 @@ def _event_loops(plans: list[_Plan], make_tiers: Callable[[], list], tiers0: lis
             out.append(None)
             continue
         tiers = tiers0 if not any(out) else make_tiers()
-        kw = {} if plan.row.name != "hybrid" else _hybrid_kwargs(hybrid, block_bytes, step_s)
+        kw = {} if plan.row.name not in select.HYBRID_ROWS else _hybrid_kwargs(hybrid, block_bytes, step_s)
         hierarchy = clocked(plan.row.load()(tiers, write_policy, **kw))   # trace-reading policies follow admissions
         if step is not None and plan.timing == "modeled":
             setup, cfg, decode, rules = step
             if loop_cls is NativeStepEngine:
                 loop_cls = _native_step_or_fallback(plan, hierarchy, links, setup.cost, cfg)
-            engine = HybridStepEngine if plan.row.name == "hybrid" else loop_cls
+            engine = HybridStepEngine if plan.row.name in select.HYBRID_ROWS else loop_cls
             out.append(engine(hierarchy, links, block_bytes, setup.cost, cfg, rules.recompute_last_token, decode))
         else:
             out.append(ReplayEngine(hierarchy, plan.timing, links=links, block_bytes=block_bytes))
     if step is not None and plans[0].timing == "modeled" and out[0] is not None:
         setup, cfg, _, rules = step
-        kw = {} if plans[0].row.name != "hybrid" else _hybrid_kwargs(hybrid, block_bytes, step_s, gpu_only=True)
+        hyb = plans[0].row.name in select.HYBRID_ROWS
+        kw = {} if not hyb else _hybrid_kwargs(hybrid, block_bytes, step_s, gpu_only=True)
         gpu_only = clocked(plans[0].row.load()(make_tiers()[:kw.get("pools", 1)], write_policy, **kw))
-        nc_cls = StepEngine if plans[0].row.name == "hybrid" else loop_cls
+        nc_cls = StepEngine if hyb else loop_cls
         out.append(nc_cls(gpu_only, links[:1], block_bytes[:1], setup.cost, cfg, rules.recompute_last_token,
                           no_cache=True))
     return out

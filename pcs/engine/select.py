@@ -1,6 +1,6 @@
 """The engine-selection table: the one place that decides how a replay runs.
 
-Five engines give the same replay (``docs/semantics.md §15``); each row of
+Six engines give the same replay (``docs/semantics.md §15``); each row of
 :data:`ENGINES` names one, the conditions under which it applies, the code
 that runs it and the test that proves it equals the reference:
 
@@ -23,14 +23,22 @@ engine                 applies when                               implementation
                        built, ``native`` not ``python``
 ``reference``          one cache group of full attention (every   :class:`pcs.cache.Hierarchy` under the
                        model that is not hybrid)                  event loop
+``compiled-hybrid``    one shared pool per tier (vLLM's hybrid    ``nativegroups.NativeGroupHierarchy``
+                       KV cache manager, the default), every      (cache groups in C) under the event loop
+                       tier's policy ``lru`` (no admission        or the step scheduler
+                       policy), at most 8 tiers, 8 cache groups,  (:mod:`pcs.engine.hybridstep`)
+                       2**30 pages per tier, the compiled twin
+                       built, ``native`` not ``python``
 ``hybrid``             always; the only row for a hybrid model    :class:`pcs.cache.grouphier.GroupHierarchy`
-                       (more than one cache group, or a window,   (cache groups over pools of pages) under
-                       chunk or state group: §3.1)                the event loop
+                       on split pools (``sglang``) or other       (cache groups over pools of pages) under
+                       policies                                   the event loop
 ====================== ========================================== ==========================================
 
 The first three rows need one full-attention cache group (a model whose
 components all take the full rule, ``docs/semantics.md §3.1``); a hybrid
-model runs on ``hybrid``, the Python reference of its rules.
+model (more than one cache group, or a window, chunk or state group) runs on
+``compiled-hybrid`` when it applies, else on ``hybrid``, the Python reference
+of its rules.
 
 :func:`choose` takes the first row that applies (``requested="auto"``) or
 the named row (an error when it does not apply). ``pcs.replay`` chooses
@@ -51,7 +59,7 @@ from pcs import _native
 from pcs.cache.native import COMPILED_POLICIES
 from pcs.cache.native import MAX_BLOCKS as MAX_COMPILED_BLOCKS
 
-__all__ = ["EngineRow", "RunConfig", "ENGINES", "ENGINE_NAMES", "ALIASES", "REQUESTS", "SUMMARY_KEYS",
+__all__ = ["EngineRow", "RunConfig", "ENGINES", "ENGINE_NAMES", "ALIASES", "REQUESTS", "SUMMARY_KEYS", "HYBRID_ROWS",
            "MAX_COMPILED_BLOCKS", "choose", "fall_back", "get_row", "canonical"]
 
 @dataclass(frozen=True, slots=True)
@@ -68,6 +76,7 @@ class RunConfig:
         hybrid: the model is hybrid (more than one group, or one that is not full attention).
         scheduler: the step scheduler's restore policy when the run uses it (modeled timing, ``--compute
             step``), with ``+chunk-attention`` when the model's prefill attention is not per pair; else None.
+        pools: a hybrid model's pools per tier (1: one shared pool, vLLM; one per group: SGLang).
     """
 
     timing: str
@@ -76,16 +85,17 @@ class RunConfig:
     groups: tuple[str, ...] = ("full_attention",)
     hybrid: bool = False
     scheduler: str | None = None
+    pools: int = 1
 
     @classmethod
     def of(cls, tiers: Sequence[Any], timing: str, native: str | None = None,
-           groups: Sequence[str] | None = None, scheduler: str | None = None) -> "RunConfig":
+           groups: Sequence[str] | None = None, scheduler: str | None = None, pools: int = 1) -> "RunConfig":
         """From :class:`pcs.cache.Tier` objects (their name, policy name -- with ``+`` and its admission
         policies, if any -- and capacity); ``groups``: the names of a hybrid model's cache groups (None: not
-        hybrid); ``scheduler``: as the attribute (kept for modeled timing only)."""
+        hybrid); ``scheduler``: as the attribute (kept for modeled timing only); ``pools``: as the attribute."""
         return cls(timing, tuple((t.name, _policy_label(t), int(t.capacity_blocks)) for t in tiers), native,
                    tuple(groups) if groups else ("full_attention",), bool(groups),
-                   scheduler if timing == "modeled" else None)
+                   scheduler if timing == "modeled" else None, int(pools))
 
 
 def _policy_label(tier: Any) -> str:
@@ -145,6 +155,27 @@ def _compiled_step_applies(cfg: RunConfig) -> str | None:
     return None
 
 
+def _compiled_hybrid_applies(cfg: RunConfig) -> str | None:
+    from pcs.cache.nativegroups import MAX_GROUPS, MAX_LEVELS, MAX_PAGES
+
+    if cfg.pools != 1:
+        return f"it needs one shared pool per tier (vLLM's hybrid KV cache manager), got {cfg.pools} pools per tier"
+    other = [f"{name}:{policy}" for name, policy, _ in cfg.tiers if policy != "lru"]
+    if other:
+        return f"it needs every tier's policy lru (no admission policy), got {', '.join(other)}"
+    if len(cfg.tiers) > MAX_LEVELS or len(cfg.groups) > MAX_GROUPS:
+        return f"it takes at most {MAX_LEVELS} tiers and {MAX_GROUPS} cache groups"
+    big = [name for name, _, cap in cfg.tiers if cap > MAX_PAGES]
+    if big:
+        return f"tier {big[0]} has more than {MAX_PAGES} pages"
+    mode = _native.default_mode() if cfg.native is None else cfg.native
+    if mode == "python":
+        return "native is python (no compiled code)"
+    if _native.resolve(mode, "grouphier") != "c":   # raises for native "c" when not built
+        return f"the compiled {_native.TWINS['grouphier']} is not built"
+    return None
+
+
 def _always(cfg: RunConfig) -> str | None:
     return None
 
@@ -198,6 +229,9 @@ ENGINES: tuple[EngineRow, ...] = (
     EngineRow("reference", "event-loop", "the event loop over the Python hierarchy (the reference)",
               _hybrid, "pcs.cache.hierarchy.Hierarchy", None,
               "tests/cache/test_cache_properties.py::test_one_lru_tier_sequential_equals_flat_lru_and_is_monotone"),
+    EngineRow("compiled-hybrid", "event-loop", "cache groups of pages in C (hybrid models, one shared lru pool "
+              "per tier; §3.1)", _compiled_hybrid_applies, "pcs.cache.nativegroups.NativeGroupHierarchy",
+              "grouphier", "tests/cache/test_grouphier_native.py::test_native_equals_reference_under_the_step_scheduler"),
     EngineRow("hybrid", "event-loop", "the event loop over cache groups of pages (hybrid models; §3.1)",
               _always, "pcs.cache.grouphier.GroupHierarchy", None,
               "tests/cache/test_hybrid_properties.py::test_one_full_group_equals_reference"),
@@ -208,6 +242,9 @@ ENGINE_NAMES: tuple[str, ...] = tuple(r.name for r in ENGINES)
 ALIASES = {"general": "reference", "fast": "lru-scan"}
 #: Every accepted ``engine=`` value: ``auto``, the table's names, then the aliases.
 REQUESTS: tuple[str, ...] = ("auto",) + ENGINE_NAMES + tuple(ALIASES)
+#: The rows that run cache groups (:mod:`pcs.engine.hybrid`'s plan; the step scheduler's
+#: :class:`pcs.engine.hybridstep.HybridStepEngine`).
+HYBRID_ROWS = ("compiled-hybrid", "hybrid")
 #: The replay summary's keys that say which engine ran (the only keys allowed to differ between engines).
 SUMMARY_KEYS = ("engine", "engine_reason", "baseline_engine", "baseline_engine_reason")
 

@@ -23,13 +23,18 @@ from hypothesis import strategies as st
 from helpers import ROOT, assert_one_line_error, invoke, traces
 from pcs.engine.api import replay
 from pcs.engine.hybrid import cache_groups, plan_hybrid
-from pcs.engine.select import SUMMARY_KEYS
+from pcs import _native
+from pcs.engine.select import HYBRID_ROWS, SUMMARY_KEYS
 from pcs.model import get_model, group_block_bytes, load_hf_config
 
 from conftest import MOONCAKE_CONV as MOONCAKE  # noqa: E402  (../shared/traces or $PCS_SHARED_TRACES)
 SAMPLE = ROOT / "traces" / "sample_chat.jsonl"
 GEMMA2 = ROOT / "tests" / "model" / "configs" / "gemma2.json"
 HYBRIDS = ("gpt-oss-120b", "gemma-3-27b", "qwen3-next-80b-a3b")
+
+
+#: the engine ``auto`` picks for a hybrid model on the default shared lru pool (docs/semantics.md §15)
+AUTO_HYBRID = "compiled-hybrid" if _native.built("grouphier") else "hybrid"
 
 
 def _plan(model, manager="vllm", size=400 * 10**9, B=512, tp=8):
@@ -116,7 +121,7 @@ def test_gemma2_config_alternates_full_and_window():
     groups = cache_groups(spec, 16, 16, False)
     assert [(g.rule, g.layers, g.span_tokens) for g in groups] == [("full", 21, 0), ("window", 21, 4096)]
     s = replay(SAMPLE, model=spec, tiers=["gpu=60blocks", "cpu=200blocks"]).summary
-    assert s.engine == "hybrid" and [g["rule"] for g in s.hybrid.groups] == ["full", "window"]
+    assert s.engine in HYBRID_ROWS and [g["rule"] for g in s.hybrid.groups] == ["full", "window"]
 
 
 def _check_adds_up(s) -> None:
@@ -140,9 +145,9 @@ def test_presets_on_the_sample(model, manager):
     r = replay(SAMPLE, model=model, tiers=["gpu=50GB", "cpu=200GB"], hybrid_kv_cache_manager=manager,
                residency_step_s=30.0)
     s = r.summary
-    assert s.engine == "hybrid" and s.hybrid.manager == manager
+    assert s.engine == ("hybrid" if manager == "sglang" else AUTO_HYBRID) and s.hybrid.manager == manager
     _check_adds_up(s)
-    assert s.hybrid.full_attention["engine"] != "hybrid"
+    assert s.hybrid.full_attention["engine"] not in HYBRID_ROWS
     series = s.hybrid.series["tiers"]["gpu"]
     assert series["t_s"] == sorted(series["t_s"]) and "peak" in series["kind"]
     peak = series["kind"].index("peak")
@@ -168,7 +173,7 @@ def test_cli_json_requests_out_and_options(tmp_path: Path):
                "--requests-out", out, "--residency-step", "120")
     assert r.exit_code == 0, r.output
     d = json.loads(r.stdout)
-    assert d["engine"] == "hybrid" and d["hybrid"]["series"]["step_s"] == 120
+    assert d["engine"] == AUTO_HYBRID and d["hybrid"]["series"]["step_s"] == 120
     assert set(d["gap"]) == {"block_rounding", "capacity_eviction", "concurrency", "hybrid_rules"}
     import pyarrow.parquet as pq
 
@@ -189,7 +194,7 @@ def test_hybrid_models_run_the_step_scheduler():
     # the step scheduler (docs/semantics.md §9) runs cache groups (pcs.engine.hybridstep): a hybrid model's
     # modeled replay is compute step by default, no note about falling back; infinite when asked
     s = replay(SAMPLE, model="gpt-oss-120b", tiers=["gpu=40GB"], timing="modeled").summary
-    assert s.compute == "step" and s.engine == "hybrid" and s.scheduler is not None
+    assert s.compute == "step" and s.engine == AUTO_HYBRID and s.scheduler is not None
     assert not any("step scheduler does not" in n for n in s.notes)
     i = replay(SAMPLE, model="gpt-oss-120b", tiers=["gpu=40GB"], timing="modeled", compute_mode="infinite").summary
     assert i.compute == "infinite" and i.scheduler is None

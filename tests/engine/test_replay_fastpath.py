@@ -142,7 +142,7 @@ def test_lru_scan_refuses_what_it_cannot_do():
         # r1: block 9 never seen, then block 5 cached: not a prefix chain
         replay(make_requests([([5], 4), ([9, 5], 8)]), tiers=["gpu=4blocks"], timing="sequential", engine="fast")
     with pytest.raises(ValueError, match="unknown engine 'quick'; valid: auto, lru-scan, compiled-step, compiled-hierarchy, "
-                                         "reference, hybrid, general, fast"):
+                                         "reference, compiled-hybrid, hybrid, general, fast"):
         replay(chained, tiers=["gpu=4blocks"], timing="sequential", engine="quick")
 
 

@@ -10,6 +10,8 @@ applies, in table order.
 """
 from __future__ import annotations
 
+import dataclasses
+
 import json
 import subprocess
 import sys
@@ -42,17 +44,24 @@ def cfg(timing, *tiers, native="auto"):
 # -- the table itself ----------------------------------------------------------------------------
 
 def test_rows_names_aliases_and_order():
-    assert select.ENGINE_NAMES == ("lru-scan", "compiled-step", "compiled-hierarchy", "reference", "hybrid")
-    assert [r.kind for r in select.ENGINES] == ["scan", "event-loop", "event-loop", "event-loop", "event-loop"]
-    assert select.REQUESTS == ("auto", "lru-scan", "compiled-step", "compiled-hierarchy", "reference", "hybrid",
-                               "general", "fast")
+    assert select.ENGINE_NAMES == ("lru-scan", "compiled-step", "compiled-hierarchy", "reference", "compiled-hybrid",
+                                   "hybrid")
+    assert [r.kind for r in select.ENGINES] == ["scan"] + ["event-loop"] * 5
+    assert select.REQUESTS == ("auto", "lru-scan", "compiled-step", "compiled-hierarchy", "reference",
+                               "compiled-hybrid", "hybrid", "general", "fast")
     assert {a: select.get_row(a).name for a in select.ALIASES} == {"general": "reference", "fast": "lru-scan"}
     # the reference applies to any model that is not hybrid, even a config no other row takes
     odd = cfg("modeled", ("gpu", "fifo", 3), ("cpu", "slru", 2**40), native="python")
     assert select.get_row("reference").applies(odd) is None
-    # a hybrid model: only the last row, which applies to anything
+    # a hybrid model: the compiled cache groups (one shared lru pool, the twin built) and the last row, which
+    # applies to anything; on split pools (SGLang), another policy or native python only the last row
     hyb = select.RunConfig("sequential", (("gpu", "lru", 100),), "auto", ("full_attention", "sliding_window"), True)
-    assert [r.name for r in select.ENGINES if r.applies(hyb) is None] == ["hybrid"]
+    both = ["compiled-hybrid", "hybrid"] if _native.built("grouphier") else ["hybrid"]
+    assert [r.name for r in select.ENGINES if r.applies(hyb) is None] == both
+    for other in (dataclasses.replace(hyb, pools=2), dataclasses.replace(hyb, tiers=(("gpu", "fifo", 100),)),
+                  dataclasses.replace(hyb, native="python")):
+        assert [r.name for r in select.ENGINES if r.applies(other) is None] == ["hybrid"]
+    assert "2 pools per tier" in select.get_row("compiled-hybrid").applies(dataclasses.replace(hyb, pools=2))
     assert select.ENGINES[-1].applies(odd) is None
 
 
@@ -135,7 +144,7 @@ def test_requested_engines_and_aliases():
                                          "tier's policy compiled .*, got gpu:belady\\+reuse:2"):
         select.choose(cfg("sequential", ("gpu", "belady+reuse:2", 100)), "compiled-hierarchy")
     with pytest.raises(ValueError, match="unknown engine 'turbo'; valid: auto, lru-scan, compiled-step, compiled-hierarchy, "
-                                         "reference, hybrid, general, fast"):
+                                         "reference, compiled-hybrid, hybrid, general, fast"):
         select.choose(seq_one, "turbo")
 
 

@@ -1,0 +1,1218 @@
+/* pcs.cache._grouphier: the hierarchy of a hybrid model (pcs/cache/grouphier.py, GroupHierarchy) in C.
+ *
+ * The compiled twin of the Python reference for vLLM's shared pool (one pool per tier level) with an LRU
+ * policy on every level and no admission policy: cache groups with their own hit rules (pcs/cache/groups.py:
+ * full, window, chunk, state; docs/semantics.md §3.1), the fixed point of the hit length, pins, reservations,
+ * restores, demotion or write-through (§5-§7), the step scheduler's grow / abort / extend
+ * (pcs/cache/groupstep.py) and the residency counters, peaks, series and per-request samples
+ * (pcs/cache/residency.py, §11, §13). Statement for statement as the reference, in the same order, so every
+ * admission, counter and end state is identical; pcs/cache/nativegroups.py wraps it and
+ * tests/cache/test_grouphier_native.py diffs the two.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <structmember.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include "_grouphier.h"
+
+#define MAXL 8
+#define MAXG 8
+enum { R_FULL, R_WINDOW, R_CHUNK, R_STATE };
+
+typedef struct { Key k; int32_t pos; int16_t g, lvl; } Rest;
+
+typedef struct {
+    PyObject_HEAD
+    long long prefix_hit_blocks, hit_blocks, last_hit_tier, lost_blocks, gpu_lead_blocks, blocks;
+    char truncated;
+    PyObject *hbpt, *rbpt, *rbytes;
+    Py_ssize_t reserved;
+    int G;
+    long long live[MAXG];
+    KV hold[MAXG], release[MAXG], computed[MAXG], transient[MAXG];
+    int32_t *rest;              /* (level, group) of each restored page, chain order */
+    Py_ssize_t nrest;
+} GAdm;
+
+typedef struct {
+    PyObject_HEAD
+    int L, G, wt, full0;
+    PTier tier[MAXL];
+    long long pb[MAXL];
+    int rule[MAXG], align[MAXG];
+    long long span[MAXG], pages[MAXG], B;
+    long long written_blocks[MAXL], dropped_blocks;
+    /* residency (pcs.cache.residency.Residency) */
+    long long rp[MAXL][MAXG], gpeak[MAXL][MAXG], restored[MAXL][MAXG], written[MAXL][MAXG], dropped[MAXG];
+    long long peak_bytes[MAXL], peak_pages[MAXL][MAXG], peak_held, last_pages[MAXG], last_lost;
+    double peak_t[MAXL], step_s, clock, next;
+    int has_next, auto_record;
+    Py_ssize_t max_samples, ns, nscap, nr, nrcap;
+    double *st;                 /* sample times */
+    long long *sc;              /* per sample L x G pages */
+    long long *req;             /* per admission sample G pages then the lost blocks */
+    PyObject *clock_fn;
+    /* one start()'s scratch (the reference's _Look and _Demand) */
+    uint64_t *head;
+    int32_t *t0, *where;
+    Py_ssize_t n, hcap, nt0, k;
+    KV pin_now, hold[MAXG], release[MAXG], computed[MAXG], transient[MAXG], tmp, tmp2, tmp3;
+    Rest *rest;
+    Py_ssize_t nrest, rcap, ecap;
+    int32_t *eidx;              /* t_insert's entry per batch key */
+    long long extra, live[MAXG];
+} GH;
+
+static PyTypeObject GAdmType, GHType;
+
+/* ------------------------------------------------------------------ residency */
+static void res_note(GH *s) {
+    for (int j = 0; j < s->L; j++) {
+        long long b = 0;
+        for (int g = 0; g < s->G; g++) b += s->rp[j][g] * s->pb[j];
+        if (b > s->peak_bytes[j]) {
+            s->peak_bytes[j] = b;
+            memcpy(s->peak_pages[j], s->rp[j], sizeof(long long) * MAXG);
+            s->peak_t[j] = s->clock;
+        }
+        for (int g = 0; g < s->G; g++) if (s->rp[j][g] > s->gpeak[j][g]) s->gpeak[j][g] = s->rp[j][g];
+    }
+}
+
+static int res_tick(GH *s, double t) {
+    if (!s->has_next) { s->next = t; s->has_next = 1; }
+    while (s->next <= t && s->ns < s->max_samples) {
+        if (s->ns == s->nscap) {
+            Py_ssize_t c = s->nscap ? s->nscap * 2 : 64;
+            double *a = PyMem_Realloc(s->st, sizeof(double) * c);
+            if (!a) { PyErr_NoMemory(); return -1; }
+            s->st = a;
+            long long *b = PyMem_Realloc(s->sc, sizeof(long long) * c * s->L * s->G);
+            if (!b) { PyErr_NoMemory(); return -1; }
+            s->sc = b;
+            s->nscap = c;
+        }
+        s->st[s->ns] = s->next;
+        for (int j = 0; j < s->L; j++)
+            for (int g = 0; g < s->G; g++) s->sc[(s->ns * s->L + j) * s->G + g] = s->rp[j][g];
+        s->ns++;
+        s->next += s->step_s;
+    }
+    s->clock = t;
+    return 0;
+}
+
+static int res_row(GH *s, const long long *pages, long long lost) {
+    if (s->nr == s->nrcap) {
+        Py_ssize_t c = s->nrcap ? s->nrcap * 2 : 1024;
+        long long *a = PyMem_Realloc(s->req, sizeof(long long) * c * (s->G + 1));
+        if (!a) { PyErr_NoMemory(); return -1; }
+        s->req = a;
+        s->nrcap = c;
+    }
+    memcpy(s->req + s->nr * (s->G + 1), pages, sizeof(long long) * s->G);
+    s->req[s->nr * (s->G + 1) + s->G] = lost;
+    s->nr++;
+    return 0;
+}
+
+static int res_admitted(GH *s, long long lost, long long held) {
+    if (s->auto_record) {
+        if (res_row(s, s->rp[0], lost) < 0) return -1;
+    } else {
+        memcpy(s->last_pages, s->rp[0], sizeof(long long) * MAXG);
+        s->last_lost = lost;
+    }
+    if (held > s->peak_held) s->peak_held = held;
+    return 0;
+}
+
+/* the followed clock (GroupStepMixin._now) */
+static int gh_now(GH *s) {
+    if (!s->clock_fn) return 0;
+    PyObject *r = PyObject_CallNoArgs(s->clock_fn);
+    if (!r) return -1;
+    double t = PyFloat_AsDouble(r);
+    Py_DECREF(r);
+    if (t == -1.0 && PyErr_Occurred()) return -1;
+    return res_tick(s, t);
+}
+
+static long long held_bytes(GH *s) {
+    PTier *t = &s->tier[0];
+    return (long long)(t->nres - t->held + t->reserved) * s->pb[0];
+}
+
+/* ------------------------------------------------------------------ tier operations (pcs.cache.tier.Tier, LRU) */
+static int lvl_of(GH *s, Key k) {
+    for (int j = 0; j < s->L; j++) if (pt_find(&s->tier[j], k) >= 0) return j;
+    return -1;
+}
+
+/* Tier._evict: n victims, first victim first, appended to out (may be NULL); pages counted out */
+static int t_evict(GH *s, int j, Py_ssize_t n, KV *out) {
+    PTier *t = &s->tier[j];
+    if (n <= 0) return 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        int32_t e = t->head;
+        Key k = {t->ent[e].h, t->ent[e].tag};
+        pt_unlink(t, e);
+        pt_del(t, e);
+        s->rp[j][GROUP_OF(k)]--;
+        if (out && kv_push(out, k) < 0) return -1;
+    }
+    t->evicted += n;
+    return 0;
+}
+
+static void t_pin(PTier *t, const KV *v) {
+    for (Py_ssize_t i = 0; i < v->n; i++) {
+        int32_t e = pt_find(t, v->a[i]);
+        if (t->ent[e].pin == 0) pt_unlink(t, e);
+        t->ent[e].pin++;
+    }
+}
+
+/* Tier.unpin of the keys in reverse order (the reference passes keys[::-1]) */
+static void t_unpin_rev(PTier *t, const KV *v) {
+    for (Py_ssize_t i = v->n - 1; i >= 0; i--) {
+        int32_t e = pt_find(t, v->a[i]);
+        if (--t->ent[e].pin == 0) pt_append(t, e);
+    }
+}
+
+static Py_ssize_t t_count_evictable(PTier *t, const KV *v) {
+    Py_ssize_t c = 0;
+    for (Py_ssize_t i = 0; i < v->n; i++) c += t->ent[pt_find(t, v->a[i])].pin == 0;
+    return c;
+}
+
+/* Tier.reserve on the GPU level (the caller checked n <= available) */
+static int t_reserve(GH *s, Py_ssize_t n, KV *victims) {
+    PTier *t = &s->tier[0];
+    if (t_evict(s, 0, n - pt_free_slots(t), victims) < 0) return -1;
+    t->reserved += n;
+    pt_peaks(t);
+    return 0;
+}
+
+/* Tier.fill on the GPU level; the number of keys newly resident (-1: memory error) */
+static Py_ssize_t t_fill(GH *s, const KV *v) {
+    PTier *t = &s->tier[0];
+    Py_ssize_t added = 0;
+    for (Py_ssize_t i = 0; i < v->n; i++) {
+        int32_t e = pt_find(t, v->a[i]);
+        if (e < 0) {
+            if (pt_add(t, v->a[i], 1) < 0) return -1;
+            added++;
+            s->rp[0][GROUP_OF(v->a[i])]++;
+        } else {
+            if (t->ent[e].pin == 0) pt_unlink(t, e);
+            t->ent[e].pin++;
+        }
+    }
+    t->reserved -= added;
+    t->inserted += added;
+    pt_peaks(t);
+    return added;
+}
+
+/* Tier.touch of the keys in reverse order: unpinned ones move to the LRU end */
+static void t_touch_rev(PTier *t, const KV *v) {
+    for (Py_ssize_t i = v->n - 1; i >= 0; i--) {
+        int32_t e = pt_find(t, v->a[i]);
+        if (e >= 0 && t->ent[e].pin == 0) {
+            pt_unlink(t, e);
+            pt_append(t, e);
+        }
+    }
+}
+
+/* Tier.insert (GroupHierarchy._insert) of v at level j: pushed (victims, then the cut keys) into out;
+ * returns the keys newly written, or -1 on a memory error */
+static Py_ssize_t t_insert(GH *s, int j, const KV *v, KV *out) {
+    PTier *t = &s->tier[j];
+    Py_ssize_t room = pt_free_slots(t) + t->held, ncut, gone = 0, fresh = 0;
+    if (room < 0) room = 0;
+    ncut = v->n > room ? v->n - room : 0;
+    for (Py_ssize_t i = 0; i < ncut; i++) {
+        int32_t e = pt_find(t, v->a[i]);
+        if (e >= 0 && t->ent[e].pin == 0) {
+            pt_unlink(t, e);
+            pt_del(t, e);
+            s->rp[j][GROUP_OF(v->a[i])]--;
+            gone++;
+        }
+    }
+    t->evicted += gone;
+    t->overflow += ncut - gone;
+    if (v->n > s->ecap) {       /* the batch's entries, found once: evictions below never free them */
+        int32_t *x = PyMem_Realloc(s->eidx, sizeof(int32_t) * v->n);
+        if (!x) { PyErr_NoMemory(); return -1; }
+        s->eidx = x;
+        s->ecap = v->n;
+    }
+    for (Py_ssize_t i = ncut; i < v->n; i++) {
+        int32_t e = s->eidx[i] = pt_find(t, v->a[i]);
+        if (e < 0) fresh++;
+        else if (t->ent[e].pin == 0) pt_unlink(t, e);
+    }
+    if (t_evict(s, j, fresh - pt_free_slots(t), out) < 0) return -1;
+    for (Py_ssize_t i = ncut; i < v->n; i++) {
+        int32_t e = s->eidx[i];
+        if (e < 0) {
+            if ((e = pt_add(t, v->a[i], 0)) < 0) return -1;
+            int g = GROUP_OF(v->a[i]);
+            s->rp[j][g]++;
+            if (j) s->written[j][g]++;
+        }
+        if (t->ent[e].pin == 0) pt_append(t, e);
+    }
+    t->inserted += fresh;
+    pt_peaks(t);
+    for (Py_ssize_t i = 0; i < ncut; i++) if (out && kv_push(out, v->a[i]) < 0) return -1;
+    return fresh;
+}
+
+static void dropped(GH *s, const KV *v) {
+    s->dropped_blocks += v->n;
+    for (Py_ssize_t i = 0; i < v->n; i++) s->dropped[GROUP_OF(v->a[i])]++;
+}
+
+/* GroupHierarchy._evicted: GPU victims demoted level by level (write-back) or dropped (write-through) */
+static int evicted(GH *s, const KV *victims) {
+    if (s->wt || !victims->n) return 0;
+    KV a = {0}, b = {0};
+    const KV *cur = victims;
+    int rc = 0;
+    for (int j = 1; j < s->L; j++) {
+        KV *nx = (cur == &a) ? &b : &a;
+        nx->n = 0;
+        Py_ssize_t w = t_insert(s, j, cur, nx);
+        if (w < 0) { rc = -1; goto done; }
+        s->written_blocks[j] += w;
+        cur = nx;
+        if (!cur->n) goto done;
+    }
+    dropped(s, cur);
+done:
+    kv_free(&a);
+    kv_free(&b);
+    return rc;
+}
+
+/* write-through of pages (already in the order the reference inserts them) into every lower level */
+static int write_down(GH *s, const KV *down) {
+    KV pushed = {0};
+    for (int j = 1; j < s->L; j++) {
+        pushed.n = 0;
+        Py_ssize_t w = t_insert(s, j, down, &pushed);
+        if (w < 0) { kv_free(&pushed); return -1; }
+        s->written_blocks[j] += w;
+        if (j == s->L - 1) dropped(s, &pushed);
+    }
+    kv_free(&pushed);
+    return 0;
+}
+
+static int kv_reversed(KV *dst, const KV *src) {
+    dst->n = 0;
+    for (Py_ssize_t i = src->n - 1; i >= 0; i--) if (kv_push(dst, src->a[i]) < 0) return -1;
+    return 0;
+}
+
+/* ------------------------------------------------------------------ the hit rules (pcs/cache/groups.py) */
+static long long window_blocks(GH *s, int g) { return (s->span[g] - 1 + s->B - 1) / s->B; }
+static long long chunk_start(GH *s, int g, long long k) { return k * s->B / s->span[g] * s->span[g] / s->B; }
+
+static long long need_from(GH *s, int g, long long k) {
+    switch (s->rule[g]) {
+    case R_WINDOW: { long long m = k - window_blocks(s, g); return m > 0 ? m : 0; }
+    case R_CHUNK: return chunk_start(s, g, k);
+    case R_STATE: return k > 1 ? k - 1 : 0;
+    default: return 0;
+    }
+}
+
+static long long keep_from(GH *s, int g, long long n) { return s->rule[g] == R_STATE ? n : need_from(s, g, n); }
+
+static long long hold_blocks(GH *s, int g) {
+    switch (s->rule[g]) {
+    case R_WINDOW: return window_blocks(s, g) + 1;
+    case R_CHUNK: return (s->span[g] + s->B - 1) / s->B + 1;
+    case R_STATE: return 1;
+    default: return -1;
+    }
+}
+
+/* the slowest level holding a page of block i of group g, -1 when a page is missing (_Look.tier) */
+static int tier_of(GH *s, int g, Py_ssize_t i) {
+    if (g == 0 && i < s->nt0) return s->t0[i];
+    int worst = 0;
+    for (long long p = 0; p < s->pages[g]; p++) {
+        Key k = {s->head[i], (uint32_t)(g << 16 | p)};
+        int t = lvl_of(s, k);
+        if (t < 0) return -1;
+        if (t > worst) worst = t;
+    }
+    return worst;
+}
+
+static int present(GH *s, int g, Py_ssize_t i, int gpu_only) {
+    int t = tier_of(s, g, i);
+    return gpu_only ? t == 0 : t >= 0;
+}
+
+/* CacheGroup.longest */
+static long long longest(GH *s, int g, long long limit, int gpu) {
+    long long k;
+    switch (s->rule[g]) {
+    case R_FULL:
+        for (k = 0; k < limit && present(s, g, k, gpu); k++) {}
+        return k;
+    case R_WINDOW: {
+        long long m = window_blocks(s, g), run = 0;
+        if (m == 0) return limit;
+        for (long long i = limit - 1; i >= 0; i--) {
+            if (present(s, g, i, gpu)) { if (++run >= m) return i + m; }
+            else run = 0;
+        }
+        return run;
+    }
+    case R_CHUNK:
+        for (k = chunk_start(s, g, limit); k < limit && present(s, g, k, gpu); k++) {}
+        return k;
+    default: {
+        long long u = s->span[g] / s->B;
+        k = limit - limit % u;
+        while (k > 0 && !present(s, g, k - 1, gpu)) k -= u;
+        return k;
+    }
+    }
+}
+
+/* groups.fixed_point; full_lead < 0: None */
+static long long fixed_point(GH *s, long long limit, int gpu, long long full_lead) {
+    long long k = limit;
+    for (;;) {
+        long long before = k;
+        for (int g = 0; g < s->G; g++) {
+            if (s->rule[g] == R_FULL && g == 0 && full_lead >= 0) { if (full_lead < k) k = full_lead; }
+            else k = longest(s, g, k, gpu);
+        }
+        if (k == before) return k;
+    }
+}
+
+/* _Look.lead: group 0's leading blocks resident in some tier, their levels in t0 */
+static Py_ssize_t look_lead(GH *s) {
+    s->nt0 = 0;
+    for (Py_ssize_t i = 0; i < s->n; i++) {
+        int t;
+        if (s->pages[0] == 1) { Key k = {s->head[i], 0}; t = lvl_of(s, k); }
+        else t = tier_of(s, 0, i);
+        if (t < 0) break;
+        s->t0[s->nt0++] = t;
+    }
+    return s->nt0;
+}
+
+/* ------------------------------------------------------------------ the demand of one hit length (_Demand) */
+static int push_rest(GH *s, Key k, Py_ssize_t pos, int g, int lvl) {
+    if (s->nrest == s->rcap) {
+        Py_ssize_t c = s->rcap ? s->rcap * 2 : 64;
+        Rest *r = PyMem_Realloc(s->rest, sizeof(Rest) * c);
+        if (!r) { PyErr_NoMemory(); return -1; }
+        s->rest = r;
+        s->rcap = c;
+    }
+    Rest *r = &s->rest[s->nrest++];
+    r->k = k;
+    r->pos = (int32_t)pos;
+    r->g = (int16_t)g;
+    r->lvl = (int16_t)lvl;
+    return 0;
+}
+
+static Key key_of(GH *s, Py_ssize_t i, int g, long long p) {
+    Key k = {s->head[i], (uint32_t)(g << 16 | p)};
+    return k;
+}
+
+/* GroupHierarchy._read: block i of group g is read: its GPU pages pinned, the others restored */
+static int d_read(GH *s, int g, Py_ssize_t i, long long keep) {
+    for (long long p = 0; p < s->pages[g]; p++) {
+        Key k = key_of(s, i, g, p);
+        int t = lvl_of(s, k);
+        if (t > s->where[i]) s->where[i] = t;
+        if (kv_push(i >= keep ? &s->hold[g] : &s->release[g], k) < 0) return -1;
+        if (t == 0 ? kv_push(&s->pin_now, k) < 0 : push_rest(s, k, i, g, t) < 0) return -1;
+    }
+    return 0;
+}
+
+/* GroupHierarchy._demand_full: group 0 of the full rule */
+static int d_full(GH *s, Py_ssize_t k, Py_ssize_t lead) {
+    long long np = s->pages[0];
+    if (np == 1) {
+        for (Py_ssize_t i = 0; i < lead; i++) {
+            int t = s->t0[i];
+            Key key = key_of(s, i, 0, 0);
+            if (i < k) s->where[i] = t;
+            else if (t) { if (kv_push(&s->computed[0], key) < 0) return -1; continue; }
+            if (kv_push(&s->hold[0], key) < 0) return -1;
+            if (t == 0 ? kv_push(&s->pin_now, key) < 0 : push_rest(s, key, i, 0, t) < 0) return -1;
+        }
+    } else {
+        for (Py_ssize_t i = 0; i < k; i++) if (d_read(s, 0, i, 0) < 0) return -1;
+        for (Py_ssize_t i = k; i < lead; i++)
+            for (long long p = 0; p < np; p++) {
+                Key key = key_of(s, i, 0, p);
+                if (lvl_of(s, key) == 0) {
+                    if (kv_push(&s->pin_now, key) < 0 || kv_push(&s->hold[0], key) < 0) return -1;
+                } else if (kv_push(&s->computed[0], key) < 0) return -1;
+            }
+    }
+    for (Py_ssize_t i = lead; i < s->n; i++)
+        for (long long p = 0; p < np; p++) if (kv_push(&s->computed[0], key_of(s, i, 0, p)) < 0) return -1;
+    return 0;
+}
+
+/* the pages a group other than a full group 0 computes: kept (computed) or stored unpinned (transient) */
+static int d_writes(GH *s, int g, Py_ssize_t a, long long keep) {
+    Py_ssize_t n = s->n;
+    if (s->rule[g] != R_STATE) {
+        for (Py_ssize_t i = a; i < n; i++)
+            for (long long p = 0; p < s->pages[g]; p++)
+                if (kv_push(i < keep ? &s->transient[g] : &s->computed[g], key_of(s, i, g, p)) < 0) return -1;
+        return 0;
+    }
+    long long u = s->span[g] / s->B, first, step = u;
+    if (s->align[g]) { first = n - n % u - 1; step = n + 1; if (first < a) return 0; }
+    else first = (a + 1 + u - 1) / u * u - 1;
+    for (long long i = first; i < n; i += step)
+        for (long long p = 0; p < s->pages[g]; p++)
+            if (kv_push(i < keep ? &s->transient[g] : &s->computed[g], key_of(s, i, g, p)) < 0) return -1;
+    return 0;
+}
+
+static int rest_cmp(const void *x, const void *y) {
+    const Rest *a = x, *b = y;
+    if (a->pos != b->pos) return a->pos < b->pos ? -1 : 1;
+    if (a->g != b->g) return a->g < b->g ? -1 : 1;
+    return a->k.tag < b->k.tag ? -1 : a->k.tag > b->k.tag;
+}
+
+/* GroupHierarchy._demand: what a hit of k blocks needs */
+static int demand(GH *s, Py_ssize_t k, Py_ssize_t lead, long long extra) {
+    s->k = k;
+    s->pin_now.n = 0;
+    s->nrest = 0;
+    s->extra = 0;
+    memset(s->where, 0, sizeof(int32_t) * (k + 1));
+    for (int g = 0; g < s->G; g++) s->hold[g].n = s->release[g].n = s->computed[g].n = s->transient[g].n = 0;
+    for (int g = 0; g < s->G; g++) {
+        long long keep = keep_from(s, g, s->n);
+        if (g == 0 && s->full0) {
+            if (d_full(s, k, lead) < 0) return -1;
+        } else {
+            for (long long i = need_from(s, g, k); i < k; i++) if (d_read(s, g, i, keep) < 0) return -1;
+            if (d_writes(s, g, k, keep) < 0) return -1;
+        }
+        long long held = hold_blocks(s, g), kept = s->n - (keep < s->n ? keep : s->n), run = extra;
+        if (held >= 0) {
+            long long room = held - kept > 0 ? held - kept : 0;
+            if (room < run) run = room;
+        }
+        s->extra += run * s->pages[g];
+        s->live[g] = kept + run;
+    }
+    if (s->G > 1 && s->nrest) qsort(s->rest, s->nrest, sizeof(Rest), rest_cmp);
+    return 0;
+}
+
+static Py_ssize_t need_of(GH *s) {
+    Py_ssize_t need = s->extra + s->nrest;
+    for (int g = 0; g < s->G; g++) need += s->computed[g].n;
+    return need;
+}
+
+typedef struct { int32_t pos, g; Key k; } Item;
+
+static int item_cmp(const void *x, const void *y) {
+    const Item *a = x, *b = y;
+    if (a->pos != b->pos) return a->pos < b->pos ? -1 : 1;
+    if (a->g != b->g) return a->g < b->g ? -1 : 1;
+    return a->k.tag < b->k.tag ? -1 : a->k.tag > b->k.tag;
+}
+
+/* GroupHierarchy._cut_computed: keep the computed pages in chain order while they fit; no extra pages */
+static int cut_computed(GH *s, Py_ssize_t budget) {
+    Py_ssize_t left = budget - s->nrest, total = 0, m = 0;
+    for (int g = 0; g < s->G; g++) total += s->computed[g].n;
+    Item *it = PyMem_Malloc(sizeof(Item) * (total ? total : 1));
+    if (!it) { PyErr_NoMemory(); return -1; }
+    /* positions: a computed page's block is in head (distinct hashes) */
+    for (int g = 0; g < s->G; g++)
+        for (Py_ssize_t x = 0, i = 0; x < s->computed[g].n; x++) {
+            Key k = s->computed[g].a[x];
+            while (s->head[i] != k.h) i++;       /* a group's computed pages are in chain order */
+            it[m].pos = (int32_t)i; it[m].g = g; it[m].k = k; m++;
+        }
+    qsort(it, m, sizeof(Item), item_cmp);
+    for (int g = 0; g < s->G; g++) s->computed[g].n = 0;
+    for (Py_ssize_t x = 0; x < m && left > 0; x++, left--)
+        if (kv_push(&s->computed[it[x].g], it[x].k) < 0) { PyMem_Free(it); return -1; }
+    PyMem_Free(it);
+    s->extra = 0;
+    return 0;
+}
+
+/* ------------------------------------------------------------------ start (admission) */
+/* GroupHierarchy._budgets with one pool: the GPU slots, or -1 to wait (nothing changes) */
+static Py_ssize_t budget_of(GH *s, Py_ssize_t need, int wait) {
+    PTier *t = &s->tier[0];
+    Py_ssize_t avail = pt_available(t) - t_count_evictable(t, &s->pin_now);
+    if (need <= avail) return need;
+    Py_ssize_t lim = t->cap - s->pin_now.n;
+    if (wait && avail < (need < lim ? need : lim)) return -1;
+    return avail;
+}
+
+/* GroupHierarchy._restore: fill the GPU slots of restored pages, touch their lower copies (§7) */
+static Py_ssize_t do_restores(GH *s, long long *restored, long long *nbytes) {
+    Py_ssize_t filled = 0;
+    for (Py_ssize_t x = 0; x < s->nrest; x++) s->restored[s->rest[x].lvl][s->rest[x].g]++;
+    for (int t = 1; t < s->L; t++) {
+        s->tmp.n = 0;
+        for (Py_ssize_t x = 0; x < s->nrest; x++)
+            if (s->rest[x].lvl == t && kv_push(&s->tmp, s->rest[x].k) < 0) return -1;
+        if (!s->tmp.n) continue;
+        restored[t] += s->tmp.n;
+        nbytes[t] += s->tmp.n * s->pb[t];
+        Py_ssize_t a = t_fill(s, &s->tmp);
+        if (a < 0) return -1;
+        filled += a;
+        t_touch_rev(&s->tier[t], &s->tmp);
+    }
+    return filled;
+}
+
+static PyObject *int_list(const long long *v, int n) {
+    PyObject *l = PyList_New(n);
+    if (!l) return NULL;
+    for (int j = 0; j < n; j++) {
+        PyObject *x = PyLong_FromLongLong(v[j]);
+        if (!x) { Py_DECREF(l); return NULL; }
+        PyList_SET_ITEM(l, j, x);
+    }
+    return l;
+}
+
+/* the admission's per-level lists and counters (GroupHierarchy._apply's second half) */
+static int adm_fields(GH *s, GAdm *a, const long long *restored, const long long *nbytes) {
+    long long hb[MAXL] = {0};
+    for (Py_ssize_t i = 0; i < s->k; i++) hb[s->where[i]]++;
+    a->last_hit_tier = s->k ? s->where[s->k - 1] : -1;
+    a->hbpt = int_list(hb, s->L);
+    a->rbpt = int_list(restored, s->L);
+    a->rbytes = int_list(nbytes, s->L);
+    if (!a->hbpt || !a->rbpt || !a->rbytes) return -1;
+    a->G = s->G;
+    for (int g = 0; g < s->G; g++) {
+        a->hold[g] = s->hold[g]; s->hold[g] = (KV){0};
+        a->release[g] = s->release[g]; s->release[g] = (KV){0};
+        a->computed[g] = s->computed[g]; s->computed[g] = (KV){0};
+        a->transient[g] = s->transient[g]; s->transient[g] = (KV){0};
+        a->live[g] = s->live[g];
+    }
+    a->nrest = s->nrest;
+    a->rest = PyMem_Malloc(sizeof(int32_t) * 2 * (s->nrest ? s->nrest : 1));
+    if (!a->rest) { PyErr_NoMemory(); return -1; }
+    for (Py_ssize_t x = 0; x < s->nrest; x++) { a->rest[2 * x] = s->rest[x].lvl; a->rest[2 * x + 1] = s->rest[x].g; }
+    return 0;
+}
+
+/* GroupHierarchy._apply: pin, reserve, restore, demote the victims; the admission */
+static GAdm *apply(GH *s, Py_ssize_t budget, Py_ssize_t lead, int truncated) {
+    long long restored[MAXL] = {0}, nbytes[MAXL] = {0};
+    t_pin(&s->tier[0], &s->pin_now);
+    s->tmp2.n = 0;
+    if (t_reserve(s, budget, &s->tmp2) < 0) return NULL;
+    Py_ssize_t filled = do_restores(s, restored, nbytes);
+    if (filled < 0 || evicted(s, &s->tmp2) < 0) return NULL;
+    GAdm *a = PyObject_New(GAdm, &GAdmType);
+    if (!a) return NULL;
+    memset((char *)a + sizeof(PyObject), 0, sizeof(GAdm) - sizeof(PyObject));
+    a->prefix_hit_blocks = lead;
+    a->hit_blocks = s->k;
+    a->truncated = (char)truncated;
+    a->reserved = budget - filled;
+    if (adm_fields(s, a, restored, nbytes) < 0) { Py_DECREF(a); return NULL; }
+    return a;
+}
+
+/* the request's cacheable head, up to the first repeated hash (hierarchy._first_repeat) */
+static int load_head(GH *s, PyObject *seq, Py_ssize_t cacheable) {
+    PyObject *f = PySequence_Fast(seq, "block hashes must be a sequence");
+    if (!f) return -1;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(f);
+    if (cacheable < n) n = cacheable;
+    if (n < 0) n = 0;
+    if (n + 1 > s->hcap) {
+        Py_ssize_t c = (n + 1) * 2;
+        uint64_t *h = PyMem_Realloc(s->head, sizeof(uint64_t) * c);
+        int32_t *t0 = h ? PyMem_Realloc(s->t0, sizeof(int32_t) * c) : NULL;
+        int32_t *w = t0 ? PyMem_Realloc(s->where, sizeof(int32_t) * c) : NULL;
+        if (h) s->head = h;
+        if (t0) s->t0 = t0;
+        if (w) s->where = w;
+        if (!w) { Py_DECREF(f); PyErr_NoMemory(); return -1; }
+        s->hcap = c;
+    }
+    PyObject **items = PySequence_Fast_ITEMS(f);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        s->head[i] = PyLong_AsUnsignedLongLong(items[i]);
+        if (s->head[i] == (uint64_t)-1 && PyErr_Occurred()) { Py_DECREF(f); return -1; }
+    }
+    Py_DECREF(f);
+    s->n = n;
+    /* first repeat: a small open-addressing set */
+    if (n > 1) {
+        Py_ssize_t sz = 16;
+        while (sz < 2 * n) sz *= 2;
+        uint64_t *set = PyMem_Calloc(sz, sizeof(uint64_t));
+        char *used = PyMem_Calloc(sz, 1);
+        if (!set || !used) { PyMem_Free(set); PyMem_Free(used); PyErr_NoMemory(); return -1; }
+        for (Py_ssize_t i = 0; i < n; i++) {
+            uint64_t x = s->head[i], j = (x * GH_HMUL) & (uint64_t)(sz - 1);
+            while (used[j] && set[j] != x) j = (j + 1) & (uint64_t)(sz - 1);
+            if (used[j]) { s->n = i; break; }
+            used[j] = 1;
+            set[j] = x;
+        }
+        PyMem_Free(set);
+        PyMem_Free(used);
+    }
+    return 0;
+}
+
+/* GroupHierarchy._gpu_lead */
+static long long gpu_lead(GH *s, long long full_lead) {
+    Py_ssize_t first = s->k;
+    for (Py_ssize_t i = 0; i < s->k; i++) if (s->where[i]) { first = i; break; }
+    return fixed_point(s, first, 1, full_lead >= 0 ? first : -1);
+}
+
+/* start(block_hashes, cacheable_blocks, max_hit_blocks, extra_blocks=0, wait_if_full=False) */
+static PyObject *gh_start(GH *s, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs < 3 || nargs > 5) { PyErr_SetString(PyExc_TypeError, "start takes 3 to 5 arguments"); return NULL; }
+    Py_ssize_t cacheable = PyLong_AsSsize_t(args[1]);
+    long long cap = PyLong_AsLongLong(args[2]), extra = nargs > 3 ? PyLong_AsLongLong(args[3]) : 0;
+    int wait = nargs > 4 ? PyObject_IsTrue(args[4]) : 0;
+    if (PyErr_Occurred() || wait < 0) return NULL;
+    if (gh_now(s) < 0 || load_head(s, args[0], cacheable) < 0) return NULL;
+    if (cap > s->n) cap = s->n;
+    if (cap < 0) cap = 0;
+    Py_ssize_t lead = look_lead(s);
+    long long full_lead = s->full0 ? lead : -1;
+    long long k = fixed_point(s, cap, 0, full_lead);
+    long long lost = s->full0 ? (cap < lead ? cap : lead) - k : 0;
+    if (k > lead) lead = k;
+    int truncated = 0;
+    Py_ssize_t budget;
+    for (;;) {
+        if (demand(s, k, lead, extra) < 0) return NULL;
+        Py_ssize_t need = need_of(s);
+        budget = budget_of(s, need, wait && !truncated);
+        if (budget < 0) Py_RETURN_NONE;
+        if (budget == need) break;
+        truncated = 1;
+        if (s->nrest > budget) {
+            k = fixed_point(s, s->rest[budget].pos, 0, full_lead);
+            continue;
+        }
+        if (cut_computed(s, budget) < 0) return NULL;
+        break;
+    }
+    long long gl = s->nrest ? gpu_lead(s, full_lead) : s->k;
+    GAdm *a = apply(s, budget, lead, truncated);
+    if (!a) return NULL;
+    a->lost_blocks = lost;
+    a->gpu_lead_blocks = gl;
+    a->blocks = s->n;
+    if (res_admitted(s, lost, held_bytes(s)) < 0) { Py_DECREF(a); return NULL; }
+    res_note(s);
+    return (PyObject *)a;
+}
+
+static GAdm *as_adm(PyObject *o) {
+    if (!PyObject_TypeCheck(o, &GAdmType)) {
+        PyErr_SetString(PyExc_TypeError, "expected an admission of this compiled hierarchy");
+        return NULL;
+    }
+    return (GAdm *)o;
+}
+
+/* prefill_done(adm): computed pages become cached, kept ones pinned, the others unpinned at once */
+static PyObject *gh_prefill_done(GH *s, PyObject *o) {
+    GAdm *a = as_adm(o);
+    if (!a || gh_now(s) < 0) return NULL;
+    for (int g = 0; g < s->G; g++) {
+        if (!a->computed[g].n) continue;
+        Py_ssize_t added = t_fill(s, &a->computed[g]);
+        if (added < 0) return NULL;
+        a->reserved -= added;
+    }
+    if (s->wt) {
+        s->tmp.n = 0;
+        for (int g = 0; g < s->G; g++) {
+            for (Py_ssize_t x = 0; x < a->computed[g].n; x++) if (kv_push(&s->tmp, a->computed[g].a[x]) < 0) return NULL;
+            for (Py_ssize_t x = 0; x < a->transient[g].n; x++) if (kv_push(&s->tmp, a->transient[g].a[x]) < 0) return NULL;
+        }
+        if (s->tmp.n && (kv_reversed(&s->tmp3, &s->tmp) < 0 || write_down(s, &s->tmp3) < 0)) return NULL;
+    }
+    for (int g = 0; g < s->G; g++) if (a->release[g].n) t_unpin_rev(&s->tier[0], &a->release[g]);
+    for (int g = 0; g < s->G; g++) {
+        if (!a->transient[g].n) continue;
+        s->tmp2.n = 0;
+        if (kv_reversed(&s->tmp3, &a->transient[g]) < 0 || t_insert(s, 0, &s->tmp3, &s->tmp2) < 0
+            || evicted(s, &s->tmp2) < 0) return NULL;
+    }
+    res_note(s);
+    Py_RETURN_NONE;
+}
+
+/* finish(adm): the request's pins dropped, group by group, tail first; its reserved slots given back */
+static PyObject *gh_finish(GH *s, PyObject *o) {
+    GAdm *a = as_adm(o);
+    if (!a || gh_now(s) < 0) return NULL;
+    for (int g = 0; g < s->G; g++) {
+        t_unpin_rev(&s->tier[0], &a->computed[g]);
+        t_unpin_rev(&s->tier[0], &a->hold[g]);
+    }
+    s->tier[0].reserved -= a->reserved;
+    a->reserved = 0;
+    Py_RETURN_NONE;
+}
+
+/* grow(adm, n): the pages of n more blocks reserved (GroupStepMixin.grow); False changes nothing */
+static PyObject *gh_grow(GH *s, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 2) { PyErr_SetString(PyExc_TypeError, "grow takes 2 arguments"); return NULL; }
+    GAdm *a = as_adm(args[0]);
+    long long n = PyLong_AsLongLong(args[1]);
+    if (!a || (n == -1 && PyErr_Occurred()) || gh_now(s) < 0) return NULL;
+    long long add[MAXG], need = 0;
+    for (int g = 0; g < s->G; g++) {
+        long long hold = hold_blocks(s, g), x = n;
+        if (hold >= 0) { x = hold - a->live[g]; if (x > n) x = n; if (x < 0) x = 0; }
+        add[g] = x;
+        need += x * s->pages[g];
+    }
+    if (need > pt_available(&s->tier[0])) Py_RETURN_FALSE;
+    if (need) {
+        s->tmp2.n = 0;
+        if (t_reserve(s, need, &s->tmp2) < 0) return NULL;
+        a->reserved += need;
+        if (evicted(s, &s->tmp2) < 0) return NULL;
+    }
+    for (int g = 0; g < s->G; g++) a->live[g] += add[g];
+    long long hb = held_bytes(s);
+    if (hb > s->peak_held) s->peak_held = hb;
+    res_note(s);
+    Py_RETURN_TRUE;
+}
+
+/* abort(adm): a request preempted before prefill_done: pins dropped tail first, slots given back */
+static PyObject *gh_abort(GH *s, PyObject *o) {
+    GAdm *a = as_adm(o);
+    if (!a || gh_now(s) < 0) return NULL;
+    for (int g = 0; g < s->G; g++) {
+        t_unpin_rev(&s->tier[0], &a->hold[g]);
+        t_unpin_rev(&s->tier[0], &a->release[g]);
+    }
+    s->tier[0].reserved -= a->reserved;
+    a->reserved = 0;
+    for (int g = 0; g < s->G; g++) a->hold[g].n = a->release[g].n = a->computed[g].n = a->transient[g].n = 0;
+    Py_RETURN_NONE;
+}
+
+/* extend(adm, block_hashes): full output blocks cached while decoding (GroupStepMixin.extend) */
+static PyObject *gh_extend(GH *s, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 2) { PyErr_SetString(PyExc_TypeError, "extend takes 2 arguments"); return NULL; }
+    GAdm *a = as_adm(args[0]);
+    if (!a) return NULL;
+    PyObject *f = PySequence_Fast(args[1], "block hashes must be a sequence");
+    if (!f) return NULL;
+    Py_ssize_t m = PySequence_Fast_GET_SIZE(f);
+    if (!m) { Py_DECREF(f); Py_RETURN_NONE; }
+    uint64_t *bh = PyMem_Malloc(sizeof(uint64_t) * m);
+    if (!bh) { Py_DECREF(f); return PyErr_NoMemory(); }
+    for (Py_ssize_t i = 0; i < m; i++) {
+        bh[i] = PyLong_AsUnsignedLongLong(PySequence_Fast_GET_ITEM(f, i));
+        if (bh[i] == (uint64_t)-1 && PyErr_Occurred()) { Py_DECREF(f); PyMem_Free(bh); return NULL; }
+    }
+    Py_DECREF(f);
+    PyObject *ret = NULL;
+    if (gh_now(s) < 0) goto done;
+    long long first = a->blocks;
+    a->blocks += m;
+    for (int g = 0; g < s->G; g++) {
+        KV *keys = &s->tmp;
+        keys->n = 0;
+        if (s->rule[g] == R_FULL) {
+            for (Py_ssize_t i = 0; i < m; i++)
+                for (long long p = 0; p < s->pages[g]; p++) {
+                    Key k = {bh[i], (uint32_t)(g << 16 | p)};
+                    if (kv_push(keys, k) < 0) goto done;
+                }
+            Py_ssize_t added = t_fill(s, keys);
+            if (added < 0) goto done;
+            a->reserved -= added;
+            for (Py_ssize_t x = 0; x < keys->n; x++) if (kv_push(&a->computed[g], keys->a[x]) < 0) goto done;
+        } else {
+            long long u = s->rule[g] == R_STATE ? s->span[g] / s->B : 1, st = u, i0 = first;
+            if (s->rule[g] == R_STATE) {
+                if (s->align[g]) { i0 = a->blocks - a->blocks % u - 1; st = a->blocks + 1; if (i0 < first) i0 = a->blocks; }
+                else i0 = (first + 1 + u - 1) / u * u - 1;
+            }
+            for (long long i = i0; i < a->blocks; i += st)
+                for (long long p = 0; p < s->pages[g]; p++) {
+                    Key k = {bh[i - first], (uint32_t)(g << 16 | p)};
+                    if (kv_push(keys, k) < 0) goto done;
+                }
+            if (keys->n) {
+                s->tmp2.n = 0;
+                if (kv_reversed(&s->tmp3, keys) < 0 || t_insert(s, 0, &s->tmp3, &s->tmp2) < 0
+                    || evicted(s, &s->tmp2) < 0) goto done;
+            }
+        }
+        if (s->wt && keys->n && (kv_reversed(&s->tmp3, keys) < 0 || write_down(s, &s->tmp3) < 0)) goto done;
+    }
+    res_note(s);
+    ret = Py_None;
+    Py_INCREF(ret);
+done:
+    PyMem_Free(bh);
+    return ret;
+}
+
+static PyObject *gh_held_blocks(GH *s, PyObject *unused) {
+    PTier *t = &s->tier[0];
+    return PyLong_FromSsize_t(t->nres - t->held + t->reserved);
+}
+
+static PyObject *gh_tick(GH *s, PyObject *o) {
+    double t = PyFloat_AsDouble(o);
+    if ((t == -1.0 && PyErr_Occurred()) || res_tick(s, t) < 0) return NULL;
+    Py_RETURN_NONE;
+}
+
+/* follow(clock): read simulated time from clock() before each call; per-request samples on request */
+static PyObject *gh_follow(GH *s, PyObject *clock) {
+    Py_INCREF(clock);
+    Py_XSETREF(s->clock_fn, clock);
+    s->auto_record = 0;
+    Py_RETURN_NONE;
+}
+
+static PyObject *gh_first_admission(GH *s, PyObject *unused) {
+    if (res_row(s, s->last_pages, s->last_lost) < 0) return NULL;
+    Py_RETURN_NONE;
+}
+
+/* restore_skipped(adm): the scheduler recomputed instead of restoring: not counted as restored pages */
+static PyObject *gh_restore_skipped(GH *s, PyObject *o) {
+    GAdm *a = as_adm(o);
+    if (!a) return NULL;
+    for (Py_ssize_t x = 0; x < a->nrest; x++) s->restored[a->rest[2 * x]][a->rest[2 * x + 1]]--;
+    Py_RETURN_NONE;
+}
+
+/* ------------------------------------------------------------------ read side */
+static PyObject *ll_rows(long long (*v)[MAXG], int rows, int cols, int as_tuple) {
+    PyObject *l = PyList_New(rows);
+    if (!l) return NULL;
+    for (int j = 0; j < rows; j++) {
+        PyObject *r = int_list(v[j], cols);
+        if (r && as_tuple) Py_SETREF(r, PyList_AsTuple(r));
+        if (!r) { Py_DECREF(l); return NULL; }
+        PyList_SET_ITEM(l, j, r);
+    }
+    return l;
+}
+
+static PyObject *samples_list(GH *s) {
+    PyObject *l = PyList_New(s->ns);
+    if (!l) return NULL;
+    for (Py_ssize_t x = 0; x < s->ns; x++) {
+        PyObject *lv = PyTuple_New(s->L);
+        if (!lv) { Py_DECREF(l); return NULL; }
+        for (int j = 0; j < s->L; j++) {
+            PyObject *r = PyList_New(s->G);
+            for (int g = 0; r && g < s->G; g++) PyList_SET_ITEM(r, g, PyLong_FromLongLong(s->sc[(x * s->L + j) * s->G + g]));
+            if (r) Py_SETREF(r, PyList_AsTuple(r));
+            if (!r) { Py_DECREF(lv); Py_DECREF(l); return NULL; }
+            PyTuple_SET_ITEM(lv, j, r);
+        }
+        PyObject *item = Py_BuildValue("(dN)", s->st[x], lv);
+        if (!item) { Py_DECREF(l); return NULL; }
+        PyList_SET_ITEM(l, x, item);
+    }
+    return l;
+}
+
+/* request samples: per group the bytes of an int64 column, then the lost blocks' column */
+static PyObject *request_cols(GH *s) {
+    PyObject *l = PyList_New(s->G + 1);
+    if (!l) return NULL;
+    long long *col = PyMem_Malloc(sizeof(long long) * (s->nr ? s->nr : 1));
+    if (!col) { Py_DECREF(l); return PyErr_NoMemory(); }
+    for (int g = 0; g <= s->G; g++) {
+        for (Py_ssize_t r = 0; r < s->nr; r++) col[r] = s->req[r * (s->G + 1) + g];
+        PyObject *b = PyBytes_FromStringAndSize((const char *)col, sizeof(long long) * s->nr);
+        if (!b) { PyMem_Free(col); Py_DECREF(l); return NULL; }
+        PyList_SET_ITEM(l, g, b);
+    }
+    PyMem_Free(col);
+    return l;
+}
+
+/* residency_state(): the Residency fields (pcs/cache/nativegroups.py builds the object) */
+static PyObject *gh_residency_state(GH *s, PyObject *unused) {
+    PyObject *pt = PyList_New(s->L);
+    if (!pt) return NULL;
+    for (int j = 0; j < s->L; j++) PyList_SET_ITEM(pt, j, PyFloat_FromDouble(s->peak_t[j]));
+    PyObject *nx = s->has_next ? PyFloat_FromDouble(s->next) : (Py_INCREF(Py_None), Py_None);
+    return Py_BuildValue("{sNsNsNsNsNsNsNsNsNsNsLsdsNsisNsL}",
+        "pages", ll_rows(s->rp, s->L, s->G, 0), "group_peak_pages", ll_rows(s->gpeak, s->L, s->G, 0),
+        "restored", ll_rows(s->restored, s->L, s->G, 0), "written", ll_rows(s->written, s->L, s->G, 0),
+        "dropped", int_list(s->dropped, s->G), "peak_bytes", int_list(s->peak_bytes, s->L),
+        "peak_pages", ll_rows(s->peak_pages, s->L, s->G, 1), "peak_t", pt, "samples", samples_list(s),
+        "request", request_cols(s), "peak_held_bytes", s->peak_held, "clock", s->clock, "next", nx,
+        "auto_record", s->auto_record, "last_pages", int_list(s->last_pages, s->G), "last_lost", s->last_lost);
+}
+
+static PyObject *gh_tier_info(GH *s, PyObject *o) {
+    long j = PyLong_AsLong(o);
+    if (j < 0 || j >= s->L) { if (!PyErr_Occurred()) PyErr_SetString(PyExc_IndexError, "tier index"); return NULL; }
+    PTier *t = &s->tier[j];
+    return Py_BuildValue("(nnnLLLLL)", t->nres, t->held, t->reserved, t->inserted, t->evicted, t->overflow,
+                         (long long)t->peak_res, (long long)t->peak_used);
+}
+
+/* resident(j): [(hash, tag, pin count)] of level j, table order */
+static PyObject *gh_resident(GH *s, PyObject *o) {
+    long j = PyLong_AsLong(o);
+    if (j < 0 || j >= s->L) { if (!PyErr_Occurred()) PyErr_SetString(PyExc_IndexError, "tier index"); return NULL; }
+    PTier *t = &s->tier[j];
+    PyObject *l = PyList_New(0);
+    for (uint64_t i = 0; l && i <= t->mask; i++) {
+        int32_t e = t->slots[i];
+        if (e < 0) continue;
+        PyObject *x = Py_BuildValue("(KIi)", (unsigned long long)t->ent[e].h, (unsigned)t->ent[e].tag, t->ent[e].pin);
+        if (!x || PyList_Append(l, x) < 0) { Py_XDECREF(x); Py_CLEAR(l); break; }
+        Py_DECREF(x);
+    }
+    return l;
+}
+
+/* order(j): [(hash, tag)] of level j's unpinned pages, first victim first */
+static PyObject *gh_order(GH *s, PyObject *o) {
+    long j = PyLong_AsLong(o);
+    if (j < 0 || j >= s->L) { if (!PyErr_Occurred()) PyErr_SetString(PyExc_IndexError, "tier index"); return NULL; }
+    PTier *t = &s->tier[j];
+    PyObject *l = PyList_New(0);
+    for (int32_t e = t->head; l && e >= 0; e = t->ent[e].next) {
+        PyObject *x = Py_BuildValue("(KI)", (unsigned long long)t->ent[e].h, (unsigned)t->ent[e].tag);
+        if (!x || PyList_Append(l, x) < 0) { Py_XDECREF(x); Py_CLEAR(l); break; }
+        Py_DECREF(x);
+    }
+    return l;
+}
+
+static PyObject *gh_written_blocks(GH *s, void *unused) { return int_list(s->written_blocks, s->L); }
+static PyObject *gh_dropped_blocks(GH *s, void *unused) { return PyLong_FromLongLong(s->dropped_blocks); }
+
+/* check(): every level's invariants (capacity, pins, the LRU list holds exactly the unpinned pages, none pinned or
+ * reserved below the GPU) and the residency page counters */
+static PyObject *gh_check(GH *s, PyObject *unused) {
+    for (int j = 0; j < s->L; j++) {
+        PTier *t = &s->tier[j];
+        long long cnt[MAXG] = {0};
+        Py_ssize_t unpinned = 0, listed = 0;
+        const char *bad = NULL;
+        if (t->reserved < 0 || t->nres + t->reserved > t->cap) bad = "capacity";
+        if (j && (t->reserved || t->nres != t->held)) bad = "pinned or reserved below the GPU";
+        for (uint64_t i = 0; i <= t->mask; i++) {
+            int32_t e = t->slots[i];
+            if (e < 0) continue;
+            if (t->ent[e].pin < 0) bad = "negative pin count";
+            unpinned += t->ent[e].pin == 0;
+            cnt[t->ent[e].tag >> 16]++;
+        }
+        for (int32_t e = t->head; e >= 0; e = t->ent[e].next, listed++) if (t->ent[e].pin) bad = "pinned page in LRU";
+        if (listed != unpinned || listed != t->held) bad = "LRU list";
+        for (int g = 0; g < s->G; g++) if (cnt[g] != s->rp[j][g]) bad = "residency page counters";
+        if (bad) { PyErr_Format(PyExc_AssertionError, "level %d: %s", j, bad); return NULL; }
+    }
+    Py_RETURN_NONE;
+}
+
+/* ------------------------------------------------------------------ types and module */
+static int ll_seq(PyObject *o, long long *out, int max, const char *what) {
+    PyObject *f = PySequence_Fast(o, what);
+    if (!f) return -1;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(f);
+    if (n < 1 || n > max) { Py_DECREF(f); PyErr_Format(PyExc_ValueError, "%s: 1 to %d values", what, max); return -1; }
+    for (Py_ssize_t i = 0; i < n; i++) out[i] = PyLong_AsLongLong(PySequence_Fast_GET_ITEM(f, i));
+    Py_DECREF(f);
+    return PyErr_Occurred() ? -1 : (int)n;
+}
+
+/* Hierarchy(capacities, page_bytes, write_through, rules, spans, pages, aligns, block_size, step_s, max_samples) */
+static int gh_init(GH *s, PyObject *args, PyObject *kw) {
+    PyObject *caps, *pbs, *rules, *spans, *pages, *aligns;
+    int wt;
+    long long B, maxs;
+    double step;
+    if (!PyArg_ParseTuple(args, "OOpOOOOLdL", &caps, &pbs, &wt, &rules, &spans, &pages, &aligns, &B, &step, &maxs))
+        return -1;
+    long long c[MAXL], r[MAXG], al[MAXG];
+    int L = ll_seq(caps, c, MAXL, "capacities"), L2 = L < 0 ? -1 : ll_seq(pbs, s->pb, MAXL, "page bytes");
+    int G = L2 < 0 ? -1 : ll_seq(rules, r, MAXG, "rules");
+    if (G < 0 || ll_seq(spans, s->span, MAXG, "spans") != G || ll_seq(pages, s->pages, MAXG, "pages") != G
+        || ll_seq(aligns, al, MAXG, "aligns") != G || L2 != L) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "inconsistent hierarchy arguments");
+        return -1;
+    }
+    if (B < 1 || !(step > 0)) { PyErr_SetString(PyExc_ValueError, "block size and step must be > 0"); return -1; }
+    for (int g = 0; g < G; g++) {
+        if (r[g] < R_FULL || r[g] > R_STATE || s->pages[g] < 1 || s->pages[g] > 0xffff
+            || (r[g] != R_FULL && s->span[g] < 1) || (r[g] == R_STATE && s->span[g] % B)) {
+            PyErr_Format(PyExc_ValueError, "group %d: bad rule, span or pages", g);
+            return -1;
+        }
+        s->rule[g] = (int)r[g];
+        s->align[g] = (int)al[g];
+    }
+    s->L = L;
+    s->G = G;
+    s->wt = wt;
+    s->B = B;
+    s->full0 = s->rule[0] == R_FULL;
+    s->step_s = step;
+    s->max_samples = maxs;
+    s->auto_record = 1;
+    for (int j = 0; j < L; j++) if (pt_init(&s->tier[j], c[j]) < 0) { s->L = j; return -1; }
+    return 0;
+}
+
+static PyObject *gh_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
+    GH *s = (GH *)type->tp_alloc(type, 0);      /* zeroed */
+    return (PyObject *)s;
+}
+
+static void gh_dealloc(GH *s) {
+    for (int j = 0; j < s->L; j++) pt_free(&s->tier[j]);
+    for (int g = 0; g < MAXG; g++) {
+        kv_free(&s->hold[g]); kv_free(&s->release[g]); kv_free(&s->computed[g]); kv_free(&s->transient[g]);
+    }
+    kv_free(&s->pin_now); kv_free(&s->tmp); kv_free(&s->tmp2); kv_free(&s->tmp3);
+    PyMem_Free(s->rest); PyMem_Free(s->eidx); PyMem_Free(s->head); PyMem_Free(s->t0); PyMem_Free(s->where);
+    PyMem_Free(s->st); PyMem_Free(s->sc); PyMem_Free(s->req);
+    Py_XDECREF(s->clock_fn);
+    Py_TYPE(s)->tp_free((PyObject *)s);
+}
+
+static void adm_dealloc(GAdm *a) {
+    for (int g = 0; g < a->G; g++) {
+        kv_free(&a->hold[g]); kv_free(&a->release[g]); kv_free(&a->computed[g]); kv_free(&a->transient[g]);
+    }
+    PyMem_Free(a->rest);
+    Py_XDECREF(a->hbpt); Py_XDECREF(a->rbpt); Py_XDECREF(a->rbytes);
+    PyObject_Free(a);
+}
+
+static PyObject *adm_live(GAdm *a, void *unused) { return int_list(a->live, a->G); }
+static PyObject *adm_reserved(GAdm *a, void *unused) { return Py_BuildValue("[n]", a->reserved); }
+
+static PyMemberDef adm_members[] = {
+    {"prefix_hit_blocks", T_LONGLONG, offsetof(GAdm, prefix_hit_blocks), READONLY, "group 0's leading resident blocks"},
+    {"hit_blocks", T_LONGLONG, offsetof(GAdm, hit_blocks), READONLY, "blocks every group accepts"},
+    {"last_hit_tier", T_LONGLONG, offsetof(GAdm, last_hit_tier), READONLY, "level of the last hit block, -1"},
+    {"lost_blocks", T_LONGLONG, offsetof(GAdm, lost_blocks), READONLY, "hit blocks the hybrid rules refused"},
+    {"gpu_lead_blocks", T_LONGLONG, offsetof(GAdm, gpu_lead_blocks), READONLY, "hit from GPU pages alone"},
+    {"blocks", T_LONGLONG, offsetof(GAdm, blocks), READONLY, "the request's blocks so far"},
+    {"truncated", T_BOOL, offsetof(GAdm, truncated), READONLY, "the request could not get all its slots"},
+    {"hit_blocks_per_tier", T_OBJECT, offsetof(GAdm, hbpt), READONLY, "per level"},
+    {"restored_blocks_per_tier", T_OBJECT, offsetof(GAdm, rbpt), READONLY, "pages restored per level"},
+    {"restored_bytes_per_tier", T_OBJECT, offsetof(GAdm, rbytes), READONLY, "bytes restored per level"},
+    {NULL}};
+
+static PyGetSetDef adm_getset[] = {
+    {"live", (getter)adm_live, NULL, "per group, blocks the running request holds slots for", NULL},
+    {"reserved", (getter)adm_reserved, NULL, "reserved GPU slots held (one pool)", NULL},
+    {NULL}};
+
+static PyTypeObject GAdmType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "pcs.cache._grouphier.Admission",
+    .tp_basicsize = sizeof(GAdm),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "One running request's hold on a compiled hybrid hierarchy (pcs.cache.grouphier.GroupAdmission).",
+    .tp_dealloc = (destructor)adm_dealloc,
+    .tp_members = adm_members,
+    .tp_getset = adm_getset,
+};
+
+static PyMethodDef gh_methods[] = {
+    {"start", (PyCFunction)(void (*)(void))gh_start, METH_FASTCALL, "GroupHierarchy.start"},
+    {"prefill_done", (PyCFunction)gh_prefill_done, METH_O, "GroupHierarchy.prefill_done"},
+    {"finish", (PyCFunction)gh_finish, METH_O, "GroupHierarchy.finish"},
+    {"grow", (PyCFunction)(void (*)(void))gh_grow, METH_FASTCALL, "GroupStepMixin.grow"},
+    {"abort", (PyCFunction)gh_abort, METH_O, "GroupStepMixin.abort"},
+    {"extend", (PyCFunction)(void (*)(void))gh_extend, METH_FASTCALL, "GroupStepMixin.extend"},
+    {"held_blocks", (PyCFunction)gh_held_blocks, METH_NOARGS, "GPU pages pinned or reserved"},
+    {"tick", (PyCFunction)gh_tick, METH_O, "residency samples up to simulated time t (s)"},
+    {"follow", (PyCFunction)gh_follow, METH_O, "read simulated time from clock() before each call"},
+    {"first_admission", (PyCFunction)gh_first_admission, METH_NOARGS, "keep the last admission's sample"},
+    {"restore_skipped", (PyCFunction)gh_restore_skipped, METH_O, "uncount an admission's restored pages"},
+    {"residency_state", (PyCFunction)gh_residency_state, METH_NOARGS, "the Residency fields"},
+    {"tier_info", (PyCFunction)gh_tier_info, METH_O, "(resident, held, reserved, inserted, evicted, overflow, peaks)"},
+    {"resident", (PyCFunction)gh_resident, METH_O, "[(hash, tag, pin)] of a level"},
+    {"order", (PyCFunction)gh_order, METH_O, "[(hash, tag)] unpinned, first victim first"},
+    {"check", (PyCFunction)gh_check, METH_NOARGS, "assert the invariants"},
+    {NULL}};
+
+static PyGetSetDef gh_getset[] = {
+    {"written_blocks", (getter)gh_written_blocks, NULL, "pages written into each level", NULL},
+    {"dropped_blocks", (getter)gh_dropped_blocks, NULL, "pages pushed out of the last level", NULL},
+    {NULL}};
+
+static PyTypeObject GHType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "pcs.cache._grouphier.Hierarchy",
+    .tp_basicsize = sizeof(GH),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "GroupHierarchy (one shared LRU pool per level) in C; pcs/cache/nativegroups.py wraps it.",
+    .tp_new = gh_new,
+    .tp_init = (initproc)gh_init,
+    .tp_dealloc = (destructor)gh_dealloc,
+    .tp_methods = gh_methods,
+    .tp_getset = gh_getset,
+};
+
+static struct PyModuleDef moddef = {PyModuleDef_HEAD_INIT, "_grouphier",
+                                    "The compiled hybrid-model hierarchy (pcs/cache/nativegroups.py).", -1, NULL};
+
+PyMODINIT_FUNC PyInit__grouphier(void) {
+    if (PyType_Ready(&GAdmType) < 0 || PyType_Ready(&GHType) < 0) return NULL;
+    PyObject *m = PyModule_Create(&moddef);
+    if (!m) return NULL;
+    Py_INCREF(&GHType);
+    if (PyModule_AddObject(m, "Hierarchy", (PyObject *)&GHType) < 0) { Py_DECREF(&GHType); Py_DECREF(m); return NULL; }
+    return m;
+}

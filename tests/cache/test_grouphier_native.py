@@ -1,0 +1,229 @@
+"""The compiled hybrid hierarchy (pcs.cache.nativegroups, pcs/cache/_grouphier.c) equals the Python reference
+(pcs.cache.grouphier.GroupHierarchy), docs/semantics.md §15.
+
+- hypothesis traces (tiny tiers forcing eviction, truncation and preemption; 1-3 levels; both write policies;
+  full / window / chunk / state groups with 1-3 pages per block and both state modes; every block rule): the
+  event loop (sequential and modeled timing) and the step scheduler (pcs.engine.hybridstep) give identical
+  per-request columns, ledgers, counters, end states (resident pages with pin counts, LRU order, tier stats)
+  and residency (pages, peaks, the sampled series, per-request samples, restored / written / dropped);
+- every hybrid preset, through pcs.replay, on the committed samples in traces/ and on the Mooncake trace
+  (skipped without ../shared): identical summaries (but the engine names) and per-request tables.
+"""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from helpers import ALL_RULES, BS, ROOT, SETTINGS, LinearCompute, step_cost, step_run, traces
+from pcs.cache import Tier, make_policy
+from pcs.cache.groups import CacheGroup
+from pcs.cache.grouphier import GroupHierarchy
+from pcs.cache.nativegroups import NativeGroupHierarchy, unsupported
+from pcs.engine.chunks import iter_chunks
+from pcs.engine.engine import ReplayEngine, TimeModel
+from pcs.engine.hybridstep import HybridStepEngine
+from pcs.engine.select import SUMMARY_KEYS
+
+pytestmark = pytest.mark.skipif(unsupported([], [], 1) is not None, reason="pcs.cache._grouphier not built")
+
+NAMES = ("gpu", "cpu", "ssd")
+HYBRIDS = ("gpt-oss-120b", "gemma-3-27b", "qwen3-next-80b-a3b", "deepseek-v3.2")
+
+
+@st.composite
+def group_sets(draw):
+    """Full attention (maybe) plus 1-3 of window / chunk / state, random spans and pages (one shared pool)."""
+    kinds = draw(st.lists(st.sampled_from(["window", "chunk", "state"]), min_size=1, max_size=3, unique=True))
+    groups = []
+    if draw(st.booleans()) or len(kinds) == 1:
+        groups.append(CacheGroup("full_attention", "full", ("full_attention",), BS, 0, draw(st.integers(1, 2)),
+                                 layers=1))
+    for kind in kinds:
+        span = {"window": st.integers(1, 14), "chunk": st.integers(2, 12),
+                "state": st.sampled_from([BS, 2 * BS, 3 * BS])}[kind]
+        groups.append(CacheGroup(kind, kind, (kind,), BS, draw(span), draw(st.integers(1, 3)), layers=1,
+                                 align=kind == "state" and draw(st.booleans())))
+    return groups
+
+
+def _pair(caps, wp, groups, step_s=0.01):
+    """(reference, compiled) hierarchies over fresh LRU tiers of ``caps`` pages."""
+    def tiers():
+        return [Tier(n, c, make_policy("lru", c)) for n, c in zip(NAMES, caps)]
+    pb = [[3 + j] for j in range(len(caps))]
+    return (GroupHierarchy(tiers(), wp, groups, 1, pb, step_s),
+            NativeGroupHierarchy(tiers(), wp, groups, 1, pb, step_s))
+
+
+def _residency(r) -> dict:
+    d = {k: getattr(r, k) for k in ("pages", "group_peak_pages", "restored", "written", "dropped", "peak_bytes",
+                                    "peak_t", "samples", "peak_held_bytes", "clock", "_next")}
+    d["peak_pages"] = [tuple(p) for p in r.peak_pages]
+    d["request_pages"] = [list(c) for c in r.request_pages]
+    d["request_lost"] = list(r.request_lost)
+    return d
+
+
+def _assert_same(ref, nat, a, b) -> None:
+    assert {k: repr(list(v)) for k, v in a.columns.items()} == {k: repr(list(v)) for k, v in b.columns.items()}
+    assert a.ledger == b.ledger
+    assert (ref.written_blocks, ref.dropped_blocks) == (nat.written_blocks, nat.dropped_blocks)
+    for x, y in zip(ref.tiers, nat.tiers):
+        assert dict(x.resident) == dict(y.resident)
+        assert x.policy.order() == y.policy.order()
+        assert x.stats == y.stats and x.reserved_blocks == y.reserved_blocks
+    assert _residency(ref.residency) == _residency(nat.residency)
+
+
+def _loop(h, reqs, timing, rules):
+    e = ReplayEngine(h, timing, block_bytes=[7] * len(h.tiers), check=True)
+    for ch in iter_chunks(reqs, rules, TimeModel(LinearCompute())):
+        h.tick(ch.arrival_s[0]) if len(ch.arrival_s) else None
+        e.feed(ch)
+    return e.close()
+
+
+@SETTINGS
+@given(reqs=traces(), groups=group_sets(), caps=st.lists(st.integers(0, 24), min_size=1, max_size=3),
+       timing=st.sampled_from(["sequential", "modeled"]), wp=st.sampled_from(["back", "through"]),
+       rules=st.sampled_from(ALL_RULES))
+def test_native_equals_reference_under_the_event_loop(reqs, groups, caps, timing, wp, rules):
+    ref, nat = _pair(caps, wp, groups)
+    a, b = _loop(ref, reqs, timing, rules), _loop(nat, reqs, timing, rules)
+    _assert_same(ref, nat, a, b)
+
+
+@SETTINGS
+@given(reqs=traces(), groups=group_sets(), caps=st.lists(st.integers(2, 24), min_size=1, max_size=3),
+       wp=st.sampled_from(["back", "through"]), budget=st.integers(4, 24), seqs=st.integers(1, 4),
+       fallback=st.booleans(), rules=st.sampled_from(ALL_RULES))
+def test_native_equals_reference_under_the_step_scheduler(reqs, groups, caps, wp, budget, seqs, fallback, rules):
+    ref, nat = _pair(caps, wp, groups)
+    out = []
+    for h in (ref, nat):
+        eng = step_run(reqs, caps, step_cost(token_s=0.001, attn_pair_s=1e-6), budget=budget, seqs=seqs,
+                       rules=rules, hierarchy=h, engine=HybridStepEngine, restore_fallback=fallback,
+                       block_bytes=[7] * len(caps), links=[None] + [_Link()] * (len(caps) - 1))
+        out.append(eng.result)
+    _assert_same(ref, nat, *out)
+
+
+#: preset-like group sets (block size 4): gpt-oss (full + window of 1 page), gemma-3 (full + window, 6 pages),
+#: qwen3-next (full + state every 2 blocks, 3 pages, both modes), a chunked-local model, a window-only model
+SHAPES = [
+    [("full", 0, 1), ("window", 5, 1)],
+    [("full", 0, 1), ("window", 9, 6)],
+    [("full", 0, 1), ("state", 8, 3)],
+    [("full", 0, 2), ("state", 8, 1, True)],
+    [("full", 0, 1), ("chunk", 8, 2)],
+    [("window", 7, 2)],
+]
+
+
+def _groups(shape):
+    return [CacheGroup(f"g{i}", rule, (f"g{i}",), BS, span, pages, layers=1, align=bool(rest and rest[0]))
+            for i, (rule, span, pages, *rest) in enumerate(shape)]
+
+
+@pytest.mark.parametrize("shape", range(len(SHAPES)))
+@pytest.mark.parametrize("seed", [1, 2])
+@pytest.mark.parametrize("wp", ["back", "through"])
+def test_seeded_stress_with_restores(shape, seed, wp):
+    # a 300-request prefix-chained trace on a small GPU over larger lower tiers (restores, demotions, drops,
+    # preemption), checked after every step, under the step scheduler and the modeled event loop
+    from helpers import stress_trace
+
+    reqs = stress_trace(seed, 300)
+    caps = [40, 120, 200]
+    for run in ("step", "modeled"):
+        ref, nat = _pair(caps, wp, _groups(SHAPES[shape]))
+        if run == "modeled":
+            a, b = _loop(ref, reqs, "modeled", ALL_RULES[0]), _loop(nat, reqs, "modeled", ALL_RULES[0])
+        else:
+            a, b = (step_run(reqs, caps, step_cost(token_s=0.001, attn_pair_s=1e-6), budget=16, seqs=4, hierarchy=h,
+                             engine=HybridStepEngine, block_bytes=[7] * 3, links=[None, _Link(), _Link()]).result
+                    for h in (ref, nat))
+        _assert_same(ref, nat, a, b)
+        assert sum(map(sum, nat.residency.restored)) > 0
+
+
+class _Link:
+    """A link of dyadic times (setup 2^-12 s, 2^-20 s per byte)."""
+
+    setup_s = 2.0 ** -12
+
+    def transfer_s(self, num_bytes, io_size_bytes=None):
+        return self.setup_s + num_bytes * 2.0 ** -20
+
+
+def _no_engine(d):
+    if isinstance(d, dict):
+        return {k: _no_engine(v) for k, v in d.items() if k not in SUMMARY_KEYS}
+    if isinstance(d, list):
+        return [_no_engine(v) for v in d]
+    return d
+
+
+def _same_table(a, b) -> None:
+    """Column by column, NaN equal to NaN (the step scheduler's columns hold NaN)."""
+    assert a.column_names == b.column_names
+    for c in a.column_names:
+        x, y = (t.column(c).to_numpy(zero_copy_only=False) for t in (a, b))
+        assert np.array_equal(x, y, equal_nan=x.dtype.kind == "f"), c
+
+
+def _same_replays(trace, **kw) -> None:
+    """The Python row (engine "hybrid" by name) and auto (the compiled row) give the same replay."""
+    from pcs.engine.api import replay
+
+    a = replay(trace, engine="hybrid", **kw)
+    b = replay(trace, **kw)
+    assert a.summary.engine == "hybrid" and b.summary.engine == "compiled-hybrid", b.summary.engine_reason
+    assert b.summary.baseline_engine == "compiled-hybrid"
+    assert json.dumps(_no_engine(a.summary.to_dict()), default=str) == \
+        json.dumps(_no_engine(b.summary.to_dict()), default=str)
+    _same_table(a.requests, b.requests)
+
+
+@pytest.mark.parametrize("model", HYBRIDS[:3])
+@pytest.mark.parametrize("compute", ["step", "infinite"])
+@pytest.mark.parametrize("sample", ["sample_chat.jsonl", "sample_azure_conv.jsonl"])
+def test_presets_on_the_samples(model, compute, sample):
+    _same_replays(str(ROOT / "traces" / sample), model=model, tiers=["gpu=20GB", "cpu=60GB"], compute_mode=compute,
+                  residency_step_s=30.0)
+
+
+def test_write_through_and_three_tiers_on_a_sample():
+    _same_replays(str(ROOT / "traces" / "sample_chat.jsonl"), model="gemma-3-27b", write_policy="through",
+                  tiers=["gpu=10GB", "cpu=20GB", "ssd=40GB"])
+
+
+def test_deepseek_is_not_hybrid():
+    from pcs.engine.api import replay
+
+    s = replay(str(ROOT / "traces" / "sample_chat.jsonl"), model="deepseek-v3.2", tiers=["gpu=20GB"]).summary
+    assert s.engine not in ("hybrid", "compiled-hybrid") and s.hybrid is None
+
+
+@pytest.mark.parametrize("model,gpu", [("gpt-oss-120b", "40GB"), ("gemma-3-27b", "100GB")])
+def test_mooncake(model, gpu):
+    from conftest import MOONCAKE_CONV
+
+    if not MOONCAKE_CONV.exists():
+        pytest.skip("the Mooncake trace (../shared/traces) is not here")
+    from pcs.trace import open_trace
+
+    _same_replays(open_trace(MOONCAKE_CONV), model=model, tiers=[f"gpu={gpu}", "cpu=2TB"])
+
+
+def test_unsupported_configurations_say_why():
+    full = (CacheGroup("full_attention", "full", ("full_attention",), BS),)
+    fifo = [Tier("gpu", 4, make_policy("fifo", 4))]
+    assert "lru" in unsupported(fifo, full, 1)
+    assert "pool" in unsupported([Tier("gpu", 4, make_policy("lru", 4))] * 2, full * 2, 2)
+    with pytest.raises(ValueError, match="lru"):
+        NativeGroupHierarchy(fifo, "back", full)
