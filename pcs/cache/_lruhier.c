@@ -157,6 +157,7 @@ typedef struct {
 /* free a tier and its policy's state */
 static void tier_close(Tier *t) {
     if (t->ops && t->ops->fini) t->ops->fini(t);
+    gates_free(t);
     kstore_free(t->ghost);
     kstore_free(t->ghost2);
     kstore_free(t->seen);
@@ -242,11 +243,55 @@ static Py_ssize_t first_repeat(Hier *h, const uint64_t *k, Py_ssize_t m) {
     return m;
 }
 
+/* Tier._duel (an admission that duels, tinylfu): each of the first `need` new keys (mark -2) takes one victim's
+ * slot if gates_duel says so (the victim is evicted: written to out, counted), else it is refused (mark -3,
+ * counted in t->refused) and the victim goes back to the policy as reused (a new entry, as the Python policy
+ * forgets a victim). Returns the victims evicted, *nlost the refused keys; -1 on memory error. */
+static Py_ssize_t tduel(Tier *t, const uint64_t *keys, int32_t *mark, Py_ssize_t len, Py_ssize_t need,
+                        uint64_t *out, Py_ssize_t *nlost) {
+    Py_ssize_t won = 0, lost = 0;
+    for (Py_ssize_t i = 0; i < len && need > 0; i++) {
+        if (mark[i] != -2) continue;
+        need--;
+        if (!t->held) { mark[i] = -3; lost++; continue; }     /* policy.evict(1) is None */
+        int32_t v;
+        if (!t->ops) { v = t->head; lru_unlink(t, v); }
+        else {
+            if (t->ops->evict_begin) t->ops->evict_begin(t, 1);
+            if ((v = t->ops->victim(t)) < 0) return -1;
+            t->held--;
+        }
+        uint64_t vk = t->ent[v].key;
+        tdel(t, v);
+        if (gates_duel(t, keys[i], vk)) {
+            out[won++] = vk;
+            continue;
+        }
+        int32_t e = tadd(t, vk, 0);
+        if (e < 0 || pol_add(t, e, 1) < 0) return -1;
+        pol_add_end(t, 1);
+        mark[i] = -3;
+        lost++;
+    }
+    t->evicted += won;
+    t->refused += lost;
+    *nlost = lost;
+    return won;
+}
+
 /* Tier.insert for a tier with no pins expected (pins handled anyway): keys (eviction order) are
  * stored unpinned; pushed keys (victims, then batch keys that did not fit) go to out; returns the
  * number pushed and sets *written; -1 on memory error. mark must hold len keys. */
 static Py_ssize_t tinsert(Tier *t, const uint64_t *keys, Py_ssize_t len, uint64_t *out, int32_t *mark,
                           Py_ssize_t *written) {
+    Py_ssize_t nref = 0, nlost = 0, nwon = 0;
+    const uint64_t *refused = NULL;
+    if (t->gates) {                    /* Tier._admit: refused new blocks leave the batch (pushed out last) */
+        Py_ssize_t len0 = len;
+        if ((len = gates_filter(t, keys, len, &nref)) < 0) return -1;
+        keys = t->gbuf;
+        refused = t->gbuf + len0;
+    }
     Py_ssize_t free_ = t->capacity - t->nres - t->reserved;
     Py_ssize_t room = free_ + t->held;
     Py_ssize_t start = 0, nout = 0;
@@ -279,14 +324,21 @@ static Py_ssize_t tinsert(Tier *t, const uint64_t *keys, Py_ssize_t len, uint64_
             if (mark[i] == -2 && t->ops->expect(t, keys[i]) < 0) return -1;
     }
     Py_ssize_t need = nfresh - free_;
+    if (need > 0 && t->gates && gates_duels(t)) {    /* Tier._duel: marks the losers -3 */
+        if ((nwon = tduel(t, keys + start, mark + start, len - start, need, out, &nlost)) < 0) return -1;
+        nfresh -= nlost;
+        need = nfresh - (t->capacity - t->nres - t->reserved);
+    }
+    nout = nwon;
     if (need > 0) {
-        if (tevict(t, need, out) < 0) return -1;
-        nout = need;
+        if (tevict(t, need, out + nwon) < 0) return -1;
+        nout += need;
     }
     int run = 0, cur = 0;              /* Tier._add_in_runs: one add per run of one flag (resident again: reused) */
     for (Py_ssize_t i = start; i < len; i++) {
         int32_t e = mark[i];
         int f = e >= 0;
+        if (e == -3) continue;
         if (e == -2) {
             e = tadd(t, keys[i], 0);
             if (e < 0) return -1;
@@ -301,8 +353,12 @@ static Py_ssize_t tinsert(Tier *t, const uint64_t *keys, Py_ssize_t len, uint64_
     if (t->nres > t->peak_res) t->peak_res = t->nres;
     if (t->nres + t->reserved > t->peak_used) t->peak_used = t->nres + t->reserved;
     memcpy(out + nout, keys, sizeof(uint64_t) * start);
+    nout += start;
+    if (nref) memcpy(out + nout, refused, sizeof(uint64_t) * nref);
+    nout += nref;
+    for (Py_ssize_t i = start; nlost && i < len; i++) if (mark[i] == -3) out[nout++] = keys[i];
     *written = nfresh;
-    return nout + start;
+    return nout;
 }
 
 /* Tier.fill: one reserved slot per key becomes a resident block pinned once; returns shared count */
@@ -574,6 +630,8 @@ static PyObject *start_plan(Hier *h, Plan *p0, int wait) {
     Plan p = *p0;
     start_lookup(h, &p);
     if (start_budget(h, &p, wait)) Py_RETURN_NONE;
+    for (int j = 0; j < h->ntiers; j++)     /* admission policies count uses and hits (§8) */
+        if (h->t[j].gates && gates_observe(&h->t[j], h->k, p.n, p.hits) < 0) return NULL;
     Adm *a = start_admission(h, &p);
     if (!a) return NULL;
     Py_ssize_t nvict = start_reserve(h, &p, a);
@@ -810,8 +868,8 @@ static PyObject *hier_tier_info(Hier *h, PyObject *arg) {
     int j = tier_index(h, arg);
     if (j < 0) return NULL;
     Tier *t = &h->t[j];
-    return Py_BuildValue("(nnnLLLLL)", t->nres, t->held, t->reserved, t->inserted, t->evicted, t->overflow,
-                         t->peak_res, t->peak_used);
+    return Py_BuildValue("(nnnLLLLLL)", t->nres, t->held, t->reserved, t->inserted, t->evicted, t->overflow,
+                         t->peak_res, t->peak_used, t->refused);
 }
 
 static PyObject *hier_num_resident(Hier *h, PyObject *arg) {
@@ -979,10 +1037,22 @@ static int set_policies(Hier *h, PyObject *pols) {
     return ok ? 0 : -1;
 }
 
+/* gates: per tier a sequence of admission specs (kind, a, b) (pcs/cache/_admission.c; empty: none) */
+static int set_gates(Hier *h, PyObject *gates) {
+    PyObject *gs = PySequence_Fast(gates, "gates must be a sequence");
+    if (!gs) return -1;
+    int ok = PySequence_Fast_GET_SIZE(gs) == h->ntiers;
+    for (int j = 0; ok && j < h->ntiers; j++)
+        if (gates_set(&h->t[j], PySequence_Fast_GET_ITEM(gs, j)) < 0) { Py_DECREF(gs); return -1; }
+    Py_DECREF(gs);
+    if (!ok) PyErr_SetString(PyExc_ValueError, "need one list of admission gates per tier");
+    return ok ? 0 : -1;
+}
+
 static int hier_init(Hier *h, PyObject *args, PyObject *kw) {
-    PyObject *names, *caps, *pols = Py_None;
+    PyObject *names, *caps, *pols = Py_None, *gates = Py_None;
     int wt;
-    if (!PyArg_ParseTuple(args, "OOp|O", &names, &caps, &wt, &pols)) return -1;
+    if (!PyArg_ParseTuple(args, "OOp|OO", &names, &caps, &wt, &pols, &gates)) return -1;
     PyObject *ns = PySequence_Fast(names, "names must be a sequence");
     if (!ns) return -1;
     PyObject *cs = PySequence_Fast(caps, "capacities must be a sequence");
@@ -1006,6 +1076,7 @@ static int hier_init(Hier *h, PyObject *args, PyObject *kw) {
         h->ntiers = (int)j + 1;
     }
     if (pols != Py_None && set_policies(h, pols) < 0) goto fail;
+    if (gates != Py_None && set_gates(h, gates) < 0) goto fail;
     h->write_through = wt;
     Py_DECREF(ns);
     Py_DECREF(cs);
@@ -1027,7 +1098,7 @@ static PyMethodDef hier_methods[] = {
     {"extend", (PyCFunction)(void (*)(void))hier_extend, METH_FASTCALL,
      "extend(adm, keys): blocks filled while decoding become cached (pinned until finish)"},
     {"tier_info", (PyCFunction)hier_tier_info, METH_O,
-     "(resident, unpinned, reserved, inserted, evicted, overflow, peak_resident, peak_used) of tier j"},
+     "(resident, unpinned, reserved, inserted, evicted, overflow, peak_resident, peak_used, refused) of tier j"},
     {"num_resident", (PyCFunction)hier_num_resident, METH_O, "resident blocks of tier j"},
     {"num_held", (PyCFunction)hier_num_held, METH_O, "unpinned (evictable) blocks of tier j"},
     {"gpu_held", (PyCFunction)hier_gpu_held, METH_NOARGS, "GPU slots held by running requests"},
@@ -1052,7 +1123,7 @@ static PyTypeObject HierType = {
     .tp_basicsize = sizeof(Hier),
     .tp_dealloc = (destructor)hier_dealloc,
     .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "Hierarchy(names, capacities_blocks, write_through): all-LRU tiers, GPU first.",
+    .tp_doc = "Hierarchy(names, capacities_blocks, write_through, policies=None, gates=None): tiers, GPU first.",
     .tp_methods = hier_methods,
     .tp_getset = hier_getset,
     .tp_init = (initproc)hier_init,

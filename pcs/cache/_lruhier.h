@@ -63,6 +63,12 @@ typedef struct Tier {
     Py_ssize_t plen, pcap;
     int64_t *ex;                       /* LFU: per entry (key K, put number) */
     Py_ssize_t excap;
+    /* -- admission (pcs/cache/_admission.c; NULL gates: admit everything) -- */
+    struct Gate *gates;                /* the tier's admission policies, all must admit */
+    int ngates;
+    long long refused;                 /* TierStats.refused_blocks */
+    uint64_t *gbuf;                    /* scratch of an insert: admitted keys, then refused ones */
+    Py_ssize_t gcap;
 } Tier;
 
 typedef struct PolOps {
@@ -357,5 +363,13 @@ static inline void heap_pop(Tier *t) {
     h[2 * i] = r;
     h[2 * i + 1] = e;
 }
+
+/* -- admission policies (pcs/cache/_admission.c; docs/semantics.md §8) ------------------------------------ */
+int gates_set(Tier *t, PyObject *specs);           /* ((kind, a, b), ...) -> t->gates; 0 or -1 + exception */
+void gates_free(Tier *t);
+int gates_observe(Tier *t, const uint64_t *head, Py_ssize_t n, Py_ssize_t hits);   /* one lookup; 0 or -1 */
+Py_ssize_t gates_filter(Tier *t, const uint64_t *keys, Py_ssize_t len, Py_ssize_t *nref);  /* -1: no memory */
+int gates_duels(const Tier *t);                    /* whether a gate duels (tinylfu) */
+int gates_duel(const Tier *t, uint64_t candidate, uint64_t victim);   /* candidate takes the slot */
 
 #endif

@@ -10,6 +10,9 @@ eviction policy is LRU (inline, the fastest) or one of the compiled twins of
 ``pcs/cache/policies/NAME.py``; docs/semantics.md §8), given the sizes its
 Python policy object worked out (:func:`policy_spec`), so option values
 (``slru:protected_share=0.5``, ``s3fifo:small_share=0.2``) pass through.
+Each tier's admission policies (``--admit``: ``reuse``, ``selective``,
+``tinylfu``) run there too, as the compiled gates of ``pcs/cache/_admission.c``
+(:data:`COMPILED_ADMISSIONS`, :func:`gate_specs`; docs/semantics.md §8).
 Block hashes must be ints in [0, 2**64) (the trace readers' uint64 hashes;
 another value raises TypeError or OverflowError in ``start``), and ``start``
 takes its arguments by position, as the engine passes them.
@@ -32,7 +35,8 @@ from pcs import _native
 
 _lruhier = _native.module("lruhier")    # None when the optional extension did not compile
 
-__all__ = ["NativeHierarchy", "available", "policy_spec", "COMPILED_POLICIES", "MAX_BLOCKS"]
+__all__ = ["NativeHierarchy", "available", "policy_spec", "gate_specs", "COMPILED_POLICIES", "COMPILED_ADMISSIONS",
+           "MAX_BLOCKS"]
 
 #: largest tier the compiled hierarchy takes (int32 entry indices); larger ones use Python.
 MAX_BLOCKS = 1 << 30
@@ -52,6 +56,36 @@ COMPILED_POLICIES: dict[str, Callable[[Any], tuple[int, ...]]] = {
 }
 
 
+#: Admission kind -> ``(kind, a, b)`` integer options of its compiled gate (``pcs/cache/_admission.c``), read
+#: from the bound Python admission object: the threshold (``reuse``, ``selective``); the sketch's width bits
+#: and its reset sample in additions (``tinylfu``, as :class:`pcs.cache.admission_tinylfu.CountMinSketch`
+#: rounds them).
+COMPILED_ADMISSIONS: dict[str, Callable[[Any], tuple[str, int, int]]] = {
+    "reuse": lambda a: ("reuse", a.threshold, 0),
+    "selective": lambda a: ("selective", a.threshold, 0),
+    "tinylfu": lambda a: ("tinylfu", a.sketch.width.bit_length() - 1, a.sketch.sample),
+}
+
+
+def gate_specs(admission: Any) -> list[tuple[str, int, int]] | None:
+    """The compiled gates of one tier's admission policy (a :class:`pcs.cache.admission.CombinedAdmission`
+    gives one per part; None: no admission, an empty list), or None when a part has no compiled twin."""
+    from pcs.cache.admission import CombinedAdmission, admission_kinds
+
+    if admission is None:
+        return []
+    parts = admission.parts if type(admission) is CombinedAdmission else [admission]
+    kinds = admission_kinds()
+    out = []
+    for p in parts:
+        make = COMPILED_ADMISSIONS.get(getattr(p, "kind", None))
+        if make is None or type(p) is not kinds[p.kind]:
+            return None
+        kind, a, b = make(p)
+        out.append((kind, int(a), int(b)))
+    return out
+
+
 def policy_spec(policy: Any) -> tuple[str, tuple[int, ...]] | None:
     """``(name, integer options)`` for the C twin of an (empty) eviction policy object, or None when it has
     none (a policy without a compiled twin, a plug-in, a subclass)."""
@@ -64,11 +98,11 @@ def policy_spec(policy: Any) -> tuple[str, tuple[int, ...]] | None:
 
 def available(tiers: Sequence[Tier]) -> bool:
     """Whether the compiled hierarchy can stand in for ``Hierarchy(tiers)``: extension built, every tier's
-    policy with a compiled twin (:data:`COMPILED_POLICIES`), no admission policy, every tier empty and at most
-    :data:`MAX_BLOCKS` blocks."""
+    policy with a compiled twin (:data:`COMPILED_POLICIES`), its admission policies too
+    (:data:`COMPILED_ADMISSIONS`), every tier empty and at most :data:`MAX_BLOCKS` blocks."""
     return _lruhier is not None and all(
-        policy_spec(t.policy) is not None and getattr(t, "admission", None) is None and not len(t.resident)
-        and not t.reserved_blocks and t.capacity_blocks <= MAX_BLOCKS for t in tiers)
+        policy_spec(t.policy) is not None and gate_specs(getattr(t, "admission", None)) is not None
+        and not len(t.resident) and not t.reserved_blocks and t.capacity_blocks <= MAX_BLOCKS for t in tiers)
 
 
 class _Resident(Mapping):
@@ -121,12 +155,14 @@ class _PolicyView:
 class _TierView:
     """One tier of a :class:`NativeHierarchy` with the read side of :class:`pcs.cache.tier.Tier`."""
 
-    __slots__ = ("_h", "_j", "name", "capacity_blocks", "resident", "policy")
+    __slots__ = ("_h", "_j", "name", "capacity_blocks", "resident", "policy", "admission")
 
-    def __init__(self, h, j: int, name: str, capacity_blocks: int, policy: Any) -> None:
+    def __init__(self, h, j: int, name: str, capacity_blocks: int, policy: Any, admission: Any = None) -> None:
         self._h, self._j, self.name, self.capacity_blocks = h, j, name, capacity_blocks
         self.resident = _Resident(h, j)
         self.policy = _PolicyView(h, j, policy)
+        #: the Python admission policy the tier was given (its ``spec()`` for the summary; its state unused)
+        self.admission = admission
 
     def __repr__(self) -> str:
         return (f"NativeTier({self.name!r}, capacity_blocks={self.capacity_blocks}, resident={len(self.resident)}, "
@@ -174,26 +210,29 @@ class NativeHierarchy:
 
     Args:
         tiers: empty :class:`pcs.cache.tier.Tier` objects, GPU first, each with a policy of
-            :data:`COMPILED_POLICIES` and no admission policy (their names, capacities and policy
-            options are read; the objects are not used after).
+            :data:`COMPILED_POLICIES` and admission policies of :data:`COMPILED_ADMISSIONS` (their names,
+            capacities, policy and admission options are read; the objects are not used after).
         write_policy: ``"back"`` (default) or ``"through"``.
     Raises:
-        ValueError: no tier, duplicate names, unknown write policy, a policy without a
-            compiled twin, an admission policy, a non-empty tier, or the extension is not built.
+        ValueError: no tier, duplicate names, unknown write policy, a policy or admission policy without
+            a compiled twin, a non-empty tier, or the extension is not built.
     """
 
     def __init__(self, tiers: Sequence[Tier], write_policy: str = "back") -> None:
         names = check_hierarchy_args(tiers, write_policy)
         if not available(tiers):
             raise ValueError("the native hierarchy needs the compiled pcs.cache._lruhier and empty tiers of at most "
-                             f"{MAX_BLOCKS} blocks with policies {', '.join(COMPILED_POLICIES)} and no admission "
-                             f"policy; got {', '.join(f'{t.name}:{t.policy.name}' for t in tiers)}")
+                             f"{MAX_BLOCKS} blocks with policies {', '.join(COMPILED_POLICIES)} and admission "
+                             f"policies {', '.join(COMPILED_ADMISSIONS)}; got "
+                             f"{', '.join(f'{t.name}:{t.policy.name}' for t in tiers)}")
+        admissions = [getattr(t, "admission", None) for t in tiers]
         h = _lruhier.Hierarchy(names, [t.capacity_blocks for t in tiers], write_policy == "through",
-                               [policy_spec(t.policy) for t in tiers])
+                               [policy_spec(t.policy) for t in tiers], [gate_specs(a) for a in admissions])
         self._h = h
         self.write_policy = write_policy
         self.write_through = write_policy == "through"
-        self.tiers = [_TierView(h, j, t.name, t.capacity_blocks, t.policy) for j, t in enumerate(tiers)]
+        self.tiers = [_TierView(h, j, t.name, t.capacity_blocks, t.policy, a)
+                      for j, (t, a) in enumerate(zip(tiers, admissions))]
         self.start = h.start                # bound C methods: no Python frame per call
         self.prefill_done = h.prefill_done
         self.finish = h.finish
