@@ -13,19 +13,33 @@
 #include "_lruhier.h"
 #include "structmember.h"
 
-/* -- the policy calls of the mechanism (LRU inline: ops == NULL) ------------------------------------------- */
-static inline int pol_add(Tier *t, int32_t e, int reused) {
+/* -- the policy calls of the mechanism (LRU inline: ops == NULL; a retain pool, pcs/cache/_retain.c, first) -- */
+static inline int inner_add(Tier *t, int32_t e, int reused) {
     if (!t->ops) { lru_append(t, e); return 0; }
     t->held++;
     t->ent[e].flags &= ~F_OUT;
     return t->ops->add(t, e, reused);
 }
 
+static inline int pol_add(Tier *t, int32_t e, int reused) {
+    if (t->ret) {
+        int r = ret_add(t, e);
+        if (r) return r < 0 ? -1 : 0;
+        t->ret->adds++;
+    }
+    return inner_add(t, e, reused);
+}
+
 static inline void pol_add_end(Tier *t, int reused) {
+    if (t->ret) {                       /* RetainingPolicy.add: the policy's add only for the blocks not pooled */
+        if (!t->ret->adds) return;
+        t->ret->adds = 0;
+    }
     if (t->ops && t->ops->add_end) t->ops->add_end(t, reused);
 }
 
 static inline void pol_remove(Tier *t, int32_t e) {
+    if (t->ret && ret_take(t, e)) return;
     if (!t->ops) { lru_unlink(t, e); return; }
     t->held--;
     t->ent[e].flags |= F_OUT;
@@ -33,18 +47,38 @@ static inline void pol_remove(Tier *t, int32_t e) {
 }
 
 static inline void pol_drop(Tier *t, int32_t e) {
+    if (t->ret && ret_take(t, e)) return;
     if (!t->ops) { lru_unlink(t, e); return; }
     t->held--;
     t->ops->drop(t, e);
 }
 
 static inline void pol_touch(Tier *t, int32_t e) {
+    if (t->ret) {
+        if (ret_touch(t, e)) return;
+        t->ret->touches++;
+    }
     if (!t->ops) { lru_unlink(t, e); lru_append(t, e); return; }
     t->ops->touch(t, e);
 }
 
 static inline void pol_touch_end(Tier *t) {
+    if (t->ret) {
+        if (!t->ret->touches) return;
+        t->ret->touches = 0;
+    }
     if (t->ops && t->ops->touch_end) t->ops->touch_end(t);
+}
+
+/* RetainingPolicy._expire: the expired pooled blocks go back to the policy as one add batch (not reused) */
+static int ret_release(Tier *t) {
+    int32_t *gone;
+    Py_ssize_t n = ret_expire(t, &gone);
+    if (n < 0) return -1;
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (inner_add(t, gone[i], 0) < 0) return -1;
+    if (n && t->ops && t->ops->add_end) t->ops->add_end(t, 0);
+    return 0;
 }
 
 static inline int pol_expects(const Tier *t) { return t->ops && t->ops->expect; }
@@ -52,6 +86,17 @@ static inline int pol_expects(const Tier *t) { return t->ops && t->ops->expect; 
 /* evict n unpinned blocks (n <= held) chosen by the tier's policy (LRU: the n least recently used),
  * writing their keys to out in eviction order; 0, or -1 on a memory error of a policy's ghost list */
 static int tevict(Tier *t, Py_ssize_t n, uint64_t *out) {
+    Py_ssize_t all = n;
+    if (t->ret) {                       /* RetainingPolicy.evict: expire, the policy's victims, then the pool's */
+        if (ret_release(t) < 0) return -1;
+        if (n > t->held - t->ret->len) n = t->held - t->ret->len;
+        for (Py_ssize_t i = n; i < all; i++) {
+            int32_t e = ret_pop(t);
+            out[i] = t->ent[e].key;
+            tdel(t, e);
+        }
+        if (!n) { t->evicted += all; return 0; }
+    }
     if (!t->ops) {
         for (Py_ssize_t i = 0; i < n; i++) {
             int32_t e = t->head;
@@ -69,7 +114,7 @@ static int tevict(Tier *t, Py_ssize_t n, uint64_t *out) {
             tdel(t, e);
         }
     }
-    t->evicted += n;
+    t->evicted += all;
     return 0;
 }
 
@@ -140,6 +185,7 @@ static PyTypeObject AdmType = {
 typedef struct {
     PyObject_HEAD
     int ntiers, write_through;
+    int64_t now, admitted;   /* the request clock (pcs.cache.policies.context.clocked): request being admitted */
     Tier *t;
     long long *written;
     long long dropped;
@@ -158,6 +204,7 @@ typedef struct {
 static void tier_close(Tier *t) {
     if (t->ops && t->ops->fini) t->ops->fini(t);
     gates_free(t);
+    ret_free(t);
     kstore_free(t->ghost);
     kstore_free(t->ghost2);
     kstore_free(t->seen);
@@ -254,26 +301,19 @@ static Py_ssize_t tduel(Tier *t, const uint64_t *keys, int32_t *mark, Py_ssize_t
         if (mark[i] != -2) continue;
         need--;
         if (!t->held) { mark[i] = -3; lost++; continue; }     /* policy.evict(1) is None */
-        int32_t v;
-        if (!t->ops) { v = t->head; lru_unlink(t, v); }
-        else {
-            if (t->ops->evict_begin) t->ops->evict_begin(t, 1);
-            if ((v = t->ops->victim(t)) < 0) return -1;
-            t->held--;
-        }
-        uint64_t vk = t->ent[v].key;
-        tdel(t, v);
+        uint64_t vk;
+        if (tevict(t, 1, &vk) < 0) return -1;                 /* policy.evict(1) */
         if (gates_duel(t, keys[i], vk)) {
             out[won++] = vk;
             continue;
         }
+        t->evicted--;                                         /* the victim stays: policy.add(v, True) */
         int32_t e = tadd(t, vk, 0);
         if (e < 0 || pol_add(t, e, 1) < 0) return -1;
         pol_add_end(t, 1);
         mark[i] = -3;
         lost++;
     }
-    t->evicted += won;
     t->refused += lost;
     *nlost = lost;
     return won;
@@ -628,8 +668,10 @@ static PyObject *hier_start(Hier *h, PyObject *const *args, Py_ssize_t nargs) {
 /* the rest of Hierarchy.start once h->k and p0->n, cap, extra are set: an Admission, None (waits) or NULL */
 static PyObject *start_plan(Hier *h, Plan *p0, int wait) {
     Plan p = *p0;
+    h->now = h->admitted;
     start_lookup(h, &p);
     if (start_budget(h, &p, wait)) Py_RETURN_NONE;
+    h->admitted++;
     for (int j = 0; j < h->ntiers; j++)     /* admission policies count uses and hits (§8) */
         if (h->t[j].gates && gates_observe(&h->t[j], h->k, p.n, p.hits) < 0) return NULL;
     Adm *a = start_admission(h, &p);
@@ -934,17 +976,31 @@ static PyObject *policy_order(Tier *t) {
     return l;
 }
 
+/* append the keys of entries e[0..n) to list l; 0 or -1 */
+static int append_keys(const Tier *t, PyObject *l, const int32_t *e, Py_ssize_t n) {
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *k = PyLong_FromUnsignedLongLong(t->ent[e[i]].key);
+        if (!k || PyList_Append(l, k) < 0) { Py_XDECREF(k); return -1; }
+        Py_DECREF(k);
+    }
+    return 0;
+}
+
+/* the policy's order then, with retain, the pool's (RetainingPolicy.order) */
 static PyObject *hier_order(Hier *h, PyObject *arg) {
     int j = tier_index(h, arg);
     if (j < 0) return NULL;
     Tier *t = &h->t[j];
-    if (t->ops) return policy_order(t);
-    PyObject *l = PyList_New(0);
+    PyObject *l = t->ops ? policy_order(t) : PyList_New(0);
     if (!l) return NULL;
-    for (int32_t e = t->head; e >= 0; e = t->ent[e].next) {
-        PyObject *k = PyLong_FromUnsignedLongLong(t->ent[e].key);
-        if (!k || PyList_Append(l, k) < 0) { Py_XDECREF(k); Py_DECREF(l); return NULL; }
-        Py_DECREF(k);
+    for (int32_t e = t->ops ? -1 : t->head; e >= 0; e = t->ent[e].next)
+        if (append_keys(t, l, &e, 1) < 0) { Py_DECREF(l); return NULL; }
+    if (t->ret && t->ret->len) {
+        int32_t *buf = PyMem_Malloc(sizeof(int32_t) * t->ret->len);
+        Py_ssize_t n = buf ? ret_order(t, buf) : 0;
+        int bad = !buf || append_keys(t, l, buf, n) < 0;
+        PyMem_Free(buf);
+        if (bad) { Py_DECREF(l); return buf ? NULL : PyErr_NoMemory(); }
     }
     return l;
 }
@@ -980,9 +1036,16 @@ static PyObject *hier_check(Hier *h, PyObject *unused) {
         CHECK(occ == t->nres, "tier %d: %zd slots used, %zd resident", j, occ, t->nres);
         CHECK((uint64_t)t->nres * 2 <= t->mask + 1, "tier %d: table over half full", j);
         if (j) CHECK(t->nres == t->held && t->reserved == 0, "tier %d: lower tier with pins or reserved slots", j);
+        Py_ssize_t pooled = t->ret ? t->ret->len : 0;
+        if (t->ret) {
+            const char *why = ret_check(t);
+            CHECK(!why, "tier %d (retain): %s", j, why ? why : "");
+        }
         if (t->ops) {
             CHECK(t->held == unpinned, "tier %d: %zd held, %zd unpinned", j, t->held, unpinned);
+            t->held -= pooled;           /* the policy's own check sees the blocks it holds */
             const char *why = t->ops->check(t);
+            t->held += pooled;
             CHECK(!why, "tier %d (%s): %s", j, t->ops->name, why ? why : "");
             continue;
         }
@@ -996,8 +1059,8 @@ static PyObject *hier_check(Hier *h, PyObject *unused) {
             CHECK(++cnt <= t->nres, "tier %d: LRU list cycle", j);
         }
         CHECK(prev == t->tail, "tier %d: bad LRU tail", j);
-        CHECK(cnt == t->held && cnt == unpinned, "tier %d: LRU holds %zd, counter %zd, unpinned %zd", j, cnt,
-              t->held, unpinned);
+        CHECK(cnt + pooled == t->held && cnt + pooled == unpinned, "tier %d: LRU holds %zd, counter %zd, "
+              "unpinned %zd", j, cnt + pooled, t->held, unpinned);
         if (j) CHECK(t->nres == t->held && t->reserved == 0, "tier %d: lower tier with pins or reserved slots", j);
     }
     Py_RETURN_NONE;
@@ -1037,6 +1100,20 @@ static int set_policies(Hier *h, PyObject *pols) {
     return ok ? 0 : -1;
 }
 
+/* retains: per tier None or (retained keys u64, duration s, arrivals f64) (pcs/cache/_retain.c) */
+static int set_retains(Hier *h, PyObject *retains) {
+    PyObject *rs = PySequence_Fast(retains, "retains must be a sequence");
+    if (!rs) return -1;
+    int ok = PySequence_Fast_GET_SIZE(rs) == h->ntiers;
+    for (int j = 0; ok && j < h->ntiers; j++) {
+        PyObject *r = PySequence_Fast_GET_ITEM(rs, j);
+        if (r != Py_None && ret_set(&h->t[j], r, &h->now) < 0) { Py_DECREF(rs); return -1; }
+    }
+    Py_DECREF(rs);
+    if (!ok) PyErr_SetString(PyExc_ValueError, "need one retain spec (or None) per tier");
+    return ok ? 0 : -1;
+}
+
 /* gates: per tier a sequence of admission specs (kind, a, b) (pcs/cache/_admission.c; empty: none) */
 static int set_gates(Hier *h, PyObject *gates) {
     PyObject *gs = PySequence_Fast(gates, "gates must be a sequence");
@@ -1050,9 +1127,9 @@ static int set_gates(Hier *h, PyObject *gates) {
 }
 
 static int hier_init(Hier *h, PyObject *args, PyObject *kw) {
-    PyObject *names, *caps, *pols = Py_None, *gates = Py_None;
+    PyObject *names, *caps, *pols = Py_None, *gates = Py_None, *retains = Py_None;
     int wt;
-    if (!PyArg_ParseTuple(args, "OOp|OO", &names, &caps, &wt, &pols, &gates)) return -1;
+    if (!PyArg_ParseTuple(args, "OOp|OOO", &names, &caps, &wt, &pols, &gates, &retains)) return -1;
     PyObject *ns = PySequence_Fast(names, "names must be a sequence");
     if (!ns) return -1;
     PyObject *cs = PySequence_Fast(caps, "capacities must be a sequence");
@@ -1077,6 +1154,8 @@ static int hier_init(Hier *h, PyObject *args, PyObject *kw) {
     }
     if (pols != Py_None && set_policies(h, pols) < 0) goto fail;
     if (gates != Py_None && set_gates(h, gates) < 0) goto fail;
+    if (retains != Py_None && set_retains(h, retains) < 0) goto fail;
+    h->now = -1;
     h->write_through = wt;
     Py_DECREF(ns);
     Py_DECREF(cs);
@@ -1123,7 +1202,8 @@ static PyTypeObject HierType = {
     .tp_basicsize = sizeof(Hier),
     .tp_dealloc = (destructor)hier_dealloc,
     .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "Hierarchy(names, capacities_blocks, write_through, policies=None, gates=None): tiers, GPU first.",
+    .tp_doc = "Hierarchy(names, capacities_blocks, write_through, policies=None, gates=None, retains=None): tiers, "
+              "GPU first.",
     .tp_methods = hier_methods,
     .tp_getset = hier_getset,
     .tp_init = (initproc)hier_init,

@@ -10,9 +10,11 @@ eviction policy is LRU (inline, the fastest) or one of the compiled twins of
 ``pcs/cache/policies/NAME.py``; docs/semantics.md §8), given the sizes its
 Python policy object worked out (:func:`policy_spec`), so option values
 (``slru:protected_share=0.5``, ``s3fifo:small_share=0.2``) pass through.
-Each tier's admission policies (``--admit``: ``reuse``, ``selective``,
-``tinylfu``) run there too, as the compiled gates of ``pcs/cache/_admission.c``
-(:data:`COMPILED_ADMISSIONS`, :func:`gate_specs`; docs/semantics.md §8).
+Each tier's admission policies (``--admit``) run there too: ``reuse``,
+``selective`` and ``tinylfu`` as the compiled gates of ``pcs/cache/_admission.c``
+(:data:`COMPILED_ADMISSIONS`, :func:`gate_specs`), ``retain`` as the pool of
+``pcs/cache/_retain.c`` in front of an ``lru`` or ``slru`` tier
+(:data:`RETAIN_POLICIES`, :func:`retain_spec`); docs/semantics.md §8.
 Block hashes must be ints in [0, 2**64) (the trace readers' uint64 hashes;
 another value raises TypeError or OverflowError in ``start``), and ``start``
 takes its arguments by position, as the engine passes them.
@@ -35,8 +37,8 @@ from pcs import _native
 
 _lruhier = _native.module("lruhier")    # None when the optional extension did not compile
 
-__all__ = ["NativeHierarchy", "available", "policy_spec", "gate_specs", "COMPILED_POLICIES", "COMPILED_ADMISSIONS",
-           "MAX_BLOCKS"]
+__all__ = ["NativeHierarchy", "available", "policy_spec", "gate_specs", "retain_spec", "COMPILED_POLICIES",
+           "COMPILED_ADMISSIONS", "RETAIN_POLICIES", "MAX_BLOCKS"]
 
 #: largest tier the compiled hierarchy takes (int32 entry indices); larger ones use Python.
 MAX_BLOCKS = 1 << 30
@@ -60,16 +62,24 @@ COMPILED_POLICIES: dict[str, Callable[[Any], tuple[int, ...]]] = {
 #: from the bound Python admission object: the threshold (``reuse``, ``selective``); the sketch's width bits
 #: and its reset sample in additions (``tinylfu``, as :class:`pcs.cache.admission_tinylfu.CountMinSketch`
 #: rounds them).
-COMPILED_ADMISSIONS: dict[str, Callable[[Any], tuple[str, int, int]]] = {
+#: ``retain`` has no gate (None): it wraps the tier's policy (:func:`retain_spec`).
+COMPILED_ADMISSIONS: dict[str, Callable[[Any], tuple[str, int, int]] | None] = {
     "reuse": lambda a: ("reuse", a.threshold, 0),
     "selective": lambda a: ("selective", a.threshold, 0),
     "tinylfu": lambda a: ("tinylfu", a.sketch.width.bit_length() - 1, a.sketch.sample),
+    "retain": None,
 }
+#: The eviction policies the compiled ``retain`` pool may sit in front of: those that keep nothing of a block
+#: taken out of them (``remove``). The others (fifo, sieve, 2q, s3fifo, arc, lfu) remember a pinned block;
+#: when ``RetainingPolicy`` evicts such a block from its pool the Python policy is not told and keeps that
+#: state for the key, which the compiled twin (state per entry) does not reproduce: they run on Python.
+RETAIN_POLICIES = ("lru", "slru")
 
 
 def gate_specs(admission: Any) -> list[tuple[str, int, int]] | None:
     """The compiled gates of one tier's admission policy (a :class:`pcs.cache.admission.CombinedAdmission`
-    gives one per part; None: no admission, an empty list), or None when a part has no compiled twin."""
+    gives one per part; None: no admission, an empty list; ``retain`` parts: none, the policy carries them),
+    or None when a part has no compiled twin."""
     from pcs.cache.admission import CombinedAdmission, admission_kinds
 
     if admission is None:
@@ -78,17 +88,60 @@ def gate_specs(admission: Any) -> list[tuple[str, int, int]] | None:
     kinds = admission_kinds()
     out = []
     for p in parts:
-        make = COMPILED_ADMISSIONS.get(getattr(p, "kind", None))
-        if make is None or type(p) is not kinds[p.kind]:
+        kind = getattr(p, "kind", None)
+        if kind not in COMPILED_ADMISSIONS or type(p) is not kinds[kind]:
             return None
-        kind, a, b = make(p)
+        if kind == "retain":
+            continue
+        kind, a, b = COMPILED_ADMISSIONS[kind](p)
         out.append((kind, int(a), int(b)))
     return out
+
+
+def _unwrap(policy: Any) -> tuple[Any, Any]:
+    """(the eviction policy, its ``RetentionAdmission`` or None) of a tier's policy object."""
+    from pcs.cache.admission_retention import RetainingPolicy
+
+    if type(policy) is RetainingPolicy:
+        return policy.inner, policy.retention
+    return policy, None
+
+
+def retain_spec(policy: Any) -> tuple[Any, float, Any] | None:
+    """``(retained block keys uint64 (n,), duration s, arrival s float64 (requests,))`` for the compiled pool of
+    a tier's ``retain`` (``RetainingPolicy``), from its trace pre-pass: the blocks whose depth d (blocks) gives
+    tokens [d x bs, (d + 1) x bs) overlapping the range (``RetentionAdmission.retained``); None without one.
+
+    Raises:
+        ValueError: a retain that cannot run compiled (several on one tier, a policy not in
+            :data:`RETAIN_POLICIES`).
+    """
+    import numpy as np
+
+    inner, retention = _unwrap(policy)
+    if retention is None:
+        return None
+    if _unwrap(inner)[1] is not None or inner.name not in RETAIN_POLICIES:
+        raise ValueError(f"retain runs compiled on one retain per tier in front of {', '.join(RETAIN_POLICIES)}")
+    oracle = retention.context.oracle
+    keys = np.fromiter(oracle.depth.keys(), dtype=np.uint64, count=len(oracle.depth))
+    depth = np.fromiter(oracle.depth.values(), dtype=np.int64, count=len(oracle.depth))
+    bs = oracle.block_size
+    keep = (depth * bs < retention.hi) & ((depth + 1) * bs > retention.lo)
+    return (np.ascontiguousarray(keys[keep]), float(retention.duration_s),
+            np.asarray(oracle.arrival_s, dtype=np.float64))
+
+
+def _retain_ok(policy: Any) -> bool:
+    inner, retention = _unwrap(policy)
+    return retention is None or (_unwrap(inner)[1] is None and inner.name in RETAIN_POLICIES
+                                 and retention.context is not None and retention.context.oracle is not None)
 
 
 def policy_spec(policy: Any) -> tuple[str, tuple[int, ...]] | None:
     """``(name, integer options)`` for the C twin of an (empty) eviction policy object, or None when it has
     none (a policy without a compiled twin, a plug-in, a subclass)."""
+    policy = _unwrap(policy)[0]
     name = getattr(policy, "name", None)
     opts = COMPILED_POLICIES.get(name)
     if opts is None or type(policy) is not get_policy(name):
@@ -102,7 +155,7 @@ def available(tiers: Sequence[Tier]) -> bool:
     (:data:`COMPILED_ADMISSIONS`), every tier empty and at most :data:`MAX_BLOCKS` blocks."""
     return _lruhier is not None and all(
         policy_spec(t.policy) is not None and gate_specs(getattr(t, "admission", None)) is not None
-        and not len(t.resident) and not t.reserved_blocks and t.capacity_blocks <= MAX_BLOCKS for t in tiers)
+        and _retain_ok(t.policy) and not len(t.resident) and not t.reserved_blocks and t.capacity_blocks <= MAX_BLOCKS for t in tiers)
 
 
 class _Resident(Mapping):
@@ -227,7 +280,8 @@ class NativeHierarchy:
                              f"{', '.join(f'{t.name}:{t.policy.name}' for t in tiers)}")
         admissions = [getattr(t, "admission", None) for t in tiers]
         h = _lruhier.Hierarchy(names, [t.capacity_blocks for t in tiers], write_policy == "through",
-                               [policy_spec(t.policy) for t in tiers], [gate_specs(a) for a in admissions])
+                               [policy_spec(t.policy) for t in tiers], [gate_specs(a) for a in admissions],
+                               [retain_spec(t.policy) for t in tiers])
         self._h = h
         self.write_policy = write_policy
         self.write_through = write_policy == "through"

@@ -19,8 +19,9 @@ engine                 applies when                               implementation
                        ``fifo``, ``slru``, ``sieve``, ``2q``,     under the event loop (a sequential
                        ``s3fifo``, ``arc``, ``lfu``) and its      baseline: its C loop, pcs.engine.seqbase)
                        admission policies too (``reuse``,
-                       ``selective``, ``tinylfu``; not
-                       ``retain``), at most 2**30 blocks
+                       ``selective``, ``tinylfu``; one
+                       ``retain`` on ``lru`` / ``slru``), at
+                       most 2**30 blocks
                        each, the compiled twin built, ``native``
                        not ``python``
 ``reference``          one cache group of full attention (every   :class:`pcs.cache.Hierarchy` under the
@@ -50,7 +51,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
 from pcs import _native
-from pcs.cache.native import COMPILED_ADMISSIONS, COMPILED_POLICIES
+from pcs.cache.native import COMPILED_ADMISSIONS, COMPILED_POLICIES, RETAIN_POLICIES
 from pcs.cache.native import MAX_BLOCKS as MAX_COMPILED_BLOCKS
 
 __all__ = ["EngineRow", "RunConfig", "ENGINES", "ENGINE_NAMES", "ALIASES", "REQUESTS", "SUMMARY_KEYS",
@@ -122,9 +123,12 @@ def _lru_scan_applies(cfg: RunConfig) -> str | None:
 
 def _compiled_label(label: str) -> bool:
     """Whether a tier's policy label (``lru``, ``lru+reuse:2+tinylfu:sample=10``) names a compiled policy and
-    only compiled admission kinds."""
+    only compiled admission kinds (at most one ``retain``, in front of a policy of ``RETAIN_POLICIES``)."""
     policy, *admits = label.split("+")
-    return policy in COMPILED_POLICIES and all(a.partition(":")[0] in COMPILED_ADMISSIONS for a in admits)
+    kinds = [a.partition(":")[0] for a in admits]
+    retains = kinds.count("retain")
+    return (policy in COMPILED_POLICIES and all(k in COMPILED_ADMISSIONS for k in kinds)
+            and (not retains or (retains == 1 and policy in RETAIN_POLICIES)))
 
 
 def _compiled_hierarchy_applies(cfg: RunConfig) -> str | None:
@@ -133,7 +137,7 @@ def _compiled_hierarchy_applies(cfg: RunConfig) -> str | None:
     other = [f"{name}:{policy}" for name, policy, _ in cfg.tiers if not _compiled_label(policy)]
     if other:
         return (f"it needs every tier's policy compiled ({', '.join(COMPILED_POLICIES)}; admission "
-                f"{', '.join(COMPILED_ADMISSIONS)}), got {', '.join(other)}")
+                f"{', '.join(COMPILED_ADMISSIONS)}, retain on {' or '.join(RETAIN_POLICIES)}), got {', '.join(other)}")
     big = [name for name, _, cap in cfg.tiers if cap > MAX_COMPILED_BLOCKS]
     if big:
         return f"tier {big[0]} has more than {MAX_COMPILED_BLOCKS} blocks"

@@ -20,6 +20,8 @@ from hypothesis import strategies as st
 from pcs.blocks import BlockRules
 from pcs.cache import Hierarchy, Tier, make_policy
 from pcs.cache.admission import apply_admission
+from pcs.cache.policies import PolicyContext
+from pcs.cache.policies.context import TraceOracle, clocked
 from pcs.engine.chunks import iter_chunks
 from pcs.engine.engine import ReplayEngine, TimeModel
 from pcs.engine.select import SUMMARY_KEYS
@@ -38,18 +40,21 @@ PER_RULE = settings(SETTINGS, max_examples=40)
 A, B, C, D, E = 1, 2, 3, 4, 5
 
 
-def _tiers(caps, specs, admits):
-    """Tiers t0, t1, ...; ``admits[j]``: tier j's ``+``-joined admission specs, or None."""
+def _tiers(caps, specs, admits, ctx=None):
+    """Tiers t0, t1, ...; ``admits[j]``: tier j's ``+``-joined admission specs, or None; ``ctx``: the trace
+    context (retain), one clock for the hierarchy."""
+    ctx = ctx.fresh() if ctx is not None else None
     tiers = []
     for j, (c, s) in enumerate(zip(caps, specs)):
-        p, adm = apply_admission(admits[j].split("+") if admits[j] else (), make_policy(s, c))
+        p, adm = apply_admission(admits[j].split("+") if admits[j] else (), make_policy(s, c), ctx)
         tiers.append(Tier(f"t{j}", c, p, adm))
     return tiers
 
 
 def _run(reqs, caps, specs, admits, timing, rules, wp, use_native, check=True):
-    tiers = _tiers(caps, specs, admits)
-    h = native.NativeHierarchy(tiers, wp) if use_native else Hierarchy(tiers, wp)
+    ctx = PolicyContext(TraceOracle.build(iter_chunks(reqs, rules), future=False))
+    tiers = _tiers(caps, specs, admits, ctx)
+    h = native.NativeHierarchy(tiers, wp) if use_native else clocked(Hierarchy(tiers, wp))
     eng = ReplayEngine(h, timing, block_bytes=[7] * len(caps), check=check)
     for ch in iter_chunks(reqs, rules, TimeModel(LinearCompute())):
         eng.feed(ch)
@@ -81,7 +86,8 @@ def _hand(reqs, caps, admit):
 
 
 def test_every_compiled_admission_is_available():
-    assert set(native.COMPILED_ADMISSIONS) == {"reuse", "selective", "tinylfu"}
+    from pcs.cache.admission import ADMISSION_KINDS
+    assert set(native.COMPILED_ADMISSIONS) == set(ADMISSION_KINDS)         # every kind has a compiled twin
     for adm in ADMITS:
         assert native.available(_tiers([8, 16], ["lru", "arc"], [None, adm])), adm
     t = _tiers([8, 16], ["lru", "lru"], [None, "tinylfu:sample=2.5"])[1]
@@ -89,6 +95,36 @@ def test_every_compiled_admission_is_available():
     assert native.gate_specs(t.admission) == [("tinylfu", 4, 40)]
     assert native.gate_specs(_tiers([8, 100], ["lru"] * 2, [None, "reuse:3+tinylfu"])[1].admission) \
         == [("reuse", 3, 0), ("tinylfu", 7, 1000)]          # width 128 >= 100 = 2**7; 10 x 100 additions
+
+
+def test_hand_retention_keeps_the_head_where_lru_drops_it():
+    # tests/cache/test_admission.py's case: gpu 3 blocks; r0 [S a] at t 0, r1 [b c] at 1, r2 [d] at 2,
+    # r3 [S e] at 3; retaining tokens 0-4 (the depth-0 blocks S, b) for 100 s: r1 evicts a, r2 evicts c (the
+    # only unretained block), r3 hits S and its e evicts b: d (depth 0) is retained too, so only retained
+    # blocks are left and the oldest retention goes first. For 0.5 s every retention has ended when r1 and
+    # r2 evict: S goes
+    S, a, b, c, d, e = 10, 11, 12, 13, 14, 15
+    reqs = [req([S, a], 0), req([b, c], 1), req([d], 2), req([S, e], 3)]
+    res, h = _same(reqs, [3], ["lru"], ["retain:tokens=0-4,duration=100"], "sequential", UNIT_RULES, "back")
+    assert res.columns["hit_tokens_t0"][3] > 0 and set(h.tiers[0].resident) == {S, d, e}
+    res, _ = _same(reqs, [3], ["lru"], ["retain:tokens=0-4,duration=0.5"], "sequential", UNIT_RULES, "back")
+    assert res.columns["hit_tokens_t0"][3] == 0
+
+
+def test_retain_runs_compiled_only_in_front_of_lru_and_slru():
+    ctx = PolicyContext(TraceOracle.build(iter_chunks([req([1, 2], 0)], UNIT_RULES)))
+    for pol in ("lru", "slru"):
+        assert native.available(_tiers([4, 8], [pol] * 2, ["retain:tokens=0-4,duration=1"] * 2, ctx))
+    assert native.available(_tiers([4, 8], ["lru"] * 2, [None, "retain:tokens=0-4,duration=1+reuse:2"], ctx))
+    # fifo keeps a pinned block's number; evicted from the pool, Python's policy keeps it, the C twin cannot
+    assert not native.available(_tiers([4, 8], ["lru", "fifo"], [None, "retain:tokens=0-4,duration=1"], ctx))
+    assert not native.available(_tiers([4], ["lru"], ["retain:tokens=0-4,duration=1+retain:tokens=4-8,duration=1"],
+                                       ctx))
+    from pcs.engine.select import RunConfig, choose
+    cfg = RunConfig.of(_tiers([4, 8], ["lru", "fifo"], [None, "retain:tokens=0-4,duration=1"], ctx), "sequential")
+    assert choose(cfg)[0].name == "reference"
+    cfg = RunConfig.of(_tiers([4, 8], ["lru", "slru"], [None, "retain:tokens=0-4,duration=1"], ctx), "sequential")
+    assert choose(cfg)[0].name == "compiled-hierarchy"
 
 
 def test_hand_reuse_stores_a_block_on_its_second_use():
@@ -143,6 +179,26 @@ def test_each_admission_with_tiny_tiers(admit, reqs, caps, pol, timing, wp):
     _same(reqs, caps, [pol] * len(caps), [None] + [admit] * (len(caps) - 1), timing, BlockRules(), wp)
 
 
+#: retain variants: token ranges over the first blocks (BS = 4 tokens), durations around the traces' arrival gaps
+RETAINS = ["retain:tokens=0-4,duration=0.1", "retain:tokens=0-8,duration=1", "retain:tokens=4-12,duration=0.01",
+           "retain:tokens=0-4,duration=100"]
+retain_config = st.tuples(
+    st.lists(st.tuples(st.integers(0, 10), st.sampled_from(["lru", "slru", "slru:protected_share=0.5"]),
+                       st.sampled_from([None] + RETAINS),
+                       st.sampled_from([None, "reuse:2", "tinylfu", "selective:1"])), min_size=1, max_size=3),
+    st.sampled_from(["sequential", "modeled"]), st.sampled_from(ALL_RULES), st.sampled_from(["back", "through"]))
+
+
+@SETTINGS
+@given(traces(), retain_config)
+def test_native_retain_equals_python_on_random_traces(reqs, cfg):
+    """retain on any tier (the GPU tier too), alone or with a gate on a lower tier."""
+    tiers, timing, rules, wp = cfg
+    admits = ["+".join(a for a in (ret, gate if j else None) if a) or None
+              for j, (_, _, ret, gate) in enumerate(tiers)]
+    _same(reqs, [c for c, *_ in tiers], [s for _, s, *_ in tiers], admits, timing, rules, wp)
+
+
 @pytest.mark.parametrize("admit", ["reuse:2", "selective:1", "tinylfu", "reuse:2+tinylfu"])
 @settings(SETTINGS, max_examples=40)
 @given(st.lists(st.lists(st.integers(0, 6), max_size=6), min_size=1, max_size=12), st.integers(0, 5),
@@ -180,13 +236,16 @@ def test_direct_calls_with_waits_and_running_requests(admit, chains, c0, c1, wai
         assert _state(hs[0]) == _state(hs[1])
 
 
-@pytest.mark.parametrize("admit", ["reuse:2", "selective:1", "tinylfu:sample=0.5", "reuse:2+tinylfu"])
+@pytest.mark.parametrize("admit", ["reuse:2", "selective:1", "tinylfu:sample=0.5", "reuse:2+tinylfu",
+                                   "retain:tokens=0-8,duration=0.5", "retain:tokens=0-16,duration=5+tinylfu"])
 def test_seeded_stress(admit):
     """600 requests, _check after every step; the 6-block GPU tier truncates, the 9-block CPU tier overflows;
-    policies with ghosts and heaps below an admission."""
+    policies with ghosts and heaps below an admission (retain: lru and slru)."""
     reqs = stress_trace(7, 600, BS)
-    for caps, pols in (([40, 60, 80], ["lru", "lru", "arc"]), ([6, 20, 30], ["fifo", "s3fifo", "lfu"]),
-                       ([6, 9], ["lru", "2q"])):
+    ret = admit.startswith("retain")
+    for caps, pols in (([40, 60, 80], ["lru", "lru", "slru" if ret else "arc"]),
+                       ([6, 20, 30], ["slru", "lru", "slru"] if ret else ["fifo", "s3fifo", "lfu"]),
+                       ([6, 9], ["lru", "slru" if ret else "2q"])):
         for timing in ("sequential", "modeled"):
             for wp in ("back", "through"):
                 a, _ = _same(reqs, caps, pols, [None] + [admit] * (len(caps) - 1), timing, BlockRules(), wp)
@@ -201,7 +260,9 @@ REAL = {"mooncake": [("modeled", "back", ["gpu=100GB", "cpu=1TB"]),
                    ("modeled", "back", ["gpu=20GB", "cpu=50GB", "ssd=250GB"])]}
 TRACE_ADMITS = {"reuse": ("lru", ["cpu=reuse:2", "ssd=reuse:3"]), "selective": ("arc", ["cpu=selective:2"]),
                 "tinylfu": ("lru", ["cpu=tinylfu", "ssd=tinylfu:sample=4"]),
-                "mixed": ("s3fifo", ["cpu=reuse:2", "cpu=tinylfu", "ssd=selective:1"])}
+                "mixed": ("s3fifo", ["cpu=reuse:2", "cpu=tinylfu", "ssd=selective:1"]),
+                "retain": ("lru", ["gpu=retain:tokens=0-2048,duration=300", "cpu=retain:tokens=0-4096,duration=60",
+                                   "cpu=reuse:2"])}
 
 
 @pytest.mark.parametrize("case", range(3))
