@@ -95,3 +95,16 @@ def test_bad_plans_are_one_line_errors_before_anything_runs(tmp_path, plan_text,
 def test_jobs_and_ray_together_are_refused(tmp_path):
     res = _pcs("sweep", SAMPLE_PLAN, "-o", tmp_path, "--jobs", "2", "--ray")
     assert res.exit_code == 2 and "not both" in res.stderr
+
+
+@pytest.mark.parametrize("words", [("sweep", "--ray"), ("sweep", "run", "--ray")])
+def test_a_bare_ray_before_the_plan_is_a_local_ray_not_an_address(tmp_path, words):
+    # `--ray PLAN`: PLAN is an existing file, never a Ray address, so --ray is bare (a local Ray) and PLAN the
+    # plan; with --jobs too the refusal proves the plan was parsed (it used to be "Missing argument 'PLAN'")
+    res = _pcs(*words, SAMPLE_PLAN, "-o", tmp_path, "--jobs", "2")
+    assert res.exit_code == 2 and "not both" in res.stderr, res.output
+
+
+def test_a_ray_address_that_is_not_a_file_stays_an_address(tmp_path):
+    res = _pcs("sweep", "--ray", "auto", "-o", tmp_path)
+    assert res.exit_code == 2 and "Missing argument 'PLAN'" in res.stderr
