@@ -319,6 +319,45 @@ static Py_ssize_t tduel(Tier *t, const uint64_t *keys, int32_t *mark, Py_ssize_t
     return won;
 }
 
+/* Tier._overflow: a batch larger than the unpinned room pushes out its first keys (those resident and unpinned
+ * are evicted, the others overflow); returns how many */
+static Py_ssize_t tcut(Tier *t, const uint64_t *keys, Py_ssize_t len) {
+    Py_ssize_t room = t->capacity - t->nres - t->reserved + t->held;
+    if (len <= room) return 0;
+    Py_ssize_t cut = len - (room > 0 ? room : 0), gone = 0;
+    for (Py_ssize_t i = 0; i < cut; i++) {
+        int32_t e = tfind(t, keys[i]);
+        if (e >= 0 && t->ent[e].pin == 0) {
+            pol_drop(t, e);
+            tdel(t, e);
+            gone++;
+        }
+    }
+    t->evicted += gone;
+    t->overflow += cut - gone;
+    return cut;
+}
+
+/* Tier._add_in_runs over keys[start..len) by their marks (-2 new: stored; >= 0 resident again: reused;
+ * -1 pinned, -3 refused: skipped): one add per run of one flag; 0 or -1 */
+static int tadd_runs(Tier *t, const uint64_t *keys, const int32_t *mark, Py_ssize_t start, Py_ssize_t len) {
+    int run = 0, cur = 0;
+    for (Py_ssize_t i = start; i < len; i++) {
+        int32_t e = mark[i];
+        int f = e >= 0;
+        if (e == -2) {
+            e = tadd(t, keys[i], 0);
+            if (e < 0) return -1;
+        } else if (e < 0) continue;
+        if (f != cur && run) { pol_add_end(t, cur); run = 0; }
+        cur = f;
+        if (pol_add(t, e, f) < 0) return -1;
+        run++;
+    }
+    if (run) pol_add_end(t, cur);
+    return 0;
+}
+
 /* Tier.insert for a tier with no pins expected (pins handled anyway): keys (eviction order) are
  * stored unpinned; pushed keys (victims, then batch keys that did not fit) go to out; returns the
  * number pushed and sets *written; -1 on memory error. mark must hold len keys. */
@@ -332,25 +371,8 @@ static Py_ssize_t tinsert(Tier *t, const uint64_t *keys, Py_ssize_t len, uint64_
         keys = t->gbuf;
         refused = t->gbuf + len0;
     }
+    Py_ssize_t start = tcut(t, keys, len), nout = 0;
     Py_ssize_t free_ = t->capacity - t->nres - t->reserved;
-    Py_ssize_t room = free_ + t->held;
-    Py_ssize_t start = 0, nout = 0;
-    if (len > room) {
-        Py_ssize_t cut = len - (room > 0 ? room : 0);
-        Py_ssize_t gone = 0;
-        for (Py_ssize_t i = 0; i < cut; i++) {
-            int32_t e = tfind(t, keys[i]);
-            if (e >= 0 && t->ent[e].pin == 0) {
-                pol_drop(t, e);
-                tdel(t, e);
-                gone++;
-            }
-        }
-        t->evicted += gone;
-        t->overflow += cut - gone;
-        start = cut;
-        free_ = t->capacity - t->nres - t->reserved;
-    }
     Py_ssize_t nfresh = 0;
     for (Py_ssize_t i = start; i < len; i++) {
         int32_t e = tfind(t, keys[i]);
@@ -374,21 +396,7 @@ static Py_ssize_t tinsert(Tier *t, const uint64_t *keys, Py_ssize_t len, uint64_
         if (tevict(t, need, out + nwon) < 0) return -1;
         nout += need;
     }
-    int run = 0, cur = 0;              /* Tier._add_in_runs: one add per run of one flag (resident again: reused) */
-    for (Py_ssize_t i = start; i < len; i++) {
-        int32_t e = mark[i];
-        int f = e >= 0;
-        if (e == -3) continue;
-        if (e == -2) {
-            e = tadd(t, keys[i], 0);
-            if (e < 0) return -1;
-        } else if (e < 0) continue;
-        if (f != cur && run) { pol_add_end(t, cur); run = 0; }
-        cur = f;
-        if (pol_add(t, e, f) < 0) return -1;
-        run++;
-    }
-    if (run) pol_add_end(t, cur);
+    if (tadd_runs(t, keys, mark, start, len) < 0) return -1;
     t->inserted += nfresh;
     if (t->nres > t->peak_res) t->peak_res = t->nres;
     if (t->nres + t->reserved > t->peak_used) t->peak_used = t->nres + t->reserved;

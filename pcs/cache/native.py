@@ -18,7 +18,7 @@ Each tier's admission policies (``--admit``) run there too: ``reuse``,
 Block hashes must be ints in [0, 2**64) (the trace readers' uint64 hashes;
 another value raises TypeError or OverflowError in ``start``), and ``start``
 takes its arguments by position, as the engine passes them.
-``tests/cache/test_replay_native.py`` and ``tests/cache/test_native_policies.py``
+``tests/cache/test_replay_native.py``, ``tests/cache/test_native_policies.py`` and ``tests/cache/test_native_admission.py``
 check both give identical admissions, summaries, per-request tables and end
 states. Which hierarchy a replay runs on is decided by the engine-selection
 table (:mod:`pcs.engine.select`, row ``compiled-hierarchy``), nowhere else.
@@ -139,8 +139,9 @@ def _retain_ok(policy: Any) -> bool:
 
 
 def policy_spec(policy: Any) -> tuple[str, tuple[int, ...]] | None:
-    """``(name, integer options)`` for the C twin of an (empty) eviction policy object, or None when it has
-    none (a policy without a compiled twin, a plug-in, a subclass)."""
+    """``(name, integer options)`` for the C twin of an (empty) eviction policy object (behind a ``retain``
+    wrapper: its inner policy's), or None when it has none (a policy without a compiled twin, a plug-in, a
+    subclass)."""
     policy = _unwrap(policy)[0]
     name = getattr(policy, "name", None)
     opts = COMPILED_POLICIES.get(name)
@@ -276,7 +277,8 @@ class NativeHierarchy:
         if not available(tiers):
             raise ValueError("the native hierarchy needs the compiled pcs.cache._lruhier and empty tiers of at most "
                              f"{MAX_BLOCKS} blocks with policies {', '.join(COMPILED_POLICIES)} and admission "
-                             f"policies {', '.join(COMPILED_ADMISSIONS)}; got "
+                             f"policies {', '.join(COMPILED_ADMISSIONS)} (retain in front of "
+                             f"{' or '.join(RETAIN_POLICIES)}); got "
                              f"{', '.join(f'{t.name}:{t.policy.name}' for t in tiers)}")
         admissions = [getattr(t, "admission", None) for t in tiers]
         h = _lruhier.Hierarchy(names, [t.capacity_blocks for t in tiers], write_policy == "through",

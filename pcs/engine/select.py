@@ -136,8 +136,9 @@ def _compiled_hierarchy_applies(cfg: RunConfig) -> str | None:
         return _hybrid(cfg)
     other = [f"{name}:{policy}" for name, policy, _ in cfg.tiers if not _compiled_label(policy)]
     if other:
-        return (f"it needs every tier's policy compiled ({', '.join(COMPILED_POLICIES)}; admission "
-                f"{', '.join(COMPILED_ADMISSIONS)}, retain on {' or '.join(RETAIN_POLICIES)}), got {', '.join(other)}")
+        gates = ", ".join(k for k in COMPILED_ADMISSIONS if k != "retain")
+        return (f"it needs every tier's policy compiled ({', '.join(COMPILED_POLICIES)}; admission {gates}; "
+                f"retain on {' or '.join(RETAIN_POLICIES)}), got {', '.join(other)}")
     big = [name for name, _, cap in cfg.tiers if cap > MAX_COMPILED_BLOCKS]
     if big:
         return f"tier {big[0]} has more than {MAX_COMPILED_BLOCKS} blocks"
