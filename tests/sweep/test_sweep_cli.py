@@ -82,6 +82,7 @@ def test_every_kind_gives_what_its_command_prints_alone(tmp_path, kind, fixed, a
     ("[axes]\nrouter = ['round-robin', 'random']\n", "router: pcs sweep replays one instance"),
     ("[fixed]\nrouter_stale_s = 1\n", "router_stale_s: pcs sweep"),
     ("kind = 'compare'\n[fixed]\ninstances = 2\n", "instances: pcs sweep"),
+    ("[fixed]\nshared_tier = 'remote=1TB'\n", "shared_tier: pcs sweep replays one instance"),
 ])
 def test_bad_plans_are_one_line_errors_before_anything_runs(tmp_path, plan_text, words):
     plan = tmp_path / "p.toml"
@@ -90,6 +91,19 @@ def test_bad_plans_are_one_line_errors_before_anything_runs(tmp_path, plan_text,
     assert res.exit_code == 2 and words in res.stderr, res.output
     assert res.stderr.startswith("pcs: error:") and len(res.stderr.splitlines()) == 1
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("kind", ["replay", "compare"])
+def test_unknown_option_lists_no_refused_fleet_option(tmp_path, kind):
+    # the valid: list after an unknown key offered instances, router, router_stale_s, shared_tier, which a sweep
+    # point then refuses (a sweep point replays one instance)
+    plan = tmp_path / "p.toml"
+    plan.write_text(f"kind = '{kind}'\n[fixed]\npolcy = 'lru'\n", encoding="utf-8")
+    res = _pcs("sweep", plan, "-o", tmp_path / "out", "--jobs", "1")
+    assert res.exit_code == 2 and "valid: " in res.stderr, res.output
+    valid = res.stderr.split("valid: ", 1)[1].strip().split(", ")
+    assert "policy" in valid or "policies" in valid
+    assert not {"instances", "router", "router_stale_s", "shared_tier"} & set(valid)
 
 
 def test_jobs_and_ray_together_are_refused(tmp_path):
