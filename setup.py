@@ -8,8 +8,9 @@ them and owns the ``auto | c | python`` switch):
 - ``pcs.engine._lruscan`` (pcs/engine/_lruscan.c): the one-capacity
   sequential LRU scan of the replay fast path;
 - ``pcs.cache._lruhier`` (pcs/cache/_lruhier.c + one pcs/cache/_pol_NAME.c
-  per compiled eviction policy): the tier hierarchy the replay event loop
-  runs on when every tier's policy has a compiled twin;
+  per compiled eviction policy + pcs/cache/_admission.c and _retain.c, the
+  admission policies): the tier hierarchy the replay event loop runs on when every
+  tier's policy and admission have compiled twins;
 - ``pcs.engine._stepsched`` (pcs/engine/_stepsched.c): the step scheduler's
   event loop (default ``pcs replay``) over that hierarchy;
 - ``pcs.trace._statscan`` (pcs/trace/_statscan.c): the one-pass scan behind
@@ -75,7 +76,7 @@ setup(
     ext_modules=[
         _ext("pcs.curves._stackdist", "pcs/curves/_stackdist.c"),
         _ext("pcs.engine._lruscan", "pcs/engine/_lruscan.c"),
-        _ext("pcs.cache._lruhier", "pcs/cache/_lruhier.c", tuple(_POLICY_SOURCES)),
+        _ext("pcs.cache._lruhier", "pcs/cache/_lruhier.c", (*_POLICY_SOURCES, "pcs/cache/_admission.c", "pcs/cache/_retain.c")),
         # bit-identical floats to the Python reference: no fused multiply-add contraction
         _ext("pcs.engine._stepsched", "pcs/engine/_stepsched.c", args=("-ffp-contract=off",)),
         _ext("pcs.trace._statscan", "pcs/trace/_statscan.c"),

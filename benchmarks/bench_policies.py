@@ -17,7 +17,10 @@ policy once (alternated), and block accesses per second of the whole call;
 ``ratio_to_lru`` = the policy's time / compiled lru's time in the same run.
 Prints one human line per run, then ONE JSON line last.
 ``--policy NAME`` (repeatable) times those registered policies instead.
+``--admit TIER=KIND`` (repeatable) times each policy with each admission policy instead (``P+cpu=reuse:2``:
+compiled, pcs/cache/_admission.c, beside ``P+cpu=reuse:2-reference``), plain ``lru`` kept as the peer.
 Usage: python benchmarks/bench_policies.py [--repeat 3] [--trace PATH] [--compute infinite|step|both] [--policy NAME ...]
+       [--admit cpu=reuse:2 ...]
 """
 from __future__ import annotations
 
@@ -33,11 +36,14 @@ POLICIES = ("lru", "fifo", "slru", "sieve", "2q", "s3fifo", "arc", "lfu", "gdsf"
 FALLBACK = {"slru": "protected", "reference": "general"}
 
 
-def _runs(policies) -> list[tuple[str, dict]]:
-    """(label, replay keyword arguments): each policy on ``auto`` and on the reference."""
-    out = []
+def _runs(policies, admits=()) -> list[tuple[str, dict]]:
+    """(label, replay keyword arguments): each policy (with each admission, if any) on ``auto`` and on the
+    reference; with admissions, plain compiled ``lru`` first (the peer)."""
+    out = [("lru", {"policy": "lru"})] if admits else []
     for p in policies:
-        out += [(p, {"policy": p}), (f"{p}-reference", {"policy": p, "engine": "reference"})]
+        for a in admits or (None,):
+            kw, label = ({"policy": p}, p) if a is None else ({"policy": p, "admit": [a]}, f"{p}+{a}")
+            out += [(label, kw), (f"{label}-reference", dict(kw, engine="reference"))]
     return out
 
 
@@ -72,8 +78,9 @@ def main() -> None:
     ap.add_argument("--trace", default=str(common.MOONCAKE_CONV))
     ap.add_argument("--compute", choices=("infinite", "step", "both"), default="both")
     ap.add_argument("--policy", action="append", default=[], help="time these policies instead (repeatable)")
+    ap.add_argument("--admit", action="append", default=[], help="time with these admissions (repeatable)")
     args = ap.parse_args()
-    runs = _runs(args.policy or POLICIES)
+    runs = _runs(args.policy or (("lru",) if args.admit else POLICIES), args.admit)
     modes = ("infinite", "step") if args.compute == "both" else (args.compute,)
     import os
 

@@ -13,19 +13,33 @@
 #include "_lruhier.h"
 #include "structmember.h"
 
-/* -- the policy calls of the mechanism (LRU inline: ops == NULL) ------------------------------------------- */
-static inline int pol_add(Tier *t, int32_t e, int reused) {
+/* -- the policy calls of the mechanism (LRU inline: ops == NULL; a retain pool, pcs/cache/_retain.c, first) -- */
+static inline int inner_add(Tier *t, int32_t e, int reused) {
     if (!t->ops) { lru_append(t, e); return 0; }
     t->held++;
     t->ent[e].flags &= ~F_OUT;
     return t->ops->add(t, e, reused);
 }
 
+static inline int pol_add(Tier *t, int32_t e, int reused) {
+    if (t->ret) {
+        int r = ret_add(t, e);
+        if (r) return r < 0 ? -1 : 0;
+        t->ret->adds++;
+    }
+    return inner_add(t, e, reused);
+}
+
 static inline void pol_add_end(Tier *t, int reused) {
+    if (t->ret) {                       /* RetainingPolicy.add: the policy's add only for the blocks not pooled */
+        if (!t->ret->adds) return;
+        t->ret->adds = 0;
+    }
     if (t->ops && t->ops->add_end) t->ops->add_end(t, reused);
 }
 
 static inline void pol_remove(Tier *t, int32_t e) {
+    if (t->ret && ret_take(t, e)) return;
     if (!t->ops) { lru_unlink(t, e); return; }
     t->held--;
     t->ent[e].flags |= F_OUT;
@@ -33,18 +47,38 @@ static inline void pol_remove(Tier *t, int32_t e) {
 }
 
 static inline void pol_drop(Tier *t, int32_t e) {
+    if (t->ret && ret_take(t, e)) return;
     if (!t->ops) { lru_unlink(t, e); return; }
     t->held--;
     t->ops->drop(t, e);
 }
 
 static inline void pol_touch(Tier *t, int32_t e) {
+    if (t->ret) {
+        if (ret_touch(t, e)) return;
+        t->ret->touches++;
+    }
     if (!t->ops) { lru_unlink(t, e); lru_append(t, e); return; }
     t->ops->touch(t, e);
 }
 
 static inline void pol_touch_end(Tier *t) {
+    if (t->ret) {
+        if (!t->ret->touches) return;
+        t->ret->touches = 0;
+    }
     if (t->ops && t->ops->touch_end) t->ops->touch_end(t);
+}
+
+/* RetainingPolicy._expire: the expired pooled blocks go back to the policy as one add batch (not reused) */
+static int ret_release(Tier *t) {
+    int32_t *gone;
+    Py_ssize_t n = ret_expire(t, &gone);
+    if (n < 0) return -1;
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (inner_add(t, gone[i], 0) < 0) return -1;
+    if (n && t->ops && t->ops->add_end) t->ops->add_end(t, 0);
+    return 0;
 }
 
 static inline int pol_expects(const Tier *t) { return t->ops && t->ops->expect; }
@@ -52,6 +86,17 @@ static inline int pol_expects(const Tier *t) { return t->ops && t->ops->expect; 
 /* evict n unpinned blocks (n <= held) chosen by the tier's policy (LRU: the n least recently used),
  * writing their keys to out in eviction order; 0, or -1 on a memory error of a policy's ghost list */
 static int tevict(Tier *t, Py_ssize_t n, uint64_t *out) {
+    Py_ssize_t all = n;
+    if (t->ret) {                       /* RetainingPolicy.evict: expire, the policy's victims, then the pool's */
+        if (ret_release(t) < 0) return -1;
+        if (n > t->held - t->ret->len) n = t->held - t->ret->len;
+        for (Py_ssize_t i = n; i < all; i++) {
+            int32_t e = ret_pop(t);
+            out[i] = t->ent[e].key;
+            tdel(t, e);
+        }
+        if (!n) { t->evicted += all; return 0; }
+    }
     if (!t->ops) {
         for (Py_ssize_t i = 0; i < n; i++) {
             int32_t e = t->head;
@@ -69,7 +114,7 @@ static int tevict(Tier *t, Py_ssize_t n, uint64_t *out) {
             tdel(t, e);
         }
     }
-    t->evicted += n;
+    t->evicted += all;
     return 0;
 }
 
@@ -158,6 +203,8 @@ typedef struct {
 /* free a tier and its policy's state */
 static void tier_close(Tier *t) {
     if (t->ops && t->ops->fini) t->ops->fini(t);
+    gates_free(t);
+    ret_free(t);
     kstore_free(t->ghost);
     kstore_free(t->ghost2);
     kstore_free(t->seen);
@@ -248,48 +295,58 @@ static Py_ssize_t first_repeat(Hier *h, const uint64_t *k, Py_ssize_t m) {
     return m;
 }
 
-/* Tier.insert for a tier with no pins expected (pins handled anyway): keys (eviction order) are
- * stored unpinned; pushed keys (victims, then batch keys that did not fit) go to out; returns the
- * number pushed and sets *written; -1 on memory error. mark must hold len keys. */
-static Py_ssize_t tinsert(Tier *t, const uint64_t *keys, Py_ssize_t len, uint64_t *out, int32_t *mark,
-                          Py_ssize_t *written) {
-    Py_ssize_t free_ = t->capacity - t->nres - t->reserved;
-    Py_ssize_t room = free_ + t->held;
-    Py_ssize_t start = 0, nout = 0;
-    if (len > room) {
-        Py_ssize_t cut = len - (room > 0 ? room : 0);
-        Py_ssize_t gone = 0;
-        for (Py_ssize_t i = 0; i < cut; i++) {
-            int32_t e = tfind(t, keys[i]);
-            if (e >= 0 && t->ent[e].pin == 0) {
-                pol_drop(t, e);
-                tdel(t, e);
-                gone++;
-            }
+/* Tier._duel (an admission that duels, tinylfu): each of the first `need` new keys (mark -2) takes one victim's
+ * slot if gates_duel says so (the victim is evicted: written to out, counted), else it is refused (mark -3,
+ * counted in t->refused) and the victim goes back to the policy as reused (a new entry, as the Python policy
+ * forgets a victim). Returns the victims evicted, *nlost the refused keys; -1 on memory error. */
+static Py_ssize_t tduel(Tier *t, const uint64_t *keys, int32_t *mark, Py_ssize_t len, Py_ssize_t need,
+                        uint64_t *out, Py_ssize_t *nlost) {
+    Py_ssize_t won = 0, lost = 0;
+    for (Py_ssize_t i = 0; i < len && need > 0; i++) {
+        if (mark[i] != -2) continue;
+        need--;
+        if (!t->held) { mark[i] = -3; lost++; continue; }     /* policy.evict(1) is None */
+        uint64_t vk;
+        if (tevict(t, 1, &vk) < 0) return -1;                 /* policy.evict(1) */
+        if (gates_duel(t, keys[i], vk)) {
+            out[won++] = vk;
+            continue;
         }
-        t->evicted += gone;
-        t->overflow += cut - gone;
-        start = cut;
-        free_ = t->capacity - t->nres - t->reserved;
+        t->evicted--;                                         /* the victim stays: policy.add(v, True) */
+        int32_t e = tadd(t, vk, 0);
+        if (e < 0 || pol_add(t, e, 1) < 0) return -1;
+        pol_add_end(t, 1);
+        mark[i] = -3;
+        lost++;
     }
-    Py_ssize_t nfresh = 0;
-    for (Py_ssize_t i = start; i < len; i++) {
+    t->refused += lost;
+    *nlost = lost;
+    return won;
+}
+
+/* Tier._overflow: a batch larger than the unpinned room pushes out its first keys (those resident and unpinned
+ * are evicted, the others overflow); returns how many */
+static Py_ssize_t tcut(Tier *t, const uint64_t *keys, Py_ssize_t len) {
+    Py_ssize_t room = t->capacity - t->nres - t->reserved + t->held;
+    if (len <= room) return 0;
+    Py_ssize_t cut = len - (room > 0 ? room : 0), gone = 0;
+    for (Py_ssize_t i = 0; i < cut; i++) {
         int32_t e = tfind(t, keys[i]);
-        if (e < 0) { mark[i] = -2; nfresh++; }
-        else if (t->ent[e].pin == 0) { mark[i] = e; pol_remove(t, e); }
-        else mark[i] = -1;
+        if (e >= 0 && t->ent[e].pin == 0) {
+            pol_drop(t, e);
+            tdel(t, e);
+            gone++;
+        }
     }
-    if (nfresh && pol_expects(t)) {    /* Tier.insert: policy.expect(fresh) before the evictions */
-        if (t->ops->expect_begin && t->ops->expect_begin(t) < 0) return -1;
-        for (Py_ssize_t i = start; i < len; i++)
-            if (mark[i] == -2 && t->ops->expect(t, keys[i]) < 0) return -1;
-    }
-    Py_ssize_t need = nfresh - free_;
-    if (need > 0) {
-        if (tevict(t, need, out) < 0) return -1;
-        nout = need;
-    }
-    int run = 0, cur = 0;              /* Tier._add_in_runs: one add per run of one flag (resident again: reused) */
+    t->evicted += gone;
+    t->overflow += cut - gone;
+    return cut;
+}
+
+/* Tier._add_in_runs over keys[start..len) by their marks (-2 new: stored; >= 0 resident again: reused;
+ * -1 pinned, -3 refused: skipped): one add per run of one flag; 0 or -1 */
+static int tadd_runs(Tier *t, const uint64_t *keys, const int32_t *mark, Py_ssize_t start, Py_ssize_t len) {
+    int run = 0, cur = 0;
     for (Py_ssize_t i = start; i < len; i++) {
         int32_t e = mark[i];
         int f = e >= 0;
@@ -303,12 +360,58 @@ static Py_ssize_t tinsert(Tier *t, const uint64_t *keys, Py_ssize_t len, uint64_
         run++;
     }
     if (run) pol_add_end(t, cur);
+    return 0;
+}
+
+/* Tier.insert for a tier with no pins expected (pins handled anyway): keys (eviction order) are
+ * stored unpinned; pushed keys (victims, then batch keys that did not fit) go to out; returns the
+ * number pushed and sets *written; -1 on memory error. mark must hold len keys. */
+static Py_ssize_t tinsert(Tier *t, const uint64_t *keys, Py_ssize_t len, uint64_t *out, int32_t *mark,
+                          Py_ssize_t *written) {
+    Py_ssize_t nref = 0, nlost = 0, nwon = 0;
+    const uint64_t *refused = NULL;
+    if (t->gates) {                    /* Tier._admit: refused new blocks leave the batch (pushed out last) */
+        Py_ssize_t len0 = len;
+        if ((len = gates_filter(t, keys, len, &nref)) < 0) return -1;
+        keys = t->gbuf;
+        refused = t->gbuf + len0;
+    }
+    Py_ssize_t start = tcut(t, keys, len), nout = 0;
+    Py_ssize_t free_ = t->capacity - t->nres - t->reserved;
+    Py_ssize_t nfresh = 0;
+    for (Py_ssize_t i = start; i < len; i++) {
+        int32_t e = tfind(t, keys[i]);
+        if (e < 0) { mark[i] = -2; nfresh++; }
+        else if (t->ent[e].pin == 0) { mark[i] = e; pol_remove(t, e); }
+        else mark[i] = -1;
+    }
+    if (nfresh && pol_expects(t)) {    /* Tier.insert: policy.expect(fresh) before the evictions */
+        if (t->ops->expect_begin && t->ops->expect_begin(t) < 0) return -1;
+        for (Py_ssize_t i = start; i < len; i++)
+            if (mark[i] == -2 && t->ops->expect(t, keys[i]) < 0) return -1;
+    }
+    Py_ssize_t need = nfresh - free_;
+    if (need > 0 && t->gates && gates_duels(t)) {    /* Tier._duel: marks the losers -3 */
+        if ((nwon = tduel(t, keys + start, mark + start, len - start, need, out, &nlost)) < 0) return -1;
+        nfresh -= nlost;
+        need = nfresh - (t->capacity - t->nres - t->reserved);
+    }
+    nout = nwon;
+    if (need > 0) {
+        if (tevict(t, need, out + nwon) < 0) return -1;
+        nout += need;
+    }
+    if (tadd_runs(t, keys, mark, start, len) < 0) return -1;
     t->inserted += nfresh;
     if (t->nres > t->peak_res) t->peak_res = t->nres;
     if (t->nres + t->reserved > t->peak_used) t->peak_used = t->nres + t->reserved;
     memcpy(out + nout, keys, sizeof(uint64_t) * start);
+    nout += start;
+    if (nref) memcpy(out + nout, refused, sizeof(uint64_t) * nref);
+    nout += nref;
+    for (Py_ssize_t i = start; nlost && i < len; i++) if (mark[i] == -3) out[nout++] = keys[i];
     *written = nfresh;
-    return nout + start;
+    return nout;
 }
 
 /* Tier.fill: one reserved slot per key becomes a resident block pinned once; returns shared count */
@@ -604,6 +707,8 @@ static PyObject *start_plan(Hier *h, Plan *p0, int wait) {
     h->clock = h->admitted;            /* pcs.cache.policies.context.clocked: the k-th admission is request k */
     start_lookup(h, &p);
     if (start_budget(h, &p, wait)) Py_RETURN_NONE;
+    for (int j = 0; j < h->ntiers; j++)     /* admission policies count uses and hits (§8) */
+        if (h->t[j].gates && gates_observe(&h->t[j], h->k, p.n, p.hits) < 0) return NULL;
     Adm *a = start_admission(h, &p);
     if (!a) return NULL;
     h->admitted++;
@@ -841,8 +946,8 @@ static PyObject *hier_tier_info(Hier *h, PyObject *arg) {
     int j = tier_index(h, arg);
     if (j < 0) return NULL;
     Tier *t = &h->t[j];
-    return Py_BuildValue("(nnnLLLLL)", t->nres, t->held, t->reserved, t->inserted, t->evicted, t->overflow,
-                         t->peak_res, t->peak_used);
+    return Py_BuildValue("(nnnLLLLLL)", t->nres, t->held, t->reserved, t->inserted, t->evicted, t->overflow,
+                         t->peak_res, t->peak_used, t->refused);
 }
 
 static PyObject *hier_num_resident(Hier *h, PyObject *arg) {
@@ -907,17 +1012,31 @@ static PyObject *policy_order(Tier *t) {
     return l;
 }
 
+/* append the keys of entries e[0..n) to list l; 0 or -1 */
+static int append_keys(const Tier *t, PyObject *l, const int32_t *e, Py_ssize_t n) {
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *k = PyLong_FromUnsignedLongLong(t->ent[e[i]].key);
+        if (!k || PyList_Append(l, k) < 0) { Py_XDECREF(k); return -1; }
+        Py_DECREF(k);
+    }
+    return 0;
+}
+
+/* the policy's order then, with retain, the pool's (RetainingPolicy.order) */
 static PyObject *hier_order(Hier *h, PyObject *arg) {
     int j = tier_index(h, arg);
     if (j < 0) return NULL;
     Tier *t = &h->t[j];
-    if (t->ops) return policy_order(t);
-    PyObject *l = PyList_New(0);
+    PyObject *l = t->ops ? policy_order(t) : PyList_New(0);
     if (!l) return NULL;
-    for (int32_t e = t->head; e >= 0; e = t->ent[e].next) {
-        PyObject *k = PyLong_FromUnsignedLongLong(t->ent[e].key);
-        if (!k || PyList_Append(l, k) < 0) { Py_XDECREF(k); Py_DECREF(l); return NULL; }
-        Py_DECREF(k);
+    for (int32_t e = t->ops ? -1 : t->head; e >= 0; e = t->ent[e].next)
+        if (append_keys(t, l, &e, 1) < 0) { Py_DECREF(l); return NULL; }
+    if (t->ret && t->ret->len) {
+        int32_t *buf = PyMem_Malloc(sizeof(int32_t) * t->ret->len);
+        Py_ssize_t n = buf ? ret_order(t, buf) : 0;
+        int bad = !buf || append_keys(t, l, buf, n) < 0;
+        PyMem_Free(buf);
+        if (bad) { Py_DECREF(l); return buf ? NULL : PyErr_NoMemory(); }
     }
     return l;
 }
@@ -953,9 +1072,16 @@ static PyObject *hier_check(Hier *h, PyObject *unused) {
         CHECK(occ == t->nres, "tier %d: %zd slots used, %zd resident", j, occ, t->nres);
         CHECK((uint64_t)t->nres * 2 <= t->mask + 1, "tier %d: table over half full", j);
         if (j) CHECK(t->nres == t->held && t->reserved == 0, "tier %d: lower tier with pins or reserved slots", j);
+        Py_ssize_t pooled = t->ret ? t->ret->len : 0;
+        if (t->ret) {
+            const char *why = ret_check(t);
+            CHECK(!why, "tier %d (retain): %s", j, why ? why : "");
+        }
         if (t->ops) {
             CHECK(t->held == unpinned, "tier %d: %zd held, %zd unpinned", j, t->held, unpinned);
+            t->held -= pooled;           /* the policy's own check sees the blocks it holds */
             const char *why = t->ops->check(t);
+            t->held += pooled;
             CHECK(!why, "tier %d (%s): %s", j, t->ops->name, why ? why : "");
             continue;
         }
@@ -969,8 +1095,8 @@ static PyObject *hier_check(Hier *h, PyObject *unused) {
             CHECK(++cnt <= t->nres, "tier %d: LRU list cycle", j);
         }
         CHECK(prev == t->tail, "tier %d: bad LRU tail", j);
-        CHECK(cnt == t->held && cnt == unpinned, "tier %d: LRU holds %zd, counter %zd, unpinned %zd", j, cnt,
-              t->held, unpinned);
+        CHECK(cnt + pooled == t->held && cnt + pooled == unpinned, "tier %d: LRU holds %zd, counter %zd, "
+              "unpinned %zd", j, cnt + pooled, t->held, unpinned);
         if (j) CHECK(t->nres == t->held && t->reserved == 0, "tier %d: lower tier with pins or reserved slots", j);
     }
     Py_RETURN_NONE;
@@ -1017,10 +1143,36 @@ static int set_policies(Hier *h, PyObject *pols) {
     return ok ? 0 : -1;
 }
 
+/* retains: per tier None or (retained keys u64, duration s, arrivals f64) (pcs/cache/_retain.c) */
+static int set_retains(Hier *h, PyObject *retains) {
+    PyObject *rs = PySequence_Fast(retains, "retains must be a sequence");
+    if (!rs) return -1;
+    int ok = PySequence_Fast_GET_SIZE(rs) == h->ntiers;
+    for (int j = 0; ok && j < h->ntiers; j++) {
+        PyObject *r = PySequence_Fast_GET_ITEM(rs, j);
+        if (r != Py_None && ret_set(&h->t[j], r, &h->clock) < 0) { Py_DECREF(rs); return -1; }
+    }
+    Py_DECREF(rs);
+    if (!ok) PyErr_SetString(PyExc_ValueError, "need one retain spec (or None) per tier");
+    return ok ? 0 : -1;
+}
+
+/* gates: per tier a sequence of admission specs (kind, a, b) (pcs/cache/_admission.c; empty: none) */
+static int set_gates(Hier *h, PyObject *gates) {
+    PyObject *gs = PySequence_Fast(gates, "gates must be a sequence");
+    if (!gs) return -1;
+    int ok = PySequence_Fast_GET_SIZE(gs) == h->ntiers;
+    for (int j = 0; ok && j < h->ntiers; j++)
+        if (gates_set(&h->t[j], PySequence_Fast_GET_ITEM(gs, j)) < 0) { Py_DECREF(gs); return -1; }
+    Py_DECREF(gs);
+    if (!ok) PyErr_SetString(PyExc_ValueError, "need one list of admission gates per tier");
+    return ok ? 0 : -1;
+}
+
 static int hier_init(Hier *h, PyObject *args, PyObject *kw) {
-    PyObject *names, *caps, *pols = Py_None;
+    PyObject *names, *caps, *pols = Py_None, *gates = Py_None, *retains = Py_None;
     int wt;
-    if (!PyArg_ParseTuple(args, "OOp|O", &names, &caps, &wt, &pols)) return -1;
+    if (!PyArg_ParseTuple(args, "OOp|OOO", &names, &caps, &wt, &pols, &gates, &retains)) return -1;
     PyObject *ns = PySequence_Fast(names, "names must be a sequence");
     if (!ns) return -1;
     PyObject *cs = PySequence_Fast(caps, "capacities must be a sequence");
@@ -1045,6 +1197,8 @@ static int hier_init(Hier *h, PyObject *args, PyObject *kw) {
     }
     h->clock = -1;
     if (pols != Py_None && set_policies(h, pols) < 0) goto fail;
+    if (gates != Py_None && set_gates(h, gates) < 0) goto fail;
+    if (retains != Py_None && set_retains(h, retains) < 0) goto fail;
     h->write_through = wt;
     Py_DECREF(ns);
     Py_DECREF(cs);
@@ -1068,7 +1222,7 @@ static PyMethodDef hier_methods[] = {
     {"extend", (PyCFunction)(void (*)(void))hier_extend, METH_FASTCALL,
      "extend(adm, keys): blocks filled while decoding become cached (pinned until finish)"},
     {"tier_info", (PyCFunction)hier_tier_info, METH_O,
-     "(resident, unpinned, reserved, inserted, evicted, overflow, peak_resident, peak_used) of tier j"},
+     "(resident, unpinned, reserved, inserted, evicted, overflow, peak_resident, peak_used, refused) of tier j"},
     {"num_resident", (PyCFunction)hier_num_resident, METH_O, "resident blocks of tier j"},
     {"num_held", (PyCFunction)hier_num_held, METH_O, "unpinned (evictable) blocks of tier j"},
     {"gpu_held", (PyCFunction)hier_gpu_held, METH_NOARGS, "GPU slots held by running requests"},
@@ -1093,7 +1247,8 @@ static PyTypeObject HierType = {
     .tp_basicsize = sizeof(Hier),
     .tp_dealloc = (destructor)hier_dealloc,
     .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "Hierarchy(names, capacities_blocks, write_through): all-LRU tiers, GPU first.",
+    .tp_doc = "Hierarchy(names, capacities_blocks, write_through, policies=None, gates=None, retains=None): tiers, "
+              "GPU first.",
     .tp_methods = hier_methods,
     .tp_getset = hier_getset,
     .tp_init = (initproc)hier_init,

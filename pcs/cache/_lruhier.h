@@ -25,6 +25,7 @@
 #define F_PAM 8        /* 2Q: pinned block that left Am; ARC: pinned block (aux = list it left) */
 #define F_OUT 16       /* taken out of the policy (Python: remove(), "pinned"): set by the mechanism */
 #define OUT(x) ((x)->flags & F_OUT)
+#define F_POOL 32      /* in the retention pool of retain (pcs/cache/_retain.c), not in the policy */
 
 typedef struct {
     uint64_t key;
@@ -77,7 +78,33 @@ typedef struct Tier {
     const int64_t *uoff, *ukeys;       /* Belady: uses of block j are ukeys[uoff[j] .. uoff[j + 1]) */
     int64_t *ucur;                     /* Belady: j -> the first of them the clock has not passed */
     const int64_t *clock;              /* Belady: the index of the request being admitted (the Hier's clock) */
+    /* -- admission (pcs/cache/_admission.c; NULL gates: admit everything) -- */
+    struct Gate *gates;                /* the tier's admission policies, all must admit */
+    int ngates;
+    long long refused;                 /* TierStats.refused_blocks */
+    uint64_t *gbuf;                    /* scratch of an insert: admitted keys, then refused ones */
+    Py_ssize_t gcap;
+    struct Retain *ret;                /* retain: the pool in front of the policy (NULL: none) */
 } Tier;
+
+/* The retention pool of a tier with retain (pcs/cache/_retain.c; pcs.cache.admission_retention.RetainingPolicy):
+ * unpinned blocks of the retained token range, oldest retention first, each with its expiry. Counted in
+ * Tier.held (the policy's len() in Python is inner + pool); the policy (ops or inline LRU) holds the rest. */
+typedef struct Retain {
+    Tier *keys;                        /* key store: the blocks holding a token of the range */
+    double duration_s;
+    double *arrival_s;                 /* per request in trace order (seconds) */
+    Py_ssize_t narr;
+    const int64_t *now;                /* the hierarchy's request clock (index of the request being admitted) */
+    int32_t *prev, *next;              /* pool links per entry */
+    double *until;                     /* expiry per entry (s) */
+    Py_ssize_t cap, len;
+    int32_t head, tail;
+    int mono;                          /* expiries rise along the pool (an expiry scan may stop early) */
+    Py_ssize_t adds, touches;          /* policy adds / touches since the batch began (add_end / touch_end only then) */
+    int32_t *gone;                     /* scratch: expired entries */
+    Py_ssize_t gcap;
+} Retain;
 
 typedef struct PolOps {
     const char *name;
@@ -438,5 +465,23 @@ static inline int32_t data_find(const Tier *t, uint64_t key) {
         i = (i + 1) & mask;
     }
 }
+/* -- admission policies (pcs/cache/_admission.c; docs/semantics.md §8) ------------------------------------ */
+int gates_set(Tier *t, PyObject *specs);           /* ((kind, a, b), ...) -> t->gates; 0 or -1 + exception */
+void gates_free(Tier *t);
+int gates_observe(Tier *t, const uint64_t *head, Py_ssize_t n, Py_ssize_t hits);   /* one lookup; 0 or -1 */
+Py_ssize_t gates_filter(Tier *t, const uint64_t *keys, Py_ssize_t len, Py_ssize_t *nref);  /* -1: no memory */
+int gates_duels(const Tier *t);                    /* whether a gate duels (tinylfu) */
+int gates_duel(const Tier *t, uint64_t candidate, uint64_t victim);   /* candidate takes the slot */
+
+/* -- retain (pcs/cache/_retain.c; docs/semantics.md §8) ------------------------------------------------------ */
+int ret_set(Tier *t, PyObject *spec, const int64_t *now);   /* (keys u64 buffer, duration s, arrivals f64 buffer) */
+void ret_free(Tier *t);
+int ret_add(Tier *t, int32_t e);                   /* 1: retained, pooled (held + 1); 0: not retained; -1 */
+int ret_take(Tier *t, int32_t e);                  /* 1: it was pooled, taken out (held - 1); 0: not pooled */
+int ret_touch(Tier *t, int32_t e);                 /* 1: pooled, moved last with a new expiry; 0: not pooled */
+Py_ssize_t ret_expire(Tier *t, int32_t **gone);    /* expired entries taken out, pool order (held - each); -1 */
+int32_t ret_pop(Tier *t);                          /* the oldest pooled entry, taken out (held - 1) */
+Py_ssize_t ret_order(const Tier *t, int32_t *out); /* pooled entries, oldest first */
+const char *ret_check(const Tier *t);              /* NULL if the pool is sound */
 
 #endif

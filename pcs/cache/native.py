@@ -10,10 +10,15 @@ eviction policy is LRU (inline, the fastest) or one of the compiled twins of
 ``pcs/cache/policies/NAME.py``; docs/semantics.md §8), given the sizes its
 Python policy object worked out (:func:`policy_spec`), so option values
 (``slru:protected_share=0.5``, ``s3fifo:small_share=0.2``) pass through.
+Each tier's admission policies (``--admit``) run there too: ``reuse``,
+``selective`` and ``tinylfu`` as the compiled gates of ``pcs/cache/_admission.c``
+(:data:`COMPILED_ADMISSIONS`, :func:`gate_specs`), ``retain`` as the pool of
+``pcs/cache/_retain.c`` in front of an ``lru`` or ``slru`` tier
+(:data:`RETAIN_POLICIES`, :func:`retain_spec`); docs/semantics.md §8.
 Block hashes must be ints in [0, 2**64) (the trace readers' uint64 hashes;
 another value raises TypeError or OverflowError in ``start``), and ``start``
 takes its arguments by position, as the engine passes them.
-``tests/cache/test_replay_native.py`` and ``tests/cache/test_native_policies.py``
+``tests/cache/test_replay_native.py``, ``tests/cache/test_native_policies.py`` and ``tests/cache/test_native_admission.py``
 check both give identical admissions, summaries, per-request tables and end
 states. Which hierarchy a replay runs on is decided by the engine-selection
 table (:mod:`pcs.engine.select`, row ``compiled-hierarchy``), nowhere else.
@@ -36,6 +41,8 @@ from pcs import _native
 _lruhier = _native.module("lruhier")    # None when the optional extension did not compile
 
 __all__ = ["NativeHierarchy", "available", "policy_spec", "COMPILED_POLICIES", "COMPILED_DATA", "MAX_BLOCKS"]
+__all__ = ["NativeHierarchy", "available", "policy_spec", "gate_specs", "retain_spec", "COMPILED_POLICIES",
+           "COMPILED_ADMISSIONS", "RETAIN_POLICIES", "MAX_BLOCKS"]
 
 #: largest tier the compiled hierarchy takes (int32 entry indices); larger ones use Python.
 MAX_BLOCKS = 1 << 30
@@ -142,6 +149,91 @@ def policy_spec(policy: Any) -> tuple | None:
     """``(name, integer options)`` -- ``(name, options, trace data)`` for a policy that reads the trace
     (:data:`COMPILED_DATA`) -- for the C twin of an (empty) eviction policy object, or None when it has
     none (a policy without a compiled twin, a plug-in, a subclass)."""
+#: Admission kind -> ``(kind, a, b)`` integer options of its compiled gate (``pcs/cache/_admission.c``), read
+#: from the bound Python admission object: the threshold (``reuse``, ``selective``); the sketch's width bits
+#: and its reset sample in additions (``tinylfu``, as :class:`pcs.cache.admission_tinylfu.CountMinSketch`
+#: rounds them).
+#: ``retain`` has no gate (None): it wraps the tier's policy (:func:`retain_spec`).
+COMPILED_ADMISSIONS: dict[str, Callable[[Any], tuple[str, int, int]] | None] = {
+    "reuse": lambda a: ("reuse", a.threshold, 0),
+    "selective": lambda a: ("selective", a.threshold, 0),
+    "tinylfu": lambda a: ("tinylfu", a.sketch.width.bit_length() - 1, a.sketch.sample),
+    "retain": None,
+}
+#: The eviction policies the compiled ``retain`` pool may sit in front of: those that keep nothing of a block
+#: taken out of them (``remove``). The others (fifo, sieve, 2q, s3fifo, arc, lfu) remember a pinned block;
+#: when ``RetainingPolicy`` evicts such a block from its pool the Python policy is not told and keeps that
+#: state for the key, which the compiled twin (state per entry) does not reproduce: they run on Python.
+RETAIN_POLICIES = ("lru", "slru")
+
+
+def gate_specs(admission: Any) -> list[tuple[str, int, int]] | None:
+    """The compiled gates of one tier's admission policy (a :class:`pcs.cache.admission.CombinedAdmission`
+    gives one per part; None: no admission, an empty list; ``retain`` parts: none, the policy carries them),
+    or None when a part has no compiled twin."""
+    from pcs.cache.admission import CombinedAdmission, admission_kinds
+
+    if admission is None:
+        return []
+    parts = admission.parts if type(admission) is CombinedAdmission else [admission]
+    kinds = admission_kinds()
+    out = []
+    for p in parts:
+        kind = getattr(p, "kind", None)
+        if kind not in COMPILED_ADMISSIONS or type(p) is not kinds[kind]:
+            return None
+        if kind == "retain":
+            continue
+        kind, a, b = COMPILED_ADMISSIONS[kind](p)
+        out.append((kind, int(a), int(b)))
+    return out
+
+
+def _unwrap(policy: Any) -> tuple[Any, Any]:
+    """(the eviction policy, its ``RetentionAdmission`` or None) of a tier's policy object."""
+    from pcs.cache.admission_retention import RetainingPolicy
+
+    if type(policy) is RetainingPolicy:
+        return policy.inner, policy.retention
+    return policy, None
+
+
+def retain_spec(policy: Any) -> tuple[Any, float, Any] | None:
+    """``(retained block keys uint64 (n,), duration s, arrival s float64 (requests,))`` for the compiled pool of
+    a tier's ``retain`` (``RetainingPolicy``), from its trace pre-pass: the blocks whose depth d (blocks) gives
+    tokens [d x bs, (d + 1) x bs) overlapping the range (``RetentionAdmission.retained``); None without one.
+
+    Raises:
+        ValueError: a retain that cannot run compiled (several on one tier, a policy not in
+            :data:`RETAIN_POLICIES`).
+    """
+    import numpy as np
+
+    inner, retention = _unwrap(policy)
+    if retention is None:
+        return None
+    if _unwrap(inner)[1] is not None or inner.name not in RETAIN_POLICIES:
+        raise ValueError(f"retain runs compiled on one retain per tier in front of {', '.join(RETAIN_POLICIES)}")
+    oracle = retention.context.oracle
+    keys = np.fromiter(oracle.depth.keys(), dtype=np.uint64, count=len(oracle.depth))
+    depth = np.fromiter(oracle.depth.values(), dtype=np.int64, count=len(oracle.depth))
+    bs = oracle.block_size
+    keep = (depth * bs < retention.hi) & ((depth + 1) * bs > retention.lo)
+    return (np.ascontiguousarray(keys[keep]), float(retention.duration_s),
+            np.asarray(oracle.arrival_s, dtype=np.float64))
+
+
+def _retain_ok(policy: Any) -> bool:
+    inner, retention = _unwrap(policy)
+    return retention is None or (_unwrap(inner)[1] is None and inner.name in RETAIN_POLICIES
+                                 and retention.context is not None and retention.context.oracle is not None)
+
+
+def policy_spec(policy: Any) -> tuple[str, tuple[int, ...]] | None:
+    """``(name, integer options)`` for the C twin of an (empty) eviction policy object (behind a ``retain``
+    wrapper: its inner policy's), or None when it has none (a policy without a compiled twin, a plug-in, a
+    subclass)."""
+    policy = _unwrap(policy)[0]
     name = getattr(policy, "name", None)
     opts = COMPILED_POLICIES.get(name)
     if opts is None or type(policy) is not get_policy(name):
@@ -153,11 +245,11 @@ def policy_spec(policy: Any) -> tuple | None:
 
 def available(tiers: Sequence[Tier]) -> bool:
     """Whether the compiled hierarchy can stand in for ``Hierarchy(tiers)``: extension built, every tier's
-    policy with a compiled twin (:data:`COMPILED_POLICIES`), no admission policy, every tier empty and at most
-    :data:`MAX_BLOCKS` blocks."""
+    policy with a compiled twin (:data:`COMPILED_POLICIES`), its admission policies too
+    (:data:`COMPILED_ADMISSIONS`), every tier empty and at most :data:`MAX_BLOCKS` blocks."""
     return _lruhier is not None and all(
-        policy_spec(t.policy) is not None and getattr(t, "admission", None) is None and not len(t.resident)
-        and not t.reserved_blocks and t.capacity_blocks <= MAX_BLOCKS for t in tiers)
+        policy_spec(t.policy) is not None and gate_specs(getattr(t, "admission", None)) is not None
+        and _retain_ok(t.policy) and not len(t.resident) and not t.reserved_blocks and t.capacity_blocks <= MAX_BLOCKS for t in tiers)
 
 
 class _Resident(Mapping):
@@ -210,12 +302,14 @@ class _PolicyView:
 class _TierView:
     """One tier of a :class:`NativeHierarchy` with the read side of :class:`pcs.cache.tier.Tier`."""
 
-    __slots__ = ("_h", "_j", "name", "capacity_blocks", "resident", "policy")
+    __slots__ = ("_h", "_j", "name", "capacity_blocks", "resident", "policy", "admission")
 
-    def __init__(self, h, j: int, name: str, capacity_blocks: int, policy: Any) -> None:
+    def __init__(self, h, j: int, name: str, capacity_blocks: int, policy: Any, admission: Any = None) -> None:
         self._h, self._j, self.name, self.capacity_blocks = h, j, name, capacity_blocks
         self.resident = _Resident(h, j)
         self.policy = _PolicyView(h, j, policy)
+        #: the Python admission policy the tier was given (its ``spec()`` for the summary; its state unused)
+        self.admission = admission
 
     def __repr__(self) -> str:
         return (f"NativeTier({self.name!r}, capacity_blocks={self.capacity_blocks}, resident={len(self.resident)}, "
@@ -263,26 +357,31 @@ class NativeHierarchy:
 
     Args:
         tiers: empty :class:`pcs.cache.tier.Tier` objects, GPU first, each with a policy of
-            :data:`COMPILED_POLICIES` and no admission policy (their names, capacities and policy
-            options are read; the objects are not used after).
+            :data:`COMPILED_POLICIES` and admission policies of :data:`COMPILED_ADMISSIONS` (their names,
+            capacities, policy and admission options are read; the objects are not used after).
         write_policy: ``"back"`` (default) or ``"through"``.
     Raises:
-        ValueError: no tier, duplicate names, unknown write policy, a policy without a
-            compiled twin, an admission policy, a non-empty tier, or the extension is not built.
+        ValueError: no tier, duplicate names, unknown write policy, a policy or admission policy without
+            a compiled twin, a non-empty tier, or the extension is not built.
     """
 
     def __init__(self, tiers: Sequence[Tier], write_policy: str = "back") -> None:
         names = check_hierarchy_args(tiers, write_policy)
         if not available(tiers):
             raise ValueError("the native hierarchy needs the compiled pcs.cache._lruhier and empty tiers of at most "
-                             f"{MAX_BLOCKS} blocks with policies {', '.join(COMPILED_POLICIES)} and no admission "
-                             f"policy; got {', '.join(f'{t.name}:{t.policy.name}' for t in tiers)}")
+                             f"{MAX_BLOCKS} blocks with policies {', '.join(COMPILED_POLICIES)} and admission "
+                             f"policies {', '.join(COMPILED_ADMISSIONS)} (retain in front of "
+                             f"{' or '.join(RETAIN_POLICIES)}); got "
+                             f"{', '.join(f'{t.name}:{t.policy.name}' for t in tiers)}")
+        admissions = [getattr(t, "admission", None) for t in tiers]
         h = _lruhier.Hierarchy(names, [t.capacity_blocks for t in tiers], write_policy == "through",
-                               [policy_spec(t.policy) for t in tiers])
+                               [policy_spec(t.policy) for t in tiers], [gate_specs(a) for a in admissions],
+                               [retain_spec(t.policy) for t in tiers])
         self._h = h
         self.write_policy = write_policy
         self.write_through = write_policy == "through"
-        self.tiers = [_TierView(h, j, t.name, t.capacity_blocks, t.policy) for j, t in enumerate(tiers)]
+        self.tiers = [_TierView(h, j, t.name, t.capacity_blocks, t.policy, a)
+                      for j, (t, a) in enumerate(zip(tiers, admissions))]
         self.start = h.start                # bound C methods: no Python frame per call
         self.start_ids = h.start_ids        # start with the keys as a uint64 buffer (the compiled step loop's)
         self.prefill_done = h.prefill_done

@@ -18,9 +18,12 @@ engine                 applies when                               implementation
 ``compiled-hierarchy`` every tier's policy compiled (``lru``,      :class:`pcs.cache.native.NativeHierarchy`
                        ``fifo``, ``slru``, ``sieve``, ``2q``,     under the event loop (a sequential
                        ``s3fifo``, ``arc``, ``lfu``, ``gdsf``,    baseline: its C loop, pcs.engine.seqbase)
-                       ``belady``; no admission policy), at most
-                       2**30 blocks each, the compiled twin
-                       built, ``native`` not ``python``
+                       ``belady``) and its admission policies
+                       too (``reuse``, ``selective``,
+                       ``tinylfu``; one ``retain`` on ``lru`` /
+                       ``slru``), at most 2**30 blocks each, the
+                       compiled twin built, ``native`` not
+                       ``python``
 ``reference``          one cache group of full attention (every   :class:`pcs.cache.Hierarchy` under the
                        model that is not hybrid)                  event loop
 ``compiled-hybrid``    one shared pool per tier (vLLM's hybrid    ``nativegroups.NativeGroupHierarchy``
@@ -56,7 +59,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
 from pcs import _native
-from pcs.cache.native import COMPILED_POLICIES
+from pcs.cache.native import COMPILED_ADMISSIONS, COMPILED_POLICIES, RETAIN_POLICIES
 from pcs.cache.native import MAX_BLOCKS as MAX_COMPILED_BLOCKS
 
 __all__ = ["EngineRow", "RunConfig", "ENGINES", "ENGINE_NAMES", "ALIASES", "REQUESTS", "SUMMARY_KEYS", "HYBRID_ROWS",
@@ -99,9 +102,13 @@ class RunConfig:
 
 
 def _policy_label(tier: Any) -> str:
-    """``lru``, or ``lru+reuse:2`` for a tier with an admission policy (no compiled row runs those)."""
+    """``lru``, or ``lru+reuse:2`` for a tier with an admission policy (``+`` before each of its kinds)."""
     adm = getattr(tier, "admission", None)
-    return tier.policy.name + (f"+{adm.spec()}" if adm is not None else "")
+    kinds = [adm.spec()] if adm is not None else []
+    retention = getattr(tier.policy, "retention", None)     # retain wraps the policy (admission_retention.py)
+    if retention is not None and retention.spec() not in kinds:
+        kinds.append(retention.spec())
+    return "+".join([tier.policy.name] + kinds)
 
 
 def _tier_list(cfg: RunConfig) -> str:
@@ -124,13 +131,24 @@ def _lru_scan_applies(cfg: RunConfig) -> str | None:
     return None
 
 
+def _compiled_label(label: str) -> bool:
+    """Whether a tier's policy label (``lru``, ``lru+reuse:2+tinylfu:sample=10``) names a compiled policy and
+    only compiled admission kinds (at most one ``retain``, in front of a policy of ``RETAIN_POLICIES``)."""
+    policy, *admits = label.split("+")
+    kinds = [a.partition(":")[0] for a in admits]
+    retains = kinds.count("retain")
+    return (policy in COMPILED_POLICIES and all(k in COMPILED_ADMISSIONS for k in kinds)
+            and (not retains or (retains == 1 and policy in RETAIN_POLICIES)))
+
+
 def _compiled_hierarchy_applies(cfg: RunConfig) -> str | None:
     if _hybrid(cfg):
         return _hybrid(cfg)
-    other = [f"{name}:{policy}" for name, policy, _ in cfg.tiers if policy not in COMPILED_POLICIES]
+    other = [f"{name}:{policy}" for name, policy, _ in cfg.tiers if not _compiled_label(policy)]
     if other:
-        return (f"it needs every tier's policy compiled ({', '.join(COMPILED_POLICIES)}; no admission policy), "
-                f"got {', '.join(other)}")
+        gates = ", ".join(k for k in COMPILED_ADMISSIONS if k != "retain")
+        return (f"it needs every tier's policy compiled ({', '.join(COMPILED_POLICIES)}; admission {gates}; "
+                f"retain on {' or '.join(RETAIN_POLICIES)}), got {', '.join(other)}")
     big = [name for name, _, cap in cfg.tiers if cap > MAX_COMPILED_BLOCKS]
     if big:
         return f"tier {big[0]} has more than {MAX_COMPILED_BLOCKS} blocks"

@@ -1,0 +1,290 @@
+"""The compiled admission policies (pcs/cache/_admission.c inside pcs.cache._lruhier) against the Python ones.
+
+The Python hierarchy over Tier with the admission policies of pcs/cache/admission_*.py is the reference
+(docs/semantics.md §8, §15); the native hierarchy with the same eviction policy and admission per tier must
+give the same admissions, per-request columns, ledger and end state (resident blocks, each tier's
+``policy.order()``, counters with ``refused_blocks``) -- on the hand cases of tests/cache/test_admission.py
+(values worked there by hand, checked here again on the compiled twin), hypothesis traces (each rule x
+several policies x 1-3 tiers, tiny tiers, both write policies and timings), a seeded stress stream with
+``_check`` after every step, direct calls with requests left running, and through ``pcs.replay`` on the
+committed sample and the Mooncake trace (summary and per-request table).
+"""
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pcs.blocks import BlockRules
+from pcs.cache import Hierarchy, Tier, make_policy
+from pcs.cache.admission import apply_admission
+from pcs.cache.policies import PolicyContext
+from pcs.cache.policies.context import TraceOracle, clocked
+from pcs.engine.chunks import iter_chunks
+from pcs.engine.engine import ReplayEngine, TimeModel
+from pcs.engine.select import SUMMARY_KEYS
+from helpers import ALL_RULES, BS, SETTINGS, UNIT_RULES, LinearCompute, per_trace, req, stress_trace, traces
+
+native = pytest.importorskip("pcs.cache.native")
+if native._lruhier is None:
+    pytest.skip("pcs.cache._lruhier is not compiled", allow_module_level=True)
+
+#: Every compiled admission, with default and non-default options, and two combined on one tier.
+ADMITS = ["reuse:2", "reuse:1", "reuse:3", "selective:1", "selective:2", "tinylfu", "tinylfu:sample=0.5",
+          "tinylfu:sample=2.5", "reuse:2+tinylfu", "selective:1+reuse:2"]
+#: Eviction policies the admissions are composed with (LRU inline, a queue policy, ghosts, a heap).
+POLICIES = ["lru", "fifo", "slru", "sieve", "2q", "s3fifo", "arc", "lfu"]
+PER_RULE = settings(SETTINGS, max_examples=40)
+A, B, C, D, E = 1, 2, 3, 4, 5
+
+
+def _tiers(caps, specs, admits, ctx=None):
+    """Tiers t0, t1, ...; ``admits[j]``: tier j's ``+``-joined admission specs, or None; ``ctx``: the trace
+    context (retain), one clock for the hierarchy."""
+    ctx = ctx.fresh() if ctx is not None else None
+    tiers = []
+    for j, (c, s) in enumerate(zip(caps, specs)):
+        p, adm = apply_admission(admits[j].split("+") if admits[j] else (), make_policy(s, c), ctx)
+        tiers.append(Tier(f"t{j}", c, p, adm))
+    return tiers
+
+
+def _run(reqs, caps, specs, admits, timing, rules, wp, use_native, check=True):
+    ctx = PolicyContext(TraceOracle.build(iter_chunks(reqs, rules), future=False))
+    tiers = _tiers(caps, specs, admits, ctx)
+    h = native.NativeHierarchy(tiers, wp) if use_native else clocked(Hierarchy(tiers, wp))
+    eng = ReplayEngine(h, timing, block_bytes=[7] * len(caps), check=check)
+    for ch in iter_chunks(reqs, rules, TimeModel(LinearCompute())):
+        eng.feed(ch)
+    return eng.close(), h
+
+
+def _state(h):
+    """Everything observable of a hierarchy's end state (policy order and refused counts included)."""
+    return ([dict(t.resident) for t in h.tiers], [t.policy.order() for t in h.tiers],
+            [(t.stats, t.reserved_blocks, t.num_pinned, len(t.policy)) for t in h.tiers],
+            list(h.written_blocks), h.dropped_blocks)
+
+
+def _same(reqs, caps, specs, admits, timing, rules, wp):
+    a, ha = _run(reqs, caps, specs, admits, timing, rules, wp, False)
+    b, hb = _run(reqs, caps, specs, admits, timing, rules, wp, True)
+    assert a.ledger == b.ledger
+    as_bytes = lambda cols: {k: v.tobytes() for k, v in cols.items()}  # noqa: E731  (NaN == NaN as bytes)
+    assert as_bytes(a.columns) == as_bytes(b.columns)
+    assert _state(ha) == _state(hb)
+    return a, hb
+
+
+def _hand(reqs, caps, admit):
+    """Sequential replay on the native hierarchy, LRU tiers, ``admit`` on tier 1: (hit tier per request, tiers)."""
+    res, h = _same(reqs, caps, ["lru"] * len(caps), [None, admit][:len(caps)], "sequential", UNIT_RULES, "back")
+    per_tier = [res.columns[f"hit_tokens_t{j}"] for j in range(len(caps))]
+    return [next((j for j in range(len(caps)) if per_tier[j][i]), -1) for i in range(len(reqs))], h.tiers
+
+
+def test_every_compiled_admission_is_available():
+    from pcs.cache.admission import ADMISSION_KINDS
+    assert set(native.COMPILED_ADMISSIONS) == set(ADMISSION_KINDS)         # every kind has a compiled twin
+    for adm in ADMITS:
+        assert native.available(_tiers([8, 16], ["lru", "arc"], [None, adm])), adm
+    t = _tiers([8, 16], ["lru", "lru"], [None, "tinylfu:sample=2.5"])[1]
+    # CountMinSketch(16, int(2.5 x 16) = 40): width 16 = 2**4 counters per row, halved after 40 additions
+    assert native.gate_specs(t.admission) == [("tinylfu", 4, 40)]
+    assert native.gate_specs(_tiers([8, 100], ["lru"] * 2, [None, "reuse:3+tinylfu"])[1].admission) \
+        == [("reuse", 3, 0), ("tinylfu", 7, 1000)]          # width 128 >= 100 = 2**7; 10 x 100 additions
+
+
+def test_hand_retention_keeps_the_head_where_lru_drops_it():
+    # tests/cache/test_admission.py's case: gpu 3 blocks; r0 [S a] at t 0, r1 [b c] at 1, r2 [d] at 2,
+    # r3 [S e] at 3; retaining tokens 0-4 (the depth-0 blocks S, b) for 100 s: r1 evicts a, r2 evicts c (the
+    # only unretained block), r3 hits S and its e evicts b: d (depth 0) is retained too, so only retained
+    # blocks are left and the oldest retention goes first. For 0.5 s every retention has ended when r1 and
+    # r2 evict: S goes
+    S, a, b, c, d, e = 10, 11, 12, 13, 14, 15
+    reqs = [req([S, a], 0), req([b, c], 1), req([d], 2), req([S, e], 3)]
+    res, h = _same(reqs, [3], ["lru"], ["retain:tokens=0-4,duration=100"], "sequential", UNIT_RULES, "back")
+    assert res.columns["hit_tokens_t0"][3] > 0 and set(h.tiers[0].resident) == {S, d, e}
+    res, _ = _same(reqs, [3], ["lru"], ["retain:tokens=0-4,duration=0.5"], "sequential", UNIT_RULES, "back")
+    assert res.columns["hit_tokens_t0"][3] == 0
+
+
+def test_retain_runs_compiled_only_in_front_of_lru_and_slru():
+    ctx = PolicyContext(TraceOracle.build(iter_chunks([req([1, 2], 0)], UNIT_RULES)))
+    for pol in ("lru", "slru"):
+        assert native.available(_tiers([4, 8], [pol] * 2, ["retain:tokens=0-4,duration=1"] * 2, ctx))
+    assert native.available(_tiers([4, 8], ["lru"] * 2, [None, "retain:tokens=0-4,duration=1+reuse:2"], ctx))
+    # fifo keeps a pinned block's number; evicted from the pool, Python's policy keeps it, the C twin cannot
+    assert not native.available(_tiers([4, 8], ["lru", "fifo"], [None, "retain:tokens=0-4,duration=1"], ctx))
+    assert not native.available(_tiers([4], ["lru"], ["retain:tokens=0-4,duration=1+retain:tokens=4-8,duration=1"],
+                                       ctx))
+    from pcs.engine.select import RunConfig, choose
+    cfg = RunConfig.of(_tiers([4, 8], ["lru", "fifo"], [None, "retain:tokens=0-4,duration=1"], ctx), "sequential")
+    assert choose(cfg)[0].name == "reference"
+    cfg = RunConfig.of(_tiers([4, 8], ["lru", "slru"], [None, "retain:tokens=0-4,duration=1"], ctx), "sequential")
+    assert choose(cfg)[0].name == "compiled-hierarchy"
+
+
+def test_hand_reuse_stores_a_block_on_its_second_use():
+    # tests/cache/test_admission.py's case: gpu 2, cpu 4 with reuse:2; one-block requests A B C A D E A:
+    # only A (seen twice when E evicts it) is written below; the last A hits in cpu; 4 refused
+    where, tiers = _hand([req([k]) for k in (A, B, C, A, D, E, A)], [2, 4], "reuse:2")
+    assert where == [-1, -1, -1, -1, -1, -1, 1]
+    assert tiers[1].stats.inserted_blocks == 1 and tiers[1].stats.refused_blocks == 4
+
+
+def test_hand_selective_stores_only_blocks_hit_k_times():
+    # gpu 2, cpu 4 with selective:1; A B A C D: C evicts B (0 hits): refused; D evicts A (1 hit): written
+    _, tiers = _hand([req([k]) for k in (A, B, A, C, D)], [2, 4], "selective:1")
+    assert tiers[1].stats.inserted_blocks == 1 and tiers[1].stats.refused_blocks == 1
+    assert set(tiers[1].resident) == {A}
+
+
+def test_hand_tinylfu_duel():
+    # gpu 1, cpu 1 with tinylfu (width 16, reset after 10 additions); requests A A A B C: every request's
+    # head counts once. B evicts A from the gpu: cpu has room, A written (no duel). C evicts B: B (1 use)
+    # duels A (3 uses): refused, A stays and is given back to LRU as reused. cpu: 1 written, 1 refused.
+    where, tiers = _hand([req([k]) for k in (A, A, A, B, C)], [1, 1], "tinylfu")
+    assert where == [-1, 0, 0, -1, -1]
+    assert set(tiers[1].resident) == {A}
+    assert tiers[1].stats.inserted_blocks == 1 and tiers[1].stats.refused_blocks == 1
+    # sample=100 (no reset in 10 additions): A A A A B B B B B C. B evicts A from the gpu: written (room). C
+    # evicts B (5 uses) from the gpu; the cpu holds A (4 uses): B wins, A is evicted from the cpu (dropped)
+    _, tiers = _hand([req([k]) for k in (A, A, A, A, B, B, B, B, B, C)], [1, 1], "tinylfu:sample=100")
+    assert set(tiers[1].resident) == {B} and tiers[1].stats.evicted_blocks == 1
+    assert tiers[1].stats.inserted_blocks == 2 and tiers[1].stats.refused_blocks == 0
+
+
+config = st.tuples(st.lists(st.tuples(st.integers(0, 10), st.sampled_from(POLICIES)), min_size=1, max_size=3),
+                   st.sampled_from(ADMITS), st.sampled_from(["sequential", "modeled"]), st.sampled_from(ALL_RULES),
+                   st.sampled_from(["back", "through"]))
+
+
+@SETTINGS
+@given(traces(), config)
+def test_native_admission_equals_python_on_random_traces(reqs, cfg):
+    tiers, admit, timing, rules, wp = cfg
+    admits = [None] + [admit] * (len(tiers) - 1)
+    _same(reqs, [c for c, _ in tiers], [s for _, s in tiers], admits, timing, rules, wp)
+
+
+@pytest.mark.parametrize("admit", ADMITS)
+@PER_RULE
+@given(reqs=traces(), caps=st.lists(st.integers(0, 8), min_size=2, max_size=3),
+       pol=st.sampled_from(POLICIES), timing=st.sampled_from(["sequential", "modeled"]),
+       wp=st.sampled_from(["back", "through"]))
+def test_each_admission_with_tiny_tiers(admit, reqs, caps, pol, timing, wp):
+    _same(reqs, caps, [pol] * len(caps), [None] + [admit] * (len(caps) - 1), timing, BlockRules(), wp)
+
+
+#: retain variants: token ranges over the first blocks (BS = 4 tokens), durations around the traces' arrival gaps
+RETAINS = ["retain:tokens=0-4,duration=0.1", "retain:tokens=0-8,duration=1", "retain:tokens=4-12,duration=0.01",
+           "retain:tokens=0-4,duration=100"]
+retain_config = st.tuples(
+    st.lists(st.tuples(st.integers(0, 10), st.sampled_from(["lru", "slru", "slru:protected_share=0.5"]),
+                       st.sampled_from([None] + RETAINS),
+                       st.sampled_from([None, "reuse:2", "tinylfu", "selective:1"])), min_size=1, max_size=3),
+    st.sampled_from(["sequential", "modeled"]), st.sampled_from(ALL_RULES), st.sampled_from(["back", "through"]))
+
+
+@SETTINGS
+@given(traces(), retain_config)
+def test_native_retain_equals_python_on_random_traces(reqs, cfg):
+    """retain on any tier (the GPU tier too), alone or with a gate on a lower tier."""
+    tiers, timing, rules, wp = cfg
+    admits = ["+".join(a for a in (ret, gate if j else None) if a) or None
+              for j, (_, _, ret, gate) in enumerate(tiers)]
+    _same(reqs, [c for c, *_ in tiers], [s for _, s, *_ in tiers], admits, timing, rules, wp)
+
+
+@pytest.mark.parametrize("admit", ["reuse:2", "selective:1", "tinylfu", "reuse:2+tinylfu"])
+@settings(SETTINGS, max_examples=40)
+@given(st.lists(st.lists(st.integers(0, 6), max_size=6), min_size=1, max_size=12), st.integers(0, 5),
+       st.integers(0, 5), st.booleans(), st.sampled_from(["back", "through"]), st.sampled_from(POLICIES))
+def test_direct_calls_with_waits_and_running_requests(admit, chains, c0, c1, wait, wp, pol):
+    """start/prefill_done/finish/abort/grow called directly, requests left running: every Admission field
+    and the end state agree."""
+    hs = [Hierarchy(_tiers([c0, c1], [pol, pol], [None, admit]), wp),
+          native.NativeHierarchy(_tiers([c0, c1], [pol, pol], [None, admit]), wp)]
+    running: list[list] = [[], []]
+    for r, keys in enumerate(chains):
+        n = len(keys)
+        outs = [h.start(keys, n, max(0, n - r % 2), r % 3, wait) for h in hs]
+        if outs[0] is None or outs[1] is None:
+            assert outs[0] is None and outs[1] is None
+        else:
+            f = lambda a: (a.prefix_hit_blocks, a.hit_blocks, list(a.hit_blocks_per_tier),  # noqa: E731
+                           a.last_hit_tier, list(a.restored_blocks_per_tier), bool(a.truncated),
+                           list(a.pinned_hashes), list(a.computed_hashes), a.reserved_blocks)
+            assert f(outs[0]) == f(outs[1])
+            for h, a, run in zip(hs, outs, running):
+                if r % 3 == 2:
+                    h.abort(a)
+                else:
+                    h.prefill_done(a)
+                    run.append(a)
+        if r % 4 == 1 and running[0]:
+            assert [h.grow(run[0], r % 3) for h, run in zip(hs, running)] in ([True, True], [False, False])
+        if r % 2:
+            for h, run in zip(hs, running):
+                if run:
+                    h.finish(run.pop(0))
+        for h in hs:
+            h._check()
+        assert _state(hs[0]) == _state(hs[1])
+
+
+@pytest.mark.parametrize("admit", ["reuse:2", "selective:1", "tinylfu:sample=0.5", "reuse:2+tinylfu",
+                                   "retain:tokens=0-8,duration=0.5", "retain:tokens=0-16,duration=5+tinylfu"])
+def test_seeded_stress(admit):
+    """600 requests, _check after every step; the 6-block GPU tier truncates, the 9-block CPU tier overflows;
+    policies with ghosts and heaps below an admission (retain: lru and slru)."""
+    reqs = stress_trace(7, 600, BS)
+    ret = admit.startswith("retain")
+    for caps, pols in (([40, 60, 80], ["lru", "lru", "slru" if ret else "arc"]),
+                       ([6, 20, 30], ["slru", "lru", "slru"] if ret else ["fifo", "s3fifo", "lfu"]),
+                       ([6, 9], ["lru", "slru" if ret else "2q"])):
+        for timing in ("sequential", "modeled"):
+            for wp in ("back", "through"):
+                a, _ = _same(reqs, caps, pols, [None] + [admit] * (len(caps) - 1), timing, BlockRules(), wp)
+                assert a.ledger.num_requests == 600
+
+
+REAL = {"mooncake": [("modeled", "back", ["gpu=100GB", "cpu=1TB"]),
+                     ("sequential", "through", ["gpu=100GB", "cpu=1TB"]),
+                     ("modeled", "back", ["gpu=20GB", "cpu=200GB", "ssd=1TB"])],
+        "sample": [("modeled", "back", ["gpu=100GB", "cpu=500GB"]),
+                   ("sequential", "through", ["gpu=25GB", "cpu=250GB"]),
+                   ("modeled", "back", ["gpu=20GB", "cpu=50GB", "ssd=250GB"])]}
+TRACE_ADMITS = {"reuse": ("lru", ["cpu=reuse:2", "ssd=reuse:3"]), "selective": ("arc", ["cpu=selective:2"]),
+                "tinylfu": ("lru", ["cpu=tinylfu", "ssd=tinylfu:sample=4"]),
+                "mixed": ("s3fifo", ["cpu=reuse:2", "cpu=tinylfu", "ssd=selective:1"]),
+                "retain": ("lru", ["gpu=retain:tokens=0-2048,duration=300", "cpu=retain:tokens=0-4096,duration=60",
+                                   "cpu=reuse:2"])}
+
+
+@pytest.mark.parametrize("case", range(3))
+@pytest.mark.parametrize("adm", list(TRACE_ADMITS))
+def test_trace_summary_and_table_identical(exact_trace, case, adm):
+    """Every case on the committed sample; on the Mooncake trace the two-tier modeled case per rule and every
+    case of the mixed one."""
+    from pcs.engine.api import replay
+    if exact_trace.name != "sample_exact.jsonl" and case and adm != "mixed":
+        pytest.skip("on the Mooncake trace: case 0 per rule, every case for the mixed one")
+    timing, wp, tiers = per_trace(exact_trace, **REAL)[case]
+    policy, admits = TRACE_ADMITS[adm]
+    names = {t.split("=")[0] for t in tiers}
+    admit = [a for a in admits if a.split("=")[0] in names]
+    kw = dict(model="llama-3.1-70b", tiers=tiers, policy=policy, admit=admit, timing=timing, write_policy=wp)
+    a = replay(exact_trace, engine="reference", **kw)
+    b = replay(exact_trace, engine="auto", **kw)
+    assert (a.summary.engine, b.summary.engine) == ("reference", "compiled-step" if timing == "modeled"
+                                                     else "compiled-hierarchy")
+    assert any(t.refused_blocks for t in b.summary.tiers[1:])        # the admission acted
+    assert a.requests.column_names == b.requests.column_names
+    for name in a.requests.column_names:
+        assert a.requests[name].to_numpy().tobytes() == b.requests[name].to_numpy().tobytes(), name
+    unnamed = {k: None for k in SUMMARY_KEYS}
+    assert dataclasses.replace(a.summary, **unnamed) == dataclasses.replace(b.summary, **unnamed)
