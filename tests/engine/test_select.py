@@ -146,8 +146,8 @@ def test_requested_engines_and_aliases():
     with pytest.raises(ValueError, match="engine 'lru-scan' cannot run this replay: timing is modeled"):
         select.choose(cfg("modeled", ("gpu", "lru", 100)), "lru-scan")
     with pytest.raises(ValueError, match="engine 'compiled-hierarchy' cannot run this replay: it needs every "
-                                         "tier's policy compiled .*, got gpu:belady\\+reuse:2"):
-        select.choose(cfg("sequential", ("gpu", "belady+reuse:2", 100)), "compiled-hierarchy")
+                                         "tier's policy compiled .*, got gpu:myplugin\\+reuse:2"):
+        select.choose(cfg("sequential", ("gpu", "myplugin+reuse:2", 100)), "compiled-hierarchy")
     with pytest.raises(ValueError, match="unknown engine 'turbo'; valid: auto, lru-scan, compiled-step, compiled-hierarchy, "
                                          "reference, compiled-hybrid, hybrid, general, fast"):
         select.choose(seq_one, "turbo")
