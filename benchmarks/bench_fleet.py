@@ -13,7 +13,8 @@ wall clock is not this process's), median of ``--repeat`` runs after one warm-up
   ``modeled`` with ``--compute infinite``, ``modeled`` with the step scheduler
   (the default); with ``--shared remote=20TB`` also ``shared``: modeled,
   ``--compute infinite``, write-through, that shared tier (the instances on one
-  clock, :mod:`pcs.fleet.oneclock`).
+  clock, :mod:`pcs.fleet.oneclock`), and ``shared-step``: the same under the
+  step scheduler (:mod:`pcs.fleet.stepclock`, the Python step loop).
 
 Block accesses per second = 288,500 x (1) / seconds. Target (issue 16): >= 1 M/s
 for 8 instances. Prints one JSON line (last).
@@ -70,6 +71,7 @@ def main() -> None:
     modes = {"sequential": dict(timing="sequential"), "infinite": dict(compute_mode="infinite"), "step": {}}
     if args.shared:
         modes["shared"] = dict(compute_mode="infinite", write_policy="through", shared_tier=args.shared)
+        modes["shared-step"] = dict(write_policy="through", shared_tier=args.shared)
     for r in args.routers.split(","):
         t = _cpu(lambda: route(batch, rules, parse_router(r, n), CacheIndex([cap] * n), svc), args.repeat)
         out[f"route_s[{r}]"] = round(t, 3)

@@ -28,7 +28,7 @@ import time
 import common
 
 #: Policies timed by default (lru first: the peer every ratio is taken against).
-POLICIES = ("lru", "fifo", "slru", "sieve", "2q", "s3fifo", "arc", "lfu")
+POLICIES = ("lru", "fifo", "slru", "sieve", "2q", "s3fifo", "arc", "lfu", "gdsf", "belady")
 #: Older spellings tried when a name is refused (``protected``, engine ``general``).
 FALLBACK = {"slru": "protected", "reference": "general"}
 

@@ -444,3 +444,35 @@ def assert_file_error_names(tmp_path, name: str, text: str, load, where: str) ->
     with pytest.raises(InputError) as err:
         load(path)
     assert str(path) in str(err.value) and f"field '{where}'" in str(err.value)
+
+
+def tables_equal(a, b, drop=()) -> None:
+    """Two requests tables (pyarrow) equal column by column (NaN == NaN); ``drop``: the columns only ``a`` has."""
+    import math
+
+    for c in b.column_names:
+        x, y = a.column(c).to_pylist(), b.column(c).to_pylist()
+        assert all(u == v or (isinstance(u, float) and math.isnan(u) and math.isnan(v)) for u, v in zip(x, y)), c
+    assert set(a.column_names) - set(b.column_names) == set(drop)
+
+
+class HandTrace:
+    """A hand-written trace: ``rows`` of (arrival_s, ids); every prompt is 2 full blocks + 1 token (the first two
+    ids cacheable and hittable, §2, §4: hits capped at 2 blocks; the third partial), ``output_tokens`` each."""
+
+    name = "<hand>"
+
+    def __init__(self, rows, bs: int = 4, output_tokens: int = 0):
+        from pcs.trace.request import RequestBatch
+
+        ids = [list(r[1]) for r in rows]
+        offs = np.zeros(len(rows) + 1, dtype=np.int64)
+        np.cumsum([len(x) for x in ids], out=offs[1:])
+        n = len(rows)
+        self.block_size = bs
+        self.batch = RequestBatch(0, bs, np.array([float(r[0]) for r in rows]), np.full(n, 2 * bs + 1),
+                                  np.full(n, output_tokens, dtype=np.int64), offs,
+                                  np.array([i for x in ids for i in x], dtype=np.uint64))
+
+    def iter_batches(self):
+        yield self.batch

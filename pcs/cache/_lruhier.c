@@ -152,6 +152,7 @@ typedef struct {
     uint32_t stamp;
     uint64_t smask;
     int sbits;
+    int64_t clock, admitted;   /* the request being (or last) admitted, -1 before the first; admissions made */
 } Hier;
 
 /* free a tier and its policy's state */
@@ -163,6 +164,11 @@ static void tier_close(Tier *t) {
     PyMem_Free(t->heap);
     PyMem_Free(t->pending);
     PyMem_Free(t->ex);
+    data_release(t);
+    PyMem_Free(t->pchild);
+    PyMem_Free(t->ucur);
+    t->pchild = NULL;
+    t->ucur = NULL;
     t->ex = NULL;
     t->ghost = t->ghost2 = t->seen = NULL;
     t->heap = NULL;
@@ -572,10 +578,12 @@ static PyObject *hier_start(Hier *h, PyObject *const *args, Py_ssize_t nargs) {
 /* the rest of Hierarchy.start once h->k and p0->n, cap, extra are set: an Admission, None (waits) or NULL */
 static PyObject *start_plan(Hier *h, Plan *p0, int wait) {
     Plan p = *p0;
+    h->clock = h->admitted;            /* pcs.cache.policies.context.clocked: the k-th admission is request k */
     start_lookup(h, &p);
     if (start_budget(h, &p, wait)) Py_RETURN_NONE;
     Adm *a = start_admission(h, &p);
     if (!a) return NULL;
+    h->admitted++;
     Py_ssize_t nvict = start_reserve(h, &p, a);
     Py_ssize_t filled = nvict < 0 ? -1 : start_restore(h, &p, a, nvict);
     if (filled < 0 || (nvict && cascade(h, nvict) < 0)) { Py_DECREF(a); return NULL; }
@@ -946,18 +954,24 @@ static PyObject *hier_check(Hier *h, PyObject *unused) {
 }
 
 /* the compiled policies: registered name -> ops (pcs/cache/_pol_*.c); lru has none (inline) */
-static const PolOps *const POLICIES[] = {&POL_FIFO, &POL_SLRU, &POL_SIEVE, &POL_2Q, &POL_S3FIFO, &POL_ARC, &POL_LFU};
+static const PolOps *const POLICIES[] = {&POL_FIFO, &POL_SLRU, &POL_SIEVE, &POL_2Q, &POL_S3FIFO, &POL_ARC, &POL_LFU,
+                                         &POL_GDSF, &POL_BELADY};
 
-/* policies: one (name, (int option, ...)) per tier; the options are the sizes the Python policy worked out */
+/* policies: one (name, (int option, ...)[, data]) per tier; the options are the sizes the Python policy worked
+ * out, data the trace data of a policy that reads the trace (PolOps.load) */
 static int set_policies(Hier *h, PyObject *pols) {
     PyObject *ps = PySequence_Fast(pols, "policies must be a sequence");
     if (!ps) return -1;
     int ok = PySequence_Fast_GET_SIZE(ps) == h->ntiers;
     for (int j = 0; ok && j < h->ntiers; j++) {
         const char *name;
-        PyObject *opts;
+        PyObject *opts, *data = Py_None;
         Tier *t = &h->t[j];
-        if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(ps, j), "sO", &name, &opts)) { Py_DECREF(ps); return -1; }
+        t->clock = &h->clock;
+        if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(ps, j), "sO|O", &name, &opts, &data)) {
+            Py_DECREF(ps);
+            return -1;
+        }
         PyObject *os = PySequence_Fast(opts, "policy options must be a sequence");
         if (!os) { Py_DECREF(ps); return -1; }
         for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(os) && i < 4; i++)
@@ -973,6 +987,7 @@ static int set_policies(Hier *h, PyObject *pols) {
             return -1;
         }
         if (t->ops->init && t->ops->init(t) < 0) { Py_DECREF(ps); return -1; }
+        if (t->ops->load && t->ops->load(t, data) < 0) { Py_DECREF(ps); return -1; }
     }
     Py_DECREF(ps);
     if (!ok) PyErr_SetString(PyExc_ValueError, "need one policy per tier");
@@ -1005,6 +1020,7 @@ static int hier_init(Hier *h, PyObject *args, PyObject *kw) {
         if (tier_init(&h->t[j], PySequence_Fast_GET_ITEM(ns, j), c) < 0) { PyErr_NoMemory(); goto fail; }
         h->ntiers = (int)j + 1;
     }
+    h->clock = -1;
     if (pols != Py_None && set_policies(h, pols) < 0) goto fail;
     h->write_through = wt;
     Py_DECREF(ns);

@@ -61,8 +61,22 @@ typedef struct Tier {
     Py_ssize_t hlen, hcap;
     uint8_t *pending;                  /* ARC: ghost-lookup result per expected key */
     Py_ssize_t plen, pcap;
-    int64_t *ex;                       /* LFU: per entry (key K, put number) */
+    int64_t *ex;                       /* LFU, GDSF: per-entry policy data */
     Py_ssize_t excap;
+    /* -- trace-reading policies (GDSF, Belady): the trace data's arrays (PolOps.load; pcs/cache/native.py) -- */
+    Py_buffer *pbuf;                   /* the data's buffers, held while the tier reads them */
+    int npbuf;
+    const uint64_t *pkeys;             /* the known blocks (index j = place in the data's arrays) */
+    const int32_t *pslots;             /* open addressing (linear probing, home = hash x HMUL >> (64 - pbits)):
+                                          slot -> j, -1 empty; shared by every tier reading the same data */
+    int pbits;
+    const int32_t *pparent;            /* GDSF: j -> its parent's index or -1 */
+    const double *pcost;               /* GDSF: j -> prefill seconds of the block */
+    int32_t *pchild;                   /* GDSF: j -> its children held by this tier */
+    double finfl, fcost0;              /* GDSF: the inflation L (seconds); the cost of a block not known */
+    const int64_t *uoff, *ukeys;       /* Belady: uses of block j are ukeys[uoff[j] .. uoff[j + 1]) */
+    int64_t *ucur;                     /* Belady: j -> the first of them the clock has not passed */
+    const int64_t *clock;              /* Belady: the index of the request being admitted (the Hier's clock) */
 } Tier;
 
 typedef struct PolOps {
@@ -81,9 +95,11 @@ typedef struct PolOps {
     int32_t (*victim)(Tier *t);                    /* choose and forget one victim (held > 0); -1 on memory error */
     Py_ssize_t (*order)(Tier *t, int32_t *out);    /* held entries, first victim first; -1 on memory error */
     const char *(*check)(Tier *t);                 /* NULL if the structure is sound, else what is wrong */
+    int (*load)(Tier *t, PyObject *data);          /* NULL: takes no data; the trace data of a policy that reads
+                                                      the trace (pcs/cache/native.py policy_spec); -1 on error */
 } PolOps;
 
-extern const PolOps POL_FIFO, POL_SLRU, POL_SIEVE, POL_2Q, POL_S3FIFO, POL_ARC, POL_LFU;
+extern const PolOps POL_FIFO, POL_SLRU, POL_SIEVE, POL_2Q, POL_S3FIFO, POL_ARC, POL_LFU, POL_GDSF, POL_BELADY;
 
 #define HMUL 0x9E3779B97F4A7C15ULL
 
@@ -356,6 +372,71 @@ static inline void heap_pop(Tier *t) {
     }
     h[2 * i] = r;
     h[2 * i + 1] = e;
+}
+
+/* a key store sized for n keys (no growth while they are added); 0 or -1 */
+static inline int kstore_reserve(Tier *s, Py_ssize_t n) {
+    while ((uint64_t)(n + 1) * 2 > s->mask + 1) if (grow_table(s) < 0) return -1;
+    if (n > s->ent_cap) {
+        Entry *e = PyMem_Realloc(s->ent, sizeof(Entry) * (n + 1));
+        if (!e) { PyErr_NoMemory(); return -1; }
+        s->ent = e;
+        s->ent_cap = (int32_t)(n + 1);
+    }
+    return 0;
+}
+
+/* -- trace data handed to PolOps.load: a tuple of C-contiguous arrays, held by the tier ------------------- */
+/* take the n buffers of tuple data (item sizes size[i], lengths in items to len[i]); 0 or -1 */
+static inline int data_take(Tier *t, PyObject *data, int n, const Py_ssize_t *size, Py_ssize_t *len) {
+    if (!PyTuple_Check(data) || PyTuple_GET_SIZE(data) != n) {
+        PyErr_Format(PyExc_TypeError, "policy data: need a tuple of %d arrays", n);
+        return -1;
+    }
+    t->pbuf = PyMem_Calloc(n, sizeof(Py_buffer));
+    if (!t->pbuf) { PyErr_NoMemory(); return -1; }
+    for (int i = 0; i < n; i++) {
+        if (PyObject_GetBuffer(PyTuple_GET_ITEM(data, i), &t->pbuf[i], PyBUF_C_CONTIGUOUS) < 0) return -1;
+        t->npbuf = i + 1;
+        if (t->pbuf[i].itemsize != size[i]) {
+            PyErr_Format(PyExc_TypeError, "policy data %d: need %zd-byte items", i, size[i]);
+            return -1;
+        }
+        len[i] = t->pbuf[i].len / size[i];
+    }
+    return 0;
+}
+
+static inline void data_release(Tier *t) {
+    for (int i = 0; i < t->npbuf; i++) PyBuffer_Release(&t->pbuf[i]);
+    PyMem_Free(t->pbuf);
+    t->pbuf = NULL;
+    t->npbuf = 0;
+}
+
+/* set the index (keys (n,), slots (2**bits,)) of the known blocks; 0 or -1 (bad sizes) */
+static inline int data_index(Tier *t, const uint64_t *keys, Py_ssize_t n, const int32_t *slots, Py_ssize_t nslots) {
+    int bits = 0;
+    while (((Py_ssize_t)1 << bits) < nslots) bits++;
+    if (((Py_ssize_t)1 << bits) != nslots || nslots < 2 * n || bits < 1 || bits > 40) {
+        PyErr_SetString(PyExc_ValueError, "policy data: the index needs 2**k >= 2n slots");
+        return -1;
+    }
+    t->pkeys = keys;
+    t->pslots = slots;
+    t->pbits = bits;
+    return 0;
+}
+
+/* the index of a known block, or -1 */
+static inline int32_t data_find(const Tier *t, uint64_t key) {
+    if (!t->pslots) return -1;
+    uint64_t mask = ((uint64_t)1 << t->pbits) - 1, i = (key * HMUL) >> (64 - t->pbits);
+    for (;;) {
+        int32_t j = t->pslots[i];
+        if (j < 0 || t->pkeys[j] == key) return j;
+        i = (i + 1) & mask;
+    }
 }
 
 #endif

@@ -1,79 +1,57 @@
 /* lfu, compiled: the twin of pcs/cache/policies/lfu.py (LFU-DA, Arlitt et al. 2000 as Squid's heap_LFUDA;
- * aging=none: libCacheSim LFU.c; docs/semantics.md §8). Entry.aux = uses; t->ex[2e] = the block's key
- * K = uses + L, t->ex[2e + 1] = the number of its last put (its place in its bucket: a bucket is FIFO); the
- * victim is the held block with the smallest (K, put number). t->heap holds (K, put number, entry) triples,
- * cleaned lazily (an item is stale once its block is put again, pinned or gone) and rebuilt when mostly stale.
- * t->inflation = L. opt[0] = 1 for aging=dynamic (L = the victim's K), 0 for none. */
+ * aging=none: libCacheSim LFU.c; docs/semantics.md §8). O(1) frequency buckets as libCacheSim LFU.c: Entry.aux =
+ * uses; t->ex[2e] = the block's key K = uses + L, t->ex[2e + 1] = its bucket. A bucket is an entry of the key
+ * store t->ghost (key = K; prev / next = the first / last block of its FIFO list, linked through the blocks'
+ * prev / next; aux = its length); the victim is the first block of the lowest non-empty bucket. t->heap is a
+ * min-heap of (K, bucket) with one item per bucket of the store: a bucket is deleted only when it is empty at the
+ * top of the heap, as lfu.py pops an empty key off its heap; O(log b) only when a new key appears (b distinct
+ * keys). t->inflation = L. opt[0] = 1 for aging=dynamic (L = the victim's K), 0 for none. */
 #include "_lruhier.h"
 
-static int lfu_less(const int64_t *a, const int64_t *b) { return a[0] < b[0] || (a[0] == b[0] && a[1] < b[1]); }
-
-static void lfu_sift_up(int64_t *h, Py_ssize_t i) {
-    int64_t it[3] = {h[3 * i], h[3 * i + 1], h[3 * i + 2]};
-    while (i > 0) {
-        Py_ssize_t up = (i - 1) / 2;
-        if (!lfu_less(it, h + 3 * up)) break;
-        memcpy(h + 3 * i, h + 3 * up, 3 * sizeof(int64_t));
-        i = up;
-    }
-    memcpy(h + 3 * i, it, 3 * sizeof(int64_t));
+static int lfu_init(Tier *t) {
+    t->ghost = kstore_new();
+    return t->ghost ? 0 : -1;
 }
 
-static void lfu_sift_down(int64_t *h, Py_ssize_t n, Py_ssize_t i) {
-    int64_t it[3] = {h[3 * i], h[3 * i + 1], h[3 * i + 2]};
-    for (;;) {
-        Py_ssize_t c = 2 * i + 1;
-        if (c >= n) break;
-        if (c + 1 < n && lfu_less(h + 3 * (c + 1), h + 3 * c)) c++;
-        if (!lfu_less(h + 3 * c, it)) break;
-        memcpy(h + 3 * i, h + 3 * c, 3 * sizeof(int64_t));
-        i = c;
-    }
-    memcpy(h + 3 * i, it, 3 * sizeof(int64_t));
-}
-
-static int lfu_valid(const Tier *t, const int64_t *it) {
-    const Entry *x = &t->ent[it[2]];
-    return (x->flags & F_INHEAP) && !OUT(x) && t->ex[2 * it[2] + 1] == it[1];
-}
-
-/* drop the stale items when they are most of the heap (keeps memory O(held)) */
-static void lfu_compact(Tier *t) {
-    Py_ssize_t n = t->hlen / 3, m = 0;
-    int64_t *h = t->heap;
-    for (Py_ssize_t i = 0; i < n; i++)
-        if (lfu_valid(t, h + 3 * i)) { memmove(h + 3 * m, h + 3 * i, 3 * sizeof(int64_t)); m++; }
-    for (Py_ssize_t i = m / 2; i-- > 0;) lfu_sift_down(h, m, i);
-    t->hlen = 3 * m;
-}
-
-/* put a held block in the bucket of key K (at its end) */
-static int lfu_put(Tier *t, int32_t e, int64_t K) {
-    if (e >= t->excap / 2) {
-        Py_ssize_t c = t->excap ? t->excap : 128;
-        while (c / 2 <= e) c *= 2;
-        int64_t *x = PyMem_Realloc(t->ex, sizeof(int64_t) * c);
-        if (!x) { PyErr_NoMemory(); return -1; }
-        t->ex = x;
-        t->excap = c;
-    }
-    if (t->hlen > 6 * (t->held + 512)) lfu_compact(t);
-    if (t->hlen + 3 > t->hcap) {
-        Py_ssize_t c = t->hcap ? t->hcap * 2 : 3 * 256;
-        int64_t *h = PyMem_Realloc(t->heap, sizeof(int64_t) * c);
-        if (!h) { PyErr_NoMemory(); return -1; }
-        t->heap = h;
-        t->hcap = c;
-    }
-    int64_t seq = t->next_seq++;
-    t->ex[2 * e] = K;
-    t->ex[2 * e + 1] = seq;
-    t->ent[e].flags |= F_INHEAP;
-    int64_t *it = t->heap + t->hlen;
-    it[0] = K; it[1] = seq; it[2] = e;
-    t->hlen += 3;
-    lfu_sift_up(t->heap, t->hlen / 3 - 1);
+static int lfu_ex(Tier *t, int32_t e) {
+    if (e < t->excap / 2) return 0;
+    Py_ssize_t c = t->excap ? t->excap : 128;
+    while (c / 2 <= e) c *= 2;
+    int64_t *x = PyMem_Realloc(t->ex, sizeof(int64_t) * c);
+    if (!x) { PyErr_NoMemory(); return -1; }
+    t->ex = x;
+    t->excap = c;
     return 0;
+}
+
+/* append held block e to the bucket of key K (created, and pushed on the heap, when new) */
+static int lfu_put(Tier *t, int32_t e, int64_t K) {
+    if (lfu_ex(t, e) < 0) return -1;
+    Tier *s = t->ghost;
+    int32_t b = tfind(s, (uint64_t)K);
+    if (b < 0) {
+        b = tadd(s, (uint64_t)K, 0);
+        if (b < 0 || heap_push(t, K, b) < 0) return -1;
+        s->ent[b].aux = 0;
+    }
+    Entry *bk = &s->ent[b], *x = &t->ent[e];
+    x->prev = bk->next;
+    x->next = -1;
+    if (bk->next >= 0) t->ent[bk->next].next = e; else bk->prev = e;
+    bk->next = e;
+    bk->aux++;
+    t->ex[2 * e] = K;
+    t->ex[2 * e + 1] = b;
+    return 0;
+}
+
+/* take held block e out of its bucket (the bucket stays, maybe empty) */
+static void lfu_take(Tier *t, int32_t e) {
+    Entry *bk = &t->ghost->ent[t->ex[2 * e + 1]], *x = &t->ent[e];
+    if (x->prev >= 0) t->ent[x->prev].next = x->next; else bk->prev = x->next;
+    if (x->next >= 0) t->ent[x->next].prev = x->prev; else bk->next = x->prev;
+    x->prev = x->next = -1;
+    bk->aux--;
 }
 
 static int lfu_add(Tier *t, int32_t e, int reused) {
@@ -87,62 +65,79 @@ static int lfu_add(Tier *t, int32_t e, int reused) {
     return lfu_put(t, e, t->ex[2 * e]);
 }
 
-static void lfu_remove(Tier *t, int32_t e) { t->ent[e].flags &= ~F_INHEAP; }   /* its item goes stale */
+static void lfu_remove(Tier *t, int32_t e) { lfu_take(t, e); }
 
-static void lfu_drop(Tier *t, int32_t e) { t->ent[e].flags &= ~F_INHEAP; }
+static void lfu_drop(Tier *t, int32_t e) { lfu_take(t, e); }
 
 static void lfu_touch(Tier *t, int32_t e) {
     Entry *x = &t->ent[e];
+    lfu_take(t, e);
     /* a touch cannot fail but for memory: the error stays set and the caller's next check reports it */
     lfu_put(t, e, ++x->aux + t->inflation);
 }
 
 static int32_t lfu_victim(Tier *t) {
-    int64_t *h = t->heap;
+    Tier *s = t->ghost;
     for (;;) {
-        int64_t it[3] = {h[0], h[1], h[2]};
-        Py_ssize_t n = (t->hlen -= 3) / 3;
-        if (n) { memcpy(h, h + 3 * n, 3 * sizeof(int64_t)); lfu_sift_down(h, n, 0); }
-        if (!lfu_valid(t, it)) continue;
-        t->ent[it[2]].flags &= ~F_INHEAP;
-        if (t->opt[0]) t->inflation = it[0];
-        return (int32_t)it[2];
+        int64_t K = t->heap[0];
+        int32_t b = (int32_t)t->heap[1];
+        if (s->ent[b].aux) {
+            int32_t e = s->ent[b].prev;
+            lfu_take(t, e);
+            if (t->opt[0]) t->inflation = K;
+            return e;
+        }
+        heap_pop(t);
+        tdel(s, b);
     }
 }
 
-static int cmp_item(const void *a, const void *b) {
-    const int64_t *x = a, *y = b;
-    return lfu_less(x, y) ? -1 : lfu_less(y, x);
+static int cmp_i64(const void *a, const void *b) {
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
 }
 
+/* held blocks: buckets by K, each oldest first (the exact eviction order) */
 static Py_ssize_t lfu_order(Tier *t, int32_t *out) {
-    int64_t *tmp = PyMem_Malloc(sizeof(int64_t) * 3 * (t->nres + 1));
-    if (!tmp) { PyErr_NoMemory(); return -1; }
-    Py_ssize_t n = 0;
-    for (int32_t e = 0; e < t->ent_len; e++) {
-        Entry *x = &t->ent[e];
-        if ((x->flags & F_KNOWN) && !OUT(x)) { tmp[3 * n] = t->ex[2 * e]; tmp[3 * n + 1] = t->ex[2 * e + 1]; tmp[3 * n + 2] = e; n++; }
-    }
-    qsort(tmp, n, 3 * sizeof(int64_t), cmp_item);
-    for (Py_ssize_t i = 0; i < n; i++) out[i] = (int32_t)tmp[3 * i + 2];
-    PyMem_Free(tmp);
+    Tier *s = t->ghost;
+    int64_t *keys = PyMem_Malloc(sizeof(int64_t) * (s->nres + 1));
+    if (!keys) { PyErr_NoMemory(); return -1; }
+    Py_ssize_t nb = 0, n = 0;
+    for (int32_t b = 0; b < s->ent_len; b++)
+        if (tfind(s, s->ent[b].key) == b && s->ent[b].aux) keys[nb++] = (int64_t)s->ent[b].key;
+    qsort(keys, nb, sizeof(int64_t), cmp_i64);
+    for (Py_ssize_t i = 0; i < nb; i++)
+        for (int32_t e = s->ent[tfind(s, (uint64_t)keys[i])].prev; e >= 0; e = t->ent[e].next) out[n++] = e;
+    PyMem_Free(keys);
     return n;
 }
 
 static const char *lfu_check(Tier *t) {
-    Py_ssize_t held = 0, valid = 0;
+    Tier *s = t->ghost;
+    Py_ssize_t held = 0, listed = 0;
     for (int32_t e = 0; e < t->ent_len; e++) {
         Entry *x = &t->ent[e];
         if (!(x->flags & F_KNOWN)) continue;
         if (x->aux < 1) return "uses < 1";
-        if (!OUT(x)) { held++; if (!(x->flags & F_INHEAP)) return "held block without a heap item"; }
+        held += !OUT(x);
     }
-    for (Py_ssize_t i = 0; i < t->hlen / 3; i++) valid += lfu_valid(t, t->heap + 3 * i);
-    if (valid != held) return "heap items differ from the held blocks";
+    if (t->hlen / 2 != s->nres) return "heap items differ from the buckets";
+    for (Py_ssize_t i = 0; i < t->hlen / 2; i++) {
+        int32_t b = (int32_t)t->heap[2 * i + 1];
+        if (tfind(s, s->ent[b].key) != b || (int64_t)s->ent[b].key != t->heap[2 * i]) return "stale heap item";
+        Py_ssize_t n = 0;
+        for (int32_t e = s->ent[b].prev; e >= 0; e = t->ent[e].next) {
+            if (OUT(&t->ent[e]) || t->ex[2 * e] != t->heap[2 * i] || t->ex[2 * e + 1] != b) return "bad bucket member";
+            if (++n > s->ent[b].aux) return "bucket longer than its count";
+        }
+        if (n != s->ent[b].aux) return "bucket count differs from its list";
+        listed += n;
+    }
+    if (listed != held) return "buckets differ from the held blocks";
     return held == t->held ? NULL : "held count differs from the known unpinned blocks";
 }
 
 const PolOps POL_LFU = {
-    .name = "lfu", .add = lfu_add, .remove = lfu_remove, .drop = lfu_drop, .touch = lfu_touch,
+    .name = "lfu", .init = lfu_init, .add = lfu_add, .remove = lfu_remove, .drop = lfu_drop, .touch = lfu_touch,
     .victim = lfu_victim, .order = lfu_order, .check = lfu_check,
 };

@@ -23,23 +23,25 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Callable, Sequence
 
+import numpy as _np
+
 from pcs.cache import Tier
 from pcs.cache.hierarchy import check_hierarchy_args
 from pcs.cache.policies import get_policy
+from pcs.cache.policies.context import TraceOracle
 from pcs.cache.tier import TierStats
 
 from pcs import _native
 
 _lruhier = _native.module("lruhier")    # None when the optional extension did not compile
 
-__all__ = ["NativeHierarchy", "available", "policy_spec", "COMPILED_POLICIES", "MAX_BLOCKS"]
+__all__ = ["NativeHierarchy", "available", "policy_spec", "COMPILED_POLICIES", "COMPILED_DATA", "MAX_BLOCKS"]
 
 #: largest tier the compiled hierarchy takes (int32 entry indices); larger ones use Python.
 MAX_BLOCKS = 1 << 30
 
 #: Registered policy name -> the integer options its C twin takes, read from the Python policy object
-#: (sizes in blocks as the Python policy truncates them, so both round alike). ``belady`` (an oracle) and
-#: ``gdsf`` (reads the trace's chains) have no compiled twin.
+#: (sizes in blocks as the Python policy truncates them, so both round alike).
 COMPILED_POLICIES: dict[str, Callable[[Any], tuple[int, ...]]] = {
     "lru": lambda p: (),
     "fifo": lambda p: (),
@@ -49,17 +51,104 @@ COMPILED_POLICIES: dict[str, Callable[[Any], tuple[int, ...]]] = {
     "s3fifo": lambda p: (p.small_blocks, p.main_blocks, p.ghost_blocks, p.threshold),
     "arc": lambda p: (p.capacity_blocks,),
     "lfu": lambda p: (1 if p.aging == "dynamic" else 0,),
+    "gdsf": lambda p: (),
+    "belady": lambda p: (),
 }
 
 
-def policy_spec(policy: Any) -> tuple[str, tuple[int, ...]] | None:
-    """``(name, integer options)`` for the C twin of an (empty) eviction policy object, or None when it has
+#: The multiplier of the C tables' home slot (``HMUL`` in pcs/cache/_lruhier.h: Fibonacci hashing).
+_HMUL = _np.uint64(0x9E3779B97F4A7C15)
+
+
+def key_index(keys: _np.ndarray) -> _np.ndarray:
+    """The C twins' read-only index of distinct block hashes (``data_find`` in pcs/cache/_lruhier.h): int32
+    slots (2**k >= 2 x len(keys), -1 empty) of an open-addressing table with linear probing, home slot
+    ``hash x HMUL >> (64 - k)``, slot -> index in ``keys``. Built by rounds (round r places, at the r-th probe of
+    its sequence, each key whose earlier probes were all taken; of keys meeting in one free slot one stays, the
+    others go on), so every key's earlier probes are taken: a lookup finds it before an empty slot. Which key
+    takes a contested slot changes only where keys sit, never what a lookup returns.
+
+    Args:
+        keys: uint64 (n,), distinct.
+    Returns:
+        int32 (2**k,).
+    """
+    n = len(keys)
+    bits = 4
+    while (1 << bits) < 2 * (n + 1):
+        bits += 1
+    mask = (1 << bits) - 1
+    slots = _np.full(1 << bits, -1, _np.int32)
+    home = ((keys * _HMUL) >> _np.uint64(64 - bits)).astype(_np.int64)
+    todo = _np.arange(n, dtype=_np.int64)
+    r = 0
+    while len(todo):
+        at = (home[todo] + r) & mask
+        free = slots[at] < 0
+        cand, where = todo[free], at[free]
+        slots[where] = cand
+        todo = _np.concatenate((todo[~free], cand[slots[where] != cand]))
+        r += 1
+    return slots
+
+
+def _gdsf_data(policy: Any) -> tuple | None:
+    """The trace data of ``pcs/cache/_pol_gdsf.c`` for a :class:`GDSFPolicy`: ``(keys uint64 (n,), slots int32
+    (:func:`key_index`), parent int32 (n,) (the parent's index, -1 at depth 0), cost float64 (n,) seconds, cost0
+    float64 (1,))`` from its :class:`TraceOracle` (``keys``, ``key_depth``, ``key_parent``) and its cost
+    function (cost of a block = the function at its depth; cost0 = at depth 0, for a block not in the trace);
+    None without a trace (every block a leaf of 1 s). Built once per oracle and cost function (every tier and
+    hierarchy of a replay shares the arrays)."""
+    ctx = policy.context
+    oracle, cost_of = ctx.oracle, ctx.block_cost_s
+    if oracle is None:
+        if cost_of is None:
+            return None
+        oracle = _EMPTY_ORACLE
+    memo = oracle.packed.get("gdsf")
+    if memo is not None and memo[0] is cost_of:
+        return memo[1]
+    keys, depth = oracle.keys, oracle.key_depth
+    n = len(keys)
+    top = int(depth.max()) if n else 0
+    by_depth = _np.ones(top + 1) if cost_of is None else _np.array([float(cost_of(d)) for d in range(top + 1)])
+    data = (keys, _index_of(oracle, "keys", keys), oracle.key_parent, by_depth[depth], by_depth[:1].copy())
+    oracle.packed["gdsf"] = (cost_of, data)
+    return data
+
+
+def _index_of(oracle: Any, name: str, keys: _np.ndarray) -> _np.ndarray:
+    got = oracle.packed.get(("index", name))
+    if got is None:
+        got = oracle.packed[("index", name)] = key_index(keys)
+    return got
+
+
+def _belady_data(policy: Any) -> tuple:
+    """The trace data of ``pcs/cache/_pol_belady.c`` for a :class:`BeladyPolicy`: ``(keys uint64 (n,), slots int32
+    (:func:`key_index`), offsets int64 (n + 1,), uses int64 (m,))``, the use keys ``request << 24 | position`` of
+    key i being ``uses[offsets[i]:offsets[i + 1]]`` (ascending): its :class:`TraceOracle`'s arrays."""
+    o = policy.context.oracle
+    return o.use_keys, _index_of(o, "use_keys", o.use_keys), o.use_offsets, o.use_values
+
+
+_EMPTY_ORACLE = TraceOracle()
+
+#: Registered policy name -> the trace data its C twin loads (policies that read the trace).
+COMPILED_DATA: dict[str, Callable[[Any], Any]] = {"gdsf": _gdsf_data, "belady": _belady_data}
+
+
+def policy_spec(policy: Any) -> tuple | None:
+    """``(name, integer options)`` -- ``(name, options, trace data)`` for a policy that reads the trace
+    (:data:`COMPILED_DATA`) -- for the C twin of an (empty) eviction policy object, or None when it has
     none (a policy without a compiled twin, a plug-in, a subclass)."""
     name = getattr(policy, "name", None)
     opts = COMPILED_POLICIES.get(name)
     if opts is None or type(policy) is not get_policy(name):
         return None
-    return name, tuple(int(v) for v in opts(policy))
+    spec = (name, tuple(int(v) for v in opts(policy)))
+    data = COMPILED_DATA.get(name)
+    return spec if data is None else spec + (data(policy),)
 
 
 def available(tiers: Sequence[Tier]) -> bool:

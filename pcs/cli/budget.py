@@ -75,7 +75,7 @@ def _row(name: str, r: BudgetResult) -> dict[str, Any]:
     return {"name": name, **r.as_dict()}
 
 
-@command("budget", context_settings={"help_option_names": ["-h", "--help"]})
+@command("budget")
 @click.option("--capacity-need", help="C_w: bytes the workload keeps resident, e.g. 30GB (GB decimal, GiB binary).")
 @click.option("--bandwidth-need", help="B_w: bytes/s the workload moves, e.g. 1000GB/s.")
 @click.option("--name", default="workload", show_default=True, help="Name of the --capacity-need/--bandwidth-need workload.")

@@ -206,6 +206,9 @@ class PcsCommand(click.Command):
     """
 
     def __init__(self, *args: Any, twins: bool = False, **kwargs: Any) -> None:
+        # -h and --help on every command, also when it is invoked on its own (a test, a sweep worker): click
+        # builds a command's help option once, from the first context, and keeps it
+        kwargs.setdefault("context_settings", {}).setdefault("help_option_names", ["-h", "--help"])
         super().__init__(*args, **kwargs)
         self.twins = twins
 

@@ -93,7 +93,7 @@ def _restore_bytes(kw: dict[str, Any], model: Any) -> int:
     return restore_bytes_for_tokens(per_rank, kw["restore_tokens"], kw["block_size"])
 
 
-@command("envelope", context_settings={"help_option_names": ["-h", "--help"]})
+@command("envelope")
 @click.option("--restore-bytes", help="D: bytes restored, e.g. 1GB (GB decimal, GiB binary).")
 @click.option("--restore-tokens", type=Int(0, MAX_TOKENS),
               help="Cached tokens restored; with --model gives D (serialized blocks, rounded up to whole blocks).")

@@ -42,8 +42,8 @@ def fleet_options(multiple: bool) -> Callable:
         f = click.option("--shared-tier", default=None, metavar="NAME=SIZE",
                          help="A lower tier all instances read and write (a Mooncake store, an LMCache remote "
                               "backend), below each instance's own tiers, one link per instance (--link NAME=...; "
-                              "default by name, remote = rdma-400g); e.g. remote=10TB. Runs with --compute infinite "
-                              "or --timing sequential (docs/cluster.md).")(f)
+                              "default by name, remote = rdma-400g); e.g. remote=10TB. The instances run on one "
+                              "clock, under the step scheduler too (docs/cluster.md).")(f)
         f = click.option("--router-stale-s", type=Float(0, 1e9), default=None,
                          help="Seconds between a cache event on an instance and the router seeing it (KV events "
                               "arrive late); default 0 = the router's index is exact.")(f)

@@ -63,7 +63,7 @@ def _render(pol: list[dict], adm: list[dict], errors: list[str]) -> str:
     return a + "\n\n" + b
 
 
-@command(context_settings={"help_option_names": ["-h", "--help"]})
+@command()
 @format_option
 @quiet_option
 def policies(fmt: str, quiet: bool) -> None:

@@ -104,7 +104,7 @@ def resolve_link(kwargs: dict[str, Any], table: HardwareTable | None = None) -> 
     return override(get_link(name, table), note="overridden on the command line", **changes)
 
 
-@command(context_settings={"help_option_names": ["-h", "--help"]})
+@command()
 @gpu_options
 @link_options
 @hardware_file_option
@@ -142,7 +142,7 @@ def hardware(fmt: str, hardware_file: str | None, quiet: bool, **kwargs: Any) ->
     emit(payload, fmt, lambda: render_hardware(payload["gpus"], payload["links"]))
 
 
-@command(context_settings={"help_option_names": ["-h", "--help"]})
+@command()
 @format_option
 @quiet_option
 def models(fmt: str, quiet: bool) -> None:

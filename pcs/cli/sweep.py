@@ -27,7 +27,18 @@ class _SweepGroup(PcsGroup):
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         if args and args[0] not in self.commands and args[0] not in ctx.help_option_names:
             args = ["run", *args]
-        return super().parse_args(ctx, args)
+        return super().parse_args(ctx, _bare_ray_before_plan(args))
+
+
+def _bare_ray_before_plan(args: list[str]) -> list[str]:
+    """``--ray PLAN`` means a bare ``--ray`` (a local Ray) then the plan: an existing file is never a Ray address."""
+    import os
+
+    out = list(args)
+    for i, a in enumerate(out[:-1]):
+        if a == "--ray" and os.path.isfile(out[i + 1]):
+            out[i] = "--ray=local"
+    return out
 
 
 @click.group("sweep", cls=_SweepGroup, no_args_is_help=True)
@@ -71,8 +82,7 @@ def _fail(result: Any) -> None:
               help="Local processes (default: the CPUs of this machine; 1 runs in this process).")
 @click.option("--ray", "ray_address", is_flag=False, flag_value="local", default=None, metavar="[ADDRESS]",
               help="Run the points as Ray tasks (needs the ray extra: pip install -e '.[ray]'): alone, on the Ray this process "
-                   "knows or a new local one; --ray=ADDRESS joins a cluster (auto, ray://head:10001). Put a "
-                   "bare --ray after PLAN.")
+                   "knows or a new local one; --ray=ADDRESS joins a cluster (auto, ray://head:10001).")
 @click.option("--force", is_flag=True, help="Run the points already in OUT again (their rows are replaced).")
 @click.option("--requests", "with_requests", is_flag=True,
               help="Also keep each replay point's per-request table in OUT/_requests/<point_id>.parquet.")

@@ -69,6 +69,8 @@ typedef struct {
     double *link_free; int64_t *tier_hits; Link *links;
     /* columns */
     int64_t *q[NQ0 + 8]; double *dc[ND]; char *trunc; Py_ssize_t ncol, capcol;
+    /* a fleet's one clock (StepEngine.clock_event / clock_advance): the step that began, its end due */
+    int half; Py_ssize_t open_nch; double open_step;
 } Sched;
 
 static PyObject *s_hit, *s_hbpt, *s_rbpt, *s_lead, *s_last, *s_prefix, *s_trunc;
@@ -716,7 +718,13 @@ static int prefill_step(Sched *s, Py_ssize_t nch) {
         }
     }
     s->prefill_steps++;
-    if (elapse(s, step + stall, stall, 1) < 0) return -1;
+    s->open_nch = nch;                  /* StepEngine._prefill_step returns the step: _end applies the chunks */
+    s->open_step = step;
+    return elapse(s, step + stall, stall, 1);
+}
+
+/* StepEngine._chunks_ran: the step's chunks (s->cr, s->cn) ran; finished prefills complete */
+static int chunks_ran(Sched *s, Py_ssize_t nch, double step) {
     for (Py_ssize_t x = 0; x < nch; x++) {
         int32_t ri = s->cr[x];
         Req *r = &s->rq[ri];
@@ -848,21 +856,38 @@ static int finish_due(Sched *s) {
     return 0;
 }
 
+/* StepEngine._begin: the first half of an iteration (1: began, 0: nothing to run before t, -1: error) */
+static int begin(Sched *s, double t) {
+    s->open_nch = 0;
+    if (s->blk.n && s->blk.a[0].key <= s->G && grow_now(s) < 0) return -1;
+    Py_ssize_t nch = compose(s);
+    if (nch < 0) return -1;
+    if (nch) { if (prefill_step(s, nch) < 0) return -1; }
+    else if (s->d) { if (decode_skip(s, t) < 0) return -1; }
+    else {
+        if (t == INFINITY) return 0;
+        if (idle(s, t) < 0) return -1;
+    }
+    return 1;
+}
+
+/* StepEngine._end: the second half, at the end of the step */
+static int end(Sched *s) {
+    Py_ssize_t nch = s->open_nch;
+    s->open_nch = 0;
+    if (nch && chunks_ran(s, nch, s->open_step) < 0) return -1;
+    if (s->fin.n && s->fin.a[0].key <= s->G && finish_due(s) < 0) return -1;
+    return 0;
+}
+
 /* StepEngine._run_until */
 static int run_until(Sched *s, double t) {
     unsigned int spins = 0;
     while (s->now < t) {
         if (!(++spins & 0xFFFF) && PyErr_CheckSignals() < 0) return -1;    /* Ctrl-C in a long tail */
-        if (s->blk.n && s->blk.a[0].key <= s->G && grow_now(s) < 0) return -1;
-        Py_ssize_t nch = compose(s);
-        if (nch < 0) return -1;
-        if (nch) { if (prefill_step(s, nch) < 0) return -1; }
-        else if (s->d) { if (decode_skip(s, t) < 0) return -1; }
-        else {
-            if (t == INFINITY) return 0;
-            if (idle(s, t) < 0) return -1;
-        }
-        if (s->fin.n && s->fin.a[0].key <= s->G && finish_due(s) < 0) return -1;
+        int b = begin(s, t);
+        if (b <= 0) return b;
+        if (end(s) < 0) return -1;
     }
     return 0;
 }
@@ -966,6 +991,30 @@ static PyObject *sched_feed(Sched *s, PyObject *args) {
     }
     for (int j = 0; j < NB; j++) PyBuffer_Release(&b[j]);
     if (rc < 0) return NULL;
+    Py_RETURN_NONE;
+}
+
+/* ---------------------------------------------------------------- a fleet's one clock */
+/* StepEngine.clock_event: (now, 0) = the end of the step that began is due; (now, 1) = the next step begins;
+   None = nothing to do until a request arrives (no restore is pending here: layerwise only) */
+static PyObject *sched_clock_event(Sched *s, PyObject *unused) {
+    if (s->half) return Py_BuildValue("(di)", s->now, 0);
+    if (s->wn || s->nrun) return Py_BuildValue("(di)", s->now, 1);
+    Py_RETURN_NONE;
+}
+
+/* StepEngine.clock_advance(until_s): run the next event (the two halves in turn are run_until's loop) */
+static PyObject *sched_clock_advance(Sched *s, PyObject *arg) {
+    double until = PyFloat_AsDouble(arg);
+    if (until == -1.0 && PyErr_Occurred()) return NULL;
+    if (s->half) {
+        s->half = 0;
+        if (end(s) < 0) return NULL;
+    } else {
+        int b = begin(s, until);
+        if (b < 0) return NULL;
+        s->half = b;
+    }
     Py_RETURN_NONE;
 }
 
@@ -1109,6 +1158,9 @@ static PyMethodDef sched_methods[] = {
      "(admitted, waiting, resident blocks per tier, restored bytes per link, link free per tier, running)"},
     {"columns", (PyCFunction)sched_columns, METH_NOARGS, "per-request columns as bytes (order: pcs.engine.stepnative)"},
     {"counters", (PyCFunction)sched_counters, METH_NOARGS, "counters (dict)"},
+    {"clock_event", (PyCFunction)sched_clock_event, METH_NOARGS,
+     "a fleet's one clock: (time, 0) the step's end is due, (time, 1) the next step begins, None: idle"},
+    {"clock_advance", (PyCFunction)sched_clock_advance, METH_O, "clock_advance(until_s): run the next event"},
     {NULL}
 };
 

@@ -67,6 +67,7 @@ from pcs.compute import decode_steps_for, decode_sum
 from pcs.engine import restores as rst
 from pcs.engine.engine import ReplayEngine
 from pcs.engine.schedstats import SchedulerCounters, end_times
+from pcs.engine.series import NoSampler
 
 __all__ = ["StepEngine", "STEP_COLUMNS"]
 
@@ -127,6 +128,8 @@ class StepEngine(ReplayEngine):
                  decode=None, no_cache: bool = False, check: bool = False, skip: bool = True,
                  log_steps: bool = False) -> None:
         super().__init__(hierarchy, "modeled", links=links, block_bytes=block_bytes, check=check)
+        if no_cache:
+            self.sampler = NoSampler()         # the no-cache run's time series is never read
         for name, code in STEP_COLUMNS:
             self._cols[name] = array(code)
         self.cost = cost
@@ -158,6 +161,8 @@ class StepEngine(ReplayEngine):
         self._kv_acc = 0.0             # time the queue has been blocked for KV space, up to _kv_since
         self._kv_since = -1.0          # when the current block began (-1: not blocked)
         self._bs = None
+        self._done = None              # (chunks, step seconds) of the step that began, for _end
+        self._half = False             # clock_advance ran _begin, _end is due (a fleet's one clock)
         self._admitted = 0             # requests admitted at least once (first admissions follow trace order)
         self._bin, self._bin_lo = 0, _INF   # stats.busy_per_s[_bin] covers [_bin_lo, _bin_lo + 1) s from origin_s
         self._views: list = []         # memoryviews of the columns the loop writes (_grow_columns)
@@ -245,29 +250,69 @@ class StepEngine(ReplayEngine):
     # -- the loop ----------------------------------------------------------------------------------
     def _run_until(self, t: float) -> None:
         """Run steps while the next one starts before ``t`` (``t`` = inf: until nothing is left)."""
-        pend, blk, fin, check = self._pending, self._blk, self._fin, self.check     # the heaps (never rebound)
-        compose, prefill_step, decode_skip = self._compose, self._prefill_step, self._decode_skip
+        begin, end = self._begin, self._end
         while self.now < t:
-            if pend and pend[0][0] <= self.now:
-                self._ready_due()
-            if blk and blk[0][0] <= self.G:
-                self._grow_now()
-            chunks = compose()
-            if chunks:
-                prefill_step(chunks)
-            elif self.d:
-                nxt = pend[0][0] if pend else _INF
-                decode_skip(t if t < nxt else nxt)
-            else:
-                nxt = pend[0][0] if pend else _INF
-                nxt = t if t < nxt else nxt
-                if nxt == _INF:
-                    return
-                self._idle(nxt)
-            if fin and fin[0][0] <= self.G:
-                self._finish_due()
-            if check:
-                self._check()
+            if not begin(t):
+                return
+            end()
+
+    def _begin(self, t: float) -> bool:
+        """The first half of one loop iteration at ``now`` (bounded by ``t``): restores that landed, block
+        boundaries due, admissions (lookups, pins, evictions), then the step's time -- the clock moves to its
+        end -- or a decode run, or idling to the next event; False when there is nothing to run before ``t``
+        and nothing pending (the clock stands). The second half is :meth:`_end`."""
+        pend, blk = self._pending, self._blk
+        if pend and pend[0][0] <= self.now:
+            self._ready_due()
+        if blk and blk[0][0] <= self.G:
+            self._grow_now()
+        chunks = self._compose()
+        if chunks:
+            self._done = (chunks, self._prefill_step(chunks))
+        elif self.d:
+            nxt = pend[0][0] if pend else _INF
+            self._decode_skip(t if t < nxt else nxt)
+        else:
+            nxt = pend[0][0] if pend else _INF
+            nxt = t if t < nxt else nxt
+            if nxt == _INF:
+                return False
+            self._idle(nxt)
+        return True
+
+    def _end(self) -> None:
+        """The second half, at the end of the step (``now``): its chunks ran (prefills that completed cache
+        their blocks), requests whose last decode step ran finish."""
+        done = self._done
+        if done is not None:
+            self._done = None
+            self._chunks_ran(*done)
+        fin = self._fin
+        if fin and fin[0][0] <= self.G:
+            self._finish_due()
+        if self.check:
+            self._check()
+
+    # -- one clock over many instances (a fleet, pcs.fleet.stepclock) ----------------------------------
+    def clock_event(self) -> tuple | None:
+        """This instance's next event on a fleet's clock: ``(time_s, 0)`` = the end of the step that began
+        (:meth:`_end` is due), ``(time_s, 1)`` = the next step begins (or the clock idles to the next
+        restore landing), None = nothing to do until a request arrives (docs/semantics.md §17.2)."""
+        if self._half:
+            return (self.now, 0)
+        if self.waiting or self.running or self._pending:
+            return (self.now, 1)
+        return None
+
+    def clock_advance(self, until_s: float) -> None:
+        """Run this instance's next event (:meth:`clock_event`); ``until_s``: the arrival time of its next
+        request not fed yet (inf: none), which bounds a decode run or an idle stretch as :meth:`feed` does.
+        Running the two halves one after the other is the loop of :meth:`_run_until`."""
+        if self._half:
+            self._half = False
+            self._end()
+        elif self._begin(until_s):
+            self._half = True
 
     def _idle(self, until: float) -> None:
         """Nothing to compute: the clock moves to ``until``."""
@@ -331,8 +376,9 @@ class StepEngine(ReplayEngine):
                 left -= n
         return chunks
 
-    def _prefill_step(self, chunks: list) -> None:
-        """Run one step with prefill chunks (and the decode batch): ``StepCost.step_s`` written out."""
+    def _prefill_step(self, chunks: list) -> float:
+        """Run one step with prefill chunks (and the decode batch): ``StepCost.step_s`` written out; the
+        clock moves to its end. Returns the step's seconds without the stall (:meth:`_chunks_ran` applies it)."""
         tok_s, pair_s, kv_seq, kv_tok, dec_s, attn_tok, w_act, w_tot, plain = self._c
         d, now = self.d, self.now
         comp = mem = 0.0
@@ -363,6 +409,10 @@ class StepEngine(ReplayEngine):
                     r.land = -_INF
         self.stats.prefill_steps += 1
         self._elapse(step + stall, stall, 1, tokens, len(chunks))
+        return step
+
+    def _chunks_ran(self, chunks: list, step: float) -> None:
+        """The chunks of a prefill step of ``step`` seconds ran: contexts grow; finished prefills complete."""
         for r, n in chunks:
             r.ctx += n
             if r.ttft != r.ttft:

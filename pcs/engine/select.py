@@ -17,10 +17,10 @@ engine                 applies when                               implementation
                        ``native`` not ``python``
 ``compiled-hierarchy`` every tier's policy compiled (``lru``,      :class:`pcs.cache.native.NativeHierarchy`
                        ``fifo``, ``slru``, ``sieve``, ``2q``,     under the event loop (a sequential
-                       ``s3fifo``, ``arc``, ``lfu``; no           baseline: its C loop, pcs.engine.seqbase)
-                       admission policy), at most 2**30 blocks
-                       each, the compiled twin built, ``native``
-                       not ``python``
+                       ``s3fifo``, ``arc``, ``lfu``, ``gdsf``,    baseline: its C loop, pcs.engine.seqbase)
+                       ``belady``; no admission policy), at most
+                       2**30 blocks each, the compiled twin
+                       built, ``native`` not ``python``
 ``reference``          one cache group of full attention (every   :class:`pcs.cache.Hierarchy` under the
                        model that is not hybrid)                  event loop
 ``hybrid``             always; the only row for a hybrid model    :class:`pcs.cache.grouphier.GroupHierarchy`

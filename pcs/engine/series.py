@@ -29,7 +29,7 @@ import numpy as np
 
 from pcs.schema import field, result
 
-__all__ = ["CDF_LEVELS", "MAX_POINTS", "MAX_SAMPLES", "BASE_STEP_S", "Sampler", "TimeSeries", "TtftCdf",
+__all__ = ["CDF_LEVELS", "MAX_POINTS", "MAX_SAMPLES", "BASE_STEP_S", "Sampler", "NoSampler", "TimeSeries", "TtftCdf",
            "RestoreScatter", "RequestDistributions", "request_distributions", "series_payload", "sequential_samples"]
 
 #: Quantile levels of the TTFT CDFs: 201 levels, 0 to 1 in steps of 0.005.
@@ -125,23 +125,45 @@ class Sampler:
         """Record every boundary <= ``now_s`` not yet recorded; returns the next boundary."""
         if self.t0 is None:
             self.t0 = now_s
-        while int((now_s - self.t0) / self.step_s) + 1 > self.max_samples:
-            self._coarsen()
-        last = int((now_s - self.t0) / self.step_s)
-        while self.t0 + (last + 1) * self.step_s <= now_s:  # a quotient rounded down by float error
+        t0, step, rows = self.t0, self.step_s, self.rows
+        q = int((now_s - t0) / step)
+        if q + 1 > self.max_samples:
+            while int((now_s - self.t0) / self.step_s) + 1 > self.max_samples:
+                self._coarsen()
+            step, rows = self.step_s, self.rows
+            q = int((now_s - t0) / step)
+        last = q
+        while t0 + (last + 1) * step <= now_s:  # a quotient rounded down by float error
             last += 1
-        while self.t0 + last * self.step_s > now_s:  # or up: only boundaries <= now_s, whatever the step
+        while t0 + last * step > now_s:  # or up: only boundaries <= now_s, whatever the step
             last -= 1
-        if last >= len(self.rows):
+        n = len(rows)
+        if last >= n:
             state = snapshot()
-            self.rows.extend((self.t0 + k * self.step_s, *state) for k in range(len(self.rows), last + 1))
-        self.next_s = self.t0 + len(self.rows) * self.step_s
+            if last == n:                    # one boundary passed (most calls)
+                rows.append((t0 + n * step, *state))
+                n += 1
+            else:
+                rows.extend((t0 + k * step, *state) for k in range(n, last + 1))
+                n = last + 1
+        self.next_s = t0 + n * step
         return self.next_s
 
     def _coarsen(self) -> None:
         """Double the step; keep the samples on the new grid (every other one)."""
         self.step_s *= 2
         self.rows = self.rows[::2]
+
+
+class NoSampler(Sampler):
+    """A :class:`Sampler` that records nothing, for a loop whose time series nobody reads (the step
+    scheduler's no-cache run: only its per-request columns and counters are used). :meth:`take` returns
+    +inf, so a loop calls it once (at its first arrival) and never again; ``t0`` stays None, ``rows`` empty."""
+
+    __slots__ = ()
+
+    def take(self, now_s: float, snapshot) -> float:
+        return float("inf")
 
 
 def _quantiles(values: np.ndarray) -> list[float]:

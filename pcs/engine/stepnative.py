@@ -20,7 +20,7 @@ from pcs import _native
 from pcs.engine.engine import EngineResult, ReplayEngine
 from pcs.engine.scheduler import StepEngine
 
-__all__ = ["NativeStepEngine", "unsupported", "MAX_TIERS"]
+__all__ = ["NativeStepEngine", "unsupported", "loop_unsupported", "new_loop", "MAX_TIERS"]
 
 _stepsched = _native.module("stepsched")    # None when the optional extension did not compile
 
@@ -63,7 +63,13 @@ def unsupported(hierarchy, links, cost, config, no_cache: bool = False) -> str |
         return f"the compiled {_native.TWINS['stepsched']} is not built"
     if type(hierarchy) is not NativeHierarchy:
         return "the tiers are not on the compiled all-lru hierarchy"
-    if len(hierarchy.tiers) > MAX_TIERS:
+    return loop_unsupported(len(hierarchy.tiers), links, cost, config)
+
+
+def loop_unsupported(tiers: int, links, cost, config) -> str | None:
+    """None when the C loop models this run (whatever the hierarchy), else the reason it cannot: at most
+    :data:`MAX_TIERS` tiers, ``layerwise`` restores, per-pair prefill attention, LinkSpec links."""
+    if tiers > MAX_TIERS:
         return f"more than {MAX_TIERS} tiers"
     if config.restore_policy != "layerwise":
         return f"restore policy {config.restore_policy}, it needs layerwise"
@@ -72,6 +78,20 @@ def unsupported(hierarchy, links, cost, config, no_cache: bool = False) -> str |
     if any(_link_params(lk) is None for lk in links):
         return "a link is not a LinkSpec with bandwidth > 0"
     return None
+
+
+def new_loop(engine: StepEngine, resident, recompute_last_token: bool, no_cache: bool, skip: bool):
+    """The C loop (``_stepsched.StepScheduler``) for a :class:`StepEngine` already set up (its hierarchy, links,
+    block bytes, cost, config, sampler); ``resident``: tier index -> resident blocks now (for the samples)."""
+    params = [_link_params(lk) for lk in engine.links]
+    cost, config = engine.cost, engine.config
+    return _stepsched.StepScheduler(
+        engine.h, engine.sampler.take, resident, [p[0] for p in params], [p[1] for p in params],
+        [p[2] for p in params], [float(b or 0) for b in engine.block_bytes],
+        (cost.token_s, cost.attn_pair_s, cost.kv_seq_s, cost.kv_token_s, cost.attn_seq_s, cost.attn_token_s,
+         cost.weights_active_s, cost.weights_total_s), int(cost.layers), config.max_num_batched_tokens,
+        config.max_num_seqs, config.max_preemptions, bool(config.restore_fallback), bool(recompute_last_token),
+        bool(no_cache), bool(skip))
 
 
 class NativeStepEngine(StepEngine):
@@ -89,14 +109,7 @@ class NativeStepEngine(StepEngine):
         why = unsupported(hierarchy, self.links, cost, config, no_cache)
         if why is not None:
             raise ValueError(f"the compiled step scheduler cannot run this replay: {why}")
-        params = [_link_params(lk) for lk in self.links]
-        self._s = _stepsched.StepScheduler(
-            hierarchy, self.sampler.take, hierarchy._h.num_resident, [p[0] for p in params], [p[1] for p in params], [p[2] for p in params],
-            [float(b or 0) for b in self.block_bytes],
-            (cost.token_s, cost.attn_pair_s, cost.kv_seq_s, cost.kv_token_s, cost.attn_seq_s, cost.attn_token_s,
-             cost.weights_active_s, cost.weights_total_s), int(cost.layers), config.max_num_batched_tokens,
-            config.max_num_seqs, config.max_preemptions, bool(config.restore_fallback), bool(recompute_last_token),
-            bool(no_cache), bool(skip))
+        self._s = new_loop(self, hierarchy._h.num_resident, recompute_last_token, no_cache, skip)
 
     def _snapshot(self) -> tuple:
         """As :meth:`StepEngine._snapshot`, from the C loop's state (which the loop itself passes to

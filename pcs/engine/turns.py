@@ -97,21 +97,22 @@ def decode_blocks(source: Any) -> DecodeBlocks:
         pos = np.nonzero(np.isin(hashes, cand))[0]
         rows = np.searchsorted(off, pos, side="right") - 1
         _walk(out, waiting, n, bs, hashes, off.tolist(), p.tolist(), o.tolist(), f.tolist(), cacheable.tolist(),
-              pos.tolist(), rows.tolist(), regs.tolist(), reg_keys.tolist())
+              pos.tolist(), rows.tolist(), regs.tolist(), reg_keys.tolist(), hashes[pos].tolist())
         n += len(p)
     out.requests = n
     return out
 
 
 def _walk(out: DecodeBlocks, waiting: dict, first: int, bs: int, hashes: np.ndarray, off: list, p: list, o: list,
-          f: list, cacheable: list, pos: list, rows: list, regs: list, reg_keys: list) -> None:
-    """One batch in trace order: each row resolves at its candidate positions, then registers (if it takes part)."""
+          f: list, cacheable: list, pos: list, rows: list, regs: list, reg_keys: list, at_pos: list) -> None:
+    """One batch in trace order: each row resolves at its candidate positions (``at_pos``: the ids there, python
+    ints), then registers (if it takes part)."""
     k = 0
     npos = len(pos)
     for r, key in zip(regs + [len(p)], reg_keys + [None]):
         while k < npos and rows[k] <= r:     # the positions of rows up to r (row r's before it registers)
             q, rb = pos[k], rows[k]
-            heap = waiting.get((int(hashes[q]), q - off[rb] + 1))
+            heap = waiting.get((at_pos[k], q - off[rb] + 1))
             if heap and heap[0][0] <= p[rb]:
                 _resolve(out, heap, p[rb], hashes, off[rb], cacheable[rb], bs)
             k += 1

@@ -137,8 +137,7 @@ def _setups(source: Any, kw: dict, shared_tier: Any) -> tuple[int, Any, BlockRul
     spec = parse_shared_tier(shared_tier)
     check_shared_options(kw)
     cap, compute, rules = _setup(source, kw)
-    check_shared_options(dict(kw, compute=compute))     # a ComputeModel given or built: the step scheduler
-    return cap, compute, rules, shared_setup(source, kw, spec)
+    return cap, compute, rules, shared_setup(source, kw, spec, compute)
 
 
 def _ceiling(source: Any, rules: BlockRules) -> SingleSequenceResult:
@@ -286,7 +285,7 @@ def fleet_replay(trace: Any = None, *, instances: int = 1, router: Any = "round-
         :class:`FleetResult`.
     Raises:
         ValueError: instances out of range, an unknown router or option, a negative delay, ``session``
-            on a trace without session ids; with ``shared_tier``: no size, the step scheduler, or an option
+            on a trace without session ids; with ``shared_tier``: no size, or an option
             :func:`pcs.fleet.oneclock.check_shared_options` refuses; and what :func:`pcs.replay` raises.
     """
     if isinstance(instances, bool) or not isinstance(instances, int) or not 1 <= instances <= MAX_INSTANCES:

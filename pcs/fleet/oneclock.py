@@ -11,13 +11,11 @@ heap of each engine's next event). So a block instance A writes into the
 shared tier at t is there for instance B's admissions after t, and never
 before.
 
-Covered: ``--timing sequential`` and modeled timing with ``--compute
-infinite``. The step scheduler is refused: it advances by whole steps
-(:class:`pcs.engine.scheduler.StepEngine` runs steps until a time) and has
-no "time of my next event" to order N schedulers by (an engine waiting on a
-restore would be stepped by ulps), so one clock over N schedulers needs that
-from the scheduler first. Refused too: hybrid models, trace-reading policies
-(belady, gdsf) and admission policies on the shared tier.
+Covered here: ``--timing sequential`` and modeled timing with ``--compute
+infinite``. The step scheduler (the default ``--compute step``) runs on one
+clock in :mod:`pcs.fleet.stepclock`, each step loop split at its step
+boundaries. Refused: hybrid models, trace-reading policies (belady, gdsf)
+and admission policies on the shared tier.
 """
 from __future__ import annotations
 
@@ -44,29 +42,23 @@ class SharedRun:
         hierarchies: per instance, its :class:`pcs.cache.shared.SharedTierHierarchy`.
         shared: the shared :class:`pcs.cache.tier.Tier` (its end state and stats).
         setup: the :func:`shared_setup` dict (tier specs, bytes per block, links, options).
+        busy_s: per instance its busy seconds under the step scheduler (None when idle), or None
+            (no step scheduler: :mod:`pcs.fleet.stepclock` fills it).
     """
 
     results: list
     hierarchies: list
     shared: Any
     setup: dict
+    busy_s: list | None = None
 
 
 def check_shared_options(kw: dict) -> None:
     """Refuse what the one-clock fleet does not run (each message names the option).
 
     Raises:
-        ValueError: the step scheduler in modeled timing, ``admit``, ``gap_oracle``, an engine other than
-            auto/reference.
+        ValueError: ``admit``, ``gap_oracle``, an engine other than auto/reference.
     """
-    timing = kw.get("timing") or "modeled"
-    mode = kw.get("compute_mode")
-    if mode is None and timing == "modeled" and hasattr(kw.get("compute"), "step_cost"):
-        mode = "step"
-    if timing == "modeled" and mode == "step":
-        raise ValueError("--shared-tier runs the instances on one clock with --compute infinite or --timing "
-                         "sequential; the step scheduler (--compute step, the default) cannot be advanced "
-                         "instance by instance yet")
     for key, opt in (("admit", "--admit"), ("gap_oracle", "--gap-oracle")):
         if kw.get(key):
             raise ValueError(f"{opt} is not available with --shared-tier")
@@ -74,9 +66,11 @@ def check_shared_options(kw: dict) -> None:
         raise ValueError(f"--shared-tier runs the reference hierarchy; --engine {kw['engine']} cannot run it")
 
 
-def shared_setup(source: Any, kw: dict, shared_spec: Any) -> dict:
-    """The tiers, bytes per block and links of every instance, the shared tier last, as :func:`pcs.replay`
-    builds them (``kw``: its keyword arguments; ``shared_spec``: a :class:`pcs.engine.api.TierSpec`).
+def shared_setup(source: Any, kw: dict, shared_spec: Any, compute: Any = None) -> dict:
+    """The tiers, bytes per block and links of every instance, the shared tier last, and the step scheduler's
+    setup (``step``: a :class:`pcs.engine.runner.StepSetup`, None without the step scheduler), as
+    :func:`pcs.replay` builds them (``kw``: its keyword arguments; ``shared_spec``: a
+    :class:`pcs.engine.api.TierSpec`; ``compute``: the fleet's compute model).
 
     Raises:
         ValueError: as :func:`pcs.replay`'s tier checks (a shared tier named like a private one, ...);
@@ -103,7 +97,31 @@ def shared_setup(source: Any, kw: dict, shared_spec: Any) -> dict:
         raise ValueError("--shared-tier does not run a hybrid model's cache groups yet")
     return dict(specs=specs, bpb=bpb, links=links, policy=opts.policy, policies=policies,
                 write_policy=opts.write_policy, timing=opts.timing, protected=kw.get("protected_share"),
-                policy_names=names)
+                policy_names=names, step=_step(kw, opts.timing, compute, gpu, specs[0], bpb[0]),
+                native=kw.get("native"))
+
+
+def _step(kw: dict, timing: str, compute: Any, gpu: Any, gpu_spec: Any, gpu_block_bytes: int) -> Any:
+    """The step scheduler's :class:`pcs.engine.runner.StepSetup` when the run uses it (as :func:`pcs.replay`
+    decides: modeled timing, ``compute_mode`` step or unset with a compute model that has ``step_cost()``),
+    else None.
+
+    Raises:
+        ValueError: as :func:`pcs.replay` (a GPU tier of 0 blocks, a ``scheduler`` of the wrong type, ...).
+    """
+    from pcs.engine import api
+    from pcs.engine.timing import TimeModel
+
+    if compute is None:
+        return None
+    opts = api._options(timing, kw.get("policy"), kw.get("write_policy"), kw.get("tp"), "auto", None,
+                        kw.get("compute_mode"))
+    time_model = TimeModel(compute)
+    opts = api._compute_mode(opts, time_model, [])
+    step = api._step_setup(opts, kw.get("scheduler"), time_model, gpu)
+    if step is not None:
+        api._refuse_empty_gpu(gpu_spec, gpu_block_bytes)
+    return step
 
 
 def _build(setup: dict, instances: int) -> tuple[list, Any]:

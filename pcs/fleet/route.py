@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from pcs.blocks import BlockRules
+from pcs.engine.chunks import rule_columns
 from pcs.fleet.index import CacheIndex, LoadTracker
 from pcs.fleet.routers import Request, Router
 from pcs.trace.tree import session_keys
@@ -26,7 +27,7 @@ __all__ = ["route"]
 
 
 def route(batch: Any, rules: BlockRules, router: Router, index: CacheIndex,
-          service_s: np.ndarray) -> np.ndarray:
+          service_s: np.ndarray, fast: bool = True) -> np.ndarray:
     """The instance of every request of ``batch``.
 
     Args:
@@ -34,50 +35,67 @@ def route(batch: Any, rules: BlockRules, router: Router, index: CacheIndex,
         rules: block rules (which ids may hit, which are stored).
         router: the routing rule; index: the router's cache index (updated in place).
         service_s: float64, shape (n,): seconds each request stays in flight (the router's estimate).
+        fast: take :meth:`Router.assign_all` when the router has it (a choice that depends on the request
+            alone: round-robin, random, consistent-hash); False = one :meth:`Router.choose` per request
+            (the reference it is diffed against, ``tests/fleet/test_routers.py``).
     Returns:
         int64 array, shape (n,): 0-based instance per request.
     Raises:
         ValueError: as the router raises (e.g. ``session`` without session ids).
     """
+    counts = np.diff(batch.block_offsets)
+    cacheable, hittable, _ = rule_columns(batch.prompt_tokens, counts, batch.output_tokens, batch.block_size, rules)
+    whole = router.assign_all(batch, hittable) if fast and not router.uses_index else None
+    if whole is not None:
+        out = np.asarray(whole, dtype=np.int64)
+    else:
+        out = _route_loop(batch, router, index, service_s, cacheable, hittable)
+    if not router.uses_index:
+        _load_index(batch, cacheable, out, index)
+    return out
+
+
+def _route_loop(batch: Any, router: Router, index: CacheIndex, service_s: np.ndarray, cacheable: np.ndarray,
+                hittable: np.ndarray) -> np.ndarray:
+    """One :meth:`Router.choose` per request in arrival order (module docstring); ``cacheable``, ``hittable``:
+    int64 (n,), each request's cacheable and hittable leading blocks (:func:`pcs.engine.chunks.rule_columns`)."""
     n = len(batch)
     out = np.empty(n, dtype=np.int64)
     load = LoadTracker(router.instances)
     arrival = batch.arrival_s.tolist()
     prompt = batch.prompt_tokens.tolist()
     off = batch.block_offsets.tolist()
-    ids = batch.block_hashes.tolist()
+    track = router.uses_index          # the others never read the index: it is filled once, at the end
+    blocks = track or router.uses_blocks
+    ids = batch.block_hashes.tolist() if blocks else None
+    hit, keep = hittable.tolist(), cacheable.tolist()
     keys = session_keys(batch)                 # Bailian: the root chat of each conversation; -1: none
     sessions = keys.tolist() if keys is not None else None
     ends = (batch.arrival_s + np.asarray(service_s, dtype=np.float64)).tolist()
-    bs = batch.block_size
     req = Request()
-    track = router.uses_index          # the others never read the index: it is filled once, at the end
+    req.blocks = ()
     for k in range(n):
         t, p = arrival[k], prompt[k]
-        row = ids[off[k]:off[k + 1]]
         load.advance(t)
         req.position, req.arrival_s, req.prompt_tokens = k, t, p
         req.session_id = sessions[k] if sessions is not None else None
-        req.blocks = row[:rules.max_hit_blocks(p, len(row), bs)]
+        if blocks:
+            o = off[k]
+            req.blocks = ids[o:o + hit[k]]
         if track:
             index.advance(t)
         i = router.choose(req, index, load)
         out[k] = i
         if track:
-            index.store(i, row[:rules.cacheable_blocks(p, len(row), bs)], t)
+            index.store(i, ids[o:o + keep[k]], t)
         load.add(i, p, ends[k])
-    if not track:
-        _load_index(batch, rules, out, index)
     return out
 
 
-def _load_index(batch: Any, rules: BlockRules, out: np.ndarray, index: CacheIndex) -> None:
-    """Each instance's index as :meth:`CacheIndex.store` of its requests' cacheable blocks would leave it
-    (:meth:`CacheIndex.load`, vectorised)."""
-    from pcs.engine.chunks import rule_columns
-
+def _load_index(batch: Any, n: np.ndarray, out: np.ndarray, index: CacheIndex) -> None:
+    """Each instance's index as :meth:`CacheIndex.store` of its requests' cacheable blocks (``n``: int64 (n,))
+    would leave it (:meth:`CacheIndex.load`, vectorised)."""
     counts = np.diff(batch.block_offsets)
-    n, _, _ = rule_columns(batch.prompt_tokens, counts, batch.output_tokens, batch.block_size, rules)
     pos = np.arange(int(counts.sum()), dtype=np.int64) - np.repeat(batch.block_offsets[:-1], counts)
     cacheable = pos < np.repeat(n, counts)
     owner = np.repeat(out, counts)

@@ -35,8 +35,10 @@ def parse_shared_tier(text: Any):
     return spec
 
 
-def _load(i: int, ceiling: Any, res: Any, held: int, modeled: bool) -> tuple[InstanceLoad, Any]:
-    """One instance's row and requests table from its sub-trace's ceiling and engine result (None: idle)."""
+def _load(i: int, ceiling: Any, res: Any, held: int, modeled: bool, busy_s: float | None = None
+          ) -> tuple[InstanceLoad, Any]:
+    """One instance's row and requests table from its sub-trace's ceiling, engine result (None: idle) and busy
+    seconds (the step scheduler's; None without it)."""
     from pcs.engine.summary import requests_table
     from pcs.fleet.fleet import _pct
 
@@ -46,13 +48,14 @@ def _load(i: int, ceiling: Any, res: Any, held: int, modeled: bool) -> tuple[Ins
     table = requests_table(res.columns)
     ttft = table.column("ttft_s").to_numpy(zero_copy_only=False).astype(np.float64)
     return InstanceLoad(i, L.num_requests, L.prompt_tokens, L.hit_tokens, L.hit_ratio, ceiling.hit_tokens,
-                        ceiling.hit_ratio, None, _pct(ttft, 50) if modeled else None,
+                        ceiling.hit_ratio, busy_s, _pct(ttft, 50) if modeled else None,
                         _pct(ttft, 99) if modeled else None, held), table
 
 
 def shared_instances(source: Any, batch: Any, assignment: np.ndarray, instances: int, rules: Any, compute: Any,
                      setup: dict, index: Any, progress: Callable[[int], None] | None = None) -> tuple[list, list, list, Any]:
-    """Run the fleet's instances on one clock (:func:`pcs.fleet.oneclock.run_one_clock`).
+    """Run the fleet's instances on one clock (:func:`pcs.fleet.oneclock.run_one_clock`; under the step
+    scheduler :func:`pcs.fleet.stepclock.run_step_clock`).
 
     Returns:
         (InstanceLoad per instance, requests table per instance or None, trace rows per instance
@@ -62,16 +65,33 @@ def shared_instances(source: Any, batch: Any, assignment: np.ndarray, instances:
     from pcs.fleet.fleet import instance_ceilings
     from pcs.fleet.oneclock import run_one_clock
 
-    run = run_one_clock(source, rules, TimeModel(compute), assignment, instances, setup, progress)
+    rows_of = [np.flatnonzero(assignment == i) for i in range(instances)]
+    if setup.get("step") is not None:
+        run = _step_run(source, batch, rules, compute, assignment, instances, setup, rows_of, progress)
+    else:
+        run = run_one_clock(source, rules, TimeModel(compute), assignment, instances, setup, progress)
     ceilings = instance_ceilings(batch, assignment, instances, rules)
-    loads, tables, rows_of = [], [], []
+    loads, tables = [], []
+    busy = run.busy_s or [None] * instances
     for i in range(instances):
-        rows = np.flatnonzero(assignment == i)
-        load, table = _load(i, ceilings[i], run.results[i], index.held_blocks(i), setup["timing"] == "modeled")
+        load, table = _load(i, ceilings[i], run.results[i], index.held_blocks(i), setup["timing"] == "modeled",
+                            busy[i])
         loads.append(load)
         tables.append(table)
-        rows_of.append(rows)
     return loads, tables, rows_of, run
+
+
+def _step_run(source: Any, batch: Any, rules: Any, compute: Any, assignment: np.ndarray, instances: int,
+              setup: dict, rows_of: list, progress: Callable[[int], None] | None) -> Any:
+    """:func:`pcs.fleet.stepclock.run_step_clock` with each instance's sub-trace (the whole trace for one)."""
+    from pcs.engine.timing import TimeModel
+    from pcs.fleet.fleet import _SubTrace, subset_batch
+    from pcs.fleet.stepclock import run_step_clock
+
+    subs = [None if not len(r) else source if instances == 1 else _SubTrace(f"[instance {i}]", subset_batch(batch, r))
+            for i, r in enumerate(rows_of)]
+    return run_step_clock(source, rules, TimeModel(compute), batch.arrival_s, assignment, instances, setup,
+                          setup["step"], subs, progress)
 
 
 def shared_summary(run: Any, loads: list, prompt_tokens: int) -> SharedTierSummary:

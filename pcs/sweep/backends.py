@@ -20,8 +20,9 @@ tasks before it propagates.
 """
 from __future__ import annotations
 
+import contextlib
 import os
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 from pcs.extras import missing_extra
 from pcs.sweep.worker import Outcome, init_worker, run_pooled, run_task
@@ -94,11 +95,33 @@ def _connect(address: str | None, quiet: bool) -> bool:
     import logging
 
     logs = dict(logging_level=logging.ERROR, log_to_driver=False) if quiet else {}
-    if address in (None, RAY_LOCAL):
-        ray.init(include_dashboard=False, **logs)
-    else:
-        ray.init(address=address, **logs)
+    with _keep_stop_handlers():
+        if address in (None, RAY_LOCAL):
+            ray.init(include_dashboard=False, **logs)
+        else:
+            ray.init(address=address, **logs)
     return True
+
+
+@contextlib.contextmanager
+def _keep_stop_handlers() -> Iterator[None]:
+    """The SIGTERM / SIGHUP handlers as they were before ``ray.init`` replaced them (main thread only): the
+    CLI's handler unwinds the run, cancels the tasks and exits 128 + the signal with one line (Ray's printed
+    its dump and exited 1)."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    names = [n for n in ("SIGTERM", "SIGHUP") if hasattr(signal, n)]
+    old = {n: signal.getsignal(getattr(signal, n)) for n in names}
+    try:
+        yield
+    finally:
+        for n, h in old.items():
+            if h is not None:
+                signal.signal(getattr(signal, n), h)
 
 
 def run_ray(tasks: Sequence[Any], traces: dict[tuple, Any], address: str | None, with_requests: bool,
@@ -129,8 +152,13 @@ def run_ray(tasks: Sequence[Any], traces: dict[tuple, Any], address: str | None,
             for ref in ready:
                 pending.pop(ref)
                 on_done(ray.get(ref))
+    except SystemError as e:            # a signal handler's exception raised inside Ray's C code arrives wrapped
+        if isinstance(e.__cause__, BaseException) and not isinstance(e.__cause__, Exception):
+            raise e.__cause__ from None  # Terminated (SIGTERM/SIGHUP) or KeyboardInterrupt: the CLI's one line
+        raise
     finally:
-        for ref in pending:
-            ray.cancel(ref, force=True)
-        if started:
-            ray.shutdown()
+        if started:                     # our own Ray: shutting it down ends its workers (a forced cancel of
+            ray.shutdown()              # tasks finishing meanwhile trips a Ray check and aborts the process)
+        else:
+            for ref in pending:
+                ray.cancel(ref)

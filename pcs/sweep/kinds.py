@@ -118,7 +118,8 @@ def _argv(kind: str, options: dict[str, Any], base: Path) -> list[str]:
             raise ValueError(f"option {name!r} shapes a command's output only; a sweep writes one dataset row per "
                              f"point, which pcs sweep summarize reads")
         if name not in params:
-            raise ValueError(f"unknown option {name!r} for pcs {kind}; valid: {', '.join(sorted(params))}")
+            valid = sorted(k for k in params if k not in FLEET_OPTIONS)     # refused below: not offered
+            raise ValueError(f"unknown option {name!r} for pcs {kind}; valid: {', '.join(valid)}")
         p, opt = params[name]
         if opt is None:
             args.append(_resolve(name, p, _text(name, value), base))
@@ -162,13 +163,17 @@ def _no_reblock(kw: dict[str, Any]) -> None:
                          "its recorded block size (run pcs replay --block-size for a re-blocked run)")
 
 
+#: the fleet options of pcs replay / compare, which a sweep point refuses (:func:`_no_fleet`)
+FLEET_OPTIONS = ("instances", "router", "router_stale_s", "shared_tier")
+
+
 def _no_fleet(kw: dict[str, Any]) -> None:
     """Refuse the fleet options: a sweep point replays one instance, so a point labelled ``instances=2`` or
     ``router=X`` would carry the single-instance numbers (run pcs replay/compare --instances for a fleet)."""
     from pcs.cli.fleet import wants_fleet
 
     if wants_fleet(kw):
-        given = [k for k in ("instances", "router", "router_stale_s") if kw.get(k) not in (None, (), "")]
+        given = [k for k in FLEET_OPTIONS if kw.get(k) not in (None, (), "")]
         raise ValueError(f"{', '.join(given)}: pcs sweep replays one instance and does not run fleets; "
                          "remove the key (run pcs replay --instances N --router NAME for a fleet)")
 

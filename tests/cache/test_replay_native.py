@@ -123,11 +123,16 @@ def test_growth_of_tables_past_many_blocks():
 
 
 def test_refuses_what_has_no_compiled_twin():
-    """gdsf (reads the trace's chains) has no C twin; an admission policy keeps a tier on the reference."""
+    """A plug-in policy (here a subclass of a built-in one under its own name) has no C twin; an admission
+    policy keeps a tier on the reference."""
     from pcs.cache.admission import make_admission
+    from pcs.cache.policies.lru import LRUPolicy
 
-    tiers = [Tier("gpu", 4, make_policy("lru", 4)), Tier("cpu", 4, make_policy("gdsf", 4))]
-    with pytest.raises(ValueError, match="gpu:lru, cpu:gdsf"):
+    class Mine(LRUPolicy):
+        name = "mine"
+
+    tiers = [Tier("gpu", 4, make_policy("lru", 4)), Tier("cpu", 4, Mine(4))]
+    with pytest.raises(ValueError, match="gpu:lru, cpu:mine"):
         native.NativeHierarchy(tiers)
     tiers = [Tier("gpu", 4, make_policy("lru", 4)), Tier("cpu", 4, make_policy("lru", 4), make_admission("reuse:2"))]
     with pytest.raises(ValueError, match="no admission"):

@@ -97,17 +97,18 @@ def test_auto_takes_the_compiled_hierarchy_for_lru_tiers_otherwise():
 
 @needs_compiled
 def test_auto_takes_the_compiled_hierarchy_for_compiled_policies():
-    for policy in ("fifo", "slru", "sieve", "2q", "s3fifo", "arc", "lfu"):
+    for policy in ("fifo", "slru", "sieve", "2q", "s3fifo", "arc", "lfu", "gdsf", "belady"):
         row, _ = select.choose(cfg("modeled", ("gpu", policy, 100), ("cpu", "lru", 400)))
         assert row.name == "compiled-hierarchy", policy
 
 
 def test_auto_takes_the_reference_for_other_policies_python_or_huge_tiers():
-    row, reason = select.choose(cfg("sequential", ("gpu", "lru", 100), ("cpu", "gdsf", 400)))
+    row, reason = select.choose(cfg("sequential", ("gpu", "lru", 100), ("cpu", "myplugin", 400)))
     assert row.name == "reference"
-    assert reason == ("not lru-scan: it needs exactly one tier with policy lru, got gpu:lru, cpu:gdsf; "
+    assert reason == ("not lru-scan: it needs exactly one tier with policy lru, got gpu:lru, cpu:myplugin; "
                       "not compiled-hierarchy: it needs every tier's policy compiled (lru, fifo, slru, sieve, 2q, "
-                      "s3fifo, arc, lfu; no admission policy), got cpu:gdsf; auto: reference applies")
+                      "s3fifo, arc, lfu, gdsf, belady; no admission policy), got cpu:myplugin; "
+                      "auto: reference applies")
     row, reason = select.choose(cfg("modeled", ("gpu", "lru", 100), ("cpu", "lru+reuse:2", 400)))
     assert row.name == "reference" and "got cpu:lru+reuse:2" in reason
     row, reason = select.choose(cfg("modeled", ("gpu", "lru", 100), native="python"))
@@ -131,8 +132,8 @@ def test_requested_engines_and_aliases():
     with pytest.raises(ValueError, match="engine 'lru-scan' cannot run this replay: timing is modeled"):
         select.choose(cfg("modeled", ("gpu", "lru", 100)), "lru-scan")
     with pytest.raises(ValueError, match="engine 'compiled-hierarchy' cannot run this replay: it needs every "
-                                         "tier's policy compiled .*, got gpu:belady"):
-        select.choose(cfg("sequential", ("gpu", "belady", 100)), "compiled-hierarchy")
+                                         "tier's policy compiled .*, got gpu:belady\\+reuse:2"):
+        select.choose(cfg("sequential", ("gpu", "belady+reuse:2", 100)), "compiled-hierarchy")
     with pytest.raises(ValueError, match="unknown engine 'turbo'; valid: auto, lru-scan, compiled-step, compiled-hierarchy, "
                                          "reference, hybrid, general, fast"):
         select.choose(seq_one, "turbo")

@@ -182,7 +182,7 @@ def test_native_equals_reference_on_mooncake():
 
 def test_selection_places_only_the_default_configuration():
     # the compiled loop runs the layerwise step scheduler on tiers whose policies are all compiled; anything else
-    # (other restore policies, a Python-only policy such as gdsf or belady) takes the Python loop
+    # (other restore policies, a tier with an admission policy or a plug-in policy) takes the Python loop
     from pcs.engine import select
 
     tiers = (("gpu", "lru", 100), ("cpu", "lru", 1000))
@@ -193,12 +193,13 @@ def test_selection_places_only_the_default_configuration():
     assert pick(scheduler=None) == "compiled-hierarchy"
     assert pick(scheduler="layerwise", native="python") == "reference"
     assert pick(scheduler="layerwise", tiers=(("gpu", "slru", 100),)) == "compiled-step"
-    assert pick(scheduler="layerwise", tiers=(("gpu", "gdsf", 100),)) == "reference"
+    assert pick(scheduler="layerwise", tiers=(("gpu", "gdsf", 100), ("cpu", "belady", 100))) == "compiled-step"
+    assert pick(scheduler="layerwise", tiers=(("gpu", "gdsf+reuse:2", 100),)) == "reference"
     assert select.choose(select.RunConfig("sequential", tiers, scheduler="layerwise"))[0].name != "compiled-step"
     # auto's reason lists the compiled step loop only for runs with the step scheduler
     assert "compiled-step" not in select.choose(select.RunConfig("modeled", tiers))[1]
     assert "not compiled-step: it needs every tier's policy compiled" in select.choose(
-        select.RunConfig("modeled", (("gpu", "gdsf", 100),), scheduler="layerwise"))[1]
+        select.RunConfig("modeled", (("gpu", "gdsf+reuse:2", 100),), scheduler="layerwise"))[1]
 
 
 def test_coarse_busy_bins_and_the_span_limit_equal_reference():

@@ -245,3 +245,27 @@ def test_bulk_index_is_the_stored_one(rows, cap, n, name):
     for i in range(n):
         assert list(index._truth[i]) == list(ref._truth[i])
         assert index.held_blocks(i) == ref.held_blocks(i)
+
+
+@settings(max_examples=40, deadline=None)
+@given(rows=st.lists(st.tuples(st.lists(st.integers(0, 2 ** 64 - 1), min_size=0, max_size=6), st.integers(1, 30)),
+                     min_size=1, max_size=40),
+       n=st.integers(1, 5), name=st.sampled_from(["round-robin", "random", "random:seed=18446744073709551615",
+                                                  "consistent-hash", "consistent-hash:k=1,vnodes=3",
+                                                  "consistent-hash:k=7,vnodes=1"]),
+       rules=st.sampled_from([RULES, BlockRules()]))
+def test_vectorised_assignment_is_the_per_request_one(rows, n, name, rules):
+    # Router.assign_all (numpy, one call) against Router.choose request by request (the reference): the same
+    # instance for every request, under both block rules (the hittable prefix decides consistent-hash's key;
+    # requests with no hittable block key on their position), prompts shorter and longer than the ids
+    b = batch([(k * 0.5, ids, p) for k, (ids, p) in enumerate(rows)])
+    fast = route(b, rules, parse_router(name, n), CacheIndex([4] * n), np.full(len(rows), 1.0))
+    ref = route(b, rules, parse_router(name, n), CacheIndex([4] * n), np.full(len(rows), 1.0), fast=False)
+    assert fast.tolist() == ref.tolist()
+
+
+@given(x=st.lists(st.integers(0, 2 ** 64 - 1), max_size=20))
+def test_splitmix64_array_is_the_scalar_one(x):
+    from pcs.fleet.routers.session import splitmix64_array
+
+    assert splitmix64_array(np.array(x, dtype=np.uint64)).tolist() == [splitmix64(v) for v in x]

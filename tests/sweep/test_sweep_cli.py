@@ -82,6 +82,7 @@ def test_every_kind_gives_what_its_command_prints_alone(tmp_path, kind, fixed, a
     ("[axes]\nrouter = ['round-robin', 'random']\n", "router: pcs sweep replays one instance"),
     ("[fixed]\nrouter_stale_s = 1\n", "router_stale_s: pcs sweep"),
     ("kind = 'compare'\n[fixed]\ninstances = 2\n", "instances: pcs sweep"),
+    ("[fixed]\nshared_tier = 'remote=1TB'\n", "shared_tier: pcs sweep replays one instance"),
 ])
 def test_bad_plans_are_one_line_errors_before_anything_runs(tmp_path, plan_text, words):
     plan = tmp_path / "p.toml"
@@ -92,6 +93,32 @@ def test_bad_plans_are_one_line_errors_before_anything_runs(tmp_path, plan_text,
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.parametrize("kind", ["replay", "compare"])
+def test_unknown_option_lists_no_refused_fleet_option(tmp_path, kind):
+    # the valid: list after an unknown key offered instances, router, router_stale_s, shared_tier, which a sweep
+    # point then refuses (a sweep point replays one instance)
+    plan = tmp_path / "p.toml"
+    plan.write_text(f"kind = '{kind}'\n[fixed]\npolcy = 'lru'\n", encoding="utf-8")
+    res = _pcs("sweep", plan, "-o", tmp_path / "out", "--jobs", "1")
+    assert res.exit_code == 2 and "valid: " in res.stderr, res.output
+    valid = res.stderr.split("valid: ", 1)[1].strip().split(", ")
+    assert "policy" in valid or "policies" in valid
+    assert not {"instances", "router", "router_stale_s", "shared_tier"} & set(valid)
+
+
 def test_jobs_and_ray_together_are_refused(tmp_path):
     res = _pcs("sweep", SAMPLE_PLAN, "-o", tmp_path, "--jobs", "2", "--ray")
     assert res.exit_code == 2 and "not both" in res.stderr
+
+
+@pytest.mark.parametrize("words", [("sweep", "--ray"), ("sweep", "run", "--ray")])
+def test_a_bare_ray_before_the_plan_is_a_local_ray_not_an_address(tmp_path, words):
+    # `--ray PLAN`: PLAN is an existing file, never a Ray address, so --ray is bare (a local Ray) and PLAN the
+    # plan; with --jobs too the refusal proves the plan was parsed (it used to be "Missing argument 'PLAN'")
+    res = _pcs(*words, SAMPLE_PLAN, "-o", tmp_path, "--jobs", "2")
+    assert res.exit_code == 2 and "not both" in res.stderr, res.output
+
+
+def test_a_ray_address_that_is_not_a_file_stays_an_address(tmp_path):
+    res = _pcs("sweep", "--ray", "auto", "-o", tmp_path)
+    assert res.exit_code == 2 and "Missing argument 'PLAN'" in res.stderr

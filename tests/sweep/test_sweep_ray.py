@@ -52,3 +52,40 @@ def test_ray_gives_the_same_rows_and_puts_the_trace_once(local_ray, dozen_plan, 
 def test_ray_and_jobs_together_are_refused(local_ray, dozen_plan, tmp_path):
     with pytest.raises(ValueError, match="not both"):
         run_sweep(dozen_plan, tmp_path, jobs=2, ray="local")
+
+
+def test_a_signal_raised_inside_ray_wait_reaches_the_cli_unwrapped(local_ray, dozen_plan, tmp_path, monkeypatch):
+    # SIGTERM's handler (pcs.cli.common.unwind_on_signals) raises Terminated; when it runs inside Ray's C code
+    # (ray.wait checks signals) Ray hands back a SystemError caused by it, which the CLI took for a bug in pcs
+    # (exit 1, traceback). run_ray re-raises the cause: the CLI then prints one line and exits 143.
+    from pcs.cli.common import Terminated
+
+    def wait(*args, **kwargs):
+        raise SystemError("returned a result with an exception set") from Terminated(15)
+
+    monkeypatch.setattr(ray, "wait", wait)
+    with pytest.raises(Terminated):
+        run_sweep(dozen_plan, tmp_path, ray="local")
+
+
+def test_connecting_keeps_the_stop_handlers(monkeypatch):
+    # ray.init installs its own SIGTERM handler (it printed a dump and exited 1); _connect puts back what
+    # was there before, so the CLI's handler still unwinds the run
+    import signal
+
+    from pcs.sweep import backends
+
+    def mine(signum, frame):
+        pass
+
+    def fake_init(**kwargs):
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+    old = signal.signal(signal.SIGTERM, mine)
+    try:
+        monkeypatch.setattr(ray, "is_initialized", lambda: False)
+        monkeypatch.setattr(ray, "init", fake_init)
+        assert backends._connect("local", quiet=True) is True
+        assert signal.getsignal(signal.SIGTERM) is mine
+    finally:
+        signal.signal(signal.SIGTERM, old)

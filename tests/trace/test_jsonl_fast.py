@@ -98,6 +98,11 @@ BAD = [
     '[{"timestamp": 20, "input_length": 600, "output_length": 5, "hash_ids": [1, 2]}]',
     "null",
     "",
+    # the optional "reuse" key: counted in the key total, so a missing required key must still be found missing
+    '{"timestamp": 20, "input_length": 600, "output_length": 5, "hash_ids": [1, 2], "reuse": "synthetic"}',
+    '{"timestamp": 20, "input_length": 600, "output_length": 5, "hash_ids": [1, 2], "reuse": "other"}',
+    '{"timestamp": 20, "input_length": 600, "hash_ids": [1, 2], "reuse": "recorded"}',
+    '{"timestamp": 20, "input_length": 600, "output_length": 5, "hash_ids": [1, 2], "type": "text"}',
     '{"a": ' * 400 + "1" + "}" * 400,
 ]
 
@@ -136,6 +141,8 @@ def jsonl_rows(draw):
         obj.pop(draw(st.sampled_from(sorted(obj))))
     if draw(st.integers(0, 9)) == 0:
         obj["extra"] = draw(_scalar)
+    if draw(st.integers(0, 4)) == 0:
+        obj["reuse"] = draw(st.sampled_from(["recorded", "synthetic", "other", 1]))
     text = json.dumps(obj)
     return draw(st.sampled_from([text, text, text, text + "\r", " " + text, "", text + text[:5]]))
 

@@ -12,9 +12,9 @@ Two registered policies need more than the keys a tier hands them
   docs/semantics.md §4), and the index of the request being admitted.
 
 :func:`TraceOracle.build` reads the trace once before the replay (one pass
-over the chunks the event loop will read; 40-60 B per access in Python
-dicts). A :class:`Clock` per hierarchy counts admitted requests: the event
-loop admits requests in trace order (sequential timing, and modeled timing's
+over the chunks the event loop will read, vectorised with numpy; the Python
+policies' dicts are made on first use). A :class:`Clock` per hierarchy counts
+admitted requests: the event loop admits requests in trace order (sequential timing, and modeled timing's
 FIFO admission), so the k-th successful ``start`` is request k;
 :func:`clocked` wraps a hierarchy whose policies read a clock.
 """
@@ -23,6 +23,8 @@ from __future__ import annotations
 from bisect import bisect_right
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
+
+import numpy as np
 
 __all__ = ["Clock", "TraceOracle", "PolicyContext", "clocked", "NEVER", "POS_BITS"]
 
@@ -41,26 +43,69 @@ class Clock:
         self.now = -1
 
 
+_U64 = np.zeros(0, np.uint64)
+_I64 = np.zeros(0, np.int64)
+
+
 @dataclass(slots=True)
 class TraceOracle:
     """Per block hash: depth, parent and hit-earning uses, from one pass over a trace.
 
+    The pass is vectorised (numpy) and keeps arrays; the per-block dicts the Python policies read are made
+    from them on first use.
+
     Attributes:
-        depth: block hash -> index of the block in the first request holding it (blocks).
-        parent: block hash -> the block before it there (absent at depth 0).
-        uses: block hash -> sorted use keys ``request << POS_BITS | position`` of
-            its hit-earning accesses (empty unless built with ``future=True``).
+        keys: uint64 (n,), every block hash, in order of first appearance.
+        key_depth: int64 (n,), each one's index in the first request holding it (blocks).
+        parent_keys: uint64, the block before each key of depth > 0 there (in the order of ``keys``).
+        key_parent: int32 (n,), the index in ``keys`` of each key's parent, -1 at depth 0.
+        use_keys: uint64 (u,), the blocks with a hit-earning access, in order of their first one.
+        use_offsets: int64 (u + 1,): block ``use_keys[i]``'s use keys are ``use_values[use_offsets[i]:
+            use_offsets[i + 1]]``, ascending.
+        use_values: int64, use keys ``request << POS_BITS | position`` (empty unless built with ``future=True``).
         num_requests: requests read.
         arrival_s: arrival time of each request (seconds, trace order).
         block_size: tokens per block (0 before any request).
+        packed: the compiled twins' data built from it, by policy name (:mod:`pcs.cache.native`).
     """
 
-    depth: dict = field(default_factory=dict)
-    parent: dict = field(default_factory=dict)
-    uses: dict = field(default_factory=dict)
+    keys: np.ndarray = field(default_factory=lambda: _U64)
+    key_depth: np.ndarray = field(default_factory=lambda: _I64)
+    parent_keys: np.ndarray = field(default_factory=lambda: _U64)
+    key_parent: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int32))
+    use_keys: np.ndarray = field(default_factory=lambda: _U64)
+    use_offsets: np.ndarray = field(default_factory=lambda: np.zeros(1, np.int64))
+    use_values: np.ndarray = field(default_factory=lambda: _I64)
     num_requests: int = 0
     arrival_s: list = field(default_factory=list)
     block_size: int = 0
+    packed: dict = field(default_factory=dict, repr=False, compare=False)
+    _dicts: dict = field(default_factory=dict, repr=False, compare=False)
+
+    @property
+    def depth(self) -> dict:
+        """block hash -> its depth (blocks), in order of first appearance."""
+        d = self._dicts.get("depth")
+        if d is None:
+            d = self._dicts["depth"] = dict(zip(self.keys.tolist(), self.key_depth.tolist()))
+        return d
+
+    @property
+    def parent(self) -> dict:
+        """block hash -> the block before it where it first appears (absent at depth 0)."""
+        d = self._dicts.get("parent")
+        if d is None:
+            d = self._dicts["parent"] = dict(zip(self.keys[self.key_depth > 0].tolist(), self.parent_keys.tolist()))
+        return d
+
+    @property
+    def uses(self) -> dict:
+        """block hash -> sorted use keys of its hit-earning accesses (empty unless built with ``future=True``)."""
+        d = self._dicts.get("uses")
+        if d is None:
+            vals, off = self.use_values.tolist(), self.use_offsets.tolist()
+            d = self._dicts["uses"] = {k: vals[off[i]:off[i + 1]] for i, k in enumerate(self.use_keys.tolist())}
+        return d
 
     @classmethod
     def build(cls, chunks: Iterable[Any], future: bool = True) -> "TraceOracle":
@@ -71,32 +116,18 @@ class TraceOracle:
             ValueError: a request with 2**24 or more cacheable blocks.
         """
         out = cls()
-        depth, parent, uses = out.depth, out.parent, out.uses
-        r = 0
+        parts = []
         for ch in chunks:
             out.arrival_s.extend(ch.arrival_s)
             out.block_size = ch.block_size
-            hashes, off = ch.block_hashes, ch.offsets
-            for i, (n, cap) in enumerate(zip(ch.cacheable, ch.max_hit_blocks)):
-                if n >= 1 << POS_BITS:
-                    raise ValueError(f"request {ch.first_request_id + i}: {n} cacheable blocks, more than "
-                                     f"{(1 << POS_BITS) - 1}")
-                head = hashes[off[i]:off[i] + n]
-                seen: set = set()
-                prev = None
-                for pos, h in enumerate(head):
-                    if h in seen:
-                        break
-                    seen.add(h)
-                    if h not in depth:
-                        depth[h] = pos
-                        if prev is not None:
-                            parent[h] = prev
-                    if future and pos < cap:
-                        uses.setdefault(h, []).append(r << POS_BITS | pos)
-                    prev = h
-                r += 1
-        out.num_requests = r
+            parts.append(_heads(ch, out.num_requests))
+            out.num_requests += len(ch.cacheable)
+        if not parts:
+            return out
+        req, pos, h, cap = (np.concatenate(x) for x in zip(*parts))
+        _chains(out, pos, h)
+        if future:
+            _future(out, req, pos, h, cap)
         return out
 
     def next_use(self, block_hash: int, now: int) -> int:
@@ -106,6 +137,62 @@ class TraceOracle:
             return NEVER
         i = bisect_right(keys, (now << POS_BITS) | ((1 << POS_BITS) - 1))
         return keys[i] if i < len(keys) else NEVER
+
+
+def _heads(ch: Any, r0: int) -> tuple:
+    """(request index int64, position int64, hash uint64, hit cap int64) of every block of the chunk's cacheable
+    heads (``block_hashes[offsets[i]:offsets[i] + cacheable[i]]``, cut before the first hash repeated in it),
+    trace order. Raises ValueError for a head of 2**24 blocks or more."""
+    hashes = np.asarray(ch.block_hashes, dtype=np.uint64)
+    off = np.asarray(ch.offsets, dtype=np.int64)[:-1]
+    n = np.minimum(np.asarray(ch.cacheable, dtype=np.int64), len(hashes) - off).clip(0)   # as the slice takes them
+    big = np.flatnonzero(np.asarray(ch.cacheable, dtype=np.int64) >= 1 << POS_BITS)
+    if len(big):
+        i = int(big[0])
+        raise ValueError(f"request {ch.first_request_id + i}: {ch.cacheable[i]} cacheable blocks, more than "
+                         f"{(1 << POS_BITS) - 1}")
+    row = np.repeat(np.arange(len(n), dtype=np.int64), n)
+    pos = np.arange(len(row), dtype=np.int64) - np.repeat(np.cumsum(n) - n, n)
+    h = hashes[off[row] + pos]
+    mixed = np.sort(h * np.uint64(0x9E3779B97F4A7C15) + row.astype(np.uint64))   # equal for equal (row, hash)
+    if len(mixed) > 1 and (mixed[1:] == mixed[:-1]).any():     # maybe a hash repeated in its head: cut exactly
+        cut = n.copy()                           # the first position repeating an earlier hash of its head
+        order = np.lexsort((pos, h, row))
+        rs, hs = row[order], h[order]
+        dup = np.flatnonzero((rs[1:] == rs[:-1]) & (hs[1:] == hs[:-1])) + 1
+        np.minimum.at(cut, rs[dup], pos[order][dup])
+        keep = pos < cut[row]
+        row, pos, h = row[keep], pos[keep], h[keep]
+    return row + r0, pos, h, np.asarray(ch.max_hit_blocks, dtype=np.int64)[row]
+
+
+def _chains(out: TraceOracle, pos: np.ndarray, h: np.ndarray) -> None:
+    """Each block's depth and parent at its first appearance."""
+    _, first, inv = np.unique(h, return_index=True, return_inverse=True)
+    order = np.argsort(first)
+    rank = np.empty(len(first), np.int32)            # sorted-unique index -> index in first-seen order
+    rank[order] = np.arange(len(first), dtype=np.int32)
+    first = first[order]
+    out.keys, out.key_depth = h[first], pos[first]
+    deep = out.key_depth > 0
+    inner = first[deep]
+    out.parent_keys = h[inner - 1]
+    out.key_parent = np.full(len(first), -1, np.int32)
+    out.key_parent[deep] = rank[inv.reshape(-1)[inner - 1]]
+
+
+def _future(out: TraceOracle, req: np.ndarray, pos: np.ndarray, h: np.ndarray, cap: np.ndarray) -> None:
+    """The use keys of the hit-earning accesses (position below the request's hit cap), by block."""
+    hit = pos < cap
+    uh, uk = h[hit], (req[hit] << POS_BITS) | pos[hit]
+    _, first, inv, cnt = np.unique(uh, return_index=True, return_inverse=True, return_counts=True)
+    rank = np.empty(len(first), np.int64)
+    rank[np.argsort(first, kind="stable")] = np.arange(len(first))
+    order = np.argsort(rank[inv], kind="stable")            # by block (first use first), then trace order
+    out.use_values = uk[order]
+    out.use_keys = uh[np.sort(first)]
+    out.use_offsets = np.zeros(len(first) + 1, np.int64)
+    out.use_offsets[1:] = np.cumsum(cnt[np.argsort(first, kind="stable")])
 
 
 @dataclass(slots=True)

@@ -57,7 +57,8 @@ class Router:
 
     Class attributes:
         name: registry name; source: where the rule comes from;
-        OPTIONS: option name -> (type, default, meaning); uses_index: reads the cache index.
+        OPTIONS: option name -> (type, default, meaning); uses_index: reads the cache index;
+        uses_blocks: reads ``Request.blocks`` (the routing pass lists the ids only for such a router).
         BOUNDS: numeric option name -> (lo, hi), both included (default: >= 0, finite).
     """
 
@@ -66,6 +67,7 @@ class Router:
     OPTIONS: dict[str, tuple[type, Any, str]] = {}
     BOUNDS: dict[str, tuple[float, float]] = {}
     uses_index = False
+    uses_blocks = False
 
     def __init__(self, instances: int, **options: Any) -> None:
         self.instances = int(instances)
@@ -78,6 +80,17 @@ class Router:
     def choose(self, req: Request, index: Any, load: Any) -> int:
         """The instance (0-based) of ``req``; ``index``: CacheIndex, ``load``: LoadTracker."""
         raise NotImplementedError
+
+    def assign_all(self, batch: Any, hittable_blocks: Any) -> Any:
+        """Every request's instance at once (int64 array, shape (n,)) when the choice depends on the request
+        alone -- the same as :meth:`choose` request by request --, else None (the routing pass asks
+        :meth:`choose` per request).
+
+        Args:
+            batch: the whole trace (:class:`pcs.trace.request.RequestBatch`, arrival order).
+            hittable_blocks: int64 (n,), each request's hittable leading blocks (``Request.blocks``' length).
+        """
+        return None
 
     def describe(self) -> str:
         """``name`` and its options, e.g. ``cache-aware:overlap=2.0,load=1.0``."""

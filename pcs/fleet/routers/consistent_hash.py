@@ -14,7 +14,7 @@ from __future__ import annotations
 from bisect import bisect_left
 
 from pcs.fleet.routers import Router
-from pcs.fleet.routers.session import splitmix64
+from pcs.fleet.routers.session import splitmix64, splitmix64_array
 
 __all__ = ["ROUTER"]
 
@@ -39,6 +39,21 @@ class ConsistentHash(Router):
         ring = sorted((splitmix64((i << 32) + v), i) for i in range(instances) for v in range(self.options["vnodes"]))
         self._points = [p for p, _ in ring]
         self._owner = [i for _, i in ring]
+
+    uses_blocks = True
+
+    def assign_all(self, batch, hittable_blocks):
+        """:meth:`choose` for every request at once (numpy: the keys, ``splitmix64_array``, one searchsorted)."""
+        import numpy as np
+
+        n = len(batch)
+        hit = np.asarray(hittable_blocks, dtype=np.int64)
+        has = hit > 0
+        at = batch.block_offsets[:-1] + np.minimum(self.options["k"], hit) - 1
+        keys = np.where(has, batch.block_hashes[np.where(has, at, 0)] if len(batch.block_hashes) else 0,
+                        np.uint64(1 << 63) + np.arange(n, dtype=np.uint64)).astype(np.uint64)
+        j = np.searchsorted(np.asarray(self._points, dtype=np.uint64), splitmix64_array(keys), side="left")
+        return np.asarray(self._owner, dtype=np.int64)[j % len(self._owner)]
 
     def choose(self, req, index, load) -> int:
         blocks = req.blocks

@@ -12,6 +12,8 @@ from pcs.fleet.routers import Router
 
 __all__ = ["ROUTER"]
 
+_BLOCK = 4096      # draws per call of the generator
+
 
 class RandomRouter(Router):
     """``default_rng(seed).integers(instances)`` per request, in arrival order."""
@@ -28,8 +30,16 @@ class RandomRouter(Router):
 
     def choose(self, req, index, load) -> int:
         if not self._draws:  # draw in blocks: the same sequence as one draw per request
-            self._draws = self._rng.integers(self.instances, size=4096).tolist()[::-1]
+            self._draws = self._rng.integers(self.instances, size=_BLOCK).tolist()[::-1]
         return self._draws.pop()
+
+    def assign_all(self, batch, hittable_blocks):
+        """The draws :meth:`choose` takes, in the same blocks of 4,096 (int64, shape (n,)); a fresh generator
+        from the seed (this router's own draws are left untouched)."""
+        n = len(batch)
+        rng = np.random.default_rng(self.options["seed"])
+        parts = [rng.integers(self.instances, size=_BLOCK) for _ in range(-(-n // _BLOCK))]
+        return np.concatenate(parts)[:n].astype(np.int64) if parts else np.zeros(0, np.int64)
 
 
 ROUTER = RandomRouter

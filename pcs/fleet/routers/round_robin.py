@@ -5,6 +5,8 @@ of vLLM's production-stack router (``--routing-logic roundrobin``).
 """
 from __future__ import annotations
 
+import numpy as np
+
 from pcs.fleet.routers import Router
 
 __all__ = ["ROUTER"]
@@ -18,6 +20,10 @@ class RoundRobin(Router):
 
     def choose(self, req, index, load) -> int:
         return req.position % self.instances
+
+    def assign_all(self, batch, hittable_blocks):
+        """``arange(n) mod instances`` (int64, shape (n,))."""
+        return np.arange(len(batch), dtype=np.int64) % self.instances
 
 
 ROUTER = RoundRobin

@@ -36,6 +36,16 @@ def splitmix64(x: int) -> int:
     return x ^ (x >> 31)
 
 
+def splitmix64_array(x):
+    """:func:`splitmix64` of every element of a uint64 array (numpy's uint64 arithmetic wraps mod 2**64)."""
+    import numpy as np
+
+    x = np.asarray(x, dtype=np.uint64) + np.uint64(0x9E3779B97F4A7C15)
+    x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return x ^ (x >> np.uint64(31))
+
+
 class Session(Router):
     """``splitmix64(session_id) mod instances``; session id -1: the least-loaded instance; ValueError when the
     trace has no session ids."""
