@@ -26,7 +26,7 @@ without special-case fast branches (``docs/semantics.md §15``).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from itertools import filterfalse
+from itertools import filterfalse, groupby
 from typing import Iterable, Sequence
 
 from pcs.cache.policies import EvictionPolicy
@@ -128,10 +128,14 @@ class Tier:
         """How many of the resident ``block_hashes`` have pin count 0."""
         return list(map(self.resident.__getitem__, block_hashes)).count(0)
 
+    def _unpinned(self, block_hashes: Iterable[int]) -> list[int]:
+        """The resident ``block_hashes`` with pin count 0 (the evictable ones), in the order given."""
+        return list(filterfalse(self.resident.__getitem__, block_hashes))
+
     def pin(self, block_hashes: Sequence[int]) -> None:
         """Add one pin to each resident block (distinct hashes); a block going 0 -> 1 leaves the policy."""
         res = self.resident
-        fresh = [h for h in block_hashes if res[h] == 0]
+        fresh = self._unpinned(block_hashes)
         for h in block_hashes:
             res[h] += 1
         if fresh:
@@ -191,14 +195,12 @@ class Tier:
         res = self.resident
         shared = []
         for h in block_hashes:
-            rc = res.get(h)
-            if rc is None:
-                res[h] = 1
-            else:
-                if rc == 0:
-                    self.policy.remove([h])
-                res[h] = rc + 1
+            if h in res:
                 shared.append(h)
+            else:
+                res[h] = 1
+        if shared:
+            self.pin(shared)
         added = len(block_hashes) - len(shared)
         self.reserved_blocks -= added
         assert self.reserved_blocks >= 0, "fill without a reserved slot"
@@ -238,7 +240,7 @@ class Tier:
         cut, block_hashes = self._overflow(block_hashes)
         res = self.resident
         fresh = list(filterfalse(res.__contains__, block_hashes))
-        again = [h for h in filter(res.__contains__, block_hashes) if res[h] == 0]
+        again = self._unpinned(filter(res.__contains__, block_hashes))
         if again:
             self.policy.remove(again)
         if fresh:
@@ -401,31 +403,22 @@ class Tier:
         """Give the unpinned blocks of an insert back to the policy in order, in runs of one flag:
         stored (``fresh``: ``reused``) or touched (``again``: True); pinned blocks are skipped.
 
-        With nothing touched, the stored blocks (in batch order) are the one run."""
+        With nothing touched, the stored blocks (in batch order) are the one run; so are all the unpinned
+        blocks when ``reused`` (every flag is True)."""
         if not again:
             if fresh:
                 self.policy.add(fresh, reused)
             return
-        res = self.resident
-        again = set(again)
-        run: list[int] = []
-        flag = reused
-        for h in block_hashes:
-            if res[h]:
-                continue
-            f = reused or h in again
-            if f != flag and run:
-                self.policy.add(run, flag)
-                run = []
-            flag = f
-            run.append(h)
-        if run:
-            self.policy.add(run, flag)
+        unpinned = self._unpinned(block_hashes)
+        if reused:
+            self.policy.add(unpinned, True)
+            return
+        for touched, run in groupby(unpinned, set(again).__contains__):
+            self.policy.add(list(run), touched)
 
     def touch(self, block_hashes: Sequence[int]) -> None:
         """Record an unpinned access to resident blocks (eviction order); pinned ones are skipped."""
-        res = self.resident
-        unpinned = [h for h in block_hashes if res[h] == 0]
+        unpinned = self._unpinned(block_hashes)
         if unpinned:
             self.policy.touch(unpinned)
 
