@@ -577,7 +577,7 @@ def replay(trace: Any = None, *, model: Any = None, hardware: Any = None, tp: in
     if gap_oracle:
         make_oracle = lambda: _build_tiers(tier_specs, bpb, "belady", {}, None, ctx)  # noqa: E731
         context["oracle_hit_ratio"] = run_oracle(source, rules, time_model, make_oracle, opts.timing,
-                                                 opts.write_policy, link_specs, bpb, step).ledger.hit_ratio
+                                                 opts.write_policy, link_specs, bpb, step, opts.native).ledger.hit_ratio
     summary = _summarise(out, context, opts)
     notes += deployment.pop("notes") + _load_notes(summary)
     summary = dataclasses.replace(summary, notes=tuple(notes), deployment=deployment)

@@ -308,18 +308,11 @@ def run_replay(source: Any, rules: BlockRules, time_model: Any, make_tiers: Call
 
 def run_oracle(source: Any, rules: BlockRules, time_model: Any, make_tiers: Callable[[], list], timing: str,
                write_policy: str, links: Sequence, block_bytes: Sequence[int],
-               step: StepSetup | None = None) -> EngineResult:
+               step: StepSetup | None = None, native: str | None = None) -> EngineResult:
     """The gap split's oracle run (docs/semantics.md §12): ``make_tiers()`` (the run's tiers with every
-    policy ``belady``, no admission) on the Python hierarchy, with the run's timing and write policy and,
-    in modeled timing with ``step``, the run's step scheduler (else the reference event loop)."""
-    from pcs.engine.scheduler import StepEngine
-
-    hierarchy = clocked(select.get_row("reference").load()(make_tiers(), write_policy))
-    resolved = _resolve_step(step, timing, source, rules)
-    if resolved is not None:
-        setup, cfg, decode, _ = resolved
-        loop = StepEngine(hierarchy, links, block_bytes, setup.cost, cfg, rules.recompute_last_token, decode)
-    else:
-        loop = ReplayEngine(hierarchy, timing, links=links, block_bytes=block_bytes)
-    _feed(source, rules, time_model, [loop], None, resolved is None and timing == "modeled")
-    return loop.close()
+    policy ``belady``, no admission) with the run's timing, write policy and, in modeled timing with ``step``,
+    its step scheduler; on the engine :func:`pcs.engine.select.choose` picks (``compiled-step`` /
+    ``compiled-hierarchy`` run belady in C, equal to the Python reference:
+    tests/cache/test_native_oracle_policies.py), ``native`` as :func:`run_replay` takes it."""
+    return run_replay(source, rules, time_model, make_tiers, timing, write_policy, links, block_bytes,
+                      "auto", native, None, step).result

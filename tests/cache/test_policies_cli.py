@@ -70,3 +70,13 @@ def test_pcs_policies_lists_every_policy_and_admission():
     assert [a["kind"] for a in d["admission"]] == ["reuse", "selective", "tinylfu", "retain"]
     assert next(p for p in d["policies"] if p["name"] == "slru")["aliases"] == ["protected"]
     assert "Admission policies" in invoke("policies").stdout
+
+
+@pytest.mark.parametrize("timing", ["sequential", "modeled"])
+def test_gap_oracle_is_the_same_run_in_c_and_in_python(timing):
+    # the oracle run takes the engine the selection table picks (compiled belady, C step loop) unless
+    # --native python: the same oracle hit ratio either way (tests/cache/test_native_oracle_policies.py)
+    args = ("replay", T, *TIERS, "--timing", timing, "--gap-oracle", "--format", "json", "-q")
+    c = json.loads(invoke(*args).stdout)
+    py = json.loads(invoke(*args, "--native", "python").stdout)
+    assert c["oracle_hit_ratio"] == py["oracle_hit_ratio"] and c["gap"] == py["gap"]
