@@ -11,7 +11,7 @@ from typing import Any
 import click
 
 from pcs.cli.common import Progress, command, emit, format_option, with_trace_notes
-from pcs.cli.fleet import compare_fleet, fleet_options, wants_fleet
+from pcs.cli.fleet import FLEET_NO_HTML, compare_fleet, fleet_options, wants_fleet
 from pcs.cli.modelarg import is_config_path
 from pcs.cli.params import parse_capacity_list
 from pcs.cli.replay import open_trace_kwargs, replay_call_kwargs, replay_options
@@ -65,6 +65,8 @@ def compare(fmt: str, tier_sets: tuple[str, ...], curve_capacities: str | None, 
         if sets or caps or kw["admit"] or kw["gap_oracle"]:
             raise ValueError("--router compares routers on one tier list; --tiers, --curve-capacities, --admit and "
                              "--gap-oracle do not apply")
+        if html_path or plot_dir:
+            raise ValueError(FLEET_NO_HTML)
         return compare_fleet(fmt, trace, dict(replay_kwargs, tiers=list(kw["tiers"]) or None), kw)
     runs = len(sets or [None]) * len(kw["policy"] or [None]) * len(kw["admit"] or [None])
     total = (lambda: (trace.estimated_requests() or 0) * runs or None)  # noqa: E731

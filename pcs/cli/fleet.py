@@ -56,6 +56,11 @@ def fleet_options(multiple: bool) -> Callable:
     return wrap
 
 
+#: --html / --plot with fleet options (the HTML report and the plots draw one instance's run)
+FLEET_NO_HTML = ("--html/--plot draw a single-instance replay; with --instances/--router/--shared-tier use "
+                 "--format json or csv (per instance) or --requests-out")
+
+
 def wants_fleet(kw: dict[str, Any]) -> bool:
     """True when a fleet option was given."""
     return kw.get("instances") is not None or bool(kw.get("router")) or kw.get("router_stale_s") is not None or \

@@ -12,7 +12,7 @@ from pcs.blocks import BlockRules
 from pcs.cache.hierarchy import WRITE_POLICIES
 from pcs.cache.policies import DEFAULT_POLICY, POLICY_CHOICES, get_policy, policy_options
 from pcs.cli.common import Progress, RegistryChoice, command, emit, format_option, quiet_option
-from pcs.cli.fleet import fleet_options, replay_fleet, wants_fleet
+from pcs.cli.fleet import FLEET_NO_HTML, fleet_options, replay_fleet, wants_fleet
 from pcs.cli.modelarg import is_config_path
 from pcs.cli.params import MAX_BLOCK_SIZE, MAX_COUNT, MAX_TOKENS, MAX_TP, Aliased, Float, Int
 from pcs.cli.report import check_outputs, html_options, write_replay_outputs
@@ -492,6 +492,8 @@ def replay(fmt: str, requests_out: str | None, html_path: str | None, plot_dir: 
                              "trace (--block-size) is for single-instance replays")
         if kw["admit"] or kw["gap_oracle"]:
             raise ValueError("--admit and --gap-oracle are for single-instance replays (not with --instances/--router)")
+        if html_path or plot_dir:
+            raise ValueError(FLEET_NO_HTML)
         return replay_fleet(fmt, requests_out, kw)
     if streams is not None and "exact" not in streams:
         if html_path or plot_dir:

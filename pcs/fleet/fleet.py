@@ -264,6 +264,16 @@ def _replay_instances(source: Any, batch: RequestBatch, assignment: np.ndarray, 
     return loads, summaries, tables, rows_of
 
 
+def _refuse_oracle_policy(replay_kwargs: dict) -> None:
+    """belady is the offline bound of one replay (it reads that replay's future, docs/semantics.md §8): refused
+    in a fleet, whose instances each see the sub-trace the router sends them."""
+    names = [replay_kwargs.get("policy")] + list((replay_kwargs.get("tier_policies") or {}).values())
+    if any(isinstance(n, str) and n.split(":")[0].split("+")[0] == "belady" for n in names):
+        raise ValueError("--policy belady is the offline oracle of a single-instance replay (it reads the "
+                         "replayed trace's future); it is refused with --instances/--router/--shared-tier: replay "
+                         "one instance with --policy belady or --gap-oracle instead")
+
+
 def fleet_replay(trace: Any = None, *, instances: int = 1, router: Any = "round-robin", router_stale_s: float = 0.0,
                  progress: Callable[[int], None] | None = None, shared_tier: Any = None,
                  **replay_kwargs: Any) -> FleetResult:
@@ -290,6 +300,7 @@ def fleet_replay(trace: Any = None, *, instances: int = 1, router: Any = "round-
     """
     if isinstance(instances, bool) or not isinstance(instances, int) or not 1 <= instances <= MAX_INSTANCES:
         raise ValueError(f"--instances must be an int in 1..{MAX_INSTANCES}, got {instances!r}")
+    _refuse_oracle_policy(replay_kwargs)
     source = reiterable(trace)
     batch = concat_batches(list(as_batches(source)), block_size=getattr(source, "block_size", None))
     if len(batch) == 0:

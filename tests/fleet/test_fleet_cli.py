@@ -93,3 +93,23 @@ def test_compare_routers_on_one_instance_notes_routing_cannot_matter():
     r = _run("compare", "--instances", "2", "--router", "prefix", "--router", "round-robin", "--timing",
              "sequential", "--quiet")
     assert r.exit_code == 0 and "routing cannot change" not in r.stdout
+
+
+@pytest.mark.parametrize("cmd,out", [(("replay", "--instances", "2"), ("--html", "f.html")),
+                                     (("replay", "--router", "prefix"), ("--plot", "figs")),
+                                     (("compare", "--router", "round-robin", "--router", "prefix"), ("--html", "f.html"))])
+def test_html_and_plots_with_fleet_options_are_refused_not_silently_skipped(tmp_path, cmd, out):
+    # they draw one instance's run; a fleet run used to exit 0 and write nothing
+    from helpers import assert_one_line_error
+
+    target = tmp_path / out[1]
+    assert_one_line_error(_run(*cmd, out[0], str(target), "--quiet"), "--html/--plot", "--instances")
+    assert not target.exists()
+
+
+def test_belady_in_a_fleet_is_refused_naming_the_option():
+    # belady reads the replayed trace's future: the offline bound of one replay, not of routed sub-traces
+    from helpers import assert_one_line_error
+
+    assert_one_line_error(_run("replay", "--instances", "2", "--policy", "belady", "--quiet"),
+                          "--policy belady", "single-instance")
