@@ -66,15 +66,21 @@ def _hit_table(s: dict[str, Any]) -> str:
 def _tier_table(s: dict[str, Any]) -> str:
     rows = [["payload", "reference", format_bytes(s["reference_bytes_per_block"]), "-", "-", "-", "-", "-", "-",
              "-", "-"]]
+    unit = "page" if s.get("hybrid") else "block"    # a hybrid model's tiers hold pages (docs/semantics.md §3.1)
     for t in s["tiers"]:
         rows.append([t["name"], t["layout"], format_bytes(t["bytes_per_block"]),
-                     f"{format_bytes(t['capacity_bytes'])} = {format_count(t['capacity_blocks'])} blk",
+                     f"{format_bytes(t['capacity_bytes'])} = {format_count(t['capacity_blocks'])} "
+                     f"{'pages' if unit == 'page' else 'blk'}",
                      t["policy"] + (f" +{t['admission']}" if t.get("admission") else ""),
                      format_count(t["hit_blocks"]), format_bytes(t["restored_bytes"]),
                      format_bytes(t["written_bytes"]), format_count(t["evicted_blocks"]),
                      format_bytes(t["resident_bytes_end"]), format_bytes(t["resident_bytes_peak"])])
-    notes = ["bytes/block: GPU holds the Reserved layout, lower tiers the Serialized layout; "
+    notes = [f"bytes/{unit}: GPU holds the Reserved layout, lower tiers the Serialized layout; "
              "a smaller KV dtype shrinks the payload, not in-page scales, padding, setup or compute"]
+    if unit == "page":
+        notes.append("hybrid model: a tier's bytes/page and capacity count pages of the shared pool (JSON "
+                     "bytes_per_block and capacity_blocks are per page too); the payload row and 'block by "
+                     "component' are per block of the model")
     multi = [t for t in s["tiers"] if len(t["bytes_per_block_by_component"]) > 1]
     for t in multi:
         parts = ", ".join(f"{k} {format_bytes(v)}" for k, v in t["bytes_per_block_by_component"].items())
@@ -83,7 +89,7 @@ def _tier_table(s: dict[str, Any]) -> str:
         if t.get("admission"):
             notes.append(f"{t['name']} admission {t['admission']}: {format_count(t['refused_blocks'])} blocks "
                          "refused (passed on or dropped)")
-    return render_table(["tier", "layout", "bytes/block", "capacity", "policy", "hit blocks", "restored",
+    return render_table(["tier", "layout", f"bytes/{unit}", "capacity", "policy", "hit blocks", "restored",
                          "written", "evicted", "resident end", "resident peak"], rows,
                         title="Tiers (hits count once, at the highest tier holding the block)", notes=notes)
 

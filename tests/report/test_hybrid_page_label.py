@@ -1,0 +1,19 @@
+"""The tier table of a hybrid model counts pages of the shared pool, and says so (it said "blk")."""
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from pcs.cli.main import cli
+
+SAMPLE = Path(__file__).resolve().parents[2] / "traces" / "sample_chat.jsonl"
+
+
+def test_hybrid_tiers_are_labelled_in_pages():
+    # gemma-3-27b on 8x h100 (TP 8): a page is 10 layers of 512 tokens, 41,943,040 B per TP group (the note
+    # of the run prints it); 20 GB / 41,943,040 B = 476.8 -> 476 pages. A block of the model is 1 full-attention
+    # page + 6 sliding-window pages, so "476 blk" overstated the blocks about 6x.
+    out = CliRunner().invoke(cli, ["replay", str(SAMPLE), "--model", "gemma-3-27b", "--tier", "gpu=20GB",
+                                   "--tier", "cpu=100GB", "-q"]).stdout
+    assert "= 476 pages" in out and "bytes/page" in out and "476 blk" not in out
+    plain = CliRunner().invoke(cli, ["replay", str(SAMPLE), "--tier", "gpu=20GB", "-q"]).stdout
+    assert "bytes/block" in plain and " blk " in plain and "pages" not in plain.split("Tiers")[1].split("\n\n")[0]
