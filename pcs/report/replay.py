@@ -44,7 +44,7 @@ def _hit_table(s: dict[str, Any]) -> str:
         ["gap: capacity and eviction", _pts(g["capacity_eviction"]),
          f"single-sequence - sequential replay of these tiers ({format_percent(s['sequential_hit_ratio'])})"],
         ["gap: concurrency", _pts(g["concurrency"]),
-         "sequential - real: prefixes in flight, space held by running requests (< 0: luckier evictions)"],
+         "sequential - real: prefixes in flight, held space (< 0: cached next-turn outputs, luckier evictions)"],
     ]
     if s.get("oracle_hit_ratio") is not None:     # --gap-oracle (docs/semantics.md §12)
         rows += [
