@@ -224,10 +224,12 @@ def _requests_table(tables: list, rows: list) -> Any:
 
 def _summary(name: str, router, stale_s: float, cap: int, source: Any, batch: RequestBatch, rules: BlockRules,
              loads: list, summaries: list, table: Any, modeled: bool, shared: Any = None) -> FleetSummary:
-    """Add the instances up (docs/semantics.md §17); with a shared tier (§17.1) captured = the fleet ceiling."""
+    """Add the instances up (docs/semantics.md §17); with a shared tier (§17.1) captured = the fleet ceiling
+    (a shared tier of 0 blocks shares nothing: captured stays the routed sub-traces' ceilings)."""
     prompt = int(batch.prompt_tokens.sum())
     ceiling = _ceiling(_SubTrace("<trace>", batch), rules).hit_tokens     # the trace in memory: no second read
-    captured = sum(x.ceiling_hit_tokens for x in loads) if shared is None else ceiling
+    sharing = shared is not None and shared.capacity_blocks > 0
+    captured = ceiling if sharing else sum(x.ceiling_hit_tokens for x in loads)
     hits = sum(x.hit_tokens for x in loads)
     c, k, d = (ceiling / prompt, captured / prompt, hits / prompt) if prompt else (0.0, 0.0, 0.0)
     busy = [x.busy_s or 0.0 for x in loads]

@@ -113,3 +113,14 @@ def test_belady_in_a_fleet_is_refused_naming_the_option():
 
     assert_one_line_error(_run("replay", "--instances", "2", "--policy", "belady", "--quiet"),
                           "--policy belady", "single-instance")
+
+
+def test_a_zero_shared_tier_keeps_the_routing_loss():
+    # a shared tier of 0 blocks holds nothing any instance could read, so routing still splits the reuse:
+    # the gap split equals the fleet's without a shared tier (it reported lost_to_routing 0 and the whole
+    # loss as "finite tiers")
+    base = ("replay", "--instances", "4", "--format", "json", "--quiet", "--compute", "infinite")
+    plain = json.loads(_run(*base).stdout)
+    zero = json.loads(_run(*base, "--shared-tier", "remote=0GB").stdout)
+    assert plain["gap"]["lost_to_routing"] > 0
+    assert zero["gap"] == plain["gap"] and zero["hit_ratio"] == plain["hit_ratio"]
