@@ -476,3 +476,44 @@ class HandTrace:
 
     def iter_batches(self):
         yield self.batch
+
+
+def hierarchy_state(h) -> tuple:
+    """Everything observable of a tier hierarchy's end state (Python or compiled): residents, each policy's
+    order, per-tier stats, reserved and pinned counts, written and dropped blocks."""
+    return ([dict(t.resident) for t in h.tiers], [t.policy.order() for t in h.tiers],
+            [(t.stats, t.reserved_blocks, t.num_pinned, len(t.policy)) for t in h.tiers],
+            list(h.written_blocks), h.dropped_blocks)
+
+
+def drive_direct_calls(hs: list, chains: list, wait: bool) -> None:
+    """Drive two hierarchies (the Python reference and a compiled twin) with the same direct calls -- start
+    (request r skips r % 2 tail blocks, r % 3 extra slots), abort, prefill_done, grow, finish, requests left
+    running -- and assert after each step that every Admission field and the end state agree."""
+    _state = hierarchy_state
+    running: list[list] = [[], []]
+    for r, keys in enumerate(chains):
+        n = len(keys)
+        outs = [h.start(keys, n, max(0, n - r % 2), r % 3, wait) for h in hs]
+        if outs[0] is None or outs[1] is None:
+            assert outs[0] is None and outs[1] is None
+        else:
+            f = lambda a: (a.prefix_hit_blocks, a.hit_blocks, list(a.hit_blocks_per_tier),  # noqa: E731
+                           a.last_hit_tier, list(a.restored_blocks_per_tier), bool(a.truncated),
+                           list(a.pinned_hashes), list(a.computed_hashes), a.reserved_blocks)
+            assert f(outs[0]) == f(outs[1])
+            for h, a, run in zip(hs, outs, running):
+                if r % 3 == 2:          # preempted before its prefill: its pins dropped, its blocks not cached
+                    h.abort(a)
+                else:
+                    h.prefill_done(a)
+                    run.append(a)
+        if r % 4 == 1 and running[0]:   # the oldest running request decodes into r % 3 more slots (may not fit)
+            assert [h.grow(run[0], r % 3) for h, run in zip(hs, running)] in ([True, True], [False, False])
+        if r % 2:                       # finish the oldest running request every other step
+            for h, run in zip(hs, running):
+                if run:
+                    h.finish(run.pop(0))
+        for h in hs:
+            h._check()
+        assert _state(hs[0]) == _state(hs[1])

@@ -25,7 +25,7 @@ from pcs.cache.policies.context import TraceOracle, clocked
 from pcs.engine.chunks import iter_chunks
 from pcs.engine.engine import ReplayEngine, TimeModel
 from pcs.engine.select import SUMMARY_KEYS
-from helpers import ALL_RULES, BS, SETTINGS, UNIT_RULES, LinearCompute, per_trace, req, stress_trace, traces
+from helpers import ALL_RULES, BS, SETTINGS, UNIT_RULES, LinearCompute, per_trace, req, stress_trace, traces, drive_direct_calls, hierarchy_state
 
 native = pytest.importorskip("pcs.cache.native")
 if native._lruhier is None:
@@ -61,11 +61,7 @@ def _run(reqs, caps, specs, admits, timing, rules, wp, use_native, check=True):
     return eng.close(), h
 
 
-def _state(h):
-    """Everything observable of a hierarchy's end state (policy order and refused counts included)."""
-    return ([dict(t.resident) for t in h.tiers], [t.policy.order() for t in h.tiers],
-            [(t.stats, t.reserved_blocks, t.num_pinned, len(t.policy)) for t in h.tiers],
-            list(h.written_blocks), h.dropped_blocks)
+_state = hierarchy_state   # everything observable of a hierarchy's end state
 
 
 def _same(reqs, caps, specs, admits, timing, rules, wp):
@@ -208,32 +204,7 @@ def test_direct_calls_with_waits_and_running_requests(admit, chains, c0, c1, wai
     and the end state agree."""
     hs = [Hierarchy(_tiers([c0, c1], [pol, pol], [None, admit]), wp),
           native.NativeHierarchy(_tiers([c0, c1], [pol, pol], [None, admit]), wp)]
-    running: list[list] = [[], []]
-    for r, keys in enumerate(chains):
-        n = len(keys)
-        outs = [h.start(keys, n, max(0, n - r % 2), r % 3, wait) for h in hs]
-        if outs[0] is None or outs[1] is None:
-            assert outs[0] is None and outs[1] is None
-        else:
-            f = lambda a: (a.prefix_hit_blocks, a.hit_blocks, list(a.hit_blocks_per_tier),  # noqa: E731
-                           a.last_hit_tier, list(a.restored_blocks_per_tier), bool(a.truncated),
-                           list(a.pinned_hashes), list(a.computed_hashes), a.reserved_blocks)
-            assert f(outs[0]) == f(outs[1])
-            for h, a, run in zip(hs, outs, running):
-                if r % 3 == 2:
-                    h.abort(a)
-                else:
-                    h.prefill_done(a)
-                    run.append(a)
-        if r % 4 == 1 and running[0]:
-            assert [h.grow(run[0], r % 3) for h, run in zip(hs, running)] in ([True, True], [False, False])
-        if r % 2:
-            for h, run in zip(hs, running):
-                if run:
-                    h.finish(run.pop(0))
-        for h in hs:
-            h._check()
-        assert _state(hs[0]) == _state(hs[1])
+    drive_direct_calls(hs, chains, wait)
 
 
 @pytest.mark.parametrize("admit", ["reuse:2", "selective:1", "tinylfu:sample=0.5", "reuse:2+tinylfu",

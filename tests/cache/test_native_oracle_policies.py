@@ -19,7 +19,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from helpers import ALL_RULES, BS, SETTINGS, LinearCompute, chained_traces, per_trace, stress_trace, traces
+from helpers import ALL_RULES, BS, SETTINGS, LinearCompute, chained_traces, per_trace, stress_trace, traces, drive_direct_calls, hierarchy_state
 from pcs.blocks import BlockRules
 from pcs.cache import Hierarchy, Tier, make_policy
 from pcs.cache.policies import PolicyContext
@@ -64,10 +64,7 @@ def _run(reqs, caps, specs, timing, rules, wp, use_native, ctx):
     return eng.close(), h
 
 
-def _state(h):
-    return ([dict(t.resident) for t in h.tiers], [t.policy.order() for t in h.tiers],
-            [(t.stats, t.reserved_blocks, t.num_pinned, len(t.policy)) for t in h.tiers],
-            list(h.written_blocks), h.dropped_blocks)
+_state = hierarchy_state   # everything observable of a hierarchy's end state
 
 
 def _same(reqs, caps, specs, timing, rules, wp, cost=True):
@@ -155,32 +152,7 @@ def test_admissions_equal_with_waits_and_running_requests(name, chains, c0, c1, 
     reqs = [req(keys, prompt=4 * len(keys) + 1) for keys in chains]
     ctx = PolicyContext(TraceOracle.build(iter_chunks(reqs, BlockRules(True, False))), lambda d: 0.5 + d)
     hs = [_hier([c0, c1], [name, name], ctx, wp, False), _hier([c0, c1], [name, name], ctx, wp, True)]
-    running: list[list] = [[], []]
-    for r, keys in enumerate(chains):
-        n = len(keys)
-        outs = [h.start(keys, n, max(0, n - r % 2), r % 3, wait) for h in hs]
-        if outs[0] is None or outs[1] is None:
-            assert outs[0] is None and outs[1] is None
-        else:
-            f = lambda a: (a.prefix_hit_blocks, a.hit_blocks, list(a.hit_blocks_per_tier),  # noqa: E731
-                           a.last_hit_tier, list(a.restored_blocks_per_tier), bool(a.truncated),
-                           list(a.pinned_hashes), list(a.computed_hashes), a.reserved_blocks)
-            assert f(outs[0]) == f(outs[1])
-            for h, a, run in zip(hs, outs, running):
-                if r % 3 == 2:
-                    h.abort(a)
-                else:
-                    h.prefill_done(a)
-                    run.append(a)
-        if r % 4 == 1 and running[0]:
-            assert [h.grow(run[0], r % 3) for h, run in zip(hs, running)] in ([True, True], [False, False])
-        if r % 2:
-            for h, run in zip(hs, running):
-                if run:
-                    h.finish(run.pop(0))
-        for h in hs:
-            h._check()
-        assert _state(hs[0]) == _state(hs[1])
+    drive_direct_calls(hs, chains, wait)
 
 
 @pytest.mark.parametrize("name", NAMES)

@@ -23,7 +23,7 @@ from pcs.cache import Hierarchy, Tier, make_policy
 from pcs.engine.chunks import iter_chunks
 from pcs.engine.engine import ReplayEngine, TimeModel
 from pcs.engine.select import SUMMARY_KEYS
-from helpers import ALL_RULES, BS, SETTINGS, LinearCompute, per_trace, stress_trace, traces
+from helpers import ALL_RULES, BS, SETTINGS, LinearCompute, per_trace, stress_trace, traces, drive_direct_calls, hierarchy_state
 
 native = pytest.importorskip("pcs.cache.native")
 if native._lruhier is None:
@@ -51,11 +51,7 @@ def _run(reqs, caps, specs, timing, rules, wp, use_native, check=True):
     return eng.close(), h
 
 
-def _state(h):
-    """Everything observable of a hierarchy's end state (the policy order included)."""
-    return ([dict(t.resident) for t in h.tiers], [t.policy.order() for t in h.tiers],
-            [(t.stats, t.reserved_blocks, t.num_pinned, len(t.policy)) for t in h.tiers],
-            list(h.written_blocks), h.dropped_blocks)
+_state = hierarchy_state   # everything observable of a hierarchy's end state
 
 
 def _same(reqs, caps, specs, timing, rules, wp):
@@ -114,32 +110,7 @@ def test_admissions_equal_with_waits_and_running_requests(name, chains, c0, c1, 
     """Direct start/prefill_done/finish/abort/grow calls, ids repeated within a request, wait_if_full, requests
     left running (pinned blocks the policies must pass over): every Admission field and the end state agree."""
     hs = [Hierarchy(_tiers([c0, c1], [name, name]), wp), native.NativeHierarchy(_tiers([c0, c1], [name, name]), wp)]
-    running: list[list] = [[], []]
-    for r, keys in enumerate(chains):
-        n = len(keys)
-        outs = [h.start(keys, n, max(0, n - r % 2), r % 3, wait) for h in hs]
-        if outs[0] is None or outs[1] is None:
-            assert outs[0] is None and outs[1] is None
-        else:
-            f = lambda a: (a.prefix_hit_blocks, a.hit_blocks, list(a.hit_blocks_per_tier),  # noqa: E731
-                           a.last_hit_tier, list(a.restored_blocks_per_tier), bool(a.truncated),
-                           list(a.pinned_hashes), list(a.computed_hashes), a.reserved_blocks)
-            assert f(outs[0]) == f(outs[1])
-            for h, a, run in zip(hs, outs, running):
-                if r % 3 == 2:          # preempted before its prefill: its pins dropped, its blocks not cached
-                    h.abort(a)
-                else:
-                    h.prefill_done(a)
-                    run.append(a)
-        if r % 4 == 1 and running[0]:   # the oldest running request decodes into r % 3 more slots (may not fit)
-            assert [h.grow(run[0], r % 3) for h, run in zip(hs, running)] in ([True, True], [False, False])
-        if r % 2:                       # finish the oldest running request every other step
-            for h, run in zip(hs, running):
-                if run:
-                    h.finish(run.pop(0))
-        for h in hs:
-            h._check()
-        assert _state(hs[0]) == _state(hs[1])
+    drive_direct_calls(hs, chains, wait)
 
 
 @pytest.mark.parametrize("name", NAMES)
