@@ -556,10 +556,11 @@ def replay(trace: Any = None, *, model: Any = None, hardware: Any = None, tp: in
     opts = _compute_mode(opts, time_model, notes)
     plan = _hybrid_plan(spec, bs, tier_specs, bb, hybrid_kv_cache_manager, swa_full_tokens_ratio,
                         mamba_full_memory_ratio, mamba_cache_mode)
-    if plan is not None and (ctx is not None or admit or gap_oracle):
-        raise ValueError("a hybrid model's cache groups run lru, slru, fifo, arc, s3fifo, sieve, lfu or 2q "
-                         "without admission policies or --gap-oracle (policies that read the trace and "
-                         "admission do not run on cache groups yet)")
+    ghost = {"arc", "2q"} & {n.split(":")[0] for n in _policy_names(tier_specs, opts.policy, tier_policies)}
+    if plan is not None and (ctx is not None or admit or gap_oracle or ghost):
+        raise ValueError("a hybrid model's cache groups run lru, slru, fifo, s3fifo, sieve or lfu "
+                         "without admission policies or --gap-oracle (policies that read the trace, arc and 2q "
+                         "(ghost lists) and admission do not run on cache groups yet)")
     step = _step_setup(opts, scheduler, time_model, gpu)
     if step is not None:
         _refuse_empty_gpu(tier_specs[0], bpb[0])
