@@ -37,6 +37,12 @@ _SEEDS = (0x9E3779B97F4A7C15, 0xC2B2AE3D27D4EB4F, 0x165667B19E3779F9, 0xD6E8FEB8
 _MASK = (1 << 64) - 1
 
 
+#: The largest tier a tinylfu admission sizes its sketch for (4 x 2**26 one-byte counters = 256 MiB).
+MAX_SKETCH_BLOCKS = 1 << 26
+#: The largest ``sample`` factor (a reset period of 1e6 capacities: beyond it frequencies never age).
+MAX_SAMPLE = 1e6
+
+
 class CountMinSketch:
     """Depth-4 count-min sketch of 4-bit counters that halves itself every ``sample`` additions.
 
@@ -92,13 +98,22 @@ class TinyLFUAdmission(AdmissionPolicy):
     source = "Einziger, Friedman and Manes, ACM ToS 2017; Caffeine FrequencySketch / BoundedLocalCache.admit"
 
     def __init__(self, sample: float = 10) -> None:
-        if isinstance(sample, bool) or not isinstance(sample, (int, float)) or sample <= 0:
-            raise ValueError(f"admission tinylfu: sample must be > 0 (capacities), got {sample!r}")
+        if isinstance(sample, bool) or not isinstance(sample, (int, float)) or not 0 < sample <= MAX_SAMPLE:
+            raise ValueError(f"admission tinylfu: sample must be > 0 and <= {MAX_SAMPLE:g} (capacities), "
+                             f"got {sample!r}")
         self.sample_factor = sample
         self.sketch: CountMinSketch | None = None
 
     def bind(self, capacity_blocks: int) -> None:
-        """Size the sketch for the tier it guards."""
+        """Size the sketch for the tier it guards.
+
+        Raises:
+            ValueError: a tier of more than :data:`MAX_SKETCH_BLOCKS` blocks (4 rows of one byte per
+                counter, a power of two >= the capacity: 2**26 blocks already take 256 MiB).
+        """
+        if capacity_blocks > MAX_SKETCH_BLOCKS:
+            raise ValueError(f"admission tinylfu sizes its count-min sketch from the tier's capacity: at most "
+                             f"{MAX_SKETCH_BLOCKS:,} blocks (2**26), got {capacity_blocks:,}")
         self.sketch = CountMinSketch(capacity_blocks, int(self.sample_factor * max(capacity_blocks, 1)))
 
     def observe(self, head: Sequence[int], hit_blocks: int) -> None:
