@@ -136,7 +136,10 @@ def _setups(source: Any, kw: dict, shared_tier: Any) -> tuple[int, Any, BlockRul
 
     spec = parse_shared_tier(shared_tier)
     check_shared_options(kw)
-    cap, compute, rules = _setup(source, kw)
+    links = kw.get("links")
+    private = kw if not links or spec.name not in links else \
+        dict(kw, links={k: v for k, v in links.items() if k != spec.name})     # --link NAME=... of the shared tier
+    cap, compute, rules = _setup(source, private)
     return cap, compute, rules, shared_setup(source, kw, spec, compute)
 
 
