@@ -496,9 +496,9 @@ def replay(fmt: str, requests_out: str | None, html_path: str | None, plot_dir: 
             raise ValueError(FLEET_NO_HTML)
         return replay_fleet(fmt, requests_out, kw)
     if streams is not None and "exact" not in streams:
-        if html_path or plot_dir:
-            raise ValueError("--html/--plot: this --block-size gives an interval (two bound replays), not one run; "
-                             "use a multiple of the trace's block size")
+        if html_path or plot_dir or requests_out:
+            raise ValueError("--html/--plot/--requests-out: this --block-size gives an interval (two bound "
+                             "replays), not one run; use a multiple of the trace's block size")
         return _replay_interval(kw, streams, fmt)
     trace = open_trace_kwargs(kw) if streams is None else streams["exact"]
     total = getattr(trace, "estimated_requests", None)

@@ -133,3 +133,16 @@ def test_new_trace_commands_have_help_examples_and_readme_entries(sub):
     res = CliRunner().invoke(cli, ["trace", sub, "--help"])
     assert res.exit_code == 0 and "Example" in res.output
     assert f"pcs trace {sub}" in (ROOT / "README.md").read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("out", [["--requests-out", "r.csv"], ["--html", "r.html"]])
+def test_an_interval_refuses_per_run_outputs_instead_of_skipping_them(tmp_path, out):
+    # an interval is two bound replays, not one run: --requests-out exited 0 and wrote no file
+    from click.testing import CliRunner
+
+    from pcs.cli.main import cli
+
+    target = tmp_path / out[1]
+    res = CliRunner().invoke(cli, ["replay", str(MOONCAKE8), "--tier", "gpu=4blocks", "--block-size", "256", "-q",
+                                   out[0], str(target)])
+    assert res.exit_code == 2 and "gives an interval" in res.stderr and not target.exists()
