@@ -153,11 +153,17 @@ def _compiled_hierarchy_applies(cfg: RunConfig) -> str | None:
     big = [name for name, _, cap in cfg.tiers if cap > MAX_COMPILED_BLOCKS]
     if big:
         return f"tier {big[0]} has more than {MAX_COMPILED_BLOCKS} blocks"
+    return _twin_missing(cfg, "lruhier")
+
+
+def _twin_missing(cfg: RunConfig, twin: str) -> str | None:
+    """Why the compiled ``twin`` (a :data:`pcs._native.TWINS` name) cannot run, or None: native python, or
+    not built. Raises ValueError for native ``c`` when it is not built (:func:`pcs._native.resolve`)."""
     mode = _native.default_mode() if cfg.native is None else cfg.native
     if mode == "python":
         return "native is python (no compiled code)"
-    if _native.resolve(mode, "lruhier") != "c":   # raises for native "c" when not built
-        return f"the compiled {_native.TWINS['lruhier']} is not built"
+    if _native.resolve(mode, twin) != "c":
+        return f"the compiled {_native.TWINS[twin]} is not built"
     return None
 
 
@@ -187,12 +193,7 @@ def _compiled_hybrid_applies(cfg: RunConfig) -> str | None:
     big = [name for name, _, cap in cfg.tiers if cap > MAX_PAGES]
     if big:
         return f"tier {big[0]} has more than {MAX_PAGES} pages"
-    mode = _native.default_mode() if cfg.native is None else cfg.native
-    if mode == "python":
-        return "native is python (no compiled code)"
-    if _native.resolve(mode, "grouphier") != "c":   # raises for native "c" when not built
-        return f"the compiled {_native.TWINS['grouphier']} is not built"
-    return None
+    return _twin_missing(cfg, "grouphier")
 
 
 def _hybrid_applies(cfg: RunConfig) -> str | None:
