@@ -486,6 +486,13 @@ def hierarchy_state(h) -> tuple:
             list(h.written_blocks), h.dropped_blocks)
 
 
+def admission_fields(a) -> tuple:
+    """Every observable field of one Admission (Python or compiled), for equality between twins."""
+    return (a.prefix_hit_blocks, a.hit_blocks, list(a.hit_blocks_per_tier), a.last_hit_tier,
+            list(a.restored_blocks_per_tier), bool(a.truncated), list(a.pinned_hashes), list(a.computed_hashes),
+            a.reserved_blocks)
+
+
 def drive_direct_calls(hs: list, chains: list, wait: bool) -> None:
     """Drive two hierarchies (the Python reference and a compiled twin) with the same direct calls -- start
     (request r skips r % 2 tail blocks, r % 3 extra slots), abort, prefill_done, grow, finish, requests left
@@ -498,9 +505,7 @@ def drive_direct_calls(hs: list, chains: list, wait: bool) -> None:
         if outs[0] is None or outs[1] is None:
             assert outs[0] is None and outs[1] is None
         else:
-            f = lambda a: (a.prefix_hit_blocks, a.hit_blocks, list(a.hit_blocks_per_tier),  # noqa: E731
-                           a.last_hit_tier, list(a.restored_blocks_per_tier), bool(a.truncated),
-                           list(a.pinned_hashes), list(a.computed_hashes), a.reserved_blocks)
+            f = admission_fields
             assert f(outs[0]) == f(outs[1])
             for h, a, run in zip(hs, outs, running):
                 if r % 3 == 2:          # preempted before its prefill: its pins dropped, its blocks not cached

@@ -22,7 +22,7 @@ from pcs.cache import Hierarchy, Tier, make_policy
 from pcs.engine.engine import ReplayEngine, TimeModel
 from pcs.engine.chunks import iter_chunks
 from pcs.engine.select import SUMMARY_KEYS
-from helpers import LinearCompute, per_trace, stress_trace
+from helpers import LinearCompute, admission_fields, per_trace, stress_trace
 from helpers import ALL_RULES, BS, SETTINGS, traces
 
 native = pytest.importorskip("pcs.cache.native")
@@ -87,9 +87,7 @@ def test_admissions_equal_with_repeated_ids_and_waits(chains, c0, c1, wait, wp):
         if any(o is None for o in outs):
             assert all(o is None for o in outs)
         else:
-            f = lambda a: (a.prefix_hit_blocks, a.hit_blocks, list(a.hit_blocks_per_tier),  # noqa: E731
-                           a.last_hit_tier, list(a.restored_blocks_per_tier), bool(a.truncated),
-                           list(a.pinned_hashes), list(a.computed_hashes), a.reserved_blocks)
+            f = admission_fields
             assert f(outs[0]) == f(outs[1]) == f(outs[2])
             for h, a, run in zip(hs, outs, running):
                 h.prefill_done(a)
