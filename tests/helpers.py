@@ -497,7 +497,6 @@ def drive_direct_calls(hs: list, chains: list, wait: bool) -> None:
     """Drive two hierarchies (the Python reference and a compiled twin) with the same direct calls -- start
     (request r skips r % 2 tail blocks, r % 3 extra slots), abort, prefill_done, grow, finish, requests left
     running -- and assert after each step that every Admission field and the end state agree."""
-    _state = hierarchy_state
     running: list[list] = [[], []]
     for r, keys in enumerate(chains):
         n = len(keys)
@@ -515,10 +514,37 @@ def drive_direct_calls(hs: list, chains: list, wait: bool) -> None:
                     run.append(a)
         if r % 4 == 1 and running[0]:   # the oldest running request decodes into r % 3 more slots (may not fit)
             assert [h.grow(run[0], r % 3) for h, run in zip(hs, running)] in ([True, True], [False, False])
-        if r % 2:                       # finish the oldest running request every other step
-            for h, run in zip(hs, running):
-                if run:
-                    h.finish(run.pop(0))
-        for h in hs:
-            h._check()
-        assert _state(hs[0]) == _state(hs[1])
+        finish_and_check(hs, running, r)
+
+
+def finish_and_check(hs: list, running: list[list], r: int) -> None:
+    """The end of step ``r`` of a twin drive: on odd steps each hierarchy finishes its oldest running request
+    (``running[i]`` is hierarchy i's admissions in start order), then every hierarchy's ``_check()`` (the
+    invariants) runs and all their end states (:func:`hierarchy_state`) must be equal."""
+    if r % 2:                       # finish the oldest running request every other step
+        for h, run in zip(hs, running):
+            if run:
+                h.finish(run.pop(0))
+    for h in hs:
+        h._check()
+    states = [hierarchy_state(h) for h in hs]
+    assert all(s == states[0] for s in states[1:])
+
+
+@st.composite
+def group_sets(draw, min_window: int = 1):
+    """Hybrid cache groups (:class:`pcs.cache.groups.CacheGroup`): full attention (maybe) plus 1-3 of window /
+    chunk / state, random spans (window ``min_window``-14 tokens, chunk 2-12, state 1-3 blocks of ``BS``) and
+    pages per block, one layer each."""
+    from pcs.cache.groups import CacheGroup
+    kinds = draw(st.lists(st.sampled_from(["window", "chunk", "state"]), min_size=1, max_size=3, unique=True))
+    groups = []
+    if draw(st.booleans()) or len(kinds) == 1:
+        groups.append(CacheGroup("full_attention", "full", ("full_attention",), BS, 0, draw(st.integers(1, 2)),
+                                 layers=1))
+    for kind in kinds:
+        span = {"window": st.integers(min_window, 14), "chunk": st.integers(2, 12),
+                "state": st.sampled_from([BS, 2 * BS, 3 * BS])}[kind]
+        groups.append(CacheGroup(kind, kind, (kind,), BS, draw(span), draw(st.integers(1, 3)), layers=1,
+                                 align=kind == "state" and draw(st.booleans())))
+    return groups
