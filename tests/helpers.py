@@ -548,3 +548,37 @@ def group_sets(draw, min_window: int = 1):
         groups.append(CacheGroup(kind, kind, (kind,), BS, draw(span), draw(st.integers(1, 3)), layers=1,
                                  align=kind == "state" and draw(st.booleans())))
     return groups
+
+
+#: Private tiers of the shared-tier fleet properties (tests/fleet/test_shared_tier.py, test_shared_step.py).
+FLEET_TIERS = st.sampled_from([["gpu=24blocks", "cpu=40blocks"], ["gpu=12blocks"], ["gpu=30blocks", "cpu=8blocks"]])
+
+
+def assert_empty_shared_tier_is_plain(reqs, **kw) -> None:
+    """A fleet (``pcs.fleet_replay(reqs, **kw)``) with a 0-block shared tier equals the same fleet without one
+    (docs/semantics.md §17.1: an empty shared tier holds nothing): per-instance figures, hit ratio, TTFT p50
+    and p99, the per-request table but for its remote-hit column; the shared tier served and held nothing."""
+    from pcs.fleet import fleet_replay
+    plain = fleet_replay(reqs, **kw)
+    zero = fleet_replay(reqs, shared_tier="remote=0blocks", **kw)
+    assert [x.to_dict() for x in zero.summary.per_instance] == [x.to_dict() for x in plain.summary.per_instance]
+    assert zero.summary.hit_ratio == plain.summary.hit_ratio
+    assert zero.summary.ttft_p50_s == plain.summary.ttft_p50_s
+    assert zero.summary.ttft_p99_s == plain.summary.ttft_p99_s
+    tables_equal(zero.requests, plain.requests, drop=("hit_tokens_remote",))
+    assert zero.summary.shared_tier.hit_tokens == 0 and zero.summary.shared_tier.peak_resident_blocks == 0
+
+
+def assert_one_instance_is_single_replay(reqs, tiers: list, shared_blocks: int, **kw) -> None:
+    """A one-instance fleet with a shared tier of ``shared_blocks`` equals the single replay whose lowest tier
+    is that tier (docs/semantics.md §17.1) -- request table, hit ratio, the shared tier's peak -- whenever no
+    restore's lease had to spare a block (the single replay has no leases; the fleet counts them)."""
+    import pcs
+    from pcs.fleet import fleet_replay
+    shared = f"remote={shared_blocks}blocks"
+    f = fleet_replay(reqs, instances=1, router="round-robin", tiers=tiers, shared_tier=shared, **kw)
+    one = pcs.replay(reqs, tiers=tiers + [shared], **kw)
+    if f.summary.shared_tier.lease_spared_blocks == 0:
+        tables_equal(f.requests, one.requests, drop=("instance",))
+        assert f.summary.hit_ratio == one.summary.hit_ratio
+        assert f.summary.shared_tier.peak_resident_blocks == one.summary.tiers[-1].resident_blocks_peak
