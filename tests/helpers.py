@@ -13,7 +13,10 @@
   replay through Python tiers), ``LinearCompute`` and ``DyadicCompute`` (simple
   compute models);
 - hand-traced constants (``HAND_*``, ``CYCLE_SPEC``) with their working;
-- ``flat_hits``: a flat key stream through one pcs tier (the policies' libCacheSim stream).
+- ``flat_hits``: a flat key stream through one pcs tier (the policies' libCacheSim stream);
+- twin equality: ``hierarchy_state``, ``admission_fields``, ``drive_direct_calls`` + ``finish_and_check``,
+  ``assert_twin_runs_equal``, ``tables_equal``; hybrid groups: ``group_sets``; fleets with a shared tier:
+  ``FLEET_TIERS``, ``assert_empty_shared_tier_is_plain``, ``assert_one_instance_is_single_replay``.
 """
 from __future__ import annotations
 
@@ -447,13 +450,24 @@ def assert_file_error_names(tmp_path, name: str, text: str, load, where: str) ->
 
 
 def tables_equal(a, b, drop=()) -> None:
-    """Two requests tables (pyarrow) equal column by column (NaN == NaN); ``drop``: the columns only ``a`` has."""
-    import math
-
+    """Two requests tables (pyarrow) equal: the same columns in the same order (``a`` may have the columns
+    ``drop`` besides), each equal value by value, NaN equal to NaN (the step scheduler's columns hold NaN;
+    pyarrow's ``equals`` says no)."""
+    assert set(drop) <= set(a.column_names) and not set(drop) & set(b.column_names), drop
+    assert [c for c in a.column_names if c not in drop] == b.column_names
     for c in b.column_names:
-        x, y = a.column(c).to_pylist(), b.column(c).to_pylist()
-        assert all(u == v or (isinstance(u, float) and math.isnan(u) and math.isnan(v)) for u, v in zip(x, y)), c
-    assert set(a.column_names) - set(b.column_names) == set(drop)
+        x, y = (t.column(c).to_numpy(zero_copy_only=False) for t in (a, b))
+        assert np.array_equal(x, y, equal_nan=x.dtype.kind == "f"), c
+
+
+def assert_twin_runs_equal(a, ha, b, hb) -> None:
+    """Two engine runs (:class:`pcs.engine.engine.ReplayEngine` results ``a``, ``b`` over hierarchies ``ha``
+    -- the Python reference -- and ``hb`` -- its compiled twin) are equal: ledger, every per-request column
+    byte for byte (NaN == NaN as bytes) and the hierarchies' end states (:func:`hierarchy_state`)."""
+    assert a.ledger == b.ledger
+    as_bytes = lambda cols: {k: v.tobytes() for k, v in cols.items()}  # noqa: E731
+    assert as_bytes(a.columns) == as_bytes(b.columns)
+    assert hierarchy_state(ha) == hierarchy_state(hb)
 
 
 class HandTrace:

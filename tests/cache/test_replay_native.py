@@ -22,7 +22,7 @@ from pcs.cache import Hierarchy, Tier, make_policy
 from pcs.engine.engine import ReplayEngine, TimeModel
 from pcs.engine.chunks import iter_chunks
 from pcs.engine.select import SUMMARY_KEYS
-from helpers import LinearCompute, admission_fields, finish_and_check, hierarchy_state, per_trace, stress_trace
+from helpers import LinearCompute, admission_fields, finish_and_check, per_trace, stress_trace, assert_twin_runs_equal
 from helpers import ALL_RULES, BS, SETTINGS, traces
 
 native = pytest.importorskip("pcs.cache.native")
@@ -45,10 +45,7 @@ def _run(reqs, caps, timing, rules, wp, use_native, check=True):
 def _same(reqs, caps, timing, rules, wp):
     a, ha = _run(reqs, caps, timing, rules, wp, False)
     b, hb = _run(reqs, caps, timing, rules, wp, True)
-    assert a.ledger == b.ledger
-    as_bytes = lambda cols: {k: v.tobytes() for k, v in cols.items()}  # noqa: E731  (NaN == NaN as bytes)
-    assert as_bytes(a.columns) == as_bytes(b.columns)
-    assert hierarchy_state(ha) == hierarchy_state(hb)
+    assert_twin_runs_equal(a, ha, b, hb)
     return a
 
 
