@@ -970,9 +970,10 @@ static int new_request(Sched *s, int64_t k, double a, int64_t p, int64_t o, int6
     r->land = -INFINITY; r->ttft = NAN; r->first = 1; r->grows = 1; r->live = 1;
     r->ep = ++s->epochs;
     r->kv_mark = s->kv_acc + (s->kv_since >= 0 ? s->now - s->kv_since : 0.0);
-    r->hashes = PyMem_Malloc(sizeof(uint64_t) * (n0 + ndh + 1));
+    int64_t nid = s->no_cache && !ndh ? 0 : n0;   /* the no-cache run looks up no block (admission_args: n = 0) */
+    r->hashes = PyMem_Malloc(sizeof(uint64_t) * (nid + ndh + 1));
     if (!r->hashes) { PyErr_NoMemory(); return -1; }
-    memcpy(r->hashes, ids, sizeof(uint64_t) * n0);
+    memcpy(r->hashes, ids, sizeof(uint64_t) * nid);
     if (ndh) memcpy(r->hashes + n0, dh, sizeof(uint64_t) * ndh);
     if (pre) {
         r->pre = PyMem_Malloc(sizeof(double) * (cap0 + 1));
