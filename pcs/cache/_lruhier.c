@@ -804,6 +804,16 @@ static int unpin(Tier *g, const uint64_t *keys, Py_ssize_t n, int reused) {
     return 0;
 }
 
+/* the release of Hierarchy.finish once its checks passed (every key pinned, reserved slots held): tail first,
+ * computed reversed (just computed), then pinned reversed (hits: reused); 0 or -1 (a policy's memory error) */
+static int finish_release(Hier *h, Adm *a) {
+    Tier *g = &h->t[0];
+    if (unpin(g, a->keys + a->nused, a->nnew, 0) < 0 || unpin(g, a->keys, a->nused, 1) < 0) return -1;
+    g->reserved -= a->reserved_blocks;
+    a->reserved_blocks = 0;
+    return 0;
+}
+
 /* Hierarchy.finish(adm): 0 or -1 */
 static int c_finish(PyObject *hh, PyObject *arg) {
     Hier *h = (Hier *)hh;
@@ -822,11 +832,7 @@ static int c_finish(PyObject *hh, PyObject *arg) {
         PyErr_SetString(PyExc_AssertionError, "release of more slots than reserved");
         return -1;
     }
-    /* tail first: computed reversed (just computed), then pinned reversed (hits: reused) */
-    if (unpin(g, a->keys + a->nused, a->nnew, 0) < 0 || unpin(g, a->keys, a->nused, 1) < 0) return -1;
-    g->reserved -= a->reserved_blocks;
-    a->reserved_blocks = 0;
-    return 0;
+    return finish_release(h, a);
 }
 
 static PyObject *hier_finish(Hier *h, PyObject *arg) {
@@ -858,7 +864,8 @@ static Py_ssize_t seq_one(Hier *h, const uint64_t *keys, Py_ssize_t len, Py_ssiz
     PyObject *a = start_plan(h, &p, 0);
     if (!a) return -1;
     Py_ssize_t hits = ((Adm *)a)->hit_blocks;
-    int rc = c_prefill_done((PyObject *)h, a) < 0 || c_finish((PyObject *)h, a) < 0 ? -1 : 0;
+    /* finish without its checks: this admission was just made, its keys pinned and its slots reserved */
+    int rc = c_prefill_done((PyObject *)h, a) < 0 || finish_release(h, (Adm *)a) < 0 ? -1 : 0;
     Py_DECREF(a);
     return rc < 0 ? -1 : hits;
 }
