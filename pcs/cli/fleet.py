@@ -36,7 +36,7 @@ def _router_names() -> tuple[str, ...]:
 
 def fleet_options(multiple: bool) -> Callable:
     """The decorator adding the fleet options (``--router`` repeatable when ``multiple``: pcs compare)."""
-    from pcs.fleet.fleet import MAX_INSTANCES
+    from pcs.choices import MAX_INSTANCES
 
     def wrap(f: Callable) -> Callable:
         f = click.option("--shared-tier", default=None, metavar="NAME=SIZE",

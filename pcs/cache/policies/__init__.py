@@ -39,6 +39,8 @@ from pcs.cache.policies.s3fifo import S3FIFOPolicy
 from pcs.cache.policies.sieve import SievePolicy
 from pcs.cache.policies.slru import DEFAULT_PROTECTED_SHARE, ProtectedPolicy, SLRUPolicy
 from pcs.cache.policies.twoq import TwoQPolicy
+from pcs.choices import DEFAULT_POLICY as _CHOICE_DEFAULT
+from pcs.choices import POLICY_ALIASES as _CHOICE_ALIASES
 from pcs.errors import UnknownNameError
 
 __all__ = ["EvictionPolicy", "PolicyContext", "get_policy", "make_policy", "make_policies", "policy_options",
@@ -91,15 +93,15 @@ def load_plugins(entry_points: Sequence[Any] | None = None) -> list[str]:
     return added
 
 
-#: Other names accepted for a registered policy: alias -> registered name.
-POLICY_ALIASES: dict[str, str] = {"protected": "slru"}
+#: Other names accepted for a registered policy: alias -> registered name (:mod:`pcs.choices`).
+POLICY_ALIASES: dict[str, str] = dict(_CHOICE_ALIASES)
 load_plugins()
 #: Registered policy names, in registration order (built-in, then plug-ins).
 POLICY_NAMES: tuple[str, ...] = tuple(_POLICIES)
 #: Every name a lookup accepts (registered names, then aliases): the CLI's ``--policy`` choices.
 POLICY_CHOICES: tuple[str, ...] = POLICY_NAMES + tuple(POLICY_ALIASES)
-#: The policy used when none is named (vLLM's prefix cache and offloading default to LRU).
-DEFAULT_POLICY = "lru"
+#: The policy used when none is named (vLLM's prefix cache and offloading default to LRU; :mod:`pcs.choices`).
+DEFAULT_POLICY = _CHOICE_DEFAULT
 
 
 def spec_value(text: str) -> Any:
