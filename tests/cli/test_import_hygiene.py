@@ -105,3 +105,11 @@ def test_choices_equal_the_registries():
     assert hierarchy.WRITE_POLICIES is choices.WRITE_POLICIES and engine.TIMINGS is choices.TIMINGS
     assert api.FORMATS is choices.TRACE_FORMATS and api.ON_ERROR is choices.ON_ERROR
     assert fleet.MAX_INSTANCES == choices.MAX_INSTANCES == 4096
+
+
+@pytest.mark.slow
+def test_a_replay_of_built_in_policies_reads_no_entry_points():
+    """The plug-in entry points are read on a lookup miss or a full listing (pcs.cache.policies), not for lru:
+    importlib.metadata (~0.04 s of CPU) stays unloaded; tests/cache/test_policies_plugin.py runs a plug-in."""
+    mods = imported("replay", str(SMALL_TRACE), "-q", "--format", "json")
+    assert "pcs.cache.policies" in mods and "importlib.metadata" not in mods
