@@ -264,7 +264,7 @@ def _policy_context(names: Sequence[str], source: Any, rules: BlockRules, comput
         needs.add("chain")
     if not needs:
         return None
-    oracle = TraceOracle.build(iter_chunks(source, rules), future="future" in needs)
+    oracle = TraceOracle.build(iter_chunks(source, rules), future="future" in needs, chain="chain" in needs)
     return PolicyContext(oracle, block_cost_from(compute, bs))
 
 
