@@ -522,3 +522,54 @@ def drive_direct_calls(hs: list, chains: list, wait: bool) -> None:
         for h in hs:
             h._check()
         assert _state(hs[0]) == _state(hs[1])
+
+
+@st.composite
+def hybrid_group_sets(draw, min_window: int = 1):
+    """Cache groups sharing one pool: full attention (maybe) plus 1-3 of window / chunk / state, random spans
+    (tokens; windows from ``min_window``) and pages per block (pcs.cache.groups.CacheGroup, block size BS)."""
+    from pcs.cache.groups import CacheGroup
+
+    kinds = draw(st.lists(st.sampled_from(["window", "chunk", "state"]), min_size=1, max_size=3, unique=True))
+    groups = []
+    if draw(st.booleans()) or len(kinds) == 1:
+        groups.append(CacheGroup("full_attention", "full", ("full_attention",), BS, 0, draw(st.integers(1, 2)),
+                                 layers=1))
+    for kind in kinds:
+        span = {"window": st.integers(min_window, 14), "chunk": st.integers(2, 12),
+                "state": st.sampled_from([BS, 2 * BS, 3 * BS])}[kind]
+        groups.append(CacheGroup(kind, kind, (kind,), BS, draw(span), draw(st.integers(1, 3)), layers=1,
+                                 align=kind == "state" and draw(st.booleans())))
+    return groups
+
+
+def assert_group_states_equal(ref, nat) -> None:
+    """Two hybrid hierarchies (GroupHierarchy, NativeGroupHierarchy) in the same end state: written and dropped
+    pages, each level's resident pages with pin counts, eviction order, stats and reservations, residency."""
+    assert (ref.written_blocks, ref.dropped_blocks) == (nat.written_blocks, nat.dropped_blocks)
+    for x, y in zip(ref.tiers, nat.tiers):
+        assert dict(x.resident) == dict(y.resident)
+        assert x.policy.order() == y.policy.order()
+        assert x.stats == y.stats and x.reserved_blocks == y.reserved_blocks
+    assert residency_fields(ref.residency) == residency_fields(nat.residency)
+
+
+def residency_fields(r) -> dict:
+    """Every field of a pcs.cache.residency.Residency, comparable with == (the compiled twins' equality)."""
+    d = {k: getattr(r, k) for k in ("pages", "group_peak_pages", "restored", "written", "dropped", "peak_bytes",
+                                    "peak_t", "samples", "peak_held_bytes", "clock", "_next")}
+    d["peak_pages"] = [tuple(p) for p in r.peak_pages]
+    d["request_pages"] = [list(c) for c in r.request_pages]
+    d["request_lost"] = list(r.request_lost)
+    return d
+
+
+def without_engine_keys(d):
+    """A summary dict (nested) without the keys that name the engine (pcs.engine.select.SUMMARY_KEYS)."""
+    from pcs.engine.select import SUMMARY_KEYS
+
+    if isinstance(d, dict):
+        return {k: without_engine_keys(v) for k, v in d.items() if k not in SUMMARY_KEYS}
+    if isinstance(d, list):
+        return [without_engine_keys(v) for v in d]
+    return d

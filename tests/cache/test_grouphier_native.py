@@ -18,7 +18,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from helpers import ALL_RULES, BS, ROOT, SETTINGS, LinearCompute, step_cost, step_run, traces
+from helpers import (ALL_RULES, BS, ROOT, SETTINGS, LinearCompute, assert_group_states_equal, hybrid_group_sets,
+                     step_cost, step_run, traces, without_engine_keys)
 from pcs.cache import Tier, make_policy
 from pcs.cache.groups import CacheGroup
 from pcs.cache.grouphier import GroupHierarchy
@@ -26,28 +27,11 @@ from pcs.cache.nativegroups import NativeGroupHierarchy, unsupported
 from pcs.engine.chunks import iter_chunks
 from pcs.engine.engine import ReplayEngine, TimeModel
 from pcs.engine.hybridstep import HybridStepEngine
-from pcs.engine.select import SUMMARY_KEYS
 
 pytestmark = pytest.mark.skipif(unsupported([], [], 1) is not None, reason="pcs.cache._grouphier not built")
 
 NAMES = ("gpu", "cpu", "ssd")
 HYBRIDS = ("gpt-oss-120b", "gemma-3-27b", "qwen3-next-80b-a3b", "deepseek-v3.2")
-
-
-@st.composite
-def group_sets(draw):
-    """Full attention (maybe) plus 1-3 of window / chunk / state, random spans and pages (one shared pool)."""
-    kinds = draw(st.lists(st.sampled_from(["window", "chunk", "state"]), min_size=1, max_size=3, unique=True))
-    groups = []
-    if draw(st.booleans()) or len(kinds) == 1:
-        groups.append(CacheGroup("full_attention", "full", ("full_attention",), BS, 0, draw(st.integers(1, 2)),
-                                 layers=1))
-    for kind in kinds:
-        span = {"window": st.integers(1, 14), "chunk": st.integers(2, 12),
-                "state": st.sampled_from([BS, 2 * BS, 3 * BS])}[kind]
-        groups.append(CacheGroup(kind, kind, (kind,), BS, draw(span), draw(st.integers(1, 3)), layers=1,
-                                 align=kind == "state" and draw(st.booleans())))
-    return groups
 
 
 def _pair(caps, wp, groups, step_s=0.01):
@@ -59,24 +43,10 @@ def _pair(caps, wp, groups, step_s=0.01):
             NativeGroupHierarchy(tiers(), wp, groups, 1, pb, step_s))
 
 
-def _residency(r) -> dict:
-    d = {k: getattr(r, k) for k in ("pages", "group_peak_pages", "restored", "written", "dropped", "peak_bytes",
-                                    "peak_t", "samples", "peak_held_bytes", "clock", "_next")}
-    d["peak_pages"] = [tuple(p) for p in r.peak_pages]
-    d["request_pages"] = [list(c) for c in r.request_pages]
-    d["request_lost"] = list(r.request_lost)
-    return d
-
-
 def _assert_same(ref, nat, a, b) -> None:
     assert {k: repr(list(v)) for k, v in a.columns.items()} == {k: repr(list(v)) for k, v in b.columns.items()}
     assert a.ledger == b.ledger
-    assert (ref.written_blocks, ref.dropped_blocks) == (nat.written_blocks, nat.dropped_blocks)
-    for x, y in zip(ref.tiers, nat.tiers):
-        assert dict(x.resident) == dict(y.resident)
-        assert x.policy.order() == y.policy.order()
-        assert x.stats == y.stats and x.reserved_blocks == y.reserved_blocks
-    assert _residency(ref.residency) == _residency(nat.residency)
+    assert_group_states_equal(ref, nat)
 
 
 def _loop(h, reqs, timing, rules):
@@ -88,7 +58,7 @@ def _loop(h, reqs, timing, rules):
 
 
 @SETTINGS
-@given(reqs=traces(), groups=group_sets(), caps=st.lists(st.integers(0, 24), min_size=1, max_size=3),
+@given(reqs=traces(), groups=hybrid_group_sets(), caps=st.lists(st.integers(0, 24), min_size=1, max_size=3),
        timing=st.sampled_from(["sequential", "modeled"]), wp=st.sampled_from(["back", "through"]),
        rules=st.sampled_from(ALL_RULES))
 def test_native_equals_reference_under_the_event_loop(reqs, groups, caps, timing, wp, rules):
@@ -98,7 +68,7 @@ def test_native_equals_reference_under_the_event_loop(reqs, groups, caps, timing
 
 
 @SETTINGS
-@given(reqs=traces(), groups=group_sets(), caps=st.lists(st.integers(2, 24), min_size=1, max_size=3),
+@given(reqs=traces(), groups=hybrid_group_sets(), caps=st.lists(st.integers(2, 24), min_size=1, max_size=3),
        wp=st.sampled_from(["back", "through"]), budget=st.integers(4, 24), seqs=st.integers(1, 4),
        fallback=st.booleans(), rules=st.sampled_from(ALL_RULES))
 def test_native_equals_reference_under_the_step_scheduler(reqs, groups, caps, wp, budget, seqs, fallback, rules):
@@ -160,14 +130,6 @@ class _Link:
         return self.setup_s + num_bytes * 2.0 ** -20
 
 
-def _no_engine(d):
-    if isinstance(d, dict):
-        return {k: _no_engine(v) for k, v in d.items() if k not in SUMMARY_KEYS}
-    if isinstance(d, list):
-        return [_no_engine(v) for v in d]
-    return d
-
-
 def _same_table(a, b) -> None:
     """Column by column, NaN equal to NaN (the step scheduler's columns hold NaN)."""
     assert a.column_names == b.column_names
@@ -184,8 +146,8 @@ def _same_replays(trace, **kw) -> None:
     b = replay(trace, **kw)
     assert a.summary.engine == "hybrid" and b.summary.engine == "compiled-hybrid", b.summary.engine_reason
     assert b.summary.baseline_engine == "compiled-hybrid"
-    assert json.dumps(_no_engine(a.summary.to_dict()), default=str) == \
-        json.dumps(_no_engine(b.summary.to_dict()), default=str)
+    assert json.dumps(without_engine_keys(a.summary.to_dict()), default=str) == \
+        json.dumps(without_engine_keys(b.summary.to_dict()), default=str)
     _same_table(a.requests, b.requests)
 
 

@@ -22,7 +22,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from helpers import BS, ROOT, traces
+from helpers import BS, ROOT, assert_group_states_equal, hybrid_group_sets, traces, without_engine_keys
 from pcs.blocks import BlockRules
 from pcs.cache import Tier, make_policy
 from pcs.cache.groups import CacheGroup
@@ -33,7 +33,6 @@ from pcs.engine.chunkattn import chunk_terms
 from pcs.engine.hybridnative import HybridNativeStepEngine, hybrid_unsupported
 from pcs.engine.hybridstep import HybridStepEngine
 from pcs.engine.scheduler import StepEngine
-from pcs.engine.select import SUMMARY_KEYS
 
 pytestmark = pytest.mark.skipif(stepnative._stepsched is None or unsupported([], [], 1) is not None,
                                 reason="the compiled step loop or hybrid hierarchy is not built")
@@ -71,22 +70,6 @@ def components(draw):
 
 
 @st.composite
-def group_sets(draw):
-    """Full attention (maybe) plus 1-3 of window / chunk / state, random spans and pages (one shared pool)."""
-    kinds = draw(st.lists(st.sampled_from(["window", "chunk", "state"]), min_size=1, max_size=3, unique=True))
-    groups = []
-    if draw(st.booleans()) or len(kinds) == 1:
-        groups.append(CacheGroup("full_attention", "full", ("full_attention",), BS, 0, draw(st.integers(1, 2)),
-                                 layers=1))
-    for kind in kinds:
-        span = {"window": st.integers(1, 14), "chunk": st.integers(2, 12),
-                "state": st.sampled_from([BS, 2 * BS, 3 * BS])}[kind]
-        groups.append(CacheGroup(kind, kind, (kind,), BS, draw(span), draw(st.integers(1, 3)), layers=1,
-                                 align=kind == "state" and draw(st.booleans())))
-    return groups
-
-
-@st.composite
 def runs(draw):
     from pcs.compute import StepCost, _ChunkAttention
     from pcs.hardware import LinkSpec
@@ -110,7 +93,7 @@ def runs(draw):
               max_preemptions=draw(st.integers(0, 3)), decode=draw(st.booleans()), skip=draw(st.booleans()),
               write_policy=draw(st.sampled_from(["back", "through"])), no_cache=draw(st.booleans()),
               block_bytes=[draw(st.sampled_from([0, 256, 4096, 65536])) for _ in caps],
-              last_token=draw(st.booleans()), groups=draw(group_sets()), step_s=draw(st.sampled_from([0.01, 0.5])))
+              last_token=draw(st.booleans()), groups=draw(hybrid_group_sets()), step_s=draw(st.sampled_from([0.01, 0.5])))
     return reqs, caps, cost, links, kw
 
 
@@ -140,15 +123,6 @@ def _values(col):
     return np.frombuffer(col, dtype={"q": np.int64, "d": np.float64, "b": np.int8}[col.typecode])
 
 
-def _residency(r) -> dict:
-    d = {k: getattr(r, k) for k in ("pages", "group_peak_pages", "restored", "written", "dropped", "peak_bytes",
-                                    "peak_t", "samples", "peak_held_bytes", "clock", "_next")}
-    d["peak_pages"] = [tuple(p) for p in r.peak_pages]
-    d["request_pages"] = [list(c) for c in r.request_pages]
-    d["request_lost"] = list(r.request_lost)
-    return d
-
-
 def _assert_same(py, c):
     (pe, pr), (ce, cr) = py, c
     assert list(pr.columns) == list(cr.columns)
@@ -158,13 +132,7 @@ def _assert_same(py, c):
     assert pr.ledger == cr.ledger
     assert pe.stats == ce.stats
     assert json.dumps(pr.sampler.rows) == json.dumps(cr.sampler.rows)
-    ref, nat = pe.h, ce.h
-    assert (ref.written_blocks, ref.dropped_blocks) == (nat.written_blocks, nat.dropped_blocks)
-    for x, y in zip(ref.tiers, nat.tiers):
-        assert dict(x.resident) == dict(y.resident)
-        assert x.policy.order() == y.policy.order()
-        assert x.stats == y.stats and x.reserved_blocks == y.reserved_blocks
-    assert _residency(ref.residency) == _residency(nat.residency)
+    assert_group_states_equal(pe.h, ce.h)
 
 
 @settings(max_examples=150, deadline=None)
@@ -212,14 +180,6 @@ class _Cfg:
     restore_policy = "layerwise"
 
 
-def _no_engine(d):
-    if isinstance(d, dict):
-        return {k: _no_engine(v) for k, v in d.items() if k not in SUMMARY_KEYS}
-    if isinstance(d, list):
-        return [_no_engine(v) for v in d]
-    return d
-
-
 def _same_replays(trace, **kw) -> None:
     """The Python row (engine "hybrid" by name) and auto (compiled-hybrid: this C loop) give the same replay."""
     from pcs.engine.api import replay
@@ -228,8 +188,8 @@ def _same_replays(trace, **kw) -> None:
     b = replay(trace, **kw)
     assert b.summary.engine == "compiled-hybrid" and "step loop in C" in b.summary.engine_reason, \
         b.summary.engine_reason
-    assert json.dumps(_no_engine(a.summary.to_dict()), default=str) == \
-        json.dumps(_no_engine(b.summary.to_dict()), default=str)
+    assert json.dumps(without_engine_keys(a.summary.to_dict()), default=str) == \
+        json.dumps(without_engine_keys(b.summary.to_dict()), default=str)
     assert a.requests.column_names == b.requests.column_names
     for name in a.requests.column_names:
         x, y = (t.column(name).to_numpy(zero_copy_only=False) for t in (a.requests, b.requests))
