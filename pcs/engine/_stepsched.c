@@ -18,6 +18,7 @@
 #include <stdint.h>
 #include <string.h>
 #include "../cache/_lruhier_api.h"
+#include "../cache/_grouphier_capi.h"
 
 /* per-request int64 columns, then the tiers' hit_tokens_<tier>; double columns; order = stepnative.py's */
 enum { Q_HIT, Q_MISSED, Q_HTOK, Q_RBYTES, Q_PREEMPT, Q_RECOMP, Q_DECODE, NQ0 };
@@ -27,6 +28,7 @@ static const int D_NAN_FROM = D_PREFILL;          /* columns from here on start 
 #define MAX_SPAN_S (366.0 * 86400.0)
 #define FINE_LIMIT_S 172800.0
 #define COARSE_S 3600
+#define MAX_TERMS 8                     /* prefill-attention terms (one per KV component) */
 
 typedef struct { int64_t key, seq, ep; int32_t r; } HEnt;
 typedef struct { HEnt *a; Py_ssize_t n, cap; } Heap;
@@ -77,9 +79,14 @@ typedef struct {
     int64_t *q[NQ0 + 8]; double *dc[ND]; char *trunc; Py_ssize_t ncol, capcol;
     /* a fleet's one clock (StepEngine.clock_event / clock_advance): the step that began, its end due */
     int half; Py_ssize_t open_nch; double open_step;
+    /* hybrid models: prefill attention as a sum of terms (set_chunk_attention), the compiled hybrid
+     * hierarchy's hooks (set_hybrid); see "hybrid models" below */
+    int nterms, term_kind[MAX_TERMS]; double term_coef[MAX_TERMS], term_param[MAX_TERMS], attn_f;
+    PyObject *gh; const GHCApi *gh_api;
+    int64_t gh_bytes[8];            /* the admission's restored_bytes_per_tier (a hybrid hierarchy's pages) */
 } Sched;
 
-static PyObject *s_hit, *s_hbpt, *s_rbpt, *s_lead, *s_last, *s_prefix, *s_trunc;
+static PyObject *s_rbytes, *s_hit, *s_hbpt, *s_rbpt, *s_lead, *s_last, *s_prefix, *s_trunc;
 
 /* ---------------------------------------------------------------- small helpers */
 static inline int64_t floordiv(int64_t a, int64_t b) { int64_t q = a / b; return (a % b && (a < 0) != (b < 0)) ? q - 1 : q; }
@@ -170,6 +177,8 @@ static int hcall0(PyObject *m, PyObject *adm, PyObject *arg) {
 }
 
 /* ---------------------------------------------------------------- the hierarchy's calls: its C API or Python */
+/* hybrid models: the compiled hybrid hierarchy follows the loop's clock (HybridStepEngine: hierarchy.follow) */
+static int hy_tick(Sched *s) { return s->gh ? s->gh_api->tick(s->gh, s->now) : 0; }
 /* the chain start() takes on the Python path, built once per admission attempt (cached in r->chain until it is
  * admitted): the first n ids as one uint64 buffer (start_ids) or a list of ints */
 static int py_chain(Sched *s, Req *r, int64_t n) {
@@ -184,6 +193,7 @@ static int py_chain(Sched *s, Req *r, int64_t n) {
 
 /* Hierarchy.start(chain, n, cap, extra, wait_if_full=True): an Admission, None (it waits; new refs) or NULL */
 static PyObject *h_start(Sched *s, Req *r, int64_t n, int64_t cap, int64_t extra) {
+    if (hy_tick(s) < 0) return NULL;
     if (s->api) return s->api->start(s->hobj, r->hashes, n, n, cap, extra, 1);
     if (py_chain(s, r, n) < 0) return NULL;
     PyObject *a[5] = {r->chain, PyLong_FromLongLong(n), PyLong_FromLongLong(cap), PyLong_FromLongLong(extra), Py_True};
@@ -206,20 +216,24 @@ static int h_info(Sched *s, PyObject *adm, PcsAdmInfo *ai) {
 }
 
 static int h_done(Sched *s, PyObject *adm) {
+    if (hy_tick(s) < 0) return -1;
     return s->api ? s->api->prefill_done(s->hobj, adm) : hcall0(s->m_done, adm, NULL);
 }
 
 static int h_finish(Sched *s, PyObject *adm) {
+    if (hy_tick(s) < 0) return -1;
     return s->api ? s->api->finish(s->hobj, adm) : hcall0(s->m_finish, adm, NULL);
 }
 
 static int h_abort(Sched *s, PyObject *adm) {
+    if (hy_tick(s) < 0) return -1;
     return s->api ? s->api->abort(s->hobj, adm) : hcall0(s->m_abort, adm, NULL);
 }
 
 /* Hierarchy.grow(adm, 1): 1 granted, 0 none obtainable, -1 error */
 static int h_grow1(Sched *s, PyObject *adm) {
     static PyObject *one = NULL;
+    if (hy_tick(s) < 0) return -1;
     if (s->api) return s->api->grow(s->hobj, adm, 1);
     if (!one && !(one = PyLong_FromLong(1))) return -1;
     PyObject *res = hcall(s->m_grow, adm, one);
@@ -231,6 +245,7 @@ static int h_grow1(Sched *s, PyObject *adm) {
 
 /* Hierarchy.extend(adm, keys[0 .. m)); 0 or -1 */
 static int h_extend(Sched *s, PyObject *adm, const uint64_t *keys, int64_t m) {
+    if (hy_tick(s) < 0) return -1;
     if (s->api) return s->api->extend(s->hobj, adm, keys, m);
     PyObject *l = u64_list(keys, m);
     if (!l) return -1;
@@ -303,10 +318,45 @@ static int64_t decode_steps_within(const Sched *s, int64_t d, int64_t S, double 
     return lo;
 }
 
+/* ---------------------------------------------------------------- hybrid models: prefill attention
+ * StepCost.chunk_attn_s when attn_pair_s is None (windowed, chunked or linear attention): the model's
+ * attention_flops(n, c) / flops_per_s, ModelSpec.attention_flops's sum over components in their order, each
+ * coef x pairs (pcs/model/components.py causal_pairs, windowed_pairs, chunked_pairs; linear: n), in numpy's
+ * floating-point order; the terms come from pcs/engine/chunkattn.py, which checks them against the model. */
+enum { PK_CAUSAL, PK_WINDOW, PK_CHUNK, PK_LINEAR };
+
+static double window_sum(double m, double w) {      /* windowed_pairs' S(m) */
+    double a = m < w ? m : w;
+    return a * (a + 1.0) / 2.0 + (m - a) * w;
+}
+
+static double chunk_sum(double m, double size) {    /* chunked_pairs' S(m), m >= 0 */
+    double r = fmod(m, size), q = (m - r) / size;
+    return q * size * (size + 1.0) / 2.0 + r * (r + 1.0) / 2.0;
+}
+
+static double term_pairs(int kind, double n, double c, double param) {
+    switch (kind) {
+    case PK_CAUSAL: return n * c + n * (n + 1.0) / 2.0;
+    case PK_WINDOW: return window_sum(c + n, param) - window_sum(c, param);
+    case PK_CHUNK: return chunk_sum(c + n, param) - chunk_sum(c, param);
+    default: return n + 0.0 * c;
+    }
+}
+
+/* a prefill chunk's attention seconds: n new tokens after c cached */
+static double chunk_attn_s(const Sched *s, int64_t n, int64_t c) {
+    if (!s->nterms) return s->pair_s * ((double)(n * c) + (double)(n * (n + 1)) / 2.0);
+    double total = 0.0, dn = (double)n, dc = (double)c;
+    for (int x = 0; x < s->nterms; x++) total = total + s->term_coef[x] * term_pairs(s->term_kind[x], dn, dc,
+                                                                                      s->term_param[x]);
+    return total / s->attn_f;
+}
+
 /* StepCost.prefill_s: a prefill alone in a step */
 static double prefill_alone_s(const Sched *s, int64_t n, int64_t c) {
     if (n <= 0) return 0.0;
-    double comp = s->tok_s * (double)n + s->pair_s * ((double)(n * c) + (double)(n * (n + 1)) / 2.0);
+    double comp = s->tok_s * (double)n + chunk_attn_s(s, n, c);
     double mem = s->kv_seq + s->kv_tok * (double)c;
     double w = s->w_act * (double)(n + 0);
     double memory = (s->w_tot < w ? s->w_tot : w) + mem + 0.0 * s->kv_seq + s->kv_tok * 0.0;
@@ -499,6 +549,7 @@ static void plan_restores(const Sched *s, const int64_t *restored, Plan *pl) {
         int64_t blocks = restored[j];
         if (!blocks) continue;
         int64_t bpb = s->bpb[j], nbytes = blocks * bpb;
+        if (s->gh) { nbytes = s->gh_bytes[j]; bpb = nbytes / blocks; }    /* restores.plan: bytes per pool */
         int x = pl->n++;
         pl->j[x] = j; pl->blocks[x] = blocks; pl->nbytes[x] = nbytes;
         pl->xfer[x] = s->bw[j] > 0 ? transfer_s(s, j, nbytes, bpb) : 0.0;
@@ -618,7 +669,9 @@ static int admit(Sched *s, int32_t ri) {
     int64_t hits = ai.hit_blocks, lead = ai.gpu_lead_blocks;
     r->grows = !(fixed || ai.truncated);
     r->seq = s->seq++;
-    int64_t kept = restores(s, r, hits, lead, th, rb), bs = s->bs, p = r->p;
+    if (s->gh && attr_list(s, adm, s_rbytes, s->gh_bytes) < 0) return -1;
+    int64_t skipped = s->skipped, kept = restores(s, r, hits, lead, th, rb), bs = s->bs, p = r->p;
+    if (s->gh && s->skipped != skipped && s->gh_api->restore_skipped(s->gh, adm) < 0) return -1;
     int64_t ht = kept * bs;
     r->ctx = ht < p ? ht : p - 1;
     r->rem = p - r->ctx;
@@ -626,6 +679,7 @@ static int admit(Sched *s, int32_t ri) {
     s->pf[s->npf++] = ri;
     if (r->first) {
         if (first_columns(s, r, &ai, kept, ht < p ? ht : p, hits, th, rb, lead) < 0) return -1;
+        if (s->gh && s->gh_api->first_admission(s->gh) < 0) return -1;
         r->first = 0;
         s->admitted++;
     } else s->recompute_tokens += r->rem;
@@ -769,7 +823,7 @@ static int prefill_step(Sched *s, Py_ssize_t nch) {
     for (Py_ssize_t x = 0; x < nch; x++) {
         Req *r = &s->rq[s->cr[x]];
         int64_t c = r->ctx, n = s->cn[x];
-        comp += s->tok_s * (double)n + s->pair_s * ((double)(n * c) + (double)(n * (n + 1)) / 2.0);
+        comp += s->tok_s * (double)n + chunk_attn_s(s, n, c);
         mem += s->kv_seq + s->kv_tok * (double)c;
         tokens += n;
         if (r->land > now) late = 1;
@@ -1226,6 +1280,51 @@ static int sched_init(Sched *s, PyObject *args, PyObject *kw) {
     return 0;
 }
 
+/* ---------------------------------------------------------------- hybrid models: set-up (pcs/engine/hybridnative.py) */
+/* set_chunk_attention(terms, flops_per_s): prefill attention as [(kind, coef, param)] (chunk_attn_s above) */
+static PyObject *sched_set_chunk_attention(Sched *s, PyObject *args) {
+    PyObject *terms;
+    double f;
+    if (!PyArg_ParseTuple(args, "Od", &terms, &f)) return NULL;
+    PyObject *seq = PySequence_Fast(terms, "terms: a sequence of (kind, coef, param)");
+    if (!seq) return NULL;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    if (n < 1 || n > MAX_TERMS || !(f > 0)) {
+        Py_DECREF(seq);
+        PyErr_SetString(PyExc_ValueError, "1..8 attention terms and flops_per_s > 0");
+        return NULL;
+    }
+    for (Py_ssize_t x = 0; x < n; x++) {
+        int kind;
+        double coef, param;
+        if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(seq, x), "idd", &kind, &coef, &param)) { Py_DECREF(seq); return NULL; }
+        if (kind < PK_CAUSAL || kind > PK_LINEAR || ((kind == PK_WINDOW || kind == PK_CHUNK) && !(param >= 1))) {
+            Py_DECREF(seq);
+            PyErr_SetString(PyExc_ValueError, "attention term kind 0..3 (window and chunk: param >= 1)");
+            return NULL;
+        }
+        s->term_kind[x] = kind; s->term_coef[x] = coef; s->term_param[x] = param;
+    }
+    Py_DECREF(seq);
+    s->nterms = (int)n;
+    s->attn_f = f;
+    Py_RETURN_NONE;
+}
+
+/* set_hybrid(h): h a pcs.cache._grouphier.Hierarchy (the one whose methods the loop calls): it follows the loop's
+ * clock, keeps first admissions' samples and uncounts skipped restores, through its C-level API */
+static PyObject *sched_set_hybrid(Sched *s, PyObject *h) {
+    PyObject *cap = PyObject_CallMethod(h, "c_api", NULL);
+    if (!cap) return NULL;
+    const GHCApi *api = PyCapsule_GetPointer(cap, GH_CAPI_NAME);
+    Py_DECREF(cap);          /* the capsule points at a static table of the loaded module */
+    if (!api || api->follow(h) < 0) return NULL;
+    Py_INCREF(h);
+    Py_XSETREF(s->gh, h);
+    s->gh_api = api;
+    Py_RETURN_NONE;
+}
+
 static void sched_dealloc(Sched *s) {
     for (int32_t i = 0; i < s->nrq; i++) if (s->rq[i].live) { Py_CLEAR(s->rq[i].adm); Py_CLEAR(s->rq[i].chain);
         PyMem_Free(s->rq[i].hashes); PyMem_Free(s->rq[i].pre); }
@@ -1238,7 +1337,7 @@ static void sched_dealloc(Sched *s) {
     PyMem_Free(s->trunc);
     Py_XDECREF(s->m_start); Py_XDECREF(s->m_done); Py_XDECREF(s->m_finish); Py_XDECREF(s->m_grow);
     Py_XDECREF(s->m_abort); Py_XDECREF(s->m_extend); Py_XDECREF(s->m_held); Py_XDECREF(s->take);
-    Py_XDECREF(s->resident); Py_XDECREF(s->hobj);
+    Py_XDECREF(s->resident); Py_XDECREF(s->hobj); Py_XDECREF(s->gh);
     Py_TYPE(s)->tp_free((PyObject *)s);
 }
 
@@ -1254,6 +1353,11 @@ static PyMethodDef sched_methods[] = {
     {"clock_event", (PyCFunction)sched_clock_event, METH_NOARGS,
      "a fleet's one clock: (time, 0) the step's end is due, (time, 1) the next step begins, None: idle"},
     {"clock_advance", (PyCFunction)sched_clock_advance, METH_O, "clock_advance(until_s): run the next event"},
+    {"set_chunk_attention", (PyCFunction)sched_set_chunk_attention, METH_VARARGS,
+     "set_chunk_attention([(kind 0 causal 1 window 2 chunk 3 linear, coef flops/pair, window or chunk tokens)], "
+     "flops_per_s): prefill attention as the model's attention_flops / flops_per_s"},
+    {"set_hybrid", (PyCFunction)sched_set_hybrid, METH_O,
+     "set_hybrid(h): the compiled hybrid hierarchy h (pcs.cache._grouphier.Hierarchy) follows the loop's clock"},
     {NULL}
 };
 
@@ -1290,6 +1394,7 @@ PyMODINIT_FUNC PyInit__stepsched(void) {
     s_last = PyUnicode_InternFromString("last_hit_tier");
     s_prefix = PyUnicode_InternFromString("prefix_hit_blocks");
     s_trunc = PyUnicode_InternFromString("truncated");
+    s_rbytes = PyUnicode_InternFromString("restored_bytes_per_tier");
     PyObject *m = PyModule_Create(&moddef);
     if (!m) return NULL;
     Py_INCREF(&SchedType);

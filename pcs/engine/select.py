@@ -32,10 +32,9 @@ engine                 applies when                               implementation
                        policy), at most 8 tiers, 8 cache groups,  (:mod:`pcs.engine.hybridstep`)
                        2**30 pages per tier, the compiled twin
                        built, ``native`` not ``python``
-``hybrid``             no tier on ``arc`` or ``2q`` and no        :class:`pcs.cache.grouphier.GroupHierarchy`
-                       admission policy but ``retain``; the only  (cache groups over pools of pages) under
-                       row for a hybrid model on split pools      the event loop
-                       (``sglang``) or other policies
+``hybrid``             no admission policy but ``retain``; the    :class:`pcs.cache.grouphier.GroupHierarchy`
+                       only row for a hybrid model on split       (cache groups over pools of pages) under
+                       pools (``sglang``) or other policies       the event loop
 ====================== ========================================== ==========================================
 
 The first three rows need one full-attention cache group (a model whose
@@ -200,18 +199,17 @@ def _compiled_hybrid_applies(cfg: RunConfig) -> str | None:
 
 
 def _hybrid_applies(cfg: RunConfig) -> str | None:
-    """The cache groups' hierarchy (:class:`pcs.cache.grouphier.GroupHierarchy`) takes every eviction policy but
-    arc and 2q, whose ghost lists it does not keep as the reference does (with one full-attention group it
-    differed from ``reference``), and no admission policy but ``retain`` (it applied none: reuse, selective and
-    tinylfu were listed on the tier and silently skipped)."""
+    """The cache groups' hierarchy (:class:`pcs.cache.grouphier.GroupHierarchy`) takes every eviction policy
+    (arc and 2q too: their ghost lists are told the pages a GPU pool reserves slots for, as the reference tells
+    them, ``GroupHierarchy._incoming``) and no admission policy but ``retain`` (it applied none: reuse,
+    selective and tinylfu were listed on the tier and silently skipped)."""
     bad = []
     for name, policy, _ in cfg.tiers:
-        base, *kinds = policy.split("+")
-        if base.split(":")[0] in ("arc", "2q") or any(k.split(":")[0] != "retain" for k in kinds):
+        _, *kinds = policy.split("+")
+        if any(k.split(":")[0] != "retain" for k in kinds):
             bad.append(f"{name}:{policy}")
     if bad:
-        return ("cache groups take no arc or 2q policy and no admission policy but retain (not yet modelled "
-                f"there), got {', '.join(bad)}")
+        return f"cache groups take no admission policy but retain (not yet modelled there), got {', '.join(bad)}"
     return None
 
 
