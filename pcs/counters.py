@@ -3,13 +3,13 @@
 Sums add, ``peak_*`` fields take the larger value (a peak of two runs is the
 larger peak, not their sum), list fields merge item by item (an item with its
 own ``merge`` merges, a number adds). Used by :class:`pcs.cache.tier.TierStats`
-and :mod:`pcs.engine.ledger` so sweeps and split runs add up the same way.
+and :mod:`pcs.engine.ledger` (through :class:`Counters`) so sweeps and split runs add up the same way.
 """
 from __future__ import annotations
 
 from dataclasses import fields
 
-__all__ = ["merge_counters"]
+__all__ = ["merge_counters", "Counters"]
 
 
 def merge_counters(a, b) -> None:
@@ -27,3 +27,19 @@ def merge_counters(a, b) -> None:
             setattr(a, f.name, max(x, y))
         else:
             setattr(a, f.name, x + y)
+
+
+class Counters:
+    """Mixin of a counter dataclass: ``merge`` by :func:`merge_counters` (no fields, no slots of its own)."""
+
+    __slots__ = ()
+
+    def merge(self, other):
+        """Add ``other``'s counters (same class) into self -- sums add, peaks take the max
+        (:func:`merge_counters`) -- and return self.
+
+        Raises:
+            AssertionError: list fields of different lengths.
+        """
+        merge_counters(self, other)
+        return self

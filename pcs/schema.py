@@ -20,7 +20,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, TypeVar
 
-__all__ = ["UNITS", "field", "result", "to_dict", "json_fields", "FieldInfo"]
+__all__ = ["UNITS", "field", "bytes_of", "result", "to_dict", "json_fields", "FieldInfo"]
 
 #: Unit spellings used in field metadata (decimal GB; times in seconds).
 UNITS = {
@@ -80,6 +80,16 @@ def field(unit: str, doc: str, *, key: str | None = None, omit_none: bool = Fals
         raise ValueError(f"unknown unit {unit!r}; valid: {', '.join(UNITS)}")
     meta = {"unit": unit, "doc": doc, "key": key, "omit_none": omit_none, "omit": omit, "json": json}
     return dataclasses.field(default=default, metadata=meta)
+
+
+def bytes_of(blocks_field: str) -> Any:
+    """The byte figure of a block count of the same result: ``blocks_field`` x the result's ``bytes_per_block``.
+
+    One rule for every tier-like result (a tier's bytes are its blocks times its bytes per block in its
+    layout, docs/semantics.md §13): the field's unit is bytes (int) and its meaning
+    ``"<blocks_field> x bytes_per_block"``.
+    """
+    return field("bytes", f"{blocks_field} x bytes_per_block")
 
 
 def _convert(value: Any) -> Any:

@@ -13,7 +13,10 @@
   replay through Python tiers), ``LinearCompute`` and ``DyadicCompute`` (simple
   compute models);
 - hand-traced constants (``HAND_*``, ``CYCLE_SPEC``) with their working;
-- ``flat_hits``: a flat key stream through one pcs tier (the policies' libCacheSim stream).
+- ``flat_hits``: a flat key stream through one pcs tier (the policies' libCacheSim stream);
+- twin equality: ``hierarchy_state``, ``admission_fields``, ``drive_direct_calls`` + ``finish_and_check``,
+  ``assert_twin_runs_equal``, ``tables_equal``; hybrid groups: ``group_sets``; fleets with a shared tier:
+  ``FLEET_TIERS``, ``assert_empty_shared_tier_is_plain``, ``assert_one_instance_is_single_replay``.
 """
 from __future__ import annotations
 
@@ -447,13 +450,24 @@ def assert_file_error_names(tmp_path, name: str, text: str, load, where: str) ->
 
 
 def tables_equal(a, b, drop=()) -> None:
-    """Two requests tables (pyarrow) equal column by column (NaN == NaN); ``drop``: the columns only ``a`` has."""
-    import math
-
+    """Two requests tables (pyarrow) equal: the same columns in the same order (``a`` may have the columns
+    ``drop`` besides), each equal value by value, NaN equal to NaN (the step scheduler's columns hold NaN;
+    pyarrow's ``equals`` says no)."""
+    assert set(drop) <= set(a.column_names) and not set(drop) & set(b.column_names), drop
+    assert [c for c in a.column_names if c not in drop] == b.column_names
     for c in b.column_names:
-        x, y = a.column(c).to_pylist(), b.column(c).to_pylist()
-        assert all(u == v or (isinstance(u, float) and math.isnan(u) and math.isnan(v)) for u, v in zip(x, y)), c
-    assert set(a.column_names) - set(b.column_names) == set(drop)
+        x, y = (t.column(c).to_numpy(zero_copy_only=False) for t in (a, b))
+        assert np.array_equal(x, y, equal_nan=x.dtype.kind == "f"), c
+
+
+def assert_twin_runs_equal(a, ha, b, hb) -> None:
+    """Two engine runs (:class:`pcs.engine.engine.ReplayEngine` results ``a``, ``b`` over hierarchies ``ha``
+    -- the Python reference -- and ``hb`` -- its compiled twin) are equal: ledger, every per-request column
+    byte for byte (NaN == NaN as bytes) and the hierarchies' end states (:func:`hierarchy_state`)."""
+    assert a.ledger == b.ledger
+    as_bytes = lambda cols: {k: v.tobytes() for k, v in cols.items()}  # noqa: E731
+    assert as_bytes(a.columns) == as_bytes(b.columns)
+    assert hierarchy_state(ha) == hierarchy_state(hb)
 
 
 class HandTrace:
@@ -497,7 +511,6 @@ def drive_direct_calls(hs: list, chains: list, wait: bool) -> None:
     """Drive two hierarchies (the Python reference and a compiled twin) with the same direct calls -- start
     (request r skips r % 2 tail blocks, r % 3 extra slots), abort, prefill_done, grow, finish, requests left
     running -- and assert after each step that every Admission field and the end state agree."""
-    _state = hierarchy_state
     running: list[list] = [[], []]
     for r, keys in enumerate(chains):
         n = len(keys)
@@ -515,10 +528,71 @@ def drive_direct_calls(hs: list, chains: list, wait: bool) -> None:
                     run.append(a)
         if r % 4 == 1 and running[0]:   # the oldest running request decodes into r % 3 more slots (may not fit)
             assert [h.grow(run[0], r % 3) for h, run in zip(hs, running)] in ([True, True], [False, False])
-        if r % 2:                       # finish the oldest running request every other step
-            for h, run in zip(hs, running):
-                if run:
-                    h.finish(run.pop(0))
-        for h in hs:
-            h._check()
-        assert _state(hs[0]) == _state(hs[1])
+        finish_and_check(hs, running, r)
+
+
+def finish_and_check(hs: list, running: list[list], r: int) -> None:
+    """The end of step ``r`` of a twin drive: on odd steps each hierarchy finishes its oldest running request
+    (``running[i]`` is hierarchy i's admissions in start order), then every hierarchy's ``_check()`` (the
+    invariants) runs and all their end states (:func:`hierarchy_state`) must be equal."""
+    if r % 2:                       # finish the oldest running request every other step
+        for h, run in zip(hs, running):
+            if run:
+                h.finish(run.pop(0))
+    for h in hs:
+        h._check()
+    states = [hierarchy_state(h) for h in hs]
+    assert all(s == states[0] for s in states[1:])
+
+
+@st.composite
+def group_sets(draw, min_window: int = 1):
+    """Hybrid cache groups (:class:`pcs.cache.groups.CacheGroup`): full attention (maybe) plus 1-3 of window /
+    chunk / state, random spans (window ``min_window``-14 tokens, chunk 2-12, state 1-3 blocks of ``BS``) and
+    pages per block, one layer each."""
+    from pcs.cache.groups import CacheGroup
+    kinds = draw(st.lists(st.sampled_from(["window", "chunk", "state"]), min_size=1, max_size=3, unique=True))
+    groups = []
+    if draw(st.booleans()) or len(kinds) == 1:
+        groups.append(CacheGroup("full_attention", "full", ("full_attention",), BS, 0, draw(st.integers(1, 2)),
+                                 layers=1))
+    for kind in kinds:
+        span = {"window": st.integers(min_window, 14), "chunk": st.integers(2, 12),
+                "state": st.sampled_from([BS, 2 * BS, 3 * BS])}[kind]
+        groups.append(CacheGroup(kind, kind, (kind,), BS, draw(span), draw(st.integers(1, 3)), layers=1,
+                                 align=kind == "state" and draw(st.booleans())))
+    return groups
+
+
+#: Private tiers of the shared-tier fleet properties (tests/fleet/test_shared_tier.py, test_shared_step.py).
+FLEET_TIERS = st.sampled_from([["gpu=24blocks", "cpu=40blocks"], ["gpu=12blocks"], ["gpu=30blocks", "cpu=8blocks"]])
+
+
+def assert_empty_shared_tier_is_plain(reqs, **kw) -> None:
+    """A fleet (``pcs.fleet_replay(reqs, **kw)``) with a 0-block shared tier equals the same fleet without one
+    (docs/semantics.md §17.1: an empty shared tier holds nothing): per-instance figures, hit ratio, TTFT p50
+    and p99, the per-request table but for its remote-hit column; the shared tier served and held nothing."""
+    from pcs.fleet import fleet_replay
+    plain = fleet_replay(reqs, **kw)
+    zero = fleet_replay(reqs, shared_tier="remote=0blocks", **kw)
+    assert [x.to_dict() for x in zero.summary.per_instance] == [x.to_dict() for x in plain.summary.per_instance]
+    assert zero.summary.hit_ratio == plain.summary.hit_ratio
+    assert zero.summary.ttft_p50_s == plain.summary.ttft_p50_s
+    assert zero.summary.ttft_p99_s == plain.summary.ttft_p99_s
+    tables_equal(zero.requests, plain.requests, drop=("hit_tokens_remote",))
+    assert zero.summary.shared_tier.hit_tokens == 0 and zero.summary.shared_tier.peak_resident_blocks == 0
+
+
+def assert_one_instance_is_single_replay(reqs, tiers: list, shared_blocks: int, **kw) -> None:
+    """A one-instance fleet with a shared tier of ``shared_blocks`` equals the single replay whose lowest tier
+    is that tier (docs/semantics.md §17.1) -- request table, hit ratio, the shared tier's peak -- whenever no
+    restore's lease had to spare a block (the single replay has no leases; the fleet counts them)."""
+    import pcs
+    from pcs.fleet import fleet_replay
+    shared = f"remote={shared_blocks}blocks"
+    f = fleet_replay(reqs, instances=1, router="round-robin", tiers=tiers, shared_tier=shared, **kw)
+    one = pcs.replay(reqs, tiers=tiers + [shared], **kw)
+    if f.summary.shared_tier.lease_spared_blocks == 0:
+        tables_equal(f.requests, one.requests, drop=("instance",))
+        assert f.summary.hit_ratio == one.summary.hit_ratio
+        assert f.summary.shared_tier.peak_resident_blocks == one.summary.tiers[-1].resident_blocks_peak

@@ -232,8 +232,14 @@ def average_bandwidth_bps(rate_per_s: float, size_bytes: int) -> float:
     Raises:
         ValueError: a negative or non-finite argument.
     """
-    _check(rate_per_s, "rate", positive=False)
-    _check(size_bytes, "size", positive=False)
+    return _rate_bps(rate_per_s, size_bytes, "rate", "size")
+
+
+def _rate_bps(rate_per_s: float, size_bytes: int, rate_name: str, size_name: str) -> float:
+    """rate_per_s x size_bytes, bytes/s: the one rule of :func:`average_bandwidth_bps` and
+    :func:`iops_bandwidth_bps`; each argument checked under its name (ValueError: negative or non-finite)."""
+    _check(rate_per_s, rate_name, positive=False)
+    _check(size_bytes, size_name, positive=False)
     return float(rate_per_s) * size_bytes
 
 
@@ -263,7 +269,5 @@ def iops_bandwidth_bps(iops: float, io_size_bytes: int) -> float:
     Raises:
         ValueError: a negative or non-finite argument.
     """
-    _check(iops, "IOPS", positive=False)
-    _check(io_size_bytes, "I/O size", positive=False)
-    return float(iops) * io_size_bytes
+    return _rate_bps(iops, io_size_bytes, "IOPS", "I/O size")
 

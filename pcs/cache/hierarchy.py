@@ -37,12 +37,9 @@ from itertools import chain
 from typing import Sequence
 
 from pcs.cache.tier import Tier
+from pcs.choices import WRITE_POLICIES  # write-back / write-through (docs/semantics.md §7)
 
 __all__ = ["Hierarchy", "Admission", "WRITE_POLICIES", "check_hierarchy_args"]
-
-#: ``back``: evicted blocks move down one tier; ``through``: computed blocks are
-#: copied to every lower tier at once and evictions drop.
-WRITE_POLICIES = ("back", "through")
 
 
 class Admission:

@@ -40,9 +40,8 @@ from pcs import _native
 
 _lruhier = _native.module("lruhier")    # None when the optional extension did not compile
 
-__all__ = ["NativeHierarchy", "available", "policy_spec", "COMPILED_POLICIES", "COMPILED_DATA", "MAX_BLOCKS"]
-__all__ = ["NativeHierarchy", "available", "policy_spec", "gate_specs", "retain_spec", "COMPILED_POLICIES",
-           "COMPILED_ADMISSIONS", "RETAIN_POLICIES", "MAX_BLOCKS"]
+__all__ = ["NativeHierarchy", "CompiledHierarchy", "available", "policy_spec", "gate_specs", "retain_spec",
+           "COMPILED_POLICIES", "COMPILED_DATA", "COMPILED_ADMISSIONS", "RETAIN_POLICIES", "MAX_BLOCKS"]
 
 #: largest tier the compiled hierarchy takes (int32 entry indices); larger ones use Python.
 MAX_BLOCKS = 1 << 30
@@ -145,10 +144,6 @@ _EMPTY_ORACLE = TraceOracle()
 COMPILED_DATA: dict[str, Callable[[Any], Any]] = {"gdsf": _gdsf_data, "belady": _belady_data}
 
 
-def policy_spec(policy: Any) -> tuple | None:
-    """``(name, integer options)`` -- ``(name, options, trace data)`` for a policy that reads the trace
-    (:data:`COMPILED_DATA`) -- for the C twin of an (empty) eviction policy object, or None when it has
-    none (a policy without a compiled twin, a plug-in, a subclass)."""
 #: Admission kind -> ``(kind, a, b)`` integer options of its compiled gate (``pcs/cache/_admission.c``), read
 #: from the bound Python admission object: the threshold (``reuse``, ``selective``); the sketch's width bits
 #: and its reset sample in additions (``tinylfu``, as :class:`pcs.cache.admission_tinylfu.CountMinSketch`
@@ -229,8 +224,9 @@ def _retain_ok(policy: Any) -> bool:
                                  and retention.context is not None and retention.context.oracle is not None)
 
 
-def policy_spec(policy: Any) -> tuple[str, tuple[int, ...]] | None:
-    """``(name, integer options)`` for the C twin of an (empty) eviction policy object (behind a ``retain``
+def policy_spec(policy: Any) -> tuple | None:
+    """``(name, integer options)`` -- ``(name, options, trace data)`` for a policy that reads the trace
+    (:data:`COMPILED_DATA`) -- for the C twin of an (empty) eviction policy object (behind a ``retain``
     wrapper: its inner policy's), or None when it has none (a policy without a compiled twin, a plug-in, a
     subclass)."""
     policy = _unwrap(policy)[0]
@@ -349,7 +345,36 @@ class _TierView:
         self._h.check()
 
 
-class NativeHierarchy:
+class CompiledHierarchy:
+    """What the compiled hierarchies share (:class:`NativeHierarchy`,
+    :class:`pcs.cache.nativegroups.NativeGroupHierarchy`): the C object ``_h``, its calls bound as attributes (no Python frame per call), the written and dropped
+    counters and ``_check``. Mechanism only; the tier (level) views are each subclass's own."""
+
+    def _bind(self, h: Any, held_blocks: Callable[[], int]) -> None:
+        """Keep the C hierarchy ``h`` and bind its calls: ``start``, ``prefill_done``, ``finish`` and the step
+        scheduler's ``grow``, ``abort``, ``extend``, ``held_blocks`` (GPU slots held by running requests)."""
+        self._h = h
+        self.start, self.prefill_done, self.finish = h.start, h.prefill_done, h.finish
+        self.grow, self.abort, self.extend = h.grow, h.abort, h.extend   # the step scheduler's calls
+        self.held_blocks = held_blocks
+
+    @property
+    def written_blocks(self) -> list[int]:
+        """Blocks (pages, in the hybrid hierarchy) written into each tier (demoted or written through)."""
+        return self._h.written_blocks
+
+    @property
+    def dropped_blocks(self) -> int:
+        """Blocks (pages, in the hybrid hierarchy) pushed out of the last tier."""
+        return self._h.dropped_blocks
+
+    def _check(self) -> None:
+        """Assert the C structures' invariants: every tier's capacity, pins, hash table, and that the policy's
+        lists hold the unpinned blocks (the hybrid hierarchy: also its residency page counters)."""
+        self._h.check()
+
+
+class NativeHierarchy(CompiledHierarchy):
     """:class:`pcs.cache.Hierarchy` in C (``pcs.cache._lruhier``) for tiers whose policies have compiled twins.
 
     Calls: ``start``, ``prefill_done``, ``finish``, and for the step scheduler
@@ -377,34 +402,14 @@ class NativeHierarchy:
         h = _lruhier.Hierarchy(names, [t.capacity_blocks for t in tiers], write_policy == "through",
                                [policy_spec(t.policy) for t in tiers], [gate_specs(a) for a in admissions],
                                [retain_spec(t.policy) for t in tiers])
-        self._h = h
+        self._bind(h, h.gpu_held)           # held: pinned + reserved GPU slots
         self.write_policy = write_policy
         self.write_through = write_policy == "through"
         self.tiers = [_TierView(h, j, t.name, t.capacity_blocks, t.policy, a)
                       for j, (t, a) in enumerate(zip(tiers, admissions))]
-        self.start = h.start                # bound C methods: no Python frame per call
         self.start_ids = h.start_ids        # start with the keys as a uint64 buffer (the compiled step loop's)
-        self.prefill_done = h.prefill_done
-        self.finish = h.finish
-        self.grow = h.grow                  # the step scheduler's calls (pcs.engine.scheduler)
-        self.abort = h.abort
-        self.extend = h.extend
-        self.held_blocks = h.gpu_held       # GPU slots held by running requests (pinned + reserved)
         # run_sequential(hashes u64, offsets i64 (R+1,), cacheable i64 (R,), max_hit i64 (R,), out i64 (R,)):
         # R requests one after another (start, prefill_done, finish each), out[i] = hit blocks; the
         # sequential baseline's loop in C (pcs.engine.seqbase)
         self.run_sequential = h.run_sequential
 
-    @property
-    def written_blocks(self) -> list[int]:
-        """Blocks written into each tier (demoted or written through)."""
-        return self._h.written_blocks
-
-    @property
-    def dropped_blocks(self) -> int:
-        """Blocks pushed out of the last tier."""
-        return self._h.dropped_blocks
-
-    def _check(self) -> None:
-        """Assert every tier's invariants (capacity, pins, hash table, the policy's lists hold the unpinned blocks)."""
-        self._h.check()

@@ -126,7 +126,7 @@ class _TierView(_native_hier._TierView):
         return self._h.tier_info(self._j)[0]
 
 
-class NativeGroupHierarchy:
+class NativeGroupHierarchy(_native_hier.CompiledHierarchy):
     """:class:`pcs.cache.grouphier.GroupHierarchy` in C for one shared LRU pool per level (module docstring).
 
     Args: as :class:`~pcs.cache.grouphier.GroupHierarchy` (``tiers``: empty LRU tiers, one per level,
@@ -158,27 +158,14 @@ class NativeGroupHierarchy:
                                  [RULES.index(g.rule) for g in groups], [g.span_tokens for g in groups],
                                  [g.pages for g in groups], [int(g.align) for g in groups], groups[0].block_size,
                                  self._step_s, 10_000)
-        self._h = h
+        self._bind(h, h.held_blocks)
         self.tiers = [_TierView(h, j, t) for j, t in enumerate(tiers)]
-        # bound C methods: no Python frame per call
-        self.start, self.prefill_done, self.finish = h.start, h.prefill_done, h.finish
-        self.grow, self.abort, self.extend, self.held_blocks = h.grow, h.abort, h.extend, h.held_blocks
         self.tick, self.first_admission, self.restore_skipped = h.tick, h.first_admission, h.restore_skipped
 
     def follow(self, clock) -> None:
         """Read simulated time (seconds) from ``clock()`` before each call; per-request residency samples only
         on :meth:`first_admission` (:meth:`pcs.cache.groupstep.GroupStepMixin.follow`)."""
         self._h.follow(clock)
-
-    @property
-    def written_blocks(self) -> list[int]:
-        """Pages written into each level (demoted or written through)."""
-        return self._h.written_blocks
-
-    @property
-    def dropped_blocks(self) -> int:
-        """Pages pushed out of the last level."""
-        return self._h.dropped_blocks
 
     @property
     def residency(self) -> Residency:
@@ -200,7 +187,3 @@ class NativeGroupHierarchy:
                                                              bool(st["auto_record"]))
         r._last = (st["last_pages"], st["last_lost"])
         return r
-
-    def _check(self) -> None:
-        """Assert every level's invariants and the residency page counters."""
-        self._h.check()

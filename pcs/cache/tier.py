@@ -30,13 +30,13 @@ from itertools import filterfalse, groupby
 from typing import Iterable, Sequence
 
 from pcs.cache.policies import EvictionPolicy
-from pcs.counters import merge_counters
+from pcs.counters import Counters
 
 __all__ = ["Tier", "TierStats"]
 
 
 @dataclass(slots=True)
-class TierStats:
+class TierStats(Counters):
     """Block counters of one tier (mutable; :meth:`merge` adds another's).
 
     Attributes:
@@ -57,11 +57,6 @@ class TierStats:
     peak_resident_blocks: int = 0
     peak_used_blocks: int = 0
     refused_blocks: int = 0
-
-    def merge(self, other: "TierStats") -> "TierStats":
-        """Add ``other``'s counters (peaks take the max; :func:`pcs.counters.merge_counters`); returns self."""
-        merge_counters(self, other)
-        return self
 
 
 class Tier:

@@ -41,6 +41,7 @@ from typing import Sequence
 import numpy as np
 
 from pcs.cache.hierarchy import Hierarchy
+from pcs.choices import TIMINGS  # modeled / sequential (docs/semantics.md §9)
 from pcs.engine.ledger import ReplayLedger
 from pcs.engine.chunks import LIST_COLUMNS, Chunk
 from pcs.engine.series import Sampler
@@ -50,7 +51,6 @@ from pcs.engine.timing import TimeModel  # noqa: F401  (re-exported)
 __all__ = ["ReplayEngine", "EngineResult", "TimeModel", "TIMINGS"]
 
 
-TIMINGS = ("modeled", "sequential")
 #: Per-request columns copied from the chunks as they are fed (the rest come from the admissions).
 _INPUT_COLUMNS = ("request_id", "arrival_s", "prompt_tokens", "output_tokens", "prefill_no_cache_s")
 _NAN = float("nan")

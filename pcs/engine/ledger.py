@@ -8,13 +8,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from pcs.counters import merge_counters
+from pcs.counters import Counters, merge_counters
 
 __all__ = ["LinkLedger", "ReplayLedger"]
 
 
 @dataclass(slots=True)
-class LinkLedger:
+class LinkLedger(Counters):
     """Restores over the link from one lower tier up to the GPU tier.
 
     Attributes:
@@ -42,11 +42,6 @@ class LinkLedger:
     remaining_prefill_s: float = 0.0
     slower_restores: int = 0
     slower_blocks: int = 0
-
-    def merge(self, other: "LinkLedger") -> "LinkLedger":
-        """Add ``other`` into self; returns self."""
-        merge_counters(self, other)
-        return self
 
 
 @dataclass(slots=True)

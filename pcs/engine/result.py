@@ -15,7 +15,7 @@ from typing import Any
 
 from pcs.engine.series import RequestDistributions, TimeSeries
 from pcs.engine.schedresult import SchedulerSummary
-from pcs.schema import field, result
+from pcs.schema import bytes_of, field, result
 
 __all__ = ["ReplaySummary", "TierSummary", "GapSplit", "BytesSummary", "LinkEnvelope", "EnvelopeSummary",
            "PayloadLens", "HybridSummary"]
@@ -30,7 +30,7 @@ class TierSummary:
                              "docs/semantics.md §13")
     policy: str = field("-", "eviction policy name (lru, protected, fifo)")
     capacity_blocks: int = field("blocks", "slots of the tier")
-    capacity_bytes: int = field("bytes", "capacity_blocks x bytes_per_block")
+    capacity_bytes: int = bytes_of("capacity_blocks")
     bytes_per_block: int = field("bytes", "bytes of one block in the tier's layout")
     bytes_per_block_by_component: dict[str, int] = field("bytes", "bytes_per_block split by KV component name")
     link: str | None = field("-", "restore link name (TP links together); null for the GPU tier")
@@ -41,16 +41,16 @@ class TierSummary:
                                       "tier holding the block; docs/semantics.md §3)")
     hit_tokens: int = field("tokens", "hit tokens served by this tier (after the last-token cap)")
     restored_blocks: int = field("blocks", "blocks restored from this tier to the GPU (0 for the GPU tier)")
-    restored_bytes: int = field("bytes", "restored_blocks x bytes_per_block")
+    restored_bytes: int = bytes_of("restored_blocks")
     written_blocks: int = field("blocks", "blocks written into this tier from the tier above (demotions or "
                                           "write-through copies; docs/semantics.md §7)")
-    written_bytes: int = field("bytes", "written_blocks x bytes_per_block")
+    written_bytes: int = bytes_of("written_blocks")
     evicted_blocks: int = field("blocks", "victims the tier's policy chose")
     resident_blocks_end: int = field("blocks", "resident blocks after the last request")
-    resident_bytes_end: int = field("bytes", "resident_blocks_end x bytes_per_block")
+    resident_bytes_end: int = bytes_of("resident_blocks_end")
     resident_bytes_end_by_component: dict[str, int] = field("bytes", "resident_bytes_end by KV component")
     resident_blocks_peak: int = field("blocks", "most blocks resident at once")
-    resident_bytes_peak: int = field("bytes", "resident_blocks_peak x bytes_per_block")
+    resident_bytes_peak: int = bytes_of("resident_blocks_peak")
     resident_bytes_peak_by_component: dict[str, int] = field("bytes", "resident_bytes_peak by KV component")
     protected_share: float | None = field("ratio", "protected segment share of the tier (protected policy only)",
                                           omit_none=True, default=None)
@@ -125,8 +125,11 @@ class EnvelopeSummary:
     links: tuple[LinkEnvelope, ...] = field("-", "one entry per lower tier, in tier order")
     ttft_p50_s: float | None = field("s", "median time to first token with the cache")
     ttft_p99_s: float | None = field("s", "99th percentile TTFT with the cache")
-    ttft_no_cache_p50_s: float | None = field("s", "median TTFT without a cache (full prefill, no wait)")
-    ttft_no_cache_p99_s: float | None = field("s", "99th percentile TTFT without a cache")
+    ttft_no_cache_p50_s: float | None = field("s", "median TTFT without a cache, not scheduled: each request's full "
+                                                   "prefill alone (no queue, no wait); under the step scheduler the "
+                                                   "like-for-like figure is scheduler.no_cache.ttft_s.p50")
+    ttft_no_cache_p99_s: float | None = field("s", "99th percentile TTFT without a cache, not scheduled (each prefill "
+                                                   "alone); scheduled: scheduler.no_cache.ttft_s.p99")
     wait_p50_s: float | None = field("s", "median wait for KV space (FIFO admission)")
     wait_p99_s: float | None = field("s", "99th percentile wait for KV space")
     prefill_saved_s: float = field("s", "prefill time all hits saved: no-cache prefill - prefill, summed")

@@ -447,42 +447,38 @@ class StepEngine(ReplayEngine):
 
     def _grow_now(self) -> None:
         """Serve the block boundaries of step G, preempting the youngest growing request when no slot is left."""
-        blk, h, G, bs = self._blk, self.h, self.G, self._bs
-        while blk and blk[0][0] <= G:
-            _, _, ep, r = blk[0]
-            if ep != r.epoch:
-                heapq.heappop(blk)
-            elif h.grow(r.adm, 1):
-                g = G + 1                                       # _push_boundary(r, G + 1) written out
-                nxt = g + (-(r.kv0 + (g - r.g0))) % bs
-                if nxt < r.g0 + (r.o - r.out):
-                    heapq.heapreplace(blk, (nxt, r.seq, ep, r))
-                else:
-                    heapq.heappop(blk)
-            else:
-                self._preempt(self._victim())
-        self._note_held()
+        self._serve_boundaries(self.G + 1, stop=False)
 
     def _grow_ahead(self, k: int) -> int:
         """Serve the boundaries of steps G+1 .. G+k-1 now; returns the steps that can run (up to the first
         boundary without a slot)."""
-        blk, h, limit, bs = self._blk, self.h, self.G + k, self._bs
+        return self._serve_boundaries(self.G + k, stop=True) - self.G
+
+    def _serve_boundaries(self, limit: int, stop: bool) -> int:
+        """Serve the queued block boundaries of steps before ``limit``, first step first: each grows its request
+        by one block and queues the request's next boundary (:meth:`_push_boundary` written out: hot path).
+        A boundary without a free slot preempts the youngest growing request (``stop`` False: the boundaries
+        of step G, each next one counted from G + 1) or ends the service (``stop`` True: steps ahead of G);
+        returns the step of that boundary, else ``limit``."""
+        blk, h, bs, now = self._blk, self.h, self._bs, self.G
         while blk and blk[0][0] < limit:
             g, _, ep, r = blk[0]
             if ep != r.epoch:
                 heapq.heappop(blk)
             elif h.grow(r.adm, 1):
-                g += 1                                          # _push_boundary(r, g + 1) written out
+                g = (g if stop else now) + 1
                 nxt = g + (-(r.kv0 + (g - r.g0))) % bs
                 if nxt < r.g0 + (r.o - r.out):
                     heapq.heapreplace(blk, (nxt, r.seq, ep, r))
                 else:
                     heapq.heappop(blk)
-            else:
+            elif stop:
                 self._note_held()
-                return g - self.G
+                return g
+            else:
+                self._preempt(self._victim())
         self._note_held()
-        return k
+        return limit
 
     def _victim(self):
         """The youngest running request that grows (vLLM FCFS preemption: the last of the running list)."""

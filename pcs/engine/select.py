@@ -60,8 +60,6 @@ from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
 from pcs import _native
-from pcs.cache.native import COMPILED_ADMISSIONS, COMPILED_POLICIES, RETAIN_POLICIES
-from pcs.cache.native import MAX_BLOCKS as MAX_COMPILED_BLOCKS
 
 __all__ = ["EngineRow", "RunConfig", "ENGINES", "ENGINE_NAMES", "ALIASES", "REQUESTS", "SUMMARY_KEYS", "HYBRID_ROWS",
            "MAX_COMPILED_BLOCKS", "choose", "fall_back", "get_row", "canonical"]
@@ -135,6 +133,8 @@ def _lru_scan_applies(cfg: RunConfig) -> str | None:
 def _compiled_label(label: str) -> bool:
     """Whether a tier's policy label (``lru``, ``lru+reuse:2+tinylfu:sample=10``) names a compiled policy and
     only compiled admission kinds (at most one ``retain``, in front of a policy of ``RETAIN_POLICIES``)."""
+    from pcs.cache.native import COMPILED_ADMISSIONS, COMPILED_POLICIES, RETAIN_POLICIES
+
     policy, *admits = label.split("+")
     kinds = [a.partition(":")[0] for a in admits]
     retains = kinds.count("retain")
@@ -143,6 +143,9 @@ def _compiled_label(label: str) -> bool:
 
 
 def _compiled_hierarchy_applies(cfg: RunConfig) -> str | None:
+    from pcs.cache.native import COMPILED_ADMISSIONS, COMPILED_POLICIES, RETAIN_POLICIES
+    from pcs.cache.native import MAX_BLOCKS as MAX_COMPILED_BLOCKS
+
     if _hybrid(cfg):
         return _hybrid(cfg)
     other = [f"{name}:{policy}" for name, policy, _ in cfg.tiers if not _compiled_label(policy)]
@@ -354,3 +357,13 @@ def fall_back(run_config: RunConfig, failed: EngineRow, why: str, reason: str,
     rows = ENGINES[ENGINES.index(failed) + 1:]
     prior = [p for p in reason.split("; ") if not p.startswith("auto:")]
     return _first(run_config, rows, prior + [f"not {failed.name}: {why} ({found})"])
+
+
+def __getattr__(name: str) -> Any:
+    """``MAX_COMPILED_BLOCKS`` (:data:`pcs.cache.native.MAX_BLOCKS`), read from the compiled hierarchy's module on
+    first use: importing this table (``pcs replay --help`` shows it) loads no numpy."""
+    if name == "MAX_COMPILED_BLOCKS":
+        from pcs.cache.native import MAX_BLOCKS
+
+        return MAX_BLOCKS
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

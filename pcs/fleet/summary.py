@@ -9,7 +9,7 @@ ceiling, summed) >= reuse delivered (the real hits). Keys in docs/json.md.
 from __future__ import annotations
 
 from pcs.engine.result import ReplaySummary
-from pcs.schema import field, result
+from pcs.schema import bytes_of, field, result
 
 __all__ = ["FleetSummary", "FleetGap", "InstanceLoad", "SharedTierSummary", "InstanceTierHits"]
 
@@ -68,7 +68,7 @@ class SharedTierSummary:
 
     name: str = field("-", "tier name")
     capacity_blocks: int = field("blocks", "slots of the shared tier (one tier for the whole fleet)")
-    capacity_bytes: int = field("bytes", "capacity_blocks x bytes_per_block")
+    capacity_bytes: int = bytes_of("capacity_blocks")
     bytes_per_block: int = field("bytes", "bytes of one block in the tier (serialized layout, docs/semantics.md §13)")
     policy: str = field("-", "its eviction policy")
     write_policy: str = field("-", "back: an instance writes the blocks its lowest private tier evicts; through: "
@@ -77,12 +77,12 @@ class SharedTierSummary:
     hit_tokens: int = field("tokens", "hit tokens served by the shared tier, all instances")
     hit_ratio: float = field("ratio", "hit_tokens / the fleet's prompt tokens")
     read_blocks: int = field("blocks", "blocks restored from the shared tier, all instances")
-    read_bytes: int = field("bytes", "read_blocks x bytes_per_block")
+    read_bytes: int = bytes_of("read_blocks")
     written_blocks: int = field("blocks", "blocks written into the shared tier (new there), all instances")
-    written_bytes: int = field("bytes", "written_blocks x bytes_per_block")
+    written_bytes: int = bytes_of("written_blocks")
     evicted_blocks: int = field("blocks", "blocks the shared tier evicted (dropped: it is the lowest tier)")
     peak_resident_blocks: int = field("blocks", "most blocks resident at once (<= capacity_blocks)")
-    peak_resident_bytes: int = field("bytes", "peak_resident_blocks x bytes_per_block")
+    peak_resident_bytes: int = bytes_of("peak_resident_blocks")
     lease_spared_blocks: int = field("count", "times a block under a restore's lease came up as a victim and was "
                                               "kept (docs/semantics.md §17.1)")
     routing_captured_hit_ratio: float = field("ratio", "each instance's single-sequence hits on its own sub-trace, "

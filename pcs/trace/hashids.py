@@ -14,7 +14,8 @@ docs/traces-formats.md). Any other value is an error naming the line.
 
 Parsing path (chosen by measurement, benchmarks/bench_jsonl_parsers.py): each
 chunk of whole lines goes to a shortcut parser of :mod:`pcs.trace.jsonfast`
-(pysimdjson when installed, else ``pyarrow.json``) and is validated with
+(the compiled simdjson twin when built, else pysimdjson when installed, else ``pyarrow.json``) and is
+validated with
 vectorised numpy checks. Any chunk that the shortcut rejects or a check flags
 is re-read line by line with ``json.loads``,
 which is the authority: it names the line and field of the first problem, or
@@ -33,6 +34,7 @@ from typing import Any, Iterator
 import numpy as np
 
 from pcs.errors import InputError
+from pcs.trace.batches import MAX_ARRIVAL_S, arrival_error
 from pcs.trace.jsonfast import REUSE_VALUES  # the values of the optional per-row ``reuse`` field
 from pcs.trace.request import RequestBatch
 from pcs.trace.source import iter_chunks, iter_lines
@@ -203,7 +205,7 @@ class _Columns:
             return None
         ex = [np.array(e, dtype=np.int64) for e in self.extras]
         return RequestBatch(
-            0, bs, np.array(self.ts, dtype=np.float64) / self.spec.ts_per_s,
+            0, bs, np.array(self.ts, dtype=np.float64) / self.spec.ts_per_s + 0.0,   # + 0.0: no -0.0 arrival
             np.array(self.il, dtype=np.int64), np.array(self.ol, dtype=np.int64),
             np.cumsum(np.array(self.lens, dtype=np.int64)), np.array(self.ids, dtype=np.uint64),
             *(ex + [None] * (3 - len(ex))), tuple(self.types) if self.spec.has_type else None)
@@ -212,6 +214,8 @@ class _Columns:
 def _slow_line(cols: _Columns, obj: dict, bs: int, name: str, ln: int, state: ReadState) -> None:
     spec = cols.spec
     ts = get_time(obj, "timestamp", name, ln)
+    if abs(ts / spec.ts_per_s) > MAX_ARRIVAL_S:
+        raise InputError(name, ln, "timestamp", arrival_error(ts / spec.ts_per_s))
     il = get_int(obj, "input_length", name, ln)
     ol = get_int(obj, "output_length", name, ln)
     if "hash_ids" not in obj:
@@ -253,7 +257,8 @@ def _shortcut(fast: bool | str) -> str | None:
     """The shortcut parser ``fast`` asks for (:mod:`pcs.trace.jsonfast`), or None for the authority alone.
 
     Raises:
-        ValueError: an unknown parser name, or ``"simdjson"`` without pysimdjson installed.
+        ValueError: an unknown parser name, ``"simdjson"`` without pysimdjson installed, ``"native"``
+            without the compiled twin, or ``PCS_NATIVE=c`` without it.
     """
     from pcs.extras import install_hint
     from pcs.trace.jsonfast import PARSERS, available
@@ -261,11 +266,17 @@ def _shortcut(fast: bool | str) -> str | None:
     if fast is False:
         return None
     if fast is True or fast == "auto":
-        return next(p for p in PARSERS if available(p))
+        from pcs import _native
+
+        if _native.resolve(None, "jsonrows") == "c":  # $PCS_NATIVE: auto or c, and the twin is built
+            return "native"
+        return next(p for p in PARSERS[1:] if available(p))
     if fast not in PARSERS:
         raise ValueError(f"unknown JSONL parser {fast!r}; valid: auto, {', '.join(PARSERS)}")
     if not available(fast):
-        raise ValueError(f"JSONL parser {fast!r} is not installed ({install_hint('fast')})")
+        why = ("the compiled pcs.trace._jsonrows is not built (reinstall with a C++ compiler: pip install -e .)"
+               if fast == "native" else f"is not installed ({install_hint('fast')})")
+        raise ValueError(f"JSONL parser {fast!r} {why}")
     return fast
 
 
@@ -280,8 +291,9 @@ def read_hashid_jsonl(path, name: str, spec: FormatSpec, block_size: int | None,
         state: skip counter and order check, updated in place.
         on_error: ``"raise"`` or ``"skip"`` (skip and count bad lines).
         fast: the shortcut for clean chunks (:mod:`pcs.trace.jsonfast`):
-            True or ``"auto"`` (pysimdjson when installed, else pyarrow),
-            ``"simdjson"``, ``"pyarrow"``, or False (``json.loads`` line by
+            True or ``"auto"`` (the compiled twin ``pcs.trace._jsonrows``
+            unless ``PCS_NATIVE=python`` or it is not built, else pysimdjson
+            when installed, else pyarrow), ``"native"``, ``"simdjson"``, ``"pyarrow"``, or False (``json.loads`` line by
             line only; tests use it to check every path agrees).
     Yields:
         batches with ``first_request_id`` 0 (the caller renumbers).

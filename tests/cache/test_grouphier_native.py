@@ -13,12 +13,11 @@ from __future__ import annotations
 
 import json
 
-import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from helpers import ALL_RULES, BS, ROOT, SETTINGS, LinearCompute, step_cost, step_run, traces
+from helpers import ALL_RULES, BS, ROOT, SETTINGS, LinearCompute, group_sets, step_cost, step_run, traces, tables_equal
 from pcs.cache import Tier, make_policy
 from pcs.cache.groups import CacheGroup
 from pcs.cache.grouphier import GroupHierarchy
@@ -32,22 +31,6 @@ pytestmark = pytest.mark.skipif(unsupported([], [], 1) is not None, reason="pcs.
 
 NAMES = ("gpu", "cpu", "ssd")
 HYBRIDS = ("gpt-oss-120b", "gemma-3-27b", "qwen3-next-80b-a3b", "deepseek-v3.2")
-
-
-@st.composite
-def group_sets(draw):
-    """Full attention (maybe) plus 1-3 of window / chunk / state, random spans and pages (one shared pool)."""
-    kinds = draw(st.lists(st.sampled_from(["window", "chunk", "state"]), min_size=1, max_size=3, unique=True))
-    groups = []
-    if draw(st.booleans()) or len(kinds) == 1:
-        groups.append(CacheGroup("full_attention", "full", ("full_attention",), BS, 0, draw(st.integers(1, 2)),
-                                 layers=1))
-    for kind in kinds:
-        span = {"window": st.integers(1, 14), "chunk": st.integers(2, 12),
-                "state": st.sampled_from([BS, 2 * BS, 3 * BS])}[kind]
-        groups.append(CacheGroup(kind, kind, (kind,), BS, draw(span), draw(st.integers(1, 3)), layers=1,
-                                 align=kind == "state" and draw(st.booleans())))
-    return groups
 
 
 def _pair(caps, wp, groups, step_s=0.01):
@@ -168,14 +151,6 @@ def _no_engine(d):
     return d
 
 
-def _same_table(a, b) -> None:
-    """Column by column, NaN equal to NaN (the step scheduler's columns hold NaN)."""
-    assert a.column_names == b.column_names
-    for c in a.column_names:
-        x, y = (t.column(c).to_numpy(zero_copy_only=False) for t in (a, b))
-        assert np.array_equal(x, y, equal_nan=x.dtype.kind == "f"), c
-
-
 def _same_replays(trace, **kw) -> None:
     """The Python row (engine "hybrid" by name) and auto (the compiled row) give the same replay."""
     from pcs.engine.api import replay
@@ -186,7 +161,7 @@ def _same_replays(trace, **kw) -> None:
     assert b.summary.baseline_engine == "compiled-hybrid"
     assert json.dumps(_no_engine(a.summary.to_dict()), default=str) == \
         json.dumps(_no_engine(b.summary.to_dict()), default=str)
-    _same_table(a.requests, b.requests)
+    tables_equal(a.requests, b.requests)
 
 
 @pytest.mark.parametrize("model", HYBRIDS[:3])

@@ -14,7 +14,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from helpers import ALL_RULES, BS, SETTINGS, LinearCompute, traces
+from helpers import ALL_RULES, BS, SETTINGS, LinearCompute, group_sets, traces
 from pcs.cache import Hierarchy, Tier, make_policy
 from pcs.cache.groups import CacheGroup
 from pcs.cache.grouphier import GroupHierarchy
@@ -55,22 +55,6 @@ def test_one_full_group_equals_reference(reqs, caps, timing, wp, policy, rules):
         assert x.resident == y.resident and x.policy.order() == y.policy.order() and x.stats == y.stats
 
 
-@st.composite
-def group_sets(draw):
-    """Full attention (maybe) plus 1-3 of window / chunk / state, with random spans and pages."""
-    kinds = draw(st.lists(st.sampled_from(["window", "chunk", "state"]), min_size=1, max_size=3, unique=True))
-    groups = []
-    if draw(st.booleans()) or len(kinds) == 1:
-        groups.append(CacheGroup("full_attention", "full", ("full_attention",), BS, 0,
-                                 draw(st.integers(1, 2)), layers=1))
-    for kind in kinds:
-        span = {"window": st.integers(2, 14), "chunk": st.integers(2, 12),
-                "state": st.sampled_from([BS, 2 * BS, 3 * BS])}[kind]
-        groups.append(CacheGroup(kind, kind, (kind,), BS, draw(span), draw(st.integers(1, 3)), layers=1,
-                                 align=kind == "state" and draw(st.booleans())))
-    return groups
-
-
 class Watched(GroupHierarchy):
     """Checks, at every admission, that each group accepts the hit on the cache as it was at lookup."""
 
@@ -90,7 +74,7 @@ class Watched(GroupHierarchy):
 
 
 @SETTINGS
-@given(reqs=traces(), groups=group_sets(), caps=st.lists(st.integers(0, 24), min_size=1, max_size=2),
+@given(reqs=traces(), groups=group_sets(min_window=2), caps=st.lists(st.integers(0, 24), min_size=1, max_size=2),
        timing=st.sampled_from(["sequential", "modeled"]), wp=st.sampled_from(["back", "through"]),
        split=st.booleans(), policy=st.sampled_from(["lru", "fifo"]), rules=st.sampled_from(ALL_RULES))
 def test_hybrid_groups_respect_capacity_and_every_rule(reqs, groups, caps, timing, wp, split, policy, rules):

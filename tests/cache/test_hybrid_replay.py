@@ -15,12 +15,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from helpers import ROOT, assert_one_line_error, invoke, traces
+from helpers import ROOT, assert_one_line_error, invoke, traces, tables_equal
 from pcs.engine.api import replay
 from pcs.engine.hybrid import cache_groups, plan_hybrid
 from pcs import _native
@@ -43,18 +42,6 @@ def _plan(model, manager="vllm", size=400 * 10**9, B=512, tp=8):
     return plan_hybrid(spec, B, ["gpu", "cpu"], bb, [(size, None), (2 * 10**12, None)], manager, 0.8, 0.9, "all")
 
 
-def _same_table(a, b) -> bool:
-    """Column by column, NaN equal to NaN (the step scheduler's columns hold NaN; pyarrow's equals says no)."""
-    if a.column_names != b.column_names:
-        return False
-    for c in a.column_names:
-        x, y = (t.column(c).to_numpy(zero_copy_only=False) for t in (a, b))
-        same = np.array_equal(x, y, equal_nan=True) if x.dtype.kind == "f" else np.array_equal(x, y)
-        if not same:
-            return False
-    return True
-
-
 def _no_engine(d: dict) -> dict:
     return {k: v for k, v in d.items() if k not in SUMMARY_KEYS}
 
@@ -68,14 +55,14 @@ def test_all_full_attention_on_mooncake_is_todays_replay():
     base = replay(trace, hybrid_kv_cache_manager="disabled", **kw)
     default = replay(trace, **kw)
     assert default.summary.to_dict() == base.summary.to_dict() and "hybrid" not in default.summary.to_dict()
-    assert _same_table(default.requests, base.requests)
+    tables_equal(default.requests, base.requests)
     # the hybrid engine with one full-attention group equals the reference (compute infinite here; under
     # the step scheduler: tests/engine/test_hybrid_step.py::test_one_full_group_under_the_step_scheduler)
     on_groups = replay(trace, engine="hybrid", compute_mode="infinite", **kw)
     ref = replay(trace, engine="reference", compute_mode="infinite", **kw)
     assert on_groups.summary.engine == "hybrid"
     assert _no_engine(on_groups.summary.to_dict()) == _no_engine(ref.summary.to_dict())
-    assert _same_table(on_groups.requests, ref.requests)
+    tables_equal(on_groups.requests, ref.requests)
 
 
 def test_full_attention_components_make_one_group():

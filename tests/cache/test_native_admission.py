@@ -25,7 +25,8 @@ from pcs.cache.policies.context import TraceOracle, clocked
 from pcs.engine.chunks import iter_chunks
 from pcs.engine.engine import ReplayEngine, TimeModel
 from pcs.engine.select import SUMMARY_KEYS
-from helpers import ALL_RULES, BS, SETTINGS, UNIT_RULES, LinearCompute, per_trace, req, stress_trace, traces, drive_direct_calls, hierarchy_state
+from helpers import (ALL_RULES, BS, SETTINGS, UNIT_RULES, LinearCompute, per_trace, req, stress_trace, traces,
+                     drive_direct_calls, assert_twin_runs_equal)
 
 native = pytest.importorskip("pcs.cache.native")
 if native._lruhier is None:
@@ -61,16 +62,10 @@ def _run(reqs, caps, specs, admits, timing, rules, wp, use_native, check=True):
     return eng.close(), h
 
 
-_state = hierarchy_state   # everything observable of a hierarchy's end state
-
-
 def _same(reqs, caps, specs, admits, timing, rules, wp):
     a, ha = _run(reqs, caps, specs, admits, timing, rules, wp, False)
     b, hb = _run(reqs, caps, specs, admits, timing, rules, wp, True)
-    assert a.ledger == b.ledger
-    as_bytes = lambda cols: {k: v.tobytes() for k, v in cols.items()}  # noqa: E731  (NaN == NaN as bytes)
-    assert as_bytes(a.columns) == as_bytes(b.columns)
-    assert _state(ha) == _state(hb)
+    assert_twin_runs_equal(a, ha, b, hb)
     return a, hb
 
 

@@ -19,7 +19,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from helpers import ALL_RULES, BS, SETTINGS, LinearCompute, chained_traces, per_trace, stress_trace, traces, drive_direct_calls, hierarchy_state
+from helpers import (ALL_RULES, BS, SETTINGS, LinearCompute, chained_traces, per_trace, stress_trace, traces,
+                     drive_direct_calls, assert_twin_runs_equal)
 from pcs.blocks import BlockRules
 from pcs.cache import Hierarchy, Tier, make_policy
 from pcs.cache.policies import PolicyContext
@@ -64,17 +65,11 @@ def _run(reqs, caps, specs, timing, rules, wp, use_native, ctx):
     return eng.close(), h
 
 
-_state = hierarchy_state   # everything observable of a hierarchy's end state
-
-
 def _same(reqs, caps, specs, timing, rules, wp, cost=True):
     ctx = _context(reqs, rules, cost)
     a, ha = _run(reqs, caps, specs, timing, rules, wp, False, ctx)
     b, hb = _run(reqs, caps, specs, timing, rules, wp, True, ctx)
-    assert a.ledger == b.ledger
-    as_bytes = lambda cols: {k: v.tobytes() for k, v in cols.items()}  # noqa: E731  (NaN == NaN as bytes)
-    assert as_bytes(a.columns) == as_bytes(b.columns)
-    assert _state(ha) == _state(hb)
+    assert_twin_runs_equal(a, ha, b, hb)
     return a
 
 

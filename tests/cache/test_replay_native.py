@@ -22,7 +22,7 @@ from pcs.cache import Hierarchy, Tier, make_policy
 from pcs.engine.engine import ReplayEngine, TimeModel
 from pcs.engine.chunks import iter_chunks
 from pcs.engine.select import SUMMARY_KEYS
-from helpers import LinearCompute, admission_fields, per_trace, stress_trace
+from helpers import LinearCompute, admission_fields, finish_and_check, per_trace, stress_trace, assert_twin_runs_equal
 from helpers import ALL_RULES, BS, SETTINGS, traces
 
 native = pytest.importorskip("pcs.cache.native")
@@ -42,20 +42,10 @@ def _run(reqs, caps, timing, rules, wp, use_native, check=True):
     return eng.close(), h
 
 
-def _state(h):
-    """Everything observable of a hierarchy's end state."""
-    return ([dict(t.resident) for t in h.tiers], [t.policy.order() for t in h.tiers],
-            [(t.stats, t.reserved_blocks, t.num_pinned, len(t.policy)) for t in h.tiers],
-            list(h.written_blocks), h.dropped_blocks)
-
-
 def _same(reqs, caps, timing, rules, wp):
     a, ha = _run(reqs, caps, timing, rules, wp, False)
     b, hb = _run(reqs, caps, timing, rules, wp, True)
-    assert a.ledger == b.ledger
-    as_bytes = lambda cols: {k: v.tobytes() for k, v in cols.items()}  # noqa: E731  (NaN == NaN as bytes)
-    assert as_bytes(a.columns) == as_bytes(b.columns)
-    assert _state(ha) == _state(hb)
+    assert_twin_runs_equal(a, ha, b, hb)
     return a
 
 
@@ -92,13 +82,7 @@ def test_admissions_equal_with_repeated_ids_and_waits(chains, c0, c1, wait, wp):
             for h, a, run in zip(hs, outs, running):
                 h.prefill_done(a)
                 run.append(a)
-        if r % 2:                       # finish the oldest running request every other step
-            for h, run in zip(hs, running):
-                if run:
-                    h.finish(run.pop(0))
-        for h in hs:
-            h._check()
-        assert _state(hs[0]) == _state(hs[1]) == _state(hs[2])
+        finish_and_check(hs, running, r)
 
 
 def _stress_trace(seed, n):

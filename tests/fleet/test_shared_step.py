@@ -6,10 +6,10 @@ import math
 import numpy as np
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-import pcs
 from pcs.engine.schedconfig import SchedulerConfig
 from pcs.fleet import fleet_replay
-from tests.helpers import HandTrace, stress_trace, tables_equal
+from tests.helpers import (FLEET_TIERS, assert_empty_shared_tier_is_plain, assert_one_instance_is_single_replay,
+                           HandTrace, stress_trace, tables_equal)
 
 BS = 4
 STEP = dict(model="llama-3.1-8b", hardware="h100-sxm", tp=1)      # a ComputeModel: the step scheduler runs
@@ -69,29 +69,19 @@ def test_a_write_at_t_is_seen_at_t_and_never_before():
         assert f.requests.column("hit_tokens_remote").to_pylist() == [0, hit], t
 
 
-TIERS = st.sampled_from([["gpu=24blocks", "cpu=40blocks"], ["gpu=12blocks"], ["gpu=30blocks", "cpu=8blocks"]])
-
-
 @settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(seed=st.integers(0, 10 ** 6), n=st.integers(1, 40), instances=st.integers(1, 4), tiers=TIERS,
+@given(seed=st.integers(0, 10 ** 6), n=st.integers(1, 40), instances=st.integers(1, 4), tiers=FLEET_TIERS,
        wp=st.sampled_from(["back", "through"]), router=st.sampled_from(["round-robin", "random", "cache-aware"]))
 def test_size_zero_shared_tier_is_the_fleet_without_it(seed, n, instances, tiers, wp, router):
     # each instance runs its single replay's loop halves in the same order (§17.2), and an empty shared tier
     # holds nothing: exactly the fleet of independent replays (whose instances run the compiled step loop)
     reqs = stress_trace(seed, n, bs=16)
     kw = dict(instances=instances, router=router, tiers=tiers, write_policy=wp, **STEP)
-    plain = fleet_replay(reqs, **kw)
-    zero = fleet_replay(reqs, shared_tier="remote=0blocks", **kw)
-    assert [x.to_dict() for x in zero.summary.per_instance] == [x.to_dict() for x in plain.summary.per_instance]
-    assert zero.summary.hit_ratio == plain.summary.hit_ratio
-    assert zero.summary.ttft_p50_s == plain.summary.ttft_p50_s
-    assert zero.summary.ttft_p99_s == plain.summary.ttft_p99_s
-    tables_equal(zero.requests, plain.requests, drop=("hit_tokens_remote",))
-    assert zero.summary.shared_tier.hit_tokens == 0 and zero.summary.shared_tier.peak_resident_blocks == 0
+    assert_empty_shared_tier_is_plain(reqs, **kw)
 
 
 @settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(seed=st.integers(0, 10 ** 6), n=st.integers(1, 50), instances=st.integers(1, 4), tiers=TIERS,
+@given(seed=st.integers(0, 10 ** 6), n=st.integers(1, 50), instances=st.integers(1, 4), tiers=FLEET_TIERS,
        shared=st.integers(0, 60), wp=st.sampled_from(["back", "through"]), policy=st.sampled_from(["lru", "fifo"]))
 def test_step_shared_tier_invariants(seed, n, instances, tiers, shared, wp, policy):
     reqs = stress_trace(seed, n, bs=16)
@@ -107,23 +97,17 @@ def test_step_shared_tier_invariants(seed, n, instances, tiers, shared, wp, poli
 
 
 @settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(seed=st.integers(0, 10 ** 6), n=st.integers(1, 50), tiers=TIERS, shared=st.integers(0, 60),
+@given(seed=st.integers(0, 10 ** 6), n=st.integers(1, 50), tiers=FLEET_TIERS, shared=st.integers(0, 60),
        wp=st.sampled_from(["back", "through"]))
 def test_one_instance_is_a_single_step_replay_whose_lowest_tier_is_the_shared_one(seed, n, tiers, shared, wp):
     # as tests/fleet/test_shared_tier.py claims for sequential and --compute infinite: the single replay has no
     # leases, so equal whenever no lease had to spare a block (counted)
     reqs = stress_trace(seed, n, bs=16)
-    f = fleet_replay(reqs, instances=1, router="round-robin", tiers=tiers, shared_tier=f"remote={shared}blocks",
-                     write_policy=wp, **STEP)
-    one = pcs.replay(reqs, tiers=tiers + [f"remote={shared}blocks"], write_policy=wp, **STEP)
-    if f.summary.shared_tier.lease_spared_blocks == 0:
-        tables_equal(f.requests, one.requests, drop=("instance",))
-        assert f.summary.hit_ratio == one.summary.hit_ratio
-        assert f.summary.shared_tier.peak_resident_blocks == one.summary.tiers[-1].resident_blocks_peak
+    assert_one_instance_is_single_replay(reqs, tiers, shared, write_policy=wp, **STEP)
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(seed=st.integers(0, 10 ** 6), n=st.integers(1, 50), instances=st.integers(1, 4), tiers=TIERS,
+@given(seed=st.integers(0, 10 ** 6), n=st.integers(1, 50), instances=st.integers(1, 4), tiers=FLEET_TIERS,
        shared=st.integers(0, 60), wp=st.sampled_from(["back", "through"]),
        router=st.sampled_from(["round-robin", "cache-aware"]), fallback=st.booleans(), gpu_small=st.booleans())
 def test_compiled_step_loops_equal_the_reference(seed, n, instances, tiers, shared, wp, router, fallback, gpu_small):

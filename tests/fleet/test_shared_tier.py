@@ -4,11 +4,11 @@ from __future__ import annotations
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-import pcs
 from pcs.cache.policies import make_policy
 from pcs.cache.tier import Tier
 from pcs.fleet import fleet_replay
-from tests.helpers import DyadicCompute, HandTrace, stress_trace, tables_equal
+from tests.helpers import (FLEET_TIERS, assert_empty_shared_tier_is_plain, assert_one_instance_is_single_replay,
+                           DyadicCompute, HandTrace, stress_trace)
 
 BS = 4
 SMALL = dict(model="llama-3.1-8b", hardware="h100-sxm", tp=1, compute=DyadicCompute())
@@ -85,27 +85,18 @@ def test_a_leased_block_is_passed_over():
     assert not t.leases
 
 
-TIERS = st.sampled_from([["gpu=24blocks", "cpu=40blocks"], ["gpu=12blocks"], ["gpu=30blocks", "cpu=8blocks"]])
-
-
 @settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(seed=st.integers(0, 10 ** 6), n=st.integers(1, 40), instances=st.integers(1, 4), tiers=TIERS,
+@given(seed=st.integers(0, 10 ** 6), n=st.integers(1, 40), instances=st.integers(1, 4), tiers=FLEET_TIERS,
        timing=st.sampled_from(["sequential", "modeled"]), wp=st.sampled_from(["back", "through"]),
        router=st.sampled_from(["round-robin", "random", "cache-aware"]))
 def test_a_shared_tier_of_size_zero_is_the_fleet_without_it(seed, n, instances, tiers, timing, wp, router):
     reqs = stress_trace(seed, n, bs=16)
     kw = dict(instances=instances, router=router, tiers=tiers, timing=timing, write_policy=wp, **SMALL)
-    plain = fleet_replay(reqs, **kw)
-    zero = fleet_replay(reqs, shared_tier="remote=0blocks", **kw)
-    assert [x.to_dict() for x in zero.summary.per_instance] == [x.to_dict() for x in plain.summary.per_instance]
-    assert zero.summary.hit_ratio == plain.summary.hit_ratio
-    assert zero.summary.ttft_p99_s == plain.summary.ttft_p99_s
-    tables_equal(zero.requests, plain.requests, drop=("hit_tokens_remote",))
-    assert zero.summary.shared_tier.hit_tokens == 0 and zero.summary.shared_tier.peak_resident_blocks == 0
+    assert_empty_shared_tier_is_plain(reqs, **kw)
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(seed=st.integers(0, 10 ** 6), n=st.integers(1, 50), instances=st.integers(1, 4), tiers=TIERS,
+@given(seed=st.integers(0, 10 ** 6), n=st.integers(1, 50), instances=st.integers(1, 4), tiers=FLEET_TIERS,
        shared=st.integers(0, 60), timing=st.sampled_from(["sequential", "modeled"]),
        wp=st.sampled_from(["back", "through"]), policy=st.sampled_from(["lru", "fifo", "slru"]))
 def test_shared_tier_invariants(seed, n, instances, tiers, shared, timing, wp, policy):
@@ -126,18 +117,12 @@ def test_shared_tier_invariants(seed, n, instances, tiers, shared, timing, wp, p
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(seed=st.integers(0, 10 ** 6), n=st.integers(1, 50), tiers=TIERS, shared=st.integers(0, 60),
+@given(seed=st.integers(0, 10 ** 6), n=st.integers(1, 50), tiers=FLEET_TIERS, shared=st.integers(0, 60),
        timing=st.sampled_from(["sequential", "modeled"]), wp=st.sampled_from(["back", "through"]))
 def test_one_instance_is_a_single_replay_whose_lowest_tier_is_the_shared_one(seed, n, tiers, shared, timing, wp):
     # the single replay has no leases: equal whenever no lease had to spare a block (counted)
     reqs = stress_trace(seed, n, bs=16)
-    f = fleet_replay(reqs, instances=1, router="round-robin", tiers=tiers, shared_tier=f"remote={shared}blocks",
-                     timing=timing, write_policy=wp, **SMALL)
-    one = pcs.replay(reqs, tiers=tiers + [f"remote={shared}blocks"], timing=timing, write_policy=wp, **SMALL)
-    if f.summary.shared_tier.lease_spared_blocks == 0:
-        tables_equal(f.requests, one.requests, drop=("instance",))
-        assert f.summary.hit_ratio == one.summary.hit_ratio
-        assert f.summary.shared_tier.peak_resident_blocks == one.summary.tiers[-1].resident_blocks_peak
+    assert_one_instance_is_single_replay(reqs, tiers, shared, timing=timing, write_policy=wp, **SMALL)
 
 
 def test_refusals():
