@@ -18,7 +18,9 @@ them and owns the ``auto | c | python`` switch):
 - ``pcs.engine._turns`` (pcs/engine/_turns.c): the next-turn search of the
   step scheduler (pcs/engine/turns.py);
 - ``pcs.cache._grouphier`` (pcs/cache/_grouphier.c): the hybrid-model
-  hierarchy (cache groups over one shared LRU pool per tier level).
+  hierarchy (cache groups over one shared LRU pool per tier level);
+- ``pcs.fleet._route`` (pcs/fleet/_route.c): the fleet's routing pass for the
+  prefix, cache-aware and least-loaded routers (pcs/fleet/route.py).
 
 All are ``optional``: when one fails to compile, installation still succeeds,
 its Python twin is used, and the build ends with one note naming the twins
@@ -36,7 +38,8 @@ _SLOWER = {"pcs.curves._stackdist": "curves", "pcs.engine._lruscan": "sequential
            "pcs.engine._stepsched": "default step-scheduler replays",
            "pcs.trace._statscan": "pcs trace stats",
            "pcs.engine._turns": "the next-turn search of step-scheduler replays",
-           "pcs.cache._grouphier": "hybrid-model replays (sliding window, chunked, SSM-state cache groups)"}
+           "pcs.cache._grouphier": "hybrid-model replays (sliding window, chunked, SSM-state cache groups)",
+           "pcs.fleet._route": "fleet routing with the prefix, cache-aware and least-loaded routers"}
 
 
 class BuildTwins(build_ext):
@@ -82,5 +85,7 @@ setup(
         _ext("pcs.trace._statscan", "pcs/trace/_statscan.c"),
         _ext("pcs.engine._turns", "pcs/engine/_turns.c"),
         _ext("pcs.cache._grouphier", "pcs/cache/_grouphier.c"),
+        # the cache-aware score bit-identical to the Python router's: no fused multiply-add contraction
+        _ext("pcs.fleet._route", "pcs/fleet/_route.c", args=("-ffp-contract=off",)),
     ]
 )

@@ -315,7 +315,8 @@ def fleet_replay(trace: Any = None, *, instances: int = 1, router: Any = "round-
     replay_kwargs = dict(replay_kwargs, compute=compute)
     chooser = parse_router(router, instances)
     index = CacheIndex([cap] * instances, router_stale_s)
-    assignment = route(batch, rules, chooser, index, service_times(batch, compute))
+    assignment = route(batch, rules, chooser, index, service_times(batch, compute),
+                       native=replay_kwargs.get("native"))
     name = getattr(source, "name", None) or str(getattr(source, "path", "<requests>"))
     if setup is not None:
         from pcs.fleet.sharedfleet import shared_instances, shared_summary

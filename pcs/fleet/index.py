@@ -115,6 +115,18 @@ class CacheIndex:
         keep = order[max(len(order) - cap, 0):] if cap else order[:0]
         self._truth[instance] = OrderedDict.fromkeys(keep.tolist())
 
+    def restore(self, instance: int, held_ids: "np.ndarray") -> None:
+        """Set the instance's LRU set to ``held_ids`` (uint64, shape (m,) with m <= its capacity, distinct,
+        least recently used first) -- the state the compiled routing pass (``pcs/fleet/_route.c``) returns;
+        no event is logged (an exact view reads the truth itself).
+
+        Raises:
+            ValueError: more ids than the instance's capacity.
+        """
+        if len(held_ids) > self.capacity_blocks[instance]:
+            raise ValueError(f"{len(held_ids)} ids exceed instance {instance}'s {self.capacity_blocks[instance]} slots")
+        self._truth[instance] = OrderedDict.fromkeys(held_ids.tolist())
+
     def held_blocks(self, instance: int) -> int:
         """Ids the instance holds now (the truth, not the view); never above its capacity."""
         return len(self._truth[instance])
