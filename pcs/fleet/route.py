@@ -130,7 +130,6 @@ def _load_index(batch: Any, n: np.ndarray, out: np.ndarray, index: CacheIndex) -
     would leave it (:meth:`CacheIndex.load`, vectorised)."""
     counts = np.diff(batch.block_offsets)
     pos = np.arange(int(counts.sum()), dtype=np.int64) - np.repeat(batch.block_offsets[:-1], counts)
-    cacheable = pos < np.repeat(n, counts)
-    owner = np.repeat(out, counts)
+    owner = np.where(pos < np.repeat(n, counts), np.repeat(out, counts), -1)    # -1: not cacheable
     for i in range(len(index.capacity_blocks)):
-        index.load(i, batch.block_hashes[cacheable & (owner == i)])
+        index.load(i, batch.block_hashes[owner == i])

@@ -59,7 +59,7 @@ def test_twin_is_the_python_loop(rows, caps, service, name, rules):
     (fast, fi), (ref, ri) = _both(b, rules, name, caps, np.array(service[:len(rows)], dtype=np.float64))
     assert fast.tolist() == ref.tolist()
     for i in range(len(caps)):
-        assert list(fi._truth[i]) == list(ri._truth[i])
+        assert fi.held_ids(i) == ri.held_ids(i)
         assert fi.held_blocks(i) == ri.held_blocks(i) <= caps[i]
 
 
@@ -71,7 +71,7 @@ def test_twin_hand_traced_eviction_order():
     b = _batch([(0.0, [1, 2, 3], 12), (1.0, [2, 4], 8), (2.0, [5, 5], 8)])
     index = CacheIndex([2])
     assert route(b, rules, parse_router("prefix", 1), index, np.ones(3), native="c").tolist() == [0, 0, 0]
-    assert list(index._truth[0]) == [4, 5]
+    assert index.held_ids(0) == [4, 5]
 
 
 def test_subclass_with_its_own_rule_runs_the_python_loop():
@@ -102,4 +102,4 @@ def test_twin_on_the_mooncake_trace(mooncake_conv):
         for name in ("prefix", "cache-aware", "least-loaded"):
             (fast, fi), (ref, ri) = _both(b, rules, name, [cap] * n, svc)
             assert fast.tolist() == ref.tolist()
-            assert all(list(fi._truth[i]) == list(ri._truth[i]) for i in range(n))
+            assert all(fi.held_ids(i) == ri.held_ids(i) for i in range(n))
