@@ -55,7 +55,7 @@ class CacheIndex:
         self.stale_s = float(stale_s)
         self._truth: list[OrderedDict] = [OrderedDict() for _ in capacity_blocks]
         self._view: list = self._truth if self.stale_s == 0 else [set() for _ in capacity_blocks]
-        self._loaded: dict = {}        # instance -> ids whose LRU set load() has not built yet
+        self._loaded: dict = {}        # instance -> (ids, ordered): a set load()/restore() left to build
         self._log: deque = deque()
 
     def advance(self, now_s: float) -> None:
@@ -115,12 +115,15 @@ class CacheIndex:
         import numpy as np
 
         self._truth[instance].clear()       # in place: the exact view is the same list of sets
-        self._loaded[instance] = np.asarray(ids)
+        self._loaded[instance] = (np.asarray(ids), False)
 
     def _settle(self, instance: int) -> None:
         """Build the LRU set :meth:`load` left pending (vectorised: the last use of each distinct id)."""
-        ids = self._loaded.pop(instance, None)
+        ids, ordered = self._loaded.pop(instance, (None, False))
         if ids is None:
+            return
+        if ordered:                         # restore(): already the set, LRU first
+            self._truth[instance].update(OrderedDict.fromkeys(ids.tolist()))
             return
         import numpy as np
 
@@ -133,16 +136,15 @@ class CacheIndex:
     def restore(self, instance: int, held_ids: "np.ndarray") -> None:
         """Set the instance's LRU set to ``held_ids`` (uint64, shape (m,) with m <= its capacity, distinct,
         least recently used first) -- the state the compiled routing pass (``pcs/fleet/_route.c``) returns;
-        no event is logged (an exact view reads the truth itself).
+        no event is logged (an exact view reads the truth itself); the set is built when first read.
 
         Raises:
             ValueError: more ids than the instance's capacity.
         """
         if len(held_ids) > self.capacity_blocks[instance]:
             raise ValueError(f"{len(held_ids)} ids exceed instance {instance}'s {self.capacity_blocks[instance]} slots")
-        self._loaded.pop(instance, None)
         self._truth[instance].clear()
-        self._truth[instance].update(OrderedDict.fromkeys(held_ids.tolist()))
+        self._loaded[instance] = (held_ids, True)
 
     def held_ids(self, instance: int) -> list:
         """The ids the instance holds now (the truth, not the view), least recently used first."""
@@ -151,10 +153,10 @@ class CacheIndex:
 
     def held_blocks(self, instance: int) -> int:
         """Ids the instance holds now (the truth, not the view); never above its capacity."""
-        ids = self._loaded.get(instance)
+        ids, ordered = self._loaded.get(instance, (None, False))
         if ids is None:
             return len(self._truth[instance])
-        return min(self.capacity_blocks[instance], _distinct(ids))
+        return len(ids) if ordered else min(self.capacity_blocks[instance], _distinct(ids))
 
 
 def _distinct(ids: "np.ndarray") -> int:
