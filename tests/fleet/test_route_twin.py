@@ -104,3 +104,23 @@ def test_twin_on_the_mooncake_trace(mooncake_conv):
             (fast, fi), (ref, ri) = _both(b, rules, name, [cap] * n, svc)
             assert fast.tolist() == ref.tolist()
             assert all(fi.held_ids(i) == ri.held_ids(i) for i in range(n))
+
+
+@pytest.mark.parametrize("router", ["prefix", "cache-aware", "least-loaded:by=tokens"])
+def test_fleet_json_is_the_same_with_either_pass(router, monkeypatch):
+    # the whole fleet on the bundled sample trace, 3 instances: the routing pass in C (default) and in
+    # Python (route called with native="python"; the instances' replays unchanged) give the same JSON
+    import pcs.fleet.fleet as fleet_module
+
+    fast = fleet_module.fleet_replay(None, instances=3, router=router, timing="sequential")
+    real, calls = fleet_module.route, []
+
+    def python_route(*a, **k):
+        calls.append(1)
+        return real(*a, **dict(k, native="python"))
+
+    monkeypatch.setattr(fleet_module, "route", python_route)
+    ref = fleet_module.fleet_replay(None, instances=3, router=router, timing="sequential")
+    assert calls == [1]
+    assert fast.assignment.tolist() == ref.assignment.tolist()
+    assert fast.summary.to_dict() == ref.summary.to_dict()
