@@ -19,6 +19,11 @@ them and owns the ``auto | c | python`` switch):
   step scheduler (pcs/engine/turns.py);
 - ``pcs.cache._grouphier`` (pcs/cache/_grouphier.c): the hybrid-model
   hierarchy (cache groups over one shared LRU pool per tier level);
+- ``pcs.trace._jsonrows`` (pcs/trace/_jsonrows.cpp, C++17): block-id JSONL
+  chunks decoded with simdjson (pcs/trace/jsonfast.py), built only when the
+  simdjson sources pysimdjson ships (``simdjson.h``, ``simdjson.cpp`` in its
+  package directory) are found at build time: pyproject's build-system
+  requires pysimdjson where it has wheels, so pip's isolated build has them;
 - ``pcs.fleet._route`` (pcs/fleet/_route.c): the fleet's routing pass for the
   prefix, cache-aware and least-loaded routers (pcs/fleet/route.py).
 
@@ -27,6 +32,8 @@ its Python twin is used, and the build ends with one note naming the twins
 not built, what runs slower and how to get a compiler (the same advice every
 ``pcs`` run that needs them prints: ``pcs._native.missing_note``).
 """
+import importlib.util
+import os
 import sys
 
 from setuptools import Extension, setup
@@ -39,6 +46,7 @@ _SLOWER = {"pcs.curves._stackdist": "curves", "pcs.engine._lruscan": "sequential
            "pcs.trace._statscan": "pcs trace stats",
            "pcs.engine._turns": "the next-turn search of step-scheduler replays",
            "pcs.cache._grouphier": "hybrid-model replays (sliding window, chunked, SSM-state cache groups)",
+           "pcs.trace._jsonrows": "reading Mooncake and Bailian JSONL",
            "pcs.fleet._route": "fleet routing with the prefix, cache-aware and least-loaded routers"}
 
 
@@ -74,6 +82,34 @@ def _ext(name: str, source: str, extra: tuple = (), args: tuple = ()) -> Extensi
                      extra_compile_args=["-O3", *args], optional=True)
 
 
+def _simdjson_dir() -> str | None:
+    """The directory of pysimdjson's bundled simdjson.h + simdjson.cpp (simdjson 3.x), or None when absent.
+
+    Found without importing pysimdjson (``find_spec`` of the package only)."""
+    try:
+        spec = importlib.util.find_spec("simdjson")
+    except (ImportError, ValueError):
+        return None
+    if spec is None or not spec.origin:
+        return None
+    where = os.path.dirname(spec.origin)
+    return where if all(os.path.isfile(os.path.join(where, f)) for f in ("simdjson.h", "simdjson.cpp")) else None
+
+
+def _jsonrows() -> list[Extension]:
+    """The simdjson JSONL decoder, or nothing when simdjson's sources are not here (pcs.trace.jsonfast's Python
+    shortcuts then read JSONL; pcs._native.missing_note names the twin)."""
+    where = _simdjson_dir()
+    if where is None:
+        print("pcs: note: simdjson sources not found (pip install pysimdjson before building): "
+              "pcs.trace._jsonrows not built; JSONL reads use the Python shortcut parsers", file=sys.stderr)
+        return []
+    return [Extension("pcs.trace._jsonrows", sources=["pcs/trace/_jsonrows.cpp", os.path.join(where, "simdjson.cpp")],
+                      include_dirs=[where], language="c++", optional=True,
+                      define_macros=[("SIMDJSON_EXCEPTIONS", "0")],
+                      extra_compile_args=["-O3", "-std=c++17", "-fvisibility=hidden"])]
+
+
 setup(
     cmdclass={"build_ext": BuildTwins},
     ext_modules=[
@@ -85,6 +121,7 @@ setup(
         _ext("pcs.trace._statscan", "pcs/trace/_statscan.c"),
         _ext("pcs.engine._turns", "pcs/engine/_turns.c"),
         _ext("pcs.cache._grouphier", "pcs/cache/_grouphier.c"),
+        *_jsonrows(),
         # the cache-aware score bit-identical to the Python router's: no fused multiply-add contraction
         _ext("pcs.fleet._route", "pcs/fleet/_route.c", args=("-ffp-contract=off",)),
     ]

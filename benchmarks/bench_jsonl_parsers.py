@@ -5,6 +5,8 @@ Replicates the Mooncake FAST'25 conversation trace 1x, 10x and 50x
 the reader's chunks once, then times, in alternated rounds (the order reverses
 every round), the whole chunk -> checked :class:`RequestBatch` step of:
 
+- ``native``: :func:`pcs.trace.jsonfast.native_chunk` (the compiled twin
+  ``pcs.trace._jsonrows``, C++ on simdjson's DOM parser), when built;
 - ``simdjson``: :func:`pcs.trace.jsonfast.simdjson_chunk` (pysimdjson, ``pcs[fast]``);
 - ``pyarrow``: :func:`pcs.trace.jsonfast.pyarrow_chunk` (``pyarrow.json``, one thread);
 - ``orjson``: orjson on each line, ids gathered with ``np.fromiter`` -- a lower
@@ -14,8 +16,9 @@ every round), the whole chunk -> checked :class:`RequestBatch` step of:
 Figures: block ids per second of wall time and of CPU time (``time.process_time``;
 the machine is shared, so CPU time is the steadier one), median of the rounds.
 Also the whole reader (:func:`pcs.trace.open_trace` ... ``iter_batches``,
-chunking and file reads included) with the default parser. The last line
-printed is one JSON object.
+chunking and file reads included) with the default parser (``reader``: the
+compiled twin when built) and with ``PCS_NATIVE=python`` (``reader_python``:
+pysimdjson when installed). The last line printed is one JSON object.
 
 Usage: python benchmarks/bench_jsonl_parsers.py [--copies 1,10,50] [--rounds 3]
 """
@@ -62,7 +65,7 @@ def _parsers(available: list[str]):
             return n
         return run
 
-    out = {p: shortcut(p) for p in ("simdjson", "pyarrow") if p in available}
+    out = {p: shortcut(p) for p in ("native", "simdjson", "pyarrow") if p in available}
     if "orjson" in available:
         out["orjson"] = lambda chunks: sum(_orjson_chunk(c) for c in chunks)
     return out
@@ -86,11 +89,23 @@ def _reader(path: Path) -> int:
     return sum(b.block_hashes.size for b in open_trace(path, format="mooncake").iter_batches())
 
 
+def _reader_python(path: Path) -> int:
+    import os
+
+    old = os.environ.get("PCS_NATIVE")
+    os.environ["PCS_NATIVE"] = "python"
+    try:
+        return _reader(path)
+    finally:
+        os.environ.pop("PCS_NATIVE") if old is None else os.environ.__setitem__("PCS_NATIVE", old)
+
+
 def _measure(path: Path, rounds: int, parsers: dict, with_authority: bool) -> dict:
     from pcs.trace.source import iter_chunks
 
     chunks = [c for _, c in iter_chunks(path)]
-    cases = {**{k: (f, chunks) for k, f in parsers.items()}, "reader": (_reader, path)}
+    cases = {**{k: (f, chunks) for k, f in parsers.items()}, "reader": (_reader, path),
+             "reader_python": (_reader_python, path)}
     if with_authority:
         cases["json_loads"] = (_authority, path)
     times: dict[str, list] = {k: [] for k in cases}
@@ -115,7 +130,9 @@ def main() -> None:
 
     pa.set_cpu_count(1)
     pa.set_io_thread_count(1)
-    available = ["pyarrow"]
+    from pcs import _native
+
+    available = ["pyarrow"] + (["native"] if _native.built("jsonrows") else [])
     for mod, name in (("simdjson", "simdjson"), ("orjson", "orjson")):
         try:
             __import__(mod)

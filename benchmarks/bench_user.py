@@ -11,6 +11,9 @@ round; medians reported):
   "cpu=<4C>blocks"], policy="lru")`` with the default timing (modeled) -- the main job;
 - ``one_tier_sequential_{jsonl,parquet}``: ``pcs.replay(path, tiers=["gpu=<C>blocks"],
   policy="lru", timing="sequential")``;
+- ``one_tier_sequential_jsonl_pyparser``: the same from JSONL with the compiled
+  JSONL decoder (``pcs.trace._jsonrows``) hidden, so the reader runs its Python
+  shortcut (pysimdjson when installed): the before/after peer of that twin;
 - ``cli_two_tier_jsonl``: ``pcs replay <jsonl> --tier gpu=<C>blocks --tier cpu=<4C>blocks
   --policy lru --format json`` as a fresh process (start-up included);
 - ``libcachesim``: libCacheSim's ``LRU(C).process_trace`` on the flat LRU stream
@@ -20,6 +23,9 @@ round; medians reported):
   docs/semantics.md §6), written once as oracleGeneral;
 - ``ordereddict``: the same stream through a plain ``collections.OrderedDict`` LRU of C.
 
+Times: wall (``s``) and CPU seconds of this process (``cpu_s``, ``time.process_time``; the CLI
+case's child process is not in it, so it has none); ``x_libcachesim_cpu`` is the
+ratio of CPU seconds, the steadier one on a shared machine.
 Throughput counts *logical* block accesses (full prompt blocks looked up, the
 same number for every side); ``x_libcachesim`` is a case's throughput over
 libCacheSim's. The one-tier sequential misses are checked equal to the dict
@@ -55,6 +61,18 @@ def _replay(path: Path, tiers: list[str], timing: str | None) -> int:
 
     kw = {"timing": timing} if timing else {}
     return pcs.replay(str(path), tiers=tiers, policy="lru", **kw).summary.block_misses
+
+
+def _replay_pyparser(path: Path, tiers: list[str], timing: str | None) -> int:
+    from pcs import _native
+
+    _native.module("jsonrows")
+    saved = _native._loaded["jsonrows"]
+    _native._loaded["jsonrows"] = None  # as if the C++ decoder were not built
+    try:
+        return _replay(path, tiers, timing)
+    finally:
+        _native._loaded["jsonrows"] = saved
 
 
 def _cli(path: Path, tiers: list[str]) -> int:
@@ -119,22 +137,26 @@ def _cases(jsonl: Path, parquet: Path, oracle: Path, fs: common.FlatStream, c: i
         "two_tier_modeled_parquet": lambda: _replay(parquet, two, None),
         "one_tier_sequential_jsonl": lambda: _replay(jsonl, one, "sequential"),
         "one_tier_sequential_parquet": lambda: _replay(parquet, one, "sequential"),
+        "one_tier_sequential_jsonl_pyparser": lambda: _replay_pyparser(jsonl, one, "sequential"),
         "cli_two_tier_jsonl": lambda: _cli(jsonl, two),
         "libcachesim": lambda: _libcachesim(oracle, c, gets),
         "ordereddict": lambda: _ordereddict(ids, c),
     }
 
 
-def _measure(cases: dict, rounds: int) -> tuple[dict, dict]:
+def _measure(cases: dict, rounds: int) -> tuple[dict, dict, dict]:
     times: dict[str, list] = {k: [] for k in cases}
+    cpu: dict[str, list] = {k: [] for k in cases}
     misses: dict[str, int] = {}
     names = list(cases)
     for r in range(rounds):
         for k in (names if r % 2 == 0 else names[::-1]):
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), time.process_time()
             misses[k] = cases[k]()
             times[k].append(time.perf_counter() - t0)
-    return {k: statistics.median(v) for k, v in times.items()}, misses
+            cpu[k].append(time.process_time() - c0)
+    med = {k: statistics.median(v) for k, v in times.items()}
+    return med, {k: statistics.median(v) for k, v in cpu.items()}, misses
 
 
 def _one_size(k: int, tmp: Path, one: int, c: int, rounds: int, only: str = "") -> tuple[dict, dict]:
@@ -151,18 +173,21 @@ def _one_size(k: int, tmp: Path, one: int, c: int, rounds: int, only: str = "") 
         keep = set(only.split(",")) | {"libcachesim", "ordereddict", "one_tier_sequential_jsonl",
                                        "one_tier_sequential_parquet"}
         cases = {name: f for name, f in cases.items() if name in keep}
-    med, misses = _measure(cases, rounds)
+    med, cpu, misses = _measure(cases, rounds)
     acc = rep.cacheable_accesses
     if not misses["one_tier_sequential_parquet"] == misses["one_tier_sequential_jsonl"] == misses["ordereddict"] \
-            == misses["libcachesim"]:
+            == misses["libcachesim"] == misses.get("one_tier_sequential_jsonl_pyparser", misses["libcachesim"]):
         raise SystemExit(f"x{k}: one-tier misses differ: {misses}")
     lcs_rate = acc / med["libcachesim"]
     row = {"copies": k, "accesses": acc, "requests": rep.requests, "capacity_blocks": c}
     for name, s in med.items():
         row[name] = {"s": round(s, 4), "accesses_per_s": round(acc / s), "x_libcachesim": round(acc / s / lcs_rate, 3),
                      "us_per_access": round(s / acc * 1e6, 3)}
-        print(f"x{k:<3d} {name:28s} {s:8.3f} s  {acc / s / 1e6:6.2f} M accesses/s  "
-              f"{acc / s / lcs_rate:6.3f}x libCacheSim")
+        if not name.startswith("cli_"):
+            row[name].update(cpu_s=round(cpu[name], 4), x_libcachesim_cpu=round(cpu["libcachesim"] / cpu[name], 3))
+        print(f"x{k:<3d} {name:36s} {s:8.3f} s  {acc / s / 1e6:6.2f} M accesses/s  "
+              f"{acc / s / lcs_rate:6.3f}x libCacheSim"
+              + ("" if name.startswith("cli_") else f"  cpu {cpu[name]:7.3f} s {cpu['libcachesim'] / cpu[name]:6.3f}x"))
     t_eng, m_eng = _engine_only(parquet, c)
     if m_eng != misses["one_tier_sequential_parquet"]:
         raise SystemExit(f"x{k}: engine-only misses {m_eng} != replay {misses['one_tier_sequential_parquet']}")

@@ -224,13 +224,17 @@ def sequential_samples(arrival_s: np.ndarray, resident_after: np.ndarray) -> Sam
     ``resident_after[i - 1]`` blocks resident, nothing restored, the link free
     -- and the end state at the first boundary after the last arrival.
 
-    Cost: O(requests) numpy work and one Python step per sample. The step
-    only depends on the latest time sampled, so a dry run over the first
-    arrival, the last and the end boundary gives the final step; sampling on
-    that grid from the start gives the same rows (grid times ``t0 + k x step``
-    scale exactly by powers of two). The first request at or after a
-    boundary is found by a binary search in the running maximum of the
-    arrivals (out-of-order traces included).
+    Cost: O(requests) numpy work and one binary search per sample, all in
+    numpy. The step only depends on the latest time sampled, so a dry run
+    over the first arrival, the last and the end boundary gives the final
+    step; sampling on that grid from the start gives the same rows (grid
+    times ``t0 + k x step`` scale exactly by powers of two). Boundary k (``t0
+    + k x step``, the same float expression as :meth:`Sampler.take`) up to the
+    last arrival holds the state before the first request arriving at or after
+    it, found by a binary search in the running maximum of the arrivals
+    (out-of-order traces included); the boundary after the last arrival holds
+    the end state. tests/engine/test_series.py diffs it against the event
+    loop's request-by-request sampling.
 
     Args:
         arrival_s: float64 (requests,), trace order.
@@ -246,15 +250,21 @@ def sequential_samples(arrival_s: np.ndarray, resident_after: np.ndarray) -> Sam
     dry.take(t0, tuple)
     dry.take(dry.take(last, tuple), tuple)
     s = Sampler(base_step_s=dry.step_s)
-    state = lambda i: (i, 0, [int(resident_after[i - 1]) if i else 0], [0], [0.0])  # noqa: E731
-    top = np.maximum.accumulate(arrival_s)  # first j with top[j] >= t is the first request arriving at or after t
-    nxt = s.take(t0, lambda: state(0))
-    while True:
-        i = int(np.searchsorted(top, nxt, side="left"))
-        if i >= m:
-            break
-        nxt = s.take(float(arrival_s[i]), lambda: state(i))
-    s.take(s.take(last, lambda: state(m)), lambda: state(m))
+    step = s.step_s
+    k_last = int((last - t0) / step)  # the last boundary <= last, float errors corrected as take() does
+    while t0 + (k_last + 1) * step <= last:
+        k_last += 1
+    while t0 + k_last * step > last:
+        k_last -= 1
+    bounds = t0 + np.arange(k_last + 2, dtype=np.float64) * step
+    admitted = np.empty(k_last + 2, dtype=np.int64)
+    admitted[0], admitted[-1] = 0, m
+    # boundary k in 1..k_last: the first request j with max(arrival_s[:j + 1]) >= boundary
+    admitted[1:-1] = np.searchsorted(np.maximum.accumulate(arrival_s), bounds[1:-1], side="left")
+    resident = np.concatenate(([0], np.asarray(resident_after, dtype=np.int64)))[admitted]
+    s.t0 = t0
+    s.rows = [(b, i, 0, [r], [0], [0.0]) for b, i, r in zip(bounds.tolist(), admitted.tolist(), resident.tolist())]
+    s.next_s = t0 + (k_last + 2) * step
     return s
 
 

@@ -14,7 +14,8 @@ docs/traces-formats.md). Any other value is an error naming the line.
 
 Parsing path (chosen by measurement, benchmarks/bench_jsonl_parsers.py): each
 chunk of whole lines goes to a shortcut parser of :mod:`pcs.trace.jsonfast`
-(pysimdjson when installed, else ``pyarrow.json``) and is validated with
+(the compiled simdjson twin when built, else pysimdjson when installed, else ``pyarrow.json``) and is
+validated with
 vectorised numpy checks. Any chunk that the shortcut rejects or a check flags
 is re-read line by line with ``json.loads``,
 which is the authority: it names the line and field of the first problem, or
@@ -253,7 +254,8 @@ def _shortcut(fast: bool | str) -> str | None:
     """The shortcut parser ``fast`` asks for (:mod:`pcs.trace.jsonfast`), or None for the authority alone.
 
     Raises:
-        ValueError: an unknown parser name, or ``"simdjson"`` without pysimdjson installed.
+        ValueError: an unknown parser name, ``"simdjson"`` without pysimdjson installed, ``"native"``
+            without the compiled twin, or ``PCS_NATIVE=c`` without it.
     """
     from pcs.extras import install_hint
     from pcs.trace.jsonfast import PARSERS, available
@@ -261,11 +263,17 @@ def _shortcut(fast: bool | str) -> str | None:
     if fast is False:
         return None
     if fast is True or fast == "auto":
-        return next(p for p in PARSERS if available(p))
+        from pcs import _native
+
+        if _native.resolve(None, "jsonrows") == "c":  # $PCS_NATIVE: auto or c, and the twin is built
+            return "native"
+        return next(p for p in PARSERS[1:] if available(p))
     if fast not in PARSERS:
         raise ValueError(f"unknown JSONL parser {fast!r}; valid: auto, {', '.join(PARSERS)}")
     if not available(fast):
-        raise ValueError(f"JSONL parser {fast!r} is not installed ({install_hint('fast')})")
+        why = ("the compiled pcs.trace._jsonrows is not built (reinstall with a C++ compiler: pip install -e .)"
+               if fast == "native" else f"is not installed ({install_hint('fast')})")
+        raise ValueError(f"JSONL parser {fast!r} {why}")
     return fast
 
 
@@ -280,8 +288,9 @@ def read_hashid_jsonl(path, name: str, spec: FormatSpec, block_size: int | None,
         state: skip counter and order check, updated in place.
         on_error: ``"raise"`` or ``"skip"`` (skip and count bad lines).
         fast: the shortcut for clean chunks (:mod:`pcs.trace.jsonfast`):
-            True or ``"auto"`` (pysimdjson when installed, else pyarrow),
-            ``"simdjson"``, ``"pyarrow"``, or False (``json.loads`` line by
+            True or ``"auto"`` (the compiled twin ``pcs.trace._jsonrows``
+            unless ``PCS_NATIVE=python`` or it is not built, else pysimdjson
+            when installed, else pyarrow), ``"native"``, ``"simdjson"``, ``"pyarrow"``, or False (``json.loads`` line by
             line only; tests use it to check every path agrees).
     Yields:
         batches with ``first_request_id`` 0 (the caller renumbers).

@@ -1,4 +1,4 @@
-"""The JSONL shortcut parsers (pysimdjson, pyarrow.json) against the line-by-line authority.
+"""The JSONL shortcut parsers (the compiled simdjson twin, pysimdjson, pyarrow.json) against the line-by-line authority.
 
 The authority (``fast=False``: ``json.loads`` per line) decides what a line
 means; a shortcut may only reproduce it. So for every committed block-id
@@ -16,6 +16,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from pcs import _native
 from pcs.errors import InputError
 from pcs.trace.hashids import BAILIAN, MOONCAKE, ReadState, read_hashid_jsonl
 from pcs.trace.jsonfast import clean_lines
@@ -27,7 +28,8 @@ SAMPLES = [(ROOT / "traces" / n, MOONCAKE, None) for n in
            ("sample_chat.jsonl", "sample_exact.jsonl", "sample_azure_conv.jsonl", "formats/mooncake_conv_8.jsonl")]
 SAMPLES += [(ROOT / "traces" / "sample_tokens_b16.jsonl", MOONCAKE, 16),  # hash ids at 16-token blocks
             (ROOT / "traces" / "formats" / "bailian_6.jsonl", BAILIAN, None)]
-PATHS = [False, "pyarrow", "simdjson"]
+# the compiled twin pcs.trace._jsonrows (C++ on simdjson) whenever it is built: a normal install builds it
+PATHS = [False, "pyarrow", "simdjson"] + (["native"] if _native.built("jsonrows") else [])
 
 
 def read(path, spec, fast, bs=None, on_error="raise"):
@@ -104,6 +106,27 @@ BAD = [
     '{"timestamp": 20, "input_length": 600, "hash_ids": [1, 2], "reuse": "recorded"}',
     '{"timestamp": 20, "input_length": 600, "output_length": 5, "hash_ids": [1, 2], "type": "text"}',
     '{"a": ' * 400 + "1" + "}" * 400,
+    # lines a C++ decoder could take differently from json.loads (pcs/trace/_jsonrows.cpp)
+    '\ufeff{"timestamp": 20, "input_length": 600, "output_length": 5, "hash_ids": [1, 2]}',  # BOM: json.loads refuses
+    '{"timestamp": -0, "input_length": 600, "output_length": 5, "hash_ids": [1, 2]}',  # int 0 for json.loads
+    '{"timestamp": -0.0, "input_length": 600, "output_length": 5, "hash_ids": [1, 2]}',
+    '{"timestamp": 20, "input_length": -0, "output_length": 5, "hash_ids": [1, 2]}',
+    '{"timestamp": 100000000000000000000, "input_length": 600, "output_length": 5, "hash_ids": [1, 2]}',
+    '{"timestamp": 20.000000000000001, "input_length": 600, "output_length": 5, "hash_ids": [1, 2]}',
+    '{"time\\u0073tamp": 20, "input_length": 600, "output_length": 5, "hash_ids": [1, 2]}',  # escaped key
+    '{"timestamp": 20, "input_length": 600, "output_length": 5, "hash_ids": [1, 2], "reuse": null}',
+    '{"timestamp": 20, "input_length": 600, "output_length": 5, "hash_ids": [1, 2], "reuse": "synthetic", '
+    '"reuse": "synthetic"}',
+    '{"timestamp": 20, "input_length": 600, "output_length": 5, "hash_ids": [1, 2], "reuse": "synth\\u0065tic"}',
+    '{"timestamp": 20, "input_length": 600, "output_length": 5, "hash_ids": [1, 2]}\t \r',
+    '{"timestamp": 20, "input_length": 600, "output_length": 5, "hash_ids": [1, 2]}\x00',
+    '{"timestamp": 20, "input_length": 600, "output_length": 5, "hash_ids": [1, 2], "reuse": "a\x01"}',
+    '{"timestamp": 20, "input_length": 600, "output_length": 5, "hash_ids": [1, 2 ] }',
+    '{"timestamp": 20, "input_length": 600, "output_length": 5, "hash_ids": [1, 2], "reuse": "\udcff"}',
+    '{"timestamp": 20, "input_length": 600, "output_length": 5, "hash_ids": [01, 2]}',
+    '{"timestamp": 20, "input_length": 600, "output_length": 5, "hash_ids": [1, 2]}}',
+    '{"timestamp": 20, "input_length": 600, "output_length": 5, "hash_ids": [1, 2]',
+    '{}',
 ]
 
 
@@ -176,11 +199,14 @@ def test_unknown_parser_is_a_value_error(tmp_path):
         list(read_hashid_jsonl(p, "t", MOONCAKE, None, ReadState(), fast="orjson"))
 
 
-def test_auto_prefers_simdjson_then_pyarrow(monkeypatch):
+def test_auto_prefers_native_then_simdjson_then_pyarrow(monkeypatch):
     import pcs.trace.jsonfast as jf
     from pcs.trace.hashids import _shortcut
 
-    # pysimdjson first when installed (the [fast] extra), else pyarrow's JSON reader.
+    # the compiled twin unless PCS_NATIVE=python; then pysimdjson when installed (the [fast] extra), else pyarrow.
+    monkeypatch.setenv("PCS_NATIVE", "auto")
+    assert _shortcut(True) == "native" if _native.built("jsonrows") else _shortcut(True) != "native"
+    monkeypatch.setenv("PCS_NATIVE", "python")
     assert _shortcut(True) == ("simdjson" if jf.available("simdjson") else "pyarrow") and _shortcut(False) is None
     monkeypatch.setattr(jf, "available", lambda p: p == "pyarrow")  # as if neither were there
     assert _shortcut(True) == _shortcut("auto") == "pyarrow"
