@@ -89,7 +89,10 @@ def _scheduler_label(step: StepSetup | None) -> str | None:
     """:attr:`pcs.engine.select.RunConfig.scheduler` of a run with ``step`` (None: instant compute)."""
     if step is None:
         return None
-    return step.config.restore_policy + ("+chunk-attention" if step.cost.attn_pair_s is None else "")
+    from pcs.engine.chunkattn import chunk_terms
+
+    summed = step.cost.attn_pair_s is not None or chunk_terms(step.cost) is not None    # the C loop sums it
+    return step.config.restore_policy + ("" if summed else "+chunk-attention")
 
 
 def _place(tiers: Sequence, timing: str, requested: str, native: str | None, hybrid: Any = None,

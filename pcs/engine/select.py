@@ -76,7 +76,8 @@ class RunConfig:
             model that is not hybrid.
         hybrid: the model is hybrid (more than one group, or one that is not full attention).
         scheduler: the step scheduler's restore policy when the run uses it (modeled timing, ``--compute
-            step``), with ``+chunk-attention`` when the model's prefill attention is not per pair; else None.
+            step``), with ``+chunk-attention`` when the model's prefill attention is neither per pair nor
+            terms the C loop sums (:func:`pcs.engine.chunkattn.chunk_terms`); else None.
         pools: a hybrid model's pools per tier (1: one shared pool, vLLM; one per group: SGLang).
     """
 

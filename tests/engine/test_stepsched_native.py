@@ -195,6 +195,22 @@ def test_native_equals_reference_on_mooncake():
     _same_replay(str(MOONCAKE))
 
 
+@pytest.mark.parametrize("model", ["gpt-oss-120b", "gemma-3-27b", "qwen3-next-80b-a3b", "deepseek-v3.2"])
+def test_windowed_attention_without_cache_groups_equals_the_python_loop(model):
+    """A model with windowed / chunked prefill attention on one full-attention cache (vLLM's hybrid manager
+    disabled: every layer keeps every block) runs the C loop, which sums the attention terms of
+    pcs.engine.chunkattn; it equals the Python step loop over the same compiled hierarchy."""
+    for name in ("sample_chat.jsonl", "sample_tokens.jsonl"):
+        _same_replay(str(ROOT / "traces" / name), model=model, hybrid_kv_cache_manager="disabled",
+                     tiers=["gpu=40GB", "cpu=200GB"])
+
+
+@pytest.mark.skipif(not MOONCAKE.exists(), reason="the Mooncake trace (/work/shared) is not here")
+def test_windowed_attention_without_cache_groups_on_mooncake():
+    _same_replay(str(MOONCAKE), model="gpt-oss-120b", hybrid_kv_cache_manager="disabled",
+                 tiers=["gpu=100GB", "cpu=2TB"])
+
+
 def test_selection_places_only_the_default_configuration():
     # the compiled loop runs the layerwise step scheduler on tiers whose policies are all compiled; anything else
     # (other restore policies, a tier with an admission policy or a plug-in policy) takes the Python loop
