@@ -14,13 +14,16 @@ of one request, as in ``bench_replay.py``).
    scheduler (``--compute step``, the default) and with ``--compute infinite``.
 2. ``speed``: the engine loops on pre-built chunks -- sequential, modeled with
    ``--compute infinite`` (:class:`pcs.engine.engine.ReplayEngine`) and the
-   step scheduler (:class:`pcs.engine.hybridstep.HybridStepEngine`, the
-   default) -- over the compiled hybrid hierarchy
+   step scheduler (the default) -- over the compiled hybrid hierarchy
    (:class:`pcs.cache.nativegroups.NativeGroupHierarchy`, engine
-   ``compiled-hybrid``) and the Python reference
-   (:class:`pcs.cache.grouphier.GroupHierarchy`, engine ``hybrid``), runs
-   alternated, block accesses per CPU second (best of ``--repeat``), both
-   models at both GPU tier sizes; the two ledgers are checked equal.
+   ``compiled-hybrid``; under the step scheduler its loop in C too,
+   :class:`pcs.engine.hybridnative.HybridNativeStepEngine`, as ``pcs replay``
+   runs it, and ``c-hier``: the Python step loop
+   :class:`pcs.engine.hybridstep.HybridStepEngine` over it) and the Python
+   reference (:class:`pcs.cache.grouphier.GroupHierarchy` under
+   HybridStepEngine, engine ``hybrid``), runs alternated, block accesses per
+   CPU second (best of ``--repeat``), both models at both GPU tier sizes; the
+   ledgers are checked equal.
 
 Prints the table and speed lines, then ONE JSON summary line last.
 Usage: python benchmarks/bench_hybrid.py [--repeat 3] [--sizes 40GB,100GB]
@@ -98,13 +101,15 @@ def _setup(model_name: str, trace, size: str):
 def _run(impl: str, mode: str, make, kw, chunks, step_chunks, tm, bpb, trace):
     """One engine loop over the pre-built chunks: ``sequential`` / ``infinite`` (the modeled event loop,
     ``--compute infinite``) / ``step`` (:class:`pcs.engine.hybridstep.HybridStepEngine`, the default);
-    ``impl``: ``python`` (GroupHierarchy) or ``c`` (NativeGroupHierarchy). Returns the closed result."""
+    ``impl``: ``python`` (GroupHierarchy), ``c`` (NativeGroupHierarchy; the step loop in C) or ``c-hier``
+    (NativeGroupHierarchy under the Python step loop). Returns the closed result."""
     from pcs.cache.grouphier import GroupHierarchy
     from pcs.cache.nativegroups import NativeGroupHierarchy
     from pcs.engine.engine import ReplayEngine
 
-    h = (NativeGroupHierarchy if impl == "c" else GroupHierarchy)(make(), "back", **kw)
+    h = (GroupHierarchy if impl == "python" else NativeGroupHierarchy)(make(), "back", **kw)
     if mode == "step":
+        from pcs.engine.hybridnative import HybridNativeStepEngine
         from pcs.engine.hybridstep import HybridStepEngine
         from pcs.engine.schedconfig import SchedulerConfig
         from pcs.engine.turns import decode_blocks
@@ -113,7 +118,7 @@ def _run(impl: str, mode: str, make, kw, chunks, step_chunks, tm, bpb, trace):
         cost = tm.compute.step_cost()
         dec = decode_blocks(trace)
         cfg = SchedulerConfig().resolved(get_gpu("h100-sxm"), cost.token_s, dec.detected)
-        e = HybridStepEngine(h, [None, None], bpb, cost, cfg, True, dec)
+        e = (HybridNativeStepEngine if impl == "c" else HybridStepEngine)(h, [None, None], bpb, cost, cfg, True, dec)
         src = step_chunks
     else:
         e = ReplayEngine(h, "sequential" if mode == "sequential" else "modeled", block_bytes=bpb)
@@ -132,23 +137,28 @@ def speed(trace, repeat: int, sizes: list[str]) -> list[dict]:
             make, kw, chunks, step_chunks, tm, bpb = _setup(model, trace, size)
             accesses = sum(ch.offsets[-1] - ch.offsets[0] for ch in chunks)
             for mode in ("sequential", "infinite", "step"):
-                best = {"python": float("inf"), "c": float("inf")}
+                impls = ("python", "c-hier", "c") if mode == "step" else ("python", "c")
+                best = {impl: float("inf") for impl in impls}
                 ledgers = {}
                 for _ in range(repeat):
-                    for impl in ("python", "c"):
+                    for impl in impls:
                         t = time.process_time()
                         res = _run(impl, mode, make, kw, chunks, step_chunks, tm, bpb, trace)
                         best[impl] = min(best[impl], time.process_time() - t)
                         ledgers[impl] = res.ledger
-                assert ledgers["python"] == ledgers["c"], (model, size, mode)
+                assert all(v == ledgers["python"] for v in ledgers.values()), (model, size, mode)
                 row = {"model": model, "gpu": size, "mode": mode, "accesses": accesses,
                        "python_cpu_s": best["python"], "c_cpu_s": best["c"],
                        "python_accesses_per_s": accesses / best["python"], "c_accesses_per_s": accesses / best["c"],
                        "speedup": best["python"] / best["c"]}
+                if mode == "step":
+                    row.update(c_hier_cpu_s=best["c-hier"], c_hier_accesses_per_s=accesses / best["c-hier"])
                 out.append(row)
                 print(f"speed {model:14s} gpu={size:6s} {mode:10s} C {row['c_accesses_per_s'] / 1e6:.2f} M accesses/s "
                       f"({best['c']:.2f} s) | Python {row['python_accesses_per_s'] / 1e6:.2f} M/s ({best['python']:.2f} s)"
-                      f" | {row['speedup']:.1f}x", flush=True)
+                      f" | {row['speedup']:.1f}x" + (f" | C hierarchy, Python loop {row['c_hier_accesses_per_s'] / 1e6:.2f}"
+                                                      f" M/s ({best['c-hier']:.2f} s)" if mode == "step" else ""),
+                      flush=True)
     return out
 
 

@@ -9,15 +9,23 @@ one ``python -X importtime`` run of each case, the modules imported and the
 heaviest top-level imports, so a regression names its culprit. The tiny trace
 is traces/formats/mooncake_conv_8.jsonl (8 Mooncake requests).
 
+The children run with ``PYTHONDONTWRITEBYTECODE`` removed from their
+environment, so the warm-up run writes the ``.pyc`` files an installed pcs
+has (with it set, every run compiles ~100 modules: +0.15-0.3 s of CPU that no
+user pays). ``--peer DIR`` also times the same cases from another checkout
+(e.g. an export of main with its compiled extensions), run in DIR with DIR
+first on ``PYTHONPATH``, alternated with this one in every round (``peer_*`` keys).
+
 Target (issue 19): each case <= 0.25 s wall. The last line printed is one
 JSON object.
 
-Usage: python benchmarks/bench_startup.py [--runs 7]
+Usage: python benchmarks/bench_startup.py [--runs 7] [--peer DIR]
 """
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
 import statistics
 import subprocess
@@ -41,19 +49,27 @@ CASES = {
 UNWANTED = ("pyarrow", "matplotlib", "jinja2", "ray", "pandas", "pcs.report.plot", "pcs.sweep", "pcs.curves")
 
 
-def _run(cmd: list[str]) -> tuple[float, float]:
+def _env(peer: str | None) -> dict[str, str]:
+    """The children's environment: .pyc files written and read (as installed), ``peer`` first on the path."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    if peer:
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, (peer, env.get("PYTHONPATH"))))
+    return env
+
+
+def _run(cmd: list[str], peer: str | None = None) -> tuple[float, float]:
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
-    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, cwd=ROOT)
+    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, cwd=peer or ROOT, env=_env(peer))
     wall = time.perf_counter() - t0
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
-def _imports(cmd: list[str]) -> dict:
+def _imports(cmd: list[str], peer: str | None = None) -> dict:
     """Modules imported (one ``-X importtime`` run) and the five heaviest top-level ones (cumulative us)."""
     err = subprocess.run([cmd[0], "-X", "importtime", *cmd[1:]], check=True, stdout=subprocess.DEVNULL,
-                         stderr=subprocess.PIPE, text=True, cwd=ROOT).stderr
+                         stderr=subprocess.PIPE, text=True, cwd=peer or ROOT, env=_env(peer)).stderr
     names, top = [], []
     for line in err.splitlines():
         if not line.startswith("import time:") or "|" not in line or "cumulative" in line:
@@ -70,26 +86,30 @@ def _imports(cmd: list[str]) -> dict:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=7)
+    ap.add_argument("--peer", help="another checkout to time alongside (first on PYTHONPATH)")
     a = ap.parse_args()
-    for cmd in CASES.values():  # warm the page cache and .pyc files
-        _run(cmd)
-    times: dict[str, list] = {k: [] for k in CASES}
-    names = list(CASES)
+    cases = {k: (cmd, None) for k, cmd in CASES.items()}
+    if a.peer:
+        cases.update({f"peer_{k}": (CASES[k], str(Path(a.peer).resolve())) for k in ("replay_help", "replay_tiny")})
+    for cmd, peer in cases.values():  # warm the page cache and .pyc files
+        _run(cmd, peer)
+    times: dict[str, list] = {k: [] for k in cases}
+    names = list(cases)
     for r in range(a.runs):
         for k in (names if r % 2 == 0 else names[::-1]):
-            times[k].append(_run(CASES[k]))
+            times[k].append(_run(*cases[k]))
     out = {}
     for k, ts in times.items():
         out[k] = {"wall_s": round(statistics.median(t[0] for t in ts), 4),
                   "cpu_s": round(statistics.median(t[1] for t in ts), 4)}
         if k != "python_pass":
-            out[k].update(_imports(CASES[k]))
-        print(f"{k:12s} wall {out[k]['wall_s']:.3f} s  cpu {out[k]['cpu_s']:.3f} s")
+            out[k].update(_imports(*cases[k]))
+        print(f"{k:17s} wall {out[k]['wall_s']:.3f} s  cpu {out[k]['cpu_s']:.3f} s")
     target = 0.25
     print(json.dumps({"bench": "startup", "runs": a.runs, **out, "target_wall_s": target,
                       "target_met_wall": all(out[k]["wall_s"] <= target for k in ("replay_help", "replay_tiny")),
                       "target_met_cpu": all(out[k]["cpu_s"] <= target for k in ("replay_help", "replay_tiny")),
-                      "machine": machine_info()}))
+                      "load_avg_1m": round(os.getloadavg()[0], 2), "machine": machine_info()}))
 
 
 if __name__ == "__main__":

@@ -21,7 +21,6 @@ import atexit
 import contextlib
 import errno
 import os
-import secrets
 from pathlib import Path
 from typing import Iterator, Mapping
 
@@ -89,6 +88,8 @@ def _reserve_temporary(target: Path) -> str:
     Raises:
         OSError: the folder cannot be written (the error names ``target``).
     """
+    import secrets  # here: it loads OpenSSL (~20 ms), which a command that writes no file never needs
+
     for _ in range(100):
         tmp = str(target.parent / f".{target.name}.{secrets.token_hex(4)}.tmp")
         TEMPORARY.add(tmp)

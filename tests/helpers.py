@@ -693,3 +693,35 @@ def assert_one_instance_is_single_replay(reqs, tiers: list, shared_blocks: int, 
         tables_equal(f.requests, one.requests, drop=("instance",))
         assert f.summary.hit_ratio == one.summary.hit_ratio
         assert f.summary.shared_tier.peak_resident_blocks == one.summary.tiers[-1].resident_blocks_peak
+
+
+def assert_group_states_equal(ref, nat) -> None:
+    """Two hybrid hierarchies (GroupHierarchy, NativeGroupHierarchy) in the same end state: written and dropped
+    pages, each level's resident pages with pin counts, eviction order, stats and reservations, residency."""
+    assert (ref.written_blocks, ref.dropped_blocks) == (nat.written_blocks, nat.dropped_blocks)
+    for x, y in zip(ref.tiers, nat.tiers):
+        assert dict(x.resident) == dict(y.resident)
+        assert x.policy.order() == y.policy.order()
+        assert x.stats == y.stats and x.reserved_blocks == y.reserved_blocks
+    assert residency_fields(ref.residency) == residency_fields(nat.residency)
+
+
+def residency_fields(r) -> dict:
+    """Every field of a pcs.cache.residency.Residency, comparable with == (the compiled twins' equality)."""
+    d = {k: getattr(r, k) for k in ("pages", "group_peak_pages", "restored", "written", "dropped", "peak_bytes",
+                                    "peak_t", "samples", "peak_held_bytes", "clock", "_next")}
+    d["peak_pages"] = [tuple(p) for p in r.peak_pages]
+    d["request_pages"] = [list(c) for c in r.request_pages]
+    d["request_lost"] = list(r.request_lost)
+    return d
+
+
+def without_engine_keys(d):
+    """A summary dict (nested) without the keys that name the engine (pcs.engine.select.SUMMARY_KEYS)."""
+    from pcs.engine.select import SUMMARY_KEYS
+
+    if isinstance(d, dict):
+        return {k: without_engine_keys(v) for k, v in d.items() if k not in SUMMARY_KEYS}
+    if isinstance(d, list):
+        return [without_engine_keys(v) for v in d]
+    return d

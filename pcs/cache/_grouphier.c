@@ -15,6 +15,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include "_grouphier_capi.h"
 #include "_grouphier.h"
 
 #define MAXL 8
@@ -931,6 +932,34 @@ static PyObject *gh_restore_skipped(GH *s, PyObject *o) {
     Py_RETURN_NONE;
 }
 
+/* ------------------------------------------------------------------ the C-level API (_grouphier_capi.h) */
+static int capi_follow(PyObject *h) {
+    GH *s = (GH *)h;
+    Py_CLEAR(s->clock_fn);
+    s->auto_record = 0;
+    return 0;
+}
+
+static int capi_tick(PyObject *h, double t) { return res_tick((GH *)h, t); }
+
+static int capi_first_admission(PyObject *h) {
+    GH *s = (GH *)h;
+    return res_row(s, s->last_pages, s->last_lost);
+}
+
+static int capi_restore_skipped(PyObject *h, PyObject *adm) {
+    PyObject *r = gh_restore_skipped((GH *)h, adm);
+    if (!r) return -1;
+    Py_DECREF(r);
+    return 0;
+}
+
+static const GHCApi capi = {capi_follow, capi_tick, capi_first_admission, capi_restore_skipped};
+
+static PyObject *gh_c_api(GH *s, PyObject *unused) {
+    return PyCapsule_New((void *)&capi, GH_CAPI_NAME, NULL);
+}
+
 /* ------------------------------------------------------------------ read side */
 static PyObject *ll_rows(long long (*v)[MAXG], int rows, int cols, int as_tuple) {
     PyObject *l = PyList_New(rows);
@@ -1185,6 +1214,7 @@ static PyMethodDef gh_methods[] = {
     {"resident", (PyCFunction)gh_resident, METH_O, "[(hash, tag, pin)] of a level"},
     {"order", (PyCFunction)gh_order, METH_O, "[(hash, tag)] unpinned, first victim first"},
     {"check", (PyCFunction)gh_check, METH_NOARGS, "assert the invariants"},
+    {"c_api", (PyCFunction)gh_c_api, METH_NOARGS, "a PyCapsule of the C-level API (_grouphier_capi.h)"},
     {NULL}};
 
 static PyGetSetDef gh_getset[] = {

@@ -11,6 +11,7 @@
  * pcs.cache.hierarchy.Admission (prefix_hit_blocks, hit_blocks, ...); rules: docs/semantics.md.
  */
 #include "_lruhier.h"
+#include "_lruhier_api.h"
 #include "structmember.h"
 
 /* -- the policy calls of the mechanism (LRU inline: ops == NULL; a retain pool, pcs/cache/_retain.c, first) -- */
@@ -123,15 +124,18 @@ typedef struct {
     PyObject_HEAD
     Py_ssize_t prefix_hit_blocks, hit_blocks, last_hit_tier, reserved_blocks, gpu_lead_blocks;
     char truncated;
-    PyObject *hit_blocks_per_tier, *restored_blocks_per_tier;
+    PyObject *hit_blocks_per_tier, *restored_blocks_per_tier;   /* lists, built on first read from counts */
     uint64_t *keys;     /* pinned hashes (nused) then computed hashes (nnew) */
     Py_ssize_t nused, nnew;
+    Py_ssize_t *counts; /* hit blocks per tier (ntiers), then restored blocks per tier (ntiers) */
+    int ntiers;
 } Adm;
 
 static void adm_dealloc(Adm *a) {
     Py_XDECREF(a->hit_blocks_per_tier);
     Py_XDECREF(a->restored_blocks_per_tier);
     PyMem_Free(a->keys);
+    PyMem_Free(a->counts);
     Py_TYPE(a)->tp_free((PyObject *)a);
 }
 
@@ -149,6 +153,25 @@ static PyObject *keys_list(const uint64_t *k, Py_ssize_t n) {
 static PyObject *adm_get_used(Adm *a, void *c) { return keys_list(a->keys, a->nused); }
 static PyObject *adm_get_new(Adm *a, void *c) { return keys_list(a->keys + a->nused, a->nnew); }
 
+/* a per-tier list (counts + off, ntiers items), built once and kept in *slot (the same list on every read) */
+static PyObject *adm_list(Adm *a, PyObject **slot, Py_ssize_t off) {
+    if (!*slot) {
+        PyObject *l = PyList_New(a->ntiers);
+        if (!l) return NULL;
+        for (int j = 0; j < a->ntiers; j++) {
+            PyObject *v = PyLong_FromSsize_t(a->counts[off + j]);
+            if (!v) { Py_DECREF(l); return NULL; }
+            PyList_SET_ITEM(l, j, v);
+        }
+        *slot = l;
+    }
+    Py_INCREF(*slot);
+    return *slot;
+}
+
+static PyObject *adm_get_hits(Adm *a, void *c) { return adm_list(a, &a->hit_blocks_per_tier, 0); }
+static PyObject *adm_get_restored(Adm *a, void *c) { return adm_list(a, &a->restored_blocks_per_tier, a->ntiers); }
+
 static PyMemberDef adm_members[] = {
     {"prefix_hit_blocks", T_PYSSIZET, offsetof(Adm, prefix_hit_blocks), READONLY,
      "leading blocks resident in some tier"},
@@ -158,15 +181,14 @@ static PyMemberDef adm_members[] = {
     {"truncated", T_BOOL, offsetof(Adm, truncated), READONLY, "could not get all its slots"},
     {"gpu_lead_blocks", T_PYSSIZET, offsetof(Adm, gpu_lead_blocks), READONLY,
      "leading hit blocks served by the GPU tier, before the first lower-tier hit"},
-    {"hit_blocks_per_tier", T_OBJECT, offsetof(Adm, hit_blocks_per_tier), READONLY, "hit blocks per tier"},
-    {"restored_blocks_per_tier", T_OBJECT, offsetof(Adm, restored_blocks_per_tier), READONLY,
-     "restored blocks per tier"},
     {NULL}
 };
 
 static PyGetSetDef adm_getset[] = {
     {"pinned_hashes", (getter)adm_get_used, NULL, "GPU blocks pinned at admission, chain order", NULL},
     {"computed_hashes", (getter)adm_get_new, NULL, "blocks to compute that got a slot, chain order", NULL},
+    {"hit_blocks_per_tier", (getter)adm_get_hits, NULL, "hit blocks per tier", NULL},
+    {"restored_blocks_per_tier", (getter)adm_get_restored, NULL, "restored blocks per tier", NULL},
     {NULL}
 };
 
@@ -581,8 +603,10 @@ static Adm *start_admission(Hier *h, const Plan *p) {
     Adm *a = PyObject_New(Adm, &AdmType);
     if (!a) return NULL;
     a->hit_blocks_per_tier = a->restored_blocks_per_tier = NULL;
+    a->ntiers = h->ntiers;
+    a->counts = PyMem_Calloc(2 * (size_t)h->ntiers, sizeof(Py_ssize_t));
     a->keys = PyMem_Malloc(sizeof(uint64_t) * (p->nused + p->n_restore + p->nnew + 1));
-    if (!a->keys) { Py_DECREF(a); PyErr_NoMemory(); return NULL; }
+    if (!a->keys || !a->counts) { Py_DECREF(a); PyErr_NoMemory(); return NULL; }
     uint64_t *used = a->keys, *newk = a->keys + p->nused + p->n_restore;
     Py_ssize_t nu = 0, nn = 0, seen = 0;
     for (Py_ssize_t i = 0; i < p->lead; i++) {
@@ -629,13 +653,9 @@ static Py_ssize_t start_reserve(Hier *h, const Plan *p, const Adm *a) {
 }
 
 /* per lower tier j: fill the GPU slots of its kept restores, touch the lower copies (tail first);
- * sets the Admission's per-tier lists; returns the slots filled or -1 */
+ * sets the Admission's per-tier counts; returns the slots filled or -1 */
 static Py_ssize_t start_restore(Hier *h, const Plan *p, Adm *a, Py_ssize_t nvict) {
     int T = h->ntiers;
-    PyObject *restored = PyList_New(T), *tier_hits = PyList_New(T);
-    a->restored_blocks_per_tier = restored;
-    a->hit_blocks_per_tier = tier_hits;
-    if (!restored || !tier_hits) return -1;
     Py_ssize_t filled = 0;
     for (int j = 0; j < T; j++) {
         Py_ssize_t cnt = 0, th = 0;
@@ -662,8 +682,8 @@ static Py_ssize_t start_restore(Hier *h, const Plan *p, Adm *a, Py_ssize_t nvict
                 if (any) pol_touch_end(tj);
             }
         }
-        PyList_SET_ITEM(restored, j, PyLong_FromSsize_t(cnt));
-        PyList_SET_ITEM(tier_hits, j, PyLong_FromSsize_t(th));
+        a->counts[T + j] = cnt;
+        a->counts[j] = th;
     }
     return filled;
 }
@@ -678,6 +698,20 @@ static PyObject *hier_start(Hier *h, PyObject *const *args, Py_ssize_t nargs) {
     return start_plan(h, &p, wait);
 }
 
+/* start() on the first len keys at keys (the C API's start, _lruhier_api.h): an Admission, None (new ref) or NULL */
+static PyObject *c_start(PyObject *hh, const uint64_t *keys, Py_ssize_t len, Py_ssize_t n, Py_ssize_t cap,
+                         Py_ssize_t extra, int wait) {
+    Hier *h = (Hier *)hh;
+    Plan p;
+    p.extra = extra;
+    Py_ssize_t m = n < len ? n : len;
+    if (m < 0) m = 0;
+    if (ensure_k(h, m + 1) < 0) return NULL;
+    memcpy(h->k, keys, (size_t)m * 8);
+    if (start_head(h, &p, n, cap, m) < 0) return NULL;
+    return start_plan(h, &p, wait);
+}
+
 /* start_ids(ids, n, cap, extra_blocks, wait_if_full): start() with the keys as a buffer of uint64 (bytes) instead
  * of a sequence of ints -- the compiled step loop's call (pcs/engine/_stepsched.c), no int object per key */
 static PyObject *hier_start_ids(Hier *h, PyObject *const *args, Py_ssize_t nargs) {
@@ -685,20 +719,14 @@ static PyObject *hier_start_ids(Hier *h, PyObject *const *args, Py_ssize_t nargs
         PyErr_SetString(PyExc_TypeError, "start_ids(ids, cacheable_blocks, max_hit_blocks, extra_blocks, wait_if_full)");
         return NULL;
     }
-    Plan p;
-    Py_ssize_t n = PyLong_AsSsize_t(args[1]), cap = PyLong_AsSsize_t(args[2]);
-    p.extra = PyLong_AsSsize_t(args[3]);
+    Py_ssize_t n = PyLong_AsSsize_t(args[1]), cap = PyLong_AsSsize_t(args[2]), extra = PyLong_AsSsize_t(args[3]);
     int wait = PyObject_IsTrue(args[4]);
     if (PyErr_Occurred() || wait < 0) return NULL;
     Py_buffer b;
     if (PyObject_GetBuffer(args[0], &b, PyBUF_SIMPLE) < 0) return NULL;
-    Py_ssize_t L = b.len / 8, m = n < L ? n : L;
-    if (m < 0) m = 0;
-    if (ensure_k(h, m + 1) < 0) { PyBuffer_Release(&b); return NULL; }
-    memcpy(h->k, b.buf, (size_t)m * 8);
+    PyObject *r = c_start((PyObject *)h, b.buf, b.len / 8, n, cap, extra, wait);
     PyBuffer_Release(&b);
-    if (start_head(h, &p, n, cap, m) < 0) return NULL;
-    return start_plan(h, &p, wait);
+    return r;
 }
 
 /* the rest of Hierarchy.start once h->k and p0->n, cap, extra are set: an Admission, None (waits) or NULL */
@@ -742,16 +770,22 @@ static int write_down(Hier *h, const uint64_t *k, Py_ssize_t nn) {
     return 0;
 }
 
-static PyObject *hier_prefill_done(Hier *h, PyObject *arg) {
-    if (!PyObject_TypeCheck(arg, &AdmType)) { PyErr_SetString(PyExc_TypeError, "need an Admission"); return NULL; }
+/* Hierarchy.prefill_done(adm): 0 or -1 */
+static int c_prefill_done(PyObject *hh, PyObject *arg) {
+    Hier *h = (Hier *)hh;
     Adm *a = (Adm *)arg;
     Py_ssize_t nn = a->nnew;
-    if (!nn) Py_RETURN_NONE;
+    if (!nn) return 0;
     const uint64_t *nk = a->keys + a->nused;
     Py_ssize_t sh = tfill(&h->t[0], nk, nn);
-    if (sh < 0) return NULL;
+    if (sh < 0) return -1;
     a->reserved_blocks -= nn - sh;
-    if (write_down(h, nk, nn) < 0) return NULL;
+    return write_down(h, nk, nn);
+}
+
+static PyObject *hier_prefill_done(Hier *h, PyObject *arg) {
+    if (!PyObject_TypeCheck(arg, &AdmType)) { PyErr_SetString(PyExc_TypeError, "need an Admission"); return NULL; }
+    if (c_prefill_done((PyObject *)h, arg) < 0) return NULL;
     Py_RETURN_NONE;
 }
 
@@ -770,8 +804,19 @@ static int unpin(Tier *g, const uint64_t *keys, Py_ssize_t n, int reused) {
     return 0;
 }
 
-static PyObject *hier_finish(Hier *h, PyObject *arg) {
-    if (!PyObject_TypeCheck(arg, &AdmType)) { PyErr_SetString(PyExc_TypeError, "need an Admission"); return NULL; }
+/* the release of Hierarchy.finish once its checks passed (every key pinned, reserved slots held): tail first,
+ * computed reversed (just computed), then pinned reversed (hits: reused); 0 or -1 (a policy's memory error) */
+static int finish_release(Hier *h, Adm *a) {
+    Tier *g = &h->t[0];
+    if (unpin(g, a->keys + a->nused, a->nnew, 0) < 0 || unpin(g, a->keys, a->nused, 1) < 0) return -1;
+    g->reserved -= a->reserved_blocks;
+    a->reserved_blocks = 0;
+    return 0;
+}
+
+/* Hierarchy.finish(adm): 0 or -1 */
+static int c_finish(PyObject *hh, PyObject *arg) {
+    Hier *h = (Hier *)hh;
     Adm *a = (Adm *)arg;
     Tier *g = &h->t[0];
     Py_ssize_t tot = a->nused + a->nnew;
@@ -780,17 +825,19 @@ static PyObject *hier_finish(Hier *h, PyObject *arg) {
         if (e < 0 || g->ent[e].pin <= 0) {
             PyErr_Format(PyExc_KeyError, "block %llu is not pinned in the GPU tier",
                          (unsigned long long)a->keys[i]);
-            return NULL;
+            return -1;
         }
     }
     if (a->reserved_blocks < 0 || a->reserved_blocks > g->reserved) {
         PyErr_SetString(PyExc_AssertionError, "release of more slots than reserved");
-        return NULL;
+        return -1;
     }
-    /* tail first: computed reversed (just computed), then pinned reversed (hits: reused) */
-    if (unpin(g, a->keys + a->nused, a->nnew, 0) < 0 || unpin(g, a->keys, a->nused, 1) < 0) return NULL;
-    g->reserved -= a->reserved_blocks;
-    a->reserved_blocks = 0;
+    return finish_release(h, a);
+}
+
+static PyObject *hier_finish(Hier *h, PyObject *arg) {
+    if (!PyObject_TypeCheck(arg, &AdmType)) { PyErr_SetString(PyExc_TypeError, "need an Admission"); return NULL; }
+    if (c_finish((PyObject *)h, arg) < 0) return NULL;
     Py_RETURN_NONE;
 }
 
@@ -817,12 +864,10 @@ static Py_ssize_t seq_one(Hier *h, const uint64_t *keys, Py_ssize_t len, Py_ssiz
     PyObject *a = start_plan(h, &p, 0);
     if (!a) return -1;
     Py_ssize_t hits = ((Adm *)a)->hit_blocks;
-    PyObject *r = hier_prefill_done(h, a);
-    if (r) { Py_DECREF(r); r = hier_finish(h, a); }
+    /* finish without its checks: this admission was just made, its keys pinned and its slots reserved */
+    int rc = c_prefill_done((PyObject *)h, a) < 0 || finish_release(h, (Adm *)a) < 0 ? -1 : 0;
     Py_DECREF(a);
-    if (!r) return -1;
-    Py_DECREF(r);
-    return hits;
+    return rc < 0 ? -1 : hits;
 }
 
 /* Hierarchy.run_sequential(hashes, offsets, cacheable, max_hit, out): requests one after another, as the
@@ -860,78 +905,97 @@ static PyObject *hier_run_sequential(Hier *h, PyObject *const *args, Py_ssize_t 
     return res;
 }
 
-/* Hierarchy.grow(adm, n): n more reserved GPU slots for a running request, evicting (and demoting) as start
- * does; False and no change when fewer than n are obtainable */
+/* Hierarchy.grow(adm, n >= 0): n more reserved GPU slots for a running request, evicting (and demoting) as start
+ * does; 1, or 0 and no change when fewer than n are obtainable; -1 on error */
+static int c_grow(PyObject *hh, PyObject *adm, Py_ssize_t n) {
+    Hier *h = (Hier *)hh;
+    Tier *g = &h->t[0];
+    Py_ssize_t free_now = g->capacity - g->nres - g->reserved;
+    if (n > free_now + g->held) return 0;
+    Py_ssize_t nvict = n - free_now;
+    if (nvict > 0) {
+        if (ensure_b(h, nvict) < 0 || tevict(g, nvict, h->buf_a) < 0) return -1;
+    } else nvict = 0;
+    g->reserved += n;
+    if (g->nres + g->reserved > g->peak_used) g->peak_used = g->nres + g->reserved;
+    if (nvict && cascade(h, nvict) < 0) return -1;
+    ((Adm *)adm)->reserved_blocks += n;
+    return 1;
+}
+
+/* Hierarchy.grow(adm, n): the Python method (False: fewer than n obtainable, no change) */
 static PyObject *hier_grow(Hier *h, PyObject *const *args, Py_ssize_t nargs) {
     if (nargs != 2 || !PyObject_TypeCheck(args[0], &AdmType)) {
         PyErr_SetString(PyExc_TypeError, "grow(admission, n)");
         return NULL;
     }
-    Adm *a = (Adm *)args[0];
     Py_ssize_t n = PyLong_AsSsize_t(args[1]);
     if (n == -1 && PyErr_Occurred()) return NULL;
     if (n < 0) { PyErr_SetString(PyExc_ValueError, "grow: n must be >= 0"); return NULL; }
-    Tier *g = &h->t[0];
-    Py_ssize_t free_now = g->capacity - g->nres - g->reserved;
-    if (n > free_now + g->held) Py_RETURN_FALSE;
-    Py_ssize_t nvict = n - free_now;
-    if (nvict > 0) {
-        if (ensure_b(h, nvict) < 0 || tevict(g, nvict, h->buf_a) < 0) return NULL;
-    } else nvict = 0;
-    g->reserved += n;
-    if (g->nres + g->reserved > g->peak_used) g->peak_used = g->nres + g->reserved;
-    if (nvict && cascade(h, nvict) < 0) return NULL;
-    a->reserved_blocks += n;
-    Py_RETURN_TRUE;
+    int ok = c_grow((PyObject *)h, args[0], n);
+    return ok < 0 ? NULL : PyBool_FromLong(ok);
 }
 
 /* Hierarchy.abort(adm): release a request preempted before prefill_done: drop the pins of its pinned keys tail
  * first, give back every reserved slot; its computed keys are not cached */
-static PyObject *hier_abort(Hier *h, PyObject *arg) {
-    if (!PyObject_TypeCheck(arg, &AdmType)) { PyErr_SetString(PyExc_TypeError, "need an Admission"); return NULL; }
+static int c_abort(PyObject *hh, PyObject *arg) {
+    Hier *h = (Hier *)hh;
     Adm *a = (Adm *)arg;
     Tier *g = &h->t[0];
     for (Py_ssize_t i = 0; i < a->nused; i++) {
         int32_t e = tfind(g, a->keys[i]);
         if (e < 0 || g->ent[e].pin <= 0) {
             PyErr_Format(PyExc_KeyError, "block %llu is not pinned in the GPU tier", (unsigned long long)a->keys[i]);
-            return NULL;
+            return -1;
         }
     }
     if (a->reserved_blocks < 0 || a->reserved_blocks > g->reserved) {
         PyErr_SetString(PyExc_AssertionError, "release of more slots than reserved");
-        return NULL;
+        return -1;
     }
-    if (unpin(g, a->keys, a->nused, 1) < 0) return NULL;
+    if (unpin(g, a->keys, a->nused, 1) < 0) return -1;
     g->reserved -= a->reserved_blocks;
     a->reserved_blocks = 0;
     a->nnew = 0;
+    return 0;
+}
+
+static PyObject *hier_abort(Hier *h, PyObject *arg) {
+    if (!PyObject_TypeCheck(arg, &AdmType)) { PyErr_SetString(PyExc_TypeError, "need an Admission"); return NULL; }
+    if (c_abort((PyObject *)h, arg) < 0) return NULL;
     Py_RETURN_NONE;
 }
 
 /* Hierarchy.extend(adm, keys): blocks filled while decoding take reserved slots of the request (a resident key is
- * pinned instead) and join its computed keys (released first by finish) */
+ * pinned instead) and join its computed keys (released first by finish); 0 or -1 */
+static int c_extend(PyObject *hh, PyObject *adm, const uint64_t *k, Py_ssize_t m) {
+    Hier *h = (Hier *)hh;
+    Adm *a = (Adm *)adm;
+    if (!m) return 0;
+    Py_ssize_t tot = a->nused + a->nnew;
+    uint64_t *keys = PyMem_Realloc(a->keys, sizeof(uint64_t) * (tot + m + 1));
+    if (!keys) { PyErr_NoMemory(); return -1; }
+    a->keys = keys;
+    memcpy(keys + tot, k, sizeof(uint64_t) * (size_t)m);
+    Py_ssize_t sh = tfill(&h->t[0], keys + tot, m);
+    if (sh < 0) return -1;
+    a->reserved_blocks -= m - sh;
+    a->nnew += m;
+    return write_down(h, keys + tot, m);
+}
+
 static PyObject *hier_extend(Hier *h, PyObject *const *args, Py_ssize_t nargs) {
     if (nargs != 2 || !PyObject_TypeCheck(args[0], &AdmType)) {
         PyErr_SetString(PyExc_TypeError, "extend(admission, block_hashes)");
         return NULL;
     }
-    Adm *a = (Adm *)args[0];
     PyObject *seq = PySequence_Fast(args[1], "block_hashes must be a sequence");
     if (!seq) return NULL;
     Py_ssize_t m = PySequence_Fast_GET_SIZE(seq);
     if (!m) { Py_DECREF(seq); Py_RETURN_NONE; }
-    Py_ssize_t tot = a->nused + a->nnew;
-    uint64_t *keys = PyMem_Realloc(a->keys, sizeof(uint64_t) * (tot + m + 1));
-    if (!keys) { Py_DECREF(seq); return PyErr_NoMemory(); }
-    a->keys = keys;
-    if (to_u64(seq, m, keys + tot) < 0) { Py_DECREF(seq); return NULL; }
+    if (ensure_k(h, m + 1) < 0 || to_u64(seq, m, h->k) < 0) { Py_DECREF(seq); return NULL; }
     Py_DECREF(seq);
-    Py_ssize_t sh = tfill(&h->t[0], keys + tot, m);
-    if (sh < 0) return NULL;
-    a->reserved_blocks -= m - sh;
-    a->nnew += m;
-    if (write_down(h, keys + tot, m) < 0) return NULL;
+    if (c_extend((PyObject *)h, args[0], h->k, m) < 0) return NULL;
     Py_RETURN_NONE;
 }
 
@@ -960,10 +1024,13 @@ static PyObject *hier_num_held(Hier *h, PyObject *arg) {
     return j < 0 ? NULL : PyLong_FromSsize_t(h->t[j].held);
 }
 
-static PyObject *hier_gpu_held(Hier *h, PyObject *unused) {
-    Tier *g = &h->t[0];
-    return PyLong_FromSsize_t(g->nres - g->held + g->reserved);
+/* GPU slots held by running requests: pinned + reserved */
+static Py_ssize_t c_gpu_held(PyObject *hh) {
+    Tier *g = &((Hier *)hh)->t[0];
+    return g->nres - g->held + g->reserved;
 }
+
+static PyObject *hier_gpu_held(Hier *h, PyObject *unused) { return PyLong_FromSsize_t(c_gpu_held((PyObject *)h)); }
 
 static PyObject *hier_pin_count(Hier *h, PyObject *const *args, Py_ssize_t nargs) {
     if (nargs != 2) { PyErr_SetString(PyExc_TypeError, "pin_count(tier, key)"); return NULL; }
@@ -1255,6 +1322,29 @@ static PyTypeObject HierType = {
     .tp_new = PyType_GenericNew,
 };
 
+/* ---------------------------------------------------------------------------------------------- */
+/* the C-level API (_lruhier_api.h): the step-scheduler calls above, for pcs/engine/_stepsched.c */
+static void c_info(PyObject *adm, PcsAdmInfo *out) {
+    const Adm *a = (const Adm *)adm;
+    out->prefix_hit_blocks = a->prefix_hit_blocks;
+    out->hit_blocks = a->hit_blocks;
+    out->last_hit_tier = a->last_hit_tier;
+    out->gpu_lead_blocks = a->gpu_lead_blocks;
+    out->truncated = a->truncated;
+    for (int j = 0; j < PCS_LRUHIER_API_TIERS; j++) {
+        out->hit_blocks_per_tier[j] = j < a->ntiers ? a->counts[j] : 0;
+        out->restored_blocks_per_tier[j] = j < a->ntiers ? a->counts[a->ntiers + j] : 0;
+    }
+}
+
+static Py_ssize_t c_num_resident(PyObject *hh, int j) { return ((Hier *)hh)->t[j].nres; }
+static int c_ntiers(PyObject *hh) { return ((Hier *)hh)->ntiers; }
+
+static PcsHierApi C_API = {
+    PCS_LRUHIER_API_VERSION, &HierType, &AdmType, c_start, c_info, c_prefill_done, c_finish, c_grow, c_abort,
+    c_extend, c_gpu_held, c_num_resident, c_ntiers,
+};
+
 static struct PyModuleDef moddef = {
     PyModuleDef_HEAD_INIT, "pcs.cache._lruhier",
     "All-LRU tier hierarchy in C (drop-in for pcs.cache.hierarchy.Hierarchy; see pcs/cache/native.py).",
@@ -1269,6 +1359,12 @@ PyMODINIT_FUNC PyInit__lruhier(void) {
     Py_INCREF(&AdmType);
     if (PyModule_AddObject(m, "Hierarchy", (PyObject *)&HierType) < 0 ||
         PyModule_AddObject(m, "Admission", (PyObject *)&AdmType) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    PyObject *cap = PyCapsule_New(&C_API, PCS_LRUHIER_CAPSULE, NULL);
+    if (!cap || PyModule_AddObject(m, "_C_API", cap) < 0) {
+        Py_XDECREF(cap);
         Py_DECREF(m);
         return NULL;
     }

@@ -71,6 +71,8 @@ typedef struct Tier {
     const int32_t *pslots;             /* open addressing (linear probing, home = hash x HMUL >> (64 - pbits)):
                                           slot -> j, -1 empty; shared by every tier reading the same data */
     int pbits;
+    Py_ssize_t pn;                     /* the number of known blocks */
+    Py_ssize_t plast;                  /* the j data_find found last (its neighbours are tried first) */
     const int32_t *pparent;            /* GDSF: j -> its parent's index or -1 */
     const double *pcost;               /* GDSF: j -> prefill seconds of the block */
     int32_t *pchild;                   /* GDSF: j -> its children held by this tier */
@@ -452,16 +454,25 @@ static inline int data_index(Tier *t, const uint64_t *keys, Py_ssize_t n, const 
     t->pkeys = keys;
     t->pslots = slots;
     t->pbits = bits;
+    t->pn = n;
+    t->plast = 0;
     return 0;
 }
 
-/* the index of a known block, or -1 */
-static inline int32_t data_find(const Tier *t, uint64_t key) {
+/* the index of a known block, or -1. The known blocks are in trace order (first appearance, or first
+ * hit-earning use) and a tier stores a request's new blocks together, tail first (or head first), so the
+ * neighbours of the last block found are tried first: a read of the cache line just read, where the index is
+ * a random read (keys are distinct: the answer is the same). */
+static inline int32_t data_find(Tier *t, uint64_t key) {
     if (!t->pslots) return -1;
+    Py_ssize_t g = t->plast;
+    if (g > 0 && t->pkeys[g - 1] == key) return (int32_t)(t->plast = g - 1);
+    if (g + 1 < t->pn && t->pkeys[g + 1] == key) return (int32_t)(t->plast = g + 1);
     uint64_t mask = ((uint64_t)1 << t->pbits) - 1, i = (key * HMUL) >> (64 - t->pbits);
     for (;;) {
         int32_t j = t->pslots[i];
-        if (j < 0 || t->pkeys[j] == key) return j;
+        if (j < 0) return -1;
+        if (t->pkeys[j] == key) return (int32_t)(t->plast = j);
         i = (i + 1) & mask;
     }
 }

@@ -9,8 +9,9 @@
  * (pcs/cache/_lruhier.c: pol_add ... tevict) asks the pool first; at an eviction it first gives the expired
  * pooled blocks (pool order) back to the policy as one add batch (not reused), then takes victims from the
  * policy and only when the policy holds too few, the oldest pooled blocks. Links and expiries live in arrays
- * indexed by entry beside the tier's entries (Entry.prev / next belong to the policy's queues; a pooled block
- * the policy had seen keeps its state there, as the Python policy keeps its dicts). Equality:
+ * indexed by entry beside the tier's entries (Entry.prev / next belong to the policy's queues). A pooled block
+ * leaving the tier frees its entry and with it all its state: the policy forgets it (docs/semantics.md §8, as
+ * RetainingPolicy._forget; lru / slru keep nothing of a pinned block anyway). Equality:
  * tests/cache/test_native_admission.py.
  */
 #include "_lruhier.h"

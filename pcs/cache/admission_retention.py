@@ -12,6 +12,16 @@ evictable block is left (oldest retention first); once the duration is over
 it goes back to the tier's eviction policy as a block released then. It wraps
 any eviction policy (:class:`RetainingPolicy`).
 
+A pooled block that leaves the tier (the pool's victim, or dropped) leaves the
+eviction policy's memory too (docs/semantics.md §8): a policy that keeps state
+for a pinned block (FIFO's entry order, LFU's and GDSF's use counts, SIEVE's
+and S3-FIFO's queue places, ARC's and 2Q's lists) forgets that block as
+``drop`` forgets one, with no ghost entry; stored again, the block is new to
+the policy. TensorRT-LLM keeps a free block in exactly one queue, the one of
+its priority, and a block taken from that queue leaves no state in the
+eviction policy (``cpp/tensorrt_llm/batch_manager/evictionPolicy.cpp``:
+``addToFreeBlockQueue`` / ``removeFromFreeBlockQueue`` / ``getFreeBlock``).
+
 Time is the trace's clock: the arrival of the request being admitted
 (sequential timing: the request in turn; modeled: the latest admission).
 Depth and arrivals come from the trace pre-pass
@@ -96,6 +106,7 @@ class RetainingPolicy(EvictionPolicy):
         self.name = inner.name
         self.context = retention.context
         self._held: OrderedDict[int, float] = OrderedDict()    # retained block -> expiry (s), oldest first
+        self._seen: set[int] = set()    # blocks the inner policy saw pinned (remove) and has not got back
 
     def __len__(self) -> int:
         return len(self.inner) + len(self._held)
@@ -118,16 +129,30 @@ class RetainingPolicy(EvictionPolicy):
             self._held[k] = until
         if other:
             self.inner.add(other, reused)
+            self._seen.difference_update(other)
 
     def remove(self, keys: Iterable[int]) -> None:
         rest = [k for k in keys if self._held.pop(k, None) is None]
         if rest:
             self.inner.remove(rest)
+            self._seen.update(rest)
 
     def drop(self, keys: Sequence[int]) -> None:
-        rest = [k for k in keys if self._held.pop(k, None) is None]
+        held, rest, pooled = self._held, [], []
+        for k in keys:
+            (rest if held.pop(k, None) is None else pooled).append(k)
         if rest:
             self.inner.drop(rest)
+        self._forget(pooled)
+
+    def _forget(self, keys: list[int]) -> None:
+        """Pooled ``keys`` left the tier: the inner policy forgets those it saw pinned, as ``drop`` forgets a
+        key (given back, then dropped: the two calls of the policy contract, base.py)."""
+        seen = [k for k in keys if k in self._seen]
+        if seen:
+            self.inner.add(seen, False)
+            self.inner.drop(seen)
+            self._seen.difference_update(seen)
 
     def touch(self, keys: Sequence[int]) -> None:
         held = self._held
@@ -149,6 +174,7 @@ class RetainingPolicy(EvictionPolicy):
             del held[k]
         if gone:
             self.inner.add(gone, False)
+            self._seen.difference_update(gone)
 
     def evict(self, n: int) -> list[int] | None:
         if n > len(self):
@@ -157,12 +183,14 @@ class RetainingPolicy(EvictionPolicy):
         m = min(n, len(self.inner))
         out = self.inner.evict(m) if m else []
         held = self._held
-        out.extend(held.popitem(last=False)[0] for _ in range(n - m))
-        return out
+        pooled = [held.popitem(last=False)[0] for _ in range(n - m)]
+        self._forget(pooled)
+        return out + pooled
 
     def order(self) -> list[int]:
         return self.inner.order() + list(self._held)
 
     def _check(self) -> None:
         assert not any(k in self.inner for k in self._held)
+        assert not any(k in self.inner for k in self._seen)
         self.inner._check()

@@ -432,7 +432,7 @@ class GroupHierarchy(GroupStepMixin):
         gpu = self.levels[0]
         for p, pool in enumerate(gpu):
             pool.pin(d.pin_now[p])
-        victims = [self._reserve(p, b) for p, b in enumerate(budgets)]
+        victims = [self._reserve(p, b, self._incoming(d, p)) for p, b in enumerate(budgets)]
         restored, restored_bytes, filled = self._restore(d)
         for p, v in enumerate(victims):
             self._evicted(v, 0, p)
@@ -477,8 +477,21 @@ class GroupHierarchy(GroupStepMixin):
         self.residency.removed(0, shared)
         return shared
 
-    def _reserve(self, p: int, n: int) -> list[int]:
-        victims = self.levels[0][p].reserve(n)
+    def _incoming(self, d: _Demand, p: int) -> list[int]:
+        """The pages pool p's reserved slots are for, told to its policy before it chooses victims
+        (``Tier.reserve``'s ``incoming``, ``EvictionPolicy.expect``: ARC's and 2Q's ghost lists), as
+        :meth:`pcs.cache.Hierarchy.start` tells them: the restored pages level by level (block order), then
+        the computed pages, group by group (block order). With one full-attention group of one page these are
+        the reference's keys in its order (``tests/cache/test_hybrid_properties.py``); without them ARC and 2Q
+        looked their ghosts up only when the pages were added, after the evictions, and chose other victims."""
+        keys = [r[3] for t in range(1, len(self.levels)) for r in d.restores if r[0] == t and r[1] == p]
+        for g, computed in enumerate(d.computed):
+            if self.groups[g].pool == p:
+                keys += computed
+        return keys
+
+    def _reserve(self, p: int, n: int, incoming: Sequence[int] = ()) -> list[int]:
+        victims = self.levels[0][p].reserve(n, incoming)
         assert victims is not None
         self.residency.removed(0, victims)
         return victims

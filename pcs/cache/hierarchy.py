@@ -33,15 +33,13 @@ its plainest form: one loop per rule, no special-case fast branches.
 """
 from __future__ import annotations
 
+from itertools import chain
 from typing import Sequence
 
 from pcs.cache.tier import Tier
+from pcs.choices import WRITE_POLICIES  # write-back / write-through (docs/semantics.md §7)
 
 __all__ = ["Hierarchy", "Admission", "WRITE_POLICIES", "check_hierarchy_args"]
-
-#: ``back``: evicted blocks move down one tier; ``through``: computed blocks are
-#: copied to every lower tier at once and evictions drop.
-WRITE_POLICIES = ("back", "through")
 
 
 class Admission:
@@ -152,7 +150,8 @@ class Hierarchy:
         one request's lists is distinct (the tiers' batch operations rely on it).
         """
         head = block_hashes[:cacheable_blocks]
-        head = head[:_first_repeat(head)]
+        if len(set(head)) < len(head):
+            head = head[:_first_repeat(head)]
         cap = min(max_hit_blocks, len(head))
         where, pinned, restores, beyond = self._lookup(head, cap)
         lead = len(where)
@@ -167,15 +166,19 @@ class Hierarchy:
         for observe in self._observers:         # admission policies count uses and hits (§8)
             observe(head, hits)
         gpu = self.tiers[0]
-        gpu.pin(pinned)
-        victims = gpu.reserve(budget, [h for r in restores for h in r] + computed)
+        if pinned:
+            gpu.pin(pinned)
+        victims = gpu.reserve(budget, list(chain(*restores, computed)))
         assert victims is not None
-        restored, filled = self._restore(restores)
-        self._evicted(victims, 0)
-        tier_hits = [where[:hits].count(j) for j in range(len(self.tiers))]
+        restored, filled = self._restore(restores) if any(restores) else ([0] * len(self.tiers), 0)
+        if victims:
+            self._evicted(victims, 0)
+        tier_hits = list(map(where[:hits].count, range(len(self.tiers))))
         # pinned now: every hit (GPU-resident or restored) and the GPU-resident lead blocks beyond the hits
-        pinned = head[:hits] + [h for h, j in zip(head[hits:lead], where[hits:]) if j == 0]
-        gpu_lead = next((i for i in range(hits) if where[i]), hits)
+        pinned = head[:hits]
+        if lead > hits:
+            pinned += [h for h, j in zip(head[hits:lead], where[hits:]) if j == 0]
+        gpu_lead = hits if tier_hits[0] == hits else next(i for i, j in enumerate(where) if j)
         return Admission(lead, hits, tier_hits, where[hits - 1] if hits else -1, restored, budget < need, pinned,
                          computed, budget - filled, gpu_lead)
 
@@ -280,10 +283,14 @@ class Hierarchy:
     def finish(self, adm: Admission) -> None:
         """Drop the request's pins tail first (§6) and give back its reserved slots."""
         gpu = self.tiers[0]
-        if adm.computed_hashes:
-            gpu.unpin(adm.computed_hashes[::-1], False)
-        if adm.pinned_hashes:
-            gpu.unpin(adm.pinned_hashes[::-1], True)
+        if adm.computed_hashes and adm.pinned_hashes and gpu.policy.reuse_blind:
+            # the two releases differ only in the ``reused`` flag, which this policy ignores: one release
+            gpu.unpin((adm.pinned_hashes + adm.computed_hashes)[::-1], False)
+        else:
+            if adm.computed_hashes:
+                gpu.unpin(adm.computed_hashes[::-1], False)
+            if adm.pinned_hashes:
+                gpu.unpin(adm.pinned_hashes[::-1], True)
         gpu.release(adm.reserved_blocks)
         adm.reserved_blocks = 0
 

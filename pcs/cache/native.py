@@ -156,9 +156,10 @@ COMPILED_ADMISSIONS: dict[str, Callable[[Any], tuple[str, int, int]] | None] = {
     "retain": None,
 }
 #: The eviction policies the compiled ``retain`` pool may sit in front of: those that keep nothing of a block
-#: taken out of them (``remove``). The others (fifo, sieve, 2q, s3fifo, arc, lfu) remember a pinned block;
-#: when ``RetainingPolicy`` evicts such a block from its pool the Python policy is not told and keeps that
-#: state for the key, which the compiled twin (state per entry) does not reproduce: they run on Python.
+#: taken out of them (``remove``). The others (fifo, sieve, 2q, s3fifo, arc, lfu) remember a pinned block, which
+#: the pool may hold and evict; the policy then forgets it (docs/semantics.md §8, ``RetainingPolicy._forget``),
+#: which their compiled twins do not do yet (a pinned SIEVE / S3-FIFO entry stays linked in their queues):
+#: they run on Python.
 RETAIN_POLICIES = ("lru", "slru")
 
 
@@ -210,9 +211,7 @@ def retain_spec(policy: Any) -> tuple[Any, float, Any] | None:
     if _unwrap(inner)[1] is not None or inner.name not in RETAIN_POLICIES:
         raise ValueError(f"retain runs compiled on one retain per tier in front of {', '.join(RETAIN_POLICIES)}")
     oracle = retention.context.oracle
-    keys = np.fromiter(oracle.depth.keys(), dtype=np.uint64, count=len(oracle.depth))
-    depth = np.fromiter(oracle.depth.values(), dtype=np.int64, count=len(oracle.depth))
-    bs = oracle.block_size
+    keys, depth, bs = oracle.keys, oracle.key_depth, oracle.block_size     # TraceOracle.depth's arrays
     keep = (depth * bs < retention.hi) & ((depth + 1) * bs > retention.lo)
     return (np.ascontiguousarray(keys[keep]), float(retention.duration_s),
             np.asarray(oracle.arrival_s, dtype=np.float64))

@@ -73,7 +73,7 @@ class Tier:
     """
 
     __slots__ = ("name", "capacity_blocks", "policy", "resident", "reserved_blocks", "stats", "admission", "leases",
-                 "lease_spared_blocks")
+                 "lease_spared_blocks", "_expects")
 
     def __init__(self, name: str, capacity_blocks: int, policy: EvictionPolicy, admission=None) -> None:
         if capacity_blocks < 0:
@@ -81,6 +81,9 @@ class Tier:
         self.name = name
         self.capacity_blocks = int(capacity_blocks)
         self.policy = policy
+        #: whether the policy reads :meth:`EvictionPolicy.expect` (policies with history: arc, 2q, s3fifo);
+        #: the call, a no-op for the others, is skipped for them (checked once, here).
+        self._expects = type(policy).expect is not EvictionPolicy.expect
         #: block hash -> pin count of every resident block (read it, do not write it).
         self.resident: dict[int, int] = {}
         self.reserved_blocks = 0
@@ -163,11 +166,12 @@ class Tier:
             the evicted block hashes in eviction order (possibly empty), or
             None when ``n`` slots cannot be had (nothing changes).
         """
-        if n > self.available_blocks:
+        free = self.free_blocks
+        if n > free + len(self.policy):         # more than available_blocks
             return None
-        if incoming:
+        if incoming and self._expects:
             self.policy.expect(incoming)
-        victims = self._evict(n - self.free_blocks)
+        victims = self._evict(n - free)
         assert victims is not None
         self.reserved_blocks += n
         self._note_peaks()
@@ -188,15 +192,13 @@ class Tier:
             the hashes of the blocks that were already resident (their slots are still reserved).
         """
         res = self.resident
-        shared = []
-        for h in block_hashes:
-            if h in res:
-                shared.append(h)
-            else:
-                res[h] = 1
+        shared = list(filter(res.__contains__, block_hashes))
+        new = list(filterfalse(res.__contains__, block_hashes)) if shared else block_hashes
+        for h in new:
+            res[h] = 1
         if shared:
             self.pin(shared)
-        added = len(block_hashes) - len(shared)
+        added = len(new)
         self.reserved_blocks -= added
         assert self.reserved_blocks >= 0, "fill without a reserved slot"
         self.stats.inserted_blocks += added
@@ -232,29 +234,38 @@ class Tier:
         refused: list[int] = []
         if self.admission is not None:
             block_hashes, refused = self._admit(block_hashes)
-        cut, block_hashes = self._overflow(block_hashes)
+        cut: list[int] = []
+        room = self.free_blocks + len(self.policy)     # unpinned room: free plus evictable
+        if len(block_hashes) > room or self.leases:
+            cut, block_hashes = self._overflow(block_hashes, room)
         res = self.resident
         fresh = list(filterfalse(res.__contains__, block_hashes))
-        again = self._unpinned(filter(res.__contains__, block_hashes))
+        again = self._unpinned(filter(res.__contains__, block_hashes)) if len(fresh) < len(block_hashes) else []
         if again:
             self.policy.remove(again)
-        if fresh:
+        if fresh and self._expects:
             self.policy.expect(fresh)
         won: list[int] = []
-        if fresh and hasattr(self.admission, "duel"):
+        if fresh and self.admission is not None and hasattr(self.admission, "duel"):
             fresh, won, lost = self._duel(fresh)
             if lost:
                 gone = set(lost)
                 block_hashes = [h for h in block_hashes if h not in gone]
                 refused += lost
-        victims = self._evict(len(fresh) - self.free_blocks)
+        free = self.free_blocks
+        victims = self._evict(len(fresh) - free) if len(fresh) > free else []
         assert victims is not None
         for h in fresh:
             res[h] = 0
-        self._add_in_runs(block_hashes, fresh, again, reused)
+        if again:
+            self._add_in_runs(block_hashes, fresh, again, reused)
+        elif fresh:                 # nothing touched: the stored blocks, in batch order, are the one run
+            self.policy.add(fresh, reused)
         self.stats.inserted_blocks += len(fresh)
         self._note_peaks()
-        return won + victims + cut + refused, len(fresh)
+        if won or cut or refused:
+            victims = won + victims + cut + refused
+        return victims, len(fresh)
 
     def _admit(self, block_hashes: Sequence[int]) -> tuple[list[int], list[int]]:
         """Split a batch by the admission policy: (resident or admitted blocks, refused new blocks)."""
@@ -295,14 +306,14 @@ class Tier:
         order = {h: i for i, h in enumerate(fresh)}
         return sorted(keep, key=order.__getitem__), won, lost
 
-    def _overflow(self, block_hashes: Sequence[int]) -> tuple[list[int], Sequence[int]]:
-        """Split off the oldest blocks of a batch larger than the unpinned room: (pushed out, kept).
+    def _overflow(self, block_hashes: Sequence[int], room: int) -> tuple[list[int], Sequence[int]]:
+        """Split off the oldest blocks of a batch larger than the unpinned ``room`` (free plus evictable
+        slots): (pushed out, kept).
 
         Pushed-out blocks resident here and unpinned are evicted (counted in
         ``evicted_blocks``); the others count as ``overflow_blocks``.
         """
-        room = max(self.free_blocks + len(self.policy), 0)
-        n = max(len(block_hashes) - room, 0)
+        n = max(len(block_hashes) - max(room, 0), 0)
         leases = self.leases
         if leases:
             n = self._lease_cut(block_hashes, n)
@@ -395,18 +406,16 @@ class Tier:
             st.peak_used_blocks = size + self.reserved_blocks
 
     def _add_in_runs(self, block_hashes: Sequence[int], fresh: list, again: list, reused: bool) -> None:
-        """Give the unpinned blocks of an insert back to the policy in order, in runs of one flag:
-        stored (``fresh``: ``reused``) or touched (``again``: True); pinned blocks are skipped.
+        """Give the unpinned blocks of an insert that touched resident ones (``again``) back to the policy
+        in order, in runs of one flag: stored (``fresh``: ``reused``) or touched (``again``: True); pinned
+        blocks are skipped.
 
-        With nothing touched, the stored blocks (in batch order) are the one run; so are all the unpinned
-        blocks when ``reused`` (every flag is True)."""
-        if not again:
-            if fresh:
-                self.policy.add(fresh, reused)
-            return
-        unpinned = self._unpinned(block_hashes)
-        if reused:
-            self.policy.add(unpinned, True)
+        All the unpinned blocks are one run when ``reused`` (every flag is True) or when the policy
+        ignores the flag (``EvictionPolicy.reuse_blind``: lru, fifo)."""
+        # every block stored or touched (none pinned, as always on a lower tier): the whole batch
+        unpinned = block_hashes if len(fresh) + len(again) == len(block_hashes) else self._unpinned(block_hashes)
+        if reused or self.policy.reuse_blind:
+            self.policy.add(unpinned, reused)
             return
         for touched, run in groupby(unpinned, set(again).__contains__):
             self.policy.add(list(run), touched)

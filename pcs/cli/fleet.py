@@ -13,7 +13,7 @@ import click
 from pcs.cli.common import Progress, emit, with_trace_notes
 from pcs.cli.params import Float, Int
 
-__all__ = ["fleet_options", "wants_fleet", "replay_fleet", "compare_fleet"]
+__all__ = ["fleet_options", "wants_fleet", "replay_fleet", "compare_fleet", "csv_payload"]
 
 _ROUTER_HELP = ("Router of the fleet, NAME or NAME:opt=v,...: round-robin, random[:seed=0], "
                 "least-loaded[:by=requests|tokens], session (needs session ids), consistent-hash[:k=4,vnodes=100], "
@@ -36,7 +36,7 @@ def _router_names() -> tuple[str, ...]:
 
 def fleet_options(multiple: bool) -> Callable:
     """The decorator adding the fleet options (``--router`` repeatable when ``multiple``: pcs compare)."""
-    from pcs.fleet.fleet import MAX_INSTANCES
+    from pcs.choices import MAX_INSTANCES
 
     def wrap(f: Callable) -> Callable:
         f = click.option("--shared-tier", default=None, metavar="NAME=SIZE",
@@ -83,8 +83,26 @@ def replay_fleet(fmt: str, requests_out: str | None, kw: dict[str, Any]) -> None
         write_requests(res.requests, requests_out)
     payload = res.summary.to_dict()
     notes = with_trace_notes(payload, trace, fmt, kw["quiet"])  # synthetic reuse, skipped lines: as pcs replay
-    emit(payload, fmt, lambda: "\n".join([render_fleet(payload)] + [f"note: {n}" for n in notes]),
-         rows_key="per_instance")
+    emit(csv_payload(payload) if fmt == "csv" else payload, fmt,
+         lambda: "\n".join([render_fleet(payload)] + [f"note: {n}" for n in notes]), rows_key="per_instance")
+
+
+def csv_payload(payload: dict[str, Any]) -> dict[str, Any]:
+    """The fleet JSON with each ``per_instance`` row (one CSV row per instance) given the shared tier's columns
+    when there is one: ``shared_tier`` (its name), ``shared_hit_tokens`` (prompt tokens this instance hit in
+    it), ``shared_read_bytes`` and ``shared_written_blocks``, from ``shared_tier.per_instance`` (docs/cluster.md);
+    the payload itself is left as it is (the JSON has them under ``shared_tier``)."""
+    shared = payload.get("shared_tier")
+    if not shared:
+        return payload
+    by_instance = {p["instance"]: p for p in shared["per_instance"]}
+    rows = []
+    for row in payload["per_instance"]:
+        p = by_instance[row["instance"]]
+        rows.append({**row, "shared_tier": shared["name"],
+                     "shared_hit_tokens": p["hit_tokens"][p["tiers"].index(shared["name"])],
+                     "shared_read_bytes": p["shared_read_bytes"], "shared_written_blocks": p["shared_written_blocks"]})
+    return {**payload, "per_instance": rows}
 
 
 def compare_fleet(fmt: str, trace: Any, replay_kwargs: dict[str, Any], kw: dict[str, Any]) -> None:

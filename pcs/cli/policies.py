@@ -11,7 +11,7 @@ from typing import Any
 
 from pcs.cli.common import command, emit, format_option, quiet_option
 
-__all__ = ["policies", "policy_rows", "admission_rows"]
+__all__ = ["policies", "policy_rows", "admission_rows", "csv_rows"]
 
 
 def _options(defaults: dict[str, Any]) -> str:
@@ -47,6 +47,21 @@ def admission_rows() -> list[dict[str, Any]]:
     return rows
 
 
+def csv_rows(pol: list[dict], adm: list[dict]) -> list[dict[str, str]]:
+    """One CSV row per eviction policy, then one per admission kind (``type`` says which), every cell plain text:
+    options as ``name=default, ...`` (as the table prints them; empty without options), aliases and needs
+    joined by spaces."""
+    def opts(r: dict) -> str:
+        return ", ".join(f"{k}={v}" for k, v in r["options"].items())
+
+    rows = [{"type": "eviction", "name": r["name"], "options": opts(r), "aliases": " ".join(r["aliases"]),
+             "needs": " ".join(r["needs"]), "origin": r["origin"], "summary": r["summary"], "source": r["source"]}
+            for r in pol]
+    rows += [{"type": "admission", "name": r["kind"], "options": opts(r), "aliases": "", "needs": "",
+              "origin": "pcs", "summary": r["summary"], "source": r["source"]} for r in adm]
+    return rows
+
+
 def _render(pol: list[dict], adm: list[dict], errors: list[str]) -> str:
     from pcs.report.table import render_table
 
@@ -74,11 +89,14 @@ def policies(fmt: str, quiet: bool) -> None:
       pcs policies
       pcs policies --format json
 
-    JSON keys: policies (name, summary, options, aliases, needs, origin, source),
+    CSV: one row per eviction policy, then per admission kind (type, name, options, aliases, needs, origin,
+    summary, source). JSON keys: policies (name, summary, options, aliases, needs, origin, source),
     admission (kind, summary, options, source), plugin_errors.
     """
     from pcs.cache.policies import PLUGIN_ERRORS
 
     pol, adm = policy_rows(), admission_rows()
+    if fmt == "csv":
+        return emit({"rows": csv_rows(pol, adm)}, fmt, "", rows_key="rows")
     emit({"policies": pol, "admission": adm, "plugin_errors": list(PLUGIN_ERRORS)}, fmt,
          lambda: _render(pol, adm, list(PLUGIN_ERRORS)), rows_key="policies")

@@ -8,24 +8,41 @@ from typing import Any, Callable
 import click
 
 from pcs import _native
-from pcs.blocks import BlockRules
-from pcs.cache.hierarchy import WRITE_POLICIES
-from pcs.cache.policies import DEFAULT_POLICY, POLICY_CHOICES, get_policy, policy_options
+from pcs.choices import BUILTIN_POLICIES, DEFAULT_POLICY, ON_ERROR, POLICY_ALIASES, TIMINGS
+from pcs.choices import TRACE_FORMATS as FORMATS
+from pcs.choices import WRITE_POLICIES
 from pcs.cli.common import Progress, RegistryChoice, command, emit, format_option, quiet_option
 from pcs.cli.fleet import FLEET_NO_HTML, fleet_options, replay_fleet, wants_fleet
 from pcs.cli.modelarg import is_config_path
 from pcs.cli.params import MAX_BLOCK_SIZE, MAX_COUNT, MAX_TOKENS, MAX_TP, Aliased, Float, Int
 from pcs.cli.report import check_outputs, html_options, write_replay_outputs
 from pcs.engine import select
-from pcs.engine.engine import TIMINGS
 from pcs.engine.restores import RESTORE_POLICIES
 from pcs.engine.schedconfig import COMPUTE_MODES, DEFAULT_MAX_PREEMPTIONS
-from pcs.model import KV_DTYPES, get_layout
-from pcs.trace.api import FORMATS, ON_ERROR, trace_notes
+from pcs.model import KV_DTYPES
 
 __all__ = ["replay", "replay_options", "replay_call_kwargs", "run_replay_kwargs", "write_requests",
            "open_trace_kwargs", "input_paths"]
 
+
+
+#: ``--policy`` choices shown in ``--help``: the built-in names, then the aliases (a plug-in's name is accepted too:
+#: the registry checks every value, :func:`_get_policy`).
+_POLICY_CHOICES = BUILTIN_POLICIES + tuple(POLICY_ALIASES)
+
+
+def _get_policy(name: str) -> Any:
+    """:func:`pcs.cache.policies.get_policy`, imported when a value is checked (not for ``--help``)."""
+    from pcs.cache.policies import get_policy
+
+    return get_policy(name)
+
+
+def _get_layout(name: str) -> Any:
+    """:func:`pcs.model.get_layout`, imported when a value is checked (not for ``--help``)."""
+    from pcs.model.layouts import get_layout
+
+    return get_layout(name)
 
 
 def _apply(options: list, f: Callable) -> Callable:
@@ -40,7 +57,7 @@ def _check_tier_policies(ctx: click.Context, param: click.Parameter, values: tup
 
     for v in values:
         try:
-            get_policy(parse_assignment(v, "tier policy")[1])
+            _get_policy(parse_assignment(v, "tier policy")[1])
         except ValueError as exc:
             raise click.BadParameter(str(exc), ctx, param) from None
     return values
@@ -116,7 +133,7 @@ def _deployment_options() -> list:
     return [
         click.option("--model", "--model-config", "model", cls=Aliased, help="Model preset (pcs models) or an HF "
                      "config.json path (also spelled --model-config, as in pcs footprint); default llama-2-70b."),
-        click.option("--dtype", type=RegistryChoice(KV_DTYPES, get_layout),
+        click.option("--dtype", type=RegistryChoice(KV_DTYPES, _get_layout),
                      help="KV cache layout, e.g. bf16, fp8 (vLLM's: per-tensor scales outside the pages), "
                           "fp8_per_token_head, nvfp4 (default: the model's)."),
         click.option("--gpu", help="GPU preset (pcs hardware); default h100-sxm."),
@@ -142,7 +159,7 @@ def _tier_options(policy_multiple: bool) -> list:
                           "gpu=5000blocks (0 allowed; a plain number is refused: 400GB or 400blocks?). gpu=auto (GPU tier only) "
                           "sizes it from the deployment: GPUs x (HBM x 0.9 - weights per GPU - 5 GB reserve), as pcs "
                           "deploy prints. Default: gpu=auto and cpu=2TB."),
-        click.option("--policy", "policy", multiple=policy_multiple, type=RegistryChoice(POLICY_CHOICES, get_policy),
+        click.option("--policy", "policy", multiple=policy_multiple, type=RegistryChoice(_POLICY_CHOICES, _get_policy),
                      help=policy_help),
         click.option("--tier-policy", "tier_policy", multiple=True, callback=_check_tier_policies,
                      help="Per-tier policy NAME=POLICY, e.g. cpu=slru (repeatable)."),
@@ -242,6 +259,8 @@ def _protected_share(kw: dict[str, Any], tier_policies: dict[str, str]) -> float
     Raises:
         ValueError: ``--protected-share`` given and no ``--policy`` or ``--tier-policy`` is slru.
     """
+    from pcs.cache.policies import policy_options
+
     share = kw["protected_share"]
     if share is None:
         return None
@@ -367,6 +386,8 @@ def replay_call_kwargs(kw: dict[str, Any], trace: Any = None) -> tuple[Any, dict
         table = load_hardware_file(kw["hardware_file"])
     tier_policies = _pairs(kw["tier_policy"], "tier policy")
     refuse_inapplicable(kw)
+    from pcs.blocks import BlockRules
+
     kwargs = dict(model=model, hardware=kw["gpu"], tp=kw["tp"], dtype=kw["dtype"],
                        tier_policies=tier_policies, links=_pairs(kw["link"], "link"),
                        protected_share=_protected_share(kw, tier_policies),
@@ -509,6 +530,8 @@ def replay(fmt: str, requests_out: str | None, html_path: str | None, plot_dir: 
         s = dataclasses.replace(s, notes=s.notes + (f"the trace's {streams['exact'].source.block_size}-token ids "
                                                      f"were re-blocked to {streams['exact'].block_size} tokens "
                                                      "(exact)",))
+    from pcs.trace.api import trace_notes
+
     extra = trace_notes(trace)
     if extra:
         s = dataclasses.replace(s, notes=s.notes + extra)

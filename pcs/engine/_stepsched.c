@@ -6,8 +6,10 @@
  * The rules are those of scheduler.py's module docstring (docs/semantics.md §9, §10), statement for statement
  * and in the same floating-point order, so every column and counter is bit-identical; the wrapper is
  * pcs/engine/stepnative.py and tests/engine/test_stepsched_native.py diffs the two. The tiers are the compiled
- * hierarchy (pcs.cache._lruhier via pcs.cache.native.NativeHierarchy), driven through its bound C methods
- * (start, prefill_done, finish, grow, abort, extend, gpu_held): this file does not touch its internals.
+ * hierarchy (pcs.cache._lruhier via pcs.cache.native.NativeHierarchy), driven through its C-level API
+ * (pcs/cache/_lruhier_api.h: start, prefill_done, finish, grow, abort, extend, gpu_held as C functions, no
+ * Python call); any other hierarchy (pcs.engine.stepclocked) through its Python methods of the same names.
+ * This file does not touch the hierarchy's internals.
  * Time-series samples call back into Python (pcs.engine.series.Sampler), a few hundred times per run.
  */
 #define PY_SSIZE_T_CLEAN
@@ -15,6 +17,8 @@
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
+#include "../cache/_lruhier_api.h"
+#include "../cache/_grouphier_capi.h"
 
 /* per-request int64 columns, then the tiers' hit_tokens_<tier>; double columns; order = stepnative.py's */
 enum { Q_HIT, Q_MISSED, Q_HTOK, Q_RBYTES, Q_PREEMPT, Q_RECOMP, Q_DECODE, NQ0 };
@@ -24,6 +28,7 @@ static const int D_NAN_FROM = D_PREFILL;          /* columns from here on start 
 #define MAX_SPAN_S (366.0 * 86400.0)
 #define FINE_LIMIT_S 172800.0
 #define COARSE_S 3600
+#define MAX_TERMS 8                     /* prefill-attention terms (one per KV component) */
 
 typedef struct { int64_t key, seq, ep; int32_t r; } HEnt;
 typedef struct { HEnt *a; Py_ssize_t n, cap; } Heap;
@@ -52,6 +57,8 @@ typedef struct {
     int64_t *bpb;
     PyObject *m_start, *m_done, *m_finish, *m_grow, *m_abort, *m_extend, *m_held, *take, *resident;
     int start_ids;                  /* m_start is the hierarchy's start_ids (keys as a uint64 buffer) */
+    const PcsHierApi *api;          /* the compiled hierarchy's C API, or NULL: the Python methods above */
+    PyObject *hobj;                 /* with api: the pcs.cache._lruhier.Hierarchy it is called on */
     /* clock and batch */
     double now, next_sample, last_arrival, kv_acc, kv_since;
     int64_t G, d, S, seq, fed, in_system, admitted, epochs;
@@ -72,9 +79,14 @@ typedef struct {
     int64_t *q[NQ0 + 8]; double *dc[ND]; char *trunc; Py_ssize_t ncol, capcol;
     /* a fleet's one clock (StepEngine.clock_event / clock_advance): the step that began, its end due */
     int half; Py_ssize_t open_nch; double open_step;
+    /* hybrid models: prefill attention as a sum of terms (set_chunk_attention), the compiled hybrid
+     * hierarchy's hooks (set_hybrid); see "hybrid models" below */
+    int nterms, term_kind[MAX_TERMS]; double term_coef[MAX_TERMS], term_param[MAX_TERMS], attn_f;
+    PyObject *gh; const GHCApi *gh_api;
+    int64_t gh_bytes[8];            /* the admission's restored_bytes_per_tier (a hybrid hierarchy's pages) */
 } Sched;
 
-static PyObject *s_hit, *s_hbpt, *s_rbpt, *s_lead, *s_last, *s_prefix, *s_trunc;
+static PyObject *s_rbytes, *s_hit, *s_hbpt, *s_rbpt, *s_lead, *s_last, *s_prefix, *s_trunc;
 
 /* ---------------------------------------------------------------- small helpers */
 static inline int64_t floordiv(int64_t a, int64_t b) { int64_t q = a / b; return (a % b && (a < 0) != (b < 0)) ? q - 1 : q; }
@@ -164,6 +176,103 @@ static int hcall0(PyObject *m, PyObject *adm, PyObject *arg) {
     return 0;
 }
 
+/* ---------------------------------------------------------------- the hierarchy's calls: its C API or Python */
+/* hybrid models: the compiled hybrid hierarchy follows the loop's clock (HybridStepEngine: hierarchy.follow) */
+static int hy_tick(Sched *s) { return s->gh ? s->gh_api->tick(s->gh, s->now) : 0; }
+/* the chain start() takes on the Python path, built once per admission attempt (cached in r->chain until it is
+ * admitted): the first n ids as one uint64 buffer (start_ids) or a list of ints */
+static int py_chain(Sched *s, Req *r, int64_t n) {
+    if (r->chain) return 0;
+    if (s->start_ids) {
+        r->chain = PyBytes_FromStringAndSize((const char *)r->hashes, (Py_ssize_t)(n * 8));
+        return r->chain ? 0 : -1;
+    }
+    r->chain = u64_list(r->hashes, n);
+    return r->chain ? 0 : -1;
+}
+
+/* Hierarchy.start(chain, n, cap, extra, wait_if_full=True): an Admission, None (it waits; new refs) or NULL */
+static PyObject *h_start(Sched *s, Req *r, int64_t n, int64_t cap, int64_t extra) {
+    if (hy_tick(s) < 0) return NULL;
+    if (s->api) return s->api->start(s->hobj, r->hashes, n, n, cap, extra, 1);
+    if (py_chain(s, r, n) < 0) return NULL;
+    PyObject *a[5] = {r->chain, PyLong_FromLongLong(n), PyLong_FromLongLong(cap), PyLong_FromLongLong(extra), Py_True};
+    PyObject *adm = (a[1] && a[2] && a[3]) ? PyObject_Vectorcall(s->m_start, a, 5, NULL) : NULL;
+    Py_XDECREF(a[1]); Py_XDECREF(a[2]); Py_XDECREF(a[3]);
+    return adm;
+}
+
+/* the Admission's fields into ai (per-tier counts for the s->T tiers); 0 or -1 */
+static int h_info(Sched *s, PyObject *adm, PcsAdmInfo *ai) {
+    if (s->api) { s->api->info(adm, ai); return 0; }
+    ai->hit_blocks = attr_n(adm, s_hit);
+    ai->gpu_lead_blocks = attr_n(adm, s_lead);
+    ai->truncated = (int)attr_n(adm, s_trunc);
+    ai->prefix_hit_blocks = attr_n(adm, s_prefix);
+    ai->last_hit_tier = attr_n(adm, s_last);
+    if (PyErr_Occurred()) return -1;
+    return attr_list(s, adm, s_hbpt, ai->hit_blocks_per_tier) < 0
+        || attr_list(s, adm, s_rbpt, ai->restored_blocks_per_tier) < 0 ? -1 : 0;
+}
+
+static int h_done(Sched *s, PyObject *adm) {
+    if (hy_tick(s) < 0) return -1;
+    return s->api ? s->api->prefill_done(s->hobj, adm) : hcall0(s->m_done, adm, NULL);
+}
+
+static int h_finish(Sched *s, PyObject *adm) {
+    if (hy_tick(s) < 0) return -1;
+    return s->api ? s->api->finish(s->hobj, adm) : hcall0(s->m_finish, adm, NULL);
+}
+
+static int h_abort(Sched *s, PyObject *adm) {
+    if (hy_tick(s) < 0) return -1;
+    return s->api ? s->api->abort(s->hobj, adm) : hcall0(s->m_abort, adm, NULL);
+}
+
+/* Hierarchy.grow(adm, 1): 1 granted, 0 none obtainable, -1 error */
+static int h_grow1(Sched *s, PyObject *adm) {
+    static PyObject *one = NULL;
+    if (hy_tick(s) < 0) return -1;
+    if (s->api) return s->api->grow(s->hobj, adm, 1);
+    if (!one && !(one = PyLong_FromLong(1))) return -1;
+    PyObject *res = hcall(s->m_grow, adm, one);
+    if (!res) return -1;
+    int ok = PyObject_IsTrue(res);
+    Py_DECREF(res);
+    return ok;
+}
+
+/* Hierarchy.extend(adm, keys[0 .. m)); 0 or -1 */
+static int h_extend(Sched *s, PyObject *adm, const uint64_t *keys, int64_t m) {
+    if (hy_tick(s) < 0) return -1;
+    if (s->api) return s->api->extend(s->hobj, adm, keys, m);
+    PyObject *l = u64_list(keys, m);
+    if (!l) return -1;
+    int rc = hcall0(s->m_extend, adm, l);
+    Py_DECREF(l);
+    return rc;
+}
+
+/* Hierarchy.held_blocks(): GPU slots held (pinned + reserved), or -1 */
+static int64_t h_held(Sched *s) {
+    if (s->api) return s->api->gpu_held(s->hobj);
+    PyObject *r = PyObject_CallNoArgs(s->m_held);
+    if (!r) return -1;
+    int64_t held = PyLong_AsLongLong(r);
+    Py_DECREF(r);
+    return held == -1 && PyErr_Occurred() ? -1 : held;
+}
+
+/* resident blocks of tier j (the samples' state), as a new int or NULL */
+static PyObject *h_resident(Sched *s, int j) {
+    if (s->api) return PyLong_FromSsize_t(s->api->num_resident(s->hobj, j));
+    PyObject *jj = PyLong_FromLong(j);
+    PyObject *r = jj ? PyObject_CallOneArg(s->resident, jj) : NULL;
+    Py_XDECREF(jj);
+    return r;
+}
+
 /* ---------------------------------------------------------------- the compute model (pcs.compute.StepCost) */
 static double affine_sum(double a, double b, int64_t lo, int64_t hi) {
     if (hi <= lo) return 0.0;
@@ -209,10 +318,45 @@ static int64_t decode_steps_within(const Sched *s, int64_t d, int64_t S, double 
     return lo;
 }
 
+/* ---------------------------------------------------------------- hybrid models: prefill attention
+ * StepCost.chunk_attn_s when attn_pair_s is None (windowed, chunked or linear attention): the model's
+ * attention_flops(n, c) / flops_per_s, ModelSpec.attention_flops's sum over components in their order, each
+ * coef x pairs (pcs/model/components.py causal_pairs, windowed_pairs, chunked_pairs; linear: n), in numpy's
+ * floating-point order; the terms come from pcs/engine/chunkattn.py, which checks them against the model. */
+enum { PK_CAUSAL, PK_WINDOW, PK_CHUNK, PK_LINEAR };
+
+static double window_sum(double m, double w) {      /* windowed_pairs' S(m) */
+    double a = m < w ? m : w;
+    return a * (a + 1.0) / 2.0 + (m - a) * w;
+}
+
+static double chunk_sum(double m, double size) {    /* chunked_pairs' S(m), m >= 0 */
+    double r = fmod(m, size), q = (m - r) / size;
+    return q * size * (size + 1.0) / 2.0 + r * (r + 1.0) / 2.0;
+}
+
+static double term_pairs(int kind, double n, double c, double param) {
+    switch (kind) {
+    case PK_CAUSAL: return n * c + n * (n + 1.0) / 2.0;
+    case PK_WINDOW: return window_sum(c + n, param) - window_sum(c, param);
+    case PK_CHUNK: return chunk_sum(c + n, param) - chunk_sum(c, param);
+    default: return n + 0.0 * c;
+    }
+}
+
+/* a prefill chunk's attention seconds: n new tokens after c cached */
+static double chunk_attn_s(const Sched *s, int64_t n, int64_t c) {
+    if (!s->nterms) return s->pair_s * ((double)(n * c) + (double)(n * (n + 1)) / 2.0);
+    double total = 0.0, dn = (double)n, dc = (double)c;
+    for (int x = 0; x < s->nterms; x++) total = total + s->term_coef[x] * term_pairs(s->term_kind[x], dn, dc,
+                                                                                      s->term_param[x]);
+    return total / s->attn_f;
+}
+
 /* StepCost.prefill_s: a prefill alone in a step */
 static double prefill_alone_s(const Sched *s, int64_t n, int64_t c) {
     if (n <= 0) return 0.0;
-    double comp = s->tok_s * (double)n + s->pair_s * ((double)(n * c) + (double)(n * (n + 1)) / 2.0);
+    double comp = s->tok_s * (double)n + chunk_attn_s(s, n, c);
     double mem = s->kv_seq + s->kv_tok * (double)c;
     double w = s->w_act * (double)(n + 0);
     double memory = (s->w_tot < w ? s->w_tot : w) + mem + 0.0 * s->kv_seq + s->kv_tok * 0.0;
@@ -348,11 +492,8 @@ static int cols_reserve(Sched *s, Py_ssize_t n) {
 static void note_peak(Sched *s, int64_t held) { if (held > s->peak) s->peak = held; }
 
 static int note_held(Sched *s) {
-    PyObject *r = PyObject_CallNoArgs(s->m_held);
-    if (!r) return -1;
-    int64_t held = PyLong_AsLongLong(r);
-    Py_DECREF(r);
-    if (held == -1 && PyErr_Occurred()) return -1;
+    int64_t held = h_held(s);
+    if (held < 0) return -1;
     note_peak(s, held);
     return 0;
 }
@@ -381,7 +522,7 @@ static int32_t req_new(Sched *s) {
     return s->nrq++;
 }
 
-/* StepEngine._admission: start()'s chain (cached in r->chain), cacheable blocks, hit cap, extra slots, fixed */
+/* StepEngine._admission: cacheable blocks (the chain: the first n of r->hashes), hit cap, extra slots, fixed */
 static int admission_args(Sched *s, Req *r, int64_t *n, int64_t *cap, int64_t *extra, int *fixed) {
     int64_t bs = s->bs, p = r->p;
     if (s->no_cache) { *n = 0; *cap = 0; }
@@ -391,18 +532,6 @@ static int admission_args(Sched *s, Req *r, int64_t *n, int64_t *cap, int64_t *e
         int64_t c = floordiv(p - 1, bs);
         c = c > 0 ? c : 0;
         *cap = s->last_token ? (*n < c ? *n : c) : *n;
-    }
-    if (!r->chain && s->start_ids) {      /* prompt ids, then decode ids: one uint64 buffer (start_ids) */
-        r->chain = PyBytes_FromStringAndSize((const char *)r->hashes, (Py_ssize_t)(*n * 8));
-        if (!r->chain) return -1;
-    } else if (!r->chain) {
-        r->chain = PyList_New(*n);
-        if (!r->chain) return -1;
-        for (int64_t i = 0; i < *n; i++) {
-            PyObject *v = PyLong_FromUnsignedLongLong(r->hashes[i]);
-            if (!v) return -1;
-            PyList_SET_ITEM(r->chain, i, v);
-        }
     }
     *fixed = r->preemptions >= s->max_preempt;
     int64_t tokens = *fixed ? p + (r->o - r->out) - 1 : p;
@@ -420,6 +549,7 @@ static void plan_restores(const Sched *s, const int64_t *restored, Plan *pl) {
         int64_t blocks = restored[j];
         if (!blocks) continue;
         int64_t bpb = s->bpb[j], nbytes = blocks * bpb;
+        if (s->gh) { nbytes = s->gh_bytes[j]; bpb = nbytes / blocks; }    /* restores.plan: bytes per pool */
         int x = pl->n++;
         pl->j[x] = j; pl->blocks[x] = blocks; pl->nbytes[x] = nbytes;
         pl->xfer[x] = s->bw[j] > 0 ? transfer_s(s, j, nbytes, bpb) : 0.0;
@@ -488,15 +618,14 @@ static int64_t restores(Sched *s, Req *r, int64_t hits, int64_t lead, const int6
 }
 
 /* StepEngine._first_columns (and _kept_tiers): hits, wait and tier columns of a first admission */
-static int first_columns(Sched *s, Req *r, PyObject *adm, int64_t kept, int64_t ht, int64_t hits,
+static int first_columns(Sched *s, Req *r, const PcsAdmInfo *ai, int64_t kept, int64_t ht, int64_t hits,
                          const int64_t *th, const int64_t *rb, int64_t lead) {
     int64_t k = r->k, bs = s->bs, **tc = s->q + NQ0, blocks[8];
     if (kept == hits && kept == th[0]) { s->tier_hits[0] += kept; tc[0][k] = ht; }
     else {
         int64_t last = 0;
         if (kept == hits) {
-            last = attr_n(adm, s_last);
-            if (last == -1 && PyErr_Occurred()) return -1;
+            last = ai->last_hit_tier;
             for (int j = 0; j < s->T; j++) blocks[j] = th[j];
         } else {
             int64_t left = kept - lead;
@@ -512,8 +641,7 @@ static int first_columns(Sched *s, Req *r, PyObject *adm, int64_t kept, int64_t 
             tc[j][k] = blocks[j] * bs + (j == last ? ht - kept * bs : 0);
         }
     }
-    Py_ssize_t prefix = attr_n(adm, s_prefix), trunc = attr_n(adm, s_trunc);
-    if ((prefix == -1 || trunc == -1) && PyErr_Occurred()) return -1;
+    Py_ssize_t prefix = ai->prefix_hit_blocks, trunc = ai->truncated;
     s->q[Q_HIT][k] = kept;
     s->q[Q_MISSED][k] = r->n0 - prefix;
     s->q[Q_HTOK][k] = ht;
@@ -530,27 +658,28 @@ static int admit(Sched *s, int32_t ri) {
     int64_t n, cap, extra;
     int fixed;
     if (admission_args(s, r, &n, &cap, &extra, &fixed) < 0) return -1;
-    PyObject *a[5] = {r->chain, PyLong_FromLongLong(n), PyLong_FromLongLong(cap), PyLong_FromLongLong(extra), Py_True};
-    PyObject *adm = (a[1] && a[2] && a[3]) ? PyObject_Vectorcall(s->m_start, a, 5, NULL) : NULL;
-    Py_XDECREF(a[1]); Py_XDECREF(a[2]); Py_XDECREF(a[3]);
+    PyObject *adm = h_start(s, r, n, cap, extra);
     if (!adm) return -1;
     if (adm == Py_None) { Py_DECREF(adm); return 0; }
     Py_CLEAR(r->chain);
     r->adm = adm;
-    int64_t th[8], rb[8];
-    Py_ssize_t hits = attr_n(adm, s_hit), lead = attr_n(adm, s_lead), trunc = attr_n(adm, s_trunc);
-    if (((hits == -1 || lead == -1 || trunc == -1) && PyErr_Occurred()) || attr_list(s, adm, s_hbpt, th) < 0
-        || attr_list(s, adm, s_rbpt, rb) < 0) return -1;
-    r->grows = !(fixed || trunc);
+    PcsAdmInfo ai;
+    if (h_info(s, adm, &ai) < 0) return -1;
+    const int64_t *th = ai.hit_blocks_per_tier, *rb = ai.restored_blocks_per_tier;
+    int64_t hits = ai.hit_blocks, lead = ai.gpu_lead_blocks;
+    r->grows = !(fixed || ai.truncated);
     r->seq = s->seq++;
-    int64_t kept = restores(s, r, hits, lead, th, rb), bs = s->bs, p = r->p;
+    if (s->gh && attr_list(s, adm, s_rbytes, s->gh_bytes) < 0) return -1;
+    int64_t skipped = s->skipped, kept = restores(s, r, hits, lead, th, rb), bs = s->bs, p = r->p;
+    if (s->gh && s->skipped != skipped && s->gh_api->restore_skipped(s->gh, adm) < 0) return -1;
     int64_t ht = kept * bs;
     r->ctx = ht < p ? ht : p - 1;
     r->rem = p - r->ctx;
     s->run[s->nrun++] = ri;
     s->pf[s->npf++] = ri;
     if (r->first) {
-        if (first_columns(s, r, adm, kept, ht < p ? ht : p, hits, th, rb, lead) < 0) return -1;
+        if (first_columns(s, r, &ai, kept, ht < p ? ht : p, hits, th, rb, lead) < 0) return -1;
+        if (s->gh && s->gh_api->first_admission(s->gh) < 0) return -1;
         r->first = 0;
         s->admitted++;
     } else s->recompute_tokens += r->rem;
@@ -629,11 +758,7 @@ static void release(Sched *s) {
 /* StepEngine._cache_decode: cache r's first m decode blocks */
 static int cache_decode(Sched *s, Req *r, int64_t m) {
     if (m <= r->dh_in) return 0;
-    PyObject *l = u64_list(r->hashes + r->n0 + r->dh_in, m - r->dh_in);
-    if (!l) return -1;
-    int rc = hcall0(s->m_extend, r->adm, l);
-    Py_DECREF(l);
-    if (rc < 0) return -1;
+    if (h_extend(s, r->adm, r->hashes + r->n0 + r->dh_in, m - r->dh_in) < 0) return -1;
     s->q[Q_DECODE][r->k] += m - r->dh_in;
     s->decode_cached += m - r->dh_in;
     r->dh_in = m;
@@ -664,7 +789,7 @@ static int finish(Sched *s, int32_t ri) {
         m = m > 0 ? m : 0;
         if (cache_decode(s, r, r->ndh < m ? r->ndh : m) < 0) return -1;
     }
-    if (hcall0(s->m_finish, r->adm, NULL) < 0) return -1;
+    if (h_finish(s, r->adm) < 0) return -1;
     r->ep = ++s->epochs;
     list_remove(s->run, &s->nrun, ri);
     s->in_system--;
@@ -678,7 +803,7 @@ static int finish(Sched *s, int32_t ri) {
 static int prefill_complete(Sched *s, int32_t ri) {
     Req *r = &s->rq[ri];
     list_remove(s->pf, &s->npf, ri);
-    if (hcall0(s->m_done, r->adm, NULL) < 0) return -1;
+    if (h_done(s, r->adm) < 0) return -1;
     if (isnan_(r->ttft)) r->ttft = s->now;
     r->out += 1;
     if (r->out >= r->o) return finish(s, ri);
@@ -698,7 +823,7 @@ static int prefill_step(Sched *s, Py_ssize_t nch) {
     for (Py_ssize_t x = 0; x < nch; x++) {
         Req *r = &s->rq[s->cr[x]];
         int64_t c = r->ctx, n = s->cn[x];
-        comp += s->tok_s * (double)n + s->pair_s * ((double)(n * c) + (double)(n * (n + 1)) / 2.0);
+        comp += s->tok_s * (double)n + chunk_attn_s(s, n, c);
         mem += s->kv_seq + s->kv_tok * (double)c;
         tokens += n;
         if (r->land > now) late = 1;
@@ -755,13 +880,13 @@ static int preempt(Sched *s, int32_t vi) {
         int64_t m = floordiv(kv, bs) - floordiv(v->p0, bs);
         m = m > 0 ? m : 0;
         m = v->ndh < m ? v->ndh : m;
-        if (cache_decode(s, v, m) < 0 || hcall0(s->m_finish, v->adm, NULL) < 0) return -1;
+        if (cache_decode(s, v, m) < 0 || h_finish(s, v->adm) < 0) return -1;
         v->p = v->p0 + v->out;
         v->chain_dh = m;
         v->dh_in = m;
     } else {
         list_remove(s->pf, &s->npf, vi);
-        if (hcall0(s->m_abort, v->adm, NULL) < 0) return -1;
+        if (h_abort(s, v->adm) < 0) return -1;
     }
     Py_CLEAR(v->adm);
     v->land = -INFINITY;
@@ -780,15 +905,7 @@ static int32_t victim(Sched *s) {
 }
 
 /* one more GPU slot for r: 1 granted, 0 none obtainable, -1 error */
-static int grow1(Sched *s, Req *r) {
-    static PyObject *one = NULL;
-    if (!one && !(one = PyLong_FromLong(1))) return -1;
-    PyObject *res = hcall(s->m_grow, r->adm, one);
-    if (!res) return -1;
-    int ok = PyObject_IsTrue(res);
-    Py_DECREF(res);
-    return ok;
-}
+static int grow1(Sched *s, Req *r) { return h_grow1(s, r->adm); }
 
 /* StepEngine._grow_now: the block boundaries of step G */
 static int grow_now(Sched *s) {
@@ -907,9 +1024,10 @@ static int new_request(Sched *s, int64_t k, double a, int64_t p, int64_t o, int6
     r->land = -INFINITY; r->ttft = NAN; r->first = 1; r->grows = 1; r->live = 1;
     r->ep = ++s->epochs;
     r->kv_mark = s->kv_acc + (s->kv_since >= 0 ? s->now - s->kv_since : 0.0);
-    r->hashes = PyMem_Malloc(sizeof(uint64_t) * (n0 + ndh + 1));
+    int64_t nid = s->no_cache && !ndh ? 0 : n0;   /* the no-cache run looks up no block (admission_args: n = 0) */
+    r->hashes = PyMem_Malloc(sizeof(uint64_t) * (nid + ndh + 1));
     if (!r->hashes) { PyErr_NoMemory(); return -1; }
-    memcpy(r->hashes, ids, sizeof(uint64_t) * n0);
+    memcpy(r->hashes, ids, sizeof(uint64_t) * nid);
     if (ndh) memcpy(r->hashes + n0, dh, sizeof(uint64_t) * ndh);
     if (pre) {
         r->pre = PyMem_Malloc(sizeof(double) * (cap0 + 1));
@@ -1035,9 +1153,7 @@ static PyObject *sched_state(Sched *s, PyObject *unused) {
     PyObject *res = PyList_New(s->T), *rb = PyList_New(s->T), *lf = PyList_New(s->T);
     if (!res || !rb || !lf) { Py_XDECREF(res); Py_XDECREF(rb); Py_XDECREF(lf); return NULL; }
     for (int j = 0; j < s->T; j++) {
-        PyObject *jj = PyLong_FromLong(j);
-        PyList_SET_ITEM(res, j, jj ? PyObject_CallOneArg(s->resident, jj) : NULL);
-        Py_XDECREF(jj);
+        PyList_SET_ITEM(res, j, h_resident(s, j));
         PyList_SET_ITEM(rb, j, PyLong_FromLongLong(s->links[j].nbytes));
         PyList_SET_ITEM(lf, j, PyFloat_FromDouble(s->link_free[j]));
         if (!PyList_GET_ITEM(res, j)) { Py_DECREF(res); Py_DECREF(rb); Py_DECREF(lf); return NULL; }
@@ -1104,6 +1220,28 @@ static int sched_alloc(Sched *s) {
     return 0;
 }
 
+/* the bound method m of the compiled hierarchy `self` (a builtin method whose __self__ is it) */
+static int bound_to(PyObject *m, PyObject *self) {
+    return m && PyCFunction_Check(m) && PyCFunction_GET_SELF(m) == self;
+}
+
+/* use the compiled hierarchy's C API (pcs/cache/_lruhier_api.h) when every method the loop calls, and the
+ * resident callback, is that hierarchy's own bound C method: the C functions are those methods' bodies, so
+ * the replay is the same; anything else (a wrapper, a Python hierarchy) keeps the Python calls */
+static void hier_api(Sched *s) {
+    PyObject *self = PyCFunction_Check(s->m_start) ? PyCFunction_GET_SELF(s->m_start) : NULL;
+    PyObject *ms[] = {s->m_done, s->m_finish, s->m_grow, s->m_abort, s->m_extend, s->m_held, s->resident};
+    if (!self) return;
+    for (int j = 0; j < 7; j++) if (!bound_to(ms[j], self)) return;
+    const PcsHierApi *api = PyCapsule_Import(PCS_LRUHIER_CAPSULE, 0);
+    if (!api) { PyErr_Clear(); return; }
+    if (api->version != PCS_LRUHIER_API_VERSION || Py_TYPE(self) != api->hier_type || api->ntiers(self) != s->T)
+        return;
+    Py_INCREF(self);
+    s->hobj = self;
+    s->api = api;
+}
+
 static int hier_methods(Sched *s, PyObject *h) {
     const char *names[] = {"start", "prefill_done", "finish", "grow", "abort", "extend", "held_blocks"};
     PyObject **slots[] = {&s->m_start, &s->m_done, &s->m_finish, &s->m_grow, &s->m_abort, &s->m_extend, &s->m_held};
@@ -1112,6 +1250,7 @@ static int hier_methods(Sched *s, PyObject *h) {
     if (!ids) { PyErr_Clear(); return 0; }
     Py_SETREF(s->m_start, ids);
     s->start_ids = 1;
+    hier_api(s);
     return 0;
 }
 
@@ -1132,13 +1271,58 @@ static int sched_init(Sched *s, PyObject *args, PyObject *kw) {
     s->fallback = fallback; s->last_token = last_token; s->no_cache = no_cache; s->skip = skip;
     s->now = 0.0; s->next_sample = s->last_arrival = -INFINITY; s->kv_since = -1.0; s->bin_s = 1;
     Py_INCREF(take); s->take = take;
-    Py_INCREF(resident); s->resident = resident;
+    Py_INCREF(resident); s->resident = resident;     /* before hier_methods: it checks the callback too */
     if (sched_alloc(s) < 0 || hier_methods(s, h) < 0 || seq_doubles(setup, s->T, s->setup) < 0
         || seq_doubles(bw, s->T, s->bw) < 0 || seq_doubles(iops, s->T, s->iops) < 0) return -1;
     double tmp[8];
     if (seq_doubles(bpb, s->T, tmp) < 0) return -1;
     for (int j = 0; j < s->T; j++) s->bpb[j] = (int64_t)tmp[j];
     return 0;
+}
+
+/* ---------------------------------------------------------------- hybrid models: set-up (pcs/engine/hybridnative.py) */
+/* set_chunk_attention(terms, flops_per_s): prefill attention as [(kind, coef, param)] (chunk_attn_s above) */
+static PyObject *sched_set_chunk_attention(Sched *s, PyObject *args) {
+    PyObject *terms;
+    double f;
+    if (!PyArg_ParseTuple(args, "Od", &terms, &f)) return NULL;
+    PyObject *seq = PySequence_Fast(terms, "terms: a sequence of (kind, coef, param)");
+    if (!seq) return NULL;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    if (n < 1 || n > MAX_TERMS || !(f > 0)) {
+        Py_DECREF(seq);
+        PyErr_SetString(PyExc_ValueError, "1..8 attention terms and flops_per_s > 0");
+        return NULL;
+    }
+    for (Py_ssize_t x = 0; x < n; x++) {
+        int kind;
+        double coef, param;
+        if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(seq, x), "idd", &kind, &coef, &param)) { Py_DECREF(seq); return NULL; }
+        if (kind < PK_CAUSAL || kind > PK_LINEAR || ((kind == PK_WINDOW || kind == PK_CHUNK) && !(param >= 1))) {
+            Py_DECREF(seq);
+            PyErr_SetString(PyExc_ValueError, "attention term kind 0..3 (window and chunk: param >= 1)");
+            return NULL;
+        }
+        s->term_kind[x] = kind; s->term_coef[x] = coef; s->term_param[x] = param;
+    }
+    Py_DECREF(seq);
+    s->nterms = (int)n;
+    s->attn_f = f;
+    Py_RETURN_NONE;
+}
+
+/* set_hybrid(h): h a pcs.cache._grouphier.Hierarchy (the one whose methods the loop calls): it follows the loop's
+ * clock, keeps first admissions' samples and uncounts skipped restores, through its C-level API */
+static PyObject *sched_set_hybrid(Sched *s, PyObject *h) {
+    PyObject *cap = PyObject_CallMethod(h, "c_api", NULL);
+    if (!cap) return NULL;
+    const GHCApi *api = PyCapsule_GetPointer(cap, GH_CAPI_NAME);
+    Py_DECREF(cap);          /* the capsule points at a static table of the loaded module */
+    if (!api || api->follow(h) < 0) return NULL;
+    Py_INCREF(h);
+    Py_XSETREF(s->gh, h);
+    s->gh_api = api;
+    Py_RETURN_NONE;
 }
 
 static void sched_dealloc(Sched *s) {
@@ -1153,7 +1337,7 @@ static void sched_dealloc(Sched *s) {
     PyMem_Free(s->trunc);
     Py_XDECREF(s->m_start); Py_XDECREF(s->m_done); Py_XDECREF(s->m_finish); Py_XDECREF(s->m_grow);
     Py_XDECREF(s->m_abort); Py_XDECREF(s->m_extend); Py_XDECREF(s->m_held); Py_XDECREF(s->take);
-    Py_XDECREF(s->resident);
+    Py_XDECREF(s->resident); Py_XDECREF(s->hobj); Py_XDECREF(s->gh);
     Py_TYPE(s)->tp_free((PyObject *)s);
 }
 
@@ -1169,6 +1353,19 @@ static PyMethodDef sched_methods[] = {
     {"clock_event", (PyCFunction)sched_clock_event, METH_NOARGS,
      "a fleet's one clock: (time, 0) the step's end is due, (time, 1) the next step begins, None: idle"},
     {"clock_advance", (PyCFunction)sched_clock_advance, METH_O, "clock_advance(until_s): run the next event"},
+    {"set_chunk_attention", (PyCFunction)sched_set_chunk_attention, METH_VARARGS,
+     "set_chunk_attention([(kind 0 causal 1 window 2 chunk 3 linear, coef flops/pair, window or chunk tokens)], "
+     "flops_per_s): prefill attention as the model's attention_flops / flops_per_s"},
+    {"set_hybrid", (PyCFunction)sched_set_hybrid, METH_O,
+     "set_hybrid(h): the compiled hybrid hierarchy h (pcs.cache._grouphier.Hierarchy) follows the loop's clock"},
+    {NULL}
+};
+
+static PyObject *sched_get_c_api(Sched *s, void *unused) { return PyBool_FromLong(s->api != NULL); }
+
+static PyGetSetDef sched_getset[] = {
+    {"c_api", (getter)sched_get_c_api, NULL,
+     "True: the hierarchy is called through its C API (pcs/cache/_lruhier_api.h), False: its Python methods", NULL},
     {NULL}
 };
 
@@ -1180,6 +1377,7 @@ static PyTypeObject SchedType = {
     .tp_flags = Py_TPFLAGS_DEFAULT,
     .tp_doc = "The step scheduler's event loop (pcs.engine.scheduler.StepEngine, layerwise) over a compiled hierarchy.",
     .tp_methods = sched_methods,
+    .tp_getset = sched_getset,
     .tp_init = (initproc)sched_init,
     .tp_new = PyType_GenericNew,
 };
@@ -1196,6 +1394,7 @@ PyMODINIT_FUNC PyInit__stepsched(void) {
     s_last = PyUnicode_InternFromString("last_hit_tier");
     s_prefix = PyUnicode_InternFromString("prefix_hit_blocks");
     s_trunc = PyUnicode_InternFromString("truncated");
+    s_rbytes = PyUnicode_InternFromString("restored_bytes_per_tier");
     PyObject *m = PyModule_Create(&moddef);
     if (!m) return NULL;
     Py_INCREF(&SchedType);

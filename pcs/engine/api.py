@@ -264,7 +264,7 @@ def _policy_context(names: Sequence[str], source: Any, rules: BlockRules, comput
         needs.add("chain")
     if not needs:
         return None
-    oracle = TraceOracle.build(iter_chunks(source, rules), future="future" in needs)
+    oracle = TraceOracle.build(iter_chunks(source, rules), future="future" in needs, chain="chain" in needs)
     return PolicyContext(oracle, block_cost_from(compute, bs))
 
 
@@ -557,7 +557,7 @@ def replay(trace: Any = None, *, model: Any = None, hardware: Any = None, tp: in
     plan = _hybrid_plan(spec, bs, tier_specs, bb, hybrid_kv_cache_manager, swa_full_tokens_ratio,
                         mamba_full_memory_ratio, mamba_cache_mode)
     if plan is not None:
-        _refuse_on_cache_groups(_policy_names(tier_specs, opts.policy, tier_policies), ctx, admit, gap_oracle)
+        _refuse_on_cache_groups(ctx, admit, gap_oracle)
     step = _step_setup(opts, scheduler, time_model, gpu)
     if step is not None:
         _refuse_empty_gpu(tier_specs[0], bpb[0])
@@ -582,18 +582,18 @@ def replay(trace: Any = None, *, model: Any = None, hardware: Any = None, tp: in
     return ReplayResult(summary, columns=out.result.columns)
 
 
-def _refuse_on_cache_groups(policy_names: Sequence[str], ctx: Any, admit: Any, gap_oracle: bool) -> None:
-    """A hybrid model's cache groups (docs/semantics.md §3.1, §15) run lru, slru, fifo, s3fifo, sieve or lfu.
+def _refuse_on_cache_groups(ctx: Any, admit: Any, gap_oracle: bool) -> None:
+    """A hybrid model's cache groups (docs/semantics.md §3.1, §15) run lru, slru, fifo, s3fifo, sieve, lfu, arc
+    or 2q (arc and 2q since GroupHierarchy tells their ghost lists the incoming pages, as the reference).
 
     Raises:
-        ValueError: a policy that reads the trace (``ctx`` is its pre-pass), arc or 2q (ghost lists the
-            groups do not keep as the reference does), an admission policy, or ``gap_oracle``.
+        ValueError: a policy that reads the trace (``ctx`` is its pre-pass), an admission policy, or
+            ``gap_oracle``.
     """
-    ghost = {"arc", "2q"} & {n.split(":")[0] for n in policy_names}
-    if ctx is not None or admit or gap_oracle or ghost:
-        raise ValueError("a hybrid model's cache groups run lru, slru, fifo, s3fifo, sieve or lfu "
-                         "without admission policies or --gap-oracle (policies that read the trace, arc and 2q "
-                         "(ghost lists) and admission do not run on cache groups yet)")
+    if ctx is not None or admit or gap_oracle:
+        raise ValueError("a hybrid model's cache groups run lru, slru, fifo, s3fifo, sieve, lfu, arc or 2q "
+                         "without admission policies or --gap-oracle (policies that read the trace and "
+                         "admission do not run on cache groups yet)")
 
 
 def _load_notes(summary) -> list[str]:

@@ -41,8 +41,9 @@ from typing import Sequence
 import numpy as np
 
 from pcs.cache.hierarchy import Hierarchy
+from pcs.choices import TIMINGS  # modeled / sequential (docs/semantics.md §9)
 from pcs.engine.ledger import ReplayLedger
-from pcs.engine.chunks import Chunk
+from pcs.engine.chunks import LIST_COLUMNS, Chunk
 from pcs.engine.series import Sampler
 from pcs.engine.restores import link_restores
 from pcs.engine.timing import TimeModel  # noqa: F401  (re-exported)
@@ -50,7 +51,6 @@ from pcs.engine.timing import TimeModel  # noqa: F401  (re-exported)
 __all__ = ["ReplayEngine", "EngineResult", "TimeModel", "TIMINGS"]
 
 
-TIMINGS = ("modeled", "sequential")
 #: Per-request columns copied from the chunks as they are fed (the rest come from the admissions).
 _INPUT_COLUMNS = ("request_id", "arrival_s", "prompt_tokens", "output_tokens", "prefill_no_cache_s")
 _NAN = float("nan")
@@ -71,6 +71,21 @@ class EngineResult:
     ledger: ReplayLedger
     columns: dict
     sampler: Sampler | None = None
+
+
+class _ChunkLists:
+    """The list columns of one :class:`Chunk` read once, as plain attributes, for the per-request loop.
+
+    A Chunk's columns are properties (a numpy column becomes a list on first read), so each read is a
+    Python call; the loop reads several per request. Same names as the Chunk's (``LIST_COLUMNS``,
+    ``block_size``)."""
+
+    __slots__ = LIST_COLUMNS + ("block_size",)
+
+    def __init__(self, chunk: Chunk) -> None:
+        for name in LIST_COLUMNS:
+            setattr(self, name, getattr(chunk, name))
+        self.block_size = chunk.block_size
 
 
 class ReplayEngine:
@@ -129,9 +144,9 @@ class ReplayEngine:
         """Replay the requests of ``chunk`` (in order, after all earlier chunks)."""
         self._feed_inputs(chunk)
         if self.timing == "sequential":
-            self._feed_sequential(chunk)
+            self._feed_sequential(_ChunkLists(chunk))
         else:
-            self._feed_modeled(chunk)
+            self._feed_modeled(_ChunkLists(chunk))
 
     def _feed_inputs(self, chunk: Chunk) -> None:
         """Count the chunk's accesses and copy its input columns."""
@@ -146,7 +161,7 @@ class ReplayEngine:
         pre = chunk.prefill_s
         c["prefill_no_cache_s"].extend([pre[o] for o in chunk.prefill_offsets[:m]] if pre else [0.0] * m)
 
-    def _feed_sequential(self, ch: Chunk) -> None:
+    def _feed_sequential(self, ch: _ChunkLists) -> None:
         start, done, finish = self.h.start, self.h.prefill_done, self.h.finish
         off, hashes, n, cap = ch.offsets, ch.block_hashes, ch.cacheable, ch.max_hit_blocks
         check, tick = self.check, self._tick
@@ -164,7 +179,7 @@ class ReplayEngine:
             finish(adm)
             check and self.h._check()
 
-    def _feed_modeled(self, ch: Chunk) -> None:
+    def _feed_modeled(self, ch: _ChunkLists) -> None:
         q = self._queue
         for i, a in enumerate(ch.arrival_s):
             if a < self._now:
@@ -264,7 +279,7 @@ class ReplayEngine:
                 self._cols[name].extend(values)
             self._rows = []
 
-    def _account(self, ch: Chunk, i: int, adm, now: float, wait: float) -> float:
+    def _account(self, ch: _ChunkLists, i: int, adm, now: float, wait: float) -> float:
         """Record one admitted request; return the time its prefill completes."""
         p = ch.prompt_tokens[i]
         bs = ch.block_size

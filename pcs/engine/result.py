@@ -125,8 +125,11 @@ class EnvelopeSummary:
     links: tuple[LinkEnvelope, ...] = field("-", "one entry per lower tier, in tier order")
     ttft_p50_s: float | None = field("s", "median time to first token with the cache")
     ttft_p99_s: float | None = field("s", "99th percentile TTFT with the cache")
-    ttft_no_cache_p50_s: float | None = field("s", "median TTFT without a cache (full prefill, no wait)")
-    ttft_no_cache_p99_s: float | None = field("s", "99th percentile TTFT without a cache")
+    ttft_no_cache_p50_s: float | None = field("s", "median TTFT without a cache, not scheduled: each request's full "
+                                                   "prefill alone (no queue, no wait); under the step scheduler the "
+                                                   "like-for-like figure is scheduler.no_cache.ttft_s.p50")
+    ttft_no_cache_p99_s: float | None = field("s", "99th percentile TTFT without a cache, not scheduled (each prefill "
+                                                   "alone); scheduled: scheduler.no_cache.ttft_s.p99")
     wait_p50_s: float | None = field("s", "median wait for KV space (FIFO admission)")
     wait_p99_s: float | None = field("s", "99th percentile wait for KV space")
     prefill_saved_s: float = field("s", "prefill time all hits saved: no-cache prefill - prefill, summed")

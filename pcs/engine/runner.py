@@ -152,6 +152,8 @@ def _event_loops(plans: list[_Plan], make_tiers: Callable[[], list], tiers0: lis
             if loop_cls is NativeStepEngine:
                 loop_cls = _native_step_or_fallback(plan, hierarchy, links, setup.cost, cfg)
             engine = HybridStepEngine if plan.row.name in select.HYBRID_ROWS else loop_cls
+            if plan.row.name == "compiled-hybrid":
+                engine = _hybrid_step_loop(plan, hierarchy, links, setup.cost, cfg)
             out.append(engine(hierarchy, links, block_bytes, setup.cost, cfg, rules.recompute_last_token, decode))
         else:
             out.append(ReplayEngine(hierarchy, plan.timing, links=links, block_bytes=block_bytes))
@@ -161,6 +163,8 @@ def _event_loops(plans: list[_Plan], make_tiers: Callable[[], list], tiers0: lis
         kw = {} if not hyb else _hybrid_kwargs(hybrid, block_bytes, step_s, gpu_only=True)
         gpu_only = clocked(plans[0].row.load()(make_tiers()[:kw.get("pools", 1)], write_policy, **kw))
         nc_cls = StepEngine if hyb else loop_cls
+        if plans[0].row.name == "compiled-hybrid" and "step loop in C" in plans[0].reason:
+            from pcs.engine.hybridnative import HybridNativeStepEngine as nc_cls
         out.append(nc_cls(gpu_only, links[:1], block_bytes[:1], setup.cost, cfg, rules.recompute_last_token,
                           no_cache=True))
     return out
@@ -177,6 +181,18 @@ def _native_step_or_fallback(plan: _Plan, hierarchy: Any, links: Sequence, cost:
         return NativeStepEngine
     plan.row, plan.reason = select.fall_back(plan.config, plan.row, why, plan.reason, "found at set-up")
     return StepEngine
+
+
+def _hybrid_step_loop(plan: _Plan, hierarchy: Any, links: Sequence, cost: Any, cfg: Any) -> type:
+    """The step loop of a ``compiled-hybrid`` run: in C (:class:`pcs.engine.hybridnative.HybridNativeStepEngine`)
+    when it can run it, else the Python one (:class:`pcs.engine.hybridstep.HybridStepEngine`); the reason
+    says which and why."""
+    from pcs.engine.hybridnative import HybridNativeStepEngine, hybrid_unsupported
+    from pcs.engine.hybridstep import HybridStepEngine
+
+    why = hybrid_unsupported(hierarchy, links, cost, cfg)
+    plan.reason += "; step loop in C" if why is None else f"; step loop in Python: {why}"
+    return HybridNativeStepEngine if why is None else HybridStepEngine
 
 
 def _compiled_baseline(plans: list[_Plan], source: Any, rules: BlockRules, make_tiers: Callable[[], list],

@@ -32,10 +32,9 @@ engine                 applies when                               implementation
                        policy), at most 8 tiers, 8 cache groups,  (:mod:`pcs.engine.hybridstep`)
                        2**30 pages per tier, the compiled twin
                        built, ``native`` not ``python``
-``hybrid``             no tier on ``arc`` or ``2q`` and no        :class:`pcs.cache.grouphier.GroupHierarchy`
-                       admission policy but ``retain``; the only  (cache groups over pools of pages) under
-                       row for a hybrid model on split pools      the event loop
-                       (``sglang``) or other policies
+``hybrid``             no admission policy but ``retain``; the    :class:`pcs.cache.grouphier.GroupHierarchy`
+                       only row for a hybrid model on split       (cache groups over pools of pages) under
+                       pools (``sglang``) or other policies       the event loop
 ====================== ========================================== ==========================================
 
 The first three rows need one full-attention cache group (a model whose
@@ -60,8 +59,6 @@ from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
 from pcs import _native
-from pcs.cache.native import COMPILED_ADMISSIONS, COMPILED_POLICIES, RETAIN_POLICIES
-from pcs.cache.native import MAX_BLOCKS as MAX_COMPILED_BLOCKS
 
 __all__ = ["EngineRow", "RunConfig", "ENGINES", "ENGINE_NAMES", "ALIASES", "REQUESTS", "SUMMARY_KEYS", "HYBRID_ROWS",
            "MAX_COMPILED_BLOCKS", "choose", "fall_back", "get_row", "canonical"]
@@ -135,6 +132,8 @@ def _lru_scan_applies(cfg: RunConfig) -> str | None:
 def _compiled_label(label: str) -> bool:
     """Whether a tier's policy label (``lru``, ``lru+reuse:2+tinylfu:sample=10``) names a compiled policy and
     only compiled admission kinds (at most one ``retain``, in front of a policy of ``RETAIN_POLICIES``)."""
+    from pcs.cache.native import COMPILED_ADMISSIONS, COMPILED_POLICIES, RETAIN_POLICIES
+
     policy, *admits = label.split("+")
     kinds = [a.partition(":")[0] for a in admits]
     retains = kinds.count("retain")
@@ -143,6 +142,9 @@ def _compiled_label(label: str) -> bool:
 
 
 def _compiled_hierarchy_applies(cfg: RunConfig) -> str | None:
+    from pcs.cache.native import COMPILED_ADMISSIONS, COMPILED_POLICIES, RETAIN_POLICIES
+    from pcs.cache.native import MAX_BLOCKS as MAX_COMPILED_BLOCKS
+
     if _hybrid(cfg):
         return _hybrid(cfg)
     other = [f"{name}:{policy}" for name, policy, _ in cfg.tiers if not _compiled_label(policy)]
@@ -197,18 +199,17 @@ def _compiled_hybrid_applies(cfg: RunConfig) -> str | None:
 
 
 def _hybrid_applies(cfg: RunConfig) -> str | None:
-    """The cache groups' hierarchy (:class:`pcs.cache.grouphier.GroupHierarchy`) takes every eviction policy but
-    arc and 2q, whose ghost lists it does not keep as the reference does (with one full-attention group it
-    differed from ``reference``), and no admission policy but ``retain`` (it applied none: reuse, selective and
-    tinylfu were listed on the tier and silently skipped)."""
+    """The cache groups' hierarchy (:class:`pcs.cache.grouphier.GroupHierarchy`) takes every eviction policy
+    (arc and 2q too: their ghost lists are told the pages a GPU pool reserves slots for, as the reference tells
+    them, ``GroupHierarchy._incoming``) and no admission policy but ``retain`` (it applied none: reuse,
+    selective and tinylfu were listed on the tier and silently skipped)."""
     bad = []
     for name, policy, _ in cfg.tiers:
-        base, *kinds = policy.split("+")
-        if base.split(":")[0] in ("arc", "2q") or any(k.split(":")[0] != "retain" for k in kinds):
+        _, *kinds = policy.split("+")
+        if any(k.split(":")[0] != "retain" for k in kinds):
             bad.append(f"{name}:{policy}")
     if bad:
-        return ("cache groups take no arc or 2q policy and no admission policy but retain (not yet modelled "
-                f"there), got {', '.join(bad)}")
+        return f"cache groups take no admission policy but retain (not yet modelled there), got {', '.join(bad)}"
     return None
 
 
@@ -354,3 +355,13 @@ def fall_back(run_config: RunConfig, failed: EngineRow, why: str, reason: str,
     rows = ENGINES[ENGINES.index(failed) + 1:]
     prior = [p for p in reason.split("; ") if not p.startswith("auto:")]
     return _first(run_config, rows, prior + [f"not {failed.name}: {why} ({found})"])
+
+
+def __getattr__(name: str) -> Any:
+    """``MAX_COMPILED_BLOCKS`` (:data:`pcs.cache.native.MAX_BLOCKS`), read from the compiled hierarchy's module on
+    first use: importing this table (``pcs replay --help`` shows it) loads no numpy."""
+    if name == "MAX_COMPILED_BLOCKS":
+        from pcs.cache.native import MAX_BLOCKS
+
+        return MAX_BLOCKS
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

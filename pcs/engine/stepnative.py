@@ -4,7 +4,8 @@
 the Python reference -- in C for the configuration ``pcs replay`` runs by default: every tier on the
 compiled all-LRU hierarchy (:class:`pcs.cache.native.NativeHierarchy`), either write policy, the
 ``layerwise`` restore policy, fallback on or off, decode blocks cached or not, any preemption bound,
-event skipping on or off, plain prefill attention (``StepCost.attn_pair_s`` set). Its per-request
+event skipping on or off, plain prefill attention (``StepCost.attn_pair_s`` set) or the windowed, chunked or
+linear terms of :func:`pcs.engine.chunkattn.chunk_terms`. Its per-request
 columns, :class:`~pcs.engine.schedstats.SchedulerCounters`, ledger and time-series samples are
 identical to :class:`~pcs.engine.scheduler.StepEngine`'s (``tests/engine/test_stepsched_native.py``).
 Which loop runs is decided by the engine-selection table (:mod:`pcs.engine.select`, row
@@ -68,13 +69,16 @@ def unsupported(hierarchy, links, cost, config, no_cache: bool = False) -> str |
 
 def loop_unsupported(tiers: int, links, cost, config) -> str | None:
     """None when the C loop models this run (whatever the hierarchy), else the reason it cannot: at most
-    :data:`MAX_TIERS` tiers, ``layerwise`` restores, per-pair prefill attention, LinkSpec links."""
+    :data:`MAX_TIERS` tiers, ``layerwise`` restores, per-pair prefill attention or attention terms the C loop
+    sums (:func:`pcs.engine.chunkattn.chunk_terms`), LinkSpec links."""
+    from pcs.engine.chunkattn import chunk_terms
+
     if tiers > MAX_TIERS:
         return f"more than {MAX_TIERS} tiers"
     if config.restore_policy != "layerwise":
         return f"restore policy {config.restore_policy}, it needs layerwise"
-    if cost.attn_pair_s is None:
-        return "the model's prefill attention is not per (query, key) pair"
+    if cost.attn_pair_s is None and chunk_terms(cost) is None:
+        return "the model's prefill attention is neither per (query, key) pair nor windowed, chunked or linear terms"
     if any(_link_params(lk) is None for lk in links):
         return "a link is not a LinkSpec with bandwidth > 0"
     return None
@@ -82,16 +86,22 @@ def loop_unsupported(tiers: int, links, cost, config) -> str | None:
 
 def new_loop(engine: StepEngine, resident, recompute_last_token: bool, no_cache: bool, skip: bool):
     """The C loop (``_stepsched.StepScheduler``) for a :class:`StepEngine` already set up (its hierarchy, links,
-    block bytes, cost, config, sampler); ``resident``: tier index -> resident blocks now (for the samples)."""
+    block bytes, cost, config, sampler); ``resident``: tier index -> resident blocks now (for the samples).
+    A prefill attention that is not per pair is given as :func:`pcs.engine.chunkattn.chunk_terms`."""
+    from pcs.engine.chunkattn import chunk_terms
+
     params = [_link_params(lk) for lk in engine.links]
     cost, config = engine.cost, engine.config
-    return _stepsched.StepScheduler(
+    s = _stepsched.StepScheduler(
         engine.h, engine.sampler.take, resident, [p[0] for p in params], [p[1] for p in params],
         [p[2] for p in params], [float(b or 0) for b in engine.block_bytes],
-        (cost.token_s, cost.attn_pair_s, cost.kv_seq_s, cost.kv_token_s, cost.attn_seq_s, cost.attn_token_s,
+        (cost.token_s, cost.attn_pair_s or 0.0, cost.kv_seq_s, cost.kv_token_s, cost.attn_seq_s, cost.attn_token_s,
          cost.weights_active_s, cost.weights_total_s), int(cost.layers), config.max_num_batched_tokens,
         config.max_num_seqs, config.max_preemptions, bool(config.restore_fallback), bool(recompute_last_token),
         bool(no_cache), bool(skip))
+    if cost.attn_pair_s is None:
+        s.set_chunk_attention(*chunk_terms(cost))
+    return s
 
 
 class NativeStepEngine(StepEngine):

@@ -26,6 +26,7 @@ from typing import Any, Callable
 import numpy as np
 
 from pcs.blocks import BlockRules, SingleSequenceResult
+from pcs.choices import MAX_INSTANCES  # most instances of a fleet
 from pcs.fleet.index import CacheIndex
 from pcs.fleet.route import route
 from pcs.fleet.routers import parse_router
@@ -34,9 +35,6 @@ from pcs.trace.batches import as_batches, reiterable
 from pcs.trace.request import RequestBatch, concat_batches
 
 __all__ = ["fleet_replay", "FleetResult", "service_times", "subset_batch", "instance_ceilings", "MAX_INSTANCES"]
-
-#: Most instances a fleet may have (a bound on memory and run time, not a modelling limit).
-MAX_INSTANCES = 4096
 
 
 @dataclass(frozen=True, slots=True)

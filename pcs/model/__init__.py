@@ -11,18 +11,14 @@ Public API (used by the budget, compute, replay and curve parts):
 
 Footprint figures are ints per tensor-parallel rank; a replay tier holds a TP
 group (per-rank bytes x the ranks holding a copy, :mod:`pcs.model.parallel`).
+
+The names are imported on first use (:func:`pcs._lazy.lazy_package`), so ``pcs.model.layouts`` (the ``--dtype`` names) loads
+without numpy.
 """
-from pcs.model.components import ChunkedLocalAttention, FullAttention, QuantScales, SlidingWindow
-from pcs.model.footprint import (BlockBytes, FootprintResult, block_bytes, footprint, prefix_store_bytes,
-                                 reserved_bytes)
-from pcs.model.hfconfig import build_spec, estimate_params, load_hf_config
-from pcs.model.layouts import LAYOUT_NAMES, KVLayout, get_layout
-from pcs.model.mla import IndexerKeys, MLALatent
-from pcs.model.parallel import TPPlacement, group_block_bytes, group_bytes_per_token, tp_placement
-from pcs.model.presets import MODEL_NAMES, get_model, list_models
-from pcs.model.quant import DTYPE_BITS, normalize_dtype
-from pcs.model.spec import BYTE_MODES, ModelSpec
-from pcs.model.state import RecurrentState
+from __future__ import annotations
+
+from pcs._lazy import lazy_package
+from pcs.model.layouts import LAYOUT_NAMES
 
 #: Names ``--dtype`` accepts: short names, then the engines' layout names (:mod:`pcs.model.layouts`).
 KV_DTYPES: tuple[str, ...] = LAYOUT_NAMES
@@ -34,3 +30,14 @@ __all__ = [
     "BlockBytes", "block_bytes", "reserved_bytes", "prefix_store_bytes", "FootprintResult", "footprint",
     "TPPlacement", "tp_placement", "group_block_bytes", "group_bytes_per_token",
 ]
+
+lazy_package(__name__, {
+    "ChunkedLocalAttention": "components", "FullAttention": "components", "QuantScales": "components",
+    "SlidingWindow": "components", "BlockBytes": "footprint", "FootprintResult": "footprint",
+    "block_bytes": "footprint", "footprint": "footprint", "prefix_store_bytes": "footprint",
+    "reserved_bytes": "footprint", "build_spec": "hfconfig", "estimate_params": "hfconfig",
+    "load_hf_config": "hfconfig", "KVLayout": "layouts", "get_layout": "layouts", "IndexerKeys": "mla",
+    "MLALatent": "mla", "TPPlacement": "parallel", "group_block_bytes": "parallel",
+    "group_bytes_per_token": "parallel", "tp_placement": "parallel", "MODEL_NAMES": "presets",
+    "get_model": "presets", "list_models": "presets", "DTYPE_BITS": "quant", "normalize_dtype": "quant",
+    "BYTE_MODES": "spec", "ModelSpec": "spec", "RecurrentState": "state"})

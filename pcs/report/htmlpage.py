@@ -34,7 +34,9 @@ def payload_kind(payload: Any) -> str:
     """Which command printed ``payload``: one of :data:`KINDS`.
 
     Raises:
-        ValueError: not a JSON object of one of those commands.
+        ValueError: not a JSON object of one of those commands; the JSON of a fleet (``per_instance`` from
+            ``pcs replay --instances``, ``routers`` from ``pcs compare --router``) is named as such, with what
+            the page accepts instead.
     """
     if isinstance(payload, dict):
         if "hit_ratio" in payload and "tiers" in payload and "gap" in payload:
@@ -45,7 +47,16 @@ def payload_kind(payload: Any) -> str:
             return "curve"
         if "components" in payload and "by_dtype" in payload:
             return "footprint"
+        if "per_instance" in payload or "routers" in payload:
+            raise ValueError(f"the JSON of a fleet ({_FLEET_JSON}), which the page does not draw: pcs report takes "
+                             "the JSON of a single-instance pcs replay, compare, curve or footprint (--format json); "
+                             "a fleet's figures are its table, --format json or csv and --requests-out")
     raise ValueError("not the JSON of pcs replay, compare, curve or footprint (--format json)")
+
+
+#: Where fleet JSON comes from (:func:`payload_kind` names it when refusing one).
+_FLEET_JSON = "pcs replay or pcs compare with --instances, --router or --shared-tier"
+
 
 
 def _number(v: Any, lo: float, hi: float) -> bool:

@@ -22,6 +22,7 @@ from typing import Iterator
 
 import numpy as np
 
+from pcs.choices import LENGTH_ONLY_FORMATS, ON_ERROR, TRACE_FORMATS
 from pcs.errors import InputError
 from pcs.trace.request import Request, RequestBatch
 from pcs.trace.source import check_source, display_name, is_stream, peek_lines
@@ -34,10 +35,10 @@ __all__ = ["DEFAULT_TRACE", "FORMATS", "LENGTH_ONLY", "ON_ERROR", "Trace", "open
 #: the repository, so an editable install from a clean clone finds it.
 DEFAULT_TRACE = Path(__file__).resolve().parents[2] / "traces" / "sample_chat.jsonl"
 
-FORMATS = ("mooncake", "bailian", "tokens", "parquet", "azure", "burstgpt")
-#: Formats that record lengths only: their block ids are synthesised.
-LENGTH_ONLY = ("azure", "burstgpt")
-ON_ERROR = ("raise", "skip")
+#: Trace formats, formats that record lengths only (their block ids are synthesised), ``on_error`` values:
+#: defined in the numpy-free :mod:`pcs.choices` (the CLI's ``--help`` shows them without importing this module).
+FORMATS = TRACE_FORMATS
+LENGTH_ONLY = LENGTH_ONLY_FORMATS
 _PARQUET_MAGIC = b"PAR1"
 
 

@@ -89,13 +89,21 @@ def _raw(source: Any, block_size: int | None, rows: int) -> Iterator[RequestBatc
 MAX_ARRIVAL_S = float(2**32)
 
 
+def arrival_error(arrival_s: float) -> str | None:
+    """Why an arrival (seconds from the trace's zero) cannot be replayed -- it lies beyond
+    +-:data:`MAX_ARRIVAL_S` -- or None. The one rule: the JSONL readers raise it naming file, line and field
+    (``pcs.trace.hashids``, ``pcs.trace.tokens``), :func:`as_batches` naming the request for other sources."""
+    if abs(arrival_s) <= MAX_ARRIVAL_S:
+        return None
+    return (f"arrival {arrival_s:g} s is beyond +-2**32 s (136 years), where a float64 clock loses microseconds: "
+            "subtract the first timestamp from every row (times count from the trace's own zero)")
+
+
 def _check_arrivals(arrival_s: np.ndarray, first_id: int) -> None:
     """Raise ValueError naming the first request whose arrival lies beyond +-:data:`MAX_ARRIVAL_S`."""
     if arrival_s.size and np.abs(arrival_s).max() > MAX_ARRIVAL_S:
         i = int(np.argmax(np.abs(arrival_s) > MAX_ARRIVAL_S))
-        raise ValueError(f"request {first_id + i}: arrival {arrival_s[i]:g} s is beyond +-2**32 s (136 years), where "
-                         f"a float64 clock loses microseconds: subtract the first timestamp from every row "
-                         f"(times count from the trace's own zero)")
+        raise ValueError(f"request {first_id + i}: {arrival_error(float(arrival_s[i]))}")
 
 
 def as_batches(source: Any = None, block_size: int | None = None,

@@ -34,6 +34,7 @@ from typing import Any, Iterator
 import numpy as np
 
 from pcs.errors import InputError
+from pcs.trace.batches import MAX_ARRIVAL_S, arrival_error
 from pcs.trace.jsonfast import REUSE_VALUES  # the values of the optional per-row ``reuse`` field
 from pcs.trace.request import RequestBatch
 from pcs.trace.source import iter_chunks, iter_lines
@@ -204,7 +205,7 @@ class _Columns:
             return None
         ex = [np.array(e, dtype=np.int64) for e in self.extras]
         return RequestBatch(
-            0, bs, np.array(self.ts, dtype=np.float64) / self.spec.ts_per_s,
+            0, bs, np.array(self.ts, dtype=np.float64) / self.spec.ts_per_s + 0.0,   # + 0.0: no -0.0 arrival
             np.array(self.il, dtype=np.int64), np.array(self.ol, dtype=np.int64),
             np.cumsum(np.array(self.lens, dtype=np.int64)), np.array(self.ids, dtype=np.uint64),
             *(ex + [None] * (3 - len(ex))), tuple(self.types) if self.spec.has_type else None)
@@ -213,6 +214,8 @@ class _Columns:
 def _slow_line(cols: _Columns, obj: dict, bs: int, name: str, ln: int, state: ReadState) -> None:
     spec = cols.spec
     ts = get_time(obj, "timestamp", name, ln)
+    if abs(ts / spec.ts_per_s) > MAX_ARRIVAL_S:
+        raise InputError(name, ln, "timestamp", arrival_error(ts / spec.ts_per_s))
     il = get_int(obj, "input_length", name, ln)
     ol = get_int(obj, "output_length", name, ln)
     if "hash_ids" not in obj:

@@ -38,6 +38,7 @@ from typing import Any
 
 import numpy as np
 
+from pcs.trace.batches import MAX_ARRIVAL_S
 from pcs.trace.request import RequestBatch
 
 #: The values of the optional per-row ``reuse`` field of the JSONL formats (the one definition; hashids imports it).
@@ -129,12 +130,16 @@ def _checked(spec, bs: int, state, ts: np.ndarray, il: np.ndarray, ol: np.ndarra
         return None
     if ts.size and state.check_order and (ts[0] < state.last_ts or (np.diff(ts) < 0).any()):
         return None
+    if ts.size and np.abs(ts / spec.ts_per_s).max() > MAX_ARRIVAL_S:   # the authority names file:line
+        return None
     if not rows_distinct(hashes, offsets):
         return None
     if ts.size:
         state.last_ts = max(state.last_ts, float(ts.max()))
     state.synthetic_rows += synthetic
-    return RequestBatch(0, bs, ts / spec.ts_per_s, il, ol, offsets, hashes, *(extras + [None] * (3 - len(extras))), typ)
+    # + 0.0: pyarrow reads "timestamp": -0 as -0.0 (a float64 column), json.loads as 0; no arrival is -0.0
+    return RequestBatch(0, bs, ts / spec.ts_per_s + 0.0, il, ol, offsets, hashes, *(extras + [None] * (3 - len(extras))),
+                        typ)
 
 
 # -- simdjson ---------------------------------------------------------------------------------------

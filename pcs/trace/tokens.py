@@ -25,6 +25,7 @@ from typing import Iterator
 import numpy as np
 
 from pcs.errors import InputError
+from pcs.trace.batches import MAX_ARRIVAL_S, arrival_error
 from pcs.trace.hashids import ReadState, get_int, get_time, row_is_synthetic, strict_loads
 from pcs.trace.hashing import MMInput, hash_request_blocks
 from pcs.trace.request import RequestBatch
@@ -114,8 +115,8 @@ def read_token_jsonl(path, name: str, block_size: int, state: ReadState, on_erro
     def flush() -> RequestBatch:
         offs = np.zeros(len(hs) + 1, dtype=np.int64)
         np.cumsum([h.size for h in hs], out=offs[1:])
-        b = RequestBatch(0, block_size, np.array(ts_l, dtype=np.float64) / _MS_PER_S, np.array(pt, dtype=np.int64),
-                         np.array(ot, dtype=np.int64), offs,
+        arrival_s = np.array(ts_l, dtype=np.float64) / _MS_PER_S + 0.0   # + 0.0: no -0.0 arrival
+        b = RequestBatch(0, block_size, arrival_s, np.array(pt, dtype=np.int64), np.array(ot, dtype=np.int64), offs,
                          np.concatenate(hs) if hs else np.zeros(0, dtype=np.uint64), extra_keys=tuple(ex))
         ts_l.clear(), pt.clear(), ot.clear(), hs.clear(), ex.clear()
         return b
@@ -129,6 +130,8 @@ def read_token_jsonl(path, name: str, block_size: int, state: ReadState, on_erro
                 if state.check_order and ts < state.last_ts:
                     raise InputError(name, ln, "timestamp",
                                      f"decreases ({ts:g} after {state.last_ts:g}); use --sort to reorder")
+                if abs(ts / _MS_PER_S) > MAX_ARRIVAL_S:
+                    raise InputError(name, ln, "timestamp", arrival_error(ts / _MS_PER_S))
             except InputError:
                 if on_error != "skip":
                     raise

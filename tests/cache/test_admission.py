@@ -124,3 +124,39 @@ def test_parsing_and_errors():
         make_admission("reuse:0")
     with pytest.raises(ValueError, match="tokens must be A-B"):
         make_admission("retain:tokens=9-3", PolicyContext(TraceOracle()))
+
+
+def _retaining(policy, reqs, duration):
+    """``policy`` (4 blocks) behind ``retain:tokens=0-4`` (the depth-0 block) over the trace ``reqs``; its clock."""
+    ctx = PolicyContext(TraceOracle.build(iter_chunks(reqs, UNIT_RULES)))
+    return make_admission(f"retain:tokens=0-4,duration={duration}", ctx).wrap(make_policy(policy, 4, ctx)), ctx.clock
+
+
+@pytest.mark.parametrize("policy", ["fifo", "sieve"])
+def test_a_pooled_block_evicted_leaves_the_inner_policy(policy):
+    # Rule (docs/semantics.md §8): a pooled block that leaves the tier leaves the inner policy's memory too,
+    # as TensorRT-LLM keeps a free block in one queue only (evictionPolicy.cpp). Trace for depths and clock:
+    # [S x] t 0, [S y] t 10, [S z] t 20, [S w] t 40 (S depth 0: retained; x y z w depth 1: not); 5 s retention.
+    S, x, y, z, w = 10, 11, 12, 13, 14
+    p, clock = _retaining(policy, [req([S, k], t) for k, t in ((x, 0), (y, 10), (z, 20), (w, 40))], 5)
+    clock.now = 0
+    p.add([S])                           # pooled until 5 s; the inner policy never saw it
+    clock.now = 1                        # t 10
+    p.add([x])
+    assert p.evict(1) == [x]             # S expired at 5 s: back to the inner policy after x, which goes first
+    p.remove([S])                        # S hit (pinned): FIFO keeps its entry number, SIEVE its queue place
+    p.add([S])                           # released: pooled again until 15 s; the inner policy still holds it pinned
+    p.add([y])
+    assert p.evict(2) == [y, S]          # y (the only unpooled block), then the pool's S
+    # the inner policy forgot S as it forgets a dropped block (before the fix: FIFO _seq {S: 1}, SIEVE's
+    # queue still held S, pinned, for good)
+    assert list(p.inner.order()) == [] and len(p) == 0
+    assert (p.inner._seq == {}) if policy == "fifo" else (S not in p.inner._older and S not in p.inner._pinned)
+    p._check()
+    clock.now = 2                        # t 20: z enters, then S (pooled until 25 s)
+    p.add([z])
+    p.add([S])
+    clock.now = 3                        # t 40: S expires into the inner policy, entering after z:
+    assert p.evict(1) == [z]             # z first (before the fix: S, at the place it had before it left)
+    assert p.order() == [S]
+    p._check()

@@ -17,7 +17,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from helpers import ALL_RULES, BS, ROOT, SETTINGS, LinearCompute, group_sets, step_cost, step_run, traces, tables_equal
+from helpers import (ALL_RULES, BS, ROOT, SETTINGS, LinearCompute, assert_group_states_equal, group_sets,
+                     step_cost, step_run, tables_equal, traces, without_engine_keys)
 from pcs.cache import Tier, make_policy
 from pcs.cache.groups import CacheGroup
 from pcs.cache.grouphier import GroupHierarchy
@@ -25,7 +26,6 @@ from pcs.cache.nativegroups import NativeGroupHierarchy, unsupported
 from pcs.engine.chunks import iter_chunks
 from pcs.engine.engine import ReplayEngine, TimeModel
 from pcs.engine.hybridstep import HybridStepEngine
-from pcs.engine.select import SUMMARY_KEYS
 
 pytestmark = pytest.mark.skipif(unsupported([], [], 1) is not None, reason="pcs.cache._grouphier not built")
 
@@ -42,24 +42,10 @@ def _pair(caps, wp, groups, step_s=0.01):
             NativeGroupHierarchy(tiers(), wp, groups, 1, pb, step_s))
 
 
-def _residency(r) -> dict:
-    d = {k: getattr(r, k) for k in ("pages", "group_peak_pages", "restored", "written", "dropped", "peak_bytes",
-                                    "peak_t", "samples", "peak_held_bytes", "clock", "_next")}
-    d["peak_pages"] = [tuple(p) for p in r.peak_pages]
-    d["request_pages"] = [list(c) for c in r.request_pages]
-    d["request_lost"] = list(r.request_lost)
-    return d
-
-
 def _assert_same(ref, nat, a, b) -> None:
     assert {k: repr(list(v)) for k, v in a.columns.items()} == {k: repr(list(v)) for k, v in b.columns.items()}
     assert a.ledger == b.ledger
-    assert (ref.written_blocks, ref.dropped_blocks) == (nat.written_blocks, nat.dropped_blocks)
-    for x, y in zip(ref.tiers, nat.tiers):
-        assert dict(x.resident) == dict(y.resident)
-        assert x.policy.order() == y.policy.order()
-        assert x.stats == y.stats and x.reserved_blocks == y.reserved_blocks
-    assert _residency(ref.residency) == _residency(nat.residency)
+    assert_group_states_equal(ref, nat)
 
 
 def _loop(h, reqs, timing, rules):
@@ -143,12 +129,6 @@ class _Link:
         return self.setup_s + num_bytes * 2.0 ** -20
 
 
-def _no_engine(d):
-    if isinstance(d, dict):
-        return {k: _no_engine(v) for k, v in d.items() if k not in SUMMARY_KEYS}
-    if isinstance(d, list):
-        return [_no_engine(v) for v in d]
-    return d
 
 
 def _same_replays(trace, **kw) -> None:
@@ -159,8 +139,8 @@ def _same_replays(trace, **kw) -> None:
     b = replay(trace, **kw)
     assert a.summary.engine == "hybrid" and b.summary.engine == "compiled-hybrid", b.summary.engine_reason
     assert b.summary.baseline_engine == "compiled-hybrid"
-    assert json.dumps(_no_engine(a.summary.to_dict()), default=str) == \
-        json.dumps(_no_engine(b.summary.to_dict()), default=str)
+    assert json.dumps(without_engine_keys(a.summary.to_dict()), default=str) == \
+        json.dumps(without_engine_keys(b.summary.to_dict()), default=str)
     tables_equal(a.requests, b.requests)
 
 

@@ -2,7 +2,7 @@
 
 - one full-attention group of one page is the reference hierarchy (pcs.cache.Hierarchy), step
   for step: same per-request columns, ledger, counters and end state (resident blocks with pin
-  counts, eviction order) -- every timing, write policy, policy and 1-3 tiers;
+  counts, eviction order) -- every timing, write policy, policy (arc and 2q included) and 1-3 tiers;
 - hybrid groups (window, chunk, state beside full attention; several pages per block; one
   shared pool or one pool per group): after every step no pool holds more than its capacity and
   the per-group page counters match the pools (``_check``); every admitted hit is a length each
@@ -42,8 +42,10 @@ def _cols(res):
 @SETTINGS
 @given(reqs=traces(), caps=st.lists(st.integers(0, 14), min_size=1, max_size=3),
        timing=st.sampled_from(["sequential", "modeled"]), wp=st.sampled_from(["back", "through"]),
-       policy=st.sampled_from(["lru", "fifo", "protected"]), rules=st.sampled_from(ALL_RULES))
+       policy=st.sampled_from(["lru", "fifo", "protected", "arc", "2q"]), rules=st.sampled_from(ALL_RULES))
 def test_one_full_group_equals_reference(reqs, caps, timing, wp, policy, rules):
+    # arc and 2q: their ghost lists are looked up when the GPU pool reserves slots for the restored and
+    # computed pages (GroupHierarchy._incoming, Tier.reserve's incoming), as the reference does
     ref = Hierarchy(_tiers(caps, policy), wp)
     full = (CacheGroup("full_attention", "full", ("full_attention",), BS),)
     hyb = GroupHierarchy(_tiers(caps, policy), wp, full, 1, [[7] for _ in caps])

@@ -80,3 +80,22 @@ def test_gap_oracle_is_the_same_run_in_c_and_in_python(timing):
     c = json.loads(invoke(*args).stdout)
     py = json.loads(invoke(*args, "--native", "python").stdout)
     assert c["oracle_hit_ratio"] == py["oracle_hit_ratio"] and c["gap"] == py["gap"]
+
+
+def test_policies_csv_is_plain_text_with_the_admission_rows():
+    """Walkthrough 18: the CSV showed options as a Python repr ({'protected_share': 0.8}, []) and had no admission
+    rows. Expected, from the policies' documented defaults: slru's protected segment 0.8 (Caffeine's), alias
+    protected; lru no options; belady reads the future; the four admission kinds reuse (n=2, vLLM's store
+    threshold), selective (k=2), tinylfu (sample=10), retain (tokens=0-4096, duration=60.0) after them."""
+    import csv
+    import io
+
+    r = invoke("policies", "--format", "csv")
+    assert r.exit_code == 0, r.output
+    rows = {(x["type"], x["name"]): x for x in csv.DictReader(io.StringIO(r.stdout))}
+    assert (rows["eviction", "slru"]["options"], rows["eviction", "slru"]["aliases"]) == ("protected_share=0.8",
+                                                                                           "protected")
+    assert rows["eviction", "lru"]["options"] == "" and rows["eviction", "belady"]["needs"] == "future"
+    assert [(k[1], x["options"]) for k, x in rows.items() if k[0] == "admission"] == [
+        ("reuse", "n=2"), ("selective", "k=2"), ("tinylfu", "sample=10"), ("retain", "tokens=0-4096, duration=60.0")]
+    assert not any(c in r.stdout for c in "{}[]")          # no dict or list repr in any cell

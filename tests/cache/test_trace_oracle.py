@@ -49,6 +49,9 @@ def _same(reqs, rules):
     assert [keys[p] if p >= 0 else None for p in o.key_parent.tolist()] == [parent.get(k) for k in depth]
     chains = TraceOracle.build(iter_chunks(reqs, rules), future=False)
     assert chains.depth == depth and chains.parent == parent and chains.uses == {}
+    future = TraceOracle.build(iter_chunks(reqs, rules), chain=False)     # belady alone: no depths or parents
+    assert future.depth == {} and future.parent == {} and len(future.key_parent) == 0
+    assert list(future.uses.items()) == list(uses.items())
 
 
 @SETTINGS

@@ -53,3 +53,63 @@ def test_replay_without_requests_out_imports_no_pyarrow():
     mods = imported("replay", str(SMALL_TRACE))
     assert not top(mods) & set(HEAVY)
     assert "pcs.engine.api" in mods  # the replay did run
+
+
+@pytest.mark.slow
+def test_replay_help_imports_no_numpy():
+    """The help lists every choice from pcs.choices and the numpy-free submodules (issue 19 part 4): the
+    interpreter alone plus click is ~0.05 s of CPU, numpy another ~0.1 s, so the help must not load it."""
+    mods = imported("replay", "--help")
+    assert "numpy" not in top(mods) and "pyarrow" not in top(mods)
+    assert "pcs.engine.select" in mods and "pcs.model.layouts" in mods  # the help did read the tables it shows
+
+
+def _fresh(code: str) -> str:
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert out.returncode == 0, out.stderr
+    return out.stdout.strip()
+
+
+@pytest.mark.slow
+def test_light_submodules_of_lazy_packages_load_no_numpy():
+    """pcs.cache and pcs.model import their names on first use (pcs._lazy), so the --dtype names and the cache
+    groups' rules load without numpy; reading a package name still imports it."""
+    code = ("import sys; import pcs.model.layouts, pcs.cache.groups, pcs.engine.select; "
+            "print('numpy' in sys.modules); import pcs.cache as c; c.Hierarchy; print('numpy' in sys.modules)")
+    assert _fresh(code).split() == ["False", "True"]
+
+
+@pytest.mark.slow
+def test_a_submodule_spelled_like_a_function_does_not_hide_it():
+    """pcs.model.footprint is both a submodule and the function pcs.footprint() returns; importing the submodule
+    first (as the engine does) must leave ``from pcs.model import footprint`` the function, as before the
+    package became lazy."""
+    code = ("import importlib, types; importlib.import_module('pcs.model.footprint'); "
+            "from pcs.model import footprint; import pcs; "
+            "print(isinstance(footprint, types.FunctionType), pcs.footprint is footprint)")
+    assert _fresh(code).split() == ["True", "True"]
+
+
+def test_choices_equal_the_registries():
+    """pcs.choices holds the names --help shows; the modules whose rules they are re-export them, and the
+    policy registry's built-in classes carry exactly these names, in this order (vLLM-style registry:
+    pcs/cache/policies/__init__.py)."""
+    from pcs import choices
+    from pcs.cache import hierarchy, policies
+    from pcs.engine import engine
+    from pcs.fleet import fleet
+    from pcs.trace import api
+
+    assert tuple(cls.name for cls in policies._BUILTIN) == choices.BUILTIN_POLICIES
+    assert policies.POLICY_ALIASES == choices.POLICY_ALIASES and policies.DEFAULT_POLICY == choices.DEFAULT_POLICY
+    assert hierarchy.WRITE_POLICIES is choices.WRITE_POLICIES and engine.TIMINGS is choices.TIMINGS
+    assert api.FORMATS is choices.TRACE_FORMATS and api.ON_ERROR is choices.ON_ERROR
+    assert fleet.MAX_INSTANCES == choices.MAX_INSTANCES == 4096
+
+
+@pytest.mark.slow
+def test_a_replay_of_built_in_policies_reads_no_entry_points():
+    """The plug-in entry points are read on a lookup miss or a full listing (pcs.cache.policies), not for lru:
+    importlib.metadata (~0.04 s of CPU) stays unloaded; tests/cache/test_policies_plugin.py runs a plug-in."""
+    mods = imported("replay", str(SMALL_TRACE), "-q", "--format", "json")
+    assert "pcs.cache.policies" in mods and "importlib.metadata" not in mods

@@ -50,7 +50,8 @@ def test_far_timestamps_and_huge_outputs_are_one_line_errors(tmp_path, second, o
         # past 2**32 s (136 years) the trace itself is refused, in every compute model: a float64 clock there
         # loses microseconds (pcs.trace.batches.MAX_ARRIVAL_S)
         for extra in ((), ("--compute", "infinite")):
-            assert_one_line_error(invoke("replay", f, "-q", *extra), "request 1: arrival", "beyond +-2**32 s")
+            assert_one_line_error(invoke("replay", f, "-q", *extra), "t.jsonl:2: field 'timestamp': arrival",
+                                  "beyond +-2**32 s")
         return
     assert_one_line_error(invoke("replay", f, "-q"), "366 days", "--compute infinite")
     # the same file runs with the infinite compute model (no utilisation bins)

@@ -90,6 +90,8 @@ def _run(cls, reqs, caps, cost, links, kw):
     names = ("gpu", "cpu", "ssd")[:len(caps)]
     pols = kw.get("policies") or ["lru"] * len(caps)
     h = NativeHierarchy([Tier(n, c, make_policy(p, c)) for n, c, p in zip(names, caps, pols)], kw["write_policy"])
+    if kw.get("wrap"):   # a Python function in place of one bound C method: the C loop takes the Python calls
+        h.finish = (lambda f: lambda adm: f(adm))(h.finish)
     dec = decode_blocks(reqs) if kw["decode"] else None
     cfg = SchedulerConfig(max_num_batched_tokens=kw["budget"], max_num_seqs=kw["seqs"],
                           restore_fallback=kw["fallback"], max_preemptions=kw["max_preemptions"],
@@ -126,6 +128,19 @@ def test_native_equals_reference_on_random_traces(run):
     reqs, caps, cost, links, kw = run
     _assert_same(_run(StepEngine, reqs, caps, cost, links, kw),
                  _run(stepnative.NativeStepEngine, reqs, caps, cost, links, kw))
+
+
+@settings(max_examples=60, deadline=None)
+@given(runs())
+def test_c_api_calls_equal_python_method_calls(run):
+    # the C loop calls the compiled hierarchy through its C API (pcs/cache/_lruhier_api.h) when every method it
+    # calls is the hierarchy's own bound C method, through the Python methods when one is wrapped: the C API's
+    # functions are those methods' bodies, so both give the same replay, column for column
+    reqs, caps, cost, links, kw = run
+    c = _run(stepnative.NativeStepEngine, reqs, caps, cost, links, kw)
+    py = _run(stepnative.NativeStepEngine, reqs, caps, cost, links, dict(kw, wrap=True))
+    assert c[0]._s.c_api is True and py[0]._s.c_api is False
+    _assert_same(py, c)
 
 
 def test_preemption_and_decode_blocks_equal_reference():

@@ -71,6 +71,31 @@ def test_fleet_csv_one_line_per_instance_and_reblocking_refused(mooncake_conv):
     assert r.exit_code == 2 and "re-blocking" in r.output
 
 
+def test_fleet_csv_has_the_shared_tier_columns(tmp_path):
+    """Walkthrough 18 F8: the CSV of a fleet with --shared-tier had no shared-tier column. Worked by hand: three
+    Mooncake requests of 1,124 tokens (blocks of 512: 2 full blocks + a partial one) sharing blocks 1, 2, 100 s
+    apart, round-robin over 2 instances, write-through. Request 0 (instance 0) computes blocks 1, 2 and writes
+    them through to the shared tier (2 blocks; the partial block is not cached, semantics §2); request 1
+    (instance 1) finds them there: 2 x 512 = 1,024 hit tokens (prompt 1,124: the last-token cap leaves 2
+    blocks), read 2 blocks x 167,772,160 B (llama-2-70b fp16: 2 (K, V) x 80 layers x 8 KV heads x 128 dims x
+    2 B x 512 tokens = 167,772,160 B per block over the TP group, docs/semantics.md §13); request 2
+    (instance 0) hits its own GPU tier, nothing from the shared tier."""
+    trace = tmp_path / "t.jsonl"
+    trace.write_text("".join(f'{{"timestamp": {t}, "input_length": 1124, "output_length": 4, '
+                             f'"hash_ids": [1, 2, {3 + i}]}}\n' for i, t in enumerate((0, 100_000, 200_000))))
+    r = _run("replay", str(trace), "--instances", "2", "--router", "round-robin", "--shared-tier", "remote=1TB",
+             "--write-policy", "through", "--format", "csv", "--quiet")
+    assert r.exit_code == 0, r.output
+    import csv
+    import io
+    rows = list(csv.DictReader(io.StringIO(r.stdout)))
+    got = [(row["instance"], row["shared_tier"], row["shared_hit_tokens"], row["shared_read_bytes"],
+            row["shared_written_blocks"]) for row in rows]
+    assert got == [("0", "remote", "0", "0", "2"), ("1", "remote", "1024", str(2 * 167_772_160), "0")]
+    r = _run("replay", str(trace), "--instances", "2", "--format", "csv", "--quiet")
+    assert "shared_tier" not in r.stdout.splitlines()[0]       # no shared tier, no such columns
+
+
 @pytest.mark.parametrize("args, needle", [
     # hostile F12: a blank name is not the default router; the same router twice once its defaults are spelled out
     (["replay", "--router", ""], "a router name is empty"),

@@ -83,6 +83,20 @@ def test_errors_are_one_line(tmp_path, args, message):
     assert not (tmp_path / "r.html").exists()
 
 
+@pytest.mark.parametrize("fleet", [["replay", "--instances", "2"], ["compare", "--router", "round-robin", "--router",
+                                                                     "prefix", "--instances", "2"]])
+def test_report_names_fleet_json_and_what_it_takes(tmp_path, fleet):
+    """A fleet's JSON (walkthrough 18 F4: refused as "not the JSON of pcs replay", though pcs replay wrote it) is
+    refused naming it as a fleet's and listing the JSON the page does take; no page is written."""
+    r = _run(*fleet, "-q", "--format", "json", "--tier", "gpu=500blocks")
+    assert r.exit_code == 0, r.output
+    (tmp_path / "fleet.json").write_text(r.stdout)
+    r = _run("report", tmp_path / "fleet.json", "-o", tmp_path / "r.html")
+    _one_line_error(r, "the JSON of a fleet (pcs replay or pcs compare with --instances")
+    assert "takes the JSON of a single-instance pcs replay, compare, curve or footprint" in r.output
+    assert not (tmp_path / "r.html").exists()
+
+
 def test_missing_extras_are_one_line_before_any_work(tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "jinja2", None)  # import jinja2 -> ImportError
     _one_line_error(_run("replay", "-q", "--html", tmp_path / "r.html"),

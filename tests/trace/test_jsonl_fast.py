@@ -212,3 +212,32 @@ def test_auto_prefers_native_then_simdjson_then_pyarrow(monkeypatch):
     assert _shortcut(True) == _shortcut("auto") == "pyarrow"
     with pytest.raises(ValueError, match=r"pip install -e '\.\[fast\]' in the pcs clone"):
         _shortcut("simdjson")
+
+
+@pytest.mark.parametrize("fast", PATHS)
+def test_an_absurd_timestamp_names_file_line_and_field(tmp_path, fast):
+    """Hostile 18 #7: a timestamp of 1e25 ms (1e22 s, past the 2**32 s a float64 clock resolves to a microsecond,
+    pcs.trace.batches.MAX_ARRIVAL_S) was refused as "request 1: ..." without file or line; every parser now
+    names line 2 (the second row) and the field, as for any other bad value. 4294967296 s = 2**32 s is the
+    last arrival taken: 4294967296000 ms on line 1 reads."""
+    p = tmp_path / "t.jsonl"
+    p.write_text('{"timestamp": 4294967296000, "input_length": 100, "output_length": 5, "hash_ids": [1]}\n'
+                 '{"timestamp": 1e25, "input_length": 100, "output_length": 5, "hash_ids": [2]}\n')
+    kind, message, line, field = read(p, MOONCAKE, fast)
+    assert (kind, line, field) == ("error", 2, "timestamp")
+    assert message.startswith("t.jsonl:2: field 'timestamp': arrival 1e+22 s is beyond +-2**32 s")
+    assert read(p, MOONCAKE, fast, on_error="skip")[-1] == 1          # skipped like any bad line
+
+
+@pytest.mark.parametrize("fast", PATHS)
+def test_no_arrival_is_negative_zero(tmp_path, fast):
+    """Hostile 18 #8: pyarrow.json read "timestamp": -0 as -0.0 (its float64 column) where json.loads and
+    simdjson give the integer 0; -0.0 and 0.0 are the same time, so every reader gives +0.0 (sign bit clear),
+    for "-0.0" too."""
+    p = tmp_path / "t.jsonl"
+    p.write_text('{"timestamp": -0, "input_length": 100, "output_length": 5, "hash_ids": [1]}\n'
+                 '{"timestamp": -0.0, "input_length": 100, "output_length": 5, "hash_ids": [2]}\n')
+    state = ReadState()
+    arrival = np.concatenate([b.arrival_s for b in read_hashid_jsonl(p, "t.jsonl", MOONCAKE, None, state,
+                                                                         fast=fast)])
+    assert arrival.tolist() == [0.0, 0.0] and not np.signbit(arrival).any()

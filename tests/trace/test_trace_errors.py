@@ -298,7 +298,9 @@ def test_truncated_gzip_names_the_line_where_it_ends(tmp_path):
 def test_arrival_beyond_2_pow_32_s_is_one_error(tmp_path, ts_ms):
     """A timestamp past 2**32 s (here 1e22 s and more, in ms in the file): a float64 clock there cannot add a
     0.001-s sampling step (1e22 + 0.001 == 1e22), so the replay used to loop forever; now one error naming the
-    request, exit 2, in every timing (hostile check). 1.7e12 ms (a Unix time in 2023) still replays."""
+    file, line 1 and the field (hostile 18 #7; in-memory requests are named by number,
+    tests/engine/test_stepsched_native.py), exit 2, in every timing. 1.7e12 ms (a Unix time in 2023) still
+    replays."""
     from click.testing import CliRunner
 
     from pcs.cli.main import cli
@@ -307,7 +309,8 @@ def test_arrival_beyond_2_pow_32_s_is_one_error(tmp_path, ts_ms):
     bad.write_text(f'{{"timestamp": {ts_ms!r}, "input_length": 10, "output_length": 1, "hash_ids": [1]}}\n')
     for extra in ([], ["--timing", "sequential"]):
         r = CliRunner().invoke(cli, ["replay", str(bad), "--tier", "gpu=2blocks", "-q", *extra])
-        assert r.exit_code == 2 and "request 0: arrival" in r.output and "beyond +-2**32 s" in r.output, r.output
+        assert r.exit_code == 2 and "far.jsonl:1: field 'timestamp': arrival" in r.output, r.output
+        assert "beyond +-2**32 s" in r.output and len(r.output.strip().splitlines()) == 1
     ok = tmp_path / "unix.jsonl"
     ok.write_text('{"timestamp": 1.7e12, "input_length": 10, "output_length": 1, "hash_ids": [1]}\n')
     assert CliRunner().invoke(cli, ["replay", str(ok), "--tier", "gpu=2blocks", "-q"]).exit_code == 0

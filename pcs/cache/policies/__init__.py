@@ -13,10 +13,16 @@ always the registered name.
 
 Plug-ins: a package registers more through the entry-point group
 ``pcs.policies`` (``[project.entry-points."pcs.policies"] mine =
-"pkg.module:MyPolicy"``), read once when this module is imported; the
-entry's name must equal the class's ``name``. A plug-in that fails to load,
+"pkg.module:MyPolicy"``), read once on first need: a lookup of a name that
+is not built in, or the full list (:data:`POLICY_NAMES`,
+:data:`POLICY_CHOICES`, computed on access). Reading them costs ~0.04 s of
+CPU (``importlib.metadata`` scans every installed distribution), which a
+replay of built-in policies does not pay (benchmarks/bench_startup.py); a
+plug-in cannot replace a built-in name, so the lookups of built-in names
+are the same either way. The entry's name must equal the class's ``name``. A plug-in that fails to load,
 or clashes with a registered name, is left out and listed in
-:data:`PLUGIN_ERRORS` (``pcs policies`` prints them).
+:data:`PLUGIN_ERRORS` (``pcs policies`` prints them; complete once
+:data:`POLICY_NAMES` was read).
 
 Policy specs: ``NAME`` or ``NAME:OPTION=VALUE,...`` (``lfu:aging=none``,
 ``s3fifo:small_share=0.2``) wherever a policy name is taken; a value is read
@@ -39,11 +45,13 @@ from pcs.cache.policies.s3fifo import S3FIFOPolicy
 from pcs.cache.policies.sieve import SievePolicy
 from pcs.cache.policies.slru import DEFAULT_PROTECTED_SHARE, ProtectedPolicy, SLRUPolicy
 from pcs.cache.policies.twoq import TwoQPolicy
+from pcs.choices import DEFAULT_POLICY as _CHOICE_DEFAULT
+from pcs.choices import POLICY_ALIASES as _CHOICE_ALIASES
 from pcs.errors import UnknownNameError
 
 __all__ = ["EvictionPolicy", "PolicyContext", "get_policy", "make_policy", "make_policies", "policy_options",
-           "policy_defaults", "parse_policy_spec", "needs_context", "POLICY_NAMES", "POLICY_ALIASES",
-           "POLICY_CHOICES", "POLICY_ORIGINS", "PLUGIN_ERRORS", "ENTRY_POINT_GROUP", "DEFAULT_POLICY",
+           "policy_defaults", "parse_policy_spec", "needs_context", "registered_names", "POLICY_NAMES",
+           "POLICY_ALIASES", "POLICY_CHOICES", "POLICY_ORIGINS", "PLUGIN_ERRORS", "ENTRY_POINT_GROUP", "DEFAULT_POLICY",
            "LRUPolicy", "SLRUPolicy", "ProtectedPolicy", "FIFOPolicy", "ARCPolicy", "S3FIFOPolicy", "SievePolicy",
            "LFUPolicy", "TwoQPolicy", "GDSFPolicy", "BeladyPolicy", "DEFAULT_PROTECTED_SHARE", "load_plugins"]
 
@@ -91,15 +99,36 @@ def load_plugins(entry_points: Sequence[Any] | None = None) -> list[str]:
     return added
 
 
-#: Other names accepted for a registered policy: alias -> registered name.
-POLICY_ALIASES: dict[str, str] = {"protected": "slru"}
-load_plugins()
-#: Registered policy names, in registration order (built-in, then plug-ins).
-POLICY_NAMES: tuple[str, ...] = tuple(_POLICIES)
-#: Every name a lookup accepts (registered names, then aliases): the CLI's ``--policy`` choices.
-POLICY_CHOICES: tuple[str, ...] = POLICY_NAMES + tuple(POLICY_ALIASES)
-#: The policy used when none is named (vLLM's prefix cache and offloading default to LRU).
-DEFAULT_POLICY = "lru"
+#: Other names accepted for a registered policy: alias -> registered name (:mod:`pcs.choices`).
+POLICY_ALIASES: dict[str, str] = dict(_CHOICE_ALIASES)
+#: Whether the ``pcs.policies`` entry points were read (:func:`_read_plugins`).
+_PLUGINS_READ = False
+
+
+def _read_plugins() -> None:
+    """Register the installed plug-ins, once (:func:`load_plugins` on the installed entry points)."""
+    global _PLUGINS_READ
+    if not _PLUGINS_READ:
+        _PLUGINS_READ = True
+        load_plugins()
+
+
+def registered_names() -> tuple[str, ...]:
+    """Registered policy names, in registration order (built-in, then plug-ins): :data:`POLICY_NAMES`."""
+    _read_plugins()
+    return tuple(_POLICIES)
+
+
+def __getattr__(name: str) -> Any:
+    """``POLICY_NAMES`` (:func:`registered_names`) and ``POLICY_CHOICES`` (every name a lookup accepts:
+    registered names, then aliases; the ``--policy`` choices), computed on access with the plug-ins read."""
+    if name == "POLICY_NAMES":
+        return registered_names()
+    if name == "POLICY_CHOICES":
+        return registered_names() + tuple(POLICY_ALIASES)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+#: The policy used when none is named (vLLM's prefix cache and offloading default to LRU; :mod:`pcs.choices`).
+DEFAULT_POLICY = _CHOICE_DEFAULT
 
 
 def spec_value(text: str) -> Any:
@@ -153,8 +182,11 @@ def get_policy(name: str) -> type[EvictionPolicy]:
     """
     key = str(name).partition(":")[0].strip().lower()
     cls = _POLICIES.get(POLICY_ALIASES.get(key, key))
+    if cls is None and not _PLUGINS_READ:
+        _read_plugins()
+        cls = _POLICIES.get(POLICY_ALIASES.get(key, key))
     if cls is None:
-        raise UnknownNameError("eviction policy", str(name).partition(":")[0], POLICY_NAMES, POLICY_ALIASES)
+        raise UnknownNameError("eviction policy", str(name).partition(":")[0], registered_names(), POLICY_ALIASES)
     return cls
 
 
@@ -232,7 +264,7 @@ def make_policies(names: Sequence[str], capacities_blocks: Sequence[int], contex
     """
     for key, value in options.items():
         if value is not None and not any(key in policy_options(n) for n in names):
-            owners = [p for p in POLICY_NAMES if key in policy_options(p)]
+            owners = [p for p in registered_names() if key in policy_options(p)]
             raise ValueError(f"option {key} belongs to eviction policy {' / '.join(owners) or '(none)'}, which no "
                              f"tier uses here (policies: {', '.join(dict.fromkeys(names))})")
     return [make_policy(n, c, context, **{k: v for k, v in options.items() if k in policy_options(n)})

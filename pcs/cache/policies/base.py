@@ -32,7 +32,8 @@ policy):
   misses of a request, the new keys of a lower-tier batch), called before the
   ``evict`` that makes room for them; policies with history (ghost lists of
   ARC, 2Q, S3-FIFO) look them up there, as libCacheSim's ``find`` does before
-  its ``evict``. Default: nothing.
+  its ``evict``. Default: nothing (a :class:`pcs.cache.tier.Tier` whose policy does not
+  override it skips the call).
 - ``touch(keys)``: held keys were accessed without being pinned (a lower
   tier serving a restore); at most reorders them.
 - ``evict(n)``: returns exactly ``n`` victims in eviction order and forgets

@@ -108,9 +108,10 @@ class TraceOracle:
         return d
 
     @classmethod
-    def build(cls, chunks: Iterable[Any], future: bool = True) -> "TraceOracle":
+    def build(cls, chunks: Iterable[Any], future: bool = True, chain: bool = True) -> "TraceOracle":
         """From :class:`pcs.engine.chunks.Chunk` s (cacheable heads only, cut at a repeated hash
-        as :meth:`pcs.cache.Hierarchy.start` cuts them).
+        as :meth:`pcs.cache.Hierarchy.start` cuts them); ``chain=False`` leaves ``keys``, ``key_depth``,
+        ``parent_keys`` and ``key_parent`` empty (a replay whose only trace reader is ``belady``).
 
         Raises:
             ValueError: a request with 2**24 or more cacheable blocks.
@@ -125,9 +126,11 @@ class TraceOracle:
         if not parts:
             return out
         req, pos, h, cap = (np.concatenate(x) for x in zip(*parts))
-        _chains(out, pos, h)
+        req, pos, h, cap, perm = _cut_repeats(req, pos, h, cap)
+        if chain:
+            _chains(out, pos, h, perm)
         if future:
-            _future(out, req, pos, h, cap)
+            _future(out, req, pos, h, cap, perm)
         return out
 
     def next_use(self, block_hash: int, now: int) -> int:
@@ -141,8 +144,8 @@ class TraceOracle:
 
 def _heads(ch: Any, r0: int) -> tuple:
     """(request index int64, position int64, hash uint64, hit cap int64) of every block of the chunk's cacheable
-    heads (``block_hashes[offsets[i]:offsets[i] + cacheable[i]]``, cut before the first hash repeated in it),
-    trace order. Raises ValueError for a head of 2**24 blocks or more."""
+    heads (``block_hashes[offsets[i]:offsets[i] + cacheable[i]]``), trace order; :func:`_cut_repeats` then cuts
+    each before its first repeated hash. Raises ValueError for a head of 2**24 blocks or more."""
     hashes = np.asarray(ch.block_hashes, dtype=np.uint64)
     off = np.asarray(ch.offsets, dtype=np.int64)[:-1]
     n = np.minimum(np.asarray(ch.cacheable, dtype=np.int64), len(hashes) - off).clip(0)   # as the slice takes them
@@ -154,21 +157,39 @@ def _heads(ch: Any, r0: int) -> tuple:
     row = np.repeat(np.arange(len(n), dtype=np.int64), n)
     pos = np.arange(len(row), dtype=np.int64) - np.repeat(np.cumsum(n) - n, n)
     h = hashes[off[row] + pos]
-    mixed = np.sort(h * np.uint64(0x9E3779B97F4A7C15) + row.astype(np.uint64))   # equal for equal (row, hash)
-    if len(mixed) > 1 and (mixed[1:] == mixed[:-1]).any():     # maybe a hash repeated in its head: cut exactly
-        cut = n.copy()                           # the first position repeating an earlier hash of its head
-        order = np.lexsort((pos, h, row))
-        rs, hs = row[order], h[order]
-        dup = np.flatnonzero((rs[1:] == rs[:-1]) & (hs[1:] == hs[:-1])) + 1
-        np.minimum.at(cut, rs[dup], pos[order][dup])
-        keep = pos < cut[row]
-        row, pos, h = row[keep], pos[keep], h[keep]
     return row + r0, pos, h, np.asarray(ch.max_hit_blocks, dtype=np.int64)[row]
 
 
-def _chains(out: TraceOracle, pos: np.ndarray, h: np.ndarray) -> None:
-    """Each block's depth and parent at its first appearance."""
-    _, first, inv = np.unique(h, return_index=True, return_inverse=True)
+def _cut_repeats(req: np.ndarray, pos: np.ndarray, h: np.ndarray, cap: np.ndarray) -> tuple:
+    """The blocks of every head before the first hash repeated in it (as :meth:`pcs.cache.Hierarchy.start` cuts
+    them), and ``perm``: int64, the stable argsort of their hashes (equal hashes in trace order), the one sort
+    :func:`_chains` and :func:`_future` share. A stable sort puts two blocks of one head with one hash side by
+    side (a head's blocks are consecutive in trace order), so a repeat is an equal (hash, request) neighbour."""
+    perm = np.argsort(h, kind="stable")
+    hs, rs = h[perm], req[perm]
+    dup = np.flatnonzero((hs[1:] == hs[:-1]) & (rs[1:] == rs[:-1])) + 1
+    if not len(dup):
+        return req, pos, h, cap, perm
+    cut = np.full(int(req[-1]) + 1, 1 << POS_BITS, np.int64)    # per request: the first position repeating a hash
+    np.minimum.at(cut, rs[dup], pos[perm[dup]])
+    keep = pos < cut[req]
+    req, pos, h, cap = req[keep], pos[keep], h[keep], cap[keep]
+    return req, pos, h, cap, np.argsort(h, kind="stable")
+
+
+def _groups(hs: np.ndarray) -> np.ndarray:
+    """Start of each run of equal values in the sorted ``hs`` (int64)."""
+    return np.flatnonzero(np.concatenate(([True], hs[1:] != hs[:-1]))) if len(hs) else np.zeros(0, np.int64)
+
+
+def _chains(out: TraceOracle, pos: np.ndarray, h: np.ndarray, perm: np.ndarray) -> None:
+    """Each block's depth and parent at its first appearance (``perm``: the stable argsort of ``h``)."""
+    start = _groups(h[perm])
+    first = perm[start]                              # first appearance of each hash, in hash order (stable sort)
+    flag = np.zeros(len(h), np.int64)
+    flag[start] = 1
+    inv = np.empty(len(h), np.int64)                 # each access's hash: its index among the sorted distinct ones
+    inv[perm] = np.cumsum(flag) - 1
     order = np.argsort(first)
     rank = np.empty(len(first), np.int32)            # sorted-unique index -> index in first-seen order
     rank[order] = np.arange(len(first), dtype=np.int32)
@@ -178,21 +199,26 @@ def _chains(out: TraceOracle, pos: np.ndarray, h: np.ndarray) -> None:
     inner = first[deep]
     out.parent_keys = h[inner - 1]
     out.key_parent = np.full(len(first), -1, np.int32)
-    out.key_parent[deep] = rank[inv.reshape(-1)[inner - 1]]
+    out.key_parent[deep] = rank[inv[inner - 1]]
 
 
-def _future(out: TraceOracle, req: np.ndarray, pos: np.ndarray, h: np.ndarray, cap: np.ndarray) -> None:
-    """The use keys of the hit-earning accesses (position below the request's hit cap), by block."""
-    hit = pos < cap
-    uh, uk = h[hit], (req[hit] << POS_BITS) | pos[hit]
-    _, first, inv, cnt = np.unique(uh, return_index=True, return_inverse=True, return_counts=True)
-    rank = np.empty(len(first), np.int64)
-    rank[np.argsort(first, kind="stable")] = np.arange(len(first))
-    order = np.argsort(rank[inv], kind="stable")            # by block (first use first), then trace order
-    out.use_values = uk[order]
-    out.use_keys = uh[np.sort(first)]
+def _future(out: TraceOracle, req: np.ndarray, pos: np.ndarray, h: np.ndarray, cap: np.ndarray,
+            perm: np.ndarray) -> None:
+    """The use keys of the hit-earning accesses (position below the request's hit cap), by block: blocks in
+    order of their first such use, each one's uses in trace order (``perm``: the stable argsort of ``h``)."""
+    hp = perm[(pos < cap)[perm]]                     # the hit-earning accesses, by hash, then trace order
+    start = _groups(h[hp])
+    cnt = np.diff(np.append(start, len(hp)))
+    first = hp[start]                                # each block's first hit-earning access
+    order = np.argsort(first)
+    lens, starts = cnt[order], start[order]
+    ends = np.cumsum(lens)
+    idx = np.arange(len(hp), dtype=np.int64) + np.repeat(starts - (ends - lens), lens)
+    at = hp[idx]
+    out.use_values = (req[at] << POS_BITS) | pos[at]
+    out.use_keys = h[first[order]]
     out.use_offsets = np.zeros(len(first) + 1, np.int64)
-    out.use_offsets[1:] = np.cumsum(cnt[np.argsort(first, kind="stable")])
+    out.use_offsets[1:] = ends
 
 
 @dataclass(slots=True)

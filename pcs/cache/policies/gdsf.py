@@ -34,6 +34,7 @@ Structures: H per held block, child counts, a lazy min-heap of leaves; O(log n) 
 from __future__ import annotations
 
 import heapq
+from functools import cached_property
 from itertools import count
 from typing import ClassVar, Iterable, Sequence
 
@@ -64,9 +65,6 @@ class GDSFPolicy(EvictionPolicy):
     def __init__(self, capacity_blocks: int, context: PolicyContext | None = None) -> None:
         super().__init__(capacity_blocks)
         self.context = context if context is not None else PolicyContext()
-        oracle = self.context.oracle
-        self._parent = oracle.parent if oracle is not None else {}
-        self._depth = oracle.depth if oracle is not None else {}
         self._cost_of = self.context.block_cost_s
         self.inflation = 0.0                    # L, seconds
         self._uses: dict[int, int] = {}         # held or pinned -> F
@@ -74,6 +72,18 @@ class GDSFPolicy(EvictionPolicy):
         self._children: dict[int, int] = {}     # block -> held children (entries > 0 only)
         self._heap: list[tuple[float, int, int]] = []
         self._stamp = count()
+
+    @cached_property
+    def _parent(self) -> dict:
+        """block hash -> its parent (the trace pre-pass's dict, made on first use: a compiled twin never asks)."""
+        oracle = self.context.oracle
+        return oracle.parent if oracle is not None else {}
+
+    @cached_property
+    def _depth(self) -> dict:
+        """block hash -> its depth (blocks), made on first use as :attr:`_parent`."""
+        oracle = self.context.oracle
+        return oracle.depth if oracle is not None else {}
 
     def __len__(self) -> int:
         return len(self._h)

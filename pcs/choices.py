@@ -1,0 +1,40 @@
+"""The names and limits the command line offers, in one module that imports nothing.
+
+``pcs replay --help`` shows every choice below; importing the modules that
+use them (the cache hierarchy, the engine, the trace readers, the fleet)
+would load numpy first, about 0.1 s of the 0.25 s the help may take
+(benchmarks/bench_startup.py). Each constant is defined here once and
+re-exported by the module whose rule it is, under the name it had there.
+``tests/cli/test_import_hygiene.py`` checks that ``pcs replay --help``
+imports no numpy or pyarrow, and that the built-in policy names equal the
+registry's.
+"""
+from __future__ import annotations
+
+__all__ = ["WRITE_POLICIES", "TIMINGS", "TRACE_FORMATS", "LENGTH_ONLY_FORMATS", "ON_ERROR", "MAX_INSTANCES",
+           "BUILTIN_POLICIES", "POLICY_ALIASES", "DEFAULT_POLICY"]
+
+#: ``back``: evicted blocks move down one tier; ``through``: computed blocks are
+#: copied to every lower tier at once and evictions drop (docs/semantics.md §7; :mod:`pcs.cache.hierarchy`).
+WRITE_POLICIES: tuple[str, ...] = ("back", "through")
+
+#: Replay timings (docs/semantics.md §9; :mod:`pcs.engine.engine`).
+TIMINGS: tuple[str, ...] = ("modeled", "sequential")
+
+#: Trace formats ``--trace-format`` takes (:mod:`pcs.trace.api`, docs/traces-formats.md).
+TRACE_FORMATS: tuple[str, ...] = ("mooncake", "bailian", "tokens", "parquet", "azure", "burstgpt")
+#: Formats that record lengths only: their block ids are synthesised.
+LENGTH_ONLY_FORMATS: tuple[str, ...] = ("azure", "burstgpt")
+#: ``--on-error``: stop at the first bad trace line, or skip bad lines.
+ON_ERROR: tuple[str, ...] = ("raise", "skip")
+
+#: Most instances a fleet may have (a bound on memory and run time, not a modelling limit; :mod:`pcs.fleet.fleet`).
+MAX_INSTANCES = 4096
+
+#: The built-in eviction policies, in the registry's order (:mod:`pcs.cache.policies` registers one class per
+#: name; plug-ins come after them and are accepted by ``--policy`` though ``--help`` lists only these).
+BUILTIN_POLICIES: tuple[str, ...] = ("lru", "slru", "fifo", "arc", "s3fifo", "sieve", "lfu", "2q", "gdsf", "belady")
+#: Other names accepted for a registered policy: alias -> registered name.
+POLICY_ALIASES: dict[str, str] = {"protected": "slru"}
+#: The policy used when none is named (vLLM's prefix cache and offloading default to LRU).
+DEFAULT_POLICY = "lru"
