@@ -17,7 +17,8 @@
 - twin equality: ``hierarchy_state``, ``admission_fields``, ``drive_direct_calls`` + ``finish_and_check``,
   ``assert_twin_runs_equal``, ``tables_equal``; compiled-hierarchy twins: ``trace_context``, ``twin_tiers``,
   ``twin_hierarchy``, ``engine_run``, ``replay_twins``, ``STRESS_CASES``, ``TWIN_TRACE_CASES``, ``twin_trace_case``,
-  ``assert_trace_replays_equal``; hybrid groups: ``group_sets``; fleets with a shared tier:
+  ``assert_trace_replays_equal``; step-scheduler twins: ``STEP_TIME_S``, ``step_times``, ``step_setups``,
+  ``step_flags``; hybrid groups: ``group_sets``; fleets with a shared tier:
   ``FLEET_TIERS``, ``assert_empty_shared_tier_is_plain``, ``assert_one_instance_is_single_replay``.
 """
 from __future__ import annotations
@@ -470,6 +471,46 @@ def assert_twin_runs_equal(a, ha, b, hb) -> None:
     as_bytes = lambda cols: {k: v.tobytes() for k, v in cols.items()}  # noqa: E731
     assert as_bytes(a.columns) == as_bytes(b.columns)
     assert hierarchy_state(ha) == hierarchy_state(hb)
+
+
+#: One per-step time of a drawn :class:`pcs.compute.StepCost` (s).
+STEP_TIME_S = st.floats(1e-7, 1e-2, allow_nan=False)
+
+
+@st.composite
+def step_times(draw) -> dict:
+    """The per-step times (s, each :data:`STEP_TIME_S`) of a StepCost of the step-scheduler twin tests, all but
+    ``attn_pair_s`` and ``layers`` (each test draws those its way)."""
+    return {k: draw(STEP_TIME_S) for k in ("weights_active_s", "weights_total_s", "kv_seq_s", "kv_token_s",
+                                           "token_s", "attn_seq_s", "attn_token_s")}
+
+
+@st.composite
+def step_setups(draw, min_gpu_blocks: int, min_budget: int) -> tuple:
+    """(requests, tier capacities, token budget, links) of a step-scheduler twin test: up to 20 :func:`traces`
+    requests; 1-3 tiers, the GPU's ``min_gpu_blocks``-24 blocks, each lower one's 0-40; a budget of
+    ``min_budget``-24 tokens a step; links: None for the GPU tier, then per lower tier None (the tier's default)
+    or a LinkSpec of 1e5-1e11 B/s, 0-1 ms setup and maybe an IOPS limit (10-1e6 at 4096 B)."""
+    from pcs.hardware import LinkSpec
+    reqs = draw(traces(max_requests=20))
+    ntiers = draw(st.integers(1, 3))
+    caps = [draw(st.integers(min_gpu_blocks, 24))] + [draw(st.integers(0, 40)) for _ in range(ntiers - 1)]
+    budget = draw(st.integers(min_budget, 24))
+    link = st.one_of(st.none(), st.builds(lambda bw, s, iops: LinkSpec("t", bw, s, iops, 4096 if iops else None,
+                                                                       "test"),
+                                          st.floats(1e5, 1e11), st.floats(0, 1e-3),
+                                          st.one_of(st.none(), st.floats(10, 1e6))))
+    return reqs, caps, budget, [None] + draw(st.lists(link, min_size=ntiers - 1, max_size=ntiers - 1))
+
+
+@st.composite
+def step_flags(draw, caps) -> dict:
+    """The scheduler switches both step-scheduler twin tests draw: fallback, preemptions (0-3), decode, event
+    skipping, write policy, no cache, bytes per block per tier (``caps``: the tiers), last-token recompute."""
+    return dict(fallback=draw(st.booleans()), max_preemptions=draw(st.integers(0, 3)), decode=draw(st.booleans()),
+                skip=draw(st.booleans()), write_policy=draw(st.sampled_from(["back", "through"])),
+                no_cache=draw(st.booleans()), block_bytes=[draw(st.sampled_from([0, 256, 4096, 65536])) for _ in caps],
+                last_token=draw(st.booleans()))
 
 
 def twin_tiers(caps, specs, admits=None, ctx=None) -> list:
