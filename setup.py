@@ -23,7 +23,9 @@ them and owns the ``auto | c | python`` switch):
   chunks decoded with simdjson (pcs/trace/jsonfast.py), built only when the
   simdjson sources pysimdjson ships (``simdjson.h``, ``simdjson.cpp`` in its
   package directory) are found at build time: pyproject's build-system
-  requires pysimdjson where it has wheels, so pip's isolated build has them.
+  requires pysimdjson where it has wheels, so pip's isolated build has them;
+- ``pcs.fleet._route`` (pcs/fleet/_route.c): the fleet's routing pass for the
+  prefix, cache-aware and least-loaded routers (pcs/fleet/route.py).
 
 All are ``optional``: when one fails to compile, installation still succeeds,
 its Python twin is used, and the build ends with one note naming the twins
@@ -44,7 +46,8 @@ _SLOWER = {"pcs.curves._stackdist": "curves", "pcs.engine._lruscan": "sequential
            "pcs.trace._statscan": "pcs trace stats",
            "pcs.engine._turns": "the next-turn search of step-scheduler replays",
            "pcs.cache._grouphier": "hybrid-model replays (sliding window, chunked, SSM-state cache groups)",
-           "pcs.trace._jsonrows": "reading Mooncake and Bailian JSONL"}
+           "pcs.trace._jsonrows": "reading Mooncake and Bailian JSONL",
+           "pcs.fleet._route": "fleet routing with the prefix, cache-aware and least-loaded routers"}
 
 
 class BuildTwins(build_ext):
@@ -121,5 +124,7 @@ setup(
         _ext("pcs.engine._turns", "pcs/engine/_turns.c"),
         _ext("pcs.cache._grouphier", "pcs/cache/_grouphier.c"),
         *_jsonrows(),
+        # the cache-aware score bit-identical to the Python router's: no fused multiply-add contraction
+        _ext("pcs.fleet._route", "pcs/fleet/_route.c", args=("-ffp-contract=off",)),
     ]
 )

@@ -16,6 +16,7 @@ statscan   ``pcs.trace._statscan``       :mod:`pcs.trace.stats` / :mod:`pcs.trac
 turns      ``pcs.engine._turns``         :func:`pcs.engine.turns.decode_blocks_python` (next-turn search)
 grouphier  ``pcs.cache._grouphier``      :class:`pcs.cache.grouphier.GroupHierarchy` (hybrid cache groups)
 jsonrows   ``pcs.trace._jsonrows`` (C++) :func:`pcs.trace.hashids.read_hashid_jsonl` line by line (JSONL)
+route      ``pcs.fleet._route``          :func:`pcs.fleet.route._route_loop` (the fleet's routing pass)
 ========== ============================= ======================================
 
 This module is the only place that imports them. The switch: ``auto`` (the
@@ -43,7 +44,7 @@ HELP = ("Compiled twins: auto (the compiled code when built), c (the compiled co
 TWINS = {"stackdist": "pcs.curves._stackdist", "lruscan": "pcs.engine._lruscan", "lruhier": "pcs.cache._lruhier",
          "stepsched": "pcs.engine._stepsched", "statscan": "pcs.trace._statscan",
          "turns": "pcs.engine._turns",
-         "grouphier": "pcs.cache._grouphier", "jsonrows": "pcs.trace._jsonrows"}
+         "grouphier": "pcs.cache._grouphier", "jsonrows": "pcs.trace._jsonrows", "route": "pcs.fleet._route"}
 
 #: twin name -> what runs slower without it. benchmarks/bench_native.py on the Mooncake trace (2 cores):
 #: curve 4.9x, sequential one-tier replay 5.1x, modeled two-tier replay 1.6x slower on the Python twins.
@@ -51,7 +52,8 @@ SLOWER = {"stackdist": "curves", "lruscan": "sequential one-tier replays",
           "lruhier": "replays on lru, fifo, slru, sieve, 2q, s3fifo, arc or lfu tiers",
           "stepsched": "default step-scheduler replays", "statscan": "pcs trace stats",
           "turns": "the next-turn search of step-scheduler replays",
-          "grouphier": "hybrid-model replays", "jsonrows": "Mooncake and Bailian JSONL reads"}
+          "grouphier": "hybrid-model replays", "jsonrows": "Mooncake and Bailian JSONL reads",
+          "route": "fleet routing with the prefix, cache-aware and least-loaded routers"}
 
 _loaded: dict[str, ModuleType | None] = {}
 

@@ -34,7 +34,8 @@ from pcs.fleet.summary import FleetGap, FleetSummary, InstanceLoad
 from pcs.trace.batches import as_batches, reiterable
 from pcs.trace.request import RequestBatch, concat_batches
 
-__all__ = ["fleet_replay", "FleetResult", "service_times", "subset_batch", "instance_ceilings", "MAX_INSTANCES"]
+__all__ = ["fleet_replay", "FleetResult", "service_times", "subset_batch", "split_batch", "instance_ceilings",
+           "MAX_INSTANCES"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,12 +66,16 @@ class _SubTrace:
         yield self._batch
 
 
-def subset_batch(batch: RequestBatch, rows: np.ndarray) -> RequestBatch:
-    """The rows ``rows`` (int64, sorted, shape (m,)) of ``batch`` as a batch renumbered from 0."""
+def subset_batch(batch: RequestBatch, rows: np.ndarray, block_mask: np.ndarray | None = None) -> RequestBatch:
+    """The rows ``rows`` (int64, sorted, shape (m,)) of ``batch`` as a batch renumbered from 0.
+
+    ``block_mask``: bool (blocks,), the blocks of those rows when the caller has it (:func:`split_batch`
+    computes every instance's from one per-block owner column); None = computed here."""
     counts = np.diff(batch.block_offsets)
-    owner = np.repeat(np.arange(len(batch)), counts)
-    keep = np.zeros(len(batch), dtype=bool)
-    keep[rows] = True
+    if block_mask is None:
+        keep = np.zeros(len(batch), dtype=bool)
+        keep[rows] = True
+        block_mask = keep[np.repeat(np.arange(len(batch)), counts)]
     offs = np.zeros(rows.shape[0] + 1, dtype=np.int64)
     np.cumsum(counts[rows], out=offs[1:])
 
@@ -81,8 +86,19 @@ def subset_batch(batch: RequestBatch, rows: np.ndarray) -> RequestBatch:
         return None if t is None else tuple(t[i] for i in rows.tolist())
 
     return RequestBatch(0, batch.block_size, batch.arrival_s[rows], batch.prompt_tokens[rows],
-                        batch.output_tokens[rows], offs, batch.block_hashes[keep[owner]], col(batch.session_id),
+                        batch.output_tokens[rows], offs, batch.block_hashes[block_mask], col(batch.session_id),
                         col(batch.parent_id), col(batch.turn), tup(batch.type), tup(batch.extra_keys))
+
+
+def split_batch(batch: RequestBatch, assignment: np.ndarray, instances: int) -> list[tuple[np.ndarray, Any]]:
+    """Each instance's (rows: int64 (m,), its :func:`subset_batch` or None when it has no request), the
+    per-block instance column computed once for all instances."""
+    owner = np.repeat(assignment, np.diff(batch.block_offsets))
+    out = []
+    for i in range(instances):
+        rows = np.flatnonzero(assignment == i)
+        out.append((rows, subset_batch(batch, rows, owner == i) if len(rows) else None))
+    return out
 
 
 def service_times(batch: RequestBatch, compute: Any) -> np.ndarray:
@@ -148,38 +164,22 @@ def _ceiling(source: Any, rules: BlockRules) -> SingleSequenceResult:
     return fastpath.single_results(fastpath.scan(source, 0, rules, None, check=False))[0]
 
 
-def instance_ceilings(batch: RequestBatch, assignment: np.ndarray, instances: int,
-                      rules: BlockRules) -> list[SingleSequenceResult]:
-    """Each instance's single-sequence result on its own sub-trace (docs/semantics.md §12, §17), from one scan.
-
-    The block ids are made per instance -- dense id x instances + instance (exact, no collision) -- so
-    one scan of the whole trace sees each instance's requests as its own infinite cache would; the
-    per-request leads are then summed per instance. Equal to scanning every sub-trace alone
+def instance_ceilings(batch: RequestBatch, assignment: np.ndarray, instances: int, rules: BlockRules,
+                      subs: list | None = None) -> list[SingleSequenceResult]:
+    """Each instance's single-sequence result on its own sub-trace (docs/semantics.md §12, §17): the scan
+    the replay's summary uses (:func:`_ceiling`) of every sub-trace; checked against
+    :func:`pcs.blocks.single_sequence_hits` of the instance's requests
     (``tests/fleet/test_fleet.py::test_instance_ceilings_are_the_sub_trace_scans``).
 
     Args:
         batch: the whole trace; assignment: int64 (requests,), the instance of each request.
+        subs: :func:`split_batch` of them when the caller has it (None: split here).
     Returns:
         one :class:`pcs.blocks.SingleSequenceResult` per instance (zeros for an idle one).
     """
-    from pcs.engine import fastpath
-
-    counts = np.diff(batch.block_offsets)
-    _, dense = np.unique(batch.block_hashes, return_inverse=True)
-    salted = dense.reshape(-1).astype(np.uint64) * np.uint64(instances) + \
-        np.repeat(assignment, counts).astype(np.uint64)
-    b = RequestBatch(0, batch.block_size, batch.arrival_s, batch.prompt_tokens, batch.output_tokens,
-                     batch.block_offsets, salted, None, None, None, None, None)
-    sc = fastpath.scan(_SubTrace("<per instance>", b), 0, rules, None, check=False)
-    lead = np.minimum(sc.max_hit_blocks, sc.seen_lead).astype(np.int64)
-    tokens = np.minimum(lead * sc.block_size, sc.prompt_tokens)
-
-    def per(values):
-        return np.bincount(assignment, weights=values, minlength=instances).astype(np.int64).tolist()
-
-    t, p, h, r, n = (per(tokens), per(sc.prompt_tokens), per(lead), per((lead > 0).astype(np.int64)),
-                     np.bincount(assignment, minlength=instances).tolist())
-    return [SingleSequenceResult(t[i], p[i], h[i], r[i], n[i]) for i in range(instances)]
+    subs = subs if subs is not None else split_batch(batch, assignment, instances)
+    return [_ceiling(_SubTrace("<instance>", b), rules) if b is not None else SingleSequenceResult(0, 0, 0, 0, 0)
+            for _, b in subs]
 
 
 def _ratio(num: int, den: int) -> float | None:
@@ -255,10 +255,10 @@ def _replay_instances(source: Any, batch: RequestBatch, assignment: np.ndarray, 
     from pcs.engine.api import replay
 
     rows_of, loads, summaries, tables = [], [], [], []
-    ceilings = instance_ceilings(batch, assignment, instances, rules)
-    for i in range(instances):
-        rows = np.flatnonzero(assignment == i)
-        sub = source if instances == 1 else _SubTrace(f"{name} [instance {i}]", subset_batch(batch, rows))
+    subs = split_batch(batch, assignment, instances)
+    ceilings = instance_ceilings(batch, assignment, instances, rules, subs)
+    for i, (rows, part) in enumerate(subs):
+        sub = source if instances == 1 or part is None else _SubTrace(f"{name} [instance {i}]", part)
         res = replay(sub, progress=progress, **replay_kwargs) if len(rows) else None
         rows_of.append(rows)
         summaries.append(res.summary if res is not None else None)
@@ -313,7 +313,8 @@ def fleet_replay(trace: Any = None, *, instances: int = 1, router: Any = "round-
     replay_kwargs = dict(replay_kwargs, compute=compute)
     chooser = parse_router(router, instances)
     index = CacheIndex([cap] * instances, router_stale_s)
-    assignment = route(batch, rules, chooser, index, service_times(batch, compute))
+    assignment = route(batch, rules, chooser, index, service_times(batch, compute),
+                       native=replay_kwargs.get("native"))
     name = getattr(source, "name", None) or str(getattr(source, "path", "<requests>"))
     if setup is not None:
         from pcs.fleet.sharedfleet import shared_instances, shared_summary

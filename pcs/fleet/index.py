@@ -55,6 +55,7 @@ class CacheIndex:
         self.stale_s = float(stale_s)
         self._truth: list[OrderedDict] = [OrderedDict() for _ in capacity_blocks]
         self._view: list = self._truth if self.stale_s == 0 else [set() for _ in capacity_blocks]
+        self._loaded: dict = {}        # instance -> (ids, ordered): a set load()/restore() left to build
         self._log: deque = deque()
 
     def advance(self, now_s: float) -> None:
@@ -71,6 +72,8 @@ class CacheIndex:
 
     def match(self, instance: int, blocks: Sequence[int]) -> int:
         """Leading ids of ``blocks`` in the router's view of ``instance`` (stop at the first miss)."""
+        if self._loaded:
+            self._settle(instance)
         held = self._view[instance]
         k = 0
         for b in blocks:
@@ -81,6 +84,8 @@ class CacheIndex:
 
     def store(self, instance: int, blocks: Sequence[int], now_s: float) -> None:
         """The instance computed or reused ``blocks`` at ``now_s``: store new ids, touch held ones, evict LRU."""
+        if self._loaded:
+            self._settle(instance)
         lru = self._truth[instance]
         cap = self.capacity_blocks[instance]
         logged = self.stale_s > 0
@@ -100,24 +105,75 @@ class CacheIndex:
 
     def load(self, instance: int, ids: "np.ndarray") -> None:
         """Set the instance's LRU set to its state after :meth:`store` of ``ids`` one by one into an empty
-        one (uint64/int64 array, access order), in one vectorised step: an LRU set holds the
-        ``capacity_blocks`` distinct ids used most recently, ordered by their last use.
+        one (uint64/int64 array, access order): an LRU set holds the ``capacity_blocks`` distinct ids used
+        most recently, ordered by their last use.
 
         For routers that never read the index (their choice does not depend on it): no event is
-        logged, so a stale view stays empty; only :meth:`held_blocks` and the truth are kept.
+        logged, so a stale view stays empty. The set is built when first read (:meth:`held_ids`,
+        :meth:`store`, :meth:`match`); :meth:`held_blocks` only counts the distinct ids.
         """
         import numpy as np
 
+        self._truth[instance].clear()       # in place: the exact view is the same list of sets
+        self._loaded[instance] = (np.asarray(ids), False)
+
+    def _settle(self, instance: int) -> None:
+        """Build the LRU set :meth:`load` left pending (vectorised: the last use of each distinct id)."""
+        ids, ordered = self._loaded.pop(instance, (None, False))
+        if ids is None:
+            return
+        if ordered:                         # restore(): already the set, LRU first
+            self._truth[instance].update(OrderedDict.fromkeys(ids.tolist()))
+            return
+        import numpy as np
+
         cap = self.capacity_blocks[instance]
-        ids = np.asarray(ids)
         uniq, first_rev = np.unique(ids[::-1], return_index=True)   # first in reverse = last use
         order = uniq[np.argsort(len(ids) - 1 - first_rev, kind="stable")]
         keep = order[max(len(order) - cap, 0):] if cap else order[:0]
-        self._truth[instance] = OrderedDict.fromkeys(keep.tolist())
+        self._truth[instance].update(OrderedDict.fromkeys(keep.tolist()))
+
+    def restore(self, instance: int, held_ids: "np.ndarray") -> None:
+        """Set the instance's LRU set to ``held_ids`` (uint64, shape (m,) with m <= its capacity, distinct,
+        least recently used first) -- the state the compiled routing pass (``pcs/fleet/_route.c``) returns;
+        no event is logged (an exact view reads the truth itself); the set is built when first read.
+
+        Raises:
+            ValueError: more ids than the instance's capacity.
+        """
+        if len(held_ids) > self.capacity_blocks[instance]:
+            raise ValueError(f"{len(held_ids)} ids exceed instance {instance}'s {self.capacity_blocks[instance]} slots")
+        self._truth[instance].clear()
+        self._loaded[instance] = (held_ids, True)
+
+    def held_ids(self, instance: int) -> list:
+        """The ids the instance holds now (the truth, not the view), least recently used first."""
+        self._settle(instance)
+        return list(self._truth[instance])
 
     def held_blocks(self, instance: int) -> int:
         """Ids the instance holds now (the truth, not the view); never above its capacity."""
-        return len(self._truth[instance])
+        ids, ordered = self._loaded.get(instance, (None, False))
+        if ids is None:
+            return len(self._truth[instance])
+        return len(ids) if ordered else min(self.capacity_blocks[instance], _distinct(ids))
+
+
+def _distinct(ids: "np.ndarray") -> int:
+    """Distinct values of an integer array: a bitmap when they are small (ids numbered from 0, as Mooncake's),
+    else :func:`numpy.unique`."""
+    import numpy as np
+
+    if len(ids) == 0:
+        return 0
+    if ids.dtype.kind == "i" and int(ids.min()) < 0:
+        return len(np.unique(ids))
+    top = int(ids.max())
+    if top < 8 * len(ids) + 65536:
+        seen = np.zeros(top + 1, dtype=bool)
+        seen[ids] = True
+        return int(np.count_nonzero(seen))
+    return len(np.unique(ids))
 
 
 class LoadTracker:

@@ -62,15 +62,16 @@ def shared_instances(source: Any, batch: Any, assignment: np.ndarray, instances:
         (int64 arrays), the :class:`pcs.fleet.oneclock.SharedRun`).
     """
     from pcs.engine.timing import TimeModel
-    from pcs.fleet.fleet import instance_ceilings
+    from pcs.fleet.fleet import instance_ceilings, split_batch
     from pcs.fleet.oneclock import run_one_clock
 
-    rows_of = [np.flatnonzero(assignment == i) for i in range(instances)]
+    parts = split_batch(batch, assignment, instances)
+    rows_of = [rows for rows, _ in parts]
     if setup.get("step") is not None:
-        run = _step_run(source, batch, rules, compute, assignment, instances, setup, rows_of, progress)
+        run = _step_run(source, batch, rules, compute, assignment, instances, setup, parts, progress)
     else:
         run = run_one_clock(source, rules, TimeModel(compute), assignment, instances, setup, progress)
-    ceilings = instance_ceilings(batch, assignment, instances, rules)
+    ceilings = instance_ceilings(batch, assignment, instances, rules, parts)
     loads, tables = [], []
     busy = run.busy_s or [None] * instances
     for i in range(instances):
@@ -82,14 +83,15 @@ def shared_instances(source: Any, batch: Any, assignment: np.ndarray, instances:
 
 
 def _step_run(source: Any, batch: Any, rules: Any, compute: Any, assignment: np.ndarray, instances: int,
-              setup: dict, rows_of: list, progress: Callable[[int], None] | None) -> Any:
-    """:func:`pcs.fleet.stepclock.run_step_clock` with each instance's sub-trace (the whole trace for one)."""
+              setup: dict, parts: list, progress: Callable[[int], None] | None) -> Any:
+    """:func:`pcs.fleet.stepclock.run_step_clock` with each instance's sub-trace (the whole trace for one);
+    ``parts``: :func:`pcs.fleet.fleet.split_batch` of the assignment."""
     from pcs.engine.timing import TimeModel
-    from pcs.fleet.fleet import _SubTrace, subset_batch
+    from pcs.fleet.fleet import _SubTrace
     from pcs.fleet.stepclock import run_step_clock
 
-    subs = [None if not len(r) else source if instances == 1 else _SubTrace(f"[instance {i}]", subset_batch(batch, r))
-            for i, r in enumerate(rows_of)]
+    subs = [None if b is None else source if instances == 1 else _SubTrace(f"[instance {i}]", b)
+            for i, (_, b) in enumerate(parts)]
     return run_step_clock(source, rules, TimeModel(compute), batch.arrival_s, assignment, instances, setup,
                           setup["step"], subs, progress)
 

@@ -239,7 +239,8 @@ def test_bulk_index_is_the_stored_one(rows, cap, n, name):
         row = ids[off[k]:off[k + 1]]
         ref.store(i, row[:RULES.cacheable_blocks(int(b.prompt_tokens[k]), len(row), b.block_size)], k * 0.5)
     for i in range(n):
-        assert list(index._truth[i]) == list(ref._truth[i])
+        assert index.held_blocks(i) == ref.held_blocks(i)       # counted before the set is built
+        assert index.held_ids(i) == ref.held_ids(i)
         assert index.held_blocks(i) == ref.held_blocks(i)
 
 
@@ -265,3 +266,14 @@ def test_splitmix64_array_is_the_scalar_one(x):
     from pcs.fleet.routers.session import splitmix64_array
 
     assert splitmix64_array(np.array(x, dtype=np.uint64)).tolist() == [splitmix64(v) for v in x]
+
+
+def test_loaded_index_counts_large_and_negative_ids():
+    # held_blocks of a loaded (not yet built) set = min(capacity, distinct ids): 4 distinct ids below,
+    # counted by numpy.unique (ids too large for the bitmap; negative int64 ids)
+    for ids in (np.array([2 ** 63, 5, 2 ** 63, 7, 9], dtype=np.uint64), np.array([-3, 5, -3, 7, 9], dtype=np.int64)):
+        for cap, held in ((3, 3), (10, 4)):
+            index = CacheIndex([cap])
+            index.load(0, ids)
+            assert index.held_blocks(0) == held
+            assert len(index.held_ids(0)) == held

@@ -92,6 +92,17 @@ class Router:
         """
         return None
 
+    def native_rule(self) -> tuple[int, float, float] | None:
+        """``(kind, overlap weight, load weight)`` of this router's rule in the compiled routing pass
+        (``pcs/fleet/_route.c``: 0 prefix, 1 cache-aware, 2 least-loaded by requests, 3 by tokens), or None
+        when the pass has no twin of :meth:`choose` (the Python loop runs). A subclass that overrides
+        :meth:`choose` gets None (``_native_if``)."""
+        return None
+
+    def _native_if(self, owner: type, rule: tuple[int, float, float]) -> tuple[int, float, float] | None:
+        """``rule`` when ``choose`` is still ``owner.choose`` (the rule the twin mirrors), else None."""
+        return rule if type(self).choose is owner.choose else None
+
     def describe(self) -> str:
         """``name`` and its options, e.g. ``cache-aware:overlap=2.0,load=1.0``."""
         opts = ",".join(f"{k}={v}" for k, v in self.options.items())

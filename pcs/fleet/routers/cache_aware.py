@@ -47,5 +47,9 @@ class CacheAware(Router):
                 best, best_score = i, score
         return best
 
+    def native_rule(self):
+        """Kind 1 of ``pcs/fleet/_route.c`` with these weights (the same score, operation by operation)."""
+        return self._native_if(CacheAware, (1, float(self.options["overlap"]), float(self.options["load"])))
+
 
 ROUTER = CacheAware

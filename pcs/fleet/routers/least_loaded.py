@@ -28,5 +28,9 @@ class LeastLoaded(Router):
         counts = load.requests if self.options["by"] == "requests" else load.tokens
         return min(range(self.instances), key=lambda i: (counts[i], i))
 
+    def native_rule(self):
+        """Kind 2 (requests) or 3 (tokens) of ``pcs/fleet/_route.c``."""
+        return self._native_if(LeastLoaded, (2 if self.options["by"] == "requests" else 3, 0.0, 0.0))
+
 
 ROUTER = LeastLoaded

@@ -29,5 +29,9 @@ class Prefix(Router):
                 best, best_key = i, key
         return best
 
+    def native_rule(self):
+        """Kind 0 of ``pcs/fleet/_route.c``."""
+        return self._native_if(Prefix, (0, 0.0, 0.0))
+
 
 ROUTER = Prefix
