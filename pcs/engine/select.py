@@ -172,8 +172,11 @@ def _twin_missing(cfg: RunConfig, twin: str) -> str | None:
 def _compiled_step_applies(cfg: RunConfig) -> str | None:
     if cfg.timing != "modeled" or cfg.scheduler is None:
         return "it needs modeled timing with the step scheduler (--compute step)"
+    if cfg.scheduler.endswith("+chunk-attention"):
+        return "the model's prefill attention is windowed, chunked or linear (not per pair of tokens), it needs " \
+               "full attention (hybrid models: compiled-hybrid)"
     if cfg.scheduler != "layerwise":
-        return f"the step scheduler runs {cfg.scheduler}, it needs layerwise restores and per-pair prefill attention"
+        return f"restore policy {cfg.scheduler}, it needs layerwise restores"
     why = _compiled_hierarchy_applies(cfg)
     if why is not None:
         return why

@@ -96,6 +96,7 @@ def _tier_table(s: dict[str, Any]) -> str:
 
 def _bytes_table(s: dict[str, Any]) -> str:
     b = s["bytes"]
+    pages = bool(s.get("hybrid"))    # a hybrid model's tiers count pages (docs/semantics.md §3.1)
     rows = [["restored to GPU", format_bytes(b["restored"]),
              ", ".join(f"from {k} {format_bytes(v)}" for k, v in b["restored_per_link"].items()) or "-"],
             ["written to lower tiers", format_bytes(sum(b["written_per_tier"].values())),
@@ -103,8 +104,8 @@ def _bytes_table(s: dict[str, Any]) -> str:
             ["recomputed (prefilled) KV", format_bytes(b["recomputed_bytes"]),
              f"{format_count(b['recomputed_tokens'])} prompt tokens prefilled"],
             ["peak Reserved of running requests", format_bytes(b["peak_reserved_bytes"]),
-             f"{format_count(b['peak_reserved_blocks'])} GPU blocks pinned or reserved at once"],
-            ["dropped from the last tier", format_count(b["dropped_blocks"]) + " blk",
+             f"{format_count(b['peak_reserved_blocks'])} GPU {'pages' if pages else 'blocks'} pinned or reserved at once"],
+            ["dropped from the last tier", format_count(b["dropped_blocks"]) + (" pages" if pages else " blk"),
              "evicted from the last tier: no copy left"]]
     return render_table(["bytes", "total", "detail"], rows, title="Bytes")
 

@@ -17,3 +17,15 @@ def test_hybrid_tiers_are_labelled_in_pages():
     assert "= 476 pages" in out and "bytes/page" in out and "476 blk" not in out
     plain = CliRunner().invoke(cli, ["replay", str(SAMPLE), "--tier", "gpu=20GB", "-q"]).stdout
     assert "bytes/block" in plain and " blk " in plain and "pages" not in plain.split("Tiers")[1].split("\n\n")[0]
+
+
+def test_hybrid_bytes_table_counts_pages():
+    # The same run: the peak Reserved and the last tier's drops are counted in pages of 41,943,040 B (above),
+    # so peak_reserved_bytes / peak_reserved_blocks is that page, and the Bytes table must say "pages".
+    import json
+    args = ["replay", str(SAMPLE), "--model", "gemma-3-27b", "--tier", "gpu=20GB", "--tier", "cpu=100GB", "-q"]
+    b = json.loads(CliRunner().invoke(cli, args + ["--format", "json"]).stdout)["bytes"]
+    assert b["peak_reserved_blocks"] > 0 and b["peak_reserved_bytes"] == 41_943_040 * b["peak_reserved_blocks"]
+    out = CliRunner().invoke(cli, args).stdout.split("Bytes")[1]
+    assert "GPU pages pinned or reserved" in out and "GPU blocks" not in out
+    assert " blk " not in out
