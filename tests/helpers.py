@@ -15,7 +15,10 @@
 - hand-traced constants (``HAND_*``, ``CYCLE_SPEC``) with their working;
 - ``flat_hits``: a flat key stream through one pcs tier (the policies' libCacheSim stream);
 - twin equality: ``hierarchy_state``, ``admission_fields``, ``drive_direct_calls`` + ``finish_and_check``,
-  ``assert_twin_runs_equal``, ``tables_equal``; hybrid groups: ``group_sets``; fleets with a shared tier:
+  ``assert_twin_runs_equal``, ``tables_equal``; compiled-hierarchy twins: ``trace_context``, ``twin_tiers``,
+  ``twin_hierarchy``, ``engine_run``, ``replay_twins``, ``STRESS_CASES``, ``TWIN_TRACE_CASES``, ``twin_trace_case``,
+  ``assert_trace_replays_equal``; step-scheduler twins: ``STEP_TIME_S``, ``step_times``, ``step_setups``,
+  ``step_flags``; hybrid groups: ``group_sets``; fleets with a shared tier:
   ``FLEET_TIERS``, ``assert_empty_shared_tier_is_plain``, ``assert_one_instance_is_single_replay``.
 """
 from __future__ import annotations
@@ -468,6 +471,141 @@ def assert_twin_runs_equal(a, ha, b, hb) -> None:
     as_bytes = lambda cols: {k: v.tobytes() for k, v in cols.items()}  # noqa: E731
     assert as_bytes(a.columns) == as_bytes(b.columns)
     assert hierarchy_state(ha) == hierarchy_state(hb)
+
+
+#: One per-step time of a drawn :class:`pcs.compute.StepCost` (s).
+STEP_TIME_S = st.floats(1e-7, 1e-2, allow_nan=False)
+
+
+@st.composite
+def step_times(draw) -> dict:
+    """The per-step times (s, each :data:`STEP_TIME_S`) of a StepCost of the step-scheduler twin tests, all but
+    ``attn_pair_s`` and ``layers`` (each test draws those its way)."""
+    return {k: draw(STEP_TIME_S) for k in ("weights_active_s", "weights_total_s", "kv_seq_s", "kv_token_s",
+                                           "token_s", "attn_seq_s", "attn_token_s")}
+
+
+@st.composite
+def step_setups(draw, min_gpu_blocks: int, min_budget: int) -> tuple:
+    """(requests, tier capacities, token budget, links) of a step-scheduler twin test: up to 20 :func:`traces`
+    requests; 1-3 tiers, the GPU's ``min_gpu_blocks``-24 blocks, each lower one's 0-40; a budget of
+    ``min_budget``-24 tokens a step; links: None for the GPU tier, then per lower tier None (the tier's default)
+    or a LinkSpec of 1e5-1e11 B/s, 0-1 ms setup and maybe an IOPS limit (10-1e6 at 4096 B)."""
+    from pcs.hardware import LinkSpec
+    reqs = draw(traces(max_requests=20))
+    ntiers = draw(st.integers(1, 3))
+    caps = [draw(st.integers(min_gpu_blocks, 24))] + [draw(st.integers(0, 40)) for _ in range(ntiers - 1)]
+    budget = draw(st.integers(min_budget, 24))
+    link = st.one_of(st.none(), st.builds(lambda bw, s, iops: LinkSpec("t", bw, s, iops, 4096 if iops else None,
+                                                                       "test"),
+                                          st.floats(1e5, 1e11), st.floats(0, 1e-3),
+                                          st.one_of(st.none(), st.floats(10, 1e6))))
+    return reqs, caps, budget, [None] + draw(st.lists(link, min_size=ntiers - 1, max_size=ntiers - 1))
+
+
+@st.composite
+def step_flags(draw, caps) -> dict:
+    """The scheduler switches both step-scheduler twin tests draw: fallback, preemptions (0-3), decode, event
+    skipping, write policy, no cache, bytes per block per tier (``caps``: the tiers), last-token recompute."""
+    return dict(fallback=draw(st.booleans()), max_preemptions=draw(st.integers(0, 3)), decode=draw(st.booleans()),
+                skip=draw(st.booleans()), write_policy=draw(st.sampled_from(["back", "through"])),
+                no_cache=draw(st.booleans()), block_bytes=[draw(st.sampled_from([0, 256, 4096, 65536])) for _ in caps],
+                last_token=draw(st.booleans()))
+
+
+def twin_tiers(caps, specs, admits=None, ctx=None) -> list:
+    """Tiers ``t0``, ``t1``, ... of ``caps[j]`` blocks, eviction spec ``specs[j]``; ``admits[j]``: tier j's
+    ``+``-joined admission specs or None (``admits`` None: no admission anywhere); ``ctx``: the trace context
+    (a :class:`pcs.cache.policies.PolicyContext` or None), one fresh clock per call as pcs.replay builds one per
+    hierarchy. Policies and admissions that read no trace ignore ``ctx``."""
+    from pcs.cache.admission import apply_admission
+    ctx = ctx.fresh() if ctx is not None else None
+    tiers = []
+    for j, (c, s) in enumerate(zip(caps, specs)):
+        adm = admits[j] if admits else None
+        p, a = apply_admission(adm.split("+") if adm else (), make_policy(s, c, ctx), ctx)
+        tiers.append(Tier(f"t{j}", c, p, a))
+    return tiers
+
+
+def trace_context(reqs, rules: BlockRules, cost: bool = True):
+    """The trace pre-pass of ``reqs`` (:class:`TraceOracle`: chain parents and depths, future uses) as a policy
+    context; block cost 1 + depth / 8 s (every depth a different cost, ties in H within a depth), or none
+    (``cost`` False: every block 1 s)."""
+    from pcs.cache.policies import PolicyContext
+    from pcs.cache.policies.context import TraceOracle
+    return PolicyContext(TraceOracle.build(iter_chunks(reqs, rules)), (lambda d: 1.0 + d / 8) if cost else None)
+
+
+def twin_hierarchy(tiers, wp: str, use_native: bool):
+    """The compiled twin over ``tiers`` (``use_native``) or the Python reference, wrapped by ``clocked`` so its
+    policies' shared clock follows admissions (the compiled one counts its own; without a clock: unwrapped)."""
+    from pcs.cache.native import NativeHierarchy
+    from pcs.cache.policies.context import clocked
+    return NativeHierarchy(tiers, wp) if use_native else clocked(Hierarchy(tiers, wp))
+
+
+def engine_run(h, reqs, timing: str, rules: BlockRules, check: bool = True):
+    """``reqs`` through the event loop over hierarchy ``h`` (7 bytes a block per tier, :class:`LinearCompute`),
+    ``_check`` after every step when ``check``: the EngineResult."""
+    eng = ReplayEngine(h, timing, block_bytes=[7] * len(h.tiers), check=check)
+    for ch in iter_chunks(reqs, rules, TimeModel(LinearCompute())):
+        eng.feed(ch)
+    return eng.close()
+
+
+def replay_twins(reqs, caps, specs, timing: str, rules: BlockRules, wp: str, admits=None, ctx=None):
+    """Replay ``reqs`` on the Python hierarchy and on its compiled twin, each over fresh :func:`twin_tiers`
+    (``caps``, ``specs``, ``admits``, ``ctx``), and assert them equal (:func:`assert_twin_runs_equal`): returns
+    (the reference's EngineResult, the compiled hierarchy)."""
+    runs = []
+    for use_native in (False, True):
+        h = twin_hierarchy(twin_tiers(caps, specs, admits, ctx), wp, use_native)
+        runs += [engine_run(h, reqs, timing, rules), h]
+    assert_twin_runs_equal(*runs)
+    return runs[0], runs[3]
+
+
+#: The seeded stress grid of the twin tests: (tier capacities in blocks, timing, write policy); the 6-block GPU
+#: tier truncates long requests of :func:`stress_trace`, the 9-block CPU tier overflows.
+STRESS_CASES = [(caps, timing, wp) for caps in ([40, 60, 80], [6, 20, 30], [6, 9])
+                for timing in ("sequential", "modeled") for wp in ("back", "through")]
+
+#: The pcs.replay cases of the twin tests, per trace (:func:`per_trace`): (timing, write policy, tiers).
+TWIN_TRACE_CASES = {"mooncake": [("modeled", "back", ["gpu=400GB", "cpu=2TB"]),
+                                 ("sequential", "through", ["gpu=100GB", "cpu=1TB"]),
+                                 ("modeled", "back", ["gpu=20GB", "cpu=200GB", "ssd=1TB"])],
+                    "sample": [("modeled", "back", ["gpu=100GB", "cpu=500GB"]),
+                               ("sequential", "through", ["gpu=25GB", "cpu=250GB"]),
+                               ("modeled", "back", ["gpu=20GB", "cpu=50GB", "ssd=250GB"])]}
+
+
+def twin_trace_case(path, case: int, mixed: bool, cases=TWIN_TRACE_CASES) -> tuple:
+    """(timing, write policy, tiers) of ``case`` for the trace at ``path``; on the Mooncake trace (30-60 s per
+    pair of replays) only case 0 runs unless ``mixed`` (the others skip)."""
+    if Path(path).name != "sample_exact.jsonl" and case and not mixed:
+        pytest.skip("on the Mooncake trace: case 0 each, every case for the mixed one")
+    return per_trace(path, **cases)[case]
+
+
+def assert_trace_replays_equal(path, **kw) -> tuple:
+    """``pcs.replay(path, **kw)`` by the reference engine and by ``auto``, which must pick the compiled step
+    scheduler (modeled timing) or the compiled hierarchy (sequential): per-request tables byte-identical (NaN
+    finish_s of sequential runs equal as bytes), summaries equal but for the keys naming the engine. Returns
+    (reference, auto) results."""
+    import dataclasses
+    from pcs.engine.api import replay
+    from pcs.engine.select import SUMMARY_KEYS
+    a = replay(path, engine="reference", **kw)
+    b = replay(path, engine="auto", **kw)
+    assert (a.summary.engine, b.summary.engine) == ("reference", "compiled-step" if kw["timing"] == "modeled"
+                                                     else "compiled-hierarchy")
+    assert a.requests.column_names == b.requests.column_names
+    for name in a.requests.column_names:
+        assert a.requests[name].to_numpy().tobytes() == b.requests[name].to_numpy().tobytes(), name
+    unnamed = {k: None for k in SUMMARY_KEYS}
+    assert dataclasses.replace(a.summary, **unnamed) == dataclasses.replace(b.summary, **unnamed)
+    return a, b
 
 
 class HandTrace:

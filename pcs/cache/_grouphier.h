@@ -2,7 +2,8 @@
  *
  * A page key is (block hash, tag) with tag = g << 16 | page (pcs.cache.grouphier.page_key: the Python key is
  * hash | tag << 64). A PTier is pcs.cache.tier.Tier with an LRU policy (pcs/cache/policies/lru.py): an
- * open-addressing table of entries with pin counts; the unpinned entries form the LRU list (head = first victim).
+ * open-addressing table of entries with pin counts; the unpinned entries form the LRU list (head = first victim):
+ * the table of pcs/cache/_oatable.h, as the compiled hierarchy's tiers (pcs/cache/_lruhier.h).
  */
 #ifndef PCS_GROUPHIER_H
 #define PCS_GROUPHIER_H
@@ -48,124 +49,28 @@ static inline int kv_push(KV *v, Key k) {
 
 static inline void kv_free(KV *v) { PyMem_Free(v->a); v->a = NULL; v->n = v->cap = 0; }
 
+#define OA_TABLE PTier
+#define OA_ENT PEnt
+#define OA_KEY Key
+#define OA_HOME(t, k) pt_home(t, k)
+#define OA_KEY_OF(x) ((Key){(x)->h, (x)->tag})
+#define OA_KEY_EQ(x, k) ((x)->h == (k).h && (x)->tag == (k).tag)
+#define OA_SET_KEY(x, k) ((x)->h = (k).h, (x)->tag = (k).tag)
+#define OA_RESET(x) ((void)(x))
+#define OA_INIT pt_slots_init
+#define OA_FREE pt_free
+#define OA_FIND pt_find
+#define OA_GROW pt_grow
+#define OA_ADD pt_add
+#define OA_DEL pt_del
+#define OA_APPEND pt_append
+#define OA_UNLINK pt_unlink
+#include "_oatable.h"
+
 static inline int pt_init(PTier *t, Py_ssize_t capacity) {
     memset(t, 0, sizeof(*t));
     t->cap = capacity;
-    t->bits = 4;
-    t->mask = 15;
-    t->slots = PyMem_Malloc(sizeof(int32_t) * 16);
-    if (!t->slots) { PyErr_NoMemory(); return -1; }
-    memset(t->slots, 0xff, sizeof(int32_t) * 16);
-    t->free_head = t->head = t->tail = -1;
-    return 0;
-}
-
-static inline void pt_free(PTier *t) {
-    PyMem_Free(t->ent);
-    PyMem_Free(t->slots);
-    t->ent = NULL;
-    t->slots = NULL;
-}
-
-static inline int32_t pt_find(const PTier *t, Key k) {
-    uint64_t i = pt_home(t, k);
-    for (;;) {
-        int32_t e = t->slots[i];
-        if (e < 0) return -1;
-        if (t->ent[e].h == k.h && t->ent[e].tag == k.tag) return e;
-        i = (i + 1) & t->mask;
-    }
-}
-
-static inline int pt_grow(PTier *t) {
-    int bits = t->bits + 1;
-    uint64_t size = (uint64_t)1 << bits, oldsize = t->mask + 1;
-    int32_t *s = PyMem_Malloc(sizeof(int32_t) * size), *old = t->slots;
-    if (!s) { PyErr_NoMemory(); return -1; }
-    memset(s, 0xff, sizeof(int32_t) * size);
-    t->slots = s;
-    t->bits = bits;
-    t->mask = size - 1;
-    for (uint64_t i = 0; i < oldsize; i++) {
-        int32_t e = old[i];
-        if (e < 0) continue;
-        Key k = {t->ent[e].h, t->ent[e].tag};
-        uint64_t j = pt_home(t, k);
-        while (s[j] >= 0) j = (j + 1) & t->mask;
-        s[j] = e;
-    }
-    PyMem_Free(old);
-    return 0;
-}
-
-/* add an absent key with a pin count; the entry index or -1 (memory error) */
-static inline int32_t pt_add(PTier *t, Key k, int32_t pin) {
-    if ((uint64_t)(t->nres + 1) * 2 > t->mask + 1 && pt_grow(t) < 0) return -1;
-    int32_t e;
-    if (t->free_head >= 0) {
-        e = t->free_head;
-        t->free_head = t->ent[e].next;
-    } else {
-        if (t->ent_len == t->ent_cap) {
-            int32_t nc = t->ent_cap ? t->ent_cap * 2 : 64;
-            PEnt *ne = PyMem_Realloc(t->ent, sizeof(PEnt) * nc);
-            if (!ne) { PyErr_NoMemory(); return -1; }
-            t->ent = ne;
-            t->ent_cap = nc;
-        }
-        e = t->ent_len++;
-    }
-    PEnt *x = &t->ent[e];
-    x->h = k.h;
-    x->tag = k.tag;
-    x->pin = pin;
-    x->prev = x->next = -1;
-    uint64_t i = pt_home(t, k);
-    while (t->slots[i] >= 0) i = (i + 1) & t->mask;
-    t->slots[i] = e;
-    t->nres++;
-    return e;
-}
-
-/* delete entry e (not in the LRU list) from the table */
-static inline void pt_del(PTier *t, int32_t e) {
-    Key k = {t->ent[e].h, t->ent[e].tag};
-    uint64_t i = pt_home(t, k);
-    while (t->slots[i] != e) i = (i + 1) & t->mask;
-    uint64_t j = i;
-    for (;;) {
-        j = (j + 1) & t->mask;
-        int32_t f = t->slots[j];
-        if (f < 0) break;
-        Key kf = {t->ent[f].h, t->ent[f].tag};
-        uint64_t hm = pt_home(t, kf);
-        int stays = (i <= j) ? (i < hm && hm <= j) : (i < hm || hm <= j);
-        if (!stays) {
-            t->slots[i] = f;
-            i = j;
-        }
-    }
-    t->slots[i] = -1;
-    t->ent[e].next = t->free_head;
-    t->free_head = e;
-    t->nres--;
-}
-
-static inline void pt_append(PTier *t, int32_t e) {
-    PEnt *x = &t->ent[e];
-    x->prev = t->tail;
-    x->next = -1;
-    if (t->tail >= 0) t->ent[t->tail].next = e; else t->head = e;
-    t->tail = e;
-    t->held++;
-}
-
-static inline void pt_unlink(PTier *t, int32_t e) {
-    PEnt *x = &t->ent[e];
-    if (x->prev >= 0) t->ent[x->prev].next = x->next; else t->head = x->next;
-    if (x->next >= 0) t->ent[x->next].prev = x->prev; else t->tail = x->prev;
-    x->prev = x->next = -1;
-    t->held--;
+    return pt_slots_init(t);
 }
 
 static inline Py_ssize_t pt_free_slots(const PTier *t) { return t->cap - t->nres - t->reserved; }

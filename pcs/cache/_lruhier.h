@@ -1,6 +1,6 @@
 /* Shared by pcs/cache/_lruhier.c (the tier hierarchy, the mechanism) and the compiled eviction policies
  * pcs/cache/_pol_*.c (one file per policy, as pcs/cache/policies/NAME.py): the tier structure (open-addressing
- * hash table + entries with intrusive list links), list helpers and the policy interface.
+ * hash table + entries with intrusive list links: pcs/cache/_oatable.h), list helpers and the policy interface.
  *
  * The policy interface mirrors pcs.cache.policies.base.EvictionPolicy (docs/semantics.md §8): the mechanism
  * calls add (a resident block becomes evictable, in eviction order; add_end closes one add(keys, reused) batch),
@@ -134,18 +134,30 @@ extern const PolOps POL_FIFO, POL_SLRU, POL_SIEVE, POL_2Q, POL_S3FIFO, POL_ARC, 
 
 static inline uint64_t home(const Tier *t, uint64_t key) { return (key * HMUL) >> (64 - t->bits); }
 
+#define OA_TABLE Tier
+#define OA_ENT Entry
+#define OA_KEY uint64_t
+#define OA_HOME(t, k) home(t, k)
+#define OA_KEY_OF(x) ((x)->key)
+#define OA_KEY_EQ(x, k) ((x)->key == (k))
+#define OA_SET_KEY(x, k) ((x)->key = (k))
+#define OA_RESET(x) ((x)->aux = -1, (x)->q = QNONE, (x)->flags = 0)
+#define OA_INIT tier_slots_init
+#define OA_FREE tier_slots_free
+#define OA_FIND tfind
+#define OA_GROW grow_table
+#define OA_ADD tadd
+#define OA_DEL tdel
+#define OA_APPEND lru_append
+#define OA_UNLINK lru_unlink
+#include "_oatable.h"
+
 static inline int tier_init(Tier *t, PyObject *name, Py_ssize_t capacity) {
     memset(t, 0, sizeof(*t));
     Py_INCREF(name);
     t->name = name;
     t->capacity = capacity;
-    t->bits = 4;
-    t->mask = 15;
-    t->slots = PyMem_Malloc(sizeof(int32_t) * 16);
-    if (!t->slots) return -1;
-    memset(t->slots, 0xff, sizeof(int32_t) * 16);
-    t->free_head = -1;
-    t->head = t->tail = -1;
+    if (tier_slots_init(t) < 0) return -1;
     t->hand = -1;
     for (int q = 0; q < NQ; q++) t->qhead[q] = t->qtail[q] = -1;
     return 0;
@@ -153,116 +165,7 @@ static inline int tier_init(Tier *t, PyObject *name, Py_ssize_t capacity) {
 
 static inline void tier_free(Tier *t) {
     Py_CLEAR(t->name);
-    PyMem_Free(t->ent);
-    PyMem_Free(t->slots);
-    t->ent = NULL;
-    t->slots = NULL;
-}
-
-static inline int32_t tfind(const Tier *t, uint64_t key) {
-    uint64_t i = home(t, key);
-    for (;;) {
-        int32_t e = t->slots[i];
-        if (e < 0) return -1;
-        if (t->ent[e].key == key) return e;
-        i = (i + 1) & t->mask;
-    }
-}
-
-static inline int grow_table(Tier *t) {
-    int bits = t->bits + 1;
-    uint64_t size = (uint64_t)1 << bits;
-    int32_t *s = PyMem_Malloc(sizeof(int32_t) * size);
-    if (!s) { PyErr_NoMemory(); return -1; }
-    memset(s, 0xff, sizeof(int32_t) * size);
-    int32_t *old = t->slots;
-    uint64_t oldsize = t->mask + 1;
-    t->slots = s;
-    t->bits = bits;
-    t->mask = size - 1;
-    for (uint64_t i = 0; i < oldsize; i++) {
-        int32_t e = old[i];
-        if (e < 0) continue;
-        uint64_t j = home(t, t->ent[e].key);
-        while (s[j] >= 0) j = (j + 1) & t->mask;
-        s[j] = e;
-    }
-    PyMem_Free(old);
-    return 0;
-}
-
-/* add an absent key with the given pin count; returns the entry index or -1 (memory error) */
-static inline int32_t tadd(Tier *t, uint64_t key, int32_t pin) {
-    if ((uint64_t)(t->nres + 1) * 2 > t->mask + 1 && grow_table(t) < 0) return -1;
-    int32_t e;
-    if (t->free_head >= 0) {
-        e = t->free_head;
-        t->free_head = t->ent[e].next;
-    } else {
-        if (t->ent_len == t->ent_cap) {
-            int32_t nc = t->ent_cap ? t->ent_cap * 2 : 64;
-            Entry *ne = PyMem_Realloc(t->ent, sizeof(Entry) * nc);
-            if (!ne) { PyErr_NoMemory(); return -1; }
-            t->ent = ne;
-            t->ent_cap = nc;
-        }
-        e = t->ent_len++;
-    }
-    Entry *x = &t->ent[e];
-    x->key = key;
-    x->pin = pin;
-    x->prev = x->next = -1;
-    x->aux = -1;
-    x->q = QNONE;
-    x->flags = 0;
-    uint64_t i = home(t, key);
-    while (t->slots[i] >= 0) i = (i + 1) & t->mask;
-    t->slots[i] = e;
-    t->nres++;
-    return e;
-}
-
-/* delete entry e from the table (it must not be in a list) */
-static inline void tdel(Tier *t, int32_t e) {
-    uint64_t i = home(t, t->ent[e].key);
-    while (t->slots[i] != e) i = (i + 1) & t->mask;
-    uint64_t j = i;
-    for (;;) {
-        j = (j + 1) & t->mask;
-        int32_t f = t->slots[j];
-        if (f < 0) break;
-        uint64_t k = home(t, t->ent[f].key);
-        /* f may move to i unless its home k lies cyclically in (i, j] */
-        int stays = (i <= j) ? (i < k && k <= j) : (i < k || k <= j);
-        if (!stays) {
-            t->slots[i] = f;
-            i = j;
-        }
-    }
-    t->slots[i] = -1;
-    t->ent[e].aux = -1;
-    t->ent[e].flags = 0;
-    t->ent[e].q = QNONE;
-    t->ent[e].next = t->free_head;
-    t->free_head = e;
-    t->nres--;
-}
-
-static inline void lru_append(Tier *t, int32_t e) {
-    Entry *x = &t->ent[e];
-    x->prev = t->tail;
-    x->next = -1;
-    if (t->tail >= 0) t->ent[t->tail].next = e; else t->head = e;
-    t->tail = e;
-    t->held++;
-}
-
-static inline void lru_unlink(Tier *t, int32_t e) {
-    Entry *x = &t->ent[e];
-    if (x->prev >= 0) t->ent[x->prev].next = x->next; else t->head = x->next;
-    if (x->next >= 0) t->ent[x->next].prev = x->prev; else t->tail = x->prev;
-    x->prev = x->next = -1;
-    t->held--;
+    tier_slots_free(t);
 }
 
 /* -- the policies' queues: one list per queue id, front = oldest / first victim ----------------------------- */

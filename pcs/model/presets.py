@@ -18,7 +18,18 @@ __all__ = ["MODEL_NAMES", "get_model", "list_models", "PRESETS"]
 
 _HF = "https://huggingface.co/"
 
-#: name -> {"config": config subset, "source": URL, "active"/"total": params, "weight_bytes", "params_source"}.
+
+def _preset(repo: str, config: dict[str, Any], active: int, params_source: str, *, total: int | None = None,
+            weight_bytes: float = 2.0) -> dict[str, Any]:
+    """One preset row: the ``config.json`` subset of Hugging Face repo ``repo`` (its source URL), ``active``
+    parameters (``total`` the same for a dense model), weight bytes per parameter, the parameters' source."""
+    return dict(config=config, source=f"{_HF}{repo}/blob/main/config.json", active=active,
+                total=active if total is None else total, weight_bytes=weight_bytes, params_source=params_source)
+
+
+_DENSE = "counted from the config shapes (dense); model card: "
+#: meta-llama/Llama-3.1-8B and -70B config.json fields the two share (8 KV heads of 128, vocab 128256).
+_LLAMA_3_1 = dict(model_type="llama", num_key_value_heads=8, head_dim=128, vocab_size=128256, torch_dtype="bfloat16")
 #: deepseek-ai/DeepSeek-V3 config.json fields (V3.2 adds the indexer fields to these).
 _DEEPSEEK_V3 = dict(model_type="deepseek_v3", num_hidden_layers=61, num_attention_heads=128, kv_lora_rank=512,
                     qk_rope_head_dim=64, qk_nope_head_dim=128, v_head_dim=128, q_lora_rank=1536, hidden_size=7168,
@@ -26,87 +37,78 @@ _DEEPSEEK_V3 = dict(model_type="deepseek_v3", num_hidden_layers=61, num_attentio
                     n_shared_experts=1, num_experts_per_tok=8, first_k_dense_replace=3,
                     vocab_size=129280, torch_dtype="bfloat16")
 
+#: name -> {"config": config subset, "source": URL, "active"/"total": params, "weight_bytes", "params_source"}
+#: (:func:`_preset`).
 PRESETS: dict[str, dict[str, Any]] = {
     # meta-llama/Llama-3.1-8B config.json: 32 layers, 32 heads, 8 KV heads, head_dim 128.
     # Params 8,030,261,248 = 2 x 128256 x 4096 (embed + head) + 32 x (41,943,040 attn
     # + 176,160,768 MLP + 8,192 norms) + 4,096 final norm.
-    "llama-3.1-8b": dict(
-        config=dict(model_type="llama", num_hidden_layers=32, num_attention_heads=32, num_key_value_heads=8, head_dim=128,
-                    hidden_size=4096, intermediate_size=14336, vocab_size=128256, torch_dtype="bfloat16"),
-        source=_HF + "meta-llama/Llama-3.1-8B/blob/main/config.json",
-        active=8_030_261_248, total=8_030_261_248, weight_bytes=2.0,
-        params_source="counted from the config shapes (dense); model card: 8B"),
+    "llama-3.1-8b": _preset("meta-llama/Llama-3.1-8B", dict(_LLAMA_3_1, num_hidden_layers=32, num_attention_heads=32,
+                                                            hidden_size=4096, intermediate_size=14336),
+                            8_030_261_248, _DENSE + "8B"),
     # meta-llama/Llama-3.1-70B config.json: 80 layers, 64 heads, 8 KV heads, head_dim 128.
     # Params 70,553,706,496 counted the same way (model card: 70B).
-    "llama-3.1-70b": dict(
-        config=dict(model_type="llama", num_hidden_layers=80, num_attention_heads=64, num_key_value_heads=8, head_dim=128,
-                    hidden_size=8192, intermediate_size=28672, vocab_size=128256, torch_dtype="bfloat16"),
-        source=_HF + "meta-llama/Llama-3.1-70B/blob/main/config.json",
-        active=70_553_706_496, total=70_553_706_496, weight_bytes=2.0,
-        params_source="counted from the config shapes (dense); model card: 70B"),
+    "llama-3.1-70b": _preset("meta-llama/Llama-3.1-70B", dict(_LLAMA_3_1, num_hidden_layers=80, num_attention_heads=64,
+                                                              hidden_size=8192, intermediate_size=28672),
+                             70_553_706_496, _DENSE + "70B"),
     # meta-llama/Llama-2-70b-hf config.json: 80 layers, 64 heads, 8 KV heads (GQA), vocab 32000.
     # The model class the Mooncake (FAST'25) paper served its trace with. Params 68,976,648,192.
-    "llama-2-70b": dict(
-        config=dict(model_type="llama", num_hidden_layers=80, num_attention_heads=64, num_key_value_heads=8,
-                    hidden_size=8192, intermediate_size=28672, vocab_size=32000, torch_dtype="float16"),
-        source=_HF + "meta-llama/Llama-2-70b-hf/blob/main/config.json",
-        active=68_976_648_192, total=68_976_648_192, weight_bytes=2.0,
-        params_source="counted from the config shapes (dense); model card: 70B"),
+    "llama-2-70b": _preset("meta-llama/Llama-2-70b-hf",
+                           dict(model_type="llama", num_hidden_layers=80, num_attention_heads=64, num_key_value_heads=8,
+                                hidden_size=8192, intermediate_size=28672, vocab_size=32000, torch_dtype="float16"),
+                           68_976_648_192, _DENSE + "70B"),
     # Qwen/Qwen3-32B config.json: 64 layers, 64 heads, 8 KV heads, head_dim 128, sliding_window null.
-    "qwen3-32b": dict(
-        config=dict(model_type="qwen3", num_hidden_layers=64, num_attention_heads=64, num_key_value_heads=8, head_dim=128,
-                    hidden_size=5120, intermediate_size=25600, vocab_size=151936, torch_dtype="bfloat16"),
-        source=_HF + "Qwen/Qwen3-32B/blob/main/config.json",
-        active=32_800_000_000, total=32_800_000_000, weight_bytes=2.0,
-        params_source="Qwen3-32B model card: 32.8B parameters (dense)"),
+    "qwen3-32b": _preset("Qwen/Qwen3-32B",
+                         dict(model_type="qwen3", num_hidden_layers=64, num_attention_heads=64, num_key_value_heads=8,
+                              head_dim=128, hidden_size=5120, intermediate_size=25600, vocab_size=151936,
+                              torch_dtype="bfloat16"),
+                         32_800_000_000, "Qwen3-32B model card: 32.8B parameters (dense)"),
     # deepseek-ai/DeepSeek-V3 config.json: 61 layers, MLA kv_lora_rank 512, qk_rope_head_dim 64,
     # 128 heads, qk_nope_head_dim 128, v_head_dim 128; 256 routed + 1 shared experts, top-8; FP8 weights.
-    "deepseek-v3": dict(
-        config=_DEEPSEEK_V3,
-        source=_HF + "deepseek-ai/DeepSeek-V3/blob/main/config.json",
-        active=37_000_000_000, total=671_000_000_000, weight_bytes=1.0,
-        params_source="DeepSeek-V3 technical report (arXiv 2412.19437): 671B total, 37B activated; FP8 weights"),
+    "deepseek-v3": _preset("deepseek-ai/DeepSeek-V3", _DEEPSEEK_V3, 37_000_000_000,
+                           "DeepSeek-V3 technical report (arXiv 2412.19437): 671B total, 37B activated; FP8 weights",
+                           total=671_000_000_000, weight_bytes=1.0),
     # deepseek-ai/DeepSeek-V3.2-Exp config.json: DeepSeek-V3 plus DeepSeek Sparse Attention:
     # index_n_heads 64, index_head_dim 128, index_topk 2048.
-    "deepseek-v3.2": dict(
-        config=dict(_DEEPSEEK_V3, model_type="deepseek_v32", index_n_heads=64, index_head_dim=128, index_topk=2048),
-        source=_HF + "deepseek-ai/DeepSeek-V3.2-Exp/blob/main/config.json",
-        active=37_000_000_000, total=671_000_000_000, weight_bytes=1.0,
-        params_source="DeepSeek-V3.2-Exp model card: same base as V3.1 (671B total, 37B activated)"),
+    "deepseek-v3.2": _preset("deepseek-ai/DeepSeek-V3.2-Exp",
+                             dict(_DEEPSEEK_V3, model_type="deepseek_v32", index_n_heads=64, index_head_dim=128,
+                                  index_topk=2048),
+                             37_000_000_000,
+                             "DeepSeek-V3.2-Exp model card: same base as V3.1 (671B total, 37B activated)",
+                             total=671_000_000_000, weight_bytes=1.0),
     # openai/gpt-oss-120b config.json: 36 layers, layer_types alternating sliding_attention
     # (even layers) / full_attention (odd), sliding_window 128, 64 heads, 8 KV heads, head_dim 64.
-    "gpt-oss-120b": dict(
-        config=dict(model_type="gpt_oss", num_hidden_layers=36, num_attention_heads=64, num_key_value_heads=8, head_dim=64,
-                    sliding_window=128, layer_types=["sliding_attention", "full_attention"] * 18,
-                    hidden_size=2880, intermediate_size=2880, num_local_experts=128, experts_per_token=4,
-                    vocab_size=201088, torch_dtype="bfloat16"),
-        source=_HF + "openai/gpt-oss-120b/blob/main/config.json",
-        active=5_130_000_000, total=116_830_000_000, weight_bytes=0.56,
-        params_source="gpt-oss model card (OpenAI, 2025): 116.83B total, 5.13B active; MXFP4 experts"),
+    "gpt-oss-120b": _preset("openai/gpt-oss-120b",
+                            dict(model_type="gpt_oss", num_hidden_layers=36, num_attention_heads=64,
+                                 num_key_value_heads=8, head_dim=64, sliding_window=128,
+                                 layer_types=["sliding_attention", "full_attention"] * 18, hidden_size=2880,
+                                 intermediate_size=2880, num_local_experts=128, experts_per_token=4,
+                                 vocab_size=201088, torch_dtype="bfloat16"),
+                            5_130_000_000,
+                            "gpt-oss model card (OpenAI, 2025): 116.83B total, 5.13B active; MXFP4 experts",
+                            total=116_830_000_000, weight_bytes=0.56),
     # google/gemma-3-27b-it config.json (text_config): 62 layers, 32 heads, 16 KV heads, head_dim 128,
     # sliding_window 1024, sliding_window_pattern 6 (5 local : 1 global; layers 5, 11, ..., 59 global).
-    "gemma-3-27b": dict(
-        config=dict(model_type="gemma3_text", num_hidden_layers=62, num_attention_heads=32, num_key_value_heads=16, head_dim=128,
-                    sliding_window=1024, sliding_window_pattern=6, hidden_size=5376,
-                    intermediate_size=21504, vocab_size=262208, tie_word_embeddings=True,
-                    torch_dtype="bfloat16"),
-        source=_HF + "google/gemma-3-27b-it/blob/main/config.json",
-        active=27_016_000_000, total=27_016_000_000, weight_bytes=2.0,
-        params_source="Gemma 3 technical report, table 1: 1,416M embedding + 25,600M non-embedding"
-                      " (417M vision encoder excluded)"),
+    "gemma-3-27b": _preset("google/gemma-3-27b-it",
+                           dict(model_type="gemma3_text", num_hidden_layers=62, num_attention_heads=32,
+                                num_key_value_heads=16, head_dim=128, sliding_window=1024, sliding_window_pattern=6,
+                                hidden_size=5376, intermediate_size=21504, vocab_size=262208,
+                                tie_word_embeddings=True, torch_dtype="bfloat16"),
+                           27_016_000_000, "Gemma 3 technical report, table 1: 1,416M embedding + 25,600M "
+                                           "non-embedding (417M vision encoder excluded)"),
     # Qwen/Qwen3-Next-80B-A3B-Instruct config.json: 48 layers, full_attention_interval 4 (12 gated
     # full-attention layers: 16 heads, 2 KV heads, head_dim 256; 36 Gated DeltaNet layers:
     # 16 QK heads and 32 V heads of 128, conv kernel 4); 512 experts, top-10 + shared.
-    "qwen3-next-80b-a3b": dict(
-        config=dict(model_type="qwen3_next", num_hidden_layers=48, num_attention_heads=16, num_key_value_heads=2, head_dim=256,
-                    full_attention_interval=4, linear_num_key_heads=16, linear_num_value_heads=32,
-                    linear_key_head_dim=128, linear_value_head_dim=128, linear_conv_kernel_dim=4,
-                    hidden_size=2048, intermediate_size=5120, moe_intermediate_size=512, num_experts=512,
-                    num_experts_per_tok=10, shared_expert_intermediate_size=512, attn_output_gate=True,
-                    vocab_size=151936, torch_dtype="bfloat16"),
-        source=_HF + "Qwen/Qwen3-Next-80B-A3B-Instruct/blob/main/config.json",
-        active=3_000_000_000, total=80_000_000_000, weight_bytes=2.0,
-        params_source="Qwen3-Next-80B-A3B model card: 80B total, 3B activated"),
+    "qwen3-next-80b-a3b": _preset("Qwen/Qwen3-Next-80B-A3B-Instruct",
+                                  dict(model_type="qwen3_next", num_hidden_layers=48, num_attention_heads=16,
+                                       num_key_value_heads=2, head_dim=256, full_attention_interval=4,
+                                       linear_num_key_heads=16, linear_num_value_heads=32, linear_key_head_dim=128,
+                                       linear_value_head_dim=128, linear_conv_kernel_dim=4, hidden_size=2048,
+                                       intermediate_size=5120, moe_intermediate_size=512, num_experts=512,
+                                       num_experts_per_tok=10, shared_expert_intermediate_size=512,
+                                       attn_output_gate=True, vocab_size=151936, torch_dtype="bfloat16"),
+                                  3_000_000_000, "Qwen3-Next-80B-A3B model card: 80B total, 3B activated",
+                                  total=80_000_000_000),
 }
 
 #: Preset names, in the order ``pcs models`` lists them.

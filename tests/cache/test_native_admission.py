@@ -11,22 +11,17 @@ committed sample and the Mooncake trace (summary and per-request table).
 """
 from __future__ import annotations
 
-import dataclasses
-
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pcs.blocks import BlockRules
-from pcs.cache import Hierarchy, Tier, make_policy
-from pcs.cache.admission import apply_admission
 from pcs.cache.policies import PolicyContext
-from pcs.cache.policies.context import TraceOracle, clocked
+from pcs.cache.policies.context import TraceOracle
 from pcs.engine.chunks import iter_chunks
-from pcs.engine.engine import ReplayEngine, TimeModel
-from pcs.engine.select import SUMMARY_KEYS
-from helpers import (ALL_RULES, BS, SETTINGS, UNIT_RULES, LinearCompute, per_trace, req, stress_trace, traces,
-                     drive_direct_calls, assert_twin_runs_equal)
+from helpers import (ALL_RULES, BS, SETTINGS, STRESS_CASES, TWIN_TRACE_CASES, UNIT_RULES, assert_trace_replays_equal,
+                     drive_direct_calls, replay_twins, req, stress_trace, traces, twin_hierarchy, twin_tiers,
+                     twin_trace_case)
 
 native = pytest.importorskip("pcs.cache.native")
 if native._lruhier is None:
@@ -41,32 +36,11 @@ PER_RULE = settings(SETTINGS, max_examples=40)
 A, B, C, D, E = 1, 2, 3, 4, 5
 
 
-def _tiers(caps, specs, admits, ctx=None):
-    """Tiers t0, t1, ...; ``admits[j]``: tier j's ``+``-joined admission specs, or None; ``ctx``: the trace
-    context (retain), one clock for the hierarchy."""
-    ctx = ctx.fresh() if ctx is not None else None
-    tiers = []
-    for j, (c, s) in enumerate(zip(caps, specs)):
-        p, adm = apply_admission(admits[j].split("+") if admits[j] else (), make_policy(s, c), ctx)
-        tiers.append(Tier(f"t{j}", c, p, adm))
-    return tiers
-
-
-def _run(reqs, caps, specs, admits, timing, rules, wp, use_native, check=True):
-    ctx = PolicyContext(TraceOracle.build(iter_chunks(reqs, rules), future=False))
-    tiers = _tiers(caps, specs, admits, ctx)
-    h = native.NativeHierarchy(tiers, wp) if use_native else clocked(Hierarchy(tiers, wp))
-    eng = ReplayEngine(h, timing, block_bytes=[7] * len(caps), check=check)
-    for ch in iter_chunks(reqs, rules, TimeModel(LinearCompute())):
-        eng.feed(ch)
-    return eng.close(), h
-
-
 def _same(reqs, caps, specs, admits, timing, rules, wp):
-    a, ha = _run(reqs, caps, specs, admits, timing, rules, wp, False)
-    b, hb = _run(reqs, caps, specs, admits, timing, rules, wp, True)
-    assert_twin_runs_equal(a, ha, b, hb)
-    return a, hb
+    """The twins equal (helpers.replay_twins) over a trace context with the chain structure and no future
+    uses (retain reads depths); returns (the reference's result, the compiled hierarchy)."""
+    ctx = PolicyContext(TraceOracle.build(iter_chunks(reqs, rules), future=False))
+    return replay_twins(reqs, caps, specs, timing, rules, wp, admits, ctx)
 
 
 def _hand(reqs, caps, admit):
@@ -80,11 +54,11 @@ def test_every_compiled_admission_is_available():
     from pcs.cache.admission import ADMISSION_KINDS
     assert set(native.COMPILED_ADMISSIONS) == set(ADMISSION_KINDS)         # every kind has a compiled twin
     for adm in ADMITS:
-        assert native.available(_tiers([8, 16], ["lru", "arc"], [None, adm])), adm
-    t = _tiers([8, 16], ["lru", "lru"], [None, "tinylfu:sample=2.5"])[1]
+        assert native.available(twin_tiers([8, 16], ["lru", "arc"], [None, adm])), adm
+    t = twin_tiers([8, 16], ["lru", "lru"], [None, "tinylfu:sample=2.5"])[1]
     # CountMinSketch(16, int(2.5 x 16) = 40): width 16 = 2**4 counters per row, halved after 40 additions
     assert native.gate_specs(t.admission) == [("tinylfu", 4, 40)]
-    assert native.gate_specs(_tiers([8, 100], ["lru"] * 2, [None, "reuse:3+tinylfu"])[1].admission) \
+    assert native.gate_specs(twin_tiers([8, 100], ["lru"] * 2, [None, "reuse:3+tinylfu"])[1].admission) \
         == [("reuse", 3, 0), ("tinylfu", 7, 1000)]          # width 128 >= 100 = 2**7; 10 x 100 additions
 
 
@@ -105,16 +79,16 @@ def test_hand_retention_keeps_the_head_where_lru_drops_it():
 def test_retain_runs_compiled_only_in_front_of_lru_and_slru():
     ctx = PolicyContext(TraceOracle.build(iter_chunks([req([1, 2], 0)], UNIT_RULES)))
     for pol in ("lru", "slru"):
-        assert native.available(_tiers([4, 8], [pol] * 2, ["retain:tokens=0-4,duration=1"] * 2, ctx))
-    assert native.available(_tiers([4, 8], ["lru"] * 2, [None, "retain:tokens=0-4,duration=1+reuse:2"], ctx))
+        assert native.available(twin_tiers([4, 8], [pol] * 2, ["retain:tokens=0-4,duration=1"] * 2, ctx))
+    assert native.available(twin_tiers([4, 8], ["lru"] * 2, [None, "retain:tokens=0-4,duration=1+reuse:2"], ctx))
     # fifo keeps a pinned block's number; evicted from the pool, Python's policy keeps it, the C twin cannot
-    assert not native.available(_tiers([4, 8], ["lru", "fifo"], [None, "retain:tokens=0-4,duration=1"], ctx))
-    assert not native.available(_tiers([4], ["lru"], ["retain:tokens=0-4,duration=1+retain:tokens=4-8,duration=1"],
+    assert not native.available(twin_tiers([4, 8], ["lru", "fifo"], [None, "retain:tokens=0-4,duration=1"], ctx))
+    assert not native.available(twin_tiers([4], ["lru"], ["retain:tokens=0-4,duration=1+retain:tokens=4-8,duration=1"],
                                        ctx))
     from pcs.engine.select import RunConfig, choose
-    cfg = RunConfig.of(_tiers([4, 8], ["lru", "fifo"], [None, "retain:tokens=0-4,duration=1"], ctx), "sequential")
+    cfg = RunConfig.of(twin_tiers([4, 8], ["lru", "fifo"], [None, "retain:tokens=0-4,duration=1"], ctx), "sequential")
     assert choose(cfg)[0].name == "reference"
-    cfg = RunConfig.of(_tiers([4, 8], ["lru", "slru"], [None, "retain:tokens=0-4,duration=1"], ctx), "sequential")
+    cfg = RunConfig.of(twin_tiers([4, 8], ["lru", "slru"], [None, "retain:tokens=0-4,duration=1"], ctx), "sequential")
     assert choose(cfg)[0].name == "compiled-hierarchy"
 
 
@@ -197,33 +171,28 @@ def test_native_retain_equals_python_on_random_traces(reqs, cfg):
 def test_direct_calls_with_waits_and_running_requests(admit, chains, c0, c1, wait, wp, pol):
     """start/prefill_done/finish/abort/grow called directly, requests left running: every Admission field
     and the end state agree."""
-    hs = [Hierarchy(_tiers([c0, c1], [pol, pol], [None, admit]), wp),
-          native.NativeHierarchy(_tiers([c0, c1], [pol, pol], [None, admit]), wp)]
+    hs = [twin_hierarchy(twin_tiers([c0, c1], [pol, pol], [None, admit]), wp, n) for n in (False, True)]
     drive_direct_calls(hs, chains, wait)
 
 
 @pytest.mark.parametrize("admit", ["reuse:2", "selective:1", "tinylfu:sample=0.5", "reuse:2+tinylfu",
                                    "retain:tokens=0-8,duration=0.5", "retain:tokens=0-16,duration=5+tinylfu"])
 def test_seeded_stress(admit):
-    """600 requests, _check after every step; the 6-block GPU tier truncates, the 9-block CPU tier overflows;
-    policies with ghosts and heaps below an admission (retain: lru and slru)."""
+    """600 requests, _check after every step (STRESS_CASES: the 6-block GPU tier truncates, the 9-block CPU
+    tier overflows); policies with ghosts and heaps below an admission (retain: lru and slru)."""
     reqs = stress_trace(7, 600, BS)
     ret = admit.startswith("retain")
-    for caps, pols in (([40, 60, 80], ["lru", "lru", "slru" if ret else "arc"]),
-                       ([6, 20, 30], ["slru", "lru", "slru"] if ret else ["fifo", "s3fifo", "lfu"]),
-                       ([6, 9], ["lru", "slru" if ret else "2q"])):
-        for timing in ("sequential", "modeled"):
-            for wp in ("back", "through"):
-                a, _ = _same(reqs, caps, pols, [None] + [admit] * (len(caps) - 1), timing, BlockRules(), wp)
-                assert a.ledger.num_requests == 600
+    pols = {(40, 60, 80): ["lru", "lru", "slru" if ret else "arc"], (6, 9): ["lru", "slru" if ret else "2q"],
+            (6, 20, 30): ["slru", "lru", "slru"] if ret else ["fifo", "s3fifo", "lfu"]}
+    for caps, timing, wp in STRESS_CASES:
+        specs = pols[tuple(caps)]
+        a, _ = _same(reqs, caps, specs, [None] + [admit] * (len(caps) - 1), timing, BlockRules(), wp)
+        assert a.ledger.num_requests == 600
 
 
-REAL = {"mooncake": [("modeled", "back", ["gpu=100GB", "cpu=1TB"]),
-                     ("sequential", "through", ["gpu=100GB", "cpu=1TB"]),
-                     ("modeled", "back", ["gpu=20GB", "cpu=200GB", "ssd=1TB"])],
-        "sample": [("modeled", "back", ["gpu=100GB", "cpu=500GB"]),
-                   ("sequential", "through", ["gpu=25GB", "cpu=250GB"]),
-                   ("modeled", "back", ["gpu=20GB", "cpu=50GB", "ssd=250GB"])]}
+#: helpers.TWIN_TRACE_CASES but a 100 GB GPU tier over 1 TB CPU in the Mooncake trace's first case
+REAL = {**TWIN_TRACE_CASES,
+        "mooncake": [("modeled", "back", ["gpu=100GB", "cpu=1TB"])] + TWIN_TRACE_CASES["mooncake"][1:]}
 TRACE_ADMITS = {"reuse": ("lru", ["cpu=reuse:2", "ssd=reuse:3"]), "selective": ("arc", ["cpu=selective:2"]),
                 "tinylfu": ("lru", ["cpu=tinylfu", "ssd=tinylfu:sample=4"]),
                 "mixed": ("s3fifo", ["cpu=reuse:2", "cpu=tinylfu", "ssd=selective:1"]),
@@ -236,21 +205,10 @@ TRACE_ADMITS = {"reuse": ("lru", ["cpu=reuse:2", "ssd=reuse:3"]), "selective": (
 def test_trace_summary_and_table_identical(exact_trace, case, adm):
     """Every case on the committed sample; on the Mooncake trace the two-tier modeled case per rule and every
     case of the mixed one."""
-    from pcs.engine.api import replay
-    if exact_trace.name != "sample_exact.jsonl" and case and adm != "mixed":
-        pytest.skip("on the Mooncake trace: case 0 per rule, every case for the mixed one")
-    timing, wp, tiers = per_trace(exact_trace, **REAL)[case]
+    timing, wp, tiers = twin_trace_case(exact_trace, case, adm == "mixed", REAL)
     policy, admits = TRACE_ADMITS[adm]
     names = {t.split("=")[0] for t in tiers}
     admit = [a for a in admits if a.split("=")[0] in names]
-    kw = dict(model="llama-3.1-70b", tiers=tiers, policy=policy, admit=admit, timing=timing, write_policy=wp)
-    a = replay(exact_trace, engine="reference", **kw)
-    b = replay(exact_trace, engine="auto", **kw)
-    assert (a.summary.engine, b.summary.engine) == ("reference", "compiled-step" if timing == "modeled"
-                                                     else "compiled-hierarchy")
+    _, b = assert_trace_replays_equal(exact_trace, model="llama-3.1-70b", tiers=tiers, policy=policy, admit=admit,
+                                      timing=timing, write_policy=wp)
     assert any(t.refused_blocks for t in b.summary.tiers[1:])        # the admission acted
-    assert a.requests.column_names == b.requests.column_names
-    for name in a.requests.column_names:
-        assert a.requests[name].to_numpy().tobytes() == b.requests[name].to_numpy().tobytes(), name
-    unnamed = {k: None for k in SUMMARY_KEYS}
-    assert dataclasses.replace(a.summary, **unnamed) == dataclasses.replace(b.summary, **unnamed)

@@ -22,7 +22,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from helpers import BS, ROOT, assert_group_states_equal, group_sets, traces, without_engine_keys
+from helpers import (BS, ROOT, STEP_TIME_S, assert_group_states_equal, group_sets, step_flags, step_setups, step_times,
+                     without_engine_keys)
 from pcs.blocks import BlockRules
 from pcs.cache import Tier, make_policy
 from pcs.cache.groups import CacheGroup
@@ -72,28 +73,15 @@ def components(draw):
 @st.composite
 def runs(draw):
     from pcs.compute import StepCost, _ChunkAttention
-    from pcs.hardware import LinkSpec
 
-    reqs = draw(traces(max_requests=20))
-    ntiers = draw(st.integers(1, 3))
-    caps = [draw(st.integers(2, 24))] + [draw(st.integers(0, 40)) for _ in range(ntiers - 1)]
-    budget = draw(st.integers(4, 24))
-    f = st.floats(1e-7, 1e-2, allow_nan=False)
+    reqs, caps, budget, links = draw(step_setups(2, 4))
     chunked = draw(st.booleans())
-    cost = StepCost(weights_active_s=draw(f), weights_total_s=draw(f), kv_seq_s=draw(f), kv_token_s=draw(f),
-                    token_s=draw(f), attn_seq_s=draw(f), attn_token_s=draw(f),
-                    attn_pair_s=None if chunked else draw(f), layers=draw(st.integers(1, 80)),
+    cost = StepCost(**draw(step_times()), attn_pair_s=None if chunked else draw(STEP_TIME_S),
+                    layers=draw(st.integers(1, 80)),
                     chunk_attn_s=_ChunkAttention(_Model(draw(components())), draw(st.floats(1e9, 1e16)))
                     if chunked else None)
-    links = [None] + [draw(st.one_of(st.none(), st.builds(
-        lambda bw, s, iops: LinkSpec("t", bw, s, iops, 4096 if iops else None, "test"),
-        st.floats(1e5, 1e11), st.floats(0, 1e-3), st.one_of(st.none(), st.floats(10, 1e6)))))
-        for _ in range(ntiers - 1)]
-    kw = dict(budget=budget, seqs=draw(st.integers(1, 4)), fallback=draw(st.booleans()),
-              max_preemptions=draw(st.integers(0, 3)), decode=draw(st.booleans()), skip=draw(st.booleans()),
-              write_policy=draw(st.sampled_from(["back", "through"])), no_cache=draw(st.booleans()),
-              block_bytes=[draw(st.sampled_from([0, 256, 4096, 65536])) for _ in caps],
-              last_token=draw(st.booleans()), groups=draw(group_sets()), step_s=draw(st.sampled_from([0.01, 0.5])))
+    kw = dict(budget=budget, seqs=draw(st.integers(1, 4)), **draw(step_flags(caps)),
+              groups=draw(group_sets()), step_s=draw(st.sampled_from([0.01, 0.5])))
     return reqs, caps, cost, links, kw
 
 

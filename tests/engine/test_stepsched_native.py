@@ -19,7 +19,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from helpers import traces
+from helpers import STEP_TIME_S, step_flags, step_setups, step_times
 from pcs.blocks import BlockRules
 from pcs.cache import Tier, make_policy
 from pcs.engine import stepnative
@@ -56,26 +56,11 @@ COMPILED_POLICIES = ("lru", "fifo", "slru", "sieve", "2q", "s3fifo", "arc", "lfu
 @st.composite
 def runs(draw):
     from pcs.compute import StepCost
-    from pcs.hardware import LinkSpec
 
-    reqs = draw(traces(max_requests=20))
-    ntiers = draw(st.integers(1, 3))
-    caps = [draw(st.integers(1, 24))] + [draw(st.integers(0, 40)) for _ in range(ntiers - 1)]
-    budget = draw(st.integers(1, 24))
-    f = st.floats(1e-7, 1e-2, allow_nan=False)
-    cost = StepCost(weights_active_s=draw(f), weights_total_s=draw(f), kv_seq_s=draw(f), kv_token_s=draw(f),
-                    token_s=draw(f), attn_seq_s=draw(f), attn_token_s=draw(f), attn_pair_s=draw(f),
-                    layers=draw(st.integers(1, 80)))
-    links = [None] + [draw(st.one_of(st.none(), st.builds(
-        lambda bw, s, iops: LinkSpec("t", bw, s, iops, 4096 if iops else None, "test"),
-        st.floats(1e5, 1e11), st.floats(0, 1e-3), st.one_of(st.none(), st.floats(10, 1e6)))))
-        for _ in range(ntiers - 1)]
-    kw = dict(budget=budget, seqs=draw(st.integers(1, budget)), fallback=draw(st.booleans()),
-              max_preemptions=draw(st.integers(0, 3)), decode=draw(st.booleans()), skip=draw(st.booleans()),
-              write_policy=draw(st.sampled_from(["back", "through"])), no_cache=draw(st.booleans()),
-              block_bytes=[draw(st.sampled_from([0, 256, 4096, 65536])) for _ in caps],
-              prefill=draw(st.one_of(st.none(), st.builds(_Prefill, f, f))),
-              last_token=draw(st.booleans()),
+    reqs, caps, budget, links = draw(step_setups(1, 1))
+    cost = StepCost(**draw(step_times()), attn_pair_s=draw(STEP_TIME_S), layers=draw(st.integers(1, 80)))
+    kw = dict(budget=budget, seqs=draw(st.integers(1, budget)), **draw(step_flags(caps)),
+              prefill=draw(st.one_of(st.none(), st.builds(_Prefill, STEP_TIME_S, STEP_TIME_S))),
               policies=[draw(st.sampled_from(COMPILED_POLICIES)) for _ in caps])
     return reqs, caps, cost, links, kw
 
