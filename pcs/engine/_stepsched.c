@@ -274,10 +274,18 @@ static PyObject *h_resident(Sched *s, int j) {
 }
 
 /* ---------------------------------------------------------------- the compute model (pcs.compute.StepCost) */
+/* pcs.compute._affine_sum: sum_{j=lo}^{hi-1} (a + b j). Python multiplies (lo + hi - 1) * m exactly (ints) and
+ * rounds once in the true division; the product is kept exact here too (128 bits: decode runs of more than ~3e9
+ * steps overflow int64 and gave negative times), and one rounding of an exact integer then /2 is Python's. */
 static double affine_sum(double a, double b, int64_t lo, int64_t hi) {
     if (hi <= lo) return 0.0;
     int64_t m = hi - lo;
-    return (double)m * a + b * ((double)((lo + hi - 1) * m) / 2.0);
+#ifdef __SIZEOF_INT128__
+    double pairs = (double)(((__int128)lo + hi - 1) * (__int128)m);
+#else
+    double pairs = ((double)lo + (double)hi - 1.0) * (double)m;
+#endif
+    return (double)m * a + b * (pairs / 2.0);
 }
 
 typedef struct { double a1, b1, a2, b2; } Terms;
@@ -402,6 +410,10 @@ static void bins_fold(Sched *s) {
 static int add_busy(Sched *s, double start, double seconds) {
     s->busy_s += seconds;
     double t0 = start - s->origin_s, t1 = t0 + seconds;
+    if (!(t0 >= 0.0 && seconds >= 0.0)) {    /* never on a valid run: guards the bins[] index below */
+        PyErr_Format(PyExc_RuntimeError, "internal: a step starts before the first arrival or lasts < 0 s");
+        return -1;
+    }
     if (!(t1 <= MAX_SPAN_S)) {
         char buf[64];
         snprintf(buf, sizeof buf, "%.4g", t1);

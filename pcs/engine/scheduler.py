@@ -175,8 +175,13 @@ class StepEngine(ReplayEngine):
 
     # -- feeding -----------------------------------------------------------------------------------
     def feed(self, chunk) -> None:
-        """Replay the requests of ``chunk`` (in order, after all earlier chunks)."""
+        """Replay the requests of ``chunk`` (in order, after all earlier chunks).
+
+        Raises:
+            ValueError: an output length of 2**62 tokens or more (:func:`check_output_tokens`).
+        """
         m = len(chunk.arrival_s)
+        check_output_tokens(chunk.output_tokens)
         self._bs = chunk.block_size
         self._feed_inputs(chunk)
         if not self._fed and m:
@@ -790,3 +795,22 @@ class StepEngine(ReplayEngine):
         assert self.S == sum(r.kv0 + (self.G - r.g0) for r in dec), "decode context"
         assert len(self.running) <= self.max_seqs
         assert self.d <= self.budget
+
+
+#: The largest output length the step scheduler takes, exclusive (docs/semantics.md §9): its step counts are
+#: 64-bit integers in the compiled twin (pcs/engine/_stepsched.c), and a decode of 2**62 tokens runs far past
+#: the scheduler's span limit (366 days) at any step time.
+MAX_OUTPUT_TOKENS = 2 ** 62
+
+
+def check_output_tokens(output_tokens) -> None:
+    """Raise ValueError when a request's output length (tokens; a sequence or int64 array) is >= 2**62.
+
+    One rule for the Python loop and its compiled twin, which checks the same before its int64 step arithmetic."""
+    if not len(output_tokens):
+        return
+    top = int(output_tokens.max() if hasattr(output_tokens, "max") else max(output_tokens))
+    if top >= MAX_OUTPUT_TOKENS:
+        raise ValueError(f"an output length of {top} tokens is past what the step scheduler "
+                         "models (2**62): check the trace's output lengths, or use --compute infinite / --timing "
+                         "sequential")

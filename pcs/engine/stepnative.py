@@ -19,7 +19,7 @@ import numpy as np
 
 from pcs import _native
 from pcs.engine.engine import EngineResult, ReplayEngine
-from pcs.engine.scheduler import StepEngine
+from pcs.engine.scheduler import StepEngine, check_output_tokens
 
 __all__ = ["NativeStepEngine", "unsupported", "loop_unsupported", "new_loop", "MAX_TIERS"]
 
@@ -150,7 +150,8 @@ class NativeStepEngine(StepEngine):
         c["prefill_no_cache_s"].frombytes((pre[pre_off[:m]] if len(pre) else np.zeros(m)).tobytes())
 
     def feed(self, chunk) -> None:
-        """Replay the requests of ``chunk`` (in order, after all earlier chunks)."""
+        """Replay the requests of ``chunk`` (in order, after all earlier chunks); raises ValueError as
+        :meth:`StepEngine.feed` (:func:`pcs.engine.scheduler.check_output_tokens`)."""
         m = len(chunk)
         cols = chunk.arrays
         if cols is None or len(cols[7]) != len(chunk.raw("prefill_s")):   # built from lists, or a decode-time table
@@ -161,6 +162,7 @@ class NativeStepEngine(StepEngine):
                 np.asarray(chunk.max_hit_blocks, i8), np.asarray(chunk.offsets, i8),
                 np.asarray(chunk.block_hashes, np.uint64), np.asarray(chunk.prefill_s, np.float64),
                 np.asarray(chunk.prefill_offsets, i8) if len(chunk.prefill_s) else np.zeros(0, i8))
+        check_output_tokens(cols[2])
         self._feed_inputs(chunk)
         dec_off, dec_ids = self._decode_arrays(self._fed, m)
         self._s.feed(chunk.block_size, *cols, dec_off, dec_ids)

@@ -137,9 +137,12 @@ def get_time(obj: dict, key: str, name: str, ln: int) -> float:
     v = obj[key]
     if isinstance(v, bool) or not isinstance(v, (int, float)):
         raise InputError(name, ln, key, f"must be a number, got {json.dumps(v)[:40]}")
-    f = float(v)
+    try:
+        f = float(v)
+    except OverflowError:               # an integer beyond float range (json.loads keeps it exact)
+        f = math.inf
     if not math.isfinite(f):
-        raise InputError(name, ln, key, f"must be finite, got {v}")
+        raise InputError(name, ln, key, f"must be finite, got {str(v)[:40]}")
     return f
 
 

@@ -314,3 +314,17 @@ def test_arrival_beyond_2_pow_32_s_is_one_error(tmp_path, ts_ms):
     ok = tmp_path / "unix.jsonl"
     ok.write_text('{"timestamp": 1.7e12, "input_length": 10, "output_length": 1, "hash_ids": [1]}\n')
     assert CliRunner().invoke(cli, ["replay", str(ok), "--tier", "gpu=2blocks", "-q"]).exit_code == 0
+
+
+def test_an_integer_timestamp_beyond_float_range_names_file_line_field(tmp_path):
+    # json.loads keeps 10**400 as an exact int; float() of it overflows: the reader must say "must be finite" at
+    # line 2, field 'timestamp', as it does for the float 1e400 (it raised OverflowError, an internal error)
+    from pcs.errors import InputError
+    from pcs.trace import open_trace
+
+    p = tmp_path / "big.jsonl"
+    p.write_text('{"timestamp": 0, "input_length": 512, "output_length": 1, "hash_ids": [1]}\n'
+                 '{"timestamp": 1' + "0" * 400 + ', "input_length": 512, "output_length": 1, "hash_ids": [9]}\n')
+    with pytest.raises(InputError) as e:
+        list(open_trace(str(p)).iter_batches())
+    assert f"{p}:2" in str(e.value) and "timestamp" in str(e.value) and "finite" in str(e.value)
