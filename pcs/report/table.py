@@ -14,7 +14,9 @@ def render_table(headers: Sequence[str], rows: Sequence[Sequence[object]], title
         headers: column names.
         rows: one sequence of cells per row (cells are ``str()``-ed; ``None``
             shows as ``-``). A cell that looks numeric (starts with a digit or
-            sign, at most five words) is right-aligned.
+            sign, at most five words) is right-aligned; in the first column,
+            which names the rows, only when every cell there is numeric (a
+            policy named ``2q`` stays with the other names).
         title: optional line printed above the table.
         notes: lines printed below the table (each prefixed ``note: ``).
     Returns:
@@ -30,12 +32,14 @@ def render_table(headers: Sequence[str], rows: Sequence[Sequence[object]], title
         return bool(c) and (c[0].isdigit() or (c[0] in "-+." and len(c) > 1 and c[1].isdigit())) \
             and len(c.split()) <= 5
 
+    names_numeric = all(numeric(r[0]) for r in cells)
     out = []
     if title:
         out.append(title)
     out.append("  ".join(h.ljust(w) for h, w in zip(headers, widths)).rstrip())
     out.append("  ".join("-" * w for w in widths))
     for row in cells:
-        out.append("  ".join(c.rjust(w) if numeric(c) else c.ljust(w) for c, w in zip(row, widths)).rstrip())
+        out.append("  ".join(c.rjust(w) if (j or names_numeric) and numeric(c) else c.ljust(w)
+                             for j, (c, w) in enumerate(zip(row, widths))).rstrip())
     out.extend(f"note: {n}" for n in notes)
     return "\n".join(out)
