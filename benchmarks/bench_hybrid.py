@@ -25,6 +25,10 @@ of one request, as in ``bench_replay.py``).
    CPU second (best of ``--repeat``), both models at both GPU tier sizes; the
    ledgers are checked equal.
 
+3. ``whole call``: what a user waits for, the whole ``pcs.replay`` call from the JSONL file with each model
+   (default compute), beside the same call without a model; ``target_met`` needs both the engine loops and the
+   whole calls of the hybrid models at 1 M block accesses per CPU second.
+
 Prints the table and speed lines, then ONE JSON summary line last.
 Usage: python benchmarks/bench_hybrid.py [--repeat 3] [--sizes 40GB,100GB]
 """
@@ -162,6 +166,29 @@ def speed(trace, repeat: int, sizes: list[str]) -> list[dict]:
     return out
 
 
+def whole_call(path: str, repeat: int, sizes: list[str]) -> list[dict]:
+    """What a user waits for: the whole ``pcs.replay`` call from the JSONL file (read, the run with its loop in C,
+    its no-cache run, the sequential baseline, the all-full-attention comparison, summaries), default compute
+    (step scheduler), best CPU seconds of ``repeat``; beside the same call without a model (llama-2-70b, not
+    hybrid)."""
+    from pcs.engine.api import replay
+
+    out = []
+    for model, size in [(m, z) for m in MODELS + (None,) for z in sizes]:
+        kw = {"model": model} if model else {}
+        best, s = float("inf"), None
+        for _ in range(repeat):
+            t = time.process_time()
+            s = replay(path, tiers=[f"gpu={size}", "cpu=2TB"], **kw).summary
+            best = min(best, time.process_time() - t)
+        row = {"model": model or "llama-2-70b (not hybrid)", "gpu": size, "cpu_s": best,
+               "accesses_per_s": s.block_accesses / best, "engine": s.engine}
+        out.append(row)
+        print(f"whole call {row['model']:24s} gpu={size:6s} {row['accesses_per_s'] / 1e6:.2f} M accesses/CPU-s "
+              f"({best:.3f} s, {s.engine})", flush=True)
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeat", type=int, default=3)
@@ -177,10 +204,13 @@ def main() -> None:
     sizes = args.sizes.split(",")
     rows = [] if args.skip_table else table(trace, sizes)
     sp = speed(trace, args.repeat, sizes)
+    whole = whole_call(str(TRACE), args.repeat, sizes)
     c = [r["c_accesses_per_s"] for r in sp]
+    w = [r["accesses_per_s"] for r in whole if r["model"] in MODELS]
     print(json.dumps({"bench": "hybrid", "trace": TRACE.name, "load_average": os.getloadavg(), "table": rows,
-                      "speed": sp, "c_min_accesses_per_s": min(c), "target_accesses_per_s": 1e6,
-                      "target_met": min(c) >= 1e6}))
+                      "speed": sp, "whole_call": whole, "c_min_accesses_per_s": min(c),
+                      "whole_call_min_accesses_per_s": min(w), "target_accesses_per_s": 1e6,
+                      "target_met": min(c) >= 1e6 and min(w) >= 1e6}))
 
 
 if __name__ == "__main__":
