@@ -48,7 +48,7 @@ def render_fleet(s: dict[str, Any]) -> str:
     stale = f", view {format_duration(s['router_stale_s'])} stale" if s["router_stale_s"] else ", exact view"
     title = (f"pcs replay: {s['trace']} | {s['instances']} instances | router {s['router']}{stale} | "
              f"index {format_count(s['index_capacity_blocks'])} blocks per instance")
-    top = render_table(["fleet", "hit ratio", ""], _gap_rows(s), title=title)
+    top = render_table(["fleet", "hit ratio", "lost (-) or gained (+) at this step"], _gap_rows(s), title=title)
     rows = [[x["instance"], format_count(x["requests"]), format_count(x["prompt_tokens"]), _pct(x["hit_ratio"]),
              _pct(x["ceiling_hit_ratio"]), _s(x["busy_s"]), _s(x["ttft_p50_s"]), _s(x["ttft_p99_s"])]
             for x in s["per_instance"]]
