@@ -76,10 +76,13 @@ def main() -> None:
         t = _cpu(lambda: route(batch, rules, parse_router(r, n), CacheIndex([cap] * n), svc), args.repeat)
         out[f"route_s[{r}]"] = round(t, 3)
         out[f"route_accesses_per_s[{r}]"] = round(accesses / t)
+        print(f"{r:16s} routing pass {t:.3f} s CPU ({accesses / t / 1e6:.1f} M accesses/s)", flush=True)
         for m, kw in modes.items():
             t = _cpu(lambda: fleet_replay(trace, instances=n, router=r, **kw), args.repeat)
             out[f"fleet_s[{r},{m}]"] = round(t, 3)
             out[f"fleet_accesses_per_s[{r},{m}]"] = round(accesses / t)
+            print(f"{r:16s} {n} instances, {m:11s} {t:.3f} s CPU = {accesses / t / 1e6:.2f} M accesses/s "
+                  "(the whole fleet_replay call)", flush=True)
     out["machine"] = common.machine_info()
     common.emit(out)
 
