@@ -247,11 +247,7 @@ class Tier:
             self.policy.expect(fresh)
         won: list[int] = []
         if fresh and self.admission is not None and hasattr(self.admission, "duel"):
-            fresh, won, lost = self._duel(fresh)
-            if lost:
-                gone = set(lost)
-                block_hashes = [h for h in block_hashes if h not in gone]
-                refused += lost
+            fresh, won, block_hashes = self._duel_batch(fresh, block_hashes, refused)
         free = self.free_blocks
         victims = self._evict(len(fresh) - free) if len(fresh) > free else []
         assert victims is not None
@@ -266,6 +262,17 @@ class Tier:
         if won or cut or refused:
             victims = won + victims + cut + refused
         return victims, len(fresh)
+
+    def _duel_batch(self, fresh: list[int], block_hashes: list[int],
+                    refused: list[int]) -> tuple[list[int], list[int], list[int]]:
+        """The dueling admission's verdict on ``fresh`` (:meth:`_duel`): (fresh blocks still stored, victims
+        whose slots the winners take, the batch without the losers); losers are appended to ``refused``."""
+        fresh, won, lost = self._duel(fresh)
+        if lost:
+            gone = set(lost)
+            block_hashes = [h for h in block_hashes if h not in gone]
+            refused += lost
+        return fresh, won, block_hashes
 
     def _admit(self, block_hashes: Sequence[int]) -> tuple[list[int], list[int]]:
         """Split a batch by the admission policy: (resident or admitted blocks, refused new blocks)."""

@@ -508,13 +508,7 @@ def replay(fmt: str, requests_out: str | None, html_path: str | None, plot_dir: 
     check_outputs(html_path, plot_dir, input_paths(kw))
     streams = _reblocked(kw)
     if wants_fleet(kw):
-        if streams is not None:
-            raise ValueError("--instances replays the trace at its recorded block size; re-blocking a hash-id "
-                             "trace (--block-size) is for single-instance replays")
-        if kw["admit"] or kw["gap_oracle"]:
-            raise ValueError("--admit and --gap-oracle are for single-instance replays (not with --instances/--router)")
-        if html_path or plot_dir:
-            raise ValueError(FLEET_NO_HTML)
+        _refuse_single_instance_options(kw, streams, html_path or plot_dir)
         return replay_fleet(fmt, requests_out, kw)
     if streams is not None and "exact" not in streams:
         if html_path or plot_dir or requests_out:
@@ -525,16 +519,7 @@ def replay(fmt: str, requests_out: str | None, html_path: str | None, plot_dir: 
     total = getattr(trace, "estimated_requests", None)
     with Progress(kw["quiet"], total=total) as progress:
         result = run_replay_kwargs(kw, kw["policy"], list(kw["tiers"]), progress, trace)
-    s = result.summary
-    if streams is not None:
-        s = dataclasses.replace(s, notes=s.notes + (f"the trace's {streams['exact'].source.block_size}-token ids "
-                                                     f"were re-blocked to {streams['exact'].block_size} tokens "
-                                                     "(exact)",))
-    from pcs.trace.api import trace_notes
-
-    extra = trace_notes(trace)
-    if extra:
-        s = dataclasses.replace(s, notes=s.notes + extra)
+    s = _with_trace_notes(result.summary, trace, streams)
     if not kw["quiet"] and fmt != "table":
         for note in s.notes:
             click.echo(f"pcs: note: {note}", err=True)
@@ -548,6 +533,31 @@ def replay(fmt: str, requests_out: str | None, html_path: str | None, plot_dir: 
 
         return emit({"rows": [csv_row(payload)]}, fmt, "", rows_key="rows")
     emit(payload, fmt, lambda: render_replay(payload), rows_key=None)
+
+
+def _refuse_single_instance_options(kw: dict[str, Any], streams: dict | None, outputs: Any) -> None:
+    """Raise ValueError for options a fleet replay (--instances/--router) does not take: re-blocking, --admit,
+    --gap-oracle, --html/--plot (``outputs``)."""
+    if streams is not None:
+        raise ValueError("--instances replays the trace at its recorded block size; re-blocking a hash-id "
+                         "trace (--block-size) is for single-instance replays")
+    if kw["admit"] or kw["gap_oracle"]:
+        raise ValueError("--admit and --gap-oracle are for single-instance replays (not with --instances/--router)")
+    if outputs:
+        raise ValueError(FLEET_NO_HTML)
+
+
+def _with_trace_notes(s: Any, trace: Any, streams: dict | None) -> Any:
+    """The replay summary ``s`` with the notes about the trace itself: an exact re-blocking, then
+    :func:`pcs.trace.api.trace_notes` (synthetic reuse and the like)."""
+    from pcs.trace.api import trace_notes
+
+    if streams is not None:
+        s = dataclasses.replace(s, notes=s.notes + (f"the trace's {streams['exact'].source.block_size}-token ids "
+                                                     f"were re-blocked to {streams['exact'].block_size} tokens "
+                                                     "(exact)",))
+    extra = trace_notes(trace)
+    return dataclasses.replace(s, notes=s.notes + extra) if extra else s
 
 
 def _reblocked(kw: dict[str, Any]):

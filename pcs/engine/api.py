@@ -573,13 +573,20 @@ def replay(trace: Any = None, *, model: Any = None, hardware: Any = None, tp: in
                      opts.engine, opts.native, progress, step, plan,
                      60.0 if residency_step_s is None else residency_step_s)
     if gap_oracle:
-        make_oracle = lambda: _build_tiers(tier_specs, bpb, "belady", {}, None, ctx)  # noqa: E731
-        context["oracle_hit_ratio"] = run_oracle(source, rules, time_model, make_oracle, opts.timing,
-                                                 opts.write_policy, link_specs, bpb, step, opts.native).ledger.hit_ratio
+        context["oracle_hit_ratio"] = _oracle_hit_ratio(source, rules, time_model, tier_specs, bpb, ctx, opts,
+                                                        link_specs, step)
     summary = _summarise(out, context, opts)
     notes += deployment.pop("notes") + _load_notes(summary)
     summary = dataclasses.replace(summary, notes=tuple(notes), deployment=deployment)
     return ReplayResult(summary, columns=out.result.columns)
+
+
+def _oracle_hit_ratio(source, rules, time_model, tier_specs, bpb, ctx, opts, link_specs, step) -> float:
+    """The same tiers and timing with the Belady oracle on every tier (``--gap-oracle``,
+    docs/semantics.md §12): its real hit ratio (token-weighted, 0-1)."""
+    make_oracle = lambda: _build_tiers(tier_specs, bpb, "belady", {}, None, ctx)  # noqa: E731
+    return run_oracle(source, rules, time_model, make_oracle, opts.timing, opts.write_policy, link_specs, bpb,
+                      step, opts.native).ledger.hit_ratio
 
 
 def _refuse_on_cache_groups(ctx: Any, admit: Any, gap_oracle: bool) -> None:
