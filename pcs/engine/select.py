@@ -174,8 +174,8 @@ def _compiled_step_applies(cfg: RunConfig) -> str | None:
     if cfg.timing != "modeled" or cfg.scheduler is None:
         return "it needs modeled timing with the step scheduler (--compute step)"
     if cfg.scheduler.endswith("+chunk-attention"):
-        return "the model's prefill attention is windowed, chunked or linear (not per pair of tokens), it needs " \
-               "full attention (hybrid models: compiled-hybrid)"
+        return "the model's prefill attention is neither per pair of tokens nor windowed, chunked or linear " \
+               "terms the C loop sums (pcs.engine.chunkattn.chunk_terms)"
     if cfg.scheduler != "layerwise":
         return f"restore policy {cfg.scheduler}, it needs layerwise restores"
     why = _compiled_hierarchy_applies(cfg)
