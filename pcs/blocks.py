@@ -18,7 +18,7 @@ Rules (vLLM ``KVCacheManager`` / ``kv_cache_utils``; SGLang ``RadixCache``):
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterable
+from typing import Any, Iterable
 
 import numpy as np
 
@@ -101,7 +101,8 @@ class SingleSequenceResult:
         return self.hit_tokens / self.prompt_tokens if self.prompt_tokens else 0.0
 
 
-def single_sequence_hits(requests: Iterable, rules: BlockRules = BlockRules()) -> SingleSequenceResult:
+def single_sequence_hits(requests: Iterable, rules: BlockRules = BlockRules(), decode: Any = None
+                         ) -> SingleSequenceResult:
     """The single-sequence (infinite-cache) prefix hit ratio of a request stream.
 
     Requests are taken in order; a cache of unbounded size keeps every
@@ -114,6 +115,10 @@ def single_sequence_hits(requests: Iterable, rules: BlockRules = BlockRules()) -
             ``block_size`` (int) and ``block_hashes``
             (``np.ndarray[np.uint64]``, shape ``(num_blocks,)``).
         rules: block rules (full blocks only and last-token cap by default).
+        decode: None, or a :class:`pcs.engine.turns.DecodeBlocks` of the stream: request k's decode-block
+            ids (``decode.get(k)``) are cached right after its prompt blocks -- the decode-aware ceiling of a
+            step-scheduler run caching output blocks (docs/semantics.md §9, §17; the reference of
+            :func:`pcs.engine.decodescan.decode_aware_hits`).
     Returns:
         :class:`SingleSequenceResult`; ``.hit_ratio`` is token-weighted.
 
@@ -130,6 +135,8 @@ def single_sequence_hits(requests: Iterable, rules: BlockRules = BlockRules()) -
         while k < cap and hashes[k] in seen:
             k += 1
         seen.update(hashes[: rules.cacheable_blocks(p, len(hashes), bs)])
+        if decode is not None:
+            seen.update(decode.get(n))
         hit_blocks += k
         hit_tokens += rules.hit_tokens(k, p, bs)
         prompt_tokens += p

@@ -27,6 +27,7 @@ import numpy as np
 
 from pcs.blocks import BlockRules, SingleSequenceResult
 from pcs.choices import MAX_INSTANCES  # most instances of a fleet
+from pcs.fleet.decodes import fleet_decode
 from pcs.fleet.index import CacheIndex
 from pcs.fleet.route import route
 from pcs.fleet.routers import parse_router
@@ -157,15 +158,21 @@ def _setups(source: Any, kw: dict, shared_tier: Any) -> tuple[int, Any, BlockRul
     return cap, compute, rules, shared_setup(source, kw, spec, compute)
 
 
-def _ceiling(source: Any, rules: BlockRules) -> SingleSequenceResult:
-    """The single-sequence hits of ``source`` (docs/semantics.md §12), by the scan the replay's summary uses."""
+def _ceiling(source: Any, rules: BlockRules, decode: Any = None) -> SingleSequenceResult:
+    """The single-sequence hits of ``source`` (docs/semantics.md §12), by the scan the replay's summary uses;
+    with ``decode`` (:class:`pcs.engine.turns.DecodeBlocks` of ``source``) the decode-aware scan
+    (:func:`pcs.engine.decodescan.decode_aware_hits`: each request's decode blocks seen after it, §17)."""
     from pcs.engine import fastpath
 
+    if decode is not None:
+        from pcs.engine.decodescan import decode_aware_hits
+
+        return decode_aware_hits(source, rules, decode, None)
     return fastpath.single_results(fastpath.scan(source, 0, rules, None, check=False))[0]
 
 
 def instance_ceilings(batch: RequestBatch, assignment: np.ndarray, instances: int, rules: BlockRules,
-                      subs: list | None = None) -> list[SingleSequenceResult]:
+                      subs: list | None = None, decodes: list | None = None) -> list[SingleSequenceResult]:
     """Each instance's single-sequence result on its own sub-trace (docs/semantics.md §12, §17): the scan
     the replay's summary uses (:func:`_ceiling`) of every sub-trace; checked against
     :func:`pcs.blocks.single_sequence_hits` of the instance's requests
@@ -174,12 +181,15 @@ def instance_ceilings(batch: RequestBatch, assignment: np.ndarray, instances: in
     Args:
         batch: the whole trace; assignment: int64 (requests,), the instance of each request.
         subs: :func:`split_batch` of them when the caller has it (None: split here).
+        decodes: per instance the decode blocks its run cached (:func:`pcs.fleet.decodes.instance_decodes`,
+            sub-trace numbering) or None: that instance's scan is decode-aware; None = prompt-only for all.
     Returns:
         one :class:`pcs.blocks.SingleSequenceResult` per instance (zeros for an idle one).
     """
     subs = subs if subs is not None else split_batch(batch, assignment, instances)
-    return [_ceiling(_SubTrace("<instance>", b), rules) if b is not None else SingleSequenceResult(0, 0, 0, 0, 0)
-            for _, b in subs]
+    decodes = decodes if decodes is not None else [None] * instances
+    return [_ceiling(_SubTrace("<instance>", b), rules, d) if b is not None else SingleSequenceResult(0, 0, 0, 0, 0)
+            for (_, b), d in zip(subs, decodes)]
 
 
 def _ratio(num: int, den: int) -> float | None:
@@ -224,11 +234,13 @@ def _requests_table(tables: list, rows: list) -> Any:
 
 
 def _summary(name: str, router, stale_s: float, cap: int, source: Any, batch: RequestBatch, rules: BlockRules,
-             loads: list, summaries: list, table: Any, modeled: bool, shared: Any = None) -> FleetSummary:
+             loads: list, summaries: list, table: Any, modeled: bool, shared: Any = None,
+             decode: Any = None) -> FleetSummary:
     """Add the instances up (docs/semantics.md §17); with a shared tier (§17.1) captured = the fleet ceiling
-    (a shared tier of 0 blocks shares nothing: captured stays the routed sub-traces' ceilings)."""
+    (a shared tier of 0 blocks shares nothing: captured stays the routed sub-traces' ceilings); ``decode``:
+    the fleet ceiling's decode blocks (:func:`pcs.fleet.decodes.fleet_decode`) or None (prompt-only)."""
     prompt = int(batch.prompt_tokens.sum())
-    ceiling = _ceiling(_SubTrace("<trace>", batch), rules).hit_tokens     # the trace in memory: no second read
+    ceiling = _ceiling(_SubTrace("<trace>", batch), rules, decode).hit_tokens  # the trace in memory: no re-read
     sharing = shared is not None and shared.capacity_blocks > 0
     captured = ceiling if sharing else sum(x.ceiling_hit_tokens for x in loads)
     hits = sum(x.hit_tokens for x in loads)
@@ -249,22 +261,37 @@ def _summary(name: str, router, stale_s: float, cap: int, source: Any, batch: Re
 
 
 def _replay_instances(source: Any, batch: RequestBatch, assignment: np.ndarray, instances: int, rules: BlockRules,
-                      index: CacheIndex, name: str, progress: Any, replay_kwargs: dict) -> tuple[list, list, list, list]:
+                      index: CacheIndex, name: str, progress: Any, replay_kwargs: dict
+                      ) -> tuple[list, list, list, list, list]:
     """Each instance's sub-trace replayed alone with :func:`pcs.replay` (no shared tier): (InstanceLoad,
-    replay summary or None, requests table or None, trace rows) per instance."""
+    replay summary or None, requests table or None, trace rows, decode blocks its run cached or None) per
+    instance; its ceiling is decode-aware when its run cached decode blocks (docs/semantics.md §17)."""
     from pcs.engine.api import replay
+    from pcs.fleet.decodes import instance_decodes
 
-    rows_of, loads, summaries, tables = [], [], [], []
+    rows_of, summaries, tables, sources = [], [], [], []
     subs = split_batch(batch, assignment, instances)
-    ceilings = instance_ceilings(batch, assignment, instances, rules, subs)
     for i, (rows, part) in enumerate(subs):
         sub = source if instances == 1 or part is None else _SubTrace(f"{name} [instance {i}]", part)
         res = replay(sub, progress=progress, **replay_kwargs) if len(rows) else None
         rows_of.append(rows)
+        sources.append(sub if res is not None else None)
         summaries.append(res.summary if res is not None else None)
         tables.append(res.requests if res is not None else None)
-        loads.append(_instance_row(i, ceilings[i], summaries[-1], tables[-1], index.held_blocks(i)))
-    return loads, summaries, tables, rows_of
+    cached = [s is not None and s.scheduler is not None and bool(s.scheduler.cache_decode_blocks) for s in summaries]
+    decodes = instance_decodes(sources, cached, replay_kwargs.get("native"))
+    ceilings = instance_ceilings(batch, assignment, instances, rules, subs, decodes)
+    loads = [_instance_row(i, ceilings[i], summaries[i], tables[i], index.held_blocks(i)) for i in range(instances)]
+    return loads, summaries, tables, rows_of, decodes
+
+
+def _ceiling_decode(batch: RequestBatch, decodes: list | None, rows_of: list, step: bool, replay_kwargs: dict
+                    ) -> Any:
+    """The fleet ceiling's decode blocks (:func:`pcs.fleet.decodes.fleet_decode`, docs/semantics.md §17) from
+    each instance's (None: none cached), whether the step scheduler ran and the run's scheduler options."""
+    setting = getattr(replay_kwargs.get("scheduler"), "cache_decode_blocks", None)
+    return fleet_decode(_SubTrace("<trace>", batch), decodes or [None] * len(rows_of), rows_of, step, setting,
+                        replay_kwargs.get("native"))
 
 
 def _refuse_oracle_policy(replay_kwargs: dict) -> None:
@@ -322,12 +349,15 @@ def fleet_replay(trace: Any = None, *, instances: int = 1, router: Any = "round-
         loads, tables, rows_of, run = shared_instances(source, batch, assignment, instances, rules, compute, setup,
                                                        index, progress)
         summaries, modeled = [None] * instances, setup["timing"] == "modeled"
-        shared = shared_summary(run, loads, int(batch.prompt_tokens.sum()))
+        shared, decodes = shared_summary(run, loads, int(batch.prompt_tokens.sum())), run.decode
+        step = decodes is not None
     else:
-        loads, summaries, tables, rows_of = _replay_instances(source, batch, assignment, instances, rules, index,
-                                                              name, progress, replay_kwargs)
+        loads, summaries, tables, rows_of, decodes = _replay_instances(source, batch, assignment, instances, rules,
+                                                                       index, name, progress, replay_kwargs)
         modeled, shared = any(s is not None and s.timing == "modeled" for s in summaries), None
+        step = any(s is not None and s.scheduler is not None for s in summaries)
     table = _requests_table(tables, rows_of)
+    decode = _ceiling_decode(batch, decodes, rows_of, step, replay_kwargs)
     summary = _summary(name, chooser, float(router_stale_s), cap, source, batch, rules, loads, summaries, table,
-                       modeled, shared)
+                       modeled, shared, decode)
     return FleetResult(summary, assignment, table)

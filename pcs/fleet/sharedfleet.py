@@ -71,7 +71,7 @@ def shared_instances(source: Any, batch: Any, assignment: np.ndarray, instances:
         run = _step_run(source, batch, rules, compute, assignment, instances, setup, parts, progress)
     else:
         run = run_one_clock(source, rules, TimeModel(compute), assignment, instances, setup, progress)
-    ceilings = instance_ceilings(batch, assignment, instances, rules, parts)
+    ceilings = instance_ceilings(batch, assignment, instances, rules, parts, run.decode)  # decode-aware: §17
     loads, tables = [], []
     busy = run.busy_s or [None] * instances
     for i in range(instances):

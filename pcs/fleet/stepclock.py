@@ -166,4 +166,5 @@ def run_step_clock(source: Any, rules: Any, time_model: Any, arrival_s: np.ndarr
     assert all(e is None or e.clock_event() is None for e in engines), "an instance could not finish"
     results = [e.close() if e is not None else None for e in engines]
     busy = [e.stats.busy_s if e is not None else None for e in engines]
-    return SharedRun(results, hierarchies, shared, setup, busy)
+    decode = [p[2] if p is not None and p[1].cache_decode_blocks else None for p in parts]
+    return SharedRun(results, hierarchies, shared, setup, busy, decode)

@@ -1,0 +1,73 @@
+"""The decode-aware single-sequence scan (pcs.engine.decodescan) against the set walk of pcs.blocks.
+
+The reference is :func:`pcs.blocks.single_sequence_hits` with ``decode``: one Python set, request by request,
+the request's decode-block ids added right after its prompt blocks (docs/semantics.md §12, §17).
+"""
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from helpers import req, traces
+from pcs import _native
+from pcs.blocks import BlockRules, single_sequence_hits
+from pcs.engine import decodescan
+from pcs.engine.turns import decode_blocks
+from pcs.trace.batches import as_batches
+
+KERNELS = ["python", "c"] if _native.built("lruscan") else ["python"]
+RULES = [BlockRules(), BlockRules(cache_partial_blocks=True), BlockRules(recompute_last_token=False),
+         BlockRules(True, False)]
+
+
+@pytest.mark.parametrize("kernel", KERNELS)
+def test_hand_case_output_blocks_hit_under_the_next_turns_ids(kernel):
+    # block size 4. A (0): ids [1, 2], prompt 8, output 9: f = 2 full prompt blocks; its KV ends at
+    # 8 + 9 - 1 = 16 tokens -> output blocks at positions 2 .. 16 // 4 - 1 = 3.
+    # B (1): ids [1, 2, 3, 4, 5], prompt 20 >= 8 + 9: A's next turn; A's decode blocks get B's ids [3, 4].
+    # Prompt-only ceiling: B hits [1, 2] = 8 tokens (3 was never a prompt block before B).
+    # Decode-aware: B hits [1, 2, 3, 4] = 16 tokens, capped at (20 - 1) // 4 = 4 blocks: all 4.
+    reqs = [req([1, 2], 0.0, prompt=8, out=9), req([1, 2, 3, 4, 5], 1.0, prompt=20, out=0)]
+    dec = decode_blocks(reqs, "python")
+    assert dec.hashes == {0: [3, 4]}
+    prompt_only = decodescan.decode_aware_hits(reqs, BlockRules(), None, kernel)
+    aware = decodescan.decode_aware_hits(reqs, BlockRules(), dec, kernel)
+    assert (prompt_only.hit_tokens, prompt_only.prompt_tokens, prompt_only.hit_blocks) == (8, 28, 2)
+    assert (aware.hit_tokens, aware.prompt_tokens, aware.hit_blocks, aware.requests_with_hit) == (16, 28, 4, 1)
+    assert aware == single_sequence_hits(reqs, BlockRules(), dec)
+
+
+@settings(max_examples=150, deadline=None)
+@given(traces(max_requests=30), st.integers(1, 7), st.sampled_from(KERNELS), st.sampled_from(RULES), st.data())
+def test_scan_equals_the_set_walk(reqs, rows, kernel, rules, data):
+    # arbitrary outputs (next turns both found and not); small batches so that a request's decode ids and
+    # the requests hitting them fall in different batches
+    reqs = [req(r.block_hashes.tolist(), r.arrival_s, prompt=r.prompt_tokens,
+                out=data.draw(st.integers(0, 12)), bs=r.block_size) for r in reqs]
+    dec = decode_blocks(reqs, "python")
+    orig = decodescan.as_batches
+    decodescan.as_batches = functools.partial(as_batches, rows=rows)
+    try:
+        aware = decodescan.decode_aware_hits(reqs, rules, dec, kernel)
+        plain = decodescan.decode_aware_hits(reqs, rules, None, kernel)
+    finally:
+        decodescan.as_batches = orig
+    assert aware == single_sequence_hits(reqs, rules, dec)
+    # without decode blocks: the prompt-only ceiling; with them never lower (the cache only grows)
+    assert plain == single_sequence_hits(reqs, rules)
+    assert aware.hit_tokens >= plain.hit_tokens
+
+
+@pytest.mark.skipif(len(KERNELS) < 2, reason="the compiled pcs.engine._lruscan is not built")
+def test_kernels_equal_on_a_conversation_trace():
+    from tests.fleet.test_fleet_decode import conversation_trace
+
+    reqs = conversation_trace(np.random.default_rng(5), 6, 5)
+    dec = decode_blocks(reqs, "python")
+    assert len(dec.index) > 0
+    got = {k: decodescan.decode_aware_hits(reqs, BlockRules(), dec, k) for k in KERNELS}
+    assert got["c"] == got["python"] == single_sequence_hits(reqs, BlockRules(), dec)
