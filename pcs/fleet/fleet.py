@@ -346,11 +346,10 @@ def fleet_replay(trace: Any = None, *, instances: int = 1, router: Any = "round-
     if setup is not None:
         from pcs.fleet.sharedfleet import shared_instances, shared_summary
 
-        loads, tables, rows_of, run = shared_instances(source, batch, assignment, instances, rules, compute, setup,
-                                                       index, progress)
+        loads, tables, rows_of, run, decodes = shared_instances(source, batch, assignment, instances, rules,
+                                                                compute, setup, index, progress)
         summaries, modeled = [None] * instances, setup["timing"] == "modeled"
-        shared, decodes = shared_summary(run, loads, int(batch.prompt_tokens.sum())), run.decode
-        step = decodes is not None
+        shared, step = shared_summary(run, loads, int(batch.prompt_tokens.sum())), decodes is not None
     else:
         loads, summaries, tables, rows_of, decodes = _replay_instances(source, batch, assignment, instances, rules,
                                                                        index, name, progress, replay_kwargs)

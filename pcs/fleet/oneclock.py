@@ -44,8 +44,6 @@ class SharedRun:
         setup: the :func:`shared_setup` dict (tier specs, bytes per block, links, options).
         busy_s: per instance its busy seconds under the step scheduler (None when idle), or None
             (no step scheduler: :mod:`pcs.fleet.stepclock` fills it).
-        decode: per instance the :class:`pcs.engine.turns.DecodeBlocks` its step scheduler cached (sub-trace
-            numbering; None when idle or not caching decode blocks), or None without the step scheduler.
     """
 
     results: list
@@ -53,7 +51,6 @@ class SharedRun:
     shared: Any
     setup: dict
     busy_s: list | None = None
-    decode: list | None = None
 
 
 def check_shared_options(kw: dict) -> None:

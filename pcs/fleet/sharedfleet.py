@@ -53,13 +53,15 @@ def _load(i: int, ceiling: Any, res: Any, held: int, modeled: bool, busy_s: floa
 
 
 def shared_instances(source: Any, batch: Any, assignment: np.ndarray, instances: int, rules: Any, compute: Any,
-                     setup: dict, index: Any, progress: Callable[[int], None] | None = None) -> tuple[list, list, list, Any]:
+                     setup: dict, index: Any, progress: Callable[[int], None] | None = None
+                     ) -> tuple[list, list, list, Any, list | None]:
     """Run the fleet's instances on one clock (:func:`pcs.fleet.oneclock.run_one_clock`; under the step
     scheduler :func:`pcs.fleet.stepclock.run_step_clock`).
 
     Returns:
         (InstanceLoad per instance, requests table per instance or None, trace rows per instance
-        (int64 arrays), the :class:`pcs.fleet.oneclock.SharedRun`).
+        (int64 arrays), the :class:`pcs.fleet.oneclock.SharedRun`, per instance the decode blocks its step
+        scheduler cached or None -- the list is None without the step scheduler).
     """
     from pcs.engine.timing import TimeModel
     from pcs.fleet.fleet import instance_ceilings, split_batch
@@ -67,11 +69,12 @@ def shared_instances(source: Any, batch: Any, assignment: np.ndarray, instances:
 
     parts = split_batch(batch, assignment, instances)
     rows_of = [rows for rows, _ in parts]
+    decodes = None
     if setup.get("step") is not None:
-        run = _step_run(source, batch, rules, compute, assignment, instances, setup, parts, progress)
+        run, decodes = _step_run(source, batch, rules, compute, assignment, instances, setup, parts, progress)
     else:
         run = run_one_clock(source, rules, TimeModel(compute), assignment, instances, setup, progress)
-    ceilings = instance_ceilings(batch, assignment, instances, rules, parts, run.decode)  # decode-aware: §17
+    ceilings = instance_ceilings(batch, assignment, instances, rules, parts, decodes)  # decode-aware: §17
     loads, tables = [], []
     busy = run.busy_s or [None] * instances
     for i in range(instances):
@@ -79,21 +82,24 @@ def shared_instances(source: Any, batch: Any, assignment: np.ndarray, instances:
                             busy[i])
         loads.append(load)
         tables.append(table)
-    return loads, tables, rows_of, run
+    return loads, tables, rows_of, run, decodes
 
 
 def _step_run(source: Any, batch: Any, rules: Any, compute: Any, assignment: np.ndarray, instances: int,
-              setup: dict, parts: list, progress: Callable[[int], None] | None) -> Any:
+              setup: dict, parts: list, progress: Callable[[int], None] | None) -> tuple[Any, list]:
     """:func:`pcs.fleet.stepclock.run_step_clock` with each instance's sub-trace (the whole trace for one);
-    ``parts``: :func:`pcs.fleet.fleet.split_batch` of the assignment."""
+    ``parts``: :func:`pcs.fleet.fleet.split_batch` of the assignment. Returns (the run, per instance the
+    decode blocks its step scheduler cached or None)."""
     from pcs.engine.timing import TimeModel
     from pcs.fleet.fleet import _SubTrace
-    from pcs.fleet.stepclock import run_step_clock
+    from pcs.fleet.stepclock import run_step_clock, step_parts
 
     subs = [None if b is None else source if instances == 1 else _SubTrace(f"[instance {i}]", b)
             for i, (_, b) in enumerate(parts)]
-    return run_step_clock(source, rules, TimeModel(compute), batch.arrival_s, assignment, instances, setup,
-                          setup["step"], subs, progress)
+    steps = step_parts(setup["step"], subs, rules)
+    run = run_step_clock(source, rules, TimeModel(compute), batch.arrival_s, assignment, instances, setup,
+                         setup["step"], subs, progress, steps)
+    return run, [p[2] if p is not None and p[1].cache_decode_blocks else None for p in steps]
 
 
 def shared_summary(run: Any, loads: list, prompt_tokens: int) -> SharedTierSummary:

@@ -72,7 +72,7 @@ class _Clock:
             self.push(i)
 
 
-def _step_parts(step: Any, sub_sources: list, rules: Any) -> list:
+def step_parts(step: Any, sub_sources: list, rules: Any) -> list:
     """Per instance (StepSetup, resolved SchedulerConfig, decode blocks or None, rules), as a single replay of
     its sub-trace resolves them (:func:`pcs.engine.runner._resolve_step`; None for an idle instance)."""
     from pcs.engine.runner import _resolve_step
@@ -128,7 +128,7 @@ def _arrivals(arrival_s: np.ndarray, assignment: np.ndarray, instances: int) -> 
 
 def run_step_clock(source: Any, rules: Any, time_model: Any, arrival_s: np.ndarray, assignment: np.ndarray,
                    instances: int, setup: dict, step: Any, sub_sources: list,
-                   progress: Callable[[int], None] | None = None) -> SharedRun:
+                   progress: Callable[[int], None] | None = None, parts: list | None = None) -> SharedRun:
     """Replay ``source`` (trace order) with request k on instance ``assignment[k]`` under the step scheduler,
     every instance's lowest tier the shared one, all on one clock (module docstring).
 
@@ -139,11 +139,12 @@ def run_step_clock(source: Any, rules: Any, time_model: Any, arrival_s: np.ndarr
         setup: :func:`pcs.fleet.oneclock.shared_setup`'s dict; step: :class:`pcs.engine.runner.StepSetup`.
         sub_sources: per instance its sub-trace (decode blocks are found per instance), None when idle.
         progress: called with requests done, every 4,096.
+        parts: :func:`step_parts` of ``sub_sources`` when the caller has them (None: resolved here).
     Returns:
         :class:`pcs.fleet.oneclock.SharedRun` (``busy_s``: each instance's busy seconds, None when idle).
     """
     hierarchies, shared = _build(setup, instances)
-    parts = _step_parts(step, sub_sources, rules)
+    parts = parts if parts is not None else step_parts(step, sub_sources, rules)
     engines = [_engine(h, setup, p) if p is not None else None for h, p in zip(hierarchies, parts)]
     clock = _Clock(engines)
     assign = assignment.tolist()
@@ -166,5 +167,4 @@ def run_step_clock(source: Any, rules: Any, time_model: Any, arrival_s: np.ndarr
     assert all(e is None or e.clock_event() is None for e in engines), "an instance could not finish"
     results = [e.close() if e is not None else None for e in engines]
     busy = [e.stats.busy_s if e is not None else None for e in engines]
-    decode = [p[2] if p is not None and p[1].cache_decode_blocks else None for p in parts]
-    return SharedRun(results, hierarchies, shared, setup, busy, decode)
+    return SharedRun(results, hierarchies, shared, setup, busy)

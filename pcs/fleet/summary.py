@@ -19,16 +19,19 @@ class FleetGap:
     """Where the fleet's reuse goes: ceiling >= captured >= delivered (token-weighted hit ratios)."""
 
     fleet_ceiling_hit_ratio: float = field("ratio", "single-sequence hit ratio of the whole trace (one infinite "
-                                                    "cache seeing every request; docs/semantics.md §12)")
-    captured_hit_ratio: float = field("ratio", "each instance's single-sequence hit tokens on its own sub-trace, "
-                                               "summed, / the fleet's prompt tokens; with a shared tier the fleet "
-                                               "ceiling (every instance reads what any instance wrote)")
+                                                    "cache seeing every request; docs/semantics.md §12); when the "
+                                                    "instances cache decode blocks, each request's output blocks "
+                                                    "count as seen after it (§17)")
+    captured_hit_ratio: float = field("ratio", "each instance's single-sequence hit tokens on its own sub-trace "
+                                               "(with the output blocks its step scheduler caches), summed, / the "
+                                               "fleet's prompt tokens; with a shared tier the fleet ceiling "
+                                               "(every instance reads what any instance wrote)")
     delivered_hit_ratio: float = field("ratio", "real hit tokens of all instances / the fleet's prompt tokens")
     lost_to_routing: float = field("ratio", "fleet_ceiling_hit_ratio - captured_hit_ratio: reuse split across "
                                             "instances by the router")
     lost_in_instances: float = field("ratio", "captured_hit_ratio - delivered_hit_ratio: finite tiers and "
-                                              "concurrency inside the instances (< 0 when output blocks cached "
-                                              "under the next turn's ids hit: the ceiling counts prompts only)")
+                                              "concurrency inside the instances (>= 0 unless a preempted request "
+                                              "reorders them, docs/semantics.md §17)")
 
 
 @result
@@ -41,7 +44,8 @@ class InstanceLoad:
     hit_tokens: int = field("tokens", "their hit tokens (real)")
     hit_ratio: float | None = field("ratio", "hit_tokens / prompt_tokens; null for an idle instance")
     ceiling_hit_tokens: int = field("tokens", "single-sequence hit tokens of the instance's sub-trace (one "
-                                              "infinite cache seeing only its requests)")
+                                              "infinite cache seeing only its requests, and the output blocks its "
+                                              "step scheduler caches)")
     ceiling_hit_ratio: float | None = field("ratio", "ceiling_hit_tokens / prompt_tokens")
     busy_s: float | None = field("s", "sum of the instance's step times (compute step); null otherwise")
     ttft_p50_s: float | None = field("s", "median TTFT of the instance's requests (modeled timing)")
