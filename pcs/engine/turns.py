@@ -49,7 +49,7 @@ class DecodeBlocks:
         pairs: requests with a next turn (some may get no id: the next turn's chain is too short).
     """
 
-    __slots__ = ("requests", "pairs", "index", "starts", "ids", "_hashes")
+    __slots__ = ("requests", "pairs", "index", "starts", "ids", "_hashes", "_spans")
 
     def __init__(self, index: np.ndarray | None = None, starts: np.ndarray | None = None,
                  ids: np.ndarray | None = None, requests: int = 0, pairs: int = 0) -> None:
@@ -58,6 +58,7 @@ class DecodeBlocks:
         self.ids = np.zeros(0, np.uint64) if ids is None else ids
         self.requests, self.pairs = requests, pairs
         self._hashes: dict | None = None
+        self._spans: dict | None = None
 
     @classmethod
     def from_dict(cls, hashes: dict, requests: int, pairs: int) -> "DecodeBlocks":
@@ -97,7 +98,14 @@ class DecodeBlocks:
 
     def arrays(self, first: int, m: int) -> tuple[np.ndarray, np.ndarray]:
         """(offsets int64 (m + 1,), ids uint64): the decode-block ids of requests first .. first + m - 1,
-        request ``first + r``'s at ``ids[offsets[r]:offsets[r + 1]]``."""
+        request ``first + r``'s at ``ids[offsets[r]:offsets[r + 1]]``; one request (``m`` = 1, as a fleet's
+        one clock feeds them) through a request -> span dict built once."""
+        if m == 1:
+            if self._spans is None:
+                st = self.starts.tolist()
+                self._spans = {a: (st[k], st[k + 1]) for k, a in enumerate(self.index.tolist())}
+            a, b = self._spans.get(first, (0, 0))
+            return np.array((0, b - a), np.int64), self.ids[a:b]
         lo, hi = np.searchsorted(self.index, [first, first + m])
         counts = np.zeros(m + 1, np.int64)
         counts[self.index[lo:hi] - first + 1] = np.diff(self.starts[lo:hi + 1])
