@@ -207,8 +207,8 @@ TWO_TIER_SCAN = ("auto: lru-scan applies to the sequential baseline: two lru tie
 def _two_tier_scan(plans: list[_Plan], source: Any, rules: BlockRules, tiers: Sequence, write_policy: str,
                    requested: str) -> fastpath.Scan | None:
     """The one-pass scan with the run's two tiers when ``auto`` placed a modeled run's sequential baseline on
-    ``compiled-hierarchy`` over two ``lru`` tiers with write-back (issue 19: the baseline from the one-pass
-    scan, never a second loop): the same hash probe per id gives the single-sequence walks and the baseline's
+    ``compiled-hierarchy`` over two ``lru`` tiers with write-back (docs/semantics.md §15: the baseline from the
+    one-pass scan, not a second C pass): the same hash probe per id gives the single-sequence walks and the baseline's
     hit blocks (``Scan.baseline_hits``, equal to the compiled hierarchy's: tests/engine/test_seqbase.py).
     The baseline's plan moves to ``lru-scan``; when the ids break the scan's premise (not chained) it stays
     on ``compiled-hierarchy`` and the reason says why. None when it does not apply (nothing changed)."""
