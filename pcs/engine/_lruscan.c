@@ -196,23 +196,31 @@ static int lru_prepare(lru_t *s, const int64_t *offs, const int64_t *n, int64_t 
     return 0;
 }
 
+/* A new time for a key whose last time is old: a resident key's old time dies (no slot added), another
+ * takes a slot; evicts past the capacity. Returns the new time, or -1 on no memory. */
+static inline int64_t lru_restamp(lru_t *s, int64_t old) {
+    if (old >= s->p) {
+        int64_t j = old - s->base;
+        s->live[j >> 6] &= ~(1ULL << (j & 63));
+    } else {
+        s->resident++;
+    }
+    if (lru_live_room(s) != 0) return -1;
+    int64_t j = s->t - s->base;
+    s->live[j >> 6] |= 1ULL << (j & 63);
+    int64_t t = s->t++;
+    while (s->resident > s->capacity) lru_evict(s);
+    return t;
+}
+
 /* Stamp a request's looked-up ids tail first (their slots are in s->tmp[0 .. m - a - 1]): a
  * resident id's old time dies, a new one takes a slot; evict past the capacity. -1 on no memory. */
 static inline int lru_stamp(lru_t *s, int64_t a, int64_t m) {
     for (int64_t i = m - 1; i >= a; i--) {
         lslot_t *x = &s->slots[s->tmp[i - a]];
-        int64_t old = x->last <= -2 ? -3 - (int64_t)x->last : x->last;
-        if (old >= s->p) { /* resident: its old time dies, no slot added */
-            int64_t j = old - s->base;
-            s->live[j >> 6] &= ~(1ULL << (j & 63));
-        } else {
-            s->resident++;
-        }
-        if (lru_live_room(s) != 0) return -1;
-        int64_t j = s->t - s->base;
-        s->live[j >> 6] |= 1ULL << (j & 63);
-        x->last = (int32_t)s->t++;
-        while (s->resident > s->capacity) lru_evict(s);
+        int64_t t = lru_restamp(s, x->last <= -2 ? -3 - (int64_t)x->last : x->last);
+        if (t < 0) return -1;
+        x->last = (int32_t)t;
     }
     return 0;
 }

@@ -16,7 +16,8 @@
  *   stamped in eviction order; the lower tier drops its oldest times past C1);
  *   release ids[0 .. a + budget) tail first (§6), new GPU times; ids cut by truncation are marked stamped
  *   (time 0, below every GPU pointer: GPU times start at 64) so the single-sequence walk still sees them.
- * A request whose ids repeat, or with a GPU-resident id after a non-resident one, breaks the premise: the
+ * A request whose ids repeat, or with a GPU-resident id after a non-resident one, breaks the premise (so do
+ * more than 2**31 - 1 lower-tier times): the
  * state is then marked broken (lru_tiers_ok() -> False, the caller runs the compiled hierarchy instead) and
  * the scan goes on as one tier.
  */
@@ -56,19 +57,9 @@ static int t2_log_room(lru_t *s) {
 
 /* A new lower-tier time for the id in slot; evicts past C1; -1 on no memory. */
 static int t2_low_stamp(lru_t *s, uint64_t slot) {
-    lru_t *L = &s->t2->low;
-    int64_t old = s->clast[slot];
-    if (old >= L->p) {
-        int64_t j = old - L->base;
-        L->live[j >> 6] &= ~(1ULL << (j & 63));
-    } else {
-        L->resident++;
-    }
-    if (lru_live_room(L) != 0) return -1;
-    int64_t j = L->t - L->base;
-    L->live[j >> 6] |= 1ULL << (j & 63);
-    s->clast[slot] = (int32_t)L->t++;
-    while (L->resident > L->capacity) lru_evict(L);
+    int64_t t = lru_restamp(&s->t2->low, s->clast[slot]);
+    if (t < 0) return -1;
+    s->clast[slot] = (int32_t)t;
     return 0;
 }
 
@@ -139,6 +130,7 @@ static int t2_request(lru_t *s, int64_t m, int64_t a, int64_t cap, int dup, int3
         run &= s->clast[s->tmp[i]] >= q->low.p;
         lead += run;
     }
+    dup |= q->low.t + 2 * m >= INT32_MAX;                      /* lower-tier times are int32 too */
     if (dup || q->broken) {
         q->broken = 1;
         *hits = -1;

@@ -132,7 +132,7 @@ def _sequential_reference(reqs, caps, rules):
 
 @needs_scan
 @SETTINGS
-@given(traces(), st.integers(1, 12), st.integers(0, 12), st.sampled_from(ALL_RULES), st.integers(1, 5))
+@given(traces(), st.integers(0, 12), st.integers(0, 12), st.sampled_from(ALL_RULES), st.integers(1, 5))
 def test_scan_two_tiers_equal_the_event_loop(reqs, c0, c1, rules, rows):
     orig = fastpath.as_batches
     fastpath.as_batches = functools.partial(as_batches, rows=rows)
