@@ -114,7 +114,9 @@ class SequentialLru:
             at load 0.5 (each doubling rehashes every key).
         lower_blocks: None, or the slots of a lower LRU tier below the C slots (write-back): :meth:`feed`
             then also returns the two-tier sequential baseline's hit blocks per request (compiled kernel
-            only; pcs/engine/_lruscan_tiers.h states its rules, docs/semantics.md §3, §5-§7).
+            only; pcs/engine/_lruscan_tiers.h states its rules, docs/semantics.md §3, §5-§7). Memory: 4 B more
+            per table slot (the lower tier's time), 8 B per GPU stamp at or after the LRU pointer (the id of
+            each, for the victims), a bit per lower-tier stamp.
     Raises:
         ValueError: negative capacity, unknown kernel; ``lower_blocks`` without the compiled kernel.
 
