@@ -40,6 +40,8 @@ typedef struct {
     int32_t first; /* 1 + the request that first looked it up; 0: empty slot (calloc) */
 } lslot_t;
 
+typedef struct t2_s t2_t;   /* two tiers: _lruscan_tiers.h */
+
 typedef struct {
     lslot_t *slots;
     uint64_t mask;
@@ -55,11 +57,15 @@ typedef struct {
     int64_t limit, expected;
     uint64_t *tmp;
     int64_t tmp_len;
+    t2_t *t2;          /* two tiers (lru_tiers), else NULL */
+    int32_t *clast;    /* two tiers: per slot, the key's last lower-tier time (-1 none) */
 } lru_t;
+
+static void t2_free(t2_t *q);
 
 static void lru_free(lru_t *s) {
     if (!s) return;
-    free(s->slots); free(s->live); free(s->tmp); free(s);
+    free(s->slots); free(s->live); free(s->tmp); t2_free(s->t2); free(s->clast); free(s);
 }
 
 static void lru_capsule_free(PyObject *cap) {
@@ -68,7 +74,9 @@ static void lru_capsule_free(PyObject *cap) {
 
 static int lru_table_alloc(lru_t *s, uint64_t cap) {
     lslot_t *sl = (lslot_t *)big_alloc(cap * sizeof(lslot_t), 1);
-    if (!sl) return -1;
+    int32_t *cl = s->clast ? (int32_t *)malloc(cap * sizeof(int32_t)) : NULL;
+    if (!sl || (s->clast && !cl)) { free(sl); return -1; }
+    if (cl) memset(cl, 0xFF, cap * sizeof(int32_t));
     lslot_t *old = s->slots;
     uint64_t old_mask = s->mask;
     s->slots = sl;
@@ -79,9 +87,11 @@ static int lru_table_alloc(lru_t *s, uint64_t cap) {
             uint64_t h = mix64(old[i].key) & s->mask;
             while (sl[h].first) h = (h + 1) & s->mask;
             sl[h] = old[i];
+            if (cl) cl[h] = s->clast[i];
         }
         free(old);
     }
+    if (cl) { free(s->clast); s->clast = cl; }
     return 0;
 }
 
@@ -125,6 +135,12 @@ static int lru_mode(lru_t *s, const uint64_t *keys, int64_t m) {
         memset(n + have, 0, (cap - have) * sizeof(lslot_t));
         s->slots = n;
         s->mask = cap - 1;
+        if (s->clast) {
+            int32_t *cl = (int32_t *)realloc(s->clast, cap * sizeof(int32_t));
+            if (!cl) return -1;
+            memset(cl + have, 0xFF, (cap - have) * sizeof(int32_t));
+            s->clast = cl;
+        }
         return 0;
     }
     uint64_t slots = 4096;
@@ -180,29 +196,40 @@ static int lru_prepare(lru_t *s, const int64_t *offs, const int64_t *n, int64_t 
     return 0;
 }
 
+/* A new time for a key whose last time is old: a resident key's old time dies (no slot added), another
+ * takes a slot; evicts past the capacity. Returns the new time, or -1 on no memory. */
+static inline int64_t lru_restamp(lru_t *s, int64_t old) {
+    if (old >= s->p) {
+        int64_t j = old - s->base;
+        s->live[j >> 6] &= ~(1ULL << (j & 63));
+    } else {
+        s->resident++;
+    }
+    if (lru_live_room(s) != 0) return -1;
+    int64_t j = s->t - s->base;
+    s->live[j >> 6] |= 1ULL << (j & 63);
+    int64_t t = s->t++;
+    while (s->resident > s->capacity) lru_evict(s);
+    return t;
+}
+
 /* Stamp a request's looked-up ids tail first (their slots are in s->tmp[0 .. m - a - 1]): a
  * resident id's old time dies, a new one takes a slot; evict past the capacity. -1 on no memory. */
 static inline int lru_stamp(lru_t *s, int64_t a, int64_t m) {
     for (int64_t i = m - 1; i >= a; i--) {
         lslot_t *x = &s->slots[s->tmp[i - a]];
-        int64_t old = x->last <= -2 ? -3 - (int64_t)x->last : x->last;
-        if (old >= s->p) { /* resident: its old time dies, no slot added */
-            int64_t j = old - s->base;
-            s->live[j >> 6] &= ~(1ULL << (j & 63));
-        } else {
-            s->resident++;
-        }
-        if (lru_live_room(s) != 0) return -1;
-        int64_t j = s->t - s->base;
-        s->live[j >> 6] |= 1ULL << (j & 63);
-        x->last = (int32_t)s->t++;
-        while (s->resident > s->capacity) lru_evict(s);
+        int64_t t = lru_restamp(s, x->last <= -2 ? -3 - (int64_t)x->last : x->last);
+        if (t < 0) return -1;
+        x->last = (int32_t)t;
     }
     return 0;
 }
 
+#include "_lruscan_tiers.h"
+
+/* base, cap: two tiers only (t2_request: the baseline's hit blocks per request, from max_hit_blocks) */
 static int lru_run(lru_t *s, const uint64_t *keys, const int64_t *offs, const int64_t *n, int64_t num_req,
-                   int64_t *lead, int64_t *seen, int64_t *ideal, int check) {
+                   int64_t *lead, int64_t *seen, int64_t *ideal, int check, const int64_t *cap, int64_t *base) {
     int rc = lru_prepare(s, offs, n, num_req);
     if (rc) return rc;
     if (s->req + num_req >= INT32_MAX || s->t + (offs[num_req] - offs[0]) >= INT32_MAX) return 3;
@@ -213,7 +240,7 @@ static int lru_run(lru_t *s, const uint64_t *keys, const int64_t *offs, const in
         const int32_t rq = (int32_t)s->req;
         while (!s->direct && (uint64_t)(s->count + (b - a)) * 2 > (s->mask + 1))
             if (lru_table_alloc(s, (s->mask + 1) * 2) != 0) return -1;
-        int run_res = 1, run_seen = 1, run_ideal = 1;
+        int run_res = 1, run_seen = 1, run_ideal = 1, dup = 0;
         int64_t k_res = 0, k_seen = 0, k_ideal = 0;
         for (int64_t i = a; i < b; i++) {
             uint64_t h = lru_find(s, keys[i], rq);
@@ -227,6 +254,7 @@ static int lru_run(lru_t *s, const uint64_t *keys, const int64_t *offs, const in
             if (enc <= -2) { /* looked up earlier in this request */
                 if (check) return 1;
                 old = -3 - (int64_t)enc;
+                dup = 1;
             } else {
                 x->last = (int32_t)(-3 - (int64_t)enc);
             }
@@ -240,7 +268,7 @@ static int lru_run(lru_t *s, const uint64_t *keys, const int64_t *offs, const in
         lead[r] = k_res; seen[r] = k_seen; ideal[r] = k_ideal;
         if (r + 2 < num_req)
             for (int64_t i = offs[r + 2]; i < offs[r + 3]; i++) __builtin_prefetch(lru_home(s, keys[i]), 1, 1);
-        if (lru_stamp(s, a, m) != 0) return -1;
+        if (s->t2 ? t2_request(s, n[r], k_res, cap[r], dup, rq, &base[r]) != 0 : lru_stamp(s, a, m) != 0) return -1;
         s->req++;
     }
     return 0;
@@ -270,16 +298,17 @@ static PyObject *py_lru_new(PyObject *self, PyObject *args) {
 
 static PyObject *py_lru_feed(PyObject *self, PyObject *args) {
     PyObject *cap;
-    Py_buffer keys, offs, n, lead, seen, ideal;
+    Py_buffer keys, offs, n, lead, seen, ideal, mh = {0}, base = {0};
     int check = 1;
-    if (!PyArg_ParseTuple(args, "Oy*y*y*w*w*w*|p", &cap, &keys, &offs, &n, &lead, &seen, &ideal, &check))
+    if (!PyArg_ParseTuple(args, "Oy*y*y*w*w*w*|py*w*", &cap, &keys, &offs, &n, &lead, &seen, &ideal, &check, &mh,
+                          &base))
         return NULL;
     PyObject *result = NULL;
     lru_t *s = (lru_t *)PyCapsule_GetPointer(cap, "pcs.engine._lruscan.lru");
     if (!s) goto done;
     int64_t num_req = offs.len / 8 - 1;
     if (keys.len % 8 || offs.len % 8 || num_req < 0 || n.len != num_req * 8 || lead.len != n.len ||
-        seen.len != n.len || ideal.len != n.len) {
+        seen.len != n.len || ideal.len != n.len || (s->t2 && (mh.len != n.len || base.len != n.len))) {
         PyErr_SetString(PyExc_ValueError, "block_hashes uint64 (M,), offsets int64 (R+1,), n and outputs int64 (R,)");
         goto done;
     }
@@ -291,7 +320,7 @@ static PyObject *py_lru_feed(PyObject *self, PyObject *args) {
     int rc;
     Py_BEGIN_ALLOW_THREADS
     rc = lru_run(s, (const uint64_t *)keys.buf, o, (const int64_t *)n.buf, num_req, (int64_t *)lead.buf,
-                 (int64_t *)seen.buf, (int64_t *)ideal.buf, check);
+                 (int64_t *)seen.buf, (int64_t *)ideal.buf, check, (const int64_t *)mh.buf, (int64_t *)base.buf);
     Py_END_ALLOW_THREADS
     if (rc == -1) PyErr_NoMemory();
     else if (rc == -2) PyErr_SetString(PyExc_ValueError, "offsets must be non-decreasing and 0 <= n <= ids");
@@ -299,7 +328,24 @@ static PyObject *py_lru_feed(PyObject *self, PyObject *args) {
 done:
     PyBuffer_Release(&keys); PyBuffer_Release(&offs); PyBuffer_Release(&n);
     PyBuffer_Release(&lead); PyBuffer_Release(&seen); PyBuffer_Release(&ideal);
+    if (mh.obj) PyBuffer_Release(&mh);
+    if (base.obj) PyBuffer_Release(&base);
     return result;
+}
+
+static PyObject *py_lru_tiers(PyObject *self, PyObject *args) {
+    PyObject *cap;
+    long long c1 = -1;
+    if (!PyArg_ParseTuple(args, "O|L", &cap, &c1)) return NULL;
+    lru_t *s = (lru_t *)PyCapsule_GetPointer(cap, "pcs.engine._lruscan.lru");
+    if (!s) return NULL;
+    if (c1 < 0) return PyBool_FromLong(s->t2 && !s->t2->broken);
+    if (s->t2 || s->t) {
+        PyErr_SetString(PyExc_ValueError, "lru_tiers: a lower tier is given once, before the first feed");
+        return NULL;
+    }
+    if (t2_enable(s, c1) != 0) return PyErr_NoMemory();
+    Py_RETURN_NONE;
 }
 
 static PyObject *py_lru_stats(PyObject *self, PyObject *args) {
@@ -319,6 +365,10 @@ static PyMethodDef methods[] = {
      "lru_feed(state, block_hashes: uint64 (M,), offsets: int64 (R+1,), n: int64 (R,), lead, seen, ideal: "
      "writable int64 (R,), check=True) -> 0, or 1 (an id repeats among a request's first n) / "
      "2 (a resident id after a non-resident one) when check, 3 (over 2**31 stamps or requests)."},
+    {"lru_tiers", py_lru_tiers, METH_VARARGS,
+     "lru_tiers(state, lower_capacity_blocks) -> None: before the first feed, add a lower LRU tier (write-back): "
+     "lru_feed then also takes max_hit (int64 (R,)) and writes the two-tier sequential baseline's hit blocks "
+     "(int64 (R,), -1 once the ids break its premise); lru_tiers(state) -> True while that baseline holds."},
     {"lru_stats", py_lru_stats, METH_VARARGS,
      "lru_stats(state) -> dict(distinct, resident, stamps, table_bytes, bitmap_bytes)."},
     {NULL, NULL, 0, NULL},

@@ -72,6 +72,8 @@ class Scan:
         seen_lead: int64 (R,): leading cacheable blocks cached by an earlier request (infinite cache).
         ideal_lead: int64 (R,): leading blocks seen before with every id cacheable.
         batch_sizes: requests per batch read (for ``progress``).
+        baseline_hits: int64 (R,): with ``lower_blocks``, the two-tier sequential baseline's hit blocks
+            (:class:`pcs.engine.lruscan.SequentialLru`); None without, or when its premise failed.
     """
 
     block_size: int
@@ -86,10 +88,11 @@ class Scan:
     seen_lead: np.ndarray
     ideal_lead: np.ndarray
     batch_sizes: tuple
+    baseline_hits: np.ndarray | None = None
 
 
 def scan(source: Any, capacity_blocks: int, rules: BlockRules = BlockRules(), native: str | None = "auto",
-         check: bool = True) -> Scan:
+         check: bool = True, lower_blocks: int | None = None) -> Scan:
     """Stream ``source`` once through a sequential LRU of ``capacity_blocks`` slots.
 
     Args:
@@ -99,6 +102,8 @@ def scan(source: Any, capacity_blocks: int, rules: BlockRules = BlockRules(), na
         native: ``auto``, ``c``, ``python`` or None (:func:`pcs._native.resolve`
             of the ``lruscan`` twin).
         check: raise :class:`NotApplicable` when the fast path's premise fails.
+        lower_blocks: None, or a lower LRU tier's slots: the scan also gives the two-tier sequential
+            baseline (``Scan.baseline_hits``; compiled kernel only).
     Returns:
         :class:`Scan`. Cost: O(1) per block hash; memory: per-request columns,
         16 B per distinct block hash and a bit per stamp above the LRU pointer;
@@ -109,7 +114,7 @@ def scan(source: Any, capacity_blocks: int, rules: BlockRules = BlockRules(), na
         NotApplicable: (``check``) a block hash repeats within a request, or
             the resident blocks of a request are not a prefix.
     """
-    lru = SequentialLru(capacity_blocks, native, check, expected_block_ids(source))
+    lru = SequentialLru(capacity_blocks, native, check, expected_block_ids(source), lower_blocks)
     bs0, cols = None, []
     for b in as_batches(source):
         bs0 = int(b.block_size)
@@ -118,14 +123,16 @@ def scan(source: Any, capacity_blocks: int, rules: BlockRules = BlockRules(), na
         counts = np.diff(offsets)
         n, max_hit, _ = rule_columns(prompt, counts, output, bs0, rules)
         try:
-            runs = lru.feed(b.block_hashes, offsets - offsets[0], n)
+            runs = lru.feed(b.block_hashes, offsets - offsets[0], n, max_hit)
         except NotChained as exc:
             raise NotApplicable(str(exc)) from None
         cols.append((np.asarray(b.arrival_s, np.float64), prompt, output, counts, n, max_hit) + runs)
     if not cols or sum(c[1].shape[0] for c in cols) == 0:
         raise ValueError("the trace has no requests")
-    cat = [np.concatenate([c[k] for c in cols]) for k in range(9)]
-    return Scan(bs0, int(capacity_blocks), *cat, tuple(c[1].shape[0] for c in cols))
+    cat = [np.concatenate([c[k] for c in cols]) for k in range(len(cols[0]))]
+    base = cat.pop() if lru.tiers else None         # the two-tier baseline's column: kept if its premise held
+    return Scan(bs0, int(capacity_blocks), *cat, tuple(c[1].shape[0] for c in cols),
+                base if lru.tiers_hold() else None)
 
 
 def _single(hits: np.ndarray, prompt: np.ndarray, bs: int) -> SingleSequenceResult:

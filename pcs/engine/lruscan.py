@@ -112,8 +112,13 @@ class SequentialLru:
             trace's id count; 0 = none): the table starts large enough for
             it at load 0.75 instead of growing by doubling from 4,096 slots
             at load 0.5 (each doubling rehashes every key).
+        lower_blocks: None, or the slots of a lower LRU tier below the C slots (write-back): :meth:`feed`
+            then also returns the two-tier sequential baseline's hit blocks per request (compiled kernel
+            only; pcs/engine/_lruscan_tiers.h states its rules, docs/semantics.md §3, §5-§7). Memory: 4 B more
+            per table slot (the lower tier's time), 8 B per GPU stamp at or after the LRU pointer (the id of
+            each, for the victims), a bit per lower-tier stamp.
     Raises:
-        ValueError: negative capacity, unknown kernel.
+        ValueError: negative capacity, unknown kernel; ``lower_blocks`` without the compiled kernel.
 
     >>> lru = SequentialLru(2, "python")
     >>> [x.tolist() for x in lru.feed(np.array([1, 2, 1, 3, 1, 2], np.uint64), np.array([0, 2, 4, 6]),
@@ -122,7 +127,7 @@ class SequentialLru:
     """
 
     def __init__(self, capacity_blocks: int, kernel: str = "auto", check: bool = True,
-                 expected_ids: int = 0) -> None:
+                 expected_ids: int = 0, lower_blocks: int | None = None) -> None:
         c = int(capacity_blocks)
         if c < 0:
             raise ValueError(f"capacity must be >= 0 blocks, got {c}")
@@ -130,15 +135,28 @@ class SequentialLru:
         self.check = bool(check)
         self._ext = _native.module("lruscan")
         self._state = self._ext.lru_new(c, int(expected_ids)) if self.kernel == "c" else _PythonLru(c)
+        self.tiers = lower_blocks is not None
+        if self.tiers:
+            if self.kernel != "c" or int(lower_blocks) < 0:
+                raise ValueError("a lower tier needs the compiled scan kernel and >= 0 blocks")
+            self._ext.lru_tiers(self._state, int(lower_blocks))
 
-    def feed(self, block_hashes: np.ndarray, offsets: np.ndarray, n: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Run one batch of requests; returns ``(lead, seen, ideal)``, int64 (R,) each.
+    def tiers_hold(self) -> bool:
+        """Whether the two-tier baseline's premise held on every request fed so far (chained ids: no id
+        repeats among a request's cacheable ids, the GPU-resident ids lead); False without a lower tier."""
+        return self.tiers and bool(self._ext.lru_tiers(self._state))
+
+    def feed(self, block_hashes: np.ndarray, offsets: np.ndarray, n: np.ndarray,
+             max_hit: np.ndarray | None = None) -> tuple[np.ndarray, ...]:
+        """Run one batch of requests; returns ``(lead, seen, ideal)``, int64 (R,) each, and with a lower tier
+        ``base`` too: the two-tier sequential baseline's hit blocks (-1 once :meth:`tiers_hold` is False).
 
         Args:
             block_hashes: uint64 (M,): every block hash of the batch, request by request.
             offsets: int64 (R + 1,): request r owns ``block_hashes[offsets[r]:offsets[r + 1]]``.
             n: int64 (R,): cacheable ids per request (0 <= n <= its ids), the
                 ids that are looked up in and stamped into the cache.
+            max_hit: int64 (R,): ``max_hit_blocks`` per request (docs/semantics.md §4); a lower tier only.
         Raises:
             NotChained: (``check``) see the class; the state is then undefined.
             ValueError: inconsistent shapes or offsets.
@@ -148,6 +166,13 @@ class SequentialLru:
         n = np.ascontiguousarray(n, dtype=np.int64)
         r = n.shape[0]
         lead, seen, ideal = np.empty(r, np.int64), np.empty(r, np.int64), np.empty(r, np.int64)
+        if self.tiers:
+            base = np.empty(r, np.int64)
+            rc = self._ext.lru_feed(self._state, hashes, offsets, n, lead, seen, ideal, self.check,
+                                    np.ascontiguousarray(max_hit, dtype=np.int64), base)
+            if rc:
+                raise NotChained(REASONS[rc])
+            return lead, seen, ideal, base
         if self.kernel == "c":
             rc = self._ext.lru_feed(self._state, hashes, offsets, n, lead, seen, ideal, self.check)
         else:

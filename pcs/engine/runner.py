@@ -22,9 +22,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
+from pcs import _native
 from pcs.blocks import BlockRules, SingleSequenceResult
 from pcs.cache.policies.context import clocked
-from pcs.engine import fastpath, select
+from pcs.engine import fastpath, select, seqbase
 from pcs.engine.chunks import iter_chunks
 from pcs.engine.decoded import Decoded
 from pcs.engine.engine import EngineResult, ReplayEngine
@@ -198,15 +199,40 @@ def _hybrid_step_loop(plan: _Plan, hierarchy: Any, links: Sequence, cost: Any, c
     return HybridNativeStepEngine if why is None else HybridStepEngine
 
 
+#: why the sequential baseline of a modeled run on two lru tiers runs in the one-pass scan (summary JSON)
+TWO_TIER_SCAN = ("auto: lru-scan applies to the sequential baseline: two lru tiers, write-back, in the one-pass "
+                 "scan beside the single-sequence walks (pcs/engine/_lruscan_tiers.h)")
+
+
+def _two_tier_scan(plans: list[_Plan], source: Any, rules: BlockRules, tiers: Sequence, write_policy: str,
+                   requested: str) -> fastpath.Scan | None:
+    """The one-pass scan with the run's two tiers when ``auto`` placed a modeled run's sequential baseline on
+    ``compiled-hierarchy`` over two ``lru`` tiers with write-back (docs/semantics.md §15: the baseline from the
+    one-pass scan, not a second C pass): the same hash probe per id gives the single-sequence walks and the baseline's
+    hit blocks (``Scan.baseline_hits``, equal to the compiled hierarchy's: tests/engine/test_seqbase.py).
+    The baseline's plan moves to ``lru-scan``; when the ids break the scan's premise (not chained) it stays
+    on ``compiled-hierarchy`` and the reason says why. None when it does not apply (nothing changed)."""
+    base = plans[-1]
+    if (len(plans) < 2 or base.row.name != "compiled-hierarchy" or select.canonical(requested) != "auto"
+            or write_policy != "back" or [p for _, p, _ in base.config.tiers] != ["lru", "lru"]
+            or (base.config.native or _native.default_mode()) == "python" or not _native.built("lruscan")):
+        return None
+    sc = fastpath.scan(source, tiers[0].capacity_blocks, rules, "c", check=False,
+                       lower_blocks=tiers[1].capacity_blocks)
+    if sc.baseline_hits is None:
+        base.reason += "; not lru-scan: the block hashes are not chained (found while scanning)"
+    else:
+        base.row, base.reason = select.get_row("lru-scan"), TWO_TIER_SCAN
+    return sc
+
+
 def _compiled_baseline(plans: list[_Plan], source: Any, rules: BlockRules, make_tiers: Callable[[], list],
                        write_policy: str) -> EngineResult | None:
     """The sequential baseline of a modeled run placed on ``compiled-hierarchy``, run in C
     (:func:`pcs.engine.seqbase.sequential_baseline`); None for any other placement."""
     if len(plans) < 2 or plans[-1].row.name != "compiled-hierarchy":
         return None
-    from pcs.engine.seqbase import sequential_baseline
-
-    return sequential_baseline(source, plans[-1].row.load()(make_tiers(), write_policy), rules)
+    return seqbase.sequential_baseline(source, plans[-1].row.load()(make_tiers(), write_policy), rules)
 
 
 def _hybrid_kwargs(hybrid: Any, block_bytes: Sequence[int], step_s: float, gpu_only: bool = False) -> dict:
@@ -299,10 +325,12 @@ def run_replay(source: Any, rules: BlockRules, time_model: Any, make_tiers: Call
     plans = _place(tiers0, timing, requested, native, hybrid, step)
     if any(p.row.kind == "event-loop" for p in plans):   # more than one pass: decode the trace once
         source = Decoded(source)
-    base = _compiled_baseline(plans, source, rules, make_tiers, write_policy)
+    scan2 = _two_tier_scan(plans, source, rules, tiers0, write_policy, requested)
+    base = seqbase.baseline_from_scan(scan2, 2) if scan2 is not None and scan2.baseline_hits is not None else \
+        _compiled_baseline(plans, source, rules, make_tiers, write_policy)
     plans, all_plans = (plans[:1], plans) if base is not None else (plans, plans)
     scans = [_scan(p, source, rules, tiers0, requested) if p.row.kind == "scan" else None for p in plans]
-    singles = next((fastpath.single_results(s) for s in scans if s is not None), None)
+    singles = next((fastpath.single_results(s) for s in scans + [scan2] if s is not None), None)
     if singles is None:   # one more pass (over the decoded batches), before the engines grow (16 B per distinct id)
         singles = fastpath.single_results(fastpath.scan(source, 0, rules, native, check=False))
     resolved = _resolve_step(step, timing, source, rules, native)

@@ -24,7 +24,7 @@ from pcs.engine.engine import EngineResult
 from pcs.engine.ledger import ReplayLedger
 from pcs.trace.batches import as_batches
 
-__all__ = ["sequential_baseline"]
+__all__ = ["sequential_baseline", "baseline_from_scan"]
 
 
 def sequential_baseline(source: Any, hierarchy: Any, rules: BlockRules) -> EngineResult:
@@ -51,12 +51,28 @@ def sequential_baseline(source: Any, hierarchy: Any, rules: BlockRules) -> Engin
         n, cap, _ = rule_columns(prompt, np.diff(off), np.asarray(b.output_tokens, np.int64), bs, rules)
         hits = np.empty(prompt.shape[0], np.int64)
         hierarchy.run_sequential(np.ascontiguousarray(b.block_hashes, np.uint64), off, n, cap, hits)
-        L.num_requests += int(prompt.shape[0])
-        L.prompt_tokens += int(prompt.sum())
-        L.hit_tokens += int(np.minimum(hits * bs, prompt).sum())
-        L.hit_blocks += int(hits.sum())
-        L.requests_with_hit += int((hits > 0).sum())
-        L.block_accesses += int(off[-1])
-        L.cacheable_blocks += int(n.sum())
+        _count(L, prompt, hits, bs, int(off[-1]), n)
+    L.computed_tokens = L.prompt_tokens - L.hit_tokens
+    return EngineResult(L, {})
+
+
+def _count(L: ReplayLedger, prompt: np.ndarray, hits: np.ndarray, bs: int, accesses: int, n: np.ndarray) -> None:
+    """Add requests with ``prompt`` tokens and ``hits`` hit blocks (int64 (R,)) to ``L``; hit tokens
+    ``min(hits x block_size, prompt)`` (§11)."""
+    L.num_requests += int(prompt.shape[0])
+    L.prompt_tokens += int(prompt.sum())
+    L.hit_tokens += int(np.minimum(hits * bs, prompt).sum())
+    L.hit_blocks += int(hits.sum())
+    L.requests_with_hit += int((hits > 0).sum())
+    L.block_accesses += accesses
+    L.cacheable_blocks += int(n.sum())
+
+
+def baseline_from_scan(sc: Any, num_tiers: int) -> EngineResult:
+    """The same :class:`EngineResult` as :func:`sequential_baseline` from a scan that ran the two tiers
+    (:func:`pcs.engine.fastpath.scan` with ``lower_blocks``; ``sc.baseline_hits`` not None): per request the
+    hit blocks the compiled hierarchy's ``run_sequential`` gives (tests/engine/test_seqbase.py)."""
+    L = ReplayLedger(num_tiers=num_tiers)
+    _count(L, sc.prompt_tokens, sc.baseline_hits, sc.block_size, int(sc.num_blocks.sum()), sc.cacheable_blocks)
     L.computed_tokens = L.prompt_tokens - L.hit_tokens
     return EngineResult(L, {})

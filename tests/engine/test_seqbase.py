@@ -91,3 +91,82 @@ def test_bad_buffers_are_refused():
         h.run_sequential(np.zeros(2, np.uint32), np.zeros(2, np.int64), z, z, z)
     with pytest.raises(ValueError, match="offsets must rise"):
         h.run_sequential(np.zeros(2, np.uint64), np.array([0, 5], np.int64), z + 1, z, z)
+
+
+# -- the same baseline from the one-pass scan's two tiers (pcs/engine/_lruscan_tiers.h) ----------------------
+
+from helpers import make_requests  # noqa: E402
+from pcs.engine import fastpath, lruscan  # noqa: E402
+from pcs.engine.api import replay  # noqa: E402
+
+needs_scan = pytest.mark.skipif(not lruscan._native.built("lruscan"), reason="pcs.engine._lruscan is not compiled")
+
+
+def _scan_hits(ids_per_request, c0, c1):
+    """The scan's baseline hit blocks, every block cacheable and no hit cap (n = max_hit = len(ids))."""
+    lru = lruscan.SequentialLru(c0, "c", False, 0, c1)
+    ids = np.array([i for r in ids_per_request for i in r], np.uint64)
+    n = np.array([len(r) for r in ids_per_request], np.int64)
+    off = np.concatenate(([0], np.cumsum(n))).astype(np.int64)
+    return lru.feed(ids, off, n, n)[3].tolist(), lru.tiers_hold()
+
+
+@needs_scan
+def test_scan_two_tiers_hand_traced():
+    # docs/semantics.md §7's worked example (GPU 2, CPU 4, LRU, write-back), as
+    # tests/cache/test_cache_tier.py::test_two_tiers_write_back_hand_traced traces it: [1,2] and [5,6] miss
+    # (GPU demotes 2, 1 to the CPU); [1,2] 2 CPU hits; [7] misses; [1,2] 1 GPU hit + 1 CPU hit
+    assert _scan_hits([[1, 2], [5, 6], [1, 2], [7], [1, 2]], 2, 4) == ([0, 0, 2, 0, 2], True)
+    # §5: GPU 2 blocks, [1,2,3] caches its head 1, 2 (truncated); the second [1,2,3] hits those 2;
+    # a CPU of 0 blocks holds nothing: after [5,6] evicts 1, 2 (dropped) [1,2] hits nothing
+    assert _scan_hits([[1, 2, 3], [1, 2, 3], [5, 6], [1, 2]], 2, 0) == ([0, 2, 0, 0], True)
+    # CPU 1 block: [5,6] demotes 2 then 1 (LRU first), so the CPU keeps 1 (the newest): [1,2] hits 1 block
+    assert _scan_hits([[1, 2], [5, 6], [1, 2]], 2, 1) == ([0, 0, 1], True)
+    # a GPU-resident block after a miss: not chained, the baseline is not given
+    assert _scan_hits([[5], [9, 5]], 2, 4) == ([0, -1], False)
+
+
+def _sequential_reference(reqs, caps, rules):
+    return np.frombuffer(_reference(reqs, caps, rules, "back").columns["hit_blocks"], np.int64).tolist()
+
+
+@needs_scan
+@SETTINGS
+@given(traces(), st.integers(0, 12), st.integers(0, 12), st.sampled_from(ALL_RULES), st.integers(1, 5), st.booleans())
+def test_scan_two_tiers_equal_the_event_loop(reqs, c0, c1, rules, rows, big):
+    if big:   # ids far apart (an odd multiplier mod 2**64 keeps them distinct): the scan's hashed table
+        reqs = [r._replace(block_hashes=r.block_hashes * np.uint64(0x9E3779B97F4A7C15) + np.uint64(7)) for r in reqs]
+    orig = fastpath.as_batches
+    fastpath.as_batches = functools.partial(as_batches, rows=rows)
+    try:
+        sc = fastpath.scan(reqs, c0, rules, "c", check=False, lower_blocks=c1)
+    finally:
+        fastpath.as_batches = orig
+    assert sc.baseline_hits is not None                      # chained ids: the premise holds
+    assert sc.baseline_hits.tolist() == _sequential_reference(reqs, [c0, c1], rules)
+    one = fastpath.scan(reqs, 0, rules, "c", check=False)    # the single-sequence walks unchanged
+    assert fastpath.single_results(sc) == fastpath.single_results(one)
+
+
+@needs_scan
+@pytest.mark.parametrize("caps", [[200, 800], [1000, 4000], [3000, 100], [50, 0]])
+def test_scan_two_tiers_on_real_traces(exact_trace, caps):
+    rec = _Recording(caps, "back")
+    seqbase.sequential_baseline(open_trace(str(exact_trace)), rec, BlockRules())
+    sc = fastpath.scan(open_trace(str(exact_trace)), caps[0], BlockRules(), "c", check=False, lower_blocks=caps[1])
+    assert sc.baseline_hits.tolist() == np.concatenate(rec.hits).tolist()
+
+
+@needs_scan
+def test_replay_takes_the_baseline_from_the_scan_or_falls_back():
+    chained = make_requests([([1, 2], 8), ([1, 3], 8), ([4, 5], 8), ([1, 2], 8)])
+    tiers = ["gpu=2blocks", "cpu=1blocks"]
+    s = replay(chained, tiers=tiers).summary
+    named = replay(chained, tiers=tiers, engine="compiled-step").summary    # the baseline on compiled-hierarchy
+    assert (s.baseline_engine, named.baseline_engine) == ("lru-scan", "compiled-hierarchy")
+    assert s.to_dict()["gap"] == named.to_dict()["gap"]
+    s = replay(make_requests([([5], 4), ([9, 5], 8)]), tiers=tiers).summary
+    assert s.baseline_engine == "compiled-hierarchy"
+    assert "not lru-scan: the block hashes are not chained" in s.baseline_engine_reason
+    s = replay(chained, tiers=tiers, write_policy="through").summary       # other rules: today's path
+    assert s.baseline_engine == "compiled-hierarchy"

@@ -1,0 +1,169 @@
+/*
+ * Two LRU tiers in the one-pass scan (included by _lruscan.c after lru_stamp; t2_*): the sequential
+ * baseline of a modeled two-tier run -- GPU tier of C slots (the scan's own times), a lower LRU tier of C1
+ * slots, write-back -- from the same hash probe per id as the single-sequence walks.
+ *
+ * The rules are those of pcs.cache.Hierarchy step by step (pcs/cache/_lruhier.c, start_plan / finish_release;
+ * docs/semantics.md §3, §5, §6, §7) for one request at a time, where chained ids make them simple: the GPU
+ * lead is a prefix (a = its length), the lower tier's run follows (lead = a + that run); with m cacheable
+ * ids and cap = max_hit_blocks:
+ *   hits = min(cap, lead); restores = max(0, hits - a); budget = min(m - a, C - a) (§5: the request keeps
+ *   the chain head ids[0 .. a + budget)); truncated with restores > budget: hits = a + budget;
+ *   pin the a lead ids (their times die: never victims); evict the LRU times until the unpinned resident
+ *   + a + budget <= C (the victims, oldest first, keys from a time -> key log);
+ *   touch the restored ids' lower copies tail first (§7: restores before demotions);
+ *   demote the victims as one batch (§7 overflow: those already below are set aside, then every victim is
+ *   stamped in eviction order; the lower tier drops its oldest times past C1);
+ *   release ids[0 .. a + budget) tail first (§6), new GPU times; ids cut by truncation are marked stamped
+ *   (time 0, below every GPU pointer: GPU times start at 64) so the single-sequence walk still sees them.
+ * A request whose ids repeat, or with a GPU-resident id after a non-resident one, breaks the premise (so do
+ * more than 2**31 - 1 lower-tier times): the
+ * state is then marked broken (lru_tiers_ok() -> False, the caller runs the compiled hierarchy instead) and
+ * the scan goes on as one tier.
+ */
+#ifndef PCS_LRUSCAN_TIERS_H
+#define PCS_LRUSCAN_TIERS_H
+
+struct t2_s {
+    lru_t low;          /* the lower tier's times (live bitmap, pointer, resident count); its table unused */
+    uint64_t *log;      /* GPU time -> key, for times [lbase, s->t) */
+    int64_t lbase, log_len;
+    uint64_t *vict;     /* one request's victim slots, eviction order */
+    int64_t vict_len;
+    int broken;
+};
+
+static void t2_free(t2_t *q) {
+    if (!q) return;
+    free(q->low.live); free(q->log); free(q->vict); free(q);
+}
+
+/* Room in the GPU log for time s->t (entries below the pointer are dropped); -1 on no memory. */
+static int t2_log_room(lru_t *s) {
+    t2_t *q = s->t2;
+    if (s->t - q->lbase < q->log_len) return 0;
+    int64_t drop = s->p - q->lbase;
+    if (drop * 2 >= q->log_len) {
+        memmove(q->log, q->log + drop, (size_t)(q->log_len - drop) * 8);
+        q->lbase += drop;
+        return 0;
+    }
+    uint64_t *nl = (uint64_t *)realloc(q->log, (size_t)q->log_len * 16);
+    if (!nl) return -1;
+    q->log = nl;
+    q->log_len *= 2;
+    return 0;
+}
+
+/* A new lower-tier time for the id in slot; evicts past C1; -1 on no memory. */
+static int t2_low_stamp(lru_t *s, uint64_t slot) {
+    int64_t t = lru_restamp(&s->t2->low, s->clast[slot]);
+    if (t < 0) return -1;
+    s->clast[slot] = (int32_t)t;
+    return 0;
+}
+
+/* Demote the victims (slots in q->vict[0 .. nv)) as one batch; -1 on no memory. */
+static int t2_demote(lru_t *s, int64_t nv) {
+    t2_t *q = s->t2;
+    for (int64_t i = 0; i < nv; i++) {   /* set aside those already below */
+        int64_t old = s->clast[q->vict[i]];
+        if (old >= q->low.p) {
+            int64_t j = old - q->low.base;
+            q->low.live[j >> 6] &= ~(1ULL << (j & 63));
+            q->low.resident--;
+            s->clast[q->vict[i]] = -1;
+        }
+    }
+    for (int64_t i = 0; i < nv; i++)
+        if (t2_low_stamp(s, q->vict[i]) != 0) return -1;
+    return 0;
+}
+
+/* Pin the lead (slots tmp[0 .. a)) and evict until a + budget slots are free; returns the victims or -1. */
+static int64_t t2_reserve(lru_t *s, int64_t a, int64_t budget, int32_t rq) {
+    t2_t *q = s->t2;
+    for (int64_t i = 0; i < a; i++) {
+        int64_t old = -3 - (int64_t)s->slots[s->tmp[i]].last, j = old - s->base;
+        s->live[j >> 6] &= ~(1ULL << (j & 63));
+        s->resident--;
+    }
+    int64_t nv = s->resident + a + budget - s->capacity;
+    if (nv <= 0) return 0;
+    if (nv > q->vict_len) {
+        uint64_t *nb = (uint64_t *)realloc(q->vict, (size_t)nv * 8);
+        if (!nb) return -1;
+        q->vict = nb;
+        q->vict_len = nv;
+    }
+    for (int64_t i = 0; i < nv; i++) {
+        lru_evict(s);
+        q->vict[i] = lru_find(s, q->log[s->p - 1 - q->lbase], rq);
+    }
+    return nv;
+}
+
+/* Release the kept chain head (tmp[0 .. kept)) tail first with new GPU times; the ids cut (tmp[kept .. m))
+ * are marked stamped, not resident; -1 on no memory. */
+static int t2_release(lru_t *s, int64_t kept, int64_t m) {
+    for (int64_t i = m - 1; i >= kept; i--) s->slots[s->tmp[i]].last = 0;
+    for (int64_t i = kept - 1; i >= 0; i--) {
+        if (lru_live_room(s) != 0 || t2_log_room(s) != 0) return -1;
+        lslot_t *x = &s->slots[s->tmp[i]];
+        int64_t j = s->t - s->base;
+        s->live[j >> 6] |= 1ULL << (j & 63);
+        s->t2->log[s->t - s->t2->lbase] = x->key;
+        x->last = (int32_t)s->t++;
+        s->resident++;
+    }
+    return 0;
+}
+
+/* One request after the scan's lookup (slots tmp[0 .. m), a GPU lead of a, dup: an id repeated): its
+ * baseline hit blocks in *hits (-1 once broken); returns 0, or -1 on no memory. */
+static int t2_request(lru_t *s, int64_t m, int64_t a, int64_t cap, int dup, int32_t rq, int64_t *hits) {
+    t2_t *q = s->t2;
+    int64_t lead = a, run = 1;
+    for (int64_t i = a; i < m && !dup; i++) {
+        int64_t old = -3 - (int64_t)s->slots[s->tmp[i]].last;
+        dup = old >= s->p;                                     /* GPU-resident after a miss: not chained */
+        run &= s->clast[s->tmp[i]] >= q->low.p;
+        lead += run;
+    }
+    dup |= q->low.t + 2 * m >= INT32_MAX;                      /* lower-tier times are int32 too */
+    if (dup || q->broken) {
+        q->broken = 1;
+        *hits = -1;
+        return lru_stamp(s, 0, m);
+    }
+    int64_t h = cap < lead ? cap : lead, budget = m - a < s->capacity - a ? m - a : s->capacity - a;
+    h = h < 0 ? 0 : h;
+    int64_t restores = h > a ? h - a : 0;
+    if (budget < m - a && restores > budget) { h = a + budget; restores = budget; }
+    *hits = h;
+    int64_t nv = t2_reserve(s, a, budget, rq);
+    if (nv < 0) return -1;
+    for (int64_t i = a + restores - 1; i >= a; i--)
+        if (t2_low_stamp(s, s->tmp[i]) != 0) return -1;
+    if (t2_demote(s, nv) != 0) return -1;
+    return t2_release(s, a + budget, m);
+}
+
+/* Turn a fresh scan (no stamp yet) into the two-tier one with a lower tier of c1 slots; -1 on no memory. */
+static int t2_enable(lru_t *s, int64_t c1) {
+    t2_t *q = (t2_t *)calloc(1, sizeof(t2_t));
+    if (!q) return -1;
+    s->t2 = q;
+    q->low.capacity = c1;
+    q->low.live_words = 1024;
+    q->log_len = 4096;
+    q->low.live = (uint64_t *)calloc(1024, 8);
+    q->log = (uint64_t *)malloc(4096 * 8);
+    s->clast = (int32_t *)malloc((s->mask + 1) * sizeof(int32_t));
+    if (!q->low.live || !q->log || !s->clast) return -1;
+    memset(s->clast, 0xFF, (s->mask + 1) * sizeof(int32_t));
+    s->t = s->p = s->base = q->lbase = 64;     /* time 0 < every pointer: "stamped, not resident" */
+    return 0;
+}
+
+#endif
