@@ -15,15 +15,17 @@ engine                 applies when                               implementation
                        prefill attention, links ``LinkSpec``, and :class:`pcs.cache.native.NativeHierarchy`
                        everything ``compiled-hierarchy`` needs;
                        ``native`` not ``python``
-``compiled-hierarchy`` every tier's policy compiled (``lru``,      :class:`pcs.cache.native.NativeHierarchy`
-                       ``fifo``, ``slru``, ``sieve``, ``2q``,     under the event loop (a sequential
-                       ``s3fifo``, ``arc``, ``lfu``, ``gdsf``,    baseline: its C loop, pcs.engine.seqbase)
-                       ``belady``) and its admission policies
-                       too (``reuse``, ``selective``,
-                       ``tinylfu``; one ``retain`` on ``lru`` /
-                       ``slru``), at most 2**30 blocks each, the
-                       compiled twin built, ``native`` not
-                       ``python``
+``compiled-hierarchy`` every tier's policy registered: compiled  :class:`pcs.cache.native.NativeHierarchy`
+                       (``lru``, ``fifo``, ``slru``, ``sieve``,   under the event loop (a sequential
+                       ``2q``, ``s3fifo``, ``arc``, ``lfu``,      baseline: its C loop, pcs.engine.seqbase);
+                       ``gdsf``, ``belady``) or hosted (any other a Python policy hosted by
+                       -- a plug-in: pcs/cache/_pol_py.c calls    pcs/cache/_pol_py.c (equality test:
+                       its batched methods); its admission        tests/cache/test_native_hosted.py)
+                       policies compiled (``reuse``,
+                       ``selective``, ``tinylfu``; one ``retain``
+                       on ``lru`` / ``slru``), at most 2**30
+                       blocks each, the compiled twin built,
+                       ``native`` not ``python``
 ``reference``          one cache group of full attention (every   :class:`pcs.cache.Hierarchy` under the
                        model that is not hybrid)                  event loop
 ``compiled-hybrid``    one shared pool per tier (vLLM's hybrid    ``nativegroups.NativeGroupHierarchy``

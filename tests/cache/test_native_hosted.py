@@ -27,9 +27,9 @@ from hypothesis import strategies as st
 from pcs.blocks import BlockRules
 from pcs.cache import Tier
 from pcs.errors import PolicyError
-from helpers import (ALL_RULES, BS, SETTINGS, STRESS_CASES, UNIT_RULES, assert_one_line_error,
+from helpers import (BS, SETTINGS, STRESS_CASES, UNIT_RULES, assert_one_line_error,
                      assert_trace_replays_equal, assert_twin_runs_equal, engine_run, invoke, req, stress_trace,
-                     trace_context, traces, twin_hierarchy, twin_tiers)
+                     tier_configs, trace_context, traces, twin_hierarchy, twin_tiers)
 
 native = pytest.importorskip("pcs.cache.native")
 if native._lruhier is None:
@@ -91,14 +91,8 @@ def test_hand_trace_mru_hits_once():
         assert sorted(h.tiers[0].resident) == [2, 3] and h.tiers[0].policy.order() == [2, 3]
 
 
-config = st.tuples(st.lists(st.tuples(st.integers(0, 12), st.sampled_from(NAMES + ["demo_mru"])),
-                            min_size=1, max_size=3),
-                   st.sampled_from(["sequential", "modeled"]), st.sampled_from(ALL_RULES),
-                   st.sampled_from(["back", "through"]))
-
-
 @SETTINGS
-@given(traces(), config)
+@given(traces(), tier_configs(NAMES + ["demo_mru"]))
 def test_hosted_equals_python_on_random_traces(reqs, cfg):
     tiers, timing, rules, wp = cfg
     hosted_equals_python(reqs, [c for c, _ in tiers], [s for _, s in tiers], timing, rules, wp,
