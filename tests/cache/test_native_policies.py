@@ -20,9 +20,8 @@ from hypothesis import strategies as st
 
 from pcs.blocks import BlockRules
 from pcs.cache import make_policy
-from helpers import (BS, SETTINGS, STRESS_CASES, assert_trace_replays_equal, drive_direct_calls, req,
-                     replay_twins, stress_trace, tier_configs, trace_context, traces, twin_hierarchy, twin_tiers,
-                     twin_trace_case)
+from helpers import (BS, SETTINGS, STRESS_CASES, assert_trace_replays_equal, drive_direct_calls, req, replay_twins,
+                     stress_trace, tier_configs, trace_context, traces, twin_hierarchy, twin_tiers, twin_trace_case)
 
 native = pytest.importorskip("pcs.cache.native")
 if native._lruhier is None:
