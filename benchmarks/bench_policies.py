@@ -17,6 +17,10 @@ policy once (alternated), and block accesses per second of the whole call;
 ``ratio_to_lru`` = the policy's time / compiled lru's time in the same run.
 Prints one human line per run, then ONE JSON line last.
 ``--policy NAME`` (repeatable) times those registered policies instead.
+Plug-ins (:data:`PLUGINS`, timed by default after the built-in policies): ``demo_mru``, the example plug-in of
+tests/cache/plugin/ (MRU, a Python loop per key), and ``py_lru``, the Python class of ``lru``
+(pcs/cache/policies/lru.py) registered as a plug-in; ``auto`` hosts them in the compiled hierarchy
+(pcs/cache/_pol_py.c), ``-reference`` runs them on the Python one.
 ``--admit TIER=KIND`` (repeatable) times each policy with each admission policy instead (``P+cpu=reuse:2``:
 compiled, pcs/cache/_admission.c, beside ``P+cpu=reuse:2-reference``), plain ``lru`` kept as the peer.
 Usage: python benchmarks/bench_policies.py [--repeat 3] [--trace PATH] [--compute infinite|step|both] [--policy NAME ...]
@@ -32,6 +36,9 @@ import common
 
 #: Policies timed by default (lru first: the peer every ratio is taken against).
 POLICIES = ("lru", "fifo", "slru", "sieve", "2q", "s3fifo", "arc", "lfu", "gdsf", "belady")
+#: Plug-ins timed by default (registered by :func:`register_plugins`): the example of tests/cache/plugin/ and
+#: lru's Python class under another name.
+PLUGINS = ("demo_mru", "py_lru")
 #: Older spellings tried when a name is refused (``protected``, engine ``general``).
 FALLBACK = {"slru": "protected", "reference": "general"}
 
@@ -45,6 +52,20 @@ def _runs(policies, admits=()) -> list[tuple[str, dict]]:
             kw, label = ({"policy": p}, p) if a is None else ({"policy": p, "admit": [a]}, f"{p}+{a}")
             out += [(label, kw), (f"{label}-reference", dict(kw, engine="reference"))]
     return out
+
+
+def register_plugins() -> None:
+    """Register :data:`PLUGINS` as the ``pcs.policies`` entry point would (``load_plugins``)."""
+    import sys
+    from importlib.metadata import EntryPoint
+
+    from pcs.cache.policies import LRUPolicy, load_plugins
+
+    sys.path.insert(0, str(common.ROOT / "tests" / "cache" / "plugin"))
+    PyLRU = type("PyLRU", (LRUPolicy,), {"name": "py_lru", "summary": "lru's Python class, as a plug-in"})
+    sys.modules[__name__].PyLRU = PyLRU
+    load_plugins([EntryPoint("demo_mru", "pcs_demo_policy:DemoMRU", "pcs.policies"),
+                  EntryPoint("py_lru", f"{__name__}:PyLRU", "pcs.policies")])
 
 
 class InMemory:
@@ -80,7 +101,8 @@ def main() -> None:
     ap.add_argument("--policy", action="append", default=[], help="time these policies instead (repeatable)")
     ap.add_argument("--admit", action="append", default=[], help="time with these admissions (repeatable)")
     args = ap.parse_args()
-    runs = _runs(args.policy or (("lru",) if args.admit else POLICIES), args.admit)
+    register_plugins()
+    runs = _runs(args.policy or (("lru",) if args.admit else POLICIES + PLUGINS), args.admit)
     modes = ("infinite", "step") if args.compute == "both" else (args.compute,)
     import os
 

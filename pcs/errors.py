@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Iterable, Mapping
 
-__all__ = ["InputError", "UnknownNameError", "BUG_REPORT"]
+__all__ = ["InputError", "UnknownNameError", "PolicyError", "BUG_REPORT"]
 
 #: Where the CLI's last line after an internal error sends the user.
 BUG_REPORT = ("this is a bug in pcs, not in your input: please report it on the pcs issue tracker "
@@ -42,6 +42,15 @@ class InputError(ValueError):
         where = self.path if line is None else f"{self.path}:{line}"
         what = f"field '{field}': {problem}" if field else problem
         super().__init__(f"{where}: {what}")
+
+
+class PolicyError(ValueError):
+    """An eviction policy written in Python (a plug-in, a subclass) raised, or answered against the contract of
+    ``pcs/cache/policies/base.py``, while the compiled hierarchy hosted it (``pcs/cache/_pol_py.c``).
+
+    ``str(err)`` names the policy and the method, e.g. ``"eviction policy 'demo_mru' raised RuntimeError in
+    evict(): boom"``: the one line the CLI prints (the policy's own exception is the ``__cause__``).
+    """
 
 
 class UnknownNameError(ValueError):

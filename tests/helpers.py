@@ -528,6 +528,14 @@ def twin_tiers(caps, specs, admits=None, ctx=None) -> list:
     return tiers
 
 
+def tier_configs(specs):
+    """The twin tests' drawn set-up: ([(capacity 0-12 blocks, spec from ``specs``)] for 1-3 tiers, timing, block
+    rules, write policy)."""
+    return st.tuples(st.lists(st.tuples(st.integers(0, 12), st.sampled_from(specs)), min_size=1, max_size=3),
+                     st.sampled_from(["sequential", "modeled"]), st.sampled_from(ALL_RULES),
+                     st.sampled_from(["back", "through"]))
+
+
 def trace_context(reqs, rules: BlockRules, cost: bool = True):
     """The trace pre-pass of ``reqs`` (:class:`TraceOracle`: chain parents and depths, future uses) as a policy
     context; block cost 1 + depth / 8 s (every depth a different cost, ties in H within a depth), or none

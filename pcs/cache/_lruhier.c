@@ -1108,6 +1108,13 @@ static PyObject *hier_order(Hier *h, PyObject *arg) {
     return l;
 }
 
+/* Hierarchy.sync(): every tier's policy hands over what it queued (PolOps.sync: a hosted Python policy) */
+static PyObject *hier_sync(Hier *h, PyObject *unused) {
+    for (int j = 0; j < h->ntiers; j++)
+        if (h->t[j].ops && h->t[j].ops->sync && h->t[j].ops->sync(&h->t[j]) < 0) return NULL;
+    Py_RETURN_NONE;
+}
+
 static PyObject *hier_written(Hier *h, void *c) {
     PyObject *l = PyList_New(h->ntiers);
     if (!l) return NULL;
@@ -1171,7 +1178,7 @@ static PyObject *hier_check(Hier *h, PyObject *unused) {
 
 /* the compiled policies: registered name -> ops (pcs/cache/_pol_*.c); lru has none (inline) */
 static const PolOps *const POLICIES[] = {&POL_FIFO, &POL_SLRU, &POL_SIEVE, &POL_2Q, &POL_S3FIFO, &POL_ARC, &POL_LFU,
-                                         &POL_GDSF, &POL_BELADY};
+                                         &POL_GDSF, &POL_BELADY, &POL_PY};
 
 /* policies: one (name, (int option, ...)[, data]) per tier; the options are the sizes the Python policy worked
  * out, data the trace data of a policy that reads the trace (PolOps.load) */
@@ -1297,6 +1304,7 @@ static PyMethodDef hier_methods[] = {
     {"resident", (PyCFunction)hier_resident, METH_O, "dict key -> pin count of tier j"},
     {"order", (PyCFunction)hier_order, METH_O, "unpinned keys of tier j, first victim first"},
     {"check", (PyCFunction)hier_check, METH_NOARGS, "assert every invariant"},
+    {"sync", (PyCFunction)hier_sync, METH_NOARGS, "hand a hosted Python policy its queued calls (pcs/cache/_pol_py.c)"},
     {"run_sequential", (PyCFunction)(void (*)(void))hier_run_sequential, METH_FASTCALL,
      "run_sequential(hashes, offsets, cacheable, max_hit, out): sequential requests; out[i] = hit blocks"},
     {NULL}

@@ -87,6 +87,7 @@ typedef struct Tier {
     uint64_t *gbuf;                    /* scratch of an insert: admitted keys, then refused ones */
     Py_ssize_t gcap;
     struct Retain *ret;                /* retain: the pool in front of the policy (NULL: none) */
+    struct PyPol *py;                  /* a policy written in Python, hosted (pcs/cache/_pol_py.c; NULL: none) */
 } Tier;
 
 /* The retention pool of a tier with retain (pcs/cache/_retain.c; pcs.cache.admission_retention.RetainingPolicy):
@@ -126,9 +127,12 @@ typedef struct PolOps {
     const char *(*check)(Tier *t);                 /* NULL if the structure is sound, else what is wrong */
     int (*load)(Tier *t, PyObject *data);          /* NULL: takes no data; the trace data of a policy that reads
                                                       the trace (pcs/cache/native.py policy_spec); -1 on error */
+    int (*sync)(Tier *t);                          /* NULL: nothing; a hosted Python policy's queued calls handed
+                                                      over (pcs/cache/_pol_py.c); -1 on error */
 } PolOps;
 
 extern const PolOps POL_FIFO, POL_SLRU, POL_SIEVE, POL_2Q, POL_S3FIFO, POL_ARC, POL_LFU, POL_GDSF, POL_BELADY;
+extern const PolOps POL_PY;    /* a Python policy object, hosted (pcs/cache/_pol_py.c) */
 
 #define HMUL 0x9E3779B97F4A7C15ULL
 

@@ -220,27 +220,44 @@ def retain_spec(policy: Any) -> tuple[Any, float, Any] | None:
 def _retain_ok(policy: Any) -> bool:
     inner, retention = _unwrap(policy)
     return retention is None or (_unwrap(inner)[1] is None and inner.name in RETAIN_POLICIES
+                                 and type(inner) is get_policy(inner.name)
                                  and retention.context is not None and retention.context.oracle is not None)
 
 
 def policy_spec(policy: Any) -> tuple | None:
     """``(name, integer options)`` -- ``(name, options, trace data)`` for a policy that reads the trace
     (:data:`COMPILED_DATA`) -- for the C twin of an (empty) eviction policy object (behind a ``retain``
-    wrapper: its inner policy's), or None when it has none (a policy without a compiled twin, a plug-in, a
-    subclass)."""
+    wrapper: its inner policy's); for any other :class:`EvictionPolicy` (a plug-in, a subclass, a policy
+    without a twin) the hosted spec of :func:`hosted_spec`; None for an object that is not one."""
     policy = _unwrap(policy)[0]
     name = getattr(policy, "name", None)
     opts = COMPILED_POLICIES.get(name)
     if opts is None or type(policy) is not get_policy(name):
-        return None
+        return hosted_spec(policy)
     spec = (name, tuple(int(v) for v in opts(policy)))
     data = COMPILED_DATA.get(name)
     return spec if data is None else spec + (data(policy),)
 
 
+def hosted_spec(policy: Any) -> tuple | None:
+    """``("py", (), (policy, expects, clock, PolicyError))``: the Python ``policy`` object hosted by the compiled
+    hierarchy (``pcs/cache/_pol_py.c``: the mechanism in C calls its batched methods, the calls
+    :class:`pcs.cache.tier.Tier` makes; docs/semantics.md §15); ``expects``: it overrides ``expect`` (else the
+    call is skipped, as ``Tier._expects``); ``clock``: its :class:`PolicyContext` clock (set to the request
+    clock before each call), or None. None when ``policy`` is not an :class:`EvictionPolicy`."""
+    from pcs.cache.policies import EvictionPolicy
+    from pcs.errors import PolicyError
+
+    if not isinstance(policy, EvictionPolicy):
+        return None
+    clock = getattr(getattr(policy, "context", None), "clock", None)
+    return "py", (), (policy, type(policy).expect is not EvictionPolicy.expect, clock, PolicyError)
+
+
 def available(tiers: Sequence[Tier]) -> bool:
     """Whether the compiled hierarchy can stand in for ``Hierarchy(tiers)``: extension built, every tier's
-    policy with a compiled twin (:data:`COMPILED_POLICIES`), its admission policies too
+    policy with a compiled twin (:data:`COMPILED_POLICIES`) or another :class:`EvictionPolicy` (hosted:
+    :func:`hosted_spec`), its admission policies with compiled twins
     (:data:`COMPILED_ADMISSIONS`), every tier empty and at most :data:`MAX_BLOCKS` blocks."""
     return _lruhier is not None and all(
         policy_spec(t.policy) is not None and gate_specs(getattr(t, "admission", None)) is not None
@@ -374,7 +391,8 @@ class CompiledHierarchy:
 
 
 class NativeHierarchy(CompiledHierarchy):
-    """:class:`pcs.cache.Hierarchy` in C (``pcs.cache._lruhier``) for tiers whose policies have compiled twins.
+    """:class:`pcs.cache.Hierarchy` in C (``pcs.cache._lruhier``): policies with compiled twins run in C, any other
+    :class:`EvictionPolicy` object is hosted (:func:`hosted_spec`: its batched methods called from C).
 
     Calls: ``start``, ``prefill_done``, ``finish``, and for the step scheduler
     ``grow``, ``abort``, ``extend``, ``held_blocks`` (same semantics as the Python hierarchy's).
@@ -393,7 +411,8 @@ class NativeHierarchy(CompiledHierarchy):
         names = check_hierarchy_args(tiers, write_policy)
         if not available(tiers):
             raise ValueError("the native hierarchy needs the compiled pcs.cache._lruhier and empty tiers of at most "
-                             f"{MAX_BLOCKS} blocks with policies {', '.join(COMPILED_POLICIES)} and admission "
+                             f"{MAX_BLOCKS} blocks with eviction policies (compiled: {', '.join(COMPILED_POLICIES)}; "
+                             "others hosted) and admission "
                              f"policies {', '.join(COMPILED_ADMISSIONS)} (retain in front of "
                              f"{' or '.join(RETAIN_POLICIES)}); got "
                              f"{', '.join(f'{t.name}:{t.policy.name}' for t in tiers)}")
@@ -411,4 +430,9 @@ class NativeHierarchy(CompiledHierarchy):
         # R requests one after another (start, prefill_done, finish each), out[i] = hit blocks; the
         # sequential baseline's loop in C (pcs.engine.seqbase)
         self.run_sequential = h.run_sequential
+        # sync(): a hosted Python policy gets the calls still queued for it (pcs/cache/_pol_py.c hands them over
+        # when it must decide); called at the end of a run (pcs.engine.runner, seqbase), so an error it raises
+        # there surfaces too (pcs.errors.PolicyError, naming the policy and the method)
+        self.sync = h.sync
+
 

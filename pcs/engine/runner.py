@@ -290,7 +290,11 @@ def _feed(source: Any, rules: BlockRules, time_model: Any, engines: list[ReplayE
 
 
 def _close(loop: ReplayEngine, hybrid: Any) -> EngineResult:
-    """Close an engine; a hybrid hierarchy's per-request residency columns join the others."""
+    """Close an engine (a compiled hierarchy first hands a hosted Python policy its queued calls: ``sync``); a
+    hybrid hierarchy's per-request residency columns join the others."""
+    sync = getattr(loop.h, "sync", None)
+    if sync is not None:
+        sync()
     res = loop.close()
     if hybrid is not None and hasattr(loop.h, "residency"):
         from pcs.engine.hybridsummary import request_columns
@@ -348,7 +352,7 @@ def run_replay(source: Any, rules: BlockRules, time_model: Any, make_tiers: Call
     (result, state), baseline = done[0], (base if base is not None else done[-1][0])
     sched = None
     if no_cache is not None:
-        sched = (resolved[1], loops[0].stats, no_cache.close(), no_cache.stats)
+        sched = (resolved[1], loops[0].stats, _close(no_cache, None), no_cache.stats)
     return Outcome(result, state, baseline, singles[0], singles[1], plans[0].row.name, plans[0].reason,
                    all_plans[-1].row.name, all_plans[-1].reason, sched)
 

@@ -15,15 +15,17 @@ engine                 applies when                               implementation
                        prefill attention, links ``LinkSpec``, and :class:`pcs.cache.native.NativeHierarchy`
                        everything ``compiled-hierarchy`` needs;
                        ``native`` not ``python``
-``compiled-hierarchy`` every tier's policy compiled (``lru``,      :class:`pcs.cache.native.NativeHierarchy`
-                       ``fifo``, ``slru``, ``sieve``, ``2q``,     under the event loop (a sequential
-                       ``s3fifo``, ``arc``, ``lfu``, ``gdsf``,    baseline: its C loop, pcs.engine.seqbase)
-                       ``belady``) and its admission policies
-                       too (``reuse``, ``selective``,
-                       ``tinylfu``; one ``retain`` on ``lru`` /
-                       ``slru``), at most 2**30 blocks each, the
-                       compiled twin built, ``native`` not
-                       ``python``
+``compiled-hierarchy`` every tier's policy registered: compiled  :class:`pcs.cache.native.NativeHierarchy`
+                       (``lru``, ``fifo``, ``slru``, ``sieve``,   under the event loop (a sequential
+                       ``2q``, ``s3fifo``, ``arc``, ``lfu``,      baseline: its C loop, pcs.engine.seqbase);
+                       ``gdsf``, ``belady``) or hosted (any other a Python policy hosted by
+                       -- a plug-in: pcs/cache/_pol_py.c calls    pcs/cache/_pol_py.c (equality test:
+                       its batched methods); its admission        tests/cache/test_native_hosted.py)
+                       policies compiled (``reuse``,
+                       ``selective``, ``tinylfu``; one ``retain``
+                       on ``lru`` / ``slru``), at most 2**30
+                       blocks each, the compiled twin built,
+                       ``native`` not ``python``
 ``reference``          one cache group of full attention (every   :class:`pcs.cache.Hierarchy` under the
                        model that is not hybrid)                  event loop
 ``compiled-hybrid``    one shared pool per tier (vLLM's hybrid    ``nativegroups.NativeGroupHierarchy``
@@ -131,15 +133,27 @@ def _lru_scan_applies(cfg: RunConfig) -> str | None:
 
 
 def _compiled_label(label: str) -> bool:
-    """Whether a tier's policy label (``lru``, ``lru+reuse:2+tinylfu:sample=10``) names a compiled policy and
-    only compiled admission kinds (at most one ``retain``, in front of a policy of ``RETAIN_POLICIES``)."""
-    from pcs.cache.native import COMPILED_ADMISSIONS, COMPILED_POLICIES, RETAIN_POLICIES
+    """Whether a tier's policy label (``lru``, ``lru+reuse:2+tinylfu:sample=10``) can run on the compiled hierarchy:
+    its eviction policy compiled or any other registered one (a plug-in: hosted, ``pcs/cache/_pol_py.c``) and only
+    compiled admission kinds (at most one ``retain``, in front of a compiled policy of ``RETAIN_POLICIES``)."""
+    from pcs.cache.native import COMPILED_ADMISSIONS, RETAIN_POLICIES
 
     policy, *admits = label.split("+")
     kinds = [a.partition(":")[0] for a in admits]
     retains = kinds.count("retain")
-    return (policy in COMPILED_POLICIES and all(k in COMPILED_ADMISSIONS for k in kinds)
+    return (_registered(policy) and all(k in COMPILED_ADMISSIONS for k in kinds)
             and (not retains or (retains == 1 and policy in RETAIN_POLICIES)))
+
+
+def _registered(policy: str) -> bool:
+    """Whether ``policy`` names a registered eviction policy (built in or a plug-in)."""
+    from pcs.cache.policies import get_policy
+
+    try:
+        get_policy(policy)
+    except ValueError:
+        return False
+    return True
 
 
 def _compiled_hierarchy_applies(cfg: RunConfig) -> str | None:
@@ -151,8 +165,8 @@ def _compiled_hierarchy_applies(cfg: RunConfig) -> str | None:
     other = [f"{name}:{policy}" for name, policy, _ in cfg.tiers if not _compiled_label(policy)]
     if other:
         gates = ", ".join(k for k in COMPILED_ADMISSIONS if k != "retain")
-        return (f"it needs every tier's policy compiled ({', '.join(COMPILED_POLICIES)}; admission {gates}; "
-                f"retain on {' or '.join(RETAIN_POLICIES)}), got {', '.join(other)}")
+        return (f"it needs every tier's eviction policy registered (compiled: {', '.join(COMPILED_POLICIES)}; "
+                f"others hosted), admission {gates}, retain on {' or '.join(RETAIN_POLICIES)}; got {', '.join(other)}")
     big = [name for name, _, cap in cfg.tiers if cap > MAX_COMPILED_BLOCKS]
     if big:
         return f"tier {big[0]} has more than {MAX_COMPILED_BLOCKS} blocks"

@@ -40,7 +40,8 @@ def sequential_baseline(source: Any, hierarchy: Any, rules: BlockRules) -> Engin
         cacheable blocks (the summary reads a baseline's ``hit_ratio`` only); per-tier hits, misses,
         truncations, links and peaks stay 0.
     Raises:
-        ValueError: as :func:`pcs.trace.batches.as_batches`.
+        ValueError: as :func:`pcs.trace.batches.as_batches`; :class:`pcs.errors.PolicyError` (a ValueError) when a
+            hosted Python policy raises.
     """
     L = ReplayLedger(num_tiers=len(hierarchy.tiers))
     for b in as_batches(source):
@@ -52,6 +53,7 @@ def sequential_baseline(source: Any, hierarchy: Any, rules: BlockRules) -> Engin
         hits = np.empty(prompt.shape[0], np.int64)
         hierarchy.run_sequential(np.ascontiguousarray(b.block_hashes, np.uint64), off, n, cap, hits)
         _count(L, prompt, hits, bs, int(off[-1]), n)
+    hierarchy.sync()        # a hosted Python policy's last queued calls (pcs/cache/_pol_py.c)
     L.computed_tokens = L.prompt_tokens - L.hit_tokens
     return EngineResult(L, {})
 

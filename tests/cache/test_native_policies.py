@@ -20,8 +20,8 @@ from hypothesis import strategies as st
 
 from pcs.blocks import BlockRules
 from pcs.cache import make_policy
-from helpers import (ALL_RULES, BS, SETTINGS, STRESS_CASES, assert_trace_replays_equal, drive_direct_calls, req,
-                     replay_twins, stress_trace, trace_context, traces, twin_hierarchy, twin_tiers, twin_trace_case)
+from helpers import (BS, SETTINGS, STRESS_CASES, assert_trace_replays_equal, drive_direct_calls, req, replay_twins,
+                     stress_trace, tier_configs, trace_context, traces, twin_hierarchy, twin_tiers, twin_trace_case)
 
 native = pytest.importorskip("pcs.cache.native")
 if native._lruhier is None:
@@ -59,9 +59,7 @@ def test_options_reach_the_c_twin():
     assert native.policy_spec(make_policy("gdsf", 4)) == ("gdsf", (), None)   # no trace: every block a 1-s leaf
 
 
-config = st.tuples(st.lists(st.tuples(st.integers(0, 12), st.sampled_from(SPECS)), min_size=1, max_size=3),
-                   st.sampled_from(["sequential", "modeled"]), st.sampled_from(ALL_RULES),
-                   st.sampled_from(["back", "through"]))
+config = tier_configs(SPECS)
 
 
 @SETTINGS

@@ -109,20 +109,29 @@ def test_growth_of_tables_past_many_blocks():
 
 
 def test_refuses_what_has_no_compiled_twin():
-    """A plug-in policy (here a subclass of a built-in one under its own name) has no C twin; retain runs
-    compiled only in front of lru or slru (tests/cache/test_native_admission.py: every other admission kind has
-    a twin)."""
+    """A plug-in policy (here a subclass of a built-in one under its own name) has no C twin: it is hosted
+    (pcs/cache/_pol_py.c), but not behind retain, which runs compiled only in front of lru or slru
+    (tests/cache/test_native_admission.py: every other admission kind has a twin); an object that is not an
+    EvictionPolicy is refused."""
     from pcs.cache.admission import apply_admission
     from pcs.cache.policies import PolicyContext
     from pcs.cache.policies.context import TraceOracle
+    from types import SimpleNamespace
+
     from pcs.cache.policies.lru import LRUPolicy
 
     class Mine(LRUPolicy):
         name = "mine"
 
     tiers = [Tier("gpu", 4, make_policy("lru", 4)), Tier("cpu", 4, Mine(4))]
-    with pytest.raises(ValueError, match="gpu:lru, cpu:mine"):
+    assert native.policy_spec(tiers[1].policy)[0] == "py" and native.NativeHierarchy(tiers).tiers[1].policy.name == "mine"
+    tiers = [Tier("gpu", 4, make_policy("lru", 4)), Tier("cpu", 4, make_policy("lru", 4))]
+    tiers[1].policy = SimpleNamespace(name="notapolicy")
+    with pytest.raises(ValueError, match="gpu:lru, cpu:notapolicy"):
         native.NativeHierarchy(tiers)
+    pol, adm = apply_admission(["retain:tokens=0-4,duration=1"], Mine(4), PolicyContext(TraceOracle()))
+    with pytest.raises(ValueError, match="retain in front of lru or slru"):
+        native.NativeHierarchy([Tier("gpu", 4, pol, adm)])
     pol, adm = apply_admission(["retain:tokens=0-4,duration=1"], make_policy("fifo", 4), PolicyContext(TraceOracle()))
     tiers = [Tier("gpu", 4, make_policy("lru", 4)), Tier("cpu", 4, pol, adm)]
     with pytest.raises(ValueError, match="retain in front of lru or slru"):

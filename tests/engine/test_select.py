@@ -112,12 +112,13 @@ def test_auto_takes_the_compiled_hierarchy_for_compiled_policies():
 
 
 def test_auto_takes_the_reference_for_other_policies_python_or_huge_tiers():
+    # a name no registry holds (a registered plug-in is hosted: test_auto_hosts_a_registered_plugin)
     row, reason = select.choose(cfg("sequential", ("gpu", "lru", 100), ("cpu", "myplugin", 400)))
     assert row.name == "reference"
     assert reason == ("not lru-scan: it needs exactly one tier with policy lru, got gpu:lru, cpu:myplugin; "
-                      "not compiled-hierarchy: it needs every tier's policy compiled (lru, fifo, slru, sieve, 2q, "
-                      "s3fifo, arc, lfu, gdsf, belady; admission reuse, selective, tinylfu; retain on lru or slru), "
-                      "got cpu:myplugin; auto: reference applies")
+                      "not compiled-hierarchy: it needs every tier's eviction policy registered (compiled: lru, fifo, "
+                      "slru, sieve, 2q, s3fifo, arc, lfu, gdsf, belady; others hosted), admission reuse, selective, "
+                      "tinylfu, retain on lru or slru; got cpu:myplugin; auto: reference applies")
     # every admission kind has a compiled twin; retain only in front of lru or slru (docs/semantics.md §8)
     row, _ = select.choose(cfg("sequential", ("gpu", "lru", 100), ("cpu", "arc+reuse:2+tinylfu:sample=10", 400)))
     assert row.name == "compiled-hierarchy"
@@ -129,6 +130,22 @@ def test_auto_takes_the_reference_for_other_policies_python_or_huge_tiers():
     assert row.name == "reference" and "not compiled-hierarchy: native is python (no compiled code)" in reason
     row, reason = select.choose(cfg("modeled", ("gpu", "lru", 2**30 + 1)))
     assert row.name == "reference" and f"tier gpu has more than {2**30} blocks" in reason
+
+
+def test_auto_hosts_a_registered_plugin(monkeypatch):
+    """A registered policy without a C twin (a plug-in) runs on the compiled rows, hosted (pcs/cache/_pol_py.c);
+    retain in front of it does not (retain runs compiled only in front of lru or slru)."""
+    from pcs.cache import policies as reg
+    from pcs.cache.policies.lru import LRUPolicy
+
+    class Mine(LRUPolicy):
+        name = "myplugin"
+
+    monkeypatch.setitem(reg._POLICIES, "myplugin", Mine)
+    row, _ = select.choose(cfg("sequential", ("gpu", "lru", 100), ("cpu", "myplugin+reuse:2", 400)))
+    assert row.name == ("compiled-hierarchy" if COMPILED else "reference")
+    row, reason = select.choose(cfg("sequential", ("gpu", "myplugin+retain:tokens=0-64,duration=5", 100)))
+    assert row.name == "reference" and "got gpu:myplugin+retain" in reason
 
 
 def test_pcs_native_environment_is_the_default(monkeypatch):
@@ -146,7 +163,7 @@ def test_requested_engines_and_aliases():
     with pytest.raises(ValueError, match="engine 'lru-scan' cannot run this replay: timing is modeled"):
         select.choose(cfg("modeled", ("gpu", "lru", 100)), "lru-scan")
     with pytest.raises(ValueError, match="engine 'compiled-hierarchy' cannot run this replay: it needs every "
-                                         "tier's policy compiled .*, got gpu:myplugin\\+reuse:2"):
+                                         "tier's eviction policy registered .*; got gpu:myplugin\\+reuse:2"):
         select.choose(cfg("sequential", ("gpu", "myplugin+reuse:2", 100)), "compiled-hierarchy")
     with pytest.raises(ValueError, match="unknown engine 'turbo'; valid: auto, lru-scan, compiled-step, compiled-hierarchy, "
                                          "reference, compiled-hybrid, hybrid, general, fast"):

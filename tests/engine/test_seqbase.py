@@ -47,7 +47,7 @@ class _Recording:
 
     def __init__(self, caps, wp):
         self.h = native.NativeHierarchy(_tiers(caps), wp)
-        self.tiers, self.hits = self.h.tiers, []
+        self.tiers, self.hits, self.sync = self.h.tiers, [], self.h.sync
 
     def run_sequential(self, hashes, off, n, cap, out):
         self.h.run_sequential(hashes, off, n, cap, out)

@@ -197,8 +197,9 @@ def test_windowed_attention_without_cache_groups_on_mooncake():
 
 
 def test_selection_places_only_the_default_configuration():
-    # the compiled loop runs the layerwise step scheduler on tiers whose policies are all compiled; anything else
-    # (other restore policies, a tier with an admission policy or a plug-in policy) takes the Python loop
+    # the compiled loop runs the layerwise step scheduler on tiers whose policies are compiled or hosted (a
+    # registered plug-in: tests/engine/test_select.py::test_auto_hosts_a_registered_plugin); anything else (other
+    # restore policies, retain in front of a policy other than lru / slru) takes the Python loop
     from pcs.engine import select
 
     tiers = (("gpu", "lru", 100), ("cpu", "lru", 1000))
@@ -215,7 +216,7 @@ def test_selection_places_only_the_default_configuration():
     assert select.choose(select.RunConfig("sequential", tiers, scheduler="layerwise"))[0].name != "compiled-step"
     # auto's reason lists the compiled step loop only for runs with the step scheduler
     assert "compiled-step" not in select.choose(select.RunConfig("modeled", tiers))[1]
-    assert "not compiled-step: it needs every tier's policy compiled" in select.choose(
+    assert "not compiled-step: it needs every tier's eviction policy registered" in select.choose(
         select.RunConfig("modeled", (("gpu", "fifo+retain:tokens=0-64,duration=5", 100),), scheduler="layerwise"))[1]
 
 

@@ -28,6 +28,10 @@ policy):
 - ``drop(keys)``: held keys leave the tier without being chosen by ``evict``
   (a lower tier pushes out the first keys of a batch larger than itself,
   docs/semantics.md §7); the policy forgets them as it forgets its victims.
+- ``remove`` and ``drop`` act on each key alone: a batch is the same as its
+  keys in any grouping (the compiled hierarchy, hosting a Python policy,
+  joins adjacent batches of one of them into one call: pcs/cache/_pol_py.c,
+  docs/semantics.md §15).
 - ``expect(keys)``: keys not in the tier are about to be stored in it (the
   misses of a request, the new keys of a lower-tier batch), called before the
   ``evict`` that makes room for them; policies with history (ghost lists of

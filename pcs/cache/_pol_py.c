@@ -1,0 +1,364 @@
+/* py: an eviction policy written in Python (a plug-in, a subclass, any EvictionPolicy without a compiled twin)
+ * hosted by the compiled hierarchy: the mechanism (pcs/cache/_lruhier.c) and the step loop stay in C, only the
+ * policy's own decisions are Python. pcs/cache/native.py policy_spec gives ("py", (), (policy, expects, clock,
+ * error class)); docs/semantics.md §15.
+ *
+ * Batches. The mechanism's per-block calls are gathered into the calls pcs/cache/tier.py makes: one
+ * add(keys, reused) per add ... add_end, one touch(keys) per touch ... touch_end, one expect(keys) per expect_begin
+ * ... (only when the policy overrides expect, as Tier._expects), and adjacent removes (drops) into one
+ * remove (drop) call -- per-key operations (EvictionPolicy contract, pcs/cache/policies/base.py); a reuse_blind
+ * policy's consecutive adds are one call, as Tier._add_in_runs merges them. Keys keep the mechanism's order.
+ *
+ * When. The batches wait in a queue and are handed over in order when the policy must decide -- the first victim
+ * after evict_begin(n) calls evict(n) --, when its order or check is read, when the queue holds more than QMAX
+ * keys (at an add or an expect), and at sync (NativeHierarchy.sync: the end of a run). So every Python call
+ * happens inside a mechanism call that reports errors (victim, order, add, expect return -1). Each batch carries
+ * the request clock of its first call, written to the policy's PolicyContext clock (``now``) before the call
+ * (policies that read the trace, pcs/cache/policies/context.py).
+ *
+ * Keys. The queue holds the key objects (Python ints) it will hand over; each entry keeps its key object from its
+ * first hand-over until it leaves the tier (victim, drop), so the policy gets the same object for a block each
+ * time (no new int per call; its dict lookups meet the stored object).
+ *
+ * Errors. An exception raised by the policy, or an answer that breaks the contract (evict(n) not n distinct
+ * blocks the tier holds unpinned, order() a block it does not hold), is raised as the error class given at load
+ * (pcs.errors.PolicyError, a ValueError: one line at the CLI) naming the policy and the method, the policy's
+ * exception as its cause. The queue is then emptied: the hierarchy is unusable after an error, but memory-safe. */
+#include "_lruhier.h"
+
+enum { K_ADD, K_REMOVE, K_DROP, K_TOUCH, K_EXPECT, NKIND };
+static const char *const METHOD[NKIND] = {"add", "remove", "drop", "touch", "expect"};
+#define QMAX 65536         /* queued keys that make an add or an expect hand the closed batches over */
+
+typedef struct {
+    uint8_t kind, flag, open;
+    int64_t clock;         /* the request clock at the batch's first call */
+    Py_ssize_t start, len; /* items[start .. start + len) */
+} Batch;
+
+typedef struct PyPol {
+    PyObject *obj, *meth[NKIND], *evict, *order, *check, *clock, *err, *name;
+    int expects, blind;
+    PyObject **items;      /* the queued key objects (new references) */
+    Py_ssize_t nkeys, kcap;
+    PyObject **kobj;       /* per entry: its key object (a reference) while it is in the tier, or NULL */
+    Py_ssize_t ocap;
+    Batch *q;
+    Py_ssize_t nq, qcap;
+    PyObject *vict;        /* evict's answer (a list) while its victims are handed out */
+    Py_ssize_t vnext, want;
+    char why[256];         /* check's message */
+} PyPol;
+
+static void py_fini(Tier *t) {
+    PyPol *p = t->py;
+    if (!p) return;
+    Py_XDECREF(p->obj);
+    for (int k = 0; k < NKIND; k++) Py_XDECREF(p->meth[k]);
+    Py_XDECREF(p->evict); Py_XDECREF(p->order); Py_XDECREF(p->check);
+    Py_XDECREF(p->clock); Py_XDECREF(p->err); Py_XDECREF(p->name);
+    Py_XDECREF(p->vict);
+    for (Py_ssize_t i = 0; i < p->nkeys; i++) Py_DECREF(p->items[i]);
+    for (Py_ssize_t i = 0; i < p->ocap; i++) Py_XDECREF(p->kobj[i]);
+    PyMem_Free(p->items);
+    PyMem_Free(p->kobj);
+    PyMem_Free(p->q);
+    PyMem_Free(p);
+    t->py = NULL;
+}
+
+/* data = (policy, expects, clock or None, error class); 0 or -1 */
+static int py_load(Tier *t, PyObject *data) {
+    PyObject *obj, *clock, *err;
+    int expects;
+    if (!PyArg_ParseTuple(data, "OpOO", &obj, &expects, &clock, &err)) return -1;
+    PyPol *p = t->py = PyMem_Calloc(1, sizeof(PyPol));
+    if (!p) { PyErr_NoMemory(); return -1; }
+    Py_INCREF(obj); p->obj = obj;
+    Py_INCREF(err); p->err = err;
+    if (clock != Py_None) { Py_INCREF(clock); p->clock = clock; }
+    p->expects = expects;
+    for (int k = 0; k < NKIND; k++)
+        if (!(p->meth[k] = PyObject_GetAttrString(obj, METHOD[k]))) return -1;
+    if (!(p->evict = PyObject_GetAttrString(obj, "evict")) || !(p->order = PyObject_GetAttrString(obj, "order"))
+        || !(p->check = PyObject_GetAttrString(obj, "_check")) || !(p->name = PyObject_GetAttrString(obj, "name")))
+        return -1;
+    PyObject *blind = PyObject_GetAttrString(obj, "reuse_blind");
+    p->blind = blind ? PyObject_IsTrue(blind) : -1;
+    Py_XDECREF(blind);
+    return p->blind < 0 ? -1 : 0;
+}
+
+/* the error raised by the policy (set) -> the error class naming the policy and the method, chained to it */
+static int py_fail(PyPol *p, const char *method) {
+    PyObject *tp, *val, *tb;
+    PyErr_Fetch(&tp, &val, &tb);
+    PyErr_NormalizeException(&tp, &val, &tb);
+    if (tb) PyException_SetTraceback(val, tb);
+    PyObject *e = PyObject_CallFunction(p->err, "N", PyUnicode_FromFormat(
+        "eviction policy %R raised %s in %s(): %S", p->name, Py_TYPE(val)->tp_name, method, val));
+    if (e) {
+        PyException_SetCause(e, val);       /* steals val */
+        PyErr_SetObject(p->err, e);
+        Py_DECREF(e);
+    } else Py_XDECREF(val);
+    Py_XDECREF(tp);
+    Py_XDECREF(tb);
+    return -1;
+}
+
+/* a contract error naming the policy (the error class); -1 */
+static int py_broke(PyPol *p, const char *what, unsigned long long key, Py_ssize_t n) {
+    PyObject *msg = PyUnicode_FromFormat("eviction policy %R broke the contract of pcs/cache/policies/base.py: %s "
+                                         "(block %llu, n = %zd)", p->name, what, key, n);
+    if (msg) { PyErr_SetObject(p->err, msg); Py_DECREF(msg); }
+    return -1;
+}
+
+/* the policy's clock (if any) set to the request clock c; 0 or -1 */
+static int py_clock(PyPol *p, int64_t c) {
+    if (!p->clock) return 0;
+    PyObject *v = PyLong_FromLongLong(c);
+    int rc = v ? PyObject_SetAttrString(p->clock, "now", v) : -1;
+    Py_XDECREF(v);
+    return rc;
+}
+
+/* entry e's key object (borrowed; made on first use, kept while e is in the tier), or NULL (error set) */
+static PyObject *py_kobj(Tier *t, int32_t e) {
+    PyPol *p = t->py;
+    if (e >= p->ocap) {
+        Py_ssize_t c = p->ocap ? p->ocap : 1024;
+        while (c <= e) c *= 2;
+        PyObject **o = PyMem_Realloc(p->kobj, sizeof(PyObject *) * c);
+        if (!o) { PyErr_NoMemory(); return NULL; }
+        memset(o + p->ocap, 0, sizeof(PyObject *) * (c - p->ocap));
+        p->kobj = o;
+        p->ocap = c;
+    }
+    if (!p->kobj[e]) p->kobj[e] = PyLong_FromUnsignedLongLong(t->ent[e].key);
+    return p->kobj[e];
+}
+
+/* entry e leaves the tier: its key object goes */
+static void py_forget(Tier *t, int32_t e) {
+    PyPol *p = t->py;
+    if (e < p->ocap) Py_CLEAR(p->kobj[e]);
+}
+
+/* append key object k (a new reference, stolen) to the batch of kind (joining the last one when the rules above
+ * say so); 0 or -1 */
+static int py_push(Tier *t, int kind, int flag, PyObject *k) {
+    PyPol *p = t->py;
+    if (!k) return -1;
+    Batch *b = p->nq ? &p->q[p->nq - 1] : NULL;
+    int join = b && b->kind == kind && (kind == K_REMOVE || kind == K_DROP || (kind == K_ADD && p->blind)
+                                        || (b->open && b->flag == flag));
+    if (p->nkeys == p->kcap) {
+        Py_ssize_t c = p->kcap ? 2 * p->kcap : 1024;
+        PyObject **it = PyMem_Realloc(p->items, sizeof(PyObject *) * c);
+        if (!it) { Py_DECREF(k); PyErr_NoMemory(); return -1; }
+        p->items = it;
+        p->kcap = c;
+    }
+    if (!join) {
+        if (p->nq == p->qcap) {
+            Py_ssize_t c = p->qcap ? 2 * p->qcap : 64;
+            Batch *q = PyMem_Realloc(p->q, sizeof(Batch) * c);
+            if (!q) { Py_DECREF(k); PyErr_NoMemory(); return -1; }
+            p->q = q;
+            p->qcap = c;
+        }
+        b = &p->q[p->nq++];
+        *b = (Batch){(uint8_t)kind, (uint8_t)flag, 1, *t->clock, p->nkeys, 0};
+    }
+    p->items[p->nkeys++] = k;
+    b->len++;
+    return 0;
+}
+
+/* push entry e's key object */
+static int py_push_e(Tier *t, int kind, int flag, int32_t e) {
+    PyObject *k = py_kobj(t, e);
+    Py_XINCREF(k);
+    return py_push(t, kind, flag, k);
+}
+
+/* one batch handed to the policy (its items' references move to the list); 0 or -1 (the error class set) */
+static int py_call(PyPol *p, const Batch *b) {
+    PyObject *l = PyList_New(b->len);
+    if (!l) return -1;
+    memcpy(((PyListObject *)l)->ob_item, p->items + b->start, sizeof(PyObject *) * b->len);
+    PyObject *args[2] = {l, b->flag ? Py_True : Py_False};
+    PyObject *r = py_clock(p, b->clock) < 0 ? NULL
+                  : PyObject_Vectorcall(p->meth[b->kind], args, b->kind == K_ADD ? 2 : 1, NULL);
+    Py_DECREF(l);
+    if (!r) return py_fail(p, METHOD[b->kind]);
+    Py_DECREF(r);
+    return 0;
+}
+
+/* hand the queued batches to the policy, in order, all but the last `keep`; 0 or -1 (the queue emptied) */
+static int py_flush(Tier *t, Py_ssize_t keep) {
+    PyPol *p = t->py;
+    Py_ssize_t n = p->nq - keep, i = 0;
+    if (n <= 0) return 0;
+    for (; i < n; i++) {
+        const Batch *b = &p->q[i];
+        if (b->len ? py_call(p, b) < 0 : 0) break;
+    }
+    Py_ssize_t from = keep ? p->q[n].start : p->nkeys;
+    if (i < n) {                          /* the batches not handed over: their references go */
+        for (Py_ssize_t j = p->q[i].start + p->q[i].len; j < p->nkeys; j++) Py_DECREF(p->items[j]);
+        p->nq = p->nkeys = 0;
+        return -1;
+    }
+    memmove(p->items, p->items + from, sizeof(PyObject *) * (p->nkeys - from));
+    p->nkeys -= from;
+    for (Py_ssize_t j = 0; j < keep; j++) {
+        p->q[j] = p->q[n + j];
+        p->q[j].start -= from;
+    }
+    p->nq = keep;
+    return 0;
+}
+
+static int py_add(Tier *t, int32_t e, int reused) {
+    if (py_push_e(t, K_ADD, reused, e) < 0) return -1;
+    return t->py->nkeys > QMAX ? py_flush(t, 1) : 0;
+}
+
+static void py_close(Tier *t, int kind) {
+    PyPol *p = t->py;
+    if (p->nq && p->q[p->nq - 1].kind == kind) p->q[p->nq - 1].open = 0;
+}
+
+static void py_add_end(Tier *t, int reused) { (void)reused; py_close(t, K_ADD); }
+static void py_touch_end(Tier *t) { py_close(t, K_TOUCH); }
+
+/* void calls: a memory error is left set for the next reporting call (tier.c never sees it otherwise) */
+static void py_remove(Tier *t, int32_t e) { (void)py_push_e(t, K_REMOVE, 0, e); }
+static void py_touch(Tier *t, int32_t e) { (void)py_push_e(t, K_TOUCH, 0, e); }
+
+static void py_drop(Tier *t, int32_t e) {
+    (void)py_push_e(t, K_DROP, 0, e);
+    py_forget(t, e);                        /* the mechanism deletes the entry next */
+}
+
+static int py_expect_begin(Tier *t) {
+    py_close(t, K_EXPECT);                  /* the keys that follow are a new expect(keys) call */
+    return 0;
+}
+
+static int py_expect(Tier *t, uint64_t key) {
+    if (!t->py->expects) return 0;
+    if (py_push(t, K_EXPECT, 0, PyLong_FromUnsignedLongLong(key)) < 0) return -1;
+    return t->py->nkeys > QMAX ? py_flush(t, 1) : 0;
+}
+
+static void py_evict_begin(Tier *t, Py_ssize_t n) { t->py->want = n; }
+
+/* evict(want) once the queue is handed over: its answer kept as a list of want keys; 0 or -1 */
+static int py_ask(Tier *t) {
+    PyPol *p = t->py;
+    if (PyErr_Occurred() || py_flush(t, 0) < 0 || py_clock(p, *t->clock) < 0) return -1;
+    PyObject *r = PyObject_CallFunction(p->evict, "n", p->want);
+    if (!r) return py_fail(p, "evict");
+    if (r == Py_None) {
+        Py_DECREF(r);
+        return py_broke(p, "evict(n) returned None though the tier holds n unpinned blocks", 0, p->want);
+    }
+    PyObject *l = PyList_CheckExact(r) ? r : PySequence_List(r);
+    if (l != r) Py_DECREF(r);
+    if (!l) return py_fail(p, "evict");
+    if (PyList_GET_SIZE(l) != p->want) {
+        Py_ssize_t got = PyList_GET_SIZE(l);
+        Py_DECREF(l);
+        return py_broke(p, "evict(n) returned a number of victims other than n", (unsigned long long)got, p->want);
+    }
+    p->vict = l;
+    p->vnext = 0;
+    return 0;
+}
+
+/* the next victim of evict(want): an entry the tier holds unpinned, or -1 (error set) */
+static int32_t py_victim(Tier *t) {
+    PyPol *p = t->py;
+    if (!p->vict && py_ask(t) < 0) return -1;
+    PyObject *k = PyList_GET_ITEM(p->vict, p->vnext);
+    uint64_t key = PyLong_AsUnsignedLongLong(k);
+    int32_t e = key == (uint64_t)-1 && PyErr_Occurred() ? -1 : tfind(t, key);
+    if (++p->vnext == PyList_GET_SIZE(p->vict)) Py_CLEAR(p->vict);
+    if (e < 0 || t->ent[e].pin || OUT(&t->ent[e])) {
+        PyErr_Clear();
+        Py_CLEAR(p->vict);
+        return py_broke(p, "evict(n) returned a block the tier does not hold unpinned (or twice)",
+                        (unsigned long long)key, p->want);
+    }
+    py_forget(t, e);                        /* the mechanism deletes the entry next */
+    return e;
+}
+
+/* order(): the held entries, first victim first; every one held unpinned, at most t->held of them; -1 on error */
+static Py_ssize_t py_order(Tier *t, int32_t *out) {
+    PyPol *p = t->py;
+    if (PyErr_Occurred() || py_flush(t, 0) < 0) return -1;
+    PyObject *r = PyObject_CallNoArgs(p->order);
+    PyObject *l = r ? PySequence_Fast(r, "order() must return a sequence") : NULL;
+    Py_XDECREF(r);
+    if (!l) return py_fail(p, "order");
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(l), bad = n > t->held;
+    uint64_t key = 0;
+    for (Py_ssize_t i = 0; i < n && !bad; i++) {
+        key = PyLong_AsUnsignedLongLong(PySequence_Fast_GET_ITEM(l, i));
+        int32_t e = key == (uint64_t)-1 && PyErr_Occurred() ? -1 : tfind(t, key);
+        bad = e < 0 || t->ent[e].pin || OUT(&t->ent[e]);
+        out[i] = e;
+    }
+    Py_DECREF(l);
+    PyErr_Clear();
+    if (bad) return py_broke(p, "order() holds a block the tier does not hold unpinned, or too many", key, n);
+    return n;
+}
+
+/* the message of the error set (cleared) in p->why, prefixed */
+static const char *py_why(PyPol *p, const char *prefix) {
+    PyObject *tp, *val, *tb;
+    PyErr_Fetch(&tp, &val, &tb);
+    PyObject *s = val ? PyObject_Str(val) : NULL;
+    PyOS_snprintf(p->why, sizeof(p->why), "%s: %s", prefix, s && PyUnicode_Check(s) ? PyUnicode_AsUTF8(s) : "?");
+    Py_XDECREF(s); Py_XDECREF(tp); Py_XDECREF(val); Py_XDECREF(tb);
+    PyErr_Clear();
+    return p->why;
+}
+
+/* the policy's _check(), len(policy) == held, and order() = the held blocks, each once; NULL if sound */
+static const char *py_check(Tier *t) {
+    PyPol *p = t->py;
+    int32_t *buf = PyMem_Malloc(sizeof(int32_t) * (t->nres + 1));
+    if (!buf) return "no memory";
+    Py_ssize_t n = py_order(t, buf), distinct = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        distinct += !(t->ent[buf[i]].flags & F_VISITED);
+        t->ent[buf[i]].flags |= F_VISITED;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) t->ent[buf[i]].flags &= ~F_VISITED;
+    PyMem_Free(buf);
+    if (n < 0) return py_why(p, "order() failed");
+    PyObject *r = PyObject_CallNoArgs(p->check);
+    if (!r) return py_why(p, "_check() failed");
+    Py_DECREF(r);
+    Py_ssize_t held = PyObject_Length(p->obj);
+    if (held < 0) return py_why(p, "len() failed");
+    if (held != t->held) return "len(policy) differs from the held blocks";
+    return n == t->held && distinct == n ? NULL : "order() differs from the held blocks";
+}
+
+static int py_sync(Tier *t) { return PyErr_Occurred() ? -1 : py_flush(t, 0); }
+
+const PolOps POL_PY = {
+    .name = "py", .fini = py_fini, .add = py_add, .add_end = py_add_end, .remove = py_remove, .drop = py_drop,
+    .touch = py_touch, .touch_end = py_touch_end, .expect_begin = py_expect_begin, .expect = py_expect,
+    .evict_begin = py_evict_begin, .victim = py_victim, .order = py_order, .check = py_check, .load = py_load,
+    .sync = py_sync,
+};
