@@ -336,10 +336,10 @@ def choose(run_config: RunConfig, requested: str = "auto") -> tuple[EngineRow, s
         return _compiled_if_c(run_config, *_first(run_config, ENGINES, []))
     row = get_row(name)
     why = row.applies(run_config)
+    alias = f" (alias of {name})" if requested != name else ""
     if why is not None:
-        alias = f" (alias of {name})" if requested != name else ""
         raise ValueError(f"engine {requested!r}{alias} cannot run this replay: {why}; use engine='auto'")
-    return _compiled_if_c(run_config, row, f"requested: {requested}" + (f" (alias of {name})" if requested != name else ""))
+    return _compiled_if_c(run_config, row, f"requested: {requested}{alias}")
 
 
 def _compiled_if_c(run_config: RunConfig, row: EngineRow, reason: str) -> tuple[EngineRow, str]:
