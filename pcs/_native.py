@@ -37,8 +37,10 @@ __all__ = ["MODES", "HELP", "TWINS", "SLOWER", "module", "built", "resolve", "de
 #: Values of the switch.
 MODES = ("auto", "c", "python")
 #: One line for the ``--native`` option of every command that runs a twin.
-HELP = ("Compiled twins: auto (the compiled code when built), c (the compiled code of every twin the chosen engine uses, or an error when one is not built; a configuration no compiled engine covers still runs in Python and engine_reason says why), python (the "
-        "plain Python references; same results, slower). Default: $PCS_NATIVE or auto.")
+HELP = ("Compiled twins: auto (the compiled code when built; a configuration no compiled engine covers runs in "
+        "Python and engine_reason says why), c (the compiled code of every twin the chosen engine uses: an error "
+        "when one is not built or when no compiled engine covers the configuration), python (the plain Python "
+        "references; same results, slower). Default: $PCS_NATIVE or auto.")
 
 #: twin name -> extension module name.
 TWINS = {"stackdist": "pcs.curves._stackdist", "lruscan": "pcs.engine._lruscan", "lruhier": "pcs.cache._lruhier",

@@ -343,17 +343,33 @@ def choose(run_config: RunConfig, requested: str = "auto") -> tuple[EngineRow, s
     Raises:
         ValueError: unknown name; a requested engine that does not apply
             (the message says why); ``native="c"`` when a needed compiled
-            twin is not built.
+            twin is not built, or when the engine runs none (:func:`_compiled_if_c`).
     """
     name = canonical(requested)
     if name == "auto":
-        return _first(run_config, ENGINES, [])
+        return _compiled_if_c(run_config, *_first(run_config, ENGINES, []))
     row = get_row(name)
     why = row.applies(run_config)
+    alias = f" (alias of {name})" if requested != name else ""
     if why is not None:
-        alias = f" (alias of {name})" if requested != name else ""
         raise ValueError(f"engine {requested!r}{alias} cannot run this replay: {why}; use engine='auto'")
-    return row, f"requested: {requested}" + (f" (alias of {name})" if requested != name else "")
+    return _compiled_if_c(run_config, row, f"requested: {requested}{alias}")
+
+
+def _compiled_if_c(run_config: RunConfig, row: EngineRow, reason: str) -> tuple[EngineRow, str]:
+    """``(row, reason)`` unchanged, unless native is ``c`` (``native="c"``, ``--native c`` or ``PCS_NATIVE=c``)
+    and the row runs no compiled code (``twin`` None: ``reference``, ``hybrid``). ``c`` asks for the compiled
+    code, so that is refused with the table's reason; ``auto`` runs the row (docs/semantics.md §15).
+
+    Raises:
+        ValueError: native ``c`` and a row without a compiled twin.
+    """
+    mode = _native.default_mode() if run_config.native is None else run_config.native
+    if mode == "c" and row.twin is None:
+        asked = "PCS_NATIVE=c" if run_config.native is None else "native 'c'"
+        raise ValueError(f"{asked} asks for compiled code, but this {run_config.timing} replay runs on the Python "
+                         f"{row.name} engine ({reason}); use native 'auto' to run it there")
+    return row, reason
 
 
 def fall_back(run_config: RunConfig, failed: EngineRow, why: str, reason: str,
@@ -369,10 +385,12 @@ def fall_back(run_config: RunConfig, failed: EngineRow, why: str, reason: str,
         found: when ``failed`` found it (the reason says so in parentheses).
     Returns:
         ``(row, reason)``: the reason keeps the earlier one and adds why ``failed`` gave up.
+    Raises:
+        ValueError: no later row applies; native ``c`` and the next row runs no compiled code.
     """
     rows = ENGINES[ENGINES.index(failed) + 1:]
     prior = [p for p in reason.split("; ") if not p.startswith("auto:")]
-    return _first(run_config, rows, prior + [f"not {failed.name}: {why} ({found})"])
+    return _compiled_if_c(run_config, *_first(run_config, rows, prior + [f"not {failed.name}: {why} ({found})"]))
 
 
 def __getattr__(name: str) -> Any:

@@ -26,6 +26,20 @@ def test_views_are_plain_functions_with_signatures():
     assert hasattr(loop, "ReplayEngine")
 
 
+def test_replay_args_table_names_every_keyword_once_in_order():
+    # pcs.engine.replaydoc.ARGS documents pcs.replay's keywords apart from the function (house limit of
+    # ~60 lines per function); an entry is a line "name: text" at column 0, continuations indented.
+    import inspect
+    import re
+
+    from pcs.engine import replaydoc
+
+    documented = re.findall(r"^(\w+): ", replaydoc.ARGS, flags=re.M)
+    assert documented == list(inspect.signature(pcs.replay).parameters)
+    doc = inspect.getdoc(pcs.replay)
+    assert doc.index("Args:") < doc.index("    residency_step_s: ") < doc.index("Raises:\n    ValueError: unknown model")
+
+
 def test_envelope_is_callable():
     # worked example: 1 GB / (100 - 30 - 5) ms = 15.38 GB/s
     r = pcs.envelope(10**9, 0.100, 0.030, 0.005, [10e9, 20e9])

@@ -154,6 +154,29 @@ def test_pcs_native_environment_is_the_default(monkeypatch):
     assert row.name == "reference" and "native is python" in reason
 
 
+def test_native_c_refuses_an_engine_without_compiled_code(monkeypatch):
+    # c asks for the compiled code (pcs/_native.py): the rows without a twin (reference, hybrid) are refused with
+    # the table's reason; auto runs them (docs/semantics.md §15)
+    plugin = cfg("modeled", ("gpu", "lru", 100), ("cpu", "myplugin", 400), native="c")
+    with pytest.raises(ValueError, match=r"^native 'c' asks for compiled code, but this modeled replay runs on the "
+                                         r"Python reference engine \(not lru-scan: .*got cpu:myplugin; auto: "
+                                         r"reference applies\); use native 'auto'"):
+        select.choose(plugin)
+    assert select.choose(dataclasses.replace(plugin, native="auto"))[0].name == "reference"
+    with pytest.raises(ValueError, match=r"native 'c' .* reference engine \(requested: general \(alias of "):
+        select.choose(cfg("sequential", ("gpu", "lru", 100), native="c"), "general")
+    hyb = select.RunConfig("sequential", (("gpu", "lru", 100),), "c", ("full_attention", "sliding_window"), True,
+                           pools=2)
+    with pytest.raises(ValueError, match=r"the Python hybrid engine \(not lru-scan: .*; not compiled-hybrid: it "
+                                         r"needs one shared pool per tier .*, got 2 pools per tier; auto: hybrid"):
+        select.choose(hyb)
+    monkeypatch.setenv("PCS_NATIVE", "c")
+    with pytest.raises(ValueError, match="^PCS_NATIVE=c asks for compiled code"):
+        select.choose(dataclasses.replace(plugin, native=None))
+    if COMPILED:   # a row with a compiled twin runs under c
+        assert select.choose(cfg("modeled", ("gpu", "lru", 100), native=None))[0].name == "compiled-hierarchy"
+
+
 def test_requested_engines_and_aliases():
     seq_one = cfg("sequential", ("gpu", "lru", 100))
     assert select.choose(seq_one, "reference") == (select.get_row("reference"), "requested: reference")
@@ -235,6 +258,16 @@ def test_cli_engine_aliases_and_native():
     assert g["hit_ratio"] == s["hit_ratio"] and g["sequential_hit_ratio"] == s["sequential_hit_ratio"]
     res = CliRunner().invoke(cli, base + ["--engine", "turbo"])
     assert res.exit_code == 2 and "turbo" in res.output
+
+
+def test_cli_native_c_without_a_compiled_engine_is_one_line_exit_2():
+    base = ["replay", str(DEFAULT_TRACE), "--tier", "gpu=200blocks", "--timing", "sequential", "--engine", "reference"]
+    res = CliRunner().invoke(cli, base + ["--native", "c"])
+    assert res.exit_code == 2 and "Traceback" not in res.output, res.output
+    assert res.output.strip().splitlines() == [
+        "pcs: error: native 'c' asks for compiled code, but this sequential replay runs on the Python reference "
+        "engine (requested: reference); use native 'auto' to run it there"]
+    assert _json(*base, "--native", "auto", "--format", "json")["engine"] == "reference"
 
 
 def test_curve_native_and_its_older_name_kernel():
