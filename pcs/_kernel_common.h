@@ -19,7 +19,7 @@ static inline uint64_t mix64(uint64_t x) {
 /* Memory of >= 4 MB is 2 MB aligned and advised to use transparent huge
  * pages (fewer page faults and TLB misses on randomly probed tables); zeroed
  * when `zero`. Freed with free(). */
-static void *big_alloc(size_t bytes, int zero) {
+static inline void *big_alloc(size_t bytes, int zero) {
     void *p = NULL;
     if (bytes < ((size_t)4 << 20)) return zero ? calloc(1, bytes) : malloc(bytes);
     if (posix_memalign(&p, (size_t)2 << 20, bytes) != 0) return NULL;
@@ -29,6 +29,36 @@ static void *big_alloc(size_t bytes, int zero) {
     if (zero) memset(p, 0, bytes);
     return p;
 }
+
+/* Move every occupied slot of the open-addressing table `old` (mask `old_mask`; a slot is occupied when its
+ * field `used` is non-zero) into the zeroed table `slots` (mask `mask`): linear probing from mix64(key), the
+ * probe every kernel's lookup uses. `old` is freed (NULL: nothing to move). A macro: the slot types differ. */
+#define PCS_REHASH(old, old_mask, slots, mask, used)                                   \
+    do {                                                                               \
+        for (uint64_t pcs_i_ = 0; (old) && pcs_i_ <= (old_mask); pcs_i_++) {          \
+            if (!(old)[pcs_i_].used) continue;                                         \
+            uint64_t pcs_h_ = mix64((old)[pcs_i_].key) & (mask);                       \
+            while ((slots)[pcs_h_].used) pcs_h_ = (pcs_h_ + 1) & (mask);               \
+            (slots)[pcs_h_] = (old)[pcs_i_];                                           \
+        }                                                                              \
+        free(old);                                                                     \
+    } while (0)
+
+#ifdef Py_PYTHON_H
+/* Release the buffers a PyArg_ParseTuple "y*"/"w*" filled: PCS_RELEASE(&a, &b, ...) at a function's exit. */
+static inline void pcs_release_buffers(Py_buffer *const *bufs, size_t n) {
+    for (size_t i = 0; i < n; i++) PyBuffer_Release(bufs[i]);
+}
+#define PCS_RELEASE(...) \
+    pcs_release_buffers((Py_buffer *const[]){__VA_ARGS__}, sizeof((Py_buffer *const[]){__VA_ARGS__}) / sizeof(Py_buffer *))
+
+/* The state behind a function's only argument, a capsule named `name`; NULL with an exception set. */
+static inline void *pcs_state_arg(PyObject *args, const char *name) {
+    PyObject *cap;
+    if (!PyArg_ParseTuple(args, "O", &cap)) return NULL;
+    return PyCapsule_GetPointer(cap, name);
+}
+#endif
 
 /* The module definition and init function of a kernel with only module-level functions:
  * PCS_KERNEL_MODULE(_lruscan, "pcs.engine._lruscan", "doc", methods) defines PyInit__lruscan.
