@@ -8,7 +8,8 @@
   and scan tests), ``traces`` (cache and engine properties), ``rules_strategy``;
 - ``per_trace`` (sizes for the committed sample or the real trace in twin tests),
   ``pcs_policy_name`` (policy names across the renames in flight);
-- ``assert_file_error_names`` (a loader's InputError names the file and the field);
+- ``assert_file_error_names`` (a loader's InputError names the file and the field), ``input_error`` (the
+  InputError a loader raises, to check its line and field);
 - small builders: ``req``, ``make_requests``, ``stress_trace``, ``run`` (a
   replay through Python tiers), ``LinearCompute`` and ``DyadicCompute`` (simple
   compute models);
@@ -447,9 +448,15 @@ def assert_file_error_names(tmp_path, name: str, text: str, load, where: str) ->
     ``field '<where>'`` (the input-error rule: one line naming file and field)."""
     path = tmp_path / name
     path.write_text(text)
+    err = input_error(load, path)
+    assert str(path) in str(err) and f"field '{where}'" in str(err)
+
+
+def input_error(load, path) -> InputError:
+    """The InputError ``load(path)`` raises (the test fails when it raises none)."""
     with pytest.raises(InputError) as err:
         load(path)
-    assert str(path) in str(err.value) and f"field '{where}'" in str(err.value)
+    return err.value
 
 
 def tables_equal(a, b, drop=()) -> None:
