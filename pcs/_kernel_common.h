@@ -52,6 +52,41 @@ static inline void pcs_release_buffers(Py_buffer *const *bufs, size_t n) {
 #define PCS_RELEASE(...) \
     pcs_release_buffers((Py_buffer *const[]){__VA_ARGS__}, sizeof((Py_buffer *const[]){__VA_ARGS__}) / sizeof(Py_buffer *))
 
+/* Room for `need` elements in `n` parallel PyMem arrays of capacity *cap: arrs[i] is the address of an array
+ * pointer, sizes[i] its element size; the capacity doubles from `first` until it holds `need`. 0, or -1 with
+ * MemoryError set (arrays already grown keep their contents and new size; *cap is unchanged). Growth only:
+ * callers on a hot path test the capacity first and call this on the cold branch. */
+static inline int pcs_grow_arrays(Py_ssize_t *cap, Py_ssize_t need, Py_ssize_t first, int n, void *const arrs[],
+                                  const size_t sizes[]) {
+    if (need <= *cap) return 0;
+    Py_ssize_t c = *cap ? *cap : first;
+    while (c < need) c *= 2;
+    for (int i = 0; i < n; i++) {
+        void *old, *p;
+        memcpy(&old, arrs[i], sizeof old);    /* the array pointer, whatever its element type */
+        p = PyMem_Realloc(old, sizes[i] * (size_t)c);
+        if (!p) { PyErr_NoMemory(); return -1; }
+        memcpy(arrs[i], &p, sizeof p);
+    }
+    *cap = c;
+    return 0;
+}
+
+/* pcs_grow_arrays for one array: PCS_GROW(arr, &cap, need, first) with `arr` an lvalue array pointer. */
+#define PCS_GROW(arr, cap, need, first) \
+    pcs_grow_arrays((cap), (need), (first), 1, (void *const[]){&(arr)}, (const size_t[]){sizeof *(arr)})
+
+/* A new list of Python ints from n uint64 values (block hashes); NULL with an exception set. */
+static inline PyObject *pcs_list_u64(const uint64_t *v, Py_ssize_t n) {
+    PyObject *l = PyList_New(n);
+    for (Py_ssize_t i = 0; l && i < n; i++) {
+        PyObject *x = PyLong_FromUnsignedLongLong(v[i]);
+        if (!x) { Py_CLEAR(l); break; }
+        PyList_SET_ITEM(l, i, x);
+    }
+    return l;
+}
+
 /* The state behind a function's only argument, a capsule named `name`; NULL with an exception set. */
 static inline void *pcs_state_arg(PyObject *args, const char *name) {
     PyObject *cap;

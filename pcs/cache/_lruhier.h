@@ -15,6 +15,7 @@
 #include <Python.h>
 #include <stdint.h>
 #include <string.h>
+#include "../_kernel_common.h"
 
 #define QNONE 0xff
 #define NQ 4
