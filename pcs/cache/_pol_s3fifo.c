@@ -8,17 +8,7 @@
 
 enum { SMALL = 0, MAIN = 1 };
 
-static int s3_init(Tier *t) {
-    t->ghost = kstore_new();
-    t->seen = t->ghost ? kstore_new() : NULL;
-    return t->seen ? 0 : -1;
-}
-
-static int s3_expect(Tier *t, uint64_t key) {
-    int32_t e = tfind(t, key);
-    if (e >= 0 && (t->ent[e].flags & F_KNOWN)) return 0;
-    return ghost_pop(t->ghost, key) ? kset_put(t->seen, key, 1) : 0;
-}
+/* init, expect: ghost_policy_init / ghost_policy_expect (_lruhier.h) */
 
 static int s3_add(Tier *t, int32_t e, int reused) {
     Entry *x = &t->ent[e];
@@ -102,6 +92,6 @@ static const char *s3_check(Tier *t) {
 }
 
 const PolOps POL_S3FIFO = {
-    .name = "s3fifo", .init = s3_init, .add = s3_add, .remove = s3_remove, .drop = s3_drop, .touch = s3_touch,
-    .expect = s3_expect, .victim = s3_victim, .order = s3_order, .check = s3_check,
+    .name = "s3fifo", .init = ghost_policy_init, .add = s3_add, .remove = s3_remove, .drop = s3_drop, .touch = s3_touch,
+    .expect = ghost_policy_expect, .victim = s3_victim, .order = s3_order, .check = s3_check,
 };
