@@ -95,6 +95,12 @@ static inline void *pcs_state_arg(PyObject *args, const char *name) {
 }
 #endif
 
+/* The slots every compiled type of pcs sets, opening a static PyTypeObject's initializer (the type's own slots
+ * follow): PCS_TYPE_HEAD("pcs.cache._lruhier.Hierarchy", Hier, hier_dealloc, "doc"). Include after <Python.h>. */
+#define PCS_TYPE_HEAD(full_name, c_type, dealloc, doc)                                             \
+    PyVarObject_HEAD_INIT(NULL, 0) .tp_name = full_name, .tp_basicsize = sizeof(c_type),          \
+    .tp_dealloc = (destructor)(dealloc), .tp_flags = Py_TPFLAGS_DEFAULT, .tp_doc = doc
+
 /* The module definition and init function of a kernel with only module-level functions:
  * PCS_KERNEL_MODULE(_lruscan, "pcs.engine._lruscan", "doc", methods) defines PyInit__lruscan.
  * Include after <Python.h>. */

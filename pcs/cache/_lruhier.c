@@ -182,12 +182,8 @@ static PyGetSetDef adm_getset[] = {
 };
 
 static PyTypeObject AdmType = {
-    PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "pcs.cache._lruhier.Admission",
-    .tp_basicsize = sizeof(Adm),
-    .tp_dealloc = (destructor)adm_dealloc,
-    .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "One running request's hold on the cache (see pcs.cache.hierarchy.Admission).",
+    PCS_TYPE_HEAD("pcs.cache._lruhier.Admission", Adm, adm_dealloc,
+                  "One running request's hold on the cache (see pcs.cache.hierarchy.Admission)."),
     .tp_members = adm_members,
     .tp_getset = adm_getset,
 };
@@ -1280,13 +1276,9 @@ static PyGetSetDef hier_getset[] = {
 };
 
 static PyTypeObject HierType = {
-    PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "pcs.cache._lruhier.Hierarchy",
-    .tp_basicsize = sizeof(Hier),
-    .tp_dealloc = (destructor)hier_dealloc,
-    .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "Hierarchy(names, capacities_blocks, write_through, policies=None, gates=None, retains=None): tiers, "
-              "GPU first.",
+    PCS_TYPE_HEAD("pcs.cache._lruhier.Hierarchy", Hier, hier_dealloc,
+                  "Hierarchy(names, capacities_blocks, write_through, policies=None, gates=None, retains=None): "
+                  "tiers, GPU first."),
     .tp_methods = hier_methods,
     .tp_getset = hier_getset,
     .tp_init = (initproc)hier_init,

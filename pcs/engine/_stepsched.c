@@ -1372,12 +1372,9 @@ static PyGetSetDef sched_getset[] = {
 };
 
 static PyTypeObject SchedType = {
-    PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "pcs.engine._stepsched.StepScheduler",
-    .tp_basicsize = sizeof(Sched),
-    .tp_dealloc = (destructor)sched_dealloc,
-    .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "The step scheduler's event loop (pcs.engine.scheduler.StepEngine, layerwise) over a compiled hierarchy.",
+    PCS_TYPE_HEAD("pcs.engine._stepsched.StepScheduler", Sched, sched_dealloc,
+                  "The step scheduler's event loop (pcs.engine.scheduler.StepEngine, layerwise) over a compiled "
+                  "hierarchy."),
     .tp_methods = sched_methods,
     .tp_getset = sched_getset,
     .tp_init = (initproc)sched_init,
