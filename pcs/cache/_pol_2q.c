@@ -7,7 +7,9 @@
 
 enum { A1IN = 0, AM = 1 };
 
-/* init, expect: ghost_policy_init / ghost_policy_expect (_lruhier.h); a key expected from A1out will enter Am */
+/* init, expect: the ghost-list policies' shared ones (_lruhier.h); a key expected from A1out will enter Am */
+#define twoq_init ghost_policy_init
+#define twoq_expect ghost_policy_expect
 
 static int twoq_add(Tier *t, int32_t e, int reused) {
     Entry *x = &t->ent[e];
@@ -68,6 +70,6 @@ static const char *twoq_check(Tier *t) {
 }
 
 const PolOps POL_2Q = {
-    .name = "2q", .init = ghost_policy_init, .add = twoq_add, .remove = twoq_remove, .drop = twoq_drop,
-    .touch = twoq_touch, .expect = ghost_policy_expect, .victim = twoq_victim, .order = twoq_order, .check = twoq_check,
+    .name = "2q", .init = twoq_init, .add = twoq_add, .remove = twoq_remove, .drop = twoq_drop,
+    .touch = twoq_touch, .expect = twoq_expect, .victim = twoq_victim, .order = twoq_order, .check = twoq_check,
 };

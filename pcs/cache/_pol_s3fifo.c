@@ -8,7 +8,9 @@
 
 enum { SMALL = 0, MAIN = 1 };
 
-/* init, expect: ghost_policy_init / ghost_policy_expect (_lruhier.h) */
+/* init, expect: the ghost-list policies' shared ones (_lruhier.h) */
+#define s3_init ghost_policy_init
+#define s3_expect ghost_policy_expect
 
 static int s3_add(Tier *t, int32_t e, int reused) {
     Entry *x = &t->ent[e];
@@ -92,6 +94,6 @@ static const char *s3_check(Tier *t) {
 }
 
 const PolOps POL_S3FIFO = {
-    .name = "s3fifo", .init = ghost_policy_init, .add = s3_add, .remove = s3_remove, .drop = s3_drop, .touch = s3_touch,
-    .expect = ghost_policy_expect, .victim = s3_victim, .order = s3_order, .check = s3_check,
+    .name = "s3fifo", .init = s3_init, .add = s3_add, .remove = s3_remove, .drop = s3_drop, .touch = s3_touch,
+    .expect = s3_expect, .victim = s3_victim, .order = s3_order, .check = s3_check,
 };
