@@ -19,7 +19,7 @@ static inline uint64_t mix64(uint64_t x) {
 /* Memory of >= 4 MB is 2 MB aligned and advised to use transparent huge
  * pages (fewer page faults and TLB misses on randomly probed tables); zeroed
  * when `zero`. Freed with free(). */
-static void *big_alloc(size_t bytes, int zero) {
+static inline void *big_alloc(size_t bytes, int zero) {
     void *p = NULL;
     if (bytes < ((size_t)4 << 20)) return zero ? calloc(1, bytes) : malloc(bytes);
     if (posix_memalign(&p, (size_t)2 << 20, bytes) != 0) return NULL;
@@ -29,6 +29,77 @@ static void *big_alloc(size_t bytes, int zero) {
     if (zero) memset(p, 0, bytes);
     return p;
 }
+
+/* Move every occupied slot of the open-addressing table `old` (mask `old_mask`; a slot is occupied when its
+ * field `used` is non-zero) into the zeroed table `slots` (mask `mask`): linear probing from mix64(key), the
+ * probe every kernel's lookup uses. `old` is freed (NULL: nothing to move). A macro: the slot types differ. */
+#define PCS_REHASH(old, old_mask, slots, mask, used)                                   \
+    do {                                                                               \
+        for (uint64_t pcs_i_ = 0; (old) && pcs_i_ <= (old_mask); pcs_i_++) {          \
+            if (!(old)[pcs_i_].used) continue;                                         \
+            uint64_t pcs_h_ = mix64((old)[pcs_i_].key) & (mask);                       \
+            while ((slots)[pcs_h_].used) pcs_h_ = (pcs_h_ + 1) & (mask);               \
+            (slots)[pcs_h_] = (old)[pcs_i_];                                           \
+        }                                                                              \
+        free(old);                                                                     \
+    } while (0)
+
+#ifdef Py_PYTHON_H
+/* Release the buffers a PyArg_ParseTuple "y*"/"w*" filled: PCS_RELEASE(&a, &b, ...) at a function's exit. */
+static inline void pcs_release_buffers(Py_buffer *const *bufs, size_t n) {
+    for (size_t i = 0; i < n; i++) PyBuffer_Release(bufs[i]);
+}
+#define PCS_RELEASE(...) \
+    pcs_release_buffers((Py_buffer *const[]){__VA_ARGS__}, sizeof((Py_buffer *const[]){__VA_ARGS__}) / sizeof(Py_buffer *))
+
+/* Room for `need` elements in `n` parallel PyMem arrays of capacity *cap: arrs[i] is the address of an array
+ * pointer, sizes[i] its element size; the capacity doubles from `first` until it holds `need`. 0, or -1 with
+ * MemoryError set (arrays already grown keep their contents and new size; *cap is unchanged). Growth only:
+ * callers on a hot path test the capacity first and call this on the cold branch. */
+static inline int pcs_grow_arrays(Py_ssize_t *cap, Py_ssize_t need, Py_ssize_t first, int n, void *const arrs[],
+                                  const size_t sizes[]) {
+    if (need <= *cap) return 0;
+    Py_ssize_t c = *cap ? *cap : first;
+    while (c < need) c *= 2;
+    for (int i = 0; i < n; i++) {
+        void *old, *p;
+        memcpy(&old, arrs[i], sizeof old);    /* the array pointer, whatever its element type */
+        p = PyMem_Realloc(old, sizes[i] * (size_t)c);
+        if (!p) { PyErr_NoMemory(); return -1; }
+        memcpy(arrs[i], &p, sizeof p);
+    }
+    *cap = c;
+    return 0;
+}
+
+/* pcs_grow_arrays for one array: PCS_GROW(arr, &cap, need, first) with `arr` an lvalue array pointer. */
+#define PCS_GROW(arr, cap, need, first) \
+    pcs_grow_arrays((cap), (need), (first), 1, (void *const[]){&(arr)}, (const size_t[]){sizeof *(arr)})
+
+/* A new list of Python ints from n uint64 values (block hashes); NULL with an exception set. */
+static inline PyObject *pcs_list_u64(const uint64_t *v, Py_ssize_t n) {
+    PyObject *l = PyList_New(n);
+    for (Py_ssize_t i = 0; l && i < n; i++) {
+        PyObject *x = PyLong_FromUnsignedLongLong(v[i]);
+        if (!x) { Py_CLEAR(l); break; }
+        PyList_SET_ITEM(l, i, x);
+    }
+    return l;
+}
+
+/* The state behind a function's only argument, a capsule named `name`; NULL with an exception set. */
+static inline void *pcs_state_arg(PyObject *args, const char *name) {
+    PyObject *cap;
+    if (!PyArg_ParseTuple(args, "O", &cap)) return NULL;
+    return PyCapsule_GetPointer(cap, name);
+}
+#endif
+
+/* The slots every compiled type of pcs sets, opening a static PyTypeObject's initializer (the type's own slots
+ * follow): PCS_TYPE_HEAD("pcs.cache._lruhier.Hierarchy", Hier, hier_dealloc, "doc"). Include after <Python.h>. */
+#define PCS_TYPE_HEAD(full_name, c_type, dealloc, doc)                                             \
+    PyVarObject_HEAD_INIT(NULL, 0) .tp_name = full_name, .tp_basicsize = sizeof(c_type),          \
+    .tp_dealloc = (destructor)(dealloc), .tp_flags = Py_TPFLAGS_DEFAULT, .tp_doc = doc
 
 /* The module definition and init function of a kernel with only module-level functions:
  * PCS_KERNEL_MODULE(_lruscan, "pcs.engine._lruscan", "doc", methods) defines PyInit__lruscan.

@@ -8,7 +8,8 @@
   and scan tests), ``traces`` (cache and engine properties), ``rules_strategy``;
 - ``per_trace`` (sizes for the committed sample or the real trace in twin tests),
   ``pcs_policy_name`` (policy names across the renames in flight);
-- ``assert_file_error_names`` (a loader's InputError names the file and the field);
+- ``assert_file_error_names`` (a loader's InputError names the file and the field), ``file_input_error`` (the
+  InputError a loader raises on a file written from text, to check its line and field);
 - small builders: ``req``, ``make_requests``, ``stress_trace``, ``run`` (a
   replay through Python tiers), ``LinearCompute`` and ``DyadicCompute`` (simple
   compute models);
@@ -445,11 +446,17 @@ def step_run(reqs, capacities, cost, budget=8, seqs=8, restore_policy="layerwise
 def assert_file_error_names(tmp_path, name: str, text: str, load, where: str) -> None:
     """Write ``text`` to ``tmp_path / name``; ``load(path)`` must raise an InputError naming the path and
     ``field '<where>'`` (the input-error rule: one line naming file and field)."""
+    err = file_input_error(tmp_path, name, text, load)
+    assert str(tmp_path / name) in str(err) and f"field '{where}'" in str(err)
+
+
+def file_input_error(tmp_path, name: str, text: str, load) -> InputError:
+    """Write ``text`` to ``tmp_path / name``: the InputError ``load(path)`` raises (the test fails without one)."""
     path = tmp_path / name
     path.write_text(text)
     with pytest.raises(InputError) as err:
         load(path)
-    assert str(path) in str(err.value) and f"field '{where}'" in str(err.value)
+    return err.value
 
 
 def tables_equal(a, b, drop=()) -> None:

@@ -422,13 +422,7 @@ static Py_ssize_t look_lead(GH *s) {
 
 /* ------------------------------------------------------------------ the demand of one hit length (_Demand) */
 static int push_rest(GH *s, Key k, Py_ssize_t pos, int g, int lvl) {
-    if (s->nrest == s->rcap) {
-        Py_ssize_t c = s->rcap ? s->rcap * 2 : 64;
-        Rest *r = PyMem_Realloc(s->rest, sizeof(Rest) * c);
-        if (!r) { PyErr_NoMemory(); return -1; }
-        s->rest = r;
-        s->rcap = c;
-    }
+    if (s->nrest == s->rcap && PCS_GROW(s->rest, &s->rcap, s->nrest + 1, 64) < 0) return -1;
     Rest *r = &s->rest[s->nrest++];
     r->k = k;
     r->pos = (int32_t)pos;

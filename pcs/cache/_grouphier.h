@@ -11,6 +11,7 @@
 #include <Python.h>
 #include <stdint.h>
 #include <string.h>
+#include "../_kernel_common.h"
 
 typedef struct { uint64_t h; uint32_t tag; } Key;
 typedef struct { Key *a; Py_ssize_t n, cap; } KV;          /* a growable list of page keys */
@@ -36,13 +37,7 @@ static inline uint64_t pt_home(const PTier *t, Key k) {
 }
 
 static inline int kv_push(KV *v, Key k) {
-    if (v->n == v->cap) {
-        Py_ssize_t c = v->cap ? v->cap * 2 : 16;
-        Key *a = PyMem_Realloc(v->a, sizeof(Key) * c);
-        if (!a) { PyErr_NoMemory(); return -1; }
-        v->a = a;
-        v->cap = c;
-    }
+    if (v->n == v->cap && PCS_GROW(v->a, &v->cap, v->n + 1, 16) < 0) return -1;
     v->a[v->n++] = k;
     return 0;
 }

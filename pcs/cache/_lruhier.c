@@ -139,19 +139,8 @@ static void adm_dealloc(Adm *a) {
     Py_TYPE(a)->tp_free((PyObject *)a);
 }
 
-static PyObject *keys_list(const uint64_t *k, Py_ssize_t n) {
-    PyObject *l = PyList_New(n);
-    if (!l) return NULL;
-    for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *v = PyLong_FromUnsignedLongLong(k[i]);
-        if (!v) { Py_DECREF(l); return NULL; }
-        PyList_SET_ITEM(l, i, v);
-    }
-    return l;
-}
-
-static PyObject *adm_get_used(Adm *a, void *c) { return keys_list(a->keys, a->nused); }
-static PyObject *adm_get_new(Adm *a, void *c) { return keys_list(a->keys + a->nused, a->nnew); }
+static PyObject *adm_get_used(Adm *a, void *c) { return pcs_list_u64(a->keys, a->nused); }
+static PyObject *adm_get_new(Adm *a, void *c) { return pcs_list_u64(a->keys + a->nused, a->nnew); }
 
 /* a per-tier list (counts + off, ntiers items), built once and kept in *slot (the same list on every read) */
 static PyObject *adm_list(Adm *a, PyObject **slot, Py_ssize_t off) {
@@ -193,12 +182,8 @@ static PyGetSetDef adm_getset[] = {
 };
 
 static PyTypeObject AdmType = {
-    PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "pcs.cache._lruhier.Admission",
-    .tp_basicsize = sizeof(Adm),
-    .tp_dealloc = (destructor)adm_dealloc,
-    .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "One running request's hold on the cache (see pcs.cache.hierarchy.Admission).",
+    PCS_TYPE_HEAD("pcs.cache._lruhier.Admission", Adm, adm_dealloc,
+                  "One running request's hold on the cache (see pcs.cache.hierarchy.Admission)."),
     .tp_members = adm_members,
     .tp_getset = adm_getset,
 };
@@ -257,33 +242,15 @@ static void hier_dealloc(Hier *h) {
 
 static int ensure_k(Hier *h, Py_ssize_t n) {
     if (n <= h->kcap) return 0;
-    Py_ssize_t c = h->kcap ? h->kcap : 64;
-    while (c < n) c *= 2;
-    uint64_t *k = PyMem_Realloc(h->k, sizeof(uint64_t) * c);
-    if (k) h->k = k;
-    int32_t *w = k ? PyMem_Realloc(h->where, sizeof(int32_t) * c) : NULL;
-    if (w) h->where = w;
-    int32_t *e = w ? PyMem_Realloc(h->eidx, sizeof(int32_t) * c) : NULL;
-    if (e) h->eidx = e;
-    if (!e) { PyErr_NoMemory(); return -1; }
-    h->kcap = c;
-    return 0;
+    return pcs_grow_arrays(&h->kcap, n, 64, 3, (void *const[]){&h->k, &h->where, &h->eidx},
+                           (const size_t[]){sizeof *h->k, sizeof *h->where, sizeof *h->eidx});
 }
 
 /* buffers for victims / pushed keys of a cascade (a and b) and per-key marks */
 static int ensure_b(Hier *h, Py_ssize_t n) {
     if (n <= h->bcap) return 0;
-    Py_ssize_t c = h->bcap ? h->bcap : 64;
-    while (c < n) c *= 2;
-    uint64_t *a = PyMem_Realloc(h->buf_a, sizeof(uint64_t) * c);
-    if (a) h->buf_a = a;
-    uint64_t *b = a ? PyMem_Realloc(h->buf_b, sizeof(uint64_t) * c) : NULL;
-    if (b) h->buf_b = b;
-    int32_t *m = b ? PyMem_Realloc(h->mark, sizeof(int32_t) * c) : NULL;
-    if (m) h->mark = m;
-    if (!m) { PyErr_NoMemory(); return -1; }
-    h->bcap = c;
-    return 0;
+    return pcs_grow_arrays(&h->bcap, n, 64, 3, (void *const[]){&h->buf_a, &h->buf_b, &h->mark},
+                           (const size_t[]){sizeof *h->buf_a, sizeof *h->buf_b, sizeof *h->mark});
 }
 
 /* index of the first key repeating an earlier one (m if none) */
@@ -1317,13 +1284,9 @@ static PyGetSetDef hier_getset[] = {
 };
 
 static PyTypeObject HierType = {
-    PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "pcs.cache._lruhier.Hierarchy",
-    .tp_basicsize = sizeof(Hier),
-    .tp_dealloc = (destructor)hier_dealloc,
-    .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "Hierarchy(names, capacities_blocks, write_through, policies=None, gates=None, retains=None): tiers, "
-              "GPU first.",
+    PCS_TYPE_HEAD("pcs.cache._lruhier.Hierarchy", Hier, hier_dealloc,
+                  "Hierarchy(names, capacities_blocks, write_through, policies=None, gates=None, retains=None): "
+                  "tiers, GPU first."),
     .tp_methods = hier_methods,
     .tp_getset = hier_getset,
     .tp_init = (initproc)hier_init,

@@ -15,6 +15,7 @@
 #include <Python.h>
 #include <stdint.h>
 #include <string.h>
+#include "../_kernel_common.h"
 
 #define QNONE 0xff
 #define NQ 4
@@ -251,11 +252,27 @@ static inline void ghost_pop_oldest(Tier *g) {
     tdel(g, o);
 }
 
+/* PolOps.init of a policy with a ghost list and the set of expected keys found in it (t->ghost, t->seen: 2Q's
+ * A1out, S3-FIFO's ghost FIFO); 0 or -1 */
+static inline int ghost_policy_init(Tier *t) {
+    t->ghost = kstore_new();
+    t->seen = t->ghost ? kstore_new() : NULL;
+    return t->seen ? 0 : -1;
+}
+
 /* add key to a set with a value (pin field); 0 or -1 */
 static inline int kset_put(Tier *s, uint64_t key, int32_t value) {
     int32_t e = tfind(s, key);
     if (e >= 0) { s->ent[e].pin = value; return 0; }
     return tadd(s, key, value) < 0 ? -1 : 0;
+}
+
+/* PolOps.expect of such a policy: a key not known to the policy that is in the ghost list leaves it and is marked
+ * seen (its add then takes the ghost path); 0 or -1 */
+static inline int ghost_policy_expect(Tier *t, uint64_t key) {
+    int32_t e = tfind(t, key);
+    if (e >= 0 && (t->ent[e].flags & F_KNOWN)) return 0;
+    return ghost_pop(t->ghost, key) ? kset_put(t->seen, key, 1) : 0;
 }
 
 /* remove key from a set: its value, or 0 if absent */

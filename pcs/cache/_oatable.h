@@ -78,11 +78,9 @@ static inline int32_t OA_ADD(OA_TABLE *t, OA_KEY k, int32_t pin) {
         t->free_head = t->ent[e].next;
     } else {
         if (t->ent_len == t->ent_cap) {
-            int32_t nc = t->ent_cap ? t->ent_cap * 2 : 64;
-            OA_ENT *ne = PyMem_Realloc(t->ent, sizeof(OA_ENT) * nc);
-            if (!ne) { PyErr_NoMemory(); return -1; }
-            t->ent = ne;
-            t->ent_cap = nc;
+            Py_ssize_t cap = t->ent_cap;
+            if (PCS_GROW(t->ent, &cap, cap + 1, 64) < 0) return -1;
+            t->ent_cap = (int32_t)cap;
         }
         e = t->ent_len++;
     }

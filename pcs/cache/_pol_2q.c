@@ -7,18 +7,9 @@
 
 enum { A1IN = 0, AM = 1 };
 
-static int twoq_init(Tier *t) {
-    t->ghost = kstore_new();
-    t->seen = t->ghost ? kstore_new() : NULL;
-    return t->seen ? 0 : -1;
-}
-
-/* a key not known to the policy that was in A1out is marked seen (it will enter Am) */
-static int twoq_expect(Tier *t, uint64_t key) {
-    int32_t e = tfind(t, key);
-    if (e >= 0 && (t->ent[e].flags & F_KNOWN)) return 0;
-    return ghost_pop(t->ghost, key) ? kset_put(t->seen, key, 1) : 0;
-}
+/* init, expect: the ghost-list policies' shared ones (_lruhier.h); a key expected from A1out will enter Am */
+#define twoq_init ghost_policy_init
+#define twoq_expect ghost_policy_expect
 
 static int twoq_add(Tier *t, int32_t e, int reused) {
     Entry *x = &t->ent[e];

@@ -8,17 +8,9 @@
 
 enum { SMALL = 0, MAIN = 1 };
 
-static int s3_init(Tier *t) {
-    t->ghost = kstore_new();
-    t->seen = t->ghost ? kstore_new() : NULL;
-    return t->seen ? 0 : -1;
-}
-
-static int s3_expect(Tier *t, uint64_t key) {
-    int32_t e = tfind(t, key);
-    if (e >= 0 && (t->ent[e].flags & F_KNOWN)) return 0;
-    return ghost_pop(t->ghost, key) ? kset_put(t->seen, key, 1) : 0;
-}
+/* init, expect: the ghost-list policies' shared ones (_lruhier.h) */
+#define s3_init ghost_policy_init
+#define s3_expect ghost_policy_expect
 
 static int s3_add(Tier *t, int32_t e, int reused) {
     Entry *x = &t->ent[e];

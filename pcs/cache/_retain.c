@@ -69,17 +69,8 @@ static double now_s(const Retain *r) {
 
 static int grow_links(Retain *r, int32_t e) {
     if (e < r->cap) return 0;
-    Py_ssize_t c = r->cap ? r->cap : 64;
-    while (c <= e) c *= 2;
-    int32_t *p = PyMem_Realloc(r->prev, sizeof(int32_t) * c);
-    if (p) r->prev = p;
-    int32_t *n = p ? PyMem_Realloc(r->next, sizeof(int32_t) * c) : NULL;
-    if (n) r->next = n;
-    double *u = n ? PyMem_Realloc(r->until, sizeof(double) * c) : NULL;
-    if (u) r->until = u;
-    if (!u) { PyErr_NoMemory(); return -1; }
-    r->cap = c;
-    return 0;
+    return pcs_grow_arrays(&r->cap, (Py_ssize_t)e + 1, 64, 3, (void *const[]){&r->prev, &r->next, &r->until},
+                           (const size_t[]){sizeof *r->prev, sizeof *r->next, sizeof *r->until});
 }
 
 static void pool_append(Tier *t, int32_t e, double until) {

@@ -578,11 +578,16 @@ class GroupHierarchy(GroupStepMixin):
 
     def finish(self, adm: GroupAdmission) -> None:
         """Drop the request's pins, group by group, tail first (§6); give back its reserved slots."""
+        self._unpin_and_release(adm, ((adm.computed, False), (adm.hold, True)))
+
+    def _unpin_and_release(self, adm: GroupAdmission, pins: Sequence[tuple[list[list[int]], bool]]) -> None:
+        """Unpin, group by group, each ``(per-group blocks, reused)`` of ``pins`` in that order, each list tail
+        first (docs/semantics.md §6); then give the request's reserved GPU slots back to every pool."""
         self._now()
         gpu = self.levels[0]
         for g, grp in enumerate(self.groups):
-            gpu[grp.pool].unpin(adm.computed[g][::-1], False)
-            gpu[grp.pool].unpin(adm.hold[g][::-1], True)
+            for blocks, reused in pins:
+                gpu[grp.pool].unpin(blocks[g][::-1], reused)
         for p, n in enumerate(adm.reserved):
             gpu[p].release(n)
             adm.reserved[p] = 0

@@ -96,14 +96,7 @@ class GroupStepMixin:
     def abort(self, adm) -> None:
         """Release a request preempted before ``prefill_done``: pins dropped tail first, slots given back,
         nothing cached."""
-        self._now()
-        gpu = self.levels[0]
-        for g, grp in enumerate(self.groups):
-            gpu[grp.pool].unpin(adm.hold[g][::-1], True)
-            gpu[grp.pool].unpin(adm.release[g][::-1], True)
-        for p, k in enumerate(adm.reserved):
-            gpu[p].release(k)
-            adm.reserved[p] = 0
+        self._unpin_and_release(adm, ((adm.hold, True), (adm.release, True)))
         empty = lambda: [[] for _ in self.groups]  # noqa: E731
         adm.hold, adm.release, adm.computed, adm.transient = empty(), empty(), empty(), empty()
 

@@ -236,6 +236,13 @@ class PcsGroup(click.Group):
 command = functools.partial(click.command, cls=PcsCommand)
 
 
+def apply_options(options: list[Callable], f: Callable) -> Callable:
+    """``f`` decorated with each click option of ``options``, listed in ``--help`` in the order given."""
+    for option in reversed(options):
+        f = option(f)
+    return f
+
+
 def quiet_option(f: Callable) -> Callable:
     """``-q/--quiet``: no progress bar and no notes on stderr (every command takes it)."""
     return click.option("--quiet", "-q", is_flag=True, help="No progress bar and no notes on stderr.")(f)

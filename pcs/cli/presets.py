@@ -11,25 +11,37 @@ from typing import Any, Callable
 import click
 
 from pcs import units
-from pcs.cli.common import command, emit, format_option, quiet_option
+from pcs.cli.common import apply_options, command, emit, format_option, quiet_option
 from pcs.hardware import GPUSpec, HardwareTable, LinkSpec, get_gpu, get_link, load_hardware_file, override
 from pcs.report.presets import gpu_row, hardware_csv_rows, link_row, render_hardware, render_models
 
 __all__ = ["hardware", "models", "gpu_options", "resolve_gpu", "link_options", "resolve_link",
            "hardware_table"]
 
-_GPU_OVERRIDES = {  # CLI option -> GPUSpec field
-    "hbm_capacity": "hbm_bytes", "hbm_bandwidth": "hbm_bps", "bf16_flops": "bf16_flops", "fp8_flops": "fp8_flops",
+_GPU_OVERRIDES = {  # CLI option -> (GPUSpec field, help)
+    "hbm_capacity": ("hbm_bytes", "Override HBM capacity, e.g. 80GB or 96GiB."),
+    "hbm_bandwidth": ("hbm_bps", "Override HBM bandwidth, e.g. 3.35TB/s."),
+    "bf16_flops": ("bf16_flops", "Override dense BF16 peak, FLOP/s as a plain number, e.g. 989.4e12."),
+    "fp8_flops": ("fp8_flops", "Override dense FP8 peak, FLOP/s as a plain number, e.g. 1978.9e12."),
 }
-_LINK_OVERRIDES = {  # CLI option -> LinkSpec field
-    "link_bandwidth": "bandwidth_bps", "link_setup": "setup_s", "link_iops": "iops", "link_io_size": "io_size_bytes",
+_LINK_OVERRIDES = {  # CLI option -> (LinkSpec field, help)
+    "link_bandwidth": ("bandwidth_bps", "Link bandwidth (overrides the preset's), e.g. 20GB/s."),
+    "link_setup": ("setup_s", "Setup latency per transfer (overrides the preset's), e.g. 10us."),
+    "link_iops": ("iops", "IOPS limit (overrides the preset's), e.g. 1.5e6."),
+    "link_io_size": ("io_size_bytes", "I/O size the IOPS figure is quoted at, e.g. 4KiB."),
 }
 
 
-def _apply(options: list[Callable], f: Callable) -> Callable:
-    for option in reversed(options):
-        f = option(f)
-    return f
+def _preset_options(preset: str, preset_help: str, overrides: dict[str, tuple[str, str]], f: Callable) -> Callable:
+    """``preset`` (the preset's name) and one ``--OPTION`` per entry of ``overrides``, in table order."""
+    options = [click.option(preset, help=preset_help)]
+    options += [click.option(f"--{opt.replace('_', '-')}", help=text) for opt, (_, text) in overrides.items()]
+    return apply_options(options, f)
+
+
+def _changes(kwargs: dict[str, Any], overrides: dict[str, tuple[str, str]]) -> dict[str, Any]:
+    """Pop the override options of ``overrides`` from ``kwargs``: spec field -> value (None = not given)."""
+    return {spec_field: kwargs.pop(opt, None) for opt, (spec_field, _) in overrides.items()}
 
 
 def hardware_file_option(f: Callable) -> Callable:
@@ -41,24 +53,12 @@ def hardware_file_option(f: Callable) -> Callable:
 
 def gpu_options(f: Callable) -> Callable:
     """``--gpu`` plus one override option per GPU figure (values with units)."""
-    return _apply([
-        click.option("--gpu", help="GPU preset, e.g. h100-sxm (list: pcs hardware)."),
-        click.option("--hbm-capacity", help="Override HBM capacity, e.g. 80GB or 96GiB."),
-        click.option("--hbm-bandwidth", help="Override HBM bandwidth, e.g. 3.35TB/s."),
-        click.option("--bf16-flops", help="Override dense BF16 peak, FLOP/s as a plain number, e.g. 989.4e12."),
-        click.option("--fp8-flops", help="Override dense FP8 peak, FLOP/s as a plain number, e.g. 1978.9e12."),
-    ], f)
+    return _preset_options("--gpu", "GPU preset, e.g. h100-sxm (list: pcs hardware).", _GPU_OVERRIDES, f)
 
 
 def link_options(f: Callable) -> Callable:
     """``--link`` plus one override option per link figure (values with units)."""
-    return _apply([
-        click.option("--link", help="Link preset, e.g. pcie-gen5-x16 (list: pcs hardware)."),
-        click.option("--link-bandwidth", help="Link bandwidth (overrides the preset's), e.g. 20GB/s."),
-        click.option("--link-setup", help="Setup latency per transfer (overrides the preset's), e.g. 10us."),
-        click.option("--link-iops", help="IOPS limit (overrides the preset's), e.g. 1.5e6."),
-        click.option("--link-io-size", help="I/O size the IOPS figure is quoted at, e.g. 4KiB."),
-    ], f)
+    return _preset_options("--link", "Link preset, e.g. pcie-gen5-x16 (list: pcs hardware).", _LINK_OVERRIDES, f)
 
 
 def hardware_table(hardware_file: str | None) -> HardwareTable | None:
@@ -73,8 +73,8 @@ def resolve_gpu(kwargs: dict[str, Any], table: HardwareTable | None = None) -> G
         ValueError: unknown GPU, a bad value, or an override without ``--gpu``.
     """
     name = kwargs.pop("gpu", None)
-    changes = {field: kwargs.pop(opt, None) for opt, field in _GPU_OVERRIDES.items()}
-    given = [opt for opt, field in _GPU_OVERRIDES.items() if changes[field] is not None]
+    changes = _changes(kwargs, _GPU_OVERRIDES)
+    given = [opt for opt, (spec_field, _) in _GPU_OVERRIDES.items() if changes[spec_field] is not None]
     if name is None:
         if given:
             raise ValueError(f"--{given[0].replace('_', '-')} needs --gpu NAME (the preset it overrides)")
@@ -92,7 +92,7 @@ def resolve_link(kwargs: dict[str, Any], table: HardwareTable | None = None) -> 
         ValueError: unknown link or a bad value.
     """
     name = kwargs.pop("link", None)
-    changes = {field: kwargs.pop(opt, None) for opt, field in _LINK_OVERRIDES.items()}
+    changes = _changes(kwargs, _LINK_OVERRIDES)
     if name is None:
         if changes["bandwidth_bps"] is None:
             if any(v is not None for v in changes.values()):

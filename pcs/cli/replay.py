@@ -11,7 +11,7 @@ from pcs import _native
 from pcs.choices import BUILTIN_POLICIES, DEFAULT_POLICY, ON_ERROR, POLICY_ALIASES, TIMINGS
 from pcs.choices import TRACE_FORMATS as FORMATS
 from pcs.choices import WRITE_POLICIES
-from pcs.cli.common import Progress, RegistryChoice, command, emit, format_option, quiet_option
+from pcs.cli.common import Progress, RegistryChoice, apply_options, command, emit, format_option, quiet_option
 from pcs.cli.fleet import FLEET_NO_HTML, fleet_options, replay_fleet, wants_fleet
 from pcs.cli.modelarg import is_config_path
 from pcs.cli.params import MAX_BLOCK_SIZE, MAX_COUNT, MAX_TOKENS, MAX_TP, Aliased, Float, Int
@@ -43,12 +43,6 @@ def _get_layout(name: str) -> Any:
     from pcs.model.layouts import get_layout
 
     return get_layout(name)
-
-
-def _apply(options: list, f: Callable) -> Callable:
-    for opt in reversed(options):
-        f = opt(f)
-    return f
 
 
 def _check_tier_policies(ctx: click.Context, param: click.Parameter, values: tuple[str, ...]) -> tuple[str, ...]:
@@ -107,7 +101,7 @@ def _hybrid_options() -> list:
 
 def replay_options(f: Callable, policy_multiple: bool = False) -> Callable:
     """The options ``pcs replay`` and ``pcs compare`` share (trace, model, hardware, tiers, rules), in help order."""
-    return _apply([*_trace_options(), *_deployment_options(), *_tier_options(policy_multiple),
+    return apply_options([*_trace_options(), *_deployment_options(), *_tier_options(policy_multiple),
                    *_scheduler_options(), *_engine_and_rule_options()], f)
 
 

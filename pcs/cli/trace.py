@@ -13,7 +13,7 @@ from typing import Any, Callable
 
 import click
 
-from pcs.cli.common import PcsGroup, Progress, counted, emit, format_option, quiet_option
+from pcs.cli.common import PcsGroup, Progress, apply_options, counted, emit, format_option, quiet_option
 from pcs.cli.params import MAX_BLOCK_SIZE, MAX_SEED, MAX_SYNTH_REQUESTS, MAX_TOKENS, Float, Int
 from pcs.report.trace import render_convert, render_stats, render_synth
 from pcs.trace.api import FORMATS, ON_ERROR
@@ -36,9 +36,7 @@ def trace_input_options(f: Callable) -> Callable:
         click.option("--sort", is_flag=True, help="Reorder by arrival time instead of rejecting a decreasing "
                      "timestamp (holds the trace in memory)."),
     ]
-    for opt in reversed(opts):
-        f = opt(f)
-    return f
+    return apply_options(opts, f)
 
 
 def open_from_options(path, trace_format, block_size, on_error, sort):

@@ -214,9 +214,7 @@ static PyObject *py_stack_depths(PyObject *self, PyObject *args) {
         result = PyLong_FromLongLong(distinct);
     }
 done:
-    PyBuffer_Release(&keys);
-    PyBuffer_Release(&offs);
-    PyBuffer_Release(&out);
+    PCS_RELEASE(&keys, &offs, &out);
     return result;
 }
 
@@ -249,10 +247,7 @@ static PyObject *py_histograms(PyObject *self, PyObject *args) {
         result = Py_None;
     }
 done:
-    PyBuffer_Release(&lead);
-    PyBuffer_Release(&w);
-    PyBuffer_Release(&hw);
-    PyBuffer_Release(&hb);
+    PCS_RELEASE(&lead, &w, &hw, &hb);
     return result;
 }
 

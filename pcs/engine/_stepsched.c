@@ -17,6 +17,7 @@
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
+#include "../_kernel_common.h"
 #include "../cache/_lruhier_api.h"
 #include "../cache/_grouphier_capi.h"
 
@@ -152,17 +153,6 @@ static int attr_list(Sched *s, PyObject *adm, PyObject *name, int64_t *out) {
     return PyErr_Occurred() ? -1 : 0;
 }
 
-static PyObject *u64_list(const uint64_t *k, Py_ssize_t n) {
-    PyObject *l = PyList_New(n);
-    if (!l) return NULL;
-    for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *v = PyLong_FromUnsignedLongLong(k[i]);
-        if (!v) { Py_DECREF(l); return NULL; }
-        PyList_SET_ITEM(l, i, v);
-    }
-    return l;
-}
-
 /* call a hierarchy method with an Admission (and an optional second argument); the result (new ref) or NULL */
 static PyObject *hcall(PyObject *m, PyObject *adm, PyObject *arg) {
     PyObject *args[2] = {adm, arg};
@@ -187,7 +177,7 @@ static int py_chain(Sched *s, Req *r, int64_t n) {
         r->chain = PyBytes_FromStringAndSize((const char *)r->hashes, (Py_ssize_t)(n * 8));
         return r->chain ? 0 : -1;
     }
-    r->chain = u64_list(r->hashes, n);
+    r->chain = pcs_list_u64(r->hashes, n);
     return r->chain ? 0 : -1;
 }
 
@@ -247,7 +237,7 @@ static int h_grow1(Sched *s, PyObject *adm) {
 static int h_extend(Sched *s, PyObject *adm, const uint64_t *keys, int64_t m) {
     if (hy_tick(s) < 0) return -1;
     if (s->api) return s->api->extend(s->hobj, adm, keys, m);
-    PyObject *l = u64_list(keys, m);
+    PyObject *l = pcs_list_u64(keys, m);
     if (!l) return -1;
     int rc = hcall0(s->m_extend, adm, l);
     Py_DECREF(l);
@@ -1382,12 +1372,9 @@ static PyGetSetDef sched_getset[] = {
 };
 
 static PyTypeObject SchedType = {
-    PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "pcs.engine._stepsched.StepScheduler",
-    .tp_basicsize = sizeof(Sched),
-    .tp_dealloc = (destructor)sched_dealloc,
-    .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "The step scheduler's event loop (pcs.engine.scheduler.StepEngine, layerwise) over a compiled hierarchy.",
+    PCS_TYPE_HEAD("pcs.engine._stepsched.StepScheduler", Sched, sched_dealloc,
+                  "The step scheduler's event loop (pcs.engine.scheduler.StepEngine, layerwise) over a compiled "
+                  "hierarchy."),
     .tp_methods = sched_methods,
     .tp_getset = sched_getset,
     .tp_init = (initproc)sched_init,

@@ -195,15 +195,13 @@ static PyObject *py_walk(PyObject *self, PyObject *args) {
                  (const int64_t *)o.buf, m) < 0) { PyErr_NoMemory(); goto done; }
     ret = Py_None; Py_INCREF(ret);
 done:
-    PyBuffer_Release(&h); PyBuffer_Release(&off); PyBuffer_Release(&p); PyBuffer_Release(&o);
+    PCS_RELEASE(&h, &off, &p, &o);
     return ret;
 }
 
 /* result(state) -> (index bytes int64, count bytes int64, ids bytes uint64, pairs) in resolution order */
 static PyObject *py_result(PyObject *self, PyObject *args) {
-    PyObject *cap;
-    if (!PyArg_ParseTuple(args, "O", &cap)) return NULL;
-    turns_t *t = (turns_t *)PyCapsule_GetPointer(cap, "pcs.engine._turns.state");
+    turns_t *t = (turns_t *)pcs_state_arg(args, "pcs.engine._turns.state");
     if (!t) return NULL;
     const char *none = "";    /* y# of a NULL pointer would be None */
     return Py_BuildValue("y#y#y#L", t->res_a.p ? (const char *)t->res_a.p : none, (Py_ssize_t)(t->res_a.n * 8),

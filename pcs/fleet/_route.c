@@ -297,9 +297,7 @@ static PyObject *py_route(PyObject *self, PyObject *args) {
                                           "offsets int64 (R+1,) from 0 to len(ids); 0 <= hit, keep <= ids per request");
     else
         result = route_pass(&p, kind, w_o, w_l, (int32_t)inst);
-    PyBuffer_Release(&cap); PyBuffer_Release(&arr); PyBuffer_Release(&prompt); PyBuffer_Release(&offs);
-    PyBuffer_Release(&ids); PyBuffer_Release(&hit); PyBuffer_Release(&keep); PyBuffer_Release(&ends);
-    PyBuffer_Release(&out);
+    PCS_RELEASE(&cap, &arr, &prompt, &offs, &ids, &hit, &keep, &ends, &out);
     return result;
 }
 

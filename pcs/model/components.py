@@ -28,7 +28,7 @@ the only padding modelled; every preset packs exactly.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import ClassVar, Protocol, Union
 
 import numpy as np
@@ -139,10 +139,22 @@ class _PerToken:
         return -(-tokens // block_size)
 
 
+@dataclass(frozen=True, slots=True)
 class _GQA(_PerToken):
-    """Shared formulas of full and sliding-window GQA/MHA/MQA layers."""
+    """Fields and shared formulas of the GQA/MHA/MQA layers: full, sliding-window and chunked local attention.
 
-    __slots__ = ()
+    A subclass adds its span (``window_tokens``, ``chunk_tokens``) as a keyword-only field.
+    """
+
+    num_layers: int
+    num_kv_heads: int
+    head_dim: int
+    num_q_heads: int
+    dtype: str = "bf16"
+    scales: QuantScales | None = None
+    tp: int = 1
+    head_dim_v: int | None = None
+    layout: str | None = None
 
     def kv_heads_per_rank(self) -> int:
         """KV heads one rank stores: max(1, H_kv // tp), replicated when tp > H_kv.
@@ -203,16 +215,6 @@ class FullAttention(_GQA):
     """
 
     name: ClassVar[str] = "full_attention"
-    num_layers: int
-    num_kv_heads: int
-    head_dim: int
-    num_q_heads: int
-    dtype: str = "bf16"
-    scales: QuantScales | None = None
-    tp: int = 1
-    head_dim_v: int | None = None
-    layout: str | None = None
-
 
     def attention_flops(self, new_tokens: ArrayLike, cached_tokens: ArrayLike) -> np.ndarray:
         return self._flops_per_pair() * causal_pairs(new_tokens, cached_tokens)
@@ -232,16 +234,7 @@ class SlidingWindow(_GQA):
     """
 
     name: ClassVar[str] = "sliding_window"
-    num_layers: int
-    num_kv_heads: int
-    head_dim: int
-    num_q_heads: int
-    window_tokens: int
-    dtype: str = "bf16"
-    scales: QuantScales | None = None
-    tp: int = 1
-    head_dim_v: int | None = None
-    layout: str | None = None
+    window_tokens: int = field(kw_only=True)
 
     def tokens_held(self, tokens: int) -> int:
         return min(tokens, self.window_tokens)
@@ -271,16 +264,7 @@ class ChunkedLocalAttention(_GQA):
     """
 
     name: ClassVar[str] = "chunked_local"
-    num_layers: int
-    num_kv_heads: int
-    head_dim: int
-    num_q_heads: int
-    chunk_tokens: int
-    dtype: str = "bf16"
-    scales: QuantScales | None = None
-    tp: int = 1
-    head_dim_v: int | None = None
-    layout: str | None = None
+    chunk_tokens: int = field(kw_only=True)
 
     def _chunk_start(self, tokens: int) -> int:
         return 0 if tokens <= 0 else (tokens - 1) // self.chunk_tokens * self.chunk_tokens

@@ -69,36 +69,16 @@ static int grow64(int64_t **a, int64_t *cap, int64_t need) {
 static int keys_alloc(st_t *s, uint64_t cap) {
     kslot_t *sl = (kslot_t *)calloc(cap, sizeof(kslot_t));  /* fresh zero pages: no memset of the whole table */
     if (!sl) return -1;
-    kslot_t *old = s->slots;
-    uint64_t old_mask = s->mask;
+    PCS_REHASH(s->slots, s->mask, sl, cap - 1, dense);
     s->slots = sl; s->mask = cap - 1;
-    if (old) {
-        for (uint64_t i = 0; i <= old_mask; i++) {
-            if (!old[i].dense) continue;
-            uint64_t h = mix64(old[i].key) & s->mask;
-            while (sl[h].dense) h = (h + 1) & s->mask;
-            sl[h] = old[i];
-        }
-        free(old);
-    }
     return 0;
 }
 
 static int pairs_alloc(st_t *s, uint64_t cap) {
     pslot_t *sl = (pslot_t *)calloc(cap, sizeof(pslot_t));
     if (!sl) return -1;
-    pslot_t *old = s->pairs;
-    uint64_t old_mask = s->pmask;
+    PCS_REHASH(s->pairs, s->pmask, sl, cap - 1, used);
     s->pairs = sl; s->pmask = cap - 1;
-    if (old) {
-        for (uint64_t i = 0; i <= old_mask; i++) {
-            if (!old[i].used) continue;
-            uint64_t h = mix64(old[i].key) & s->pmask;
-            while (sl[h].used) h = (h + 1) & s->pmask;
-            sl[h] = old[i];
-        }
-        free(old);
-    }
     return 0;
 }
 
@@ -375,9 +355,7 @@ static PyObject *py_feed(PyObject *self, PyObject *args) {
     else if (rc == -2) PyErr_SetString(PyExc_ValueError, "offsets must be non-decreasing and 0 <= n, full <= ids");
     else result = Py_BuildValue("iL", rc, (long long)nruns);
 done:
-    PyBuffer_Release(&keys); PyBuffer_Release(&offs); PyBuffer_Release(&prompt); PyBuffer_Release(&n);
-    PyBuffer_Release(&hc); PyBuffer_Release(&full); PyBuffer_Release(&k); PyBuffer_Release(&rc_);
-    PyBuffer_Release(&rp); PyBuffer_Release(&rn);
+    PCS_RELEASE(&keys, &offs, &prompt, &n, &hc, &full, &k, &rc_, &rp, &rn);
     return result;
 }
 
@@ -401,9 +379,7 @@ static PyObject *st_tree(const st_t *s) {
 }
 
 static PyObject *py_result(PyObject *self, PyObject *args) {
-    PyObject *cap;
-    if (!PyArg_ParseTuple(args, "O", &cap)) return NULL;
-    st_t *s = (st_t *)PyCapsule_GetPointer(cap, "pcs.trace._statscan");
+    st_t *s = (st_t *)pcs_state_arg(args, "pcs.trace._statscan");
     if (!s) return NULL;
     int64_t top = s->dist_cap;
     while (top > 0 && !s->dist[top - 1]) top--;

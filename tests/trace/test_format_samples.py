@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from helpers import file_input_error
 from pcs.cli.main import cli
 from pcs.errors import InputError
 from pcs.trace import open_trace, trace_stats
@@ -136,12 +137,11 @@ def test_burstgpt_system_prompt_is_per_model_by_hand():
 
 
 def test_length_only_detection_errors_and_skip(tmp_path):
+    text = ("Timestamp,Model,Request tokens,Response tokens,Total tokens,Log Type\n"
+            "5,ChatGPT,472,18,490,Conversation log\n6,ChatGPT,x,1,1,API log\n4,GPT-4,1,1,2,API log\n")
+    e = file_input_error(tmp_path, "b.csv", text, lambda p: list(open_trace(p)))
+    assert (e.line, e.field) == (3, "Request tokens")
     bad = tmp_path / "b.csv"
-    bad.write_text("Timestamp,Model,Request tokens,Response tokens,Total tokens,Log Type\n"
-                   "5,ChatGPT,472,18,490,Conversation log\n6,ChatGPT,x,1,1,API log\n4,GPT-4,1,1,2,API log\n")
-    with pytest.raises(InputError) as e:
-        list(open_trace(bad))
-    assert (e.value.line, e.value.field) == (3, "Request tokens")
     t = open_trace(bad, on_error="skip")  # line 3 is bad, line 4 goes back in time
     assert [r.prompt_tokens for r in t] == [472] and t.skipped == 2
     t = open_trace(bad, on_error="skip", sort=True)

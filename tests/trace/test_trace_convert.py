@@ -13,7 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 from conftest import AZURE_CONV
-from helpers import per_trace
+from helpers import file_input_error, per_trace
 from pcs.cli.main import cli
 from pcs.errors import InputError
 from pcs.trace import DEFAULT_TRACE, open_trace, trace_stats
@@ -182,12 +182,9 @@ def test_synth_from_azure_csv_keeps_times_and_counts(azure_csv, tmp_path, run):
 def test_azure_csv_errors(tmp_path):
     from pcs.trace.azure import read_azure_csv
 
-    p = tmp_path / "a.csv"
-    p.write_text("TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:46.6805900,374,44\n"
-                 "2023-11-16 18:15:47.0,x,1\n")
-    with pytest.raises(InputError) as e:
-        list(read_azure_csv(p))
-    assert (e.value.line, e.value.field) == (3, "ContextTokens")
+    text = "TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:46.6805900,374,44\n2023-11-16 18:15:47.0,x,1\n"
+    e = file_input_error(tmp_path, "a.csv", text, lambda p: list(read_azure_csv(p)))
+    assert (e.line, e.field) == (3, "ContextTokens")
 
 
 def test_synth_spec_validation():

@@ -130,9 +130,11 @@ class GDSFPolicy(EvictionPolicy):
             self._unhold(k)
 
     def drop(self, keys: Sequence[int]) -> None:
+        """:meth:`remove`, and the keys' use counts forgotten (stored again, a key starts over)."""
+        self.remove(keys)
+        uses = self._uses
         for k in keys:
-            self._unhold(k)
-            del self._uses[k]
+            del uses[k]
 
     def touch(self, keys: Sequence[int]) -> None:
         for k in keys:

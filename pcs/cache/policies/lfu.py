@@ -115,9 +115,11 @@ class LFUPolicy(EvictionPolicy):
             self._take(k)
 
     def drop(self, keys: Sequence[int]) -> None:
+        """:meth:`remove`, and the keys' use counts and priorities forgotten (stored again, a key starts over)."""
+        self.remove(keys)
+        uses, key = self._uses, self._key
         for k in keys:
-            self._take(k)
-            del self._uses[k], self._key[k]
+            del uses[k], key[k]
 
     def touch(self, keys: Sequence[int]) -> None:
         uses, L = self._uses, self.inflation
