@@ -101,7 +101,7 @@ def scan(source: Any, capacity_blocks: int, rules: BlockRules = BlockRules(), na
         check: raise :class:`NotApplicable` when the fast path's premise fails.
     Returns:
         :class:`Scan`. Cost: O(1) per block hash; memory: per-request columns,
-        16 B per distinct block hash and a bit per stamp above the LRU pointer;
+        8-16 B per distinct block hash (pcs.engine.lruscan) and a bit per stamp above the LRU pointer;
         the trace itself is held one batch at a time.
     Raises:
         ValueError: as :func:`pcs.trace.batches.as_batches`; negative
