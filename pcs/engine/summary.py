@@ -185,8 +185,8 @@ def _envelope(ledger, state: CacheState, cols, ctx) -> EnvelopeSummary:
     no_cache = _values(cols["prefill_no_cache_s"])
     wait = _values(cols["wait_s"])
     (t50, t99), (n50, n99), (w50, w99) = _p50_p99(ttft), _p50_p99(no_cache), _p50_p99(wait)
-    return EnvelopeSummary(links=links, ttft_p50_s=t50, ttft_p99_s=t99, ttft_no_cache_p50_s=n50, ttft_no_cache_p99_s=n99,
-                           wait_p50_s=w50, wait_p99_s=w99,
+    return EnvelopeSummary(links=links, ttft_p50_s=t50, ttft_p99_s=t99, ttft_no_cache_p50_s=n50,
+                           ttft_no_cache_p99_s=n99, wait_p50_s=w50, wait_p99_s=w99,
                            prefill_saved_s=float(no_cache.sum() - _values(cols["prefill_s"]).sum()))
 
 
