@@ -12,8 +12,13 @@ exit 130, SIGTERM one line and exit 143, with temporary files removed (see
 from __future__ import annotations
 
 import importlib
+import os
 
-import click
+# pcs calls no BLAS routine; OpenBLAS would start a thread per core when numpy loads (~20 ms of CPU at start-up,
+# benchmarks/bench_startup.py). A user's own setting wins.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+import click  # noqa: E402
 
 from pcs.cli.common import unwind_on_signals, user_errors
 

@@ -3,6 +3,7 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <stddef.h>
 #include "../_kernel_common.h"
 
 /* ---------------------------------------------------------------------------
@@ -15,14 +16,14 @@
  * times, i.e. the live times >= a pointer p, so a key is resident iff
  * last >= p. A stamp that makes more than C live times >= p advances p past
  * the oldest live time (the LRU victim). Live times are bits of a sliding
- * bitmap (1 bit per stamp, the part below p dropped); keys live in 16 B
- * slots (key, last stamp, first request): slot = the id itself while every id
- * is below max(2**20, 2 x the trace's id count,
- * 2 x (distinct ids so far + the batch's ids)) (direct mode: Mooncake's ids
- * are 0, 1, 2, ... in first-appearance order; no hashing, one slot per id),
- * else an open-addressing table (linear probing, splitmix64, load <= 0.5,
- * grown by doubling; the ids seen move into it the first time a batch holds
- * a larger id). Per request r it writes:
+ * bitmap (1 bit per stamp, the part below p dropped); a key's state is 8 B
+ * (last stamp, first request): in direct mode the state of id k is entry k
+ * of an array (no key stored, no hashing) while every id is below
+ * max(2**20, 2 x the trace's id count, 2 x (distinct ids so far + the
+ * batch's ids)) (Mooncake's ids are 0, 1, 2, ... in first-appearance order),
+ * else 16 B slots (key, state) of an open-addressing table (linear probing,
+ * splitmix64, load <= 0.5, grown by doubling; the ids seen move into it the
+ * first time a batch holds a larger id). Per request r it writes:
  *   lead[r]  = leading ids (of the first n) resident at capacity C;
  *   seen[r]  = leading ids (of the first n) stamped by an earlier request
  *              (the single-sequence, infinite-cache walk, pcs.blocks);
@@ -35,16 +36,22 @@
  * tests/test_replay_scan.py).
  * ------------------------------------------------------------------------- */
 typedef struct {
-    uint64_t key;
     int32_t last;  /* last stamp; -1 never stamped; <= -2: visited in this request, old = -3 - last */
-    int32_t first; /* 1 + the request that first looked it up; 0: empty slot (calloc) */
+    int32_t first; /* 1 + the request that first looked it up; 0: no such id yet (zeroed memory) */
+} lmeta_t;
+
+typedef struct {
+    uint64_t key;
+    lmeta_t m;
 } lslot_t;
 
 typedef struct t2_s t2_t;   /* two tiers: _lruscan_tiers.h */
 
 typedef struct {
-    lslot_t *slots;
+    lslot_t *slots;    /* hashed mode: the table (mask + 1 slots); NULL in direct mode */
     uint64_t mask;
+    lmeta_t *dmeta;    /* direct mode: the state of id k is dmeta[k], k < dcap; NULL in hashed mode */
+    uint64_t dcap;
     int64_t count;
     int64_t capacity;  /* C */
     int64_t resident;  /* live times >= p */
@@ -53,25 +60,52 @@ typedef struct {
     uint64_t *live;
     int64_t live_words;
     int64_t req;       /* requests fed so far */
-    int direct;        /* direct mode: slot = id (slots[0 .. mask]), every id < limit; else hashed */
+    int direct;        /* direct mode: id k's state is dmeta[k], every id < limit; else hashed */
     int64_t limit, expected;
-    uint64_t *tmp;
+    lmeta_t **tmp;     /* a request's looked-up states, for the stamping */
     int64_t tmp_len;
     t2_t *t2;          /* two tiers (lru_tiers), else NULL */
-    int32_t *clast;    /* two tiers: per slot, the key's last lower-tier time (-1 none) */
+    int32_t *clast;    /* two tiers: per state index (lru_idx), the key's last lower-tier time (-1 none) */
 } lru_t;
 
 static void t2_free(t2_t *q);
 
 static void lru_free(lru_t *s) {
     if (!s) return;
-    free(s->slots); free(s->live); free(s->tmp); t2_free(s->t2); free(s->clast); free(s);
+    free(s->slots); free(s->dmeta); free(s->live); free(s->tmp); t2_free(s->t2); free(s->clast); free(s);
 }
 
 static void lru_capsule_free(PyObject *cap) {
     lru_free((lru_t *)PyCapsule_GetPointer(cap, "pcs.engine._lruscan.lru"));
 }
 
+/* Put key's state into the table sl (mask + 1 slots, key absent); returns its slot's position. */
+static inline uint64_t lru_put(lslot_t *sl, uint64_t mask, uint64_t key, lmeta_t m) {
+    uint64_t h = mix64(key) & mask;
+    while (sl[h].m.first) h = (h + 1) & mask;
+    sl[h].key = key;
+    sl[h].m = m;
+    return h;
+}
+
+/* The slot that holds the state x (hashed mode). */
+static inline const lslot_t *lru_slot_of(const lmeta_t *x) {
+    return (const lslot_t *)((const char *)x - offsetof(lslot_t, m));
+}
+
+/* The index of the state x: the id itself in direct mode, its slot's position in the hashed table
+ * (the index of clast, moved with the states by lru_mode and lru_table_alloc). */
+static inline uint64_t lru_idx(const lru_t *s, const lmeta_t *x) {
+    return s->direct ? (uint64_t)(x - s->dmeta) : (uint64_t)(lru_slot_of(x) - s->slots);
+}
+
+/* The id whose state is x. */
+static inline uint64_t lru_key(const lru_t *s, const lmeta_t *x) {
+    return s->direct ? (uint64_t)(x - s->dmeta) : lru_slot_of(x)->key;
+}
+
+/* A hashed table of cap slots (a power of two) holding every id seen: those of the previous hashed
+ * table, or of the direct array (which is then freed); two tiers: clast moves with them. -1 on no memory. */
 static int lru_table_alloc(lru_t *s, uint64_t cap) {
     lslot_t *sl = (lslot_t *)big_alloc(cap * sizeof(lslot_t), 1);
     int32_t *cl = s->clast ? (int32_t *)malloc(cap * sizeof(int32_t)) : NULL;
@@ -79,62 +113,62 @@ static int lru_table_alloc(lru_t *s, uint64_t cap) {
     if (cl) memset(cl, 0xFF, cap * sizeof(int32_t));
     lslot_t *old = s->slots;
     uint64_t old_mask = s->mask;
-    s->slots = sl;
-    s->mask = cap - 1;
-    if (old) {
-        for (uint64_t i = 0; i <= old_mask; i++) {
-            if (!old[i].first) continue;
-            uint64_t h = mix64(old[i].key) & s->mask;
-            while (sl[h].first) h = (h + 1) & s->mask;
-            sl[h] = old[i];
+    for (uint64_t i = 0; old && i <= old_mask; i++)
+        if (old[i].m.first) {
+            uint64_t h = lru_put(sl, cap - 1, old[i].key, old[i].m);
             if (cl) cl[h] = s->clast[i];
         }
-        free(old);
-    }
+    for (uint64_t k = 0; s->dmeta && k < s->dcap; k++)
+        if (s->dmeta[k].first) {
+            uint64_t h = lru_put(sl, cap - 1, k, s->dmeta[k]);
+            if (cl) cl[h] = s->clast[k];
+        }
+    free(old);
+    free(s->dmeta);
+    s->dmeta = NULL;
+    s->dcap = 0;
+    s->slots = sl;
+    s->mask = cap - 1;
     if (cl) { free(s->clast); s->clast = cl; }
     return 0;
 }
 
-static inline uint64_t lru_find(lru_t *s, uint64_t key, int32_t req) {
+/* The state of key, made (never stamped, first looked up by request req) when new. */
+static inline lmeta_t *lru_find(lru_t *s, uint64_t key, int32_t req) {
+    lmeta_t *x;
     if (s->direct) {
-        lslot_t *x = &s->slots[key];
-        if (!x->first) { x->key = key; x->last = -1; x->first = req + 1; s->count++; }
-        return key;
+        x = &s->dmeta[key];
+    } else {
+        uint64_t h = mix64(key) & s->mask;
+        while (s->slots[h].m.first && s->slots[h].key != key) h = (h + 1) & s->mask;
+        if (!s->slots[h].m.first) s->slots[h].key = key;
+        x = &s->slots[h].m;
     }
-    uint64_t h = mix64(key) & s->mask;
-    for (;;) {
-        lslot_t *x = &s->slots[h];
-        if (!x->first) {
-            x->key = key; x->last = -1; x->first = req + 1;
-            s->count++;
-            return h;
-        }
-        if (x->key == key) return h;
-        h = (h + 1) & s->mask;
-    }
+    if (!x->first) { x->last = -1; x->first = req + 1; s->count++; }
+    return x;
 }
 
-/* The slot of key: its home in the hashed table, the id itself in direct mode. */
+/* Where key's state lies: its home slot in the hashed table, entry key in direct mode. */
 static inline const void *lru_home(const lru_t *s, uint64_t key) {
-    return s->direct ? (const void *)&s->slots[key] : (const void *)&s->slots[mix64(key) & s->mask];
+    return s->direct ? (const void *)&s->dmeta[key] : (const void *)&s->slots[mix64(key) & s->mask];
 }
 
-/* Direct mode while the batch's ids stay below the limit (slots up to its largest id, the new ones
- * zeroed), else every slot moves into a hashed table (load <= 0.5). -1 on no memory. */
+/* Direct mode while the batch's ids stay below the limit (entries up to its largest id, the new ones
+ * zeroed), else every id seen moves into a hashed table (load <= 0.5). -1 on no memory. */
 static int lru_mode(lru_t *s, const uint64_t *keys, int64_t m) {
     if (!s->direct) return 0;
     uint64_t top = 0;
     for (int64_t i = 0; i < m; i++) top = keys[i] > top ? keys[i] : top;
     if (m == 0) return 0;
     if (top < (uint64_t)s->limit || top < (uint64_t)(2 * (s->count + m))) { /* ids at least half dense */
-        uint64_t need = top + 1, have = s->mask + 1;
+        uint64_t need = top + 1, have = s->dcap;
         if (need <= have) return 0;
         uint64_t cap = need + need / 8; /* realloc of a large block remaps pages: no copy */
-        lslot_t *n = (lslot_t *)realloc(s->slots, cap * sizeof(lslot_t));
+        lmeta_t *n = (lmeta_t *)realloc(s->dmeta, cap * sizeof(lmeta_t));
         if (!n) return -1;
-        memset(n + have, 0, (cap - have) * sizeof(lslot_t));
-        s->slots = n;
-        s->mask = cap - 1;
+        memset(n + have, 0, (cap - have) * sizeof(lmeta_t));
+        s->dmeta = n;
+        s->dcap = cap;
         if (s->clast) {
             int32_t *cl = (int32_t *)realloc(s->clast, cap * sizeof(int32_t));
             if (!cl) return -1;
@@ -145,7 +179,7 @@ static int lru_mode(lru_t *s, const uint64_t *keys, int64_t m) {
     }
     uint64_t slots = 4096;
     while ((uint64_t)(s->count + m) * 2 > slots || (uint64_t)s->expected * 4 > slots * 3) slots <<= 1;
-    s->direct = 0;  /* lru_table_alloc rehashes slots[0 .. mask] by key */
+    s->direct = 0;  /* lru_table_alloc moves dmeta[0 .. dcap - 1] into the table */
     return lru_table_alloc(s, slots);
 }
 
@@ -187,7 +221,7 @@ static int lru_prepare(lru_t *s, const int64_t *offs, const int64_t *n, int64_t 
         int64_t len = offs[r + 1] - offs[r];
         if (len < 0 || n[r] < 0 || n[r] > len) return -2;
         if (len > s->tmp_len) {
-            uint64_t *nt = (uint64_t *)realloc(s->tmp, (size_t)len * 8);
+            lmeta_t **nt = (lmeta_t **)realloc(s->tmp, (size_t)len * sizeof(lmeta_t *));
             if (!nt) return -1;
             s->tmp = nt;
             s->tmp_len = len;
@@ -213,11 +247,11 @@ static inline int64_t lru_restamp(lru_t *s, int64_t old) {
     return t;
 }
 
-/* Stamp a request's looked-up ids tail first (their slots are in s->tmp[0 .. m - a - 1]): a
+/* Stamp a request's looked-up ids tail first (their states are s->tmp[0 .. m - a - 1]): a
  * resident id's old time dies, a new one takes a slot; evict past the capacity. -1 on no memory. */
 static inline int lru_stamp(lru_t *s, int64_t a, int64_t m) {
     for (int64_t i = m - 1; i >= a; i--) {
-        lslot_t *x = &s->slots[s->tmp[i - a]];
+        lmeta_t *x = s->tmp[i - a];
         int64_t t = lru_restamp(s, x->last <= -2 ? -3 - (int64_t)x->last : x->last);
         if (t < 0) return -1;
         x->last = (int32_t)t;
@@ -243,12 +277,11 @@ static int lru_run(lru_t *s, const uint64_t *keys, const int64_t *offs, const in
         int run_res = 1, run_seen = 1, run_ideal = 1, dup = 0;
         int64_t k_res = 0, k_seen = 0, k_ideal = 0;
         for (int64_t i = a; i < b; i++) {
-            uint64_t h = lru_find(s, keys[i], rq);
-            lslot_t *x = &s->slots[h];
+            lmeta_t *x = lru_find(s, keys[i], rq);
             run_ideal &= x->first <= rq;
             k_ideal += run_ideal;
             if (i >= m) continue;
-            s->tmp[i - a] = h;
+            s->tmp[i - a] = x;
             int32_t enc = x->last;
             int64_t old = enc;
             if (enc <= -2) { /* looked up earlier in this request */
@@ -282,10 +315,11 @@ static PyObject *py_lru_new(PyObject *self, PyObject *args) {
         return NULL;
     }
     lru_t *s = (lru_t *)calloc(1, sizeof(lru_t));
-    if (!s || lru_table_alloc(s, 4096) != 0 || !(s->live = (uint64_t *)calloc(1024, 8))) {
+    if (!s || !(s->dmeta = (lmeta_t *)calloc(4096, sizeof(lmeta_t))) || !(s->live = (uint64_t *)calloc(1024, 8))) {
         lru_free(s);
         return PyErr_NoMemory();
     }
+    s->dcap = 4096;
     s->live_words = 1024;
     s->capacity = capacity;
     s->direct = 1;
@@ -355,7 +389,8 @@ static PyObject *py_lru_stats(PyObject *self, PyObject *args) {
     if (!s) return NULL;
     return Py_BuildValue("{s:L,s:L,s:L,s:L,s:L}", "distinct", (long long)s->count, "resident",
                          (long long)s->resident, "stamps", (long long)s->t, "table_bytes",
-                         (long long)((s->mask + 1) * sizeof(lslot_t)), "bitmap_bytes", (long long)s->live_words * 8);
+                         (long long)(s->direct ? s->dcap * sizeof(lmeta_t) : (s->mask + 1) * sizeof(lslot_t)),
+                         "bitmap_bytes", (long long)s->live_words * 8);
 }
 
 static PyMethodDef methods[] = {

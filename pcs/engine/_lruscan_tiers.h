@@ -28,7 +28,7 @@ struct t2_s {
     lru_t low;          /* the lower tier's times (live bitmap, pointer, resident count); its table unused */
     uint64_t *log;      /* GPU time -> key, for times [lbase, s->t) */
     int64_t lbase, log_len;
-    uint64_t *vict;     /* one request's victim slots, eviction order */
+    uint64_t *vict;     /* one request's victims' state indices (lru_idx), eviction order */
     int64_t vict_len;
     int broken;
 };
@@ -55,7 +55,7 @@ static int t2_log_room(lru_t *s) {
     return 0;
 }
 
-/* A new lower-tier time for the id in slot; evicts past C1; -1 on no memory. */
+/* A new lower-tier time for the id of state index slot (lru_idx); evicts past C1; -1 on no memory. */
 static int t2_low_stamp(lru_t *s, uint64_t slot) {
     int64_t t = lru_restamp(&s->t2->low, s->clast[slot]);
     if (t < 0) return -1;
@@ -63,7 +63,7 @@ static int t2_low_stamp(lru_t *s, uint64_t slot) {
     return 0;
 }
 
-/* Demote the victims (slots in q->vict[0 .. nv)) as one batch; -1 on no memory. */
+/* Demote the victims (state indices q->vict[0 .. nv)) as one batch; -1 on no memory. */
 static int t2_demote(lru_t *s, int64_t nv) {
     t2_t *q = s->t2;
     for (int64_t i = 0; i < nv; i++) {   /* set aside those already below */
@@ -80,11 +80,11 @@ static int t2_demote(lru_t *s, int64_t nv) {
     return 0;
 }
 
-/* Pin the lead (slots tmp[0 .. a)) and evict until a + budget slots are free; returns the victims or -1. */
+/* Pin the lead (states tmp[0 .. a)) and evict until a + budget slots are free; returns the victims or -1. */
 static int64_t t2_reserve(lru_t *s, int64_t a, int64_t budget, int32_t rq) {
     t2_t *q = s->t2;
     for (int64_t i = 0; i < a; i++) {
-        int64_t old = -3 - (int64_t)s->slots[s->tmp[i]].last, j = old - s->base;
+        int64_t old = -3 - (int64_t)s->tmp[i]->last, j = old - s->base;
         s->live[j >> 6] &= ~(1ULL << (j & 63));
         s->resident--;
     }
@@ -98,7 +98,7 @@ static int64_t t2_reserve(lru_t *s, int64_t a, int64_t budget, int32_t rq) {
     }
     for (int64_t i = 0; i < nv; i++) {
         lru_evict(s);
-        q->vict[i] = lru_find(s, q->log[s->p - 1 - q->lbase], rq);
+        q->vict[i] = lru_idx(s, lru_find(s, q->log[s->p - 1 - q->lbase], rq));
     }
     return nv;
 }
@@ -106,28 +106,28 @@ static int64_t t2_reserve(lru_t *s, int64_t a, int64_t budget, int32_t rq) {
 /* Release the kept chain head (tmp[0 .. kept)) tail first with new GPU times; the ids cut (tmp[kept .. m))
  * are marked stamped, not resident; -1 on no memory. */
 static int t2_release(lru_t *s, int64_t kept, int64_t m) {
-    for (int64_t i = m - 1; i >= kept; i--) s->slots[s->tmp[i]].last = 0;
+    for (int64_t i = m - 1; i >= kept; i--) s->tmp[i]->last = 0;
     for (int64_t i = kept - 1; i >= 0; i--) {
         if (lru_live_room(s) != 0 || t2_log_room(s) != 0) return -1;
-        lslot_t *x = &s->slots[s->tmp[i]];
+        lmeta_t *x = s->tmp[i];
         int64_t j = s->t - s->base;
         s->live[j >> 6] |= 1ULL << (j & 63);
-        s->t2->log[s->t - s->t2->lbase] = x->key;
+        s->t2->log[s->t - s->t2->lbase] = lru_key(s, x);
         x->last = (int32_t)s->t++;
         s->resident++;
     }
     return 0;
 }
 
-/* One request after the scan's lookup (slots tmp[0 .. m), a GPU lead of a, dup: an id repeated): its
+/* One request after the scan's lookup (states tmp[0 .. m), a GPU lead of a, dup: an id repeated): its
  * baseline hit blocks in *hits (-1 once broken); returns 0, or -1 on no memory. */
 static int t2_request(lru_t *s, int64_t m, int64_t a, int64_t cap, int dup, int32_t rq, int64_t *hits) {
     t2_t *q = s->t2;
     int64_t lead = a, run = 1;
     for (int64_t i = a; i < m && !dup; i++) {
-        int64_t old = -3 - (int64_t)s->slots[s->tmp[i]].last;
+        int64_t old = -3 - (int64_t)s->tmp[i]->last;
         dup = old >= s->p;                                     /* GPU-resident after a miss: not chained */
-        run &= s->clast[s->tmp[i]] >= q->low.p;
+        run &= s->clast[lru_idx(s, s->tmp[i])] >= q->low.p;
         lead += run;
     }
     dup |= q->low.t + 2 * m >= INT32_MAX;                      /* lower-tier times are int32 too */
@@ -144,7 +144,7 @@ static int t2_request(lru_t *s, int64_t m, int64_t a, int64_t cap, int dup, int3
     int64_t nv = t2_reserve(s, a, budget, rq);
     if (nv < 0) return -1;
     for (int64_t i = a + restores - 1; i >= a; i--)
-        if (t2_low_stamp(s, s->tmp[i]) != 0) return -1;
+        if (t2_low_stamp(s, lru_idx(s, s->tmp[i])) != 0) return -1;
     if (t2_demote(s, nv) != 0) return -1;
     return t2_release(s, a + budget, m);
 }
@@ -159,9 +159,10 @@ static int t2_enable(lru_t *s, int64_t c1) {
     q->log_len = 4096;
     q->low.live = (uint64_t *)calloc(1024, 8);
     q->log = (uint64_t *)malloc(4096 * 8);
-    s->clast = (int32_t *)malloc((s->mask + 1) * sizeof(int32_t));
+    uint64_t n = s->direct ? s->dcap : s->mask + 1;   /* one per state index (lru_idx) */
+    s->clast = (int32_t *)malloc(n * sizeof(int32_t));
     if (!q->low.live || !q->log || !s->clast) return -1;
-    memset(s->clast, 0xFF, (s->mask + 1) * sizeof(int32_t));
+    memset(s->clast, 0xFF, n * sizeof(int32_t));
     s->t = s->p = s->base = q->lbase = 64;     /* time 0 < every pointer: "stamped, not resident" */
     return 0;
 }

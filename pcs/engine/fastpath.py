@@ -106,7 +106,7 @@ def scan(source: Any, capacity_blocks: int, rules: BlockRules = BlockRules(), na
             baseline (``Scan.baseline_hits``; compiled kernel only).
     Returns:
         :class:`Scan`. Cost: O(1) per block hash; memory: per-request columns,
-        16 B per distinct block hash and a bit per stamp above the LRU pointer;
+        8-16 B per distinct block hash (pcs.engine.lruscan) and a bit per stamp above the LRU pointer;
         the trace itself is held one batch at a time.
     Raises:
         ValueError: as :func:`pcs.trace.batches.as_batches`; negative
@@ -147,15 +147,28 @@ def single_results(sc: Scan) -> tuple[SingleSequenceResult, SingleSequenceResult
             _single(sc.ideal_lead, sc.prompt_tokens, sc.block_size))
 
 
+#: Requests per ``prefill_s`` call: its temporaries stay in cache instead of a dozen arrays of the whole trace
+#: (page faults grow faster than the trace: 9.3 ns per access at 50x Mooncake, 1.9 at 10x; docs/performance.md).
+_SLICE = 1 << 15
+
+
 def _times(compute: Any, prompt: np.ndarray, hit_tokens: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(prefill_s with the hits, prefill_s from scratch), float64 (R,), via ``compute.prefill_s``."""
+    """(prefill_s with the hits, prefill_s from scratch), float64 (R,), via ``compute.prefill_s``.
+
+    ``prefill_s`` is element-wise (as :meth:`pcs.engine.timing.TimeModel.tables` uses it), so it runs on slices of
+    :data:`_SLICE` requests, each call given the slice's (new, cached) pairs with hits, then from scratch.
+    """
     m = prompt.shape[0]
     if compute is None:
         return np.zeros(m), np.zeros(m)
-    new = np.concatenate((prompt - hit_tokens, prompt))
-    cached = np.concatenate((hit_tokens, np.zeros(m, np.int64)))
-    both = np.broadcast_to(np.asarray(compute.prefill_s(new, cached), dtype=np.float64), (2 * m,))
-    return both[:m].copy(), both[m:].copy()
+    hit, full = np.empty(m), np.empty(m)
+    for i in range(0, m, _SLICE):
+        p, h = prompt[i:i + _SLICE], hit_tokens[i:i + _SLICE]
+        k = p.shape[0]
+        new, cached = np.concatenate((p - h, p)), np.concatenate((h, np.zeros(k, np.int64)))
+        both = np.broadcast_to(np.asarray(compute.prefill_s(new, cached), dtype=np.float64), (2 * k,))
+        hit[i:i + k], full[i:i + k] = both[:k], both[k:]
+    return hit, full
 
 
 def _columns(prep: Scan, tier_name: str, compute: Any) -> dict:

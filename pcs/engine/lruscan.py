@@ -17,10 +17,10 @@ stack). Per request it returns three leading runs:
 - ``ideal``: ids (of all the request's ids) looked up by an earlier request
   -- the same walk with every id cacheable (``BlockRules(True, False)``).
 
-Memory: 16 B slots -- one per id up to the largest id while the ids are small and
-at least half dense (the compiled kernel's direct mode: slot = id, no hashing), else
-a hash table at load <= 0.5 -- plus one bit per stamp above the LRU pointer;
-nothing per request. The compiled kernel is
+Memory: 8 B per id up to the largest id while the ids are small and at least
+half dense (the compiled kernel's direct mode: entry = id, no key stored, no
+hashing), else 16 B slots of a hash table at load <= 0.5 -- plus one bit per
+stamp above the LRU pointer; nothing per request. The compiled kernel is
 ``pcs.engine._lruscan.lru_feed`` (pcs/engine/_lruscan.c); :class:`_PythonLru` mirrors it line for line
 (tests/test_replay_scan.py checks both against stack depths and
 :func:`pcs.blocks.single_sequence_hits`).

@@ -335,7 +335,7 @@ def run_replay(source: Any, rules: BlockRules, time_model: Any, make_tiers: Call
     plans, all_plans = (plans[:1], plans) if base is not None else (plans, plans)
     scans = [_scan(p, source, rules, tiers0, requested) if p.row.kind == "scan" else None for p in plans]
     singles = next((fastpath.single_results(s) for s in scans + [scan2] if s is not None), None)
-    if singles is None:   # one more pass (over the decoded batches), before the engines grow (16 B per distinct id)
+    if singles is None:   # one more pass (over the decoded batches), before the engines grow (8-16 B per distinct id)
         singles = fastpath.single_results(fastpath.scan(source, 0, rules, native, check=False))
     resolved = _resolve_step(step, timing, source, rules, native)
     loops = _event_loops(plans, make_tiers, tiers0, write_policy, links, block_bytes, resolved, hybrid, step_s)

@@ -302,7 +302,8 @@ def series_payload(sampler: Sampler, prompt_tokens: np.ndarray, hit_tokens: np.n
     cum_p = np.concatenate(([0], np.cumsum(prompt_tokens, dtype=np.int64)))
     cum_h = np.concatenate(([0], np.cumsum(hit_tokens, dtype=np.int64)))
     step_p, step_h = _per_step(cum_p, admitted), _per_step(cum_h, admitted)
-    ratio = lambda h, p: tuple(float(a) / float(b) if b else None for a, b in zip(h, p))  # noqa: E731
+    # Python numbers before the per-sample loops (iterating numpy arrays makes a numpy scalar per element)
+    ratio = lambda h, p: tuple(float(a) / float(b) if b else None for a, b in zip(h.tolist(), p.tolist()))  # noqa: E731
     done = np.sort(finish_s[np.isfinite(finish_s)])
     running = admitted - np.searchsorted(done, bounds, side="left") if len(done) else np.zeros_like(admitted)
     if rows and len(rows[0]) > 6:  # the step scheduler counts its running requests (preempted ones wait again)
@@ -311,7 +312,7 @@ def series_payload(sampler: Sampler, prompt_tokens: np.ndarray, hit_tokens: np.n
     restored = {tiers[j]["name"]: np.diff(np.asarray([r[4][j] for r in rows], dtype=np.float64), prepend=0.0)
                 for j in lower}
     return TimeSeries(
-        step_s=sampler.step_s, t_s=tuple(float(b - t0) for b in bounds), hit_ratio=ratio(step_h, step_p),
+        step_s=sampler.step_s, t_s=tuple((bounds - t0).tolist()), hit_ratio=ratio(step_h, step_p),
         hit_ratio_cumulative=ratio(cum_h[admitted], cum_p[admitted]),
         resident_bytes={t["name"]: tuple(r[3][j] * t["bytes_per_block"] for r in rows) for j, t in enumerate(tiers)},
         resident_bytes_by_component={
@@ -319,5 +320,5 @@ def series_payload(sampler: Sampler, prompt_tokens: np.ndarray, hit_tokens: np.n
             for j, t in enumerate(tiers) if len(t["bytes_per_block_by_component"]) > 1},
         restore_bps={k: tuple(float(v) / sampler.step_s for v in d) for k, d in restored.items()},
         link_bandwidth_bps={tiers[j]["name"]: tiers[j]["link_bandwidth_bps"] for j in lower},
-        waiting_requests=tuple(r[2] for r in rows), running_requests=tuple(int(v) for v in running),
+        waiting_requests=tuple(r[2] for r in rows), running_requests=tuple(running.tolist()),
         restore_backlog_s={tiers[j]["name"]: tuple(max(0.0, r[5][j] - r[0]) for r in rows) for j in lower})

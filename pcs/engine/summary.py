@@ -114,8 +114,12 @@ def requests_table(columns: dict) -> Any:
     return pa.table(arrays)
 
 
-def _pct(values: np.ndarray, q: float) -> float | None:
-    return float(np.percentile(values, q)) if len(values) else None
+def _p50_p99(values: np.ndarray) -> tuple[float | None, float | None]:
+    """The 50th and 99th percentiles (numpy's linear method) from one partition; (None, None) when empty."""
+    if not len(values):
+        return None, None
+    p50, p99 = np.percentile(values, (50, 99)).tolist()
+    return p50, p99
 
 
 def _scaled(per_component: dict, blocks: int) -> dict:
@@ -180,9 +184,9 @@ def _envelope(ledger, state: CacheState, cols, ctx) -> EnvelopeSummary:
     ttft = _values(cols["ttft_s"])
     no_cache = _values(cols["prefill_no_cache_s"])
     wait = _values(cols["wait_s"])
-    return EnvelopeSummary(links=links, ttft_p50_s=_pct(ttft, 50), ttft_p99_s=_pct(ttft, 99),
-                           ttft_no_cache_p50_s=_pct(no_cache, 50), ttft_no_cache_p99_s=_pct(no_cache, 99),
-                           wait_p50_s=_pct(wait, 50), wait_p99_s=_pct(wait, 99),
+    (t50, t99), (n50, n99), (w50, w99) = _p50_p99(ttft), _p50_p99(no_cache), _p50_p99(wait)
+    return EnvelopeSummary(links=links, ttft_p50_s=t50, ttft_p99_s=t99, ttft_no_cache_p50_s=n50,
+                           ttft_no_cache_p99_s=n99, wait_p50_s=w50, wait_p99_s=w99,
                            prefill_saved_s=float(no_cache.sum() - _values(cols["prefill_s"]).sum()))
 
 

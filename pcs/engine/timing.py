@@ -65,7 +65,8 @@ class TimeModel:
         """
         total, m = int(offsets[-1]), len(prompt)
         pre = np.empty(total, dtype=np.float64)
-        cuts = np.unique(np.searchsorted(offsets, np.arange(0, total, _SLICE), side="right") - 1) if total else []
+        cuts = np.searchsorted(offsets, np.arange(0, total, _SLICE), side="right") - 1  # ascending: drop repeats
+        cuts = cuts[np.concatenate(([True], cuts[1:] != cuts[:-1]))] if total else []  # (np.unique loads numpy.ma)
         bounds = [*(int(c) for c in cuts), m]
         for i0, i1 in zip(bounds[:-1], bounds[1:]):
             o0, o1 = int(offsets[i0]), int(offsets[i1])

@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import os
 import sys
-import tempfile
 import weakref
 from pathlib import Path
 from typing import Iterator
@@ -339,6 +338,8 @@ def _spool(path, name: str) -> Path:
     The copy stops with an InputError once a line runs past
     :data:`pcs.trace.source.MAX_LINE_BYTES` (``cat /dev/zero | pcs replay -``).
     """
+    import tempfile  # here, not at the top: a file replay's start-up does not load it
+
     from pcs.outfile import TEMPORARY
     from pcs.trace.source import MAX_LINE_BYTES, check_source
 

@@ -113,3 +113,23 @@ def test_a_replay_of_built_in_policies_reads_no_entry_points():
     importlib.metadata (~0.04 s of CPU) stays unloaded; tests/cache/test_policies_plugin.py runs a plug-in."""
     mods = imported("replay", str(SMALL_TRACE), "-q", "--format", "json")
     assert "pcs.cache.policies" in mods and "importlib.metadata" not in mods
+
+
+@pytest.mark.slow
+def test_a_replay_loads_no_fleet_module_nor_tempfile():
+    """The check of the compiled twins loads pcs.fleet._route, whose package imports its names on first use
+    (pcs._lazy), so the fleet modules stay unloaded; tempfile is imported only to spool stdin (issue 19 part 4)."""
+    mods = imported("replay", str(SMALL_TRACE), "--format", "json")
+    assert "pcs.fleet._route" in mods  # the twin check did run (the command was not --quiet)
+    assert not {"pcs.fleet.fleet", "pcs.fleet.summary", "pcs.fleet.routers", "tempfile"} & mods
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("preset, expected", [(None, "1"), ("3", "3")])
+def test_the_cli_starts_openblas_on_one_thread_unless_told(preset, expected):
+    """pcs calls no BLAS routine, so the CLI asks OpenBLAS for one thread (not one per core) before numpy loads;
+    a value the user set is kept."""
+    code = ("import os, sys; os.environ.pop('OPENBLAS_NUM_THREADS', None); "
+            + (f"os.environ['OPENBLAS_NUM_THREADS'] = '{preset}'; " if preset else "")
+            + "import pcs.cli.main; print(os.environ['OPENBLAS_NUM_THREADS'], 'numpy' in sys.modules)")
+    assert _fresh(code).split() == [expected, "False"]

@@ -132,10 +132,15 @@ def _sequential_reference(reqs, caps, rules):
 
 @needs_scan
 @SETTINGS
-@given(traces(), st.integers(0, 12), st.integers(0, 12), st.sampled_from(ALL_RULES), st.integers(1, 5), st.booleans())
-def test_scan_two_tiers_equal_the_event_loop(reqs, c0, c1, rules, rows, big):
-    if big:   # ids far apart (an odd multiplier mod 2**64 keeps them distinct): the scan's hashed table
-        reqs = [r._replace(block_hashes=r.block_hashes * np.uint64(0x9E3779B97F4A7C15) + np.uint64(7)) for r in reqs]
+@given(traces(), st.integers(0, 12), st.integers(0, 12), st.sampled_from(ALL_RULES), st.integers(1, 5), st.booleans(),
+       st.integers(0, 30))
+def test_scan_two_tiers_equal_the_event_loop(reqs, c0, c1, rules, rows, big, small):
+    if big:   # ids >= small far apart (an odd multiplier mod 2**64 keeps them distinct, none below 30 but 0 -> 7
+        # when small == 0): the scan's hashed table; with small > 0 the batches of ids below small run in direct
+        # mode first (both tiers stamped), then the first batch with a large id moves them into the table
+        mult, add = np.uint64(0x9E3779B97F4A7C15), np.uint64(7)
+        reqs = [r._replace(block_hashes=np.where(r.block_hashes < small, r.block_hashes, r.block_hashes * mult + add))
+                for r in reqs]
     orig = fastpath.as_batches
     fastpath.as_batches = functools.partial(as_batches, rows=rows)
     try:
