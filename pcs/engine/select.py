@@ -20,8 +20,8 @@ engine                 applies when                               implementation
                        ``s3fifo``, ``arc``, ``lfu``, ``gdsf``,    baseline: its C loop, pcs.engine.seqbase)
                        ``belady``) and its admission policies
                        too (``reuse``, ``selective``,
-                       ``tinylfu``; one ``retain`` on ``lru`` /
-                       ``slru``), at most 2**30 blocks each, the
+                       ``tinylfu``; one ``retain`` per tier),
+                       at most 2**30 blocks each, the
                        compiled twin built, ``native`` not
                        ``python``
 ``reference``          one cache group of full attention (every   :class:`pcs.cache.Hierarchy` under the
@@ -143,7 +143,7 @@ def _compiled_label(label: str) -> bool:
 
 
 def _compiled_hierarchy_applies(cfg: RunConfig) -> str | None:
-    from pcs.cache.native import COMPILED_ADMISSIONS, COMPILED_POLICIES, RETAIN_POLICIES
+    from pcs.cache.native import COMPILED_ADMISSIONS, COMPILED_POLICIES
     from pcs.cache.native import MAX_BLOCKS as MAX_COMPILED_BLOCKS
 
     if _hybrid(cfg):
@@ -152,7 +152,7 @@ def _compiled_hierarchy_applies(cfg: RunConfig) -> str | None:
     if other:
         gates = ", ".join(k for k in COMPILED_ADMISSIONS if k != "retain")
         return (f"it needs every tier's policy compiled ({', '.join(COMPILED_POLICIES)}; admission {gates}; "
-                f"retain on {' or '.join(RETAIN_POLICIES)}), got {', '.join(other)}")
+                f"one retain per tier), got {', '.join(other)}")
     big = [name for name, _, cap in cfg.tiers if cap > MAX_COMPILED_BLOCKS]
     if big:
         return f"tier {big[0]} has more than {MAX_COMPILED_BLOCKS} blocks"
