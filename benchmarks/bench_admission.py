@@ -6,8 +6,8 @@ through ``NativeHierarchy.run_sequential`` (:func:`pcs.engine.seqbase.sequential
 batch, no Python per request), two tiers gpu ``--gpu-blocks`` + cpu ``--cpu-blocks`` (default 1,000 + 4,000
 blocks: both tiers evict), so the time is the hierarchy's, the policy's and the admission's. Variants: each
 eviction policy of ``--policy`` (default lru, arc) plain, then with each admission of pcs/cache/_admission.c
-and _retain.c (``cpu=reuse:2``, ``cpu=selective:2``, ``cpu=tinylfu``, ``gpu=retain:tokens=0-2048,duration=300``;
-retain on lru only, the trace pre-pass it reads is built once outside the timing).
+and _retain.c (``cpu=reuse:2``, ``cpu=selective:2``, ``cpu=tinylfu``, ``gpu=retain:tokens=0-2048,duration=300``,
+on every policy; the trace pre-pass retain, gdsf and belady read is built once outside the timing).
 
 Measured: process CPU seconds (``time.process_time``), best of ``--repeat`` rounds, each round running every
 variant once (alternated); block accesses per second; ``ratio`` = the variant's time / its plain policy's in
@@ -47,7 +47,7 @@ def _make(policy: str, admit: tuple | None, caps: tuple, ctx):
 
     tiers = []
     for name, cap in zip(("gpu", "cpu"), caps):
-        p, adm = make_policy(policy, cap), None
+        p, adm = make_policy(policy, cap, ctx.fresh()), None
         if admit and admit[0] == name:
             p, adm = apply_admission([admit[1]], p, ctx.fresh())
         tiers.append(Tier(name, cap, p, adm))
@@ -73,13 +73,14 @@ def main() -> None:
     tr = open_trace(args.trace)
     batches = _InMemory(list(tr.iter_batches()) * args.copies)
     rules = BlockRules()
-    ctx = PolicyContext(TraceOracle.build(iter_chunks(batches, rules), future=False))
+    policies = args.policy or ["lru", "arc"]
+    ctx = PolicyContext(TraceOracle.build(iter_chunks(batches, rules), future="belady" in policies))
     accesses = sum(int(b.block_offsets[-1] - b.block_offsets[0]) for b in batches.batches)
     caps = (args.gpu_blocks, args.cpu_blocks)
     variants = []
-    for p in args.policy or ["lru", "arc"]:
+    for p in policies:
         variants.append((p, p, None))
-        variants += [(f"{p}+{t}={k}", p, (t, k)) for t, k in ADMITS if p == "lru" or not k.startswith("retain")]
+        variants += [(f"{p}+{t}={k}", p, (t, k)) for t, k in ADMITS]
     best = {v[0]: float("inf") for v in variants}
     hits: dict = {}
     skipped: dict = {}

@@ -48,7 +48,7 @@ static inline void pol_remove(Tier *t, int32_t e) {
 }
 
 static inline void pol_drop(Tier *t, int32_t e) {
-    if (t->ret && ret_take(t, e)) return;
+    if (t->ret && ret_drop(t, e)) return;
     if (!t->ops) { lru_unlink(t, e); return; }
     t->held--;
     t->ops->drop(t, e);
@@ -91,14 +91,9 @@ static int tevict(Tier *t, Py_ssize_t n, uint64_t *out) {
     if (t->ret) {                       /* RetainingPolicy.evict: expire, the policy's victims, then the pool's */
         if (ret_release(t) < 0) return -1;
         if (n > t->held - t->ret->len) n = t->held - t->ret->len;
-        for (Py_ssize_t i = n; i < all; i++) {
-            int32_t e = ret_pop(t);
-            out[i] = t->ent[e].key;
-            tdel(t, e);
-        }
-        if (!n) { t->evicted += all; return 0; }
     }
-    if (!t->ops) {
+    if (t->ret && !n) {                 /* the policy's evict is not called for no victim (m == 0) */
+    } else if (!t->ops) {
         for (Py_ssize_t i = 0; i < n; i++) {
             int32_t e = t->head;
             out[i] = t->ent[e].key;
@@ -114,6 +109,11 @@ static int tevict(Tier *t, Py_ssize_t n, uint64_t *out) {
             out[i] = t->ent[e].key;
             tdel(t, e);
         }
+    }
+    for (Py_ssize_t i = n; i < all; i++) {   /* the pool's oldest, forgotten by the policy (after its victims) */
+        int32_t e = ret_pop(t);
+        out[i] = t->ent[e].key;
+        tdel(t, e);
     }
     t->evicted += all;
     return 0;

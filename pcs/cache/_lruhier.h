@@ -130,6 +130,11 @@ typedef struct PolOps {
                                                       the trace (pcs/cache/native.py policy_spec); -1 on error */
     int (*sync)(Tier *t);                          /* NULL: nothing; a hosted Python policy's queued calls handed
                                                       over (pcs/cache/_pol_py.c); -1 on error */
+    void (*forget)(Tier *t, int32_t e);            /* a block the policy saw pinned (remove, F_OUT) leaves the tier
+                                                      from the retain pool (pcs/cache/_retain.c): unlink it as add
+                                                      then drop would (RetainingPolicy._forget). NULL: nothing to do
+                                                      (lru, slru, arc, lfu, gdsf, belady keep what they know of a
+                                                      pinned block in its entry, freed with it) */
 } PolOps;
 
 extern const PolOps POL_FIFO, POL_SLRU, POL_SIEVE, POL_2Q, POL_S3FIFO, POL_ARC, POL_LFU, POL_GDSF, POL_BELADY;
@@ -415,7 +420,8 @@ int ret_add(Tier *t, int32_t e);                   /* 1: retained, pooled (held 
 int ret_take(Tier *t, int32_t e);                  /* 1: it was pooled, taken out (held - 1); 0: not pooled */
 int ret_touch(Tier *t, int32_t e);                 /* 1: pooled, moved last with a new expiry; 0: not pooled */
 Py_ssize_t ret_expire(Tier *t, int32_t **gone);    /* expired entries taken out, pool order (held - each); -1 */
-int32_t ret_pop(Tier *t);                          /* the oldest pooled entry, taken out (held - 1) */
+int32_t ret_pop(Tier *t);                          /* the oldest pooled entry, taken out (held - 1), forgotten */
+int ret_drop(Tier *t, int32_t e);                  /* 1: it was pooled, taken out and forgotten; 0: not pooled */
 Py_ssize_t ret_order(const Tier *t, int32_t *out); /* pooled entries, oldest first */
 const char *ret_check(const Tier *t);              /* NULL if the pool is sound */
 

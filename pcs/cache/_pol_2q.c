@@ -29,6 +29,14 @@ static void twoq_remove(Tier *t, int32_t e) {
 
 static void twoq_drop(Tier *t, int32_t e) { q_unlink(t, e); }
 
+/* RetainingPolicy._forget (pcs/cache/_retain.c): a pinned block leaving from the retain pool: one pinned in place in
+ * A1in is unlinked (no A1out key); one that left Am (F_PAM) is in no queue (twoq.py add then drop) */
+static void twoq_forget(Tier *t, int32_t e) {
+    if (t->ent[e].q != A1IN) return;
+    t->npin_q0--;
+    q_unlink(t, e);
+}
+
 static void twoq_touch(Tier *t, int32_t e) {
     if (t->ent[e].q == AM) { q_unlink(t, e); q_append(t, AM, e); }
 }
@@ -72,4 +80,5 @@ static const char *twoq_check(Tier *t) {
 const PolOps POL_2Q = {
     .name = "2q", .init = twoq_init, .add = twoq_add, .remove = twoq_remove, .drop = twoq_drop,
     .touch = twoq_touch, .expect = twoq_expect, .victim = twoq_victim, .order = twoq_order, .check = twoq_check,
+    .forget = twoq_forget,
 };

@@ -28,6 +28,10 @@ static void fifo_drop(Tier *t, int32_t e) {
     if (t->ent[e].q == 0) q_unlink(t, e);      /* in the heap: tdel clears its flags, the item goes stale */
 }
 
+/* RetainingPolicy._forget (pcs/cache/_retain.c): a pinned block leaving from the retain pool loses its place
+ * (fifo.py add then drop: its number is gone; stored again it enters at the back) */
+static void fifo_forget(Tier *t, int32_t e) { fifo_drop(t, e); }
+
 static void fifo_touch(Tier *t, int32_t e) { (void)t; (void)e; }
 
 static int32_t fifo_victim(Tier *t) {
@@ -100,5 +104,5 @@ static const char *fifo_check(Tier *t) {
 
 const PolOps POL_FIFO = {
     .name = "fifo", .add = fifo_add, .remove = fifo_remove, .drop = fifo_drop, .touch = fifo_touch,
-    .victim = fifo_victim, .order = fifo_order, .check = fifo_check,
+    .victim = fifo_victim, .order = fifo_order, .check = fifo_check, .forget = fifo_forget,
 };

@@ -36,6 +36,14 @@ static void s3_remove(Tier *t, int32_t e) {
 
 static void s3_drop(Tier *t, int32_t e) { q_unlink(t, e); }
 
+/* RetainingPolicy._forget (pcs/cache/_retain.c): a pinned block (in place in small or main) leaving from the retain
+ * pool: unpinned then unlinked, no ghost key (s3fifo.py add then drop) */
+static void s3_forget(Tier *t, int32_t e) {
+    t->npin--;
+    if (t->ent[e].q == SMALL) t->npin_q0--;
+    q_unlink(t, e);
+}
+
 static void s3_touch(Tier *t, int32_t e) { t->ent[e].aux++; }
 
 static int s3_to_ghost(Tier *t, uint64_t key) {
@@ -95,5 +103,5 @@ static const char *s3_check(Tier *t) {
 
 const PolOps POL_S3FIFO = {
     .name = "s3fifo", .init = s3_init, .add = s3_add, .remove = s3_remove, .drop = s3_drop, .touch = s3_touch,
-    .expect = s3_expect, .victim = s3_victim, .order = s3_order, .check = s3_check,
+    .expect = s3_expect, .victim = s3_victim, .order = s3_order, .check = s3_check, .forget = s3_forget,
 };

@@ -22,6 +22,10 @@ static void sieve_drop(Tier *t, int32_t e) {
     q_unlink(t, e);
 }
 
+/* RetainingPolicy._forget (pcs/cache/_retain.c): a pinned block (still in the queue) leaving from the retain pool
+ * is unlinked as sieve.py's add then drop do (the hand moves on if it was there) */
+static void sieve_forget(Tier *t, int32_t e) { sieve_drop(t, e); }
+
 static void sieve_touch(Tier *t, int32_t e) { t->ent[e].flags |= F_VISITED; }
 
 static int32_t sieve_victim(Tier *t) {
@@ -59,5 +63,5 @@ static const char *sieve_check(Tier *t) {
 
 const PolOps POL_SIEVE = {
     .name = "sieve", .add = sieve_add, .remove = sieve_remove, .drop = sieve_drop, .touch = sieve_touch,
-    .victim = sieve_victim, .order = sieve_order, .check = sieve_check,
+    .victim = sieve_victim, .order = sieve_order, .check = sieve_check, .forget = sieve_forget,
 };

@@ -10,8 +10,10 @@
  * pooled blocks (pool order) back to the policy as one add batch (not reused), then takes victims from the
  * policy and only when the policy holds too few, the oldest pooled blocks. Links and expiries live in arrays
  * indexed by entry beside the tier's entries (Entry.prev / next belong to the policy's queues). A pooled block
- * leaving the tier frees its entry and with it all its state: the policy forgets it (docs/semantics.md §8, as
- * RetainingPolicy._forget; lru / slru keep nothing of a pinned block anyway). Equality:
+ * leaving the tier (the pool's victim, or dropped) is forgotten by the policy if the policy saw it pinned (F_OUT:
+ * taken out by remove and not added back since): PolOps.forget unlinks it from the queues that keep pinned
+ * blocks in place (fifo, sieve, s3fifo, 2q); what the others know of a pinned block lives in its entry, freed
+ * with it (docs/semantics.md §8, as RetainingPolicy._forget: add then drop). Equality:
  * tests/cache/test_native_admission.py.
  */
 #include "_lruhier.h"
@@ -139,11 +141,23 @@ Py_ssize_t ret_expire(Tier *t, int32_t **gone) {
     return n;
 }
 
+/* RetainingPolicy._forget of one pooled entry taken out of the pool, about to leave the tier */
+static void ret_forget(Tier *t, int32_t e) {
+    if ((t->ent[e].flags & F_OUT) && t->ops && t->ops->forget) t->ops->forget(t, e);
+}
+
 int32_t ret_pop(Tier *t) {
     int32_t e = t->ret->head;
     pool_unlink(t, e);
     t->held--;
+    ret_forget(t, e);
     return e;
+}
+
+int ret_drop(Tier *t, int32_t e) {
+    if (!ret_take(t, e)) return 0;
+    ret_forget(t, e);
+    return 1;
 }
 
 Py_ssize_t ret_order(const Tier *t, int32_t *out) {

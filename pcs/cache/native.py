@@ -13,7 +13,7 @@ Python policy object worked out (:func:`policy_spec`), so option values
 Each tier's admission policies (``--admit``) run there too: ``reuse``,
 ``selective`` and ``tinylfu`` as the compiled gates of ``pcs/cache/_admission.c``
 (:data:`COMPILED_ADMISSIONS`, :func:`gate_specs`), ``retain`` as the pool of
-``pcs/cache/_retain.c`` in front of an ``lru`` or ``slru`` tier
+``pcs/cache/_retain.c`` in front of any compiled policy
 (:data:`RETAIN_POLICIES`, :func:`retain_spec`); docs/semantics.md §8.
 Block hashes must be ints in [0, 2**64) (the trace readers' uint64 hashes;
 another value raises TypeError or OverflowError in ``start``), and ``start``
@@ -155,12 +155,11 @@ COMPILED_ADMISSIONS: dict[str, Callable[[Any], tuple[str, int, int]] | None] = {
     "tinylfu": lambda a: ("tinylfu", a.sketch.width.bit_length() - 1, a.sketch.sample),
     "retain": None,
 }
-#: The eviction policies the compiled ``retain`` pool may sit in front of: those that keep nothing of a block
-#: taken out of them (``remove``). The others (fifo, sieve, 2q, s3fifo, arc, lfu) remember a pinned block, which
-#: the pool may hold and evict; the policy then forgets it (docs/semantics.md §8, ``RetainingPolicy._forget``),
-#: which their compiled twins do not do yet (a pinned SIEVE / S3-FIFO entry stays linked in their queues):
-#: they run on Python.
-RETAIN_POLICIES = ("lru", "slru")
+#: The eviction policies the compiled ``retain`` pool may sit in front of: every compiled one. A policy that
+#: remembers a pinned block (fifo, sieve, 2q, s3fifo keep it linked in place; arc, lfu, gdsf keep its list or
+#: uses) forgets it when the pool holds and evicts or drops it (docs/semantics.md §8,
+#: ``RetainingPolicy._forget``): ``PolOps.forget`` of its C twin, or its entry freed (pcs/cache/_retain.c).
+RETAIN_POLICIES = tuple(COMPILED_POLICIES)
 
 
 def gate_specs(admission: Any) -> list[tuple[str, int, int]] | None:
@@ -209,7 +208,7 @@ def retain_spec(policy: Any) -> tuple[Any, float, Any] | None:
     if retention is None:
         return None
     if _unwrap(inner)[1] is not None or inner.name not in RETAIN_POLICIES:
-        raise ValueError(f"retain runs compiled on one retain per tier in front of {', '.join(RETAIN_POLICIES)}")
+        raise ValueError(f"retain runs compiled as one retain per tier in front of {', '.join(RETAIN_POLICIES)}")
     oracle = retention.context.oracle
     keys, depth, bs = oracle.keys, oracle.key_depth, oracle.block_size     # TraceOracle.depth's arrays
     keep = (depth * bs < retention.hi) & ((depth + 1) * bs > retention.lo)
@@ -413,8 +412,8 @@ class NativeHierarchy(CompiledHierarchy):
             raise ValueError("the native hierarchy needs the compiled pcs.cache._lruhier and empty tiers of at most "
                              f"{MAX_BLOCKS} blocks with eviction policies (compiled: {', '.join(COMPILED_POLICIES)}; "
                              "others hosted) and admission "
-                             f"policies {', '.join(COMPILED_ADMISSIONS)} (retain in front of "
-                             f"{' or '.join(RETAIN_POLICIES)}); got "
+                             f"policies {', '.join(COMPILED_ADMISSIONS)} (one retain per tier in front of a compiled "
+                             "policy); got "
                              f"{', '.join(f'{t.name}:{t.policy.name}' for t in tiers)}")
         admissions = [getattr(t, "admission", None) for t in tiers]
         h = _lruhier.Hierarchy(names, [t.capacity_blocks for t in tiers], write_policy == "through",

@@ -353,10 +353,9 @@ def _compute_model(spec, gpu, tp: int, bs: int):
     from functools import lru_cache
 
     from pcs.compute import ComputeModel
-    from pcs.model import reserved_bytes
+    from pcs.model.footprint import reserved_bytes_of
 
-    rank_spec = spec.with_tp(tp)
-    kv_read = lru_cache(maxsize=None)(lambda ctx: reserved_bytes(rank_spec, ctx, bs))
+    kv_read = lru_cache(maxsize=None)(reserved_bytes_of(spec.with_tp(tp), bs))
     return ComputeModel(spec, gpu, tp=tp, block_size=bs, kv_read_bytes=kv_read)
 
 

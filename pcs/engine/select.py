@@ -23,7 +23,7 @@ engine                 applies when                               implementation
                        its batched methods); its admission        tests/cache/test_native_hosted.py)
                        policies compiled (``reuse``,
                        ``selective``, ``tinylfu``; one ``retain``
-                       on ``lru`` / ``slru``), at most 2**30
+                       per tier, before a compiled one), at most 2**30
                        blocks each, the compiled twin built,
                        ``native`` not ``python``
 ``reference``          one cache group of full attention (every   :class:`pcs.cache.Hierarchy` under the
@@ -157,7 +157,7 @@ def _registered(policy: str) -> bool:
 
 
 def _compiled_hierarchy_applies(cfg: RunConfig) -> str | None:
-    from pcs.cache.native import COMPILED_ADMISSIONS, COMPILED_POLICIES, RETAIN_POLICIES
+    from pcs.cache.native import COMPILED_ADMISSIONS, COMPILED_POLICIES
     from pcs.cache.native import MAX_BLOCKS as MAX_COMPILED_BLOCKS
 
     if _hybrid(cfg):
@@ -166,7 +166,8 @@ def _compiled_hierarchy_applies(cfg: RunConfig) -> str | None:
     if other:
         gates = ", ".join(k for k in COMPILED_ADMISSIONS if k != "retain")
         return (f"it needs every tier's eviction policy registered (compiled: {', '.join(COMPILED_POLICIES)}; "
-                f"others hosted), admission {gates}, retain on {' or '.join(RETAIN_POLICIES)}; got {', '.join(other)}")
+                f"others hosted), admission {gates}; one retain per tier, in front of a compiled policy; "
+                f"got {', '.join(other)}")
     big = [name for name, _, cap in cfg.tiers if cap > MAX_COMPILED_BLOCKS]
     if big:
         return f"tier {big[0]} has more than {MAX_COMPILED_BLOCKS} blocks"

@@ -20,8 +20,8 @@ from pcs.cache.policies import PolicyContext
 from pcs.cache.policies.context import TraceOracle
 from pcs.engine.chunks import iter_chunks
 from helpers import (ALL_RULES, BS, SETTINGS, STRESS_CASES, TWIN_TRACE_CASES, UNIT_RULES, assert_trace_replays_equal,
-                     drive_direct_calls, replay_twins, req, stress_trace, traces, twin_hierarchy, twin_tiers,
-                     twin_trace_case)
+                     drive_direct_calls, replay_twins, req, stress_trace, trace_context, traces, twin_hierarchy,
+                     twin_tiers, twin_trace_case)
 
 native = pytest.importorskip("pcs.cache.native")
 if native._lruhier is None:
@@ -36,10 +36,12 @@ PER_RULE = settings(SETTINGS, max_examples=40)
 A, B, C, D, E = 1, 2, 3, 4, 5
 
 
-def _same(reqs, caps, specs, admits, timing, rules, wp):
+def _same(reqs, caps, specs, admits, timing, rules, wp, future=False):
     """The twins equal (helpers.replay_twins) over a trace context with the chain structure and no future
-    uses (retain reads depths); returns (the reference's result, the compiled hierarchy)."""
-    ctx = PolicyContext(TraceOracle.build(iter_chunks(reqs, rules), future=False))
+    uses (retain reads depths; ``future``: with them and a block cost per depth, for gdsf and belady,
+    helpers.trace_context); returns (the reference's result, the compiled hierarchy)."""
+    ctx = trace_context(reqs, rules) if future else \
+        PolicyContext(TraceOracle.build(iter_chunks(reqs, rules), future=False))
     return replay_twins(reqs, caps, specs, timing, rules, wp, admits, ctx)
 
 
@@ -76,20 +78,43 @@ def test_hand_retention_keeps_the_head_where_lru_drops_it():
     assert res.columns["hit_tokens_t0"][3] == 0
 
 
-def test_retain_runs_compiled_only_in_front_of_lru_and_slru():
-    ctx = PolicyContext(TraceOracle.build(iter_chunks([req([1, 2], 0)], UNIT_RULES)))
-    for pol in ("lru", "slru"):
-        assert native.available(twin_tiers([4, 8], [pol] * 2, ["retain:tokens=0-4,duration=1"] * 2, ctx))
-    assert native.available(twin_tiers([4, 8], ["lru"] * 2, [None, "retain:tokens=0-4,duration=1+reuse:2"], ctx))
-    # fifo keeps a pinned block's number; evicted from the pool, Python's policy keeps it, the C twin cannot
-    assert not native.available(twin_tiers([4, 8], ["lru", "fifo"], [None, "retain:tokens=0-4,duration=1"], ctx))
-    assert not native.available(twin_tiers([4], ["lru"], ["retain:tokens=0-4,duration=1+retain:tokens=4-8,duration=1"],
-                                       ctx))
+#: Every compiled eviction policy, some with non-default options: retain sits in front of each.
+RETAIN_POLICIES = ["lru", "slru", "slru:protected_share=0.5", "fifo", "sieve", "2q", "2q:in_share=0.5", "s3fifo",
+                   "s3fifo:small_share=0.3", "arc", "lfu", "lfu:aging=none", "gdsf", "belady"]
+
+
+def test_retain_runs_compiled_in_front_of_every_compiled_policy():
+    ctx = trace_context([req([1, 2], 0)], UNIT_RULES)
     from pcs.engine.select import RunConfig, choose
-    cfg = RunConfig.of(twin_tiers([4, 8], ["lru", "fifo"], [None, "retain:tokens=0-4,duration=1"], ctx), "sequential")
-    assert choose(cfg)[0].name == "reference"
-    cfg = RunConfig.of(twin_tiers([4, 8], ["lru", "slru"], [None, "retain:tokens=0-4,duration=1"], ctx), "sequential")
-    assert choose(cfg)[0].name == "compiled-hierarchy"
+    for pol in RETAIN_POLICIES:
+        tiers = twin_tiers([4, 8], [pol] * 2, ["retain:tokens=0-4,duration=1"] * 2, ctx)
+        assert native.available(tiers), pol
+        assert choose(RunConfig.of(tiers, "sequential"))[0].name == "compiled-hierarchy", pol
+    assert native.available(twin_tiers([4, 8], ["lru"] * 2, [None, "retain:tokens=0-4,duration=1+reuse:2"], ctx))
+    # one retain per tier: two pools in front of one policy have no twin
+    assert not native.available(twin_tiers([4], ["fifo"], ["retain:tokens=0-4,duration=1+retain:tokens=4-8,duration=1"],
+                                           ctx))
+
+
+@pytest.mark.parametrize("policy", ["fifo", "sieve"])
+def test_hand_a_pooled_block_evicted_leaves_the_inner_policy(policy):
+    # One tier of 2 blocks, sequential; retain the depth-0 blocks (tokens 0-4) for 5 s. The compiled pool
+    # forgets in the policy (PolOps.forget) what the Python one forgets (RetainingPolicy._forget, semantics §8).
+    # r0 t 0 [S x]: x to the policy, S pooled until 5.  r1 t 10 [T]: one eviction: S expired, given to the
+    # policy after x; x goes; T pooled until 15.  r2 t 11 [S y]: S hit (pinned in the policy: FIFO keeps its
+    # number, SIEVE its place); y evicts T (the policy holds nothing unpinned); S released into the pool until
+    # 16, the policy still holding it pinned.  r3 t 12 [U v]: two evictions: y (the policy's), then S (the
+    # pool's oldest): the policy forgets S.  r4 t 13 [S z]: misses; evicts v, then U; S pooled until 18.
+    # r5 t 30 [W]: S expired into the policy after z, as a new block: z goes (had the policy kept S's old
+    # place, S would go).  r6 t 31 [S q]: S hits (1 block, 4 tokens); q evicts W from the pool. Evicted: x T y S
+    # v U z W = 8; inserted: 10 (S twice).
+    S, T, U, W, x, y, v, z, q = 10, 20, 30, 40, 11, 12, 13, 14, 15
+    reqs = [req([S, x], 0), req([T], 10), req([S, y], 11), req([U, v], 12), req([S, z], 13), req([W], 30),
+            req([S, q], 31)]
+    res, h = _same(reqs, [2], [policy], ["retain:tokens=0-4,duration=5"], "sequential", UNIT_RULES, "back")
+    assert list(res.columns["hit_tokens_t0"]) == [0, 0, 4, 0, 0, 0, 4]
+    assert set(h.tiers[0].resident) == {S, q} and h.tiers[0].stats.inserted_blocks == 10 \
+        and h.tiers[0].stats.evicted_blocks == 8
 
 
 def test_hand_reuse_stores_a_block_on_its_second_use():
@@ -148,7 +173,7 @@ def test_each_admission_with_tiny_tiers(admit, reqs, caps, pol, timing, wp):
 RETAINS = ["retain:tokens=0-4,duration=0.1", "retain:tokens=0-8,duration=1", "retain:tokens=4-12,duration=0.01",
            "retain:tokens=0-4,duration=100"]
 retain_config = st.tuples(
-    st.lists(st.tuples(st.integers(0, 10), st.sampled_from(["lru", "slru", "slru:protected_share=0.5"]),
+    st.lists(st.tuples(st.integers(0, 10), st.sampled_from(RETAIN_POLICIES),
                        st.sampled_from([None] + RETAINS),
                        st.sampled_from([None, "reuse:2", "tinylfu", "selective:1"])), min_size=1, max_size=3),
     st.sampled_from(["sequential", "modeled"]), st.sampled_from(ALL_RULES), st.sampled_from(["back", "through"]))
@@ -157,11 +182,29 @@ retain_config = st.tuples(
 @SETTINGS
 @given(traces(), retain_config)
 def test_native_retain_equals_python_on_random_traces(reqs, cfg):
-    """retain on any tier (the GPU tier too), alone or with a gate on a lower tier."""
+    """retain on any tier (the GPU tier too) in front of any compiled policy, alone or with a gate on a lower
+    tier."""
     tiers, timing, rules, wp = cfg
     admits = ["+".join(a for a in (ret, gate if j else None) if a) or None
               for j, (_, _, ret, gate) in enumerate(tiers)]
-    _same(reqs, [c for c, *_ in tiers], [s for _, s, *_ in tiers], admits, timing, rules, wp)
+    _same(reqs, [c for c, *_ in tiers], [s for _, s, *_ in tiers], admits, timing, rules, wp, future=True)
+
+
+#: pools that take most blocks for about one arrival gap: a block expires into the policy, is pinned there and
+#: pooled again, then leaves as the pool's victim (the policy must forget it: PolOps.forget)
+SHORT_RETAINS = ["retain:tokens=0-16,duration=0.005", "retain:tokens=0-12,duration=0.03",
+                 "retain:tokens=0-8,duration=0.01", "retain:tokens=0-4,duration=0.1"]
+
+
+@pytest.mark.parametrize("policy", [p for p in RETAIN_POLICIES if p.split(":")[0] not in ("lru", "slru")])
+@PER_RULE
+@given(reqs=traces(max_requests=40), caps=st.lists(st.integers(0, 6), min_size=1, max_size=3),
+       ret=st.sampled_from(SHORT_RETAINS), timing=st.sampled_from(["sequential", "modeled"]),
+       wp=st.sampled_from(["back", "through"]))
+def test_retain_in_front_of_each_policy_with_tiny_tiers(policy, reqs, caps, ret, timing, wp):
+    """Every tier one policy behind a pool (tiny tiers, most blocks retained for about one arrival gap: the
+    pool's victims and drops include blocks the policy saw pinned)."""
+    _same(reqs, caps, [policy] * len(caps), [ret] * len(caps), timing, BlockRules(), wp, future=True)
 
 
 @pytest.mark.parametrize("admit", ["reuse:2", "selective:1", "tinylfu", "reuse:2+tinylfu"])
@@ -179,14 +222,15 @@ def test_direct_calls_with_waits_and_running_requests(admit, chains, c0, c1, wai
                                    "retain:tokens=0-8,duration=0.5", "retain:tokens=0-16,duration=5+tinylfu"])
 def test_seeded_stress(admit):
     """600 requests, _check after every step (STRESS_CASES: the 6-block GPU tier truncates, the 9-block CPU
-    tier overflows); policies with ghosts and heaps below an admission (retain: lru and slru)."""
+    tier overflows); policies with ghosts and heaps below an admission (retain: on every tier, GPU too)."""
     reqs = stress_trace(7, 600, BS)
     ret = admit.startswith("retain")
-    pols = {(40, 60, 80): ["lru", "lru", "slru" if ret else "arc"], (6, 9): ["lru", "slru" if ret else "2q"],
-            (6, 20, 30): ["slru", "lru", "slru"] if ret else ["fifo", "s3fifo", "lfu"]}
+    pols = {(40, 60, 80): ["sieve", "gdsf", "arc"] if ret else ["lru", "lru", "arc"],
+            (6, 9): ["belady", "2q"] if ret else ["lru", "2q"], (6, 20, 30): ["fifo", "s3fifo", "lfu"]}
     for caps, timing, wp in STRESS_CASES:
         specs = pols[tuple(caps)]
-        a, _ = _same(reqs, caps, specs, [None] + [admit] * (len(caps) - 1), timing, BlockRules(), wp)
+        admits = [admit.split("+")[0] if ret else None] + [admit] * (len(caps) - 1)
+        a, _ = _same(reqs, caps, specs, admits, timing, BlockRules(), wp, future=ret)
         assert a.ledger.num_requests == 600
 
 
@@ -212,3 +256,21 @@ def test_trace_summary_and_table_identical(exact_trace, case, adm):
     _, b = assert_trace_replays_equal(exact_trace, model="llama-3.1-70b", tiers=tiers, policy=policy, admit=admit,
                                       timing=timing, write_policy=wp)
     assert any(t.refused_blocks for t in b.summary.tiers[1:])        # the admission acted
+
+
+#: retain in front of each policy that runs compiled behind it since PolOps.forget: on the Mooncake trace a
+#: sequential two-tier case each (the reference hierarchy takes seconds, not a minute), every case for fifo
+RETAIN_REAL = {**TWIN_TRACE_CASES, "mooncake": [("sequential", "back", ["gpu=100GB", "cpu=1TB"]),
+                                                ("modeled", "back", ["gpu=100GB", "cpu=1TB"]),
+                                                TWIN_TRACE_CASES["mooncake"][1]]}
+RETAIN_TRACE = ["gpu=retain:tokens=0-2048,duration=300", "cpu=retain:tokens=0-4096,duration=60"]
+
+
+@pytest.mark.parametrize("case", range(3))
+@pytest.mark.parametrize("policy", ["fifo", "sieve", "2q", "s3fifo", "arc", "lfu", "gdsf", "belady"])
+def test_retain_trace_summary_and_table_identical(exact_trace, case, policy):
+    timing, wp, tiers = twin_trace_case(exact_trace, case, policy == "fifo", RETAIN_REAL)
+    names = {t.split("=")[0] for t in tiers}
+    admit = [a for a in RETAIN_TRACE if a.split("=")[0] in names]
+    assert_trace_replays_equal(exact_trace, model="llama-3.1-70b", tiers=tiers, policy=policy, admit=admit,
+                               timing=timing, write_policy=wp)

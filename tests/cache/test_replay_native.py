@@ -110,9 +110,9 @@ def test_growth_of_tables_past_many_blocks():
 
 def test_refuses_what_has_no_compiled_twin():
     """A plug-in policy (here a subclass of a built-in one under its own name) has no C twin: it is hosted
-    (pcs/cache/_pol_py.c), but not behind retain, which runs compiled only in front of lru or slru
-    (tests/cache/test_native_admission.py: every other admission kind has a twin); an object that is not an
-    EvictionPolicy is refused."""
+    (pcs/cache/_pol_py.c), but not behind retain (the C retain pool forgets only for compiled policies), nor
+    are two retains on one tier (tests/cache/test_native_admission.py: every admission kind has a twin, retain
+    in front of every compiled policy); an object that is not an EvictionPolicy is refused."""
     from pcs.cache.admission import apply_admission
     from pcs.cache.policies import PolicyContext
     from pcs.cache.policies.context import TraceOracle
@@ -129,13 +129,12 @@ def test_refuses_what_has_no_compiled_twin():
     tiers[1].policy = SimpleNamespace(name="notapolicy")
     with pytest.raises(ValueError, match="gpu:lru, cpu:notapolicy"):
         native.NativeHierarchy(tiers)
-    pol, adm = apply_admission(["retain:tokens=0-4,duration=1"], Mine(4), PolicyContext(TraceOracle()))
-    with pytest.raises(ValueError, match="retain in front of lru or slru"):
-        native.NativeHierarchy([Tier("gpu", 4, pol, adm)])
-    pol, adm = apply_admission(["retain:tokens=0-4,duration=1"], make_policy("fifo", 4), PolicyContext(TraceOracle()))
-    tiers = [Tier("gpu", 4, make_policy("lru", 4)), Tier("cpu", 4, pol, adm)]
-    with pytest.raises(ValueError, match="retain in front of lru or slru"):
-        native.NativeHierarchy(tiers)
+    for kinds, inner in ((["retain:tokens=0-4,duration=1"], Mine(4)),
+                         (["retain:tokens=0-4,duration=1", "retain:tokens=4-8,duration=1"], make_policy("fifo", 4))):
+        pol, adm = apply_admission(kinds, inner, PolicyContext(TraceOracle()))
+        tiers = [Tier("gpu", 4, make_policy("lru", 4)), Tier("cpu", 4, pol, adm)]
+        with pytest.raises(ValueError, match="one retain per tier in front of a compiled policy"):
+            native.NativeHierarchy(tiers)
     with pytest.raises(ValueError, match="write policy"):
         native.NativeHierarchy(_tiers([4]), "sideways")
 

@@ -118,14 +118,17 @@ def test_auto_takes_the_reference_for_other_policies_python_or_huge_tiers():
     assert reason == ("not lru-scan: it needs exactly one tier with policy lru, got gpu:lru, cpu:myplugin; "
                       "not compiled-hierarchy: it needs every tier's eviction policy registered (compiled: lru, fifo, "
                       "slru, sieve, 2q, s3fifo, arc, lfu, gdsf, belady; others hosted), admission reuse, selective, "
-                      "tinylfu, retain on lru or slru; got cpu:myplugin; auto: reference applies")
-    # every admission kind has a compiled twin; retain only in front of lru or slru (docs/semantics.md §8)
+                      "tinylfu; one retain per tier, in front of a compiled policy; got cpu:myplugin; auto: reference applies")
+    # every admission kind has a compiled twin; one retain per tier, in front of any compiled policy (§8)
     row, _ = select.choose(cfg("sequential", ("gpu", "lru", 100), ("cpu", "arc+reuse:2+tinylfu:sample=10", 400)))
     assert row.name == "compiled-hierarchy"
     row, _ = select.choose(cfg("sequential", ("gpu", "slru+retain:tokens=0-64,duration=5", 100)))
     assert row.name == "compiled-hierarchy"
-    row, reason = select.choose(cfg("modeled", ("gpu", "lru", 100), ("cpu", "fifo+retain:tokens=0-64,duration=5", 400)))
-    assert row.name == "reference" and "got cpu:fifo+retain:tokens=0-64,duration=5" in reason
+    row, _ = select.choose(cfg("modeled", ("gpu", "lru", 100), ("cpu", "fifo+retain:tokens=0-64,duration=5", 400)))
+    assert row.name == "compiled-hierarchy"
+    label = "fifo+retain:tokens=0-64,duration=5+retain:tokens=64-128,duration=5"
+    row, reason = select.choose(cfg("modeled", ("gpu", "lru", 100), ("cpu", label, 400)))
+    assert row.name == "reference" and f"got cpu:{label}" in reason
     row, reason = select.choose(cfg("modeled", ("gpu", "lru", 100), native="python"))
     assert row.name == "reference" and "not compiled-hierarchy: native is python (no compiled code)" in reason
     row, reason = select.choose(cfg("modeled", ("gpu", "lru", 2**30 + 1)))

@@ -212,12 +212,14 @@ def test_selection_places_only_the_default_configuration():
     assert pick(scheduler="layerwise", tiers=(("gpu", "slru", 100),)) == "compiled-step"
     assert pick(scheduler="layerwise", tiers=(("gpu", "gdsf", 100), ("cpu", "belady", 100))) == "compiled-step"
     assert pick(scheduler="layerwise", tiers=(("gpu", "gdsf+reuse:2", 100),)) == "compiled-step"
-    assert pick(scheduler="layerwise", tiers=(("gpu", "fifo+retain:tokens=0-64,duration=5", 100),)) == "reference"
+    assert pick(scheduler="layerwise", tiers=(("gpu", "fifo+retain:tokens=0-64,duration=5", 100),)) == "compiled-step"
+    two = "fifo+retain:tokens=0-64,duration=5+retain:tokens=64-128,duration=5"     # one retain per tier compiled
+    assert pick(scheduler="layerwise", tiers=(("gpu", two, 100),)) == "reference"
     assert select.choose(select.RunConfig("sequential", tiers, scheduler="layerwise"))[0].name != "compiled-step"
     # auto's reason lists the compiled step loop only for runs with the step scheduler
     assert "compiled-step" not in select.choose(select.RunConfig("modeled", tiers))[1]
     assert "not compiled-step: it needs every tier's eviction policy registered" in select.choose(
-        select.RunConfig("modeled", (("gpu", "fifo+retain:tokens=0-64,duration=5", 100),), scheduler="layerwise"))[1]
+        select.RunConfig("modeled", (("gpu", two, 100),), scheduler="layerwise"))[1]
 
 
 def test_coarse_busy_bins_and_the_span_limit_equal_reference():

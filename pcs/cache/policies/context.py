@@ -165,7 +165,7 @@ def _cut_repeats(req: np.ndarray, pos: np.ndarray, h: np.ndarray, cap: np.ndarra
     them), and ``perm``: int64, the stable argsort of their hashes (equal hashes in trace order), the one sort
     :func:`_chains` and :func:`_future` share. A stable sort puts two blocks of one head with one hash side by
     side (a head's blocks are consecutive in trace order), so a repeat is an equal (hash, request) neighbour."""
-    perm = np.argsort(h, kind="stable")
+    perm = _stable_argsort(h)
     hs, rs = h[perm], req[perm]
     dup = np.flatnonzero((hs[1:] == hs[:-1]) & (rs[1:] == rs[:-1])) + 1
     if not len(dup):
@@ -174,7 +174,24 @@ def _cut_repeats(req: np.ndarray, pos: np.ndarray, h: np.ndarray, cap: np.ndarra
     np.minimum.at(cut, rs[dup], pos[perm[dup]])
     keep = pos < cut[req]
     req, pos, h, cap = req[keep], pos[keep], h[keep], cap[keep]
-    return req, pos, h, cap, np.argsort(h, kind="stable")
+    return req, pos, h, cap, _stable_argsort(h)
+
+
+def _stable_argsort(h: np.ndarray) -> np.ndarray:
+    """``np.argsort(h, kind="stable")`` (int64; equal hashes in index order), from numpy's unstable sort, which is
+    several times faster on uint64: each run of equal hashes is then put in index order by one sort of the
+    distinct int64 keys ``run x n + index`` (run: the run's rank among the sorted distinct hashes)."""
+    n = len(h)
+    perm = np.argsort(h)
+    if n < 2:
+        return perm.astype(np.int64)
+    hs = h[perm]
+    run = np.empty(n, np.int64)
+    run[0] = 0
+    np.cumsum(hs[1:] != hs[:-1], out=run[1:])
+    key = run * n + perm
+    key.sort()
+    return key - run * n
 
 
 def _groups(hs: np.ndarray) -> np.ndarray:
