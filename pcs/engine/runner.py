@@ -199,14 +199,16 @@ def _hybrid_step_loop(plan: _Plan, hierarchy: Any, links: Sequence, cost: Any, c
 
 
 def _compiled_baseline(plans: list[_Plan], source: Any, rules: BlockRules, make_tiers: Callable[[], list],
-                       write_policy: str) -> EngineResult | None:
-    """The sequential baseline of a modeled run placed on ``compiled-hierarchy``, run in C
+                       write_policy: str, hybrid: Any, block_bytes: Sequence[int],
+                       step_s: float) -> EngineResult | None:
+    """The sequential baseline of a modeled run placed on ``compiled-hierarchy`` or ``compiled-hybrid``, run in C
     (:func:`pcs.engine.seqbase.sequential_baseline`); None for any other placement."""
-    if len(plans) < 2 or plans[-1].row.name != "compiled-hierarchy":
+    if len(plans) < 2 or plans[-1].row.name not in ("compiled-hierarchy", "compiled-hybrid"):
         return None
     from pcs.engine.seqbase import sequential_baseline
 
-    return sequential_baseline(source, plans[-1].row.load()(make_tiers(), write_policy), rules)
+    kw = {} if plans[-1].row.name == "compiled-hierarchy" else _hybrid_kwargs(hybrid, block_bytes, step_s)
+    return sequential_baseline(source, plans[-1].row.load()(make_tiers(), write_policy, **kw), rules)
 
 
 def _hybrid_kwargs(hybrid: Any, block_bytes: Sequence[int], step_s: float, gpu_only: bool = False) -> dict:
@@ -299,7 +301,7 @@ def run_replay(source: Any, rules: BlockRules, time_model: Any, make_tiers: Call
     plans = _place(tiers0, timing, requested, native, hybrid, step)
     if any(p.row.kind == "event-loop" for p in plans):   # more than one pass: decode the trace once
         source = Decoded(source)
-    base = _compiled_baseline(plans, source, rules, make_tiers, write_policy)
+    base = _compiled_baseline(plans, source, rules, make_tiers, write_policy, hybrid, block_bytes, step_s)
     plans, all_plans = (plans[:1], plans) if base is not None else (plans, plans)
     scans = [_scan(p, source, rules, tiers0, requested) if p.row.kind == "scan" else None for p in plans]
     singles = next((fastpath.single_results(s) for s in scans if s is not None), None)
