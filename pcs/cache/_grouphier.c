@@ -159,8 +159,16 @@ static int lvl_of(GH *s, Key k) {
 static int t_evict(GH *s, int j, Py_ssize_t n, KV *out) {
     PTier *t = &s->tier[j];
     if (n <= 0) return 0;
+    int32_t ahead = t->head;        /* the victim after the next: its table slot fetched early (no change of result) */
+    if (ahead >= 0) ahead = t->ent[ahead].next;
     for (Py_ssize_t i = 0; i < n; i++) {
         int32_t e = t->head;
+        if (ahead >= 0) {
+            Key a = {t->ent[ahead].h, t->ent[ahead].tag};
+            __builtin_prefetch(&t->slots[pt_home(t, a)]);
+            ahead = t->ent[ahead].next;
+            if (ahead >= 0) __builtin_prefetch(&t->ent[ahead]);
+        }
         Key k = {t->ent[e].h, t->ent[e].tag};
         pt_unlink(t, e);
         pt_del(t, e);
