@@ -19,7 +19,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from helpers import ALL_RULES, BS, SETTINGS, arbitrary_traces, assert_group_states_equal, group_sets, req, traces
+from helpers import (ALL_RULES, BS, SETTINGS, arbitrary_traces, assert_group_states_equal, group_sets, req,
+                     residency_fields, traces)
 from pcs.blocks import BlockRules
 from pcs.cache import Hierarchy, Tier, make_policy
 from pcs.engine import seqbase
@@ -197,7 +198,12 @@ def test_compiled_hybrid_sequential_on_mooncake(model, gpu):
     assert got.columns["hybrid_lost_tokens"].tolist() == [x * 512 for x in a.residency.request_lost]
     assert [getattr(got.ledger, k) for k in LEDGER] == [getattr(want.ledger, k) for k in LEDGER]
     assert got.ledger.num_requests == 12031 and got.ledger.block_accesses == 288500
-    assert_group_states_equal(a, b)
+    # the end states (the compiled tables read directly: the Mapping view rebuilds its dict per key)
+    assert (a.written_blocks, a.dropped_blocks) == (b.written_blocks, b.dropped_blocks)
+    for j in range(2):
+        assert sorted(a._h.resident(j)) == sorted(b._h.resident(j)) and a._h.order(j) == b._h.order(j)
+        assert a._h.tier_info(j) == b._h.tier_info(j)
+    assert residency_fields(a.residency) == residency_fields(b.residency)
 
 
 @needs_grouphier
