@@ -34,7 +34,7 @@ typedef struct {
     long long live[MAXG];
     KV hold[MAXG], release[MAXG], computed[MAXG], transient[MAXG];
     int32_t *rest;              /* (level, group) of each restored page, chain order */
-    Py_ssize_t nrest;
+    Py_ssize_t nrest, nrcap;
 } GAdm;
 
 typedef struct {
@@ -64,6 +64,9 @@ typedef struct {
     Py_ssize_t nrest, rcap, ecap;
     int32_t *eidx;              /* t_insert's entry per batch key */
     long long extra, live[MAXG];
+    uint64_t *rset;             /* first_repeat's set: hashes, the generation stamping each slot used */
+    uint32_t *rgen, rstamp;
+    Py_ssize_t rscap;
 } GH;
 
 static PyTypeObject GAdmType, GHType;
@@ -156,8 +159,16 @@ static int lvl_of(GH *s, Key k) {
 static int t_evict(GH *s, int j, Py_ssize_t n, KV *out) {
     PTier *t = &s->tier[j];
     if (n <= 0) return 0;
+    int32_t ahead = t->head;        /* the victim after the next: its table slot fetched early (no change of result) */
+    if (ahead >= 0) ahead = t->ent[ahead].next;
     for (Py_ssize_t i = 0; i < n; i++) {
         int32_t e = t->head;
+        if (ahead >= 0) {
+            Key a = {t->ent[ahead].h, t->ent[ahead].tag};
+            __builtin_prefetch(&t->slots[pt_home(t, a)]);
+            ahead = t->ent[ahead].next;
+            if (ahead >= 0) __builtin_prefetch(&t->ent[ahead]);
+        }
         Key k = {t->ent[e].h, t->ent[e].tag};
         pt_unlink(t, e);
         pt_del(t, e);
@@ -606,67 +617,113 @@ static PyObject *int_list(const long long *v, int n) {
     return l;
 }
 
-/* the admission's per-level lists and counters (GroupHierarchy._apply's second half) */
-static int adm_fields(GH *s, GAdm *a, const long long *restored, const long long *nbytes) {
-    long long hb[MAXL] = {0};
-    for (Py_ssize_t i = 0; i < s->k; i++) hb[s->where[i]]++;
+/* the admission's counters and page lists (GroupHierarchy._apply's second half); the lists are swapped with the
+ * scratch ones (a fresh admission's are empty, a reused one's buffers are recycled); with_lists: the per-level
+ * Python lists too (a reused admission of run_sequential has none) */
+static int adm_fields(GH *s, GAdm *a, const long long *restored, const long long *nbytes, int with_lists) {
     a->last_hit_tier = s->k ? s->where[s->k - 1] : -1;
-    a->hbpt = int_list(hb, s->L);
-    a->rbpt = int_list(restored, s->L);
-    a->rbytes = int_list(nbytes, s->L);
-    if (!a->hbpt || !a->rbpt || !a->rbytes) return -1;
+    if (with_lists) {
+        long long hb[MAXL] = {0};
+        for (Py_ssize_t i = 0; i < s->k; i++) hb[s->where[i]]++;
+        a->hbpt = int_list(hb, s->L);
+        a->rbpt = int_list(restored, s->L);
+        a->rbytes = int_list(nbytes, s->L);
+        if (!a->hbpt || !a->rbpt || !a->rbytes) return -1;
+    }
     a->G = s->G;
     for (int g = 0; g < s->G; g++) {
-        a->hold[g] = s->hold[g]; s->hold[g] = (KV){0};
-        a->release[g] = s->release[g]; s->release[g] = (KV){0};
-        a->computed[g] = s->computed[g]; s->computed[g] = (KV){0};
-        a->transient[g] = s->transient[g]; s->transient[g] = (KV){0};
+        KV x;
+        x = a->hold[g]; a->hold[g] = s->hold[g]; s->hold[g] = x;
+        x = a->release[g]; a->release[g] = s->release[g]; s->release[g] = x;
+        x = a->computed[g]; a->computed[g] = s->computed[g]; s->computed[g] = x;
+        x = a->transient[g]; a->transient[g] = s->transient[g]; s->transient[g] = x;
         a->live[g] = s->live[g];
     }
+    if (s->nrest > a->nrcap || !a->rest) {
+        Py_ssize_t c = s->nrest > 16 ? s->nrest : 16;
+        int32_t *r = PyMem_Realloc(a->rest, sizeof(int32_t) * 2 * c);
+        if (!r) { PyErr_NoMemory(); return -1; }
+        a->rest = r;
+        a->nrcap = c;
+    }
     a->nrest = s->nrest;
-    a->rest = PyMem_Malloc(sizeof(int32_t) * 2 * (s->nrest ? s->nrest : 1));
-    if (!a->rest) { PyErr_NoMemory(); return -1; }
     for (Py_ssize_t x = 0; x < s->nrest; x++) { a->rest[2 * x] = s->rest[x].lvl; a->rest[2 * x + 1] = s->rest[x].g; }
     return 0;
 }
 
-/* GroupHierarchy._apply: pin, reserve, restore, demote the victims; the admission */
-static GAdm *apply(GH *s, Py_ssize_t budget, Py_ssize_t lead, int truncated) {
+/* GroupHierarchy._apply: pin, reserve, restore, demote the victims; the admission's fields into a (a new
+ * admission, or run_sequential's reused one: with_lists 0) */
+static int apply(GH *s, GAdm *a, Py_ssize_t budget, Py_ssize_t lead, int truncated, int with_lists) {
     long long restored[MAXL] = {0}, nbytes[MAXL] = {0};
     t_pin(&s->tier[0], &s->pin_now);
     s->tmp2.n = 0;
-    if (t_reserve(s, budget, &s->tmp2) < 0) return NULL;
+    if (t_reserve(s, budget, &s->tmp2) < 0) return -1;
     Py_ssize_t filled = do_restores(s, restored, nbytes);
-    if (filled < 0 || evicted(s, &s->tmp2) < 0) return NULL;
-    GAdm *a = PyObject_New(GAdm, &GAdmType);
-    if (!a) return NULL;
-    memset((char *)a + sizeof(PyObject), 0, sizeof(GAdm) - sizeof(PyObject));
+    if (filled < 0 || evicted(s, &s->tmp2) < 0) return -1;
     a->prefix_hit_blocks = lead;
     a->hit_blocks = s->k;
     a->truncated = (char)truncated;
     a->reserved = budget - filled;
-    if (adm_fields(s, a, restored, nbytes) < 0) { Py_DECREF(a); return NULL; }
+    return adm_fields(s, a, restored, nbytes, with_lists);
+}
+
+static GAdm *new_adm(void) {
+    GAdm *a = PyObject_New(GAdm, &GAdmType);
+    if (a) memset((char *)a + sizeof(PyObject), 0, sizeof(GAdm) - sizeof(PyObject));
     return a;
 }
 
-/* the request's cacheable head, up to the first repeated hash (hierarchy._first_repeat) */
+/* room for a head of n blocks in the scratch arrays */
+static int head_room(GH *s, Py_ssize_t n) {
+    if (n + 1 <= s->hcap) return 0;
+    Py_ssize_t c = (n + 1) * 2;
+    uint64_t *h = PyMem_Realloc(s->head, sizeof(uint64_t) * c);
+    int32_t *t0 = h ? PyMem_Realloc(s->t0, sizeof(int32_t) * c) : NULL;
+    int32_t *w = t0 ? PyMem_Realloc(s->where, sizeof(int32_t) * c) : NULL;
+    if (h) s->head = h;
+    if (t0) s->t0 = t0;
+    if (w) s->where = w;
+    if (!w) { PyErr_NoMemory(); return -1; }
+    s->hcap = c;
+    return 0;
+}
+
+/* the head cut at its first repeated hash (hierarchy._first_repeat): a scratch open-addressing set whose
+ * slots count as used when stamped with this call's generation (no clearing per request) */
+static int first_repeat(GH *s) {
+    Py_ssize_t n = s->n, sz = 16;
+    if (n < 2) return 0;
+    while (sz < 2 * n) sz *= 2;
+    if (sz > s->rscap) {
+        uint64_t *set = PyMem_Realloc(s->rset, sizeof(uint64_t) * sz);
+        uint32_t *gen = set ? PyMem_Realloc(s->rgen, sizeof(uint32_t) * sz) : NULL;
+        if (set) s->rset = set;
+        if (gen) s->rgen = gen;
+        if (!gen) { PyErr_NoMemory(); return -1; }
+        memset(s->rgen, 0, sizeof(uint32_t) * sz);
+        s->rscap = sz;
+        s->rstamp = 0;
+    }
+    if (++s->rstamp == 0) { memset(s->rgen, 0, sizeof(uint32_t) * s->rscap); s->rstamp = 1; }
+    uint64_t m = (uint64_t)sz - 1;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        uint64_t x = s->head[i], j = (x * GH_HMUL) & m;
+        while (s->rgen[j] == s->rstamp && s->rset[j] != x) j = (j + 1) & m;
+        if (s->rgen[j] == s->rstamp) { s->n = i; break; }
+        s->rgen[j] = s->rstamp;
+        s->rset[j] = x;
+    }
+    return 0;
+}
+
+/* the request's cacheable head from a sequence of ints, up to the first repeated hash */
 static int load_head(GH *s, PyObject *seq, Py_ssize_t cacheable) {
     PyObject *f = PySequence_Fast(seq, "block hashes must be a sequence");
     if (!f) return -1;
     Py_ssize_t n = PySequence_Fast_GET_SIZE(f);
     if (cacheable < n) n = cacheable;
     if (n < 0) n = 0;
-    if (n + 1 > s->hcap) {
-        Py_ssize_t c = (n + 1) * 2;
-        uint64_t *h = PyMem_Realloc(s->head, sizeof(uint64_t) * c);
-        int32_t *t0 = h ? PyMem_Realloc(s->t0, sizeof(int32_t) * c) : NULL;
-        int32_t *w = t0 ? PyMem_Realloc(s->where, sizeof(int32_t) * c) : NULL;
-        if (h) s->head = h;
-        if (t0) s->t0 = t0;
-        if (w) s->where = w;
-        if (!w) { Py_DECREF(f); PyErr_NoMemory(); return -1; }
-        s->hcap = c;
-    }
+    if (head_room(s, n) < 0) { Py_DECREF(f); return -1; }
     PyObject **items = PySequence_Fast_ITEMS(f);
     for (Py_ssize_t i = 0; i < n; i++) {
         s->head[i] = PyLong_AsUnsignedLongLong(items[i]);
@@ -674,24 +731,7 @@ static int load_head(GH *s, PyObject *seq, Py_ssize_t cacheable) {
     }
     Py_DECREF(f);
     s->n = n;
-    /* first repeat: a small open-addressing set */
-    if (n > 1) {
-        Py_ssize_t sz = 16;
-        while (sz < 2 * n) sz *= 2;
-        uint64_t *set = PyMem_Calloc(sz, sizeof(uint64_t));
-        char *used = PyMem_Calloc(sz, 1);
-        if (!set || !used) { PyMem_Free(set); PyMem_Free(used); PyErr_NoMemory(); return -1; }
-        for (Py_ssize_t i = 0; i < n; i++) {
-            uint64_t x = s->head[i], j = (x * GH_HMUL) & (uint64_t)(sz - 1);
-            while (used[j] && set[j] != x) j = (j + 1) & (uint64_t)(sz - 1);
-            if (used[j]) { s->n = i; break; }
-            used[j] = 1;
-            set[j] = x;
-        }
-        PyMem_Free(set);
-        PyMem_Free(used);
-    }
-    return 0;
+    return first_repeat(s);
 }
 
 /* GroupHierarchy._gpu_lead */
@@ -701,14 +741,9 @@ static long long gpu_lead(GH *s, long long full_lead) {
     return fixed_point(s, first, 1, full_lead >= 0 ? first : -1);
 }
 
-/* start(block_hashes, cacheable_blocks, max_hit_blocks, extra_blocks=0, wait_if_full=False) */
-static PyObject *gh_start(GH *s, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs < 3 || nargs > 5) { PyErr_SetString(PyExc_TypeError, "start takes 3 to 5 arguments"); return NULL; }
-    Py_ssize_t cacheable = PyLong_AsSsize_t(args[1]);
-    long long cap = PyLong_AsLongLong(args[2]), extra = nargs > 3 ? PyLong_AsLongLong(args[3]) : 0;
-    int wait = nargs > 4 ? PyObject_IsTrue(args[4]) : 0;
-    if (PyErr_Occurred() || wait < 0) return NULL;
-    if (gh_now(s) < 0 || load_head(s, args[0], cacheable) < 0) return NULL;
+/* start's admission of the loaded head (cap: the hit cap; wait: wait_if_full) into a (with_lists: a new
+ * admission's Python lists too); 1 admitted, 0 waits (nothing changed), -1 error */
+static int admit(GH *s, GAdm *a, long long cap, long long extra, int wait, int with_lists) {
     if (cap > s->n) cap = s->n;
     if (cap < 0) cap = 0;
     Py_ssize_t lead = look_lead(s);
@@ -719,27 +754,41 @@ static PyObject *gh_start(GH *s, PyObject *const *args, Py_ssize_t nargs) {
     int truncated = 0;
     Py_ssize_t budget;
     for (;;) {
-        if (demand(s, k, lead, extra) < 0) return NULL;
+        if (demand(s, k, lead, extra) < 0) return -1;
         Py_ssize_t need = need_of(s);
         budget = budget_of(s, need, wait && !truncated);
-        if (budget < 0) Py_RETURN_NONE;
+        if (budget < 0) return 0;
         if (budget == need) break;
         truncated = 1;
         if (s->nrest > budget) {
             k = fixed_point(s, s->rest[budget].pos, 0, full_lead);
             continue;
         }
-        if (cut_computed(s, budget) < 0) return NULL;
+        if (cut_computed(s, budget) < 0) return -1;
         break;
     }
     long long gl = s->nrest ? gpu_lead(s, full_lead) : s->k;
-    GAdm *a = apply(s, budget, lead, truncated);
-    if (!a) return NULL;
+    if (apply(s, a, budget, lead, truncated, with_lists) < 0) return -1;
     a->lost_blocks = lost;
     a->gpu_lead_blocks = gl;
     a->blocks = s->n;
-    if (res_admitted(s, lost, held_bytes(s)) < 0) { Py_DECREF(a); return NULL; }
+    if (res_admitted(s, lost, held_bytes(s)) < 0) return -1;
     res_note(s);
+    return 1;
+}
+
+/* start(block_hashes, cacheable_blocks, max_hit_blocks, extra_blocks=0, wait_if_full=False) */
+static PyObject *gh_start(GH *s, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs < 3 || nargs > 5) { PyErr_SetString(PyExc_TypeError, "start takes 3 to 5 arguments"); return NULL; }
+    Py_ssize_t cacheable = PyLong_AsSsize_t(args[1]);
+    long long cap = PyLong_AsLongLong(args[2]), extra = nargs > 3 ? PyLong_AsLongLong(args[3]) : 0;
+    int wait = nargs > 4 ? PyObject_IsTrue(args[4]) : 0;
+    if (PyErr_Occurred() || wait < 0) return NULL;
+    if (gh_now(s) < 0 || load_head(s, args[0], cacheable) < 0) return NULL;
+    GAdm *a = new_adm();
+    if (!a) return NULL;
+    int rc = admit(s, a, cap, extra, wait, 1);
+    if (rc <= 0) { Py_DECREF(a); if (rc < 0) return NULL; Py_RETURN_NONE; }
     return (PyObject *)a;
 }
 
@@ -751,45 +800,125 @@ static GAdm *as_adm(PyObject *o) {
     return (GAdm *)o;
 }
 
-/* prefill_done(adm): computed pages become cached, kept ones pinned, the others unpinned at once */
-static PyObject *gh_prefill_done(GH *s, PyObject *o) {
-    GAdm *a = as_adm(o);
-    if (!a || gh_now(s) < 0) return NULL;
+/* prefill_done of admission a (the C core): computed pages become cached, kept ones pinned, the others unpinned
+ * at once; 0, or -1 on a memory error */
+static int c_prefill_done(GH *s, GAdm *a) {
     for (int g = 0; g < s->G; g++) {
         if (!a->computed[g].n) continue;
         Py_ssize_t added = t_fill(s, &a->computed[g]);
-        if (added < 0) return NULL;
+        if (added < 0) return -1;
         a->reserved -= added;
     }
     if (s->wt) {
         s->tmp.n = 0;
         for (int g = 0; g < s->G; g++) {
-            for (Py_ssize_t x = 0; x < a->computed[g].n; x++) if (kv_push(&s->tmp, a->computed[g].a[x]) < 0) return NULL;
-            for (Py_ssize_t x = 0; x < a->transient[g].n; x++) if (kv_push(&s->tmp, a->transient[g].a[x]) < 0) return NULL;
+            for (Py_ssize_t x = 0; x < a->computed[g].n; x++) if (kv_push(&s->tmp, a->computed[g].a[x]) < 0) return -1;
+            for (Py_ssize_t x = 0; x < a->transient[g].n; x++) if (kv_push(&s->tmp, a->transient[g].a[x]) < 0) return -1;
         }
-        if (s->tmp.n && (kv_reversed(&s->tmp3, &s->tmp) < 0 || write_down(s, &s->tmp3) < 0)) return NULL;
+        if (s->tmp.n && (kv_reversed(&s->tmp3, &s->tmp) < 0 || write_down(s, &s->tmp3) < 0)) return -1;
     }
     for (int g = 0; g < s->G; g++) if (a->release[g].n) t_unpin_rev(&s->tier[0], &a->release[g]);
     for (int g = 0; g < s->G; g++) {
         if (!a->transient[g].n) continue;
         s->tmp2.n = 0;
         if (kv_reversed(&s->tmp3, &a->transient[g]) < 0 || t_insert(s, 0, &s->tmp3, &s->tmp2) < 0
-            || evicted(s, &s->tmp2) < 0) return NULL;
+            || evicted(s, &s->tmp2) < 0) return -1;
     }
     res_note(s);
+    return 0;
+}
+
+/* prefill_done(adm) */
+static PyObject *gh_prefill_done(GH *s, PyObject *o) {
+    GAdm *a = as_adm(o);
+    if (!a || gh_now(s) < 0 || c_prefill_done(s, a) < 0) return NULL;
     Py_RETURN_NONE;
 }
 
-/* finish(adm): the request's pins dropped, group by group, tail first; its reserved slots given back */
-static PyObject *gh_finish(GH *s, PyObject *o) {
-    GAdm *a = as_adm(o);
-    if (!a || gh_now(s) < 0) return NULL;
+/* finish of admission a (the C core): the request's pins dropped, group by group, tail first; its reserved slots
+ * given back */
+static void c_finish(GH *s, GAdm *a) {
     for (int g = 0; g < s->G; g++) {
         t_unpin_rev(&s->tier[0], &a->computed[g]);
         t_unpin_rev(&s->tier[0], &a->hold[g]);
     }
     s->tier[0].reserved -= a->reserved;
     a->reserved = 0;
+}
+
+/* finish(adm) */
+static PyObject *gh_finish(GH *s, PyObject *o) {
+    GAdm *a = as_adm(o);
+    if (!a || gh_now(s) < 0) return NULL;
+    c_finish(s, a);
+    Py_RETURN_NONE;
+}
+
+/* an array argument of run_sequential: C-contiguous, 8-byte items */
+static int seq_buf(PyObject *o, Py_buffer *b, int writable) {
+    if (PyObject_GetBuffer(o, b, PyBUF_C_CONTIGUOUS | (writable ? PyBUF_WRITABLE : 0)) < 0) return -1;
+    if (b->itemsize == 8) return 0;
+    PyBuffer_Release(b);
+    PyErr_SetString(PyExc_TypeError, "run_sequential takes arrays of 8-byte items (uint64, int64, float64)");
+    return -1;
+}
+
+/* one sequential request (the sequential event loop's start, prefill_done, finish) through the reused admission a:
+ * its head is keys[0 .. min(len, cacheable)); 0, or -1 on error */
+static int seq_one(GH *s, GAdm *a, const uint64_t *keys, Py_ssize_t len, Py_ssize_t cacheable, long long cap) {
+    Py_ssize_t n = cacheable < len ? cacheable : len;
+    if (n < 0) n = 0;
+    if (gh_now(s) < 0 || head_room(s, n) < 0) return -1;
+    memcpy(s->head, keys, sizeof(uint64_t) * n);
+    s->n = n;
+    if (first_repeat(s) < 0 || admit(s, a, cap, 0, 0, 0) < 0) return -1;   /* never waits (wait_if_full False) */
+    if (gh_now(s) < 0 || c_prefill_done(s, a) < 0 || gh_now(s) < 0) return -1;
+    c_finish(s, a);
+    return 0;
+}
+
+/* the requests of run_sequential's buffers b (hashes, offsets, cacheable, max_hit, hits, lost[, arrival]) */
+static int seq_run(GH *s, Py_buffer *b, int with_arrival) {
+    Py_ssize_t R = b[2].len / 8, H = b[0].len / 8;
+    if (b[1].len / 8 != R + 1 || b[3].len / 8 != R || b[4].len / 8 != R || b[5].len / 8 != R
+        || (with_arrival && b[6].len / 8 != R)) {
+        PyErr_SetString(PyExc_ValueError, "run_sequential needs len(offsets) = R + 1 and R entries in cacheable, "
+                                          "max_hit, hits, lost (and arrival)");
+        return -1;
+    }
+    const uint64_t *keys = b[0].buf;
+    const int64_t *off = b[1].buf, *n = b[2].buf, *cap = b[3].buf;
+    int64_t *hits = b[4].buf, *lost = b[5].buf;
+    GAdm *a = new_adm();
+    if (!a) return -1;
+    int rc = 0;
+    for (Py_ssize_t i = 0; i < R && rc == 0; i++) {
+        if (off[i] < 0 || off[i] > off[i + 1] || off[i + 1] > H) {
+            PyErr_SetString(PyExc_ValueError, "run_sequential: offsets must rise within the hashes");
+            rc = -1;
+        } else if ((with_arrival && res_tick(s, ((const double *)b[6].buf)[i]) < 0)
+                   || seq_one(s, a, keys + off[i], (Py_ssize_t)(off[i + 1] - off[i]), n[i], cap[i]) < 0) rc = -1;
+        else { hits[i] = a->hit_blocks; lost[i] = a->lost_blocks; }
+    }
+    Py_DECREF(a);
+    return rc;
+}
+
+/* run_sequential(hashes u64, offsets i64 (R+1,), cacheable i64 (R,), max_hit i64 (R,), hits i64 (R,),
+ * lost i64 (R,), arrival f64 (R,) or None): R requests one after another as the sequential event loop runs them
+ * (pcs/engine/engine.py, ReplayEngine._feed_sequential: tick(arrival), start(head, cacheable, max_hit, 0, False),
+ * prefill_done, finish); hits[i], lost[i] = request i's hit blocks and hit blocks the hybrid rules refused */
+static PyObject *gh_run_sequential(GH *s, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs < 6 || nargs > 7) {
+        PyErr_SetString(PyExc_TypeError, "run_sequential(hashes, offsets, cacheable, max_hit, hits, lost, arrival=None)");
+        return NULL;
+    }
+    int m = nargs == 7 && args[6] != Py_None ? 7 : 6, got = 0;
+    Py_buffer b[7];
+    for (; got < m; got++) if (seq_buf(args[got], &b[got], got == 4 || got == 5) < 0) break;
+    int rc = got == m ? seq_run(s, b, m == 7) : -1;
+    while (got-- > 0) PyBuffer_Release(&b[got]);
+    if (rc < 0) return NULL;
     Py_RETURN_NONE;
 }
 
@@ -1145,7 +1274,7 @@ static void gh_dealloc(GH *s) {
     }
     kv_free(&s->pin_now); kv_free(&s->tmp); kv_free(&s->tmp2); kv_free(&s->tmp3);
     PyMem_Free(s->rest); PyMem_Free(s->eidx); PyMem_Free(s->head); PyMem_Free(s->t0); PyMem_Free(s->where);
-    PyMem_Free(s->st); PyMem_Free(s->sc); PyMem_Free(s->req);
+    PyMem_Free(s->st); PyMem_Free(s->sc); PyMem_Free(s->req); PyMem_Free(s->rset); PyMem_Free(s->rgen);
     Py_XDECREF(s->clock_fn);
     Py_TYPE(s)->tp_free((PyObject *)s);
 }
@@ -1209,6 +1338,8 @@ static PyMethodDef gh_methods[] = {
     {"order", (PyCFunction)gh_order, METH_O, "[(hash, tag)] unpinned, first victim first"},
     {"check", (PyCFunction)gh_check, METH_NOARGS, "assert the invariants"},
     {"c_api", (PyCFunction)gh_c_api, METH_NOARGS, "a PyCapsule of the C-level API (_grouphier_capi.h)"},
+    {"run_sequential", (PyCFunction)(void (*)(void))gh_run_sequential, METH_FASTCALL,
+     "run_sequential(hashes, offsets, cacheable, max_hit, hits, lost, arrival=None): sequential requests"},
     {NULL}};
 
 static PyGetSetDef gh_getset[] = {

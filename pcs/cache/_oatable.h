@@ -3,7 +3,7 @@
  * pcs/cache/_lruhier.h (keys: block hashes) and pcs/cache/_grouphier.h (keys: (block hash, page tag)).
  *
  * A table is a power-of-two array of slots (entry index or -1), linear probing from the key's home slot, at most
- * half full (grown x 2 before an add would pass half); entries live in a growable array with a free list (chained
+ * half full (grown x 2 before an add would pass half; OA_LOAD_SHIFT below); entries live in a growable array with a free list (chained
  * through next) and doubly linked prev/next links for the LRU list (head = first victim). Deletion moves later
  * entries of the probe run back (no tombstones). No include guard: the includer defines, then this file defines
  * the functions and undefines the parameters.
@@ -16,7 +16,12 @@
  *   OA_SET_KEY(x, k)               store key k in a new entry;
  *   OA_RESET(x)                    the includer's own fields of an entry, reset when it is added or deleted;
  *   OA_INIT, OA_FREE, OA_FIND, OA_GROW, OA_ADD, OA_DEL, OA_APPEND, OA_UNLINK   the functions' names here.
+ * Optional: OA_LOAD_SHIFT  the table is at most 1 / 2**OA_LOAD_SHIFT full (default 1: half); a sparser table has
+ *                          shorter probe runs, so fewer entries are read by OA_FIND and by OA_DEL's backward shift.
  */
+#ifndef OA_LOAD_SHIFT
+#define OA_LOAD_SHIFT 1
+#endif
 
 /* the slots of an empty table (16, all free), empty entry and LRU lists; -1 + MemoryError on failure */
 static inline int OA_INIT(OA_TABLE *t) {
@@ -71,7 +76,7 @@ static inline int OA_GROW(OA_TABLE *t) {
 
 /* add an absent key with a pin count, in no list; the entry index or -1 (memory error, exception set) */
 static inline int32_t OA_ADD(OA_TABLE *t, OA_KEY k, int32_t pin) {
-    if ((uint64_t)(t->nres + 1) * 2 > t->mask + 1 && OA_GROW(t) < 0) return -1;
+    if ((uint64_t)(t->nres + 1) << OA_LOAD_SHIFT > t->mask + 1 && OA_GROW(t) < 0) return -1;
     int32_t e;
     if (t->free_head >= 0) {
         e = t->free_head;
@@ -155,3 +160,4 @@ static inline void OA_UNLINK(OA_TABLE *t, int32_t e) {
 #undef OA_DEL
 #undef OA_APPEND
 #undef OA_UNLINK
+#undef OA_LOAD_SHIFT

@@ -161,6 +161,11 @@ class NativeGroupHierarchy(_native_hier.CompiledHierarchy):
         self._bind(h, h.held_blocks)
         self.tiers = [_TierView(h, j, t) for j, t in enumerate(tiers)]
         self.tick, self.first_admission, self.restore_skipped = h.tick, h.first_admission, h.restore_skipped
+        # run_sequential(hashes u64, offsets i64 (R+1,), cacheable i64 (R,), max_hit i64 (R,), hits i64 (R,),
+        # lost i64 (R,), arrival f64 (R,) or None): R requests one after another as the sequential event loop
+        # runs them (tick(arrival), start, prefill_done, finish each); hits[i], lost[i] = hit blocks and hit
+        # blocks the hybrid rules refused; the sequential baseline's loop in C (pcs.engine.seqbase)
+        self.run_sequential = h.run_sequential
 
     def follow(self, clock) -> None:
         """Read simulated time (seconds) from ``clock()`` before each call; per-request residency samples only

@@ -227,12 +227,14 @@ def _two_tier_scan(plans: list[_Plan], source: Any, rules: BlockRules, tiers: Se
 
 
 def _compiled_baseline(plans: list[_Plan], source: Any, rules: BlockRules, make_tiers: Callable[[], list],
-                       write_policy: str) -> EngineResult | None:
-    """The sequential baseline of a modeled run placed on ``compiled-hierarchy``, run in C
+                       write_policy: str, hybrid: Any, block_bytes: Sequence[int],
+                       step_s: float) -> EngineResult | None:
+    """The sequential baseline of a modeled run placed on ``compiled-hierarchy`` or ``compiled-hybrid``, run in C
     (:func:`pcs.engine.seqbase.sequential_baseline`); None for any other placement."""
-    if len(plans) < 2 or plans[-1].row.name != "compiled-hierarchy":
+    if len(plans) < 2 or plans[-1].row.name not in ("compiled-hierarchy", "compiled-hybrid"):
         return None
-    return seqbase.sequential_baseline(source, plans[-1].row.load()(make_tiers(), write_policy), rules)
+    kw = {} if plans[-1].row.name == "compiled-hierarchy" else _hybrid_kwargs(hybrid, block_bytes, step_s)
+    return seqbase.sequential_baseline(source, plans[-1].row.load()(make_tiers(), write_policy, **kw), rules)
 
 
 def _hybrid_kwargs(hybrid: Any, block_bytes: Sequence[int], step_s: float, gpu_only: bool = False) -> dict:
@@ -331,7 +333,7 @@ def run_replay(source: Any, rules: BlockRules, time_model: Any, make_tiers: Call
         source = Decoded(source)
     scan2 = _two_tier_scan(plans, source, rules, tiers0, write_policy, requested)
     base = seqbase.baseline_from_scan(scan2, 2) if scan2 is not None and scan2.baseline_hits is not None else \
-        _compiled_baseline(plans, source, rules, make_tiers, write_policy)
+        _compiled_baseline(plans, source, rules, make_tiers, write_policy, hybrid, block_bytes, step_s)
     plans, all_plans = (plans[:1], plans) if base is not None else (plans, plans)
     scans = [_scan(p, source, rules, tiers0, requested) if p.row.kind == "scan" else None for p in plans]
     singles = next((fastpath.single_results(s) for s in scans + [scan2] if s is not None), None)

@@ -32,8 +32,8 @@ engine                 applies when                               implementation
                        KV cache manager, the default), every      (cache groups in C) under the event loop
                        tier's policy ``lru`` (no admission        or the step scheduler
                        policy), at most 8 tiers, 8 cache groups,  (:mod:`pcs.engine.hybridstep`)
-                       2**30 pages per tier, the compiled twin
-                       built, ``native`` not ``python``
+                       2**30 pages per tier, the compiled twin    (a sequential baseline: its C loop,
+                       built, ``native`` not ``python``           pcs.engine.seqbase)
 ``hybrid``             no admission policy but ``retain``; the    :class:`pcs.cache.grouphier.GroupHierarchy`
                        only row for a hybrid model on split       (cache groups over pools of pages) under
                        pools (``sglang``) or other policies       the event loop

@@ -1,16 +1,18 @@
-"""The sequential baseline of a modeled run through the compiled hierarchy, with no Python loop per request.
+"""The sequential baseline of a modeled run through a compiled hierarchy, with no Python loop per request.
 
 The gap split (``docs/semantics.md §12``) needs the hit ratio of the same
 tiers replayed sequentially: requests in trace order, each started, prefilled
 and finished before the next (:class:`pcs.engine.engine.ReplayEngine`,
 timing ``sequential``). When the engine-selection table places that baseline
-on ``compiled-hierarchy`` (every tier ``lru``), the same three calls run inside
-``NativeHierarchy.run_sequential``: one C call per decoded batch, the same
-admissions (``pcs/cache/_lruhier.c``, ``seq_one``). The rules per request are
-the engine's: the cacheable head and the hit cap from
-:func:`pcs.engine.chunks.rule_columns` (§2, §4); hit tokens ``min(hits x
-block_size, prompt)`` (§11). ``tests/engine/test_seqbase.py`` diffs it
-against the event loop.
+on ``compiled-hierarchy`` (every tier ``lru``) or ``compiled-hybrid`` (a
+hybrid model's cache groups, ``§3.1``), the same three calls run inside the
+hierarchy's ``run_sequential``: one C call per decoded batch, the same
+admissions (``pcs/cache/_lruhier.c`` ``seq_one``, ``pcs/cache/_grouphier.c``
+``seq_one``). The rules per request are the engine's: the cacheable head and
+the hit cap from :func:`pcs.engine.chunks.rule_columns` (§2, §4); hit tokens
+``min(hits x block_size, prompt)`` (§11); a hybrid request's tokens the rules
+refused ``lost x block_size`` (§12, ``hybrid_lost_tokens``).
+``tests/engine/test_seqbase.py`` diffs both against the event loop.
 """
 from __future__ import annotations
 
@@ -28,22 +30,26 @@ __all__ = ["sequential_baseline", "baseline_from_scan"]
 
 
 def sequential_baseline(source: Any, hierarchy: Any, rules: BlockRules) -> EngineResult:
-    """Replay ``source`` sequentially through ``hierarchy`` (a fresh :class:`pcs.cache.native.NativeHierarchy`).
+    """Replay ``source`` sequentially through ``hierarchy`` (a fresh compiled hierarchy).
 
     Args:
         source: anything :func:`pcs.trace.batches.as_batches` reads (in a replay: the decoded trace).
-        hierarchy: empty tiers with ``run_sequential`` (the compiled twin).
+        hierarchy: empty tiers with ``run_sequential``: :class:`pcs.cache.native.NativeHierarchy`, or
+            :class:`pcs.cache.nativegroups.NativeGroupHierarchy` (it has ``groups``; its clock follows the
+            arrivals, seconds, as the event loop ticks it).
         rules: block rules of the run.
     Returns:
-        :class:`EngineResult` with no per-request columns and a ledger holding what the hit counts give:
-        requests, prompt / hit / computed tokens, hit blocks, requests with a hit, block accesses and
-        cacheable blocks (the summary reads a baseline's ``hit_ratio`` only); per-tier hits, misses,
-        truncations, links and peaks stay 0.
+        :class:`EngineResult` with a ledger holding what the hit counts give: requests, prompt / hit /
+        computed tokens, hit blocks, requests with a hit, block accesses and cacheable blocks (the summary
+        reads a baseline's ``hit_ratio`` only); per-tier hits, misses, truncations, links and peaks stay 0.
+        Its columns: none, or for cache groups ``hybrid_lost_tokens`` (int64, one per request, trace order).
     Raises:
         ValueError: as :func:`pcs.trace.batches.as_batches`; :class:`pcs.errors.PolicyError` (a ValueError) when a
             hosted Python policy raises.
     """
     L = ReplayLedger(num_tiers=len(hierarchy.tiers))
+    hybrid = hasattr(hierarchy, "groups")
+    lost_tokens = []
     for b in as_batches(source):
         bs = int(b.block_size)
         off = np.asarray(b.block_offsets, np.int64)
@@ -51,11 +57,19 @@ def sequential_baseline(source: Any, hierarchy: Any, rules: BlockRules) -> Engin
         prompt = np.asarray(b.prompt_tokens, np.int64)
         n, cap, _ = rule_columns(prompt, np.diff(off), np.asarray(b.output_tokens, np.int64), bs, rules)
         hits = np.empty(prompt.shape[0], np.int64)
-        hierarchy.run_sequential(np.ascontiguousarray(b.block_hashes, np.uint64), off, n, cap, hits)
+        keys = np.ascontiguousarray(b.block_hashes, np.uint64)
+        if hybrid:
+            lost = np.empty(prompt.shape[0], np.int64)
+            hierarchy.run_sequential(keys, off, n, cap, hits, lost, np.ascontiguousarray(b.arrival_s, np.float64))
+            lost_tokens.append(lost * bs)
+        else:
+            hierarchy.run_sequential(keys, off, n, cap, hits)
         _count(L, prompt, hits, bs, int(off[-1]), n)
-    hierarchy.sync()        # a hosted Python policy's last queued calls (pcs/cache/_pol_py.c)
+    if not hybrid:
+        hierarchy.sync()    # a hosted Python policy's last queued calls (pcs/cache/_pol_py.c)
     L.computed_tokens = L.prompt_tokens - L.hit_tokens
-    return EngineResult(L, {})
+    cols = {"hybrid_lost_tokens": np.concatenate(lost_tokens) if lost_tokens else np.zeros(0, np.int64)}
+    return EngineResult(L, cols if hybrid else {})
 
 
 def _count(L: ReplayLedger, prompt: np.ndarray, hits: np.ndarray, bs: int, accesses: int, n: np.ndarray) -> None:
@@ -77,4 +91,5 @@ def baseline_from_scan(sc: Any, num_tiers: int) -> EngineResult:
     L = ReplayLedger(num_tiers=num_tiers)
     _count(L, sc.prompt_tokens, sc.baseline_hits, sc.block_size, int(sc.num_blocks.sum()), sc.cacheable_blocks)
     L.computed_tokens = L.prompt_tokens - L.hit_tokens
-    return EngineResult(L, {})
+    cols = {"hybrid_lost_tokens": np.concatenate(lost_tokens) if lost_tokens else np.zeros(0, np.int64)}
+    return EngineResult(L, cols if hybrid else {})
