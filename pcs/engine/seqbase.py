@@ -91,5 +91,4 @@ def baseline_from_scan(sc: Any, num_tiers: int) -> EngineResult:
     L = ReplayLedger(num_tiers=num_tiers)
     _count(L, sc.prompt_tokens, sc.baseline_hits, sc.block_size, int(sc.num_blocks.sum()), sc.cacheable_blocks)
     L.computed_tokens = L.prompt_tokens - L.hit_tokens
-    cols = {"hybrid_lost_tokens": np.concatenate(lost_tokens) if lost_tokens else np.zeros(0, np.int64)}
-    return EngineResult(L, cols if hybrid else {})
+    return EngineResult(L, {})
