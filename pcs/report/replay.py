@@ -251,8 +251,9 @@ def lens_rows(s: dict[str, Any]) -> tuple[str, list[str], list[list[str]], list[
     notes = ["stored bytes shrink with the payload only where the scales sit outside the pages "
              "(vLLM fp8: x0.500; fp8_per_token_head, nvfp4: less, pcs footprint shows both), "
              "a per-restore setup does not shrink, and the prefill of missed tokens not at all, "
-             "so TTFT barely moves; more blocks per tier may change the hits: replay with "
-             f"--dtype {a} to see"]
+             "so with the hits held fixed TTFT barely moves; a real --dtype "
+             f"{a} replay also fits {_ratio(lens['gpu_capacity_blocks'])} the blocks per tier, so the hits change "
+             "and with them restore bytes and TTFT: replay with it to see"]
     return (f"Payload is not everything: KV {d} vs {a}", ["same hits, other KV dtype", f"{d} (this run)", a,
                                                            f"{a}/{d}"], rows, notes)
 
