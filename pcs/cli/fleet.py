@@ -108,7 +108,7 @@ def csv_payload(payload: dict[str, Any]) -> dict[str, Any]:
 def compare_fleet(fmt: str, trace: Any, replay_kwargs: dict[str, Any], kw: dict[str, Any]) -> None:
     """``pcs compare --router a --router b``: one column per router."""
     from pcs.fleet.compare import compare_routers
-    from pcs.report.fleet import render_router_compare
+    from pcs.report.fleet import compare_title, render_router_compare
 
     if kw["policy"] and len(kw["policy"]) > 1:
         raise ValueError("compare either routers (--router) or policies (--policy), not both")
@@ -117,7 +117,7 @@ def compare_fleet(fmt: str, trace: Any, replay_kwargs: dict[str, Any], kw: dict[
                               router_stale_s=kw["router_stale_s"] or 0.0, progress=progress,
                               policy=(kw["policy"] or (None,))[0], shared_tier=kw["shared_tier"], **replay_kwargs)
     payload = res.to_dict()
-    title = f"pcs compare: {res.trace} | {res.routers[0].instances} instances"
+    title = compare_title(res.trace, payload["routers"])
     notes = with_trace_notes(payload, trace, fmt, kw["quiet"])
     if res.routers[0].instances == 1 and len(res.routers) > 1:
         one = ("one instance: every router sends every request to it, so routing cannot change these columns; "

@@ -568,7 +568,7 @@ def _summarise(out, context: dict, opts: _Options):
     context.update(engine=out.engine, engine_reason=out.engine_reason, baseline_engine=out.baseline_engine,
                    baseline_engine_reason=out.baseline_engine_reason,
                    compute=opts.compute_mode if opts.timing == "modeled" else None,
-                   scheduler=_scheduler_summary(out),
+                   scheduler=_scheduler_summary(out), single_with_decode=out.single_with_decode,
                    no_cache_ttft_s=out.scheduler[2].columns["ttft_s"] if out.scheduler is not None else None)
     if "hybrid_lost_tokens" in out.baseline.columns and context.get("hybrid") is not None:
         from pcs.engine.summary import _values

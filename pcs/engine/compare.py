@@ -73,6 +73,9 @@ class CompareVariant:
     ttft_p99_s: float | None = field("s", "99th percentile time to first token")
     wait_p99_s: float | None = field("s", "99th percentile wait for KV space")
     requests_truncated: int = field("count", "requests larger than the GPU tier")
+    single_sequence_with_decode_hit_ratio: float | None = field(
+        "ratio", "single-sequence with the next turns' cached decode blocks: the ceiling when the variant "
+                 "cached them (absent otherwise; docs/semantics.md §17)", omit_none=True, default=None)
     admission: str | None = field("-", "the variant's admission policies, TIER=KIND[:ARGS] joined by + (with "
                                        "--admit)", omit_none=True, default=None)
     oracle_hit_ratio: float | None = field("ratio", "the same tiers with the Belady oracle (with --gap-oracle)",
@@ -97,6 +100,7 @@ class CompareVariant:
             restored_bytes=s.bytes.restored_bytes, written_bytes=sum(s.bytes.written_per_tier.values()),
             share_slower=_slower_share(s), ttft_p50_s=s.envelope.ttft_p50_s, ttft_p99_s=s.envelope.ttft_p99_s,
             wait_p99_s=s.envelope.wait_p99_s, requests_truncated=s.requests_truncated, admission=admission,
+            single_sequence_with_decode_hit_ratio=s.single_sequence_with_decode_hit_ratio,
             oracle_hit_ratio=s.oracle_hit_ratio, gap_capacity=s.gap.capacity, gap_policy=s.gap.policy, summary=s)
 
 

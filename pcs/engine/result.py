@@ -262,5 +262,9 @@ class ReplaySummary:
     oracle_hit_ratio: float | None = field("ratio", "the same tiers and timing with every tier's policy the "
                                                     "Belady oracle, no admission (--gap-oracle; docs/semantics.md "
                                                     "§12)", omit_none=True, default=None)
+    single_sequence_with_decode_hit_ratio: float | None = field(
+        "ratio", "the single-sequence hit ratio with each request's cached decode blocks seen after it: the "
+                 "ceiling of a run that caches the next turns' decode blocks (step scheduler; absent when none "
+                 "are cached; docs/semantics.md §12, §17)", omit_none=True, default=None)
     hybrid: HybridSummary | None = field("-", "a hybrid model's cache groups, pools and residency per component "
                                               "(absent for other models)", omit_none=True, default=None)

@@ -62,6 +62,8 @@ class Outcome:
         baseline_engine, baseline_engine_reason: the same for the baseline.
         scheduler: the step scheduler's ``(resolved config, counters, no-cache result, no-cache counters)``,
             or None (instant compute, sequential timing).
+        single_with_decode: the decode-aware single-sequence result (:func:`single_with_decode`) when the
+            run cached decode blocks, else None.
     """
 
     result: EngineResult
@@ -74,6 +76,7 @@ class Outcome:
     baseline_engine: str
     baseline_engine_reason: str
     scheduler: tuple | None = None
+    single_with_decode: SingleSequenceResult | None = None
 
 
 @dataclass(slots=True)
@@ -264,6 +267,19 @@ def _resolve_step(step: StepSetup | None, timing: str, source: Any, rules: Block
     return step, cfg, decode, rules
 
 
+def single_with_decode(resolved: tuple | None, source: Any, native: str | None = None
+                       ) -> SingleSequenceResult | None:
+    """The single-sequence result with each request's cached decode blocks seen after it
+    (:func:`pcs.engine.decodescan.decode_aware_hits`; docs/semantics.md §12, §17) when the step scheduler of
+    ``resolved`` (:func:`_resolve_step`) caches decode blocks, else None (the prompt-only ceiling holds).
+    One more sequential scan of ``source``, O(1) per id."""
+    if resolved is None or not resolved[1].cache_decode_blocks or resolved[2] is None:
+        return None
+    from pcs.engine.decodescan import decode_aware_hits
+
+    return decode_aware_hits(source, resolved[3], resolved[2], native)
+
+
 def _presize_samplers(source: Any, loops: list) -> None:
     """Start each step scheduler's time-series sampler at the step the trace's arrival span needs (the same
     samples, fewer calls: :meth:`pcs.engine.series.Sampler.presize`; its first sample is at the first
@@ -356,7 +372,7 @@ def run_replay(source: Any, rules: BlockRules, time_model: Any, make_tiers: Call
     if no_cache is not None:
         sched = (resolved[1], loops[0].stats, _close(no_cache, None), no_cache.stats)
     return Outcome(result, state, baseline, singles[0], singles[1], plans[0].row.name, plans[0].reason,
-                   all_plans[-1].row.name, all_plans[-1].reason, sched)
+                   all_plans[-1].row.name, all_plans[-1].reason, sched, single_with_decode(resolved, source, native))
 
 
 def run_oracle(source: Any, rules: BlockRules, time_model: Any, make_tiers: Callable[[], list], timing: str,

@@ -245,6 +245,8 @@ def build_summary(res, state: CacheState, seq_ledger, single, ideal, ctx: dict) 
         hit_ratio=real,
         hit_ratio_per_tier={t.name: r for t, r in zip(state.tiers, L.tier_hit_ratios())},
         single_sequence_hit_ratio=ss, ideal_hit_ratio=ide, sequential_hit_ratio=seq,
+        single_sequence_with_decode_hit_ratio=(ctx["single_with_decode"].hit_ratio
+                                               if ctx.get("single_with_decode") is not None else None),
         gap=_gap(ide, ss, seq, real, ctx.get("oracle_hit_ratio"), L.prompt_tokens,
                  ctx.get("hybrid_baseline_lost_tokens")),
         oracle_hit_ratio=ctx.get("oracle_hit_ratio"),

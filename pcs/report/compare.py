@@ -24,6 +24,7 @@ def _pts(x: float) -> str:
 ROWS: list[tuple[str, str, Callable[[Any], str]]] = [
     ("hit ratio (real)", "hit_ratio", format_percent),
     ("single-sequence hit ratio", "single_sequence_hit_ratio", format_percent),
+    ("  incl. next turns' decode blocks", "single_sequence_with_decode_hit_ratio", format_percent),
     ("gap: block rounding", "gap_block_rounding", _pts),
     ("gap: capacity and eviction", "gap_capacity_eviction", _pts),
     ("gap: concurrency", "gap_concurrency", _pts),
@@ -44,12 +45,13 @@ ROWS: list[tuple[str, str, Callable[[Any], str]]] = [
 def _variants_table(res: CompareResult, notes: tuple[str, ...]) -> str:
     body = [[label] + [fmt(getattr(v, attr)) if getattr(v, attr) is not None else "-" for v in res.variants]
             for label, attr, fmt in ROWS if any(getattr(v, attr) is not None for v in res.variants)
-            or not attr.startswith(("oracle", "gap_capacity", "gap_policy"))]
+            or not attr.startswith(("oracle", "gap_capacity", "gap_policy", "single_sequence_with"))]
     body.insert(0, ["tiers"] + [v.tiers for v in res.variants])
     return render_table(["metric"] + [v.variant for v in res.variants], body,
                         title=f"pcs compare: {res.trace} | {res.model} | {res.timing} timing",
                         notes=["single-sequence = infinite cache, same block rules; gap terms sum to "
-                               "ideal - real"] + list(notes))
+                               "ideal - real; when a variant cached the next turns' decode blocks, the single-sequence incl. them "
+                               "is its ceiling"] + list(notes))
 
 
 def _curve_table(res: CompareResult) -> str:

@@ -12,7 +12,7 @@ from typing import Any, Sequence
 from pcs.report.table import render_table
 from pcs.units import format_bytes, format_count, format_duration, format_percent, format_points
 
-__all__ = ["render_fleet", "render_router_compare"]
+__all__ = ["render_fleet", "render_router_compare", "compare_title"]
 
 
 def _pct(x: float | None) -> str | None:
@@ -52,8 +52,12 @@ def render_fleet(s: dict[str, Any]) -> str:
     rows = [[x["instance"], format_count(x["requests"]), format_count(x["prompt_tokens"]), _pct(x["hit_ratio"]),
              _pct(x["ceiling_hit_ratio"]), _s(x["busy_s"]), _s(x["ttft_p50_s"]), _s(x["ttft_p99_s"])]
             for x in s["per_instance"]]
-    per = render_table(["instance", "requests", "prompt tokens", "hit ratio", "ceiling", "busy", "TTFT p50",
-                        "TTFT p99"], rows)
+    per = render_table(["instance", "requests", "prompt tokens", "hit ratio",
+                        "ceiling" if s.get("shared_tier") is None else "sub-trace ceiling", "busy", "TTFT p50",
+                        "TTFT p99"], rows,
+                       notes=() if s.get("shared_tier") is None else
+                       ["sub-trace ceiling: the instance's own requests through one infinite cache, without the "
+                        "shared tier (its hit ratio may exceed it: the shared tier serves other instances' writes)"])
     sh = s.get("shared_tier")
     return f"{top}\n\n{per}" if sh is None else f"{top}\n\n{per}\n\n{_render_shared(sh)}"
 
@@ -86,7 +90,24 @@ _COMPARE_ROWS = (("hit ratio (delivered)", "hit_ratio", _pct), ("captured by rou
                  ("TTFT p50", "ttft_p50_s", _s), ("TTFT p99", "ttft_p99_s", _s))
 
 
+_SHARED_ROWS = (("hit ratio (delivered)", "hit_ratio", _pct),
+                ("captured (shared tier: every instance reads every write)", "captured_hit_ratio", _pct),
+                ("captured by routing alone (no shared tier)", "routing_captured_hit_ratio", _pct),
+                ("hit ratio served by the shared tier", "shared_tier_hit_ratio", _pct)) + _COMPARE_ROWS[2:]
+
+
+def compare_title(trace: str, rows: Sequence[dict[str, Any]]) -> str:
+    """The router comparison's header: trace, instances, the router's view (exact or stale) and the shared
+    tier when there is one (the same for every row)."""
+    r = rows[0]
+    stale = f"view {format_duration(r['router_stale_s'])} stale" if r["router_stale_s"] else "exact view"
+    shared = f" | shared tier {r['shared_tier']}" if r.get("shared_tier") else ""
+    return f"pcs compare: {trace} | {r['instances']} instances | {stale}{shared}"
+
+
 def render_router_compare(rows: Sequence[dict[str, Any]], title: str) -> str:
-    """Router comparison rows (:class:`pcs.fleet.compare.RouterRow` dicts) as one column per router."""
-    body = [[label] + [fmt(r[key]) for r in rows] for label, key, fmt in _COMPARE_ROWS]
+    """Router comparison rows (:class:`pcs.fleet.compare.RouterRow` dicts) as one column per router; with a
+    shared tier its rows are named as the fleet replay names them (:func:`render_fleet`)."""
+    spec = _SHARED_ROWS if rows and rows[0].get("shared_tier") else _COMPARE_ROWS
+    body = [[label] + [fmt(r[key]) for r in rows] for label, key, fmt in spec]
     return render_table(["metric"] + [r["router"] for r in rows], body, title=title)

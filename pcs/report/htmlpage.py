@@ -121,13 +121,23 @@ def _is_number(v) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool)
 
 
+def _ceiling_note(s: dict) -> str:
+    """The single-sequence headline's note: the ceiling, or (decode blocks cached) the decode-aware one
+    beside it (docs/semantics.md §12, §17)."""
+    ssd = s.get("single_sequence_with_decode_hit_ratio")
+    if ssd is None:
+        return "infinite cache, same block rules: the ceiling"
+    return ("infinite cache, same block rules, prompt blocks only; the ceiling, incl. the next turns' cached "
+            f"decode blocks, is {format_percent(ssd, 2)}")
+
+
 def _headline(s: dict, oracle: dict | None) -> list[dict]:
     """The three numbers at the top, each with its raw JSON value (the browser test compares them)."""
     items = [{"key": "hit_ratio", "label": "real hit ratio", "value": s["hit_ratio"],
               "text": format_percent(s["hit_ratio"], 2), "note": f"this cache, this traffic ({s['timing']} timing)"},
              {"key": "single_sequence_hit_ratio", "label": "single-sequence hit ratio",
               "value": s["single_sequence_hit_ratio"], "text": format_percent(s["single_sequence_hit_ratio"], 2),
-              "note": "infinite cache, same block rules: the ceiling"}]
+              "note": _ceiling_note(s)}]
     if oracle is not None and oracle.get("hit_ratio") is not None:
         items.append({"key": "oracle_hit_ratio", "label": "oracle (Belady)", "value": oracle["hit_ratio"],
                       "text": format_percent(oracle["hit_ratio"], 2),

@@ -28,14 +28,37 @@ def header_line(s: dict[str, Any]) -> str:
             f"block {s['block_size']} tokens | {s['timing']} timing | {'/'.join(pols)}, write-{s['write_policy']}")
 
 
+def _ceiling_rows(s: dict[str, Any]) -> list[list[str]]:
+    """The ceiling beside the real hit ratio: the single-sequence ratio, decode-aware when the run cached the
+    next turns' decode blocks (then the prompt-only one follows, the gap split's term; docs/semantics.md
+    §12, §17), so real <= ceiling in every run."""
+    ss, ssd = s["single_sequence_hit_ratio"], s.get("single_sequence_with_decode_hit_ratio")
+    if ssd is None:
+        return [["single-sequence hit ratio", format_percent(ss),
+                 "infinite cache, same block rules: NOT what a finite cache reaches"]]
+    return [["single-sequence hit ratio", format_percent(ssd),
+             "infinite cache, same block rules, incl. the next turns' cached decode blocks: NOT what a finite "
+             "cache reaches"],
+            ["  prompt blocks only", format_percent(ss),
+             "without the cached decode blocks: the single-sequence of the gap split below"]]
+
+
+def _concurrency_meaning(s: dict[str, Any]) -> str:
+    """The concurrency row's meaning; with cached decode blocks it names their share of a negative term."""
+    text = "sequential - real: prefixes in flight, held space (< 0: cached next-turn outputs, luckier evictions)"
+    ssd = s.get("single_sequence_with_decode_hit_ratio")
+    if ssd is None:
+        return text
+    return (text + f"; the next turns' cached decode blocks raise the ceiling by "
+            f"{_pts(ssd - s['single_sequence_hit_ratio'])}")
+
+
 def _hit_table(s: dict[str, Any]) -> str:
     g = s["gap"]
     rows = [
         ["hit ratio (real, token-weighted)", format_percent(s["hit_ratio"]),
          "hit tokens / prompt tokens, this cache, this traffic"],
-        ["single-sequence hit ratio", format_percent(s["single_sequence_hit_ratio"]),
-         "infinite cache, same block rules: NOT what a finite cache reaches"],
-    ]
+    ] + _ceiling_rows(s)
     for tier, r in s["hit_ratio_per_tier"].items():
         rows.append([f"  hits served by {tier}", format_percent(r), ""])
     rows += [
@@ -43,8 +66,7 @@ def _hit_table(s: dict[str, Any]) -> str:
          f"ideal {format_percent(s['ideal_hit_ratio'])} (partial blocks, no last-token cap) - single-sequence"],
         ["gap: capacity and eviction", _pts(g["capacity_eviction"]),
          f"single-sequence - sequential replay of these tiers ({format_percent(s['sequential_hit_ratio'])})"],
-        ["gap: concurrency", _pts(g["concurrency"]),
-         "sequential - real: prefixes in flight, held space (< 0: cached next-turn outputs, luckier evictions)"],
+        ["gap: concurrency", _pts(g["concurrency"]), _concurrency_meaning(s)],
     ]
     if s.get("oracle_hit_ratio") is not None:     # --gap-oracle (docs/semantics.md §12)
         rows += [
@@ -229,8 +251,9 @@ def lens_rows(s: dict[str, Any]) -> tuple[str, list[str], list[list[str]], list[
     notes = ["stored bytes shrink with the payload only where the scales sit outside the pages "
              "(vLLM fp8: x0.500; fp8_per_token_head, nvfp4: less, pcs footprint shows both), "
              "a per-restore setup does not shrink, and the prefill of missed tokens not at all, "
-             "so TTFT barely moves; more blocks per tier may change the hits: replay with "
-             f"--dtype {a} to see"]
+             "so with the hits held fixed TTFT barely moves; a real --dtype "
+             f"{a} replay also fits {_ratio(lens['gpu_capacity_blocks'])} the blocks per tier, so the hits change "
+             "and with them restore bytes and TTFT: replay with it to see"]
     return (f"Payload is not everything: KV {d} vs {a}", ["same hits, other KV dtype", f"{d} (this run)", a,
                                                            f"{a}/{d}"], rows, notes)
 
