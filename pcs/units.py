@@ -345,7 +345,14 @@ def format_bytes(num_bytes: float, digits: int = 2) -> str:
 
 
 def format_bandwidth(bps: float | None, digits: int = 2) -> str:
-    """Format bytes/s with decimal units: ``2e10`` -> ``'20.00 GB/s'``; None -> ``'none'``."""
+    """Format bytes/s with decimal units: ``2e10`` -> ``'20.00 GB/s'``; None -> ``'none'``; 0 -> ``'0 B/s'``.
+
+    Zero prints without decimals as :func:`format_bytes` and
+    :func:`format_duration` print it (``0 B``, ``0 ms``), so a shortfall of
+    nothing reads the same in bytes and in bytes/s.
+    """
+    if bps == 0:
+        return "0 B/s"
     return _absent_or_inf(bps) or _scaled(bps, [(1e12, "TB/s"), (1e9, "GB/s"), (1e6, "MB/s"), (1e3, "kB/s"),
                                                 (1.0, "B/s")], digits)
 
