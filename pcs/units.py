@@ -7,10 +7,12 @@ as ``float`` seconds (``_s``); exact decisions can use integer nanoseconds
 
 Conventions (SI / IEC 80000-13): ``kB``/``KB``, ``MB``, ``GB``, ``TB``, ``PB``
 are decimal (1 GB = 10**9 B); ``KiB``, ``MiB``, ``GiB``, ``TiB``, ``PiB`` are
-binary (1 GiB = 2**30 B). A plain number is bytes, bytes/s or seconds --
-except for a capacity (:func:`parse_capacity`: a cache tier, a curve point),
-which is a size with a unit or a block count (``5000blocks``) and never a
-plain number other than ``0`` (docs/semantics.md §16).
+binary (1 GiB = 2**30 B). A plain number is bytes, bytes/s or seconds in the
+Python API -- except for a capacity (:func:`parse_capacity`: a cache tier, a
+curve point), which is a size with a unit or a block count (``5000blocks``)
+and never a plain number other than ``0`` (docs/semantics.md §16). On the
+command line every size, bandwidth and time takes a unit too
+(:func:`require_unit`).
 
 Every parser bounds what it accepts: a value above 2^63 - 1 (bytes, bytes/s,
 ns, blocks), an exponent such as ``1e999999``, NaN, infinities and negative
@@ -44,6 +46,7 @@ __all__ = [
     "parse_bandwidth",
     "parse_duration",
     "parse_duration_ns",
+    "require_unit",
     "format_bytes",
     "format_bandwidth",
     "format_duration",
@@ -187,6 +190,36 @@ def parse_duration(text: str | int | float) -> float:
     return parse_duration_ns(text) / 1e9
 
 
+#: The unit :func:`require_unit` suggests for each kind of value.
+_UNIT_HINT = {"size": "{v}GB", "bandwidth": "{v}GB/s", "duration": "{v}ms or {v}s"}
+
+
+def require_unit(text: str | None, option: str, kind: str) -> str | None:
+    """``text`` unchanged, unless it is a plain number other than ``0`` (the CLI's "no unit" rule).
+
+    A bare ``100`` given for a time, ``10`` for a bandwidth or ``80`` for a
+    size would be read as seconds, bytes/s or bytes: off by 1000x or 10^9 from
+    what the user likely meant. The command line refuses it as it refuses a
+    bare tier capacity (docs/semantics.md §16); ``0`` needs no unit.
+
+    Args:
+        text: the option's value as typed, or None (passed through).
+        option: the option name for the message, e.g. ``"--full-prefill"``.
+        kind: ``"size"``, ``"bandwidth"`` or ``"duration"`` (selects the suggestion).
+    Raises:
+        ValueError: a plain non-zero number, e.g. ``--full-prefill '100' has no
+            unit: give a unit: 100ms or 100s``.
+    """
+    if text is None:
+        return None
+    m = _NUMBER_UNIT.match(str(text))
+    if m and not m.group(2) and Decimal(m.group(1)) != 0:
+        v = m.group(1)
+        raise ValueError(f"{option} {str(text).strip()!r} has no unit: give a unit: "
+                         + _UNIT_HINT[kind].format(v=v))
+    return text
+
+
 _BLOCKS = re.compile(r"^\s*([+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?)\s*blocks?\s*$", re.IGNORECASE)
 _CAP_HELP = "a size with a unit (400GB, 1.5TiB) or a block count (5000blocks)"
 
@@ -312,7 +345,14 @@ def format_bytes(num_bytes: float, digits: int = 2) -> str:
 
 
 def format_bandwidth(bps: float | None, digits: int = 2) -> str:
-    """Format bytes/s with decimal units: ``2e10`` -> ``'20.00 GB/s'``; None -> ``'none'``."""
+    """Format bytes/s with decimal units: ``2e10`` -> ``'20.00 GB/s'``; None -> ``'none'``; 0 -> ``'0 B/s'``.
+
+    Zero prints without decimals as :func:`format_bytes` and
+    :func:`format_duration` print it (``0 B``, ``0 ms``), so a shortfall of
+    nothing reads the same in bytes and in bytes/s.
+    """
+    if bps == 0:
+        return "0 B/s"
     return _absent_or_inf(bps) or _scaled(bps, [(1e12, "TB/s"), (1e9, "GB/s"), (1e6, "MB/s"), (1e3, "kB/s"),
                                                 (1.0, "B/s")], digits)
 

@@ -37,17 +37,17 @@ def _transfers(kw: dict[str, Any]) -> dict[str, Any]:
     """The transfer-arithmetic block of the payload (empty when no transfer option is given)."""
     out: dict[str, Any] = {}
     if _pair(kw["restores_per_s"], kw["restore_size"], "--restores-per-s and --restore-size"):
-        rate, size = _number(kw["restores_per_s"], "restores per second"), units.parse_bytes(kw["restore_size"])
+        rate, size = _number(kw["restores_per_s"], "restores per second"), units.parse_bytes(units.require_unit(kw["restore_size"], "--restore-size", "size"))
         out.update(restores_per_s=rate, restore_size_bytes=size, restore_avg_bps=average_bandwidth_bps(rate, size))
     link = resolve_link(kw, hardware_table(kw["hardware_file"]))
     if _pair(kw["transfer_size"], link, "--transfer-size and --link-bandwidth (or --link)"):
-        size = units.parse_bytes(kw["transfer_size"])
+        size = units.parse_bytes(units.require_unit(kw["transfer_size"], "--transfer-size", "size"))
         setup_s = link.setup_s
         out.update(transfer_size_bytes=size, link=link.name, link_bandwidth_bps=link.bandwidth_bps,
                    setup_s=setup_s, transfer_data_s=transfer_time_s(size, link.bandwidth_bps),
                    transfer_s=transfer_time_s(size, link.bandwidth_bps, setup_s))
     if _pair(kw["iops"], kw["io_size"], "--iops and --io-size"):
-        iops, io_size = _number(kw["iops"], "IOPS"), units.parse_bytes(kw["io_size"])
+        iops, io_size = _number(kw["iops"], "IOPS"), units.parse_bytes(units.require_unit(kw["io_size"], "--io-size", "size"))
         out.update(iops=iops, io_size_bytes=io_size, iops_bps=iops_bandwidth_bps(iops, io_size))
     return out
 
@@ -58,13 +58,13 @@ def _workloads(kw: dict[str, Any]) -> tuple[dict[str, Any], list[Workload]]:
     if kw["workloads_file"]:
         device, workloads = load_workloads(kw["workloads_file"])
     if _pair(kw["capacity_need"], kw["bandwidth_need"], "--capacity-need and --bandwidth-need"):
-        workloads.insert(0, Workload(kw["name"], units.parse_bytes(kw["capacity_need"]),
-                                     units.parse_bandwidth(kw["bandwidth_need"])))
+        workloads.insert(0, Workload(kw["name"], units.parse_bytes(units.require_unit(kw["capacity_need"], "--capacity-need", "size")),
+                                     units.parse_bandwidth(units.require_unit(kw["bandwidth_need"], "--bandwidth-need", "bandwidth"))))
     workloads.extend(parse_workload(w) for w in kw["workload"])
     if kw["capacity_have"] is not None:
-        device["capacity_have_bytes"] = units.parse_bytes(kw["capacity_have"])
+        device["capacity_have_bytes"] = units.parse_bytes(units.require_unit(kw["capacity_have"], "--capacity-have", "size"))
     if kw["bandwidth_have"] is not None:
-        device["bandwidth_have_bps"] = units.parse_bandwidth(kw["bandwidth_have"])
+        device["bandwidth_have_bps"] = units.parse_bandwidth(units.require_unit(kw["bandwidth_have"], "--bandwidth-have", "bandwidth"))
     if workloads and len(device) < 2:
         raise ValueError("a budget needs the device: --capacity-have and --bandwidth-have "
                          "(or a [device] table in the --workloads file)")
@@ -97,8 +97,8 @@ def _row(name: str, r: BudgetResult) -> dict[str, Any]:
 def budget_command(fmt: str, quiet: bool, **kw: Any) -> None:
     """Capacity and bandwidth budgets: u_C = C_w/C_d, u_B = B_w/B_d, R = C/B.
 
-    Sizes take units (80GB decimal, 10GiB binary), bandwidths bytes/s (2000GB/s),
-    times seconds. For several workloads each row is one workload alone on the
+    Sizes take units (80GB decimal, 10GiB binary), bandwidths bytes/s (2000GB/s);
+    a plain number other than 0 is refused for them (80 could mean GB or bytes). For several workloads each row is one workload alone on the
     device; the top-level JSON keys are all workloads together (with one
     workload: that workload). The ratio R_w/R_d = u_C/u_B is not a verdict:
     check the absolute needs.

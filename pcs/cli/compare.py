@@ -1,4 +1,4 @@
-"""``pcs compare``: one trace under several policies or tier sizes, side by side.
+"""``pcs compare``: one trace under several policies, tier sizes, admissions or routers, side by side.
 
 Options -> :func:`pcs.engine.compare.compare` -> :func:`pcs.report.compare.render_compare`
 -> :func:`pcs.cli.common.emit`. The variant loop and the curve rows live in
@@ -35,8 +35,9 @@ __all__ = ["compare"]
 @format_option
 def compare(fmt: str, tier_sets: tuple[str, ...], curve_capacities: str | None, html_path: str | None,
             plot_dir: str | None, **kw: Any) -> None:
-    """Replay TRACE under several policies (--policy, repeatable) and/or tier lists
-    (--tiers, repeatable) and print them side by side.
+    """Replay TRACE under several policies (--policy, repeatable), tier lists
+    (--tiers), admissions (--admit) and/or routers (--router, with --instances),
+    each repeatable, and print them side by side.
 
     \b
     Example:

@@ -66,14 +66,14 @@ def _times(kw: dict[str, Any], source: tuple[Any, str] | None) -> dict[str, Any]
     prompt_tokens = kw["prompt_tokens"] if kw["prompt_tokens"] is not None else restore_tokens
     out: dict[str, Any] = {"prompt_tokens": prompt_tokens, "restore_tokens": restore_tokens}
     if kw["full_prefill"] is not None:
-        out["full_prefill_s"], out["full_prefill_from"] = units.parse_duration(kw["full_prefill"]), "given"
+        out["full_prefill_s"], out["full_prefill_from"] = units.parse_duration(units.require_unit(kw["full_prefill"], "--full-prefill", "duration")), "given"
     elif source is not None and prompt_tokens is not None:
         out["full_prefill_s"], out["full_prefill_from"] = float(source[0].prefill_s(prompt_tokens, 0)), source[1]
     else:
         raise ValueError("give --full-prefill, or --tokens/--restore-tokens with --model and --gpu "
                          "(or --prefill-csv) to compute it")
     if kw["remaining_compute"] is not None:
-        out["remaining_s"], out["remaining_from"] = units.parse_duration(kw["remaining_compute"]), "given"
+        out["remaining_s"], out["remaining_from"] = units.parse_duration(units.require_unit(kw["remaining_compute"], "--remaining-compute", "duration")), "given"
     elif source is not None and prompt_tokens is not None and restore_tokens is not None:
         if prompt_tokens < restore_tokens:
             raise ValueError(f"--tokens {prompt_tokens} is less than --restore-tokens {restore_tokens}")
@@ -86,7 +86,7 @@ def _times(kw: dict[str, Any], source: tuple[Any, str] | None) -> dict[str, Any]
 
 def _restore_bytes(kw: dict[str, Any], model: Any) -> int:
     if kw["restore_bytes"] is not None:
-        return units.parse_bytes(kw["restore_bytes"])
+        return units.parse_bytes(units.require_unit(kw["restore_bytes"], "--restore-bytes", "size"))
     if kw["restore_tokens"] is None or model is None:
         raise ValueError("give --restore-bytes, or --restore-tokens with --model (or --model-config)")
     per_rank = model.with_tp(kw["tp"]) if kw["tp"] > 1 else model
@@ -129,7 +129,8 @@ def envelope(fmt: str, quiet: bool, **kw: Any) -> None:
     """Restore or recompute? Cached path D/B + T_remaining + T_overhead against T_full.
 
     Sizes in bytes with units (1GB decimal, 1GiB binary), bandwidths in bytes/s
-    (20GB/s), times with units (100ms, 5us) or plain seconds. With a model and
+    (20GB/s), times with units (100ms, 5us, 1.5s); a plain number other than 0
+    is refused (100 could mean ms or s). With a model and
     no --gpu the compute model runs on pcs replay's default deployment (h100-sxm, --tp 8). Verdicts and the
     break-even bandwidth D / (T_full - T_remaining - T_overhead) are decided
     exactly (integer nanoseconds): no break-even when that is <= 0.
@@ -152,9 +153,9 @@ def envelope(fmt: str, quiet: bool, **kw: Any) -> None:
     gpu = resolve_gpu(kw, table)
     times = _times(kw, _prefill_source(kw, model, gpu))
     d = _restore_bytes(kw, model)
-    overlap = units.parse_duration(kw["overlap"]) if kw["overlap"] is not None else None
-    bandwidths = [units.parse_bandwidth(b) for b in kw["bandwidths"]]
-    result = envelope_lib(d, times["full_prefill_s"], times["remaining_s"], units.parse_duration(kw["overhead"]),
+    overlap = units.parse_duration(units.require_unit(kw["overlap"], "--overlap", "duration")) if kw["overlap"] is not None else None
+    bandwidths = [units.parse_bandwidth(units.require_unit(b, "--bandwidth", "bandwidth")) for b in kw["bandwidths"]]
+    result = envelope_lib(d, times["full_prefill_s"], times["remaining_s"], units.parse_duration(units.require_unit(kw["overhead"], "--overhead", "duration")),
                           bandwidths, overlap_s=overlap)
     payload = result.as_dict()
     payload.update({k: v for k, v in times.items() if k not in ("full_prefill_s", "remaining_s")})

@@ -48,7 +48,7 @@ SUMMARIES: dict[str, str] = {
     "hardware": "list GPU and link presets and their datasheet sources",
     "trace": "inspect (stats), convert and synthesise request traces",
     "replay": "a trace through a multi-tier prefix cache: the real hit rate",
-    "compare": "several policies or tier lists on one trace, side by side",
+    "compare": "one trace under several policies, tiers, admissions or routers",
     "curve": "hit ratio at every capacity in one pass (LRU, Belady, ceiling)",
     "deploy": "a model on TP GPUs: weights, KV pool, GPU-tier blocks, concurrency",
     "report": "one self-contained HTML page (and figures) from pcs JSON",

@@ -106,8 +106,10 @@ class TransformSpec:
             out.append(f"outputs cut to {self.max_output_tokens:,} tokens")
         if self.tenants > 1:
             out.append(f"{self.tenants} tenants ({self.tenant_mode})")
-        if self.speed != 1:
+        if self.speed > 1:
             out.append(f"arrivals x{self.speed:g} faster")
+        elif self.speed < 1:  # 0.5 divides the rate by 2: time spans double
+            out.append(f"arrivals x{1 / self.speed:g} slower (--speed {self.speed:g}: time spans x{1 / self.speed:g})")
         return out
 
 
