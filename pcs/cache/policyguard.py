@@ -16,9 +16,6 @@ from pcs.errors import PolicyError
 
 __all__ = ["GuardedPolicy", "guard", "broke", "raised", "is_own"]
 
-#: the module prefix of pcs's own policies (checked by tests/test_policies_contract.py, never wrapped)
-_OWN = "pcs.cache.policies."
-
 
 def raised(name: str, method: str, err: BaseException) -> PolicyError:
     """The error for a policy ``name`` whose ``method`` raised ``err`` (chain it: ``raise ... from err``)."""
@@ -32,16 +29,23 @@ def broke(name: str, what: str, key: Any, n: int) -> PolicyError:
 
 
 def is_own(cls: type) -> bool:
-    """Whether policy class ``cls`` is one of pcs's own (defined in ``pcs.cache.policies``)."""
-    return cls.__module__.startswith(_OWN)
+    """Whether policy class ``cls`` is one of pcs's own (defined in the ``pcs`` package: the registered policies,
+    checked by tests/test_policies_contract.py, and wrappers such as ``RetainingPolicy``)."""
+    return cls.__module__.startswith("pcs.")
 
 
 def guard(policy: Any) -> Any:
     """``policy`` (an :class:`pcs.cache.policies.EvictionPolicy`) itself if it is one of pcs's own
-    (:func:`is_own`), else a :class:`GuardedPolicy` around it."""
-    if is_own(type(policy)) or isinstance(policy, GuardedPolicy):
+    (:func:`is_own`), else a :class:`GuardedPolicy` around it. A wrapper of pcs's own around another policy
+    (``inner``: ``RetainingPolicy``, docs/semantics.md §8) has that one guarded in place."""
+    if isinstance(policy, GuardedPolicy):
         return policy
-    return GuardedPolicy(policy)
+    if not is_own(type(policy)):
+        return GuardedPolicy(policy)
+    inner = getattr(policy, "inner", None)
+    if inner is not None and not isinstance(inner, GuardedPolicy) and not is_own(type(inner)):
+        policy.inner = GuardedPolicy(inner)
+    return policy
 
 
 def _call(self: "GuardedPolicy", method: str, *args: Any) -> Any:

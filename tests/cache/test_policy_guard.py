@@ -130,3 +130,13 @@ def test_fleet_and_optimized_runs_stop_with_the_error(site, mode, extra, optimiz
     lines = [ln for ln in out.stderr.splitlines() if ln.strip()]
     assert len(lines) == 1 and lines[0].startswith(f"pcs: error: eviction policy 'h_{mode}'"), out.stderr[-2000:]
     assert all(n in lines[0] for n in NEEDLES[mode]) and out.stdout == ""
+
+
+@pytest.mark.parametrize("engine", ["reference", "auto"])
+@pytest.mark.parametrize("mode", ["toofew", "add", "remove"])
+def test_retain_in_front_of_a_broken_plugin(hostile, engine, mode):
+    """``--admit gpu=retain:...`` wraps the plug-in (``RetainingPolicy``, docs/semantics.md §8): its faults are
+    still the one line naming it."""
+    out = invoke("replay", T, *TIERS, "--policy", f"h_{mode}", "--admit", "gpu=retain:tokens=0-4096,duration=1",
+                 "--engine", engine, "-q")
+    assert_one_line_error(out, f"eviction policy 'h_{mode}'", *NEEDLES[mode])
