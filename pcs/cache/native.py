@@ -245,8 +245,11 @@ def hosted_spec(policy: Any) -> tuple | None:
     call is skipped, as ``Tier._expects``); ``clock``: its :class:`PolicyContext` clock (set to the request
     clock before each call), or None. None when ``policy`` is not an :class:`EvictionPolicy`."""
     from pcs.cache.policies import EvictionPolicy
+    from pcs.cache.policyguard import GuardedPolicy
     from pcs.errors import PolicyError
 
+    if isinstance(policy, GuardedPolicy):     # the Python tier's guard: _pol_py.c checks the policy itself
+        policy = policy.inner
     if not isinstance(policy, EvictionPolicy):
         return None
     clock = getattr(getattr(policy, "context", None), "clock", None)

@@ -30,6 +30,7 @@ from itertools import filterfalse, groupby
 from typing import Iterable, Sequence
 
 from pcs.cache.policies import EvictionPolicy
+from pcs.cache.policyguard import broke, guard
 from pcs.counters import Counters
 
 __all__ = ["Tier", "TierStats"]
@@ -65,11 +66,13 @@ class Tier:
     Args:
         name: tier name (``gpu``, ``cpu``, ``ssd`` ...).
         capacity_blocks: slots, >= 0.
-        policy: an :class:`EvictionPolicy` instance (empty).
+        policy: an :class:`EvictionPolicy` instance (empty); one that is not pcs's own is guarded
+            (:func:`pcs.cache.policyguard.guard`) and every ``evict`` answer is checked (:meth:`_claim`).
         admission: a :class:`pcs.cache.admission.AdmissionPolicy` deciding which
             offered blocks :meth:`insert` writes (None: all).
     Raises:
         ValueError: negative capacity.
+        pcs.errors.PolicyError: (from the methods) the policy raised or broke its contract.
     """
 
     __slots__ = ("name", "capacity_blocks", "policy", "resident", "reserved_blocks", "stats", "admission", "leases",
@@ -80,7 +83,7 @@ class Tier:
             raise ValueError(f"tier {name!r}: capacity must be >= 0 blocks, got {capacity_blocks}")
         self.name = name
         self.capacity_blocks = int(capacity_blocks)
-        self.policy = policy
+        self.policy = guard(policy)
         #: whether the policy reads :meth:`EvictionPolicy.expect` (policies with history: arc, 2q, s3fifo);
         #: the call, a no-op for the others, is skipped for them (checked once, here).
         self._expects = type(policy).expect is not EvictionPolicy.expect
@@ -172,14 +175,14 @@ class Tier:
         if incoming and self._expects:
             self.policy.expect(incoming)
         victims = self._evict(n - free)
-        assert victims is not None
         self.reserved_blocks += n
         self._note_peaks()
         return victims
 
     def release(self, n: int) -> None:
         """Give back ``n`` reserved slots."""
-        assert 0 <= n <= self.reserved_blocks, (n, self.reserved_blocks)
+        if not 0 <= n <= self.reserved_blocks:
+            raise RuntimeError(f"tier {self.name!r}: release of {n} slots with {self.reserved_blocks} reserved")
         self.reserved_blocks -= n
 
     def fill(self, block_hashes: Sequence[int]) -> list[int]:
@@ -200,7 +203,8 @@ class Tier:
             self.pin(shared)
         added = len(new)
         self.reserved_blocks -= added
-        assert self.reserved_blocks >= 0, "fill without a reserved slot"
+        if self.reserved_blocks < 0:
+            raise RuntimeError(f"tier {self.name!r}: fill without a reserved slot")
         self.stats.inserted_blocks += added
         self._note_peaks()
         return shared
@@ -250,7 +254,6 @@ class Tier:
             fresh, won, block_hashes = self._duel_batch(fresh, block_hashes, refused)
         free = self.free_blocks
         victims = self._evict(len(fresh) - free) if len(fresh) > free else []
-        assert victims is not None
         for h in fresh:
             res[h] = 0
         if again:
@@ -299,13 +302,13 @@ class Tier:
         duel, res = self.admission.duel, self.resident
         keep, won, lost = fresh[need:], [], []
         for h in fresh[:need]:
-            v = self.policy.evict(1)
+            v = self._claim(self.policy.evict(1), 1, True)
             if v is not None and duel(h, v[0]):
                 won.append(v[0])
-                del res[v[0]]
                 keep.append(h)
             else:
                 if v is not None:
+                    res[v[0]] = 0
                     self.policy.add(v, True)
                 lost.append(h)
         self.stats.evicted_blocks += len(won)
@@ -356,18 +359,43 @@ class Tier:
             self.lease_spared_blocks += 1
         return n
 
-    def _evict(self, n: int) -> list[int] | None:
-        """Evict ``n`` unpinned blocks (none when ``n`` <= 0); their hashes in eviction order, or None."""
+    def _evict(self, n: int) -> list[int]:
+        """Evict ``n`` unpinned blocks (none when ``n`` <= 0; the caller made sure the tier holds ``n``); their
+        hashes in eviction order.
+
+        Raises:
+            pcs.errors.PolicyError: the policy's answer broke the contract (:meth:`_claim`).
+            RuntimeError: fewer than ``n`` unleased unpinned blocks (a bug of the caller).
+        """
         if n <= 0:
             return []
-        victims = self.policy.evict(n) if not self.leases else self._evict_around_leases(n)
+        victims = self._claim(self.policy.evict(n), n) if not self.leases else self._evict_around_leases(n)
         if victims is None:
-            return None
-        res = self.resident
-        for h in victims:
-            del res[h]
-        self.stats.evicted_blocks += n
+            raise RuntimeError(f"tier {self.name!r}: asked to evict {n} blocks, fewer are unleased and unpinned")
+        self.stats.evicted_blocks += len(victims)
         return victims
+
+    def _claim(self, got: list[int] | None, n: int, may_fail: bool = False) -> list[int] | None:
+        """Take the policy's answer to ``evict(n)`` out of ``resident`` after checking it: exactly ``n`` distinct
+        blocks the tier holds unpinned, or None (only when ``may_fail`` and the policy holds fewer than ``n``).
+        The one check of every ``evict`` answer, O(``n``) (the contract of ``pcs/cache/policies/base.py``, as
+        ``pcs/cache/_pol_py.c`` checks it). Returns ``got``.
+
+        Raises:
+            pcs.errors.PolicyError: the answer broke the contract (its message names the policy).
+        """
+        if got is None:
+            if may_fail and len(self.policy) < n:
+                return None
+            raise broke(self.policy.name, "evict(n) returned None though the tier holds n unpinned blocks", 0, n)
+        if len(got) != n:
+            raise broke(self.policy.name, "evict(n) returned a number of victims other than n", len(got), n)
+        pop = self.resident.pop
+        for h in got:
+            if pop(h, 1):           # 0: held unpinned; a pin count, or 1 for a block not held (or given twice)
+                raise broke(self.policy.name, "evict(n) returned a block the tier does not hold unpinned (or twice)",
+                            h, n)
+        return got
 
     def _evict_around_leases(self, n: int) -> list[int] | None:
         """``n`` victims in eviction order, passing over leased blocks (docs/semantics.md §17.1): a leased block
@@ -378,11 +406,12 @@ class Tier:
             return None
         victims: list[int] = []
         spared: list[int] = []
+        res = self.resident
         while len(victims) < n:
-            got = self.policy.evict(n - len(victims))
-            assert got is not None
-            for h in got:
+            for h in self._claim(self.policy.evict(n - len(victims)), n - len(victims)):
                 (spared if h in leases else victims).append(h)
+        for h in spared:
+            res[h] = 0
         if spared:
             self.policy.add(spared, True)
             self.lease_spared_blocks += len(spared)
@@ -411,6 +440,9 @@ class Tier:
             st.peak_resident_blocks = size
         if size + self.reserved_blocks > st.peak_used_blocks:
             st.peak_used_blocks = size + self.reserved_blocks
+            if st.peak_used_blocks > self.capacity_blocks:      # an explicit check: asserts go under python -O
+                raise RuntimeError(f"tier {self.name!r}: {size} resident + {self.reserved_blocks} reserved blocks "
+                                   f"exceed its capacity of {self.capacity_blocks}")
 
     def _add_in_runs(self, block_hashes: Sequence[int], fresh: list, again: list, reused: bool) -> None:
         """Give the unpinned blocks of an insert that touched resident ones (``again``) back to the policy

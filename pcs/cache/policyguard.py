@@ -1,0 +1,112 @@
+"""The Python tier's guard on an eviction policy that is not one of pcs's own (a plug-in, a subclass).
+
+:class:`pcs.cache.tier.Tier` calls a policy on every state change and trusts its answers to keep the
+tier's capacity and pin counts; a policy written outside pcs may raise, or answer against the contract of
+``pcs/cache/policies/base.py``. :func:`guard` wraps such a policy so that every call that raises becomes one
+:class:`pcs.errors.PolicyError` naming the policy and the method, and ``evict(n)`` answers a list (or None);
+the tier checks each list itself (:meth:`pcs.cache.tier.Tier._claim`: exactly ``n`` distinct blocks it holds
+unpinned). The messages are those of the compiled host, ``pcs/cache/_pol_py.c`` (``py_fail``, ``py_broke``), so
+both engines stop a broken policy with the same line. pcs's own policies are not wrapped (no cost).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from pcs.errors import PolicyError
+
+__all__ = ["GuardedPolicy", "guard", "broke", "raised", "is_own"]
+
+
+def raised(name: str, method: str, err: BaseException) -> PolicyError:
+    """The error for a policy ``name`` whose ``method`` raised ``err`` (chain it: ``raise ... from err``)."""
+    return PolicyError(f"eviction policy {name!r} raised {type(err).__name__} in {method}(): {err}")
+
+
+def broke(name: str, what: str, key: Any, n: int) -> PolicyError:
+    """The error for a policy ``name`` whose answer broke the contract (``what``; ``key``: the block or count)."""
+    return PolicyError(f"eviction policy {name!r} broke the contract of pcs/cache/policies/base.py: {what} "
+                       f"(block {key!r}, n = {n})")
+
+
+def is_own(cls: type) -> bool:
+    """Whether policy class ``cls`` is one of pcs's own (defined in the ``pcs`` package: the registered policies,
+    checked by tests/test_policies_contract.py, and wrappers such as ``RetainingPolicy``)."""
+    return cls.__module__.startswith("pcs.")
+
+
+def guard(policy: Any) -> Any:
+    """``policy`` (an :class:`pcs.cache.policies.EvictionPolicy`) itself if it is one of pcs's own
+    (:func:`is_own`), else a :class:`GuardedPolicy` around it. A wrapper of pcs's own around another policy
+    (``inner``: ``RetainingPolicy``, docs/semantics.md §8) has that one guarded in place."""
+    if isinstance(policy, GuardedPolicy):
+        return policy
+    if not is_own(type(policy)):
+        return GuardedPolicy(policy)
+    inner = getattr(policy, "inner", None)
+    if inner is not None and not isinstance(inner, GuardedPolicy) and not is_own(type(inner)):
+        policy.inner = GuardedPolicy(inner)
+    return policy
+
+
+def _call(self: "GuardedPolicy", method: str, *args: Any) -> Any:
+    """``self.inner.method(*args)``; an exception it raises becomes :func:`raised` (chained)."""
+    try:
+        return getattr(self.inner, method)(*args)
+    except Exception as err:         # the policy's own fault, whatever it is: named, one line at the CLI
+        raise raised(self.name, method, err) from err
+
+
+class GuardedPolicy:
+    """A policy seen through :func:`_call`: the same methods, each raising only :class:`PolicyError`.
+
+    ``evict(n)`` returns None or a list (any other iterable is listed; a non-iterable or a str is refused).
+    Other attributes (``name``, ``reuse_blind``, options) are the policy's own.
+    """
+
+    __slots__ = ("inner", "name")
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.name = getattr(inner, "name", "") or type(inner).__name__
+
+    def __getattr__(self, attr: str) -> Any:
+        return getattr(self.inner, attr)
+
+    def __len__(self) -> int:
+        return _call(self, "__len__")
+
+    def __contains__(self, key: int) -> bool:
+        return _call(self, "__contains__", key)
+
+    def add(self, keys, reused: bool = False) -> None:
+        _call(self, "add", keys, reused)
+
+    def remove(self, keys) -> None:
+        _call(self, "remove", keys)
+
+    def drop(self, keys) -> None:
+        _call(self, "drop", keys)
+
+    def expect(self, keys) -> None:
+        _call(self, "expect", keys)
+
+    def touch(self, keys) -> None:
+        _call(self, "touch", keys)
+
+    def order(self) -> list:
+        return _call(self, "order")
+
+    def _check(self) -> None:
+        _call(self, "_check")
+
+    def evict(self, n: int) -> list | None:
+        got = _call(self, "evict", n)
+        if got is None or type(got) is list:
+            return got
+        if isinstance(got, (str, bytes)) or not hasattr(got, "__iter__"):
+            raise broke(self.name, f"evict(n) returned a {type(got).__name__}, not a list of n blocks or None",
+                        got, n)
+        try:
+            return list(got)
+        except Exception as err:
+            raise raised(self.name, "evict", err) from err

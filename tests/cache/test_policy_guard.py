@@ -1,0 +1,142 @@
+"""A broken Python eviction policy stops the run with one line naming it, on every engine (hostile-20 findings
+1, 2, 4, 5; pcs/cache/policyguard.py, ``Tier._claim``).
+
+The contract is ``pcs/cache/policies/base.py``: ``evict(n)`` returns exactly ``n`` distinct blocks the tier
+holds unpinned, or None (then only when it holds fewer than ``n``). The compiled host (``pcs/cache/_pol_py.c``)
+and the Python tier (``--engine reference``, fleets with ``--shared-tier``) check it alike: each misbehaviour of
+``tests/cache/plugin/pcs_hostile_policy.py`` is ``pcs: error: eviction policy 'h_MODE' ...``, exit 2, no
+traceback -- never a hang, an overfilled tier (finding 2) or "this is a bug in pcs". The hang case (a fleet
+with a shared tier, finding 1) and ``python -O`` (finding 5) run in subprocesses with ``timeout=60``.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from helpers import ROOT, assert_one_line_error, invoke
+from pcs.cache import Tier
+from pcs.errors import PolicyError
+
+HERE = Path(__file__).parent
+sys.path.insert(0, str(HERE / "plugin"))
+from pcs_hostile_policy import CLASSES  # noqa: E402
+
+T = ROOT / "traces" / "sample_chat.jsonl"
+TIERS = ("--tier", "gpu=10GB", "--tier", "cpu=100GB")
+CONTRACT = "broke the contract of pcs/cache/policies/base.py"
+#: misbehaviour -> what the one error line says (besides the policy's name)
+NEEDLES = {
+    "toofew": (CONTRACT, "evict(n) returned a number of victims other than n"),
+    "toomany": (CONTRACT, "evict(n) returned a number of victims other than n"),
+    "none": (CONTRACT, "evict(n) returned None though the tier holds n unpinned blocks"),
+    "duplicate": (CONTRACT, "returned a block the tier does not hold unpinned (or twice)"),
+    "unknown": ("returned a block the tier does not hold unpinned",),
+    "pinned": (CONTRACT, "returned a block the tier does not hold unpinned (or twice)"),
+    "wrongtype": ("evict(n) returned a",),
+    "evict": ("raised RuntimeError in evict(): boom from plugin",),
+    "add": ("raised RuntimeError in add(): boom in add",),
+    "remove": ("raised KeyError in remove()", "boom in remove"),
+    "init": ("raised ValueError in __init__(): init boom",),
+}
+
+
+@pytest.fixture
+def hostile(monkeypatch):
+    from pcs.cache import policies as reg
+
+    for name, cls in CLASSES.items():
+        monkeypatch.setitem(reg._POLICIES, name, cls)
+
+
+@pytest.mark.parametrize("engine", ["reference", "auto"])
+@pytest.mark.parametrize("mode", sorted(NEEDLES))
+def test_each_misbehaviour_is_one_line_naming_the_policy(hostile, engine, mode):
+    out = invoke("replay", T, *TIERS, "--policy", f"h_{mode}", "--engine", engine, "-q")
+    assert_one_line_error(out, f"eviction policy 'h_{mode}'", *NEEDLES[mode])
+    assert "bug in pcs" not in out.output
+
+
+@pytest.mark.parametrize("engine", ["reference", "auto"])
+def test_a_generator_of_the_right_victims_is_accepted(hostile, engine):
+    """A generator is any iterable to the compiled host (``PySequence_List``); the reference lists it too:
+    the run is the correct plug-in's, number for number (engine label aside)."""
+    runs = []
+    for mode in ("ok", "generator"):
+        out = invoke("replay", T, *TIERS, "--policy", f"h_{mode}", "--engine", engine, "-q", "--format", "json")
+        assert out.exit_code == 0, out.output
+        runs.append(json.loads(out.stdout.replace(f"h_{mode}", "POLICY")))
+    assert runs[0]["tiers"][0]["evicted_blocks"] > 0       # the victims path ran
+    assert runs[0] == runs[1]
+
+
+def test_the_tier_checks_every_answer_and_counts_what_left(monkeypatch):
+    """Unit: a tier of 4 slots holding 4 unpinned blocks; reserving 2 slots needs evict(2). A too-few answer
+    (1 block) is refused before anything changes the counters; a correct one evicts 2 and counts 2."""
+    for mode, ok in (("toofew", False), ("ok", True)):
+        t = Tier("gpu", 4, CLASSES[f"h_{mode}"](4))
+        t.insert([1, 2, 3, 4])
+        if ok:
+            # insert hands add([1, 2, 3, 4]) in eviction order (base.py: the first key goes first), so 1, 2
+            assert t.reserve(2) == [1, 2]
+            assert t.stats.evicted_blocks == 2 and len(t.resident) == 2 and t.reserved_blocks == 2
+        else:
+            with pytest.raises(PolicyError, match="'h_toofew' broke the contract.*other than n .block 1, n = 2"):
+                t.reserve(2)
+            assert t.stats.evicted_blocks == 0 and t.reserved_blocks == 0
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory) -> Path:
+    """The hostile policies "installed" as a plug-in distribution (module + .dist-info) for subprocesses."""
+    d = tmp_path_factory.mktemp("hsite")
+    for f in ("pcs_demo_policy.py", "pcs_hostile_policy.py"):
+        shutil.copy(HERE / "plugin" / f, d)
+    info = d / "pcs_hostile_policy-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: pcs-hostile-policy\nVersion: 0.1\n")
+    eps = "".join(f"{name} = pcs_hostile_policy:{cls.__name__}\n" for name, cls in CLASSES.items())
+    (info / "entry_points.txt").write_text("[pcs.policies]\n" + eps)
+    return d
+
+
+def _pcs(site: Path, *args: str, optimize: bool = False) -> subprocess.CompletedProcess:
+    env = dict(os.environ, PYTHONPATH=str(site))
+    env.pop("PYTHONOPTIMIZE", None)
+    if optimize:
+        env["PYTHONOPTIMIZE"] = "1"
+    code = "import sys; from pcs.cli.main import main; sys.argv[0] = 'pcs'; main()"
+    return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, env=env, cwd=ROOT,
+                          timeout=60)
+
+
+FLEET = ("--instances", "2", "--cache-decode-blocks", "--shared-tier", "remote=1TB")
+
+
+@pytest.mark.parametrize("mode,extra,optimize", [
+    ("toofew", FLEET, False),                  # finding 1: hung forever in Tier._evict_around_leases
+    ("evict", FLEET, False),
+    ("toomany", ("--engine", "reference"), True),     # finding 5: ran to rc 0 under python -O
+    ("none", ("--engine", "reference"), True),
+])
+def test_fleet_and_optimized_runs_stop_with_the_error(site, mode, extra, optimize):
+    out = _pcs(site, "replay", "-q", str(T), *TIERS, "--policy", f"h_{mode}", *extra, optimize=optimize)
+    assert out.returncode == 2, (out.returncode, out.stderr[-2000:])
+    lines = [ln for ln in out.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1 and lines[0].startswith(f"pcs: error: eviction policy 'h_{mode}'"), out.stderr[-2000:]
+    assert all(n in lines[0] for n in NEEDLES[mode]) and out.stdout == ""
+
+
+@pytest.mark.parametrize("engine", ["reference", "auto"])
+@pytest.mark.parametrize("mode", ["toofew", "add", "remove"])
+def test_retain_in_front_of_a_broken_plugin(hostile, engine, mode):
+    """``--admit gpu=retain:...`` wraps the plug-in (``RetainingPolicy``, docs/semantics.md §8): its faults are
+    still the one line naming it."""
+    out = invoke("replay", T, *TIERS, "--policy", f"h_{mode}", "--admit", "gpu=retain:tokens=0-4096,duration=1",
+                 "--engine", engine, "-q")
+    assert_one_line_error(out, f"eviction policy 'h_{mode}'", *NEEDLES[mode])
