@@ -72,3 +72,25 @@ def test_bound_itself_is_accepted(tmp_path):
     # 2**24 exactly is inside the bound: the readers return it unchanged.
     assert [r[1] for r in read_azure_csv(azure(tmp_path, "16777216"))] == [100, 16777216]
     assert [r.prompt_tokens for r in read_burstgpt_rows(burstgpt(tmp_path, "16777216"))] == [16777216]
+
+
+def test_synth_length_scale_past_bound_is_one_error(tmp_path):
+    # 700-token system prompt median (SynthSpec default) x 1e6 = 7e8 tokens > 2**24: refused
+    # before any draw, instead of allocating 7e8 uint32 tokens.
+    res = CliRunner().invoke(cli, ["trace", "synth", str(tmp_path / "s.jsonl"), "--length-scale", "1000000",
+                                   "--requests", "3"])
+    assert res.exit_code == 2, res.output
+    assert "Traceback" not in res.output and "--length-scale" in res.output and "16,777,216" in res.output
+    assert not (tmp_path / "s.jsonl").exists()
+
+
+def test_synth_draws_stop_at_the_bound():
+    # median 2**24 / 2 with sigma 3: P(draw > 2**24) = P(z > ln 2 / 3) ~ 0.41, so 200 draws exceed it
+    # unless clipped; every length must be <= 2**24.
+    import numpy as np
+
+    from pcs.trace.synth import SynthSpec, _Gen
+    g = _Gen(SynthSpec(seed=3, length_scale=1.0, sigma=3.0))
+    lens = [g.length(2 ** 23) for _ in range(200)]
+    assert max(lens) == 2 ** 24 and min(lens) >= 1
+    assert np.mean([n == 2 ** 24 for n in lens]) > 0.2
