@@ -301,7 +301,10 @@ def parse_capacity(text: str | int) -> Capacity:
     if not unit:
         if value == 0:
             return Capacity(s, blocks=0)
-        raise ValueError(f"capacity {s!r} has no unit: give a unit: {s}GB or {s}blocks")
+        if value < 0:
+            raise ValueError(f"invalid capacity {s!r}: a capacity must be >= 0, e.g. 10GB or 5000blocks")
+        blocks = f" or {s}blocks" if value == int(value) else ""  # a block count is whole
+        raise ValueError(f"capacity {s!r} has no unit: give a unit: {s}GB{blocks}")
     try:
         size = parse_bytes(s)
     except ValueError as exc:

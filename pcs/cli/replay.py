@@ -456,22 +456,25 @@ def write_requests(table: Any, path: str) -> None:
 
     Raises:
         ValueError: another extension.
-        OSError: the write failed (naming ``path``).
+        OSError: the write failed (naming ``--requests-out`` and ``path``).
     """
     from pcs.outfile import atomic_output
 
     suffix = Path(path).suffix.lower()
     if suffix not in _REQUESTS_SUFFIXES:
         raise ValueError(f"--requests-out {path!r}: the name must end in .parquet or .csv")
-    with atomic_output(path) as tmp:
-        if suffix == ".parquet":
-            import pyarrow.parquet as pq
+    try:
+        with atomic_output(path) as tmp:
+            if suffix == ".parquet":
+                import pyarrow.parquet as pq
 
-            pq.write_table(table, tmp)
-        else:
-            import pyarrow.csv as pcsv
+                pq.write_table(table, tmp)
+            else:
+                import pyarrow.csv as pcsv
 
-            pcsv.write_csv(table, tmp)
+                pcsv.write_csv(table, tmp)
+    except OSError as exc:
+        raise OSError(exc.errno, exc.strerror or str(exc), f"--requests-out {path}") from None
 
 
 @command("replay", twins=True)

@@ -30,6 +30,7 @@ layout, lower tiers the Serialized layout, floor division.
 from __future__ import annotations
 
 import dataclasses
+import re
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
@@ -176,6 +177,31 @@ def _block_size(source: Any) -> int:
     return int(bs)
 
 
+def _link_bandwidth(tier: str, link: str) -> float:
+    """Bytes/s of a ``--link TIER=BANDWIDTH`` that names no preset.
+
+    Raises:
+        ValueError: naming ``--link TIER=...`` and the real reason: bits, negative, not finite,
+            too large, zero (a link that moves nothing), or neither a preset nor a bandwidth.
+    """
+    from pcs.hardware import LINK_NAMES
+
+    where = f"--link {tier}={link}"
+    try:
+        bps = units.parse_bandwidth(link)
+    except ValueError as exc:
+        msg = str(exc).splitlines()[0]
+        if any(w in msg for w in ("bits", "negative", "too large")):  # bits: the same hint as envelope's --bandwidth
+            raise ValueError(f"{where}: {msg}") from None
+        if re.match(r"\s*[+-]?(nan|inf)", link, re.IGNORECASE):
+            raise ValueError(f"{where}: a bandwidth must be a finite number of bytes/s") from None
+        raise ValueError(f"{where}: neither a preset ({', '.join(LINK_NAMES)}) "
+                         "nor a bandwidth like 25GB/s") from None
+    if bps <= 0:
+        raise ValueError(f"{where}: a bandwidth must be > 0 (a link that moves nothing never finishes a transfer)")
+    return bps
+
+
 def _resolve_link(tier: str, link: Any, tp: int, table: Any = None):
     """The effective link of a lower tier for a TP group (bandwidth x tp)."""
     from pcs.hardware import LinkSpec, default_link_for_tier, get_link
@@ -191,14 +217,7 @@ def _resolve_link(tier: str, link: Any, tp: int, table: Any = None):
         try:
             base = get_link(str(link), table)
         except ValueError:
-            try:
-                bps = units.parse_bandwidth(str(link))
-            except ValueError as exc:
-                from pcs.hardware import LINK_NAMES
-                if "bits" in str(exc):  # the same bits-vs-bytes hint as pcs envelope's --bandwidth
-                    raise ValueError(f"--link {tier}={link}: {str(exc).splitlines()[0]}") from None
-                raise ValueError(f"bad link {link!r} for tier {tier!r}: neither a preset "
-                                 f"({', '.join(LINK_NAMES)}) nor a bandwidth like 25GB/s") from None
+            bps = _link_bandwidth(tier, str(link))
             try:
                 setup = default_link_for_tier(tier, table).setup_s
             except ValueError:
@@ -282,9 +301,28 @@ def _build_pools(plan, specs: Sequence[TierSpec], policy: str, tier_policies: Ma
                                                                              protected_share=protected_share))]
 
 
+def _tier_list(tiers: Any) -> Sequence[str | TierSpec]:
+    """``tiers`` as a sequence of tier texts / TierSpecs; one str or TierSpec is one tier.
+
+    Raises:
+        TypeError: a mapping, a non-sequence, or an item that is neither str nor TierSpec.
+    """
+    if tiers is None:
+        return DEFAULT_TIERS
+    if isinstance(tiers, (str, TierSpec)):
+        return [tiers]  # tiers="gpu=10GB": one tier, as one --tier
+    accepts = "a sequence of 'NAME=SIZE' strings or TierSpec, GPU first, e.g. ['gpu=10GB', 'cpu=100GB']"
+    if isinstance(tiers, Mapping) or not isinstance(tiers, (list, tuple)):
+        raise TypeError(f"tiers must be {accepts}; got {type(tiers).__name__}")
+    for t in tiers:
+        if not isinstance(t, (str, TierSpec)):
+            raise TypeError(f"tiers must be {accepts}; got an item of type {type(t).__name__}: {t!r}"[:300])
+    return tiers
+
+
 def _tier_specs(tiers, tier_policies, links) -> list[TierSpec]:
     """Parse and check the tier list and the per-tier option names."""
-    specs = [parse_tier(t) for t in (tiers if tiers is not None else DEFAULT_TIERS)]
+    specs = [parse_tier(t) for t in _tier_list(tiers)]
     if not specs:
         raise ValueError("at least one tier is needed, e.g. --tier gpu=400GB")
     names = [t.name for t in specs]

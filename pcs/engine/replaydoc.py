@@ -24,8 +24,9 @@ hardware: GPU preset name or GPUSpec (default ``h100-sxm``).
 tp: tensor-parallel size (default 8); tiers are per TP group.
 dtype: KV layout (``fp8``, ``fp8_per_token_head``, ``bf16`` ..., :mod:`pcs.model.layouts`),
     None = the model's.
-tiers: tier specs, GPU first (default: the GPU tier sized from the
-    deployment, :func:`pcs.model.deploy.size_deployment`, and ``cpu=2TB``).
+tiers: tier specs, GPU first: a list or tuple of ``"NAME=SIZE"`` strings or
+    TierSpec; one such string or TierSpec alone is one tier (default: the GPU tier
+    sized from the deployment, :func:`pcs.model.deploy.size_deployment`, and ``cpu=2TB``).
 policy: eviction policy of every tier (default ``lru``).
 tier_policies: tier name -> policy, overriding ``policy``.
 links: tier name -> link preset name, bandwidth or LinkSpec.
@@ -83,6 +84,9 @@ ValueError: unknown model, GPU, policy, link, timing, write policy,
     empty trace; a named engine that cannot run the replay; a default
     GPU tier when the weights do not fit the GPUs; an unknown compute
     mode; ``compute_mode="step"`` with a ``compute`` lacking ``step_cost()``.
+TypeError: ``trace`` is not a path, Trace or iterable of request-like
+    objects; ``tiers`` is a dict or another non-list, or holds an item
+    that is neither str nor TierSpec.
 """
 
 

@@ -118,7 +118,8 @@ class FleetSummary:
     ttft_p99_s: float | None = field("s", "99th percentile TTFT over every request of the fleet")
     per_instance: tuple[InstanceLoad, ...] = field("-", "one entry per instance, in index order")
     instance_summaries: tuple[ReplaySummary | None, ...] = field(
-        "-", "each instance's full replay summary (keys as pcs replay's); null for an idle instance")
+        "-", "each instance's full replay summary (keys as pcs replay's); null for an idle instance, "
+        "and for every instance of a run with --shared-tier (the notes say why)")
     notes: tuple[str, ...] = field("-", "notes on the run (printed to stderr by the CLI)", default=())
     shared_tier: SharedTierSummary | None = field("-", "the shared lower tier (--shared-tier); absent without one",
                                                   omit_none=True, default=None)

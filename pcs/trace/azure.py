@@ -26,6 +26,7 @@ import re
 from typing import Iterator
 
 from pcs.errors import InputError
+from pcs.trace.lengthonly import check_length
 from pcs.trace.source import display_name, iter_csv_rows
 
 __all__ = ["AZURE_HEADER", "AZURE_HEADERS", "read_azure_csv", "read_azure_rows", "parse_stamp"]
@@ -74,9 +75,7 @@ def _count(v: str, field: str, name: str, ln: int) -> int:
         n = int(v)
     except ValueError:
         raise InputError(name, ln, field, f"must be an integer, got {v[:40]!r}") from None
-    if n < 0:
-        raise InputError(name, ln, field, f"must be >= 0, got {n}")
-    return n
+    return check_length(n, field, name, ln)
 
 
 def read_azure_rows(path, check_order: bool = True, on_bad=None) -> Iterator[tuple[float, int, int, int]]:

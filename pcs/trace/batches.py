@@ -28,6 +28,15 @@ __all__ = ["BATCH_REQUESTS", "as_batches", "reiterable"]
 
 #: Requests per batch when grouping an iterable of request objects.
 BATCH_REQUESTS = 4096
+#: What a ``trace`` argument may be (module docstring), for the TypeError of anything else.
+TRACE_ACCEPTS = ("a path, a Trace (anything with iter_batches()) or an iterable of request-like objects "
+                 "(arrival_s, prompt_tokens, block_hashes, block_size)")
+
+
+def _not_a_request(r: Any, exc: AttributeError) -> TypeError:
+    """The TypeError for an item of a request iterable that lacks a request attribute."""
+    missing = f" (no {exc.name!r})" if getattr(exc, "name", None) else ""
+    return TypeError(f"trace must be {TRACE_ACCEPTS}; got an item of type {type(r).__name__}{missing}")
 
 
 def reiterable(source: Any = None, block_size: int | None = None) -> Any:
@@ -39,6 +48,7 @@ def reiterable(source: Any = None, block_size: int | None = None) -> Any:
 
     Raises:
         FileNotFoundError, InputError: as :func:`pcs.trace.open_trace`.
+        TypeError: ``source`` is none of these (:data:`TRACE_ACCEPTS`).
     """
     if source is None or isinstance(source, (str, Path)):
         from pcs.trace import DEFAULT_TRACE, open_trace
@@ -46,6 +56,8 @@ def reiterable(source: Any = None, block_size: int | None = None) -> Any:
         return open_trace(DEFAULT_TRACE if source is None else source, block_size=block_size)
     if hasattr(source, "iter_batches") or isinstance(source, (list, tuple)):
         return source
+    if not isinstance(source, Iterable):
+        raise TypeError(f"trace must be {TRACE_ACCEPTS}; got {type(source).__name__}")
     return list(source)
 
 
@@ -66,6 +78,10 @@ def _group(requests: Iterable, rows: int) -> Iterator[RequestBatch]:
     """Request-like objects as batches of ``rows``; a block size change inside a group is an error."""
     buf: list = []
     for r in requests:
+        try:
+            r.arrival_s, r.prompt_tokens, r.block_hashes, r.block_size  # noqa: B018 - a request-like object?
+        except AttributeError as exc:
+            raise _not_a_request(r, exc) from None
         if buf and int(r.block_size) != int(buf[0].block_size):
             raise ValueError(f"all requests of a trace need one block size; got {int(buf[0].block_size)} and "
                              f"{int(r.block_size)}")

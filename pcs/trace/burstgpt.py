@@ -23,7 +23,7 @@ import math
 from typing import Iterator
 
 from pcs.errors import InputError
-from pcs.trace.lengthonly import LengthRow
+from pcs.trace.lengthonly import LengthRow, check_length
 from pcs.trace.source import display_name, iter_csv_rows
 
 __all__ = ["BURSTGPT_REQUIRED", "read_burstgpt_rows"]
@@ -40,9 +40,7 @@ def _int(v: str, field: str, name: str, ln: int) -> int:
             raise ValueError
     except (ValueError, OverflowError):
         raise InputError(name, ln, field, f"must be a whole number of tokens, got {v[:40]!r}") from None
-    if n < 0:
-        raise InputError(name, ln, field, f"must be >= 0, got {n}")
-    return n
+    return check_length(n, field, name, ln)
 
 
 def _header(row: list[str], name: str) -> dict[str, int]:

@@ -95,6 +95,19 @@ def _no_dup_keys(pairs: list[tuple[str, Any]]) -> dict:
     return d
 
 
+_JSON_TYPES = {type(None): "null", bool: "a boolean", int: "a number", float: "a number", str: "a string",
+               list: "an array"}
+
+
+def json_type(obj: Any) -> str:
+    """What a parsed JSON value is, in JSON's words (RFC 8259 §3): ``null``, ``an array``...
+
+    >>> json_type(None), json_type([1])
+    ('null', 'an array')
+    """
+    return _JSON_TYPES.get(type(obj), type(obj).__name__)
+
+
 def strict_loads(name: str, ln: int, line: bytes) -> dict:
     """Parse one line as a JSON object (UTF-8, no duplicate keys).
 
@@ -112,7 +125,7 @@ def strict_loads(name: str, ln: int, line: bytes) -> dict:
     except (ValueError, RecursionError) as exc:
         raise InputError(name, ln, None, f"invalid JSON: {exc}") from None
     if not isinstance(obj, dict):
-        raise InputError(name, ln, None, f"expected a JSON object, got {type(obj).__name__}")
+        raise InputError(name, ln, None, f"expected a JSON object, got {json_type(obj)}")
     return obj
 
 

@@ -28,9 +28,39 @@ from typing import Iterable, Iterator, NamedTuple
 
 import numpy as np
 
+from pcs.errors import InputError
 from pcs.trace.request import RequestBatch
 
-__all__ = ["LengthRow", "ReuseModel", "synthesise_batches"]
+__all__ = ["LengthRow", "MAX_LENGTH_TOKENS", "ReuseModel", "check_length", "synthesise_batches"]
+
+#: Largest token count one field of a length-only row may hold (2**24 =
+#: 16,777,216). These traces carry no ids, so pcs materialises one id per
+#: block of every length it reads: a bound is what keeps one 40-byte row from
+#: asking for 10**13 ids. 2**24 is above the longest context window any
+#: published model serves (10M tokens) and keeps one row's ids (at most
+#: 2 * 2**24 at block size 1, prompt plus session answer) well inside memory.
+#: docs/traces-formats.md "Length-only traces" states the bound.
+MAX_LENGTH_TOKENS = 2 ** 24
+
+
+def check_length(n: int, field: str, name: str, ln: int) -> int:
+    """Return token count ``n`` if ``0 <= n <= MAX_LENGTH_TOKENS``.
+
+    Args:
+        n: the parsed count (tokens); field/name/ln: for the error.
+    Raises:
+        InputError: ``name:ln: field 'X': ...`` naming the bound.
+
+    >>> check_length(16777216, "ContextTokens", "f.csv", 2)
+    16777216
+    """
+    if n < 0:
+        raise InputError(name, ln, field, f"must be >= 0, got {n}")
+    if n > MAX_LENGTH_TOKENS:
+        shown = str(n) if len(str(n)) <= 24 else str(n)[:20] + "..."
+        raise InputError(name, ln, field, f"{shown} tokens is past what pcs models for a length-only trace "
+                         f"(at most {MAX_LENGTH_TOKENS:,} = 2**24 tokens per request; docs/traces-formats.md)")
+    return n
 
 
 class LengthRow(NamedTuple):

@@ -219,6 +219,26 @@ def _optional_columns(names: list, name: str) -> list:
     return present
 
 
+def _record_batches(pf, name: str, rows: int, cols: list) -> Iterator:
+    """``pf.iter_batches`` whose read errors (a corrupt or truncated data page) name the file.
+
+    Raises:
+        InputError: pyarrow could not read or decompress a page (``name: unreadable Parquet data ...``).
+    """
+    import pyarrow as pa
+
+    it = pf.iter_batches(batch_size=rows, columns=cols)
+    while True:
+        try:
+            rb = next(it)
+        except StopIteration:
+            return
+        except (pa.ArrowException, OSError) as exc:
+            raise InputError(name, None, None, f"unreadable Parquet data, the file is corrupt or truncated "
+                             f"({str(exc).splitlines()[0] if str(exc) else type(exc).__name__})") from None
+        yield rb
+
+
 def read_parquet(path, name: str, block_size: int, state, on_error: str = "raise",
                  rows: int = 1 << 16) -> Iterator[RequestBatch]:
     """Stream a canonical Parquet trace with ``ParquetFile.iter_batches``.
@@ -238,7 +258,7 @@ def read_parquet(path, name: str, block_size: int, state, on_error: str = "raise
     has_session = bool(optional)
     cols = list(_REQUIRED) + optional + (["type"] if has_session and "type" in names else [])
     row0 = 1
-    for rb in pf.iter_batches(batch_size=rows, columns=cols):
+    for rb in _record_batches(pf, name, rows, cols):
         n = rb.num_rows
         for c in list(_REQUIRED) + optional:
             col = rb.column(c)

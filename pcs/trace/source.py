@@ -47,6 +47,9 @@ MAX_LINE_BYTES = 64 << 20
 
 _BOM = b"\xef\xbb\xbf"
 _GZIP_MAGIC = b"\x1f\x8b"
+#: Compressions pcs does not read, by their magic bytes (zstd: RFC 8878 §3.1.1; xz: the .xz file format
+#: spec §2.1.1.1; bzip2: "BZh"), so that such a file gets a clear error rather than "not JSON".
+_OTHER_MAGIC = ((b"\x28\xb5\x2f\xfd", "zstd"), (b"\xfd7zXZ\x00", "xz"), (b"BZh", "bzip2"))
 
 
 def display_name(path) -> str:
@@ -126,9 +129,14 @@ def open_binary(path) -> BinaryIO:
             raw = io.BufferedReader(raw)  # type: ignore[arg-type]
     else:
         raw = _open_raw(path)
-    head = raw.peek(2)[:2] if hasattr(raw, "peek") else b""
-    if head == _GZIP_MAGIC:
+    head = raw.peek(6)[:6] if hasattr(raw, "peek") else b""
+    if head[:2] == _GZIP_MAGIC:
         return gzip.GzipFile(fileobj=raw, mode="rb")  # type: ignore[return-value]
+    for magic, kind in _OTHER_MAGIC:
+        if head.startswith(magic) and not (kind == "bzip2" and head[3:4] not in b"123456789"):
+            raw.close()
+            raise InputError(display_name(path), None, None, f"{kind}-compressed input is not supported; "
+                             "gzip is (recompress with gzip, or decompress it first)")
     return raw
 
 
@@ -231,6 +239,10 @@ def iter_csv_rows(path, name: str | None = None) -> Iterator[tuple[int, list[str
     name = name or display_name(path)
     for first, chunk in iter_chunks(path, name=name):
         for ln, line in iter_lines(first, chunk):
+            cr = line.find(b"\r")
+            if cr >= 0:
+                raise InputError(name, ln, None, f"a carriage return (CR) in the middle of the line, at byte {cr + 1}: "
+                                 "one record per line, ended by LF or CRLF")
             try:
                 yield ln, next(csv.reader(io.StringIO(line.decode("utf-8"))), [])
             except (UnicodeDecodeError, csv.Error) as exc:

@@ -44,6 +44,7 @@ illustrative. traces/README.md compares the bundled sample with the real trace.
 """
 from __future__ import annotations
 
+import dataclasses
 import heapq
 import math
 from dataclasses import dataclass, field
@@ -52,6 +53,7 @@ from typing import Iterator
 import numpy as np
 
 from pcs.trace.hashing import hash_request_blocks
+from pcs.trace.lengthonly import MAX_LENGTH_TOKENS
 from pcs.trace.request import RequestBatch
 
 __all__ = ["KINDS", "SynthSpec", "SynthRequest", "synth_requests", "synth_batches"]
@@ -134,6 +136,15 @@ class SynthSpec:
             raise ValueError(f"length_scale must be > 0, got {self.length_scale}")
         if self.block_size < 1:
             raise ValueError(f"block_size must be >= 1, got {self.block_size}")
+        self._check_lengths()
+
+    def _check_lengths(self) -> None:
+        """Every scaled median within one request's bound (MAX_LENGTH_TOKENS, docs/traces-formats.md)."""
+        for f in dataclasses.fields(self):
+            if f.name.endswith("_median_tokens") and getattr(self, f.name) * self.length_scale > MAX_LENGTH_TOKENS:
+                raise ValueError(f"{f.name} x length_scale = {getattr(self, f.name) * self.length_scale:.3g} tokens "
+                                 f"is past one request's bound of {MAX_LENGTH_TOKENS:,} = 2**24 tokens "
+                                 "(docs/traces-formats.md): lower the length scale (--length-scale)")
 
 
 @dataclass(frozen=True, slots=True)
@@ -186,7 +197,8 @@ class _Gen:
 
     def length(self, median: int, sigma: float | None = None) -> int:
         sigma = self.s.sigma if sigma is None else sigma
-        return max(1, int(self.rng.lognormal(math.log(median * self.s.length_scale), sigma)))
+        draw = self.rng.lognormal(math.log(median * self.s.length_scale), sigma)
+        return max(1, int(min(draw, MAX_LENGTH_TOKENS)))  # a tail draw stops at one request's bound
 
     def gap_s(self, kind: str) -> float:
         """Seconds until the session's next request: lognormal around the kind's median."""
