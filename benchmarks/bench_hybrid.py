@@ -12,7 +12,7 @@ of one request, as in ``bench_replay.py``).
    resident GPU bytes per component -- beside the same run with every layer
    as full attention (``summary.hybrid.full_attention``); each with the step
    scheduler (``--compute step``, the default) and with ``--compute infinite``.
-2. ``speed``: the engine loops on pre-built chunks -- sequential, modeled with
+2. ``speed`` (``--skip-loops``: none): the engine loops on pre-built chunks -- modeled with
    ``--compute infinite`` (:class:`pcs.engine.engine.ReplayEngine`) and the
    step scheduler (the default) -- over the compiled hybrid hierarchy
    (:class:`pcs.cache.nativegroups.NativeGroupHierarchy`, engine
@@ -23,20 +23,26 @@ of one request, as in ``bench_replay.py``).
    reference (:class:`pcs.cache.grouphier.GroupHierarchy` under
    HybridStepEngine, engine ``hybrid``), runs alternated, block accesses per
    CPU second (best of ``--repeat``), both models at both GPU tier sizes; the
-   ledgers are checked equal.
+   ledgers are checked equal. (Sequential timing is timed as the whole call only.)
 
-3. ``whole call``: what a user waits for, the whole ``pcs.replay`` call from the JSONL file with each model
-   (default compute), beside the same call without a model; ``target_met`` needs both the engine loops and the
-   whole calls of the hybrid models at 1 M block accesses per CPU second.
+3. ``whole call``: what a user waits for, the whole ``pcs.replay`` call from the JSONL file (the engines
+   replay picks), per model, GPU size and timing mode (``--modes``: step, the default; ``--compute infinite``;
+   ``--timing sequential``), beside the same call without a model; fresh processes, ``--rounds`` rounds of
+   ``--repeat`` calls; with ``--peer DIR`` (a checkout of main with its compiled extensions) the same calls
+   from DIR alternated round by round, hit ratios checked equal; best CPU and wall seconds per side.
+   ``target_met``: the whole call of each hybrid model at each size in the default mode (step) at
+   1 M block accesses per CPU second (issue 12).
 
 Prints the table and speed lines, then ONE JSON summary line last.
-Usage: python benchmarks/bench_hybrid.py [--repeat 3] [--sizes 40GB,100GB]
+Usage: python benchmarks/bench_hybrid.py [--repeat 3] [--sizes 40GB,100GB] [--skip-table] [--skip-loops]
+       [--peer /work/main] [--rounds 3] [--modes step,infinite,sequential]
 """
 from __future__ import annotations
 
 import argparse
 import json
 import os
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -46,6 +52,7 @@ sys.path.insert(0, str(ROOT))
 from common import MOONCAKE_CONV  # noqa: E402
 TRACE = MOONCAKE_CONV  # benchmarks/common.py: PCS_MOONCAKE_TRACE or ../shared
 MODELS = ("gpt-oss-120b", "gemma-3-27b")
+MODES_MODELS = MODELS + (None,)   # the whole call: the hybrid models, then one without a model
 TABLE_MODELS = MODELS + ("qwen3-next-80b-a3b",)  # the table also shows an SSM-state hybrid
 
 
@@ -140,7 +147,7 @@ def speed(trace, repeat: int, sizes: list[str]) -> list[dict]:
         for size in sizes:
             make, kw, chunks, step_chunks, tm, bpb = _setup(model, trace, size)
             accesses = sum(ch.offsets[-1] - ch.offsets[0] for ch in chunks)
-            for mode in ("sequential", "infinite", "step"):
+            for mode in ("infinite", "step"):   # sequential timing: the whole call (the Python event loop)
                 impls = ("python", "c-hier", "c") if mode == "step" else ("python", "c")
                 best = {impl: float("inf") for impl in impls}
                 ledgers = {}
@@ -166,26 +173,70 @@ def speed(trace, repeat: int, sizes: list[str]) -> list[dict]:
     return out
 
 
-def whole_call(path: str, repeat: int, sizes: list[str]) -> list[dict]:
-    """What a user waits for: the whole ``pcs.replay`` call from the JSONL file (read, the run with its loop in C,
-    its no-cache run, the sequential baseline, the all-full-attention comparison, summaries), default compute
-    (step scheduler), best CPU seconds of ``repeat``; beside the same call without a model (llama-2-70b, not
-    hybrid)."""
-    from pcs.engine.api import replay
+#: the timing modes of the whole call: replay keywords (the default is the step scheduler)
+MODES = {"step": {}, "infinite": {"compute_mode": "infinite"}, "sequential": {"timing": "sequential"}}
 
+#: what one child process runs: one untimed call (imports, first-call costs), then ``repeat`` timed calls of
+#: ``pcs.replay`` from the JSONL file, CPU (``time.process_time``) and wall seconds each; public API only, so a
+#: checkout of main runs it as well
+CHILD = """
+import json, sys, time
+import pcs
+from pcs import replay
+path, model, size, mode, repeat = sys.argv[1], sys.argv[2], sys.argv[3], json.loads(sys.argv[4]), int(sys.argv[5])
+kw = dict(mode, tiers=["gpu=" + size, "cpu=2TB"], **({"model": model} if model != "-" else {}))
+s = replay(path, **kw).summary
+cpu, wall = [], []
+for _ in range(repeat):
+    c, w = time.process_time(), time.perf_counter()
+    s = replay(path, **kw).summary
+    cpu.append(time.process_time() - c)
+    wall.append(time.perf_counter() - w)
+print(json.dumps({"cpu_s": cpu, "wall_s": wall, "block_accesses": s.block_accesses, "engine": s.engine,
+                  "hit_ratio": s.hit_ratio, "pcs": pcs.__file__}))
+"""
+
+
+def _child(python: str, cwd: str, args: list[str]) -> dict:
+    """Run :data:`CHILD` with ``python`` in ``cwd`` (first on ``PYTHONPATH``); its JSON line."""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, (cwd, os.environ.get("PYTHONPATH")))))
+    out = subprocess.run([python, "-c", CHILD, *args], check=True, capture_output=True, text=True, cwd=cwd,
+                         env=env).stdout
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def whole_call(path: str, repeat: int, sizes: list[str], peer: str | None = None, rounds: int = 3,
+               modes=tuple(MODES)) -> list[dict]:
+    """What a user waits for: the whole ``pcs.replay`` call from the JSONL file (read, the engines it picks, its
+    no-cache run, the sequential baseline, the all-full-attention comparison, summaries), per model, GPU size
+    and timing mode (:data:`MODES`), beside the same call without a model (llama-2-70b, not hybrid). Each
+    (model, size, mode) runs in fresh processes: ``rounds`` rounds of ``repeat`` calls, with ``peer`` (a
+    checkout of main with its compiled extensions, run by its ``.venv`` python when it has one) alternated with
+    this checkout round by round (peer first in odd rounds); best CPU and wall seconds of each side."""
+    sides = {"this": (sys.executable, str(ROOT))}
+    if peer:
+        py = Path(peer) / ".venv" / "bin" / "python"
+        sides["peer"] = (str(py) if py.exists() else sys.executable, str(Path(peer).resolve()))
     out = []
-    for model, size in [(m, z) for m in MODELS + (None,) for z in sizes]:
-        kw = {"model": model} if model else {}
-        best, s = float("inf"), None
-        for _ in range(repeat):
-            t = time.process_time()
-            s = replay(path, tiers=[f"gpu={size}", "cpu=2TB"], **kw).summary
-            best = min(best, time.process_time() - t)
-        row = {"model": model or "llama-2-70b (not hybrid)", "gpu": size, "cpu_s": best,
-               "accesses_per_s": s.block_accesses / best, "engine": s.engine}
+    for model, size, mode in [(m, z, o) for m in MODES_MODELS for z in sizes for o in modes]:
+        args = [path, model or "-", size, json.dumps(MODES[mode]), str(repeat)]
+        got: dict = {k: [] for k in sides}
+        for r in range(rounds):
+            for k in (list(sides) if r % 2 == 0 else list(sides)[::-1]):
+                got[k].append(_child(*sides[k], args))
+        row = {"model": model or "llama-2-70b (not hybrid)", "gpu": size, "mode": mode}
+        for k, runs in got.items():
+            cpu, wall = min(c for x in runs for c in x["cpu_s"]), min(w for x in runs for w in x["wall_s"])
+            n = runs[-1]["block_accesses"]
+            row[k] = {"cpu_s": cpu, "wall_s": wall, "accesses_per_cpu_s": n / cpu, "accesses_per_wall_s": n / wall,
+                      "engine": runs[-1]["engine"], "hit_ratio": runs[-1]["hit_ratio"], "pcs": runs[-1]["pcs"]}
+        if peer:
+            assert row["this"]["hit_ratio"] == row["peer"]["hit_ratio"], row
         out.append(row)
-        print(f"whole call {row['model']:24s} gpu={size:6s} {row['accesses_per_s'] / 1e6:.2f} M accesses/CPU-s "
-              f"({best:.3f} s, {s.engine})", flush=True)
+        print(f"whole call {row['model']:24s} gpu={size:6s} {mode:10s} " + " | ".join(
+            f"{k} {v['accesses_per_cpu_s'] / 1e6:.2f} M/CPU-s {v['accesses_per_wall_s'] / 1e6:.2f} M/wall-s "
+            f"({v['cpu_s']:.3f} / {v['wall_s']:.3f} s)" for k, v in row.items() if isinstance(v, dict))
+            + f" | {row['this']['engine']}", flush=True)
     return out
 
 
@@ -194,6 +245,10 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--sizes", default="40GB,100GB", help="two GPU tier sizes (comma-separated)")
     ap.add_argument("--skip-table", action="store_true")
+    ap.add_argument("--skip-loops", action="store_true", help="no engine-loop rows (the whole call only)")
+    ap.add_argument("--peer", help="a checkout of main (compiled extensions built) timed beside this one")
+    ap.add_argument("--rounds", type=int, default=3, help="alternated rounds of the whole call per side")
+    ap.add_argument("--modes", default=",".join(MODES), help="timing modes of the whole call (comma-separated)")
     args = ap.parse_args()
     if not TRACE.exists():
         print(json.dumps({"error": f"trace not found: {TRACE}"}))
@@ -203,15 +258,14 @@ def main() -> None:
     trace = open_trace(TRACE)
     sizes = args.sizes.split(",")
     rows = [] if args.skip_table else table(trace, sizes)
-    sp = speed(trace, args.repeat, sizes)
-    whole = whole_call(str(TRACE), args.repeat, sizes)
-    c = [r["c_accesses_per_s"] for r in sp]
-    w = [r["accesses_per_s"] for r in whole if r["model"] in MODELS]
+    sp = [] if args.skip_loops else speed(trace, args.repeat, sizes)
+    whole = whole_call(str(TRACE), args.repeat, sizes, args.peer, args.rounds, tuple(args.modes.split(",")))
+    w = [r["this"]["accesses_per_cpu_s"] for r in whole if r["model"] in MODELS and r["mode"] == "step"]
     print(json.dumps({"bench": "hybrid", "trace": TRACE.name, "load_average": os.getloadavg(), "table": rows,
-                      "speed": sp, "whole_call": whole, "c_min_accesses_per_s": min(c),
-                      "whole_call_min_accesses_per_s": min(w), "target_accesses_per_s": 1e6,
-                      "target_met": min(c) >= 1e6 and min(w) >= 1e6}))
-
+                      "speed": sp, "whole_call": whole,
+                      "c_min_accesses_per_s": min((r["c_accesses_per_s"] for r in sp), default=None),
+                      "whole_call_min_accesses_per_s": min(w, default=None), "target_accesses_per_s": 1e6,
+                      "target_met": bool(w) and min(w) >= 1e6}))
 
 if __name__ == "__main__":
     main()

@@ -42,6 +42,7 @@ from pcs.engine import select
 from pcs.engine.engine import TIMINGS
 from pcs.engine.replaydoc import document
 from pcs.engine.result import ReplaySummary
+from pcs.engine.passes import SharedPasses
 from pcs.engine.runner import StepSetup, run_oracle, run_replay
 from pcs.engine.schedconfig import COMPUTE_MODES, SchedulerConfig
 from pcs.engine.timing import TimeModel
@@ -536,16 +537,19 @@ def replay(trace: Any = None, *, model: Any = None, hardware: Any = None, tp: in
     if step is not None:
         _refuse_empty_gpu(tier_specs[0], bpb[0])
     context = _context(source, spec, gpu, opts, dtype, bs, rules, tier_specs, bb, link_specs, protected_share)
-    if plan is not None:
-        full = _summarise(run_replay(source, rules, time_model, make, opts.timing, opts.write_policy, link_specs,
-                                     bpb, "auto", opts.native, None, step), dict(context), opts)
+    passes = None
+    if plan is not None:   # the comparison line first; both runs share the trace's tier-independent passes
+        passes = SharedPasses(source)
+        full = _summarise(run_replay(passes.source, rules, time_model, make, opts.timing, opts.write_policy,
+                                     link_specs, bpb, "auto", opts.native, None, step, passes=passes,
+                                     comparison=True), dict(context), opts)
         make = lambda: _build_pools(plan, tier_specs, opts.policy, tier_policies, protected_share)  # noqa: E731
         bpb = [pb[0] for pb in plan.page_bytes]
         context.update(hybrid=plan, full_attention=full)
         notes += list(plan.notes)
-    out = run_replay(source, rules, time_model, make, opts.timing, opts.write_policy, link_specs, bpb,
-                     opts.engine, opts.native, progress, step, plan,
-                     60.0 if residency_step_s is None else residency_step_s)
+    out = run_replay(source if passes is None else passes.source, rules, time_model, make, opts.timing,
+                     opts.write_policy, link_specs, bpb, opts.engine, opts.native, progress, step, plan,
+                     60.0 if residency_step_s is None else residency_step_s, passes)
     if gap_oracle:
         context["oracle_hit_ratio"] = _oracle_hit_ratio(source, rules, time_model, tier_specs, bpb, ctx, opts,
                                                         link_specs, step)

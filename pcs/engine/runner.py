@@ -28,6 +28,7 @@ from pcs.cache.policies.context import clocked
 from pcs.engine import fastpath, select, seqbase
 from pcs.engine.chunks import iter_chunks
 from pcs.engine.decoded import Decoded
+from pcs.engine.passes import SharedPasses
 from pcs.engine.engine import EngineResult, ReplayEngine
 from pcs.engine.summary import CacheState, cache_state
 
@@ -133,11 +134,11 @@ def _scan(plan: _Plan, source: Any, rules: BlockRules, tiers: Sequence, requeste
 
 def _event_loops(plans: list[_Plan], make_tiers: Callable[[], list], tiers0: list, write_policy: str,
                  links: Sequence, block_bytes: Sequence[int], step: Any = None, hybrid: Any = None,
-                 step_s: float = 60.0) -> list:
+                 step_s: float = 60.0, no_cache: bool = True) -> list:
     """A ReplayEngine per event-loop plan (None for a scanned one); the first hierarchy takes ``tiers0``.
 
     With ``step`` (a ``(StepSetup, resolved config, decode blocks, rules)`` tuple) the modeled run is a
-    :class:`pcs.engine.scheduler.StepEngine` and a no-cache StepEngine (the GPU tier alone) is appended.
+    :class:`pcs.engine.scheduler.StepEngine` and (``no_cache``) a no-cache StepEngine (the GPU tier alone) is appended.
     The ``hybrid`` row gets the plan's groups and pools (:class:`pcs.engine.hybrid.HybridPlan`) and, with
     ``step``, :class:`pcs.engine.hybridstep.HybridStepEngine`; its no-cache StepEngine runs the GPU level's pools.
     """
@@ -164,7 +165,7 @@ def _event_loops(plans: list[_Plan], make_tiers: Callable[[], list], tiers0: lis
             out.append(engine(hierarchy, links, block_bytes, setup.cost, cfg, rules.recompute_last_token, decode))
         else:
             out.append(ReplayEngine(hierarchy, plan.timing, links=links, block_bytes=block_bytes))
-    if step is not None and plans[0].timing == "modeled" and out[0] is not None:
+    if no_cache and step is not None and plans[0].timing == "modeled" and out[0] is not None:
         setup, cfg, _, rules = step
         hyb = plans[0].row.name in select.HYBRID_ROWS
         kw = {} if not hyb else _hybrid_kwargs(hybrid, block_bytes, step_s, gpu_only=True)
@@ -255,14 +256,15 @@ def _hybrid_kwargs(hybrid: Any, block_bytes: Sequence[int], step_s: float, gpu_o
 
 
 def _resolve_step(step: StepSetup | None, timing: str, source: Any, rules: BlockRules,
-                  native: str | None = None) -> tuple | None:
+                  native: str | None = None, passes: SharedPasses | None = None) -> tuple | None:
     """(setup, resolved config, decode blocks or None, rules) for a modeled step-scheduler run, else None;
-    ``native``: which next-turn search runs (:func:`pcs.engine.turns.decode_blocks`)."""
+    ``native``: which next-turn search runs (:func:`pcs.engine.turns.decode_blocks`; made once per ``passes``)."""
     if step is None or timing != "modeled":
         return None
     from pcs.engine.turns import decode_blocks
 
-    decode = decode_blocks(source, native) if step.config.cache_decode_blocks is not False else None
+    decode = _shared(passes, ("decode_blocks", native), lambda: decode_blocks(source, native)) \
+        if step.config.cache_decode_blocks is not False else None
     cfg = step.config.resolved(step.gpu, step.cost.token_s, decode is not None and decode.detected)
     return step, cfg, decode, rules
 
@@ -297,10 +299,18 @@ def _presize_samplers(source: Any, loops: list) -> None:
             e.sampler.presize(first, last)
 
 
+def _shared(passes: SharedPasses | None, key: tuple, make: Callable[[], Any]) -> Any:
+    """``make()``, or with ``passes`` the value kept under ``key`` (made the first time)."""
+    return make() if passes is None else passes.get(key, make)
+
+
 def _feed(source: Any, rules: BlockRules, time_model: Any, engines: list[ReplayEngine],
-          progress: Callable[[int], None] | None, decode: bool = True) -> None:
-    """Feed every chunk of ``source`` to every engine once; ``decode=False``: no decode seconds (step scheduler)."""
-    for ch in iter_chunks(source, rules, time_model, decode):
+          progress: Callable[[int], None] | None, decode: bool = True, passes: SharedPasses | None = None) -> None:
+    """Feed every chunk of ``source`` to every engine once; ``decode=False``: no decode seconds (step scheduler);
+    with ``passes`` the chunks are made once for the runs of the replay (the same time model)."""
+    chunks = iter_chunks(source, rules, time_model, decode) if passes is None else passes.get(
+        ("chunks", rules, id(time_model), decode), lambda: list(iter_chunks(source, rules, time_model, decode)))
+    for ch in chunks:
         for e in engines:
             e.feed(ch)
         if progress is not None:
@@ -324,7 +334,8 @@ def _close(loop: ReplayEngine, hybrid: Any) -> EngineResult:
 def run_replay(source: Any, rules: BlockRules, time_model: Any, make_tiers: Callable[[], list], timing: str,
                write_policy: str, links: Sequence, block_bytes: Sequence[int], requested: str = "auto",
                native: str | None = None, progress: Callable[[int], None] | None = None,
-               step: StepSetup | None = None, hybrid: Any = None, step_s: float = 60.0) -> Outcome:
+               step: StepSetup | None = None, hybrid: Any = None, step_s: float = 60.0,
+               passes: SharedPasses | None = None, comparison: bool = False) -> Outcome:
     """Choose, run and collect the run and its sequential baseline.
 
     Args:
@@ -339,13 +350,20 @@ def run_replay(source: Any, rules: BlockRules, time_model: Any, make_tiers: Call
         step: the step scheduler's setup (modeled timing only), or None for instant compute.
         hybrid: a :class:`pcs.engine.hybrid.HybridPlan` (``make_tiers`` then returns its pools,
             level-major), or None; step_s: its residency series' step, simulated seconds.
+        passes: the tier-independent passes shared by the runs of one replay (:mod:`pcs.engine.passes`;
+            ``source`` is then its decoded trace), or None.
+        comparison: a comparison run, read for its hit ratios and tier peaks only (a hybrid model's
+            all-full-attention line): no no-cache step run (``Outcome.scheduler`` None) and no decode-aware
+            single-sequence result.
     Raises:
         ValueError: as :func:`pcs.engine.select.choose`; bad trace content;
             ``lru-scan`` requested on ids that are not chained.
     """
     tiers0 = make_tiers()
     plans = _place(tiers0, timing, requested, native, hybrid, step)
-    if any(p.row.kind == "event-loop" for p in plans):   # more than one pass: decode the trace once
+    if passes is not None:
+        source = passes.source
+    elif any(p.row.kind == "event-loop" for p in plans):   # more than one pass: decode the trace once
         source = Decoded(source)
     scan2 = _two_tier_scan(plans, source, rules, tiers0, write_policy, requested)
     base = seqbase.baseline_from_scan(scan2, 2) if scan2 is not None and scan2.baseline_hits is not None else \
@@ -354,15 +372,19 @@ def run_replay(source: Any, rules: BlockRules, time_model: Any, make_tiers: Call
     scans = [_scan(p, source, rules, tiers0, requested) if p.row.kind == "scan" else None for p in plans]
     singles = next((fastpath.single_results(s) for s in scans + [scan2] if s is not None), None)
     if singles is None:   # one more pass (over the decoded batches), before the engines grow (8-16 B per distinct id)
-        singles = fastpath.single_results(fastpath.scan(source, 0, rules, native, check=False))
-    resolved = _resolve_step(step, timing, source, rules, native)
-    loops = _event_loops(plans, make_tiers, tiers0, write_policy, links, block_bytes, resolved, hybrid, step_s)
+        singles = _shared(passes, ("singles", rules),
+                          lambda: fastpath.single_results(fastpath.scan(source, 0, rules, native, check=False)))
+    elif passes is not None:
+        passes.put(("singles", rules), singles)
+    resolved = _resolve_step(step, timing, source, rules, native, passes)
+    loops = _event_loops(plans, make_tiers, tiers0, write_policy, links, block_bytes, resolved, hybrid, step_s,
+                         not comparison)
     if resolved is not None:
         _presize_samplers(source, loops)
     if any(loops):
         # decode seconds only for the instant-compute modeled loop (sequential timing never reads them)
         _feed(source, rules, time_model, [e for e in loops if e is not None], progress,
-              resolved is None and timing == "modeled")
+              resolved is None and timing == "modeled", passes)
     no_cache = loops.pop() if len(loops) > len(plans) else None
     done = [(_close(loop, hybrid), cache_state(loop.h)) if loop is not None else
             fastpath.run(sc, tiers0[0].name, write_policy, time_model.compute, progress if k == 0 else None)
@@ -372,7 +394,8 @@ def run_replay(source: Any, rules: BlockRules, time_model: Any, make_tiers: Call
     if no_cache is not None:
         sched = (resolved[1], loops[0].stats, _close(no_cache, None), no_cache.stats)
     return Outcome(result, state, baseline, singles[0], singles[1], plans[0].row.name, plans[0].reason,
-                   all_plans[-1].row.name, all_plans[-1].reason, sched, single_with_decode(resolved, source, native))
+                   all_plans[-1].row.name, all_plans[-1].reason, sched,
+                   None if comparison else single_with_decode(resolved, source, native))
 
 
 def run_oracle(source: Any, rules: BlockRules, time_model: Any, make_tiers: Callable[[], list], timing: str,
