@@ -7,7 +7,8 @@ Python >= 3.11 (stdlib ``tomllib``) or the ``tomli`` package.
 Every problem names the file: a device or a file over :data:`MAX_SETTINGS_BYTES`
 (refused before reading), text that is not UTF-8, invalid or too deeply
 nested JSON/TOML, JSON's non-standard ``NaN`` / ``Infinity`` and numbers that
-overflow to infinity (``1e999``), a top level that is not a table. A key the
+overflow to infinity (``1e999``), a key given twice in one JSON object (TOML
+refuses it itself), a top level that is not a table. A key the
 reader does not know is refused by :func:`refuse_unknown_keys`.
 """
 from __future__ import annotations
@@ -59,14 +60,25 @@ def _no_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a JSON number")
 
 
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """An object's key/value pairs -> dict; a key given twice is an error (json.loads would keep the last one
+    silently, so ``"num_hidden_layers": 32, "num_hidden_layers": 16`` would read as 16)."""
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise ValueError(f"key {key!r} appears twice in one object")
+        out[key] = value
+    return out
+
+
 def _loads_json(path: Path, text: str) -> Any:
     try:
-        return json.loads(text, parse_float=_finite, parse_constant=_no_constant)
+        return json.loads(text, parse_float=_finite, parse_constant=_no_constant, object_pairs_hook=_no_duplicates)
     except json.JSONDecodeError as exc:
         raise InputError(str(path), exc.lineno, None, f"invalid JSON: {exc.msg}") from None
     except RecursionError:
         raise InputError(str(path), None, None, "invalid JSON: nested too deeply") from None
-    except ValueError as exc:  # _finite / _no_constant
+    except ValueError as exc:  # _finite / _no_constant / _no_duplicates
         raise InputError(str(path), None, None, f"invalid JSON: {exc}") from None
 
 

@@ -153,7 +153,7 @@ def parse_admission(text: str) -> tuple[str, dict[str, Any]]:
     (('reuse', {'n': 2}), ('retain', {'tokens': '0-4096', 'duration': 60}))
 
     Raises:
-        ValueError: unknown kind (the message lists them) or a malformed argument.
+        ValueError: unknown kind (the message lists them), a malformed argument or an option given twice.
     """
     kind, _, rest = str(text).strip().partition(":")
     kind = kind.strip().lower()
@@ -167,6 +167,8 @@ def parse_admission(text: str) -> tuple[str, dict[str, Any]]:
             key, value = kinds[kind].first_option, part
         if not key.strip() or not value.strip():
             raise ValueError(f"bad admission argument {part!r} in {text!r}")
+        if key.strip() in opts:
+            raise ValueError(f"admission option {key.strip()!r} given twice in {text!r}; give it once")
         opts[key.strip()] = spec_value(value.strip())
     return kind, opts
 
@@ -216,7 +218,7 @@ def parse_admit_option(values: Sequence[str], tier_names: Sequence[str]) -> dict
 
     Raises:
         ValueError: no ``=``, a tier not among ``tier_names``, admission refusal on the GPU
-            tier (only ``retain`` applies there), or a bad kind.
+            tier (only ``retain`` applies there), one kind given twice for a tier, or a bad kind.
     """
     out: dict[str, list[str]] = {}
     for value in values:
@@ -233,5 +235,9 @@ def parse_admit_option(values: Sequence[str], tier_names: Sequence[str]) -> dict
             if tier == tier_names[0] and kind != "retain":
                 raise ValueError(f"--admit {item}: the GPU tier stores every block it computes; admission "
                                  f"{kind!r} applies to lower tiers (retain applies to any tier)")
+            same = [k for k in out.get(tier, []) if parse_admission(k)[0] == kind]
+            if same:
+                raise ValueError(f"--admit gives tier {tier!r} admission {kind!r} twice ({same[0]}, {spec.strip()}); "
+                                 "give it once (different kinds for one tier combine: a block must pass each)")
             out.setdefault(tier, []).append(spec.strip())
     return out

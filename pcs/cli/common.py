@@ -101,7 +101,8 @@ def unwind_on_signals() -> Iterator[None]:
 #: API field names (pcs.engine.schedconfig.SchedulerConfig) -> the option a command-line user typed
 _OPTION_OF = {"max_num_batched_tokens": "--max-num-batched-tokens", "max_num_seqs": "--max-num-seqs",
               "restore_timeout_per_token_s": "--restore-timeout-per-token", "restore_timeout_s": "--restore-timeout",
-              "max_preemptions": "--max-preemptions", "ttft_slo_s": "--ttft-slo"}
+              "max_preemptions": "--max-preemptions", "ttft_slo_s": "--ttft-slo",
+              "residency_step_s": "--residency-step"}
 _FIELD_RE = re.compile(r"\b(" + "|".join(sorted(_OPTION_OF, key=len, reverse=True)) + r")\b")
 
 

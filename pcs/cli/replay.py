@@ -239,6 +239,9 @@ def _pairs(values, what: str) -> dict[str, str]:
     out: dict[str, str] = {}
     for v in values:
         k, val = parse_assignment(v, what)
+        if k in out:
+            option = {"tier policy": "--tier-policy", "link": "--link"}.get(what, what)
+            raise ValueError(f"{option} names tier {k!r} twice ({k}={out[k]}, {k}={val}); give it once")
         out[k] = val
     return out
 
@@ -285,6 +288,7 @@ def refuse_inapplicable(kw: dict[str, Any]) -> None:
     slru tier is (one rule for all; docs/cli.md):
 
     - the step scheduler's options with ``--timing sequential`` or ``--compute infinite`` (no scheduler runs);
+    - ``--compute infinite`` with ``--timing sequential`` (no compute queue either way);
     - ``--restore-timeout`` / ``--restore-timeout-per-token`` without ``--restore-policy best-effort``;
     - ``--router-stale-s`` without a ``--router`` that reads the cache index (prefix, cache-aware);
     - ``--gpu-memory-utilization`` with a GPU tier of a given size (it sizes only a derived or ``auto`` one).
@@ -300,6 +304,9 @@ def refuse_inapplicable(kw: dict[str, Any]) -> None:
         why = "--timing sequential" if kw.get("timing") == "sequential" else "--compute infinite"
         raise ValueError(f"{', '.join(given)}: step-scheduler options, and {why} runs no scheduler; drop them "
                          "or use --timing modeled --compute step")
+    if kw.get("timing") == "sequential" and kw.get("compute_mode") == "infinite":
+        raise ValueError("--compute infinite: sequential timing runs one request at a time with no compute queue, "
+                         "so the compute mode changes nothing; drop it or use --timing modeled")
     if kw.get("restore_policy") != "best-effort":
         timeouts = [_flag(k, v) for k in ("restore_timeout", "restore_timeout_per_token")
                     if (v := kw.get(k)) is not None and v != _STEP_OPTIONS[k]]

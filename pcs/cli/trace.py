@@ -244,7 +244,19 @@ def synth(out_path, num_requests, seed, rate_rps, mix, think_s, turns_mean, firs
                            block_size=block_size, remap_ids=True, source_format="synth", with_session=True,
                            reuse=SYNTH_REUSE)
     info.update(block_size=block_size, seed=seed, tokens_out=tokens_out)
+    _azure_rows_note(azure_csv, num_requests, quiet)
     emit(info, fmt, lambda: render_synth(info), rows_key=None)
+
+
+def _azure_rows_note(azure_csv, num_requests, quiet) -> None:
+    """With ``--azure-csv`` a count takes the CSV's first rows: say so (on stderr), most of all when the count is
+    the default, which a user asking for the Azure trace may not expect (walkthrough-20: 1,700 of 19,365 rows)."""
+    if azure_csv is None or num_requests is None or quiet:
+        return
+    source = click.get_current_context().get_parameter_source("num_requests")
+    given = "the default" if source == click.core.ParameterSource.DEFAULT else "as given"
+    click.echo(f"pcs: note: --azure-csv: at most the first {num_requests:,} rows were taken (--requests "
+               f"{num_requests}, {given}); --requests all takes every row", err=True)
 
 
 def _progressed(batches, progress):

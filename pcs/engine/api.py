@@ -533,6 +533,9 @@ def replay(trace: Any = None, *, model: Any = None, hardware: Any = None, tp: in
                         mamba_full_memory_ratio, mamba_cache_mode)
     if plan is not None:
         _refuse_on_cache_groups(ctx, admit, gap_oracle)
+    elif residency_step_s is not None:
+        raise ValueError("residency_step_s is the step of a hybrid model's per-component resident-bytes series, "
+                         f"and {spec.name} replays as one full-attention cache group (no series)")
     step = _step_setup(opts, scheduler, time_model, gpu)
     if step is not None:
         _refuse_empty_gpu(tier_specs[0], bpb[0])

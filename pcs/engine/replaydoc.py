@@ -74,7 +74,7 @@ swa_full_tokens_ratio: sglang: SWA pool tokens / full pool tokens (default 0.8).
 mamba_full_memory_ratio: sglang: state pool bytes / full pool bytes (default 0.9).
 mamba_cache_mode: ``all`` (default: a state at every checkpoint) or ``align`` (a request's last
     checkpoint only), vLLM's names.
-residency_step_s: step of the replay-resident bytes series (simulated seconds, default 60).
+residency_step_s: step of the replay-resident bytes series (simulated seconds, default 60); hybrid models only.
 """
 
 #: The ``Raises:`` section of :func:`pcs.replay`.

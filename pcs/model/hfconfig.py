@@ -92,7 +92,12 @@ def _gqa_components(f: Fields, kinds: tuple[str, ...], kv_dtype: str, assumption
         assumptions.append(f"num_key_value_heads missing: assumed {heads} (one KV head per attention head, MHA)")
     if not f.has("head_dim") and f.family is None:
         assumptions.append(f"head_dim missing: assumed hidden_size / num_attention_heads = {f.head_dim()}")
-    gqa = dict(num_kv_heads=f.int("num_key_value_heads", default=heads), head_dim=f.head_dim(), num_q_heads=heads)
+    kv_heads = f.int("num_key_value_heads", default=heads)
+    if kv_heads > heads or heads % kv_heads:
+        raise InputError(f.path, None, "num_key_value_heads", f"{kv_heads} KV heads must divide the {heads} "
+                         "attention heads (each KV head serves a whole group of query heads: HF's repeat_kv, "
+                         "vLLM's attention backends assert num_heads % num_kv_heads == 0)")
+    gqa = dict(num_kv_heads=kv_heads, head_dim=f.head_dim(), num_q_heads=heads)
     comps: list = []
     if kinds.count("full"):
         comps.append(FullAttention(num_layers=kinds.count("full"), **gqa))
@@ -138,6 +143,9 @@ def build_spec(cfg: dict[str, Any], *, name: str, source: str, path: str = "<con
     num_layers = f.int("num_hidden_layers")
     pattern = layer_pattern(f.cfg, num_layers, path)
     assumptions = list(pattern.assumptions)
+    if f.family is None and f.cfg.get("model_type"):
+        assumptions.append(f"model_type {f.cfg['model_type']!r} has no family rule in pcs "
+                           "(pcs.model.families): read with the generic rules, no family defaults")
     if not (f.has("torch_dtype") or f.has("dtype")):
         assumptions.append("torch_dtype missing: assumed bfloat16 weights and KV")
     model_dtype = f.dtype()

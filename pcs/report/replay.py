@@ -107,6 +107,7 @@ def _tier_table(s: dict[str, Any]) -> str:
     for t in multi:
         parts = ", ".join(f"{k} {format_bytes(v)}" for k, v in t["bytes_per_block_by_component"].items())
         notes.append(f"{t['name']} block by component: {parts}")
+    notes += _whole_block_note(s, unit)
     for t in s["tiers"]:
         if t.get("admission"):
             notes.append(f"{t['name']} admission {t['admission']}: {format_count(t['refused_blocks'])} blocks "
@@ -114,6 +115,18 @@ def _tier_table(s: dict[str, Any]) -> str:
     return render_table(["tier", "layout", f"bytes/{unit}", "capacity", "policy", "hit blocks", "restored",
                          "written", "evicted", "resident end", "resident peak"], rows,
                         title="Tiers (hits count once, at the highest tier holding the block)", notes=notes)
+
+
+def _whole_block_note(s: dict[str, Any], unit: str) -> list[str]:
+    """Why the GPU tier's capacity is below the deployment's size printed in the notes: a tier holds whole
+    blocks (or pages), floor(size / bytes per block) of them (docs/semantics.md §13); none when both print alike."""
+    dep, gpu = s.get("deployment") or {}, s["tiers"][0]
+    size = dep.get("gpu_tier_bytes")
+    if dep.get("gpu_tier_from") != "deployment" or not size or format_bytes(gpu["capacity_bytes"]) == format_bytes(size):
+        return []
+    return [f"{gpu['name']} capacity counts whole {unit}s: the deployment's {format_bytes(size)} holds "
+            f"{format_count(gpu['capacity_blocks'])} {unit}s of {format_bytes(gpu['bytes_per_block'])} = "
+            f"{format_bytes(gpu['capacity_bytes'])}"]
 
 
 def _bytes_table(s: dict[str, Any]) -> str:

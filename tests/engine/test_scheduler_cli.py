@@ -21,8 +21,9 @@ def test_step_is_the_default_and_infinite_the_old_model():
     s = step["scheduler"]
     assert (s["max_num_batched_tokens"], s["max_num_seqs"], s["restore_policy"]) == (8192, 1024, "layerwise")
     assert 0 < s["with_cache"]["utilisation"] <= 1 and s["no_cache"]["ttft_s"]["p50"] is not None
-    # sequential timing has no compute mode: the flag changes nothing
-    assert _json("--timing", "sequential") == _json("--timing", "sequential", "--compute", "infinite")
+    # sequential timing has no compute mode: the default is accepted, an explicit infinite (which would change
+    # nothing) is refused as the other no-op options are (test_options_that_cannot_apply_are_refused)
+    assert _json("--timing", "sequential") == _json("--timing", "sequential", "--compute", "step")
 
 
 def test_options_reach_the_summary():
@@ -100,6 +101,16 @@ def test_ttft_slo_goodput_in_the_table_and_csv(tmp_path):
     (["--router-stale-s", "5"], ["--router-stale-s", "no --router given reads them"]),
     (["--instances", "2", "--router", "round-robin", "--router-stale-s", "5"], ["--router-stale-s"]),
     (["--tier", "gpu=400GB", "--gpu-memory-utilization", "0.5"], ["--gpu-memory-utilization", "--tier gpu=400GB"]),
+    # hostile-20 F11: sequential timing has no compute queue; the series step exists only for hybrid models
+    (["--timing", "sequential", "--compute", "infinite"], ["--compute infinite", "no compute queue"]),
+    (["--residency-step", "1e-9"], ["--residency-step", "one full-attention cache group"]),
+    # hostile-20 F10: an option naming one tier twice is refused as a repeated --tier is (last-wins was silent)
+    (["--tier", "gpu=1GB", "--tier", "cpu=2GB", "--tier-policy", "cpu=slru", "--tier-policy", "cpu=fifo"],
+     ["--tier-policy names tier 'cpu' twice", "cpu=slru, cpu=fifo"]),
+    (["--link", "cpu=25GB/s", "--link", "cpu=pcie-gen5-x16"], ["--link names tier 'cpu' twice"]),
+    (["--tier", "gpu=1GB", "--tier", "cpu=2GB", "--admit", "cpu=reuse:2", "--admit", "cpu=reuse:3"],
+     ["admission 'reuse' twice", "reuse:2, reuse:3"]),
+    (["--admit", "gpu=retain:tokens=0-4096,tokens=5-6"], ["option 'tokens' given twice"]),
 ])
 def test_options_that_cannot_apply_are_refused(args, needles):
     assert_one_line_error(invoke("replay", SMALL_TRACE, "--quiet", *args), *needles)
@@ -110,7 +121,10 @@ def test_options_that_apply_still_run():
     # utilisation with gpu=auto
     for args in (["--restore-policy", "best-effort", "--restore-timeout", "5ms"],
                  ["--instances", "2", "--router", "prefix", "--router-stale-s", "1", "--timing", "sequential"],
-                 ["--tier", "gpu=auto", "--gpu-memory-utilization", "0.5", "--timing", "sequential"]):
+                 ["--tier", "gpu=auto", "--gpu-memory-utilization", "0.5", "--timing", "sequential"],
+                 # two different admission kinds for one tier combine (a block must pass each)
+                 ["--tier", "gpu=1GB", "--tier", "cpu=2GB", "--admit", "cpu=reuse:2", "--admit", "cpu=tinylfu"],
+                 ["--timing", "sequential", "--compute", "step"]):
         r = invoke("replay", SMALL_TRACE, "--quiet", "--format", "json", *args)
         assert r.exit_code == 0, (args, r.output)
 

@@ -179,6 +179,21 @@ def test_synth_from_azure_csv_keeps_times_and_counts(azure_csv, tmp_path, run):
     assert got == want
 
 
+def test_synth_from_azure_csv_says_how_many_rows_it_took(azure_csv, tmp_path):
+    # walkthrough-20 F15: the default --requests 1700 silently took 1,700 of the real CSV's 19,365 rows; now a note
+    # on stderr names the count and whether it was the default (CliRunner(mix_stderr=False) keeps them apart)
+    csv, n = azure_csv
+    runner = CliRunner()
+    given = runner.invoke(cli, ["trace", "synth", str(tmp_path / "a.jsonl"), "--requests", "7", "--azure-csv", str(csv)])
+    assert given.exit_code == 0, given.output
+    assert "at most the first 7 rows were taken (--requests 7, as given)" in given.stderr
+    assert len((tmp_path / "a.jsonl").read_text().splitlines()) == 7
+    default = runner.invoke(cli, ["trace", "synth", str(tmp_path / "b.jsonl"), "--azure-csv", str(csv)])
+    assert "(--requests 1700, the default); --requests all takes every row" in default.stderr
+    every = runner.invoke(cli, ["trace", "synth", str(tmp_path / "c.jsonl"), "--requests", "all", "--azure-csv", str(csv)])
+    assert every.exit_code == 0 and "rows were taken" not in every.stderr
+
+
 def test_azure_csv_errors(tmp_path):
     from pcs.trace.azure import read_azure_csv
 
