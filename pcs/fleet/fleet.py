@@ -265,22 +265,23 @@ def _replay_instances(source: Any, batch: RequestBatch, assignment: np.ndarray, 
                       ) -> tuple[list, list, list, list, list]:
     """Each instance's sub-trace replayed alone with :func:`pcs.replay` (no shared tier): (InstanceLoad,
     replay summary or None, requests table or None, trace rows, decode blocks its run cached or None) per
-    instance; its ceiling is decode-aware when its run cached decode blocks (docs/semantics.md §17)."""
+    instance. Its ceiling is the one its replay computed (``ReplayResult.ceilings``: the sub-trace's
+    single-sequence walk, decode-aware with the next turns its step scheduler cached, docs/semantics.md §17),
+    which :func:`instance_ceilings` and :func:`pcs.fleet.decodes.instance_decodes` compute alone
+    (``tests/fleet/test_fleet_decode.py::test_reused_instance_ceilings_are_the_sub_trace_scans``)."""
     from pcs.engine.api import replay
-    from pcs.fleet.decodes import instance_decodes
 
-    rows_of, summaries, tables, sources = [], [], [], []
-    subs = split_batch(batch, assignment, instances)
-    for i, (rows, part) in enumerate(subs):
+    rows_of, summaries, tables, ceilings, decodes = [], [], [], [], []
+    for i, (rows, part) in enumerate(split_batch(batch, assignment, instances)):
         sub = source if instances == 1 or part is None else _SubTrace(f"{name} [instance {i}]", part)
         res = replay(sub, progress=progress, **replay_kwargs) if len(rows) else None
+        single, with_decode, decode = res.ceilings if res is not None else (SingleSequenceResult(0, 0, 0, 0, 0),
+                                                                             None, None)
         rows_of.append(rows)
-        sources.append(sub if res is not None else None)
         summaries.append(res.summary if res is not None else None)
         tables.append(res.requests if res is not None else None)
-    cached = [s is not None and s.scheduler is not None and bool(s.scheduler.cache_decode_blocks) for s in summaries]
-    decodes = instance_decodes(sources, cached, replay_kwargs.get("native"))
-    ceilings = instance_ceilings(batch, assignment, instances, rules, subs, decodes)
+        ceilings.append(with_decode if with_decode is not None else single)
+        decodes.append(decode)
     loads = [_instance_row(i, ceilings[i], summaries[i], tables[i], index.held_blocks(i)) for i in range(instances)]
     return loads, summaries, tables, rows_of, decodes
 
