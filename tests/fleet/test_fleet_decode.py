@@ -17,7 +17,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from helpers import Req, req
+from helpers import conversation_trace, req
 from pcs import _native
 from pcs.blocks import BlockRules, single_sequence_hits
 from pcs.engine.turns import decode_blocks_python
@@ -25,30 +25,6 @@ from pcs.fleet import fleet_replay, router_names
 
 BS = 4
 STEP = dict(model="llama-3.1-8b", hardware="h100-sxm", tp=1)     # the analytic compute: the step scheduler runs
-
-
-def conversation_trace(rng, conversations: int, turns: int, system_blocks: int = 1) -> list:
-    """Multi-turn conversations, block size 4: turn j's prompt is turn j - 1's prompt, its output and a new
-    message; every conversation starts with the same ``system_blocks`` blocks (ids 0 ..). A full block keeps
-    its id from turn to turn (its tokens do not change); a partial last block gets a fresh id (its tokens are a
-    prefix of the block the next turn holds there). Turns of all conversations interleave by arrival."""
-    nxt = [1000]
-
-    def fresh():
-        nxt[0] += 1
-        return nxt[0]
-
-    out = []
-    for c in range(conversations):
-        ids_at: dict = {k: k for k in range(system_blocks)}   # position -> id of the full block there
-        p, t = system_blocks * BS + int(rng.integers(0, 2 * BS)), float(rng.uniform(0, 0.05))
-        for _ in range(turns):
-            o = int(rng.integers(1, 3 * BS))
-            full = p // BS
-            ids = [ids_at.setdefault(k, fresh()) for k in range(full)] + ([fresh()] if p % BS else [])
-            out.append(Req(t, p, o, BS, np.array(ids, dtype=np.uint64)))
-            p, t = p + o + int(rng.integers(0, 2 * BS)), t + float(rng.choice([0.001, 0.01, 0.05, 0.3]))
-    return sorted(out, key=lambda r: r.arrival_s)
 
 
 def test_hand_case_of_the_blocker():
