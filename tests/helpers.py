@@ -10,8 +10,8 @@
   ``pcs_policy_name`` (policy names across the renames in flight);
 - ``assert_file_error_names`` (a loader's InputError names the file and the field), ``file_input_error`` (the
   InputError a loader raises on a file written from text, to check its line and field);
-- small builders: ``req``, ``make_requests``, ``stress_trace``, ``conversation_trace`` (multi-turn chats), ``run`` (a
-  replay through Python tiers), ``LinearCompute`` and ``DyadicCompute`` (simple
+- small builders: ``req``, ``make_requests``, ``stress_trace``, ``conversation_trace`` (multi-turn
+  chats), ``run`` (a replay through Python tiers), ``LinearCompute`` and ``DyadicCompute`` (simple
   compute models);
 - hand-traced constants (``HAND_*``, ``CYCLE_SPEC``) with their working;
 - ``flat_hits``: a flat key stream through one pcs tier (the policies' libCacheSim stream);

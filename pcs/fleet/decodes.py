@@ -48,7 +48,8 @@ def fleet_decode(whole_source: Any, per: list, rows_of: list, step: bool, settin
 
     Args:
         whole_source: the whole trace (a source :func:`pcs.engine.turns.decode_blocks` reads).
-        per: per instance the decode blocks its run cached (sub-trace numbering) or None; rows_of: per instance its requests' trace positions (int64).
+        per: per instance the decode blocks its run cached (sub-trace numbering) or None.
+        rows_of: per instance its requests' trace positions (int64).
         step: the instances ran the step scheduler (decode blocks are cached by no other timing).
         setting: the run's ``cache_decode_blocks`` (:class:`pcs.engine.schedconfig.SchedulerConfig`): None =
             auto, resolved on the whole trace as one replay of it resolves it (next turns detected).
