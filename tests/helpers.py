@@ -10,8 +10,8 @@
   ``pcs_policy_name`` (policy names across the renames in flight);
 - ``assert_file_error_names`` (a loader's InputError names the file and the field), ``file_input_error`` (the
   InputError a loader raises on a file written from text, to check its line and field);
-- small builders: ``req``, ``make_requests``, ``stress_trace``, ``run`` (a
-  replay through Python tiers), ``LinearCompute`` and ``DyadicCompute`` (simple
+- small builders: ``req``, ``make_requests``, ``stress_trace``, ``conversation_trace`` (multi-turn
+  chats), ``run`` (a replay through Python tiers), ``LinearCompute`` and ``DyadicCompute`` (simple
   compute models);
 - hand-traced constants (``HAND_*``, ``CYCLE_SPEC``) with their working;
 - ``flat_hits``: a flat key stream through one pcs tier (the policies' libCacheSim stream);
@@ -781,3 +781,27 @@ def without_engine_keys(d):
     if isinstance(d, list):
         return [without_engine_keys(v) for v in d]
     return d
+
+
+def conversation_trace(rng, conversations: int, turns: int, system_blocks: int = 1) -> list:
+    """Multi-turn conversations, block size 4: turn j's prompt is turn j - 1's prompt, its output and a new
+    message; every conversation starts with the same ``system_blocks`` blocks (ids 0 ..). A full block keeps
+    its id from turn to turn (its tokens do not change); a partial last block gets a fresh id (its tokens are a
+    prefix of the block the next turn holds there). Turns of all conversations interleave by arrival."""
+    nxt = [1000]
+
+    def fresh():
+        nxt[0] += 1
+        return nxt[0]
+
+    out = []
+    for c in range(conversations):
+        ids_at: dict = {k: k for k in range(system_blocks)}   # position -> id of the full block there
+        p, t = system_blocks * BS + int(rng.integers(0, 2 * BS)), float(rng.uniform(0, 0.05))
+        for _ in range(turns):
+            o = int(rng.integers(1, 3 * BS))
+            full = p // BS
+            ids = [ids_at.setdefault(k, fresh()) for k in range(full)] + ([fresh()] if p % BS else [])
+            out.append(Req(t, p, o, BS, np.array(ids, dtype=np.uint64)))
+            p, t = p + o + int(rng.integers(0, 2 * BS)), t + float(rng.choice([0.001, 0.01, 0.05, 0.3]))
+    return sorted(out, key=lambda r: r.arrival_s)

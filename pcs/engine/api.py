@@ -144,16 +144,21 @@ class ReplayResult:
             in :data:`pcs.engine.summary.REQUEST_COLUMNS`); built on first
             access from the engine's columns, so a replay that never reads it
             does not import pyarrow (start-up, benchmarks/bench_startup.py).
+        ceilings: the run's single-sequence results, for a caller that reuses them (:mod:`pcs.fleet`): (prompt-only
+            :class:`pcs.blocks.SingleSequenceResult`, the decode-aware one or None, the
+            :class:`pcs.engine.turns.DecodeBlocks` it counted or None; docs/semantics.md §12), or None.
     """
 
-    __slots__ = ("summary", "_requests", "_columns")
+    __slots__ = ("summary", "_requests", "_columns", "ceilings")
 
-    def __init__(self, summary: ReplaySummary, requests: Any = None, *, columns: dict | None = None):
+    def __init__(self, summary: ReplaySummary, requests: Any = None, *, columns: dict | None = None,
+                 ceilings: tuple | None = None):
         if requests is None and columns is None:
             raise ValueError("ReplayResult needs a requests table or the columns to build it from")
         self.summary = summary
         self._requests = requests
         self._columns = columns
+        self.ceilings = ceilings
 
     @property
     def requests(self) -> Any:
@@ -559,7 +564,7 @@ def replay(trace: Any = None, *, model: Any = None, hardware: Any = None, tp: in
     summary = _summarise(out, context, opts)
     notes += deployment.pop("notes") + _load_notes(summary)
     summary = dataclasses.replace(summary, notes=tuple(notes), deployment=deployment)
-    return ReplayResult(summary, columns=out.result.columns)
+    return ReplayResult(summary, columns=out.result.columns, ceilings=(out.single, out.single_with_decode, out.decode))
 
 
 def _oracle_hit_ratio(source, rules, time_model, tier_specs, bpb, ctx, opts, link_specs, step) -> float:

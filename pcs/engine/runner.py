@@ -65,6 +65,8 @@ class Outcome:
             or None (instant compute, sequential timing).
         single_with_decode: the decode-aware single-sequence result (:func:`single_with_decode`) when the
             run cached decode blocks, else None.
+        decode: the next turns whose decode blocks that scan counted (:class:`pcs.engine.turns.DecodeBlocks`)
+            when it ran, else None.
     """
 
     result: EngineResult
@@ -78,6 +80,7 @@ class Outcome:
     baseline_engine_reason: str
     scheduler: tuple | None = None
     single_with_decode: SingleSequenceResult | None = None
+    decode: Any = None
 
 
 @dataclass(slots=True)
@@ -393,9 +396,10 @@ def run_replay(source: Any, rules: BlockRules, time_model: Any, make_tiers: Call
     sched = None
     if no_cache is not None:
         sched = (resolved[1], loops[0].stats, _close(no_cache, None), no_cache.stats)
+    with_decode = None if comparison else single_with_decode(resolved, source, native)
     return Outcome(result, state, baseline, singles[0], singles[1], plans[0].row.name, plans[0].reason,
-                   all_plans[-1].row.name, all_plans[-1].reason, sched,
-                   None if comparison else single_with_decode(resolved, source, native))
+                   all_plans[-1].row.name, all_plans[-1].reason, sched, with_decode,
+                   resolved[2] if with_decode is not None else None)
 
 
 def run_oracle(source: Any, rules: BlockRules, time_model: Any, make_tiers: Callable[[], list], timing: str,

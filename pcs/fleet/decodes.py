@@ -8,7 +8,8 @@ as its replay does). The ceilings of the fleet gap split (§17) count those
 blocks as seen after the request (:func:`pcs.engine.decodescan.decode_aware_hits`):
 
 - an instance's ceiling (captured): its own decode blocks, exactly what its
-  step scheduler caches (:func:`instance_decodes`);
+  step scheduler caches (the next turns its replay found in its sub-trace,
+  :func:`pcs.engine.turns.decode_blocks`);
 - the fleet ceiling: request A's decode blocks found in the whole trace
   (what one instance replaying the whole trace caches) together with those
   A's instance found in its sub-trace, when the two differ
@@ -24,22 +25,21 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["instance_decodes", "fleet_decode"]
+__all__ = ["fleet_decode", "renumber"]
 
 
-def instance_decodes(subs: list, cached: list, native: str | None = None) -> list:
-    """Per instance, its :class:`pcs.engine.turns.DecodeBlocks` (sub-trace numbering) when its replay cached
-    decode blocks, else None.
+def renumber(decode: Any, order: np.ndarray) -> Any:
+    """``decode`` (:class:`pcs.engine.turns.DecodeBlocks`, trace numbering) for the requests taken in the order
+    ``order`` (int64 (n,), a permutation of the trace positions: request ``order[k]`` becomes k); None stays
+    None. The walk of a fleet with a shared tier takes them in its first-admission order (§17.1)."""
+    from pcs.engine.turns import DecodeBlocks
 
-    Args:
-        subs: per instance a source of its sub-trace (None when idle).
-        cached: per instance whether its run cached decode blocks (the resolved ``cache_decode_blocks`` of
-            its step scheduler; False without one).
-        native: which next-turn search runs (:func:`pcs.engine.turns.decode_blocks`; the same result).
-    """
-    from pcs.engine.turns import decode_blocks
-
-    return [decode_blocks(s, native) if s is not None and c else None for s, c in zip(subs, cached)]
+    if decode is None:
+        return None
+    at = np.empty(len(order), np.int64)
+    at[order] = np.arange(len(order), dtype=np.int64)
+    return DecodeBlocks.from_resolutions(at[decode.index], np.diff(decode.starts), decode.ids, decode.requests,
+                                         decode.pairs)
 
 
 def fleet_decode(whole_source: Any, per: list, rows_of: list, step: bool, setting: bool | None,
@@ -48,7 +48,8 @@ def fleet_decode(whole_source: Any, per: list, rows_of: list, step: bool, settin
 
     Args:
         whole_source: the whole trace (a source :func:`pcs.engine.turns.decode_blocks` reads).
-        per: :func:`instance_decodes`'s list; rows_of: per instance its requests' trace positions (int64).
+        per: per instance the decode blocks its run cached (sub-trace numbering) or None.
+        rows_of: per instance its requests' trace positions (int64).
         step: the instances ran the step scheduler (decode blocks are cached by no other timing).
         setting: the run's ``cache_decode_blocks`` (:class:`pcs.engine.schedconfig.SchedulerConfig`): None =
             auto, resolved on the whole trace as one replay of it resolves it (next turns detected).

@@ -35,8 +35,8 @@ from pcs.fleet.summary import FleetGap, FleetSummary, InstanceLoad
 from pcs.trace.batches import as_batches, reiterable
 from pcs.trace.request import RequestBatch, concat_batches
 
-__all__ = ["fleet_replay", "FleetResult", "service_times", "subset_batch", "split_batch", "instance_ceilings",
-           "MAX_INSTANCES"]
+__all__ = ["fleet_replay", "FleetResult", "service_times", "subset_batch", "split_batch", "permute_batch",
+           "instance_ceilings", "MAX_INSTANCES"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,7 +79,12 @@ def subset_batch(batch: RequestBatch, rows: np.ndarray, block_mask: np.ndarray |
         block_mask = keep[np.repeat(np.arange(len(batch)), counts)]
     offs = np.zeros(rows.shape[0] + 1, dtype=np.int64)
     np.cumsum(counts[rows], out=offs[1:])
+    return _rows_batch(batch, rows, offs, batch.block_hashes[block_mask])
 
+
+def _rows_batch(batch: RequestBatch, rows: np.ndarray, offsets: np.ndarray, hashes: np.ndarray) -> RequestBatch:
+    """Rows ``rows`` (int64) of ``batch``'s request columns, in that order, over the ids ``hashes`` at
+    ``offsets`` (int64 (len(rows) + 1,), from 0), as a batch numbered from 0."""
     def col(c):
         return None if c is None else c[rows]
 
@@ -87,8 +92,20 @@ def subset_batch(batch: RequestBatch, rows: np.ndarray, block_mask: np.ndarray |
         return None if t is None else tuple(t[i] for i in rows.tolist())
 
     return RequestBatch(0, batch.block_size, batch.arrival_s[rows], batch.prompt_tokens[rows],
-                        batch.output_tokens[rows], offs, batch.block_hashes[block_mask], col(batch.session_id),
+                        batch.output_tokens[rows], offsets, hashes, col(batch.session_id),
                         col(batch.parent_id), col(batch.turn), tup(batch.type), tup(batch.extra_keys))
+
+
+def permute_batch(batch: RequestBatch, order: np.ndarray) -> RequestBatch:
+    """The requests of ``batch`` in the order ``order`` (int64 (n,), a permutation of its rows: row
+    ``order[k]`` becomes k), each with its own ids, renumbered from 0 (arrival times travel with their rows)."""
+    starts = np.asarray(batch.block_offsets, np.int64)
+    starts = starts - starts[0]
+    counts = np.diff(starts)[order]
+    offs = np.zeros(len(order) + 1, dtype=np.int64)
+    np.cumsum(counts, out=offs[1:])
+    gather = np.repeat(starts[:-1][order] - offs[:-1], counts) + np.arange(int(offs[-1]), dtype=np.int64)
+    return _rows_batch(batch, order, offs, batch.block_hashes[gather])
 
 
 def split_batch(batch: RequestBatch, assignment: np.ndarray, instances: int) -> list[tuple[np.ndarray, Any]]:
@@ -181,8 +198,8 @@ def instance_ceilings(batch: RequestBatch, assignment: np.ndarray, instances: in
     Args:
         batch: the whole trace; assignment: int64 (requests,), the instance of each request.
         subs: :func:`split_batch` of them when the caller has it (None: split here).
-        decodes: per instance the decode blocks its run cached (:func:`pcs.fleet.decodes.instance_decodes`,
-            sub-trace numbering) or None: that instance's scan is decode-aware; None = prompt-only for all.
+        decodes: per instance the decode blocks its run cached (:func:`pcs.engine.turns.decode_blocks` of its
+            sub-trace, sub-trace numbering) or None: that instance's scan is decode-aware; None = prompt-only for all.
     Returns:
         one :class:`pcs.blocks.SingleSequenceResult` per instance (zeros for an idle one).
     """
@@ -233,15 +250,27 @@ def _requests_table(tables: list, rows: list) -> Any:
     return whole.take(pa.array(np.argsort(whole.column("request_id").to_numpy(), kind="stable")))
 
 
+def _fleet_ceiling(batch: RequestBatch, rules: BlockRules, decode: Any, order: np.ndarray | None) -> int:
+    """The fleet ceiling's hit tokens: the single-sequence walk of the whole trace (in memory: no re-read) in
+    trace order, or in ``order`` (int64 trace positions: a shared tier's first-admission order, §17.1) with
+    ``decode`` (trace numbering, :func:`pcs.fleet.decodes.fleet_decode`) renumbered to follow it."""
+    if order is None or bool((order == np.arange(len(order))).all()):
+        return _ceiling(_SubTrace("<trace>", batch), rules, decode).hit_tokens
+    from pcs.fleet.decodes import renumber
+
+    return _ceiling(_SubTrace("<trace>", permute_batch(batch, order)), rules, renumber(decode, order)).hit_tokens
+
+
 def _summary(name: str, router, stale_s: float, cap: int, source: Any, batch: RequestBatch, rules: BlockRules,
              loads: list, summaries: list, table: Any, modeled: bool, shared: Any = None,
-             decode: Any = None) -> FleetSummary:
-    """Add the instances up (docs/semantics.md §17); with a shared tier (§17.1) captured = the fleet ceiling
-    (a shared tier of 0 blocks shares nothing: captured stays the routed sub-traces' ceilings); ``decode``:
-    the fleet ceiling's decode blocks (:func:`pcs.fleet.decodes.fleet_decode`) or None (prompt-only)."""
+             decode: Any = None, order: np.ndarray | None = None) -> FleetSummary:
+    """Add the instances up (docs/semantics.md §17); with a shared tier (§17.1) captured = the fleet ceiling,
+    both the walk in the fleet's first-admission order ``order`` (a shared tier of 0 blocks shares nothing:
+    the trace-order ceiling, captured the routed sub-traces' ceilings); ``decode``: the fleet ceiling's decode
+    blocks (:func:`pcs.fleet.decodes.fleet_decode`) or None (prompt-only)."""
     prompt = int(batch.prompt_tokens.sum())
-    ceiling = _ceiling(_SubTrace("<trace>", batch), rules, decode).hit_tokens  # the trace in memory: no re-read
     sharing = shared is not None and shared.capacity_blocks > 0
+    ceiling = _fleet_ceiling(batch, rules, decode, order if sharing else None)
     captured = ceiling if sharing else sum(x.ceiling_hit_tokens for x in loads)
     hits = sum(x.hit_tokens for x in loads)
     c, k, d = (ceiling / prompt, captured / prompt, hits / prompt) if prompt else (0.0, 0.0, 0.0)
@@ -265,22 +294,23 @@ def _replay_instances(source: Any, batch: RequestBatch, assignment: np.ndarray, 
                       ) -> tuple[list, list, list, list, list]:
     """Each instance's sub-trace replayed alone with :func:`pcs.replay` (no shared tier): (InstanceLoad,
     replay summary or None, requests table or None, trace rows, decode blocks its run cached or None) per
-    instance; its ceiling is decode-aware when its run cached decode blocks (docs/semantics.md §17)."""
+    instance. Its ceiling is the one its replay computed (``ReplayResult.ceilings``: the sub-trace's
+    single-sequence walk, decode-aware with the next turns its step scheduler cached, docs/semantics.md §17),
+    what :func:`instance_ceilings` computes alone from :func:`pcs.engine.turns.decode_blocks` of the sub-trace
+    (``tests/fleet/test_fleet_decode.py::test_reused_instance_ceilings_are_the_sub_trace_scans``)."""
     from pcs.engine.api import replay
-    from pcs.fleet.decodes import instance_decodes
 
-    rows_of, summaries, tables, sources = [], [], [], []
-    subs = split_batch(batch, assignment, instances)
-    for i, (rows, part) in enumerate(subs):
+    rows_of, summaries, tables, ceilings, decodes = [], [], [], [], []
+    for i, (rows, part) in enumerate(split_batch(batch, assignment, instances)):
         sub = source if instances == 1 or part is None else _SubTrace(f"{name} [instance {i}]", part)
         res = replay(sub, progress=progress, **replay_kwargs) if len(rows) else None
+        single, with_decode, decode = res.ceilings if res is not None else (SingleSequenceResult(0, 0, 0, 0, 0),
+                                                                             None, None)
         rows_of.append(rows)
-        sources.append(sub if res is not None else None)
         summaries.append(res.summary if res is not None else None)
         tables.append(res.requests if res is not None else None)
-    cached = [s is not None and s.scheduler is not None and bool(s.scheduler.cache_decode_blocks) for s in summaries]
-    decodes = instance_decodes(sources, cached, replay_kwargs.get("native"))
-    ceilings = instance_ceilings(batch, assignment, instances, rules, subs, decodes)
+        ceilings.append(with_decode if with_decode is not None else single)
+        decodes.append(decode)
     loads = [_instance_row(i, ceilings[i], summaries[i], tables[i], index.held_blocks(i)) for i in range(instances)]
     return loads, summaries, tables, rows_of, decodes
 
@@ -348,15 +378,15 @@ def fleet_replay(trace: Any = None, *, instances: int = 1, router: Any = "round-
 
         loads, tables, rows_of, run, decodes = shared_instances(source, batch, assignment, instances, rules,
                                                                 compute, setup, index, progress)
-        summaries, modeled = [None] * instances, setup["timing"] == "modeled"
+        summaries, modeled, order = [None] * instances, setup["timing"] == "modeled", run.admitted
         shared, step = shared_summary(run, loads, int(batch.prompt_tokens.sum())), decodes is not None
     else:
         loads, summaries, tables, rows_of, decodes = _replay_instances(source, batch, assignment, instances, rules,
                                                                        index, name, progress, replay_kwargs)
-        modeled, shared = any(s is not None and s.timing == "modeled" for s in summaries), None
+        modeled, shared, order = any(s is not None and s.timing == "modeled" for s in summaries), None, None
         step = any(s is not None and s.scheduler is not None for s in summaries)
     table = _requests_table(tables, rows_of)
     decode = _ceiling_decode(batch, decodes, rows_of, step, replay_kwargs)
     summary = _summary(name, chooser, float(router_stale_s), cap, source, batch, rules, loads, summaries, table,
-                       modeled, shared, decode)
+                       modeled, shared, decode, order)
     return FleetResult(summary, assignment, table)

@@ -28,7 +28,7 @@ import numpy as np
 from pcs.cache.shared import SharedTierHierarchy
 from pcs.engine.chunks import Chunk, iter_chunks
 
-__all__ = ["SharedRun", "run_one_clock", "shared_setup", "check_shared_options"]
+__all__ = ["SharedRun", "Admissions", "run_one_clock", "shared_setup", "check_shared_options"]
 
 _INF = float("inf")
 
@@ -44,6 +44,8 @@ class SharedRun:
         setup: the :func:`shared_setup` dict (tier specs, bytes per block, links, options).
         busy_s: per instance its busy seconds under the step scheduler (None when idle), or None
             (no step scheduler: :mod:`pcs.fleet.stepclock` fills it).
+        admitted: int64 (requests,): the trace positions in the order the one clock admitted them for the
+            first time (:class:`Admissions`).
     """
 
     results: list
@@ -51,6 +53,34 @@ class SharedRun:
     shared: Any
     setup: dict
     busy_s: list | None = None
+    admitted: Any = None
+
+
+class Admissions:
+    """The fleet's first admissions in the order its one clock ran them (docs/semantics.md §17.1): each
+    instance admits its requests for the first time in sub-trace order (FIFO; a preempted request goes back
+    to the head of the queue), so after an event of instance i the requests it newly admitted are the next
+    ones of its sub-trace; their number is the engine's count of requests admitted at least once (the first
+    item of its time-series snapshot, ``_snapshot``: :class:`pcs.engine.engine.ReplayEngine`,
+    :class:`pcs.engine.scheduler.StepEngine` and the compiled step loop keep it)."""
+
+    def __init__(self, assignment: np.ndarray, instances: int) -> None:
+        self.rows = [np.flatnonzero(assignment == i).tolist() for i in range(instances)]
+        self.done = [0] * instances
+        self.order: list = []
+
+    def note(self, i: int, engine: Any) -> None:
+        """Instance i's engine ran an event (or took a request): append the requests it admitted first since."""
+        n, d = engine._snapshot()[0], self.done[i]
+        if n > d:
+            self.order.extend(self.rows[i][d:n])
+            self.done[i] = n
+
+    def result(self) -> np.ndarray:
+        """int64 (requests,): trace positions in first-admission order (every request was admitted)."""
+        out = np.asarray(self.order, dtype=np.int64)
+        assert len(out) == sum(len(r) for r in self.rows), "a request was never admitted"
+        return out
 
 
 def check_shared_options(kw: dict) -> None:
@@ -146,8 +176,9 @@ def _row(ch: Chunk, r: int) -> Chunk:
                  ch.prefill_offsets[r:r + 2], ch.decode_s[r:r + 1] if ch.decode_s else ch.decode_s)
 
 
-def _advance_all(engines: Sequence, heap: list, t: float) -> None:
-    """Every engine's events at or before ``t``, in time order across engines (ties: lower instance first).
+def _advance_all(engines: Sequence, heap: list, t: float, seen: Admissions) -> None:
+    """Every engine's events at or before ``t``, in time order across engines (ties: lower instance first);
+    ``seen`` notes the first admissions they make.
 
     ``heap`` holds (next event time, instance) for every engine with events; an entry whose time is no
     longer its engine's next event is stale and skipped (a fresh one was pushed when it changed).
@@ -158,6 +189,7 @@ def _advance_all(engines: Sequence, heap: list, t: float) -> None:
         if e.next_event_s() != w:
             continue
         e.advance(w)
+        seen.note(i, e)
         nxt = e.next_event_s()
         if nxt < _INF:
             heapq.heappush(heap, (nxt, i))
@@ -181,14 +213,15 @@ def run_one_clock(source: Any, rules: Any, time_model: Any, assignment: np.ndarr
     assign = assignment.tolist()
     used = [False] * len(engines)
     heap: list = []
-    done = 0
+    done, seen = 0, Admissions(assignment, instances)
     for ch in iter_chunks(source, rules, time_model, modeled):
         for r, a in enumerate(ch.arrival_s):
             i = assign[ch.first_request_id + r]
             e = engines[i]
             if modeled:
-                _advance_all(engines, heap, a)
+                _advance_all(engines, heap, a, seen)
             e.feed(_row(ch, r))
+            seen.note(i, e)
             used[i] = True
             if modeled and e.next_event_s() < _INF:
                 heapq.heappush(heap, (e.next_event_s(), i))
@@ -196,8 +229,8 @@ def run_one_clock(source: Any, rules: Any, time_model: Any, assignment: np.ndarr
             if progress is not None and done % 4096 == 0:
                 progress(4096)
     if modeled:
-        _advance_all(engines, heap, _INF)
+        _advance_all(engines, heap, _INF, seen)
     if progress is not None and done % 4096:
         progress(done % 4096)
     results = [e.close() if u else None for e, u in zip(engines, used)]
-    return SharedRun(results, hierarchies, shared, setup)
+    return SharedRun(results, hierarchies, shared, setup, None, seen.result())

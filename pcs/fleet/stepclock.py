@@ -34,7 +34,7 @@ from typing import Any, Callable
 import numpy as np
 
 from pcs.engine.chunks import Chunk, iter_chunks
-from pcs.fleet.oneclock import SharedRun, _build
+from pcs.fleet.oneclock import Admissions, SharedRun, _build
 
 __all__ = ["run_step_clock"]
 
@@ -42,10 +42,11 @@ _INF = float("inf")
 
 
 class _Clock:
-    """The fleet's event heap: ``(time_s, half, instance)``, one live entry per instance (``live``)."""
+    """The fleet's event heap: ``(time_s, half, instance)``, one live entry per instance (``live``); ``seen``
+    notes the first admissions each loop half made (the begin halves make them)."""
 
-    def __init__(self, engines: list) -> None:
-        self.engines = engines
+    def __init__(self, engines: list, seen: Admissions) -> None:
+        self.engines, self.seen = engines, seen
         self.until = [_INF] * len(engines)      # each instance's next arrival not fed yet
         self.live: list = [None] * len(engines)
         self.heap: list = []
@@ -69,6 +70,7 @@ class _Clock:
                 continue                        # stale: the instance's next event changed since
             live[i] = None
             engines[i].clock_advance(until[i])
+            self.seen.note(i, engines[i])
             self.push(i)
 
 
@@ -146,7 +148,7 @@ def run_step_clock(source: Any, rules: Any, time_model: Any, arrival_s: np.ndarr
     hierarchies, shared = _build(setup, instances)
     parts = parts if parts is not None else step_parts(step, sub_sources, rules)
     engines = [_engine(h, setup, p) if p is not None else None for h, p in zip(hierarchies, parts)]
-    clock = _Clock(engines)
+    clock = _Clock(engines, Admissions(assignment, instances))
     assign = assignment.tolist()
     at, then = _arrivals(arrival_s, assignment, instances)
     done = 0
@@ -167,4 +169,4 @@ def run_step_clock(source: Any, rules: Any, time_model: Any, arrival_s: np.ndarr
     assert all(e is None or e.clock_event() is None for e in engines), "an instance could not finish"
     results = [e.close() if e is not None else None for e in engines]
     busy = [e.stats.busy_s if e is not None else None for e in engines]
-    return SharedRun(results, hierarchies, shared, setup, busy)
+    return SharedRun(results, hierarchies, shared, setup, busy, clock.seen.result())

@@ -9,7 +9,8 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 from pcs.engine.schedconfig import SchedulerConfig
 from pcs.fleet import fleet_replay
 from tests.helpers import (FLEET_TIERS, assert_empty_shared_tier_is_plain, assert_one_instance_is_single_replay,
-                           HandTrace, stress_trace, tables_equal)
+                           HandTrace, conversation_trace, req, stress_trace,
+                           tables_equal)
 
 BS = 4
 STEP = dict(model="llama-3.1-8b", hardware="h100-sxm", tp=1)      # a ComputeModel: the step scheduler runs
@@ -136,3 +137,74 @@ def test_compiled_step_loops_equal_the_reference(seed, n, instances, tiers, shar
     assert [x.to_dict() for x in c.summary.per_instance] == [x.to_dict() for x in py.summary.per_instance]
     assert c.summary.shared_tier == py.summary.shared_tier
     tables_equal(c.requests, py.requests)
+
+
+def test_hand_case_a_request_admitted_after_a_later_one_on_another_instance():
+    # block size 4, 2 instances, round-robin: r0 -> i0, x -> i1, r1 -> i0, r3 -> i1; each instance a GPU tier
+    # of 200 blocks and one request at a time (max_num_seqs 1); shared tier of 100 blocks, write-through;
+    # restore fallback off (a 4-block restore for a 17-token prefill loses the envelope, §10).
+    # r0 at 0 s: 6 ids of its own, prompt 24, 400 output tokens: i0 decodes it alone until about 1.9 s
+    #   (400 decode steps of at least 4.8 ms each: the weights' read, 16 GB / 3.35 TB/s).
+    # x at 0.1 s: [201], prompt 4, 1 output token: i1, nothing shared.
+    # r1 at 1.0 s: [1 .. 5], prompt 17: on i0 it waits for r0 to finish (one request at a time).
+    # r3 at 1.2 s: [1 .. 4], prompt 16: i1 is idle, admitted at once; its prefill writes 1 .. 4 through.
+    # r1's first admission (after r0, about 1.9 s) finds 1 .. 4 in the shared tier: 4 blocks (cap
+    #   (17 - 1) // 4 = 4) = 16 tokens. Prompt tokens 24 + 4 + 17 + 16 = 61: delivered 16 / 61.
+    # The trace-order walk takes r1 before r3: r1 finds nothing, r3 hits 1, 2, 3 (cap (16 - 1) // 4 = 3) =
+    #   12 tokens: 12 / 61 < delivered, the failure of ceiling >= captured >= delivered with a shared tier.
+    # The walk in the fleet's first-admission order (r0, x, r3, r1): r3 finds nothing, r1 hits 1 .. 4 = 16
+    #   tokens: ceiling = captured = 16 / 61 = delivered. Routing alone (i0: r0, r1; i1: x, r3) shares nothing: 0.
+    rows = [([101, 102, 103, 104, 105, 106], 0.0, 24, 400), ([201], 0.1, 4, 1), ([1, 2, 3, 4, 5], 1.0, 17, 1),
+            ([1, 2, 3, 4], 1.2, 16, 1)]
+    reqs = [req(ids, t, prompt=p, out=o, bs=BS) for ids, t, p, o in rows]
+    f = fleet_replay(reqs, instances=2, router="round-robin", tiers=["gpu=200blocks"], shared_tier="remote=100blocks",
+                     write_policy="through", scheduler=SchedulerConfig(restore_fallback=False, max_num_seqs=1),
+                     **STEP)
+    s, t = f.summary, f.requests
+    assert f.assignment.tolist() == [0, 1, 0, 1]
+    assert t.column("finish_s").to_pylist()[0] > 1.2 + t.column("ttft_s").to_pylist()[3]   # r3 done before r1 starts
+    assert t.column("hit_tokens").to_pylist() == [0, 0, 16, 0] and s.shared_tier.hit_tokens == 16
+    assert s.gap.fleet_ceiling_hit_ratio == s.gap.captured_hit_ratio == s.gap.delivered_hit_ratio == 16 / 61
+    assert s.shared_tier.routing_captured_hit_ratio == 0.0
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 10 ** 6), conversations=st.integers(1, 6), turns=st.integers(1, 4),
+       instances=st.integers(1, 4), router=st.sampled_from(["round-robin", "random", "least-loaded", "cache-aware"]),
+       gpu=st.sampled_from(["gpu=4blocks", "gpu=8blocks", "gpu=40blocks"]), seqs=st.sampled_from([1, 2, 64]),
+       wp=st.sampled_from(["back", "through"]))
+def test_ceiling_captured_delivered_with_a_shared_tier(seed, conversations, turns, instances, router, gpu, seqs, wp):
+    # Unconditional: tiny GPU tiers preempt, one or two requests at a time per instance make requests wait, so
+    # instances admit out of trace order across the fleet; every restore taken. The walk in the fleet's
+    # first-admission order holds, before each request, every block any instance could hold then (§17.1).
+    reqs = conversation_trace(np.random.default_rng(seed), conversations, turns, 2)
+    s = fleet_replay(reqs, instances=instances, router=router, tiers=[gpu], shared_tier="remote=60blocks",
+                     write_policy=wp, scheduler=SchedulerConfig(restore_fallback=False, max_num_seqs=seqs),
+                     **STEP).summary
+    g, sh = s.gap, s.shared_tier
+    assert g.fleet_ceiling_hit_ratio == g.captured_hit_ratio >= g.delivered_hit_ratio
+    assert g.captured_hit_ratio >= sh.routing_captured_hit_ratio
+
+
+@settings(max_examples=30, deadline=None)
+@given(seed=st.integers(0, 10 ** 6), conversations=st.integers(1, 6), turns=st.integers(1, 4))
+def test_the_walk_in_admission_order_is_the_set_walk_of_the_reordered_requests(seed, conversations, turns):
+    # pcs.fleet.fleet._fleet_ceiling in an order (permute_batch, decodes.renumber: array gathers) against the
+    # plain Python set walk (pcs.blocks.single_sequence_hits) of the requests listed in that order, each with
+    # its own decode-block ids (decode_blocks_python of the trace, looked up by its trace position).
+    from pcs.blocks import BlockRules, single_sequence_hits
+    from pcs.engine.turns import DecodeBlocks, decode_blocks_python
+    from pcs.fleet.fleet import _fleet_ceiling
+    from pcs.trace.batches import as_batches
+    from pcs.trace.request import concat_batches
+    rng = np.random.default_rng(seed)
+    reqs = conversation_trace(rng, conversations, turns, 2)
+    order = rng.permutation(len(reqs)).astype(np.int64)
+    dec = decode_blocks_python(reqs)
+    moved = DecodeBlocks.from_dict({k: dec.get(a) for k, a in enumerate(order.tolist()) if dec.get(a)}, len(reqs),
+                                   dec.pairs)
+    want = single_sequence_hits([reqs[a] for a in order.tolist()], BlockRules(), moved)
+    batch = concat_batches(list(as_batches(reqs)))
+    assert _fleet_ceiling(batch, BlockRules(), dec, order) == want.hit_tokens
+    assert _fleet_ceiling(batch, BlockRules(), None, order) == single_sequence_hits(
+        [reqs[a] for a in order.tolist()], BlockRules()).hit_tokens
