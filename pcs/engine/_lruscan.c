@@ -374,12 +374,16 @@ static PyObject *py_lru_new(PyObject *self, PyObject *args) {
         PyErr_SetString(PyExc_ValueError, "capacity must be >= 0");
         return NULL;
     }
+    /* direct entries for the expected ids up front: calloc's fresh pages are zero (no memset pass, lru_mode
+     * grows the array only past them) */
+    uint64_t dcap = expected > 4096 ? (uint64_t)expected + (uint64_t)expected / 8 : 4096;
+    dcap = dcap < ((uint64_t)1 << 26) ? dcap : ((uint64_t)1 << 26);   /* 512 MB of address space at most */
     lru_t *s = (lru_t *)calloc(1, sizeof(lru_t));
-    if (!s || !(s->dmeta = (lmeta_t *)calloc(4096, sizeof(lmeta_t))) || !(s->live = (uint64_t *)calloc(1024, 8))) {
+    if (!s || !(s->dmeta = (lmeta_t *)calloc(dcap, sizeof(lmeta_t))) || !(s->live = (uint64_t *)calloc(1024, 8))) {
         lru_free(s);
         return PyErr_NoMemory();
     }
-    s->dcap = 4096;
+    s->dcap = dcap;
     s->live_words = 1024;
     s->capacity = capacity;
     s->direct = 1;
