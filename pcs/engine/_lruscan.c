@@ -69,6 +69,7 @@ typedef struct {
     int64_t live_words;
     int64_t req;       /* requests fed so far */
     int direct;        /* direct mode: id k's state is dmeta[k], every id < limit; else hashed */
+    int has_dec;       /* a decode id was marked (lru_dmark): lookups check for LRU_UNSEEN */
     int64_t limit, expected;
     lmeta_t **tmp;     /* a request's looked-up states, for the stamping */
     int64_t tmp_len;
@@ -150,13 +151,12 @@ static inline lmeta_t *lru_slot(lru_t *s, uint64_t key) {
     return &s->slots[h].m;
 }
 
-/* The state of key, made (never stamped, first looked up by request req) when new. */
-static inline lmeta_t *lru_find(lru_t *s, uint64_t key, int32_t req) {
+/* The state of key, made (never stamped, first looked up by request req) when new; with_dec (a constant at
+ * each call: decode ids were marked) a decode id's first lookup sets its first request too. */
+static inline lmeta_t *lru_find(lru_t *s, uint64_t key, int32_t req, const int with_dec) {
     lmeta_t *x = lru_slot(s, key);
-    if ((uint32_t)x->first - 1u >= (uint32_t)LRU_UNSEEN - 1u) {  /* new (0), or a decode id's first lookup */
-        if (!x->first) { x->last = -1; s->count++; }
-        x->first = req + 1;
-    }
+    if (!x->first) { x->last = -1; x->first = req + 1; s->count++; }
+    else if (with_dec && x->first == LRU_UNSEEN) x->first = req + 1;
     return x;
 }
 
@@ -166,6 +166,7 @@ static inline void lru_dmark(lru_t *s, uint64_t key) {
     lmeta_t *x = lru_slot(s, key);
     if (!x->first) { x->first = LRU_UNSEEN; x->last = -2; s->count++; }
     else if (x->last == -1) x->last = -2;
+    s->has_dec = 1;
 }
 
 /* Where key's state lies: its home slot in the hashed table, entry key in direct mode. */
@@ -293,14 +294,15 @@ typedef struct {
 } lru_dec_t;
 
 /* Look up request ids keys[a .. b) (the first m - a cacheable; their states into tmp, visited): the leading
- * runs k[0] resident, k[1] stamped, k[2] looked up (all b - a ids), k[3] stamped or a decode id. Returns 0,
- * or with check 1 (an id repeats) / 2 (a resident id after a non-resident one); *dup: an id repeats. */
+ * runs k[0] resident, k[1] stamped, k[2] looked up (all b - a ids), k[3] (with_dec, a constant at each call)
+ * stamped or a decode id. Returns 0, or with check 1 (an id repeats) / 2 (a resident id after a non-resident
+ * one); *dup: an id repeats. */
 static inline int lru_lookup(lru_t *s, const uint64_t *keys, int64_t a, int64_t b, int64_t m, int check,
-                             int64_t *k, int *dup) {
+                             int64_t *k, int *dup, const int with_dec) {
     const int32_t rq = (int32_t)s->req;
     int run_res = 1, run_seen = 1, run_ideal = 1, run_dec = 1;
     for (int64_t i = a; i < b; i++) {
-        lmeta_t *x = lru_find(s, keys[i], rq);
+        lmeta_t *x = lru_find(s, keys[i], rq, with_dec);
         run_ideal &= x->first <= rq;
         k[2] += run_ideal;
         if (i >= m) continue;
@@ -320,8 +322,10 @@ static inline int lru_lookup(lru_t *s, const uint64_t *keys, int64_t a, int64_t 
         k[0] += run_res;
         run_seen &= old >= 0;
         k[1] += run_seen;
-        run_dec &= old != -1;
-        k[3] += run_dec;
+        if (with_dec) {
+            run_dec &= old != -1;
+            k[3] += run_dec;
+        }
     }
     return 0;
 }
@@ -344,7 +348,9 @@ static int lru_run(lru_t *s, const uint64_t *keys, const int64_t *offs, const in
             if (lru_table_alloc(s, (s->mask + 1) * 2) != 0) return -1;
         int64_t k[4] = {0, 0, 0, 0};
         int dup = 0;
-        if ((rc = lru_lookup(s, keys, a, b, m, check, k, &dup)) != 0) return rc;
+        rc = dec || s->has_dec ? lru_lookup(s, keys, a, b, m, check, k, &dup, 1)
+                               : lru_lookup(s, keys, a, b, m, check, k, &dup, 0);
+        if (rc != 0) return rc;
         lead[r] = k[0]; seen[r] = k[1]; ideal[r] = k[2];
         if (r + 2 < num_req)
             for (int64_t i = offs[r + 2]; i < offs[r + 3]; i++) __builtin_prefetch(lru_home(s, keys[i]), 1, 1);

@@ -98,7 +98,7 @@ static int64_t t2_reserve(lru_t *s, int64_t a, int64_t budget, int32_t rq) {
     }
     for (int64_t i = 0; i < nv; i++) {
         lru_evict(s);
-        q->vict[i] = lru_idx(s, lru_find(s, q->log[s->p - 1 - q->lbase], rq));
+        q->vict[i] = lru_idx(s, lru_find(s, q->log[s->p - 1 - q->lbase], rq, 0));   /* looked up before: not LRU_UNSEEN */
     }
     return nv;
 }
