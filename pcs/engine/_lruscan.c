@@ -29,6 +29,9 @@
  *              (the single-sequence, infinite-cache walk, pcs.blocks);
  *   ideal[r] = leading ids (of ALL the request's ids) looked up by an earlier
  *              request (the ideal walk: every id cacheable).
+ * With decode ids (pcs.engine.decodescan: request r's cached output blocks, seen right after it) also
+ *   seen_decode[r] = leading ids (of the first n) stamped, or given as a decode id, by an earlier request
+ *              (the decode-aware single-sequence walk; a decode id is marked, never stamped or looked up).
  * With check=1 it returns 1 when an id repeats among a request's first n, 2
  * when a resident id follows a non-resident one (not a prefix chain): the
  * fast path then does not apply. Mirrors
@@ -36,14 +39,19 @@
  * tests/test_replay_scan.py).
  * ------------------------------------------------------------------------- */
 typedef struct {
-    int32_t last;  /* last stamp; -1 never stamped; <= -2: visited in this request, old = -3 - last */
-    int32_t first; /* 1 + the request that first looked it up; 0: no such id yet (zeroed memory) */
+    int32_t last;  /* last stamp; -1 never stamped; -2 never stamped, a decode id (lru_dmark);
+                    * <= -3: visited in this request, old = -5 - last (LRU_VISIT) */
+    int32_t first; /* 1 + the request that first looked it up; 0: no such id yet (zeroed memory);
+                    * LRU_UNSEEN: only a decode id so far (never looked up) */
 } lmeta_t;
 
 typedef struct {
     uint64_t key;
     lmeta_t m;
 } lslot_t;
+
+#define LRU_VISIT(old) ((int32_t)(-5 - (int64_t)(old)))  /* a state's last while visited; its own inverse */
+#define LRU_UNSEEN INT32_MAX                              /* first: no request looked the id up yet */
 
 typedef struct t2_s t2_t;   /* two tiers: _lruscan_tiers.h */
 
@@ -61,6 +69,7 @@ typedef struct {
     int64_t live_words;
     int64_t req;       /* requests fed so far */
     int direct;        /* direct mode: id k's state is dmeta[k], every id < limit; else hashed */
+    int has_dec;       /* a decode id was marked (lru_dmark): lookups check for LRU_UNSEEN */
     int64_t limit, expected;
     lmeta_t **tmp;     /* a request's looked-up states, for the stamping */
     int64_t tmp_len;
@@ -133,19 +142,31 @@ static int lru_table_alloc(lru_t *s, uint64_t cap) {
     return 0;
 }
 
-/* The state of key, made (never stamped, first looked up by request req) when new. */
-static inline lmeta_t *lru_find(lru_t *s, uint64_t key, int32_t req) {
-    lmeta_t *x;
-    if (s->direct) {
-        x = &s->dmeta[key];
-    } else {
-        uint64_t h = mix64(key) & s->mask;
-        while (s->slots[h].m.first && s->slots[h].key != key) h = (h + 1) & s->mask;
-        if (!s->slots[h].m.first) s->slots[h].key = key;
-        x = &s->slots[h].m;
-    }
+/* The state of key (zeroed when the id is new: first == 0). */
+static inline lmeta_t *lru_slot(lru_t *s, uint64_t key) {
+    if (s->direct) return &s->dmeta[key];
+    uint64_t h = mix64(key) & s->mask;
+    while (s->slots[h].m.first && s->slots[h].key != key) h = (h + 1) & s->mask;
+    if (!s->slots[h].m.first) s->slots[h].key = key;
+    return &s->slots[h].m;
+}
+
+/* The state of key, made (never stamped, first looked up by request req) when new; with_dec (a constant at
+ * each call: decode ids were marked) a decode id's first lookup sets its first request too. */
+static inline lmeta_t *lru_find(lru_t *s, uint64_t key, int32_t req, const int with_dec) {
+    lmeta_t *x = lru_slot(s, key);
     if (!x->first) { x->last = -1; x->first = req + 1; s->count++; }
+    else if (with_dec && x->first == LRU_UNSEEN) x->first = req + 1;
     return x;
+}
+
+/* Mark key a decode id (seen by the decode-aware walk; decodescan.py): a never-stamped id's last becomes -2; a
+ * new id is made with first LRU_UNSEEN (the ideal walk has not seen it). */
+static inline void lru_dmark(lru_t *s, uint64_t key) {
+    lmeta_t *x = lru_slot(s, key);
+    if (!x->first) { x->first = LRU_UNSEEN; x->last = -2; s->count++; }
+    else if (x->last == -1) x->last = -2;
+    s->has_dec = 1;
 }
 
 /* Where key's state lies: its home slot in the hashed table, entry key in direct mode. */
@@ -153,12 +174,15 @@ static inline const void *lru_home(const lru_t *s, uint64_t key) {
     return s->direct ? (const void *)&s->dmeta[key] : (const void *)&s->slots[mix64(key) & s->mask];
 }
 
-/* Direct mode while the batch's ids stay below the limit (entries up to its largest id, the new ones
- * zeroed), else every id seen moves into a hashed table (load <= 0.5). -1 on no memory. */
-static int lru_mode(lru_t *s, const uint64_t *keys, int64_t m) {
+/* Direct mode while the batch's ids (keys[0 .. m), decode ids dkeys[0 .. dm - m)) stay below the limit (entries
+ * up to its largest id, the new ones zeroed), else every id seen moves into a hashed table (load <= 0.5).
+ * -1 on no memory. */
+static int lru_mode(lru_t *s, const uint64_t *keys, const uint64_t *dkeys, int64_t m, int64_t dm) {
     if (!s->direct) return 0;
     uint64_t top = 0;
     for (int64_t i = 0; i < m; i++) top = keys[i] > top ? keys[i] : top;
+    for (int64_t i = 0; i < dm; i++) top = dkeys[i] > top ? dkeys[i] : top;
+    m += dm;
     if (m == 0) return 0;
     if (top < (uint64_t)s->limit || top < (uint64_t)(2 * (s->count + m))) { /* ids at least half dense */
         uint64_t need = top + 1, have = s->dcap;
@@ -252,7 +276,7 @@ static inline int64_t lru_restamp(lru_t *s, int64_t old) {
 static inline int lru_stamp(lru_t *s, int64_t a, int64_t m) {
     for (int64_t i = m - 1; i >= a; i--) {
         lmeta_t *x = s->tmp[i - a];
-        int64_t t = lru_restamp(s, x->last <= -2 ? -3 - (int64_t)x->last : x->last);
+        int64_t t = lru_restamp(s, x->last <= -3 ? LRU_VISIT(x->last) : x->last);
         if (t < 0) return -1;
         x->last = (int32_t)t;
     }
@@ -261,50 +285,92 @@ static inline int lru_stamp(lru_t *s, int64_t a, int64_t m) {
 
 #include "_lruscan_tiers.h"
 
-/* base, cap: two tiers only (t2_request: the baseline's hit blocks per request, from max_hit_blocks) */
+/* The decode-aware walk (decodescan.py): request r's decode ids ids[off[r] .. off[r + 1]) are marked after it;
+ * seen[r] = its leading cacheable ids stamped or marked by an earlier request. */
+typedef struct {
+    const int64_t *off;
+    const uint64_t *ids;
+    int64_t *seen;
+} lru_dec_t;
+
+/* Look up request ids keys[a .. b) (the first m - a cacheable; their states into tmp, visited): the leading
+ * runs k[0] resident, k[1] stamped, k[2] looked up (all b - a ids), k[3] (with_dec, a constant at each call)
+ * stamped or a decode id. Returns 0, or with check 1 (an id repeats) / 2 (a resident id after a non-resident
+ * one); *dup: an id repeats. */
+static inline int lru_lookup(lru_t *s, const uint64_t *keys, int64_t a, int64_t b, int64_t m, int check,
+                             int64_t *k, int *dup, const int with_dec) {
+    const int32_t rq = (int32_t)s->req;
+    int run_res = 1, run_seen = 1, run_ideal = 1, run_dec = 1;
+    for (int64_t i = a; i < b; i++) {
+        lmeta_t *x = lru_find(s, keys[i], rq, with_dec);
+        run_ideal &= x->first <= rq;
+        k[2] += run_ideal;
+        if (i >= m) continue;
+        s->tmp[i - a] = x;
+        int32_t enc = x->last;
+        int64_t old = enc;
+        if (enc <= -3) { /* looked up earlier in this request */
+            if (check) return 1;
+            old = LRU_VISIT(enc);
+            *dup = 1;
+        } else {
+            x->last = LRU_VISIT(enc);
+        }
+        int res = old >= s->p;
+        if (check && res && !run_res) return 2;
+        run_res &= res;
+        k[0] += run_res;
+        run_seen &= old >= 0;
+        k[1] += run_seen;
+        if (with_dec) {
+            run_dec &= old != -1;
+            k[3] += run_dec;
+        }
+    }
+    return 0;
+}
+
+/* base, cap: two tiers only (t2_request: the baseline's hit blocks per request, from max_hit_blocks);
+ * dec: the decode-aware walk, or NULL */
 static int lru_run(lru_t *s, const uint64_t *keys, const int64_t *offs, const int64_t *n, int64_t num_req,
-                   int64_t *lead, int64_t *seen, int64_t *ideal, int check, const int64_t *cap, int64_t *base) {
+                   int64_t *lead, int64_t *seen, int64_t *ideal, int check, const int64_t *cap, int64_t *base,
+                   const lru_dec_t *dec) {
     int rc = lru_prepare(s, offs, n, num_req);
     if (rc) return rc;
-    if (s->req + num_req >= INT32_MAX || s->t + (offs[num_req] - offs[0]) >= INT32_MAX) return 3;
-    if (lru_mode(s, keys + offs[0], offs[num_req] - offs[0]) != 0) return -1;
+    if (s->req + num_req >= INT32_MAX - 8 || s->t + (offs[num_req] - offs[0]) >= INT32_MAX - 8) return 3;
+    int64_t d0 = dec ? dec->off[0] : 0, dn = dec ? dec->off[num_req] - d0 : 0;
+    if (lru_mode(s, keys + offs[0], dec ? dec->ids + d0 : NULL, offs[num_req] - offs[0], dn) != 0) return -1;
     for (int64_t i = offs[0]; i < offs[num_req > 1 ? 2 : num_req]; i++) __builtin_prefetch(lru_home(s, keys[i]), 1, 1);
     for (int64_t r = 0; r < num_req; r++) {
         const int64_t a = offs[r], b = offs[r + 1], m = a + n[r];
-        const int32_t rq = (int32_t)s->req;
-        while (!s->direct && (uint64_t)(s->count + (b - a)) * 2 > (s->mask + 1))
+        const int64_t dc = dec ? dec->off[r + 1] - dec->off[r] : 0;
+        while (!s->direct && (uint64_t)(s->count + (b - a) + dc) * 2 > (s->mask + 1))
             if (lru_table_alloc(s, (s->mask + 1) * 2) != 0) return -1;
-        int run_res = 1, run_seen = 1, run_ideal = 1, dup = 0;
-        int64_t k_res = 0, k_seen = 0, k_ideal = 0;
-        for (int64_t i = a; i < b; i++) {
-            lmeta_t *x = lru_find(s, keys[i], rq);
-            run_ideal &= x->first <= rq;
-            k_ideal += run_ideal;
-            if (i >= m) continue;
-            s->tmp[i - a] = x;
-            int32_t enc = x->last;
-            int64_t old = enc;
-            if (enc <= -2) { /* looked up earlier in this request */
-                if (check) return 1;
-                old = -3 - (int64_t)enc;
-                dup = 1;
-            } else {
-                x->last = (int32_t)(-3 - (int64_t)enc);
-            }
-            int res = old >= s->p;
-            if (check && res && !run_res) return 2;
-            run_res &= res;
-            k_res += run_res;
-            run_seen &= old >= 0;
-            k_seen += run_seen;
-        }
-        lead[r] = k_res; seen[r] = k_seen; ideal[r] = k_ideal;
+        int64_t k[4] = {0, 0, 0, 0};
+        int dup = 0;
+        rc = dec || s->has_dec ? lru_lookup(s, keys, a, b, m, check, k, &dup, 1)
+                               : lru_lookup(s, keys, a, b, m, check, k, &dup, 0);
+        if (rc != 0) return rc;
+        lead[r] = k[0]; seen[r] = k[1]; ideal[r] = k[2];
         if (r + 2 < num_req)
             for (int64_t i = offs[r + 2]; i < offs[r + 3]; i++) __builtin_prefetch(lru_home(s, keys[i]), 1, 1);
-        if (s->t2 ? t2_request(s, n[r], k_res, cap[r], dup, rq, &base[r]) != 0 : lru_stamp(s, a, m) != 0) return -1;
+        if (s->t2 ? t2_request(s, n[r], k[0], cap[r], dup, (int32_t)s->req, &base[r]) != 0 : lru_stamp(s, a, m) != 0)
+            return -1;
+        if (dec) {
+            dec->seen[r] = k[3];
+            for (int64_t i = dec->off[r]; i < dec->off[r + 1]; i++) lru_dmark(s, dec->ids[i]);
+        }
         s->req++;
     }
     return 0;
+}
+
+/* Whether the decode offsets run from 0 to nd, non-decreasing. */
+static int lru_dec_ok(const lru_dec_t *d, int64_t num_req, int64_t nd) {
+    if (d->off[0] != 0 || d->off[num_req] != nd) return 0;
+    for (int64_t r = 0; r < num_req; r++)
+        if (d->off[r + 1] < d->off[r]) return 0;
+    return 1;
 }
 
 static PyObject *py_lru_new(PyObject *self, PyObject *args) {
@@ -314,12 +380,16 @@ static PyObject *py_lru_new(PyObject *self, PyObject *args) {
         PyErr_SetString(PyExc_ValueError, "capacity must be >= 0");
         return NULL;
     }
+    /* direct entries for the expected ids up front: calloc's fresh pages are zero (no memset pass, lru_mode
+     * grows the array only past them) */
+    uint64_t dcap = expected > 4096 ? (uint64_t)expected + (uint64_t)expected / 8 : 4096;
+    dcap = dcap < ((uint64_t)1 << 26) ? dcap : ((uint64_t)1 << 26);   /* 512 MB of address space at most */
     lru_t *s = (lru_t *)calloc(1, sizeof(lru_t));
-    if (!s || !(s->dmeta = (lmeta_t *)calloc(4096, sizeof(lmeta_t))) || !(s->live = (uint64_t *)calloc(1024, 8))) {
+    if (!s || !(s->dmeta = (lmeta_t *)calloc(dcap, sizeof(lmeta_t))) || !(s->live = (uint64_t *)calloc(1024, 8))) {
         lru_free(s);
         return PyErr_NoMemory();
     }
-    s->dcap = 4096;
+    s->dcap = dcap;
     s->live_words = 1024;
     s->capacity = capacity;
     s->direct = 1;
@@ -332,10 +402,10 @@ static PyObject *py_lru_new(PyObject *self, PyObject *args) {
 
 static PyObject *py_lru_feed(PyObject *self, PyObject *args) {
     PyObject *cap;
-    Py_buffer keys, offs, n, lead, seen, ideal, mh = {0}, base = {0};
+    Py_buffer keys, offs, n, lead, seen, ideal, mh = {0}, base = {0}, doff = {0}, dids = {0}, dseen = {0};
     int check = 1;
-    if (!PyArg_ParseTuple(args, "Oy*y*y*w*w*w*|py*w*", &cap, &keys, &offs, &n, &lead, &seen, &ideal, &check, &mh,
-                          &base))
+    if (!PyArg_ParseTuple(args, "Oy*y*y*w*w*w*|py*w*y*y*w*", &cap, &keys, &offs, &n, &lead, &seen, &ideal, &check,
+                          &mh, &base, &doff, &dids, &dseen))
         return NULL;
     PyObject *result = NULL;
     lru_t *s = (lru_t *)PyCapsule_GetPointer(cap, "pcs.engine._lruscan.lru");
@@ -351,10 +421,18 @@ static PyObject *py_lru_feed(PyObject *self, PyObject *args) {
         PyErr_SetString(PyExc_ValueError, "offsets must start at 0 and end at len(block_hashes)");
         goto done;
     }
+    lru_dec_t dec = {(const int64_t *)doff.buf, (const uint64_t *)dids.buf, (int64_t *)dseen.buf};
+    if (doff.obj && (doff.len != offs.len || dseen.len != n.len || dids.len % 8 || !lru_dec_ok(&dec, num_req,
+                                                                                               dids.len / 8))) {
+        PyErr_SetString(PyExc_ValueError, "decode offsets int64 (R+1,) non-decreasing from 0 to len(decode ids), "
+                        "decode ids uint64, seen_decode int64 (R,)");
+        goto done;
+    }
     int rc;
     Py_BEGIN_ALLOW_THREADS
     rc = lru_run(s, (const uint64_t *)keys.buf, o, (const int64_t *)n.buf, num_req, (int64_t *)lead.buf,
-                 (int64_t *)seen.buf, (int64_t *)ideal.buf, check, (const int64_t *)mh.buf, (int64_t *)base.buf);
+                 (int64_t *)seen.buf, (int64_t *)ideal.buf, check, (const int64_t *)mh.buf, (int64_t *)base.buf,
+                 doff.obj ? &dec : NULL);
     Py_END_ALLOW_THREADS
     if (rc == -1) PyErr_NoMemory();
     else if (rc == -2) PyErr_SetString(PyExc_ValueError, "offsets must be non-decreasing and 0 <= n <= ids");
@@ -364,6 +442,9 @@ done:
     PyBuffer_Release(&lead); PyBuffer_Release(&seen); PyBuffer_Release(&ideal);
     if (mh.obj) PyBuffer_Release(&mh);
     if (base.obj) PyBuffer_Release(&base);
+    if (doff.obj) PyBuffer_Release(&doff);
+    if (dids.obj) PyBuffer_Release(&dids);
+    if (dseen.obj) PyBuffer_Release(&dseen);
     return result;
 }
 
@@ -399,7 +480,9 @@ static PyMethodDef methods[] = {
     {"lru_feed", py_lru_feed, METH_VARARGS,
      "lru_feed(state, block_hashes: uint64 (M,), offsets: int64 (R+1,), n: int64 (R,), lead, seen, ideal: "
      "writable int64 (R,), check=True) -> 0, or 1 (an id repeats among a request's first n) / "
-     "2 (a resident id after a non-resident one) when check, 3 (over 2**31 stamps or requests)."},
+     "2 (a resident id after a non-resident one) when check, 3 (over 2**31 stamps or requests). Optional after "
+     "check: max_hit, base (two tiers, else empty), decode_offsets int64 (R+1,), decode_ids uint64, seen_decode "
+     "writable int64 (R,): the decode-aware walk (request r's decode ids seen after it)."},
     {"lru_tiers", py_lru_tiers, METH_VARARGS,
      "lru_tiers(state, lower_capacity_blocks) -> None: before the first feed, add a lower LRU tier (write-back): "
      "lru_feed then also takes max_hit (int64 (R,)) and writes the two-tier sequential baseline's hit blocks "

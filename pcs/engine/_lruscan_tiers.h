@@ -84,7 +84,7 @@ static int t2_demote(lru_t *s, int64_t nv) {
 static int64_t t2_reserve(lru_t *s, int64_t a, int64_t budget, int32_t rq) {
     t2_t *q = s->t2;
     for (int64_t i = 0; i < a; i++) {
-        int64_t old = -3 - (int64_t)s->tmp[i]->last, j = old - s->base;
+        int64_t old = LRU_VISIT(s->tmp[i]->last), j = old - s->base;
         s->live[j >> 6] &= ~(1ULL << (j & 63));
         s->resident--;
     }
@@ -98,7 +98,7 @@ static int64_t t2_reserve(lru_t *s, int64_t a, int64_t budget, int32_t rq) {
     }
     for (int64_t i = 0; i < nv; i++) {
         lru_evict(s);
-        q->vict[i] = lru_idx(s, lru_find(s, q->log[s->p - 1 - q->lbase], rq));
+        q->vict[i] = lru_idx(s, lru_find(s, q->log[s->p - 1 - q->lbase], rq, 0));   /* looked up before: not LRU_UNSEEN */
     }
     return nv;
 }
@@ -125,7 +125,7 @@ static int t2_request(lru_t *s, int64_t m, int64_t a, int64_t cap, int dup, int3
     t2_t *q = s->t2;
     int64_t lead = a, run = 1;
     for (int64_t i = a; i < m && !dup; i++) {
-        int64_t old = -3 - (int64_t)s->tmp[i]->last;
+        int64_t old = LRU_VISIT(s->tmp[i]->last);
         dup = old >= s->p;                                     /* GPU-resident after a miss: not chained */
         run &= s->clast[lru_idx(s, s->tmp[i])] >= q->low.p;
         lead += run;

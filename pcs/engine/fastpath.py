@@ -51,7 +51,7 @@ from pcs.engine.summary import CacheState, TierState
 from pcs.trace.batches import as_batches
 from pcs.trace.parquet import expected_block_ids
 
-__all__ = ["NotApplicable", "Scan", "scan", "single_results", "run"]
+__all__ = ["NotApplicable", "Scan", "scan", "single_results", "decode_result", "run"]
 
 class NotApplicable(ValueError):
     """The fast path does not apply (the message says why)."""
@@ -74,6 +74,8 @@ class Scan:
         batch_sizes: requests per batch read (for ``progress``).
         baseline_hits: int64 (R,): with ``lower_blocks``, the two-tier sequential baseline's hit blocks
             (:class:`pcs.engine.lruscan.SequentialLru`); None without, or when its premise failed.
+        seen_decode: int64 (R,): with ``decode``, leading cacheable blocks cached by an earlier request's
+            prompt or decode blocks (:mod:`pcs.engine.decodescan`); None without.
     """
 
     block_size: int
@@ -89,10 +91,11 @@ class Scan:
     ideal_lead: np.ndarray
     batch_sizes: tuple
     baseline_hits: np.ndarray | None = None
+    seen_decode: np.ndarray | None = None
 
 
 def scan(source: Any, capacity_blocks: int, rules: BlockRules = BlockRules(), native: str | None = "auto",
-         check: bool = True, lower_blocks: int | None = None) -> Scan:
+         check: bool = True, lower_blocks: int | None = None, decode: Any = None) -> Scan:
     """Stream ``source`` once through a sequential LRU of ``capacity_blocks`` slots.
 
     Args:
@@ -104,6 +107,8 @@ def scan(source: Any, capacity_blocks: int, rules: BlockRules = BlockRules(), na
         check: raise :class:`NotApplicable` when the fast path's premise fails.
         lower_blocks: None, or a lower LRU tier's slots: the scan also gives the two-tier sequential
             baseline (``Scan.baseline_hits``; compiled kernel only).
+        decode: None, or :class:`pcs.engine.turns.DecodeBlocks` of ``source``: the scan also gives the
+            decode-aware single-sequence walk (``Scan.seen_decode``; :func:`decode_result`).
     Returns:
         :class:`Scan`. Cost: O(1) per block hash; memory: per-request columns,
         8-16 B per distinct block hash (pcs.engine.lruscan) and a bit per stamp above the LRU pointer;
@@ -115,24 +120,27 @@ def scan(source: Any, capacity_blocks: int, rules: BlockRules = BlockRules(), na
             the resident blocks of a request are not a prefix.
     """
     lru = SequentialLru(capacity_blocks, native, check, expected_block_ids(source), lower_blocks)
-    bs0, cols = None, []
+    bs0, cols, first = None, [], 0
     for b in as_batches(source):
         bs0 = int(b.block_size)
         prompt, output = np.asarray(b.prompt_tokens, np.int64), np.asarray(b.output_tokens, np.int64)
         offsets = np.asarray(b.block_offsets, np.int64)
         counts = np.diff(offsets)
         n, max_hit, _ = rule_columns(prompt, counts, output, bs0, rules)
+        dec = None if decode is None else decode.arrays(first, prompt.shape[0])
+        first += prompt.shape[0]
         try:
-            runs = lru.feed(b.block_hashes, offsets - offsets[0], n, max_hit)
+            runs = lru.feed(b.block_hashes, offsets - offsets[0], n, max_hit, dec)
         except NotChained as exc:
             raise NotApplicable(str(exc)) from None
         cols.append((np.asarray(b.arrival_s, np.float64), prompt, output, counts, n, max_hit) + runs)
     if not cols or sum(c[1].shape[0] for c in cols) == 0:
         raise ValueError("the trace has no requests")
     cat = [np.concatenate([c[k] for c in cols]) for k in range(len(cols[0]))]
+    seen_dec = cat.pop() if decode is not None else None
     base = cat.pop() if lru.tiers else None         # the two-tier baseline's column: kept if its premise held
     return Scan(bs0, int(capacity_blocks), *cat, tuple(c[1].shape[0] for c in cols),
-                base if lru.tiers_hold() else None)
+                base if lru.tiers_hold() else None, seen_dec)
 
 
 def _single(hits: np.ndarray, prompt: np.ndarray, bs: int) -> SingleSequenceResult:
@@ -145,6 +153,14 @@ def single_results(sc: Scan) -> tuple[SingleSequenceResult, SingleSequenceResult
     """(single-sequence under the run's rules, ideal) as :func:`pcs.blocks.single_sequence_hits` gives them."""
     return (_single(np.minimum(sc.max_hit_blocks, sc.seen_lead), sc.prompt_tokens, sc.block_size),
             _single(sc.ideal_lead, sc.prompt_tokens, sc.block_size))
+
+
+def decode_result(sc: Scan) -> SingleSequenceResult | None:
+    """The decode-aware single-sequence result (:func:`pcs.engine.decodescan.decode_aware_hits`) of a scan
+    given ``decode``, else None."""
+    if sc.seen_decode is None:
+        return None
+    return _single(np.minimum(sc.max_hit_blocks, sc.seen_decode), sc.prompt_tokens, sc.block_size)
 
 
 #: Requests per ``prefill_s`` call: its temporaries stay in cache instead of a dozen arrays of the whole trace

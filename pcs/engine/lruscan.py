@@ -15,7 +15,11 @@ stack). Per request it returns three leading runs:
 - ``seen``: ids (of the first ``n``) stamped by an earlier request -- the
   single-sequence walk of :func:`pcs.blocks.single_sequence_hits`;
 - ``ideal``: ids (of all the request's ids) looked up by an earlier request
-  -- the same walk with every id cacheable (``BlockRules(True, False)``).
+  -- the same walk with every id cacheable (``BlockRules(True, False)``);
+- with decode ids (each request's cached output blocks, :mod:`pcs.engine.decodescan`), ``seen_decode``:
+  ids (of the first ``n``) stamped, or given as a decode id, by an earlier request -- the
+  decode-aware single-sequence walk (docs/semantics.md §12, §17); a decode id is marked after its
+  request, never stamped or looked up (no LRU slot, no effect on ``ideal``).
 
 Memory: 8 B per id up to the largest id while the ids are small and at least
 half dense (the compiled kernel's direct mode: entry = id, no key stored, no
@@ -48,23 +52,27 @@ class _PythonLru:
 
     def __init__(self, capacity_blocks: int) -> None:
         self.c = capacity_blocks
-        self.table: dict[int, list[int]] = {}  # key -> [last stamp (-1 never), first request]
+        self.table: dict[int, list[int]] = {}  # key -> [last stamp (-1 never, -2 a decode id), first request]
         self.live = bytearray()
         self.t = self.p = self.resident = self.req = 0
 
-    def feed(self, block_hashes, offs, n, lead, seen, ideal, check: bool) -> int:
+    def feed(self, block_hashes, offs, n, lead, seen, ideal, check: bool, dec=None) -> int:
+        """``dec``: None, or (decode offsets (R + 1,), decode ids, seen_decode out (R,)) as ``lru_feed`` takes them."""
         keys, offs, n = block_hashes.tolist(), offs.tolist(), n.tolist()
+        d_off, d_ids = (dec[0].tolist(), dec[1].tolist()) if dec is not None else (None, None)
         table, live = self.table, self.live
         for r in range(len(n)):
             a, b = offs[r], offs[r + 1]
             m, rq = a + n[r], self.req
-            run_res = run_seen = run_ideal = True
-            k_res = k_seen = k_ideal = 0
+            run_res = run_seen = run_ideal = run_dec = True
+            k_res = k_seen = k_ideal = k_dec = 0
             visited: set[int] = set()
             for i in range(a, b):
                 e = table.get(keys[i])
                 if e is None:
                     e = table[keys[i]] = [-1, rq]
+                elif e[1] is None:      # a decode id's first lookup
+                    e[1] = rq
                 run_ideal = run_ideal and e[1] < rq
                 k_ideal += run_ideal
                 if i >= m:
@@ -79,6 +87,8 @@ class _PythonLru:
                 k_res += run_res
                 run_seen = run_seen and e[0] >= 0
                 k_seen += run_seen
+                run_dec = run_dec and e[0] != -1
+                k_dec += run_dec
             lead[r], seen[r], ideal[r] = k_res, k_seen, k_ideal
             for i in range(m - 1, a - 1, -1):
                 e = table[keys[i]]
@@ -95,8 +105,20 @@ class _PythonLru:
                     live[self.p] = 0
                     self.p += 1
                     self.resident -= 1
+            if dec is not None:
+                dec[2][r] = k_dec
+                self._mark(d_ids[d_off[r]:d_off[r + 1]])
             self.req += 1
         return 0
+
+    def _mark(self, ids: list) -> None:
+        """Mark decode ids (``lru_dmark``): a never-stamped id's last becomes -2; a new id is not looked up yet."""
+        for k in ids:
+            e = self.table.get(k)
+            if e is None:
+                self.table[k] = [-2, None]
+            elif e[0] == -1:
+                e[0] = -2
 
 
 class SequentialLru:
@@ -147,9 +169,10 @@ class SequentialLru:
         return self.tiers and bool(self._ext.lru_tiers(self._state))
 
     def feed(self, block_hashes: np.ndarray, offsets: np.ndarray, n: np.ndarray,
-             max_hit: np.ndarray | None = None) -> tuple[np.ndarray, ...]:
-        """Run one batch of requests; returns ``(lead, seen, ideal)``, int64 (R,) each, and with a lower tier
-        ``base`` too: the two-tier sequential baseline's hit blocks (-1 once :meth:`tiers_hold` is False).
+             max_hit: np.ndarray | None = None, decode: tuple | None = None) -> tuple[np.ndarray, ...]:
+        """Run one batch of requests; returns ``(lead, seen, ideal)``, int64 (R,) each, with a lower tier
+        ``base`` too: the two-tier sequential baseline's hit blocks (-1 once :meth:`tiers_hold` is False), and
+        with ``decode`` last ``seen_decode`` (the module docstring).
 
         Args:
             block_hashes: uint64 (M,): every block hash of the batch, request by request.
@@ -157,6 +180,8 @@ class SequentialLru:
             n: int64 (R,): cacheable ids per request (0 <= n <= its ids), the
                 ids that are looked up in and stamped into the cache.
             max_hit: int64 (R,): ``max_hit_blocks`` per request (docs/semantics.md §4); a lower tier only.
+            decode: None, or ``(offsets int64 (R + 1,) from 0, ids uint64)``: request r's decode ids
+                ``ids[offsets[r]:offsets[r + 1]]`` (:meth:`pcs.engine.turns.DecodeBlocks.arrays`).
         Raises:
             NotChained: (``check``) see the class; the state is then undefined.
             ValueError: inconsistent shapes or offsets.
@@ -165,21 +190,18 @@ class SequentialLru:
         offsets = np.ascontiguousarray(offsets, dtype=np.int64)
         n = np.ascontiguousarray(n, dtype=np.int64)
         r = n.shape[0]
-        lead, seen, ideal = np.empty(r, np.int64), np.empty(r, np.int64), np.empty(r, np.int64)
-        if self.tiers:
-            base = np.empty(r, np.int64)
-            rc = self._ext.lru_feed(self._state, hashes, offsets, n, lead, seen, ideal, self.check,
-                                    np.ascontiguousarray(max_hit, dtype=np.int64), base)
-            if rc:
-                raise NotChained(REASONS[rc])
-            return lead, seen, ideal, base
+        out = tuple(np.empty(r, np.int64) for _ in range(3 + self.tiers + (decode is not None)))
+        dec = () if decode is None else (np.ascontiguousarray(decode[0], dtype=np.int64),
+                                         np.ascontiguousarray(decode[1], dtype=np.uint64), out[-1])
         if self.kernel == "c":
-            rc = self._ext.lru_feed(self._state, hashes, offsets, n, lead, seen, ideal, self.check)
+            extra = (np.ascontiguousarray(max_hit, dtype=np.int64), out[3]) if self.tiers else (b"", bytearray())
+            rc = self._ext.lru_feed(self._state, hashes, offsets, n, *out[:3], self.check,
+                                    *(extra + dec if dec else extra[:2 * self.tiers]))
         else:
             if offsets.shape != (r + 1,) or offsets[0] != 0 or offsets[-1] != hashes.shape[0] or \
                     np.any(n < 0) or np.any(n > np.diff(offsets)):
                 raise ValueError("offsets must be (R+1,) from 0 to len(block_hashes), 0 <= n <= block hashes per request")
-            rc = self._state.feed(hashes, offsets, n, lead, seen, ideal, self.check)
+            rc = self._state.feed(hashes, offsets, n, *out[:3], self.check, dec or None)
         if rc:
             raise NotChained(REASONS[rc])
-        return lead, seen, ideal
+        return out

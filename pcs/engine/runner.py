@@ -212,20 +212,21 @@ TWO_TIER_SCAN = ("auto: lru-scan applies to the sequential baseline: two lru tie
 
 
 def _two_tier_scan(plans: list[_Plan], source: Any, rules: BlockRules, tiers: Sequence, write_policy: str,
-                   requested: str) -> fastpath.Scan | None:
+                   requested: str, decode: Any = None) -> fastpath.Scan | None:
     """The one-pass scan with the run's two tiers when ``auto`` placed a modeled run's sequential baseline on
     ``compiled-hierarchy`` over two ``lru`` tiers with write-back (docs/semantics.md §15: the baseline from the
     one-pass scan, not a second C pass): the same hash probe per id gives the single-sequence walks and the baseline's
     hit blocks (``Scan.baseline_hits``, equal to the compiled hierarchy's: tests/engine/test_seqbase.py).
     The baseline's plan moves to ``lru-scan``; when the ids break the scan's premise (not chained) it stays
-    on ``compiled-hierarchy`` and the reason says why. None when it does not apply (nothing changed)."""
+    on ``compiled-hierarchy`` and the reason says why. None when it does not apply (nothing changed).
+    ``decode``: decode blocks (:func:`_scan_decode`), walked in the same scan."""
     base = plans[-1]
     if (len(plans) < 2 or base.row.name != "compiled-hierarchy" or select.canonical(requested) != "auto"
             or write_policy != "back" or [p for _, p, _ in base.config.tiers] != ["lru", "lru"]
             or (base.config.native or _native.default_mode()) == "python" or not _native.built("lruscan")):
         return None
     sc = fastpath.scan(source, tiers[0].capacity_blocks, rules, "c", check=False,
-                       lower_blocks=tiers[1].capacity_blocks)
+                       lower_blocks=tiers[1].capacity_blocks, decode=decode)
     if sc.baseline_hits is None:
         base.reason += "; not lru-scan: the block hashes are not chained (found while scanning)"
     else:
@@ -272,17 +273,28 @@ def _resolve_step(step: StepSetup | None, timing: str, source: Any, rules: Block
     return step, cfg, decode, rules
 
 
-def single_with_decode(resolved: tuple | None, source: Any, native: str | None = None
-                       ) -> SingleSequenceResult | None:
+def _scan_decode(resolved: tuple | None) -> Any:
+    """The decode blocks the single-sequence ceiling walks (:func:`single_with_decode`), or None."""
+    if resolved is None or not resolved[1].cache_decode_blocks:
+        return None
+    return resolved[2]
+
+
+def single_with_decode(resolved: tuple | None, source: Any, native: str | None = None,
+                       sc: fastpath.Scan | None = None) -> SingleSequenceResult | None:
     """The single-sequence result with each request's cached decode blocks seen after it
     (:func:`pcs.engine.decodescan.decode_aware_hits`; docs/semantics.md §12, §17) when the step scheduler of
     ``resolved`` (:func:`_resolve_step`) caches decode blocks, else None (the prompt-only ceiling holds).
-    One more sequential scan of ``source``, O(1) per id."""
-    if resolved is None or not resolved[1].cache_decode_blocks or resolved[2] is None:
+    From the one-pass scan ``sc`` when it walked them (``Scan.seen_decode``), else one more sequential scan of
+    ``source``, O(1) per id."""
+    decode = _scan_decode(resolved)
+    if decode is None:
         return None
+    if sc is not None and sc.seen_decode is not None:
+        return fastpath.decode_result(sc)
     from pcs.engine.decodescan import decode_aware_hits
 
-    return decode_aware_hits(source, resolved[3], resolved[2], native)
+    return decode_aware_hits(source, resolved[3], decode, native)
 
 
 def _presize_samplers(source: Any, loops: list) -> None:
@@ -368,18 +380,20 @@ def run_replay(source: Any, rules: BlockRules, time_model: Any, make_tiers: Call
         source = passes.source
     elif any(p.row.kind == "event-loop" for p in plans):   # more than one pass: decode the trace once
         source = Decoded(source)
-    scan2 = _two_tier_scan(plans, source, rules, tiers0, write_policy, requested)
+    resolved = _resolve_step(step, timing, source, rules, native, passes)
+    scan2 = _two_tier_scan(plans, source, rules, tiers0, write_policy, requested, _scan_decode(resolved))
     base = seqbase.baseline_from_scan(scan2, 2) if scan2 is not None and scan2.baseline_hits is not None else \
         _compiled_baseline(plans, source, rules, make_tiers, write_policy, hybrid, block_bytes, step_s)
     plans, all_plans = (plans[:1], plans) if base is not None else (plans, plans)
     scans = [_scan(p, source, rules, tiers0, requested) if p.row.kind == "scan" else None for p in plans]
     singles = next((fastpath.single_results(s) for s in scans + [scan2] if s is not None), None)
     if singles is None:   # one more pass (over the decoded batches), before the engines grow (8-16 B per distinct id)
-        singles = _shared(passes, ("singles", rules),
-                          lambda: fastpath.single_results(fastpath.scan(source, 0, rules, native, check=False)))
+        scan2 = None if passes is not None else fastpath.scan(source, 0, rules, native, check=False,
+                                                              decode=_scan_decode(resolved))
+        singles = _shared(passes, ("singles", rules), lambda: fastpath.single_results(
+            scan2 if scan2 is not None else fastpath.scan(source, 0, rules, native, check=False)))
     elif passes is not None:
         passes.put(("singles", rules), singles)
-    resolved = _resolve_step(step, timing, source, rules, native, passes)
     loops = _event_loops(plans, make_tiers, tiers0, write_policy, links, block_bytes, resolved, hybrid, step_s,
                          not comparison)
     if resolved is not None:
@@ -396,7 +410,7 @@ def run_replay(source: Any, rules: BlockRules, time_model: Any, make_tiers: Call
     sched = None
     if no_cache is not None:
         sched = (resolved[1], loops[0].stats, _close(no_cache, None), no_cache.stats)
-    with_decode = None if comparison else single_with_decode(resolved, source, native)
+    with_decode = None if comparison else single_with_decode(resolved, source, native, scan2)
     return Outcome(result, state, baseline, singles[0], singles[1], plans[0].row.name, plans[0].reason,
                    all_plans[-1].row.name, all_plans[-1].reason, sched, with_decode,
                    resolved[2] if with_decode is not None else None)
