@@ -38,8 +38,10 @@ typedef struct {
     int64_t k, p0, p, o, out, seq, rem, ctx, kv0, g0, ep, preemptions, n0, cap0, ndh, dh_in, chain_dh;
     double arrival, land, kv_mark, ttft, prefill_s, exposed_s;
     int decoding, grows, first, live;
-    PyObject *adm, *chain;          /* the hierarchy's Admission while admitted; start()'s chain list (cached) */
-    uint64_t *hashes;               /* n0 prompt block ids, then ndh decode block ids */
+    PyObject *adm, *chain;          /* Python path: the hierarchy's Admission while admitted; start()'s chain list */
+    PcsAdm ca;                      /* C API path: the admission (its buffers kept when the slot is reused) */
+    uint64_t *hashes;               /* n0 prompt block ids, then ndh decode block ids (hcap allocated) */
+    Py_ssize_t hcap;
     double *pre;                    /* prefill table row: cap0 + 1 entries, or NULL */
 } Req;
 
@@ -88,6 +90,13 @@ typedef struct {
 } Sched;
 
 static PyObject *s_rbytes, *s_hit, *s_hbpt, *s_rbpt, *s_lead, *s_last, *s_prefix, *s_trunc;
+
+/* An admission's fields (pcs.cache.hierarchy.Admission) the loop reads, blocks; per-tier counts of the s->T tiers */
+typedef struct {
+    Py_ssize_t prefix_hit_blocks, hit_blocks, last_hit_tier, gpu_lead_blocks;
+    int truncated;
+    int64_t hit_blocks_per_tier[8], restored_blocks_per_tier[8];
+} AdmInfo;
 
 /* ---------------------------------------------------------------- small helpers */
 static inline int64_t floordiv(int64_t a, int64_t b) { int64_t q = a / b; return (a % b && (a < 0) != (b < 0)) ? q - 1 : q; }
@@ -181,20 +190,36 @@ static int py_chain(Sched *s, Req *r, int64_t n) {
     return r->chain ? 0 : -1;
 }
 
-/* Hierarchy.start(chain, n, cap, extra, wait_if_full=True): an Admission, None (it waits; new refs) or NULL */
-static PyObject *h_start(Sched *s, Req *r, int64_t n, int64_t cap, int64_t extra) {
-    if (hy_tick(s) < 0) return NULL;
-    if (s->api) return s->api->start(s->hobj, r->hashes, n, n, cap, extra, 1);
-    if (py_chain(s, r, n) < 0) return NULL;
+/* Hierarchy.start(chain, n, cap, extra, wait_if_full=True) for r: 1 admitted (r->ca or r->adm), 0 it waits, -1 */
+static int h_start(Sched *s, Req *r, int64_t n, int64_t cap, int64_t extra) {
+    if (hy_tick(s) < 0) return -1;
+    if (s->api) return s->api->start(s->hobj, r->hashes, n, n, cap, extra, 1, &r->ca);
+    if (py_chain(s, r, n) < 0) return -1;
     PyObject *a[5] = {r->chain, PyLong_FromLongLong(n), PyLong_FromLongLong(cap), PyLong_FromLongLong(extra), Py_True};
     PyObject *adm = (a[1] && a[2] && a[3]) ? PyObject_Vectorcall(s->m_start, a, 5, NULL) : NULL;
     Py_XDECREF(a[1]); Py_XDECREF(a[2]); Py_XDECREF(a[3]);
-    return adm;
+    if (!adm) return -1;
+    if (adm == Py_None) { Py_DECREF(adm); return 0; }
+    r->adm = adm;
+    return 1;
 }
 
-/* the Admission's fields into ai (per-tier counts for the s->T tiers); 0 or -1 */
-static int h_info(Sched *s, PyObject *adm, PcsAdmInfo *ai) {
-    if (s->api) { s->api->info(adm, ai); return 0; }
+/* r's admission's fields into ai (per-tier counts for the s->T tiers); 0 or -1 */
+static int h_info(Sched *s, Req *r, AdmInfo *ai) {
+    if (s->api) {
+        const PcsAdm *a = &r->ca;
+        ai->prefix_hit_blocks = a->prefix_hit_blocks;
+        ai->hit_blocks = a->hit_blocks;
+        ai->last_hit_tier = a->last_hit_tier;
+        ai->gpu_lead_blocks = a->gpu_lead_blocks;
+        ai->truncated = a->truncated;
+        for (int j = 0; j < s->T; j++) {
+            ai->hit_blocks_per_tier[j] = a->counts[j];
+            ai->restored_blocks_per_tier[j] = a->counts[a->ntiers + j];
+        }
+        return 0;
+    }
+    PyObject *adm = r->adm;
     ai->hit_blocks = attr_n(adm, s_hit);
     ai->gpu_lead_blocks = attr_n(adm, s_lead);
     ai->truncated = (int)attr_n(adm, s_trunc);
@@ -205,28 +230,28 @@ static int h_info(Sched *s, PyObject *adm, PcsAdmInfo *ai) {
         || attr_list(s, adm, s_rbpt, ai->restored_blocks_per_tier) < 0 ? -1 : 0;
 }
 
-static int h_done(Sched *s, PyObject *adm) {
+static int h_done(Sched *s, Req *r) {
     if (hy_tick(s) < 0) return -1;
-    return s->api ? s->api->prefill_done(s->hobj, adm) : hcall0(s->m_done, adm, NULL);
+    return s->api ? s->api->prefill_done(s->hobj, &r->ca) : hcall0(s->m_done, r->adm, NULL);
 }
 
-static int h_finish(Sched *s, PyObject *adm) {
+static int h_finish(Sched *s, Req *r) {
     if (hy_tick(s) < 0) return -1;
-    return s->api ? s->api->finish(s->hobj, adm) : hcall0(s->m_finish, adm, NULL);
+    return s->api ? s->api->finish(s->hobj, &r->ca) : hcall0(s->m_finish, r->adm, NULL);
 }
 
-static int h_abort(Sched *s, PyObject *adm) {
+static int h_abort(Sched *s, Req *r) {
     if (hy_tick(s) < 0) return -1;
-    return s->api ? s->api->abort(s->hobj, adm) : hcall0(s->m_abort, adm, NULL);
+    return s->api ? s->api->abort(s->hobj, &r->ca) : hcall0(s->m_abort, r->adm, NULL);
 }
 
 /* Hierarchy.grow(adm, 1): 1 granted, 0 none obtainable, -1 error */
-static int h_grow1(Sched *s, PyObject *adm) {
+static int h_grow1(Sched *s, Req *r) {
     static PyObject *one = NULL;
     if (hy_tick(s) < 0) return -1;
-    if (s->api) return s->api->grow(s->hobj, adm, 1);
+    if (s->api) return s->api->grow(s->hobj, &r->ca, 1);
     if (!one && !(one = PyLong_FromLong(1))) return -1;
-    PyObject *res = hcall(s->m_grow, adm, one);
+    PyObject *res = hcall(s->m_grow, r->adm, one);
     if (!res) return -1;
     int ok = PyObject_IsTrue(res);
     Py_DECREF(res);
@@ -234,12 +259,12 @@ static int h_grow1(Sched *s, PyObject *adm) {
 }
 
 /* Hierarchy.extend(adm, keys[0 .. m)); 0 or -1 */
-static int h_extend(Sched *s, PyObject *adm, const uint64_t *keys, int64_t m) {
+static int h_extend(Sched *s, Req *r, const uint64_t *keys, int64_t m) {
     if (hy_tick(s) < 0) return -1;
-    if (s->api) return s->api->extend(s->hobj, adm, keys, m);
+    if (s->api) return s->api->extend(s->hobj, &r->ca, keys, m);
     PyObject *l = pcs_list_u64(keys, m);
     if (!l) return -1;
-    int rc = hcall0(s->m_extend, adm, l);
+    int rc = hcall0(s->m_extend, r->adm, l);
     Py_DECREF(l);
     return rc;
 }
@@ -505,9 +530,8 @@ static void req_free(Sched *s, int32_t i) {
     Req *r = &s->rq[i];
     Py_CLEAR(r->adm);
     Py_CLEAR(r->chain);
-    PyMem_Free(r->hashes); r->hashes = NULL;
     PyMem_Free(r->pre); r->pre = NULL;
-    r->live = 0;
+    r->live = 0;                    /* r->hashes and r->ca keep their buffers for the slot's next request */
     s->freel[s->nfree++] = i;
 }
 
@@ -521,6 +545,7 @@ static int32_t req_new(Sched *s) {
         if (!f) { PyErr_NoMemory(); return -1; }
         s->freel = f; s->caprq = c;
     }
+    memset(&s->rq[s->nrq], 0, sizeof(Req));   /* a new slot: no buffers yet */
     return s->nrq++;
 }
 
@@ -620,7 +645,7 @@ static int64_t restores(Sched *s, Req *r, int64_t hits, int64_t lead, const int6
 }
 
 /* StepEngine._first_columns (and _kept_tiers): hits, wait and tier columns of a first admission */
-static int first_columns(Sched *s, Req *r, const PcsAdmInfo *ai, int64_t kept, int64_t ht, int64_t hits,
+static int first_columns(Sched *s, Req *r, const AdmInfo *ai, int64_t kept, int64_t ht, int64_t hits,
                          const int64_t *th, const int64_t *rb, int64_t lead) {
     int64_t k = r->k, bs = s->bs, **tc = s->q + NQ0, blocks[8];
     if (kept == hits && kept == th[0]) { s->tier_hits[0] += kept; tc[0][k] = ht; }
@@ -660,20 +685,18 @@ static int admit(Sched *s, int32_t ri) {
     int64_t n, cap, extra;
     int fixed;
     if (admission_args(s, r, &n, &cap, &extra, &fixed) < 0) return -1;
-    PyObject *adm = h_start(s, r, n, cap, extra);
-    if (!adm) return -1;
-    if (adm == Py_None) { Py_DECREF(adm); return 0; }
+    int got = h_start(s, r, n, cap, extra);
+    if (got <= 0) return got;
     Py_CLEAR(r->chain);
-    r->adm = adm;
-    PcsAdmInfo ai;
-    if (h_info(s, adm, &ai) < 0) return -1;
+    AdmInfo ai;
+    if (h_info(s, r, &ai) < 0) return -1;
     const int64_t *th = ai.hit_blocks_per_tier, *rb = ai.restored_blocks_per_tier;
     int64_t hits = ai.hit_blocks, lead = ai.gpu_lead_blocks;
     r->grows = !(fixed || ai.truncated);
     r->seq = s->seq++;
-    if (s->gh && attr_list(s, adm, s_rbytes, s->gh_bytes) < 0) return -1;
+    if (s->gh && attr_list(s, r->adm, s_rbytes, s->gh_bytes) < 0) return -1;
     int64_t skipped = s->skipped, kept = restores(s, r, hits, lead, th, rb), bs = s->bs, p = r->p;
-    if (s->gh && s->skipped != skipped && s->gh_api->restore_skipped(s->gh, adm) < 0) return -1;
+    if (s->gh && s->skipped != skipped && s->gh_api->restore_skipped(s->gh, r->adm) < 0) return -1;
     int64_t ht = kept * bs;
     r->ctx = ht < p ? ht : p - 1;
     r->rem = p - r->ctx;
@@ -760,7 +783,7 @@ static void release(Sched *s) {
 /* StepEngine._cache_decode: cache r's first m decode blocks */
 static int cache_decode(Sched *s, Req *r, int64_t m) {
     if (m <= r->dh_in) return 0;
-    if (h_extend(s, r->adm, r->hashes + r->n0 + r->dh_in, m - r->dh_in) < 0) return -1;
+    if (h_extend(s, r, r->hashes + r->n0 + r->dh_in, m - r->dh_in) < 0) return -1;
     s->q[Q_DECODE][r->k] += m - r->dh_in;
     s->decode_cached += m - r->dh_in;
     r->dh_in = m;
@@ -791,7 +814,7 @@ static int finish(Sched *s, int32_t ri) {
         m = m > 0 ? m : 0;
         if (cache_decode(s, r, r->ndh < m ? r->ndh : m) < 0) return -1;
     }
-    if (h_finish(s, r->adm) < 0) return -1;
+    if (h_finish(s, r) < 0) return -1;
     r->ep = ++s->epochs;
     list_remove(s->run, &s->nrun, ri);
     s->in_system--;
@@ -805,7 +828,7 @@ static int finish(Sched *s, int32_t ri) {
 static int prefill_complete(Sched *s, int32_t ri) {
     Req *r = &s->rq[ri];
     list_remove(s->pf, &s->npf, ri);
-    if (h_done(s, r->adm) < 0) return -1;
+    if (h_done(s, r) < 0) return -1;
     if (isnan_(r->ttft)) r->ttft = s->now;
     r->out += 1;
     if (r->out >= r->o) return finish(s, ri);
@@ -882,13 +905,13 @@ static int preempt(Sched *s, int32_t vi) {
         int64_t m = floordiv(kv, bs) - floordiv(v->p0, bs);
         m = m > 0 ? m : 0;
         m = v->ndh < m ? v->ndh : m;
-        if (cache_decode(s, v, m) < 0 || h_finish(s, v->adm) < 0) return -1;
+        if (cache_decode(s, v, m) < 0 || h_finish(s, v) < 0) return -1;
         v->p = v->p0 + v->out;
         v->chain_dh = m;
         v->dh_in = m;
     } else {
         list_remove(s->pf, &s->npf, vi);
-        if (h_abort(s, v->adm) < 0) return -1;
+        if (h_abort(s, v) < 0) return -1;
     }
     Py_CLEAR(v->adm);
     v->land = -INFINITY;
@@ -907,7 +930,7 @@ static int32_t victim(Sched *s) {
 }
 
 /* one more GPU slot for r: 1 granted, 0 none obtainable, -1 error */
-static int grow1(Sched *s, Req *r) { return h_grow1(s, r->adm); }
+static int grow1(Sched *s, Req *r) { return h_grow1(s, r); }
 
 /* StepEngine._grow_now: the block boundaries of step G */
 static int grow_now(Sched *s) {
@@ -1021,14 +1044,23 @@ static int new_request(Sched *s, int64_t k, double a, int64_t p, int64_t o, int6
     int32_t ri = req_new(s);
     if (ri < 0) return -1;
     Req *r = &s->rq[ri];
+    PcsAdm ca = r->ca;              /* the slot's buffers, reused */
+    uint64_t *hashes = r->hashes;
+    Py_ssize_t hcap = r->hcap;
     memset(r, 0, sizeof *r);
+    r->ca = ca; r->hashes = hashes; r->hcap = hcap;
     r->k = k; r->arrival = a; r->p0 = r->p = p; r->o = o; r->n0 = n0; r->cap0 = cap0; r->ndh = ndh;
     r->land = -INFINITY; r->ttft = NAN; r->first = 1; r->grows = 1; r->live = 1;
     r->ep = ++s->epochs;
     r->kv_mark = s->kv_acc + (s->kv_since >= 0 ? s->now - s->kv_since : 0.0);
     int64_t nid = s->no_cache && !ndh ? 0 : n0;   /* the no-cache run looks up no block (admission_args: n = 0) */
-    r->hashes = PyMem_Malloc(sizeof(uint64_t) * (nid + ndh + 1));
-    if (!r->hashes) { PyErr_NoMemory(); return -1; }
+    if (nid + ndh + 1 > r->hcap) {
+        Py_ssize_t c = r->hcap ? r->hcap : 32;
+        while (c < nid + ndh + 1) c *= 2;
+        uint64_t *hb = PyMem_Realloc(r->hashes, sizeof(uint64_t) * c);
+        if (!hb) { PyErr_NoMemory(); return -1; }
+        r->hashes = hb; r->hcap = c;
+    }
     memcpy(r->hashes, ids, sizeof(uint64_t) * nid);
     if (ndh) memcpy(r->hashes + n0, dh, sizeof(uint64_t) * ndh);
     if (pre) {
@@ -1328,8 +1360,12 @@ static PyObject *sched_set_hybrid(Sched *s, PyObject *h) {
 }
 
 static void sched_dealloc(Sched *s) {
-    for (int32_t i = 0; i < s->nrq; i++) if (s->rq[i].live) { Py_CLEAR(s->rq[i].adm); Py_CLEAR(s->rq[i].chain);
-        PyMem_Free(s->rq[i].hashes); PyMem_Free(s->rq[i].pre); }
+    for (int32_t i = 0; i < s->nrq; i++) {
+        Req *r = &s->rq[i];
+        if (r->live) { Py_CLEAR(r->adm); Py_CLEAR(r->chain); PyMem_Free(r->pre); }
+        PyMem_Free(r->hashes);
+        if (s->api) s->api->adm_free(&r->ca);
+    }
     PyMem_Free(s->rq); PyMem_Free(s->freel); PyMem_Free(s->wq); PyMem_Free(s->run); PyMem_Free(s->pf);
     PyMem_Free(s->cr); PyMem_Free(s->cn); PyMem_Free(s->fin.a); PyMem_Free(s->blk.a); PyMem_Free(s->bins);
     PyMem_Free(s->setup); PyMem_Free(s->bw); PyMem_Free(s->iops); PyMem_Free(s->bpb); PyMem_Free(s->link_free);
