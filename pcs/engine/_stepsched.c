@@ -14,6 +14,7 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include "../_nogil.h"          /* raw memory, GIL-safe errors: the loop may run without the GIL */
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
@@ -39,7 +40,7 @@ typedef struct {
     double arrival, land, kv_mark, ttft, prefill_s, exposed_s;
     int decoding, grows, first, live;
     PyObject *adm, *chain;          /* Python path: the hierarchy's Admission while admitted; start()'s chain list */
-    PcsAdm ca;                      /* C API path: the admission (its buffers kept when the slot is reused) */
+    int32_t ai;                     /* C API path: its admission's index in Sched.apool while admitted, else -1 */
     uint64_t *hashes;               /* n0 prompt block ids, then ndh decode block ids (hcap allocated) */
     Py_ssize_t hcap;
     double *pre;                    /* prefill table row: cap0 + 1 entries, or NULL */
@@ -62,6 +63,9 @@ typedef struct {
     int start_ids;                  /* m_start is the hierarchy's start_ids (keys as a uint64 buffer) */
     const PcsHierApi *api;          /* the compiled hierarchy's C API, or NULL: the Python methods above */
     PyObject *hobj;                 /* with api: the pcs.cache._lruhier.Hierarchy it is called on */
+    PcsAdm *apool;                  /* with api: the admissions of running requests (max_seqs + 1), reused: their
+                                       buffers are allocated once and stay in cache */
+    int32_t *afree, nafree;         /* free entries of apool (a stack) */
     /* clock and batch */
     double now, next_sample, last_arrival, kv_acc, kv_since;
     int64_t G, d, S, seq, fed, in_system, admitted, epochs;
@@ -87,6 +91,9 @@ typedef struct {
     int nterms, term_kind[MAX_TERMS]; double term_coef[MAX_TERMS], term_param[MAX_TERMS], attn_f;
     PyObject *gh; const GHCApi *gh_api;
     int64_t gh_bytes[8];            /* the admission's restored_bytes_per_tier (a hybrid hierarchy's pages) */
+    /* the GIL, released over feed / close when nothing in the loop calls Python (see "the GIL" below) */
+    PyThreadState *ts;              /* this thread's state while the GIL is released, else NULL */
+    int busy;                       /* feed / close is running (with the GIL released another thread could call) */
 } Sched;
 
 static PyObject *s_rbytes, *s_hit, *s_hbpt, *s_rbpt, *s_lead, *s_last, *s_prefix, *s_trunc;
@@ -190,10 +197,25 @@ static int py_chain(Sched *s, Req *r, int64_t n) {
     return r->chain ? 0 : -1;
 }
 
-/* Hierarchy.start(chain, n, cap, extra, wait_if_full=True) for r: 1 admitted (r->ca or r->adm), 0 it waits, -1 */
+/* the admission of r (C API path) */
+#define CA(s, r) (&(s)->apool[(r)->ai])
+
+/* r's admission goes back to the pool (C API path) or is dropped (Python path) */
+static void adm_release(Sched *s, Req *r) {
+    Py_CLEAR(r->adm);
+    if (r->ai >= 0) { s->afree[s->nafree++] = r->ai; r->ai = -1; }
+}
+
+/* Hierarchy.start(chain, n, cap, extra, wait_if_full=True) for r: 1 admitted (r->ai or r->adm), 0 it waits, -1 */
 static int h_start(Sched *s, Req *r, int64_t n, int64_t cap, int64_t extra) {
     if (hy_tick(s) < 0) return -1;
-    if (s->api) return s->api->start(s->hobj, r->hashes, n, n, cap, extra, 1, &r->ca);
+    if (s->api) {
+        if (!s->nafree) { PyErr_SetString(PyExc_AssertionError, "more admissions than max_num_seqs"); return -1; }
+        r->ai = s->afree[--s->nafree];
+        int got = s->api->start(s->hobj, r->hashes, n, n, cap, extra, 1, CA(s, r));
+        if (got <= 0) adm_release(s, r);
+        return got;
+    }
     if (py_chain(s, r, n) < 0) return -1;
     PyObject *a[5] = {r->chain, PyLong_FromLongLong(n), PyLong_FromLongLong(cap), PyLong_FromLongLong(extra), Py_True};
     PyObject *adm = (a[1] && a[2] && a[3]) ? PyObject_Vectorcall(s->m_start, a, 5, NULL) : NULL;
@@ -207,7 +229,7 @@ static int h_start(Sched *s, Req *r, int64_t n, int64_t cap, int64_t extra) {
 /* r's admission's fields into ai (per-tier counts for the s->T tiers); 0 or -1 */
 static int h_info(Sched *s, Req *r, AdmInfo *ai) {
     if (s->api) {
-        const PcsAdm *a = &r->ca;
+        const PcsAdm *a = CA(s, r);
         ai->prefix_hit_blocks = a->prefix_hit_blocks;
         ai->hit_blocks = a->hit_blocks;
         ai->last_hit_tier = a->last_hit_tier;
@@ -232,24 +254,24 @@ static int h_info(Sched *s, Req *r, AdmInfo *ai) {
 
 static int h_done(Sched *s, Req *r) {
     if (hy_tick(s) < 0) return -1;
-    return s->api ? s->api->prefill_done(s->hobj, &r->ca) : hcall0(s->m_done, r->adm, NULL);
+    return s->api ? s->api->prefill_done(s->hobj, CA(s, r)) : hcall0(s->m_done, r->adm, NULL);
 }
 
 static int h_finish(Sched *s, Req *r) {
     if (hy_tick(s) < 0) return -1;
-    return s->api ? s->api->finish(s->hobj, &r->ca) : hcall0(s->m_finish, r->adm, NULL);
+    return s->api ? s->api->finish(s->hobj, CA(s, r)) : hcall0(s->m_finish, r->adm, NULL);
 }
 
 static int h_abort(Sched *s, Req *r) {
     if (hy_tick(s) < 0) return -1;
-    return s->api ? s->api->abort(s->hobj, &r->ca) : hcall0(s->m_abort, r->adm, NULL);
+    return s->api ? s->api->abort(s->hobj, CA(s, r)) : hcall0(s->m_abort, r->adm, NULL);
 }
 
 /* Hierarchy.grow(adm, 1): 1 granted, 0 none obtainable, -1 error */
 static int h_grow1(Sched *s, Req *r) {
     static PyObject *one = NULL;
     if (hy_tick(s) < 0) return -1;
-    if (s->api) return s->api->grow(s->hobj, &r->ca, 1);
+    if (s->api) return s->api->grow(s->hobj, CA(s, r), 1);
     if (!one && !(one = PyLong_FromLong(1))) return -1;
     PyObject *res = hcall(s->m_grow, r->adm, one);
     if (!res) return -1;
@@ -261,7 +283,7 @@ static int h_grow1(Sched *s, Req *r) {
 /* Hierarchy.extend(adm, keys[0 .. m)); 0 or -1 */
 static int h_extend(Sched *s, Req *r, const uint64_t *keys, int64_t m) {
     if (hy_tick(s) < 0) return -1;
-    if (s->api) return s->api->extend(s->hobj, &r->ca, keys, m);
+    if (s->api) return s->api->extend(s->hobj, CA(s, r), keys, m);
     PyObject *l = pcs_list_u64(keys, m);
     if (!l) return -1;
     int rc = hcall0(s->m_extend, r->adm, l);
@@ -449,16 +471,54 @@ static int add_busy(Sched *s, double start, double seconds) {
     return 0;
 }
 
+/* ---------------------------------------------------------------- the GIL
+ * A run of the loop (feed, close) releases the GIL when it calls no Python code: the compiled hierarchy through
+ * its C API, which says it hosts no Python policy (PcsHierApi.nogil), and no hybrid hooks. The loop's memory is
+ * then raw memory and its errors take the GIL to be set (pcs/_nogil.h); the sampler's callback (a few hundred
+ * times per run) and the signal check take it back for their Python calls. Another thread (the no-cache
+ * baseline's loop, pcs/engine/runner.py) then runs its own loop at the same time; each loop only touches its own
+ * state and hierarchy, so the results are those of running them one after the other. */
+static int nogil(Sched *s) { return s->api && !s->gh && s->api->nogil(s->hobj); }
+
+static void gil_release(Sched *s) {
+    if (nogil(s)) s->ts = PyEval_SaveThread();
+}
+
+static void gil_take(Sched *s) {
+    if (s->ts) { PyEval_RestoreThread(s->ts); s->ts = NULL; }
+}
+
+/* feed / close may run (1), or 0 with RuntimeError: the loop is running in another thread */
+static int enter(Sched *s) {
+    if (!s->busy) return s->busy = 1;
+    PyErr_SetString(PyExc_RuntimeError, "the step loop is already running (another thread)");
+    return 0;
+}
+
 /* ---------------------------------------------------------------- the sampler (a Python callback) */
-/* Sampler.take(t, self.state): record the boundaries passed, with this loop's state */
+/* Sampler.take(t, self.state): record the boundaries passed, with this loop's state (with the GIL) */
 static int take(Sched *s, double t) {
+    int released = s->ts != NULL;
+    gil_take(s);
     PyObject *a[2] = {PyFloat_FromDouble(t), PyObject_GetAttrString((PyObject *)s, "state")};
     PyObject *r = a[0] && a[1] ? PyObject_Vectorcall(s->take, a, 2, NULL) : NULL;
     Py_XDECREF(a[0]); Py_XDECREF(a[1]);
-    if (!r) return -1;
-    s->next_sample = PyFloat_AsDouble(r);
-    Py_DECREF(r);
-    return PyErr_Occurred() ? -1 : 0;
+    if (r) {
+        s->next_sample = PyFloat_AsDouble(r);
+        Py_DECREF(r);
+    }
+    int rc = !r || PyErr_Occurred() ? -1 : 0;
+    if (released) s->ts = PyEval_SaveThread();
+    return rc;
+}
+
+/* Ctrl-C in a long tail (with the GIL); 0 or -1 */
+static int check_signals(Sched *s) {
+    int released = s->ts != NULL;
+    gil_take(s);
+    int rc = PyErr_CheckSignals();
+    if (released) s->ts = PyEval_SaveThread();
+    return rc;
 }
 
 /* ---------------------------------------------------------------- queues of request slots */
@@ -528,10 +588,10 @@ static int note_held(Sched *s) {
 /* ---------------------------------------------------------------- requests */
 static void req_free(Sched *s, int32_t i) {
     Req *r = &s->rq[i];
-    Py_CLEAR(r->adm);
+    adm_release(s, r);
     Py_CLEAR(r->chain);
     PyMem_Free(r->pre); r->pre = NULL;
-    r->live = 0;                    /* r->hashes and r->ca keep their buffers for the slot's next request */
+    r->live = 0;                    /* r->hashes keeps its buffer for the slot's next request */
     s->freel[s->nfree++] = i;
 }
 
@@ -913,7 +973,7 @@ static int preempt(Sched *s, int32_t vi) {
         list_remove(s->pf, &s->npf, vi);
         if (h_abort(s, v) < 0) return -1;
     }
-    Py_CLEAR(v->adm);
+    adm_release(s, v);
     v->land = -INFINITY;
     v->preemptions += 1;
     s->preemptions += 1;
@@ -1030,7 +1090,7 @@ static int end(Sched *s) {
 static int run_until(Sched *s, double t) {
     unsigned int spins = 0;
     while (s->now < t) {
-        if (!(++spins & 0xFFFF) && PyErr_CheckSignals() < 0) return -1;    /* Ctrl-C in a long tail */
+        if (!(++spins & 0xFFFF) && check_signals(s) < 0) return -1;    /* Ctrl-C in a long tail */
         int b = begin(s, t);
         if (b <= 0) return b;
         if (end(s) < 0) return -1;
@@ -1044,22 +1104,19 @@ static int new_request(Sched *s, int64_t k, double a, int64_t p, int64_t o, int6
     int32_t ri = req_new(s);
     if (ri < 0) return -1;
     Req *r = &s->rq[ri];
-    PcsAdm ca = r->ca;              /* the slot's buffers, reused */
-    uint64_t *hashes = r->hashes;
+    uint64_t *hashes = r->hashes;   /* the slot's buffer, reused */
     Py_ssize_t hcap = r->hcap;
     memset(r, 0, sizeof *r);
-    r->ca = ca; r->hashes = hashes; r->hcap = hcap;
+    r->hashes = hashes; r->hcap = hcap; r->ai = -1;
     r->k = k; r->arrival = a; r->p0 = r->p = p; r->o = o; r->n0 = n0; r->cap0 = cap0; r->ndh = ndh;
     r->land = -INFINITY; r->ttft = NAN; r->first = 1; r->grows = 1; r->live = 1;
     r->ep = ++s->epochs;
     r->kv_mark = s->kv_acc + (s->kv_since >= 0 ? s->now - s->kv_since : 0.0);
     int64_t nid = s->no_cache && !ndh ? 0 : n0;   /* the no-cache run looks up no block (admission_args: n = 0) */
     if (nid + ndh + 1 > r->hcap) {
-        Py_ssize_t c = r->hcap ? r->hcap : 32;
-        while (c < nid + ndh + 1) c *= 2;
-        uint64_t *hb = PyMem_Realloc(r->hashes, sizeof(uint64_t) * c);
-        if (!hb) { PyErr_NoMemory(); return -1; }
-        r->hashes = hb; r->hcap = c;
+        PyMem_Free(r->hashes);
+        r->hcap = nid + ndh + 1;
+        if (!(r->hashes = PyMem_Malloc(sizeof(uint64_t) * r->hcap))) { r->hcap = 0; PyErr_NoMemory(); return -1; }
     }
     memcpy(r->hashes, ids, sizeof(uint64_t) * nid);
     if (ndh) memcpy(r->hashes + n0, dh, sizeof(uint64_t) * ndh);
@@ -1141,9 +1198,14 @@ static PyObject *sched_feed(Sched *s, PyObject *args) {
     Py_ssize_t m = b[B_ARR].len / 8;
     int rc = -1;
     if (bs < 1 || (s->bs && bs != s->bs)) PyErr_SetString(PyExc_ValueError, "feed: block sizes differ or < 1");
-    else if (check_buffers(b, m) == 0) {
+    else if (check_buffers(b, m) == 0 && enter(s)) {
         s->bs = bs;
-        rc = init_columns(s, m) < 0 ? -1 : feed_rows(s, b, m);
+        if (init_columns(s, m) == 0) {
+            gil_release(s);
+            rc = feed_rows(s, b, m);
+            gil_take(s);
+        }
+        s->busy = 0;
     }
     for (int j = 0; j < NB; j++) PyBuffer_Release(&b[j]);
     if (rc < 0) return NULL;
@@ -1163,6 +1225,8 @@ static PyObject *sched_clock_event(Sched *s, PyObject *unused) {
 static PyObject *sched_clock_advance(Sched *s, PyObject *arg) {
     double until = PyFloat_AsDouble(arg);
     if (until == -1.0 && PyErr_Occurred()) return NULL;
+    if (!enter(s)) return NULL;
+    s->busy = 0;                        /* with the GIL held throughout: only another thread's feed is excluded */
     if (s->half) {
         s->half = 0;
         if (end(s) < 0) return NULL;
@@ -1176,7 +1240,12 @@ static PyObject *sched_clock_advance(Sched *s, PyObject *arg) {
 
 /* ---------------------------------------------------------------- results */
 static PyObject *sched_close(Sched *s, PyObject *unused) {
-    if (run_until(s, INFINITY) < 0) return NULL;
+    if (!enter(s)) return NULL;
+    gil_release(s);
+    int rc = run_until(s, INFINITY);
+    gil_take(s);
+    s->busy = 0;
+    if (rc < 0) return NULL;
     if (s->wn || s->nrun) { PyErr_SetString(PyExc_AssertionError, "a request could never finish"); return NULL; }
     return PyFloat_FromDouble(s->now);
 }
@@ -1271,6 +1340,11 @@ static void hier_api(Sched *s) {
     if (!api) { PyErr_Clear(); return; }
     if (api->version != PCS_LRUHIER_API_VERSION || Py_TYPE(self) != api->hier_type || api->ntiers(self) != s->T)
         return;
+    s->apool = PyMem_Calloc(s->max_seqs + 1, sizeof(PcsAdm));
+    s->afree = PyMem_Calloc(s->max_seqs + 1, sizeof(int32_t));
+    if (!s->apool || !s->afree) { PyMem_Free(s->apool); PyMem_Free(s->afree); s->apool = NULL; s->afree = NULL; return; }
+    for (int64_t i = 0; i <= s->max_seqs; i++) s->afree[i] = (int32_t)(s->max_seqs - i);   /* entry 0 first */
+    s->nafree = (int32_t)(s->max_seqs + 1);
     Py_INCREF(self);
     s->hobj = self;
     s->api = api;
@@ -1364,8 +1438,9 @@ static void sched_dealloc(Sched *s) {
         Req *r = &s->rq[i];
         if (r->live) { Py_CLEAR(r->adm); Py_CLEAR(r->chain); PyMem_Free(r->pre); }
         PyMem_Free(r->hashes);
-        if (s->api) s->api->adm_free(&r->ca);
     }
+    for (int64_t i = 0; s->apool && s->api && i <= s->max_seqs; i++) s->api->adm_free(&s->apool[i]);
+    PyMem_Free(s->apool); PyMem_Free(s->afree);
     PyMem_Free(s->rq); PyMem_Free(s->freel); PyMem_Free(s->wq); PyMem_Free(s->run); PyMem_Free(s->pf);
     PyMem_Free(s->cr); PyMem_Free(s->cn); PyMem_Free(s->fin.a); PyMem_Free(s->blk.a); PyMem_Free(s->bins);
     PyMem_Free(s->setup); PyMem_Free(s->bw); PyMem_Free(s->iops); PyMem_Free(s->bpb); PyMem_Free(s->link_free);
@@ -1400,10 +1475,15 @@ static PyMethodDef sched_methods[] = {
 };
 
 static PyObject *sched_get_c_api(Sched *s, void *unused) { return PyBool_FromLong(s->api != NULL); }
+static PyObject *sched_get_nogil(Sched *s, void *unused) {
+    return PyBool_FromLong(nogil(s));
+}
 
 static PyGetSetDef sched_getset[] = {
     {"c_api", (getter)sched_get_c_api, NULL,
      "True: the hierarchy is called through its C API (pcs/cache/_lruhier_api.h), False: its Python methods", NULL},
+    {"nogil", (getter)sched_get_nogil, NULL,
+     "True: feed and close release the GIL (C API, no hosted Python policy, no hybrid hooks)", NULL},
     {NULL}
 };
 

@@ -26,6 +26,7 @@ from pcs import _native
 from pcs.blocks import BlockRules, SingleSequenceResult
 from pcs.cache.policies.context import clocked
 from pcs.engine import fastpath, select, seqbase
+from pcs.engine.beside import Beside
 from pcs.engine.chunks import iter_chunks
 from pcs.engine.decoded import Decoded
 from pcs.engine.engine import EngineResult, ReplayEngine
@@ -298,13 +299,25 @@ def _presize_samplers(source: Any, loops: list) -> None:
 
 
 def _feed(source: Any, rules: BlockRules, time_model: Any, engines: list[ReplayEngine],
-          progress: Callable[[int], None] | None, decode: bool = True) -> None:
-    """Feed every chunk of ``source`` to every engine once; ``decode=False``: no decode seconds (step scheduler)."""
+          progress: Callable[[int], None] | None, decode: bool = True, side: ReplayEngine | None = None,
+          beside: Beside | None = None) -> None:
+    """Feed every chunk of ``source`` to every engine once; ``decode=False``: no decode seconds (step scheduler).
+    ``side``: one more engine, fed each chunk through ``beside`` (on a worker thread) while the others are fed."""
     for ch in iter_chunks(source, rules, time_model, decode):
+        if side is not None:
+            beside.start(side.feed, ch)
         for e in engines:
             e.feed(ch)
+        if side is not None:
+            beside.join()
         if progress is not None:
             progress(len(ch))
+
+
+def _beside(loop: Any) -> Beside:
+    """Where the no-cache loop runs: on a worker thread when its compiled loop releases the GIL
+    (:attr:`pcs.engine.stepnative.NativeStepEngine.releases_gil`), else inline."""
+    return Beside(bool(getattr(loop, "releases_gil", False)))
 
 
 def _close(loop: ReplayEngine, hybrid: Any) -> EngineResult:
@@ -359,18 +372,21 @@ def run_replay(source: Any, rules: BlockRules, time_model: Any, make_tiers: Call
     loops = _event_loops(plans, make_tiers, tiers0, write_policy, links, block_bytes, resolved, hybrid, step_s)
     if resolved is not None:
         _presize_samplers(source, loops)
+    no_cache = loops.pop() if len(loops) > len(plans) else None
+    beside = _beside(no_cache)
     if any(loops):
         # decode seconds only for the instant-compute modeled loop (sequential timing never reads them)
         _feed(source, rules, time_model, [e for e in loops if e is not None], progress,
-              resolved is None and timing == "modeled")
-    no_cache = loops.pop() if len(loops) > len(plans) else None
+              resolved is None and timing == "modeled", no_cache, beside)
+    if no_cache is not None:   # its close runs beside the run's
+        beside.start(_close, no_cache, None)
     done = [(_close(loop, hybrid), cache_state(loop.h)) if loop is not None else
             fastpath.run(sc, tiers0[0].name, write_policy, time_model.compute, progress if k == 0 else None)
             for k, (sc, loop) in enumerate(zip(scans, loops))]
     (result, state), baseline = done[0], (base if base is not None else done[-1][0])
     sched = None
     if no_cache is not None:
-        sched = (resolved[1], loops[0].stats, _close(no_cache, None), no_cache.stats)
+        sched = (resolved[1], loops[0].stats, beside.join(), no_cache.stats)
     return Outcome(result, state, baseline, singles[0], singles[1], plans[0].row.name, plans[0].reason,
                    all_plans[-1].row.name, all_plans[-1].reason, sched, single_with_decode(resolved, source, native))
 
