@@ -41,6 +41,14 @@ class Beside:
         self._thread = threading.Thread(target=run, name="pcs-beside", daemon=True)
         self._thread.start()
 
+    def settle(self) -> None:
+        """Wait for the call and drop its result or exception: the caller is raising its own error (the one
+        the user sees), and no call may outlive it."""
+        try:
+            self.join()
+        except BaseException:   # the caller's own exception is the one raised
+            pass
+
     def join(self) -> Any:
         """The call's result once it has finished; its exception is raised here."""
         if self._thread is not None:

@@ -306,8 +306,13 @@ def _feed(source: Any, rules: BlockRules, time_model: Any, engines: list[ReplayE
     for ch in iter_chunks(source, rules, time_model, decode):
         if side is not None:
             beside.start(side.feed, ch)
-        for e in engines:
-            e.feed(ch)
+        try:
+            for e in engines:
+                e.feed(ch)
+        except BaseException:
+            if side is not None:
+                beside.settle()
+            raise
         if side is not None:
             beside.join()
         if progress is not None:
@@ -380,9 +385,13 @@ def run_replay(source: Any, rules: BlockRules, time_model: Any, make_tiers: Call
               resolved is None and timing == "modeled", no_cache, beside)
     if no_cache is not None:   # its close runs beside the run's
         beside.start(_close, no_cache, None)
-    done = [(_close(loop, hybrid), cache_state(loop.h)) if loop is not None else
-            fastpath.run(sc, tiers0[0].name, write_policy, time_model.compute, progress if k == 0 else None)
-            for k, (sc, loop) in enumerate(zip(scans, loops))]
+    try:
+        done = [(_close(loop, hybrid), cache_state(loop.h)) if loop is not None else
+                fastpath.run(sc, tiers0[0].name, write_policy, time_model.compute, progress if k == 0 else None)
+                for k, (sc, loop) in enumerate(zip(scans, loops))]
+    except BaseException:
+        beside.settle()
+        raise
     (result, state), baseline = done[0], (base if base is not None else done[-1][0])
     sched = None
     if no_cache is not None:

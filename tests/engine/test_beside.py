@@ -33,6 +33,15 @@ def test_beside_gives_the_result_and_raises_at_join(threaded):
     assert b.join() == 6
 
 
+@pytest.mark.parametrize("threaded", [False, True])
+def test_settle_waits_and_drops_the_outcome(threaded):
+    b = Beside(threaded)
+    b.start(int, "not a number")
+    b.settle()                     # no exception: the caller raises its own
+    b.start(sum, [4, 5])
+    assert b.join() == 9
+
+
 def _replay(path, monkeypatch, threaded: bool | None, **kw):
     """pcs.replay with the no-cache loop on a worker thread (None: as chosen), or forced inline (False)."""
     from pcs import replay
