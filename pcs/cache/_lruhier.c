@@ -120,35 +120,49 @@ static int tevict(Tier *t, Py_ssize_t n, uint64_t *out) {
 }
 
 /* ---------------------------------------------------------------------------------------------- */
+static PyTypeObject AdmType;
+
+/* The Python Admission: a PcsAdm (_lruhier_api.h, the state the C API's caller holds as a plain struct) in an
+ * object, with its per-tier lists built on first read. */
 typedef struct {
     PyObject_HEAD
-    Py_ssize_t prefix_hit_blocks, hit_blocks, last_hit_tier, reserved_blocks, gpu_lead_blocks;
-    char truncated;
     PyObject *hit_blocks_per_tier, *restored_blocks_per_tier;   /* lists, built on first read from counts */
-    uint64_t *keys;     /* pinned hashes (nused) then computed hashes (nnew) */
-    Py_ssize_t nused, nnew;
-    Py_ssize_t *counts; /* hit blocks per tier (ntiers), then restored blocks per tier (ntiers) */
-    int ntiers;
+    PcsAdm c;
 } Adm;
+
+/* a PcsAdm's buffers released (raw memory: they may be grown without the GIL) */
+static void c_adm_free(PcsAdm *a) {
+    PyMem_RawFree(a->keys);
+    PyMem_RawFree(a->counts);
+    memset(a, 0, sizeof *a);
+}
 
 static void adm_dealloc(Adm *a) {
     Py_XDECREF(a->hit_blocks_per_tier);
     Py_XDECREF(a->restored_blocks_per_tier);
-    PyMem_Free(a->keys);
-    PyMem_Free(a->counts);
+    c_adm_free(&a->c);
     Py_TYPE(a)->tp_free((PyObject *)a);
 }
 
-static PyObject *adm_get_used(Adm *a, void *c) { return pcs_list_u64(a->keys, a->nused); }
-static PyObject *adm_get_new(Adm *a, void *c) { return pcs_list_u64(a->keys + a->nused, a->nnew); }
+/* a new Python Admission holding no blocks yet, or NULL */
+static Adm *adm_new(void) {
+    Adm *a = PyObject_New(Adm, &AdmType);
+    if (!a) return NULL;
+    a->hit_blocks_per_tier = a->restored_blocks_per_tier = NULL;
+    memset(&a->c, 0, sizeof a->c);
+    return a;
+}
+
+static PyObject *adm_get_used(Adm *a, void *c) { return pcs_list_u64(a->c.keys, a->c.nused); }
+static PyObject *adm_get_new(Adm *a, void *c) { return pcs_list_u64(a->c.keys + a->c.nused, a->c.nnew); }
 
 /* a per-tier list (counts + off, ntiers items), built once and kept in *slot (the same list on every read) */
 static PyObject *adm_list(Adm *a, PyObject **slot, Py_ssize_t off) {
     if (!*slot) {
-        PyObject *l = PyList_New(a->ntiers);
+        PyObject *l = PyList_New(a->c.ntiers);
         if (!l) return NULL;
-        for (int j = 0; j < a->ntiers; j++) {
-            PyObject *v = PyLong_FromSsize_t(a->counts[off + j]);
+        for (int j = 0; j < a->c.ntiers; j++) {
+            PyObject *v = PyLong_FromSsize_t(a->c.counts[off + j]);
             if (!v) { Py_DECREF(l); return NULL; }
             PyList_SET_ITEM(l, j, v);
         }
@@ -159,16 +173,16 @@ static PyObject *adm_list(Adm *a, PyObject **slot, Py_ssize_t off) {
 }
 
 static PyObject *adm_get_hits(Adm *a, void *c) { return adm_list(a, &a->hit_blocks_per_tier, 0); }
-static PyObject *adm_get_restored(Adm *a, void *c) { return adm_list(a, &a->restored_blocks_per_tier, a->ntiers); }
+static PyObject *adm_get_restored(Adm *a, void *c) { return adm_list(a, &a->restored_blocks_per_tier, a->c.ntiers); }
 
 static PyMemberDef adm_members[] = {
-    {"prefix_hit_blocks", T_PYSSIZET, offsetof(Adm, prefix_hit_blocks), READONLY,
+    {"prefix_hit_blocks", T_PYSSIZET, offsetof(Adm, c.prefix_hit_blocks), READONLY,
      "leading blocks resident in some tier"},
-    {"hit_blocks", T_PYSSIZET, offsetof(Adm, hit_blocks), READONLY, "hit blocks"},
-    {"last_hit_tier", T_PYSSIZET, offsetof(Adm, last_hit_tier), READONLY, "tier of the last hit (-1: none)"},
-    {"reserved_blocks", T_PYSSIZET, offsetof(Adm, reserved_blocks), 0, "reserved slots held"},
-    {"truncated", T_BOOL, offsetof(Adm, truncated), READONLY, "could not get all its slots"},
-    {"gpu_lead_blocks", T_PYSSIZET, offsetof(Adm, gpu_lead_blocks), READONLY,
+    {"hit_blocks", T_PYSSIZET, offsetof(Adm, c.hit_blocks), READONLY, "hit blocks"},
+    {"last_hit_tier", T_PYSSIZET, offsetof(Adm, c.last_hit_tier), READONLY, "tier of the last hit (-1: none)"},
+    {"reserved_blocks", T_PYSSIZET, offsetof(Adm, c.reserved_blocks), 0, "reserved slots held"},
+    {"truncated", T_BOOL, offsetof(Adm, c.truncated), READONLY, "could not get all its slots"},
+    {"gpu_lead_blocks", T_PYSSIZET, offsetof(Adm, c.gpu_lead_blocks), READONLY,
      "leading hit blocks served by the GPU tier, before the first lower-tier hit"},
     {NULL}
 };
@@ -205,6 +219,7 @@ typedef struct {
     uint64_t smask;
     int sbits;
     int64_t clock, admitted;   /* the request being (or last) admitted, -1 before the first; admissions made */
+    PcsAdm seq_adm;            /* run_sequential's admission (its buffers reused request after request) */
 } Hier;
 
 /* free a tier and its policy's state */
@@ -237,6 +252,7 @@ static void hier_dealloc(Hier *h) {
     PyMem_Free(h->k); PyMem_Free(h->buf_a); PyMem_Free(h->buf_b);
     PyMem_Free(h->where); PyMem_Free(h->eidx); PyMem_Free(h->mark);
     PyMem_Free(h->skey); PyMem_Free(h->sstamp);
+    c_adm_free(&h->seq_adm);
     Py_TYPE(h)->tp_free((PyObject *)h);
 }
 
@@ -557,23 +573,39 @@ static int start_budget(Hier *h, Plan *p, int wait) {
     return 0;
 }
 
-/* pin the GPU lead blocks; an Admission holding the pinned hashes (GPU lead + kept restores) then the
- * computed hashes, chain order */
-static Adm *start_admission(Hier *h, const Plan *p) {
+/* room for m keys and the per-tier counts of ntiers tiers in a (its buffers kept from an earlier admission when
+ * large enough; raw memory); 0 or -1 */
+static int adm_reserve(PcsAdm *a, Py_ssize_t m, int ntiers) {
+    if (m > a->kcap) {
+        Py_ssize_t c = a->kcap ? a->kcap : 16;
+        while (c < m) c *= 2;
+        uint64_t *k = PyMem_RawRealloc(a->keys, sizeof(uint64_t) * (size_t)c);
+        if (!k) { PyErr_NoMemory(); return -1; }
+        a->keys = k;
+        a->kcap = c;
+    }
+    if (2 * (Py_ssize_t)ntiers > a->ccap) {
+        Py_ssize_t *c = PyMem_RawRealloc(a->counts, sizeof(Py_ssize_t) * 2 * (size_t)ntiers);
+        if (!c) { PyErr_NoMemory(); return -1; }
+        a->counts = c;
+        a->ccap = 2 * (Py_ssize_t)ntiers;
+    }
+    return 0;
+}
+
+/* pin the GPU lead blocks; the admission a holds the pinned hashes (GPU lead + kept restores) then the computed
+ * hashes, chain order; 0 or -1 (no memory: nothing pinned) */
+static int start_admission(Hier *h, const Plan *p, PcsAdm *a) {
     Tier *g = &h->t[0];
     const uint64_t *k = h->k;
+    if (adm_reserve(a, p->nused + p->n_restore + p->nnew + 1, h->ntiers) < 0) return -1;
     for (Py_ssize_t i = 0; i < p->nused; i++) {
         Entry *x = &g->ent[h->eidx[i]];
         if (!x->pin) pol_remove(g, h->eidx[i]);
         x->pin++;
     }
-    Adm *a = PyObject_New(Adm, &AdmType);
-    if (!a) return NULL;
-    a->hit_blocks_per_tier = a->restored_blocks_per_tier = NULL;
     a->ntiers = h->ntiers;
-    a->counts = PyMem_Calloc(2 * (size_t)h->ntiers, sizeof(Py_ssize_t));
-    a->keys = PyMem_Malloc(sizeof(uint64_t) * (p->nused + p->n_restore + p->nnew + 1));
-    if (!a->keys || !a->counts) { Py_DECREF(a); PyErr_NoMemory(); return NULL; }
+    memset(a->counts, 0, sizeof(Py_ssize_t) * 2 * (size_t)h->ntiers);
     uint64_t *used = a->keys, *newk = a->keys + p->nused + p->n_restore;
     Py_ssize_t nu = 0, nn = 0, seen = 0;
     for (Py_ssize_t i = 0; i < p->lead; i++) {
@@ -584,12 +616,12 @@ static Adm *start_admission(Hier *h, const Plan *p) {
     for (Py_ssize_t i = p->lead; i < p->n && nn < p->nnew; i++) newk[nn++] = k[i];
     a->nused = nu;
     a->nnew = nn;
-    return a;
+    return 0;
 }
 
 /* Tier.reserve's policy.expect(incoming): the kept restores tier by tier (chain order in each), then the
  * computed keys; 0 or -1 */
-static int start_expect(Hier *h, const Plan *p, const Adm *a) {
+static int start_expect(Hier *h, const Plan *p, const PcsAdm *a) {
     Tier *g = &h->t[0];
     if (!pol_expects(g) || !(p->n_restore + a->nnew)) return 0;
     if (g->ops->expect_begin && g->ops->expect_begin(g) < 0) return -1;
@@ -607,7 +639,7 @@ static int start_expect(Hier *h, const Plan *p, const Adm *a) {
 }
 
 /* reserve the budget in the GPU tier; the victims go to h->buf_a; returns their number or -1 */
-static Py_ssize_t start_reserve(Hier *h, const Plan *p, const Adm *a) {
+static Py_ssize_t start_reserve(Hier *h, const Plan *p, const PcsAdm *a) {
     Tier *g = &h->t[0];
     if (start_expect(h, p, a) < 0) return -1;
     Py_ssize_t nvict = p->budget - (g->capacity - g->nres - g->reserved);
@@ -621,7 +653,7 @@ static Py_ssize_t start_reserve(Hier *h, const Plan *p, const Adm *a) {
 
 /* per lower tier j: fill the GPU slots of its kept restores, touch the lower copies (tail first);
  * sets the Admission's per-tier counts; returns the slots filled or -1 */
-static Py_ssize_t start_restore(Hier *h, const Plan *p, Adm *a, Py_ssize_t nvict) {
+static Py_ssize_t start_restore(Hier *h, const Plan *p, PcsAdm *a, Py_ssize_t nvict) {
     int T = h->ntiers;
     Py_ssize_t filled = 0;
     for (int j = 0; j < T; j++) {
@@ -656,27 +688,36 @@ static Py_ssize_t start_restore(Hier *h, const Plan *p, Adm *a, Py_ssize_t nvict
 }
 
 /* Hierarchy.start: lookup, budget, pin, reserve, restore, demote the victims (write-back) */
-static PyObject *start_plan(Hier *h, Plan *p0, int wait);
+static int start_plan(Hier *h, Plan *p0, int wait, PcsAdm *a);
+
+/* an Admission from start_plan's answer: the admission (rc 1), None (0: it waits) or NULL */
+static PyObject *adm_result(Adm *a, int rc) {
+    if (rc > 0) return (PyObject *)a;
+    Py_DECREF(a);
+    if (rc < 0) return NULL;
+    Py_RETURN_NONE;
+}
 
 static PyObject *hier_start(Hier *h, PyObject *const *args, Py_ssize_t nargs) {
     Plan p;
     int wait;
     if (start_args(h, args, nargs, &p, &wait) < 0) return NULL;
-    return start_plan(h, &p, wait);
+    Adm *a = adm_new();
+    return a ? adm_result(a, start_plan(h, &p, wait, &a->c)) : NULL;
 }
 
-/* start() on the first len keys at keys (the C API's start, _lruhier_api.h): an Admission, None (new ref) or NULL */
-static PyObject *c_start(PyObject *hh, const uint64_t *keys, Py_ssize_t len, Py_ssize_t n, Py_ssize_t cap,
-                         Py_ssize_t extra, int wait) {
+/* start() on the first len keys at keys into a (the C API's start, _lruhier_api.h): 1 admitted, 0 it waits, -1 */
+static int c_start(PyObject *hh, const uint64_t *keys, Py_ssize_t len, Py_ssize_t n, Py_ssize_t cap,
+                   Py_ssize_t extra, int wait, PcsAdm *a) {
     Hier *h = (Hier *)hh;
     Plan p;
     p.extra = extra;
     Py_ssize_t m = n < len ? n : len;
     if (m < 0) m = 0;
-    if (ensure_k(h, m + 1) < 0) return NULL;
+    if (ensure_k(h, m + 1) < 0) return -1;
     memcpy(h->k, keys, (size_t)m * 8);
-    if (start_head(h, &p, n, cap, m) < 0) return NULL;
-    return start_plan(h, &p, wait);
+    if (start_head(h, &p, n, cap, m) < 0) return -1;
+    return start_plan(h, &p, wait, a);
 }
 
 /* start_ids(ids, n, cap, extra_blocks, wait_if_full): start() with the keys as a buffer of uint64 (bytes) instead
@@ -691,25 +732,26 @@ static PyObject *hier_start_ids(Hier *h, PyObject *const *args, Py_ssize_t nargs
     if (PyErr_Occurred() || wait < 0) return NULL;
     Py_buffer b;
     if (PyObject_GetBuffer(args[0], &b, PyBUF_SIMPLE) < 0) return NULL;
-    PyObject *r = c_start((PyObject *)h, b.buf, b.len / 8, n, cap, extra, wait);
+    Adm *a = adm_new();
+    int rc = a ? c_start((PyObject *)h, b.buf, b.len / 8, n, cap, extra, wait, &a->c) : -1;
     PyBuffer_Release(&b);
-    return r;
+    return a ? adm_result(a, rc) : NULL;
 }
 
-/* the rest of Hierarchy.start once h->k and p0->n, cap, extra are set: an Admission, None (waits) or NULL */
-static PyObject *start_plan(Hier *h, Plan *p0, int wait) {
+/* the rest of Hierarchy.start once h->k and p0->n, cap, extra are set, into a: 1 admitted, 0 it waits (a
+ * unchanged), -1 error */
+static int start_plan(Hier *h, Plan *p0, int wait, PcsAdm *a) {
     Plan p = *p0;
     h->clock = h->admitted;            /* pcs.cache.policies.context.clocked: the k-th admission is request k */
     start_lookup(h, &p);
-    if (start_budget(h, &p, wait)) Py_RETURN_NONE;
+    if (start_budget(h, &p, wait)) return 0;
     for (int j = 0; j < h->ntiers; j++)     /* admission policies count uses and hits (§8) */
-        if (h->t[j].gates && gates_observe(&h->t[j], h->k, p.n, p.hits) < 0) return NULL;
-    Adm *a = start_admission(h, &p);
-    if (!a) return NULL;
+        if (h->t[j].gates && gates_observe(&h->t[j], h->k, p.n, p.hits) < 0) return -1;
+    if (start_admission(h, &p, a) < 0) return -1;
     h->admitted++;
     Py_ssize_t nvict = start_reserve(h, &p, a);
     Py_ssize_t filled = nvict < 0 ? -1 : start_restore(h, &p, a, nvict);
-    if (filled < 0 || (nvict && cascade(h, nvict) < 0)) { Py_DECREF(a); return NULL; }
+    if (filled < 0 || (nvict && cascade(h, nvict) < 0)) return -1;
     a->prefix_hit_blocks = p.lead;
     a->hit_blocks = p.hits;
     a->last_hit_tier = p.hits ? h->where[p.hits - 1] : -1;
@@ -718,7 +760,7 @@ static PyObject *start_plan(Hier *h, Plan *p0, int wait) {
     a->gpu_lead_blocks = lead0;
     a->truncated = (char)p.truncated;
     a->reserved_blocks = p.budget - filled;
-    return (PyObject *)a;
+    return 1;
 }
 
 /* write-through: the nn keys at k copied to every lower tier (tail first) */
@@ -738,9 +780,8 @@ static int write_down(Hier *h, const uint64_t *k, Py_ssize_t nn) {
 }
 
 /* Hierarchy.prefill_done(adm): 0 or -1 */
-static int c_prefill_done(PyObject *hh, PyObject *arg) {
+static int c_prefill_done(PyObject *hh, PcsAdm *a) {
     Hier *h = (Hier *)hh;
-    Adm *a = (Adm *)arg;
     Py_ssize_t nn = a->nnew;
     if (!nn) return 0;
     const uint64_t *nk = a->keys + a->nused;
@@ -752,7 +793,7 @@ static int c_prefill_done(PyObject *hh, PyObject *arg) {
 
 static PyObject *hier_prefill_done(Hier *h, PyObject *arg) {
     if (!PyObject_TypeCheck(arg, &AdmType)) { PyErr_SetString(PyExc_TypeError, "need an Admission"); return NULL; }
-    if (c_prefill_done((PyObject *)h, arg) < 0) return NULL;
+    if (c_prefill_done((PyObject *)h, &((Adm *)arg)->c) < 0) return NULL;
     Py_RETURN_NONE;
 }
 
@@ -773,7 +814,7 @@ static int unpin(Tier *g, const uint64_t *keys, Py_ssize_t n, int reused) {
 
 /* the release of Hierarchy.finish once its checks passed (every key pinned, reserved slots held): tail first,
  * computed reversed (just computed), then pinned reversed (hits: reused); 0 or -1 (a policy's memory error) */
-static int finish_release(Hier *h, Adm *a) {
+static int finish_release(Hier *h, PcsAdm *a) {
     Tier *g = &h->t[0];
     if (unpin(g, a->keys + a->nused, a->nnew, 0) < 0 || unpin(g, a->keys, a->nused, 1) < 0) return -1;
     g->reserved -= a->reserved_blocks;
@@ -782,9 +823,8 @@ static int finish_release(Hier *h, Adm *a) {
 }
 
 /* Hierarchy.finish(adm): 0 or -1 */
-static int c_finish(PyObject *hh, PyObject *arg) {
+static int c_finish(PyObject *hh, PcsAdm *a) {
     Hier *h = (Hier *)hh;
-    Adm *a = (Adm *)arg;
     Tier *g = &h->t[0];
     Py_ssize_t tot = a->nused + a->nnew;
     for (Py_ssize_t i = 0; i < tot; i++) {   /* validate first: no partial change on a bad call */
@@ -804,7 +844,7 @@ static int c_finish(PyObject *hh, PyObject *arg) {
 
 static PyObject *hier_finish(Hier *h, PyObject *arg) {
     if (!PyObject_TypeCheck(arg, &AdmType)) { PyErr_SetString(PyExc_TypeError, "need an Admission"); return NULL; }
-    if (c_finish((PyObject *)h, arg) < 0) return NULL;
+    if (c_finish((PyObject *)h, &((Adm *)arg)->c) < 0) return NULL;
     Py_RETURN_NONE;
 }
 
@@ -828,13 +868,10 @@ static Py_ssize_t seq_one(Hier *h, const uint64_t *keys, Py_ssize_t len, Py_ssiz
     memcpy(h->k, keys, sizeof(uint64_t) * m);
     p.extra = 0;
     if (start_head(h, &p, n, cap, m) < 0) return -1;
-    PyObject *a = start_plan(h, &p, 0);
-    if (!a) return -1;
-    Py_ssize_t hits = ((Adm *)a)->hit_blocks;
+    PcsAdm *a = &h->seq_adm;          /* its buffers serve every request of the run */
+    if (start_plan(h, &p, 0, a) < 0) return -1;
     /* finish without its checks: this admission was just made, its keys pinned and its slots reserved */
-    int rc = c_prefill_done((PyObject *)h, a) < 0 || finish_release(h, (Adm *)a) < 0 ? -1 : 0;
-    Py_DECREF(a);
-    return rc < 0 ? -1 : hits;
+    return c_prefill_done((PyObject *)h, a) < 0 || finish_release(h, a) < 0 ? -1 : a->hit_blocks;
 }
 
 /* Hierarchy.run_sequential(hashes, offsets, cacheable, max_hit, out): requests one after another, as the
@@ -874,7 +911,7 @@ static PyObject *hier_run_sequential(Hier *h, PyObject *const *args, Py_ssize_t 
 
 /* Hierarchy.grow(adm, n >= 0): n more reserved GPU slots for a running request, evicting (and demoting) as start
  * does; 1, or 0 and no change when fewer than n are obtainable; -1 on error */
-static int c_grow(PyObject *hh, PyObject *adm, Py_ssize_t n) {
+static int c_grow(PyObject *hh, PcsAdm *adm, Py_ssize_t n) {
     Hier *h = (Hier *)hh;
     Tier *g = &h->t[0];
     Py_ssize_t free_now = g->capacity - g->nres - g->reserved;
@@ -886,7 +923,7 @@ static int c_grow(PyObject *hh, PyObject *adm, Py_ssize_t n) {
     g->reserved += n;
     if (g->nres + g->reserved > g->peak_used) g->peak_used = g->nres + g->reserved;
     if (nvict && cascade(h, nvict) < 0) return -1;
-    ((Adm *)adm)->reserved_blocks += n;
+    adm->reserved_blocks += n;
     return 1;
 }
 
@@ -899,15 +936,14 @@ static PyObject *hier_grow(Hier *h, PyObject *const *args, Py_ssize_t nargs) {
     Py_ssize_t n = PyLong_AsSsize_t(args[1]);
     if (n == -1 && PyErr_Occurred()) return NULL;
     if (n < 0) { PyErr_SetString(PyExc_ValueError, "grow: n must be >= 0"); return NULL; }
-    int ok = c_grow((PyObject *)h, args[0], n);
+    int ok = c_grow((PyObject *)h, &((Adm *)args[0])->c, n);
     return ok < 0 ? NULL : PyBool_FromLong(ok);
 }
 
 /* Hierarchy.abort(adm): release a request preempted before prefill_done: drop the pins of its pinned keys tail
  * first, give back every reserved slot; its computed keys are not cached */
-static int c_abort(PyObject *hh, PyObject *arg) {
+static int c_abort(PyObject *hh, PcsAdm *a) {
     Hier *h = (Hier *)hh;
-    Adm *a = (Adm *)arg;
     Tier *g = &h->t[0];
     for (Py_ssize_t i = 0; i < a->nused; i++) {
         int32_t e = tfind(g, a->keys[i]);
@@ -929,20 +965,18 @@ static int c_abort(PyObject *hh, PyObject *arg) {
 
 static PyObject *hier_abort(Hier *h, PyObject *arg) {
     if (!PyObject_TypeCheck(arg, &AdmType)) { PyErr_SetString(PyExc_TypeError, "need an Admission"); return NULL; }
-    if (c_abort((PyObject *)h, arg) < 0) return NULL;
+    if (c_abort((PyObject *)h, &((Adm *)arg)->c) < 0) return NULL;
     Py_RETURN_NONE;
 }
 
 /* Hierarchy.extend(adm, keys): blocks filled while decoding take reserved slots of the request (a resident key is
  * pinned instead) and join its computed keys (released first by finish); 0 or -1 */
-static int c_extend(PyObject *hh, PyObject *adm, const uint64_t *k, Py_ssize_t m) {
+static int c_extend(PyObject *hh, PcsAdm *a, const uint64_t *k, Py_ssize_t m) {
     Hier *h = (Hier *)hh;
-    Adm *a = (Adm *)adm;
     if (!m) return 0;
     Py_ssize_t tot = a->nused + a->nnew;
-    uint64_t *keys = PyMem_Realloc(a->keys, sizeof(uint64_t) * (tot + m + 1));
-    if (!keys) { PyErr_NoMemory(); return -1; }
-    a->keys = keys;
+    if (adm_reserve(a, tot + m + 1, a->ntiers) < 0) return -1;
+    uint64_t *keys = a->keys;
     memcpy(keys + tot, k, sizeof(uint64_t) * (size_t)m);
     Py_ssize_t sh = tfill(&h->t[0], keys + tot, m);
     if (sh < 0) return -1;
@@ -962,7 +996,7 @@ static PyObject *hier_extend(Hier *h, PyObject *const *args, Py_ssize_t nargs) {
     if (!m) { Py_DECREF(seq); Py_RETURN_NONE; }
     if (ensure_k(h, m + 1) < 0 || to_u64(seq, m, h->k) < 0) { Py_DECREF(seq); return NULL; }
     Py_DECREF(seq);
-    if (c_extend((PyObject *)h, args[0], h->k, m) < 0) return NULL;
+    if (c_extend((PyObject *)h, &((Adm *)args[0])->c, h->k, m) < 0) return NULL;
     Py_RETURN_NONE;
 }
 
@@ -1295,25 +1329,19 @@ static PyTypeObject HierType = {
 
 /* ---------------------------------------------------------------------------------------------- */
 /* the C-level API (_lruhier_api.h): the step-scheduler calls above, for pcs/engine/_stepsched.c */
-static void c_info(PyObject *adm, PcsAdmInfo *out) {
-    const Adm *a = (const Adm *)adm;
-    out->prefix_hit_blocks = a->prefix_hit_blocks;
-    out->hit_blocks = a->hit_blocks;
-    out->last_hit_tier = a->last_hit_tier;
-    out->gpu_lead_blocks = a->gpu_lead_blocks;
-    out->truncated = a->truncated;
-    for (int j = 0; j < PCS_LRUHIER_API_TIERS; j++) {
-        out->hit_blocks_per_tier[j] = j < a->ntiers ? a->counts[j] : 0;
-        out->restored_blocks_per_tier[j] = j < a->ntiers ? a->counts[a->ntiers + j] : 0;
-    }
-}
-
 static Py_ssize_t c_num_resident(PyObject *hh, int j) { return ((Hier *)hh)->t[j].nres; }
 static int c_ntiers(PyObject *hh) { return ((Hier *)hh)->ntiers; }
 
+/* whether the calls run no Python code: no tier hosts a Python policy (pcs/cache/_pol_py.c) */
+static int c_nogil(PyObject *hh) {
+    Hier *h = (Hier *)hh;
+    for (int j = 0; j < h->ntiers; j++) if (h->t[j].ops == &POL_PY || h->t[j].py) return 0;
+    return 1;
+}
+
 static PcsHierApi C_API = {
-    PCS_LRUHIER_API_VERSION, &HierType, &AdmType, c_start, c_info, c_prefill_done, c_finish, c_grow, c_abort,
-    c_extend, c_gpu_held, c_num_resident, c_ntiers,
+    PCS_LRUHIER_API_VERSION, &HierType, c_start, c_prefill_done, c_finish, c_grow, c_abort, c_extend, c_adm_free,
+    c_gpu_held, c_num_resident, c_ntiers, c_nogil,
 };
 
 static struct PyModuleDef moddef = {

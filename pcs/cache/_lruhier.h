@@ -13,6 +13,7 @@
 #define PCS_LRUHIER_H
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include "../_nogil.h"          /* raw memory, GIL-safe errors: the C API may run without the GIL */
 #include <stdint.h>
 #include <string.h>
 #include "../_kernel_common.h"

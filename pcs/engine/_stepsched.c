@@ -14,6 +14,7 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include "../_nogil.h"          /* raw memory, GIL-safe errors: the loop may run without the GIL */
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
@@ -38,8 +39,10 @@ typedef struct {
     int64_t k, p0, p, o, out, seq, rem, ctx, kv0, g0, ep, preemptions, n0, cap0, ndh, dh_in, chain_dh;
     double arrival, land, kv_mark, ttft, prefill_s, exposed_s;
     int decoding, grows, first, live;
-    PyObject *adm, *chain;          /* the hierarchy's Admission while admitted; start()'s chain list (cached) */
-    uint64_t *hashes;               /* n0 prompt block ids, then ndh decode block ids */
+    PyObject *adm, *chain;          /* Python path: the hierarchy's Admission while admitted; start()'s chain list */
+    int32_t ai;                     /* C API path: its admission's index in Sched.apool while admitted, else -1 */
+    uint64_t *hashes;               /* n0 prompt block ids, then ndh decode block ids (hcap allocated) */
+    Py_ssize_t hcap;
     double *pre;                    /* prefill table row: cap0 + 1 entries, or NULL */
 } Req;
 
@@ -60,6 +63,9 @@ typedef struct {
     int start_ids;                  /* m_start is the hierarchy's start_ids (keys as a uint64 buffer) */
     const PcsHierApi *api;          /* the compiled hierarchy's C API, or NULL: the Python methods above */
     PyObject *hobj;                 /* with api: the pcs.cache._lruhier.Hierarchy it is called on */
+    PcsAdm *apool;                  /* with api: the admissions of running requests (max_seqs + 1), reused: their
+                                       buffers are allocated once and stay in cache */
+    int32_t *afree, nafree;         /* free entries of apool (a stack) */
     /* clock and batch */
     double now, next_sample, last_arrival, kv_acc, kv_since;
     int64_t G, d, S, seq, fed, in_system, admitted, epochs;
@@ -85,9 +91,19 @@ typedef struct {
     int nterms, term_kind[MAX_TERMS]; double term_coef[MAX_TERMS], term_param[MAX_TERMS], attn_f;
     PyObject *gh; const GHCApi *gh_api;
     int64_t gh_bytes[8];            /* the admission's restored_bytes_per_tier (a hybrid hierarchy's pages) */
+    /* the GIL, released over feed / close when nothing in the loop calls Python (see "the GIL" below) */
+    PyThreadState *ts;              /* this thread's state while the GIL is released, else NULL */
+    int busy;                       /* feed / close is running (with the GIL released another thread could call) */
 } Sched;
 
 static PyObject *s_rbytes, *s_hit, *s_hbpt, *s_rbpt, *s_lead, *s_last, *s_prefix, *s_trunc;
+
+/* An admission's fields (pcs.cache.hierarchy.Admission) the loop reads, blocks; per-tier counts of the s->T tiers */
+typedef struct {
+    Py_ssize_t prefix_hit_blocks, hit_blocks, last_hit_tier, gpu_lead_blocks;
+    int truncated;
+    int64_t hit_blocks_per_tier[8], restored_blocks_per_tier[8];
+} AdmInfo;
 
 /* ---------------------------------------------------------------- small helpers */
 static inline int64_t floordiv(int64_t a, int64_t b) { int64_t q = a / b; return (a % b && (a < 0) != (b < 0)) ? q - 1 : q; }
@@ -181,20 +197,51 @@ static int py_chain(Sched *s, Req *r, int64_t n) {
     return r->chain ? 0 : -1;
 }
 
-/* Hierarchy.start(chain, n, cap, extra, wait_if_full=True): an Admission, None (it waits; new refs) or NULL */
-static PyObject *h_start(Sched *s, Req *r, int64_t n, int64_t cap, int64_t extra) {
-    if (hy_tick(s) < 0) return NULL;
-    if (s->api) return s->api->start(s->hobj, r->hashes, n, n, cap, extra, 1);
-    if (py_chain(s, r, n) < 0) return NULL;
+/* the admission of r (C API path) */
+#define CA(s, r) (&(s)->apool[(r)->ai])
+
+/* r's admission goes back to the pool (C API path) or is dropped (Python path) */
+static void adm_release(Sched *s, Req *r) {
+    Py_CLEAR(r->adm);
+    if (r->ai >= 0) { s->afree[s->nafree++] = r->ai; r->ai = -1; }
+}
+
+/* Hierarchy.start(chain, n, cap, extra, wait_if_full=True) for r: 1 admitted (r->ai or r->adm), 0 it waits, -1 */
+static int h_start(Sched *s, Req *r, int64_t n, int64_t cap, int64_t extra) {
+    if (hy_tick(s) < 0) return -1;
+    if (s->api) {
+        if (!s->nafree) { PyErr_SetString(PyExc_AssertionError, "more admissions than max_num_seqs"); return -1; }
+        r->ai = s->afree[--s->nafree];
+        int got = s->api->start(s->hobj, r->hashes, n, n, cap, extra, 1, CA(s, r));
+        if (got <= 0) adm_release(s, r);
+        return got;
+    }
+    if (py_chain(s, r, n) < 0) return -1;
     PyObject *a[5] = {r->chain, PyLong_FromLongLong(n), PyLong_FromLongLong(cap), PyLong_FromLongLong(extra), Py_True};
     PyObject *adm = (a[1] && a[2] && a[3]) ? PyObject_Vectorcall(s->m_start, a, 5, NULL) : NULL;
     Py_XDECREF(a[1]); Py_XDECREF(a[2]); Py_XDECREF(a[3]);
-    return adm;
+    if (!adm) return -1;
+    if (adm == Py_None) { Py_DECREF(adm); return 0; }
+    r->adm = adm;
+    return 1;
 }
 
-/* the Admission's fields into ai (per-tier counts for the s->T tiers); 0 or -1 */
-static int h_info(Sched *s, PyObject *adm, PcsAdmInfo *ai) {
-    if (s->api) { s->api->info(adm, ai); return 0; }
+/* r's admission's fields into ai (per-tier counts for the s->T tiers); 0 or -1 */
+static int h_info(Sched *s, Req *r, AdmInfo *ai) {
+    if (s->api) {
+        const PcsAdm *a = CA(s, r);
+        ai->prefix_hit_blocks = a->prefix_hit_blocks;
+        ai->hit_blocks = a->hit_blocks;
+        ai->last_hit_tier = a->last_hit_tier;
+        ai->gpu_lead_blocks = a->gpu_lead_blocks;
+        ai->truncated = a->truncated;
+        for (int j = 0; j < s->T; j++) {
+            ai->hit_blocks_per_tier[j] = a->counts[j];
+            ai->restored_blocks_per_tier[j] = a->counts[a->ntiers + j];
+        }
+        return 0;
+    }
+    PyObject *adm = r->adm;
     ai->hit_blocks = attr_n(adm, s_hit);
     ai->gpu_lead_blocks = attr_n(adm, s_lead);
     ai->truncated = (int)attr_n(adm, s_trunc);
@@ -205,28 +252,28 @@ static int h_info(Sched *s, PyObject *adm, PcsAdmInfo *ai) {
         || attr_list(s, adm, s_rbpt, ai->restored_blocks_per_tier) < 0 ? -1 : 0;
 }
 
-static int h_done(Sched *s, PyObject *adm) {
+static int h_done(Sched *s, Req *r) {
     if (hy_tick(s) < 0) return -1;
-    return s->api ? s->api->prefill_done(s->hobj, adm) : hcall0(s->m_done, adm, NULL);
+    return s->api ? s->api->prefill_done(s->hobj, CA(s, r)) : hcall0(s->m_done, r->adm, NULL);
 }
 
-static int h_finish(Sched *s, PyObject *adm) {
+static int h_finish(Sched *s, Req *r) {
     if (hy_tick(s) < 0) return -1;
-    return s->api ? s->api->finish(s->hobj, adm) : hcall0(s->m_finish, adm, NULL);
+    return s->api ? s->api->finish(s->hobj, CA(s, r)) : hcall0(s->m_finish, r->adm, NULL);
 }
 
-static int h_abort(Sched *s, PyObject *adm) {
+static int h_abort(Sched *s, Req *r) {
     if (hy_tick(s) < 0) return -1;
-    return s->api ? s->api->abort(s->hobj, adm) : hcall0(s->m_abort, adm, NULL);
+    return s->api ? s->api->abort(s->hobj, CA(s, r)) : hcall0(s->m_abort, r->adm, NULL);
 }
 
 /* Hierarchy.grow(adm, 1): 1 granted, 0 none obtainable, -1 error */
-static int h_grow1(Sched *s, PyObject *adm) {
+static int h_grow1(Sched *s, Req *r) {
     static PyObject *one = NULL;
     if (hy_tick(s) < 0) return -1;
-    if (s->api) return s->api->grow(s->hobj, adm, 1);
+    if (s->api) return s->api->grow(s->hobj, CA(s, r), 1);
     if (!one && !(one = PyLong_FromLong(1))) return -1;
-    PyObject *res = hcall(s->m_grow, adm, one);
+    PyObject *res = hcall(s->m_grow, r->adm, one);
     if (!res) return -1;
     int ok = PyObject_IsTrue(res);
     Py_DECREF(res);
@@ -234,12 +281,12 @@ static int h_grow1(Sched *s, PyObject *adm) {
 }
 
 /* Hierarchy.extend(adm, keys[0 .. m)); 0 or -1 */
-static int h_extend(Sched *s, PyObject *adm, const uint64_t *keys, int64_t m) {
+static int h_extend(Sched *s, Req *r, const uint64_t *keys, int64_t m) {
     if (hy_tick(s) < 0) return -1;
-    if (s->api) return s->api->extend(s->hobj, adm, keys, m);
+    if (s->api) return s->api->extend(s->hobj, CA(s, r), keys, m);
     PyObject *l = pcs_list_u64(keys, m);
     if (!l) return -1;
-    int rc = hcall0(s->m_extend, adm, l);
+    int rc = hcall0(s->m_extend, r->adm, l);
     Py_DECREF(l);
     return rc;
 }
@@ -424,16 +471,54 @@ static int add_busy(Sched *s, double start, double seconds) {
     return 0;
 }
 
+/* ---------------------------------------------------------------- the GIL
+ * A run of the loop (feed, close) releases the GIL when it calls no Python code: the compiled hierarchy through
+ * its C API, which says it hosts no Python policy (PcsHierApi.nogil), and no hybrid hooks. The loop's memory is
+ * then raw memory and its errors take the GIL to be set (pcs/_nogil.h); the sampler's callback (a few hundred
+ * times per run) and the signal check take it back for their Python calls. Another thread (the no-cache
+ * baseline's loop, pcs/engine/runner.py) then runs its own loop at the same time; each loop only touches its own
+ * state and hierarchy, so the results are those of running them one after the other. */
+static int nogil(Sched *s) { return s->api && !s->gh && s->api->nogil(s->hobj); }
+
+static void gil_release(Sched *s) {
+    if (nogil(s)) s->ts = PyEval_SaveThread();
+}
+
+static void gil_take(Sched *s) {
+    if (s->ts) { PyEval_RestoreThread(s->ts); s->ts = NULL; }
+}
+
+/* feed / close may run (1), or 0 with RuntimeError: the loop is running in another thread */
+static int enter(Sched *s) {
+    if (!s->busy) return s->busy = 1;
+    PyErr_SetString(PyExc_RuntimeError, "the step loop is already running (another thread)");
+    return 0;
+}
+
 /* ---------------------------------------------------------------- the sampler (a Python callback) */
-/* Sampler.take(t, self.state): record the boundaries passed, with this loop's state */
+/* Sampler.take(t, self.state): record the boundaries passed, with this loop's state (with the GIL) */
 static int take(Sched *s, double t) {
+    int released = s->ts != NULL;
+    gil_take(s);
     PyObject *a[2] = {PyFloat_FromDouble(t), PyObject_GetAttrString((PyObject *)s, "state")};
     PyObject *r = a[0] && a[1] ? PyObject_Vectorcall(s->take, a, 2, NULL) : NULL;
     Py_XDECREF(a[0]); Py_XDECREF(a[1]);
-    if (!r) return -1;
-    s->next_sample = PyFloat_AsDouble(r);
-    Py_DECREF(r);
-    return PyErr_Occurred() ? -1 : 0;
+    if (r) {
+        s->next_sample = PyFloat_AsDouble(r);
+        Py_DECREF(r);
+    }
+    int rc = !r || PyErr_Occurred() ? -1 : 0;
+    if (released) s->ts = PyEval_SaveThread();
+    return rc;
+}
+
+/* Ctrl-C in a long tail (with the GIL); 0 or -1 */
+static int check_signals(Sched *s) {
+    int released = s->ts != NULL;
+    gil_take(s);
+    int rc = PyErr_CheckSignals();
+    if (released) s->ts = PyEval_SaveThread();
+    return rc;
 }
 
 /* ---------------------------------------------------------------- queues of request slots */
@@ -503,11 +588,10 @@ static int note_held(Sched *s) {
 /* ---------------------------------------------------------------- requests */
 static void req_free(Sched *s, int32_t i) {
     Req *r = &s->rq[i];
-    Py_CLEAR(r->adm);
+    adm_release(s, r);
     Py_CLEAR(r->chain);
-    PyMem_Free(r->hashes); r->hashes = NULL;
     PyMem_Free(r->pre); r->pre = NULL;
-    r->live = 0;
+    r->live = 0;                    /* r->hashes keeps its buffer for the slot's next request */
     s->freel[s->nfree++] = i;
 }
 
@@ -521,6 +605,7 @@ static int32_t req_new(Sched *s) {
         if (!f) { PyErr_NoMemory(); return -1; }
         s->freel = f; s->caprq = c;
     }
+    memset(&s->rq[s->nrq], 0, sizeof(Req));   /* a new slot: no buffers yet */
     return s->nrq++;
 }
 
@@ -620,7 +705,7 @@ static int64_t restores(Sched *s, Req *r, int64_t hits, int64_t lead, const int6
 }
 
 /* StepEngine._first_columns (and _kept_tiers): hits, wait and tier columns of a first admission */
-static int first_columns(Sched *s, Req *r, const PcsAdmInfo *ai, int64_t kept, int64_t ht, int64_t hits,
+static int first_columns(Sched *s, Req *r, const AdmInfo *ai, int64_t kept, int64_t ht, int64_t hits,
                          const int64_t *th, const int64_t *rb, int64_t lead) {
     int64_t k = r->k, bs = s->bs, **tc = s->q + NQ0, blocks[8];
     if (kept == hits && kept == th[0]) { s->tier_hits[0] += kept; tc[0][k] = ht; }
@@ -660,20 +745,18 @@ static int admit(Sched *s, int32_t ri) {
     int64_t n, cap, extra;
     int fixed;
     if (admission_args(s, r, &n, &cap, &extra, &fixed) < 0) return -1;
-    PyObject *adm = h_start(s, r, n, cap, extra);
-    if (!adm) return -1;
-    if (adm == Py_None) { Py_DECREF(adm); return 0; }
+    int got = h_start(s, r, n, cap, extra);
+    if (got <= 0) return got;
     Py_CLEAR(r->chain);
-    r->adm = adm;
-    PcsAdmInfo ai;
-    if (h_info(s, adm, &ai) < 0) return -1;
+    AdmInfo ai;
+    if (h_info(s, r, &ai) < 0) return -1;
     const int64_t *th = ai.hit_blocks_per_tier, *rb = ai.restored_blocks_per_tier;
     int64_t hits = ai.hit_blocks, lead = ai.gpu_lead_blocks;
     r->grows = !(fixed || ai.truncated);
     r->seq = s->seq++;
-    if (s->gh && attr_list(s, adm, s_rbytes, s->gh_bytes) < 0) return -1;
+    if (s->gh && attr_list(s, r->adm, s_rbytes, s->gh_bytes) < 0) return -1;
     int64_t skipped = s->skipped, kept = restores(s, r, hits, lead, th, rb), bs = s->bs, p = r->p;
-    if (s->gh && s->skipped != skipped && s->gh_api->restore_skipped(s->gh, adm) < 0) return -1;
+    if (s->gh && s->skipped != skipped && s->gh_api->restore_skipped(s->gh, r->adm) < 0) return -1;
     int64_t ht = kept * bs;
     r->ctx = ht < p ? ht : p - 1;
     r->rem = p - r->ctx;
@@ -760,7 +843,7 @@ static void release(Sched *s) {
 /* StepEngine._cache_decode: cache r's first m decode blocks */
 static int cache_decode(Sched *s, Req *r, int64_t m) {
     if (m <= r->dh_in) return 0;
-    if (h_extend(s, r->adm, r->hashes + r->n0 + r->dh_in, m - r->dh_in) < 0) return -1;
+    if (h_extend(s, r, r->hashes + r->n0 + r->dh_in, m - r->dh_in) < 0) return -1;
     s->q[Q_DECODE][r->k] += m - r->dh_in;
     s->decode_cached += m - r->dh_in;
     r->dh_in = m;
@@ -791,7 +874,7 @@ static int finish(Sched *s, int32_t ri) {
         m = m > 0 ? m : 0;
         if (cache_decode(s, r, r->ndh < m ? r->ndh : m) < 0) return -1;
     }
-    if (h_finish(s, r->adm) < 0) return -1;
+    if (h_finish(s, r) < 0) return -1;
     r->ep = ++s->epochs;
     list_remove(s->run, &s->nrun, ri);
     s->in_system--;
@@ -805,7 +888,7 @@ static int finish(Sched *s, int32_t ri) {
 static int prefill_complete(Sched *s, int32_t ri) {
     Req *r = &s->rq[ri];
     list_remove(s->pf, &s->npf, ri);
-    if (h_done(s, r->adm) < 0) return -1;
+    if (h_done(s, r) < 0) return -1;
     if (isnan_(r->ttft)) r->ttft = s->now;
     r->out += 1;
     if (r->out >= r->o) return finish(s, ri);
@@ -882,15 +965,15 @@ static int preempt(Sched *s, int32_t vi) {
         int64_t m = floordiv(kv, bs) - floordiv(v->p0, bs);
         m = m > 0 ? m : 0;
         m = v->ndh < m ? v->ndh : m;
-        if (cache_decode(s, v, m) < 0 || h_finish(s, v->adm) < 0) return -1;
+        if (cache_decode(s, v, m) < 0 || h_finish(s, v) < 0) return -1;
         v->p = v->p0 + v->out;
         v->chain_dh = m;
         v->dh_in = m;
     } else {
         list_remove(s->pf, &s->npf, vi);
-        if (h_abort(s, v->adm) < 0) return -1;
+        if (h_abort(s, v) < 0) return -1;
     }
-    Py_CLEAR(v->adm);
+    adm_release(s, v);
     v->land = -INFINITY;
     v->preemptions += 1;
     s->preemptions += 1;
@@ -907,7 +990,7 @@ static int32_t victim(Sched *s) {
 }
 
 /* one more GPU slot for r: 1 granted, 0 none obtainable, -1 error */
-static int grow1(Sched *s, Req *r) { return h_grow1(s, r->adm); }
+static int grow1(Sched *s, Req *r) { return h_grow1(s, r); }
 
 /* StepEngine._grow_now: the block boundaries of step G */
 static int grow_now(Sched *s) {
@@ -1007,7 +1090,7 @@ static int end(Sched *s) {
 static int run_until(Sched *s, double t) {
     unsigned int spins = 0;
     while (s->now < t) {
-        if (!(++spins & 0xFFFF) && PyErr_CheckSignals() < 0) return -1;    /* Ctrl-C in a long tail */
+        if (!(++spins & 0xFFFF) && check_signals(s) < 0) return -1;    /* Ctrl-C in a long tail */
         int b = begin(s, t);
         if (b <= 0) return b;
         if (end(s) < 0) return -1;
@@ -1021,14 +1104,20 @@ static int new_request(Sched *s, int64_t k, double a, int64_t p, int64_t o, int6
     int32_t ri = req_new(s);
     if (ri < 0) return -1;
     Req *r = &s->rq[ri];
+    uint64_t *hashes = r->hashes;   /* the slot's buffer, reused */
+    Py_ssize_t hcap = r->hcap;
     memset(r, 0, sizeof *r);
+    r->hashes = hashes; r->hcap = hcap; r->ai = -1;
     r->k = k; r->arrival = a; r->p0 = r->p = p; r->o = o; r->n0 = n0; r->cap0 = cap0; r->ndh = ndh;
     r->land = -INFINITY; r->ttft = NAN; r->first = 1; r->grows = 1; r->live = 1;
     r->ep = ++s->epochs;
     r->kv_mark = s->kv_acc + (s->kv_since >= 0 ? s->now - s->kv_since : 0.0);
     int64_t nid = s->no_cache && !ndh ? 0 : n0;   /* the no-cache run looks up no block (admission_args: n = 0) */
-    r->hashes = PyMem_Malloc(sizeof(uint64_t) * (nid + ndh + 1));
-    if (!r->hashes) { PyErr_NoMemory(); return -1; }
+    if (nid + ndh + 1 > r->hcap) {
+        PyMem_Free(r->hashes);
+        r->hcap = nid + ndh + 1;
+        if (!(r->hashes = PyMem_Malloc(sizeof(uint64_t) * r->hcap))) { r->hcap = 0; PyErr_NoMemory(); return -1; }
+    }
     memcpy(r->hashes, ids, sizeof(uint64_t) * nid);
     if (ndh) memcpy(r->hashes + n0, dh, sizeof(uint64_t) * ndh);
     if (pre) {
@@ -1109,9 +1198,14 @@ static PyObject *sched_feed(Sched *s, PyObject *args) {
     Py_ssize_t m = b[B_ARR].len / 8;
     int rc = -1;
     if (bs < 1 || (s->bs && bs != s->bs)) PyErr_SetString(PyExc_ValueError, "feed: block sizes differ or < 1");
-    else if (check_buffers(b, m) == 0) {
+    else if (check_buffers(b, m) == 0 && enter(s)) {
         s->bs = bs;
-        rc = init_columns(s, m) < 0 ? -1 : feed_rows(s, b, m);
+        if (init_columns(s, m) == 0) {
+            gil_release(s);
+            rc = feed_rows(s, b, m);
+            gil_take(s);
+        }
+        s->busy = 0;
     }
     for (int j = 0; j < NB; j++) PyBuffer_Release(&b[j]);
     if (rc < 0) return NULL;
@@ -1131,6 +1225,8 @@ static PyObject *sched_clock_event(Sched *s, PyObject *unused) {
 static PyObject *sched_clock_advance(Sched *s, PyObject *arg) {
     double until = PyFloat_AsDouble(arg);
     if (until == -1.0 && PyErr_Occurred()) return NULL;
+    if (!enter(s)) return NULL;
+    s->busy = 0;                        /* with the GIL held throughout: only another thread's feed is excluded */
     if (s->half) {
         s->half = 0;
         if (end(s) < 0) return NULL;
@@ -1144,7 +1240,12 @@ static PyObject *sched_clock_advance(Sched *s, PyObject *arg) {
 
 /* ---------------------------------------------------------------- results */
 static PyObject *sched_close(Sched *s, PyObject *unused) {
-    if (run_until(s, INFINITY) < 0) return NULL;
+    if (!enter(s)) return NULL;
+    gil_release(s);
+    int rc = run_until(s, INFINITY);
+    gil_take(s);
+    s->busy = 0;
+    if (rc < 0) return NULL;
     if (s->wn || s->nrun) { PyErr_SetString(PyExc_AssertionError, "a request could never finish"); return NULL; }
     return PyFloat_FromDouble(s->now);
 }
@@ -1239,6 +1340,11 @@ static void hier_api(Sched *s) {
     if (!api) { PyErr_Clear(); return; }
     if (api->version != PCS_LRUHIER_API_VERSION || Py_TYPE(self) != api->hier_type || api->ntiers(self) != s->T)
         return;
+    s->apool = PyMem_Calloc(s->max_seqs + 1, sizeof(PcsAdm));
+    s->afree = PyMem_Calloc(s->max_seqs + 1, sizeof(int32_t));
+    if (!s->apool || !s->afree) { PyMem_Free(s->apool); PyMem_Free(s->afree); s->apool = NULL; s->afree = NULL; return; }
+    for (int64_t i = 0; i <= s->max_seqs; i++) s->afree[i] = (int32_t)(s->max_seqs - i);   /* entry 0 first */
+    s->nafree = (int32_t)(s->max_seqs + 1);
     Py_INCREF(self);
     s->hobj = self;
     s->api = api;
@@ -1328,8 +1434,13 @@ static PyObject *sched_set_hybrid(Sched *s, PyObject *h) {
 }
 
 static void sched_dealloc(Sched *s) {
-    for (int32_t i = 0; i < s->nrq; i++) if (s->rq[i].live) { Py_CLEAR(s->rq[i].adm); Py_CLEAR(s->rq[i].chain);
-        PyMem_Free(s->rq[i].hashes); PyMem_Free(s->rq[i].pre); }
+    for (int32_t i = 0; i < s->nrq; i++) {
+        Req *r = &s->rq[i];
+        if (r->live) { Py_CLEAR(r->adm); Py_CLEAR(r->chain); PyMem_Free(r->pre); }
+        PyMem_Free(r->hashes);
+    }
+    for (int64_t i = 0; s->apool && s->api && i <= s->max_seqs; i++) s->api->adm_free(&s->apool[i]);
+    PyMem_Free(s->apool); PyMem_Free(s->afree);
     PyMem_Free(s->rq); PyMem_Free(s->freel); PyMem_Free(s->wq); PyMem_Free(s->run); PyMem_Free(s->pf);
     PyMem_Free(s->cr); PyMem_Free(s->cn); PyMem_Free(s->fin.a); PyMem_Free(s->blk.a); PyMem_Free(s->bins);
     PyMem_Free(s->setup); PyMem_Free(s->bw); PyMem_Free(s->iops); PyMem_Free(s->bpb); PyMem_Free(s->link_free);
@@ -1364,10 +1475,15 @@ static PyMethodDef sched_methods[] = {
 };
 
 static PyObject *sched_get_c_api(Sched *s, void *unused) { return PyBool_FromLong(s->api != NULL); }
+static PyObject *sched_get_nogil(Sched *s, void *unused) {
+    return PyBool_FromLong(nogil(s));
+}
 
 static PyGetSetDef sched_getset[] = {
     {"c_api", (getter)sched_get_c_api, NULL,
      "True: the hierarchy is called through its C API (pcs/cache/_lruhier_api.h), False: its Python methods", NULL},
+    {"nogil", (getter)sched_get_nogil, NULL,
+     "True: feed and close release the GIL (C API, no hosted Python policy, no hybrid hooks)", NULL},
     {NULL}
 };
 

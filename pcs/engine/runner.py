@@ -26,6 +26,7 @@ from pcs import _native
 from pcs.blocks import BlockRules, SingleSequenceResult
 from pcs.cache.policies.context import clocked
 from pcs.engine import fastpath, select, seqbase
+from pcs.engine.beside import Beside
 from pcs.engine.chunks import iter_chunks
 from pcs.engine.decoded import Decoded
 from pcs.engine.passes import SharedPasses
@@ -320,16 +321,49 @@ def _shared(passes: SharedPasses | None, key: tuple, make: Callable[[], Any]) ->
 
 
 def _feed(source: Any, rules: BlockRules, time_model: Any, engines: list[ReplayEngine],
-          progress: Callable[[int], None] | None, decode: bool = True, passes: SharedPasses | None = None) -> None:
+          progress: Callable[[int], None] | None, decode: bool = True, passes: SharedPasses | None = None,
+          side: ReplayEngine | None = None, beside: Beside | None = None) -> None:
     """Feed every chunk of ``source`` to every engine once; ``decode=False``: no decode seconds (step scheduler);
-    with ``passes`` the chunks are made once for the runs of the replay (the same time model)."""
+    with ``passes`` the chunks are made once for the runs of the replay (the same time model).
+    ``side``: one more engine, fed each chunk through ``beside`` (on a worker thread) while the others are fed."""
     chunks = iter_chunks(source, rules, time_model, decode) if passes is None else passes.get(
         ("chunks", rules, id(time_model), decode), lambda: list(iter_chunks(source, rules, time_model, decode)))
     for ch in chunks:
-        for e in engines:
-            e.feed(ch)
+        if side is not None:
+            beside.start(side.feed, ch)
+        try:
+            for e in engines:
+                e.feed(ch)
+        except BaseException:
+            if side is not None:
+                beside.settle()
+            raise
+        if side is not None:
+            beside.join()
         if progress is not None:
             progress(len(ch))
+
+
+def _close_runs(scans, loops, no_cache, beside: Beside, hybrid, tiers0, write_policy: str, time_model,
+                progress) -> tuple[list, EngineResult | None]:
+    """Close the run's engines (or run its one-pass scans) while the no-cache loop closes beside them:
+    ([(result, cache state)] per plan, the no-cache loop's result or None)."""
+    if no_cache is not None:   # its close runs beside the run's
+        beside.start(_close, no_cache, None)
+    try:
+        done = [(_close(loop, hybrid), cache_state(loop.h)) if loop is not None else
+                fastpath.run(sc, tiers0[0].name, write_policy, time_model.compute, progress if k == 0 else None)
+                for k, (sc, loop) in enumerate(zip(scans, loops))]
+    except BaseException:
+        beside.settle()
+        raise
+    return done, (beside.join() if no_cache is not None else None)
+
+
+def _beside(loop: Any) -> Beside:
+    """Where the no-cache loop runs: on a worker thread when its compiled loop releases the GIL
+    (:attr:`pcs.engine.stepnative.NativeStepEngine.releases_gil`), else inline."""
+    return Beside(bool(getattr(loop, "releases_gil", False)))
 
 
 def _close(loop: ReplayEngine, hybrid: Any) -> EngineResult:
@@ -398,18 +432,18 @@ def run_replay(source: Any, rules: BlockRules, time_model: Any, make_tiers: Call
                          not comparison)
     if resolved is not None:
         _presize_samplers(source, loops)
+    no_cache = loops.pop() if len(loops) > len(plans) else None
+    beside = _beside(no_cache)
     if any(loops):
         # decode seconds only for the instant-compute modeled loop (sequential timing never reads them)
         _feed(source, rules, time_model, [e for e in loops if e is not None], progress,
-              resolved is None and timing == "modeled", passes)
-    no_cache = loops.pop() if len(loops) > len(plans) else None
-    done = [(_close(loop, hybrid), cache_state(loop.h)) if loop is not None else
-            fastpath.run(sc, tiers0[0].name, write_policy, time_model.compute, progress if k == 0 else None)
-            for k, (sc, loop) in enumerate(zip(scans, loops))]
+              resolved is None and timing == "modeled", passes, no_cache, beside)
+    done, no_cache_result = _close_runs(scans, loops, no_cache, beside, hybrid, tiers0, write_policy, time_model,
+                                        progress)
     (result, state), baseline = done[0], (base if base is not None else done[-1][0])
     sched = None
     if no_cache is not None:
-        sched = (resolved[1], loops[0].stats, _close(no_cache, None), no_cache.stats)
+        sched = (resolved[1], loops[0].stats, no_cache_result, no_cache.stats)
     with_decode = None if comparison else single_with_decode(resolved, source, native, scan2)
     return Outcome(result, state, baseline, singles[0], singles[1], plans[0].row.name, plans[0].reason,
                    all_plans[-1].row.name, all_plans[-1].reason, sched, with_decode,

@@ -121,6 +121,13 @@ class NativeStepEngine(StepEngine):
             raise ValueError(f"the compiled step scheduler cannot run this replay: {why}")
         self._s = new_loop(self, hierarchy._h.num_resident, recompute_last_token, no_cache, skip)
 
+    @property
+    def releases_gil(self) -> bool:
+        """Whether the C loop releases the GIL over feed and close (the compiled hierarchy through its C API, no
+        hosted Python policy, no hybrid hooks): another thread's loop then runs at the same time
+        (:mod:`pcs.engine.beside`)."""
+        return bool(self._s.nogil)
+
     def _snapshot(self) -> tuple:
         """As :meth:`StepEngine._snapshot`, from the C loop's state (which the loop itself passes to
         ``Sampler.take`` at each boundary; resident counts from the C hierarchy, as ``len(tier.resident)``)."""
