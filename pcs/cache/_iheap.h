@@ -35,36 +35,34 @@ static inline int ih_reserve_ex(Tier *t, int32_t e, int stride) {
     return need <= t->excap ? 0 : PCS_GROW(t->ex, &t->excap, need, (Py_ssize_t)stride * 128);
 }
 
+/* item it at place i */
+static inline void ih_put(Tier *t, Py_ssize_t i, IHItem it, int stride) {
+    ((IHItem *)t->heap)[i] = it;
+    IH_POS(t, it.e, stride) = i;
+}
+
+/* the smallest child of place i among the first n places, or -1 (a leaf) */
+static inline Py_ssize_t ih_least_child(const IHItem *q, Py_ssize_t i, Py_ssize_t n) {
+    Py_ssize_t c = 4 * i + 1, best = c;
+    if (c >= n) return -1;
+    Py_ssize_t end = c + 4 < n ? c + 4 : n;
+    for (Py_ssize_t d = c + 1; d < end; d++) if (ih_less(&q[d], &q[best])) best = d;
+    return best;
+}
+
 /* item it into vacant place i, moved up past every ancestor it precedes */
 static inline void ih_up(Tier *t, Py_ssize_t i, IHItem it, int stride) {
     IHItem *q = (IHItem *)t->heap;
-    while (i > 0) {
-        Py_ssize_t up = (i - 1) / 4;
-        if (!ih_less(&it, &q[up])) break;
-        q[i] = q[up];
-        IH_POS(t, q[i].e, stride) = i;
-        i = up;
-    }
-    q[i] = it;
-    IH_POS(t, it.e, stride) = i;
+    for (Py_ssize_t up; i > 0 && ih_less(&it, &q[up = (i - 1) / 4]); i = up) ih_put(t, i, q[up], stride);
+    ih_put(t, i, it, stride);
 }
 
 /* item it into vacant place i, moved down past every smallest child that precedes it */
 static inline void ih_down(Tier *t, Py_ssize_t i, IHItem it, int stride) {
     IHItem *q = (IHItem *)t->heap;
-    Py_ssize_t n = t->hlen;
-    for (;;) {
-        Py_ssize_t c = 4 * i + 1, best = c;
-        if (c >= n) break;
-        Py_ssize_t end = c + 4 < n ? c + 4 : n;
-        for (Py_ssize_t d = c + 1; d < end; d++) if (ih_less(&q[d], &q[best])) best = d;
-        if (!ih_less(&q[best], &it)) break;
-        q[i] = q[best];
-        IH_POS(t, q[i].e, stride) = i;
-        i = best;
-    }
-    q[i] = it;
-    IH_POS(t, it.e, stride) = i;
+    for (Py_ssize_t c; (c = ih_least_child(q, i, t->hlen)) >= 0 && ih_less(&q[c], &it); i = c)
+        ih_put(t, i, q[c], stride);
+    ih_put(t, i, it, stride);
 }
 
 /* item it into vacant place i, up or down to where it belongs */
@@ -92,15 +90,7 @@ static inline void ih_delete(Tier *t, int32_t e, int stride) {
     IHItem *q = (IHItem *)t->heap;
     Py_ssize_t n = --t->hlen;
     if (i == n) return;
-    for (;;) {
-        Py_ssize_t c = 4 * i + 1, best = c;
-        if (c >= n) break;
-        Py_ssize_t end = c + 4 < n ? c + 4 : n;
-        for (Py_ssize_t d = c + 1; d < end; d++) if (ih_less(&q[d], &q[best])) best = d;
-        q[i] = q[best];
-        IH_POS(t, q[i].e, stride) = i;
-        i = best;
-    }
+    for (Py_ssize_t c; (c = ih_least_child(q, i, n)) >= 0; i = c) ih_put(t, i, q[c], stride);
     ih_up(t, i, q[n], stride);
 }
 
