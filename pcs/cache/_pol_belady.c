@@ -6,37 +6,22 @@
  * first use the clock has not passed (the clock only moves forward: TraceOracle.next_use's bisect becomes a
  * cursor, amortised O(1)). *t->clock = the request being admitted (the hierarchy counts admissions as
  * clocked() does).
- * t->ex[2e] = the block's key u (its next use, NEVER if none), t->ex[2e + 1] = its j or -1.
- * t->heap = a lazy max-heap of (u, block hash) items
- * (ties: smallest hash first), valid while the block is held with that u, as belady.py's (-u, k) min-heap; a
- * victim whose use has passed is re-keyed. Items that are not valid are dropped when they are most of the heap:
- * each new value of u pushes its own item, so an invalid item is never needed again. */
-#include "_lruhier.h"
+ * t->ex[3e] = the block's key u (its next use, NEVER if none), t->ex[3e + 1] = its j or -1, t->ex[3e + 2] = its
+ * place in t->heap. t->heap = an indexed min-heap (pcs/cache/_iheap.h) of exactly the held blocks, ranked
+ * (NEVER - u, block hash): its top is the block with the farthest next use, ties to the smallest hash, as
+ * belady.py's (-u, k) heap gives; a top whose use has passed is re-keyed in place (its new use is later, so it
+ * stays on top unless a block of the same u = NEVER has a smaller hash) before it is chosen. */
+#include "_iheap.h"
 
 #define NEVER ((int64_t)1 << 62)
 #define POS_BITS 24
 
-typedef struct { int64_t u; uint64_t k; } BItem;
+#define BS 3                                       /* int64s per entry in t->ex */
+#define BU(t, e) ((t)->ex[BS * (e)])
+#define BINFO(t, e) ((t)->ex[BS * (e) + 1])
 
-/* the victim order: larger u first, then the smaller hash */
-static int b_first(const BItem *a, const BItem *b) { return a->u > b->u || (a->u == b->u && a->k < b->k); }
-
-/* the heap is 4-ary (children of i: 4i + 1 .. 4i + 4): half the levels of a binary heap, the children of one
- * item read together; which item is on top does not depend on the shape (a strict order; equal items are
- * identical) */
-static void b_sift_down(BItem *q, Py_ssize_t n, Py_ssize_t i) {
-    BItem it = q[i];
-    for (;;) {
-        Py_ssize_t c = 4 * i + 1, best = c;
-        if (c >= n) break;
-        Py_ssize_t end = c + 4 < n ? c + 4 : n;
-        for (Py_ssize_t d = c + 1; d < end; d++) if (b_first(&q[d], &q[best])) best = d;
-        if (!b_first(&q[best], &it)) break;
-        q[i] = q[best];
-        i = best;
-    }
-    q[i] = it;
-}
+/* the heap's rank of next use u: larger u first */
+static inline uint64_t b_rank(int64_t u) { return (uint64_t)(NEVER - u); }
 
 /* data = (keys uint64 (n,), slots int32 (2**k >= 2n,), offsets int64 (n + 1,), uses int64 (m,)); None: no uses
  * known (every key NEVER) */
@@ -74,117 +59,73 @@ static int64_t b_next_use(const Tier *t, int64_t i) {
     return c < end ? t->ukeys[c] : NEVER;
 }
 
-static int b_valid(const Tier *t, const BItem *it) {
-    int32_t e = tfind(t, it->k);
-    return e >= 0 && (t->ent[e].flags & F_KNOWN) && !OUT(&t->ent[e]) && t->ex[2 * e] == it->u;
-}
-
-static void b_compact(Tier *t) {
-    BItem *q = (BItem *)t->heap;
-    Py_ssize_t n = t->hlen / 2, m = 0;
-    for (Py_ssize_t i = 0; i < n; i++) if (b_valid(t, &q[i])) q[m++] = q[i];
-    for (Py_ssize_t i = (m + 2) / 4; i-- > 0;) b_sift_down(q, m, i);
-    t->hlen = 2 * m;
-}
-
-static int b_push(Tier *t, int64_t u, uint64_t k) {
-    if (t->hlen + 2 > t->hcap) {
-        Py_ssize_t c = t->hcap ? t->hcap * 2 : 2 * 256;
-        int64_t *h = PyMem_Realloc(t->heap, sizeof(int64_t) * c);
-        if (!h) { PyErr_NoMemory(); return -1; }
-        t->heap = h;
-        t->hcap = c;
+/* belady.py add / touch: the block's key is its next use after now (re-keyed in place if it is in the heap) */
+static int belady_add(Tier *t, int32_t e, int reused) {
+    Entry *x = &t->ent[e];
+    if (!(x->flags & F_KNOWN)) {
+        if (ih_reserve_ex(t, e, BS) < 0) return -1;
+        x->flags |= F_KNOWN;
+        BINFO(t, e) = data_find(t, x->key);
+        IH_POS(t, e, BS) = -1;
     }
-    BItem *q = (BItem *)t->heap, it = {u, k};
-    Py_ssize_t i = t->hlen / 2;
-    t->hlen += 2;
-    while (i > 0) {
-        Py_ssize_t up = (i - 1) / 4;
-        if (!b_first(&it, &q[up])) break;
-        q[i] = q[up];
-        i = up;
-    }
-    q[i] = it;
+    int64_t u = BU(t, e) = b_next_use(t, BINFO(t, e));
+    if (IH_POS(t, e, BS) < 0) return ih_insert(t, b_rank(u), x->key, e, BS);
+    ih_rekey(t, e, b_rank(u), x->key, BS);
     return 0;
 }
 
-/* belady.py add / touch: the block's key is its next use after now */
-static int belady_add(Tier *t, int32_t e, int reused) {
-    Entry *x = &t->ent[e];
-    if (!(x->flags & F_KNOWN) && 2 * e + 1 >= t->excap) {
-        Py_ssize_t c = t->excap ? t->excap : 256;
-        while (c <= 2 * e + 1) c *= 2;
-        int64_t *ex = PyMem_Realloc(t->ex, sizeof(int64_t) * c);
-        if (!ex) { PyErr_NoMemory(); return -1; }
-        t->ex = ex;
-        t->excap = c;
-    }
-    if (t->hlen > 4 * (t->held + 512)) b_compact(t);
-    if (!(x->flags & F_KNOWN)) {
-        x->flags |= F_KNOWN;
-        t->ex[2 * e + 1] = data_find(t, x->key);
-    }
-    int64_t u = t->ex[2 * e] = b_next_use(t, t->ex[2 * e + 1]);
-    return b_push(t, u, x->key);
-}
+static void belady_touch(Tier *t, int32_t e) { belady_add(t, e, 1); }   /* held: in the heap, nothing allocated */
 
-static void belady_touch(Tier *t, int32_t e) { belady_add(t, e, 1); }   /* a memory error stays set */
-
-static void belady_remove(Tier *t, int32_t e) {}                       /* OUT or deleted: its items go stale */
+static void belady_remove(Tier *t, int32_t e) { ih_delete(t, e, BS); }
 
 static int32_t belady_victim(Tier *t) {
-    BItem *q = (BItem *)t->heap;
     for (;;) {
-        BItem it = q[0];
-        Py_ssize_t n = (t->hlen -= 2) / 2;
-        if (n) { q[0] = q[n]; b_sift_down(q, n, 0); }
-        int32_t e = tfind(t, it.k);
-        if (e < 0 || !(t->ent[e].flags & F_KNOWN) || OUT(&t->ent[e]) || t->ex[2 * e] != it.u) continue;
-        if (it.u != NEVER && (it.u >> POS_BITS) <= *t->clock) {     /* that use has passed: re-key */
-            int64_t v = t->ex[2 * e] = b_next_use(t, t->ex[2 * e + 1]);
-            if (b_push(t, v, it.k) < 0) return -1;
-            q = (BItem *)t->heap;
+        int32_t e = ih_top(t);
+        int64_t u = BU(t, e);
+        if (u != NEVER && (u >> POS_BITS) <= *t->clock) {         /* that use has passed: re-key */
+            int64_t v = BU(t, e) = b_next_use(t, BINFO(t, e));
+            ih_rekey(t, e, b_rank(v), t->ent[e].key, BS);
             continue;
         }
+        ih_delete(t, e, BS);
         return e;
     }
 }
 
-static int cmp_b(const void *a, const void *b) {
-    const BItem *x = a, *y = b;
-    return b_first(x, y) ? -1 : b_first(y, x);
-}
-
 /* held entries, farthest next use first (keys as last computed; ties: smaller hash) */
 static Py_ssize_t belady_order(Tier *t, int32_t *out) {
-    BItem *tmp = PyMem_Malloc(sizeof(BItem) * (t->nres + 1));
+    IHItem *tmp = PyMem_Malloc(sizeof(IHItem) * (t->nres + 1));
     if (!tmp) { PyErr_NoMemory(); return -1; }
     Py_ssize_t n = 0;
     for (int32_t e = 0; e < t->ent_len; e++) {
         Entry *x = &t->ent[e];
-        if ((x->flags & F_KNOWN) && !OUT(x)) { tmp[n].u = t->ex[2 * e]; tmp[n].k = x->key; n++; }
+        if ((x->flags & F_KNOWN) && !OUT(x)) {
+            IHItem it = {b_rank(BU(t, e)), x->key, e};
+            tmp[n++] = it;
+        }
     }
-    qsort(tmp, n, sizeof(BItem), cmp_b);
-    for (Py_ssize_t i = 0; i < n; i++) out[i] = tfind(t, tmp[i].k);
+    ih_sort(tmp, n);
+    for (Py_ssize_t i = 0; i < n; i++) out[i] = (int32_t)tmp[i].e;
     PyMem_Free(tmp);
     return n;
 }
 
-/* belady.py _check: every held block has an item with its key */
+/* belady.py _check: every held block is in the heap with its key, and nothing else is */
 static const char *belady_check(Tier *t) {
-    Py_ssize_t held = 0, valid = 0;
-    for (int32_t e = 0; e < t->ent_len; e++) {
+    Py_ssize_t held = 0;
+    const char *why = ih_check(t, BS);
+    const IHItem *q = (const IHItem *)t->heap;
+    for (int32_t e = 0; !why && e < t->ent_len; e++) {
         Entry *x = &t->ent[e];
-        held += (x->flags & F_KNOWN) && !OUT(x) && tfind(t, x->key) == e;
+        if (!(x->flags & F_KNOWN) || OUT(x)) continue;
+        held++;
+        int64_t at = IH_POS(t, e, BS);
+        if (at < 0 || at >= t->hlen || q[at].a != b_rank(BU(t, e)) || q[at].b != x->key)
+            why = "a held block without an item of its key";
     }
-    BItem *q = (BItem *)t->heap;
-    int32_t *mark = PyMem_Calloc(t->ent_len + 1, sizeof(int32_t));
-    if (!mark) return "out of memory";
-    for (Py_ssize_t i = 0; i < t->hlen / 2; i++)
-        if (b_valid(t, &q[i])) { int32_t e = tfind(t, q[i].k); valid += !mark[e]; mark[e] = 1; }
-    PyMem_Free(mark);
-    if (valid != held) return "a held block without an item of its key";
-    return held == t->held ? NULL : "held count differs from the known unpinned blocks";
+    if (!why && held != t->hlen) why = "a heap item not of a held block";
+    if (!why && held != t->held) why = "held count differs from the known unpinned blocks";
+    return why;
 }
 
 const PolOps POL_BELADY = {
