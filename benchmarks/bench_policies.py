@@ -38,7 +38,7 @@ import common
 POLICIES = ("lru", "fifo", "slru", "sieve", "2q", "s3fifo", "arc", "lfu", "gdsf", "belady")
 #: Plug-ins timed by default (registered by :func:`register_plugins`): the example of tests/cache/plugin/ and
 #: lru's Python class under another name.
-PLUGINS = ("demo_mru", "py_lru")
+PLUGINS = ("demo_mru", "py_lru", "demo_mru_array", "py_lru_array")
 #: Older spellings tried when a name is refused (``protected``, engine ``general``).
 FALLBACK = {"slru": "protected", "reference": "general"}
 
@@ -60,12 +60,17 @@ def register_plugins() -> None:
     from importlib.metadata import EntryPoint
 
     from pcs.cache.policies import LRUPolicy, load_plugins
+    from pcs.cache.policies.array_lru import ArrayLRU
 
     sys.path.insert(0, str(common.ROOT / "tests" / "cache" / "plugin"))
     PyLRU = type("PyLRU", (LRUPolicy,), {"name": "py_lru", "summary": "lru's Python class, as a plug-in"})
+    PyLRUArray = type("PyLRUArray", (ArrayLRU,), {"name": "py_lru_array", "summary": "ArrayLRU, as a plug-in"})
     sys.modules[__name__].PyLRU = PyLRU
+    sys.modules[__name__].PyLRUArray = PyLRUArray
     load_plugins([EntryPoint("demo_mru", "pcs_demo_policy:DemoMRU", "pcs.policies"),
-                  EntryPoint("py_lru", f"{__name__}:PyLRU", "pcs.policies")])
+                  EntryPoint("py_lru", f"{__name__}:PyLRU", "pcs.policies"),
+                  EntryPoint("demo_mru_array", "pcs_demo_policy:DemoMRUArray", "pcs.policies"),
+                  EntryPoint("py_lru_array", f"{__name__}:PyLRUArray", "pcs.policies")])
 
 
 class InMemory:

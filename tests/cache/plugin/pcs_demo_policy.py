@@ -6,7 +6,9 @@ entry point ``[project.entry-points."pcs.policies"] demo_mru = "pcs_demo_policy:
 from __future__ import annotations
 
 from collections import OrderedDict
+from itertools import compress, islice
 
+from pcs.cache.policies.array import ArrayPolicy
 from pcs.cache.policies.base import EvictionPolicy
 
 
@@ -47,6 +49,52 @@ class DemoMRU(EvictionPolicy):
 
     def order(self):
         return list(reversed(self._od))
+
+    def _check(self):
+        pass
+
+
+class DemoMRUArray(ArrayPolicy):
+    """:class:`DemoMRU` on the handle contract (pcs/cache/policies/array.py): the same order, no key in Python.
+
+    Each run of handles (an add or a touch) is pushed on a stack; victims come from the top run
+    (the most recent batch), first handle first, as ``DemoMRU`` pops the batch it added reversed."""
+
+    name = "demo_mru_array"
+    summary = "most recently used first (a plug-in example, handle contract)"
+    source = "textbook MRU (Chou and DeWitt, VLDB'85); tests/cache/plugin/pcs_demo_policy.py"
+
+    def __init__(self, capacity_blocks: int, keep_first: int = 0) -> None:
+        super().__init__(capacity_blocks)
+        self.keep_first = keep_first
+        self._stack: list = []           # [lo, hi) handle ranges, one per run, the top run last
+
+    def victims(self, n, runs):
+        stack, flags = self._stack, self.flags
+        stack += [(first, first + count) for first, count, _ in runs]
+        out = []
+        while n:
+            lo, hi = stack.pop()
+            lo = flags.find(1, lo, hi)
+            if lo < 0:
+                continue                 # a run with nothing held
+            if lo + n <= hi and flags.count(1, lo, lo + n) == n:     # the next n held: a range
+                got = range(lo, lo + n)
+                if lo + n < hi:
+                    stack.append((lo + n, hi))
+            else:
+                got = list(islice(compress(range(lo, hi), flags[lo:hi]), n))
+                if got[-1] + 1 < hi:
+                    stack.append((got[-1] + 1, hi))
+            if not out and len(got) == n:
+                return got
+            out += got
+            n -= len(got)
+        return out
+
+    def order_handles(self):
+        flags = self.flags
+        return [h for lo, hi in reversed(self._stack) for h in compress(range(lo, hi), flags[lo:hi])]
 
     def _check(self):
         pass
