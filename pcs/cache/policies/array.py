@@ -56,7 +56,6 @@ class ArrayPolicy(EvictionPolicy):
     key <-> handle map and the flags and call them, so the object runs on any host of the key contract.
     """
 
-    #: which contract the policy implements (``pcs policies``): ``"array"`` (handles); ``"keys"`` the base one.
     contract = "array"
 
     def __init__(self, capacity_blocks: int) -> None:
