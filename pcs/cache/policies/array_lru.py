@@ -6,7 +6,7 @@ those events, so the least recently used block is the held block with the smalle
 runs need no reading. The policy keeps one index, below which no handle is held: ``victims(n)``
 finds the first held flag from it (``bytearray.find``) and, when the next ``n`` are all held (the
 usual case: ``count``), answers ``range(lo, lo + n)``; else it collects them with
-``itertools.compress``. The example of the handle contract: ``benchmarks/bench_policies.py`` times it
+``itertools.compress`` over a window doubled until it holds ``n``. The example of the handle contract: ``benchmarks/bench_policies.py`` times it
 as the plug-in ``py_lru_array``; tests/cache/test_policies_array.py checks it equals ``lru``.
 """
 from __future__ import annotations
@@ -44,7 +44,10 @@ class ArrayLRU(ArrayPolicy):
         if flags.count(1, lo, lo + n) == n:           # the next n are held: no int per victim
             self._lo = lo + n
             return range(lo, lo + n)
-        out = list(islice(compress(range(lo, len(flags)), flags[lo:]), n))
+        end = lo + 2 * n
+        while flags.count(1, lo, end) < n:             # a window holding n held: doubled (no copy of the rest)
+            end += end - lo
+        out = list(islice(compress(range(lo, end), flags[lo:end]), n))
         self._lo = out[-1] + 1
         return out
 

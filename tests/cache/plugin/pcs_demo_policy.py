@@ -71,26 +71,27 @@ class DemoMRUArray(ArrayPolicy):
 
     def victims(self, n, runs):
         stack, flags = self._stack, self.flags
-        stack += [(first, first + count) for first, count, _ in runs]
-        out = []
+        for first, count, _ in runs:             # [lo, hi) handle ranges of the new runs, pushed in order
+            stack.append((first, first + count))
+        out = None
         while n:
             lo, hi = stack.pop()
             lo = flags.find(1, lo, hi)
             if lo < 0:
-                continue                 # a run with nothing held
-            if lo + n <= hi and flags.count(1, lo, lo + n) == n:     # the next n held: a range
-                got = range(lo, lo + n)
-                if lo + n < hi:
-                    stack.append((lo + n, hi))
+                continue                         # a run with nothing held
+            end = lo + n
+            if end <= hi and flags.count(1, lo, end) == n:      # the next n held: a range, no int each
+                got = range(lo, end)
             else:
                 got = list(islice(compress(range(lo, hi), flags[lo:hi]), n))
-                if got[-1] + 1 < hi:
-                    stack.append((got[-1] + 1, hi))
-            if not out and len(got) == n:
+                end = got[-1] + 1
+            if end < hi:
+                stack.append((end, hi))          # the rest of the run stays on top
+            if out is None and len(got) == n:
                 return got
-            out += got
+            out = (out or []) + list(got)
             n -= len(got)
-        return out
+        return out or ()
 
     def order_handles(self):
         flags = self.flags
