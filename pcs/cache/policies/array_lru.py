@@ -15,26 +15,21 @@ from itertools import compress, islice
 from typing import Sequence
 
 from pcs.cache.policies.array import ArrayPolicy, Run
+from pcs.cache.policies.lru import LRUPolicy
 
 __all__ = ["ArrayLRU"]
 
 
 class ArrayLRU(ArrayPolicy):
-    """Least recently used, on handles.
+    """Least recently used, on handles: :class:`pcs.cache.policies.lru.LRUPolicy`'s rule, its flags and sources.
 
     >>> p = ArrayLRU(4); p.add([3, 2, 1]); p.touch([3]); p.evict(2)
     [2, 1]
     """
 
-    name = "lru_array"
-    summary = "least recently used (Python, handle contract)"
-    source = "vLLM vllm/v1/core/block_pool.py (free block queue); pcs/cache/policies/array_lru.py"
-    prefix_closed = True
-    reuse_blind = True
-
-    def __init__(self, capacity_blocks: int) -> None:
-        super().__init__(capacity_blocks)
-        self._lo = 0                     # no handle below is held
+    name, summary = "lru_array", "least recently used (Python, handle contract)"
+    source, prefix_closed, reuse_blind = LRUPolicy.source, LRUPolicy.prefix_closed, LRUPolicy.reuse_blind
+    _lo = 0                              # no handle below is held (per object once victims ran)
 
     def victims(self, n: int, runs: Sequence[Run]) -> Sequence[int]:
         if not n:

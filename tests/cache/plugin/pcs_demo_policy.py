@@ -60,14 +60,11 @@ class DemoMRUArray(ArrayPolicy):
     Each run of handles (an add or a touch) is pushed on a stack; victims come from the top run
     (the most recent batch), first handle first, as ``DemoMRU`` pops the batch it added reversed."""
 
-    name = "demo_mru_array"
-    summary = "most recently used first (a plug-in example, handle contract)"
-    source = "textbook MRU (Chou and DeWitt, VLDB'85); tests/cache/plugin/pcs_demo_policy.py"
+    name, summary, source = "demo_mru_array", DemoMRU.summary[:-1] + ", handle contract)", DemoMRU.source
 
     def __init__(self, capacity_blocks: int, keep_first: int = 0) -> None:
         super().__init__(capacity_blocks)
-        self.keep_first = keep_first
-        self._stack: list = []           # [lo, hi) handle ranges, one per run, the top run last
+        self.keep_first, self._stack = keep_first, []    # _stack: [lo, hi) handle ranges, a run each, top last
 
     def victims(self, n, runs):
         stack, flags = self._stack, self.flags
