@@ -49,8 +49,8 @@ Run = tuple
 
 
 class ArrayPolicy(EvictionPolicy):
-    """An eviction policy on handles (see the module docstring); subclasses implement :meth:`victims`,
-    :meth:`order_handles` and ``_check``, reading :attr:`flags`.
+    """An eviction policy on handles (see the module docstring); subclasses implement :meth:`victims` and
+    :meth:`order_handles`, reading :attr:`flags`.
 
     The key methods (``add``, ``remove``, ``drop``, ``touch``, ``evict``, ``order``, ``in``, ``len``) keep a
     key <-> handle map and the flags and call them, so the object runs on any host of the key contract.
@@ -80,6 +80,14 @@ class ArrayPolicy(EvictionPolicy):
     def held(self) -> int:
         """The number of held handles (the host's check compares it with the tier's count)."""
         return self.flags.count(1)
+
+    def _check(self) -> None:
+        """Default: :meth:`order_handles` lists every held handle once (a policy adds its own invariants); runs
+        the key methods queued are handed over first."""
+        if self._runs:
+            self._deliver(0)
+        hs = self.order_handles()
+        assert len(set(hs)) == len(hs) == self.held() and all(self.flags[h] for h in hs), "order != held handles"
 
     # -- the key contract, mapped onto handles --
     def __len__(self) -> int:

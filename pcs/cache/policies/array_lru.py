@@ -50,4 +50,5 @@ class ArrayLRU(ArrayPolicy):
         return list(compress(range(self._lo, len(self.flags)), self.flags[self._lo:]))
 
     def _check(self) -> None:
+        super()._check()
         assert self.flags.find(1, 0, self._lo) < 0, "a held handle below the low-water index"

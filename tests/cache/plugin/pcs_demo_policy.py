@@ -84,15 +84,15 @@ class DemoMRUArray(ArrayPolicy):
                 end = got[-1] + 1
             if end < hi:
                 stack.append((end, hi))          # the rest of the run stays on top
-            if out is None and len(got) == n:
-                return got
-            out = (out or []) + list(got)
+            if out is None:
+                if len(got) == n:
+                    return got
+                out = list(got)
+            else:
+                out += got
             n -= len(got)
         return out or ()
 
     def order_handles(self):
         flags = self.flags
         return [h for lo, hi in reversed(self._stack) for h in compress(range(lo, hi), flags[lo:hi])]
-
-    def _check(self):
-        pass
