@@ -27,7 +27,8 @@ So a recency policy is a few C-level byte scans (``bytearray.find`` / ``count``)
 (:mod:`pcs.cache.policies.array_lru`); no key, and no int per block, crosses into Python. What the
 contract cannot express: a block's identity across stays (a ghost list, a use count: ARC, 2Q, S3-FIFO,
 LFU), ``expect``, decisions that depend on when a block was pinned: such policies use
-:class:`EvictionPolicy`. Memory: one flag byte per handle ever named (the host never shrinks them).
+:class:`EvictionPolicy`. Memory: the host keeps five bytes per handle ever named (its flag and
+its entry), about 5 bytes per block access per tier; it never shrinks them.
 
 Hosts. The compiled hierarchy (``pcs/cache/_pol_pyarr.c``) names the handles, keeps the flags and maps
 handles to its entries in C, and calls ``victims`` directly. Everywhere else (the Python
