@@ -74,7 +74,7 @@ class BuildTwins(build_ext):
 
 #: The compiled eviction policies of pcs.cache._lruhier, one file per policy (as pcs/cache/policies/*.py).
 _POLICY_SOURCES = [f"pcs/cache/_pol_{name}.c" for name in ("fifo", "slru", "sieve", "2q", "s3fifo", "arc", "lfu",
-                                                             "gdsf", "belady", "py")]
+                                                             "gdsf", "belady", "py", "pyarr")]
 
 
 def _ext(name: str, source: str, extra: tuple = (), args: tuple = ()) -> Extension:

@@ -19,8 +19,10 @@ Prints one human line per run, then ONE JSON line last.
 ``--policy NAME`` (repeatable) times those registered policies instead.
 Plug-ins (:data:`PLUGINS`, timed by default after the built-in policies): ``demo_mru``, the example plug-in of
 tests/cache/plugin/ (MRU, a Python loop per key), and ``py_lru``, the Python class of ``lru``
-(pcs/cache/policies/lru.py) registered as a plug-in; ``auto`` hosts them in the compiled hierarchy
-(pcs/cache/_pol_py.c), ``-reference`` runs them on the Python one.
+(pcs/cache/policies/lru.py) registered as a plug-in, both on the key contract; ``demo_mru_array`` and
+``py_lru_array`` the same rules on the handle contract (``DemoMRUArray``; ``ArrayLRU``,
+pcs/cache/policies/array_lru.py); ``auto`` hosts them in the compiled hierarchy (pcs/cache/_pol_py.c,
+_pol_pyarr.c), ``-reference`` runs them on the Python one.
 ``--admit TIER=KIND`` (repeatable) times each policy with each admission policy instead (``P+cpu=reuse:2``:
 compiled, pcs/cache/_admission.c, beside ``P+cpu=reuse:2-reference``), plain ``lru`` kept as the peer.
 Usage: python benchmarks/bench_policies.py [--repeat 3] [--trace PATH] [--compute infinite|step|both] [--policy NAME ...]
@@ -37,8 +39,8 @@ import common
 #: Policies timed by default (lru first: the peer every ratio is taken against).
 POLICIES = ("lru", "fifo", "slru", "sieve", "2q", "s3fifo", "arc", "lfu", "gdsf", "belady")
 #: Plug-ins timed by default (registered by :func:`register_plugins`): the example of tests/cache/plugin/ and
-#: lru's Python class under another name.
-PLUGINS = ("demo_mru", "py_lru")
+#: lru's Python class under another name, each on the key and on the handle contract.
+PLUGINS = ("demo_mru", "py_lru", "demo_mru_array", "py_lru_array")
 #: Older spellings tried when a name is refused (``protected``, engine ``general``).
 FALLBACK = {"slru": "protected", "reference": "general"}
 
@@ -60,12 +62,17 @@ def register_plugins() -> None:
     from importlib.metadata import EntryPoint
 
     from pcs.cache.policies import LRUPolicy, load_plugins
+    from pcs.cache.policies.array_lru import ArrayLRU
 
     sys.path.insert(0, str(common.ROOT / "tests" / "cache" / "plugin"))
     PyLRU = type("PyLRU", (LRUPolicy,), {"name": "py_lru", "summary": "lru's Python class, as a plug-in"})
+    PyLRUArray = type("PyLRUArray", (ArrayLRU,), {"name": "py_lru_array", "summary": "ArrayLRU, as a plug-in"})
     sys.modules[__name__].PyLRU = PyLRU
+    sys.modules[__name__].PyLRUArray = PyLRUArray
     load_plugins([EntryPoint("demo_mru", "pcs_demo_policy:DemoMRU", "pcs.policies"),
-                  EntryPoint("py_lru", f"{__name__}:PyLRU", "pcs.policies")])
+                  EntryPoint("py_lru", f"{__name__}:PyLRU", "pcs.policies"),
+                  EntryPoint("demo_mru_array", "pcs_demo_policy:DemoMRUArray", "pcs.policies"),
+                  EntryPoint("py_lru_array", f"{__name__}:PyLRUArray", "pcs.policies")])
 
 
 class InMemory:

@@ -1179,7 +1179,7 @@ static PyObject *hier_check(Hier *h, PyObject *unused) {
 
 /* the compiled policies: registered name -> ops (pcs/cache/_pol_*.c); lru has none (inline) */
 static const PolOps *const POLICIES[] = {&POL_FIFO, &POL_SLRU, &POL_SIEVE, &POL_2Q, &POL_S3FIFO, &POL_ARC, &POL_LFU,
-                                         &POL_GDSF, &POL_BELADY, &POL_PY};
+                                         &POL_GDSF, &POL_BELADY, &POL_PY, &POL_PYARR};
 
 /* policies: one (name, (int option, ...)[, data]) per tier; the options are the sizes the Python policy worked
  * out, data the trace data of a policy that reads the trace (PolOps.load) */

@@ -90,6 +90,7 @@ typedef struct Tier {
     Py_ssize_t gcap;
     struct Retain *ret;                /* retain: the pool in front of the policy (NULL: none) */
     struct PyPol *py;                  /* a policy written in Python, hosted (pcs/cache/_pol_py.c; NULL: none) */
+    struct PyArr *pa;                  /* one on the handle contract, hosted (pcs/cache/_pol_pyarr.c; NULL: none) */
 } Tier;
 
 /* The retention pool of a tier with retain (pcs/cache/_retain.c; pcs.cache.admission_retention.RetainingPolicy):
@@ -140,6 +141,14 @@ typedef struct PolOps {
 
 extern const PolOps POL_FIFO, POL_SLRU, POL_SIEVE, POL_2Q, POL_S3FIFO, POL_ARC, POL_LFU, POL_GDSF, POL_BELADY;
 extern const PolOps POL_PY;    /* a Python policy object, hosted (pcs/cache/_pol_py.c) */
+extern const PolOps POL_PYARR; /* a Python policy on handles, hosted (pcs/cache/_pol_pyarr.c) */
+/* helpers of both hosts (pcs/cache/_pol_py.c): errors naming the policy, its clock, its check */
+int pyhost_fail(PyObject *err, PyObject *name, const char *method);
+int pyhost_broke(PyObject *err, PyObject *name, const char *what, unsigned long long key, Py_ssize_t n);
+int pyhost_clock(PyObject *clock, int64_t c);
+const char *pyhost_why(char *why, const char *prefix);
+const char *pyhost_check(Tier *t, Py_ssize_t (*order)(Tier *, int32_t *), PyObject *count, PyObject *check,
+                         char *why);
 
 #define HMUL 0x9E3779B97F4A7C15ULL
 

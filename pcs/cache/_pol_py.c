@@ -89,17 +89,18 @@ static int py_load(Tier *t, PyObject *data) {
     return p->blind < 0 ? -1 : 0;
 }
 
-/* the error raised by the policy (set) -> the error class naming the policy and the method, chained to it */
-static int py_fail(PyPol *p, const char *method) {
+/* the error raised by the policy (set) -> the error class err naming the policy and the method, chained to it;
+ * shared with pcs/cache/_pol_pyarr.c */
+int pyhost_fail(PyObject *err, PyObject *name, const char *method) {
     PyObject *tp, *val, *tb;
     PyErr_Fetch(&tp, &val, &tb);
     PyErr_NormalizeException(&tp, &val, &tb);
     if (tb) PyException_SetTraceback(val, tb);
-    PyObject *e = PyObject_CallFunction(p->err, "N", PyUnicode_FromFormat(
-        "eviction policy %R raised %s in %s(): %S", p->name, Py_TYPE(val)->tp_name, method, val));
+    PyObject *e = PyObject_CallFunction(err, "N", PyUnicode_FromFormat(
+        "eviction policy %R raised %s in %s(): %S", name, Py_TYPE(val)->tp_name, method, val));
     if (e) {
         PyException_SetCause(e, val);       /* steals val */
-        PyErr_SetObject(p->err, e);
+        PyErr_SetObject(err, e);
         Py_DECREF(e);
     } else Py_XDECREF(val);
     Py_XDECREF(tp);
@@ -107,19 +108,25 @@ static int py_fail(PyPol *p, const char *method) {
     return -1;
 }
 
-/* a contract error naming the policy (the error class); -1 */
-static int py_broke(PyPol *p, const char *what, unsigned long long key, Py_ssize_t n) {
+/* a contract error naming the policy (the error class err); -1; shared with pcs/cache/_pol_pyarr.c */
+int pyhost_broke(PyObject *err, PyObject *name, const char *what, unsigned long long key, Py_ssize_t n) {
     PyObject *msg = PyUnicode_FromFormat("eviction policy %R broke the contract of pcs/cache/policies/base.py: %s "
-                                         "(block %llu, n = %zd)", p->name, what, key, n);
-    if (msg) { PyErr_SetObject(p->err, msg); Py_DECREF(msg); }
+                                         "(block %llu, n = %zd)", name, what, key, n);
+    if (msg) { PyErr_SetObject(err, msg); Py_DECREF(msg); }
     return -1;
 }
 
-/* the policy's clock (if any) set to the request clock c; 0 or -1 */
-static int py_clock(PyPol *p, int64_t c) {
-    if (!p->clock) return 0;
+static int py_fail(PyPol *p, const char *method) { return pyhost_fail(p->err, p->name, method); }
+
+static int py_broke(PyPol *p, const char *what, unsigned long long key, Py_ssize_t n) {
+    return pyhost_broke(p->err, p->name, what, key, n);
+}
+
+/* the policy's clock object (if any) set to the request clock c; 0 or -1; shared with pcs/cache/_pol_pyarr.c */
+int pyhost_clock(PyObject *clock, int64_t c) {
+    if (!clock) return 0;
     PyObject *v = PyLong_FromLongLong(c);
-    int rc = v ? PyObject_SetAttrString(p->clock, "now", v) : -1;
+    int rc = v ? PyObject_SetAttrString(clock, "now", v) : -1;
     Py_XDECREF(v);
     return rc;
 }
@@ -190,7 +197,7 @@ static int py_call(PyPol *p, const Batch *b) {
     if (!l) return -1;
     memcpy(((PyListObject *)l)->ob_item, p->items + b->start, sizeof(PyObject *) * b->len);
     PyObject *args[2] = {l, b->flag ? Py_True : Py_False};
-    PyObject *r = py_clock(p, b->clock) < 0 ? NULL
+    PyObject *r = pyhost_clock(p->clock, b->clock) < 0 ? NULL
                   : PyObject_Vectorcall(p->meth[b->kind], args, b->kind == K_ADD ? 2 : 1, NULL);
     Py_DECREF(l);
     if (!r) return py_fail(p, METHOD[b->kind]);
@@ -261,7 +268,7 @@ static void py_evict_begin(Tier *t, Py_ssize_t n) { t->py->want = n; }
 /* evict(want) once the queue is handed over: its answer kept as a list of want keys; 0 or -1 */
 static int py_ask(Tier *t) {
     PyPol *p = t->py;
-    if (PyErr_Occurred() || py_flush(t, 0) < 0 || py_clock(p, *t->clock) < 0) return -1;
+    if (PyErr_Occurred() || py_flush(t, 0) < 0 || pyhost_clock(p->clock, *t->clock) < 0) return -1;
     PyObject *r = PyObject_CallFunction(p->evict, "n", p->want);
     if (!r) return py_fail(p, "evict");
     if (r == Py_None) {
@@ -321,38 +328,47 @@ static Py_ssize_t py_order(Tier *t, int32_t *out) {
     return n;
 }
 
-/* the message of the error set (cleared) in p->why, prefixed */
-static const char *py_why(PyPol *p, const char *prefix) {
+/* the message of the error set (cleared) in why[256], prefixed; shared with pcs/cache/_pol_pyarr.c */
+const char *pyhost_why(char *why, const char *prefix) {
     PyObject *tp, *val, *tb;
     PyErr_Fetch(&tp, &val, &tb);
     PyObject *s = val ? PyObject_Str(val) : NULL;
-    PyOS_snprintf(p->why, sizeof(p->why), "%s: %s", prefix, s && PyUnicode_Check(s) ? PyUnicode_AsUTF8(s) : "?");
+    PyOS_snprintf(why, 256, "%s: %s", prefix, s && PyUnicode_Check(s) ? PyUnicode_AsUTF8(s) : "?");
     Py_XDECREF(s); Py_XDECREF(tp); Py_XDECREF(val); Py_XDECREF(tb);
     PyErr_Clear();
-    return p->why;
+    return why;
 }
 
-/* the policy's _check(), len(policy) == held, and order() = the held blocks, each once; NULL if sound */
-static const char *py_check(Tier *t) {
-    PyPol *p = t->py;
+/* a hosted policy's _check() (check), its count == held (count: the policy, whose len() it is, or a method that
+ * returns it: ArrayPolicy.held), and its order (the order op) = the held blocks, each once; NULL if sound, else what
+ * is wrong (why: 256 chars); shared with pcs/cache/_pol_pyarr.c */
+const char *pyhost_check(Tier *t, Py_ssize_t (*order)(Tier *, int32_t *), PyObject *count, PyObject *check,
+                         char *why) {
     int32_t *buf = PyMem_Malloc(sizeof(int32_t) * (t->nres + 1));
     if (!buf) return "no memory";
-    Py_ssize_t n = py_order(t, buf), distinct = 0;
+    Py_ssize_t n = order(t, buf), distinct = 0;
     for (Py_ssize_t i = 0; i < n; i++) {
         distinct += !(t->ent[buf[i]].flags & F_VISITED);
         t->ent[buf[i]].flags |= F_VISITED;
     }
     for (Py_ssize_t i = 0; i < n; i++) t->ent[buf[i]].flags &= ~F_VISITED;
     PyMem_Free(buf);
-    if (n < 0) return py_why(p, "order() failed");
-    PyObject *r = PyObject_CallNoArgs(p->check);
-    if (!r) return py_why(p, "_check() failed");
+    if (n < 0) return pyhost_why(why, "order() failed");
+    PyObject *r = PyObject_CallNoArgs(check);
+    if (!r) return pyhost_why(why, "_check() failed");
     Py_DECREF(r);
-    Py_ssize_t held = PyObject_Length(p->obj);
-    if (held < 0) return py_why(p, "len() failed");
+    Py_ssize_t held = -1;
+    if (PyMethod_Check(count)) {
+        PyObject *c = PyObject_CallNoArgs(count);
+        held = c ? PyLong_AsSsize_t(c) : -1;
+        Py_XDECREF(c);
+    } else held = PyObject_Length(count);
+    if (held < 0) return pyhost_why(why, "len() failed");
     if (held != t->held) return "len(policy) differs from the held blocks";
     return n == t->held && distinct == n ? NULL : "order() differs from the held blocks";
 }
+
+static const char *py_check(Tier *t) { return pyhost_check(t, py_order, t->py->obj, t->py->check, t->py->why); }
 
 static int py_sync(Tier *t) { return PyErr_Occurred() ? -1 : py_flush(t, 0); }
 

@@ -243,8 +243,11 @@ def hosted_spec(policy: Any) -> tuple | None:
     hierarchy (``pcs/cache/_pol_py.c``: the mechanism in C calls its batched methods, the calls
     :class:`pcs.cache.tier.Tier` makes; docs/semantics.md §15); ``expects``: it overrides ``expect`` (else the
     call is skipped, as ``Tier._expects``); ``clock``: its :class:`PolicyContext` clock (set to the request
-    clock before each call), or None. None when ``policy`` is not an :class:`EvictionPolicy`."""
+    clock before each call), or None. An :class:`pcs.cache.policies.array.ArrayPolicy` (the handle contract) gives
+    ``("pyarr", (), (policy, clock, PolicyError))`` instead (``pcs/cache/_pol_pyarr.c``). None when ``policy`` is
+    not an :class:`EvictionPolicy`."""
     from pcs.cache.policies import EvictionPolicy
+    from pcs.cache.policies.array import ArrayPolicy
     from pcs.cache.policyguard import GuardedPolicy
     from pcs.errors import PolicyError
 
@@ -253,6 +256,8 @@ def hosted_spec(policy: Any) -> tuple | None:
     if not isinstance(policy, EvictionPolicy):
         return None
     clock = getattr(getattr(policy, "context", None), "clock", None)
+    if isinstance(policy, ArrayPolicy):       # the handle contract: pcs/cache/_pol_pyarr.c
+        return "pyarr", (), (policy, clock, PolicyError)
     return "py", (), (policy, type(policy).expect is not EvictionPolicy.expect, clock, PolicyError)
 
 

@@ -2,8 +2,10 @@
 
 Reads the registries (:mod:`pcs.cache.policies`, :mod:`pcs.cache.admission`);
 one row per policy with its options (and defaults), where it comes from
-(``pcs`` or the plug-in's distribution, entry-point group ``pcs.policies``)
-and its source (paper, reference implementation).
+(``pcs`` or the plug-in's distribution, entry-point group ``pcs.policies``),
+the contract it implements (``keys``: pcs/cache/policies/base.py; ``array``:
+the handle contract, pcs/cache/policies/array.py) and its source (paper,
+reference implementation).
 """
 from __future__ import annotations
 
@@ -19,7 +21,7 @@ def _options(defaults: dict[str, Any]) -> str:
 
 
 def policy_rows() -> list[dict[str, Any]]:
-    """One dict per registered eviction policy: name, summary, options, needs, origin, source."""
+    """One dict per registered eviction policy: name, summary, options, needs, origin, contract, source."""
     from pcs.cache import policies as reg
 
     rows = []
@@ -27,7 +29,8 @@ def policy_rows() -> list[dict[str, Any]]:
         cls = reg.get_policy(name)
         rows.append({"name": name, "summary": cls.summary, "options": reg.policy_defaults(name),
                      "aliases": [a for a, n in reg.POLICY_ALIASES.items() if n == name],
-                     "needs": list(cls.needs), "origin": reg.POLICY_ORIGINS[name], "source": cls.source})
+                     "needs": list(cls.needs), "origin": reg.POLICY_ORIGINS[name], "contract": cls.contract,
+                     "source": cls.source})
     return rows
 
 
@@ -55,22 +58,24 @@ def csv_rows(pol: list[dict], adm: list[dict]) -> list[dict[str, str]]:
         return ", ".join(f"{k}={v}" for k, v in r["options"].items())
 
     rows = [{"type": "eviction", "name": r["name"], "options": opts(r), "aliases": " ".join(r["aliases"]),
-             "needs": " ".join(r["needs"]), "origin": r["origin"], "summary": r["summary"], "source": r["source"]}
-            for r in pol]
+             "needs": " ".join(r["needs"]), "origin": r["origin"], "contract": r["contract"], "summary": r["summary"],
+             "source": r["source"]} for r in pol]
     rows += [{"type": "admission", "name": r["kind"], "options": opts(r), "aliases": "", "needs": "",
-              "origin": "pcs", "summary": r["summary"], "source": r["source"]} for r in adm]
+              "origin": "pcs", "contract": "", "summary": r["summary"], "source": r["source"]} for r in adm]
     return rows
 
 
 def _render(pol: list[dict], adm: list[dict], errors: list[str]) -> str:
     from pcs.report.table import render_table
 
-    a = render_table(["policy", "options (default)", "origin", "what it does", "source"],
+    a = render_table(["policy", "options (default)", "origin", "contract", "what it does", "source"],
                      [[r["name"] + "".join(f" (= {x})" for x in r["aliases"]), _options(r["options"]), r["origin"],
-                       r["summary"], r["source"]] for r in pol],
+                       r["contract"], r["summary"], r["source"]] for r in pol],
                      title="Eviction policies (--policy NAME or NAME:OPTION=VALUE,...; --tier-policy TIER=...)",
                      notes=["belady and gdsf read the trace (a pre-pass): belady is an offline bound, not a policy "
-                            "an engine can run", "plug-ins: entry-point group pcs.policies"] +
+                            "an engine can run", "plug-ins: entry-point group pcs.policies",
+                            "contract: keys = EvictionPolicy (block keys, a call per batch), array = ArrayPolicy "
+                            "(handles, a call per decision: docs/policies.md)"] +
                            [f"plug-in left out: {e}" for e in errors])
     b = render_table(["admission", "options (default)", "what it does", "source"],
                      [[r["kind"], _options(r["options"]), r["summary"], r["source"]] for r in adm],
@@ -90,8 +95,8 @@ def policies(fmt: str, quiet: bool) -> None:
       pcs policies --format json
 
     CSV: one row per eviction policy, then per admission kind (type, name, options, aliases, needs, origin,
-    summary, source). JSON keys: policies (name, summary, options, aliases, needs, origin, source),
-    admission (kind, summary, options, source), plugin_errors.
+    contract, summary, source). JSON keys: policies (name, summary, options, aliases, needs, origin, contract,
+    source), admission (kind, summary, options, source), plugin_errors.
     """
     from pcs.cache.policies import PLUGIN_ERRORS
 

@@ -1,4 +1,5 @@
-"""Contract every registered eviction policy must meet (run over POLICY_NAMES).
+"""Contract every registered eviction policy must meet (run over POLICY_NAMES, and the policies on the
+handle contract: ARRAY_POLICIES).
 
 The contract is the one in pcs/cache/policies/base.py: the policy holds only
 evictable keys; evict(n) returns n victims or None with no change; keys given
@@ -16,8 +17,26 @@ from pcs.cache.policies.context import TraceOracle
 from pcs.errors import UnknownNameError
 
 
-@pytest.fixture(params=POLICY_NAMES)
+def _array_policies() -> dict:
+    """The policies on the handle contract (pcs/cache/policies/array.py), not registered, checked beside the
+    registered ones: the Python LRU and the plug-in example's MRU (tests/cache/plugin)."""
+    import sys
+    from pathlib import Path
+
+    from pcs.cache.policies.array_lru import ArrayLRU
+
+    sys.path.insert(0, str(Path(__file__).parent / "plugin"))
+    from pcs_demo_policy import DemoMRUArray
+    return {"lru_array": ArrayLRU, "demo_mru_array": DemoMRUArray}
+
+
+ARRAY_POLICIES = _array_policies()
+
+
+@pytest.fixture(params=list(POLICY_NAMES) + list(ARRAY_POLICIES))
 def policy(request) -> EvictionPolicy:
+    if request.param in ARRAY_POLICIES:
+        return ARRAY_POLICIES[request.param](10)
     # trace-reading policies (gdsf, belady) get an empty trace: no future use, no chain (every key a leaf)
     return make_policy(request.param, 10, context=PolicyContext(TraceOracle()))
 

@@ -33,7 +33,8 @@ def site(tmp_path_factory) -> Path:
     info = d / "pcs_demo_policy-0.1.dist-info"
     info.mkdir()
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: pcs-demo-policy\nVersion: 0.1\n")
-    (info / "entry_points.txt").write_text("[pcs.policies]\ndemo_mru = pcs_demo_policy:DemoMRU\n")
+    (info / "entry_points.txt").write_text("[pcs.policies]\ndemo_mru = pcs_demo_policy:DemoMRU\n"
+                                          "demo_mru_array = pcs_demo_policy:DemoMRUArray\n")
     return d
 
 
@@ -49,15 +50,19 @@ def test_pcs_policies_lists_the_plugin(site):
     assert rows["demo_mru"]["origin"] == "pcs-demo-policy"
     assert rows["demo_mru"]["options"] == {"keep_first": 0} and "MRU" in rows["demo_mru"]["source"]
     assert rows["lru"]["origin"] == "pcs"
+    # the contract each implements: block keys (base.py) or handles (array.py: DemoMRUArray)
+    assert (rows["demo_mru"]["contract"], rows["demo_mru_array"]["contract"], rows["lru"]["contract"]) == \
+        ("keys", "array", "keys")
 
 
-def test_replay_runs_the_plugin(site):
+@pytest.mark.parametrize("name", ["demo_mru", "demo_mru_array"])
+def test_replay_runs_the_plugin(site, name):
     out = _run(site, *PCS, "replay", str(ROOT / "traces" / "sample_chat.jsonl"), "--policy",
-               "demo_mru", "--timing", "sequential", "--tier", "gpu=2000blocks", "--format", "json", "-q")
+               name, "--timing", "sequential", "--tier", "gpu=2000blocks", "--format", "json", "-q")
     assert out.returncode == 0, out.stderr
     s = json.loads(out.stdout)
-    # hosted by the compiled hierarchy (pcs/cache/_pol_py.c) where it is built
-    assert s["tiers"][0]["policy"] == "demo_mru" and s["engine"] in ("compiled-hierarchy", "reference")
+    # hosted by the compiled hierarchy (pcs/cache/_pol_py.c, _pol_pyarr.c) where it is built
+    assert s["tiers"][0]["policy"] == name and s["engine"] in ("compiled-hierarchy", "reference")
     assert 0 < s["hit_ratio"] < 1
 
 

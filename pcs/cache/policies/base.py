@@ -80,6 +80,9 @@ class EvictionPolicy(ABC):
     #: True if ``add`` ignores ``reused`` (the order of the keys is all it keeps), so consecutive
     #: ``add`` calls with different flags may be merged into one call (LRU, FIFO).
     reuse_blind: ClassVar[bool] = False
+    #: the interface the policy implements (``pcs policies``): ``"keys"`` this one (block keys, a call per batch),
+    #: ``"array"`` the handle contract of :class:`pcs.cache.policies.array.ArrayPolicy` (a call per decision).
+    contract: ClassVar[str] = "keys"
 
     def __init__(self, capacity_blocks: int) -> None:
         if capacity_blocks < 0:

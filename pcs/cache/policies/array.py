@@ -1,0 +1,152 @@
+"""The handle contract: an eviction policy written in Python that orders *handles*, dense ints, not block keys.
+
+Why: a policy written against :class:`pcs.cache.policies.base.EvictionPolicy` gets each block key it
+orders in a Python list, one call per batch, and does per-key Python work on each: a two-tier modeled
+replay of the Mooncake trace makes 116,683 such calls with 2.2 M keys, which alone take most of the
+time a replay may take at 1 M block accesses/s (docs/performance.md, "Python policies, hosted"). Here
+the host names each stay of a block in the policy by a *handle*, keeps which handles are held in a
+``bytearray`` the policy reads, and calls the policy once per decision:
+
+- Handles are 0, 1, 2, ... per policy object, named by *runs*: a run ``(first, count, reused)``
+  names the handles ``first`` .. ``first + count - 1``, evictable, in eviction order (the first goes
+  first among them); runs come in the order their blocks became evictable, each the keys of one
+  ``add(keys, reused)`` of the key contract, or of one ``touch(keys)`` (``reused`` True: an unpinned
+  access renames its blocks). A handle names one stay and is never reused.
+- ``flags[h]`` (:attr:`ArrayPolicy.flags`, written by the host only) is 1 while handle ``h`` is held:
+  named, not pinned, dropped, renamed by a touch or taken as a victim; 0 beyond the last handle. A
+  handle that goes changes nothing else: a policy's order of the other handles must not depend on
+  when one went.
+- :meth:`ArrayPolicy.victims` ``(n, runs)`` is the only call during a replay: it takes the runs named
+  since the last call (in order) and answers ``n`` held handles, first victim first (a list, or a
+  ``range``: the host reads its bounds, no int per victim); the host then clears their flags. ``n``
+  never exceeds the held handles; it is 0 when the host only hands runs over (before
+  :meth:`order_handles`, at the end of a replay). How the runs are cut into calls must not change the
+  answers (``tests/cache/test_policies_array.py`` checks it).
+
+So a recency policy is a few C-level byte scans (``bytearray.find`` / ``count``) per decision
+(:mod:`pcs.cache.policies.array_lru`); no key, and no int per block, crosses into Python. What the
+contract cannot express: a block's identity across stays (a ghost list, a use count: ARC, 2Q, S3-FIFO,
+LFU), ``expect``, decisions that depend on when a block was pinned: such policies use
+:class:`EvictionPolicy`. Memory: the host keeps five bytes per handle ever named (its flag and
+its entry), about 5 bytes per block access per tier; it never shrinks them.
+
+Hosts. The compiled hierarchy (``pcs/cache/_pol_pyarr.c``) names the handles, keeps the flags and maps
+handles to its entries in C, and calls ``victims`` directly. Everywhere else (the Python
+:class:`pcs.cache.tier.Tier`, the contract test ``tests/cache/test_policies_contract.py``) an
+:class:`ArrayPolicy` is an :class:`EvictionPolicy`: its key methods keep the key <-> handle map and the
+flags in Python, queue the runs and hand them over at ``evict`` and ``order``.
+"""
+from __future__ import annotations
+
+from abc import abstractmethod
+from typing import Iterable, Sequence
+
+from pcs.cache.policies.base import EvictionPolicy
+
+__all__ = ["ArrayPolicy", "Run"]
+
+#: a run of handles: (first handle, count, reused)
+Run = tuple
+
+
+class ArrayPolicy(EvictionPolicy):
+    """An eviction policy on handles (see the module docstring); subclasses implement :meth:`victims` and
+    :meth:`order_handles`, reading :attr:`flags`.
+
+    The key methods (``add``, ``remove``, ``drop``, ``touch``, ``evict``, ``order``, ``in``, ``len``) keep a
+    key <-> handle map and the flags and call them, so the object runs on any host of the key contract.
+    """
+
+    contract = "array"
+
+    def __init__(self, capacity_blocks: int) -> None:
+        super().__init__(capacity_blocks)
+        #: handle -> 1 while held, else 0 (written by the host; the policy only reads it)
+        self.flags = bytearray()
+        self._handle: dict = {}          # key -> its current handle (the key methods only)
+        self._key: dict = {}             # handle -> key
+        self._next = 0                   # the next handle to name
+        self._runs: list[Run] = []       # queued for the next victims call
+
+    # -- the handle contract (what a host calls) --
+    @abstractmethod
+    def victims(self, n: int, runs: Sequence[Run]) -> Sequence[int]:
+        """Take ``runs`` (see the module docstring); return ``n`` held handles (``n`` <= held), first victim
+        first, as a list or a ``range``; the host clears their flags."""
+
+    @abstractmethod
+    def order_handles(self) -> list[int]:
+        """All held handles, first victim first (as of the last :meth:`victims` call)."""
+
+    def held(self) -> int:
+        """The number of held handles (the host's check compares it with the tier's count)."""
+        return self.flags.count(1)
+
+    def _check(self) -> None:
+        """Default: :meth:`order_handles` lists every held handle once (a policy adds its own invariants); runs
+        the key methods queued are handed over first."""
+        if self._runs:
+            self._deliver(0)
+        hs = self.order_handles()
+        assert len(set(hs)) == len(hs) == self.held() and all(self.flags[h] for h in hs), "order != held handles"
+
+    # -- the key contract, mapped onto handles --
+    def __len__(self) -> int:
+        return len(self._handle)
+
+    def __contains__(self, key: int) -> bool:
+        return key in self._handle
+
+    def _name(self, keys: Sequence[int], reused: bool) -> None:
+        """Give ``keys`` (distinct) the next handles: one run."""
+        first = self._next
+        self._next = first + len(keys)
+        handle, key = self._handle, self._key
+        for h, k in enumerate(keys, first):
+            handle[k] = h
+            key[h] = k
+        self.flags += b"\x01" * len(keys)
+        self._runs.append((first, len(keys), bool(reused)))
+
+    def _unname(self, keys: Iterable[int]) -> list[int]:
+        handle, key, flags = self._handle, self._key, self.flags
+        hs = [handle.pop(k) for k in keys]
+        for h in hs:
+            del key[h]
+            flags[h] = 0
+        return hs
+
+    def _deliver(self, n: int) -> Sequence[int]:
+        runs, self._runs = self._runs, []
+        return self.victims(n, runs)
+
+    def add(self, keys: Sequence[int], reused: bool = False) -> None:
+        if len(set(keys)) != len(keys):                 # duplicates: the later wins (base.py)
+            keys = list(dict.fromkeys(reversed(keys)))[::-1]
+        if keys:
+            self._name(keys, reused)
+
+    def remove(self, keys: Iterable[int]) -> None:
+        self._unname(keys)
+
+    def drop(self, keys: Sequence[int]) -> None:
+        self._unname(keys)
+
+    def touch(self, keys: Sequence[int]) -> None:
+        if keys:
+            self._unname(keys)
+            self._name(keys, True)
+
+    def evict(self, n: int) -> list[int] | None:
+        if n > len(self._handle):                       # all-or-nothing: the policy is not asked
+            return None
+        hs = self._deliver(n)
+        if len(hs) != n or len(set(hs)) != n or not all(0 <= h < self._next and self.flags[h] for h in hs):
+            raise ValueError(f"victims({n}) answered {len(hs)} handles, not {n} distinct held ones")
+        keys = [self._key[h] for h in hs]
+        self._unname(keys)
+        return keys
+
+    def order(self) -> list[int]:
+        self._deliver(0)
+        return [self._key[h] for h in self.order_handles()]
