@@ -128,6 +128,9 @@ class Hierarchy:
         self.written_blocks = [0] * len(self.tiers)
         self.dropped_blocks = 0
         self._observers = [t.admission.observe for t in self.tiers if getattr(t, "admission", None) is not None]
+        #: (tier index, its ``resident`` dict) per tier, GPU first: what :meth:`_lookup` walks (the dicts are the
+        #: tiers' own, read only here).
+        self._residents = [(j, t.resident) for j, t in enumerate(self.tiers)]
 
     # -- step 1 ---------------------------------------------------------------------------------
     def start(self, block_hashes: Sequence[int], cacheable_blocks: int, max_hit_blocks: int, extra_blocks: int = 0,
@@ -178,7 +181,7 @@ class Hierarchy:
         pinned = head[:hits]
         if lead > hits:
             pinned += [h for h, j in zip(head[hits:lead], where[hits:]) if j == 0]
-        gpu_lead = hits if tier_hits[0] == hits else next(i for i, j in enumerate(where) if j)
+        gpu_lead = hits if tier_hits[0] == hits else list(map(bool, where)).index(True)    # the first from below
         return Admission(lead, hits, tier_hits, where[hits - 1] if hits else -1, restored, budget < need, pinned,
                          computed, budget - filled, gpu_lead)
 
@@ -191,7 +194,7 @@ class Hierarchy:
             blocks before ``cap`` (to restore); lower-tier leading blocks from ``cap`` on (to compute)),
             block hashes in chain order.
         """
-        residents = [(j, t.resident) for j, t in enumerate(self.tiers)]
+        residents = self._residents
         where: list[int] = []
         pinned: list[int] = []
         restores: list[list[int]] = [[] for _ in residents[1:]]

@@ -6,7 +6,9 @@ tier's capacity and pin counts; a policy written outside pcs may raise, or answe
 :class:`pcs.errors.PolicyError` naming the policy and the method, and ``evict(n)`` answers a list (or None);
 the tier checks each list itself (:meth:`pcs.cache.tier.Tier._claim`: exactly ``n`` distinct blocks it holds
 unpinned). The messages are those of the compiled host, ``pcs/cache/_pol_py.c`` (``py_fail``, ``py_broke``), so
-both engines stop a broken policy with the same line. pcs's own policies are not wrapped (no cost).
+both engines stop a broken policy with the same line. pcs's own policies are not wrapped (no cost), and the tier
+does not check the answers of its built-in ones (:func:`trusted`): ``tests/cache/test_policies_contract.py`` holds each
+of them to the contract, so the check would only cost time on the reference's hot path (4-10 % of a replay).
 """
 from __future__ import annotations
 
@@ -14,7 +16,7 @@ from typing import Any
 
 from pcs.errors import PolicyError
 
-__all__ = ["GuardedPolicy", "guard", "broke", "raised", "is_own"]
+__all__ = ["GuardedPolicy", "guard", "broke", "raised", "is_own", "trusted"]
 
 
 def raised(name: str, method: str, err: BaseException) -> PolicyError:
@@ -32,6 +34,16 @@ def is_own(cls: type) -> bool:
     """Whether policy class ``cls`` is one of pcs's own (defined in the ``pcs`` package: the registered policies,
     checked by tests/test_policies_contract.py, and wrappers such as ``RetainingPolicy``)."""
     return cls.__module__.startswith("pcs.")
+
+
+def trusted(policy: Any) -> bool:
+    """Whether a tier may take ``policy``'s ``evict`` answers unchecked: it is an instance of one of pcs's built-in
+    classes itself (:func:`pcs.cache.policies.is_builtin`), each held to the contract by
+    ``tests/cache/test_policies_contract.py``. A plug-in, a subclass of a built-in, a :class:`GuardedPolicy` and a
+    wrapper such as ``RetainingPolicy`` are not: their answers are checked (:meth:`pcs.cache.tier.Tier._claim`)."""
+    from pcs.cache.policies import is_builtin      # the registry imports this module: import on use
+
+    return is_builtin(type(policy))
 
 
 def guard(policy: Any) -> Any:

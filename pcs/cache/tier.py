@@ -30,7 +30,7 @@ from itertools import filterfalse, groupby
 from typing import Iterable, Sequence
 
 from pcs.cache.policies import EvictionPolicy
-from pcs.cache.policyguard import broke, guard
+from pcs.cache.policyguard import broke, guard, trusted
 from pcs.counters import Counters
 
 __all__ = ["Tier", "TierStats"]
@@ -67,7 +67,8 @@ class Tier:
         name: tier name (``gpu``, ``cpu``, ``ssd`` ...).
         capacity_blocks: slots, >= 0.
         policy: an :class:`EvictionPolicy` instance (empty); one that is not pcs's own is guarded
-            (:func:`pcs.cache.policyguard.guard`) and every ``evict`` answer is checked (:meth:`_claim`).
+            (:func:`pcs.cache.policyguard.guard`); the ``evict`` answers of one that is not a built-in
+            (:func:`pcs.cache.policyguard.trusted`) are checked (:meth:`_claim`).
         admission: a :class:`pcs.cache.admission.AdmissionPolicy` deciding which
             offered blocks :meth:`insert` writes (None: all).
     Raises:
@@ -76,7 +77,7 @@ class Tier:
     """
 
     __slots__ = ("name", "capacity_blocks", "policy", "resident", "reserved_blocks", "stats", "admission", "leases",
-                 "lease_spared_blocks", "_expects")
+                 "lease_spared_blocks", "_expects", "_trusted")
 
     def __init__(self, name: str, capacity_blocks: int, policy: EvictionPolicy, admission=None) -> None:
         if capacity_blocks < 0:
@@ -87,6 +88,8 @@ class Tier:
         #: whether the policy reads :meth:`EvictionPolicy.expect` (policies with history: arc, 2q, s3fifo);
         #: the call, a no-op for the others, is skipped for them (checked once, here).
         self._expects = type(policy).expect is not EvictionPolicy.expect
+        #: whether the policy is a built-in, whose ``evict`` answers are taken unchecked (:meth:`_evict`; known once, here).
+        self._trusted = trusted(policy)
         #: block hash -> pin count of every resident block (read it, do not write it).
         self.resident: dict[int, int] = {}
         self.reserved_blocks = 0
@@ -149,12 +152,9 @@ class Tier:
         ``reused`` (a hit) or not (just computed).
         """
         res = self.resident
-        out = []
         for h in block_hashes:
-            rc = res[h] - 1
-            res[h] = rc
-            if rc == 0:
-                out.append(h)
+            res[h] -= 1
+        out = list(filterfalse(res.__getitem__, block_hashes))      # those now at 0, in the order given
         if out:
             self.policy.add(out, reused)
 
@@ -369,7 +369,15 @@ class Tier:
         """
         if n <= 0:
             return []
-        victims = self._claim(self.policy.evict(n), n) if not self.leases else self._evict_around_leases(n)
+        if self.leases:
+            victims = self._evict_around_leases(n)
+        elif self._trusted:         # a built-in policy: its answer is taken out of ``resident`` unchecked
+            victims = self.policy.evict(n)
+            res = self.resident
+            for h in victims:
+                del res[h]
+        else:
+            victims = self._claim(self.policy.evict(n), n)
         if victims is None:
             raise RuntimeError(f"tier {self.name!r}: asked to evict {n} blocks, fewer are unleased and unpinned")
         self.stats.evicted_blocks += len(victims)
@@ -379,7 +387,8 @@ class Tier:
         """Take the policy's answer to ``evict(n)`` out of ``resident`` after checking it: exactly ``n`` distinct
         blocks the tier holds unpinned, or None (only when ``may_fail`` and the policy holds fewer than ``n``).
         The one check of every ``evict`` answer, O(``n``) (the contract of ``pcs/cache/policies/base.py``, as
-        ``pcs/cache/_pol_py.c`` checks it). Returns ``got``.
+        ``pcs/cache/_pol_py.c`` checks it); :meth:`_evict` skips it for a built-in policy
+        (:func:`pcs.cache.policyguard.trusted`). Returns ``got``.
 
         Raises:
             pcs.errors.PolicyError: the answer broke the contract (its message names the policy).

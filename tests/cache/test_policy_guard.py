@@ -21,6 +21,7 @@ import pytest
 
 from helpers import ROOT, assert_one_line_error, invoke
 from pcs.cache import Tier
+from pcs.cache.policies import LRUPolicy
 from pcs.errors import PolicyError
 
 HERE = Path(__file__).parent
@@ -140,3 +141,58 @@ def test_retain_in_front_of_a_broken_plugin(hostile, engine, mode):
     out = invoke("replay", T, *TIERS, "--policy", f"h_{mode}", "--admit", "gpu=retain:tokens=0-4096,duration=1",
                  "--engine", engine, "-q")
     assert_one_line_error(out, f"eviction policy 'h_{mode}'", *NEEDLES[mode])
+
+
+class _LRUSubclass(LRUPolicy):
+    """A subclass of a built-in defined outside ``pcs``: not trusted, though it inherits every method."""
+
+
+class _ShortLRU(LRUPolicy):
+    """A subclass of a built-in that breaks the contract: one victim too few."""
+
+    def evict(self, n):
+        got = super().evict(n)
+        return got[:-1] if got else got
+
+
+def test_only_the_built_in_classes_themselves_are_trusted():
+    """``policyguard.trusted``: every registered built-in (held to the contract by test_policies_contract.py) is
+    taken unchecked; a plug-in, a subclass of a built-in, a guarded policy and a pcs wrapper are checked."""
+    from pcs.cache.admission_retention import RetainingPolicy
+    from pcs.cache.policies import _BUILTIN, make_policy
+    from pcs.cache.policies.context import PolicyContext, TraceOracle
+    from pcs.cache.policyguard import GuardedPolicy, trusted
+
+    for cls in _BUILTIN:
+        assert trusted(make_policy(cls.name, 8, context=PolicyContext(TraceOracle()))), cls.name
+    assert not trusted(_LRUSubclass(8)) and not trusted(CLASSES["h_ok"](8))
+    assert not trusted(GuardedPolicy(LRUPolicy(8)))
+    assert not trusted(RetainingPolicy.__new__(RetainingPolicy))
+    assert Tier("gpu", 4, LRUPolicy(4))._trusted and not Tier("gpu", 4, _LRUSubclass(4))._trusted
+
+
+def test_a_broken_subclass_of_a_built_in_is_still_checked():
+    """Unit, as test_the_tier_checks_every_answer_and_counts_what_left: 4 unpinned blocks in 4 slots, reserve(2)
+    needs evict(2); the subclass answers 1 block, which the check refuses before any counter moves."""
+    t = Tier("gpu", 4, _ShortLRU(4))
+    t.insert([1, 2, 3, 4])
+    with pytest.raises(PolicyError, match="'lru' broke the contract.*other than n .block 1, n = 2"):
+        t.reserve(2)
+    assert t.stats.evicted_blocks == 0 and t.reserved_blocks == 0
+
+
+def test_the_unchecked_path_evicts_as_the_checked_one():
+    """The same tier operations on a built-in LRU (unchecked) and on an identical subclass (checked) leave the same
+    tier. By hand: insert [1..4] (LRU order 1, 2, 3, 4); reserve(2) evicts [1, 2]; fill [5, 6] pins them; insert [7]
+    finds no free slot and evicts 3 (order now 4, 7); unpin [6, 5] appends them (4, 7, 6, 5); reserve(3) evicts
+    [4, 7, 6], leaving 5 resident unpinned; 2 + 1 + 3 = 6 evictions."""
+    tiers = [Tier("gpu", 4, LRUPolicy(4)), Tier("gpu", 4, _LRUSubclass(4))]
+    for t in tiers:
+        t.insert([1, 2, 3, 4])
+        assert t.reserve(2) == [1, 2]
+        assert t.fill([5, 6]) == []
+        assert t.insert([7]) == ([3], 1)
+        t.unpin([6, 5], False)
+        assert t.reserve(3) == [4, 7, 6]
+    assert [sorted(t.resident.items()) for t in tiers] == [[(5, 0)]] * 2
+    assert [t.stats.evicted_blocks for t in tiers] == [6, 6]

@@ -52,8 +52,9 @@ from pcs.errors import UnknownNameError
 __all__ = ["EvictionPolicy", "PolicyContext", "get_policy", "make_policy", "make_policies", "policy_options",
            "policy_defaults", "parse_policy_spec", "needs_context", "registered_names", "POLICY_NAMES",
            "POLICY_ALIASES", "POLICY_CHOICES", "POLICY_ORIGINS", "PLUGIN_ERRORS", "ENTRY_POINT_GROUP", "DEFAULT_POLICY",
-           "LRUPolicy", "SLRUPolicy", "ProtectedPolicy", "FIFOPolicy", "ARCPolicy", "S3FIFOPolicy", "SievePolicy",
-           "LFUPolicy", "TwoQPolicy", "GDSFPolicy", "BeladyPolicy", "DEFAULT_PROTECTED_SHARE", "load_plugins"]
+           "is_builtin", "LRUPolicy", "SLRUPolicy", "ProtectedPolicy", "FIFOPolicy", "ARCPolicy", "S3FIFOPolicy",
+           "SievePolicy", "LFUPolicy", "TwoQPolicy", "GDSFPolicy", "BeladyPolicy", "DEFAULT_PROTECTED_SHARE",
+           "load_plugins"]
 
 #: The entry-point group third-party policies register under.
 ENTRY_POINT_GROUP = "pcs.policies"
@@ -103,6 +104,11 @@ def load_plugins(entry_points: Sequence[Any] | None = None) -> list[str]:
 POLICY_ALIASES: dict[str, str] = dict(_CHOICE_ALIASES)
 #: Whether the ``pcs.policies`` entry points were read (:func:`_read_plugins`).
 _PLUGINS_READ = False
+
+
+def is_builtin(cls: type) -> bool:
+    """Whether ``cls`` is one of pcs's built-in policy classes itself (``_BUILTIN``: not a plug-in, not a subclass)."""
+    return cls in _BUILTIN
 
 
 def _read_plugins() -> None:
