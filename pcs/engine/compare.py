@@ -19,7 +19,7 @@ from typing import Any, Callable, Sequence
 from pcs.blocks import BlockRules
 from pcs.cache.policies import DEFAULT_POLICY, policy_options
 from pcs.engine.result import ReplaySummary
-from pcs.schema import field, result, to_dict
+from pcs.schema import field, own, projection, result, take, to_dict
 
 __all__ = ["compare", "CompareResult", "CompareVariant", "CompareCurveRow"]
 
@@ -53,55 +53,52 @@ def _slower_share(s: ReplaySummary) -> float | None:
     return _link_sum(s, "restores_slower_than_recompute") / n if n else None
 
 
-@result
+#: The fields of :class:`CompareVariant`, in JSON order: most read from the variant's
+#: :class:`ReplaySummary` (type, unit and meaning declared there), a few computed here.
+_VARIANT_COLUMNS = (
+    own("variant", "str", field("-", "label: the policy, and the tier list when several are compared")),
+    own("policy", "str", field("-", "eviction policy of the variant")),
+    own("tiers", "str", field("-", "the tiers as NAME=Nblocks, space-separated, GPU first")),
+    take("hit_ratio"),
+    take("single_sequence_hit_ratio"),
+    take("gap.block_rounding", name="gap_block_rounding"),
+    take("gap.capacity_eviction", name="gap_capacity_eviction"),
+    take("gap.concurrency", name="gap_concurrency"),
+    own("lower_tier_hit_ratio", "float",
+        field("ratio", "hit ratio served by the tiers below the GPU (0 with one tier)")),
+    take("bytes.restored_bytes"),
+    own("written_bytes", "int", field("bytes", "bytes written into the lower tiers")),
+    own("share_slower", "float | None",
+        field("ratio", "share of restores slower than recomputing; null without restores")),
+    take("envelope.ttft_p50_s"),
+    take("envelope.ttft_p99_s"),
+    take("envelope.wait_p99_s"),
+    take("requests_truncated"),
+    take("single_sequence_with_decode_hit_ratio"),
+    own("admission", "str | None", field("-", "the variant's admission policies, TIER=KIND[:ARGS] joined by + "
+                                              "(with --admit)", omit_none=True, default=None)),
+    take("oracle_hit_ratio"),
+    take("gap.capacity", name="gap_capacity"),
+    take("gap.policy", name="gap_policy"),
+    own("summary", "ReplaySummary | None", field("-", "the variant's whole replay summary", json=False,
+                                                 default=None)),
+)
+
+
+@projection(ReplaySummary, _VARIANT_COLUMNS)
 class CompareVariant:
     """One compared variant (a policy and a tier list): the figures shown side by side."""
-
-    variant: str = field("-", "label: the policy, and the tier list when several are compared")
-    policy: str = field("-", "eviction policy of the variant")
-    tiers: str = field("-", "the tiers as NAME=Nblocks, space-separated, GPU first")
-    hit_ratio: float = field("ratio", "real hit ratio (token-weighted)")
-    single_sequence_hit_ratio: float = field("ratio", "infinite cache, same block rules")
-    gap_block_rounding: float = field("ratio", "gap term: ideal - single-sequence")
-    gap_capacity_eviction: float = field("ratio", "gap term: single-sequence - sequential")
-    gap_concurrency: float = field("ratio", "gap term: sequential - real")
-    lower_tier_hit_ratio: float = field("ratio", "hit ratio served by the tiers below the GPU (0 with one tier)")
-    restored_bytes: int = field("bytes", "bytes restored to the GPU from all lower tiers")
-    written_bytes: int = field("bytes", "bytes written into the lower tiers")
-    share_slower: float | None = field("ratio", "share of restores slower than recomputing; null without restores")
-    ttft_p50_s: float | None = field("s", "median time to first token")
-    ttft_p99_s: float | None = field("s", "99th percentile time to first token")
-    wait_p99_s: float | None = field("s", "99th percentile wait for KV space")
-    requests_truncated: int = field("count", "requests larger than the GPU tier")
-    single_sequence_with_decode_hit_ratio: float | None = field(
-        "ratio", "single-sequence with the next turns' cached decode blocks: the ceiling when the variant "
-                 "cached them (absent otherwise; docs/semantics.md §17)", omit_none=True, default=None)
-    admission: str | None = field("-", "the variant's admission policies, TIER=KIND[:ARGS] joined by + (with "
-                                       "--admit)", omit_none=True, default=None)
-    oracle_hit_ratio: float | None = field("ratio", "the same tiers with the Belady oracle (with --gap-oracle)",
-                                           omit_none=True, default=None)
-    gap_capacity: float | None = field("ratio", "gap term: single-sequence - oracle (with --gap-oracle)",
-                                       omit_none=True, default=None)
-    gap_policy: float | None = field("ratio", "gap term: oracle - real (with --gap-oracle)", omit_none=True,
-                                     default=None)
-    summary: ReplaySummary | None = field("-", "the variant's whole replay summary", json=False, default=None)
 
     @classmethod
     def from_summary(cls, label: str, policy: str | None, s: ReplaySummary,
                      admission: str | None = None) -> CompareVariant:
         """The row of one replay summary (``policy`` None = the default policy)."""
-        return cls(
-            variant=label, policy=policy or DEFAULT_POLICY,
+        return cls.from_source(
+            s, variant=label, policy=policy or DEFAULT_POLICY,
             tiers=" ".join(f"{t.name}={t.capacity_blocks}blocks" for t in s.tiers),
-            hit_ratio=s.hit_ratio, single_sequence_hit_ratio=s.single_sequence_hit_ratio,
-            gap_block_rounding=s.gap.block_rounding, gap_capacity_eviction=s.gap.capacity_eviction,
-            gap_concurrency=s.gap.concurrency,
             lower_tier_hit_ratio=sum(list(s.hit_ratio_per_tier.values())[1:]),
-            restored_bytes=s.bytes.restored_bytes, written_bytes=sum(s.bytes.written_per_tier.values()),
-            share_slower=_slower_share(s), ttft_p50_s=s.envelope.ttft_p50_s, ttft_p99_s=s.envelope.ttft_p99_s,
-            wait_p99_s=s.envelope.wait_p99_s, requests_truncated=s.requests_truncated, admission=admission,
-            single_sequence_with_decode_hit_ratio=s.single_sequence_with_decode_hit_ratio,
-            oracle_hit_ratio=s.oracle_hit_ratio, gap_capacity=s.gap.capacity, gap_policy=s.gap.policy, summary=s)
+            written_bytes=sum(s.bytes.written_per_tier.values()), share_slower=_slower_share(s),
+            admission=admission, summary=s)
 
 
 @result
