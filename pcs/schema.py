@@ -26,7 +26,7 @@ import dataclasses
 import typing
 from typing import Any, Sequence, TypeVar
 
-__all__ = ["UNITS", "field", "bytes_of", "result", "to_dict", "json_fields", "FieldInfo", "Column", "take", "own",
+__all__ = ["UNITS", "field", "bytes_of", "result", "to_dict", "json_fields", "FieldInfo", "Column", "take", "renamed", "own",
            "projection"]
 
 #: Unit spellings used in field metadata (decimal GB; times in seconds).
@@ -206,9 +206,14 @@ class Column:
     spec: Any = None
 
 
-def take(path: str, *, name: str | None = None, doc: str | None = None) -> Column:
-    """A projected field read from the source along ``path``; named as the path's last part unless ``name``."""
-    return Column(name or path.rpartition(".")[2], path, doc)
+def take(*paths: str) -> tuple[Column, ...]:
+    """Projected fields read from the source along each dotted path, named as the path's last part."""
+    return tuple(Column(path.rpartition(".")[2], path) for path in paths)
+
+
+def renamed(path: str, name: str, doc: str | None = None) -> Column:
+    """A projected field read from the source along ``path`` under another ``name`` (and meaning ``doc``)."""
+    return Column(name, path, doc)
 
 
 def own(name: str, type_: str, spec: Any) -> Column:
@@ -262,7 +267,7 @@ def _walk(obj: Any, path: str) -> Any:
 def projection(source: type, columns: Sequence[Column]) -> Any:
     """Class decorator: a :func:`result` whose fields are ``columns``, in that order (the JSON order).
 
-    Taken columns (:func:`take`) get the type, unit and meaning of the ``source`` field they read (one
+    Taken columns (:func:`take`, :func:`renamed`) get the type, unit and meaning of the ``source`` field they read (one
     declaration); own columns (:func:`own`) are declared in place. The class gets
     ``from_source(obj, **own_values)``: an instance whose taken fields are read from ``obj`` (a ``source``).
     The decorated class declares no fields itself (methods only).

@@ -19,7 +19,7 @@ from typing import Any, Callable, Sequence
 from pcs.blocks import BlockRules
 from pcs.cache.policies import DEFAULT_POLICY, policy_options
 from pcs.engine.result import ReplaySummary
-from pcs.schema import field, own, projection, result, take, to_dict
+from pcs.schema import field, own, projection, renamed, result, take, to_dict
 
 __all__ = ["compare", "CompareResult", "CompareVariant", "CompareCurveRow"]
 
@@ -59,27 +59,20 @@ _VARIANT_COLUMNS = (
     own("variant", "str", field("-", "label: the policy, and the tier list when several are compared")),
     own("policy", "str", field("-", "eviction policy of the variant")),
     own("tiers", "str", field("-", "the tiers as NAME=Nblocks, space-separated, GPU first")),
-    take("hit_ratio"),
-    take("single_sequence_hit_ratio"),
-    take("gap.block_rounding", name="gap_block_rounding"),
-    take("gap.capacity_eviction", name="gap_capacity_eviction"),
-    take("gap.concurrency", name="gap_concurrency"),
+    *take("hit_ratio", "single_sequence_hit_ratio"),
+    *(renamed(f"gap.{term}", f"gap_{term}") for term in ("block_rounding", "capacity_eviction", "concurrency")),
     own("lower_tier_hit_ratio", "float",
         field("ratio", "hit ratio served by the tiers below the GPU (0 with one tier)")),
-    take("bytes.restored_bytes"),
+    *take("bytes.restored_bytes"),
     own("written_bytes", "int", field("bytes", "bytes written into the lower tiers")),
     own("share_slower", "float | None",
         field("ratio", "share of restores slower than recomputing; null without restores")),
-    take("envelope.ttft_p50_s"),
-    take("envelope.ttft_p99_s"),
-    take("envelope.wait_p99_s"),
-    take("requests_truncated"),
-    take("single_sequence_with_decode_hit_ratio"),
+    *take("envelope.ttft_p50_s", "envelope.ttft_p99_s", "envelope.wait_p99_s", "requests_truncated",
+          "single_sequence_with_decode_hit_ratio"),
     own("admission", "str | None", field("-", "the variant's admission policies, TIER=KIND[:ARGS] joined by + "
                                               "(with --admit)", omit_none=True, default=None)),
-    take("oracle_hit_ratio"),
-    take("gap.capacity", name="gap_capacity"),
-    take("gap.policy", name="gap_policy"),
+    *take("oracle_hit_ratio"),
+    *(renamed(f"gap.{term}", f"gap_{term}") for term in ("capacity", "policy")),
     own("summary", "ReplaySummary | None", field("-", "the variant's whole replay summary", json=False,
                                                  default=None)),
 )

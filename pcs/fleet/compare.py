@@ -6,7 +6,7 @@ from typing import Any, Callable, Sequence
 from pcs.fleet.fleet import fleet_replay
 from pcs.fleet.routers import parse_router
 from pcs.fleet.summary import FleetSummary
-from pcs.schema import field, own, projection, result, take
+from pcs.schema import field, own, projection, renamed, result, take
 
 __all__ = ["compare_routers", "RouterRow", "RouterCompare"]
 
@@ -14,22 +14,14 @@ __all__ = ["compare_routers", "RouterRow", "RouterCompare"]
 #: The fields of :class:`RouterRow`, in JSON order: the fleet summary's headline keys (type, unit and
 #: meaning declared in :class:`FleetSummary` and the classes it nests) and the shared tier's label.
 _ROW_COLUMNS = (
-    take("router"),
-    take("instances"),
-    take("router_stale_s"),
-    take("hit_ratio"),
-    take("gap.captured_hit_ratio"),
-    take("gap.fleet_ceiling_hit_ratio"),
-    take("imbalance_requests"),
-    take("imbalance_prompt_tokens"),
-    take("imbalance_busy_s"),
-    take("ttft_p50_s"),
-    take("ttft_p99_s"),
+    *take("router", "instances", "router_stale_s", "hit_ratio", "gap.captured_hit_ratio",
+          "gap.fleet_ceiling_hit_ratio", "imbalance_requests", "imbalance_prompt_tokens", "imbalance_busy_s",
+          "ttft_p50_s", "ttft_p99_s"),
     own("shared_tier", "str | None", field("-", "the shared tier (--shared-tier) as NAME=BYTES write-POLICY; "
                                               "absent without one", omit_none=True, default=None)),
-    take("shared_tier.hit_ratio", name="shared_tier_hit_ratio",
-         doc="hit ratio served by the shared tier (with --shared-tier)"),
-    take("shared_tier.routing_captured_hit_ratio"),
+    renamed("shared_tier.hit_ratio", "shared_tier_hit_ratio", "hit ratio served by the shared tier (with "
+                                                              "--shared-tier)"),
+    *take("shared_tier.routing_captured_hit_ratio"),
 )
 
 
