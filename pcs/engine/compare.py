@@ -8,9 +8,11 @@ capacity of one tier in sequential timing for each compared policy -- LRU
 from the exact one-pass curve (:func:`pcs.curves.api.curve`, equal to the
 sequential one-tier LRU replay, ``docs/semantics.md`` §14), the others
 replayed once per capacity -- beside Belady and the single-sequence ceiling.
-A new side-by-side figure is one field of :class:`CompareVariant` (computed
-in :meth:`CompareVariant.from_summary`) and one row of the table in
-:mod:`pcs.report.compare`.
+A new side-by-side figure is one entry of ``_VARIANT_COLUMNS`` -- ``take`` for
+a figure of the summary (its type, unit and meaning come from
+:class:`ReplaySummary`, :func:`pcs.schema.projection`), ``own`` plus a value in
+:meth:`CompareVariant.from_summary` for a computed one -- and one row of the
+table in :mod:`pcs.report.compare`.
 """
 from __future__ import annotations
 
