@@ -101,6 +101,13 @@ static inline void *pcs_state_arg(PyObject *args, const char *name) {
     PyVarObject_HEAD_INIT(NULL, 0) .tp_name = full_name, .tp_basicsize = sizeof(c_type),          \
     .tp_dealloc = (destructor)(dealloc), .tp_flags = Py_TPFLAGS_DEFAULT, .tp_doc = doc
 
+/* The whole initializer of a compiled class made from Python (PyType_GenericNew, then its __init__), with its
+ * methods and getters: static PyTypeObject HierType = {PCS_TYPE_CLASS("pcs.cache._lruhier.Hierarchy", Hier,
+ * hier_dealloc, "doc", hier_methods, hier_getset, hier_init)}. Include after <Python.h>. */
+#define PCS_TYPE_CLASS(full_name, c_type, dealloc, doc, methods, getset, init)                     \
+    PCS_TYPE_HEAD(full_name, c_type, dealloc, doc), .tp_methods = methods, .tp_getset = getset,   \
+    .tp_init = (initproc)(init), .tp_new = PyType_GenericNew
+
 /* The module definition and init function of a kernel with only module-level functions:
  * PCS_KERNEL_MODULE(_lruscan, "pcs.engine._lruscan", "doc", methods) defines PyInit__lruscan.
  * Include after <Python.h>. */

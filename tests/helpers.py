@@ -346,6 +346,15 @@ def invoke(*args, input=None):
     return CliRunner().invoke(cli, [str(a) for a in args], input=input)
 
 
+def invoke_json(*args):
+    """``pcs ARGS --format json --quiet`` in this process: exit 0 asserted, the printed JSON parsed."""
+    import json
+
+    r = invoke(*args, "--format", "json", "--quiet")
+    assert r.exit_code == 0, r.output
+    return json.loads(r.stdout)
+
+
 def assert_one_line_error(result, *needles) -> str:
     """Exit 2, nothing on stdout, one line ``pcs: error: ...`` on stderr holding every needle; returns it."""
     assert result.exit_code == 2, (result.exit_code, result.output)

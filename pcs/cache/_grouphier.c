@@ -1310,12 +1310,8 @@ static PyGetSetDef adm_getset[] = {
     {NULL}};
 
 static PyTypeObject GAdmType = {
-    PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "pcs.cache._grouphier.Admission",
-    .tp_basicsize = sizeof(GAdm),
-    .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "One running request's hold on a compiled hybrid hierarchy (pcs.cache.grouphier.GroupAdmission).",
-    .tp_dealloc = (destructor)adm_dealloc,
+    PCS_TYPE_HEAD("pcs.cache._grouphier.Admission", GAdm, adm_dealloc,
+                  "One running request's hold on a compiled hybrid hierarchy (pcs.cache.grouphier.GroupAdmission)."),
     .tp_members = adm_members,
     .tp_getset = adm_getset,
 };
@@ -1348,14 +1344,10 @@ static PyGetSetDef gh_getset[] = {
     {NULL}};
 
 static PyTypeObject GHType = {
-    PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "pcs.cache._grouphier.Hierarchy",
-    .tp_basicsize = sizeof(GH),
-    .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "GroupHierarchy (one shared LRU pool per level) in C; pcs/cache/nativegroups.py wraps it.",
+    PCS_TYPE_HEAD("pcs.cache._grouphier.Hierarchy", GH, gh_dealloc,
+                  "GroupHierarchy (one shared LRU pool per level) in C; pcs/cache/nativegroups.py wraps it."),
     .tp_new = gh_new,
     .tp_init = (initproc)gh_init,
-    .tp_dealloc = (destructor)gh_dealloc,
     .tp_methods = gh_methods,
     .tp_getset = gh_getset,
 };

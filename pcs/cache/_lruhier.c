@@ -1181,67 +1181,56 @@ static PyObject *hier_check(Hier *h, PyObject *unused) {
 static const PolOps *const POLICIES[] = {&POL_FIFO, &POL_SLRU, &POL_SIEVE, &POL_2Q, &POL_S3FIFO, &POL_ARC, &POL_LFU,
                                          &POL_GDSF, &POL_BELADY, &POL_PY, &POL_PYARR};
 
-/* policies: one (name, (int option, ...)[, data]) per tier; the options are the sizes the Python policy worked
- * out, data the trace data of a policy that reads the trace (PolOps.load) */
-static int set_policies(Hier *h, PyObject *pols) {
-    PyObject *ps = PySequence_Fast(pols, "policies must be a sequence");
-    if (!ps) return -1;
-    int ok = PySequence_Fast_GET_SIZE(ps) == h->ntiers;
-    for (int j = 0; ok && j < h->ntiers; j++) {
-        const char *name;
-        PyObject *opts, *data = Py_None;
-        Tier *t = &h->t[j];
-        t->clock = &h->clock;
-        if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(ps, j), "sO|O", &name, &opts, &data)) {
-            Py_DECREF(ps);
-            return -1;
-        }
-        PyObject *os = PySequence_Fast(opts, "policy options must be a sequence");
-        if (!os) { Py_DECREF(ps); return -1; }
-        for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(os) && i < 4; i++)
-            t->opt[i] = PyLong_AsLongLong(PySequence_Fast_GET_ITEM(os, i));
-        Py_DECREF(os);
-        if (PyErr_Occurred()) { Py_DECREF(ps); return -1; }
-        if (!strcmp(name, "lru")) continue;
-        for (size_t i = 0; i < sizeof(POLICIES) / sizeof(*POLICIES); i++)
-            if (!strcmp(name, POLICIES[i]->name)) t->ops = POLICIES[i];
-        if (!t->ops) {
-            PyErr_Format(PyExc_ValueError, "no compiled eviction policy %s", name);
-            Py_DECREF(ps);
-            return -1;
-        }
-        if (t->ops->init && t->ops->init(t) < 0) { Py_DECREF(ps); return -1; }
-        if (t->ops->load && t->ops->load(t, data) < 0) { Py_DECREF(ps); return -1; }
-    }
-    Py_DECREF(ps);
-    if (!ok) PyErr_SetString(PyExc_ValueError, "need one policy per tier");
-    return ok ? 0 : -1;
-}
+/* One tier's setting from its item of a per-tier sequence (hier_init's policies, gates, retains): 0, or -1
+ * with an exception set */
+typedef int (*TierSetter)(Hier *h, Tier *t, PyObject *item);
 
-/* retains: per tier None or (retained keys u64, duration s, arrivals f64) (pcs/cache/_retain.c) */
-static int set_retains(Hier *h, PyObject *retains) {
-    PyObject *rs = PySequence_Fast(retains, "retains must be a sequence");
-    if (!rs) return -1;
-    int ok = PySequence_Fast_GET_SIZE(rs) == h->ntiers;
-    for (int j = 0; ok && j < h->ntiers; j++) {
-        PyObject *r = PySequence_Fast_GET_ITEM(rs, j);
-        if (r != Py_None && ret_set(&h->t[j], r, &h->clock) < 0) { Py_DECREF(rs); return -1; }
-    }
-    Py_DECREF(rs);
-    if (!ok) PyErr_SetString(PyExc_ValueError, "need one retain spec (or None) per tier");
-    return ok ? 0 : -1;
-}
-
-/* gates: per tier a sequence of admission specs (kind, a, b) (pcs/cache/_admission.c; empty: none) */
-static int set_gates(Hier *h, PyObject *gates) {
-    PyObject *gs = PySequence_Fast(gates, "gates must be a sequence");
-    if (!gs) return -1;
-    int ok = PySequence_Fast_GET_SIZE(gs) == h->ntiers;
+/* set(h, tier j, seq[j]) for every tier; `not_seq` / `wrong_len`: the messages of a non-sequence and of a
+ * sequence without one item per tier (ValueError) */
+static int set_per_tier(Hier *h, PyObject *seq, const char *not_seq, const char *wrong_len, TierSetter set) {
+    PyObject *items = PySequence_Fast(seq, not_seq);
+    if (!items) return -1;
+    int ok = PySequence_Fast_GET_SIZE(items) == h->ntiers;
     for (int j = 0; ok && j < h->ntiers; j++)
-        if (gates_set(&h->t[j], PySequence_Fast_GET_ITEM(gs, j)) < 0) { Py_DECREF(gs); return -1; }
-    Py_DECREF(gs);
-    if (!ok) PyErr_SetString(PyExc_ValueError, "need one list of admission gates per tier");
+        if (set(h, &h->t[j], PySequence_Fast_GET_ITEM(items, j)) < 0) { Py_DECREF(items); return -1; }
+    Py_DECREF(items);
+    if (!ok) PyErr_SetString(PyExc_ValueError, wrong_len);
     return ok ? 0 : -1;
+}
+
+/* a tier's policy: (name, (int option, ...)[, data]); the options are the sizes the Python policy worked
+ * out, data the trace data of a policy that reads the trace (PolOps.load) */
+static int set_policy(Hier *h, Tier *t, PyObject *item) {
+    const char *name;
+    PyObject *opts, *data = Py_None;
+    t->clock = &h->clock;
+    if (!PyArg_ParseTuple(item, "sO|O", &name, &opts, &data)) return -1;
+    PyObject *os = PySequence_Fast(opts, "policy options must be a sequence");
+    if (!os) return -1;
+    for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(os) && i < 4; i++)
+        t->opt[i] = PyLong_AsLongLong(PySequence_Fast_GET_ITEM(os, i));
+    Py_DECREF(os);
+    if (PyErr_Occurred()) return -1;
+    if (!strcmp(name, "lru")) return 0;
+    for (size_t i = 0; i < sizeof(POLICIES) / sizeof(*POLICIES); i++)
+        if (!strcmp(name, POLICIES[i]->name)) t->ops = POLICIES[i];
+    if (!t->ops) {
+        PyErr_Format(PyExc_ValueError, "no compiled eviction policy %s", name);
+        return -1;
+    }
+    if (t->ops->init && t->ops->init(t) < 0) return -1;
+    return t->ops->load && t->ops->load(t, data) < 0 ? -1 : 0;
+}
+
+/* a tier's retain: None or (retained keys u64, duration s, arrivals f64) (pcs/cache/_retain.c) */
+static int set_retain(Hier *h, Tier *t, PyObject *item) {
+    return item == Py_None ? 0 : ret_set(t, item, &h->clock);
+}
+
+/* a tier's gates: a sequence of admission specs (kind, a, b) (pcs/cache/_admission.c; empty: none) */
+static int set_gates(Hier *h, Tier *t, PyObject *item) {
+    (void)h;
+    return gates_set(t, item);
 }
 
 static int hier_init(Hier *h, PyObject *args, PyObject *kw) {
@@ -1271,9 +1260,12 @@ static int hier_init(Hier *h, PyObject *args, PyObject *kw) {
         h->ntiers = (int)j + 1;
     }
     h->clock = -1;
-    if (pols != Py_None && set_policies(h, pols) < 0) goto fail;
-    if (gates != Py_None && set_gates(h, gates) < 0) goto fail;
-    if (retains != Py_None && set_retains(h, retains) < 0) goto fail;
+    if (pols != Py_None && set_per_tier(h, pols, "policies must be a sequence", "need one policy per tier",
+                                        set_policy) < 0) goto fail;
+    if (gates != Py_None && set_per_tier(h, gates, "gates must be a sequence",
+                                         "need one list of admission gates per tier", set_gates) < 0) goto fail;
+    if (retains != Py_None && set_per_tier(h, retains, "retains must be a sequence",
+                                           "need one retain spec (or None) per tier", set_retain) < 0) goto fail;
     h->write_through = wt;
     Py_DECREF(ns);
     Py_DECREF(cs);
@@ -1318,14 +1310,9 @@ static PyGetSetDef hier_getset[] = {
 };
 
 static PyTypeObject HierType = {
-    PCS_TYPE_HEAD("pcs.cache._lruhier.Hierarchy", Hier, hier_dealloc,
-                  "Hierarchy(names, capacities_blocks, write_through, policies=None, gates=None, retains=None): "
-                  "tiers, GPU first."),
-    .tp_methods = hier_methods,
-    .tp_getset = hier_getset,
-    .tp_init = (initproc)hier_init,
-    .tp_new = PyType_GenericNew,
-};
+    PCS_TYPE_CLASS("pcs.cache._lruhier.Hierarchy", Hier, hier_dealloc,
+                   "Hierarchy(names, capacities_blocks, write_through, policies=None, gates=None, retains=None): "
+                   "tiers, GPU first.", hier_methods, hier_getset, hier_init)};
 
 /* ---------------------------------------------------------------------------------------------- */
 /* the C-level API (_lruhier_api.h): the step-scheduler calls above, for pcs/engine/_stepsched.c */

@@ -1488,14 +1488,9 @@ static PyGetSetDef sched_getset[] = {
 };
 
 static PyTypeObject SchedType = {
-    PCS_TYPE_HEAD("pcs.engine._stepsched.StepScheduler", Sched, sched_dealloc,
-                  "The step scheduler's event loop (pcs.engine.scheduler.StepEngine, layerwise) over a compiled "
-                  "hierarchy."),
-    .tp_methods = sched_methods,
-    .tp_getset = sched_getset,
-    .tp_init = (initproc)sched_init,
-    .tp_new = PyType_GenericNew,
-};
+    PCS_TYPE_CLASS("pcs.engine._stepsched.StepScheduler", Sched, sched_dealloc,
+                   "The step scheduler's event loop (pcs.engine.scheduler.StepEngine, layerwise) over a compiled "
+                   "hierarchy.", sched_methods, sched_getset, sched_init)};
 
 static struct PyModuleDef moddef = {PyModuleDef_HEAD_INIT, "_stepsched",
                                     "The step scheduler's event loop in C (pcs.engine.stepnative).", -1, NULL};

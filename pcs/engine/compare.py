@@ -8,9 +8,11 @@ capacity of one tier in sequential timing for each compared policy -- LRU
 from the exact one-pass curve (:func:`pcs.curves.api.curve`, equal to the
 sequential one-tier LRU replay, ``docs/semantics.md`` §14), the others
 replayed once per capacity -- beside Belady and the single-sequence ceiling.
-A new side-by-side figure is one field of :class:`CompareVariant` (computed
-in :meth:`CompareVariant.from_summary`) and one row of the table in
-:mod:`pcs.report.compare`.
+A new side-by-side figure is one entry of ``_VARIANT_COLUMNS`` -- ``take`` for
+a figure of the summary (its type, unit and meaning come from
+:class:`ReplaySummary`, :func:`pcs.schema.projection`), ``own`` plus a value in
+:meth:`CompareVariant.from_summary` for a computed one -- and one row of the
+table in :mod:`pcs.report.compare`.
 """
 from __future__ import annotations
 
@@ -19,7 +21,7 @@ from typing import Any, Callable, Sequence
 from pcs.blocks import BlockRules
 from pcs.cache.policies import DEFAULT_POLICY, policy_options
 from pcs.engine.result import ReplaySummary
-from pcs.schema import field, result, to_dict
+from pcs.schema import field, own, projection, renamed, result, take, to_dict
 
 __all__ = ["compare", "CompareResult", "CompareVariant", "CompareCurveRow"]
 
@@ -53,55 +55,45 @@ def _slower_share(s: ReplaySummary) -> float | None:
     return _link_sum(s, "restores_slower_than_recompute") / n if n else None
 
 
-@result
+#: The fields of :class:`CompareVariant`, in JSON order: most read from the variant's
+#: :class:`ReplaySummary` (type, unit and meaning declared there), a few computed here.
+_VARIANT_COLUMNS = (
+    own("variant", "str", field("-", "label: the policy, and the tier list when several are compared")),
+    own("policy", "str", field("-", "eviction policy of the variant")),
+    own("tiers", "str", field("-", "the tiers as NAME=Nblocks, space-separated, GPU first")),
+    *take("hit_ratio", "single_sequence_hit_ratio"),
+    *(renamed(f"gap.{term}", f"gap_{term}") for term in ("block_rounding", "capacity_eviction", "concurrency")),
+    own("lower_tier_hit_ratio", "float",
+        field("ratio", "hit ratio served by the tiers below the GPU (0 with one tier)")),
+    *take("bytes.restored_bytes"),
+    own("written_bytes", "int", field("bytes", "bytes written into the lower tiers")),
+    own("share_slower", "float | None",
+        field("ratio", "share of restores slower than recomputing; null without restores")),
+    *take("envelope.ttft_p50_s", "envelope.ttft_p99_s", "envelope.wait_p99_s", "requests_truncated",
+          "single_sequence_with_decode_hit_ratio"),
+    own("admission", "str | None", field("-", "the variant's admission policies, TIER=KIND[:ARGS] joined by + "
+                                              "(with --admit)", omit_none=True, default=None)),
+    *take("oracle_hit_ratio"),
+    *(renamed(f"gap.{term}", f"gap_{term}") for term in ("capacity", "policy")),
+    own("summary", "ReplaySummary | None", field("-", "the variant's whole replay summary", json=False,
+                                                 default=None)),
+)
+
+
+@projection(ReplaySummary, _VARIANT_COLUMNS)
 class CompareVariant:
     """One compared variant (a policy and a tier list): the figures shown side by side."""
-
-    variant: str = field("-", "label: the policy, and the tier list when several are compared")
-    policy: str = field("-", "eviction policy of the variant")
-    tiers: str = field("-", "the tiers as NAME=Nblocks, space-separated, GPU first")
-    hit_ratio: float = field("ratio", "real hit ratio (token-weighted)")
-    single_sequence_hit_ratio: float = field("ratio", "infinite cache, same block rules")
-    gap_block_rounding: float = field("ratio", "gap term: ideal - single-sequence")
-    gap_capacity_eviction: float = field("ratio", "gap term: single-sequence - sequential")
-    gap_concurrency: float = field("ratio", "gap term: sequential - real")
-    lower_tier_hit_ratio: float = field("ratio", "hit ratio served by the tiers below the GPU (0 with one tier)")
-    restored_bytes: int = field("bytes", "bytes restored to the GPU from all lower tiers")
-    written_bytes: int = field("bytes", "bytes written into the lower tiers")
-    share_slower: float | None = field("ratio", "share of restores slower than recomputing; null without restores")
-    ttft_p50_s: float | None = field("s", "median time to first token")
-    ttft_p99_s: float | None = field("s", "99th percentile time to first token")
-    wait_p99_s: float | None = field("s", "99th percentile wait for KV space")
-    requests_truncated: int = field("count", "requests larger than the GPU tier")
-    single_sequence_with_decode_hit_ratio: float | None = field(
-        "ratio", "single-sequence with the next turns' cached decode blocks: the ceiling when the variant "
-                 "cached them (absent otherwise; docs/semantics.md §17)", omit_none=True, default=None)
-    admission: str | None = field("-", "the variant's admission policies, TIER=KIND[:ARGS] joined by + (with "
-                                       "--admit)", omit_none=True, default=None)
-    oracle_hit_ratio: float | None = field("ratio", "the same tiers with the Belady oracle (with --gap-oracle)",
-                                           omit_none=True, default=None)
-    gap_capacity: float | None = field("ratio", "gap term: single-sequence - oracle (with --gap-oracle)",
-                                       omit_none=True, default=None)
-    gap_policy: float | None = field("ratio", "gap term: oracle - real (with --gap-oracle)", omit_none=True,
-                                     default=None)
-    summary: ReplaySummary | None = field("-", "the variant's whole replay summary", json=False, default=None)
 
     @classmethod
     def from_summary(cls, label: str, policy: str | None, s: ReplaySummary,
                      admission: str | None = None) -> CompareVariant:
         """The row of one replay summary (``policy`` None = the default policy)."""
-        return cls(
-            variant=label, policy=policy or DEFAULT_POLICY,
+        return cls.from_source(
+            s, variant=label, policy=policy or DEFAULT_POLICY,
             tiers=" ".join(f"{t.name}={t.capacity_blocks}blocks" for t in s.tiers),
-            hit_ratio=s.hit_ratio, single_sequence_hit_ratio=s.single_sequence_hit_ratio,
-            gap_block_rounding=s.gap.block_rounding, gap_capacity_eviction=s.gap.capacity_eviction,
-            gap_concurrency=s.gap.concurrency,
             lower_tier_hit_ratio=sum(list(s.hit_ratio_per_tier.values())[1:]),
-            restored_bytes=s.bytes.restored_bytes, written_bytes=sum(s.bytes.written_per_tier.values()),
-            share_slower=_slower_share(s), ttft_p50_s=s.envelope.ttft_p50_s, ttft_p99_s=s.envelope.ttft_p99_s,
-            wait_p99_s=s.envelope.wait_p99_s, requests_truncated=s.requests_truncated, admission=admission,
-            single_sequence_with_decode_hit_ratio=s.single_sequence_with_decode_hit_ratio,
-            oracle_hit_ratio=s.oracle_hit_ratio, gap_capacity=s.gap.capacity, gap_policy=s.gap.policy, summary=s)
+            written_bytes=sum(s.bytes.written_per_tier.values()), share_slower=_slower_share(s),
+            admission=admission, summary=s)
 
 
 @result

@@ -5,35 +5,29 @@ from typing import Any, Callable, Sequence
 
 from pcs.fleet.fleet import fleet_replay
 from pcs.fleet.routers import parse_router
-from pcs.schema import field, result
+from pcs.fleet.summary import FleetSummary
+from pcs.schema import field, own, projection, renamed, result, take
 
 __all__ = ["compare_routers", "RouterRow", "RouterCompare"]
 
 
-@result
+#: The fields of :class:`RouterRow`, in JSON order: the fleet summary's headline keys (type, unit and
+#: meaning declared in :class:`FleetSummary` and the classes it nests) and the shared tier's label.
+_ROW_COLUMNS = (
+    *take("router", "instances", "router_stale_s", "hit_ratio", "gap.captured_hit_ratio",
+          "gap.fleet_ceiling_hit_ratio", "imbalance_requests", "imbalance_prompt_tokens", "imbalance_busy_s",
+          "ttft_p50_s", "ttft_p99_s"),
+    own("shared_tier", "str | None", field("-", "the shared tier (--shared-tier) as NAME=BYTES write-POLICY; "
+                                              "absent without one", omit_none=True, default=None)),
+    renamed("shared_tier.hit_ratio", "shared_tier_hit_ratio", "hit ratio served by the shared tier (with "
+                                                              "--shared-tier)"),
+    *take("shared_tier.routing_captured_hit_ratio"),
+)
+
+
+@projection(FleetSummary, _ROW_COLUMNS)
 class RouterRow:
     """One router's fleet figures (the fleet summary's headline keys)."""
-
-    router: str = field("-", "router name and options")
-    instances: int = field("count", "instances in the fleet")
-    router_stale_s: float = field("s", "delay of the router's view")
-    hit_ratio: float = field("ratio", "delivered hit ratio of the fleet")
-    captured_hit_ratio: float = field("ratio", "each instance's own ceiling, summed, / prompt tokens; with a shared "
-                                               "tier the ceiling of every instance reading every write "
-                                               "(docs/semantics.md §17.1)")
-    fleet_ceiling_hit_ratio: float = field("ratio", "single-sequence hit ratio of the whole trace")
-    imbalance_requests: float = field("ratio", "max / mean requests per instance")
-    imbalance_prompt_tokens: float = field("ratio", "max / mean prompt tokens per instance")
-    imbalance_busy_s: float | None = field("ratio", "max / mean busy_s per instance (compute step)")
-    ttft_p50_s: float | None = field("s", "median TTFT over the fleet")
-    ttft_p99_s: float | None = field("s", "99th percentile TTFT over the fleet")
-    shared_tier: str | None = field("-", "the shared tier (--shared-tier) as NAME=BYTES write-POLICY; absent "
-                                         "without one", omit_none=True, default=None)
-    shared_tier_hit_ratio: float | None = field("ratio", "hit ratio served by the shared tier (with --shared-tier)",
-                                                omit_none=True, default=None)
-    routing_captured_hit_ratio: float | None = field(
-        "ratio", "what routing alone captures: each instance's own ceiling, summed, / prompt tokens (with "
-                 "--shared-tier)", omit_none=True, default=None)
 
 
 @result
@@ -65,17 +59,14 @@ def compare_routers(trace: Any, routers: Sequence[str], *, instances: int, route
         s = fleet_replay(trace, instances=instances, router=r, router_stale_s=router_stale_s, progress=progress,
                          **replay_kwargs).summary
         name = s.trace
-        rows.append(RouterRow(s.router, s.instances, s.router_stale_s, s.hit_ratio, s.gap.captured_hit_ratio,
-                              s.gap.fleet_ceiling_hit_ratio, s.imbalance_requests, s.imbalance_prompt_tokens,
-                              s.imbalance_busy_s, s.ttft_p50_s, s.ttft_p99_s, *_shared(s.shared_tier)))
+        rows.append(RouterRow.from_source(s, shared_tier=_shared_label(s.shared_tier)))
     return RouterCompare(name, tuple(rows))
 
 
-def _shared(sh: Any) -> tuple:
-    """(label, hit ratio served by it, routing's capture alone) of a fleet's shared tier, or three None."""
+def _shared_label(sh: Any) -> str | None:
+    """A fleet's shared tier as NAME=BYTES write-POLICY, or None without one."""
     if sh is None:
-        return None, None, None
+        return None
     from pcs.units import format_bytes
 
-    label = f"{sh.name}={format_bytes(sh.capacity_blocks * sh.bytes_per_block)} write-{sh.write_policy}"
-    return label, sh.hit_ratio, sh.routing_captured_hit_ratio
+    return f"{sh.name}={format_bytes(sh.capacity_blocks * sh.bytes_per_block)} write-{sh.write_policy}"

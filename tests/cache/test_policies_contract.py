@@ -7,6 +7,7 @@ are in eviction order; _check() holds after every call.
 """
 from __future__ import annotations
 
+import itertools
 import random
 
 import pytest
@@ -151,12 +152,11 @@ def test_random_operations_against_a_set(policy):
     rng = random.Random(7)
     held: set[int] = set()
     pinned: set[int] = set()
-    nxt = 0
+    fresh = itertools.count()
     for _ in range(2000):
         op = rng.random()
         if op < 0.35:
-            keys = list(range(nxt, nxt + rng.randint(1, 3)))
-            nxt += len(keys)
+            keys = [next(fresh) for _ in range(rng.randint(1, 3))]
             policy.add(keys, reused=rng.random() < 0.3)
             held.update(keys)
         elif op < 0.55 and held:

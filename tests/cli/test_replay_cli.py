@@ -8,6 +8,7 @@ import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
+from helpers import invoke_json
 
 from pcs.cli.main import cli
 
@@ -96,15 +97,12 @@ def test_help_has_units_and_examples():
 
 
 def test_compare_side_by_side_matches_single_runs():
-    r = _run("compare", "--policy", "lru", "--policy", "protected", "--tier", "gpu=300blocks", "--timing",
-             "sequential", "--format", "json", "--quiet")
-    assert r.exit_code == 0, r.output
-    rows = json.loads(r.stdout)["variants"]
+    rows = invoke_json("compare", "--policy", "lru", "--policy", "protected", "--tier", "gpu=300blocks",
+                       "--timing", "sequential")["variants"]
     assert [v["policy"] for v in rows] == ["lru", "protected"]
     for v in rows:
-        single = _run("replay", "--policy", v["policy"], "--tier", "gpu=300blocks", "--timing", "sequential",
-                      "--format", "json", "--quiet")
-        assert json.loads(single.stdout)["hit_ratio"] == v["hit_ratio"]
+        single = invoke_json("replay", "--policy", v["policy"], "--tier", "gpu=300blocks", "--timing", "sequential")
+        assert single["hit_ratio"] == v["hit_ratio"]
     r = _run("compare", "--tiers", "gpu=100blocks", "--tiers", "gpu=300blocks", "--timing", "sequential", "--quiet")
     assert r.exit_code == 0 and "gpu=100blocks" in r.stdout and "gpu=300blocks" in r.stdout
     r = _run("compare", "--tiers", "gpu=1blocks", "--tier", "gpu=2blocks", "--quiet")

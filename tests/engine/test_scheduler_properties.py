@@ -80,19 +80,21 @@ def test_conservation(run):
     assert (_values(c["ttft_s"]) <= finish - arrival + 1e-12).all()
 
 
-def _assert_same_columns(x, y):
-    """Every per-request column of two runs is equal, NaN equal to NaN in float columns."""
+def _same_columns(run, **other):
+    """The run as drawn and with ``other`` options (the twin under test): every per-request column equal, NaN
+    equal to NaN in float columns; both runs returned."""
+    reqs, caps, dec, kw = run
+    x, y = _run(reqs, caps, dec, kw), _run(reqs, caps, dec, kw, **other)
     for name, col in x.result.columns.items():
         a, b = _values(col), _values(y.result.columns[name])
         assert np.array_equal(a, b, equal_nan=a.dtype.kind == "f"), name
+    return x, y
 
 
 @settings(max_examples=40, deadline=None)
 @given(runs())
 def test_event_skipping_equals_one_step_at_a_time(run):
-    reqs, caps, dec, kw = run
-    fast, slow = _run(reqs, caps, dec, kw), _run(reqs, caps, dec, kw, skip=False)
-    _assert_same_columns(fast, slow)
+    fast, slow = _same_columns(run, skip=False)
     assert fast.stats.busy_s == slow.stats.busy_s and fast.stats.steps == slow.stats.steps
 
 
@@ -100,9 +102,7 @@ def test_event_skipping_equals_one_step_at_a_time(run):
 @settings(max_examples=40, deadline=None)
 @given(runs())
 def test_compiled_hierarchy_equals_python(run):
-    reqs, caps, dec, kw = run
-    py, c = _run(reqs, caps, dec, kw), _run(reqs, caps, dec, kw, native=True)
-    _assert_same_columns(py, c)
+    py, c = _same_columns(run, native=True)
     assert py.result.ledger == c.result.ledger
 
 

@@ -6,6 +6,7 @@ import json
 import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
+from helpers import invoke_json
 
 from pcs.cli.main import cli
 
@@ -39,10 +40,8 @@ def test_replay_fleet_table_and_requests_out(tmp_path):
 
 
 def test_compare_routers_one_column_each():
-    r = _run("compare", "--instances", "2", "--router", "round-robin", "--router", "prefix", "--timing",
-             "sequential", "--format", "json", "--quiet")
-    assert r.exit_code == 0, r.output
-    rows = json.loads(r.stdout)["routers"]
+    rows = invoke_json("compare", "--instances", "2", "--router", "round-robin", "--router", "prefix", "--timing",
+                       "sequential")["routers"]
     assert [x["router"] for x in rows] == ["round-robin", "prefix"]
     # same trace, same fleet: the same ceiling for both routers
     assert rows[0]["fleet_ceiling_hit_ratio"] == rows[1]["fleet_ceiling_hit_ratio"]
