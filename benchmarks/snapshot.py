@@ -10,7 +10,8 @@ output changed (keys may be added: only changed or removed values count).
 
 ``--extra-replay-args "ARGS"`` appends ARGS (split like a shell line) to
 every ``pcs replay`` and ``pcs compare`` run, e.g. ``--compute infinite``
-to compare the model before the step scheduler with an older snapshot.
+to compare the model before the step scheduler with an older snapshot (a
+``--compute`` pair is left out of sequential runs, which refuse it).
 
 Usage::
 
@@ -88,6 +89,15 @@ def _digest_table(path: str) -> str:
     return h.hexdigest()[:16]
 
 
+def _applicable(extra: list[str], args: list[str]) -> list[str]:
+    """``extra`` without a ``--compute MODE`` pair for a sequential run: sequential timing has no compute
+    queue, and pcs refuses the option there (the run's output is the same without it)."""
+    if "sequential" not in args or "--compute" not in extra:
+        return extra
+    i = extra.index("--compute")
+    return extra[:i] + extra[i + 2:]
+
+
 def snapshot(out: str, quick: bool, extra: list[str] | None = None) -> None:
     from click.testing import CliRunner
 
@@ -100,7 +110,7 @@ def snapshot(out: str, quick: bool, extra: list[str] | None = None) -> None:
         for i, (rid, args) in enumerate(runs):
             args = list(args) + ["--format", "json"] + (["--quiet"] if args[0] != "curve" else [])
             if extra and args[0] in ("replay", "compare"):
-                args += extra
+                args += _applicable(extra, args)
             rows = None
             if args[0] == "replay":
                 rows = os.path.join(tmp, f"r{i}.parquet")
