@@ -1319,10 +1319,12 @@ static PyTypeObject HierType = {
 static Py_ssize_t c_num_resident(PyObject *hh, int j) { return ((Hier *)hh)->t[j].nres; }
 static int c_ntiers(PyObject *hh) { return ((Hier *)hh)->ntiers; }
 
-/* whether the calls run no Python code: no tier hosts a Python policy (pcs/cache/_pol_py.c) */
+/* whether the calls run no Python code: no tier hosts a Python policy (pcs/cache/_pol_py.c, or on handles:
+ * pcs/cache/_pol_pyarr.c) */
 static int c_nogil(PyObject *hh) {
     Hier *h = (Hier *)hh;
-    for (int j = 0; j < h->ntiers; j++) if (h->t[j].ops == &POL_PY || h->t[j].py) return 0;
+    for (int j = 0; j < h->ntiers; j++)
+        if (h->t[j].ops == &POL_PY || h->t[j].ops == &POL_PYARR || h->t[j].py || h->t[j].pa) return 0;
     return 1;
 }
 

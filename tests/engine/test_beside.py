@@ -91,3 +91,24 @@ def test_beside_equals_inline_on_mooncake(monkeypatch):
     kw = {"tiers": ["gpu=16384blocks", "cpu=65536blocks"], "policy": "lru"}
     (a, _), (b, _) = _replay(MOONCAKE, monkeypatch, False, **kw), _replay(MOONCAKE, monkeypatch, True, **kw)
     _same(a, b)
+
+
+@native
+def test_a_python_policy_keeps_the_gil(monkeypatch):
+    # a hosted Python policy (the key contract, pcs/cache/_pol_py.c, or handles, _pol_pyarr.c) runs Python inside
+    # the hierarchy's calls, so the loop must keep the GIL and run the no-cache twin inline (releasing it there
+    # crashed the interpreter: the handle host was missing from _lruhier.c's nogil test)
+    from pcs.cache import policies as reg
+    from pcs.cache.policies.array_lru import ArrayLRU
+    from pcs.cache.policies.lru import LRUPolicy
+
+    for name, base in (("t_py_lru_array", ArrayLRU), ("t_py_lru_keys", LRUPolicy)):
+        monkeypatch.setitem(reg._POLICIES, name, type(name, (base,), {"name": name}))
+    path = ROOT / "traces" / "sample_chat.jsonl"
+    for name in ("t_py_lru_array", "t_py_lru_keys"):
+        res, seen = _replay(path, monkeypatch, None, policy=name)
+        assert res.summary.engine == "compiled-step" and seen == [False], name
+        lru = _replay(path, monkeypatch, None, policy="lru")[0]     # both are LRU: the compiled one's numbers
+        assert res.summary.hit_ratio == lru.summary.hit_ratio
+        for col in lru.requests.column_names:
+            assert res.requests[col].to_numpy().tobytes() == lru.requests[col].to_numpy().tobytes(), (name, col)
