@@ -11,6 +11,10 @@
 #include <Python.h>
 #include <stdint.h>
 #include <string.h>
+#include <stdlib.h>
+#ifdef __linux__
+#include <sys/mman.h>
+#endif
 #include "../_kernel_common.h"
 
 typedef struct { uint64_t h; uint32_t tag; } Key;
@@ -44,6 +48,20 @@ static inline int kv_push(KV *v, Key k) {
 
 static inline void kv_free(KV *v) { PyMem_Free(v->a); v->a = NULL; v->n = v->cap = 0; }
 
+/* a table's slot array: from 2 MB on aligned to 2 MB and marked for transparent huge pages (the CPU tier's table of
+ * gemma-3-27b's Mooncake replay is 2 MB: one TLB entry instead of 512); NULL on failure (the caller raises) */
+static inline void *pt_slots_alloc(size_t bytes) {
+    void *p = NULL;
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+    if (bytes >= ((size_t)1 << 21)) {
+        if (posix_memalign(&p, (size_t)1 << 21, bytes) != 0) p = NULL;
+        else madvise(p, bytes, MADV_HUGEPAGE);
+    } else
+#endif
+    p = malloc(bytes);
+    return p;
+}
+
 #define OA_TABLE PTier
 #define OA_ENT PEnt
 #define OA_KEY Key
@@ -60,6 +78,8 @@ static inline void kv_free(KV *v) { PyMem_Free(v->a); v->a = NULL; v->n = v->cap
 #define OA_DEL pt_del
 #define OA_APPEND pt_append
 #define OA_UNLINK pt_unlink
+#define OA_SLOTS_ALLOC(bytes) pt_slots_alloc(bytes)
+#define OA_SLOTS_FREE(p) free(p)
 #define OA_LOAD_SHIFT 3     /* at most 1/8 full: gemma-3-27b's sequential Mooncake replay 0.18 -> 0.10 CPU-s */
 #include "_oatable.h"
 

@@ -18,16 +18,21 @@
  *   OA_INIT, OA_FREE, OA_FIND, OA_GROW, OA_ADD, OA_DEL, OA_APPEND, OA_UNLINK   the functions' names here.
  * Optional: OA_LOAD_SHIFT  the table is at most 1 / 2**OA_LOAD_SHIFT full (default 1: half); a sparser table has
  *                          shorter probe runs, so fewer entries are read by OA_FIND and by OA_DEL's backward shift.
+ *           OA_SLOTS_ALLOC(bytes), OA_SLOTS_FREE(p)   the slot array's allocator (default PyMem_Malloc / PyMem_Free).
  */
 #ifndef OA_LOAD_SHIFT
 #define OA_LOAD_SHIFT 1
+#endif
+#ifndef OA_SLOTS_ALLOC
+#define OA_SLOTS_ALLOC(bytes) PyMem_Malloc(bytes)
+#define OA_SLOTS_FREE(p) PyMem_Free(p)
 #endif
 
 /* the slots of an empty table (16, all free), empty entry and LRU lists; -1 + MemoryError on failure */
 static inline int OA_INIT(OA_TABLE *t) {
     t->bits = 4;
     t->mask = 15;
-    t->slots = PyMem_Malloc(sizeof(int32_t) * 16);
+    t->slots = OA_SLOTS_ALLOC(sizeof(int32_t) * 16);
     if (!t->slots) { PyErr_NoMemory(); return -1; }
     memset(t->slots, 0xff, sizeof(int32_t) * 16);
     t->free_head = t->head = t->tail = -1;
@@ -37,7 +42,7 @@ static inline int OA_INIT(OA_TABLE *t) {
 /* the table's memory released (the table may be freed again) */
 static inline void OA_FREE(OA_TABLE *t) {
     PyMem_Free(t->ent);
-    PyMem_Free(t->slots);
+    OA_SLOTS_FREE(t->slots);
     t->ent = NULL;
     t->slots = NULL;
 }
@@ -57,7 +62,7 @@ static inline int32_t OA_FIND(const OA_TABLE *t, OA_KEY k) {
 static inline int OA_GROW(OA_TABLE *t) {
     int bits = t->bits + 1;
     uint64_t size = (uint64_t)1 << bits, oldsize = t->mask + 1;
-    int32_t *s = PyMem_Malloc(sizeof(int32_t) * size), *old = t->slots;
+    int32_t *s = OA_SLOTS_ALLOC(sizeof(int32_t) * size), *old = t->slots;
     if (!s) { PyErr_NoMemory(); return -1; }
     memset(s, 0xff, sizeof(int32_t) * size);
     t->slots = s;
@@ -70,7 +75,7 @@ static inline int OA_GROW(OA_TABLE *t) {
         while (s[j] >= 0) j = (j + 1) & t->mask;
         s[j] = e;
     }
-    PyMem_Free(old);
+    OA_SLOTS_FREE(old);
     return 0;
 }
 
@@ -161,3 +166,5 @@ static inline void OA_UNLINK(OA_TABLE *t, int32_t e) {
 #undef OA_APPEND
 #undef OA_UNLINK
 #undef OA_LOAD_SHIFT
+#undef OA_SLOTS_ALLOC
+#undef OA_SLOTS_FREE
