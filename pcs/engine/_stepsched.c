@@ -79,6 +79,7 @@ typedef struct {
     Heap fin, blk;
     /* counters */
     int64_t steps, prefill_steps, preemptions, recompute_tokens, considered, losing, skipped, decode_cached, peak;
+    int64_t outgrown;                           /* StepEngine.stats.requests_outgrown */
     double busy_s, stall_s, origin_s, area_s;
     double *bins; Py_ssize_t nbins, capbins; int bin_s;
     double *link_free; int64_t *tier_hits; Link *links;
@@ -739,6 +740,14 @@ static int first_columns(Sched *s, Req *r, const AdmInfo *ai, int64_t kept, int6
     return note_held(s);
 }
 
+/* StepEngine._truncated_again: a truncated re-admission counts r as truncated, once (docs/semantics.md §5) */
+static void truncated_again(Sched *s, Req *r) {
+    if (!s->trunc[r->k]) {
+        s->trunc[r->k] = 1;
+        s->outgrown++;
+    }
+}
+
 /* StepEngine._admit: 1 admitted, 0 no KV space, -1 error */
 static int admit(Sched *s, int32_t ri) {
     Req *r = &s->rq[ri];
@@ -767,7 +776,10 @@ static int admit(Sched *s, int32_t ri) {
         if (s->gh && s->gh_api->first_admission(s->gh) < 0) return -1;
         r->first = 0;
         s->admitted++;
-    } else s->recompute_tokens += r->rem;
+    } else {
+        s->recompute_tokens += r->rem;
+        if (ai.truncated) truncated_again(s, r);
+    }
     return 1;
 }
 
@@ -1290,12 +1302,13 @@ static PyObject *sched_counters(Sched *s, PyObject *unused) {
                         (long long)k->nbytes, k->restore_s, k->transfer_s, k->overhead_s, k->full_s,
                         k->remaining_s, (long long)k->slower, (long long)k->slower_blocks));
     }
-    return Py_BuildValue("{sLsLsdsdsNsdsLsLsLsLsLsLsdsisLsNsN}", "steps", (long long)s->steps,
+    return Py_BuildValue("{sLsLsdsdsNsdsLsLsLsLsLsLsLsdsisLsNsN}", "steps", (long long)s->steps,
                          "prefill_steps", (long long)s->prefill_steps, "busy_s", s->busy_s, "stall_s", s->stall_s,
                          "busy_per_s", bins, "origin_s", s->origin_s, "preemptions", (long long)s->preemptions,
                          "recompute_tokens", (long long)s->recompute_tokens,
                          "restores_considered", (long long)s->considered, "restores_losing", (long long)s->losing,
                          "restores_skipped", (long long)s->skipped, "decode_blocks_cached", (long long)s->decode_cached,
+                         "requests_outgrown", (long long)s->outgrown,
                          "in_system_area_s", s->area_s, "bin_s", s->bin_s, "peak_reserved_blocks", (long long)s->peak,
                          "tier_hit_blocks", th, "links", lk);
 }

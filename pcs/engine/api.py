@@ -562,7 +562,7 @@ def replay(trace: Any = None, *, model: Any = None, hardware: Any = None, tp: in
         context["oracle_hit_ratio"] = _oracle_hit_ratio(source, rules, time_model, tier_specs, bpb, ctx, opts,
                                                         link_specs, step)
     summary = _summarise(out, context, opts)
-    notes += deployment.pop("notes") + _load_notes(summary)
+    notes += deployment.pop("notes") + _load_notes(summary, out)
     summary = dataclasses.replace(summary, notes=tuple(notes), deployment=deployment)
     return ReplayResult(summary, columns=out.result.columns, ceilings=(out.single, out.single_with_decode, out.decode))
 
@@ -589,15 +589,22 @@ def _refuse_on_cache_groups(ctx: Any, admit: Any, gap_oracle: bool) -> None:
                          "admission do not run on cache groups yet)")
 
 
-def _load_notes(summary) -> list[str]:
-    """The saturation note of a step-scheduler run (:func:`pcs.engine.schedresult.saturation_note`), if any."""
+def _load_notes(summary, out) -> list[str]:
+    """The notes of a step-scheduler run, if any: requests whose prompt + output outgrew the GPU tier
+    (``requests_outgrown``, docs/semantics.md §5) and saturation (:func:`pcs.engine.schedresult.saturation_note`)."""
     sc = summary.scheduler
     if sc is None:
         return []
     from pcs.engine.schedresult import saturation_note
 
+    notes = []
+    outgrown = out.scheduler[1].requests_outgrown
+    if outgrown:
+        notes.append(f"{units.format_count(outgrown)} requests' prompt + output outgrew the GPU tier "
+                     f"({units.format_count(summary.tiers[0].capacity_blocks)} blocks): they finished without holding "
+                     "their later KV (counted as truncated)")
     note = saturation_note(sc.utilisation_over_time, sc.utilisation_bin_s)
-    return [note] if note else []
+    return notes + [note] if note else notes
 
 
 def _hybrid_plan(spec, bs: int, tier_specs, bb, manager, swa, mamba, mode):

@@ -46,6 +46,8 @@ class SchedulerCounters:
         restores_skipped: those recomputed instead (fallback).
         restore_timeouts: best-effort restores cut at their deadline.
         decode_blocks_cached: output blocks cached under the next turn's ids.
+        requests_outgrown: requests admitted whole at first whose re-admission after a preemption was truncated
+            (their prompt + output so far outgrew the GPU tier; docs/semantics.md §5).
         in_system_area_s: integral over time of the requests in the system, request-seconds.
         bin_s: width of the ``busy_per_s`` bins, s (1, or COARSE_S past FINE_LIMIT_S; see add_busy).
     """
@@ -64,6 +66,7 @@ class SchedulerCounters:
     restores_skipped: int = 0
     restore_timeouts: int = 0
     decode_blocks_cached: int = 0
+    requests_outgrown: int = 0
     in_system_area_s: float = 0.0
     bin_s: int = 1
 

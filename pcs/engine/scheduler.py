@@ -595,7 +595,18 @@ class StepEngine(ReplayEngine):
             self._admitted += 1
         else:
             self.stats.recompute_tokens += r.rem
+            if adm.truncated:
+                self._truncated_again(r)
         return True
+
+    def _truncated_again(self, r) -> None:
+        """r's re-admission after a preemption was truncated (its prompt + output so far, or its whole sequence
+        with ``max_preemptions``, outgrew the GPU tier): r counts as truncated, once; ``requests_outgrown`` counts
+        the requests whose first admission was whole (docs/semantics.md §5, §9)."""
+        col = self._first_cols[4]
+        if not col[r.k]:
+            col[r.k] = True
+            self.stats.requests_outgrown += 1
 
     def _restores(self, r, adm) -> int:
         """Plan r's restores (fallback, overlap policy; r has hits below the GPU); returns the hit blocks kept."""

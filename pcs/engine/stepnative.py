@@ -34,7 +34,7 @@ _D_COLS = ("restore_s", "wait_link_s", "prefill_s", "wait_s", "ttft_s", "finish_
            "exposed_restore_s", "prefill_steps_s", "e2e_s", "tpot_s")
 _COUNTERS = ("steps", "prefill_steps", "busy_s", "stall_s", "busy_per_s", "origin_s", "preemptions",
              "recompute_tokens", "restores_considered", "restores_losing", "restores_skipped", "decode_blocks_cached",
-             "in_system_area_s", "bin_s")
+             "requests_outgrown", "in_system_area_s", "bin_s")
 _LINK_FIELDS = ("restores", "restored_blocks", "restored_bytes", "restore_s", "transfer_s", "overhead_s",
                 "full_prefill_s", "remaining_prefill_s", "slower_restores", "slower_blocks")
 

@@ -164,3 +164,28 @@ def test_transform_into_many_requests_says_so(capsys):
     _large_output_note(1000, SimpleNamespace(tenants=1000, tenant_mode="copy"))
     _large_output_note(1700, SimpleNamespace(tenants=1000, tenant_mode="split"))
     assert capsys.readouterr().err == ""
+
+
+@pytest.mark.parametrize("native", ["c", "python"])
+def test_a_sequence_that_outgrows_the_gpu_tier_counts_as_truncated(tmp_path, native):
+    # hostile-20 F6 (docs/semantics.md §5, §9). Default model llama-2-70b fp16, TP 8: a block of 512 tokens is
+    # 80 layers x 2 (K, V) x 8 KV heads x 128 dims x 2 B x 512 = 167,772,160 B, so gpu=10GB holds
+    # floor(1e10 / 167,772,160) = 59 blocks = 30,208 tokens. The request (10-token prompt, 200,000 output tokens)
+    # needs ceil((10 + 200,000 - 1) / 512) = 391 blocks. Its prompt fits (1 block): the first admission is whole.
+    # It decodes until its KV holds 59 full blocks (30,208 tokens) and the next token needs a 60th slot: none is
+    # left, it preempts itself (1 preemption) with 1 + (30,208 - 10) = 30,199 tokens out. Re-admitted with
+    # prompt = 10 + 30,199 = 30,209 tokens = ceil(30,209 / 512) = 60 blocks > 59 (no hits: one request, no
+    # block hash past its prompt's partial block), it is truncated there, recomputes all 30,209 tokens and
+    # decodes to the end: requests_truncated 1 (0 before this rule), and the note says why.
+    trace = tmp_path / "long.jsonl"
+    trace.write_text('{"timestamp": 0, "input_length": 10, "output_length": 200000, "hash_ids": [1]}\n')
+    r = invoke("replay", str(trace), "-q", "--format", "json", "--tier", "gpu=10GB", "--tier", "cpu=0GB",
+               "--cache-decode-blocks", "--native", native)
+    assert r.exit_code == 0, r.output
+    d = json.loads(r.stdout)
+    assert d["tiers"][0]["capacity_blocks"] == 59
+    assert d["requests_truncated"] == 1
+    s = d["scheduler"]
+    assert s["with_cache"]["preemptions"] == 1 and s["preempted_recompute_tokens"] == 30_209
+    assert ("1 requests' prompt + output outgrew the GPU tier (59 blocks): they finished without holding their "
+            "later KV (counted as truncated)") in d["notes"]

@@ -283,3 +283,37 @@ def test_compiled_step_by_name_runs_with_its_baseline_on_the_compiled_hierarchy(
     assert (named.summary.engine, named.summary.baseline_engine) == ("compiled-step", "compiled-hierarchy")
     assert named.summary.hit_ratio == auto.summary.hit_ratio
     assert named.summary.sequential_hit_ratio == auto.summary.sequential_hit_ratio
+
+
+@pytest.mark.parametrize("max_preemptions, preemptions, outgrown, recompute", [
+    (0, 0, 0, 0),    # held whole from the first admission: 16 + 100 - 1 = 115 tokens = 8 blocks > 4 - 1 pinned
+    (1, 1, 1, 49),   # re-admitted holding its whole sequence (8 blocks): truncated there
+    (5, 1, 1, 49),   # re-admitted growing: 65 tokens = 5 blocks, 4 new > 4 - 1 pinned: truncated there
+])
+def test_a_readmission_that_outgrows_the_gpu_tier_counts_as_truncated(max_preemptions, preemptions, outgrown,
+                                                                       recompute):
+    # docs/semantics.md §5, §9. Blocks of 16 tokens; a GPU tier of 4 blocks; one request: a 16-token prompt
+    # (block id 1) and 100 output tokens. With max_preemptions 0 it holds all its blocks at its first admission:
+    # 1 hit-less block + 7 extra > 4, truncated there and never grows (no preemption). Otherwise its prompt fits
+    # (1 block, whole admission); it decodes until its KV holds 4 full blocks (64 tokens) and the next token needs
+    # a 5th slot: it preempts itself with 1 + (64 - 16) = 49 tokens out. Re-admitted with prompt 16 + 49 = 65
+    # tokens: block 1 is a hit (cached after its prefill; pinned), the rest needs 4 slots (growing: ceil(65/16)
+    # - 1) or 7 (whole sequence, max_preemptions 1) of the 3 left: truncated; it recomputes 65 - 16 = 49 tokens.
+    # Either way the request counts once in the truncated column; requests_outgrown counts it only when its
+    # first admission was whole.
+    from helpers import req
+    from pcs.compute import StepCost
+    from pcs.engine.scheduler import StepEngine
+
+    reqs = [req([1], 0.0, prompt=16, out=100, bs=16)]
+    cost = StepCost(weights_active_s=3e-5, weights_total_s=1e-3, kv_seq_s=1e-6, kv_token_s=3e-8, token_s=7e-6,
+                    attn_seq_s=2e-6, attn_token_s=1e-8, attn_pair_s=3e-10, layers=80)
+    kw = dict(budget=64, seqs=8, fallback=True, max_preemptions=max_preemptions, decode=False, skip=True,
+              write_policy="back", no_cache=False, block_bytes=[0], prefill=None, last_token=False)
+    py = _run(StepEngine, reqs, [4], cost, [None], kw)
+    eng, res = py
+    assert list(_values(res.columns["truncated"])) == [1]
+    assert res.ledger.requests_truncated == 1
+    assert (eng.stats.preemptions, eng.stats.requests_outgrown, eng.stats.recompute_tokens) == (
+        preemptions, outgrown, recompute)
+    _assert_same(py, _run(stepnative.NativeStepEngine, reqs, [4], cost, [None], kw))
