@@ -42,8 +42,11 @@ def _same(reqs, caps, specs, timing, rules, wp, ctx=None):
 
 
 def test_every_compiled_policy_is_registered_and_available():
-    from pcs.cache.policies import POLICY_NAMES
-    assert set(native.COMPILED_POLICIES) == set(POLICY_NAMES)      # gdsf, belady: test_native_oracle_policies.py
+    from pcs.cache.policies import POLICY_NAMES, get_policy, is_builtin
+    # every built-in policy has a C twin (gdsf, belady: test_native_oracle_policies.py); installed plug-ins
+    # (registered by entry point, as docs/policies.md invites) are hosted, not compiled, and do not count
+    builtin = {n for n in POLICY_NAMES if is_builtin(get_policy(n))}
+    assert set(native.COMPILED_POLICIES) == builtin
     for spec in SPECS:
         assert native.available(twin_tiers([8, 16], [spec, spec])), spec
 
