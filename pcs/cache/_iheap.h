@@ -117,7 +117,21 @@ static int ih_cmp(const void *x, const void *y) {
     return ih_less(x, y) ? -1 : ih_less(y, x);
 }
 
-/* items sorted by key, smallest first (for PolOps.order) */
-static inline void ih_sort(IHItem *items, Py_ssize_t n) { qsort(items, n, sizeof(IHItem), ih_cmp); }
+/* PolOps.order of a keyed policy: the entries its policy holds (seen, not taken out), smallest key(t, e) first,
+ * into out (room for t->nres); their count, or -1 (MemoryError). Held entries outside the heap (GDSF's) count
+ * too: the order reads the policy's keys, not the heap. */
+static inline Py_ssize_t ih_order(Tier *t, int32_t *out, IHItem (*key)(Tier *t, int32_t e)) {
+    IHItem *tmp = PyMem_Malloc(sizeof(IHItem) * (t->nres + 1));
+    if (!tmp) { PyErr_NoMemory(); return -1; }
+    Py_ssize_t n = 0;
+    for (int32_t e = 0; e < t->ent_len; e++) {
+        Entry *x = &t->ent[e];
+        if ((x->flags & F_KNOWN) && !OUT(x)) tmp[n++] = key(t, e);
+    }
+    qsort(tmp, n, sizeof(IHItem), ih_cmp);
+    for (Py_ssize_t i = 0; i < n; i++) out[i] = (int32_t)tmp[i].e;
+    PyMem_Free(tmp);
+    return n;
+}
 
 #endif

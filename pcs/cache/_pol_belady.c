@@ -92,23 +92,11 @@ static int32_t belady_victim(Tier *t) {
     }
 }
 
+/* entry e's item for belady_order: its heap key */
+static IHItem belady_key(Tier *t, int32_t e) { return (IHItem){b_rank(BU(t, e)), t->ent[e].key, e}; }
+
 /* held entries, farthest next use first (keys as last computed; ties: smaller hash) */
-static Py_ssize_t belady_order(Tier *t, int32_t *out) {
-    IHItem *tmp = PyMem_Malloc(sizeof(IHItem) * (t->nres + 1));
-    if (!tmp) { PyErr_NoMemory(); return -1; }
-    Py_ssize_t n = 0;
-    for (int32_t e = 0; e < t->ent_len; e++) {
-        Entry *x = &t->ent[e];
-        if ((x->flags & F_KNOWN) && !OUT(x)) {
-            IHItem it = {b_rank(BU(t, e)), x->key, e};
-            tmp[n++] = it;
-        }
-    }
-    ih_sort(tmp, n);
-    for (Py_ssize_t i = 0; i < n; i++) out[i] = (int32_t)tmp[i].e;
-    PyMem_Free(tmp);
-    return n;
-}
+static Py_ssize_t belady_order(Tier *t, int32_t *out) { return ih_order(t, out, belady_key); }
 
 /* belady.py _check: every held block is in the heap with its key, and nothing else is */
 static const char *belady_check(Tier *t) {

@@ -140,23 +140,11 @@ static int32_t gdsf_victim(Tier *t) {
     return g_unhold(t, e) < 0 ? -1 : e;
 }
 
+/* entry e's item for gdsf_order: its heap key, (H, stamp) */
+static IHItem gdsf_key(Tier *t, int32_t e) { return (IHItem){ih_double_rank(GH(t, e)), (uint64_t)GSTAMP(t, e), e}; }
+
 /* held entries by (H, stamp) (gdsf.py order(): leaves or not) */
-static Py_ssize_t gdsf_order(Tier *t, int32_t *out) {
-    IHItem *tmp = PyMem_Malloc(sizeof(IHItem) * (t->nres + 1));
-    if (!tmp) { PyErr_NoMemory(); return -1; }
-    Py_ssize_t n = 0;
-    for (int32_t e = 0; e < t->ent_len; e++) {
-        Entry *x = &t->ent[e];
-        if ((x->flags & F_KNOWN) && !OUT(x)) {
-            IHItem it = {ih_double_rank(GH(t, e)), (uint64_t)GSTAMP(t, e), e};
-            tmp[n++] = it;
-        }
-    }
-    ih_sort(tmp, n);
-    for (Py_ssize_t i = 0; i < n; i++) out[i] = (int32_t)tmp[i].e;
-    PyMem_Free(tmp);
-    return n;
-}
+static Py_ssize_t gdsf_order(Tier *t, int32_t *out) { return ih_order(t, out, gdsf_key); }
 
 /* a held entry's place in the heap: a leaf is in it with its (H, stamp), a parent is not */
 static const char *g_check_entry(const Tier *t, int32_t e) {

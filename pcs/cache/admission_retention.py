@@ -159,11 +159,10 @@ class RetainingPolicy(EvictionPolicy):
         until = self.retention.now_s() + self.retention.duration_s
         rest = []
         for k in keys:
-            if k in held:
-                del held[k]
-                held[k] = until
-            else:
+            if held.pop(k, None) is None:   # not retained here (expiries are floats, never None)
                 rest.append(k)
+            else:
+                held[k] = until             # renewed, and now the newest
         if rest:
             self.inner.touch(rest)
 
