@@ -87,13 +87,34 @@ static int pa_grow(void **buf, size_t sz, int64_t *cap, int64_t need) {
     return 0;
 }
 
-/* the flags' byte of handle h (the bytearray grown, zeros, to hold it); NULL on error */
+/* the answer broke the handle contract: the error class naming the policy (handle h printed signed); -1 */
+static int pa_broke(PyArr *p, const char *what, int64_t h, Py_ssize_t n) {
+    PyObject *msg = PyUnicode_FromFormat("eviction policy %R broke the contract of pcs/cache/policies/array.py: %s "
+                                         "(handle %lld, n = %zd)", p->name, what, (long long)h, n);
+    if (msg) { PyErr_SetObject(p->err, msg); Py_DECREF(msg); }
+    return -1;
+}
+
+/* the flags' byte of handle h if the bytearray still holds it (a policy may have shrunk it), else NULL */
+static char *pa_byte(PyArr *p, int64_t h) {
+    return h >= 0 && h < PyByteArray_GET_SIZE(p->flags) ? PyByteArray_AS_STRING(p->flags) + h : NULL;
+}
+
+/* the flags' byte of handle h (the bytearray grown, zeros, to hold it); NULL on error (a held export of flags:
+ * the policy's error, docs/policies.md) */
 static char *pa_flag(PyArr *p, int64_t h) {
     Py_ssize_t size = PyByteArray_GET_SIZE(p->flags);
     if (h >= size) {
         Py_ssize_t c = size ? size : 1024;
         while (c <= h) c *= 2;
-        if (PyByteArray_Resize(p->flags, c) < 0) return NULL;
+        if (PyByteArray_Resize(p->flags, c) < 0) {
+            if (PyErr_ExceptionMatches(PyExc_BufferError)) {
+                PyErr_Clear();
+                pa_broke(p, "flags could not be grown: do not hold a memoryview or np.frombuffer of flags across "
+                         "calls", h, 0);
+            }
+            return NULL;
+        }
         memset(PyByteArray_AS_STRING(p->flags) + size, 0, (size_t)(c - size));
     }
     return PyByteArray_AS_STRING(p->flags) + h;
@@ -136,6 +157,10 @@ static PyObject *pa_call(Tier *t, Py_ssize_t n) {
     if (runs && nn && pyhost_clock(p->clock, *t->clock) == 0) r = PyObject_Vectorcall(p->victims, args, 2, NULL);
     Py_XDECREF(nn); Py_XDECREF(runs);
     if (!r) pyhost_fail(p->err, p->name, "victims");
+    else if (PyByteArray_GET_SIZE(p->flags) < p->nh) {
+        Py_CLEAR(r);
+        pa_broke(p, "flags resized by the policy (they are written by the host only)", p->nh, n);
+    }
     return r;
 }
 
@@ -175,7 +200,8 @@ static void pa_gone(Tier *t, int32_t e, int mark) {
     PyArr *p = t->pa;
     if (mark) p->last = A_GONE;
     if (e >= p->hdcap || p->hd[e] < 0) return;
-    PyByteArray_AS_STRING(p->flags)[p->hd[e]] = 0;
+    char *f = pa_byte(p, p->hd[e]);
+    if (f) *f = 0;                          /* a shrunk flags is reported at the next call (pa_call) */
     p->hd[e] = -1;
 }
 
@@ -206,8 +232,7 @@ static int pa_ask(Tier *t) {
     if (!r) return -1;
     if (r == Py_None) {
         Py_DECREF(r);
-        return pyhost_broke(p->err, p->name, "victims(n) returned None though the tier holds n unpinned blocks", 0,
-                            p->want);
+        return pa_broke(p, "victims(n) returned None though the tier holds n unpinned handles", 0, p->want);
     }
     if (PyObject_TypeCheck(r, &PyRange_Type)) {
         PyObject *a = PyObject_GetAttr(r, p->s_start), *s = PyObject_GetAttr(r, p->s_step);
@@ -216,17 +241,19 @@ static int pa_ask(Tier *t) {
         p->vlen = PyObject_Length(r);
         Py_XDECREF(a); Py_XDECREF(s); Py_DECREF(r);
         if (PyErr_Occurred()) return pyhost_fail(p->err, p->name, "victims");
-    } else {
-        p->vict = PySequence_Fast(r, "victims(n) must return a sequence");
+    } else if (PyList_Check(r) || PyTuple_Check(r)) {
+        p->vict = PySequence_Fast(r, "victims(n) must return a list, tuple or range");
         Py_DECREF(r);
         if (!p->vict) return pyhost_fail(p->err, p->name, "victims");
         p->vlen = PySequence_Fast_GET_SIZE(p->vict);
+    } else {
+        Py_DECREF(r);
+        return pa_broke(p, "victims(n) must return a list, tuple or range of handles", 0, p->want);
     }
     p->vnext = 0;
     if (p->vlen != p->want) {
         Py_CLEAR(p->vict);
-        return pyhost_broke(p->err, p->name, "victims(n) returned a number of victims other than n",
-                            (unsigned long long)p->vlen, p->want);
+        return pa_broke(p, "victims(n) returned a number of handles other than n", p->vlen, p->want);
     }
     return 0;
 }
@@ -236,7 +263,8 @@ static int32_t pa_entry(Tier *t, int64_t h) {
     PyArr *p = t->pa;
     if (h < 0 || h >= p->nh) return -1;
     int32_t e = p->h2e[h];
-    return e < p->hdcap && p->hd[e] == h && PyByteArray_AS_STRING(p->flags)[h] && !t->ent[e].pin
+    const char *f = pa_byte(p, h);
+    return e < p->hdcap && p->hd[e] == h && f && *f && !t->ent[e].pin
            && !OUT(&t->ent[e]) ? e : -1;
 }
 
@@ -244,18 +272,19 @@ static int32_t pa_entry(Tier *t, int64_t h) {
 static int32_t pa_victim(Tier *t) {
     PyArr *p = t->pa;
     if (p->vnext == 0 && pa_ask(t) < 0) return -1;
-    int64_t h = p->vict ? PyLong_AsLongLong(PySequence_Fast_GET_ITEM(p->vict, p->vnext)) : p->v0 + p->vstep * p->vnext;
-    int32_t e = h == -1 && PyErr_Occurred() ? -1 : pa_entry(t, h);
+    PyObject *o = p->vict ? PySequence_Fast_GET_ITEM(p->vict, p->vnext) : NULL;
+    int64_t h = !o ? p->v0 + p->vstep * p->vnext : PyBool_Check(o) ? -1 : PyLong_AsLongLong(o);
+    int32_t e = (o && PyBool_Check(o)) || (h == -1 && PyErr_Occurred()) ? -1 : pa_entry(t, h);
     if (++p->vnext == p->vlen) { Py_CLEAR(p->vict); p->vnext = 0; }
     if (e < 0) {
         PyErr_Clear();
         Py_CLEAR(p->vict);
         p->vnext = 0;
-        return pyhost_broke(p->err, p->name, "victims(n) returned a handle the tier does not hold unpinned (or twice)",
-                            (unsigned long long)h, p->want);
+        return pa_broke(p, "victims(n) returned a bool, a non-int or a handle the tier does not hold unpinned "
+                        "(or twice)", h, p->want);
     }
     p->hd[e] = -1;                          /* the mechanism deletes the entry next */
-    PyByteArray_AS_STRING(p->flags)[h] = 0;
+    *pa_byte(p, h) = 0;                     /* pa_entry found the byte */
     return e;
 }
 
@@ -276,8 +305,7 @@ static Py_ssize_t pa_order(Tier *t, int32_t *out) {
     }
     Py_DECREF(l);
     PyErr_Clear();
-    if (bad) return pyhost_broke(p->err, p->name, "order_handles() holds a handle the tier does not hold unpinned, "
-                                 "or too many", (unsigned long long)h, n);
+    if (bad) return pa_broke(p, "order_handles() holds a handle the tier does not hold unpinned, or too many", h, n);
     return n;
 }
 

@@ -251,3 +251,45 @@ def test_an_error_in_a_hand_over_at_the_end_surfaces():
         engine_run(h, [req([3 * i, 3 * i + 1], t=i) for i in range(8)], "sequential", UNIT_RULES, check=False)
         h.sync()
     assert isinstance(err.value.__cause__, RuntimeError)
+
+
+class HostileArray(ArrayLRU):
+    """ArrayLRU breaking the handle contract on cue (findings of hostile-21, 2-5): ``how`` = "shrink" (clears
+    flags, written by the host only), "export" (holds a memoryview of flags across calls), "set" (answers a set),
+    "bool" (answers bools), "negative" (answers -1 for the first victim)."""
+
+    name = "hostile_lru_array"
+    how = "shrink"
+
+    def victims(self, n, runs):
+        got = super().victims(n, runs)
+        if self.how == "shrink":
+            self.flags.clear()
+        elif self.how == "export":
+            self._mv = memoryview(self.flags)
+        if not n:
+            return got
+        got = list(got)
+        return {"set": set(got), "bool": [True] * n, "negative": [-1] + got[1:]}.get(self.how, got)
+
+
+@pytest.mark.parametrize("how,needle", [
+    ("shrink", "flags resized by the policy"),
+    ("export", "do not hold a memoryview or np.frombuffer of flags across calls"),
+    ("set", "must return a list, tuple or range"),
+    ("bool", "returned a bool"),
+    ("negative", "(handle -1, n = "),
+])
+def test_a_hostile_array_plugin_is_one_line_naming_it(monkeypatch, how, needle):
+    """At the CLI (compiled host, pcs/cache/_pol_pyarr.c): exit 2, one line naming the policy and the handle
+    contract's module (pcs/cache/policies/array.py), no traceback, no read past the flags; a negative handle is
+    printed as -1 (not 2**64 - 1)."""
+    from helpers import ROOT
+    from pcs.cache import policies as reg
+
+    monkeypatch.setitem(reg._POLICIES, "hostile_lru_array", HostileArray)
+    monkeypatch.setattr(HostileArray, "how", how)
+    out = invoke("replay", ROOT / "traces" / "sample_chat.jsonl", "--policy", "hostile_lru_array", "--tier",
+                 "gpu=200blocks", "--tier", "cpu=400blocks", "-q")
+    assert_one_line_error(out, "eviction policy 'hostile_lru_array' broke the contract of "
+                          "pcs/cache/policies/array.py", needle)
