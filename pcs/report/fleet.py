@@ -35,7 +35,7 @@ def _gap_rows(s: dict[str, Any]) -> list[list]:
          "captured (shared tier: every instance reads every write)", format_percent(g["captured_hit_ratio"]),
          f"{format_points(-g['lost_to_routing'])} split across instances"],
         ["delivered (real hits)", format_percent(g["delivered_hit_ratio"]),
-         f"{format_points(-g['lost_in_instances'])} finite tiers, concurrency (+: output blocks of earlier turns)"],
+         f"{format_points(-g['lost_in_instances'])} finite tiers, concurrency"],
         ["imbalance (max/mean requests, tokens, busy)",
          f"{s['imbalance_requests']:.2f} / {s['imbalance_prompt_tokens']:.2f} / "
          f"{_ratio(s['imbalance_busy_s']) or '-'}", ""],
