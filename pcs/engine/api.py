@@ -426,6 +426,14 @@ class _Options:
     compute_mode: str | None = None
 
 
+def refuse_str_compute(compute: Any) -> None:
+    """ValueError when ``compute`` is a str: the compute model goes in ``compute=``, the mode
+    ("step", "sequential", "infinite") in ``compute_mode=`` (the CLI's --compute)."""
+    if isinstance(compute, str):
+        raise ValueError(f"compute= takes a compute model (pcs.compute.ComputeModel), got {compute!r}; "
+                         f"the scheduler mode goes in compute_mode= (valid: {', '.join(COMPUTE_MODES)})")
+
+
 def _options(timing, policy, write_policy, tp, engine, native, compute_mode=None) -> _Options:
     """Fill in :data:`DEFAULTS` and check each option (ValueError naming the option and its valid values)."""
     from pcs import _native
@@ -519,6 +527,7 @@ def replay(trace: Any = None, *, model: Any = None, hardware: Any = None, tp: in
     Every keyword, the result and the errors: :data:`pcs.engine.replaydoc.ARGS` and ``RAISES``,
     appended here by :func:`pcs.engine.replaydoc.document` (``help(pcs.replay)`` shows them).
     """
+    refuse_str_compute(compute)
     notes = _default_notes(model is None, hardware is None and tp is None, tiers is None)
     opts = _options(timing, policy, write_policy, tp, engine, native, compute_mode)
     tier_specs = _tier_specs(tiers, tier_policies, links)

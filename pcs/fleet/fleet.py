@@ -361,6 +361,8 @@ def fleet_replay(trace: Any = None, *, instances: int = 1, router: Any = "round-
     if isinstance(instances, bool) or not isinstance(instances, int) or not 1 <= instances <= MAX_INSTANCES:
         raise ValueError(f"--instances must be an int in 1..{MAX_INSTANCES}, got {instances!r}")
     _refuse_oracle_policy(replay_kwargs)
+    from pcs.engine.api import refuse_str_compute    # lazy, as _setup's import of pcs.engine.api
+    refuse_str_compute(replay_kwargs.get("compute"))
     source = reiterable(trace)
     batch = concat_batches(list(as_batches(source)), block_size=getattr(source, "block_size", None))
     if len(batch) == 0:

@@ -30,8 +30,8 @@ class FleetGap:
     lost_to_routing: float = field("ratio", "fleet_ceiling_hit_ratio - captured_hit_ratio: reuse split across "
                                             "instances by the router")
     lost_in_instances: float = field("ratio", "captured_hit_ratio - delivered_hit_ratio: finite tiers and "
-                                              "concurrency inside the instances (>= 0 unless a preempted request "
-                                              "reorders them, docs/semantics.md §17)")
+                                              "concurrency inside the instances (>= 0, preemptions included, "
+                                              "docs/semantics.md §17)")
 
 
 @result

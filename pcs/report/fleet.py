@@ -27,15 +27,29 @@ def _ratio(x: float | None) -> str | None:
     return None if x is None else f"{x:.2f}"
 
 
+def _routing_rows(s: dict[str, Any]) -> list[list]:
+    """With a shared tier, captured = the fleet ceiling (docs/semantics.md §17.1), so the router's split shows
+    apart: the per-instance sub-trace ceilings summed, and what the shared tier's reads gave back."""
+    sh = s.get("shared_tier")
+    if sh is None:
+        return []
+    own = sh["routing_captured_hit_ratio"]
+    lost = s["gap"]["fleet_ceiling_hit_ratio"] - own
+    return [["routing (own sub-traces)", format_percent(own),
+             f"{format_points(-lost)} split across instances; the shared tier recovers "
+             f"{format_points(sh['hit_ratio']).lstrip('+')} of it"]]
+
+
 def _gap_rows(s: dict[str, Any]) -> list[list]:
     g = s["gap"]
     return [
         ["fleet ceiling (whole trace, one infinite cache)", format_percent(g["fleet_ceiling_hit_ratio"]), ""],
+        *_routing_rows(s),
         ["captured by routing (each instance's own ceiling)" if s.get("shared_tier") is None else
          "captured (shared tier: every instance reads every write)", format_percent(g["captured_hit_ratio"]),
          f"{format_points(-g['lost_to_routing'])} split across instances"],
         ["delivered (real hits)", format_percent(g["delivered_hit_ratio"]),
-         f"{format_points(-g['lost_in_instances'])} finite tiers, concurrency (+: output blocks of earlier turns)"],
+         f"{format_points(-g['lost_in_instances'])} finite tiers, concurrency"],
         ["imbalance (max/mean requests, tokens, busy)",
          f"{s['imbalance_requests']:.2f} / {s['imbalance_prompt_tokens']:.2f} / "
          f"{_ratio(s['imbalance_busy_s']) or '-'}", ""],

@@ -129,31 +129,38 @@ def _convert(router: str, key: str, typ: type, text: str, bounds: tuple | None) 
     if value is None or value != value or not lo <= value <= (hi if hi is not None else float("inf")) \
             or value in (float("inf"), float("-inf")):
         raise ValueError(f"router {router!r}: option {key} must be {what}, got {text!r}")
-    return value
+    return value + 0 if typ is float else value    # -0.0 -> 0.0: one name for one router (pcs compare)
+
+
+def _parse_options(name: str, cls: type, rest: str) -> dict[str, Any]:
+    """``opt=v,opt=v`` (exact: no spaces, no empty item, no trailing comma) -> {option: value}; ValueError."""
+    options: dict[str, Any] = {}
+    for part in rest.split(","):
+        key, sep, text = part.partition("=")
+        if not sep or key not in cls.OPTIONS:
+            valid = ", ".join(f"{k}=" for k in cls.OPTIONS) or "none"
+            raise ValueError(f"router {name!r}: bad option {part!r}; valid: {valid}")
+        if key in options:
+            raise ValueError(f"router {name!r}: option {key} given twice")
+        if text != text.strip() or "_" in text:      # exact values: ' 1' and '1_000' are refused
+            raise ValueError(f"router {name!r}: option {key} has spaces or '_' separators, got {text!r}")
+        options[key] = _convert(name, key, cls.OPTIONS[key][0], text, cls.BOUNDS.get(key))
+    return options
 
 
 def parse_router(spec: str | Router, instances: int) -> Router:
     """``NAME`` or ``NAME:opt=v,opt=v`` -> a router for ``instances`` instances.
 
     Raises:
-        ValueError: unknown router (names are exact: ``ROUND-ROBIN`` and ``''`` are unknown) or option, an
-            option given twice, a value of the wrong type, not finite or out of its bounds.
+        ValueError: unknown router (names are exact: ``ROUND-ROBIN``, `` random`` and ``''`` are unknown) or
+            option, an empty option list (``random:``, ``random:seed=1,``), an option given twice, a value
+            with spaces or ``_`` separators, of the wrong type, not finite or out of its bounds.
     """
     if isinstance(spec, Router):
         return spec
-    name, _, rest = str(spec).strip().partition(":")
-    name = name.strip()
+    name, colon, rest = str(spec).partition(":")
     if name not in ROUTERS:     # exact names, as every other choice of pcs (--compute, --restore-policy)
         raise ValueError(f"unknown router {name!r}; valid: {', '.join(ROUTERS)}")
     cls = importlib.import_module(f"pcs.fleet.routers.{ROUTERS[name]}").ROUTER
-    options: dict[str, Any] = {}
-    for part in filter(None, (p.strip() for p in rest.split(","))):
-        key, sep, text = part.partition("=")
-        key = key.strip()
-        if not sep or key not in cls.OPTIONS:
-            valid = ", ".join(f"{k}=" for k in cls.OPTIONS) or "none"
-            raise ValueError(f"router {name!r}: bad option {part!r}; valid: {valid}")
-        if key in options:
-            raise ValueError(f"router {name!r}: option {key} given twice")
-        options[key] = _convert(name, key, cls.OPTIONS[key][0], text.strip(), cls.BOUNDS.get(key))
+    options = _parse_options(name, cls, rest) if colon else {}
     return cls(instances, **options)
