@@ -545,11 +545,7 @@ def replay(trace: Any = None, *, model: Any = None, hardware: Any = None, tp: in
     opts = _compute_mode(opts, time_model, notes)
     plan = _hybrid_plan(spec, bs, tier_specs, bb, hybrid_kv_cache_manager, swa_full_tokens_ratio,
                         mamba_full_memory_ratio, mamba_cache_mode)
-    if plan is not None:
-        _refuse_on_cache_groups(ctx, admit, gap_oracle)
-    elif residency_step_s is not None:
-        raise ValueError("residency_step_s is the step of a hybrid model's per-component resident-bytes series, "
-                         f"and {spec.name} replays as one full-attention cache group (no series)")
+    _check_groups(plan, spec, ctx, admit, gap_oracle, residency_step_s)
     step = _step_setup(opts, scheduler, time_model, gpu)
     if step is not None:
         _refuse_empty_gpu(tier_specs[0], bpb[0])
@@ -574,6 +570,20 @@ def replay(trace: Any = None, *, model: Any = None, hardware: Any = None, tp: in
     notes += deployment.pop("notes") + _load_notes(summary, out)
     summary = dataclasses.replace(summary, notes=tuple(notes), deployment=deployment)
     return ReplayResult(summary, columns=out.result.columns, ceilings=(out.single, out.single_with_decode, out.decode))
+
+
+def _check_groups(plan, spec, ctx, admit, gap_oracle: bool, residency_step_s: float | None) -> None:
+    """Refusals that depend on the model's cache groups: with several (``plan``, a hybrid model) those of
+    :func:`_refuse_on_cache_groups`; with one, a resident-bytes series step (there is no series).
+
+    Raises:
+        ValueError: either refusal.
+    """
+    if plan is not None:
+        _refuse_on_cache_groups(ctx, admit, gap_oracle)
+    elif residency_step_s is not None:
+        raise ValueError("residency_step_s is the step of a hybrid model's per-component resident-bytes series, "
+                         f"and {spec.name} replays as one full-attention cache group (no series)")
 
 
 def _oracle_hit_ratio(source, rules, time_model, tier_specs, bpb, ctx, opts, link_specs, step) -> float:

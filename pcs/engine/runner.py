@@ -344,6 +344,30 @@ def _feed(source: Any, rules: BlockRules, time_model: Any, engines: list[ReplayE
             progress(len(ch))
 
 
+def _decoded_once(source: Any, plans: list) -> Any:
+    """``source`` decoded once when more than one pass reads it (an event-loop plan), else as it is."""
+    if any(p.row.kind == "event-loop" for p in plans):
+        return Decoded(source)
+    return source
+
+
+def _singles(scans: list, scan2: Any, source: Any, rules: BlockRules, native: str | None, resolved: tuple | None,
+             passes: SharedPasses | None) -> tuple:
+    """(the single-sequence and ideal results, the scan that walked the decode-aware ceiling or None): from a
+    one-pass scan already made, else one more pass over the decoded batches, made before the engines grow (8-16 B
+    per distinct id); with ``passes`` shared by the runs of one replay (the decode-aware ceiling then comes from
+    :func:`single_with_decode`'s own scan)."""
+    singles = next((fastpath.single_results(s) for s in scans + [scan2] if s is not None), None)
+    if singles is None:
+        scan2 = None if passes is not None else fastpath.scan(source, 0, rules, native, check=False,
+                                                              decode=_scan_decode(resolved))
+        singles = _shared(passes, ("singles", rules), lambda: fastpath.single_results(
+            scan2 if scan2 is not None else fastpath.scan(source, 0, rules, native, check=False)))
+    elif passes is not None:
+        passes.put(("singles", rules), singles)
+    return singles, scan2
+
+
 def _close_runs(scans, loops, no_cache, beside: Beside, hybrid, tiers0, write_policy: str, time_model,
                 progress) -> tuple[list, EngineResult | None]:
     """Close the run's engines (or run its one-pass scans) while the no-cache loop closes beside them:
@@ -410,24 +434,14 @@ def run_replay(source: Any, rules: BlockRules, time_model: Any, make_tiers: Call
     """
     tiers0 = make_tiers()
     plans = _place(tiers0, timing, requested, native, hybrid, step)
-    if passes is not None:
-        source = passes.source
-    elif any(p.row.kind == "event-loop" for p in plans):   # more than one pass: decode the trace once
-        source = Decoded(source)
+    source = passes.source if passes is not None else _decoded_once(source, plans)
     resolved = _resolve_step(step, timing, source, rules, native, passes)
     scan2 = _two_tier_scan(plans, source, rules, tiers0, write_policy, requested, _scan_decode(resolved))
     base = seqbase.baseline_from_scan(scan2, 2) if scan2 is not None and scan2.baseline_hits is not None else \
         _compiled_baseline(plans, source, rules, make_tiers, write_policy, hybrid, block_bytes, step_s)
     plans, all_plans = (plans[:1], plans) if base is not None else (plans, plans)
     scans = [_scan(p, source, rules, tiers0, requested) if p.row.kind == "scan" else None for p in plans]
-    singles = next((fastpath.single_results(s) for s in scans + [scan2] if s is not None), None)
-    if singles is None:   # one more pass (over the decoded batches), before the engines grow (8-16 B per distinct id)
-        scan2 = None if passes is not None else fastpath.scan(source, 0, rules, native, check=False,
-                                                              decode=_scan_decode(resolved))
-        singles = _shared(passes, ("singles", rules), lambda: fastpath.single_results(
-            scan2 if scan2 is not None else fastpath.scan(source, 0, rules, native, check=False)))
-    elif passes is not None:
-        passes.put(("singles", rules), singles)
+    singles, scan2 = _singles(scans, scan2, source, rules, native, resolved, passes)
     loops = _event_loops(plans, make_tiers, tiers0, write_policy, links, block_bytes, resolved, hybrid, step_s,
                          not comparison)
     if resolved is not None:
