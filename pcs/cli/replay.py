@@ -233,14 +233,18 @@ def _engine_and_rule_options() -> list:
     ]
 
 
-def _pairs(values, what: str) -> dict[str, str]:
+def _pairs(values, what: str, option: str) -> dict[str, str]:
+    """``NAME=VALUE`` values of a per-tier ``option`` -> {name: value}.
+
+    Raises:
+        ValueError: a malformed value (``what`` names it), or one tier named twice (as a repeated ``--tier`` is).
+    """
     from pcs.engine.api import parse_assignment
 
     out: dict[str, str] = {}
     for v in values:
         k, val = parse_assignment(v, what)
         if k in out:
-            option = {"tier policy": "--tier-policy", "link": "--link"}.get(what, what)
             raise ValueError(f"{option} names tier {k!r} twice ({k}={out[k]}, {k}={val}); give it once")
         out[k] = val
     return out
@@ -386,12 +390,12 @@ def replay_call_kwargs(kw: dict[str, Any], trace: Any = None) -> tuple[Any, dict
         from pcs.hardware import load_hardware_file
 
         table = load_hardware_file(kw["hardware_file"])
-    tier_policies = _pairs(kw["tier_policy"], "tier policy")
+    tier_policies = _pairs(kw["tier_policy"], "tier policy", "--tier-policy")
     refuse_inapplicable(kw)
     from pcs.blocks import BlockRules
 
     kwargs = dict(model=model, hardware=kw["gpu"], tp=kw["tp"], dtype=kw["dtype"],
-                       tier_policies=tier_policies, links=_pairs(kw["link"], "link"),
+                       tier_policies=tier_policies, links=_pairs(kw["link"], "link", "--link"),
                        protected_share=_protected_share(kw, tier_policies),
                        timing=kw["timing"], write_policy=kw["write_policy"], hardware_table=table,
                        engine=kw["engine"], native=kw["native"], gap_oracle=kw["gap_oracle"],
