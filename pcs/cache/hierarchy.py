@@ -161,14 +161,17 @@ class Hierarchy:
         hits = min(cap, lead)
         computed = beyond + head[lead:]
         need = sum(map(len, restores)) + len(computed) + extra_blocks
-        budget = self._budget(need, pinned, wait_if_full)
-        if budget is None:
+        gpu = self.tiers[0]
+        # the slots the request gets (§5): ``need``, or fewer when the GPU tier cannot give them; none (wait)
+        # with ``wait_if_full`` when the slots it could ever get are not available now
+        avail = gpu.available_blocks - list(map(gpu.resident.__getitem__, pinned)).count(0)   # its pins free none
+        budget = need if need <= avail else avail
+        if budget < need and wait_if_full and avail < min(need, gpu.capacity_blocks - len(pinned)):
             return None
         if budget < need:
             hits, restores, computed = self._truncate(where, hits, restores, computed, budget)
         for observe in self._observers:         # admission policies count uses and hits (§8)
             observe(head, hits)
-        gpu = self.tiers[0]
         if pinned:
             gpu.pin(pinned)
         victims = gpu.reserve(budget, list(chain(*restores, computed)))
@@ -213,19 +216,6 @@ class Hierarchy:
             else:
                 beyond.append(h)
         return where, pinned, restores, beyond
-
-    def _budget(self, need: int, pinned: list, wait_if_full: bool) -> int | None:
-        """GPU slots the request gets: ``need``, or fewer when the GPU tier cannot give them (§5).
-
-        None when ``wait_if_full`` and the slots a request could ever get are not available now.
-        """
-        gpu = self.tiers[0]
-        avail = gpu.available_blocks - gpu.count_evictable(pinned)
-        if need <= avail:
-            return need
-        if wait_if_full and avail < min(need, gpu.capacity_blocks - len(pinned)):
-            return None
-        return avail
 
     def _truncate(self, where: list, hits: int, restores: list, computed: list, budget: int) -> tuple:
         """A request that gets only ``budget`` slots (§5): restores first, in chain order; hits end at the

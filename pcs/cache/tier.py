@@ -169,14 +169,17 @@ class Tier:
             the evicted block hashes in eviction order (possibly empty), or
             None when ``n`` slots cannot be had (nothing changes).
         """
-        free = self.free_blocks
+        free = self.capacity_blocks - len(self.resident) - self.reserved_blocks
         if n > free + len(self.policy):         # more than available_blocks
             return None
         if incoming and self._expects:
             self.policy.expect(incoming)
-        victims = self._evict(n - free)
+        victims = self._evict(n - free) if n > free else []
         self.reserved_blocks += n
-        self._note_peaks()
+        # resident + reserved grew by n - len(victims) and stays <= capacity (checked above); resident did not grow
+        used = self.capacity_blocks - free + n - len(victims)
+        if used > self.stats.peak_used_blocks:
+            self.stats.peak_used_blocks = used
         return victims
 
     def release(self, n: int) -> None:
@@ -205,8 +208,10 @@ class Tier:
         self.reserved_blocks -= added
         if self.reserved_blocks < 0:
             raise RuntimeError(f"tier {self.name!r}: fill without a reserved slot")
-        self.stats.inserted_blocks += added
-        self._note_peaks()
+        st = self.stats
+        st.inserted_blocks += added
+        if len(res) > st.peak_resident_blocks:     # resident + reserved did not change: only this peak can rise
+            st.peak_resident_blocks = len(res)
         return shared
 
     def insert(self, block_hashes: Sequence[int], reused: bool = False) -> tuple[list[int], int]:
