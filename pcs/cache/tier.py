@@ -139,9 +139,12 @@ class Tier:
     def pin(self, block_hashes: Sequence[int]) -> None:
         """Add one pin to each resident block (distinct hashes); a block going 0 -> 1 leaves the policy."""
         res = self.resident
-        fresh = self._unpinned(block_hashes)
+        fresh = []
         for h in block_hashes:
-            res[h] += 1
+            c = res[h]
+            res[h] = c + 1
+            if not c:
+                fresh.append(h)
         if fresh:
             self.policy.remove(fresh)
 
@@ -152,9 +155,12 @@ class Tier:
         ``reused`` (a hit) or not (just computed).
         """
         res = self.resident
+        out = []                                # those now at 0, in the order given
         for h in block_hashes:
-            res[h] -= 1
-        out = list(filterfalse(res.__getitem__, block_hashes))      # those now at 0, in the order given
+            c = res[h] - 1
+            res[h] = c
+            if not c:
+                out.append(h)
         if out:
             self.policy.add(out, reused)
 
