@@ -164,7 +164,9 @@ class Hierarchy:
         gpu = self.tiers[0]
         # the slots the request gets (§5): ``need``, or fewer when the GPU tier cannot give them; none (wait)
         # with ``wait_if_full`` when the slots it could ever get are not available now
-        avail = gpu.available_blocks - list(map(gpu.resident.__getitem__, pinned)).count(0)   # its pins free none
+        res = gpu.resident      # available: free plus evictable slots, less those its pins take out of the policy
+        avail = gpu.capacity_blocks - len(res) - gpu.reserved_blocks + len(gpu.policy) - \
+            list(map(res.__getitem__, pinned)).count(0)
         budget = need if need <= avail else avail
         if budget < need and wait_if_full and avail < min(need, gpu.capacity_blocks - len(pinned)):
             return None
@@ -174,7 +176,7 @@ class Hierarchy:
             observe(head, hits)
         if pinned:
             gpu.pin(pinned)
-        victims = gpu.reserve(budget, list(chain(*restores, computed)))
+        victims = gpu.reserve(budget, chain(*restores, computed))
         assert victims is not None
         restored, filled = self._restore(restores) if any(restores) else ([0] * len(self.tiers), 0)
         if victims:

@@ -164,12 +164,13 @@ class Tier:
         if out:
             self.policy.add(out, reused)
 
-    def reserve(self, n: int, incoming: Sequence[int] = ()) -> list[int] | None:
+    def reserve(self, n: int, incoming: Iterable[int] = ()) -> list[int] | None:
         """Reserve ``n`` slots, evicting as needed; all-or-nothing (``docs/semantics.md §8``).
 
         ``incoming``: the block hashes some of the slots are for (not resident
         here, chain order), told to the policy (``EvictionPolicy.expect``)
         before it chooses victims; not told when the slots cannot be had.
+        Listed only for a policy that reads it (so any iterable, read once).
 
         Returns:
             the evicted block hashes in eviction order (possibly empty), or
@@ -178,8 +179,10 @@ class Tier:
         free = self.capacity_blocks - len(self.resident) - self.reserved_blocks
         if n > free + len(self.policy):         # more than available_blocks
             return None
-        if incoming and self._expects:
-            self.policy.expect(incoming)
+        if self._expects:
+            incoming = list(incoming)
+            if incoming:
+                self.policy.expect(incoming)
         victims = self._evict(n - free) if n > free else []
         self.reserved_blocks += n
         # resident + reserved grew by n - len(victims) and stays <= capacity (checked above); resident did not grow
@@ -250,10 +253,10 @@ class Tier:
         if self.admission is not None:
             block_hashes, refused = self._admit(block_hashes)
         cut: list[int] = []
-        room = self.free_blocks + len(self.policy)     # unpinned room: free plus evictable
+        res = self.resident
+        room = self.capacity_blocks - len(res) - self.reserved_blocks + len(self.policy)   # free plus evictable
         if len(block_hashes) > room or self.leases:
             cut, block_hashes = self._overflow(block_hashes, room)
-        res = self.resident
         fresh = list(filterfalse(res.__contains__, block_hashes))
         again = self._unpinned(filter(res.__contains__, block_hashes)) if len(fresh) < len(block_hashes) else []
         if again:
@@ -263,7 +266,7 @@ class Tier:
         won: list[int] = []
         if fresh and self.admission is not None and hasattr(self.admission, "duel"):
             fresh, won, block_hashes = self._duel_batch(fresh, block_hashes, refused)
-        free = self.free_blocks
+        free = self.capacity_blocks - len(res) - self.reserved_blocks
         victims = self._evict(len(fresh) - free) if len(fresh) > free else []
         for h in fresh:
             res[h] = 0
@@ -271,8 +274,10 @@ class Tier:
             self._add_in_runs(block_hashes, fresh, again, reused)
         elif fresh:                 # nothing touched: the stored blocks, in batch order, are the one run
             self.policy.add(fresh, reused)
-        self.stats.inserted_blocks += len(fresh)
-        self._note_peaks()
+        st = self.stats
+        st.inserted_blocks += len(fresh)
+        if len(res) > st.peak_resident_blocks or len(res) + self.reserved_blocks > st.peak_used_blocks:
+            self._note_peaks()
         if won or cut or refused:
             victims = won + victims + cut + refused
         return victims, len(fresh)
@@ -481,7 +486,7 @@ class Tier:
 
     def touch(self, block_hashes: Sequence[int]) -> None:
         """Record an unpinned access to resident blocks (eviction order); pinned ones are skipped."""
-        unpinned = self._unpinned(block_hashes)
+        unpinned = list(filterfalse(self.resident.__getitem__, block_hashes))      # pin count 0
         if unpinned:
             self.policy.touch(unpinned)
 
