@@ -1054,7 +1054,7 @@ static PyObject *hier_resident(Hier *h, PyObject *arg) {
     PyObject *d = PyDict_New();
     if (!d) return NULL;
     for (uint64_t i = 0; i <= t->mask; i++) {
-        int32_t e = t->slots[i];
+        int32_t e = t->slots[i].e;
         if (e < 0) continue;
         PyObject *k = PyLong_FromUnsignedLongLong(t->ent[e].key);
         PyObject *v = PyLong_FromLong(t->ent[e].pin);
@@ -1135,7 +1135,7 @@ static PyObject *hier_check(Hier *h, PyObject *unused) {
               t->nres, t->reserved, t->capacity);
         Py_ssize_t occ = 0, unpinned = 0;
         for (uint64_t i = 0; i <= t->mask; i++) {
-            int32_t e = t->slots[i];
+            int32_t e = t->slots[i].e;
             if (e < 0) continue;
             occ++;
             CHECK(e < t->ent_len, "tier %d: bad entry index", j);
