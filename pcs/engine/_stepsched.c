@@ -551,22 +551,22 @@ static int wq_push_front(Sched *s, int32_t r) {
     return 0;
 }
 
+/* a is followed by b in the running list (a = -1: b is first; b = -1: a is last) */
+static void run_link(Sched *s, int32_t a, int32_t b) {
+    if (a >= 0) s->rq[a].rnext = b; else s->rhead = b;
+    if (b >= 0) s->rq[b].rprev = a; else s->rtail = a;
+}
+
 /* r joins the running requests, last (StepEngine.running.append) */
 static void run_append(Sched *s, int32_t ri) {
-    Req *r = &s->rq[ri];
-    r->rprev = s->rtail;
-    r->rnext = -1;
-    if (s->rtail >= 0) s->rq[s->rtail].rnext = ri; else s->rhead = ri;
-    s->rtail = ri;
+    run_link(s, s->rtail, ri);
+    run_link(s, ri, -1);
     s->nrun++;
 }
 
 /* r leaves the running requests (StepEngine.running.remove): O(1), the others keep their order */
 static void run_remove(Sched *s, int32_t ri) {
-    Req *r = &s->rq[ri];
-    if (r->rprev >= 0) s->rq[r->rprev].rnext = r->rnext; else s->rhead = r->rnext;
-    if (r->rnext >= 0) s->rq[r->rnext].rprev = r->rprev; else s->rtail = r->rprev;
-    r->rprev = r->rnext = -1;
+    run_link(s, s->rq[ri].rprev, s->rq[ri].rnext);
     s->nrun--;
 }
 
