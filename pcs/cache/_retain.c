@@ -181,6 +181,6 @@ const char *ret_check(const Tier *t) {
     if (prev != r->tail || n != r->len) return "bad pool tail or length";
     Py_ssize_t flagged = 0;
     for (uint64_t i = 0; i <= t->mask; i++)
-        if (t->slots[i] >= 0 && (t->ent[t->slots[i]].flags & F_POOL)) flagged++;
+        if (t->slots[i].e >= 0 && (t->ent[t->slots[i].e].flags & F_POOL)) flagged++;
     return flagged == n ? NULL : "flagged blocks differ from the pool";
 }
