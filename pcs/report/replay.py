@@ -267,8 +267,11 @@ def lens_rows(s: dict[str, Any]) -> tuple[str, list[str], list[list[str]], list[
              "so with the hits held fixed TTFT barely moves; a real --dtype "
              f"{a} replay also fits {_ratio(lens['gpu_capacity_blocks'])} the blocks per tier, so the hits change "
              "and with them restore bytes and TTFT: replay with it to see"]
-    return (f"Payload is not everything: KV {d} vs {a}", ["same hits, other KV dtype", f"{d} (this run)", a,
-                                                           f"{a}/{d}"], rows, notes)
+    from pcs.engine.lens import baseline_reason
+
+    why = baseline_reason(d, a)        # fp8 vs bf16 beside fp16 vs fp8: one 16-bit width, said in the line
+    return (f"Payload is not everything: KV {d} vs {a}" + (f" ({why})" if why else ""),
+            ["same hits, other KV dtype", f"{d} (this run)", a, f"{a}/{d}"], rows, notes)
 
 
 def _lens_table(s: dict[str, Any]) -> str:
