@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Sequence
 
+from pcs.choices import MAX_INSTANCES
 from pcs.fleet.fleet import fleet_replay
 from pcs.fleet.routers import parse_router, stale_view_applies
 from pcs.fleet.summary import FleetSummary
@@ -52,16 +53,15 @@ def compare_routers(trace: Any, routers: Sequence[str], *, instances: int, route
     """
     if not routers:
         raise ValueError("give at least one --router")
-    parsed = [parse_router(r, max(instances, 1)) if isinstance(instances, int) and instances >= 1 else None
-              for r in routers]
+    ok = isinstance(instances, int) and not isinstance(instances, bool) and 1 <= instances <= MAX_INSTANCES
+    parsed = [parse_router(r, instances if ok else 1) for r in routers]    # a bad count: fleet_replay says so
     seen: dict[str, str] = {}
     for r, p in zip(routers, parsed):   # the same router with its defaults spelled out (random, random:seed=0)
-        key = p.describe() if p is not None else str(r)
+        key = p.describe()
         if key in seen:
             raise ValueError(f"a --router is given twice: {seen[key]!r} and {r!r} are both {key}")
         seen[key] = str(r)
-    applies = stale_view_applies([p for p in parsed if p is not None], router_stale_s) if None not in parsed \
-        else (True,) * len(routers)     # instances out of range: fleet_replay says so
+    applies = stale_view_applies(parsed, router_stale_s)
     rows, name = [], "<requests>"
     for r, stale in zip(routers, applies):
         s = fleet_replay(trace, instances=instances, router=r, router_stale_s=router_stale_s if stale else 0.0,
