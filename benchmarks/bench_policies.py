@@ -3,13 +3,16 @@
 Workload: the Mooncake FAST'25 conversation trace (../shared/traces; 12,031
 requests, 288,500 block ids), read once into memory, replayed by the whole
 ``pcs.replay(trace, policy=P)`` with its defaults (llama-2-70b, 8 x h100-sxm,
-tiers gpu=auto (398.05 GB from the deployment) cpu=2TB, write-back, modeled timing: the modeled run plus its
-sequential baseline). Each policy runs twice: ``P`` with ``engine="auto"``
-(the compiled hierarchy when the policy has a C twin: pcs/cache/_pol_P.c) and
-``P-reference`` with ``engine="reference"`` (the Python :class:`pcs.cache.Hierarchy`).
-``--compute infinite`` (instant compute: the event loop, hits and links) or
-``step`` (the default step scheduler: its compiled loop, pcs/engine/_stepsched.c, for a compiled policy and
-for a hosted plug-in; its own time is the same for every policy); ``--compute both`` does both.
+tiers gpu=auto -- derived from the deployment: 398.05 GB, whole blocks 2,372 x
+167.77 MB = 397.96 GB, docs/models.md -- and cpu=2TB, write-back, modeled
+timing: the modeled run plus its sequential baseline). Each policy runs twice:
+``P`` with ``engine="auto"`` (the compiled hierarchy when the policy has a C
+twin: pcs/cache/_pol_P.c) and ``P-reference`` with ``engine="reference"`` (the
+Python :class:`pcs.cache.Hierarchy`). ``--compute infinite`` (instant compute:
+the event loop, hits and links) or ``step`` (the default step scheduler, which
+``pcs.replay`` runs as ``compiled-step``: its compiled loop,
+pcs/engine/_stepsched.c, for a compiled policy and for a hosted plug-in; its
+own time is the same for every policy); ``--compute both`` does both.
 
 Measured: process CPU seconds (``time.process_time``: other jobs on the shared
 machine do not count), best of ``--repeat`` rounds, each round running every
