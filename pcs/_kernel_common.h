@@ -115,6 +115,12 @@ static inline void *pcs_state_arg(PyObject *args, const char *name) {
     PyVarObject_HEAD_INIT(NULL, 0) .tp_name = full_name, .tp_basicsize = sizeof(c_type),          \
     .tp_dealloc = (destructor)(dealloc), .tp_flags = Py_TPFLAGS_DEFAULT, .tp_doc = doc
 
+/* The whole initializer of a compiled record made only by C code (no constructor from Python), read through its
+ * members and getters: static PyTypeObject AdmType = {PCS_TYPE_RECORD("pcs.cache._lruhier.Admission", Adm,
+ * adm_dealloc, "doc", adm_members, adm_getset)}. Include after <Python.h>. */
+#define PCS_TYPE_RECORD(full_name, c_type, dealloc, doc, members, getset)                          \
+    PCS_TYPE_HEAD(full_name, c_type, dealloc, doc), .tp_members = members, .tp_getset = getset
+
 /* The whole initializer of a compiled class made from Python (PyType_GenericNew, then its __init__), with its
  * methods and getters: static PyTypeObject HierType = {PCS_TYPE_CLASS("pcs.cache._lruhier.Hierarchy", Hier,
  * hier_dealloc, "doc", hier_methods, hier_getset, hier_init)}. Include after <Python.h>. */

@@ -196,11 +196,9 @@ static PyGetSetDef adm_getset[] = {
 };
 
 static PyTypeObject AdmType = {
-    PCS_TYPE_HEAD("pcs.cache._lruhier.Admission", Adm, adm_dealloc,
-                  "One running request's hold on the cache (see pcs.cache.hierarchy.Admission)."),
-    .tp_members = adm_members,
-    .tp_getset = adm_getset,
-};
+    PCS_TYPE_RECORD("pcs.cache._lruhier.Admission", Adm, adm_dealloc,
+                    "One running request's hold on the cache (see pcs.cache.hierarchy.Admission).", adm_members,
+                    adm_getset)};
 
 /* ---------------------------------------------------------------------------------------------- */
 typedef struct {
