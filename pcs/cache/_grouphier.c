@@ -1286,6 +1286,11 @@ static void adm_dealloc(GAdm *a) {
 static PyObject *adm_live(GAdm *a, void *unused) { return int_list(a->live, a->G); }
 static PyObject *adm_reserved(GAdm *a, void *unused) { return Py_BuildValue("[n]", a->reserved); }
 
+static PyGetSetDef adm_getset[] = {
+    {"live", (getter)adm_live, NULL, "per group, blocks the running request holds slots for", NULL},
+    {"reserved", (getter)adm_reserved, NULL, "reserved GPU slots held (one pool)", NULL},
+    {NULL}};
+
 static PyMemberDef adm_members[] = {
     {"prefix_hit_blocks", T_LONGLONG, offsetof(GAdm, prefix_hit_blocks), READONLY, "group 0's leading resident blocks"},
     {"hit_blocks", T_LONGLONG, offsetof(GAdm, hit_blocks), READONLY, "blocks every group accepts"},
@@ -1297,11 +1302,6 @@ static PyMemberDef adm_members[] = {
     {"hit_blocks_per_tier", T_OBJECT, offsetof(GAdm, hbpt), READONLY, "per level"},
     {"restored_blocks_per_tier", T_OBJECT, offsetof(GAdm, rbpt), READONLY, "pages restored per level"},
     {"restored_bytes_per_tier", T_OBJECT, offsetof(GAdm, rbytes), READONLY, "bytes restored per level"},
-    {NULL}};
-
-static PyGetSetDef adm_getset[] = {
-    {"live", (getter)adm_live, NULL, "per group, blocks the running request holds slots for", NULL},
-    {"reserved", (getter)adm_reserved, NULL, "reserved GPU slots held (one pool)", NULL},
     {NULL}};
 
 static PyTypeObject GAdmType = {
