@@ -197,11 +197,9 @@ static PyGetSetDef adm_getset[] = {
 };
 
 static PyTypeObject AdmType = {
-    PCS_TYPE_HEAD("pcs.cache._lruhier.Admission", Adm, adm_dealloc,
-                  "One running request's hold on the cache (see pcs.cache.hierarchy.Admission)."),
-    .tp_members = adm_members,
-    .tp_getset = adm_getset,
-};
+    PCS_TYPE_RECORD("pcs.cache._lruhier.Admission", Adm, adm_dealloc,
+                    "One running request's hold on the cache (see pcs.cache.hierarchy.Admission).", adm_members,
+                    adm_getset)};
 
 /* ---------------------------------------------------------------------------------------------- */
 typedef struct {
@@ -231,28 +229,15 @@ static void tier_close(Tier *t) {
     kstore_free(t->ghost);
     kstore_free(t->ghost2);
     kstore_free(t->seen);
-    PyMem_Free(t->heap);
-    PyMem_Free(t->pending);
-    PyMem_Free(t->ex);
-    data_release(t);
-    PyMem_Free(t->pchild);
-    PyMem_Free(t->ucur);
-    t->pchild = NULL;
-    t->ucur = NULL;
-    t->ex = NULL;
     t->ghost = t->ghost2 = t->seen = NULL;
-    t->heap = NULL;
-    t->pending = NULL;
+    data_release(t);
+    PCS_FREE(&t->heap, &t->pending, &t->ex, &t->pchild, &t->ucur);
     tier_free(t);
 }
 
 static void hier_dealloc(Hier *h) {
     if (h->t) for (int j = 0; j < h->ntiers; j++) tier_close(&h->t[j]);
-    PyMem_Free(h->t);
-    PyMem_Free(h->written);
-    PyMem_Free(h->k); PyMem_Free(h->buf_a); PyMem_Free(h->buf_b);
-    PyMem_Free(h->where); PyMem_Free(h->eidx); PyMem_Free(h->mark);
-    PyMem_Free(h->skey); PyMem_Free(h->sstamp);
+    PCS_FREE(&h->t, &h->written, &h->k, &h->buf_a, &h->buf_b, &h->where, &h->eidx, &h->mark, &h->skey, &h->sstamp);
     c_adm_free(&h->seq_adm);
     Py_TYPE(h)->tp_free((PyObject *)h);
 }

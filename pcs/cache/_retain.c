@@ -54,11 +54,7 @@ void ret_free(Tier *t) {
     Retain *r = t->ret;
     if (!r) return;
     kstore_free(r->keys);
-    PyMem_Free(r->arrival_s);
-    PyMem_Free(r->prev);
-    PyMem_Free(r->next);
-    PyMem_Free(r->until);
-    PyMem_Free(r->gone);
+    PCS_FREE(&r->arrival_s, &r->prev, &r->next, &r->until, &r->gone);
     PyMem_Free(r);
     t->ret = NULL;
 }

@@ -60,8 +60,8 @@ class Outcome:
         state: the run's tiers at the end.
         baseline: the sequential baseline's result (the run itself in sequential timing).
         single, ideal: single-sequence results under the run's rules and the ideal rules.
-        engine, engine_reason: the run's engine (a :data:`pcs.engine.select.ENGINES` name) and why.
-        baseline_engine, baseline_engine_reason: the same for the baseline.
+        engines: the summary's keys naming the engines (:data:`pcs.engine.select.SUMMARY_KEYS`) -> value: the
+            run's engine (a :data:`pcs.engine.select.ENGINES` name) and why, the same for the baseline.
         scheduler: the step scheduler's ``(resolved config, counters, no-cache result, no-cache counters)``,
             or None (instant compute, sequential timing).
         single_with_decode: the decode-aware single-sequence result (:func:`single_with_decode`) when the
@@ -75,10 +75,7 @@ class Outcome:
     baseline: EngineResult
     single: SingleSequenceResult
     ideal: SingleSequenceResult
-    engine: str
-    engine_reason: str
-    baseline_engine: str
-    baseline_engine_reason: str
+    engines: dict[str, str]
     scheduler: tuple | None = None
     single_with_decode: SingleSequenceResult | None = None
     decode: Any = None
@@ -459,8 +456,9 @@ def run_replay(source: Any, rules: BlockRules, time_model: Any, make_tiers: Call
     if no_cache is not None:
         sched = (resolved[1], loops[0].stats, no_cache_result, no_cache.stats)
     with_decode = None if comparison else single_with_decode(resolved, source, native, scan2)
-    return Outcome(result, state, baseline, singles[0], singles[1], plans[0].row.name, plans[0].reason,
-                   all_plans[-1].row.name, all_plans[-1].reason, sched, with_decode,
+    engines = dict(zip(select.SUMMARY_KEYS, (plans[0].row.name, plans[0].reason,
+                                             all_plans[-1].row.name, all_plans[-1].reason)))
+    return Outcome(result, state, baseline, singles[0], singles[1], engines, sched, with_decode,
                    resolved[2] if with_decode is not None else None)
 
 
