@@ -11,8 +11,10 @@
  * (NEVER - u, block hash), as belady.py's one (-u, k) heap: t->ih[B_NEVER] those of key u = NEVER (rank 0, so by
  * hash alone), t->ih[B_USED] the others (rank > 0). Every rank-0 item precedes every other, so the top of the
  * union -- the block with the farthest next use, ties to the smallest hash -- is the top of B_NEVER if it has one,
- * else the top of B_USED: the same victim as one heap, with most blocks (91 % of the victims on the Mooncake
- * trace are never used again) in a heap of a few items instead of one of the whole tier. A B_USED top whose use
+ * else the top of B_USED: the same victim as one heap. Each heap holds about half the tier (on the Mooncake trace,
+ * two tiers, 3.2 k and 3.5 k items on average at a victim; 91 % of the victims are never used again), so a
+ * victim's delete and a block's insert walk a heap of half the size (-6 to -10 % of the whole replay's CPU:
+ * docs/performance.md). A B_USED top whose use
  * has passed is re-keyed before it is chosen (in place if it has a later use; to NEVER: chosen, as it would
  * then top the one heap, B_NEVER being empty). */
 #include "_iheap.h"
