@@ -70,7 +70,9 @@ typedef struct Tier {
     Py_ssize_t hlen, hcap;
     uint8_t *pending;                  /* ARC: ghost-lookup result per expected key */
     Py_ssize_t plen, pcap;
-    int64_t *ex;                       /* LFU, GDSF: per-entry policy data */
+    struct IHeap *ih;                  /* GDSF, Belady: their indexed heaps (pcs/cache/_iheap.h; init allocates) */
+    int nih;
+    int64_t *ex;                       /* LFU, GDSF, Belady: per-entry policy data */
     Py_ssize_t excap;
     /* -- trace-reading policies (GDSF, Belady): the trace data's arrays (PolOps.load; pcs/cache/native.py) -- */
     Py_buffer *pbuf;                   /* the data's buffers, held while the tier reads them */
