@@ -325,23 +325,25 @@ def _feed(source: Any, rules: BlockRules, time_model: Any, engines: list[ReplayE
           side: ReplayEngine | None = None, beside: Beside | None = None) -> None:
     """Feed every chunk of ``source`` to every engine once; ``decode=False``: no decode seconds (step scheduler);
     with ``passes`` the chunks are made once for the runs of the replay (the same time model).
-    ``side``: one more engine, fed each chunk through ``beside`` (on a worker thread) while the others are fed."""
+    ``side``: one more engine, fed each chunk through ``beside`` (on a worker thread) while the others are fed
+    and the next chunk is made (the side's feeds stay in chunk order: each is joined before the next starts)."""
     chunks = iter_chunks(source, rules, time_model, decode) if passes is None else passes.get(
         ("chunks", rules, id(time_model), decode), lambda: list(iter_chunks(source, rules, time_model, decode)))
-    for ch in chunks:
-        if side is not None:
-            beside.start(side.feed, ch)
-        try:
+    try:
+        for ch in chunks:
+            if side is not None:
+                beside.join()              # the previous chunk's side feed (nothing pending at the first)
+                beside.start(side.feed, ch)
             for e in engines:
                 e.feed(ch)
-        except BaseException:
-            if side is not None:
-                beside.settle()
-            raise
+            if progress is not None:
+                progress(len(ch))
         if side is not None:
             beside.join()
-        if progress is not None:
-            progress(len(ch))
+    except BaseException:
+        if side is not None:
+            beside.settle()
+        raise
 
 
 def _decoded_once(source: Any, plans: list) -> Any:
@@ -448,12 +450,15 @@ def run_replay(source: Any, rules: BlockRules, time_model: Any, make_tiers: Call
         _presize_samplers(source, loops)
     no_cache = loops.pop() if len(loops) > len(plans) else None
     beside = _beside(no_cache)
-    if any(loops):
-        # decode seconds only for the instant-compute modeled loop (sequential timing never reads them)
-        _feed(source, rules, time_model, [e for e in loops if e is not None], progress,
-              resolved is None and timing == "modeled", passes, no_cache, beside)
-    done, no_cache_result = _close_runs(scans, loops, no_cache, beside, hybrid, tiers0, write_policy, time_model,
-                                        progress)
+    try:
+        if any(loops):
+            # decode seconds only for the instant-compute modeled loop (sequential timing never reads them)
+            _feed(source, rules, time_model, [e for e in loops if e is not None], progress,
+                  resolved is None and timing == "modeled", passes, no_cache, beside)
+        done, no_cache_result = _close_runs(scans, loops, no_cache, beside, hybrid, tiers0, write_policy,
+                                            time_model, progress)
+    finally:
+        beside.close()
     (result, state), baseline = done[0], (base if base is not None else done[-1][0])
     sched = None
     if no_cache is not None:

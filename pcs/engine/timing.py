@@ -70,9 +70,9 @@ class TimeModel:
         bounds = [*(int(c) for c in cuts), m]
         for i0, i1 in zip(bounds[:-1], bounds[1:]):
             o0, o1 = int(offsets[i0]), int(offsets[i1])
-            row = np.repeat(np.arange(i1 - i0), counts[i0:i1])
-            h = np.arange(o1 - o0, dtype=np.int64) - (offsets[i0:i1] - o0)[row]
-            p = prompt[i0:i1][row]
+            reps = counts[i0:i1]
+            h = np.arange(o1 - o0, dtype=np.int64) - np.repeat(offsets[i0:i1] - o0, reps)
+            p = np.repeat(prompt[i0:i1], reps)
             cached = np.minimum(h * block_size, p)
             pre[o0:o1] = np.broadcast_to(np.asarray(self.compute.prefill_s(p - cached, cached), dtype=np.float64),
                                          (o1 - o0,))
