@@ -342,7 +342,7 @@ def _feed(source: Any, rules: BlockRules, time_model: Any, engines: list[ReplayE
             beside.join()
     except BaseException:
         if side is not None:
-            beside.settle()
+            beside.close()         # waits for the side's call, drops its outcome, ends the worker thread
         raise
 
 
@@ -373,17 +373,17 @@ def _singles(scans: list, scan2: Any, source: Any, rules: BlockRules, native: st
 def _close_runs(scans, loops, no_cache, beside: Beside, hybrid, tiers0, write_policy: str, time_model,
                 progress) -> tuple[list, EngineResult | None]:
     """Close the run's engines (or run its one-pass scans) while the no-cache loop closes beside them:
-    ([(result, cache state)] per plan, the no-cache loop's result or None)."""
+    ([(result, cache state)] per plan, the no-cache loop's result or None); ``beside`` is closed after
+    (:meth:`pcs.engine.beside.Beside.close`: on an error the no-cache loop's outcome is dropped)."""
     if no_cache is not None:   # its close runs beside the run's
         beside.start(_close, no_cache, None)
     try:
         done = [(_close(loop, hybrid), cache_state(loop.h)) if loop is not None else
                 fastpath.run(sc, tiers0[0].name, write_policy, time_model.compute, progress if k == 0 else None)
                 for k, (sc, loop) in enumerate(zip(scans, loops))]
-    except BaseException:
-        beside.settle()
-        raise
-    return done, (beside.join() if no_cache is not None else None)
+        return done, (beside.join() if no_cache is not None else None)
+    finally:
+        beside.close()
 
 
 def _beside(loop: Any) -> Beside:
@@ -450,15 +450,12 @@ def run_replay(source: Any, rules: BlockRules, time_model: Any, make_tiers: Call
         _presize_samplers(source, loops)
     no_cache = loops.pop() if len(loops) > len(plans) else None
     beside = _beside(no_cache)
-    try:
-        if any(loops):
-            # decode seconds only for the instant-compute modeled loop (sequential timing never reads them)
-            _feed(source, rules, time_model, [e for e in loops if e is not None], progress,
-                  resolved is None and timing == "modeled", passes, no_cache, beside)
-        done, no_cache_result = _close_runs(scans, loops, no_cache, beside, hybrid, tiers0, write_policy,
-                                            time_model, progress)
-    finally:
-        beside.close()
+    if any(loops):
+        # decode seconds only for the instant-compute modeled loop (sequential timing never reads them)
+        _feed(source, rules, time_model, [e for e in loops if e is not None], progress,
+              resolved is None and timing == "modeled", passes, no_cache, beside)
+    done, no_cache_result = _close_runs(scans, loops, no_cache, beside, hybrid, tiers0, write_policy, time_model,
+                                        progress)
     (result, state), baseline = done[0], (base if base is not None else done[-1][0])
     sched = None
     if no_cache is not None:
