@@ -12,6 +12,7 @@ import click
 
 from pcs.cli.common import Progress, emit, with_trace_notes
 from pcs.cli.params import Float, Int
+from pcs.errors import UserError
 
 __all__ = ["fleet_options", "wants_fleet", "replay_fleet", "compare_fleet", "csv_payload"]
 
@@ -111,7 +112,7 @@ def compare_fleet(fmt: str, trace: Any, replay_kwargs: dict[str, Any], kw: dict[
     from pcs.report.fleet import compare_title, render_router_compare
 
     if kw["policy"] and len(kw["policy"]) > 1:
-        raise ValueError("compare either routers (--router) or policies (--policy), not both")
+        raise UserError("compare either routers (--router) or policies (--policy), not both")
     with Progress(kw["quiet"], desc="compare") as progress:
         res = compare_routers(trace, list(kw["router"]) or ["round-robin"], instances=kw["instances"] or 1,
                               router_stale_s=kw["router_stale_s"] or 0.0, progress=progress,

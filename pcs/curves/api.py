@@ -27,6 +27,7 @@ from pcs.blocks import BlockRules
 from pcs.curves import stackdist
 from pcs.curves.result import CurveKnee, CurveResult, CurveRow
 from pcs.curves.stackdist import FlatAccesses
+from pcs.errors import UserError
 from pcs.trace.batches import as_batches, reiterable
 
 __all__ = ["KNEE_PERCENTS", "DEFAULT_POINTS", "LruCurve", "CurveResult", "CurveRow", "CurveKnee",
@@ -90,7 +91,7 @@ class LruCurve:
     def _index(self, capacity_blocks) -> np.ndarray:
         c = np.asarray(capacity_blocks, dtype=np.int64)
         if np.any(c < 0):
-            raise ValueError(f"capacities must be >= 0 blocks, got {capacity_blocks}")
+            raise UserError(f"capacities must be >= 0 blocks, got {capacity_blocks}")
         return np.minimum(c, self.hit_tokens_cum.shape[0] - 1)
 
     @property
@@ -169,7 +170,7 @@ def capacity_grid(max_blocks: int, points: int) -> list[int]:
         ValueError: ``points`` < 1.
     """
     if points < 1:
-        raise ValueError(f"points must be >= 1, got {points}")
+        raise UserError(f"points must be >= 1, got {points}")
     top = max(int(max_blocks), 1)
     return sorted({int(x) for x in np.rint(np.geomspace(1, top, points))})
 
@@ -191,7 +192,7 @@ def _capacities(lru: LruCurve, capacities: Sequence[int] | None, points: int | N
         return capacity_grid(lru.max_useful_capacity_blocks, DEFAULT_POINTS if points is None else points)
     caps = sorted({int(c) for c in capacities})
     if not caps or caps[0] < 0:
-        raise ValueError(f"capacities must be a non-empty list of blocks >= 0, got {list(capacities)}")
+        raise UserError(f"capacities must be a non-empty list of blocks >= 0, got {list(capacities)}")
     return caps
 
 
@@ -220,7 +221,7 @@ def _knee(lru: LruCurve, bb: int | None) -> dict[str, CurveKnee]:
 def _native_mode(kernel: str | None, native: str | None) -> str | None:
     """The one ``auto | c | python`` switch from ``native=`` or its older name ``kernel=``."""
     if kernel is not None and native is not None and kernel != native:
-        raise ValueError(f"native={native!r} and kernel={kernel!r} name the same switch; give one")
+        raise UserError(f"native={native!r} and kernel={kernel!r} name the same switch; give one")
     return native if native is not None else kernel
 
 
@@ -263,7 +264,7 @@ def curve(trace: Any = None, capacities: Sequence[int] | None = None, points: in
     from pcs.curves.belady import belady_hits, plan_belady
 
     if capacities is not None and points is not None:
-        raise ValueError("give capacities or points, not both")
+        raise UserError("give capacities or points, not both")
     mode = _native_mode(kernel, native)
     flat, name = load_accesses(trace, block_size, rules)
     lru = lru_curve(flat, mode, sample_rate, seed, exact_head_blocks)

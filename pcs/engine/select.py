@@ -61,6 +61,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
 from pcs import _native
+from pcs.errors import UserError
 
 __all__ = ["EngineRow", "RunConfig", "ENGINES", "ENGINE_NAMES", "ALIASES", "REQUESTS", "SUMMARY_KEYS", "HYBRID_ROWS",
            "MAX_COMPILED_BLOCKS", "choose", "fall_back", "get_row", "canonical"]
@@ -309,7 +310,7 @@ def canonical(requested: str) -> str:
     """
     name = ALIASES.get(requested, requested)
     if name != "auto" and name not in ENGINE_NAMES:
-        raise ValueError(f"unknown engine {requested!r}; valid: {', '.join(REQUESTS)}")
+        raise UserError(f"unknown engine {requested!r}; valid: {', '.join(REQUESTS)}")
     return name
 
 
@@ -319,7 +320,7 @@ def get_row(name: str) -> EngineRow:
     for row in ENGINES:
         if row.name == name:
             return row
-    raise ValueError("'auto' names no single engine; use choose()")
+    raise UserError("'auto' names no single engine; use choose()")
 
 
 def _first(cfg: RunConfig, rows: Sequence[EngineRow], skipped: list[str]) -> tuple[EngineRow, str]:
@@ -329,7 +330,7 @@ def _first(cfg: RunConfig, rows: Sequence[EngineRow], skipped: list[str]) -> tup
             return row, "; ".join(skipped + [f"auto: {row.name} applies"])
         if row.unrelated is None or not row.unrelated(cfg):
             skipped.append(f"not {row.name}: {why}")
-    raise ValueError("no engine can run this replay: " + "; ".join(skipped))
+    raise UserError("no engine can run this replay: " + "; ".join(skipped))
 
 
 def choose(run_config: RunConfig, requested: str = "auto") -> tuple[EngineRow, str]:
@@ -353,7 +354,7 @@ def choose(run_config: RunConfig, requested: str = "auto") -> tuple[EngineRow, s
     why = row.applies(run_config)
     alias = f" (alias of {name})" if requested != name else ""
     if why is not None:
-        raise ValueError(f"engine {requested!r}{alias} cannot run this replay: {why}; use engine='auto'")
+        raise UserError(f"engine {requested!r}{alias} cannot run this replay: {why}; use engine='auto'")
     return _compiled_if_c(run_config, row, f"requested: {requested}{alias}")
 
 
@@ -368,7 +369,7 @@ def _compiled_if_c(run_config: RunConfig, row: EngineRow, reason: str) -> tuple[
     mode = _native.default_mode() if run_config.native is None else run_config.native
     if mode == "c" and row.twin is None:
         asked = "PCS_NATIVE=c" if run_config.native is None else "native 'c'"
-        raise ValueError(f"{asked} asks for compiled code, but this {run_config.timing} replay runs on the Python "
+        raise UserError(f"{asked} asks for compiled code, but this {run_config.timing} replay runs on the Python "
                          f"{row.name} engine ({reason}); use native 'auto' to run it there")
     return row, reason
 

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Sequence
 
+from pcs.errors import UserError
 from pcs.fleet.fleet import fleet_replay
 from pcs.fleet.routers import parse_router
 from pcs.fleet.summary import FleetSummary
@@ -46,13 +47,13 @@ def compare_routers(trace: Any, routers: Sequence[str], *, instances: int, route
         ValueError: no router, a router given twice; what :func:`fleet_replay` raises.
     """
     if not routers:
-        raise ValueError("give at least one --router")
+        raise UserError("give at least one --router")
     seen: dict[str, str] = {}
     for r in routers:   # the same router with its defaults spelled out (random, random:seed=0) is given twice
         key = parse_router(r, max(instances, 1)).describe() if isinstance(instances, int) and instances >= 1 \
             else str(r)
         if key in seen:
-            raise ValueError(f"a --router is given twice: {seen[key]!r} and {r!r} are both {key}")
+            raise UserError(f"a --router is given twice: {seen[key]!r} and {r!r} are both {key}")
         seen[key] = str(r)
     rows, name = [], "<requests>"
     for r in routers:

@@ -42,6 +42,7 @@ from abc import abstractmethod
 from typing import Iterable, Sequence
 
 from pcs.cache.policies.base import EvictionPolicy
+from pcs.errors import UserError
 
 __all__ = ["ArrayPolicy", "Run"]
 
@@ -142,7 +143,7 @@ class ArrayPolicy(EvictionPolicy):
             return None
         hs = self._deliver(n)
         if len(hs) != n or len(set(hs)) != n or not all(0 <= h < self._next and self.flags[h] for h in hs):
-            raise ValueError(f"victims({n}) answered {len(hs)} handles, not {n} distinct held ones")
+            raise UserError(f"victims({n}) answered {len(hs)} handles, not {n} distinct held ones")
         keys = [self._key[h] for h in hs]
         self._unname(keys)
         return keys
