@@ -225,6 +225,19 @@ def _native_mode(kernel: str | None, native: str | None) -> str | None:
     return native if native is not None else kernel
 
 
+def _engine(mode: str | None, kernel: str, sample_rate: float) -> tuple[str, str]:
+    """``(engine, engine_reason)`` of a curve: ``stack-distance`` (exact) or ``shards`` (sampled), and why; ``kernel``
+    is the stack-depth kernel that ran (``c``: pcs/curves/_stackdist.c, ``python``: pcs/curves/stackdist.py)."""
+    from pcs._native import default_mode
+
+    mode = default_mode() if mode is None else mode
+    engine = "stack-distance" if sample_rate == 1.0 else "shards"
+    how = "exact, one pass" if sample_rate == 1.0 else f"SHARDS sampling at rate {sample_rate:g}"
+    impl = "the compiled stack-depth kernel" if kernel == "c" else "the Python stack-depth kernel"
+    why = "" if mode != "auto" else (", compiled twin built" if kernel == "c" else ", compiled twin not built")
+    return engine, f"{how}; {impl} (native={mode}{why})"
+
+
 def curve(trace: Any = None, capacities: Sequence[int] | None = None, points: int | None = None,
           model: Any = None, *, block_size: int | None = None, rules: BlockRules = BlockRules(),
           belady: bool = True, sample_rate: float = 1.0, seed: int = 0, exact_head_blocks: int = 1,
@@ -280,8 +293,10 @@ def curve(trace: Any = None, capacities: Sequence[int] | None = None, points: in
             if progress is not None:
                 progress(1)
     ceiling = float(lru.ceiling_hit_tokens / prompt) if prompt else 0.0
+    engine, reason = _engine(mode, lru.kernel, float(sample_rate))
     return CurveResult(trace=name, block_size=flat.block_size, requests=flat.num_requests,
                        block_accesses=flat.num_accesses, distinct_blocks=lru.num_distinct if exact else None,
                        prompt_tokens=prompt, sample_rate=float(sample_rate), kernel=lru.kernel,
+                       engine=engine, engine_reason=reason,
                        model=model_name, block_bytes=bb, ceiling_hit_ratio=ceiling, knee=_knee(lru, bb),
                        rows=_rows(lru, caps, bel, bb, prompt, ceiling), lru=lru)

@@ -76,6 +76,7 @@ _VARIANT_COLUMNS = (
                                               "(with --admit)", omit_none=True, default=None)),
     *take("oracle_hit_ratio"),
     *(renamed(f"gap.{term}", f"gap_{term}") for term in ("capacity", "policy")),
+    *take("engine", "engine_reason"),
     own("summary", "ReplaySummary | None", field("-", "the variant's whole replay summary", json=False,
                                                  default=None)),
 )
