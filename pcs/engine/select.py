@@ -9,7 +9,10 @@ engine                 applies when                               implementation
 ====================== ========================================== ==========================================
 ``lru-scan``           sequential timing, ONE tier, policy        :func:`pcs.engine.fastpath.run` (one
                        ``lru`` (and, found while scanning,        O(1)-per-access LRU scan, C or Python
-                       chained block hashes)                      kernel per ``native``)
+                       chained block hashes); also a modeled      kernel per ``native``; two tiers:
+                       run's sequential baseline on TWO ``lru``   pcs/engine/_lruscan_tiers.h, C only)
+                       tiers, write-back, ``auto``, C built
+                       (set by the runner, below)
 ``compiled-step``      modeled timing with the step scheduler,    :class:`pcs.engine.stepnative.NativeStepEngine`
                        restore policy ``layerwise``, plain        (the step scheduler's loop in C) over
                        prefill attention, links ``LinkSpec``, and :class:`pcs.cache.native.NativeHierarchy`
@@ -53,6 +56,23 @@ check before reading the trace -- chained ids for ``lru-scan`` -- is checked
 by the scan itself; when it fails :func:`fall_back` gives the next row and
 the reason says why. The summary JSON records the choices (``engine``,
 ``engine_reason``, ``baseline_engine``, ``baseline_engine_reason``).
+
+Every other choice is made in :mod:`pcs.engine.runner`, each from a row this
+table chose and each written into the reason:
+
+- ``_place``: ``compiled-step`` requested by name runs its sequential
+  baseline on ``compiled-hierarchy`` (the same compiled hierarchy without
+  the step loop);
+- ``_two_tier_scan``: ``auto`` moves a modeled run's sequential baseline from
+  ``compiled-hierarchy`` to ``lru-scan`` when its tiers are two ``lru`` tiers
+  with write-back and the compiled scan is built (the one-pass scan computes
+  it beside the single-sequence walks);
+- ``_native_step_or_fallback``: ``compiled-step`` falls back to the next row
+  (:func:`fall_back`, "found at set-up") when the C step loop cannot take the
+  links or tiers (:func:`pcs.engine.stepnative.unsupported`);
+- ``_hybrid_step_loop``: ``compiled-hybrid`` under the step scheduler runs its
+  step loop in C or in Python (:func:`pcs.engine.hybridnative.hybrid_unsupported`),
+  recorded in ``_Plan.step_loop`` (the no-cache twin runs the same loop).
 """
 from __future__ import annotations
 
