@@ -46,16 +46,12 @@ def _get_layout(name: str) -> Any:
     return get_layout(name)
 
 
-def _check_tier_policies(ctx: click.Context, param: click.Parameter, values: tuple[str, ...]) -> tuple[str, ...]:
-    """``--tier-policy NAME=POLICY``: the form, and POLICY checked by the policy registry."""
+def _get_tier_policy(value: str) -> Any:
+    """``--tier-policy NAME=POLICY``: the form, and POLICY (with its ``:opt=v`` options) checked by the policy
+    registry (:func:`_get_policy`)."""
     from pcs.engine.api import parse_assignment
 
-    for v in values:
-        try:
-            _get_policy(parse_assignment(v, "tier policy")[1])
-        except ValueError as exc:
-            raise click.BadParameter(str(exc), ctx, param) from None
-    return values
+    return _get_policy(parse_assignment(value, "tier policy")[1])
 
 
 def _check_admit(ctx: click.Context, param: click.Parameter, values: tuple[str, ...]) -> tuple[str, ...]:
@@ -156,8 +152,10 @@ def _tier_options(policy_multiple: bool) -> list:
                           "deploy prints. Default: gpu=auto and cpu=2TB."),
         click.option("--policy", "policy", multiple=policy_multiple, type=RegistryChoice(_POLICY_CHOICES, _get_policy),
                      help=policy_help),
-        click.option("--tier-policy", "tier_policy", multiple=True, callback=_check_tier_policies,
-                     help="Per-tier policy NAME=POLICY, e.g. cpu=slru (repeatable)."),
+        click.option("--tier-policy", "tier_policy", multiple=True,
+                     type=RegistryChoice(_POLICY_CHOICES, _get_tier_policy),
+                     metavar="TIER=[" + "|".join(_POLICY_CHOICES) + "]",
+                     help="Per-tier policy TIER=POLICY[:OPTION=VALUE], e.g. cpu=slru (repeatable)."),
         click.option("--admit", "admit", multiple=True, callback=_check_admit, metavar="TIER=KIND[:ARGS]",
                      help="Admission policy of a tier, repeatable (pcs policies lists them): cpu=reuse:2 (store "
                           "on the 2nd use), cpu=selective:2 (blocks hit twice), cpu=tinylfu, "

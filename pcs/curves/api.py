@@ -219,7 +219,7 @@ def _knee(lru: LruCurve, bb: int | None) -> dict[str, CurveKnee]:
 
 
 def _native_mode(kernel: str | None, native: str | None) -> str | None:
-    """The one ``auto | c | python`` switch from ``native=`` or its older name ``kernel=``."""
+    """The one ``auto | c | python`` switch from ``native=`` or ``kernel=``, its deprecated alias."""
     if kernel is not None and native is not None and kernel != native:
         raise UserError(f"native={native!r} and kernel={kernel!r} name the same switch; give one")
     return native if native is not None else kernel
@@ -265,7 +265,9 @@ def curve(trace: Any = None, capacities: Sequence[int] | None = None, points: in
         native: ``auto``, ``c`` or ``python``: the compiled stack-depth
             kernel or its Python twin (:mod:`pcs._native`); None =
             ``$PCS_NATIVE`` or ``auto``.
-        kernel: the older name of ``native`` (same values).
+        kernel: deprecated alias of ``native`` (its older name, same values; still accepted,
+            equal to ``native`` when both are given). The result keeps its ``kernel`` key
+            (the stack-depth kernel that ran) beside ``engine`` and ``engine_reason``.
         progress: called with 1 after each capacity's Belady pass (the slow part), or None.
     Returns:
         :class:`CurveResult`.

@@ -176,3 +176,15 @@ def test_curve_says_which_engine_ran_and_why(native, sample_rate, engine, words)
                 belady=False).to_dict()
     assert out["kernel"] == "python" and out["engine"] == engine
     assert all(w in out["engine_reason"] for w in words), out["engine_reason"]
+
+
+def test_kernel_is_a_deprecated_alias_of_native():
+    """``curve(kernel=...)`` (the older name, pcs/curves/api.py) picks the same switch as ``native=``: kernel='python'
+    runs the Python kernel even where the C one is built; a different value in each is refused."""
+    reqs = make_requests(HAND_SPEC)
+    old = curve(reqs, capacities=[1, 2], kernel="python", belady=False).to_dict()
+    new = curve(reqs, capacities=[1, 2], native="python", belady=False).to_dict()
+    assert old["kernel"] == "python" and old == new
+    assert curve(reqs, capacities=[1], kernel="python", native="python", belady=False).kernel == "python"
+    with pytest.raises(ValueError, match="name the same switch"):
+        curve(reqs, capacities=[1], kernel="python", native="c")
