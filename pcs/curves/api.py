@@ -238,6 +238,19 @@ def _engine(mode: str | None, kernel: str, sample_rate: float) -> tuple[str, str
     return engine, f"{how}; {impl} (native={mode}{why})"
 
 
+def _belady(flat: FlatAccesses, caps: Sequence[int], progress: Callable[[int], None] | None) -> dict[int, int]:
+    """Belady's hit blocks at each capacity of ``caps`` (one pass each, :mod:`pcs.curves.belady`); ``progress(1)``
+    after each pass."""
+    from pcs.curves.belady import belady_hits, plan_belady
+
+    plan, out = plan_belady(flat), {}
+    for c in caps:
+        out[c] = belady_hits(plan, c)
+        if progress is not None:
+            progress(1)
+    return out
+
+
 def curve(trace: Any = None, capacities: Sequence[int] | None = None, points: int | None = None,
           model: Any = None, *, block_size: int | None = None, rules: BlockRules = BlockRules(),
           belady: bool = True, sample_rate: float = 1.0, seed: int = 0, exact_head_blocks: int = 1,
@@ -276,8 +289,6 @@ def curve(trace: Any = None, capacities: Sequence[int] | None = None, points: in
             native/kernel, ``native`` and ``kernel`` that differ, unknown
             model; InputError for bad trace content.
     """
-    from pcs.curves.belady import belady_hits, plan_belady
-
     if capacities is not None and points is not None:
         raise UserError("give capacities or points, not both")
     mode = _native_mode(kernel, native)
@@ -287,13 +298,7 @@ def curve(trace: Any = None, capacities: Sequence[int] | None = None, points: in
     model_name, bb = _block_bytes(model, flat.block_size) if model is not None else (None, None)
     prompt = flat.prompt_tokens
     exact = sample_rate == 1.0
-    bel = {}
-    if belady and exact:
-        plan = plan_belady(flat)
-        for c in caps:
-            bel[c] = belady_hits(plan, c)
-            if progress is not None:
-                progress(1)
+    bel = _belady(flat, caps, progress) if belady and exact else {}
     ceiling = float(lru.ceiling_hit_tokens / prompt) if prompt else 0.0
     engine, reason = _engine(mode, lru.kernel, float(sample_rate))
     return CurveResult(trace=name, block_size=flat.block_size, requests=flat.num_requests,
