@@ -102,3 +102,17 @@ def test_a_value_error_from_a_bug_in_the_renderer_is_a_bug_not_a_user_error(monk
     assert "in render_replay" in result.stderr
     assert result.stderr.splitlines()[-1].startswith("pcs: internal error:") and "bug in pcs" in result.stderr
     assert "pcs: error:" not in result.stderr
+
+
+def test_pcs_raises_no_plain_value_error():
+    """Bad input raises pcs.errors.UserError (or a subclass), so the CLI can tell it from a ValueError that Python or
+    numpy raise for a bug (pcs/errors.py); an internal invariant is an assert. A new ``raise ValueError(`` in pcs/
+    would print a user's mistake with a traceback, or hide the grade."""
+    from pathlib import Path
+
+    import pcs
+
+    root = Path(pcs.__file__).parent
+    found = [f"{p.relative_to(root)}:{i}" for p in sorted(root.rglob("*.py"))
+             for i, line in enumerate(p.read_text().splitlines(), 1) if "raise ValueError(" in line]
+    assert found == []
