@@ -30,6 +30,7 @@ from __future__ import annotations
 import importlib
 import os
 from types import ModuleType
+from pcs.errors import UserError
 
 __all__ = ["MODES", "HELP", "TWINS", "SLOWER", "module", "built", "resolve", "default_mode", "missing",
            "missing_note"]
@@ -107,7 +108,7 @@ def default_mode() -> str:
     """
     mode = os.environ.get("PCS_NATIVE", "auto").strip().lower() or "auto"
     if mode not in MODES:
-        raise ValueError(f"PCS_NATIVE={mode!r} is not one of {', '.join(MODES)}")
+        raise UserError(f"PCS_NATIVE={mode!r} is not one of {', '.join(MODES)}")
     return mode
 
 
@@ -123,12 +124,12 @@ def resolve(mode: str | None, twin: str, option: str = "native") -> str:
     """
     mode = default_mode() if mode is None else mode
     if mode not in MODES:
-        raise ValueError(f"unknown {option} {mode!r}; valid: {', '.join(MODES)}")
+        raise UserError(f"unknown {option} {mode!r}; valid: {', '.join(MODES)}")
     if mode == "python":
         return "python"
     if built(twin):
         return "c"
     if mode == "c":
-        raise ValueError(f"{option} 'c': the compiled {TWINS[twin]} is not built (reinstall with `pip install -e .` and a "
+        raise UserError(f"{option} 'c': the compiled {TWINS[twin]} is not built (reinstall with `pip install -e .` and a "
                          "C compiler); valid: python")
     return "python"  # auto without the twin: the CLI says so once per run (missing_note), no Python warning

@@ -28,6 +28,9 @@ LENGTH_ONLY_FORMATS: tuple[str, ...] = ("azure", "burstgpt")
 #: ``--on-error``: stop at the first bad trace line, or skip bad lines.
 ON_ERROR: tuple[str, ...] = ("raise", "skip")
 
+#: The routers of a fleet, in the registry's order (:data:`pcs.fleet.routers.ROUTERS`: name -> module).
+ROUTER_NAMES: tuple[str, ...] = ("round-robin", "random", "least-loaded", "session", "consistent-hash", "prefix",
+                                 "cache-aware")
 #: Most instances a fleet may have (a bound on memory and run time, not a modelling limit; :mod:`pcs.fleet.fleet`).
 MAX_INSTANCES = 4096
 

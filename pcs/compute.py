@@ -54,7 +54,7 @@ from typing import Any, Callable
 import numpy as np
 
 from pcs import units
-from pcs.errors import InputError
+from pcs.errors import InputError, UserError
 from pcs.hardware import GPUSpec
 
 __all__ = ["DEFAULT_UTILISATION", "ComputeModel", "MeasuredPrefill", "StepCost"]
@@ -66,7 +66,7 @@ DEFAULT_UTILISATION = 0.5
 def _as_tokens(value: Any, what: str) -> np.ndarray:
     arr = np.asarray(value, dtype=np.float64)
     if not np.all(np.isfinite(arr)) or np.any(arr < 0):
-        raise ValueError(f"{what} must be finite and >= 0, got {value!r}")
+        raise UserError(f"{what} must be finite and >= 0, got {value!r}")
     return arr
 
 
@@ -111,9 +111,9 @@ class ComputeModel:
 
             object.__setattr__(self, "gpu", get_gpu(self.gpu))
         if isinstance(self.tp, bool) or not isinstance(self.tp, int) or self.tp < 1:
-            raise ValueError(f"tensor-parallel size must be an int >= 1, got {self.tp!r}")
+            raise UserError(f"tensor-parallel size must be an int >= 1, got {self.tp!r}")
         if not (isinstance(self.utilisation, (int, float)) and 0 < self.utilisation <= 1):
-            raise ValueError(f"utilisation must be in (0, 1], got {self.utilisation!r}")
+            raise UserError(f"utilisation must be in (0, 1], got {self.utilisation!r}")
         self.gpu.peak_flops(self.dtype)  # validates dtype and FP8 support
 
     @property

@@ -18,7 +18,7 @@ import math
 from pathlib import Path
 from typing import Any, Iterable
 
-from pcs.errors import InputError
+from pcs.errors import InputError, UserError
 
 __all__ = ["MAX_SETTINGS_BYTES", "read_text", "read_mapping", "read_json_object", "refuse_unknown_keys"]
 
@@ -52,12 +52,12 @@ def read_text(path: str | Path) -> str:
 def _finite(text: str) -> float:
     value = float(text)
     if not math.isfinite(value):
-        raise ValueError(f"number {text} is out of range")
+        raise UserError(f"number {text} is out of range")
     return value
 
 
 def _no_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not a JSON number")
+    raise UserError(f"{name} is not a JSON number")
 
 
 def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -66,7 +66,7 @@ def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for key, value in pairs:
         if key in out:
-            raise ValueError(f"key {key!r} appears twice in one object")
+            raise UserError(f"key {key!r} appears twice in one object")
         out[key] = value
     return out
 
@@ -107,7 +107,7 @@ def read_mapping(path: str | Path) -> dict[str, Any]:
     path = Path(path)
     suffix = path.suffix.lower()
     if suffix not in (".json", ".toml"):
-        raise ValueError(f"{path}: unknown file type {path.suffix!r}; expected .toml or .json")
+        raise UserError(f"{path}: unknown file type {path.suffix!r}; expected .toml or .json")
     text = read_text(path)
     if suffix == ".json":
         data = _loads_json(path, text)
@@ -118,7 +118,7 @@ def read_mapping(path: str | Path) -> dict[str, Any]:
             try:
                 import tomli as tomllib  # type: ignore[no-redef]
             except ModuleNotFoundError:
-                raise ValueError(f"{path}: reading TOML needs Python 3.11+ or the tomli package; "
+                raise UserError(f"{path}: reading TOML needs Python 3.11+ or the tomli package; "
                                  "use a .json file instead") from None
         try:
             data = tomllib.loads(text)

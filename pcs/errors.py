@@ -1,26 +1,35 @@
 """Error types shared by pcs modules, and the grades the CLI gives them.
 
-Grades (house style): ``assert`` for internal invariants; ``ValueError`` (or
-a subclass: :class:`InputError` for bad file content, :class:`UnknownNameError`
-for a registry lookup) for bad user input, which the CLI turns into one line
-``pcs: error: ...`` on stderr and exit code 2; expected outcomes are returned
-values, never exceptions. Any other exception escaping a command (an
-``AssertionError``, ``TypeError``, ``IndexError``, ``KeyError`` ...) is a bug
-in pcs: the CLI shows its traceback and a last line saying so (:data:`BUG_REPORT`),
-exit code 1 (:func:`pcs.cli.common.user_errors`).
+Grades (house style): ``assert`` for internal invariants; :class:`UserError`
+(a ``ValueError``, so an API documented as raising ``ValueError`` still does),
+or its subclasses :class:`InputError` for bad file content, :class:`UnknownNameError`
+for a registry lookup and :class:`PolicyError` for a plug-in policy, for bad user
+input, which the CLI turns into one line ``pcs: error: ...`` on stderr and exit
+code 2; expected outcomes are returned values, never exceptions. Any other
+exception escaping a command -- a plain ``ValueError`` too (Python and numpy
+raise it for bugs: unpacking, shapes), an ``AssertionError``, ``TypeError``,
+``KeyError`` ... -- is a bug in pcs: the CLI shows its traceback and a last line
+saying so (:data:`BUG_REPORT`), exit code 1 (:func:`pcs.cli.common.user_errors`).
 """
 from __future__ import annotations
 
 from typing import Iterable, Mapping
 
-__all__ = ["InputError", "UnknownNameError", "PolicyError", "BUG_REPORT"]
+__all__ = ["UserError", "InputError", "UnknownNameError", "PolicyError", "BUG_REPORT"]
 
 #: Where the CLI's last line after an internal error sends the user.
 BUG_REPORT = ("this is a bug in pcs, not in your input: please report it on the pcs issue tracker "
               "with the command line and the traceback above")
 
 
-class InputError(ValueError):
+class UserError(ValueError):
+    """Bad user input (an option, an argument, an API parameter): the CLI prints ``str(err)`` as one line, exit 2.
+
+    A ``ValueError`` raised by anything else is a bug (see the module docstring).
+    """
+
+
+class InputError(UserError):
     """Bad content in an input file, located by file, line and field.
 
     Attributes:
@@ -44,7 +53,7 @@ class InputError(ValueError):
         super().__init__(f"{where}: {what}")
 
 
-class PolicyError(ValueError):
+class PolicyError(UserError):
     """An eviction policy written in Python (a plug-in, a subclass) raised, or answered against the contract of
     ``pcs/cache/policies/base.py``, while the compiled hierarchy hosted it (``pcs/cache/_pol_py.c``).
 
@@ -53,7 +62,7 @@ class PolicyError(ValueError):
     """
 
 
-class UnknownNameError(ValueError):
+class UnknownNameError(UserError):
     """A name a registry does not hold (an eviction policy, a preset ...).
 
     Attributes:

@@ -27,7 +27,7 @@ from typing import Any
 
 from pcs import units
 from pcs.configfile import read_mapping
-from pcs.errors import InputError, UnknownNameError
+from pcs.errors import InputError, UnknownNameError, UserError
 
 __all__ = [
     "GPUSpec", "LinkSpec", "HardwareTable", "GPUS", "LINKS", "GPU_NAMES", "LINK_NAMES", "ALIASES", "aliases_of",
@@ -42,7 +42,7 @@ def _check_positive(name: str, field_name: str, value: float | None, allow_none:
     ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
     if not ok or value < 0 or (value == 0 and not allow_zero):
         need = ">= 0" if allow_zero else "> 0"
-        raise ValueError(f"{name}: {field_name} must be a finite number {need}, got {value!r}")
+        raise UserError(f"{name}: {field_name} must be a finite number {need}, got {value!r}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,7 +70,7 @@ class GPUSpec:
 
     def __post_init__(self) -> None:
         if not isinstance(self.hbm_bytes, int) or isinstance(self.hbm_bytes, bool) or self.hbm_bytes <= 0:
-            raise ValueError(f"{self.name}: hbm_bytes must be an int > 0, got {self.hbm_bytes!r}")
+            raise UserError(f"{self.name}: hbm_bytes must be an int > 0, got {self.hbm_bytes!r}")
         _check_positive(self.name, "hbm_bps", self.hbm_bps)
         _check_positive(self.name, "bf16_flops", self.bf16_flops)
         _check_positive(self.name, "fp8_flops", self.fp8_flops, allow_none=True)
@@ -86,9 +86,9 @@ class GPUSpec:
             return self.bf16_flops
         if d == "fp8":
             if self.fp8_flops is None:
-                raise ValueError(f"GPU {self.name!r} has no FP8 tensor cores; use --compute-dtype bf16")
+                raise UserError(f"GPU {self.name!r} has no FP8 tensor cores; use --compute-dtype bf16")
             return self.fp8_flops
-        raise ValueError(f"unknown compute dtype {dtype!r}; expected one of bf16, fp16, fp8")
+        raise UserError(f"unknown compute dtype {dtype!r}; expected one of bf16, fp16, fp8")
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,7 +120,7 @@ class LinkSpec:
         _check_positive(self.name, "iops", self.iops, allow_none=True)
         _check_positive(self.name, "io_size_bytes", self.io_size_bytes, allow_none=True)
         if (self.iops is None) != (self.io_size_bytes is None):
-            raise ValueError(f"{self.name}: iops and io_size_bytes must be given together")
+            raise UserError(f"{self.name}: iops and io_size_bytes must be given together")
 
     @property
     def iops_bps(self) -> float | None:
@@ -140,7 +140,7 @@ class LinkSpec:
         1e-05
         """
         if num_bytes < 0:
-            raise ValueError(f"num_bytes must be >= 0, got {num_bytes}")
+            raise UserError(f"num_bytes must be >= 0, got {num_bytes}")
         data_s = num_bytes / self.bandwidth_bps
         if io_size_bytes is not None and self.iops is not None and num_bytes > 0:
             data_s = max(data_s, math.ceil(num_bytes / io_size_bytes) / self.iops)
@@ -275,7 +275,7 @@ def default_link_for_tier(tier_name: str, table: HardwareTable | None = None) ->
     """
     link = TIER_LINKS.get(str(tier_name).strip().lower())
     if link is None:
-        raise ValueError(f"no default link for tier {tier_name!r}; known tiers: {', '.join(TIER_LINKS)}")
+        raise UserError(f"no default link for tier {tier_name!r}; known tiers: {', '.join(TIER_LINKS)}")
     return get_link(link, table)
 
 
@@ -292,13 +292,13 @@ def _parse_field(name: str, value: Any) -> Any:
         if name.endswith(suffix):
             return parse(value)
     if isinstance(value, bool) or not isinstance(value, (int, float, str)):
-        raise ValueError(f"expected a number, got {value!r}")
+        raise UserError(f"expected a number, got {value!r}")
     try:
         number = float(value)  # *_flops and iops: plain numbers such as 989.4e12
     except ValueError:
-        raise ValueError(f"expected a plain number such as 989.4e12, got {value!r}") from None
+        raise UserError(f"expected a plain number such as 989.4e12, got {value!r}") from None
     if not math.isfinite(number):
-        raise ValueError(f"expected a finite number, got {value!r}")
+        raise UserError(f"expected a finite number, got {value!r}")
     return number
 
 
@@ -320,11 +320,11 @@ def override(spec: GPUSpec | LinkSpec, note: str = "overridden", **changes: Any)
         if value is None:
             continue
         if key not in names:
-            raise ValueError(f"unknown {type(spec).__name__} field {key!r}; known: {', '.join(sorted(names))}")
+            raise UserError(f"unknown {type(spec).__name__} field {key!r}; known: {', '.join(sorted(names))}")
         try:
             parsed[key] = _parse_field(key, value)
         except ValueError as exc:
-            raise ValueError(f"{spec.name}: field {key!r}: {exc}") from None
+            raise UserError(f"{spec.name}: field {key!r}: {exc}") from None
     if not parsed:
         return spec
     if "source" not in parsed:
@@ -384,10 +384,10 @@ def _entry(path: Path, where: str, cls: type, name: str, preset: Any, fields_: d
         required = [f.name for f in dataclasses.fields(cls) if f.name not in ("name", "source")]
         missing = [f for f in required if f not in fields_ and f not in ("fp8_flops", "iops", "io_size_bytes")]
         if missing:
-            raise ValueError(f"new entry needs fields {', '.join(missing)}")
+            raise UserError(f"new entry needs fields {', '.join(missing)}")
         unknown = set(fields_) - set(required) - {"source"}
         if unknown:
-            raise ValueError(f"unknown field(s) {', '.join(sorted(unknown))}; known: {', '.join(required)}")
+            raise UserError(f"unknown field(s) {', '.join(sorted(unknown))}; known: {', '.join(required)}")
         values = {k: _parse_field(k, fields_.get(k)) for k in required}
         return cls(name=name, source=str(fields_.get("source", f"user entry from {path.name}")), **values)
     except InputError:

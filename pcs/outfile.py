@@ -23,6 +23,7 @@ import errno
 import os
 from pathlib import Path
 from typing import Iterator, Mapping
+from pcs.errors import UserError
 
 __all__ = ["TEMPORARY", "atomic_output", "check_outputs", "publish", "remove_temporary", "same_file"]
 
@@ -114,16 +115,16 @@ def same_file(a, b) -> bool:
 
 def _check_one(option: str, path) -> None:
     if str(path) == "-":
-        raise ValueError(f"{option} -: pcs writes this output to a file, not to stdout; give a file name")
+        raise UserError(f"{option} -: pcs writes this output to a file, not to stdout; give a file name")
     target = Path(path)
     if target.is_dir():
         raise IsADirectoryError(errno.EISDIR, f"{option}: is a directory", os.fspath(path))
     folder = target.parent
     if not folder.is_dir():
         what = "does not exist" if not folder.exists() else "is not a folder"
-        raise ValueError(f"{option} {path}: the folder {str(folder)!r} {what}")
+        raise UserError(f"{option} {path}: the folder {str(folder)!r} {what}")
     if not os.access(folder, os.W_OK | os.X_OK):
-        raise ValueError(f"{option} {path}: the folder {str(folder)!r} is not writable")
+        raise UserError(f"{option} {path}: the folder {str(folder)!r} is not writable")
 
 
 def check_outputs(outputs: Mapping[str, object], inputs: Mapping[str, object] = {}) -> None:
@@ -143,8 +144,8 @@ def check_outputs(outputs: Mapping[str, object], inputs: Mapping[str, object] = 
         _check_one(opt, path)
         for what, src in inputs.items():
             if src is not None and str(src) != "-" and Path(src).exists() and same_file(path, src):
-                raise ValueError(f"{opt} {path} is also an input file of this run ({what}); pcs never modifies "
+                raise UserError(f"{opt} {path} is also an input file of this run ({what}); pcs never modifies "
                                  "its inputs: choose another output name")
         for opt2, path2 in given[:i]:
             if same_file(path, path2):
-                raise ValueError(f"{opt} {path} and {opt2} {path2} name one file: give each output its own name")
+                raise UserError(f"{opt} {path} and {opt2} {path2} name one file: give each output its own name")

@@ -25,6 +25,7 @@ from __future__ import annotations
 import dataclasses
 import typing
 from typing import Any, Sequence, TypeVar
+from pcs.errors import UserError
 
 __all__ = ["UNITS", "field", "bytes_of", "result", "to_dict", "json_fields", "FieldInfo", "Column", "take", "renamed", "own",
            "projection"]
@@ -84,7 +85,7 @@ def field(unit: str, doc: str, *, key: str | None = None, omit_none: bool = Fals
         ValueError: an unknown unit.
     """
     if unit not in UNITS:
-        raise ValueError(f"unknown unit {unit!r}; valid: {', '.join(UNITS)}")
+        raise UserError(f"unknown unit {unit!r}; valid: {', '.join(UNITS)}")
     meta = {"unit": unit, "doc": doc, "key": key, "omit_none": omit_none, "omit": omit, "json": json}
     return dataclasses.field(default=default, metadata=meta)
 

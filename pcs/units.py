@@ -35,6 +35,7 @@ import math
 import re
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
+from pcs.errors import UserError
 
 __all__ = [
     "BYTE_UNITS",
@@ -79,17 +80,17 @@ _DUR_HELP = "a duration such as 100ms, 5 ms, 3us, 1.5s or a plain number of seco
 def _split(text: str | int | float, what: str, help_: str) -> tuple[Decimal, str]:
     if isinstance(text, (int, float)) and not isinstance(text, bool):
         if isinstance(text, float) and not math.isfinite(text):
-            raise ValueError(f"invalid {what} {text!r}: expected {help_}")
+            raise UserError(f"invalid {what} {text!r}: expected {help_}")
         return Decimal(repr(text)) if isinstance(text, float) else Decimal(text), ""
     m = _NUMBER_UNIT.match(str(text))
     if not m:
-        raise ValueError(f"invalid {what} {str(text)!r}: expected {help_}")
+        raise UserError(f"invalid {what} {str(text)!r}: expected {help_}")
     try:
         value = Decimal(m.group(1))
     except InvalidOperation:  # pragma: no cover - regex guarantees a number
-        raise ValueError(f"invalid {what} {str(text)!r}: expected {help_}") from None
+        raise UserError(f"invalid {what} {str(text)!r}: expected {help_}") from None
     if value and value.adjusted() > _MAX_EXPONENT:  # 1e999999 would overflow the decimal context
-        raise ValueError(f"invalid {what} {str(text)!r}: too large (more than 2^63 - 1)")
+        raise UserError(f"invalid {what} {str(text)!r}: too large (more than 2^63 - 1)")
     return value, m.group(2)
 
 
@@ -105,17 +106,17 @@ def _byte_mult(unit: str, text, what: str, help_: str) -> int:
     """Multiplier of a size unit; a lowercase ``b`` (bits: ``Gb``, ``kb``) is refused."""
     if unit.endswith("b") and unit.lower() != "b" or unit == "b":
         prefix = unit[:-1] if unit[:-1] in ("k", "") else unit[:-1].upper()
-        raise ValueError(f"invalid {what} {str(text)!r}: {unit!r} reads as bits; pcs takes bytes: write "
+        raise UserError(f"invalid {what} {str(text)!r}: {unit!r} reads as bits; pcs takes bytes: write "
                          f"{prefix}B (bytes) or divide bits by 8; expected {help_}")
     mult = BYTE_UNITS.get(unit.lower())
     if mult is None:
-        raise ValueError(f"invalid {what} {str(text)!r}: unknown unit {unit!r}; expected {help_}")
+        raise UserError(f"invalid {what} {str(text)!r}: unknown unit {unit!r}; expected {help_}")
     return mult
 
 
 def _bounded(value, text, what: str):
     if value > MAX_VALUE:
-        raise ValueError(f"invalid {what} {str(text)!r}: too large (more than 2^63 - 1)")
+        raise UserError(f"invalid {what} {str(text)!r}: too large (more than 2^63 - 1)")
     return value
 
 
@@ -133,10 +134,10 @@ def parse_bytes(text: str | int | float) -> int:
     """
     value, unit = _split(text, "size", _BYTE_HELP)
     if "/" in unit:
-        raise ValueError(f"invalid size {str(text)!r}: unknown unit {unit!r}; expected {_BYTE_HELP}")
+        raise UserError(f"invalid size {str(text)!r}: unknown unit {unit!r}; expected {_BYTE_HELP}")
     mult = _byte_mult(unit, text, "size", _BYTE_HELP)
     if value < 0:
-        raise ValueError(f"invalid size {str(text)!r}: must not be negative")
+        raise UserError(f"invalid size {str(text)!r}: must not be negative")
     return int(_bounded((value * mult).to_integral_value(), text, "size"))
 
 
@@ -156,10 +157,10 @@ def parse_bandwidth(text: str | int | float) -> float:
     if u.lower().endswith("/s"):
         u = u[:-2]
     elif u:
-        raise ValueError(f"invalid bandwidth {str(text)!r}: unit must end in /s; expected {_BW_HELP}")
+        raise UserError(f"invalid bandwidth {str(text)!r}: unit must end in /s; expected {_BW_HELP}")
     mult = _byte_mult(u, text, "bandwidth", _BW_HELP)
     if value < 0:
-        raise ValueError(f"invalid bandwidth {str(text)!r}: must not be negative")
+        raise UserError(f"invalid bandwidth {str(text)!r}: must not be negative")
     return float(_bounded(value * mult, text, "bandwidth"))
 
 
@@ -175,9 +176,9 @@ def parse_duration_ns(text: str | int | float) -> int:
     value, unit = _split(text, "duration", _DUR_HELP)
     mult = DURATION_UNITS.get(unit if unit == "µs" else unit.lower())
     if mult is None:
-        raise ValueError(f"invalid duration {str(text)!r}: unknown unit {unit!r}; expected {_DUR_HELP}")
+        raise UserError(f"invalid duration {str(text)!r}: unknown unit {unit!r}; expected {_DUR_HELP}")
     if value < 0:
-        raise ValueError(f"invalid duration {str(text)!r}: must not be negative")
+        raise UserError(f"invalid duration {str(text)!r}: must not be negative")
     return int(_bounded((value * mult).to_integral_value(), text, "duration"))
 
 
@@ -215,7 +216,7 @@ def require_unit(text: str | None, option: str, kind: str) -> str | None:
     m = _NUMBER_UNIT.match(str(text))
     if m and not m.group(2) and Decimal(m.group(1)) != 0:
         v = m.group(1)
-        raise ValueError(f"{option} {str(text).strip()!r} has no unit: give a unit: "
+        raise UserError(f"{option} {str(text).strip()!r} has no unit: give a unit: "
                          + _UNIT_HINT[kind].format(v=v))
     return text
 
@@ -261,10 +262,10 @@ def capacity_to_blocks(size_bytes: int | None, blocks: int | None, block_bytes: 
     if blocks is not None:
         return blocks
     if block_bytes is None:
-        raise ValueError(f"{what}: a size in bytes needs the bytes per block (give --model), or give blocks")
+        raise UserError(f"{what}: a size in bytes needs the bytes per block (give --model), or give blocks")
     n = size_bytes // block_bytes
     if n == 0 and size_bytes > 0:
-        raise ValueError(f"{what}: smaller than one block ({format_bytes(block_bytes)} = {block_bytes} B per "
+        raise UserError(f"{what}: smaller than one block ({format_bytes(block_bytes)} = {block_bytes} B per "
                          f"block); give at least {block_bytes}B or 1blocks, or write 0 for none")
     return n
 
@@ -287,30 +288,30 @@ def parse_capacity(text: str | int) -> Capacity:
             2^63 - 1 blocks, or what :func:`parse_bytes` refuses.
     """
     if isinstance(text, bool):
-        raise ValueError(f"invalid capacity {text!r}: expected {_CAP_HELP}")
+        raise UserError(f"invalid capacity {text!r}: expected {_CAP_HELP}")
     s = str(text).strip()
     m = _BLOCKS.match(s)
     if m:
         value = Decimal(m.group(1))
         if value and value.adjusted() > _MAX_EXPONENT:
-            raise ValueError(f"invalid block count {s!r}: too large (more than 2^63 - 1)")
+            raise UserError(f"invalid block count {s!r}: too large (more than 2^63 - 1)")
         if value < 0 or value != value.to_integral_value():
-            raise ValueError(f"invalid block count {s!r}: expected a whole number >= 0, e.g. 5000blocks")
+            raise UserError(f"invalid block count {s!r}: expected a whole number >= 0, e.g. 5000blocks")
         return Capacity(s, blocks=int(_bounded(value, s, "block count")))
     value, unit = _split(s, "capacity", _CAP_HELP)
     if not unit:
         if value == 0:
             return Capacity(s, blocks=0)
         if value < 0:
-            raise ValueError(f"invalid capacity {s!r}: a capacity must be >= 0, e.g. 10GB or 5000blocks")
+            raise UserError(f"invalid capacity {s!r}: a capacity must be >= 0, e.g. 10GB or 5000blocks")
         blocks = f" or {s}blocks" if value == int(value) else ""  # a block count is whole
-        raise ValueError(f"capacity {s!r} has no unit: give a unit: {s}GB{blocks}")
+        raise UserError(f"capacity {s!r} has no unit: give a unit: {s}GB{blocks}")
     try:
         size = parse_bytes(s)
     except ValueError as exc:
-        raise ValueError(f"{exc}; or a block count such as 5000blocks") from None
+        raise UserError(f"{exc}; or a block count such as 5000blocks") from None
     if size == 0 and value != 0:
-        raise ValueError(f"invalid capacity {s!r}: less than one byte; write 0 for an empty tier")
+        raise UserError(f"invalid capacity {s!r}: less than one byte; write 0 for an empty tier")
     return Capacity(s, size_bytes=size)
 
 

@@ -814,3 +814,18 @@ def conversation_trace(rng, conversations: int, turns: int, system_blocks: int =
             out.append(Req(t, p, o, BS, np.array(ids, dtype=np.uint64)))
             p, t = p + o + int(rng.integers(0, 2 * BS)), t + float(rng.choice([0.001, 0.01, 0.05, 0.3]))
     return sorted(out, key=lambda r: r.arrival_s)
+
+
+def batch(rows, sessions=None, bs=4, parents=None):
+    """A RequestBatch from hand-written rows (routing tests): rows (arrival_s, ids) or (arrival_s, ids, prompt_tokens),
+    ``bs`` tokens per block (prompt = ids x bs unless given), no output tokens; optional session and parent ids."""
+    ids = [list(r[1]) for r in rows]
+    offs = np.zeros(len(rows) + 1, dtype=np.int64)
+    np.cumsum([len(x) for x in ids], out=offs[1:])
+    prompt = np.array([r[2] if len(r) > 2 else len(r[1]) * bs for r in rows], dtype=np.int64)
+    from pcs.trace.request import RequestBatch
+
+    return RequestBatch(0, bs, np.array([float(r[0]) for r in rows]), prompt, np.zeros(len(rows), dtype=np.int64),
+                        offs, np.array([i for x in ids for i in x], dtype=np.uint64),
+                        None if sessions is None else np.array(sessions, dtype=np.int64),
+                        None if parents is None else np.array(parents, dtype=np.int64))

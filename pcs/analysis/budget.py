@@ -21,7 +21,7 @@ from typing import Any, Iterable
 
 from pcs import units
 from pcs.configfile import read_mapping, refuse_unknown_keys
-from pcs.errors import InputError
+from pcs.errors import InputError, UserError
 
 __all__ = [
     "BudgetResult", "Workload", "budget", "total", "parse_workload", "load_workloads",
@@ -87,9 +87,9 @@ class BudgetResult:
 
 def _check(value: float, what: str, positive: bool) -> None:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise ValueError(f"{what} must be a finite number, got {value!r}")
+        raise UserError(f"{what} must be a finite number, got {value!r}")
     if value < 0 or (positive and value == 0):
-        raise ValueError(f"{what} must be {'> 0' if positive else '>= 0'}, got {value!r}")
+        raise UserError(f"{what} must be {'> 0' if positive else '>= 0'}, got {value!r}")
 
 
 def budget(capacity_need_bytes: int, capacity_have_bytes: int, bandwidth_need_bps: float,
@@ -151,7 +151,7 @@ def parse_workload(text: str) -> Workload:
     """
     parts = str(text).rsplit(":", 2)
     if len(parts) != 3 or not parts[0].strip():
-        raise ValueError(f"invalid workload {text!r}: expected NAME:CAPACITY:BANDWIDTH such as A:30GB:1000GB/s")
+        raise UserError(f"invalid workload {text!r}: expected NAME:CAPACITY:BANDWIDTH such as A:30GB:1000GB/s")
     name, cap, bw = (p.strip() for p in parts)
     return Workload(name, units.parse_bytes(cap), units.parse_bandwidth(bw))
 

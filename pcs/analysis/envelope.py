@@ -29,6 +29,7 @@ from dataclasses import dataclass, fields
 from decimal import ROUND_HALF_EVEN, Decimal
 from fractions import Fraction
 from typing import Any, Iterable
+from pcs.errors import UserError
 
 __all__ = ["EnvelopeRow", "EnvelopeResult", "envelope", "break_even_bps", "seconds_to_ns",
            "restore_bytes_for_tokens"]
@@ -44,9 +45,9 @@ def seconds_to_ns(seconds: float | int) -> int:
         ValueError: negative or non-finite input.
     """
     if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not math.isfinite(seconds):
-        raise ValueError(f"a time must be a finite number of seconds, got {seconds!r}")
+        raise UserError(f"a time must be a finite number of seconds, got {seconds!r}")
     if seconds < 0:
-        raise ValueError(f"a time must not be negative, got {seconds!r}")
+        raise UserError(f"a time must not be negative, got {seconds!r}")
     value = Decimal(seconds) if isinstance(seconds, int) else Decimal(repr(float(seconds)))
     return int((value * 10**9).to_integral_value(rounding=ROUND_HALF_EVEN))
 
@@ -108,7 +109,7 @@ class EnvelopeResult:
 
 def _check_bytes(restore_bytes: int) -> int:
     if isinstance(restore_bytes, bool) or not isinstance(restore_bytes, int) or restore_bytes < 0:
-        raise ValueError(f"restore bytes must be an int >= 0, got {restore_bytes!r}")
+        raise UserError(f"restore bytes must be an int >= 0, got {restore_bytes!r}")
     return restore_bytes
 
 
@@ -174,7 +175,7 @@ def envelope(restore_bytes: int, full_prefill_s: float, remaining_s: float, over
     rows = []
     for bw in bandwidths_bps:
         if isinstance(bw, bool) or not isinstance(bw, (int, float)) or not math.isfinite(bw) or bw < 0:
-            raise ValueError(f"bandwidth must be a finite number of bytes/s >= 0, got {bw!r}")
+            raise UserError(f"bandwidth must be a finite number of bytes/s >= 0, got {bw!r}")
         read_s = 0.0 if d == 0 else (math.inf if bw == 0 else d / bw)
         cached_s = read_s + remaining_s + overhead_s
         exposed = None if overlap_s is None else max(0.0, read_s - overlap_s)
@@ -200,9 +201,9 @@ def restore_bytes_for_tokens(model: Any, tokens: int, block_size: int = 16, layo
         ValueError: tokens < 0 or block_size < 1, or a layout H2's block_bytes rejects.
     """
     if isinstance(tokens, bool) or not isinstance(tokens, int) or tokens < 0:
-        raise ValueError(f"restore tokens must be an int >= 0, got {tokens!r}")
+        raise UserError(f"restore tokens must be an int >= 0, got {tokens!r}")
     if isinstance(block_size, bool) or not isinstance(block_size, int) or block_size < 1:
-        raise ValueError(f"block size must be an int >= 1, got {block_size!r}")
+        raise UserError(f"block size must be an int >= 1, got {block_size!r}")
     from pcs.model import block_bytes  # lazy: the model package is only needed here
 
     blocks = -(-tokens // block_size)

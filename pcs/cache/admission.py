@@ -33,6 +33,7 @@ from __future__ import annotations
 from typing import Any, ClassVar, Sequence
 
 from pcs.cache.policies import spec_value
+from pcs.errors import UserError
 
 __all__ = ["AdmissionPolicy", "CountingAdmission", "CombinedAdmission", "ADMISSION_KINDS", "parse_admission", "make_admission", "parse_admit_option",
            "admission_kinds", "NO_ADMISSION", "apply_admission", "needs_context"]
@@ -78,7 +79,7 @@ class CountingAdmission(AdmissionPolicy):
 
     def __init__(self, threshold: int = 2) -> None:
         if isinstance(threshold, bool) or not isinstance(threshold, int) or threshold < 1:
-            raise ValueError(f"admission {self.kind}: {self.first_option.upper()} must be an int >= 1, "
+            raise UserError(f"admission {self.kind}: {self.first_option.upper()} must be an int >= 1, "
                              f"got {threshold!r}")
         self.threshold = threshold
         self._counts: dict[int, int] = {}
@@ -159,16 +160,16 @@ def parse_admission(text: str) -> tuple[str, dict[str, Any]]:
     kind = kind.strip().lower()
     kinds = admission_kinds()
     if kind not in kinds:
-        raise ValueError(f"unknown admission {kind!r}; valid: {', '.join(ADMISSION_KINDS)} (e.g. cpu=reuse:2)")
+        raise UserError(f"unknown admission {kind!r}; valid: {', '.join(ADMISSION_KINDS)} (e.g. cpu=reuse:2)")
     opts: dict[str, Any] = {}
     for part in filter(None, (p.strip() for p in rest.split(","))):
         key, sep, value = part.partition("=")
         if not sep:
             key, value = kinds[kind].first_option, part
         if not key.strip() or not value.strip():
-            raise ValueError(f"bad admission argument {part!r} in {text!r}")
+            raise UserError(f"bad admission argument {part!r} in {text!r}")
         if key.strip() in opts:
-            raise ValueError(f"admission option {key.strip()!r} given twice in {text!r}; give it once")
+            raise UserError(f"admission option {key.strip()!r} given twice in {text!r}; give it once")
         opts[key.strip()] = spec_value(value.strip())
     return kind, opts
 
@@ -186,7 +187,7 @@ def make_admission(text: str, context: Any = None) -> AdmissionPolicy:
     takes = [p for p in inspect.signature(cls.__init__).parameters if p not in ("self", "context")]
     for key in opts:
         if key not in takes:
-            raise ValueError(f"admission {kind!r} takes no option {key!r}; its options: {', '.join(takes)}")
+            raise UserError(f"admission {kind!r} takes no option {key!r}; its options: {', '.join(takes)}")
     return cls(**opts, context=context) if "context" in inspect.signature(cls.__init__).parameters else cls(**opts)
 
 
@@ -228,16 +229,16 @@ def parse_admit_option(values: Sequence[str], tier_names: Sequence[str]) -> dict
             tier, sep, spec = item.partition("=")
             tier = tier.strip().lower()
             if not sep or not tier or not spec.strip():
-                raise ValueError(f"bad --admit {item!r}; expected TIER=KIND[:ARGS], e.g. cpu=reuse:2")
+                raise UserError(f"bad --admit {item!r}; expected TIER=KIND[:ARGS], e.g. cpu=reuse:2")
             if tier not in tier_names:
-                raise ValueError(f"--admit names tier {tier!r}, which is not among the tiers: {', '.join(tier_names)}")
+                raise UserError(f"--admit names tier {tier!r}, which is not among the tiers: {', '.join(tier_names)}")
             kind, _ = parse_admission(spec)
             if tier == tier_names[0] and kind != "retain":
-                raise ValueError(f"--admit {item}: the GPU tier stores every block it computes; admission "
+                raise UserError(f"--admit {item}: the GPU tier stores every block it computes; admission "
                                  f"{kind!r} applies to lower tiers (retain applies to any tier)")
             same = [k for k in out.get(tier, []) if parse_admission(k)[0] == kind]
             if same:
-                raise ValueError(f"--admit gives tier {tier!r} admission {kind!r} twice ({same[0]}, {spec.strip()}); "
+                raise UserError(f"--admit gives tier {tier!r} admission {kind!r} twice ({same[0]}, {spec.strip()}); "
                                  "give it once (different kinds for one tier combine: a block must pass each)")
             out.setdefault(tier, []).append(spec.strip())
     return out

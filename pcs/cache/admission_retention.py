@@ -34,6 +34,7 @@ from typing import Any, Iterable, Sequence
 
 from pcs.cache.admission import AdmissionPolicy
 from pcs.cache.policies.base import EvictionPolicy
+from pcs.errors import UserError
 
 __all__ = ["RetentionAdmission", "RetainingPolicy"]
 
@@ -45,7 +46,7 @@ def _token_range(text: Any) -> tuple[int, int]:
     except ValueError:
         lo = hi = -1
     if not sep or lo < 0 or hi <= lo:
-        raise ValueError(f"admission retain: tokens must be A-B with 0 <= A < B, got {text!r}")
+        raise UserError(f"admission retain: tokens must be A-B with 0 <= A < B, got {text!r}")
     return lo, hi
 
 
@@ -68,9 +69,9 @@ class RetentionAdmission(AdmissionPolicy):
     def __init__(self, tokens: str = "0-4096", duration: float = 60.0, context: Any = None) -> None:
         self.lo, self.hi = _token_range(tokens)
         if isinstance(duration, bool) or not isinstance(duration, (int, float)) or not duration > 0:
-            raise ValueError(f"admission retain: duration must be > 0 seconds, got {duration!r}")
+            raise UserError(f"admission retain: duration must be > 0 seconds, got {duration!r}")
         if context is None or context.oracle is None:
-            raise ValueError("admission retain reads block positions and arrival times: it needs the trace "
+            raise UserError("admission retain reads block positions and arrival times: it needs the trace "
                              "context (pcs.replay builds one)")
         self.duration_s = float(duration)
         self.context = context

@@ -29,6 +29,7 @@ from typing import Sequence
 import numpy as np
 
 from pcs.cache.admission import AdmissionPolicy
+from pcs.errors import UserError
 
 __all__ = ["TinyLFUAdmission", "CountMinSketch"]
 
@@ -99,7 +100,7 @@ class TinyLFUAdmission(AdmissionPolicy):
 
     def __init__(self, sample: float = 10) -> None:
         if isinstance(sample, bool) or not isinstance(sample, (int, float)) or not 0 < sample <= MAX_SAMPLE:
-            raise ValueError(f"admission tinylfu: sample must be > 0 and <= {MAX_SAMPLE:g} (capacities), "
+            raise UserError(f"admission tinylfu: sample must be > 0 and <= {MAX_SAMPLE:g} (capacities), "
                              f"got {sample!r}")
         self.sample_factor = sample
         self.sketch: CountMinSketch | None = None
@@ -112,7 +113,7 @@ class TinyLFUAdmission(AdmissionPolicy):
                 counter, a power of two >= the capacity: 2**26 blocks already take 256 MiB).
         """
         if capacity_blocks > MAX_SKETCH_BLOCKS:
-            raise ValueError(f"admission tinylfu sizes its count-min sketch from the tier's capacity: at most "
+            raise UserError(f"admission tinylfu sizes its count-min sketch from the tier's capacity: at most "
                              f"{MAX_SKETCH_BLOCKS:,} blocks (2**26), got {capacity_blocks:,}")
         self.sketch = CountMinSketch(capacity_blocks, int(self.sample_factor * max(capacity_blocks, 1)))
 

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Callable
+from pcs.errors import UserError
 
 __all__ = ["RULES", "CacheGroup", "fixed_point"]
 
@@ -71,13 +72,13 @@ class CacheGroup:
 
     def __post_init__(self) -> None:
         if self.rule not in RULES:
-            raise ValueError(f"unknown cache group rule {self.rule!r}; valid: {', '.join(RULES)}")
+            raise UserError(f"unknown cache group rule {self.rule!r}; valid: {', '.join(RULES)}")
         if self.rule != "full" and self.span_tokens < 1:
-            raise ValueError(f"group {self.name}: rule {self.rule} needs a span >= 1 token")
+            raise UserError(f"group {self.name}: rule {self.rule} needs a span >= 1 token")
         if not 1 <= self.pages < 1 << 16:
-            raise ValueError(f"group {self.name}: pages per block must be in 1..65535, got {self.pages}")
+            raise UserError(f"group {self.name}: pages per block must be in 1..65535, got {self.pages}")
         if self.rule == "state" and self.span_tokens % self.block_size:
-            raise ValueError(f"group {self.name}: checkpoint interval {self.span_tokens} is not a multiple of "
+            raise UserError(f"group {self.name}: checkpoint interval {self.span_tokens} is not a multiple of "
                              f"the block size {self.block_size}")
 
     # -- derived sizes ---------------------------------------------------------------------------

@@ -38,6 +38,7 @@ from typing import Sequence
 
 from pcs.cache.tier import Tier
 from pcs.choices import WRITE_POLICIES  # write-back / write-through (docs/semantics.md §7)
+from pcs.errors import UserError
 
 __all__ = ["Hierarchy", "Admission", "WRITE_POLICIES", "check_hierarchy_args"]
 
@@ -96,12 +97,12 @@ def check_hierarchy_args(tiers: Sequence[Tier], write_policy: str) -> list[str]:
             (the message lists :data:`WRITE_POLICIES`).
     """
     if not tiers:
-        raise ValueError("at least one tier is needed (the GPU tier)")
+        raise UserError("at least one tier is needed (the GPU tier)")
     names = [t.name for t in tiers]
     if len(set(names)) != len(names):
-        raise ValueError(f"tier names must be distinct, got {names}")
+        raise UserError(f"tier names must be distinct, got {names}")
     if write_policy not in WRITE_POLICIES:
-        raise ValueError(f"unknown write policy {write_policy!r}; valid: {', '.join(WRITE_POLICIES)}")
+        raise UserError(f"unknown write policy {write_policy!r}; valid: {', '.join(WRITE_POLICIES)}")
     return names
 
 

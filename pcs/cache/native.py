@@ -37,6 +37,7 @@ from pcs.cache.policies.context import TraceOracle
 from pcs.cache.tier import TierStats
 
 from pcs import _native
+from pcs.errors import UserError
 
 _lruhier = _native.module("lruhier")    # None when the optional extension did not compile
 
@@ -208,7 +209,7 @@ def retain_spec(policy: Any) -> tuple[Any, float, Any] | None:
     if retention is None:
         return None
     if _unwrap(inner)[1] is not None or inner.name not in RETAIN_POLICIES:
-        raise ValueError(f"retain runs compiled as one retain per tier in front of {', '.join(RETAIN_POLICIES)}")
+        raise UserError(f"retain runs compiled as one retain per tier in front of {', '.join(RETAIN_POLICIES)}")
     oracle = retention.context.oracle
     keys, depth, bs = oracle.keys, oracle.key_depth, oracle.block_size     # TraceOracle.depth's arrays
     keep = (depth * bs < retention.hi) & ((depth + 1) * bs > retention.lo)
@@ -417,7 +418,7 @@ class NativeHierarchy(CompiledHierarchy):
     def __init__(self, tiers: Sequence[Tier], write_policy: str = "back") -> None:
         names = check_hierarchy_args(tiers, write_policy)
         if not available(tiers):
-            raise ValueError("the native hierarchy needs the compiled pcs.cache._lruhier and empty tiers of at most "
+            raise UserError("the native hierarchy needs the compiled pcs.cache._lruhier and empty tiers of at most "
                              f"{MAX_BLOCKS} blocks with eviction policies (compiled: {', '.join(COMPILED_POLICIES)}; "
                              "others hosted) and admission "
                              f"policies {', '.join(COMPILED_ADMISSIONS)} (one retain per tier in front of a compiled "

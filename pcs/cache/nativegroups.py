@@ -25,6 +25,7 @@ from pcs.cache.hierarchy import WRITE_POLICIES
 from pcs.cache.policies import get_policy
 from pcs.cache.residency import KEY_SHIFT, Residency
 from pcs.cache.tier import Tier, TierStats
+from pcs.errors import UserError
 
 __all__ = ["NativeGroupHierarchy", "available", "unsupported", "MAX_PAGES", "MAX_LEVELS", "MAX_GROUPS"]
 
@@ -139,17 +140,17 @@ class NativeGroupHierarchy(_native_hier.CompiledHierarchy):
     def __init__(self, tiers: Sequence[Tier], write_policy: str = "back", groups: Sequence[CacheGroup] = (),
                  pools: int = 1, page_bytes: Sequence[Sequence[int]] | None = None, step_s: float = 60.0) -> None:
         if not tiers:
-            raise ValueError("need at least one tier level")
+            raise UserError("need at least one tier level")
         if write_policy not in WRITE_POLICIES:
-            raise ValueError(f"unknown write policy {write_policy!r}; valid: {', '.join(WRITE_POLICIES)}")
+            raise UserError(f"unknown write policy {write_policy!r}; valid: {', '.join(WRITE_POLICIES)}")
         if not groups:
-            raise ValueError("need at least one cache group")
+            raise UserError("need at least one cache group")
         names = [t.name.split("/")[0] for t in tiers]
         if len(set(names)) != len(names):
-            raise ValueError(f"tier level names must be distinct, got {names}")
+            raise UserError(f"tier level names must be distinct, got {names}")
         why = unsupported(tiers, groups, pools)
         if why is not None:
-            raise ValueError(f"the compiled hybrid hierarchy cannot run this replay: {why}")
+            raise UserError(f"the compiled hybrid hierarchy cannot run this replay: {why}")
         pb = [list(p) for p in page_bytes] if page_bytes is not None else [[0] for _ in tiers]
         self.groups, self.pools, self.page_bytes = tuple(groups), pools, pb
         self.write_policy, self.write_through = write_policy, write_policy == "through"

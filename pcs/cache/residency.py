@@ -13,6 +13,7 @@ from __future__ import annotations
 from array import array
 from operator import add, mul, sub
 from typing import Sequence
+from pcs.errors import UserError
 
 __all__ = ["Residency", "group_of", "group_counts", "KEY_SHIFT", "PAGE_BITS", "GROUP_SHIFT"]
 
@@ -64,7 +65,7 @@ class Residency:
     def __init__(self, levels: Sequence[str], page_bytes: Sequence[Sequence[int]], step_s: float = 60.0,
                  max_samples: int = 10_000) -> None:
         if not step_s > 0:
-            raise ValueError(f"residency step must be > 0 s, got {step_s}")
+            raise UserError(f"residency step must be > 0 s, got {step_s}")
         self.levels = list(levels)
         self.page_bytes = [list(p) for p in page_bytes]
         ng = len(self.page_bytes[0])

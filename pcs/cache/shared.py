@@ -20,6 +20,7 @@ from typing import Sequence
 
 from pcs.cache.hierarchy import Admission, Hierarchy
 from pcs.cache.tier import Tier
+from pcs.errors import UserError
 
 __all__ = ["SharedTierHierarchy"]
 
@@ -36,7 +37,7 @@ class SharedTierHierarchy(Hierarchy):
 
     def __init__(self, tiers: Sequence[Tier], write_policy: str = "back") -> None:
         if len(tiers) < 2:
-            raise ValueError("a shared tier needs a GPU tier above it")
+            raise UserError("a shared tier needs a GPU tier above it")
         super().__init__(tiers, write_policy)
         self.shared = self.tiers[-1]
         self._pending: list[int] = []

@@ -11,6 +11,7 @@ from pcs.analysis.budget import (RATIO_NOTE, BudgetResult, Workload, average_ban
 from pcs.analysis.budget import budget as budget_of  # not `from pcs.analysis import budget`: pcs may re-export the function
 from pcs.cli.common import PcsUsageError, command, emit, format_option, quiet_option
 from pcs.cli.presets import hardware_file_option, hardware_table, link_options, resolve_link
+from pcs.errors import UserError
 from pcs.report.budget import budget_csv_rows, render_budget
 
 __all__ = ["budget_command", "budget"]
@@ -21,15 +22,15 @@ def _number(text: str, what: str) -> float:
     try:
         value = float(str(text).replace(",", "").replace("_", ""))
     except ValueError:
-        raise ValueError(f"invalid {what} {text!r}: expected a plain number such as 1000000 or 1e6") from None
+        raise UserError(f"invalid {what} {text!r}: expected a plain number such as 1000000 or 1e6") from None
     if not value >= 0 or value == float("inf"):
-        raise ValueError(f"invalid {what} {text!r}: must be a finite number >= 0")
+        raise UserError(f"invalid {what} {text!r}: must be a finite number >= 0")
     return value
 
 
 def _pair(a: Any, b: Any, names: str) -> bool:
     if (a is None) != (b is None):
-        raise ValueError(f"{names} go together: give both or neither")
+        raise UserError(f"{names} go together: give both or neither")
     return a is not None
 
 
@@ -66,7 +67,7 @@ def _workloads(kw: dict[str, Any]) -> tuple[dict[str, Any], list[Workload]]:
     if kw["bandwidth_have"] is not None:
         device["bandwidth_have_bps"] = units.parse_bandwidth(units.require_unit(kw["bandwidth_have"], "--bandwidth-have", "bandwidth"))
     if workloads and len(device) < 2:
-        raise ValueError("a budget needs the device: --capacity-have and --bandwidth-have "
+        raise UserError("a budget needs the device: --capacity-have and --bandwidth-have "
                          "(or a [device] table in the --workloads file)")
     return device, workloads
 

@@ -25,7 +25,7 @@ from typing import Any, Callable, Iterable, Iterator
 import click
 
 from pcs.cli.progress import Progress, counted  # noqa: F401 - the names commands import from here
-from pcs.errors import BUG_REPORT
+from pcs.errors import BUG_REPORT, UserError
 
 __all__ = ["PcsUsageError", "PcsCommand", "PcsGroup", "command", "RegistryChoice", "format_option", "quiet_option",
            "Progress", "counted", "emit", "user_errors", "to_jsonable", "Terminated", "unwind_on_signals"]
@@ -118,14 +118,14 @@ def user_errors() -> Iterator[None]:
 
     User errors (:class:`PcsUsageError`, one line ``pcs: error: ...``):
     click's ``UsageError`` (bad option values, missing options, unknown
-    commands: one line naming the command's ``--help``); ``ValueError``,
-    the house grade for bad user input, with its subclasses
-    :class:`pcs.errors.InputError` (file content) and
+    commands: one line naming the command's ``--help``);
+    :class:`pcs.errors.UserError`, the house grade for bad user input, with
+    its subclasses :class:`pcs.errors.InputError` (file content) and
     :class:`pcs.errors.UnknownNameError` (registry lookups: models, GPUs,
     links, policies); ``OSError`` on a file (missing, a directory, no
-    permission ...). Every other exception (``AssertionError``,
-    ``TypeError``, ``IndexError``, ``KeyError`` ...) is a bug in pcs
-    (:class:`PcsInternalError`). A closed pipe (``pcs ... | head``) ends
+    permission ...). Every other exception -- a plain ``ValueError`` too
+    (Python and numpy raise it for bugs: unpacking, shapes), ``AssertionError``,
+    ``TypeError``, ``KeyError`` ... -- is a bug in pcs (:class:`PcsInternalError`). A closed pipe (``pcs ... | head``) ends
     quietly. Ctrl-C is one line ``pcs: interrupted`` and exit 130; SIGTERM
     (SIGHUP) one line and exit 143 (129); either way the temporary files are
     gone (:mod:`pcs.outfile`). Grades: :mod:`pcs.errors`.
@@ -145,7 +145,7 @@ def user_errors() -> Iterator[None]:
         raise PcsUsageError(f"{exc.format_message()}{where}") from None
     except (click.ClickException, click.exceptions.Exit, click.Abort):
         raise
-    except ValueError as exc:
+    except UserError as exc:
         raise PcsUsageError(option_names(str(exc).splitlines()[0]) if str(exc) else type(exc).__name__) from None
     except BrokenPipeError:  # `pcs ... | head`
         sys.stderr.close()

@@ -16,6 +16,7 @@ from pcs.cli.modelarg import is_config_path
 from pcs.cli.params import parse_capacity_list
 from pcs.cli.replay import open_trace_kwargs, replay_call_kwargs, replay_options
 from pcs.cli.report import check_outputs, html_options, write_outputs
+from pcs.errors import UserError
 
 __all__ = ["compare"]
 
@@ -56,7 +57,7 @@ def compare(fmt: str, tier_sets: tuple[str, ...], curve_capacities: str | None, 
 
     check_outputs(html_path, plot_dir, {"TRACE": kw["trace"]})
     if tier_sets and kw["tiers"]:
-        raise ValueError("give either --tier (one tier list) or --tiers (several to compare), not both")
+        raise UserError("give either --tier (one tier list) or --tiers (several to compare), not both")
     _refuse_one_policy_twice(kw["policy"])
     trace = open_trace_kwargs(kw)
     caps = _parse_capacities(curve_capacities, kw, trace.block_size) if curve_capacities else None
@@ -64,10 +65,10 @@ def compare(fmt: str, tier_sets: tuple[str, ...], curve_capacities: str | None, 
     trace, replay_kwargs = replay_call_kwargs(kw, trace)
     if wants_fleet(kw):
         if sets or caps or kw["admit"] or kw["gap_oracle"]:
-            raise ValueError("--router compares routers on one tier list; --tiers, --curve-capacities, --admit and "
+            raise UserError("--router compares routers on one tier list; --tiers, --curve-capacities, --admit and "
                              "--gap-oracle do not apply")
         if html_path or plot_dir:
-            raise ValueError(FLEET_NO_HTML)
+            raise UserError(FLEET_NO_HTML)
         return compare_fleet(fmt, trace, dict(replay_kwargs, tiers=list(kw["tiers"]) or None), kw)
     runs = len(sets or [None]) * len(kw["policy"] or [None]) * len(kw["admit"] or [None])
     total = (lambda: (trace.estimated_requests() or 0) * runs or None)  # noqa: E731
@@ -89,7 +90,7 @@ def _refuse_one_policy_twice(policies: tuple[str, ...]) -> None:
     for p in policies:
         key = get_policy(p)
         if key in seen:
-            raise ValueError(f"--policy {seen[key]} and --policy {p} name the same policy; give each policy once")
+            raise UserError(f"--policy {seen[key]} and --policy {p} name the same policy; give each policy once")
         seen[key] = p
 
 

@@ -62,7 +62,7 @@ def _plot_format_ok(path: str) -> None:
 @click.option("--seed", type=Int(0, MAX_SEED), default=0, show_default=True, help="Sampling hash seed.")
 @click.option("--native", type=click.Choice(_native.MODES), default=None, help=_native.HELP)
 @click.option("--kernel", type=click.Choice(_native.MODES), default=None, hidden=True,
-              help="Older name of --native.")
+              help="Deprecated alias of --native (its older name).")
 @click.option("--plot", "plot_path", type=click.Path(), default=None,
               help="Also draw the curves to this PNG, SVG or PDF (needs the plot extra: pip install -e '.[plot]'); "
                    "with --model a second axis gives the capacity in bytes. A path without a suffix is a folder "

@@ -1,8 +1,6 @@
 """``pcs deploy``: a model on GPUs -- weights, the KV pool, GPU-tier blocks, the longest request, concurrency."""
 from __future__ import annotations
 
-from typing import Any
-
 import click
 
 from pcs.cli.common import RegistryChoice, command, emit, format_option, quiet_option
@@ -11,34 +9,6 @@ from pcs.cli.params import MAX_BLOCK_SIZE, MAX_TOKENS, MAX_TP, Float, Int
 from pcs.model import KV_DTYPES, MODEL_NAMES, get_layout
 
 __all__ = ["deploy"]
-
-
-def _table(d: dict[str, Any]) -> str:
-    from pcs.report.table import render_table
-    from pcs.units import format_bytes as gb
-    from pcs.units import format_count as n
-
-    t = d["tp"]
-    longest = d["longest_request_tokens"]
-    rows = [
-        ["GPU tier (KV pool)", gb(d["gpu_tier_bytes"]), f"x {t} GPUs: pcs replay's default GPU tier"],
-        ["GPU-tier blocks", n(d["gpu_blocks"]), f"GPU tier // bytes per block ({d['block_size']} tokens)"],
-        ["GPUs", f"{t} x {d['gpu']}", f"HBM {gb(d['hbm_bytes_per_gpu'])} each"],
-        ["usable per GPU", gb(d["usable_bytes_per_gpu"]), f"HBM x gpu_memory_utilization {d['gpu_memory_utilization']:g}"],
-        ["weights", gb(d["weights_bytes"]), f"per GPU {gb(d['weights_bytes_per_gpu'])}"],
-        ["reserve per GPU", gb(d["reserve_bytes_per_gpu"]), "activations and runtime (see note)"],
-        ["KV pool per GPU", gb(d["kv_bytes_per_gpu"]), "usable - weights per GPU - reserve"],
-        ["bytes per block", n(d["bytes_per_block"]),
-         f"per rank {n(d['bytes_per_block_per_rank'])} x {d['tp_group']['ranks_holding_copy']} ranks, "
-         f"{d['block_size']}-token blocks, {d['layout']['name']}"],
-        ["longest request", "unbounded" if longest is None else f"{n(longest)} tokens",
-         "reserved pages of one request fit the pool"],
-        [f"requests of {n(d['request_tokens'])} tokens", n(d["concurrent_requests"]),
-         f"each reserves {gb(d['request_bytes_per_rank'])} per rank"],
-    ]
-    notes = [d["derivation"], f"KV layout {d['layout']['describe']}", d["tp_group"]["note"],
-             f"reserve: {d['reserve_source']}"] + [f"assumed: {a}" for a in d["assumptions"]]
-    return render_table(["quantity", "value", "how"], rows, title=f"Deployment: {d['model']}", notes=notes)
 
 
 @command("deploy")
@@ -77,6 +47,7 @@ def deploy(model_name: str | None, model_config: str | None, gpu: str, tp: int, 
     from pcs.hardware import get_gpu, load_hardware_file
     from pcs.model.capacity import plan_deployment
     from pcs.model.deploy import size_deployment
+    from pcs.report.deploy import render_deploy
     from pcs.units import parse_bytes
 
     spec = load_model(model_name, model_config, quiet)
@@ -85,4 +56,4 @@ def deploy(model_name: str | None, model_config: str | None, gpu: str, tp: int, 
     reserve = None if kv_reserve is None else parse_bytes(kv_reserve)
     dep = size_deployment(spec, get_gpu(gpu, table), tp, gpu_memory_utilization, reserve)
     payload = plan_deployment(spec, dep, block_size, request_tokens).to_dict()
-    emit(payload, fmt, lambda: _table(payload), rows_key=None)
+    emit(payload, fmt, lambda: render_deploy(payload), rows_key=None)

@@ -10,6 +10,7 @@ from pcs.analysis.envelope import envelope as envelope_lib, restore_bytes_for_to
 from pcs.cli.common import RegistryChoice, command, emit, format_option, quiet_option
 from pcs.cli.params import MAX_BLOCK_SIZE, MAX_TOKENS, MAX_TP, Aliased, Float, Int
 from pcs.cli.presets import gpu_options, hardware_file_option, hardware_table, resolve_gpu
+from pcs.errors import UserError
 from pcs.model import KV_DTYPES, get_layout
 from pcs.report.envelope import render_envelope
 
@@ -20,7 +21,7 @@ def _dtype(kw: dict[str, Any]) -> str | None:
     """``--dtype``, or its older spelling ``--kv-dtype`` (hidden; one spelling per thing across commands)."""
     old = kw.pop("kv_dtype")
     if old is not None and kw["dtype"] is not None:
-        raise ValueError("give --dtype once (--kv-dtype is its older name)")
+        raise UserError("give --dtype once (--kv-dtype is its older name)")
     return kw["dtype"] if kw["dtype"] is not None else old
 
 
@@ -31,7 +32,7 @@ def _model(kw: dict[str, Any], quiet: bool) -> Any:
     dtype = _dtype(kw)
     if kw["model"] is None and kw["model_config"] is None:
         if dtype is not None:
-            raise ValueError("--dtype needs --model or --model-config")
+            raise UserError("--dtype needs --model or --model-config")
         return None
     model = load_model(kw["model"], kw["model_config"], quiet)
     return model.with_dtype(dtype) if dtype else model
@@ -70,13 +71,13 @@ def _times(kw: dict[str, Any], source: tuple[Any, str] | None) -> dict[str, Any]
     elif source is not None and prompt_tokens is not None:
         out["full_prefill_s"], out["full_prefill_from"] = float(source[0].prefill_s(prompt_tokens, 0)), source[1]
     else:
-        raise ValueError("give --full-prefill, or --tokens/--restore-tokens with --model and --gpu "
+        raise UserError("give --full-prefill, or --tokens/--restore-tokens with --model and --gpu "
                          "(or --prefill-csv) to compute it")
     if kw["remaining_compute"] is not None:
         out["remaining_s"], out["remaining_from"] = units.parse_duration(units.require_unit(kw["remaining_compute"], "--remaining-compute", "duration")), "given"
     elif source is not None and prompt_tokens is not None and restore_tokens is not None:
         if prompt_tokens < restore_tokens:
-            raise ValueError(f"--tokens {prompt_tokens} is less than --restore-tokens {restore_tokens}")
+            raise UserError(f"--tokens {prompt_tokens} is less than --restore-tokens {restore_tokens}")
         out["remaining_s"] = float(source[0].prefill_s(prompt_tokens - restore_tokens, restore_tokens))
         out["remaining_from"] = source[1]
     else:
@@ -88,7 +89,7 @@ def _restore_bytes(kw: dict[str, Any], model: Any) -> int:
     if kw["restore_bytes"] is not None:
         return units.parse_bytes(units.require_unit(kw["restore_bytes"], "--restore-bytes", "size"))
     if kw["restore_tokens"] is None or model is None:
-        raise ValueError("give --restore-bytes, or --restore-tokens with --model (or --model-config)")
+        raise UserError("give --restore-bytes, or --restore-tokens with --model (or --model-config)")
     per_rank = model.with_tp(kw["tp"]) if kw["tp"] > 1 else model
     return restore_bytes_for_tokens(per_rank, kw["restore_tokens"], kw["block_size"])
 

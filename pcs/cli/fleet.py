@@ -10,8 +10,10 @@ from typing import Any, Callable
 
 import click
 
-from pcs.cli.common import Progress, emit, with_trace_notes
+from pcs.choices import ROUTER_NAMES
+from pcs.cli.common import Progress, RegistryChoice, emit, with_trace_notes
 from pcs.cli.params import Float, Int
+from pcs.errors import UserError
 
 __all__ = ["fleet_options", "wants_fleet", "replay_fleet", "compare_fleet", "csv_payload"]
 
@@ -20,18 +22,14 @@ _ROUTER_HELP = ("Router of the fleet, NAME or NAME:opt=v,...: round-robin, rando
                 "prefix, cache-aware[:overlap=2,load=1] (docs/cluster.md)")
 
 
-def _no_blank_router(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
-    """``--router ''`` is not the default router: a blank name is refused like any unknown one."""
-    for v in (value if isinstance(value, tuple) else (value,)):
-        if v is not None and not str(v).strip():
-            raise click.BadParameter("a router name is empty; valid: " + ", ".join(_router_names()))
-    return value
+def _check_router(spec: str) -> Any:
+    """:func:`pcs.fleet.routers.parse_router` of ``spec`` (name and options), imported when a value is checked;
+    a blank name (``--router ''``) is not the default router but refused like an unknown one."""
+    from pcs.fleet.routers import parse_router
 
-
-def _router_names() -> tuple[str, ...]:
-    from pcs.fleet.routers import router_names
-
-    return router_names()
+    if not str(spec).strip():
+        raise UserError("a router name is empty; valid: " + ", ".join(ROUTER_NAMES))
+    return parse_router(spec, 1)
 
 
 def fleet_options(multiple: bool) -> Callable:
@@ -48,7 +46,7 @@ def fleet_options(multiple: bool) -> Callable:
                          help="Seconds between a cache event on an instance and the router seeing it (KV events "
                               "arrive late); default 0 = the router's index is exact. Only prefix and cache-aware "
                               "read the index (pcs compare gives the delay to those).")(f)
-        f = click.option("--router", "router", multiple=multiple, callback=_no_blank_router,
+        f = click.option("--router", "router", multiple=multiple, type=RegistryChoice(ROUTER_NAMES, _check_router),
                          help=_ROUTER_HELP + (" (repeat to compare routers)." if multiple else "; default "
                                                                                                "round-robin."))(f)
         return click.option("--instances", type=Int(1, MAX_INSTANCES), default=None,
@@ -112,7 +110,7 @@ def compare_fleet(fmt: str, trace: Any, replay_kwargs: dict[str, Any], kw: dict[
     from pcs.report.fleet import compare_title, render_router_compare
 
     if kw["policy"] and len(kw["policy"]) > 1:
-        raise ValueError("compare either routers (--router) or policies (--policy), not both")
+        raise UserError("compare either routers (--router) or policies (--policy), not both")
     with Progress(kw["quiet"], desc="compare") as progress:
         res = compare_routers(trace, list(kw["router"]) or ["round-robin"], instances=kw["instances"] or 1,
                               router_stale_s=kw["router_stale_s"] or 0.0, progress=progress,

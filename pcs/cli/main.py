@@ -3,7 +3,7 @@
 Subcommands are loaded lazily from ``COMMANDS`` so ``pcs budget`` does not
 import pyarrow, and so each command lives in its own module; ``pcs --help``
 lists every command with its one-line summary from ``SUMMARIES`` without
-importing any. Every error that is the user's (``ValueError``, a missing
+importing any. Every error that is the user's (``pcs.errors.UserError``, a missing
 file, a bad option) becomes one line on stderr and exit code 2; anything else
 is a bug in pcs and shows its traceback, exit code 1; Ctrl-C is one line and
 exit 130, SIGTERM one line and exit 143, with temporary files removed (see

@@ -15,6 +15,7 @@ from typing import Any, Callable
 import click
 
 from pcs import units
+from pcs.errors import UserError
 
 __all__ = ["Aliased", "MAX_TP", "MAX_BLOCK_SIZE", "MAX_TOKENS", "MAX_COUNT", "MAX_POINTS", "MAX_SYNTH_REQUESTS",
            "MAX_SEED", "Int", "Float", "parse_capacity_list"]
@@ -81,15 +82,15 @@ def parse_capacity_list(text: str, option: str, block_bytes: int | Callable[[], 
         try:
             cap = units.parse_capacity(item)
         except ValueError as exc:
-            raise ValueError(f"{option} {item!r}: {exc}") from None
+            raise UserError(f"{option} {item!r}: {exc}") from None
         if cap.size_bytes is not None and block_bytes is None:
-            raise ValueError(f"{option} {item!r}: a size in bytes needs --model (the bytes per block); "
+            raise UserError(f"{option} {item!r}: a size in bytes needs --model (the bytes per block); "
                              "or give blocks, e.g. 5000blocks")
         if cap.size_bytes is not None and callable(block_bytes):
             block_bytes = block_bytes()
         out.append(cap.to_blocks(block_bytes, f"{option} {item!r}"))
     if not out:
-        raise ValueError(f"{option} {text!r}: give comma-separated capacities, e.g. 1000blocks,5000blocks or 40GB")
+        raise UserError(f"{option} {text!r}: give comma-separated capacities, e.g. 1000blocks,5000blocks or 40GB")
     return out
 
 

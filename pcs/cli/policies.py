@@ -16,10 +16,6 @@ from pcs.cli.common import command, emit, format_option, quiet_option
 __all__ = ["policies", "policy_rows", "admission_rows", "csv_rows"]
 
 
-def _options(defaults: dict[str, Any]) -> str:
-    return ", ".join(f"{k}={v}" for k, v in defaults.items()) or "-"
-
-
 def policy_rows() -> list[dict[str, Any]]:
     """One dict per registered eviction policy: name, summary, options, needs, origin, contract, source."""
     from pcs.cache import policies as reg
@@ -65,24 +61,6 @@ def csv_rows(pol: list[dict], adm: list[dict]) -> list[dict[str, str]]:
     return rows
 
 
-def _render(pol: list[dict], adm: list[dict], errors: list[str]) -> str:
-    from pcs.report.table import render_table
-
-    a = render_table(["policy", "options (default)", "origin", "contract", "what it does", "source"],
-                     [[r["name"] + "".join(f" (= {x})" for x in r["aliases"]), _options(r["options"]), r["origin"],
-                       r["contract"], r["summary"], r["source"]] for r in pol],
-                     title="Eviction policies (--policy NAME or NAME:OPTION=VALUE,...; --tier-policy TIER=...)",
-                     notes=["belady and gdsf read the trace (a pre-pass): belady is an offline bound, not a policy "
-                            "an engine can run", "plug-ins: entry-point group pcs.policies",
-                            "contract: keys = EvictionPolicy (block keys, a call per batch), array = ArrayPolicy "
-                            "(handles, a call per decision: docs/policies.md)"] +
-                           [f"plug-in left out: {e}" for e in errors])
-    b = render_table(["admission", "options (default)", "what it does", "source"],
-                     [[r["kind"], _options(r["options"]), r["summary"], r["source"]] for r in adm],
-                     title="Admission policies (--admit TIER=KIND[:ARGS], repeatable; any eviction policy)")
-    return a + "\n\n" + b
-
-
 @command()
 @format_option
 @quiet_option
@@ -99,9 +77,10 @@ def policies(fmt: str, quiet: bool) -> None:
     source), admission (kind, summary, options, source), plugin_errors.
     """
     from pcs.cache.policies import PLUGIN_ERRORS
+    from pcs.report.policies import render_policies
 
     pol, adm = policy_rows(), admission_rows()
     if fmt == "csv":
         return emit({"rows": csv_rows(pol, adm)}, fmt, "", rows_key="rows")
     emit({"policies": pol, "admission": adm, "plugin_errors": list(PLUGIN_ERRORS)}, fmt,
-         lambda: _render(pol, adm, list(PLUGIN_ERRORS)), rows_key="policies")
+         lambda: render_policies(pol, adm, list(PLUGIN_ERRORS)), rows_key="policies")

@@ -12,6 +12,7 @@ import click
 
 from pcs import units
 from pcs.cli.common import apply_options, command, emit, format_option, quiet_option
+from pcs.errors import UserError
 from pcs.hardware import (ALIASES, GPUSpec, HardwareTable, LinkSpec, get_gpu, get_link, load_hardware_file,
                           override)
 from pcs.report.presets import gpu_row, hardware_csv_rows, link_row, render_hardware, render_models
@@ -78,7 +79,7 @@ def resolve_gpu(kwargs: dict[str, Any], table: HardwareTable | None = None) -> G
     given = [opt for opt, (spec_field, _) in _GPU_OVERRIDES.items() if changes[spec_field] is not None]
     if name is None:
         if given:
-            raise ValueError(f"--{given[0].replace('_', '-')} needs --gpu NAME (the preset it overrides)")
+            raise UserError(f"--{given[0].replace('_', '-')} needs --gpu NAME (the preset it overrides)")
         return None
     return override(get_gpu(name, table), note="overridden on the command line", **changes)
 
@@ -97,7 +98,7 @@ def resolve_link(kwargs: dict[str, Any], table: HardwareTable | None = None) -> 
     if name is None:
         if changes["bandwidth_bps"] is None:
             if any(v is not None for v in changes.values()):
-                raise ValueError("--link-setup/--link-iops/--link-io-size need --link NAME or --link-bandwidth")
+                raise UserError("--link-setup/--link-iops/--link-io-size need --link NAME or --link-bandwidth")
             return None
         bandwidth = units.parse_bandwidth(changes.pop("bandwidth_bps"))
         base = LinkSpec("custom", bandwidth, 0.0, None, None, "given on the command line")

@@ -19,6 +19,7 @@ from pcs.cli.report import check_outputs, html_options, write_replay_outputs
 from pcs.engine import select
 from pcs.engine.restores import RESTORE_POLICIES
 from pcs.engine.schedconfig import COMPUTE_MODES, DEFAULT_MAX_PREEMPTIONS
+from pcs.errors import UserError
 from pcs.model import KV_DTYPES
 
 __all__ = ["replay", "replay_options", "replay_call_kwargs", "run_replay_kwargs", "write_requests",
@@ -45,16 +46,12 @@ def _get_layout(name: str) -> Any:
     return get_layout(name)
 
 
-def _check_tier_policies(ctx: click.Context, param: click.Parameter, values: tuple[str, ...]) -> tuple[str, ...]:
-    """``--tier-policy NAME=POLICY``: the form, and POLICY checked by the policy registry."""
+def _get_tier_policy(value: str) -> Any:
+    """``--tier-policy NAME=POLICY``: the form, and POLICY (with its ``:opt=v`` options) checked by the policy
+    registry (:func:`_get_policy`)."""
     from pcs.engine.api import parse_assignment
 
-    for v in values:
-        try:
-            _get_policy(parse_assignment(v, "tier policy")[1])
-        except ValueError as exc:
-            raise click.BadParameter(str(exc), ctx, param) from None
-    return values
+    return _get_policy(parse_assignment(value, "tier policy")[1])
 
 
 def _check_admit(ctx: click.Context, param: click.Parameter, values: tuple[str, ...]) -> tuple[str, ...]:
@@ -68,7 +65,7 @@ def _check_admit(ctx: click.Context, param: click.Parameter, values: tuple[str, 
             tier, sep, spec = item.partition("=")
             try:
                 if not sep or not tier.strip() or not spec.strip():
-                    raise ValueError(f"{item!r}: expected TIER=KIND[:ARGS], e.g. cpu=reuse:2")
+                    raise UserError(f"{item!r}: expected TIER=KIND[:ARGS], e.g. cpu=reuse:2")
                 parse_admission(spec)
             except ValueError as exc:
                 raise click.BadParameter(str(exc), ctx, param) from None
@@ -155,8 +152,10 @@ def _tier_options(policy_multiple: bool) -> list:
                           "deploy prints. Default: gpu=auto and cpu=2TB."),
         click.option("--policy", "policy", multiple=policy_multiple, type=RegistryChoice(_POLICY_CHOICES, _get_policy),
                      help=policy_help),
-        click.option("--tier-policy", "tier_policy", multiple=True, callback=_check_tier_policies,
-                     help="Per-tier policy NAME=POLICY, e.g. cpu=slru (repeatable)."),
+        click.option("--tier-policy", "tier_policy", multiple=True,
+                     type=RegistryChoice(_POLICY_CHOICES, _get_tier_policy),
+                     metavar="TIER=[" + "|".join(_POLICY_CHOICES) + "]",
+                     help="Per-tier policy TIER=POLICY[:OPTION=VALUE], e.g. cpu=slru (repeatable)."),
         click.option("--admit", "admit", multiple=True, callback=_check_admit, metavar="TIER=KIND[:ARGS]",
                      help="Admission policy of a tier, repeatable (pcs policies lists them): cpu=reuse:2 (store "
                           "on the 2nd use), cpu=selective:2 (blocks hit twice), cpu=tinylfu, "
@@ -245,7 +244,7 @@ def _pairs(values, what: str, option: str) -> dict[str, str]:
     for v in values:
         k, val = parse_assignment(v, what)
         if k in out:
-            raise ValueError(f"{option} names tier {k!r} twice ({k}={out[k]}, {k}={val}); give it once")
+            raise UserError(f"{option} names tier {k!r} twice ({k}={out[k]}, {k}={val}); give it once")
         out[k] = val
     return out
 
@@ -269,7 +268,7 @@ def _protected_share(kw: dict[str, Any], tier_policies: dict[str, str]) -> float
     asked = kw["policy"] if isinstance(kw["policy"], tuple) else (kw["policy"],)
     named = [p or DEFAULT_POLICY for p in asked or (None,)] + list(tier_policies.values())
     if not any("protected_share" in policy_options(p) for p in named):
-        raise ValueError("--protected-share sizes the protected segment of slru tiers, and no tier uses slru "
+        raise UserError("--protected-share sizes the protected segment of slru tiers, and no tier uses slru "
                          f"(policies: {', '.join(dict.fromkeys(named))}); add --policy slru or "
                          "--tier-policy NAME=slru")
     return share
@@ -306,23 +305,23 @@ def refuse_inapplicable(kw: dict[str, Any]) -> None:
     given = [_flag(k, kw[k]) for k, d in defaults.items() if k in kw and kw[k] != d]
     if given and (kw.get("timing") == "sequential" or kw.get("compute_mode") == "infinite"):
         why = "--timing sequential" if kw.get("timing") == "sequential" else "--compute infinite"
-        raise ValueError(f"{', '.join(given)}: step-scheduler options, and {why} runs no scheduler; drop them "
+        raise UserError(f"{', '.join(given)}: step-scheduler options, and {why} runs no scheduler; drop them "
                          "or use --timing modeled --compute step")
     if kw.get("timing") == "sequential" and kw.get("compute_mode") == "infinite":
-        raise ValueError("--compute infinite: sequential timing runs one request at a time with no compute queue, "
+        raise UserError("--compute infinite: sequential timing runs one request at a time with no compute queue, "
                          "so the compute mode changes nothing; drop it or use --timing modeled")
     if kw.get("restore_policy") != "best-effort":
         timeouts = [_flag(k, v) for k in ("restore_timeout", "restore_timeout_per_token")
                     if (v := kw.get(k)) is not None and v != _STEP_OPTIONS[k]]
         if timeouts:
-            raise ValueError(f"{', '.join(timeouts)}: only --restore-policy best-effort waits with a timeout "
+            raise UserError(f"{', '.join(timeouts)}: only --restore-policy best-effort waits with a timeout "
                              f"(the policy is {kw.get('restore_policy')})")
     _refuse_inapplicable_fleet(kw)
     if kw.get("gpu_memory_utilization") is not None:
         sized = [t for t in kw.get("tiers") or () if t.split("=", 1)[0].strip().lower() == "gpu"
                  and t.split("=", 1)[-1].strip().lower() != "auto"]
         if sized:
-            raise ValueError(f"--gpu-memory-utilization sizes a GPU tier derived from the deployment, and "
+            raise UserError(f"--gpu-memory-utilization sizes a GPU tier derived from the deployment, and "
                              f"--tier {sized[0]} gives its size; drop one (or use --tier gpu=auto)")
 
 
@@ -420,9 +419,9 @@ def _duration(kw: dict[str, Any], name: str) -> float | None:
     try:
         value = units.parse_duration(text)
     except ValueError as exc:
-        raise ValueError(f"--{name.replace('_', '-')}: {str(exc).splitlines()[0]}") from None
+        raise UserError(f"--{name.replace('_', '-')}: {str(exc).splitlines()[0]}") from None
     if name == "ttft_slo" and not value > 0:       # the value as typed (1e-300s parses to 0.0)
-        raise ValueError(f"--ttft-slo must be > 0, got {text!r}")
+        raise UserError(f"--ttft-slo must be > 0, got {text!r}")
     return value
 
 
@@ -458,7 +457,7 @@ def _check_requests_out(path: str | None, kw: dict[str, Any]) -> None:
 
     check_outputs({"--requests-out": path}, input_paths(kw))
     if Path(path).suffix.lower() not in _REQUESTS_SUFFIXES:
-        raise ValueError(f"--requests-out {path!r}: the name must end in .parquet or .csv")
+        raise UserError(f"--requests-out {path!r}: the name must end in .parquet or .csv")
 
 
 def write_requests(table: Any, path: str) -> None:
@@ -472,7 +471,7 @@ def write_requests(table: Any, path: str) -> None:
 
     suffix = Path(path).suffix.lower()
     if suffix not in _REQUESTS_SUFFIXES:
-        raise ValueError(f"--requests-out {path!r}: the name must end in .parquet or .csv")
+        raise UserError(f"--requests-out {path!r}: the name must end in .parquet or .csv")
     try:
         with atomic_output(path) as tmp:
             if suffix == ".parquet":
@@ -520,7 +519,7 @@ def replay(fmt: str, requests_out: str | None, html_path: str | None, plot_dir: 
         return replay_fleet(fmt, requests_out, kw)
     if streams is not None and "exact" not in streams:
         if html_path or plot_dir or requests_out:
-            raise ValueError("--html/--plot/--requests-out: this --block-size gives an interval (two bound "
+            raise UserError("--html/--plot/--requests-out: this --block-size gives an interval (two bound "
                              "replays), not one run; use a multiple of the trace's block size")
         return _replay_interval(kw, streams, fmt)
     trace = open_trace_kwargs(kw) if streams is None else streams["exact"]
@@ -547,12 +546,12 @@ def _refuse_single_instance_options(kw: dict[str, Any], streams: dict | None, ou
     """Raise ValueError for options a fleet replay (--instances/--router) does not take: re-blocking, --admit,
     --gap-oracle, --html/--plot (``outputs``)."""
     if streams is not None:
-        raise ValueError("--instances replays the trace at its recorded block size; re-blocking a hash-id "
+        raise UserError("--instances replays the trace at its recorded block size; re-blocking a hash-id "
                          "trace (--block-size) is for single-instance replays")
     if kw["admit"] or kw["gap_oracle"]:
-        raise ValueError("--admit and --gap-oracle are for single-instance replays (not with --instances/--router)")
+        raise UserError("--admit and --gap-oracle are for single-instance replays (not with --instances/--router)")
     if outputs:
-        raise ValueError(FLEET_NO_HTML)
+        raise UserError(FLEET_NO_HTML)
 
 
 def _with_trace_notes(s: Any, trace: Any, streams: dict | None) -> Any:

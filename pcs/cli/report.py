@@ -16,6 +16,7 @@ from typing import Any, Callable, Mapping, Sequence
 import click
 
 from pcs.cli.common import command, emit, format_option, quiet_option
+from pcs.errors import UserError
 
 __all__ = ["report", "html_options", "check_outputs", "write_outputs", "write_replay_outputs", "command_line"]
 
@@ -56,9 +57,9 @@ def check_outputs(html_path: str | None, plot_dir: str | None, inputs: Mapping[s
     if plot_dir:
         p = Path(plot_dir)
         if p.exists() and not p.is_dir():
-            raise ValueError(f"--plot {plot_dir}: exists and is not a folder (--plot names a folder of figures)")
+            raise UserError(f"--plot {plot_dir}: exists and is not a folder (--plot names a folder of figures)")
         if not p.resolve().parent.is_dir():
-            raise ValueError(f"--plot {plot_dir}: the folder {str(p.parent)!r} does not exist")
+            raise UserError(f"--plot {plot_dir}: the folder {str(p.parent)!r} does not exist")
     if html_path:
         from pcs.report.html import require_jinja2
 
@@ -144,14 +145,14 @@ def _read_payload(path: str) -> dict:
     try:
         payload = json.loads(Path(path).read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:
-        raise ValueError(f"{path}: line {exc.lineno}: not JSON ({exc.msg})") from None
+        raise UserError(f"{path}: line {exc.lineno}: not JSON ({exc.msg})") from None
     except UnicodeDecodeError:
-        raise ValueError(f"{path}: not UTF-8 text") from None
+        raise UserError(f"{path}: not UTF-8 text") from None
     try:
         if payload_kind(payload) == "replay":
             check_replay_payload(payload)
     except ValueError as exc:
-        raise ValueError(f"{path}: {exc}") from None
+        raise UserError(f"{path}: {exc}") from None
     return payload
 
 

@@ -12,6 +12,7 @@ import click
 
 from pcs.cli.common import PcsGroup, Progress, emit, format_option, quiet_option
 from pcs.cli.params import Int
+from pcs.errors import UserError
 
 __all__ = ["sweep"]
 
@@ -70,7 +71,7 @@ def _fail(result: Any) -> None:
         click.echo(f"pcs: internal error: {BUG_REPORT}", err=True)
         raise SystemExit(1)
     if result.failed:
-        raise ValueError(f"{result.failed} of {result.points} points failed (listed above); the others are in "
+        raise UserError(f"{result.failed} of {result.points} points failed (listed above); the others are in "
                          f"{result.out}; fix the plan and rerun: done points are skipped")
 
 

@@ -14,6 +14,7 @@ import click
 from pcs.cli.common import Progress, command, counted, emit, format_option, quiet_option
 from pcs.cli.params import MAX_SEED, MAX_TOKENS, Float, Int
 from pcs.cli.trace import open_from_options, trace_input_options
+from pcs.errors import UserError
 
 __all__ = ["events_cmd", "from_chat", "transform_cmd"]
 
@@ -173,7 +174,7 @@ def transform_cmd(in_path, out_path, speed, tenants, tenant_mode, prefix_scale, 
     ofmt = out_format_for(out_path, out_format)
     with_session = after.session_id is not None and after.parent_id is not None
     if ofmt == "bailian" and not with_session:
-        raise ValueError(f"the input ({t.format}) has no chat_id/parent_chat_id/turn; write mooncake or parquet")
+        raise UserError(f"the input ({t.format}) has no chat_id/parent_chat_id/turn; write mooncake or parquet")
     synthesised = t.reuse.startswith("synthesised")  # the synthetic-reuse note follows the trace
     info = write_trace([after], out_path, ofmt, block_size=t.block_size, remap_ids=True, source_format=t.format,
                        with_session=with_session, reuse=t.reuse if synthesised else None)

@@ -27,6 +27,7 @@ from pcs.blocks import BlockRules
 from pcs.curves import stackdist
 from pcs.curves.result import CurveKnee, CurveResult, CurveRow
 from pcs.curves.stackdist import FlatAccesses
+from pcs.errors import UserError
 from pcs.trace.batches import as_batches, reiterable
 
 __all__ = ["KNEE_PERCENTS", "DEFAULT_POINTS", "LruCurve", "CurveResult", "CurveRow", "CurveKnee",
@@ -90,7 +91,7 @@ class LruCurve:
     def _index(self, capacity_blocks) -> np.ndarray:
         c = np.asarray(capacity_blocks, dtype=np.int64)
         if np.any(c < 0):
-            raise ValueError(f"capacities must be >= 0 blocks, got {capacity_blocks}")
+            raise UserError(f"capacities must be >= 0 blocks, got {capacity_blocks}")
         return np.minimum(c, self.hit_tokens_cum.shape[0] - 1)
 
     @property
@@ -169,7 +170,7 @@ def capacity_grid(max_blocks: int, points: int) -> list[int]:
         ValueError: ``points`` < 1.
     """
     if points < 1:
-        raise ValueError(f"points must be >= 1, got {points}")
+        raise UserError(f"points must be >= 1, got {points}")
     top = max(int(max_blocks), 1)
     return sorted({int(x) for x in np.rint(np.geomspace(1, top, points))})
 
@@ -191,7 +192,7 @@ def _capacities(lru: LruCurve, capacities: Sequence[int] | None, points: int | N
         return capacity_grid(lru.max_useful_capacity_blocks, DEFAULT_POINTS if points is None else points)
     caps = sorted({int(c) for c in capacities})
     if not caps or caps[0] < 0:
-        raise ValueError(f"capacities must be a non-empty list of blocks >= 0, got {list(capacities)}")
+        raise UserError(f"capacities must be a non-empty list of blocks >= 0, got {list(capacities)}")
     return caps
 
 
@@ -218,10 +219,36 @@ def _knee(lru: LruCurve, bb: int | None) -> dict[str, CurveKnee]:
 
 
 def _native_mode(kernel: str | None, native: str | None) -> str | None:
-    """The one ``auto | c | python`` switch from ``native=`` or its older name ``kernel=``."""
+    """The one ``auto | c | python`` switch from ``native=`` or ``kernel=``, its deprecated alias."""
     if kernel is not None and native is not None and kernel != native:
-        raise ValueError(f"native={native!r} and kernel={kernel!r} name the same switch; give one")
+        raise UserError(f"native={native!r} and kernel={kernel!r} name the same switch; give one")
     return native if native is not None else kernel
+
+
+def _engine(mode: str | None, kernel: str, sample_rate: float) -> tuple[str, str]:
+    """``(engine, engine_reason)`` of a curve: ``stack-distance`` (exact) or ``shards`` (sampled), and why; ``kernel``
+    is the stack-depth kernel that ran (``c``: pcs/curves/_stackdist.c, ``python``: pcs/curves/stackdist.py)."""
+    from pcs._native import default_mode
+
+    mode = default_mode() if mode is None else mode
+    engine = "stack-distance" if sample_rate == 1.0 else "shards"
+    how = "exact, one pass" if sample_rate == 1.0 else f"SHARDS sampling at rate {sample_rate:g}"
+    impl = "the compiled stack-depth kernel" if kernel == "c" else "the Python stack-depth kernel"
+    why = "" if mode != "auto" else (", compiled twin built" if kernel == "c" else ", compiled twin not built")
+    return engine, f"{how}; {impl} (native={mode}{why})"
+
+
+def _belady(flat: FlatAccesses, caps: Sequence[int], progress: Callable[[int], None] | None) -> dict[int, int]:
+    """Belady's hit blocks at each capacity of ``caps`` (one pass each, :mod:`pcs.curves.belady`); ``progress(1)``
+    after each pass."""
+    from pcs.curves.belady import belady_hits, plan_belady
+
+    plan, out = plan_belady(flat), {}
+    for c in caps:
+        out[c] = belady_hits(plan, c)
+        if progress is not None:
+            progress(1)
+    return out
 
 
 def curve(trace: Any = None, capacities: Sequence[int] | None = None, points: int | None = None,
@@ -251,7 +278,9 @@ def curve(trace: Any = None, capacities: Sequence[int] | None = None, points: in
         native: ``auto``, ``c`` or ``python``: the compiled stack-depth
             kernel or its Python twin (:mod:`pcs._native`); None =
             ``$PCS_NATIVE`` or ``auto``.
-        kernel: the older name of ``native`` (same values).
+        kernel: deprecated alias of ``native`` (its older name, same values; still accepted,
+            equal to ``native`` when both are given). The result keeps its ``kernel`` key
+            (the stack-depth kernel that ran) beside ``engine`` and ``engine_reason``.
         progress: called with 1 after each capacity's Belady pass (the slow part), or None.
     Returns:
         :class:`CurveResult`.
@@ -260,10 +289,8 @@ def curve(trace: Any = None, capacities: Sequence[int] | None = None, points: in
             native/kernel, ``native`` and ``kernel`` that differ, unknown
             model; InputError for bad trace content.
     """
-    from pcs.curves.belady import belady_hits, plan_belady
-
     if capacities is not None and points is not None:
-        raise ValueError("give capacities or points, not both")
+        raise UserError("give capacities or points, not both")
     mode = _native_mode(kernel, native)
     flat, name = load_accesses(trace, block_size, rules)
     lru = lru_curve(flat, mode, sample_rate, seed, exact_head_blocks)
@@ -271,16 +298,12 @@ def curve(trace: Any = None, capacities: Sequence[int] | None = None, points: in
     model_name, bb = _block_bytes(model, flat.block_size) if model is not None else (None, None)
     prompt = flat.prompt_tokens
     exact = sample_rate == 1.0
-    bel = {}
-    if belady and exact:
-        plan = plan_belady(flat)
-        for c in caps:
-            bel[c] = belady_hits(plan, c)
-            if progress is not None:
-                progress(1)
+    bel = _belady(flat, caps, progress) if belady and exact else {}
     ceiling = float(lru.ceiling_hit_tokens / prompt) if prompt else 0.0
+    engine, reason = _engine(mode, lru.kernel, float(sample_rate))
     return CurveResult(trace=name, block_size=flat.block_size, requests=flat.num_requests,
                        block_accesses=flat.num_accesses, distinct_blocks=lru.num_distinct if exact else None,
                        prompt_tokens=prompt, sample_rate=float(sample_rate), kernel=lru.kernel,
+                       engine=engine, engine_reason=reason,
                        model=model_name, block_bytes=bb, ceiling_hit_ratio=ceiling, knee=_knee(lru, bb),
                        rows=_rows(lru, caps, bel, bb, prompt, ceiling), lru=lru)

@@ -39,6 +39,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from pcs.curves.stackdist import FlatAccesses
+from pcs.errors import UserError
 
 __all__ = ["BeladyPlan", "BeladyOutcome", "plan_belady", "belady_hits"]
 
@@ -185,7 +186,7 @@ def belady_hits(plan: BeladyPlan, capacity_blocks: int, check: bool = False) -> 
         ValueError: negative capacity.
     """
     if capacity_blocks < 0:
-        raise ValueError(f"capacity_blocks must be >= 0, got {capacity_blocks}")
+        raise UserError(f"capacity_blocks must be >= 0, got {capacity_blocks}")
     cache = _MinCache(plan.num_distinct, int(capacity_blocks))
     dense, nkey = plan.dense.tolist(), plan.next_key.tolist()
     weight, off = plan.flat.hit_weight_tokens.tolist(), plan.flat.req_offsets.tolist()

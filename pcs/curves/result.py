@@ -58,6 +58,9 @@ class CurveResult:
     prompt_tokens: int = field("tokens", "sum of prompt tokens (denominator of the ratios)")
     sample_rate: float = field("ratio", "SHARDS sampling rate (1.0 = exact)")
     kernel: str = field("-", "stack-depth kernel used: c or python")
+    engine: str = field("-", "what computed the LRU curve: stack-distance (exact, one pass) or shards (sampled)")
+    engine_reason: str = field("-", "why: the sampling rate and which stack-depth kernel ran (C or Python) under "
+                                    "native")
     model: str | None = field("-", "model preset name; null without a model")
     block_bytes: int | None = field("bytes", "the model's reserved bytes per block; null without a model")
     ceiling_hit_ratio: float = field("ratio", "single-sequence (infinite-cache) hit ratio")

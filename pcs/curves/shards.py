@@ -31,6 +31,7 @@ import numpy as np
 
 from pcs.curves import stackdist
 from pcs.curves.stackdist import FlatAccesses
+from pcs.errors import UserError
 
 __all__ = ["SampledDepths", "sample_mask", "sampled_lead_depths"]
 
@@ -61,7 +62,7 @@ def sample_mask(block_hashes: np.ndarray, sample_rate: float, seed: int = 0) -> 
         ValueError: ``sample_rate`` not in (0, 1].
     """
     if not 0.0 < sample_rate <= 1.0:
-        raise ValueError(f"sample_rate must be in (0, 1], got {sample_rate}")
+        raise UserError(f"sample_rate must be in (0, 1], got {sample_rate}")
     x = np.asarray(block_hashes, dtype=np.uint64) ^ np.uint64(seed & (2**64 - 1))
     with np.errstate(over="ignore"):
         x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
@@ -91,7 +92,7 @@ def sampled_lead_depths(flat: FlatAccesses, sample_rate: float, seed: int = 0,
         ValueError: bad rate, negative ``exact_head_blocks``, bad kernel.
     """
     if exact_head_blocks < 0:
-        raise ValueError(f"exact_head_blocks must be >= 0, got {exact_head_blocks}")
+        raise UserError(f"exact_head_blocks must be >= 0, got {exact_head_blocks}")
     counts = np.diff(flat.req_offsets)
     pos = np.arange(flat.num_accesses, dtype=np.int64) - np.repeat(flat.req_offsets[:-1], counts)
     head = np.isin(flat.block_hashes, np.unique(flat.block_hashes[pos < exact_head_blocks]))

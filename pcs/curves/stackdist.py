@@ -38,6 +38,7 @@ import numpy as np
 from pcs.blocks import BlockRules
 
 from pcs import _native
+from pcs.errors import UserError
 
 __all__ = ["KERNELS", "FlatAccesses", "available_kernel", "flatten_columns", "concat",
            "stack_depths", "lead_depths", "depth_histograms", "resolve_kernel"]
@@ -102,12 +103,12 @@ def flatten_columns(prompt_tokens: np.ndarray, block_offsets: np.ndarray, block_
         ValueError: ``block_size`` <= 0 or inconsistent column lengths.
     """
     if block_size <= 0:
-        raise ValueError(f"block_size must be > 0 tokens, got {block_size}")
+        raise UserError(f"block_size must be > 0 tokens, got {block_size}")
     p = np.asarray(prompt_tokens, dtype=np.int64)
     off = np.asarray(block_offsets, dtype=np.int64)
     hashes = np.asarray(block_hashes, dtype=np.uint64)
     if off.shape != (p.shape[0] + 1,) or off[0] != 0 or off[-1] != hashes.shape[0]:
-        raise ValueError("block_offsets must have shape (R + 1,), start at 0 and end at len(block_hashes)")
+        raise UserError("block_offsets must have shape (R + 1,), start at 0 and end at len(block_hashes)")
     num = np.diff(off)
     n = num if rules.cache_partial_blocks else np.minimum(p // block_size, num)
     cap = np.clip(np.minimum(n, (p - 1) // block_size), 0, None) if rules.recompute_last_token else n
@@ -159,7 +160,7 @@ def concat(parts: Iterable[FlatAccesses]) -> FlatAccesses:
         return FlatAccesses(np.zeros(0, np.uint64), np.zeros(1, np.int64), np.zeros(0, np.int64), 0, 1)
     sizes = {f.block_size for f in parts}
     if len(sizes) != 1:
-        raise ValueError(f"batches of one trace must share a block size, got {sorted(sizes)}")
+        raise UserError(f"batches of one trace must share a block size, got {sorted(sizes)}")
     if len(parts) == 1:
         return parts[0]
     shifts = np.cumsum([0] + [f.num_accesses for f in parts[:-1]])
@@ -212,7 +213,7 @@ def stack_depths(block_hashes: np.ndarray, req_offsets: np.ndarray, kernel: str 
     hashes = np.ascontiguousarray(block_hashes, dtype=np.uint64)
     offs = np.ascontiguousarray(req_offsets, dtype=np.int64)
     if offs.ndim != 1 or offs.shape[0] < 1 or offs[0] != 0 or offs[-1] != hashes.shape[0] or np.any(np.diff(offs) < 0):
-        raise ValueError("req_offsets must be non-decreasing, start at 0 and end at len(block_hashes)")
+        raise UserError("req_offsets must be non-decreasing, start at 0 and end at len(block_hashes)")
     if which == "python":
         depths, distinct = _stack_depths_python(hashes, offs)
         return (lead_depths(depths, offs) if lead else depths), distinct

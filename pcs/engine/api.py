@@ -46,6 +46,7 @@ from pcs.engine.passes import SharedPasses
 from pcs.engine.runner import StepSetup, run_oracle, run_replay
 from pcs.engine.schedconfig import COMPUTE_MODES, SchedulerConfig
 from pcs.engine.timing import TimeModel
+from pcs.errors import UserError
 from pcs.trace.batches import as_batches, reiterable
 
 __all__ = ["replay", "ReplayResult", "TierSpec", "parse_tier", "parse_assignment", "DEFAULTS", "DEFAULT_TIERS"]
@@ -98,7 +99,7 @@ def parse_assignment(text: str, what: str) -> tuple[str, str]:
     """
     name, sep, value = str(text).partition("=")
     if not sep or not name.strip() or not value.strip():
-        raise ValueError(f"bad {what} {text!r}; expected NAME=VALUE, e.g. {_EXAMPLES[what]}")
+        raise UserError(f"bad {what} {text!r}; expected NAME=VALUE, e.g. {_EXAMPLES[what]}")
     return name.strip().lower(), value.strip()
 
 
@@ -130,7 +131,7 @@ def parse_tier(text: str | TierSpec) -> TierSpec:
     try:
         cap = units.parse_capacity(value)  # the one capacity parser (docs/semantics.md §16)
     except ValueError as exc:
-        raise ValueError(f"bad tier size {value!r} for tier {name!r}: {str(exc).splitlines()[0]}") from None
+        raise UserError(f"bad tier size {value!r} for tier {name!r}: {str(exc).splitlines()[0]}") from None
     return TierSpec(name, capacity_bytes=cap.size_bytes, capacity_blocks=cap.blocks)
 
 
@@ -154,7 +155,7 @@ class ReplayResult:
     def __init__(self, summary: ReplaySummary, requests: Any = None, *, columns: dict | None = None,
                  ceilings: tuple | None = None):
         if requests is None and columns is None:
-            raise ValueError("ReplayResult needs a requests table or the columns to build it from")
+            raise UserError("ReplayResult needs a requests table or the columns to build it from")
         self.summary = summary
         self._requests = requests
         self._columns = columns
@@ -178,7 +179,7 @@ def _block_size(source: Any) -> int:
     if bs is None:
         first = next(as_batches(source), None)
         if first is None:
-            raise ValueError("the trace has no requests")
+            raise UserError("the trace has no requests")
         bs = first.block_size
     return int(bs)
 
@@ -198,13 +199,13 @@ def _link_bandwidth(tier: str, link: str) -> float:
     except ValueError as exc:
         msg = str(exc).splitlines()[0]
         if any(w in msg for w in ("bits", "negative", "too large")):  # bits: the same hint as envelope's --bandwidth
-            raise ValueError(f"{where}: {msg}") from None
+            raise UserError(f"{where}: {msg}") from None
         if re.match(r"\s*[+-]?(nan|inf)", link, re.IGNORECASE):
-            raise ValueError(f"{where}: a bandwidth must be a finite number of bytes/s") from None
-        raise ValueError(f"{where}: neither a preset ({', '.join(LINK_NAMES)}) "
+            raise UserError(f"{where}: a bandwidth must be a finite number of bytes/s") from None
+        raise UserError(f"{where}: neither a preset ({', '.join(LINK_NAMES)}) "
                          "nor a bandwidth like 25GB/s") from None
     if bps <= 0:
-        raise ValueError(f"{where}: a bandwidth must be > 0 (a link that moves nothing never finishes a transfer)")
+        raise UserError(f"{where}: a bandwidth must be > 0 (a link that moves nothing never finishes a transfer)")
     return bps
 
 
@@ -218,7 +219,7 @@ def _resolve_link(tier: str, link: Any, tp: int, table: Any = None):
         try:
             base = default_link_for_tier(tier, table)
         except ValueError as exc:
-            raise ValueError(f"{exc}; or name its link: --link {tier}=pcie-gen5-x16 or --link {tier}=25GB/s") from None
+            raise UserError(f"{exc}; or name its link: --link {tier}=pcie-gen5-x16 or --link {tier}=25GB/s") from None
     else:
         try:
             base = get_link(str(link), table)
@@ -330,25 +331,25 @@ def _tier_specs(tiers, tier_policies, links) -> list[TierSpec]:
     """Parse and check the tier list and the per-tier option names."""
     specs = [parse_tier(t) for t in _tier_list(tiers)]
     if not specs:
-        raise ValueError("at least one tier is needed, e.g. --tier gpu=400GB")
+        raise UserError("at least one tier is needed, e.g. --tier gpu=400GB")
     names = [t.name for t in specs]
     from pcs.hardware import TIER_LINKS
 
     if names[0].lower() in TIER_LINKS:
-        raise ValueError(f"the first --tier is the GPU tier, but it is named {names[0]!r} (a lower tier); "
+        raise UserError(f"the first --tier is the GPU tier, but it is named {names[0]!r} (a lower tier); "
                          f"give the tiers GPU first, e.g. --tier gpu=400GB --tier {names[0]}=...")
     for s in specs[1:]:
         if s.capacity_bytes is None and s.capacity_blocks is None:
-            raise ValueError(f"tier {s.name!r}: only the GPU tier (the first --tier) can be sized 'auto' "
+            raise UserError(f"tier {s.name!r}: only the GPU tier (the first --tier) can be sized 'auto' "
                              f"(from the deployment); give {s.name} a size, e.g. --tier {s.name}=2TB")
     if len(set(names)) != len(names):
-        raise ValueError(f"tier names must be distinct, got {', '.join(names)}")
+        raise UserError(f"tier names must be distinct, got {', '.join(names)}")
     for what, mapping in (("--tier-policy", tier_policies or {}), ("--link", links or {})):
         for k in mapping:
             if k not in names:
-                raise ValueError(f"{what} names tier {k!r}, which is not among the tiers: {', '.join(names)}")
+                raise UserError(f"{what} names tier {k!r}, which is not among the tiers: {', '.join(names)}")
     if links and names[0] in links:
-        raise ValueError(f"--link is for lower tiers; {names[0]!r} is the GPU tier")
+        raise UserError(f"--link is for lower tiers; {names[0]!r} is the GPU tier")
     return specs
 
 
@@ -430,7 +431,7 @@ def refuse_str_compute(compute: Any) -> None:
     """ValueError when ``compute`` is a str: the compute model goes in ``compute=``, the mode
     ("step", "sequential", "infinite") in ``compute_mode=`` (the CLI's --compute)."""
     if isinstance(compute, str):
-        raise ValueError(f"compute= takes a compute model (pcs.compute.ComputeModel), got {compute!r}; "
+        raise UserError(f"compute= takes a compute model (pcs.compute.ComputeModel), got {compute!r}; "
                          f"the scheduler mode goes in compute_mode= (valid: {', '.join(COMPUTE_MODES)})")
 
 
@@ -440,18 +441,18 @@ def _options(timing, policy, write_policy, tp, engine, native, compute_mode=None
 
     timing = timing or DEFAULTS["timing"]
     if timing not in TIMINGS:
-        raise ValueError(f"unknown timing {timing!r}; valid: {', '.join(TIMINGS)}")
+        raise UserError(f"unknown timing {timing!r}; valid: {', '.join(TIMINGS)}")
     tp = DEFAULTS["tp"] if tp is None else tp
     if isinstance(tp, bool) or not isinstance(tp, int) or tp < 1:
-        raise ValueError(f"tensor-parallel size must be an int >= 1, got {tp!r}")
+        raise UserError(f"tensor-parallel size must be an int >= 1, got {tp!r}")
     write_policy = write_policy or DEFAULTS["write_policy"]
     if write_policy not in WRITE_POLICIES:
-        raise ValueError(f"unknown write policy {write_policy!r}; valid: {', '.join(WRITE_POLICIES)}")
+        raise UserError(f"unknown write policy {write_policy!r}; valid: {', '.join(WRITE_POLICIES)}")
     select.canonical(engine)
     if native is not None and native not in _native.MODES:
-        raise ValueError(f"unknown native {native!r}; valid: {', '.join(_native.MODES)}")
+        raise UserError(f"unknown native {native!r}; valid: {', '.join(_native.MODES)}")
     if compute_mode is not None and compute_mode not in COMPUTE_MODES:
-        raise ValueError(f"unknown compute mode {compute_mode!r}; valid: {', '.join(COMPUTE_MODES)}")
+        raise UserError(f"unknown compute mode {compute_mode!r}; valid: {', '.join(COMPUTE_MODES)}")
     return _Options(timing, policy or DEFAULTS["policy"], write_policy, tp, engine, native, compute_mode)
 
 
@@ -473,12 +474,12 @@ def _step_setup(opts: _Options, scheduler, time_model, gpu) -> StepSetup | None:
         ValueError: a ``scheduler`` that is not a SchedulerConfig; a compute model without ``step_cost()``.
     """
     if scheduler is not None and not isinstance(scheduler, SchedulerConfig):
-        raise ValueError(f"scheduler must be a pcs.engine.schedconfig.SchedulerConfig, got {scheduler!r}")
+        raise UserError(f"scheduler must be a pcs.engine.schedconfig.SchedulerConfig, got {scheduler!r}")
     if opts.timing != "modeled" or opts.compute_mode != "step":
         return None
     step_cost = getattr(time_model.compute, "step_cost", None)
     if step_cost is None:
-        raise ValueError("compute_mode 'step' needs a compute model with step_cost() (pcs.compute.ComputeModel); "
+        raise UserError("compute_mode 'step' needs a compute model with step_cost() (pcs.compute.ComputeModel); "
                          "use compute_mode='infinite' with measured prefill times")
     return StepSetup(scheduler or SchedulerConfig(), gpu, step_cost())
 
@@ -493,7 +494,7 @@ def _refuse_empty_gpu(gpu_tier, block_bytes: int) -> None:
     blocks = units.capacity_to_blocks(gpu_tier.capacity_bytes, gpu_tier.capacity_blocks, block_bytes,
                                       f"tier {gpu_tier.name!r}")
     if blocks < 1:
-        raise ValueError(f"the {gpu_tier.name} tier holds 0 blocks, and the step scheduler cannot run a request "
+        raise UserError(f"the {gpu_tier.name} tier holds 0 blocks, and the step scheduler cannot run a request "
                          "without KV space (vLLM refuses to start with no cache blocks); give the GPU tier at "
                          "least one block, or use --compute infinite / --timing sequential to count hits alone")
 
@@ -582,7 +583,7 @@ def _check_groups(plan, spec, ctx, admit, gap_oracle: bool, residency_step_s: fl
     if plan is not None:
         _refuse_on_cache_groups(ctx, admit, gap_oracle)
     elif residency_step_s is not None:
-        raise ValueError("residency_step_s is the step of a hybrid model's per-component resident-bytes series, "
+        raise UserError("residency_step_s is the step of a hybrid model's per-component resident-bytes series, "
                          f"and {spec.name} replays as one full-attention cache group (no series)")
 
 
@@ -603,7 +604,7 @@ def _refuse_on_cache_groups(ctx: Any, admit: Any, gap_oracle: bool) -> None:
             ``gap_oracle``.
     """
     if ctx is not None or admit or gap_oracle:
-        raise ValueError("a hybrid model's cache groups run lru, slru, fifo, s3fifo, sieve, lfu, arc or 2q "
+        raise UserError("a hybrid model's cache groups run lru, slru, fifo, s3fifo, sieve, lfu, arc or 2q "
                          "without admission policies or --gap-oracle (policies that read the trace and "
                          "admission do not run on cache groups yet)")
 
@@ -640,7 +641,7 @@ def _summarise(out, context: dict, opts: _Options):
     from pcs.engine.summary import build_summary
 
     if out.result.ledger.num_requests == 0:
-        raise ValueError("the trace has no requests")
+        raise UserError("the trace has no requests")
     context.update(out.engines,
                    compute=opts.compute_mode if opts.timing == "modeled" else None,
                    scheduler=_scheduler_summary(out), single_with_decode=out.single_with_decode,

@@ -21,6 +21,7 @@ from typing import Any, Callable, Sequence
 from pcs.blocks import BlockRules
 from pcs.cache.policies import DEFAULT_POLICY, policy_options
 from pcs.engine.result import ReplaySummary
+from pcs.errors import UserError
 from pcs.schema import field, own, projection, renamed, result, take, to_dict
 
 __all__ = ["compare", "CompareResult", "CompareVariant", "CompareCurveRow"]
@@ -75,6 +76,7 @@ _VARIANT_COLUMNS = (
                                               "(with --admit)", omit_none=True, default=None)),
     *take("oracle_hit_ratio"),
     *(renamed(f"gap.{term}", f"gap_{term}") for term in ("capacity", "policy")),
+    *take("engine", "engine_reason"),
     own("summary", "ReplaySummary | None", field("-", "the variant's whole replay summary", json=False,
                                                  default=None)),
 )
@@ -157,12 +159,12 @@ def _check_compare_args(tier_sets: Any, curve_capacities: Sequence[int] | None,
                         replay_kwargs: dict[str, Any]) -> list[int] | None:
     """The checks of :func:`compare`'s arguments; the curve capacities as ints (None: no curve rows)."""
     if tier_sets and replay_kwargs.get("tiers"):
-        raise ValueError("give either tiers (one tier list) or tier_sets (several to compare), not both")
+        raise UserError("give either tiers (one tier list) or tier_sets (several to compare), not both")
     if "policy" in replay_kwargs:
-        raise ValueError("compare takes policies=[...] (several), not policy=")
+        raise UserError("compare takes policies=[...] (several), not policy=")
     caps = None if curve_capacities is None else [int(c) for c in curve_capacities]
     if caps is not None and (not caps or min(caps) < 0):
-        raise ValueError(f"curve capacities must be one or more block counts >= 0, got {curve_capacities!r}")
+        raise UserError(f"curve capacities must be one or more block counts >= 0, got {curve_capacities!r}")
     return caps
 
 

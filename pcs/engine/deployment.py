@@ -13,6 +13,7 @@ import dataclasses
 from typing import Any, Sequence
 
 from pcs import units
+from pcs.errors import UserError
 
 __all__ = ["resolve_gpu_tier"]
 
@@ -23,7 +24,7 @@ def _reserve(value: Any) -> int | None:
     try:
         return units.parse_bytes(value)
     except ValueError as exc:
-        raise ValueError(f"--kv-reserve: {str(exc).splitlines()[0]}") from None
+        raise UserError(f"--kv-reserve: {str(exc).splitlines()[0]}") from None
 
 
 def _explicit_note(dep, gpu_tier, gpu_bb: int) -> str | None:

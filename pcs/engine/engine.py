@@ -47,6 +47,7 @@ from pcs.engine.chunks import LIST_COLUMNS, Chunk
 from pcs.engine.series import Sampler
 from pcs.engine.restores import link_restores
 from pcs.engine.timing import TimeModel  # noqa: F401  (re-exported)
+from pcs.errors import UserError
 
 __all__ = ["ReplayEngine", "EngineResult", "TimeModel", "TIMINGS"]
 
@@ -106,14 +107,14 @@ class ReplayEngine:
     def __init__(self, hierarchy: Hierarchy, timing: str = "sequential", links: Sequence | None = None,
                  block_bytes: Sequence[int] | None = None, check: bool = False):
         if timing not in TIMINGS:
-            raise ValueError(f"unknown timing {timing!r}; valid: {', '.join(TIMINGS)}")
+            raise UserError(f"unknown timing {timing!r}; valid: {', '.join(TIMINGS)}")
         t = len(hierarchy.tiers)
         self.h = hierarchy
         self.timing = timing
         self.links = list(links) if links is not None else [None] * t
         self.block_bytes = list(block_bytes) if block_bytes is not None else [0] * t
         if len(self.links) != t or len(self.block_bytes) != t:
-            raise ValueError(f"need one link and one bytes-per-block entry per tier ({t})")
+            raise UserError(f"need one link and one bytes-per-block entry per tier ({t})")
         self.ledger = ReplayLedger(num_tiers=t)
         self.check = check
         names = [("request_id", "q"), ("arrival_s", "d"), ("prompt_tokens", "q"), ("output_tokens", "q"),

@@ -48,6 +48,7 @@ from pcs.engine.ledger import ReplayLedger
 from pcs.engine.lruscan import NotChained, SequentialLru
 from pcs.engine.chunks import rule_columns
 from pcs.engine.summary import CacheState, TierState
+from pcs.errors import UserError
 from pcs.trace.batches import as_batches
 from pcs.trace.parquet import expected_block_ids
 
@@ -135,7 +136,7 @@ def scan(source: Any, capacity_blocks: int, rules: BlockRules = BlockRules(), na
             raise NotApplicable(str(exc)) from None
         cols.append((np.asarray(b.arrival_s, np.float64), prompt, output, counts, n, max_hit) + runs)
     if not cols or sum(c[1].shape[0] for c in cols) == 0:
-        raise ValueError("the trace has no requests")
+        raise UserError("the trace has no requests")
     cat = [np.concatenate([c[k] for c in cols]) for k in range(len(cols[0]))]
     seen_dec = cat.pop() if decode is not None else None
     base = cat.pop() if lru.tiers else None         # the two-tier baseline's column: kept if its premise held

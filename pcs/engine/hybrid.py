@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 from pcs.cache.groups import RULES, CacheGroup
+from pcs.errors import UserError
 
 __all__ = ["MANAGERS", "DEFAULT_MANAGER", "MAMBA_CACHE_MODES", "SWA_FULL_TOKENS_RATIO", "MAMBA_FULL_MEMORY_RATIO",
            "HybridPlan", "cache_groups", "plan_hybrid", "check_hybrid_options"]
@@ -97,15 +98,15 @@ def check_hybrid_options(manager: str | None, swa_ratio: float | None, mamba_rat
     """
     manager = manager or DEFAULT_MANAGER
     if manager not in MANAGERS:
-        raise ValueError(f"unknown hybrid KV cache manager {manager!r}; valid: {', '.join(MANAGERS)}")
+        raise UserError(f"unknown hybrid KV cache manager {manager!r}; valid: {', '.join(MANAGERS)}")
     mamba_mode = mamba_mode or MAMBA_CACHE_MODES[0]
     if mamba_mode not in MAMBA_CACHE_MODES:
-        raise ValueError(f"unknown mamba cache mode {mamba_mode!r}; valid: {', '.join(MAMBA_CACHE_MODES)}")
+        raise UserError(f"unknown mamba cache mode {mamba_mode!r}; valid: {', '.join(MAMBA_CACHE_MODES)}")
     swa = SWA_FULL_TOKENS_RATIO if swa_ratio is None else swa_ratio
     mamba = MAMBA_FULL_MEMORY_RATIO if mamba_ratio is None else mamba_ratio
     for name, v in (("swa-full-tokens-ratio", swa), ("mamba-full-memory-ratio", mamba)):
         if isinstance(v, bool) or not isinstance(v, (int, float)) or not v > 0 or v != v or v == float("inf"):
-            raise ValueError(f"--{name} must be a number > 0, got {v!r}")
+            raise UserError(f"--{name} must be a number > 0, got {v!r}")
     return manager, float(swa), float(mamba), mamba_mode
 
 
@@ -228,7 +229,7 @@ def plan_hybrid(spec, block_size: int, level_names: Sequence[str], block_bytes: 
                     for lvl, t in zip(comp, total))
     for name, t, caps, bts in zip(level_names, total, cap, pb):
         if t and min(caps) == 0:
-            raise ValueError(f"tier {name!r} ({t} B) is smaller than one page of a pool ({max(bts)} B per page)")
+            raise UserError(f"tier {name!r} ({t} B) is smaller than one page of a pool ({max(bts)} B per page)")
     plan = HybridPlan(manager, tuple(groups), pools, pb, cap, tuple(tuple(c) for c in comp), G, bh,
                       N if any(g.rule == "state" for g in groups) else None, ())
     return _with_notes(plan, level_names)

@@ -16,6 +16,7 @@ from __future__ import annotations
 from pcs import _native
 from pcs.engine.scheduler import StepEngine
 from pcs.engine.stepnative import NativeStepEngine, loop_unsupported, new_loop
+from pcs.errors import UserError
 
 __all__ = ["HybridNativeStepEngine", "hybrid_unsupported"]
 
@@ -52,7 +53,7 @@ class HybridNativeStepEngine(NativeStepEngine):
                             no_cache, False, skip)
         why = hybrid_unsupported(hierarchy, self.links, cost, config)
         if why is not None:
-            raise ValueError(f"the compiled step scheduler cannot run this hybrid replay: {why}")
+            raise UserError(f"the compiled step scheduler cannot run this hybrid replay: {why}")
         info = hierarchy._h.tier_info
         self._s = new_loop(self, lambda j: info(j)[0], recompute_last_token, no_cache, skip)
         if not no_cache:

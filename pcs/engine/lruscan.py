@@ -34,6 +34,7 @@ from __future__ import annotations
 import numpy as np
 
 from pcs import _native
+from pcs.errors import UserError
 
 __all__ = ["NotChained", "SequentialLru", "REASONS"]
 
@@ -152,7 +153,7 @@ class SequentialLru:
                  expected_ids: int = 0, lower_blocks: int | None = None) -> None:
         c = int(capacity_blocks)
         if c < 0:
-            raise ValueError(f"capacity must be >= 0 blocks, got {c}")
+            raise UserError(f"capacity must be >= 0 blocks, got {c}")
         self.kernel = _native.resolve(kernel, "lruscan", "kernel")
         self.check = bool(check)
         self._ext = _native.module("lruscan")
@@ -160,7 +161,7 @@ class SequentialLru:
         self.tiers = lower_blocks is not None
         if self.tiers:
             if self.kernel != "c" or int(lower_blocks) < 0:
-                raise ValueError("a lower tier needs the compiled scan kernel and >= 0 blocks")
+                raise UserError("a lower tier needs the compiled scan kernel and >= 0 blocks")
             self._ext.lru_tiers(self._state, int(lower_blocks))
 
     def tiers_hold(self) -> bool:
@@ -200,7 +201,7 @@ class SequentialLru:
         else:
             if offsets.shape != (r + 1,) or offsets[0] != 0 or offsets[-1] != hashes.shape[0] or \
                     np.any(n < 0) or np.any(n > np.diff(offsets)):
-                raise ValueError("offsets must be (R+1,) from 0 to len(block_hashes), 0 <= n <= block hashes per request")
+                raise UserError("offsets must be (R+1,) from 0 to len(block_hashes), 0 <= n <= block hashes per request")
             rc = self._state.feed(hashes, offsets, n, *out[:3], self.check, dec or None)
         if rc:
             raise NotChained(REASONS[rc])

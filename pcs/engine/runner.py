@@ -89,6 +89,7 @@ class _Plan:
     config: select.RunConfig
     row: select.EngineRow
     reason: str
+    step_loop: str | None = None    # compiled-hybrid under the step scheduler: "c" or "python" (_hybrid_step_loop)
 
 
 def _scheduler_label(step: StepSetup | None) -> str | None:
@@ -172,7 +173,7 @@ def _event_loops(plans: list[_Plan], make_tiers: Callable[[], list], tiers0: lis
         kw = {} if not hyb else _hybrid_kwargs(hybrid, block_bytes, step_s, gpu_only=True)
         gpu_only = clocked(plans[0].row.load()(make_tiers()[:kw.get("pools", 1)], write_policy, **kw))
         nc_cls = StepEngine if hyb else loop_cls
-        if plans[0].row.name == "compiled-hybrid" and "step loop in C" in plans[0].reason:
+        if plans[0].row.name == "compiled-hybrid" and plans[0].step_loop == "c":
             from pcs.engine.hybridnative import HybridNativeStepEngine as nc_cls
         out.append(nc_cls(gpu_only, links[:1], block_bytes[:1], setup.cost, cfg, rules.recompute_last_token,
                           no_cache=True))
@@ -200,6 +201,7 @@ def _hybrid_step_loop(plan: _Plan, hierarchy: Any, links: Sequence, cost: Any, c
     from pcs.engine.hybridstep import HybridStepEngine
 
     why = hybrid_unsupported(hierarchy, links, cost, cfg)
+    plan.step_loop = "c" if why is None else "python"
     plan.reason += "; step loop in C" if why is None else f"; step loop in Python: {why}"
     return HybridNativeStepEngine if why is None else HybridStepEngine
 

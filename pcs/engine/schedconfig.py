@@ -28,6 +28,7 @@ import math
 from dataclasses import dataclass
 
 from pcs.engine.restores import RESTORE_POLICIES
+from pcs.errors import UserError
 
 __all__ = ["SchedulerConfig", "COMPUTE_MODES", "vllm_batch_defaults", "DEFAULT_MAX_PREEMPTIONS"]
 
@@ -50,7 +51,7 @@ def vllm_batch_defaults(gpu) -> tuple[int, int]:
 
 def _int_at_least(value, low: int, what: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < low:
-        raise ValueError(f"{what} must be an int >= {low}, got {value!r}")
+        raise UserError(f"{what} must be an int >= {low}, got {value!r}")
     return value
 
 
@@ -58,7 +59,7 @@ def _seconds(value, what: str, allow_none: bool = False):
     if value is None and allow_none:
         return None
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
-        raise ValueError(f"{what} must be a finite number of seconds >= 0, got {value!r}")
+        raise UserError(f"{what} must be a finite number of seconds >= 0, got {value!r}")
     return float(value)
 
 
@@ -98,15 +99,15 @@ class SchedulerConfig:
             if getattr(self, name) is not None:
                 _int_at_least(getattr(self, name), 1, name)
         if self.restore_policy not in RESTORE_POLICIES:
-            raise ValueError(f"unknown restore policy {self.restore_policy!r}; valid: {', '.join(RESTORE_POLICIES)}")
+            raise UserError(f"unknown restore policy {self.restore_policy!r}; valid: {', '.join(RESTORE_POLICIES)}")
         _seconds(self.restore_timeout_s, "restore_timeout_s")
         _seconds(self.restore_timeout_per_token_s, "restore_timeout_per_token_s", allow_none=True)
         _int_at_least(self.max_preemptions, 0, "max_preemptions")
         if self.ttft_slo_s is not None and not (_seconds(self.ttft_slo_s, "ttft_slo_s") > 0):
-            raise ValueError(f"ttft_slo_s must be > 0, got {self.ttft_slo_s!r}")
+            raise UserError(f"ttft_slo_s must be > 0, got {self.ttft_slo_s!r}")
         if self.max_num_batched_tokens is not None and self.max_num_seqs is not None \
                 and self.max_num_batched_tokens < self.max_num_seqs:
-            raise ValueError(f"max_num_batched_tokens ({self.max_num_batched_tokens}) must be >= max_num_seqs "
+            raise UserError(f"max_num_batched_tokens ({self.max_num_batched_tokens}) must be >= max_num_seqs "
                              f"({self.max_num_seqs}), as vLLM requires")
 
     def resolved(self, gpu, token_s: float, decode_detected: bool) -> "SchedulerConfig":

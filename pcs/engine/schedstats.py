@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from pcs.engine.schedresult import LatencySummary, Percentiles, SchedulerSummary
+from pcs.errors import UserError
 
 __all__ = ["SchedulerCounters", "scheduler_summary", "utilisation_bins", "end_times"]
 
@@ -88,7 +89,7 @@ class SchedulerCounters:
         t0 = start_s - self.origin_s
         t1 = t0 + seconds
         if not t1 <= MAX_SPAN_S:
-            raise ValueError(f"the step scheduler's run reaches {t1:.4g} s after the first arrival, past its "
+            raise UserError(f"the step scheduler's run reaches {t1:.4g} s after the first arrival, past its "
                              f"limit of {MAX_SPAN_S:,} s (366 days): check the trace's timestamps and output "
                              "lengths, or use --compute infinite / --timing sequential")
         if self.bin_s == 1 and t1 >= FINE_LIMIT_S:

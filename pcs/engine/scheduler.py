@@ -68,6 +68,7 @@ from pcs.engine import restores as rst
 from pcs.engine.engine import ReplayEngine
 from pcs.engine.schedstats import SchedulerCounters, end_times
 from pcs.engine.series import NoSampler
+from pcs.errors import UserError
 
 __all__ = ["StepEngine", "STEP_COLUMNS"]
 
@@ -822,6 +823,6 @@ def check_output_tokens(output_tokens) -> None:
         return
     top = int(output_tokens.max() if hasattr(output_tokens, "max") else max(output_tokens))
     if top >= MAX_OUTPUT_TOKENS:
-        raise ValueError(f"an output length of {top} tokens is past what the step scheduler "
+        raise UserError(f"an output length of {top} tokens is past what the step scheduler "
                          "models (2**62): check the trace's output lengths, or use --compute infinite / --timing "
                          "sequential")

@@ -9,7 +9,10 @@ engine                 applies when                               implementation
 ====================== ========================================== ==========================================
 ``lru-scan``           sequential timing, ONE tier, policy        :func:`pcs.engine.fastpath.run` (one
                        ``lru`` (and, found while scanning,        O(1)-per-access LRU scan, C or Python
-                       chained block hashes)                      kernel per ``native``)
+                       chained block hashes); also a modeled      kernel per ``native``; two tiers:
+                       run's sequential baseline on TWO ``lru``   pcs/engine/_lruscan_tiers.h, C only)
+                       tiers, write-back, ``auto``, C built
+                       (set by the runner, below)
 ``compiled-step``      modeled timing with the step scheduler,    :class:`pcs.engine.stepnative.NativeStepEngine`
                        restore policy ``layerwise``, plain        (the step scheduler's loop in C) over
                        prefill attention, links ``LinkSpec``, and :class:`pcs.cache.native.NativeHierarchy`
@@ -53,6 +56,23 @@ check before reading the trace -- chained ids for ``lru-scan`` -- is checked
 by the scan itself; when it fails :func:`fall_back` gives the next row and
 the reason says why. The summary JSON records the choices (``engine``,
 ``engine_reason``, ``baseline_engine``, ``baseline_engine_reason``).
+
+Every other choice is made in :mod:`pcs.engine.runner`, each from a row this
+table chose and each written into the reason:
+
+- ``_place``: ``compiled-step`` requested by name runs its sequential
+  baseline on ``compiled-hierarchy`` (the same compiled hierarchy without
+  the step loop);
+- ``_two_tier_scan``: ``auto`` moves a modeled run's sequential baseline from
+  ``compiled-hierarchy`` to ``lru-scan`` when its tiers are two ``lru`` tiers
+  with write-back and the compiled scan is built (the one-pass scan computes
+  it beside the single-sequence walks);
+- ``_native_step_or_fallback``: ``compiled-step`` falls back to the next row
+  (:func:`fall_back`, "found at set-up") when the C step loop cannot take the
+  links or tiers (:func:`pcs.engine.stepnative.unsupported`);
+- ``_hybrid_step_loop``: ``compiled-hybrid`` under the step scheduler runs its
+  step loop in C or in Python (:func:`pcs.engine.hybridnative.hybrid_unsupported`),
+  recorded in ``_Plan.step_loop`` (the no-cache twin runs the same loop).
 """
 from __future__ import annotations
 
@@ -61,6 +81,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
 from pcs import _native
+from pcs.errors import UserError
 
 __all__ = ["EngineRow", "RunConfig", "ENGINES", "ENGINE_NAMES", "ALIASES", "REQUESTS", "SUMMARY_KEYS", "HYBRID_ROWS",
            "MAX_COMPILED_BLOCKS", "choose", "fall_back", "get_row", "canonical"]
@@ -309,7 +330,7 @@ def canonical(requested: str) -> str:
     """
     name = ALIASES.get(requested, requested)
     if name != "auto" and name not in ENGINE_NAMES:
-        raise ValueError(f"unknown engine {requested!r}; valid: {', '.join(REQUESTS)}")
+        raise UserError(f"unknown engine {requested!r}; valid: {', '.join(REQUESTS)}")
     return name
 
 
@@ -319,7 +340,7 @@ def get_row(name: str) -> EngineRow:
     for row in ENGINES:
         if row.name == name:
             return row
-    raise ValueError("'auto' names no single engine; use choose()")
+    raise UserError("'auto' names no single engine; use choose()")
 
 
 def _first(cfg: RunConfig, rows: Sequence[EngineRow], skipped: list[str]) -> tuple[EngineRow, str]:
@@ -329,7 +350,7 @@ def _first(cfg: RunConfig, rows: Sequence[EngineRow], skipped: list[str]) -> tup
             return row, "; ".join(skipped + [f"auto: {row.name} applies"])
         if row.unrelated is None or not row.unrelated(cfg):
             skipped.append(f"not {row.name}: {why}")
-    raise ValueError("no engine can run this replay: " + "; ".join(skipped))
+    raise UserError("no engine can run this replay: " + "; ".join(skipped))
 
 
 def choose(run_config: RunConfig, requested: str = "auto") -> tuple[EngineRow, str]:
@@ -353,7 +374,7 @@ def choose(run_config: RunConfig, requested: str = "auto") -> tuple[EngineRow, s
     why = row.applies(run_config)
     alias = f" (alias of {name})" if requested != name else ""
     if why is not None:
-        raise ValueError(f"engine {requested!r}{alias} cannot run this replay: {why}; use engine='auto'")
+        raise UserError(f"engine {requested!r}{alias} cannot run this replay: {why}; use engine='auto'")
     return _compiled_if_c(run_config, row, f"requested: {requested}{alias}")
 
 
@@ -368,7 +389,7 @@ def _compiled_if_c(run_config: RunConfig, row: EngineRow, reason: str) -> tuple[
     mode = _native.default_mode() if run_config.native is None else run_config.native
     if mode == "c" and row.twin is None:
         asked = "PCS_NATIVE=c" if run_config.native is None else "native 'c'"
-        raise ValueError(f"{asked} asks for compiled code, but this {run_config.timing} replay runs on the Python "
+        raise UserError(f"{asked} asks for compiled code, but this {run_config.timing} replay runs on the Python "
                          f"{row.name} engine ({reason}); use native 'auto' to run it there")
     return row, reason
 

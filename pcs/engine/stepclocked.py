@@ -14,6 +14,7 @@ from __future__ import annotations
 from pcs import _native
 from pcs.engine.scheduler import StepEngine
 from pcs.engine.stepnative import NativeStepEngine, loop_unsupported, new_loop
+from pcs.errors import UserError
 
 __all__ = ["ClockedNativeStepEngine", "clocked_unsupported"]
 
@@ -44,7 +45,7 @@ class ClockedNativeStepEngine(NativeStepEngine):
         StepEngine.__init__(self, hierarchy, links, block_bytes, cost, config, recompute_last_token, decode)
         why = clocked_unsupported(hierarchy, self.links, cost, config, "c")
         if why is not None:
-            raise ValueError(f"the compiled step scheduler cannot run this instance: {why}")
+            raise UserError(f"the compiled step scheduler cannot run this instance: {why}")
         tiers = hierarchy.tiers
         self._s = new_loop(self, lambda j: len(tiers[j].resident), recompute_last_token, False, True)
 

@@ -20,6 +20,7 @@ import numpy as np
 from pcs import _native
 from pcs.engine.engine import EngineResult, ReplayEngine
 from pcs.engine.scheduler import StepEngine, check_output_tokens
+from pcs.errors import UserError
 
 __all__ = ["NativeStepEngine", "unsupported", "loop_unsupported", "new_loop", "MAX_TIERS"]
 
@@ -118,7 +119,7 @@ class NativeStepEngine(StepEngine):
                          False, skip)
         why = unsupported(hierarchy, self.links, cost, config, no_cache)
         if why is not None:
-            raise ValueError(f"the compiled step scheduler cannot run this replay: {why}")
+            raise UserError(f"the compiled step scheduler cannot run this replay: {why}")
         self._s = new_loop(self, hierarchy._h.num_resident, recompute_last_token, no_cache, skip)
 
     @property
@@ -177,7 +178,12 @@ class NativeStepEngine(StepEngine):
 
     def close(self) -> EngineResult:
         """Run until every request has finished; return the ledger and columns (:class:`EngineResult`)."""
-        end = self._s.close()
+        try:
+            end = self._s.close()
+        except ValueError as exc:   # _stepsched.c: the run passes its time limit (the trace's timestamps/outputs)
+            if "step scheduler's run reaches" not in str(exc):
+                raise
+            raise UserError(str(exc)) from None
         st, L, c = self.stats, self.ledger, self._cols
         got = self._s.counters()
         for name in _COUNTERS:

@@ -27,6 +27,7 @@ import numpy as np
 
 from pcs.blocks import BlockRules, SingleSequenceResult
 from pcs.choices import MAX_INSTANCES  # most instances of a fleet
+from pcs.errors import UserError
 from pcs.fleet.decodes import fleet_decode
 from pcs.fleet.index import CacheIndex
 from pcs.fleet.route import route
@@ -329,7 +330,7 @@ def _refuse_oracle_policy(replay_kwargs: dict) -> None:
     in a fleet, whose instances each see the sub-trace the router sends them."""
     names = [replay_kwargs.get("policy")] + list((replay_kwargs.get("tier_policies") or {}).values())
     if any(isinstance(n, str) and n.split(":")[0].split("+")[0] == "belady" for n in names):
-        raise ValueError("--policy belady is the offline oracle of a single-instance replay (it reads the "
+        raise UserError("--policy belady is the offline oracle of a single-instance replay (it reads the "
                          "replayed trace's future); it is refused with --instances/--router/--shared-tier: replay "
                          "one instance with --policy belady or --gap-oracle instead")
 
@@ -361,14 +362,14 @@ def fleet_replay(trace: Any = None, *, instances: int = 1, router: Any = "round-
             :func:`pcs.fleet.oneclock.check_shared_options` refuses; and what :func:`pcs.replay` raises.
     """
     if isinstance(instances, bool) or not isinstance(instances, int) or not 1 <= instances <= MAX_INSTANCES:
-        raise ValueError(f"--instances must be an int in 1..{MAX_INSTANCES}, got {instances!r}")
+        raise UserError(f"--instances must be an int in 1..{MAX_INSTANCES}, got {instances!r}")
     _refuse_oracle_policy(replay_kwargs)
     from pcs.engine.api import refuse_str_compute    # lazy, as _setup's import of pcs.engine.api
     refuse_str_compute(replay_kwargs.get("compute"))
     source = reiterable(trace)
     batch = concat_batches(list(as_batches(source)), block_size=getattr(source, "block_size", None))
     if len(batch) == 0:
-        raise ValueError("the trace has no requests")
+        raise UserError("the trace has no requests")
     cap, compute, rules, setup = _setups(source, replay_kwargs, shared_tier)
     # one compute model for every instance (the one pcs.replay would build; its KV-read memo is then shared)
     replay_kwargs = dict(replay_kwargs, compute=compute)

@@ -28,6 +28,7 @@ from __future__ import annotations
 import heapq
 from collections import OrderedDict, deque
 from typing import Sequence
+from pcs.errors import UserError
 
 __all__ = ["CacheIndex", "LoadTracker"]
 
@@ -46,11 +47,11 @@ class CacheIndex:
 
     def __init__(self, capacity_blocks: Sequence[int], stale_s: float = 0.0) -> None:
         if not capacity_blocks:
-            raise ValueError("a fleet needs at least one instance")
+            raise UserError("a fleet needs at least one instance")
         if any(int(c) < 0 for c in capacity_blocks):
-            raise ValueError(f"index capacities must be >= 0 blocks, got {list(capacity_blocks)}")
+            raise UserError(f"index capacities must be >= 0 blocks, got {list(capacity_blocks)}")
         if not stale_s >= 0:
-            raise ValueError(f"--router-stale-s must be >= 0 seconds, got {stale_s!r}")
+            raise UserError(f"--router-stale-s must be >= 0 seconds, got {stale_s!r}")
         self.capacity_blocks = [int(c) for c in capacity_blocks]
         self.stale_s = float(stale_s)
         self._truth: list[OrderedDict] = [OrderedDict() for _ in capacity_blocks]
@@ -142,7 +143,7 @@ class CacheIndex:
             ValueError: more ids than the instance's capacity.
         """
         if len(held_ids) > self.capacity_blocks[instance]:
-            raise ValueError(f"{len(held_ids)} ids exceed instance {instance}'s {self.capacity_blocks[instance]} slots")
+            raise UserError(f"{len(held_ids)} ids exceed instance {instance}'s {self.capacity_blocks[instance]} slots")
         self._truth[instance].clear()
         self._loaded[instance] = (held_ids, True)
 

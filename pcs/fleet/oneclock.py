@@ -27,6 +27,7 @@ import numpy as np
 
 from pcs.cache.shared import SharedTierHierarchy
 from pcs.engine.chunks import Chunk, iter_chunks
+from pcs.errors import UserError
 
 __all__ = ["SharedRun", "Admissions", "run_one_clock", "shared_setup", "check_shared_options"]
 
@@ -91,9 +92,9 @@ def check_shared_options(kw: dict) -> None:
     """
     for key, opt in (("admit", "--admit"), ("gap_oracle", "--gap-oracle")):
         if kw.get(key):
-            raise ValueError(f"{opt} is not available with --shared-tier")
+            raise UserError(f"{opt} is not available with --shared-tier")
     if kw.get("engine", "auto") not in ("auto", "reference", "general"):
-        raise ValueError(f"--shared-tier runs the reference hierarchy; --engine {kw['engine']} cannot run it")
+        raise UserError(f"--shared-tier runs the reference hierarchy; --engine {kw['engine']} cannot run it")
 
 
 def shared_setup(source: Any, kw: dict, shared_spec: Any, compute: Any = None) -> dict:
@@ -121,10 +122,10 @@ def shared_setup(source: Any, kw: dict, shared_spec: Any, compute: Any = None) -
     policies = dict(kw.get("tier_policies") or {})
     names = api._policy_names(specs, opts.policy, policies)
     if any(needs_context(n) for n in names):
-        raise ValueError("--shared-tier runs policies that do not read the trace (lru, slru, fifo, ...); "
+        raise UserError("--shared-tier runs policies that do not read the trace (lru, slru, fifo, ...); "
                          f"got {', '.join(names)}")
     if api._hybrid_plan(spec, bs, specs, bb, None, None, None, None) is not None:
-        raise ValueError("--shared-tier does not run a hybrid model's cache groups yet")
+        raise UserError("--shared-tier does not run a hybrid model's cache groups yet")
     return dict(specs=specs, bpb=bpb, links=links, policy=opts.policy, policies=policies,
                 write_policy=opts.write_policy, timing=opts.timing, protected=kw.get("protected_share"),
                 policy_names=names, step=_step(kw, opts.timing, compute, gpu, specs[0], bpb[0]),

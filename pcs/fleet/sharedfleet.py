@@ -12,6 +12,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from pcs.errors import UserError
 from pcs.fleet.summary import InstanceLoad, InstanceTierHits, SharedTierSummary
 
 __all__ = ["parse_shared_tier", "shared_instances", "shared_summary"]
@@ -28,9 +29,9 @@ def parse_shared_tier(text: Any):
     try:
         spec = parse_tier(text)
     except ValueError as exc:
-        raise ValueError(f"--shared-tier: {exc}") from None
+        raise UserError(f"--shared-tier: {exc}") from None
     if spec.capacity_bytes is None and spec.capacity_blocks is None:
-        raise ValueError(f"--shared-tier {spec.name}: give the shared tier a size, e.g. --shared-tier "
+        raise UserError(f"--shared-tier {spec.name}: give the shared tier a size, e.g. --shared-tier "
                          f"{spec.name}=10TB or {spec.name}=20000blocks")
     return spec
 

@@ -33,6 +33,7 @@ from typing import ClassVar, Protocol, Union
 
 import numpy as np
 
+from pcs.errors import UserError
 from pcs.model.layouts import get_layout
 from pcs.model.quant import QuantScales
 from pcs.model.quant import row_bytes as _row_bytes
@@ -105,18 +106,18 @@ class KVComponent(Protocol):
 
 def _check_tp_heads(tp: int, heads: int, what: str) -> None:
     if tp < 1:
-        raise ValueError(f"tensor-parallel size must be >= 1, got {tp}")
+        raise UserError(f"tensor-parallel size must be >= 1, got {tp}")
     if heads % tp != 0 and tp % heads != 0:
-        raise ValueError(f"tensor-parallel size {tp} does not divide {heads} {what} "
+        raise UserError(f"tensor-parallel size {tp} does not divide {heads} {what} "
                          f"(nor do they divide it); vLLM requires one to divide the other")
 
 
 def _check_tp_q_heads(tp: int, heads: int) -> None:
     """vLLM ``ModelConfig.verify_with_parallel_config``: attention heads % tp == 0."""
     if tp < 1:
-        raise ValueError(f"tensor-parallel size must be >= 1, got {tp}")
+        raise UserError(f"tensor-parallel size must be >= 1, got {tp}")
     if heads % tp:
-        raise ValueError(f"tensor-parallel size {tp} does not divide the {heads} attention heads "
+        raise UserError(f"tensor-parallel size {tp} does not divide the {heads} attention heads "
                          "(vLLM requires num_attention_heads % tp == 0)")
 
 

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from decimal import ROUND_FLOOR, Decimal
 from typing import Any
 
+from pcs.errors import UserError
 from pcs.model.spec import ModelSpec
 
 __all__ = ["Deployment", "size_deployment", "DEFAULT_GPU_MEMORY_UTILIZATION", "DEFAULT_RESERVE_BYTES_PER_GPU",
@@ -91,7 +92,7 @@ class Deployment:
             ValueError: one line naming the model, the GPUs, the weights and the HBM.
         """
         if not self.fits:
-            raise ValueError(
+            raise UserError(
                 f"{self.model} does not fit on {self.tp} x {self.gpu}: weights {_gb(self.weights_bytes)} "
                 f"({_gb(self.weights_bytes_per_gpu)} per GPU) + {_gb(self.reserve_bytes)} reserve per GPU "
                 f">= {_gb(self.hbm_bytes)} HBM x {self.gpu_memory_utilization:g} = {_gb(self.usable_bytes)} per GPU;"
@@ -109,11 +110,11 @@ class Deployment:
 
 def _check(tp: int, util: float, reserve: int) -> None:
     if isinstance(tp, bool) or not isinstance(tp, int) or tp < 1:
-        raise ValueError(f"tensor-parallel size must be an int >= 1, got {tp!r}")
+        raise UserError(f"tensor-parallel size must be an int >= 1, got {tp!r}")
     if isinstance(util, bool) or not isinstance(util, (int, float)) or not 0 < util <= 1:
-        raise ValueError(f"--gpu-memory-utilization must be in (0, 1], got {util!r}")
+        raise UserError(f"--gpu-memory-utilization must be in (0, 1], got {util!r}")
     if isinstance(reserve, bool) or not isinstance(reserve, int) or reserve < 0:
-        raise ValueError(f"--kv-reserve must be a size >= 0 bytes, got {reserve!r}")
+        raise UserError(f"--kv-reserve must be a size >= 0 bytes, got {reserve!r}")
 
 
 def size_deployment(spec: ModelSpec, gpu: Any, tp: int, gpu_memory_utilization: float | None = None,
@@ -137,7 +138,7 @@ def size_deployment(spec: ModelSpec, gpu: Any, tp: int, gpu_memory_utilization: 
     398046703616
     """
     if spec.total_params <= 0:
-        raise ValueError(f"{spec.name}: the weights are unknown (no parameter count), so the GPU tier cannot be "
+        raise UserError(f"{spec.name}: the weights are unknown (no parameter count), so the GPU tier cannot be "
                          "sized from the deployment (pcs replay: give --tier gpu=SIZE)")
     util = DEFAULT_GPU_MEMORY_UTILIZATION if gpu_memory_utilization is None else gpu_memory_utilization
     reserve = DEFAULT_RESERVE_BYTES_PER_GPU if reserve_bytes is None else reserve_bytes

@@ -43,6 +43,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from pcs.errors import UserError
 from pcs.model.components import KVComponent
 from pcs.model.spec import ModelSpec, check_mode
 
@@ -66,12 +67,12 @@ class BlockBytes:
 
 def _check_block_size(block_size: int) -> None:
     if not isinstance(block_size, int) or isinstance(block_size, bool) or block_size < 1:
-        raise ValueError(f"block size must be an integer >= 1 token, got {block_size!r}")
+        raise UserError(f"block size must be an integer >= 1 token, got {block_size!r}")
 
 
 def _check_tokens(tokens: int) -> None:
     if not isinstance(tokens, int) or isinstance(tokens, bool) or tokens < 0:
-        raise ValueError(f"tokens must be an integer >= 0, got {tokens!r}")
+        raise UserError(f"tokens must be an integer >= 0, got {tokens!r}")
 
 
 def _component_block_bytes(c: KVComponent, block_size: int, layout: str) -> int:
@@ -287,7 +288,7 @@ def footprint(model: ModelSpec | str, tokens: int, block_size: int = 16, dtype: 
     _check_tokens(tokens)
     _check_block_size(block_size)
     if not isinstance(sequences, int) or isinstance(sequences, bool) or sequences < 1:
-        raise ValueError(f"sequences must be an integer >= 1, got {sequences!r}")
+        raise UserError(f"sequences must be an integer >= 1, got {sequences!r}")
     model = _as_model(model)
     spec = model.with_dtype(dtype) if dtype is not None else model
     comps = tuple(_component_row(c, tokens, block_size, sequences) for c in spec.components)

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from pcs.errors import UserError
 from pcs.model.quant import QuantScales
 
 __all__ = ["KVLayout", "LAYOUTS", "LAYOUT_NAMES", "SHORT_NAMES", "get_layout", "mla_form", "MLAForm"]
@@ -156,7 +157,7 @@ def get_layout(name: str) -> KVLayout:
     key = _ALIASES.get(key, key)
     key = SHORT_NAMES.get(key, key)
     if key not in LAYOUTS:
-        raise ValueError(f"unknown dtype {name!r}; valid dtypes: {', '.join(LAYOUT_NAMES)}")
+        raise UserError(f"unknown dtype {name!r}; valid dtypes: {', '.join(LAYOUT_NAMES)}")
     return LAYOUTS[key]
 
 
@@ -192,5 +193,5 @@ def mla_form(name: str, sparse: bool) -> MLAForm:
         return MLAForm(lay, "fp8", "fp8", None)
     if lay.name == "fp8_ds_mla":
         return MLAForm(lay, "fp8", "bf16", lay.inline_scales(128))
-    raise ValueError(f"KV dtype {lay.name!r} has no MLA form in vLLM; MLA models take bf16, fp16, "
+    raise UserError(f"KV dtype {lay.name!r} has no MLA form in vLLM; MLA models take bf16, fp16, "
                      "fp8 / fp8_e4m3 / fp8_e5m2 (per tensor) or fp8_ds_mla")

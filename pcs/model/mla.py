@@ -11,6 +11,7 @@ from typing import ClassVar
 
 import numpy as np
 
+from pcs.errors import UserError
 from pcs.model.components import ArrayLike, _check_tp_q_heads, _PerToken, _Stored, causal_pairs, windowed_pairs
 from pcs.model.layouts import mla_form
 from pcs.model.quant import QuantScales
@@ -114,7 +115,7 @@ class IndexerKeys(_PerToken):
 
     def with_tp(self, tp: int) -> "IndexerKeys":
         if tp < 1:
-            raise ValueError(f"tensor-parallel size must be >= 1, got {tp}")
+            raise UserError(f"tensor-parallel size must be >= 1, got {tp}")
         return replace(self, tp=tp)
 
     def describe(self) -> str:

@@ -6,6 +6,7 @@ dtypes; which scales an engine stores, and where, is :mod:`pcs.model.layouts`.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pcs.errors import UserError
 
 __all__ = ["DTYPE_BITS", "VALUE_DTYPES", "normalize_dtype", "row_bytes", "QuantScales"]
 
@@ -31,7 +32,7 @@ def normalize_dtype(dtype: str) -> str:
     key = str(dtype).strip().lower()
     key = _ALIASES.get(key, key)
     if key not in DTYPE_BITS:
-        raise ValueError(f"unknown dtype {dtype!r}; valid dtypes: {', '.join(VALUE_DTYPES)}")
+        raise UserError(f"unknown dtype {dtype!r}; valid dtypes: {', '.join(VALUE_DTYPES)}")
     return key
 
 

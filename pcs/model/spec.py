@@ -12,6 +12,7 @@ from typing import Union
 
 import numpy as np
 
+from pcs.errors import UserError
 from pcs.model.components import KVComponent
 from pcs.model.layouts import KVLayout, get_layout
 
@@ -30,7 +31,7 @@ def check_mode(mode: str) -> str:
         ValueError: unknown mode, listing the valid ones.
     """
     if mode not in BYTE_MODES:
-        raise ValueError(f"unknown byte accounting mode {mode!r}; valid modes: {', '.join(BYTE_MODES)}")
+        raise UserError(f"unknown byte accounting mode {mode!r}; valid modes: {', '.join(BYTE_MODES)}")
     return mode
 
 
@@ -92,7 +93,7 @@ class ModelSpec:
             ValueError: tp < 1 or a head count that tp does not divide.
         """
         if not isinstance(tp, (int, np.integer)) or tp < 1:
-            raise ValueError(f"tensor-parallel size must be an integer >= 1, got {tp!r}")
+            raise UserError(f"tensor-parallel size must be an integer >= 1, got {tp!r}")
         return replace(self, components=tuple(c.with_tp(int(tp)) for c in self.components), tp=int(tp))
 
     def _attention(self) -> KVComponent | None:

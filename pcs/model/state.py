@@ -27,6 +27,7 @@ from typing import ClassVar
 
 import numpy as np
 
+from pcs.errors import UserError
 from pcs.model.quant import row_bytes as _row_bytes
 
 __all__ = ["RecurrentState", "STATE_KINDS"]
@@ -123,12 +124,12 @@ class RecurrentState:
             ValueError: tp < 1 or a dimension tp does not divide.
         """
         if tp < 1:
-            raise ValueError(f"tensor-parallel size must be >= 1, got {tp}")
+            raise UserError(f"tensor-parallel size must be >= 1, got {tp}")
         if self.num_heads % tp or self.conv_dim % tp:
-            raise ValueError(f"tensor-parallel size {tp} must divide {self.num_heads} state heads "
+            raise UserError(f"tensor-parallel size {tp} must divide {self.num_heads} state heads "
                              f"and conv dim {self.conv_dim} (vLLM divide())")
         if self.n_groups and self.n_groups % tp and tp % self.n_groups:
-            raise ValueError(f"tensor-parallel size {tp} and {self.n_groups} Mamba2 groups: one must divide "
+            raise UserError(f"tensor-parallel size {tp} and {self.n_groups} Mamba2 groups: one must divide "
                              "the other (vLLM extra_groups_for_head_shards)")
         return replace(self, tp=tp)
 

@@ -24,6 +24,7 @@ import tempfile
 from pathlib import Path
 from typing import Any, Sequence
 
+from pcs.errors import UserError
 from pcs.extras import missing_extra
 
 __all__ = ["VEGA_VERSION", "VEGA_LITE_VERSION", "STATIC_DIR", "TEMPLATE_DIR", "pcs_version", "require_extra", "require_jinja2", "charts_json",
@@ -65,7 +66,7 @@ def require_extra(module: str, message: str) -> Any:
     try:
         return importlib.import_module(module)
     except ImportError:
-        raise ValueError(message) from None
+        raise UserError(message) from None
 
 
 def require_jinja2() -> Any:

@@ -22,6 +22,7 @@ from pcs.report import htmlcharts as hc
 from pcs.report.htmltime import time_charts, utilisation_chart
 from pcs.report.htmltables import (compare_table, envelope_table, footprint_tables, lens_table, runs_table,
                                     tier_table)
+from pcs.errors import UserError
 from pcs.units import format_percent
 
 __all__ = ["KINDS", "payload_kind", "build_page", "inputs_rows", "reproduce_command"]
@@ -48,10 +49,10 @@ def payload_kind(payload: Any) -> str:
         if "components" in payload and "by_dtype" in payload:
             return "footprint"
         if "per_instance" in payload or "routers" in payload:
-            raise ValueError(f"the JSON of a fleet ({_FLEET_JSON}), which the page does not draw: pcs report takes "
+            raise UserError(f"the JSON of a fleet ({_FLEET_JSON}), which the page does not draw: pcs report takes "
                              "the JSON of a single-instance pcs replay, compare, curve or footprint (--format json); "
                              "a fleet's figures are its table, --format json or csv and --requests-out")
-    raise ValueError("not the JSON of pcs replay, compare, curve or footprint (--format json)")
+    raise UserError("not the JSON of pcs replay, compare, curve or footprint (--format json)")
 
 
 #: Where fleet JSON comes from (:func:`payload_kind` names it when refusing one).
@@ -91,10 +92,10 @@ def check_replay_payload(s: dict) -> None:
     """
     for key, (what, ok) in _REPLAY_FIELDS.items():
         if key in s and not ok(s[key]):
-            raise ValueError(f"field '{key}': must be {what}, got {json.dumps(s[key])[:60]}")
+            raise UserError(f"field '{key}': must be {what}, got {json.dumps(s[key])[:60]}")
     for key in _REPLAY_OPTIONAL:
         if s.get(key) is not None and not isinstance(s[key], dict):
-            raise ValueError(f"field '{key}': must be an object or null, got {json.dumps(s[key])[:60]}")
+            raise UserError(f"field '{key}': must be an object or null, got {json.dumps(s[key])[:60]}")
     for key in _REPLAY_NUMERIC:
         if s.get(key) is not None:
             _check_numbers(key, s[key])
@@ -112,9 +113,9 @@ def _check_numbers(path: str, value) -> None:
     elif isinstance(value, list):
         for i, v in enumerate(value):
             if isinstance(v, (dict, list)) or not (v is None or _is_number(v)):
-                raise ValueError(f"field '{path}[{i}]': must be a number or null, got {json.dumps(v)[:60]}")
+                raise UserError(f"field '{path}[{i}]': must be a number or null, got {json.dumps(v)[:60]}")
     elif not (value is None or _is_number(value)):
-        raise ValueError(f"field '{path}': must be a number, a list of numbers or null, got {json.dumps(value)[:60]}")
+        raise UserError(f"field '{path}': must be a number, a list of numbers or null, got {json.dumps(value)[:60]}")
 
 
 def _is_number(v) -> bool:
@@ -201,7 +202,7 @@ def build_page(payloads: Sequence[dict], curve: dict | None = None, oracle: dict
         ValueError: no payloads, or one of an unknown kind.
     """
     if not payloads:
-        raise ValueError("no JSON payloads to report")
+        raise UserError("no JSON payloads to report")
     by_kind: dict[str, list[dict]] = {k: [] for k in KINDS}
     for p in payloads:
         by_kind[payload_kind(p)].append(p)

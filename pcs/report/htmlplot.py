@@ -11,6 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Sequence
 
+from pcs.errors import UserError
 from pcs.extras import missing_extra
 
 __all__ = ["PLOT_FORMATS", "require_vl_convert", "write_plots"]
@@ -50,10 +51,10 @@ def write_plots(charts: Sequence, directory: str | Path, formats: Sequence[str] 
     vlc = require_vl_convert()
     bad = [f for f in formats if f not in PLOT_FORMATS]
     if bad:
-        raise ValueError(f"unknown plot format {bad[0]!r}; valid: {', '.join(PLOT_FORMATS)}")
+        raise UserError(f"unknown plot format {bad[0]!r}; valid: {', '.join(PLOT_FORMATS)}")
     out = Path(directory)
     if out.exists() and not out.is_dir():
-        raise ValueError(f"--plot {directory}: not a directory")
+        raise UserError(f"--plot {directory}: not a directory")
     out.mkdir(exist_ok=True)
     written = []
     for c in charts:

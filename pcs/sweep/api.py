@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
+from pcs.errors import UserError
 from pcs.sweep.backends import default_jobs, run_local, run_ray
 from pcs.sweep.kinds import Task, build_task
 from pcs.sweep.plan import Plan, load_plan
@@ -52,7 +53,7 @@ def prepare(plan: str | Path | Plan, out: str | Path, force: bool = False) -> Pr
     plan = plan if isinstance(plan, Plan) else load_plan(plan)
     out = Path(out)
     if out.exists() and not out.is_dir():
-        raise ValueError(f"-o {out}: not a directory")
+        raise UserError(f"-o {out}: not a directory")
     done = set() if force else done_ids(out)
     traces: dict[tuple, LoadedTrace] = {}
 
@@ -64,7 +65,7 @@ def prepare(plan: str | Path | Plan, out: str | Path, force: bool = False) -> Pr
     try:
         tasks = tuple(build_task(plan.kind, p, plan.base_dir, load) for p in plan.points if p.point_id not in done)
     except ValueError as exc:
-        raise ValueError(f"{plan.source}: {exc}") from None
+        raise UserError(f"{plan.source}: {exc}") from None
     for t in tasks:
         if t.trace_key is not None:
             load(t.trace_key)
@@ -85,7 +86,7 @@ def execute(prep: Prepared, *, jobs: int | None = None, ray: str | None = None, 
         ValueError: both ``jobs`` and ``ray``; Ray not installed.
     """
     if jobs is not None and ray is not None:
-        raise ValueError("give --jobs (a local pool) or --ray (Ray places the tasks), not both")
+        raise UserError("give --jobs (a local pool) or --ray (Ray places the tasks), not both")
     prep.out.mkdir(parents=True, exist_ok=True)
     errors: list[Outcome] = []
 

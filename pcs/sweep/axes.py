@@ -22,6 +22,7 @@ from decimal import Decimal
 from typing import Any
 
 from pcs import units
+from pcs.errors import UserError
 
 __all__ = ["expand_axis", "format_size", "MAX_AXIS_VALUES"]
 
@@ -44,10 +45,10 @@ def format_size(num_bytes: int) -> str:
 def _kind(value: Any, where: str) -> tuple[str, Any]:
     """("number", Decimal) | ("blocks", int) | ("bytes", int) for one end or step of a range."""
     if isinstance(value, bool):
-        raise ValueError(f"{where}: {value!r} is not a number, a size or a block count")
+        raise UserError(f"{where}: {value!r} is not a number, a size or a block count")
     if isinstance(value, (int, float)):
         if not math.isfinite(value):
-            raise ValueError(f"{where}: {value!r} is not finite")
+            raise UserError(f"{where}: {value!r} is not finite")
         return "number", Decimal(repr(value)) if isinstance(value, float) else Decimal(value)
     if isinstance(value, str):
         m = _BLOCKS.match(value)
@@ -56,8 +57,8 @@ def _kind(value: Any, where: str) -> tuple[str, Any]:
         try:
             return "bytes", units.parse_bytes(value)
         except ValueError as exc:
-            raise ValueError(f"{where}: {str(exc).splitlines()[0]} (or a block count like 1000blocks)") from None
-    raise ValueError(f"{where}: {value!r} is not a number, a size or a block count")
+            raise UserError(f"{where}: {str(exc).splitlines()[0]} (or a block count like 1000blocks)") from None
+    raise UserError(f"{where}: {value!r} is not a number, a size or a block count")
 
 
 def _out(kind: str, v: Decimal | int, as_int: bool) -> Any:
@@ -74,7 +75,7 @@ def _grid(start, stop, step: Decimal | None, times: Decimal | None, where: str) 
     while v <= stop:
         vals.append(v)
         if len(vals) > MAX_AXIS_VALUES:
-            raise ValueError(f"{where}: more than {MAX_AXIS_VALUES} values; check the step")
+            raise UserError(f"{where}: more than {MAX_AXIS_VALUES} values; check the step")
         v = v + step if step is not None else v * times
     return vals
 
@@ -83,25 +84,25 @@ def _range(name: str, spec: dict[str, Any]) -> list[Any]:
     where = f"axis {name!r}"
     keys = set(spec)
     if keys not in ({"from", "to", "step"}, {"from", "to", "times"}):
-        raise ValueError(f"{where}: a range is {{from, to, step}} or {{from, to, times}}, got "
+        raise UserError(f"{where}: a range is {{from, to, step}} or {{from, to, times}}, got "
                          f"{{{', '.join(sorted(keys))}}}")
     (k0, a), (k1, b) = _kind(spec["from"], f"{where} from"), _kind(spec["to"], f"{where} to")
     if "times" in spec:
         kt, t = _kind(spec["times"], f"{where} times")
         if kt != "number" or t <= 1:
-            raise ValueError(f"{where}: times must be a number > 1, got {spec['times']!r}")
+            raise UserError(f"{where}: times must be a number > 1, got {spec['times']!r}")
         if a <= 0:
-            raise ValueError(f"{where}: a geometric range starts above 0, got from = {spec['from']!r}")
+            raise UserError(f"{where}: a geometric range starts above 0, got from = {spec['from']!r}")
         step, times, ks = None, t, k0
     else:
         ks, step = _kind(spec["step"], f"{where} step")
         times = None
         if step <= 0:
-            raise ValueError(f"{where}: step must be > 0, got {spec['step']!r}")
+            raise UserError(f"{where}: step must be > 0, got {spec['step']!r}")
     if len({k0, k1, ks}) != 1:
-        raise ValueError(f"{where}: from, to and step must all be numbers, all sizes or all block counts")
+        raise UserError(f"{where}: from, to and step must all be numbers, all sizes or all block counts")
     if b < a:
-        raise ValueError(f"{where}: to ({spec['to']!r}) is below from ({spec['from']!r})")
+        raise UserError(f"{where}: to ({spec['to']!r}) is below from ({spec['from']!r})")
     as_int = all(isinstance(spec[k], int) for k in spec if k != "times") and (
         times is None or times == int(times))
     vals = _grid(Decimal(a), Decimal(b), None if step is None else Decimal(step), times, where)
@@ -124,10 +125,10 @@ def expand_axis(name: str, spec: Any) -> list[Any]:
     if isinstance(spec, dict):
         return _range(name, spec)
     if not isinstance(spec, list) or not spec:
-        raise ValueError(f"axis {name!r}: give a non-empty list of values or a range {{from, to, step}}")
+        raise UserError(f"axis {name!r}: give a non-empty list of values or a range {{from, to, step}}")
     seen = []
     for v in spec:
         if v in seen and type(v) is type(seen[seen.index(v)]):
-            raise ValueError(f"axis {name!r}: {v!r} is listed twice")
+            raise UserError(f"axis {name!r}: {v!r} is listed twice")
         seen.append(v)
     return list(spec)

@@ -24,6 +24,7 @@ import contextlib
 import os
 from typing import Any, Callable, Iterator, Sequence
 
+from pcs.errors import UserError
 from pcs.extras import missing_extra
 from pcs.sweep.worker import Outcome, init_worker, run_pooled, run_task
 
@@ -49,7 +50,7 @@ def run_local(tasks: Sequence[Any], traces: dict[tuple, Any], jobs: int, with_re
         ValueError: ``jobs`` < 1; ``jobs`` > 1 from a script that is not a file (:func:`_check_main_importable`).
     """
     if jobs < 1:
-        raise ValueError(f"--jobs must be >= 1, got {jobs}")
+        raise UserError(f"--jobs must be >= 1, got {jobs}")
     if jobs == 1 or len(tasks) <= 1:
         for t in tasks:
             on_done(run_task(t, traces.get(t.trace_key), with_requests))
@@ -79,7 +80,7 @@ def _check_main_importable() -> None:
 
     main_file = getattr(sys.modules.get("__main__"), "__file__", None)
     if main_file is not None and not os.path.exists(main_file):
-        raise ValueError(f"jobs > 1 runs a process pool whose workers import the calling script, and "
+        raise UserError(f"jobs > 1 runs a process pool whose workers import the calling script, and "
                          f"{main_file} is not a file: save the script to a file (with an "
                          f"'if __name__ == \"__main__\":' guard) or use jobs=1")
 
@@ -89,7 +90,7 @@ def _connect(address: str | None, quiet: bool) -> bool:
     try:
         import ray
     except ImportError:
-        raise ValueError(missing_extra("--ray", "ray", "ray")) from None
+        raise UserError(missing_extra("--ray", "ray", "ray")) from None
     if ray.is_initialized():
         return False
     import logging

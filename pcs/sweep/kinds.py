@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 import click
+from pcs.errors import UserError
 
 __all__ = ["Task", "build_task", "pair_options", "option_names", "PAIR_OPTIONS"]
 
@@ -96,7 +97,7 @@ def option_names(kind: str) -> list[str]:
 
 def _text(name: str, value: Any) -> str:
     if isinstance(value, bool) or isinstance(value, (dict, list)):
-        raise ValueError(f"option {name!r} takes one value, got {value!r}")
+        raise UserError(f"option {name!r} takes one value, got {value!r}")
     return repr(value) if isinstance(value, float) else str(value)
 
 
@@ -115,17 +116,17 @@ def _argv(kind: str, options: dict[str, Any], base: Path) -> list[str]:
     flags: list[str] = []
     for name, value in options.items():
         if name in _OUTPUT_OPTIONS:
-            raise ValueError(f"option {name!r} shapes a command's output only; a sweep writes one dataset row per "
+            raise UserError(f"option {name!r} shapes a command's output only; a sweep writes one dataset row per "
                              f"point, which pcs sweep summarize reads")
         if name not in params:
             valid = sorted(k for k in params if k not in FLEET_OPTIONS)     # refused below: not offered
-            raise ValueError(f"unknown option {name!r} for pcs {kind}; valid: {', '.join(valid)}")
+            raise UserError(f"unknown option {name!r} for pcs {kind}; valid: {', '.join(valid)}")
         p, opt = params[name]
         if opt is None:
             args.append(_resolve(name, p, _text(name, value), base))
         elif getattr(p, "is_flag", False):
             if not isinstance(value, bool):
-                raise ValueError(f"option {name!r} is a flag: true or false, got {value!r}")
+                raise UserError(f"option {name!r} is a flag: true or false, got {value!r}")
             flags += [opt] if value else []
         elif p.multiple:
             items = ([f"{k}={v}" for k, v in value.items()] if isinstance(value, dict)
@@ -137,7 +138,7 @@ def _argv(kind: str, options: dict[str, Any], base: Path) -> list[str]:
                 value = ",".join(_text(name, v) for v in value)
             flags += [opt, _resolve(name, p, _text(name, value), base)]
     if any(a.startswith("-") for a in args):
-        raise ValueError(f"pcs sweep reads no trace from stdin; name a file (got {args[0]!r})")
+        raise UserError(f"pcs sweep reads no trace from stdin; name a file (got {args[0]!r})")
     return flags + (["--", *args] if args else [])
 
 
@@ -147,7 +148,7 @@ def _parse(kind: str, options: dict[str, Any], base: Path) -> dict[str, Any]:
     try:
         ctx = cmd.make_context(f"pcs {kind}", _argv(kind, options, base))
     except click.UsageError as exc:
-        raise ValueError(exc.format_message()) from None
+        raise UserError(exc.format_message()) from None
     return dict(ctx.params)
 
 
@@ -159,7 +160,7 @@ def _no_reblock(kw: dict[str, Any]) -> None:
     from pcs.trace.reblock import plan_engine_block_size
 
     if plan_engine_block_size(kw["trace"], kw["trace_format"], kw["block_size"]) is not None:
-        raise ValueError(f"block_size {kw['block_size']} re-blocks the trace's ids; pcs sweep replays a trace at "
+        raise UserError(f"block_size {kw['block_size']} re-blocks the trace's ids; pcs sweep replays a trace at "
                          "its recorded block size (run pcs replay --block-size for a re-blocked run)")
 
 
@@ -174,7 +175,7 @@ def _no_fleet(kw: dict[str, Any]) -> None:
 
     if wants_fleet(kw):
         given = [k for k in FLEET_OPTIONS if kw.get(k) not in (None, (), "")]
-        raise ValueError(f"{', '.join(given)}: pcs sweep replays one instance and does not run fleets; "
+        raise UserError(f"{', '.join(given)}: pcs sweep replays one instance and does not run fleets; "
                          "remove the key (run pcs replay --instances N --router NAME for a fleet)")
 
 
@@ -198,7 +199,7 @@ def _compare(kw: dict[str, Any], trace_of: TraceOf) -> dict[str, Any]:
     _no_reblock(kw)
     _no_fleet(kw)
     if kw["tier_sets"] and kw["tiers"]:
-        raise ValueError("give either tier (one tier list) or tiers (several to compare), not both")
+        raise UserError("give either tier (one tier list) or tiers (several to compare), not both")
     _refuse_one_policy_twice(kw["policy"])
     caps = _parse_capacities(kw["curve_capacities"], kw, trace_of().block_size) if kw["curve_capacities"] else None
     _, kwargs = replay_call_kwargs(kw, _PLACEHOLDER)
@@ -211,9 +212,9 @@ def _curve(kw: dict[str, Any], trace_of: TraceOf) -> dict[str, Any]:
     from pcs.cli.params import parse_capacity_list
 
     if kw["capacities"] is not None and kw["points"] is not None:
-        raise ValueError("give capacities or points, not both")
+        raise UserError("give capacities or points, not both")
     if kw["dtype"] is not None and kw["model_name"] is None:
-        raise ValueError("dtype sets the KV dtype of the model's bytes; give model too")
+        raise UserError("dtype sets the KV dtype of the model's bytes; give model too")
     spec = None
     if kw["model_name"] is not None:
         from pcs.cli.modelarg import load_model
@@ -273,10 +274,10 @@ def build_task(kind: str, point: Any, base_dir: Path | str = ".",
         kw = _parse(kind, point.options, Path(base_dir))
         kwargs = builder(kw, lambda: (load or load_trace)(_trace_key(kw)))
     except click.ClickException as exc:
-        raise ValueError(f"point {point.point_id} ({_label(point.options)}): {exc.format_message()}") from None
+        raise UserError(f"point {point.point_id} ({_label(point.options)}): {exc.format_message()}") from None
     except ValueError as exc:
         msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise ValueError(f"point {point.point_id} ({_label(point.options)}): {msg}") from None
+        raise UserError(f"point {point.point_id} ({_label(point.options)}): {msg}") from None
     return Task(point.point_id, kind, point.options, kind, kwargs, _trace_key(kw) if takes_trace else None)
 
 

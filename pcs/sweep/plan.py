@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pcs.errors import UserError
 from pcs.sweep.axes import expand_axis
 
 __all__ = ["Plan", "Point", "load_plan", "make_plan", "point_id", "KINDS", "MAX_POINTS"]
@@ -105,7 +106,7 @@ def _pairs(name: str, value: Any, where: str) -> dict[str, Any]:
     for item in items:
         k, sep, v = str(item).partition("=")
         if not sep or not k.strip() or not v.strip():
-            raise ValueError(f"{where}: {name} entry {item!r}: expected NAME=VALUE, or give {name} as a table")
+            raise UserError(f"{where}: {name} entry {item!r}: expected NAME=VALUE, or give {name} as a table")
         out[k.strip().lower()] = v.strip()
     return out
 
@@ -116,7 +117,7 @@ def _set(options: dict[str, Any], key: str, value: Any, pair_options: frozenset[
     name = _name(name)
     if dot:
         if name not in pair_options:
-            raise ValueError(f"{where}: {key!r}: only NAME=VALUE options ({', '.join(sorted(pair_options))}) "
+            raise UserError(f"{where}: {key!r}: only NAME=VALUE options ({', '.join(sorted(pair_options))}) "
                              "take an entry after a dot")
         table = dict(options.get(name) or {})
         table[entry.strip().lower()] = value
@@ -146,10 +147,10 @@ def make_plan(data: dict[str, Any], source: str = "<plan>", base_dir: Path | str
     """
     unknown = [k for k in data if k not in _TOP_KEYS]
     if unknown:
-        raise ValueError(f"{source}: unknown key {unknown[0]!r}; a plan has {', '.join(_TOP_KEYS)}")
+        raise UserError(f"{source}: unknown key {unknown[0]!r}; a plan has {', '.join(_TOP_KEYS)}")
     kind = data.get("kind", "replay")
     if kind not in KINDS:
-        raise ValueError(f"{source}: unknown kind {kind!r}; valid: {', '.join(KINDS)}")
+        raise UserError(f"{source}: unknown kind {kind!r}; valid: {', '.join(KINDS)}")
     if pair_options is None:
         from pcs.sweep.kinds import pair_options as _po
 
@@ -159,23 +160,23 @@ def make_plan(data: dict[str, Any], source: str = "<plan>", base_dir: Path | str
     fixed, axes = data.get("fixed", {}), data.get("axes", {})
     for what, table in (("fixed", fixed), ("axes", axes)):
         if not isinstance(table, dict):
-            raise ValueError(f"{source}: [{what}] must be a table of options")
+            raise UserError(f"{source}: [{what}] must be a table of options")
     base: dict[str, Any] = {}
     for k, v in fixed.items():
         _set(base, k, v, pairs, f"{source} [fixed]")
     names = [k.strip() for k in axes]
     clash = [n for n in names if "." not in n and _name(n) in base]
     if clash:
-        raise ValueError(f"{source}: option {clash[0]!r} is both fixed and an axis")
+        raise UserError(f"{source}: option {clash[0]!r} is both fixed and an axis")
     try:
         values = [expand_axis(n, axes[k]) for n, k in zip(names, axes)]
     except ValueError as exc:
-        raise ValueError(f"{source}: {exc}") from None
+        raise UserError(f"{source}: {exc}") from None
     total = 1
     for v in values:
         total *= len(v)
     if total > MAX_POINTS:
-        raise ValueError(f"{source}: {total:,} points; a plan may have at most {MAX_POINTS:,}")
+        raise UserError(f"{source}: {total:,} points; a plan may have at most {MAX_POINTS:,}")
     return Plan(source, Path(base_dir), kind, tuple(names), _points(kind, base, names, values, pairs, source))
 
 
@@ -189,7 +190,7 @@ def _points(kind: str, base: dict[str, Any], names: list[str], values: list[list
             _set(opts, n, v, pairs, f"{source} [axes]")
         pid = point_id(kind, opts)
         if pid in seen:
-            raise ValueError(f"{source}: two points have the same options {opts!r}")
+            raise UserError(f"{source}: two points have the same options {opts!r}")
         seen.add(pid)
         points.append(Point(pid, opts))
     return tuple(points)

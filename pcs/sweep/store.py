@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
+from pcs.errors import UserError
 
 __all__ = ["done_ids", "write_point", "read_results", "encode_row", "encode_requests", "REQUESTS_DIR"]
 
@@ -120,4 +121,4 @@ def read_results(out: str | Path) -> Any:
     try:
         return pa.concat_tables(tables, promote_options="permissive")
     except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
-        raise ValueError(f"{out}: the points' columns do not fit together: {str(exc).splitlines()[0]}") from None
+        raise UserError(f"{out}: the points' columns do not fit together: {str(exc).splitlines()[0]}") from None

@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from pcs.errors import UserError
 from pcs.sweep.result import SweepBest, SweepFrontPoint, SweepSummary
 from pcs.sweep.store import read_results
 
@@ -86,7 +87,7 @@ def summarize(out: str | Path, objective: str = "hit-ratio") -> SweepSummary:
         FileNotFoundError: ``out`` is not a directory.
     """
     if objective not in OBJECTIVES:
-        raise ValueError(f"unknown objective {objective!r}; valid: {', '.join(OBJECTIVES)}")
+        raise UserError(f"unknown objective {objective!r}; valid: {', '.join(OBJECTIVES)}")
     table = read_results(out)
     column, direction = OBJECTIVES[objective]
     all_rows = table.to_pylist()

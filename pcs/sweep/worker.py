@@ -84,7 +84,7 @@ class Outcome:
             None when the point failed).
         requests: the per-request table as Parquet bytes, when asked and the kind has one.
         error: the exception's message (its class name only when it has none) when the point failed, else None.
-        user_error: the failure is the input's (a ValueError or OSError), not a bug.
+        user_error: the failure is the input's (a :class:`pcs.errors.UserError` or OSError), not a bug.
         traceback: the failure's traceback text (bugs only).
     """
 
@@ -183,7 +183,9 @@ def run_task(task: Any, trace: Any = None, with_requests: bool = False) -> Outco
                          declared_types(typed))
         return Outcome(task.point_id, row, requests)
     except Exception as exc:  # noqa: BLE001 - reported per point by the driver
-        user = isinstance(exc, (ValueError, OSError))
+        from pcs.errors import UserError
+
+        user = isinstance(exc, (UserError, OSError))   # a plain ValueError is a bug (pcs/errors.py)
         msg = str(exc).splitlines()[0] if str(exc) else ""
         return Outcome(task.point_id, None, None, msg or type(exc).__name__, user,   # the message, no class name
                        None if user else traceback.format_exc())

@@ -22,7 +22,7 @@ from typing import Iterator
 import numpy as np
 
 from pcs.choices import LENGTH_ONLY_FORMATS, ON_ERROR, TRACE_FORMATS
-from pcs.errors import InputError
+from pcs.errors import InputError, UserError
 from pcs.trace.request import Request, RequestBatch
 from pcs.trace.source import check_source, display_name, is_stream, peek_lines
 
@@ -412,14 +412,14 @@ def open_trace(path=None, *, format: str | None = None, block_size: int | None =
     ('mooncake', 512)
     """
     if format is not None and format not in FORMATS:
-        raise ValueError(f"unknown trace format {format!r}; valid: {', '.join(FORMATS)}")
+        raise UserError(f"unknown trace format {format!r}; valid: {', '.join(FORMATS)}")
     if on_error not in ON_ERROR:
-        raise ValueError(f"unknown on_error {on_error!r}; valid: {', '.join(ON_ERROR)}")
+        raise UserError(f"unknown on_error {on_error!r}; valid: {', '.join(ON_ERROR)}")
     if block_size is not None and (isinstance(block_size, bool) or not isinstance(block_size, int) or block_size < 1):
-        raise ValueError(f"block size must be a positive integer of tokens, got {block_size!r}")
+        raise UserError(f"block size must be a positive integer of tokens, got {block_size!r}")
     if path is None:
         if not DEFAULT_TRACE.exists():
-            raise ValueError(f"the default sample trace {DEFAULT_TRACE} is missing (is pcs installed from "
+            raise UserError(f"the default sample trace {DEFAULT_TRACE} is missing (is pcs installed from "
                              "a full clone with its traces/ directory?); pass a trace path")
         path = DEFAULT_TRACE
     name = display_name(path)
@@ -449,7 +449,7 @@ def _open_file(path, name: str, format: str | None, block_size: int | None, on_e
 
         stored = parquet_block_size(path, name)
         if block_size is not None and block_size != stored:
-            raise ValueError(f"{name}: Parquet trace was written at block size {stored}; "
+            raise UserError(f"{name}: Parquet trace was written at block size {stored}; "
                              f"--block-size {block_size} cannot re-block hashed ids (convert the token trace instead)")
         block_size = stored
     trace = Trace(path, name, fmt, block_size or _default_block_size(fmt), on_error, sort, reuse)

@@ -22,6 +22,7 @@ from typing import Any, Iterable, Iterator
 
 import numpy as np
 
+from pcs.errors import UserError
 from pcs.trace.request import RequestBatch
 
 __all__ = ["BATCH_REQUESTS", "as_batches", "reiterable"]
@@ -83,7 +84,7 @@ def _group(requests: Iterable, rows: int) -> Iterator[RequestBatch]:
         except AttributeError as exc:
             raise _not_a_request(r, exc) from None
         if buf and int(r.block_size) != int(buf[0].block_size):
-            raise ValueError(f"all requests of a trace need one block size; got {int(buf[0].block_size)} and "
+            raise UserError(f"all requests of a trace need one block size; got {int(buf[0].block_size)} and "
                              f"{int(r.block_size)}")
         buf.append(r)
         if len(buf) == rows:
@@ -119,7 +120,7 @@ def _check_arrivals(arrival_s: np.ndarray, first_id: int) -> None:
     """Raise ValueError naming the first request whose arrival lies beyond +-:data:`MAX_ARRIVAL_S`."""
     if arrival_s.size and np.abs(arrival_s).max() > MAX_ARRIVAL_S:
         i = int(np.argmax(np.abs(arrival_s) > MAX_ARRIVAL_S))
-        raise ValueError(f"request {first_id + i}: {arrival_error(float(arrival_s[i]))}")
+        raise UserError(f"request {first_id + i}: {arrival_error(float(arrival_s[i]))}")
 
 
 def as_batches(source: Any = None, block_size: int | None = None,
@@ -147,12 +148,12 @@ def as_batches(source: Any = None, block_size: int | None = None,
     for b in _raw(source, block_size, rows):
         bs = int(b.block_size)
         if size is None and bs < 1:
-            raise ValueError(f"block size must be >= 1 token, got {bs}")
+            raise UserError(f"block size must be >= 1 token, got {bs}")
         if size is not None and bs != size:
-            raise ValueError(f"all requests of a trace need one block size; got {size} and {bs}")
+            raise UserError(f"all requests of a trace need one block size; got {size} and {bs}")
         size = bs
         if (np.asarray(b.prompt_tokens) < 0).any() or (np.asarray(b.output_tokens) < 0).any():
-            raise ValueError("token counts must be >= 0")
+            raise UserError("token counts must be >= 0")
         _check_arrivals(np.asarray(b.arrival_s), next_id)
         yield b if b.first_request_id == next_id else b.with_first_id(next_id)
         next_id += len(b)

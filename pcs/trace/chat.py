@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-from pcs.errors import InputError
+from pcs.errors import InputError, UserError
 from pcs.extras import missing_extra
 from pcs.trace.hashids import get_int, get_time, strict_loads
 from pcs.trace.source import display_name, iter_chunks, iter_lines
@@ -150,7 +150,7 @@ def load_tokenizer(path):
     try:
         from tokenizers import Tokenizer
     except ImportError:
-        raise ValueError(missing_extra("turning chat logs into tokens", "tokenizers", "chat")) from None
+        raise UserError(missing_extra("turning chat logs into tokens", "tokenizers", "chat")) from None
     from pcs.trace.source import check_source
 
     if not Path(path).exists():
@@ -159,7 +159,7 @@ def load_tokenizer(path):
     try:
         return Tokenizer.from_file(str(path))
     except Exception as exc:  # tokenizers raises its own Exception subclass
-        raise ValueError(f"{path}: not a tokenizer.json ({str(exc).splitlines()[0][:100]})") from None
+        raise UserError(f"{path}: not a tokenizer.json ({str(exc).splitlines()[0][:100]})") from None
 
 
 def load_template(spec: str) -> Callable[..., str]:
@@ -176,7 +176,7 @@ def load_template(spec: str) -> Callable[..., str]:
         return BUILTIN_TEMPLATES[spec]
     p = Path(spec)
     if not p.exists():
-        raise ValueError(f"chat template {spec!r} is neither a built-in ({', '.join(BUILTIN_TEMPLATES)}) nor a file")
+        raise UserError(f"chat template {spec!r} is neither a built-in ({', '.join(BUILTIN_TEMPLATES)}) nor a file")
     from pcs.configfile import read_json_object, read_text
 
     bos = eos = ""
@@ -186,7 +186,7 @@ def load_template(spec: str) -> Callable[..., str]:
         if isinstance(tpl, list):
             tpl = next((t.get("template") for t in tpl if t.get("name") == "default"), None)
         if not isinstance(tpl, str):
-            raise ValueError(f"{spec}: no 'chat_template' string in this JSON")
+            raise UserError(f"{spec}: no 'chat_template' string in this JSON")
         text = tpl
         bos, eos = (cfg.get(k) if isinstance(cfg.get(k), str) else "" for k in ("bos_token", "eos_token"))
     else:
@@ -195,18 +195,18 @@ def load_template(spec: str) -> Callable[..., str]:
         from jinja2 import TemplateError
         from jinja2.sandbox import ImmutableSandboxedEnvironment
     except ImportError:
-        raise ValueError(missing_extra("a Jinja chat template", "jinja2", "chat")) from None
+        raise UserError(missing_extra("a Jinja chat template", "jinja2", "chat")) from None
     try:
         tmpl = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True).from_string(text)
     except TemplateError as exc:
-        raise ValueError(f"{spec}: not a valid Jinja chat template ({str(exc).splitlines()[0][:100]})") from None
+        raise UserError(f"{spec}: not a valid Jinja chat template ({str(exc).splitlines()[0][:100]})") from None
 
     def render(messages, add_generation_prompt=True) -> str:
         try:
             return tmpl.render(messages=list(messages), add_generation_prompt=add_generation_prompt,
                                bos_token=bos, eos_token=eos)
         except TemplateError as exc:
-            raise ValueError(f"{spec}: the chat template failed ({str(exc).splitlines()[0][:100]})") from None
+            raise UserError(f"{spec}: the chat template failed ({str(exc).splitlines()[0][:100]})") from None
 
     return render
 

@@ -22,6 +22,7 @@ from typing import Iterable
 
 import numpy as np
 
+from pcs.errors import UserError
 from pcs.outfile import atomic_output, publish  # noqa: F401 - publish: the name pcs.trace.chat once imported
 from pcs.trace.request import RequestBatch
 
@@ -106,7 +107,7 @@ def out_format_for(path, requested: str | None) -> str:
     """The output format: ``requested``, else ``parquet`` for ``*.parquet``, else ``mooncake``."""
     if requested is not None:
         if requested not in OUT_FORMATS:
-            raise ValueError(f"unknown output format {requested!r}; valid: {', '.join(OUT_FORMATS)}")
+            raise UserError(f"unknown output format {requested!r}; valid: {', '.join(OUT_FORMATS)}")
         return requested
     return "parquet" if str(path).endswith((".parquet", ".pq")) else "mooncake"
 
@@ -132,7 +133,7 @@ def write_trace(batches: Iterable[RequestBatch], out_path, fmt: str, *, block_si
         ValueError: unknown format.
     """
     if fmt not in OUT_FORMATS:
-        raise ValueError(f"unknown output format {fmt!r}; valid: {', '.join(OUT_FORMATS)}")
+        raise UserError(f"unknown output format {fmt!r}; valid: {', '.join(OUT_FORMATS)}")
     out_path = Path(out_path)
     remap = IdRemapper() if remap_ids else None
     n = m = 0
@@ -181,12 +182,12 @@ def convert(trace, out_path, fmt: str | None = None, *, remap_ids: bool | None =
     """
     fmt = out_format_for(out_path, fmt)
     if Path(out_path).exists() and trace.name != "-" and Path(out_path).resolve() == Path(trace.path).resolve():
-        raise ValueError(f"output {out_path} is the input file; pcs never modifies inputs")
+        raise UserError(f"output {out_path} is the input file; pcs never modifies inputs")
     if remap_ids is None:
         remap_ids = trace.format == "tokens"
     with_session = trace.format == "bailian" or (trace.format == "parquet" and _has_session(trace))
     if fmt == "bailian" and not with_session:
-        raise ValueError(f"the input ({trace.format}) has no chat_id/parent_chat_id/turn; write mooncake or parquet")
+        raise UserError(f"the input ({trace.format}) has no chat_id/parent_chat_id/turn; write mooncake or parquet")
     reuse = getattr(trace, "reuse", "recorded")
     synthesised = reuse.startswith("synthesised")
     info = write_trace(trace.iter_batches(), out_path, fmt, block_size=trace.block_size, remap_ids=remap_ids,

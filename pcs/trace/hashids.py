@@ -33,7 +33,7 @@ from typing import Any, Iterator
 
 import numpy as np
 
-from pcs.errors import InputError
+from pcs.errors import InputError, UserError
 from pcs.trace.batches import MAX_ARRIVAL_S, arrival_error
 from pcs.trace.jsonfast import REUSE_VALUES  # the values of the optional per-row ``reuse`` field
 from pcs.trace.request import RequestBatch
@@ -90,7 +90,7 @@ def _no_dup_keys(pairs: list[tuple[str, Any]]) -> dict:
         seen: set[str] = set()
         for k, _ in pairs:
             if k in seen:
-                raise ValueError(f"key '{k}' appears twice in one object")
+                raise UserError(f"key '{k}' appears twice in one object")
             seen.add(k)
     return d
 
@@ -288,11 +288,11 @@ def _shortcut(fast: bool | str) -> str | None:
             return "native"
         return next(p for p in PARSERS[1:] if available(p))
     if fast not in PARSERS:
-        raise ValueError(f"unknown JSONL parser {fast!r}; valid: auto, {', '.join(PARSERS)}")
+        raise UserError(f"unknown JSONL parser {fast!r}; valid: auto, {', '.join(PARSERS)}")
     if not available(fast):
         why = ("the compiled pcs.trace._jsonrows is not built (reinstall with a C++ compiler: pip install -e .)"
                if fast == "native" else f"is not installed ({install_hint('fast')})")
-        raise ValueError(f"JSONL parser {fast!r} {why}")
+        raise UserError(f"JSONL parser {fast!r} {why}")
     return fast
 
 

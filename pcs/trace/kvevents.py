@@ -39,7 +39,7 @@ from typing import Any, Iterator
 
 import numpy as np
 
-from pcs.errors import InputError
+from pcs.errors import InputError, UserError
 from pcs.extras import missing_extra
 from pcs.trace.hashids import strict_loads
 from pcs.trace.source import display_name, iter_chunks, iter_lines, open_binary
@@ -148,7 +148,7 @@ def _msgpack_objects(path, name: str) -> Iterator[tuple[int, Any]]:
     try:
         import msgpack
     except ImportError:
-        raise ValueError(f"{name}: " + missing_extra("reading msgpack KV events", "msgpack", "events")
+        raise UserError(f"{name}: " + missing_extra("reading msgpack KV events", "msgpack", "events")
                          + ", or convert the capture to JSON Lines") from None
     unpacker = msgpack.Unpacker(raw=False, strict_map_key=False)
     with open_binary(path) as f:

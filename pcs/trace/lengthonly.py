@@ -28,7 +28,7 @@ from typing import Iterable, Iterator, NamedTuple
 
 import numpy as np
 
-from pcs.errors import InputError
+from pcs.errors import InputError, UserError
 from pcs.trace.request import RequestBatch
 
 __all__ = ["LengthRow", "MAX_LENGTH_TOKENS", "ReuseModel", "check_length", "synthesise_batches"]
@@ -98,7 +98,7 @@ class ReuseModel:
     def __post_init__(self) -> None:
         if isinstance(self.system_prompt_tokens, bool) or not isinstance(self.system_prompt_tokens, int) \
                 or self.system_prompt_tokens < 0:
-            raise ValueError(f"system_prompt_tokens must be an integer >= 0, got {self.system_prompt_tokens!r}")
+            raise UserError(f"system_prompt_tokens must be an integer >= 0, got {self.system_prompt_tokens!r}")
 
     def describe(self, has_sessions: bool) -> str:
         """One line for reports: what reuse was assumed."""

@@ -39,6 +39,7 @@ from typing import Iterator
 
 import numpy as np
 
+from pcs.errors import UserError
 from pcs.trace.idmix import mix64
 from pcs.trace.request import RequestBatch
 
@@ -122,14 +123,14 @@ def reblock_batch(b: RequestBatch, block_size: int, bound: str = "lower") -> Req
     """
     bs = b.block_size
     if bound not in BOUNDS:
-        raise ValueError(f"unknown bound {bound!r}; valid: {', '.join(BOUNDS)}")
+        raise UserError(f"unknown bound {bound!r}; valid: {', '.join(BOUNDS)}")
     if block_size == bs:
         return b
     if block_size % bs == 0:
         return _coarser(b, block_size)
     if bs % block_size == 0:
         return _finer(b, block_size, bound)
-    raise ValueError(f"block size {block_size} neither divides the trace's {bs} nor is a multiple of it; "
+    raise UserError(f"block size {block_size} neither divides the trace's {bs} nor is a multiple of it; "
                      "a hash-id trace can only be re-blocked by a whole factor")
 
 
@@ -143,7 +144,7 @@ def check_chained(b: RequestBatch, name: str = "trace") -> None:
     parent[b.block_offsets[:-1][b.num_blocks > 0]] = _ROOT
     pairs = np.unique(np.stack([h, parent], axis=1), axis=0)
     if pairs.shape[0] != np.unique(h).size:
-        raise ValueError(f"{name}: some block id follows different parent ids, so ids are not chained prefix "
+        raise UserError(f"{name}: some block id follows different parent ids, so ids are not chained prefix "
                          "hashes and cannot be re-blocked")
 
 
@@ -200,7 +201,7 @@ def reblock(trace, block_size: int, check: bool = True) -> dict[str, ReblockedTr
     """
     bs = trace.block_size
     if block_size % bs and bs % block_size:
-        raise ValueError(f"block size {block_size} neither divides the trace's {bs} nor is a multiple of it; "
+        raise UserError(f"block size {block_size} neither divides the trace's {bs} nor is a multiple of it; "
                          "a hash-id trace can only be re-blocked by a whole factor")
     if check:
         from pcs.trace.request import concat_batches

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Iterator
 
 import numpy as np
+from pcs.errors import UserError
 
 __all__ = ["Request", "RequestBatch", "concat_batches", "num_blocks_for"]
 
@@ -157,12 +158,12 @@ def concat_batches(batches: list[RequestBatch], block_size: int | None = None) -
     """
     if not batches:
         if block_size is None:
-            raise ValueError("concat_batches: no batches and no block_size")
+            raise UserError("concat_batches: no batches and no block_size")
         z = np.zeros(0, dtype=np.int64)
         return RequestBatch(0, block_size, np.zeros(0), z, z, np.zeros(1, dtype=np.int64), np.zeros(0, dtype=np.uint64))
     bs = batches[0].block_size
     if any(b.block_size != bs for b in batches):
-        raise ValueError("concat_batches: batches of different block sizes")
+        raise UserError("concat_batches: batches of different block sizes")
 
     def col(k):
         xs = [getattr(b, k) for b in batches]

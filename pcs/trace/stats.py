@@ -311,7 +311,7 @@ def _tree_keys(t: dict, depth_max: int) -> dict[str, Any]:
                               "prefix_tree_branching_nodes"))
     return {
         "prefix_tree_nodes": t["nodes"], "prefix_tree_roots": t["roots"], "prefix_tree_leaves": t["leaves"],
-        "prefix_tree_depth_max": depth_max, "prefix_tree_leaf_depth_mean": t["leaf_depth_sum"] / t["leaves"] if t["leaves"] else float("nan"),  # numpy's mean of none
+        "prefix_tree_depth_max": depth_max, "prefix_tree_leaf_depth_mean": t["leaf_depth_sum"] / t["leaves"] if t["leaves"] else None,  # no leaf
         "prefix_tree_fanout_mean": t["kids_sum"] / t["inner"] if t["inner"] else 0.0,
         "prefix_tree_fanout_max": t["kids_max"], "prefix_tree_branching_nodes": t["branching"],
     }

@@ -27,6 +27,7 @@ import numpy as np
 
 from pcs import _native
 from pcs.blocks import BlockRules, SingleSequenceResult
+from pcs.errors import UserError
 
 __all__ = ["linear_percentile", "scan_stats", "TooLarge"]
 
@@ -52,7 +53,7 @@ def linear_percentile(values: np.ndarray, counts: np.ndarray, q: float) -> float
     """
     n = int(counts.sum())
     if n == 0:
-        raise ValueError("no values")
+        raise UserError("no values")
     v = (n - 1) * float(np.true_divide(q, 100))
     cum = np.cumsum(counts)
     if v >= n - 1:
@@ -111,7 +112,7 @@ def scan_stats(batches, rules: BlockRules = BlockRules(), expected_ids: int = 0)
     """
     ext = _native.module("statscan")
     if ext is None:
-        raise ValueError("the compiled pcs.trace._statscan is not built")
+        raise UserError("the compiled pcs.trace._statscan is not built")
     state = ext.stats_new(int(expected_ids))
     cols: list[tuple] = []
     ks, runs = [], []

@@ -52,6 +52,7 @@ from typing import Iterator
 
 import numpy as np
 
+from pcs.errors import UserError
 from pcs.trace.hashing import hash_request_blocks
 from pcs.trace.lengthonly import MAX_LENGTH_TOKENS
 from pcs.trace.request import RequestBatch
@@ -120,29 +121,29 @@ class SynthSpec:
 
     def __post_init__(self) -> None:
         if self.num_requests < 0:
-            raise ValueError(f"num_requests must be >= 0, got {self.num_requests}")
+            raise UserError(f"num_requests must be >= 0, got {self.num_requests}")
         if self.rate_rps <= 0 or not math.isfinite(self.rate_rps):
-            raise ValueError(f"rate_rps must be > 0, got {self.rate_rps}")
+            raise UserError(f"rate_rps must be > 0, got {self.rate_rps}")
         if len(self.mix) != 3 or min(self.mix) < 0 or abs(sum(self.mix) - 1.0) > 1e-9:
-            raise ValueError(f"mix must be 3 shares (chat, agent, oneoff) >= 0 summing to 1, got {self.mix}")
+            raise UserError(f"mix must be 3 shares (chat, agent, oneoff) >= 0 summing to 1, got {self.mix}")
         if not (self.chat_turns_mean >= 1 and self.agent_steps_mean >= 1):
-            raise ValueError(f"chat_turns_mean and agent_steps_mean must be >= 1, got "
+            raise UserError(f"chat_turns_mean and agent_steps_mean must be >= 1, got "
                              f"{self.chat_turns_mean}, {self.agent_steps_mean}")
         if not (self.chat_think_s > 0 and self.agent_step_s > 0):
-            raise ValueError(f"chat_think_s and agent_step_s must be > 0, got {self.chat_think_s}, {self.agent_step_s}")
+            raise UserError(f"chat_think_s and agent_step_s must be > 0, got {self.chat_think_s}, {self.agent_step_s}")
         if min(self.sigma, self.first_sigma, self.user_sigma, self.think_sigma) < 0:
-            raise ValueError("sigma, first_sigma, user_sigma and think_sigma must be >= 0")
+            raise UserError("sigma, first_sigma, user_sigma and think_sigma must be >= 0")
         if not self.length_scale > 0:
-            raise ValueError(f"length_scale must be > 0, got {self.length_scale}")
+            raise UserError(f"length_scale must be > 0, got {self.length_scale}")
         if self.block_size < 1:
-            raise ValueError(f"block_size must be >= 1, got {self.block_size}")
+            raise UserError(f"block_size must be >= 1, got {self.block_size}")
         self._check_lengths()
 
     def _check_lengths(self) -> None:
         """Every scaled median within one request's bound (MAX_LENGTH_TOKENS, docs/traces-formats.md)."""
         for f in dataclasses.fields(self):
             if f.name.endswith("_median_tokens") and getattr(self, f.name) * self.length_scale > MAX_LENGTH_TOKENS:
-                raise ValueError(f"{f.name} x length_scale = {getattr(self, f.name) * self.length_scale:.3g} tokens "
+                raise UserError(f"{f.name} x length_scale = {getattr(self, f.name) * self.length_scale:.3g} tokens "
                                  f"is past one request's bound of {MAX_LENGTH_TOKENS:,} = 2**24 tokens "
                                  "(docs/traces-formats.md): lower the length scale (--length-scale)")
 

@@ -105,7 +105,7 @@ def prefix_tree_stats(b: RequestBatch) -> dict[str, Any]:
         "prefix_tree_roots": int(is_root.sum()),
         "prefix_tree_leaves": int(leaves.sum()),
         "prefix_tree_depth_max": int(depth.max()),
-        "prefix_tree_leaf_depth_mean": float(node_depth[leaves].mean()),
+        "prefix_tree_leaf_depth_mean": float(node_depth[leaves].mean()) if leaves.any() else None,  # no leaf: ids cycle
         "prefix_tree_fanout_mean": float(kids.mean()) if kids.size else 0.0,
         "prefix_tree_fanout_max": int(kids.max()) if kids.size else 0,
         "prefix_tree_branching_nodes": int((kids >= 2).sum()),

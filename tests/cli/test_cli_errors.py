@@ -1,15 +1,15 @@
 """Error grades: a user error is one line and exit 2; a bug in pcs shows its traceback and says so, exit 1.
 
-The grades are the house's (pcs/errors.py): ValueError (with InputError and
+The grades are the house's (pcs/errors.py): UserError (with InputError and
 UnknownNameError) and click usage errors are the user's; anything else that
-escapes a command -- AssertionError, TypeError, IndexError, KeyError -- is a
-bug. Bugs are injected with monkeypatch into the function a command calls.
+escapes a command -- a plain ValueError (Python and numpy raise it for bugs),
+AssertionError, TypeError, IndexError, KeyError -- is a bug. Bugs are injected with monkeypatch into the function a command calls.
 """
 import pytest
 from click.testing import CliRunner
 
 from pcs.cli.main import cli
-from pcs.errors import InputError, UnknownNameError
+from pcs.errors import InputError, UnknownNameError, UserError
 
 FOOTPRINT = ["footprint", "--model", "llama-3.1-8b", "--tokens", "100"]
 
@@ -45,7 +45,7 @@ def test_user_error_is_one_line_exit_2(args, needle):
 
 @pytest.mark.parametrize("exc", [InputError("t.jsonl", 3, "prompt_tokens", "must be >= 0, got -3"),
                                  UnknownNameError("eviction policy", "mru", ["lru", "slru"]),
-                                 ValueError("bad value for --something")])
+                                 UserError("bad value for --something")])
 def test_user_error_types_raised_inside_a_command_stay_one_line(monkeypatch, exc):
     def user_mistake(*args, **kwargs):
         raise exc
@@ -56,7 +56,8 @@ def test_user_error_types_raised_inside_a_command_stay_one_line(monkeypatch, exc
 
 @pytest.mark.parametrize("exc", [AssertionError("ledger out of balance"), TypeError("unsupported operand"),
                                  IndexError("list index out of range"), KeyError("hit_tokens"),
-                                 ZeroDivisionError("division by zero")])
+                                 ZeroDivisionError("division by zero"),
+                                 ValueError("too many values to unpack (expected 2)")])
 def test_internal_error_shows_traceback_and_says_it_is_a_bug(monkeypatch, exc):
     def bug(*args, **kwargs):
         raise exc
@@ -80,3 +81,38 @@ def test_internal_error_in_replay_is_graded_the_same(monkeypatch):
     result = _run(["replay", "-q"])
     assert result.exit_code == 1 and "KeyError: 'summary'" in result.stderr
     assert result.stderr.splitlines()[-1].startswith("pcs: internal error:")
+
+
+@pytest.mark.parametrize("kind,line", [("unpack", "ValueError: too many values to unpack (expected 2)"),
+                                       ("numpy", "ValueError: operands could not be broadcast together")])
+def test_a_value_error_from_a_bug_in_the_renderer_is_a_bug_not_a_user_error(monkeypatch, kind, line):
+    """Python and numpy raise ValueError for bugs; only pcs.errors.UserError is graded as the user's (pcs/errors.py)."""
+    import numpy as np
+
+    def render_replay(payload):
+        if kind == "unpack":
+            x, y = [1, 2, 3]                       # a planted bug: three values into two names
+        return str(np.zeros(3) + np.zeros(4))      # a planted bug: shapes (3,) and (4,) do not broadcast
+
+    monkeypatch.setattr("pcs.report.replay.render_replay", render_replay)
+    result = _run(["replay", "--timing", "sequential", "--tier", "gpu=200blocks"])
+    assert result.exit_code == 1, result.output
+    assert result.stderr.startswith("Traceback (most recent call last):")
+    assert any(ln.startswith(line) for ln in result.stderr.splitlines())
+    assert "in render_replay" in result.stderr
+    assert result.stderr.splitlines()[-1].startswith("pcs: internal error:") and "bug in pcs" in result.stderr
+    assert "pcs: error:" not in result.stderr
+
+
+def test_pcs_raises_no_plain_value_error():
+    """Bad input raises pcs.errors.UserError (or a subclass), so the CLI can tell it from a ValueError that Python or
+    numpy raise for a bug (pcs/errors.py); an internal invariant is an assert. A new ``raise ValueError(`` in pcs/
+    would print a user's mistake with a traceback, or hide the grade."""
+    from pathlib import Path
+
+    import pcs
+
+    root = Path(pcs.__file__).parent
+    found = [f"{p.relative_to(root)}:{i}" for p in sorted(root.rglob("*.py"))
+             for i, line in enumerate(p.read_text().splitlines(), 1) if "raise ValueError(" in line]
+    assert found == []

@@ -105,6 +105,8 @@ def test_choices_equal_the_registries():
     assert hierarchy.WRITE_POLICIES is choices.WRITE_POLICIES and engine.TIMINGS is choices.TIMINGS
     assert api.FORMATS is choices.TRACE_FORMATS and api.ON_ERROR is choices.ON_ERROR
     assert fleet.MAX_INSTANCES == choices.MAX_INSTANCES == 4096
+    from pcs.fleet.routers import router_names
+    assert router_names() == choices.ROUTER_NAMES
 
 
 @pytest.mark.slow

@@ -163,3 +163,28 @@ def test_shards_error_on_a_trace(exact_trace):
     # request and earns 4.3 of the 37.3 points: the error is that large
     plain = lru_curve(flat, sample_rate=0.1, seed=1, exact_head_blocks=0)
     assert np.abs(plain.hit_ratio(caps) - exact.hit_ratio(caps)).mean() > 0.02
+
+
+@pytest.mark.parametrize("native,sample_rate,engine,words", [
+    ("python", 1.0, "stack-distance", ("exact, one pass", "Python stack-depth kernel", "native=python")),
+    ("python", 0.5, "shards", ("SHARDS sampling at rate 0.5", "Python stack-depth kernel")),
+])
+def test_curve_says_which_engine_ran_and_why(native, sample_rate, engine, words):
+    """The curve JSON names its engine beside the older ``kernel`` key: exact one-pass stack distances, or SHARDS
+    when sampled (pcs/curves/shards.py); native='python' runs the Python twin (pcs/_native.py)."""
+    out = curve(make_requests(HAND_SPEC), capacities=[1], native=native, sample_rate=sample_rate,
+                belady=False).to_dict()
+    assert out["kernel"] == "python" and out["engine"] == engine
+    assert all(w in out["engine_reason"] for w in words), out["engine_reason"]
+
+
+def test_kernel_is_a_deprecated_alias_of_native():
+    """``curve(kernel=...)`` (the older name, pcs/curves/api.py) picks the same switch as ``native=``: kernel='python'
+    runs the Python kernel even where the C one is built; a different value in each is refused."""
+    reqs = make_requests(HAND_SPEC)
+    old = curve(reqs, capacities=[1, 2], kernel="python", belady=False).to_dict()
+    new = curve(reqs, capacities=[1, 2], native="python", belady=False).to_dict()
+    assert old["kernel"] == "python" and old == new
+    assert curve(reqs, capacities=[1], kernel="python", native="python", belady=False).kernel == "python"
+    with pytest.raises(ValueError, match="name the same switch"):
+        curve(reqs, capacities=[1], kernel="python", native="c")

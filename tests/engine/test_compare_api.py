@@ -86,3 +86,16 @@ def test_protected_share_goes_to_the_slru_runs_only():
     assert slru.policy == "slru" and slru.protected_share == 0.5
     with pytest.raises(ValueError, match="protected_share"):   # no compared run takes it: the registry's error
         pcs.compare(TRACE, policies=["lru", "fifo"], protected_share=0.5, **KW)
+
+
+def test_each_variant_says_which_engine_ran_and_why():
+    """docs/semantics.md §15's table: lru on one tier in sequential timing is the lru-scan row; belady is not lru,
+    so it takes the next row that applies, the compiled hierarchy (belady is a compiled policy); with
+    native='python' no compiled row applies and belady runs on the reference."""
+    res = pcs.compare(TRACE, policies=["lru", "belady"], tier_sets=[["gpu=2blocks"]], **KW)
+    assert [v.engine for v in res.variants] == ["lru-scan", "compiled-hierarchy"]
+    variants = res.to_dict()["variants"]
+    assert [v["engine"] for v in variants] == ["lru-scan", "compiled-hierarchy"]
+    assert "it needs exactly one tier with policy lru" in variants[1]["engine_reason"]
+    res = pcs.compare(TRACE, policies=["belady"], tier_sets=[["gpu=2blocks"]], native="python", **KW)
+    assert res.to_dict()["variants"][0]["engine"] == "reference"

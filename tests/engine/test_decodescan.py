@@ -64,7 +64,7 @@ def test_scan_equals_the_set_walk(reqs, rows, kernel, rules, data):
 
 @pytest.mark.skipif(len(KERNELS) < 2, reason="the compiled pcs.engine._lruscan is not built")
 def test_kernels_equal_on_a_conversation_trace():
-    from tests.fleet.test_fleet_decode import conversation_trace
+    from helpers import conversation_trace
 
     reqs = conversation_trace(np.random.default_rng(5), 6, 5)
     dec = decode_blocks(reqs, "python")

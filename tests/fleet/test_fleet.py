@@ -26,7 +26,7 @@ def test_one_instance_is_todays_replay(router):
 
 def test_one_instance_session_router_on_a_trace_with_sessions():
     from pcs.trace.request import RequestBatch
-    from tests.fleet.test_routers import batch
+    from tests.helpers import batch
 
     b = batch([(k * 0.01, [k % 3, 10 + k]) for k in range(8)], sessions=[k % 3 for k in range(8)], bs=16)
 

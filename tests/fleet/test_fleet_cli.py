@@ -158,3 +158,26 @@ def test_link_names_the_shared_tier():
     r = _run(*base, "--link", "remote=1GB/s")
     assert r.exit_code == 0, r.output
     assert (default, json.loads(r.stdout)["shared_tier"]["link"]) == ("8x rdma-400g", "8x 1.00 GB/s")
+
+
+def test_router_and_tier_policy_are_registry_choices():
+    """--router and --tier-policy list their registries' names in --help as --policy does (a click.Choice), and
+    still take options: NAME:opt=v, TIER=POLICY:opt=v (the seven routers of docs/cluster.md; the policies of
+    pcs/cache/policies)."""
+    import click
+
+    from pcs.cli.replay import replay
+
+    params = {p.name: p for p in replay.params}
+    assert isinstance(params["router"].type, click.Choice) and isinstance(params["tier_policy"].type, click.Choice)
+    help_text = " ".join(CliRunner().invoke(cli, ["replay", "--help"], terminal_width=400).output.split())
+    assert "--router [round-robin|random|least-loaded|session|consistent-hash|prefix|cache-aware]" in help_text
+    assert "--tier-policy TIER=[lru|slru|fifo|arc|s3fifo|sieve|lfu|2q|gdsf|belady|protected]" in help_text
+    ok = CliRunner().invoke(cli, ["replay", "-q", "--format", "json", "--timing", "sequential", "--instances", "2",
+                                  "--router", "random:seed=1"])
+    assert ok.exit_code == 0 and json.loads(ok.output)["router"] == "random:seed=1", ok.output
+    ok = CliRunner().invoke(cli, ["replay", "-q", "--format", "json", "--timing", "sequential",
+                                  "--tier-policy", "cpu=lfu:aging=none"])
+    assert ok.exit_code == 0, ok.output
+    bad = CliRunner().invoke(cli, ["replay", "--router", "random:colour=1"])
+    assert bad.exit_code == 2 and "--router" in bad.output and "colour" in bad.output, bad.output

@@ -15,22 +15,10 @@ from pcs.fleet.index import CacheIndex
 from pcs.fleet.route import route
 from pcs.fleet.routers import parse_router, router_names
 from pcs.fleet.routers.session import splitmix64
-from pcs.trace.request import RequestBatch
+from helpers import batch
 
 RULES = BlockRules(cache_partial_blocks=True, recompute_last_token=False)
 BIG = 10 ** 6
-
-
-def batch(rows, sessions=None, bs=4, parents=None):
-    """rows: (arrival_s, ids) or (arrival_s, ids, prompt_tokens)."""
-    ids = [list(r[1]) for r in rows]
-    offs = np.zeros(len(rows) + 1, dtype=np.int64)
-    np.cumsum([len(x) for x in ids], out=offs[1:])
-    prompt = np.array([r[2] if len(r) > 2 else len(r[1]) * bs for r in rows], dtype=np.int64)
-    return RequestBatch(0, bs, np.array([float(r[0]) for r in rows]), prompt, np.zeros(len(rows), dtype=np.int64),
-                        offs, np.array([i for x in ids for i in x], dtype=np.uint64),
-                        None if sessions is None else np.array(sessions, dtype=np.int64),
-                        None if parents is None else np.array(parents, dtype=np.int64))
 
 
 def go(name, rows, n, service=None, stale=0.0, cap=BIG, sessions=None, parents=None):

@@ -60,3 +60,36 @@ def test_inferred_conversations_match_the_recorded_sessions(tmp_path):
     pairs = set(zip(true.tolist(), inferred.tolist()))
     # a partition agrees when each true conversation maps to one inferred one and back
     assert len(pairs) <= 1.02 * (true.max() + 1) and abs(int(true.max()) - int(inferred.max())) <= 0.02 * true.max()
+
+
+def test_a_trace_whose_ids_cycle_has_no_leaf_and_says_so(tmp_path):
+    """Ids [1, 2] then [2, 1]: nodes (root,1) (1,2) (root,2) (2,1); 1 and 2 are both parents, so no node is a leaf
+    and there is no mean depth to a leaf: JSON null, a dash in the table, no mean of an empty slice."""
+    import json
+    import warnings
+
+    from click.testing import CliRunner
+
+    from pcs.cli.main import cli
+
+    path = tmp_path / "cyc.jsonl"
+    path.write_text('{"timestamp": 0, "input_length": 1024, "output_length": 3, "hash_ids": [1, 2]}\n'
+                    '{"timestamp": 1, "input_length": 1024, "output_length": 3, "hash_ids": [2, 1]}\n')
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        for native in ("python", "c"):
+            st = trace_stats(open_trace(path), native=native) if native == "python" or _c_built() else None
+            if st is not None:
+                assert (st["prefix_tree_nodes"], st["prefix_tree_leaves"], st["prefix_tree_leaf_depth_mean"]) == (4, 0, None)
+        table = CliRunner().invoke(cli, ["trace", "stats", str(path)])
+        js = CliRunner().invoke(cli, ["trace", "stats", str(path), "--format", "json"])
+    assert table.exit_code == 0 and js.exit_code == 0, table.output + js.output
+    line = next(ln for ln in table.output.splitlines() if ln.startswith("tree depth max / mean to a leaf"))
+    assert line.split()[-3:] == ["2", "/", "-"] and "nan" not in table.output
+    assert json.loads(js.output)["prefix_tree_leaf_depth_mean"] is None
+
+
+def _c_built() -> bool:
+    from pcs import _native
+
+    return _native.built("statscan")

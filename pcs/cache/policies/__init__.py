@@ -47,7 +47,7 @@ from pcs.cache.policies.slru import DEFAULT_PROTECTED_SHARE, ProtectedPolicy, SL
 from pcs.cache.policies.twoq import TwoQPolicy
 from pcs.choices import DEFAULT_POLICY as _CHOICE_DEFAULT
 from pcs.choices import POLICY_ALIASES as _CHOICE_ALIASES
-from pcs.errors import UnknownNameError
+from pcs.errors import UnknownNameError, UserError
 
 __all__ = ["EvictionPolicy", "PolicyContext", "get_policy", "make_policy", "make_policies", "policy_options",
            "policy_defaults", "parse_policy_spec", "needs_context", "registered_names", "POLICY_NAMES",
@@ -87,9 +87,9 @@ def load_plugins(entry_points: Sequence[Any] | None = None) -> list[str]:
             if not (isinstance(cls, type) and issubclass(cls, EvictionPolicy)):
                 raise TypeError(f"{ep.value} is not an EvictionPolicy subclass")
             if cls.name != ep.name:
-                raise ValueError(f"entry point name {ep.name!r} differs from the class's name {cls.name!r}")
+                raise UserError(f"entry point name {ep.name!r} differs from the class's name {cls.name!r}")
             if ep.name in _POLICIES or ep.name in POLICY_ALIASES:
-                raise ValueError(f"{ep.name!r} is already registered (by {POLICY_ORIGINS.get(ep.name, 'an alias')})")
+                raise UserError(f"{ep.name!r} is already registered (by {POLICY_ORIGINS.get(ep.name, 'an alias')})")
         except Exception as exc:  # noqa: BLE001 - a broken plug-in must not break pcs
             PLUGIN_ERRORS.append(f"{ep.name} = {ep.value}: {exc}")
             continue
@@ -150,7 +150,7 @@ def spec_value(text: str) -> Any:
         except ValueError:
             continue
         if conv is int and not -(2**63) <= value < 2**63:
-            raise ValueError(f"option value {text} is out of range: integers must be below 2**63")
+            raise UserError(f"option value {text} is out of range: integers must be below 2**63")
         return value
     return text
 
@@ -169,7 +169,7 @@ def parse_policy_spec(spec: str) -> tuple[str, dict[str, Any]]:
     for part in filter(None, (p.strip() for p in rest.split(","))):
         key, sep, value = part.partition("=")
         if not sep or not key.strip() or not value.strip():
-            raise ValueError(f"bad policy option {part!r} in {spec!r}; expected NAME:OPTION=VALUE, e.g. lfu:aging=none")
+            raise UserError(f"bad policy option {part!r} in {spec!r}; expected NAME:OPTION=VALUE, e.g. lfu:aging=none")
         opts[key.strip()] = spec_value(value.strip())
     return name.strip(), opts
 
@@ -250,7 +250,7 @@ def make_policy(name: str, capacity_blocks: int, context: PolicyContext | None =
              if v is not None}
     for key in given:
         if key not in takes:
-            raise ValueError(f"eviction policy {cls.name!r} takes no option {key!r}; "
+            raise UserError(f"eviction policy {cls.name!r} takes no option {key!r}; "
                              f"its options: {', '.join(takes) or 'none'}")
     from pcs.cache.policyguard import check_initialised, is_own, raised
     try:
@@ -280,7 +280,7 @@ def make_policies(names: Sequence[str], capacities_blocks: Sequence[int], contex
     for key, value in options.items():
         if value is not None and not any(key in policy_options(n) for n in names):
             owners = [p for p in registered_names() if key in policy_options(p)]
-            raise ValueError(f"option {key} belongs to eviction policy {' / '.join(owners) or '(none)'}, which no "
+            raise UserError(f"option {key} belongs to eviction policy {' / '.join(owners) or '(none)'}, which no "
                              f"tier uses here (policies: {', '.join(dict.fromkeys(names))})")
     return [make_policy(n, c, context, **{k: v for k, v in options.items() if k in policy_options(n)})
             for n, c in zip(names, capacities_blocks)]

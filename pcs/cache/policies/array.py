@@ -42,6 +42,7 @@ from abc import abstractmethod
 from typing import Iterable, Sequence
 
 from pcs.cache.policies.base import EvictionPolicy
+from pcs.errors import UserError
 
 __all__ = ["ArrayPolicy", "Run"]
 
@@ -143,7 +144,7 @@ class ArrayPolicy(EvictionPolicy):
         hs = self._deliver(n)
         why = self._bad_handles(hs, n, "n")
         if why:
-            raise ValueError(f"victims({n}) {why}")
+            raise UserError(f"victims({n}) {why}")
         keys = [self._key[h] for h in hs]
         self._unname(keys)
         return keys
@@ -153,7 +154,7 @@ class ArrayPolicy(EvictionPolicy):
         hs = self.order_handles()
         why = self._bad_handles(hs, self.held(), "the policy holds")
         if why:
-            raise ValueError(f"order_handles() {why}")
+            raise UserError(f"order_handles() {why}")
         return [self._key[h] for h in hs]
 
     def _bad_handles(self, hs: object, n: int, whole: str) -> str | None:

@@ -50,6 +50,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from typing import ClassVar, Iterable, Sequence
+from pcs.errors import UserError
 
 __all__ = ["EvictionPolicy", "OneByOnePolicy"]
 
@@ -86,7 +87,7 @@ class EvictionPolicy(ABC):
 
     def __init__(self, capacity_blocks: int) -> None:
         if capacity_blocks < 0:
-            raise ValueError(f"capacity must be >= 0 blocks, got {capacity_blocks}")
+            raise UserError(f"capacity must be >= 0 blocks, got {capacity_blocks}")
         self.capacity_blocks = int(capacity_blocks)
 
     @abstractmethod

@@ -34,6 +34,7 @@ from typing import ClassVar, Iterable, Sequence
 
 from pcs.cache.policies.base import EvictionPolicy
 from pcs.cache.policies.context import NEVER, POS_BITS, PolicyContext
+from pcs.errors import UserError
 
 __all__ = ["BeladyPolicy"]
 
@@ -57,7 +58,7 @@ class BeladyPolicy(EvictionPolicy):
     def __init__(self, capacity_blocks: int, context: PolicyContext | None = None) -> None:
         super().__init__(capacity_blocks)
         if context is None or context.oracle is None:
-            raise ValueError("eviction policy belady reads the trace's future: it needs a PolicyContext with a "
+            raise UserError("eviction policy belady reads the trace's future: it needs a PolicyContext with a "
                              "TraceOracle (pcs.replay builds one)")
         self.context = context
         self._next_use = context.oracle.next_use

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
 import numpy as np
+from pcs.errors import UserError
 
 __all__ = ["Clock", "TraceOracle", "PolicyContext", "clocked", "NEVER", "POS_BITS"]
 
@@ -152,7 +153,7 @@ def _heads(ch: Any, r0: int) -> tuple:
     big = np.flatnonzero(np.asarray(ch.cacheable, dtype=np.int64) >= 1 << POS_BITS)
     if len(big):
         i = int(big[0])
-        raise ValueError(f"request {ch.first_request_id + i}: {ch.cacheable[i]} cacheable blocks, more than "
+        raise UserError(f"request {ch.first_request_id + i}: {ch.cacheable[i]} cacheable blocks, more than "
                          f"{(1 << POS_BITS) - 1}")
     row = np.repeat(np.arange(len(n), dtype=np.int64), n)
     pos = np.arange(len(row), dtype=np.int64) - np.repeat(np.cumsum(n) - n, n)
@@ -299,6 +300,6 @@ def clocked(hierarchy: Any) -> Any:
     if not clocks:
         return hierarchy
     if len(clocks) > 1:
-        raise ValueError("the tiers of one hierarchy must share one policy clock (PolicyContext.fresh once per "
+        raise UserError("the tiers of one hierarchy must share one policy clock (PolicyContext.fresh once per "
                          "hierarchy)")
     return _Clocked(hierarchy, next(iter(clocks.values())))

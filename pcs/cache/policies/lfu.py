@@ -33,6 +33,7 @@ from collections import OrderedDict
 from typing import Iterable, Sequence
 
 from pcs.cache.policies.base import EvictionPolicy
+from pcs.errors import UserError
 
 __all__ = ["LFUPolicy", "LFU_AGINGS"]
 
@@ -61,7 +62,7 @@ class LFUPolicy(EvictionPolicy):
     def __init__(self, capacity_blocks: int, aging: str = "dynamic") -> None:
         super().__init__(capacity_blocks)
         if aging not in LFU_AGINGS:
-            raise ValueError(f"lfu aging must be one of {', '.join(LFU_AGINGS)}, got {aging!r}")
+            raise UserError(f"lfu aging must be one of {', '.join(LFU_AGINGS)}, got {aging!r}")
         self.aging = aging
         self.inflation = 0                      # L
         self._uses: dict[int, int] = {}         # every known block (held or pinned)

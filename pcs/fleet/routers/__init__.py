@@ -13,6 +13,7 @@ from __future__ import annotations
 import importlib
 from dataclasses import dataclass
 from typing import Any, Sequence
+from pcs.errors import UserError
 
 __all__ = ["ROUTERS", "Request", "Router", "parse_router", "router_names", "stale_view_applies"]
 
@@ -74,7 +75,7 @@ class Router:
         for k, v in options.items():
             if k not in self.OPTIONS:
                 valid = ", ".join(self.OPTIONS) or "none"
-                raise ValueError(f"router {self.name!r} has no option {k!r}; valid: {valid}")
+                raise UserError(f"router {self.name!r} has no option {k!r}; valid: {valid}")
         self.options = {k: options.get(k, d) for k, (_, d, _) in self.OPTIONS.items()}
 
     def choose(self, req: Request, index: Any, load: Any) -> int:
@@ -128,7 +129,7 @@ def _convert(router: str, key: str, typ: type, text: str, bounds: tuple | None) 
         value = None
     if value is None or value != value or not lo <= value <= (hi if hi is not None else float("inf")) \
             or value in (float("inf"), float("-inf")):
-        raise ValueError(f"router {router!r}: option {key} must be {what}, got {text!r}")
+        raise UserError(f"router {router!r}: option {key} must be {what}, got {text!r}")
     return value + 0 if typ is float else value    # -0.0 -> 0.0: one name for one router (pcs compare)
 
 
@@ -139,11 +140,11 @@ def _parse_options(name: str, cls: type, rest: str) -> dict[str, Any]:
         key, sep, text = part.partition("=")
         if not sep or key not in cls.OPTIONS:
             valid = ", ".join(f"{k}=" for k in cls.OPTIONS) or "none"
-            raise ValueError(f"router {name!r}: bad option {part!r}; valid: {valid}")
+            raise UserError(f"router {name!r}: bad option {part!r}; valid: {valid}")
         if key in options:
-            raise ValueError(f"router {name!r}: option {key} given twice")
+            raise UserError(f"router {name!r}: option {key} given twice")
         if text != text.strip() or "_" in text:      # exact values: ' 1' and '1_000' are refused
-            raise ValueError(f"router {name!r}: option {key} has spaces or '_' separators, got {text!r}")
+            raise UserError(f"router {name!r}: option {key} has spaces or '_' separators, got {text!r}")
         options[key] = _convert(name, key, cls.OPTIONS[key][0], text, cls.BOUNDS.get(key))
     return options
 
@@ -160,7 +161,7 @@ def parse_router(spec: str | Router, instances: int) -> Router:
         return spec
     name, colon, rest = str(spec).partition(":")
     if name not in ROUTERS:     # exact names, as every other choice of pcs (--compute, --restore-policy)
-        raise ValueError(f"unknown router {name!r}; valid: {', '.join(ROUTERS)}")
+        raise UserError(f"unknown router {name!r}; valid: {', '.join(ROUTERS)}")
     cls = importlib.import_module(f"pcs.fleet.routers.{ROUTERS[name]}").ROUTER
     options = _parse_options(name, cls, rest) if colon else {}
     return cls(instances, **options)
@@ -181,10 +182,10 @@ def stale_view_applies(routers: Sequence[Router], stale_s: float | None) -> tupl
         ValueError: ``stale_s`` negative or NaN, or > 0 and no router of ``routers`` reads the index.
     """
     if stale_s is not None and not stale_s >= 0:
-        raise ValueError(f"--router-stale-s must be >= 0 seconds, got {stale_s!r}")
+        raise UserError(f"--router-stale-s must be >= 0 seconds, got {stale_s!r}")
     applies = tuple(bool(stale_s) and r.uses_index for r in routers)
     if stale_s and not any(applies):
-        raise ValueError(f"--router-stale-s (router_stale_s) {stale_s:g} s delays the cache events a router reads, "
+        raise UserError(f"--router-stale-s (router_stale_s) {stale_s:g} s delays the cache events a router reads, "
                          f"and no --router given reads them ({', '.join(r.name for r in routers)}; prefix and "
                          "cache-aware do): drop it or route with one of those")
     return applies

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from bisect import bisect_left
 
+from pcs.errors import UserError
 from pcs.fleet.routers import Router
 from pcs.fleet.routers.session import splitmix64, splitmix64_array
 
@@ -34,7 +35,7 @@ class ConsistentHash(Router):
     def __init__(self, instances: int, **options) -> None:
         super().__init__(instances, **options)
         if self.options["vnodes"] * instances > self.MAX_POINTS:
-            raise ValueError(f"router 'consistent-hash': instances x vnodes = {instances} x "
+            raise UserError(f"router 'consistent-hash': instances x vnodes = {instances} x "
                              f"{self.options['vnodes']} must be <= {self.MAX_POINTS:,} ring points")
         ring = sorted((splitmix64((i << 32) + v), i) for i in range(instances) for v in range(self.options["vnodes"]))
         self._points = [p for p, _ in ring]

@@ -7,6 +7,7 @@ counts it.
 """
 from __future__ import annotations
 
+from pcs.errors import UserError
 from pcs.fleet.routers import Router
 
 __all__ = ["ROUTER"]
@@ -22,7 +23,7 @@ class LeastLoaded(Router):
     def __init__(self, instances: int, **options) -> None:
         super().__init__(instances, **options)
         if self.options["by"] not in ("requests", "tokens"):
-            raise ValueError(f"router 'least-loaded': by={self.options['by']!r}; valid: requests, tokens")
+            raise UserError(f"router 'least-loaded': by={self.options['by']!r}; valid: requests, tokens")
 
     def choose(self, req, index, load) -> int:
         counts = load.requests if self.options["by"] == "requests" else load.tokens

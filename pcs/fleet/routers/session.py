@@ -21,6 +21,7 @@ row is -1) is an error: stickiness by an id that does not exist would be a diffe
 """
 from __future__ import annotations
 
+from pcs.errors import UserError
 from pcs.fleet.routers import Router
 
 __all__ = ["ROUTER", "splitmix64"]
@@ -55,7 +56,7 @@ class Session(Router):
 
     def choose(self, req, index, load) -> int:
         if req.session_id is None:
-            raise ValueError("router 'session' needs session ids, and this trace has none; use --router consistent-hash (keyed on the first blocks) instead")
+            raise UserError("router 'session' needs session ids, and this trace has none; use --router consistent-hash (keyed on the first blocks) instead")
         if req.session_id < 0:                    # no session: least-loaded by requests in flight
             reqs = load.requests
             return min(range(self.instances), key=lambda i: (reqs[i], i))

@@ -1,0 +1,38 @@
+"""Report of a deployment (``pcs deploy``): weights, the KV pool, GPU-tier blocks, the longest request, concurrency."""
+from __future__ import annotations
+
+from typing import Any
+
+from pcs.report.table import render_table
+from pcs.units import format_bytes as gb
+from pcs.units import format_count as n
+
+__all__ = ["render_deploy"]
+
+
+def render_deploy(d: dict[str, Any]) -> str:
+    """The table of one deployment: ``d`` is the JSON payload of ``pcs deploy`` (:func:`pcs.model.deploy.size_deployment`
+    with ``concurrent_requests``, ``longest_request_tokens`` ... from :func:`pcs.model.capacity.plan_deployment`);
+    sizes in GB (1e9 bytes), counts with separators."""
+
+    t = d["tp"]
+    longest = d["longest_request_tokens"]
+    rows = [
+        ["GPU tier (KV pool)", gb(d["gpu_tier_bytes"]), f"x {t} GPUs: pcs replay's default GPU tier"],
+        ["GPU-tier blocks", n(d["gpu_blocks"]), f"GPU tier // bytes per block ({d['block_size']} tokens)"],
+        ["GPUs", f"{t} x {d['gpu']}", f"HBM {gb(d['hbm_bytes_per_gpu'])} each"],
+        ["usable per GPU", gb(d["usable_bytes_per_gpu"]), f"HBM x gpu_memory_utilization {d['gpu_memory_utilization']:g}"],
+        ["weights", gb(d["weights_bytes"]), f"per GPU {gb(d['weights_bytes_per_gpu'])}"],
+        ["reserve per GPU", gb(d["reserve_bytes_per_gpu"]), "activations and runtime (see note)"],
+        ["KV pool per GPU", gb(d["kv_bytes_per_gpu"]), "usable - weights per GPU - reserve"],
+        ["bytes per block", n(d["bytes_per_block"]),
+         f"per rank {n(d['bytes_per_block_per_rank'])} x {d['tp_group']['ranks_holding_copy']} ranks, "
+         f"{d['block_size']}-token blocks, {d['layout']['name']}"],
+        ["longest request", "unbounded" if longest is None else f"{n(longest)} tokens",
+         "reserved pages of one request fit the pool"],
+        [f"requests of {n(d['request_tokens'])} tokens", n(d["concurrent_requests"]),
+         f"each reserves {gb(d['request_bytes_per_rank'])} per rank"],
+    ]
+    notes = [d["derivation"], f"KV layout {d['layout']['describe']}", d["tp_group"]["note"],
+             f"reserve: {d['reserve_source']}"] + [f"assumed: {a}" for a in d["assumptions"]]
+    return render_table(["quantity", "value", "how"], rows, title=f"Deployment: {d['model']}", notes=notes)
