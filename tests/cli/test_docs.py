@@ -144,6 +144,17 @@ def test_package_cites_only_repository_documents():
         assert n in _sections(), f"pcs cites docs/semantics.md §{n}, which does not exist"
 
 
+def test_test_paths_named_in_the_package_exist():
+    """A docstring or comment in pcs/ that names a test module (``tests/<area>/test_x.py``) names one that exists
+    (tests moved into tests/<area>/ and some docstrings kept the old paths)."""
+    named = {(f"{p.relative_to(ROOT)}:{i}", path) for p in sorted((ROOT / "pcs").rglob("*"))
+             if p.suffix in (".py", ".c", ".h")
+             for i, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1)
+             for path in re.findall(r"\btests/[\w/]+\.py", line)}
+    assert len(named) > 20
+    assert sorted(f"{where} {path}" for where, path in named if not (ROOT / path).is_file()) == []
+
+
 def test_unknown_command_exits_2():
     result = CliRunner().invoke(cli, ["no-such-command"])
     assert result.exit_code == 2
