@@ -155,6 +155,26 @@ def test_test_paths_named_in_the_package_exist():
     assert sorted(f"{where} {path}" for where, path in named if not (ROOT / path).is_file()) == []
 
 
+def test_docs_name_only_files_that_exist():
+    """Every repository file a doc names (``pcs/...``, ``tests/...``, ``benchmarks/...``) exists: the "where to change
+    what" lists of docs/semantics.md and docs/policies.md stay true when files move. ``NAME`` is a placeholder."""
+    docs = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")), ROOT / "benchmarks" / "README.md"]
+    pattern = re.compile(r"\b(?:pcs|tests|benchmarks)/[\w/.]+\.(?:py|c|h|cpp)\b")
+    named = {(str(doc.relative_to(ROOT)), path) for doc in docs
+             for path in pattern.findall(doc.read_text(encoding="utf-8")) if "NAME" not in path}
+    assert len(named) > 100
+    assert sorted(f"{doc}: {path}" for doc, path in named if not (ROOT / path).is_file()) == []
+
+
+def test_policies_table_lists_every_built_in_policy():
+    """docs/policies.md's eviction table has one row per built-in policy, in the registry's order (pcs.choices)."""
+    from pcs.choices import BUILTIN_POLICIES
+
+    table = (ROOT / "docs" / "policies.md").read_text(encoding="utf-8").split("## Eviction policies", 1)[1]
+    rows = re.findall(r"^\| `([\w-]+)`", table.split("\n\n", 2)[1], re.M)
+    assert rows == list(BUILTIN_POLICIES), f"docs/policies.md's table lists {rows}"
+
+
 def test_unknown_command_exits_2():
     result = CliRunner().invoke(cli, ["no-such-command"])
     assert result.exit_code == 2
