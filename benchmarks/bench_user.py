@@ -5,7 +5,13 @@ The trace: the Mooncake FAST'25 conversation trace replicated 1x, 10x and 50x
 written as Mooncake JSONL and converted once to pcs Parquet (untimed, as is
 libCacheSim's oracleGeneral file of the same stream). Cases, per replica size,
 all timed in the same process in alternated rounds (the order reverses every
-round; medians reported):
+round; medians reported), after one untimed warm-up call of each in-process
+case per size (``--warmup``, as compare_libcachesim.py warms each side): the
+first ``pcs.replay`` of a process pays one-time start-up (lazy imports, memos:
+the default ``pcs.replay`` of the 1x trace took 0.35 CPU s, the next two 0.10 s,
+2026-12-01), which would otherwise land in whichever case runs first, and with
+``--rounds 1`` be its only sample. The CLI case is a fresh process every call,
+start-up included by design, so it gets no warm-up:
 
 - ``two_tier_modeled_{jsonl,parquet}``: ``pcs.replay(path, tiers=["gpu=<C>blocks",
   "cpu=<4C>blocks"], policy="lru")`` with the default timing (modeled) -- the main job;
@@ -34,7 +40,7 @@ second JSON line: the engine alone (``ReplayEngine.feed`` over pre-built chunks,
 one LRU tier in the compiled hierarchy, sequential; best of 3), the figure ``bench_replay.py`` reports, so the gap
 between the engine and the user's call stays visible.
 
-Usage: python benchmarks/bench_user.py [--copies 1,10,50] [--rounds 3] [--capacity 16384] [--cases NAMES]
+Usage: python benchmarks/bench_user.py [--copies 1,10,50] [--rounds 3] [--warmup 1] [--capacity 16384] [--cases NAMES]
 Prints human lines, then the summary JSON line, then the engine-only JSON line last.
 """
 from __future__ import annotations
@@ -144,11 +150,17 @@ def _cases(jsonl: Path, parquet: Path, oracle: Path, fs: common.FlatStream, c: i
     }
 
 
-def _measure(cases: dict, rounds: int) -> tuple[dict, dict, dict]:
+def _measure(cases: dict, rounds: int, warmup: int = 1) -> tuple[dict, dict, dict]:
+    """Median wall and CPU seconds and the misses of each case: ``warmup`` untimed calls of each in-process case
+    (the CLI case starts a fresh process every call), then ``rounds`` alternated timed rounds."""
     times: dict[str, list] = {k: [] for k in cases}
     cpu: dict[str, list] = {k: [] for k in cases}
     misses: dict[str, int] = {}
     names = list(cases)
+    for _ in range(warmup):
+        for k in names:
+            if not k.startswith("cli_"):
+                cases[k]()
     for r in range(rounds):
         for k in (names if r % 2 == 0 else names[::-1]):
             t0, c0 = time.perf_counter(), time.process_time()
@@ -159,7 +171,7 @@ def _measure(cases: dict, rounds: int) -> tuple[dict, dict, dict]:
     return med, {k: statistics.median(v) for k, v in cpu.items()}, misses
 
 
-def _one_size(k: int, tmp: Path, one: int, c: int, rounds: int, only: str = "") -> tuple[dict, dict]:
+def _one_size(k: int, tmp: Path, one: int, c: int, rounds: int, only: str = "", warmup: int = 1) -> tuple[dict, dict]:
     from pcs.trace import open_trace
     from pcs.trace.convert import convert
 
@@ -173,7 +185,7 @@ def _one_size(k: int, tmp: Path, one: int, c: int, rounds: int, only: str = "") 
         keep = set(only.split(",")) | {"libcachesim", "ordereddict", "one_tier_sequential_jsonl",
                                        "one_tier_sequential_parquet"}
         cases = {name: f for name, f in cases.items() if name in keep}
-    med, cpu, misses = _measure(cases, rounds)
+    med, cpu, misses = _measure(cases, rounds, warmup)
     acc = rep.cacheable_accesses
     if not misses["one_tier_sequential_parquet"] == misses["one_tier_sequential_jsonl"] == misses["ordereddict"] \
             == misses["libcachesim"] == misses.get("one_tier_sequential_jsonl_pyparser", misses["libcachesim"]):
@@ -202,6 +214,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--copies", default="1,10,50", help="replica sizes, comma-separated")
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--warmup", type=int, default=1, help="untimed calls of each in-process case before the "
+                    "timed rounds, per size (0: none, the first case then pays the process's start-up)")
     ap.add_argument("--capacity", type=int, default=16384, help="GPU tier (and libCacheSim LRU) size, blocks")
     ap.add_argument("--cases", default="", help="comma-separated case names to run (default: all); libcachesim, "
                     "ordereddict and the one-tier cases always run (the miss check and the ratios need them)")
@@ -215,12 +229,13 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="pcs-bench-") as tmp:
         one = common.replicate_mooncake(common.MOONCAKE_CONV, Path(tmp), 1, name="one.jsonl").cacheable_accesses
         for k in (int(x) for x in a.copies.split(",")):
-            row, eng = _one_size(k, Path(tmp), one, a.capacity, a.rounds, a.cases)
+            row, eng = _one_size(k, Path(tmp), one, a.capacity, a.rounds, a.cases, a.warmup)
             rows.append(row)
             engine.append(eng)
     per_access = {name: [r[name]["us_per_access"] for r in rows] for name in rows[0] if isinstance(rows[0][name], dict)}
     flat = {name: round(max(v) / min(v), 3) for name, v in per_access.items()}
-    print(json.dumps({"bench": "user", "rounds": a.rounds, "capacity_blocks": a.capacity, "sizes": rows,
+    print(json.dumps({"bench": "user", "rounds": a.rounds, "warmup": a.warmup, "capacity_blocks": a.capacity,
+                      "sizes": rows,
                       "us_per_access_max_over_min": flat, "machine": common.machine_info()}))
     print(json.dumps({"bench": "user_engine_only", "what": "ReplayEngine.feed over pre-built chunks, one LRU tier "
                       "(compiled hierarchy), sequential, best of 3", "sizes": engine}))

@@ -72,6 +72,20 @@ static inline int pcs_grow_arrays(Py_ssize_t *cap, Py_ssize_t need, Py_ssize_t f
     return 0;
 }
 
+/* Free `n` PyMem arrays and clear their pointers: arrs[i] is the address of an array pointer (any element type;
+ * NULL pointers are fine). The teardown twin of pcs_grow_arrays; PCS_FREE(&t->a, &t->b, ...) names them. */
+static inline void pcs_free_arrays(void *const arrs[], size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        void *p;
+        memcpy(&p, arrs[i], sizeof p);    /* the array pointer, whatever its element type */
+        PyMem_Free(p);
+        p = NULL;
+        memcpy(arrs[i], &p, sizeof p);
+    }
+}
+#define PCS_FREE(...) \
+    pcs_free_arrays((void *const[]){__VA_ARGS__}, sizeof((void *const[]){__VA_ARGS__}) / sizeof(void *))
+
 /* pcs_grow_arrays for one array: PCS_GROW(arr, &cap, need, first) with `arr` an lvalue array pointer. */
 #define PCS_GROW(arr, cap, need, first) \
     pcs_grow_arrays((cap), (need), (first), 1, (void *const[]){&(arr)}, (const size_t[]){sizeof *(arr)})
@@ -100,6 +114,12 @@ static inline void *pcs_state_arg(PyObject *args, const char *name) {
 #define PCS_TYPE_HEAD(full_name, c_type, dealloc, doc)                                             \
     PyVarObject_HEAD_INIT(NULL, 0) .tp_name = full_name, .tp_basicsize = sizeof(c_type),          \
     .tp_dealloc = (destructor)(dealloc), .tp_flags = Py_TPFLAGS_DEFAULT, .tp_doc = doc
+
+/* The whole initializer of a compiled record made only by C code (no constructor from Python), read through its
+ * members and getters: static PyTypeObject AdmType = {PCS_TYPE_RECORD("pcs.cache._lruhier.Admission", Adm,
+ * adm_dealloc, "doc", adm_members, adm_getset)}. Include after <Python.h>. */
+#define PCS_TYPE_RECORD(full_name, c_type, dealloc, doc, members, getset)                          \
+    PCS_TYPE_HEAD(full_name, c_type, dealloc, doc), .tp_members = members, .tp_getset = getset
 
 /* The whole initializer of a compiled class made from Python (PyType_GenericNew, then its __init__), with its
  * methods and getters: static PyTypeObject HierType = {PCS_TYPE_CLASS("pcs.cache._lruhier.Hierarchy", Hier,

@@ -30,7 +30,7 @@ from pcs.configfile import read_mapping
 from pcs.errors import InputError, UnknownNameError
 
 __all__ = [
-    "GPUSpec", "LinkSpec", "HardwareTable", "GPUS", "LINKS", "GPU_NAMES", "LINK_NAMES",
+    "GPUSpec", "LinkSpec", "HardwareTable", "GPUS", "LINKS", "GPU_NAMES", "LINK_NAMES", "ALIASES", "aliases_of",
     "TIER_LINKS", "get_gpu", "get_link", "default_link_for_tier", "override", "load_hardware_file",
 ]
 
@@ -222,8 +222,12 @@ class HardwareTable:
     links: dict[str, LinkSpec] = field(default_factory=lambda: dict(LINKS))
 
 
-#: Short names accepted wherever a preset name is (not listed; an alias names its preset).
-ALIASES: dict[str, str] = {"h100": "h100-sxm", "a100": "a100-80gb", "nvme": "nvme-gen4"}
+#: Other names accepted wherever a preset name is; an alias names its preset, which is the one name printed
+#: (reports, JSON). The SXM parts answer to the bare and the form-suffixed name alike (H100 SXM5 is
+#: ``h100-sxm``, so ``h100``; H200 and HGX B200 are SXM only, so ``h200-sxm``, ``b200-sxm``); ``a100`` is
+#: the 80 GB preset.
+ALIASES: dict[str, str] = {"h100": "h100-sxm", "h200-sxm": "h200", "b200-sxm": "b200", "a100": "a100-80gb",
+                           "nvme": "nvme-gen4"}
 
 
 def _norm(name: str) -> str:
@@ -231,11 +235,16 @@ def _norm(name: str) -> str:
     return ALIASES.get(key, key)
 
 
+def aliases_of(presets: dict) -> dict[str, str]:
+    """The aliases naming one of ``presets`` (alias -> preset name), in :data:`ALIASES` order."""
+    return {a: n for a, n in ALIASES.items() if n in presets}
+
+
 def _lookup(kind: str, presets: dict, name: str):
-    """``presets[_norm(name)]``, else :class:`UnknownNameError` listing the presets."""
+    """``presets[_norm(name)]``, else :class:`UnknownNameError` listing the presets and their aliases."""
     spec = presets.get(_norm(name))
     if spec is None:
-        raise UnknownNameError(kind, name, presets)
+        raise UnknownNameError(kind, name, presets, aliases_of(presets))
     return spec
 
 

@@ -326,11 +326,12 @@ def format_points(ratio: float, digits: int = 1) -> str:
 
 
 def _scaled(value: float, units: list[tuple[float, str]], digits: int) -> str:
+    """``value`` in the first unit it reaches (thousands grouped, as :func:`format_count`: ``3,289.81 s``)."""
     for mult, name in units:
         if abs(value) >= mult:
-            return f"{value / mult:.{digits}f} {name}"
+            return f"{value / mult:,.{digits}f} {name}"
     mult, name = units[-1]
-    return f"{value / mult:.{digits}f} {name}"
+    return f"{value / mult:,.{digits}f} {name}"
 
 
 def _absent_or_inf(value: float | None) -> str | None:
@@ -361,7 +362,7 @@ def format_bandwidth(bps: float | None, digits: int = 2) -> str:
 
 
 def format_duration(seconds: float | None, digits: int = 2) -> str:
-    """Format seconds for people: ``0.005`` -> ``'5.00 ms'``; None -> ``'none'``."""
+    """Format seconds for people: ``0.005`` -> ``'5.00 ms'``, ``3289.81`` -> ``'3,289.81 s'``; None -> ``'none'``."""
     if seconds == 0:
         return "0 ms"
     return _absent_or_inf(seconds) or _scaled(seconds, [(1.0, "s"), (1e-3, "ms"), (1e-6, "us"), (1e-9, "ns")], digits)

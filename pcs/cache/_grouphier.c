@@ -1262,11 +1262,6 @@ static int gh_init(GH *s, PyObject *args, PyObject *kw) {
     return 0;
 }
 
-static PyObject *gh_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
-    GH *s = (GH *)type->tp_alloc(type, 0);      /* zeroed */
-    return (PyObject *)s;
-}
-
 static void gh_dealloc(GH *s) {
     for (int j = 0; j < s->L; j++) pt_free(&s->tier[j]);
     for (int g = 0; g < MAXG; g++) {
@@ -1291,6 +1286,11 @@ static void adm_dealloc(GAdm *a) {
 static PyObject *adm_live(GAdm *a, void *unused) { return int_list(a->live, a->G); }
 static PyObject *adm_reserved(GAdm *a, void *unused) { return Py_BuildValue("[n]", a->reserved); }
 
+static PyGetSetDef adm_getset[] = {
+    {"live", (getter)adm_live, NULL, "per group, blocks the running request holds slots for", NULL},
+    {"reserved", (getter)adm_reserved, NULL, "reserved GPU slots held (one pool)", NULL},
+    {NULL}};
+
 static PyMemberDef adm_members[] = {
     {"prefix_hit_blocks", T_LONGLONG, offsetof(GAdm, prefix_hit_blocks), READONLY, "group 0's leading resident blocks"},
     {"hit_blocks", T_LONGLONG, offsetof(GAdm, hit_blocks), READONLY, "blocks every group accepts"},
@@ -1304,17 +1304,10 @@ static PyMemberDef adm_members[] = {
     {"restored_bytes_per_tier", T_OBJECT, offsetof(GAdm, rbytes), READONLY, "bytes restored per level"},
     {NULL}};
 
-static PyGetSetDef adm_getset[] = {
-    {"live", (getter)adm_live, NULL, "per group, blocks the running request holds slots for", NULL},
-    {"reserved", (getter)adm_reserved, NULL, "reserved GPU slots held (one pool)", NULL},
-    {NULL}};
-
 static PyTypeObject GAdmType = {
-    PCS_TYPE_HEAD("pcs.cache._grouphier.Admission", GAdm, adm_dealloc,
-                  "One running request's hold on a compiled hybrid hierarchy (pcs.cache.grouphier.GroupAdmission)."),
-    .tp_members = adm_members,
-    .tp_getset = adm_getset,
-};
+    PCS_TYPE_RECORD("pcs.cache._grouphier.Admission", GAdm, adm_dealloc,
+                    "One running request's hold on a compiled hybrid hierarchy (pcs.cache.grouphier.GroupAdmission).",
+                    adm_members, adm_getset)};
 
 static PyMethodDef gh_methods[] = {
     {"start", (PyCFunction)(void (*)(void))gh_start, METH_FASTCALL, "GroupHierarchy.start"},
@@ -1344,13 +1337,9 @@ static PyGetSetDef gh_getset[] = {
     {NULL}};
 
 static PyTypeObject GHType = {
-    PCS_TYPE_HEAD("pcs.cache._grouphier.Hierarchy", GH, gh_dealloc,
-                  "GroupHierarchy (one shared LRU pool per level) in C; pcs/cache/nativegroups.py wraps it."),
-    .tp_new = gh_new,
-    .tp_init = (initproc)gh_init,
-    .tp_methods = gh_methods,
-    .tp_getset = gh_getset,
-};
+    PCS_TYPE_CLASS("pcs.cache._grouphier.Hierarchy", GH, gh_dealloc,
+                   "GroupHierarchy (one shared LRU pool per level) in C; pcs/cache/nativegroups.py wraps it.",
+                   gh_methods, gh_getset, gh_init)};
 
 static struct PyModuleDef moddef = {PyModuleDef_HEAD_INIT, "_grouphier",
                                     "The compiled hybrid-model hierarchy (pcs/cache/nativegroups.py).", -1, NULL};

@@ -133,6 +133,7 @@ typedef struct {
 /* a PcsAdm's buffers released (raw memory: they may be grown without the GIL) */
 static void c_adm_free(PcsAdm *a) {
     PyMem_RawFree(a->keys);
+    PyMem_RawFree(a->ents);
     PyMem_RawFree(a->counts);
     memset(a, 0, sizeof *a);
 }
@@ -196,11 +197,9 @@ static PyGetSetDef adm_getset[] = {
 };
 
 static PyTypeObject AdmType = {
-    PCS_TYPE_HEAD("pcs.cache._lruhier.Admission", Adm, adm_dealloc,
-                  "One running request's hold on the cache (see pcs.cache.hierarchy.Admission)."),
-    .tp_members = adm_members,
-    .tp_getset = adm_getset,
-};
+    PCS_TYPE_RECORD("pcs.cache._lruhier.Admission", Adm, adm_dealloc,
+                    "One running request's hold on the cache (see pcs.cache.hierarchy.Admission).", adm_members,
+                    adm_getset)};
 
 /* ---------------------------------------------------------------------------------------------- */
 typedef struct {
@@ -230,28 +229,15 @@ static void tier_close(Tier *t) {
     kstore_free(t->ghost);
     kstore_free(t->ghost2);
     kstore_free(t->seen);
-    PyMem_Free(t->heap);
-    PyMem_Free(t->pending);
-    PyMem_Free(t->ex);
-    data_release(t);
-    PyMem_Free(t->pchild);
-    PyMem_Free(t->ucur);
-    t->pchild = NULL;
-    t->ucur = NULL;
-    t->ex = NULL;
     t->ghost = t->ghost2 = t->seen = NULL;
-    t->heap = NULL;
-    t->pending = NULL;
+    data_release(t);
+    PCS_FREE(&t->heap, &t->pending, &t->ex, &t->pchild, &t->ucur);
     tier_free(t);
 }
 
 static void hier_dealloc(Hier *h) {
     if (h->t) for (int j = 0; j < h->ntiers; j++) tier_close(&h->t[j]);
-    PyMem_Free(h->t);
-    PyMem_Free(h->written);
-    PyMem_Free(h->k); PyMem_Free(h->buf_a); PyMem_Free(h->buf_b);
-    PyMem_Free(h->where); PyMem_Free(h->eidx); PyMem_Free(h->mark);
-    PyMem_Free(h->skey); PyMem_Free(h->sstamp);
+    PCS_FREE(&h->t, &h->written, &h->k, &h->buf_a, &h->buf_b, &h->where, &h->eidx, &h->mark, &h->skey, &h->sstamp);
     c_adm_free(&h->seq_adm);
     Py_TYPE(h)->tp_free((PyObject *)h);
 }
@@ -419,19 +405,21 @@ static Py_ssize_t tinsert(Tier *t, const uint64_t *keys, Py_ssize_t len, uint64_
     return nout;
 }
 
-/* Tier.fill: one reserved slot per key becomes a resident block pinned once; returns shared count */
-static Py_ssize_t tfill(Tier *t, const uint64_t *keys, Py_ssize_t n) {
+/* Tier.fill: one reserved slot per key becomes a resident block pinned once; returns shared count. ents (NULL:
+ * not wanted) gets each key's entry. */
+static Py_ssize_t tfill(Tier *t, const uint64_t *keys, Py_ssize_t n, int32_t *ents) {
     Py_ssize_t shared = 0, added = 0;
     for (Py_ssize_t i = 0; i < n; i++) {
         int32_t e = tfind(t, keys[i]);
         if (e < 0) {
-            if (tadd(t, keys[i], 1) < 0) return -1;
+            if ((e = tadd(t, keys[i], 1)) < 0) return -1;
             added++;
         } else {
             if (t->ent[e].pin == 0) pol_remove(t, e);
             t->ent[e].pin++;
             shared++;
         }
+        if (ents) ents[i] = e;
     }
     t->reserved -= added;
     t->inserted += added;
@@ -582,6 +570,9 @@ static int adm_reserve(PcsAdm *a, Py_ssize_t m, int ntiers) {
         uint64_t *k = PyMem_RawRealloc(a->keys, sizeof(uint64_t) * (size_t)c);
         if (!k) { PyErr_NoMemory(); return -1; }
         a->keys = k;
+        int32_t *x = PyMem_RawRealloc(a->ents, sizeof(int32_t) * (size_t)c);
+        if (!x) { PyErr_NoMemory(); return -1; }
+        a->ents = x;
         a->kcap = c;
     }
     if (2 * (Py_ssize_t)ntiers > a->ccap) {
@@ -607,13 +598,15 @@ static int start_admission(Hier *h, const Plan *p, PcsAdm *a) {
     a->ntiers = h->ntiers;
     memset(a->counts, 0, sizeof(Py_ssize_t) * 2 * (size_t)h->ntiers);
     uint64_t *used = a->keys, *newk = a->keys + p->nused + p->n_restore;
-    Py_ssize_t nu = 0, nn = 0, seen = 0;
+    int32_t *ue = a->ents;          /* GPU entries: known for the lead (h->eidx, chain order), later for the rest */
+    Py_ssize_t nu = 0, nn = 0, seen = 0, ng = 0;
     for (Py_ssize_t i = 0; i < p->lead; i++) {
-        if (!h->where[i]) used[nu++] = k[i];
-        else if (i < p->cap) { if (seen < p->n_restore) { used[nu++] = k[i]; seen++; } }
+        if (!h->where[i]) { ue[nu] = h->eidx[ng++]; used[nu++] = k[i]; }
+        else if (i < p->cap) { if (seen < p->n_restore) { ue[nu] = -1; used[nu++] = k[i]; seen++; } }
         else if (nn < p->nnew) newk[nn++] = k[i];
     }
     for (Py_ssize_t i = p->lead; i < p->n && nn < p->nnew; i++) newk[nn++] = k[i];
+    for (Py_ssize_t i = 0; i < nn; i++) ue[nu + i] = -1;
     a->nused = nu;
     a->nnew = nn;
     return 0;
@@ -669,7 +662,7 @@ static Py_ssize_t start_restore(Hier *h, const Plan *p, PcsAdm *a, Py_ssize_t nv
                 if (h->where[i] == j) rk[cnt++] = h->k[i];
             }
             if (cnt) {
-                Py_ssize_t sh = tfill(&h->t[0], rk, cnt);
+                Py_ssize_t sh = tfill(&h->t[0], rk, cnt, NULL);
                 if (sh < 0) return -1;
                 filled += cnt - sh;
                 Tier *tj = &h->t[j];
@@ -785,7 +778,7 @@ static int c_prefill_done(PyObject *hh, PcsAdm *a) {
     Py_ssize_t nn = a->nnew;
     if (!nn) return 0;
     const uint64_t *nk = a->keys + a->nused;
-    Py_ssize_t sh = tfill(&h->t[0], nk, nn);
+    Py_ssize_t sh = tfill(&h->t[0], nk, nn, a->ents + a->nused);
     if (sh < 0) return -1;
     a->reserved_blocks -= nn - sh;
     return write_down(h, nk, nn);
@@ -797,12 +790,12 @@ static PyObject *hier_prefill_done(Hier *h, PyObject *arg) {
     Py_RETURN_NONE;
 }
 
-/* Tier.unpin(keys[::-1], reused): one pin less each, tail first; blocks reaching 0 go to the policy as one
- * add(keys, reused) batch; 0 or -1 */
-static int unpin(Tier *g, const uint64_t *keys, Py_ssize_t n, int reused) {
+/* Tier.unpin(keys[::-1], reused) of the n pinned keys whose entries are ents: one pin less each, tail first;
+ * blocks reaching 0 go to the policy as one add(keys, reused) batch; 0 or -1 */
+static int unpin(Tier *g, const int32_t *ents, Py_ssize_t n, int reused) {
     Py_ssize_t added = 0;
     for (Py_ssize_t i = n - 1; i >= 0; i--) {
-        int32_t e = tfind(g, keys[i]);
+        int32_t e = ents[i];
         if (!--g->ent[e].pin) {
             if (pol_add(g, e, reused) < 0) return -1;
             added++;
@@ -816,9 +809,29 @@ static int unpin(Tier *g, const uint64_t *keys, Py_ssize_t n, int reused) {
  * computed reversed (just computed), then pinned reversed (hits: reused); 0 or -1 (a policy's memory error) */
 static int finish_release(Hier *h, PcsAdm *a) {
     Tier *g = &h->t[0];
-    if (unpin(g, a->keys + a->nused, a->nnew, 0) < 0 || unpin(g, a->keys, a->nused, 1) < 0) return -1;
+    if (unpin(g, a->ents + a->nused, a->nnew, 0) < 0 || unpin(g, a->ents, a->nused, 1) < 0) return -1;
     g->reserved -= a->reserved_blocks;
     a->reserved_blocks = 0;
+    return 0;
+}
+
+/* whether the first n keys of a are pinned in the GPU tier g, each a->ents set to its entry; else a KeyError
+ * naming the first that is not. A hint a->ents[i] is taken when its entry holds the key pinned: an entry with
+ * a pin is resident (only unpinned entries are deleted), and a resident key has one entry, so the answer is
+ * tfind's; other keys are looked up. */
+static int pinned_ents(Tier *g, PcsAdm *a, Py_ssize_t n) {
+    for (Py_ssize_t i = 0; i < n; i++) {
+        int32_t e = a->ents[i];
+        if (e < 0 || e >= g->ent_len || g->ent[e].key != a->keys[i] || g->ent[e].pin <= 0) {
+            e = tfind(g, a->keys[i]);
+            if (e < 0 || g->ent[e].pin <= 0) {
+                PyErr_Format(PyExc_KeyError, "block %llu is not pinned in the GPU tier",
+                             (unsigned long long)a->keys[i]);
+                return -1;
+            }
+            a->ents[i] = e;
+        }
+    }
     return 0;
 }
 
@@ -826,15 +839,7 @@ static int finish_release(Hier *h, PcsAdm *a) {
 static int c_finish(PyObject *hh, PcsAdm *a) {
     Hier *h = (Hier *)hh;
     Tier *g = &h->t[0];
-    Py_ssize_t tot = a->nused + a->nnew;
-    for (Py_ssize_t i = 0; i < tot; i++) {   /* validate first: no partial change on a bad call */
-        int32_t e = tfind(g, a->keys[i]);
-        if (e < 0 || g->ent[e].pin <= 0) {
-            PyErr_Format(PyExc_KeyError, "block %llu is not pinned in the GPU tier",
-                         (unsigned long long)a->keys[i]);
-            return -1;
-        }
-    }
+    if (pinned_ents(g, a, a->nused + a->nnew) < 0) return -1;   /* validate first: no partial change on a bad call */
     if (a->reserved_blocks < 0 || a->reserved_blocks > g->reserved) {
         PyErr_SetString(PyExc_AssertionError, "release of more slots than reserved");
         return -1;
@@ -870,8 +875,10 @@ static Py_ssize_t seq_one(Hier *h, const uint64_t *keys, Py_ssize_t len, Py_ssiz
     if (start_head(h, &p, n, cap, m) < 0) return -1;
     PcsAdm *a = &h->seq_adm;          /* its buffers serve every request of the run */
     if (start_plan(h, &p, 0, a) < 0) return -1;
-    /* finish without its checks: this admission was just made, its keys pinned and its slots reserved */
-    return c_prefill_done((PyObject *)h, a) < 0 || finish_release(h, a) < 0 ? -1 : a->hit_blocks;
+    /* finish without its slot check (this admission was just made, its slots reserved); its keys are pinned, and
+     * pinned_ents finds the entries of the restored ones (the others come from the lookup and the fill) */
+    if (c_prefill_done((PyObject *)h, a) < 0 || pinned_ents(&h->t[0], a, a->nused + a->nnew) < 0) return -1;
+    return finish_release(h, a) < 0 ? -1 : a->hit_blocks;
 }
 
 /* Hierarchy.run_sequential(hashes, offsets, cacheable, max_hit, out): requests one after another, as the
@@ -945,18 +952,12 @@ static PyObject *hier_grow(Hier *h, PyObject *const *args, Py_ssize_t nargs) {
 static int c_abort(PyObject *hh, PcsAdm *a) {
     Hier *h = (Hier *)hh;
     Tier *g = &h->t[0];
-    for (Py_ssize_t i = 0; i < a->nused; i++) {
-        int32_t e = tfind(g, a->keys[i]);
-        if (e < 0 || g->ent[e].pin <= 0) {
-            PyErr_Format(PyExc_KeyError, "block %llu is not pinned in the GPU tier", (unsigned long long)a->keys[i]);
-            return -1;
-        }
-    }
+    if (pinned_ents(g, a, a->nused) < 0) return -1;
     if (a->reserved_blocks < 0 || a->reserved_blocks > g->reserved) {
         PyErr_SetString(PyExc_AssertionError, "release of more slots than reserved");
         return -1;
     }
-    if (unpin(g, a->keys, a->nused, 1) < 0) return -1;
+    if (unpin(g, a->ents, a->nused, 1) < 0) return -1;
     g->reserved -= a->reserved_blocks;
     a->reserved_blocks = 0;
     a->nnew = 0;
@@ -978,7 +979,7 @@ static int c_extend(PyObject *hh, PcsAdm *a, const uint64_t *k, Py_ssize_t m) {
     if (adm_reserve(a, tot + m + 1, a->ntiers) < 0) return -1;
     uint64_t *keys = a->keys;
     memcpy(keys + tot, k, sizeof(uint64_t) * (size_t)m);
-    Py_ssize_t sh = tfill(&h->t[0], keys + tot, m);
+    Py_ssize_t sh = tfill(&h->t[0], keys + tot, m, a->ents + tot);
     if (sh < 0) return -1;
     a->reserved_blocks -= m - sh;
     a->nnew += m;
@@ -1054,7 +1055,7 @@ static PyObject *hier_resident(Hier *h, PyObject *arg) {
     PyObject *d = PyDict_New();
     if (!d) return NULL;
     for (uint64_t i = 0; i <= t->mask; i++) {
-        int32_t e = t->slots[i];
+        int32_t e = t->slots[i].e;
         if (e < 0) continue;
         PyObject *k = PyLong_FromUnsignedLongLong(t->ent[e].key);
         PyObject *v = PyLong_FromLong(t->ent[e].pin);
@@ -1135,7 +1136,7 @@ static PyObject *hier_check(Hier *h, PyObject *unused) {
               t->nres, t->reserved, t->capacity);
         Py_ssize_t occ = 0, unpinned = 0;
         for (uint64_t i = 0; i <= t->mask; i++) {
-            int32_t e = t->slots[i];
+            int32_t e = t->slots[i].e;
             if (e < 0) continue;
             occ++;
             CHECK(e < t->ent_len, "tier %d: bad entry index", j);

@@ -29,6 +29,12 @@
 #define OUT(x) ((x)->flags & F_OUT)
 #define F_POOL 32      /* in the retention pool of retain (pcs/cache/_retain.c), not in the policy */
 
+/* a table slot (pcs/cache/_oatable.h, OA_HASH32): entry index (-1: free), the high 32 bits of key x HMUL */
+#ifndef PCS_OA_SLOT_DEFINED
+#define PCS_OA_SLOT_DEFINED
+typedef struct { int32_t e; uint32_t h; } OaSlot;
+#endif
+
 typedef struct {
     uint64_t key;
     int64_t aux;           /* policy data: FIFO sequence number, S3-FIFO frequency, ARC list, LFU uses */
@@ -46,7 +52,7 @@ typedef struct Tier {
     long long inserted, evicted, overflow, peak_res, peak_used;
     Entry *ent;
     int32_t ent_cap, ent_len, free_head;
-    int32_t *slots;
+    OaSlot *slots;         /* open addressing, fingerprinted slots (_oatable.h) */
     uint64_t mask;
     int bits;
     int32_t head, tail;    /* LRU list (ops == NULL), or the list of a key store (ghosts) */
@@ -64,7 +70,9 @@ typedef struct Tier {
     Py_ssize_t hlen, hcap;
     uint8_t *pending;                  /* ARC: ghost-lookup result per expected key */
     Py_ssize_t plen, pcap;
-    int64_t *ex;                       /* LFU, GDSF: per-entry policy data */
+    struct IHeap *ih;                  /* GDSF, Belady: their indexed heaps (pcs/cache/_iheap.h; init allocates) */
+    int nih;
+    int64_t *ex;                       /* LFU, GDSF, Belady: per-entry policy data */
     Py_ssize_t excap;
     /* -- trace-reading policies (GDSF, Belady): the trace data's arrays (PolOps.load; pcs/cache/native.py) -- */
     Py_buffer *pbuf;                   /* the data's buffers, held while the tier reads them */
@@ -170,6 +178,7 @@ static inline uint64_t home(const Tier *t, uint64_t key) { return (key * HMUL) >
 #define OA_DEL tdel
 #define OA_APPEND lru_append
 #define OA_UNLINK lru_unlink
+#define OA_HASH32(k) ((uint32_t)(((k) * HMUL) >> 32))     /* home(t, k) == OA_HASH32(k) >> (32 - bits) */
 #include "_oatable.h"
 
 static inline int tier_init(Tier *t, PyObject *name, Py_ssize_t capacity) {

@@ -21,7 +21,7 @@
 #include <stdint.h>
 
 #define PCS_LRUHIER_CAPSULE "pcs.cache._lruhier._C_API"
-#define PCS_LRUHIER_API_VERSION 2
+#define PCS_LRUHIER_API_VERSION 3
 
 /* One running request's hold on the cache: the fields of pcs.cache.hierarchy.Admission, in blocks. */
 typedef struct PcsAdm {
@@ -29,6 +29,8 @@ typedef struct PcsAdm {
     char truncated;
     int ntiers;
     uint64_t *keys;         /* pinned hashes (nused), then computed hashes (nnew), chain order; kcap allocated */
+    int32_t *ents;          /* per key, a hint: its GPU table entry once pinned (-1: not known); kcap allocated.
+                               Checked before use (the entry holds the key, pinned), else the key is looked up */
     Py_ssize_t nused, nnew, kcap;
     Py_ssize_t *counts;     /* hit blocks per tier (ntiers), then restored blocks per tier (ntiers); ccap allocated */
     Py_ssize_t ccap;

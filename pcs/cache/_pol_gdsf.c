@@ -6,8 +6,8 @@
  * read-only by every tier reading the same data; per tier, GKIDS(t, j) = its children held by this tier and
  * GENT(t, j) = the entry it last had in this tier (valid while that entry holds its key: g_held); t->fcost0 =
  * the cost of a block not known (depth 0). Entry.aux = F (uses); t->ex[4e] = H (a double's bits), t->ex[4e + 1]
- * = the tie stamp of its last hold, t->ex[4e + 2] = its j or -1, t->ex[4e + 3] = its place in t->heap.
- * t->heap = an indexed min-heap (pcs/cache/_iheap.h) of exactly the held leaves, keyed (H, stamp): the victim is
+ * = the tie stamp of its last hold, t->ex[4e + 2] = its j or -1, t->ex[4e + 3] = its place in t->ih[0].
+ * t->ih[0] = an indexed min-heap (pcs/cache/_iheap.h) of exactly the held leaves, keyed (H, stamp): the victim is
  * its top, the held leaf with the smallest H, ties to the block that got its H first (stamps are unique), as
  * gdsf.py's lazy heap gives. t->finfl = L (seconds). */
 #include "_iheap.h"
@@ -21,7 +21,7 @@
 
 static int gdsf_init(Tier *t) {
     t->fcost0 = 1.0;
-    return 0;
+    return ih_alloc(t, 1);
 }
 
 /* data = (keys uint64 (n,), slots int32 (2**k >= 2n,), parent int32 (n,), cost float64 (n,) seconds, cost0
@@ -60,7 +60,7 @@ static int32_t g_held(const Tier *t, int32_t j) {
 }
 
 static int g_insert(Tier *t, int32_t e) {
-    return ih_insert(t, ih_double_rank(GH(t, e)), (uint64_t)GSTAMP(t, e), e, GS);
+    return ih_insert(t, t->ih, ih_double_rank(GH(t, e)), (uint64_t)GSTAMP(t, e), e, GS);
 }
 
 /* H = L + F x the block's cost, and the next stamp, for entry e; its j */
@@ -79,7 +79,7 @@ static int g_hold(Tier *t, int32_t e) {
         int32_t p = t->pparent[i];
         if (p >= 0 && !GKIDS(t, p)++) {
             int32_t f = g_held(t, p);
-            if (f >= 0) ih_delete(t, f, GS);
+            if (f >= 0) ih_delete(t, t->ih, f, GS);
         }
         if (GKIDS(t, i)) return 0;
     }
@@ -89,7 +89,7 @@ static int g_hold(Tier *t, int32_t e) {
 /* gdsf.py _unhold: out of the heap, one held child less for the parent, which enters the heap when it is held
  * and now a leaf; 0 or -1 (MemoryError) */
 static int g_unhold(Tier *t, int32_t e) {
-    ih_delete(t, e, GS);
+    ih_delete(t, t->ih, e, GS);
     int64_t i = GINFO(t, e);
     if (i < 0) return 0;
     int32_t p = t->pparent[i];
@@ -119,7 +119,7 @@ static void gdsf_unhold(Tier *t, int32_t e) { g_unhold(t, e); }   /* a memory er
 static void gdsf_touch(Tier *t, int32_t e) {
     t->ent[e].aux++;
     g_price(t, e);
-    if (IH_POS(t, e, GS) >= 0) ih_rekey(t, e, ih_double_rank(GH(t, e)), (uint64_t)GSTAMP(t, e), GS);
+    if (IH_POS(t, e, GS) >= 0) ih_rekey(t, t->ih, e, ih_double_rank(GH(t, e)), (uint64_t)GSTAMP(t, e), GS);
 }
 
 /* the held entry with the smallest (H, stamp), leaves or not (unreachable fallback of gdsf.py _pop_leaf) */
@@ -135,7 +135,7 @@ static int32_t g_min_held(Tier *t) {
 }
 
 static int32_t gdsf_victim(Tier *t) {
-    int32_t e = t->hlen ? ih_top(t) : g_min_held(t);
+    int32_t e = t->ih->len ? ih_top(t->ih) : g_min_held(t);
     t->finfl = GH(t, e);
     return g_unhold(t, e) < 0 ? -1 : e;
 }
@@ -150,8 +150,8 @@ static Py_ssize_t gdsf_order(Tier *t, int32_t *out) { return ih_order(t, out, gd
 static const char *g_check_entry(const Tier *t, int32_t e) {
     int64_t i = GINFO(t, e), at = IH_POS(t, e, GS);
     if (i >= 0 && GKIDS(t, i)) return at >= 0 ? "a held parent in the heap" : NULL;
-    if (at < 0 || at >= t->hlen) return "a held leaf not in the heap";
-    const IHItem *it = &((const IHItem *)t->heap)[at];
+    if (at < 0 || at >= t->ih->len) return "a held leaf not in the heap";
+    const IHItem *it = &t->ih->q[at];
     return it->a == ih_double_rank(GH(t, e)) && it->b == (uint64_t)GSTAMP(t, e) ? NULL : "a heap key not the entry's";
 }
 
@@ -160,7 +160,7 @@ static const char *gdsf_check(Tier *t) {
     Py_ssize_t n = t->npbuf ? t->pbuf[0].len / 8 : 0, held = 0, leaves = 0;
     int32_t *cnt = PyMem_Calloc(n + 1, sizeof(int32_t));
     if (!cnt) return "out of memory";
-    const char *why = ih_check(t, GS);
+    const char *why = ih_check(t, t->ih, GS);
     for (int32_t e = 0; !why && e < t->ent_len; e++) {
         Entry *x = &t->ent[e];
         if (!(x->flags & F_KNOWN) || OUT(x)) continue;
@@ -173,12 +173,12 @@ static const char *gdsf_check(Tier *t) {
     }
     for (Py_ssize_t i = 0; !why && i < n; i++) if (cnt[i] != GKIDS(t, i)) why = "held-children counts";
     PyMem_Free(cnt);
-    if (!why && leaves != t->hlen) why = "a heap item not of a held entry";
+    if (!why && leaves != t->ih->len) why = "a heap item not of a held entry";
     if (!why && held != t->held) why = "held count differs from the known unpinned blocks";
     return why;
 }
 
 const PolOps POL_GDSF = {
-    .name = "gdsf", .init = gdsf_init, .add = gdsf_add, .remove = gdsf_unhold, .drop = gdsf_unhold,
+    .name = "gdsf", .init = gdsf_init, .fini = ih_free, .add = gdsf_add, .remove = gdsf_unhold, .drop = gdsf_unhold,
     .touch = gdsf_touch, .victim = gdsf_victim, .order = gdsf_order, .check = gdsf_check, .load = gdsf_load,
 };

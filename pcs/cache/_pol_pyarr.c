@@ -16,8 +16,9 @@
  * context clock (if any) is the request clock at the call.
  *
  * Errors as in _pol_py.c (pyhost_fail, pyhost_broke): the policy's exception, or an answer against the contract
- * (victims(n) not n distinct held handles, order_handles() a handle not held), raised as the error class naming the
- * policy and the method; the queue is then emptied. */
+ * (victims(n) not n distinct held handles; order_handles() not a list, tuple or range of every held handle once, or
+ * a bool in it), raised as the error class naming the policy and the method; the queue is then emptied. The
+ * Python host checks the same (ArrayPolicy._bad_handles). */
 #include "_lruhier.h"
 
 enum { A_NONE, A_ADD, A_TOUCH, A_GONE };
@@ -288,25 +289,44 @@ static int32_t pa_victim(Tier *t) {
     return e;
 }
 
-/* order_handles(): the held entries, first victim first; each held unpinned, at most t->held; -1 on error */
+/* what is wrong with item o of order_handles()'s answer (its entry into *e, its handle into *h), or NULL: an int
+ * (not a bool) naming a handle held unpinned (an int beyond int64 names none), not named before in the answer
+ * (F_VISITED marks the entries named; the caller clears them) */
+static const char *pa_order_item(Tier *t, PyObject *o, int64_t *h, int32_t *e) {
+    *e = -1;
+    *h = -1;
+    if (PyBool_Check(o)) return "order_handles() returned a bool, not an int handle";
+    if (!PyLong_Check(o)) return "order_handles() returned a non-int, not a handle";
+    *h = PyLong_AsLongLong(o);
+    PyErr_Clear();                                      /* overflow: -1, a handle never named */
+    if ((*e = pa_entry(t, *h)) < 0) return "order_handles() returned a handle the tier does not hold unpinned";
+    if (t->ent[*e].flags & F_VISITED) return "order_handles() returned a handle twice";
+    t->ent[*e].flags |= F_VISITED;
+    return NULL;
+}
+
+/* order_handles(): the held entries, first victim first: a list, tuple or range of every handle the policy holds,
+ * each once (pa_order_item); their count, or -1 (the error class set) */
 static Py_ssize_t pa_order(Tier *t, int32_t *out) {
     PyArr *p = t->pa;
     if (pa_flush(t) < 0) return -1;
     PyObject *r = PyObject_CallNoArgs(p->order);
-    PyObject *l = r ? PySequence_Fast(r, "order_handles() must return a sequence") : NULL;
-    Py_XDECREF(r);
-    if (!l) return pyhost_fail(p->err, p->name, "order_handles");
-    Py_ssize_t n = PySequence_Fast_GET_SIZE(l), bad = n > t->held;
-    int64_t h = 0;
-    for (Py_ssize_t i = 0; i < n && !bad; i++) {
-        h = PyLong_AsLongLong(PySequence_Fast_GET_ITEM(l, i));
-        out[i] = pa_entry(t, h);
-        bad = out[i] < 0;
+    if (!r) return pyhost_fail(p->err, p->name, "order_handles");
+    PyObject *l = PyList_Check(r) || PyTuple_Check(r) || PyObject_TypeCheck(r, &PyRange_Type)
+                  ? PySequence_Fast(r, "") : NULL;
+    Py_DECREF(r);
+    if (!l) {
+        PyErr_Clear();
+        return pa_broke(p, "order_handles() must return a list, tuple or range of handles", 0, 0);
     }
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(l), held = t->held - (t->ret ? t->ret->len : 0), i = 0;
+    const char *why = n > held ? "order_handles() returned more handles than the policy holds" : NULL;
+    int64_t h = 0;
+    for (; i < n && !why; i++) why = pa_order_item(t, PySequence_Fast_GET_ITEM(l, i), &h, &out[i]);
+    for (Py_ssize_t k = 0; k < i; k++) if (out[k] >= 0) t->ent[out[k]].flags &= ~F_VISITED;
     Py_DECREF(l);
-    PyErr_Clear();
-    if (bad) return pa_broke(p, "order_handles() holds a handle the tier does not hold unpinned, or too many", h, n);
-    return n;
+    if (!why && n < held) why = "order_handles() returned fewer handles than the policy holds";
+    return why ? pa_broke(p, why, h, n) : n;
 }
 
 static const char *pa_check(Tier *t) { return pyhost_check(t, pa_order, t->pa->held, t->pa->check, t->pa->why); }

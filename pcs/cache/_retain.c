@@ -54,11 +54,7 @@ void ret_free(Tier *t) {
     Retain *r = t->ret;
     if (!r) return;
     kstore_free(r->keys);
-    PyMem_Free(r->arrival_s);
-    PyMem_Free(r->prev);
-    PyMem_Free(r->next);
-    PyMem_Free(r->until);
-    PyMem_Free(r->gone);
+    PCS_FREE(&r->arrival_s, &r->prev, &r->next, &r->until, &r->gone);
     PyMem_Free(r);
     t->ret = NULL;
 }
@@ -181,6 +177,6 @@ const char *ret_check(const Tier *t) {
     if (prev != r->tail || n != r->len) return "bad pool tail or length";
     Py_ssize_t flagged = 0;
     for (uint64_t i = 0; i <= t->mask; i++)
-        if (t->slots[i] >= 0 && (t->ent[t->slots[i]].flags & F_POOL)) flagged++;
+        if (t->slots[i].e >= 0 && (t->ent[t->slots[i].e].flags & F_POOL)) flagged++;
     return flagged == n ? NULL : "flagged blocks differ from the pool";
 }

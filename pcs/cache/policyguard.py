@@ -16,7 +16,7 @@ from typing import Any
 
 from pcs.errors import PolicyError
 
-__all__ = ["GuardedPolicy", "guard", "broke", "raised", "is_own", "trusted"]
+__all__ = ["GuardedPolicy", "guard", "broke", "raised", "is_own", "trusted", "check_initialised"]
 
 
 def raised(name: str, method: str, err: BaseException) -> PolicyError:
@@ -28,6 +28,26 @@ def broke(name: str, what: str, key: Any, n: int) -> PolicyError:
     """The error for a policy ``name`` whose answer broke the contract (``what``; ``key``: the block or count)."""
     return PolicyError(f"eviction policy {name!r} broke the contract of pcs/cache/policies/base.py: {what} "
                        f"(block {key!r}, n = {n})")
+
+
+def check_initialised(policy: Any) -> None:
+    """Raise :class:`PolicyError` if ``policy``'s ``__init__`` skipped the base class's (``super().__init__``): the
+    attributes :class:`pcs.cache.policies.base.EvictionPolicy` sets (``capacity_blocks``) and, for a policy on
+    the handle contract, those of :class:`pcs.cache.policies.array.ArrayPolicy` (``flags``, a bytearray, and its
+    key map) must be there, or the hosts would fail later with an error that does not say why."""
+    from pcs.cache.policies.array import ArrayPolicy      # the registry imports this module: import on use
+
+    need = ("capacity_blocks", "flags", "_handle", "_key", "_next", "_runs") if isinstance(policy, ArrayPolicy) \
+        else ("capacity_blocks",)
+    missing = [a for a in need if not hasattr(policy, a)]
+    if not missing and isinstance(policy, ArrayPolicy) and not isinstance(policy.flags, bytearray):
+        missing = ["flags (a bytearray)"]
+    if missing:
+        base = "ArrayPolicy" if isinstance(policy, ArrayPolicy) else "EvictionPolicy"
+        name = getattr(policy, "name", "") or type(policy).__name__
+        raise PolicyError(f"eviction policy {name!r}: its __init__ did not call super().__init__(capacity_blocks) "
+                          f"({base}, pcs/cache/policies/{'array' if base == 'ArrayPolicy' else 'base'}.py): no "
+                          f"attribute {missing[0]}")
 
 
 def is_own(cls: type) -> bool:

@@ -46,7 +46,8 @@ def fleet_options(multiple: bool) -> Callable:
                               "clock, under the step scheduler too (docs/cluster.md).")(f)
         f = click.option("--router-stale-s", type=Float(0, 1e9), default=None,
                          help="Seconds between a cache event on an instance and the router seeing it (KV events "
-                              "arrive late); default 0 = the router's index is exact.")(f)
+                              "arrive late); default 0 = the router's index is exact. Only prefix and cache-aware "
+                              "read the index (pcs compare gives the delay to those).")(f)
         f = click.option("--router", "router", multiple=multiple, callback=_no_blank_router,
                          help=_ROUTER_HELP + (" (repeat to compare routers)." if multiple else "; default "
                                                                                                "round-robin."))(f)

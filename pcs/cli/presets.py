@@ -12,7 +12,8 @@ import click
 
 from pcs import units
 from pcs.cli.common import apply_options, command, emit, format_option, quiet_option
-from pcs.hardware import GPUSpec, HardwareTable, LinkSpec, get_gpu, get_link, load_hardware_file, override
+from pcs.hardware import (ALIASES, GPUSpec, HardwareTable, LinkSpec, get_gpu, get_link, load_hardware_file,
+                          override)
 from pcs.report.presets import gpu_row, hardware_csv_rows, link_row, render_hardware, render_models
 
 __all__ = ["hardware", "models", "gpu_options", "resolve_gpu", "link_options", "resolve_link",
@@ -139,7 +140,7 @@ def hardware(fmt: str, hardware_file: str | None, quiet: bool, **kwargs: Any) ->
     if fmt == "csv":
         emit({"rows": hardware_csv_rows(payload)}, fmt, "")
         return
-    emit(payload, fmt, lambda: render_hardware(payload["gpus"], payload["links"]))
+    emit(payload, fmt, lambda: render_hardware(payload["gpus"], payload["links"], ALIASES))
 
 
 @command()

@@ -294,7 +294,7 @@ def refuse_inapplicable(kw: dict[str, Any]) -> None:
     - the step scheduler's options with ``--timing sequential`` or ``--compute infinite`` (no scheduler runs);
     - ``--compute infinite`` with ``--timing sequential`` (no compute queue either way);
     - ``--restore-timeout`` / ``--restore-timeout-per-token`` without ``--restore-policy best-effort``;
-    - ``--router-stale-s`` without a ``--router`` that reads the cache index (prefix, cache-aware);
+    - ``--router-stale-s`` > 0 without a ``--router`` that reads the cache index (prefix, cache-aware);
     - ``--gpu-memory-utilization`` with a GPU tier of a given size (it sizes only a derived or ``auto`` one).
 
     Raises:
@@ -341,16 +341,15 @@ def _small_budget_note(kw: dict[str, Any]) -> None:
 
 
 def _refuse_inapplicable_fleet(kw: dict[str, Any]) -> None:
-    """``--router-stale-s`` needs a router that reads the cache index."""
-    if kw.get("router_stale_s") is None:
+    """``--router-stale-s`` > 0 needs a router that reads the cache index: the API's rule
+    (:func:`pcs.fleet.routers.stale_view_applies`), checked here before the trace is read."""
+    if not kw.get("router_stale_s"):
         return
-    from pcs.fleet.routers import parse_router
+    from pcs.fleet.routers import parse_router, stale_view_applies
 
-    routers = kw.get("router") or ()
+    routers = kw.get("router") or ("round-robin",)       # the fleet's default router
     routers = (routers,) if isinstance(routers, str) else routers
-    if not any(parse_router(r, 1).uses_index for r in routers):
-        raise ValueError("--router-stale-s delays the cache events a router reads, and no --router given reads "
-                         "them (prefix, cache-aware do)")
+    stale_view_applies([parse_router(r, 1) for r in routers], kw["router_stale_s"])
 
 
 def open_trace_kwargs(kw: dict[str, Any]):

@@ -41,9 +41,12 @@ typedef struct {
     int decoding, grows, first, live;
     PyObject *adm, *chain;          /* Python path: the hierarchy's Admission while admitted; start()'s chain list */
     int32_t ai;                     /* C API path: its admission's index in Sched.apool while admitted, else -1 */
+    int32_t rprev, rnext;           /* links of the running list (Sched.rhead) while admitted, -1 at its ends */
     uint64_t *hashes;               /* n0 prompt block ids, then ndh decode block ids (hcap allocated) */
     Py_ssize_t hcap;
-    double *pre;                    /* prefill table row: cap0 + 1 entries, or NULL */
+    double *pre;                    /* prefill table row: cap0 + 1 entries (in prebuf), or NULL */
+    double *prebuf;                 /* the slot's buffer for it (pcap allocated), kept for the slot's next request */
+    Py_ssize_t pcap;
 } Req;
 
 typedef struct {
@@ -73,7 +76,7 @@ typedef struct {
     /* requests */
     Req *rq; int32_t nrq, caprq, *freel; int32_t nfree;
     int32_t *wq; Py_ssize_t wh, wn, wcap;       /* waiting: ring buffer */
-    int32_t *run; Py_ssize_t nrun;              /* running, admission order */
+    int32_t rhead, rtail; Py_ssize_t nrun;      /* running, admission order: a list through Req.rprev / rnext */
     int32_t *pf; Py_ssize_t npf;                /* prefilling, admission order */
     int32_t *cr; int64_t *cn;                   /* a step's chunks */
     Heap fin, blk;
@@ -548,6 +551,25 @@ static int wq_push_front(Sched *s, int32_t r) {
     return 0;
 }
 
+/* a is followed by b in the running list (a = -1: b is first; b = -1: a is last) */
+static void run_link(Sched *s, int32_t a, int32_t b) {
+    if (a >= 0) s->rq[a].rnext = b; else s->rhead = b;
+    if (b >= 0) s->rq[b].rprev = a; else s->rtail = a;
+}
+
+/* r joins the running requests, last (StepEngine.running.append) */
+static void run_append(Sched *s, int32_t ri) {
+    run_link(s, s->rtail, ri);
+    run_link(s, ri, -1);
+    s->nrun++;
+}
+
+/* r leaves the running requests (StepEngine.running.remove): O(1), the others keep their order */
+static void run_remove(Sched *s, int32_t ri) {
+    run_link(s, s->rq[ri].rprev, s->rq[ri].rnext);
+    s->nrun--;
+}
+
 static void list_remove(int32_t *a, Py_ssize_t *n, int32_t r) {
     Py_ssize_t i = 0;
     while (i < *n && a[i] != r) i++;
@@ -591,8 +613,8 @@ static void req_free(Sched *s, int32_t i) {
     Req *r = &s->rq[i];
     adm_release(s, r);
     Py_CLEAR(r->chain);
-    PyMem_Free(r->pre); r->pre = NULL;
-    r->live = 0;                    /* r->hashes keeps its buffer for the slot's next request */
+    r->pre = NULL;
+    r->live = 0;                    /* r->hashes and r->prebuf keep their buffers for the slot's next request */
     s->freel[s->nfree++] = i;
 }
 
@@ -769,7 +791,7 @@ static int admit(Sched *s, int32_t ri) {
     int64_t ht = kept * bs;
     r->ctx = ht < p ? ht : p - 1;
     r->rem = p - r->ctx;
-    s->run[s->nrun++] = ri;
+    run_append(s, ri);
     s->pf[s->npf++] = ri;
     if (r->first) {
         if (first_columns(s, r, &ai, kept, ht < p ? ht : p, hits, th, rb, lead) < 0) return -1;
@@ -888,7 +910,7 @@ static int finish(Sched *s, int32_t ri) {
     }
     if (h_finish(s, r) < 0) return -1;
     r->ep = ++s->epochs;
-    list_remove(s->run, &s->nrun, ri);
+    run_remove(s, ri);
     s->in_system--;
     release(s);
     finish_columns(s, r);
@@ -966,7 +988,7 @@ static int chunks_ran(Sched *s, Py_ssize_t nch, double step) {
 static int preempt(Sched *s, int32_t vi) {
     Req *v = &s->rq[vi];
     v->ep = ++s->epochs;
-    list_remove(s->run, &s->nrun, vi);
+    run_remove(s, vi);
     int64_t bs = s->bs;
     if (v->decoding) {
         int64_t kv = v->kv0 + (s->G - v->g0);
@@ -996,7 +1018,7 @@ static int preempt(Sched *s, int32_t vi) {
 
 /* StepEngine._victim: the youngest running request that grows */
 static int32_t victim(Sched *s) {
-    for (Py_ssize_t i = s->nrun - 1; i >= 0; i--) if (s->rq[s->run[i]].grows) return s->run[i];
+    for (int32_t i = s->rtail; i >= 0; i = s->rq[i].rprev) if (s->rq[i].grows) return i;
     PyErr_SetString(PyExc_AssertionError, "no request to preempt");
     return -1;
 }
@@ -1116,10 +1138,11 @@ static int new_request(Sched *s, int64_t k, double a, int64_t p, int64_t o, int6
     int32_t ri = req_new(s);
     if (ri < 0) return -1;
     Req *r = &s->rq[ri];
-    uint64_t *hashes = r->hashes;   /* the slot's buffer, reused */
-    Py_ssize_t hcap = r->hcap;
+    uint64_t *hashes = r->hashes;   /* the slot's buffers, reused */
+    double *prebuf = r->prebuf;
+    Py_ssize_t hcap = r->hcap, pcap = r->pcap;
     memset(r, 0, sizeof *r);
-    r->hashes = hashes; r->hcap = hcap; r->ai = -1;
+    r->hashes = hashes; r->hcap = hcap; r->prebuf = prebuf; r->pcap = pcap; r->ai = -1;
     r->k = k; r->arrival = a; r->p0 = r->p = p; r->o = o; r->n0 = n0; r->cap0 = cap0; r->ndh = ndh;
     r->land = -INFINITY; r->ttft = NAN; r->first = 1; r->grows = 1; r->live = 1;
     r->ep = ++s->epochs;
@@ -1133,8 +1156,12 @@ static int new_request(Sched *s, int64_t k, double a, int64_t p, int64_t o, int6
     memcpy(r->hashes, ids, sizeof(uint64_t) * nid);
     if (ndh) memcpy(r->hashes + n0, dh, sizeof(uint64_t) * ndh);
     if (pre) {
-        r->pre = PyMem_Malloc(sizeof(double) * (cap0 + 1));
-        if (!r->pre) { PyErr_NoMemory(); return -1; }
+        if (cap0 + 1 > r->pcap) {
+            PyMem_Free(r->prebuf);
+            r->pcap = cap0 + 1;
+            if (!(r->prebuf = PyMem_Malloc(sizeof(double) * r->pcap))) { r->pcap = 0; PyErr_NoMemory(); return -1; }
+        }
+        r->pre = r->prebuf;
         memcpy(r->pre, pre, sizeof(double) * (cap0 + 1));
     }
     return wq_push_back(s, ri);
@@ -1329,9 +1356,9 @@ static int sched_alloc(Sched *s) {
     s->iops = PyMem_Calloc(T, sizeof(double)); s->link_free = PyMem_Calloc(T, sizeof(double));
     s->bpb = PyMem_Calloc(T, sizeof(int64_t)); s->tier_hits = PyMem_Calloc(T, sizeof(int64_t));
     s->links = PyMem_Calloc(T, sizeof(Link));
-    s->run = PyMem_Calloc(s->max_seqs + 1, sizeof(int32_t)); s->pf = PyMem_Calloc(s->max_seqs + 1, sizeof(int32_t));
+    s->rhead = s->rtail = -1; s->pf = PyMem_Calloc(s->max_seqs + 1, sizeof(int32_t));
     s->cr = PyMem_Calloc(s->max_seqs + 1, sizeof(int32_t)); s->cn = PyMem_Calloc(s->max_seqs + 1, sizeof(int64_t));
-    if (!s->setup || !s->bw || !s->iops || !s->link_free || !s->bpb || !s->tier_hits || !s->links || !s->run
+    if (!s->setup || !s->bw || !s->iops || !s->link_free || !s->bpb || !s->tier_hits || !s->links
         || !s->pf || !s->cr || !s->cn) { PyErr_NoMemory(); return -1; }
     return 0;
 }
@@ -1449,12 +1476,13 @@ static PyObject *sched_set_hybrid(Sched *s, PyObject *h) {
 static void sched_dealloc(Sched *s) {
     for (int32_t i = 0; i < s->nrq; i++) {
         Req *r = &s->rq[i];
-        if (r->live) { Py_CLEAR(r->adm); Py_CLEAR(r->chain); PyMem_Free(r->pre); }
+        if (r->live) { Py_CLEAR(r->adm); Py_CLEAR(r->chain); }
         PyMem_Free(r->hashes);
+        PyMem_Free(r->prebuf);
     }
     for (int64_t i = 0; s->apool && s->api && i <= s->max_seqs; i++) s->api->adm_free(&s->apool[i]);
     PyMem_Free(s->apool); PyMem_Free(s->afree);
-    PyMem_Free(s->rq); PyMem_Free(s->freel); PyMem_Free(s->wq); PyMem_Free(s->run); PyMem_Free(s->pf);
+    PyMem_Free(s->rq); PyMem_Free(s->freel); PyMem_Free(s->wq); PyMem_Free(s->pf);
     PyMem_Free(s->cr); PyMem_Free(s->cn); PyMem_Free(s->fin.a); PyMem_Free(s->blk.a); PyMem_Free(s->bins);
     PyMem_Free(s->setup); PyMem_Free(s->bw); PyMem_Free(s->iops); PyMem_Free(s->bpb); PyMem_Free(s->link_free);
     PyMem_Free(s->tier_hits); PyMem_Free(s->links);

@@ -641,8 +641,7 @@ def _summarise(out, context: dict, opts: _Options):
 
     if out.result.ledger.num_requests == 0:
         raise ValueError("the trace has no requests")
-    context.update(engine=out.engine, engine_reason=out.engine_reason, baseline_engine=out.baseline_engine,
-                   baseline_engine_reason=out.baseline_engine_reason,
+    context.update(out.engines,
                    compute=opts.compute_mode if opts.timing == "modeled" else None,
                    scheduler=_scheduler_summary(out), single_with_decode=out.single_with_decode,
                    no_cache_ttft_s=out.scheduler[2].columns["ttft_s"] if out.scheduler is not None else None)

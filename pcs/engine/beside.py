@@ -1,10 +1,12 @@
-"""Run one call on a worker thread beside the caller's work: the no-cache baseline's step loop beside the run's.
+"""Run one call at a time on a worker thread beside the caller's work: the no-cache baseline's step loop beside the run's.
 
 The compiled step loop (:mod:`pcs.engine.stepnative`) releases the GIL over its ``feed`` and ``close`` when it
 calls no Python code (``pcs/engine/_stepsched.c``, "the GIL"), so the modeled run and its no-cache twin -- which
 read the same chunks and share no state -- run on two cores at once. Each loop touches only its own state and
 hierarchy, so the results are those of running the calls one after the other (``tests/engine/test_beside.py``).
 An engine whose loop keeps the GIL is called at once on the caller's thread (a thread would only add switches).
+One worker thread serves every call of a :class:`Beside` (started at the first call, ended by :meth:`close`):
+a replay makes one call per chunk, and a thread per call cost a thread start (stack, clone) each time.
 """
 from __future__ import annotations
 
@@ -19,27 +21,51 @@ class Beside:
 
     Args:
         threaded: run the calls on a worker thread (the engine's loop releases the GIL), else inline.
+    Use :meth:`close` when done (it waits for a call still running and ends the worker thread).
     """
 
     def __init__(self, threaded: bool) -> None:
         self.threaded = threaded
         self._thread: threading.Thread | None = None
+        self._call: tuple | None = None
+        self._busy = False
+        self._go = threading.Semaphore(0)      # a call is ready (or, with no call, the worker ends)
+        self._done = threading.Semaphore(0)    # the call has finished
         self._out: Any = None
         self._err: BaseException | None = None
 
-    def start(self, fn: Callable[..., Any], *args: Any) -> None:
-        """Begin ``fn(*args)``: on the worker thread when threaded, else now (an exception waits for join)."""
-        def run() -> None:
-            try:
-                self._out = fn(*args)
-            except BaseException as exc:   # handed to the caller at join
-                self._err = exc
+    def _run(self, fn: Callable[..., Any], args: tuple) -> None:
+        try:
+            self._out = fn(*args)
+        except BaseException as exc:   # handed to the caller at join
+            self._err = exc
 
+    def _serve(self) -> None:
+        """The worker: run each call handed over by :meth:`start` until :meth:`close` hands over none."""
+        while True:
+            self._go.acquire()
+            call, self._call = self._call, None
+            if call is None:
+                return
+            self._run(*call)
+            self._done.release()
+
+    def start(self, fn: Callable[..., Any], *args: Any) -> None:
+        """Begin ``fn(*args)``: on the worker thread when threaded, else now (an exception waits for join).
+
+        Raises:
+            RuntimeError: the previous call was not joined.
+        """
+        if self._busy:
+            raise RuntimeError("Beside.start: the previous call was not joined")
         if not self.threaded:
-            run()
+            self._run(fn, args)
             return
-        self._thread = threading.Thread(target=run, name="pcs-beside", daemon=True)
-        self._thread.start()
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._serve, name="pcs-beside", daemon=True)
+            self._thread.start()
+        self._call, self._busy = (fn, args), True
+        self._go.release()
 
     def settle(self) -> None:
         """Wait for the call and drop its result or exception: the caller is raising its own error (the one
@@ -51,11 +77,20 @@ class Beside:
 
     def join(self) -> Any:
         """The call's result once it has finished; its exception is raised here."""
-        if self._thread is not None:
-            self._thread.join()
-            self._thread = None
+        if self._busy:
+            self._done.acquire()
+            self._busy = False
         err, out = self._err, self._out
         self._err = self._out = None
         if err is not None:
             raise err
         return out
+
+    def close(self) -> None:
+        """Wait for a call still running (its outcome dropped) and end the worker thread; the Beside can be used
+        again (a new worker starts at the next call)."""
+        self.settle()
+        if self._thread is not None:
+            self._go.release()          # no call: the worker returns
+            self._thread.join()
+            self._thread = None

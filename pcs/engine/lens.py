@@ -30,7 +30,7 @@ from typing import Any, Sequence
 
 from pcs.engine.result import PayloadLens
 
-__all__ = ["alternative_dtype", "payload_lens"]
+__all__ = ["alternative_dtype", "baseline_reason", "payload_lens"]
 
 _WIDE = ("fp32", "bf16", "fp16")
 
@@ -42,6 +42,22 @@ def alternative_dtype(dtype: str) -> str:
     ('fp8', 'bf16')
     """
     return "fp8" if dtype in _WIDE else "bf16"
+
+
+def baseline_reason(dtype: str, alt: str) -> str:
+    """Why a narrow run names bf16 as its 16-bit baseline, for the lens line ("" when the run is 16/32-bit).
+
+    A default run of an fp16 checkpoint (llama-2-70b) shows ``KV fp16 vs fp8`` and the same model with
+    ``--dtype fp8`` shows ``KV fp8 vs bf16``: bf16 and fp16 both store 2 bytes a value (quant ``DTYPE_BITS``),
+    so every figure of the lens is the same for either, and bf16 is the 16-bit baseline ``pcs footprint``
+    compares with as well (its ``*_ratio_vs_bf16``). The JSON keeps ``alt_dtype`` = bf16.
+
+    >>> baseline_reason("fp8", "bf16")
+    'bf16 = any 16-bit KV: fp16 stores the same 2 bytes a value'
+    >>> baseline_reason("fp16", "fp8")
+    ''
+    """
+    return "" if dtype in _WIDE or alt != "bf16" else "bf16 = any 16-bit KV: fp16 stores the same 2 bytes a value"
 
 
 def _restore_s(links: Sequence[Any], bytes_per_block: Sequence[int]) -> float:

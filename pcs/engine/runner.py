@@ -60,8 +60,8 @@ class Outcome:
         state: the run's tiers at the end.
         baseline: the sequential baseline's result (the run itself in sequential timing).
         single, ideal: single-sequence results under the run's rules and the ideal rules.
-        engine, engine_reason: the run's engine (a :data:`pcs.engine.select.ENGINES` name) and why.
-        baseline_engine, baseline_engine_reason: the same for the baseline.
+        engines: the summary's keys naming the engines (:data:`pcs.engine.select.SUMMARY_KEYS`) -> value: the
+            run's engine (a :data:`pcs.engine.select.ENGINES` name) and why, the same for the baseline.
         scheduler: the step scheduler's ``(resolved config, counters, no-cache result, no-cache counters)``,
             or None (instant compute, sequential timing).
         single_with_decode: the decode-aware single-sequence result (:func:`single_with_decode`) when the
@@ -75,10 +75,7 @@ class Outcome:
     baseline: EngineResult
     single: SingleSequenceResult
     ideal: SingleSequenceResult
-    engine: str
-    engine_reason: str
-    baseline_engine: str
-    baseline_engine_reason: str
+    engines: dict[str, str]
     scheduler: tuple | None = None
     single_with_decode: SingleSequenceResult | None = None
     decode: Any = None
@@ -325,23 +322,25 @@ def _feed(source: Any, rules: BlockRules, time_model: Any, engines: list[ReplayE
           side: ReplayEngine | None = None, beside: Beside | None = None) -> None:
     """Feed every chunk of ``source`` to every engine once; ``decode=False``: no decode seconds (step scheduler);
     with ``passes`` the chunks are made once for the runs of the replay (the same time model).
-    ``side``: one more engine, fed each chunk through ``beside`` (on a worker thread) while the others are fed."""
+    ``side``: one more engine, fed each chunk through ``beside`` (on a worker thread) while the others are fed
+    and the next chunk is made (the side's feeds stay in chunk order: each is joined before the next starts)."""
     chunks = iter_chunks(source, rules, time_model, decode) if passes is None else passes.get(
         ("chunks", rules, id(time_model), decode), lambda: list(iter_chunks(source, rules, time_model, decode)))
-    for ch in chunks:
-        if side is not None:
-            beside.start(side.feed, ch)
-        try:
+    try:
+        for ch in chunks:
+            if side is not None:
+                beside.join()              # the previous chunk's side feed (nothing pending at the first)
+                beside.start(side.feed, ch)
             for e in engines:
                 e.feed(ch)
-        except BaseException:
-            if side is not None:
-                beside.settle()
-            raise
+            if progress is not None:
+                progress(len(ch))
         if side is not None:
             beside.join()
-        if progress is not None:
-            progress(len(ch))
+    except BaseException:
+        if side is not None:
+            beside.close()         # waits for the side's call, drops its outcome, ends the worker thread
+        raise
 
 
 def _decoded_once(source: Any, plans: list) -> Any:
@@ -371,17 +370,17 @@ def _singles(scans: list, scan2: Any, source: Any, rules: BlockRules, native: st
 def _close_runs(scans, loops, no_cache, beside: Beside, hybrid, tiers0, write_policy: str, time_model,
                 progress) -> tuple[list, EngineResult | None]:
     """Close the run's engines (or run its one-pass scans) while the no-cache loop closes beside them:
-    ([(result, cache state)] per plan, the no-cache loop's result or None)."""
+    ([(result, cache state)] per plan, the no-cache loop's result or None); ``beside`` is closed after
+    (:meth:`pcs.engine.beside.Beside.close`: on an error the no-cache loop's outcome is dropped)."""
     if no_cache is not None:   # its close runs beside the run's
         beside.start(_close, no_cache, None)
     try:
         done = [(_close(loop, hybrid), cache_state(loop.h)) if loop is not None else
                 fastpath.run(sc, tiers0[0].name, write_policy, time_model.compute, progress if k == 0 else None)
                 for k, (sc, loop) in enumerate(zip(scans, loops))]
-    except BaseException:
-        beside.settle()
-        raise
-    return done, (beside.join() if no_cache is not None else None)
+        return done, (beside.join() if no_cache is not None else None)
+    finally:
+        beside.close()
 
 
 def _beside(loop: Any) -> Beside:
@@ -459,8 +458,9 @@ def run_replay(source: Any, rules: BlockRules, time_model: Any, make_tiers: Call
     if no_cache is not None:
         sched = (resolved[1], loops[0].stats, no_cache_result, no_cache.stats)
     with_decode = None if comparison else single_with_decode(resolved, source, native, scan2)
-    return Outcome(result, state, baseline, singles[0], singles[1], plans[0].row.name, plans[0].reason,
-                   all_plans[-1].row.name, all_plans[-1].reason, sched, with_decode,
+    engines = dict(zip(select.SUMMARY_KEYS, (plans[0].row.name, plans[0].reason,
+                                             all_plans[-1].row.name, all_plans[-1].reason)))
+    return Outcome(result, state, baseline, singles[0], singles[1], engines, sched, with_decode,
                    resolved[2] if with_decode is not None else None)
 
 

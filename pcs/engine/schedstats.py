@@ -56,7 +56,7 @@ class SchedulerCounters:
     prefill_steps: int = 0
     busy_s: float = 0.0
     stall_s: float = 0.0
-    busy_per_s: list = field(default_factory=list)
+    busy_per_s: list[float] = field(default_factory=list)
     origin_s: float = 0.0
     end_s: float = 0.0
     preemptions: int = 0

@@ -209,10 +209,9 @@ def request_distributions(columns: Mapping[str, Any], no_cache_ttft_s: Any = Non
         pick = restored[np.unique(np.rint(np.linspace(0, len(restored) - 1, MAX_POINTS)).astype(np.int64))]
     saved = col("prefill_no_cache_s")[pick] - col("prefill_s")[pick]
     return RequestDistributions(
-        TtftCdf(tuple(float(q) for q in CDF_LEVELS) if with_cache else (), tuple(with_cache), tuple(without),
-                scheduled),
-        RestoreScatter(int(len(restored)), int(len(pick)), tuple(float(v) for v in saved),
-                       tuple(float(v) for v in col("restore_s")[pick])))
+        TtftCdf(tuple(CDF_LEVELS.tolist()) if with_cache else (), tuple(with_cache), tuple(without), scheduled),
+        RestoreScatter(int(len(restored)), int(len(pick)), tuple(saved.tolist()),   # Python floats, no per-value call
+                       tuple(col("restore_s")[pick].tolist())))
 
 def sequential_samples(arrival_s: np.ndarray, resident_after: np.ndarray) -> Sampler:
     """The samples the event loop takes in sequential timing over one tier, from per-request arrays.

@@ -15,6 +15,19 @@ __all__ = ["TimeModel"]
 _SLICE = 1 << 15
 
 
+def _counted(compute: Any, prompt: np.ndarray):
+    """``compute.prefill_s_of_counts`` when ``compute`` is a :class:`pcs.compute.ComputeModel` whose
+    ``prefill_s`` and ``prefill_flops`` are the class's own (what that method mirrors) and every count of the
+    chunk is exact in float64 (``prompt`` below 2**53), else None (``prefill_s`` with int64 arrays)."""
+    from pcs.compute import ComputeModel
+
+    cls = type(compute)
+    if (not isinstance(compute, ComputeModel) or cls.prefill_s is not ComputeModel.prefill_s
+            or cls.prefill_flops is not ComputeModel.prefill_flops or (len(prompt) and int(prompt.max()) >= 1 << 53)):
+        return None
+    return compute.prefill_s_of_counts
+
+
 class TimeModel:
     """Prefill and decode seconds from a compute model, vectorised once per chunk.
 
@@ -62,18 +75,23 @@ class TimeModel:
         """The rows of :meth:`tables` (float64, shape (offsets[-1],)): ``prefill_s`` is element-wise, so it runs on
         slices of about :data:`_SLICE` entries (whole rows) into one output array -- the same values, with
         temporaries that stay in cache instead of a dozen arrays of the whole table (page faults, memory traffic).
+        A compute model with ``prefill_s_of_counts`` (:meth:`pcs.compute.ComputeModel.prefill_s_of_counts`) gets
+        the token counts as float64 (whole numbers below 2**53: the same values as int64 converted) and skips
+        the checks they cannot fail; any other gets int64 arrays through ``prefill_s``.
         """
         total, m = int(offsets[-1]), len(prompt)
         pre = np.empty(total, dtype=np.float64)
         cuts = np.searchsorted(offsets, np.arange(0, total, _SLICE), side="right") - 1  # ascending: drop repeats
         cuts = cuts[np.concatenate(([True], cuts[1:] != cuts[:-1]))] if total else []  # (np.unique loads numpy.ma)
         bounds = [*(int(c) for c in cuts), m]
+        counted = _counted(self.compute, prompt)
+        dt = np.float64 if counted is not None else np.int64
         for i0, i1 in zip(bounds[:-1], bounds[1:]):
             o0, o1 = int(offsets[i0]), int(offsets[i1])
-            row = np.repeat(np.arange(i1 - i0), counts[i0:i1])
-            h = np.arange(o1 - o0, dtype=np.int64) - (offsets[i0:i1] - o0)[row]
-            p = prompt[i0:i1][row]
+            reps = counts[i0:i1]
+            h = np.arange(o1 - o0, dtype=dt) - np.repeat((offsets[i0:i1] - o0).astype(dt), reps)
+            p = np.repeat(prompt[i0:i1].astype(dt), reps)
             cached = np.minimum(h * block_size, p)
-            pre[o0:o1] = np.broadcast_to(np.asarray(self.compute.prefill_s(p - cached, cached), dtype=np.float64),
-                                         (o1 - o0,))
+            out = counted(p - cached, cached) if counted is not None else self.compute.prefill_s(p - cached, cached)
+            pre[o0:o1] = np.broadcast_to(np.asarray(out, dtype=np.float64), (o1 - o0,))
         return pre

@@ -3,8 +3,9 @@ from __future__ import annotations
 
 from typing import Any, Callable, Sequence
 
+from pcs.choices import MAX_INSTANCES
 from pcs.fleet.fleet import fleet_replay
-from pcs.fleet.routers import parse_router
+from pcs.fleet.routers import parse_router, stale_view_applies
 from pcs.fleet.summary import FleetSummary
 from pcs.schema import field, own, projection, renamed, result, take
 
@@ -42,22 +43,29 @@ def compare_routers(trace: Any, routers: Sequence[str], *, instances: int, route
                     progress: Callable[[int], None] | None = None, **replay_kwargs: Any) -> RouterCompare:
     """Run :func:`pcs.fleet.fleet_replay` once per router (same trace, fleet and options).
 
+    ``router_stale_s`` is passed to the routers that read the cache index (prefix, cache-aware) and 0 to the
+    others (:func:`pcs.fleet.routers.stale_view_applies`): a load-only router beside them is the baseline
+    it always is, and its row records the exact view it had (``router_stale_s`` 0), not a delay it never read.
+
     Raises:
-        ValueError: no router, a router given twice; what :func:`fleet_replay` raises.
+        ValueError: no router, a router given twice, a delay > 0 that none of the routers reads; what
+            :func:`fleet_replay` raises.
     """
     if not routers:
         raise ValueError("give at least one --router")
+    ok = isinstance(instances, int) and not isinstance(instances, bool) and 1 <= instances <= MAX_INSTANCES
+    parsed = [parse_router(r, instances if ok else 1) for r in routers]    # a bad count: fleet_replay says so
     seen: dict[str, str] = {}
-    for r in routers:   # the same router with its defaults spelled out (random, random:seed=0) is given twice
-        key = parse_router(r, max(instances, 1)).describe() if isinstance(instances, int) and instances >= 1 \
-            else str(r)
+    for r, p in zip(routers, parsed):   # the same router with its defaults spelled out (random, random:seed=0)
+        key = p.describe()
         if key in seen:
             raise ValueError(f"a --router is given twice: {seen[key]!r} and {r!r} are both {key}")
         seen[key] = str(r)
+    applies = stale_view_applies(parsed, router_stale_s)
     rows, name = [], "<requests>"
-    for r in routers:
-        s = fleet_replay(trace, instances=instances, router=r, router_stale_s=router_stale_s, progress=progress,
-                         **replay_kwargs).summary
+    for r, stale in zip(routers, applies):
+        s = fleet_replay(trace, instances=instances, router=r, router_stale_s=router_stale_s if stale else 0.0,
+                         progress=progress, **replay_kwargs).summary
         name = s.trace
         rows.append(RouterRow.from_source(s, shared_tier=_shared_label(s.shared_tier)))
     return RouterCompare(name, tuple(rows))

@@ -30,7 +30,7 @@ from pcs.choices import MAX_INSTANCES  # most instances of a fleet
 from pcs.fleet.decodes import fleet_decode
 from pcs.fleet.index import CacheIndex
 from pcs.fleet.route import route
-from pcs.fleet.routers import parse_router
+from pcs.fleet.routers import parse_router, stale_view_applies
 from pcs.fleet.summary import FleetGap, FleetSummary, InstanceLoad
 from pcs.trace.batches import as_batches, reiterable
 from pcs.trace.request import RequestBatch, concat_batches
@@ -345,7 +345,8 @@ def fleet_replay(trace: Any = None, *, instances: int = 1, router: Any = "round-
             links and scheduler ``replay_kwargs`` describe.
         router: a name of :data:`pcs.fleet.routers.ROUTERS` with options (``"cache-aware:overlap=2,load=1"``)
             or a Router.
-        router_stale_s: seconds between a cache event and the router's view of it (>= 0).
+        router_stale_s: seconds between a cache event and the router's view of it (>= 0); > 0 only for a
+            router that reads the cache index (prefix, cache-aware: :func:`pcs.fleet.routers.stale_view_applies`).
         progress: called with the number of requests done by each instance's replay.
         shared_tier: ``"NAME=SIZE"`` (or a :class:`pcs.engine.api.TierSpec`): a lower tier all instances
             read and write, below each instance's own tiers, one link per instance (docs/semantics.md §17.1;
@@ -354,7 +355,8 @@ def fleet_replay(trace: Any = None, *, instances: int = 1, router: Any = "round-
     Returns:
         :class:`FleetResult`.
     Raises:
-        ValueError: instances out of range, an unknown router or option, a negative delay, ``session``
+        ValueError: instances out of range, an unknown router or option, a negative delay or a delay > 0 for
+            a router that does not read the cache index, ``session``
             on a trace without session ids; with ``shared_tier``: no size, or an option
             :func:`pcs.fleet.oneclock.check_shared_options` refuses; and what :func:`pcs.replay` raises.
     """
@@ -371,6 +373,7 @@ def fleet_replay(trace: Any = None, *, instances: int = 1, router: Any = "round-
     # one compute model for every instance (the one pcs.replay would build; its KV-read memo is then shared)
     replay_kwargs = dict(replay_kwargs, compute=compute)
     chooser = parse_router(router, instances)
+    stale_view_applies((chooser,), router_stale_s)     # a delay no router reads is refused (one rule: CLI too)
     index = CacheIndex([cap] * instances, router_stale_s)
     assignment = route(batch, rules, chooser, index, service_times(batch, compute),
                        native=replay_kwargs.get("native"))

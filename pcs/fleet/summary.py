@@ -103,7 +103,8 @@ class FleetSummary:
     instances: int = field("count", "instances in the fleet, each with the tiers of one replay")
     router: str = field("-", "router name and options (pcs.fleet.routers)")
     router_source: str = field("-", "where the router's rule comes from")
-    router_stale_s: float = field("s", "delay between a cache event and the router seeing it (0 = exact view)")
+    router_stale_s: float = field("s", "delay between a cache event and the router seeing it (0 = exact view; 0 "
+                                          "for a router that reads no cache index)")
     index_capacity_blocks: int = field("blocks", "slots of the router's index per instance: the instance's "
                                                  "tiers' blocks together")
     requests: int = field("count", "requests of the trace (= the sum over instances)")

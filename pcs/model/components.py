@@ -140,7 +140,32 @@ class _PerToken:
 
 
 @dataclass(frozen=True, slots=True)
-class _GQA(_PerToken):
+class _Stored(_PerToken):
+    """Fields and formulas of a per-token component stored in a KV layout (:mod:`pcs.model.layouts`) and placed
+    on TP ranks: the GQA layers and the MLA latent (declared once here, keyword-only after a subclass's shape).
+
+    ``dtype``: the values' dtype; ``scales``: scales stored inline with each row (None: none); ``tp``: the
+    tensor-parallel size; ``layout``: the layout's name (None: the dtype's own). A subclass has ``num_layers``.
+    """
+
+    dtype: str = field(default="bf16", kw_only=True)
+    scales: QuantScales | None = field(default=None, kw_only=True)
+    tp: int = field(default=1, kw_only=True)
+    layout: str | None = field(default=None, kw_only=True)
+
+    @property
+    def layout_name(self) -> str:
+        """The KV layout's name (the dtype's own when never set)."""
+        return self.layout or self.dtype
+
+    def outside_page_bytes(self) -> int:
+        """Per-tensor scales of these layers, per rank (:meth:`KVLayout.outside_bytes_per_layer`; vLLM registers
+        K and V scales on MLA layers too)."""
+        return self.num_layers * get_layout(self.layout_name).outside_bytes_per_layer()
+
+
+@dataclass(frozen=True, slots=True)
+class _GQA(_Stored):
     """Fields and shared formulas of the GQA/MHA/MQA layers: full, sliding-window and chunked local attention.
 
     A subclass adds its span (``window_tokens``, ``chunk_tokens``) as a keyword-only field.
@@ -150,11 +175,7 @@ class _GQA(_PerToken):
     num_kv_heads: int
     head_dim: int
     num_q_heads: int
-    dtype: str = "bf16"
-    scales: QuantScales | None = None
-    tp: int = 1
     head_dim_v: int | None = None
-    layout: str | None = None
 
     def kv_heads_per_rank(self) -> int:
         """KV heads one rank stores: max(1, H_kv // tp), replicated when tp > H_kv.
@@ -180,15 +201,6 @@ class _GQA(_PerToken):
     def _flops_per_pair(self) -> float:
         # QK^T: 2*d_qk per head per pair; PV: 2*d_v; all query heads of all ranks.
         return 2.0 * self.num_q_heads * (self.head_dim + self._v_dim()) * self.num_layers
-
-    def outside_page_bytes(self) -> int:
-        """Per-tensor scales of these layers, per rank (:meth:`KVLayout.outside_bytes_per_layer`)."""
-        return self.num_layers * get_layout(self.layout_name).outside_bytes_per_layer()
-
-    @property
-    def layout_name(self) -> str:
-        """The KV layout's name (the dtype's own when never set)."""
-        return self.layout or self.dtype
 
     def with_dtype(self, dtype: str):
         """Stored in layout ``dtype`` (an engine name or a short name, :func:`pcs.model.layouts.get_layout`)."""

@@ -6,13 +6,13 @@ returns 1 for MLA).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import ClassVar
 
 import numpy as np
 
-from pcs.model.components import ArrayLike, _check_tp_q_heads, _PerToken, causal_pairs, windowed_pairs
-from pcs.model.layouts import get_layout, mla_form
+from pcs.model.components import ArrayLike, _check_tp_q_heads, _PerToken, _Stored, causal_pairs, windowed_pairs
+from pcs.model.layouts import mla_form
 from pcs.model.quant import QuantScales
 from pcs.model.quant import row_bytes as _row_bytes
 
@@ -20,7 +20,7 @@ __all__ = ["MLALatent", "IndexerKeys"]
 
 
 @dataclass(frozen=True, slots=True)
-class MLALatent(_PerToken):
+class MLALatent(_Stored):
     """Multi-head latent attention: one compressed latent per token per layer, no separate V.
 
     Bytes per token per layer = kv_lora_rank x dtype + qk_rope_head_dim x rope dtype
@@ -37,26 +37,15 @@ class MLALatent(_PerToken):
 
     name: ClassVar[str] = "mla_latent"
     num_layers: int
+    # the stored latent: kv_lora_rank values, then rope_dim values in rope_dtype (None: dtype)
     kv_lora_rank: int
     rope_dim: int
+    rope_dtype: str | None = field(default=None, kw_only=True)
+    # the attention's shape, read by the FLOPs only; topk: keys per query of sparse attention (None: dense)
     num_q_heads: int
     qk_nope_head_dim: int
     v_head_dim: int
-    dtype: str = "bf16"
-    scales: QuantScales | None = None
-    rope_dtype: str | None = None
     topk: int | None = None
-    tp: int = 1
-    layout: str | None = None
-
-    @property
-    def layout_name(self) -> str:
-        """The KV layout's name (the dtype's own when never set)."""
-        return self.layout or self.dtype
-
-    def outside_page_bytes(self) -> int:
-        """Per-tensor scales of these layers, per rank (vLLM registers K and V scales on MLA layers too)."""
-        return self.num_layers * get_layout(self.layout_name).outside_bytes_per_layer()
 
     def payload_bytes_per_token(self) -> int:
         row = _row_bytes(self.kv_lora_rank, self.dtype) + _row_bytes(self.rope_dim, self.rope_dtype or self.dtype)

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from pcs.engine.compare import CompareResult
+from pcs.report.replay import timing_label
 from pcs.report.table import render_table
 from pcs.units import format_bytes, format_count, format_duration, format_percent, format_points
 
@@ -43,12 +44,14 @@ ROWS: list[tuple[str, str, Callable[[Any], str]]] = [
 
 
 def _variants_table(res: CompareResult, notes: tuple[str, ...]) -> str:
+    first = res.variants[0].summary if res.variants else None
+    timing = timing_label(res.timing, first.compute if first is not None else None)
     body = [[label] + [fmt(getattr(v, attr)) if getattr(v, attr) is not None else "-" for v in res.variants]
             for label, attr, fmt in ROWS if any(getattr(v, attr) is not None for v in res.variants)
             or not attr.startswith(("oracle", "gap_capacity", "gap_policy", "single_sequence_with"))]
     body.insert(0, ["tiers"] + [v.tiers for v in res.variants])
     return render_table(["metric"] + [v.variant for v in res.variants], body,
-                        title=f"pcs compare: {res.trace} | {res.model} | {res.timing} timing",
+                        title=f"pcs compare: {res.trace} | {res.model} | {timing}",
                         notes=["single-sequence = infinite cache, same block rules; gap terms sum to "
                                "ideal - real; when a variant cached the next turns' decode blocks, the single-sequence incl. them "
                                "is its ceiling"] + list(notes))

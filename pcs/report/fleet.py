@@ -110,11 +110,23 @@ _SHARED_ROWS = (("hit ratio (delivered)", "hit_ratio", _pct),
                 ("hit ratio served by the shared tier", "shared_tier_hit_ratio", _pct)) + _COMPARE_ROWS[2:]
 
 
+def _view(rows: Sequence[dict[str, Any]]) -> str:
+    """The routers' view: exact, or stale for the routers that read the cache index (the others are given an
+    exact view: :func:`pcs.fleet.routers.stale_view_applies`), naming them when some routers do not."""
+    stale = [r for r in rows if r["router_stale_s"]]
+    if not stale:
+        return "exact view"
+    text = f"view {format_duration(stale[0]['router_stale_s'])} stale"
+    if len(stale) == len(rows):
+        return text
+    return f"{text} for {', '.join(r['router'] for r in stale)} (the others read no cache index)"
+
+
 def compare_title(trace: str, rows: Sequence[dict[str, Any]]) -> str:
-    """The router comparison's header: trace, instances, the router's view (exact or stale) and the shared
+    """The router comparison's header: trace, instances, the routers' view (:func:`_view`) and the shared
     tier when there is one (the same for every row)."""
     r = rows[0]
-    stale = f"view {format_duration(r['router_stale_s'])} stale" if r["router_stale_s"] else "exact view"
+    stale = _view(rows)
     shared = f" | shared tier {r['shared_tier']}" if r.get("shared_tier") else ""
     return f"pcs compare: {trace} | {r['instances']} instances | {stale}{shared}"
 

@@ -34,15 +34,24 @@ def _tflops(flops: float | None) -> str:
     return "-" if flops is None else f"{flops / 1e12:,.1f} TFLOP/s"
 
 
-def render_hardware(gpus: list[dict[str, Any]], links: list[dict[str, Any]]) -> str:
-    """The GPU table and the link table (either left out when empty), from :func:`gpu_row` / :func:`link_row` rows."""
+def _alias_note(rows: list[dict[str, Any]], aliases: dict[str, str] | None) -> list[str]:
+    """``also accepted: h100 = h100-sxm, ...`` for the aliases naming a listed preset (none: no note)."""
+    shown = {r["name"] for r in rows}
+    pairs = [f"{a} = {n}" for a, n in (aliases or {}).items() if n in shown]
+    return [f"also accepted: {', '.join(pairs)}"] if pairs else []
+
+
+def render_hardware(gpus: list[dict[str, Any]], links: list[dict[str, Any]],
+                    aliases: dict[str, str] | None = None) -> str:
+    """The GPU table and the link table (either left out when empty), from :func:`gpu_row` / :func:`link_row` rows;
+    ``aliases`` (alias -> preset name, :data:`pcs.hardware.ALIASES`) are noted under the table of their preset."""
     parts = []
     if gpus:
         parts.append(render_table(
             ["gpu", "HBM", "HBM bandwidth", "BF16 dense", "FP8 dense"],
             [[g["name"], units.format_bytes(g["hbm_bytes"]), units.format_bandwidth(g["hbm_bps"]),
               _tflops(g["bf16_flops"]), _tflops(g["fp8_flops"])] for g in gpus],
-            title="GPUs (dense tensor-core peaks; datasheet sources: --format json)"))
+            title="GPUs (dense tensor-core peaks; datasheet sources: --format json)", notes=_alias_note(gpus, aliases)))
     if links:
         parts.append(render_table(
             ["link", "bandwidth", "setup", "IOPS", "IOPS bandwidth", "default for tiers"],
@@ -52,7 +61,7 @@ def render_hardware(gpus: list[dict[str, Any]], links: list[dict[str, Any]]) -> 
               ", ".join(r["default_for_tiers"]) or None] for r in links],
             title="Links (effective one-direction bandwidth; setup = default latency per transfer)",
             notes=["bandwidths are effective defaults below the line rate; each source names the "
-                   "theoretical figure and the assumption (pcs hardware --format json)"]))
+                   "theoretical figure and the assumption (pcs hardware --format json)"] + _alias_note(links, aliases)))
     return "\n\n".join(parts)
 
 

@@ -20,12 +20,19 @@ def _pts(x: float) -> str:
     return format_points(x)  # -0.0 prints as 0.0
 
 
+def timing_label(timing: str, compute: str | None) -> str:
+    """``modeled timing``, or ``modeled timing, instant compute (--compute infinite)`` when no compute queue
+    runs (docs/semantics.md §9): the header of a replay and of a compare says which model the figures are."""
+    return f"{timing} timing" + (", instant compute (--compute infinite)" if compute == "infinite" else "")
+
+
 def header_line(s: dict[str, Any]) -> str:
-    """One line naming the run: trace, model, hardware, block size, timing, policy."""
+    """One line naming the run: trace, model, hardware, block size, timing (and instant compute), policy."""
     dtype = f", KV {s['kv_dtype']}" if s.get("kv_dtype") else ""
     pols = sorted({t["policy"] for t in s["tiers"]})
     return (f"pcs replay: {s['trace']} | {s['model']}{dtype} on {s['tp']}x {s['gpu']} (TP={s['tp']}) | "
-            f"block {s['block_size']} tokens | {s['timing']} timing | {'/'.join(pols)}, write-{s['write_policy']}")
+            f"block {s['block_size']} tokens | {timing_label(s['timing'], s.get('compute'))} | "
+            f"{'/'.join(pols)}, write-{s['write_policy']}")
 
 
 def _ceiling_rows(s: dict[str, Any]) -> list[list[str]]:
@@ -267,8 +274,11 @@ def lens_rows(s: dict[str, Any]) -> tuple[str, list[str], list[list[str]], list[
              "so with the hits held fixed TTFT barely moves; a real --dtype "
              f"{a} replay also fits {_ratio(lens['gpu_capacity_blocks'])} the blocks per tier, so the hits change "
              "and with them restore bytes and TTFT: replay with it to see"]
-    return (f"Payload is not everything: KV {d} vs {a}", ["same hits, other KV dtype", f"{d} (this run)", a,
-                                                           f"{a}/{d}"], rows, notes)
+    from pcs.engine.lens import baseline_reason
+
+    why = baseline_reason(d, a)        # fp8 vs bf16 beside fp16 vs fp8: one 16-bit width, said in the line
+    return (f"Payload is not everything: KV {d} vs {a}" + (f" ({why})" if why else ""),
+            ["same hits, other KV dtype", f"{d} (this run)", a, f"{a}/{d}"], rows, notes)
 
 
 def _lens_table(s: dict[str, Any]) -> str:

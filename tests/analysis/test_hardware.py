@@ -77,6 +77,39 @@ def test_lookup_errors_list_known_names_and_aliases():
         get_link("carrier-pigeon")
 
 
+@pytest.mark.parametrize("bare,suffixed,canonical", [("h100", "h100-sxm", "h100-sxm"), ("h200", "h200-sxm", "h200"),
+                                                       ("b200", "b200-sxm", "b200")])
+def test_sxm_parts_answer_to_both_names_and_print_one(bare, suffixed, canonical, tmp_path):
+    # walkthrough-21 #9: H100 SXM5, H200 (SXM) and HGX B200 are SXM parts; `--gpu h200-sxm` was unknown while
+    # `--gpu h100` worked. Both spellings give the one preset, printed under its canonical name.
+    assert get_gpu(bare) is get_gpu(suffixed) is get_gpu(canonical)
+    assert get_gpu(suffixed).name == canonical
+    # a hardware file's section under either name overrides the preset (no second entry under the alias)
+    f = tmp_path / "hw.toml"
+    f.write_text(f'[gpu.{suffixed if canonical == bare else bare}]\nhbm_bps = "1TB/s"\n')
+    table = load_hardware_file(f)
+    assert get_gpu(canonical, table).hbm_bps == 1e12 and set(table.gpus) == set(GPU_NAMES)
+
+
+def test_unknown_gpu_lists_the_aliases():
+    with pytest.raises(ValueError) as err:
+        get_gpu("h300-sxm")
+    assert str(err.value) == ("unknown GPU 'h300-sxm'; valid: h100-sxm, h200, b200, a100-80gb, l40s, gh200 "
+                              "(aliases h100 = h100-sxm; h200-sxm = h200; b200-sxm = b200; a100 = a100-80gb)")
+
+
+def test_replay_prints_the_canonical_gpu_name():
+    from click.testing import CliRunner
+
+    from pcs.cli.main import cli
+
+    out = CliRunner().invoke(cli, ["replay", "--quiet", "--gpu", "h200-sxm", "--model", "llama-3.1-8b", "--tp", "1",
+                                   "--timing", "sequential", "--format", "json"]).output
+    assert '"gpu": "h200"' in out
+    listing = CliRunner().invoke(cli, ["hardware"]).output
+    assert "note: also accepted: h100 = h100-sxm, h200-sxm = h200, b200-sxm = b200, a100 = a100-80gb" in listing
+
+
 def test_default_link_for_tier():
     for tier in ("cpu", "host", "dram"):
         assert default_link_for_tier(tier).name == "pcie-gen5-x16"

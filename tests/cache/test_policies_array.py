@@ -293,3 +293,79 @@ def test_a_hostile_array_plugin_is_one_line_naming_it(monkeypatch, how, needle):
                  "gpu=200blocks", "--tier", "cpu=400blocks", "-q")
     assert_one_line_error(out, "eviction policy 'hostile_lru_array' broke the contract of "
                           "pcs/cache/policies/array.py", needle)
+
+
+class GarbageOrder(ArrayLRU):
+    """ArrayLRU whose ``order_handles()`` answers garbage on cue (hostile-21's untested cases): ``how`` = "bool"
+    (True / False for the handles), "float", "huge" (2**70), "negative", "unheld" (a handle never named),
+    "duplicate" (the first held handle twice, one dropped), "short" (the last held handle left out), "set"."""
+
+    name = "garbage_order"
+    how = "bool"
+
+    def order_handles(self):
+        hs = super().order_handles()
+        bad = {"bool": lambda: [True] + hs[1:], "float": lambda: [float(hs[0])] + hs[1:],
+               "huge": lambda: [2**70] + hs[1:], "negative": lambda: [-1] + hs[1:],
+               "unheld": lambda: hs[:-1] + [10**6], "duplicate": lambda: [hs[0], hs[0]] + hs[2:],
+               "short": lambda: hs[:-1], "set": lambda: set(hs)}
+        return bad.get(self.how, lambda: hs)()
+
+
+#: GarbageOrder.how -> what both hosts' one error line says (pcs/cache/_pol_pyarr.c pa_order, ArrayPolicy.order)
+ORDER_NEEDLES = {"bool": "order_handles() returned a bool", "float": "order_handles() returned a non-int",
+                 "huge": "does not hold unpinned", "negative": "does not hold unpinned",
+                 "unheld": "does not hold unpinned", "duplicate": "order_handles() returned a handle twice",
+                 "short": "order_handles() returned fewer handles than the policy holds",
+                 "set": "order_handles() must return a list, tuple or range"}
+
+
+@pytest.mark.parametrize("native", [True, False])
+@pytest.mark.parametrize("how", sorted(ORDER_NEEDLES))
+def test_garbage_from_order_handles_is_one_error_naming_it(monkeypatch, how, native):
+    """Eight requests of two new blocks each through a tier of 100 blocks: 16 held handles, so every garbage
+    answer differs from the right one (15 = 16 - 1 handles for "short", handle 1 = True for "bool", handle
+    10**6 never named). Reading the order (compiled host: ``hier_order`` -> pa_order; Python host: the guarded
+    ``ArrayPolicy.order``) raises one PolicyError naming the policy and what was wrong; a correct answer (the
+    control) reads the 16 blocks in LRU order."""
+    from helpers import req, UNIT_RULES
+    monkeypatch.setattr(GarbageOrder, "how", how)
+    h = twin_hierarchy([Tier("gpu", 100, GarbageOrder(100))], "back", native)
+    engine_run(h, [req([3 * i, 3 * i + 1], t=i) for i in range(8)], "sequential", UNIT_RULES, check=False)
+    with pytest.raises(PolicyError, match="eviction policy 'garbage_order'") as err:
+        h.tiers[0].policy.order()
+    assert ORDER_NEEDLES[how] in str(err.value) and "\n" not in str(err.value)
+    monkeypatch.setattr(GarbageOrder, "how", "ok")
+    assert h.tiers[0].policy.order() == [b for i in range(8) for b in (3 * i + 1, 3 * i)]
+
+
+class NoSuperInit(ArrayLRU):
+    """A handle-contract plug-in whose ``__init__`` forgets ``super().__init__(capacity_blocks)``."""
+
+    name = "no_super_array"
+
+    def __init__(self, capacity_blocks):
+        self.mine = capacity_blocks
+
+
+class NoSuperInitKeys(LRUPolicy):
+    """The same on the key contract."""
+
+    name = "no_super_keys"
+
+    def __init__(self, capacity_blocks):
+        self.mine = capacity_blocks
+
+
+@pytest.mark.parametrize("engine", ["reference", "auto"])
+@pytest.mark.parametrize("cls", [NoSuperInit, NoSuperInitKeys])
+def test_a_plugin_that_skips_super_init_is_one_line_naming_it(monkeypatch, cls, engine):
+    """At the CLI, either engine: exit 2, one line naming the policy and the missing base-class call, before any
+    request runs (pcs.cache.policyguard.check_initialised from make_policy)."""
+    from helpers import ROOT
+    from pcs.cache import policies as reg
+
+    monkeypatch.setitem(reg._POLICIES, cls.name, cls)
+    out = invoke("replay", ROOT / "traces" / "sample_chat.jsonl", "--policy", cls.name, "--tier",
+                 "gpu=200blocks", "--tier", "cpu=400blocks", "--engine", engine, "-q")
+    assert_one_line_error(out, f"eviction policy {cls.name!r}", "did not call super().__init__(capacity_blocks)")

@@ -31,6 +31,7 @@ def test_beside_gives_the_result_and_raises_at_join(threaded):
         b.join()
     b.start(sum, [1, 2, 3])        # usable again after an error
     assert b.join() == 6
+    b.close()
 
 
 @pytest.mark.parametrize("threaded", [False, True])
@@ -40,6 +41,7 @@ def test_settle_waits_and_drops_the_outcome(threaded):
     b.settle()                     # no exception: the caller raises its own
     b.start(sum, [4, 5])
     assert b.join() == 9
+    b.close()
 
 
 def _replay(path, monkeypatch, threaded: bool | None, **kw):
@@ -112,3 +114,36 @@ def test_a_python_policy_keeps_the_gil(monkeypatch):
         assert res.summary.hit_ratio == lru.summary.hit_ratio
         for col in lru.requests.column_names:
             assert res.requests[col].to_numpy().tobytes() == lru.requests[col].to_numpy().tobytes(), (name, col)
+
+
+def test_close_ends_the_worker_and_the_beside_serves_again():
+    b = Beside(True)
+    b.start(sum, [1, 2])
+    assert b.join() == 3
+    worker = b._thread
+    assert worker is not None and worker.is_alive()      # one worker serves every call until close
+    b.start(sum, [4])
+    assert b.join() == 4 and b._thread is worker
+    b.close()
+    assert not worker.is_alive() and b._thread is None
+    b.start(sum, [5, 6])                                  # a new worker at the next call
+    assert b.join() == 11
+    b.close()
+
+
+def test_a_second_start_before_join_is_refused():
+    b = Beside(True)
+    b.start(sum, [1])
+    with pytest.raises(RuntimeError):
+        b.start(sum, [2])
+    b.close()
+
+
+@native
+def test_a_replay_leaves_no_worker_thread(monkeypatch):
+    import threading
+
+    before = set(threading.enumerate())
+    res, seen = _replay(ROOT / "traces" / "sample_chat.jsonl", monkeypatch, None)
+    assert seen == [True] and res.summary.engine == "compiled-step"
+    assert not [t for t in set(threading.enumerate()) - before if t.name == "pcs-beside"]

@@ -36,3 +36,40 @@ def test_tables_without_decode_keep_the_prefill_table():
     pre2, off2, dec2 = tm.tables(p, o, cap, 16, decode=False)
     # rows hold cap + 1 entries: 3 + 1 + 1
     assert off == off2 == [0, 3, 4, 5] and pre == pre2 and dec2 == [] and len(dec) == 3
+
+
+def _reference_table(compute, p, cap, bs):
+    """The prefill table entry by entry through the checked ``prefill_s`` on Python ints (the reference)."""
+    return [float(compute.prefill_s(P - min(h * bs, P), min(h * bs, P))) for P, c in zip(p, cap) for h in range(c + 1)]
+
+
+def test_prefill_table_from_counts_equals_prefill_s_entry_by_entry():
+    # models with one full-attention component, sliding windows + full (gemma-3), MLA (deepseek), hybrid (gpt-oss)
+    rng = np.random.default_rng(7)
+    p = rng.integers(1, 200_000, 120)
+    p[:3] = [1, 16, 17]                                  # one token, exactly one block, one block and a token
+    cap = np.minimum((p - 1) // 16, rng.integers(0, 40, 120))   # rows of up to 40 entries: a quick reference
+    cap[3:6] = (p[3:6] - 1) // 16                        # and three whole rows
+    for name in ("llama-3.1-8b", "gemma-3-27b", "deepseek-v3", "gpt-oss-120b"):
+        tm = TimeModel(ComputeModel(get_model(name), get_gpu("h100-sxm"), block_size=16))
+        pre, off, _ = tm.tables(p, np.zeros_like(p), cap, 16, decode=False, arrays=True)
+        assert pre.tolist() == _reference_table(tm.compute, p.tolist(), cap.tolist(), 16), name
+
+
+def test_prefill_table_keeps_a_subclass_prefill_s():
+    # a compute model overriding prefill_s is called, not bypassed: every entry is its 1.0
+    class Flat(ComputeModel):
+        def prefill_s(self, new_tokens, cached_tokens=0):
+            return np.ones(np.broadcast(np.asarray(new_tokens), np.asarray(cached_tokens)).shape)
+
+    tm = TimeModel(Flat(get_model("llama-3.1-8b"), get_gpu("h100-sxm"), block_size=16))
+    pre, off, _ = tm.tables(np.array([40, 5]), np.array([1, 1]), np.array([2, 0]), 16, decode=False, arrays=True)
+    assert pre.tolist() == [1.0, 1.0, 1.0, 1.0] and off.tolist() == [0, 3, 4]
+
+
+def test_prefill_s_of_counts_hand_computed():
+    # llama-3.1-8b, one H100 (989.4 TFLOP/s dense BF16) at 0.5: 1 new token after 0 cached is
+    # (2 x 8,030,261,248 + 524,288) FLOPs (tests/analysis/test_compute.py)
+    cm = ComputeModel(get_model("llama-3.1-8b"), get_gpu("h100-sxm"))
+    got = cm.prefill_s_of_counts(np.array([1.0]), np.array([0.0]))
+    assert got.tolist() == [16_061_046_784 / (989.4e12 * 0.5)]

@@ -22,14 +22,16 @@ def _reqs() -> list:
 
 
 def test_compare_with_a_shared_tier_names_it_and_splits_the_capture():
-    res = compare_routers(_reqs(), ["round-robin"], instances=2, router_stale_s=5.0, shared_tier="remote=1TB",
-                          write_policy="through", **STEP)
+    # the delay reaches prefix only (round-robin reads no cache index: pcs.fleet.routers.stale_view_applies)
+    res = compare_routers(_reqs(), ["round-robin", "prefix"], instances=2, router_stale_s=5.0,
+                          shared_tier="remote=1TB", write_policy="through", **STEP)
     row = res.to_dict()["routers"][0]
     assert row["routing_captured_hit_ratio"] == 0.0
     assert row["captured_hit_ratio"] == 8 / 20
     assert row["shared_tier"].startswith("remote=") and row["shared_tier"].endswith("write-through")
     title = compare_title(res.trace, res.to_dict()["routers"])
-    assert "2 instances | view 5.00 s stale | shared tier remote=" in title
+    assert "2 instances | view 5.00 s stale for prefix (the others read no cache index) | shared tier remote=" \
+        in title
     text = render_router_compare(res.to_dict()["routers"], title)
     assert "captured (shared tier: every instance reads every write)" in text
     assert "captured by routing alone (no shared tier)" in text and "hit ratio served by the shared tier" in text

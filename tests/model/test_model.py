@@ -107,6 +107,9 @@ def test_fp8_mla_layouts():
     # DeepSeek-V3, vLLM fp8: the 576-value latent + rope row in fp8, per-tensor scales: 576 B per layer
     m = get_model("deepseek-v3").with_dtype("fp8")
     assert m.kv_bytes_per_token("serialized") == m.kv_bytes_per_token("reference") == 61 * 576
+    # vLLM registers _k_scale and _v_scale on MLA layers too: 2 fp32 per layer outside the pages, 61 x 8 = 488 B,
+    # the same on every rank (the latent is replicated)
+    assert m.outside_page_bytes() == m.with_tp(8).outside_page_bytes() == 61 * 8
     # fp8_ds_mla: 512 fp8 + 4 fp32 scales (one per 128) + 64 rope in bf16 = 656 B per token per layer
     ds = get_model("deepseek-v3").with_dtype("fp8_ds_mla")
     assert ds.kv_bytes_per_token("serialized") == 61 * 656

@@ -49,3 +49,23 @@ def test_transform_table_rounds_once(tmp_path):
     # time span: arrivals 0, 1, 2, 3.5 s -> 3.5 s before; at speed 4, 3.5 / 4 = 0.875 s -> 0.88 (one rounding)
     line = [ln for ln in out.stdout.splitlines() if ln.startswith("time span (s)")][0]
     assert line.split()[3:5] == ["3.50", "0.88"], line
+
+
+def test_durations_group_thousands_like_counts():
+    # walkthrough-21 #9: the fleet's per-instance table printed "busy 3289.81 s" beside "prompt tokens 36,980,701";
+    # a duration of 1,000 s or more groups its thousands as format_count does
+    from pcs.units import format_duration
+
+    assert format_duration(3289.81) == "3,289.81 s"
+    assert format_duration(999.994) == "999.99 s" and format_duration(0.635) == "635.00 ms"
+    assert format_duration(-1234.5) == "-1,234.50 s"
+
+
+def test_fleet_busy_column_has_the_separator():
+    from pcs.fleet import fleet_replay
+    from pcs.report.fleet import render_fleet
+
+    s = fleet_replay(None, instances=2, router="round-robin", timing="sequential").summary.to_dict()
+    s["per_instance"][0]["busy_s"] = 3289.81          # the walkthrough's instance 0 figure
+    row = next(line for line in render_fleet(s).splitlines() if line.lstrip().startswith("0 "))
+    assert "3,289.81 s" in row

@@ -238,7 +238,8 @@ def make_policy(name: str, capacity_blocks: int, context: PolicyContext | None =
             option the policy does not take (the message names it and the
             options the policy takes), a bad option value, or a policy that
             needs a trace context without one; :class:`pcs.errors.PolicyError` (a ValueError) naming the
-            policy when the constructor of a policy that is not pcs's own raises.
+            policy when the constructor of a policy that is not pcs's own raises or skips the base class's
+            (:func:`pcs.cache.policyguard.check_initialised`).
     """
     cls = get_policy(name)
     _, spec_opts = parse_policy_spec(name)
@@ -251,13 +252,16 @@ def make_policy(name: str, capacity_blocks: int, context: PolicyContext | None =
         if key not in takes:
             raise ValueError(f"eviction policy {cls.name!r} takes no option {key!r}; "
                              f"its options: {', '.join(takes) or 'none'}")
+    from pcs.cache.policyguard import check_initialised, is_own, raised
     try:
-        return cls(capacity_blocks, context=context, **given) if cls.needs else cls(capacity_blocks, **given)
+        policy = cls(capacity_blocks, context=context, **given) if cls.needs else cls(capacity_blocks, **given)
     except Exception as err:
-        from pcs.cache.policyguard import is_own, raised
         if is_own(cls):
             raise
         raise raised(cls.name, "__init__", err) from err       # a plug-in's fault: named (a PolicyError)
+    if not is_own(cls):
+        check_initialised(policy)
+    return policy
 
 
 def make_policies(names: Sequence[str], capacities_blocks: Sequence[int], context: PolicyContext | None = None,

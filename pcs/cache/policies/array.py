@@ -141,12 +141,36 @@ class ArrayPolicy(EvictionPolicy):
         if n > len(self._handle):                       # all-or-nothing: the policy is not asked
             return None
         hs = self._deliver(n)
-        if len(hs) != n or len(set(hs)) != n or not all(0 <= h < self._next and self.flags[h] for h in hs):
-            raise ValueError(f"victims({n}) answered {len(hs)} handles, not {n} distinct held ones")
+        why = self._bad_handles(hs, n, "n")
+        if why:
+            raise ValueError(f"victims({n}) {why}")
         keys = [self._key[h] for h in hs]
         self._unname(keys)
         return keys
 
     def order(self) -> list[int]:
         self._deliver(0)
-        return [self._key[h] for h in self.order_handles()]
+        hs = self.order_handles()
+        why = self._bad_handles(hs, self.held(), "the policy holds")
+        if why:
+            raise ValueError(f"order_handles() {why}")
+        return [self._key[h] for h in hs]
+
+    def _bad_handles(self, hs: object, n: int, whole: str) -> str | None:
+        """Why ``hs``, an answer of :meth:`victims` or :meth:`order_handles`, is not ``n`` (``whole``: what ``n``
+        is, for the message) distinct held handles in a list, tuple or range of ints (bools refused), or None. The
+        compiled host (pcs/cache/_pol_pyarr.c) refuses the same answers, with the same words."""
+        if not isinstance(hs, (list, tuple, range)):
+            return f"must return a list, tuple or range of handles (got a {type(hs).__name__})"
+        for h in hs:
+            if type(h) is bool:
+                return f"returned a bool ({h!r}), not an int handle"
+            if not isinstance(h, int):
+                return f"returned a non-int ({h!r}, a {type(h).__name__}), not a handle"
+            if not (0 <= h < self._next and self.flags[h]):
+                return f"returned a handle the tier does not hold unpinned (handle {h})"
+        if len(set(hs)) != len(hs):
+            return "returned a handle twice"
+        if len(hs) != n:
+            return f"returned {'fewer' if len(hs) < n else 'more'} handles than {whole} ({len(hs)}, not {n})"
+        return None

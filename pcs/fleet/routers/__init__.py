@@ -14,7 +14,7 @@ import importlib
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-__all__ = ["ROUTERS", "Request", "Router", "parse_router", "router_names"]
+__all__ = ["ROUTERS", "Request", "Router", "parse_router", "router_names", "stale_view_applies"]
 
 #: Router name -> module under pcs.fleet.routers.
 ROUTERS = {
@@ -164,3 +164,27 @@ def parse_router(spec: str | Router, instances: int) -> Router:
     cls = importlib.import_module(f"pcs.fleet.routers.{ROUTERS[name]}").ROUTER
     options = _parse_options(name, cls, rest) if colon else {}
     return cls(instances, **options)
+
+
+def stale_view_applies(routers: Sequence[Router], stale_s: float | None) -> tuple[bool, ...]:
+    """Which of ``routers`` a delay of ``stale_s`` seconds on the cache index changes: those that read the
+    index (``uses_index``: prefix, cache-aware). The delay is a property of the index (docs/semantics.md §17,
+    ``--router-stale-s``); a router that reads only the requests and the load in flight sees nothing late.
+
+    One rule for the API and the CLI (:func:`pcs.fleet.fleet_replay`, :func:`pcs.fleet.compare.compare_routers`,
+    ``pcs replay``/``pcs compare``): None or 0 (an exact view) applies to no router and is accepted with any; a
+    delay > 0 that no router given reads is refused rather than recorded as a setting that changed nothing.
+
+    Returns:
+        one bool per router: the delay is passed to it (False for every router when ``stale_s`` is None or 0).
+    Raises:
+        ValueError: ``stale_s`` negative or NaN, or > 0 and no router of ``routers`` reads the index.
+    """
+    if stale_s is not None and not stale_s >= 0:
+        raise ValueError(f"--router-stale-s must be >= 0 seconds, got {stale_s!r}")
+    applies = tuple(bool(stale_s) and r.uses_index for r in routers)
+    if stale_s and not any(applies):
+        raise ValueError(f"--router-stale-s (router_stale_s) {stale_s:g} s delays the cache events a router reads, "
+                         f"and no --router given reads them ({', '.join(r.name for r in routers)}; prefix and "
+                         "cache-aware do): drop it or route with one of those")
+    return applies

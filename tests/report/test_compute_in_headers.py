@@ -1,0 +1,31 @@
+"""walkthrough-21 #9: the headers of ``pcs compare`` and ``pcs replay`` say when the figures are instant-compute
+ones (``--compute infinite``: no compute queue, docs/semantics.md §9); a default (step scheduler) run's header
+is unchanged."""
+from __future__ import annotations
+
+from click.testing import CliRunner
+
+from pcs.cli.main import cli
+
+SMALL = ["--tier", "gpu=1000blocks", "--tier", "cpu=4000blocks", "--quiet"]
+
+
+def _first_line(*args: str) -> str:
+    res = CliRunner().invoke(cli, list(args))
+    assert res.exit_code == 0, res.output
+    return res.output.splitlines()[0]
+
+
+def test_compare_header_names_instant_compute():
+    line = _first_line("compare", "--admit", "none", "--admit", "cpu=reuse:2", "--compute", "infinite", *SMALL)
+    assert line.endswith("| llama-2-70b | modeled timing, instant compute (--compute infinite)")
+    assert _first_line("compare", "--policy", "lru", "--policy", "fifo", *SMALL).endswith(
+        "| llama-2-70b | modeled timing")
+    assert _first_line("compare", "--policy", "lru", "--policy", "fifo", "--timing", "sequential", *SMALL).endswith(
+        "| llama-2-70b | sequential timing")
+
+
+def test_replay_header_names_instant_compute():
+    assert "| modeled timing, instant compute (--compute infinite) | lru, write-back" in _first_line(
+        "replay", "--compute", "infinite", *SMALL)
+    assert "| modeled timing | lru, write-back" in _first_line("replay", *SMALL)
