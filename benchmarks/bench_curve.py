@@ -78,17 +78,22 @@ def best_of(fn, repeat):
     return common.best_of(fn, repeat, time.perf_counter)
 
 
-def main() -> None:
+def _args() -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--trace", default=str(DEFAULT))
     ap.add_argument("--min-accesses", type=int, default=10_000_000)
     ap.add_argument("--capacities", type=int, default=50)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--skip-replays", action="store_true")
-    a = ap.parse_args()
-    res: dict = {"trace": a.trace, "python": platform.python_version(), "kernel_built": stackdist.available_kernel()}
+    return ap.parse_args()
 
-    p, off, hashes, bs = columns(a.trace)
+
+def _kernels(a, cols, res: dict):
+    """Flatten, kernels and the one-pass curve on the trace replicated to ``--min-accesses``; figures into ``res``.
+
+    Returns the replicated columns (prompt tokens, offsets, ids), the LRU curve, its capacities and the
+    one-pass seconds (curve + evaluation at every capacity)."""
+    p, off, hashes, bs = cols
     base = stackdist.flatten_columns(p, off, hashes, bs)
     k = -(-a.min_accesses // base.num_accesses)
     rp, roff, rids = replicate(p, off, hashes, k)
@@ -117,46 +122,71 @@ def main() -> None:
     print(f"flatten + one-pass curve     {t_flat + t_curve:7.3f} s  {n / (t_flat + t_curve) / 1e6:6.1f} M accesses/s")
     print(f"Python kernel (1 replica)    {t_py:7.3f} s  {base.num_accesses / t_py / 1e6:6.2f} M accesses/s")
     print(f"C kernel (1 replica)         {t_c_base:7.3f} s  {base.num_accesses / t_c_base / 1e6:6.1f} M accesses/s")
+    return (rp, roff, rids), lru, caps, t_curve + t_eval
 
+
+def one_replay(trace, c):
+    """The general event-loop engine: one full replay per capacity (its summary)."""
+    from pcs.engine.api import replay
+
+    return replay(trace, tiers=[f"gpu={c}blocks"], policy="lru", timing="sequential", engine="reference").summary
+
+
+class Rows:
+    """Replicated columns (prompt tokens, offsets, ids) as Request-like rows for the engine."""
+
+    def __init__(self, replicated, bs):
+        self.replicated, self.bs = replicated, bs
+
+    def __iter__(self):
+        from pcs.trace.request import RequestBatch
+
+        rp, roff, rids = self.replicated
+        z = np.zeros(len(rp))
+        yield from RequestBatch(0, self.bs, z, rp, z.astype(np.int64), roff, rids).requests()
+
+
+def _unreplicated_replays(a, cols, res: dict) -> None:
+    """One pass (flatten included) for the capacity grid beside one engine replay per capacity, unreplicated."""
+    p, off, hashes, bs = cols
+    base_lru = lru_curve(stackdist.flatten_columns(p, off, hashes, bs))
+    base_caps = grid(base_lru.max_useful_capacity_blocks, a.capacities)
+    t0 = time.perf_counter()
+    base_flat = stackdist.flatten_columns(p, off, hashes, bs)
+    one = lru_curve(base_flat)
+    one.hit_ratio(np.array(base_caps))
+    t_one = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    for c in base_caps:
+        s = one_replay(a.trace, c)
+        assert s.hit_tokens == one.hit_tokens(c), c
+    t_reps = time.perf_counter() - t0
+    res.update(unreplicated_capacities=len(base_caps), unreplicated_one_pass_s=t_one,
+               unreplicated_replays_s=t_reps)
+    print(f"{len(base_caps)} capacities, unreplicated: one pass {t_one:.3f} s (incl. flatten) vs "
+          f"{len(base_caps)} engine replays {t_reps:.1f} s (x{t_reps / t_one:.0f}); hit tokens equal at all")
+
+
+def _replicated_replay(rows: Rows, lru, caps, t_one_pass: float, res: dict) -> None:
+    """One engine replay of the replicated trace at the middle capacity (x the grid size: an estimate)."""
+    c = caps[len(caps) // 2]
+    t0 = time.perf_counter()
+    s = one_replay(rows, c)
+    t_rep = time.perf_counter() - t0
+    assert s.hit_tokens == lru.hit_tokens(c)
+    res.update(replicated_one_replay_s=t_rep, replicated_50_replays_estimate_s=t_rep * len(caps))
+    print(f"{len(caps)} capacities, replicated: one pass {t_one_pass:.2f} s vs one engine replay "
+          f"{t_rep:.1f} s (x{len(caps)} = ~{t_rep * len(caps):.0f} s, estimated); hit tokens equal")
+
+
+def main() -> None:
+    a = _args()
+    res: dict = {"trace": a.trace, "python": platform.python_version(), "kernel_built": stackdist.available_kernel()}
+    cols = columns(a.trace)
+    replicated, lru, caps, t_one_pass = _kernels(a, cols, res)
     if not a.skip_replays:
-        from pcs.engine.api import replay
-
-        def one_replay(trace, c):
-            # the general event-loop engine: one full replay per capacity
-            return replay(trace, tiers=[f"gpu={c}blocks"], policy="lru", timing="sequential",
-                          engine="reference").summary
-
-        base_lru = lru_curve(base)
-        base_caps = grid(base_lru.max_useful_capacity_blocks, a.capacities)
-        t0 = time.perf_counter()
-        base_flat = stackdist.flatten_columns(p, off, hashes, bs)
-        one = lru_curve(base_flat)
-        one.hit_ratio(np.array(base_caps))
-        t_one = time.perf_counter() - t0
-        t0 = time.perf_counter()
-        for c in base_caps:
-            s = one_replay(a.trace, c)
-            assert s.hit_tokens == one.hit_tokens(c), c
-        t_reps = time.perf_counter() - t0
-        res.update(unreplicated_capacities=len(base_caps), unreplicated_one_pass_s=t_one,
-                   unreplicated_replays_s=t_reps)
-        print(f"{len(base_caps)} capacities, unreplicated: one pass {t_one:.3f} s (incl. flatten) vs "
-              f"{len(base_caps)} engine replays {t_reps:.1f} s (x{t_reps / t_one:.0f}); hit tokens equal at all")
-
-        class Rows:  # the replicated trace as Request-like rows for the engine
-            def __iter__(self):
-                from pcs.trace.request import RequestBatch
-                z = np.zeros(len(rp))
-                yield from RequestBatch(0, bs, z, rp, z.astype(np.int64), roff, rids).requests()
-
-        c = caps[len(caps) // 2]
-        t0 = time.perf_counter()
-        s = one_replay(Rows(), c)
-        t_rep = time.perf_counter() - t0
-        assert s.hit_tokens == lru.hit_tokens(c)
-        res.update(replicated_one_replay_s=t_rep, replicated_50_replays_estimate_s=t_rep * len(caps))
-        print(f"{len(caps)} capacities, replicated: one pass {t_curve + t_eval:.2f} s vs one engine replay "
-              f"{t_rep:.1f} s (x{len(caps)} = ~{t_rep * len(caps):.0f} s, estimated); hit tokens equal")
+        _unreplicated_replays(a, cols, res)
+        _replicated_replay(Rows(replicated, cols[3]), lru, caps, t_one_pass, res)
     print(json.dumps(res, sort_keys=True))
 
 

@@ -142,6 +142,76 @@ def _step_bench(src, chunks, caps, links, bpb, tm, repeat: int, accesses: int) -
             "meets_target": accesses / step_s >= 1_000_000}
 
 
+def _run(chs, caps, timing, links, bpb, native=True):
+    """The event loop (:func:`_engine`) fed the pre-built chunks ``chs``; its result."""
+    e = _engine(caps, timing, bpb, links, native)
+    for ch in chs:
+        e.feed(ch)
+    return e.close()
+
+
+def _workload(copies: int):
+    """The replicated trace, its access count, the two tiers of llama-3.1-70b (blocks, bytes per block, links)
+    and the time model of 8 x H100."""
+    from pcs.compute import ComputeModel
+    from pcs.engine.api import _resolve_link
+    from pcs.hardware import get_gpu
+    from pcs.model import block_bytes, get_model
+
+    src = Replicated(TRACE, copies)
+    model = get_model("llama-3.1-70b")
+    bpb = [block_bytes(model, 512, "reserved").total_bytes, block_bytes(model, 512, "serialized").total_bytes]
+    caps = [400 * 10**9 // bpb[0], 2 * 10**12 // bpb[1]]
+    links = [None, _resolve_link("cpu", None, 8)]
+    tm = TimeModel(ComputeModel(model, get_gpu("h100-sxm"), tp=8, block_size=512))
+    return src, int(src.counts.sum()) * copies, caps, bpb, links, tm
+
+
+def _modeled_bench(chunks, chunk_s, caps, links, bpb, repeat: int, accesses: int) -> dict:
+    """Two LRU tiers, modeled: the compiled hierarchy's event loop beside the Python hierarchy's (same hit ratio)."""
+    modeled_s, res = common.best_of(lambda: _run(chunks, caps, "modeled", links, bpb), repeat)
+    py_s, py_res = common.best_of(lambda: _run(chunks, caps, "modeled", links, bpb, native=False), repeat)
+    assert py_res.ledger.hit_ratio == res.ledger.hit_ratio
+    return {"engine_s": modeled_s, "engine_accesses_per_s": accesses / modeled_s,
+            "with_chunks_accesses_per_s": accesses / (modeled_s + chunk_s),
+            "chunk_build_s": chunk_s, "hit_ratio": res.ledger.hit_ratio,
+            "native_hierarchy": bool(native_available([Tier("gpu", 1, make_policy("lru", 1))])),
+            "python_hierarchy_s": py_s, "python_hierarchy_accesses_per_s": accesses / py_s}
+
+
+def _sequential_bench(src, chunks, bpb, repeat: int, accesses: int) -> dict:
+    """One LRU tier of 20,000 blocks, sequential: the event loop, and pcs.replay on the reference and lru-scan."""
+    from pcs.engine.api import replay
+
+    seq_s, res1 = common.best_of(lambda: _run(chunks, [20000], "sequential", [None], [bpb[0]]), repeat)
+    one = dict(model="llama-3.1-70b", tiers=["gpu=20000blocks"], timing="sequential")
+    gen_s, gen = common.best_of(lambda: replay(src, engine="reference", **one), 1)
+    fast_s, fast = common.best_of(lambda: replay(src, engine="lru-scan", **one), repeat)
+    numbers = lambda r: {k: v for k, v in to_dict(r.summary).items() if k not in select.SUMMARY_KEYS}  # noqa: E731
+    return {"engine_s": seq_s, "engine_accesses_per_s": accesses / seq_s,
+            "capacity_blocks": 20000, "hit_ratio": res1.ledger.hit_ratio,
+            "api_general_s": gen_s, "api_general_accesses_per_s": accesses / gen_s,
+            "api_fast_s": fast_s, "api_fast_accesses_per_s": accesses / fast_s,
+            "fast_equals_general": numbers(fast) == numbers(gen)}
+
+
+def _print_lines(out: dict) -> None:
+    """The human lines before the JSON summary."""
+    accesses, mod, step, seq = (out["block_accesses"], out["two_tier_lru_modeled"], out["two_tier_lru_modeled_step"],
+                                out["one_tier_lru_sequential"])
+    print(f"{accesses:,} block accesses, {out['requests']:,} requests")
+    print(f"two-tier LRU modeled: engine {mod['engine_accesses_per_s'] / 1e6:.2f} M accesses/s "
+          f"({mod['with_chunks_accesses_per_s'] / 1e6:.2f} M/s with chunk building); "
+          f"Python hierarchy {mod['python_hierarchy_accesses_per_s'] / 1e6:.2f} M/s")
+    print(f"two-tier LRU modeled, step scheduler: engine {step['engine_accesses_per_s'] / 1e6:.2f} M accesses/s "
+          f"(Python loop {step['python_loop_accesses_per_s'] / 1e6:.2f} M/s) "
+          f"({step['steps']:,} steps, utilisation {step['utilisation']:.3f}); no-cache twin {step['no_cache_s']:.2f} s")
+    print(f"one-tier LRU sequential: {seq['engine_accesses_per_s'] / 1e6:.2f} M accesses/s (engine loop); pcs.replay "
+          f"general {seq['api_general_accesses_per_s'] / 1e6:.2f} M/s, "
+          f"fast {seq['api_fast_accesses_per_s'] / 1e6:.2f} M/s")
+    print(f"pcs.replay end to end: {out['api_replay_s']:.2f} s; peak RSS {out['peak_rss_bytes'] / 1e6:.0f} MB")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--copies", type=int, default=11)
@@ -150,71 +220,23 @@ def main() -> None:
     if not TRACE.exists():
         print(json.dumps({"error": f"trace not found: {TRACE}"}))
         return
-    from pcs.compute import ComputeModel
-    from pcs.hardware import get_gpu
-    from pcs.model import block_bytes, get_model
     from pcs.engine.api import replay
-    from pcs.engine.api import _resolve_link
 
-    src = Replicated(TRACE, args.copies)
-    accesses = int(src.counts.sum()) * args.copies
-    requests = len(src.prompt) * args.copies
-    model = get_model("llama-3.1-70b")
-    bpb = [block_bytes(model, 512, "reserved").total_bytes, block_bytes(model, 512, "serialized").total_bytes]
-    caps = [400 * 10**9 // bpb[0], 2 * 10**12 // bpb[1]]
-    links = [None, _resolve_link("cpu", None, 8)]
-    tm = TimeModel(ComputeModel(model, get_gpu("h100-sxm"), tp=8, block_size=512))
-
+    src, accesses, caps, bpb, links, tm = _workload(args.copies)
     chunk_s, chunks = common.best_of(lambda: _chunks(src, tm), args.repeat)
-
-    def run(chs, caps_, timing, links_, bpb_, native=True):
-        e = _engine(caps_, timing, bpb_, links_, native)
-        for ch in chs:
-            e.feed(ch)
-        return e.close()
-
-    modeled_s, res = common.best_of(lambda: run(chunks, caps, "modeled", links, bpb), args.repeat)
-    hit_modeled = res.ledger.hit_ratio
-    py_s, py_res = common.best_of(lambda: run(chunks, caps, "modeled", links, bpb, native=False), args.repeat)
-    assert py_res.ledger.hit_ratio == hit_modeled
+    modeled = _modeled_bench(chunks, chunk_s, caps, links, bpb, args.repeat, accesses)
     step = _step_bench(src, chunks, caps, links, bpb, tm, args.repeat, accesses)
-    seq_s, res1 = common.best_of(lambda: run(chunks, [20000], "sequential", [None], [bpb[0]]), args.repeat)
-    one = dict(model="llama-3.1-70b", tiers=["gpu=20000blocks"], timing="sequential")
-    gen_s, gen = common.best_of(lambda: replay(src, engine="reference", **one), 1)
-    fast_s, fast = common.best_of(lambda: replay(src, engine="lru-scan", **one), args.repeat)
-    numbers = lambda r: {k: v for k, v in to_dict(r.summary).items() if k not in select.SUMMARY_KEYS}  # noqa: E731
+    sequential = _sequential_bench(src, chunks, bpb, args.repeat, accesses)
     api_s, full = common.best_of(lambda: replay(src, model="llama-3.1-70b", tiers=["gpu=400GB", "cpu=2TB"]), 1)
-    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     out = {
-        "bench": "replay", "trace": src.path, "copies": args.copies, "requests": requests,
+        "bench": "replay", "trace": src.path, "copies": args.copies, "requests": len(src.prompt) * args.copies,
         "block_accesses": accesses, "python": sys.version.split()[0],
-        "two_tier_lru_modeled": {"engine_s": modeled_s, "engine_accesses_per_s": accesses / modeled_s,
-                                 "with_chunks_accesses_per_s": accesses / (modeled_s + chunk_s),
-                                 "chunk_build_s": chunk_s, "hit_ratio": hit_modeled,
-                                 "native_hierarchy": bool(native_available([Tier("gpu", 1, make_policy("lru", 1))])),
-                                 "python_hierarchy_s": py_s,
-                                 "python_hierarchy_accesses_per_s": accesses / py_s},
-        "two_tier_lru_modeled_step": step,
-        "one_tier_lru_sequential": {"engine_s": seq_s, "engine_accesses_per_s": accesses / seq_s,
-                                    "capacity_blocks": 20000, "hit_ratio": res1.ledger.hit_ratio,
-                                    "api_general_s": gen_s, "api_general_accesses_per_s": accesses / gen_s,
-                                    "api_fast_s": fast_s, "api_fast_accesses_per_s": accesses / fast_s,
-                                    "fast_equals_general": numbers(fast) == numbers(gen)},
-        "api_replay_s": api_s, "api_accesses_per_s": accesses / api_s,
-        "api_hit_ratio": full.summary.hit_ratio,
-        "peak_rss_bytes": rss, "target_accesses_per_s": 2_000_000,
-        "meets_target": accesses / modeled_s >= 2_000_000,
+        "two_tier_lru_modeled": modeled, "two_tier_lru_modeled_step": step, "one_tier_lru_sequential": sequential,
+        "api_replay_s": api_s, "api_accesses_per_s": accesses / api_s, "api_hit_ratio": full.summary.hit_ratio,
+        "peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
+        "target_accesses_per_s": 2_000_000, "meets_target": modeled["engine_accesses_per_s"] >= 2_000_000,
     }
-    print(f"{accesses:,} block accesses, {requests:,} requests")
-    print(f"two-tier LRU modeled: engine {accesses / modeled_s / 1e6:.2f} M accesses/s "
-          f"({accesses / (modeled_s + chunk_s) / 1e6:.2f} M/s with chunk building); "
-          f"Python hierarchy {accesses / py_s / 1e6:.2f} M/s")
-    print(f"two-tier LRU modeled, step scheduler: engine {step['engine_accesses_per_s'] / 1e6:.2f} M accesses/s "
-          f"(Python loop {step['python_loop_accesses_per_s'] / 1e6:.2f} M/s) "
-          f"({step['steps']:,} steps, utilisation {step['utilisation']:.3f}); no-cache twin {step['no_cache_s']:.2f} s")
-    print(f"one-tier LRU sequential: {accesses / seq_s / 1e6:.2f} M accesses/s (engine loop); pcs.replay "
-          f"general {accesses / gen_s / 1e6:.2f} M/s, fast {accesses / fast_s / 1e6:.2f} M/s")
-    print(f"pcs.replay end to end: {api_s:.2f} s; peak RSS {rss / 1e6:.0f} MB")
+    _print_lines(out)
     print(json.dumps(out))
 
 

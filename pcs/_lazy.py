@@ -2,7 +2,7 @@
 ``pcs.cache.groups``) does not load the package's heavy ones (numpy) first.
 
 ``pcs replay --help`` and a small replay start faster this way (benchmarks/bench_startup.py;
-``tests/cli/test_startup.py``).
+``tests/cli/test_import_hygiene.py``).
 """
 from __future__ import annotations
 

@@ -75,8 +75,8 @@ class UnknownNameError(UserError):
     ``str(err)`` is ``"unknown KIND 'NAME'; valid: A, B, C (alias X = A)"``:
     the one-line message the CLI prints.
 
-    >>> str(UnknownNameError("eviction policy", "arc9", ["lru", "slru"], {"protected": "slru"}))
-    "unknown eviction policy 'arc9'; valid: lru, slru (alias protected = slru)"
+    >>> str(UnknownNameError("eviction policy", "arcc", ["lru", "slru"], {"protected": "slru"}))
+    "unknown eviction policy 'arcc'; valid: lru, slru (alias protected = slru)"
     """
 
     def __init__(self, kind: str, name: object, choices: Iterable[str], aliases: Mapping[str, str] | None = None,

@@ -1,10 +1,7 @@
 """Independent reference simulators of the replay rules (tests only; readable over fast).
 
-Written from the rules as documented -- README "Replay", the docstrings of
-``pcs/cache/hierarchy.py``, ``pcs/cache/tier.py``, ``pcs/cache/policies/*.py``,
-``pcs/engine/engine.py`` and ``pcs/blocks.py`` (being gathered into
-``docs/semantics.md`` §2-§9, §11) -- and not from the code of ``pcs.cache`` or
-``pcs.engine``: nothing here imports pcs. Plain dicts and ``OrderedDict``s,
+Written from the rules as documented in ``docs/semantics.md`` (§2-§9, §11) -- not
+from the code of ``pcs.cache`` or ``pcs.engine``: nothing here imports pcs. Plain dicts and ``OrderedDict``s,
 one rule per function, so a disagreement with pcs points at one rule.
 
 What it covers: one or more tiers (GPU first), eviction policies ``lru``,

@@ -52,7 +52,7 @@ def check_initialised(policy: Any) -> None:
 
 def is_own(cls: type) -> bool:
     """Whether policy class ``cls`` is one of pcs's own (defined in the ``pcs`` package: the registered policies,
-    checked by tests/test_policies_contract.py, and wrappers such as ``RetainingPolicy``)."""
+    checked by tests/cache/test_policies_contract.py, and wrappers such as ``RetainingPolicy``)."""
     return cls.__module__.startswith("pcs.")
 
 

@@ -37,7 +37,7 @@
  * histograms of lead depths, one pass.
  *
  * Gives exactly the depths of pcs.curves.stackdist._stack_depths_python (a
- * plain Fenwick tree over times; differential tests in tests/test_stackdist.py).
+ * plain Fenwick tree over times; differential tests in tests/curves/test_stackdist.py).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>

@@ -22,7 +22,7 @@ every online policy replayed with ``timing="sequential"`` and one tier:
   deeper block): the prefix constraint costs MIN nothing.
 
 With the default :class:`pcs.blocks.BlockRules` every hit block is worth
-``block_size`` tokens, so this is the optimum; tests/test_belady.py checks
+``block_size`` tokens, so this is the optimum; tests/curves/test_belady.py checks
 it against an exhaustive search over eviction choices on tiny traces. (With
 ``cache_partial_blocks`` and no last-token cap a partial block is worth fewer
 tokens and MIN is not proven optimal; exhaustive search on 400 tiny traces

@@ -20,7 +20,7 @@ Block ``i`` of a request hits at capacity C iff every block ``0..i`` has
 depth < C, i.e. iff its *lead depth* (the running maximum of depths along the
 request, :func:`lead_depths`) is < C; for chained ids the running maximum is
 the depth itself. This equals the sequential one-tier LRU replay with pins and
-truncation exactly (tests/test_curve.py checks it against an OrderedDict
+truncation exactly (tests/curves/test_curve.py checks it against an OrderedDict
 replay on hypothesis traces and the real Mooncake trace).
 
 Two kernels compute the depths, both with a Fenwick tree over logical access

@@ -35,8 +35,8 @@
  * With check=1 it returns 1 when an id repeats among a request's first n, 2
  * when a resident id follows a non-resident one (not a prefix chain): the
  * fast path then does not apply. Mirrors
- * pcs.engine.fastpath._lru_feed_python (differential tests in
- * tests/test_replay_scan.py).
+ * pcs.engine.lruscan._PythonLru (differential tests in
+ * tests/engine/test_replay_scan.py).
  * ------------------------------------------------------------------------- */
 typedef struct {
     int32_t last;  /* last stamp; -1 never stamped; -2 never stamped, a decode id (lru_dmark);

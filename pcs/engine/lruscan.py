@@ -26,7 +26,7 @@ half dense (the compiled kernel's direct mode: entry = id, no key stored, no
 hashing), else 16 B slots of a hash table at load <= 0.5 -- plus one bit per
 stamp above the LRU pointer; nothing per request. The compiled kernel is
 ``pcs.engine._lruscan.lru_feed`` (pcs/engine/_lruscan.c); :class:`_PythonLru` mirrors it line for line
-(tests/test_replay_scan.py checks both against stack depths and
+(tests/engine/test_replay_scan.py checks both against stack depths and
 :func:`pcs.blocks.single_sequence_hits`).
 """
 from __future__ import annotations

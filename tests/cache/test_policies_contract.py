@@ -70,10 +70,10 @@ def test_aliases_name_registered_policies():
 
 def test_unknown_name_is_a_value_error_listing_names_and_aliases():
     with pytest.raises(UnknownNameError) as err:
-        make_policy("mru", 10)
+        make_policy("no-such-policy", 10)          # a name no policy will be registered under
     assert isinstance(err.value, ValueError)
     assert err.value.choices == POLICY_NAMES and err.value.aliases == POLICY_ALIASES
-    assert "'mru'" in str(err.value) and "protected = slru" in str(err.value)
+    assert "'no-such-policy'" in str(err.value) and "protected = slru" in str(err.value)
 
 
 @pytest.mark.parametrize("name", POLICY_NAMES)

@@ -144,6 +144,57 @@ def test_package_cites_only_repository_documents():
         assert n in _sections(), f"pcs cites docs/semantics.md §{n}, which does not exist"
 
 
+def test_test_paths_named_in_the_package_exist():
+    """A docstring or comment in pcs/ that names a test module (``tests/<area>/test_x.py``) names one that exists
+    (tests moved into tests/<area>/ and some docstrings kept the old paths)."""
+    named = {(f"{p.relative_to(ROOT)}:{i}", path) for p in sorted((ROOT / "pcs").rglob("*"))
+             if p.suffix in (".py", ".c", ".h")
+             for i, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1)
+             for path in re.findall(r"\btests/[\w/]+\.py", line)}
+    assert len(named) > 20
+    assert sorted(f"{where} {path}" for where, path in named if not (ROOT / path).is_file()) == []
+
+
+def test_docs_name_only_files_that_exist():
+    """Every repository file a doc names (``pcs/...``, ``tests/...``, ``benchmarks/...``) exists: the "where to change
+    what" lists of docs/semantics.md and docs/policies.md stay true when files move. ``NAME`` is a placeholder."""
+    docs = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")), ROOT / "benchmarks" / "README.md"]
+    pattern = re.compile(r"\b(?:pcs|tests|benchmarks)/[\w/.]+\.(?:py|c|h|cpp)\b")
+    named = {(str(doc.relative_to(ROOT)), path) for doc in docs
+             for path in pattern.findall(doc.read_text(encoding="utf-8")) if "NAME" not in path}
+    assert len(named) > 100
+    assert sorted(f"{doc}: {path}" for doc, path in named if not (ROOT / path).is_file()) == []
+
+
+def test_policies_table_lists_every_built_in_policy():
+    """docs/policies.md's eviction table has one row per built-in policy, in the registry's order (pcs.choices)."""
+    from pcs.choices import BUILTIN_POLICIES
+
+    table = (ROOT / "docs" / "policies.md").read_text(encoding="utf-8").split("## Eviction policies", 1)[1]
+    rows = re.findall(r"^\| `([\w-]+)`", table.split("\n\n", 2)[1], re.M)
+    assert rows == list(BUILTIN_POLICIES), f"docs/policies.md's table lists {rows}"
+
+
+#: What points outside the repository: a path of the machine the project was built on, an issue number, the name of
+#: a working branch (a word ending in the number of the issue it served, as ``e2e9``, ``hyb11``, ``fix9b``; not a
+#: dtype such as ``bf16`` or ``int64``, a hash function such as ``splitmix64``, a commit id or a colour).
+OUTSIDE = re.compile(r"/work/|\bissues?[- ]#?[0-9]"
+                     r"|(?<![#\w-])(?![0-9a-f]{7,40}\b)(?!(?:u?int|b?float|bf|fp|mix|splitmix|grow|base)\d+s?\b)"
+                     r"[a-z][a-z0-9]*[a-z](?:9|[1-9]\d)[a-z]?\b")
+
+
+def test_docs_and_package_point_nowhere_outside_the_repository():
+    """docs/ and pcs/ name no machine path, issue number or working-branch name: a reader of a fresh clone
+    has none of them. Commands use paths relative to the repository or ../shared/..."""
+    files = [*sorted((ROOT / "docs").glob("*.md")),
+             *(p for p in sorted((ROOT / "pcs").rglob("*")) if p.suffix in (".py", ".c", ".h", ".cpp"))]
+    bad = [f"{p.relative_to(ROOT)}:{i}: {m.group(0)!r}" for p in files
+           for i, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1) for m in OUTSIDE.finditer(line)]
+    assert bad == []
+    assert [m.group(0) for m in OUTSIDE.finditer("see issue 19, branch e2e9 at /work/main; bf16 int64 #d9d9d9")] \
+        == ["issue 1", "e2e9", "/work/"]
+
+
 def test_unknown_command_exits_2():
     result = CliRunner().invoke(cli, ["no-such-command"])
     assert result.exit_code == 2

@@ -100,7 +100,11 @@ def test_choices_equal_the_registries():
     from pcs.fleet import fleet
     from pcs.trace import api
 
-    assert tuple(cls.name for cls in policies._BUILTIN) == choices.BUILTIN_POLICIES
+    registered, listed = tuple(cls.name for cls in policies._BUILTIN), choices.BUILTIN_POLICIES
+    assert registered == listed, (
+        "a built-in policy is named in both pcs/cache/policies/__init__.py (_BUILTIN) and pcs/choices.py "
+        f"(BUILTIN_POLICIES), in the same order: only in the registry {sorted(set(registered) - set(listed))}, "
+        f"only in pcs.choices {sorted(set(listed) - set(registered))}, registry order {registered}")
     assert policies.POLICY_ALIASES == choices.POLICY_ALIASES and policies.DEFAULT_POLICY == choices.DEFAULT_POLICY
     assert hierarchy.WRITE_POLICIES is choices.WRITE_POLICIES and engine.TIMINGS is choices.TIMINGS
     assert api.FORMATS is choices.TRACE_FORMATS and api.ON_ERROR is choices.ON_ERROR

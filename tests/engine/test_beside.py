@@ -88,7 +88,7 @@ def test_beside_equals_inline_on_a_sample(monkeypatch, kw):
 
 
 @native
-@pytest.mark.skipif(not MOONCAKE.exists(), reason="the Mooncake trace (/work/shared) is not here")
+@pytest.mark.skipif(not MOONCAKE.exists(), reason="no Mooncake trace in ../shared/traces or $PCS_SHARED_TRACES")
 def test_beside_equals_inline_on_mooncake(monkeypatch):
     kw = {"tiers": ["gpu=16384blocks", "cpu=65536blocks"], "policy": "lru"}
     (a, _), (b, _) = _replay(MOONCAKE, monkeypatch, False, **kw), _replay(MOONCAKE, monkeypatch, True, **kw)

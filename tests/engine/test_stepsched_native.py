@@ -175,7 +175,7 @@ def test_native_equals_reference_with_each_compiled_policy(policy):
     _same_replay(str(ROOT / "traces" / "sample_chat.jsonl"), policy=policy, tiers=["gpu=300blocks", "cpu=2000blocks"])
 
 
-@pytest.mark.skipif(not MOONCAKE.exists(), reason="the Mooncake trace (/work/shared) is not here")
+@pytest.mark.skipif(not MOONCAKE.exists(), reason="no Mooncake trace in ../shared/traces or $PCS_SHARED_TRACES")
 def test_native_equals_reference_on_mooncake():
     _same_replay(str(MOONCAKE))
 
@@ -190,7 +190,7 @@ def test_windowed_attention_without_cache_groups_equals_the_python_loop(model):
                      tiers=["gpu=40GB", "cpu=200GB"])
 
 
-@pytest.mark.skipif(not MOONCAKE.exists(), reason="the Mooncake trace (/work/shared) is not here")
+@pytest.mark.skipif(not MOONCAKE.exists(), reason="no Mooncake trace in ../shared/traces or $PCS_SHARED_TRACES")
 def test_windowed_attention_without_cache_groups_on_mooncake():
     _same_replay(str(MOONCAKE), model="gpt-oss-120b", hybrid_kv_cache_manager="disabled",
                  tiers=["gpu=100GB", "cpu=2TB"])

@@ -82,7 +82,7 @@ def test_one_pass_equals_the_rule(reqs, rows, native, data):
 
 
 @pytest.mark.skipif(not _native.built("turns"), reason="the compiled pcs.engine._turns is not built")
-@pytest.mark.skipif(not MOONCAKE.exists(), reason="the Mooncake trace (/work/shared) is not here")
+@pytest.mark.skipif(not MOONCAKE.exists(), reason="no Mooncake trace in ../shared/traces or $PCS_SHARED_TRACES")
 def test_compiled_equals_reference_on_mooncake():
     from pcs.engine.decoded import Decoded
     from pcs.trace import open_trace

@@ -2,7 +2,7 @@
 
 - ``trace_stats(native="c")`` and ``trace_stats(native="python")`` give the same JSON on the committed
   samples, hypothesis traces (chained and arbitrary ids, several batches, every rule set) and the
-  Mooncake trace (skipped without /work/shared);
+  Mooncake trace (skipped without ../shared/traces or $PCS_SHARED_TRACES);
 - a hand-worked trace (values in the comments);
 - :func:`linear_percentile` / :func:`counted_histogram` against numpy on the repeated values.
 """
@@ -82,7 +82,7 @@ def test_kernel_leaving_direct_mode_is_the_reference(reqs, split, rows, shift):
 
 
 @needs_c
-@pytest.mark.skipif(not MOONCAKE.exists(), reason="Mooncake trace not present (/work/shared)")
+@pytest.mark.skipif(not MOONCAKE.exists(), reason="Mooncake trace not present (../shared/traces or $PCS_SHARED_TRACES)")
 def test_kernel_is_the_reference_on_mooncake():
     c, ref = both(open_trace(MOONCAKE))
     assert c == ref

@@ -17,7 +17,7 @@ order* -- the first key is the first to go among them. The engine releases a
 request's blocks tail first (vLLM ``KVCacheManager.free`` frees blocks in
 reverse order so the tail is evicted first), so keys arrive tail ... head.
 
-Contract (checked by ``tests/test_policies_contract.py`` for every registered
+Contract (checked by ``tests/cache/test_policies_contract.py`` for every registered
 policy):
 
 - ``add(keys, reused)``: keys not held become evictable; ``reused`` says the
