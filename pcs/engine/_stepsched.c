@@ -718,8 +718,8 @@ static int64_t restores(Sched *s, Req *r, int64_t hits, int64_t lead, const int6
     }
     int64_t nbytes;
     double restore_s = commit_restores(s, &pl, th, r->first ? r->pre : NULL, &nbytes);
+    s->q[Q_RBYTES][r->k] += nbytes;     /* every admission's restores: the link's bytes (semantics.md §8) */
     if (r->first) {
-        s->q[Q_RBYTES][r->k] = nbytes;
         s->dc[D_RESTORE][r->k] = restore_s;
         s->dc[D_WLINK][r->k] = begin - s->now;
     }

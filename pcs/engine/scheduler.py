@@ -635,9 +635,9 @@ class StepEngine(ReplayEngine):
         restore_s, nbytes = rst.commit(plan, adm, now, self._link_free, self.ledger.links, self.links, pre,
                                        ch.prefill_offsets[i] if pre else 0)
         land = now + restore_s
+        k, (c_bytes, c_restore, c_link, _) = r.k, self._restore_cols
+        c_bytes[k] += nbytes                   # every admission's restores: the link's bytes (docs/semantics.md §8)
         if r.first:
-            k, (c_bytes, c_restore, c_link, _) = r.k, self._restore_cols
-            c_bytes[k] = nbytes
             c_restore[k] = restore_s
             c_link[k] = begin - now
         return self._overlap(r, plan, land, hits, lead)

@@ -203,7 +203,8 @@ def request_distributions(columns: Mapping[str, Any], no_cache_ttft_s: Any = Non
     col = lambda name: np.asarray(columns[name], dtype=np.float64)  # noqa: E731
     with_cache, without = _quantiles(col("ttft_s")), _quantiles(col("prefill_no_cache_s"))
     scheduled = () if no_cache_ttft_s is None else tuple(_quantiles(np.asarray(no_cache_ttft_s, dtype=np.float64)))
-    restored = np.flatnonzero(col("restored_bytes") > 0)
+    restored = np.flatnonzero(col("restore_s") > 0)      # first admissions that restored (restored_bytes also
+    # counts re-admissions' restores, docs/semantics.md §11; restore_s is the first admission's)
     pick = restored
     if len(restored) > MAX_POINTS:
         pick = restored[np.unique(np.rint(np.linspace(0, len(restored) - 1, MAX_POINTS)).astype(np.int64))]

@@ -43,11 +43,11 @@ def _ceiling_rows(s: dict[str, Any]) -> list[list[str]]:
     if ssd is None:
         return [["single-sequence hit ratio", format_percent(ss),
                  "infinite cache, same block rules: NOT what a finite cache reaches"]]
-    return [["single-sequence hit ratio", format_percent(ssd),
+    return [["single-sequence with decode hit ratio", format_percent(ssd),
              "infinite cache, same block rules, incl. the next turns' cached decode blocks: NOT what a finite "
              "cache reaches"],
-            ["  prompt blocks only", format_percent(ss),
-             "without the cached decode blocks: the single-sequence of the gap split below"]]
+            ["single-sequence hit ratio", format_percent(ss),
+             "prompt blocks only (no cached decode blocks): the single-sequence of the gap split below"]]
 
 
 def _concurrency_meaning(s: dict[str, Any]) -> str:
@@ -58,6 +58,16 @@ def _concurrency_meaning(s: dict[str, Any]) -> str:
         return text
     return (text + f"; the next turns' cached decode blocks raise the ceiling by "
             f"{_pts(ssd - s['single_sequence_hit_ratio'])}")
+
+
+def _oracle_capacity_meaning(s: dict[str, Any]) -> str:
+    """The oracle capacity row's meaning; when negative, why (docs/semantics.md §12: under the step scheduler
+    the oracle also hits cached decode blocks and sees the future by admissions)."""
+    text = f"single-sequence - the Belady oracle on these tiers ({format_percent(s['oracle_hit_ratio'])})"
+    if s["gap"]["capacity"] >= 0:
+        return text
+    return (text + "; < 0: the oracle also hits cached decode blocks and re-admissions, which the prompt-only "
+            "single-sequence counts as first uses (a looser bound under --compute step)")
 
 
 def _hit_table(s: dict[str, Any]) -> str:
@@ -77,8 +87,7 @@ def _hit_table(s: dict[str, Any]) -> str:
     ]
     if s.get("oracle_hit_ratio") is not None:     # --gap-oracle (docs/semantics.md §12)
         rows += [
-            ["gap: capacity (oracle)", _pts(g["capacity"]),
-             f"single-sequence - the Belady oracle on these tiers ({format_percent(s['oracle_hit_ratio'])})"],
+            ["gap: capacity (oracle)", _pts(g["capacity"]), _oracle_capacity_meaning(s)],
             ["gap: policy (oracle)", _pts(g["policy"]), "oracle - real: what the policies leave on the table"],
         ]
     if g.get("hybrid_rules") is not None:

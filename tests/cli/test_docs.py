@@ -198,3 +198,21 @@ def test_docs_and_package_point_nowhere_outside_the_repository():
 def test_unknown_command_exits_2():
     result = CliRunner().invoke(cli, ["no-such-command"])
     assert result.exit_code == 2
+
+
+@pytest.mark.parametrize("model, count", [(None, 26), ("gemma-3-27b", 30)])
+def test_replay_md_lists_every_request_column(model, count):
+    # walkthrough 22, finding 11: docs/replay.md's per-request table names every column a run writes. The
+    # default run (two tiers, step scheduler): 17 modeled columns (hit_tokens_gpu, _cpu) + 9 of the scheduler
+    # = 26; gemma-3-27b adds gpu_resident_bytes_ for its 3 components and hybrid_lost_tokens = 30
+    from pcs import replay
+
+    kw = {"model": model} if model else {}
+    names = replay(str(ROOT / "traces" / "sample_chat.jsonl"), **kw).requests.column_names
+    assert len(names) == count
+    text = (ROOT / "docs" / "replay.md").read_text()
+    section = text[text.index("## Per-request table"):text.index("## `pcs compare`")]
+    for name in names:
+        generic = re.sub(r"^(hit_tokens|gpu_resident_bytes)_\w+$", r"\1_<tier>" if name.startswith("hit_")
+                         else r"\1_<component>", name)
+        assert f"`{generic}`" in section, name

@@ -35,9 +35,11 @@ def test_hand_case_real_is_at_most_the_decode_aware_ceiling():
     assert s.single_sequence_with_decode_hit_ratio == 16 / 28
     assert s.hit_ratio <= s.single_sequence_with_decode_hit_ratio
     text = render_replay(s.to_dict())
-    ceiling = next(line for line in text.splitlines() if line.startswith("single-sequence hit ratio"))
+    # each label names its own JSON key (single_sequence_with_decode_hit_ratio, single_sequence_hit_ratio)
+    ceiling = next(line for line in text.splitlines() if line.startswith("single-sequence with decode hit ratio"))
     assert "57.1 %" in ceiling and "incl. the next turns' cached decode blocks" in ceiling
-    assert any(line.startswith("  prompt blocks only") and "28.6 %" in line for line in text.splitlines())
+    prompt_only = next(line for line in text.splitlines() if line.startswith("single-sequence hit ratio"))
+    assert "28.6 %" in prompt_only and "prompt blocks only" in prompt_only
     # the gap split's text names the decode blocks' share: (16 - 8) / 28 = +28.6 pts
     assert "raise the ceiling by +28.6 pts" in text
 
@@ -65,3 +67,17 @@ def test_sample_real_is_at_most_the_decode_aware_ceiling(dtype):
     assert s.scheduler.cache_decode_blocks and s.scheduler.decode_blocks_cached > 0
     assert s.hit_ratio <= s.single_sequence_with_decode_hit_ratio
     assert s.single_sequence_with_decode_hit_ratio >= s.single_sequence_hit_ratio
+
+
+def test_a_negative_oracle_capacity_gap_says_why_on_its_line():
+    # docs/semantics.md §12 (walkthrough 22, finding 7). The hand case with --gap-oracle: the Belady oracle on
+    # the same tiers (room for everything) hits like the real run, B's [1, 2, 3, 4] incl. A's cached decode
+    # blocks = 16 / 28; the prompt-only single-sequence is 8 / 28, so gap.capacity = (8 - 16) / 28 = -28.6 pts
+    s = replay(_hand_case(), gap_oracle=True, **STEP).summary
+    assert s.oracle_hit_ratio == 16 / 28
+    line = next(line for line in render_replay(s.to_dict()).splitlines() if line.startswith("gap: capacity (oracle)"))
+    assert "-28.6 pts" in line and "< 0: the oracle also hits cached decode blocks" in line
+    # without decode blocks the oracle hits B's [1, 2] only: 8 / 28, gap 0: no hint
+    s = replay(_hand_case(), gap_oracle=True, scheduler=SchedulerConfig(cache_decode_blocks=False), **STEP).summary
+    line = next(line for line in render_replay(s.to_dict()).splitlines() if line.startswith("gap: capacity (oracle)"))
+    assert s.oracle_hit_ratio == 8 / 28 and "< 0" not in line

@@ -169,3 +169,33 @@ def test_best_effort_timeouts_at_the_same_deadline():
     assert eng.stats.restore_timeouts == 2
     assert _col(eng, "hit_tokens")[3:] == [0, 0]
     assert _col(eng, "ttft_s")[3:] == pytest.approx([9 * MS, 9 * MS], abs=1e-12)
+
+
+def test_a_readmission_restore_counts_in_the_request_row():
+    # docs/semantics.md §11: a request's restored_bytes = the bytes every one of its admissions restored.
+    # Block size 2; GPU 3 blocks, CPU 10; a CPU block restores in 3 ms (3,000 B at 1 us/B); write-back.
+    # R0, R1: t=0, prompt 2 (one block: [1], [2]), output 4; budget 8.
+    # step 1 [0, 4 ms):  both admitted (no hit), 2 + 2 tokens; first tokens out at 4 ms; 2 of 3 blocks used
+    # step 2 [4, 5 ms):  KV position 2 needs a 2nd block each: R0 takes the free one, none is left for R1 (the
+    #                    youngest): preempted after 1 token, its block [2] unpinned (cached); R0 decodes alone
+    # step 3 [5, 6 ms):  R0 writes position 3 (same block)
+    # step 4 [6, 7 ms):  position 4 needs a 3rd block: [2] (unpinned, LRU) is evicted and demoted to the CPU;
+    #                    R0's 4th token: done at 7 ms, its blocks freed
+    # 7 ms: R1 re-admitted with 2 + 1 = 3 tokens, cap (3 - 1) // 2 = 1 block: [2] hits on the CPU: one
+    #       3,000 B restore (3 ms; it saves 3 - 1 = 2 ms of prefill, so it loses, but fallback is off); `wait`:
+    #       lands at 10 ms
+    # step [10, 11 ms): R1 computes 1 token (its 2nd); steps [11, 12), [12, 13): its 3rd and 4th: done at 13 ms
+    # R1's first admission restored nothing; its re-admission moved 3,000 B over the link: its row says 3,000,
+    # as the link does; restore_s stays its first admission's (0: TTFT at 4 ms had no restore).
+    reqs = [req([1], 0.0, prompt=2, out=4, bs=2), req([2], 0.0, prompt=2, out=4, bs=2)]
+    eng = step_run(reqs, [3, 10], step_cost(token_s=MS), links=[None, _Link()], block_bytes=[3000, 3000],
+                   budget=8, seqs=8, skip=False, restore_fallback=False, restore_policy="wait")
+    steps = [(round(t / MS, 9), round(s / MS, 9), tokens) for t, s, _, tokens, *_ in eng.steps_log]
+    assert steps == [(0.0, 4.0, 4), (4.0, 1.0, 1), (5.0, 1.0, 1), (6.0, 1.0, 1), (10.0, 1.0, 1), (11.0, 1.0, 1),
+                     (12.0, 1.0, 1)]
+    assert _col(eng, "preemptions") == [0, 1]
+    assert _col(eng, "finish_s") == pytest.approx([7 * MS, 13 * MS], abs=1e-12)
+    assert _col(eng, "restored_bytes") == [0, 3000]
+    assert [lk.restored_bytes for lk in eng.result.ledger.links] == [0, 3000]     # gpu (no link), cpu
+    assert _col(eng, "restore_s") == [0.0, 0.0]
+    assert (eng.stats.restores_considered, eng.stats.restores_losing) == (1, 1)

@@ -111,8 +111,16 @@ def test_native_equals_reference_on_random_traces(run):
     from pcs.engine.scheduler import StepEngine
 
     reqs, caps, cost, links, kw = run
-    _assert_same(_run(StepEngine, reqs, caps, cost, links, kw),
-                 _run(stepnative.NativeStepEngine, reqs, caps, cost, links, kw))
+    py = _run(StepEngine, reqs, caps, cost, links, kw)
+    _assert_restored_rows_sum_to_the_links(py[1].columns["restored_bytes"], py[1].ledger.links)
+    _assert_same(py, _run(stepnative.NativeStepEngine, reqs, caps, cost, links, kw))
+
+
+def _assert_restored_rows_sum_to_the_links(rows, links) -> None:
+    """docs/semantics.md §11: the rows' restored_bytes (every admission's restores, re-admissions after a
+    preemption included) sum to the bytes the links moved."""
+    assert int(np.asarray(rows, dtype=np.int64).sum()) == sum(lk.restored_bytes for lk in links)   # a run's
+    # links, or its summary's bytes (restored_bytes: every link's)
 
 
 @settings(max_examples=60, deadline=None)
@@ -155,6 +163,9 @@ def _same_replay(path: str, **kw) -> None:
         a.pop(key), b.pop(key)
     assert json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)
     ta, tb = ref.requests, fast.requests
+    for res in (ref, fast):
+        rows = res.requests["restored_bytes"].to_numpy()
+        _assert_restored_rows_sum_to_the_links(rows, [res.summary.bytes])
     assert ta.column_names == tb.column_names
     for name in ta.column_names:
         x, y = ta[name].to_numpy(zero_copy_only=False), tb[name].to_numpy(zero_copy_only=False)
