@@ -649,7 +649,8 @@ def _alt_plan(spec, bs: int, tier_specs, bb, manager, swa, mamba, mode):
              for t, b in zip(tier_specs, bb)]
     from pcs.engine.hybrid import check_hybrid_options, plan_hybrid
 
-    return plan_hybrid(alt, bs, [t.name for t in tier_specs], abb, sizes, *check_hybrid_options(manager, swa, mamba, mode))
+    return plan_hybrid(alt, bs, [t.name for t in tier_specs], abb, sizes,
+                       *check_hybrid_options(manager, swa, mamba, mode))
 
 
 def _summarise(out, context: dict, opts: _Options):
