@@ -20,14 +20,20 @@ def _pts(x: float) -> str:
     return format_points(x)  # -0.0 prints as 0.0
 
 
+#: The header marker of a ``--compute infinite`` run: every prefill and decode at full speed at once, so no
+#: compute queue -- prefill still takes its time (docs/semantics.md §9, ``pcs replay --help``).
+UNLIMITED = "unlimited compute, no queueing (--compute infinite)"
+
+
 def timing_label(timing: str, compute: str | None) -> str:
-    """``modeled timing``, or ``modeled timing, instant compute (--compute infinite)`` when no compute queue
-    runs (docs/semantics.md §9): the header of a replay and of a compare says which model the figures are."""
-    return f"{timing} timing" + (", instant compute (--compute infinite)" if compute == "infinite" else "")
+    """``modeled timing``, or ``modeled timing, unlimited compute, no queueing (--compute infinite)`` when no
+    compute queue runs (docs/semantics.md §9): the header of a replay, a compare and a fleet run says which
+    model the figures are."""
+    return f"{timing} timing" + (f", {UNLIMITED}" if compute == "infinite" else "")
 
 
 def header_line(s: dict[str, Any]) -> str:
-    """One line naming the run: trace, model, hardware, block size, timing (and instant compute), policy."""
+    """One line naming the run: trace, model, hardware, block size, timing (and unlimited compute), policy."""
     dtype = f", KV {s['kv_dtype']}" if s.get("kv_dtype") else ""
     pols = sorted({t["policy"] for t in s["tiers"]})
     return (f"pcs replay: {s['trace']} | {s['model']}{dtype} on {s['tp']}x {s['gpu']} (TP={s['tp']}) | "
