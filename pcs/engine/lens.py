@@ -106,7 +106,8 @@ def payload_lens(model: Any, block_size: int, gpu_capacity_bytes: int, links: Se
             the run's restored bytes are its links' ``restored_bytes`` and the alternative's those scaled
             by its bytes per block (docs/semantics.md §13).
     Returns:
-        :class:`pcs.engine.result.PayloadLens`: ``dtype``, ``alt_dtype`` and,
+        :class:`pcs.engine.result.PayloadLens`: ``dtype``, ``alt_dtype``, ``layout`` (the run's
+        :class:`pcs.model.layouts.KVLayout` name) and,
         each a ``(run, alt)`` pair: ``reference_bytes_per_block``,
         ``gpu_bytes_per_block`` (Reserved), ``lower_bytes_per_block``
         (Serialized, the first lower tier's), ``gpu_capacity_blocks``, ``restored_bytes``,
@@ -130,7 +131,7 @@ def payload_lens(model: Any, block_size: int, gpu_capacity_bytes: int, links: Se
     serialized = (block_bytes(model, block_size, "serialized").total_bytes,
                   block_bytes(model.with_dtype(alt), block_size, "serialized").total_bytes)
     return PayloadLens(
-        dtype=dtype, alt_dtype=alt,
+        dtype=dtype, alt_dtype=alt, layout=model.kv_layout.name,
         reference_bytes_per_block=ref,
         gpu_bytes_per_block=(g0, g1),
         lower_bytes_per_block=(low0[0], low1[0]) if links else serialized,

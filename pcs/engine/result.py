@@ -144,6 +144,8 @@ class PayloadLens:
 
     dtype: str = field("-", "the run's KV dtype")
     alt_dtype: str = field("-", "the compared dtype: fp8 for a 16/32-bit run, else bf16")
+    layout: str = field("-", "the run's KV layout as --dtype names it (fp8_per_token_head, nvfp4 ...; "
+                             "the text's column name)")
     reference_bytes_per_block: tuple[int, int] = field("bytes", "payload (reference layout) bytes per block")
     gpu_bytes_per_block: tuple[int, int] = field("bytes", "GPU (reserved layout) bytes per block; a hybrid "
                                                         "model's: pages per block x page bytes (padding included)")
