@@ -559,7 +559,9 @@ def replay(trace: Any = None, *, model: Any = None, hardware: Any = None, tp: in
                                      comparison=True), dict(context), opts)
         make = lambda: _build_pools(plan, tier_specs, opts.policy, tier_policies, protected_share)  # noqa: E731
         bpb = [pb[0] for pb in plan.page_bytes]
-        context.update(hybrid=plan, full_attention=full)
+        context.update(hybrid=plan, full_attention=full,
+                       hybrid_alt=_alt_plan(spec, bs, tier_specs, bb, hybrid_kv_cache_manager, swa_full_tokens_ratio,
+                                            mamba_full_memory_ratio, mamba_cache_mode))
         notes += list(plan.notes)
     out = run_replay(source if passes is None else passes.source, rules, time_model, make, opts.timing,
                      opts.write_policy, link_specs, bpb, opts.engine, opts.native, progress, step, plan,
@@ -634,6 +636,22 @@ def _hybrid_plan(spec, bs: int, tier_specs, bb, manager, swa, mamba, mode):
     manager, swa, mamba, mode = check_hybrid_options(manager, swa, mamba, mode)
     return plan_hybrid(spec, bs, [t.name for t in tier_specs], bb,
                        [(t.capacity_bytes, t.capacity_blocks) for t in tier_specs], manager, swa, mamba, mode)
+
+
+def _alt_plan(spec, bs: int, tier_specs, bb, manager, swa, mamba, mode):
+    """The hybrid plan of the payload lens' other dtype (:func:`pcs.engine.lens.alternative_dtype`): the
+    run's tier bytes (a tier given in blocks: of the run's block) in that dtype's pages (docs/semantics.md §13)."""
+    from pcs.engine.lens import alternative_dtype
+    from pcs.model import group_block_bytes
+
+    alt = spec.with_dtype(alternative_dtype(spec.kv_dtype))
+    abb = [group_block_bytes(alt, bs, "reserved" if j == 0 else "serialized") for j in range(len(bb))]
+    sizes = [(t.capacity_bytes if t.capacity_bytes is not None else t.capacity_blocks * b.total_bytes, None)
+             for t, b in zip(tier_specs, bb)]
+    from pcs.engine.hybrid import check_hybrid_options, plan_hybrid
+
+    return plan_hybrid(alt, bs, [t.name for t in tier_specs], abb, sizes,
+                       *check_hybrid_options(manager, swa, mamba, mode))
 
 
 def _summarise(out, context: dict, opts: _Options):

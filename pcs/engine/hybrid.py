@@ -88,6 +88,21 @@ class HybridPlan:
         """A pool's tier name: the level's (shared pool) or ``level/group``."""
         return level if self.pools == 1 else f"{level}/{self.groups[p].name}"
 
+    def block_pages(self) -> tuple[int, ...]:
+        """Pages one block of the model takes in each pool: its groups' pages per block, a state group's
+        pages per checkpoint spread over the blocks between checkpoints (rounded up)."""
+        out = [0] * self.pools
+        for g in self.groups:
+            out[g.pool] += -(-g.pages // g.every_blocks) if g.rule == "state" else g.pages
+        return tuple(out)
+
+    def block_layout(self, level: int) -> tuple[int, int]:
+        """(bytes of one block of the model at a level = pages per block x page bytes, summed over the
+        pools; whole blocks the level holds = the fewest any pool holds), docs/semantics.md §13.1."""
+        per = self.block_pages()
+        nbytes = sum(n * b for n, b in zip(per, self.page_bytes[level]))
+        return nbytes, min(c // n for c, n in zip(self.capacity_pages[level], per) if n)
+
 
 def check_hybrid_options(manager: str | None, swa_ratio: float | None, mamba_ratio: float | None,
                          mamba_mode: str | None) -> tuple[str, float, float, str]:

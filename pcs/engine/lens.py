@@ -60,13 +60,33 @@ def baseline_reason(dtype: str, alt: str) -> str:
     return "" if dtype in _WIDE or alt != "bf16" else "bf16 = any 16-bit KV: fp16 stores the same 2 bytes a value"
 
 
-def _restore_s(links: Sequence[Any], bytes_per_block: Sequence[int]) -> float:
-    return sum(lk.restores * lk.setup_s + lk.restored_blocks * b / lk.bandwidth_bps
-               for lk, b in zip(links, bytes_per_block))
+def _restore_s(links: Sequence[Any], nbytes: Sequence[int]) -> float:
+    return sum(lk.restores * lk.setup_s + b / lk.bandwidth_bps for lk, b in zip(links, nbytes))
+
+
+def _block_layouts(model: Any, block_size: int, gpu_capacity_bytes: int, nlinks: int, pages: Any):
+    """Per dtype (run, alt): (GPU bytes per block, whole blocks the GPU holds, per link bytes per block).
+
+    Without ``pages``: the model's Reserved / Serialized block (``pcs.model.group_block_bytes``) and the
+    GPU bytes // Reserved. With ``pages`` (a hybrid run's and the alternative's
+    :class:`pcs.engine.hybrid.HybridPlan`): the run's own page layout, pages per block x page bytes and
+    whole blocks of the pool (``HybridPlan.block_layout``), page padding included (docs/semantics.md §13.1).
+    """
+    from pcs.model import group_block_bytes as block_bytes  # the TP group's bytes, as the tiers hold them
+
+    out = []
+    for k, m in enumerate((model, model.with_dtype(alternative_dtype(model.kv_dtype)))):
+        if pages is None:
+            g, low = block_bytes(m, block_size, "reserved").total_bytes, block_bytes(m, block_size, "serialized")
+            out.append((g, gpu_capacity_bytes // g if g else 0, [low.total_bytes] * nlinks))
+        else:
+            (g, cap), low = pages[k].block_layout(0), [pages[k].block_layout(j)[0] for j in range(1, nlinks + 1)]
+            out.append((g, cap, low))
+    return out
 
 
 def payload_lens(model: Any, block_size: int, gpu_capacity_bytes: int, links: Sequence[Any],
-                 prefill_s: float, ttft_mean_s: float, requests: int) -> PayloadLens:
+                 prefill_s: float, ttft_mean_s: float, requests: int, pages: Any = None) -> PayloadLens:
     """The run's dtype beside the alternative one, hits held fixed.
 
     Args:
@@ -75,37 +95,48 @@ def payload_lens(model: Any, block_size: int, gpu_capacity_bytes: int, links: Se
         gpu_capacity_bytes: the GPU tier's size in bytes (as given, or its
             blocks x the run's bytes per block when given in blocks).
         links: the summary's envelope link rows (:class:`pcs.engine.result.LinkEnvelope`,
-            one per lower tier; read: ``restores``, ``restored_blocks``,
+            one per lower tier; read: ``restores``, ``restored_blocks``, ``restored_bytes``,
             ``setup_s`` in s, ``bandwidth_bps`` in bytes/s).
         prefill_s: the run's total prefill seconds of missed tokens.
         ttft_mean_s: the run's mean TTFT, seconds.
         requests: number of requests.
+        pages: a hybrid run's ``(plan, alternative's plan)`` (:class:`pcs.engine.hybrid.HybridPlan`, the
+            same tier bytes in the other dtype), or None. With it the Reserved / Serialized bytes per
+            block and the GPU's blocks are the page layout's (pages per block x page bytes, whole blocks),
+            the run's restored bytes are its links' ``restored_bytes`` and the alternative's those scaled
+            by its bytes per block (docs/semantics.md §13).
     Returns:
-        :class:`pcs.engine.result.PayloadLens`: ``dtype``, ``alt_dtype`` and,
+        :class:`pcs.engine.result.PayloadLens`: ``dtype``, ``alt_dtype``, ``layout`` (the run's
+        :class:`pcs.model.layouts.KVLayout` name) and,
         each a ``(run, alt)`` pair: ``reference_bytes_per_block``,
         ``gpu_bytes_per_block`` (Reserved), ``lower_bytes_per_block``
-        (Serialized), ``gpu_capacity_blocks``, ``restored_bytes``,
+        (Serialized, the first lower tier's), ``gpu_capacity_blocks``, ``restored_bytes``,
         ``restore_transfer_s``, ``prefill_s`` and ``ttft_mean_s`` (the
         alternative's = the run's minus the change in restore transfer time
         per request; waits and queueing held fixed).
     """
-    from pcs.model import group_block_bytes as block_bytes  # the TP group's bytes, as the tiers hold them
+    from pcs.model import group_block_bytes as block_bytes
 
     dtype = model.kv_dtype
     alt = alternative_dtype(dtype)
-    specs = (model, model.with_dtype(alt))
-    ref = tuple(block_bytes(m, block_size, "reference").total_bytes for m in specs)
-    gpu = tuple(block_bytes(m, block_size, "reserved").total_bytes for m in specs)
-    low = tuple(block_bytes(m, block_size, "serialized").total_bytes for m in specs)
-    blocks = sum(lk.restored_blocks for lk in links)
-    transfer = tuple(_restore_s(links, [b] * len(links)) for b in low)
+    ref = tuple(block_bytes(m, block_size, "reference").total_bytes for m in (model, model.with_dtype(alt)))
+    (g0, c0, low0), (g1, c1, low1) = _block_layouts(model, block_size, gpu_capacity_bytes, len(links), pages)
+    if pages is None:
+        moved = ([lk.restored_blocks * b for lk, b in zip(links, low0)],
+                 [lk.restored_blocks * b for lk, b in zip(links, low1)])
+    else:
+        moved = ([lk.restored_bytes for lk in links],
+                 [lk.restored_bytes * b1 // b0 if b0 else 0 for lk, b0, b1 in zip(links, low0, low1)])
+    transfer = tuple(_restore_s(links, m) for m in moved)
+    serialized = (block_bytes(model, block_size, "serialized").total_bytes,
+                  block_bytes(model.with_dtype(alt), block_size, "serialized").total_bytes)
     return PayloadLens(
-        dtype=dtype, alt_dtype=alt,
+        dtype=dtype, alt_dtype=alt, layout=model.kv_layout.name,
         reference_bytes_per_block=ref,
-        gpu_bytes_per_block=gpu,
-        lower_bytes_per_block=low,
-        gpu_capacity_blocks=tuple(gpu_capacity_bytes // g if g else 0 for g in gpu),
-        restored_bytes=tuple(blocks * b for b in low),
+        gpu_bytes_per_block=(g0, g1),
+        lower_bytes_per_block=(low0[0], low1[0]) if links else serialized,
+        gpu_capacity_blocks=(c0, c1),
+        restored_bytes=(sum(moved[0]), sum(moved[1])),
         restore_transfer_s=transfer,
         prefill_s=(prefill_s, prefill_s),
         ttft_mean_s=(ttft_mean_s, ttft_mean_s - (transfer[0] - transfer[1]) / max(requests, 1)),

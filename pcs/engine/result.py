@@ -144,11 +144,16 @@ class PayloadLens:
 
     dtype: str = field("-", "the run's KV dtype")
     alt_dtype: str = field("-", "the compared dtype: fp8 for a 16/32-bit run, else bf16")
+    layout: str = field("-", "the run's KV layout as --dtype names it (fp8_per_token_head, nvfp4 ...; "
+                             "the text's column name)")
     reference_bytes_per_block: tuple[int, int] = field("bytes", "payload (reference layout) bytes per block")
-    gpu_bytes_per_block: tuple[int, int] = field("bytes", "GPU (reserved layout) bytes per block")
-    lower_bytes_per_block: tuple[int, int] = field("bytes", "lower-tier (serialized layout) bytes per block")
-    gpu_capacity_blocks: tuple[int, int] = field("blocks", "blocks the GPU tier holds")
-    restored_bytes: tuple[int, int] = field("bytes", "bytes of the run's restores")
+    gpu_bytes_per_block: tuple[int, int] = field("bytes", "GPU (reserved layout) bytes per block; a hybrid "
+                                                        "model's: pages per block x page bytes (padding included)")
+    lower_bytes_per_block: tuple[int, int] = field("bytes", "lower-tier (serialized layout) bytes per block (the "
+                                                          "first lower tier's; hybrid: its pages per block x page bytes)")
+    gpu_capacity_blocks: tuple[int, int] = field("blocks", "whole blocks the GPU tier holds (hybrid: its "
+                                                        "pages // pages per block)")
+    restored_bytes: tuple[int, int] = field("bytes", "bytes of the run's restores (the run's: bytes.restored)")
     restore_transfer_s: tuple[float, float] = field("s", "their transfer time: restores x setup + "
                                                          "blocks x bytes / bandwidth (no queueing)")
     prefill_s: tuple[float, float] = field("s", "prefill of the missed tokens (does not depend on the dtype)")

@@ -231,8 +231,9 @@ def build_summary(res, state: CacheState, seq_ledger, single, ideal, ctx: dict) 
     envelope = _envelope(L, state, res.columns, ctx)
     gpu_bytes = ctx["tier_specs"][0].capacity_bytes
     lens = payload_lens(model, ctx["block_size"], tiers[0].capacity_bytes if gpu_bytes is None else gpu_bytes,
-                        _lens_links(envelope.links, ctx), float(_values(res.columns["prefill_s"]).sum()),
-                        float(_values(res.columns["ttft_s"]).mean()), L.num_requests)
+                        envelope.links, float(_values(res.columns["prefill_s"]).sum()),
+                        float(_values(res.columns["ttft_s"]).mean()), L.num_requests,
+                        None if ctx.get("hybrid") is None else (ctx["hybrid"], ctx["hybrid_alt"]))
     return ReplaySummary(
         trace=ctx["trace"], model=model.name, kv_dtype=model.kv_dtype, gpu=ctx["gpu"].name,
         tp=ctx["tp"], block_size=ctx["block_size"], timing=ctx["timing"], policy=ctx["policy"],
@@ -276,17 +277,6 @@ def _series(res, tiers) -> TimeSeries | None:
                           [{"name": t.name, "bytes_per_block": t.bytes_per_block,
                             "bytes_per_block_by_component": t.bytes_per_block_by_component,
                             "link_bandwidth_bps": t.link_bandwidth_bps} for t in tiers])
-
-
-def _lens_links(links, ctx: dict):
-    """The link rows the payload lens reads; a hybrid run's restored pages as whole-model blocks of the
-    same bytes (the lens compares whole-model block sizes)."""
-    if ctx.get("hybrid") is None:
-        return links
-    from dataclasses import replace
-
-    return tuple(replace(lk, restored_blocks=round(lk.restored_bytes / ctx["block_bytes"][j + 1].total_bytes))
-                 for j, lk in enumerate(links))
 
 
 def _gap(ide: float, ss: float, seq: float, real: float, oracle: float | None, prompt_tokens: int,

@@ -57,11 +57,15 @@ def _gap_rows(s: dict[str, Any]) -> list[list]:
     ]
 
 
-def render_fleet(s: dict[str, Any]) -> str:
-    """The fleet summary dict (:meth:`pcs.fleet.FleetSummary.to_dict`) as text."""
+def render_fleet(s: dict[str, Any], compute: str | None = None) -> str:
+    """The fleet summary dict (:meth:`pcs.fleet.FleetSummary.to_dict`) as text; ``compute`` = the run's
+    ``--compute`` (``infinite`` adds :data:`pcs.report.replay.UNLIMITED` to the header, as a single run's)."""
+    from pcs.report.replay import UNLIMITED
+
     stale = f", view {format_duration(s['router_stale_s'])} stale" if s["router_stale_s"] else ", exact view"
     title = (f"pcs replay: {s['trace']} | {s['instances']} instances | router {s['router']}{stale} | "
-             f"index {format_count(s['index_capacity_blocks'])} blocks per instance")
+             f"index {format_count(s['index_capacity_blocks'])} blocks per instance"
+             + (f" | {UNLIMITED}" if compute == "infinite" else ""))
     top = render_table(["fleet", "hit ratio", "lost (-) or gained (+) at this step"], _gap_rows(s), title=title)
     rows = [[x["instance"], format_count(x["requests"]), format_count(x["prompt_tokens"]), _pct(x["hit_ratio"]),
              _pct(x["ceiling_hit_ratio"]), _s(x["busy_s"]), _s(x["ttft_p50_s"]), _s(x["ttft_p99_s"])]

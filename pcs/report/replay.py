@@ -20,14 +20,20 @@ def _pts(x: float) -> str:
     return format_points(x)  # -0.0 prints as 0.0
 
 
+#: The header marker of a ``--compute infinite`` run: every prefill and decode at full speed at once, so no
+#: compute queue -- prefill still takes its time (docs/semantics.md §9, ``pcs replay --help``).
+UNLIMITED = "unlimited compute, no queueing (--compute infinite)"
+
+
 def timing_label(timing: str, compute: str | None) -> str:
-    """``modeled timing``, or ``modeled timing, instant compute (--compute infinite)`` when no compute queue
-    runs (docs/semantics.md §9): the header of a replay and of a compare says which model the figures are."""
-    return f"{timing} timing" + (", instant compute (--compute infinite)" if compute == "infinite" else "")
+    """``modeled timing``, or ``modeled timing, unlimited compute, no queueing (--compute infinite)`` when no
+    compute queue runs (docs/semantics.md §9): the header of a replay, a compare and a fleet run says which
+    model the figures are."""
+    return f"{timing} timing" + (f", {UNLIMITED}" if compute == "infinite" else "")
 
 
 def header_line(s: dict[str, Any]) -> str:
-    """One line naming the run: trace, model, hardware, block size, timing (and instant compute), policy."""
+    """One line naming the run: trace, model, hardware, block size, timing (and unlimited compute), policy."""
     dtype = f", KV {s['kv_dtype']}" if s.get("kv_dtype") else ""
     pols = sorted({t["policy"] for t in s["tiers"]})
     return (f"pcs replay: {s['trace']} | {s['model']}{dtype} on {s['tp']}x {s['gpu']} (TP={s['tp']}) | "
@@ -277,17 +283,26 @@ def lens_rows(s: dict[str, Any]) -> tuple[str, list[str], list[list[str]], list[
             ("prefill of the missed tokens", "prefill_s", format_duration),
             ("mean TTFT (waits and queueing held)", "ttft_mean_s", format_duration)]
     rows = [[label, fmt(lens[key][0]), fmt(lens[key][1]), _ratio(lens[key])] for label, key, fmt in spec]
-    notes = ["stored bytes shrink with the payload only where the scales sit outside the pages "
-             "(vLLM fp8: x0.500; fp8_per_token_head, nvfp4: less, pcs footprint shows both), "
-             "a per-restore setup does not shrink, and the prefill of missed tokens not at all, "
-             "so with the hits held fixed TTFT barely moves; a real --dtype "
-             f"{a} replay also fits {_ratio(lens['gpu_capacity_blocks'])} the blocks per tier, so the hits change "
-             "and with them restore bytes and TTFT: replay with it to see"]
+    notes = [_lens_note(a, lens)]
     from pcs.engine.lens import baseline_reason
 
     why = baseline_reason(d, a)        # fp8 vs bf16 beside fp16 vs fp8: one 16-bit width, said in the line
-    return (f"Payload is not everything: KV {d} vs {a}" + (f" ({why})" if why else ""),
-            ["same hits, other KV dtype", f"{d} (this run)", a, f"{a}/{d}"], rows, notes)
+    run = lens.get("layout") or d      # the layout as the user typed it: fp8_per_token_head, nvfp4 (#12)
+    return (f"Payload is not everything: KV {run} vs {a}" + (f" ({why})" if why else ""),
+            ["same hits, other KV dtype", f"{run} (this run)", a, f"{a}/{run}"], rows, notes)
+
+
+def _lens_note(a: str, lens: dict[str, Any]) -> str:
+    """The lens' note, worded for the direction of the comparison (walkthrough-22 #12): a narrower other dtype
+    shrinks the stored bytes, a wider one (bf16 beside an fp8 / nvfp4 run) grows them."""
+    narrower = lens["gpu_bytes_per_block"][1] <= lens["gpu_bytes_per_block"][0]
+    move = "shrink" if narrower else "grow"
+    return (f"stored bytes {move} with the payload only where the scales sit outside the pages "
+            "(vLLM fp8: x0.500 of bf16; fp8_per_token_head, nvfp4: less, pcs footprint shows both), "
+            f"a per-restore setup does not {move}, and the prefill of missed tokens not at all, "
+            "so with the hits held fixed TTFT barely moves; a real --dtype "
+            f"{a} replay {'also ' if narrower else ''}fits {_ratio(lens['gpu_capacity_blocks'])} the blocks per "
+            "tier, so the hits change and with them restore bytes and TTFT: replay with it to see")
 
 
 def _lens_table(s: dict[str, Any]) -> str:

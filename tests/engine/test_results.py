@@ -44,7 +44,7 @@ ENVELOPE_KEYS = ["links", "ttft_p50_s", "ttft_p99_s", "ttft_no_cache_p50_s", "tt
 LINK_KEYS = ["tier", "link", "bandwidth_bps", "setup_s", "restores", "restored_blocks", "restored_bytes",
              "restore_s", "transfer_s", "queue_s", "saved_prefill_s", "restores_slower_than_recompute",
              "share_slower", "blocks_slower_than_recompute", "break_even_bps"]
-LENS_KEYS = ["dtype", "alt_dtype", "reference_bytes_per_block", "gpu_bytes_per_block", "lower_bytes_per_block",
+LENS_KEYS = ["dtype", "alt_dtype", "layout", "reference_bytes_per_block", "gpu_bytes_per_block", "lower_bytes_per_block",
              "gpu_capacity_blocks", "restored_bytes", "restore_transfer_s", "prefill_s", "ttft_mean_s"]
 CURVE_KEYS = ["trace", "block_size", "requests", "block_accesses", "distinct_blocks", "prompt_tokens",
               "sample_rate", "kernel", "engine", "engine_reason", "model", "block_bytes", "ceiling_hit_ratio", "knee", "rows"]
