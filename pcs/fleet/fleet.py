@@ -335,6 +335,20 @@ def _refuse_oracle_policy(replay_kwargs: dict) -> None:
                          "one instance with --policy belady or --gap-oracle instead")
 
 
+def _check_fleet_args(instances: Any, replay_kwargs: dict[str, Any]) -> None:
+    """Refuse a bad instance count, an oracle policy and a str ``compute`` before any work.
+
+    Raises:
+        UserError: ``instances`` not an int in 1 .. :data:`MAX_INSTANCES`; what
+            :func:`_refuse_oracle_policy` and :func:`pcs.engine.api.refuse_str_compute` raise.
+    """
+    if isinstance(instances, bool) or not isinstance(instances, int) or not 1 <= instances <= MAX_INSTANCES:
+        raise UserError(f"--instances must be an int in 1..{MAX_INSTANCES}, got {instances!r}")
+    _refuse_oracle_policy(replay_kwargs)
+    from pcs.engine.api import refuse_str_compute    # lazy, as _setup's import of pcs.engine.api
+    refuse_str_compute(replay_kwargs.get("compute"))
+
+
 def fleet_replay(trace: Any = None, *, instances: int = 1, router: Any = "round-robin", router_stale_s: float = 0.0,
                  progress: Callable[[int], None] | None = None, shared_tier: Any = None,
                  **replay_kwargs: Any) -> FleetResult:
@@ -361,11 +375,7 @@ def fleet_replay(trace: Any = None, *, instances: int = 1, router: Any = "round-
             on a trace without session ids; with ``shared_tier``: no size, or an option
             :func:`pcs.fleet.oneclock.check_shared_options` refuses; and what :func:`pcs.replay` raises.
     """
-    if isinstance(instances, bool) or not isinstance(instances, int) or not 1 <= instances <= MAX_INSTANCES:
-        raise UserError(f"--instances must be an int in 1..{MAX_INSTANCES}, got {instances!r}")
-    _refuse_oracle_policy(replay_kwargs)
-    from pcs.engine.api import refuse_str_compute    # lazy, as _setup's import of pcs.engine.api
-    refuse_str_compute(replay_kwargs.get("compute"))
+    _check_fleet_args(instances, replay_kwargs)
     source = reiterable(trace)
     batch = concat_batches(list(as_batches(source)), block_size=getattr(source, "block_size", None))
     if len(batch) == 0:
