@@ -553,15 +553,12 @@ def replay(trace: Any = None, *, model: Any = None, hardware: Any = None, tp: in
     context = _context(source, spec, gpu, opts, dtype, bs, rules, tier_specs, bb, link_specs, protected_share)
     passes = None
     if plan is not None:   # the comparison line first; both runs share the trace's tier-independent passes
-        passes = SharedPasses(source)
-        full = _summarise(run_replay(passes.source, rules, time_model, make, opts.timing, opts.write_policy,
-                                     link_specs, bpb, "auto", opts.native, None, step, passes=passes,
-                                     comparison=True), dict(context), opts)
+        passes = _full_attention_line(source, rules, time_model, make, opts, link_specs, bpb, step, context)
         make = lambda: _build_pools(plan, tier_specs, opts.policy, tier_policies, protected_share)  # noqa: E731
         bpb = [pb[0] for pb in plan.page_bytes]
-        context.update(hybrid=plan, full_attention=full,
-                       hybrid_alt=_alt_plan(spec, bs, tier_specs, bb, hybrid_kv_cache_manager, swa_full_tokens_ratio,
-                                            mamba_full_memory_ratio, mamba_cache_mode))
+        context.update(hybrid=plan, hybrid_alt=_alt_plan(spec, bs, tier_specs, bb, hybrid_kv_cache_manager,
+                                                         swa_full_tokens_ratio, mamba_full_memory_ratio,
+                                                         mamba_cache_mode))
         notes += list(plan.notes)
     out = run_replay(source if passes is None else passes.source, rules, time_model, make, opts.timing,
                      opts.write_policy, link_specs, bpb, opts.engine, opts.native, progress, step, plan,
@@ -573,6 +570,17 @@ def replay(trace: Any = None, *, model: Any = None, hardware: Any = None, tp: in
     notes += deployment.pop("notes") + _load_notes(summary, out)
     summary = dataclasses.replace(summary, notes=tuple(notes), deployment=deployment)
     return ReplayResult(summary, columns=out.result.columns, ceilings=(out.single, out.single_with_decode, out.decode))
+
+
+def _full_attention_line(source, rules, time_model, make, opts, link_specs, bpb, step,
+                         context: dict) -> SharedPasses:
+    """Run a hybrid model's comparison line (every layer full attention, docs/semantics.md §13.1) and put its
+    summary in ``context["full_attention"]``; returns the trace's shared passes for the hybrid run."""
+    passes = SharedPasses(source)
+    context["full_attention"] = _summarise(run_replay(passes.source, rules, time_model, make, opts.timing,
+                                                      opts.write_policy, link_specs, bpb, "auto", opts.native, None,
+                                                      step, passes=passes, comparison=True), dict(context), opts)
+    return passes
 
 
 def _check_groups(plan, spec, ctx, admit, gap_oracle: bool, residency_step_s: float | None) -> None:
