@@ -273,17 +273,26 @@ static int32_t pa_entry(Tier *t, int64_t h) {
 static int32_t pa_victim(Tier *t) {
     PyArr *p = t->pa;
     if (p->vnext == 0 && pa_ask(t) < 0) return -1;
-    PyObject *o = p->vict ? PySequence_Fast_GET_ITEM(p->vict, p->vnext) : NULL;
-    int64_t h = !o ? p->v0 + p->vstep * p->vnext : PyBool_Check(o) ? -1 : PyLong_AsLongLong(o);
-    int32_t e = (o && PyBool_Check(o)) || (h == -1 && PyErr_Occurred()) ? -1 : pa_entry(t, h);
+    PyObject *o = p->vict ? PySequence_Fast_GET_ITEM(p->vict, p->vnext) : NULL, *i = o ? pyhost_index(o) : NULL;
+    int64_t h = !o ? p->v0 + p->vstep * p->vnext : i ? PyLong_AsLongLong(i) : -1;
+    int32_t e = (o && !i) || (h == -1 && PyErr_Occurred()) ? -1 : pa_entry(t, h);
+    int ix = i != NULL;                     /* an index (pyhost_index) */
+    Py_XDECREF(i);
+    Py_XINCREF(o);
     if (++p->vnext == p->vlen) { Py_CLEAR(p->vict); p->vnext = 0; }
     if (e < 0) {
         PyErr_Clear();
         Py_CLEAR(p->vict);
         p->vnext = 0;
-        return pa_broke(p, "victims(n) returned a bool, a non-int or a handle the tier does not hold unpinned "
-                        "(or twice)", h, p->want);
+        const char *what = "victims(n) returned a handle the tier does not hold unpinned (or twice)";
+        if (!o) return pa_broke(p, what, h, p->want);
+        if (!ix) pyhost_broke_ans(p->err, p->name, "array.py", "victims(n) returned a bool or a non-int, not a "
+                                 "handle", "answer", o, p->want);
+        else pyhost_broke_ans(p->err, p->name, "array.py", what, "handle", o, p->want);
+        Py_DECREF(o);
+        return -1;
     }
+    Py_XDECREF(o);
     p->hd[e] = -1;                          /* the mechanism deletes the entry next */
     *pa_byte(p, h) = 0;                     /* pa_entry found the byte */
     return e;
@@ -296,8 +305,10 @@ static const char *pa_order_item(Tier *t, PyObject *o, int64_t *h, int32_t *e) {
     *e = -1;
     *h = -1;
     if (PyBool_Check(o)) return "order_handles() returned a bool, not an int handle";
-    if (!PyLong_Check(o)) return "order_handles() returned a non-int, not a handle";
-    *h = PyLong_AsLongLong(o);
+    PyObject *i = pyhost_index(o);                      /* the rule of both hosts: anything with __index__ */
+    if (!i) return "order_handles() returned a non-int, not a handle";
+    *h = PyLong_AsLongLong(i);
+    Py_DECREF(i);
     PyErr_Clear();                                      /* overflow: -1, a handle never named */
     if ((*e = pa_entry(t, *h)) < 0) return "order_handles() returned a handle the tier does not hold unpinned";
     if (t->ent[*e].flags & F_VISITED) return "order_handles() returned a handle twice";
