@@ -89,12 +89,30 @@ static int py_load(Tier *t, PyObject *data) {
     return p->blind < 0 ? -1 : 0;
 }
 
-/* the error raised by the policy (set) -> the error class err naming the policy and the method, chained to it;
- * shared with pcs/cache/_pol_pyarr.c */
+/* whether exception val is one a policy's call lets through unnamed (pcs.errors.STOPS: Ctrl-C, a signal); looked
+ * up at the failure only (no error left set) */
+static int pyhost_stop(PyObject *val) {
+    PyObject *m = PyImport_ImportModule("pcs.errors"), *stops = m ? PyObject_GetAttrString(m, "STOPS") : NULL;
+    int r = stops ? PyObject_IsInstance(val, stops) : -1;
+    Py_XDECREF(stops); Py_XDECREF(m);
+    if (r < 0) {
+        PyErr_Clear();
+        r = PyErr_GivenExceptionMatches(val, PyExc_KeyboardInterrupt);
+    }
+    return r;
+}
+
+/* the error raised by the policy (set, any BaseException) -> the error class err naming the policy and the method,
+ * chained to it; Ctrl-C and a signal's pcs.errors.Stopped are left as they are (pyhost_stop); shared with
+ * pcs/cache/_pol_pyarr.c */
 int pyhost_fail(PyObject *err, PyObject *name, const char *method) {
     PyObject *tp, *val, *tb;
     PyErr_Fetch(&tp, &val, &tb);
     PyErr_NormalizeException(&tp, &val, &tb);
+    if (val && pyhost_stop(val)) {          /* not the policy's: raised on as it is (the CLI: 130 / 143) */
+        PyErr_Restore(tp, val, tb);
+        return -1;
+    }
     if (tb) PyException_SetTraceback(val, tb);
     PyObject *e = PyObject_CallFunction(err, "N", PyUnicode_FromFormat(
         "eviction policy %R raised %s in %s(): %S", name, Py_TYPE(val)->tp_name, method, val));

@@ -15,7 +15,7 @@ from __future__ import annotations
 import operator
 from typing import Any
 
-from pcs.errors import PolicyError
+from pcs.errors import STOPS, PolicyError
 
 __all__ = ["GuardedPolicy", "guard", "broke", "raised", "is_own", "trusted", "check_initialised", "as_index"]
 
@@ -102,7 +102,9 @@ def _call(self: "GuardedPolicy", method: str, *args: Any) -> Any:
     """``self.inner.method(*args)``; an exception it raises becomes :func:`raised` (chained)."""
     try:
         return getattr(self.inner, method)(*args)
-    except Exception as err:         # the policy's own fault, whatever it is: named, one line at the CLI
+    except STOPS:                    # Ctrl-C, a signal: not the policy's doing (the CLI's own line, 130 / 143)
+        raise
+    except BaseException as err:     # the policy's own fault, SystemExit too: named, one line at the CLI
         raise raised(self.name, method, err) from err
 
 
