@@ -149,7 +149,8 @@ static PyObject *pa_runs(PyArr *p) {
     return runs;
 }
 
-/* victims(n, queued runs): the policy's answer (a new reference), or NULL (the error class set) */
+/* victims(n, queued runs): the policy's answer (a new reference), or NULL (the error class set; also when the
+ * policy rebound or shrank its flags during the call) */
 static PyObject *pa_call(Tier *t, Py_ssize_t n) {
     PyArr *p = t->pa;
     if (PyErr_Occurred()) return NULL;
@@ -157,8 +158,16 @@ static PyObject *pa_call(Tier *t, Py_ssize_t n) {
     PyObject *args[2] = {nn, runs};
     if (runs && nn && pyhost_clock(p->clock, *t->clock) == 0) r = PyObject_Vectorcall(p->victims, args, 2, NULL);
     Py_XDECREF(nn); Py_XDECREF(runs);
-    if (!r) pyhost_fail(p->err, p->name, "victims");
-    else if (PyByteArray_GET_SIZE(p->flags) < p->nh) {
+    if (!r) return pyhost_fail(p->err, p->name, "victims"), NULL;
+    PyObject *f = PyObject_GetAttrString(p->obj, "flags");      /* still the host's bytearray (identity)? */
+    int same = f == p->flags;
+    Py_XDECREF(f);
+    PyErr_Clear();
+    if (!same) {
+        Py_CLEAR(r);
+        pa_broke(p, "flags replaced by the policy (self.flags is the host's bytearray, written by the host only)",
+                 p->nh, n);
+    } else if (PyByteArray_GET_SIZE(p->flags) < p->nh) {
         Py_CLEAR(r);
         pa_broke(p, "flags resized by the policy (they are written by the host only)", p->nh, n);
     }

@@ -120,7 +120,12 @@ class ArrayPolicy(EvictionPolicy):
 
     def _deliver(self, n: int) -> Sequence[int]:
         runs, self._runs = self._runs, []
-        return self.victims(n, runs)
+        flags = self.flags
+        got = self.victims(n, runs)
+        if self.flags is not flags:     # as the compiled host (pcs/cache/_pol_pyarr.c pa_call) checks
+            raise UserError("flags replaced by the policy (self.flags is the host's bytearray, written by the "
+                            "host only)")
+        return got
 
     def add(self, keys: Sequence[int], reused: bool = False) -> None:
         if len(set(keys)) != len(keys):                 # duplicates: the later wins (base.py)
