@@ -280,7 +280,7 @@ class HostileArray(ArrayLRU):
     ("rebind", "flags replaced by the policy"),
     ("export", "do not hold a memoryview or np.frombuffer of flags across calls"),
     ("set", "must return a list, tuple or range"),
-    ("bool", "returned a bool"),
+    ("bool", "returned a bool or a non-int, not a handle (answer True, n = "),     # hostile-22 #6: not -1
     ("negative", "(handle -1, n = "),
 ])
 def test_a_hostile_array_plugin_is_one_line_naming_it(monkeypatch, how, needle):
@@ -306,6 +306,18 @@ def test_the_python_host_notices_flags_replaced():
     p.add([1, 2, 3])
     with pytest.raises(UserError, match="flags replaced by the policy"):
         p.evict(2)
+
+
+def test_the_python_host_says_why_flags_cannot_grow():
+    """A memoryview of flags held across calls: the Python host's message is the compiled host's (hostile-22 #6),
+    not BufferError's "Existing exports of data". Keys 1 and 2 named, one victim asked (the view taken then),
+    then key 3 must grow flags."""
+    p = HostileArray(8)
+    p.how = "export"
+    p.add([1, 2])
+    p.evict(1)
+    with pytest.raises(UserError, match="flags could not be grown: do not hold a memoryview or np.frombuffer"):
+        p.add([3])
 
 
 def test_array_lru_window_is_bounded_by_the_flags():

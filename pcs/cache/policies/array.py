@@ -107,7 +107,11 @@ class ArrayPolicy(EvictionPolicy):
         for h, k in enumerate(keys, first):
             handle[k] = h
             key[h] = k
-        self.flags += b"\x01" * len(keys)
+        try:
+            self.flags += b"\x01" * len(keys)
+        except BufferError:             # the compiled host's words (pcs/cache/_pol_pyarr.c pa_flag)
+            raise UserError("flags could not be grown: do not hold a memoryview or np.frombuffer of flags across "
+                            "calls") from None
         self._runs.append((first, len(keys), bool(reused)))
 
     def _unname(self, keys: Iterable[int]) -> list[int]:
