@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Iterable, Mapping
 
-__all__ = ["UserError", "InputError", "UnknownNameError", "PolicyError", "BUG_REPORT"]
+__all__ = ["UserError", "InputError", "UnknownNameError", "PolicyError", "Stopped", "STOPS", "BUG_REPORT"]
 
 #: Where the CLI's last line after an internal error sends the user.
 BUG_REPORT = ("this is a bug in pcs, not in your input: please report it on the pcs issue tracker "
@@ -60,6 +60,18 @@ class PolicyError(UserError):
     ``str(err)`` names the policy and the method, e.g. ``"eviction policy 'demo_mru' raised RuntimeError in
     evict(): boom"``: the one line the CLI prints (the policy's own exception is the ``__cause__``).
     """
+
+
+class Stopped(BaseException):
+    """The run was stopped from outside (a signal: ``pcs.cli.common.Terminated``), never by the code it was in.
+
+    A ``BaseException`` like ``KeyboardInterrupt``, so ``except Exception`` does not swallow it.
+    """
+
+
+#: What a plug-in policy's call lets through unnamed (Ctrl-C, a signal): every other exception it raises,
+#: ``SystemExit`` too, is the policy's (pcs/cache/policyguard.py ``raised``, pcs/cache/_pol_py.c ``pyhost_fail``).
+STOPS = (KeyboardInterrupt, Stopped)
 
 
 class UnknownNameError(UserError):

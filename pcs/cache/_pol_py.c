@@ -89,12 +89,30 @@ static int py_load(Tier *t, PyObject *data) {
     return p->blind < 0 ? -1 : 0;
 }
 
-/* the error raised by the policy (set) -> the error class err naming the policy and the method, chained to it;
- * shared with pcs/cache/_pol_pyarr.c */
+/* whether exception val is one a policy's call lets through unnamed (pcs.errors.STOPS: Ctrl-C, a signal); looked
+ * up at the failure only (no error left set) */
+static int pyhost_stop(PyObject *val) {
+    PyObject *m = PyImport_ImportModule("pcs.errors"), *stops = m ? PyObject_GetAttrString(m, "STOPS") : NULL;
+    int r = stops ? PyObject_IsInstance(val, stops) : -1;
+    Py_XDECREF(stops); Py_XDECREF(m);
+    if (r < 0) {
+        PyErr_Clear();
+        r = PyErr_GivenExceptionMatches(val, PyExc_KeyboardInterrupt);
+    }
+    return r;
+}
+
+/* the error raised by the policy (set, any BaseException) -> the error class err naming the policy and the method,
+ * chained to it; Ctrl-C and a signal's pcs.errors.Stopped are left as they are (pyhost_stop); shared with
+ * pcs/cache/_pol_pyarr.c */
 int pyhost_fail(PyObject *err, PyObject *name, const char *method) {
     PyObject *tp, *val, *tb;
     PyErr_Fetch(&tp, &val, &tb);
     PyErr_NormalizeException(&tp, &val, &tb);
+    if (val && pyhost_stop(val)) {          /* not the policy's: raised on as it is (the CLI: 130 / 143) */
+        PyErr_Restore(tp, val, tb);
+        return -1;
+    }
     if (tb) PyException_SetTraceback(val, tb);
     PyObject *e = PyObject_CallFunction(err, "N", PyUnicode_FromFormat(
         "eviction policy %R raised %s in %s(): %S", name, Py_TYPE(val)->tp_name, method, val));
@@ -114,6 +132,27 @@ int pyhost_broke(PyObject *err, PyObject *name, const char *what, unsigned long 
                                          "(block %llu, n = %zd)", name, what, key, n);
     if (msg) { PyErr_SetObject(err, msg); Py_DECREF(msg); }
     return -1;
+}
+
+/* a contract error naming the policy and printing the item of its answer as given (ans, %R, after label: "block",
+ * "handle", or "answer" for one that is neither); -1; shared with pcs/cache/_pol_pyarr.c (file: the contract's
+ * module under pcs/cache/policies/) */
+int pyhost_broke_ans(PyObject *err, PyObject *name, const char *file, const char *what, const char *label,
+                     PyObject *ans, Py_ssize_t n) {
+    PyObject *msg = PyUnicode_FromFormat("eviction policy %R broke the contract of pcs/cache/policies/%s: %s "
+                                         "(%s %R, n = %zd)", name, file, what, label, ans, n);
+    if (msg) { PyErr_SetObject(err, msg); Py_DECREF(msg); }
+    return -1;
+}
+
+/* item o of an answer as an int (a new reference), or NULL (no error set): the one rule of both hosts for what
+ * a policy may answer (docs/policies.md; pcs/cache/policyguard.py as_index): any object with __index__ (an int,
+ * a numpy int) but a bool; a float, a str, None are refused. Shared with pcs/cache/_pol_pyarr.c */
+PyObject *pyhost_index(PyObject *o) {
+    if (PyBool_Check(o) || !PyIndex_Check(o)) return NULL;
+    PyObject *i = PyNumber_Index(o);
+    if (!i) PyErr_Clear();
+    return i;
 }
 
 static int py_fail(PyPol *p, const char *method) { return pyhost_fail(p->err, p->name, method); }
@@ -292,16 +331,24 @@ static int py_ask(Tier *t) {
 static int32_t py_victim(Tier *t) {
     PyPol *p = t->py;
     if (!p->vict && py_ask(t) < 0) return -1;
-    PyObject *k = PyList_GET_ITEM(p->vict, p->vnext);
-    uint64_t key = PyLong_AsUnsignedLongLong(k);
-    int32_t e = key == (uint64_t)-1 && PyErr_Occurred() ? -1 : tfind(t, key);
+    PyObject *k = PyList_GET_ITEM(p->vict, p->vnext), *i = pyhost_index(k);
+    uint64_t key = i ? PyLong_AsUnsignedLongLong(i) : 0;
+    int32_t e = !i || (key == (uint64_t)-1 && PyErr_Occurred()) ? -1 : tfind(t, key);
+    int ix = i != NULL;                     /* an index (pyhost_index) */
+    Py_XDECREF(i);
+    Py_INCREF(k);
     if (++p->vnext == PyList_GET_SIZE(p->vict)) Py_CLEAR(p->vict);
     if (e < 0 || t->ent[e].pin || OUT(&t->ent[e])) {
         PyErr_Clear();
         Py_CLEAR(p->vict);
-        return py_broke(p, "evict(n) returned a block the tier does not hold unpinned (or twice)",
-                        (unsigned long long)key, p->want);
+        if (!ix) pyhost_broke_ans(p->err, p->name, "base.py", "evict(n) returned a bool or a non-int, not a block",
+                                 "answer", k, p->want);
+        else pyhost_broke_ans(p->err, p->name, "base.py", "evict(n) returned a block the tier does not hold "
+                              "unpinned (or twice)", "block", k, p->want);
+        Py_DECREF(k);
+        return -1;
     }
+    Py_DECREF(k);
     py_forget(t, e);                        /* the mechanism deletes the entry next */
     return e;
 }
@@ -317,8 +364,10 @@ static Py_ssize_t py_order(Tier *t, int32_t *out) {
     Py_ssize_t n = PySequence_Fast_GET_SIZE(l), bad = n > t->held;
     uint64_t key = 0;
     for (Py_ssize_t i = 0; i < n && !bad; i++) {
-        key = PyLong_AsUnsignedLongLong(PySequence_Fast_GET_ITEM(l, i));
-        int32_t e = key == (uint64_t)-1 && PyErr_Occurred() ? -1 : tfind(t, key);
+        PyObject *ix = pyhost_index(PySequence_Fast_GET_ITEM(l, i));
+        key = ix ? PyLong_AsUnsignedLongLong(ix) : (uint64_t)-1;
+        Py_XDECREF(ix);
+        int32_t e = !ix || (key == (uint64_t)-1 && PyErr_Occurred()) ? -1 : tfind(t, key);
         bad = e < 0 || t->ent[e].pin || OUT(&t->ent[e]);
         out[i] = e;
     }

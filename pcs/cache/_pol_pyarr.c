@@ -149,7 +149,8 @@ static PyObject *pa_runs(PyArr *p) {
     return runs;
 }
 
-/* victims(n, queued runs): the policy's answer (a new reference), or NULL (the error class set) */
+/* victims(n, queued runs): the policy's answer (a new reference), or NULL (the error class set; also when the
+ * policy rebound or shrank its flags during the call) */
 static PyObject *pa_call(Tier *t, Py_ssize_t n) {
     PyArr *p = t->pa;
     if (PyErr_Occurred()) return NULL;
@@ -157,8 +158,16 @@ static PyObject *pa_call(Tier *t, Py_ssize_t n) {
     PyObject *args[2] = {nn, runs};
     if (runs && nn && pyhost_clock(p->clock, *t->clock) == 0) r = PyObject_Vectorcall(p->victims, args, 2, NULL);
     Py_XDECREF(nn); Py_XDECREF(runs);
-    if (!r) pyhost_fail(p->err, p->name, "victims");
-    else if (PyByteArray_GET_SIZE(p->flags) < p->nh) {
+    if (!r) return pyhost_fail(p->err, p->name, "victims"), NULL;
+    PyObject *f = PyObject_GetAttrString(p->obj, "flags");      /* still the host's bytearray (identity)? */
+    int same = f == p->flags;
+    Py_XDECREF(f);
+    PyErr_Clear();
+    if (!same) {
+        Py_CLEAR(r);
+        pa_broke(p, "flags replaced by the policy (self.flags is the host's bytearray, written by the host only)",
+                 p->nh, n);
+    } else if (PyByteArray_GET_SIZE(p->flags) < p->nh) {
         Py_CLEAR(r);
         pa_broke(p, "flags resized by the policy (they are written by the host only)", p->nh, n);
     }
@@ -273,17 +282,26 @@ static int32_t pa_entry(Tier *t, int64_t h) {
 static int32_t pa_victim(Tier *t) {
     PyArr *p = t->pa;
     if (p->vnext == 0 && pa_ask(t) < 0) return -1;
-    PyObject *o = p->vict ? PySequence_Fast_GET_ITEM(p->vict, p->vnext) : NULL;
-    int64_t h = !o ? p->v0 + p->vstep * p->vnext : PyBool_Check(o) ? -1 : PyLong_AsLongLong(o);
-    int32_t e = (o && PyBool_Check(o)) || (h == -1 && PyErr_Occurred()) ? -1 : pa_entry(t, h);
+    PyObject *o = p->vict ? PySequence_Fast_GET_ITEM(p->vict, p->vnext) : NULL, *i = o ? pyhost_index(o) : NULL;
+    int64_t h = !o ? p->v0 + p->vstep * p->vnext : i ? PyLong_AsLongLong(i) : -1;
+    int32_t e = (o && !i) || (h == -1 && PyErr_Occurred()) ? -1 : pa_entry(t, h);
+    int ix = i != NULL;                     /* an index (pyhost_index) */
+    Py_XDECREF(i);
+    Py_XINCREF(o);
     if (++p->vnext == p->vlen) { Py_CLEAR(p->vict); p->vnext = 0; }
     if (e < 0) {
         PyErr_Clear();
         Py_CLEAR(p->vict);
         p->vnext = 0;
-        return pa_broke(p, "victims(n) returned a bool, a non-int or a handle the tier does not hold unpinned "
-                        "(or twice)", h, p->want);
+        const char *what = "victims(n) returned a handle the tier does not hold unpinned (or twice)";
+        if (!o) return pa_broke(p, what, h, p->want);
+        if (!ix) pyhost_broke_ans(p->err, p->name, "array.py", "victims(n) returned a bool or a non-int, not a "
+                                 "handle", "answer", o, p->want);
+        else pyhost_broke_ans(p->err, p->name, "array.py", what, "handle", o, p->want);
+        Py_DECREF(o);
+        return -1;
     }
+    Py_XDECREF(o);
     p->hd[e] = -1;                          /* the mechanism deletes the entry next */
     *pa_byte(p, h) = 0;                     /* pa_entry found the byte */
     return e;
@@ -296,8 +314,10 @@ static const char *pa_order_item(Tier *t, PyObject *o, int64_t *h, int32_t *e) {
     *e = -1;
     *h = -1;
     if (PyBool_Check(o)) return "order_handles() returned a bool, not an int handle";
-    if (!PyLong_Check(o)) return "order_handles() returned a non-int, not a handle";
-    *h = PyLong_AsLongLong(o);
+    PyObject *i = pyhost_index(o);                      /* the rule of both hosts: anything with __index__ */
+    if (!i) return "order_handles() returned a non-int, not a handle";
+    *h = PyLong_AsLongLong(i);
+    Py_DECREF(i);
     PyErr_Clear();                                      /* overflow: -1, a handle never named */
     if ((*e = pa_entry(t, *h)) < 0) return "order_handles() returned a handle the tier does not hold unpinned";
     if (t->ent[*e].flags & F_VISITED) return "order_handles() returned a handle twice";

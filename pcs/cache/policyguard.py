@@ -12,11 +12,12 @@ of them to the contract, so the check would only cost time on the reference's ho
 """
 from __future__ import annotations
 
+import operator
 from typing import Any
 
-from pcs.errors import PolicyError
+from pcs.errors import STOPS, PolicyError
 
-__all__ = ["GuardedPolicy", "guard", "broke", "raised", "is_own", "trusted", "check_initialised"]
+__all__ = ["GuardedPolicy", "guard", "broke", "raised", "is_own", "trusted", "check_initialised", "as_index"]
 
 
 def raised(name: str, method: str, err: BaseException) -> PolicyError:
@@ -24,10 +25,27 @@ def raised(name: str, method: str, err: BaseException) -> PolicyError:
     return PolicyError(f"eviction policy {name!r} raised {type(err).__name__} in {method}(): {err}")
 
 
-def broke(name: str, what: str, key: Any, n: int) -> PolicyError:
-    """The error for a policy ``name`` whose answer broke the contract (``what``; ``key``: the block or count)."""
+def broke(name: str, what: str, key: Any, n: int, label: str = "block") -> PolicyError:
+    """The error for a policy ``name`` whose answer broke the contract (``what``; ``key``: the block or count,
+    printed as given after ``label``: "answer" for an item of the policy's answer, as pcs/cache/_pol_py.c
+    ``pyhost_broke_ans``)."""
     return PolicyError(f"eviction policy {name!r} broke the contract of pcs/cache/policies/base.py: {what} "
-                       f"(block {key!r}, n = {n})")
+                       f"({label} {key!r}, n = {n})")
+
+
+def as_index(answer: Any) -> int | None:
+    """``answer`` (one item of a policy's ``evict`` / ``order`` / ``victims`` / ``order_handles`` answer) as an
+    int, or None if a policy may not answer it: the one rule of both hosts (docs/policies.md "What a policy may
+    answer"; the compiled hosts' ``pyhost_index``, pcs/cache/_pol_py.c): any object with ``__index__`` (an int, a
+    numpy int) but a bool; a float (even 5.0), a str, None are refused."""
+    if type(answer) is int:
+        return answer
+    if isinstance(answer, bool) or not hasattr(type(answer), "__index__"):
+        return None
+    try:
+        return operator.index(answer)
+    except Exception:
+        return None
 
 
 def check_initialised(policy: Any) -> None:
@@ -84,7 +102,9 @@ def _call(self: "GuardedPolicy", method: str, *args: Any) -> Any:
     """``self.inner.method(*args)``; an exception it raises becomes :func:`raised` (chained)."""
     try:
         return getattr(self.inner, method)(*args)
-    except Exception as err:         # the policy's own fault, whatever it is: named, one line at the CLI
+    except STOPS:                    # Ctrl-C, a signal: not the policy's doing (the CLI's own line, 130 / 143)
+        raise
+    except BaseException as err:     # the policy's own fault, SystemExit too: named, one line at the CLI
         raise raised(self.name, method, err) from err
 
 

@@ -30,7 +30,7 @@ from itertools import filterfalse, groupby
 from typing import Iterable, Sequence
 
 from pcs.cache.policies import EvictionPolicy
-from pcs.cache.policyguard import broke, guard, trusted
+from pcs.cache.policyguard import as_index, broke, guard, trusted
 from pcs.counters import Counters
 from pcs.errors import UserError
 
@@ -405,7 +405,8 @@ class Tier:
         blocks the tier holds unpinned, or None (only when ``may_fail`` and the policy holds fewer than ``n``).
         The one check of every ``evict`` answer, O(``n``) (the contract of ``pcs/cache/policies/base.py``, as
         ``pcs/cache/_pol_py.c`` checks it); :meth:`_evict` skips it for a built-in policy
-        (:func:`pcs.cache.policyguard.trusted`). Returns ``got``.
+        (:func:`pcs.cache.policyguard.trusted`). Returns the victims as ints (a numpy int answered is one;
+        :func:`pcs.cache.policyguard.as_index`).
 
         Raises:
             pcs.errors.PolicyError: the answer broke the contract (its message names the policy).
@@ -417,11 +418,16 @@ class Tier:
         if len(got) != n:
             raise broke(self.policy.name, "evict(n) returned a number of victims other than n", len(got), n)
         pop = self.resident.pop
+        keys = []
         for h in got:
-            if pop(h, 1):           # 0: held unpinned; a pin count, or 1 for a block not held (or given twice)
+            k = as_index(h)         # the rule of both hosts: a numpy int is a key, a bool or a float is not
+            if k is None:
+                raise broke(self.policy.name, "evict(n) returned a bool or a non-int, not a block", h, n, "answer")
+            if pop(k, 1):           # 0: held unpinned; a pin count, or 1 for a block not held (or given twice)
                 raise broke(self.policy.name, "evict(n) returned a block the tier does not hold unpinned (or twice)",
                             h, n)
-        return got
+            keys.append(k)
+        return keys
 
     def _evict_around_leases(self, n: int) -> list[int] | None:
         """``n`` victims in eviction order, passing over leased blocks (docs/semantics.md §17.1): a leased block
@@ -501,6 +507,7 @@ class Tier:
         assert all(h in res and c > 0 for h, c in self.leases.items()), "a leased block left the tier"
         unpinned = {k for k, rc in res.items() if rc == 0}
         held = self.policy.order()
+        assert all(as_index(k) is not None for k in held), "order() holds a bool or a non-int"
         assert len(held) == len(set(held)) == len(self.policy), "policy holds a block twice"
         assert set(held) == unpinned, (sorted(set(held) ^ unpinned)[:10])
         self.policy._check()

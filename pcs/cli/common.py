@@ -25,7 +25,7 @@ from typing import Any, Callable, Iterable, Iterator
 import click
 
 from pcs.cli.progress import Progress, counted  # noqa: F401 - the names commands import from here
-from pcs.errors import BUG_REPORT, UserError
+from pcs.errors import BUG_REPORT, Stopped, UserError
 
 __all__ = ["PcsUsageError", "PcsCommand", "PcsGroup", "command", "RegistryChoice", "format_option", "quiet_option",
            "Progress", "counted", "emit", "user_errors", "to_jsonable", "Terminated", "unwind_on_signals"]
@@ -65,10 +65,11 @@ class PcsStopped(click.ClickException):
         click.echo(f"pcs: {self.format_message()}", err=True)
 
 
-class Terminated(BaseException):
+class Terminated(Stopped):
     """SIGTERM or SIGHUP arrived: raised in the main thread so every ``finally`` runs (temp files removed).
 
-    A ``BaseException`` like ``KeyboardInterrupt``, so ``except Exception`` does not swallow it.
+    A ``BaseException`` like ``KeyboardInterrupt`` (:class:`pcs.errors.Stopped`), so ``except Exception`` does
+    not swallow it, nor a plug-in policy's guard blame the policy for it.
     """
 
     def __init__(self, signum: int) -> None:

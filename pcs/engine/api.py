@@ -361,7 +361,7 @@ def _model_and_gpu(model, dtype, hardware, table, tp: int = 1):
     spec = model if hasattr(model, "components") else get_model(model or DEFAULTS["model"])
     if dtype:
         spec = spec.with_dtype(dtype)
-    gpu = hardware if isinstance(hardware, GPUSpec) else get_gpu(hardware or DEFAULTS["gpu"], table)
+    gpu = hardware if isinstance(hardware, GPUSpec) else get_gpu(DEFAULTS["gpu"] if hardware is None else hardware, table)
     return spec.with_tp(tp), gpu
 
 

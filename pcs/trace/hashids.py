@@ -121,7 +121,7 @@ def strict_loads(name: str, ln: int, line: bytes) -> dict:
     except UnicodeDecodeError as exc:
         raise InputError(name, ln, None, f"invalid UTF-8 at byte {exc.start}") from None
     except json.JSONDecodeError as exc:
-        raise InputError(name, ln, None, f"invalid JSON: {exc.msg} at column {exc.colno}") from None
+        raise InputError(name, ln, None, f"invalid JSON: {exc.msg.removesuffix(' at')} at column {exc.colno}") from None
     except (ValueError, RecursionError) as exc:
         raise InputError(name, ln, None, f"invalid JSON: {exc}") from None
     if not isinstance(obj, dict):

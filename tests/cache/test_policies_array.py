@@ -27,7 +27,7 @@ from pcs.blocks import BlockRules
 from pcs.cache import Tier
 from pcs.cache.policies import LRUPolicy
 from pcs.cache.policies.array_lru import ArrayLRU
-from pcs.errors import PolicyError
+from pcs.errors import PolicyError, UserError
 from helpers import (BS, SETTINGS, STRESS_CASES, assert_one_line_error, engine_run, invoke, stress_trace,
                      tier_configs, traces, twin_hierarchy, assert_twin_runs_equal)
 
@@ -265,6 +265,8 @@ class HostileArray(ArrayLRU):
         got = super().victims(n, runs)
         if self.how == "shrink":
             self.flags.clear()
+        elif self.how == "rebind":                   # hostile-22 #4: hung in ArrayLRU's window loop on main
+            self.flags = bytearray(self.flags)
         elif self.how == "export":
             self._mv = memoryview(self.flags)
         if not n:
@@ -275,9 +277,10 @@ class HostileArray(ArrayLRU):
 
 @pytest.mark.parametrize("how,needle", [
     ("shrink", "flags resized by the policy"),
+    ("rebind", "flags replaced by the policy"),
     ("export", "do not hold a memoryview or np.frombuffer of flags across calls"),
     ("set", "must return a list, tuple or range"),
-    ("bool", "returned a bool"),
+    ("bool", "returned a bool or a non-int, not a handle (answer True, n = "),     # hostile-22 #6: not -1
     ("negative", "(handle -1, n = "),
 ])
 def test_a_hostile_array_plugin_is_one_line_naming_it(monkeypatch, how, needle):
@@ -293,6 +296,39 @@ def test_a_hostile_array_plugin_is_one_line_naming_it(monkeypatch, how, needle):
                  "gpu=200blocks", "--tier", "cpu=400blocks", "-q")
     assert_one_line_error(out, "eviction policy 'hostile_lru_array' broke the contract of "
                           "pcs/cache/policies/array.py", needle)
+
+
+def test_the_python_host_notices_flags_replaced():
+    """The Python host (ArrayPolicy._deliver) checks ``self.flags`` is its bytearray after each call, as the
+    compiled one (above): a rebinding policy is one UserError, not a hang (hostile-22 #4)."""
+    p = HostileArray(8)
+    p.how = "rebind"
+    p.add([1, 2, 3])
+    with pytest.raises(UserError, match="flags replaced by the policy"):
+        p.evict(2)
+
+
+def test_the_python_host_says_why_flags_cannot_grow():
+    """A memoryview of flags held across calls: the Python host's message is the compiled host's (hostile-22 #6),
+    not BufferError's "Existing exports of data". Keys 1 and 2 named, one victim asked (the view taken then),
+    then key 3 must grow flags."""
+    p = HostileArray(8)
+    p.how = "export"
+    p.add([1, 2])
+    p.evict(1)
+    with pytest.raises(UserError, match="flags could not be grown: do not hold a memoryview or np.frombuffer"):
+        p.add([3])
+
+
+def test_array_lru_window_is_bounded_by_the_flags():
+    """ArrayLRU's window loop stops at len(flags): flags holding fewer held handles than n (written by someone
+    else than the host) raise instead of doubling the window forever. Flags 0 1 0 (handles 0 and 2 cleared in
+    place behind the host's back), victims(2): one held handle, not 2."""
+    p = ArrayLRU(8)
+    p.add([1, 2, 3])
+    p.flags[:] = b"\x00\x01\x00"
+    with pytest.raises(UserError, match="fewer than 2 held handles in flags"):
+        p.victims(2, [])
 
 
 class GarbageOrder(ArrayLRU):

@@ -37,7 +37,7 @@ NEEDLES = {
     "toomany": (CONTRACT, "evict(n) returned a number of victims other than n"),
     "none": (CONTRACT, "evict(n) returned None though the tier holds n unpinned blocks"),
     "duplicate": (CONTRACT, "returned a block the tier does not hold unpinned (or twice)"),
-    "unknown": ("returned a block the tier does not hold unpinned",),
+    "unknown": (CONTRACT, "evict(n) returned a bool or a non-int, not a block (answer ('nokey', 0), n = "),
     "pinned": (CONTRACT, "returned a block the tier does not hold unpinned (or twice)"),
     "wrongtype": ("evict(n) returned a",),
     "evict": ("raised RuntimeError in evict(): boom from plugin",),

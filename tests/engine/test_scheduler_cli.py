@@ -98,7 +98,7 @@ def test_ttft_slo_goodput_in_the_table_and_csv(tmp_path):
     (["--timing", "sequential", "--no-restore-fallback"], ["--no-restore-fallback"]),
     (["--restore-timeout", "5ms"], ["--restore-timeout:", "best-effort", "(the policy is layerwise)"]),
     (["--restore-policy", "wait", "--restore-timeout-per-token", "1us"], ["--restore-timeout-per-token:"]),
-    (["--router-stale-s", "5"], ["--router-stale-s", "no --router given reads them"]),
+    (["--router-stale-s", "5"], ["--router-stale-s", "no router in use reads them"]),
     (["--instances", "2", "--router", "round-robin", "--router-stale-s", "5"], ["--router-stale-s"]),
     (["--tier", "gpu=400GB", "--gpu-memory-utilization", "0.5"], ["--gpu-memory-utilization", "--tier gpu=400GB"]),
     # hostile-20 F11: sequential timing has no compute queue; the series step exists only for hybrid models

@@ -13,7 +13,7 @@ from pcs.report.fleet import compare_title
 
 SMALL = dict(model="llama-3.1-8b", hardware="h100-sxm", tp=1, tiers=["gpu=24blocks", "cpu=40blocks"],
              compute=DyadicCompute(), timing="sequential")
-REFUSED = "no --router given reads them"
+REFUSED = "no router in use reads them"
 
 
 def _reqs() -> list:

@@ -42,6 +42,7 @@ from abc import abstractmethod
 from typing import Iterable, Sequence
 
 from pcs.cache.policies.base import EvictionPolicy
+from pcs.cache.policyguard import as_index
 from pcs.errors import UserError
 
 __all__ = ["ArrayPolicy", "Run"]
@@ -106,7 +107,11 @@ class ArrayPolicy(EvictionPolicy):
         for h, k in enumerate(keys, first):
             handle[k] = h
             key[h] = k
-        self.flags += b"\x01" * len(keys)
+        try:
+            self.flags += b"\x01" * len(keys)
+        except BufferError:             # the compiled host's words (pcs/cache/_pol_pyarr.c pa_flag)
+            raise UserError("flags could not be grown: do not hold a memoryview or np.frombuffer of flags across "
+                            "calls") from None
         self._runs.append((first, len(keys), bool(reused)))
 
     def _unname(self, keys: Iterable[int]) -> list[int]:
@@ -119,7 +124,12 @@ class ArrayPolicy(EvictionPolicy):
 
     def _deliver(self, n: int) -> Sequence[int]:
         runs, self._runs = self._runs, []
-        return self.victims(n, runs)
+        flags = self.flags
+        got = self.victims(n, runs)
+        if self.flags is not flags:     # as the compiled host (pcs/cache/_pol_pyarr.c pa_call) checks
+            raise UserError("flags replaced by the policy (self.flags is the host's bytearray, written by the "
+                            "host only)")
+        return got
 
     def add(self, keys: Sequence[int], reused: bool = False) -> None:
         if len(set(keys)) != len(keys):                 # duplicates: the later wins (base.py)
@@ -145,6 +155,7 @@ class ArrayPolicy(EvictionPolicy):
         why = self._bad_handles(hs, n, "n")
         if why:
             raise UserError(f"victims({n}) {why}")
+        hs = [as_index(h) for h in hs] if type(hs) is not range else hs
         keys = [self._key[h] for h in hs]
         self._unname(keys)
         return keys
@@ -155,18 +166,19 @@ class ArrayPolicy(EvictionPolicy):
         why = self._bad_handles(hs, self.held(), "the policy holds")
         if why:
             raise UserError(f"order_handles() {why}")
-        return [self._key[h] for h in hs]
+        return [self._key[as_index(h)] for h in hs]
 
     def _bad_handles(self, hs: object, n: int, whole: str) -> str | None:
         """Why ``hs``, an answer of :meth:`victims` or :meth:`order_handles`, is not ``n`` (``whole``: what ``n``
-        is, for the message) distinct held handles in a list, tuple or range of ints (bools refused), or None. The
-        compiled host (pcs/cache/_pol_pyarr.c) refuses the same answers, with the same words."""
+        is, for the message) distinct held handles in a list, tuple or range of ints (anything with ``__index__``
+        but a bool, :func:`pcs.cache.policyguard.as_index`), or None. The compiled host (pcs/cache/_pol_pyarr.c)
+        refuses the same answers."""
         if not isinstance(hs, (list, tuple, range)):
             return f"must return a list, tuple or range of handles (got a {type(hs).__name__})"
         for h in hs:
             if type(h) is bool:
                 return f"returned a bool ({h!r}), not an int handle"
-            if not isinstance(h, int):
+            if as_index(h) is None:         # the rule of both hosts: a numpy int is a handle, a float is not
                 return f"returned a non-int ({h!r}, a {type(h).__name__}), not a handle"
             if not (0 <= h < self._next and self.flags[h]):
                 return f"returned a handle the tier does not hold unpinned (handle {h})"

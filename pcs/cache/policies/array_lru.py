@@ -16,6 +16,7 @@ from typing import Sequence
 
 from pcs.cache.policies.array import ArrayPolicy, Run
 from pcs.cache.policies.lru import LRUPolicy
+from pcs.errors import UserError
 
 __all__ = ["ArrayLRU"]
 
@@ -41,6 +42,9 @@ class ArrayLRU(ArrayPolicy):
             return range(lo, lo + n)
         end = lo + 2 * n
         while flags.count(1, lo, end) < n:             # a window holding n held: doubled (no copy of the rest)
+            if lo < 0 or end >= len(flags):            # fewer than n held: flags not the host's (n <= held)
+                raise UserError(f"victims({n}): fewer than {n} held handles in flags (were they written by the "
+                                "policy? the host writes them)")
             end += end - lo
         out = list(islice(compress(range(lo, end), flags[lo:end]), n))
         self._lo = out[-1] + 1

@@ -186,6 +186,6 @@ def stale_view_applies(routers: Sequence[Router], stale_s: float | None) -> tupl
     applies = tuple(bool(stale_s) and r.uses_index for r in routers)
     if stale_s and not any(applies):
         raise UserError(f"--router-stale-s (router_stale_s) {stale_s:g} s delays the cache events a router reads, "
-                         f"and no --router given reads them ({', '.join(r.name for r in routers)}; prefix and "
-                         "cache-aware do): drop it or route with one of those")
+                         f"and no router in use reads them ({', '.join(r.name for r in routers)}; without --router "
+                         "the default is round-robin; prefix and cache-aware do): drop it or route with one of those")
     return applies
