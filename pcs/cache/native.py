@@ -35,6 +35,7 @@ from pcs.cache.hierarchy import check_hierarchy_args
 from pcs.cache.policies import get_policy
 from pcs.cache.policies.context import TraceOracle
 from pcs.cache.tier import TierStats
+from pcs.trace import idmix as _idmix
 
 from pcs import _native
 from pcs.errors import UserError
@@ -63,14 +64,10 @@ COMPILED_POLICIES: dict[str, Callable[[Any], tuple[int, ...]]] = {
 }
 
 
-#: The multiplier of the C tables' home slot (``HMUL`` in pcs/cache/_lruhier.h: Fibonacci hashing).
-_HMUL = _np.uint64(0x9E3779B97F4A7C15)
-
-
 def key_index(keys: _np.ndarray) -> _np.ndarray:
     """The C twins' read-only index of distinct block hashes (``data_find`` in pcs/cache/_lruhier.h): int32
     slots (2**k >= 2 x len(keys), -1 empty) of an open-addressing table with linear probing, home slot
-    ``hash x HMUL >> (64 - k)``, slot -> index in ``keys``. Built by rounds (round r places, at the r-th probe of
+    ``mix64(hash) >> (64 - k)`` (SplitMix64's finaliser, :func:`pcs.trace.idmix.finalise`; hostile-22 #1), slot -> index in ``keys``. Built by rounds (round r places, at the r-th probe of
     its sequence, each key whose earlier probes were all taken; of keys meeting in one free slot one stays, the
     others go on), so every key's earlier probes are taken: a lookup finds it before an empty slot. Which key
     takes a contested slot changes only where keys sit, never what a lookup returns.
@@ -86,7 +83,8 @@ def key_index(keys: _np.ndarray) -> _np.ndarray:
         bits += 1
     mask = (1 << bits) - 1
     slots = _np.full(1 << bits, -1, _np.int32)
-    home = ((keys * _HMUL) >> _np.uint64(64 - bits)).astype(_np.int64)
+    with _np.errstate(over="ignore"):
+        home = (_idmix.finalise(keys.astype(_np.uint64)) >> _np.uint64(64 - bits)).astype(_np.int64)
     todo = _np.arange(n, dtype=_np.int64)
     r = 0
     while len(todo):
