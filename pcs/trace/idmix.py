@@ -10,28 +10,18 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["finalise", "mix64"]
+__all__ = ["mix64"]
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 _M1 = np.uint64(0xBF58476D1CE4E5B9)
 _M2 = np.uint64(0x94D049BB133111EB)
 
 
-def finalise(x: np.ndarray) -> np.ndarray:
-    """``np.ndarray[np.uint64]``: SplitMix64's finaliser of each uint64 in ``x`` (no golden-ratio step), the same
-    function as ``mix64`` in pcs/_kernel_common.h (the compiled tables' home slots). Call under
-    ``np.errstate(over="ignore")``.
-
-    >>> hex(int(finalise(np.array([1], dtype=np.uint64))[0]))
-    '0x5692161d100b05e5'
-    """
+def _splitmix(x: np.ndarray) -> np.ndarray:
+    x = x + _GOLDEN
     x = (x ^ (x >> np.uint64(30))) * _M1
     x = (x ^ (x >> np.uint64(27))) * _M2
     return x ^ (x >> np.uint64(31))
-
-
-def _splitmix(x: np.ndarray) -> np.ndarray:
-    return finalise(x + _GOLDEN)
 
 
 def mix64(tag: int, *cols) -> np.ndarray:

@@ -1,7 +1,8 @@
 """Block ids chosen against one multiply (hostile-22 #1) replay like any other ids.
 
 The compiled tables (pcs/cache/_oatable.h via pcs/cache/_lruhier.h and _grouphier.h, and the read-only index of
-pcs/cache/native.py ``key_index``) take a key's home slot from ``mix64`` (pcs/_kernel_common.h). Ids
+pcs/cache/native.py ``key_index``) take a key's home slot from ``key_hash`` (pcs/_kernel_common.h:
+``(k ^ k >> 32) x HMUL``). Ids
 ``((777 << 32) | j) x HMUL^-1 mod 2**64`` all had one home slot and one fingerprint under ``key x HMUL >> 32``. A
 renaming of ids never changes a replay (docs/semantics.md §1: ids are compared only for equality), so the JSON of
 20,000 such ids equals the JSON of the same trace with ids 1..20,000 -- and the hit ratio is the hand-worked one.

@@ -56,22 +56,20 @@ def test_trace_reading_policies_are_compiled_with_their_data():
         assert native.available(twin_tiers([8, 16], [spec, spec], ctx=ctx)), spec
 
 
-def _fmix(x: int) -> int:
-    """SplitMix64's finaliser in plain Python ints (Steele, Lea & Flood 2014; the constants of Java's
-    SplittableRandom): the ``mix64`` of pcs/_kernel_common.h, written out again here."""
-    x = ((x ^ (x >> 30)) * 0xBF58476D1CE4E5B9) % 2**64
-    x = ((x ^ (x >> 27)) * 0x94D049BB133111EB) % 2**64
-    return x ^ (x >> 31)
+def _home_hash(x: int) -> int:
+    """The tables' 64-bit hash, written out again: xor the high word into the low one, then the Fibonacci multiply
+    (Knuth, TAOCP vol. 3 §6.4) by 0x9E3779B97F4A7C15 mod 2**64."""
+    return ((x ^ (x >> 32)) * 0x9E3779B97F4A7C15) % 2**64
 
 
 def _index_finds(slots, keys) -> bool:
-    """Every key found from its home slot (the top k bits of the key's splitmix64 finaliser) by linear probing
+    """Every key found from its home slot (the top k bits of the key's hash, _home_hash) by linear probing
     before an empty slot, with 2**k >= 2 x len(keys) slots."""
     size = len(slots)
     k = size.bit_length() - 1
     assert size == 1 << k and size >= 2 * len(keys)
     for j, key in enumerate(keys.tolist()):
-        i = _fmix(key) >> (64 - k)
+        i = _home_hash(key) >> (64 - k)
         while slots[i] != j:
             assert slots[i] >= 0, key
             i = (i + 1) % size
