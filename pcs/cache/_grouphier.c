@@ -707,7 +707,7 @@ static int first_repeat(GH *s) {
     if (++s->rstamp == 0) { memset(s->rgen, 0, sizeof(uint32_t) * s->rscap); s->rstamp = 1; }
     uint64_t m = (uint64_t)sz - 1;
     for (Py_ssize_t i = 0; i < n; i++) {
-        uint64_t x = s->head[i], j = (x * GH_HMUL) & m;
+        uint64_t x = s->head[i], j = key_hash(x) & m;
         while (s->rgen[j] == s->rstamp && s->rset[j] != x) j = (j + 1) & m;
         if (s->rgen[j] == s->rstamp) { s->n = i; break; }
         s->rgen[j] = s->rstamp;

@@ -32,12 +32,11 @@ typedef struct {
     int bits;
 } PTier;
 
-#define GH_HMUL 0x9E3779B97F4A7C15ULL
 #define GROUP_OF(k) ((int)((k).tag >> 16))
 #define PAGE_OF(k) ((int)((k).tag & 0xffff))
 
 static inline uint64_t pt_home(const PTier *t, Key k) {
-    return ((k.h ^ ((uint64_t)k.tag * 0xC2B2AE3D27D4EB4FULL)) * GH_HMUL) >> (64 - t->bits);
+    return key_hash(k.h ^ ((uint64_t)k.tag * 0xC2B2AE3D27D4EB4FULL)) >> (64 - t->bits);   /* key_hash: hostile-22 #1 */
 }
 
 static inline int kv_push(KV *v, Key k) {

@@ -276,7 +276,7 @@ static Py_ssize_t first_repeat(Hier *h, const uint64_t *k, Py_ssize_t m) {
     }
     uint32_t s = h->stamp;
     for (Py_ssize_t i = 0; i < m; i++) {
-        uint64_t j = (k[i] * HMUL) >> (64 - h->sbits);
+        uint64_t j = key_hash(k[i]) >> (64 - h->sbits);
         for (;;) {
             if (h->sstamp[j] != s) { h->sstamp[j] = s; h->skey[j] = k[i]; break; }
             if (h->skey[j] == k[i]) return i;

@@ -29,7 +29,7 @@
 #define OUT(x) ((x)->flags & F_OUT)
 #define F_POOL 32      /* in the retention pool of retain (pcs/cache/_retain.c), not in the policy */
 
-/* a table slot (pcs/cache/_oatable.h, OA_HASH32): entry index (-1: free), the high 32 bits of key x HMUL */
+/* a table slot (pcs/cache/_oatable.h, OA_HASH32): entry index (-1: free), the high 32 bits of key_hash(key) */
 #ifndef PCS_OA_SLOT_DEFINED
 #define PCS_OA_SLOT_DEFINED
 typedef struct { int32_t e; uint32_t h; } OaSlot;
@@ -78,7 +78,7 @@ typedef struct Tier {
     Py_buffer *pbuf;                   /* the data's buffers, held while the tier reads them */
     int npbuf;
     const uint64_t *pkeys;             /* the known blocks (index j = place in the data's arrays) */
-    const int32_t *pslots;             /* open addressing (linear probing, home = hash x HMUL >> (64 - pbits)):
+    const int32_t *pslots;             /* open addressing (linear probing, home = key_hash(hash) >> (64 - pbits)):
                                           slot -> j, -1 empty; shared by every tier reading the same data */
     int pbits;
     Py_ssize_t pn;                     /* the number of known blocks */
@@ -161,9 +161,9 @@ const char *pyhost_why(char *why, const char *prefix);
 const char *pyhost_check(Tier *t, Py_ssize_t (*order)(Tier *, int32_t *), PyObject *count, PyObject *check,
                          char *why);
 
-#define HMUL 0x9E3779B97F4A7C15ULL
-
-static inline uint64_t home(const Tier *t, uint64_t key) { return (key * HMUL) >> (64 - t->bits); }
+/* Home slots and fingerprints come from key_hash(key) (pcs/_kernel_common.h, xor-shift then multiply), not from the
+ * raw id: ids chosen to share the top bits of one multiply (hostile-22 #1) would otherwise all share one slot. */
+static inline uint64_t home(const Tier *t, uint64_t key) { return key_hash(key) >> (64 - t->bits); }
 
 #define OA_TABLE Tier
 #define OA_ENT Entry
@@ -181,7 +181,7 @@ static inline uint64_t home(const Tier *t, uint64_t key) { return (key * HMUL) >
 #define OA_DEL tdel
 #define OA_APPEND lru_append
 #define OA_UNLINK lru_unlink
-#define OA_HASH32(k) ((uint32_t)(((k) * HMUL) >> 32))     /* home(t, k) == OA_HASH32(k) >> (32 - bits) */
+#define OA_HASH32(k) ((uint32_t)(key_hash(k) >> 32))     /* home(t, k) == OA_HASH32(k) >> (32 - bits) */
 #include "_oatable.h"
 
 static inline int tier_init(Tier *t, PyObject *name, Py_ssize_t capacity) {
@@ -419,7 +419,7 @@ static inline int32_t data_find(Tier *t, uint64_t key) {
     Py_ssize_t g = t->plast;
     if (g > 0 && t->pkeys[g - 1] == key) return (int32_t)(t->plast = g - 1);
     if (g + 1 < t->pn && t->pkeys[g + 1] == key) return (int32_t)(t->plast = g + 1);
-    uint64_t mask = ((uint64_t)1 << t->pbits) - 1, i = (key * HMUL) >> (64 - t->pbits);
+    uint64_t mask = ((uint64_t)1 << t->pbits) - 1, i = key_hash(key) >> (64 - t->pbits);
     for (;;) {
         int32_t j = t->pslots[i];
         if (j < 0) return -1;

@@ -63,14 +63,15 @@ COMPILED_POLICIES: dict[str, Callable[[Any], tuple[int, ...]]] = {
 }
 
 
-#: The multiplier of the C tables' home slot (``HMUL`` in pcs/cache/_lruhier.h: Fibonacci hashing).
+#: The multiplier of the C tables' hash (``PCS_HMUL`` in pcs/_kernel_common.h ``key_hash``: Fibonacci hashing).
 _HMUL = _np.uint64(0x9E3779B97F4A7C15)
 
 
 def key_index(keys: _np.ndarray) -> _np.ndarray:
     """The C twins' read-only index of distinct block hashes (``data_find`` in pcs/cache/_lruhier.h): int32
     slots (2**k >= 2 x len(keys), -1 empty) of an open-addressing table with linear probing, home slot
-    ``hash x HMUL >> (64 - k)``, slot -> index in ``keys``. Built by rounds (round r places, at the r-th probe of
+    ``key_hash(hash) >> (64 - k)`` (pcs/_kernel_common.h: ``(h ^ h >> 32) x HMUL``; hostile-22 #1), slot -> index
+    in ``keys``. Built by rounds (round r places, at the r-th probe of
     its sequence, each key whose earlier probes were all taken; of keys meeting in one free slot one stays, the
     others go on), so every key's earlier probes are taken: a lookup finds it before an empty slot. Which key
     takes a contested slot changes only where keys sit, never what a lookup returns.
@@ -86,7 +87,9 @@ def key_index(keys: _np.ndarray) -> _np.ndarray:
         bits += 1
     mask = (1 << bits) - 1
     slots = _np.full(1 << bits, -1, _np.int32)
-    home = ((keys * _HMUL) >> _np.uint64(64 - bits)).astype(_np.int64)
+    with _np.errstate(over="ignore"):
+        k = keys.astype(_np.uint64)
+        home = (((k ^ (k >> _np.uint64(32))) * _HMUL) >> _np.uint64(64 - bits)).astype(_np.int64)
     todo = _np.arange(n, dtype=_np.int64)
     r = 0
     while len(todo):

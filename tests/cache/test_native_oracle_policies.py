@@ -56,14 +56,20 @@ def test_trace_reading_policies_are_compiled_with_their_data():
         assert native.available(twin_tiers([8, 16], [spec, spec], ctx=ctx)), spec
 
 
+def _home_hash(x: int) -> int:
+    """The tables' 64-bit hash, written out again: xor the high word into the low one, then the Fibonacci multiply
+    (Knuth, TAOCP vol. 3 §6.4) by 0x9E3779B97F4A7C15 mod 2**64."""
+    return ((x ^ (x >> 32)) * 0x9E3779B97F4A7C15) % 2**64
+
+
 def _index_finds(slots, keys) -> bool:
-    """Every key found from its home slot (hash x 0x9E3779B97F4A7C15 mod 2**64, top k bits) by linear probing
+    """Every key found from its home slot (the top k bits of the key's hash, _home_hash) by linear probing
     before an empty slot, with 2**k >= 2 x len(keys) slots."""
     size = len(slots)
     k = size.bit_length() - 1
     assert size == 1 << k and size >= 2 * len(keys)
     for j, key in enumerate(keys.tolist()):
-        i = ((key * 0x9E3779B97F4A7C15) % 2**64) >> (64 - k)
+        i = _home_hash(key) >> (64 - k)
         while slots[i] != j:
             assert slots[i] >= 0, key
             i = (i + 1) % size
