@@ -54,9 +54,9 @@ static void tn_free(turns_t *t) {
     free(t);
 }
 
-static inline uint64_t key_hash(uint64_t id, int64_t f) { return mix64(id ^ mix64((uint64_t)f)); }
+static inline uint64_t turn_hash(uint64_t id, int64_t f) { return mix64(id ^ mix64((uint64_t)f)); }
 
-/* The slot of key (id, f) (hash: key_hash(id, f)): its own, or the empty one where it would go. */
+/* The slot of key (id, f) (hash: turn_hash(id, f)): its own, or the empty one where it would go. */
 static slot_t *tn_slot(turns_t *t, uint64_t id, int64_t f, uint64_t hash) {
     uint64_t i = hash & (uint64_t)t->mask;
     for (;; i = (i + 1) & (uint64_t)t->mask) {
@@ -73,7 +73,7 @@ static int tn_grow(turns_t *t) {
     for (int64_t i = 0; i < size; i++) t->slots[i].heap = -1;
     t->mask = size - 1;
     for (int64_t i = 0; i < old; i++)
-        if (prev[i].heap >= 0) *tn_slot(t, prev[i].id, prev[i].f, key_hash(prev[i].id, prev[i].f)) = prev[i];
+        if (prev[i].heap >= 0) *tn_slot(t, prev[i].id, prev[i].f, turn_hash(prev[i].id, prev[i].f)) = prev[i];
     free(prev);
     return 0;
 }
@@ -110,7 +110,7 @@ static entry_t heap_pop(heap_t *h) {
 /* Request a waits under key (id, f) until a next turn holds p_B >= s. */
 static int tn_register(turns_t *t, uint64_t id, int64_t f, entry_t x) {
     if (2 * (t->used + 1) > t->mask + 1 && tn_grow(t) < 0) return -1;
-    uint64_t hash = key_hash(id, f), bit = hash >> (64 - FILTER_BITS);
+    uint64_t hash = turn_hash(id, f), bit = hash >> (64 - FILTER_BITS);
     t->filter[bit >> 6] |= (uint64_t)1 << (bit & 63);
     slot_t *s = tn_slot(t, id, f, hash);
     if (s->heap < 0) {
@@ -131,7 +131,7 @@ static int tn_register(turns_t *t, uint64_t id, int64_t f, entry_t x) {
  * whose p + o <= p_b. */
 static int tn_resolve(turns_t *t, const uint64_t *b, int64_t nh, int64_t p_b, int64_t cacheable, int64_t bs) {
     for (int64_t j = 0; j < nh; j++) {
-        uint64_t hash = key_hash(b[j], j + 1), bit = hash >> (64 - FILTER_BITS);
+        uint64_t hash = turn_hash(b[j], j + 1), bit = hash >> (64 - FILTER_BITS);
         if (!(t->filter[bit >> 6] >> (bit & 63) & 1)) continue;     /* no key of this hash: most positions */
         slot_t *s = tn_slot(t, b[j], j + 1, hash);
         if (s->heap < 0) continue;
