@@ -18,7 +18,7 @@ static inline uint64_t mix64(uint64_t x) {
 
 /* The 64-bit hash whose top bits are the home slot (and, in pcs/cache/_oatable.h's OA_HASH32, the fingerprint) of
  * the block tables of pcs/cache/_lruhier.h and _grouphier.h: xor-shift, then Fibonacci multiply. The xor-shift folds
- * the high word in, so ids chosen to share the top bits of key x HMUL (hostile-22 #1) spread like random keys; an
+ * the high word in, so ids chosen to share the top bits of key x HMUL spread like random keys; an
  * id below 2**32 hashes as key x HMUL did before (the same slots, the same speed on sequential ids). The cheaper
  * choice against mix64: mix64 cost 15-24 % CPU on bench_user two-tier (docs/performance.md). Unseeded and
  * invertible, so ids can still be chosen against it; pcs/cache/native.py key_index is its numpy twin. */

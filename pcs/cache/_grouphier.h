@@ -36,7 +36,7 @@ typedef struct {
 #define PAGE_OF(k) ((int)((k).tag & 0xffff))
 
 static inline uint64_t pt_home(const PTier *t, Key k) {
-    return key_hash(k.h ^ ((uint64_t)k.tag * 0xC2B2AE3D27D4EB4FULL)) >> (64 - t->bits);   /* key_hash: hostile-22 #1 */
+    return key_hash(k.h ^ ((uint64_t)k.tag * 0xC2B2AE3D27D4EB4FULL)) >> (64 - t->bits);   /* key_hash: crafted ids spread */
 }
 
 static inline int kv_push(KV *v, Key k) {

@@ -162,7 +162,7 @@ const char *pyhost_check(Tier *t, Py_ssize_t (*order)(Tier *, int32_t *), PyObje
                          char *why);
 
 /* Home slots and fingerprints come from key_hash(key) (pcs/_kernel_common.h, xor-shift then multiply), not from the
- * raw id: ids chosen to share the top bits of one multiply (hostile-22 #1) would otherwise all share one slot. */
+ * raw id: ids chosen to share the top bits of one multiply would otherwise all share one slot. */
 static inline uint64_t home(const Tier *t, uint64_t key) { return key_hash(key) >> (64 - t->bits); }
 
 #define OA_TABLE Tier

@@ -293,7 +293,7 @@ def lens_rows(s: dict[str, Any]) -> tuple[str, list[str], list[list[str]], list[
 
 
 def _lens_note(a: str, lens: dict[str, Any]) -> str:
-    """The lens' note, worded for the direction of the comparison (walkthrough-22 #12): a narrower other dtype
+    """The lens' note, worded for the direction of the comparison: a narrower other dtype
     shrinks the stored bytes, a wider one (bf16 beside an fp8 / nvfp4 run) grows them."""
     narrower = lens["gpu_bytes_per_block"][1] <= lens["gpu_bytes_per_block"][0]
     move = "shrink" if narrower else "grow"
