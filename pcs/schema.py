@@ -18,6 +18,10 @@ declare them again: :func:`projection` takes each such field's type, unit and
 meaning from the source result (:func:`take`) and reads its value there
 (``from_source``), so the field list is declared once.
 
+A field that means the same in every result that reports it (``trace``,
+``block_size`` ...) is declared once too: :data:`COMMON_FIELDS` gives its
+unit and meaning, and a result declares it as ``trace: str = common()``.
+
 Units are spelled as in :data:`UNITS`.
 """
 from __future__ import annotations
@@ -27,7 +31,7 @@ import typing
 from typing import Any, Sequence, TypeVar
 from pcs.errors import UserError
 
-__all__ = ["UNITS", "field", "bytes_of", "result", "to_dict", "json_fields", "FieldInfo", "Column", "take", "renamed", "own",
+__all__ = ["UNITS", "COMMON_FIELDS", "field", "common", "bytes_of", "result", "to_dict", "json_fields", "FieldInfo", "Column", "take", "renamed", "own",
            "projection"]
 
 #: Unit spellings used in field metadata (decimal GB; times in seconds).
@@ -42,6 +46,14 @@ UNITS = {
     "1/s": "per second (requests per second)",
     "count": "a number of things (requests, restores)",
     "-": "no unit (names, flags, nested objects)",
+}
+
+#: Fields that mean the same in every result declaring them with :func:`common`: name -> (unit, meaning).
+COMMON_FIELDS = {
+    "trace": ("-", "trace path, or <requests> for an in-memory trace"),
+    "model": ("-", "model preset name"),
+    "block_size": ("tokens", "tokens per block"),
+    "instance": ("count", "0-based instance index"),
 }
 
 _T = TypeVar("_T")
@@ -98,6 +110,40 @@ def bytes_of(blocks_field: str) -> Any:
     ``"<blocks_field> x bytes_per_block"``.
     """
     return field("bytes", f"{blocks_field} x bytes_per_block")
+
+
+class _Common:
+    """The placeholder :func:`common` returns; :func:`result` replaces it by the named field."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "common()"
+
+
+_COMMON = _Common()
+
+
+def common() -> Any:
+    """The field of :data:`COMMON_FIELDS` named as the attribute it is assigned to (unit and meaning from there).
+
+    Only in a :func:`result` class, which resolves it (``trace: str = common()``); no default.
+    """
+    return _COMMON
+
+
+def _resolve_common(c: type) -> None:
+    """Replace each :func:`common` placeholder of class ``c`` (in place) by its field of :data:`COMMON_FIELDS`.
+
+    Raises:
+        TypeError: a placeholder under a name the table lacks.
+    """
+    for name, value in list(vars(c).items()):
+        if value is _COMMON:
+            if name not in COMMON_FIELDS:
+                raise TypeError(f"{c.__name__}.{name}: common() names no field of pcs.schema.COMMON_FIELDS "
+                                f"({', '.join(COMMON_FIELDS)})")
+            setattr(c, name, field(*COMMON_FIELDS[name]))
 
 
 def _convert(value: Any) -> Any:
@@ -171,9 +217,14 @@ def result(cls: type[_T] | None = None) -> Any:
 
     The class keeps a ``to_dict`` it defines itself (for JSON shapes that are
     not one key per field); otherwise it gets :func:`to_dict`. The field list
-    with units is appended to the class docstring.
+    with units is appended to the class docstring. :func:`common` fields get
+    their unit and meaning from :data:`COMMON_FIELDS`.
+
+    Raises:
+        TypeError: a :func:`common` field whose name the table lacks.
     """
     def wrap(c: type[_T]) -> type[_T]:
+        _resolve_common(c)
         dc = dataclasses.dataclass(frozen=True, slots=True)(c)
         if "to_dict" not in c.__dict__:
             def _to_dict(self) -> dict[str, Any]:

@@ -22,7 +22,7 @@ from pcs.blocks import BlockRules
 from pcs.cache.policies import DEFAULT_POLICY, policy_options
 from pcs.engine.result import ReplaySummary
 from pcs.errors import UserError
-from pcs.schema import field, own, projection, renamed, result, take, to_dict
+from pcs.schema import common, field, own, projection, renamed, result, take, to_dict
 
 __all__ = ["compare", "CompareResult", "CompareVariant", "CompareCurveRow"]
 
@@ -122,8 +122,8 @@ class CompareCurveRow:
 class CompareResult:
     """Several replays of one trace side by side (``pcs.compare``; ``pcs compare --format json``)."""
 
-    trace: str = field("-", "trace path, or <requests> for an in-memory trace")
-    model: str = field("-", "model preset name")
+    trace: str = common()
+    model: str = common()
     timing: str = field("-", "modeled or sequential")
     variants: tuple[CompareVariant, ...] = field("-", "one entry per variant: tier lists outer, policies inner")
     curve: tuple[CompareCurveRow, ...] | None = field("-", "hit ratio by capacity, with curve_capacities only",

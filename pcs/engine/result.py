@@ -15,7 +15,7 @@ from typing import Any
 
 from pcs.engine.series import RequestDistributions, TimeSeries
 from pcs.engine.schedresult import SchedulerSummary
-from pcs.schema import bytes_of, field, result
+from pcs.schema import bytes_of, common, field, result
 
 __all__ = ["ReplaySummary", "TierSummary", "GapSplit", "BytesSummary", "LinkEnvelope", "EnvelopeSummary",
            "PayloadLens", "HybridSummary"]
@@ -206,8 +206,8 @@ class ReplaySummary:
     the gap terms sum to ``ideal_hit_ratio - hit_ratio``.
     """
 
-    trace: str = field("-", "trace path, or <requests> for an in-memory trace")
-    model: str = field("-", "model preset name")
+    trace: str = common()
+    model: str = common()
     kv_dtype: str = field("-", "KV cache dtype of the run")
     gpu: str = field("-", "GPU preset name")
     tp: int = field("count", "tensor-parallel size (GPUs per instance)")

@@ -9,7 +9,7 @@ ceiling, summed) >= reuse delivered (the real hits). Keys in docs/json.md.
 from __future__ import annotations
 
 from pcs.engine.result import ReplaySummary
-from pcs.schema import bytes_of, field, result
+from pcs.schema import bytes_of, common, field, result
 
 __all__ = ["FleetSummary", "FleetGap", "InstanceLoad", "SharedTierSummary", "InstanceTierHits"]
 
@@ -99,7 +99,7 @@ class SharedTierSummary:
 class FleetSummary:
     """Everything ``pcs replay --instances N`` reports (the JSON object of ``--format json``)."""
 
-    trace: str = field("-", "trace path, or <requests> for an in-memory trace")
+    trace: str = common()
     instances: int = field("count", "instances in the fleet, each with the tiers of one replay")
     router: str = field("-", "router name and options (pcs.fleet.routers)")
     router_source: str = field("-", "where the router's rule comes from")

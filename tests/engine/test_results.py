@@ -15,7 +15,7 @@ from pcs.cli.main import cli
 from pcs.curves.api import curve
 from pcs.engine.api import replay
 from pcs.engine.result import ReplaySummary
-from pcs.schema import field, json_fields, result
+from pcs.schema import common, field, json_fields, result
 from helpers import HAND_SPEC, make_requests
 
 REPLAY_KEYS = [
@@ -139,6 +139,27 @@ def test_undeclared_field_is_an_error():
 
     with pytest.raises(TypeError, match="Bad.x"):
         json_fields(Bad)
+
+
+def test_common_field_keeps_its_place_and_the_shared_meaning():
+    # a common() field sits where it is declared (JSON order) and reads as ReplaySummary.trace read on main
+    @result
+    class Toy:
+        first: int = field("count", "declared before")
+        trace: str = common()
+        last: int = field("count", "declared after")
+
+    assert list(Toy(1, "t.jsonl", 2).to_dict()) == ["first", "trace", "last"]
+    info = json_fields(Toy)[1]
+    assert (info.key, info.unit, info.doc) == ("trace", "-", "trace path, or <requests> for an in-memory trace")
+    assert "trace [-]: trace path" in Toy.__doc__
+
+
+def test_common_field_not_in_the_table_is_an_error():
+    with pytest.raises(TypeError, match=r"Toy\.tracefile: common\(\) names no field"):
+        @result
+        class Toy:
+            tracefile: str = common()
 
 
 def test_curve_result_typed_rows_and_keys():
