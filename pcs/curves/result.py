@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pcs.schema import field, result, to_dict
+from pcs.schema import common, field, result, to_dict
 
 __all__ = ["CurveRow", "CurveKnee", "CurveResult"]
 
@@ -51,7 +51,7 @@ class CurveResult:
     """
 
     trace: str = field("-", "trace path or a description")
-    block_size: int = field("tokens", "tokens per block")
+    block_size: int = common()
     requests: int = field("count", "requests in the trace")
     block_accesses: int = field("blocks", "cacheable block accesses of the trace")
     distinct_blocks: int | None = field("blocks", "distinct blocks; null when sampled")

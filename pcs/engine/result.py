@@ -211,7 +211,7 @@ class ReplaySummary:
     kv_dtype: str = field("-", "KV cache dtype of the run")
     gpu: str = field("-", "GPU preset name")
     tp: int = field("count", "tensor-parallel size (GPUs per instance)")
-    block_size: int = field("tokens", "tokens per block")
+    block_size: int = common()
     timing: str = field("-", "modeled or sequential (docs/semantics.md §9)")
     policy: str = field("-", "eviction policy of the run (tiers may override it; see tiers[].policy)")
     write_policy: str = field("-", "back or through (docs/semantics.md §7)")
