@@ -38,7 +38,7 @@ class FleetGap:
 class InstanceLoad:
     """One instance of the fleet: what the router sent it and what it delivered."""
 
-    instance: int = field("count", "0-based instance index")
+    instance: int = common()
     requests: int = field("count", "requests routed to the instance")
     prompt_tokens: int = field("tokens", "their prompt tokens")
     hit_tokens: int = field("tokens", "their hit tokens (real)")
@@ -58,7 +58,7 @@ class InstanceLoad:
 class InstanceTierHits:
     """One instance of a fleet with a shared tier: its hits by tier, the shared tier last."""
 
-    instance: int = field("count", "0-based instance index")
+    instance: int = common()
     tiers: tuple[str, ...] = field("-", "tier names, GPU first, the shared tier last")
     hit_tokens: tuple[int, ...] = field("tokens", "hit tokens served by each tier (each hit counted at the "
                                                   "highest tier holding it, docs/semantics.md §3)")
