@@ -31,8 +31,8 @@ import typing
 from typing import Any, Sequence, TypeVar
 from pcs.errors import UserError
 
-__all__ = ["UNITS", "COMMON_FIELDS", "field", "common", "bytes_of", "result", "to_dict", "json_fields", "FieldInfo", "Column", "take", "renamed", "own",
-           "projection"]
+__all__ = ["UNITS", "COMMON_FIELDS", "field", "common", "bytes_of", "result", "to_dict", "json_fields", "FieldInfo",
+           "Column", "take", "renamed", "own", "projection"]
 
 #: Unit spellings used in field metadata (decimal GB; times in seconds).
 UNITS = {
