@@ -178,7 +178,7 @@ def test_policies_table_lists_every_built_in_policy():
 #: What points outside the repository: a path of the machine the project was built on, an issue number, the name of
 #: a working branch (a word ending in the number of the issue it served, as ``e2e9``, ``hyb11``, ``fix9b``; not a
 #: dtype such as ``bf16`` or ``int64``, a hash function such as ``splitmix64``, a commit id or a colour).
-NOTES = r"/work/|\bissues?[- ]#?[0-9]|\b(?:walkthrough|hostile)[- ]?[0-9]+\b"
+NOTES = r"/work/|\b[Ii]ssues?[- ]#?[0-9]|\b(?:walkthrough|hostile)[- ]?[0-9]+\b"
 OUTSIDE = re.compile(NOTES
                      + r"|(?<![#\w-])(?![0-9a-f]{7,40}\b)(?!(?:u?int|b?float|bf|fp|mix|splitmix|grow|base)\d+s?\b)"
                      r"[a-z][a-z0-9]*[a-z](?:9|[1-9]\d)[a-z]?\b")
