@@ -43,7 +43,7 @@ _CPU: list = []   # process CPU seconds of each timed pcs.replay (the machine is
 
 
 _PARQUET = [False]   # --parquet: replay from pcs Parquet instead of the JSONL
-_ENGINE = ["auto"]   # --engine: "compiled-hierarchy" times the Python step-scheduler loop (the figure before issue 19)
+_ENGINE = ["auto"]   # --engine: "compiled-hierarchy" times the Python step-scheduler loop (the figure before the compiled step loop)
 
 
 def _pcs(path: Path, policy: str):

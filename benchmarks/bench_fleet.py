@@ -16,7 +16,7 @@ wall clock is not this process's), median of ``--repeat`` runs after one warm-up
   clock, :mod:`pcs.fleet.oneclock`), and ``shared-step``: the same under the
   step scheduler (:mod:`pcs.fleet.stepclock`, the Python step loop).
 
-Block accesses per second = 288,500 x (1) / seconds. Target (issue 16): >= 1 M/s
+Block accesses per second = 288,500 x (1) / seconds. Target: >= 1 M/s
 for 8 instances. Prints one JSON line (last).
 
     python benchmarks/bench_fleet.py [--repeat 3] [--routers round-robin,cache-aware] [--shared remote=20TB]

@@ -31,11 +31,11 @@ of one request, as in ``bench_replay.py``).
    ``--repeat`` calls; with ``--peer DIR`` (a checkout of main with its compiled extensions) the same calls
    from DIR alternated round by round, hit ratios checked equal; best CPU and wall seconds per side.
    ``target_met``: the whole call of each hybrid model at each size in the default mode (step) at
-   1 M block accesses per CPU second (issue 12).
+   1 M block accesses per CPU second (the hybrid speed target).
 
 Prints the table and speed lines, then ONE JSON summary line last.
 Usage: python benchmarks/bench_hybrid.py [--repeat 3] [--sizes 40GB,100GB] [--skip-table] [--skip-loops]
-       [--peer /work/main] [--rounds 3] [--modes step,infinite,sequential]
+       [--peer ../main] [--rounds 3] [--modes step,infinite,sequential]
 """
 from __future__ import annotations
 

@@ -27,7 +27,7 @@ so both see the same load. Measured: process CPU seconds
 replay call, best and median over ``--rounds``; ``ratio`` = a tree's best CPU
 / the first tree's best CPU (the peer measured in the same run).
 Prints one human line per case, then ONE JSON line last.
-Usage: python benchmarks/bench_reference.py --tree /work/main --tree /tmp/old [--rounds 3]
+Usage: python benchmarks/bench_reference.py --tree . --tree ../old-checkout [--rounds 3]
        [--case modeled:lru --case sequential:lru ...]
 """
 from __future__ import annotations

@@ -16,7 +16,7 @@ user pays). ``--peer DIR`` also times the same cases from another checkout
 (e.g. an export of main with its compiled extensions), run in DIR with DIR
 first on ``PYTHONPATH``, alternated with this one in every round (``peer_*`` keys).
 
-Target (issue 19): each case <= 0.25 s wall. The last line printed is one
+Target: each case <= 0.25 s wall. The last line printed is one
 JSON object.
 
 Usage: python benchmarks/bench_startup.py [--runs 7] [--peer DIR]
@@ -45,7 +45,7 @@ CASES = {
     "replay_help": [*PCS, "replay", "--help"],
     "replay_tiny": [*PCS, "replay", str(TINY)],
 }
-#: Modules the replay path must not import before it needs them (issue 19 part 4).
+#: Modules the replay path must not import before it needs them.
 UNWANTED = ("pyarrow", "matplotlib", "jinja2", "ray", "pandas", "pcs.report.plot", "pcs.sweep", "pcs.curves")
 
 

@@ -7,7 +7,7 @@ and as pcs Parquet (converted once, untimed). Each file's whole
 hits, prefix tree, conversations) is timed ``--rounds`` times, JSONL and
 Parquet alternated; medians of wall and CPU seconds (``time.process_time``).
 
-Targets (issue 19): >= 10 M ids/s from Parquet and >= 5 M from JSONL at 50x.
+Targets: >= 10 M ids/s from Parquet and >= 5 M from JSONL at 50x.
 The last line printed is one JSON object.
 
 Usage: python benchmarks/bench_trace_stats.py [--copies 1,10,50] [--rounds 2]

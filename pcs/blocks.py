@@ -70,6 +70,29 @@ class BlockRules:
             return max(0, min(cacheable, (prompt_tokens - 1) // block_size))
         return cacheable
 
+    def columns(self, prompt_tokens: np.ndarray, num_hashes: np.ndarray,
+                block_size: int) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`cacheable_blocks` and :meth:`max_hit_blocks` for many requests at once, the same arithmetic.
+
+        Every array path (replay chunks, trace stats, the stack-distance curve, the one-pass scans) takes the
+        rule from here, so a change of the rule is one edit in this class (docs/semantics.md §2, §4).
+
+        Args:
+            prompt_tokens: int array of shape (R,), tokens per prompt.
+            num_hashes: int array of shape (R,), block hashes per request.
+            block_size: tokens per block (> 0).
+        Returns:
+            ``(cacheable, max_hit)``: two new int64 arrays of shape (R,).
+
+        >>> [c.tolist() for c in BlockRules().columns(np.array([1030, 1024, 0]), np.array([3, 2, 0]), 512)]
+        [[2, 2, 0], [2, 1, 0]]
+        """
+        p = np.asarray(prompt_tokens, dtype=np.int64)
+        nh = np.asarray(num_hashes, dtype=np.int64)
+        n = nh.copy() if self.cache_partial_blocks else np.minimum(p // block_size, nh)
+        cap = np.maximum(0, np.minimum(n, (p - 1) // block_size)) if self.recompute_last_token else n.copy()
+        return n, cap
+
     @staticmethod
     def hit_tokens(hit_blocks: int, prompt_tokens: int, block_size: int) -> int:
         """Tokens covered by ``hit_blocks`` leading blocks (a partial last block

@@ -110,8 +110,7 @@ def flatten_columns(prompt_tokens: np.ndarray, block_offsets: np.ndarray, block_
     if off.shape != (p.shape[0] + 1,) or off[0] != 0 or off[-1] != hashes.shape[0]:
         raise UserError("block_offsets must have shape (R + 1,), start at 0 and end at len(block_hashes)")
     num = np.diff(off)
-    n = num if rules.cache_partial_blocks else np.minimum(p // block_size, num)
-    cap = np.clip(np.minimum(n, (p - 1) // block_size), 0, None) if rules.recompute_last_token else n
+    n, cap = rules.columns(p, num, block_size)
     if np.array_equal(n, num):
         kept = hashes
     else:

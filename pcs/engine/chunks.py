@@ -102,16 +102,10 @@ class Chunk:
 
 def rule_columns(prompt_tokens: np.ndarray, num_hashes: np.ndarray, output_tokens: np.ndarray,
                  block_size: int, rules: BlockRules) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Vectorised ``BlockRules``: (cacheable, max_hit_blocks, extra_blocks), int64 arrays of shape (n,).
-
-    Same arithmetic as :meth:`BlockRules.cacheable_blocks` and
-    :meth:`BlockRules.max_hit_blocks` (checked element-wise in the tests).
-    """
-    p = prompt_tokens.astype(np.int64)
-    nh = num_hashes.astype(np.int64)
-    n = nh.copy() if rules.cache_partial_blocks else np.minimum(p // block_size, nh)
-    cap = np.maximum(0, np.minimum(n, (p - 1) // block_size)) if rules.recompute_last_token else n.copy()
-    total = -(-(p + output_tokens.astype(np.int64)) // block_size)
+    """(cacheable, max_hit_blocks, extra_blocks), int64 arrays of shape (n,): :meth:`BlockRules.columns` and
+    the decode blocks past the cacheable ones (checked element-wise in the tests)."""
+    n, cap = rules.columns(prompt_tokens, num_hashes, block_size)
+    total = -(-(prompt_tokens.astype(np.int64) + output_tokens.astype(np.int64)) // block_size)
     extra = np.maximum(0, total - n)
     return n, cap, extra
 

@@ -22,7 +22,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
-from pcs import _native
 from pcs.blocks import BlockRules, SingleSequenceResult
 from pcs.cache.policies.context import clocked
 from pcs.engine import fastpath, select, seqbase
@@ -110,10 +109,7 @@ def _place(tiers: Sequence, timing: str, requested: str, native: str | None, hyb
     for t in (timing, "sequential") if timing == "modeled" else (timing,):
         cfg = select.RunConfig.of(tiers, t, native, groups, _scheduler_label(step),
                                   hybrid.pools if hybrid is not None else 1)
-        # compiled-step is a modeled engine: asked for by name, its sequential baseline runs on the same
-        # compiled hierarchy without the step loop
-        baseline = t != timing and select.canonical(requested) == "compiled-step"
-        row, reason = select.choose(cfg, "compiled-hierarchy" if baseline else requested)
+        row, reason = select.choose(cfg, select.baseline_request(requested) if t != timing else requested)
         plans.append(_Plan(t, cfg, row, reason))
     return plans
 
@@ -206,11 +202,6 @@ def _hybrid_step_loop(plan: _Plan, hierarchy: Any, links: Sequence, cost: Any, c
     return HybridNativeStepEngine if why is None else HybridStepEngine
 
 
-#: why the sequential baseline of a modeled run on two lru tiers runs in the one-pass scan (summary JSON)
-TWO_TIER_SCAN = ("auto: lru-scan applies to the sequential baseline: two lru tiers, write-back, in the one-pass "
-                 "scan beside the single-sequence walks (pcs/engine/_lruscan_tiers.h)")
-
-
 def _two_tier_scan(plans: list[_Plan], source: Any, rules: BlockRules, tiers: Sequence, write_policy: str,
                    requested: str, decode: Any = None) -> fastpath.Scan | None:
     """The one-pass scan with the run's two tiers when ``auto`` placed a modeled run's sequential baseline on
@@ -221,16 +212,14 @@ def _two_tier_scan(plans: list[_Plan], source: Any, rules: BlockRules, tiers: Se
     on ``compiled-hierarchy`` and the reason says why. None when it does not apply (nothing changed).
     ``decode``: decode blocks (:func:`_scan_decode`), walked in the same scan."""
     base = plans[-1]
-    if (len(plans) < 2 or base.row.name != "compiled-hierarchy" or select.canonical(requested) != "auto"
-            or write_policy != "back" or [p for _, p, _ in base.config.tiers] != ["lru", "lru"]
-            or (base.config.native or _native.default_mode()) == "python" or not _native.built("lruscan")):
+    if len(plans) < 2 or not select.baseline_in_scan(base.row, base.config, requested, write_policy):
         return None
     sc = fastpath.scan(source, tiers[0].capacity_blocks, rules, "c", check=False,
                        lower_blocks=tiers[1].capacity_blocks, decode=decode)
     if sc.baseline_hits is None:
         base.reason += "; not lru-scan: the block hashes are not chained (found while scanning)"
     else:
-        base.row, base.reason = select.get_row("lru-scan"), TWO_TIER_SCAN
+        base.row, base.reason = select.get_row("lru-scan"), select.TWO_TIER_SCAN
     return sc
 
 

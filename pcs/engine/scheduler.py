@@ -63,6 +63,7 @@ import math
 from array import array
 from collections import deque
 
+from pcs.blocks import BlockRules
 from pcs.compute import decode_steps_for, decode_sum
 from pcs.engine import restores as rst
 from pcs.engine.engine import ReplayEngine
@@ -139,6 +140,8 @@ class StepEngine(ReplayEngine):
         self.max_seqs = config.max_num_seqs
         self.policy = config.restore_policy
         self.last_token = recompute_last_token
+        # a re-admission's chain holds exactly its cacheable blocks: every hash counts (cache_partial_blocks)
+        self._chain_rules = BlockRules(cache_partial_blocks=True, recompute_last_token=recompute_last_token)
         self.decode = decode if (config.cache_decode_blocks and decode is not None and not no_cache) else None
         self.no_cache = no_cache
         self.skip = skip
@@ -560,7 +563,7 @@ class StepEngine(ReplayEngine):
         else:
             chain = r.chain if r.chain is not None else self._prompt_chain(r)
             n = len(chain)
-            cap = min(n, max(0, (p - 1) // bs)) if self.last_token else n
+            cap = self._chain_rules.max_hit_blocks(p, n, bs)   # §4 over the chain's n cacheable blocks
         fixed = r.preemptions >= self.config.max_preemptions
         tokens = p + (r.o - r.out) - 1 if fixed else p
         extra = -(-tokens // bs) - n

@@ -57,22 +57,18 @@ by the scan itself; when it fails :func:`fall_back` gives the next row and
 the reason says why. The summary JSON records the choices (``engine``,
 ``engine_reason``, ``baseline_engine``, ``baseline_engine_reason``).
 
-Every other choice is made in :mod:`pcs.engine.runner`, each from a row this
-table chose and each written into the reason:
-
-- ``_place``: ``compiled-step`` requested by name runs its sequential
-  baseline on ``compiled-hierarchy`` (the same compiled hierarchy without
-  the step loop);
-- ``_two_tier_scan``: ``auto`` moves a modeled run's sequential baseline from
-  ``compiled-hierarchy`` to ``lru-scan`` when its tiers are two ``lru`` tiers
-  with write-back and the compiled scan is built (the one-pass scan computes
-  it beside the single-sequence walks);
-- ``_native_step_or_fallback``: ``compiled-step`` falls back to the next row
-  (:func:`fall_back`, "found at set-up") when the C step loop cannot take the
-  links or tiers (:func:`pcs.engine.stepnative.unsupported`);
-- ``_hybrid_step_loop``: ``compiled-hybrid`` under the step scheduler runs its
-  step loop in C or in Python (:func:`pcs.engine.hybridnative.hybrid_unsupported`),
-  recorded in ``_Plan.step_loop`` (the no-cache twin runs the same loop).
+The rules for the sequential baseline live here too: :func:`baseline_request`
+(``compiled-step`` asked for by name runs its baseline on
+``compiled-hierarchy``) and :func:`baseline_in_scan` (``auto`` moves a
+baseline on two ``lru`` write-back tiers to ``lru-scan``, the one-pass scan).
+What only set-up can see is checked by the runner (:mod:`pcs.engine.runner`)
+and decided here, each written into the reason: ``_native_step_or_fallback``
+asks :func:`pcs.engine.stepnative.unsupported` whether the C step loop takes
+the links and tiers and, if not, takes :func:`fall_back`'s row ("found at
+set-up"); ``_hybrid_step_loop`` asks
+:func:`pcs.engine.hybridnative.hybrid_unsupported` whether a
+``compiled-hybrid`` run's step loop runs in C or in Python (the same row,
+recorded in ``_Plan.step_loop``; the no-cache twin runs the same loop).
 """
 from __future__ import annotations
 
@@ -84,7 +80,8 @@ from pcs import _native
 from pcs.errors import UserError
 
 __all__ = ["EngineRow", "RunConfig", "ENGINES", "ENGINE_NAMES", "ALIASES", "REQUESTS", "SUMMARY_KEYS", "HYBRID_ROWS",
-           "MAX_COMPILED_BLOCKS", "choose", "fall_back", "get_row", "canonical"]
+           "MAX_COMPILED_BLOCKS", "choose", "fall_back", "get_row", "canonical", "baseline_request",
+           "baseline_in_scan", "TWO_TIER_SCAN"]
 
 @dataclass(frozen=True, slots=True)
 class RunConfig:
@@ -413,6 +410,33 @@ def fall_back(run_config: RunConfig, failed: EngineRow, why: str, reason: str,
     rows = ENGINES[ENGINES.index(failed) + 1:]
     prior = [p for p in reason.split("; ") if not p.startswith("auto:")]
     return _compiled_if_c(run_config, *_first(run_config, rows, prior + [f"not {failed.name}: {why} ({found})"]))
+
+
+def baseline_request(requested: str) -> str:
+    """What the sequential baseline of a modeled run asks the table for, given the run's ``requested`` engine.
+
+    ``compiled-step`` is a modeled engine: asked for by name, its baseline runs on the same compiled hierarchy
+    without the step loop (``compiled-hierarchy``); any other request is passed on as it is.
+    """
+    return "compiled-hierarchy" if canonical(requested) == "compiled-step" else requested
+
+
+#: why the sequential baseline of a modeled run on two lru tiers runs in the one-pass scan (summary JSON)
+TWO_TIER_SCAN = ("auto: lru-scan applies to the sequential baseline: two lru tiers, write-back, in the one-pass "
+                 "scan beside the single-sequence walks (pcs/engine/_lruscan_tiers.h)")
+
+
+def baseline_in_scan(baseline: EngineRow, run_config: RunConfig, requested: str, write_policy: str) -> bool:
+    """Whether ``auto`` moves a modeled run's sequential baseline from ``compiled-hierarchy`` to ``lru-scan``.
+
+    It does when the baseline was placed on ``compiled-hierarchy`` over exactly two ``lru`` tiers with
+    write-back and the compiled scan is built: the one-pass scan then gives the baseline beside the
+    single-sequence walks (docs/semantics.md §15; equality: tests/engine/test_seqbase.py). Whether the ids are
+    chained (the scan's premise) is found while scanning; the runner then keeps ``compiled-hierarchy``.
+    """
+    return (baseline.name == "compiled-hierarchy" and canonical(requested) == "auto" and write_policy == "back"
+            and [p for _, p, _ in run_config.tiers] == ["lru", "lru"]
+            and (run_config.native or _native.default_mode()) != "python" and _native.built("lruscan"))
 
 
 def __getattr__(name: str) -> Any:

@@ -166,7 +166,7 @@ def single_sequence_scan(whole, rules: BlockRules = BlockRules()) -> SingleSeque
     pos = np.arange(lead.size, dtype=np.int64) - np.repeat(flat.req_offsets[:-1], n)
     p = np.asarray(whole.prompt_tokens, dtype=np.int64)
     bs = int(whole.block_size)
-    cap = np.clip(np.minimum(n, (p - 1) // bs), 0, None) if rules.recompute_last_token else n
+    cap = rules.columns(p, np.diff(np.asarray(whole.block_offsets, dtype=np.int64)), bs)[1]
     hit = (lead >= 0) & (pos < np.repeat(cap, n))
     k = np.bincount(np.repeat(np.arange(n.size), n)[hit], minlength=n.size)
     hit_tokens = int(np.minimum(k * bs, p).sum())

@@ -68,11 +68,9 @@ def linear_percentile(values: np.ndarray, counts: np.ndarray, q: float) -> float
 
 
 def _rule_columns(prompt: np.ndarray, num: np.ndarray, bs: int, rules: BlockRules) -> tuple:
-    """(n cacheable, hit cap, full blocks), int64 (R,): ``BlockRules`` vectorised as pcs.curves.stackdist does."""
-    full = np.minimum(prompt // bs, num)
-    n = num if rules.cache_partial_blocks else full
-    cap = np.clip(np.minimum(n, (prompt - 1) // bs), 0, None) if rules.recompute_last_token else n
-    return n, cap, full
+    """(n cacheable, hit cap, full blocks), int64 (R,): :meth:`BlockRules.columns` and the full blocks."""
+    n, cap = rules.columns(prompt, num, bs)
+    return n, cap, np.minimum(prompt // bs, num)
 
 
 def _feed(state, ext, b, rules: BlockRules) -> tuple[np.ndarray, np.ndarray]:

@@ -116,7 +116,7 @@ def test_load_workloads_toml_and_json(tmp_path):
     ('[device]\ncapacity_have = "-1GB"\n[[workload]]\ncapacity_need = "1GB"\nbandwidth_need = "1GB/s"\n',
      "device.capacity_have"),
     ('[device]\ncapacity_have = "1GB"\n', "workload"),
-    # an unknown key is an error, as in a hardware file (issue 11: a typo is not silently ignored)
+    # an unknown key is an error, as in a hardware file (a typo is not silently ignored)
     ('title = "no workloads"\n', "title"),
     ('[device]\ncapacity = "1GB"\n[[workload]]\ncapacity_need = "1GB"\nbandwidth_need = "1GB/s"\n',
      "device.capacity"),

@@ -80,7 +80,7 @@ def test_lookup_errors_list_known_names_and_aliases():
 @pytest.mark.parametrize("bare,suffixed,canonical", [("h100", "h100-sxm", "h100-sxm"), ("h200", "h200-sxm", "h200"),
                                                        ("b200", "b200-sxm", "b200")])
 def test_sxm_parts_answer_to_both_names_and_print_one(bare, suffixed, canonical, tmp_path):
-    # walkthrough-21 #9: H100 SXM5, H200 (SXM) and HGX B200 are SXM parts; `--gpu h200-sxm` was unknown while
+    # H100 SXM5, H200 (SXM) and HGX B200 are SXM parts; `--gpu h200-sxm` was unknown while
     # `--gpu h100` worked. Both spellings give the one preset, printed under its canonical name.
     assert get_gpu(bare) is get_gpu(suffixed) is get_gpu(canonical)
     assert get_gpu(suffixed).name == canonical

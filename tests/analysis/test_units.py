@@ -49,7 +49,7 @@ def test_format():
     assert units.format_bytes(512) == "512 B"
     assert units.format_bandwidth(2e10) == "20.00 GB/s"
     assert units.format_bandwidth(None) == "none"
-    assert units.format_bandwidth(0) == "0 B/s"  # as format_bytes(0) == "0 B" (walkthrough 20 finding 14)
+    assert units.format_bandwidth(0) == "0 B/s"  # as format_bytes(0) == "0 B"
     assert units.format_bytes(0) == "0 B"
     assert units.format_duration(0.005) == "5.00 ms"
     assert units.format_percent(0.375) == "37.5 %"

@@ -1,4 +1,4 @@
-"""Block ids chosen against one multiply (hostile-22 #1) replay like any other ids.
+"""Block ids chosen against one multiply replay like any other ids.
 
 The compiled tables (pcs/cache/_oatable.h via pcs/cache/_lruhier.h and _grouphier.h, and the read-only index of
 pcs/cache/native.py ``key_index``) take a key's home slot from ``key_hash`` (pcs/_kernel_common.h:

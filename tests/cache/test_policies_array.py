@@ -254,7 +254,7 @@ def test_an_error_in_a_hand_over_at_the_end_surfaces():
 
 
 class HostileArray(ArrayLRU):
-    """ArrayLRU breaking the handle contract on cue (findings of hostile-21, 2-5): ``how`` = "shrink" (clears
+    """ArrayLRU breaking the handle contract on cue (the ways a hostile plug-in broke it): ``how`` = "shrink" (clears
     flags, written by the host only), "export" (holds a memoryview of flags across calls), "set" (answers a set),
     "bool" (answers bools), "negative" (answers -1 for the first victim)."""
 
@@ -265,7 +265,7 @@ class HostileArray(ArrayLRU):
         got = super().victims(n, runs)
         if self.how == "shrink":
             self.flags.clear()
-        elif self.how == "rebind":                   # hostile-22 #4: hung in ArrayLRU's window loop on main
+        elif self.how == "rebind":                   # once hung in ArrayLRU's window loop
             self.flags = bytearray(self.flags)
         elif self.how == "export":
             self._mv = memoryview(self.flags)
@@ -280,7 +280,7 @@ class HostileArray(ArrayLRU):
     ("rebind", "flags replaced by the policy"),
     ("export", "do not hold a memoryview or np.frombuffer of flags across calls"),
     ("set", "must return a list, tuple or range"),
-    ("bool", "returned a bool or a non-int, not a handle (answer True, n = "),     # hostile-22 #6: not -1
+    ("bool", "returned a bool or a non-int, not a handle (answer True, n = "),     # not -1
     ("negative", "(handle -1, n = "),
 ])
 def test_a_hostile_array_plugin_is_one_line_naming_it(monkeypatch, how, needle):
@@ -300,7 +300,7 @@ def test_a_hostile_array_plugin_is_one_line_naming_it(monkeypatch, how, needle):
 
 def test_the_python_host_notices_flags_replaced():
     """The Python host (ArrayPolicy._deliver) checks ``self.flags`` is its bytearray after each call, as the
-    compiled one (above): a rebinding policy is one UserError, not a hang (hostile-22 #4)."""
+    compiled one (above): a rebinding policy is one UserError, not a hang."""
     p = HostileArray(8)
     p.how = "rebind"
     p.add([1, 2, 3])
@@ -309,7 +309,7 @@ def test_the_python_host_notices_flags_replaced():
 
 
 def test_the_python_host_says_why_flags_cannot_grow():
-    """A memoryview of flags held across calls: the Python host's message is the compiled host's (hostile-22 #6),
+    """A memoryview of flags held across calls: the Python host's message is the compiled host's,
     not BufferError's "Existing exports of data". Keys 1 and 2 named, one victim asked (the view taken then),
     then key 3 must grow flags."""
     p = HostileArray(8)
@@ -332,7 +332,7 @@ def test_array_lru_window_is_bounded_by_the_flags():
 
 
 class GarbageOrder(ArrayLRU):
-    """ArrayLRU whose ``order_handles()`` answers garbage on cue (hostile-21's untested cases): ``how`` = "bool"
+    """ArrayLRU whose ``order_handles()`` answers garbage on cue (the garbage answers no other test covers): ``how`` = "bool"
     (True / False for the handles), "float", "huge" (2**70), "negative", "unheld" (a handle never named),
     "duplicate" (the first held handle twice, one dropped), "short" (the last held handle left out), "set"."""
 

@@ -73,7 +73,7 @@ def test_protected_overflow_demotes_to_probation_mru():
 
 def test_spec_option_is_not_hidden_by_an_unset_flag():
     """``--policy slru:protected_share=0`` with no ``--protected-share`` flag: the replay passes
-    protected_share=None (not given), which must leave the spec's 0 in force (hostile check of issue 13's
+    protected_share=None (not given), which must leave the spec's 0 in force (a hostile check of the
     compiled paths: the spec's value was dropped and the default 0.8 ran). floor(0.0 x 10) = 0 protected
     blocks; floor(0.5 x 10) = 5; the flag, when given, wins over the spec."""
     from pcs.cache.policies import make_policies, make_policy

@@ -1,4 +1,4 @@
-"""A broken Python eviction policy stops the run with one line naming it, on every engine (hostile-20 findings
+"""A broken Python eviction policy stops the run with one line naming it, on every engine (hostile-input findings
 1, 2, 4, 5; pcs/cache/policyguard.py, ``Tier._claim``).
 
 The contract is ``pcs/cache/policies/base.py``: ``evict(n)`` returns exactly ``n`` distinct blocks the tier

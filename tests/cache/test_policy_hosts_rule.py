@@ -1,4 +1,4 @@
-"""One rule on every host for what a Python policy may answer (hostile-22 finding 2; docs/policies.md "What a
+"""One rule on every host for what a Python policy may answer (docs/policies.md "What a
 policy may answer"; pcs/cache/policyguard.py ``as_index``, pcs/cache/_pol_py.c ``pyhost_index``).
 
 Each block of ``evict(n)`` and each handle of ``victims(n, runs)`` is any object with ``__index__`` that is not a

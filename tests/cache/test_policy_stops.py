@@ -1,4 +1,4 @@
-"""What a plug-in's call lets through, on both hosts (hostile-22 finding 3; pcs.errors.STOPS,
+"""What a plug-in's call lets through, on both hosts (pcs.errors.STOPS,
 pcs/cache/policyguard.py ``_call``, pcs/cache/_pol_py.c ``pyhost_fail``).
 
 Any exception a policy raises is the policy's -- ``SystemExit(0)`` too: one line ``pcs: error: eviction policy

@@ -178,8 +178,9 @@ def test_policies_table_lists_every_built_in_policy():
 #: What points outside the repository: a path of the machine the project was built on, an issue number, the name of
 #: a working branch (a word ending in the number of the issue it served, as ``e2e9``, ``hyb11``, ``fix9b``; not a
 #: dtype such as ``bf16`` or ``int64``, a hash function such as ``splitmix64``, a commit id or a colour).
-OUTSIDE = re.compile(r"/work/|\bissues?[- ]#?[0-9]"
-                     r"|(?<![#\w-])(?![0-9a-f]{7,40}\b)(?!(?:u?int|b?float|bf|fp|mix|splitmix|grow|base)\d+s?\b)"
+NOTES = r"/work/|\b[Ii]ssues?[- ]#?[0-9]|\b(?:walkthrough|hostile)[- ]?[0-9]+\b"
+OUTSIDE = re.compile(NOTES
+                     + r"|(?<![#\w-])(?![0-9a-f]{7,40}\b)(?!(?:u?int|b?float|bf|fp|mix|splitmix|grow|base)\d+s?\b)"
                      r"[a-z][a-z0-9]*[a-z](?:9|[1-9]\d)[a-z]?\b")
 
 
@@ -195,6 +196,20 @@ def test_docs_and_package_point_nowhere_outside_the_repository():
         == ["issue 1", "e2e9", "/work/"]
 
 
+def test_tests_and_benchmarks_cite_nothing_outside_the_repository():
+    """tests/ and benchmarks/ cite no machine path, issue number or session note (a walkthrough or hostile-input
+    report): a test says what it checks and why in its own words. (Their names may look like branch names,
+    ``ttft99``, ``blocks16``, so only the narrower pattern applies.)"""
+    notes = re.compile(NOTES)
+    files = [p for d in ("tests", "benchmarks") for p in sorted((ROOT / d).rglob("*.py"))
+             if p != Path(__file__).resolve()]
+    bad = [f"{p.relative_to(ROOT)}:{i}: {m.group(0)!r}" for p in files
+           for i, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1) for m in notes.finditer(line)]
+    assert bad == []
+    assert [m.group(0) for m in notes.finditer("hostile-22 #1, walkthrough 20, issue 9, /work/x, ttft99")] \
+        == ["hostile-22", "walkthrough 20", "issue 9", "/work/"]
+
+
 def test_unknown_command_exits_2():
     result = CliRunner().invoke(cli, ["no-such-command"])
     assert result.exit_code == 2
@@ -202,7 +217,7 @@ def test_unknown_command_exits_2():
 
 @pytest.mark.parametrize("model, count", [(None, 26), ("gemma-3-27b", 30)])
 def test_replay_md_lists_every_request_column(model, count):
-    # walkthrough 22, finding 11: docs/replay.md's per-request table names every column a run writes. The
+    # docs/replay.md's per-request table names every column a run writes. The
     # default run (two tiers, step scheduler): 17 modeled columns (hit_tokens_gpu, _cpu) + 9 of the scheduler
     # = 26; gemma-3-27b adds gpu_resident_bytes_ for its 3 components and hybrid_lost_tokens = 30
     from pcs import replay

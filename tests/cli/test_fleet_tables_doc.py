@@ -1,5 +1,5 @@
-"""docs/cluster.md's fleet tables are what ``python benchmarks/fleet_tables.py`` prints, row for row
-(walkthrough-21 finding 7): every row of the docs' router and shared-tier tables is rebuilt here from its own
+"""docs/cluster.md's fleet tables are what ``python benchmarks/fleet_tables.py`` prints, row for row:
+every row of the docs' router and shared-tier tables is rebuilt here from its own
 numbers by the script's row formatter, labels included, and must come back character for character. The
 numbers themselves are the script's output on the real trace (docs/cluster.md names the command); this test
 checks that the script prints them the way the docs show them, so the two can be diffed."""

@@ -1,4 +1,4 @@
-"""Issue 11, kind 2: every numeric input is bounded before use, with one line naming it.
+"""Hostile input: every numeric input is bounded before use, with one line naming it.
 
 Members: every integer and float option of every command (found by walking
 the command tree, so a new option is covered), sizes/bandwidths/durations in

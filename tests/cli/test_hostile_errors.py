@@ -1,4 +1,4 @@
-"""Issue 11, kind 3: errors point at real options and real paths.
+"""Hostile input: errors point at real options and real paths.
 
 Members: a trace whose format cannot be detected names --trace-format (was
 --format, the output option); every option an error suggests (--sort,

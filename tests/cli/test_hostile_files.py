@@ -1,4 +1,4 @@
-"""Issue 11, kind 4: files -- inputs never overwritten, outputs honour the umask, no temp file survives,
+"""Hostile input: files -- inputs never overwritten, outputs honour the umask, no temp file survives,
 Ctrl-C is one line and exit 130, an empty source is an error.
 
 Members: every command that writes a file (replay --requests-out, curve

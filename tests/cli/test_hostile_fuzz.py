@@ -1,4 +1,4 @@
-"""Issue 11 acceptance: random strings and numbers into every command's options -- no traceback, no file left.
+"""Hostile input: random strings and numbers into every command's options -- no traceback, no file left.
 
 Each example picks one to three options of one command (every option of every
 command, found by walking the command tree) and gives each a random value:

@@ -1,4 +1,4 @@
-"""Issue 11, kind 6: no hang and no superlinear time on any input.
+"""Hostile input: no hang and no superlinear time on any input.
 
 Members: /dev/zero (ran forever) and other devices as a trace or a settings
 file, a terminal or a device on stdin, a FIFO with no writer, a file with no

@@ -1,4 +1,4 @@
-"""Errors that name the option, file or argument at fault (hostile-20 findings 7, 8, 9, 13, 14).
+"""Errors that name the option, file or argument at fault.
 
 Each case is one bad input; the expected words come from the option's documented
 meaning (docs/cli.md, docs/traces-formats.md), not from the code's output.

@@ -1,4 +1,4 @@
-"""Issue 11, kind 8: a compiled twin that was not built is said once -- at install time and once per run
+"""Hostile input: a compiled twin that was not built is said once -- at install time and once per run
 (one line, not with -q), naming what is slower and how to get a compiler -- never as a Python warning.
 
 Members: the commands that run twins (replay, compare, curve) print the note

@@ -1,4 +1,4 @@
-"""Issue 11, kind 7: progress on all long work, only on a terminal, off with -q.
+"""Hostile input: progress on all long work, only on a terminal, off with -q.
 
 Members: replay, compare, curve (reading and Belady per capacity), trace
 stats, convert, synth, transform each report their work to a

@@ -1,4 +1,4 @@
-"""Issue 11 acceptance: a long run killed with SIGTERM or SIGINT leaves no temp file and the old output intact.
+"""Hostile input: a long run killed with SIGTERM or SIGINT leaves no temp file and the old output intact.
 
 Real processes (``python -m pcs``): a replay with ``--requests-out`` killed
 mid-replay, and ``trace synth`` killed while its temporary file is being

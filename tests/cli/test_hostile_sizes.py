@@ -1,4 +1,4 @@
-"""Issue 11, kind 1: one meaning for a size everywhere (docs/semantics.md §16).
+"""Hostile input: one meaning for a size everywhere (docs/semantics.md §16).
 
 Every capacity option -- replay/compare --tier, compare --tiers, curve
 --capacities, compare --curve-capacities -- goes through

@@ -1,4 +1,4 @@
-"""Issue 11, kind 9: the small things that read as carelessness.
+"""Hostile input: the small things that read as carelessness.
 
 Members: synth --requests all with --azure-csv; the synthesised-reuse note in
 the replay summary (Azure CSV, and a Parquet converted from it); stdin named

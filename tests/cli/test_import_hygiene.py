@@ -1,4 +1,4 @@
-"""Start-up hygiene: the replay path imports only what it uses (issue 19; figures in benchmarks/bench_startup.py).
+"""Start-up hygiene: the replay path imports only what it uses (figures in benchmarks/bench_startup.py).
 
 Each case runs in a fresh interpreter (a module imported by an earlier test
 would hide the import) and lists what it imported: ``pcs replay --help``
@@ -57,7 +57,7 @@ def test_replay_without_requests_out_imports_no_pyarrow():
 
 @pytest.mark.slow
 def test_replay_help_imports_no_numpy():
-    """The help lists every choice from pcs.choices and the numpy-free submodules (issue 19 part 4): the
+    """The help lists every choice from pcs.choices and the numpy-free submodules: the
     interpreter alone plus click is ~0.05 s of CPU, numpy another ~0.1 s, so the help must not load it."""
     mods = imported("replay", "--help")
     assert "numpy" not in top(mods) and "pyarrow" not in top(mods)
@@ -124,7 +124,7 @@ def test_a_replay_of_built_in_policies_reads_no_entry_points():
 @pytest.mark.slow
 def test_a_replay_loads_no_fleet_module_nor_tempfile():
     """The check of the compiled twins loads pcs.fleet._route, whose package imports its names on first use
-    (pcs._lazy), so the fleet modules stay unloaded; tempfile is imported only to spool stdin (issue 19 part 4)."""
+    (pcs._lazy), so the fleet modules stay unloaded; tempfile is imported only to spool stdin."""
     mods = imported("replay", str(SMALL_TRACE), "--format", "json")
     assert "pcs.fleet._route" in mods  # the twin check did run (the command was not --quiet)
     assert not {"pcs.fleet.fleet", "pcs.fleet.summary", "pcs.fleet.routers", "tempfile"} & mods

@@ -1,4 +1,4 @@
-"""hostile-22 finding 6 (polish): messages and an empty --gpu, each one line at the CLI, exit 2."""
+"""Polish: messages and an empty --gpu, each one line at the CLI, exit 2."""
 from __future__ import annotations
 
 from helpers import ROOT, assert_one_line_error, invoke

@@ -1,4 +1,4 @@
-"""pcs report on a damaged replay JSON: one line naming the file and the field, exit 2, no page (issue 11 kind)."""
+"""pcs report on a damaged replay JSON: one line naming the file and the field, exit 2, no page."""
 import json
 
 import pytest

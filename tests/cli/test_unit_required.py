@@ -1,4 +1,4 @@
-"""The "no unit" rule on the command line (walkthrough 20, finding 8; docs/semantics.md §16).
+"""The "no unit" rule on the command line (docs/semantics.md §16).
 
 replay and curve refuse a bare tier capacity; envelope and budget used to take
 a bare number as seconds, bytes/s or bytes (``--full-prefill 100`` = 100 s,

@@ -1,4 +1,4 @@
-"""The payload lens of a hybrid model reads the run's own page layout (walkthrough-22 findings 1, 2).
+"""The payload lens of a hybrid model reads the run's own page layout.
 
 Values worked out by hand from the configs and vLLM's uniform page size (docs/semantics.md §13.1,
 pcs/engine/hybrid.py), 512-token blocks of the bundled sample, GPU tier 100 GB (1e11 B).

@@ -1,6 +1,6 @@
 """A single-instance replay that caches decode blocks reports the decode-aware single-sequence ceiling
 (docs/semantics.md §12, §17): real <= ``single_sequence_with_decode_hit_ratio``, and the text report's ceiling
-line is that ratio (walkthrough 20, finding 6)."""
+line is that ratio."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -70,7 +70,7 @@ def test_sample_real_is_at_most_the_decode_aware_ceiling(dtype):
 
 
 def test_a_negative_oracle_capacity_gap_says_why_on_its_line():
-    # docs/semantics.md §12 (walkthrough 22, finding 7). The hand case with --gap-oracle: the Belady oracle on
+    # docs/semantics.md §12. The hand case with --gap-oracle: the Belady oracle on
     # the same tiers (room for everything) hits like the real run, B's [1, 2, 3, 4] incl. A's cached decode
     # blocks = 16 / 28; the prompt-only single-sequence is 8 / 28, so gap.capacity = (8 - 16) / 28 = -28.6 pts
     s = replay(_hand_case(), gap_oracle=True, **STEP).summary

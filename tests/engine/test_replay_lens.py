@@ -54,7 +54,7 @@ def test_replay_report_shows_the_lens():
 
 
 def test_a_narrow_run_says_why_its_16_bit_baseline_is_bf16():
-    # walkthrough-21 #8: the default run (llama-2-70b, an fp16 checkpoint) reads "KV fp16 vs fp8" and an fp8 run
+    # The default run (llama-2-70b, an fp16 checkpoint) reads "KV fp16 vs fp8" and an fp8 run
     # "KV fp8 vs bf16": two 16-bit names for one width. bf16 and fp16 both store 2 bytes a value, so the fp8
     # run's bf16 column is the default run's fp16 column: 80 layers x 8 KV heads x 128 x 2 (K, V) x 2 B x 512
     # tokens = 167,772,160 B a block; fp8: half, 83,886,080 B. The fp8 line says so; the 16-bit line is unchanged.

@@ -2,7 +2,7 @@
 
 The key lists below are the JSON contract of ``pcs replay`` / ``pcs curve``
 as printed by main before the results were typed (recorded from its
-``--format json`` output; ``deployment`` came with issue 10); keys may be
+``--format json`` output; ``deployment`` came later); keys may be
 added after them, none renamed, dropped or reordered.
 """
 import dataclasses

@@ -101,10 +101,10 @@ def test_ttft_slo_goodput_in_the_table_and_csv(tmp_path):
     (["--router-stale-s", "5"], ["--router-stale-s", "no router in use reads them"]),
     (["--instances", "2", "--router", "round-robin", "--router-stale-s", "5"], ["--router-stale-s"]),
     (["--tier", "gpu=400GB", "--gpu-memory-utilization", "0.5"], ["--gpu-memory-utilization", "--tier gpu=400GB"]),
-    # hostile-20 F11: sequential timing has no compute queue; the series step exists only for hybrid models
+    # sequential timing has no compute queue; the series step exists only for hybrid models
     (["--timing", "sequential", "--compute", "infinite"], ["--compute infinite", "no compute queue"]),
     (["--residency-step", "1e-9"], ["--residency-step", "one full-attention cache group"]),
-    # hostile-20 F10: an option naming one tier twice is refused as a repeated --tier is (last-wins was silent)
+    # an option naming one tier twice is refused as a repeated --tier is (last-wins was silent)
     (["--tier", "gpu=1GB", "--tier", "cpu=2GB", "--tier-policy", "cpu=slru", "--tier-policy", "cpu=fifo"],
      ["--tier-policy names tier 'cpu' twice", "cpu=slru, cpu=fifo"]),
     (["--link", "cpu=25GB/s", "--link", "cpu=pcie-gen5-x16"], ["--link names tier 'cpu' twice"]),
@@ -168,7 +168,7 @@ def test_transform_into_many_requests_says_so(capsys):
 
 @pytest.mark.parametrize("native", ["c", "python"])
 def test_a_sequence_that_outgrows_the_gpu_tier_counts_as_truncated(tmp_path, native):
-    # hostile-20 F6 (docs/semantics.md §5, §9). Default model llama-2-70b fp16, TP 8: a block of 512 tokens is
+    # docs/semantics.md §5, §9. Default model llama-2-70b fp16, TP 8: a block of 512 tokens is
     # 80 layers x 2 (K, V) x 8 KV heads x 128 dims x 2 B x 512 = 167,772,160 B, so gpu=10GB holds
     # floor(1e10 / 167,772,160) = 59 blocks = 30,208 tokens. The request (10-token prompt, 200,000 output tokens)
     # needs ceil((10 + 200,000 - 1) / 512) = 391 blocks. Its prompt fits (1 block): the first admission is whole.

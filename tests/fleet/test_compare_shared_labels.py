@@ -1,7 +1,7 @@
 """``pcs compare --router`` names the shared tier and the router's staleness, and labels what the shared tier
 captures apart from what routing captures; the fleet replay's per-instance ceiling is named the sub-trace
-ceiling when a shared tier serves other instances' writes (walkthrough 20, findings 9 and 10;
-docs/semantics.md §17.1)."""
+ceiling when a shared tier serves other instances' writes
+(docs/semantics.md §17.1)."""
 from __future__ import annotations
 
 from helpers import req

@@ -123,7 +123,7 @@ def test_name_from_config_not_the_folder(tmp_path):
     (dict(QWEN3_NEXT, layer_types=["warp_attention"] * 48), "layer_types"),
     (dict(GEMMA3, text_config=dict(GEMMA3["text_config"], sliding_window=None)), "sliding_window"),
     (dict(LLAMA_31_8B, torch_dtype="float9"), "torch_dtype"),
-    # hostile-20 F12: 64 KV heads for 32 query heads, and 12 for 32 (32 % 12 = 8): no whole query group per KV
+    # 64 KV heads for 32 query heads, and 12 for 32 (32 % 12 = 8): no whole query group per KV
     # head (HF repeat_kv, vLLM's attention backends need num_heads % num_kv_heads == 0)
     (dict(LLAMA_31_8B, num_key_value_heads=64), "num_key_value_heads"),
     (dict(LLAMA_31_8B, num_key_value_heads=12), "num_key_value_heads"),
@@ -144,7 +144,7 @@ def test_kv_heads_that_divide_the_heads_are_accepted(tmp_path):
 
 
 def test_a_key_given_twice_is_refused(tmp_path):
-    # hostile-20 F10: json.loads keeps the last of two equal keys, which would read 16 layers silently
+    # json.loads keeps the last of two equal keys, which would read 16 layers silently
     text = json.dumps(LLAMA_31_8B)[:-1] + ', "num_hidden_layers": 16}'
     path = _write(tmp_path, text)
     with pytest.raises(ValueError, match="'num_hidden_layers' appears twice") as err:
@@ -153,7 +153,7 @@ def test_a_key_given_twice_is_refused(tmp_path):
 
 
 def test_an_unknown_model_type_is_noted(tmp_path):
-    # hostile-20 F12: a model_type with no family rule is read with the generic rules, and says so
+    # a model_type with no family rule is read with the generic rules, and says so
     spec = load_hf_config(_write(tmp_path, dict(LLAMA_31_8B, model_type="zzz")))
     assert any("model_type 'zzz' has no family rule" in a for a in spec.assumptions)
     assert not any("family rule" in a for a in load_hf_config(_write(tmp_path, LLAMA_31_8B)).assumptions)

@@ -1,6 +1,6 @@
 """Tensor parallelism in replay: a tier's bytes per block = per-rank footprint bytes x the ranks holding a copy.
 
-The 3-request trace of issue 10 at 512-token blocks; values worked out by hand in the comments.
+A 3-request trace at 512-token blocks; values worked out by hand in the comments.
 """
 from __future__ import annotations
 

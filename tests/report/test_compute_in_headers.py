@@ -1,4 +1,4 @@
-"""walkthrough-21 #9, walkthrough-22 #5, #6: the headers of ``pcs compare``, ``pcs replay`` and a fleet run say
+"""The headers of ``pcs compare``, ``pcs replay`` and a fleet run say
 when the figures are unlimited-compute ones (``--compute infinite``: no compute queue, docs/semantics.md §9);
 a default (step scheduler) run's header is unchanged."""
 from __future__ import annotations
@@ -32,7 +32,7 @@ def test_replay_header_names_unlimited_compute():
 
 
 def test_fleet_header_names_unlimited_compute():
-    # walkthrough-22 #6: a fleet run with --compute infinite said nothing; its header now ends with the marker,
+    # a fleet run with --compute infinite said nothing; its header now ends with the marker,
     # and the default (step scheduler) fleet header does not
     args = ["replay", "--instances", "2", *SMALL]
     assert _first_line(*args, "--compute", "infinite").endswith(

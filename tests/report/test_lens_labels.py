@@ -1,4 +1,4 @@
-"""walkthrough-22 #12: the lens names the run's layout as the user typed it and words its note for the
+"""The lens names the run's layout as the user typed it and words its note for the
 direction of the comparison (llama-2-70b, the bundled sample, 512-token blocks)."""
 import json
 

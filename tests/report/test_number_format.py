@@ -52,7 +52,7 @@ def test_transform_table_rounds_once(tmp_path):
 
 
 def test_durations_group_thousands_like_counts():
-    # walkthrough-21 #9: the fleet's per-instance table printed "busy 3289.81 s" beside "prompt tokens 36,980,701";
+    # the fleet's per-instance table printed "busy 3289.81 s" beside "prompt tokens 36,980,701";
     # a duration of 1,000 s or more groups its thousands as format_count does
     from pcs.units import format_duration
 

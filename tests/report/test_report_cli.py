@@ -86,7 +86,7 @@ def test_errors_are_one_line(tmp_path, args, message):
 @pytest.mark.parametrize("fleet", [["replay", "--instances", "2"], ["compare", "--router", "round-robin", "--router",
                                                                      "prefix", "--instances", "2"]])
 def test_report_names_fleet_json_and_what_it_takes(tmp_path, fleet):
-    """A fleet's JSON (walkthrough 18 F4: refused as "not the JSON of pcs replay", though pcs replay wrote it) is
+    """A fleet's JSON (once refused as "not the JSON of pcs replay", though pcs replay wrote it) is
     refused naming it as a fleet's and listing the JSON the page does take; no page is written."""
     r = _run(*fleet, "-q", "--format", "json", "--tier", "gpu=500blocks")
     assert r.exit_code == 0, r.output

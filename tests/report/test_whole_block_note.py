@@ -1,5 +1,5 @@
 """The GPU tier derived from the deployment prints one size in the notes and a whole-block size in the tier
-table; a note ties the two (walkthrough-20 finding 13: "398.05 GB" beside "397.96 GB = 2,372 blk")."""
+table; a note ties the two ("398.05 GB" beside "397.96 GB = 2,372 blk")."""
 from __future__ import annotations
 
 import json

@@ -69,7 +69,7 @@ def test_every_kind_gives_what_its_command_prints_alone(tmp_path, kind, fixed, a
     ("[fixed]\npolcy = 'lru'\n", "unknown option 'polcy' for pcs replay"),
     ("[axes]\npolicy = ['lru', 'mru']\n", "Invalid value for '--policy'"),
     ("[fixed]\nformat = 'json'\n", "option 'format' shapes a command's output only"),
-    # walkthrough of issue 17: plot and html were accepted, stored as options and silently ignored
+    # plot and html were accepted, stored as options and silently ignored
     ("[fixed]\nplot = 'figs'\n", "option 'plot' shapes a command's output only"),
     ("[fixed]\nhtml = 'r.html'\n", "option 'html' shapes a command's output only"),
     ("kind = 'curve'\n[fixed]\nplot = 'c.png'\n", "option 'plot' shapes a command's output only"),

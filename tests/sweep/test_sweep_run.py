@@ -143,7 +143,7 @@ def test_a_killed_sweep_keeps_its_points_and_a_rerun_runs_only_the_rest(tmp_path
 
 
 def test_pool_from_a_script_that_is_not_a_file_is_refused(monkeypatch, tmp_path):
-    """Walkthrough of issue 17: run_sweep(..., jobs=2) from a script piped into `python -` (__main__.__file__ is
+    """run_sweep(..., jobs=2) from a script piped into `python -` (__main__.__file__ is
     '<stdin>') hung: each spawned worker failed to import it and the pool restarted them forever. Now a
     ValueError before any point runs; jobs=1 still runs there."""
     from pcs.sweep import run_sweep

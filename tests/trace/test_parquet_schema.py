@@ -1,4 +1,4 @@
-"""Issue 11, kind 5: trace schemas are enforced the same way in every format.
+"""Hostile input: trace schemas are enforced the same way in every format.
 
 Each mutation below breaks one field of one request; the same request goes
 into a Mooncake JSONL file and into a Parquet file (its columns typed as the

@@ -180,7 +180,7 @@ def test_synth_from_azure_csv_keeps_times_and_counts(azure_csv, tmp_path, run):
 
 
 def test_synth_from_azure_csv_says_how_many_rows_it_took(azure_csv, tmp_path):
-    # walkthrough-20 F15: the default --requests 1700 silently took 1,700 of the real CSV's 19,365 rows; now a note
+    # the default --requests 1700 silently took 1,700 of the real CSV's 19,365 rows; now a note
     # on stderr names the count and whether it was the default (CliRunner(mix_stderr=False) keeps them apart)
     csv, n = azure_csv
     runner = CliRunner()

@@ -298,7 +298,7 @@ def test_truncated_gzip_names_the_line_where_it_ends(tmp_path):
 def test_arrival_beyond_2_pow_32_s_is_one_error(tmp_path, ts_ms):
     """A timestamp past 2**32 s (here 1e22 s and more, in ms in the file): a float64 clock there cannot add a
     0.001-s sampling step (1e22 + 0.001 == 1e22), so the replay used to loop forever; now one error naming the
-    file, line 1 and the field (hostile 18 #7; in-memory requests are named by number,
+    file, line 1 and the field (in-memory requests are named by number,
     tests/engine/test_stepsched_native.py), exit 2, in every timing. 1.7e12 ms (a Unix time in 2023) still
     replays."""
     from click.testing import CliRunner

@@ -111,7 +111,7 @@ def test_cli_transform(tmp_path):
     assert info["applied"] == ["2 tenants (copy)", "arrivals x2 faster"]
     first = json.loads(out.read_text().splitlines()[0])
     assert first["hash_ids"][0] == 0  # renumbered densely
-    # walkthrough 20 finding 15: --speed 0.5 halves the rate, so the note says slower, by 1 / 0.5 = 2
+    # --speed 0.5 halves the rate, so the note says slower, by 1 / 0.5 = 2
     res = CliRunner().invoke(cli, ["trace", "transform", str(MOONCAKE8), str(out), "--speed", "0.5",
                                    "--format", "json", "-q"])
     assert json.loads(res.output)["applied"] == ["arrivals x2 slower (--speed 0.5: time spans x2)"]
