@@ -74,7 +74,8 @@ typedef struct {
     lmeta_t **tmp;     /* a request's looked-up states, for the stamping */
     int64_t tmp_len;
     t2_t *t2;          /* two tiers (lru_tiers), else NULL */
-    int32_t *clast;    /* two tiers: per state index (lru_idx), the key's last lower-tier time (-1 none) */
+    int32_t *clast;    /* two tiers: per state index (lru_idx), the key's last lower-tier time (0: none;
+                        * lower-tier times start at 64, so a zeroed array holds none: calloc, no fill) */
 } lru_t;
 
 static void t2_free(t2_t *q);
@@ -86,6 +87,20 @@ static void lru_free(lru_t *s) {
 
 static void lru_capsule_free(PyObject *cap) {
     lru_free((lru_t *)PyCapsule_GetPointer(cap, "pcs.engine._lruscan.lru"));
+}
+
+/* Advise transparent huge pages for the 2 MB-aligned part of [p, p + bytes) before it is first touched: the
+ * direct array and the lower tier's times are read at random (one id each), so 4 KB pages cost a TLB miss and
+ * a page fault per 4 KB; the machine's THP mode is often "madvise", where only advised memory gets huge pages
+ * (big_alloc does the same for the hashed table, but its memset would touch the untouched calloc pages). */
+static void lru_advise_huge(void *p, size_t bytes) {
+#ifdef MADV_HUGEPAGE
+    const uintptr_t huge = (uintptr_t)2 << 20;
+    uintptr_t a = ((uintptr_t)p + huge - 1) & ~(huge - 1), e = ((uintptr_t)p + bytes) & ~(huge - 1);
+    if (e > a) madvise((void *)a, e - a, MADV_HUGEPAGE);
+#else
+    (void)p; (void)bytes;
+#endif
 }
 
 /* Put key's state into the table sl (mask + 1 slots, key absent); returns its slot's position. */
@@ -117,9 +132,8 @@ static inline uint64_t lru_key(const lru_t *s, const lmeta_t *x) {
  * table, or of the direct array (which is then freed); two tiers: clast moves with them. -1 on no memory. */
 static int lru_table_alloc(lru_t *s, uint64_t cap) {
     lslot_t *sl = (lslot_t *)big_alloc(cap * sizeof(lslot_t), 1);
-    int32_t *cl = s->clast ? (int32_t *)malloc(cap * sizeof(int32_t)) : NULL;
+    int32_t *cl = s->clast ? (int32_t *)calloc(cap, sizeof(int32_t)) : NULL;
     if (!sl || (s->clast && !cl)) { free(sl); return -1; }
-    if (cl) memset(cl, 0xFF, cap * sizeof(int32_t));
     lslot_t *old = s->slots;
     uint64_t old_mask = s->mask;
     for (uint64_t i = 0; old && i <= old_mask; i++)
@@ -190,13 +204,15 @@ static int lru_mode(lru_t *s, const uint64_t *keys, const uint64_t *dkeys, int64
         uint64_t cap = need + need / 8; /* realloc of a large block remaps pages: no copy */
         lmeta_t *n = (lmeta_t *)realloc(s->dmeta, cap * sizeof(lmeta_t));
         if (!n) return -1;
+        lru_advise_huge(n + have, (cap - have) * sizeof(lmeta_t));
         memset(n + have, 0, (cap - have) * sizeof(lmeta_t));
         s->dmeta = n;
         s->dcap = cap;
         if (s->clast) {
             int32_t *cl = (int32_t *)realloc(s->clast, cap * sizeof(int32_t));
             if (!cl) return -1;
-            memset(cl + have, 0xFF, (cap - have) * sizeof(int32_t));
+            lru_advise_huge(cl + have, (cap - have) * sizeof(int32_t));
+            memset(cl + have, 0, (cap - have) * sizeof(int32_t));
             s->clast = cl;
         }
         return 0;
@@ -207,10 +223,8 @@ static int lru_mode(lru_t *s, const uint64_t *keys, const uint64_t *dkeys, int64
     return lru_table_alloc(s, slots);
 }
 
-/* Make room for the bit of time s->t; returns -1 on no memory. */
-static int lru_live_room(lru_t *s) {
-    int64_t word = (s->t - s->base) >> 6;
-    if (word < s->live_words) return 0;
+/* lru_live_room past the bitmap's end: slide it or double it; returns -1 on no memory. */
+static int lru_live_grow(lru_t *s) {
     int64_t drop = ((s->p - s->base) >> 6);
     if (drop * 2 >= s->live_words) { /* slide: words below p are all dead */
         memmove(s->live, s->live + drop, (size_t)(s->live_words - drop) * 8);
@@ -225,6 +239,11 @@ static int lru_live_room(lru_t *s) {
     s->live = nl;
     s->live_words = nw;
     return 0;
+}
+
+/* Make room for the bit of time s->t (one compare per stamp, inlined); returns -1 on no memory. */
+static inline int lru_live_room(lru_t *s) {
+    return ((s->t - s->base) >> 6) < s->live_words ? 0 : lru_live_grow(s);
 }
 
 /* Evict the LRU live time: advance p past the first set bit at or after p. */
@@ -353,7 +372,10 @@ static int lru_run(lru_t *s, const uint64_t *keys, const int64_t *offs, const in
         if (rc != 0) return rc;
         lead[r] = k[0]; seen[r] = k[1]; ideal[r] = k[2];
         if (r + 2 < num_req)
-            for (int64_t i = offs[r + 2]; i < offs[r + 3]; i++) __builtin_prefetch(lru_home(s, keys[i]), 1, 1);
+            for (int64_t i = offs[r + 2]; i < offs[r + 3]; i++) {
+                __builtin_prefetch(lru_home(s, keys[i]), 1, 1);
+                if (s->t2 && s->direct) __builtin_prefetch(&s->clast[keys[i]], 1, 1);   /* t2_request reads it */
+            }
         if (s->t2 ? t2_request(s, n[r], k[0], cap[r], dup, (int32_t)s->req, &base[r]) != 0 : lru_stamp(s, a, m) != 0)
             return -1;
         if (dec) {
@@ -389,6 +411,7 @@ static PyObject *py_lru_new(PyObject *self, PyObject *args) {
         lru_free(s);
         return PyErr_NoMemory();
     }
+    lru_advise_huge(s->dmeta, dcap * sizeof(lmeta_t));
     s->dcap = dcap;
     s->live_words = 1024;
     s->capacity = capacity;

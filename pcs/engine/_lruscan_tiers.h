@@ -72,7 +72,7 @@ static int t2_demote(lru_t *s, int64_t nv) {
             int64_t j = old - q->low.base;
             q->low.live[j >> 6] &= ~(1ULL << (j & 63));
             q->low.resident--;
-            s->clast[q->vict[i]] = -1;
+            s->clast[q->vict[i]] = 0;
         }
     }
     for (int64_t i = 0; i < nv; i++)
@@ -98,7 +98,11 @@ static int64_t t2_reserve(lru_t *s, int64_t a, int64_t budget, int32_t rq) {
     }
     for (int64_t i = 0; i < nv; i++) {
         lru_evict(s);
-        q->vict[i] = lru_idx(s, lru_find(s, q->log[s->p - 1 - q->lbase], rq, 0));   /* looked up before: not LRU_UNSEEN */
+        uint64_t key = q->log[s->p - 1 - q->lbase];
+        /* direct mode: the state index is the id (no read of its state); hashed: found (looked up before) */
+        q->vict[i] = s->direct ? key : lru_idx(s, lru_find(s, key, rq, 0));
+        if (s->direct && s->p + 15 - q->lbase < s->t - q->lbase)    /* t2_demote reads the victims' lower times */
+            __builtin_prefetch(&s->clast[q->log[s->p + 15 - q->lbase]], 1, 1);
     }
     return nv;
 }
@@ -160,10 +164,11 @@ static int t2_enable(lru_t *s, int64_t c1) {
     q->low.live = (uint64_t *)calloc(1024, 8);
     q->log = (uint64_t *)malloc(4096 * 8);
     uint64_t n = s->direct ? s->dcap : s->mask + 1;   /* one per state index (lru_idx) */
-    s->clast = (int32_t *)malloc(n * sizeof(int32_t));
+    s->clast = (int32_t *)calloc(n, sizeof(int32_t));   /* 0: never below (lower-tier times start at 64) */
     if (!q->low.live || !q->log || !s->clast) return -1;
-    memset(s->clast, 0xFF, n * sizeof(int32_t));
+    lru_advise_huge(s->clast, n * sizeof(int32_t));
     s->t = s->p = s->base = q->lbase = 64;     /* time 0 < every pointer: "stamped, not resident" */
+    q->low.t = q->low.p = q->low.base = 64;    /* time 0 < the lower pointer: a zeroed clast entry is "none" */
     return 0;
 }
 

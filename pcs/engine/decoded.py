@@ -7,16 +7,49 @@ scheduler (:mod:`pcs.engine.turns`) and the feed of the engines. Parsing JSONL
 decodes once and every pass iterates the same :class:`pcs.trace.RequestBatch`
 objects (read-only numpy arrays; nobody writes into them).
 
+Small batches (the JSONL readers' ~4 k-request chunks) are joined, in order, into batches of up to
+:data:`MERGE_REQUESTS` requests (the Parquet reader's row groups): every pass and both step loops then pay
+their per-batch costs (calls, slices, column conversions) a few times per trace instead of once per chunk;
+batch boundaries change no result (the passes carry their state from batch to batch).
+
 Memory: the decoded trace -- 8 B per block id plus 32 B per request
-(arrival, prompt, output, offset) -- for as long as the replay runs.
+(arrival, prompt, output, offset) -- for as long as the replay runs; while joining, one joined batch more.
 """
 from __future__ import annotations
 
 from typing import Any, Iterator
 
 from pcs.trace.batches import as_batches
+from pcs.trace.request import concat_batches
 
-__all__ = ["Decoded"]
+__all__ = ["Decoded", "MERGE_REQUESTS"]
+
+#: Requests per joined batch (:func:`_joined`); the Parquet reader's row-group batches are this size already.
+MERGE_REQUESTS = 1 << 16
+
+
+def _joined(batches: Iterator) -> list:
+    """``batches`` in order, consecutive ones joined while together they hold at most :data:`MERGE_REQUESTS`
+    requests (a batch already that large stays as it is); each joined batch keeps its first request's id."""
+    out: list = []
+    group: list = []
+    rows = 0
+    for b in batches:
+        if group and rows + len(b) > MERGE_REQUESTS:
+            out.append(_join(group))
+            group, rows = [], 0
+        group.append(b)
+        rows += len(b)
+    if group:
+        out.append(_join(group))
+    return out
+
+
+def _join(group: list):
+    """One batch of the rows of ``group`` (consecutive batches of one trace), ids numbered from its first."""
+    if len(group) == 1:
+        return group[0]
+    return concat_batches(group).with_first_id(group[0].first_request_id)
 
 
 class Decoded:
@@ -25,7 +58,7 @@ class Decoded:
     Args:
         source: anything :func:`pcs.trace.batches.as_batches` reads.
     Attributes:
-        batches: the checked batches, ids numbered from 0, in order.
+        batches: the checked batches, ids numbered from 0, in order, small ones joined (:func:`_joined`).
         block_size: tokens per block (None for an empty trace).
         num_block_ids: block ids in the trace (sizes the scan's table once).
     Raises:
@@ -33,7 +66,7 @@ class Decoded:
     """
 
     def __init__(self, source: Any) -> None:
-        self.batches = list(as_batches(source))
+        self.batches = _joined(as_batches(source))
         self.block_size = int(self.batches[0].block_size) if self.batches else None
         self.num_block_ids = sum(int(b.block_offsets[-1] - b.block_offsets[0]) for b in self.batches)
 

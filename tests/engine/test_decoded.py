@@ -73,3 +73,52 @@ def test_prefill_s_of_counts_hand_computed():
     cm = ComputeModel(get_model("llama-3.1-8b"), get_gpu("h100-sxm"))
     got = cm.prefill_s_of_counts(np.array([1.0]), np.array([0.0]))
     assert got.tolist() == [16_061_046_784 / (989.4e12 * 0.5)]
+
+
+class _Batches:
+    """A source of ready batches (``iter_batches``), as a reader yields them."""
+
+    def __init__(self, batches):
+        self.batches = batches
+
+    def iter_batches(self):
+        return iter(self.batches)
+
+
+def test_decoded_joins_small_batches_in_order(monkeypatch):
+    from pcs.engine import decoded
+    from pcs.trace.request import RequestBatch
+
+    # batches of 2, 2, 2, 3 and 1 requests, request k holding the ids (2k, 2k + 1); joined up to 4 requests:
+    # 2 + 2 = 4, then 2 (2 + 3 > 4), then 3 + 1 = 4 -> batches of 4, 2, 4 requests starting at requests 0, 4, 6
+    monkeypatch.setattr(decoded, "MERGE_REQUESTS", 4)
+    sizes, parts, k = [2, 2, 2, 3, 1], [], 0
+    for n in sizes:
+        ids = np.arange(2 * k, 2 * (k + n), dtype=np.uint64)
+        parts.append(RequestBatch(0, 4, np.arange(k, k + n, dtype=np.float64), np.full(n, 8), np.zeros(n, np.int64),
+                                  np.arange(0, 2 * n + 1, 2, dtype=np.int64), ids))
+        k += n
+    d = Decoded(_Batches(parts))
+    assert [len(b) for b in d.batches] == [4, 2, 4]
+    assert [b.first_request_id for b in d.batches] == [0, 4, 6]
+    assert d.batches[2].block_offsets.tolist() == [0, 2, 4, 6, 8]
+    assert np.concatenate([b.block_hashes for b in d.batches]).tolist() == list(range(20))
+    assert np.concatenate([b.arrival_s for b in d.batches]).tolist() == list(range(10))
+    assert d.num_block_ids == 20
+
+
+def test_joined_batches_replay_as_the_chunks_read(monkeypatch):
+    # the bundled sample read in ~4 KB chunks (several batches): the same summary and per-request table whether
+    # Decoded joins them (the default) or keeps every chunk (MERGE_REQUESTS 1)
+    import pcs
+    from pcs.engine import decoded
+    from pcs.trace import source
+
+    monkeypatch.setattr(source, "CHUNK_BYTES", 4096)
+    kw = dict(tiers=["gpu=300blocks", "cpu=1200blocks"], policy="lru")
+    joined = pcs.replay(None, **kw)
+    monkeypatch.setattr(decoded, "MERGE_REQUESTS", 1)
+    assert len(Decoded(None).batches) > 2
+    apart = pcs.replay(None, **kw)
+    assert joined.summary == apart.summary
+    assert joined.requests.equals(apart.requests)

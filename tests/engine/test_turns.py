@@ -92,3 +92,19 @@ def test_compiled_equals_reference_on_mooncake():
     assert (c.pairs, c.requests) == (py.pairs, py.requests) and c.pairs > 0
     assert np.array_equal(c.index, py.index) and np.array_equal(c.starts, py.starts)
     assert np.array_equal(c.ids, py.ids) and c.hashes == py.hashes
+
+
+@pytest.mark.parametrize("native", NATIVES)
+def test_several_requests_wait_on_one_key(native):
+    # bs 2; A0, A1, A2 all hold [5, 6] (prompt 4: f = 2, key (6, 2)) with p + o = 8, 6, 4: none is another's next
+    # turn (prompt 4 < 6, 8; A2 arrives after A1 with 4 < 6), so three wait on one key (the compiled heap grows past
+    # its one inline entry). B (3): [5, 6, 7, 8, 9] prompt 10 resolves all three, smallest p + o first: A2 ends at
+    # (4 - 1) // 2 = 1 and A1 at (6 - 1) // 2 = 2, not past f = 2 (pairs without ids); A0 ends at (8 - 1) // 2 = 3:
+    # B's id at position 2 -> [7]. The emptied key is used again: C (4) [5, 6] prompt 4 output 4 waits, D (5)
+    # [5, 6, 1, 2] prompt 8 >= 8 resolves it: positions 2 .. (8 - 1) // 2 - 1 = 2 -> [1]. Pairs 4.
+    reqs = [req([5, 6], 0, prompt=4, out=4, bs=2), req([5, 6], 1, prompt=4, out=2, bs=2),
+            req([5, 6], 2, prompt=4, out=0, bs=2), req([5, 6, 7, 8, 9], 3, prompt=10, out=0, bs=2),
+            req([5, 6], 4, prompt=4, out=4, bs=2), req([5, 6, 1, 2], 5, prompt=8, out=0, bs=2)]
+    dec = turns.decode_blocks(reqs, native)
+    assert dec.hashes == {0: [7], 4: [1]} and dec.pairs == 4
+    assert (dec.hashes, dec.pairs) == next_turns_by_the_rule(reqs)
