@@ -11,6 +11,7 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include "../_nogil.h"          /* raw memory, GIL-safe errors: run_sequential may run without the GIL */
 #include <structmember.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -877,8 +878,9 @@ static int seq_one(GH *s, GAdm *a, const uint64_t *keys, Py_ssize_t len, Py_ssiz
     return 0;
 }
 
-/* the requests of run_sequential's buffers b (hashes, offsets, cacheable, max_hit, hits, lost[, arrival]) */
-static int seq_run(GH *s, Py_buffer *b, int with_arrival) {
+/* the requests of run_sequential's buffers b (hashes, offsets, cacheable, max_hit, hits, lost[, arrival]) through
+ * the reused admission a; may run without the GIL (no Python call: the hierarchy follows no clock) */
+static int seq_run(GH *s, GAdm *a, Py_buffer *b, int with_arrival) {
     Py_ssize_t R = b[2].len / 8, H = b[0].len / 8;
     if (b[1].len / 8 != R + 1 || b[3].len / 8 != R || b[4].len / 8 != R || b[5].len / 8 != R
         || (with_arrival && b[6].len / 8 != R)) {
@@ -889,8 +891,6 @@ static int seq_run(GH *s, Py_buffer *b, int with_arrival) {
     const uint64_t *keys = b[0].buf;
     const int64_t *off = b[1].buf, *n = b[2].buf, *cap = b[3].buf;
     int64_t *hits = b[4].buf, *lost = b[5].buf;
-    GAdm *a = new_adm();
-    if (!a) return -1;
     int rc = 0;
     for (Py_ssize_t i = 0; i < R && rc == 0; i++) {
         if (off[i] < 0 || off[i] > off[i + 1] || off[i + 1] > H) {
@@ -900,23 +900,32 @@ static int seq_run(GH *s, Py_buffer *b, int with_arrival) {
                    || seq_one(s, a, keys + off[i], (Py_ssize_t)(off[i + 1] - off[i]), n[i], cap[i]) < 0) rc = -1;
         else { hits[i] = a->hit_blocks; lost[i] = a->lost_blocks; }
     }
-    Py_DECREF(a);
     return rc;
 }
 
 /* run_sequential(hashes u64, offsets i64 (R+1,), cacheable i64 (R,), max_hit i64 (R,), hits i64 (R,),
  * lost i64 (R,), arrival f64 (R,) or None): R requests one after another as the sequential event loop runs them
  * (pcs/engine/engine.py, ReplayEngine._feed_sequential: tick(arrival), start(head, cacheable, max_hit, 0, False),
- * prefill_done, finish); hits[i], lost[i] = request i's hit blocks and hit blocks the hybrid rules refused */
+ * prefill_done, finish); hits[i], lost[i] = request i's hit blocks and hit blocks the hybrid rules refused.
+ * The GIL is released over the requests when the hierarchy follows no clock (a followed clock is a Python
+ * call): the extension's memory is raw memory and its errors take the GIL (pcs/_nogil.h), so another thread runs
+ * Python meanwhile (pcs/engine/seqbase.py runs a replay's sequential baseline beside its step loop). The caller
+ * must not touch this hierarchy or the arrays from another thread until the call returns. */
 static PyObject *gh_run_sequential(GH *s, PyObject *const *args, Py_ssize_t nargs) {
     if (nargs < 6 || nargs > 7) {
         PyErr_SetString(PyExc_TypeError, "run_sequential(hashes, offsets, cacheable, max_hit, hits, lost, arrival=None)");
         return NULL;
     }
-    int m = nargs == 7 && args[6] != Py_None ? 7 : 6, got = 0;
+    int m = nargs == 7 && args[6] != Py_None ? 7 : 6, got = 0, rc = -1;
     Py_buffer b[7];
     for (; got < m; got++) if (seq_buf(args[got], &b[got], got == 4 || got == 5) < 0) break;
-    int rc = got == m ? seq_run(s, b, m == 7) : -1;
+    GAdm *a = got == m ? new_adm() : NULL;
+    if (a) {
+        PyThreadState *ts = s->clock_fn ? NULL : PyEval_SaveThread();
+        rc = seq_run(s, a, b, m == 7);
+        if (ts) PyEval_RestoreThread(ts);
+        Py_DECREF(a);
+    }
     while (got-- > 0) PyBuffer_Release(&b[got]);
     if (rc < 0) return NULL;
     Py_RETURN_NONE;
@@ -1187,6 +1196,7 @@ static PyObject *gh_order(GH *s, PyObject *o) {
 
 static PyObject *gh_written_blocks(GH *s, void *unused) { return int_list(s->written_blocks, s->L); }
 static PyObject *gh_dropped_blocks(GH *s, void *unused) { return PyLong_FromLongLong(s->dropped_blocks); }
+static PyObject *gh_releases_gil(GH *s, void *unused) { return PyBool_FromLong(!s->clock_fn); }
 
 /* check(): every level's invariants (capacity, pins, the LRU list holds exactly the unpinned pages, none pinned or
  * reserved below the GPU) and the residency page counters */
@@ -1334,6 +1344,7 @@ static PyMethodDef gh_methods[] = {
 static PyGetSetDef gh_getset[] = {
     {"written_blocks", (getter)gh_written_blocks, NULL, "pages written into each level", NULL},
     {"dropped_blocks", (getter)gh_dropped_blocks, NULL, "pages pushed out of the last level", NULL},
+    {"releases_gil", (getter)gh_releases_gil, NULL, "run_sequential runs without the GIL (no followed clock)", NULL},
     {NULL}};
 
 static PyTypeObject GHType = {

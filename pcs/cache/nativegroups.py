@@ -165,8 +165,15 @@ class NativeGroupHierarchy(_native_hier.CompiledHierarchy):
         # run_sequential(hashes u64, offsets i64 (R+1,), cacheable i64 (R,), max_hit i64 (R,), hits i64 (R,),
         # lost i64 (R,), arrival f64 (R,) or None): R requests one after another as the sequential event loop
         # runs them (tick(arrival), start, prefill_done, finish each); hits[i], lost[i] = hit blocks and hit
-        # blocks the hybrid rules refused; the sequential baseline's loop in C (pcs.engine.seqbase)
+        # blocks the hybrid rules refused; the sequential baseline's loop in C (pcs.engine.seqbase), without the
+        # GIL when releases_gil
         self.run_sequential = h.run_sequential
+
+    @property
+    def releases_gil(self) -> bool:
+        """Whether :attr:`run_sequential` runs without the GIL (``pcs/cache/_grouphier.c``): True unless the
+        hierarchy follows a clock (:meth:`follow`, a Python call per request)."""
+        return self._h.releases_gil
 
     def follow(self, clock) -> None:
         """Read simulated time (seconds) from ``clock()`` before each call; per-request residency samples only

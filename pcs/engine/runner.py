@@ -223,15 +223,25 @@ def _two_tier_scan(plans: list[_Plan], source: Any, rules: BlockRules, tiers: Se
     return sc
 
 
-def _compiled_baseline(plans: list[_Plan], source: Any, rules: BlockRules, make_tiers: Callable[[], list],
-                       write_policy: str, hybrid: Any, block_bytes: Sequence[int],
-                       step_s: float) -> EngineResult | None:
-    """The sequential baseline of a modeled run placed on ``compiled-hierarchy`` or ``compiled-hybrid``, run in C
-    (:func:`pcs.engine.seqbase.sequential_baseline`); None for any other placement."""
-    if len(plans) < 2 or plans[-1].row.name not in ("compiled-hierarchy", "compiled-hybrid"):
+def _baseline(scan2: fastpath.Scan | None, plans: list[_Plan], source: Any, rules: BlockRules,
+              make_tiers: Callable[[], list], write_policy: str, hybrid: Any, block_bytes: Sequence[int],
+              step_s: float, beside: Beside) -> Callable[[], EngineResult] | None:
+    """The call giving the sequential baseline of a modeled run when it does not run as an event loop: from the
+    two-tier scan ``scan2`` (:func:`pcs.engine.seqbase.baseline_from_scan`) or, placed on ``compiled-hierarchy`` or
+    ``compiled-hybrid``, in C (:func:`pcs.engine.seqbase.sequential_baseline`); None for any other placement.
+    A ``compiled-hybrid`` baseline runs on ``beside``'s worker thread while the caller goes on
+    (:func:`pcs.engine.seqbase.begin_hybrid`); the others are done before this returns."""
+    res = None
+    if scan2 is not None and scan2.baseline_hits is not None:
+        res = seqbase.baseline_from_scan(scan2, 2)
+    elif len(plans) < 2 or plans[-1].row.name not in ("compiled-hierarchy", "compiled-hybrid"):
         return None
-    kw = {} if plans[-1].row.name == "compiled-hierarchy" else _hybrid_kwargs(hybrid, block_bytes, step_s)
-    return seqbase.sequential_baseline(source, plans[-1].row.load()(make_tiers(), write_policy, **kw), rules)
+    elif plans[-1].row.name == "compiled-hierarchy":
+        res = seqbase.sequential_baseline(source, plans[-1].row.load()(make_tiers(), write_policy), rules)
+    else:
+        kw = _hybrid_kwargs(hybrid, block_bytes, step_s)
+        return seqbase.begin_hybrid(source, plans[-1].row.load()(make_tiers(), write_policy, **kw), rules, beside)
+    return lambda: res
 
 
 def _hybrid_kwargs(hybrid: Any, block_bytes: Sequence[int], step_s: float, gpu_only: bool = False) -> dict:
@@ -427,24 +437,27 @@ def run_replay(source: Any, rules: BlockRules, time_model: Any, make_tiers: Call
     source = passes.source if passes is not None else _decoded_once(source, plans)
     resolved = _resolve_step(step, timing, source, rules, native, passes)
     scan2 = _two_tier_scan(plans, source, rules, tiers0, write_policy, requested, _scan_decode(resolved))
-    base = seqbase.baseline_from_scan(scan2, 2) if scan2 is not None and scan2.baseline_hits is not None else \
-        _compiled_baseline(plans, source, rules, make_tiers, write_policy, hybrid, block_bytes, step_s)
-    plans, all_plans = (plans[:1], plans) if base is not None else (plans, plans)
-    scans = [_scan(p, source, rules, tiers0, requested) if p.row.kind == "scan" else None for p in plans]
-    singles, scan2 = _singles(scans, scan2, source, rules, native, resolved, passes)
-    loops = _event_loops(plans, make_tiers, tiers0, write_policy, links, block_bytes, resolved, hybrid, step_s,
-                         not comparison)
-    if resolved is not None:
-        _presize_samplers(source, loops)
-    no_cache = loops.pop() if len(loops) > len(plans) else None
-    beside = _beside(no_cache)
-    if any(loops):
-        # decode seconds only for the instant-compute modeled loop (sequential timing never reads them)
-        _feed(source, rules, time_model, [e for e in loops if e is not None], progress,
-              resolved is None and timing == "modeled", passes, no_cache, beside)
-    done, no_cache_result = _close_runs(scans, loops, no_cache, beside, hybrid, tiers0, write_policy, time_model,
-                                        progress)
-    (result, state), baseline = done[0], (base if base is not None else done[-1][0])
+    seq_side = Beside(True)   # a hybrid model's sequential baseline runs on its worker beside the loops below
+    try:
+        base = _baseline(scan2, plans, source, rules, make_tiers, write_policy, hybrid, block_bytes, step_s, seq_side)
+        plans, all_plans = (plans[:1], plans) if base is not None else (plans, plans)
+        scans = [_scan(p, source, rules, tiers0, requested) if p.row.kind == "scan" else None for p in plans]
+        singles, scan2 = _singles(scans, scan2, source, rules, native, resolved, passes)
+        loops = _event_loops(plans, make_tiers, tiers0, write_policy, links, block_bytes, resolved, hybrid, step_s,
+                             not comparison)
+        if resolved is not None:
+            _presize_samplers(source, loops)
+        no_cache = loops.pop() if len(loops) > len(plans) else None
+        beside = _beside(no_cache)
+        if any(loops):
+            # decode seconds only for the instant-compute modeled loop (sequential timing never reads them)
+            _feed(source, rules, time_model, [e for e in loops if e is not None], progress,
+                  resolved is None and timing == "modeled", passes, no_cache, beside)
+        done, no_cache_result = _close_runs(scans, loops, no_cache, beside, hybrid, tiers0, write_policy,
+                                            time_model, progress)
+        (result, state), baseline = done[0], (base() if base is not None else done[-1][0])
+    finally:
+        seq_side.close()       # waits for the baseline still running when an error stopped the loops
     sched = None
     if no_cache is not None:
         sched = (resolved[1], loops[0].stats, no_cache_result, no_cache.stats)

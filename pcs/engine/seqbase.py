@@ -6,27 +6,32 @@ and finished before the next (:class:`pcs.engine.engine.ReplayEngine`,
 timing ``sequential``). When the engine-selection table places that baseline
 on ``compiled-hierarchy`` (every tier ``lru``) or ``compiled-hybrid`` (a
 hybrid model's cache groups, ``§3.1``), the same three calls run inside the
-hierarchy's ``run_sequential``: one C call per decoded batch, the same
+hierarchy's ``run_sequential``: one C call per decoded batch (a hybrid model's: one for the trace), the same
 admissions (``pcs/cache/_lruhier.c`` ``seq_one``, ``pcs/cache/_grouphier.c``
 ``seq_one``). The rules per request are the engine's: the cacheable head and
 the hit cap from :func:`pcs.engine.chunks.rule_columns` (§2, §4); hit tokens
 ``min(hits x block_size, prompt)`` (§11); a hybrid request's tokens the rules
 refused ``lost x block_size`` (§12, ``hybrid_lost_tokens``).
 ``tests/engine/test_seqbase.py`` diffs both against the event loop.
+A hybrid model's baseline is one C call over the whole trace that releases the
+GIL (:func:`begin_hybrid`): the runner starts it on a worker thread and runs the
+step loop meanwhile (``pcs/engine/runner.py``); each touches only its own
+hierarchy and arrays, so the result is the one of running them in turn.
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
 from pcs.blocks import BlockRules
+from pcs.engine.beside import Beside
 from pcs.engine.chunks import rule_columns
 from pcs.engine.engine import EngineResult
 from pcs.engine.ledger import ReplayLedger
 from pcs.trace.batches import as_batches
 
-__all__ = ["sequential_baseline", "baseline_from_scan"]
+__all__ = ["sequential_baseline", "begin_hybrid", "baseline_from_scan"]
 
 
 def sequential_baseline(source: Any, hierarchy: Any, rules: BlockRules) -> EngineResult:
@@ -47,29 +52,82 @@ def sequential_baseline(source: Any, hierarchy: Any, rules: BlockRules) -> Engin
         ValueError: as :func:`pcs.trace.batches.as_batches`; :class:`pcs.errors.PolicyError` (a ValueError) when a
             hosted Python policy raises.
     """
+    if hasattr(hierarchy, "groups"):
+        return begin_hybrid(source, hierarchy, rules, Beside(False))()
     L = ReplayLedger(num_tiers=len(hierarchy.tiers))
-    hybrid = hasattr(hierarchy, "groups")
-    lost_tokens = []
     for b in as_batches(source):
-        bs = int(b.block_size)
-        off = np.asarray(b.block_offsets, np.int64)
-        off = off - off[0]
-        prompt = np.asarray(b.prompt_tokens, np.int64)
-        n, cap, _ = rule_columns(prompt, np.diff(off), np.asarray(b.output_tokens, np.int64), bs, rules)
+        bs, off, prompt, n, cap = _columns(b, rules)
         hits = np.empty(prompt.shape[0], np.int64)
-        keys = np.ascontiguousarray(b.block_hashes, np.uint64)
-        if hybrid:
-            lost = np.empty(prompt.shape[0], np.int64)
-            hierarchy.run_sequential(keys, off, n, cap, hits, lost, np.ascontiguousarray(b.arrival_s, np.float64))
-            lost_tokens.append(lost * bs)
-        else:
-            hierarchy.run_sequential(keys, off, n, cap, hits)
+        hierarchy.run_sequential(np.ascontiguousarray(b.block_hashes, np.uint64), off, n, cap, hits)
         _count(L, prompt, hits, bs, int(off[-1]), n)
-    if not hybrid:
-        hierarchy.sync()    # a hosted Python policy's last queued calls (pcs/cache/_pol_py.c)
+    hierarchy.sync()    # a hosted Python policy's last queued calls (pcs/cache/_pol_py.c)
     L.computed_tokens = L.prompt_tokens - L.hit_tokens
-    cols = {"hybrid_lost_tokens": np.concatenate(lost_tokens) if lost_tokens else np.zeros(0, np.int64)}
-    return EngineResult(L, cols if hybrid else {})
+    return EngineResult(L, {})
+
+
+def begin_hybrid(source: Any, hierarchy: Any, rules: BlockRules, beside: Beside) -> Callable[[], EngineResult]:
+    """Start :func:`sequential_baseline` of a hybrid model: the whole trace in one ``run_sequential`` call of
+    ``hierarchy`` (a fresh :class:`pcs.cache.nativegroups.NativeGroupHierarchy`), on ``beside``'s worker thread
+    when ``beside`` is threaded and the call releases the GIL (``releases_gil``: the caller's step loop runs
+    meanwhile, ``pcs/cache/_grouphier.c``), else at once on this thread. The same requests in the same order
+    as one call per batch, so the result is the same (``tests/engine/test_seqbase.py``).
+
+    Returns:
+        the call that waits for the baseline and gives its :class:`EngineResult` (as
+        :func:`sequential_baseline`); call it once, before ``beside`` serves anything else.
+    Raises:
+        ValueError: as :func:`pcs.trace.batches.as_batches`, here; the hierarchy's errors, from the call returned.
+    Memory: the trace's hashes and per-request columns copied into one set of arrays (8 B per block access,
+    48 B per request) until the call returned has run.
+    """
+    parts, call = _hybrid_call(source, rules)
+    if beside.threaded and not hierarchy.releases_gil:
+        beside = Beside(False)
+    beside.start(hierarchy.run_sequential, *call)
+
+    def result() -> EngineResult:
+        beside.join()
+        hits, lost = call[4], call[5]
+        L, lost_tokens, r = ReplayLedger(num_tiers=len(hierarchy.tiers)), [], 0
+        for bs, prompt, n, accesses in parts:
+            k = prompt.shape[0]
+            _count(L, prompt, hits[r:r + k], bs, accesses, n)
+            lost_tokens.append(lost[r:r + k] * bs)
+            r += k
+        L.computed_tokens = L.prompt_tokens - L.hit_tokens
+        return EngineResult(L, {"hybrid_lost_tokens": np.concatenate(lost_tokens) if lost_tokens
+                                else np.zeros(0, np.int64)})
+    return result
+
+
+def _hybrid_call(source: Any, rules: BlockRules) -> tuple[list, tuple]:
+    """(per batch (block size, prompt tokens, cacheable blocks, block accesses), the arguments of one
+    ``run_sequential`` call over every batch: hashes u64, offsets i64 (R+1,), cacheable, max_hit, hits and
+    lost (int64 (R,), filled by the call), arrival f64 (R,))."""
+    parts, cols, base = [], ([], [], [], [], []), 0
+    for b in as_batches(source):
+        bs, off, prompt, n, cap = _columns(b, rules)
+        parts.append((bs, prompt, n, int(off[-1])))
+        for col, x in zip(cols, (np.ascontiguousarray(b.block_hashes, np.uint64), off[:-1] + base, n, cap,
+                                 np.asarray(b.arrival_s, np.float64))):
+            col.append(x)
+        base += int(off[-1])
+    keys, off, n, cap, arrival = (np.concatenate(c) if c else np.zeros(0, t)
+                                  for c, t in zip(cols, (np.uint64, np.int64, np.int64, np.int64, np.float64)))
+    off = np.append(off, np.int64(base)).astype(np.int64)
+    r = n.shape[0]
+    return parts, (keys, off, n, cap, np.empty(r, np.int64), np.empty(r, np.int64), arrival)
+
+
+def _columns(b: Any, rules: BlockRules) -> tuple:
+    """(block size, offsets from 0 (int64 (R+1,)), prompt tokens, cacheable blocks, hit cap (int64 (R,)))
+    of one batch (:func:`pcs.engine.chunks.rule_columns`: §2, §4)."""
+    bs = int(b.block_size)
+    off = np.asarray(b.block_offsets, np.int64)
+    off = off - off[0]
+    prompt = np.asarray(b.prompt_tokens, np.int64)
+    n, cap, _ = rule_columns(prompt, np.diff(off), np.asarray(b.output_tokens, np.int64), bs, rules)
+    return bs, off, prompt, np.ascontiguousarray(n, np.int64), np.ascontiguousarray(cap, np.int64)
 
 
 def _count(L: ReplayLedger, prompt: np.ndarray, hits: np.ndarray, bs: int, accesses: int, n: np.ndarray) -> None:

@@ -2,7 +2,9 @@
 
 The compiled step loop releases the GIL over feed and close, and pcs.engine.runner feeds and closes the no-cache
 twin on a worker thread meanwhile. Each loop touches only its own state, so a replay gives exactly what it gives
-with the two loops one after the other (the reference: every call inline, the order before threads).
+with the two loops one after the other (the reference: every call inline, the order before threads). A hybrid
+model's sequential baseline (pcs/cache/_grouphier.c run_sequential, which releases the GIL) runs the same way on a
+worker thread beside the run's loops (pcs.engine.seqbase.begin_hybrid), checked against it run inline first.
 """
 from __future__ import annotations
 
@@ -147,3 +149,58 @@ def test_a_replay_leaves_no_worker_thread(monkeypatch):
     res, seen = _replay(ROOT / "traces" / "sample_chat.jsonl", monkeypatch, None)
     assert seen == [True] and res.summary.engine == "compiled-step"
     assert not [t for t in set(threading.enumerate()) - before if t.name == "pcs-beside"]
+
+
+def _hybrid_replay(path, monkeypatch, threaded: bool, **kw):
+    """pcs.replay of a hybrid model with its sequential baseline (pcs.engine.seqbase.begin_hybrid) on a worker
+    thread (threaded) or forced inline; also whether a worker ran it."""
+    from pcs import replay
+    from pcs.engine import seqbase
+
+    begin, seen = seqbase.begin_hybrid, []
+
+    def spy(source, hierarchy, rules, beside):
+        side = beside if threaded else Beside(False)
+        out = begin(source, hierarchy, rules, side)
+        seen.append(side._thread is not None)     # a worker thread took the call
+        return out
+
+    with monkeypatch.context() as m:
+        m.setattr(seqbase, "begin_hybrid", spy)
+        return replay(str(path), **kw), seen
+
+
+@pytest.mark.skipif(not MOONCAKE.exists(), reason="no Mooncake trace in ../shared/traces or $PCS_SHARED_TRACES")
+@pytest.mark.parametrize("kw", [{"model": "gemma-3-27b", "tiers": ["gpu=40GB", "cpu=2TB"]},
+                                {"model": "gpt-oss-120b", "tiers": ["gpu=100GB", "cpu=2TB"], "compute_mode": "infinite"}])
+def test_hybrid_baseline_beside_equals_inline_on_mooncake(monkeypatch, kw):
+    # the default hybrid replay (compiled-hybrid) runs its sequential baseline, which releases the GIL
+    # (pcs/cache/_grouphier.c run_sequential), on a worker thread while the step loop (or the modeled event loop)
+    # runs: the same summary and per-request columns as the baseline run first, inline
+    import threading
+
+    before = set(threading.enumerate())
+    (a, sa), (b, sb) = _hybrid_replay(MOONCAKE, monkeypatch, False, **kw), _hybrid_replay(MOONCAKE, monkeypatch, True,
+                                                                                          **kw)
+    assert sa == [False] and sb == [True]
+    assert a.summary.engine == b.summary.engine == "compiled-hybrid"
+    _same(a, b)
+    assert not [t for t in set(threading.enumerate()) - before if t.name == "pcs-beside"]
+
+
+def test_an_error_in_the_loops_waits_for_the_hybrid_baseline(monkeypatch):
+    # the run's loops raise while the baseline runs on the worker: run_replay waits for it (its outcome dropped),
+    # raises the loops' error and leaves no worker thread
+    import threading
+
+    def boom(*a, **k):
+        raise RuntimeError("the loops failed")
+
+    before = set(threading.enumerate())
+    with monkeypatch.context() as m:
+        m.setattr(runner, "_feed", boom)
+        with pytest.raises(RuntimeError, match="the loops failed"):
+            _hybrid_replay(ROOT / "traces" / "sample_chat.jsonl", m, True, model="gemma-3-27b")
+    assert not [t for t in set(threading.enumerate()) - before if t.name == "pcs-beside"]
+    seen = _hybrid_replay(ROOT / "traces" / "sample_chat.jsonl", monkeypatch, True, model="gemma-3-27b")[1]
+    assert seen == [True]      # the replay above took the same path: its baseline was on the worker

@@ -252,10 +252,14 @@ def test_hand_traced_window_blocks_dropped_refuse_the_hit():
 
 
 @needs_grouphier
-@pytest.mark.parametrize("model,gpu", [("gemma-3-27b", "40GB"), ("gpt-oss-120b", "100GB")])
-def test_compiled_hybrid_sequential_on_mooncake(model, gpu):
+@pytest.mark.parametrize("model,gpu,threaded", [("gemma-3-27b", "40GB", False), ("gemma-3-27b", "40GB", True),
+                                                ("gpt-oss-120b", "100GB", False)])
+def test_compiled_hybrid_sequential_on_mooncake(model, gpu, threaded):
     # the event loop over the compiled hierarchy (itself diffed against the Python one in
-    # tests/cache/test_grouphier_native.py) against run_sequential, Mooncake at a preset's pages
+    # tests/cache/test_grouphier_native.py) against run_sequential, Mooncake at a preset's pages; threaded: the
+    # baseline runs on a worker thread without the GIL while this thread runs the event loop over the other
+    # compiled hierarchy of the same extension (as pcs.engine.runner runs it beside the step loop)
+    from pcs.engine.beside import Beside
     from conftest import MOONCAKE_CONV
     from pcs import units
     from pcs.engine.decoded import Decoded
@@ -272,11 +276,15 @@ def test_compiled_hybrid_sequential_on_mooncake(model, gpu):
     a, b = (grouphier.NativeGroupHierarchy(_tiers(caps), "back", plan.groups, 1, plan.page_bytes)
             for _ in range(2))
     source = Decoded(open_trace(MOONCAKE_CONV))
+    side = Beside(threaded)
+    pending = seqbase.begin_hybrid(source, b, BlockRules(), side)
+    assert (side._thread is not None) == threaded
     eng = ReplayEngine(a, "sequential")
     for ch in iter_chunks(source, BlockRules()):
         eng.feed(ch)
     want = eng.close()
-    got = seqbase.sequential_baseline(source, b, BlockRules())
+    got = pending()
+    side.close()
     assert got.columns["hybrid_lost_tokens"].tolist() == [x * 512 for x in a.residency.request_lost]
     assert [getattr(got.ledger, k) for k in LEDGER] == [getattr(want.ledger, k) for k in LEDGER]
     assert got.ledger.num_requests == 12031 and got.ledger.block_accesses == 288500
@@ -302,3 +310,49 @@ def test_bad_group_buffers_are_refused():
         h.run_sequential(np.zeros(2, np.uint64), np.array([0, 5], np.int64), z + 1, z, z, z)
     with pytest.raises(ValueError, match="arrival"):
         h.run_sequential(np.zeros(2, np.uint64), np.array([0, 1], np.int64), z + 1, z, z, z, np.zeros(2))
+
+
+@needs_grouphier
+def test_run_sequential_refuses_bad_buffers_on_a_worker_thread():
+    # the same refusals raised where run_sequential runs without the GIL (its errors take the GIL: pcs/_nogil.h)
+    from pcs.cache.groups import CacheGroup
+    from pcs.engine.beside import Beside
+
+    h = grouphier.NativeGroupHierarchy(_tiers([4]), "back", [CacheGroup("f", "full", ("f",), BS, 0, 1, layers=1)])
+    assert h.releases_gil
+    z, side = np.zeros(1, np.int64), Beside(True)
+    side.start(h.run_sequential, np.zeros(2, np.uint64), np.array([0, 5], np.int64), z + 1, z, z, z)
+    with pytest.raises(ValueError, match="offsets must rise"):
+        side.join()
+    side.start(h.run_sequential, np.zeros(2, np.uint64), np.array([0, 1], np.int64), z + 1, z, z, z, np.zeros(2))
+    with pytest.raises(ValueError, match="arrival"):
+        side.join()
+    side.close()
+
+
+@needs_grouphier
+def test_a_followed_clock_keeps_the_baseline_on_this_thread():
+    # a followed clock is a Python call per request, so run_sequential keeps the GIL and begin_hybrid runs it at
+    # once on the caller's thread: no worker thread starts, and the result is the inline one.
+    # BS = 4, one full-attention group, one level of 8 pages, default rules (a hit stops before the last prompt
+    # token). A = [1, 2], 8 tokens: nothing cached, hit 0. B = [1, 2, 3], 12 tokens: cap (12 - 1) // 4 = 2,
+    # blocks 1, 2 cached by A: hit 2 blocks = 8 tokens.
+    from pcs.cache.groups import CacheGroup
+    from pcs.engine.beside import Beside
+
+    groups = [CacheGroup("f", "full", ("f",), BS, 0, 1, layers=1)]
+    trace = [req([1, 2], 0.0), req([1, 2, 3], 1.0)]
+    free = grouphier.NativeGroupHierarchy(_tiers([8]), "back", groups)
+    held = grouphier.NativeGroupHierarchy(_tiers([8]), "back", groups)
+    held.follow(lambda: 0.5)
+    assert free.releases_gil and not held.releases_gil
+    results = []
+    for h in (free, held):
+        side = Beside(True)
+        pending = seqbase.begin_hybrid(trace, h, BlockRules(), side)
+        assert (side._thread is not None) == (h is free)
+        results.append(pending())
+        side.close()
+    for got in results:
+        assert got.ledger.hit_blocks == 2 and got.ledger.hit_tokens == 8
+        assert got.columns["hybrid_lost_tokens"].tolist() == [0, 0]
