@@ -458,14 +458,15 @@ def run_replay(source: Any, rules: BlockRules, time_model: Any, make_tiers: Call
         (result, state), baseline = done[0], (base() if base is not None else done[-1][0])
     finally:
         seq_side.close()       # waits for the baseline still running when an error stopped the loops
-    sched = None
-    if no_cache is not None:
-        sched = (resolved[1], loops[0].stats, no_cache_result, no_cache.stats)
+    sched = None if no_cache is None else (resolved[1], loops[0].stats, no_cache_result, no_cache.stats)
     with_decode = None if comparison else single_with_decode(resolved, source, native, scan2)
-    engines = dict(zip(select.SUMMARY_KEYS, (plans[0].row.name, plans[0].reason,
-                                             all_plans[-1].row.name, all_plans[-1].reason)))
-    return Outcome(result, state, baseline, singles[0], singles[1], engines, sched, with_decode,
-                   resolved[2] if with_decode is not None else None)
+    return Outcome(result, state, baseline, singles[0], singles[1], _engines(plans[0], all_plans[-1]), sched,
+                   with_decode, resolved[2] if with_decode is not None else None)
+
+
+def _engines(run: _Plan, baseline: _Plan) -> dict:
+    """The summary's engine keys (:data:`pcs.engine.select.SUMMARY_KEYS`) of the run and its baseline."""
+    return dict(zip(select.SUMMARY_KEYS, (run.row.name, run.reason, baseline.row.name, baseline.reason)))
 
 
 def run_oracle(source: Any, rules: BlockRules, time_model: Any, make_tiers: Callable[[], list], timing: str,
