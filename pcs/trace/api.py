@@ -69,10 +69,14 @@ def detect_format(path, name: str | None = None) -> str:
         return "burstgpt"
     try:
         obj = json.loads(lines[0].decode("utf-8"))
-    except (UnicodeDecodeError, ValueError, RecursionError):
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
         if lines[0][:1] in _MSGPACK_BATCH:
             raise InputError(name, None, None, f"this looks like a msgpack capture of vLLM KV-cache events, not a "
                              f"request trace: {_EVENTS_HINT.format(name)}") from None
+        if isinstance(exc, UnicodeDecodeError) and lines[0][:1] in (b"{", b"["):  # JSON but for its encoding
+            raise InputError(name, None, None, f"the first non-blank line is not UTF-8 (invalid byte "
+                             f"{lines[0][exc.start:exc.start + 1]!r} at byte {exc.start}); JSON traces are UTF-8 "
+                             "(RFC 8259 section 8.1): re-encode the file") from None
         raise InputError(name, None, None, "cannot detect the format: the first non-blank line is not JSON; "
                          f"pass --trace-format ({', '.join(FORMATS)})") from None
     other = _not_a_trace(obj, name)
