@@ -104,11 +104,7 @@ def read_azure_rows(path, check_order: bool = True, on_bad=None,
             continue
         try:
             t, ctx, gen, images = _row(row, cols, name, ln)
-            if check_order and t < last:
-                raise InputError(name, ln, "TIMESTAMP", f"decreases ({reorder})")
-            if t0 is not None and abs(t - t0) > MAX_ARRIVAL_S:
-                raise InputError(name, ln, "TIMESTAMP", f"lies {t - t0:.4g} s from the first row's, beyond +-2**32 s "
-                                 "(136 years), where a float64 clock loses microseconds: is the date right?")
+            _check_time(t, t0, last if check_order else None, reorder, name, ln)
         except InputError as exc:
             if on_bad is None:
                 raise
@@ -117,6 +113,17 @@ def read_azure_rows(path, check_order: bool = True, on_bad=None,
         last = max(last, t)
         t0 = t if t0 is None else t0
         yield t - t0, ctx, gen, images
+
+
+def _check_time(t: float, t0: float | None, last: float | None, reorder: str, name: str, ln: int) -> None:
+    """Raise when TIMESTAMP ``t`` decreases (below ``last``; None: order not checked) or lies beyond
+    +-:data:`pcs.trace.batches.MAX_ARRIVAL_S` from the first row's ``t0`` (the replay clock's bound; a
+    calendar TIMESTAMP cannot follow the JSONL advice to subtract the first one, so the date is questioned)."""
+    if last is not None and t < last:
+        raise InputError(name, ln, "TIMESTAMP", f"decreases ({reorder})")
+    if t0 is not None and abs(t - t0) > MAX_ARRIVAL_S:
+        raise InputError(name, ln, "TIMESTAMP", f"lies {t - t0:.4g} s from the first row's, beyond +-2**32 s "
+                         "(136 years), where a float64 clock loses microseconds: is the date right?")
 
 
 def _row(row: list[str], cols: tuple, name: str, ln: int) -> tuple[float, int, int, int]:
