@@ -15,8 +15,8 @@ from typing import Any, Callable
 import click
 
 from pcs import units
+from pcs.choices import MAX_BLOCK_SIZE  # tokens per block; the Parquet reader and open_trace apply it too
 from pcs.errors import UserError
-from pcs.trace.request import MAX_BLOCK_SIZE  # tokens per block; defined beside RequestBatch, the Parquet reader applies it too
 
 __all__ = ["Aliased", "MAX_TP", "MAX_BLOCK_SIZE", "MAX_TOKENS", "MAX_COUNT", "MAX_POINTS", "MAX_SYNTH_REQUESTS",
            "MAX_SEED", "Int", "Float", "parse_capacity_list"]

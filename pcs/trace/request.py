@@ -16,14 +16,10 @@ from dataclasses import dataclass
 from typing import Iterator
 
 import numpy as np
+from pcs.choices import MAX_BLOCK_SIZE  # tokens per block: the one bound (defined there, numpy-free)
 from pcs.errors import UserError
 
 __all__ = ["MAX_BLOCK_SIZE", "Request", "RequestBatch", "concat_batches", "num_blocks_for"]
-
-#: Tokens per block, the one bound of ``--block-size``, ``open_trace(block_size=)`` and a Parquet trace's
-#: ``pcs.block_size`` (vLLM pages are 16-128, Mooncake's ids 512; 2^20 leaves room, and keeps
-#: :meth:`pcs.compute.ComputeModel.step_cost`'s fit points 2^20 and 2^21 tokens whole, distinct blocks).
-MAX_BLOCK_SIZE = 1 << 20
 
 
 def num_blocks_for(prompt_tokens: int, block_size: int) -> int:
