@@ -12,7 +12,7 @@ registry's.
 from __future__ import annotations
 
 __all__ = ["WRITE_POLICIES", "TIMINGS", "TRACE_FORMATS", "LENGTH_ONLY_FORMATS", "ON_ERROR", "MAX_INSTANCES",
-           "BUILTIN_POLICIES", "POLICY_ALIASES", "DEFAULT_POLICY"]
+           "BUILTIN_POLICIES", "POLICY_ALIASES", "DEFAULT_POLICY", "MAX_BLOCK_SIZE"]
 
 #: ``back``: evicted blocks move down one tier; ``through``: computed blocks are
 #: copied to every lower tier at once and evictions drop (docs/semantics.md §7; :mod:`pcs.cache.hierarchy`).
@@ -27,6 +27,11 @@ TRACE_FORMATS: tuple[str, ...] = ("mooncake", "bailian", "tokens", "parquet", "a
 LENGTH_ONLY_FORMATS: tuple[str, ...] = ("azure", "burstgpt")
 #: ``--on-error``: stop at the first bad trace line, or skip bad lines.
 ON_ERROR: tuple[str, ...] = ("raise", "skip")
+#: Tokens per block, the one bound of ``--block-size``, ``open_trace(block_size=)`` and a Parquet trace's
+#: ``pcs.block_size`` (vLLM pages are 16-128, Mooncake's ids 512; 2^20 leaves room, and keeps
+#: :meth:`pcs.compute.ComputeModel.step_cost`'s fit points 2^20 and 2^21 tokens whole, distinct blocks).
+#: Re-exported by :mod:`pcs.trace.request` and :mod:`pcs.cli.params`.
+MAX_BLOCK_SIZE: int = 1 << 20
 
 #: The routers of a fleet, in the registry's order (:data:`pcs.fleet.routers.ROUTERS`: name -> module).
 ROUTER_NAMES: tuple[str, ...] = ("round-robin", "random", "least-loaded", "session", "consistent-hash", "prefix",

@@ -353,13 +353,16 @@ def load_hardware_file(path: str | Path, base: HardwareTable | None = None) -> H
     carry units; FLOP/s and IOPS are plain numbers.
 
     Raises:
-        InputError: bad content, naming the file and the field (e.g. ``gpu.my-gpu.hbm_bps``).
+        InputError: bad content, naming the file and the field (e.g. ``gpu.my-gpu.hbm_bps``); one entry
+            given twice (under ``gpu`` and ``gpus``, or by a name and its alias), as a JSON key given twice is
+            (:mod:`pcs.configfile`).
         FileNotFoundError: no such file.
     """
     path = Path(path)
     data = read_mapping(path)
     table = base if base is not None else HardwareTable()
     gpus, links = dict(table.gpus), dict(table.links)
+    seen: dict[tuple[str, str], str] = {}  # (kind, name) -> the section.entry that set it
     for key, section in data.items():
         kind = {"gpu": "gpu", "gpus": "gpu", "link": "link", "links": "link"}.get(key)
         if kind is None:
@@ -372,6 +375,10 @@ def load_hardware_file(path: str | Path, base: HardwareTable | None = None) -> H
             where = f"{kind}.{raw_name}"
             if not isinstance(fields_, dict):
                 raise InputError(str(path), None, where, "must be a table of fields")
+            if (kind, name) in seen:  # gpu/gpus, or a name and its alias: the later would win silently
+                raise InputError(str(path), None, f"{key}.{raw_name}", f"names the same {kind} as {seen[kind, name]} "
+                                 f"({name}); give each entry once")
+            seen[kind, name] = f"{key}.{raw_name}"
             target[name] = _entry(path, where, cls, name, target.get(name), fields_)
     return HardwareTable(gpus=gpus, links=links)
 

@@ -15,6 +15,7 @@ from typing import Any, Callable
 import click
 
 from pcs import units
+from pcs.choices import MAX_BLOCK_SIZE  # tokens per block; the Parquet reader and open_trace apply it too
 from pcs.errors import UserError
 
 __all__ = ["Aliased", "MAX_TP", "MAX_BLOCK_SIZE", "MAX_TOKENS", "MAX_COUNT", "MAX_POINTS", "MAX_SYNTH_REQUESTS",
@@ -22,8 +23,6 @@ __all__ = ["Aliased", "MAX_TP", "MAX_BLOCK_SIZE", "MAX_TOKENS", "MAX_COUNT", "MA
 
 #: GPUs in one tensor-parallel group (NVL72 racks hold 72; 1024 leaves room).
 MAX_TP = 1024
-#: Tokens per block (vLLM pages are 16-128, Mooncake's ids 512; 2^20 leaves room).
-MAX_BLOCK_SIZE = 1 << 20
 #: Tokens in one prompt or sequence (10^9: a thousand times today's longest context windows).
 MAX_TOKENS = 10**9
 #: Counts such as sequences or head blocks.

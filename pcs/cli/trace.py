@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 from typing import Any, Callable
 
 import click
@@ -121,21 +122,29 @@ def convert_cmd(in_path, out_path, out_format, remap_ids, trace_format, block_si
 
 
 def _parse_mix(text: str) -> tuple[float, float, float]:
+    """``--mix``: ``KIND=SHARE`` pairs, each kind at most once, each share a finite number >= 0 (a NaN share
+    passed every ``<`` test and gave an empty trace), normalised to sum 1."""
     from pcs.trace.synth import KINDS
 
-    shares = dict.fromkeys(KINDS, 0.0)
+    shares: dict[str, float] = {}
     try:
         for part in text.split(","):
             k, v = part.split("=")
-            if k.strip() not in shares:
+            if k.strip() not in KINDS:
                 raise ValueError
+            if k.strip() in shares:
+                raise click.BadParameter(f"{text!r}: {k.strip()} is given twice; give each kind once", param_hint="'--mix'")
             shares[k.strip()] = float(v)
     except ValueError:
-        raise click.BadParameter(f"{text!r}: expected e.g. chat=0.6,agent=0.3,oneoff=0.1 (kinds: {', '.join(KINDS)})")
+        raise click.BadParameter(f"{text!r}: expected e.g. chat=0.6,agent=0.3,oneoff=0.1 (kinds: {', '.join(KINDS)})",
+                                 param_hint="'--mix'")
+    for k, v in shares.items():
+        if not (math.isfinite(v) and v >= 0):
+            raise click.BadParameter(f"{text!r}: the share of {k} must be a finite number >= 0, got {v}", param_hint="'--mix'")
     total = sum(shares.values())
-    if total <= 0 or min(shares.values()) < 0:
-        raise click.BadParameter(f"{text!r}: shares must be >= 0 with a positive sum")
-    return tuple(shares[k] / total for k in KINDS)  # type: ignore[return-value]
+    if not (0 < total < math.inf):
+        raise click.BadParameter(f"{text!r}: shares must have a positive, finite sum", param_hint="'--mix'")
+    return tuple(shares.get(k, 0.0) / total for k in KINDS)  # type: ignore[return-value]
 
 
 def _token_tee(requests, f):

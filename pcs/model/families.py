@@ -135,18 +135,31 @@ def default(cfg: dict[str, Any], fam: Family | None, key: str) -> Any:
     return dict(fam.defaults).get(key) if fam is not None else None
 
 
-def _int(cfg: dict[str, Any], fam: Family | None, key: str, path: str) -> int:
+def _int(cfg: dict[str, Any], fam: Family | None, key: str, path: str, minimum: int = 1) -> int:
+    """``key`` (or the family's default) as an int >= ``minimum``; a bool, float, string or null is refused."""
     value = default(cfg, fam, key)
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise InputError(path, None, key, f"must be an integer >= 1, got {value!r}")
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise InputError(path, None, key, f"must be an integer >= {minimum}, got {value!r}")
+    return value
+
+
+def _flag(cfg: dict[str, Any], key: str, absent: bool, path: str) -> bool:
+    """A boolean field (``use_sliding_window``: ``bool`` in Qwen2Config/MistralConfig); absent or null ->
+    ``absent``. A string such as ``"false"`` is refused: its truthiness would turn the window on."""
+    value = cfg.get(key)
+    if value is None:
+        return absent
+    if not isinstance(value, bool):
+        raise InputError(path, None, key, f"must be true or false, got {value!r}")
     return value
 
 
 def _from_layer_types(raw: Any, n: int, path: str) -> tuple[str, ...]:
+    """Each entry a known layer-type string (transformers ``layer_type_validation`` checks the same)."""
     if not isinstance(raw, list) or len(raw) != n:
         raise InputError(path, None, "layer_types", f"must be a list of {n} entries (num_hidden_layers)")
     for t in raw:
-        if t not in LAYER_TYPE_NAMES:
+        if not isinstance(t, str) or t not in LAYER_TYPE_NAMES:
             raise InputError(path, None, "layer_types",
                              f"unknown layer type {t!r}; known: " + ", ".join(sorted(LAYER_TYPE_NAMES)))
     return tuple(LAYER_TYPE_NAMES[t] for t in raw)
@@ -157,11 +170,13 @@ def _generic(cfg: dict[str, Any], fam: Family | None, n: int, path: str) -> tupl
     if window is None:
         return ("full",) * n
     if fam is not None and fam.qwen_window:
-        if not cfg.get("use_sliding_window", False):
+        if not _flag(cfg, "use_sliding_window", False, path):
             return ("full",) * n
-        first = cfg.get("max_window_layers") or 0
+        # Qwen2Config: layer i slides when i >= max_window_layers (an int; above n: every layer full, as
+        # the published Qwen2.5-14B/32B configs' 70 is read). A negative or fractional value has no meaning.
+        first = 0 if cfg.get("max_window_layers") is None else _int(cfg, None, "max_window_layers", path, minimum=0)
         return tuple("full" if i < first else "sliding" for i in range(n))
-    if cfg.get("use_sliding_window", True) is False:
+    if not _flag(cfg, "use_sliding_window", True, path):
         return ("full",) * n
     return ("sliding",) * n
 
@@ -169,13 +184,32 @@ def _generic(cfg: dict[str, Any], fam: Family | None, n: int, path: str) -> tupl
 def _llama4(cfg: dict[str, Any], fam: Family, n: int, path: str) -> tuple[str, ...]:
     if default(cfg, fam, "attention_chunk_size") is None:
         return ("full",) * n
-    rope = cfg.get("no_rope_layers") or None
-    if rope is None:
+    rope = cfg.get("no_rope_layers")
+    if rope is None or rope == []:  # Llama4TextConfig: an empty list (or none) means the interval default
         k = _int(cfg, fam, "no_rope_layer_interval", path)
         rope = [int((i + 1) % k != 0) for i in range(n)]
-    if len(rope) != n:
-        raise InputError(path, None, "no_rope_layers", f"must be a list of {n} entries (num_hidden_layers)")
+    # Llama4TextConfig documents no_rope_layers as list[int], 1 = the layer uses RoPE (chunked), 0 = NoPE.
+    if not isinstance(rope, list) or len(rope) != n or any(type(r) is not int or r not in (0, 1) for r in rope):
+        raise InputError(path, None, "no_rope_layers", f"must be a list of {n} 0/1 integers (num_hidden_layers; "
+                         f"1 = RoPE, chunked attention), got {_short(rope)}")
     return tuple("chunked" if r else "full" for r in rope)
+
+
+def _short(value: Any) -> str:
+    """``repr(value)`` cut to 60 characters for a message."""
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _jamba(cfg: dict[str, Any], fam: Family, n: int, path: str) -> tuple[str, ...]:
+    """Attention where ``i % attn_layer_period == attn_layer_offset``; JambaConfig's
+    ``_check_supported_offset`` raises unless offset < period, and an offset below 0 never matches."""
+    period = _int(cfg, fam, "attn_layer_period", path)
+    offset = _int(cfg, fam, "attn_layer_offset", path, minimum=0)
+    if offset >= period:
+        raise InputError(path, None, "attn_layer_offset", f"must be smaller than attn_layer_period ({period}), "
+                         f"got {offset} (JambaConfig refuses it: no layer would be attention)")
+    return tuple("full" if i % period == offset else "mamba" for i in range(n))
 
 
 def _nemotron_h(cfg: dict[str, Any], fam: Family, n: int, path: str) -> tuple[str, ...]:
@@ -192,10 +226,7 @@ def _rule_kinds(cfg: dict[str, Any], fam: Family, n: int, path: str) -> tuple[st
     if fam.rule == "every_nth":
         p = _int(cfg, fam, fam.pattern_field, path)
         return tuple(fam.between if (i + 1) % p else "full" for i in range(n))
-    if fam.rule == "jamba":
-        period, offset = _int(cfg, fam, "attn_layer_period", path), default(cfg, fam, "attn_layer_offset")
-        return tuple("full" if i % period == offset else "mamba" for i in range(n))
-    rules: dict[str, Callable] = {"llama4": _llama4, "nemotron_h": _nemotron_h, "generic": _generic}
+    rules: dict[str, Callable] = {"llama4": _llama4, "nemotron_h": _nemotron_h, "generic": _generic, "jamba": _jamba}
     return rules[fam.rule](cfg, fam, n, path)
 
 

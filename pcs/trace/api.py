@@ -23,7 +23,7 @@ import numpy as np
 
 from pcs.choices import LENGTH_ONLY_FORMATS, ON_ERROR, TRACE_FORMATS
 from pcs.errors import InputError, UserError
-from pcs.trace.request import Request, RequestBatch
+from pcs.trace.request import MAX_BLOCK_SIZE, Request, RequestBatch
 from pcs.trace.source import check_source, display_name, is_stream, peek_lines
 
 __all__ = ["DEFAULT_TRACE", "FORMATS", "LENGTH_ONLY", "ON_ERROR", "Trace", "open_trace", "detect_format",
@@ -69,10 +69,14 @@ def detect_format(path, name: str | None = None) -> str:
         return "burstgpt"
     try:
         obj = json.loads(lines[0].decode("utf-8"))
-    except (UnicodeDecodeError, ValueError, RecursionError):
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
         if lines[0][:1] in _MSGPACK_BATCH:
             raise InputError(name, None, None, f"this looks like a msgpack capture of vLLM KV-cache events, not a "
                              f"request trace: {_EVENTS_HINT.format(name)}") from None
+        if isinstance(exc, UnicodeDecodeError) and lines[0][:1] in (b"{", b"["):  # JSON but for its encoding
+            raise InputError(name, None, None, f"the first non-blank line is not UTF-8 (invalid byte "
+                             f"{lines[0][exc.start:exc.start + 1]!r} at byte {exc.start}); JSON traces are UTF-8 "
+                             "(RFC 8259 section 8.1): re-encode the file") from None
         raise InputError(name, None, None, "cannot detect the format: the first non-blank line is not JSON; "
                          f"pass --trace-format ({', '.join(FORMATS)})") from None
     other = _not_a_trace(obj, name)
@@ -403,7 +407,7 @@ def open_trace(path=None, *, format: str | None = None, block_size: int | None =
     Returns:
         a re-iterable :class:`Trace`.
     Raises:
-        ValueError: unknown format/on_error, bad block size, default trace missing.
+        ValueError: unknown format/on_error, a block size outside [1, MAX_BLOCK_SIZE], default trace missing.
         FileNotFoundError: no such file.
         InputError: the format cannot be detected.
 
@@ -415,8 +419,9 @@ def open_trace(path=None, *, format: str | None = None, block_size: int | None =
         raise UserError(f"unknown trace format {format!r}; valid: {', '.join(FORMATS)}")
     if on_error not in ON_ERROR:
         raise UserError(f"unknown on_error {on_error!r}; valid: {', '.join(ON_ERROR)}")
-    if block_size is not None and (isinstance(block_size, bool) or not isinstance(block_size, int) or block_size < 1):
-        raise UserError(f"block size must be a positive integer of tokens, got {block_size!r}")
+    if block_size is not None and (isinstance(block_size, bool) or not isinstance(block_size, int)
+                                   or not 1 <= block_size <= MAX_BLOCK_SIZE):
+        raise UserError(f"block size must be an integer of tokens in [1, {MAX_BLOCK_SIZE}], got {block_size!r}")
     if path is None:
         if not DEFAULT_TRACE.exists():
             raise UserError(f"the default sample trace {DEFAULT_TRACE} is missing (is pcs installed from "

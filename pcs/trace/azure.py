@@ -26,6 +26,7 @@ import re
 from typing import Iterator
 
 from pcs.errors import InputError
+from pcs.trace.batches import MAX_ARRIVAL_S
 from pcs.trace.lengthonly import check_length
 from pcs.trace.source import display_name, iter_csv_rows
 
@@ -78,16 +79,18 @@ def _count(v: str, field: str, name: str, ln: int) -> int:
     return check_length(n, field, name, ln)
 
 
-def read_azure_rows(path, check_order: bool = True, on_bad=None) -> Iterator[tuple[float, int, int, int]]:
+def read_azure_rows(path, check_order: bool = True, on_bad=None,
+                    reorder: str = "use --sort to reorder") -> Iterator[tuple[float, int, int, int]]:
     """Yield ``(arrival_s, context_tokens, generated_tokens, num_images)`` per row.
 
     ``arrival_s`` counts from the first row's TIMESTAMP; ``num_images`` is 0
     for the 2023/2024 files (no such column). ``on_bad``: called with the
-    :class:`InputError` of a bad data row, which is then skipped (None: raise).
+    :class:`InputError` of a bad data row, which is then skipped (None: raise). ``reorder``: the advice a
+    decreasing timestamp's error gives (the command's own way to reorder).
 
     Raises:
-        InputError: unknown header, bad value, or a decreasing timestamp with
-            ``check_order`` (file, line, field).
+        InputError: unknown header, bad value, a decreasing timestamp with ``check_order``, or a
+            TIMESTAMP more than :data:`pcs.trace.batches.MAX_ARRIVAL_S` from the first row's (file, line, field).
     """
     name = display_name(path)
     t0 = None
@@ -101,8 +104,7 @@ def read_azure_rows(path, check_order: bool = True, on_bad=None) -> Iterator[tup
             continue
         try:
             t, ctx, gen, images = _row(row, cols, name, ln)
-            if check_order and t < last:
-                raise InputError(name, ln, "TIMESTAMP", "decreases (use --sort to reorder)")
+            _check_time(t, t0, last if check_order else None, reorder, name, ln)
         except InputError as exc:
             if on_bad is None:
                 raise
@@ -111,6 +113,17 @@ def read_azure_rows(path, check_order: bool = True, on_bad=None) -> Iterator[tup
         last = max(last, t)
         t0 = t if t0 is None else t0
         yield t - t0, ctx, gen, images
+
+
+def _check_time(t: float, t0: float | None, last: float | None, reorder: str, name: str, ln: int) -> None:
+    """Raise when TIMESTAMP ``t`` decreases (below ``last``; None: order not checked) or lies beyond
+    +-:data:`pcs.trace.batches.MAX_ARRIVAL_S` from the first row's ``t0`` (the replay clock's bound; a
+    calendar TIMESTAMP cannot follow the JSONL advice to subtract the first one, so the date is questioned)."""
+    if last is not None and t < last:
+        raise InputError(name, ln, "TIMESTAMP", f"decreases ({reorder})")
+    if t0 is not None and abs(t - t0) > MAX_ARRIVAL_S:
+        raise InputError(name, ln, "TIMESTAMP", f"lies {t - t0:.4g} s from the first row's, beyond +-2**32 s "
+                         "(136 years), where a float64 clock loses microseconds: is the date right?")
 
 
 def _row(row: list[str], cols: tuple, name: str, ln: int) -> tuple[float, int, int, int]:
@@ -130,5 +143,5 @@ def read_azure_csv(path) -> Iterator[tuple[float, int, int]]:
     Raises:
         InputError: wrong header, bad value, or a decreasing timestamp (file, line, field).
     """
-    for t, ctx, gen, _ in read_azure_rows(path):
+    for t, ctx, gen, _ in read_azure_rows(path, reorder="sort the rows by TIMESTAMP first"):
         yield t, ctx, gen

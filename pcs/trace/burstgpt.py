@@ -23,6 +23,7 @@ import math
 from typing import Iterator
 
 from pcs.errors import InputError
+from pcs.trace.batches import arrival_error
 from pcs.trace.lengthonly import LengthRow, check_length
 from pcs.trace.source import display_name, iter_csv_rows
 
@@ -59,6 +60,8 @@ def _row(row: list[str], cols: dict[str, int], name: str, ln: int) -> LengthRow:
         raise InputError(name, ln, "Timestamp", f"must be a number of seconds, got {row[cols['Timestamp']][:40]!r}") from None
     if not math.isfinite(ts):
         raise InputError(name, ln, "Timestamp", f"must be finite, got {ts}")
+    if arrival_error(ts):
+        raise InputError(name, ln, "Timestamp", arrival_error(ts))
     req = _int(row[cols["Request tokens"]], "Request tokens", name, ln)
     resp = _int(row[cols["Response tokens"]], "Response tokens", name, ln)
     sess = row[cols["Session ID"]].strip() if "Session ID" in cols else ""

@@ -24,12 +24,14 @@ the 1-based row as the "line"; a null in any column read is an error.
 """
 from __future__ import annotations
 
+import re
 from typing import Iterator
 
 import numpy as np
 
 from pcs.errors import InputError
-from pcs.trace.request import RequestBatch
+from pcs.trace.batches import MAX_ARRIVAL_S, arrival_error
+from pcs.trace.request import MAX_BLOCK_SIZE, RequestBatch
 
 __all__ = ["SCHEMA_NAME", "expected_block_ids", "arrow_schema", "parquet_block_size", "parquet_rows", "parquet_reuse", "read_parquet", "batch_to_arrow"]
 
@@ -57,9 +59,29 @@ def arrow_schema(with_session: bool = False, block_size: int = 512, source_forma
 
 def parquet_reuse(path, name: str) -> str | None:
     """The ``pcs.reuse`` metadata of a pcs Parquet trace (a synthesised-reuse assumption), or None."""
-    meta = _open(path, name).schema_arrow.metadata or {}
-    v = meta.get(b"pcs.reuse")
-    return None if v is None else v.decode()
+    return _meta_text(_open(path, name), "pcs.reuse", name)
+
+
+def _meta_text(pf, key: str, name: str) -> str | None:
+    """The UTF-8 text of one ``pcs.*`` key-value metadata entry, or None when absent.
+
+    Only the keys pcs reads are decoded: Parquet metadata are byte strings, and other writers keep
+    binary values under their own keys, which are ignored.
+
+    Raises:
+        InputError: the value is not UTF-8 text, or holds a control character (it is printed on one line).
+    """
+    raw = (pf.schema_arrow.metadata or {}).get(key.encode())
+    if raw is None:
+        return None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError(name, None, key, f"metadata must be UTF-8 text, got invalid byte {raw[exc.start:exc.start + 1]!r} "
+                         f"at byte {exc.start}") from None
+    if any(ord(ch) < 32 or ord(ch) == 127 for ch in text):
+        raise InputError(name, None, key, f"metadata must be one line of printable text, got {text[:40]!r}")
+    return text
 
 
 def batch_to_arrow(batch: RequestBatch, schema):
@@ -118,24 +140,33 @@ def expected_block_ids(source) -> int:
 def parquet_block_size(path, name: str) -> int:
     """The block size stored in a pcs Parquet trace's metadata.
 
+    ``pcs.block_size`` takes the range of ``--block-size``: ASCII decimal digits of an integer in
+    [1, :data:`pcs.trace.request.MAX_BLOCK_SIZE`] (``int()`` would also take ``' 512'``, ``'5_12'`` and
+    full-width digits).
+
     Raises:
-        InputError: not Parquet, not schema ``pcs-trace/1``, or missing columns.
+        InputError: not Parquet, not schema ``pcs-trace/1``, missing columns, a ``pcs.*`` value that is
+            not UTF-8, or a block size out of range (naming the file and the metadata key).
     """
     pf = _open(path, name)
-    meta = {k.decode(): v.decode() for k, v in (pf.schema_arrow.metadata or {}).items()}
-    if meta.get("pcs.schema") != SCHEMA_NAME:
-        raise InputError(name, None, "pcs.schema", f"metadata must be {SCHEMA_NAME!r}, got {meta.get('pcs.schema')!r}"
+    schema = _meta_text(pf, "pcs.schema", name)
+    if schema != SCHEMA_NAME:
+        raise InputError(name, None, "pcs.schema", f"metadata must be {SCHEMA_NAME!r}, got {_shown(schema)}"
                          " (write Parquet traces with `pcs trace convert`)")
     missing = [c for c in _REQUIRED if c not in pf.schema_arrow.names]
     if missing:
         raise InputError(name, None, missing[0], "missing column")
-    try:
-        bs = int(meta.get("pcs.block_size", ""))
-    except ValueError:
-        bs = 0
-    if bs < 1:
-        raise InputError(name, None, "pcs.block_size", f"metadata must be a positive integer, got {meta.get('pcs.block_size')!r}")
-    return bs
+    text = _meta_text(pf, "pcs.block_size", name)
+    digits = text is not None and re.fullmatch(r"[0-9]{1,8}", text) is not None
+    if not digits or not 1 <= int(text) <= MAX_BLOCK_SIZE:
+        raise InputError(name, None, "pcs.block_size", f"metadata must be an integer of tokens in "
+                         f"[1, {MAX_BLOCK_SIZE}] (the --block-size range), got {_shown(text)}")
+    return int(text)
+
+
+def _shown(text: str | None) -> str:
+    """A metadata value for a message: its repr, or that the key is missing."""
+    return "no such key" if text is None else repr(text[:40])
 
 
 def _type_rules():
@@ -191,11 +222,18 @@ def _column_ids(lists, name: str, row0: int, offs: np.ndarray) -> np.ndarray:
     return flat.astype(np.uint64, copy=False)
 
 
+def _far_arrival(ts: np.ndarray) -> str:
+    """The arrival-clock problem of the first finite arrival beyond +-MAX_ARRIVAL_S (the JSONL readers' words)."""
+    far = np.isfinite(ts) & (np.abs(ts) > MAX_ARRIVAL_S)
+    return arrival_error(float(ts[np.argmax(far)])) or "" if far.any() else ""
+
+
 def _bad_rows(ts: np.ndarray, il: np.ndarray, ol: np.ndarray, lens: np.ndarray, bs: int,
               prev_ts: float, check_order: bool) -> list[tuple[np.ndarray, str, str]]:
     """(mask, field, problem) for each vectorised rule."""
     with np.errstate(invalid="ignore"):
         rules = [(~np.isfinite(ts), "arrival_s", "must be finite"),
+                 (np.abs(ts) > MAX_ARRIVAL_S, "arrival_s", _far_arrival(ts)),
                  (il < 0, "prompt_tokens", "must be >= 0"),
                  (ol < 0, "output_tokens", "must be >= 0"),
                  (lens != -(-il // bs), "block_hashes", f"length must be ceil(prompt_tokens / {bs})")]

@@ -16,9 +16,10 @@ from dataclasses import dataclass
 from typing import Iterator
 
 import numpy as np
+from pcs.choices import MAX_BLOCK_SIZE  # tokens per block: the one bound (defined there, numpy-free)
 from pcs.errors import UserError
 
-__all__ = ["Request", "RequestBatch", "concat_batches", "num_blocks_for"]
+__all__ = ["MAX_BLOCK_SIZE", "Request", "RequestBatch", "concat_batches", "num_blocks_for"]
 
 
 def num_blocks_for(prompt_tokens: int, block_size: int) -> int:

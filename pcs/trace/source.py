@@ -155,6 +155,9 @@ def _read(stream: BinaryIO, size: int, name: str, line: int) -> bytes:
                 if parts:
                     break  # hand over what decompressed; the next read raises at the right line
                 raise
+            except (gzip.BadGzipFile, zlib.error) as exc:  # at the line the decompressed data reached
+                at = None if _at_trailer(exc) else line + count_newlines(b"".join(parts))
+                raise InputError(name, at, None, _corrupt(exc)) from None
             if not piece:
                 break
             parts.append(piece)
@@ -163,7 +166,19 @@ def _read(stream: BinaryIO, size: int, name: str, line: int) -> bytes:
     except EOFError as exc:  # gzip: "Compressed file ended before the end-of-stream marker"
         raise InputError(name, line, None, f"truncated gzip stream ({exc})") from None
     except (gzip.BadGzipFile, zlib.error) as exc:
-        raise InputError(name, line, None, f"corrupt gzip stream ({exc})") from None
+        raise InputError(name, None if _at_trailer(exc) else line, None, _corrupt(exc)) from None
+
+
+def _at_trailer(exc: Exception) -> bool:
+    """A CRC-32 or length mismatch: found only at the stream's end (RFC 1952 section 2.3.1, the trailer
+    follows the data), so it names no line -- the damage may lie in any of them."""
+    return isinstance(exc, gzip.BadGzipFile) and ("CRC" in str(exc) or "length" in str(exc))
+
+
+def _corrupt(exc: Exception) -> str:
+    """The problem of a corrupt gzip stream (:func:`_at_trailer` says where a trailer check leaves it)."""
+    where = " (the check runs at the end of the stream: the damage may lie in any line)" if _at_trailer(exc) else ""
+    return f"corrupt gzip stream ({exc}){where}"
 
 
 def count_newlines(data: bytes) -> int:

@@ -55,7 +55,7 @@ import numpy as np
 from pcs.errors import UserError
 from pcs.trace.hashing import hash_request_blocks
 from pcs.trace.lengthonly import MAX_LENGTH_TOKENS
-from pcs.trace.request import RequestBatch
+from pcs.trace.request import MAX_BLOCK_SIZE, RequestBatch
 
 __all__ = ["KINDS", "SynthSpec", "SynthRequest", "synth_requests", "synth_batches"]
 
@@ -120,24 +120,55 @@ class SynthSpec:
     length_scale: float = 1.0
 
     def __post_init__(self) -> None:
-        if self.num_requests < 0:
-            raise UserError(f"num_requests must be >= 0, got {self.num_requests}")
-        if self.rate_rps <= 0 or not math.isfinite(self.rate_rps):
+        """Check every field (the API's rules; ``pcs trace synth`` checks its options' ranges first).
+
+        Raises:
+            UserError: naming the field: a non-finite or out-of-range number (a NaN passes every ``<``
+                test, so each rule is written as the range the value must lie in), a bool or float count.
+        """
+        self._check_ranges()
+        self._check_mix()
+        self._check_lengths()
+
+    def _check_ranges(self) -> None:
+        """Each number in its range; the ranges a generator needs (a pool of prompts is never empty,
+        token ids fit uint32, a lognormal sigma is finite)."""
+        def real(name: str) -> float:
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+                raise UserError(f"{name} must be a finite number, got {v!r}")
+            return float(v)
+
+        rules = [("num_requests", 0, None), ("seed", 0, None), ("block_size", 1, MAX_BLOCK_SIZE), ("vocab", 1, 2**32),
+                 ("num_system_prompts", 1, None), ("num_agent_prefixes", 1, None), ("max_context_tokens", 1, None)]
+        rules += [(f.name, 1, None) for f in dataclasses.fields(self) if f.name.endswith("_median_tokens")]
+        for name, lo, hi in rules:
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int):
+                raise UserError(f"{name} must be an integer, got {v!r}")
+            if v < lo or (hi is not None and v > hi):
+                raise UserError(f"{name} must be >= {lo}" + (f" and <= {hi}" if hi else "") + f", got {v}")
+        if not real("rate_rps") > 0:
             raise UserError(f"rate_rps must be > 0, got {self.rate_rps}")
-        if len(self.mix) != 3 or min(self.mix) < 0 or abs(sum(self.mix) - 1.0) > 1e-9:
-            raise UserError(f"mix must be 3 shares (chat, agent, oneoff) >= 0 summing to 1, got {self.mix}")
-        if not (self.chat_turns_mean >= 1 and self.agent_steps_mean >= 1):
+        if not (real("chat_turns_mean") >= 1 and real("agent_steps_mean") >= 1):
             raise UserError(f"chat_turns_mean and agent_steps_mean must be >= 1, got "
                              f"{self.chat_turns_mean}, {self.agent_steps_mean}")
-        if not (self.chat_think_s > 0 and self.agent_step_s > 0):
+        if not (real("chat_think_s") > 0 and real("agent_step_s") > 0):
             raise UserError(f"chat_think_s and agent_step_s must be > 0, got {self.chat_think_s}, {self.agent_step_s}")
-        if min(self.sigma, self.first_sigma, self.user_sigma, self.think_sigma) < 0:
-            raise UserError("sigma, first_sigma, user_sigma and think_sigma must be >= 0")
-        if not self.length_scale > 0:
+        for name in ("sigma", "first_sigma", "user_sigma", "think_sigma"):
+            if not real(name) >= 0:
+                raise UserError(f"{name} must be >= 0 (sigma, first_sigma, user_sigma and think_sigma), "
+                                 f"got {getattr(self, name)}")
+        if not real("length_scale") > 0:
             raise UserError(f"length_scale must be > 0, got {self.length_scale}")
-        if self.block_size < 1:
-            raise UserError(f"block_size must be >= 1, got {self.block_size}")
-        self._check_lengths()
+
+    def _check_mix(self) -> None:
+        """3 finite shares >= 0 summing to 1 (a NaN share would make every kind's rate NaN: no request)."""
+        mix = self.mix
+        ok = isinstance(mix, (tuple, list)) and len(mix) == 3 and all(
+            not isinstance(v, bool) and isinstance(v, (int, float)) and math.isfinite(v) and v >= 0 for v in mix)
+        if not ok or abs(sum(mix) - 1.0) > 1e-9:
+            raise UserError(f"mix must be 3 finite shares (chat, agent, oneoff) >= 0 summing to 1, got {mix}")
 
     def _check_lengths(self) -> None:
         """Every scaled median within one request's bound (MAX_LENGTH_TOKENS, docs/traces-formats.md)."""
