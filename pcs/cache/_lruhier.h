@@ -99,6 +99,9 @@ typedef struct Tier {
     struct Retain *ret;                /* retain: the pool in front of the policy (NULL: none) */
     struct PyPol *py;                  /* a policy written in Python, hosted (pcs/cache/_pol_py.c; NULL: none) */
     struct PyArr *pa;                  /* one on the handle contract, hosted (pcs/cache/_pol_pyarr.c; NULL: none) */
+    /* -- the inline LRU order (ops == NULL): a queue of entries with lazy deletion (pcs/cache/_lruq.h) -- */
+    int32_t *lq;                       /* entry indices, in the order they became evictable (lqcap allocated) */
+    Py_ssize_t lqh, lqn, lqcap;        /* the front (first item not yet passed), the end */
 } Tier;
 
 /* The retention pool of a tier with retain (pcs/cache/_retain.c; pcs.cache.admission_retention.RetainingPolicy):
