@@ -87,6 +87,13 @@ static int ret_release(Tier *t) {
 
 static inline int pol_expects(const Tier *t) { return t->ops && t->ops->expect; }
 
+/* Prefetch distance of the per-key loops below (lookups, fills, unpins): the home slot of key i + PF_AHEAD (or the
+ * entry of hint i + PF_AHEAD) is requested while key i is handled, so that the table's cache misses overlap. */
+#define PF_AHEAD 8
+static inline void pf_home(const Tier *t, const uint64_t *keys, Py_ssize_t i, Py_ssize_t n) {
+    if (i + PF_AHEAD < n) __builtin_prefetch(&t->slots[home(t, keys[i + PF_AHEAD])], 0, 1);
+}
+
 /* evict n unpinned blocks (n <= held) chosen by the tier's policy (LRU: the n least recently used),
  * writing their keys to out in eviction order; 0, or -1 on a memory error of a policy's ghost list */
 static int tevict(Tier *t, Py_ssize_t n, uint64_t *out) {
@@ -371,6 +378,7 @@ static Py_ssize_t tinsert(Tier *t, const uint64_t *keys, Py_ssize_t len, uint64_
     Py_ssize_t free_ = t->capacity - t->nres - t->reserved;
     Py_ssize_t nfresh = 0;
     for (Py_ssize_t i = start; i < len; i++) {
+        pf_home(t, keys, i, len);
         int32_t e = tfind(t, keys[i]);
         if (e < 0) { mark[i] = -2; nfresh++; }
         else if (t->ent[e].pin == 0) { mark[i] = e; pol_remove(t, e); }
@@ -410,6 +418,7 @@ static Py_ssize_t tinsert(Tier *t, const uint64_t *keys, Py_ssize_t len, uint64_
 static Py_ssize_t tfill(Tier *t, const uint64_t *keys, Py_ssize_t n, int32_t *ents) {
     Py_ssize_t shared = 0, added = 0;
     for (Py_ssize_t i = 0; i < n; i++) {
+        pf_home(t, keys, i, n);
         int32_t e = tfind(t, keys[i]);
         if (e < 0) {
             if ((e = tadd(t, keys[i], 1)) < 0) return -1;
@@ -513,6 +522,7 @@ static void start_lookup(Hier *h, Plan *p) {
     p->lead = p->n;
     p->nused = p->evictable = 0;
     for (Py_ssize_t i = 0; i < p->n; i++) {
+        pf_home(g, k, i, p->n);
         int32_t e = tfind(g, k[i]);
         if (e >= 0) {
             h->where[i] = 0;
@@ -824,6 +834,8 @@ static int finish_release(Hier *h, PcsAdm *a) {
  * tfind's; other keys are looked up. */
 static int pinned_ents(Tier *g, PcsAdm *a, Py_ssize_t n) {
     for (Py_ssize_t i = 0; i < n; i++) {
+        if (i + PF_AHEAD < n && a->ents[i + PF_AHEAD] >= 0 && a->ents[i + PF_AHEAD] < g->ent_len)
+            __builtin_prefetch(&g->ent[a->ents[i + PF_AHEAD]], 1, 1);
         int32_t e = a->ents[i];
         if (e < 0 || e >= g->ent_len || g->ent[e].key != a->keys[i] || g->ent[e].pin <= 0) {
             e = tfind(g, a->keys[i]);
