@@ -87,12 +87,12 @@ static int ret_release(Tier *t) {
 
 static inline int pol_expects(const Tier *t) { return t->ops && t->ops->expect; }
 
-/* Prefetch distance of the per-key loops below (lookups, fills, unpins): the home slot of key i + PF_AHEAD (or the
- * entry of hint i + PF_AHEAD) is requested while key i is handled, so that the table's cache misses overlap. */
+/* Prefetch distance of the per-key loops below (lookups, fills, inserts, pin checks): the home slot of key
+ * i + PF_AHEAD (or the entry of hint i + PF_AHEAD) is requested while key i is handled, so that the table's cache
+ * misses overlap. A macro: GCC takes a function holding only a prefetch for one without effect and drops its calls. */
 #define PF_AHEAD 8
-static inline void pf_home(const Tier *t, const uint64_t *keys, Py_ssize_t i, Py_ssize_t n) {
-    if (i + PF_AHEAD < n) __builtin_prefetch(&t->slots[home(t, keys[i + PF_AHEAD])], 0, 1);
-}
+#define PF_HOME(t, keys, i, n) \
+    do { if ((i) + PF_AHEAD < (n)) __builtin_prefetch(&(t)->slots[home((t), (keys)[(i) + PF_AHEAD])], 0, 1); } while (0)
 
 /* evict n unpinned blocks (n <= held) chosen by the tier's policy (LRU: the n least recently used),
  * writing their keys to out in eviction order; 0, or -1 on a memory error of a policy's ghost list */
@@ -378,7 +378,7 @@ static Py_ssize_t tinsert(Tier *t, const uint64_t *keys, Py_ssize_t len, uint64_
     Py_ssize_t free_ = t->capacity - t->nres - t->reserved;
     Py_ssize_t nfresh = 0;
     for (Py_ssize_t i = start; i < len; i++) {
-        pf_home(t, keys, i, len);
+        PF_HOME(t, keys, i, len);
         int32_t e = tfind(t, keys[i]);
         if (e < 0) { mark[i] = -2; nfresh++; }
         else if (t->ent[e].pin == 0) { mark[i] = e; pol_remove(t, e); }
@@ -418,7 +418,7 @@ static Py_ssize_t tinsert(Tier *t, const uint64_t *keys, Py_ssize_t len, uint64_
 static Py_ssize_t tfill(Tier *t, const uint64_t *keys, Py_ssize_t n, int32_t *ents) {
     Py_ssize_t shared = 0, added = 0;
     for (Py_ssize_t i = 0; i < n; i++) {
-        pf_home(t, keys, i, n);
+        PF_HOME(t, keys, i, n);
         int32_t e = tfind(t, keys[i]);
         if (e < 0) {
             if ((e = tadd(t, keys[i], 1)) < 0) return -1;
@@ -522,7 +522,7 @@ static void start_lookup(Hier *h, Plan *p) {
     p->lead = p->n;
     p->nused = p->evictable = 0;
     for (Py_ssize_t i = 0; i < p->n; i++) {
-        pf_home(g, k, i, p->n);
+        PF_HOME(g, k, i, p->n);
         int32_t e = tfind(g, k[i]);
         if (e >= 0) {
             h->where[i] = 0;

@@ -806,13 +806,16 @@ static int admit(Sched *s, int32_t ri) {
 }
 
 /* the next request to admit, brought into cache while the one before it is admitted: a queued request was
- * written when it arrived, often thousands of requests earlier (its slot, its first ids, its prefill row) */
-static void prefetch_req(const Sched *s, int32_t ri) {
-    const Req *r = &s->rq[ri];
-    for (size_t o = 0; o < sizeof(Req); o += 64) __builtin_prefetch((const char *)r + o, 1, 1);
-    if (r->hashes) __builtin_prefetch(r->hashes, 0, 1);
-    if (r->pre) for (int64_t i = 0; i < r->pcap && i <= r->cap0; i += 8) __builtin_prefetch(r->pre + i, 0, 1);
-}
+ * written when it arrived, often thousands of requests earlier (its slot, its first ids, its prefill row). A macro:
+ * GCC takes a function holding only prefetches for one without effect and drops its calls. */
+#define PREFETCH_REQ(s, ri)                                                                                   \
+    do {                                                                                                      \
+        const Req *r_ = &(s)->rq[(ri)];                                                                       \
+        for (size_t o_ = 0; o_ < sizeof(Req); o_ += 64) __builtin_prefetch((const char *)r_ + o_, 1, 1);      \
+        if (r_->hashes) __builtin_prefetch(r_->hashes, 0, 1);                                                 \
+        for (int64_t i_ = 0; r_->pre && i_ < r_->pcap && i_ <= r_->cap0; i_ += 8)                            \
+            __builtin_prefetch(r_->pre + i_, 0, 1);                                                           \
+    } while (0)
 
 /* StepEngine._compose: the prefill chunks of the step at now into s->cr / s->cn; their number or -1 */
 static Py_ssize_t compose(Sched *s) {
@@ -828,7 +831,7 @@ static Py_ssize_t compose(Sched *s) {
     if (!s->wn || left <= 0 || s->blocked) return nch;
     while (s->wn && left > 0 && s->nrun < s->max_seqs) {
         int32_t ri = s->wq[s->wh];
-        if (s->wn > 1) prefetch_req(s, s->wq[(s->wh + 1) % s->wcap]);
+        if (s->wn > 1) PREFETCH_REQ(s, s->wq[(s->wh + 1) % s->wcap]);
         int ok = admit(s, ri);
         if (ok < 0) return -1;
         if (!ok) {
