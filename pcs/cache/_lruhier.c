@@ -93,6 +93,12 @@ static inline int pol_expects(const Tier *t) { return t->ops && t->ops->expect; 
 #define PF_AHEAD 8
 #define PF_HOME(t, keys, i, n) \
     do { if ((i) + PF_AHEAD < (n)) __builtin_prefetch(&(t)->slots[home((t), (keys)[(i) + PF_AHEAD])], 0, 1); } while (0)
+/* before such a loop from key i0: the home slots of its first PF_AHEAD keys */
+#define PF_FIRST(t, keys, i0, n) \
+    do { \
+        for (Py_ssize_t k_ = (i0); k_ < (i0) + PF_AHEAD && k_ < (n); k_++) \
+            __builtin_prefetch(&(t)->slots[home((t), (keys)[k_])], 0, 1); \
+    } while (0)
 
 /* evict n unpinned blocks (n <= held) chosen by the tier's policy (LRU: the n least recently used),
  * writing their keys to out in eviction order; 0, or -1 on a memory error of a policy's ghost list */
@@ -377,6 +383,7 @@ static Py_ssize_t tinsert(Tier *t, const uint64_t *keys, Py_ssize_t len, uint64_
     Py_ssize_t start = tcut(t, keys, len), nout = 0;
     Py_ssize_t free_ = t->capacity - t->nres - t->reserved;
     Py_ssize_t nfresh = 0;
+    PF_FIRST(t, keys, start, len);
     for (Py_ssize_t i = start; i < len; i++) {
         PF_HOME(t, keys, i, len);
         int32_t e = tfind(t, keys[i]);
@@ -417,6 +424,7 @@ static Py_ssize_t tinsert(Tier *t, const uint64_t *keys, Py_ssize_t len, uint64_
  * not wanted) gets each key's entry. */
 static Py_ssize_t tfill(Tier *t, const uint64_t *keys, Py_ssize_t n, int32_t *ents) {
     Py_ssize_t shared = 0, added = 0;
+    PF_FIRST(t, keys, 0, n);
     for (Py_ssize_t i = 0; i < n; i++) {
         PF_HOME(t, keys, i, n);
         int32_t e = tfind(t, keys[i]);
@@ -521,6 +529,7 @@ static void start_lookup(Hier *h, Plan *p) {
     Tier *g = &h->t[0];
     p->lead = p->n;
     p->nused = p->evictable = 0;
+    PF_FIRST(g, k, 0, p->n);
     for (Py_ssize_t i = 0; i < p->n; i++) {
         PF_HOME(g, k, i, p->n);
         int32_t e = tfind(g, k[i]);

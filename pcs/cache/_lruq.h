@@ -67,13 +67,16 @@ static inline Py_ssize_t lq_live(const Tier *t, Py_ssize_t i) {
 }
 
 /* the n least recently used entries (n <= held) leave the tier, their keys to out in eviction order (the
- * deletions of n times: unlink the first, tdel); each victim's entry is prefetched LQ_AHEAD items before */
+ * deletions of n times: unlink the first, tdel); each victim's entry is prefetched LQ_AHEAD items before, its
+ * home slot LQ_AHEAD / 2 items before */
 static inline void lq_evict(Tier *t, Py_ssize_t n, uint64_t *out) {
     Py_ssize_t i = t->lqh;
     for (Py_ssize_t k = i; k < i + LQ_AHEAD && k < t->lqn; k++) __builtin_prefetch(&t->ent[t->lq[k]], 1, 1);
     for (Py_ssize_t v = 0; v < n; v++) {
         i = lq_live(t, i);
         if (i + LQ_AHEAD < t->lqn) __builtin_prefetch(&t->ent[t->lq[i + LQ_AHEAD]], 1, 1);
+        if (i + LQ_AHEAD / 2 < t->lqn)     /* the slot of an entry prefetched LQ_AHEAD / 2 items ago (tdel's probe) */
+            __builtin_prefetch(&t->slots[home(t, t->ent[t->lq[i + LQ_AHEAD / 2]].key)], 1, 1);
         int32_t e = t->lq[i++];
         out[v] = t->ent[e].key;
         t->ent[e].prev = -1;
