@@ -20,7 +20,7 @@
 #define PCS_LRUQ_H
 #include "_lruhier.h"
 
-#define LQ_AHEAD 8      /* victims' entries prefetched this many items ahead */
+#define LQ_AHEAD 16     /* victims' entries prefetched this many items ahead */
 
 /* the live items of t->lq moved to the front of an array of cap items (cap >= held); 0 or -1 (no memory) */
 static inline int lq_compact(Tier *t, Py_ssize_t cap) {

@@ -805,14 +805,19 @@ static int admit(Sched *s, int32_t ri) {
     return 1;
 }
 
-/* the next request to admit, brought into cache while the one before it is admitted: a queued request was
- * written when it arrived, often thousands of requests earlier (its slot, its first ids, its prefill row). A macro:
- * GCC takes a function holding only prefetches for one without effect and drops its calls. */
-#define PREFETCH_REQ(s, ri)                                                                                   \
+/* The requests to admit next, brought into cache while the one before them is admitted: a queued request was
+ * written when it arrived, often thousands of requests earlier. The slot of the second in the queue (ri2) is
+ * prefetched; the first's (ri1, prefetched as the second at the admission before) gives its first ids and its
+ * prefill row. Macros: GCC takes a function holding only prefetches for one without effect and drops its calls. */
+#define PREFETCH_SLOT(s, ri2)                                                                                 \
     do {                                                                                                      \
-        const Req *r_ = &(s)->rq[(ri)];                                                                       \
-        for (size_t o_ = 0; o_ < sizeof(Req); o_ += 64) __builtin_prefetch((const char *)r_ + o_, 1, 1);      \
-        if (r_->hashes) __builtin_prefetch(r_->hashes, 0, 1);                                                 \
+        const char *p_ = (const char *)&(s)->rq[(ri2)];                                                       \
+        for (size_t o_ = 0; o_ < sizeof(Req); o_ += 64) __builtin_prefetch(p_ + o_, 1, 1);                   \
+    } while (0)
+#define PREFETCH_ROWS(s, ri1)                                                                                 \
+    do {                                                                                                      \
+        const Req *r_ = &(s)->rq[(ri1)];                                                                      \
+        __builtin_prefetch(r_->hashes, 0, 1);                                                                 \
         for (int64_t i_ = 0; r_->pre && i_ < r_->pcap && i_ <= r_->cap0; i_ += 8)                            \
             __builtin_prefetch(r_->pre + i_, 0, 1);                                                           \
     } while (0)
@@ -831,7 +836,8 @@ static Py_ssize_t compose(Sched *s) {
     if (!s->wn || left <= 0 || s->blocked) return nch;
     while (s->wn && left > 0 && s->nrun < s->max_seqs) {
         int32_t ri = s->wq[s->wh];
-        if (s->wn > 1) PREFETCH_REQ(s, s->wq[(s->wh + 1) % s->wcap]);
+        if (s->wn > 2) PREFETCH_SLOT(s, s->wq[(s->wh + 2) % s->wcap]);
+        if (s->wn > 1) PREFETCH_ROWS(s, s->wq[(s->wh + 1) % s->wcap]);
         int ok = admit(s, ri);
         if (ok < 0) return -1;
         if (!ok) {
