@@ -5,8 +5,8 @@
  * truncation, write-back / write-through, and Tier.insert's batch rule: a batch larger than the
  * unpinned room pushes out its own oldest keys). Each tier is an open-addressing hash table
  * (linear probing, backward-shift deletion) from block id (uint64) to an entry holding the pin
- * count and the links of an intrusive doubly linked LRU list of the unpinned entries (head = least
- * recently used = first victim). The Python wrapper is pcs/cache/native.py; the equality of the
+ * count; the unpinned entries are in LRU order in a queue with lazy deletion (pcs/cache/_lruq.h;
+ * front = least recently used = first victim). The Python wrapper is pcs/cache/native.py; the equality of the
  * two implementations is tested in tests/cache/test_replay_native.py. Field names are those of
  * pcs.cache.hierarchy.Admission (prefix_hit_blocks, hit_blocks, ...); rules: docs/semantics.md.
  */

@@ -14,7 +14,8 @@
  *
  * Fields of Tier (pcs/cache/_lruhier.h): lq (lqcap allocated, raw memory), lqh (front), lqn (end); held counts
  * the live items. When the end reaches lqcap the live items move to the front (in order), into an array twice
- * as large when more than half were live: O(1) amortised per add (at most 16 B per block held). Entry.next is not used (the free list's).
+ * as large when more than half were live: O(1) amortised per add, at most 16 B per block of the tier's peak
+ * held. Entry.next is not used here (it chains the table's free list).
  */
 #ifndef PCS_LRUQ_H
 #define PCS_LRUQ_H
