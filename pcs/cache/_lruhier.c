@@ -5,18 +5,19 @@
  * truncation, write-back / write-through, and Tier.insert's batch rule: a batch larger than the
  * unpinned room pushes out its own oldest keys). Each tier is an open-addressing hash table
  * (linear probing, backward-shift deletion) from block id (uint64) to an entry holding the pin
- * count and the links of an intrusive doubly linked LRU list of the unpinned entries (head = least
- * recently used = first victim). The Python wrapper is pcs/cache/native.py; the equality of the
+ * count; the unpinned entries are in LRU order in a queue with lazy deletion (pcs/cache/_lruq.h;
+ * front = least recently used = first victim). The Python wrapper is pcs/cache/native.py; the equality of the
  * two implementations is tested in tests/cache/test_replay_native.py. Field names are those of
  * pcs.cache.hierarchy.Admission (prefix_hit_blocks, hit_blocks, ...); rules: docs/semantics.md.
  */
 #include "_lruhier.h"
+#include "_lruq.h"
 #include "_lruhier_api.h"
 #include "structmember.h"
 
 /* -- the policy calls of the mechanism (LRU inline: ops == NULL; a retain pool, pcs/cache/_retain.c, first) -- */
 static inline int inner_add(Tier *t, int32_t e, int reused) {
-    if (!t->ops) { lru_append(t, e); return 0; }
+    if (!t->ops) return lq_append(t, e);
     t->held++;
     t->ent[e].flags &= ~F_OUT;
     return t->ops->add(t, e, reused);
@@ -41,7 +42,7 @@ static inline void pol_add_end(Tier *t, int reused) {
 
 static inline void pol_remove(Tier *t, int32_t e) {
     if (t->ret && ret_take(t, e)) return;
-    if (!t->ops) { lru_unlink(t, e); return; }
+    if (!t->ops) { lq_unlink(t, e); return; }
     t->held--;
     t->ent[e].flags |= F_OUT;
     t->ops->remove(t, e);
@@ -49,18 +50,20 @@ static inline void pol_remove(Tier *t, int32_t e) {
 
 static inline void pol_drop(Tier *t, int32_t e) {
     if (t->ret && ret_drop(t, e)) return;
-    if (!t->ops) { lru_unlink(t, e); return; }
+    if (!t->ops) { lq_unlink(t, e); return; }
     t->held--;
     t->ops->drop(t, e);
 }
 
-static inline void pol_touch(Tier *t, int32_t e) {
+/* 0, or -1 on a memory error of the LRU order */
+static inline int pol_touch(Tier *t, int32_t e) {
     if (t->ret) {
-        if (ret_touch(t, e)) return;
+        if (ret_touch(t, e)) return 0;
         t->ret->touches++;
     }
-    if (!t->ops) { lru_unlink(t, e); lru_append(t, e); return; }
+    if (!t->ops) { lq_unlink(t, e); return lq_append(t, e); }
     t->ops->touch(t, e);
+    return 0;
 }
 
 static inline void pol_touch_end(Tier *t) {
@@ -84,6 +87,19 @@ static int ret_release(Tier *t) {
 
 static inline int pol_expects(const Tier *t) { return t->ops && t->ops->expect; }
 
+/* Prefetch distance of the per-key loops below (lookups, fills, inserts, pin checks): the home slot of key
+ * i + PF_AHEAD (or the entry of hint i + PF_AHEAD) is requested while key i is handled, so that the table's cache
+ * misses overlap. A macro: GCC takes a function holding only a prefetch for one without effect and drops its calls. */
+#define PF_AHEAD 8
+#define PF_HOME(t, keys, i, n) \
+    do { if ((i) + PF_AHEAD < (n)) __builtin_prefetch(&(t)->slots[home((t), (keys)[(i) + PF_AHEAD])], 0, 1); } while (0)
+/* before such a loop from key i0: the home slots of its first PF_AHEAD keys */
+#define PF_FIRST(t, keys, i0, n) \
+    do { \
+        for (Py_ssize_t k_ = (i0); k_ < (i0) + PF_AHEAD && k_ < (n); k_++) \
+            __builtin_prefetch(&(t)->slots[home((t), (keys)[k_])], 0, 1); \
+    } while (0)
+
 /* evict n unpinned blocks (n <= held) chosen by the tier's policy (LRU: the n least recently used),
  * writing their keys to out in eviction order; 0, or -1 on a memory error of a policy's ghost list */
 static int tevict(Tier *t, Py_ssize_t n, uint64_t *out) {
@@ -94,12 +110,7 @@ static int tevict(Tier *t, Py_ssize_t n, uint64_t *out) {
     }
     if (t->ret && !n) {                 /* the policy's evict is not called for no victim (m == 0) */
     } else if (!t->ops) {
-        for (Py_ssize_t i = 0; i < n; i++) {
-            int32_t e = t->head;
-            out[i] = t->ent[e].key;
-            lru_unlink(t, e);
-            tdel(t, e);
-        }
+        lq_evict(t, n, out);
     } else {
         if (t->ops->evict_begin) t->ops->evict_begin(t, n);
         for (Py_ssize_t i = 0; i < n; i++) {
@@ -232,6 +243,8 @@ static void tier_close(Tier *t) {
     t->ghost = t->ghost2 = t->seen = NULL;
     data_release(t);
     PCS_FREE(&t->heap, &t->pending, &t->ex, &t->pchild, &t->ucur);
+    PyMem_RawFree(t->lq);
+    t->lq = NULL;
     tier_free(t);
 }
 
@@ -370,7 +383,9 @@ static Py_ssize_t tinsert(Tier *t, const uint64_t *keys, Py_ssize_t len, uint64_
     Py_ssize_t start = tcut(t, keys, len), nout = 0;
     Py_ssize_t free_ = t->capacity - t->nres - t->reserved;
     Py_ssize_t nfresh = 0;
+    PF_FIRST(t, keys, start, len);
     for (Py_ssize_t i = start; i < len; i++) {
+        PF_HOME(t, keys, i, len);
         int32_t e = tfind(t, keys[i]);
         if (e < 0) { mark[i] = -2; nfresh++; }
         else if (t->ent[e].pin == 0) { mark[i] = e; pol_remove(t, e); }
@@ -409,7 +424,9 @@ static Py_ssize_t tinsert(Tier *t, const uint64_t *keys, Py_ssize_t len, uint64_
  * not wanted) gets each key's entry. */
 static Py_ssize_t tfill(Tier *t, const uint64_t *keys, Py_ssize_t n, int32_t *ents) {
     Py_ssize_t shared = 0, added = 0;
+    PF_FIRST(t, keys, 0, n);
     for (Py_ssize_t i = 0; i < n; i++) {
+        PF_HOME(t, keys, i, n);
         int32_t e = tfind(t, keys[i]);
         if (e < 0) {
             if ((e = tadd(t, keys[i], 1)) < 0) return -1;
@@ -512,7 +529,9 @@ static void start_lookup(Hier *h, Plan *p) {
     Tier *g = &h->t[0];
     p->lead = p->n;
     p->nused = p->evictable = 0;
+    PF_FIRST(g, k, 0, p->n);
     for (Py_ssize_t i = 0; i < p->n; i++) {
+        PF_HOME(g, k, i, p->n);
         int32_t e = tfind(g, k[i]);
         if (e >= 0) {
             h->where[i] = 0;
@@ -669,7 +688,10 @@ static Py_ssize_t start_restore(Hier *h, const Plan *p, PcsAdm *a, Py_ssize_t nv
                 int any = 0;
                 for (Py_ssize_t i = cnt - 1; i >= 0; i--) {
                     int32_t e = tfind(tj, rk[i]);
-                    if (!tj->ent[e].pin) { pol_touch(tj, e); any = 1; }
+                    if (!tj->ent[e].pin) {
+                        if (pol_touch(tj, e) < 0) return -1;
+                        any = 1;
+                    }
                 }
                 if (any) pol_touch_end(tj);
             }
@@ -821,6 +843,8 @@ static int finish_release(Hier *h, PcsAdm *a) {
  * tfind's; other keys are looked up. */
 static int pinned_ents(Tier *g, PcsAdm *a, Py_ssize_t n) {
     for (Py_ssize_t i = 0; i < n; i++) {
+        if (i + PF_AHEAD < n && a->ents[i + PF_AHEAD] >= 0 && a->ents[i + PF_AHEAD] < g->ent_len)
+            __builtin_prefetch(&g->ent[a->ents[i + PF_AHEAD]], 1, 1);
         int32_t e = a->ents[i];
         if (e < 0 || e >= g->ent_len || g->ent[e].key != a->keys[i] || g->ent[e].pin <= 0) {
             e = tfind(g, a->keys[i]);
@@ -1070,7 +1094,7 @@ static PyObject *hier_resident(Hier *h, PyObject *arg) {
 static PyObject *policy_order(Tier *t) {
     int32_t *buf = PyMem_Malloc(sizeof(int32_t) * (t->nres + 1));
     if (!buf) return PyErr_NoMemory();
-    Py_ssize_t n = t->ops->order(t, buf);
+    Py_ssize_t n = t->ops ? t->ops->order(t, buf) : lq_order(t, buf);
     PyObject *l = n < 0 ? NULL : PyList_New(n);
     for (Py_ssize_t i = 0; l && i < n; i++) {
         PyObject *k = PyLong_FromUnsignedLongLong(t->ent[buf[i]].key);
@@ -1096,10 +1120,8 @@ static PyObject *hier_order(Hier *h, PyObject *arg) {
     int j = tier_index(h, arg);
     if (j < 0) return NULL;
     Tier *t = &h->t[j];
-    PyObject *l = t->ops ? policy_order(t) : PyList_New(0);
+    PyObject *l = policy_order(t);
     if (!l) return NULL;
-    for (int32_t e = t->ops ? -1 : t->head; e >= 0; e = t->ent[e].next)
-        if (append_keys(t, l, &e, 1) < 0) { Py_DECREF(l); return NULL; }
     if (t->ret && t->ret->len) {
         int32_t *buf = PyMem_Malloc(sizeof(int32_t) * t->ret->len);
         Py_ssize_t n = buf ? ret_order(t, buf) : 0;
@@ -1161,18 +1183,9 @@ static PyObject *hier_check(Hier *h, PyObject *unused) {
             CHECK(!why, "tier %d (%s): %s", j, t->ops->name, why ? why : "");
             continue;
         }
-        Py_ssize_t cnt = 0;
-        int32_t prev = -1;
-        for (int32_t e = t->head; e >= 0; e = t->ent[e].next) {
-            CHECK(t->ent[e].prev == prev, "tier %d: broken LRU links", j);
-            CHECK(t->ent[e].pin == 0, "tier %d: pinned block in the LRU list", j);
-            CHECK(tfind(t, t->ent[e].key) == e, "tier %d: LRU entry not resident", j);
-            prev = e;
-            CHECK(++cnt <= t->nres, "tier %d: LRU list cycle", j);
-        }
-        CHECK(prev == t->tail, "tier %d: bad LRU tail", j);
-        CHECK(cnt + pooled == t->held && cnt + pooled == unpinned, "tier %d: LRU holds %zd, counter %zd, "
-              "unpinned %zd", j, cnt + pooled, t->held, unpinned);
+        const char *why = lq_check(t);
+        CHECK(!why, "tier %d: %s", j, why ? why : "");
+        CHECK(t->held == unpinned, "tier %d: LRU holds %zd, unpinned %zd", j, t->held, unpinned);
         if (j) CHECK(t->nres == t->held && t->reserved == 0, "tier %d: lower tier with pins or reserved slots", j);
     }
     Py_RETURN_NONE;

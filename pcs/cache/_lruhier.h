@@ -7,7 +7,7 @@
  * remove (it is pinned), drop (it leaves the tier without being chosen), touch (unpinned access; touch_end
  * closes the batch), expect (a key about to be stored, before the evictions for it), evict_begin(n) then n
  * victims (each chosen and forgotten by the policy; the mechanism deletes its entry). LRU is not behind the
- * table: a tier whose ops is NULL keeps its inline LRU list (head = first victim), the all-LRU speed.
+ * table: a tier whose ops is NULL keeps its inline LRU order (pcs/cache/_lruq.h; front = first victim).
  */
 #ifndef PCS_LRUHIER_H
 #define PCS_LRUHIER_H
@@ -39,7 +39,8 @@ typedef struct {
     uint64_t key;
     int64_t aux;           /* policy data: FIFO sequence number, S3-FIFO frequency, ARC list, LFU uses */
     int32_t pin;
-    int32_t prev, next;    /* list links (LRU list or the policy's queue q); next also chains the free list */
+    int32_t prev, next;    /* list links (the policy's queue q, a ghost list); next also chains the free list; an
+                              inline-LRU tier keeps the entry's position in its queue in prev (_lruq.h) */
     uint8_t q;             /* policy queue holding the entry (QNONE: none) */
     uint8_t flags;
 } Entry;
@@ -99,6 +100,9 @@ typedef struct Tier {
     struct Retain *ret;                /* retain: the pool in front of the policy (NULL: none) */
     struct PyPol *py;                  /* a policy written in Python, hosted (pcs/cache/_pol_py.c; NULL: none) */
     struct PyArr *pa;                  /* one on the handle contract, hosted (pcs/cache/_pol_pyarr.c; NULL: none) */
+    /* -- the inline LRU order (ops == NULL): a queue of entries with lazy deletion (pcs/cache/_lruq.h) -- */
+    int32_t *lq;                       /* entry indices, in the order they became evictable (lqcap allocated) */
+    Py_ssize_t lqh, lqn, lqcap;        /* the front (first item not yet passed), the end */
 } Tier;
 
 /* The retention pool of a tier with retain (pcs/cache/_retain.c; pcs.cache.admission_retention.RetainingPolicy):

@@ -169,3 +169,29 @@ def test_trace_summary_and_table_identical(exact_trace, case):
     assert dataclasses.replace(a.summary, **unnamed) == dataclasses.replace(b.summary, **unnamed)
     if tiers[0] == "gpu=20GB":
         assert a.summary.requests_truncated > 0
+
+
+def test_lru_order_after_many_touches_worked_by_hand():
+    """The inline LRU order (pcs/cache/_lruq.h: a queue with lazy deletion, compacted and grown as it fills)
+    against an order worked out by hand from LRUPolicy's rules (docs/semantics.md §8: a finish unpins its keys
+    tail first, so a request's last block is the first victim; a hit moves a block to the end), one tier of 3."""
+    h = native.NativeHierarchy(_tiers([3]), "back")
+
+    def run(keys):
+        a = h.start(keys, len(keys), len(keys))
+        h.prefill_done(a)
+        h.finish(a)
+
+    run([1, 2, 3])                   # unpinned tail first: 3, 2, 1
+    assert h.tiers[0].policy.order() == [3, 2, 1]
+    run([4])                         # evicts 3; 4 is last
+    run([1])                         # a hit: 1 moves to the end
+    assert h.tiers[0].policy.order() == [2, 4, 1]
+    run([5, 6])                      # evicts 2 and 4; 6 then 5 (tail first)
+    assert h.tiers[0].policy.order() == [1, 6, 5]
+    for r in range(200):             # 200 hits, far more than the queue's first 64 items: stale items, compactions
+        run([5] if r % 2 == 0 else [6])
+    assert h.tiers[0].policy.order() == [1, 5, 6]    # the last hit was 6
+    run([7])                         # evicts 1, the least recently used
+    assert h.tiers[0].policy.order() == [5, 6, 7]
+    h._check()

@@ -1,0 +1,118 @@
+/* The inline LRU order of a pcs.cache._lruhier tier (ops == NULL, pcs/cache/policies/lru.py): a queue of entry
+ * indices in the order they became evictable, read from the front, with lazy deletion.
+ *
+ * LRU keeps the unpinned blocks in the order of their last add (LRUPolicy: an OrderedDict, move_to_end on touch,
+ * popitem(last=False) on evict; docs/semantics.md §8). A doubly linked list through the entries gives that order,
+ * but its eviction walk is a chain of dependent reads of entries scattered over the table (each names the next),
+ * one cache miss after another: at 10x Mooncake the compiled step loop spent more time there than anywhere else.
+ * Here each add appends the entry's index to t->lq and stores its position in the entry (Entry.prev); a block taken
+ * out of the order (pinned, dropped, evicted) gets prev = -1, and its item stays behind, stale. An item is live
+ * when its entry's prev is its own position, so the live items are exactly each unpinned block's last add, in add
+ * order: the same order, victims and evictions as the list (tests/cache: the hierarchy's `check` and the diffs
+ * against pcs.cache.hierarchy). The front is a plain array, so the entries of the next victims are known in
+ * advance and are prefetched (their misses overlap instead of following one another).
+ *
+ * Fields of Tier (pcs/cache/_lruhier.h): lq (lqcap allocated, raw memory), lqh (front), lqn (end); held counts
+ * the live items. When the end reaches lqcap the live items move to the front (in order), into an array twice
+ * as large when more than half were live: O(1) amortised per add, at most 16 B per block of the tier's peak
+ * held. Entry.next is not used here (it chains the table's free list).
+ */
+#ifndef PCS_LRUQ_H
+#define PCS_LRUQ_H
+#include "_lruhier.h"
+
+#define LQ_AHEAD 16     /* victims' entries prefetched this many items ahead */
+
+/* the live items of t->lq moved to the front of an array of cap items (cap >= held); 0 or -1 (no memory) */
+static inline int lq_compact(Tier *t, Py_ssize_t cap) {
+    int32_t *dst = cap == t->lqcap ? t->lq : PyMem_RawMalloc(sizeof(int32_t) * (size_t)cap);
+    if (!dst) { PyErr_NoMemory(); return -1; }
+    Py_ssize_t j = 0;
+    for (Py_ssize_t i = t->lqh; i < t->lqn; i++) {
+        if (i + LQ_AHEAD < t->lqn) __builtin_prefetch(&t->ent[t->lq[i + LQ_AHEAD]], 1, 1);
+        int32_t e = t->lq[i];
+        if (t->ent[e].prev != i) continue;
+        t->ent[e].prev = (int32_t)j;
+        dst[j++] = e;
+    }
+    if (dst != t->lq) { PyMem_RawFree(t->lq); t->lq = dst; t->lqcap = cap; }
+    t->lqh = 0;
+    t->lqn = j;
+    return 0;
+}
+
+/* entry e (not in the order) becomes the most recently used; 0 or -1 (no memory) */
+static inline int lq_append(Tier *t, int32_t e) {
+    if (t->lqn == t->lqcap) {
+        Py_ssize_t cap = t->lqcap;
+        if (2 * t->held >= cap) cap = cap ? 2 * cap : 64;
+        if (cap > INT32_MAX) { PyErr_NoMemory(); return -1; }
+        if (lq_compact(t, cap) < 0) return -1;
+    }
+    t->ent[e].prev = (int32_t)t->lqn;
+    t->lq[t->lqn++] = e;
+    t->held++;
+    return 0;
+}
+
+/* entry e (in the order) leaves it: its item goes stale */
+static inline void lq_unlink(Tier *t, int32_t e) {
+    t->ent[e].prev = -1;
+    t->held--;
+}
+
+/* the position of the first live item at or after i (one exists) */
+static inline Py_ssize_t lq_live(const Tier *t, Py_ssize_t i) {
+    while (t->ent[t->lq[i]].prev != i) i++;
+    return i;
+}
+
+/* the n least recently used entries (n <= held) leave the tier, their keys to out in eviction order (the
+ * deletions of n times: unlink the first, tdel); each victim's entry is prefetched LQ_AHEAD items before, its
+ * home slot LQ_AHEAD / 2 items before */
+static inline void lq_evict(Tier *t, Py_ssize_t n, uint64_t *out) {
+    Py_ssize_t i = t->lqh;
+    for (Py_ssize_t k = i; k < i + LQ_AHEAD && k < t->lqn; k++) __builtin_prefetch(&t->ent[t->lq[k]], 1, 1);
+    for (Py_ssize_t v = 0; v < n; v++) {
+        i = lq_live(t, i);
+        if (i + LQ_AHEAD < t->lqn) __builtin_prefetch(&t->ent[t->lq[i + LQ_AHEAD]], 1, 1);
+        if (i + LQ_AHEAD / 2 < t->lqn)     /* the slot of an entry prefetched LQ_AHEAD / 2 items ago (tdel's probe) */
+            __builtin_prefetch(&t->slots[home(t, t->ent[t->lq[i + LQ_AHEAD / 2]].key)], 1, 1);
+        int32_t e = t->lq[i++];
+        out[v] = t->ent[e].key;
+        t->ent[e].prev = -1;
+        tdel(t, e);
+    }
+    t->held -= n;
+    if (!t->held) i = t->lqn = 0;   /* nothing live behind: start again at the front */
+    t->lqh = i;
+}
+
+/* the entries in the order, first victim first, to out (room for nres); returns their number */
+static inline Py_ssize_t lq_order(const Tier *t, int32_t *out) {
+    Py_ssize_t n = 0;
+    for (Py_ssize_t i = t->lqh; i < t->lqn; i++)
+        if (t->ent[t->lq[i]].prev == i) out[n++] = t->lq[i];
+    return n;
+}
+
+/* NULL if the order is sound (live items = held, within the queue, unpinned, resident), else what is wrong */
+static inline const char *lq_check(const Tier *t) {
+    Py_ssize_t live = 0;
+    if (t->lqh < 0 || t->lqh > t->lqn || t->lqn > t->lqcap) return "LRU queue bounds";
+    for (Py_ssize_t i = t->lqh; i < t->lqn; i++) {
+        int32_t e = t->lq[i];
+        if (e < 0 || e >= t->ent_len) return "LRU queue item out of the entries";
+        if (t->ent[e].prev != i) continue;
+        if (t->ent[e].pin) return "pinned block in the LRU order";
+        if (tfind(t, t->ent[e].key) != e) return "LRU entry not resident";
+        live++;
+    }
+    for (int32_t e = 0; e < t->ent_len; e++) {
+        int32_t p = t->ent[e].prev;
+        if (p >= 0 && (p < t->lqh || p >= t->lqn || t->lq[p] != e)) return "entry names a position not its own";
+    }
+    return live == t->held - (t->ret ? t->ret->len : 0) ? NULL : "LRU queue's live items differ from held";
+}
+
+#endif
