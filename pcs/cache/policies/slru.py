@@ -94,9 +94,11 @@ class SLRUPolicy(EvictionPolicy):
             self._rebalance()
 
     def _rebalance(self) -> None:
-        prot, prob = self._protected, self._probation
-        while len(prot) > self.protected_max_blocks:
-            prob[prot.popitem(last=False)[0]] = None
+        over = len(self._protected) - self.protected_max_blocks
+        if over > 0:                        # protected's LRU end, oldest first, to probation's MRU end
+            prob = self._probation
+            for k in _pop_oldest(self._protected, over):
+                prob[k] = None
 
     def remove(self, keys: Iterable[int]) -> None:
         prob, prot = self._probation, self._protected
