@@ -1,6 +1,6 @@
 """The Python reference engine of two source trees, alternated: whole ``pcs.replay`` CPU seconds.
 
-Workload: the Mooncake FAST'25 conversation trace (../shared/traces; 23,608
+Workload: the Mooncake FAST'25 conversation trace (../shared/traces; 12,031
 requests, 288,500 block accesses), read once into memory by each child, then
 replayed by the whole ``pcs.replay(trace, policy=P, timing=T,
 engine="reference", tiers=TIERS)`` with its other defaults (llama-2-70b,

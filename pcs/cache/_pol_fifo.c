@@ -6,7 +6,7 @@
  * meets it at the front: it is parked (in neither) and, when released, goes to the heap with its old number.
  * The victim is the smaller of queue 0's front and the heap's top. Heap items are cleaned lazily (stale when the
  * entry no longer carries F_INHEAP and that number). O(1) per block but for blocks released after a search met
- * them pinned (O(log n)); the Python twin's SortedDict is O(log n) for all. */
+ * them pinned (O(log n)); the Python twin's heap (lazy removal) is O(log n) for all. */
 #include "_lruhier.h"
 
 static int fifo_add(Tier *t, int32_t e, int reused) {

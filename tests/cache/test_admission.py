@@ -148,10 +148,10 @@ def test_a_pooled_block_evicted_leaves_the_inner_policy(policy):
     p.add([S])                           # released: pooled again until 15 s; the inner policy still holds it pinned
     p.add([y])
     assert p.evict(2) == [y, S]          # y (the only unpooled block), then the pool's S
-    # the inner policy forgot S as it forgets a dropped block (before the fix: FIFO _seq {S: 1}, SIEVE's
-    # queue still held S, pinned, for good)
+    # the inner policy forgot S as it forgets a dropped block (before the fix: FIFO still held S's entry
+    # number, as a pinned block, for good; SIEVE's queue still held S, pinned, for good)
     assert list(p.inner.order()) == [] and len(p) == 0
-    assert (p.inner._seq == {}) if policy == "fifo" else (S not in p.inner._older and S not in p.inner._pinned)
+    assert S not in p.inner._pinned and (S not in p.inner._held if policy == "fifo" else S not in p.inner._older)
     p._check()
     clock.now = 2                        # t 20: z enters, then S (pooled until 25 s)
     p.add([z])
