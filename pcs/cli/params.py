@@ -20,20 +20,9 @@ from pcs.errors import UserError
 __all__ = ["Aliased", "MAX_TP", "MAX_BLOCK_SIZE", "MAX_TOKENS", "MAX_COUNT", "MAX_POINTS", "MAX_SYNTH_REQUESTS",
            "MAX_SEED", "Int", "Float", "parse_capacity_list"]
 
-#: GPUs in one tensor-parallel group (NVL72 racks hold 72; 1024 leaves room).
-MAX_TP = 1024
-#: Tokens per block (vLLM pages are 16-128, Mooncake's ids 512; 2^20 leaves room).
-MAX_BLOCK_SIZE = 1 << 20
-#: Tokens in one prompt or sequence (10^9: a thousand times today's longest context windows).
-MAX_TOKENS = 10**9
-#: Counts such as sequences or head blocks.
-MAX_COUNT = 10**9
-#: Points of a hit-ratio curve (Belady costs one pass of the trace per point).
-MAX_POINTS = 1000
-#: Requests ``pcs trace synth`` writes.
-MAX_SYNTH_REQUESTS = 10**8
-#: Seeds (numpy takes non-negative integers; int64 keeps them portable).
-MAX_SEED = 2**63 - 1
+# The bounds live in pcs.argcheck: the API functions apply the same ranges (one rule, one place).
+from pcs.argcheck import (MAX_BLOCK_SIZE, MAX_COUNT, MAX_POINTS, MAX_SEED, MAX_SYNTH_REQUESTS,  # noqa: E402
+                          MAX_TOKENS, MAX_TP)
 
 
 class Int(click.IntRange):
