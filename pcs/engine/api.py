@@ -46,6 +46,7 @@ from pcs.engine.passes import SharedPasses
 from pcs.engine.runner import StepSetup, run_oracle, run_replay
 from pcs.engine.schedconfig import COMPUTE_MODES, SchedulerConfig
 from pcs.engine.timing import TimeModel
+from pcs.argcheck import MAX_TP, check_flag, check_int, check_real
 from pcs.errors import UserError
 from pcs.trace.batches import as_batches, reiterable
 
@@ -344,8 +345,10 @@ def _tier_specs(tiers, tier_policies, links) -> list[TierSpec]:
                              f"(from the deployment); give {s.name} a size, e.g. --tier {s.name}=2TB")
     if len(set(names)) != len(names):
         raise UserError(f"tier names must be distinct, got {', '.join(names)}")
-    for what, mapping in (("--tier-policy", tier_policies or {}), ("--link", links or {})):
-        for k in mapping:
+    for what, mapping in (("tier_policies (--tier-policy)", tier_policies), ("links (--link)", links)):
+        if mapping is not None and not isinstance(mapping, Mapping):
+            raise UserError(f"{what} must be a mapping of tier name to value, e.g. {{'cpu': ...}}, got {mapping!r}")
+        for k in mapping or {}:
             if k not in names:
                 raise UserError(f"{what} names tier {k!r}, which is not among the tiers: {', '.join(names)}")
     if links and names[0] in links:
@@ -442,9 +445,7 @@ def _options(timing, policy, write_policy, tp, engine, native, compute_mode=None
     timing = timing or DEFAULTS["timing"]
     if timing not in TIMINGS:
         raise UserError(f"unknown timing {timing!r}; valid: {', '.join(TIMINGS)}")
-    tp = DEFAULTS["tp"] if tp is None else tp
-    if isinstance(tp, bool) or not isinstance(tp, int) or tp < 1:
-        raise UserError(f"tensor-parallel size must be an int >= 1, got {tp!r}")
+    tp = check_int(DEFAULTS["tp"] if tp is None else tp, "tp", lo=1, hi=MAX_TP)
     write_policy = write_policy or DEFAULTS["write_policy"]
     if write_policy not in WRITE_POLICIES:
         raise UserError(f"unknown write policy {write_policy!r}; valid: {', '.join(WRITE_POLICIES)}")
@@ -510,6 +511,27 @@ def _context(source, spec, gpu, opts: _Options, dtype, bs: int, rules, tier_spec
                 reference_bytes_per_token=_bytes_per_token(spec))
 
 
+def _optional(check, value, name: str, **bounds):
+    return None if value is None else check(value, name, **bounds)
+
+
+def _checked_numbers(protected_share, gpu_memory_utilization, gap_oracle, swa_ratio, mamba_ratio,
+                     residency_step_s) -> tuple:
+    """:func:`replay`'s numeric and flag keywords, in this order, checked by :mod:`pcs.argcheck` with the CLI's
+    ranges (``--protected-share`` [0, 1], ``--gpu-memory-utilization`` (0, 1], the hybrid ratios (0, 1e6],
+    ``--residency-step`` (0, 1e9] s) and returned as Python float/bool (numpy scalars accepted; None kept).
+
+    Raises:
+        UserError: naming the keyword (``gap_oracle="yes"``, ``protected_share=True`` are refused).
+    """
+    return (_optional(check_real, protected_share, "protected_share", lo=0, hi=1),
+            _optional(check_real, gpu_memory_utilization, "gpu_memory_utilization", lo=0, lo_open=True, hi=1),
+            check_flag(gap_oracle, "gap_oracle"),
+            _optional(check_real, swa_ratio, "swa_full_tokens_ratio", lo=0, lo_open=True, hi=1e6),
+            _optional(check_real, mamba_ratio, "mamba_full_memory_ratio", lo=0, lo_open=True, hi=1e6),
+            _optional(check_real, residency_step_s, "residency_step_s", lo=0, lo_open=True, hi=1e9))
+
+
 @document
 def replay(trace: Any = None, *, model: Any = None, hardware: Any = None, tp: int | None = None,
            dtype: str | None = None, tiers: Sequence[str | TierSpec] | None = None, policy: str | None = None,
@@ -529,6 +551,9 @@ def replay(trace: Any = None, *, model: Any = None, hardware: Any = None, tp: in
     appended here by :func:`pcs.engine.replaydoc.document` (``help(pcs.replay)`` shows them).
     """
     refuse_str_compute(compute)
+    (protected_share, gpu_memory_utilization, gap_oracle, swa_full_tokens_ratio, mamba_full_memory_ratio,
+     residency_step_s) = _checked_numbers(protected_share, gpu_memory_utilization, gap_oracle, swa_full_tokens_ratio,
+                                          mamba_full_memory_ratio, residency_step_s)
     notes = _default_notes(model is None, hardware is None and tp is None, tiers is None)
     opts = _options(timing, policy, write_policy, tp, engine, native, compute_mode)
     tier_specs = _tier_specs(tiers, tier_policies, links)
