@@ -532,6 +532,26 @@ def _checked_numbers(protected_share, gpu_memory_utilization, gap_oracle, swa_ra
             _optional(check_real, residency_step_s, "residency_step_s", lo=0, lo_open=True, hi=1e9))
 
 
+def refuse_two_shares(policy: str, tier_policies: Mapping[str, str] | None, protected_share: float | None) -> None:
+    """A protected share given inline (``slru:protected_share=0.2`` in ``policy`` or a per-tier policy) and by
+    ``protected_share`` (``--protected-share``) with a different value is refused: neither silently wins.
+
+    Raises:
+        UserError: naming both places and both values.
+    """
+    from pcs.cache.policies import parse_policy_spec
+
+    if protected_share is None:
+        return
+    specs = [("policy (--policy)", policy)] + [(f"tier_policies[{t!r}] (--tier-policy {t}=...)", p)
+                                               for t, p in (tier_policies or {}).items()]
+    for where, spec in specs:
+        inline = parse_policy_spec(spec)[1].get("protected_share")
+        if inline is not None and inline != protected_share:
+            raise UserError(f"protected_share given twice: {inline!r} in {where} {spec!r} and {protected_share!r} in "
+                             "protected_share (--protected-share); give it once")
+
+
 @document
 def replay(trace: Any = None, *, model: Any = None, hardware: Any = None, tp: int | None = None,
            dtype: str | None = None, tiers: Sequence[str | TierSpec] | None = None, policy: str | None = None,
@@ -557,6 +577,7 @@ def replay(trace: Any = None, *, model: Any = None, hardware: Any = None, tp: in
     notes = _default_notes(model is None, hardware is None and tp is None, tiers is None)
     opts = _options(timing, policy, write_policy, tp, engine, native, compute_mode)
     tier_specs = _tier_specs(tiers, tier_policies, links)
+    refuse_two_shares(opts.policy, tier_policies, protected_share)
     spec, gpu = _model_and_gpu(model, dtype, hardware, hardware_table, opts.tp)
     source = reiterable(trace)
     bs = _block_size(source)
