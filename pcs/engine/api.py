@@ -593,6 +593,10 @@ def replay(trace: Any = None, *, model: Any = None, hardware: Any = None, tp: in
     plan = _hybrid_plan(spec, bs, tier_specs, bb, hybrid_kv_cache_manager, swa_full_tokens_ratio,
                         mamba_full_memory_ratio, mamba_cache_mode)
     _check_groups(plan, spec, ctx, admit, gap_oracle, residency_step_s)
+    refuse_inapplicable_hybrid(spec, bs, dict(hybrid_kv_cache_manager=hybrid_kv_cache_manager,
+                                              swa_full_tokens_ratio=swa_full_tokens_ratio,
+                                              mamba_full_memory_ratio=mamba_full_memory_ratio,
+                                              mamba_cache_mode=mamba_cache_mode))
     step = _step_setup(opts, scheduler, time_model, gpu)
     if step is not None:
         _refuse_empty_gpu(tier_specs[0], bpb[0])
@@ -641,6 +645,46 @@ def _check_groups(plan, spec, ctx, admit, gap_oracle: bool, residency_step_s: fl
     elif residency_step_s is not None:
         raise UserError("residency_step_s is the step of a hybrid model's per-component resident-bytes series, "
                          f"and {spec.name} replays as one full-attention cache group (no series)")
+
+
+#: Each hybrid option: its CLI flag, the managers it is an option of, and the cache-group rules it sizes
+#: (None: any hybrid model), from the engines' docs in :mod:`pcs.engine.hybrid` (vLLM CacheConfig, SGLang ServerArgs).
+_HYBRID_OPTIONS = {
+    "hybrid_kv_cache_manager": ("--hybrid-kv-cache-manager", None, None),
+    "swa_full_tokens_ratio": ("--swa-full-tokens-ratio", ("sglang",), ("window", "chunk")),
+    "mamba_full_memory_ratio": ("--mamba-full-memory-ratio", ("sglang",), ("state",)),
+    "mamba_cache_mode": ("--mamba-cache-mode", ("vllm", "sglang"), ("state",)),   # checkpoints of both managers
+}
+
+
+def refuse_inapplicable_hybrid(spec, block_size: int, given: Mapping[str, Any]) -> None:
+    """A hybrid option that cannot change the run is refused, as ``residency_step_s`` on a non-hybrid model is:
+    any of them on a model with one full-attention cache group; an SGLang ratio under another manager or on a
+    model without the layers it sizes; ``mamba_cache_mode`` without a state group or with the manager ``disabled``.
+
+    Args:
+        spec: the model; block_size: the replay's B; given: keyword -> value as passed (None = not given).
+    Raises:
+        UserError: naming the keyword (and its flag) and why it does not apply.
+    """
+    from pcs.engine.hybrid import DEFAULT_MANAGER, cache_groups, is_hybrid
+
+    groups = cache_groups(spec, block_size, block_size, False)
+    rules = {g.rule for g in groups}
+    manager = given.get("hybrid_kv_cache_manager") or DEFAULT_MANAGER
+    for key, (flag, managers, needs) in _HYBRID_OPTIONS.items():
+        if given.get(key) is None:
+            continue
+        what = f"{key} ({flag})"
+        if not is_hybrid(groups):
+            raise UserError(f"{what} applies to hybrid models, and {spec.name} replays as one full-attention "
+                             "cache group")
+        if managers is not None and manager not in managers:
+            raise UserError(f"{what} is an option of the {'/'.join(managers)} hybrid KV cache manager, and this "
+                             f"run uses {manager!r}")
+        if needs is not None and not rules & set(needs):
+            raise UserError(f"{what} sizes the {'/'.join(needs)} cache group, which {spec.name} does not have "
+                             f"(its groups: {', '.join(sorted(rules))})")
 
 
 def _oracle_hit_ratio(source, rules, time_model, tier_specs, bpb, ctx, opts, link_specs, step) -> float:
