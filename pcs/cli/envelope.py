@@ -8,7 +8,7 @@ import click
 from pcs import units
 from pcs.analysis.envelope import envelope as envelope_lib, restore_bytes_for_tokens
 from pcs.cli.common import RegistryChoice, command, emit, format_option, quiet_option
-from pcs.cli.params import MAX_BLOCK_SIZE, MAX_TOKENS, MAX_TP, Aliased, Float, Int
+from pcs.cli.params import MAX_BLOCK_SIZE, MAX_TOKENS, MAX_TP, Aliased, Choice, Float, Int
 from pcs.cli.presets import gpu_options, hardware_file_option, hardware_table, resolve_gpu
 from pcs.errors import UserError
 from pcs.model import KV_DTYPES, get_layout
@@ -119,7 +119,7 @@ def _restore_bytes(kw: dict[str, Any], model: Any) -> int:
 @click.option("--mfu", "--utilisation", "utilisation", cls=Aliased, type=Float(0, 1, min_open=True),
               help="Prefill model FLOPs utilisation (MFU) of the compute model (default 0.5, see pcs.compute); "
                    "not HBM use, which is --gpu-memory-utilization in replay/deploy (older name --utilisation).")
-@click.option("--compute-dtype", type=click.Choice(["bf16", "fp16", "fp8"]), default="bf16", show_default=True,
+@click.option("--compute-dtype", type=Choice(["bf16", "fp16", "fp8"]), default="bf16", show_default=True,
               help="Precision of the prefill matmuls (selects the GPU's dense peak).")
 @click.option("--prefill-csv", type=click.Path(dir_okay=False),
               help="CSV of measured prefill points (header tokens,seconds), interpolated; replaces the compute model.")

@@ -15,14 +15,12 @@ from typing import Any, Callable
 import click
 
 from pcs import units
+# The bounds live in pcs.argcheck: the API functions apply the same ranges (one rule, one place).
+from pcs.argcheck import MAX_BLOCK_SIZE, MAX_COUNT, MAX_POINTS, MAX_SEED, MAX_SYNTH_REQUESTS, MAX_TOKENS, MAX_TP
 from pcs.errors import UserError
 
 __all__ = ["Aliased", "MAX_TP", "MAX_BLOCK_SIZE", "MAX_TOKENS", "MAX_COUNT", "MAX_POINTS", "MAX_SYNTH_REQUESTS",
-           "MAX_SEED", "Int", "Float", "parse_capacity_list"]
-
-# The bounds live in pcs.argcheck: the API functions apply the same ranges (one rule, one place).
-from pcs.argcheck import (MAX_BLOCK_SIZE, MAX_COUNT, MAX_POINTS, MAX_SEED, MAX_SYNTH_REQUESTS,  # noqa: E402
-                          MAX_TOKENS, MAX_TP)
+           "MAX_SEED", "Int", "Float", "Choice", "parse_capacity_list"]
 
 
 class Int(click.IntRange):
@@ -96,3 +94,15 @@ class Aliased(click.Option):
             return super().get_help_record(ctx)
         finally:
             self.opts = opts
+
+
+class Choice(click.Choice):
+    """An enumerated option (``--engine``, ``--native``, ``--timing`` ...): one rule for all of them, the one
+    the registries follow (``--policy LRU``, ``PCS_NATIVE=C``): case and surrounding spaces do not matter, and
+    the command gets the canonical spelling (``--engine ' Reference'`` runs ``reference``)."""
+
+    def __init__(self, choices: Any) -> None:
+        super().__init__(list(choices), case_sensitive=False)
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        return super().convert(value.strip() if isinstance(value, str) else value, param, ctx)

@@ -345,7 +345,7 @@ def _tier_specs(tiers, tier_policies, links) -> list[TierSpec]:
                              f"(from the deployment); give {s.name} a size, e.g. --tier {s.name}=2TB")
     if len(set(names)) != len(names):
         raise UserError(f"tier names must be distinct, got {', '.join(names)}")
-    for what, mapping in (("tier_policies (--tier-policy)", tier_policies), ("links (--link)", links)):
+    for what, mapping in (("tier_policies", tier_policies), ("links", links)):
         if mapping is not None and not isinstance(mapping, Mapping):
             raise UserError(f"{what} must be a mapping of tier name to value, e.g. {{'cpu': ...}}, got {mapping!r}")
         for k in mapping or {}:
@@ -543,13 +543,12 @@ def refuse_two_shares(policy: str, tier_policies: Mapping[str, str] | None, prot
 
     if protected_share is None:
         return
-    specs = [("policy (--policy)", policy)] + [(f"tier_policies[{t!r}] (--tier-policy {t}=...)", p)
-                                               for t, p in (tier_policies or {}).items()]
+    specs = [("policy", policy)] + [(f"tier_policies entry {t!r}:", p) for t, p in (tier_policies or {}).items()]
     for where, spec in specs:
         inline = parse_policy_spec(spec)[1].get("protected_share")
         if inline is not None and inline != protected_share:
-            raise UserError(f"protected_share given twice: {inline!r} in {where} {spec!r} and {protected_share!r} in "
-                             "protected_share (--protected-share); give it once")
+            raise UserError(f"protected share given twice: {inline!r} in {where} {spec!r} and {protected_share!r} in "
+                             "protected_share; give it once")
 
 
 @document
@@ -647,13 +646,13 @@ def _check_groups(plan, spec, ctx, admit, gap_oracle: bool, residency_step_s: fl
                          f"and {spec.name} replays as one full-attention cache group (no series)")
 
 
-#: Each hybrid option: its CLI flag, the managers it is an option of, and the cache-group rules it sizes
-#: (None: any hybrid model), from the engines' docs in :mod:`pcs.engine.hybrid` (vLLM CacheConfig, SGLang ServerArgs).
+#: Each hybrid option: the managers it is an option of and the cache-group rules it sizes (None: any hybrid
+#: model), from the engines' docs in :mod:`pcs.engine.hybrid` (vLLM CacheConfig, SGLang ServerArgs).
 _HYBRID_OPTIONS = {
-    "hybrid_kv_cache_manager": ("--hybrid-kv-cache-manager", None, None),
-    "swa_full_tokens_ratio": ("--swa-full-tokens-ratio", ("sglang",), ("window", "chunk")),
-    "mamba_full_memory_ratio": ("--mamba-full-memory-ratio", ("sglang",), ("state",)),
-    "mamba_cache_mode": ("--mamba-cache-mode", ("vllm", "sglang"), ("state",)),   # checkpoints of both managers
+    "hybrid_kv_cache_manager": (None, None),
+    "swa_full_tokens_ratio": (("sglang",), ("window", "chunk")),
+    "mamba_full_memory_ratio": (("sglang",), ("state",)),
+    "mamba_cache_mode": (("vllm", "sglang"), ("state",)),   # the checkpoints of both managers
 }
 
 
@@ -672,10 +671,10 @@ def refuse_inapplicable_hybrid(spec, block_size: int, given: Mapping[str, Any]) 
     groups = cache_groups(spec, block_size, block_size, False)
     rules = {g.rule for g in groups}
     manager = given.get("hybrid_kv_cache_manager") or DEFAULT_MANAGER
-    for key, (flag, managers, needs) in _HYBRID_OPTIONS.items():
+    for key, (managers, needs) in _HYBRID_OPTIONS.items():
         if given.get(key) is None:
             continue
-        what = f"{key} ({flag})"
+        what = key   # the CLI names the flag (pcs.cli.common.option_names)
         if not is_hybrid(groups):
             raise UserError(f"{what} applies to hybrid models, and {spec.name} replays as one full-attention "
                              "cache group")
