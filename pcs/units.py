@@ -132,11 +132,11 @@ def parse_bytes(text: str | int | float) -> int:
     Args:
         text: e.g. ``"80GB"``, ``"1.5 TB"``, ``"10GiB"``, ``"4KiB"``, ``"512"``.
     Returns:
-        int bytes, rounded to the nearest byte.
+        int bytes, rounded to the nearest byte (a size in a unit above bytes: ``1.1KiB`` -> 1126).
     Raises:
-        ValueError: unknown unit, a bit unit (``Gb``), malformed number, a
-            negative size or one above 2^63 - 1; the message names the value
-            and the accepted units.
+        ValueError: a fractional number of plain bytes (``0.5B``: not rounded to 0), unknown unit, a bit
+            unit (``Gb``), malformed number, a negative size or one above 2^63 - 1; the message names the
+            value and the accepted units.
     """
     value, unit = _split(text, "size", _BYTE_HELP)
     if "/" in unit:
@@ -144,6 +144,9 @@ def parse_bytes(text: str | int | float) -> int:
     mult = _byte_mult(unit, text, "size", _BYTE_HELP)
     if value < 0:
         raise UserError(f"invalid size {str(text)!r}: must not be negative")
+    if mult == 1 and value != value.to_integral_value():
+        raise UserError(f"invalid size {str(text)!r}: a number of bytes must be whole (a larger unit, 1.5KB, "
+                         "is rounded to the nearest byte)")
     return int(_bounded((value * mult).to_integral_value(), text, "size"))
 
 
