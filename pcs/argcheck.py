@@ -21,6 +21,8 @@ import math
 import numbers
 from typing import Any, Callable
 
+import numpy as np
+
 from pcs.errors import UserError
 
 __all__ = ["check_int", "check_real", "check_number_list", "check_flag", "INT64_MAX", "MAX_TP", "MAX_BLOCK_SIZE",
@@ -122,6 +124,6 @@ def check_flag(value: Any, name: str) -> bool:
     Raises:
         UserError: anything else.
     """
-    if isinstance(value, bool) or type(value).__name__ == "bool_":
+    if isinstance(value, (bool, np.bool_)):
         return bool(value)
     raise UserError(f"{name} must be True or False, got {value!r}")
