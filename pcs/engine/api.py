@@ -591,11 +591,11 @@ def replay(trace: Any = None, *, model: Any = None, hardware: Any = None, tp: in
     opts = _compute_mode(opts, time_model, notes)
     plan = _hybrid_plan(spec, bs, tier_specs, bb, hybrid_kv_cache_manager, swa_full_tokens_ratio,
                         mamba_full_memory_ratio, mamba_cache_mode)
-    _check_groups(plan, spec, ctx, admit, gap_oracle, residency_step_s)
+    _check_groups(plan, ctx, admit, gap_oracle)
     refuse_inapplicable_hybrid(spec, bs, dict(hybrid_kv_cache_manager=hybrid_kv_cache_manager,
                                               swa_full_tokens_ratio=swa_full_tokens_ratio,
                                               mamba_full_memory_ratio=mamba_full_memory_ratio,
-                                              mamba_cache_mode=mamba_cache_mode))
+                                              mamba_cache_mode=mamba_cache_mode, residency_step_s=residency_step_s))
     step = _step_setup(opts, scheduler, time_model, gpu)
     if step is not None:
         _refuse_empty_gpu(tier_specs[0], bpb[0])
@@ -632,18 +632,15 @@ def _full_attention_line(source, rules, time_model, make, opts, link_specs, bpb,
     return passes
 
 
-def _check_groups(plan, spec, ctx, admit, gap_oracle: bool, residency_step_s: float | None) -> None:
+def _check_groups(plan, ctx, admit, gap_oracle: bool) -> None:
     """Refusals that depend on the model's cache groups: with several (``plan``, a hybrid model) those of
-    :func:`_refuse_on_cache_groups`; with one, a resident-bytes series step (there is no series).
+    :func:`_refuse_on_cache_groups` (hybrid options that cannot apply: :func:`refuse_inapplicable_hybrid`).
 
     Raises:
-        ValueError: either refusal.
+        ValueError: that refusal.
     """
     if plan is not None:
         _refuse_on_cache_groups(ctx, admit, gap_oracle)
-    elif residency_step_s is not None:
-        raise UserError("residency_step_s is the step of a hybrid model's per-component resident-bytes series, "
-                         f"and {spec.name} replays as one full-attention cache group (no series)")
 
 
 #: Each hybrid option: the managers it is an option of and the cache-group rules it sizes (None: any hybrid
@@ -653,13 +650,15 @@ _HYBRID_OPTIONS = {
     "swa_full_tokens_ratio": (("sglang",), ("window", "chunk")),
     "mamba_full_memory_ratio": (("sglang",), ("state",)),
     "mamba_cache_mode": (("vllm", "sglang"), ("state",)),   # the checkpoints of both managers
+    "residency_step_s": (("vllm", "sglang"), None),          # the step of the per-component resident-bytes series
 }
 
 
 def refuse_inapplicable_hybrid(spec, block_size: int, given: Mapping[str, Any]) -> None:
-    """A hybrid option that cannot change the run is refused, as ``residency_step_s`` on a non-hybrid model is:
-    any of them on a model with one full-attention cache group; an SGLang ratio under another manager or on a
-    model without the layers it sizes; ``mamba_cache_mode`` without a state group or with the manager ``disabled``.
+    """A hybrid option that cannot change the run is refused, in this one place: any of them on a model with one
+    full-attention cache group (no per-component series either: ``residency_step_s``); an SGLang ratio under
+    another manager or on a model without the layers it sizes; ``mamba_cache_mode`` without a state group; any
+    but the manager itself with the manager ``disabled`` (the replay of a non-hybrid model).
 
     Args:
         spec: the model; block_size: the replay's B; given: keyword -> value as passed (None = not given).
