@@ -671,8 +671,8 @@ def refuse_inapplicable_hybrid(spec, block_size: int, given: Mapping[str, Any]) 
     rules = {g.rule for g in groups}
     manager = given.get("hybrid_kv_cache_manager") or DEFAULT_MANAGER
     for key, (managers, needs) in _HYBRID_OPTIONS.items():
-        if given.get(key) is None:
-            continue
+        if given.get(key) is None or (key == "hybrid_kv_cache_manager" and given[key] == "disabled"):
+            continue   # "disabled" asks for the full-attention replay, which a non-hybrid model already is
         what = key   # the CLI names the flag (pcs.cli.common.option_names)
         if not is_hybrid(groups):
             raise UserError(f"{what} applies to hybrid models, and {spec.name} replays as one full-attention "
