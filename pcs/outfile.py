@@ -116,6 +116,8 @@ def same_file(a, b) -> bool:
 def _check_one(option: str, path) -> None:
     if str(path) == "-":
         raise UserError(f"{option} -: pcs writes this output to a file, not to stdout; give a file name")
+    if not str(path).strip():
+        raise UserError(f"{option} {str(path)!r}: an empty file name; give a file name")
     target = Path(path)
     if target.is_dir():
         raise IsADirectoryError(errno.EISDIR, f"{option}: is a directory", os.fspath(path))
@@ -134,7 +136,7 @@ def check_outputs(outputs: Mapping[str, object], inputs: Mapping[str, object] = 
         outputs: option (as the user wrote it, e.g. ``"--requests-out"``) -> path, or None when not given.
         inputs: what each input is (``"TRACE"``, ``"--azure-csv"`` ...) -> path, or None / ``"-"`` (stdin).
     Raises:
-        ValueError: ``-`` (stdout is not a file); the output's folder is
+        ValueError: ``-`` (stdout is not a file) or an empty name; the output's folder is
             missing, not a folder or not writable; an output is also an
             input; two outputs name one file.
         IsADirectoryError: an output is a directory.

@@ -90,7 +90,7 @@ def _split(text: str | int | float, what: str, help_: str) -> tuple[Decimal, str
     except InvalidOperation:  # pragma: no cover - regex guarantees a number
         raise UserError(f"invalid {what} {str(text)!r}: expected {help_}") from None
     if value and value.adjusted() > _MAX_EXPONENT:  # 1e999999 would overflow the decimal context
-        raise UserError(f"invalid {what} {str(text)!r}: too large (more than 2^63 - 1)")
+        raise UserError(f"invalid {what} {str(text)!r}: too large (more than {_LIMIT[what]})")
     return value, m.group(2)
 
 
@@ -114,9 +114,15 @@ def _byte_mult(unit: str, text, what: str, help_: str) -> int:
     return mult
 
 
+#: The bound of each kind in the unit the user can check it against (sizes and bandwidths in bytes, durations in ns).
+_LIMIT = {"size": "2^63 - 1 bytes, about 9.2 EB", "bandwidth": "2^63 - 1 bytes/s, about 9.2 EB/s",
+          "duration": "2^63 - 1 ns, about 292 years", "block count": "2^63 - 1 blocks",
+          "capacity": "2^63 - 1 bytes or blocks"}
+
+
 def _bounded(value, text, what: str):
     if value > MAX_VALUE:
-        raise UserError(f"invalid {what} {str(text)!r}: too large (more than 2^63 - 1)")
+        raise UserError(f"invalid {what} {str(text)!r}: too large (more than {_LIMIT[what]})")
     return value
 
 
@@ -126,11 +132,11 @@ def parse_bytes(text: str | int | float) -> int:
     Args:
         text: e.g. ``"80GB"``, ``"1.5 TB"``, ``"10GiB"``, ``"4KiB"``, ``"512"``.
     Returns:
-        int bytes, rounded to the nearest byte.
+        int bytes, rounded to the nearest byte (a size in a unit above bytes: ``1.1KiB`` -> 1126).
     Raises:
-        ValueError: unknown unit, a bit unit (``Gb``), malformed number, a
-            negative size or one above 2^63 - 1; the message names the value
-            and the accepted units.
+        ValueError: a fractional number of plain bytes (``0.5B``: not rounded to 0), unknown unit, a bit
+            unit (``Gb``), malformed number, a negative size or one above 2^63 - 1; the message names the
+            value and the accepted units.
     """
     value, unit = _split(text, "size", _BYTE_HELP)
     if "/" in unit:
@@ -138,6 +144,9 @@ def parse_bytes(text: str | int | float) -> int:
     mult = _byte_mult(unit, text, "size", _BYTE_HELP)
     if value < 0:
         raise UserError(f"invalid size {str(text)!r}: must not be negative")
+    if mult == 1 and value != value.to_integral_value():
+        raise UserError(f"invalid size {str(text)!r}: a number of bytes must be whole (a larger unit, 1.5KB, "
+                         "is rounded to the nearest byte)")
     return int(_bounded((value * mult).to_integral_value(), text, "size"))
 
 
@@ -294,7 +303,7 @@ def parse_capacity(text: str | int) -> Capacity:
     if m:
         value = Decimal(m.group(1))
         if value and value.adjusted() > _MAX_EXPONENT:
-            raise UserError(f"invalid block count {s!r}: too large (more than 2^63 - 1)")
+            raise UserError(f"invalid block count {s!r}: too large (more than {_LIMIT['block count']})")
         if value < 0 or value != value.to_integral_value():
             raise UserError(f"invalid block count {s!r}: expected a whole number >= 0, e.g. 5000blocks")
         return Capacity(s, blocks=int(_bounded(value, s, "block count")))

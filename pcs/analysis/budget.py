@@ -13,13 +13,13 @@ keep R_w and still be over both budgets (always check u_C and u_B).
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, fields
 from fractions import Fraction
 from pathlib import Path
 from typing import Any, Iterable
 
 from pcs import units
+from pcs.argcheck import check_int, check_real
 from pcs.configfile import read_mapping, refuse_unknown_keys
 from pcs.errors import InputError, UserError
 
@@ -85,13 +85,6 @@ class BudgetResult:
         return {f.name: getattr(self, f.name) for f in fields(self)}
 
 
-def _check(value: float, what: str, positive: bool) -> None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise UserError(f"{what} must be a finite number, got {value!r}")
-    if value < 0 or (positive and value == 0):
-        raise UserError(f"{what} must be {'> 0' if positive else '>= 0'}, got {value!r}")
-
-
 def budget(capacity_need_bytes: int, capacity_have_bytes: int, bandwidth_need_bps: float,
            bandwidth_have_bps: float) -> BudgetResult:
     """Capacity and bandwidth utilisation of one workload on one device (docs/semantics.md §10).
@@ -104,14 +97,14 @@ def budget(capacity_need_bytes: int, capacity_have_bytes: int, bandwidth_need_bp
     Returns:
         BudgetResult; see its attributes for every formula.
     Raises:
-        ValueError: a negative need, a non-positive offer, or a non-finite value.
+        UserError: (a ValueError, naming the parameter, :mod:`pcs.argcheck`) a byte count that is not an
+            integer (``0.7`` bytes is refused, not truncated), a negative need, a non-positive offer, or a
+            non-finite bandwidth.
     """
-    _check(capacity_need_bytes, "capacity need", positive=False)
-    _check(capacity_have_bytes, "capacity have", positive=True)
-    _check(bandwidth_need_bps, "bandwidth need", positive=False)
-    _check(bandwidth_have_bps, "bandwidth have", positive=True)
-    c_w, c_d = int(capacity_need_bytes), int(capacity_have_bytes)
-    b_w, b_d = float(bandwidth_need_bps), float(bandwidth_have_bps)
+    c_w = check_int(capacity_need_bytes, "capacity_need_bytes", lo=0)
+    c_d = check_int(capacity_have_bytes, "capacity_have_bytes", lo=1)
+    b_w = check_real(bandwidth_need_bps, "bandwidth_need_bps", lo=0)
+    b_d = check_real(bandwidth_have_bps, "bandwidth_have_bps", lo=0, lo_open=True)
     # Exact comparison of u_C = c_w/c_d and u_B = b_w/b_d: floats are exact fractions.
     exact_u_c, exact_u_b = Fraction(c_w, c_d), Fraction(b_w) / Fraction(b_d)
     if exact_u_c == 0 and exact_u_b == 0:
@@ -238,9 +231,7 @@ def average_bandwidth_bps(rate_per_s: float, size_bytes: int) -> float:
 def _rate_bps(rate_per_s: float, size_bytes: int, rate_name: str, size_name: str) -> float:
     """rate_per_s x size_bytes, bytes/s: the one rule of :func:`average_bandwidth_bps` and
     :func:`iops_bandwidth_bps`; each argument checked under its name (ValueError: negative or non-finite)."""
-    _check(rate_per_s, rate_name, positive=False)
-    _check(size_bytes, size_name, positive=False)
-    return float(rate_per_s) * size_bytes
+    return check_real(rate_per_s, rate_name, lo=0) * check_real(size_bytes, size_name, lo=0)
 
 
 def transfer_time_s(size_bytes: int, bandwidth_bps: float, setup_s: float = 0.0) -> float:
@@ -252,10 +243,9 @@ def transfer_time_s(size_bytes: int, bandwidth_bps: float, setup_s: float = 0.0)
     Raises:
         ValueError: non-positive bandwidth, negative size or setup.
     """
-    _check(size_bytes, "transfer size", positive=False)
-    _check(bandwidth_bps, "link bandwidth", positive=True)
-    _check(setup_s, "setup time", positive=False)
-    return setup_s + size_bytes / bandwidth_bps
+    size = check_real(size_bytes, "transfer size", lo=0)
+    bandwidth = check_real(bandwidth_bps, "link bandwidth", lo=0, lo_open=True)
+    return check_real(setup_s, "setup time", lo=0) + size / bandwidth
 
 
 def iops_bandwidth_bps(iops: float, io_size_bytes: int) -> float:

@@ -25,31 +25,32 @@ True
 from __future__ import annotations
 
 import math
+import numbers
 from dataclasses import dataclass, fields
 from decimal import ROUND_HALF_EVEN, Decimal
 from fractions import Fraction
 from typing import Any, Iterable
-from pcs.errors import UserError
+from pcs.argcheck import check_int, check_number_list, check_real
 
 __all__ = ["EnvelopeRow", "EnvelopeResult", "envelope", "break_even_bps", "seconds_to_ns",
            "restore_bytes_for_tokens"]
 
 
-def seconds_to_ns(seconds: float | int) -> int:
+def seconds_to_ns(seconds: float | int, name: str = "a time") -> int:
     """Seconds to integer nanoseconds via the shortest decimal repr (exact for typed values).
 
     >>> seconds_to_ns(0.05) - seconds_to_ns(0.02) - seconds_to_ns(0.03)
     0
 
+    Args:
+        seconds: any real number >= 0 but bool (:func:`pcs.argcheck.check_real`).
+        name: the parameter for the message, e.g. ``"full_prefill_s"``.
     Raises:
-        ValueError: negative or non-finite input.
+        UserError: negative, non-finite or not a number; the message names ``name``.
     """
-    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not math.isfinite(seconds):
-        raise UserError(f"a time must be a finite number of seconds, got {seconds!r}")
-    if seconds < 0:
-        raise UserError(f"a time must not be negative, got {seconds!r}")
-    value = Decimal(seconds) if isinstance(seconds, int) else Decimal(repr(float(seconds)))
-    return int((value * 10**9).to_integral_value(rounding=ROUND_HALF_EVEN))
+    value = check_real(seconds, name, lo=0)
+    exact = Decimal(int(seconds)) if isinstance(seconds, numbers.Integral) else Decimal(repr(value))
+    return int((exact * 10**9).to_integral_value(rounding=ROUND_HALF_EVEN))
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,13 +109,12 @@ class EnvelopeResult:
 
 
 def _check_bytes(restore_bytes: int) -> int:
-    if isinstance(restore_bytes, bool) or not isinstance(restore_bytes, int) or restore_bytes < 0:
-        raise UserError(f"restore bytes must be an int >= 0, got {restore_bytes!r}")
-    return restore_bytes
+    return check_int(restore_bytes, "restore_bytes", lo=0)
 
 
 def _margin_ns(full_prefill_s: float, remaining_s: float, overhead_s: float) -> int:
-    return seconds_to_ns(full_prefill_s) - seconds_to_ns(remaining_s) - seconds_to_ns(overhead_s)
+    return (seconds_to_ns(full_prefill_s, "full_prefill_s") - seconds_to_ns(remaining_s, "remaining_s")
+            - seconds_to_ns(overhead_s, "overhead_s"))
 
 
 def break_even_bps(restore_bytes: int, full_prefill_s: float, remaining_s: float,
@@ -166,16 +166,17 @@ def envelope(restore_bytes: int, full_prefill_s: float, remaining_s: float, over
     Returns:
         EnvelopeResult with one row per bandwidth and the break-even bandwidth.
     Raises:
-        ValueError: negative or non-finite bytes, times or bandwidths.
+        UserError: (a ValueError naming the parameter, :mod:`pcs.argcheck`) bytes that are not an integer
+            >= 0; negative or non-finite times or bandwidths; ``bandwidths_bps`` not a list of numbers.
     """
     d = _check_bytes(restore_bytes)
     margin_ns = _margin_ns(full_prefill_s, remaining_s, overhead_s)
+    full_prefill_s, remaining_s, overhead_s = float(full_prefill_s), float(remaining_s), float(overhead_s)
     if overlap_s is not None:
-        seconds_to_ns(overlap_s)  # validates
+        seconds_to_ns(overlap_s, "overlap_s")  # validates
+        overlap_s = float(overlap_s)
     rows = []
-    for bw in bandwidths_bps:
-        if isinstance(bw, bool) or not isinstance(bw, (int, float)) or not math.isfinite(bw) or bw < 0:
-            raise UserError(f"bandwidth must be a finite number of bytes/s >= 0, got {bw!r}")
+    for bw in check_number_list(bandwidths_bps, "bandwidths_bps", lambda v, n: check_real(v, n, lo=0)):
         read_s = 0.0 if d == 0 else (math.inf if bw == 0 else d / bw)
         cached_s = read_s + remaining_s + overhead_s
         exposed = None if overlap_s is None else max(0.0, read_s - overlap_s)
@@ -200,10 +201,8 @@ def restore_bytes_for_tokens(model: Any, tokens: int, block_size: int = 16, layo
     Raises:
         ValueError: tokens < 0 or block_size < 1, or a layout H2's block_bytes rejects.
     """
-    if isinstance(tokens, bool) or not isinstance(tokens, int) or tokens < 0:
-        raise UserError(f"restore tokens must be an int >= 0, got {tokens!r}")
-    if isinstance(block_size, bool) or not isinstance(block_size, int) or block_size < 1:
-        raise UserError(f"block size must be an int >= 1, got {block_size!r}")
+    tokens = check_int(tokens, "tokens", lo=0)
+    block_size = check_int(block_size, "block_size", lo=1)
     from pcs.model import block_bytes  # lazy: the model package is only needed here
 
     blocks = -(-tokens // block_size)

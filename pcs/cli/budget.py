@@ -62,6 +62,11 @@ def _workloads(kw: dict[str, Any]) -> tuple[dict[str, Any], list[Workload]]:
         workloads.insert(0, Workload(kw["name"], units.parse_bytes(units.require_unit(kw["capacity_need"], "--capacity-need", "size")),
                                      units.parse_bandwidth(units.require_unit(kw["bandwidth_need"], "--bandwidth-need", "bandwidth"))))
     workloads.extend(parse_workload(w) for w in kw["workload"])
+    names = [w.name for w in workloads]
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise UserError(f"workload name {twice[0]!r} given more than once (--name, --workload, --workloads); "
+                         "give each workload its own name: the rows are told apart by it")
     if kw["capacity_have"] is not None:
         device["capacity_have_bytes"] = units.parse_bytes(units.require_unit(kw["capacity_have"], "--capacity-have", "size"))
     if kw["bandwidth_have"] is not None:

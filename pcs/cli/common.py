@@ -25,6 +25,7 @@ from typing import Any, Callable, Iterable, Iterator
 import click
 
 from pcs.cli.progress import Progress, counted  # noqa: F401 - the names commands import from here
+from pcs.cli.params import Choice
 from pcs.errors import BUG_REPORT, Stopped, UserError
 
 __all__ = ["PcsUsageError", "PcsCommand", "PcsGroup", "command", "RegistryChoice", "format_option", "quiet_option",
@@ -99,18 +100,28 @@ def unwind_on_signals() -> Iterator[None]:
             signal.signal(s, h)
 
 
-#: API field names (pcs.engine.schedconfig.SchedulerConfig) -> the option a command-line user typed
+#: API keyword names (pcs.replay's, pcs.engine.schedconfig.SchedulerConfig's) -> the option a command-line user typed
 _OPTION_OF = {"max_num_batched_tokens": "--max-num-batched-tokens", "max_num_seqs": "--max-num-seqs",
               "restore_timeout_per_token_s": "--restore-timeout-per-token", "restore_timeout_s": "--restore-timeout",
               "max_preemptions": "--max-preemptions", "ttft_slo_s": "--ttft-slo",
-              "residency_step_s": "--residency-step"}
-_FIELD_RE = re.compile(r"\b(" + "|".join(sorted(_OPTION_OF, key=len, reverse=True)) + r")\b")
+              "residency_step_s": "--residency-step", "protected_share": "--protected-share",
+              "tier_policies": "--tier-policy", "gpu_memory_utilization": "--gpu-memory-utilization",
+              "hybrid_kv_cache_manager": "--hybrid-kv-cache-manager", "swa_full_tokens_ratio": "--swa-full-tokens-ratio",
+              "mamba_full_memory_ratio": "--mamba-full-memory-ratio", "mamba_cache_mode": "--mamba-cache-mode",
+              "gap_oracle": "--gap-oracle"}
+#: A name inside a spec (``slru:protected_share=0.2``) or a quoted value is left as it is.
+_FIELD_RE = re.compile(r"(?<![\w:,'=-])(" + "|".join(sorted(_OPTION_OF, key=len, reverse=True)) + r")\b(?!=)")
+#: API phrasings of a keyword's value (pcs/engine/select.py, runner.py, api.py) -> the command line's
+_PHRASE_OF = {"engine='auto'": "--engine auto", "native 'auto'": "--native auto", "native 'c'": "--native c",
+              "links names tier": "--link names tier"}
+_PHRASE_RE = re.compile("|".join(re.escape(p) for p in _PHRASE_OF))
 
 
 def option_names(message: str) -> str:
-    """``message`` with the scheduler's API field names replaced by their command-line options (an error
-    raised by the API reaches a CLI user naming what they typed: ``--max-num-seqs``, not ``max_num_seqs``)."""
-    return _FIELD_RE.sub(lambda m: _OPTION_OF[m.group(1)], message)
+    """``message`` with the API's keyword names replaced by their command-line options (an error raised by the
+    API reaches a CLI user naming what they typed: ``--max-num-seqs``, not ``max_num_seqs``; ``--engine auto``,
+    not ``engine='auto'``)."""
+    return _PHRASE_RE.sub(lambda m: _PHRASE_OF[m.group(0)], _FIELD_RE.sub(lambda m: _OPTION_OF[m.group(1)], message))
 
 
 @contextlib.contextmanager
@@ -253,7 +264,7 @@ def quiet_option(f: Callable) -> Callable:
 def format_option(f: Callable) -> Callable:
     """``--format table|json|csv`` (default table)."""
     return click.option(
-        "--format", "fmt", type=click.Choice(["table", "json", "csv"]), default="table",
+        "--format", "fmt", type=Choice(["table", "json", "csv"]), default="table",
         show_default=True, help="Output format. JSON keys are documented in docs/json.md and stay stable.",
     )(f)
 

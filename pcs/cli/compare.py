@@ -83,14 +83,18 @@ def compare(fmt: str, tier_sets: tuple[str, ...], curve_capacities: str | None, 
 
 
 def _refuse_one_policy_twice(policies: tuple[str, ...]) -> None:
-    """``--policy slru --policy protected`` names one policy twice (an alias): two equal columns, refused."""
-    from pcs.cache.policies import get_policy
+    """``--policy slru --policy protected`` names one configuration twice (an alias; or an option given at its
+    default, ``slru:protected_share=0.8``): two equal columns, refused. ``slru:protected_share=0.2`` and
+    ``slru:protected_share=0.8`` are two configurations and both run."""
+    from pcs.cache.policies import get_policy, parse_policy_spec, policy_defaults
 
     seen: dict[Any, str] = {}
     for p in policies:
-        key = get_policy(p)
+        options = {**policy_defaults(p), **parse_policy_spec(p)[1]}
+        key = (get_policy(p), tuple(sorted((k, repr(v)) for k, v in options.items())))
         if key in seen:
-            raise UserError(f"--policy {seen[key]} and --policy {p} name the same policy; give each policy once")
+            raise UserError(f"--policy {seen[key]} and --policy {p} name the same policy with the same options; "
+                             "give each configuration once")
         seen[key] = p
 
 

@@ -9,7 +9,7 @@ from pcs import _native
 from pcs.extras import missing_extra
 from pcs.cli.common import (PcsUsageError, Progress, RegistryChoice, command, counted, emit, format_option,
                              quiet_option, with_trace_notes)
-from pcs.cli.params import MAX_COUNT, MAX_POINTS, MAX_SEED, Aliased, Float, Int, parse_capacity_list
+from pcs.cli.params import MAX_COUNT, MAX_POINTS, MAX_SEED, Aliased, Choice, Float, Int, parse_capacity_list
 from pcs.cli.report import check_outputs, write_outputs
 from pcs.cli.trace import open_from_options, trace_input_options
 from pcs.model import KV_DTYPES, get_layout
@@ -60,8 +60,8 @@ def _plot_format_ok(path: str) -> None:
 @click.option("--exact-head-blocks", type=Int(0, MAX_COUNT), default=1, show_default=True,
               help="With sampling: blocks seen this close to a request's head are kept exactly.")
 @click.option("--seed", type=Int(0, MAX_SEED), default=0, show_default=True, help="Sampling hash seed.")
-@click.option("--native", type=click.Choice(_native.MODES), default=None, help=_native.HELP)
-@click.option("--kernel", type=click.Choice(_native.MODES), default=None, hidden=True,
+@click.option("--native", type=Choice(_native.MODES), default=None, help=_native.HELP)
+@click.option("--kernel", type=Choice(_native.MODES), default=None, hidden=True,
               help="Deprecated alias of --native (its older name).")
 @click.option("--plot", "plot_path", type=click.Path(), default=None,
               help="Also draw the curves to this PNG, SVG or PDF (needs the plot extra: pip install -e '.[plot]'); "

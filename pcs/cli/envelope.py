@@ -1,6 +1,7 @@
 """``pcs envelope``: is restoring a cached prefix faster than recomputing it?"""
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import click
@@ -8,7 +9,7 @@ import click
 from pcs import units
 from pcs.analysis.envelope import envelope as envelope_lib, restore_bytes_for_tokens
 from pcs.cli.common import RegistryChoice, command, emit, format_option, quiet_option
-from pcs.cli.params import MAX_BLOCK_SIZE, MAX_TOKENS, MAX_TP, Aliased, Float, Int
+from pcs.cli.params import MAX_BLOCK_SIZE, MAX_TOKENS, MAX_TP, Aliased, Choice, Float, Int
 from pcs.cli.presets import gpu_options, hardware_file_option, hardware_table, resolve_gpu
 from pcs.errors import UserError
 from pcs.model import KV_DTYPES, get_layout
@@ -61,6 +62,23 @@ def _prefill_source(kw: dict[str, Any], model: Any, gpu: Any) -> tuple[Any, str]
     return None
 
 
+def _computed_s(source: tuple[Any, str], tokens: int, cached: int, what: str) -> float:
+    """``source``'s prefill time of ``tokens`` after ``cached`` (seconds), refused when not finite (a GPU rate
+    such as ``--bf16-flops 1e-300`` overflows it) with the source named, not numpy's overflow warning.
+
+    Raises:
+        UserError: the time is not a finite number of seconds.
+    """
+    import numpy as np
+
+    with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+        seconds = float(source[0].prefill_s(tokens, cached))
+    if not math.isfinite(seconds):
+        raise UserError(f"{what} computed from the {source[1]} is {seconds} s, not a finite time: check the GPU's "
+                         "rates (--bf16-flops ..., --hardware-file) and --mfu, or give it directly")
+    return seconds
+
+
 def _times(kw: dict[str, Any], source: tuple[Any, str] | None) -> dict[str, Any]:
     """Resolve T_full and T_remaining (given, or from the prefill source) and say where each came from."""
     restore_tokens = kw["restore_tokens"]
@@ -69,7 +87,8 @@ def _times(kw: dict[str, Any], source: tuple[Any, str] | None) -> dict[str, Any]
     if kw["full_prefill"] is not None:
         out["full_prefill_s"], out["full_prefill_from"] = units.parse_duration(units.require_unit(kw["full_prefill"], "--full-prefill", "duration")), "given"
     elif source is not None and prompt_tokens is not None:
-        out["full_prefill_s"], out["full_prefill_from"] = float(source[0].prefill_s(prompt_tokens, 0)), source[1]
+        out["full_prefill_s"] = _computed_s(source, prompt_tokens, 0, "T_full (--full-prefill)")
+        out["full_prefill_from"] = source[1]
     else:
         raise UserError("give --full-prefill, or --tokens/--restore-tokens with --model and --gpu "
                          "(or --prefill-csv) to compute it")
@@ -78,7 +97,8 @@ def _times(kw: dict[str, Any], source: tuple[Any, str] | None) -> dict[str, Any]
     elif source is not None and prompt_tokens is not None and restore_tokens is not None:
         if prompt_tokens < restore_tokens:
             raise UserError(f"--tokens {prompt_tokens} is less than --restore-tokens {restore_tokens}")
-        out["remaining_s"] = float(source[0].prefill_s(prompt_tokens - restore_tokens, restore_tokens))
+        out["remaining_s"] = _computed_s(source, prompt_tokens - restore_tokens, restore_tokens,
+                                         "T_remaining (--remaining-compute)")
         out["remaining_from"] = source[1]
     else:
         out["remaining_s"], out["remaining_from"] = 0.0, "default 0"
@@ -119,7 +139,7 @@ def _restore_bytes(kw: dict[str, Any], model: Any) -> int:
 @click.option("--mfu", "--utilisation", "utilisation", cls=Aliased, type=Float(0, 1, min_open=True),
               help="Prefill model FLOPs utilisation (MFU) of the compute model (default 0.5, see pcs.compute); "
                    "not HBM use, which is --gpu-memory-utilization in replay/deploy (older name --utilisation).")
-@click.option("--compute-dtype", type=click.Choice(["bf16", "fp16", "fp8"]), default="bf16", show_default=True,
+@click.option("--compute-dtype", type=Choice(["bf16", "fp16", "fp8"]), default="bf16", show_default=True,
               help="Precision of the prefill matmuls (selects the GPU's dense peak).")
 @click.option("--prefill-csv", type=click.Path(dir_okay=False),
               help="CSV of measured prefill points (header tokens,seconds), interpolated; replaces the compute model.")

@@ -93,8 +93,10 @@ def cli() -> None:
     """pcs: how much KV cache to keep where, and what it really buys.
 
     Start with `pcs replay` (the real hit rate of a trace on a multi-tier
-    cache) and `pcs curve` (the hit ratio at every capacity); each command
-    takes --help, --format table|json|csv and -q/--quiet.
+    cache) and `pcs curve` (the hit ratio at every capacity); every command
+    takes --help; each that prints a result takes --format table|json|csv
+    and -q/--quiet (of the groups `pcs sweep` and `pcs trace`: their
+    subcommands).
 
     GB and GB/s are decimal (1 GB = 10^9 B); GiB only where written.
     """

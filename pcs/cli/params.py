@@ -15,24 +15,12 @@ from typing import Any, Callable
 import click
 
 from pcs import units
-from pcs.choices import MAX_BLOCK_SIZE  # tokens per block; the Parquet reader and open_trace apply it too
+# The bounds live in pcs.argcheck: the API functions apply the same ranges (one rule, one place).
+from pcs.argcheck import MAX_BLOCK_SIZE, MAX_COUNT, MAX_POINTS, MAX_SEED, MAX_SYNTH_REQUESTS, MAX_TOKENS, MAX_TP
 from pcs.errors import UserError
 
 __all__ = ["Aliased", "MAX_TP", "MAX_BLOCK_SIZE", "MAX_TOKENS", "MAX_COUNT", "MAX_POINTS", "MAX_SYNTH_REQUESTS",
-           "MAX_SEED", "Int", "Float", "parse_capacity_list"]
-
-#: GPUs in one tensor-parallel group (NVL72 racks hold 72; 1024 leaves room).
-MAX_TP = 1024
-#: Tokens in one prompt or sequence (10^9: a thousand times today's longest context windows).
-MAX_TOKENS = 10**9
-#: Counts such as sequences or head blocks.
-MAX_COUNT = 10**9
-#: Points of a hit-ratio curve (Belady costs one pass of the trace per point).
-MAX_POINTS = 1000
-#: Requests ``pcs trace synth`` writes.
-MAX_SYNTH_REQUESTS = 10**8
-#: Seeds (numpy takes non-negative integers; int64 keeps them portable).
-MAX_SEED = 2**63 - 1
+           "MAX_SEED", "Int", "Float", "Choice", "parse_capacity_list"]
 
 
 class Int(click.IntRange):
@@ -106,3 +94,15 @@ class Aliased(click.Option):
             return super().get_help_record(ctx)
         finally:
             self.opts = opts
+
+
+class Choice(click.Choice):
+    """An enumerated option (``--engine``, ``--native``, ``--timing`` ...): one rule for all of them, the one
+    the registries follow (``--policy LRU``, ``PCS_NATIVE=C``): case and surrounding spaces do not matter, and
+    the command gets the canonical spelling (``--engine ' Reference'`` runs ``reference``)."""
+
+    def __init__(self, choices: Any) -> None:
+        super().__init__(list(choices), case_sensitive=False)
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        return super().convert(value.strip() if isinstance(value, str) else value, param, ctx)

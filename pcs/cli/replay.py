@@ -14,7 +14,7 @@ from pcs.choices import WRITE_POLICIES
 from pcs.cli.common import Progress, RegistryChoice, apply_options, command, emit, format_option, quiet_option
 from pcs.cli.fleet import FLEET_NO_HTML, fleet_options, replay_fleet, wants_fleet
 from pcs.cli.modelarg import is_config_path
-from pcs.cli.params import MAX_BLOCK_SIZE, MAX_COUNT, MAX_TOKENS, MAX_TP, Aliased, Float, Int
+from pcs.cli.params import MAX_BLOCK_SIZE, MAX_COUNT, MAX_TOKENS, MAX_TP, Aliased, Choice, Float, Int
 from pcs.cli.report import check_outputs, html_options, write_replay_outputs
 from pcs.engine import select
 from pcs.engine.restores import RESTORE_POLICIES
@@ -77,7 +77,7 @@ def _hybrid_options() -> list:
     from pcs.engine.hybrid import MAMBA_CACHE_MODES, MANAGERS
 
     return [
-        click.option("--hybrid-kv-cache-manager", type=click.Choice(MANAGERS), default=None,
+        click.option("--hybrid-kv-cache-manager", type=Choice(MANAGERS), default=None,
                      help="A hybrid model (sliding window, chunked attention or SSM state beside full attention): "
                           "vllm = vLLM's hybrid KV cache manager, cache groups in one pool per tier with a uniform "
                           "page size (default); sglang = SGLang's separate pools; disabled = every layer as full "
@@ -87,7 +87,7 @@ def _hybrid_options() -> list:
         click.option("--mamba-full-memory-ratio", type=Float(0, 1e6, min_open=True),
                      help="sglang: state pool bytes / full pool bytes (SGLang's mamba_full_memory_ratio, "
                           "default 0.9)."),
-        click.option("--mamba-cache-mode", type=click.Choice(MAMBA_CACHE_MODES), default=None,
+        click.option("--mamba-cache-mode", type=Choice(MAMBA_CACHE_MODES), default=None,
                      help="SSM states cached at every checkpoint (all, default) or at a request's last (align); "
                           "vLLM's mamba_cache_mode."),
         click.option("--residency-step", type=Float(0, 1e9, min_open=True),
@@ -106,10 +106,10 @@ def _trace_options() -> list:
     """The trace argument and how it is read."""
     return [
         click.argument("trace", required=False, type=click.Path(dir_okay=False)),
-        click.option("--trace-format", type=click.Choice(list(FORMATS)), help="Trace format (default: detected)."),
+        click.option("--trace-format", type=Choice(list(FORMATS)), help="Trace format (default: detected)."),
         click.option("--sort", is_flag=True, help="Reorder the trace by arrival time instead of rejecting a "
                                                   "decreasing timestamp (holds the trace in memory)."),
-        click.option("--on-error", type=click.Choice(ON_ERROR), default="raise", show_default=True,
+        click.option("--on-error", type=Choice(ON_ERROR), default="raise", show_default=True,
                      help="raise: stop at the first bad trace line (exit 2); skip: skip bad lines (noted)."),
         click.option("--block-size", type=Int(1, MAX_BLOCK_SIZE), help="Tokens per block: re-blocks a token trace; for a hash-id trace (Mooncake 512, "
                                                      "Bailian 16 by default) it states the size it was recorded "
@@ -171,7 +171,7 @@ def _tier_options(policy_multiple: bool) -> list:
         click.option("--link", "link", multiple=True,
                      help="Restore link of a lower tier, NAME=PRESET or NAME=BANDWIDTH per GPU: "
                           "cpu=pcie-gen5-x16, cpu=25GB/s (default per tier name: pcs hardware)."),
-        click.option("--write-policy", type=click.Choice(WRITE_POLICIES), default="back", show_default=True,
+        click.option("--write-policy", type=Choice(WRITE_POLICIES), default="back", show_default=True,
                      help="back: evicted blocks move down a tier; through: computed blocks are copied down at once."),
     ]
 
@@ -179,10 +179,10 @@ def _tier_options(policy_multiple: bool) -> list:
 def _scheduler_options() -> list:
     """Timing, the compute model and the step scheduler (docs/scheduler.md)."""
     return [
-        click.option("--timing", type=click.Choice(TIMINGS), default="modeled", show_default=True,
+        click.option("--timing", type=Choice(TIMINGS), default="modeled", show_default=True,
                      help="modeled: trace arrivals, FIFO admission, restore and prefill times; "
                           "sequential: one request at a time (the classic trace replay)."),
-        click.option("--compute", "compute_mode", type=click.Choice(COMPUTE_MODES), default=COMPUTE_MODES[0],
+        click.option("--compute", "compute_mode", type=Choice(COMPUTE_MODES), default=COMPUTE_MODES[0],
                      show_default=True,
                      help="Modeled timing's compute: step = one instance runs continuous-batching steps (token "
                           "budget, chunked prefill, decode first, preemption; docs/scheduler.md); infinite = "
@@ -192,7 +192,7 @@ def _scheduler_options() -> list:
                           "A100, else 2048."),
         click.option("--max-num-seqs", type=Int(1, MAX_COUNT),
                      help="Running requests at most (vLLM's); default 1024, or 256 where the budget is 2048."),
-        click.option("--restore-policy", type=click.Choice(RESTORE_POLICIES), default=RESTORE_POLICIES[0],
+        click.option("--restore-policy", type=Choice(RESTORE_POLICIES), default=RESTORE_POLICIES[0],
                      show_default=True,
                      help="How restores overlap compute: layerwise (layer l loads while earlier layers compute), "
                           "wait (prefill after every block landed), best-effort (wait at most --restore-timeout "
@@ -219,11 +219,11 @@ def _scheduler_options() -> list:
 def _engine_and_rule_options() -> list:
     """The engine choice, hybrid-model options, block rules and --quiet."""
     return [
-        click.option("--engine", type=click.Choice(select.REQUESTS), default="auto", show_default=True,
+        click.option("--engine", type=Choice(select.REQUESTS), default="auto", show_default=True,
                      help="Which engine runs the replay (all give the same numbers): auto = the first that "
                           "applies of " + "; ".join(f"{r.name}: {r.summary}" for r in select.ENGINES) +
                           ". Old names: " + ", ".join(f"{a} = {n}" for a, n in select.ALIASES.items()) + "."),
-        click.option("--native", type=click.Choice(_native.MODES), default=None, help=_native.HELP),
+        click.option("--native", type=Choice(_native.MODES), default=None, help=_native.HELP),
         *_hybrid_options(),
         click.option("--cache-partial-blocks", is_flag=True, help="Cache every hash id, the partial last block too."),
         click.option("--no-recompute-last-token", is_flag=True,

@@ -11,12 +11,12 @@ from typing import Any
 import click
 
 from pcs.cli.common import PcsGroup, Progress, emit, format_option, quiet_option
-from pcs.cli.params import Int
+from pcs.cli.params import Choice, Int
 from pcs.errors import UserError
 
 __all__ = ["sweep"]
 
-_OBJECTIVE = click.option("--objective", type=click.Choice(["hit-ratio", "ttft-p99"]), default="hit-ratio",
+_OBJECTIVE = click.option("--objective", type=Choice(["hit-ratio", "ttft-p99"]), default="hit-ratio",
                           show_default=True, help="The Pareto front's objective against the tiers' bytes.")
 #: the most --jobs (local processes) taken
 MAX_JOBS = 4096

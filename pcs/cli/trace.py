@@ -15,7 +15,7 @@ from typing import Any, Callable
 import click
 
 from pcs.cli.common import PcsGroup, Progress, apply_options, counted, emit, format_option, quiet_option
-from pcs.cli.params import MAX_BLOCK_SIZE, MAX_SEED, MAX_SYNTH_REQUESTS, MAX_TOKENS, Float, Int
+from pcs.cli.params import MAX_BLOCK_SIZE, MAX_SEED, MAX_SYNTH_REQUESTS, MAX_TOKENS, Choice, Float, Int
 from pcs.report.trace import render_convert, render_stats, render_synth
 from pcs.trace.api import FORMATS, ON_ERROR
 from pcs.trace.convert import OUT_FORMATS
@@ -26,13 +26,13 @@ __all__ = ["trace", "trace_input_options", "open_from_options"]
 def trace_input_options(f: Callable) -> Callable:
     """Add ``--trace-format``, ``--block-size``, ``--on-error`` and ``--sort``."""
     opts = [
-        click.option("--trace-format", type=click.Choice(list(FORMATS)),
+        click.option("--trace-format", type=Choice(list(FORMATS)),
                      default=None, help="Input format; default: detected from the content. azure and burstgpt "
                      "record lengths only: their prefix reuse is synthesised and flagged (docs/traces-formats.md)."),
         click.option("--block-size", type=Int(1, MAX_BLOCK_SIZE), default=None,
                      help="Tokens per block. Default: Mooncake 512, Bailian 16, token JSONL 16, Azure and "
                           "BurstGPT 16, Parquet as stored. A block-id trace recorded at another size is rejected."),
-        click.option("--on-error", type=click.Choice(ON_ERROR), default="raise", show_default=True,
+        click.option("--on-error", type=Choice(ON_ERROR), default="raise", show_default=True,
                      help="raise: stop at the first bad line (exit 2); skip: skip bad lines and count them."),
         click.option("--sort", is_flag=True, help="Reorder by arrival time instead of rejecting a decreasing "
                      "timestamp (holds the trace in memory)."),
@@ -91,7 +91,7 @@ def stats(trace_path, trace_format, block_size, on_error, sort, fmt, quiet) -> N
 @trace.command("convert")
 @click.argument("in_path", metavar="IN")
 @click.argument("out_path", metavar="OUT", type=click.Path(dir_okay=False))
-@click.option("--to", "out_format", type=click.Choice(OUT_FORMATS), default=None,
+@click.option("--to", "out_format", type=Choice(OUT_FORMATS), default=None,
               help="Output format; default parquet for *.parquet, else mooncake (*.gz is gzipped).")
 @click.option("--remap-ids/--keep-ids", default=None,
               help="Renumber ids 0, 1, 2, ... in first-appearance order (default: only for token traces).")
@@ -203,7 +203,7 @@ class _Requests(click.ParamType):
               help="Multiply every median length (prompts, answers, prefixes) by this; Poisson mode.")
 @click.option("--azure-csv", type=click.Path(exists=True, dir_okay=False), default=None,
               help="Take arrival times and token counts from an Azure LLM inference CSV instead of Poisson.")
-@click.option("--to", "out_format", type=click.Choice(OUT_FORMATS), default=None,
+@click.option("--to", "out_format", type=Choice(OUT_FORMATS), default=None,
               help="Output format; default parquet for *.parquet, else mooncake.")
 @click.option("--tokens-out", type=click.Path(dir_okay=False), default=None,
               help="Also write the token-id JSONL form (same requests; pcs hashes it to the same blocks).")

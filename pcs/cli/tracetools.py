@@ -12,7 +12,7 @@ from pathlib import Path
 import click
 
 from pcs.cli.common import Progress, command, counted, emit, format_option, quiet_option
-from pcs.cli.params import MAX_SEED, MAX_TOKENS, Float, Int
+from pcs.cli.params import MAX_SEED, MAX_TOKENS, Choice, Float, Int
 from pcs.cli.trace import open_from_options, trace_input_options
 from pcs.errors import UserError
 
@@ -118,7 +118,7 @@ def _large_output_note(requests: int, spec) -> None:
               help="Arrival-rate multiplier: arrival times are divided by it (2 = twice the traffic rate).")
 @click.option("--tenants", type=Int(1, 1000), default=1, show_default=True,
               help="Number of tenants, each with its own block ids (no sharing across tenants).")
-@click.option("--tenant-mode", type=click.Choice(["copy", "split"]), default="copy", show_default=True,
+@click.option("--tenant-mode", type=Choice(["copy", "split"]), default="copy", show_default=True,
               help="copy: N independent copies of the whole trace (N x the traffic); split: deal the "
                    "conversations to N tenants (same traffic, shared prefixes copied per tenant).")
 @click.option("--prefix-scale", type=Float(0, 100, min_open=True), default=1.0, show_default=True,
@@ -131,7 +131,7 @@ def _large_output_note(requests: int, spec) -> None:
               show_default=True, help="Keep this fraction of the conversations, with all their turns.")
 @click.option("--seed", type=Int(0, MAX_SEED), default=0, show_default=True,
               help="Seed of sampling and of --tenant-mode split.")
-@click.option("--to", "out_format", type=click.Choice(["mooncake", "bailian", "parquet"]), default=None,
+@click.option("--to", "out_format", type=Choice(["mooncake", "bailian", "parquet"]), default=None,
               help="Output format; default parquet for *.parquet, else mooncake.")
 @trace_input_options
 @format_option

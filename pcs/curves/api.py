@@ -23,6 +23,8 @@ from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 
+from pcs.argcheck import (MAX_BLOCK_SIZE, MAX_COUNT, MAX_POINTS, MAX_SEED, check_flag, check_int,
+                          check_number_list, check_real)
 from pcs.blocks import BlockRules
 from pcs.curves import stackdist
 from pcs.curves.result import CurveKnee, CurveResult, CurveRow
@@ -167,10 +169,9 @@ def capacity_grid(max_blocks: int, points: int) -> list[int]:
     [1, 10, 100, 1000]
 
     Raises:
-        ValueError: ``points`` < 1.
+        UserError: ``points`` not an integer in [1, 1000] (:data:`pcs.argcheck.MAX_POINTS`, as ``--points``).
     """
-    if points < 1:
-        raise UserError(f"points must be >= 1, got {points}")
+    points = check_int(points, "points", lo=1, hi=MAX_POINTS)
     top = max(int(max_blocks), 1)
     return sorted({int(x) for x in np.rint(np.geomspace(1, top, points))})
 
@@ -190,9 +191,9 @@ def _capacities(lru: LruCurve, capacities: Sequence[int] | None, points: int | N
     """The listed capacities, sorted and deduplicated, or the geometric grid up to the LRU ceiling."""
     if capacities is None:
         return capacity_grid(lru.max_useful_capacity_blocks, DEFAULT_POINTS if points is None else points)
-    caps = sorted({int(c) for c in capacities})
-    if not caps or caps[0] < 0:
-        raise UserError(f"capacities must be a non-empty list of blocks >= 0, got {list(capacities)}")
+    caps = sorted(set(capacities))
+    if not caps:
+        raise UserError("capacities must be a non-empty list of blocks >= 0, got []")
     return caps
 
 
@@ -251,6 +252,25 @@ def _belady(flat: FlatAccesses, caps: Sequence[int], progress: Callable[[int], N
     return out
 
 
+def _checked_args(capacities: Any, points: Any, sample_rate: Any, seed: Any, exact_head_blocks: Any,
+                  belady: Any, block_size: Any) -> tuple:
+    """:func:`curve`'s numeric arguments checked by :mod:`pcs.argcheck` with the CLI's ranges (``--points``
+    1..1000, ``--seed`` 0..2^63-1, ``--exact-head-blocks`` 0..10^9, ``--sample-rate`` (0, 1], ``--block-size``
+    1..2^20); capacities as a list of ints >= 0 (a str is refused, not iterated).
+
+    Raises:
+        UserError: naming the parameter.
+    """
+    caps = None if capacities is None else check_number_list(capacities, "capacities",
+                                                             lambda v, n: check_int(v, n, lo=0))
+    points = None if points is None else check_int(points, "points", lo=1, hi=MAX_POINTS)
+    if block_size is not None:
+        check_int(block_size, "block_size", lo=1, hi=MAX_BLOCK_SIZE)
+    return (caps, points, check_real(sample_rate, "sample_rate", lo=0, lo_open=True, hi=1),
+            check_int(seed, "seed", lo=0, hi=MAX_SEED), check_int(exact_head_blocks, "exact_head_blocks", lo=0,
+                                                                   hi=MAX_COUNT), check_flag(belady, "belady"))
+
+
 def curve(trace: Any = None, capacities: Sequence[int] | None = None, points: int | None = None,
           model: Any = None, *, block_size: int | None = None, rules: BlockRules = BlockRules(),
           belady: bool = True, sample_rate: float = 1.0, seed: int = 0, exact_head_blocks: int = 1,
@@ -285,12 +305,14 @@ def curve(trace: Any = None, capacities: Sequence[int] | None = None, points: in
     Returns:
         :class:`CurveResult`.
     Raises:
-        ValueError: both or bad capacities/points, bad sample rate or
-            native/kernel, ``native`` and ``kernel`` that differ, unknown
-            model; InputError for bad trace content.
+        UserError: (a ValueError naming the parameter, :func:`_checked_args`) both or bad capacities/points,
+            a bad sample rate, seed, exact_head_blocks or native/kernel, ``native`` and ``kernel`` that differ,
+            unknown model; InputError for bad trace content.
     """
     if capacities is not None and points is not None:
         raise UserError("give capacities or points, not both")
+    capacities, points, sample_rate, seed, exact_head_blocks, belady = _checked_args(
+        capacities, points, sample_rate, seed, exact_head_blocks, belady, block_size)
     mode = _native_mode(kernel, native)
     flat, name = load_accesses(trace, block_size, rules)
     lru = lru_curve(flat, mode, sample_rate, seed, exact_head_blocks)

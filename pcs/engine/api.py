@@ -46,6 +46,7 @@ from pcs.engine.passes import SharedPasses
 from pcs.engine.runner import StepSetup, run_oracle, run_replay
 from pcs.engine.schedconfig import COMPUTE_MODES, SchedulerConfig
 from pcs.engine.timing import TimeModel
+from pcs.argcheck import MAX_TP, check_flag, check_int, check_real
 from pcs.errors import UserError
 from pcs.trace.batches import as_batches, reiterable
 
@@ -344,8 +345,10 @@ def _tier_specs(tiers, tier_policies, links) -> list[TierSpec]:
                              f"(from the deployment); give {s.name} a size, e.g. --tier {s.name}=2TB")
     if len(set(names)) != len(names):
         raise UserError(f"tier names must be distinct, got {', '.join(names)}")
-    for what, mapping in (("--tier-policy", tier_policies or {}), ("--link", links or {})):
-        for k in mapping:
+    for what, mapping in (("tier_policies", tier_policies), ("links", links)):
+        if mapping is not None and not isinstance(mapping, Mapping):
+            raise UserError(f"{what} must be a mapping of tier name to value, e.g. {{'cpu': ...}}, got {mapping!r}")
+        for k in mapping or {}:
             if k not in names:
                 raise UserError(f"{what} names tier {k!r}, which is not among the tiers: {', '.join(names)}")
     if links and names[0] in links:
@@ -442,9 +445,7 @@ def _options(timing, policy, write_policy, tp, engine, native, compute_mode=None
     timing = timing or DEFAULTS["timing"]
     if timing not in TIMINGS:
         raise UserError(f"unknown timing {timing!r}; valid: {', '.join(TIMINGS)}")
-    tp = DEFAULTS["tp"] if tp is None else tp
-    if isinstance(tp, bool) or not isinstance(tp, int) or tp < 1:
-        raise UserError(f"tensor-parallel size must be an int >= 1, got {tp!r}")
+    tp = check_int(DEFAULTS["tp"] if tp is None else tp, "tp", lo=1, hi=MAX_TP)
     write_policy = write_policy or DEFAULTS["write_policy"]
     if write_policy not in WRITE_POLICIES:
         raise UserError(f"unknown write policy {write_policy!r}; valid: {', '.join(WRITE_POLICIES)}")
@@ -510,6 +511,46 @@ def _context(source, spec, gpu, opts: _Options, dtype, bs: int, rules, tier_spec
                 reference_bytes_per_token=_bytes_per_token(spec))
 
 
+def _optional(check, value, name: str, **bounds):
+    return None if value is None else check(value, name, **bounds)
+
+
+def _checked_numbers(protected_share, gpu_memory_utilization, gap_oracle, swa_ratio, mamba_ratio,
+                     residency_step_s) -> tuple:
+    """:func:`replay`'s numeric and flag keywords, in this order, checked by :mod:`pcs.argcheck` with the CLI's
+    ranges (``--protected-share`` [0, 1], ``--gpu-memory-utilization`` (0, 1], the hybrid ratios (0, 1e6],
+    ``--residency-step`` (0, 1e9] s) and returned as Python float/bool (numpy scalars accepted; None kept).
+
+    Raises:
+        UserError: naming the keyword (``gap_oracle="yes"``, ``protected_share=True`` are refused).
+    """
+    return (_optional(check_real, protected_share, "protected_share", lo=0, hi=1),
+            _optional(check_real, gpu_memory_utilization, "gpu_memory_utilization", lo=0, lo_open=True, hi=1),
+            check_flag(gap_oracle, "gap_oracle"),
+            _optional(check_real, swa_ratio, "swa_full_tokens_ratio", lo=0, lo_open=True, hi=1e6),
+            _optional(check_real, mamba_ratio, "mamba_full_memory_ratio", lo=0, lo_open=True, hi=1e6),
+            _optional(check_real, residency_step_s, "residency_step_s", lo=0, lo_open=True, hi=1e9))
+
+
+def refuse_two_shares(policy: str, tier_policies: Mapping[str, str] | None, protected_share: float | None) -> None:
+    """A protected share given inline (``slru:protected_share=0.2`` in ``policy`` or a per-tier policy) and by
+    ``protected_share`` (``--protected-share``) with a different value is refused: neither silently wins.
+
+    Raises:
+        UserError: naming both places and both values.
+    """
+    from pcs.cache.policies import parse_policy_spec
+
+    if protected_share is None:
+        return
+    specs = [("policy", policy)] + [(f"tier_policies entry {t!r}:", p) for t, p in (tier_policies or {}).items()]
+    for where, spec in specs:
+        inline = parse_policy_spec(spec)[1].get("protected_share")
+        if inline is not None and inline != protected_share:
+            raise UserError(f"protected share given twice: {inline!r} in {where} {spec!r} and {protected_share!r} in "
+                             "protected_share; give it once")
+
+
 @document
 def replay(trace: Any = None, *, model: Any = None, hardware: Any = None, tp: int | None = None,
            dtype: str | None = None, tiers: Sequence[str | TierSpec] | None = None, policy: str | None = None,
@@ -529,9 +570,13 @@ def replay(trace: Any = None, *, model: Any = None, hardware: Any = None, tp: in
     appended here by :func:`pcs.engine.replaydoc.document` (``help(pcs.replay)`` shows them).
     """
     refuse_str_compute(compute)
+    (protected_share, gpu_memory_utilization, gap_oracle, swa_full_tokens_ratio, mamba_full_memory_ratio,
+     residency_step_s) = _checked_numbers(protected_share, gpu_memory_utilization, gap_oracle, swa_full_tokens_ratio,
+                                          mamba_full_memory_ratio, residency_step_s)
     notes = _default_notes(model is None, hardware is None and tp is None, tiers is None)
     opts = _options(timing, policy, write_policy, tp, engine, native, compute_mode)
     tier_specs = _tier_specs(tiers, tier_policies, links)
+    refuse_two_shares(opts.policy, tier_policies, protected_share)
     spec, gpu = _model_and_gpu(model, dtype, hardware, hardware_table, opts.tp)
     source = reiterable(trace)
     bs = _block_size(source)
@@ -546,7 +591,11 @@ def replay(trace: Any = None, *, model: Any = None, hardware: Any = None, tp: in
     opts = _compute_mode(opts, time_model, notes)
     plan = _hybrid_plan(spec, bs, tier_specs, bb, hybrid_kv_cache_manager, swa_full_tokens_ratio,
                         mamba_full_memory_ratio, mamba_cache_mode)
-    _check_groups(plan, spec, ctx, admit, gap_oracle, residency_step_s)
+    _check_groups(plan, ctx, admit, gap_oracle)
+    refuse_inapplicable_hybrid(spec, bs, dict(hybrid_kv_cache_manager=hybrid_kv_cache_manager,
+                                              swa_full_tokens_ratio=swa_full_tokens_ratio,
+                                              mamba_full_memory_ratio=mamba_full_memory_ratio,
+                                              mamba_cache_mode=mamba_cache_mode, residency_step_s=residency_step_s))
     step = _step_setup(opts, scheduler, time_model, gpu)
     if step is not None:
         _refuse_empty_gpu(tier_specs[0], bpb[0])
@@ -583,18 +632,57 @@ def _full_attention_line(source, rules, time_model, make, opts, link_specs, bpb,
     return passes
 
 
-def _check_groups(plan, spec, ctx, admit, gap_oracle: bool, residency_step_s: float | None) -> None:
+def _check_groups(plan, ctx, admit, gap_oracle: bool) -> None:
     """Refusals that depend on the model's cache groups: with several (``plan``, a hybrid model) those of
-    :func:`_refuse_on_cache_groups`; with one, a resident-bytes series step (there is no series).
+    :func:`_refuse_on_cache_groups` (hybrid options that cannot apply: :func:`refuse_inapplicable_hybrid`).
 
     Raises:
-        ValueError: either refusal.
+        ValueError: that refusal.
     """
     if plan is not None:
         _refuse_on_cache_groups(ctx, admit, gap_oracle)
-    elif residency_step_s is not None:
-        raise UserError("residency_step_s is the step of a hybrid model's per-component resident-bytes series, "
-                         f"and {spec.name} replays as one full-attention cache group (no series)")
+
+
+#: Each hybrid option: the managers it is an option of and the cache-group rules it sizes (None: any hybrid
+#: model), from the engines' docs in :mod:`pcs.engine.hybrid` (vLLM CacheConfig, SGLang ServerArgs).
+_HYBRID_OPTIONS = {
+    "hybrid_kv_cache_manager": (None, None),
+    "swa_full_tokens_ratio": (("sglang",), ("window", "chunk")),
+    "mamba_full_memory_ratio": (("sglang",), ("state",)),
+    "mamba_cache_mode": (("vllm", "sglang"), ("state",)),   # the checkpoints of both managers
+    "residency_step_s": (("vllm", "sglang"), None),          # the step of the per-component resident-bytes series
+}
+
+
+def refuse_inapplicable_hybrid(spec, block_size: int, given: Mapping[str, Any]) -> None:
+    """A hybrid option that cannot change the run is refused, in this one place: any of them on a model with one
+    full-attention cache group (no per-component series either: ``residency_step_s``); an SGLang ratio under
+    another manager or on a model without the layers it sizes; ``mamba_cache_mode`` without a state group; any
+    but the manager itself with the manager ``disabled`` (the replay of a non-hybrid model).
+
+    Args:
+        spec: the model; block_size: the replay's B; given: keyword -> value as passed (None = not given).
+    Raises:
+        UserError: naming the keyword (and its flag) and why it does not apply.
+    """
+    from pcs.engine.hybrid import DEFAULT_MANAGER, cache_groups, is_hybrid
+
+    groups = cache_groups(spec, block_size, block_size, False)
+    rules = {g.rule for g in groups}
+    manager = given.get("hybrid_kv_cache_manager") or DEFAULT_MANAGER
+    for key, (managers, needs) in _HYBRID_OPTIONS.items():
+        if given.get(key) is None or (key == "hybrid_kv_cache_manager" and given[key] == "disabled"):
+            continue   # "disabled" asks for the full-attention replay, which a non-hybrid model already is
+        what = key   # the CLI names the flag (pcs.cli.common.option_names)
+        if not is_hybrid(groups):
+            raise UserError(f"{what} applies to hybrid models, and {spec.name} replays as one full-attention "
+                             "cache group")
+        if managers is not None and manager not in managers:
+            raise UserError(f"{what} is an option of the {'/'.join(managers)} hybrid KV cache manager, and this "
+                             f"run uses {manager!r}")
+        if needs is not None and not rules & set(needs):
+            raise UserError(f"{what} sizes the {'/'.join(needs)} cache group, which {spec.name} does not have "
+                             f"(its groups: {', '.join(sorted(rules))})")
 
 
 def _oracle_hit_ratio(source, rules, time_model, tier_specs, bpb, ctx, opts, link_specs, step) -> float:

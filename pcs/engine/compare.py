@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Sequence
 
+from pcs.argcheck import check_int, check_number_list
 from pcs.blocks import BlockRules
 from pcs.cache.policies import DEFAULT_POLICY, policy_options
 from pcs.engine.result import ReplaySummary
@@ -155,16 +156,21 @@ def _curve_rows(trace: Any, policies: list[str | None], caps: Sequence[int],
                                  r.belady_hit_ratio, r.ceiling_hit_ratio) for i, r in enumerate(res.rows))
 
 
-def _check_compare_args(tier_sets: Any, curve_capacities: Sequence[int] | None,
-                        replay_kwargs: dict[str, Any]) -> list[int] | None:
-    """The checks of :func:`compare`'s arguments; the curve capacities as ints (None: no curve rows)."""
+def _check_compare_args(tier_sets: Any, curve_capacities: Sequence[int] | None, replay_kwargs: dict[str, Any],
+                        policies: Any = None, admits: Any = None) -> list[int] | None:
+    """The checks of :func:`compare`'s arguments (:mod:`pcs.argcheck`); the curve capacities as ints (None: no
+    curve rows). A str given for a list (``policies="slru"``) is refused, not iterated per character."""
     if tier_sets and replay_kwargs.get("tiers"):
         raise UserError("give either tiers (one tier list) or tier_sets (several to compare), not both")
     if "policy" in replay_kwargs:
         raise UserError("compare takes policies=[...] (several), not policy=")
-    caps = None if curve_capacities is None else [int(c) for c in curve_capacities]
-    if caps is not None and (not caps or min(caps) < 0):
-        raise UserError(f"curve capacities must be one or more block counts >= 0, got {curve_capacities!r}")
+    caps = None if curve_capacities is None else check_number_list(curve_capacities, "curve_capacities",
+                                                                    lambda v, n: check_int(v, n, lo=0))
+    if caps is not None and not caps:
+        raise UserError(f"curve_capacities must be one or more block counts >= 0, got {curve_capacities!r}")
+    for key, value in (("policies", policies), ("tier_sets", tier_sets), ("admits", admits)):
+        if isinstance(value, (str, bytes)):
+            raise UserError(f"{key} must be a list (several to compare), got the single string {value!r}")
     return caps
 
 
@@ -205,7 +211,7 @@ def compare(trace: Any = None, *, policies: Sequence[str | None] | None = None,
     from pcs.engine.api import replay
     from pcs.trace.batches import reiterable
 
-    caps = _check_compare_args(tier_sets, curve_capacities, replay_kwargs)
+    caps = _check_compare_args(tier_sets, curve_capacities, replay_kwargs, policies, admits)
     source = reiterable(trace)
     pols = list(policies or ()) or [None]
     one_set = replay_kwargs.pop("tiers", None)

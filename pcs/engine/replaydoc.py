@@ -83,7 +83,12 @@ ValueError: unknown model, GPU, policy, link, timing, write policy,
     engine or native; malformed tier; a tier name given twice; an
     empty trace; a named engine that cannot run the replay; a default
     GPU tier when the weights do not fit the GPUs; an unknown compute
-    mode; ``compute_mode="step"`` with a ``compute`` lacking ``step_cost()``.
+    mode; ``compute_mode="step"`` with a ``compute`` lacking ``step_cost()``;
+    (:class:`pcs.errors.UserError`, naming the keyword, :mod:`pcs.argcheck`) a number that is
+    not one (``tp=8.0``, ``protected_share=True``; numpy scalars are accepted) or is outside the
+    command line's range, ``gap_oracle`` not a bool, ``tier_policies``/``links`` not a mapping;
+    ``protected_share`` unlike an inline ``slru:protected_share=``; a hybrid option that cannot
+    change the run (``mamba_cache_mode`` on a model without a state, ...).
 TypeError: ``trace`` is not a path, Trace or iterable of request-like
     objects; ``tiers`` is a dict or another non-list, or holds an item
     that is neither str nor TierSpec.

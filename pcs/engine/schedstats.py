@@ -91,7 +91,8 @@ class SchedulerCounters:
         if not t1 <= MAX_SPAN_S:
             raise UserError(f"the step scheduler's run reaches {t1:.4g} s after the first arrival, past its "
                              f"limit of {MAX_SPAN_S:,} s (366 days): check the trace's timestamps and output "
-                             "lengths, or use --compute infinite / --timing sequential")
+                             "lengths, and the links' bandwidths (a slow --link makes restores that long), or use "
+                             "--compute infinite / --timing sequential")
         if self.bin_s == 1 and t1 >= FINE_LIMIT_S:
             self._fold()
         w = self.bin_s

@@ -43,6 +43,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from pcs.argcheck import MAX_BLOCK_SIZE, MAX_COUNT, MAX_TOKENS, check_int
 from pcs.errors import UserError
 from pcs.model.components import KVComponent
 from pcs.model.spec import ModelSpec, check_mode
@@ -65,14 +66,14 @@ class BlockBytes:
     per_component: dict[str, int] = field(default_factory=dict)
 
 
-def _check_block_size(block_size: int) -> None:
-    if not isinstance(block_size, int) or isinstance(block_size, bool) or block_size < 1:
-        raise UserError(f"block size must be an integer >= 1 token, got {block_size!r}")
+def _check_block_size(block_size: int) -> int:
+    """``block_size`` as an int in [1, 2^20] (``--block-size``'s range, :mod:`pcs.argcheck`); UserError if not."""
+    return check_int(block_size, "block_size", lo=1, hi=MAX_BLOCK_SIZE)
 
 
-def _check_tokens(tokens: int) -> None:
-    if not isinstance(tokens, int) or isinstance(tokens, bool) or tokens < 0:
-        raise UserError(f"tokens must be an integer >= 0, got {tokens!r}")
+def _check_tokens(tokens: int) -> int:
+    """``tokens`` as an int >= 0 (:mod:`pcs.argcheck`); UserError if not."""
+    return check_int(tokens, "tokens", lo=0)
 
 
 def _component_block_bytes(c: KVComponent, block_size: int, layout: str) -> int:
@@ -96,7 +97,7 @@ def block_bytes(model: ModelSpec | str, block_size: int, layout: str = "serializ
     >>> block_bytes(get_model("llama-3.1-8b"), 16, "reference").total_bytes  # 16 x 131,072
     2097152
     """
-    _check_block_size(block_size)
+    block_size = _check_block_size(block_size)
     check_mode(layout)
     model = _as_model(model)
     per = {c.name: _component_block_bytes(c, block_size, layout) for c in model.components}
@@ -136,7 +137,7 @@ def reserved_bytes(model: ModelSpec | str, tokens: int, block_size: int) -> int:
     >>> reserved_bytes(get_model("llama-3.1-8b"), 17, 16)  # 2 blocks x 16 x 131,072
     4194304
     """
-    _check_tokens(tokens)
+    tokens = _check_tokens(tokens)
     return reserved_bytes_of(model, block_size)(tokens)
 
 
@@ -149,19 +150,19 @@ def reserved_bytes_of(model: ModelSpec | str, block_size: int) -> Callable[[int]
     Raises:
         ValueError: block_size < 1; the function: tokens < 0.
     """
-    _check_block_size(block_size)
+    block_size = _check_block_size(block_size)
     parts = [(c.reserved_blocks, block_size * (c.payload_bytes_per_token() + c.scale_bytes_per_token()),
               c.fixed_payload_bytes()) for c in _as_model(model).components]
 
     def reserved(tokens: int) -> int:
-        _check_tokens(tokens)
+        tokens = _check_tokens(tokens)
         return sum(pages(tokens, block_size) * page_bytes + fixed for pages, page_bytes, fixed in parts)
     return reserved
 
 
 def prefix_store_bytes(model: ModelSpec | str, tokens: int, block_size: int, layout: str = "serialized") -> int:
     """Bytes to keep a ``tokens``-token prefix as cache objects: floor(T/B) blocks x block_bytes."""
-    _check_tokens(tokens)
+    tokens = _check_tokens(tokens)
     return (tokens // block_size) * block_bytes(_as_model(model), block_size, layout).total_bytes
 
 
@@ -285,10 +286,9 @@ def footprint(model: ModelSpec | str, tokens: int, block_size: int = 16, dtype: 
     Raises:
         ValueError: bad tokens, block size, sequences or dtype.
     """
-    _check_tokens(tokens)
-    _check_block_size(block_size)
-    if not isinstance(sequences, int) or isinstance(sequences, bool) or sequences < 1:
-        raise UserError(f"sequences must be an integer >= 1, got {sequences!r}")
+    tokens = check_int(tokens, "tokens", lo=0, hi=MAX_TOKENS)      # --tokens' range
+    block_size = _check_block_size(block_size)
+    sequences = check_int(sequences, "sequences", lo=1, hi=MAX_COUNT)
     model = _as_model(model)
     spec = model.with_dtype(dtype) if dtype is not None else model
     comps = tuple(_component_row(c, tokens, block_size, sequences) for c in spec.components)

@@ -66,7 +66,7 @@ def test_interface_errors():
     m = get_model("llama-3.1-8b")
     with pytest.raises(ValueError, match="layout|mode"):
         block_bytes(m, 16, "compressed")
-    with pytest.raises(ValueError, match="block size"):
+    with pytest.raises(ValueError, match="block_size"):
         block_bytes(m, 0, "reserved")
     with pytest.raises(ValueError, match="tokens"):
         reserved_bytes(m, -1, 16)
