@@ -459,7 +459,8 @@ static int add_busy(Sched *s, double start, double seconds) {
         char buf[64];
         snprintf(buf, sizeof buf, "%.4g", t1);
         PyErr_Format(PyExc_ValueError, "the step scheduler's run reaches %s s after the first arrival, past its "
-                     "limit of 31,622,400 s (366 days): check the trace's timestamps and output lengths, or use "
+                     "limit of 31,622,400 s (366 days): check the trace's timestamps and output lengths, and the "
+                     "links' bandwidths (a slow --link makes restores that long), or use "
                      "--compute infinite / --timing sequential", buf);
         return -1;
     }

@@ -1,4 +1,4 @@
-"""hostile-13 F5, F6, F9: one argument checker (pcs.argcheck) for the public API functions.
+"""One argument checker (pcs.argcheck) for the public API functions.
 
 Members: pcs.budget, pcs.envelope, pcs.curve, pcs.replay, pcs.compare, pcs.footprint. The rule: an integer
 parameter takes any numbers.Integral but bool (numpy ints too), a real any numbers.Real but bool, finite; the

@@ -168,7 +168,7 @@ def test_load_hardware_file_toml_and_json(tmp_path):
     ('[link.pcie-gen5-x16]\nspeed = "1GB/s"\n', "link.pcie-gen5-x16"),    # unknown field
     ('[cpu.x]\na = 1\n', "cpu"),                                           # unknown section
     # one entry twice: under gpu and gpus, or by its name and its alias (ALIASES: h100 -> h100-sxm,
-    # nvme -> nvme-gen4); before, the later one silently won (1.0 TB/s here) -- hostile-13 F11 item 13
+    # nvme -> nvme-gen4); before, the later one silently won (1.0 TB/s here)
     ('[gpu.h100-sxm]\nhbm_bps = "3.0TB/s"\n[gpus.h100-sxm]\nhbm_bps = "1.0TB/s"\n', "gpus.h100-sxm"),
     ('[gpu.h100-sxm]\nhbm_bps = "3.0TB/s"\n[gpu.h100]\nhbm_bps = "1.0TB/s"\n', "gpu.h100"),
     ('[link.nvme-gen4]\nsetup_s = "1us"\n[links.nvme]\nsetup_s = "2us"\n', "links.nvme"),

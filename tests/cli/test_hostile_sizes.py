@@ -61,7 +61,7 @@ def test_blocks_and_bytes_work_in_every_capacity_option():
 @pytest.mark.parametrize("args, needle", [
     (["replay", T, "--tier", "gpu=100MB"], "smaller than one block"),          # 1e8 < 167,772,160 B
     (["replay", T, "--tier", "gpu=1TB", "--tier", "cpu=1kB"], "smaller than one block"),
-    (["replay", T, "--tier", "gpu=0.5B"], "less than one byte"),
+    (["replay", T, "--tier", "gpu=0.5B"], "a number of bytes must be whole"),
     (["curve", T, "--capacities", "10MB", "--model", "llama-3.1-8b"], "smaller than one block"),
     (["compare", T, "--curve-capacities", "100MB"], "smaller than one block"),
 ])
@@ -87,7 +87,7 @@ def test_parse_capacity_spellings():
     assert units.parse_capacity("2TB").size_bytes == 2 * 10**12
     assert units.parse_capacity("1GiB").to_blocks(2**20, "x") == 1024         # 2^30 / 2^20
     for bad, needle in [("400", "400GB or 400blocks"), ("1.5blocks", "whole number"), ("-5blocks", "whole number"),
-                        ("0.1B", "less than one byte"), ("1e999999GB", "too large"), ("1e999999blocks", "too large"),
+                        ("0.1B", "a number of bytes must be whole"), ("1e999999GB", "too large"), ("1e999999blocks", "too large"),
                         ("lots", "5000blocks"), ("nan", "5000blocks")]:
         with pytest.raises(ValueError, match=needle):
             units.parse_capacity(bad)

@@ -1,4 +1,4 @@
-"""hostile-13 F5 (CLI), F7, F8, F11 items 1, 2, 6, 7, 8, 9, 10, 12: option conflicts and messages.
+"""Option conflicts and messages (hostile input).
 
 The rule: an option that conflicts with another, or cannot change the run, is refused with one line naming
 it (exit 2), never silently dropped; an API error reaching the command line names the option typed.

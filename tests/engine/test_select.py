@@ -268,8 +268,8 @@ def test_cli_native_c_without_a_compiled_engine_is_one_line_exit_2():
     res = CliRunner().invoke(cli, base + ["--native", "c"])
     assert res.exit_code == 2 and "Traceback" not in res.output, res.output
     assert res.output.strip().splitlines() == [
-        "pcs: error: native 'c' asks for compiled code, but this sequential replay runs on the Python reference "
-        "engine (requested: reference); use native 'auto' to run it there"]
+        "pcs: error: --native c asks for compiled code, but this sequential replay runs on the Python reference "
+        "engine (requested: reference); use --native auto to run it there"]   # the CLI names its own options
     assert _json(*base, "--native", "auto", "--format", "json")["engine"] == "reference"
 
 

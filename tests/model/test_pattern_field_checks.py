@@ -1,5 +1,5 @@
 """Layer-pattern fields of a Hugging Face config are checked for type AND range, as the config classes define
-them (hostile-13 F3/F4): a wrong type never crashes (TypeError) and a wrong value never silently builds a
+them: a wrong type never crashes (TypeError) and a wrong value never silently builds a
 different model. Each member of the kind -- every pattern field pcs/model/families.py reads -- has its case.
 
 Sources of the rules: transformers ``layer_type_validation`` (layer_types entries are known strings),

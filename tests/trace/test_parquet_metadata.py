@@ -1,5 +1,5 @@
-"""Parquet key-value metadata: every ``pcs.*`` key pcs reads is checked, the others are ignored (hostile-13 F1,
-F2, F11 item 11), and the arrival clock bound names the file and row (F11 item 3).
+"""Parquet key-value metadata: every ``pcs.*`` key pcs reads is checked, the others are ignored,
+and the arrival clock bound names the file and row.
 
 Parquet metadata are byte strings; another writer may keep binary under its own key. pcs reads
 ``pcs.schema``, ``pcs.block_size`` and ``pcs.reuse`` (pcs/trace/parquet.py): each must be UTF-8, one line;

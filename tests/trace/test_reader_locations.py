@@ -1,5 +1,5 @@
-"""Reader errors name the file and the line or row where the problem is (hostile-13 F11 items 3, 4, 5, and
-F10's advice): the arrival-clock bound in the CSV readers, a non-UTF-8 first line at format detection, a gzip
+"""Reader errors name the file and the line or row where the problem is (the
+hostile-input kinds): the arrival-clock bound in the CSV readers, a non-UTF-8 first line at format detection, a gzip
 CRC failure (found only at the stream's end), the Azure order advice of a command without --sort.
 """
 from __future__ import annotations

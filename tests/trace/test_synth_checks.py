@@ -1,5 +1,5 @@
-"""``pcs trace synth`` and :class:`SynthSpec` refuse every number outside its range, NaN included (hostile-13
-F10: ``--mix chat=nan`` wrote an empty trace with exit 0, because NaN fails every ``<`` test).
+"""``pcs trace synth`` and :class:`SynthSpec` refuse every number outside its range, NaN included (``--mix
+chat=nan`` wrote an empty trace with exit 0, because NaN fails every ``<`` test).
 """
 from __future__ import annotations
 
