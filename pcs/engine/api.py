@@ -485,6 +485,14 @@ def _step_setup(opts: _Options, scheduler, time_model, gpu) -> StepSetup | None:
     return StepSetup(scheduler or SchedulerConfig(), gpu, step_cost())
 
 
+def _checked_step(opts, scheduler, time_model, gpu, gpu_tier, block_bytes: int):
+    """:func:`_step_setup` (None without the step scheduler), then, with it, :func:`_refuse_empty_gpu`."""
+    step = _step_setup(opts, scheduler, time_model, gpu)
+    if step is not None:
+        _refuse_empty_gpu(gpu_tier, block_bytes)
+    return step
+
+
 def _refuse_empty_gpu(gpu_tier, block_bytes: int) -> None:
     """A GPU tier of 0 blocks cannot run a request: refused under the step scheduler, as vLLM refuses to start
     with no KV cache blocks ("No available memory for the cache blocks", vllm/v1/core/kv_cache_utils.py).
@@ -589,25 +597,18 @@ def replay(trace: Any = None, *, model: Any = None, hardware: Any = None, tp: in
                           admit, gap_oracle)
     make = lambda: _build_tiers(tier_specs, bpb, opts.policy, tier_policies, protected_share, ctx, admit)  # noqa: E731
     opts = _compute_mode(opts, time_model, notes)
-    plan = _hybrid_plan(spec, bs, tier_specs, bb, hybrid_kv_cache_manager, swa_full_tokens_ratio,
-                        mamba_full_memory_ratio, mamba_cache_mode)
+    hyb = (hybrid_kv_cache_manager, swa_full_tokens_ratio, mamba_full_memory_ratio, mamba_cache_mode)
+    plan = _hybrid_plan(spec, bs, tier_specs, bb, *hyb)
     _check_groups(plan, ctx, admit, gap_oracle)
-    refuse_inapplicable_hybrid(spec, bs, dict(hybrid_kv_cache_manager=hybrid_kv_cache_manager,
-                                              swa_full_tokens_ratio=swa_full_tokens_ratio,
-                                              mamba_full_memory_ratio=mamba_full_memory_ratio,
-                                              mamba_cache_mode=mamba_cache_mode, residency_step_s=residency_step_s))
-    step = _step_setup(opts, scheduler, time_model, gpu)
-    if step is not None:
-        _refuse_empty_gpu(tier_specs[0], bpb[0])
+    refuse_inapplicable_hybrid(spec, bs, dict(zip(HYBRID_OPTIONS, (*hyb, residency_step_s))))
+    step = _checked_step(opts, scheduler, time_model, gpu, tier_specs[0], bpb[0])
     context = _context(source, spec, gpu, opts, dtype, bs, rules, tier_specs, bb, link_specs, protected_share)
     passes = None
     if plan is not None:   # the comparison line first; both runs share the trace's tier-independent passes
         passes = _full_attention_line(source, rules, time_model, make, opts, link_specs, bpb, step, context)
         make = lambda: _build_pools(plan, tier_specs, opts.policy, tier_policies, protected_share)  # noqa: E731
         bpb = [pb[0] for pb in plan.page_bytes]
-        context.update(hybrid=plan, hybrid_alt=_alt_plan(spec, bs, tier_specs, bb, hybrid_kv_cache_manager,
-                                                         swa_full_tokens_ratio, mamba_full_memory_ratio,
-                                                         mamba_cache_mode))
+        context.update(hybrid=plan, hybrid_alt=_alt_plan(spec, bs, tier_specs, bb, *hyb))
         notes += list(plan.notes)
     out = run_replay(source if passes is None else passes.source, rules, time_model, make, opts.timing,
                      opts.write_policy, link_specs, bpb, opts.engine, opts.native, progress, step, plan,
@@ -652,6 +653,11 @@ _HYBRID_OPTIONS = {
     "mamba_cache_mode": (("vllm", "sglang"), ("state",)),   # the checkpoints of both managers
     "residency_step_s": (("vllm", "sglang"), None),          # the step of the per-component resident-bytes series
 }
+
+
+#: The keyword names of :func:`replay`'s hybrid-model options, in the order ``replay`` passes them on.
+HYBRID_OPTIONS = ("hybrid_kv_cache_manager", "swa_full_tokens_ratio", "mamba_full_memory_ratio", "mamba_cache_mode",
+                  "residency_step_s")
 
 
 def refuse_inapplicable_hybrid(spec, block_size: int, given: Mapping[str, Any]) -> None:
