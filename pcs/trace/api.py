@@ -21,6 +21,7 @@ from typing import Iterator
 
 import numpy as np
 
+from pcs.argcheck import check_int
 from pcs.choices import LENGTH_ONLY_FORMATS, ON_ERROR, TRACE_FORMATS
 from pcs.errors import InputError, UserError
 from pcs.trace.request import MAX_BLOCK_SIZE, Request, RequestBatch
@@ -419,9 +420,8 @@ def open_trace(path=None, *, format: str | None = None, block_size: int | None =
         raise UserError(f"unknown trace format {format!r}; valid: {', '.join(FORMATS)}")
     if on_error not in ON_ERROR:
         raise UserError(f"unknown on_error {on_error!r}; valid: {', '.join(ON_ERROR)}")
-    if block_size is not None and (isinstance(block_size, bool) or not isinstance(block_size, int)
-                                   or not 1 <= block_size <= MAX_BLOCK_SIZE):
-        raise UserError(f"block size must be an integer of tokens in [1, {MAX_BLOCK_SIZE}], got {block_size!r}")
+    if block_size is not None:
+        block_size = check_int(block_size, "block size (tokens)", 1, MAX_BLOCK_SIZE)
     if path is None:
         if not DEFAULT_TRACE.exists():
             raise UserError(f"the default sample trace {DEFAULT_TRACE} is missing (is pcs installed from "

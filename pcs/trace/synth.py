@@ -52,6 +52,7 @@ from typing import Iterator
 
 import numpy as np
 
+from pcs.argcheck import check_int, check_real
 from pcs.errors import UserError
 from pcs.trace.hashing import hash_request_blocks
 from pcs.trace.lengthonly import MAX_LENGTH_TOKENS
@@ -133,34 +134,17 @@ class SynthSpec:
     def _check_ranges(self) -> None:
         """Each number in its range; the ranges a generator needs (a pool of prompts is never empty,
         token ids fit uint32, a lognormal sigma is finite)."""
-        def real(name: str) -> float:
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
-                raise UserError(f"{name} must be a finite number, got {v!r}")
-            return float(v)
-
         rules = [("num_requests", 0, None), ("seed", 0, None), ("block_size", 1, MAX_BLOCK_SIZE), ("vocab", 1, 2**32),
                  ("num_system_prompts", 1, None), ("num_agent_prefixes", 1, None), ("max_context_tokens", 1, None)]
         rules += [(f.name, 1, None) for f in dataclasses.fields(self) if f.name.endswith("_median_tokens")]
         for name, lo, hi in rules:
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, int):
-                raise UserError(f"{name} must be an integer, got {v!r}")
-            if v < lo or (hi is not None and v > hi):
-                raise UserError(f"{name} must be >= {lo}" + (f" and <= {hi}" if hi else "") + f", got {v}")
-        if not real("rate_rps") > 0:
-            raise UserError(f"rate_rps must be > 0, got {self.rate_rps}")
-        if not (real("chat_turns_mean") >= 1 and real("agent_steps_mean") >= 1):
-            raise UserError(f"chat_turns_mean and agent_steps_mean must be >= 1, got "
-                             f"{self.chat_turns_mean}, {self.agent_steps_mean}")
-        if not (real("chat_think_s") > 0 and real("agent_step_s") > 0):
-            raise UserError(f"chat_think_s and agent_step_s must be > 0, got {self.chat_think_s}, {self.agent_step_s}")
+            check_int(getattr(self, name), name, lo, hi)
+        for name in ("rate_rps", "chat_think_s", "agent_step_s", "length_scale"):
+            check_real(getattr(self, name), name, 0, lo_open=True)
+        for name in ("chat_turns_mean", "agent_steps_mean"):
+            check_real(getattr(self, name), name, 1)
         for name in ("sigma", "first_sigma", "user_sigma", "think_sigma"):
-            if not real(name) >= 0:
-                raise UserError(f"{name} must be >= 0 (sigma, first_sigma, user_sigma and think_sigma), "
-                                 f"got {getattr(self, name)}")
-        if not real("length_scale") > 0:
-            raise UserError(f"length_scale must be > 0, got {self.length_scale}")
+            check_real(getattr(self, name), name, 0)
 
     def _check_mix(self) -> None:
         """3 finite shares >= 0 summing to 1 (a NaN share would make every kind's rate NaN: no request)."""
