@@ -7,13 +7,40 @@ hierarchy, so the results are those of running the calls one after the other (``
 An engine whose loop keeps the GIL is called at once on the caller's thread (a thread would only add switches).
 One worker thread serves every call of a :class:`Beside` (started at the first call, ended by :meth:`close`):
 a replay makes one call per chunk, and a thread per call cost a thread start (stack, clone) each time.
+
+The switch: ``PCS_THREADS`` (:func:`threads_wanted`, docs/performance.md "The one-pass scan beside the step
+loop") -- ``auto`` (unset: worker threads when the process may run on two CPUs or more), ``on`` or ``off``
+(every call inline, on the caller's thread). On one CPU (``taskset -c 0``) a worker only adds thread switches.
 """
 from __future__ import annotations
 
+import os
 import threading
 from typing import Any, Callable
 
-__all__ = ["Beside"]
+from pcs.errors import UserError
+
+__all__ = ["Beside", "THREADS_MODES", "threads_wanted"]
+
+#: Values of ``$PCS_THREADS`` (module docstring).
+THREADS_MODES = ("auto", "on", "off")
+
+
+def threads_wanted() -> bool:
+    """Whether a replay runs its side work on worker threads: ``$PCS_THREADS`` (module docstring) ``on``, or
+    ``auto`` / unset with at least two CPUs in the process's affinity mask (``os.sched_getaffinity``; where the
+    platform has none, ``os.cpu_count()``).
+
+    Raises:
+        UserError: ``PCS_THREADS`` is not one of :data:`THREADS_MODES`.
+    """
+    mode = os.environ.get("PCS_THREADS", "auto").strip().lower() or "auto"
+    if mode not in THREADS_MODES:
+        raise UserError(f"PCS_THREADS={mode!r} is not one of {', '.join(THREADS_MODES)}")
+    if mode != "auto":
+        return mode == "on"
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    return cpus >= 2
 
 
 class Beside:

@@ -16,6 +16,16 @@ scheduler (:class:`pcs.engine.scheduler.StepEngine`, or its compiled twin
 instant-compute loop, and beside it the same scheduler with no cache (the
 "without cache" latencies); decode blocks are found first when they may be
 cached (:mod:`pcs.engine.turns`, a pass over the same decoded batches).
+
+Threads (the rule): work that shares no mutable state with the run's loops goes on a worker thread
+(:class:`pcs.engine.beside.Beside`, one per kind of side work) while the caller's thread builds and runs the
+loops, and is joined before the outcome is built -- the two-tier one-pass scan (:func:`_two_tier_scan`), the
+no-cache step loop (:func:`_feed`, :func:`_close_runs`) and a hybrid model's sequential baseline
+(:func:`pcs.engine.seqbase.begin_hybrid`). Each reads only the decoded trace and frozen inputs and writes
+only its own state, so the outcome is the one of running them in turn (the same JSON and per-request tables:
+tests/engine/test_beside.py, tests/engine/test_scan_beside.py). A worker's exception is raised at its join, on
+the caller's thread; when the loops fail first, each worker is waited for and its outcome dropped. ``PCS_THREADS=off``
+(or a process on one CPU) runs everything inline (:func:`pcs.engine.beside.threads_wanted`).
 """
 from __future__ import annotations
 
@@ -25,7 +35,7 @@ from typing import Any, Callable, Sequence
 from pcs.blocks import BlockRules, SingleSequenceResult
 from pcs.cache.policies.context import clocked
 from pcs.engine import fastpath, select, seqbase
-from pcs.engine.beside import Beside
+from pcs.engine.beside import Beside, threads_wanted
 from pcs.engine.chunks import iter_chunks
 from pcs.engine.decoded import Decoded
 from pcs.engine.passes import SharedPasses
@@ -203,38 +213,63 @@ def _hybrid_step_loop(plan: _Plan, hierarchy: Any, links: Sequence, cost: Any, c
 
 
 def _two_tier_scan(plans: list[_Plan], source: Any, rules: BlockRules, tiers: Sequence, write_policy: str,
-                   requested: str, decode: Any = None) -> fastpath.Scan | None:
-    """The one-pass scan with the run's two tiers when ``auto`` placed a modeled run's sequential baseline on
-    ``compiled-hierarchy`` over two ``lru`` tiers with write-back (docs/semantics.md §15: the baseline from the
-    one-pass scan, not a second C pass): the same hash probe per id gives the single-sequence walks and the baseline's
-    hit blocks (``Scan.baseline_hits``, equal to the compiled hierarchy's: tests/engine/test_seqbase.py).
-    The baseline's plan moves to ``lru-scan``; when the ids break the scan's premise (not chained) it stays
-    on ``compiled-hierarchy`` and the reason says why. None when it does not apply (nothing changed).
-    ``decode``: decode blocks (:func:`_scan_decode`), walked in the same scan."""
-    base = plans[-1]
-    if len(plans) < 2 or not select.baseline_in_scan(base.row, base.config, requested, write_policy):
+                   requested: str, decode: Any, side: Beside) -> Callable[[], fastpath.Scan] | None:
+    """Begin the one-pass scan with the run's two tiers on ``side`` when ``auto`` placed a modeled run's sequential
+    baseline on ``compiled-hierarchy`` over two ``lru`` tiers with write-back (docs/semantics.md §15: the baseline
+    from the one-pass scan, not a second C pass): the same hash probe per id gives the single-sequence walks and the
+    baseline's hit blocks (``Scan.baseline_hits``, equal to the compiled hierarchy's: tests/engine/test_seqbase.py).
+    ``decode``: decode blocks (:func:`_scan_decode`), walked in the same scan. Returns the call that waits for the
+    scan (:class:`_ScanJoin`), or None when it does not apply (nothing started).
+
+    Threads: on a threaded ``side`` the scan runs on its worker while the caller builds and runs the step loops
+    (the compiled scan releases the GIL in ``lru_feed``: pcs/engine/_lruscan.c). It reads the decoded batches
+    (read-only numpy arrays), ``decode`` (:meth:`pcs.engine.turns.DecodeBlocks.arrays` of more than one request
+    builds new arrays and writes nothing; of one request it memoises a span table both threads would build alike),
+    the rules (frozen) and two capacities (ints), and writes only its own ``SequentialLru`` and columns, which no
+    one else sees before the join; the plans are relabelled at the join, on the caller's thread. So the scan gives
+    the result of running it first (tests/engine/test_scan_beside.py)."""
+    if len(plans) < 2 or not select.baseline_in_scan(plans[-1].row, plans[-1].config, requested, write_policy):
         return None
-    sc = fastpath.scan(source, tiers[0].capacity_blocks, rules, "c", check=False,
-                       lower_blocks=tiers[1].capacity_blocks, decode=decode)
-    if sc.baseline_hits is None:
-        base.reason += "; not lru-scan: the block hashes are not chained (found while scanning)"
-    else:
-        base.row, base.reason = select.get_row("lru-scan"), select.TWO_TIER_SCAN
-    return sc
+    side.start(fastpath.scan, source, tiers[0].capacity_blocks, rules, "c", False, tiers[1].capacity_blocks, decode)
+    return _ScanJoin(side, plans[-1])
 
 
-def _baseline(scan2: fastpath.Scan | None, plans: list[_Plan], source: Any, rules: BlockRules,
+class _ScanJoin:
+    """Wait for the two-tier scan :func:`_two_tier_scan` began and label the baseline's plan by its outcome: moved
+    to ``lru-scan``, or -- the ids break the scan's premise (not chained) -- left on ``compiled-hierarchy`` with the
+    reason why. Calling again gives the same scan; the scan's exception is raised at each call."""
+
+    def __init__(self, side: Beside, base: _Plan) -> None:
+        self._side, self._base, self._scan = side, base, None
+
+    def __call__(self) -> fastpath.Scan:
+        if self._scan is None:
+            self._scan = sc = self._side.join()
+            if sc.baseline_hits is None:
+                self._base.reason += "; not lru-scan: the block hashes are not chained (found while scanning)"
+            else:
+                self._base.row, self._base.reason = select.get_row("lru-scan"), select.TWO_TIER_SCAN
+        return self._scan
+
+
+def _baseline(scan2: _ScanJoin | None, plans: list[_Plan], source: Any, rules: BlockRules,
               make_tiers: Callable[[], list], write_policy: str, hybrid: Any, block_bytes: Sequence[int],
               step_s: float, beside: Beside) -> Callable[[], EngineResult] | None:
     """The call giving the sequential baseline of a modeled run when it does not run as an event loop: from the
-    two-tier scan ``scan2`` (:func:`pcs.engine.seqbase.baseline_from_scan`) or, placed on ``compiled-hierarchy`` or
-    ``compiled-hybrid``, in C (:func:`pcs.engine.seqbase.sequential_baseline`); None for any other placement.
-    A ``compiled-hybrid`` baseline runs on ``beside``'s worker thread while the caller goes on
-    (:func:`pcs.engine.seqbase.begin_hybrid`); the others are done before this returns."""
+    two-tier scan ``scan2`` (:func:`pcs.engine.seqbase.baseline_from_scan`, once the scan has joined) or, placed on
+    ``compiled-hierarchy`` (also a scan that found the ids not chained) or ``compiled-hybrid``, in C
+    (:func:`pcs.engine.seqbase.sequential_baseline`); None for any other placement. A ``compiled-hybrid`` baseline
+    runs on ``beside``'s worker thread while the caller goes on (:func:`pcs.engine.seqbase.begin_hybrid`); the
+    compiled-hierarchy pass without a scan is done before this returns."""
+    if scan2 is not None:
+        def from_scan() -> EngineResult:
+            if scan2().baseline_hits is not None:
+                return seqbase.baseline_from_scan(scan2(), 2)
+            return _baseline(None, plans, source, rules, make_tiers, write_policy, hybrid, block_bytes, step_s,
+                             beside)()    # the scan left the plan on compiled-hierarchy
+        return from_scan
     res = None
-    if scan2 is not None and scan2.baseline_hits is not None:
-        res = seqbase.baseline_from_scan(scan2, 2)
-    elif len(plans) < 2 or plans[-1].row.name not in ("compiled-hierarchy", "compiled-hybrid"):
+    if len(plans) < 2 or plans[-1].row.name not in ("compiled-hierarchy", "compiled-hybrid"):
         return None
     elif plans[-1].row.name == "compiled-hierarchy":
         res = seqbase.sequential_baseline(source, plans[-1].row.load()(make_tiers(), write_policy), rules)
@@ -386,8 +421,9 @@ def _close_runs(scans, loops, no_cache, beside: Beside, hybrid, tiers0, write_po
 
 def _beside(loop: Any) -> Beside:
     """Where the no-cache loop runs: on a worker thread when its compiled loop releases the GIL
-    (:attr:`pcs.engine.stepnative.NativeStepEngine.releases_gil`), else inline."""
-    return Beside(bool(getattr(loop, "releases_gil", False)))
+    (:attr:`pcs.engine.stepnative.NativeStepEngine.releases_gil`) and threads are wanted
+    (:func:`pcs.engine.beside.threads_wanted`), else inline."""
+    return Beside(bool(getattr(loop, "releases_gil", False)) and threads_wanted())
 
 
 def _close(loop: ReplayEngine, hybrid: Any) -> EngineResult:
@@ -436,13 +472,13 @@ def run_replay(source: Any, rules: BlockRules, time_model: Any, make_tiers: Call
     plans = _place(tiers0, timing, requested, native, hybrid, step)
     source = passes.source if passes is not None else _decoded_once(source, plans)
     resolved = _resolve_step(step, timing, source, rules, native, passes)
-    scan2 = _two_tier_scan(plans, source, rules, tiers0, write_policy, requested, _scan_decode(resolved))
-    seq_side = Beside(True)   # a hybrid model's sequential baseline runs on its worker beside the loops below
+    seq_side, scan_side = Beside(threads_wanted()), Beside(threads_wanted())   # side work on worker threads
     try:
+        scan2 = _two_tier_scan(plans, source, rules, tiers0, write_policy, requested, _scan_decode(resolved), scan_side)
         base = _baseline(scan2, plans, source, rules, make_tiers, write_policy, hybrid, block_bytes, step_s, seq_side)
         plans, all_plans = (plans[:1], plans) if base is not None else (plans, plans)
         scans = [_scan(p, source, rules, tiers0, requested) if p.row.kind == "scan" else None for p in plans]
-        singles, scan2 = _singles(scans, scan2, source, rules, native, resolved, passes)
+        early = None if scan2 is not None else _singles(scans, None, source, rules, native, resolved, passes)
         loops = _event_loops(plans, make_tiers, tiers0, write_policy, links, block_bytes, resolved, hybrid, step_s,
                              not comparison)
         if resolved is not None:
@@ -455,9 +491,11 @@ def run_replay(source: Any, rules: BlockRules, time_model: Any, make_tiers: Call
                   resolved is None and timing == "modeled", passes, no_cache, beside)
         done, no_cache_result = _close_runs(scans, loops, no_cache, beside, hybrid, tiers0, write_policy,
                                             time_model, progress)
+        singles, scan2 = early or _singles(scans, scan2(), source, rules, native, resolved, passes)   # joins the scan
         (result, state), baseline = done[0], (base() if base is not None else done[-1][0])
     finally:
-        seq_side.close()       # waits for the baseline still running when an error stopped the loops
+        scan_side.close()      # wait for the two-tier scan still running when an error stopped the loops
+        seq_side.close()       # the same for a hybrid model's sequential baseline
     sched = None if no_cache is None else (resolved[1], loops[0].stats, no_cache_result, no_cache.stats)
     with_decode = None if comparison else single_with_decode(resolved, source, native, scan2)
     return Outcome(result, state, baseline, singles[0], singles[1], _engines(plans[0], all_plans[-1]), sched,
