@@ -1,0 +1,130 @@
+"""The two-tier one-pass scan on a worker thread beside the step loops (pcs.engine.runner._two_tier_scan).
+
+The compiled scan releases the GIL in lru_feed (pcs/engine/_lruscan.c) and reads only the decoded batches, the
+decode blocks, the rules and two capacities; it writes only its own state. So a replay with the scan on a worker
+gives exactly what it gives with every call inline (the reference: ``PCS_THREADS=off``, the order before threads),
+a scan's exception is the one the user sees, and an error in the loops waits for the scan and leaves no thread.
+``PCS_THREADS`` (pcs.engine.beside.threads_wanted) chooses: auto (threads with two CPUs or more), on, off.
+"""
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import pytest
+
+from pcs import replay
+from pcs.engine import beside, fastpath, runner, stepnative
+from pcs.errors import UserError
+from test_beside import _same
+from helpers import make_requests
+
+ROOT = Path(__file__).resolve().parents[2]
+from conftest import MOONCAKE_CONV as MOONCAKE  # noqa: E402  (../shared/traces or $PCS_SHARED_TRACES)
+
+native = pytest.mark.skipif(stepnative._stepsched is None, reason="the compiled step scheduler is not built")
+TWO = {"tiers": ["gpu=16384blocks", "cpu=65536blocks"], "policy": "lru"}
+
+
+def _workers() -> set:
+    return {t for t in threading.enumerate() if t.name == "pcs-beside"}
+
+
+def _spied(monkeypatch, mode: str, path, **kw):
+    """pcs.replay under ``PCS_THREADS=mode``; also whether the two-tier scan ran on a worker thread."""
+    seen, orig = [], runner._two_tier_scan
+
+    def spy(*a):
+        out = orig(*a)
+        seen.append(a[-1]._thread is not None)    # the side's worker thread took the scan
+        return out
+
+    with monkeypatch.context() as m:
+        m.setenv("PCS_THREADS", mode)
+        m.setattr(runner, "_two_tier_scan", spy)
+        return replay(str(path) if isinstance(path, Path) else path, **kw), seen
+
+
+def test_threads_wanted_reads_the_switch_and_the_cpus(monkeypatch):
+    monkeypatch.setattr(beside.os, "sched_getaffinity", lambda pid: {0}, raising=False)
+    for mode, want in (("", False), ("auto", False), ("on", True), ("off", False), (" OFF ", False)):
+        monkeypatch.setenv("PCS_THREADS", mode)
+        assert beside.threads_wanted() is want, mode           # one CPU: auto runs inline
+    monkeypatch.setattr(beside.os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
+    monkeypatch.delenv("PCS_THREADS")
+    assert beside.threads_wanted() is True                      # two CPUs, unset: threads
+    monkeypatch.setenv("PCS_THREADS", "2")
+    with pytest.raises(UserError, match="PCS_THREADS='2' is not one of auto, on, off"):
+        beside.threads_wanted()
+
+
+@native
+@pytest.mark.skipif(not MOONCAKE.exists(), reason="no Mooncake trace in ../shared/traces or $PCS_SHARED_TRACES")
+def test_scan_beside_equals_inline_on_mooncake(monkeypatch):
+    before = _workers()
+    (a, sa), (b, sb) = _spied(monkeypatch, "off", MOONCAKE, **TWO), _spied(monkeypatch, "on", MOONCAKE, **TWO)
+    assert (sa, sb) == ([False], [True])
+    assert a.summary.baseline_engine == b.summary.baseline_engine == "lru-scan"
+    _same(a, b)
+    assert _workers() == before
+
+
+@native
+def test_scan_beside_equals_inline_when_the_ids_are_not_chained(monkeypatch):
+    # [9, 5] finds 5 resident after the miss of 9: the scan's premise fails and the baseline stays on the
+    # compiled hierarchy (tests/engine/test_seqbase.py), labelled at the join -- the same with the scan beside
+    reqs = make_requests([([5], 4), ([9, 5], 8), ([5], 4)])
+    kw = {"tiers": ["gpu=2blocks", "cpu=1blocks"]}
+    (a, sa), (b, sb) = _spied(monkeypatch, "off", reqs, **kw), _spied(monkeypatch, "on", reqs, **kw)
+    assert (sa, sb) == ([False], [True])
+    assert a.summary.baseline_engine == b.summary.baseline_engine == "compiled-hierarchy"
+    assert "not lru-scan: the block hashes are not chained" in b.summary.baseline_engine_reason
+    _same(a, b)
+
+
+@native
+def test_an_error_in_the_scan_is_the_one_raised(monkeypatch):
+    def bad_scan(*a, **k):
+        raise UserError("trace.jsonl:3: field 'hash_ids': the scan failed")
+
+    before = _workers()
+    monkeypatch.setattr(fastpath, "scan", bad_scan)
+    with pytest.raises(UserError, match="trace.jsonl:3: field 'hash_ids': the scan failed"):
+        _spied(monkeypatch, "on", ROOT / "traces" / "sample_chat.jsonl", tiers=["gpu=300blocks", "cpu=2000blocks"])
+    assert _workers() == before
+
+
+@native
+def test_an_error_in_the_loops_waits_for_the_scan(monkeypatch):
+    # the loops fail while the scan is on the worker: the replay waits for it (its outcome dropped), raises the
+    # loops' error and leaves no worker thread
+    done, scan = [], fastpath.scan
+
+    def slow_scan(*a, **k):
+        out = scan(*a, **k)
+        done.append(True)
+        return out
+
+    def boom(*a, **k):
+        raise RuntimeError("the loops failed")
+
+    before = _workers()
+    monkeypatch.setattr(fastpath, "scan", slow_scan)
+    monkeypatch.setattr(runner, "_feed", boom)
+    with pytest.raises(RuntimeError, match="the loops failed"):
+        _spied(monkeypatch, "on", ROOT / "traces" / "sample_chat.jsonl", tiers=["gpu=300blocks", "cpu=2000blocks"])
+    assert done == [True] and _workers() == before
+
+
+@native
+def test_off_runs_every_side_call_inline(monkeypatch):
+    made = []
+    orig = runner.Beside
+
+    def spy(threaded):
+        made.append(threaded)
+        return orig(threaded)
+
+    monkeypatch.setattr(runner, "Beside", spy)
+    res = _spied(monkeypatch, "off", ROOT / "traces" / "sample_chat.jsonl", tiers=["gpu=300blocks", "cpu=2000blocks"])
+    assert res[1] == [False] and made and not any(made)     # the scan, its hybrid twin's side, the no-cache loop
