@@ -122,7 +122,7 @@ def scan(source: Any, capacity_blocks: int, rules: BlockRules = BlockRules(), na
     """
     lru = SequentialLru(capacity_blocks, native, check, expected_block_ids(source), lower_blocks)
     bs0, cols, first = None, [], 0
-    for b in as_batches(source):
+    for b in as_batches(source, read_ahead=True):     # the next batch decoded while lru_feed runs (no GIL)
         bs0 = int(b.block_size)
         prompt, output = np.asarray(b.prompt_tokens, np.int64), np.asarray(b.output_tokens, np.int64)
         offsets = np.asarray(b.block_offsets, np.int64)

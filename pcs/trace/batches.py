@@ -94,10 +94,39 @@ def _group(requests: Iterable, rows: int) -> Iterator[RequestBatch]:
         yield _from_requests(buf)
 
 
-def _raw(source: Any, block_size: int | None, rows: int) -> Iterator[RequestBatch]:
+def _raw(source: Any, block_size: int | None, rows: int, ahead: bool = False) -> Iterator[RequestBatch]:
     if source is None or isinstance(source, (str, Path)) or hasattr(source, "iter_batches"):
-        return iter(reiterable(source, block_size).iter_batches())
+        trace = reiterable(source, block_size)
+        from pcs.trace.api import Trace
+
+        batches = iter(trace.iter_batches())
+        return _read_ahead(batches) if ahead and isinstance(trace, Trace) else batches
     return _group(source, rows)
+
+
+def _read_ahead(batches: Iterator[RequestBatch]) -> Iterator[RequestBatch]:
+    """``batches`` (a trace file's reader) with the next batch decoded on a worker thread while the caller works
+    on this one (:class:`pcs.engine.beside.Beside`), when threads are wanted
+    (:func:`pcs.engine.beside.threads_wanted`; else ``batches`` as they are).
+
+    One batch in flight: batch k + 1 is asked for when batch k is handed over, never earlier, so memory holds at
+    most one decoded batch more than reading in line. Only the worker advances the reader, one call at a time, in
+    order, so the batches -- and a reader's error, raised here at the batch where it occurred -- are the ones read
+    in line. A caller that stops early (an error, a break) waits for the batch in flight, which is dropped.
+    """
+    from pcs.engine.beside import Beside, threads_wanted
+
+    if not threads_wanted():
+        yield from batches
+        return
+    side = Beside(True)
+    try:
+        side.start(next, batches, None)
+        while (b := side.join()) is not None:
+            side.start(next, batches, None)
+            yield b
+    finally:
+        side.close()
 
 
 #: The largest arrival time a replay takes, seconds from the trace's zero (2**32 s, about 136 years: Unix
@@ -124,7 +153,7 @@ def _check_arrivals(arrival_s: np.ndarray, first_id: int) -> None:
 
 
 def as_batches(source: Any = None, block_size: int | None = None,
-               rows: int = BATCH_REQUESTS) -> Iterator[RequestBatch]:
+               rows: int = BATCH_REQUESTS, read_ahead: bool = False) -> Iterator[RequestBatch]:
     """Yield ``source`` as checked :class:`RequestBatch` es, in order, ids numbered from 0.
 
     Args:
@@ -134,6 +163,9 @@ def as_batches(source: Any = None, block_size: int | None = None,
         block_size: tokens per block for token traces opened from a path
             (:func:`pcs.trace.open_trace`); ignored otherwise.
         rows: requests per batch when grouping request objects.
+        read_ahead: decode a trace file's next batch on a worker thread while the caller works on this one
+            (:func:`_read_ahead`; a win for a caller whose work releases the GIL, such as the one-pass scan);
+            sources in memory are read as they are.
     Yields:
         :class:`RequestBatch`: ``arrival_s`` float64 (n,) seconds,
         ``prompt_tokens`` / ``output_tokens`` int64 (n,) tokens,
@@ -145,7 +177,7 @@ def as_batches(source: Any = None, block_size: int | None = None,
     """
     size = None
     next_id = 0
-    for b in _raw(source, block_size, rows):
+    for b in _raw(source, block_size, rows, read_ahead):
         bs = int(b.block_size)
         if size is None and bs < 1:
             raise UserError(f"block size must be >= 1 token, got {bs}")
