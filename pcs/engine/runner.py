@@ -41,6 +41,7 @@ from pcs.engine.decoded import Decoded
 from pcs.engine.passes import SharedPasses
 from pcs.engine.engine import EngineResult, ReplayEngine
 from pcs.engine.summary import CacheState, cache_state
+from pcs.trace.batches import read_ahead
 
 __all__ = ["Outcome", "StepSetup", "run_replay", "run_oracle"]
 
@@ -359,9 +360,14 @@ def _feed(source: Any, rules: BlockRules, time_model: Any, engines: list[ReplayE
     """Feed every chunk of ``source`` to every engine once; ``decode=False``: no decode seconds (step scheduler);
     with ``passes`` the chunks are made once for the runs of the replay (the same time model).
     ``side``: one more engine, fed each chunk through ``beside`` (on a worker thread) while the others are fed
-    and the next chunk is made (the side's feeds stay in chunk order: each is joined before the next starts)."""
+    and the next chunk is made (the side's feeds stay in chunk order: each is joined before the next starts).
+    Without ``passes``, when every engine's loop releases the GIL, the next chunk is made on a worker thread while
+    the engines replay this one (:func:`pcs.trace.batches.read_ahead`: one chunk in flight, the chunks in order;
+    the maker alone touches the time model's decode memo, :class:`pcs.engine.timing.TimeModel`)."""
     chunks = iter_chunks(source, rules, time_model, decode) if passes is None else passes.get(
         ("chunks", rules, id(time_model), decode), lambda: list(iter_chunks(source, rules, time_model, decode)))
+    if passes is None and all(getattr(e, "releases_gil", False) for e in engines):
+        chunks = read_ahead(chunks)    # the next chunk made on a worker while the loops run without the GIL
     try:
         for ch in chunks:
             if side is not None:
@@ -376,6 +382,8 @@ def _feed(source: Any, rules: BlockRules, time_model: Any, engines: list[ReplayE
     except BaseException:
         if side is not None:
             beside.close()         # waits for the side's call, drops its outcome, ends the worker thread
+        if hasattr(chunks, "close"):
+            chunks.close()         # waits for the chunk in flight (read_ahead), ends its worker thread
         raise
 
 

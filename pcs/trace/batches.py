@@ -25,7 +25,7 @@ import numpy as np
 from pcs.errors import UserError
 from pcs.trace.request import RequestBatch
 
-__all__ = ["BATCH_REQUESTS", "as_batches", "reiterable"]
+__all__ = ["BATCH_REQUESTS", "as_batches", "read_ahead", "reiterable"]
 
 #: Requests per batch when grouping an iterable of request objects.
 BATCH_REQUESTS = 4096
@@ -100,14 +100,15 @@ def _raw(source: Any, block_size: int | None, rows: int, ahead: bool = False) ->
         from pcs.trace.api import Trace
 
         batches = iter(trace.iter_batches())
-        return _read_ahead(batches) if ahead and isinstance(trace, Trace) else batches
+        return read_ahead(batches) if ahead and isinstance(trace, Trace) else batches
     return _group(source, rows)
 
 
-def _read_ahead(batches: Iterator[RequestBatch]) -> Iterator[RequestBatch]:
-    """``batches`` (a trace file's reader) with the next batch decoded on a worker thread while the caller works
-    on this one (:class:`pcs.engine.beside.Beside`), when threads are wanted
-    (:func:`pcs.engine.beside.threads_wanted`; else ``batches`` as they are).
+def read_ahead(batches: Iterator) -> Iterator:
+    """``batches`` (a trace file's reader, or any iterator that only the returned one advances) with the next batch
+    made on a worker thread while the caller works on this one (:class:`pcs.engine.beside.Beside`), when threads are
+    wanted (:func:`pcs.engine.beside.threads_wanted`; else ``batches`` as they are). A win when the caller's work
+    releases the GIL (the compiled scan and step loops); the batches are None-free.
 
     One batch in flight: batch k + 1 is asked for when batch k is handed over, never earlier, so memory holds at
     most one decoded batch more than reading in line. Only the worker advances the reader, one call at a time, in
@@ -164,7 +165,7 @@ def as_batches(source: Any = None, block_size: int | None = None,
             (:func:`pcs.trace.open_trace`); ignored otherwise.
         rows: requests per batch when grouping request objects.
         read_ahead: decode a trace file's next batch on a worker thread while the caller works on this one
-            (:func:`_read_ahead`; a win for a caller whose work releases the GIL, such as the one-pass scan);
+            (:func:`read_ahead`; a win for a caller whose work releases the GIL, such as the one-pass scan);
             sources in memory are read as they are.
     Yields:
         :class:`RequestBatch`: ``arrival_s`` float64 (n,) seconds,

@@ -4,7 +4,9 @@ The compiled scan releases the GIL in lru_feed (pcs/engine/_lruscan.c) and reads
 decode blocks, the rules and two capacities; it writes only its own state. So a replay with the scan on a worker
 gives exactly what it gives with every call inline (the reference: ``PCS_THREADS=off``, the order before threads),
 a scan's exception is the one the user sees, and an error in the loops waits for the scan and leaves no thread.
-``PCS_THREADS`` (pcs.engine.beside.threads_wanted) chooses: auto (threads with two CPUs or more), on, off.
+The next chunk is made the same way while the compiled step loops run (pcs.engine.runner._feed with
+pcs.trace.batches.read_ahead). ``PCS_THREADS`` (pcs.engine.beside.threads_wanted) chooses: auto (threads with two
+CPUs or more), on, off.
 """
 from __future__ import annotations
 
@@ -128,3 +130,35 @@ def test_off_runs_every_side_call_inline(monkeypatch):
     monkeypatch.setattr(runner, "Beside", spy)
     res = _spied(monkeypatch, "off", ROOT / "traces" / "sample_chat.jsonl", tiers=["gpu=300blocks", "cpu=2000blocks"])
     assert res[1] == [False] and made and not any(made)     # the scan, its hybrid twin's side, the no-cache loop
+
+
+@native
+def test_chunks_are_made_ahead_only_for_loops_without_the_gil(monkeypatch):
+    # the compiled step loop releases the GIL: its next chunk is made on a worker (runner._feed); the
+    # instant-compute event loop keeps the GIL, so its chunks are made in line (a worker would only take turns)
+    made, orig = [], runner.read_ahead
+
+    def spy(chunks):
+        made.append(True)
+        return orig(chunks)
+
+    monkeypatch.setattr(runner, "read_ahead", spy)
+    kw = {"tiers": ["gpu=300blocks", "cpu=2000blocks"]}
+    _spied(monkeypatch, "on", ROOT / "traces" / "sample_chat.jsonl", **kw)
+    assert made == [True]
+    _spied(monkeypatch, "on", ROOT / "traces" / "sample_chat.jsonl", compute_mode="infinite", **kw)
+    assert made == [True]
+
+
+@native
+def test_an_error_making_a_chunk_ahead_is_the_one_raised(monkeypatch):
+    from pcs.engine import chunks
+
+    def bad(*a, **k):
+        raise UserError("request 7: the chunk failed")
+
+    before = _workers()
+    monkeypatch.setattr(chunks, "_from_columns", bad)
+    with pytest.raises(UserError, match="request 7: the chunk failed"):
+        _spied(monkeypatch, "on", ROOT / "traces" / "sample_chat.jsonl", tiers=["gpu=300blocks", "cpu=2000blocks"])
+    assert _workers() == before

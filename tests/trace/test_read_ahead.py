@@ -14,7 +14,7 @@ import pytest
 from pcs.engine import beside
 from pcs.errors import UserError
 from pcs.trace import open_trace
-from pcs.trace.batches import _read_ahead, as_batches
+from pcs.trace.batches import read_ahead, as_batches
 from conftest import MOONCAKE_CONV as MOONCAKE  # noqa: E402  (../shared/traces or $PCS_SHARED_TRACES)
 from test_batches import COLUMNS, joined
 
@@ -47,7 +47,7 @@ def _threads_on(monkeypatch):
 def test_the_batches_come_in_order_one_in_flight():
     r = _Reader(6)
     got = []
-    for k, b in enumerate(_read_ahead(iter(r))):
+    for k, b in enumerate(read_ahead(iter(r))):
         assert r.asked <= k + 2          # holding batch k, the worker was asked for k + 1 at most
         got.append(b)
     assert got == [0, 1, 2, 3, 4, 5] and r.threads == {"pcs-beside"}
@@ -58,14 +58,14 @@ def test_a_reader_error_comes_at_its_batch():
     r = _Reader(6, fail_at=3)
     got = []
     with pytest.raises(UserError, match="trace.jsonl:4: field 'hash_ids': bad"):
-        for b in _read_ahead(iter(r)):
+        for b in read_ahead(iter(r)):
             got.append(b)
     assert got == [0, 1, 2] and not _workers()
 
 
 def test_a_caller_that_stops_early_leaves_no_thread():
     r = _Reader(100)
-    it = _read_ahead(iter(r))
+    it = read_ahead(iter(r))
     assert next(it) == 0
     it.close()                            # waits for the batch in flight, drops it
     assert r.asked == 2 and not _workers()
@@ -74,11 +74,11 @@ def test_a_caller_that_stops_early_leaves_no_thread():
 def test_off_reads_in_line(monkeypatch):
     monkeypatch.setenv("PCS_THREADS", "off")
     r = _Reader(3)
-    assert list(_read_ahead(iter(r))) == [0, 1, 2] and r.threads == {threading.current_thread().name}
+    assert list(read_ahead(iter(r))) == [0, 1, 2] and r.threads == {threading.current_thread().name}
 
 
 @pytest.mark.skipif(not MOONCAKE.exists(), reason="no Mooncake trace in ../shared/traces or $PCS_SHARED_TRACES")
-def test_a_trace_file_read_ahead_equals_it_read_in_line():
+def test_a_trace_fileread_ahead_equals_it_read_in_line():
     a, b = joined(as_batches(str(MOONCAKE))), joined(as_batches(open_trace(str(MOONCAKE)), read_ahead=True))
     assert len(a["sizes"]) > 1                                  # several batches: the worker read some
     for key in COLUMNS:
@@ -86,7 +86,7 @@ def test_a_trace_file_read_ahead_equals_it_read_in_line():
     assert (a["first_ids"], a["sizes"], a["block_size"]) == (b["first_ids"], b["sizes"], b["block_size"])
 
 
-def test_sources_in_memory_are_not_read_ahead(monkeypatch):
+def test_sources_in_memory_are_notread_ahead(monkeypatch):
     made = []
     monkeypatch.setattr(beside, "Beside", lambda threaded: made.append(threaded))
     reqs = list(open_trace(str(MOONCAKE) if MOONCAKE.exists() else None).iter_batches())
