@@ -84,16 +84,21 @@ def test_scan_beside_equals_inline_when_the_ids_are_not_chained(monkeypatch):
     _same(a, b)
 
 
-@native
-def test_an_error_in_the_scan_is_the_one_raised(monkeypatch):
-    def bad_scan(*a, **k):
-        raise UserError("trace.jsonl:3: field 'hash_ids': the scan failed")
+def _fails_with(monkeypatch, owner, name: str, message: str) -> None:
+    """``owner.name`` replaced by a call raising UserError(message): the replay raises it, no worker is left."""
+    def bad(*a, **k):
+        raise UserError(message)
 
     before = _workers()
-    monkeypatch.setattr(fastpath, "scan", bad_scan)
-    with pytest.raises(UserError, match="trace.jsonl:3: field 'hash_ids': the scan failed"):
+    monkeypatch.setattr(owner, name, bad)
+    with pytest.raises(UserError, match=message):
         _spied(monkeypatch, "on", ROOT / "traces" / "sample_chat.jsonl", tiers=["gpu=300blocks", "cpu=2000blocks"])
     assert _workers() == before
+
+
+@native
+def test_an_error_in_the_scan_is_the_one_raised(monkeypatch):
+    _fails_with(monkeypatch, fastpath, "scan", "trace.jsonl:3: field 'hash_ids': the scan failed")
 
 
 @native
@@ -154,11 +159,4 @@ def test_chunks_are_made_ahead_only_for_loops_without_the_gil(monkeypatch):
 def test_an_error_making_a_chunk_ahead_is_the_one_raised(monkeypatch):
     from pcs.engine import chunks
 
-    def bad(*a, **k):
-        raise UserError("request 7: the chunk failed")
-
-    before = _workers()
-    monkeypatch.setattr(chunks, "_from_columns", bad)
-    with pytest.raises(UserError, match="request 7: the chunk failed"):
-        _spied(monkeypatch, "on", ROOT / "traces" / "sample_chat.jsonl", tiers=["gpu=300blocks", "cpu=2000blocks"])
-    assert _workers() == before
+    _fails_with(monkeypatch, chunks, "_from_columns", "request 7: the chunk failed")
