@@ -1,4 +1,4 @@
-"""Run one call at a time on a worker thread beside the caller's work: the no-cache baseline's step loop beside the run's.
+"""Run one call at a time on a worker thread beside the caller's work (the no-cache step loop, the one-pass scan).
 
 The compiled step loop (:mod:`pcs.engine.stepnative`) releases the GIL over its ``feed`` and ``close`` when it
 calls no Python code (``pcs/engine/_stepsched.c``, "the GIL"), so the modeled run and its no-cache twin -- which
@@ -7,6 +7,9 @@ hierarchy, so the results are those of running the calls one after the other (``
 An engine whose loop keeps the GIL is called at once on the caller's thread (a thread would only add switches).
 One worker thread serves every call of a :class:`Beside` (started at the first call, ended by :meth:`close`):
 a replay makes one call per chunk, and a thread per call cost a thread start (stack, clone) each time.
+The same serves the two-tier one-pass scan (:func:`pcs.engine.runner._two_tier_scan`; ``lru_feed`` releases the GIL,
+``pcs/engine/_lruscan.c``), a hybrid model's sequential baseline (:func:`pcs.engine.seqbase.begin_hybrid`) and the
+read-ahead of the next chunk or trace batch (:func:`pcs.trace.batches.read_ahead`).
 
 The switch: ``PCS_THREADS`` (:func:`threads_wanted`, docs/performance.md "The one-pass scan beside the step
 loop") -- ``auto`` (unset: worker threads when the process may run on two CPUs or more), ``on`` or ``off``
