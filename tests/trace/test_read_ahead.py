@@ -102,3 +102,19 @@ class _InMemory:
 
     def iter_batches(self):
         return iter(self.batches)
+
+
+@pytest.mark.skipif(not MOONCAKE.exists(), reason="no Mooncake trace in ../shared/traces or $PCS_SHARED_TRACES")
+@pytest.mark.parametrize("mode", ["on", "off"])
+def test_a_bad_row_late_in_the_file_is_the_same_one_line_error(tmp_path, monkeypatch, mode):
+    # the one-tier sequential replay reads ahead (the scan); line 11,000 of 12,031 is in a later batch than the
+    # first, so with threads on the worker decodes it: the same file:line:field error, one line, exit 2
+    from helpers import assert_one_line_error, invoke
+
+    lines = MOONCAKE.read_bytes().splitlines(keepends=True)
+    lines[10999] = b'{"timestamp": 1, "input_length": 10, "output_length": 1, "hash_ids": "x"}\n'
+    bad = tmp_path / "bad.jsonl"
+    bad.write_bytes(b"".join(lines))
+    monkeypatch.setenv("PCS_THREADS", mode)
+    r = invoke("replay", bad, "--tier", "gpu=1000blocks", "--timing", "sequential")
+    assert_one_line_error(r, "bad.jsonl:11000", "hash_ids")
