@@ -20,8 +20,9 @@ cached (:mod:`pcs.engine.turns`, a pass over the same decoded batches).
 Threads (the rule): work that shares no mutable state with the run's loops goes on a worker thread
 (:class:`pcs.engine.beside.Beside`, one per kind of side work) while the caller's thread builds and runs the
 loops, and is joined before the outcome is built -- the two-tier one-pass scan (:func:`_two_tier_scan`), the
-no-cache step loop (:func:`_feed`, :func:`_close_runs`) and a hybrid model's sequential baseline
-(:func:`pcs.engine.seqbase.begin_hybrid`). Each reads only the decoded trace and frozen inputs and writes
+no-cache step loop (:func:`_feed`, :func:`_close_runs`), a hybrid model's sequential baseline
+(:func:`pcs.engine.seqbase.begin_hybrid`) and, beside compiled loops, the making of the next chunk
+(:func:`pcs.trace.batches.read_ahead`, one in flight). Each reads only the decoded trace and frozen inputs and writes
 only its own state, so the outcome is the one of running them in turn (the same JSON and per-request tables:
 tests/engine/test_beside.py, tests/engine/test_scan_beside.py). A worker's exception is raised at its join, on
 the caller's thread; when the loops fail first, each worker is waited for and its outcome dropped. ``PCS_THREADS=off``
@@ -238,7 +239,7 @@ def _two_tier_scan(plans: list[_Plan], source: Any, rules: BlockRules, tiers: Se
 class _ScanJoin:
     """Wait for the two-tier scan :func:`_two_tier_scan` began and label the baseline's plan by its outcome: moved
     to ``lru-scan``, or -- the ids break the scan's premise (not chained) -- left on ``compiled-hierarchy`` with the
-    reason why. Calling again gives the same scan; the scan's exception is raised at each call."""
+    reason why. Calling again gives the same scan; the scan's exception is raised at the first call."""
 
     def __init__(self, side: Beside, base: _Plan) -> None:
         self._side, self._base, self._scan = side, base, None
