@@ -13,6 +13,8 @@ from __future__ import annotations
 import threading
 from typing import Any, Callable
 
+from pcs.errors import STOPS
+
 __all__ = ["Beside"]
 
 
@@ -69,9 +71,17 @@ class Beside:
 
     def settle(self) -> None:
         """Wait for the call and drop its result or exception: the caller is raising its own error (the one
-        the user sees), and no call may outlive it."""
+        the user sees), and no call may outlive it.
+
+        Raises:
+            KeyboardInterrupt, pcs.errors.Stopped: Ctrl-C or a stop signal that arrives here (its handler
+                runs in this thread): settle also runs on the way out of a finished run (:meth:`close`), so
+                dropping it would let the command finish as if no signal had come.
+        """
         try:
             self.join()
+        except STOPS:
+            raise
         except BaseException:   # the caller's own exception is the one raised
             pass
 
