@@ -136,7 +136,8 @@ def size_deployment(spec: ModelSpec, gpu: Any, tp: int, gpu_memory_utilization: 
     tp = check_int(tp, "tp", lo=1, hi=MAX_TP)
     util = (DEFAULT_GPU_MEMORY_UTILIZATION if gpu_memory_utilization is None else
             check_real(gpu_memory_utilization, "gpu_memory_utilization", lo=0, lo_open=True, hi=1))
-    reserve = DEFAULT_RESERVE_BYTES_PER_GPU if reserve_bytes is None else check_int(reserve_bytes, "reserve_bytes", lo=0)
+    reserve = (DEFAULT_RESERVE_BYTES_PER_GPU if reserve_bytes is None else
+               check_int(reserve_bytes, "reserve_bytes", lo=0))
     usable = int((Decimal(gpu.hbm_bytes) * Decimal(str(util))).to_integral_value(ROUND_FLOOR))
     weights = int(round(spec.total_params * spec.weight_dtype_bytes))
     per_gpu = -(-weights // tp)
