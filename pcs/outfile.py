@@ -95,7 +95,7 @@ def create_temporary(folder, prefix: str, suffix: str = "") -> tuple[int, str]:
     import secrets  # here: it loads OpenSSL (~20 ms), which a command that writes no file never needs
 
     for _ in range(100):
-        tmp = os.path.join(folder, f"{prefix}{secrets.token_hex(4)}{suffix}")
+        tmp = str(Path(folder) / f"{prefix}{secrets.token_hex(4)}{suffix}")
         TEMPORARY.add(tmp)
         try:
             return os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), tmp
