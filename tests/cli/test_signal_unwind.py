@@ -5,6 +5,7 @@ passed to ``sys.unraisablehook`` ("Exception ignored in ...") and dropped (Pytho
 raised by __del__ are ignored). A SIGTERM that lands there must still stop the command (exit 143), not let it
 run to its end and exit 0.
 """
+import os
 import signal
 import sys
 
@@ -44,14 +45,12 @@ def test_a_sigterm_raised_where_it_lands_is_raised_there():
 
 
 def test_create_temporary_lists_the_name_before_the_file_exists(tmp_path, monkeypatch):
-    seen = []
+    seen, real_open = [], os.open
 
     def spy_open(path, flags, mode):   # the name must be listed by the time the file is created
         seen.append(path in TEMPORARY)
         return real_open(path, flags, mode)
 
-    import os
-    real_open = os.open
     monkeypatch.setattr(os, "open", spy_open)
     fd, path = create_temporary(tmp_path, "pcs-stdin-")
     monkeypatch.undo()
