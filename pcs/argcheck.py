@@ -1,5 +1,5 @@
 """The one argument checker of the public API functions (pcs.replay, pcs.curve, pcs.budget, pcs.envelope,
-pcs.compare, pcs.footprint): bad input is a :class:`pcs.errors.UserError` naming the parameter, never a
+pcs.compare, pcs.footprint, pcs.model.size_deployment): bad input is a :class:`pcs.errors.UserError` naming the parameter, never a
 silently different value (docs/semantics.md §16).
 
 Rules, the same for every parameter:

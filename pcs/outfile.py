@@ -25,7 +25,8 @@ from pathlib import Path
 from typing import Iterator, Mapping
 from pcs.errors import UserError
 
-__all__ = ["TEMPORARY", "atomic_output", "check_outputs", "publish", "remove_temporary", "same_file"]
+__all__ = ["TEMPORARY", "atomic_output", "check_outputs", "create_temporary", "publish", "remove_temporary",
+           "same_file"]
 
 #: Temporary files pcs created and has not yet renamed or removed (paths as strings).
 TEMPORARY: set[str] = set()
@@ -82,27 +83,44 @@ def atomic_output(path) -> Iterator[str]:
         TEMPORARY.discard(tmp)
 
 
-def _reserve_temporary(target: Path) -> str:
-    """Create an empty hidden temporary file beside ``target``; its name is in :data:`TEMPORARY` before
-    the file exists, so a signal at any point leaves nothing that :func:`remove_temporary` misses.
+def create_temporary(folder, prefix: str, suffix: str = "") -> tuple[int, str]:
+    """Create a new file ``folder/<prefix><8 hex digits><suffix>`` (mode 0o600, ``O_EXCL``: never an existing
+    file or link) and return ``(fd open for writing, path)``. Its name is in :data:`TEMPORARY` before the file
+    exists, so a signal at any point -- even between the creation and the return -- leaves nothing that
+    :func:`remove_temporary` misses (``tempfile.mkstemp`` names its file only once it returns).
 
     Raises:
-        OSError: the folder cannot be written (the error names ``target``).
+        OSError: the folder cannot be written; FileExistsError: 100 names taken.
     """
     import secrets  # here: it loads OpenSSL (~20 ms), which a command that writes no file never needs
 
     for _ in range(100):
-        tmp = str(target.parent / f".{target.name}.{secrets.token_hex(4)}.tmp")
+        tmp = str(Path(folder) / f"{prefix}{secrets.token_hex(4)}{suffix}")
         TEMPORARY.add(tmp)
         try:
-            os.close(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
-            return tmp
+            return os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), tmp
         except FileExistsError:
             TEMPORARY.discard(tmp)
-        except OSError as exc:
+        except OSError:          # nothing was created; a signal (Terminated) leaves the name listed
             TEMPORARY.discard(tmp)
-            raise _named(exc, exc.filename, target) from None
-    raise FileExistsError(f"{target}: no free temporary name beside it")
+            raise
+    raise FileExistsError(f"{folder}: no free temporary name {prefix}...{suffix} in it")
+
+
+def _reserve_temporary(target: Path) -> str:
+    """Create an empty hidden temporary file beside ``target`` (:func:`create_temporary`).
+
+    Raises:
+        OSError: the folder cannot be written (the error names ``target``).
+    """
+    try:
+        fd, tmp = create_temporary(target.parent, f".{target.name}.", ".tmp")
+    except FileExistsError as exc:
+        raise FileExistsError(f"{target}: no free temporary name beside it") from exc
+    except OSError as exc:
+        raise _named(exc, exc.filename, target) from None
+    os.close(fd)
+    return tmp
 
 
 def same_file(a, b) -> bool:

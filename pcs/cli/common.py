@@ -84,17 +84,30 @@ STOP_SIGNALS = tuple(getattr(signal, n) for n in ("SIGTERM", "SIGHUP") if hasatt
 
 @contextlib.contextmanager
 def unwind_on_signals() -> Iterator[None]:
-    """While inside: SIGTERM / SIGHUP raise :class:`Terminated` (main thread only); the old handlers after."""
+    """While inside: SIGTERM / SIGHUP raise :class:`Terminated` (main thread only); the old handlers after.
+
+    Python runs a signal handler between any two bytecodes, also inside a finaliser or a generator the
+    garbage collector closes, where an exception is reported ("Exception ignored in ...") and dropped. So
+    each signal is also recorded, and a block that ends with no :class:`Terminated` raises it at its end:
+    a signal received while inside always ends the command with 128 + the signal.
+
+    Raises:
+        Terminated: a stop signal arrived while inside (raised where it arrived, else at the end).
+    """
     if threading.current_thread() is not threading.main_thread():
         yield
         return
+    arrived: list[int] = []
 
     def stop(signum, frame):
+        arrived.append(signum)
         raise Terminated(signum)
 
     old = {s: signal.signal(s, stop) for s in STOP_SIGNALS}
     try:
         yield
+        if arrived:        # raised where it arrived but dropped there (see above): the run still stops
+            raise Terminated(arrived[0])
     finally:
         for s, h in old.items():
             signal.signal(s, h)

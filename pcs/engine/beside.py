@@ -21,7 +21,7 @@ import os
 import threading
 from typing import Any, Callable
 
-from pcs.errors import UserError
+from pcs.errors import STOPS, UserError
 
 __all__ = ["Beside", "THREADS_MODES", "threads_wanted"]
 
@@ -99,9 +99,17 @@ class Beside:
 
     def settle(self) -> None:
         """Wait for the call and drop its result or exception: the caller is raising its own error (the one
-        the user sees), and no call may outlive it."""
+        the user sees), and no call may outlive it.
+
+        Raises:
+            KeyboardInterrupt, pcs.errors.Stopped: Ctrl-C or a stop signal that arrives here (its handler
+                runs in this thread): settle also runs on the way out of a finished run (:meth:`close`), so
+                dropping it would let the command finish as if no signal had come.
+        """
         try:
             self.join()
+        except STOPS:
+            raise
         except BaseException:   # the caller's own exception is the one raised
             pass
 

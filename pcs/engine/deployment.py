@@ -10,17 +10,23 @@ assumption made reading the model's config.
 from __future__ import annotations
 
 import dataclasses
+import numbers
 from typing import Any, Sequence
 
 from pcs import units
+from pcs.argcheck import check_int
 from pcs.errors import UserError
 
 __all__ = ["resolve_gpu_tier"]
 
 
 def _reserve(value: Any) -> int | None:
-    if value is None or isinstance(value, int) and not isinstance(value, bool):
-        return value
+    """``kv_reserve`` as bytes: None; an integer >= 0 (pcs.argcheck: a bool refused, the message naming
+    kv_reserve); else a size, "8GB" or a float, read by pcs.units.parse_bytes."""
+    if value is None:
+        return None
+    if isinstance(value, (bool, numbers.Integral)):
+        return check_int(value, "kv_reserve", lo=0)
     try:
         return units.parse_bytes(value)
     except ValueError as exc:

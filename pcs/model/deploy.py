@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from decimal import ROUND_FLOOR, Decimal
 from typing import Any
 
+from pcs.argcheck import MAX_TP, check_int, check_real
 from pcs.errors import UserError
 from pcs.model.spec import ModelSpec
 
@@ -108,15 +109,6 @@ class Deployment:
                 "reserve_source": self.reserve_source}
 
 
-def _check(tp: int, util: float, reserve: int) -> None:
-    if isinstance(tp, bool) or not isinstance(tp, int) or tp < 1:
-        raise UserError(f"tensor-parallel size must be an int >= 1, got {tp!r}")
-    if isinstance(util, bool) or not isinstance(util, (int, float)) or not 0 < util <= 1:
-        raise UserError(f"--gpu-memory-utilization must be in (0, 1], got {util!r}")
-    if isinstance(reserve, bool) or not isinstance(reserve, int) or reserve < 0:
-        raise UserError(f"--kv-reserve must be a size >= 0 bytes, got {reserve!r}")
-
-
 def size_deployment(spec: ModelSpec, gpu: Any, tp: int, gpu_memory_utilization: float | None = None,
                     reserve_bytes: int | None = None) -> Deployment:
     """Split ``tp`` GPUs' HBM into weights, reserve and the KV pool (formula in the module docstring).
@@ -124,13 +116,14 @@ def size_deployment(spec: ModelSpec, gpu: Any, tp: int, gpu_memory_utilization: 
     Args:
         spec: the model (its ``total_params`` and ``weight_dtype_bytes``).
         gpu: a :class:`pcs.hardware.GPUSpec` (``name``, ``hbm_bytes``).
-        tp: GPUs in the tensor-parallel group.
-        gpu_memory_utilization: None = 0.9 (vLLM's default).
-        reserve_bytes: per GPU; None = :data:`DEFAULT_RESERVE_BYTES_PER_GPU`.
+        tp: GPUs in the tensor-parallel group, an integer in [1, 1024] (``--tp``'s range, pcs.argcheck.MAX_TP).
+        gpu_memory_utilization: a real number in (0, 1]; None = 0.9 (vLLM's default).
+        reserve_bytes: per GPU, an integer >= 0; None = :data:`DEFAULT_RESERVE_BYTES_PER_GPU`.
     Returns:
         :class:`Deployment` (``fits`` False when nothing is left; see ``check_fits``).
     Raises:
-        ValueError: tp < 1, utilisation outside (0, 1], negative reserve, no parameter count.
+        UserError (a ValueError): no parameter count; an argument of the wrong type or out of range, the message
+            naming the parameter as every API function's does (:mod:`pcs.argcheck`, docs/semantics.md §16).
 
     >>> from pcs.hardware import get_gpu
     >>> from pcs.model import get_model
@@ -140,9 +133,11 @@ def size_deployment(spec: ModelSpec, gpu: Any, tp: int, gpu_memory_utilization: 
     if spec.total_params <= 0:
         raise UserError(f"{spec.name}: the weights are unknown (no parameter count), so the GPU tier cannot be "
                          "sized from the deployment (pcs replay: give --tier gpu=SIZE)")
-    util = DEFAULT_GPU_MEMORY_UTILIZATION if gpu_memory_utilization is None else gpu_memory_utilization
-    reserve = DEFAULT_RESERVE_BYTES_PER_GPU if reserve_bytes is None else reserve_bytes
-    _check(tp, util, reserve)
+    tp = check_int(tp, "tp", lo=1, hi=MAX_TP)
+    util = (DEFAULT_GPU_MEMORY_UTILIZATION if gpu_memory_utilization is None else
+            check_real(gpu_memory_utilization, "gpu_memory_utilization", lo=0, lo_open=True, hi=1))
+    reserve = (DEFAULT_RESERVE_BYTES_PER_GPU if reserve_bytes is None else
+               check_int(reserve_bytes, "reserve_bytes", lo=0))
     usable = int((Decimal(gpu.hbm_bytes) * Decimal(str(util))).to_integral_value(ROUND_FLOOR))
     weights = int(round(spec.total_params * spec.weight_dtype_bytes))
     per_gpu = -(-weights // tp)

@@ -14,9 +14,12 @@ Layer kinds: ``full``, ``sliding``, ``chunked`` (chunked local attention),
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from pcs.errors import InputError
+
+if TYPE_CHECKING:  # pcs.model.configfields imports this module: the type only, no import cycle at run time
+    from pcs.model.configfields import Fields
 
 __all__ = ["Family", "FAMILIES", "Pattern", "layer_pattern", "family_of"]
 
@@ -79,9 +82,15 @@ FAMILIES: tuple[Family, ...] = (
             "minimax_m2", "ernie4_5", "ernie4_5_moe"), "generic",
            "vLLM applies a config's model-level sliding_window to every layer (Attention(cache_config."
            "sliding_window), vllm/model_executor/layers/attention/attention.py; MistralConfig)"),
-    Family(("qwen2", "qwen2_moe", "qwen3", "qwen3_moe"), "generic",
-           "Qwen2Config/Qwen3Config: the window applies only with use_sliding_window (default false), from "
-           "layer max_window_layers on (vllm/model_executor/models/qwen2.py)", qwen_window=True),
+    Family(("qwen2", "qwen3"), "generic",
+           _T.format("qwen2") + " Qwen2Config, " + _T.format("qwen3") + " Qwen3Config: layer_types default "
+           "sliding when use_sliding_window (default false) and i >= max_window_layers (default 28), the "
+           "window sliding_window (default 4096); vllm/model_executor/models/qwen2.py",
+           (("max_window_layers", 28), ("sliding_window", 4096)), qwen_window=True),
+    Family(("qwen2_moe", "qwen3_moe"), "generic",
+           "Qwen2MoeConfig/Qwen3MoeConfig: the window applies only with use_sliding_window (default false), from "
+           "layer max_window_layers on (0 when absent: Qwen3MoeConfig has no such field); "
+           "vllm/model_executor/models/qwen2_moe.py", qwen_window=True),
     Family(("gemma2",), "alternate", _T.format("gemma2") + " Gemma2Config.layer_types default "
            "(sliding when (i+1) % 2); vllm/model_executor/models/gemma2.py",
            (("sliding_window", 4096), ("head_dim", 256), ("tie_word_embeddings", True))),
@@ -135,22 +144,14 @@ def default(cfg: dict[str, Any], fam: Family | None, key: str) -> Any:
     return dict(fam.defaults).get(key) if fam is not None else None
 
 
-def _int(cfg: dict[str, Any], fam: Family | None, key: str, path: str, minimum: int = 1) -> int:
-    """``key`` (or the family's default) as an int >= ``minimum``; a bool, float, string or null is refused."""
-    value = default(cfg, fam, key)
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise InputError(path, None, key, f"must be an integer >= {minimum}, got {value!r}")
-    return value
-
-
-def _flag(cfg: dict[str, Any], key: str, absent: bool, path: str) -> bool:
+def _flag(f: Fields, key: str, absent: bool) -> bool:
     """A boolean field (``use_sliding_window``: ``bool`` in Qwen2Config/MistralConfig); absent or null ->
     ``absent``. A string such as ``"false"`` is refused: its truthiness would turn the window on."""
-    value = cfg.get(key)
+    value = f.cfg.get(key)
     if value is None:
         return absent
     if not isinstance(value, bool):
-        raise InputError(path, None, key, f"must be true or false, got {value!r}")
+        raise InputError(f.path, None, key, f"must be true or false, got {value!r}")
     return value
 
 
@@ -165,32 +166,32 @@ def _from_layer_types(raw: Any, n: int, path: str) -> tuple[str, ...]:
     return tuple(LAYER_TYPE_NAMES[t] for t in raw)
 
 
-def _generic(cfg: dict[str, Any], fam: Family | None, n: int, path: str) -> tuple[str, ...]:
-    window = cfg.get("sliding_window")
-    if window is None:
+def _generic(f: Fields, n: int) -> tuple[str, ...]:
+    if f.get("sliding_window") is None:
         return ("full",) * n
-    if fam is not None and fam.qwen_window:
-        if not _flag(cfg, "use_sliding_window", False, path):
+    if f.family is not None and f.family.qwen_window:
+        if not _flag(f, "use_sliding_window", False):
             return ("full",) * n
-        # Qwen2Config: layer i slides when i >= max_window_layers (an int; above n: every layer full, as
-        # the published Qwen2.5-14B/32B configs' 70 is read). A negative or fractional value has no meaning.
-        first = 0 if cfg.get("max_window_layers") is None else _int(cfg, None, "max_window_layers", path, minimum=0)
+        # Qwen2Config/Qwen3Config.layer_types: layer i slides when i >= max_window_layers (an int, default 28;
+        # above n no layer slides, as the published Qwen2.5-14B/32B configs' 70 is read). A negative or
+        # fractional value has no meaning. The MoE configs have no default here (0: every layer slides).
+        first = f.int("max_window_layers", default=0, minimum=0)
         return tuple("full" if i < first else "sliding" for i in range(n))
-    if not _flag(cfg, "use_sliding_window", True, path):
+    if not _flag(f, "use_sliding_window", True):
         return ("full",) * n
     return ("sliding",) * n
 
 
-def _llama4(cfg: dict[str, Any], fam: Family, n: int, path: str) -> tuple[str, ...]:
-    if default(cfg, fam, "attention_chunk_size") is None:
+def _llama4(f: Fields, n: int) -> tuple[str, ...]:
+    if f.get("attention_chunk_size") is None:
         return ("full",) * n
-    rope = cfg.get("no_rope_layers")
+    rope = f.cfg.get("no_rope_layers")
     if rope is None or rope == []:  # Llama4TextConfig: an empty list (or none) means the interval default
-        k = _int(cfg, fam, "no_rope_layer_interval", path)
+        k = f.int("no_rope_layer_interval")
         rope = [int((i + 1) % k != 0) for i in range(n)]
     # Llama4TextConfig documents no_rope_layers as list[int], 1 = the layer uses RoPE (chunked), 0 = NoPE.
     if not isinstance(rope, list) or len(rope) != n or any(type(r) is not int or r not in (0, 1) for r in rope):
-        raise InputError(path, None, "no_rope_layers", f"must be a list of {n} 0/1 integers (num_hidden_layers; "
+        raise InputError(f.path, None, "no_rope_layers", f"must be a list of {n} 0/1 integers (num_hidden_layers; "
                          f"1 = RoPE, chunked attention), got {_short(rope)}")
     return tuple("chunked" if r else "full" for r in rope)
 
@@ -201,56 +202,56 @@ def _short(value: Any) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-def _jamba(cfg: dict[str, Any], fam: Family, n: int, path: str) -> tuple[str, ...]:
+def _jamba(f: Fields, n: int) -> tuple[str, ...]:
     """Attention where ``i % attn_layer_period == attn_layer_offset``; JambaConfig's
     ``_check_supported_offset`` raises unless offset < period, and an offset below 0 never matches."""
-    period = _int(cfg, fam, "attn_layer_period", path)
-    offset = _int(cfg, fam, "attn_layer_offset", path, minimum=0)
+    period = f.int("attn_layer_period")
+    offset = f.int("attn_layer_offset", minimum=0)
     if offset >= period:
-        raise InputError(path, None, "attn_layer_offset", f"must be smaller than attn_layer_period ({period}), "
+        raise InputError(f.path, None, "attn_layer_offset", f"must be smaller than attn_layer_period ({period}), "
                          f"got {offset} (JambaConfig refuses it: no layer would be attention)")
     return tuple("full" if i % period == offset else "mamba" for i in range(n))
 
 
-def _nemotron_h(cfg: dict[str, Any], fam: Family, n: int, path: str) -> tuple[str, ...]:
-    pattern = cfg.get("hybrid_override_pattern")
+def _nemotron_h(f: Fields, n: int) -> tuple[str, ...]:
+    pattern = f.cfg.get("hybrid_override_pattern")
     if not isinstance(pattern, str) or len(pattern) != n or set(pattern) - set(_NEMOTRON):
-        raise InputError(path, None, "hybrid_override_pattern",
+        raise InputError(f.path, None, "hybrid_override_pattern",
                          f"must be a string of {n} characters from M * - E (num_hidden_layers)")
     return tuple(_NEMOTRON[ch] for ch in pattern)
 
 
-def _rule_kinds(cfg: dict[str, Any], fam: Family, n: int, path: str) -> tuple[str, ...]:
+def _rule_kinds(f: Fields, fam: Family, n: int) -> tuple[str, ...]:
     if fam.rule == "alternate":
         return tuple("sliding" if (i + 1) % 2 else "full" for i in range(n))
     if fam.rule == "every_nth":
-        p = _int(cfg, fam, fam.pattern_field, path)
+        p = f.int(fam.pattern_field)
         return tuple(fam.between if (i + 1) % p else "full" for i in range(n))
     rules: dict[str, Callable] = {"llama4": _llama4, "nemotron_h": _nemotron_h, "generic": _generic, "jamba": _jamba}
-    return rules[fam.rule](cfg, fam, n, path)
+    return rules[fam.rule](f, n)
 
 
-def layer_pattern(cfg: dict[str, Any], n: int, path: str) -> Pattern:
-    """The layer kinds of a merged config of ``n`` decoder layers.
+def layer_pattern(f: Fields, n: int) -> Pattern:
+    """The layer kinds of a merged config (:class:`pcs.model.configfields.Fields`) of ``n`` decoder layers.
 
     Raises:
-        InputError: a pattern field that is malformed, naming ``path`` and the field.
+        InputError: a pattern field that is malformed, naming the config's path and the field.
     """
+    cfg, path, fam = f.cfg, f.path, f.family
     model_type = str(cfg.get("model_type") or "")
-    fam = family_of(model_type)
     if cfg.get("kv_lora_rank") is not None:
         return Pattern(("mla",) * n, _BY_TYPE["deepseek_v3"].source)
     if cfg.get("layer_types") is not None:
         return Pattern(_from_layer_types(cfg["layer_types"], n, path), "the config's layer_types")
     if fam is not None:
-        return Pattern(_rule_kinds(cfg, fam, n, path), fam.source)
+        return Pattern(_rule_kinds(f, fam, n), fam.source)
     what = f"model_type {model_type!r} has no layer-pattern rule in pcs" if model_type else "no model_type"
     if isinstance(cfg.get("sliding_window_pattern"), int) and cfg.get("sliding_window") is not None:
-        p = _int(cfg, None, "sliding_window_pattern", path)
+        p = f.int("sliding_window_pattern")
         note = (f"{what}: assumed Gemma 3's rule for sliding_window_pattern {p} (layer i full when (i+1) % {p} == 0,"
                 " else sliding); give layer_types to state it")
         return Pattern(tuple("sliding" if (i + 1) % p else "full" for i in range(n)), "every_nth (assumed)", (note,))
-    kinds = _generic(cfg, None, n, path)
+    kinds = _generic(f, n)
     if "sliding" in kinds:
         note = (f"{what} and no layer_types: assumed sliding_window {cfg['sliding_window']} on every layer "
                 "(vLLM's model-level rule); give layer_types if only some layers slide")

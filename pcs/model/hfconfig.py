@@ -141,7 +141,7 @@ def build_spec(cfg: dict[str, Any], *, name: str, source: str, path: str = "<con
     """
     f = Fields.of(cfg, path)
     num_layers = f.int("num_hidden_layers")
-    pattern = layer_pattern(f.cfg, num_layers, path)
+    pattern = layer_pattern(f, num_layers)
     assumptions = list(pattern.assumptions)
     if f.family is None and f.cfg.get("model_type"):
         assumptions.append(f"model_type {f.cfg['model_type']!r} has no family rule in pcs "

@@ -109,7 +109,7 @@ def estimate_params(cfg: dict[str, Any], path: str = "<config>") -> tuple[int, i
     f = Fields.of(cfg, path)
     h = f.int("hidden_size")
     n = f.int("num_hidden_layers")
-    kinds = layer_pattern(f.cfg, n, path).kinds
+    kinds = layer_pattern(f, n).kinds
     embed = f.int("vocab_size") * h * (1 if f.get("tie_word_embeddings") else 2)
     active = total = embed
     for i, kind in enumerate(kinds):

@@ -345,12 +345,11 @@ def _spool(path, name: str) -> Path:
     """
     import tempfile  # here, not at the top: a file replay's start-up does not load it
 
-    from pcs.outfile import TEMPORARY
+    from pcs.outfile import create_temporary
     from pcs.trace.source import MAX_LINE_BYTES, check_source
 
     check_source(path, name)
-    fd, tmp = tempfile.mkstemp(prefix="pcs-stdin-")
-    TEMPORARY.add(tmp)
+    fd, tmp = create_temporary(tempfile.gettempdir(), "pcs-stdin-")   # listed in TEMPORARY before it exists
     try:
         src = sys.stdin.buffer if str(path) == "-" else _raw_stream(path)
         with os.fdopen(fd, "wb") as out:

@@ -46,6 +46,26 @@ def test_settle_waits_and_drops_the_outcome(threaded):
     b.close()
 
 
+def test_settle_lets_a_stop_through(monkeypatch):
+    # Ctrl-C or SIGTERM (pcs.cli.common.Terminated, a pcs.errors.Stopped) whose handler runs inside settle --
+    # on the way out of a finished run, close() settles -- ends the command; dropped, the run went on to exit 0
+    from pcs.cli.common import Terminated
+
+    b = Beside(False)
+    b.start(sum, [1, 2])
+
+    def signal_lands_here():
+        raise Terminated(15)
+
+    monkeypatch.setattr(b, "join", signal_lands_here)
+    with pytest.raises(Terminated):
+        b.settle()
+    b.start(lambda: (_ for _ in ()).throw(KeyboardInterrupt()))   # inline: Ctrl-C inside the call itself
+    monkeypatch.undo()
+    with pytest.raises(KeyboardInterrupt):
+        b.close()
+
+
 def _replay(path, monkeypatch, threaded: bool | None, **kw):
     """pcs.replay with the no-cache loop on a worker thread (None: as chosen), or forced inline (False)."""
     from pcs import replay

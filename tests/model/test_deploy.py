@@ -3,11 +3,13 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
 from click.testing import CliRunner
 
 from pcs.cli.main import cli
 from pcs.engine.api import replay
+from pcs.errors import UserError
 from pcs.hardware import get_gpu
 from pcs.model import get_model
 from pcs.model.capacity import plan_deployment
@@ -169,3 +171,34 @@ def test_unknown_weights_need_a_gpu_tier_size(tmp_path, trace):
     r = _run("replay", trace, "--model", str(p), "--tp", "1", "--tier", "gpu=10blocks", "--format", "json", "-q")
     s = json.loads(r.stdout)
     assert (s["tiers"][0]["bytes_per_block"], s["tiers"][0]["capacity_blocks"]) == (21 * 8_192 * 512, 20)
+
+
+@pytest.mark.parametrize("kw, needle", [
+    (dict(tp=0), r"^tp must be in \[1, 1024\], got 0"),            # --tp's range (pcs.argcheck.MAX_TP)
+    (dict(tp=1025), r"^tp must be in \[1, 1024\]"),
+    (dict(tp=8.0), r"^tp must be an integer, got 8.0 \(float\)"),    # no silent truncation
+    (dict(tp=True), r"^tp must be an integer, got True \(bool\)"),
+    (dict(tp=8, gpu_memory_utilization=0), r"^gpu_memory_utilization must be in \(0, 1\], got 0.0"),
+    (dict(tp=8, gpu_memory_utilization=1.01), r"^gpu_memory_utilization must be in \(0, 1\]"),
+    (dict(tp=8, gpu_memory_utilization=float("nan")), "^gpu_memory_utilization must be a finite number"),
+    (dict(tp=8, gpu_memory_utilization="0.9"), "^gpu_memory_utilization must be a number"),
+    (dict(tp=8, reserve_bytes=-1), "^reserve_bytes must be >= 0, got -1"),
+    (dict(tp=8, reserve_bytes=1.5e9), r"^reserve_bytes must be an integer, got 1500000000.0 \(float\)"),
+])
+def test_size_deployment_refusals_name_the_parameter_as_the_api_does(kw, needle):
+    # the same words as pcs.replay's (tests/analysis/test_argcheck.py): "<name> must be ...", pcs.argcheck
+    with pytest.raises(UserError, match=needle):
+        size_deployment(get_model("llama-2-70b"), H100, **kw)
+
+
+def test_size_deployment_takes_numpy_numbers_as_their_values():
+    # tp np.int64(8), reserve np.int32(1e9): 8 x (72e9 - 17,244,162,048 - 1e9) = 8 x 53,755,837,952
+    d = size_deployment(get_model("llama-2-70b"), H100, np.int64(8), np.float64(0.9), np.int32(10**9))
+    assert d.tp == 8 and d.kv_bytes == 430_046_703_616
+
+
+@pytest.mark.parametrize("bad, needle", [(-5, "^kv_reserve must be >= 0, got -5"),
+                                         (True, r"^kv_reserve must be an integer, got True \(bool\)")])
+def test_replay_kv_reserve_refusal_names_kv_reserve(trace, bad, needle):
+    with pytest.raises(UserError, match=needle):
+        replay(trace, model="llama-3.1-8b", tp=1, kv_reserve=bad)

@@ -200,3 +200,45 @@ def test_malformed_pattern_fields_name_the_field(tmp_path):
     p.write_text(json.dumps(cfg))
     with pytest.raises(ValueError, match="field 'hybrid_override_pattern'"):
         load_hf_config(p)
+
+
+def _qwen3_36(tmp_path, **fields):
+    """A 36-layer Qwen3 config (the qwen3.json excerpt, 36 layers) with ``fields`` set; max_window_layers and
+    sliding_window dropped first, so a test states each one it relies on."""
+    cfg = json.loads((CONFIGS / "qwen3.json").read_text())
+    del cfg["max_window_layers"], cfg["sliding_window"]
+    cfg.update(num_hidden_layers=36, **fields)
+    p = tmp_path / "config.json"
+    p.write_text(json.dumps(cfg))
+    return load_hf_config(p)
+
+
+def test_qwen3_window_without_max_window_layers_takes_hf_default_28(tmp_path):
+    # Qwen3Config: max_window_layers defaults to 28 and layer_types = sliding when i >= max_window_layers:
+    # of 36 layers, 0..27 (28 layers) are full and 28..35 (8 layers) slide
+    spec = _qwen3_36(tmp_path, use_sliding_window=True, sliding_window=4096)
+    assert spec.layer_types == ("full",) * 28 + ("sliding",) * 8
+    # bytes of one 10,000-token sequence, 8 x 128 x 4 B = 4,096 B per layer-token:
+    # 28 full x 10,000 + 8 sliding x min(10,000, 4,096) = 280,000 + 32,768 = 312,768 layer-tokens
+    assert footprint(spec, 10_000).totals["reference_bytes"] == 4_096 * 312_768
+
+
+def test_qwen3_window_with_max_window_layers_given(tmp_path):
+    # max_window_layers 30: layers 0..29 (30) full, 30..35 (6) slide
+    spec = _qwen3_36(tmp_path, use_sliding_window=True, sliding_window=4096, max_window_layers=30)
+    assert spec.layer_types == ("full",) * 30 + ("sliding",) * 6
+    # max_window_layers 0: i >= 0 for every layer, all 36 slide
+    assert _qwen3_36(tmp_path, use_sliding_window=True, sliding_window=4096,
+                     max_window_layers=0).layer_types == ("sliding",) * 36
+
+
+def test_qwen3_window_size_defaults_to_4096(tmp_path):
+    # Qwen3Config: sliding_window defaults to 4096 (kept only with use_sliding_window); with no
+    # max_window_layers the last 8 of 36 layers slide over 4,096 tokens
+    spec = _qwen3_36(tmp_path, use_sliding_window=True)
+    assert spec.component("sliding_window").num_layers == 8
+    assert spec.component("sliding_window").window_tokens == 4096
+    # use_sliding_window false (Qwen3Config sets sliding_window to None): every layer full, whatever the window
+    assert _qwen3_36(tmp_path, use_sliding_window=False, sliding_window=4096).layer_types == ("full",) * 36
+    # sliding_window null with use_sliding_window true: no window, every layer full (layer_types needs a window)
+    assert _qwen3_36(tmp_path, use_sliding_window=True, sliding_window=None).layer_types == ("full",) * 36
