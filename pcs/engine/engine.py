@@ -132,6 +132,7 @@ class ReplayEngine:
         self._append = self._rows.append
         #: GPU slots held by running requests (pinned + reserved; the peak is the ledger's), one call
         self._held = hierarchy.held_blocks
+        self._start = hierarchy.start
         self._zeros = (0,) * (t - 1)
         self._link_free = [0.0] * t
         self._now = float("-inf")
@@ -186,19 +187,23 @@ class ReplayEngine:
             check and self.h._check()
 
     def _feed_modeled(self, ch: _ChunkLists) -> None:
-        q, ev = self._queue, self._events
-        now = self._now
+        q, ev, admit, tick = self._queue, self._events, self._admit, self._tick
+        now, nxt = self._now, self._next_sample
         for i, a in enumerate(ch.arrival_s):
             if a < now:
                 a = now  # a trace out of order: treat as arriving now
             if ev and ev[0][0] <= a:  # events due before this arrival
                 self._advance(a)
-            if a >= self._next_sample:
-                self._next_sample = self.sampler.take(a, self._snapshot)
+                nxt = self._next_sample
+            if a >= nxt:
+                nxt = self._next_sample = self.sampler.take(a, self._snapshot)
             now = a
-            q.append((ch, i, a))
-            if len(q) == 1:
-                self._try_admit(a)
+            if q:           # FIFO: behind the waiting requests
+                q.append((ch, i, a))
+            else:
+                tick and tick(a)
+                if not admit(ch, i, a, a):
+                    q.append((ch, i, a))
         self._now = now
 
     def next_event_s(self) -> float:
@@ -231,26 +236,32 @@ class ReplayEngine:
             check and h._check()
 
     def _try_admit(self, now: float) -> None:
-        """Admit the waiting requests in FIFO order while the head gets its GPU slots (docs/semantics.md §9);
-        each admitted one's prefill end and finish become events."""
-        q, ev = self._queue, self._events
-        start, account, push = self.h.start, self._account, heapq.heappush
+        """Admit the waiting requests in FIFO order while the head gets its GPU slots (docs/semantics.md §9)."""
+        q, admit = self._queue, self._admit
         self._tick and q and self._tick(now)
         while q:
             ch, i, a = q[0]
-            n = ch.cacheable[i]
-            o = ch.offsets[i]
-            adm = start(ch.block_hashes[o:o + n], n, ch.max_hit_blocks[i], ch.extra_blocks[i], True)  # the head
-            if adm is None:
+            if not admit(ch, i, a, now):
                 return
             q.popleft()
-            self.check and self.h._check()
-            dec = ch.decode_s[i] if ch.decode_s else 0.0
-            ttft_end = account(ch, i, adm, now, now - a, dec)
-            s = self._seq
-            self._seq = s + 2
-            push(ev, (ttft_end, s, 0, adm))
-            push(ev, (ttft_end + dec, s + 1, 1, adm))
+
+    def _admit(self, ch: _ChunkLists, i: int, a: float, now: float) -> bool:
+        """Admit request ``i`` of ``ch`` (arrived at ``a``) at ``now`` if it gets its GPU slots; its prefill end
+        and its finish become events. False (nothing changed) when it must wait."""
+        n = ch.cacheable[i]
+        o = ch.offsets[i]
+        adm = self._start(ch.block_hashes[o:o + n], n, ch.max_hit_blocks[i], ch.extra_blocks[i], True)  # the head
+        if adm is None:
+            return False
+        self.check and self.h._check()
+        dec = ch.decode_s[i] if ch.decode_s else 0.0
+        ttft_end = self._account(ch, i, adm, now, now - a, dec)
+        s = self._seq
+        self._seq = s + 2
+        ev = self._events
+        heapq.heappush(ev, (ttft_end, s, 0, adm))
+        heapq.heappush(ev, (ttft_end + dec, s + 1, 1, adm))
+        return True
 
     def close(self) -> EngineResult:
         """Finish every running and waiting request; return the ledger and columns."""
