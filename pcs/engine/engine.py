@@ -124,12 +124,13 @@ class ReplayEngine:
                   ("ttft_s", "d"), ("prefill_no_cache_s", "d"), ("finish_s", "d"), ("truncated", "b")]
         self._cols: dict[str, array] = {name: array(code) for name, code in names}
         # requests are admitted in trace order, so the input columns are copied a chunk at a time (feed);
-        # the outcome of each request is buffered as a tuple (one append per request) and moved into the
-        # columns in bulk; tuple order: the other fixed columns, then one hit-token count per tier
+        # the outcome of each request is buffered flat (one extend per request: no object kept per request
+        # for the garbage collector to walk) and moved into the columns in bulk; per request, in order: the
+        # other fixed columns, then one hit-token count per tier
         self._row_order = [n for n, _ in names if not n.startswith("hit_tokens_") and n not in _INPUT_COLUMNS] + \
             [f"hit_tokens_{tier.name}" for tier in hierarchy.tiers]
-        self._rows: list[tuple] = []
-        self._append = self._rows.append
+        self._rows: list = []
+        self._extend = self._rows.extend
         #: GPU slots held by running requests (pinned + reserved; the peak is the ledger's), one call
         self._held = hierarchy.held_blocks
         self._start = hierarchy.start
@@ -152,7 +153,7 @@ class ReplayEngine:
             self._feed_sequential(_ChunkLists(chunk))
         else:
             self._feed_modeled(_ChunkLists(chunk))
-        if len(self._rows) >= 65536:   # bounded buffer: at most this plus a chunk's rows
+        if len(self._rows) >= 65536 * len(self._row_order):   # bounded buffer: this plus a chunk's rows
             self._flush()
 
     def _feed_inputs(self, chunk: Chunk) -> None:
@@ -291,18 +292,18 @@ class ReplayEngine:
     def _snapshot(self) -> tuple:
         """The state a time-series sample keeps (:class:`pcs.engine.series.Sampler`): requests admitted
         and waiting, resident blocks per tier, restored bytes per link so far, when each link is free."""
-        return (len(self._cols["hit_blocks"]) + len(self._rows), len(self._queue),
+        return (len(self._cols["hit_blocks"]) + len(self._rows) // len(self._row_order), len(self._queue),
                 [len(t.resident) for t in self.h.tiers], [lk.restored_bytes for lk in self.ledger.links],
                 self._link_free[:])
 
     # -- accounting ---------------------------------------------------------------------------
     def _flush(self) -> None:
-        """Move the buffered row tuples into the typed columns."""
-        rows = self._rows
+        """Move the buffered rows into the typed columns."""
+        rows, width = self._rows, len(self._row_order)
         if rows:
-            for name, values in zip(self._row_order, zip(*rows)):
-                self._cols[name].extend(values)
-            rows.clear()   # the same list: ``_append`` stays bound to it
+            for k, name in enumerate(self._row_order):
+                self._cols[name].extend(rows[k::width])
+            rows.clear()   # the same list: ``_extend`` stays bound to it
 
     def _account(self, ch: _ChunkLists, i: int, adm, now: float, wait: float, decode_s: float) -> float:
         """Record one admitted request (``decode_s``: its decode seconds, NaN when nothing runs: sequential
@@ -328,12 +329,12 @@ class ReplayEngine:
         if hits == th[0]:   # every hit in the GPU tier: no restore
             L.tier_hit_blocks[0] += hits
             ttft_end = now + pf
-            self._append((hits, ch.cacheable[i] - adm.prefix_hit_blocks, ht, 0, 0.0, pf, wait, wait + pf,
+            self._extend((hits, ch.cacheable[i] - adm.prefix_hit_blocks, ht, 0, 0.0, pf, wait, wait + pf,
                           ttft_end + decode_s, adm.truncated, ht) + self._zeros)
             return ttft_end
         tier_tokens, restore_s, restored_bytes = self._lower_hits(adm, ch.block_size, ht, now, pre, base)
         ttft_end = now + restore_s + pf
-        self._append((hits, ch.cacheable[i] - adm.prefix_hit_blocks, ht, restored_bytes, restore_s, pf, wait,
+        self._extend((hits, ch.cacheable[i] - adm.prefix_hit_blocks, ht, restored_bytes, restore_s, pf, wait,
                       wait + restore_s + pf, ttft_end + decode_s, adm.truncated) + tier_tokens)
         return ttft_end
 
