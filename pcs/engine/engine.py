@@ -340,7 +340,7 @@ class ReplayEngine:
 
     def _lower_hits(self, adm, bs: int, ht: int, now: float, pre: list, base: int) -> tuple[tuple, float, int]:
         """A request with hits in lower tiers: its hit blocks per tier into the ledger, its hit tokens per
-        tier (the partial last block counted in the deepest tier with a hit), and its restores, one FIFO
+        tier (the partial last block counted in the tier of the last hit), and its restores, one FIFO
         link per lower tier (:func:`pcs.engine.restores.link_restores`); (tier tokens, seconds, bytes)."""
         th = adm.hit_blocks_per_tier
         last = adm.last_hit_tier
