@@ -124,11 +124,16 @@ class ReplayEngine:
                   ("ttft_s", "d"), ("prefill_no_cache_s", "d"), ("finish_s", "d"), ("truncated", "b")]
         self._cols: dict[str, array] = {name: array(code) for name, code in names}
         # requests are admitted in trace order, so the input columns are copied a chunk at a time (feed);
-        # the outcome of each request is buffered as a tuple (one append per request) and moved into the
-        # columns in bulk; tuple order: the other fixed columns, then one hit-token count per tier
+        # the outcome of each request is buffered flat (one extend per request: no object kept per request
+        # for the garbage collector to walk) and moved into the columns in bulk; per request, in order: the
+        # other fixed columns, then one hit-token count per tier
         self._row_order = [n for n, _ in names if not n.startswith("hit_tokens_") and n not in _INPUT_COLUMNS] + \
             [f"hit_tokens_{tier.name}" for tier in hierarchy.tiers]
-        self._rows: list[tuple] = []
+        self._rows: list = []
+        self._extend = self._rows.extend
+        #: GPU slots held by running requests (pinned + reserved; the peak is the ledger's), one call
+        self._held = hierarchy.held_blocks
+        self._start = hierarchy.start
         self._zeros = (0,) * (t - 1)
         self._link_free = [0.0] * t
         self._now = float("-inf")
@@ -148,6 +153,8 @@ class ReplayEngine:
             self._feed_sequential(_ChunkLists(chunk))
         else:
             self._feed_modeled(_ChunkLists(chunk))
+        if len(self._rows) >= 65536 * len(self._row_order):   # bounded buffer: this plus a chunk's rows
+            self._flush()
 
     def _feed_inputs(self, chunk: Chunk) -> None:
         """Count the chunk's accesses and copy its input columns."""
@@ -163,7 +170,7 @@ class ReplayEngine:
         c["prefill_no_cache_s"].extend([pre[o] for o in chunk.prefill_offsets[:m]] if pre else [0.0] * m)
 
     def _feed_sequential(self, ch: _ChunkLists) -> None:
-        start, done, finish = self.h.start, self.h.prefill_done, self.h.finish
+        start, done, finish, account = self.h.start, self.h.prefill_done, self.h.finish, self._account
         off, hashes, n, cap = ch.offsets, ch.block_hashes, ch.cacheable, ch.max_hit_blocks
         check, tick = self.check, self._tick
         arrival = ch.arrival_s
@@ -175,23 +182,30 @@ class ReplayEngine:
             tick and tick(arrival[i])
             adm = start(hashes[o:o + n[i]], n[i], cap[i], 0, False)   # only the cacheable head is read
             check and self.h._check()
-            self._account(ch, i, adm, 0.0, 0.0)
+            account(ch, i, adm, 0.0, 0.0, _NAN)   # no finish time: nothing runs (docs/semantics.md §9)
             done(adm)
             finish(adm)
             check and self.h._check()
 
     def _feed_modeled(self, ch: _ChunkLists) -> None:
-        q = self._queue
+        q, ev, admit, tick = self._queue, self._events, self._admit, self._tick
+        now, nxt = self._now, self._next_sample
         for i, a in enumerate(ch.arrival_s):
-            if a < self._now:
-                a = self._now  # a trace out of order: treat as arriving now
-            self._advance(a)
-            if a >= self._next_sample:
-                self._next_sample = self.sampler.take(a, self._snapshot)
-            self._now = a
-            q.append((ch, i, a))
-            if len(q) == 1:
-                self._try_admit(a)
+            if a < now:
+                a = now  # a trace out of order: treat as arriving now
+            if ev and ev[0][0] <= a:  # events due before this arrival
+                self._advance(a)
+                nxt = self._next_sample
+            if a >= nxt:
+                nxt = self._next_sample = self.sampler.take(a, self._snapshot)
+            now = a
+            if q:           # FIFO: behind the waiting requests
+                q.append((ch, i, a))
+            else:
+                tick and tick(a)
+                if not admit(ch, i, a, a):
+                    q.append((ch, i, a))
+        self._now = now
 
     def next_event_s(self) -> float:
         """Time of the next pending event (a prefill end or a finish), inf if none; modeled timing.
@@ -205,40 +219,50 @@ class ReplayEngine:
         self._advance(t)
 
     def _advance(self, t: float) -> None:
-        ev = self._events
-        h = self.h
+        ev, q, h = self._events, self._queue, self.h
+        pop, done, finish = heapq.heappop, h.prefill_done, h.finish
+        tick, check = self._tick, self.check
         nxt = self._next_sample
         while ev and ev[0][0] <= t:
-            when, _, kind, adm = heapq.heappop(ev)
+            when, _, kind, adm = pop(ev)
             if when >= nxt:  # a time-series boundary passed: sample the state before this event
                 nxt = self._next_sample = self.sampler.take(when, self._snapshot)
-            self._tick and self._tick(when)
+            tick and tick(when)
             if kind == 0:
-                h.prefill_done(adm)
+                done(adm)
             else:
-                h.finish(adm)
-                self._try_admit(when)
-            self.check and h._check()
+                finish(adm)
+                if q:
+                    self._try_admit(when)
+            check and h._check()
 
     def _try_admit(self, now: float) -> None:
-        q = self._queue
-        start = self.h.start
+        """Admit the waiting requests in FIFO order while the head gets its GPU slots (docs/semantics.md §9)."""
+        q, admit = self._queue, self._admit
         self._tick and q and self._tick(now)
         while q:
             ch, i, a = q[0]
-            n = ch.cacheable[i]
-            o = ch.offsets[i]
-            adm = start(ch.block_hashes[o:o + n], n, ch.max_hit_blocks[i], ch.extra_blocks[i], True)  # the head
-            if adm is None:
+            if not admit(ch, i, a, now):
                 return
             q.popleft()
-            self.check and self.h._check()
-            ttft_end = self._account(ch, i, adm, now, now - a)
-            dec = ch.decode_s[i] if ch.decode_s else 0.0
-            s = self._seq
-            self._seq = s + 2
-            heapq.heappush(self._events, (ttft_end, s, 0, adm))
-            heapq.heappush(self._events, (ttft_end + dec, s + 1, 1, adm))
+
+    def _admit(self, ch: _ChunkLists, i: int, a: float, now: float) -> bool:
+        """Admit request ``i`` of ``ch`` (arrived at ``a``) at ``now`` if it gets its GPU slots; its prefill end
+        and its finish become events. False (nothing changed) when it must wait."""
+        n = ch.cacheable[i]
+        o = ch.offsets[i]
+        adm = self._start(ch.block_hashes[o:o + n], n, ch.max_hit_blocks[i], ch.extra_blocks[i], True)  # the head
+        if adm is None:
+            return False
+        self.check and self.h._check()
+        dec = ch.decode_s[i] if ch.decode_s else 0.0
+        ttft_end = self._account(ch, i, adm, now, now - a, dec)
+        s = self._seq
+        self._seq = s + 2
+        ev = self._events
+        heapq.heappush(ev, (ttft_end, s, 0, adm))
+        heapq.heappush(ev, (ttft_end + dec, s + 1, 1, adm))
+        return True
 
     def close(self) -> EngineResult:
         """Finish every running and waiting request; return the ledger and columns."""
@@ -268,40 +292,32 @@ class ReplayEngine:
     def _snapshot(self) -> tuple:
         """The state a time-series sample keeps (:class:`pcs.engine.series.Sampler`): requests admitted
         and waiting, resident blocks per tier, restored bytes per link so far, when each link is free."""
-        return (len(self._cols["hit_blocks"]) + len(self._rows), len(self._queue),
+        return (len(self._cols["hit_blocks"]) + len(self._rows) // len(self._row_order), len(self._queue),
                 [len(t.resident) for t in self.h.tiers], [lk.restored_bytes for lk in self.ledger.links],
                 self._link_free[:])
 
     # -- accounting ---------------------------------------------------------------------------
     def _flush(self) -> None:
-        """Move the buffered row tuples into the typed columns."""
-        if self._rows:
-            for name, values in zip(self._row_order, zip(*self._rows)):
-                self._cols[name].extend(values)
-            self._rows = []
+        """Move the buffered rows into the typed columns."""
+        rows, width = self._rows, len(self._row_order)
+        if rows:
+            for k, name in enumerate(self._row_order):
+                self._cols[name].extend(rows[k::width])
+            rows.clear()   # the same list: ``_extend`` stays bound to it
 
-    def _account(self, ch: _ChunkLists, i: int, adm, now: float, wait: float) -> float:
-        """Record one admitted request; return the time its prefill completes."""
-        p = ch.prompt_tokens[i]
-        bs = ch.block_size
+    def _account(self, ch: _ChunkLists, i: int, adm, now: float, wait: float, decode_s: float) -> float:
+        """Record one admitted request (``decode_s``: its decode seconds, NaN when nothing runs: sequential
+        timing); return the time its prefill completes. A request with every hit in the GPU tier restores
+        nothing (the common case, kept short); the others go through :meth:`_lower_hits`."""
         hits = adm.hit_blocks
-        ht = hits * bs
+        ht = hits * ch.block_size
+        p = ch.prompt_tokens[i]
         if ht > p:
             ht = p
-        th = adm.hit_blocks_per_tier
-        tb = self.ledger.tier_hit_blocks
-        if hits == th[0]:
-            tb[0] += hits
-            tier_tokens = (ht,) + self._zeros
-        else:
-            last = adm.last_hit_tier
-            tier_tokens = tuple(b * bs + (ht - hits * bs if j == last else 0) for j, b in enumerate(th))
-            for j, b in enumerate(th):
-                tb[j] += b
-        gpu = self.h.tiers[0]
-        held = len(gpu.resident) - len(gpu.policy) + gpu.reserved_blocks
-        if held > self.ledger.peak_reserved_blocks:
-            self.ledger.peak_reserved_blocks = held
+        L = self.ledger
+        held = self._held()
+        if held > L.peak_reserved_blocks:
+            L.peak_reserved_blocks = held
         pre = ch.prefill_s
         if pre:
             base = ch.prefill_offsets[i]
@@ -309,22 +325,30 @@ class ReplayEngine:
         else:
             base = 0
             pf = 0.0
-        if hits > th[0]:
-            restore_s, restored_bytes = self._restores(adm, now, pre, base)
-        else:
-            restore_s, restored_bytes = 0.0, 0
+        th = adm.hit_blocks_per_tier
+        if hits == th[0]:   # every hit in the GPU tier: no restore
+            L.tier_hit_blocks[0] += hits
+            ttft_end = now + pf
+            self._extend((hits, ch.cacheable[i] - adm.prefix_hit_blocks, ht, 0, 0.0, pf, wait, wait + pf,
+                          ttft_end + decode_s, adm.truncated, ht) + self._zeros)
+            return ttft_end
+        tier_tokens, restore_s, restored_bytes = self._lower_hits(adm, ch.block_size, ht, now, pre, base)
         ttft_end = now + restore_s + pf
-        if self.timing == "modeled":
-            finish = ttft_end + (ch.decode_s[i] if ch.decode_s else 0.0)
-        else:
-            finish = _NAN
-        self._rows.append((hits, ch.cacheable[i] - adm.prefix_hit_blocks, ht, restored_bytes, restore_s, pf, wait,
-                           wait + restore_s + pf, finish, adm.truncated) + tier_tokens)
-        if len(self._rows) >= 65536:
-            self._flush()
+        self._extend((hits, ch.cacheable[i] - adm.prefix_hit_blocks, ht, restored_bytes, restore_s, pf, wait,
+                      wait + restore_s + pf, ttft_end + decode_s, adm.truncated) + tier_tokens)
         return ttft_end
 
-    def _restores(self, adm, now: float, pre: list, base) -> tuple[float, int]:
-        """Restores of one request, one FIFO link per lower tier (:mod:`pcs.engine.restores`); (seconds, bytes)."""
-        return link_restores(adm, now, self._link_free, self.ledger.links, self.links, self.block_bytes, pre, base,
-                             self.timing == "modeled")
+    def _lower_hits(self, adm, bs: int, ht: int, now: float, pre: list, base: int) -> tuple[tuple, float, int]:
+        """A request with hits in lower tiers: its hit blocks per tier into the ledger, its hit tokens per
+        tier (the partial last block counted in the tier of the last hit), and its restores, one FIFO
+        link per lower tier (:func:`pcs.engine.restores.link_restores`); (tier tokens, seconds, bytes)."""
+        th = adm.hit_blocks_per_tier
+        last = adm.last_hit_tier
+        partial = ht - adm.hit_blocks * bs
+        tb = self.ledger.tier_hit_blocks
+        for j, b in enumerate(th):
+            tb[j] += b
+        tier_tokens = tuple(b * bs + (partial if j == last else 0) for j, b in enumerate(th))
+        restore_s, restored_bytes = link_restores(adm, now, self._link_free, self.ledger.links, self.links,
+                                                  self.block_bytes, pre, base, self.timing == "modeled")
+        return tier_tokens, restore_s, restored_bytes
