@@ -104,6 +104,9 @@ class ReplayEngine:
         ValueError: unknown timing.
     """
 
+    #: requests whose rows are buffered before they move into the typed columns (after a chunk; memory bound)
+    flush_rows = 65536
+
     def __init__(self, hierarchy: Hierarchy, timing: str = "sequential", links: Sequence | None = None,
                  block_bytes: Sequence[int] | None = None, check: bool = False):
         if timing not in TIMINGS:
@@ -153,7 +156,7 @@ class ReplayEngine:
             self._feed_sequential(_ChunkLists(chunk))
         else:
             self._feed_modeled(_ChunkLists(chunk))
-        if len(self._rows) >= 65536 * len(self._row_order):   # bounded buffer: this plus a chunk's rows
+        if len(self._rows) >= self.flush_rows * len(self._row_order):   # bounded buffer: this plus a chunk's rows
             self._flush()
 
     def _feed_inputs(self, chunk: Chunk) -> None:

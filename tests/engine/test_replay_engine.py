@@ -112,3 +112,31 @@ def test_two_restores_at_once_queue_on_the_link():
     lk = res.ledger.links[1]
     assert lk.restores == 2 and lk.transfer_s == pytest.approx(0.202)
     assert lk.restore_s - lk.transfer_s == pytest.approx(0.101)    # the queueing
+
+
+@pytest.mark.parametrize("timing", ["sequential", "modeled"])
+def test_row_buffer_flushed_between_chunks_keeps_every_column(monkeypatch, timing):
+    # The engine buffers per-request rows flat and moves them into the typed columns once
+    # `flush_rows` requests are buffered (checked after each chunk). Flushing after every chunk
+    # (flush_rows = 1, chunks of 7 requests) must give the same columns, in the same order, as one
+    # flush at close (flush_rows larger than the trace): the flush only moves rows, it never
+    # reorders or drops them.
+    from helpers import stress_trace
+    from pcs.engine.engine import ReplayEngine
+
+    reqs = stress_trace(7, 60)
+    monkeypatch.setattr(ReplayEngine, "flush_rows", 10**9)
+    one, _ = run(reqs, [6, 12], timing=timing, rules=BlockRules(4))
+    monkeypatch.setattr(ReplayEngine, "flush_rows", 1)
+    monkeypatch.setattr("pcs.trace.batches.BATCH_REQUESTS", 7)
+    monkeypatch.setattr("pcs.trace.batches.as_batches.__defaults__", (None, None, 7, False))
+    flushes = []
+    real_flush = ReplayEngine._flush
+    monkeypatch.setattr(ReplayEngine, "_flush", lambda self: (flushes.append(len(self._rows)), real_flush(self)))
+    many, _ = run(reqs, [6, 12], timing=timing, rules=BlockRules(4))
+    assert len(flushes) >= 60 // 7   # 9 chunks of <= 7 requests: a flush after every chunk, then at close
+    assert len(one.columns["hit_blocks"]) == 60
+    for name in one.columns:
+        assert list(many.columns[name]) == list(one.columns[name]) or (
+            name.endswith("_s") and all(math.isnan(a) and math.isnan(b) or a == b
+                                        for a, b in zip(many.columns[name], one.columns[name]))), name
