@@ -427,9 +427,11 @@ static Py_ssize_t tfill(Tier *t, const uint64_t *keys, Py_ssize_t n, int32_t *en
     PF_FIRST(t, keys, 0, n);
     for (Py_ssize_t i = 0; i < n; i++) {
         PF_HOME(t, keys, i, n);
-        int32_t e = tfind(t, keys[i]);
+        uint64_t at;
+        if (tadd_room(t) < 0) return -1;         /* before the lookup: its free slot is then the add's */
+        int32_t e = tfind_at(t, keys[i], &at);
         if (e < 0) {
-            if ((e = tadd(t, keys[i], 1)) < 0) return -1;
+            if ((e = tadd_at(t, keys[i], 1, at)) < 0) return -1;
             added++;
         } else {
             if (t->ent[e].pin == 0) pol_remove(t, e);
@@ -529,9 +531,12 @@ static void start_lookup(Hier *h, Plan *p) {
     Tier *g = &h->t[0];
     p->lead = p->n;
     p->nused = p->evictable = 0;
+    Tier *c = h->ntiers > 1 ? &h->t[1] : NULL;    /* the next tier's slots too: a GPU miss looks there next */
     PF_FIRST(g, k, 0, p->n);
+    if (c) PF_FIRST(c, k, 0, p->n);
     for (Py_ssize_t i = 0; i < p->n; i++) {
         PF_HOME(g, k, i, p->n);
+        if (c) PF_HOME(c, k, i, p->n);
         int32_t e = tfind(g, k[i]);
         if (e >= 0) {
             h->where[i] = 0;
@@ -842,11 +847,14 @@ static int finish_release(Hier *h, PcsAdm *a) {
  * a pin is resident (only unpinned entries are deleted), and a resident key has one entry, so the answer is
  * tfind's; other keys are looked up. */
 static int pinned_ents(Tier *g, PcsAdm *a, Py_ssize_t n) {
+    const uint32_t len = (uint32_t)g->ent_len;             /* (uint32_t)e < len: a hint within the entries */
+    for (Py_ssize_t i = 0; i < PF_AHEAD && i < n; i++)      /* the first hints' entries (as PF_FIRST) */
+        if ((uint32_t)a->ents[i] < len) __builtin_prefetch(&g->ent[a->ents[i]], 1, 1);
     for (Py_ssize_t i = 0; i < n; i++) {
-        if (i + PF_AHEAD < n && a->ents[i + PF_AHEAD] >= 0 && a->ents[i + PF_AHEAD] < g->ent_len)
+        if (i + PF_AHEAD < n && (uint32_t)a->ents[i + PF_AHEAD] < len)
             __builtin_prefetch(&g->ent[a->ents[i + PF_AHEAD]], 1, 1);
         int32_t e = a->ents[i];
-        if (e < 0 || e >= g->ent_len || g->ent[e].key != a->keys[i] || g->ent[e].pin <= 0) {
+        if ((uint32_t)e >= len || g->ent[e].key != a->keys[i] || g->ent[e].pin <= 0) {
             e = tfind(g, a->keys[i]);
             if (e < 0 || g->ent[e].pin <= 0) {
                 PyErr_Format(PyExc_KeyError, "block %llu is not pinned in the GPU tier",

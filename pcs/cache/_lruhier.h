@@ -186,6 +186,7 @@ static inline uint64_t home(const Tier *t, uint64_t key) { return key_hash(key) 
 #define OA_APPEND lru_append
 #define OA_UNLINK lru_unlink
 #define OA_HASH32(k) ((uint32_t)(key_hash(k) >> 32))     /* home(t, k) == OA_HASH32(k) >> (32 - bits) */
+#define OA_LOAD_SHIFT 2     /* at most 1/4 full: shorter probe runs for the lookups and backward shifts per access */
 #include "_oatable.h"
 
 static inline int tier_init(Tier *t, PyObject *name, Py_ssize_t capacity) {

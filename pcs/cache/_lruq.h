@@ -10,7 +10,10 @@
  * when its entry's prev is its own position, so the live items are exactly each unpinned block's last add, in add
  * order: the same order, victims and evictions as the list (tests/cache: the hierarchy's `check` and the diffs
  * against pcs.cache.hierarchy). The front is a plain array, so the entries of the next victims are known in
- * advance and are prefetched (their misses overlap instead of following one another).
+ * advance and are prefetched (their misses overlap instead of following one another). A stale item is also
+ * marked in the queue itself (its index set to -1 when its entry leaves the order: the entry is in hand then),
+ * so that passing stale items (eviction, compaction) reads only the queue, never their entries: at 10x Mooncake
+ * most items of the CPU tier's queue are stale (every restore or demotion of a resident block leaves one).
  *
  * Fields of Tier (pcs/cache/_lruhier.h): lq (lqcap allocated, raw memory), lqh (front), lqn (end); held counts
  * the live items. When the end reaches lqcap the live items move to the front (in order), into an array twice
@@ -29,9 +32,8 @@ static inline int lq_compact(Tier *t, Py_ssize_t cap) {
     if (!dst) { PyErr_NoMemory(); return -1; }
     Py_ssize_t j = 0;
     for (Py_ssize_t i = t->lqh; i < t->lqn; i++) {
-        if (i + LQ_AHEAD < t->lqn) __builtin_prefetch(&t->ent[t->lq[i + LQ_AHEAD]], 1, 1);
         int32_t e = t->lq[i];
-        if (t->ent[e].prev != i) continue;
+        if (e < 0) continue;
         t->ent[e].prev = (int32_t)j;
         dst[j++] = e;
     }
@@ -55,32 +57,38 @@ static inline int lq_append(Tier *t, int32_t e) {
     return 0;
 }
 
-/* entry e (in the order) leaves it: its item goes stale */
+/* entry e (in the order) leaves it: its item goes stale (marked -1) */
 static inline void lq_unlink(Tier *t, int32_t e) {
+    t->lq[t->ent[e].prev] = -1;
     t->ent[e].prev = -1;
     t->held--;
 }
 
 /* the position of the first live item at or after i (one exists) */
 static inline Py_ssize_t lq_live(const Tier *t, Py_ssize_t i) {
-    while (t->ent[t->lq[i]].prev != i) i++;
+    while (t->lq[i] < 0) i++;
     return i;
 }
 
 /* the n least recently used entries (n <= held) leave the tier, their keys to out in eviction order (the
  * deletions of n times: unlink the first, tdel); each victim's entry is prefetched LQ_AHEAD items before, its
- * home slot LQ_AHEAD / 2 items before */
+ * home slot LQ_AHEAD / 2 items before (stale items: nothing). The items past the last victim are prefetched too:
+ * they are the next eviction's first victims (no burst at the start of each eviction) */
 static inline void lq_evict(Tier *t, Py_ssize_t n, uint64_t *out) {
     Py_ssize_t i = t->lqh;
-    for (Py_ssize_t k = i; k < i + LQ_AHEAD && k < t->lqn; k++) __builtin_prefetch(&t->ent[t->lq[k]], 1, 1);
+    const Py_ssize_t end = t->lqn;
+    const int32_t *q = t->lq;
+    Entry *ent = t->ent;
+    if (t->lqh == 0)         /* a fresh front (start, compaction): no eviction before prefetched it */
+        for (Py_ssize_t k = 0; k < LQ_AHEAD && k < end; k++) if (q[k] >= 0) __builtin_prefetch(&ent[q[k]], 1, 1);
     for (Py_ssize_t v = 0; v < n; v++) {
         i = lq_live(t, i);
-        if (i + LQ_AHEAD < t->lqn) __builtin_prefetch(&t->ent[t->lq[i + LQ_AHEAD]], 1, 1);
-        if (i + LQ_AHEAD / 2 < t->lqn)     /* the slot of an entry prefetched LQ_AHEAD / 2 items ago (tdel's probe) */
-            __builtin_prefetch(&t->slots[home(t, t->ent[t->lq[i + LQ_AHEAD / 2]].key)], 1, 1);
-        int32_t e = t->lq[i++];
-        out[v] = t->ent[e].key;
-        t->ent[e].prev = -1;
+        int32_t a = i + LQ_AHEAD < end ? q[i + LQ_AHEAD] : -1, b = i + LQ_AHEAD / 2 < end ? q[i + LQ_AHEAD / 2] : -1;
+        if (a >= 0) __builtin_prefetch(&ent[a], 1, 1);
+        if (b >= 0) __builtin_prefetch(&t->slots[home(t, ent[b].key)], 1, 1);   /* its entry came LQ_AHEAD / 2 ago */
+        int32_t e = q[i++];
+        out[v] = ent[e].key;
+        ent[e].prev = -1;
         tdel(t, e);
     }
     t->held -= n;
@@ -92,7 +100,7 @@ static inline void lq_evict(Tier *t, Py_ssize_t n, uint64_t *out) {
 static inline Py_ssize_t lq_order(const Tier *t, int32_t *out) {
     Py_ssize_t n = 0;
     for (Py_ssize_t i = t->lqh; i < t->lqn; i++)
-        if (t->ent[t->lq[i]].prev == i) out[n++] = t->lq[i];
+        if (t->lq[i] >= 0) out[n++] = t->lq[i];
     return n;
 }
 
@@ -102,8 +110,9 @@ static inline const char *lq_check(const Tier *t) {
     if (t->lqh < 0 || t->lqh > t->lqn || t->lqn > t->lqcap) return "LRU queue bounds";
     for (Py_ssize_t i = t->lqh; i < t->lqn; i++) {
         int32_t e = t->lq[i];
-        if (e < 0 || e >= t->ent_len) return "LRU queue item out of the entries";
-        if (t->ent[e].prev != i) continue;
+        if (e < 0) continue;                                  /* stale */
+        if (e >= t->ent_len) return "LRU queue item out of the entries";
+        if (t->ent[e].prev != i) return "live LRU queue item whose entry names another position";
         if (t->ent[e].pin) return "pinned block in the LRU order";
         if (tfind(t, t->ent[e].key) != e) return "LRU entry not resident";
         live++;

@@ -15,7 +15,10 @@
  *   OA_KEY_OF(x), OA_KEY_EQ(x, k)  an entry's key; whether entry x holds key k;
  *   OA_SET_KEY(x, k)               store key k in a new entry;
  *   OA_RESET(x)                    the includer's own fields of an entry, reset when it is added or deleted;
- *   OA_INIT, OA_FREE, OA_FIND, OA_GROW, OA_ADD, OA_DEL, OA_APPEND, OA_UNLINK   the functions' names here.
+ *   OA_INIT, OA_FREE, OA_FIND, OA_GROW, OA_ADD, OA_DEL, OA_APPEND, OA_UNLINK   the functions' names here;
+ *                                  three more take names made from them: <OA_FIND>_at (a lookup that also gives
+ *                                  the free slot ending the key's probe run), <OA_ADD>_room (grow before an add)
+ *                                  and <OA_ADD>_at (an add at that free slot): a lookup then an add, one probe.
  * Optional: OA_LOAD_SHIFT  the table is at most 1 / 2**OA_LOAD_SHIFT full (default 1: half); a sparser table has
  *                          shorter probe runs, so fewer entries are read by OA_FIND and by OA_DEL's backward shift.
  *           OA_SLOTS_ALLOC(bytes), OA_SLOTS_FREE(p)   the slot array's allocator (default PyMem_Malloc / PyMem_Free).
@@ -30,6 +33,11 @@
 #ifndef OA_LOAD_SHIFT
 #define OA_LOAD_SHIFT 1
 #endif
+#define OA_CAT2(a, b) a##b
+#define OA_CAT(a, b) OA_CAT2(a, b)
+#define OA_FIND_AT OA_CAT(OA_FIND, _at)    /* derived names (OA_FIND tfind, OA_ADD tadd: tfind_at, tadd_at, tadd_room) */
+#define OA_ADD_AT OA_CAT(OA_ADD, _at)
+#define OA_ROOM OA_CAT(OA_ADD, _room)
 #ifndef OA_SLOTS_ALLOC
 #define OA_SLOTS_ALLOC(bytes) PyMem_Malloc(bytes)
 #define OA_SLOTS_FREE(p) PyMem_Free(p)
@@ -77,17 +85,24 @@ static inline void OA_FREE(OA_TABLE *t) {
     t->slots = NULL;
 }
 
-/* the entry holding key k, or -1 */
-static inline int32_t OA_FIND(const OA_TABLE *t, OA_KEY k) {
+/* the entry holding key k, or -1 with *at = the free slot ending k's probe run (where OA_ADD_AT stores k: a
+ * lookup and an add in one probe) */
+static inline int32_t OA_FIND_AT(const OA_TABLE *t, OA_KEY k, uint64_t *at) {
     uint32_t f = OA_FP(k);
     uint64_t i = OA_FP_HOME(t, k, f);
     (void)f;
     for (;;) {
         OA_SLOT s = t->slots[i];
-        if (OA_S_E(s) < 0) return -1;
+        if (OA_S_E(s) < 0) { *at = i; return -1; }
         if (OA_S_MATCH(t, s, k, f)) return OA_S_E(s);
         i = (i + 1) & t->mask;
     }
+}
+
+/* the entry holding key k, or -1 */
+static inline int32_t OA_FIND(const OA_TABLE *t, OA_KEY k) {
+    uint64_t at;
+    return OA_FIND_AT(t, k, &at);
 }
 
 /* twice the slots, every entry placed again; -1 + MemoryError on failure */
@@ -111,9 +126,14 @@ static inline int OA_GROW(OA_TABLE *t) {
     return 0;
 }
 
-/* add an absent key with a pin count, in no list; the entry index or -1 (memory error, exception set) */
-static inline int32_t OA_ADD(OA_TABLE *t, OA_KEY k, int32_t pin) {
-    if ((uint64_t)(t->nres + 1) << OA_LOAD_SHIFT > t->mask + 1 && OA_GROW(t) < 0) return -1;
+/* room for one more key: the slots grown first when an add would pass the load; 0 or -1 (MemoryError) */
+static inline int OA_ROOM(OA_TABLE *t) {
+    return (uint64_t)(t->nres + 1) << OA_LOAD_SHIFT > t->mask + 1 ? OA_GROW(t) : 0;
+}
+
+/* add absent key k with a pin count, in no list, at slot `at` (OA_FIND_AT's answer for k, the table unchanged
+ * since, after OA_ROOM); the entry index or -1 (memory error, exception set) */
+static inline int32_t OA_ADD_AT(OA_TABLE *t, OA_KEY k, int32_t pin, uint64_t at) {
     int32_t e;
     if (t->free_head >= 0) {
         e = t->free_head;
@@ -131,13 +151,19 @@ static inline int32_t OA_ADD(OA_TABLE *t, OA_KEY k, int32_t pin) {
     x->pin = pin;
     x->prev = x->next = -1;
     OA_RESET(x);
+    t->slots[at] = OA_S_MAKE(e, OA_FP(k));
+    t->nres++;
+    return e;
+}
+
+/* add an absent key with a pin count, in no list; the entry index or -1 (memory error, exception set) */
+static inline int32_t OA_ADD(OA_TABLE *t, OA_KEY k, int32_t pin) {
+    if (OA_ROOM(t) < 0) return -1;
     uint32_t f = OA_FP(k);
     uint64_t i = OA_FP_HOME(t, k, f);
     (void)f;
     while (OA_S_E(t->slots[i]) >= 0) i = (i + 1) & t->mask;
-    t->slots[i] = OA_S_MAKE(e, f);
-    t->nres++;
-    return e;
+    return OA_ADD_AT(t, k, pin, i);
 }
 
 /* delete entry e from the table (it must not be in a list); its slot in the entry array goes to the free list */
@@ -211,3 +237,8 @@ static inline void OA_UNLINK(OA_TABLE *t, int32_t e) {
 #undef OA_S_MATCH
 #undef OA_S_MAKE
 #undef OA_MAX_BITS
+#undef OA_CAT2
+#undef OA_CAT
+#undef OA_FIND_AT
+#undef OA_ADD_AT
+#undef OA_ROOM
