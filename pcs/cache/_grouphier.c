@@ -61,6 +61,7 @@ typedef struct {
     int32_t *t0, *where;
     Py_ssize_t n, hcap, nt0, k;
     KV pin_now, hold[MAXG], release[MAXG], computed[MAXG], transient[MAXG], tmp, tmp2, tmp3;
+    KV dem[2];                  /* evicted()'s pages pushed level to level (kept: no allocation per call) */
     Rest *rest;
     Py_ssize_t nrest, rcap, ecap;
     int32_t *eidx;              /* t_insert's entry per batch key */
@@ -160,17 +161,16 @@ static int lvl_of(GH *s, Key k) {
 static int t_evict(GH *s, int j, Py_ssize_t n, KV *out) {
     PTier *t = &s->tier[j];
     if (n <= 0) return 0;
-    int32_t ahead = t->head;        /* the victim after the next: its table slot fetched early (no change of result) */
+    int32_t ahead = t->head;        /* the victim after the next: its block record fetched early (no change of result) */
     if (ahead >= 0) ahead = t->ent[ahead].next;
     for (Py_ssize_t i = 0; i < n; i++) {
         int32_t e = t->head;
         if (ahead >= 0) {
-            Key a = {t->ent[ahead].h, t->ent[ahead].tag};
-            __builtin_prefetch(&t->slots[pt_home(t, a)]);
+            __builtin_prefetch(&t->blk.ent[ahead >> t->shift]);
             ahead = t->ent[ahead].next;
             if (ahead >= 0) __builtin_prefetch(&t->ent[ahead]);
         }
-        Key k = {t->ent[e].h, t->ent[e].tag};
+        Key k = pt_key(t, e);
         pt_unlink(t, e);
         pt_del(t, e);
         s->rp[j][GROUP_OF(k)]--;
@@ -297,23 +297,18 @@ static void dropped(GH *s, const KV *v) {
 /* GroupHierarchy._evicted: GPU victims demoted level by level (write-back) or dropped (write-through) */
 static int evicted(GH *s, const KV *victims) {
     if (s->wt || !victims->n) return 0;
-    KV a = {0}, b = {0};
     const KV *cur = victims;
-    int rc = 0;
     for (int j = 1; j < s->L; j++) {
-        KV *nx = (cur == &a) ? &b : &a;
+        KV *nx = (cur == &s->dem[0]) ? &s->dem[1] : &s->dem[0];
         nx->n = 0;
         Py_ssize_t w = t_insert(s, j, cur, nx);
-        if (w < 0) { rc = -1; goto done; }
+        if (w < 0) return -1;
         s->written_blocks[j] += w;
         cur = nx;
-        if (!cur->n) goto done;
+        if (!cur->n) return 0;
     }
     dropped(s, cur);
-done:
-    kv_free(&a);
-    kv_free(&b);
-    return rc;
+    return 0;
 }
 
 /* write-through of pages (already in the order the reference inserts them) into every lower level */
@@ -1164,16 +1159,34 @@ static PyObject *gh_tier_info(GH *s, PyObject *o) {
                          (long long)t->peak_res, (long long)t->peak_used);
 }
 
+/* the page entry after `e` (-1: from the start) in table order (block records by slot, pages in order); -1 at the end */
+static int32_t pt_next(const PTier *t, int32_t e) {
+    uint64_t i = 0;
+    int p = 0;
+    if (e >= 0) {
+        int32_t r = e >> t->shift;
+        BKey b = {t->blk.ent[r].h, t->blk.ent[r].g};
+        i = bt_home(&t->blk, b);
+        while (t->blk.slots[i] != r) i = (i + 1) & t->blk.mask;
+        p = (e & ((1 << t->shift) - 1)) + 1;
+    }
+    for (; i <= t->blk.mask; i++, p = 0) {
+        int32_t r = t->blk.slots[i];
+        if (r < 0) continue;
+        for (; p < 1 << t->shift; p++) if (t->ent[r << t->shift | p].pin != PT_ABSENT) return r << t->shift | p;
+    }
+    return -1;
+}
+
 /* resident(j): [(hash, tag, pin count)] of level j, table order */
 static PyObject *gh_resident(GH *s, PyObject *o) {
     long j = PyLong_AsLong(o);
     if (j < 0 || j >= s->L) { if (!PyErr_Occurred()) PyErr_SetString(PyExc_IndexError, "tier index"); return NULL; }
     PTier *t = &s->tier[j];
     PyObject *l = PyList_New(0);
-    for (uint64_t i = 0; l && i <= t->mask; i++) {
-        int32_t e = t->slots[i];
-        if (e < 0) continue;
-        PyObject *x = Py_BuildValue("(KIi)", (unsigned long long)t->ent[e].h, (unsigned)t->ent[e].tag, t->ent[e].pin);
+    for (int32_t e = pt_next(t, -1); l && e >= 0; e = pt_next(t, e)) {
+        Key k = pt_key(t, e);
+        PyObject *x = Py_BuildValue("(KIi)", (unsigned long long)k.h, (unsigned)k.tag, t->ent[e].pin);
         if (!x || PyList_Append(l, x) < 0) { Py_XDECREF(x); Py_CLEAR(l); break; }
         Py_DECREF(x);
     }
@@ -1187,7 +1200,8 @@ static PyObject *gh_order(GH *s, PyObject *o) {
     PTier *t = &s->tier[j];
     PyObject *l = PyList_New(0);
     for (int32_t e = t->head; l && e >= 0; e = t->ent[e].next) {
-        PyObject *x = Py_BuildValue("(KI)", (unsigned long long)t->ent[e].h, (unsigned)t->ent[e].tag);
+        Key k = pt_key(t, e);
+        PyObject *x = Py_BuildValue("(KI)", (unsigned long long)k.h, (unsigned)k.tag);
         if (!x || PyList_Append(l, x) < 0) { Py_XDECREF(x); Py_CLEAR(l); break; }
         Py_DECREF(x);
     }
@@ -1208,15 +1222,15 @@ static PyObject *gh_check(GH *s, PyObject *unused) {
         const char *bad = NULL;
         if (t->reserved < 0 || t->nres + t->reserved > t->cap) bad = "capacity";
         if (j && (t->reserved || t->nres != t->held)) bad = "pinned or reserved below the GPU";
-        for (uint64_t i = 0; i <= t->mask; i++) {
-            int32_t e = t->slots[i];
-            if (e < 0) continue;
+        Py_ssize_t pages = 0;
+        for (int32_t e = pt_next(t, -1); e >= 0; e = pt_next(t, e), pages++) {
             if (t->ent[e].pin < 0) bad = "negative pin count";
             unpinned += t->ent[e].pin == 0;
-            cnt[t->ent[e].tag >> 16]++;
+            cnt[pt_key(t, e).tag >> 16]++;
         }
         for (int32_t e = t->head; e >= 0; e = t->ent[e].next, listed++) if (t->ent[e].pin) bad = "pinned page in LRU";
         if (listed != unpinned || listed != t->held) bad = "LRU list";
+        if (pages != t->nres) bad = "page table";
         for (int g = 0; g < s->G; g++) if (cnt[g] != s->rp[j][g]) bad = "residency page counters";
         if (bad) { PyErr_Format(PyExc_AssertionError, "level %d: %s", j, bad); return NULL; }
     }
@@ -1268,7 +1282,10 @@ static int gh_init(GH *s, PyObject *args, PyObject *kw) {
     s->step_s = step;
     s->max_samples = maxs;
     s->auto_record = 1;
-    for (int j = 0; j < L; j++) if (pt_init(&s->tier[j], c[j]) < 0) { s->L = j; return -1; }
+    int P = 1;
+    for (int g = 0; g < G; g++) if (s->pages[g] > P) P = (int)s->pages[g];
+    if (P > 1 << 12) { PyErr_SetString(PyExc_ValueError, "more than 4096 pages a group block"); return -1; }
+    for (int j = 0; j < L; j++) if (pt_init(&s->tier[j], c[j], P) < 0) { s->L = j; return -1; }
     return 0;
 }
 
@@ -1277,7 +1294,7 @@ static void gh_dealloc(GH *s) {
     for (int g = 0; g < MAXG; g++) {
         kv_free(&s->hold[g]); kv_free(&s->release[g]); kv_free(&s->computed[g]); kv_free(&s->transient[g]);
     }
-    kv_free(&s->pin_now); kv_free(&s->tmp); kv_free(&s->tmp2); kv_free(&s->tmp3);
+    kv_free(&s->pin_now); kv_free(&s->dem[0]); kv_free(&s->dem[1]); kv_free(&s->tmp); kv_free(&s->tmp2); kv_free(&s->tmp3);
     PyMem_Free(s->rest); PyMem_Free(s->eidx); PyMem_Free(s->head); PyMem_Free(s->t0); PyMem_Free(s->where);
     PyMem_Free(s->st); PyMem_Free(s->sc); PyMem_Free(s->req); PyMem_Free(s->rset); PyMem_Free(s->rgen);
     Py_XDECREF(s->clock_fn);

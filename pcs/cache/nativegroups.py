@@ -27,12 +27,14 @@ from pcs.cache.residency import KEY_SHIFT, Residency
 from pcs.cache.tier import Tier, TierStats
 from pcs.errors import UserError
 
-__all__ = ["NativeGroupHierarchy", "available", "unsupported", "MAX_PAGES", "MAX_LEVELS", "MAX_GROUPS"]
+__all__ = ["NativeGroupHierarchy", "available", "unsupported", "MAX_PAGES", "MAX_BLOCK_PAGES", "MAX_LEVELS", "MAX_GROUPS"]
 
 _grouphier = _native.module("grouphier")    # None when the optional extension did not compile
 
 #: largest pool the compiled hierarchy takes (int32 entry indices), pages.
 MAX_PAGES = 1 << 30
+#: most pages a group block has (pcs/cache/_grouphier.h: page entries of a block side by side, int32 indices).
+MAX_BLOCK_PAGES = 1 << 12
 #: most tier levels and cache groups (fixed-size arrays in C: MAXL, MAXG).
 MAX_LEVELS = 8
 MAX_GROUPS = 8
@@ -42,8 +44,9 @@ _MASK = (1 << KEY_SHIFT) - 1
 def unsupported(tiers: Sequence[Tier], groups: Sequence[CacheGroup], pools: int) -> str | None:
     """None when :class:`NativeGroupHierarchy` can stand in for ``GroupHierarchy(tiers, ..., groups, pools)``,
     else the reason it cannot (one pool per level, every policy ``lru`` with no admission policy, empty tiers
-    of at most :data:`MAX_PAGES` pages, at most :data:`MAX_LEVELS` levels and :data:`MAX_GROUPS` groups, the
-    extension built)."""
+    of at most :data:`MAX_PAGES` pages (a group block counted as its pages rounded up to a power of two), at
+    most :data:`MAX_BLOCK_PAGES` pages a group block, :data:`MAX_LEVELS` levels and :data:`MAX_GROUPS` groups,
+    the extension built)."""
     if _grouphier is None:
         return f"the compiled {_native.TWINS['grouphier']} is not built"
     if pools != 1:
@@ -56,6 +59,12 @@ def unsupported(tiers: Sequence[Tier], groups: Sequence[CacheGroup], pools: int)
         return f"it takes at most {MAX_LEVELS} tiers and {MAX_GROUPS} cache groups"
     if any(len(t.resident) or t.reserved_blocks or t.capacity_blocks > MAX_PAGES for t in tiers):
         return f"it needs empty tiers of at most {MAX_PAGES} pages"
+    most = max((g.pages for g in groups), default=1)
+    if most > MAX_BLOCK_PAGES:
+        return f"it takes at most {MAX_BLOCK_PAGES} pages a group block, got {most}"
+    slab = 1 << (most - 1).bit_length()   # _grouphier.h: a group block's page entries, a power of two
+    if any(t.capacity_blocks * slab > MAX_PAGES for t in tiers):
+        return f"it needs tiers of at most {MAX_PAGES // slab} pages with group blocks of {most} pages"
     return None
 
 

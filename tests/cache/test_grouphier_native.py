@@ -182,3 +182,20 @@ def test_unsupported_configurations_say_why():
     assert "pool" in unsupported([Tier("gpu", 4, make_policy("lru", 4))] * 2, full * 2, 2)
     with pytest.raises(ValueError, match="lru"):
         NativeGroupHierarchy(fifo, "back", full)
+
+
+def test_unsupported_page_slab_limits():
+    """_grouphier.h keeps a group block's page entries side by side, its pages rounded up to a power of two of int32
+    entry indices: a block of 4,096 pages fits, 4,097 does not (MAX_BLOCK_PAGES = 2**12); with 6-page blocks (gemma-3's
+    window group, rounded up to 8) a tier takes at most 2**30 / 8 = 134,217,728 pages, one more is refused."""
+    def groups(pages):
+        return (CacheGroup("full_attention", "full", ("full_attention",), BS),
+                CacheGroup("sliding_window", "window", ("sliding_window",), BS, span_tokens=BS, pages=pages))
+
+    def tiers(cap):
+        return [Tier("gpu", cap, make_policy("lru", cap))]
+
+    assert unsupported(tiers(4), groups(4096), 1) is None
+    assert "4096 pages a group block" in unsupported(tiers(4), groups(4097), 1)
+    assert unsupported(tiers(134_217_728), groups(6), 1) is None
+    assert "134217728 pages" in unsupported(tiers(134_217_729), groups(6), 1)
