@@ -31,6 +31,7 @@ typedef struct {
     heap_t *heaps; int64_t nheaps, capheaps;
     vec_t res_a, res_len, res_ids;                           /* int64, int64, uint64 */
     int64_t pairs;
+    int any_negative;                                        /* a request with output < 0 registered */
 } turns_t;
 
 static int vec_push(vec_t *v, const void *src, int64_t k) {   /* k items of 8 bytes */
@@ -197,8 +198,14 @@ static int tn_batch(turns_t *t, int64_t first, int64_t bs, const uint64_t *h, co
     for (int64_t r = 0; r < m; r++) {
         int64_t nh = off[r + 1] - off[r], f = p[r] / bs, cacheable = f < nh ? f : nh;
         const uint64_t *b = h + off[r];
-        if (t->used && tn_resolve(t, b, nh, p[r], cacheable, bs) < 0) return -1;
-        if (f >= 1 && nh >= f && tn_register(t, b[f - 1], f, (entry_t){p[r] + o[r], first + r}) < 0) return -1;
+        /* A waiting request A (key position f_A - 1, f_A = p_A // bs) resolves on B only if p_A + o_A <= p_B, so
+         * with o_A >= 0 only if f_A <= p_B // bs: B's positions from its cacheable blocks on match nothing */
+        int64_t scan = t->any_negative ? nh : cacheable;
+        if (t->used && tn_resolve(t, b, scan, p[r], cacheable, bs) < 0) return -1;
+        if (f >= 1 && nh >= f) {
+            t->any_negative |= o[r] < 0;
+            if (tn_register(t, b[f - 1], f, (entry_t){p[r] + o[r], first + r}) < 0) return -1;
+        }
     }
     return 0;
 }
