@@ -13,7 +13,6 @@ from pcs import _native
 
 __all__ = ["TimeModel", "causal_terms", "prefill_table_numpy"]
 
-_prefill = _native.module("prefill")    # None when the optional extension did not compile
 
 #: prefill-table entries per slice (:meth:`TimeModel._prefill_table`): 32 k float64 = 256 kB per temporary.
 _SLICE = 1 << 15
@@ -40,10 +39,16 @@ class TimeModel:
             cached_tokens)`` and ``decode_s_per_token(context_tokens)``
             (:class:`pcs.compute.ComputeModel`, or ``MeasuredPrefill`` plus a
             decode function).
+        native: ``auto``, ``c``, ``python`` or None (:func:`pcs._native.resolve`, twin ``prefill``): whether the
+            prefill tables :func:`causal_terms` covers are made by ``pcs/engine/_prefill.c`` or by
+            :func:`prefill_table_numpy` (the same values).
+    Raises:
+        UserError: (at the first table) ``native="c"`` without the compiled twin.
     """
 
-    def __init__(self, compute: Any) -> None:
+    def __init__(self, compute: Any, native: str | None = None) -> None:
         self.compute = compute
+        self.native = native
         self._decode: dict[int, float] = {}
         self._terms: tuple | None = None     # causal_terms of compute, () when it has none (read once)
 
@@ -82,9 +87,10 @@ class TimeModel:
         :func:`prefill_table_numpy` (the reference; the same values, tests/engine/test_prefill_table.py)."""
         if self._terms is None:
             self._terms = causal_terms(self.compute) or ()
-        if self._terms and _prefill is not None and (not len(prompt) or int(prompt.max()) < 1 << 53):
+        if self._terms and _native.resolve(self.native, "prefill") == "c" and (not len(prompt) or
+                                                                                int(prompt.max()) < 1 << 53):
             pre = np.empty(int(offsets[-1]), dtype=np.float64)
-            _prefill.prefill_table(pre, np.ascontiguousarray(prompt, dtype=np.int64),
+            _native.module("prefill").prefill_table(pre, np.ascontiguousarray(prompt, dtype=np.int64),
                                    np.ascontiguousarray(offsets, dtype=np.int64), int(block_size), *self._terms)
             return pre
         return prefill_table_numpy(self.compute, prompt, counts, offsets, block_size)

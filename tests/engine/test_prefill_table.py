@@ -95,3 +95,15 @@ def test_bad_layout_refused():
     out = np.empty(3, dtype=np.float64)
     with pytest.raises(ValueError, match="offsets"):
         prefill.prefill_table(out, np.array([5], np.int64), np.array([0, 4], np.int64), 512, 1.0, 1.0, (1.0,))
+
+
+@pytest.mark.parametrize("native, numpy_calls", [("python", 1), ("c", 0), ("auto", 0)])
+def test_native_switch_picks_the_table(monkeypatch, native, numpy_calls):
+    # --native python runs the plain numpy reference; c and auto (the twin built) the compiled pass
+    calls = []
+    real = timing.prefill_table_numpy
+    monkeypatch.setattr(timing, "prefill_table_numpy", lambda *a: calls.append(1) or real(*a))
+    prompt = np.array([1024, 700], dtype=np.int64)
+    counts, offsets = _layout(prompt, np.array([2, 1], dtype=np.int64))
+    got = timing.TimeModel(_compute("llama-3.1-8b"), native)._prefill_table(prompt, counts, offsets, 512)
+    assert len(calls) == numpy_calls and len(got) == 5
