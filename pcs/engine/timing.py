@@ -87,11 +87,12 @@ class TimeModel:
         :func:`prefill_table_numpy` (the reference; the same values, tests/engine/test_prefill_table.py)."""
         if self._terms is None:
             self._terms = causal_terms(self.compute) or ()
-        if self._terms and _native.resolve(self.native, "prefill") == "c" and (not len(prompt) or
-                                                                                int(prompt.max()) < 1 << 53):
+        exact = not len(prompt) or int(prompt.max()) < 1 << 53      # token counts exact in float64
+        if self._terms and exact and _native.resolve(self.native, "prefill") == "c":
             pre = np.empty(int(offsets[-1]), dtype=np.float64)
             _native.module("prefill").prefill_table(pre, np.ascontiguousarray(prompt, dtype=np.int64),
-                                   np.ascontiguousarray(offsets, dtype=np.int64), int(block_size), *self._terms)
+                                                    np.ascontiguousarray(offsets, dtype=np.int64), int(block_size),
+                                                    *self._terms)
             return pre
         return prefill_table_numpy(self.compute, prompt, counts, offsets, block_size)
 
