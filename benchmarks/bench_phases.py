@@ -4,8 +4,9 @@
 scheduler) under ``cProfile`` with ``time.thread_time`` as its clock and the no-cache step loop forced onto the
 calling thread (``pcs.engine.beside.Beside(threaded=False)``), so every function's time is CPU of one thread. One
 untimed warm-up call, then ``--calls`` profiled calls; per phase the minimum over the calls, in ms. The phases are
-functions that exist in every recent tree (a missing one reads 0), so the script can run under another checkout's
-venv for an alternated comparison (``/work/main/.venv/bin/python benchmarks/bench_phases.py ...``): the decode and
+functions that exist in every recent tree (a missing one reads 0), so a copy of the script placed in the other
+checkout's ``benchmarks/`` (its ``common.py`` puts that checkout first on ``sys.path``; this one's would import this
+tree) runs there for an alternated comparison; the JSON line names the ``pcs`` it imported. The phases: the decode and
 batch join (``Decoded._joined``, cumulative), the next-turn search (``_turns.walk``), the one-pass scan
 (``_lruscan.lru_feed``), the chunks and prefill tables (``chunks._from_columns``, cumulative), the step loops
 (``StepScheduler.feed``/``close``/``columns``), their input columns (``NativeStepEngine._feed_inputs``), the
