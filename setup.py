@@ -17,6 +17,8 @@ them and owns the ``auto | c | python`` switch):
   ``pcs trace stats`` (pcs/trace/statscan.py);
 - ``pcs.engine._turns`` (pcs/engine/_turns.c): the next-turn search of the
   step scheduler (pcs/engine/turns.py);
+- ``pcs.engine._prefill`` (pcs/engine/_prefill.c): the replay's prefill
+  tables in one pass (pcs/engine/timing.py);
 - ``pcs.cache._grouphier`` (pcs/cache/_grouphier.c): the hybrid-model
   hierarchy (cache groups over one shared LRU pool per tier level);
 - ``pcs.trace._jsonrows`` (pcs/trace/_jsonrows.cpp, C++17): block-id JSONL
@@ -45,6 +47,7 @@ _SLOWER = {"pcs.curves._stackdist": "curves", "pcs.engine._lruscan": "sequential
            "pcs.engine._stepsched": "default step-scheduler replays",
            "pcs.trace._statscan": "pcs trace stats",
            "pcs.engine._turns": "the next-turn search of step-scheduler replays",
+           "pcs.engine._prefill": "the prefill tables of modeled replays",
            "pcs.cache._grouphier": "hybrid-model replays (sliding window, chunked, SSM-state cache groups)",
            "pcs.trace._jsonrows": "reading Mooncake and Bailian JSONL",
            "pcs.fleet._route": "fleet routing with the prefix, cache-aware and least-loaded routers"}
@@ -123,6 +126,8 @@ setup(
         _ext("pcs.engine._stepsched", "pcs/engine/_stepsched.c", args=("-ffp-contract=off",)),
         _ext("pcs.trace._statscan", "pcs/trace/_statscan.c"),
         _ext("pcs.engine._turns", "pcs/engine/_turns.c"),
+        # the prefill tables bit-identical to the numpy reference: no fused multiply-add contraction
+        _ext("pcs.engine._prefill", "pcs/engine/_prefill.c", args=("-ffp-contract=off",)),
         _ext("pcs.cache._grouphier", "pcs/cache/_grouphier.c"),
         *_jsonrows(),
         # the cache-aware score bit-identical to the Python router's: no fused multiply-add contraction

@@ -46,7 +46,7 @@ HELP = ("Compiled twins: auto (the compiled code when built; a configuration no 
 #: twin name -> extension module name.
 TWINS = {"stackdist": "pcs.curves._stackdist", "lruscan": "pcs.engine._lruscan", "lruhier": "pcs.cache._lruhier",
          "stepsched": "pcs.engine._stepsched", "statscan": "pcs.trace._statscan",
-         "turns": "pcs.engine._turns",
+         "turns": "pcs.engine._turns", "prefill": "pcs.engine._prefill",
          "grouphier": "pcs.cache._grouphier", "jsonrows": "pcs.trace._jsonrows", "route": "pcs.fleet._route"}
 
 #: twin name -> what runs slower without it. benchmarks/bench_native.py on the Mooncake trace (2 cores):
@@ -54,7 +54,7 @@ TWINS = {"stackdist": "pcs.curves._stackdist", "lruscan": "pcs.engine._lruscan",
 SLOWER = {"stackdist": "curves", "lruscan": "sequential one-tier replays",
           "lruhier": "replays on lru, fifo, slru, sieve, 2q, s3fifo, arc or lfu tiers",
           "stepsched": "default step-scheduler replays", "statscan": "pcs trace stats",
-          "turns": "the next-turn search of step-scheduler replays",
+          "turns": "the next-turn search of step-scheduler replays", "prefill": "the prefill tables of modeled replays",
           "grouphier": "hybrid-model replays", "jsonrows": "Mooncake and Bailian JSONL reads",
           "route": "fleet routing with the prefix, cache-aware and least-loaded routers"}
 

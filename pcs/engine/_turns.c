@@ -11,7 +11,11 @@
  * State: an open-addressing table (linear probing, splitmix64, load <= 0.5, grown by doubling) from key
  * (id, f) to a min-heap of waiting requests ordered on (p + o, request index); a resolved request leaves its
  * heap, emptied heaps stay (as the reference's dict). A 2^22-bit filter of the keys' hashes (512 KB, set on
- * registering, never cleared) skips the table probe for the positions that hold no key (most of them). Output, in resolution order: per resolved request its
+ * registering, never cleared) skips the table probe for the positions that hold no key (most of them). Before
+ * it, a bitmap indexed by the id itself (ids_bits: bit id set when a key holds id; grown while ids stay dense,
+ * at most 64 bits per key or 2^23 bits) skips most positions without hashing: block ids numbered in order of
+ * appearance (Mooncake's) are read nearly in order, so its words stay in cache; an id past the bitmap after an
+ * id did not fit (ids_over) takes the hashed filter. Output, in resolution order: per resolved request its
  * index and its decode-block count, and the ids themselves (tn_result); pairs = resolved requests.
  */
 #define PY_SSIZE_T_CLEAN
@@ -31,6 +35,9 @@ typedef struct {
     heap_t *heaps; int64_t nheaps, capheaps;
     vec_t res_a, res_len, res_ids;                           /* int64, int64, uint64 */
     int64_t pairs;
+    int any_negative;                                        /* a request with output < 0 registered */
+    uint64_t *ids_bits; uint64_t ids_cap;                    /* bit id: some key holds id (ids < ids_cap) */
+    int ids_over;                                            /* some key's id did not fit the bitmap */
 } turns_t;
 
 static int vec_push(vec_t *v, const void *src, int64_t k) {   /* k items of 8 bytes */
@@ -49,7 +56,7 @@ static int vec_push(vec_t *v, const void *src, int64_t k) {   /* k items of 8 by
 static void tn_free(turns_t *t) {
     if (!t) return;
     for (int64_t i = 0; i < t->nheaps; i++) free(t->heaps[i].e);
-    free(t->heaps); free(t->slots); free(t->filter);
+    free(t->heaps); free(t->slots); free(t->filter); free(t->ids_bits);
     free(t->res_a.p); free(t->res_len.p); free(t->res_ids.p);
     free(t);
 }
@@ -116,9 +123,34 @@ static entry_t heap_pop(heap_t *h) {
     return top;
 }
 
+/* Mark id in the id bitmap, growing it (zeroed) while ids stay dense (at most 64 bits per key, or 2^23) and no
+ * id has overflowed; else note the overflow (ids past ids_cap then take the hashed filter). -1 on no memory. */
+static int tn_mark_id(turns_t *t, uint64_t id) {
+    if (id >= t->ids_cap && !t->ids_over) {
+        uint64_t want = (id + 1) + (id + 1) / 2, most = 64 * (uint64_t)(t->used + 1);
+        most = most > ((uint64_t)1 << 23) ? most : ((uint64_t)1 << 23);
+        if (id < most) {
+            uint64_t cap = ((want < most ? want : most) + 63) & ~(uint64_t)63;
+            uint64_t *b = (uint64_t *)realloc(t->ids_bits, (size_t)(cap / 64) * 8);
+            if (!b) return -1;
+            memset(b + t->ids_cap / 64, 0, (size_t)((cap - t->ids_cap) / 64) * 8);
+            t->ids_bits = b; t->ids_cap = cap;
+        }
+    }
+    if (id < t->ids_cap) t->ids_bits[id >> 6] |= (uint64_t)1 << (id & 63);
+    else t->ids_over = 1;
+    return 0;
+}
+
+/* Whether some key may hold id: its bit below ids_cap; past it, only after an overflow (then the filter decides). */
+static inline int tn_id_maybe(const turns_t *t, uint64_t id) {
+    return id < t->ids_cap ? (int)(t->ids_bits[id >> 6] >> (id & 63) & 1) : t->ids_over;
+}
+
 /* Request a waits under key (id, f) until a next turn holds p_B >= s. */
 static int tn_register(turns_t *t, uint64_t id, int64_t f, entry_t x) {
     if (2 * (t->used + 1) > t->mask + 1 && tn_grow(t) < 0) return -1;
+    if (tn_mark_id(t, id) < 0) return -1;
     uint64_t hash = turn_hash(id, f), bit = hash >> (64 - FILTER_BITS);
     t->filter[bit >> 6] |= (uint64_t)1 << (bit & 63);
     slot_t *s = tn_slot(t, id, f, hash);
@@ -162,16 +194,20 @@ static int tn_resolve_at(turns_t *t, const uint64_t *b, int64_t j, uint64_t hash
  * whose p + o <= p_b, position by position. */
 static int tn_resolve(turns_t *t, const uint64_t *b, int64_t nh, int64_t p_b, int64_t cacheable, int64_t bs) {
     uint64_t hs[TN_AHEAD];
+    int64_t js[TN_AHEAD];
     for (int64_t j0 = 0; j0 < nh; j0 += TN_AHEAD) {
-        int64_t k = nh - j0 < TN_AHEAD ? nh - j0 : TN_AHEAD;
+        int64_t k = nh - j0 < TN_AHEAD ? nh - j0 : TN_AHEAD, c = 0;
         for (int64_t i = 0; i < k; i++) {
-            hs[i] = turn_hash(b[j0 + i], j0 + i + 1);
-            __builtin_prefetch(&t->filter[(hs[i] >> (64 - FILTER_BITS)) >> 6], 0, 1);
+            if (!tn_id_maybe(t, b[j0 + i])) continue;                  /* no key holds this id: most positions */
+            js[c] = j0 + i;
+            hs[c] = turn_hash(b[j0 + i], j0 + i + 1);
+            __builtin_prefetch(&t->filter[(hs[c] >> (64 - FILTER_BITS)) >> 6], 0, 1);
+            c++;
         }
-        for (int64_t i = 0; i < k; i++) {
+        for (int64_t i = 0; i < c; i++) {
             uint64_t bit = hs[i] >> (64 - FILTER_BITS);
-            if (!(t->filter[bit >> 6] >> (bit & 63) & 1)) continue;     /* no key of this hash: most positions */
-            if (tn_resolve_at(t, b, j0 + i, hs[i], p_b, cacheable, bs) < 0) return -1;
+            if (!(t->filter[bit >> 6] >> (bit & 63) & 1)) continue;     /* no key of this hash */
+            if (tn_resolve_at(t, b, js[i], hs[i], p_b, cacheable, bs) < 0) return -1;
         }
     }
     return 0;
@@ -197,8 +233,14 @@ static int tn_batch(turns_t *t, int64_t first, int64_t bs, const uint64_t *h, co
     for (int64_t r = 0; r < m; r++) {
         int64_t nh = off[r + 1] - off[r], f = p[r] / bs, cacheable = f < nh ? f : nh;
         const uint64_t *b = h + off[r];
-        if (t->used && tn_resolve(t, b, nh, p[r], cacheable, bs) < 0) return -1;
-        if (f >= 1 && nh >= f && tn_register(t, b[f - 1], f, (entry_t){p[r] + o[r], first + r}) < 0) return -1;
+        /* A waiting request A (key position f_A - 1, f_A = p_A // bs) resolves on B only if p_A + o_A <= p_B, so
+         * with o_A >= 0 only if f_A <= p_B // bs: B's positions from its cacheable blocks on match nothing */
+        int64_t scan = t->any_negative ? nh : cacheable;
+        if (t->used && tn_resolve(t, b, scan, p[r], cacheable, bs) < 0) return -1;
+        if (f >= 1 && nh >= f) {
+            t->any_negative |= o[r] < 0;
+            if (tn_register(t, b[f - 1], f, (entry_t){p[r] + o[r], first + r}) < 0) return -1;
+        }
     }
     return 0;
 }

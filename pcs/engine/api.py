@@ -591,7 +591,7 @@ def replay(trace: Any = None, *, model: Any = None, hardware: Any = None, tp: in
     tier_specs, bb, bpb, link_specs, deployment = _tier_bytes_and_links(
         spec, gpu, bs, tier_specs, links, opts.tp, hardware_table, gpu_memory_utilization, kv_reserve)
     tier_policies = dict(tier_policies or {})
-    time_model = TimeModel(compute if compute is not None else _compute_model(spec, gpu, opts.tp, bs))
+    time_model = TimeModel(compute if compute is not None else _compute_model(spec, gpu, opts.tp, bs), opts.native)
     admit = _admit_map(admit, tier_specs)
     ctx = _policy_context(_policy_names(tier_specs, opts.policy, tier_policies), source, rules, time_model.compute, bs,
                           admit, gap_oracle)

@@ -130,10 +130,12 @@ def utilisation_bins(busy_per_s: list, span_s: float, bin_s: int = 1) -> tuple[i
 
 
 def _pcts(values: np.ndarray) -> Percentiles:
+    """p50, p90, p99 (``np.percentile``, linear) of the finite values; None each when there are none. The finite
+    values are a fresh copy, so the percentile partitions it in place (``overwrite_input``: one copy less)."""
     values = values[np.isfinite(values)]
     if not len(values):
         return Percentiles(None, None, None)
-    p = np.percentile(values, [50, 90, 99])
+    p = np.percentile(values, [50, 90, 99], overwrite_input=True)
     return Percentiles(float(p[0]), float(p[1]), float(p[2]))
 
 

@@ -179,7 +179,8 @@ class NoSampler(Sampler):
 def _quantiles(values: np.ndarray) -> list[float]:
     """``np.quantile(values, CDF_LEVELS, method="inverted_cdf")`` of the finite values, from one sort:
     level q -> the ceil(n q)-th smallest (1-based; the smallest at q = 0). Equal: test_series.py."""
-    values = np.sort(values[np.isfinite(values)])
+    values = values[np.isfinite(values)]    # a fresh copy: sorted in place
+    values.sort()
     n = len(values)
     if not n:
         return []

@@ -9,7 +9,10 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["TimeModel"]
+from pcs import _native
+
+__all__ = ["TimeModel", "causal_terms", "prefill_table_numpy"]
+
 
 #: prefill-table entries per slice (:meth:`TimeModel._prefill_table`): 32 k float64 = 256 kB per temporary.
 _SLICE = 1 << 15
@@ -36,11 +39,18 @@ class TimeModel:
             cached_tokens)`` and ``decode_s_per_token(context_tokens)``
             (:class:`pcs.compute.ComputeModel`, or ``MeasuredPrefill`` plus a
             decode function).
+        native: ``auto``, ``c``, ``python`` or None (:func:`pcs._native.resolve`, twin ``prefill``): whether the
+            prefill tables :func:`causal_terms` covers are made by ``pcs/engine/_prefill.c`` or by
+            :func:`prefill_table_numpy` (the same values).
+    Raises:
+        UserError: (at the first table) ``native="c"`` without the compiled twin.
     """
 
-    def __init__(self, compute: Any) -> None:
+    def __init__(self, compute: Any, native: str | None = None) -> None:
         self.compute = compute
+        self.native = native
         self._decode: dict[int, float] = {}
+        self._terms: tuple | None = None     # causal_terms of compute, () when it has none (read once)
 
     def tables(self, prompt: np.ndarray, output: np.ndarray, cap: np.ndarray, block_size: int,
                decode: bool = True, arrays: bool = False):
@@ -72,26 +82,72 @@ class TimeModel:
         return pre.tolist(), offsets.tolist(), [o * memo[c] for o, c in zip(out.tolist(), ctx)]
 
     def _prefill_table(self, prompt: np.ndarray, counts: np.ndarray, offsets: np.ndarray, block_size: int) -> np.ndarray:
-        """The rows of :meth:`tables` (float64, shape (offsets[-1],)): ``prefill_s`` is element-wise, so it runs on
-        slices of about :data:`_SLICE` entries (whole rows) into one output array -- the same values, with
-        temporaries that stay in cache instead of a dozen arrays of the whole table (page faults, memory traffic).
-        A compute model with ``prefill_s_of_counts`` (:meth:`pcs.compute.ComputeModel.prefill_s_of_counts`) gets
-        the token counts as float64 (whole numbers below 2**53: the same values as int64 converted) and skips
-        the checks they cannot fail; any other gets int64 arrays through ``prefill_s``.
-        """
-        total, m = int(offsets[-1]), len(prompt)
-        pre = np.empty(total, dtype=np.float64)
-        cuts = np.searchsorted(offsets, np.arange(0, total, _SLICE), side="right") - 1  # ascending: drop repeats
-        cuts = cuts[np.concatenate(([True], cuts[1:] != cuts[:-1]))] if total else []  # (np.unique loads numpy.ma)
-        bounds = [*(int(c) for c in cuts), m]
-        counted = _counted(self.compute, prompt)
-        dt = np.float64 if counted is not None else np.int64
-        for i0, i1 in zip(bounds[:-1], bounds[1:]):
-            o0, o1 = int(offsets[i0]), int(offsets[i1])
-            reps = counts[i0:i1]
-            h = np.arange(o1 - o0, dtype=dt) - np.repeat((offsets[i0:i1] - o0).astype(dt), reps)
-            p = np.repeat(prompt[i0:i1].astype(dt), reps)
-            cached = np.minimum(h * block_size, p)
-            out = counted(p - cached, cached) if counted is not None else self.compute.prefill_s(p - cached, cached)
-            pre[o0:o1] = np.broadcast_to(np.asarray(out, dtype=np.float64), (o1 - o0,))
-        return pre
+        """The rows of :meth:`tables` (float64, shape (offsets[-1],)), in one compiled pass
+        (``pcs/engine/_prefill.c``) when :func:`causal_terms` describes the compute model, else
+        :func:`prefill_table_numpy` (the reference; the same values, tests/engine/test_prefill_table.py)."""
+        if self._terms is None:
+            self._terms = causal_terms(self.compute) or ()
+        exact = not len(prompt) or int(prompt.max()) < 1 << 53      # token counts exact in float64
+        if self._terms and exact and _native.resolve(self.native, "prefill") == "c":
+            pre = np.empty(int(offsets[-1]), dtype=np.float64)
+            _native.module("prefill").prefill_table(pre, np.ascontiguousarray(prompt, dtype=np.int64),
+                                                    np.ascontiguousarray(offsets, dtype=np.int64), int(block_size),
+                                                    *self._terms)
+            return pre
+        return prefill_table_numpy(self.compute, prompt, counts, offsets, block_size)
+
+
+def causal_terms(compute: Any) -> tuple[float, float, tuple[float, ...]] | None:
+    """(a2, flops_per_s, ks) when ``compute`` is a :class:`pcs.compute.ComputeModel` using the class's own prefill
+    methods (as :func:`_counted`; the caller checks the counts are below 2**53) over a :class:`pcs.model.spec.ModelSpec` whose every component's attention FLOPs are
+    ``k x causal_pairs(n, c)`` (:class:`~pcs.model.components.FullAttention`, dense
+    :class:`~pcs.model.mla.MLALatent`, :class:`~pcs.model.mla.IndexerKeys`), else None. Then
+    ``prefill_s(n, c) = (a2 n + sum_j ks[j] causal_pairs(n, c)) / flops_per_s`` with a2 = 2 x active_params
+    (:meth:`pcs.compute.ComputeModel.prefill_flops`), each k read exactly as ``attention_flops(1, 0)``
+    (causal_pairs(1, 0) = 1), the terms summed in the components' order (:meth:`ModelSpec.attention_flops`)."""
+    from pcs.compute import ComputeModel
+    from pcs.model.components import FullAttention
+    from pcs.model.mla import IndexerKeys, MLALatent
+    from pcs.model.spec import ModelSpec
+
+    cls = type(compute)
+    if not isinstance(compute, ComputeModel) or any(getattr(cls, f) is not getattr(ComputeModel, f) for f in
+                                                    ("prefill_s", "prefill_flops", "_flops", "prefill_s_of_counts")):
+        return None
+    model = compute.model
+    if type(model) is not ModelSpec or not 0 < len(model.components) <= 16:
+        return None
+    if any(type(c) not in (FullAttention, IndexerKeys, MLALatent) or getattr(c, "topk", None) is not None
+           for c in model.components):
+        return None
+    one, zero = np.float64(1.0), np.float64(0.0)
+    ks = tuple(float(c.attention_flops(one, zero)) for c in model.components)
+    return float(2.0 * model.active_params), float(compute.flops_per_s), ks
+
+
+def prefill_table_numpy(compute: Any, prompt: np.ndarray, counts: np.ndarray, offsets: np.ndarray,
+                        block_size: int) -> np.ndarray:
+    """:meth:`TimeModel._prefill_table` in numpy (the reference of ``pcs/engine/_prefill.c``, and the code for
+    compute models it does not cover): ``prefill_s`` is element-wise, so it runs on slices of about
+    :data:`_SLICE` entries (whole rows) into one output array -- temporaries that stay in cache instead of a dozen
+    arrays of the whole table. A compute model with ``prefill_s_of_counts``
+    (:meth:`pcs.compute.ComputeModel.prefill_s_of_counts`) gets the token counts as float64 (whole numbers below
+    2**53: the same values as int64 converted) and skips the checks they cannot fail; any other gets int64
+    arrays through ``prefill_s``.
+    """
+    total, m = int(offsets[-1]), len(prompt)
+    pre = np.empty(total, dtype=np.float64)
+    cuts = np.searchsorted(offsets, np.arange(0, total, _SLICE), side="right") - 1  # ascending: drop repeats
+    cuts = cuts[np.concatenate(([True], cuts[1:] != cuts[:-1]))] if total else []  # (np.unique loads numpy.ma)
+    bounds = [*(int(c) for c in cuts), m]
+    counted = _counted(compute, prompt)
+    dt = np.float64 if counted is not None else np.int64
+    for i0, i1 in zip(bounds[:-1], bounds[1:]):
+        o0, o1 = int(offsets[i0]), int(offsets[i1])
+        reps = counts[i0:i1]
+        h = np.arange(o1 - o0, dtype=dt) - np.repeat((offsets[i0:i1] - o0).astype(dt), reps)
+        p = np.repeat(prompt[i0:i1].astype(dt), reps)
+        cached = np.minimum(h * block_size, p)
+        out = counted(p - cached, cached) if counted is not None else compute.prefill_s(p - cached, cached)
+        pre[o0:o1] = np.broadcast_to(np.asarray(out, dtype=np.float64), (o1 - o0,))
+    return pre

@@ -20,7 +20,9 @@
  * decode(chunk: bytes, extras: tuple[bytes, ...], typed: bool) -> None | tuple:
  *   (timestamps float64 (n,), input_length int64 (n,), output_length int64 (n,), offsets int64 (n+1,),
  *    ids uint64 (m,), extras int64 (len(extras), n) row-major, types list[str | None] | None,
- *    synthetic rows int) -- the arrays as bytes (native byte order) for numpy.frombuffer.
+ *    synthetic rows int, increasing bool: every row's ids strictly increase, so none repeats within a row
+ *    (jsonfast.rows_distinct's shortcut, read off the parse: no pass over the ids)) -- the arrays as bytes
+ *    (native byte order) for numpy.frombuffer.
  * Errors raised: TypeError on bad arguments, MemoryError.
  * ------------------------------------------------------------------------- */
 #define PY_SSIZE_T_CLEAN
@@ -47,6 +49,7 @@ struct Columns {
     std::vector<uint64_t> ids;
     PyObject *types = nullptr;  // list, typed formats only
     int64_t synthetic = 0;
+    bool increasing = true;     // every row's ids strictly increase (so no id repeats within a row)
     ~Columns() { Py_XDECREF(types); }
 };
 
@@ -84,9 +87,10 @@ bool get_time(element v, double *out) {
     }
 }
 
-bool get_ids(element v, std::vector<uint64_t> &ids) {
+bool get_ids(element v, std::vector<uint64_t> &ids, bool &increasing) {
     simdjson::dom::array a;
     if (v.get_array().get(a)) return false;
+    const size_t first = ids.size();
     for (element e : a) {
         element_type t = e.type();
         if (t == element_type::INT64) {
@@ -100,6 +104,7 @@ bool get_ids(element v, std::vector<uint64_t> &ids) {
         } else {
             return false;
         }
+        if (ids.size() > first + 1 && ids[ids.size() - 1] <= ids[ids.size() - 2]) increasing = false;
     }
     return true;
 }
@@ -140,7 +145,7 @@ bool take_row(element doc, const Spec &spec, Columns &c) {
         case K_TS: ok = get_time(field.value, &ts); break;
         case K_IL: ok = get_i64(field.value, &il); break;
         case K_OL: ok = get_i64(field.value, &ol); break;
-        case K_IDS: ok = get_ids(field.value, c.ids); break;
+        case K_IDS: ok = get_ids(field.value, c.ids, c.increasing); break;
         case K_REUSE: ok = get_reuse(field.value, c); break;
         case K_TYPE: ok = get_type(field.value, &typ); break;
         default: ok = get_i64(field.value, &ex[k - K_EXTRA0]); break;
@@ -188,8 +193,9 @@ PyObject *as_bytes(const std::vector<T> &v) {
 PyObject *result(Columns &c) {
     PyObject *types = c.types ? c.types : Py_None;
     Py_INCREF(types);
-    return Py_BuildValue("(NNNNNNNL)", as_bytes(c.ts), as_bytes(c.il), as_bytes(c.ol), as_bytes(c.offsets),
-                         as_bytes(c.ids), as_bytes(c.extras), types, (long long)c.synthetic);
+    return Py_BuildValue("(NNNNNNNLN)", as_bytes(c.ts), as_bytes(c.il), as_bytes(c.ol), as_bytes(c.offsets),
+                         as_bytes(c.ids), as_bytes(c.extras), types, (long long)c.synthetic,
+                         PyBool_FromLong(c.increasing));
 }
 
 bool read_spec(PyObject *extras, int typed, Spec *spec) {
@@ -229,7 +235,8 @@ PyObject *decode(PyObject *, PyObject *args) {
 
 PyMethodDef methods[] = {
     {"decode", decode, METH_VARARGS,
-     "decode(chunk, extras, typed) -> None | (ts, il, ol, offsets, ids, extras, types, synthetic): see the C++ "
+     "decode(chunk, extras, typed) -> None | (ts, il, ol, offsets, ids, extras, types, synthetic, increasing): "
+     "see the C++ "
      "file's header (pcs/trace/_jsonrows.cpp)."},
     {nullptr, nullptr, 0, nullptr}};
 

@@ -108,3 +108,18 @@ def test_several_requests_wait_on_one_key(native):
     dec = turns.decode_blocks(reqs, native)
     assert dec.hashes == {0: [7], 4: [1]} and dec.pairs == 4
     assert (dec.hashes, dec.pairs) == next_turns_by_the_rule(reqs)
+
+
+@pytest.mark.parametrize("native", NATIVES)
+def test_ids_past_the_id_bitmap(native):
+    # bs 2. The compiled search skips positions whose id no key holds with a bitmap indexed by id while ids stay
+    # dense; a key on a huge id (2**40) cannot go in it and later ids take the hashed filter. A (0): [1, 2**40]
+    # prompt 4 output 3 -> waits on (2**40, f=2), s = 7. B (1): [1, 2**40, 9, 10] prompt 8 >= 7: A's next turn;
+    # A's KV ends at (7 - 1) // 2 = 3 blocks, B's cacheable 4 -> A's decode block is B's id at position 2: [9].
+    # C (2): [3] prompt 2 output 0 -> waits on (3, f=1), s = 2. D (3): [3, 11] prompt 4 >= 2: C's next turn, C's
+    # KV ends at (2 - 1) // 2 = 0 <= f: a pair without ids. B and D register too but nothing later resolves them.
+    reqs = [req([1, 2**40], 0, prompt=4, out=3, bs=2), req([1, 2**40, 9, 10], 1, prompt=8, out=0, bs=2),
+            req([3], 2, prompt=2, out=0, bs=2), req([3, 11], 3, prompt=4, out=0, bs=2)]
+    dec = turns.decode_blocks(reqs, native)
+    assert dec.hashes == {0: [9]} and dec.pairs == 2
+    assert (dec.hashes, dec.pairs) == next_turns_by_the_rule(reqs)

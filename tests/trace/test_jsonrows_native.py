@@ -90,3 +90,23 @@ def test_bad_arguments_are_type_errors():
         ext.decode(b"{}", ("chat_id",), False)  # str keys: must be bytes
     with pytest.raises(TypeError):
         ext.decode(b"{}", tuple(b"k%d" % i for i in range(9)), False)  # at most 8 extras
+
+
+@pytest.mark.parametrize("rows, increasing", [
+    ([[1, 2, 3], [4]], True),         # each row strictly increasing
+    ([[5], [1, 2]], True),            # a row boundary may go down: rows are checked one by one
+    ([[1, 3, 3]], False),             # a repeat within a row
+    ([[2, 1]], False),                # a decrease within a row (distinct, but not the shortcut: the caller sorts)
+    ([[]], True),
+])
+def test_increasing_flag(rows, increasing):
+    # the last field: every row's ids strictly increase (jsonfast.rows_distinct's shortcut, read off the parse)
+    chunk = b"".join(b'{"timestamp": 0, "input_length": %d, "output_length": 1, "hash_ids": [%s]}\n'
+                     % (len(r), b", ".join(b"%d" % i for i in r)) for r in rows)
+    assert _native.module("jsonrows").decode(chunk, (), False)[-1] is increasing
+
+
+def test_repeat_within_a_row_still_goes_to_the_authority():
+    # [1, 3, 3]: the flag is False, so the vectorised rows_distinct check runs and sends the chunk back (None)
+    chunk = b'{"timestamp": 0, "input_length": 3, "output_length": 1, "hash_ids": [1, 3, 3]}\n'
+    assert jsonfast.native_chunk(MOONCAKE, chunk, 1, ReadState()) is None

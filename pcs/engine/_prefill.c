@@ -1,0 +1,95 @@
+/*
+ * pcs.engine._prefill: the replay's prefill tables (pcs.engine.timing.TimeModel.tables) in one pass.
+ *
+ * The compiled twin of pcs.engine.timing._prefill_table_numpy (the plain numpy reference;
+ * tests/engine/test_prefill_table.py diffs the two). Row i of the table holds, for h = 0 .. its length - 1
+ * (hit blocks), prefill_s(n, c) with c = min(h x bs, P_i) cached and n = P_i - c new tokens, where
+ * pcs.compute.ComputeModel gives prefill_s = (2 x active_params x n + attention_flops(n, c)) / flops_per_s and
+ * attention_flops = 0 + k_1 x pairs + ... + k_K x pairs with pairs = n c + n (n + 1) / 2 (causal attention,
+ * pcs.model.components.causal_pairs), one k per component, summed in the components' order
+ * (pcs.model.spec.ModelSpec.attention_flops). The same float64 operations in the same order as that numpy code,
+ * so the same values: built with -ffp-contract=off (no fused multiply-add).
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+
+#define MAX_TERMS 16                                   /* components of a model (presets have at most 3) */
+
+typedef struct { double a2, fps, k[MAX_TERMS]; int nk; int64_t bs; } terms_t;
+
+/* One row: out[h] for h = 0 .. len - 1 of prompt p (tokens). */
+static void pf_row(double *out, int64_t len, int64_t p, const terms_t *t) {
+    const double pd = (double)p;
+    for (int64_t h = 0; h < len; h++) {
+        int64_t hb = h * t->bs;
+        double c = (double)(hb < p ? hb : p);
+        double n = pd - c;
+        double pairs = n * c + n * (n + 1.0) / 2.0;
+        double attn = 0.0;
+        for (int j = 0; j < t->nk; j++) attn = attn + t->k[j] * pairs;
+        out[h] = (t->a2 * n + attn) / t->fps;
+    }
+}
+
+/* Parse the terms tuple (a2, fps, (k_1, ..., k_K)) and the block size; 0 on success, -1 with an exception set. */
+static int pf_terms(PyObject *ks, double a2, double fps, long long bs, terms_t *t) {
+    PyObject *seq = PySequence_Fast(ks, "prefill_table: ks must be a sequence of floats");
+    if (!seq) return -1;
+    Py_ssize_t nk = PySequence_Fast_GET_SIZE(seq);
+    if (nk > MAX_TERMS || bs < 1) {
+        Py_DECREF(seq);
+        PyErr_Format(PyExc_ValueError, "prefill_table: at most %d terms and block size >= 1", MAX_TERMS);
+        return -1;
+    }
+    for (Py_ssize_t j = 0; j < nk; j++) {
+        t->k[j] = PyFloat_AsDouble(PySequence_Fast_GET_ITEM(seq, j));
+        if (t->k[j] == -1.0 && PyErr_Occurred()) { Py_DECREF(seq); return -1; }
+    }
+    Py_DECREF(seq);
+    t->nk = (int)nk; t->a2 = a2; t->fps = fps; t->bs = (int64_t)bs;
+    return 0;
+}
+
+/* prefill_table(out, prompt, offsets, block_size, a2, fps, ks) -> None.
+ * out: writable float64 buffer of offsets[m] entries; prompt: int64 (m,), tokens >= 0; offsets: int64 (m + 1,),
+ * ascending from 0 (row i is out[offsets[i] .. offsets[i + 1])). Raises ValueError on sizes that do not fit. */
+static PyObject *py_prefill_table(PyObject *self, PyObject *args) {
+    Py_buffer out, pr, off;
+    long long bs;
+    double a2, fps;
+    PyObject *ks;
+    if (!PyArg_ParseTuple(args, "w*y*y*LddO", &out, &pr, &off, &bs, &a2, &fps, &ks)) return NULL;
+    terms_t t;
+    PyObject *ret = NULL;
+    int64_t m = pr.len / 8, total = out.len / 8;
+    const int64_t *p = (const int64_t *)pr.buf, *o = (const int64_t *)off.buf;
+    if (pf_terms(ks, a2, fps, bs, &t) < 0) goto done;
+    if (off.len != (m + 1) * 8 || o[0] != 0 || o[m] != total) {
+        PyErr_SetString(PyExc_ValueError, "prefill_table: offsets must have len(prompt) + 1 entries from 0 to len(out)");
+        goto done;
+    }
+    for (int64_t i = 0; i < m; i++)
+        if (o[i + 1] < o[i] || p[i] < 0) {
+            PyErr_SetString(PyExc_ValueError, "prefill_table: offsets must ascend and prompts be >= 0");
+            goto done;
+        }
+    Py_BEGIN_ALLOW_THREADS
+    for (int64_t i = 0; i < m; i++) pf_row((double *)out.buf + o[i], o[i + 1] - o[i], p[i], &t);
+    Py_END_ALLOW_THREADS
+    Py_INCREF(Py_None);
+    ret = Py_None;
+done:
+    PyBuffer_Release(&out); PyBuffer_Release(&pr); PyBuffer_Release(&off);
+    return ret;
+}
+
+static PyMethodDef methods[] = {
+    {"prefill_table", py_prefill_table, METH_VARARGS,
+     "prefill_table(out, prompt, offsets, block_size, a2, fps, ks): fill out (float64) with the rows of "
+     "pcs.engine.timing.TimeModel's prefill table: (a2 n + sum_j ks[j] (n c + n (n + 1) / 2)) / fps per entry."},
+    {NULL, NULL, 0, NULL}};
+
+static struct PyModuleDef moddef = {PyModuleDef_HEAD_INIT, "_prefill", NULL, -1, methods};
+
+PyMODINIT_FUNC PyInit__prefill(void) { return PyModule_Create(&moddef); }
