@@ -51,7 +51,7 @@ from pcs.errors import UnknownNameError, UserError
 
 __all__ = ["EvictionPolicy", "PolicyContext", "get_policy", "make_policy", "make_policies", "policy_options",
            "policy_defaults", "parse_policy_spec", "needs_context", "registered_names", "POLICY_NAMES",
-           "POLICY_ALIASES", "POLICY_CHOICES", "POLICY_ORIGINS", "PLUGIN_ERRORS", "ENTRY_POINT_GROUP", "DEFAULT_POLICY",
+           "POLICY_ALIASES", "canonical_spec", "POLICY_CHOICES", "POLICY_ORIGINS", "PLUGIN_ERRORS", "ENTRY_POINT_GROUP", "DEFAULT_POLICY",
            "is_builtin", "LRUPolicy", "SLRUPolicy", "ProtectedPolicy", "FIFOPolicy", "ARCPolicy", "S3FIFOPolicy",
            "SievePolicy", "LFUPolicy", "TwoQPolicy", "GDSFPolicy", "BeladyPolicy", "DEFAULT_PROTECTED_SHARE",
            "load_plugins"]
@@ -194,6 +194,20 @@ def get_policy(name: str) -> type[EvictionPolicy]:
     if cls is None:
         raise UnknownNameError("eviction policy", str(name).partition(":")[0], registered_names(), POLICY_ALIASES)
     return cls
+
+
+def canonical_spec(spec: str) -> str:
+    """``spec`` with its name part written as the registered name (an alias or another case is input only;
+    options after ``:`` kept as given): one concept, one name in every output.
+
+    >>> canonical_spec("protected"), canonical_spec("LRU:x=1")
+    ('slru', 'lru:x=1')
+
+    Raises:
+        UnknownNameError: unknown name (as :func:`get_policy`).
+    """
+    name, sep, rest = str(spec).partition(":")
+    return get_policy(name).name + sep + rest
 
 
 def needs_context(name: str) -> tuple[str, ...]:
