@@ -1,8 +1,11 @@
 """Eviction-policy registry: ``get_policy(name)``, ``make_policy(...)`` and ``POLICY_NAMES``.
 
-A new policy is one new file with an :class:`EvictionPolicy` subclass and one
-entry in ``_BUILTIN`` below (vLLM ``kv_offload/cpu/policies/factory.py`` does
-the same; no if/elif chain anywhere else). The CLI's ``--policy`` choices,
+A new built-in policy is five steps (docs/policies.md, "Adding a policy", as
+the README says): its file with an :class:`EvictionPolicy` subclass, its entry
+in ``_BUILTIN`` below (vLLM ``kv_offload/cpu/policies/factory.py`` does the
+same; no if/elif chain anywhere else), its name in ``pcs/choices.py``, its C
+twin ``pcs/cache/_pol_<name>.c``, and its row in docs/policies.md; the tests
+fail until each is done. A plug-in is the file and an entry point (below). The CLI's ``--policy`` choices,
 the ``--tier-policy`` check, ``pcs policies`` and the contract test
 (``tests/cache/test_policies_contract.py``) all read this registry.
 
