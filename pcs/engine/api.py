@@ -619,6 +619,8 @@ def replay(trace: Any = None, *, model: Any = None, hardware: Any = None, tp: in
                                                         link_specs, step)
     summary = _summarise(out, context, opts)
     notes += deployment.pop("notes") + _load_notes(summary, out)
+    cut = out.state.hybrid.cut_note() if getattr(out.state, "hybrid", None) is not None else None
+    notes += [cut] if cut else []
     summary = dataclasses.replace(summary, notes=tuple(notes), deployment=deployment)
     return ReplayResult(summary, columns=out.result.columns, ceilings=(out.single, out.single_with_decode, out.decode))
 
