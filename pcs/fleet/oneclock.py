@@ -119,9 +119,10 @@ def shared_setup(source: Any, kw: dict, shared_spec: Any, compute: Any = None) -
         kw.get("kv_reserve"))
     policies = dict(kw.get("tier_policies") or {})
     names = api._policy_names(specs, opts.policy, policies)
-    if any(needs_context(n) for n in names):
+    reading = [f"{s.name}: {n}" for s, n in zip(specs, names) if needs_context(n)]
+    if reading:    # per tier, as --policy / --tier-policy gave them (the shared tier takes --policy)
         raise UserError("--shared-tier runs policies that do not read the trace (lru, slru, fifo, ...); "
-                         f"got {', '.join(names)}")
+                         f"got {', '.join(reading)} (--policy sets every tier, the shared one too)")
     if api._hybrid_plan(spec, bs, specs, bb, None, None, None, None) is not None:
         raise UserError("--shared-tier does not run a hybrid model's cache groups yet")
     step = _step(kw, opts.timing, compute, gpu, specs[0], bpb[0])

@@ -81,6 +81,20 @@ def test_the_policy_alias_is_input_only(given):
     assert pcs.replay(T, policy=given, timing="sequential").summary.policy == "slru"
 
 
+@pytest.mark.parametrize("args, needles", [
+    # a message names the option given, not one that was not
+    (["--instances", "2", "--gap-oracle"], ["--gap-oracle is for single-instance replays"]),
+    (["--instances", "2", "--admit", "cpu=reuse:2"], ["--admit is for single-instance replays"]),
+    # the shared tier takes --policy too: the refusal says so, per tier
+    (["--instances", "2", "--policy", "gdsf", "--shared-tier", "remote=100blocks"],
+     ["got gpu: gdsf, cpu: gdsf, remote: gdsf", "--policy sets every tier, the shared one too"]),
+    # "reuse:" left its argument out: refused, not read as reuse's default n = 2
+    (["--admit", "cpu=reuse:"], ["bad admission 'reuse:': nothing after ':'"]),
+])
+def test_messages_name_what_was_given(args, needles):
+    assert_one_line_error(invoke("replay", T, *TWO, *args, "-q"), *needles)
+
+
 # --- F8: hybrid options where they do not apply ------------------------------------------------------------------
 
 @pytest.mark.parametrize("args, needles", [
