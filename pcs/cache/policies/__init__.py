@@ -195,7 +195,9 @@ def get_policy(name: str) -> type[EvictionPolicy]:
         _read_plugins()
         cls = _POLICIES.get(POLICY_ALIASES.get(key, key))
     if cls is None:
-        raise UnknownNameError("eviction policy", str(name).partition(":")[0], registered_names(), POLICY_ALIASES)
+        left = [e for e in PLUGIN_ERRORS if e.partition(" = ")[0].lower() == key]   # a plug-in of that name left out
+        raise UnknownNameError("eviction policy", str(name).partition(":")[0], registered_names(), POLICY_ALIASES,
+                               hint=f"plug-in {left[0]}; see pcs policies" if left else "")
     return cls
 
 
