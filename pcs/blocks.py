@@ -50,9 +50,7 @@ class BlockRules:
         >>> BlockRules(cache_partial_blocks=True).cacheable_blocks(1030, 3, 512)
         3
         """
-        if self.cache_partial_blocks:
-            return num_hashes
-        return min(prompt_tokens // block_size, num_hashes)
+        return self._rule(prompt_tokens, num_hashes, block_size, min, max)[0]
 
     def max_hit_blocks(self, prompt_tokens: int, num_hashes: int, block_size: int) -> int:
         """Largest number of leading blocks that may count as hits.
@@ -65,17 +63,20 @@ class BlockRules:
         >>> BlockRules(recompute_last_token=False).max_hit_blocks(1024, 2, 512)
         2
         """
-        cacheable = self.cacheable_blocks(prompt_tokens, num_hashes, block_size)
-        if self.recompute_last_token:
-            return max(0, min(cacheable, (prompt_tokens - 1) // block_size))
-        return cacheable
+        return self._rule(prompt_tokens, num_hashes, block_size, min, max)[1]
+
+    def _rule(self, p, nh, block_size: int, minimum, maximum) -> tuple:
+        """``(cacheable, max_hit)``: the one place the two rules are written (docs/semantics.md §2, §4), for ints
+        (``minimum, maximum = min, max``) or int64 arrays of shape (R,) (``np.minimum, np.maximum``)."""
+        n = nh if self.cache_partial_blocks else minimum(p // block_size, nh)
+        return n, (maximum(0, minimum(n, (p - 1) // block_size)) if self.recompute_last_token else n)
 
     def columns(self, prompt_tokens: np.ndarray, num_hashes: np.ndarray,
                 block_size: int) -> tuple[np.ndarray, np.ndarray]:
         """:meth:`cacheable_blocks` and :meth:`max_hit_blocks` for many requests at once, the same arithmetic.
 
         Every array path (replay chunks, trace stats, the stack-distance curve, the one-pass scans) takes the
-        rule from here, so a change of the rule is one edit in this class (docs/semantics.md §2, §4).
+        rule from here, and the rule is written once, in ``_rule``, for these and the scalar methods (docs/semantics.md §2, §4).
 
         Args:
             prompt_tokens: int array of shape (R,), tokens per prompt.
@@ -89,9 +90,8 @@ class BlockRules:
         """
         p = np.asarray(prompt_tokens, dtype=np.int64)
         nh = np.asarray(num_hashes, dtype=np.int64)
-        n = nh.copy() if self.cache_partial_blocks else np.minimum(p // block_size, nh)
-        cap = np.maximum(0, np.minimum(n, (p - 1) // block_size)) if self.recompute_last_token else n.copy()
-        return n, cap
+        n, cap = self._rule(p, nh, block_size, np.minimum, np.maximum)
+        return (n.copy() if n is nh else n), (cap.copy() if cap is n else cap)
 
     @staticmethod
     def hit_tokens(hit_blocks: int, prompt_tokens: int, block_size: int) -> int:

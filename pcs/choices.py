@@ -23,7 +23,7 @@ TIMINGS: tuple[str, ...] = ("modeled", "sequential")
 
 #: Trace formats ``--trace-format`` takes (:mod:`pcs.trace.api`, docs/traces-formats.md).
 TRACE_FORMATS: tuple[str, ...] = ("mooncake", "bailian", "tokens", "parquet", "azure", "burstgpt")
-#: Formats that record lengths only: their block ids are synthesised.
+#: Formats that record lengths only: their block hashes are synthesised.
 LENGTH_ONLY_FORMATS: tuple[str, ...] = ("azure", "burstgpt")
 #: ``--on-error``: stop at the first bad trace line, or skip bad lines.
 ON_ERROR: tuple[str, ...] = ("raise", "skip")

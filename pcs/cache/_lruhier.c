@@ -4,7 +4,7 @@
  * pcs.cache.policies.lru.LRUPolicy (lookup, pins, reserved slots, restores, wait_if_full,
  * truncation, write-back / write-through, and Tier.insert's batch rule: a batch larger than the
  * unpinned room pushes out its own oldest keys). Each tier is an open-addressing hash table
- * (linear probing, backward-shift deletion) from block id (uint64) to an entry holding the pin
+ * (linear probing, backward-shift deletion) from block hash (uint64) to an entry holding the pin
  * count; the unpinned entries are in LRU order in a queue with lazy deletion (pcs/cache/_lruq.h;
  * front = least recently used = first victim). The Python wrapper is pcs/cache/native.py; the equality of the
  * two implementations is tested in tests/cache/test_replay_native.py. Field names are those of
@@ -1073,7 +1073,7 @@ static PyObject *hier_pin_count(Hier *h, PyObject *const *args, Py_ssize_t nargs
     uint64_t key = PyLong_AsUnsignedLongLong(args[1]);
     if (key == (uint64_t)-1 && PyErr_Occurred()) {
         PyErr_Clear();
-        Py_RETURN_NONE;    /* not a block id: not resident */
+        Py_RETURN_NONE;    /* not a block hash: not resident */
     }
     int32_t e = tfind(&h->t[j], key);
     if (e < 0) Py_RETURN_NONE;

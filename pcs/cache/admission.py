@@ -156,8 +156,10 @@ def parse_admission(text: str) -> tuple[str, dict[str, Any]]:
     Raises:
         ValueError: unknown kind (the message lists them), a malformed argument or an option given twice.
     """
-    kind, _, rest = str(text).strip().partition(":")
+    kind, colon, rest = str(text).strip().partition(":")
     kind = kind.strip().lower()
+    if colon and not rest.strip():      # "reuse:" is not "reuse": an argument was meant and left out
+        raise UserError(f"bad admission {text!r}: nothing after ':'; give {kind} alone for its defaults")
     kinds = admission_kinds()
     if kind not in kinds:
         raise UserError(f"unknown admission {kind!r}; valid: {', '.join(ADMISSION_KINDS)} (e.g. cpu=reuse:2)")

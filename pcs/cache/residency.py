@@ -112,6 +112,17 @@ class Residency:
             self._next += self.step_s
         self.clock = t
 
+    def cut_note(self) -> str | None:
+        """A sentence for the run's notes when the fixed-step series stopped at ``max_samples`` before the
+        clock's end (docs/semantics.md §13.1: the series would otherwise end silently); else None."""
+        if len(self.samples) < self.max_samples or self._next is None or self._next > self.clock:
+            return None
+        first, last = self.samples[0][0], self.samples[-1][0]
+        fit = (self.clock - first) / (self.max_samples - 1)
+        return (f"hybrid.series: the residency series stops at its {self.max_samples:,}-sample limit at "
+                f"t = {last:.6g} s (--residency-step {self.step_s:g} s), before the run's last step at "
+                f"{self.clock:.6g} s; a step of at least {fit:.3g} s covers the whole run")
+
     def admitted(self, lost_blocks: int, held_bytes: int) -> None:
         """Record, right after a request's admission, the GPU pages per group and the blocks the hybrid
         rules refused it (``--requests-out``; with ``auto_record`` False only when :meth:`record_last` says

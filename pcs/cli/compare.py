@@ -59,6 +59,7 @@ def compare(fmt: str, tier_sets: tuple[str, ...], curve_capacities: str | None, 
     if tier_sets and kw["tiers"]:
         raise UserError("give either --tier (one tier list) or --tiers (several to compare), not both")
     _refuse_one_policy_twice(kw["policy"])
+    _refuse_one_admit_twice(kw["admit"])
     trace = open_trace_kwargs(kw)
     caps = _parse_capacities(curve_capacities, kw, trace.block_size) if curve_capacities else None
     sets = [[t for t in ts.split(",") if t.strip()] for ts in tier_sets] or None
@@ -88,14 +89,47 @@ def _refuse_one_policy_twice(policies: tuple[str, ...]) -> None:
     ``slru:protected_share=0.8`` are two configurations and both run."""
     from pcs.cache.policies import get_policy, parse_policy_spec, policy_defaults
 
+    def key(p: str) -> Any:
+        return get_policy(p), _options_key({**policy_defaults(p), **parse_policy_spec(p)[1]})
+
+    _refuse_twice("--policy", policies, key, "policy")
+
+
+def _refuse_one_admit_twice(admits: tuple[str, ...]) -> None:
+    """``--admit cpu=reuse:2 --admit CPU=reuse:n=2`` names one admission configuration twice (the same rule as
+    :func:`_refuse_one_policy_twice`: tier names case-folded, options at their defaults filled in)."""
+    import inspect
+
+    from pcs.cache.admission import NO_ADMISSION, admission_kinds, parse_admission
+
+    def kind_key(item: str) -> Any:
+        if item.strip().lower() == NO_ADMISSION:
+            return NO_ADMISSION
+        tier, sep, spec = item.partition("=")
+        if not sep or not spec.strip():
+            return item                                         # malformed: the replay's parser names it
+        kind, opts = parse_admission(spec)
+        defaults = {n: p.default for n, p in inspect.signature(admission_kinds()[kind].__init__).parameters.items()
+                    if p.default is not inspect.Parameter.empty and n != "context"}
+        return tier.strip().lower(), kind, _options_key({**defaults, **opts})
+
+    _refuse_twice("--admit", admits, lambda a: frozenset(kind_key(i) for i in a.split("+") if i.strip()) - {NO_ADMISSION},
+                  "admission")
+
+
+def _options_key(options: dict[str, Any]) -> tuple:
+    return tuple(sorted((k, repr(v)) for k, v in options.items()))
+
+
+def _refuse_twice(option: str, values: tuple[str, ...], key, what: str) -> None:
+    """UserError when two ``values`` of ``option`` have the same ``key``: two equal columns of one configuration."""
     seen: dict[Any, str] = {}
-    for p in policies:
-        options = {**policy_defaults(p), **parse_policy_spec(p)[1]}
-        key = (get_policy(p), tuple(sorted((k, repr(v)) for k, v in options.items())))
-        if key in seen:
-            raise UserError(f"--policy {seen[key]} and --policy {p} name the same policy with the same options; "
+    for v in values:
+        k = key(v)
+        if k in seen:
+            raise UserError(f"{option} {seen[k]} and {option} {v} name the same {what} with the same options; "
                              "give each configuration once")
-        seen[key] = p
+        seen[k] = v
 
 
 def _parse_capacities(text: str, kw: dict[str, Any], block_size: int) -> list[int]:

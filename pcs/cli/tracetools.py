@@ -117,7 +117,7 @@ def _large_output_note(requests: int, spec) -> None:
 @click.option("--speed", type=Float(1e-6, 1e6), default=1.0, show_default=True,
               help="Arrival-rate multiplier: arrival times are divided by it (2 = twice the traffic rate).")
 @click.option("--tenants", type=Int(1, 1000), default=1, show_default=True,
-              help="Number of tenants, each with its own block ids (no sharing across tenants).")
+              help="Number of tenants, each with its own block hashes (no sharing across tenants).")
 @click.option("--tenant-mode", type=Choice(["copy", "split"]), default="copy", show_default=True,
               help="copy: N independent copies of the whole trace (N x the traffic); split: deal the "
                    "conversations to N tenants (same traffic, shared prefixes copied per tenant).")
@@ -143,7 +143,7 @@ def transform_cmd(in_path, out_path, speed, tenants, tenant_mode, prefix_scale, 
 
     \b
     Applied in this order: sample conversations; stretch shared prefixes and
-    prompts; truncate; make tenants; speed up. New block ids are derived from
+    prompts; truncate; make tenants; speed up. New block hashes are derived from
     the old ones, so requests share a new block exactly when the text they
     stand for is equal (rules: docs/traces-formats.md). Prints the shape
     before and after (requests, conversations, single-sequence hit ratio, ...);

@@ -49,7 +49,7 @@ class BeladyPlan:
     """Per-access inputs of the MIN simulation, shared by all capacities.
 
     Attributes:
-        dense: int64, shape (N,): block ids remapped to 0..num_distinct-1.
+        dense: int64, shape (N,): block hashes remapped to 0..num_distinct-1.
         next_key: int64, shape (N,): ``r * stride + pos`` of the block's next
             hit-earning access after this one (r request index, pos position
             in it), or ``never`` when there is none.

@@ -37,7 +37,7 @@ from typing import Any, Callable, Mapping, Sequence
 from pcs import units
 from pcs.blocks import BlockRules
 from pcs.cache import WRITE_POLICIES, Tier
-from pcs.cache.policies import DEFAULT_POLICY, make_policies
+from pcs.cache.policies import DEFAULT_POLICY, canonical_spec, make_policies
 from pcs.engine import select
 from pcs.engine.engine import TIMINGS
 from pcs.engine.replaydoc import document
@@ -454,7 +454,8 @@ def _options(timing, policy, write_policy, tp, engine, native, compute_mode=None
         raise UserError(f"unknown native {native!r}; valid: {', '.join(_native.MODES)}")
     if compute_mode is not None and compute_mode not in COMPUTE_MODES:
         raise UserError(f"unknown compute mode {compute_mode!r}; valid: {', '.join(COMPUTE_MODES)}")
-    return _Options(timing, policy or DEFAULTS["policy"], write_policy, tp, engine, native, compute_mode)
+    policy = canonical_spec(policy or DEFAULTS["policy"])      # an alias is input only (the JSON names slru)
+    return _Options(timing, policy, write_policy, tp, engine, native, compute_mode)
 
 
 def _compute_mode(opts: _Options, time_model, notes: list) -> _Options:
@@ -618,6 +619,8 @@ def replay(trace: Any = None, *, model: Any = None, hardware: Any = None, tp: in
                                                         link_specs, step)
     summary = _summarise(out, context, opts)
     notes += deployment.pop("notes") + _load_notes(summary, out)
+    cut = out.state.hybrid.cut_note() if getattr(out.state, "hybrid", None) is not None else None
+    notes += [cut] if cut else []
     summary = dataclasses.replace(summary, notes=tuple(notes), deployment=deployment)
     return ReplayResult(summary, columns=out.result.columns, ceilings=(out.single, out.single_with_decode, out.decode))
 

@@ -12,7 +12,7 @@ Small batches (the JSONL readers' ~4 k-request chunks) are joined, in order, int
 their per-batch costs (calls, slices, column conversions) a few times per trace instead of once per chunk;
 batch boundaries change no result (the passes carry their state from batch to batch).
 
-Memory: the decoded trace -- 8 B per block id plus 32 B per request
+Memory: the decoded trace -- 8 B per block hash plus 32 B per request
 (arrival, prompt, output, offset) -- for as long as the replay runs; while joining, one joined batch more.
 """
 from __future__ import annotations
@@ -60,7 +60,7 @@ class Decoded:
     Attributes:
         batches: the checked batches, ids numbered from 0, in order, small ones joined (:func:`_joined`).
         block_size: tokens per block (None for an empty trace).
-        num_block_ids: block ids in the trace (sizes the scan's table once).
+        num_block_hashes: block hashes in the trace (sizes the scan's table once).
     Raises:
         ValueError, InputError: as :func:`pcs.trace.batches.as_batches`.
     """
@@ -68,7 +68,7 @@ class Decoded:
     def __init__(self, source: Any) -> None:
         self.batches = _joined(as_batches(source))
         self.block_size = int(self.batches[0].block_size) if self.batches else None
-        self.num_block_ids = sum(int(b.block_offsets[-1] - b.block_offsets[0]) for b in self.batches)
+        self.num_block_hashes = sum(int(b.block_offsets[-1] - b.block_offsets[0]) for b in self.batches)
 
     def iter_batches(self) -> Iterator:
         """The batches, in order (each call starts again)."""

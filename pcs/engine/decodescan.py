@@ -11,7 +11,7 @@ right after the request's prompt blocks:
 
 - request r looks up its first ``cacheable`` ids head to tail; its hit is the
   leading run already seen, capped at ``max_hit_blocks`` (§2, §4);
-- then its cacheable prompt ids and its decode-block ids (``decode.get(r)``)
+- then its cacheable prompt ids and its decode-block hashes (``decode.get(r)``)
   are seen.
 
 With no decode blocks it is exactly :func:`pcs.blocks.single_sequence_hits`.

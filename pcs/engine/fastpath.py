@@ -50,7 +50,7 @@ from pcs.engine.chunks import rule_columns
 from pcs.engine.summary import CacheState, TierState
 from pcs.errors import UserError
 from pcs.trace.batches import as_batches
-from pcs.trace.parquet import expected_block_ids
+from pcs.trace.parquet import expected_block_hashes
 
 __all__ = ["NotApplicable", "Scan", "scan", "single_results", "decode_result", "run"]
 
@@ -120,7 +120,7 @@ def scan(source: Any, capacity_blocks: int, rules: BlockRules = BlockRules(), na
         NotApplicable: (``check``) a block hash repeats within a request, or
             the resident blocks of a request are not a prefix.
     """
-    lru = SequentialLru(capacity_blocks, native, check, expected_block_ids(source), lower_blocks)
+    lru = SequentialLru(capacity_blocks, native, check, expected_block_hashes(source), lower_blocks)
     bs0, cols, first = None, [], 0
     for b in as_batches(source, read_ahead=True):     # the next batch decoded while lru_feed runs (no GIL)
         bs0 = int(b.block_size)

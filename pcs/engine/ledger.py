@@ -53,10 +53,10 @@ class ReplayLedger:
         prompt_tokens: sum of prompt tokens.
         hit_tokens: sum of hit tokens (token-weighted hit ratio numerator).
         hit_blocks: sum of hit blocks.
-        block_accesses: sum of block ids in the trace (partial blocks included).
+        block_accesses: sum of block hashes in the trace (partial blocks included).
         cacheable_blocks: sum of cacheable blocks (``BlockRules``).
-        block_misses: sum of cacheable blocks after the lead (``n - lead``;
-            the count compared with libCacheSim).
+        block_misses: sum of cacheable blocks after the prefix hit
+            (``cacheable_blocks - prefix_hit_blocks``; the count compared with libCacheSim).
         computed_tokens: prompt tokens prefilled (prompt - hit tokens).
         requests_with_hit: requests with at least one hit block.
         requests_truncated: requests that could not get all their GPU slots.

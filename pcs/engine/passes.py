@@ -13,7 +13,7 @@ computing it again (the JSON of a hybrid replay is unchanged:
 ``tests/engine/test_passes.py``).
 
 Memory: the decoded trace (:class:`pcs.engine.decoded.Decoded`) and the
-chunks (per request a dozen 8-byte columns, the block ids shared with the
+chunks (per request a dozen 8-byte columns, the block hashes shared with the
 decoded batches) while the replay runs.
 """
 from __future__ import annotations

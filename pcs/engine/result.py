@@ -28,7 +28,7 @@ class TierSummary:
     name: str = field("-", "tier name; the first tier is the GPU tier")
     layout: str = field("-", "byte layout of a block in this tier: reserved (GPU) or serialized (lower tiers); "
                              "docs/semantics.md §13")
-    policy: str = field("-", "eviction policy name (lru, protected, fifo)")
+    policy: str = field("-", "eviction policy's registered name (lru, slru, fifo, ...; the alias protected is written slru)")
     capacity_blocks: int = field("blocks", "slots of the tier")
     capacity_bytes: int = bytes_of("capacity_blocks")
     bytes_per_block: int = field("bytes", "bytes of one block in the tier's layout")
@@ -52,7 +52,7 @@ class TierSummary:
     resident_blocks_peak: int = field("blocks", "most blocks resident at once")
     resident_bytes_peak: int = bytes_of("resident_blocks_peak")
     resident_bytes_peak_by_component: dict[str, int] = field("bytes", "resident_bytes_peak by KV component")
-    protected_share: float | None = field("ratio", "protected segment share of the tier (protected policy only)",
+    protected_share: float | None = field("ratio", "protected segment share of the tier (slru only)",
                                           omit_none=True, default=None)
     admission: str | None = field("-", "the tier's admission policies, KIND[:ARGS] joined by + (--admit; "
                                        "docs/semantics.md §8)", omit_none=True, default=None)
@@ -213,7 +213,8 @@ class ReplaySummary:
     tp: int = field("count", "tensor-parallel size (GPUs per instance)")
     block_size: int = common()
     timing: str = field("-", "modeled or sequential (docs/semantics.md §9)")
-    policy: str = field("-", "eviction policy of the run (tiers may override it; see tiers[].policy)")
+    policy: str = field("-", "eviction policy of the run, its registered name and options (tiers may override it; see "
+                                "tiers[].policy)")
     write_policy: str = field("-", "back or through (docs/semantics.md §7)")
     cache_partial_blocks: bool = field("-", "the partial last block of a prompt is cached too (docs/semantics.md §2)")
     recompute_last_token: bool = field("-", "hits are capped at prompt_len - 1 tokens (docs/semantics.md §4)")

@@ -99,6 +99,8 @@ class RunConfig:
             step``), with ``+chunk-attention`` when the model's prefill attention is neither per pair nor
             terms the C loop sums (:func:`pcs.engine.chunkattn.chunk_terms`); else None.
         pools: a hybrid model's pools per tier (1: one shared pool, vLLM; one per group: SGLang).
+        shared: a fleet's instances over one shared tier (``--shared-tier``): they run on one clock over
+            Python hierarchies (docs/semantics.md §17.1), which only ``reference`` is.
     """
 
     timing: str
@@ -108,6 +110,7 @@ class RunConfig:
     hybrid: bool = False
     scheduler: str | None = None
     pools: int = 1
+    shared: bool = False
 
     @classmethod
     def of(cls, tiers: Sequence[Any], timing: str, native: str | None = None,
@@ -134,6 +137,14 @@ def _tier_list(cfg: RunConfig) -> str:
     return ", ".join(f"{name}:{policy}" for name, policy, _ in cfg.tiers)
 
 
+def _shared(cfg: RunConfig) -> str | None:
+    """Why a row other than ``reference`` cannot run a fleet's shared tier (its instances' Python hierarchies
+    on one clock), or None for any other run."""
+    if cfg.shared:
+        return "a fleet's shared tier runs the instances' Python hierarchies on one clock (docs/semantics.md §17.1)"
+    return None
+
+
 def _hybrid(cfg: RunConfig) -> str | None:
     if cfg.hybrid:
         return f"the model is hybrid (cache groups {', '.join(cfg.groups)}), it needs one full-attention group"
@@ -141,8 +152,8 @@ def _hybrid(cfg: RunConfig) -> str | None:
 
 
 def _lru_scan_applies(cfg: RunConfig) -> str | None:
-    if _hybrid(cfg):
-        return _hybrid(cfg)
+    if _hybrid(cfg) or _shared(cfg):
+        return _hybrid(cfg) or _shared(cfg)
     if cfg.timing != "sequential":
         return f"timing is {cfg.timing}, it needs sequential"
     if len(cfg.tiers) != 1 or cfg.tiers[0][1] != "lru":
@@ -178,8 +189,8 @@ def _compiled_hierarchy_applies(cfg: RunConfig) -> str | None:
     from pcs.cache.native import COMPILED_ADMISSIONS, COMPILED_POLICIES
     from pcs.cache.native import MAX_BLOCKS as MAX_COMPILED_BLOCKS
 
-    if _hybrid(cfg):
-        return _hybrid(cfg)
+    if _hybrid(cfg) or _shared(cfg):
+        return _hybrid(cfg) or _shared(cfg)
     other = [f"{name}:{policy}" for name, policy, _ in cfg.tiers if not _compiled_label(policy)]
     if other:
         gates = ", ".join(k for k in COMPILED_ADMISSIONS if k != "retain")
@@ -222,6 +233,8 @@ def _compiled_step_applies(cfg: RunConfig) -> str | None:
 def _compiled_hybrid_applies(cfg: RunConfig) -> str | None:
     from pcs.cache.nativegroups import MAX_GROUPS, MAX_LEVELS, MAX_PAGES
 
+    if cfg.shared:
+        return _shared(cfg)
     if cfg.pools != 1:
         return f"it needs one shared pool per tier (vLLM's hybrid KV cache manager), got {cfg.pools} pools per tier"
     other = [f"{name}:{policy}" for name, policy, _ in cfg.tiers if policy != "lru"]
@@ -240,6 +253,8 @@ def _hybrid_applies(cfg: RunConfig) -> str | None:
     (arc and 2q too: their ghost lists are told the pages a GPU pool reserves slots for, as the reference tells
     them, ``GroupHierarchy._incoming``) and no admission policy but ``retain`` (it applied none: reuse,
     selective and tinylfu were listed on the tier and silently skipped)."""
+    if cfg.shared:
+        return _shared(cfg)
     bad = []
     for name, policy, _ in cfg.tiers:
         _, *kinds = policy.split("+")

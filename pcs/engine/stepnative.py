@@ -141,7 +141,7 @@ class NativeStepEngine(StepEngine):
         return self._s.state()
 
     def _decode_arrays(self, first: int, m: int) -> tuple[np.ndarray, np.ndarray]:
-        """(offsets int64 (m + 1,) or empty, ids uint64): the decode-block ids of requests first .. first + m - 1."""
+        """(offsets int64 (m + 1,) or empty, ids uint64): the decode-block hashes of requests first .. first + m - 1."""
         if self.decode is None:
             return np.zeros(0, np.int64), np.zeros(0, np.uint64)
         return self.decode.arrays(first, m)

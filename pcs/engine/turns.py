@@ -39,7 +39,7 @@ DETECT_SHARE = 0.01
 
 
 class DecodeBlocks:
-    """The decode-block ids of each request that has a next turn.
+    """The decode-block hashes of each request that has a next turn.
 
     Held as one sorted index: ``index`` int64 (k,) the requests (trace order, from 0) that got ids,
     ascending; ``starts`` int64 (k + 1,) where each one's ids begin in ``ids`` uint64 (chain order).
@@ -93,11 +93,11 @@ class DecodeBlocks:
         return self._hashes
 
     def get(self, index: int) -> list:
-        """The decode-block ids of request ``index`` ([] when none)."""
+        """The decode-block hashes of request ``index`` ([] when none)."""
         return self.hashes.get(index, [])
 
     def arrays(self, first: int, m: int) -> tuple[np.ndarray, np.ndarray]:
-        """(offsets int64 (m + 1,), ids uint64): the decode-block ids of requests first .. first + m - 1,
+        """(offsets int64 (m + 1,), ids uint64): the decode-block hashes of requests first .. first + m - 1,
         request ``first + r``'s at ``ids[offsets[r]:offsets[r + 1]]``; one request (``m`` = 1, as a fleet's
         one clock feeds them) through a request -> span dict built once."""
         if m == 1:
@@ -186,7 +186,7 @@ def decode_blocks_python(source: Any) -> DecodeBlocks:
 def _walk(out: tuple, waiting: dict, first: int, bs: int, hashes: np.ndarray, off: list, p: list, o: list,
           f: list, cacheable: list, pos: list, rows: list, regs: list, reg_keys: list, at_pos: list) -> None:
     """One batch in trace order: each row resolves at its candidate positions (``at_pos``: the ids there, python
-    ints), then registers (if it takes part); ``out``: (request index -> decode-block ids, [pairs])."""
+    ints), then registers (if it takes part); ``out``: (request index -> decode-block hashes, [pairs])."""
     k = 0
     npos = len(pos)
     for r, key in zip(regs + [len(p)], reg_keys + [None]):

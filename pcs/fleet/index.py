@@ -7,7 +7,7 @@ Both are mechanism; the choice is the routers' (``pcs.fleet.routers``).
 The index is the router's *model* of each instance's cache, the way
 routers keep one (docs/semantics.md §17):
 
-- each instance is an LRU set of block ids of ``capacity_blocks`` slots
+- each instance is an LRU set of block hashes of ``capacity_blocks`` slots
   (the instance's tiers together); routing a request there stores its
   cacheable blocks (docs/semantics.md §2) and touches those already held,
   evicting least-recently-stored ids past the capacity -- as SGLang's
@@ -36,7 +36,7 @@ _STORE, _EVICT = 0, 1
 
 
 class CacheIndex:
-    """Per-instance LRU sets of block ids, and the router's possibly stale view of them.
+    """Per-instance LRU sets of block hashes, and the router's possibly stale view of them.
 
     Args:
         capacity_blocks: slots per instance (one int per instance, each >= 0).

@@ -88,13 +88,11 @@ def check_shared_options(kw: dict) -> None:
     """Refuse what the one-clock fleet does not run (each message names the option).
 
     Raises:
-        ValueError: ``admit``, ``gap_oracle``, an engine other than auto/reference.
+        ValueError: ``admit``, ``gap_oracle`` (the engine: :func:`shared_setup`, through the table).
     """
     for key, opt in (("admit", "--admit"), ("gap_oracle", "--gap-oracle")):
         if kw.get(key):
             raise UserError(f"{opt} is not available with --shared-tier")
-    if kw.get("engine", "auto") not in ("auto", "reference", "general"):
-        raise UserError(f"--shared-tier runs the reference hierarchy; --engine {kw['engine']} cannot run it")
 
 
 def shared_setup(source: Any, kw: dict, shared_spec: Any, compute: Any = None) -> dict:
@@ -121,15 +119,41 @@ def shared_setup(source: Any, kw: dict, shared_spec: Any, compute: Any = None) -
         kw.get("kv_reserve"))
     policies = dict(kw.get("tier_policies") or {})
     names = api._policy_names(specs, opts.policy, policies)
-    if any(needs_context(n) for n in names):
+    reading = [f"{s.name}: {n}" for s, n in zip(specs, names) if needs_context(n)]
+    if reading:    # per tier, as --policy / --tier-policy gave them (the shared tier takes --policy)
         raise UserError("--shared-tier runs policies that do not read the trace (lru, slru, fifo, ...); "
-                         f"got {', '.join(names)}")
+                         f"got {', '.join(reading)} (--policy sets every tier, the shared one too)")
     if api._hybrid_plan(spec, bs, specs, bb, None, None, None, None) is not None:
         raise UserError("--shared-tier does not run a hybrid model's cache groups yet")
+    step = _step(kw, opts.timing, compute, gpu, specs[0], bpb[0])
     return dict(specs=specs, bpb=bpb, links=links, policy=opts.policy, policies=policies,
                 write_policy=opts.write_policy, timing=opts.timing, protected=kw.get("protected_share"),
-                policy_names=names, step=_step(kw, opts.timing, compute, gpu, specs[0], bpb[0]),
-                native=kw.get("native"))
+                policy_names=names, step=step, native=kw.get("native"),
+                engine=_engine(kw, specs, names, opts.timing, step is not None))
+
+
+def _engine(kw: dict, specs: Any, names: Sequence[str], timing: str, stepped: bool) -> tuple[str, str]:
+    """(engine, reason) of the instances, chosen by the engine-selection table (:func:`pcs.engine.select.choose`,
+    ``shared``: only ``reference`` runs them); the reason says where the step loop runs.
+
+    Raises:
+        ValueError: an engine other than reference requested, or native ``c`` (the hierarchies are Python).
+    """
+    from pcs.engine import select
+
+    cfg = select.RunConfig(timing, tuple((s.name, n, 0) for s, n in zip(specs, names)), kw.get("native"),
+                           scheduler="layerwise" if stepped else None, shared=True)
+    try:
+        row, reason = select.choose(cfg, kw.get("engine") or "auto")
+    except ValueError as exc:
+        raise UserError(f"--shared-tier: {exc}") from None
+    if stepped:
+        from pcs import _native
+
+        compiled = _native.resolve(_native.default_mode() if cfg.native is None else cfg.native, "stepsched") == "c"
+        reason += ("; step loop: compiled (pcs/engine/stepclocked.py) where its links and options apply, else "
+                   "Python" if compiled else "; step loop: Python (native python, or the compiled loop not built)")
+    return row.name, reason
 
 
 def _step(kw: dict, timing: str, compute: Any, gpu: Any, gpu_spec: Any, gpu_block_bytes: int) -> Any:

@@ -127,4 +127,5 @@ def shared_summary(run: Any, loads: list, prompt_tokens: int) -> SharedTierSumma
         written_blocks=written, written_bytes=written * bpb, evicted_blocks=shared.stats.evicted_blocks,
         peak_resident_blocks=shared.stats.peak_resident_blocks,
         peak_resident_bytes=shared.stats.peak_resident_blocks * bpb, lease_spared_blocks=shared.lease_spared_blocks,
-        routing_captured_hit_ratio=routing / prompt_tokens if prompt_tokens else 0.0, per_instance=tuple(per))
+        routing_captured_hit_ratio=routing / prompt_tokens if prompt_tokens else 0.0, per_instance=tuple(per),
+        engine=setup["engine"][0], engine_reason=setup["engine"][1])

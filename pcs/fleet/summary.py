@@ -93,6 +93,9 @@ class SharedTierSummary:
                                                        "summed, / prompt tokens: what routing alone captures "
                                                        "(the fleet's captured_hit_ratio without a shared tier)")
     per_instance: tuple[InstanceTierHits, ...] = field("-", "hits by tier of every instance, in index order")
+    engine: str = field("-", "the engine every instance ran on (pcs/engine/select.py: a shared tier runs the "
+                             "reference hierarchies)")
+    engine_reason: str = field("-", "why that engine (the selection table's reason, as a replay's engine_reason)")
 
 
 @result

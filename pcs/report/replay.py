@@ -287,7 +287,7 @@ def lens_rows(s: dict[str, Any]) -> tuple[str, list[str], list[list[str]], list[
     from pcs.engine.lens import baseline_reason
 
     why = baseline_reason(d, a)        # fp8 vs bf16 beside fp16 vs fp8: one 16-bit width, said in the line
-    run = lens.get("layout") or d      # the layout as the user typed it: fp8_per_token_head, nvfp4 (#12)
+    run = lens.get("layout") or d      # the layout as the user typed it: fp8_per_token_head, nvfp4
     return (f"Payload is not everything: KV {run} vs {a}" + (f" ({why})" if why else ""),
             ["same hits, other KV dtype", f"{run} (this run)", a, f"{a}/{run}"], rows, notes)
 

@@ -120,15 +120,32 @@ def expand_axis(name: str, spec: Any) -> list[Any]:
     Returns:
         the values: numbers, strings, or for a list the items as written.
     Raises:
-        ValueError: an empty list, a value listed twice, a malformed range.
+        ValueError: an empty list, a value listed twice (sizes compared in bytes: ``"10GB"`` and
+            ``"10000MB"`` are one value, refused rather than merged so the grid run is the grid written),
+            a malformed range.
     """
     if isinstance(spec, dict):
         return _range(name, spec)
     if not isinstance(spec, list) or not spec:
         raise UserError(f"axis {name!r}: give a non-empty list of values or a range {{from, to, step}}")
-    seen = []
+    seen: dict[Any, Any] = {}
     for v in spec:
-        if v in seen and type(v) is type(seen[seen.index(v)]):
-            raise UserError(f"axis {name!r}: {v!r} is listed twice")
-        seen.append(v)
+        key = _same_value_key(v)
+        if key in seen:
+            said = "is listed twice" if seen[key] == v else f"and {seen[key]!r} are the same {key[0]}"
+            raise UserError(f"axis {name!r}: {v!r} {said}; give each value once")
+        seen[key] = v
     return list(spec)
+
+
+def _same_value_key(value: Any) -> tuple:
+    """What two axis values must differ in: a size with a unit as its bytes (``"10GB"``, ``"10 GB"`` and
+    ``"10000MB"`` are one value, as the command reads them), a block count as its blocks, else type and value
+    (``1`` and ``1.0`` stay apart: the command may read them differently)."""
+    if isinstance(value, str) and re.search(r"[A-Za-z]", value):
+        try:
+            kind, n = _kind(value, "")
+            return ("size" if kind == "bytes" else "block count"), n
+        except UserError:
+            pass
+    return type(value).__name__, repr(value) if isinstance(value, (dict, list)) else value

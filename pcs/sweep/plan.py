@@ -100,15 +100,34 @@ def point_id(kind: str, options: dict[str, Any]) -> str:
 def _pairs(name: str, value: Any, where: str) -> dict[str, Any]:
     """A ``NAME=VALUE`` option as an ordered dict (a table, or a list of "NAME=VALUE" strings)."""
     if isinstance(value, dict):
-        return {str(k).strip().lower(): v for k, v in value.items()}
-    items = value if isinstance(value, list) else [value]
+        entries = [(str(k), v) for k, v in value.items()]
+    else:
+        entries = []
+        for item in value if isinstance(value, list) else [value]:
+            k, sep, v = str(item).partition("=")
+            if not sep or not k.strip() or not v.strip():
+                raise UserError(f"{where}: {name} entry {item!r}: expected NAME=VALUE, or give {name} as a table")
+            entries.append((k, v.strip()))
     out: dict[str, Any] = {}
-    for item in items:
-        k, sep, v = str(item).partition("=")
-        if not sep or not k.strip() or not v.strip():
-            raise UserError(f"{where}: {name} entry {item!r}: expected NAME=VALUE, or give {name} as a table")
-        out[k.strip().lower()] = v.strip()
+    for k, v in entries:
+        key = k.strip().lower()
+        if key in out:          # pcs replay refuses --tier cpu=.. --tier CPU=.. too: names are case-folded
+            raise UserError(f"{where}: {name} entry {key!r} is given twice; give each entry once")
+        out[key] = v
     return out
+
+
+def _refuse_same_option(keys, where: str) -> None:
+    """UserError when two keys of one table name the same option (``write-policy`` and ``write_policy``) or the
+    same entry of a NAME=VALUE option (``tier.cpu`` and ``tier.CPU``): as ``pcs replay`` refuses an option or a
+    tier given twice, a plan may not keep the last one silently."""
+    seen: dict[tuple[str, str], str] = {}
+    for key in keys:
+        name, dot, entry = str(key).partition(".")
+        norm = (_name(name), entry.strip().lower() if dot else "")
+        if norm in seen:
+            raise UserError(f"{where}: {seen[norm]!r} and {key!r} are the same option; give it once")
+        seen[norm] = key
 
 
 def _set(options: dict[str, Any], key: str, value: Any, pair_options: frozenset[str], where: str) -> None:
@@ -142,7 +161,8 @@ def make_plan(data: dict[str, Any], source: str = "<plan>", base_dir: Path | str
         :class:`Plan`.
     Raises:
         ValueError: an unknown top-level key or kind, a bad axis, an option
-            both fixed and an axis, two points with one id, more than
+            both fixed and an axis, one option or table entry named twice (two spellings,
+            ``write-policy`` / ``write_policy``, or ``tier.cpu`` / ``tier.CPU``), two points with one id, more than
             :data:`MAX_POINTS` points.
     """
     unknown = [k for k in data if k not in _TOP_KEYS]
@@ -161,6 +181,8 @@ def make_plan(data: dict[str, Any], source: str = "<plan>", base_dir: Path | str
     for what, table in (("fixed", fixed), ("axes", axes)):
         if not isinstance(table, dict):
             raise UserError(f"{source}: [{what}] must be a table of options")
+    _refuse_same_option(fixed, f"{source} [fixed]")
+    _refuse_same_option(axes, f"{source} [axes]")
     base: dict[str, Any] = {}
     for k, v in fixed.items():
         _set(base, k, v, pairs, f"{source} [fixed]")

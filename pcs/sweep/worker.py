@@ -33,7 +33,7 @@ class LoadedTrace:
         reuse: where the ids' sharing comes from (:attr:`pcs.trace.Trace.reuse`).
         skipped: bad lines skipped by the read (``on_error="skip"``).
 
-    Memory: the whole trace's columns (about 8 bytes per block id plus
+    Memory: the whole trace's columns (about 8 bytes per block hash plus
     40 bytes per request).
     """
 

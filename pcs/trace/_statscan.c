@@ -1,5 +1,5 @@
 /*
- * pcs.trace._statscan: everything `pcs trace stats` asks of the block ids, in one streaming pass.
+ * pcs.trace._statscan: everything `pcs trace stats` asks of the block hashes, in one streaming pass.
  *
  * Fed request batches in order (stats_new / stats_feed / stats_result), it computes per block access,
  * with a 36 B record per distinct id found by its dense number: the id itself while every id is below

@@ -35,7 +35,7 @@ __all__ = ["DEFAULT_TRACE", "FORMATS", "LENGTH_ONLY", "ON_ERROR", "Trace", "open
 #: the repository, so an editable install from a clean clone finds it.
 DEFAULT_TRACE = Path(__file__).resolve().parents[2] / "traces" / "sample_chat.jsonl"
 
-#: Trace formats, formats that record lengths only (their block ids are synthesised), ``on_error`` values:
+#: Trace formats, formats that record lengths only (their block hashes are synthesised), ``on_error`` values:
 #: defined in the numpy-free :mod:`pcs.choices` (the CLI's ``--help`` shows them without importing this module).
 FORMATS = TRACE_FORMATS
 LENGTH_ONLY = LENGTH_ONLY_FORMATS
@@ -202,7 +202,7 @@ class Trace:
         on_error: ``"raise"`` or ``"skip"``.
         sort: reorder by arrival (stable); holds the whole trace in memory.
         skipped: bad lines skipped in the last complete iteration.
-        reuse: where the block ids' sharing comes from: ``"recorded"`` (the
+        reuse: where the block hashes' sharing comes from: ``"recorded"`` (the
             trace's own ids), ``"hashed from token ids"``, or for length-only
             formats the ``synthesised: ...`` assumption
             (:meth:`pcs.trace.lengthonly.ReuseModel.describe`); for a trace

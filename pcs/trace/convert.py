@@ -35,7 +35,7 @@ OUT_FORMATS = ("mooncake", "bailian", "parquet")
 #: (``pcs.trace.parquet.read_parquet``); about 1.5 M Mooncake ids, 12 MB, decoded at a time.
 ROW_GROUP_ROWS = 1 << 16
 
-#: ``pyarrow.parquet.ParquetWriter`` options of ``pcs trace convert``: zstd, and the block ids
+#: ``pyarrow.parquet.ParquetWriter`` options of ``pcs trace convert``: zstd, and the block hashes
 #: DELTA_BINARY_PACKED (ids along a chain mostly step by 1, so deltas pack into a few bits): on the
 #: Mooncake 10x replica the file is 2.2 MB instead of 6.9 MB (dictionary + zstd) and pyarrow decodes
 #: it in 32 ms instead of 52 ms CPU (docs/performance.md). Any Parquet reader reads both encodings.

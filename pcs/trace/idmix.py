@@ -1,4 +1,4 @@
-"""Derived block ids: a vectorised 64-bit mixer for ids made from other ids (transforms, re-blocking).
+"""Derived block hashes: a vectorised 64-bit mixer for ids made from other ids (transforms, re-blocking).
 
 A derived id is ``mix64(tag, a, b, ...)``: SplitMix64's finaliser (Steele,
 Lea and Flood, "Fast splittable pseudorandom number generators", OOPSLA'14;

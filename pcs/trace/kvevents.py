@@ -203,7 +203,7 @@ class Residency:
     """Blocks held per (rank, medium), replayed from events (module docstring).
 
     Attributes:
-        held: ``{(rank, medium): {block id: ts_s stored}}``.
+        held: ``{(rank, medium): {block hash: ts_s stored}}``.
         counters: stored/removed/cleared events, blocks stored, removed,
             duplicate stores, removals of blocks not held, re-stores (a block
             stored again after it was removed or cleared: the engine

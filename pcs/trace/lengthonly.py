@@ -1,4 +1,4 @@
-"""Block ids for traces that record lengths only (Azure, BurstGPT): synthesised prefix reuse, flagged.
+"""Block hashes for traces that record lengths only (Azure, BurstGPT): synthesised prefix reuse, flagged.
 
 A length-only row says when a request came and how long its prompt and
 answer were, not what the prompt said, so which blocks it shares with
@@ -15,9 +15,9 @@ convention that a request resends the whole conversation so far):
 - with ``sessions``, a request with a session id continues that session: its
   first ``min(prompt, C)`` tokens are the session's conversation so far
   (``C`` = previous prompt + previous answer tokens), the rest is new;
-- everything else is new text: fresh block ids.
+- everything else is new text: fresh block hashes.
 
-So a block id is shared exactly when its whole prefix is, as chained hashes
+So a block hash is shared exactly when its whole prefix is, as chained hashes
 are. Ids are dense ints in first-appearance order (as the Mooncake release
 numbers its ids). Memory: one id list per live session.
 """
@@ -128,7 +128,7 @@ class _Ids:
         return out
 
     def base(self, r: LengthRow) -> tuple[list[int], int]:
-        """Full-block ids and token length of the text a request starts with."""
+        """Full-block hashes and token length of the text a request starts with."""
         if self.model.sessions and r.session is not None and (r.namespace, r.session) in self.conv:
             return self.conv[(r.namespace, r.session)]
         s = self.model.system_prompt_tokens

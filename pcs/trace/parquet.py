@@ -33,7 +33,7 @@ from pcs.errors import InputError
 from pcs.trace.batches import MAX_ARRIVAL_S, arrival_error
 from pcs.trace.request import MAX_BLOCK_SIZE, RequestBatch
 
-__all__ = ["SCHEMA_NAME", "expected_block_ids", "arrow_schema", "parquet_block_size", "parquet_rows", "parquet_reuse", "read_parquet", "batch_to_arrow"]
+__all__ = ["SCHEMA_NAME", "expected_block_hashes", "arrow_schema", "parquet_block_size", "parquet_rows", "parquet_reuse", "read_parquet", "batch_to_arrow"]
 
 SCHEMA_NAME = "pcs-trace/1"
 _OPTIONAL = ("session_id", "parent_id", "turn")
@@ -116,13 +116,13 @@ def parquet_rows(path, name: str) -> int:
     return _open(path, name).metadata.num_rows
 
 
-def expected_block_ids(source) -> int:
-    """Block ids of a decoded trace, or of an unsorted Parquet trace from its footer; 0 when unknown.
+def expected_block_hashes(source) -> int:
+    """Block hashes of a decoded trace, or of an unsorted Parquet trace from its footer; 0 when unknown.
 
     A size hint only (the compiled scans size their id tables once with it
     instead of growing them by doubling, each doubling rehashing every key).
     """
-    known = getattr(source, "num_block_ids", None)
+    known = getattr(source, "num_block_hashes", None)
     if known is not None:
         return int(known)
     if getattr(source, "format", None) != "parquet" or getattr(source, "sort", False):
@@ -213,7 +213,7 @@ def _column_ints(rb, col: str, name: str, row0: int) -> np.ndarray:
 
 
 def _column_ids(lists, name: str, row0: int, offs: np.ndarray) -> np.ndarray:
-    """The flattened block ids as uint64; a negative id is an error (ids are unsigned 64-bit), never wrapped."""
+    """The flattened block hashes as uint64; a negative id is an error (ids are unsigned 64-bit), never wrapped."""
     flat = lists.flatten().to_numpy(zero_copy_only=False)
     if flat.dtype.kind == "i" and flat.size and flat.min() < 0:
         at = int(np.argmax(flat < 0))

@@ -144,7 +144,7 @@ def check_chained(b: RequestBatch, name: str = "trace") -> None:
     parent[b.block_offsets[:-1][b.num_blocks > 0]] = _ROOT
     pairs = np.unique(np.stack([h, parent], axis=1), axis=0)
     if pairs.shape[0] != np.unique(h).size:
-        raise UserError(f"{name}: some block id follows different parent ids, so ids are not chained prefix "
+        raise UserError(f"{name}: some block hash follows different parent hashes, so hashes are not chained prefix "
                          "hashes and cannot be re-blocked")
 
 

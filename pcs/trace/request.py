@@ -1,7 +1,7 @@
 """The request record every reader yields, and its columnar batch form.
 
 A trace is a stream of requests in arrival order. Each request carries one
-block id per prompt block *including* a trailing partial block (Mooncake:
+block hash per prompt block *including* a trailing partial block (Mooncake:
 ``len(hash_ids) == ceil(input_length / block_size)``, FAST'25 release README);
 which of those blocks a cache may keep (full blocks only, last-token cap) is
 decided by consumers through :class:`pcs.blocks.BlockRules`.
@@ -72,7 +72,7 @@ class Request:
 
     @property
     def num_blocks(self) -> int:
-        """Number of block ids (partial last block included)."""
+        """Number of block hashes (partial last block included)."""
         return int(self.block_hashes.shape[0])
 
 
@@ -114,7 +114,7 @@ class RequestBatch:
 
     @property
     def num_blocks(self) -> np.ndarray:
-        """int64, shape (n,): block ids per request."""
+        """int64, shape (n,): block hashes per request."""
         return np.diff(self.block_offsets)
 
     def requests(self) -> Iterator[Request]:

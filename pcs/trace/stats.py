@@ -7,7 +7,7 @@ Keys of the returned dict (flat, stable; documented in docs/traces.md):
   (requests / time_span_s; None for a zero span);
 - ``prompt_tokens_{mean,p50,p99,max,total}``, ``output_tokens_{mean,p50,p99,max,total}``,
   ``blocks_per_request_{mean,p50,p99,max}``;
-- ``block_accesses`` (block ids over all requests, partial last blocks
+- ``block_accesses`` (block hashes over all requests, partial last blocks
   included), ``distinct_blocks`` (distinct ids);
 - ``single_sequence_hit_ratio`` (token-weighted, from
   :func:`pcs.blocks.single_sequence_hits`: infinite cache, requests in order,
@@ -231,10 +231,10 @@ def trace_stats(trace, rules: BlockRules = BlockRules(), native: str | None = No
     """
     if _native.resolve(native, "statscan") == "c":
         from pcs.trace import statscan
-        from pcs.trace.parquet import expected_block_ids
+        from pcs.trace.parquet import expected_block_hashes
 
         try:
-            s = statscan.scan_stats(trace.iter_batches(), rules, expected_block_ids(trace))
+            s = statscan.scan_stats(trace.iter_batches(), rules, expected_block_hashes(trace))
         except statscan.TooLarge:
             s = None
         if s is not None and s["prompt_tokens"].size:

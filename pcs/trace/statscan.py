@@ -1,6 +1,6 @@
 """``trace_stats`` in one streaming pass of the compiled kernel (pcs/trace/_statscan.c).
 
-The kernel reads each request batch once and keeps, per distinct block id, a
+The kernel reads each request batch once and keeps, per distinct block hash, a
 36 B record (previous access, first parent, children, conversation mark); the
 caller keeps four per-request columns. Everything :func:`pcs.trace.stats.trace_stats`
 reports comes from it (docs/semantics.md §1, §2, §12, §14):
@@ -96,7 +96,7 @@ def scan_stats(batches, rules: BlockRules = BlockRules(), expected_ids: int = 0)
     Args:
         batches: iterable of request batches.
         rules: block rules of the single-sequence walk.
-        expected_ids: a size hint for the id table (block ids of the trace; 0 = none).
+        expected_ids: a size hint for the id table (block hashes of the trace; 0 = none).
     Returns:
         dict: ``block_size``; per-request columns ``arrival_s`` float64, ``prompt_tokens``,
         ``output_tokens``, ``num_blocks`` int64 (R,); ``session_id``, ``parent_id`` (int64 (R,) or None);

@@ -1,6 +1,6 @@
 """What-if transforms of a trace that keep its prefix tree: speed, tenants, lengths, truncation, sampling.
 
-Each transform maps a trace's requests to new ones whose block ids are
+Each transform maps a trace's requests to new ones whose block hashes are
 derived from the old ids (:func:`pcs.trace.idmix.mix64`), so two requests
 share a new block exactly when the rule below says their content is equal;
 the tree's shape (where requests diverge) is kept. Applied in this order to

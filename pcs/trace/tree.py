@@ -1,6 +1,6 @@
 """The prefix tree of a trace and its conversations: shape statistics that transforms must keep.
 
-Block ids are chained (docs/semantics.md §1): a block's id stands for its
+Block hashes are chained (docs/semantics.md §1): a block's id stands for its
 whole prefix, so the requests of a trace spell out a tree whose nodes are
 (parent id, id) pairs, the parent being the previous id of the same request
 (a fixed root for block 0). This module measures that tree and groups

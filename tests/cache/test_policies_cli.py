@@ -83,7 +83,7 @@ def test_gap_oracle_is_the_same_run_in_c_and_in_python(timing):
 
 
 def test_policies_csv_is_plain_text_with_the_admission_rows():
-    """Walkthrough 18: the CSV showed options as a Python repr ({'protected_share': 0.8}, []) and had no admission
+    """The CSV once showed options as a Python repr ({'protected_share': 0.8}, []) and had no admission
     rows. Expected, from the policies' documented defaults: slru's protected segment 0.8 (Caffeine's), alias
     protected; lru no options; belady reads the future; the four admission kinds reuse (n=2, vLLM's store
     threshold), selective (k=2), tinylfu (sample=10), retain (tokens=0-4096, duration=60.0) after them."""

@@ -94,6 +94,13 @@ def test_broken_plugins_are_left_out_and_reported(monkeypatch):
     assert reg.load_plugins(eps) == []
     assert [e.split(" = ")[0] for e in reg.PLUGIN_ERRORS] == ["bad", "notapolicy", "lru", "other"]
     assert "already registered" in reg.PLUGIN_ERRORS[2] and "differs from the class's name" in reg.PLUGIN_ERRORS[3]
+    # a lookup of a plug-in left out says why, not only "unknown" (pcs policies lists the same line)
+    with pytest.raises(ValueError, match=r"unknown eviction policy 'NotAPolicy'.*\(plug-in notapolicy = .*"
+                                         r"is not an EvictionPolicy subclass; see pcs policies\)"):
+        reg.get_policy("NotAPolicy")
+    with pytest.raises(ValueError) as err:
+        reg.get_policy("nosuch")
+    assert "plug-in" not in str(err.value)
     ep = EntryPoint("demo_mru", "pcs_demo_policy:DemoMRU", "pcs.policies")
     monkeypatch.syspath_prepend(str(HERE / "plugin"))
     assert reg.load_plugins([ep]) == ["demo_mru"] and reg.get_policy("demo_mru").name == "demo_mru"

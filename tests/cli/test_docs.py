@@ -178,8 +178,11 @@ def test_policies_table_lists_every_built_in_policy():
 #: What points outside the repository: a path of the machine the project was built on, an issue number, the name of
 #: a working branch (a word ending in the number of the issue it served, as ``e2e9``, ``hyb11``, ``fix9b``; not a
 #: dtype such as ``bf16`` or ``int64``, a hash function such as ``splitmix64``, a commit id or a colour).
-NOTES = r"/work/|\b[Ii]ssues?[- ]#?[0-9]|\b(?:walkthrough|hostile)[- ]?[0-9]+\b"
-OUTSIDE = re.compile(NOTES
+# an issue reference "#12" / "(#12)" counts too, but not a colour ("#000" in quotes, #d9d9d9), an anchor
+# (semantics.md#4) or an engine citation ("vLLM PR #10511")
+NOTES = (r"/work/|\b[Ii]ssues?[- ]#?[0-9]|\b(?i:walkthrough|hostile)[- ]?[0-9]+\b"
+         r"|(?<!PR )(?<![\w&/.\"'-])#[0-9]{1,4}\b(?![0-9a-fA-F])")
+OUTSIDE = re.compile(NOTES + r"|\bgolden snapshots?\b|\bthe lead's\b"      # files and people outside the repo
                      + r"|(?<![#\w-])(?![0-9a-f]{7,40}\b)(?!(?:u?int|b?float|bf|fp|mix|splitmix|grow|base)\d+s?\b)"
                      r"[a-z][a-z0-9]*[a-z](?:9|[1-9]\d)[a-z]?\b")
 
@@ -194,6 +197,10 @@ def test_docs_and_package_point_nowhere_outside_the_repository():
     assert bad == []
     assert [m.group(0) for m in OUTSIDE.finditer("see issue 19, branch e2e9 at /work/main; bf16 int64 #d9d9d9")] \
         == ["issue 1", "e2e9", "/work/"]
+    assert [m.group(0) for m in OUTSIDE.finditer('nvfp4 (#12), see #7; "#000", #123456, x.md#4, vLLM PR #10511')] \
+        == ["#12", "#7"]
+    assert [m.group(0) for m in OUTSIDE.finditer("diff 0 against the golden snapshots; the lead's rerun")] \
+        == ["golden snapshots", "the lead's"]
 
 
 def test_tests_and_benchmarks_cite_nothing_outside_the_repository():
@@ -206,8 +213,8 @@ def test_tests_and_benchmarks_cite_nothing_outside_the_repository():
     bad = [f"{p.relative_to(ROOT)}:{i}: {m.group(0)!r}" for p in files
            for i, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1) for m in notes.finditer(line)]
     assert bad == []
-    assert [m.group(0) for m in notes.finditer("hostile-22 #1, walkthrough 20, issue 9, /work/x, ttft99")] \
-        == ["hostile-22", "walkthrough 20", "issue 9", "/work/"]
+    assert [m.group(0) for m in notes.finditer("hostile-22 #1, Walkthrough 20, issue 9, /work/x, ttft99")] \
+        == ["hostile-22", "#1", "Walkthrough 20", "issue 9", "/work/"]
 
 
 def test_unknown_command_exits_2():

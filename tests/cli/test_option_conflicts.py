@@ -53,6 +53,48 @@ def test_compare_refuses_one_configuration_twice(second):
                           "same policy with the same options")
 
 
+TWO = ("--timing", "sequential", "--tier", "gpu=20blocks", "--tier", "cpu=40blocks")
+
+
+@pytest.mark.parametrize("first, second", [
+    ("cpu=reuse:2", "cpu=reuse:2"),          # the same text twice
+    ("cpu=reuse:2", "CPU=reuse:n=2"),        # tier names are case-folded; reuse's bare argument is n
+    ("cpu=reuse", "cpu=reuse:2"),            # n defaults to 2 (vLLM's store threshold, docs/policies.md)
+    ("none", "NONE"),
+])
+def test_compare_refuses_one_admission_twice_like_one_policy_twice(first, second):
+    # the rule of --policy above, for --admit: two columns of one configuration are refused
+    assert_one_line_error(invoke("compare", T, *TWO, "--admit", first, "--admit", second, "-q"),
+                          f"--admit {first} and --admit {second} name the same admission with the same options")
+
+
+def test_compare_runs_two_different_admissions():
+    out = invoke_json("compare", T, *TWO, "--admit", "none", "--admit", "cpu=reuse:3")
+    assert [v["admission"] for v in out["variants"]] == ["none", "cpu=reuse:3"]
+
+
+@pytest.mark.parametrize("given", ["protected", "PROTECTED", "slru"])
+def test_the_policy_alias_is_input_only(given):
+    # one concept, one name: --policy protected runs slru and every output names it slru (the registry's name)
+    out = invoke_json("replay", T, *SEQ, "--policy", given)
+    assert out["policy"] == "slru" and [t["policy"] for t in out["tiers"]] == ["slru"]
+    assert pcs.replay(T, policy=given, timing="sequential").summary.policy == "slru"
+
+
+@pytest.mark.parametrize("args, needles", [
+    # a message names the option given, not one that was not
+    (["--instances", "2", "--gap-oracle"], ["--gap-oracle is for single-instance replays"]),
+    (["--instances", "2", "--admit", "cpu=reuse:2"], ["--admit is for single-instance replays"]),
+    # the shared tier takes --policy too: the refusal says so, per tier
+    (["--instances", "2", "--policy", "gdsf", "--shared-tier", "remote=100blocks"],
+     ["got gpu: gdsf, cpu: gdsf, remote: gdsf", "--policy sets every tier, the shared one too"]),
+    # "reuse:" left its argument out: refused, not read as reuse's default n = 2
+    (["--admit", "cpu=reuse:"], ["bad admission 'reuse:': nothing after ':'"]),
+])
+def test_messages_name_what_was_given(args, needles):
+    assert_one_line_error(invoke("replay", T, *TWO, *args, "-q"), *needles)
+
+
 # --- F8: hybrid options where they do not apply ------------------------------------------------------------------
 
 @pytest.mark.parametrize("args, needles", [

@@ -25,7 +25,7 @@ def test_decoded_reads_the_source_once_and_replays_its_batches():
     assert first[0] is second[0]
     b = first[0]
     # 3 requests, 2 + 3 + 1 ids, block size 4 (helpers.req)
-    assert (d.block_size, d.num_block_ids) == (4, 6)
+    assert (d.block_size, d.num_block_hashes) == (4, 6)
     assert b.block_hashes.tolist() == [1, 2, 1, 2, 3, 7] and b.prompt_tokens.tolist() == [8, 12, 3]
 
 
@@ -104,7 +104,7 @@ def test_decoded_joins_small_batches_in_order(monkeypatch):
     assert d.batches[2].block_offsets.tolist() == [0, 2, 4, 6, 8]
     assert np.concatenate([b.block_hashes for b in d.batches]).tolist() == list(range(20))
     assert np.concatenate([b.arrival_s for b in d.batches]).tolist() == list(range(10))
-    assert d.num_block_ids == 20
+    assert d.num_block_hashes == 20
 
 
 def test_joined_batches_replay_as_the_chunks_read(monkeypatch):

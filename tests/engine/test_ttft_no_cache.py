@@ -1,6 +1,6 @@
 """envelope.ttft_no_cache_* is each prefill alone, not scheduled; the scheduled no-cache TTFT is elsewhere.
 
-Walkthrough 18 F2: the JSON put a queued with-cache TTFT (``envelope.ttft_p50_s``) beside an unqueued
+The JSON once put a queued with-cache TTFT (``envelope.ttft_p50_s``) beside an unqueued
 no-cache one (``envelope.ttft_no_cache_p50_s``), and its description ("full prefill, no wait") did not say
 that under the step scheduler the like-for-like figure is ``scheduler.no_cache.ttft_s``.
 """

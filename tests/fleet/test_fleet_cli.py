@@ -71,7 +71,7 @@ def test_fleet_csv_one_line_per_instance_and_reblocking_refused(mooncake_conv):
 
 
 def test_fleet_csv_has_the_shared_tier_columns(tmp_path):
-    """Walkthrough 18 F8: the CSV of a fleet with --shared-tier had no shared-tier column. Worked by hand: three
+    """The CSV of a fleet with --shared-tier had no shared-tier column. Worked by hand: three
     Mooncake requests of 1,124 tokens (blocks of 512: 2 full blocks + a partial one) sharing blocks 1, 2, 100 s
     apart, round-robin over 2 instances, write-through. Request 0 (instance 0) computes blocks 1, 2 and writes
     them through to the shared tier (2 blocks; the partial block is not cached, semantics §2); request 1

@@ -161,6 +161,35 @@ def test_cli_shared_tier_json_table_and_errors():
         assert "Traceback" not in r.output
 
 
+STEPPED = {k: v for k, v in SMALL.items() if k != "compute"}
+
+
+@pytest.mark.parametrize("native, loop", [("python", "step loop: Python"), (None, "step loop:")])
+def test_a_shared_tier_fleet_names_its_engine(native, loop):
+    # the selection table (pcs/engine/select.py) places a shared-tier fleet on the reference hierarchies: the
+    # compiled rows say why not, and the reason says where the step loop ran (modeled timing with the
+    # analytic compute of h100-sxm: the step scheduler)
+    kw = dict(STEPPED, native=native) if native else STEPPED
+    sh = fleet_replay(stress_trace(1, 4, bs=16), instances=2, shared_tier="remote=10blocks", **kw).summary.shared_tier
+    assert sh.engine == "reference"
+    assert "not compiled-hierarchy: a fleet's shared tier runs the instances' Python hierarchies" in sh.engine_reason
+    assert "auto: reference applies" in sh.engine_reason and loop in sh.engine_reason
+    seq = fleet_replay(stress_trace(1, 4, bs=16), instances=2, shared_tier="remote=10blocks", timing="sequential",
+                       engine="general", **SMALL).summary.shared_tier
+    assert (seq.engine, seq.engine_reason) == ("reference", "requested: general (alias of reference)")
+
+
+@pytest.mark.parametrize("kw, msg", [
+    # native c asks for compiled code, but the hierarchies are Python: refused as for --engine reference
+    (dict(native="c"), "native 'c' asks for compiled code, but this modeled replay runs on the Python reference"),
+    (dict(compute=None, engine="compiled-step"), "engine 'compiled-step' cannot run this replay: a fleet's shared tier"),
+    (dict(engine="compiled-hierarchy", timing="sequential"), "engine 'compiled-hierarchy' cannot run this replay"),
+])
+def test_a_shared_tier_fleet_refuses_compiled_engines_through_the_table(kw, msg):
+    with pytest.raises(ValueError, match=msg):
+        fleet_replay(stress_trace(1, 4, bs=16), instances=2, shared_tier="remote=10blocks", **{**SMALL, **kw})
+
+
 def test_each_instance_restores_over_its_own_link():
     # 3 instances, round-robin, GPU tiers of 2 blocks, write-through into the shared tier. At t = 2, instances
     # 1 and 2 both restore blocks 1, 2 (written by instance 0 at its prefill end): each over its own link, so

@@ -80,3 +80,31 @@ def test_ids_are_stable_and_tell_points_apart():
 def test_bad_plans_say_what_is_wrong(data, words):
     with pytest.raises(ValueError, match=words):
         _plan(data)
+
+
+@pytest.mark.parametrize("data,words", [
+    # pcs replay refuses --tier cpu=.. twice and --tier cpu / --tier CPU (tier names are case-folded); a plan
+    # kept the last entry silently (cpu = 200 blocks) and ran a grid other than the one written
+    ({"fixed": {"tier": ["gpu=40blocks", "cpu=100blocks", "cpu=200blocks"]}}, "tier entry 'cpu' is given twice"),
+    ({"fixed": {"tier": {"gpu": "40blocks", "cpu": "1blocks", "CPU": "2blocks"}}}, "tier entry 'cpu' is given twice"),
+    ({"fixed": {"tier": {"gpu": "40blocks"}}, "axes": {"tier.cpu": ["1blocks"], "tier.CPU": ["2blocks"]}},
+     "'tier.cpu' and 'tier.CPU' are the same option"),
+    # two spellings of --write-policy: one option
+    ({"axes": {"write-policy": ["back"], "write_policy": ["through"]}},
+     "'write-policy' and 'write_policy' are the same option"),
+    ({"fixed": {"write-policy": "back", "write_policy": "back"}}, "are the same option"),
+    # 10 GB = 10,000 MB = 10 * 10**9 bytes (GB decimal): one value in three spellings, three equal points
+    ({"axes": {"tier.cpu": ["10GB", "10000MB", "10 GB"]}}, "'10000MB' and '10GB' are the same size"),
+    ({"axes": {"tier.cpu": ["5blocks", "5 blocks"]}}, "are the same block count"),
+])
+def test_one_option_or_value_named_twice_is_refused(data, words):
+    with pytest.raises(ValueError, match=words):
+        _plan(data)
+
+
+def test_distinct_values_and_entries_still_run():
+    # 1 and 1.0 stay two values (the command may read them differently); 10GB and 10GiB differ
+    # (10**10 vs 10 * 2**30 bytes); gpu and cpu are two entries
+    assert expand_axis("x", [1, 1.0]) == [1, 1.0]
+    plan = _plan({"fixed": {"tier": ["gpu=40blocks", "cpu=1blocks"]}, "axes": {"tier.cpu": ["10GB", "10GiB"]}})
+    assert [p.options["tier"]["cpu"] for p in plan.points] == ["10GB", "10GiB"]

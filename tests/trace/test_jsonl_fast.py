@@ -216,7 +216,7 @@ def test_auto_prefers_native_then_simdjson_then_pyarrow(monkeypatch):
 
 @pytest.mark.parametrize("fast", PATHS)
 def test_an_absurd_timestamp_names_file_line_and_field(tmp_path, fast):
-    """Hostile 18 #7: a timestamp of 1e25 ms (1e22 s, past the 2**32 s a float64 clock resolves to a microsecond,
+    """A timestamp of 1e25 ms (1e22 s, past the 2**32 s a float64 clock resolves to a microsecond,
     pcs.trace.batches.MAX_ARRIVAL_S) was refused as "request 1: ..." without file or line; every parser now
     names line 2 (the second row) and the field, as for any other bad value. 4294967296 s = 2**32 s is the
     last arrival taken: 4294967296000 ms on line 1 reads."""
@@ -231,7 +231,7 @@ def test_an_absurd_timestamp_names_file_line_and_field(tmp_path, fast):
 
 @pytest.mark.parametrize("fast", PATHS)
 def test_no_arrival_is_negative_zero(tmp_path, fast):
-    """Hostile 18 #8: pyarrow.json read "timestamp": -0 as -0.0 (its float64 column) where json.loads and
+    """pyarrow.json read "timestamp": -0 as -0.0 (its float64 column) where json.loads and
     simdjson give the integer 0; -0.0 and 0.0 are the same time, so every reader gives +0.0 (sign bit clear),
     for "-0.0" too."""
     p = tmp_path / "t.jsonl"

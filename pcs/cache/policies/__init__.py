@@ -1,8 +1,11 @@
 """Eviction-policy registry: ``get_policy(name)``, ``make_policy(...)`` and ``POLICY_NAMES``.
 
-A new policy is one new file with an :class:`EvictionPolicy` subclass and one
-entry in ``_BUILTIN`` below (vLLM ``kv_offload/cpu/policies/factory.py`` does
-the same; no if/elif chain anywhere else). The CLI's ``--policy`` choices,
+A new built-in policy is five steps (docs/policies.md, "Adding a policy", as
+the README says): its file with an :class:`EvictionPolicy` subclass, its entry
+in ``_BUILTIN`` below (vLLM ``kv_offload/cpu/policies/factory.py`` does the
+same; no if/elif chain anywhere else), its name in ``pcs/choices.py``, its C
+twin ``pcs/cache/_pol_<name>.c``, and its row in docs/policies.md; the tests
+fail until each is done. A plug-in is the file and an entry point (below). The CLI's ``--policy`` choices,
 the ``--tier-policy`` check, ``pcs policies`` and the contract test
 (``tests/cache/test_policies_contract.py``) all read this registry.
 
@@ -51,7 +54,7 @@ from pcs.errors import UnknownNameError, UserError
 
 __all__ = ["EvictionPolicy", "PolicyContext", "get_policy", "make_policy", "make_policies", "policy_options",
            "policy_defaults", "parse_policy_spec", "needs_context", "registered_names", "POLICY_NAMES",
-           "POLICY_ALIASES", "POLICY_CHOICES", "POLICY_ORIGINS", "PLUGIN_ERRORS", "ENTRY_POINT_GROUP", "DEFAULT_POLICY",
+           "POLICY_ALIASES", "canonical_spec", "POLICY_CHOICES", "POLICY_ORIGINS", "PLUGIN_ERRORS", "ENTRY_POINT_GROUP", "DEFAULT_POLICY",
            "is_builtin", "LRUPolicy", "SLRUPolicy", "ProtectedPolicy", "FIFOPolicy", "ARCPolicy", "S3FIFOPolicy",
            "SievePolicy", "LFUPolicy", "TwoQPolicy", "GDSFPolicy", "BeladyPolicy", "DEFAULT_PROTECTED_SHARE",
            "load_plugins"]
@@ -192,8 +195,24 @@ def get_policy(name: str) -> type[EvictionPolicy]:
         _read_plugins()
         cls = _POLICIES.get(POLICY_ALIASES.get(key, key))
     if cls is None:
-        raise UnknownNameError("eviction policy", str(name).partition(":")[0], registered_names(), POLICY_ALIASES)
+        left = [e for e in PLUGIN_ERRORS if e.partition(" = ")[0].lower() == key]   # a plug-in of that name left out
+        raise UnknownNameError("eviction policy", str(name).partition(":")[0], registered_names(), POLICY_ALIASES,
+                               hint=f"plug-in {left[0]}; see pcs policies" if left else "")
     return cls
+
+
+def canonical_spec(spec: str) -> str:
+    """``spec`` with its name part written as the registered name (an alias or another case is input only;
+    options after ``:`` kept as given): one concept, one name in every output.
+
+    >>> canonical_spec("protected"), canonical_spec("LRU:x=1")
+    ('slru', 'lru:x=1')
+
+    Raises:
+        UnknownNameError: unknown name (as :func:`get_policy`).
+    """
+    name, sep, rest = str(spec).partition(":")
+    return get_policy(name).name + sep + rest
 
 
 def needs_context(name: str) -> tuple[str, ...]:
