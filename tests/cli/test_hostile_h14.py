@@ -1,0 +1,66 @@
+"""hostile-14 crashes (F1-F5, F7): each finding's whole kind refused with one line naming the cause (exit 2).
+
+Every input is written here (tmp_path); the expected messages and bounds are worked out in the comments.
+"""
+import json
+
+import pytest
+
+from helpers import SMALL_TRACE, assert_one_line_error, invoke
+
+TIERS = ("--tier", "gpu=40blocks", "--tier", "cpu=150blocks")
+
+
+def _far_trace(tmp_path):
+    # four 1,024-token requests 1e11 ms = 1e8 s apart: the last arrives 3e8 s > 31,622,400 s (366 days) after
+    # the first (each of two round-robin instances gets two of them, 2e8 s apart), so the step scheduler's span
+    # limit is reached (schedstats.MAX_SPAN_S) but not the trace's +-2**32 s clock bound (MAX_ARRIVAL_S).
+    f = tmp_path / "far.jsonl"
+    rows = [{"timestamp": k * 10 ** 11, "input_length": 1024, "output_length": 5, "hash_ids": [1, 2]}
+            for k in range(4)]
+    f.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    return f
+
+
+@pytest.mark.parametrize("extra", [(), ("--instances", "2"), ("--instances", "2", "--shared-tier", "remote=100blocks"),
+                                   ("--model", "gemma-3-27b", "--tp", "1")])
+def test_f3_span_limit_is_one_line_on_both_engines(tmp_path, extra):
+    # F3: the compiled loop raised a plain ValueError ("bug in pcs", exit 1) where the reference raises UserError
+    f = _far_trace(tmp_path)
+    lines = [assert_one_line_error(invoke("replay", f, *TIERS, *extra, *eng, "-q"), "366 days", "past its limit")
+             for eng in ((), ("--engine", "reference"))]
+    assert lines[0] == lines[1]
+
+
+def test_f3_span_limit_in_compare(tmp_path):
+    f = _far_trace(tmp_path)
+    assert_one_line_error(invoke("compare", f, *TIERS, "--policy", "lru", "--policy", "fifo", "-q"), "366 days")
+
+
+@pytest.mark.parametrize("field, value, needle", [
+    ("bf16_flops", "1e-300", "bf16_flops must be between 1e+09 and 1e+21 FLOP/s"),   # overflowed to inf (F4)
+    ("bf16_flops", "1.0", "got 1"),                      # 1 FLOP/s: years per token (F3's hardware path)
+    ("bf16_flops", "1e22", "got 1e+22"),                 # 10^5 above a B200: a token's time underflows to ~0
+    ("fp8_flops", "1e-300", "fp8_flops must be between"),
+    ("hbm_bps", '"1B/s"', "hbm_bps must be at least 1e+06 bytes/s"),
+])
+def test_f4_hardware_rates_outside_bounds_name_file_and_field(tmp_path, field, value, needle):
+    hw = tmp_path / "hw.toml"
+    hw.write_text(f"[gpu.h100-sxm]\n{field} = {value}\n", encoding="utf-8")
+    for extra in ((), ("--compute", "infinite"), ("--timing", "sequential")):
+        assert_one_line_error(invoke("replay", SMALL_TRACE, "--hardware-file", hw, *extra, "-q"),
+                              "hw.toml: field 'gpu.h100-sxm'", needle)
+
+
+def test_f4_rates_at_the_bounds_run(tmp_path):
+    # the bounds themselves are allowed: 1e9 FLOP/s and 1e6 bytes/s (an 8B model: 1.6e10 FLOP per token -> 16 s)
+    hw = tmp_path / "hw.toml"
+    hw.write_text('[gpu.h100-sxm]\nbf16_flops = 1e9\nhbm_bps = "1MB/s"\n', encoding="utf-8")
+    assert invoke("replay", SMALL_TRACE, "--hardware-file", hw, "--compute", "infinite", "-q").exit_code == 0
+
+
+def test_f4_utilisation_below_the_flops_bound_names_mfu():
+    # 1e-300 x 989.4e12 (H100 dense BF16) = 9.894e-286 FLOP/s < 1e9 x 0.001
+    r = invoke("envelope", "--model", "llama-3.1-8b", "--restore-tokens", "8192", "--bandwidth", "10GB/s",
+               "--mfu", "1e-300", "-q")
+    assert_one_line_error(r, "utilisation (--mfu) 1e-300", "below 1e+06")
