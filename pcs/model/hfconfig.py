@@ -137,7 +137,8 @@ def build_spec(cfg: dict[str, Any], *, name: str, source: str, path: str = "<con
     """Build a spec from a parsed config dict (shared by presets and ``--model-config``).
 
     Raises:
-        InputError: a required field is missing or malformed (names ``path`` and the field).
+        InputError: a required field is missing or malformed, or no layer holds a cache (every layer an MLP):
+            names ``path`` and the field.
     """
     f = Fields.of(cfg, path)
     num_layers = f.int("num_hidden_layers")
@@ -150,6 +151,11 @@ def build_spec(cfg: dict[str, Any], *, name: str, source: str, path: str = "<con
         assumptions.append("torch_dtype missing: assumed bfloat16 weights and KV")
     model_dtype = f.dtype()
     comps = _components(f, pattern.kinds, model_dtype, assumptions)
+    if not comps:   # only MLP layers (Nemotron-H "-"/"E"): 0 bytes per block, nothing to cache or size
+        field = "layer_types" if f.cfg.get("layer_types") is not None else (
+            "hybrid_override_pattern" if f.has("hybrid_override_pattern") else "num_hidden_layers")
+        raise InputError(path, None, field, f"none of the {num_layers} layers holds a KV cache or state (attention, "
+                         "Mamba or linear attention; here every layer is an MLP): nothing to cache")
     if active_params is None or total_params is None:
         est_active, est_total = _estimate(cfg, path, assumptions)
         active_params = est_active if active_params is None else active_params

@@ -64,3 +64,32 @@ def test_f4_utilisation_below_the_flops_bound_names_mfu():
     r = invoke("envelope", "--model", "llama-3.1-8b", "--restore-tokens", "8192", "--bandwidth", "10GB/s",
                "--mfu", "1e-300", "-q")
     assert_one_line_error(r, "utilisation (--mfu) 1e-300", "below 1e+06")
+
+
+CONFIGS = __import__("pathlib").Path(__file__).parent.parent / "model" / "configs"
+
+
+def _config(tmp_path, base, name, **changes):
+    cfg = json.loads((CONFIGS / base).read_text(encoding="utf-8"))
+    (cfg["text_config"] if "text_config" in cfg else cfg).update(changes)
+    f = tmp_path / name
+    f.write_text(json.dumps(cfg), encoding="utf-8")
+    return f
+
+
+@pytest.mark.parametrize("pattern", ["-" * 52, "E" * 52, "-E" * 26])
+def test_f1_a_model_with_no_cache_layer_is_refused_at_load_by_every_command(tmp_path, pattern):
+    # F1: Nemotron-H '-' (MLP) and 'E' (MoE) layers hold no cache: 52 of them give 0 bytes per block, which
+    # crashed replay (IndexError), deploy and curve (ZeroDivisionError) and printed 0 B in footprint.
+    f = _config(tmp_path, "nemotron_h.json", "nh.json", hybrid_override_pattern=pattern)
+    needles = ("nh.json: field 'hybrid_override_pattern'", "none of the 52 layers holds a KV cache", "nothing to cache")
+    for args in (["replay", SMALL_TRACE, "--model", f, "--tp", "1"], ["deploy", "--model", f, "--tp", "1"],
+                 ["curve", SMALL_TRACE, "--model", f, "--capacities", "10GB"],
+                 ["footprint", "--model-config", f, "--tokens", "8192"]):
+        assert_one_line_error(invoke(*args, "-q"), *needles)
+
+
+def test_f1_one_cache_layer_is_enough(tmp_path):
+    # one '*' (attention) among 51 MLP layers: a model with one full-attention layer, which runs
+    f = _config(tmp_path, "nemotron_h.json", "nh.json", hybrid_override_pattern="*" + "-" * 51)
+    assert invoke("footprint", "--model-config", f, "--tokens", "16", "-q").exit_code == 0
