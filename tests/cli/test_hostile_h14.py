@@ -93,3 +93,19 @@ def test_f1_one_cache_layer_is_enough(tmp_path):
     # one '*' (attention) among 51 MLP layers: a model with one full-attention layer, which runs
     f = _config(tmp_path, "nemotron_h.json", "nh.json", hybrid_override_pattern="*" + "-" * 51)
     assert invoke("footprint", "--model-config", f, "--tokens", "16", "-q").exit_code == 0
+
+
+@pytest.mark.parametrize("table, line, needle", [
+    ("axes", "policy = [1979-05-27T07:32:00Z]", "[axes]: option 'policy': a TOML date/time (1979-05-27T07:32:00+00:00)"),
+    ("fixed", "ttft-slo = 07:32:00", "[fixed]: option 'ttft-slo': a TOML date/time (07:32:00)"),
+    ("fixed", 'tier = {gpu = "40blocks", cpu = 1979-05-27}', "[fixed]: option 'tier.cpu': a TOML date/time (1979-05-27)"),
+    ("axes", '"tier.cpu" = ["10blocks", 1979-05-27]', "[axes]: option 'tier.cpu': a TOML date/time"),
+])
+def test_f2_toml_dates_in_a_sweep_plan_are_refused_with_file_and_key(tmp_path, table, line, needle):
+    # F2: tomllib turns these into datetime/date/time objects; the point id's json.dumps raised TypeError
+    plan = tmp_path / "plan.toml"
+    other = "axes" if table == "fixed" else "fixed"
+    plan.write_text(f'kind = "replay"\n[{other}]\ntrace = "t.jsonl"\n[{table}]\n{line}\n', encoding="utf-8")
+    r = invoke("sweep", "run", plan, "-o", tmp_path / "out", "--jobs", "1", "-q")
+    assert_one_line_error(r, "plan.toml " + needle, 'write the value as a string')
+    assert not (tmp_path / "out").exists()
