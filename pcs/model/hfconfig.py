@@ -131,6 +131,17 @@ def _estimate(cfg: dict[str, Any], path: str, assumptions: list[str]) -> tuple[i
         return 0, 0
 
 
+def _shadowed(cfg: dict[str, Any]) -> list[str]:
+    """One sentence per top-level field that ``text_config`` gives another value (``model_type`` aside): the text
+    model's value is used (transformers' multimodal configs, e.g. Llama4Config, read the text fields from
+    ``text_config``), so an edit of the top-level copy must not pass unsaid (hostile-14 F7)."""
+    text = cfg.get("text_config") if isinstance(cfg, dict) else None
+    if not isinstance(text, dict):
+        return []
+    return [f"{k} is {cfg[k]!r} at the top level but {text[k]!r} in text_config: used text_config's {text[k]!r}"
+            for k in cfg if k in text and k != "model_type" and cfg[k] != text[k]]
+
+
 def build_spec(cfg: dict[str, Any], *, name: str, source: str, path: str = "<config>",
                active_params: int | None = None, total_params: int | None = None,
                weight_dtype_bytes: float | None = None) -> ModelSpec:
@@ -143,7 +154,7 @@ def build_spec(cfg: dict[str, Any], *, name: str, source: str, path: str = "<con
     f = Fields.of(cfg, path)
     num_layers = f.int("num_hidden_layers")
     pattern = layer_pattern(f.cfg, num_layers, path)
-    assumptions = list(pattern.assumptions)
+    assumptions = list(pattern.assumptions) + _shadowed(cfg)
     if f.family is None and f.cfg.get("model_type"):
         assumptions.append(f"model_type {f.cfg['model_type']!r} has no family rule in pcs "
                            "(pcs.model.families): read with the generic rules, no family defaults")

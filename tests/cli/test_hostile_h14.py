@@ -109,3 +109,27 @@ def test_f2_toml_dates_in_a_sweep_plan_are_refused_with_file_and_key(tmp_path, t
     r = invoke("sweep", "run", plan, "-o", tmp_path / "out", "--jobs", "1", "-q")
     assert_one_line_error(r, "plan.toml " + needle, 'write the value as a string')
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("base, field", [("llama4.json", "attention_chunk_size"), ("gemma3.json", "sliding_window"),
+                                         ("gpt_oss.json", "sliding_window")])
+@pytest.mark.parametrize("value, needle", [(0, "must be an integer >= 1, got 0"),
+                                           (10 ** 15, "must be <= 1,048,576 (pcs's bound), got 1e+15")])
+def test_f7_chunk_and_window_fields_have_one_rule(tmp_path, base, field, value, needle):
+    # F7: the chunk size and the window are refused alike: >= 1 and <= 2^20 = 1,048,576 (Fields.MAX_INT)
+    f = _config(tmp_path, base, "c.json", **{field: value})
+    assert_one_line_error(invoke("footprint", "--model-config", f, "--tokens", "16", "-q"),
+                          f"c.json: field '{field}'", needle)
+
+
+def test_f7_a_top_level_field_text_config_overrides_is_said(tmp_path):
+    # F7's input: llama4.json keeps attention_chunk_size 8192 in text_config and gets 0 at the top level;
+    # text_config wins (Llama4Config), and the assumption now says so instead of passing unsaid
+    cfg = json.loads((CONFIGS / "llama4.json").read_text(encoding="utf-8"))
+    cfg["attention_chunk_size"] = 0
+    f = tmp_path / "l4.json"
+    f.write_text(json.dumps(cfg), encoding="utf-8")
+    r = invoke("footprint", "--model-config", f, "--tokens", "16", "--format", "json", "-q")
+    assert r.exit_code == 0
+    assert ("attention_chunk_size is 0 at the top level but 8192 in text_config: used text_config's 8192"
+            in json.loads(r.stdout)["assumptions"])
