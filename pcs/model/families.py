@@ -135,11 +135,18 @@ def default(cfg: dict[str, Any], fam: Family | None, key: str) -> Any:
     return dict(fam.defaults).get(key) if fam is not None else None
 
 
+#: The bound of every integer field (= pcs.model.configfields.Fields.MAX_INT, 2^20; that module imports this one).
+INT_BOUND = 1 << 20
+
+
 def _int(cfg: dict[str, Any], fam: Family | None, key: str, path: str, minimum: int = 1) -> int:
-    """``key`` (or the family's default) as an int >= ``minimum``; a bool, float, string or null is refused."""
+    """``key`` (or the family's default) as an int in [``minimum``, 2^20]; a bool, float, string or null is refused
+    (the rule of :meth:`pcs.model.configfields.Fields.int`, so pattern/period fields bound like windows)."""
     value = default(cfg, fam, key)
     if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
         raise InputError(path, None, key, f"must be an integer >= {minimum}, got {value!r}")
+    if value > INT_BOUND:
+        raise InputError(path, None, key, f"must be <= {INT_BOUND:,} (pcs's bound), got {value:.3g}")
     return value
 
 

@@ -133,3 +133,12 @@ def test_f7_a_top_level_field_text_config_overrides_is_said(tmp_path):
     assert r.exit_code == 0
     assert ("attention_chunk_size is 0 at the top level but 8192 in text_config: used text_config's 8192"
             in json.loads(r.stdout)["assumptions"])
+
+
+@pytest.mark.parametrize("base, field", [("gemma3.json", "sliding_window_pattern"), ("jamba.json", "attn_layer_period"),
+                                         ("qwen3_next.json", "full_attention_interval")])
+def test_f7_pattern_and_period_fields_are_bounded_as_windows(tmp_path, base, field):
+    # the layer-pattern integers had no upper bound where windows have 2^20 = 1,048,576 (Fields.MAX_INT)
+    f = _config(tmp_path, base, "p.json", **{field: 10 ** 15})
+    assert_one_line_error(invoke("footprint", "--model-config", f, "--tokens", "16", "-q"),
+                          f"p.json: field '{field}'", "must be <= 1,048,576 (pcs's bound), got 1e+15")
