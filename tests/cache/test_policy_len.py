@@ -43,7 +43,7 @@ def test_the_guard_counts_what_the_host_did():
         g.drop([4])                    # left the tier: 2 held
         assert len(g) == 2
         assert len(g.evict(1)) == 1    # 1 held
-        assert len(g) == 1 and len(g.inner) == -1
+        assert len(g) == 1 and g.inner.__len__() == -1   # the policy still lies; len() of it would raise
     finally:
         LenLies.lie = "truth"
 
