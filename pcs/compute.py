@@ -55,7 +55,7 @@ import numpy as np
 
 from pcs import units
 from pcs.errors import InputError, UserError
-from pcs.hardware import GPUSpec
+from pcs.hardware import MIN_FLOPS, GPUSpec
 
 __all__ = ["DEFAULT_UTILISATION", "ComputeModel", "MeasuredPrefill", "StepCost"]
 
@@ -89,8 +89,8 @@ class ComputeModel:
             decode step; None uses ``pcs.model.reserved_bytes``.
         block_size: tokens per KV block for the default ``kv_read_bytes``.
     Raises:
-        ValueError: tp < 1, utilisation outside (0, 1], unknown dtype, or fp8
-            on a GPU without FP8.
+        ValueError: tp < 1, utilisation outside (0, 1], unknown dtype, fp8
+            on a GPU without FP8, or utilisation x peak below :data:`pcs.hardware.MIN_FLOPS` x 0.001.
     """
 
     model: Any
@@ -114,7 +114,12 @@ class ComputeModel:
             raise UserError(f"tensor-parallel size must be an int >= 1, got {self.tp!r}")
         if not (isinstance(self.utilisation, (int, float)) and 0 < self.utilisation <= 1):
             raise UserError(f"utilisation must be in (0, 1], got {self.utilisation!r}")
-        self.gpu.peak_flops(self.dtype)  # validates dtype and FP8 support
+        peak = self.gpu.peak_flops(self.dtype)  # validates dtype and FP8 support
+        low = MIN_FLOPS * 1e-3          # the hardware's lowest peak at 0.1 % utilisation
+        if peak * self.utilisation < low:
+            raise UserError(f"utilisation (--mfu) {self.utilisation:g} x {self.gpu.name}'s {self.dtype} peak "
+                            f"{peak:g} FLOP/s is {peak * self.utilisation:g} FLOP/s, below {low:g} (pcs's bound: "
+                            "pcs.hardware.MIN_FLOPS x 0.001; a token's time would be absurd or overflow)")
 
     @property
     def flops_per_s(self) -> float:

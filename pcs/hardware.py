@@ -35,6 +35,21 @@ __all__ = [
 ]
 
 
+#: Bounds of a GPU's rates (FLOP/s, bytes/s). Below them one token's time on a real model grows past any
+#: clock (``bf16_flops = 1e-300`` overflowed the time series to inf), so a file is refused at its field, not
+#: later deep in a replay. 1 GFLOP/s is 10^5 below an A100's 312e12; 1e21 FLOP/s is 10^5 above a B200's
+#: dense FP8 peak; 1 MB/s of HBM is 10^6 below any GPU here (presets in this module).
+MIN_FLOPS, MAX_FLOPS, MIN_HBM_BPS = 1e9, 1e21, 1e6
+
+
+def _check_range(name: str, field_name: str, value: float | None, low: float, high: float, unit: str) -> None:
+    """After :func:`_check_positive`: ``low <= value <= high`` (None passes)."""
+    if value is not None and not low <= value <= high:
+        need = f"between {low:g} and {high:g}" if math.isfinite(high) else f"at least {low:g}"
+        raise UserError(f"{name}: {field_name} must be {need} {unit} (pcs's bounds: a rate outside them "
+                        f"makes a token's time absurd or overflow), got {value:g}")
+
+
 def _check_positive(name: str, field_name: str, value: float | None, allow_none: bool = False,
                     allow_zero: bool = False) -> None:
     if value is None and allow_none:
@@ -58,7 +73,8 @@ class GPUSpec:
             has no FP8 tensor cores (A100).
         source: datasheet the figures come from.
     Raises:
-        ValueError: a non-positive or non-finite figure.
+        UserError (a ValueError): a non-positive or non-finite figure, or a rate outside
+            [:data:`MIN_FLOPS`, :data:`MAX_FLOPS`] FLOP/s or below :data:`MIN_HBM_BPS`.
     """
 
     name: str
@@ -74,6 +90,9 @@ class GPUSpec:
         _check_positive(self.name, "hbm_bps", self.hbm_bps)
         _check_positive(self.name, "bf16_flops", self.bf16_flops)
         _check_positive(self.name, "fp8_flops", self.fp8_flops, allow_none=True)
+        _check_range(self.name, "hbm_bps", self.hbm_bps, MIN_HBM_BPS, math.inf, "bytes/s")
+        for field_name in ("bf16_flops", "fp8_flops"):
+            _check_range(self.name, field_name, getattr(self, field_name), MIN_FLOPS, MAX_FLOPS, "FLOP/s")
 
     def peak_flops(self, dtype: str = "bf16") -> float:
         """Dense tensor-core peak in FLOP/s for ``dtype`` (``"bf16"``/``"fp16"`` or ``"fp8"``).

@@ -115,29 +115,40 @@ class GuardedPolicy:
     Other attributes (``name``, ``reuse_blind``, options) are the policy's own.
     """
 
-    __slots__ = ("inner", "name")
+    __slots__ = ("inner", "name", "held")
 
     def __init__(self, inner: Any) -> None:
         self.inner = inner
         self.name = getattr(inner, "name", "") or type(inner).__name__
+        self.held = 0       # blocks the host has made evictable and not taken back (a tier starts empty)
 
     def __getattr__(self, attr: str) -> Any:
         return getattr(self.inner, attr)
 
     def __len__(self) -> int:
-        return _call(self, "__len__")
+        """The host's own count (add - remove - drop - evicted), never the policy's ``__len__``: the compiled
+        host (pcs/cache/_pol_py.c) does not ask the policy either, so a wrong ``__len__`` changes neither engine's
+        decisions (before, -1 or 0 here broke the tier's slot arithmetic with an internal error)."""
+        return self.held
 
     def __contains__(self, key: int) -> bool:
         return _call(self, "__contains__", key)
 
     def add(self, keys, reused: bool = False) -> None:
+        n = len(keys)           # counted first: a policy may change the list it is handed
         _call(self, "add", keys, reused)
+        self.held += n
 
     def remove(self, keys) -> None:
+        keys = keys if isinstance(keys, (list, tuple)) else list(keys)
+        n = len(keys)
         _call(self, "remove", keys)
+        self.held -= n
 
     def drop(self, keys) -> None:
+        n = len(keys)
         _call(self, "drop", keys)
+        self.held -= n
 
     def expect(self, keys) -> None:
         _call(self, "expect", keys)
@@ -153,12 +164,15 @@ class GuardedPolicy:
 
     def evict(self, n: int) -> list | None:
         got = _call(self, "evict", n)
-        if got is None or type(got) is list:
+        if got is None:
             return got
-        if isinstance(got, (str, bytes)) or not hasattr(got, "__iter__"):
-            raise broke(self.name, f"evict(n) returned a {type(got).__name__}, not a list of n blocks or None",
-                        got, n)
-        try:
-            return list(got)
-        except Exception as err:
-            raise raised(self.name, "evict", err) from err
+        if type(got) is not list:
+            if isinstance(got, (str, bytes)) or not hasattr(got, "__iter__"):
+                raise broke(self.name, f"evict(n) returned a {type(got).__name__}, not a list of n blocks or None",
+                            got, n)
+            try:
+                got = list(got)
+            except Exception as err:
+                raise raised(self.name, "evict", err) from err
+        self.held -= len(got)   # a wrong answer stops the run (Tier._claim), so the count only matters for a right one
+        return got

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from pcs import _native
 from pcs.engine.scheduler import StepEngine
-from pcs.engine.stepnative import NativeStepEngine, loop_unsupported, new_loop
+from pcs.engine.stepnative import NativeStepEngine, loop_unsupported, new_loop, span_limit
 from pcs.errors import UserError
 
 __all__ = ["ClockedNativeStepEngine", "clocked_unsupported"]
@@ -51,8 +51,10 @@ class ClockedNativeStepEngine(NativeStepEngine):
 
     def clock_event(self) -> tuple | None:
         """As :meth:`StepEngine.clock_event`, from the C loop."""
-        return self._s.clock_event()
+        with span_limit():
+            return self._s.clock_event()
 
     def clock_advance(self, until_s: float) -> None:
         """As :meth:`StepEngine.clock_advance`, in the C loop."""
-        self._s.clock_advance(until_s)
+        with span_limit():
+            self._s.clock_advance(until_s)

@@ -14,6 +14,7 @@ Which loop runs is decided by the engine-selection table (:mod:`pcs.engine.selec
 from __future__ import annotations
 
 from array import array
+from contextlib import contextmanager
 
 import numpy as np
 
@@ -22,12 +23,26 @@ from pcs.engine.engine import EngineResult, ReplayEngine
 from pcs.engine.scheduler import StepEngine, check_output_tokens
 from pcs.errors import UserError
 
-__all__ = ["NativeStepEngine", "unsupported", "loop_unsupported", "new_loop", "MAX_TIERS"]
+__all__ = ["NativeStepEngine", "unsupported", "loop_unsupported", "new_loop", "MAX_TIERS", "span_limit"]
 
 _stepsched = _native.module("stepsched")    # None when the optional extension did not compile
 
 #: most tiers the compiled loop takes (fixed-size per-tier arrays in C).
 MAX_TIERS = 8
+
+
+@contextmanager
+def span_limit():
+    """Around every call that advances the C loop's clock (feed, close, clock_event, clock_advance): its
+    366-day limit (``_stepsched.c`` add_busy, a plain ValueError) becomes the :class:`UserError` the Python
+    reference raises (:meth:`pcs.engine.schedstats.SchedulerCounters.add_busy`), so both engines exit 2 with
+    the same line. Any other ValueError is a bug and passes unchanged."""
+    try:
+        yield
+    except ValueError as exc:
+        if isinstance(exc, UserError) or "step scheduler's run reaches" not in str(exc):
+            raise
+        raise UserError(str(exc)) from None
 #: the C loop's column order (pcs/engine/_stepsched.c: enum Q_*, then one hit_tokens column per tier; enum D_*).
 _Q_COLS = ("hit_blocks", "missed_blocks", "hit_tokens", "restored_bytes", "preemptions", "recomputed_hit_blocks",
            "decode_blocks_cached")
@@ -179,17 +194,14 @@ class NativeStepEngine(StepEngine):
         check_output_tokens(cols[2])
         self._feed_inputs(chunk)
         dec_off, dec_ids = self._decode_arrays(self._fed, m)
-        self._s.feed(chunk.block_size, *cols, dec_off, dec_ids)
+        with span_limit():
+            self._s.feed(chunk.block_size, *cols, dec_off, dec_ids)
         self._fed += m
 
     def close(self) -> EngineResult:
         """Run until every request has finished; return the ledger and columns (:class:`EngineResult`)."""
-        try:
+        with span_limit():
             end = self._s.close()
-        except ValueError as exc:   # _stepsched.c: the run passes its time limit (the trace's timestamps/outputs)
-            if "step scheduler's run reaches" not in str(exc):
-                raise
-            raise UserError(str(exc)) from None
         st, L, c = self.stats, self.ledger, self._cols
         got = self._s.counters()
         for name in _COUNTERS:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from pcs.errors import InputError
-from pcs.model.families import Family, default, family_of
+from pcs.model.families import INT_BOUND, Family, default, family_of
 from pcs.model.quant import normalize_dtype
 
 __all__ = ["Fields"]
@@ -41,7 +41,7 @@ class Fields:
 
     #: Largest value of any integer field (2^20: above every real layer count, width, head count or
     #: expert count by far; a bound so a config with 10^30 layers is refused, not built).
-    MAX_INT = 1 << 20
+    MAX_INT = INT_BOUND
 
     def int(self, key: str, default: int | None = None, minimum: int = 1) -> int:
         """``cfg[key]`` as an int in [``minimum``, :attr:`MAX_INT`]; missing: ``default``, else the family's default.

@@ -144,6 +144,10 @@ def default(cfg: dict[str, Any], fam: Family | None, key: str) -> Any:
     return dict(fam.defaults).get(key) if fam is not None else None
 
 
+#: The bound of every integer field (= pcs.model.configfields.Fields.MAX_INT, 2^20; that module imports this one).
+INT_BOUND = 1 << 20
+
+
 def _flag(f: Fields, key: str, absent: bool) -> bool:
     """A boolean field (``use_sliding_window``: ``bool`` in Qwen2Config/MistralConfig); absent or null ->
     ``absent``. A string such as ``"false"`` is refused: its truthiness would turn the window on."""

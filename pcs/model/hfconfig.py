@@ -131,18 +131,30 @@ def _estimate(cfg: dict[str, Any], path: str, assumptions: list[str]) -> tuple[i
         return 0, 0
 
 
+def _shadowed(cfg: dict[str, Any]) -> list[str]:
+    """One sentence per top-level field that ``text_config`` gives another value (``model_type`` aside): the text
+    model's value is used (transformers' multimodal configs, e.g. Llama4Config, read the text fields from
+    ``text_config``), so an edit of the top-level copy must not pass unsaid."""
+    text = cfg.get("text_config") if isinstance(cfg, dict) else None
+    if not isinstance(text, dict):
+        return []
+    return [f"{k} is {cfg[k]!r} at the top level but {text[k]!r} in text_config: used text_config's {text[k]!r}"
+            for k in cfg if k in text and k != "model_type" and cfg[k] != text[k]]
+
+
 def build_spec(cfg: dict[str, Any], *, name: str, source: str, path: str = "<config>",
                active_params: int | None = None, total_params: int | None = None,
                weight_dtype_bytes: float | None = None) -> ModelSpec:
     """Build a spec from a parsed config dict (shared by presets and ``--model-config``).
 
     Raises:
-        InputError: a required field is missing or malformed (names ``path`` and the field).
+        InputError: a required field is missing or malformed, or no layer holds a cache (every layer an MLP):
+            names ``path`` and the field.
     """
     f = Fields.of(cfg, path)
     num_layers = f.int("num_hidden_layers")
     pattern = layer_pattern(f, num_layers)
-    assumptions = list(pattern.assumptions)
+    assumptions = list(pattern.assumptions) + _shadowed(cfg)
     if f.family is None and f.cfg.get("model_type"):
         assumptions.append(f"model_type {f.cfg['model_type']!r} has no family rule in pcs "
                            "(pcs.model.families): read with the generic rules, no family defaults")
@@ -150,6 +162,11 @@ def build_spec(cfg: dict[str, Any], *, name: str, source: str, path: str = "<con
         assumptions.append("torch_dtype missing: assumed bfloat16 weights and KV")
     model_dtype = f.dtype()
     comps = _components(f, pattern.kinds, model_dtype, assumptions)
+    if not comps:   # only MLP layers (Nemotron-H "-"/"E"): 0 bytes per block, nothing to cache or size
+        field = "layer_types" if f.cfg.get("layer_types") is not None else (
+            "hybrid_override_pattern" if f.has("hybrid_override_pattern") else "num_hidden_layers")
+        raise InputError(path, None, field, f"none of the {num_layers} layers holds a KV cache or state (attention, "
+                         "Mamba or linear attention; here every layer is an MLP): nothing to cache")
     if active_params is None or total_params is None:
         est_active, est_total = _estimate(cfg, path, assumptions)
         active_params = est_active if active_params is None else active_params

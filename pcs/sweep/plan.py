@@ -26,6 +26,7 @@ not see the trace file's content: rerun with ``--force`` after changing a file).
 """
 from __future__ import annotations
 
+import datetime
 import hashlib
 import itertools
 import json
@@ -147,6 +148,24 @@ def _set(options: dict[str, Any], key: str, value: Any, pair_options: frozenset[
         options[name] = value
 
 
+def _no_dates(value: Any, where: str, key: str = "") -> None:
+    """Refuse a TOML date, time or date-time (``tomllib`` gives datetime objects) anywhere in an option's value:
+    no option takes one, and the point id's canonical JSON could not hold it.
+
+    Raises:
+        UserError: naming ``where`` (the plan and its table) and the option.
+    """
+    if isinstance(value, dict):
+        for k, v in value.items():
+            _no_dates(v, where, f"{key}.{k}" if key else str(k))
+    elif isinstance(value, list):
+        for v in value:
+            _no_dates(v, where, key)
+    elif isinstance(value, (datetime.date, datetime.time)):     # datetime.datetime is a date
+        raise UserError(f"{where}: option {key!r}: a TOML date/time ({value.isoformat()}) is not an option value; "
+                        "write the value as a string (a duration such as \"2s\", a size such as \"10GB\")")
+
+
 def make_plan(data: dict[str, Any], source: str = "<plan>", base_dir: Path | str = ".",
               pair_options: dict[str, frozenset[str]] | None = None) -> Plan:
     """Expand a parsed plan.
@@ -160,7 +179,7 @@ def make_plan(data: dict[str, Any], source: str = "<plan>", base_dir: Path | str
     Returns:
         :class:`Plan`.
     Raises:
-        ValueError: an unknown top-level key or kind, a bad axis, an option
+        ValueError: an unknown top-level key or kind, a bad axis, a TOML date/time as a value, an option
             both fixed and an axis, one option or table entry named twice (two spellings,
             ``write-policy`` / ``write_policy``, or ``tier.cpu`` / ``tier.CPU``), two points with one id, more than
             :data:`MAX_POINTS` points.
@@ -181,6 +200,7 @@ def make_plan(data: dict[str, Any], source: str = "<plan>", base_dir: Path | str
     for what, table in (("fixed", fixed), ("axes", axes)):
         if not isinstance(table, dict):
             raise UserError(f"{source}: [{what}] must be a table of options")
+        _no_dates(table, f"{source} [{what}]")
     _refuse_same_option(fixed, f"{source} [fixed]")
     _refuse_same_option(axes, f"{source} [axes]")
     base: dict[str, Any] = {}

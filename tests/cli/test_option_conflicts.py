@@ -140,7 +140,8 @@ def test_envelope_non_finite_computed_time_names_its_source():    # item 6
     r = invoke("envelope", "--model", "llama-3.1-8b", "--restore-tokens", "8192", "--bandwidth", "10GB/s",
                "--bf16-flops", "1e-300", "-q")
     assert "RuntimeWarning" not in r.stderr
-    assert_one_line_error(r, "T_full (--full-prefill) computed from the compute model", "not a finite time")
+    # the rate itself is refused at its bound (pcs.hardware.MIN_FLOPS), before any time exists
+    assert_one_line_error(r, "bf16_flops must be between 1e+09 and 1e+21 FLOP/s", "got 1e-300")
 
 
 def test_empty_output_name():                                    # item 7
