@@ -617,8 +617,13 @@ def replay(trace: Any = None, *, model: Any = None, hardware: Any = None, tp: in
     if gap_oracle:
         context["oracle_hit_ratio"] = _oracle_hit_ratio(source, rules, time_model, tier_specs, bpb, ctx, opts,
                                                         link_specs, step)
-    summary = _summarise(out, context, opts)
-    notes += deployment.pop("notes") + _load_notes(summary, out)
+    return _result(out, _summarise(out, context, opts), notes, deployment)
+
+
+def _result(out, summary, notes: list, deployment: dict) -> ReplayResult:
+    """The replay's result: ``summary`` with every note (the set-up's, the deployment's, the load's, a hybrid
+    residency series cut at its point limit) and the deployment, beside the per-request columns and ceilings."""
+    notes = notes + deployment.pop("notes") + _load_notes(summary, out)
     cut = out.state.hybrid.cut_note() if getattr(out.state, "hybrid", None) is not None else None
     notes += [cut] if cut else []
     summary = dataclasses.replace(summary, notes=tuple(notes), deployment=deployment)

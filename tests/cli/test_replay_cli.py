@@ -129,7 +129,7 @@ def test_fp8_halves_the_payload_not_everything():
 
 @pytest.mark.parametrize("extra", [["--policy", "{p}"], ["--tier-policy", "cpu={p}", "--protected-share", "0.5"]])
 def test_protected_and_slru_are_one_policy(extra):
-    """`protected` is an alias of `slru`: the same numbers; the top level echoes the name asked for."""
+    """`protected` is an alias of `slru`, input only: the same numbers, and every output names `slru`."""
     out = {}
     for p in ("protected", "slru"):
         r = _run("replay", str(SAMPLE_TOKENS), "--tier", "gpu=20blocks", "--tier", "cpu=60blocks",
@@ -138,7 +138,7 @@ def test_protected_and_slru_are_one_policy(extra):
         out[p] = json.loads(r.stdout)
     assert [t["policy"] for t in out["protected"]["tiers"]][-1] == "slru"       # the object's registered name
     if extra[0] == "--policy":
-        assert (out["protected"]["policy"], out["slru"]["policy"]) == ("protected", "slru")
+        assert (out["protected"]["policy"], out["slru"]["policy"]) == ("slru", "slru")
     assert {**out["protected"], "policy": None} == {**out["slru"], "policy": None}
     assert out["slru"]["hit_ratio"] > 0
 

@@ -10,7 +10,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from conftest import MOONCAKE_CONV as MOONCAKE  # noqa: E402  (../shared/traces or $PCS_SHARED_TRACES)
 from pcs import _native
 from pcs.compute import ComputeModel
 from pcs.engine import timing
@@ -68,10 +67,11 @@ def test_sparse_mla_has_no_terms():
 
 
 @pytest.mark.parametrize("name", CAUSAL)
-def test_mooncake_tables_equal(name):
+def test_mooncake_tables_equal(name, exact_trace):
+    # the committed sample_exact.jsonl (a fresh clone) and the real Mooncake trace (skips where absent)
     import json
 
-    rows = [json.loads(line) for line in open(MOONCAKE)]
+    rows = [json.loads(line) for line in open(exact_trace)]
     prompt = np.array([r["input_length"] for r in rows], dtype=np.int64)
     cap = np.array([len(r["hash_ids"]) for r in rows], dtype=np.int64)
     got, want = _both(_compute(name), prompt, cap, 512)
