@@ -92,8 +92,9 @@ class Beside:
             self._run(fn, args)
             return
         if self._thread is None:
-            self._thread = threading.Thread(target=self._serve, name="pcs-beside", daemon=True)
-            self._thread.start()
+            worker = threading.Thread(target=self._serve, name="pcs-beside", daemon=True)
+            worker.start()   # a stop signal raised while it starts leaves no unstarted worker for close() to join
+            self._thread = worker
         self._call, self._busy = (fn, args), True
         self._go.release()
 

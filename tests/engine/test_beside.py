@@ -224,3 +224,25 @@ def test_an_error_in_the_loops_waits_for_the_hybrid_baseline(monkeypatch):
     assert not [t for t in set(threading.enumerate()) - before if t.name == "pcs-beside"]
     seen = _hybrid_replay(ROOT / "traces" / "sample_chat.jsonl", monkeypatch, True, model="gemma-3-27b")[1]
     assert seen == [True]      # the replay above took the same path: its baseline was on the worker
+
+
+def test_a_stop_while_the_worker_starts_leaves_nothing_to_join(monkeypatch):
+    # SIGTERM's handler raises in whatever the main thread runs; when that is Thread.start's wait for the
+    # new thread, start() must not keep the thread object: close() then has no worker to join and the stop
+    # is what propagates (a killed sweep exits 143, not "cannot join thread before it is started").
+    import threading
+
+    from pcs.cli.common import Terminated
+
+    def interrupted(self):
+        raise Terminated(15)
+
+    b = Beside(True)
+    monkeypatch.setattr(threading.Thread, "start", interrupted)
+    with pytest.raises(Terminated):
+        b.start(int, 1)
+    monkeypatch.undo()
+    b.close()                      # nothing started: nothing to join, no RuntimeError
+    b.start(int, 2)                # and the Beside still works
+    assert b.join() == 2
+    b.close()
