@@ -2,7 +2,7 @@
 
 ``pcs.replay(path, tiers=["gpu=16384blocks", "cpu=65536blocks"], policy="lru")`` (two tiers, modeled, step
 scheduler) under ``cProfile`` with ``time.thread_time`` as its clock and the no-cache step loop forced onto the
-calling thread (``pcs.engine.beside.Beside(threaded=False)``), so every function's time is CPU of one thread. One
+calling thread (``pcs.beside.Beside(threaded=False)``), so every function's time is CPU of one thread. One
 untimed warm-up call, then ``--calls`` profiled calls; per phase the minimum over the calls, in ms. The phases are
 functions that exist in every recent tree (a missing one reads 0), so a copy of the script placed in the other
 checkout's ``benchmarks/`` (its ``common.py`` puts that checkout first on ``sys.path``; this one's would import this
@@ -62,7 +62,7 @@ def main() -> None:
     ap.add_argument("--calls", type=int, default=3)
     args = ap.parse_args()
     import pcs
-    from pcs.engine import beside
+    from pcs import beside
 
     init = beside.Beside.__init__
     beside.Beside.__init__ = lambda self, threaded: init(self, False)   # the no-cache loop on this thread

@@ -18,7 +18,7 @@ instant-compute loop, and beside it the same scheduler with no cache (the
 cached (:mod:`pcs.engine.turns`, a pass over the same decoded batches).
 
 Threads (the rule): work that shares no mutable state with the run's loops goes on a worker thread
-(:class:`pcs.engine.beside.Beside`, one per kind of side work) while the caller's thread builds and runs the
+(:class:`pcs.beside.Beside`, one per kind of side work) while the caller's thread builds and runs the
 loops, and is joined before the outcome is built -- the two-tier one-pass scan (:func:`_two_tier_scan`), the
 no-cache step loop (:func:`_feed`, :func:`_close_runs`), a hybrid model's sequential baseline
 (:func:`pcs.engine.seqbase.begin_hybrid`) and, beside compiled loops, the making of the next chunk
@@ -26,7 +26,7 @@ no-cache step loop (:func:`_feed`, :func:`_close_runs`), a hybrid model's sequen
 only its own state, so the outcome is the one of running them in turn (the same JSON and per-request tables:
 tests/engine/test_beside.py, tests/engine/test_scan_beside.py). A worker's exception is raised at its join, on
 the caller's thread; when the loops fail first, each worker is waited for and its outcome dropped. ``PCS_THREADS=off``
-(or a process on one CPU) runs everything inline (:func:`pcs.engine.beside.threads_wanted`).
+(or a process on one CPU) runs everything inline (:func:`pcs.beside.threads_wanted`).
 """
 from __future__ import annotations
 
@@ -36,7 +36,7 @@ from typing import Any, Callable, Sequence
 from pcs.blocks import BlockRules, SingleSequenceResult
 from pcs.cache.policies.context import clocked
 from pcs.engine import fastpath, select, seqbase
-from pcs.engine.beside import Beside, threads_wanted
+from pcs.beside import Beside, threads_wanted
 from pcs.engine.chunks import iter_chunks
 from pcs.engine.decoded import Decoded
 from pcs.engine.passes import SharedPasses
@@ -416,7 +416,7 @@ def _close_runs(scans, loops, no_cache, beside: Beside, hybrid, tiers0, write_po
                 progress) -> tuple[list, EngineResult | None]:
     """Close the run's engines (or run its one-pass scans) while the no-cache loop closes beside them:
     ([(result, cache state)] per plan, the no-cache loop's result or None); ``beside`` is closed after
-    (:meth:`pcs.engine.beside.Beside.close`: on an error the no-cache loop's outcome is dropped)."""
+    (:meth:`pcs.beside.Beside.close`: on an error the no-cache loop's outcome is dropped)."""
     if no_cache is not None:   # its close runs beside the run's
         beside.start(_close, no_cache, None)
     try:
@@ -431,7 +431,7 @@ def _close_runs(scans, loops, no_cache, beside: Beside, hybrid, tiers0, write_po
 def _beside(loop: Any) -> Beside:
     """Where the no-cache loop runs: on a worker thread when its compiled loop releases the GIL
     (:attr:`pcs.engine.stepnative.NativeStepEngine.releases_gil`) and threads are wanted
-    (:func:`pcs.engine.beside.threads_wanted`), else inline."""
+    (:func:`pcs.beside.threads_wanted`), else inline."""
     return Beside(bool(getattr(loop, "releases_gil", False)) and threads_wanted())
 
 

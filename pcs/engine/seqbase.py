@@ -25,7 +25,7 @@ from typing import Any, Callable
 import numpy as np
 
 from pcs.blocks import BlockRules
-from pcs.engine.beside import Beside
+from pcs.beside import Beside
 from pcs.engine.chunks import rule_columns
 from pcs.engine.engine import EngineResult
 from pcs.engine.ledger import ReplayLedger

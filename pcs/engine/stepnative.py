@@ -147,7 +147,7 @@ class NativeStepEngine(StepEngine):
     def releases_gil(self) -> bool:
         """Whether the C loop releases the GIL over feed and close (the compiled hierarchy through its C API, no
         hosted Python policy, no hybrid hooks): another thread's loop then runs at the same time
-        (:mod:`pcs.engine.beside`)."""
+        (:mod:`pcs.beside`)."""
         return bool(self._s.nogil)
 
     def _snapshot(self) -> tuple:

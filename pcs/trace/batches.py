@@ -106,8 +106,8 @@ def _raw(source: Any, block_size: int | None, rows: int, ahead: bool = False) ->
 
 def read_ahead(batches: Iterator) -> Iterator:
     """``batches`` (a trace file's reader, or any iterator that only the returned one advances) with the next batch
-    made on a worker thread while the caller works on this one (:class:`pcs.engine.beside.Beside`), when threads are
-    wanted (:func:`pcs.engine.beside.threads_wanted`; else ``batches`` as they are). A win when the caller's work
+    made on a worker thread while the caller works on this one (:class:`pcs.beside.Beside`), when threads are
+    wanted (:func:`pcs.beside.threads_wanted`; else ``batches`` as they are). A win when the caller's work
     releases the GIL (the compiled scan and step loops); the batches are None-free.
 
     One batch in flight: batch k + 1 is asked for when batch k is handed over, never earlier, so memory holds at
@@ -115,7 +115,7 @@ def read_ahead(batches: Iterator) -> Iterator:
     order, so the batches -- and a reader's error, raised here at the batch where it occurred -- are the ones read
     in line. A caller that stops early (an error, a break) waits for the batch in flight, which is dropped.
     """
-    from pcs.engine.beside import Beside, threads_wanted
+    from pcs.beside import Beside, threads_wanted
 
     if not threads_wanted():
         yield from batches

@@ -1,4 +1,4 @@
-"""The no-cache baseline's step loop beside the run's (pcs.engine.beside, pcs/engine/_stepsched.c "the GIL").
+"""The no-cache baseline's step loop beside the run's (pcs.beside, pcs/engine/_stepsched.c "the GIL").
 
 The compiled step loop releases the GIL over feed and close, and pcs.engine.runner feeds and closes the no-cache
 twin on a worker thread meanwhile. Each loop touches only its own state, so a replay gives exactly what it gives
@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from pcs.engine import runner, stepnative
-from pcs.engine.beside import Beside
+from pcs.beside import Beside
 
 ROOT = Path(__file__).resolve().parents[2]
 from conftest import MOONCAKE_CONV as MOONCAKE  # noqa: E402  (../shared/traces or $PCS_SHARED_TRACES)

@@ -5,7 +5,7 @@ decode blocks, the rules and two capacities; it writes only its own state. So a 
 gives exactly what it gives with every call inline (the reference: ``PCS_THREADS=off``, the order before threads),
 a scan's exception is the one the user sees, and an error in the loops waits for the scan and leaves no thread.
 The next chunk is made the same way while the compiled step loops run (pcs.engine.runner._feed with
-pcs.trace.batches.read_ahead). ``PCS_THREADS`` (pcs.engine.beside.threads_wanted) chooses: auto (threads with two
+pcs.trace.batches.read_ahead). ``PCS_THREADS`` (pcs.beside.threads_wanted) chooses: auto (threads with two
 CPUs or more), on, off.
 """
 from __future__ import annotations
@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 
 from pcs import replay
-from pcs.engine import beside, fastpath, runner, stepnative
+from pcs import beside
+from pcs.engine import fastpath, runner, stepnative
 from pcs.errors import UserError
 from test_beside import _same
 from helpers import make_requests

@@ -259,7 +259,7 @@ def test_compiled_hybrid_sequential_on_mooncake(model, gpu, threaded):
     # tests/cache/test_grouphier_native.py) against run_sequential, Mooncake at a preset's pages; threaded: the
     # baseline runs on a worker thread without the GIL while this thread runs the event loop over the other
     # compiled hierarchy of the same extension (as pcs.engine.runner runs it beside the step loop)
-    from pcs.engine.beside import Beside
+    from pcs.beside import Beside
     from conftest import MOONCAKE_CONV
     from pcs import units
     from pcs.engine.decoded import Decoded
@@ -316,7 +316,7 @@ def test_bad_group_buffers_are_refused():
 def test_run_sequential_refuses_bad_buffers_on_a_worker_thread():
     # the same refusals raised where run_sequential runs without the GIL (its errors take the GIL: pcs/_nogil.h)
     from pcs.cache.groups import CacheGroup
-    from pcs.engine.beside import Beside
+    from pcs.beside import Beside
 
     h = grouphier.NativeGroupHierarchy(_tiers([4]), "back", [CacheGroup("f", "full", ("f",), BS, 0, 1, layers=1)])
     assert h.releases_gil
@@ -338,7 +338,7 @@ def test_a_followed_clock_keeps_the_baseline_on_this_thread():
     # token). A = [1, 2], 8 tokens: nothing cached, hit 0. B = [1, 2, 3], 12 tokens: cap (12 - 1) // 4 = 2,
     # blocks 1, 2 cached by A: hit 2 blocks = 8 tokens.
     from pcs.cache.groups import CacheGroup
-    from pcs.engine.beside import Beside
+    from pcs.beside import Beside
 
     groups = [CacheGroup("f", "full", ("f",), BS, 0, 1, layers=1)]
     trace = [req([1, 2], 0.0), req([1, 2, 3], 1.0)]

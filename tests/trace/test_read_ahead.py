@@ -2,7 +2,7 @@
 
 The worker alone advances the reader, one batch at a time and only once the caller took the previous one, so the
 batches and a reader's error are those read in line, at most one batch is in flight, and a caller that stops early
-leaves no thread. PCS_THREADS=off (pcs.engine.beside.threads_wanted) reads in line.
+leaves no thread. PCS_THREADS=off (pcs.beside.threads_wanted) reads in line.
 """
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import threading
 import numpy as np
 import pytest
 
-from pcs.engine import beside
+from pcs import beside
 from pcs.errors import UserError
 from pcs.trace import open_trace
 from pcs.trace.batches import read_ahead, as_batches
