@@ -16,8 +16,8 @@ first; ``L`` (dynamic aging) is the last victim's K. Read on handles:
 - runs are taken at the next call, before its victims: ``L`` changes only at victims, so each K is the one the
   key policy computed at its ``add``.
 
-Structures: lists indexed by block number (uses, last K), a dict of bucket lists with a read index, a heap of
-bucket keys. Per handle named: a few Python operations; per victim: one. Checked call by call and hosted against
+Structures: lists indexed by block number (uses, last K), a dict of bucket lists (handles and their block
+numbers) with a read index, a heap of bucket keys. Per handle named: a few Python operations; per victim: one. Checked call by call and hosted against
 ``lfu`` (``tests/cache/test_policies_array_ident.py``).
 """
 from __future__ import annotations
@@ -58,6 +58,7 @@ class ArrayLFU(ArrayPolicy):
         self._uses: list[int] = []             # block number -> uses (0: not known)
         self._k: list[int] = []                # block number -> the K of its last put
         self._buckets: dict[int, list[int]] = {}   # K -> handles put with it, in handle order
+        self._nums: dict[int, list[int]] = {}      # K -> the block numbers of those handles
         self._at: dict[int, int] = {}          # K -> index of its first handle not yet passed
         self._heap: list[int] = []             # the keys of _buckets (each once)
 
@@ -83,31 +84,33 @@ class ArrayLFU(ArrayPolicy):
                     bucket = buckets.get(k)
                     if bucket is None:
                         buckets[k] = [h]
+                        self._nums[k] = [b]
                         self._at[k] = 0
                         heapq.heappush(self._heap, k)
                     else:
                         bucket.append(h)
+                        self._nums[k].append(b)
 
     def victims(self, n: int, runs: Sequence[Run]) -> list[int]:
         if runs:
             self._take(runs)
         out: list[int] = []
-        heap, buckets, at, flags, uses, idents = self._heap, self._buckets, self._at, self.flags, self._uses, \
-            self.idents
+        heap, buckets, at, flags, uses = self._heap, self._buckets, self._at, self.flags, self._uses
         while len(out) < n:
             k = heap[0]
-            bucket, i = buckets[k], at[k]
-            while i < len(bucket) and len(out) < n:
+            bucket, nums, i = buckets[k], self._nums[k], at[k]
+            size, taken = len(bucket), len(out)
+            while i < size and len(out) < n:
                 h = bucket[i]
-                i += 1
                 if flags[h]:
                     out.append(h)
-                    uses[idents(h, 1)[0]] = 0          # a victim is forgotten (LFUPolicy.evict)
-                    if self.aging == "dynamic":
-                        self.inflation = k
-            if i == len(bucket):
+                    uses[nums[i]] = 0                  # a victim is forgotten (LFUPolicy.evict)
+                i += 1
+            if self.aging == "dynamic" and len(out) > taken:
+                self.inflation = k
+            if i == size:
                 heapq.heappop(heap)
-                del buckets[k], at[k]
+                del buckets[k], self._nums[k], at[k]
             else:
                 at[k] = i
         return out
@@ -121,5 +124,6 @@ class ArrayLFU(ArrayPolicy):
 
     def _check(self) -> None:
         super()._check()
-        assert sorted(self._heap) == sorted(self._buckets) == sorted(self._at), "heap != bucket keys"
+        assert sorted(self._heap) == sorted(self._buckets) == sorted(self._at) == sorted(self._nums), \
+            "heap != bucket keys"
         assert all(b == sorted(b) for b in self._buckets.values()), "a bucket out of handle order"
