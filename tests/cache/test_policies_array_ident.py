@@ -102,13 +102,12 @@ def _stream(rng: random.Random, steps: int):
             held -= keys
 
 
-@pytest.mark.parametrize("aging", ["dynamic", "none"])
-@pytest.mark.parametrize("seed", range(8))
-def test_lfu_equals_the_key_policy_call_by_call(aging, seed):
-    """Every answer and the order after it equal LFUPolicy's; runs handed over at random points (order())."""
-    a, k = ArrayLFU(30, aging=aging), LFUPolicy(30, aging=aging)
+def _equal_on_a_stream(a, k, seed: int, steps: int) -> None:
+    """Policies ``a`` (handles) and ``k`` (keys) answer every call of a :func:`_stream` alike; their orders
+    equal at random points (``a``'s runs handed over there: the contract says the cut changes nothing), with
+    ``a._check()``."""
     rng = random.Random(seed)
-    gen = _stream(rng, 400)
+    gen = _stream(rng, steps)
     m, args = next(gen)
     try:
         while True:
@@ -120,6 +119,14 @@ def test_lfu_equals_the_key_policy_call_by_call(aging, seed):
             m, args = gen.send(want)
     except StopIteration:
         pass
+
+
+@pytest.mark.parametrize("aging", ["dynamic", "none"])
+@pytest.mark.parametrize("seed", range(8))
+def test_lfu_equals_the_key_policy_call_by_call(aging, seed):
+    """Every answer and the order after it equal LFUPolicy's; runs handed over at random points (order())."""
+    a, k = ArrayLFU(30, aging=aging), LFUPolicy(30, aging=aging)
+    _equal_on_a_stream(a, k, seed, 400)
     assert a.order() == k.order() and len(a) == len(k) == a.held()
     assert a.inflation == k.inflation
 
@@ -200,3 +207,15 @@ def test_ident_replaced_is_one_error_naming_it(native):
     with pytest.raises(PolicyError, match="'rebinding_lfu' broke the contract.*ident replaced by the policy"):
         engine_run(h, [req([3 * i, 3 * i + 1], t=i) for i in range(8)], "sequential", UNIT_RULES, check=False)
         h.sync()
+
+
+def test_the_docs_example_is_plain_lfu():
+    """The identity example of docs/policies.md ("Identity on handles", ``MyLFU``) runs and equals
+    ``lfu:aging=none`` call by call (the doc's claim), on the streams above."""
+    from helpers import ROOT
+    text = (ROOT / "docs" / "policies.md").read_text()
+    start = text.index("import heapq\nfrom pcs.cache.policies.array import ArrayPolicy")
+    ns: dict = {}
+    exec(text[start:text.index("```", start)], ns)
+    for seed in range(4):
+        _equal_on_a_stream(ns["MyLFU"](30), LFUPolicy(30, aging="none"), seed, 300)
