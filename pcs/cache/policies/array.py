@@ -48,8 +48,7 @@ flags in Python, queue the runs and hand them over at ``evict`` and ``order``.
 from __future__ import annotations
 
 from abc import abstractmethod
-from array import array
-from struct import unpack_from
+from struct import pack, unpack_from
 from typing import ClassVar, Iterable, Sequence
 
 from pcs.cache.policies.base import EvictionPolicy
@@ -136,9 +135,9 @@ class ArrayPolicy(EvictionPolicy):
                             "calls") from None
         if self.identity:
             ids = self._ids
-            nums = array("i", [ids.setdefault(k, len(ids) + self._gone) for k in keys])
+            nums = [ids.setdefault(k, len(ids) + self._gone) for k in keys]
             try:
-                self.ident += nums.tobytes()
+                self.ident += pack(f"{len(nums)}i", *nums)
             except BufferError:
                 raise UserError("ident could not be grown: do not hold a memoryview or np.frombuffer of ident "
                                 "across calls") from None

@@ -34,16 +34,11 @@ __all__ = ["ArrayLFU"]
 
 
 class ArrayLFU(ArrayPolicy):
-    """Least frequently used with dynamic aging (LFU-DA) by default, on handles with identity.
+    """Least frequently used with dynamic aging (LFU-DA) by default, on handles with identity; arguments
+    (``capacity_blocks``, ``aging``) and errors (:class:`UserError` for an unknown aging) as :class:`LFUPolicy`.
 
-    Args:
-        capacity_blocks: tier capacity in blocks.
-        aging: ``"dynamic"`` (K = uses + L, L = the last victim's K) or ``"none"`` (K = uses).
-    Raises:
-        UserError: unknown aging.
-
-    >>> p = ArrayLFU(4, aging="none"); p.add([1, 2]); p.touch([1]); p.evict(1)
-    [2]
+    >>> p = ArrayLFU(4); p.add([1, 2, 3]); p.touch([3]); p.touch([1]); p.evict(2)
+    [2, 3]
     """
 
     name, summary = "lfu_array", "LFU-DA (Python, handle contract with identity)"
