@@ -219,3 +219,32 @@ def test_the_docs_example_is_plain_lfu():
     exec(text[start:text.index("```", start)], ns)
     for seed in range(4):
         _equal_on_a_stream(ns["MyLFU"](30), LFUPolicy(30, aging="none"), seed, 300)
+
+
+class Exporting(ArrayLFU):
+    """ArrayLFU keeping a memoryview of its ident bytearray across calls (the host can no longer grow it)."""
+
+    name = "exporting_lfu"
+
+    def victims(self, n, runs):
+        got = super().victims(n, runs)
+        self._view = memoryview(self.ident)
+        return got
+
+
+@pytest.mark.parametrize("native", [True, False])
+def test_ident_held_across_calls_is_one_error_naming_it(native):
+    """A view of ``ident`` kept across calls: when the host must grow it (the compiled host allocates 1,024
+    numbers at first, so 700 requests of two new blocks each, 1,400 handles, outgrow it; the Python host grows
+    at every add), one error saying why, naming the policy on the compiled host."""
+    if not native:
+        p = Exporting(8)
+        p.add([1, 2])
+        p.evict(1)
+        with pytest.raises(UserError, match="ident could not be grown: do not hold a memoryview"):
+            p.add([3])
+        return
+    h = twin_hierarchy([Tier("gpu", 4, Exporting(4))], "back", True)
+    with pytest.raises(PolicyError, match="'exporting_lfu' broke the contract.*ident could not be grown"):
+        engine_run(h, [req([3 * i, 3 * i + 1], t=i) for i in range(700)], "sequential", UNIT_RULES, check=False)
+        h.sync()
