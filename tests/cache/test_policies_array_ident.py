@@ -18,7 +18,7 @@ from __future__ import annotations
 import random
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings, strategies as st
 
 from pcs.blocks import BlockRules
 from pcs.cache import Tier
@@ -248,3 +248,26 @@ def test_ident_held_across_calls_is_one_error_naming_it(native):
     with pytest.raises(PolicyError, match="'exporting_lfu' broke the contract.*ident could not be grown"):
         engine_run(h, [req([3 * i, 3 * i + 1], t=i) for i in range(700)], "sequential", UNIT_RULES, check=False)
         h.sync()
+
+
+#: retention pools that take most blocks for about one arrival gap: blocks the policy saw pinned leave from the pool
+#: (RetainingPolicy._forget: add then drop, so the block's number ends)
+RETAINS = ["retain:tokens=0-16,duration=0.005", "retain:tokens=0-8,duration=0.01", "retain:tokens=0-4,duration=0.1"]
+
+
+@settings(SETTINGS, max_examples=25)
+@given(reqs=traces(max_requests=40), caps=st.lists(st.integers(0, 6), min_size=1, max_size=3),
+       ret=st.sampled_from(RETAINS), timing=st.sampled_from(["sequential", "modeled"]))
+def test_lfu_behind_a_retention_pool_equals_lfu(reqs, caps, ret, timing):
+    """ArrayLFU behind ``retain`` on every tier (tiny tiers; the Python hierarchy: retain runs compiled only in
+    front of a compiled policy): the same per-request columns, ledger and end state as lfu behind the same pools."""
+    from pcs.cache import policies as reg
+    from helpers import assert_twin_runs_equal, trace_context, twin_tiers
+    runs = []
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setitem(reg._POLICIES, "py_lfu_array", type("PyLFUArray", (ArrayLFU,), {"name": "py_lfu_array"}))
+        for spec in ("py_lfu_array", "lfu"):
+            tiers = twin_tiers(caps, [spec] * len(caps), [ret] * len(caps), trace_context(reqs, BlockRules()))
+            h = twin_hierarchy(tiers, "back", False)
+            runs += [engine_run(h, reqs, timing, BlockRules()), h]
+    assert_twin_runs_equal(*runs)
