@@ -200,9 +200,12 @@ static PyObject *pa_call(Tier *t, Py_ssize_t n) {
         Py_CLEAR(r);
         pa_broke(p, "ident replaced by the policy (self.ident is the host's bytearray, written by the host only)",
                  p->nh, n);
-    } else if (PyByteArray_GET_SIZE(p->flags) < p->nh || (p->ident && PyByteArray_GET_SIZE(p->ident) < 4 * p->nh)) {
+    } else if (PyByteArray_GET_SIZE(p->flags) < p->nh) {
         Py_CLEAR(r);
-        pa_broke(p, "flags or ident resized by the policy (they are written by the host only)", p->nh, n);
+        pa_broke(p, "flags resized by the policy (they are written by the host only)", p->nh, n);
+    } else if (p->ident && PyByteArray_GET_SIZE(p->ident) < 4 * p->nh) {
+        Py_CLEAR(r);
+        pa_broke(p, "ident resized by the policy (it is written by the host only)", p->nh, n);
     }
     return r;
 }

@@ -184,14 +184,28 @@ def test_replay_equals_lfu(exact_trace, monkeypatch, aging):
 
 
 class Rebinding(ArrayLFU):
-    """ArrayLFU that replaces its ident bytearray after each call (written by the host only)."""
+    """ArrayLFU that replaces its ident bytearray after each call ("rebind") or empties it ("shrink"): it is
+    written by the host only."""
 
     name = "rebinding_lfu"
+    how = "rebind"
 
     def victims(self, n, runs):
         got = super().victims(n, runs)
-        self.ident = bytearray(self.ident)
+        if self.how == "rebind":
+            self.ident = bytearray(self.ident)
+        else:
+            self.ident.clear()
         return got
+
+
+def test_ident_shrunk_is_one_error_naming_it(monkeypatch):
+    """The compiled host checks ``ident`` still holds a number per handle named after each call."""
+    monkeypatch.setattr(Rebinding, "how", "shrink")
+    h = twin_hierarchy([Tier("gpu", 4, Rebinding(4))], "back", True)
+    with pytest.raises(PolicyError, match="'rebinding_lfu' broke the contract.*ident resized by the policy"):
+        engine_run(h, [req([3 * i, 3 * i + 1], t=i) for i in range(8)], "sequential", UNIT_RULES, check=False)
+        h.sync()
 
 
 @pytest.mark.parametrize("native", [True, False])
