@@ -24,7 +24,9 @@ Plug-ins (:data:`PLUGINS`, timed by default after the built-in policies): ``demo
 tests/cache/plugin/ (MRU, a Python loop per key), and ``py_lru``, the Python class of ``lru``
 (pcs/cache/policies/lru.py) registered as a plug-in, both on the key contract; ``demo_mru_array`` and
 ``py_lru_array`` the same rules on the handle contract (``DemoMRUArray``; ``ArrayLRU``,
-pcs/cache/policies/array_lru.py); ``auto`` hosts them in the compiled hierarchy (pcs/cache/_pol_py.c,
+pcs/cache/policies/array_lru.py), and ``py_lfu_array`` ``lfu``'s rule on the handle contract with identity
+(``ArrayLFU``, pcs/cache/policies/array_lfu.py; ``--policy py_lfu_array:aging=none`` for plain LFU) beside
+``py_lfu``, lfu's Python class on the key contract; ``auto`` hosts them in the compiled hierarchy (pcs/cache/_pol_py.c,
 _pol_pyarr.c), ``-reference`` runs them on the Python one.
 ``--admit TIER=KIND`` (repeatable) times each policy with each admission policy instead (``P+cpu=reuse:2``:
 compiled, pcs/cache/_admission.c, beside ``P+cpu=reuse:2-reference``), plain ``lru`` kept as the peer.
@@ -44,7 +46,7 @@ import common
 POLICIES = ("lru", "fifo", "slru", "sieve", "2q", "s3fifo", "arc", "lfu", "gdsf", "belady")
 #: Plug-ins timed by default (registered by :func:`register_plugins`): the example of tests/cache/plugin/ and
 #: lru's Python class under another name, each on the key and on the handle contract.
-PLUGINS = ("demo_mru", "py_lru", "demo_mru_array", "py_lru_array")
+PLUGINS = ("demo_mru", "py_lru", "demo_mru_array", "py_lru_array", "py_lfu", "py_lfu_array")
 #: Older spellings tried when a name is refused (``protected``, engine ``general``).
 FALLBACK = {"slru": "protected", "reference": "general"}
 
@@ -65,18 +67,25 @@ def register_plugins() -> None:
     import sys
     from importlib.metadata import EntryPoint
 
-    from pcs.cache.policies import LRUPolicy, load_plugins
+    from pcs.cache.policies import LFUPolicy, LRUPolicy, load_plugins
+    from pcs.cache.policies.array_lfu import ArrayLFU
     from pcs.cache.policies.array_lru import ArrayLRU
 
     sys.path.insert(0, str(common.ROOT / "tests" / "cache" / "plugin"))
     PyLRU = type("PyLRU", (LRUPolicy,), {"name": "py_lru", "summary": "lru's Python class, as a plug-in"})
     PyLRUArray = type("PyLRUArray", (ArrayLRU,), {"name": "py_lru_array", "summary": "ArrayLRU, as a plug-in"})
+    PyLFU = type("PyLFU", (LFUPolicy,), {"name": "py_lfu", "summary": "lfu's Python class, as a plug-in"})
+    PyLFUArray = type("PyLFUArray", (ArrayLFU,), {"name": "py_lfu_array", "summary": "ArrayLFU, as a plug-in"})
     sys.modules[__name__].PyLRU = PyLRU
     sys.modules[__name__].PyLRUArray = PyLRUArray
+    sys.modules[__name__].PyLFU = PyLFU
+    sys.modules[__name__].PyLFUArray = PyLFUArray
     load_plugins([EntryPoint("demo_mru", "pcs_demo_policy:DemoMRU", "pcs.policies"),
                   EntryPoint("py_lru", f"{__name__}:PyLRU", "pcs.policies"),
                   EntryPoint("demo_mru_array", "pcs_demo_policy:DemoMRUArray", "pcs.policies"),
-                  EntryPoint("py_lru_array", f"{__name__}:PyLRUArray", "pcs.policies")])
+                  EntryPoint("py_lru_array", f"{__name__}:PyLRUArray", "pcs.policies"),
+                  EntryPoint("py_lfu", f"{__name__}:PyLFU", "pcs.policies"),
+                  EntryPoint("py_lfu_array", f"{__name__}:PyLFUArray", "pcs.policies")])
 
 
 class InMemory:

@@ -15,6 +15,12 @@
  * with more than QMAX runs queued. victims may answer a range: its bounds are read, no int per victim. The policy's
  * context clock (if any) is the request clock at the call.
  *
+ * Identity. A policy whose class says identity = True also gets ident (a bytearray, a native int32 per handle):
+ * the handle's block number, dense per tier (0, 1, 2, ... in the order blocks are first named), the same across
+ * the block's stays (pins, touches, victims: ghost lists and counts index by it); a drop, or a pinned block leaving
+ * from the retain pool (forget), ends the number (the key contract's drop forgets, policies/base.py), so the block
+ * is numbered anew when it comes back. The numbers live in a key store (key -> number) in C.
+ *
  * Errors as in _pol_py.c (pyhost_fail, pyhost_broke): the policy's exception, or an answer against the contract
  * (victims(n) not n distinct held handles; order_handles() not a list, tuple or range of every held handle once, or
  * a bool in it), raised as the error class naming the policy and the method; the queue is then emptied. The
@@ -26,6 +32,9 @@ enum { A_NONE, A_ADD, A_TOUCH, A_GONE };
 
 typedef struct PyArr {
     PyObject *obj, *victims, *order, *check, *held, *clock, *err, *name, *flags;
+    PyObject *ident;       /* identity: the handles' block numbers (int32 each), else NULL */
+    Tier *ids;             /* identity: key -> block number (pin field) */
+    int32_t nid;           /* the next block number */
     PyObject *s_start, *s_step;
     int blind;
     int64_t *runs;         /* queued runs: (first, count, reused) triples */
@@ -45,11 +54,26 @@ static void pa_fini(Tier *t) {
     PyArr *p = t->pa;
     if (!p) return;
     PyObject *objs[] = {p->obj, p->victims, p->order, p->check, p->held, p->clock, p->err, p->name, p->flags,
-                        p->s_start, p->s_step, p->vict};
+                        p->s_start, p->s_step, p->vict, p->ident};
     for (size_t i = 0; i < sizeof(objs) / sizeof(*objs); i++) Py_XDECREF(objs[i]);
     PyMem_Free(p->runs); PyMem_Free(p->hd); PyMem_Free(p->h2e);
+    kstore_free(p->ids);
     PyMem_Free(p);
     t->pa = NULL;
+}
+
+/* identity (the class attribute): the policy's ident bytearray (empty) and the key store of block numbers; 0 or -1 */
+static int pa_load_ident(PyArr *p) {
+    PyObject *want = PyObject_GetAttrString(p->obj, "identity");
+    int on = want ? PyObject_IsTrue(want) : -1;
+    Py_XDECREF(want);
+    if (on <= 0) return on;
+    if (!(p->ident = PyObject_GetAttrString(p->obj, "ident"))) return -1;
+    if (!PyByteArray_CheckExact(p->ident) || PyByteArray_GET_SIZE(p->ident)) {
+        PyErr_SetString(PyExc_TypeError, "an ArrayPolicy's ident must be an empty bytearray when it is hosted");
+        return -1;
+    }
+    return (p->ids = kstore_new()) ? 0 : -1;
 }
 
 /* data = (policy, clock or None, error class); 0 or -1 */
@@ -73,7 +97,7 @@ static int pa_load(Tier *t, PyObject *data) {
     PyObject *blind = PyObject_GetAttrString(obj, "reuse_blind");
     p->blind = blind ? PyObject_IsTrue(blind) : -1;
     Py_XDECREF(blind);
-    return p->blind < 0 ? -1 : 0;
+    return p->blind < 0 ? -1 : pa_load_ident(p);
 }
 
 /* grow *buf (elements of size sz, capacity *cap) to hold at least need; 0 or -1 (memory error set) */
@@ -149,6 +173,15 @@ static PyObject *pa_runs(PyArr *p) {
     return runs;
 }
 
+/* whether obj.attr is still o (identity; an error reading it is cleared: not the same) */
+static int pa_same(PyObject *obj, const char *attr, PyObject *o) {
+    PyObject *f = PyObject_GetAttrString(obj, attr);
+    int same = f == o;
+    Py_XDECREF(f);
+    PyErr_Clear();
+    return same;
+}
+
 /* victims(n, queued runs): the policy's answer (a new reference), or NULL (the error class set; also when the
  * policy rebound or shrank its flags during the call) */
 static PyObject *pa_call(Tier *t, Py_ssize_t n) {
@@ -159,17 +192,20 @@ static PyObject *pa_call(Tier *t, Py_ssize_t n) {
     if (runs && nn && pyhost_clock(p->clock, *t->clock) == 0) r = PyObject_Vectorcall(p->victims, args, 2, NULL);
     Py_XDECREF(nn); Py_XDECREF(runs);
     if (!r) return pyhost_fail(p->err, p->name, "victims"), NULL;
-    PyObject *f = PyObject_GetAttrString(p->obj, "flags");      /* still the host's bytearray (identity)? */
-    int same = f == p->flags;
-    Py_XDECREF(f);
-    PyErr_Clear();
-    if (!same) {
+    if (!pa_same(p->obj, "flags", p->flags)) {          /* still the host's bytearray (identity)? */
         Py_CLEAR(r);
         pa_broke(p, "flags replaced by the policy (self.flags is the host's bytearray, written by the host only)",
+                 p->nh, n);
+    } else if (p->ident && !pa_same(p->obj, "ident", p->ident)) {
+        Py_CLEAR(r);
+        pa_broke(p, "ident replaced by the policy (self.ident is the host's bytearray, written by the host only)",
                  p->nh, n);
     } else if (PyByteArray_GET_SIZE(p->flags) < p->nh) {
         Py_CLEAR(r);
         pa_broke(p, "flags resized by the policy (they are written by the host only)", p->nh, n);
+    } else if (p->ident && PyByteArray_GET_SIZE(p->ident) < 4 * p->nh) {
+        Py_CLEAR(r);
+        pa_broke(p, "ident resized by the policy (it is written by the host only)", p->nh, n);
     }
     return r;
 }
@@ -183,6 +219,36 @@ static int pa_flush(Tier *t) {
     return r ? 0 : -1;
 }
 
+/* identity: write entry e's block number (made on first sight) as handle h's in ident (grown, zeros); 0 or -1 */
+static int pa_number(Tier *t, int64_t h, int32_t e) {
+    PyArr *p = t->pa;
+    uint64_t key = t->ent[e].key;
+    int32_t s = tfind(p->ids, key), id = s >= 0 ? p->ids->ent[s].pin : p->nid;
+    if (s < 0 && (tadd(p->ids, key, id) < 0 || ++p->nid < 0)) return PyErr_Occurred() ? -1 : (PyErr_NoMemory(), -1);
+    Py_ssize_t size = PyByteArray_GET_SIZE(p->ident), need = (Py_ssize_t)(4 * (h + 1));
+    if (need > size) {
+        Py_ssize_t c = size ? size : 4096;
+        while (c < need) c *= 2;
+        if (PyByteArray_Resize(p->ident, c) < 0) {
+            if (PyErr_ExceptionMatches(PyExc_BufferError)) {
+                PyErr_Clear();
+                pa_broke(p, "ident could not be grown: do not hold a memoryview or np.frombuffer of ident across "
+                         "calls", h, 0);
+            }
+            return -1;
+        }
+        memset(PyByteArray_AS_STRING(p->ident) + size, 0, (size_t)(c - size));
+    }
+    memcpy(PyByteArray_AS_STRING(p->ident) + 4 * h, &id, 4);
+    return 0;
+}
+
+/* identity: entry e's block number ends (a drop, a pinned block leaving): the block is numbered anew */
+static void pa_unnumber(Tier *t, int32_t e) {
+    PyArr *p = t->pa;
+    if (p->ids) (void)kset_take(p->ids, t->ent[e].key);
+}
+
 /* name the next handle for entry e, in the run of kind (joining the last run as the rules above say); 0 or -1 */
 static int pa_name(Tier *t, int kind, int flag, int32_t e) {
     PyArr *p = t->pa;
@@ -191,7 +257,8 @@ static int pa_name(Tier *t, int kind, int flag, int32_t e) {
     int64_t *h = pa_hd(p, e);
     char *f = pa_flag(p, p->nh);
     if (!h || !f || pa_grow((void **)&p->runs, sizeof(int64_t), &p->rcap, p->nruns + 3) < 0
-        || pa_grow((void **)&p->h2e, sizeof(int32_t), &p->h2cap, p->nh + 1) < 0) return -1;
+        || pa_grow((void **)&p->h2e, sizeof(int32_t), &p->h2cap, p->nh + 1) < 0
+        || (p->ids && pa_number(t, p->nh, e) < 0)) return -1;
     if (join) p->runs[p->nruns - 2]++;
     else {
         p->runs[p->nruns++] = p->nh; p->runs[p->nruns++] = 1; p->runs[p->nruns++] = flag;
@@ -226,6 +293,7 @@ static void pa_add_end(Tier *t, int reused) { (void)reused; pa_close(t, A_ADD); 
 static void pa_touch_end(Tier *t) { pa_close(t, A_TOUCH); }
 
 static void pa_forget(Tier *t, int32_t e) { pa_gone(t, e, 1); }
+static void pa_drop(Tier *t, int32_t e) { pa_gone(t, e, 1); pa_unnumber(t, e); }
 
 /* void: a memory error is left set for the next reporting call (tier.c never sees it otherwise) */
 static void pa_touch(Tier *t, int32_t e) {
@@ -354,7 +422,8 @@ static const char *pa_check(Tier *t) { return pyhost_check(t, pa_order, t->pa->h
 static int pa_sync(Tier *t) { return pa_flush(t); }
 
 const PolOps POL_PYARR = {
-    .name = "pyarr", .fini = pa_fini, .add = pa_add, .add_end = pa_add_end, .remove = pa_forget, .drop = pa_forget,
+    .name = "pyarr", .fini = pa_fini, .add = pa_add, .add_end = pa_add_end, .remove = pa_forget, .drop = pa_drop,
     .touch = pa_touch, .touch_end = pa_touch_end, .evict_begin = pa_evict_begin, .victim = pa_victim,
     .order = pa_order, .check = pa_check, .load = pa_load, .sync = pa_sync,
+    .forget = pa_unnumber,
 };

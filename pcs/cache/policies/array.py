@@ -23,12 +23,21 @@ the host names each stay of a block in the policy by a *handle*, keeps which han
   :meth:`order_handles`, at the end of a replay). How the runs are cut into calls must not change the
   answers (``tests/cache/test_policies_array.py`` checks it).
 
+Identity (opt-in: a class with ``identity = True``). ``ident`` (:attr:`ArrayPolicy.ident`, written by the host
+only) holds a native int32 per handle: the *block number* of the handle's block, dense per policy object (0, 1,
+2, ... in the order blocks are first named), the same across the block's stays -- a pin, a touch, being chosen as a
+victim -- so ghost lists, use counts and visited bits live in lists, ``bytearray`` s or numpy arrays indexed by
+it. ``drop`` ends a number (the key contract's drop forgets a block, :mod:`pcs.cache.policies.base`): a dropped
+block that comes back is numbered anew, as a block the policy never saw. Read a run's numbers with
+:meth:`ArrayPolicy.idents` (a tuple, no export of the buffer kept); like ``flags``, ``ident`` must not be
+replaced, resized or exported across calls. Example: :mod:`pcs.cache.policies.array_lfu` (LFU and LFU-DA).
+
 So a recency policy is a few C-level byte scans (``bytearray.find`` / ``count``) per decision
 (:mod:`pcs.cache.policies.array_lru`); no key, and no int per block, crosses into Python. What the
-contract cannot express: a block's identity across stays (a ghost list, a use count: ARC, 2Q, S3-FIFO,
-LFU), ``expect``, decisions that depend on when a block was pinned: such policies use
-:class:`EvictionPolicy`. Memory: the host keeps five bytes per handle ever named (its flag and
-its entry), about 5 bytes per block access per tier; it never shrinks them.
+contract cannot express: ``expect`` (the ghost lookup before the evictions for a miss: ARC, 2Q, S3-FIFO),
+decisions that depend on when a block was pinned: such policies use :class:`EvictionPolicy`. Memory: the host
+keeps five bytes per handle ever named (its flag and its entry), nine with identity, about that many per block
+access per tier, and a key -> number entry per block it numbered; it never shrinks them.
 
 Hosts. The compiled hierarchy (``pcs/cache/_pol_pyarr.c``) names the handles, keeps the flags and maps
 handles to its entries in C, and calls ``victims`` directly. Everywhere else (the Python
@@ -39,7 +48,8 @@ flags in Python, queue the runs and hand them over at ``evict`` and ``order``.
 from __future__ import annotations
 
 from abc import abstractmethod
-from typing import Iterable, Sequence
+from struct import pack, unpack_from
+from typing import ClassVar, Iterable, Sequence
 
 from pcs.cache.policies.base import EvictionPolicy
 from pcs.cache.policyguard import as_index
@@ -60,15 +70,21 @@ class ArrayPolicy(EvictionPolicy):
     """
 
     contract = "array"
+    #: True: the host fills :attr:`ident` (block numbers, module docstring); False: it keeps no numbers (faster)
+    identity: ClassVar[bool] = False
 
     def __init__(self, capacity_blocks: int) -> None:
         super().__init__(capacity_blocks)
         #: handle -> 1 while held, else 0 (written by the host; the policy only reads it)
         self.flags = bytearray()
+        #: identity only: handle h's block number is the native int32 at bytes 4h .. 4h + 3 (written by the host)
+        self.ident = bytearray()
+        self._ids: dict = {}             # key -> its block number (identity; the key methods only)
         self._handle: dict = {}          # key -> its current handle (the key methods only)
         self._key: dict = {}             # handle -> key
         self._next = 0                   # the next handle to name
         self._runs: list[Run] = []       # queued for the next victims call
+        self._gone = 0                   # block numbers ended by drop (the next number: len(_ids) + _gone)
 
     # -- the handle contract (what a host calls) --
     @abstractmethod
@@ -79,6 +95,11 @@ class ArrayPolicy(EvictionPolicy):
     @abstractmethod
     def order_handles(self) -> list[int]:
         """All held handles, first victim first (as of the last :meth:`victims` call)."""
+
+    def idents(self, first: int, count: int) -> tuple:
+        """The block numbers of handles ``first`` .. ``first + count - 1`` (identity only; ints), read from
+        :attr:`ident` without keeping an export of it."""
+        return unpack_from(f"{count}i", self.ident, 4 * first)
 
     def held(self) -> int:
         """The number of held handles (the host's check compares it with the tier's count)."""
@@ -112,6 +133,14 @@ class ArrayPolicy(EvictionPolicy):
         except BufferError:             # the compiled host's words (pcs/cache/_pol_pyarr.c pa_flag)
             raise UserError("flags could not be grown: do not hold a memoryview or np.frombuffer of flags across "
                             "calls") from None
+        if self.identity:
+            ids = self._ids
+            nums = [ids.setdefault(k, len(ids) + self._gone) for k in keys]
+            try:
+                self.ident += pack(f"{len(nums)}i", *nums)
+            except BufferError:
+                raise UserError("ident could not be grown: do not hold a memoryview or np.frombuffer of ident "
+                                "across calls") from None
         self._runs.append((first, len(keys), bool(reused)))
 
     def _unname(self, keys: Iterable[int]) -> list[int]:
@@ -124,11 +153,12 @@ class ArrayPolicy(EvictionPolicy):
 
     def _deliver(self, n: int) -> Sequence[int]:
         runs, self._runs = self._runs, []
-        flags = self.flags
+        flags, ident = self.flags, self.ident
         got = self.victims(n, runs)
-        if self.flags is not flags:     # as the compiled host (pcs/cache/_pol_pyarr.c pa_call) checks
-            raise UserError("flags replaced by the policy (self.flags is the host's bytearray, written by the "
-                            "host only)")
+        for what, was in (("flags", flags), ("ident", ident)):   # as the compiled host (_pol_pyarr.c pa_call) checks
+            if getattr(self, what) is not was:
+                raise UserError(f"{what} replaced by the policy (self.{what} is the host's bytearray, written by "
+                                "the host only)")
         return got
 
     def add(self, keys: Sequence[int], reused: bool = False) -> None:
@@ -142,6 +172,10 @@ class ArrayPolicy(EvictionPolicy):
 
     def drop(self, keys: Sequence[int]) -> None:
         self._unname(keys)
+        if self.identity:                               # the number ends: numbered anew when it comes back
+            for k in keys:
+                del self._ids[k]
+            self._gone += len(keys)
 
     def touch(self, keys: Sequence[int]) -> None:
         if keys:
