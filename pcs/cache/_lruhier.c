@@ -89,16 +89,8 @@ static inline int pol_expects(const Tier *t) { return t->ops && t->ops->expect; 
 
 /* Prefetch distance of the per-key loops below (lookups, fills, inserts, pin checks): the home slot of key
  * i + PF_AHEAD (or the entry of hint i + PF_AHEAD) is requested while key i is handled, so that the table's cache
- * misses overlap. A macro: GCC takes a function holding only a prefetch for one without effect and drops its calls. */
+ * misses overlap. */
 #define PF_AHEAD 8
-#define PF_HOME(t, keys, i, n) \
-    do { if ((i) + PF_AHEAD < (n)) __builtin_prefetch(&(t)->slots[home((t), (keys)[(i) + PF_AHEAD])], 0, 1); } while (0)
-/* before such a loop from key i0: the home slots of its first PF_AHEAD keys */
-#define PF_FIRST(t, keys, i0, n) \
-    do { \
-        for (Py_ssize_t k_ = (i0); k_ < (i0) + PF_AHEAD && k_ < (n); k_++) \
-            __builtin_prefetch(&(t)->slots[home((t), (keys)[k_])], 0, 1); \
-    } while (0)
 
 /* Hash once per key: a key's 32-bit fingerprint (OA_HASH32, _lruhier.h) gives its home slot in every tier's table
  * (fp >> (32 - bits)) and is what its slot stores, so a loop works it out once for the prefetch, the lookups (all
@@ -885,7 +877,7 @@ static int finish_release(Hier *h, PcsAdm *a) {
  * tfind's; other keys are looked up. */
 static int pinned_ents(Tier *g, PcsAdm *a, Py_ssize_t n) {
     const uint32_t len = (uint32_t)g->ent_len;             /* (uint32_t)e < len: a hint within the entries */
-    for (Py_ssize_t i = 0; i < PF_AHEAD && i < n; i++)      /* the first hints' entries (as PF_FIRST) */
+    for (Py_ssize_t i = 0; i < PF_AHEAD && i < n; i++)      /* the first hints' entries (as fp_first) */
         if ((uint32_t)a->ents[i] < len) __builtin_prefetch(&g->ent[a->ents[i]], 1, 1);
     for (Py_ssize_t i = 0; i < n; i++) {
         if (i + PF_AHEAD < n && (uint32_t)a->ents[i + PF_AHEAD] < len)
