@@ -89,16 +89,33 @@ static inline int pol_expects(const Tier *t) { return t->ops && t->ops->expect; 
 
 /* Prefetch distance of the per-key loops below (lookups, fills, inserts, pin checks): the home slot of key
  * i + PF_AHEAD (or the entry of hint i + PF_AHEAD) is requested while key i is handled, so that the table's cache
- * misses overlap. A macro: GCC takes a function holding only a prefetch for one without effect and drops its calls. */
+ * misses overlap. */
 #define PF_AHEAD 8
-#define PF_HOME(t, keys, i, n) \
-    do { if ((i) + PF_AHEAD < (n)) __builtin_prefetch(&(t)->slots[home((t), (keys)[(i) + PF_AHEAD])], 0, 1); } while (0)
-/* before such a loop from key i0: the home slots of its first PF_AHEAD keys */
-#define PF_FIRST(t, keys, i0, n) \
-    do { \
-        for (Py_ssize_t k_ = (i0); k_ < (i0) + PF_AHEAD && k_ < (n); k_++) \
-            __builtin_prefetch(&(t)->slots[home((t), (keys)[k_])], 0, 1); \
-    } while (0)
+
+/* Hash once per key: a key's 32-bit fingerprint (OA_HASH32, _lruhier.h) gives its home slot in every tier's table
+ * (fp >> (32 - bits)) and is what its slot stores, so a loop works it out once for the prefetch, the lookups (all
+ * tiers) and the add, instead of once for each. The loops over keys from a caller keep the fingerprints of the
+ * next PF_AHEAD keys in a ring of FP_RING (key k at k & (FP_RING - 1): key i + PF_AHEAD's is written while key i's
+ * is still read). */
+#define FP_RING (2 * PF_AHEAD)
+static inline uint32_t key_fp(uint64_t k) { return (uint32_t)(key_hash(k) >> 32); }
+static inline uint64_t fp_home(const Tier *t, uint32_t f) { return f >> (32 - t->bits); }
+
+/* key k's fingerprint into ring (k < n), its home slots in t and, when u is not NULL, in u prefetched */
+static inline void fp_ahead(uint32_t *ring, const uint64_t *keys, Py_ssize_t k, Py_ssize_t n, const Tier *t,
+                            const Tier *u) {
+    if (k >= n) return;
+    uint32_t f = key_fp(keys[k]);
+    ring[(size_t)k & (FP_RING - 1)] = f;
+    __builtin_prefetch(&t->slots[fp_home(t, f)], 0, 1);
+    if (u) __builtin_prefetch(&u->slots[fp_home(u, f)], 0, 1);
+}
+
+/* before a loop from key i0: fp_ahead of its first PF_AHEAD keys */
+static inline void fp_first(uint32_t *ring, const uint64_t *keys, Py_ssize_t i0, Py_ssize_t n, const Tier *t,
+                            const Tier *u) {
+    for (Py_ssize_t k = i0; k < i0 + PF_AHEAD && k < n; k++) fp_ahead(ring, keys, k, n, t, u);
+}
 
 /* evict n unpinned blocks (n <= held) chosen by the tier's policy (LRU: the n least recently used),
  * writing their keys to out in eviction order; 0, or -1 on a memory error of a policy's ghost list */
@@ -221,7 +238,8 @@ typedef struct {
     long long dropped;
     /* scratch, grown on demand */
     uint64_t *k, *buf_a, *buf_b;
-    int32_t *where, *eidx, *mark;
+    int32_t *where, *eidx, *mark, *lidx;   /* lidx: per key of the lookup, its entry in tier where[i] (lower) */
+    uint32_t *fps;                         /* fingerprints of an insert's keys (key_fp), bcap allocated */
     Py_ssize_t kcap, bcap;
     uint64_t *skey;
     uint32_t *sstamp;
@@ -250,22 +268,23 @@ static void tier_close(Tier *t) {
 
 static void hier_dealloc(Hier *h) {
     if (h->t) for (int j = 0; j < h->ntiers; j++) tier_close(&h->t[j]);
-    PCS_FREE(&h->t, &h->written, &h->k, &h->buf_a, &h->buf_b, &h->where, &h->eidx, &h->mark, &h->skey, &h->sstamp);
+    PCS_FREE(&h->t, &h->written, &h->k, &h->buf_a, &h->buf_b, &h->where, &h->eidx, &h->mark, &h->skey, &h->sstamp,
+             &h->lidx, &h->fps);
     c_adm_free(&h->seq_adm);
     Py_TYPE(h)->tp_free((PyObject *)h);
 }
 
 static int ensure_k(Hier *h, Py_ssize_t n) {
     if (n <= h->kcap) return 0;
-    return pcs_grow_arrays(&h->kcap, n, 64, 3, (void *const[]){&h->k, &h->where, &h->eidx},
-                           (const size_t[]){sizeof *h->k, sizeof *h->where, sizeof *h->eidx});
+    return pcs_grow_arrays(&h->kcap, n, 64, 4, (void *const[]){&h->k, &h->where, &h->eidx, &h->lidx},
+                           (const size_t[]){sizeof *h->k, sizeof *h->where, sizeof *h->eidx, sizeof *h->lidx});
 }
 
-/* buffers for victims / pushed keys of a cascade (a and b) and per-key marks */
+/* buffers for victims / pushed keys of a cascade (a and b), per-key marks and fingerprints */
 static int ensure_b(Hier *h, Py_ssize_t n) {
     if (n <= h->bcap) return 0;
-    return pcs_grow_arrays(&h->bcap, n, 64, 3, (void *const[]){&h->buf_a, &h->buf_b, &h->mark},
-                           (const size_t[]){sizeof *h->buf_a, sizeof *h->buf_b, sizeof *h->mark});
+    return pcs_grow_arrays(&h->bcap, n, 64, 4, (void *const[]){&h->buf_a, &h->buf_b, &h->mark, &h->fps},
+                           (const size_t[]){sizeof *h->buf_a, sizeof *h->buf_b, sizeof *h->mark, sizeof *h->fps});
 }
 
 /* index of the first key repeating an earlier one (m if none) */
@@ -347,15 +366,16 @@ static Py_ssize_t tcut(Tier *t, const uint64_t *keys, Py_ssize_t len) {
     return cut;
 }
 
-/* Tier._add_in_runs over keys[start..len) by their marks (-2 new: stored; >= 0 resident again: reused;
- * -1 pinned, -3 refused: skipped): one add per run of one flag; 0 or -1 */
-static int tadd_runs(Tier *t, const uint64_t *keys, const int32_t *mark, Py_ssize_t start, Py_ssize_t len) {
+/* Tier._add_in_runs over keys[start..len) (fingerprints fps, key_fp) by their marks (-2 new: stored; >= 0
+ * resident again: reused; -1 pinned, -3 refused: skipped): one add per run of one flag; 0 or -1 */
+static int tadd_runs(Tier *t, const uint64_t *keys, const uint32_t *fps, const int32_t *mark, Py_ssize_t start,
+                     Py_ssize_t len) {
     int run = 0, cur = 0;
     for (Py_ssize_t i = start; i < len; i++) {
         int32_t e = mark[i];
         int f = e >= 0;
         if (e == -2) {
-            e = tadd(t, keys[i], 0);
+            e = tadd_fp(t, keys[i], 0, fps[i]);
             if (e < 0) return -1;
         } else if (e < 0) continue;
         if (f != cur && run) { pol_add_end(t, cur); run = 0; }
@@ -369,9 +389,10 @@ static int tadd_runs(Tier *t, const uint64_t *keys, const int32_t *mark, Py_ssiz
 
 /* Tier.insert for a tier with no pins expected (pins handled anyway): keys (eviction order) are
  * stored unpinned; pushed keys (victims, then batch keys that did not fit) go to out; returns the
- * number pushed and sets *written; -1 on memory error. mark must hold len keys. */
+ * number pushed and sets *written; -1 on memory error. mark and fps (scratch: the keys' key_fp) must hold len
+ * keys. */
 static Py_ssize_t tinsert(Tier *t, const uint64_t *keys, Py_ssize_t len, uint64_t *out, int32_t *mark,
-                          Py_ssize_t *written) {
+                          uint32_t *fps, Py_ssize_t *written) {
     Py_ssize_t nref = 0, nlost = 0, nwon = 0;
     const uint64_t *refused = NULL;
     if (t->gates) {                    /* Tier._admit: refused new blocks leave the batch (pushed out last) */
@@ -383,10 +404,12 @@ static Py_ssize_t tinsert(Tier *t, const uint64_t *keys, Py_ssize_t len, uint64_
     Py_ssize_t start = tcut(t, keys, len), nout = 0;
     Py_ssize_t free_ = t->capacity - t->nres - t->reserved;
     Py_ssize_t nfresh = 0;
-    PF_FIRST(t, keys, start, len);
+    for (Py_ssize_t i = start; i < len; i++) fps[i] = key_fp(keys[i]);
+    for (Py_ssize_t i = start; i < len && i < start + PF_AHEAD; i++) __builtin_prefetch(&t->slots[fp_home(t, fps[i])], 0, 1);
     for (Py_ssize_t i = start; i < len; i++) {
-        PF_HOME(t, keys, i, len);
-        int32_t e = tfind(t, keys[i]);
+        if (i + PF_AHEAD < len) __builtin_prefetch(&t->slots[fp_home(t, fps[i + PF_AHEAD])], 0, 1);
+        uint64_t at;
+        int32_t e = tfind_fp(t, keys[i], fps[i], &at);
         if (e < 0) { mark[i] = -2; nfresh++; }
         else if (t->ent[e].pin == 0) { mark[i] = e; pol_remove(t, e); }
         else mark[i] = -1;
@@ -407,7 +430,7 @@ static Py_ssize_t tinsert(Tier *t, const uint64_t *keys, Py_ssize_t len, uint64_
         if (tevict(t, need, out + nwon) < 0) return -1;
         nout += need;
     }
-    if (tadd_runs(t, keys, mark, start, len) < 0) return -1;
+    if (tadd_runs(t, keys, fps, mark, start, len) < 0) return -1;
     t->inserted += nfresh;
     if (t->nres > t->peak_res) t->peak_res = t->nres;
     if (t->nres + t->reserved > t->peak_used) t->peak_used = t->nres + t->reserved;
@@ -424,14 +447,16 @@ static Py_ssize_t tinsert(Tier *t, const uint64_t *keys, Py_ssize_t len, uint64_
  * not wanted) gets each key's entry. */
 static Py_ssize_t tfill(Tier *t, const uint64_t *keys, Py_ssize_t n, int32_t *ents) {
     Py_ssize_t shared = 0, added = 0;
-    PF_FIRST(t, keys, 0, n);
+    uint32_t ring[FP_RING];
+    fp_first(ring, keys, 0, n, t, NULL);
     for (Py_ssize_t i = 0; i < n; i++) {
-        PF_HOME(t, keys, i, n);
+        uint32_t f = ring[(size_t)i & (FP_RING - 1)];
+        fp_ahead(ring, keys, i + PF_AHEAD, n, t, NULL);
         uint64_t at;
         if (tadd_room(t) < 0) return -1;         /* before the lookup: its free slot is then the add's */
-        int32_t e = tfind_at(t, keys[i], &at);
+        int32_t e = tfind_fp(t, keys[i], f, &at);
         if (e < 0) {
-            if ((e = tadd_at(t, keys[i], 1, at)) < 0) return -1;
+            if ((e = tadd_atf(t, keys[i], 1, at, f)) < 0) return -1;
             added++;
         } else {
             if (t->ent[e].pin == 0) pol_remove(t, e);
@@ -452,7 +477,7 @@ static int cascade(Hier *h, Py_ssize_t n) {
     for (int j = 1; j < h->ntiers; j++) {
         if (ensure_b(h, 2 * n + 1) < 0) return -1;
         Py_ssize_t w;
-        Py_ssize_t m = tinsert(&h->t[j], h->buf_a, n, h->buf_b, h->mark, &w);
+        Py_ssize_t m = tinsert(&h->t[j], h->buf_a, n, h->buf_b, h->mark, h->fps, &w);
         if (m < 0) return -1;
         h->written[j] += w;
         uint64_t *x = h->buf_a; h->buf_a = h->buf_b; h->buf_b = x;
@@ -525,19 +550,21 @@ static int start_head(Hier *h, Plan *p, Py_ssize_t n, Py_ssize_t cap, Py_ssize_t
     return 0;
 }
 
-/* the prefix rule: h->where[i] = highest tier holding block i, h->eidx = GPU entries of the lead */
+/* the prefix rule: h->where[i] = highest tier holding block i, h->eidx = GPU entries of the lead, h->lidx[i] =
+ * block i's entry in tier where[i] when that is a lower tier (one fingerprint per block for every tier) */
 static void start_lookup(Hier *h, Plan *p) {
     const uint64_t *k = h->k;
     Tier *g = &h->t[0];
     p->lead = p->n;
     p->nused = p->evictable = 0;
     Tier *c = h->ntiers > 1 ? &h->t[1] : NULL;    /* the next tier's slots too: a GPU miss looks there next */
-    PF_FIRST(g, k, 0, p->n);
-    if (c) PF_FIRST(c, k, 0, p->n);
+    uint32_t ring[FP_RING];
+    fp_first(ring, k, 0, p->n, g, c);
     for (Py_ssize_t i = 0; i < p->n; i++) {
-        PF_HOME(g, k, i, p->n);
-        if (c) PF_HOME(c, k, i, p->n);
-        int32_t e = tfind(g, k[i]);
+        uint32_t f = ring[(size_t)i & (FP_RING - 1)];
+        fp_ahead(ring, k, i + PF_AHEAD, p->n, g, c);
+        uint64_t at;
+        int32_t e = tfind_fp(g, k[i], f, &at);
         if (e >= 0) {
             h->where[i] = 0;
             h->eidx[p->nused++] = e;
@@ -545,9 +572,10 @@ static void start_lookup(Hier *h, Plan *p) {
             continue;
         }
         int j = 1;
-        for (; j < h->ntiers; j++) if (tfind(&h->t[j], k[i]) >= 0) break;
+        for (; j < h->ntiers; j++) if ((e = tfind_fp(&h->t[j], k[i], f, &at)) >= 0) break;
         if (j == h->ntiers) { p->lead = i; break; }
         h->where[i] = j;
+        h->lidx[i] = e;
     }
     p->hits = p->cap < p->lead ? p->cap : p->lead;
     if (p->hits < 0) p->hits = 0;
@@ -679,11 +707,12 @@ static Py_ssize_t start_restore(Hier *h, const Plan *p, PcsAdm *a, Py_ssize_t nv
         if (j && p->n_restore) {
             if (ensure_b(h, nvict + p->n_restore) < 0) return -1;
             uint64_t *rk = h->buf_b;     /* buf_a holds the victims */
+            int32_t *re = h->mark;       /* their entries in tier j (the lookup's: no change of tier j since) */
             Py_ssize_t s2 = 0;
             for (Py_ssize_t i = 0; i < p->hits && s2 < p->n_restore; i++) {
                 if (!h->where[i]) continue;
                 s2++;
-                if (h->where[i] == j) rk[cnt++] = h->k[i];
+                if (h->where[i] == j) { re[cnt] = h->lidx[i]; rk[cnt++] = h->k[i]; }
             }
             if (cnt) {
                 Py_ssize_t sh = tfill(&h->t[0], rk, cnt, NULL);
@@ -692,7 +721,7 @@ static Py_ssize_t start_restore(Hier *h, const Plan *p, PcsAdm *a, Py_ssize_t nv
                 Tier *tj = &h->t[j];
                 int any = 0;
                 for (Py_ssize_t i = cnt - 1; i >= 0; i--) {
-                    int32_t e = tfind(tj, rk[i]);
+                    int32_t e = re[i];
                     if (!tj->ent[e].pin) {
                         if (pol_touch(tj, e) < 0) return -1;
                         any = 1;
@@ -791,7 +820,7 @@ static int write_down(Hier *h, const uint64_t *k, Py_ssize_t nn) {
     for (Py_ssize_t i = 0; i < nn; i++) down[i] = k[nn - 1 - i];
     for (int j = 1; j < h->ntiers; j++) {
         Py_ssize_t w;
-        Py_ssize_t m = tinsert(&h->t[j], down, nn, h->buf_b, h->mark, &w);
+        Py_ssize_t m = tinsert(&h->t[j], down, nn, h->buf_b, h->mark, h->fps, &w);
         if (m < 0) return -1;
         h->written[j] += w;
         if (j == h->ntiers - 1) h->dropped += m;
@@ -848,7 +877,7 @@ static int finish_release(Hier *h, PcsAdm *a) {
  * tfind's; other keys are looked up. */
 static int pinned_ents(Tier *g, PcsAdm *a, Py_ssize_t n) {
     const uint32_t len = (uint32_t)g->ent_len;             /* (uint32_t)e < len: a hint within the entries */
-    for (Py_ssize_t i = 0; i < PF_AHEAD && i < n; i++)      /* the first hints' entries (as PF_FIRST) */
+    for (Py_ssize_t i = 0; i < PF_AHEAD && i < n; i++)      /* the first hints' entries (as fp_first) */
         if ((uint32_t)a->ents[i] < len) __builtin_prefetch(&g->ent[a->ents[i]], 1, 1);
     for (Py_ssize_t i = 0; i < n; i++) {
         if (i + PF_AHEAD < n && (uint32_t)a->ents[i + PF_AHEAD] < len)

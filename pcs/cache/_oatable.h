@@ -18,7 +18,9 @@
  *   OA_INIT, OA_FREE, OA_FIND, OA_GROW, OA_ADD, OA_DEL, OA_APPEND, OA_UNLINK   the functions' names here;
  *                                  three more take names made from them: <OA_FIND>_at (a lookup that also gives
  *                                  the free slot ending the key's probe run), <OA_ADD>_room (grow before an add)
- *                                  and <OA_ADD>_at (an add at that free slot): a lookup then an add, one probe.
+ *                                  and <OA_ADD>_at (an add at that free slot): a lookup then an add, one probe;
+ *                                  <OA_FIND>_fp, <OA_ADD>_fp and <OA_ADD>_atf take the key's OA_FP, worked out
+ *                                  once by the caller for its prefetch, lookup and add.
  * Optional: OA_LOAD_SHIFT  the table is at most 1 / 2**OA_LOAD_SHIFT full (default 1: half); a sparser table has
  *                          shorter probe runs, so fewer entries are read by OA_FIND and by OA_DEL's backward shift.
  *           OA_SLOTS_ALLOC(bytes), OA_SLOTS_FREE(p)   the slot array's allocator (default PyMem_Malloc / PyMem_Free).
@@ -38,6 +40,9 @@
 #define OA_FIND_AT OA_CAT(OA_FIND, _at)    /* derived names (OA_FIND tfind, OA_ADD tadd: tfind_at, tadd_at, tadd_room) */
 #define OA_ADD_AT OA_CAT(OA_ADD, _at)
 #define OA_ROOM OA_CAT(OA_ADD, _room)
+#define OA_FIND_FP OA_CAT(OA_FIND, _fp)    /* tfind_fp, tadd_fp, tadd_atf: the same with the fingerprint given */
+#define OA_ADD_FP OA_CAT(OA_ADD, _fp)
+#define OA_ADD_ATF OA_CAT(OA_ADD, _atf)
 #ifndef OA_SLOTS_ALLOC
 #define OA_SLOTS_ALLOC(bytes) PyMem_Malloc(bytes)
 #define OA_SLOTS_FREE(p) PyMem_Free(p)
@@ -85,10 +90,9 @@ static inline void OA_FREE(OA_TABLE *t) {
     t->slots = NULL;
 }
 
-/* the entry holding key k, or -1 with *at = the free slot ending k's probe run (where OA_ADD_AT stores k: a
- * lookup and an add in one probe) */
-static inline int32_t OA_FIND_AT(const OA_TABLE *t, OA_KEY k, uint64_t *at) {
-    uint32_t f = OA_FP(k);
+/* OA_FIND_AT with k's fingerprint f = OA_FP(k) already worked out (a loop over keys hashes each once, for its
+ * prefetch, its lookup and its add; without OA_HASH32, f is not read) */
+static inline int32_t OA_FIND_FP(const OA_TABLE *t, OA_KEY k, uint32_t f, uint64_t *at) {
     uint64_t i = OA_FP_HOME(t, k, f);
     (void)f;
     for (;;) {
@@ -97,6 +101,12 @@ static inline int32_t OA_FIND_AT(const OA_TABLE *t, OA_KEY k, uint64_t *at) {
         if (OA_S_MATCH(t, s, k, f)) return OA_S_E(s);
         i = (i + 1) & t->mask;
     }
+}
+
+/* the entry holding key k, or -1 with *at = the free slot ending k's probe run (where OA_ADD_AT stores k: a
+ * lookup and an add in one probe) */
+static inline int32_t OA_FIND_AT(const OA_TABLE *t, OA_KEY k, uint64_t *at) {
+    return OA_FIND_FP(t, k, OA_FP(k), at);
 }
 
 /* the entry holding key k, or -1 */
@@ -132,8 +142,8 @@ static inline int OA_ROOM(OA_TABLE *t) {
 }
 
 /* add absent key k with a pin count, in no list, at slot `at` (OA_FIND_AT's answer for k, the table unchanged
- * since, after OA_ROOM); the entry index or -1 (memory error, exception set) */
-static inline int32_t OA_ADD_AT(OA_TABLE *t, OA_KEY k, int32_t pin, uint64_t at) {
+ * since, after OA_ROOM), f = OA_FP(k); the entry index or -1 (memory error, exception set) */
+static inline int32_t OA_ADD_ATF(OA_TABLE *t, OA_KEY k, int32_t pin, uint64_t at, uint32_t f) {
     int32_t e;
     if (t->free_head >= 0) {
         e = t->free_head;
@@ -151,19 +161,28 @@ static inline int32_t OA_ADD_AT(OA_TABLE *t, OA_KEY k, int32_t pin, uint64_t at)
     x->pin = pin;
     x->prev = x->next = -1;
     OA_RESET(x);
-    t->slots[at] = OA_S_MAKE(e, OA_FP(k));
+    t->slots[at] = OA_S_MAKE(e, f);
+    (void)f;
     t->nres++;
     return e;
 }
 
+/* OA_ADD_ATF, the fingerprint worked out here */
+static inline int32_t OA_ADD_AT(OA_TABLE *t, OA_KEY k, int32_t pin, uint64_t at) {
+    return OA_ADD_ATF(t, k, pin, at, OA_FP(k));
+}
+
+/* add absent key k (fingerprint f = OA_FP(k)) with a pin count, in no list; the entry index or -1 */
+static inline int32_t OA_ADD_FP(OA_TABLE *t, OA_KEY k, int32_t pin, uint32_t f) {
+    if (OA_ROOM(t) < 0) return -1;
+    uint64_t i = OA_FP_HOME(t, k, f);
+    while (OA_S_E(t->slots[i]) >= 0) i = (i + 1) & t->mask;
+    return OA_ADD_ATF(t, k, pin, i, f);
+}
+
 /* add an absent key with a pin count, in no list; the entry index or -1 (memory error, exception set) */
 static inline int32_t OA_ADD(OA_TABLE *t, OA_KEY k, int32_t pin) {
-    if (OA_ROOM(t) < 0) return -1;
-    uint32_t f = OA_FP(k);
-    uint64_t i = OA_FP_HOME(t, k, f);
-    (void)f;
-    while (OA_S_E(t->slots[i]) >= 0) i = (i + 1) & t->mask;
-    return OA_ADD_AT(t, k, pin, i);
+    return OA_ADD_FP(t, k, pin, OA_FP(k));
 }
 
 /* delete entry e from the table (it must not be in a list); its slot in the entry array goes to the free list */
@@ -242,3 +261,6 @@ static inline void OA_UNLINK(OA_TABLE *t, int32_t e) {
 #undef OA_FIND_AT
 #undef OA_ADD_AT
 #undef OA_ROOM
+#undef OA_FIND_FP
+#undef OA_ADD_FP
+#undef OA_ADD_ATF
