@@ -5,15 +5,18 @@
  * and names errors stays the line-by-line json.loads path of pcs/trace/hashids.py, and this decoder only
  * turns a chunk whose every line it can take into the reader's columns. Each line (LF-terminated, as
  * pcs.trace.source.iter_lines; the file's last line may lack the LF) is parsed on its own with simdjson's
- * DOM parser (simdjson 3.x, the copy pysimdjson ships: simdjson.h / simdjson.cpp, compiled in at build time),
- * so a line holds exactly one JSON value, UTF-8 is validated and trailing whitespace (' ', \t, \r) is
+ * On-Demand parser (simdjson 3.x, the copy pysimdjson ships: simdjson.h / simdjson.cpp, compiled in at build
+ * time): its stage 1 indexes the line and validates UTF-8, then every field is read as the row is walked --
+ * each key unescaped, each value parsed and checked as it is reached (a missing comma or colon, a bad
+ * literal or number is an error there) -- and the document must end after the object (document::at_end),
+ * so a line holds exactly one JSON value and trailing whitespace (' ', \t, \r) is
  * allowed, as json.loads does; a line must start with '{' (so no blank, indented or BOM-led line, which
  * simdjson and json.loads treat differently, is taken). A line is taken when it is an object whose keys are exactly the format's:
  * timestamp (any JSON number), input_length and output_length (int64), hash_ids (an array of integers in
  * [0, 2**64)), the spec's int64 extras, the optional "reuse" string ("recorded" | "synthetic") and, for typed
  * formats, the optional "type" string or null -- each key once. Anything else (blank line, bad JSON, a
  * repeated, unknown or missing key, another JSON type, an integer beyond its range, a bool, a float
- * negative-zero timestamp) returns None for the whole chunk; the caller re-reads it with the authority. Value
+ * negative-zero timestamp, an id written "-0") returns None for the whole chunk; the caller re-reads it with the authority. Value
  * checks that need no parse (lengths >= 0, ids per row, order, repeats) are the caller's vectorised
  * ones (jsonfast._checked), so they live in one place.
  *
@@ -23,6 +26,12 @@
  *    synthetic rows int, increasing bool: every row's ids strictly increase, so none repeats within a row
  *    (jsonfast.rows_distinct's shortcut, read off the parse: no pass over the ids)) -- the arrays as bytes
  *    (native byte order) for numpy.frombuffer.
+ * Every key and value of a taken line is read (an unknown key refuses the chunk before anything is skipped),
+ * so no part of a taken line goes unvalidated. The On-Demand parser is the header's built-in kernel (no
+ * -march flag: the portable one); on the Mooncake rows it took 0.63x the CPU of the DOM parser's per-line
+ * parse and tape walk (docs/performance.md, "The JSONL decode On-Demand and beside").
+ * The GIL is released over the parse (only C++ vectors are filled; the type strings are kept as UTF-8 and
+ * turned into str once the GIL is back), so two threads can decode two chunks at once.
  * Errors raised: TypeError on bad arguments, MemoryError.
  * ------------------------------------------------------------------------- */
 #define PY_SSIZE_T_CLEAN
@@ -30,6 +39,8 @@
 
 #include <cmath>
 #include <cstring>
+#include <new>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -37,20 +48,21 @@
 
 namespace {
 
-using simdjson::dom::element;
-using simdjson::dom::element_type;
+using simdjson::ondemand::value;
+using simdjson::ondemand::number_type;
 
 constexpr int kMaxExtras = 8;
 enum Key { K_TS, K_IL, K_OL, K_IDS, K_REUSE, K_TYPE, K_EXTRA0 };
 
+/* The decoded columns, plain C++ (filled without the GIL); the type strings as one UTF-8 pool. */
 struct Columns {
     std::vector<double> ts;
     std::vector<int64_t> il, ol, offsets, extras;
     std::vector<uint64_t> ids;
-    PyObject *types = nullptr;  // list, typed formats only
+    std::string type_pool;           // typed formats: every row's type string, one after the other
+    std::vector<int64_t> type_ends;  // per row: the end of its type in type_pool, -1 for null / absent
     int64_t synthetic = 0;
-    bool increasing = true;     // every row's ids strictly increase (so no id repeats within a row)
-    ~Columns() { Py_XDECREF(types); }
+    bool increasing = true;          // every row's ids strictly increase (so no id repeats within a row)
 };
 
 struct Spec {
@@ -70,47 +82,41 @@ int key_of(std::string_view k, const Spec &spec) {
     return -1;
 }
 
-bool get_i64(element v, int64_t *out) {
-    return v.type() == element_type::INT64 && !v.get_int64().get(*out);
+/* A JSON integer in int64 ("1.0", "1e2", a string, a bool: refused, as the DOM's INT64 type test did). */
+bool get_i64(value v, int64_t *out) {
+    return !v.get_int64().get(*out);
 }
 
-bool get_time(element v, double *out) {
-    switch (v.type()) {
-    case element_type::INT64: { int64_t i; if (v.get_int64().get(i)) return false; *out = (double)i; return true; }
-    case element_type::UINT64: { uint64_t u; if (v.get_uint64().get(u)) return false; *out = (double)u; return true; }
-    case element_type::DOUBLE: {
+bool get_time(value v, double *out) {
+    simdjson::ondemand::number n;
+    if (v.get_number().get(n)) return false;   // not a number, or beyond double / uint64 (big integer)
+    switch (n.get_number_type()) {
+    case number_type::signed_integer: *out = (double)n.get_int64(); return true;
+    case number_type::unsigned_integer: *out = (double)n.get_uint64(); return true;
+    case number_type::floating_point_number:
+        *out = n.get_double();
         // a negative zero (e.g. "-0.0"; "-0" parses as int64 0, as json.loads's int 0): left to the authority
-        if (v.get_double().get(*out) || (*out == 0.0 && std::signbit(*out))) return false;
-        return std::isfinite(*out);
-    }
+        return std::isfinite(*out) && !(*out == 0.0 && std::signbit(*out));
     default: return false;
     }
 }
 
-bool get_ids(element v, std::vector<uint64_t> &ids, bool &increasing) {
-    simdjson::dom::array a;
+/* An array of integers in [0, 2**64) appended to ids ("-0", floats, anything else: the authority's). */
+bool get_ids(value v, std::vector<uint64_t> &ids, bool &increasing) {
+    simdjson::ondemand::array a;
     if (v.get_array().get(a)) return false;
     const size_t first = ids.size();
-    for (element e : a) {
-        element_type t = e.type();
-        if (t == element_type::INT64) {
-            int64_t i;
-            if (e.get_int64().get(i) || i < 0) return false;
-            ids.push_back((uint64_t)i);
-        } else if (t == element_type::UINT64) {
-            uint64_t u;
-            if (e.get_uint64().get(u)) return false;
-            ids.push_back(u);
-        } else {
-            return false;
-        }
-        if (ids.size() > first + 1 && ids[ids.size() - 1] <= ids[ids.size() - 2]) increasing = false;
+    for (auto e : a) {
+        uint64_t u;
+        if (e.get_uint64().get(u)) return false;
+        if (ids.size() > first && u <= ids.back()) increasing = false;
+        ids.push_back(u);
     }
     return true;
 }
 
-/* The optional strings: reuse counted, type appended to the list; false when the authority must decide. */
-bool get_reuse(element v, Columns &c) {
+/* The optional strings: reuse counted, type added to the pool; false when the authority must decide. */
+bool get_reuse(value v, Columns &c) {
     std::string_view s;
     if (v.get_string().get(s)) return false;  // null, number ...: the authority names or accepts it
     if (s == "synthetic") c.synthetic++;
@@ -118,67 +124,73 @@ bool get_reuse(element v, Columns &c) {
     return true;
 }
 
-bool get_type(element v, PyObject **out) {
-    if (v.is_null()) { Py_INCREF(Py_None); *out = Py_None; return true; }
+bool get_type(value v, int64_t *end, std::string &pool) {
+    bool null = false;
+    if (v.is_null().get(null)) return false;
+    if (null) { *end = -1; return true; }
     std::string_view s;
-    if (v.get_string().get(s)) return false;
-    *out = PyUnicode_DecodeUTF8(s.data(), (Py_ssize_t)s.size(), "strict");
-    if (!*out) { PyErr_Clear(); return false; }
+    if (v.get_string().get(s)) return false;   // lone surrogates too (allow_replacement false)
+    pool.append(s.data(), s.size());
+    *end = (int64_t)pool.size();
     return true;
 }
 
-/* One parsed line into the columns; false when any key or value is not this decoder's to take. */
-bool take_row(element doc, const Spec &spec, Columns &c) {
-    simdjson::dom::object obj;
+/* One field of a row; false when its key or value is not this decoder's to take. */
+bool take_field(simdjson::ondemand::field &field, const Spec &spec, Columns &c, unsigned *seen, double *ts,
+                int64_t *ints, int64_t *type_end) {
+    std::string_view key;
+    if (field.unescaped_key().get(key)) return false;
+    int k = key_of(key, spec);
+    if (k < 0 || (*seen & (1u << k))) return false;  // unknown or repeated key
+    *seen |= 1u << k;
+    value v = field.value();
+    switch (k) {
+    case K_TS: return get_time(v, ts);
+    case K_IL: return get_i64(v, &ints[0]);
+    case K_OL: return get_i64(v, &ints[1]);
+    case K_IDS: return get_ids(v, c.ids, c.increasing);
+    case K_REUSE: return get_reuse(v, c);
+    case K_TYPE: return get_type(v, type_end, c.type_pool);
+    default: return get_i64(v, &ints[2 + k - K_EXTRA0]);
+    }
+}
+
+/* One line's document into the columns: an object holding each key once and nothing after it. */
+bool take_row(simdjson::ondemand::document &doc, const Spec &spec, Columns &c) {
+    simdjson::ondemand::object obj;
     if (doc.get_object().get(obj)) return false;
     const size_t nx = spec.extras.size();
     unsigned seen = 0;
     double ts = 0;
-    int64_t il = 0, ol = 0, ex[kMaxExtras] = {0};
-    PyObject *typ = nullptr;
-    bool ok = true;
-    for (auto field : obj) {
-        int k = key_of(field.key, spec);
-        if (k < 0 || (seen & (1u << k))) { ok = false; break; }  // unknown or repeated key
-        seen |= 1u << k;
-        switch (k) {
-        case K_TS: ok = get_time(field.value, &ts); break;
-        case K_IL: ok = get_i64(field.value, &il); break;
-        case K_OL: ok = get_i64(field.value, &ol); break;
-        case K_IDS: ok = get_ids(field.value, c.ids, c.increasing); break;
-        case K_REUSE: ok = get_reuse(field.value, c); break;
-        case K_TYPE: ok = get_type(field.value, &typ); break;
-        default: ok = get_i64(field.value, &ex[k - K_EXTRA0]); break;
-        }
-        if (!ok) break;
+    int64_t ints[2 + kMaxExtras] = {0}, type_end = -1;
+    for (auto f : obj) {
+        simdjson::ondemand::field field;
+        if (std::move(f).get(field) || !take_field(field, spec, c, &seen, &ts, ints, &type_end)) return false;
     }
     unsigned required = 0xFu | (((1u << nx) - 1) << K_EXTRA0);
-    if (!ok || (seen & required) != required) { Py_XDECREF(typ); return false; }
+    if ((seen & required) != required || !doc.at_end()) return false;  // a key missing, or a second value
+    if (!(seen & (1u << K_TYPE))) type_end = -1;
     c.ts.push_back(ts);
-    c.il.push_back(il);
-    c.ol.push_back(ol);
+    c.il.push_back(ints[0]);
+    c.ol.push_back(ints[1]);
     c.offsets.push_back((int64_t)c.ids.size());
-    for (size_t i = 0; i < nx; i++) c.extras.push_back(ex[i]);
-    if (c.types) {
-        if (!typ) { Py_INCREF(Py_None); typ = Py_None; }
-        int rc = PyList_Append(c.types, typ);
-        Py_DECREF(typ);
-        if (rc) { PyErr_Clear(); return false; }
-    }
+    for (size_t i = 0; i < nx; i++) c.extras.push_back(ints[2 + i]);
+    if (spec.typed) c.type_ends.push_back(type_end);
     return true;
 }
 
-/* Every line of buf[0, len) (padded) into the columns; false at the first line the authority must read. */
+/* Every line of buf[0, len) (followed by SIMDJSON_PADDING readable bytes) into the columns; false at the
+ * first line the authority must read. Runs without the GIL: no Python object is touched. */
 bool decode_lines(const char *buf, size_t len, const Spec &spec, Columns &c) {
-    simdjson::dom::parser parser;
+    simdjson::ondemand::parser parser;
     c.offsets.push_back(0);
     size_t pos = 0;
     while (pos < len) {
         const char *nl = (const char *)memchr(buf + pos, '\n', len - pos);
         size_t end = nl ? (size_t)(nl - buf) : len;
-        element doc;
         if (buf[pos] != '{') return false;  // blank, indented or BOM-led lines: the authority's
-        if (parser.parse(buf + pos, end - pos, false).get(doc)) return false;
+        simdjson::ondemand::document doc;
+        if (parser.iterate(buf + pos, end - pos, len - pos + simdjson::SIMDJSON_PADDING).get(doc)) return false;
         if (!take_row(doc, spec, c)) return false;
         pos = end + 1;
     }
@@ -190,9 +202,32 @@ PyObject *as_bytes(const std::vector<T> &v) {
     return PyBytes_FromStringAndSize((const char *)v.data(), (Py_ssize_t)(v.size() * sizeof(T)));
 }
 
-PyObject *result(Columns &c) {
-    PyObject *types = c.types ? c.types : Py_None;
-    Py_INCREF(types);
+/* The type column as a list of str | None (with the GIL); None when a string is not UTF-8 after all. */
+PyObject *types_list(const Columns &c) {
+    PyObject *out = PyList_New((Py_ssize_t)c.type_ends.size());
+    int64_t start = 0;
+    for (size_t i = 0; out && i < c.type_ends.size(); i++) {
+        int64_t end = c.type_ends[i];
+        PyObject *s = Py_None;
+        if (end < 0) {
+            Py_INCREF(s);
+        } else if (!(s = PyUnicode_DecodeUTF8(c.type_pool.data() + start, (Py_ssize_t)(end - start), "strict"))) {
+            Py_CLEAR(out);
+            break;
+        }
+        if (end >= 0) start = end;
+        PyList_SET_ITEM(out, (Py_ssize_t)i, s);
+    }
+    return out;
+}
+
+PyObject *result(const Columns &c, bool typed) {
+    PyObject *types = Py_None;
+    if (typed) {
+        if (!(types = types_list(c))) { PyErr_Clear(); Py_RETURN_NONE; }
+    } else {
+        Py_INCREF(types);
+    }
     return Py_BuildValue("(NNNNNNNLN)", as_bytes(c.ts), as_bytes(c.il), as_bytes(c.ol), as_bytes(c.offsets),
                          as_bytes(c.ids), as_bytes(c.extras), types, (long long)c.synthetic,
                          PyBool_FromLong(c.increasing));
@@ -216,21 +251,34 @@ bool read_spec(PyObject *extras, int typed, Spec *spec) {
     return true;
 }
 
+/* decode_lines with the GIL released: 1 taken, 0 for the authority, -1 out of memory. */
+int decode_nogil(const char *buf, size_t len, const Spec &spec, Columns &c) {
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    try {
+        simdjson::padded_string padded(buf, len);
+        c.ids.reserve(len / 8);  // Mooncake: about 7 bytes of JSON per id
+        rc = decode_lines(padded.data(), padded.size(), spec, c) ? 1 : 0;
+    } catch (const std::bad_alloc &) {
+        rc = -1;
+    }
+    Py_END_ALLOW_THREADS
+    return rc;
+}
+
 PyObject *decode(PyObject *, PyObject *args) {
     Py_buffer chunk;
     PyObject *extras;
     int typed;
     if (!PyArg_ParseTuple(args, "y*O!p", &chunk, &PyTuple_Type, &extras, &typed)) return nullptr;
-    Spec spec;
-    if (!read_spec(extras, typed, &spec)) { PyBuffer_Release(&chunk); return nullptr; }
-    simdjson::padded_string padded((const char *)chunk.buf, (size_t)chunk.len);
-    PyBuffer_Release(&chunk);
+    Spec spec;   // its keys point into the extras tuple's bytes, alive for the call
     Columns c;
-    if (spec.typed && !(c.types = PyList_New(0))) return nullptr;
-    size_t guess = padded.size() / 8;  // Mooncake: about 7 bytes of JSON per id
-    c.ids.reserve(guess);
-    if (!decode_lines(padded.data(), padded.size(), spec, c)) Py_RETURN_NONE;
-    return result(c);
+    int rc = read_spec(extras, typed, &spec) ? decode_nogil((const char *)chunk.buf, (size_t)chunk.len, spec, c) : -2;
+    PyBuffer_Release(&chunk);   // the bytes-like object stays locked (y*) while the GIL is released
+    if (rc == -2) return nullptr;
+    if (rc < 0) return PyErr_NoMemory();
+    if (rc == 0) Py_RETURN_NONE;
+    return result(c, spec.typed);
 }
 
 PyMethodDef methods[] = {

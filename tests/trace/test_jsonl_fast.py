@@ -127,6 +127,26 @@ BAD = [
     '{"timestamp": 20, "input_length": 600, "output_length": 5, "hash_ids": [1, 2]}}',
     '{"timestamp": 20, "input_length": 600, "output_length": 5, "hash_ids": [1, 2]',
     '{}',
+    # structure an on-demand parser checks only as it reads (pcs/trace/_jsonrows.cpp): json.loads refuses each
+    '{"timestamp": 20 "input_length": 600, "output_length": 5, "hash_ids": [1, 2]}',
+    '{"timestamp" 20, "input_length": 600, "output_length": 5, "hash_ids": [1, 2]}',
+    '{"timestamp", 20, "input_length": 600, "output_length": 5, "hash_ids": [1, 2]}',
+    '{, "timestamp": 20, "input_length": 600, "output_length": 5, "hash_ids": [1, 2]}',
+    '{"timestamp": 20, "input_length": 600, "output_length": 5, "hash_ids": [1, 2],}',
+    '{"timestamp": 20, "input_length": 600, "output_length": 5, "hash_ids": [1, 2,]}',
+    '{"timestamp": 20, "input_length": 600, "output_length": 5, "hash_ids": [1 2]}',
+    '{"timestamp": 20, "input_length": 600, "output_length": 5, "hash_ids": [1,, 2]}',
+    '{"timestamp": 20, "input_length": 600, "output_length": 5, "hash_ids": [1: 2]}',
+    '{"timestamp": 20, "input_length": 600, "output_length": 5, "hash_ids": [1, 2}}',
+    '{"timestamp": 20, "input_length": 600, "output_length": 5, "hash_ids": [1, 2]]}',
+    '{"timestamp": 20, "input_length": 600x, "output_length": 5, "hash_ids": [1, 2]}',
+    '{"timestamp": 20, "input_length": 600, "output_length": 5, "hash_ids": [1, 2]} '
+    '{"timestamp": 30, "input_length": 600, "output_length": 5, "hash_ids": [3, 4]}',
+    '{"timestamp": 20, "input_length": 600, "output_length": 5, "hash_ids": [1, 2]} 7',
+    '{"timestamp": 20, "input_length": 600, "output_length": 5, "hash_ids": [1, 2], "reuse": "recorded" "x"}',
+    '{"timestamp": 20, "input_length": 600, "output_length": 5, "hash_ids": [1, 2], "reuse": recorded}',
+    '{"timestamp": 20, "input_length": 600, "output_length": 5, "hash_ids": [-0, 2]}',  # int 0 for json.loads
+    '{"timestamp": 20, "input_length": 600, "output_length": 5, "hash_ids": [1, 2e0]}',
 ]
 
 

@@ -84,6 +84,26 @@ def test_lines_the_twin_leaves_to_the_authority(line):
     assert _native.module("jsonrows").decode(good, (), False) is not None
 
 
+_BAILIAN_ROW = (b'{"timestamp": 1, "input_length": 1, "output_length": 1, "hash_ids": [1], "chat_id": 1, '
+                b'"parent_chat_id": -1, "turn": 1, "type": %s}\n')
+
+
+@pytest.mark.parametrize("typ", [b"nul", b"nulll", b"tru", b"3", b'["text"]', b'"\\ud800"', b'"text" "x"'])
+def test_type_values_the_twin_leaves_to_the_authority(typ):
+    # a misspelt null, a number, a list, a lone surrogate (json.loads keeps one, UTF-8 cannot), two values
+    ext = _native.module("jsonrows")
+    keys = (b"chat_id", b"parent_chat_id", b"turn")
+    assert ext.decode(_BAILIAN_ROW % b'"text"' + _BAILIAN_ROW % typ, keys, True) is None
+    assert ext.decode(_BAILIAN_ROW % b'"text"', keys, True) is not None
+
+
+def test_type_strings_are_unescaped():
+    # "te\u0078t" is "text" for json.loads (\u0078 = "x"); "\u00e9" is U+00E9; null is None
+    b = jsonfast.native_chunk(BAILIAN, _BAILIAN_ROW % b'"te\\u0078t"' + _BAILIAN_ROW % b'"\\u00e9"'
+                              + _BAILIAN_ROW % b"null", 1, ReadState())
+    assert b.type == ("text", "\u00e9", None)
+
+
 def test_bad_arguments_are_type_errors():
     ext = _native.module("jsonrows")
     with pytest.raises(TypeError):
