@@ -6,7 +6,7 @@ the reader's chunks once, then times, in alternated rounds (the order reverses
 every round), the whole chunk -> checked :class:`RequestBatch` step of:
 
 - ``native``: :func:`pcs.trace.jsonfast.native_chunk` (the compiled twin
-  ``pcs.trace._jsonrows``, C++ on simdjson's DOM parser), when built;
+  ``pcs.trace._jsonrows``, C++ on simdjson's On-Demand parser), when built;
 - ``simdjson``: :func:`pcs.trace.jsonfast.simdjson_chunk` (pysimdjson, ``pcs[fast]``);
 - ``pyarrow``: :func:`pcs.trace.jsonfast.pyarrow_chunk` (``pyarrow.json``, one thread);
 - ``orjson``: orjson on each line, ids gathered with ``np.fromiter`` -- a lower
@@ -17,8 +17,9 @@ Figures: block ids per second of wall time and of CPU time (``time.process_time`
 the machine is shared, so CPU time is the steadier one), median of the rounds.
 Also the whole reader (:func:`pcs.trace.open_trace` ... ``iter_batches``,
 chunking and file reads included) with the default parser (``reader``: the
-compiled twin when built) and with ``PCS_NATIVE=python`` (``reader_python``:
-pysimdjson when installed). The last line printed is one JSON object.
+compiled twin when built; with two CPUs it decodes two chunks at once, :func:`pcs.beside.in_pairs`, so its CPU
+seconds count both threads) and with ``PCS_NATIVE=python`` (``reader_python``: pysimdjson when installed). The last
+line printed is one JSON object.
 
 Usage: python benchmarks/bench_jsonl_parsers.py [--copies 1,10,50] [--rounds 3]
 """

@@ -217,7 +217,8 @@ def iter_chunks(path, chunk_bytes: int | None = None, name: str | None = None) -
                 return
             cut = data.rfind(b"\n") + 1  # only the new bytes are searched: linear in the input
             if cut:
-                chunk = b"".join(parts) + data[:cut] if parts else data[:cut]
+                # one copy: the held line and the new bytes joined through a view (a slice, then "+", copied twice)
+                chunk = b"".join([*parts, memoryview(data)[:cut]]) if parts else data[:cut]
                 parts, held = ([data[cut:]] if cut < len(data) else []), len(data) - cut
                 yield line, chunk
                 line += count_newlines(chunk)
