@@ -86,8 +86,11 @@ typedef struct {
     double busy_s, stall_s, origin_s, area_s;
     double *bins; Py_ssize_t nbins, capbins; int bin_s;
     double *link_free; int64_t *tier_hits; Link *links;
-    /* columns */
-    int64_t *q[NQ0 + 8]; double *dc[ND]; char *trunc; Py_ssize_t ncol, capcol;
+    /* columns: array.array objects (cols, in the order of columns()) this loop writes through q / dc / trunc, their
+     * buffers (taken again each time init_columns grows them; nothing else resizes them before columns() hands
+     * them out, which ends the loop: out) */
+    int64_t *q[NQ0 + 8]; double *dc[ND]; char *trunc; Py_ssize_t ncol;
+    PyObject *cols[NQ0 + 8 + ND + 1]; int out;
     /* a fleet's one clock (StepEngine.clock_event / clock_advance): the step that began, its end due */
     int half; Py_ssize_t open_nch; double open_step;
     /* hybrid models: prefill attention as a sum of terms (set_chunk_attention), the compiled hybrid
@@ -495,6 +498,7 @@ static void gil_take(Sched *s) {
 
 /* feed / close may run (1), or 0 with RuntimeError: the loop is running in another thread */
 static int enter(Sched *s) {
+    if (s->out) { PyErr_SetString(PyExc_RuntimeError, "the step loop has handed out its columns (columns())"); return 0; }
     if (!s->busy) return s->busy = 1;
     PyErr_SetString(PyExc_RuntimeError, "the step loop is already running (another thread)");
     return 0;
@@ -580,24 +584,56 @@ static void list_remove(int32_t *a, Py_ssize_t *n, int32_t r) {
 }
 
 /* ---------------------------------------------------------------- columns */
-static int cols_reserve(Sched *s, Py_ssize_t n) {
-    if (n <= s->capcol) return 0;
-    Py_ssize_t c = s->capcol ? s->capcol : 4096;
-    while (c < n) c *= 2;
-    for (int j = 0; j < NQ0 + s->T; j++) {
-        int64_t *a = PyMem_Realloc(s->q[j], sizeof(int64_t) * c);
-        if (!a) { PyErr_NoMemory(); return -1; }
-        s->q[j] = a;
+static PyObject *array_type;        /* array.array, imported once */
+
+/* the columns' number: NQ0 + T int64 ('q'), ND float64 ('d'), truncated (int8, 'b') */
+static int ncols(const Sched *s) { return NQ0 + s->T + ND + 1; }
+static char col_code(const Sched *s, int j) { return j < NQ0 + s->T ? 'q' : j < NQ0 + s->T + ND ? 'd' : 'b'; }
+
+/* the buffer of column j (an array.array only this loop resizes), or NULL */
+static void *col_buf(PyObject *arr) {
+    Py_buffer v;
+    if (PyObject_GetBuffer(arr, &v, PyBUF_WRITABLE) < 0) return NULL;
+    void *p = v.buf;
+    PyBuffer_Release(&v);      /* the pointer stays valid until the array is resized (init_columns) */
+    return p;
+}
+
+/* arr.frombytes(the first nbytes of buf): one copy of the initial values into the column */
+static int col_extend(PyObject *arr, const void *buf, Py_ssize_t nbytes) {
+    PyObject *mv = PyMemoryView_FromMemory((char *)buf, nbytes, PyBUF_READ);
+    PyObject *r = mv ? PyObject_CallMethod(arr, "frombytes", "O", mv) : NULL;
+    Py_XDECREF(mv);
+    Py_XDECREF(r);
+    return r ? 0 : -1;
+}
+
+/* the columns (created at the first feed) grow by m rows: 0, NaN from D_NAN_FROM on; with the GIL; 0 or -1 */
+static int init_columns(Sched *s, Py_ssize_t m) {
+    int n = ncols(s);
+    for (int j = 0; j < n && !s->cols[0 + j]; j++) {
+        char code[2] = {col_code(s, j), 0};
+        if (!(s->cols[j] = PyObject_CallFunction(array_type, "s", code))) return -1;
     }
-    for (int j = 0; j < ND; j++) {
-        double *a = PyMem_Realloc(s->dc[j], sizeof(double) * c);
-        if (!a) { PyErr_NoMemory(); return -1; }
-        s->dc[j] = a;
+    double *init = PyMem_Calloc(m ? m : 1, sizeof(double));
+    if (!init) { PyErr_NoMemory(); return -1; }
+    int rc = 0;
+    for (int j = 0; j < n && !rc; j++) {            /* the zero columns; 'b' takes m bytes of the same zeros */
+        int d = j - (NQ0 + s->T);
+        if (d < 0 || d >= ND) rc = col_extend(s->cols[j], init, d < 0 ? 8 * m : m);
+        else if (d < D_NAN_FROM) rc = col_extend(s->cols[j], init, 8 * m);
     }
-    char *t = PyMem_Realloc(s->trunc, c);
-    if (!t) { PyErr_NoMemory(); return -1; }
-    s->trunc = t; s->capcol = c;
-    return 0;
+    for (Py_ssize_t i = 0; i < m; i++) init[i] = NAN;
+    for (int d = D_NAN_FROM; d < ND && !rc; d++) rc = col_extend(s->cols[NQ0 + s->T + d], init, 8 * m);
+    PyMem_Free(init);
+    for (int j = 0; j < n && !rc; j++) {
+        void *p = col_buf(s->cols[j]);
+        if (!p) return -1;
+        int d = j - (NQ0 + s->T);
+        if (d < 0) s->q[j] = p; else if (d < ND) s->dc[d] = p; else s->trunc = p;
+    }
+    if (!rc) s->ncol += m;
+    return rc;
 }
 
 static void note_peak(Sched *s, int64_t held) { if (held > s->peak) s->peak = held; }
@@ -1218,16 +1254,6 @@ static int feed_rows(Sched *s, Py_buffer *b, Py_ssize_t m) {
     return 0;
 }
 
-static int init_columns(Sched *s, Py_ssize_t m) {
-    if (cols_reserve(s, s->ncol + m) < 0) return -1;
-    Py_ssize_t lo = s->ncol, hi = s->ncol + m;
-    for (int j = 0; j < NQ0 + s->T; j++) memset(s->q[j] + lo, 0, sizeof(int64_t) * m);
-    for (int j = 0; j < ND; j++) for (Py_ssize_t i = lo; i < hi; i++) s->dc[j][i] = j >= D_NAN_FROM ? NAN : 0.0;
-    memset(s->trunc + lo, 0, m);
-    s->ncol = hi;
-    return 0;
-}
-
 static int check_buffers(Py_buffer *b, Py_ssize_t m) {
     Py_ssize_t n8[NB];
     for (int j = 0; j < NB; j++) {
@@ -1324,21 +1350,28 @@ static PyObject *sched_state(Sched *s, PyObject *unused) {
     return Py_BuildValue("(LnNNNn)", (long long)s->admitted, s->wn, res, rb, lf, s->nrun);
 }
 
-/* the per-request columns as bytes: int64 ones (then one per tier), float64 ones, truncated (int8) */
+/* the per-request columns, handed out without a copy (array.array: int64 ones, then one per tier, float64 ones,
+ * truncated int8; order = stepnative.py's); the loop then takes no more requests (out) */
 static PyObject *sched_columns(Sched *s, PyObject *unused) {
-    PyObject *l = PyList_New(NQ0 + s->T + ND + 1);
+    if (!s->cols[0] && init_columns(s, 0) < 0) return NULL;
+    PyObject *l = PyList_New(ncols(s));
     if (!l) return NULL;
-    int x = 0;
-    for (int j = 0; j < NQ0 + s->T; j++)
-        PyList_SET_ITEM(l, x++, PyBytes_FromStringAndSize((char *)s->q[j], sizeof(int64_t) * s->ncol));
-    for (int j = 0; j < ND; j++)
-        PyList_SET_ITEM(l, x++, PyBytes_FromStringAndSize((char *)s->dc[j], sizeof(double) * s->ncol));
-    PyList_SET_ITEM(l, x++, PyBytes_FromStringAndSize(s->trunc, s->ncol));
-    for (int j = 0; j < x; j++) if (!PyList_GET_ITEM(l, j)) { Py_DECREF(l); return NULL; }
+    for (int j = 0; j < ncols(s); j++) { Py_INCREF(s->cols[j]); PyList_SET_ITEM(l, j, s->cols[j]); }
+    s->out = 1;
     return l;
 }
 
-/* the SchedulerCounters fields, the ledger's peak and tier hits, and per tier its link's counters */
+/* the latest finish_s, as Python's max() over the column finds it (the first of equal values; every row is
+ * finished after close), or None without rows: the end state's sample time (ReplayEngine.close) */
+static PyObject *finish_max(const Sched *s) {
+    if (!s->ncol) Py_RETURN_NONE;
+    const double *f = s->dc[D_FINISH];
+    double m = f[0];
+    for (Py_ssize_t i = 1; i < s->ncol; i++) if (f[i] > m) m = f[i];
+    return PyFloat_FromDouble(m);
+}
+
+/* the SchedulerCounters fields, the ledger's peak and tier hits, per tier its link's counters, the latest finish */
 static PyObject *sched_counters(Sched *s, PyObject *unused) {
     PyObject *bins = PyList_New(s->nbins), *th = PyList_New(s->T), *lk = PyList_New(s->T);
     if (!bins || !th || !lk) { Py_XDECREF(bins); Py_XDECREF(th); Py_XDECREF(lk); return NULL; }
@@ -1350,7 +1383,7 @@ static PyObject *sched_counters(Sched *s, PyObject *unused) {
                         (long long)k->nbytes, k->restore_s, k->transfer_s, k->overhead_s, k->full_s,
                         k->remaining_s, (long long)k->slower, (long long)k->slower_blocks));
     }
-    return Py_BuildValue("{sLsLsdsdsNsdsLsLsLsLsLsLsLsdsisLsNsN}", "steps", (long long)s->steps,
+    return Py_BuildValue("{sLsLsdsdsNsdsLsLsLsLsLsLsLsdsisLsNsNsN}", "steps", (long long)s->steps,
                          "prefill_steps", (long long)s->prefill_steps, "busy_s", s->busy_s, "stall_s", s->stall_s,
                          "busy_per_s", bins, "origin_s", s->origin_s, "preemptions", (long long)s->preemptions,
                          "recompute_tokens", (long long)s->recompute_tokens,
@@ -1358,7 +1391,7 @@ static PyObject *sched_counters(Sched *s, PyObject *unused) {
                          "restores_skipped", (long long)s->skipped, "decode_blocks_cached", (long long)s->decode_cached,
                          "requests_outgrown", (long long)s->outgrown,
                          "in_system_area_s", s->area_s, "bin_s", s->bin_s, "peak_reserved_blocks", (long long)s->peak,
-                         "tier_hit_blocks", th, "links", lk);
+                         "tier_hit_blocks", th, "links", lk, "finish_max_s", finish_max(s));
 }
 
 /* ---------------------------------------------------------------- the type */
@@ -1507,9 +1540,7 @@ static void sched_dealloc(Sched *s) {
     PyMem_Free(s->cr); PyMem_Free(s->cn); PyMem_Free(s->fin.a); PyMem_Free(s->blk.a); PyMem_Free(s->bins);
     PyMem_Free(s->setup); PyMem_Free(s->bw); PyMem_Free(s->iops); PyMem_Free(s->bpb); PyMem_Free(s->link_free);
     PyMem_Free(s->tier_hits); PyMem_Free(s->links);
-    for (int j = 0; j < NQ0 + 8; j++) PyMem_Free(s->q[j]);
-    for (int j = 0; j < ND; j++) PyMem_Free(s->dc[j]);
-    PyMem_Free(s->trunc);
+    for (int j = 0; j < NQ0 + 8 + ND + 1; j++) Py_XDECREF(s->cols[j]);
     Py_XDECREF(s->m_start); Py_XDECREF(s->m_done); Py_XDECREF(s->m_finish); Py_XDECREF(s->m_grow);
     Py_XDECREF(s->m_abort); Py_XDECREF(s->m_extend); Py_XDECREF(s->m_held); Py_XDECREF(s->take);
     Py_XDECREF(s->resident); Py_XDECREF(s->hobj); Py_XDECREF(s->gh);
@@ -1567,6 +1598,10 @@ PyMODINIT_FUNC PyInit__stepsched(void) {
     s_prefix = PyUnicode_InternFromString("prefix_hit_blocks");
     s_trunc = PyUnicode_InternFromString("truncated");
     s_rbytes = PyUnicode_InternFromString("restored_bytes_per_tier");
+    PyObject *arr = PyImport_ImportModule("array");
+    array_type = arr ? PyObject_GetAttrString(arr, "array") : NULL;
+    Py_XDECREF(arr);
+    if (!array_type) return NULL;
     PyObject *m = PyModule_Create(&moddef);
     if (!m) return NULL;
     Py_INCREF(&SchedType);

@@ -13,7 +13,6 @@ Which loop runs is decided by the engine-selection table (:mod:`pcs.engine.selec
 """
 from __future__ import annotations
 
-from array import array
 from contextlib import contextmanager
 
 import numpy as np
@@ -212,9 +211,14 @@ class NativeStepEngine(StepEngine):
         for lk, values in zip(L.links, got["links"]):
             for name, v in zip(_LINK_FIELDS, values):
                 setattr(lk, name, v)
+        self._finish_max_s = got["finish_max_s"]
         names = _Q_COLS + tuple(f"hit_tokens_{t.name}" for t in self.h.tiers) + _D_COLS + ("truncated",)
-        for name, raw in zip(names, self._s.columns()):
-            col = array(c[name].typecode)
-            col.frombytes(raw)
+        for name, col in zip(names, self._s.columns()):     # the loop's own arrays, no copy
+            if col.typecode != c[name].typecode:
+                raise AssertionError(f"column {name}: typecode {col.typecode}, the reference's {c[name].typecode}")
             c[name] = col
         return ReplayEngine.close(self)
+
+    def _last_event_s(self) -> float:
+        """The latest finish, as :meth:`ReplayEngine._last_event_s` (Python's max) finds it, from the C loop."""
+        return self._finish_max_s
