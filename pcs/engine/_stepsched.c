@@ -1217,6 +1217,17 @@ static int new_request(Sched *s, int64_t k, double a, double kv_mark, int64_t p,
     return wq_push_back(s, ri);
 }
 
+/* the ids and prefill row of row i of f (cold: fed long ago), read at its admission: brought into cache while the
+ * one before it is admitted (at most 8 lines each) */
+static void prefetch_row(const Feed *f, Py_ssize_t i) {
+    const int64_t *off = f->b[B_OFF].buf, *poff = f->b[B_PREOFF].buf, *cap = f->b[B_CAP].buf;
+    const uint64_t *hash = f->b[B_HASH].buf;
+    for (int64_t x = off[i]; x < off[i + 1] && x < off[i] + 64; x += 8) __builtin_prefetch(hash + x, 0, 1);
+    if (!f->b[B_PRE].len) return;
+    const double *pre = (const double *)f->b[B_PRE].buf + poff[i];
+    for (int64_t x = 0; x <= cap[i] && x < 64; x += 8) __builtin_prefetch(pre + x, 0, 1);
+}
+
 /* the first request not yet in a slot (kf) into one, last in the queue, from its feed's row; its arrival taken
  * and KV-wait mark were kept in its D_E2E / D_WAIT cells (scratch until finish_columns / first_columns) */
 static int materialize(Sched *s) {
@@ -1236,8 +1247,7 @@ static int materialize(Sched *s) {
         ndh = doff[i + 1] - doff[i];
     }
     const double *pre = b[B_PRE].len ? (const double *)b[B_PRE].buf + poff[i] : NULL;
-    for (int64_t x = off[i + 1]; i + 1 < f->m && x < off[i + 2] && x < off[i + 1] + 64; x += 8)
-        __builtin_prefetch(hash + x, 0, 1);             /* the next one's ids (cold: fed long ago) */
+    if (i + 1 < f->m) prefetch_row(f, i + 1);
     s->kf++;
     return new_request(s, k, s->dc[D_E2E][k], s->dc[D_WAIT][k], p, ((const int64_t *)b[B_OUT].buf)[i], cache[i],
                        ((const int64_t *)b[B_CAP].buf)[i], hash + off[i], dh, ndh, pre);
