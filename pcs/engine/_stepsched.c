@@ -11,6 +11,8 @@
  * Python call); any other hierarchy (pcs.engine.stepclocked) through its Python methods of the same names.
  * This file does not touch the hierarchy's internals.
  * Time-series samples call back into Python (pcs.engine.series.Sampler), a few hundred times per run.
+ * A fed request waits in its feed's buffers (held by the loop) until it reaches the queue's head and takes a slot
+ * ("feeding" below); the per-request columns are array.array objects the loop grows and hands out (columns()).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>

@@ -179,7 +179,11 @@ class NativeStepEngine(StepEngine):
 
     def feed(self, chunk) -> None:
         """Replay the requests of ``chunk`` (in order, after all earlier chunks); raises ValueError as
-        :meth:`StepEngine.feed` (:func:`pcs.engine.scheduler.check_output_tokens`)."""
+        :meth:`StepEngine.feed` (:func:`pcs.engine.scheduler.check_output_tokens`).
+
+        The C loop holds the chunk's numpy columns (and the decode-block arrays) until each of its requests has
+        been admitted once: it reads a request's row when the request reaches the queue's head
+        (``_stepsched.c`` ``materialize``), so they must not be written to after the call."""
         m = len(chunk)
         cols = chunk.arrays
         if cols is None or len(cols[7]) != len(chunk.raw("prefill_s")):   # built from lists, or a decode-time table
