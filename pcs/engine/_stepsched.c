@@ -11,6 +11,8 @@
  * Python call); any other hierarchy (pcs.engine.stepclocked) through its Python methods of the same names.
  * This file does not touch the hierarchy's internals.
  * Time-series samples call back into Python (pcs.engine.series.Sampler), a few hundred times per run.
+ * A fed request waits in its feed's buffers (held by the loop) until it reaches the queue's head and takes a slot
+ * ("feeding" below); the per-request columns are array.array objects the loop grows and hands out (columns()).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -42,17 +44,23 @@ typedef struct {
     PyObject *adm, *chain;          /* Python path: the hierarchy's Admission while admitted; start()'s chain list */
     int32_t ai;                     /* C API path: its admission's index in Sched.apool while admitted, else -1 */
     int32_t rprev, rnext;           /* links of the running list (Sched.rhead) while admitted, -1 at its ends */
-    uint64_t *hashes;               /* n0 prompt block ids, then ndh decode block ids (hcap allocated) */
+    uint64_t *hashes;               /* n0 prompt block ids (copied at the first admission: the chains of later ones),
+                                       then ndh decode block ids (hcap allocated, kept for the slot's next request) */
     Py_ssize_t hcap;
-    double *pre;                    /* prefill table row: cap0 + 1 entries (in prebuf), or NULL */
-    double *prebuf;                 /* the slot's buffer for it (pcap allocated), kept for the slot's next request */
-    Py_ssize_t pcap;
+    /* until the first admission, in its feed's buffers (held until then: Sched.kpend): */
+    const uint64_t *ids0;           /* the n0 prompt block ids, the first admission's chain */
+    const double *pre;              /* the prefill table row (cap0 + 1 entries), or NULL */
 } Req;
 
 typedef struct {
     int64_t restores, blocks, nbytes, slower, slower_blocks;
     double restore_s, transfer_s, overhead_s, full_s, remaining_s;
 } Link;
+
+/* feed()'s argument buffers (B_* order), held from that call until every one of its m rows (requests k0 ..
+ * k0 + m - 1) has been taken into a request slot (materialize) */
+enum { B_ARR, B_PROMPT, B_OUT, B_CACHE, B_CAP, B_OFF, B_HASH, B_PRE, B_PREOFF, B_DECOFF, B_DEC, NB };
+typedef struct { Py_buffer b[NB]; int64_t k0, m; } Feed;
 
 typedef struct {
     PyObject_HEAD
@@ -75,7 +83,12 @@ typedef struct {
     int blocked;
     /* requests */
     Req *rq; int32_t nrq, caprq, *freel; int32_t nfree;
-    int32_t *wq; Py_ssize_t wh, wn, wcap;       /* waiting: ring buffer */
+    int32_t *wq; Py_ssize_t wh, wn, wcap;       /* waiting with a slot (preempted, or taken in): ring buffer */
+    /* waiting behind them, in arrival order: requests kf .. fed - 1, never admitted, not yet in a slot: their rows
+     * stay in the feeds' buffers (feeds[fh ..]) until they reach the queue's head, so the slots (and the memory
+     * the loop touches) are those of the running requests and the queue's head, not of the whole backlog */
+    Feed *feeds; Py_ssize_t f0, fh, nfeeds, capfeeds; int64_t kf;   /* held: feeds[f0 .. nfeeds); kf's: fh */
+    int64_t kpend;                  /* the request taken into a slot and not yet admitted (its row is read then), or -1 */
     int32_t rhead, rtail; Py_ssize_t nrun;      /* running, admission order: a list through Req.rprev / rnext */
     int32_t *pf; Py_ssize_t npf;                /* prefilling, admission order */
     int32_t *cr; int64_t *cn;                   /* a step's chunks */
@@ -86,8 +99,11 @@ typedef struct {
     double busy_s, stall_s, origin_s, area_s;
     double *bins; Py_ssize_t nbins, capbins; int bin_s;
     double *link_free; int64_t *tier_hits; Link *links;
-    /* columns */
-    int64_t *q[NQ0 + 8]; double *dc[ND]; char *trunc; Py_ssize_t ncol, capcol;
+    /* columns: array.array objects (cols, in the order of columns()) this loop writes through q / dc / trunc, their
+     * buffers (taken again each time init_columns grows them; nothing else resizes them before columns() hands
+     * them out, which ends the loop: out) */
+    int64_t *q[NQ0 + 8]; double *dc[ND]; char *trunc; Py_ssize_t ncol;
+    PyObject *cols[NQ0 + 8 + ND + 1]; int out;
     /* a fleet's one clock (StepEngine.clock_event / clock_advance): the step that began, its end due */
     int half; Py_ssize_t open_nch; double open_step;
     /* hybrid models: prefill attention as a sum of terms (set_chunk_attention), the compiled hybrid
@@ -191,13 +207,15 @@ static int hcall0(PyObject *m, PyObject *adm, PyObject *arg) {
 static int hy_tick(Sched *s) { return s->gh ? s->gh_api->tick(s->gh, s->now) : 0; }
 /* the chain start() takes on the Python path, built once per admission attempt (cached in r->chain until it is
  * admitted): the first n ids as one uint64 buffer (start_ids) or a list of ints */
+static inline const uint64_t *chain_ids(const Req *r) { return r->first ? r->ids0 : r->hashes; }
+
 static int py_chain(Sched *s, Req *r, int64_t n) {
     if (r->chain) return 0;
     if (s->start_ids) {
-        r->chain = PyBytes_FromStringAndSize((const char *)r->hashes, (Py_ssize_t)(n * 8));
+        r->chain = PyBytes_FromStringAndSize((const char *)chain_ids(r), (Py_ssize_t)(n * 8));
         return r->chain ? 0 : -1;
     }
-    r->chain = pcs_list_u64(r->hashes, n);
+    r->chain = pcs_list_u64(chain_ids(r), n);
     return r->chain ? 0 : -1;
 }
 
@@ -216,7 +234,7 @@ static int h_start(Sched *s, Req *r, int64_t n, int64_t cap, int64_t extra) {
     if (s->api) {
         if (!s->nafree) { PyErr_SetString(PyExc_AssertionError, "more admissions than max_num_seqs"); return -1; }
         r->ai = s->afree[--s->nafree];
-        int got = s->api->start(s->hobj, r->hashes, n, n, cap, extra, 1, CA(s, r));
+        int got = s->api->start(s->hobj, chain_ids(r), n, n, cap, extra, 1, CA(s, r));
         if (got <= 0) adm_release(s, r);
         return got;
     }
@@ -495,6 +513,7 @@ static void gil_take(Sched *s) {
 
 /* feed / close may run (1), or 0 with RuntimeError: the loop is running in another thread */
 static int enter(Sched *s) {
+    if (s->out) { PyErr_SetString(PyExc_RuntimeError, "the step loop has handed out its columns (columns())"); return 0; }
     if (!s->busy) return s->busy = 1;
     PyErr_SetString(PyExc_RuntimeError, "the step loop is already running (another thread)");
     return 0;
@@ -552,6 +571,9 @@ static int wq_push_front(Sched *s, int32_t r) {
     return 0;
 }
 
+/* requests waiting: in slots, then not yet taken in */
+static inline Py_ssize_t waiting(const Sched *s) { return s->wn + (Py_ssize_t)(s->fed - s->kf); }
+
 /* a is followed by b in the running list (a = -1: b is first; b = -1: a is last) */
 static void run_link(Sched *s, int32_t a, int32_t b) {
     if (a >= 0) s->rq[a].rnext = b; else s->rhead = b;
@@ -580,24 +602,56 @@ static void list_remove(int32_t *a, Py_ssize_t *n, int32_t r) {
 }
 
 /* ---------------------------------------------------------------- columns */
-static int cols_reserve(Sched *s, Py_ssize_t n) {
-    if (n <= s->capcol) return 0;
-    Py_ssize_t c = s->capcol ? s->capcol : 4096;
-    while (c < n) c *= 2;
-    for (int j = 0; j < NQ0 + s->T; j++) {
-        int64_t *a = PyMem_Realloc(s->q[j], sizeof(int64_t) * c);
-        if (!a) { PyErr_NoMemory(); return -1; }
-        s->q[j] = a;
+static PyObject *array_type;        /* array.array, imported once */
+
+/* the columns' number: NQ0 + T int64 ('q'), ND float64 ('d'), truncated (int8, 'b') */
+static int ncols(const Sched *s) { return NQ0 + s->T + ND + 1; }
+static char col_code(const Sched *s, int j) { return j < NQ0 + s->T ? 'q' : j < NQ0 + s->T + ND ? 'd' : 'b'; }
+
+/* the buffer of column j (an array.array only this loop resizes), or NULL */
+static void *col_buf(PyObject *arr) {
+    Py_buffer v;
+    if (PyObject_GetBuffer(arr, &v, PyBUF_WRITABLE) < 0) return NULL;
+    void *p = v.buf;
+    PyBuffer_Release(&v);      /* the pointer stays valid until the array is resized (init_columns) */
+    return p;
+}
+
+/* arr.frombytes(the first nbytes of buf): one copy of the initial values into the column */
+static int col_extend(PyObject *arr, const void *buf, Py_ssize_t nbytes) {
+    PyObject *mv = PyMemoryView_FromMemory((char *)buf, nbytes, PyBUF_READ);
+    PyObject *r = mv ? PyObject_CallMethod(arr, "frombytes", "O", mv) : NULL;
+    Py_XDECREF(mv);
+    Py_XDECREF(r);
+    return r ? 0 : -1;
+}
+
+/* the columns (created at the first feed) grow by m rows: 0, NaN from D_NAN_FROM on; with the GIL; 0 or -1 */
+static int init_columns(Sched *s, Py_ssize_t m) {
+    int n = ncols(s);
+    for (int j = 0; j < n && !s->cols[0 + j]; j++) {
+        char code[2] = {col_code(s, j), 0};
+        if (!(s->cols[j] = PyObject_CallFunction(array_type, "s", code))) return -1;
     }
-    for (int j = 0; j < ND; j++) {
-        double *a = PyMem_Realloc(s->dc[j], sizeof(double) * c);
-        if (!a) { PyErr_NoMemory(); return -1; }
-        s->dc[j] = a;
+    double *init = PyMem_Calloc(m ? m : 1, sizeof(double));
+    if (!init) { PyErr_NoMemory(); return -1; }
+    int rc = 0;
+    for (int j = 0; j < n && !rc; j++) {            /* the zero columns; 'b' takes m bytes of the same zeros */
+        int d = j - (NQ0 + s->T);
+        if (d < 0 || d >= ND) rc = col_extend(s->cols[j], init, d < 0 ? 8 * m : m);
+        else if (d < D_NAN_FROM) rc = col_extend(s->cols[j], init, 8 * m);
     }
-    char *t = PyMem_Realloc(s->trunc, c);
-    if (!t) { PyErr_NoMemory(); return -1; }
-    s->trunc = t; s->capcol = c;
-    return 0;
+    for (Py_ssize_t i = 0; i < m; i++) init[i] = NAN;
+    for (int d = D_NAN_FROM; d < ND && !rc; d++) rc = col_extend(s->cols[NQ0 + s->T + d], init, 8 * m);
+    PyMem_Free(init);
+    for (int j = 0; j < n && !rc; j++) {
+        void *p = col_buf(s->cols[j]);
+        if (!p) return -1;
+        int d = j - (NQ0 + s->T);
+        if (d < 0) s->q[j] = p; else if (d < ND) s->dc[d] = p; else s->trunc = p;
+    }
+    if (!rc) s->ncol += m;
+    return rc;
 }
 
 static void note_peak(Sched *s, int64_t held) { if (held > s->peak) s->peak = held; }
@@ -615,7 +669,7 @@ static void req_free(Sched *s, int32_t i) {
     adm_release(s, r);
     Py_CLEAR(r->chain);
     r->pre = NULL;
-    r->live = 0;                    /* r->hashes and r->prebuf keep their buffers for the slot's next request */
+    r->live = 0;                    /* r->hashes keeps its buffer for the slot's next request */
     s->freel[s->nfree++] = i;
 }
 
@@ -633,7 +687,7 @@ static int32_t req_new(Sched *s) {
     return s->nrq++;
 }
 
-/* StepEngine._admission: cacheable blocks (the chain: the first n of r->hashes), hit cap, extra slots, fixed */
+/* StepEngine._admission: cacheable blocks (the chain: the first n of chain_ids(r)), hit cap, extra slots, fixed */
 static int admission_args(Sched *s, Req *r, int64_t *n, int64_t *cap, int64_t *extra, int *fixed) {
     int64_t bs = s->bs, p = r->p;
     if (s->no_cache) { *n = 0; *cap = 0; }
@@ -797,6 +851,9 @@ static int admit(Sched *s, int32_t ri) {
     if (r->first) {
         if (first_columns(s, r, &ai, kept, ht < p ? ht : p, hits, th, rb, lead) < 0) return -1;
         if (s->gh && s->gh_api->first_admission(s->gh) < 0) return -1;
+        if (!s->no_cache) memcpy(r->hashes, r->ids0, sizeof(uint64_t) * r->n0);  /* in cache: start just read them */
+        r->ids0 = NULL; r->pre = NULL;
+        s->kpend = -1;                  /* its feed's row is read no more */
         r->first = 0;
         s->admitted++;
     } else {
@@ -806,22 +863,7 @@ static int admit(Sched *s, int32_t ri) {
     return 1;
 }
 
-/* The requests to admit next, brought into cache while the one before them is admitted: a queued request was
- * written when it arrived, often thousands of requests earlier. The slot of the second in the queue (ri2) is
- * prefetched; the first's (ri1, prefetched as the second at the admission before) gives its first ids and its
- * prefill row. Macros: GCC takes a function holding only prefetches for one without effect and drops its calls. */
-#define PREFETCH_SLOT(s, ri2)                                                                                 \
-    do {                                                                                                      \
-        const char *p_ = (const char *)&(s)->rq[(ri2)];                                                       \
-        for (size_t o_ = 0; o_ < sizeof(Req); o_ += 64) __builtin_prefetch(p_ + o_, 1, 1);                   \
-    } while (0)
-#define PREFETCH_ROWS(s, ri1)                                                                                 \
-    do {                                                                                                      \
-        const Req *r_ = &(s)->rq[(ri1)];                                                                      \
-        __builtin_prefetch(r_->hashes, 0, 1);                                                                 \
-        for (int64_t i_ = 0; r_->pre && i_ < r_->pcap && i_ <= r_->cap0; i_ += 8)                            \
-            __builtin_prefetch(r_->pre + i_, 0, 1);                                                           \
-    } while (0)
+static int materialize(Sched *s);
 
 /* StepEngine._compose: the prefill chunks of the step at now into s->cr / s->cn; their number or -1 */
 static Py_ssize_t compose(Sched *s) {
@@ -834,11 +876,10 @@ static Py_ssize_t compose(Sched *s) {
         s->cr[nch] = s->pf[i]; s->cn[nch++] = n;
         left -= n;
     }
-    if (!s->wn || left <= 0 || s->blocked) return nch;
-    while (s->wn && left > 0 && s->nrun < s->max_seqs) {
+    if (!waiting(s) || left <= 0 || s->blocked) return nch;
+    while (waiting(s) && left > 0 && s->nrun < s->max_seqs) {
+        if (!s->wn && materialize(s) < 0) return -1;
         int32_t ri = s->wq[s->wh];
-        if (s->wn > 2) PREFETCH_SLOT(s, s->wq[(s->wh + 2) % s->wcap]);
-        if (s->wn > 1) PREFETCH_ROWS(s, s->wq[(s->wh + 1) % s->wcap]);
         int ok = admit(s, ri);
         if (ok < 0) return -1;
         if (!ok) {
@@ -1153,49 +1194,100 @@ static int run_until(Sched *s, double t) {
 }
 
 /* ---------------------------------------------------------------- feeding */
-static int new_request(Sched *s, int64_t k, double a, int64_t p, int64_t o, int64_t n0, int64_t cap0,
-                       const uint64_t *ids, const uint64_t *dh, int64_t ndh, const double *pre) {
+/* request k in a slot, last in the queue: arrival taken a, KV-wait mark kv_mark (both as at its feed) */
+static int new_request(Sched *s, int64_t k, double a, double kv_mark, int64_t p, int64_t o, int64_t n0,
+                       int64_t cap0, const uint64_t *ids, const uint64_t *dh, int64_t ndh, const double *pre) {
     int32_t ri = req_new(s);
     if (ri < 0) return -1;
     Req *r = &s->rq[ri];
-    uint64_t *hashes = r->hashes;   /* the slot's buffers, reused */
-    double *prebuf = r->prebuf;
-    Py_ssize_t hcap = r->hcap, pcap = r->pcap;
+    uint64_t *hashes = r->hashes;   /* the slot's buffer, reused */
+    Py_ssize_t hcap = r->hcap;
     memset(r, 0, sizeof *r);
-    r->hashes = hashes; r->hcap = hcap; r->prebuf = prebuf; r->pcap = pcap; r->ai = -1;
+    r->hashes = hashes; r->hcap = hcap; r->ai = -1; r->ids0 = ids; r->pre = pre;
     r->k = k; r->arrival = a; r->p0 = r->p = p; r->o = o; r->n0 = n0; r->cap0 = cap0; r->ndh = ndh;
     r->land = -INFINITY; r->ttft = NAN; r->first = 1; r->grows = 1; r->live = 1;
     r->ep = ++s->epochs;
-    r->kv_mark = s->kv_acc + (s->kv_since >= 0 ? s->now - s->kv_since : 0.0);
+    r->kv_mark = kv_mark;
     int64_t nid = s->no_cache && !ndh ? 0 : n0;   /* the no-cache run looks up no block (admission_args: n = 0) */
     if (nid + ndh + 1 > r->hcap) {
         PyMem_Free(r->hashes);
         r->hcap = nid + ndh + 1;
         if (!(r->hashes = PyMem_Malloc(sizeof(uint64_t) * r->hcap))) { r->hcap = 0; PyErr_NoMemory(); return -1; }
     }
-    memcpy(r->hashes, ids, sizeof(uint64_t) * nid);
-    if (ndh) memcpy(r->hashes + n0, dh, sizeof(uint64_t) * ndh);
-    if (pre) {
-        int64_t npre = s->no_cache ? 1 : cap0 + 1;   /* the no-cache run keeps no hit: it reads pre[0] only */
-        if (npre > r->pcap) {
-            PyMem_Free(r->prebuf);
-            r->pcap = npre;
-            if (!(r->prebuf = PyMem_Malloc(sizeof(double) * r->pcap))) { r->pcap = 0; PyErr_NoMemory(); return -1; }
-        }
-        r->pre = r->prebuf;
-        memcpy(r->pre, pre, sizeof(double) * npre);
-    }
+    if (ndh) memcpy(r->hashes + n0, dh, sizeof(uint64_t) * ndh);   /* read up to its finish: kept */
+    s->kpend = k;
     return wq_push_back(s, ri);
 }
 
-enum { B_ARR, B_PROMPT, B_OUT, B_CACHE, B_CAP, B_OFF, B_HASH, B_PRE, B_PREOFF, B_DECOFF, B_DEC, NB };
+/* the ids and prefill row of row i of f (cold: fed long ago), read at its admission: brought into cache while the
+ * one before it is admitted (at most 8 lines each) */
+static void prefetch_row(const Feed *f, Py_ssize_t i) {
+    const int64_t *off = f->b[B_OFF].buf, *poff = f->b[B_PREOFF].buf, *cap = f->b[B_CAP].buf;
+    const uint64_t *hash = f->b[B_HASH].buf;
+    for (int64_t x = off[i]; x < off[i + 1] && x < off[i] + 64; x += 8) __builtin_prefetch(hash + x, 0, 1);
+    if (!f->b[B_PRE].len) return;
+    const double *pre = (const double *)f->b[B_PRE].buf + poff[i];
+    for (int64_t x = 0; x <= cap[i] && x < 64; x += 8) __builtin_prefetch(pre + x, 0, 1);
+}
 
-static int feed_rows(Sched *s, Py_buffer *b, Py_ssize_t m) {
-    const double *arr = b[B_ARR].buf, *pre = b[B_PRE].buf;
-    const int64_t *prompt = b[B_PROMPT].buf, *out = b[B_OUT].buf, *cache = b[B_CACHE].buf, *cap = b[B_CAP].buf;
-    const int64_t *off = b[B_OFF].buf, *poff = b[B_PREOFF].buf, *doff = b[B_DECOFF].buf;
-    const uint64_t *hash = b[B_HASH].buf, *dec = b[B_DEC].buf;
-    int has_pre = b[B_PRE].len > 0, has_dec = b[B_DECOFF].len > 0;
+/* the first request not yet in a slot (kf) into one, last in the queue, from its feed's row; its arrival taken
+ * and KV-wait mark were kept in its D_E2E / D_WAIT cells (scratch until finish_columns / first_columns) */
+static int materialize(Sched *s) {
+    int64_t k = s->kf;
+    if (s->kpend >= 0) { PyErr_SetString(PyExc_AssertionError, "a request taken in and not admitted"); return -1; }
+    while (k >= s->feeds[s->fh].k0 + s->feeds[s->fh].m) s->fh++;
+    const Feed *f = &s->feeds[s->fh];
+    const Py_buffer *b = f->b;
+    Py_ssize_t i = k - f->k0;
+    const int64_t *prompt = b[B_PROMPT].buf, *cache = b[B_CACHE].buf, *off = b[B_OFF].buf;
+    const int64_t *doff = b[B_DECOFF].buf, *poff = b[B_PREOFF].buf;
+    const uint64_t *hash = b[B_HASH].buf;
+    int64_t p = prompt[i], ndh = 0;
+    const uint64_t *dh = NULL;
+    if (b[B_DECOFF].len && cache[i] == floordiv(p, s->bs)) {
+        dh = (const uint64_t *)b[B_DEC].buf + doff[i];
+        ndh = doff[i + 1] - doff[i];
+    }
+    const double *pre = b[B_PRE].len ? (const double *)b[B_PRE].buf + poff[i] : NULL;
+    if (i + 1 < f->m) prefetch_row(f, i + 1);
+    s->kf++;
+    return new_request(s, k, s->dc[D_E2E][k], s->dc[D_WAIT][k], p, ((const int64_t *)b[B_OUT].buf)[i], cache[i],
+                       ((const int64_t *)b[B_CAP].buf)[i], hash + off[i], dh, ndh, pre);
+}
+
+/* the feeds whose rows are all in slots: buffers released (with the GIL); the held ones move to the front once
+ * half the array is released ones (a fleet feeds one request a call: amortised O(1) per feed) */
+static void feeds_release(Sched *s) {
+    int64_t done = s->kpend >= 0 ? s->kpend : s->kf;      /* rows before it are read no more */
+    while (s->f0 < s->nfeeds && done >= s->feeds[s->f0].k0 + s->feeds[s->f0].m) {
+        for (int j = 0; j < NB; j++) PyBuffer_Release(&s->feeds[s->f0].b[j]);
+        s->f0++;
+    }
+    if (s->fh < s->f0) s->fh = s->f0;
+    if (!s->f0 || s->f0 < s->nfeeds - s->f0) return;
+    memmove(s->feeds, s->feeds + s->f0, sizeof(Feed) * (size_t)(s->nfeeds - s->f0));
+    s->nfeeds -= s->f0;
+    s->fh -= s->f0;
+    s->f0 = 0;
+}
+
+/* feed()'s buffers b (m rows) held as the next feed (the call's references move there); 0 or -1 */
+static int feeds_push(Sched *s, Py_buffer *b, Py_ssize_t m) {
+    if (s->nfeeds == s->capfeeds) {
+        Py_ssize_t c = s->capfeeds ? 2 * s->capfeeds : 8;
+        Feed *a = PyMem_Realloc(s->feeds, sizeof(Feed) * (size_t)c);
+        if (!a) { PyErr_NoMemory(); return -1; }
+        s->feeds = a; s->capfeeds = c;
+    }
+    Feed *f = &s->feeds[s->nfeeds++];
+    memcpy(f->b, b, sizeof(Py_buffer) * NB);
+    f->k0 = s->fed; f->m = m;
+    return 0;
+}
+
+/* the m rows of the last feed arrive in order: the clock runs to each arrival, then it waits, not yet in a slot */
+static int feed_rows(Sched *s, const Py_buffer *b, Py_ssize_t m) {
+    const double *arr = b[B_ARR].buf;
     if (!s->fed && m) s->origin_s = arr[0];
     for (Py_ssize_t i = 0; i < m; i++) {
         double a = arr[i];
@@ -1206,25 +1298,12 @@ static int feed_rows(Sched *s, Py_buffer *b, Py_ssize_t m) {
             if (s->now < a && idle(s, a) < 0) return -1;
         }
         if (a >= s->next_sample && take(s, a) < 0) return -1;
-        int64_t p = prompt[i], ndh = 0;
-        const uint64_t *dh = NULL;
-        if (has_dec && cache[i] == floordiv(p, s->bs)) { dh = dec + doff[i]; ndh = doff[i + 1] - doff[i]; }
-        if (new_request(s, s->fed, a, p, out[i], cache[i], cap[i], hash + off[i], dh, ndh,
-                        has_pre ? pre + poff[i] : NULL) < 0) return -1;
+        s->dc[D_E2E][s->fed] = a;
+        s->dc[D_WAIT][s->fed] = s->kv_acc + (s->kv_since >= 0 ? s->now - s->kv_since : 0.0);
         s->fed++;
         s->area_s += s->now - a;
         s->in_system++;
     }
-    return 0;
-}
-
-static int init_columns(Sched *s, Py_ssize_t m) {
-    if (cols_reserve(s, s->ncol + m) < 0) return -1;
-    Py_ssize_t lo = s->ncol, hi = s->ncol + m;
-    for (int j = 0; j < NQ0 + s->T; j++) memset(s->q[j] + lo, 0, sizeof(int64_t) * m);
-    for (int j = 0; j < ND; j++) for (Py_ssize_t i = lo; i < hi; i++) s->dc[j][i] = j >= D_NAN_FROM ? NAN : 0.0;
-    memset(s->trunc + lo, 0, m);
-    s->ncol = hi;
     return 0;
 }
 
@@ -1260,14 +1339,17 @@ static PyObject *sched_feed(Sched *s, PyObject *args) {
     if (bs < 1 || (s->bs && bs != s->bs)) PyErr_SetString(PyExc_ValueError, "feed: block sizes differ or < 1");
     else if (check_buffers(b, m) == 0 && enter(s)) {
         s->bs = bs;
-        if (init_columns(s, m) == 0) {
+        feeds_release(s);
+        if (init_columns(s, m) == 0 && feeds_push(s, b, m) == 0) {
+            memset(b, 0, sizeof b);         /* held by the feed now */
             gil_release(s);
-            rc = feed_rows(s, b, m);
+            rc = feed_rows(s, s->feeds[s->nfeeds - 1].b, m);
             gil_take(s);
+            feeds_release(s);
         }
         s->busy = 0;
     }
-    for (int j = 0; j < NB; j++) PyBuffer_Release(&b[j]);
+    for (int j = 0; j < NB; j++) if (b[j].obj) PyBuffer_Release(&b[j]);
     if (rc < 0) return NULL;
     Py_RETURN_NONE;
 }
@@ -1277,7 +1359,7 @@ static PyObject *sched_feed(Sched *s, PyObject *args) {
    None = nothing to do until a request arrives (no restore is pending here: layerwise only) */
 static PyObject *sched_clock_event(Sched *s, PyObject *unused) {
     if (s->half) return Py_BuildValue("(di)", s->now, 0);
-    if (s->wn || s->nrun) return Py_BuildValue("(di)", s->now, 1);
+    if (waiting(s) || s->nrun) return Py_BuildValue("(di)", s->now, 1);
     Py_RETURN_NONE;
 }
 
@@ -1305,8 +1387,9 @@ static PyObject *sched_close(Sched *s, PyObject *unused) {
     int rc = run_until(s, INFINITY);
     gil_take(s);
     s->busy = 0;
+    feeds_release(s);
     if (rc < 0) return NULL;
-    if (s->wn || s->nrun) { PyErr_SetString(PyExc_AssertionError, "a request could never finish"); return NULL; }
+    if (waiting(s) || s->nrun) { PyErr_SetString(PyExc_AssertionError, "a request could never finish"); return NULL; }
     return PyFloat_FromDouble(s->now);
 }
 
@@ -1321,24 +1404,31 @@ static PyObject *sched_state(Sched *s, PyObject *unused) {
         PyList_SET_ITEM(lf, j, PyFloat_FromDouble(s->link_free[j]));
         if (!PyList_GET_ITEM(res, j)) { Py_DECREF(res); Py_DECREF(rb); Py_DECREF(lf); return NULL; }
     }
-    return Py_BuildValue("(LnNNNn)", (long long)s->admitted, s->wn, res, rb, lf, s->nrun);
+    return Py_BuildValue("(LnNNNn)", (long long)s->admitted, waiting(s), res, rb, lf, s->nrun);
 }
 
-/* the per-request columns as bytes: int64 ones (then one per tier), float64 ones, truncated (int8) */
+/* the per-request columns, handed out without a copy (array.array: int64 ones, then one per tier, float64 ones,
+ * truncated int8; order = stepnative.py's); the loop then takes no more requests (out) */
 static PyObject *sched_columns(Sched *s, PyObject *unused) {
-    PyObject *l = PyList_New(NQ0 + s->T + ND + 1);
+    if (!s->cols[0] && init_columns(s, 0) < 0) return NULL;
+    PyObject *l = PyList_New(ncols(s));
     if (!l) return NULL;
-    int x = 0;
-    for (int j = 0; j < NQ0 + s->T; j++)
-        PyList_SET_ITEM(l, x++, PyBytes_FromStringAndSize((char *)s->q[j], sizeof(int64_t) * s->ncol));
-    for (int j = 0; j < ND; j++)
-        PyList_SET_ITEM(l, x++, PyBytes_FromStringAndSize((char *)s->dc[j], sizeof(double) * s->ncol));
-    PyList_SET_ITEM(l, x++, PyBytes_FromStringAndSize(s->trunc, s->ncol));
-    for (int j = 0; j < x; j++) if (!PyList_GET_ITEM(l, j)) { Py_DECREF(l); return NULL; }
+    for (int j = 0; j < ncols(s); j++) { Py_INCREF(s->cols[j]); PyList_SET_ITEM(l, j, s->cols[j]); }
+    s->out = 1;
     return l;
 }
 
-/* the SchedulerCounters fields, the ledger's peak and tier hits, and per tier its link's counters */
+/* the latest finish_s, as Python's max() over the column finds it (the first of equal values; every row is
+ * finished after close), or None without rows: the end state's sample time (ReplayEngine.close) */
+static PyObject *finish_max(const Sched *s) {
+    if (!s->ncol) Py_RETURN_NONE;
+    const double *f = s->dc[D_FINISH];
+    double m = f[0];
+    for (Py_ssize_t i = 1; i < s->ncol; i++) if (f[i] > m) m = f[i];
+    return PyFloat_FromDouble(m);
+}
+
+/* the SchedulerCounters fields, the ledger's peak and tier hits, per tier its link's counters, the latest finish */
 static PyObject *sched_counters(Sched *s, PyObject *unused) {
     PyObject *bins = PyList_New(s->nbins), *th = PyList_New(s->T), *lk = PyList_New(s->T);
     if (!bins || !th || !lk) { Py_XDECREF(bins); Py_XDECREF(th); Py_XDECREF(lk); return NULL; }
@@ -1350,7 +1440,7 @@ static PyObject *sched_counters(Sched *s, PyObject *unused) {
                         (long long)k->nbytes, k->restore_s, k->transfer_s, k->overhead_s, k->full_s,
                         k->remaining_s, (long long)k->slower, (long long)k->slower_blocks));
     }
-    return Py_BuildValue("{sLsLsdsdsNsdsLsLsLsLsLsLsLsdsisLsNsN}", "steps", (long long)s->steps,
+    return Py_BuildValue("{sLsLsdsdsNsdsLsLsLsLsLsLsLsdsisLsNsNsN}", "steps", (long long)s->steps,
                          "prefill_steps", (long long)s->prefill_steps, "busy_s", s->busy_s, "stall_s", s->stall_s,
                          "busy_per_s", bins, "origin_s", s->origin_s, "preemptions", (long long)s->preemptions,
                          "recompute_tokens", (long long)s->recompute_tokens,
@@ -1358,7 +1448,7 @@ static PyObject *sched_counters(Sched *s, PyObject *unused) {
                          "restores_skipped", (long long)s->skipped, "decode_blocks_cached", (long long)s->decode_cached,
                          "requests_outgrown", (long long)s->outgrown,
                          "in_system_area_s", s->area_s, "bin_s", s->bin_s, "peak_reserved_blocks", (long long)s->peak,
-                         "tier_hit_blocks", th, "links", lk);
+                         "tier_hit_blocks", th, "links", lk, "finish_max_s", finish_max(s));
 }
 
 /* ---------------------------------------------------------------- the type */
@@ -1438,7 +1528,7 @@ static int sched_init(Sched *s, PyObject *args, PyObject *kw) {
     }
     s->T = (int)T; s->budget = budget; s->max_seqs = seqs; s->max_preempt = maxp; s->layers = layers;
     s->fallback = fallback; s->last_token = last_token; s->no_cache = no_cache; s->skip = skip;
-    s->now = 0.0; s->next_sample = s->last_arrival = -INFINITY; s->kv_since = -1.0; s->bin_s = 1;
+    s->now = 0.0; s->next_sample = s->last_arrival = -INFINITY; s->kv_since = -1.0; s->bin_s = 1; s->kpend = -1;
     Py_INCREF(take); s->take = take;
     Py_INCREF(resident); s->resident = resident;     /* before hier_methods: it checks the callback too */
     if (sched_alloc(s) < 0 || hier_methods(s, h) < 0 || seq_doubles(setup, s->T, s->setup) < 0
@@ -1499,17 +1589,16 @@ static void sched_dealloc(Sched *s) {
         Req *r = &s->rq[i];
         if (r->live) { Py_CLEAR(r->adm); Py_CLEAR(r->chain); }
         PyMem_Free(r->hashes);
-        PyMem_Free(r->prebuf);
     }
     for (int64_t i = 0; s->apool && s->api && i <= s->max_seqs; i++) s->api->adm_free(&s->apool[i]);
     PyMem_Free(s->apool); PyMem_Free(s->afree);
+    for (Py_ssize_t x = s->f0; x < s->nfeeds; x++) for (int j = 0; j < NB; j++) PyBuffer_Release(&s->feeds[x].b[j]);
+    PyMem_Free(s->feeds);
     PyMem_Free(s->rq); PyMem_Free(s->freel); PyMem_Free(s->wq); PyMem_Free(s->pf);
     PyMem_Free(s->cr); PyMem_Free(s->cn); PyMem_Free(s->fin.a); PyMem_Free(s->blk.a); PyMem_Free(s->bins);
     PyMem_Free(s->setup); PyMem_Free(s->bw); PyMem_Free(s->iops); PyMem_Free(s->bpb); PyMem_Free(s->link_free);
     PyMem_Free(s->tier_hits); PyMem_Free(s->links);
-    for (int j = 0; j < NQ0 + 8; j++) PyMem_Free(s->q[j]);
-    for (int j = 0; j < ND; j++) PyMem_Free(s->dc[j]);
-    PyMem_Free(s->trunc);
+    for (int j = 0; j < NQ0 + 8 + ND + 1; j++) Py_XDECREF(s->cols[j]);
     Py_XDECREF(s->m_start); Py_XDECREF(s->m_done); Py_XDECREF(s->m_finish); Py_XDECREF(s->m_grow);
     Py_XDECREF(s->m_abort); Py_XDECREF(s->m_extend); Py_XDECREF(s->m_held); Py_XDECREF(s->take);
     Py_XDECREF(s->resident); Py_XDECREF(s->hobj); Py_XDECREF(s->gh);
@@ -1567,6 +1656,10 @@ PyMODINIT_FUNC PyInit__stepsched(void) {
     s_prefix = PyUnicode_InternFromString("prefix_hit_blocks");
     s_trunc = PyUnicode_InternFromString("truncated");
     s_rbytes = PyUnicode_InternFromString("restored_bytes_per_tier");
+    PyObject *arr = PyImport_ImportModule("array");
+    array_type = arr ? PyObject_GetAttrString(arr, "array") : NULL;
+    Py_XDECREF(arr);
+    if (!array_type) return NULL;
     PyObject *m = PyModule_Create(&moddef);
     if (!m) return NULL;
     Py_INCREF(&SchedType);

@@ -274,7 +274,7 @@ class ReplayEngine:
             assert not self._queue, "a request could never be admitted"
         self._flush()
         if self.sampler.t0 is not None:  # the end state, at the first boundary after the last event
-            end = max(self._cols["finish_s" if self.timing == "modeled" else "arrival_s"])
+            end = self._last_event_s()
             self.sampler.take(self.sampler.take(max(end, self.sampler.t0), self._snapshot), self._snapshot)
         c = self._cols
         L = self.ledger
@@ -291,6 +291,11 @@ class ReplayEngine:
         L.requests_waited = int((col("wait_s", np.float64) > 0).sum())
         L.tier_hit_tokens = [int(col(f"hit_tokens_{t.name}", np.int64).sum()) for t in self.h.tiers]
         return EngineResult(L, dict(c), self.sampler)
+
+    def _last_event_s(self) -> float:
+        """The time of the run's last event (s, trace clock): the latest finish (modeled) or arrival (sequential);
+        called with at least one request."""
+        return max(self._cols["finish_s" if self.timing == "modeled" else "arrival_s"])
 
     def _snapshot(self) -> tuple:
         """The state a time-series sample keeps (:class:`pcs.engine.series.Sampler`): requests admitted

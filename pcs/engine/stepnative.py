@@ -13,7 +13,6 @@ Which loop runs is decided by the engine-selection table (:mod:`pcs.engine.selec
 """
 from __future__ import annotations
 
-from array import array
 from contextlib import contextmanager
 
 import numpy as np
@@ -180,7 +179,11 @@ class NativeStepEngine(StepEngine):
 
     def feed(self, chunk) -> None:
         """Replay the requests of ``chunk`` (in order, after all earlier chunks); raises ValueError as
-        :meth:`StepEngine.feed` (:func:`pcs.engine.scheduler.check_output_tokens`)."""
+        :meth:`StepEngine.feed` (:func:`pcs.engine.scheduler.check_output_tokens`).
+
+        The C loop holds the chunk's numpy columns (and the decode-block arrays) until each of its requests has
+        been admitted once: it reads a request's row when the request reaches the queue's head
+        (``_stepsched.c`` ``materialize``), so they must not be written to after the call."""
         m = len(chunk)
         cols = chunk.arrays
         if cols is None or len(cols[7]) != len(chunk.raw("prefill_s")):   # built from lists, or a decode-time table
@@ -212,9 +215,14 @@ class NativeStepEngine(StepEngine):
         for lk, values in zip(L.links, got["links"]):
             for name, v in zip(_LINK_FIELDS, values):
                 setattr(lk, name, v)
+        self._finish_max_s = got["finish_max_s"]
         names = _Q_COLS + tuple(f"hit_tokens_{t.name}" for t in self.h.tiers) + _D_COLS + ("truncated",)
-        for name, raw in zip(names, self._s.columns()):
-            col = array(c[name].typecode)
-            col.frombytes(raw)
+        for name, col in zip(names, self._s.columns()):     # the loop's own arrays, no copy
+            if col.typecode != c[name].typecode:
+                raise AssertionError(f"column {name}: typecode {col.typecode}, the reference's {c[name].typecode}")
             c[name] = col
         return ReplayEngine.close(self)
+
+    def _last_event_s(self) -> float:
+        """The latest finish, as :meth:`ReplayEngine._last_event_s` (Python's max) finds it, from the C loop."""
+        return self._finish_max_s

@@ -85,7 +85,13 @@ def _run(cls, reqs, caps, cost, links, kw):
     eng = cls(h, links, kw["block_bytes"], cost, cfg, kw["last_token"], dec, no_cache=kw["no_cache"], skip=kw["skip"])
     tm = TimeModel(kw["prefill"]) if kw["prefill"] is not None else None
     for ch in iter_chunks(reqs, rules, tm, False):
-        eng.feed(ch)
+        if kw.get("one_by_one"):     # a fleet's one clock feeds one request a call (pcs.fleet.stepclock._one)
+            from pcs.fleet.stepclock import _one
+
+            for r in range(len(ch)):
+                eng.feed(_one(ch, r))
+        else:
+            eng.feed(ch)
     return eng, eng.close()
 
 
@@ -134,6 +140,44 @@ def test_c_api_calls_equal_python_method_calls(run):
     py = _run(stepnative.NativeStepEngine, reqs, caps, cost, links, dict(kw, wrap=True))
     assert c[0]._s.c_api is True and py[0]._s.c_api is False
     _assert_same(py, c)
+
+
+@settings(max_examples=60, deadline=None)
+@given(runs())
+def test_feeding_one_request_a_call_equals_feeding_chunks(run):
+    # the C loop holds each feed's buffers until its requests have reached the queue's head (their rows are read
+    # then, not copied at the feed): a request waiting across later feeds -- one request a call, as a fleet feeds
+    # -- must replay as when its whole chunk came at once, and as the Python reference
+    from pcs.engine.scheduler import StepEngine
+
+    reqs, caps, cost, links, kw = run
+    kw = dict(kw, prefill=kw["prefill"] or _Prefill(7e-6, 1e-9))     # a fleet's chunks have prefill tables
+    one = _run(stepnative.NativeStepEngine, reqs, caps, cost, links, dict(kw, one_by_one=True))
+    _assert_same(_run(StepEngine, reqs, caps, cost, links, kw), one)
+    _assert_same(_run(stepnative.NativeStepEngine, reqs, caps, cost, links, kw), one)
+
+
+def test_the_columns_are_the_loops_own_arrays_handed_out_once():
+    # close() takes the C loop's per-request columns as they are (array.array, no copy): one per request, of the
+    # reference's types ('q' int64, 'd' float64, 'b' truncated), and the loop then refuses to run on (it no longer
+    # owns the arrays it would grow)
+    from helpers import req
+    from pcs.compute import StepCost
+
+    reqs = [req([7 * k, 7 * k + 1], 0.5 * k, prompt=32, out=3, bs=16) for k in range(3)]
+    cost = StepCost(weights_active_s=3e-5, weights_total_s=1e-3, kv_seq_s=1e-6, kv_token_s=3e-8, token_s=7e-6,
+                    attn_seq_s=2e-6, attn_token_s=1e-8, attn_pair_s=3e-10, layers=80)
+    kw = dict(budget=64, seqs=8, fallback=True, max_preemptions=2, decode=False, skip=True, write_policy="back",
+              no_cache=False, block_bytes=[0], prefill=None, last_token=True)
+    eng, res = _run(stepnative.NativeStepEngine, reqs, [16], cost, [None], kw)
+    for name in ("hit_blocks", "ttft_s", "truncated", "tpot_s", "hit_tokens_gpu"):
+        col = res.columns[name]
+        assert len(col) == 3 and col.typecode == {"truncated": "b"}.get(name, "d" if name.endswith("_s") else "q")
+    # 3 requests of 32 tokens 0.5 s apart, 3 output tokens each: 3 steps of at most ~1.1 ms each (weights 1 ms, the
+    # rest microseconds), so each finishes within 0.1 s of its arrival, before the next one arrives
+    assert all(a < f < a + 0.1 for f, a in zip(res.columns["finish_s"], (0.0, 0.5, 1.0)))
+    with pytest.raises(RuntimeError, match="handed out its columns"):
+        eng._s.close()
 
 
 def test_preemption_and_decode_blocks_equal_reference():
