@@ -157,32 +157,55 @@ static int lvl_of(GH *s, Key k) {
     return -1;
 }
 
-/* Tier._evict: n victims, first victim first, appended to out (may be NULL); pages counted out */
+/* lvl_of through one memo per level (m[MAXL], PMEMO_INIT each): the pages of a block find its records once */
+static int lvl_of_memo(GH *s, Key k, PMemo *m) {
+    for (int j = 0; j < s->L; j++) if (pt_find_memo(&s->tier[j], k, &m[j]) >= 0) return j;
+    return -1;
+}
+#define LEVEL_MEMOS(m) PMemo m[MAXL]; for (int j_ = 0; j_ < MAXL; j_++) m[j_] = (PMemo)PMEMO_INIT
+
+/* Tier._evict: n victims, first victim first, appended to out (may be NULL); pages counted out. The victims are
+ * the LRU list's first n entries: each is deleted (its record with its last page, in victim order as the
+ * reference's deletions), then the list is cut once after the last (no unlink per page) */
 static int t_evict(GH *s, int j, Py_ssize_t n, KV *out) {
     PTier *t = &s->tier[j];
     if (n <= 0) return 0;
-    int32_t ahead = t->head;        /* the victim after the next: its block record fetched early (no change of result) */
-    if (ahead >= 0) ahead = t->ent[ahead].next;
+    if (out && out->n + n > out->cap && PCS_GROW(out->a, &out->cap, out->n + n, 16) < 0) return -1;
+    Key *o = out ? out->a + out->n : NULL;
+    long long gone[MAXG] = {0};
+    const int sh = t->shift;
+    const int32_t pm = (1 << sh) - 1;
+    int32_t e = t->head, ahead = e >= 0 ? t->ent[e].next : -1;   /* the victim after the next: fetched early */
     for (Py_ssize_t i = 0; i < n; i++) {
-        int32_t e = t->head;
         if (ahead >= 0) {
-            __builtin_prefetch(&t->blk.ent[ahead >> t->shift]);
+            __builtin_prefetch(&t->blk.ent[ahead >> sh]);
             ahead = t->ent[ahead].next;
             if (ahead >= 0) __builtin_prefetch(&t->ent[ahead]);
         }
-        Key k = pt_key(t, e);
-        pt_unlink(t, e);
-        pt_del(t, e);
-        s->rp[j][GROUP_OF(k)]--;
-        if (out && kv_push(out, k) < 0) return -1;
+        int32_t r = e >> sh, nx = t->ent[e].next;
+        BRec *rec = &t->blk.ent[r];
+        uint32_t g = rec->g;
+        if (o) o[i] = (Key){rec->h, g << 16 | (uint32_t)(e & pm)};
+        gone[g]++;
+        t->ent[e].pin = PT_ABSENT;
+        if (--rec->pin == 0) bt_del(&t->blk, r);
+        e = nx;
     }
+    t->head = e;
+    if (e >= 0) t->ent[e].prev = -1;
+    else t->tail = -1;
+    t->held -= n;
+    t->nres -= n;
+    for (int g = 0; g < s->G; g++) s->rp[j][g] -= gone[g];
+    if (out) out->n += n;
     t->evicted += n;
     return 0;
 }
 
 static void t_pin(PTier *t, const KV *v) {
+    PMemo m = PMEMO_INIT;
     for (Py_ssize_t i = 0; i < v->n; i++) {
-        int32_t e = pt_find(t, v->a[i]);
+        int32_t e = pt_find_memo(t, v->a[i], &m);
         if (t->ent[e].pin == 0) pt_unlink(t, e);
         t->ent[e].pin++;
     }
@@ -190,15 +213,17 @@ static void t_pin(PTier *t, const KV *v) {
 
 /* Tier.unpin of the keys in reverse order (the reference passes keys[::-1]) */
 static void t_unpin_rev(PTier *t, const KV *v) {
+    PMemo m = PMEMO_INIT;
     for (Py_ssize_t i = v->n - 1; i >= 0; i--) {
-        int32_t e = pt_find(t, v->a[i]);
+        int32_t e = pt_find_memo(t, v->a[i], &m);
         if (--t->ent[e].pin == 0) pt_append(t, e);
     }
 }
 
 static Py_ssize_t t_count_evictable(PTier *t, const KV *v) {
     Py_ssize_t c = 0;
-    for (Py_ssize_t i = 0; i < v->n; i++) c += t->ent[pt_find(t, v->a[i])].pin == 0;
+    PMemo m = PMEMO_INIT;
+    for (Py_ssize_t i = 0; i < v->n; i++) c += t->ent[pt_find_memo(t, v->a[i], &m)].pin == 0;
     return c;
 }
 
@@ -215,10 +240,11 @@ static int t_reserve(GH *s, Py_ssize_t n, KV *victims) {
 static Py_ssize_t t_fill(GH *s, const KV *v) {
     PTier *t = &s->tier[0];
     Py_ssize_t added = 0;
+    PMemo m = PMEMO_INIT;
     for (Py_ssize_t i = 0; i < v->n; i++) {
-        int32_t e = pt_find(t, v->a[i]);
+        int32_t e = pt_find_memo(t, v->a[i], &m);
         if (e < 0) {
-            if (pt_add(t, v->a[i], 1) < 0) return -1;
+            if (pt_add_memo(t, v->a[i], 1, &m) < 0) return -1;
             added++;
             s->rp[0][GROUP_OF(v->a[i])]++;
         } else {
@@ -234,8 +260,9 @@ static Py_ssize_t t_fill(GH *s, const KV *v) {
 
 /* Tier.touch of the keys in reverse order: unpinned ones move to the LRU end */
 static void t_touch_rev(PTier *t, const KV *v) {
+    PMemo m = PMEMO_INIT;
     for (Py_ssize_t i = v->n - 1; i >= 0; i--) {
-        int32_t e = pt_find(t, v->a[i]);
+        int32_t e = pt_find_memo(t, v->a[i], &m);
         if (e >= 0 && t->ent[e].pin == 0) {
             pt_unlink(t, e);
             pt_append(t, e);
@@ -267,21 +294,26 @@ static Py_ssize_t t_insert(GH *s, int j, const KV *v, KV *out) {
         s->eidx = x;
         s->ecap = v->n;
     }
+    PMemo m = PMEMO_INIT;
     for (Py_ssize_t i = ncut; i < v->n; i++) {
-        int32_t e = s->eidx[i] = pt_find(t, v->a[i]);
+        int32_t e = s->eidx[i] = pt_find_memo(t, v->a[i], &m);
         if (e < 0) fresh++;
         else if (t->ent[e].pin == 0) pt_unlink(t, e);
     }
     if (t_evict(s, j, fresh - pt_free_slots(t), out) < 0) return -1;
+    m = (PMemo)PMEMO_INIT;     /* the evictions may have deleted records */
+    long long added[MAXG] = {0};
     for (Py_ssize_t i = ncut; i < v->n; i++) {
         int32_t e = s->eidx[i];
         if (e < 0) {
-            if ((e = pt_add(t, v->a[i], 0)) < 0) return -1;
-            int g = GROUP_OF(v->a[i]);
-            s->rp[j][g]++;
-            if (j) s->written[j][g]++;
+            if ((e = pt_add_memo(t, v->a[i], 0, &m)) < 0) return -1;
+            added[GROUP_OF(v->a[i])]++;
         }
         if (t->ent[e].pin == 0) pt_append(t, e);
+    }
+    for (int g = 0; g < s->G; g++) {
+        s->rp[j][g] += added[g];
+        if (j) s->written[j][g] += added[g];
     }
     t->inserted += fresh;
     pt_peaks(t);
@@ -359,9 +391,10 @@ static long long hold_blocks(GH *s, int g) {
 static int tier_of(GH *s, int g, Py_ssize_t i) {
     if (g == 0 && i < s->nt0) return s->t0[i];
     int worst = 0;
+    LEVEL_MEMOS(m);
     for (long long p = 0; p < s->pages[g]; p++) {
         Key k = {s->head[i], (uint32_t)(g << 16 | p)};
-        int t = lvl_of(s, k);
+        int t = lvl_of_memo(s, k, m);
         if (t < 0) return -1;
         if (t > worst) worst = t;
     }
@@ -445,9 +478,10 @@ static Key key_of(GH *s, Py_ssize_t i, int g, long long p) {
 
 /* GroupHierarchy._read: block i of group g is read: its GPU pages pinned, the others restored */
 static int d_read(GH *s, int g, Py_ssize_t i, long long keep) {
+    LEVEL_MEMOS(m);
     for (long long p = 0; p < s->pages[g]; p++) {
         Key k = key_of(s, i, g, p);
-        int t = lvl_of(s, k);
+        int t = lvl_of_memo(s, k, m);
         if (t > s->where[i]) s->where[i] = t;
         if (kv_push(i >= keep ? &s->hold[g] : &s->release[g], k) < 0) return -1;
         if (t == 0 ? kv_push(&s->pin_now, k) < 0 : push_rest(s, k, i, g, t) < 0) return -1;
@@ -469,13 +503,15 @@ static int d_full(GH *s, Py_ssize_t k, Py_ssize_t lead) {
         }
     } else {
         for (Py_ssize_t i = 0; i < k; i++) if (d_read(s, 0, i, 0) < 0) return -1;
-        for (Py_ssize_t i = k; i < lead; i++)
+        for (Py_ssize_t i = k; i < lead; i++) {
+            LEVEL_MEMOS(m);
             for (long long p = 0; p < np; p++) {
                 Key key = key_of(s, i, 0, p);
-                if (lvl_of(s, key) == 0) {
+                if (lvl_of_memo(s, key, m) == 0) {
                     if (kv_push(&s->pin_now, key) < 0 || kv_push(&s->hold[0], key) < 0) return -1;
                 } else if (kv_push(&s->computed[0], key) < 0) return -1;
             }
+        }
     }
     for (Py_ssize_t i = lead; i < s->n; i++)
         for (long long p = 0; p < np; p++) if (kv_push(&s->computed[0], key_of(s, i, 0, p)) < 0) return -1;
