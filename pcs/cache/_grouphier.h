@@ -121,16 +121,15 @@ static inline int32_t pt_find(const PTier *t, Key k) {
 /* A lookup memo over a run of page keys: consecutive keys of one group block (a block's pages, as the hierarchy
  * lists them) find its record once. Valid while no record is deleted (the caller's loop deletes none; an add
  * through pt_block_memo keeps it current). */
-typedef struct { BKey b; int32_t r; int set; } PMemo;
-#define PMEMO_INIT {{0, 0}, -1, 0}
+typedef struct { BKey b; int32_t r; } PMemo;
+#define PMEMO_INIT {{0, UINT32_MAX}, -1}     /* no group is UINT32_MAX: the first key always looks up */
 
 /* the record of k's group block or -1, through the memo m */
 static inline __attribute__((always_inline)) int32_t pt_rec_memo(const PTier *t, Key k, PMemo *m) {
     BKey b = bkey_of(k);
-    if (!m->set || m->b.h != b.h || m->b.g != b.g) {
+    if (m->b.h != b.h || m->b.g != b.g) {
         m->b = b;
         m->r = bt_find(&t->blk, b);
-        m->set = 1;
     }
     return m->r;
 }
@@ -167,16 +166,20 @@ static inline int32_t pt_block_memo(PTier *t, Key k, PMemo *m) {
     return r;
 }
 
-/* add the absent page k with a pin count, in no list, through the memo m; the entry index or -1 (memory error,
- * exception set) */
-static inline __attribute__((always_inline)) int32_t pt_add_memo(PTier *t, Key k, int32_t pin, PMemo *m) {
-    int32_t r = pt_block_memo(t, k, m);
-    if (r < 0) return -1;
+/* add the absent page k with a pin count, in no list, to its block's record r (present); the entry index */
+static inline int32_t pt_add_rec(PTier *t, int32_t r, Key k, int32_t pin) {
     int32_t e = r << t->shift | PAGE_OF(k);
     t->ent[e] = (PEnt){pin, -1, -1};
     t->blk.ent[r].pin++;
     t->nres++;
     return e;
+}
+
+/* add the absent page k with a pin count, in no list, through the memo m; the entry index or -1 (memory error,
+ * exception set) */
+static inline __attribute__((always_inline)) int32_t pt_add_memo(PTier *t, Key k, int32_t pin, PMemo *m) {
+    int32_t r = pt_block_memo(t, k, m);
+    return r < 0 ? -1 : pt_add_rec(t, r, k, pin);
 }
 
 /* delete page entry e (it must not be in the LRU list); its block record goes with its last page */
