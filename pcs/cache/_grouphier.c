@@ -58,12 +58,12 @@ typedef struct {
     PyObject *clock_fn;
     /* one start()'s scratch (the reference's _Look and _Demand) */
     uint64_t *head;
-    int32_t *t0, *where;
+    int32_t *t0, *where, *rcnt;  /* rcnt: rest_sort's counts per position */
     Py_ssize_t n, hcap, nt0, k;
     KV pin_now, hold[MAXG], release[MAXG], computed[MAXG], transient[MAXG], tmp, tmp2, tmp3;
     KV dem[2];                  /* evicted()'s pages pushed level to level (kept: no allocation per call) */
-    Rest *rest;
-    Py_ssize_t nrest, rcap, ecap;
+    Rest *rest, *rest2;         /* rest2: rest_sort's output, swapped with rest */
+    Py_ssize_t nrest, rcap, rcap2, ecap;
     int32_t *eidx;              /* t_insert's entry per batch key */
     long long extra, live[MAXG];
     uint64_t *rset;             /* first_repeat's set: hashes, the generation stamping each slot used */
@@ -536,11 +536,20 @@ static int d_writes(GH *s, int g, Py_ssize_t a, long long keep) {
     return 0;
 }
 
-static int rest_cmp(const void *x, const void *y) {
-    const Rest *a = x, *b = y;
-    if (a->pos != b->pos) return a->pos < b->pos ? -1 : 1;
-    if (a->g != b->g) return a->g < b->g ? -1 : 1;
-    return a->k.tag < b->k.tag ? -1 : a->k.tag > b->k.tag;
+/* the restored pages in (position, group, page) order, the reference's sort: demand pushes them group by group
+ * (groups ascending), each group's by position then page, so a stable counting sort by position gives that order
+ * in O(pages + head) (no comparison sort); positions are head indices (< n). 0, or -1 + MemoryError */
+static int rest_sort(GH *s) {
+    Py_ssize_t m = s->nrest;
+    if (m > s->rcap2 && PCS_GROW(s->rest2, &s->rcap2, m, 64) < 0) return -1;
+    int32_t *c = s->rcnt;
+    memset(c, 0, sizeof(int32_t) * (s->n + 1));
+    for (Py_ssize_t x = 0; x < m; x++) c[s->rest[x].pos + 1]++;
+    for (Py_ssize_t i = 1; i <= s->n; i++) c[i] += c[i - 1];
+    for (Py_ssize_t x = 0; x < m; x++) s->rest2[c[s->rest[x].pos]++] = s->rest[x];
+    Rest *r = s->rest; s->rest = s->rest2; s->rest2 = r;
+    Py_ssize_t cap = s->rcap; s->rcap = s->rcap2; s->rcap2 = cap;
+    return 0;
 }
 
 /* GroupHierarchy._demand: what a hit of k blocks needs */
@@ -567,7 +576,7 @@ static int demand(GH *s, Py_ssize_t k, Py_ssize_t lead, long long extra) {
         s->extra += run * s->pages[g];
         s->live[g] = kept + run;
     }
-    if (s->G > 1 && s->nrest) qsort(s->rest, s->nrest, sizeof(Rest), rest_cmp);
+    if (s->G > 1 && s->nrest && rest_sort(s) < 0) return -1;
     return 0;
 }
 
@@ -712,10 +721,12 @@ static int head_room(GH *s, Py_ssize_t n) {
     uint64_t *h = PyMem_Realloc(s->head, sizeof(uint64_t) * c);
     int32_t *t0 = h ? PyMem_Realloc(s->t0, sizeof(int32_t) * c) : NULL;
     int32_t *w = t0 ? PyMem_Realloc(s->where, sizeof(int32_t) * c) : NULL;
+    int32_t *rc = w ? PyMem_Realloc(s->rcnt, sizeof(int32_t) * c) : NULL;
     if (h) s->head = h;
     if (t0) s->t0 = t0;
     if (w) s->where = w;
-    if (!w) { PyErr_NoMemory(); return -1; }
+    if (rc) s->rcnt = rc;
+    if (!rc) { PyErr_NoMemory(); return -1; }
     s->hcap = c;
     return 0;
 }
@@ -1331,7 +1342,7 @@ static void gh_dealloc(GH *s) {
         kv_free(&s->hold[g]); kv_free(&s->release[g]); kv_free(&s->computed[g]); kv_free(&s->transient[g]);
     }
     kv_free(&s->pin_now); kv_free(&s->dem[0]); kv_free(&s->dem[1]); kv_free(&s->tmp); kv_free(&s->tmp2); kv_free(&s->tmp3);
-    PyMem_Free(s->rest); PyMem_Free(s->eidx); PyMem_Free(s->head); PyMem_Free(s->t0); PyMem_Free(s->where);
+    PyMem_Free(s->rest); PyMem_Free(s->rest2); PyMem_Free(s->rcnt); PyMem_Free(s->eidx); PyMem_Free(s->head); PyMem_Free(s->t0); PyMem_Free(s->where);
     PyMem_Free(s->st); PyMem_Free(s->sc); PyMem_Free(s->req); PyMem_Free(s->rset); PyMem_Free(s->rgen);
     Py_XDECREF(s->clock_fn);
     Py_TYPE(s)->tp_free((PyObject *)s);
