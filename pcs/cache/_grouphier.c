@@ -58,12 +58,12 @@ typedef struct {
     PyObject *clock_fn;
     /* one start()'s scratch (the reference's _Look and _Demand) */
     uint64_t *head;
-    int32_t *t0, *where;
+    int32_t *t0, *where, *rcnt;  /* rcnt: rest_sort's counts per position */
     Py_ssize_t n, hcap, nt0, k;
     KV pin_now, hold[MAXG], release[MAXG], computed[MAXG], transient[MAXG], tmp, tmp2, tmp3;
     KV dem[2];                  /* evicted()'s pages pushed level to level (kept: no allocation per call) */
-    Rest *rest;
-    Py_ssize_t nrest, rcap, ecap;
+    Rest *rest, *rest2;         /* rest2: rest_sort's output, swapped with rest */
+    Py_ssize_t nrest, rcap, rcap2, ecap;
     int32_t *eidx;              /* t_insert's entry per batch key */
     long long extra, live[MAXG];
     uint64_t *rset;             /* first_repeat's set: hashes, the generation stamping each slot used */
@@ -157,32 +157,55 @@ static int lvl_of(GH *s, Key k) {
     return -1;
 }
 
-/* Tier._evict: n victims, first victim first, appended to out (may be NULL); pages counted out */
+/* lvl_of through one memo per level (m[MAXL], PMEMO_INIT each): the pages of a block find its records once */
+static int lvl_of_memo(GH *s, Key k, PMemo *m) {
+    for (int j = 0; j < s->L; j++) if (pt_find_memo(&s->tier[j], k, &m[j]) >= 0) return j;
+    return -1;
+}
+#define LEVEL_MEMOS(m) PMemo m[MAXL]; for (int j_ = 0; j_ < MAXL; j_++) m[j_] = (PMemo)PMEMO_INIT
+
+/* Tier._evict: n victims, first victim first, appended to out (may be NULL); pages counted out. The victims are
+ * the LRU list's first n entries: each is deleted (its record with its last page, in victim order as the
+ * reference's deletions), then the list is cut once after the last (no unlink per page) */
 static int t_evict(GH *s, int j, Py_ssize_t n, KV *out) {
     PTier *t = &s->tier[j];
     if (n <= 0) return 0;
-    int32_t ahead = t->head;        /* the victim after the next: its block record fetched early (no change of result) */
-    if (ahead >= 0) ahead = t->ent[ahead].next;
+    if (out && out->n + n > out->cap && PCS_GROW(out->a, &out->cap, out->n + n, 16) < 0) return -1;
+    Key *o = out ? out->a + out->n : NULL;
+    long long gone[MAXG] = {0};
+    const int sh = t->shift;
+    const int32_t pm = (1 << sh) - 1;
+    int32_t e = t->head, ahead = e >= 0 ? t->ent[e].next : -1;   /* the victim after the next: fetched early */
     for (Py_ssize_t i = 0; i < n; i++) {
-        int32_t e = t->head;
         if (ahead >= 0) {
-            __builtin_prefetch(&t->blk.ent[ahead >> t->shift]);
+            __builtin_prefetch(&t->blk.ent[ahead >> sh]);
             ahead = t->ent[ahead].next;
             if (ahead >= 0) __builtin_prefetch(&t->ent[ahead]);
         }
-        Key k = pt_key(t, e);
-        pt_unlink(t, e);
-        pt_del(t, e);
-        s->rp[j][GROUP_OF(k)]--;
-        if (out && kv_push(out, k) < 0) return -1;
+        int32_t r = e >> sh, nx = t->ent[e].next;
+        BRec *rec = &t->blk.ent[r];
+        uint32_t g = rec->g;
+        if (o) o[i] = (Key){rec->h, g << 16 | (uint32_t)(e & pm)};
+        gone[g]++;
+        t->ent[e].pin = PT_ABSENT;
+        if (--rec->pin == 0) bt_del(&t->blk, r);
+        e = nx;
     }
+    t->head = e;
+    if (e >= 0) t->ent[e].prev = -1;
+    else t->tail = -1;
+    t->held -= n;
+    t->nres -= n;
+    for (int g = 0; g < s->G; g++) s->rp[j][g] -= gone[g];
+    if (out) out->n += n;
     t->evicted += n;
     return 0;
 }
 
 static void t_pin(PTier *t, const KV *v) {
+    PMemo m = PMEMO_INIT;
     for (Py_ssize_t i = 0; i < v->n; i++) {
-        int32_t e = pt_find(t, v->a[i]);
+        int32_t e = pt_find_memo(t, v->a[i], &m);
         if (t->ent[e].pin == 0) pt_unlink(t, e);
         t->ent[e].pin++;
     }
@@ -190,15 +213,17 @@ static void t_pin(PTier *t, const KV *v) {
 
 /* Tier.unpin of the keys in reverse order (the reference passes keys[::-1]) */
 static void t_unpin_rev(PTier *t, const KV *v) {
+    PMemo m = PMEMO_INIT;
     for (Py_ssize_t i = v->n - 1; i >= 0; i--) {
-        int32_t e = pt_find(t, v->a[i]);
+        int32_t e = pt_find_memo(t, v->a[i], &m);
         if (--t->ent[e].pin == 0) pt_append(t, e);
     }
 }
 
 static Py_ssize_t t_count_evictable(PTier *t, const KV *v) {
     Py_ssize_t c = 0;
-    for (Py_ssize_t i = 0; i < v->n; i++) c += t->ent[pt_find(t, v->a[i])].pin == 0;
+    PMemo m = PMEMO_INIT;
+    for (Py_ssize_t i = 0; i < v->n; i++) c += t->ent[pt_find_memo(t, v->a[i], &m)].pin == 0;
     return c;
 }
 
@@ -215,10 +240,11 @@ static int t_reserve(GH *s, Py_ssize_t n, KV *victims) {
 static Py_ssize_t t_fill(GH *s, const KV *v) {
     PTier *t = &s->tier[0];
     Py_ssize_t added = 0;
+    PMemo m = PMEMO_INIT;
     for (Py_ssize_t i = 0; i < v->n; i++) {
-        int32_t e = pt_find(t, v->a[i]);
+        int32_t e = pt_find_memo(t, v->a[i], &m);
         if (e < 0) {
-            if (pt_add(t, v->a[i], 1) < 0) return -1;
+            if (pt_add_memo(t, v->a[i], 1, &m) < 0) return -1;
             added++;
             s->rp[0][GROUP_OF(v->a[i])]++;
         } else {
@@ -234,8 +260,9 @@ static Py_ssize_t t_fill(GH *s, const KV *v) {
 
 /* Tier.touch of the keys in reverse order: unpinned ones move to the LRU end */
 static void t_touch_rev(PTier *t, const KV *v) {
+    PMemo m = PMEMO_INIT;
     for (Py_ssize_t i = v->n - 1; i >= 0; i--) {
-        int32_t e = pt_find(t, v->a[i]);
+        int32_t e = pt_find_memo(t, v->a[i], &m);
         if (e >= 0 && t->ent[e].pin == 0) {
             pt_unlink(t, e);
             pt_append(t, e);
@@ -267,21 +294,26 @@ static Py_ssize_t t_insert(GH *s, int j, const KV *v, KV *out) {
         s->eidx = x;
         s->ecap = v->n;
     }
+    PMemo m = PMEMO_INIT;
     for (Py_ssize_t i = ncut; i < v->n; i++) {
-        int32_t e = s->eidx[i] = pt_find(t, v->a[i]);
+        int32_t e = s->eidx[i] = pt_find_memo(t, v->a[i], &m);
         if (e < 0) fresh++;
         else if (t->ent[e].pin == 0) pt_unlink(t, e);
     }
     if (t_evict(s, j, fresh - pt_free_slots(t), out) < 0) return -1;
+    m = (PMemo)PMEMO_INIT;     /* the evictions may have deleted records */
+    long long added[MAXG] = {0};
     for (Py_ssize_t i = ncut; i < v->n; i++) {
         int32_t e = s->eidx[i];
         if (e < 0) {
-            if ((e = pt_add(t, v->a[i], 0)) < 0) return -1;
-            int g = GROUP_OF(v->a[i]);
-            s->rp[j][g]++;
-            if (j) s->written[j][g]++;
+            if ((e = pt_add_memo(t, v->a[i], 0, &m)) < 0) return -1;
+            added[GROUP_OF(v->a[i])]++;
         }
         if (t->ent[e].pin == 0) pt_append(t, e);
+    }
+    for (int g = 0; g < s->G; g++) {
+        s->rp[j][g] += added[g];
+        if (j) s->written[j][g] += added[g];
     }
     t->inserted += fresh;
     pt_peaks(t);
@@ -359,9 +391,10 @@ static long long hold_blocks(GH *s, int g) {
 static int tier_of(GH *s, int g, Py_ssize_t i) {
     if (g == 0 && i < s->nt0) return s->t0[i];
     int worst = 0;
+    LEVEL_MEMOS(m);
     for (long long p = 0; p < s->pages[g]; p++) {
         Key k = {s->head[i], (uint32_t)(g << 16 | p)};
-        int t = lvl_of(s, k);
+        int t = lvl_of_memo(s, k, m);
         if (t < 0) return -1;
         if (t > worst) worst = t;
     }
@@ -445,9 +478,10 @@ static Key key_of(GH *s, Py_ssize_t i, int g, long long p) {
 
 /* GroupHierarchy._read: block i of group g is read: its GPU pages pinned, the others restored */
 static int d_read(GH *s, int g, Py_ssize_t i, long long keep) {
+    LEVEL_MEMOS(m);
     for (long long p = 0; p < s->pages[g]; p++) {
         Key k = key_of(s, i, g, p);
-        int t = lvl_of(s, k);
+        int t = lvl_of_memo(s, k, m);
         if (t > s->where[i]) s->where[i] = t;
         if (kv_push(i >= keep ? &s->hold[g] : &s->release[g], k) < 0) return -1;
         if (t == 0 ? kv_push(&s->pin_now, k) < 0 : push_rest(s, k, i, g, t) < 0) return -1;
@@ -469,13 +503,15 @@ static int d_full(GH *s, Py_ssize_t k, Py_ssize_t lead) {
         }
     } else {
         for (Py_ssize_t i = 0; i < k; i++) if (d_read(s, 0, i, 0) < 0) return -1;
-        for (Py_ssize_t i = k; i < lead; i++)
+        for (Py_ssize_t i = k; i < lead; i++) {
+            LEVEL_MEMOS(m);
             for (long long p = 0; p < np; p++) {
                 Key key = key_of(s, i, 0, p);
-                if (lvl_of(s, key) == 0) {
+                if (lvl_of_memo(s, key, m) == 0) {
                     if (kv_push(&s->pin_now, key) < 0 || kv_push(&s->hold[0], key) < 0) return -1;
                 } else if (kv_push(&s->computed[0], key) < 0) return -1;
             }
+        }
     }
     for (Py_ssize_t i = lead; i < s->n; i++)
         for (long long p = 0; p < np; p++) if (kv_push(&s->computed[0], key_of(s, i, 0, p)) < 0) return -1;
@@ -500,11 +536,20 @@ static int d_writes(GH *s, int g, Py_ssize_t a, long long keep) {
     return 0;
 }
 
-static int rest_cmp(const void *x, const void *y) {
-    const Rest *a = x, *b = y;
-    if (a->pos != b->pos) return a->pos < b->pos ? -1 : 1;
-    if (a->g != b->g) return a->g < b->g ? -1 : 1;
-    return a->k.tag < b->k.tag ? -1 : a->k.tag > b->k.tag;
+/* the restored pages in (position, group, page) order, the reference's sort: demand pushes them group by group
+ * (groups ascending), each group's by position then page, so a stable counting sort by position gives that order
+ * in O(pages + head) (no comparison sort); positions are head indices (< n). 0, or -1 + MemoryError */
+static int rest_sort(GH *s) {
+    Py_ssize_t m = s->nrest;
+    if (m > s->rcap2 && PCS_GROW(s->rest2, &s->rcap2, m, 64) < 0) return -1;
+    int32_t *c = s->rcnt;
+    memset(c, 0, sizeof(int32_t) * (s->n + 1));
+    for (Py_ssize_t x = 0; x < m; x++) c[s->rest[x].pos + 1]++;
+    for (Py_ssize_t i = 1; i <= s->n; i++) c[i] += c[i - 1];
+    for (Py_ssize_t x = 0; x < m; x++) s->rest2[c[s->rest[x].pos]++] = s->rest[x];
+    Rest *r = s->rest; s->rest = s->rest2; s->rest2 = r;
+    Py_ssize_t cap = s->rcap; s->rcap = s->rcap2; s->rcap2 = cap;
+    return 0;
 }
 
 /* GroupHierarchy._demand: what a hit of k blocks needs */
@@ -531,7 +576,7 @@ static int demand(GH *s, Py_ssize_t k, Py_ssize_t lead, long long extra) {
         s->extra += run * s->pages[g];
         s->live[g] = kept + run;
     }
-    if (s->G > 1 && s->nrest) qsort(s->rest, s->nrest, sizeof(Rest), rest_cmp);
+    if (s->G > 1 && s->nrest && rest_sort(s) < 0) return -1;
     return 0;
 }
 
@@ -676,10 +721,12 @@ static int head_room(GH *s, Py_ssize_t n) {
     uint64_t *h = PyMem_Realloc(s->head, sizeof(uint64_t) * c);
     int32_t *t0 = h ? PyMem_Realloc(s->t0, sizeof(int32_t) * c) : NULL;
     int32_t *w = t0 ? PyMem_Realloc(s->where, sizeof(int32_t) * c) : NULL;
+    int32_t *rc = w ? PyMem_Realloc(s->rcnt, sizeof(int32_t) * c) : NULL;
     if (h) s->head = h;
     if (t0) s->t0 = t0;
     if (w) s->where = w;
-    if (!w) { PyErr_NoMemory(); return -1; }
+    if (rc) s->rcnt = rc;
+    if (!rc) { PyErr_NoMemory(); return -1; }
     s->hcap = c;
     return 0;
 }
@@ -1295,7 +1342,7 @@ static void gh_dealloc(GH *s) {
         kv_free(&s->hold[g]); kv_free(&s->release[g]); kv_free(&s->computed[g]); kv_free(&s->transient[g]);
     }
     kv_free(&s->pin_now); kv_free(&s->dem[0]); kv_free(&s->dem[1]); kv_free(&s->tmp); kv_free(&s->tmp2); kv_free(&s->tmp3);
-    PyMem_Free(s->rest); PyMem_Free(s->eidx); PyMem_Free(s->head); PyMem_Free(s->t0); PyMem_Free(s->where);
+    PyMem_Free(s->rest); PyMem_Free(s->rest2); PyMem_Free(s->rcnt); PyMem_Free(s->eidx); PyMem_Free(s->head); PyMem_Free(s->t0); PyMem_Free(s->where);
     PyMem_Free(s->st); PyMem_Free(s->sc); PyMem_Free(s->req); PyMem_Free(s->rset); PyMem_Free(s->rgen);
     Py_XDECREF(s->clock_fn);
     Py_TYPE(s)->tp_free((PyObject *)s);

@@ -118,32 +118,68 @@ static inline int32_t pt_find(const PTier *t, Key k) {
     return t->ent[e].pin == PT_ABSENT ? -1 : e;
 }
 
-/* the record of k's group block, added (no page present) when absent; -1 + MemoryError on failure */
-static inline int32_t pt_block(PTier *t, Key k) {
+/* A lookup memo over a run of page keys: consecutive keys of one group block (a block's pages, as the hierarchy
+ * lists them) find its record once. Valid while no record is deleted (the caller's loop deletes none; an add
+ * through pt_block_memo keeps it current). */
+typedef struct { BKey b; int32_t r; } PMemo;
+#define PMEMO_INIT {{0, UINT32_MAX}, -1}     /* no group is UINT32_MAX: the first key always looks up */
+
+/* the record of k's group block or -1, through the memo m */
+static inline __attribute__((always_inline)) int32_t pt_rec_memo(const PTier *t, Key k, PMemo *m) {
     BKey b = bkey_of(k);
-    int32_t r = bt_find(&t->blk, b);
-    if (r >= 0) return r;
-    if ((r = bt_add(&t->blk, b, 0)) < 0) return -1;
-    if (t->blk.ent_cap > t->ent_cap) {
-        if ((Py_ssize_t)t->blk.ent_cap << t->shift > INT32_MAX) { PyErr_NoMemory(); return -1; }
-        PEnt *a = PyMem_Realloc(t->ent, sizeof(PEnt) * ((size_t)t->blk.ent_cap << t->shift));
-        if (!a) { PyErr_NoMemory(); return -1; }
-        t->ent = a;
-        t->ent_cap = t->blk.ent_cap;
+    if (m->b.h != b.h || m->b.g != b.g) {
+        m->b = b;
+        m->r = bt_find(&t->blk, b);
     }
-    for (int p = 0; p < 1 << t->shift; p++) t->ent[r << t->shift | p].pin = PT_ABSENT;
+    return m->r;
+}
+
+/* the entry of page k, or -1, through the memo m */
+static inline int32_t pt_find_memo(const PTier *t, Key k, PMemo *m) {
+    int32_t r = pt_rec_memo(t, k, m);
+    if (r < 0) return -1;
+    int32_t e = r << t->shift | PAGE_OF(k);
+    return t->ent[e].pin == PT_ABSENT ? -1 : e;
+}
+
+/* the page entries of records the block table may hold: grown with it, the new ones absent (a record's entries
+ * are all absent whenever it is not in the table: pt_del marks a page absent before its record goes, so a
+ * record reused from the free list needs no clearing); 0, or -1 + MemoryError */
+static inline int pt_ent_room(PTier *t) {
+    if (t->blk.ent_cap <= t->ent_cap) return 0;
+    if ((Py_ssize_t)t->blk.ent_cap << t->shift > INT32_MAX) { PyErr_NoMemory(); return -1; }
+    PEnt *a = PyMem_Realloc(t->ent, sizeof(PEnt) * ((size_t)t->blk.ent_cap << t->shift));
+    if (!a) { PyErr_NoMemory(); return -1; }
+    for (size_t e = (size_t)t->ent_cap << t->shift; e < (size_t)t->blk.ent_cap << t->shift; e++) a[e].pin = PT_ABSENT;
+    t->ent = a;
+    t->ent_cap = t->blk.ent_cap;
+    return 0;
+}
+
+/* the record of k's group block, added (no page present) when absent, through the memo m (kept current);
+ * -1 + MemoryError on failure */
+static inline int32_t pt_block_memo(PTier *t, Key k, PMemo *m) {
+    int32_t r = pt_rec_memo(t, k, m);
+    if (r >= 0) return r;
+    if ((r = bt_add(&t->blk, m->b, 0)) < 0 || pt_ent_room(t) < 0) return -1;
+    m->r = r;
     return r;
 }
 
-/* add the absent page k with a pin count, in no list; the entry index or -1 (memory error, exception set) */
-static inline int32_t pt_add(PTier *t, Key k, int32_t pin) {
-    int32_t r = pt_block(t, k);
-    if (r < 0) return -1;
+/* add the absent page k with a pin count, in no list, to its block's record r (present); the entry index */
+static inline int32_t pt_add_rec(PTier *t, int32_t r, Key k, int32_t pin) {
     int32_t e = r << t->shift | PAGE_OF(k);
     t->ent[e] = (PEnt){pin, -1, -1};
     t->blk.ent[r].pin++;
     t->nres++;
     return e;
+}
+
+/* add the absent page k with a pin count, in no list, through the memo m; the entry index or -1 (memory error,
+ * exception set) */
+static inline __attribute__((always_inline)) int32_t pt_add_memo(PTier *t, Key k, int32_t pin, PMemo *m) {
+    int32_t r = pt_block_memo(t, k, m);
+    return r < 0 ? -1 : pt_add_rec(t, r, k, pin);
 }
 
 /* delete page entry e (it must not be in the LRU list); its block record goes with its last page */
