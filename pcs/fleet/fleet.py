@@ -168,8 +168,13 @@ def _setups(source: Any, kw: dict, shared_tier: Any) -> tuple[int, Any, BlockRul
     from pcs.fleet.oneclock import check_shared_options, shared_setup
     from pcs.fleet.sharedfleet import parse_shared_tier
 
+    from pcs.engine import api
+
     spec = parse_shared_tier(shared_tier)
     check_shared_options(kw)
+    tiers = list(kw.get("tiers") or api.DEFAULT_TIERS)
+    api._tier_specs(tiers, None, None)      # the private tiers' own refusals first, then the NAME=... options
+    api._tier_specs(tiers + [spec], kw.get("tier_policies"), kw.get("links"))    # against every tier, shared too
     private = dict(kw)      # --link / --tier-policy NAME=... of the shared tier: shared_setup takes them
     for key in ("links", "tier_policies"):
         if isinstance(kw.get(key), Mapping) and spec.name in kw[key]:

@@ -70,6 +70,9 @@ def test_a_tier_policy_reaches_the_shared_tier():
                     "--tier-policy", "cpu=lru")
     assert a["shared_tier"]["policy"] == "fifo"
     assert a == b
+    # a tier that is nowhere: the list of tiers names the shared one too
+    assert_one_line_error(invoke("replay", SMALL_TRACE, *fleet, "--tier-policy", "disk=fifo", "-q"),
+                          "--tier-policy names tier 'disk', which is not among the tiers: gpu, cpu, remote")
 
 
 @pytest.mark.parametrize("value,says", [
