@@ -38,8 +38,9 @@ def broke_count(name: str, call: str, n: int, got: int | str | None, unit: str =
                 file: str = "base.py") -> PolicyError:
     """The error for a policy ``name`` whose whole answer to ``call(n)`` (``evict`` / ``victims``, contract
     ``pcs/cache/policies/{file}``) was None (``got`` None), ``got`` items (``unit``: their name, singular), not
-    ``n``, or of a type not a sequence (``got``: the type's name, a str): it names what was asked and what came back, never a block (the answer holds none to name); the compiled
-    hosts' ``pyhost_broke_count`` (pcs/cache/_pol_py.c) word it alike."""
+    ``n``, or of a type not a sequence (``got``: the type's name, a str): it names what was asked and what came
+    back, never a block (the answer holds none to name); the compiled hosts' ``pyhost_broke_count``
+    (pcs/cache/_pol_py.c) word it alike."""
     if got is None:
         what = f"returned None though the tier holds at least {n} unpinned {unit}{'s' * (n != 1)}"
     elif isinstance(got, str):
