@@ -157,6 +157,8 @@ extern const PolOps POL_PYARR; /* a Python policy on handles, hosted (pcs/cache/
 /* helpers of both hosts (pcs/cache/_pol_py.c): errors naming the policy, its clock, its check */
 int pyhost_fail(PyObject *err, PyObject *name, const char *method);
 int pyhost_broke(PyObject *err, PyObject *name, const char *what, unsigned long long key, Py_ssize_t n);
+int pyhost_broke_count(PyObject *err, PyObject *name, const char *file, const char *call, Py_ssize_t n,
+                       Py_ssize_t got, const char *unit);
 int pyhost_broke_ans(PyObject *err, PyObject *name, const char *file, const char *what, const char *label,
                      PyObject *ans, Py_ssize_t n);
 PyObject *pyhost_index(PyObject *o);

@@ -134,6 +134,21 @@ int pyhost_broke(PyObject *err, PyObject *name, const char *what, unsigned long 
     return -1;
 }
 
+/* a contract error for the whole answer of call(n) (evict, victims): None (got < 0) or got items, not n (unit: the
+ * item's name, singular); it names what was asked and what came back, never a block (the answer holds none to
+ * name); -1; the Python hosts' broke_count (pcs/cache/policyguard.py) words it alike; shared with _pol_pyarr.c */
+int pyhost_broke_count(PyObject *err, PyObject *name, const char *file, const char *call, Py_ssize_t n,
+                       Py_ssize_t got, const char *unit) {
+    PyObject *msg = got < 0
+        ? PyUnicode_FromFormat("eviction policy %R broke the contract of pcs/cache/policies/%s: %s(%zd) returned None "
+                               "though the tier holds at least %zd unpinned %s%s", name, file, call, n, n, unit,
+                               n == 1 ? "" : "s")
+        : PyUnicode_FromFormat("eviction policy %R broke the contract of pcs/cache/policies/%s: %s(%zd) returned %zd "
+                               "%s%s, not %zd", name, file, call, n, got, unit, got == 1 ? "" : "s", n);
+    if (msg) { PyErr_SetObject(err, msg); Py_DECREF(msg); }
+    return -1;
+}
+
 /* a contract error naming the policy and printing the item of its answer as given (ans, %R, after label: "block",
  * "handle", or "answer" for one that is neither); -1; shared with pcs/cache/_pol_pyarr.c (file: the contract's
  * module under pcs/cache/policies/) */
@@ -312,7 +327,15 @@ static int py_ask(Tier *t) {
     if (!r) return py_fail(p, "evict");
     if (r == Py_None) {
         Py_DECREF(r);
-        return py_broke(p, "evict(n) returned None though the tier holds n unpinned blocks", 0, p->want);
+        return pyhost_broke_count(p->err, p->name, "base.py", "evict", p->want, -1, "block");
+    }
+    if (PyUnicode_Check(r) || PyBytes_Check(r)) {      /* iterable, but no list of keys: as GuardedPolicy.evict */
+        PyObject *msg = PyUnicode_FromFormat("eviction policy %R broke the contract of pcs/cache/policies/base.py: "
+                                             "evict(%zd) returned a %s, not a list of %zd block%s or None", p->name,
+                                             p->want, Py_TYPE(r)->tp_name, p->want, p->want == 1 ? "" : "s");
+        if (msg) { PyErr_SetObject(p->err, msg); Py_DECREF(msg); }
+        Py_DECREF(r);
+        return -1;
     }
     PyObject *l = PyList_CheckExact(r) ? r : PySequence_List(r);
     if (l != r) Py_DECREF(r);
@@ -320,7 +343,7 @@ static int py_ask(Tier *t) {
     if (PyList_GET_SIZE(l) != p->want) {
         Py_ssize_t got = PyList_GET_SIZE(l);
         Py_DECREF(l);
-        return py_broke(p, "evict(n) returned a number of victims other than n", (unsigned long long)got, p->want);
+        return pyhost_broke_count(p->err, p->name, "base.py", "evict", p->want, got, "block");
     }
     p->vict = l;
     p->vnext = 0;

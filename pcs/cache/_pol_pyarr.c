@@ -120,6 +120,16 @@ static int pa_broke(PyArr *p, const char *what, int64_t h, Py_ssize_t n) {
     return -1;
 }
 
+/* the answer r of call ("victims(13)", "order_handles()") is not a list, tuple or range: the error class naming the
+ * policy and r's type, as the Python host (ArrayPolicy._bad_handles); -1 */
+static int pa_broke_type(PyArr *p, const char *call, PyObject *r) {
+    PyObject *msg = PyUnicode_FromFormat("eviction policy %R broke the contract of pcs/cache/policies/array.py: %s must "
+                                         "return a list, tuple or range of handles (got a %s)", p->name, call,
+                                         Py_TYPE(r)->tp_name);
+    if (msg) { PyErr_SetObject(p->err, msg); Py_DECREF(msg); }
+    return -1;
+}
+
 /* the flags' byte of handle h if the bytearray still holds it (a policy may have shrunk it), else NULL */
 static char *pa_byte(PyArr *p, int64_t h) {
     return h >= 0 && h < PyByteArray_GET_SIZE(p->flags) ? PyByteArray_AS_STRING(p->flags) + h : NULL;
@@ -310,7 +320,7 @@ static int pa_ask(Tier *t) {
     if (!r) return -1;
     if (r == Py_None) {
         Py_DECREF(r);
-        return pa_broke(p, "victims(n) returned None though the tier holds n unpinned handles", 0, p->want);
+        return pyhost_broke_count(p->err, p->name, "array.py", "victims", p->want, -1, "handle");
     }
     if (PyObject_TypeCheck(r, &PyRange_Type)) {
         PyObject *a = PyObject_GetAttr(r, p->s_start), *s = PyObject_GetAttr(r, p->s_step);
@@ -325,13 +335,16 @@ static int pa_ask(Tier *t) {
         if (!p->vict) return pyhost_fail(p->err, p->name, "victims");
         p->vlen = PySequence_Fast_GET_SIZE(p->vict);
     } else {
+        char call[48];
+        snprintf(call, sizeof call, "victims(%zd)", p->want);
+        int rc = pa_broke_type(p, call, r);
         Py_DECREF(r);
-        return pa_broke(p, "victims(n) must return a list, tuple or range of handles", 0, p->want);
+        return rc;
     }
     p->vnext = 0;
     if (p->vlen != p->want) {
         Py_CLEAR(p->vict);
-        return pa_broke(p, "victims(n) returned a number of handles other than n", p->vlen, p->want);
+        return pyhost_broke_count(p->err, p->name, "array.py", "victims", p->want, p->vlen, "handle");
     }
     return 0;
 }
@@ -400,13 +413,14 @@ static Py_ssize_t pa_order(Tier *t, int32_t *out) {
     if (pa_flush(t) < 0) return -1;
     PyObject *r = PyObject_CallNoArgs(p->order);
     if (!r) return pyhost_fail(p->err, p->name, "order_handles");
-    PyObject *l = PyList_Check(r) || PyTuple_Check(r) || PyObject_TypeCheck(r, &PyRange_Type)
-                  ? PySequence_Fast(r, "") : NULL;
-    Py_DECREF(r);
-    if (!l) {
-        PyErr_Clear();
-        return pa_broke(p, "order_handles() must return a list, tuple or range of handles", 0, 0);
+    if (!(PyList_Check(r) || PyTuple_Check(r) || PyObject_TypeCheck(r, &PyRange_Type))) {
+        int rc = pa_broke_type(p, "order_handles()", r);
+        Py_DECREF(r);
+        return rc;
     }
+    PyObject *l = PySequence_Fast(r, "");
+    Py_DECREF(r);
+    if (!l) return -1;
     Py_ssize_t n = PySequence_Fast_GET_SIZE(l), held = t->held - (t->ret ? t->ret->len : 0), i = 0;
     const char *why = n > held ? "order_handles() returned more handles than the policy holds" : NULL;
     int64_t h = 0;

@@ -193,15 +193,20 @@ def make_admission(text: str, context: Any = None) -> AdmissionPolicy:
     return cls(**opts, context=context) if "context" in inspect.signature(cls.__init__).parameters else cls(**opts)
 
 
-def apply_admission(specs: Sequence[str], policy: Any, context: Any = None) -> tuple[Any, AdmissionPolicy | None]:
+def apply_admission(specs: Sequence[str], policy: Any, context: Any = None,
+                    tier: str = "") -> tuple[Any, AdmissionPolicy | None]:
     """One tier's ``--admit`` kinds -> (its eviction policy, wrapped by ``retain`` kinds; its admission or None).
 
     Raises:
-        ValueError: as :func:`make_admission`.
+        ValueError: as :func:`make_admission`, the message led by the option that gave the kind
+            (``--admit cpu=reuse:0: ...``; ``tier``: the tier's name).
     """
     parts = []
     for spec in specs:
-        adm = make_admission(spec, context)
+        try:
+            adm = make_admission(spec, context)
+        except UserError as exc:
+            raise UserError(f"--admit {tier}={spec}: {exc}" if tier else str(exc)) from None
         if hasattr(adm, "wrap"):
             policy = adm.wrap(policy)
         parts.append(adm)

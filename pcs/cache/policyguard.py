@@ -17,7 +17,8 @@ from typing import Any
 
 from pcs.errors import STOPS, PolicyError
 
-__all__ = ["GuardedPolicy", "guard", "broke", "raised", "is_own", "trusted", "check_initialised", "as_index"]
+__all__ = ["GuardedPolicy", "guard", "broke", "broke_count", "raised",
+           "is_own", "trusted", "check_initialised", "as_index"]
 
 
 def raised(name: str, method: str, err: BaseException) -> PolicyError:
@@ -31,6 +32,22 @@ def broke(name: str, what: str, key: Any, n: int, label: str = "block") -> Polic
     ``pyhost_broke_ans``)."""
     return PolicyError(f"eviction policy {name!r} broke the contract of pcs/cache/policies/base.py: {what} "
                        f"({label} {key!r}, n = {n})")
+
+
+def broke_count(name: str, call: str, n: int, got: int | str | None, unit: str = "block",
+                file: str = "base.py") -> PolicyError:
+    """The error for a policy ``name`` whose whole answer to ``call(n)`` (``evict`` / ``victims``, contract
+    ``pcs/cache/policies/{file}``) was None (``got`` None), ``got`` items (``unit``: their name, singular), not
+    ``n``, or of a type not a sequence (``got``: the type's name, a str): it names what was asked and what came
+    back, never a block (the answer holds none to name); the compiled hosts' ``pyhost_broke_count``
+    (pcs/cache/_pol_py.c) word it alike."""
+    if got is None:
+        what = f"returned None though the tier holds at least {n} unpinned {unit}{'s' * (n != 1)}"
+    elif isinstance(got, str):
+        what = f"returned a {got}, not a list of {n} {unit}{'s' * (n != 1)} or None"
+    else:
+        what = f"returned {got} {unit}{'s' * (got != 1)}, not {n}"
+    return PolicyError(f"eviction policy {name!r} broke the contract of pcs/cache/policies/{file}: {call}({n}) {what}")
 
 
 def as_index(answer: Any) -> int | None:
@@ -168,8 +185,7 @@ class GuardedPolicy:
             return got
         if type(got) is not list:
             if isinstance(got, (str, bytes)) or not hasattr(got, "__iter__"):
-                raise broke(self.name, f"evict(n) returned a {type(got).__name__}, not a list of n blocks or None",
-                            got, n)
+                raise broke_count(self.name, "evict", n, type(got).__name__)
             try:
                 got = list(got)
             except Exception as err:

@@ -30,7 +30,7 @@ from itertools import filterfalse, groupby
 from typing import Iterable, Sequence
 
 from pcs.cache.policies import EvictionPolicy
-from pcs.cache.policyguard import as_index, broke, guard, trusted
+from pcs.cache.policyguard import as_index, broke, broke_count, guard, trusted
 from pcs.counters import Counters
 from pcs.errors import UserError
 
@@ -414,9 +414,9 @@ class Tier:
         if got is None:
             if may_fail and len(self.policy) < n:
                 return None
-            raise broke(self.policy.name, "evict(n) returned None though the tier holds n unpinned blocks", 0, n)
+            raise broke_count(self.policy.name, "evict", n, None)
         if len(got) != n:
-            raise broke(self.policy.name, "evict(n) returned a number of victims other than n", len(got), n)
+            raise broke_count(self.policy.name, "evict", n, len(got))
         pop = self.resident.pop
         keys = []
         for h in got:

@@ -126,15 +126,22 @@ _OPTION_OF = {"max_num_batched_tokens": "--max-num-batched-tokens", "max_num_seq
 _FIELD_RE = re.compile(r"(?<![\w:,'=-])(" + "|".join(sorted(_OPTION_OF, key=len, reverse=True)) + r")\b(?!=)")
 #: API phrasings of a keyword's value (pcs/engine/select.py, runner.py, api.py) -> the command line's
 _PHRASE_OF = {"engine='auto'": "--engine auto", "native 'auto'": "--native auto", "native 'c'": "--native c",
-              "links names tier": "--link names tier"}
+              "links names tier": "--link names tier", "compute_mode='infinite'": "--compute infinite"}
+#: the same phrasings in a sweep plan's words (docs/sweep.md "Options": the option without its dashes, the value
+#: as TOML writes it)
+_PLAN_PHRASE_OF = {"engine='auto'": 'engine = "auto"', "native 'auto'": 'native = "auto"', "native 'c'": 'native = "c"',
+                   "links names tier": "link names tier", "compute_mode='infinite'": 'compute = "infinite"'}
 _PHRASE_RE = re.compile("|".join(re.escape(p) for p in _PHRASE_OF))
 
 
-def option_names(message: str) -> str:
+def option_names(message: str, plan: bool = False) -> str:
     """``message`` with the API's keyword names replaced by their command-line options (an error raised by the
     API reaches a CLI user naming what they typed: ``--max-num-seqs``, not ``max_num_seqs``; ``--engine auto``,
-    not ``engine='auto'``)."""
-    return _PHRASE_RE.sub(lambda m: _PHRASE_OF[m.group(0)], _FIELD_RE.sub(lambda m: _OPTION_OF[m.group(1)], message))
+    not ``engine='auto'``); with ``plan``, by a sweep plan's option names (the error of a sweep point, whose
+    options are the plan's: ``max-num-seqs``, ``engine = "auto"``; docs/sweep.md)."""
+    phrases, cut = (_PLAN_PHRASE_OF, 2) if plan else (_PHRASE_OF, 0)
+    message = _FIELD_RE.sub(lambda m: _OPTION_OF[m.group(1)][cut:], message)
+    return _PHRASE_RE.sub(lambda m: phrases[m.group(0)], message)
 
 
 @contextlib.contextmanager

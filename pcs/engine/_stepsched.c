@@ -473,13 +473,20 @@ static int add_busy(Sched *s, double start, double seconds) {
         PyErr_Format(PyExc_RuntimeError, "internal: a step starts before the first arrival or lasts < 0 s");
         return -1;
     }
-    if (!(t1 <= MAX_SPAN_S)) {
-        char buf[64];
+    if (!(t1 <= MAX_SPAN_S)) {     /* the cause named as pcs/engine/schedstats.py span_message names it */
+        char buf[64], busy[64];
         snprintf(buf, sizeof buf, "%.4g", t1);
-        PyErr_Format(PyExc_ValueError, "the step scheduler's run reaches %s s after the first arrival, past its "
-                     "limit of 31,622,400 s (366 days): check the trace's timestamps and output lengths, and the "
-                     "links' bandwidths (a slow --link makes restores that long), or use "
-                     "--compute infinite / --timing sequential", buf);
+        snprintf(busy, sizeof busy, "%.4g", s->busy_s);
+        if (s->busy_s >= 0.5 * t1)
+            PyErr_Format(PyExc_ValueError, "the step scheduler's run reaches %s s after the first arrival, past "
+                         "its limit of 31,622,400 s (366 days): the GPU computes for %s s of it, so its steps are "
+                         "that slow: check the GPU's rates (bf16_flops, hbm_bps in --hardware-file) against the "
+                         "model, or use --compute infinite / --timing sequential", buf, busy);
+        else
+            PyErr_Format(PyExc_ValueError, "the step scheduler's run reaches %s s after the first arrival, past "
+                         "its limit of 31,622,400 s (366 days): check the trace's timestamps and output lengths, "
+                         "and the links' bandwidths (a slow --link makes restores that long), or use "
+                         "--compute infinite / --timing sequential", buf);
         return -1;
     }
     if (s->bin_s == 1 && t1 >= FINE_LIMIT_S) bins_fold(s);

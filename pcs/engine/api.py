@@ -254,7 +254,7 @@ def _build_tiers(specs: Sequence[TierSpec], bpb: Sequence[int], policy: str, tie
     policies = make_policies(names, caps, ctx, protected_share=protected_share)
     tiers = []
     for s, c, p in zip(specs, caps, policies):
-        p, adm = apply_admission((admit or {}).get(s.name, ()), p, ctx)
+        p, adm = apply_admission((admit or {}).get(s.name, ()), p, ctx, s.name)
         tiers.append(Tier(s.name, c, p, adm))
     return tiers
 

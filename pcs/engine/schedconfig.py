@@ -115,8 +115,14 @@ class SchedulerConfig:
         blocks from the trace's detection.
 
         Raises:
-            ValueError: only one of the batch limits given and the other default smaller than it.
+            ValueError: only one of the batch limits given and the other default smaller than it; a
+                ``token_s`` (the GPU's time per token, the timeout's default) not finite or < 0 while the
+                timeout is not given: the message names the GPU's rates, not the option the user did not give.
         """
+        if self.restore_timeout_per_token_s is None and not (math.isfinite(token_s) and token_s >= 0):
+            raise UserError(f"the GPU's time per token is {token_s!r} s (the default of "
+                             "restore_timeout_per_token_s): the GPU's rates (bf16_flops, hbm_bps in the hardware "
+                             "file) are too small for the model")
         tokens, seqs = vllm_batch_defaults(gpu)
         b = self.max_num_batched_tokens if self.max_num_batched_tokens is not None else tokens
         s = self.max_num_seqs if self.max_num_seqs is not None else min(seqs, b)

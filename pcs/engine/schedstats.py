@@ -15,7 +15,7 @@ import numpy as np
 from pcs.engine.schedresult import LatencySummary, Percentiles, SchedulerSummary
 from pcs.errors import UserError
 
-__all__ = ["SchedulerCounters", "scheduler_summary", "utilisation_bins", "end_times"]
+__all__ = ["SchedulerCounters", "scheduler_summary", "utilisation_bins", "end_times", "span_message"]
 
 #: Bin widths the utilisation series may use, seconds (the first giving at most :data:`MAX_BINS` bins).
 _NICE_S = (1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 21600, 43200, 86400)
@@ -26,6 +26,22 @@ FINE_LIMIT_S = 172_800
 COARSE_S = 3600
 #: the longest run the step scheduler accepts, s after the first arrival (366 days).
 MAX_SPAN_S = 366 * 86_400
+
+
+def span_message(t1: float, busy_s: float) -> str:
+    """Why the step scheduler stops at ``t1`` s after the first arrival, past :data:`MAX_SPAN_S`, the GPU busy
+    for ``busy_s`` s of it: mostly busy (at least half), its steps are that slow -- the GPU's rates in the
+    hardware table (``bf16_flops``, ``hbm_bps``; pcs/hardware.py) against the model -- not the trace's
+    timestamps; else the gaps between arrivals, output lengths or restores over a slow link. The compiled loop
+    (pcs/engine/_stepsched.c ``add_busy``) words it alike."""
+    head = (f"the step scheduler's run reaches {t1:.4g} s after the first arrival, past its limit of "
+            f"{MAX_SPAN_S:,} s (366 days): ")
+    if busy_s >= 0.5 * t1:
+        return head + (f"the GPU computes for {busy_s:.4g} s of it, so its steps are that slow: check the GPU's "
+                       "rates (bf16_flops, hbm_bps in --hardware-file) against the model, or use --compute "
+                       "infinite / --timing sequential")
+    return head + ("check the trace's timestamps and output lengths, and the links' bandwidths (a slow --link "
+                   "makes restores that long), or use --compute infinite / --timing sequential")
 
 
 @dataclass(slots=True)
@@ -82,17 +98,14 @@ class SchedulerCounters:
         list holds at most MAX_SPAN_S / COARSE_S (8,784) bins < FINE_LIMIT_S, so it always falls through.
 
         Raises:
-            ValueError: the run reaches past :data:`MAX_SPAN_S` after the first arrival (a far timestamp or a
-                huge output length); one line, with what to use instead.
+            ValueError: the run reaches past :data:`MAX_SPAN_S` after the first arrival (a far timestamp, a
+                huge output length, a slow GPU); one line naming the cause (:func:`span_message`).
         """
         self.busy_s += seconds
         t0 = start_s - self.origin_s
         t1 = t0 + seconds
         if not t1 <= MAX_SPAN_S:
-            raise UserError(f"the step scheduler's run reaches {t1:.4g} s after the first arrival, past its "
-                             f"limit of {MAX_SPAN_S:,} s (366 days): check the trace's timestamps and output "
-                             "lengths, and the links' bandwidths (a slow --link makes restores that long), or use "
-                             "--compute infinite / --timing sequential")
+            raise UserError(span_message(t1, self.busy_s))
         if self.bin_s == 1 and t1 >= FINE_LIMIT_S:
             self._fold()
         w = self.bin_s

@@ -20,6 +20,7 @@ instances are replayed after routing); that is what an approximate router
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -167,11 +168,17 @@ def _setups(source: Any, kw: dict, shared_tier: Any) -> tuple[int, Any, BlockRul
     from pcs.fleet.oneclock import check_shared_options, shared_setup
     from pcs.fleet.sharedfleet import parse_shared_tier
 
+    from pcs.engine import api
+
     spec = parse_shared_tier(shared_tier)
     check_shared_options(kw)
-    links = kw.get("links")
-    private = kw if not links or spec.name not in links else \
-        dict(kw, links={k: v for k, v in links.items() if k != spec.name})     # --link NAME=... of the shared tier
+    tiers = list(kw.get("tiers") or api.DEFAULT_TIERS)
+    api._tier_specs(tiers, None, None)      # the private tiers' own refusals first, then the NAME=... options
+    api._tier_specs(tiers + [spec], kw.get("tier_policies"), kw.get("links"))    # against every tier, shared too
+    private = dict(kw)      # --link / --tier-policy NAME=... of the shared tier: shared_setup takes them
+    for key in ("links", "tier_policies"):
+        if isinstance(kw.get(key), Mapping) and spec.name in kw[key]:
+            private[key] = {k: v for k, v in kw[key].items() if k != spec.name}
     cap, compute, rules = _setup(source, private)
     return cap, compute, rules, shared_setup(source, kw, spec, compute)
 

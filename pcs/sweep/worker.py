@@ -187,6 +187,9 @@ def run_task(task: Any, trace: Any = None, with_requests: bool = False) -> Outco
 
         user = isinstance(exc, (UserError, OSError))   # a plain ValueError is a bug (pcs/errors.py)
         msg = str(exc).splitlines()[0] if str(exc) else ""
+        if user:        # the API's words (max_num_seqs, engine='auto') in the plan's (max-num-seqs, engine = "auto")
+            from pcs.cli.common import option_names
+            msg = option_names(msg, plan=True)
         return Outcome(task.point_id, None, None, msg or type(exc).__name__, user,   # the message, no class name
                        None if user else traceback.format_exc())
 
