@@ -17,8 +17,7 @@ Figures: block ids per second of wall time and of CPU time (``time.process_time`
 the machine is shared, so CPU time is the steadier one), median of the rounds.
 Also the whole reader (:func:`pcs.trace.open_trace` ... ``iter_batches``,
 chunking and file reads included) with the default parser (``reader``: the
-compiled twin when built; with two CPUs it decodes two chunks at once, :func:`pcs.beside.in_pairs`, so its CPU
-seconds count both threads) and with ``PCS_NATIVE=python`` (``reader_python``: pysimdjson when installed). The last
+compiled twin when built) and with ``PCS_NATIVE=python`` (``reader_python``: pysimdjson when installed). The last
 line printed is one JSON object.
 
 Usage: python benchmarks/bench_jsonl_parsers.py [--copies 1,10,50] [--rounds 3]

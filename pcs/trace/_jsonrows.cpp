@@ -29,7 +29,7 @@
  * Every key and value of a taken line is read (an unknown key refuses the chunk before anything is skipped),
  * so no part of a taken line goes unvalidated. The On-Demand parser is the header's built-in kernel (no
  * -march flag: the portable one); on the Mooncake rows it took 0.63x the CPU of the DOM parser's per-line
- * parse and tape walk (docs/performance.md, "The JSONL decode On-Demand and beside").
+ * parse and tape walk (docs/performance.md, "The JSONL decode On-Demand").
  * The GIL is released over the parse (only C++ vectors are filled; the type strings are kept as UTF-8 and
  * turned into str once the GIL is back), so two threads can decode two chunks at once.
  * Errors raised: TypeError on bad arguments, MemoryError.

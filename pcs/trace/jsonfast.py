@@ -12,11 +12,11 @@ conversation trace replicated 1x-50x, one thread; docs/performance.md):
 
 - ``native``: the compiled twin ``pcs.trace._jsonrows`` (pcs/trace/_jsonrows.cpp,
   simdjson's On-Demand parser in C++, one document per line, the columns filled in C++ without the GIL;
-  :func:`native_chunk`; a whole file through :func:`parse_chunks`, two chunks at once on two CPUs),
+  :func:`native_chunk`),
   built when pysimdjson's bundled simdjson sources are
   found at build time; the ``auto | c | python`` switch of :mod:`pcs._native`
   (``PCS_NATIVE``) picks it; figures in docs/performance.md ("The compiled JSONL decoder" and
-  "The JSONL decode On-Demand and beside");
+  "The JSONL decode On-Demand");
 - ``simdjson``: pysimdjson (optional extra ``pcs[fast]``), one DOM parse per
   line, the id list copied out as a uint64 buffer (``as_buffer``) without a
   Python int per id; 19-20 M ids per CPU second on a 1 MiB chunk, the whole
