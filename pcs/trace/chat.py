@@ -150,7 +150,8 @@ def read_chat_jsonl(path) -> Iterator[ChatRequest]:
     """Stream a chat JSONL file as :class:`ChatRequest` s.
 
     Raises:
-        InputError: bad line (file, line, field), or a decreasing timestamp.
+        InputError: bad line (file, line, field), a decreasing timestamp, or no request at all (the token
+            trace written would be empty, which its reader refuses: "empty trace (no requests)").
     """
     name = display_name(path)
     prev = -float("inf")
@@ -161,6 +162,8 @@ def read_chat_jsonl(path) -> Iterator[ChatRequest]:
                 raise InputError(name, ln, "timestamp", f"decreases ({r.timestamp_ms:g} ms after {prev:g} ms)")
             prev = r.timestamp_ms
             yield r
+    if prev == -float("inf"):
+        raise InputError(name, None, None, "empty chat log (no requests): pcs writes no empty trace")
 
 
 def load_tokenizer(path):
