@@ -155,3 +155,206 @@ def test_a_block_device_a_socket_and_a_looping_link_are_refused(work, monkeypatc
         with atomic_output("disk.csv"):
             pass
     assert stat.S_IFMT(os.lstat("disk.csv").st_mode) == stat.S_IFIFO
+
+
+# -- F2, F9: Parquet columns named twice; a null id inside a list names its row --------------------------
+
+def _parquet(path, columns: dict, names=None):
+    """A Parquet trace with pcs's metadata (16-token blocks) and the given columns (``names`` may repeat one)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from pcs.trace.parquet import arrow_schema
+
+    names = names or list(columns)
+    table = pa.table([columns[n] for n in names], names=names)
+    pq.write_table(table.replace_schema_metadata(arrow_schema(block_size=16).metadata), path)
+
+
+def _columns(lists):
+    import pyarrow as pa
+
+    n = len(lists)
+    return {"arrival_s": pa.array([float(i) for i in range(n)]), "prompt_tokens": pa.array([16 * len(x or [0]) for x in lists]),
+            "output_tokens": pa.array([1] * n), "block_hashes": pa.array(lists, pa.list_(pa.uint64()))}
+
+
+@pytest.mark.parametrize("twice", ["arrival_s", "block_hashes"])
+def test_a_parquet_column_named_twice_is_one_line(work, twice):
+    cols = _columns([[1], [1, 2]])
+    names = ["arrival_s", "prompt_tokens", "output_tokens", "block_hashes", twice]
+    _parquet("d.parquet", cols, names)
+    for cmd in (["trace", "stats"], ["replay"]):   # was: KeyError, an internal error, in every command
+        assert_one_line_error(invoke(*cmd, "d.parquet", "-q"), f"d.parquet: field '{twice}': column appears 2 times")
+
+
+def test_a_null_id_inside_a_list_names_its_row(work):
+    # rows 1..4 (1-based): the null id is the 2nd element of row 3's list (was reported at row 1)
+    _parquet("n.parquet", _columns([[1], [1, 2], [3, None], [4]]))
+    assert_one_line_error(invoke("trace", "stats", "n.parquet", "-q"), "n.parquet:3: field 'block_hashes': null value")
+    _parquet("m.parquet", _columns([[1], [1, 2], [3, 5], None, [6, None]]))     # a null list at row 4 comes first
+    assert_one_line_error(invoke("trace", "stats", "m.parquet", "-q"), "m.parquet:4: field 'block_hashes': null value")
+
+
+# -- F3, F4: a lone-surrogate escape where pcs needs text ------------------------------------------------
+
+def _jsonl_paths():
+    from pcs import _native
+
+    return [False, "pyarrow", "simdjson"] + (["native"] if _native.built("jsonrows") else [])
+
+
+BAILIAN_ROW = ('{{"chat_id": {c}, "parent_chat_id": -1, "timestamp": {c}, "input_length": 32, "output_length": 5, '
+               '"type": "{t}", "turn": 1, "hash_ids": [{a}, {b}]}}\n')
+
+
+@pytest.mark.parametrize("fast", _jsonl_paths())
+def test_a_lone_surrogate_bailian_type_is_refused_by_every_parser(tmp_path, fast):
+    from pcs.errors import InputError
+    from pcs.trace.hashids import BAILIAN, ReadState, read_hashid_jsonl
+
+    p = tmp_path / "b.jsonl"
+    rows = [BAILIAN_ROW.format(c=c, t="text", a=2 * c, b=2 * c + 1) for c in range(1, 6)]
+    p.write_text("".join(rows) + BAILIAN_ROW.format(c=6, t="\\ud800", a=100, b=101))   # line 6, a JSON escape
+    with pytest.raises(InputError) as err:
+        list(read_hashid_jsonl(p, "b.jsonl", BAILIAN, 16, ReadState(), fast=fast))
+    assert (err.value.line, err.value.field) == (6, "type")
+    assert "lone surrogate \\ud800" in str(err.value)
+    p.write_text("".join(rows) + BAILIAN_ROW.format(c=6, t="\\ud83d\\ude00", a=100, b=101))   # a pair: an emoji
+    assert sum(len(b) for b in read_hashid_jsonl(p, "b.jsonl", BAILIAN, 16, ReadState(), fast=fast)) == 6
+
+
+def test_a_lone_surrogate_bailian_type_never_reaches_the_parquet_writer(work):
+    rows = [BAILIAN_ROW.format(c=c, t="text", a=2 * c, b=2 * c + 1) for c in range(1, 6)]
+    (work / "b.jsonl").write_text("".join(rows) + BAILIAN_ROW.format(c=6, t="\\ud800", a=100, b=101))
+    assert_one_line_error(invoke("trace", "convert", "b.jsonl", "o.parquet", "--block-size", "16", "-q"),
+                          "b.jsonl:6: field 'type': a lone surrogate \\ud800")   # was: UnicodeEncodeError
+    assert not (work / "o.parquet").exists()
+
+
+@pytest.mark.parametrize("line, field, what", [
+    ('{"messages": [{"role": "user", "content": "a \\ud800 b"}]}', "messages", "element 0's content"),
+    ('{"messages": [{"role": "system", "content": "x"}, {"role": "user", "content": [{"type": "text", '
+     '"text": "\\udfff"}]}]}', "messages", "element 1's content"),
+    ('{"messages": [{"role": "\\udc00", "content": "hi"}]}', "messages", "element 0's role"),
+    ('{"messages": [{"role": "user", "content": "hi"}], "user": "t\\ud800"}', "user", "the tenant id"),
+])
+def test_a_lone_surrogate_in_a_chat_log_is_one_line(work, line, field, what):
+    (work / "c.jsonl").write_text('{"messages": [{"role": "user", "content": "fine"}]}\n' + line + "\n")
+    bad = line[line.index("\\u"):][:6]
+    assert_one_line_error(invoke("trace", "from-chat", "c.jsonl", "o.jsonl", "--tokenizer", TOKENIZER, "-q"),
+                          f"c.jsonl:2: field '{field}': {what} is not valid Unicode (lone surrogate {bad})")
+    assert not (work / "o.jsonl").exists()
+
+
+@pytest.mark.parametrize("extra, field", [('"cache_salt": "s\\ud800"', "cache_salt"), ('"lora_id": "\\udbff"', "lora_id"),
+                                          ('"mm_hashes": ["img\\udc01"]', "mm_hashes")])
+def test_a_lone_surrogate_in_a_token_trace_is_one_line(work, extra, field):
+    (work / "t.jsonl").write_text('{"timestamp": 0, "output_length": 1, "token_ids": [1, 2, 3, 4]}\n'
+                                  '{"timestamp": 1, "output_length": 1, "token_ids": [1, 2, 3, 4], ' + extra + "}\n")
+    assert_one_line_error(invoke("trace", "stats", "t.jsonl", "--block-size", "2", "-q"),
+                          f"t.jsonl:2: field '{field}': a lone surrogate")   # was: UnicodeEncodeError in hashing
+
+
+# -- F5: stdin closed ---------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("cmd", [["trace", "stats", "-"], ["replay", "-", "-q"], ["trace", "convert", "-", "o.jsonl"]],
+                         ids=" ".join)
+def test_a_closed_stdin_is_one_line(tmp_path, cmd):
+    import subprocess
+    import sys
+
+    r = subprocess.run([sys.executable, "-m", "pcs", *cmd], cwd=tmp_path, capture_output=True, text=True,
+                       preexec_fn=lambda: os.close(0), timeout=120)   # as `pcs ... <&-`: sys.stdin is None
+    assert r.returncode == 2, r.stderr
+    assert r.stderr.strip() == "pcs: error: -: stdin is closed: pipe or redirect a file into pcs (pcs replay - < trace.jsonl)"
+    assert not (tmp_path / "o.jsonl").exists()
+
+
+# -- F6, F7: never write a trace pcs refuses to read ----------------------------------------------------
+
+def test_from_chat_applies_the_readers_arrival_bound(work):
+    # 2**32 s = 4,294,967,296 s is the last arrival a reader takes (pcs.trace.batches.MAX_ARRIVAL_S):
+    # created 4.2e9 s reads back; created 4.3e9 s and 1e300 s are refused naming the line and the field.
+    (work / "ok.jsonl").write_text('{"messages": [{"role": "user", "content": "hi"}], "created": 4.2e9}\n')
+    assert invoke("trace", "from-chat", "ok.jsonl", "o.jsonl", "--tokenizer", TOKENIZER, "-q").exit_code == 0
+    assert invoke("trace", "stats", "o.jsonl", "-q").exit_code == 0
+    for value, shown in (("4.3e9", "4.3e+09"), ("1e300", "1e+300")):
+        (work / "c.jsonl").write_text('{"messages": [{"role": "user", "content": "hi"}]}\n'
+                                      '{"messages": [{"role": "user", "content": "hi"}], "created": ' + value + "}\n")
+        assert_one_line_error(invoke("trace", "from-chat", "c.jsonl", "x.jsonl", "--tokenizer", TOKENIZER, "-q"),
+                              f"c.jsonl:2: field 'created': arrival {shown} s is beyond +-2**32 s")
+    (work / "c.jsonl").write_text('{"messages": [{"role": "user", "content": "hi"}], "timestamp": 4.3e12}\n')
+    assert_one_line_error(invoke("trace", "from-chat", "c.jsonl", "x.jsonl", "--tokenizer", TOKENIZER, "-q"),
+                          "c.jsonl:1: field 'timestamp': arrival 4.3e+09 s")   # ms: 4.3e12 ms = 4.3e9 s
+    assert not (work / "x.jsonl").exists()
+
+
+@pytest.mark.parametrize("out", ["t.jsonl", "t.parquet"])
+def test_transform_never_writes_an_empty_trace(work, out):
+    # mooncake_conv_8.jsonl by hand: block 0 is every request's shared first block; past it, rows 1+6 share
+    # 14..26, 2+7 share 820, 3+8 are 975..977, 4+5 share 1541..1544: 4 conversations. A fraction of 1e-300
+    # keeps none of them for any seed (numpy's random() is a multiple of 2**-53: only 0.0 would be kept)
+    r = invoke("trace", "transform", T, out, "--sample-conversations", "1e-300", "-q")
+    assert_one_line_error(r, "--sample-conversations 1e-300 keeps none of the 4 conversations (seed 0)")
+    assert not (work / out).exists() and not TEMPORARY
+
+
+def test_from_chat_and_write_trace_refuse_an_empty_output(work):
+    (work / "e.jsonl").write_text("")    # was: "wrote 0 requests", a 0-byte file the token reader refuses
+    assert_one_line_error(invoke("trace", "from-chat", "e.jsonl", "o.jsonl", "--tokenizer", TOKENIZER, "-q"),
+                          "e.jsonl: empty chat log (no requests)")
+    from pcs.trace.convert import write_trace
+
+    for name, fmt in (("w.jsonl", "mooncake"), ("w.parquet", "parquet")):
+        with pytest.raises(ValueError, match="no requests to write"):
+            write_trace([], work / name, fmt, block_size=16)
+    assert sorted(p.name for p in work.iterdir()) == ["e.jsonl"]
+
+
+# -- F8: KV event batches going back in time ----------------------------------------------------------
+
+def _events(*batches):
+    import json
+
+    def event(kind):
+        if kind == "BlockRemoved":
+            return {"type": kind, "block_hashes": [1], "medium": "GPU"}
+        return {"type": kind, "block_hashes": [1], "parent_block_hash": None, "token_ids": list(range(16)),
+                "block_size": 16, "lora_id": None, "medium": "GPU", "lora_name": None}
+
+    return "".join(json.dumps({"ts": ts, "events": [event(kind)], "data_parallel_rank": 0}) + "\n"
+                   for ts, kind in batches)
+
+
+def test_kv_event_batches_must_not_go_back_in_time(work):
+    (work / "d.jsonl").write_text(_events((5, "BlockStored"), (5, "BlockRemoved"), (1, "BlockStored")))
+    assert_one_line_error(invoke("trace", "events", "d.jsonl"),   # was: time span -4.00 s, lifetimes -4.00 s
+                          "d.jsonl:3: field 'ts': decreases (1 s after 5 s)")
+    (work / "h.jsonl").write_text(_events((1e300, "BlockStored")))
+    assert_one_line_error(invoke("trace", "events", "h.jsonl"), "h.jsonl:1: field 'ts': arrival 1e+300 s is beyond")
+    (work / "ok.jsonl").write_text(_events((5, "BlockStored"), (5, "BlockRemoved")))   # equal ts: one step
+    r = invoke("trace", "events", "ok.jsonl", "--format", "json")
+    assert r.exit_code == 0, r.output
+    import json
+
+    d = json.loads(r.stdout)
+    assert d["time_span_s"] == 0 and d["removed_lifetime_s_p50"] == 0
+
+
+# -- F10: pcs report says why a replay's trace cannot be read ---------------------------------------
+
+def test_report_names_why_the_trace_cannot_be_read(work):
+    import json
+
+    r = invoke("replay", T, "--format", "json", "-q")
+    assert r.exit_code == 0, r.output
+    run = json.loads(r.stdout)
+    os.mkfifo("fifo.jsonl")
+    (work / "d").mkdir()
+    for trace, why in (("fifo.jsonl", "trace fifo.jsonl is a FIFO, not a file"), ("d", "trace d is a directory, not a file"),
+                       ("gone.jsonl", "trace gone.jsonl not found"), ("-", "trace - was stdin, read once by the run")):
+        (work / "run.json").write_text(json.dumps(dict(run, trace=trace)))
+        r = invoke("report", "run.json", "-o", "p.html")
+        assert r.exit_code == 0, r.output
+        assert f"pcs: note: {why}: no hit-rate curve" in r.stderr
