@@ -131,9 +131,18 @@ def total(workloads: Iterable[Workload], name: str = "all together") -> Workload
 
     >>> total([Workload("a", 1, 2.0), Workload("b", 3, 4.0)])
     Workload(name='all together', capacity_need_bytes=4, bandwidth_need_bps=6.0)
+
+    Raises:
+        ValueError: a sum passes 2^63 - 1 (bytes, bytes/s), the bound every size and bandwidth has
+            (:mod:`pcs.units`), naming the workloads rather than an internal key.
     """
     items = list(workloads)
-    return Workload(name, sum(w.capacity_need_bytes for w in items), sum(w.bandwidth_need_bps for w in items))
+    need = (sum(w.capacity_need_bytes for w in items), sum(w.bandwidth_need_bps for w in items))
+    for value, what, unit in zip(need, ("capacity", "bandwidth"), ("bytes", "bytes/s")):
+        if value > 2**63 - 1:
+            raise UserError(f"the workloads {', '.join(w.name for w in items)} together need {value:.4g} {unit} of "
+                            f"{what}, more than 2^63 - 1 {unit}: give smaller needs")
+    return Workload(name, *need)
 
 
 def parse_workload(text: str) -> Workload:

@@ -358,3 +358,37 @@ def test_report_names_why_the_trace_cannot_be_read(work):
         r = invoke("report", "run.json", "-o", "p.html")
         assert r.exit_code == 0, r.output
         assert f"pcs: note: {why}: no hit-rate curve" in r.stderr
+
+
+# -- F11 polish: a message that says why --------------------------------------------------------------
+
+def test_gzip_parquet_and_utf16_say_why_they_are_not_read(work):
+    import gzip
+
+    assert invoke("trace", "convert", T, "t.parquet", "-q").exit_code == 0
+    for name in ("t.parquet.gz", "renamed.parquet"):   # was: "the first non-blank line is not JSON"
+        (work / name).write_bytes(gzip.compress((work / "t.parquet").read_bytes()))
+        assert_one_line_error(invoke("trace", "stats", name, "-q"), f"{name}: a gzip-compressed Parquet file")
+    text = T.read_text(encoding="utf-8")
+    for codec in ("utf-16", "utf-16-le", "utf-16-be"):   # with a BOM, then without one (either byte order)
+        (work / "u.jsonl").write_bytes(text.encode(codec))
+        assert_one_line_error(invoke("trace", "stats", "u.jsonl", "-q"), "u.jsonl: the file looks like UTF-16 text")
+    (work / "z.jsonl").write_bytes(b"\0" * 100)         # NULs alone are not taken for UTF-16
+    assert_one_line_error(invoke("trace", "stats", "z.jsonl", "-q"), "cannot detect the format")
+
+
+def test_size_bound_is_shown_in_a_unit_pcs_accepts_and_budget_sums_are_bounded():
+    from pcs.units import parse_bytes
+
+    # 2^63 - 1 B = 9,223,372,036,854,775,807 B = 9,223.37 PB (1 PB = 10**15 B); EB is not a unit pcs reads
+    with pytest.raises(ValueError, match=r"about 9,223 PB\)"):
+        parse_bytes("10000PB")
+    assert parse_bytes("9223PB") == 9223 * 10**15
+    # 5000 PB + 5000 PB = 1e19 B > 2^63 - 1 (9.22e18): was "capacity_need_bytes must be in [0, 2^63 - 1]"
+    r = invoke("budget", "--workload", "A:5000PB:1GB/s", "--workload", "B:5000PB:1GB/s", "--capacity-have", "80GB",
+               "--bandwidth-have", "1TB/s")
+    assert_one_line_error(r, "the workloads A, B together need 1e+19 bytes of capacity, more than 2^63 - 1 bytes")
+    # 9000 PB/s twice = 1.8e19 B/s: was accepted (no bound on the bandwidth sum)
+    r = invoke("budget", "--workload", "A:1GB:9000PB/s", "--workload", "B:1GB:9000PB/s", "--capacity-have", "80GB",
+               "--bandwidth-have", "1TB/s")
+    assert_one_line_error(r, "together need 1.8e+19 bytes/s of bandwidth, more than 2^63 - 1 bytes/s")
