@@ -1,4 +1,4 @@
-"""Hostile input, round 15 (hostile-15 findings F1-F11): each test is one kind, with its members.
+"""Hostile input, round 15: each test is one kind of finding, with its members.
 
 F1: an output that already exists and is not a regular file is never replaced by one -- a symbolic link
 is followed (its target replaced), a FIFO or character device is streamed into, a block device, a socket
