@@ -28,12 +28,13 @@ from __future__ import annotations
 import atexit
 import contextlib
 import errno
+import functools
 import os
 import shutil
 import stat
 import tempfile
 from pathlib import Path
-from typing import Iterator, Mapping
+from typing import Callable, Iterator, Mapping
 from pcs.errors import UserError
 
 __all__ = ["TEMPORARY", "STREAMED", "REFUSED", "atomic_output", "check_outputs", "create_temporary", "node_kind",
@@ -98,18 +99,21 @@ def _resolved(path) -> Path:
     return Path(os.path.realpath(path)) if os.path.islink(path) else Path(path)
 
 
+def _copy_into(tmp: str, path) -> None:
+    """Copy the finished ``tmp`` into the existing device or FIFO ``path`` (opened ``O_WRONLY``: never
+    created, truncated or replaced; a regular file found there instead is left alone)."""
+    with open(tmp, "rb") as src, os.fdopen(os.open(path, os.O_WRONLY | os.O_NOCTTY), "wb") as dst:
+        if stat.S_ISREG(os.fstat(dst.fileno()).st_mode):
+            raise OSError(errno.EEXIST, "became a regular file while pcs ran; not overwritten", os.fspath(path))
+        shutil.copyfileobj(src, dst, 1 << 20)
+
+
 @contextlib.contextmanager
-def _streamed(path) -> Iterator[str]:
-    """Yield a temporary path under ``TMPDIR``; on success copy it into the existing device or FIFO ``path``
-    (opened ``O_WRONLY``: never created, truncated or replaced); on any exit remove it."""
-    fd, tmp = create_temporary(tempfile.gettempdir(), ".pcs-output.", ".tmp")
-    os.close(fd)
+def _through(tmp: str, path, finish: Callable[[str], None]) -> Iterator[str]:
+    """Yield ``tmp``; on success ``finish(tmp)``; an OSError names ``path``; on any exit remove ``tmp``."""
     try:
         yield tmp
-        with open(tmp, "rb") as src, os.fdopen(os.open(path, os.O_WRONLY | os.O_NOCTTY), "wb") as dst:
-            if stat.S_ISREG(os.fstat(dst.fileno()).st_mode):
-                raise OSError(errno.EEXIST, "became a regular file while pcs ran; not overwritten", os.fspath(path))
-            shutil.copyfileobj(src, dst, 1 << 20)
+        finish(tmp)
     except OSError as exc:
         raise _named(exc, tmp, path) from None
     finally:
@@ -128,8 +132,9 @@ def atomic_output(path) -> Iterator[str]:
     leaves ``path`` as it was.
 
     A symbolic link is followed (the temporary file goes beside its final
-    target, which is replaced); an existing character device or FIFO is
-    streamed into (:func:`_streamed`), never replaced.
+    target, which is replaced); an existing character device or FIFO gets
+    a temporary file under ``TMPDIR`` that is copied into it (:func:`_copy_into`),
+    never replaced.
 
     Raises:
         OSError: creating, writing or renaming failed; the error names ``path``, never the temporary file.
@@ -139,20 +144,15 @@ def atomic_output(path) -> Iterator[str]:
     if kind in REFUSED:
         raise UserError(_refusal("output", path, kind))
     if kind in STREAMED:
-        with _streamed(path) as tmp:
-            yield tmp
-        return
-    target = _resolved(path)
-    tmp = _reserve_temporary(target)
-    try:
-        yield tmp
-        publish(tmp, target)
-    except OSError as exc:
-        raise _named(exc, tmp, path) from None
-    finally:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        TEMPORARY.discard(tmp)
+        fd, tmp = create_temporary(tempfile.gettempdir(), ".pcs-output.", ".tmp")
+        os.close(fd)
+        finish = functools.partial(_copy_into, path=path)
+    else:
+        target = _resolved(path)
+        tmp = _reserve_temporary(target)
+        finish = functools.partial(publish, out_path=target)
+    with _through(tmp, path, finish) as written:
+        yield written
 
 
 def create_temporary(folder, prefix: str, suffix: str = "") -> tuple[int, str]:

@@ -13,19 +13,9 @@ import threading
 
 import pytest
 
-from helpers import SMALL_TRACE, assert_one_line_error, invoke
+from helpers import assert_one_line_error, invoke
 from pcs.outfile import TEMPORARY, atomic_output, check_outputs
-
-T = SMALL_TRACE
-FORMATS = T.parent
-TOKENIZER = FORMATS / "tiny_wordlevel_tokenizer.json"
-CHAT = FORMATS / "openai_chat_4.jsonl"
-
-
-@pytest.fixture
-def work(tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)
-    return tmp_path
+from test_hostile_files import CHAT, T, TOKENIZER, work  # noqa: F401 - work: the fixture (cwd = tmp_path)
 
 
 class FifoReader:
