@@ -382,3 +382,12 @@ def test_size_bound_is_shown_in_a_unit_pcs_accepts_and_budget_sums_are_bounded()
     r = invoke("budget", "--workload", "A:1GB:9000PB/s", "--workload", "B:1GB:9000PB/s", "--capacity-have", "80GB",
                "--bandwidth-have", "1TB/s")
     assert_one_line_error(r, "together need 1.8e+19 bytes/s of bandwidth, more than 2^63 - 1 bytes/s")
+
+
+def test_budget_transfer_products_are_bounded():
+    # 1e308 restores/s x 1 MB = 1e314 B/s (inf in float64): was a 309-digit table cell and "inf"/null
+    assert_one_line_error(invoke("budget", "--restores-per-s", "1e308", "--restore-size", "1MB"),
+                          "rate 1e+308 x size 1,000,000 bytes", "more than 2^63 - 1 bytes/s")
+    # 1e15 IOPS x 4,096 B = 4.096e18 B/s <= 2^63 - 1 (9.22e18): computed; 1e16 IOPS: 4.096e19, refused
+    assert invoke("budget", "--iops", "1e15", "--io-size", "4KiB").exit_code == 0
+    assert_one_line_error(invoke("budget", "--iops", "1e16", "--io-size", "4KiB"), "= 4.096e+19 bytes/s")
