@@ -6,27 +6,39 @@ beside the target, given the permissions a new file gets under the umask
 (``0o666 & ~umask``, as ``open`` creates files), then renamed onto the target
 with ``os.replace`` -- so a run that fails, is interrupted or is killed with
 SIGTERM never leaves a half-written file under the final name, and an older
-file of that name stays intact. Temporary files (these and the stdin spool,
+file of that name stays intact. An output that already exists and is not a
+regular file is never replaced by one: a symbolic link is followed and its
+target replaced the same way (temp file beside the *target*, renamed onto the
+resolved path); a character device (``/dev/null``) or a FIFO is streamed --
+the output is finished in a temporary file under ``TMPDIR`` (so a format that
+needs a seekable file, Parquet, works) and then copied into the node, which is
+opened for writing without being created or truncated; a block device or a
+socket is refused (:func:`check_outputs`). Temporary files (these and the stdin spool,
 :mod:`pcs.trace.api`) are listed in :data:`TEMPORARY` while they exist;
 :func:`remove_temporary` deletes what is left (at exit, and from the CLI's
 signal handling, :mod:`pcs.cli.common`).
 
 :func:`check_outputs` runs before any work: a missing or read-only folder, an
 output that is a directory, an output that is also an input of the run, or
-two outputs with one name are refused naming the user's path and option.
+two outputs with one name (except a character device such as ``/dev/null``), a
+block device, a socket or a link that loops are refused naming the user's path and option.
 """
 from __future__ import annotations
 
 import atexit
 import contextlib
 import errno
+import functools
 import os
+import shutil
+import stat
+import tempfile
 from pathlib import Path
-from typing import Iterator, Mapping
+from typing import Callable, Iterator, Mapping
 from pcs.errors import UserError
 
-__all__ = ["TEMPORARY", "atomic_output", "check_outputs", "create_temporary", "publish", "remove_temporary",
-           "same_file"]
+__all__ = ["TEMPORARY", "STREAMED", "REFUSED", "atomic_output", "check_outputs", "create_temporary", "node_kind",
+           "publish", "remove_temporary", "same_file"]
 
 #: Temporary files pcs created and has not yet renamed or removed (paths as strings).
 TEMPORARY: set[str] = set()
@@ -58,6 +70,58 @@ def _named(exc: OSError, tmp: str, path) -> OSError:
     return exc
 
 
+#: Kinds of existing node an output is streamed into (:func:`atomic_output`), not renamed onto.
+STREAMED = ("character device", "FIFO")
+#: Kinds of existing node an output may not be (:func:`check_outputs`).
+REFUSED = ("block device", "socket")
+
+
+def node_kind(path) -> str | None:
+    """What ``path`` names after following symbolic links: None (nothing there), ``"file"``, ``"directory"``,
+    or one of :data:`STREAMED` / :data:`REFUSED`.
+
+    Raises:
+        OSError: the path cannot be examined (a link that loops: ELOOP; no permission).
+    """
+    try:
+        mode = os.stat(path).st_mode
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    for test, kind in ((stat.S_ISREG, "file"), (stat.S_ISDIR, "directory"), (stat.S_ISCHR, "character device"),
+                       (stat.S_ISFIFO, "FIFO"), (stat.S_ISBLK, "block device")):
+        if test(mode):
+            return kind
+    return "socket"
+
+
+def _resolved(path) -> Path:
+    """``path``, or the file it finally names when its last component is a symbolic link."""
+    return Path(os.path.realpath(path)) if os.path.islink(path) else Path(path)
+
+
+def _copy_into(tmp: str, path) -> None:
+    """Copy the finished ``tmp`` into the existing device or FIFO ``path`` (opened ``O_WRONLY``: never
+    created, truncated or replaced; a regular file found there instead is left alone)."""
+    with open(tmp, "rb") as src, os.fdopen(os.open(path, os.O_WRONLY | os.O_NOCTTY), "wb") as dst:
+        if stat.S_ISREG(os.fstat(dst.fileno()).st_mode):
+            raise OSError(errno.EEXIST, "became a regular file while pcs ran; not overwritten", os.fspath(path))
+        shutil.copyfileobj(src, dst, 1 << 20)
+
+
+@contextlib.contextmanager
+def _through(tmp: str, path, finish: Callable[[str], None]) -> Iterator[str]:
+    """Yield ``tmp``; on success ``finish(tmp)``; an OSError names ``path``; on any exit remove ``tmp``."""
+    try:
+        yield tmp
+        finish(tmp)
+    except OSError as exc:
+        raise _named(exc, tmp, path) from None
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        TEMPORARY.discard(tmp)
+
+
 @contextlib.contextmanager
 def atomic_output(path) -> Iterator[str]:
     """Yield a temporary path beside ``path``; on success publish it onto ``path``, on any exit remove it.
@@ -67,20 +131,28 @@ def atomic_output(path) -> Iterator[str]:
     SIGTERM raised inside the block -- removes the temporary file and
     leaves ``path`` as it was.
 
+    A symbolic link is followed (the temporary file goes beside its final
+    target, which is replaced); an existing character device or FIFO gets
+    a temporary file under ``TMPDIR`` that is copied into it (:func:`_copy_into`),
+    never replaced.
+
     Raises:
         OSError: creating, writing or renaming failed; the error names ``path``, never the temporary file.
+        ValueError: ``path`` is a block device or a socket.
     """
-    target = Path(path)
-    tmp = _reserve_temporary(target)
-    try:
-        yield tmp
-        publish(tmp, target)
-    except OSError as exc:
-        raise _named(exc, tmp, path) from None
-    finally:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        TEMPORARY.discard(tmp)
+    kind = node_kind(path)
+    if kind in REFUSED:
+        raise UserError(_refusal("output", path, kind))
+    if kind in STREAMED:
+        fd, tmp = create_temporary(tempfile.gettempdir(), ".pcs-output.", ".tmp")
+        os.close(fd)
+        finish = functools.partial(_copy_into, path=path)
+    else:
+        target = _resolved(path)
+        tmp = _reserve_temporary(target)
+        finish = functools.partial(publish, out_path=target)
+    with _through(tmp, path, finish) as written:
+        yield written
 
 
 def create_temporary(folder, prefix: str, suffix: str = "") -> tuple[int, str]:
@@ -131,20 +203,35 @@ def same_file(a, b) -> bool:
         return Path(a).resolve() == Path(b).resolve()
 
 
-def _check_one(option: str, path) -> None:
+def _refusal(option: str, path, kind: str) -> str:
+    return (f"{option} {path} is a {kind}: pcs writes an output to a file, a FIFO or a character device "
+            "(such as /dev/null); give a file name")
+
+
+def _check_one(option: str, path) -> str | None:
+    """Refuse one output (see :func:`check_outputs`); returns :func:`node_kind` of it."""
     if str(path) == "-":
         raise UserError(f"{option} -: pcs writes this output to a file, not to stdout; give a file name")
     if not str(path).strip():
         raise UserError(f"{option} {str(path)!r}: an empty file name; give a file name")
-    target = Path(path)
-    if target.is_dir():
+    try:
+        kind = node_kind(path)
+    except OSError as exc:
+        why = "a symbolic link that loops" if exc.errno == errno.ELOOP else (exc.strerror or str(exc))
+        raise UserError(f"{option} {path}: {why}; give a file name") from None
+    if kind == "directory":
         raise IsADirectoryError(errno.EISDIR, f"{option}: is a directory", os.fspath(path))
-    folder = target.parent
+    if kind in REFUSED:
+        raise UserError(_refusal(option, path, kind))
+    if kind in STREAMED:
+        return kind
+    folder = _resolved(path).parent
     if not folder.is_dir():
         what = "does not exist" if not folder.exists() else "is not a folder"
         raise UserError(f"{option} {path}: the folder {str(folder)!r} {what}")
     if not os.access(folder, os.W_OK | os.X_OK):
         raise UserError(f"{option} {path}: the folder {str(folder)!r} is not writable")
+    return kind
 
 
 def check_outputs(outputs: Mapping[str, object], inputs: Mapping[str, object] = {}) -> None:
@@ -156,16 +243,18 @@ def check_outputs(outputs: Mapping[str, object], inputs: Mapping[str, object] = 
     Raises:
         ValueError: ``-`` (stdout is not a file) or an empty name; the output's folder is
             missing, not a folder or not writable; an output is also an
-            input; two outputs name one file.
+            input; two outputs name one file (two may name one character
+            device, ``/dev/null``); an output is a block device, a socket
+            or a symbolic link that loops.
         IsADirectoryError: an output is a directory.
     """
     given = [(opt, p) for opt, p in outputs.items() if p is not None]
     for i, (opt, path) in enumerate(given):
-        _check_one(opt, path)
+        kind = _check_one(opt, path)
         for what, src in inputs.items():
             if src is not None and str(src) != "-" and Path(src).exists() and same_file(path, src):
                 raise UserError(f"{opt} {path} is also an input file of this run ({what}); pcs never modifies "
                                  "its inputs: choose another output name")
         for opt2, path2 in given[:i]:
-            if same_file(path, path2):
+            if kind != "character device" and same_file(path, path2):
                 raise UserError(f"{opt} {path} and {opt2} {path2} name one file: give each output its own name")

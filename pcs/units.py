@@ -115,7 +115,7 @@ def _byte_mult(unit: str, text, what: str, help_: str) -> int:
 
 
 #: The bound of each kind in the unit the user can check it against (sizes and bandwidths in bytes, durations in ns).
-_LIMIT = {"size": "2^63 - 1 bytes, about 9.2 EB", "bandwidth": "2^63 - 1 bytes/s, about 9.2 EB/s",
+_LIMIT = {"size": "2^63 - 1 bytes, about 9,223 PB", "bandwidth": "2^63 - 1 bytes/s, about 9,223 PB/s",
           "duration": "2^63 - 1 ns, about 292 years", "block count": "2^63 - 1 blocks",
           "capacity": "2^63 - 1 bytes or blocks"}
 

@@ -131,9 +131,18 @@ def total(workloads: Iterable[Workload], name: str = "all together") -> Workload
 
     >>> total([Workload("a", 1, 2.0), Workload("b", 3, 4.0)])
     Workload(name='all together', capacity_need_bytes=4, bandwidth_need_bps=6.0)
+
+    Raises:
+        ValueError: a sum passes 2^63 - 1 (bytes, bytes/s), the bound every size and bandwidth has
+            (:mod:`pcs.units`), naming the workloads rather than an internal key.
     """
     items = list(workloads)
-    return Workload(name, sum(w.capacity_need_bytes for w in items), sum(w.bandwidth_need_bps for w in items))
+    need = (sum(w.capacity_need_bytes for w in items), sum(w.bandwidth_need_bps for w in items))
+    for value, what, unit in zip(need, ("capacity", "bandwidth"), ("bytes", "bytes/s")):
+        if value > 2**63 - 1:
+            raise UserError(f"the workloads {', '.join(w.name for w in items)} together need {value:.4g} {unit} of "
+                            f"{what}, more than 2^63 - 1 {unit}: give smaller needs")
+    return Workload(name, *need)
 
 
 def parse_workload(text: str) -> Workload:
@@ -230,8 +239,13 @@ def average_bandwidth_bps(rate_per_s: float, size_bytes: int) -> float:
 
 def _rate_bps(rate_per_s: float, size_bytes: int, rate_name: str, size_name: str) -> float:
     """rate_per_s x size_bytes, bytes/s: the one rule of :func:`average_bandwidth_bps` and
-    :func:`iops_bandwidth_bps`; each argument checked under its name (ValueError: negative or non-finite)."""
-    return check_real(rate_per_s, rate_name, lo=0) * check_real(size_bytes, size_name, lo=0)
+    :func:`iops_bandwidth_bps`; each argument checked under its name (ValueError: negative or non-finite;
+    a product above 2^63 - 1 bytes/s, the bound of every bandwidth in :mod:`pcs.units`)."""
+    bps = check_real(rate_per_s, rate_name, lo=0) * check_real(size_bytes, size_name, lo=0)
+    if bps > 2**63 - 1:
+        raise UserError(f"{rate_name} {rate_per_s:g} x {size_name} {size_bytes:,} bytes = {bps:.4g} bytes/s, more "
+                        "than 2^63 - 1 bytes/s: give a smaller rate or size")
+    return bps
 
 
 def transfer_time_s(size_bytes: int, bandwidth_bps: float, setup_s: float = 0.0) -> float:

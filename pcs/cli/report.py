@@ -103,14 +103,28 @@ def write_outputs(html_path: str | None, plot_dir: str | None, payloads: Sequenc
     return done
 
 
+def _unreadable_trace(trace: str) -> str | None:
+    """Why a replay JSON's ``trace`` cannot be read again for its page, or None when it is a file:
+    missing, stdin, a directory, a device, a FIFO or a socket (:func:`pcs.outfile.node_kind`)."""
+    from pcs.outfile import node_kind
+
+    if trace == "-":
+        return "trace - was stdin, read once by the run"
+    try:
+        kind = node_kind(trace)
+    except OSError as exc:
+        return f"trace {trace} cannot be read ({exc.strerror or exc})"
+    if kind == "file":
+        return None
+    return f"trace {trace} not found" if kind is None else f"trace {trace} is a {kind}, not a file"
+
+
 def replay_page_curve(trace: Any, s: dict, quiet: bool) -> tuple[dict | None, dict | None]:
     """The curve and oracle of a replay page (:func:`pcs.report.htmlcurve.replay_curve`); (None, None) if unreadable."""
     from pcs.report.htmlcurve import replay_curve
 
-    why = None
-    if isinstance(trace, str) and not Path(trace).is_file():
-        why = f"trace {trace} not found"
-    elif isinstance(trace, str) and any("re-blocked" in str(n) for n in s.get("notes", ())):
+    why = _unreadable_trace(trace) if isinstance(trace, str) else None
+    if not why and isinstance(trace, str) and any("re-blocked" in str(n) for n in s.get("notes", ())):
         why = "the run re-blocked its trace"
     if why:
         if not quiet:

@@ -103,7 +103,8 @@ def convert_cmd(in_path, out_path, out_format, remap_ids, trace_format, block_si
     """Convert a trace: JSONL <-> Parquet, or re-block a token trace.
 
     Streams in batches; writes a temporary file next to OUT and renames it
-    into place. A token trace read with --block-size B is written at B-token
+    into place (onto a symlink's target; a FIFO or /dev/null is written into,
+    never replaced). A token trace read with --block-size B is written at B-token
     blocks (re-blocking); block-id traces keep their block size.
 
     \b

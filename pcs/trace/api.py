@@ -47,6 +47,22 @@ def _sniff_parquet(path) -> bool:
         return f.read(4) == _PARQUET_MAGIC
 
 
+def _not_json(first: bytes, exc: Exception, name: str) -> str:
+    """Why format detection could not read the first non-blank line ``first`` (bytes after any gzip layer)."""
+    if first[:1] in _MSGPACK_BATCH:
+        return f"this looks like a msgpack capture of vLLM KV-cache events, not a request trace: {_EVENTS_HINT.format(name)}"
+    if first.startswith(b"PAR1"):   # a plain Parquet file was recognised before: this one was inside gzip
+        return ("a gzip-compressed Parquet file: pcs reads Parquet as written (its columns are compressed "
+                "inside); gunzip it first")
+    if first[:2] in (b"\xff\xfe", b"\xfe\xff") or first[:2] in (b"{\x00", b"\x00{", b"[\x00", b"\x00["):
+        return ("the file looks like UTF-16 text; JSON traces are UTF-8 (RFC 8259 section 8.1): re-encode it "
+                "(iconv -f UTF-16 -t UTF-8)")
+    if isinstance(exc, UnicodeDecodeError) and first[:1] in (b"{", b"["):  # JSON but for its encoding
+        return (f"the first non-blank line is not UTF-8 (invalid byte {first[exc.start:exc.start + 1]!r} at byte "
+                f"{exc.start}); JSON traces are UTF-8 (RFC 8259 section 8.1): re-encode the file")
+    return f"cannot detect the format: the first non-blank line is not JSON; pass --trace-format ({', '.join(FORMATS)})"
+
+
 def detect_format(path, name: str | None = None) -> str:
     """Guess a trace's format from its first bytes and first JSON object.
 
@@ -71,15 +87,7 @@ def detect_format(path, name: str | None = None) -> str:
     try:
         obj = json.loads(lines[0].decode("utf-8"))
     except (UnicodeDecodeError, ValueError, RecursionError) as exc:
-        if lines[0][:1] in _MSGPACK_BATCH:
-            raise InputError(name, None, None, f"this looks like a msgpack capture of vLLM KV-cache events, not a "
-                             f"request trace: {_EVENTS_HINT.format(name)}") from None
-        if isinstance(exc, UnicodeDecodeError) and lines[0][:1] in (b"{", b"["):  # JSON but for its encoding
-            raise InputError(name, None, None, f"the first non-blank line is not UTF-8 (invalid byte "
-                             f"{lines[0][exc.start:exc.start + 1]!r} at byte {exc.start}); JSON traces are UTF-8 "
-                             "(RFC 8259 section 8.1): re-encode the file") from None
-        raise InputError(name, None, None, "cannot detect the format: the first non-blank line is not JSON; "
-                         f"pass --trace-format ({', '.join(FORMATS)})") from None
+        raise InputError(name, None, None, _not_json(lines[0], exc, name)) from None
     other = _not_a_trace(obj, name)
     if other is not None:
         raise InputError(name, None, None, other)

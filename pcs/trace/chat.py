@@ -37,7 +37,9 @@ from typing import Any, Callable, Iterator
 
 from pcs.errors import InputError, UserError
 from pcs.extras import missing_extra
+from pcs.trace.batches import arrival_error
 from pcs.trace.hashids import get_int, get_time, strict_loads
+from pcs.trace.jsonfast import lone_surrogate
 from pcs.trace.source import display_name, iter_chunks, iter_lines
 
 __all__ = ["BUILTIN_TEMPLATES", "ChatRequest", "read_chat_jsonl", "load_template", "load_tokenizer",
@@ -86,6 +88,15 @@ def _text(content: Any, name: str, ln: int) -> str:
     raise InputError(name, ln, "messages", f"content must be a string or a list of parts, got {json.dumps(content)[:40]}")
 
 
+def _unicode(text: str, name: str, ln: int, field: str, what: str) -> str:
+    """``text``, or InputError when it holds a lone surrogate (a JSON escape ``\\ud800`` json.loads accepts,
+    which neither the tokenizer nor a UTF-8 output can take: :func:`pcs.trace.jsonfast.lone_surrogate`)."""
+    bad = lone_surrogate(text)
+    if bad:
+        raise InputError(name, ln, field, f"{what} is not valid Unicode (lone surrogate {bad})")
+    return text
+
+
 def _messages(req: dict, name: str, ln: int) -> tuple:
     msgs = req.get("messages")
     if not isinstance(msgs, list) or not msgs:
@@ -94,7 +105,9 @@ def _messages(req: dict, name: str, ln: int) -> tuple:
     for i, m in enumerate(msgs):
         if not isinstance(m, dict) or not isinstance(m.get("role"), str):
             raise InputError(name, ln, "messages", f"element {i} must be an object with a string 'role'")
-        out.append({"role": m["role"], "content": _text(m.get("content"), name, ln)})
+        out.append({"role": _unicode(m["role"], name, ln, "messages", f"element {i}'s role"),
+                    "content": _unicode(_text(m.get("content"), name, ln), name, ln, "messages",
+                                        f"element {i}'s content")})
     return tuple(out)
 
 
@@ -109,17 +122,27 @@ def _output_tokens(obj: dict, req: dict, name: str, ln: int) -> int:
 
 
 def parse_chat_line(obj: dict, name: str, ln: int, prev_ms: float) -> ChatRequest:
-    """One line -> :class:`ChatRequest`. Raises InputError naming the field."""
+    """One line -> :class:`ChatRequest`.
+
+    Raises:
+        InputError: naming the field; an arrival beyond the trace readers' bound
+            (:func:`pcs.trace.batches.arrival_error`: the token JSONL written would be refused).
+    """
     req = obj["request"] if isinstance(obj.get("request"), dict) else obj
+    field = "timestamp"
     if "timestamp" in obj or "timestamp" in req:
         ts = get_time(obj if "timestamp" in obj else req, "timestamp", name, ln)
     elif "created" in obj or "created" in (obj.get("response") or {}):
-        ts = 1000.0 * get_time(obj if "created" in obj else obj["response"], "created", name, ln)
+        field, ts = "created", 1000.0 * get_time(obj if "created" in obj else obj["response"], "created", name, ln)
     else:
         ts = max(prev_ms, 0.0)
+    if arrival_error(ts / 1000.0):
+        raise InputError(name, ln, field, arrival_error(ts / 1000.0))
     tenant = req.get("user", req.get("tenant", obj.get("tenant")))
     if tenant is not None and not isinstance(tenant, str):
         raise InputError(name, ln, "user", f"must be a string, got {json.dumps(tenant)[:40]}")
+    if tenant is not None:
+        _unicode(tenant, name, ln, "user", "the tenant id")
     return ChatRequest(ts, _messages(req, name, ln), _output_tokens(obj, req, name, ln), tenant)
 
 
@@ -127,7 +150,8 @@ def read_chat_jsonl(path) -> Iterator[ChatRequest]:
     """Stream a chat JSONL file as :class:`ChatRequest` s.
 
     Raises:
-        InputError: bad line (file, line, field), or a decreasing timestamp.
+        InputError: bad line (file, line, field), a decreasing timestamp, or no request at all (the token
+            trace written would be empty, which its reader refuses: "empty trace (no requests)").
     """
     name = display_name(path)
     prev = -float("inf")
@@ -138,6 +162,8 @@ def read_chat_jsonl(path) -> Iterator[ChatRequest]:
                 raise InputError(name, ln, "timestamp", f"decreases ({r.timestamp_ms:g} ms after {prev:g} ms)")
             prev = r.timestamp_ms
             yield r
+    if prev == -float("inf"):
+        raise InputError(name, None, None, "empty chat log (no requests): pcs writes no empty trace")
 
 
 def load_tokenizer(path):

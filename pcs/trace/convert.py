@@ -130,7 +130,8 @@ def write_trace(batches: Iterable[RequestBatch], out_path, fmt: str, *, block_si
     Returns:
         ``{"requests": n, "block_ids": m, "path": str, "format": fmt}``.
     Raises:
-        ValueError: unknown format.
+        ValueError: unknown format; ``batches`` holds no request (every pcs reader refuses an empty
+            trace: ``empty trace (no requests)``), nothing written.
     """
     if fmt not in OUT_FORMATS:
         raise UserError(f"unknown output format {fmt!r}; valid: {', '.join(OUT_FORMATS)}")
@@ -162,6 +163,8 @@ def write_trace(batches: Iterable[RequestBatch], out_path, fmt: str, *, block_si
                     n, m = n + len(b), m + b.block_hashes.size
                 if sink is not raw:
                     sink.close()
+        if not n:   # inside atomic_output: nothing is written
+            raise UserError(f"{out_path}: no requests to write; pcs refuses an empty trace, so it writes none")
     return {"requests": n, "block_ids": m, "path": str(out_path), "format": fmt}
 
 

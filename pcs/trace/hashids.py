@@ -35,7 +35,7 @@ import numpy as np
 
 from pcs.errors import InputError, UserError
 from pcs.trace.batches import MAX_ARRIVAL_S, arrival_error
-from pcs.trace.jsonfast import REUSE_VALUES  # the values of the optional per-row ``reuse`` field
+from pcs.trace.jsonfast import REUSE_VALUES, lone_surrogate  # REUSE_VALUES: the optional per-row ``reuse`` field
 from pcs.trace.request import RequestBatch
 from pcs.trace.source import iter_chunks, iter_lines
 
@@ -242,6 +242,8 @@ def _slow_line(cols: _Columns, obj: dict, bs: int, name: str, ln: int, state: Re
     typ = obj.get("type")
     if spec.has_type and typ is not None and not isinstance(typ, str):
         raise InputError(name, ln, "type", f"must be a string, got {json.dumps(typ)[:40]}")
+    if spec.has_type and isinstance(typ, str) and lone_surrogate(typ):
+        raise InputError(name, ln, "type", f"a lone surrogate {lone_surrogate(typ)} is not text (not valid Unicode)")
     if state.check_order and ts < state.last_ts:
         raise InputError(name, ln, "timestamp", f"decreases ({ts:g} after {state.last_ts:g}); use --sort to reorder")
     state.last_ts = max(state.last_ts, ts)

@@ -120,6 +120,17 @@ def rows_distinct(hashes: np.ndarray, offsets: np.ndarray) -> bool:
     return not ((h[1:] == h[:-1]) & (r[1:] == r[:-1])).any()
 
 
+def lone_surrogate(text: str) -> str | None:
+    """The first lone surrogate in ``text`` as its JSON escape (``"\\ud800"``), or None when ``text`` is
+    Unicode text (encodes as UTF-8). ``json.loads`` and simdjson accept such escapes (RFC 8259 §8.2: their
+    behaviour is unpredictable); UTF-8 (a Parquet string, a tokenizer) cannot hold them."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        return f"\\u{ord(text[exc.start]):04x}"
+    return None
+
+
 def _checked(spec, bs: int, state, ts: np.ndarray, il: np.ndarray, ol: np.ndarray, offsets: np.ndarray,
              hashes: np.ndarray, extras: list, typ, synthetic: int = 0,
              increasing: bool = False) -> RequestBatch | None:
@@ -137,6 +148,8 @@ def _checked(spec, bs: int, state, ts: np.ndarray, il: np.ndarray, ol: np.ndarra
         return None
     if not increasing and not rows_distinct(hashes, offsets):
         return None
+    if typ is not None and any(lone_surrogate(t) for t in set(typ) if isinstance(t, str)):
+        return None   # the authority names the line
     if ts.size:
         state.last_ts = max(state.last_ts, float(ts.max()))
     state.synthetic_rows += synthetic

@@ -41,6 +41,7 @@ import numpy as np
 
 from pcs.errors import InputError, UserError
 from pcs.extras import missing_extra
+from pcs.trace.batches import arrival_error
 from pcs.trace.hashids import strict_loads
 from pcs.trace.source import display_name, iter_chunks, iter_lines, open_binary
 
@@ -126,7 +127,20 @@ def _event(ev: Any, ts: float, rank: int, name: str, ln: int) -> KVEvent:
     return KVEvent(ts, "stored", ids, rank, str(medium), None if parent is None else _hash(parent, name, ln), bs)
 
 
-def _batch(obj: Any, name: str, ln: int) -> Iterator[KVEvent]:
+def _check_ts(ts: float, name: str, ln: int, last: list) -> None:
+    """Refuse a batch ``ts`` beyond the arrival bound (:func:`pcs.trace.batches.arrival_error`) or below the
+    previous batch's (``last[0]``, updated): events are replayed in stream order, so an earlier ``ts`` would
+    give negative lifetimes and time spans; vLLM stamps each batch with ``time.time()`` as it publishes."""
+    why = arrival_error(ts)
+    if why:
+        raise InputError(name, ln, "ts", why)
+    if ts < last[0]:
+        raise InputError(name, ln, "ts", f"decreases ({ts:g} s after {last[0]:g} s): batches are replayed in "
+                         "order; sort the capture by ts")
+    last[0] = ts
+
+
+def _batch(obj: Any, name: str, ln: int, last: list) -> Iterator[KVEvent]:
     if isinstance(obj, dict):
         ts, events, rank = obj.get("ts"), obj.get("events"), obj.get("data_parallel_rank")
     elif isinstance(obj, list) and len(obj) >= 2:
@@ -135,6 +149,7 @@ def _batch(obj: Any, name: str, ln: int) -> Iterator[KVEvent]:
         raise InputError(name, ln, None, "a batch must be {\"ts\", \"events\", ...} or [ts, events, rank]")
     if isinstance(ts, bool) or not isinstance(ts, (int, float)) or not math.isfinite(ts):
         raise InputError(name, ln, "ts", f"must be a finite number of seconds, got {json.dumps(ts)[:40]}")
+    _check_ts(float(ts), name, ln, last)
     if not isinstance(events, list):
         raise InputError(name, ln, "events", "must be a list")
     rank = 0 if rank is None else rank
@@ -179,7 +194,8 @@ def read_kv_events(path) -> Iterator[KVEvent]:
     Line numbers in errors count batches (JSONL lines, or msgpack payloads).
 
     Raises:
-        InputError: a malformed batch or event (file, batch, field).
+        InputError: a malformed batch or event (file, batch, field); a ``ts`` that decreases or lies
+            beyond +-2**32 s (:func:`_check_ts`).
         ValueError: a msgpack capture without the ``msgpack`` package.
     """
     name = display_name(path)
@@ -187,15 +203,16 @@ def read_kv_events(path) -> Iterator[KVEvent]:
         head = f.read(1)
     if not head:
         return
+    last = [-math.inf]
     if head in (b"{", b"[", b" ", b"\n", b"\t", b"\r", b"\xef"):  # JSON (maybe after whitespace or a BOM)
         for first, chunk in iter_chunks(path, name=name):
             for ln, line in iter_lines(first, chunk):
                 if not line.strip():
                     continue
-                yield from _batch(_loads(name, ln, line), name, ln)
+                yield from _batch(_loads(name, ln, line), name, ln, last)
     else:
         for n, obj in _msgpack_objects(path, name):
-            yield from _batch(obj, name, n)
+            yield from _batch(obj, name, n, last)
 
 
 @dataclass

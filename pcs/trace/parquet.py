@@ -194,9 +194,13 @@ def check_column_types(schema, name: str) -> None:
     ``prompt_tokens`` of 6758.7 is an error, never cut to 6758; a bool is not an integer).
 
     Raises:
-        InputError: naming the column, the type it must have and the type it has.
+        InputError: naming the column, the type it must have and the type it has; a column pcs reads
+            appears more than once (pyarrow writes such files; which one to read would be a guess).
     """
     for col, (ok, want) in _type_rules().items():
+        if schema.names.count(col) > 1:
+            raise InputError(name, None, col, f"column appears {schema.names.count(col)} times; "
+                                              "a trace holds each column once")
         if col in schema.names and not ok(schema.field(col).type):
             raise InputError(name, None, col, f"column must hold {want}, got {schema.field(col).type}")
 
@@ -277,6 +281,19 @@ def _record_batches(pf, name: str, rows: int, cols: list) -> Iterator:
         yield rb
 
 
+def _first_null_row(col) -> int:
+    """The 0-based row of the first null in ``col``: a null value, or for a list column a null list or
+    a null id inside a list (the id's row, found from the list offsets)."""
+    rows = np.flatnonzero(np.asarray(col.is_null()))
+    first = int(rows[0]) if rows.size else len(col)
+    if hasattr(col, "offsets"):
+        offs = col.offsets.to_numpy().astype(np.int64)
+        ids = np.flatnonzero(np.asarray(col.flatten().is_null()))
+        if ids.size:
+            first = min(first, int(np.searchsorted(offs - offs[0], ids[0], side="right")) - 1)
+    return first
+
+
 def read_parquet(path, name: str, block_size: int, state, on_error: str = "raise",
                  rows: int = 1 << 16) -> Iterator[RequestBatch]:
     """Stream a canonical Parquet trace with ``ParquetFile.iter_batches``.
@@ -302,8 +319,7 @@ def read_parquet(path, name: str, block_size: int, state, on_error: str = "raise
             col = rb.column(c)
             nulls = col.null_count + (col.flatten().null_count if c == "block_hashes" else 0)
             if nulls:
-                bad = np.flatnonzero(np.asarray(col.is_null()))
-                raise InputError(name, row0 + int(bad[0]) if bad.size else row0, c, "null value")
+                raise InputError(name, row0 + _first_null_row(col), c, "null value")
         lists = rb.column("block_hashes")
         offs = lists.offsets.to_numpy().astype(np.int64)
         offs -= offs[0]

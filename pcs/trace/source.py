@@ -72,11 +72,14 @@ def check_source(path, name: str | None = None) -> os.stat_result | None:
     Returns the ``os.stat`` result (None for stdin).
 
     Raises:
-        InputError: a device, a directory, a terminal on stdin.
+        InputError: a device, a directory, a terminal on stdin, stdin closed.
         FileNotFoundError: no such file.
     """
     name = name or display_name(path)
     if str(path) == "-":
+        if sys.stdin is None:     # started with descriptor 0 closed (``<&-``): Python sets sys.stdin to None
+            raise InputError("-", None, None, "stdin is closed: pipe or redirect a file into pcs "
+                             "(pcs replay - < trace.jsonl)")
         try:
             mode = os.fstat(sys.stdin.fileno()).st_mode
         except (OSError, ValueError, AttributeError):

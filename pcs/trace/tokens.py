@@ -26,6 +26,7 @@ import numpy as np
 
 from pcs.errors import InputError
 from pcs.trace.batches import MAX_ARRIVAL_S, arrival_error
+from pcs.trace.jsonfast import lone_surrogate
 from pcs.trace.hashids import ReadState, get_int, get_time, row_is_synthetic, strict_loads
 from pcs.trace.hashing import MMInput, hash_request_blocks
 from pcs.trace.request import RequestBatch
@@ -92,6 +93,9 @@ def parse_token_line(obj: dict, block_size: int, name: str, ln: int, prev_ts: fl
     if lora is not None and (isinstance(lora, bool) or not isinstance(lora, (int, str))):
         raise InputError(name, ln, "lora_id", f"must be an integer or string, got {json.dumps(lora)[:40]}")
     mm = _mm_inputs(obj, name, ln)
+    for field, text in [("cache_salt", salt), ("lora_id", lora)] + [("mm_hashes", m.hash) for m in mm]:
+        if isinstance(text, str) and lone_surrogate(text):   # the block hash mixes it in as UTF-8
+            raise InputError(name, ln, field, f"a lone surrogate {lone_surrogate(text)} is not text (not valid Unicode)")
     hashes = hash_request_blocks(toks, block_size, cache_salt=salt, lora_id=lora, mm_inputs=mm)
     extra = tuple((k, v) for k, v in (("cache_salt", salt), ("lora_id", lora),
                                        ("mm_hashes", tuple((m.hash, m.offset_tokens, m.length_tokens) for m in mm) or None))

@@ -233,12 +233,17 @@ def transform(b: RequestBatch, spec: TransformSpec) -> Transformed:
         :class:`Transformed`.
 
     Raises:
-        ValueError: from :class:`TransformSpec` (checked at its construction).
+        ValueError: from :class:`TransformSpec` (checked at its construction); the sample keeps no
+            conversation (the trace would be empty, which every pcs reader refuses: never written).
     """
     conv = conversation_ids(b)
     if spec.sample_conversations < 1 and conv.size:
         keep_c = np.random.default_rng([spec.seed, 0]).random(int(conv.max()) + 1) < spec.sample_conversations
         rows = np.flatnonzero(keep_c[conv])
+        if not rows.size:
+            raise UserError(f"--sample-conversations {spec.sample_conversations:g} keeps none of the "
+                            f"{np.unique(conv).size:,} conversations (seed {spec.seed}): the trace would be empty; "
+                            "keep a larger fraction or try another --seed")
         b, conv = _take(b, rows), conv[rows]
     if spec.prefix_scale != 1 or spec.prompt_scale != 1:
         s_tok = _shared_prefix_tokens(b, conv) if spec.prefix_scale != 1 else np.zeros(len(b), dtype=np.int64)
