@@ -107,7 +107,7 @@ def test_broken_plugins_are_left_out_and_reported(monkeypatch):
 
 
 def test_unknown_policy_error_and_help_name_the_plugins(site):
-    # walkthrough-15 F5: the unknown-name error lists the installed plug-in beside the built-ins, for --policy and
+    # the unknown-name error lists the installed plug-in beside the built-ins, for --policy and
     # --tier-policy; both helps say plug-ins work (pcs policies) and show NAME:OPTION=VALUE
     for opt, val in (("--policy", "nosuch"), ("--tier-policy", "cpu=nosuch")):
         out = _run(site, *PCS, "replay", str(ROOT / "traces" / "sample_chat.jsonl"), opt, val, "-q")

@@ -1,4 +1,4 @@
-"""``pcs compare`` on a hybrid model (walkthrough-15 F1, F10; docs/hybrid.md "Not on hybrid models").
+"""``pcs compare`` on a hybrid model (docs/hybrid.md "Not on hybrid models").
 
 Every curve column is replayed under the same (cache-group) rules, lru too, so each equals ``pcs replay`` of that
 policy on one tier of that many whole-model blocks, sequential timing; the one-pass columns (belady, the ceiling)
