@@ -15,8 +15,9 @@ pcs/engine/_stepsched.c, for a compiled policy and for a hosted plug-in; its
 own time is the same for every policy); ``--compute both`` does both.
 
 Measured: process CPU seconds (``time.process_time``: other jobs on the shared
-machine do not count), best of ``--repeat`` rounds, each round running every
-policy once (alternated), and block accesses per second of the whole call;
+machine do not count), after one untimed warm-up call per run (so the first run, the lru
+peer, is not charged with imports and first calls even at ``--repeat 1``), best of ``--repeat`` rounds, each
+round running every policy once (alternated), and block accesses per second of the whole call;
 ``ratio_to_lru`` = the policy's time / compiled lru's time in the same run.
 Prints one human line per run, then ONE JSON line last.
 ``--policy NAME`` (repeatable) times those registered policies instead.
@@ -136,6 +137,8 @@ def main() -> None:
     for mode in modes:
         best: dict = {label: float("inf") for label, _ in runs}
         info: dict = {}
+        for label, kwargs in runs:                        # warm-up (imports, compiled twins, caches): untimed,
+            _replay(src, dict(kwargs, compute_mode=mode))  # so the first policy (the lru peer) is not charged
         for _ in range(args.repeat):                      # rounds: every run once per round (alternated)
             for label, kwargs in runs:
                 t = time.process_time()

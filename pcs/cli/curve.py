@@ -109,6 +109,9 @@ def curve(trace, capacities, points, model_name, dtype, no_belady, sample_rate, 
 
         spec = load_model(model_name, None, quiet)
         spec = spec.with_dtype(dtype) if dtype else spec
+        from pcs.curves.api import refuse_hybrid_model
+
+        refuse_hybrid_model(spec, block_size or 512)      # before the trace is read (the rule needs no B)
     (flat, name), opened = _load(trace, (trace_format, block_size, on_error, sort), quiet)
     caps = None
     if capacities is not None:

@@ -142,7 +142,9 @@ def _deployment_options() -> list:
 
 def _tier_options(policy_multiple: bool) -> list:
     """Tiers, eviction and admission policies, links and the write policy."""
-    policy_help = (f"Eviction policy of every tier; {DEFAULT_POLICY} by default, protected = slru"
+    policy_help = (f"Eviction policy of every tier, NAME or NAME:OPTION=VALUE,... (e.g. slru:protected_share=0.5): "
+                   f"a built-in above or an installed plug-in (pcs policies lists both and their options); "
+                   f"{DEFAULT_POLICY} by default, protected = slru"
                    + (" (repeat to compare)." if policy_multiple else "."))
     return [
         click.option("--tier", "tiers", multiple=True,
@@ -155,7 +157,8 @@ def _tier_options(policy_multiple: bool) -> list:
         click.option("--tier-policy", "tier_policy", multiple=True,
                      type=RegistryChoice(_POLICY_CHOICES, _get_tier_policy),
                      metavar="TIER=[" + "|".join(_POLICY_CHOICES) + "]",
-                     help="Per-tier policy TIER=POLICY[:OPTION=VALUE], e.g. cpu=slru (repeatable)."),
+                     help="Per-tier policy TIER=POLICY[:OPTION=VALUE], e.g. cpu=slru (repeatable); POLICY as "
+                          "--policy: a built-in or an installed plug-in (pcs policies)."),
         click.option("--admit", "admit", multiple=True, callback=_check_admit, metavar="TIER=KIND[:ARGS]",
                      help="Admission policy of a tier, repeatable (pcs policies lists them): cpu=reuse:2 (store "
                           "on the 2nd use), cpu=selective:2 (blocks hit twice), cpu=tinylfu, "

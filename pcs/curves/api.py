@@ -180,10 +180,26 @@ def capacity_grid(max_blocks: int, points: int) -> list[int]:
 DEFAULT_POINTS = 12
 
 
+def refuse_hybrid_model(spec: Any, block_size: int) -> None:
+    """A hybrid model (cache groups other than one full-attention group, docs/semantics.md §3.1) is refused: the
+    one-pass curves (§14) apply the all-full-attention rules only, so its curve and byte axis would be another
+    model's (docs/hybrid.md "Not on hybrid models").
+
+    Raises:
+        UserError: naming the model and the command that replays under its rules.
+    """
+    from pcs.engine.hybrid import cache_groups, is_hybrid
+
+    if is_hybrid(cache_groups(spec, block_size, block_size, False)):
+        raise UserError(f"pcs curve's one-pass curves ignore hybrid model {spec.name}'s cache-group rules; "
+                        f"for its hit ratio by capacity run pcs compare --model {spec.name} --curve-capacities ...")
+
+
 def _block_bytes(model: Any, block_size: int) -> tuple[str, int]:
     from pcs.model import block_bytes, get_model
 
     spec = get_model(model) if isinstance(model, str) else model
+    refuse_hybrid_model(spec, block_size)
     return spec.name, int(block_bytes(spec, block_size, "reserved").total_bytes)
 
 
@@ -286,7 +302,7 @@ def curve(trace: Any = None, capacities: Sequence[int] | None = None, points: in
             capacity where LRU reaches the ceiling (default 12).
         model: preset name or ModelSpec; adds ``capacity_bytes`` = capacity x
             ``pcs.model.block_bytes(model, block_size, "reserved").total_bytes``
-            (the GPU tier holds the reserved layout).
+            (the GPU tier holds the reserved layout); a hybrid model is refused (:func:`refuse_hybrid_model`).
         block_size: tokens per block for token traces (passed to open_trace).
         rules: block rules (full blocks only, last-token cap by default).
         belady: compute the offline optimum at each capacity (pure Python,
@@ -307,7 +323,7 @@ def curve(trace: Any = None, capacities: Sequence[int] | None = None, points: in
     Raises:
         UserError: (a ValueError naming the parameter, :func:`_checked_args`) both or bad capacities/points,
             a bad sample rate, seed, exact_head_blocks or native/kernel, ``native`` and ``kernel`` that differ,
-            unknown model; InputError for bad trace content.
+            unknown model, a hybrid model; InputError for bad trace content.
     """
     if capacities is not None and points is not None:
         raise UserError("give capacities or points, not both")

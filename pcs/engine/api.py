@@ -708,17 +708,20 @@ def _oracle_hit_ratio(source, rules, time_model, tier_specs, bpb, ctx, opts, lin
 
 
 def _refuse_on_cache_groups(ctx: Any, admit: Any, gap_oracle: bool) -> None:
-    """A hybrid model's cache groups (docs/semantics.md §3.1, §15) run lru, slru, fifo, s3fifo, sieve, lfu, arc
-    or 2q (arc and 2q since GroupHierarchy tells their ghost lists the incoming pages, as the reference).
+    """A hybrid model's cache groups (docs/semantics.md §3.1, §15) run lru, slru, fifo, s3fifo, sieve, lfu, arc,
+    2q or a plug-in that does not read the trace (arc and 2q since GroupHierarchy tells their ghost lists the
+    incoming pages, as the reference); no admission policy, ``retain`` included (its retained keys come from the
+    trace pre-pass over whole-model blocks, not pages), and no ``gap_oracle``.
 
     Raises:
         ValueError: a policy that reads the trace (``ctx`` is its pre-pass), an admission policy, or
             ``gap_oracle``.
     """
     if ctx is not None or admit or gap_oracle:
-        raise UserError("a hybrid model's cache groups run lru, slru, fifo, s3fifo, sieve, lfu, arc or 2q "
-                         "without admission policies or --gap-oracle (policies that read the trace and "
-                         "admission do not run on cache groups yet)")
+        raise UserError("a hybrid model's cache groups run lru, slru, fifo, s3fifo, sieve, lfu, arc, 2q or a "
+                         "plug-in policy (pcs policies) without admission policies (retain included) or "
+                         "--gap-oracle (policies that read the trace, gdsf and belady, and admission do not run "
+                         "on cache groups yet)")
 
 
 def _load_notes(summary, out) -> list[str]:

@@ -62,7 +62,8 @@ def _slower_share(s: ReplaySummary) -> float | None:
 _VARIANT_COLUMNS = (
     own("variant", "str", field("-", "label: the policy, and the tier list when several are compared")),
     own("policy", "str", field("-", "eviction policy of the variant")),
-    own("tiers", "str", field("-", "the tiers as NAME=Nblocks, space-separated, GPU first")),
+    own("tiers", "str", field("-", "the tiers as NAME=Nblocks (a hybrid model: NAME=Npages, the pages of its "
+                                   "cache groups, as pcs replay counts them), space-separated, GPU first")),
     *take("hit_ratio", "single_sequence_hit_ratio"),
     *(renamed(f"gap.{term}", f"gap_{term}") for term in ("block_rounding", "capacity_eviction", "concurrency")),
     own("lower_tier_hit_ratio", "float",
@@ -93,7 +94,7 @@ class CompareVariant:
         """The row of one replay summary (``policy`` None = the default policy)."""
         return cls.from_source(
             s, variant=label, policy=policy or DEFAULT_POLICY,
-            tiers=" ".join(f"{t.name}={t.capacity_blocks}blocks" for t in s.tiers),
+            tiers=" ".join(f"{t.name}={t.capacity_blocks}{'pages' if s.hybrid else 'blocks'}" for t in s.tiers),
             lower_tier_hit_ratio=sum(list(s.hit_ratio_per_tier.values())[1:]),
             written_bytes=sum(s.bytes.written_per_tier.values()), share_slower=_slower_share(s),
             admission=admission, summary=s)
@@ -106,9 +107,11 @@ class CompareCurveRow:
     capacity_blocks: int = field("blocks", "cache size")
     policy_hit_ratios: dict[str, float] = field(
         "ratio", "hit ratio per compared policy, in the JSON as one key <policy>_hit_ratio each (lru from the "
-                 "one-pass curve, others replayed)", key="<policy>_hit_ratio")
-    belady_hit_ratio: float | None = field("ratio", "offline optimum (Belady's MIN)")
-    ceiling_hit_ratio: float = field("ratio", "single-sequence hit ratio (infinite cache)")
+                 "one-pass curve, others replayed; a hybrid model: all replayed under its rules)",
+        key="<policy>_hit_ratio")
+    belady_hit_ratio: float | None = field("ratio", "offline optimum (Belady's MIN); null for a hybrid model")
+    ceiling_hit_ratio: float | None = field("ratio", "single-sequence hit ratio (infinite cache); null for a "
+                                                     "hybrid model (one-pass, it ignores the hybrid rules)")
 
     def to_dict(self) -> dict[str, Any]:
         """``{capacity_blocks, <policy>_hit_ratio ..., belady_hit_ratio, ceiling_hit_ratio}``."""
@@ -129,23 +132,35 @@ class CompareResult:
     variants: tuple[CompareVariant, ...] = field("-", "one entry per variant: tier lists outer, policies inner")
     curve: tuple[CompareCurveRow, ...] | None = field("-", "hit ratio by capacity, with curve_capacities only",
                                                       omit_none=True, default=None)
+    curve_note: str | None = field("-", "how the curve rows were made when not as usual (a hybrid model: every "
+                                        "column replayed under its rules, the one-pass columns left out)",
+                                   omit_none=True, default=None)
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON payload of ``pcs compare --format json`` (keys in ``docs/json.md``)."""
         return to_dict(self)
 
 
+#: :attr:`CompareResult.curve_note` of a hybrid model (docs/hybrid.md "Not on hybrid models").
+HYBRID_CURVE_NOTE = ("hybrid model: every policy column replayed per capacity (whole-model blocks) under its "
+                     "cache-group rules; belady and the ceiling left out (one-pass curves ignore the hybrid rules)")
+
+
 def _curve_rows(trace: Any, policies: list[str | None], caps: Sequence[int],
-                replay_kwargs: dict[str, Any]) -> tuple[CompareCurveRow, ...]:
-    """Hit ratio per capacity (one tier, sequential) for each compared policy, Belady and the ceiling."""
+                replay_kwargs: dict[str, Any], hybrid: bool = False) -> tuple[CompareCurveRow, ...]:
+    """Hit ratio per capacity (one tier, sequential) for each compared policy, Belady and the ceiling.
+
+    ``hybrid`` (a hybrid model's run, docs/semantics.md §3.1): every column is replayed under the cache-group
+    rules, lru too, and belady and the ceiling are None: the one-pass curves (§14) know nothing of those rules,
+    so a table would mix two rule sets."""
     from pcs.curves.api import curve
     from pcs.engine.api import replay
 
     res = curve(trace, capacities=caps, rules=replay_kwargs.get("rules", BlockRules()),
-                native=replay_kwargs.get("native"))
+                native=replay_kwargs.get("native"), belady=not hybrid)
     per_policy: dict[str, list[float]] = {}
     for pol in dict.fromkeys(p or DEFAULT_POLICY for p in policies):
-        if pol == "lru":
+        if pol == "lru" and not hybrid:
             per_policy[pol] = [r.lru_hit_ratio for r in res.rows]
         else:
             seq = _run_kwargs(pol, dict(replay_kwargs, timing="sequential", tier_policies=None, links=None,
@@ -153,7 +168,8 @@ def _curve_rows(trace: Any, policies: list[str | None], caps: Sequence[int],
             per_policy[pol] = [replay(trace, policy=pol, tiers=[f"gpu={c}blocks"], **seq).summary.hit_ratio
                                for c in caps]
     return tuple(CompareCurveRow(r.capacity_blocks, {pol: v[i] for pol, v in per_policy.items()},
-                                 r.belady_hit_ratio, r.ceiling_hit_ratio) for i, r in enumerate(res.rows))
+                                 None if hybrid else r.belady_hit_ratio, None if hybrid else r.ceiling_hit_ratio)
+                 for i, r in enumerate(res.rows))
 
 
 def _check_compare_args(tier_sets: Any, curve_capacities: Sequence[int] | None, replay_kwargs: dict[str, Any],
@@ -227,5 +243,7 @@ def compare(trace: Any = None, *, policies: Sequence[str | None] | None = None,
                            admit=[adm] if adm else None, **_run_kwargs(pol, replay_kwargs, pols)).summary
                 variants.append(CompareVariant.from_summary(label, pol, s, adm))
     first = variants[0].summary
-    curve = None if caps is None else _curve_rows(source, pols, caps, replay_kwargs)
-    return CompareResult(first.trace, first.model, first.timing, tuple(variants), curve)
+    hybrid = first.hybrid is not None
+    curve = None if caps is None else _curve_rows(source, pols, caps, replay_kwargs, hybrid)
+    return CompareResult(first.trace, first.model, first.timing, tuple(variants), curve,
+                         HYBRID_CURVE_NOTE if hybrid and curve is not None else None)

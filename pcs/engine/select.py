@@ -37,9 +37,12 @@ engine                 applies when                               implementation
                        policy), at most 8 tiers, 8 cache groups,  (:mod:`pcs.engine.hybridstep`)
                        2**30 pages per tier, the compiled twin    (a sequential baseline: its C loop,
                        built, ``native`` not ``python``           pcs.engine.seqbase)
-``hybrid``             no admission policy but ``retain``; the    :class:`pcs.cache.grouphier.GroupHierarchy`
-                       only row for a hybrid model on split       (cache groups over pools of pages) under
-                       pools (``sglang``) or other policies       the event loop
+``hybrid``             no admission policy but ``retain``, which  :class:`pcs.cache.grouphier.GroupHierarchy`
+                       runs on a one-full-group model only (a     (cache groups over pools of pages) under
+                       hybrid model's admission is refused        the event loop
+                       first, pcs.engine.api); the only row for
+                       a hybrid model on split pools (``sglang``)
+                       or other policies
 ====================== ========================================== ==========================================
 
 The first three rows need one full-attention cache group (a model whose
@@ -252,7 +255,9 @@ def _hybrid_applies(cfg: RunConfig) -> str | None:
     """The cache groups' hierarchy (:class:`pcs.cache.grouphier.GroupHierarchy`) takes every eviction policy
     (arc and 2q too: their ghost lists are told the pages a GPU pool reserves slots for, as the reference tells
     them, ``GroupHierarchy._incoming``) and no admission policy but ``retain`` (it applied none: reuse,
-    selective and tinylfu were listed on the tier and silently skipped)."""
+    selective and tinylfu were listed on the tier and silently skipped). ``retain`` runs only on a model with one
+    full-attention group run here by name (``--engine hybrid``, equal to the reference): a hybrid model's
+    admission is refused before this table (:func:`pcs.engine.api._refuse_on_cache_groups`)."""
     if cfg.shared:
         return _shared(cfg)
     bad = []

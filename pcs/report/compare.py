@@ -59,12 +59,15 @@ def _variants_table(res: CompareResult, notes: tuple[str, ...]) -> str:
 
 def _curve_table(res: CompareResult) -> str:
     pols = list(res.curve[0].policy_hit_ratios)
+    bounds = [] if res.curve_note else ["belady", "ceiling"]      # a hybrid model's curve leaves them out
     body = [[format_count(r.capacity_blocks)] + [format_percent(r.policy_hit_ratios[p]) for p in pols] +
-            [format_percent(r.belady_hit_ratio), format_percent(r.ceiling_hit_ratio)] for r in res.curve]
-    return render_table(["capacity (blocks)"] + pols + ["belady", "ceiling"], body,
+            ([format_percent(r.belady_hit_ratio), format_percent(r.ceiling_hit_ratio)] if bounds else [])
+            for r in res.curve]
+    return render_table(["capacity (blocks)"] + pols + bounds, body,
                         title="Hit ratio by capacity: one tier, sequential timing",
-                        notes=["lru from the exact one-pass curve; other policies replayed per capacity; belady = "
-                               "offline optimum; ceiling = single-sequence (infinite cache)"])
+                        notes=[res.curve_note] if res.curve_note else
+                        ["lru from the exact one-pass curve; other policies replayed per capacity; belady = "
+                         "offline optimum; ceiling = single-sequence (infinite cache)"])
 
 
 def render_compare(res: CompareResult) -> str:

@@ -1,6 +1,7 @@
 """What the cache groups' hierarchy does not model is refused, not run with other numbers: admission policies
 other than retain (reuse, selective and tinylfu were listed on the tier and silently not applied: 0 hit blocks
-where the reference has 2). arc and 2q were refused too (on one full-attention group the `hybrid` engine had 34
+where the reference has 2); on a hybrid model retain too, the policies that read the trace (gdsf, belady) and
+--gap-oracle (refused before the engine table: their trace pre-pass keys whole-model blocks, not pages). arc and 2q were refused too (on one full-attention group the `hybrid` engine had 34
 against the reference's 33 block misses on a 6-request trace: their ghost lists were looked up after the
 evictions); they now run and equal the reference."""
 import json
@@ -79,3 +80,15 @@ def test_arc_and_2q_on_cache_groups_equal_the_reference(tmp_path, policy):
 def test_a_hybrid_model_on_lru_still_runs():
     r = _run("replay", SAMPLE, "--model", "gpt-oss-120b", "-q", "--format", "json")
     assert r.exit_code == 0 and json.loads(r.stdout)["engine"] in ("compiled-hybrid", "hybrid")
+
+
+@pytest.mark.parametrize("extra", [("--admit", "gpu=retain:tokens=0-2048,duration=300"), ("--gap-oracle",),
+                                   ("--policy", "gdsf"), ("--policy", "belady")])
+def test_a_hybrid_model_refuses_retain_and_the_oracle_gap(extra):
+    # docs/hybrid.md "Not on hybrid models": one line, exit 2, on every engine a hybrid model may take
+    from helpers import assert_one_line_error
+
+    for engine in ("auto", "hybrid"):
+        r = _run("replay", SAMPLE, "--model", "gpt-oss-120b", "--tier", "gpu=40GB", "--tier", "cpu=200GB", *extra,
+                 "--engine", engine, "-q")
+        assert_one_line_error(r, "a hybrid model's cache groups run", "retain included")

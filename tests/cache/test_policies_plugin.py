@@ -104,3 +104,14 @@ def test_broken_plugins_are_left_out_and_reported(monkeypatch):
     ep = EntryPoint("demo_mru", "pcs_demo_policy:DemoMRU", "pcs.policies")
     monkeypatch.syspath_prepend(str(HERE / "plugin"))
     assert reg.load_plugins([ep]) == ["demo_mru"] and reg.get_policy("demo_mru").name == "demo_mru"
+
+
+def test_unknown_policy_error_and_help_name_the_plugins(site):
+    # the unknown-name error lists the installed plug-in beside the built-ins, for --policy and
+    # --tier-policy; both helps say plug-ins work (pcs policies) and show NAME:OPTION=VALUE
+    for opt, val in (("--policy", "nosuch"), ("--tier-policy", "cpu=nosuch")):
+        out = _run(site, *PCS, "replay", str(ROOT / "traces" / "sample_chat.jsonl"), opt, val, "-q")
+        assert out.returncode == 2 and "unknown eviction policy 'nosuch'" in out.stderr, out.stderr
+        assert "lru, slru" in out.stderr and "demo_mru" in out.stderr, out.stderr
+    text = " ".join(_run(site, *PCS, "replay", "--help").stdout.split())
+    assert "NAME:OPTION=VALUE" in text and text.count("installed plug-in (pcs policies") == 2, text

@@ -243,12 +243,41 @@ def policy_defaults(name: str) -> dict[str, Any]:
     return {p.name: (None if p.default is p.empty else p.default) for p in _params(name)}
 
 
+_BOOLS = {"true": True, "false": False, "1": True, "0": False}
+
+
+def typed_option(policy: str, key: str, value: Any, default: Any) -> Any:
+    """Option ``key`` of a policy spec (``value`` as :func:`spec_value` read it) typed by its ``__init__`` default
+    (docs/policies.md "Option values"): a bool default takes true/false/1/0 (any case), an int default an integer,
+    a float default a number (as float); any other default (str, None, none) leaves the value as read.
+
+    >>> typed_option("lifo", "keep_reused", "False", False), typed_option("slru", "protected_share", 1, 0.8)
+    (False, 1.0)
+
+    Raises:
+        UserError: (a ValueError) a value that does not convert; one line naming the policy and the option.
+    """
+    if isinstance(default, bool):
+        typed = _BOOLS.get(str(value).lower())
+        want = "true or false"
+    elif isinstance(default, int):
+        typed, want = (value if isinstance(value, int) else None), "an integer"
+    elif isinstance(default, float):
+        typed, want = (float(value) if isinstance(value, (int, float)) else None), "a number"
+    else:
+        return value
+    if typed is None:
+        raise UserError(f"eviction policy {policy!r} option {key}={value}: expected {want} "
+                        f"(its default is {default!r})")
+    return typed
+
+
 def make_policy(name: str, capacity_blocks: int, context: PolicyContext | None = None,
                 **options: Any) -> EvictionPolicy:
     """Instantiate policy ``name`` (or a spec ``NAME:OPTION=VALUE,...``) for a tier of ``capacity_blocks``.
 
     ``options`` go to the policy's constructor (e.g. ``protected_share`` for
-    ``slru``) after those of the spec; an option whose value is None counts
+    ``slru``) after those of the spec (whose values are typed by the defaults, :func:`typed_option`); an option whose value is None counts
     as not given (the policy's default applies). ``context`` goes to the
     policies that read the trace (:attr:`EvictionPolicy.needs`).
 
@@ -263,6 +292,8 @@ def make_policy(name: str, capacity_blocks: int, context: PolicyContext | None =
     cls = get_policy(name)
     _, spec_opts = parse_policy_spec(name)
     takes = policy_options(name)
+    defaults = policy_defaults(name)
+    spec_opts = {k: typed_option(cls.name, k, v, defaults[k]) if k in defaults else v for k, v in spec_opts.items()}
     # an option of None is not given: it must not hide the spec's value (slru:protected_share=0 with no
     # --protected-share flag passes protected_share=None here)
     given = {k: v for k, v in {**spec_opts, **{k: v for k, v in options.items() if v is not None}}.items()
