@@ -32,7 +32,6 @@ import functools
 import os
 import shutil
 import stat
-import tempfile
 from pathlib import Path
 from typing import Callable, Iterator, Mapping
 from pcs.errors import UserError
@@ -144,6 +143,7 @@ def atomic_output(path) -> Iterator[str]:
     if kind in REFUSED:
         raise UserError(_refusal("output", path, kind))
     if kind in STREAMED:
+        import tempfile  # only for a streamed output: a replay's import path stays without it (test_import_hygiene)
         fd, tmp = create_temporary(tempfile.gettempdir(), ".pcs-output.", ".tmp")
         os.close(fd)
         finish = functools.partial(_copy_into, path=path)
