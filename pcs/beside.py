@@ -9,7 +9,11 @@ One worker thread serves every call of a :class:`Beside` (started at the first c
 a replay makes one call per chunk, and a thread per call cost a thread start (stack, clone) each time.
 The same serves the two-tier one-pass scan (:func:`pcs.engine.runner._two_tier_scan`; ``lru_feed`` releases the GIL,
 ``pcs/engine/_lruscan.c``), a hybrid model's sequential baseline (:func:`pcs.engine.seqbase.begin_hybrid`) and the
-read-ahead of the next chunk or trace batch (:func:`pcs.trace.batches.read_ahead`).
+read-ahead of the next chunk or trace batch (:func:`pcs.trace.batches.read_ahead`), and :func:`in_pairs` (a
+function of each item of a stream, two items at once: the JSONL decode, :func:`pcs.trace.jsonfast.parse_chunks`).
+A reader's worker (``linger=False``) ends after each call: a reader its caller drops part-way (a ``break``, an
+error, Ctrl-C) leaves no idle thread behind, even when nothing ever closes it (a generator kept alive by a
+traceback or a reference cycle); at most the one call in flight finishes, and its thread with it.
 
 The switch: ``PCS_THREADS`` (:func:`threads_wanted`, docs/performance.md "The one-pass scan beside the step
 loop") -- ``auto`` (unset: worker threads when the process may run on two CPUs or more), ``on`` or ``off``
@@ -19,11 +23,11 @@ from __future__ import annotations
 
 import os
 import threading
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from pcs.errors import STOPS, UserError
 
-__all__ = ["Beside", "THREADS_MODES", "threads_wanted"]
+__all__ = ["Beside", "THREADS_MODES", "in_pairs", "threads_wanted"]
 
 #: Values of ``$PCS_THREADS`` (module docstring).
 THREADS_MODES = ("auto", "on", "off")
@@ -51,11 +55,14 @@ class Beside:
 
     Args:
         threaded: run the calls on a worker thread (the engine's loop releases the GIL), else inline.
+        linger: keep the worker between calls (one thread for all the calls of a replay) until :meth:`close`;
+            False: the worker ends after its call (joined by :meth:`join`), so no idle worker outlives a caller
+            that is dropped without :meth:`close` (a reader stopped part-way; module docstring).
     Use :meth:`close` when done (it waits for a call still running and ends the worker thread).
     """
 
-    def __init__(self, threaded: bool) -> None:
-        self.threaded = threaded
+    def __init__(self, threaded: bool, linger: bool = True) -> None:
+        self.threaded, self.linger = threaded, linger
         self._thread: threading.Thread | None = None
         self._call: tuple | None = None
         self._busy = False
@@ -71,7 +78,8 @@ class Beside:
             self._err = exc
 
     def _serve(self) -> None:
-        """The worker: run each call handed over by :meth:`start` until :meth:`close` hands over none."""
+        """The worker: run each call handed over by :meth:`start` until :meth:`close` hands over none (or, not
+        lingering, after the first call)."""
         while True:
             self._go.acquire()
             call, self._call = self._call, None
@@ -79,6 +87,8 @@ class Beside:
                 return
             self._run(*call)
             self._done.release()
+            if not self.linger:
+                return
 
     def start(self, fn: Callable[..., Any], *args: Any) -> None:
         """Begin ``fn(*args)``: on the worker thread when threaded, else now (an exception waits for join).
@@ -119,6 +129,9 @@ class Beside:
         if self._busy:
             self._done.acquire()
             self._busy = False
+            if not self.linger:          # the worker returns after its call: reap it
+                self._thread.join()
+                self._thread = None
         err, out = self._err, self._out
         self._err = self._out = None
         if err is not None:
@@ -133,3 +146,47 @@ class Beside:
             self._go.release()          # no call: the worker returns
             self._thread.join()
             self._thread = None
+
+
+_END = object()
+
+
+def _next_and(items: Iterator, fn: Callable[[Any], Any]) -> tuple:
+    """(the next item, ``fn`` of it), or (``_END``, None) when ``items`` is exhausted (the worker's call)."""
+    x = next(items, _END)
+    return (x, None) if x is _END else (x, fn(x))
+
+
+def in_pairs(items: Iterator, fn: Callable[[Any], Any]) -> Iterator[tuple[Any, Any]]:
+    """``(item, fn(item))`` for each item of ``items``, in order; when threads are wanted (:func:`threads_wanted`)
+    a worker takes the next item and computes ``fn`` of it while this thread computes ``fn`` of the one before --
+    two at once when ``fn`` releases the GIL (the compiled JSONL decode, pcs/trace/_jsonrows.cpp).
+
+    ``fn`` must read only its item and share no mutable state (it runs on two threads at once). ``items`` is
+    advanced by one thread at a time, in order, so the pairs -- and an exception of ``items`` or ``fn``, raised
+    after every pair before it was yielded -- are the ones computed in line. The worker lives only while both
+    items are computed: it is joined before the first of the two pairs is yielded, so no thread is alive while
+    the caller holds a pair (a caller that stops early, by a ``break``, an error or Ctrl-C, and never closes this
+    generator leaves no thread); an exception on this thread waits for the worker first. At most two items and
+    their results are held at once.
+    """
+    if not threads_wanted():
+        for x in items:
+            yield x, fn(x)
+        return
+    side = Beside(True, linger=False)
+    try:
+        for x in items:
+            side.start(_next_and, items, fn)
+            out = fn(x)                  # an exception here: the finally waits for the worker
+            try:
+                y, out_y = side.join()
+            except Exception:            # the next item's error comes after this pair
+                yield x, out
+                raise
+            yield x, out
+            if y is _END:
+                return
+            yield y, out_y
+    finally:
+        side.close()

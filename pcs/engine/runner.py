@@ -368,7 +368,7 @@ def _feed(source: Any, rules: BlockRules, time_model: Any, engines: list[ReplayE
     chunks = iter_chunks(source, rules, time_model, decode) if passes is None else passes.get(
         ("chunks", rules, id(time_model), decode), lambda: list(iter_chunks(source, rules, time_model, decode)))
     if passes is None and all(getattr(e, "releases_gil", False) for e in engines):
-        chunks = read_ahead(chunks)    # the next chunk made on a worker while the loops run without the GIL
+        chunks = read_ahead(chunks, linger=True)   # the next chunk made on a worker while the loops run (no GIL)
     try:
         for ch in chunks:
             if side is not None:

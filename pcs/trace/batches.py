@@ -104,11 +104,16 @@ def _raw(source: Any, block_size: int | None, rows: int, ahead: bool = False) ->
     return _group(source, rows)
 
 
-def read_ahead(batches: Iterator) -> Iterator:
+def read_ahead(batches: Iterator, linger: bool = False) -> Iterator:
     """``batches`` (a trace file's reader, or any iterator that only the returned one advances) with the next batch
     made on a worker thread while the caller works on this one (:class:`pcs.beside.Beside`), when threads are
     wanted (:func:`pcs.beside.threads_wanted`; else ``batches`` as they are). A win when the caller's work
     releases the GIL (the compiled scan and step loops); the batches are None-free.
+
+    ``linger=False`` (a trace reader, :func:`as_batches`): a worker per batch, ended once its batch is made, so a
+    caller that drops the reader part-way without closing it leaves no idle thread (the one batch in flight
+    finishes, and its thread with it); ``True``: one worker for every batch, ended by exhaustion or ``close()``
+    -- for a caller that closes on every path (:func:`pcs.engine.runner._feed`: one thread start less a chunk).
 
     One batch in flight: batch k + 1 is asked for when batch k is handed over, never earlier, so memory holds at
     most one decoded batch more than reading in line. Only the worker advances the reader, one call at a time, in
@@ -120,7 +125,7 @@ def read_ahead(batches: Iterator) -> Iterator:
     if not threads_wanted():
         yield from batches
         return
-    side = Beside(True)
+    side = Beside(True, linger)
     try:
         side.start(next, batches, None)
         while (b := side.join()) is not None:

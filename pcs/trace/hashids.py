@@ -321,11 +321,15 @@ def read_hashid_jsonl(path, name: str, spec: FormatSpec, block_size: int | None,
     """
     bs = block_size or spec.default_block_size
     parser = _shortcut(fast)
+    chunks = iter_chunks(path, name=name)
     if parser is not None:
-        from pcs.trace.jsonfast import parse_chunk
-    for first, chunk in iter_chunks(path, name=name):
-        batch = parse_chunk(parser, spec, chunk, bs, state) if parser else None
-        if batch is None:
-            batch = _slow_chunk(spec, first, chunk, bs, name, state, on_error)
-        if batch is not None and len(batch):
-            yield batch
+        from pcs.trace.jsonfast import parse_chunks
+    batches = parse_chunks(parser, spec, chunks, bs, state) if parser else ((f, c, None) for f, c in chunks)
+    try:
+        for first, chunk, batch in batches:
+            if batch is None:
+                batch = _slow_chunk(spec, first, chunk, bs, name, state, on_error)
+            if batch is not None and len(batch):
+                yield batch
+    finally:
+        batches.close()    # a decode still running beside (parse_chunks) is waited for

@@ -35,7 +35,7 @@ another JSON type, any range, length, order or repeat problem.
 from __future__ import annotations
 
 import io
-from typing import Any
+from typing import Any, Iterator
 
 import numpy as np
 
@@ -45,7 +45,7 @@ from pcs.trace.request import RequestBatch
 #: The values of the optional per-row ``reuse`` field of the JSONL formats (the one definition; hashids imports it).
 REUSE_VALUES = ("recorded", "synthetic")
 
-__all__ = ["PARSERS", "available", "clean_lines", "parse_chunk", "rows_distinct"]
+__all__ = ["PARSERS", "available", "clean_lines", "parse_chunk", "parse_chunks", "rows_distinct"]
 
 #: Names of the shortcut parsers, in the order ``auto`` tries them (``native`` only under the native switch).
 PARSERS = ("native", "simdjson", "pyarrow")
@@ -271,17 +271,19 @@ def simdjson_chunk(spec, chunk: bytes, bs: int, state) -> RequestBatch | None:
 
 
 # -- native (pcs.trace._jsonrows) ------------------------------------------------------------------
-def native_chunk(spec, chunk: bytes, bs: int, state) -> RequestBatch | None:
-    """Decode ``chunk`` with the compiled simdjson twin; None when anything needs the authority.
+def native_decode(spec, chunk: bytes) -> tuple | None:
+    """The compiled twin's columns of ``chunk`` (pcs/trace/_jsonrows.cpp's ``decode``), or None for the authority.
 
-    The C++ decoder (pcs/trace/_jsonrows.cpp) takes a line only when it holds
-    exactly the format's keys with values of the right JSON types and ranges
-    (its header lists them) and returns the columns as bytes; the value checks
-    shared by every shortcut (:func:`_checked`) then run here, as for the other parsers.
-    """
+    Reads only ``chunk`` and ``spec`` and releases the GIL while it parses, so two chunks decode at once
+    (:func:`parse_chunks`)."""
     from pcs import _native
 
-    cols = _native.module("jsonrows").decode(chunk, tuple(k.encode() for k, _ in spec.int_extras), spec.has_type)
+    return _native.module("jsonrows").decode(chunk, tuple(k.encode() for k, _ in spec.int_extras), spec.has_type)
+
+
+def native_checked(spec, cols: tuple | None, bs: int, state) -> RequestBatch | None:
+    """The batch of the twin's columns ``cols`` (:func:`native_decode`) after the value checks shared by every
+    shortcut (:func:`_checked`, ``state`` advanced on success); None when anything needs the authority."""
     if cols is None:
         return None
     ts, il, ol, offsets, ids, ex, types, synthetic, increasing = cols
@@ -291,6 +293,17 @@ def native_chunk(spec, chunk: bytes, bs: int, state) -> RequestBatch | None:
                     np.frombuffer(ol, dtype=np.int64), np.frombuffer(offsets, dtype=np.int64),
                     np.frombuffer(ids, dtype=np.uint64), [extras[:, i].copy() for i in range(extras.shape[1])],
                     tuple(types) if spec.has_type else None, synthetic, increasing)
+
+
+def native_chunk(spec, chunk: bytes, bs: int, state) -> RequestBatch | None:
+    """Decode ``chunk`` with the compiled simdjson twin; None when anything needs the authority.
+
+    The C++ decoder (pcs/trace/_jsonrows.cpp) takes a line only when it holds
+    exactly the format's keys with values of the right JSON types and ranges
+    (its header lists them) and returns the columns as bytes; the value checks
+    shared by every shortcut (:func:`_checked`) then run here, as for the other parsers.
+    """
+    return native_checked(spec, native_decode(spec, chunk), bs, state)
 
 
 # -- pyarrow ----------------------------------------------------------------------------------------
@@ -364,6 +377,25 @@ def parse_chunk(parser: str, spec, chunk: bytes, bs: int, state) -> RequestBatch
         state: :class:`pcs.trace.hashids.ReadState` (``last_ts`` advanced on success only).
     """
     return _BY_NAME[parser](spec, chunk, bs, state)
+
+
+def parse_chunks(parser: str, spec, chunks: Iterator, bs: int, state) -> Iterator[tuple[int, bytes, RequestBatch | None]]:
+    """``(first line, chunk, batch or None)`` for each ``(first line, chunk)`` of ``chunks``, in order, as
+    :func:`parse_chunk` gives them; the caller reads a None chunk with the authority before asking for the next.
+
+    ``native``: the C++ decode of the next chunk runs on a worker thread while this thread decodes the one before
+    (:func:`pcs.beside.in_pairs`; the decode holds no GIL and reads only its chunk); the checks that advance
+    ``state`` (:func:`native_checked`) run here, chunk after chunk, after the caller has handled the chunk before,
+    so batches, ``state`` and errors are the ones of decoding in line (tests/trace/test_jsonrows_native.py).
+    """
+    if parser != "native":
+        for first, chunk in chunks:
+            yield first, chunk, parse_chunk(parser, spec, chunk, bs, state)
+        return
+    from pcs.beside import in_pairs
+
+    for (first, chunk), cols in in_pairs(chunks, lambda fc: native_decode(spec, fc[1])):
+        yield first, chunk, native_checked(spec, cols, bs, state)
 
 
 _BY_NAME = {"native": native_chunk, "simdjson": simdjson_chunk, "pyarrow": pyarrow_chunk}

@@ -33,14 +33,14 @@ def test_mooncake_trace_reads_the_same_and_every_chunk_is_taken(mooncake_conv, m
     want_state, got_state = ReadState(), ReadState()
     want = list(read_hashid_jsonl(mooncake_conv, "m", MOONCAKE, None, want_state, fast=False))
     fallbacks = []
-    real = jsonfast.native_chunk
+    real = jsonfast.native_checked
 
-    def counted(spec, chunk, bs, state):
-        batch = real(spec, chunk, bs, state)
+    def counted(spec, cols, bs, state):
+        batch = real(spec, cols, bs, state)
         fallbacks.append(batch is None)
         return batch
 
-    monkeypatch.setitem(jsonfast._BY_NAME, "native", counted)
+    monkeypatch.setattr(jsonfast, "native_checked", counted)
     got = list(read_hashid_jsonl(mooncake_conv, "m", MOONCAKE, None, got_state, fast="native"))
     assert len(got) == len(want) and fallbacks and not any(fallbacks)  # the whole trace is clean JSONL
     for a, b in zip(want, got):

@@ -87,9 +87,9 @@ def test_a_trace_fileread_ahead_equals_it_read_in_line():
 
 
 def test_sources_in_memory_are_notread_ahead(monkeypatch):
+    reqs = list(open_trace(str(MOONCAKE) if MOONCAKE.exists() else None).iter_batches())  # (decoding uses a worker)
     made = []
     monkeypatch.setattr(beside, "Beside", lambda threaded: made.append(threaded))
-    reqs = list(open_trace(str(MOONCAKE) if MOONCAKE.exists() else None).iter_batches())
     assert len(list(as_batches(_InMemory(reqs), read_ahead=True))) == len(reqs)
     assert made == []
 
@@ -118,3 +118,165 @@ def test_a_bad_row_late_in_the_file_is_the_same_one_line_error(tmp_path, monkeyp
     monkeypatch.setenv("PCS_THREADS", mode)
     r = invoke("replay", bad, "--tier", "gpu=1000blocks", "--timing", "sequential")
     assert_one_line_error(r, "bad.jsonl:11000", "hash_ids")
+
+
+# -- in_pairs (pcs.beside): the JSONL decode two chunks at once -------------------------------------------------------
+@pytest.mark.parametrize("mode", ["on", "off"])
+def test_in_pairs_gives_every_pair_in_order(monkeypatch, mode):
+    # five items (the last has no partner): (x, x * x) for 0..4, worked out by hand
+    monkeypatch.setenv("PCS_THREADS", mode)
+    assert list(beside.in_pairs(iter(range(5)), lambda x: x * x)) == [(0, 0), (1, 1), (2, 4), (3, 9), (4, 16)]
+    assert list(beside.in_pairs(iter([]), lambda x: x)) == []
+    assert _workers() == []
+
+
+@pytest.mark.parametrize("mode", ["on", "off"])
+@pytest.mark.parametrize("bad", [1, 2])   # with threads, item 1 is the worker's, item 2 this thread's
+def test_in_pairs_raises_an_fn_error_after_the_pairs_before_it(monkeypatch, mode, bad):
+    monkeypatch.setenv("PCS_THREADS", mode)
+
+    def fn(x: int) -> int:
+        if x == bad:
+            raise ValueError(f"item {x}")
+        return x
+
+    got = []
+    with pytest.raises(ValueError, match=f"item {bad}"):
+        for pair in beside.in_pairs(iter(range(4)), fn):
+            got.append(pair)
+    assert got == [(i, i) for i in range(bad)] and _workers() == []
+
+
+@pytest.mark.parametrize("mode", ["on", "off"])
+@pytest.mark.parametrize("fail_at", [1, 2])
+def test_in_pairs_raises_a_reader_error_after_the_pairs_before_it(monkeypatch, mode, fail_at):
+    monkeypatch.setenv("PCS_THREADS", mode)
+
+    def items():
+        for i in range(4):
+            if i == fail_at:
+                raise UserError(f"unreadable item {i}")
+            yield i
+
+    got = []
+    with pytest.raises(UserError, match=f"item {fail_at}"):
+        for pair in beside.in_pairs(items(), lambda x: -x):
+            got.append(pair)
+    assert got == [(i, -i) for i in range(fail_at)] and _workers() == []
+
+
+def test_in_pairs_stopped_early_leaves_no_worker(monkeypatch):
+    monkeypatch.setenv("PCS_THREADS", "on")
+    pairs = beside.in_pairs(iter(range(10)), lambda x: x)
+    assert next(pairs) == (0, 0)    # the worker is taking item 1
+    pairs.close()
+    assert _workers() == []
+
+
+@pytest.mark.skipif(not MOONCAKE.exists(), reason="no Mooncake trace in ../shared/traces or $PCS_SHARED_TRACES")
+def test_the_jsonl_decode_in_pairs_reads_what_the_decode_in_line_reads(monkeypatch):
+    # the Mooncake trace at 64 KiB chunks (about 28 of them): with threads on, every other chunk decodes on the worker
+    from pcs.trace import source
+
+    monkeypatch.setattr(source, "CHUNK_BYTES", 1 << 16)
+    got = {}
+    for mode in ("off", "on"):
+        monkeypatch.setenv("PCS_THREADS", mode)
+        got[mode] = [[getattr(b, c).tolist() for c in COLUMNS] for b in open_trace(str(MOONCAKE)).iter_batches()]
+    assert len(got["on"]) > 10 and got["on"] == got["off"]
+
+
+# -- no worker outlives a reader: full read, partial read, a bad line mid-file, Ctrl-C ---------------------------------
+def _new_workers(before: set) -> list:
+    return [t for t in set(threading.enumerate()) - before if t.name == "pcs-beside"]
+
+
+@pytest.fixture
+def small_chunks(monkeypatch):
+    """The JSONL reader at 64 KiB chunks (the 3 MB Mooncake trace in about 46), threads on."""
+    from pcs.trace import source
+
+    monkeypatch.setattr(source, "CHUNK_BYTES", 1 << 16)
+
+
+@pytest.mark.skipif(not MOONCAKE.exists(), reason="no Mooncake trace in ../shared/traces or $PCS_SHARED_TRACES")
+def test_a_full_read_leaves_no_worker(small_chunks):
+    before = set(threading.enumerate())
+    batches = list(open_trace(str(MOONCAKE)).iter_batches())
+    assert sum(len(b) for b in batches) == 12031 and not _new_workers(before)   # 12,031 lines, one request each
+
+
+@pytest.mark.skipif(not MOONCAKE.exists(), reason="no Mooncake trace in ../shared/traces or $PCS_SHARED_TRACES")
+@pytest.mark.parametrize("stop_after", [1, 2, 3])   # 1 and 3: the first of a pair held; 2: the second
+def test_a_partial_read_never_closed_leaves_no_worker(small_chunks, stop_after):
+    # the caller breaks and keeps the reader alive (as a traceback or a cycle would): nothing closes it, yet
+    # no thread is left -- the worker was joined before the batch the caller holds was handed over
+    before = set(threading.enumerate())
+    reader = iter(open_trace(str(MOONCAKE)).iter_batches())
+    for k, _ in enumerate(reader, 1):
+        if k == stop_after:
+            break
+    assert not _new_workers(before)
+    reader.close()
+
+
+@pytest.mark.skipif(not MOONCAKE.exists(), reason="no Mooncake trace in ../shared/traces or $PCS_SHARED_TRACES")
+def test_a_read_ahead_reader_dropped_part_way_ends_its_worker():
+    # as_batches(read_ahead=True) has the next batch in flight while the caller holds one; dropped without close,
+    # that worker ends once its batch is made (it never waits for another call)
+    before = set(threading.enumerate())
+    reader = as_batches(str(MOONCAKE), read_ahead=True)
+    next(reader)
+    for t in _new_workers(before):
+        t.join(timeout=120)              # a liveness bound, not a speed check
+    assert not _new_workers(before)
+    reader.close()
+
+
+@pytest.mark.skipif(not MOONCAKE.exists(), reason="no Mooncake trace in ../shared/traces or $PCS_SHARED_TRACES")
+def test_a_bad_line_mid_file_names_it_and_leaves_no_worker(small_chunks, tmp_path, monkeypatch):
+    # line 6,000 of 12,031 lies in chunk 24 or so of 46: the pair reader has decoded the chunks before it
+    from pcs.errors import InputError
+
+    lines = MOONCAKE.read_bytes().splitlines(keepends=True)
+    lines[5999] = b'{"timestamp": 1, "input_length": 10, "output_length": 1, "hash_ids": "x"}\n'
+    bad = tmp_path / "bad.jsonl"
+    bad.write_bytes(b"".join(lines))
+    got = {}
+    for mode in ("off", "on"):
+        monkeypatch.setenv("PCS_THREADS", mode)
+        before, got[mode] = set(threading.enumerate()), []
+        with pytest.raises(InputError, match="bad.jsonl:6000.*hash_ids"):
+            for b in open_trace(str(bad)).iter_batches():
+                got[mode].append(len(b))
+        assert not _new_workers(before)
+    # the batches before the bad line's chunk, as read in line: a 64 KiB chunk holds about 260 of the trace's
+    # 252-byte lines (3,029,533 B / 12,031), so they end within 300 lines before line 6,000
+    assert got["on"] == got["off"] and 5999 - 300 < sum(got["on"]) <= 5999
+
+
+@pytest.mark.skipif(not MOONCAKE.exists(), reason="no Mooncake trace in ../shared/traces or $PCS_SHARED_TRACES")
+@pytest.mark.parametrize("where", ["decode", "caller"])
+def test_ctrl_c_while_reading_leaves_no_worker(small_chunks, monkeypatch, where):
+    # Ctrl-C lands on the main thread: inside the decode of the pair's first chunk while the worker decodes the
+    # second ("decode"), or in the caller's loop while it holds a batch ("caller")
+    from pcs.trace import jsonfast
+
+    real, calls = jsonfast.native_decode, []
+
+    def decode(spec, chunk):
+        if threading.current_thread() is threading.main_thread():
+            calls.append(1)
+            if where == "decode" and len(calls) == 5:
+                raise KeyboardInterrupt
+        return real(spec, chunk)
+
+    monkeypatch.setattr(jsonfast, "native_decode", decode)
+    before = set(threading.enumerate())
+    with pytest.raises(KeyboardInterrupt):
+        for k, _ in enumerate(open_trace(str(MOONCAKE)).iter_batches()):
+            if where == "caller" and k == 7:
+                raise KeyboardInterrupt
+    # this thread decodes chunks 0, 2, 4, ... (the worker 1, 3, ...): the fifth of its decodes raised, or, holding
+    # batch 7 (the worker's), it had decoded 0, 2, 4 and 6
+    assert len(calls) == (5 if where == "decode" else 4) and not _new_workers(before)
