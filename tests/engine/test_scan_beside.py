@@ -144,9 +144,9 @@ def test_chunks_are_made_ahead_only_for_loops_without_the_gil(monkeypatch):
     # instant-compute event loop keeps the GIL, so its chunks are made in line (a worker would only take turns)
     made, orig = [], runner.read_ahead
 
-    def spy(chunks):
+    def spy(chunks, **kw):
         made.append(True)
-        return orig(chunks)
+        return orig(chunks, **kw)
 
     monkeypatch.setattr(runner, "read_ahead", spy)
     kw = {"tiers": ["gpu=300blocks", "cpu=2000blocks"]}
