@@ -37,6 +37,13 @@ __all__ = ["SCHEMA_NAME", "expected_block_hashes", "arrow_schema", "parquet_bloc
 
 SCHEMA_NAME = "pcs-trace/1"
 _OPTIONAL = ("session_id", "parent_id", "turn")
+#: Rows per batch read (:func:`read_parquet`): a quarter of a written row group (``pcs.trace.convert.ROW_GROUP_ROWS``).
+#: pyarrow decodes a row group's pages as the batches ask for them, so the first batch is ready after a quarter of
+#: the work and the read-ahead (:func:`pcs.trace.batches.read_ahead`) overlaps the decode of batch k + 1 with the
+#: scan of batch k from the start; at 1 << 16 the 10x Mooncake replica was two batches, the first decoded with
+#: nothing beside it (docs/performance.md "One tier from Parquet"). A replay that holds the whole trace joins
+#: them again (:data:`pcs.engine.decoded.MERGE_REQUESTS`).
+READ_ROWS = 1 << 14
 _REQUIRED = ("arrival_s", "prompt_tokens", "output_tokens", "block_hashes")
 
 
@@ -232,20 +239,50 @@ def _far_arrival(ts: np.ndarray) -> str:
     return arrival_error(float(ts[np.argmax(far)])) or "" if far.any() else ""
 
 
+def _repeats(hashes: np.ndarray, offs: np.ndarray) -> np.ndarray:
+    """Per row, whether an id repeats inside it (bool (n,)); one pass over the ids only when
+    :func:`pcs.trace.jsonfast.rows_distinct` finds a repeat."""
+    from pcs.trace.jsonfast import rows_distinct
+
+    n = offs.size - 1
+    if rows_distinct(hashes, offs):
+        return np.zeros(n, dtype=bool)
+    return np.array([np.unique(hashes[offs[i]:offs[i + 1]]).size != offs[i + 1] - offs[i] for i in range(n)],
+                    dtype=bool)
+
+
 def _bad_rows(ts: np.ndarray, il: np.ndarray, ol: np.ndarray, lens: np.ndarray, bs: int,
-              prev_ts: float, check_order: bool) -> list[tuple[np.ndarray, str, str]]:
-    """(mask, field, problem) for each vectorised rule."""
+              prev_ts: float, check_order: bool, dup: np.ndarray) -> list[tuple[np.ndarray, str, str]]:
+    """(mask, field, problem) for each vectorised rule, in the order the JSONL authority checks a line
+    (pcs/trace/hashids.py ``_slow_line``: the arrival, the token counts, the ids -- their number, then a
+    repeat (``dup``, :func:`_repeats`) --, then the order).
+
+    The order rule compares a row with the rows before it that break no other rule, as the authority's
+    ``last_ts`` holds only lines it took (a skipped row never raises the bar), so the masks do not depend on
+    where the batches are cut (``prev_ts``: the last batch's latest arrival)."""
     with np.errstate(invalid="ignore"):
         rules = [(~np.isfinite(ts), "arrival_s", "must be finite"),
                  (np.abs(ts) > MAX_ARRIVAL_S, "arrival_s", _far_arrival(ts)),
                  (il < 0, "prompt_tokens", "must be >= 0"),
                  (ol < 0, "output_tokens", "must be >= 0"),
-                 (lens != -(-il // bs), "block_hashes", f"length must be ceil(prompt_tokens / {bs})")]
+                 (lens != -(-il // bs), "block_hashes", f"length must be ceil(prompt_tokens / {bs})"),
+                 (dup, "block_hashes", "an id repeats inside one request")]
         if check_order:
-            run = np.maximum.accumulate(np.where(np.isfinite(ts), ts, -np.inf))
+            other = np.logical_or.reduce([m for m, _, _ in rules])
+            run = np.maximum.accumulate(np.where(other, -np.inf, ts))
             prev = np.maximum(np.concatenate(([prev_ts], run[:-1])), prev_ts)
-            rules.append((ts < prev, "arrival_s", "decreases; use --sort to reorder"))
+            rules.append(((ts < prev) & ~other, "arrival_s", "decreases; use --sort to reorder"))
     return rules
+
+
+def _first_bad(rules: list[tuple[np.ndarray, str, str]]) -> tuple[int, str, str] | None:
+    """(0-based row, field, problem) of the earliest row that breaks a rule of :func:`_bad_rows` -- at that row
+    the first rule in their order, as the authority reads a file line by line -- or None."""
+    found = [(int(np.argmax(mask)), k) for k, (mask, _, _) in enumerate(rules) if mask.any()]
+    if not found:
+        return None
+    row, k = min(found)
+    return row, rules[k][1], rules[k][2]
 
 
 def _optional_columns(names: list, name: str) -> list:
@@ -269,7 +306,9 @@ def _record_batches(pf, name: str, rows: int, cols: list) -> Iterator:
     """
     import pyarrow as pa
 
-    it = pf.iter_batches(batch_size=rows, columns=cols)
+    # use_threads=False: pyarrow's own pool decoded the columns of a batch at once on the same two cores the
+    # read-ahead and the scan already use (more CPU for the switches, no wall gained: docs/performance.md)
+    it = pf.iter_batches(batch_size=rows, columns=cols, use_threads=False)
     while True:
         try:
             rb = next(it)
@@ -295,7 +334,7 @@ def _first_null_row(col) -> int:
 
 
 def read_parquet(path, name: str, block_size: int, state, on_error: str = "raise",
-                 rows: int = 1 << 16) -> Iterator[RequestBatch]:
+                 rows: int = READ_ROWS) -> Iterator[RequestBatch]:
     """Stream a canonical Parquet trace with ``ParquetFile.iter_batches``.
 
     The session columns are optional: ``session_id`` alone, or with ``parent_id`` and ``turn``; a null in
@@ -304,8 +343,6 @@ def read_parquet(path, name: str, block_size: int, state, on_error: str = "raise
     Raises:
         InputError: null values or a rule broken, naming the 1-based row; parent_id/turn without session_id.
     """
-    from pcs.trace.jsonfast import rows_distinct
-
     pf = _open(path, name)
     names = pf.schema_arrow.names
     check_column_types(pf.schema_arrow, name)
@@ -327,19 +364,12 @@ def read_parquet(path, name: str, block_size: int, state, on_error: str = "raise
         ts = rb.column("arrival_s").to_numpy(zero_copy_only=False).astype(np.float64, copy=False)
         il = _column_ints(rb, "prompt_tokens", name, row0)
         ol = _column_ints(rb, "output_tokens", name, row0)
-        keep = np.ones(n, dtype=bool)
-        for mask, field, problem in _bad_rows(ts, il, ol, np.diff(offs), block_size, state.last_ts, state.check_order):
-            if mask.any():
-                if on_error != "skip":
-                    raise InputError(name, row0 + int(np.flatnonzero(mask)[0]), field, problem)
-                keep &= ~mask
-        if not rows_distinct(hashes, offs):
-            for i in range(n):
-                h = hashes[offs[i]:offs[i + 1]]
-                if np.unique(h).size != h.size:
-                    if on_error != "skip":
-                        raise InputError(name, row0 + i, "block_hashes", "an id repeats inside one request")
-                    keep[i] = False
+        rules = _bad_rows(ts, il, ol, np.diff(offs), block_size, state.last_ts, state.check_order,
+                          _repeats(hashes, offs))
+        bad = _first_bad(rules) if on_error != "skip" else None
+        if bad is not None:
+            raise InputError(name, row0 + bad[0], bad[1], bad[2])
+        keep = ~np.logical_or.reduce([m for m, _, _ in rules])
         extras = [_column_ints(rb, k, name, row0) if k in optional else None for k in _OPTIONAL]
         typ = tuple(rb.column("type").to_pylist()) if has_session and "type" in names else None
         batch = RequestBatch(0, block_size, ts, il, ol, offs, hashes, *extras, typ)
