@@ -13,8 +13,13 @@ batch join (``Decoded._joined``, cumulative), the next-turn search (``_turns.wal
 summaries (``api._summarise``) and the whole call. cProfile adds about 1 us per Python call (about 20 k calls per
 10x call), so phases are comparable between trees, not to unprofiled wall times.
 
-Usage: python benchmarks/bench_phases.py TRACE [--calls 3]
-Prints one line per phase, then the JSON line last.
+``--timeline``: instead of the profile, the critical path on the machine's cores: one more call with threads as a
+user gets them (``PCS_THREADS`` as set), each phase wrapped to record its wall start and end and the thread it ran
+on (:data:`TIMELINE`); printed as intervals and as one bar per thread (a letter per phase, ``.`` idle). The
+wrappers add a few us per call (one per chunk fed), far below the phases.
+
+Usage: python benchmarks/bench_phases.py TRACE [--calls 3] [--timeline]
+Prints one line per phase (or the timeline), then the JSON line last.
 """
 from __future__ import annotations
 
@@ -56,16 +61,95 @@ def _phase_ms(stats: dict) -> dict:
     return out
 
 
+#: --timeline: (module, attribute, phase letter, phase name) wrapped to record when and where each call ran.
+TIMELINE = [("pcs.engine.decoded", "Decoded.__init__", "D", "decode and join"),
+            ("pcs.trace.jsonfast", "native_decode", "j", "JSONL chunk decode"),
+            ("pcs.engine.turns", "decode_blocks", "T", "next-turn search"),
+            ("pcs.engine.fastpath", "scan", "S", "one-pass scan"),
+            ("pcs.engine.chunks", "_from_columns", "C", "chunk and prefill table"),
+            ("pcs.engine.stepnative", "NativeStepEngine.feed", "L", "step loop feed"),
+            ("pcs.engine.stepnative", "NativeStepEngine.close", "E", "step loop close"),
+            ("pcs.engine.seqbase", "baseline_from_scan", "B", "baseline from the scan"),
+            ("pcs.engine.api", "_summarise", "U", "summaries")]
+
+
+def _wrap_timeline(events: list) -> None:
+    """Wrap every :data:`TIMELINE` function to append (phase, thread, start s, end s) to ``events``; a worker
+    thread is named ``w:`` and the letter of the first phase it ran (the scan's, the no-cache loop's, ...)."""
+    import functools
+    import importlib
+    import threading
+
+    roles: dict = {}
+    for mod, attr, letter, _ in TIMELINE:
+        owner = importlib.import_module(mod)
+        *path, name = attr.split(".")
+        for part in path:
+            owner = getattr(owner, part)
+        real = getattr(owner, name)
+
+        def timed(*a, _real=real, _letter=letter, **k):
+            t0 = time.perf_counter()
+            try:
+                return _real(*a, **k)
+            finally:   # a worker is named by its role: the first phase it ran
+                th = threading.current_thread()
+                who = th.name if th is threading.main_thread() else f"w:{roles.setdefault(th.ident, _letter)}"
+                events.append((_letter, who, t0, time.perf_counter()))
+        setattr(owner, name, functools.wraps(real)(timed))
+
+
+def _print_timeline(events: list, t0: float, t1: float, width: int = 100) -> dict:
+    """One bar per thread over the call (``width`` columns), and busy ms per (thread, phase); returns the latter."""
+    threads = sorted({e[1] for e in events}, key=lambda t: (t != "MainThread", t))
+    busy: dict = {}
+    for th in threads:
+        bar = ["."] * width
+        for letter, who, a, b in sorted(events, key=lambda e: e[2] - e[3]):   # the longest first, inner ones on top
+            if who != th:
+                continue
+            busy[f"{th}:{letter}"] = busy.get(f"{th}:{letter}", 0.0) + (b - a) * 1e3
+            for col in range(int((a - t0) / (t1 - t0) * width), min(width, int((b - t0) / (t1 - t0) * width) + 1)):
+                bar[col] = letter
+        print(f"{th[:12]:12s} |{''.join(bar)}|")
+    print(f"{'':12s}  0 ms{'':{width - 14}s}{(t1 - t0) * 1e3:8.1f} ms")
+    print("  ".join(f"{letter} {name}" for _, _, letter, name in TIMELINE))
+    for k, v in sorted(busy.items()):
+        print(f"  {k:24s} {v:8.1f} ms")
+    return busy
+
+
+def timeline(trace: str) -> None:
+    """``--timeline`` (module docstring): one warm-up call, then one call with every phase's wall interval."""
+    import pcs
+
+    call = lambda: pcs.replay(trace, tiers=["gpu=16384blocks", "cpu=65536blocks"], policy="lru")  # noqa: E731
+    call()
+    events: list = []
+    _wrap_timeline(events)
+    t0 = time.perf_counter()
+    call()
+    t1 = time.perf_counter()
+    busy = _print_timeline(events, t0, t1)
+    common.emit({"bench": "phases_timeline", "trace": trace, "pcs": pcs.__file__, "wall_ms": round((t1 - t0) * 1e3, 1),
+                 "busy_ms": {k: round(v, 1) for k, v in busy.items()},
+                 "threads": os.environ.get("PCS_THREADS", "auto"), "load_average": os.getloadavg()[0],
+                 "machine": common.machine_info()})
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("trace")
     ap.add_argument("--calls", type=int, default=3)
+    ap.add_argument("--timeline", action="store_true", help="the phases' wall intervals per thread instead")
     args = ap.parse_args()
+    if args.timeline:
+        return timeline(args.trace)
     import pcs
     from pcs import beside
 
     init = beside.Beside.__init__
-    beside.Beside.__init__ = lambda self, threaded: init(self, False)   # the no-cache loop on this thread
+    beside.Beside.__init__ = lambda self, threaded, *a, **k: init(self, False, *a, **k)   # side work on this thread
     call = lambda: pcs.replay(args.trace, tiers=["gpu=16384blocks", "cpu=65536blocks"], policy="lru")  # noqa: E731
     call()
     best: dict = {}
