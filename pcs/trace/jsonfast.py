@@ -12,7 +12,7 @@ conversation trace replicated 1x-50x, one thread; docs/performance.md):
 
 - ``native``: the compiled twin ``pcs.trace._jsonrows`` (pcs/trace/_jsonrows.cpp,
   simdjson's On-Demand parser in C++, one document per line, the columns filled in C++ without the GIL;
-  :func:`native_chunk`),
+  :func:`native_chunk`; a reader decodes two chunks at once, :func:`parse_chunks`),
   built when pysimdjson's bundled simdjson sources are
   found at build time; the ``auto | c | python`` switch of :mod:`pcs._native`
   (``PCS_NATIVE``) picks it; figures in docs/performance.md ("The compiled JSONL decoder" and
