@@ -86,7 +86,9 @@ def _wrap_timeline(events: list) -> None:
         *path, name = attr.split(".")
         for part in path:
             owner = getattr(owner, part)
-        real = getattr(owner, name)
+        real = getattr(owner, name, None)
+        if real is None:          # a tree without this function (another checkout's): not drawn
+            continue
 
         def timed(*a, _real=real, _letter=letter, **k):
             t0 = time.perf_counter()
