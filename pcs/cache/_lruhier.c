@@ -6,7 +6,9 @@
  * unpinned room pushes out its own oldest keys). Each tier is an open-addressing hash table
  * (linear probing, backward-shift deletion) from block hash (uint64) to an entry holding the pin
  * count; the unpinned entries are in LRU order in a queue with lazy deletion (pcs/cache/_lruq.h;
- * front = least recently used = first victim). The Python wrapper is pcs/cache/native.py; the equality of the
+ * front = least recently used = first victim). Two plain LRU tiers share one table instead (Hier.sh, sh_open: an
+ * entry per block with both tiers' queue positions and residency flags F_GPU / F_CPU; the tiers' Tier structs keep
+ * their counters and queues and read the shared arrays). The Python wrapper is pcs/cache/native.py; the equality of the
  * two implementations is tested in tests/cache/test_replay_native.py. Field names are those of
  * pcs.cache.hierarchy.Admission (prefix_hit_blocks, hit_blocks, ...); rules: docs/semantics.md.
  */
@@ -126,11 +128,6 @@ static inline int32_t tier_find(const Tier *t, uint64_t k) {
     return e >= 0 && t->inflag && !(t->ent[e].flags & t->inflag) ? -1 : e;
 }
 
-/* entries ents[0..n) leave tier t of a shared table (its residency flag cleared); they stay in the table */
-static inline void sh_leave(Tier *t, const int32_t *ents, Py_ssize_t n) {
-    for (Py_ssize_t i = 0; i < n; i++) t->ent[ents[i]].flags &= (uint8_t)~t->inflag;
-    t->nres -= n;
-}
 
 /* those of entries ents[0..n) in no tier any more leave the shared table s */
 static inline void sh_free(Tier *s, const int32_t *ents, Py_ssize_t n) {
@@ -150,8 +147,8 @@ static int tevict(Tier *t, Py_ssize_t n, uint64_t *out, int32_t *oute) {
     }
     if (t->ret && !n) {                 /* the policy's evict is not called for no victim (m == 0) */
     } else if (t->shared) {
-        lq_evict(t, n, out, oute);
-        sh_leave(t, oute, n);
+        lq_evict(t, n, out, oute);      /* they leave the tier, not the table */
+        t->nres -= n;
     } else if (!t->ops) {
         lq_evict(t, n, out, NULL);
     } else {
@@ -491,37 +488,56 @@ static void sh_sync(Hier *h) {
     }
 }
 
-/* key k (fingerprint f) in the GPU tier, from the table tab (the GPU tier's own, or the shared one): its entry,
- * *added = 1 when it was not resident there (now it is, pinned once), 0 when it was (unchanged); -1 on a memory
- * error */
-static int32_t gpu_enter(Hier *h, Tier *tab, uint64_t k, uint32_t f, int *added) {
-    uint64_t at;
+/* room for n more blocks in the shared table: its slots and entries grown now, so that no add of a fill moves
+ * them (the tiers' views of its arrays stay valid through the fill); 0 or -1 */
+static int sh_reserve(Hier *h, Py_ssize_t n) {
+    Tier *s = h->sh;
+    int moved = 0;
+    for (; (uint64_t)(s->nres + n) << TIER_LOAD_SHIFT > s->mask + 1; moved = 1)
+        if (grow_table(s) < 0) return -1;
+    if (s->ent_len + n > s->ent_cap) {
+        Py_ssize_t cap = s->ent_cap;
+        if (PCS_GROW(s->ent, &cap, s->ent_len + n, 64) < 0) return -1;
+        s->ent_cap = (int32_t)cap;
+        moved = 1;
+    }
+    if (moved) sh_sync(h);
+    return 0;
+}
+
+/* key k (fingerprint f; its entry `known` in a shared table, -1: looked up) in the GPU tier, from the table tab
+ * (the GPU tier's own, or the shared one): its entry, *added = 1 when it was not resident there (now it is, pinned
+ * once), 0 when it was (unchanged); -1 on a memory error */
+static int32_t gpu_enter(Hier *h, Tier *tab, uint64_t k, uint32_t f, int32_t known, int *added) {
+    uint64_t at = 0;
+    int32_t e = known;
     *added = 0;
-    if (tadd_room(tab) < 0) return -1;           /* before the lookup: its free slot is then the add's */
-    int32_t e = tfind_fp(tab, k, f, &at);
+    if (e < 0) {
+        if (tadd_room(tab) < 0) return -1;       /* before the lookup: its free slot is then the add's */
+        e = tfind_fp(tab, k, f, &at);
+    }
     if (e >= 0 && (!h->sh || tab->ent[e].flags & F_GPU)) return e;
     if (e >= 0) tab->ent[e].pin = 1;             /* shared table, a CPU block: now in the GPU tier too */
     else if ((e = tadd_atf(tab, k, 1, at, f)) < 0) return -1;
-    if (h->sh) {
-        tab->ent[e].flags |= F_GPU;
-        if (h->t[0].ent != tab->ent || h->t[0].slots != tab->slots) sh_sync(h);
-    }
+    if (h->sh) tab->ent[e].flags |= F_GPU;
     *added = 1;
     return e;
 }
 
 /* Tier.fill: one reserved slot per key becomes a resident block pinned once; returns shared count. ents (NULL:
- * not wanted) gets each key's entry. */
-static Py_ssize_t tfill(Hier *h, const uint64_t *keys, Py_ssize_t n, int32_t *ents) {
+ * not wanted) gets each key's entry; known (NULL: none) gives each key's entry in a shared table (a restore: the
+ * lookup's, no probe). */
+static Py_ssize_t tfill(Hier *h, const uint64_t *keys, Py_ssize_t n, int32_t *ents, const int32_t *known) {
     Tier *t = &h->t[0], *tab = h->sh ? h->sh : t;
     Py_ssize_t shared = 0, added = 0;
-    uint32_t ring[FP_RING];
-    fp_first(ring, keys, 0, n, tab, NULL);
+    uint32_t ring[FP_RING] = {0};
+    if (h->sh && sh_reserve(h, n) < 0) return -1;
+    if (!known) fp_first(ring, keys, 0, n, tab, NULL);
     for (Py_ssize_t i = 0; i < n; i++) {
         uint32_t f = ring[(size_t)i & (FP_RING - 1)];
-        fp_ahead(ring, keys, i + PF_AHEAD, n, tab, NULL);
+        if (!known) fp_ahead(ring, keys, i + PF_AHEAD, n, tab, NULL);
         int in;
-        int32_t e = gpu_enter(h, tab, keys[i], f, &in);
+        int32_t e = gpu_enter(h, tab, keys[i], f, known ? known[i] : -1, &in);
         if (e < 0) return -1;
         if (in) {
             added++;
@@ -532,7 +548,7 @@ static Py_ssize_t tfill(Hier *h, const uint64_t *keys, Py_ssize_t n, int32_t *en
         }
         if (ents) ents[i] = e;
     }
-    if (h->sh) { t->nres += added; sh_sync(h); }
+    if (h->sh) { t->nres += added; t->ent_len = tab->ent_len; h->t[1].ent_len = tab->ent_len; }
     t->reserved -= added;
     t->inserted += added;
     if (t->nres > t->peak_res) t->peak_res = t->nres;
@@ -550,7 +566,8 @@ static Py_ssize_t sh_cut(Hier *h, const int32_t *ents, Py_ssize_t len) {
     for (Py_ssize_t i = 0; i < cut; i++) {
         if (c->ent[ents[i]].flags & F_CPU) {
             lq_unlink(c, ents[i]);
-            sh_leave(c, ents + i, 1);
+            c->ent[ents[i]].flags &= (uint8_t)~F_CPU;
+            c->nres--;
             gone++;
         }
         sh_free(h->sh, ents + i, 1);
@@ -568,8 +585,8 @@ static Py_ssize_t sh_cut(Hier *h, const int32_t *ents, Py_ssize_t len) {
 static Py_ssize_t sh_insert(Hier *h, const uint64_t *keys, const int32_t *ents, Py_ssize_t len, uint64_t *out,
                             Py_ssize_t *written) {
     Tier *c = &h->t[1];
-    int32_t *e = h->mark;
-    for (Py_ssize_t i = 0; i < len; i++) e[i] = ents ? ents[i] : tfind(c, keys[i]);
+    const int32_t *e = ents ? ents : h->mark;
+    for (Py_ssize_t i = 0; !ents && i < len; i++) h->mark[i] = tfind(c, keys[i]);
     Py_ssize_t start = sh_cut(h, e, len), nfresh = 0;
     Py_ssize_t free_ = c->capacity - c->nres - c->reserved;
     for (Py_ssize_t i = start; i < len; i++) {
@@ -843,9 +860,10 @@ static Py_ssize_t start_reserve(Hier *h, const Plan *p, const PcsAdm *a) {
 static Py_ssize_t start_restore(Hier *h, const Plan *p, PcsAdm *a, Py_ssize_t nvict) {
     int T = h->ntiers;
     Py_ssize_t filled = 0;
+    memset(a->counts, 0, sizeof(Py_ssize_t) * (size_t)T);
+    for (Py_ssize_t i = 0; i < p->hits; i++) a->counts[h->where[i]]++;      /* hit blocks per tier */
     for (int j = 0; j < T; j++) {
-        Py_ssize_t cnt = 0, th = 0;
-        for (Py_ssize_t i = 0; i < p->hits; i++) th += h->where[i] == j;
+        Py_ssize_t cnt = 0;
         if (j && p->n_restore) {
             if (ensure_b(h, nvict + p->n_restore) < 0) return -1;
             uint64_t *rk = h->buf_b;     /* buf_a holds the victims */
@@ -857,7 +875,7 @@ static Py_ssize_t start_restore(Hier *h, const Plan *p, PcsAdm *a, Py_ssize_t nv
                 if (h->where[i] == j) { re[cnt] = h->lidx[i]; rk[cnt++] = h->k[i]; }
             }
             if (cnt) {
-                Py_ssize_t sh = tfill(h, rk, cnt, NULL);
+                Py_ssize_t sh = tfill(h, rk, cnt, NULL, h->sh ? re : NULL);
                 if (sh < 0) return -1;
                 filled += cnt - sh;
                 Tier *tj = &h->t[j];
@@ -873,7 +891,6 @@ static Py_ssize_t start_restore(Hier *h, const Plan *p, PcsAdm *a, Py_ssize_t nv
             }
         }
         a->counts[T + j] = cnt;
-        a->counts[j] = th;
     }
     return filled;
 }
@@ -976,7 +993,7 @@ static int c_prefill_done(PyObject *hh, PcsAdm *a) {
     Py_ssize_t nn = a->nnew;
     if (!nn) return 0;
     const uint64_t *nk = a->keys + a->nused;
-    Py_ssize_t sh = tfill(h, nk, nn, a->ents + a->nused);
+    Py_ssize_t sh = tfill(h, nk, nn, a->ents + a->nused, NULL);
     if (sh < 0) return -1;
     a->reserved_blocks -= nn - sh;
     return write_down(h, nk, nn);
@@ -1182,7 +1199,7 @@ static int c_extend(PyObject *hh, PcsAdm *a, const uint64_t *k, Py_ssize_t m) {
     if (adm_reserve(a, tot + m + 1, a->ntiers) < 0) return -1;
     uint64_t *keys = a->keys;
     memcpy(keys + tot, k, sizeof(uint64_t) * (size_t)m);
-    Py_ssize_t sh = tfill(h, keys + tot, m, a->ents + tot);
+    Py_ssize_t sh = tfill(h, keys + tot, m, a->ents + tot, NULL);
     if (sh < 0) return -1;
     a->reserved_blocks -= m - sh;
     a->nnew += m;

@@ -46,7 +46,8 @@ typedef struct {
     int64_t aux;           /* policy data: FIFO sequence number, S3-FIFO frequency, ARC list, LFU uses */
     int32_t pin;
     int32_t prev, next;    /* list links (the policy's queue q, a ghost list); next also chains the free list; an
-                              inline-LRU tier keeps the entry's position in its queue in prev (_lruq.h) */
+                              inline-LRU tier keeps the entry's position in its queue in prev (_lruq.h), the CPU
+                              tier of a table shared with the GPU tier in next (Tier.lqoff) */
     uint8_t q;             /* policy queue holding the entry (QNONE: none) */
     uint8_t flags;
 } Entry;
@@ -199,7 +200,8 @@ static inline uint64_t home(const Tier *t, uint64_t key) { return key_hash(key) 
 #define OA_APPEND lru_append
 #define OA_UNLINK lru_unlink
 #define OA_HASH32(k) ((uint32_t)(key_hash(k) >> 32))     /* home(t, k) == OA_HASH32(k) >> (32 - bits) */
-#define OA_LOAD_SHIFT 2     /* at most 1/4 full: shorter probe runs for the lookups and backward shifts per access */
+#define TIER_LOAD_SHIFT 2   /* at most 1/4 full: shorter probe runs for the lookups and backward shifts per access */
+#define OA_LOAD_SHIFT TIER_LOAD_SHIFT
 #include "_oatable.h"
 
 static inline int tier_init(Tier *t, PyObject *name, Py_ssize_t capacity) {

@@ -77,27 +77,30 @@ static inline Py_ssize_t lq_live(const Tier *t, Py_ssize_t i) {
 }
 
 /* the n least recently used entries (n <= held) leave the order, their keys to out in eviction order; with oute
- * NULL they leave the tier (the deletions of n times: unlink the first, tdel), else their entries go to oute and
- * stay in the table (a table shared by two tiers: the caller decides, pcs/cache/_lruhier.c sh_leave). Each
- * victim's entry is prefetched LQ_AHEAD items before, its home slot LQ_AHEAD / 2 items before (stale items:
- * nothing). The items past the last victim are prefetched too: they are the next eviction's first victims (no
- * burst at the start of each eviction) */
+ * NULL they leave the tier (the deletions of n times: unlink the first, tdel), else their entries go to oute with
+ * the tier's residency flag (Tier.inflag) cleared and stay in the table (a table shared by two tiers: the caller
+ * frees those in no tier, pcs/cache/_lruhier.c sh_free). Each victim's entry is prefetched LQ_AHEAD items before,
+ * its home slot LQ_AHEAD / 2 items before when it may be deleted (not the GPU tier of a shared table: its victims
+ * move to the CPU tier or are freed later; stale items: nothing). The items past the last victim are prefetched
+ * too: they are the next eviction's first victims (no burst at the start of each eviction) */
 static inline void lq_evict(Tier *t, Py_ssize_t n, uint64_t *out, int32_t *oute) {
     Py_ssize_t i = t->lqh;
     const Py_ssize_t end = t->lqn;
     const int32_t *q = t->lq;
     Entry *ent = t->ent;
+    const int slots_ahead = t->inflag != F_GPU;
     if (t->lqh == 0)         /* a fresh front (start, compaction): no eviction before prefetched it */
         for (Py_ssize_t k = 0; k < LQ_AHEAD && k < end; k++) if (q[k] >= 0) __builtin_prefetch(&ent[q[k]], 1, 1);
     for (Py_ssize_t v = 0; v < n; v++) {
         i = lq_live(t, i);
         int32_t a = i + LQ_AHEAD < end ? q[i + LQ_AHEAD] : -1, b = i + LQ_AHEAD / 2 < end ? q[i + LQ_AHEAD / 2] : -1;
         if (a >= 0) __builtin_prefetch(&ent[a], 1, 1);
-        if (b >= 0) __builtin_prefetch(&t->slots[home(t, ent[b].key)], 1, 1);   /* its entry came LQ_AHEAD / 2 ago */
+        if (b >= 0 && slots_ahead) __builtin_prefetch(&t->slots[home(t, ent[b].key)], 1, 1);   /* entry: came before */
         int32_t e = q[i++];
         out[v] = ent[e].key;
         *lq_pos(t, e) = -1;
-        if (oute) oute[v] = e; else tdel(t, e);
+        if (!oute) tdel(t, e);
+        else { oute[v] = e; ent[e].flags &= (uint8_t)~t->inflag; }
     }
     t->held -= n;
     if (!t->held) i = t->lqn = 0;   /* nothing live behind: start again at the front */
