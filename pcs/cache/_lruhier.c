@@ -1344,7 +1344,7 @@ static PyObject *hier_written(Hier *h, void *c) {
 
 static PyObject *hier_dropped(Hier *h, void *c) { return PyLong_FromLongLong(h->dropped); }
 
-static PyObject *hier_shared(Hier *h, void *c) { return PyBool_FromLong(h->sh != NULL); }
+static PyObject *hier_shared(Hier *h, PyObject *unused) { return PyBool_FromLong(h->sh != NULL); }
 
 #define CHECK(cond, ...) do { if (!(cond)) { PyErr_Format(PyExc_AssertionError, __VA_ARGS__); return NULL; } } while (0)
 
@@ -1553,6 +1553,7 @@ static PyMethodDef hier_methods[] = {
     {"order", (PyCFunction)hier_order, METH_O, "unpinned keys of tier j, first victim first"},
     {"check", (PyCFunction)hier_check, METH_NOARGS, "assert every invariant"},
     {"sync", (PyCFunction)hier_sync, METH_NOARGS, "hand a hosted Python policy its queued calls (pcs/cache/_pol_py.c)"},
+    {"shared_table", (PyCFunction)hier_shared, METH_NOARGS, "whether one table serves both LRU tiers (sh_open)"},
     {"run_sequential", (PyCFunction)(void (*)(void))hier_run_sequential, METH_FASTCALL,
      "run_sequential(hashes, offsets, cacheable, max_hit, out): sequential requests; out[i] = hit blocks"},
     {NULL}
@@ -1561,7 +1562,6 @@ static PyMethodDef hier_methods[] = {
 static PyGetSetDef hier_getset[] = {
     {"written_blocks", (getter)hier_written, NULL, "blocks written into each tier", NULL},
     {"dropped_blocks", (getter)hier_dropped, NULL, "blocks pushed out of the last tier", NULL},
-    {"shared_table", (getter)hier_shared, NULL, "one table serves both LRU tiers (else one per tier)", NULL},
     {NULL}
 };
 

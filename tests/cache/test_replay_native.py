@@ -204,7 +204,7 @@ def test_two_plain_lru_tiers_share_one_table():
     def shared(caps, policies=None, wp="back"):
         pols = policies or ["lru"] * len(caps)
         tiers = [Tier(f"t{i}", c, make_policy(p, c)) for i, (c, p) in enumerate(zip(caps, pols))]
-        return native.NativeHierarchy(tiers, wp)._h.shared_table
+        return native.NativeHierarchy(tiers, wp)._h.shared_table()
 
     assert shared([4, 8]) and shared([4, 8], wp="through") and shared([0, 0])
     assert not shared([4]) and not shared([4, 8, 16]) and not shared([4, 8], ["lru", "fifo"])
@@ -216,7 +216,7 @@ def test_demotion_and_restore_in_the_shared_table_worked_by_hand():
     from docs/semantics.md §6 (a finish unpins tail first: a request's last block is the GPU's first victim), §7
     (victims demoted after the restores' touches, a block resident in the CPU tier moves to its end) and §8 (LRU)."""
     h = native.NativeHierarchy(_tiers([2, 3]), "back")
-    assert h._h.shared_table
+    assert h._h.shared_table()
 
     def run(keys):
         a = h.start(keys, len(keys), len(keys))
