@@ -6,7 +6,9 @@
  * unpinned room pushes out its own oldest keys). Each tier is an open-addressing hash table
  * (linear probing, backward-shift deletion) from block hash (uint64) to an entry holding the pin
  * count; the unpinned entries are in LRU order in a queue with lazy deletion (pcs/cache/_lruq.h;
- * front = least recently used = first victim). The Python wrapper is pcs/cache/native.py; the equality of the
+ * front = least recently used = first victim). Two plain LRU tiers share one table instead (Hier.sh, sh_open: an
+ * entry per block with both tiers' queue positions and residency flags F_GPU / F_CPU; the tiers' Tier structs keep
+ * their counters and queues and read the shared arrays). The Python wrapper is pcs/cache/native.py; the equality of the
  * two implementations is tested in tests/cache/test_replay_native.py. Field names are those of
  * pcs.cache.hierarchy.Admission (prefix_hit_blocks, hit_blocks, ...); rules: docs/semantics.md.
  */
@@ -117,17 +119,38 @@ static inline void fp_first(uint32_t *ring, const uint64_t *keys, Py_ssize_t i0,
     for (Py_ssize_t k = i0; k < i0 + PF_AHEAD && k < n; k++) fp_ahead(ring, keys, k, n, t, u);
 }
 
+/* entry e's pin count in tier t (the CPU tier of a shared table has none: the entry's count is the GPU tier's) */
+static inline int32_t tier_pin(const Tier *t, int32_t e) { return t->inflag == F_CPU ? 0 : t->ent[e].pin; }
+
+/* the entry of key k in tier t, or -1 (in a shared table: found, and resident in t) */
+static inline int32_t tier_find(const Tier *t, uint64_t k) {
+    int32_t e = tfind(t, k);
+    return e >= 0 && t->inflag && !(t->ent[e].flags & t->inflag) ? -1 : e;
+}
+
+
+/* those of entries ents[0..n) in no tier any more leave the shared table s */
+static inline void sh_free(Tier *s, const int32_t *ents, Py_ssize_t n) {
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (!(s->ent[ents[i]].flags & (F_GPU | F_CPU))) tdel(s, ents[i]);
+}
+
 /* evict n unpinned blocks (n <= held) chosen by the tier's policy (LRU: the n least recently used),
- * writing their keys to out in eviction order; 0, or -1 on a memory error of a policy's ghost list */
-static int tevict(Tier *t, Py_ssize_t n, uint64_t *out) {
+ * writing their keys to out in eviction order; in a shared table (t->shared) their entries go to oute and stay in
+ * the table (the caller frees them: sh_free), else oute is not read. 0, or -1 on a memory error of a policy's
+ * ghost list */
+static int tevict(Tier *t, Py_ssize_t n, uint64_t *out, int32_t *oute) {
     Py_ssize_t all = n;
     if (t->ret) {                       /* RetainingPolicy.evict: expire, the policy's victims, then the pool's */
         if (ret_release(t) < 0) return -1;
         if (n > t->held - t->ret->len) n = t->held - t->ret->len;
     }
     if (t->ret && !n) {                 /* the policy's evict is not called for no victim (m == 0) */
+    } else if (t->shared) {
+        lq_evict(t, n, out, oute);      /* they leave the tier, not the table */
+        t->nres -= n;
     } else if (!t->ops) {
-        lq_evict(t, n, out);
+        lq_evict(t, n, out, NULL);
     } else {
         if (t->ops->evict_begin) t->ops->evict_begin(t, n);
         for (Py_ssize_t i = 0; i < n; i++) {
@@ -240,6 +263,8 @@ typedef struct {
     uint64_t *k, *buf_a, *buf_b;
     int32_t *where, *eidx, *mark, *lidx;   /* lidx: per key of the lookup, its entry in tier where[i] (lower) */
     uint32_t *fps;                         /* fingerprints of an insert's keys (key_fp), bcap allocated */
+    int32_t *vent, *cvent;                 /* shared table: the GPU victims' entries, the CPU victims' (bcap) */
+    Tier *sh;                              /* the table shared by the GPU and CPU tiers (NULL: one per tier) */
     Py_ssize_t kcap, bcap;
     uint64_t *skey;
     uint32_t *sstamp;
@@ -267,9 +292,13 @@ static void tier_close(Tier *t) {
 }
 
 static void hier_dealloc(Hier *h) {
-    if (h->t) for (int j = 0; j < h->ntiers; j++) tier_close(&h->t[j]);
+    for (int j = 0; h->t && j < h->ntiers; j++) {
+        if (h->sh) h->t[j].ent = NULL, h->t[j].slots = NULL;    /* the shared table's, freed with it */
+        tier_close(&h->t[j]);
+    }
     PCS_FREE(&h->t, &h->written, &h->k, &h->buf_a, &h->buf_b, &h->where, &h->eidx, &h->mark, &h->skey, &h->sstamp,
-             &h->lidx, &h->fps);
+             &h->lidx, &h->fps, &h->vent, &h->cvent);
+    kstore_free(h->sh);
     c_adm_free(&h->seq_adm);
     Py_TYPE(h)->tp_free((PyObject *)h);
 }
@@ -280,11 +309,13 @@ static int ensure_k(Hier *h, Py_ssize_t n) {
                            (const size_t[]){sizeof *h->k, sizeof *h->where, sizeof *h->eidx, sizeof *h->lidx});
 }
 
-/* buffers for victims / pushed keys of a cascade (a and b), per-key marks and fingerprints */
+/* buffers for victims / pushed keys of a cascade (a and b), per-key marks and fingerprints, victims' entries */
 static int ensure_b(Hier *h, Py_ssize_t n) {
     if (n <= h->bcap) return 0;
-    return pcs_grow_arrays(&h->bcap, n, 64, 4, (void *const[]){&h->buf_a, &h->buf_b, &h->mark, &h->fps},
-                           (const size_t[]){sizeof *h->buf_a, sizeof *h->buf_b, sizeof *h->mark, sizeof *h->fps});
+    return pcs_grow_arrays(&h->bcap, n, 64, 6,
+                           (void *const[]){&h->buf_a, &h->buf_b, &h->mark, &h->fps, &h->vent, &h->cvent},
+                           (const size_t[]){sizeof *h->buf_a, sizeof *h->buf_b, sizeof *h->mark, sizeof *h->fps,
+                                            sizeof *h->vent, sizeof *h->cvent});
 }
 
 /* index of the first key repeating an earlier one (m if none) */
@@ -330,7 +361,7 @@ static Py_ssize_t tduel(Tier *t, const uint64_t *keys, int32_t *mark, Py_ssize_t
         need--;
         if (!t->held) { mark[i] = -3; lost++; continue; }     /* policy.evict(1) is None */
         uint64_t vk;
-        if (tevict(t, 1, &vk) < 0) return -1;                 /* policy.evict(1) */
+        if (tevict(t, 1, &vk, NULL) < 0) return -1;           /* policy.evict(1) */
         if (gates_duel(t, keys[i], vk)) {
             out[won++] = vk;
             continue;
@@ -427,7 +458,7 @@ static Py_ssize_t tinsert(Tier *t, const uint64_t *keys, Py_ssize_t len, uint64_
     }
     nout = nwon;
     if (need > 0) {
-        if (tevict(t, need, out + nwon) < 0) return -1;
+        if (tevict(t, need, out + nwon, NULL) < 0) return -1;
         nout += need;
     }
     if (tadd_runs(t, keys, fps, mark, start, len) < 0) return -1;
@@ -443,20 +474,72 @@ static Py_ssize_t tinsert(Tier *t, const uint64_t *keys, Py_ssize_t len, uint64_
     return nout;
 }
 
+/* the shared table's arrays and size, as its two tiers read them (after an add: it may have moved them) */
+static void sh_sync(Hier *h) {
+    const Tier *s = h->sh;
+    for (int j = 0; j < 2; j++) {
+        Tier *t = &h->t[j];
+        t->ent = s->ent;
+        t->ent_cap = s->ent_cap;
+        t->ent_len = s->ent_len;
+        t->slots = s->slots;
+        t->mask = s->mask;
+        t->bits = s->bits;
+    }
+}
+
+/* room for n more blocks in the shared table: its slots and entries grown now, so that no add of a fill moves
+ * them (the tiers' views of its arrays stay valid through the fill); 0 or -1 */
+static int sh_reserve(Hier *h, Py_ssize_t n) {
+    Tier *s = h->sh;
+    int moved = 0;
+    for (; (uint64_t)(s->nres + n) << TIER_LOAD_SHIFT > s->mask + 1; moved = 1)
+        if (grow_table(s) < 0) return -1;
+    if (s->ent_len + n > s->ent_cap) {
+        Py_ssize_t cap = s->ent_cap;
+        if (PCS_GROW(s->ent, &cap, s->ent_len + n, 64) < 0) return -1;
+        s->ent_cap = (int32_t)cap;
+        moved = 1;
+    }
+    if (moved) sh_sync(h);
+    return 0;
+}
+
+/* key k (fingerprint f; its entry `known` in a shared table, -1: looked up) in the GPU tier, from the table tab
+ * (the GPU tier's own, or the shared one): its entry, *added = 1 when it was not resident there (now it is, pinned
+ * once), 0 when it was (unchanged); -1 on a memory error */
+static int32_t gpu_enter(Hier *h, Tier *tab, uint64_t k, uint32_t f, int32_t known, int *added) {
+    uint64_t at = 0;
+    int32_t e = known;
+    *added = 0;
+    if (e < 0) {
+        if (tadd_room(tab) < 0) return -1;       /* before the lookup: its free slot is then the add's */
+        e = tfind_fp(tab, k, f, &at);
+    }
+    if (e >= 0 && (!h->sh || tab->ent[e].flags & F_GPU)) return e;
+    if (e >= 0) tab->ent[e].pin = 1;             /* shared table, a CPU block: now in the GPU tier too */
+    else if ((e = tadd_atf(tab, k, 1, at, f)) < 0) return -1;
+    if (h->sh) tab->ent[e].flags |= F_GPU;
+    *added = 1;
+    return e;
+}
+
 /* Tier.fill: one reserved slot per key becomes a resident block pinned once; returns shared count. ents (NULL:
- * not wanted) gets each key's entry. */
-static Py_ssize_t tfill(Tier *t, const uint64_t *keys, Py_ssize_t n, int32_t *ents) {
+ * not wanted) gets each key's entry; known (NULL: none) gives each key's entry in a shared table (a restore: the
+ * lookup's, no probe). */
+static Py_ssize_t tfill(Hier *h, const uint64_t *keys, Py_ssize_t n, int32_t *ents, const int32_t *known) {
+    Tier *t = &h->t[0], *tab = h->sh ? h->sh : t;
     Py_ssize_t shared = 0, added = 0;
-    uint32_t ring[FP_RING];
-    fp_first(ring, keys, 0, n, t, NULL);
+    uint32_t ring[FP_RING] = {0};
+    if (h->sh && sh_reserve(h, n) < 0) return -1;
+    if (!known) fp_first(ring, keys, 0, n, tab, NULL);
     for (Py_ssize_t i = 0; i < n; i++) {
         uint32_t f = ring[(size_t)i & (FP_RING - 1)];
-        fp_ahead(ring, keys, i + PF_AHEAD, n, t, NULL);
-        uint64_t at;
-        if (tadd_room(t) < 0) return -1;         /* before the lookup: its free slot is then the add's */
-        int32_t e = tfind_fp(t, keys[i], f, &at);
-        if (e < 0) {
-            if ((e = tadd_atf(t, keys[i], 1, at, f)) < 0) return -1;
+        if (!known) fp_ahead(ring, keys, i + PF_AHEAD, n, tab, NULL);
+        int in;
+        int32_t e = gpu_enter(h, tab, keys[i], f, known ? known[i] : -1, &in);
+        if (e < 0) return -1;
+        if (in) {
             added++;
         } else {
             if (t->ent[e].pin == 0) pol_remove(t, e);
@@ -465,19 +548,85 @@ static Py_ssize_t tfill(Tier *t, const uint64_t *keys, Py_ssize_t n, int32_t *en
         }
         if (ents) ents[i] = e;
     }
+    if (h->sh) { t->nres += added; t->ent_len = tab->ent_len; h->t[1].ent_len = tab->ent_len; }
     t->reserved -= added;
     t->inserted += added;
     if (t->nres > t->peak_res) t->peak_res = t->nres;
     return shared;
 }
 
-/* demote GPU victims (in h->buf_a, n of them) down the tiers (write-back) */
+/* Tier._overflow for the CPU tier c of a shared table: of the entries ents[0..len) (a batch in eviction order)
+ * the first ones past the tier's unpinned room are pushed out (those in the tier leave it: evicted; the others
+ * overflow), their entries freed when in no tier any more; returns how many (tcut's rule) */
+static Py_ssize_t sh_cut(Hier *h, const int32_t *ents, Py_ssize_t len) {
+    Tier *c = &h->t[1];
+    Py_ssize_t room = c->capacity - c->nres - c->reserved + c->held;
+    if (len <= room) return 0;
+    Py_ssize_t cut = len - (room > 0 ? room : 0), gone = 0;
+    for (Py_ssize_t i = 0; i < cut; i++) {
+        if (c->ent[ents[i]].flags & F_CPU) {
+            lq_unlink(c, ents[i]);
+            c->ent[ents[i]].flags &= (uint8_t)~F_CPU;
+            c->nres--;
+            gone++;
+        }
+        sh_free(h->sh, ents + i, 1);
+    }
+    c->evicted += gone;
+    c->overflow += cut - gone;
+    return cut;
+}
+
+/* Tier.insert into the CPU tier of a shared table (no gates, LRU): keys (eviction order) with their entries in the
+ * table (ents; NULL: looked up, each key has one: a GPU block written through) are stored; pushed keys (victims,
+ * then batch keys that did not fit) go to out, entries left in no tier are freed. The same steps as tinsert, where
+ * a key's entry is known: a demoted GPU victim enters the CPU tier by a flag, no lookup and no add. Returns the
+ * number pushed, *written the keys stored; -1 on memory error */
+static Py_ssize_t sh_insert(Hier *h, const uint64_t *keys, const int32_t *ents, Py_ssize_t len, uint64_t *out,
+                            Py_ssize_t *written) {
+    Tier *c = &h->t[1];
+    const int32_t *e = ents ? ents : h->mark;
+    for (Py_ssize_t i = 0; !ents && i < len; i++) h->mark[i] = tfind(c, keys[i]);
+    Py_ssize_t start = sh_cut(h, e, len), nfresh = 0;
+    Py_ssize_t free_ = c->capacity - c->nres - c->reserved;
+    for (Py_ssize_t i = start; i < len; i++) {
+        if (c->ent[e[i]].flags & F_CPU) lq_unlink(c, e[i]);     /* resident again: out of the order until re-added */
+        else nfresh++;
+    }
+    Py_ssize_t need = nfresh - free_;
+    if (need > 0) {
+        if (tevict(c, need, out, h->cvent) < 0) return -1;
+        sh_free(h->sh, h->cvent, need);
+    } else need = 0;
+    for (Py_ssize_t i = start; i < len; i++) {
+        c->ent[e[i]].flags |= F_CPU;
+        if (lq_append(c, e[i]) < 0) return -1;
+    }
+    c->nres += nfresh;
+    c->inserted += nfresh;
+    if (c->nres > c->peak_res) c->peak_res = c->nres;
+    if (c->nres + c->reserved > c->peak_used) c->peak_used = c->nres + c->reserved;
+    memcpy(out + need, keys, sizeof(uint64_t) * start);
+    *written = nfresh;
+    return need + start;
+}
+
+/* the insert of n keys into lower tier j (ents: their entries in a shared table, NULL: not known), pushed keys to
+ * out: tinsert, or sh_insert in a shared table */
+static Py_ssize_t lower_insert(Hier *h, int j, const uint64_t *keys, const int32_t *ents, Py_ssize_t n, uint64_t *out,
+                               Py_ssize_t *written) {
+    if (h->sh) return sh_insert(h, keys, ents, n, out, written);
+    return tinsert(&h->t[j], keys, n, out, h->mark, h->fps, written);
+}
+
+/* demote GPU victims (in h->buf_a, n of them; in a shared table their entries in h->vent) down the tiers
+ * (write-back) */
 static int cascade(Hier *h, Py_ssize_t n) {
     if (h->write_through) return 0;
     for (int j = 1; j < h->ntiers; j++) {
         if (ensure_b(h, 2 * n + 1) < 0) return -1;
         Py_ssize_t w;
-        Py_ssize_t m = tinsert(&h->t[j], h->buf_a, n, h->buf_b, h->mark, h->fps, &w);
+        Py_ssize_t m = lower_insert(h, j, h->buf_a, h->vent, n, h->buf_b, &w);
         if (m < 0) return -1;
         h->written[j] += w;
         uint64_t *x = h->buf_a; h->buf_a = h->buf_b; h->buf_b = x;
@@ -557,7 +706,7 @@ static void start_lookup(Hier *h, Plan *p) {
     Tier *g = &h->t[0];
     p->lead = p->n;
     p->nused = p->evictable = 0;
-    Tier *c = h->ntiers > 1 ? &h->t[1] : NULL;    /* the next tier's slots too: a GPU miss looks there next */
+    Tier *c = h->ntiers > 1 && !h->sh ? &h->t[1] : NULL;   /* the next tier's slots too: a GPU miss looks there */
     uint32_t ring[FP_RING];
     fp_first(ring, k, 0, p->n, g, c);
     for (Py_ssize_t i = 0; i < p->n; i++) {
@@ -565,14 +714,16 @@ static void start_lookup(Hier *h, Plan *p) {
         fp_ahead(ring, k, i + PF_AHEAD, p->n, g, c);
         uint64_t at;
         int32_t e = tfind_fp(g, k[i], f, &at);
-        if (e >= 0) {
+        uint8_t in = e >= 0 && h->sh ? g->ent[e].flags : F_GPU;    /* a shared table: the tiers holding it */
+        if (e >= 0 && in & F_GPU) {
             h->where[i] = 0;
             h->eidx[p->nused++] = e;
             if (!g->ent[e].pin) p->evictable++;
             continue;
         }
         int j = 1;
-        for (; j < h->ntiers; j++) if ((e = tfind_fp(&h->t[j], k[i], f, &at)) >= 0) break;
+        if (h->sh) j = e >= 0 && in & F_CPU ? 1 : 2;              /* one probe served both tiers */
+        else for (; j < h->ntiers; j++) if ((e = tfind_fp(&h->t[j], k[i], f, &at)) >= 0) break;
         if (j == h->ntiers) { p->lead = i; break; }
         h->where[i] = j;
         h->lidx[i] = e;
@@ -683,13 +834,21 @@ static int start_expect(Hier *h, const Plan *p, const PcsAdm *a) {
     return 0;
 }
 
+/* n GPU victims (n > 0) to h->buf_a (in a shared table their entries to h->vent, kept for the cascade under
+ * write-back, freed now when in no tier under write-through); 0 or -1 */
+static int gpu_evict(Hier *h, Py_ssize_t n) {
+    if (ensure_b(h, n) < 0 || tevict(&h->t[0], n, h->buf_a, h->vent) < 0) return -1;
+    if (h->sh && h->write_through) sh_free(h->sh, h->vent, n);
+    return 0;
+}
+
 /* reserve the budget in the GPU tier; the victims go to h->buf_a; returns their number or -1 */
 static Py_ssize_t start_reserve(Hier *h, const Plan *p, const PcsAdm *a) {
     Tier *g = &h->t[0];
     if (start_expect(h, p, a) < 0) return -1;
     Py_ssize_t nvict = p->budget - (g->capacity - g->nres - g->reserved);
     if (nvict > 0) {
-        if (ensure_b(h, nvict) < 0 || tevict(g, nvict, h->buf_a) < 0) return -1;
+        if (gpu_evict(h, nvict) < 0) return -1;
     } else nvict = 0;
     g->reserved += p->budget;
     if (g->nres + g->reserved > g->peak_used) g->peak_used = g->nres + g->reserved;
@@ -701,9 +860,10 @@ static Py_ssize_t start_reserve(Hier *h, const Plan *p, const PcsAdm *a) {
 static Py_ssize_t start_restore(Hier *h, const Plan *p, PcsAdm *a, Py_ssize_t nvict) {
     int T = h->ntiers;
     Py_ssize_t filled = 0;
+    memset(a->counts, 0, sizeof(Py_ssize_t) * (size_t)T);
+    for (Py_ssize_t i = 0; i < p->hits; i++) a->counts[h->where[i]]++;      /* hit blocks per tier */
     for (int j = 0; j < T; j++) {
-        Py_ssize_t cnt = 0, th = 0;
-        for (Py_ssize_t i = 0; i < p->hits; i++) th += h->where[i] == j;
+        Py_ssize_t cnt = 0;
         if (j && p->n_restore) {
             if (ensure_b(h, nvict + p->n_restore) < 0) return -1;
             uint64_t *rk = h->buf_b;     /* buf_a holds the victims */
@@ -715,14 +875,14 @@ static Py_ssize_t start_restore(Hier *h, const Plan *p, PcsAdm *a, Py_ssize_t nv
                 if (h->where[i] == j) { re[cnt] = h->lidx[i]; rk[cnt++] = h->k[i]; }
             }
             if (cnt) {
-                Py_ssize_t sh = tfill(&h->t[0], rk, cnt, NULL);
+                Py_ssize_t sh = tfill(h, rk, cnt, NULL, h->sh ? re : NULL);
                 if (sh < 0) return -1;
                 filled += cnt - sh;
                 Tier *tj = &h->t[j];
                 int any = 0;
                 for (Py_ssize_t i = cnt - 1; i >= 0; i--) {
                     int32_t e = re[i];
-                    if (!tj->ent[e].pin) {
+                    if (!tier_pin(tj, e)) {
                         if (pol_touch(tj, e) < 0) return -1;
                         any = 1;
                     }
@@ -731,7 +891,6 @@ static Py_ssize_t start_restore(Hier *h, const Plan *p, PcsAdm *a, Py_ssize_t nv
             }
         }
         a->counts[T + j] = cnt;
-        a->counts[j] = th;
     }
     return filled;
 }
@@ -820,7 +979,7 @@ static int write_down(Hier *h, const uint64_t *k, Py_ssize_t nn) {
     for (Py_ssize_t i = 0; i < nn; i++) down[i] = k[nn - 1 - i];
     for (int j = 1; j < h->ntiers; j++) {
         Py_ssize_t w;
-        Py_ssize_t m = tinsert(&h->t[j], down, nn, h->buf_b, h->mark, h->fps, &w);
+        Py_ssize_t m = lower_insert(h, j, down, NULL, nn, h->buf_b, &w);
         if (m < 0) return -1;
         h->written[j] += w;
         if (j == h->ntiers - 1) h->dropped += m;
@@ -834,7 +993,7 @@ static int c_prefill_done(PyObject *hh, PcsAdm *a) {
     Py_ssize_t nn = a->nnew;
     if (!nn) return 0;
     const uint64_t *nk = a->keys + a->nused;
-    Py_ssize_t sh = tfill(&h->t[0], nk, nn, a->ents + a->nused);
+    Py_ssize_t sh = tfill(h, nk, nn, a->ents + a->nused, NULL);
     if (sh < 0) return -1;
     a->reserved_blocks -= nn - sh;
     return write_down(h, nk, nn);
@@ -986,7 +1145,7 @@ static int c_grow(PyObject *hh, PcsAdm *adm, Py_ssize_t n) {
     if (n > free_now + g->held) return 0;
     Py_ssize_t nvict = n - free_now;
     if (nvict > 0) {
-        if (ensure_b(h, nvict) < 0 || tevict(g, nvict, h->buf_a) < 0) return -1;
+        if (gpu_evict(h, nvict) < 0) return -1;
     } else nvict = 0;
     g->reserved += n;
     if (g->nres + g->reserved > g->peak_used) g->peak_used = g->nres + g->reserved;
@@ -1040,7 +1199,7 @@ static int c_extend(PyObject *hh, PcsAdm *a, const uint64_t *k, Py_ssize_t m) {
     if (adm_reserve(a, tot + m + 1, a->ntiers) < 0) return -1;
     uint64_t *keys = a->keys;
     memcpy(keys + tot, k, sizeof(uint64_t) * (size_t)m);
-    Py_ssize_t sh = tfill(&h->t[0], keys + tot, m, a->ents + tot);
+    Py_ssize_t sh = tfill(h, keys + tot, m, a->ents + tot, NULL);
     if (sh < 0) return -1;
     a->reserved_blocks -= m - sh;
     a->nnew += m;
@@ -1104,9 +1263,9 @@ static PyObject *hier_pin_count(Hier *h, PyObject *const *args, Py_ssize_t nargs
         PyErr_Clear();
         Py_RETURN_NONE;    /* not a block hash: not resident */
     }
-    int32_t e = tfind(&h->t[j], key);
+    int32_t e = tier_find(&h->t[j], key);
     if (e < 0) Py_RETURN_NONE;
-    return PyLong_FromLong(h->t[j].ent[e].pin);
+    return PyLong_FromLong(tier_pin(&h->t[j], e));
 }
 
 static PyObject *hier_resident(Hier *h, PyObject *arg) {
@@ -1117,9 +1276,9 @@ static PyObject *hier_resident(Hier *h, PyObject *arg) {
     if (!d) return NULL;
     for (uint64_t i = 0; i <= t->mask; i++) {
         int32_t e = t->slots[i].e;
-        if (e < 0) continue;
+        if (e < 0 || (t->inflag && !(t->ent[e].flags & t->inflag))) continue;
         PyObject *k = PyLong_FromUnsignedLongLong(t->ent[e].key);
-        PyObject *v = PyLong_FromLong(t->ent[e].pin);
+        PyObject *v = PyLong_FromLong(tier_pin(t, e));
         if (!k || !v || PyDict_SetItem(d, k, v) < 0) { Py_XDECREF(k); Py_XDECREF(v); Py_DECREF(d); return NULL; }
         Py_DECREF(k);
         Py_DECREF(v);
@@ -1185,9 +1344,32 @@ static PyObject *hier_written(Hier *h, void *c) {
 
 static PyObject *hier_dropped(Hier *h, void *c) { return PyLong_FromLongLong(h->dropped); }
 
+static PyObject *hier_shared(Hier *h, PyObject *unused) { return PyBool_FromLong(h->sh != NULL); }
+
 #define CHECK(cond, ...) do { if (!(cond)) { PyErr_Format(PyExc_AssertionError, __VA_ARGS__); return NULL; } } while (0)
 
+/* a shared table's own invariants: its tiers read its arrays, every entry in it is in some tier, and only GPU
+ * blocks have pins; NULL or what is wrong (the tiers' own checks follow in hier_check) */
+static const char *sh_check(const Hier *h) {
+    const Tier *s = h->sh;
+    Py_ssize_t occ = 0;
+    for (int j = 0; j < 2; j++)
+        if (h->t[j].ent != s->ent || h->t[j].slots != s->slots || h->t[j].mask != s->mask ||
+            h->t[j].ent_len != s->ent_len) return "a tier's view of the shared table is stale";
+    for (uint64_t i = 0; i <= s->mask; i++) {
+        int32_t e = s->slots[i].e;
+        if (e < 0) continue;
+        occ++;
+        uint8_t in = s->ent[e].flags & (F_GPU | F_CPU);
+        if (!in) return "an entry of the shared table in no tier";
+        if (!(in & F_GPU) && s->ent[e].pin) return "a pin count on a block not in the GPU tier";
+    }
+    return occ == s->nres ? NULL : "shared table: slots used differ from its entries";
+}
+
 static PyObject *hier_check(Hier *h, PyObject *unused) {
+    const char *shwhy = h->sh ? sh_check(h) : NULL;
+    CHECK(!shwhy, "%s", shwhy ? shwhy : "");
     for (int j = 0; j < h->ntiers; j++) {
         Tier *t = &h->t[j];
         CHECK(t->reserved >= 0, "tier %d: reserved %zd < 0", j, t->reserved);
@@ -1196,13 +1378,13 @@ static PyObject *hier_check(Hier *h, PyObject *unused) {
         Py_ssize_t occ = 0, unpinned = 0;
         for (uint64_t i = 0; i <= t->mask; i++) {
             int32_t e = t->slots[i].e;
-            if (e < 0) continue;
+            if (e < 0 || (t->inflag && !(t->ent[e].flags & t->inflag))) continue;   /* shared: another tier's */
             occ++;
             CHECK(e < t->ent_len, "tier %d: bad entry index", j);
             CHECK(tfind(t, t->ent[e].key) == e, "tier %d: key %llu not found from its home", j,
                   (unsigned long long)t->ent[e].key);
-            CHECK(t->ent[e].pin >= 0, "tier %d: negative pin count", j);
-            unpinned += t->ent[e].pin == 0;
+            CHECK(tier_pin(t, e) >= 0, "tier %d: negative pin count", j);
+            unpinned += tier_pin(t, e) == 0;
         }
         CHECK(occ == t->nres, "tier %d: %zd slots used, %zd resident", j, occ, t->nres);
         CHECK((uint64_t)t->nres * 2 <= t->mask + 1, "tier %d: table over half full", j);
@@ -1284,10 +1466,31 @@ static int set_gates(Hier *h, Tier *t, PyObject *item) {
     return gates_set(t, item);
 }
 
+/* one table for the two tiers when both are plain LRU (no admission gates, no retain, no hosted policy): each
+ * block has one entry (key, GPU pin count, GPU and CPU queue positions, which tiers hold it), so a demotion or a
+ * restore is a flag and a queue append, and a lookup one probe. Other configurations keep one table per tier.
+ * 0 (shared or not) or -1 */
+static int sh_open(Hier *h) {
+    if (h->ntiers != 2) return 0;
+    for (int j = 0; j < 2; j++) {
+        const Tier *t = &h->t[j];
+        if (t->ops || t->gates || t->ret || t->py || t->pa) return 0;
+    }
+    if (!(h->sh = kstore_new())) return -1;
+    for (int j = 0; j < 2; j++) {
+        tier_slots_free(&h->t[j]);
+        h->t[j].shared = h->sh;
+        h->t[j].inflag = j ? F_CPU : F_GPU;
+    }
+    h->t[1].lqoff = offsetof(Entry, next);
+    sh_sync(h);
+    return 0;
+}
+
 static int hier_init(Hier *h, PyObject *args, PyObject *kw) {
     PyObject *names, *caps, *pols = Py_None, *gates = Py_None, *retains = Py_None;
-    int wt;
-    if (!PyArg_ParseTuple(args, "OOp|OOO", &names, &caps, &wt, &pols, &gates, &retains)) return -1;
+    int wt, share = 1;
+    if (!PyArg_ParseTuple(args, "OOp|OOOp", &names, &caps, &wt, &pols, &gates, &retains, &share)) return -1;
     PyObject *ns = PySequence_Fast(names, "names must be a sequence");
     if (!ns) return -1;
     PyObject *cs = PySequence_Fast(caps, "capacities must be a sequence");
@@ -1318,6 +1521,7 @@ static int hier_init(Hier *h, PyObject *args, PyObject *kw) {
     if (retains != Py_None && set_per_tier(h, retains, "retains must be a sequence",
                                            "need one retain spec (or None) per tier", set_retain) < 0) goto fail;
     h->write_through = wt;
+    if (share && sh_open(h) < 0) goto fail;
     Py_DECREF(ns);
     Py_DECREF(cs);
     return 0;
@@ -1349,6 +1553,7 @@ static PyMethodDef hier_methods[] = {
     {"order", (PyCFunction)hier_order, METH_O, "unpinned keys of tier j, first victim first"},
     {"check", (PyCFunction)hier_check, METH_NOARGS, "assert every invariant"},
     {"sync", (PyCFunction)hier_sync, METH_NOARGS, "hand a hosted Python policy its queued calls (pcs/cache/_pol_py.c)"},
+    {"shared_table", (PyCFunction)hier_shared, METH_NOARGS, "whether one table serves both LRU tiers (sh_open)"},
     {"run_sequential", (PyCFunction)(void (*)(void))hier_run_sequential, METH_FASTCALL,
      "run_sequential(hashes, offsets, cacheable, max_hit, out): sequential requests; out[i] = hit blocks"},
     {NULL}
@@ -1362,8 +1567,8 @@ static PyGetSetDef hier_getset[] = {
 
 static PyTypeObject HierType = {
     PCS_TYPE_CLASS("pcs.cache._lruhier.Hierarchy", Hier, hier_dealloc,
-                   "Hierarchy(names, capacities_blocks, write_through, policies=None, gates=None, retains=None): "
-                   "tiers, GPU first.", hier_methods, hier_getset, hier_init)};
+                   "Hierarchy(names, capacities_blocks, write_through, policies=None, gates=None, retains=None, "
+                   "shared_table=True): tiers, GPU first; shared_table: one table for two plain LRU tiers.", hier_methods, hier_getset, hier_init)};
 
 /* ---------------------------------------------------------------------------------------------- */
 /* the C-level API (_lruhier_api.h): the step-scheduler calls above, for pcs/engine/_stepsched.c */

@@ -14,6 +14,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include "../_nogil.h"          /* raw memory, GIL-safe errors: the C API may run without the GIL */
+#include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 #include "../_kernel_common.h"
@@ -28,6 +29,11 @@
 #define F_OUT 16       /* taken out of the policy (Python: remove(), "pinned"): set by the mechanism */
 #define OUT(x) ((x)->flags & F_OUT)
 #define F_POOL 32      /* in the retention pool of retain (pcs/cache/_retain.c), not in the policy */
+/* residency in a table shared by the GPU and CPU LRU tiers (pcs/cache/_lruhier.c, Hier.sh): the entry's block is
+ * in the GPU tier (pin = its pin count there, prev = its GPU queue position) / in the CPU tier (next = its CPU
+ * queue position; the CPU tier has no pins) */
+#define F_GPU 64
+#define F_CPU 128
 
 /* a table slot (pcs/cache/_oatable.h, OA_HASH32): entry index (-1: free), the high 32 bits of key_hash(key) */
 #ifndef PCS_OA_SLOT_DEFINED
@@ -40,7 +46,8 @@ typedef struct {
     int64_t aux;           /* policy data: FIFO sequence number, S3-FIFO frequency, ARC list, LFU uses */
     int32_t pin;
     int32_t prev, next;    /* list links (the policy's queue q, a ghost list); next also chains the free list; an
-                              inline-LRU tier keeps the entry's position in its queue in prev (_lruq.h) */
+                              inline-LRU tier keeps the entry's position in its queue in prev (_lruq.h), the CPU
+                              tier of a table shared with the GPU tier in next (Tier.lqoff) */
     uint8_t q;             /* policy queue holding the entry (QNONE: none) */
     uint8_t flags;
 } Entry;
@@ -103,6 +110,11 @@ typedef struct Tier {
     /* -- the inline LRU order (ops == NULL): a queue of entries with lazy deletion (pcs/cache/_lruq.h) -- */
     int32_t *lq;                       /* entry indices, in the order they became evictable (lqcap allocated) */
     Py_ssize_t lqh, lqn, lqcap;        /* the front (first item not yet passed), the end */
+    size_t lqoff;                      /* where an entry keeps its queue position: offsetof(Entry, prev), or
+                                          offsetof(Entry, next) for the CPU tier of a shared table */
+    /* -- a tier of a table shared by two LRU tiers (pcs/cache/_lruhier.c, Hier.sh; NULL / 0: its own table) -- */
+    struct Tier *shared;               /* the shared table (its ent and slots are this tier's, read-only here) */
+    uint8_t inflag;                    /* F_GPU or F_CPU: the entry flag of this tier's residency */
 } Tier;
 
 /* The retention pool of a tier with retain (pcs/cache/_retain.c; pcs.cache.admission_retention.RetainingPolicy):
@@ -188,7 +200,8 @@ static inline uint64_t home(const Tier *t, uint64_t key) { return key_hash(key) 
 #define OA_APPEND lru_append
 #define OA_UNLINK lru_unlink
 #define OA_HASH32(k) ((uint32_t)(key_hash(k) >> 32))     /* home(t, k) == OA_HASH32(k) >> (32 - bits) */
-#define OA_LOAD_SHIFT 2     /* at most 1/4 full: shorter probe runs for the lookups and backward shifts per access */
+#define TIER_LOAD_SHIFT 2   /* at most 1/4 full: shorter probe runs for the lookups and backward shifts per access */
+#define OA_LOAD_SHIFT TIER_LOAD_SHIFT
 #include "_oatable.h"
 
 static inline int tier_init(Tier *t, PyObject *name, Py_ssize_t capacity) {
@@ -196,6 +209,7 @@ static inline int tier_init(Tier *t, PyObject *name, Py_ssize_t capacity) {
     Py_INCREF(name);
     t->name = name;
     t->capacity = capacity;
+    t->lqoff = offsetof(Entry, prev);
     if (tier_slots_init(t) < 0) return -1;
     t->hand = -1;
     for (int q = 0; q < NQ; q++) t->qhead[q] = t->qtail[q] = -1;

@@ -18,13 +18,18 @@
  * Fields of Tier (pcs/cache/_lruhier.h): lq (lqcap allocated, raw memory), lqh (front), lqn (end); held counts
  * the live items. When the end reaches lqcap the live items move to the front (in order), into an array twice
  * as large when more than half were live: O(1) amortised per add, at most 16 B per block of the tier's peak
- * held. Entry.next is not used here (it chains the table's free list).
+ * held. Entry.next is not used here (it chains the table's free list), except as the CPU tier's position in a
+ * table shared by the GPU and CPU tiers (Tier.lqoff; a free entry is in no queue).
  */
 #ifndef PCS_LRUQ_H
 #define PCS_LRUQ_H
 #include "_lruhier.h"
 
 #define LQ_AHEAD 16     /* victims' entries prefetched this many items ahead */
+
+/* entry e's position in t's queue (-1: not in it): Entry.prev, or Entry.next for the CPU tier of a table shared
+ * with the GPU tier (Tier.lqoff: one entry then carries both tiers' positions) */
+static inline int32_t *lq_pos(const Tier *t, int32_t e) { return (int32_t *)((char *)&t->ent[e] + t->lqoff); }
 
 /* the live items of t->lq moved to the front of an array of cap items (cap >= held); 0 or -1 (no memory) */
 static inline int lq_compact(Tier *t, Py_ssize_t cap) {
@@ -34,7 +39,7 @@ static inline int lq_compact(Tier *t, Py_ssize_t cap) {
     for (Py_ssize_t i = t->lqh; i < t->lqn; i++) {
         int32_t e = t->lq[i];
         if (e < 0) continue;
-        t->ent[e].prev = (int32_t)j;
+        *lq_pos(t, e) = (int32_t)j;
         dst[j++] = e;
     }
     if (dst != t->lq) { PyMem_RawFree(t->lq); t->lq = dst; t->lqcap = cap; }
@@ -51,7 +56,7 @@ static inline int lq_append(Tier *t, int32_t e) {
         if (cap > INT32_MAX) { PyErr_NoMemory(); return -1; }
         if (lq_compact(t, cap) < 0) return -1;
     }
-    t->ent[e].prev = (int32_t)t->lqn;
+    *lq_pos(t, e) = (int32_t)t->lqn;
     t->lq[t->lqn++] = e;
     t->held++;
     return 0;
@@ -59,8 +64,9 @@ static inline int lq_append(Tier *t, int32_t e) {
 
 /* entry e (in the order) leaves it: its item goes stale (marked -1) */
 static inline void lq_unlink(Tier *t, int32_t e) {
-    t->lq[t->ent[e].prev] = -1;
-    t->ent[e].prev = -1;
+    int32_t *p = lq_pos(t, e);
+    t->lq[*p] = -1;
+    *p = -1;
     t->held--;
 }
 
@@ -70,26 +76,31 @@ static inline Py_ssize_t lq_live(const Tier *t, Py_ssize_t i) {
     return i;
 }
 
-/* the n least recently used entries (n <= held) leave the tier, their keys to out in eviction order (the
- * deletions of n times: unlink the first, tdel); each victim's entry is prefetched LQ_AHEAD items before, its
- * home slot LQ_AHEAD / 2 items before (stale items: nothing). The items past the last victim are prefetched too:
- * they are the next eviction's first victims (no burst at the start of each eviction) */
-static inline void lq_evict(Tier *t, Py_ssize_t n, uint64_t *out) {
+/* the n least recently used entries (n <= held) leave the order, their keys to out in eviction order; with oute
+ * NULL they leave the tier (the deletions of n times: unlink the first, tdel), else their entries go to oute with
+ * the tier's residency flag (Tier.inflag) cleared and stay in the table (a table shared by two tiers: the caller
+ * frees those in no tier, pcs/cache/_lruhier.c sh_free). Each victim's entry is prefetched LQ_AHEAD items before,
+ * its home slot LQ_AHEAD / 2 items before when it may be deleted (not the GPU tier of a shared table: its victims
+ * move to the CPU tier or are freed later; stale items: nothing). The items past the last victim are prefetched
+ * too: they are the next eviction's first victims (no burst at the start of each eviction) */
+static inline void lq_evict(Tier *t, Py_ssize_t n, uint64_t *out, int32_t *oute) {
     Py_ssize_t i = t->lqh;
     const Py_ssize_t end = t->lqn;
     const int32_t *q = t->lq;
     Entry *ent = t->ent;
+    const int slots_ahead = t->inflag != F_GPU;
     if (t->lqh == 0)         /* a fresh front (start, compaction): no eviction before prefetched it */
         for (Py_ssize_t k = 0; k < LQ_AHEAD && k < end; k++) if (q[k] >= 0) __builtin_prefetch(&ent[q[k]], 1, 1);
     for (Py_ssize_t v = 0; v < n; v++) {
         i = lq_live(t, i);
         int32_t a = i + LQ_AHEAD < end ? q[i + LQ_AHEAD] : -1, b = i + LQ_AHEAD / 2 < end ? q[i + LQ_AHEAD / 2] : -1;
         if (a >= 0) __builtin_prefetch(&ent[a], 1, 1);
-        if (b >= 0) __builtin_prefetch(&t->slots[home(t, ent[b].key)], 1, 1);   /* its entry came LQ_AHEAD / 2 ago */
+        if (b >= 0 && slots_ahead) __builtin_prefetch(&t->slots[home(t, ent[b].key)], 1, 1);   /* entry: came before */
         int32_t e = q[i++];
         out[v] = ent[e].key;
-        ent[e].prev = -1;
-        tdel(t, e);
+        *lq_pos(t, e) = -1;
+        if (!oute) tdel(t, e);
+        else { oute[v] = e; ent[e].flags &= (uint8_t)~t->inflag; }
     }
     t->held -= n;
     if (!t->held) i = t->lqn = 0;   /* nothing live behind: start again at the front */
@@ -112,13 +123,14 @@ static inline const char *lq_check(const Tier *t) {
         int32_t e = t->lq[i];
         if (e < 0) continue;                                  /* stale */
         if (e >= t->ent_len) return "LRU queue item out of the entries";
-        if (t->ent[e].prev != i) return "live LRU queue item whose entry names another position";
-        if (t->ent[e].pin) return "pinned block in the LRU order";
+        if (*lq_pos(t, e) != i) return "live LRU queue item whose entry names another position";
+        if (t->ent[e].pin && t->inflag != F_CPU) return "pinned block in the LRU order";   /* F_CPU: GPU's pins */
         if (tfind(t, t->ent[e].key) != e) return "LRU entry not resident";
         live++;
     }
     for (int32_t e = 0; e < t->ent_len; e++) {
-        int32_t p = t->ent[e].prev;
+        if (t->inflag && !(t->ent[e].flags & t->inflag)) continue;   /* shared table: not in this tier */
+        int32_t p = *lq_pos(t, e);
         if (p >= 0 && (p < t->lqh || p >= t->lqn || t->lq[p] != e)) return "entry names a position not its own";
     }
     return live == t->held - (t->ret ? t->ret->len : 0) ? NULL : "LRU queue's live items differ from held";

@@ -195,3 +195,47 @@ def test_lru_order_after_many_touches_worked_by_hand():
     run([7])                         # evicts 1, the least recently used
     assert h.tiers[0].policy.order() == [5, 6, 7]
     h._check()
+
+
+def test_two_plain_lru_tiers_share_one_table():
+    """The layout the compiled hierarchy takes (pcs/cache/_lruhier.c ``sh_open``): two tiers, both plain LRU (no
+    admission policy, no retain) share one table -- so the two-tier equality tests above run on it -- and every
+    other configuration keeps one table per tier (the three-tier cases, another policy, one tier)."""
+    def shared(caps, policies=None, wp="back"):
+        pols = policies or ["lru"] * len(caps)
+        tiers = [Tier(f"t{i}", c, make_policy(p, c)) for i, (c, p) in enumerate(zip(caps, pols))]
+        return native.NativeHierarchy(tiers, wp)._h.shared_table()
+
+    assert shared([4, 8]) and shared([4, 8], wp="through") and shared([0, 0])
+    assert not shared([4]) and not shared([4, 8, 16]) and not shared([4, 8], ["lru", "fifo"])
+    assert not shared([4, 8], ["slru", "lru"])
+
+
+def test_demotion_and_restore_in_the_shared_table_worked_by_hand():
+    """GPU 2 + CPU 3 blocks, LRU both, write-back, on the shared table: the orders and residency worked out by hand
+    from docs/semantics.md §6 (a finish unpins tail first: a request's last block is the GPU's first victim), §7
+    (victims demoted after the restores' touches, a block resident in the CPU tier moves to its end) and §8 (LRU)."""
+    h = native.NativeHierarchy(_tiers([2, 3]), "back")
+    assert h._h.shared_table()
+
+    def run(keys):
+        a = h.start(keys, len(keys), len(keys))
+        h.prefill_done(a)
+        h.finish(a)
+        h._check()
+        return a
+
+    run([1, 2])                      # GPU order 2, 1
+    run([3])                         # evicts 2 -> CPU [2]; GPU [1, 3]
+    assert (h.tiers[0].policy.order(), h.tiers[1].policy.order()) == ([1, 3], [2])
+    a = run([2])                     # restore 2 from CPU: evicts 1 (-> CPU after the touch of 2): CPU [2, 1]
+    assert list(a.restored_blocks_per_tier) == [0, 1]
+    assert (h.tiers[0].policy.order(), h.tiers[1].policy.order()) == ([3, 2], [2, 1])
+    assert 2 in h.tiers[0] and 2 in h.tiers[1]       # a restore copies: the block is in both tiers
+    run([4, 5])                      # evicts 3, 2: 3 new in CPU (one free slot), 2 moves to the end: CPU [1, 3, 2]
+    assert (h.tiers[0].policy.order(), h.tiers[1].policy.order()) == ([5, 4], [1, 3, 2])
+    assert h.dropped_blocks == 0
+    run([6])                         # evicts 5: CPU full, its LRU block 1 is dropped: CPU [3, 2, 5]
+    assert (h.tiers[0].policy.order(), h.tiers[1].policy.order()) == ([4, 6], [3, 2, 5])
+    assert h.dropped_blocks == 1 and h.written_blocks == [0, 4]    # written into the CPU tier: 2, 1, 3, 5
+    assert 1 not in h.tiers[0] and 1 not in h.tiers[1]
