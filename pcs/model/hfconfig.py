@@ -90,7 +90,7 @@ def _gqa_components(f: Fields, kinds: tuple[str, ...], kv_dtype: str, assumption
     heads = f.int("num_attention_heads")
     if not f.has("num_key_value_heads") and f.family is None:
         assumptions.append(f"num_key_value_heads missing: assumed {heads} (one KV head per attention head, MHA)")
-    if not f.has("head_dim") and f.family is None:
+    if f.head_dim_assumed():
         assumptions.append(f"head_dim missing: assumed hidden_size / num_attention_heads = {f.head_dim()}")
     kv_heads = f.int("num_key_value_heads", default=heads)
     if kv_heads > heads or heads % kv_heads:
