@@ -247,7 +247,7 @@ def _build_tiers(specs: Sequence[TierSpec], bpb: Sequence[int], policy: str, tie
                  admit: Mapping[str, Sequence[str]] | None = None) -> list[Tier]:
     from pcs.cache.admission import apply_admission
 
-    caps = [units.capacity_to_blocks(s.capacity_bytes, s.capacity_blocks, b, f"tier {s.name!r} of {s.capacity_bytes} B")
+    caps = [units.capacity_to_blocks(s.capacity_bytes, s.capacity_blocks, b, f"tier {s.name!r}")
             for s, b in zip(specs, bpb)]
     names = _policy_names(specs, policy, tier_policies)
     ctx = context.fresh() if context is not None else None       # one clock per hierarchy
