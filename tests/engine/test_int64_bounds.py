@@ -1,4 +1,4 @@
-"""Capacity bytes fit int64 however the size is written (hostile-16 F2; docs/semantics.md §16).
+"""Capacity bytes fit int64 however the size is written (docs/semantics.md §16).
 
 The byte form is bounded at 2^63 - 1 bytes by the parser; the block form is bounded where the bytes per block
 are known (pcs.units.capacity_to_blocks), and a sweep row refuses any integer outside int64.

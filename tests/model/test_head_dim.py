@@ -1,4 +1,4 @@
-"""head_dim: the transformers family defaults, the hidden // heads fallback and its refusals (hostile-16 F1, F5).
+"""head_dim: the transformers family defaults, the hidden // heads fallback and its refusals.
 
 Rules: docs/models.md "head_dim"; pcs/model/configfields.py Fields.head_dim.
 """
