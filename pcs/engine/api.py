@@ -39,6 +39,7 @@ from pcs.blocks import BlockRules
 from pcs.cache import WRITE_POLICIES, Tier
 from pcs.cache.policies import DEFAULT_POLICY, canonical_spec, make_policies
 from pcs.engine import select
+from pcs.engine.computecheck import checked_compute
 from pcs.engine.engine import TIMINGS
 from pcs.engine.replaydoc import document
 from pcs.engine.result import ReplaySummary
@@ -592,6 +593,7 @@ def replay(trace: Any = None, *, model: Any = None, hardware: Any = None, tp: in
     tier_specs, bb, bpb, link_specs, deployment = _tier_bytes_and_links(
         spec, gpu, bs, tier_specs, links, opts.tp, hardware_table, gpu_memory_utilization, kv_reserve)
     tier_policies = dict(tier_policies or {})
+    compute = checked_compute(compute)
     time_model = TimeModel(compute if compute is not None else _compute_model(spec, gpu, opts.tp, bs), opts.native)
     admit = _admit_map(admit, tier_specs)
     ctx = _policy_context(_policy_names(tier_specs, opts.policy, tier_policies), source, rules, time_model.compute, bs,
