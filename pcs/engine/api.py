@@ -46,6 +46,7 @@ from pcs.engine.result import ReplaySummary
 from pcs.engine.passes import SharedPasses
 from pcs.engine.runner import StepSetup, run_oracle, run_replay
 from pcs.engine.schedconfig import COMPUTE_MODES, SchedulerConfig
+from pcs.engine.tiercheck import check_tier_spec
 from pcs.engine.timing import TimeModel
 from pcs.argcheck import MAX_TP, check_flag, check_int, check_real
 from pcs.errors import UserError
@@ -332,6 +333,8 @@ def _tier_list(tiers: Any) -> Sequence[str | TierSpec]:
 def _tier_specs(tiers, tier_policies, links) -> list[TierSpec]:
     """Parse and check the tier list and the per-tier option names."""
     specs = [parse_tier(t) for t in _tier_list(tiers)]
+    for s in specs:
+        check_tier_spec(s, links if isinstance(links, Mapping) else None)
     if not specs:
         raise UserError("at least one tier is needed, e.g. --tier gpu=400GB")
     names = [t.name for t in specs]
