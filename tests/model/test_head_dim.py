@@ -76,3 +76,15 @@ def test_derived_head_dim_zero_is_refused_naming_hidden_size(tmp_path):
     for cmd in (["footprint", "--model", str(p), "--tokens", "100"], ["deploy", "--model", str(p)]):
         r = CliRunner().invoke(cli, cmd)
         assert r.exit_code == 2 and "field 'hidden_size'" in r.output and "Traceback" not in r.output
+
+
+def test_fp8_ds_mla_is_refused_off_its_mla_shape(tmp_path):
+    # fp8_ds_mla = 512 fp8 latent + 4 fp32 scales + 64 bf16 rope = 512 + 16 + 128 = 656 B per token per layer:
+    # DeepSeek-V3 (kv_lora_rank 512, rope 64) takes it, 61 layers x 656 = 40,016 B/token serialized
+    r = CliRunner().invoke(cli, ["footprint", "--model", str(CONFIGS / "deepseek_v3.json"), "--dtype", "fp8_ds_mla",
+                                 "--tokens", "1", "--format", "json"])
+    assert r.exit_code == 0 and json.loads(r.stdout)["serialized_bytes_per_token"] == 61 * 656
+    for cfg, says in ((CONFIGS / "llama.json", "is FlashMLA's MLA layout"),
+                      (_write(tmp_path, "deepseek_v3", kv_lora_rank=513), "this model's are 513 and 64")):
+        r = CliRunner().invoke(cli, ["footprint", "--model", str(cfg), "--dtype", "fp8_ds_mla", "--tokens", "1"])
+        assert r.exit_code == 2 and says in r.output, r.output
