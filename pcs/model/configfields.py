@@ -15,6 +15,9 @@ from pcs.model.quant import normalize_dtype
 
 __all__ = ["Fields"]
 
+#: Canonical dtypes no torch dtype maps to (torch has int8 and the float8 types, no 4-bit dtype).
+_NOT_TORCH = frozenset({"int4", "fp4"})
+
 
 class Fields:
     """One merged config: ``cfg`` (dict), ``path`` (for errors), ``family`` (or None)."""
@@ -92,10 +95,14 @@ class Fields:
         """The checkpoint dtype (``torch_dtype`` or ``dtype``), bf16 when neither is given.
 
         Raises:
-            InputError: an unknown dtype.
+            InputError: an unknown dtype, or a 4-bit name (no torch dtype).
         """
         raw = self.cfg.get("torch_dtype") or self.cfg.get("dtype") or "bfloat16"
         try:
-            return normalize_dtype(raw)
+            name = normalize_dtype(raw)
         except ValueError:
             raise InputError(self.path, None, "torch_dtype", f"unknown dtype {raw!r}") from None
+        if name in _NOT_TORCH:   # int4/fp4 are no torch dtype: a quantised KV cache is asked with --dtype
+            raise InputError(self.path, None, "torch_dtype", f"{raw!r} is not a torch dtype (float32, float16, "
+                             "bfloat16, float8_e4m3fn ...); give the KV cache dtype with --dtype")
+        return name

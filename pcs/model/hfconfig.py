@@ -47,8 +47,20 @@ def _mla_components(f: Fields, num_layers: int, kv_dtype: str) -> list:
 
 
 def _state_dtype(f: Fields, model_dtype: str) -> str:
+    """``mamba_ssm_dtype`` (a dtype name), else the model's dtype.
+
+    Raises:
+        InputError: not a string, or an unknown dtype, naming the file and the field.
+    """
     ssm = f.cfg.get("mamba_ssm_dtype")
-    return normalize_dtype(ssm) if isinstance(ssm, str) else model_dtype
+    if ssm is None:
+        return model_dtype
+    try:
+        if not isinstance(ssm, str):
+            raise ValueError(f"must be a dtype name, got {ssm!r}")
+        return normalize_dtype(ssm)
+    except ValueError as exc:
+        raise InputError(f.path, None, "mamba_ssm_dtype", str(exc)) from None
 
 
 def _gdn_state(f: Fields, num_layers: int, model_dtype: str) -> RecurrentState:

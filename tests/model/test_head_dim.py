@@ -1,4 +1,4 @@
-"""head_dim: the transformers family defaults, the hidden // heads fallback and its refusals.
+"""Config shapes and dtypes: head_dim defaults and refusals, fp8_ds_mla off its shape, state/torch dtypes.
 
 Rules: docs/models.md "head_dim"; pcs/model/configfields.py Fields.head_dim.
 """
@@ -88,3 +88,12 @@ def test_fp8_ds_mla_is_refused_off_its_mla_shape(tmp_path):
                       (_write(tmp_path, "deepseek_v3", kv_lora_rank=513), "this model's are 513 and 64")):
         r = CliRunner().invoke(cli, ["footprint", "--model", str(cfg), "--dtype", "fp8_ds_mla", "--tokens", "1"])
         assert r.exit_code == 2 and says in r.output, r.output
+
+
+def test_state_and_torch_dtypes_name_file_and_field(tmp_path):
+    with pytest.raises(InputError, match=r"qwen3_next\.json: field 'mamba_ssm_dtype': unknown dtype 'banana'"):
+        load_hf_config(_write(tmp_path, "qwen3_next", mamba_ssm_dtype="banana"))
+    with pytest.raises(InputError, match=r"llama\.json: field 'torch_dtype': 'int4' is not a torch dtype"):
+        load_hf_config(_write(tmp_path, "llama", torch_dtype="int4"))
+    # torch.float8_e4m3fn is fp8: llama 32 x 8 x 128 x 2 (K,V) x 1 B = 65,536 B/token of fp8 KV
+    assert _per_token(_write(tmp_path, "llama", torch_dtype="float8_e4m3fn"))[0] == 65_536
