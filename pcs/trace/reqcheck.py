@@ -33,6 +33,8 @@ def _refuse(index: int, field: str, why: str) -> UserError:
 
 def _count(value: Any, index: int, field: str, lo: int, hi: int) -> int:
     """An integer field (Python or numpy int) in [lo, hi]."""
+    if type(value) is int and lo <= value <= hi:      # the common case, without the slower ABC checks
+        return value
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
         raise _refuse(index, field, f"must be an integer, got {value!r:.60} ({type(value).__name__})")
     if not lo <= int(value) <= hi:
@@ -41,6 +43,8 @@ def _count(value: Any, index: int, field: str, lo: int, hi: int) -> int:
 
 
 def _arrival(value: Any, index: int) -> float:
+    if type(value) is float and math.isfinite(value):  # the common case, without the slower ABC checks
+        return value
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
         raise _refuse(index, "arrival_s", f"must be a number of seconds, got {value!r:.60} ({type(value).__name__})")
     a = float(value)
