@@ -266,9 +266,14 @@ def capacity_to_blocks(size_bytes: int | None, blocks: int | None, block_bytes: 
     """Whole blocks of a capacity given as ``size_bytes`` or ``blocks`` (see :meth:`Capacity.to_blocks`).
 
     Raises:
-        ValueError: as :meth:`Capacity.to_blocks`.
+        ValueError: as :meth:`Capacity.to_blocks`; ``blocks`` x ``block_bytes`` above 2^63 - 1 bytes (the bound
+            :func:`parse_bytes` puts on a size given in bytes, so capacity bytes fit int64 however written).
     """
     if blocks is not None:
+        if block_bytes and blocks * block_bytes > MAX_VALUE:
+            raise UserError(f"{what}: {blocks:,} blocks x {block_bytes:,} B per block is more than 2^63 - 1 bytes "
+                            f"(about 9,223 PB), the bound of a size in bytes; give at most "
+                            f"{MAX_VALUE // block_bytes:,} blocks")
         return blocks
     if block_bytes is None:
         raise UserError(f"{what}: a size in bytes needs the bytes per block (give --model), or give blocks")

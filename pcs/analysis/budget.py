@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from pcs import units
+from pcs.analysis.envelope import json_number
 from pcs.argcheck import check_int, check_real
 from pcs.configfile import read_mapping, refuse_unknown_keys
 from pcs.errors import InputError, UserError
@@ -80,9 +81,11 @@ class BudgetResult:
     growth_headroom: float | None
     fits: bool
 
-    def as_dict(self) -> dict[str, Any]:
-        """The JSON object of this result (keys as the attribute names)."""
-        return {f.name: getattr(self, f.name) for f in fields(self)}
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON object of this result (keys as the attribute names; inf/NaN as None, as the CLI prints null)."""
+        return {f.name: json_number(getattr(self, f.name)) for f in fields(self)}
+
+    as_dict = to_dict   # the former name, kept for callers
 
 
 def budget(capacity_need_bytes: int, capacity_have_bytes: int, bandwidth_need_bps: float,

@@ -73,9 +73,11 @@ class EnvelopeRow:
     verdict: str
     exposed_wait_s: float | None
 
-    def as_dict(self) -> dict[str, Any]:
-        """The JSON object of this row (keys as the attribute names)."""
-        return {f.name: getattr(self, f.name) for f in fields(self)}
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON object of this row (keys as the attribute names; inf/NaN as None, as the CLI prints null)."""
+        return {f.name: json_number(getattr(self, f.name)) for f in fields(self)}
+
+    as_dict = to_dict   # the former name, kept for callers
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,11 +103,19 @@ class EnvelopeResult:
     break_even_bps: float | None
     rows: tuple[EnvelopeRow, ...]
 
-    def as_dict(self) -> dict[str, Any]:
-        """The JSON object: scalar fields plus ``rows`` as a list of objects."""
-        out = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "rows"}
-        out["rows"] = [row.as_dict() for row in self.rows]
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON object: scalar fields plus ``rows`` as a list of objects; strict JSON (inf/NaN as None, as
+        the CLI prints null), named as the other results' ``to_dict``."""
+        out = {f.name: json_number(getattr(self, f.name)) for f in fields(self) if f.name != "rows"}
+        out["rows"] = [row.to_dict() for row in self.rows]
         return out
+
+    as_dict = to_dict   # the former name, kept for callers
+
+
+def json_number(value: Any) -> Any:
+    """``value``, or None for a float that is NaN or infinite (JSON has no spelling for them)."""
+    return None if isinstance(value, float) and not math.isfinite(value) else value
 
 
 def _check_bytes(restore_bytes: int) -> int:

@@ -78,7 +78,7 @@ def _workloads(kw: dict[str, Any]) -> tuple[dict[str, Any], list[Workload]]:
 
 
 def _row(name: str, r: BudgetResult) -> dict[str, Any]:
-    return {"name": name, **r.as_dict()}
+    return {"name": name, **r.to_dict()}
 
 
 @command("budget")

@@ -178,6 +178,6 @@ def envelope(fmt: str, quiet: bool, **kw: Any) -> None:
     bandwidths = [units.parse_bandwidth(units.require_unit(b, "--bandwidth", "bandwidth")) for b in kw["bandwidths"]]
     result = envelope_lib(d, times["full_prefill_s"], times["remaining_s"], units.parse_duration(units.require_unit(kw["overhead"], "--overhead", "duration")),
                           bandwidths, overlap_s=overlap)
-    payload = result.as_dict()
+    payload = result.to_dict()
     payload.update({k: v for k, v in times.items() if k not in ("full_prefill_s", "remaining_s")})
     emit(payload, fmt, lambda: render_envelope(result, times))

@@ -75,7 +75,7 @@ def parse_capacity_list(text: str, option: str, block_bytes: int | Callable[[], 
                              "or give blocks, e.g. 5000blocks")
         if cap.size_bytes is not None and callable(block_bytes):
             block_bytes = block_bytes()
-        out.append(cap.to_blocks(block_bytes, f"{option} {item!r}"))
+        out.append(cap.to_blocks(None if callable(block_bytes) else block_bytes, f"{option} {item!r}"))
     if not out:
         raise UserError(f"{option} {text!r}: give comma-separated capacities, e.g. 1000blocks,5000blocks or 40GB")
     return out

@@ -39,12 +39,14 @@ from pcs.blocks import BlockRules
 from pcs.cache import WRITE_POLICIES, Tier
 from pcs.cache.policies import DEFAULT_POLICY, canonical_spec, make_policies
 from pcs.engine import select
+from pcs.engine.computecheck import checked_compute
 from pcs.engine.engine import TIMINGS
 from pcs.engine.replaydoc import document
 from pcs.engine.result import ReplaySummary
 from pcs.engine.passes import SharedPasses
 from pcs.engine.runner import StepSetup, run_oracle, run_replay
 from pcs.engine.schedconfig import COMPUTE_MODES, SchedulerConfig
+from pcs.engine.tiercheck import check_tier_spec
 from pcs.engine.timing import TimeModel
 from pcs.argcheck import MAX_TP, check_flag, check_int, check_real
 from pcs.errors import UserError
@@ -247,7 +249,7 @@ def _build_tiers(specs: Sequence[TierSpec], bpb: Sequence[int], policy: str, tie
                  admit: Mapping[str, Sequence[str]] | None = None) -> list[Tier]:
     from pcs.cache.admission import apply_admission
 
-    caps = [units.capacity_to_blocks(s.capacity_bytes, s.capacity_blocks, b, f"tier {s.name!r} of {s.capacity_bytes} B")
+    caps = [units.capacity_to_blocks(s.capacity_bytes, s.capacity_blocks, b, f"tier {s.name!r}")
             for s, b in zip(specs, bpb)]
     names = _policy_names(specs, policy, tier_policies)
     ctx = context.fresh() if context is not None else None       # one clock per hierarchy
@@ -331,6 +333,8 @@ def _tier_list(tiers: Any) -> Sequence[str | TierSpec]:
 def _tier_specs(tiers, tier_policies, links) -> list[TierSpec]:
     """Parse and check the tier list and the per-tier option names."""
     specs = [parse_tier(t) for t in _tier_list(tiers)]
+    for s in specs:
+        check_tier_spec(s, links if isinstance(links, Mapping) else None)
     if not specs:
         raise UserError("at least one tier is needed, e.g. --tier gpu=400GB")
     names = [t.name for t in specs]
@@ -592,6 +596,7 @@ def replay(trace: Any = None, *, model: Any = None, hardware: Any = None, tp: in
     tier_specs, bb, bpb, link_specs, deployment = _tier_bytes_and_links(
         spec, gpu, bs, tier_specs, links, opts.tp, hardware_table, gpu_memory_utilization, kv_reserve)
     tier_policies = dict(tier_policies or {})
+    compute = checked_compute(compute)
     time_model = TimeModel(compute if compute is not None else _compute_model(spec, gpu, opts.tp, bs), opts.native)
     admit = _admit_map(admit, tier_specs)
     ctx = _policy_context(_policy_names(tier_specs, opts.policy, tier_policies), source, rules, time_model.compute, bs,

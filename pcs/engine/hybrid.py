@@ -244,10 +244,23 @@ def plan_hybrid(spec, block_size: int, level_names: Sequence[str], block_bytes: 
                     for lvl, t in zip(comp, total))
     for name, t, caps, bts in zip(level_names, total, cap, pb):
         if t and min(caps) == 0:
-            raise UserError(f"tier {name!r} ({t} B) is smaller than one page of a pool ({max(bts)} B per page)")
+            _refuse_empty_pool(name, t, caps, bts, groups, pools, swa_ratio, mamba_ratio)
     plan = HybridPlan(manager, tuple(groups), pools, pb, cap, tuple(tuple(c) for c in comp), G, bh,
                       N if any(g.rule == "state" for g in groups) else None, ())
     return _with_notes(plan, level_names)
+
+
+def _refuse_empty_pool(name: str, total: int, caps, page_bytes, groups, pools: int, swa_ratio, mamba_ratio) -> None:
+    """UserError for a tier of ``total`` bytes in which a pool got 0 pages: one pool (vLLM's manager) -> the tier is
+    smaller than a page; several (SGLang's split, docs/hybrid.md) -> name the pool, its page and the ratio to change."""
+    if pools == 1:
+        raise UserError(f"tier {name!r} ({total:,} B) is smaller than one page ({page_bytes[0]:,} B)")
+    i = list(caps).index(0)
+    swa, mamba = f"swa_full_tokens_ratio (now {swa_ratio!r})", f"mamba_full_memory_ratio (now {mamba_ratio!r})"
+    ratio = mamba if any(g.rule == "state" for g in groups) else swa     # the ratio that splits this model's pools
+    raise UserError(f"tier {name!r} ({total:,} B): SGLang's pool split leaves pool {groups[i].name!r} no page "
+                    f"({page_bytes[i]:,} B per page; pages per pool: {', '.join(map(str, caps))}); change {ratio} "
+                    "or give the tier more bytes")
 
 
 def _with(g: CacheGroup, **kw) -> CacheGroup:

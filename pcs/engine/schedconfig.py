@@ -27,6 +27,7 @@ import dataclasses
 import math
 from dataclasses import dataclass
 
+from pcs.argcheck import MAX_COUNT, MAX_TOKENS, check_flag, check_int
 from pcs.engine.restores import RESTORE_POLICIES
 from pcs.errors import UserError
 
@@ -49,11 +50,6 @@ def vllm_batch_defaults(gpu) -> tuple[int, int]:
     return (8192, 1024) if big else (2048, 256)
 
 
-def _int_at_least(value, low: int, what: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < low:
-        raise UserError(f"{what} must be an int >= {low}, got {value!r}")
-    return value
-
 
 def _seconds(value, what: str, allow_none: bool = False):
     if value is None and allow_none:
@@ -61,6 +57,11 @@ def _seconds(value, what: str, allow_none: bool = False):
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
         raise UserError(f"{what} must be a finite number of seconds >= 0, got {value!r}")
     return float(value)
+
+
+#: (field, lowest, highest) of the integer settings: the CLI's ranges.
+_INT_FIELDS = (("max_num_batched_tokens", 1, MAX_TOKENS), ("max_num_seqs", 1, MAX_COUNT),
+               ("max_preemptions", 0, MAX_COUNT))
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,7 +82,8 @@ class SchedulerConfig:
         max_preemptions: preemptions after which a request holds all its blocks.
         ttft_slo_s: TTFT target for the goodput figures, seconds; None = none.
     Raises:
-        ValueError: a value out of range (the message names it).
+        ValueError: a value out of range (the message names it): the integers in the CLI's ranges
+            (1..10^9 tokens, 1..10^9 sequences, 0..10^9 preemptions), the flags True or False.
     """
 
     max_num_batched_tokens: int | None = None
@@ -95,14 +97,20 @@ class SchedulerConfig:
     ttft_slo_s: float | None = None
 
     def __post_init__(self) -> None:
-        for name in ("max_num_batched_tokens", "max_num_seqs"):
+        # the CLI's ranges (pcs/cli/replay.py: --max-num-batched-tokens 1..MAX_TOKENS, --max-num-seqs 1..MAX_COUNT,
+        # --max-preemptions 0..MAX_COUNT); numpy ints are stored as ints; the flags are bools (check_flag)
+        for name, lo, hi in _INT_FIELDS:
             if getattr(self, name) is not None:
-                _int_at_least(getattr(self, name), 1, name)
+                object.__setattr__(self, name, check_int(getattr(self, name), name, lo, hi))
+        object.__setattr__(self, "restore_fallback", check_flag(self.restore_fallback, "restore_fallback"))
+        if self.cache_decode_blocks is not None:
+            object.__setattr__(self, "cache_decode_blocks", check_flag(self.cache_decode_blocks, "cache_decode_blocks"))
         if self.restore_policy not in RESTORE_POLICIES:
             raise UserError(f"unknown restore policy {self.restore_policy!r}; valid: {', '.join(RESTORE_POLICIES)}")
         _seconds(self.restore_timeout_s, "restore_timeout_s")
         _seconds(self.restore_timeout_per_token_s, "restore_timeout_per_token_s", allow_none=True)
-        _int_at_least(self.max_preemptions, 0, "max_preemptions")
+        if self.max_preemptions is None:
+            raise UserError("max_preemptions must be an integer, got None")
         if self.ttft_slo_s is not None and not (_seconds(self.ttft_slo_s, "ttft_slo_s") > 0):
             raise UserError(f"ttft_slo_s must be > 0, got {self.ttft_slo_s!r}")
         if self.max_num_batched_tokens is not None and self.max_num_seqs is not None \

@@ -28,6 +28,7 @@ import numpy as np
 
 from pcs.blocks import BlockRules, SingleSequenceResult
 from pcs.choices import MAX_INSTANCES  # most instances of a fleet
+from pcs.engine.computecheck import checked_compute
 from pcs.errors import UserError
 from pcs.fleet.decodes import fleet_decode
 from pcs.fleet.index import CacheIndex
@@ -156,7 +157,7 @@ def _setup(source: Any, kw: dict) -> tuple[int, Any, BlockRules]:
         kw.get("gpu_memory_utilization"), kw.get("kv_reserve"))
     tiers = api._build_tiers(tier_specs, bpb, opts.policy, dict(kw.get("tier_policies") or {}),
                              kw.get("protected_share"))
-    compute = kw.get("compute") or api._compute_model(spec, gpu, opts.tp, bs)
+    compute = checked_compute(kw.get("compute")) or api._compute_model(spec, gpu, opts.tp, bs)
     return sum(t.capacity_blocks for t in tiers), compute, kw.get("rules") or BlockRules()
 
 

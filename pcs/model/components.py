@@ -204,8 +204,17 @@ class _GQA(_Stored):
         return 2.0 * self.num_q_heads * (self.head_dim + self._v_dim()) * self.num_layers
 
     def with_dtype(self, dtype: str):
-        """Stored in layout ``dtype`` (an engine name or a short name, :func:`pcs.model.layouts.get_layout`)."""
+        """Stored in layout ``dtype`` (an engine name or a short name, :func:`pcs.model.layouts.get_layout`).
+
+        Raises:
+            ValueError: an unknown dtype; ``fp8_ds_mla``, an MLA-only layout (vLLM flashmla_sparse.py), as an MLA
+                model refuses the GQA-only per-token-head layouts (:func:`pcs.model.layouts.mla_form`).
+        """
         lay = get_layout(dtype)
+        if lay.name == "fp8_ds_mla":
+            raise UserError("KV dtype 'fp8_ds_mla' is FlashMLA's MLA layout (512 fp8 latent + 4 fp32 scales + 64 "
+                            "bf16 rope per token and layer); attention with K and V heads takes bf16, fp16, fp8 / "
+                            "fp8_e4m3 / fp8_e5m2, fp8_per_token_head, int8_per_token_head, nvfp4 or int4")
         return replace(self, dtype=lay.value_dtype, scales=lay.inline_scales(self.head_dim), layout=lay.name)
 
     def with_tp(self, tp: int):

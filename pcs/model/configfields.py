@@ -10,10 +10,13 @@ from __future__ import annotations
 from typing import Any
 
 from pcs.errors import InputError
-from pcs.model.families import INT_BOUND, Family, default, family_of
+from pcs.model.families import HEAD_DIM_DERIVED, INT_BOUND, Family, default, family_of
 from pcs.model.quant import normalize_dtype
 
 __all__ = ["Fields"]
+
+#: Canonical dtypes no torch dtype maps to (torch has int8 and the float8 types, no 4-bit dtype).
+_NOT_TORCH = frozenset({"int4", "fp4"})
 
 
 class Fields:
@@ -67,17 +70,39 @@ class Fields:
         return default(self.cfg, self.family, key)
 
     def head_dim(self) -> int:
-        """``head_dim``, else the family's default (Gemma: 256), else hidden_size // heads (transformers)."""
-        return self.int("head_dim", default=0, minimum=0) or self.int("hidden_size") // self.int("num_attention_heads")
+        """``head_dim`` (>= 1), else the family's default (Gemma 256, Qwen3 128, Qwen3-Next 256, gpt-oss 64:
+        the transformers config classes, docs/models.md), else hidden_size // num_attention_heads (LlamaConfig).
+
+        Raises:
+            InputError: ``head_dim`` 0 or not an integer; hidden_size // heads is 0 (hidden_size < heads).
+        """
+        if self.cfg.get("head_dim") is not None or (self.family is not None and self.get("head_dim") is not None):
+            return self.int("head_dim")
+        hidden, heads = self.int("hidden_size"), self.int("num_attention_heads")
+        if hidden < heads:
+            raise InputError(self.path, None, "hidden_size", f"{hidden} // {heads} attention heads gives head_dim 0; "
+                             "give head_dim (the config omits it)")
+        return hidden // heads
+
+    def head_dim_assumed(self) -> bool:
+        """True when :meth:`head_dim` falls back to hidden_size // heads with no documented rule for the model_type
+        (no head_dim given, no family default, model_type not in :data:`pcs.model.families.HEAD_DIM_DERIVED`)."""
+        if self.get("head_dim") is not None:
+            return False
+        return str(self.cfg.get("model_type") or "").lower() not in HEAD_DIM_DERIVED
 
     def dtype(self) -> str:
         """The checkpoint dtype (``torch_dtype`` or ``dtype``), bf16 when neither is given.
 
         Raises:
-            InputError: an unknown dtype.
+            InputError: an unknown dtype, or a 4-bit name (no torch dtype).
         """
         raw = self.cfg.get("torch_dtype") or self.cfg.get("dtype") or "bfloat16"
         try:
-            return normalize_dtype(raw)
+            name = normalize_dtype(raw)
         except ValueError:
             raise InputError(self.path, None, "torch_dtype", f"unknown dtype {raw!r}") from None
+        if name in _NOT_TORCH:   # int4/fp4 are no torch dtype: a quantised KV cache is asked with --dtype
+            raise InputError(self.path, None, "torch_dtype", f"{raw!r} is not a torch dtype (float32, float16, "
+                             "bfloat16, float8_e4m3fn ...); give the KV cache dtype with --dtype")
+        return name

@@ -82,11 +82,15 @@ FAMILIES: tuple[Family, ...] = (
             "minimax_m2", "ernie4_5", "ernie4_5_moe"), "generic",
            "vLLM applies a config's model-level sliding_window to every layer (Attention(cache_config."
            "sliding_window), vllm/model_executor/layers/attention/attention.py; MistralConfig)"),
-    Family(("qwen2", "qwen3"), "generic",
-           _T.format("qwen2") + " Qwen2Config, " + _T.format("qwen3") + " Qwen3Config: layer_types default "
+    Family(("qwen2",), "generic",
+           _T.format("qwen2") + " Qwen2Config: layer_types default "
            "sliding when use_sliding_window (default false) and i >= max_window_layers (default 28), the "
            "window sliding_window (default 4096); vllm/model_executor/models/qwen2.py",
            (("max_window_layers", 28), ("sliding_window", 4096)), qwen_window=True),
+    Family(("qwen3",), "generic",
+           _T.format("qwen3") + " Qwen3Config: Qwen2Config's window rule; head_dim default 128; "
+           "vllm/model_executor/models/qwen3.py",
+           (("max_window_layers", 28), ("sliding_window", 4096), ("head_dim", 128)), qwen_window=True),
     Family(("qwen2_moe", "qwen3_moe"), "generic",
            "Qwen2MoeConfig/Qwen3MoeConfig: the window applies only with use_sliding_window (default false), from "
            "layer max_window_layers on (0 when absent: Qwen3MoeConfig has no such field); "
@@ -95,8 +99,8 @@ FAMILIES: tuple[Family, ...] = (
            "(sliding when (i+1) % 2); vllm/model_executor/models/gemma2.py",
            (("sliding_window", 4096), ("head_dim", 256), ("tie_word_embeddings", True))),
     Family(("gpt_oss",), "alternate", _T.format("gpt_oss") + " GptOssConfig.layer_types default "
-           "(sliding when (i+1) % 2); vllm/model_executor/models/gpt_oss.py (sliding on even layers)",
-           (("sliding_window", 128),)),
+           "(sliding when (i+1) % 2), head_dim default 64; vllm/model_executor/models/gpt_oss.py (sliding on "
+           "even layers)", (("sliding_window", 128), ("head_dim", 64))),
     Family(("gemma3", "gemma3_text"), "every_nth", _T.format("gemma3") + " Gemma3TextConfig.layer_types "
            "default (sliding when (i+1) % sliding_window_pattern, pattern 6); vllm/model_executor/models/gemma3.py",
            (("sliding_window", 4096), ("head_dim", 256), ("sliding_window_pattern", 6), ("tie_word_embeddings", True)),
@@ -107,7 +111,8 @@ FAMILIES: tuple[Family, ...] = (
            "sliding_window_pattern"),
     Family(("qwen3_next",), "every_nth", _T.format("qwen3_next") + " Qwen3NextConfig.layer_types default "
            "(linear_attention when (i+1) % full_attention_interval, interval 4); "
-           "vllm/model_executor/models/qwen3_next.py", (("full_attention_interval", 4),),
+           "head_dim default 256; vllm/model_executor/models/qwen3_next.py",
+           (("full_attention_interval", 4), ("head_dim", 256)),
            "full_attention_interval", "linear"),
     Family(("llama4", "llama4_text"), "llama4", _T.format("llama4") + " Llama4TextConfig: no_rope_layers "
            "default [(i+1) % 4 != 0] (an empty list means the default), layer_types chunked_attention where "
@@ -143,6 +148,12 @@ def default(cfg: dict[str, Any], fam: Family | None, key: str) -> Any:
         return cfg[key]
     return dict(fam.defaults).get(key) if fam is not None else None
 
+
+#: model_types whose transformers config class derives an omitted head_dim as hidden_size // num_attention_heads
+#: (LlamaConfig/MistralConfig/MixtralConfig ``head_dim if head_dim is not None else hidden_size //
+#: num_attention_heads``; Qwen2Config, Qwen2MoeConfig, Cohere2Config, JambaConfig have no head_dim field and their
+#: attention uses hidden_size // num_heads). Any other model_type without a head_dim default gets an assumption line.
+HEAD_DIM_DERIVED = frozenset({"llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "cohere2", "jamba"})
 
 #: The bound of every integer field (= pcs.model.configfields.Fields.MAX_INT, 2^20; that module imports this one).
 INT_BOUND = 1 << 20

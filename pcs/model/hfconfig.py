@@ -47,8 +47,20 @@ def _mla_components(f: Fields, num_layers: int, kv_dtype: str) -> list:
 
 
 def _state_dtype(f: Fields, model_dtype: str) -> str:
+    """``mamba_ssm_dtype`` (a dtype name), else the model's dtype.
+
+    Raises:
+        InputError: not a string, or an unknown dtype, naming the file and the field.
+    """
     ssm = f.cfg.get("mamba_ssm_dtype")
-    return normalize_dtype(ssm) if isinstance(ssm, str) else model_dtype
+    if ssm is None:
+        return model_dtype
+    try:
+        if not isinstance(ssm, str):
+            raise ValueError(f"must be a dtype name, got {ssm!r}")
+        return normalize_dtype(ssm)
+    except ValueError as exc:
+        raise InputError(f.path, None, "mamba_ssm_dtype", str(exc)) from None
 
 
 def _gdn_state(f: Fields, num_layers: int, model_dtype: str) -> RecurrentState:
@@ -90,7 +102,7 @@ def _gqa_components(f: Fields, kinds: tuple[str, ...], kv_dtype: str, assumption
     heads = f.int("num_attention_heads")
     if not f.has("num_key_value_heads") and f.family is None:
         assumptions.append(f"num_key_value_heads missing: assumed {heads} (one KV head per attention head, MHA)")
-    if not f.has("head_dim") and f.family is None:
+    if f.head_dim_assumed():
         assumptions.append(f"head_dim missing: assumed hidden_size / num_attention_heads = {f.head_dim()}")
     kv_heads = f.int("num_key_value_heads", default=heads)
     if kv_heads > heads or heads % kv_heads:

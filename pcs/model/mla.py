@@ -65,9 +65,14 @@ class MLALatent(_Stored):
         """Stored in layout ``dtype`` (:func:`pcs.model.layouts.mla_form`; sparse = has ``topk``).
 
         Raises:
-            ValueError: unknown dtype, or a layout without an MLA form.
+            ValueError: unknown dtype, a layout without an MLA form, or ``fp8_ds_mla`` (fixed at 512 latent + 64
+                rope values) for another latent or rope width.
         """
         form = mla_form(dtype, sparse=self.topk is not None)
+        if form.layout.name == "fp8_ds_mla" and (self.kv_lora_rank, self.rope_dim) != (512, 64):
+            raise UserError(f"KV dtype 'fp8_ds_mla' holds a latent of 512 and a rope of 64 values (FlashMLA's "
+                            f"656 B row, vLLM flashmla_sparse.py); this model's are {self.kv_lora_rank} and "
+                            f"{self.rope_dim}: use bf16, fp16 or fp8 (per tensor)")
         return replace(self, dtype=form.latent_dtype, scales=form.scales, layout=form.layout.name,
                        rope_dtype=None if form.rope_dtype == form.latent_dtype else form.rope_dtype)
 

@@ -17,6 +17,8 @@ VALUE_DTYPES: tuple[str, ...] = ("bf16", "fp16", "fp32", "fp8", "int8", "int4", 
 _ALIASES = {
     "bfloat16": "bf16", "float16": "fp16", "half": "fp16", "float32": "fp32", "float": "fp32",
     "fp8_e4m3": "fp8", "fp8_e5m2": "fp8", "float8": "fp8", "nvfp4": "fp4", "mxfp4": "fp4",
+    # torch's fp8 dtype names, as HF configs write them (torch.float8_e4m3fn, ...)
+    "float8_e4m3fn": "fp8", "float8_e5m2": "fp8", "float8_e4m3fnuz": "fp8", "float8_e5m2fnuz": "fp8",
 }
 
 

@@ -15,6 +15,9 @@ import dataclasses
 import typing
 from typing import Any
 
+from pcs.argcheck import INT64_MAX
+from pcs.errors import UserError
+
 __all__ = ["declared_types", "typed_table"]
 
 #: Python annotation -> Arrow type name (``pyarrow.<name>()``)
@@ -59,9 +62,16 @@ def declared_types(obj: Any, prefix: str = "") -> dict[str, str]:
 
 
 def typed_table(row: dict[str, Any], types: dict[str, str]) -> Any:
-    """The one-row pyarrow Table of ``row``, its null columns typed from ``types`` (others inferred)."""
+    """The one-row pyarrow Table of ``row``, its null columns typed from ``types`` (others inferred).
+
+    Raises:
+        UserError: an integer outside int64, naming the column.
+    """
     import pyarrow as pa
 
+    for key, value in row.items():   # an int beyond int64 fits no column (pyarrow: OverflowError)
+        if isinstance(value, int) and not -INT64_MAX - 1 <= value <= INT64_MAX:
+            raise UserError(f"column {key!r}: {value} is beyond what an int64 column holds (2^63 - 1)")
     table = pa.Table.from_pylist([row])
     fields = [pa.field(f.name, getattr(pa, types[f.name])()) if pa.types.is_null(f.type) and f.name in types else f
               for f in table.schema]

@@ -17,12 +17,14 @@ source, token counts >= 0. Request ids are numbered from 0 in source order.
 """
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
 import numpy as np
 
 from pcs.errors import UserError
+from pcs.trace.reqcheck import check_order, request_fields
 from pcs.trace.request import RequestBatch
 
 __all__ = ["BATCH_REQUESTS", "as_batches", "read_ahead", "reiterable"]
@@ -62,36 +64,38 @@ def reiterable(source: Any = None, block_size: int | None = None) -> Any:
     return list(source)
 
 
-def _from_requests(group: list) -> RequestBatch:
-    """One batch from request-like objects (block sizes checked by the caller)."""
-    counts = np.fromiter((len(r.block_hashes) for r in group), dtype=np.int64, count=len(group))
-    offsets = np.zeros(len(group) + 1, dtype=np.int64)
+def _from_fields(fields: list, first_id: int, previous: float) -> RequestBatch:
+    """One batch from checked request fields (:func:`pcs.trace.reqcheck.request_fields`), request ``first_id``
+    first, the arrivals in order after ``previous``."""
+    arrival = np.array([f[0] for f in fields], dtype=np.float64)
+    check_order(arrival, first_id, previous)
+    counts = np.fromiter((len(f[3]) for f in fields), dtype=np.int64, count=len(fields))
+    offsets = np.zeros(len(fields) + 1, dtype=np.int64)
     np.cumsum(counts, out=offsets[1:])
-    hashes = (np.concatenate([np.asarray(r.block_hashes, dtype=np.uint64) for r in group])
-              if int(offsets[-1]) else np.zeros(0, dtype=np.uint64))
-    return RequestBatch(0, int(group[0].block_size), np.array([float(r.arrival_s) for r in group], dtype=np.float64),
-                        np.array([int(r.prompt_tokens) for r in group], dtype=np.int64),
-                        np.array([int(getattr(r, "output_tokens", 0)) for r in group], dtype=np.int64),
-                        offsets, hashes)
+    hashes = np.concatenate([f[3] for f in fields]) if int(offsets[-1]) else np.zeros(0, dtype=np.uint64)
+    return RequestBatch(0, fields[0][4], arrival, np.array([f[1] for f in fields], dtype=np.int64),
+                        np.array([f[2] for f in fields], dtype=np.int64), offsets, hashes)
 
 
 def _group(requests: Iterable, rows: int) -> Iterator[RequestBatch]:
-    """Request-like objects as batches of ``rows``; a block size change inside a group is an error."""
+    """Request-like objects, each checked, as batches of ``rows``; a block size change is an error."""
     buf: list = []
+    done, previous = 0, -math.inf
     for r in requests:
         try:
             r.arrival_s, r.prompt_tokens, r.block_hashes, r.block_size  # noqa: B018 - a request-like object?
         except AttributeError as exc:
             raise _not_a_request(r, exc) from None
-        if buf and int(r.block_size) != int(buf[0].block_size):
-            raise UserError(f"all requests of a trace need one block size; got {int(buf[0].block_size)} and "
-                             f"{int(r.block_size)}")
-        buf.append(r)
+        f = request_fields(r, done + len(buf))
+        if buf and f[4] != buf[0][4]:
+            raise UserError(f"all requests of a trace need one block size; got {buf[0][4]} and {f[4]}")
+        buf.append(f)
         if len(buf) == rows:
-            yield _from_requests(buf)
-            buf = []
+            batch = _from_fields(buf, done, previous)
+            yield batch
+            done, previous, buf = done + len(buf), float(batch.arrival_s[-1]), []
     if buf:
-        yield _from_requests(buf)
+        yield _from_fields(buf, done, previous)
 
 
 def _raw(source: Any, block_size: int | None, rows: int, ahead: bool = False) -> Iterator[RequestBatch]:
@@ -153,8 +157,9 @@ def arrival_error(arrival_s: float) -> str | None:
 
 def _check_arrivals(arrival_s: np.ndarray, first_id: int) -> None:
     """Raise ValueError naming the first request whose arrival lies beyond +-:data:`MAX_ARRIVAL_S`."""
-    if arrival_s.size and np.abs(arrival_s).max() > MAX_ARRIVAL_S:
-        i = int(np.argmax(np.abs(arrival_s) > MAX_ARRIVAL_S))
+    bad = ~(np.abs(arrival_s) <= MAX_ARRIVAL_S)     # NaN too (a NaN fails every comparison)
+    if bad.any():
+        i = int(np.argmax(bad))
         raise UserError(f"request {first_id + i}: {arrival_error(float(arrival_s[i]))}")
 
 

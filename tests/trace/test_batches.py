@@ -77,9 +77,9 @@ def test_bad_input_errors():
         list(as_batches([Req(0.0, 4, 0, 4, one), Req(0.0, 8, 0, 8, one)]))
     with pytest.raises(ValueError, match="one block size; got 4 and 8"):        # across batches too
         list(as_batches([Req(0.0, 4, 0, 4, one), Req(0.0, 8, 0, 8, one)], rows=1))
-    with pytest.raises(ValueError, match="block size must be >= 1 token, got 0"):
+    with pytest.raises(ValueError, match="request 0: field 'block_size': must be in 1..1,048,576, got 0"):
         list(as_batches([Req(0.0, 4, 0, 0, one)]))
-    with pytest.raises(ValueError, match="token counts must be >= 0"):
+    with pytest.raises(ValueError, match="request 0: field 'prompt_tokens': must be in 0..9,223,372,036,854,775,807"):
         list(as_batches([Req(0.0, -4, 0, 4, one)]))
 
     class NegativeOutput:
