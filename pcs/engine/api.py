@@ -30,6 +30,7 @@ layout, lower tiers the Serialized layout, floor division.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import re
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
@@ -48,6 +49,7 @@ from pcs.engine.runner import StepSetup, run_oracle, run_replay
 from pcs.engine.schedconfig import COMPUTE_MODES, SchedulerConfig
 from pcs.engine.tiercheck import check_tier_spec
 from pcs.engine.timing import TimeModel
+from pcs.beside import Beside, threads_wanted
 from pcs.argcheck import MAX_TP, check_flag, check_int, check_real
 from pcs.errors import UserError
 from pcs.trace.batches import as_batches, reiterable
@@ -609,16 +611,25 @@ def replay(trace: Any = None, *, model: Any = None, hardware: Any = None, tp: in
     refuse_inapplicable_hybrid(spec, bs, dict(zip(HYBRID_OPTIONS, (*hyb, residency_step_s))))
     step = _checked_step(opts, scheduler, time_model, gpu, tier_specs[0], bpb[0])
     context = _context(source, spec, gpu, opts, dtype, bs, rules, tier_specs, bb, link_specs, protected_share)
-    passes = None
-    if plan is not None:   # the comparison line first; both runs share the trace's tier-independent passes
-        passes = _full_attention_line(source, rules, time_model, make, opts, link_specs, bpb, step, context)
+    passes, line = None, None
+    if plan is not None:   # the comparison line beside the run; both share the trace's tier-independent passes
+        frozen = functools.partial(_build_tiers, tier_specs, bpb, opts.policy, tier_policies, protected_share, ctx,
+                                   admit)     # make() reads names rebound below: the line's tiers, fixed now
+        passes, line = _full_attention_line(source, rules, time_model, frozen, opts, link_specs, bpb, step, context)
         make = lambda: _build_pools(plan, tier_specs, opts.policy, tier_policies, protected_share)  # noqa: E731
         bpb = [pb[0] for pb in plan.page_bytes]
         context.update(hybrid=plan, hybrid_alt=_alt_plan(spec, bs, tier_specs, bb, *hyb))
         notes += list(plan.notes)
-    out = run_replay(source if passes is None else passes.source, rules, time_model, make, opts.timing,
-                     opts.write_policy, link_specs, bpb, opts.engine, opts.native, progress, step, plan,
-                     60.0 if residency_step_s is None else residency_step_s, passes)
+    try:
+        out = run_replay(source if passes is None else passes.source, rules, time_model, make, opts.timing,
+                         opts.write_policy, link_specs, bpb, opts.engine, opts.native, progress, step, plan,
+                         60.0 if residency_step_s is None else residency_step_s, passes)
+    except BaseException:
+        if line is not None:
+            line.close_first()     # the comparison line's own error first, as when it ran before the run
+        raise
+    if line is not None:
+        context["full_attention"] = line.join()
     if gap_oracle:
         context["oracle_hit_ratio"] = _oracle_hit_ratio(source, rules, time_model, tier_specs, bpb, ctx, opts,
                                                         link_specs, step)
@@ -636,14 +647,43 @@ def _result(out, summary, notes: list, deployment: dict) -> ReplayResult:
 
 
 def _full_attention_line(source, rules, time_model, make, opts, link_specs, bpb, step,
-                         context: dict) -> SharedPasses:
-    """Run a hybrid model's comparison line (every layer full attention, docs/semantics.md §13.1) and put its
-    summary in ``context["full_attention"]``; returns the trace's shared passes for the hybrid run."""
+                         context: dict) -> tuple[SharedPasses, "_Line"]:
+    """Begin a hybrid model's comparison line (every layer full attention, docs/semantics.md §13.1): its replay
+    and summary on a worker thread (:class:`pcs.beside.Beside`; inline when threads are off) while the caller
+    runs the hybrid replay. Returns the trace's shared passes (each made once, by whichever run asks first:
+    :mod:`pcs.engine.passes`) and the :class:`_Line` whose ``join`` gives the line's summary.
+
+    Threads: the line reads the decoded trace, the frozen rules, options and time model (its chunks come from the
+    passes, made under their lock), a copy of ``context`` taken now, and builds its own tiers (``make``: fresh
+    ``lru`` tiers; a policy that reads the trace is refused on hybrid models, ``_check_groups``); its compiled
+    step loop releases the GIL. So its summary is the one of running it first (the JSON of a hybrid replay is
+    unchanged: tests/engine/test_passes.py)."""
     passes = SharedPasses(source)
-    context["full_attention"] = _summarise(run_replay(passes.source, rules, time_model, make, opts.timing,
-                                                      opts.write_policy, link_specs, bpb, "auto", opts.native, None,
-                                                      step, passes=passes, comparison=True), dict(context), opts)
-    return passes
+    ctx = dict(context)
+    line = _Line(Beside(threads_wanted()))
+    line.side.start(lambda: _summarise(run_replay(passes.source, rules, time_model, make, opts.timing,
+                                                  opts.write_policy, link_specs, bpb, "auto", opts.native, None,
+                                                  step, passes=passes, comparison=True), ctx, opts))
+    return passes, line
+
+
+class _Line:
+    """The comparison line running beside the hybrid replay (:func:`_full_attention_line`)."""
+
+    def __init__(self, side: Beside) -> None:
+        self.side = side
+
+    def join(self) -> Any:
+        """The line's summary (its exception raised here); the worker thread ends."""
+        try:
+            return self.side.join()
+        finally:
+            self.side.close()
+
+    def close_first(self) -> None:
+        """The hybrid run failed: wait for the line and raise its exception if it has one (inline the line ran
+        first, so its error is the one the user saw), else drop its outcome; the worker thread ends."""
+        self.join()
 
 
 def _check_groups(plan, ctx, admit, gap_oracle: bool) -> None:

@@ -12,12 +12,17 @@ makes and hands it to the second, which then gives the same result as
 computing it again (the JSON of a hybrid replay is unchanged:
 ``tests/engine/test_passes.py``).
 
+Threads: the comparison line may run on a worker thread while the hybrid run runs on the caller's
+(:func:`pcs.engine.api._full_attention_line`), so a pass is made by the first run that asks for it, under a lock
+of its own, and the other run waits for it (each is made once, whichever run comes first: the same value).
+
 Memory: the decoded trace (:class:`pcs.engine.decoded.Decoded`) and the
 chunks (per request a dozen 8-byte columns, the block hashes shared with the
 decoded batches) while the replay runs.
 """
 from __future__ import annotations
 
+import threading
 from typing import Any, Callable
 
 from pcs.engine.decoded import Decoded
@@ -39,18 +44,31 @@ class SharedPasses:
     def __init__(self, source: Any) -> None:
         self.source = source if isinstance(source, Decoded) else Decoded(source)
         self._made: dict = {}
+        self._lock = threading.Lock()       # guards _made and _making
+        self._making: dict = {}             # key -> the lock held while its value is made
 
     def get(self, key: tuple, make: Callable[[], Any]) -> Any:
         """The value kept under ``key`` (a tuple naming the pass and what it depends on beyond the trace),
-        made by ``make()`` the first time."""
-        if key not in self._made:
-            self._made[key] = make()
-        return self._made[key]
+        made by ``make()`` the first time (another thread asking meanwhile waits for it; ``make``'s exception
+        is raised in the thread that called it, and the next caller makes it again)."""
+        with self._lock:
+            if key in self._made:
+                return self._made[key]
+            making = self._making.setdefault(key, threading.Lock())
+        with making:
+            with self._lock:
+                if key in self._made:
+                    return self._made[key]
+            value = make()
+            with self._lock:
+                return self._made.setdefault(key, value)
 
     def has(self, key: tuple) -> bool:
         """Whether a value is kept under ``key``."""
-        return key in self._made
+        with self._lock:
+            return key in self._made
 
     def put(self, key: tuple, value: Any) -> Any:
         """Keep ``value`` under ``key`` (the first one kept stays) and return the one kept."""
-        return self._made.setdefault(key, value)
+        with self._lock:
+            return self._made.setdefault(key, value)

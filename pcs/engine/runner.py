@@ -317,20 +317,30 @@ def _scan_decode(resolved: tuple | None) -> Any:
 
 
 def single_with_decode(resolved: tuple | None, source: Any, native: str | None = None,
-                       sc: fastpath.Scan | None = None) -> SingleSequenceResult | None:
+                       sc: fastpath.Scan | None = None, passes: SharedPasses | None = None,
+                       scanned_only: bool = False) -> SingleSequenceResult | None:
     """The single-sequence result with each request's cached decode blocks seen after it
     (:func:`pcs.engine.decodescan.decode_aware_hits`; docs/semantics.md §12, §17) when the step scheduler of
     ``resolved`` (:func:`_resolve_step`) caches decode blocks, else None (the prompt-only ceiling holds).
     From the one-pass scan ``sc`` when it walked them (``Scan.seen_decode``), else one more sequential scan of
-    ``source``, O(1) per id."""
+    ``source``, O(1) per id. With ``passes`` the result is kept for the replay's other run (it depends on the trace,
+    the rules and the decode blocks only, not on the tiers: a hybrid model's run takes the one its comparison line's
+    scan walked instead of scanning again); ``scanned_only``: None unless it is kept or ``sc`` walked it (nothing
+    is scanned)."""
     decode = _scan_decode(resolved)
     if decode is None:
         return None
+    key = ("single_with_decode", resolved[3], id(decode))   # decode: the passes' own object, kept while they live
     if sc is not None and sc.seen_decode is not None:
-        return fastpath.decode_result(sc)
+        made = fastpath.decode_result(sc)
+        return made if passes is None else passes.put(key, made)
+    if passes is not None and passes.has(key):
+        return passes.get(key, lambda: None)
+    if scanned_only:
+        return None
     from pcs.engine.decodescan import decode_aware_hits
 
-    return decode_aware_hits(source, resolved[3], decode, native)
+    return _shared(passes, key, lambda: decode_aware_hits(source, resolved[3], decode, native))
 
 
 def _presize_samplers(source: Any, loops: list) -> None:
@@ -506,7 +516,8 @@ def run_replay(source: Any, rules: BlockRules, time_model: Any, make_tiers: Call
         scan_side.close()      # wait for the two-tier scan still running when an error stopped the loops
         seq_side.close()       # the same for a hybrid model's sequential baseline
     sched = None if no_cache is None else (resolved[1], loops[0].stats, no_cache_result, no_cache.stats)
-    with_decode = None if comparison else single_with_decode(resolved, source, native, scan2)
+    with_decode = single_with_decode(resolved, source, native, scan2, passes, scanned_only=comparison)
+    with_decode = None if comparison else with_decode     # a comparison line keeps its scan's for the run
     return Outcome(result, state, baseline, singles[0], singles[1], _engines(plans[0], all_plans[-1]), sched,
                    with_decode, resolved[2] if with_decode is not None else None)
 

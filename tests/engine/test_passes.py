@@ -11,6 +11,9 @@ next-turn search and single-sequence results. Sharing them must not change eithe
 """
 from __future__ import annotations
 
+import dataclasses
+import threading
+
 import pytest
 
 from helpers import ROOT
@@ -48,3 +51,45 @@ def test_shared_passes_make_once_and_keep_the_first():
     assert p.get(("x", 1), lambda: calls.append(1) or "b") == "a"
     assert calls == [1] and p.has(("x", 1)) and not p.has(("x", 2))
     assert p.put(("y",), 3) == 3 and p.put(("y",), 4) == 3
+
+
+@pytest.mark.parametrize("model,kw", CASES[:2] + CASES[3:])
+def test_comparison_line_beside_the_run_is_the_line_run_first(model, kw, monkeypatch):
+    # the comparison line runs on a worker thread beside the hybrid run (pcs.engine.api._full_attention_line);
+    # with PCS_THREADS=off it runs first, inline, as before: both summaries and the run's per-request columns equal.
+    # The line's tiers are fixed when it starts: gemma-3-27b's hybrid pages (2,384 per 100 GB against 384 whole
+    # blocks, docs/hybrid.md) would give it other capacities if it read the run's page bytes.
+    tiers = ["gpu=2GB", "cpu=20GB"]
+    got = {}
+    for mode in ("off", "on"):
+        monkeypatch.setenv("PCS_THREADS", mode)
+        r = replay(str(SAMPLE), model=model, tiers=tiers, **kw)
+        got[mode] = (dataclasses.asdict(r.summary), r.requests.to_pydict())
+    assert got["on"] == got["off"]
+    assert got["on"][0]["hybrid"]["full_attention"]["tiers"]["gpu"]["capacity_blocks"] == \
+        replay(str(SAMPLE), model=model, tiers=tiers, hybrid_kv_cache_manager="disabled", **kw).summary.tiers[0] \
+        .capacity_blocks
+
+
+def test_shared_passes_make_a_pass_once_across_threads():
+    # a second thread asking for a pass being made waits for it: make runs once, both get its value
+    p = SharedPasses(str(SAMPLE))
+    started, release, calls, got = threading.Event(), threading.Event(), [], []
+
+    def slow():
+        calls.append(1)
+        started.set()
+        release.wait(10)
+        return "made"
+
+    first = threading.Thread(target=lambda: got.append(p.get(("k",), slow)))
+    first.start()
+    assert started.wait(10)
+    second = threading.Thread(target=lambda: got.append(p.get(("k",), lambda: calls.append(2) or "other")))
+    second.start()
+    second.join(0.2)
+    assert second.is_alive()       # waiting for the first thread's make
+    release.set()
+    first.join(10)
+    second.join(10)
+    assert calls == [1] and got == ["made", "made"]
