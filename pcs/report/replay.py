@@ -183,9 +183,9 @@ def ttft_note(s: dict[str, Any]) -> str:
         t = sc["no_cache"]["ttft_s"]
         return (f"{with_cache}; {format_duration(t['p50'])} / {format_duration(t['p99'])} without it (the same "
                 f"trace scheduled on the same instance; each prefill alone, no queue: "
-                f"{format_duration(e['ttft_no_cache_p50_s'])} / {format_duration(e['ttft_no_cache_p99_s'])})")
-    return (f"{with_cache}; {format_duration(e['ttft_no_cache_p50_s'])} / "
-            f"{format_duration(e['ttft_no_cache_p99_s'])} without it (full prefill, no wait)")
+                f"{format_duration(e['ttft_no_cache_alone_p50_s'])} / {format_duration(e['ttft_no_cache_alone_p99_s'])})")
+    return (f"{with_cache}; {format_duration(e['ttft_no_cache_alone_p50_s'])} / "
+            f"{format_duration(e['ttft_no_cache_alone_p99_s'])} without it (each prefill alone, no queue, no wait)")
 
 
 def _envelope_table(s: dict[str, Any]) -> str:
@@ -196,7 +196,7 @@ def _envelope_table(s: dict[str, Any]) -> str:
         rows.append([f"{lk['tier']} -> gpu", f"{lk['link']} = {format_bandwidth(lk['bandwidth_bps'])}",
                      format_count(lk["restores"]), format_bytes(lk["restored_bytes"]),
                      format_duration(lk["restore_s"]), format_duration(lk["queue_s"]),
-                     format_duration(lk["saved_prefill_s"]),
+                     format_duration(lk["prefill_saved_s"]),
                      f"{format_count(lk['restores_slower_than_recompute'])} ({share})",
                      format_bandwidth(lk["break_even_bps"]) if lk["restores"] else "-"])
     notes = [ttft_note(s),
