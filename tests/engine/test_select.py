@@ -204,7 +204,7 @@ def test_fall_back_keeps_the_earlier_reasons():
     assert why.startswith("not lru-scan: block hashes are not chained (found while scanning); auto: ")
 
 
-# -- each refusal names its own cause (walkthrough 16: the baseline's reason named the one-tier rule) -------
+# -- each refusal names its own cause (a baseline's reason once named the one-tier rule) ----------------
 
 def test_lru_scan_names_tier_count_admission_and_policy_apart():
     """lru-scan's rule (docstring table): sequential, ONE tier, policy lru, no admission; each broken part is named

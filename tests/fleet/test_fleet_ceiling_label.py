@@ -1,4 +1,4 @@
-"""The fleet ceiling's label says when it counts the next turns' decode blocks (walkthrough 16: 38.6 % and 37.7 %
+"""The fleet ceiling's label says when it counts the next turns' decode blocks (38.6 % and 37.7 % once stood
 under one label). Under the step scheduler the instances cache decode blocks and the fleet ceiling counts each
 request's output blocks as seen after it (docs/semantics.md §17); with --compute infinite it is prompt blocks only.
 Adding blocks to an infinite cache's contents can only add hits, so the decode-aware ceiling is >= the other."""

@@ -1,4 +1,4 @@
-"""Both lessons in every report that shows a replay's figures (walkthrough 16: compare lacked lesson 2, sweep both).
+"""Both lessons in every report that shows a replay's figures (compare once lacked lesson 2, sweep both).
 
 Lesson 1: the real hit ratio a finite cache reaches beside the single-sequence (infinite-cache) ratio.
 Lesson 2: a KV dtype of half the bytes halves payload, reserved bytes and restore bytes, not prefill or TTFT.

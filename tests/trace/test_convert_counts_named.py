@@ -1,5 +1,5 @@
 """pcs trace convert / synth and pcs trace stats count the same thing under one name, "block accesses"
-(walkthrough 16: convert said "42,553 block hashes" where stats said "block accesses 42,553"). The count is
+(once, convert said "42,553 block hashes" where stats said "block accesses 42,553"). The count is
 worked out from the file itself: the sum of len(hash_ids) over its lines (every block of every request)."""
 from __future__ import annotations
 
