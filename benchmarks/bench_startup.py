@@ -5,8 +5,11 @@ console script runs (``pcs.cli.main:main``; no shell), alternating the cases; pe
 the median wall seconds and the median CPU seconds of the child (user + sys,
 ``resource.getrusage(RUSAGE_CHILDREN)``): on a shared machine the CPU figure
 is the steadier one. Also ``python -c pass`` (the interpreter alone) and, from
-one ``python -X importtime`` run of each case, the modules imported and the
-heaviest top-level imports, so a regression names its culprit. The tiny trace
+one ``python -X importtime`` run of each case, the modules imported, the self
+import time summed per package with the module that first imported it (so
+numpy's import is charged to numpy, not to the pcs module that happened to
+import it first) and the heaviest top-level imports by cumulative time, so a
+regression names its culprit. The tiny trace
 is traces/formats/mooncake_conv_8.jsonl (8 Mooncake requests).
 
 The children run with ``PYTHONDONTWRITEBYTECODE`` removed from their
@@ -66,21 +69,49 @@ def _run(cmd: list[str], peer: str | None = None) -> tuple[float, float]:
     return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
-def _imports(cmd: list[str], peer: str | None = None) -> dict:
-    """Modules imported (one ``-X importtime`` run) and the five heaviest top-level ones (cumulative us)."""
-    err = subprocess.run([cmd[0], "-X", "importtime", *cmd[1:]], check=True, stdout=subprocess.DEVNULL,
-                         stderr=subprocess.PIPE, text=True, cwd=peer or ROOT, env=_env(peer)).stderr
-    names, top = [], []
-    for line in err.splitlines():
+def _import_rows(stderr: str) -> list[tuple[int, int, int, str]]:
+    """``python -X importtime`` lines as (depth, self us, cumulative us, module), in the order printed: a module
+    after the modules it imported (depth 0 = imported by the script itself; CPython's ``import_find_and_load``
+    indents two spaces per level)."""
+    rows = []
+    for line in stderr.splitlines():
         if not line.startswith("import time:") or "|" not in line or "cumulative" in line:
             continue
-        _, cum, name = line.split("|")
-        names.append(name.strip())
-        if name.startswith(" ") and not name.startswith("  "):
-            top.append((int(cum), name.strip()))
+        own, cum, name = line[len("import time:"):].split("|")
+        rows.append(((len(name) - len(name.lstrip()) - 1) // 2, int(own), int(cum), name.strip()))
+    return rows
+
+
+def _importer(rows: list[tuple[int, int, int, str]], package: str) -> str:
+    """The module outside ``package`` that first imported it (the parent of its first module), or ``<script>``."""
+    first = next(i for i, r in enumerate(rows) if r[3].split(".")[0] == package)
+    depth = rows[first][0]
+    for d, _, _, name in rows[first + 1:]:
+        if d < depth:
+            if name.split(".")[0] != package:
+                return name
+            depth = d
+    return "<script>"
+
+
+def _imports(cmd: list[str], peer: str | None = None) -> dict:
+    """Modules imported (one ``-X importtime`` run); the import time charged where it is spent: SELF time summed
+    per top-level package (numpy's own modules to numpy, whoever imported it first), with the module that first
+    imported each; beside it the five heaviest top-level imports by CUMULATIVE time (a pcs module's figure
+    includes every package it pulled in first, so it names the door, not the cost)."""
+    err = subprocess.run([cmd[0], "-X", "importtime", *cmd[1:]], check=True, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.PIPE, text=True, cwd=peer or ROOT, env=_env(peer)).stderr
+    rows = _import_rows(err)
+    names = [r[3] for r in rows]
+    by_package: dict[str, int] = {}
+    for _, own, _, name in rows:
+        by_package[name.split(".")[0]] = by_package.get(name.split(".")[0], 0) + own
+    heavy = sorted(by_package.items(), key=lambda kv: -kv[1])[:6]
+    top = sorted(((cum, name) for d, _, cum, name in rows if d == 0), reverse=True)[:5]
     unwanted = sorted({n for n in names if any(n == u or n.startswith(u + ".") for u in UNWANTED)})
-    return {"modules": len(names), "heaviest_top_level_us": {n: c for c, n in sorted(top, reverse=True)[:5]},
-            "unwanted_imported": unwanted}
+    return {"modules": len(names), "self_us_by_package": dict(heavy),
+            "first_imported_by": {p: _importer(rows, p) for p, _ in heavy},
+            "top_level_cumulative_us": {n: c for c, n in top}, "unwanted_imported": unwanted}
 
 
 def main() -> None:
@@ -104,7 +135,9 @@ def main() -> None:
                   "cpu_s": round(statistics.median(t[1] for t in ts), 4)}
         if k != "python_pass":
             out[k].update(_imports(*cases[k]))
-        print(f"{k:17s} wall {out[k]['wall_s']:.3f} s  cpu {out[k]['cpu_s']:.3f} s")
+        heavy = "; ".join(f"{p} {us / 1e3:.0f} ms self (first by {out[k]['first_imported_by'][p]})"
+                          for p, us in list(out[k].get("self_us_by_package", {}).items())[:3])
+        print(f"{k:17s} wall {out[k]['wall_s']:.3f} s  cpu {out[k]['cpu_s']:.3f} s" + (f"  imports: {heavy}" if heavy else ""))
     target = 0.25
     print(json.dumps({"bench": "startup", "runs": a.runs, **out, "target_wall_s": target,
                       "target_met_wall": all(out[k]["wall_s"] <= target for k in ("replay_help", "replay_tiny")),

@@ -7,7 +7,7 @@ a partial block (Mooncake: ``len(hash_ids) == ceil(input_length / 512)``).
 Rules (vLLM ``KVCacheManager`` / ``kv_cache_utils``; SGLang ``RadixCache``):
 
 - only full blocks are cached (vLLM hashes full blocks only); with
-  ``cache_partial_blocks`` every hash id is a unit, the last one included;
+  ``cache_partial_blocks`` every block hash is a unit, the last one included;
 - lookup walks the chain from the first block and stops at the first miss;
 - the last prompt token must be computed to produce logits, so hits are capped
   at ``prompt_tokens - 1`` tokens rounded down to whole blocks
@@ -30,7 +30,7 @@ class BlockRules:
     """How prompt tokens map to cacheable and hittable blocks.
 
     Attributes:
-        cache_partial_blocks: cache every hash id, the trailing partial block
+        cache_partial_blocks: cache every block hash, the trailing partial block
             too (default False: full blocks only, as vLLM).
         recompute_last_token: cap hits at ``prompt_tokens - 1`` tokens rounded
             down to blocks (default True, as vLLM and SGLang).

@@ -111,7 +111,7 @@ def _trace_options() -> list:
                                                   "decreasing timestamp (holds the trace in memory)."),
         click.option("--on-error", type=Choice(ON_ERROR), default="raise", show_default=True,
                      help="raise: stop at the first bad trace line (exit 2); skip: skip bad lines (noted)."),
-        click.option("--block-size", type=Int(1, MAX_BLOCK_SIZE), help="Tokens per block: re-blocks a token trace; for a hash-id trace (Mooncake 512, "
+        click.option("--block-size", type=Int(1, MAX_BLOCK_SIZE), help="Tokens per block: re-blocks a token trace; for a block-hash trace (Mooncake 512, "
                                                      "Bailian 16 by default) it states the size it was recorded "
                                                      "at, unless the ids fit the format's default: then pcs replay "
                                                      "re-blocks them (exact at a multiple, a lower..upper interval "
@@ -228,7 +228,7 @@ def _engine_and_rule_options() -> list:
                           ". Old names: " + ", ".join(f"{a} = {n}" for a, n in select.ALIASES.items()) + "."),
         click.option("--native", type=Choice(_native.MODES), default=None, help=_native.HELP),
         *_hybrid_options(),
-        click.option("--cache-partial-blocks", is_flag=True, help="Cache every hash id, the partial last block too."),
+        click.option("--cache-partial-blocks", is_flag=True, help="Cache every block hash, the partial last block too."),
         click.option("--no-recompute-last-token", is_flag=True,
                      help="Lift the cap of prompt_len - 1 hit tokens (vLLM, SGLang recompute the last token)."),
         quiet_option,
@@ -549,7 +549,7 @@ def _refuse_single_instance_options(kw: dict[str, Any], streams: dict | None, ou
     """Raise ValueError for options a fleet replay (--instances/--router) does not take: re-blocking, --admit,
     --gap-oracle, --html/--plot (``outputs``)."""
     if streams is not None:
-        raise UserError("--instances replays the trace at its recorded block size; re-blocking a hash-id "
+        raise UserError("--instances replays the trace at its recorded block size; re-blocking a block-hash "
                          "trace (--block-size) is for single-instance replays")
     given = [opt for key, opt in (("admit", "--admit"), ("gap_oracle", "--gap-oracle")) if kw[key]]
     if given:      # name the options given, not both
@@ -573,7 +573,7 @@ def _with_trace_notes(s: Any, trace: Any, streams: dict | None) -> Any:
 
 
 def _reblocked(kw: dict[str, Any]):
-    """``--block-size b`` on a hash-id trace recorded at another B: the re-blocked streams, else None."""
+    """``--block-size b`` on a block-hash trace recorded at another B: the re-blocked streams, else None."""
     from pcs.trace.reblock import plan_engine_block_size
 
     native = plan_engine_block_size(kw["trace"], kw["trace_format"], kw["block_size"])

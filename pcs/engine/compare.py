@@ -21,7 +21,7 @@ from typing import Any, Callable, Sequence
 from pcs.argcheck import check_int, check_number_list
 from pcs.blocks import BlockRules
 from pcs.cache.policies import DEFAULT_POLICY, policy_options
-from pcs.engine.result import ReplaySummary
+from pcs.engine.result import PayloadLens, ReplaySummary
 from pcs.errors import UserError
 from pcs.schema import common, field, own, projection, renamed, result, take, to_dict
 
@@ -79,6 +79,9 @@ _VARIANT_COLUMNS = (
     *take("oracle_hit_ratio"),
     *(renamed(f"gap.{term}", f"gap_{term}") for term in ("capacity", "policy")),
     *take("engine", "engine_reason"),
+    own("payload_lens", "PayloadLens | None",
+        field("-", "the variant's KV dtype beside another, hits held fixed: pcs replay's payload_lens (lesson 2)",
+              omit_none=True, default=None)),
     own("summary", "ReplaySummary | None", field("-", "the variant's whole replay summary", json=False,
                                                  default=None)),
 )
@@ -97,7 +100,7 @@ class CompareVariant:
             tiers=" ".join(f"{t.name}={t.capacity_blocks}{'pages' if s.hybrid else 'blocks'}" for t in s.tiers),
             lower_tier_hit_ratio=sum(list(s.hit_ratio_per_tier.values())[1:]),
             written_bytes=sum(s.bytes.written_per_tier.values()), share_slower=_slower_share(s),
-            admission=admission, summary=s)
+            admission=admission, payload_lens=s.payload_lens, summary=s)
 
 
 @result

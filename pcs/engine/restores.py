@@ -108,9 +108,9 @@ def link_restores(adm, now: float, link_free: list, ledger_links: list, links: S
                   pre, base, queue)
 
 
-def loses(restore_s: float, saved_prefill_s: float) -> bool:
+def loses(restore_s: float, prefill_saved_s: float) -> bool:
     """The envelope's verdict (§10): a restore loses when it takes longer than the prefill it saves."""
-    return restore_s > saved_prefill_s
+    return restore_s > prefill_saved_s
 
 
 def landed_blocks(blocks: int, begin_s: float, end_s: float, setup_s: float, deadline_s: float) -> int:

@@ -109,7 +109,7 @@ class LinkEnvelope:
     restore_s: float = field("s", "total restore time, queueing included")
     transfer_s: float = field("s", "total transfer time (setup + bytes / bandwidth), no queueing")
     queue_s: float = field("s", "restore_s - transfer_s: time waiting for the link")
-    saved_prefill_s: float = field("s", "prefill time the restored hits saved (full - remaining prefill)")
+    prefill_saved_s: float = field("s", "prefill time the restored hits saved (full - remaining prefill)")
     restores_slower_than_recompute: int = field("count", "restores that took longer than the prefill they saved")
     share_slower: float | None = field("ratio", "restores_slower_than_recompute / restores; null without restores")
     blocks_slower_than_recompute: int = field("blocks", "blocks of the restores slower than recompute")
@@ -125,10 +125,10 @@ class EnvelopeSummary:
     links: tuple[LinkEnvelope, ...] = field("-", "one entry per lower tier, in tier order")
     ttft_p50_s: float | None = field("s", "median time to first token with the cache")
     ttft_p99_s: float | None = field("s", "99th percentile TTFT with the cache")
-    ttft_no_cache_p50_s: float | None = field("s", "median TTFT without a cache, not scheduled: each request's full "
+    ttft_no_cache_alone_p50_s: float | None = field("s", "median TTFT without a cache, not scheduled: each request's full "
                                                    "prefill alone (no queue, no wait); under the step scheduler the "
                                                    "like-for-like figure is scheduler.no_cache.ttft_s.p50")
-    ttft_no_cache_p99_s: float | None = field("s", "99th percentile TTFT without a cache, not scheduled (each prefill "
+    ttft_no_cache_alone_p99_s: float | None = field("s", "99th percentile TTFT without a cache, not scheduled (each prefill "
                                                    "alone); scheduled: scheduler.no_cache.ttft_s.p99")
     wait_p50_s: float | None = field("s", "median wait for KV space (FIFO admission)")
     wait_p99_s: float | None = field("s", "99th percentile wait for KV space")

@@ -221,7 +221,8 @@ def _two_tier_scan(plans: list[_Plan], source: Any, rules: BlockRules, tiers: Se
     from the one-pass scan, not a second C pass): the same hash probe per id gives the single-sequence walks and the
     baseline's hit blocks (``Scan.baseline_hits``, equal to the compiled hierarchy's: tests/engine/test_seqbase.py).
     ``decode``: decode blocks (:func:`_scan_decode`), walked in the same scan. Returns the call that waits for the
-    scan (:class:`_ScanJoin`), or None when it does not apply (nothing started).
+    scan (:class:`_ScanJoin`), or None when it does not apply (nothing started; the baseline's reason then says why,
+    :func:`pcs.engine.select.baseline_reason`).
 
     Threads: on a threaded ``side`` the scan runs on its worker while the caller builds and runs the step loops
     (the compiled scan releases the GIL in ``lru_feed``: pcs/engine/_lruscan.c). It reads the decoded batches
@@ -230,7 +231,11 @@ def _two_tier_scan(plans: list[_Plan], source: Any, rules: BlockRules, tiers: Se
     the rules (frozen) and two capacities (ints), and writes only its own ``SequentialLru`` and columns, which no
     one else sees before the join; the plans are relabelled at the join, on the caller's thread. So the scan gives
     the result of running it first (tests/engine/test_scan_beside.py)."""
-    if len(plans) < 2 or not select.baseline_in_scan(plans[-1].row, plans[-1].config, requested, write_policy):
+    if len(plans) < 2:
+        return None
+    base = plans[-1]
+    if not select.baseline_in_scan(base.row, base.config, requested, write_policy):
+        base.reason = select.baseline_reason(base.reason, base.row, base.config, write_policy)
         return None
     side.start(fastpath.scan, source, tiers[0].capacity_blocks, rules, "c", False, tiers[1].capacity_blocks, decode)
     return _ScanJoin(side, plans[-1])

@@ -84,7 +84,7 @@ from pcs.errors import UserError
 
 __all__ = ["EngineRow", "RunConfig", "ENGINES", "ENGINE_NAMES", "ALIASES", "REQUESTS", "SUMMARY_KEYS", "HYBRID_ROWS",
            "MAX_COMPILED_BLOCKS", "choose", "fall_back", "get_row", "canonical", "baseline_request",
-           "baseline_in_scan", "TWO_TIER_SCAN"]
+           "baseline_in_scan", "baseline_scan_refusal", "baseline_reason", "TWO_TIER_SCAN"]
 
 @dataclass(frozen=True, slots=True)
 class RunConfig:
@@ -159,8 +159,20 @@ def _lru_scan_applies(cfg: RunConfig) -> str | None:
         return _hybrid(cfg) or _shared(cfg)
     if cfg.timing != "sequential":
         return f"timing is {cfg.timing}, it needs sequential"
-    if len(cfg.tiers) != 1 or cfg.tiers[0][1] != "lru":
-        return f"it needs exactly one tier with policy lru, got {_tier_list(cfg)}"
+    if len(cfg.tiers) != 1:
+        return f"it needs exactly one tier, got {len(cfg.tiers)} ({_tier_list(cfg)})"
+    return _plain_lru(cfg)
+
+
+def _plain_lru(cfg: RunConfig, who: str = "it") -> str | None:
+    """Why not every tier runs plain ``lru`` (the LRU scans' rule, pcs/engine/fastpath.py, _lruscan_tiers.h): a tier
+    with an admission policy (its label has ``+``) is named as such, before a tier with another eviction policy."""
+    admitted = [f"{name}:{policy}" for name, policy, _ in cfg.tiers if "+" in policy]
+    if admitted:
+        return f"{who} takes no admission policy, got {', '.join(admitted)}"
+    other = [f"{name}:{policy}" for name, policy, _ in cfg.tiers if policy != "lru"]
+    if other:
+        return f"{who} needs policy lru, got {', '.join(other)}"
     return None
 
 
@@ -177,6 +189,22 @@ def _compiled_label(label: str) -> bool:
             and (not retains or (retains == 1 and policy in RETAIN_POLICIES)))
 
 
+def _uncompiled_cause(labels: Sequence[str]) -> str:
+    """The rule the first of ``labels`` (``tier:label`` the compiled hierarchy refuses, :func:`_compiled_label`)
+    breaks: an eviction policy no registry holds, an admission kind without a compiled twin, or ``retain`` twice
+    or in front of a hosted policy (pcs/cache/native.py: COMPILED_POLICIES, COMPILED_ADMISSIONS, RETAIN_POLICIES)."""
+    from pcs.cache.native import COMPILED_ADMISSIONS, COMPILED_POLICIES
+
+    policy, *admits = labels[0].partition(":")[2].split("+")
+    kinds = [a.partition(":")[0] for a in admits]
+    if not _registered(policy):
+        return (f"it needs every tier's eviction policy registered (compiled: {', '.join(COMPILED_POLICIES)}; "
+                "others hosted)")
+    if any(k not in COMPILED_ADMISSIONS for k in kinds):
+        return f"it needs admission policies with a compiled twin ({', '.join(COMPILED_ADMISSIONS)})"
+    return "it takes one retain per tier, in front of a compiled eviction policy"
+
+
 def _registered(policy: str) -> bool:
     """Whether ``policy`` names a registered eviction policy (built in or a plug-in)."""
     from pcs.cache.policies import get_policy
@@ -189,17 +217,13 @@ def _registered(policy: str) -> bool:
 
 
 def _compiled_hierarchy_applies(cfg: RunConfig) -> str | None:
-    from pcs.cache.native import COMPILED_ADMISSIONS, COMPILED_POLICIES
     from pcs.cache.native import MAX_BLOCKS as MAX_COMPILED_BLOCKS
 
     if _hybrid(cfg) or _shared(cfg):
         return _hybrid(cfg) or _shared(cfg)
     other = [f"{name}:{policy}" for name, policy, _ in cfg.tiers if not _compiled_label(policy)]
     if other:
-        gates = ", ".join(k for k in COMPILED_ADMISSIONS if k != "retain")
-        return (f"it needs every tier's eviction policy registered (compiled: {', '.join(COMPILED_POLICIES)}; "
-                f"others hosted), admission {gates}; one retain per tier, in front of a compiled policy; "
-                f"got {', '.join(other)}")
+        return f"{_uncompiled_cause(other)}; got {', '.join(other)}"
     big = [name for name, _, cap in cfg.tiers if cap > MAX_COMPILED_BLOCKS]
     if big:
         return f"tier {big[0]} has more than {MAX_COMPILED_BLOCKS} blocks"
@@ -240,9 +264,9 @@ def _compiled_hybrid_applies(cfg: RunConfig) -> str | None:
         return _shared(cfg)
     if cfg.pools != 1:
         return f"it needs one shared pool per tier (vLLM's hybrid KV cache manager), got {cfg.pools} pools per tier"
-    other = [f"{name}:{policy}" for name, policy, _ in cfg.tiers if policy != "lru"]
-    if other:
-        return f"it needs every tier's policy lru (no admission policy), got {', '.join(other)}"
+    why = _plain_lru(cfg)
+    if why is not None:
+        return why
     if len(cfg.tiers) > MAX_LEVELS or len(cfg.groups) > MAX_GROUPS:
         return f"it takes at most {MAX_LEVELS} tiers and {MAX_GROUPS} cache groups"
     big = [name for name, _, cap in cfg.tiers if cap > MAX_PAGES]
@@ -454,9 +478,41 @@ def baseline_in_scan(baseline: EngineRow, run_config: RunConfig, requested: str,
     single-sequence walks (docs/semantics.md §15; equality: tests/engine/test_seqbase.py). Whether the ids are
     chained (the scan's premise) is found while scanning; the runner then keeps ``compiled-hierarchy``.
     """
-    return (baseline.name == "compiled-hierarchy" and canonical(requested) == "auto" and write_policy == "back"
-            and [p for _, p, _ in run_config.tiers] == ["lru", "lru"]
-            and (run_config.native or _native.default_mode()) != "python" and _native.built("lruscan"))
+    return (canonical(requested) == "auto"
+            and baseline_scan_refusal(baseline, run_config, write_policy) is None)
+
+
+def baseline_scan_refusal(baseline: EngineRow, run_config: RunConfig, write_policy: str) -> str | None:
+    """Why the one-pass scan does not give a modeled run's sequential baseline on TWO tiers (its rule, as
+    :func:`baseline_in_scan`: two ``lru`` tiers, no admission, write-back, the compiled scan, the baseline placed
+    on ``compiled-hierarchy``), or None when it does. The first broken condition is named, in that order."""
+    if len(run_config.tiers) != 2:
+        return (f"it needs one tier with policy lru, or two for a modeled run's sequential baseline, "
+                f"got {len(run_config.tiers)} ({_tier_list(run_config)})")
+    why = _plain_lru(run_config, "the sequential baseline's two-tier scan")
+    if why is not None:
+        return why
+    if write_policy != "back":
+        return f"the sequential baseline's two-tier scan needs write-back, got write-{write_policy}"
+    if (run_config.native or _native.default_mode()) == "python":
+        return "native is python (no compiled code)"
+    if not _native.built("lruscan"):
+        return f"the compiled {_native.TWINS['lruscan']} is not built"
+    if baseline.name != "compiled-hierarchy":
+        return f"the two-tier scan stands in for compiled-hierarchy only, the baseline runs on {baseline.name}"
+    return None
+
+
+def baseline_reason(reason: str, baseline: EngineRow, run_config: RunConfig, write_policy: str) -> str:
+    """``reason`` (:func:`choose`'s for a modeled run's sequential baseline on two or more tiers) with its
+    ``not lru-scan: ...`` part -- the one-tier rule -- replaced by why the two-tier scan does not take it
+    (:func:`baseline_scan_refusal`); unchanged for a hybrid model, a fleet's shared tier, one tier, or a reason
+    without that part (an engine requested by name)."""
+    why = baseline_scan_refusal(baseline, run_config, write_policy)
+    if why is None or len(run_config.tiers) < 2 or run_config.hybrid or run_config.shared:
+        return reason
+    parts = [f"not lru-scan: {why}" if p.startswith("not lru-scan: ") else p for p in reason.split("; ")]
+    return "; ".join(parts)
 
 
 def __getattr__(name: str) -> Any:

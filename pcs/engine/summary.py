@@ -169,7 +169,7 @@ def _link_envelope(tier: TierState, link, lk) -> LinkEnvelope:
         tier=tier.name, link=link.name, bandwidth_bps=link.bandwidth_bps,
         setup_s=link.setup_s, restores=lk.restores, restored_blocks=lk.restored_blocks,
         restored_bytes=lk.restored_bytes, restore_s=lk.restore_s, transfer_s=lk.transfer_s,
-        queue_s=lk.restore_s - lk.transfer_s, saved_prefill_s=lk.full_prefill_s - lk.remaining_prefill_s,
+        queue_s=lk.restore_s - lk.transfer_s, prefill_saved_s=lk.full_prefill_s - lk.remaining_prefill_s,
         restores_slower_than_recompute=lk.slower_restores,
         share_slower=lk.slower_restores / lk.restores if lk.restores else None,
         blocks_slower_than_recompute=lk.slower_blocks,
@@ -185,8 +185,8 @@ def _envelope(ledger, state: CacheState, cols, ctx) -> EnvelopeSummary:
     no_cache = _values(cols["prefill_no_cache_s"])
     wait = _values(cols["wait_s"])
     (t50, t99), (n50, n99), (w50, w99) = _p50_p99(ttft), _p50_p99(no_cache), _p50_p99(wait)
-    return EnvelopeSummary(links=links, ttft_p50_s=t50, ttft_p99_s=t99, ttft_no_cache_p50_s=n50,
-                           ttft_no_cache_p99_s=n99, wait_p50_s=w50, wait_p99_s=w99,
+    return EnvelopeSummary(links=links, ttft_p50_s=t50, ttft_p99_s=t99, ttft_no_cache_alone_p50_s=n50,
+                           ttft_no_cache_alone_p99_s=n99, wait_p50_s=w50, wait_p99_s=w99,
                            prefill_saved_s=float(no_cache.sum() - _values(cols["prefill_s"]).sum()))
 
 

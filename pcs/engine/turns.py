@@ -3,7 +3,7 @@
 A request's output tokens fill KV blocks while it decodes. vLLM hashes a
 block when it is full and keeps it cached after the request ends, so the
 next turn of a conversation -- whose prompt is the previous prompt, the
-answer and a new message -- hits them. A trace of hash ids does not say
+answer and a new message -- hits them. A trace of block hashes does not say
 which ids the output blocks had; the next turn's chain does: it holds them
 at the same positions (chained hashes, ``docs/semantics.md §1``).
 

@@ -288,7 +288,7 @@ def _summary(name: str, router, stale_s: float, cap: int, source: Any, batch: Re
     return FleetSummary(
         trace=name, instances=len(loads), router=router.describe(), router_source=router.source,
         router_stale_s=stale_s, index_capacity_blocks=cap, requests=len(batch), prompt_tokens=prompt,
-        hit_tokens=hits, hit_ratio=d, gap=FleetGap(c, k, d, c - k, k - d),
+        hit_tokens=hits, hit_ratio=d, gap=FleetGap(c, k, d, c - k, k - d, decode is not None),
         imbalance_requests=_imbalance([x.requests for x in loads]) or 1.0,
         imbalance_prompt_tokens=_imbalance([x.prompt_tokens for x in loads]) or 1.0,
         imbalance_busy_s=_imbalance(busy) if any(x.busy_s is not None for x in loads) else None,

@@ -32,6 +32,9 @@ class FleetGap:
     lost_in_instances: float = field("ratio", "captured_hit_ratio - delivered_hit_ratio: finite tiers and "
                                               "concurrency inside the instances (>= 0, preemptions included, "
                                               "docs/semantics.md §17)")
+    ceiling_with_decode: bool = field("-", "whether fleet_ceiling_hit_ratio counts the next turns' decode blocks "
+                                           "(the instances cache them: the step scheduler); false: prompt blocks "
+                                           "only", default=False)
 
 
 @result

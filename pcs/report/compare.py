@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from pcs.engine.compare import CompareResult
-from pcs.report.replay import timing_label
+from pcs.report.replay import CEILING_LABEL, CEILING_MEANING, REAL_LABEL, lens_text, timing_label
 from pcs.report.table import render_table
 from pcs.units import format_bytes, format_count, format_duration, format_percent, format_points
 
@@ -23,8 +23,8 @@ def _pts(x: float) -> str:
 
 #: (row label, CompareVariant attribute, formatter); None values print as "-".
 ROWS: list[tuple[str, str, Callable[[Any], str]]] = [
-    ("hit ratio (real)", "hit_ratio", format_percent),
-    ("single-sequence hit ratio", "single_sequence_hit_ratio", format_percent),
+    (REAL_LABEL, "hit_ratio", format_percent),
+    (CEILING_LABEL, "single_sequence_hit_ratio", format_percent),
     ("  incl. next turns' decode blocks", "single_sequence_with_decode_hit_ratio", format_percent),
     ("gap: block rounding", "gap_block_rounding", _pts),
     ("gap: capacity and eviction", "gap_capacity_eviction", _pts),
@@ -32,7 +32,7 @@ ROWS: list[tuple[str, str, Callable[[Any], str]]] = [
     ("oracle hit ratio", "oracle_hit_ratio", format_percent),
     ("gap: capacity (oracle)", "gap_capacity", _pts),
     ("gap: policy (oracle)", "gap_policy", _pts),
-    ("hits from lower tiers", "lower_tier_hit_ratio", format_percent),
+    ("  hits served by lower tiers", "lower_tier_hit_ratio", format_percent),
     ("restored bytes", "restored_bytes", format_bytes),
     ("written to lower tiers", "written_bytes", format_bytes),
     ("restores slower than recompute", "share_slower", format_percent),
@@ -52,7 +52,7 @@ def _variants_table(res: CompareResult, notes: tuple[str, ...]) -> str:
     body.insert(0, ["tiers"] + [v.tiers for v in res.variants])
     return render_table(["metric"] + [v.variant for v in res.variants], body,
                         title=f"pcs compare: {res.trace} | {res.model} | {timing}",
-                        notes=["single-sequence = infinite cache, same block rules; gap terms sum to "
+                        notes=[f"single-sequence = {CEILING_MEANING}; gap terms sum to "
                                "ideal - real; when a variant cached the next turns' decode blocks, the single-sequence incl. them "
                                "is its ceiling"] + list(notes))
 
@@ -78,6 +78,14 @@ def render_compare(res: CompareResult) -> str:
     """
     first = res.variants[0].summary
     text = _variants_table(res, first.notes if first is not None else ())
+    text += "\n\n" + _lens_tables(res)
     if res.curve is not None:
         text += "\n\n" + _curve_table(res)
     return text
+
+
+def _lens_tables(res: CompareResult) -> str:
+    """Lesson 2 per variant, in the replay report's words (:func:`pcs.report.replay.lens_text`): payload vs reserved
+    bytes, restore bytes and TTFT beside another KV dtype, hits held; the note once, under the last table."""
+    vs = [v.to_dict() for v in res.variants]
+    return "\n\n".join(lens_text(v, v["variant"], notes=i == len(vs) - 1) for i, v in enumerate(vs))

@@ -15,6 +15,11 @@ from pcs.units import format_bytes, format_count, format_duration, format_percen
 __all__ = ["render_fleet", "render_router_compare", "compare_title"]
 
 
+#: the fleet ceiling's label when it counts the next turns' decode blocks (FleetGap.ceiling_with_decode; the
+#: compare table's "incl. next turns' decode blocks" row, pcs.report.compare.ROWS)
+DECODE = ", incl. next turns' decode blocks"
+
+
 def _pct(x: float | None) -> str | None:
     return None if x is None else format_percent(x)
 
@@ -43,7 +48,8 @@ def _routing_rows(s: dict[str, Any]) -> list[list]:
 def _gap_rows(s: dict[str, Any]) -> list[list]:
     g = s["gap"]
     return [
-        ["fleet ceiling (whole trace, one infinite cache)", format_percent(g["fleet_ceiling_hit_ratio"]), ""],
+        [f"fleet ceiling (whole trace, one infinite cache{DECODE if g.get('ceiling_with_decode') else ''})",
+         format_percent(g["fleet_ceiling_hit_ratio"]), ""],
         *_routing_rows(s),
         ["captured by routing (each instance's own ceiling)" if s.get("shared_tier") is None else
          "captured (shared tier: every instance reads every write)", format_percent(g["captured_hit_ratio"]),

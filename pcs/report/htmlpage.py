@@ -219,7 +219,8 @@ def build_page(payloads: Sequence[dict], curve: dict | None = None, oracle: dict
         sections.append(_section(f"compare{i or ''}", "Compare: one column per variant",
                                  [hc.compare_chart(c["variants"], f"compare{i or ''}"),
                                   hc.compare_curve_chart(c.get("curve") or [], f"compare_curve{i or ''}")],
-                                 [compare_table(c)]))
+                                 [compare_table(c)] + [lens_table(v, v["variant"]) for v in c["variants"]
+                                                        if v.get("payload_lens")]))
     for i, c in enumerate(c for c in curves if c is not main_curve):
         sections.append(_section(f"curve{i + 2}", f"Hit-rate curve: {c['trace']}",
                                  [hc.curve_chart(c, (), f"curve{i + 2}")]))

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any, Callable, Sequence
 
 from pcs.units import format_bandwidth, format_bytes, format_count, format_duration, format_percent
-from pcs.report.replay import lens_rows, ttft_note
+from pcs.report.replay import CEILING_LABEL, REAL_LABEL, lens_rows, ttft_note
 
 __all__ = ["cell", "envelope_table", "tier_table", "footprint_tables", "compare_table", "runs_table", "best_columns",
            "BEST"]
@@ -40,7 +40,7 @@ def envelope_table(s: dict) -> dict | None:
     rows = [[cell(f"{lk['tier']} -> gpu"), cell(lk["link"]), cell(format_bandwidth(lk["bandwidth_bps"]), True),
              cell(format_count(lk["restores"]), True), cell(format_bytes(lk["restored_bytes"]), True),
              cell(format_duration(lk["restore_s"]), True), cell(format_duration(lk["queue_s"]), True),
-             cell(format_duration(lk["saved_prefill_s"]), True),
+             cell(format_duration(lk["prefill_saved_s"]), True),
              cell(f"{format_count(lk['restores_slower_than_recompute'])} ({format_percent(lk['share_slower'])})"
                   if lk["share_slower"] is not None else "-", True),
              cell(format_bandwidth(lk["break_even_bps"]) if lk["restores"] else None, True)] for lk in e["links"]]
@@ -53,12 +53,14 @@ def envelope_table(s: dict) -> dict | None:
                                                      "break-even"], rows, notes)
 
 
-def lens_table(s: dict) -> dict | None:
-    """Lesson 2: the run's KV dtype beside another with the hits held (:func:`pcs.report.replay.lens_rows`)."""
+def lens_table(s: dict, label: str = "") -> dict | None:
+    """Lesson 2: the run's KV dtype beside another with the hits held (:func:`pcs.report.replay.lens_rows`); ``s``
+    a replay's JSON or a compare variant's (``label``, its name, goes before the title)."""
     if not s.get("payload_lens"):
         return None
     title, headers, rows, notes = lens_rows(s)
-    return _table(title, headers, [[cell(r[0])] + [cell(v, True) for v in r[1:]] for r in rows], notes)
+    return _table(f"{label}: {title}" if label else title, headers,
+                  [[cell(r[0])] + [cell(v, True) for v in r[1:]] for r in rows], notes)
 
 
 def tier_table(s: dict) -> dict:
@@ -142,8 +144,8 @@ def _pts(x: float) -> str:
 
 #: Rows of the side-by-side table of several replay payloads: label, JSON path, formatter, better direction.
 RUN_ROWS: list[tuple[str, tuple[str, ...], Callable[[Any], str], str | None]] = [
-    ("hit ratio (real)", ("hit_ratio",), format_percent, "max"),
-    ("single-sequence hit ratio", ("single_sequence_hit_ratio",), format_percent, None),
+    (REAL_LABEL, ("hit_ratio",), format_percent, "max"),
+    (CEILING_LABEL, ("single_sequence_hit_ratio",), format_percent, None),
     ("gap: block rounding", ("gap", "block_rounding"), _pts, None),
     ("gap: capacity and eviction", ("gap", "capacity_eviction"), _pts, "min"),
     ("gap: concurrency", ("gap", "concurrency"), _pts, "min"),

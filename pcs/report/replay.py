@@ -13,11 +13,19 @@ from typing import Any
 from pcs.units import format_bandwidth, format_bytes, format_count, format_duration, format_percent, format_points
 from pcs.report.table import render_table
 
-__all__ = ["render_replay", "header_line", "lens_rows", "ttft_note"]
+__all__ = ["render_replay", "header_line", "lens_rows", "lens_text", "ttft_note", "REAL_LABEL",
+           "CEILING_LABEL", "CEILING_MEANING"]
 
 
 def _pts(x: float) -> str:
     return format_points(x)  # -0.0 prints as 0.0
+
+
+#: Lesson 1's words, one place for every report (replay, compare, sweep, HTML): the real hit ratio a finite cache
+#: reaches and the single-sequence (infinite-cache) ratio beside it (docs/semantics.md §12).
+REAL_LABEL = "hit ratio (real, token-weighted)"
+CEILING_LABEL = "single-sequence hit ratio"
+CEILING_MEANING = "infinite cache, same block rules: NOT what a finite cache reaches"
 
 
 #: The header marker of a ``--compute infinite`` run: every prefill and decode at full speed at once, so no
@@ -47,12 +55,11 @@ def _ceiling_rows(s: dict[str, Any]) -> list[list[str]]:
     §12, §17), so real <= ceiling in every run."""
     ss, ssd = s["single_sequence_hit_ratio"], s.get("single_sequence_with_decode_hit_ratio")
     if ssd is None:
-        return [["single-sequence hit ratio", format_percent(ss),
-                 "infinite cache, same block rules: NOT what a finite cache reaches"]]
+        return [[CEILING_LABEL, format_percent(ss), CEILING_MEANING]]
     return [["single-sequence with decode hit ratio", format_percent(ssd),
              "infinite cache, same block rules, incl. the next turns' cached decode blocks: NOT what a finite "
              "cache reaches"],
-            ["single-sequence hit ratio", format_percent(ss),
+            [CEILING_LABEL, format_percent(ss),
              "prompt blocks only (no cached decode blocks): the single-sequence of the gap split below"]]
 
 
@@ -79,7 +86,7 @@ def _oracle_capacity_meaning(s: dict[str, Any]) -> str:
 def _hit_table(s: dict[str, Any]) -> str:
     g = s["gap"]
     rows = [
-        ["hit ratio (real, token-weighted)", format_percent(s["hit_ratio"]),
+        [REAL_LABEL, format_percent(s["hit_ratio"]),
          "hit tokens / prompt tokens, this cache, this traffic"],
     ] + _ceiling_rows(s)
     for tier, r in s["hit_ratio_per_tier"].items():
@@ -176,9 +183,9 @@ def ttft_note(s: dict[str, Any]) -> str:
         t = sc["no_cache"]["ttft_s"]
         return (f"{with_cache}; {format_duration(t['p50'])} / {format_duration(t['p99'])} without it (the same "
                 f"trace scheduled on the same instance; each prefill alone, no queue: "
-                f"{format_duration(e['ttft_no_cache_p50_s'])} / {format_duration(e['ttft_no_cache_p99_s'])})")
-    return (f"{with_cache}; {format_duration(e['ttft_no_cache_p50_s'])} / "
-            f"{format_duration(e['ttft_no_cache_p99_s'])} without it (full prefill, no wait)")
+                f"{format_duration(e['ttft_no_cache_alone_p50_s'])} / {format_duration(e['ttft_no_cache_alone_p99_s'])})")
+    return (f"{with_cache}; {format_duration(e['ttft_no_cache_alone_p50_s'])} / "
+            f"{format_duration(e['ttft_no_cache_alone_p99_s'])} without it (each prefill alone, no queue, no wait)")
 
 
 def _envelope_table(s: dict[str, Any]) -> str:
@@ -189,7 +196,7 @@ def _envelope_table(s: dict[str, Any]) -> str:
         rows.append([f"{lk['tier']} -> gpu", f"{lk['link']} = {format_bandwidth(lk['bandwidth_bps'])}",
                      format_count(lk["restores"]), format_bytes(lk["restored_bytes"]),
                      format_duration(lk["restore_s"]), format_duration(lk["queue_s"]),
-                     format_duration(lk["saved_prefill_s"]),
+                     format_duration(lk["prefill_saved_s"]),
                      f"{format_count(lk['restores_slower_than_recompute'])} ({share})",
                      format_bandwidth(lk["break_even_bps"]) if lk["restores"] else "-"])
     notes = [ttft_note(s),
@@ -305,9 +312,13 @@ def _lens_note(a: str, lens: dict[str, Any]) -> str:
             "tier, so the hits change and with them restore bytes and TTFT: replay with it to see")
 
 
-def _lens_table(s: dict[str, Any]) -> str:
-    title, headers, rows, notes = lens_rows(s)
-    return render_table(headers, rows, title=title, notes=notes)
+def lens_text(s: dict[str, Any], label: str = "", notes: bool = True) -> str:
+    """The payload lens of ``s`` (a replay summary's or a compare variant's JSON, or any dict with its
+    ``payload_lens``) as a text table; ``label`` goes before the title (a compare variant's name); ``notes``
+    False leaves the note out (said once under several tables)."""
+    title, headers, rows, lens_notes = lens_rows(s)
+    return render_table(headers, rows, title=f"{label}: {title}" if label else title,
+                        notes=lens_notes if notes else ())
 
 
 def _hybrid_table(s: dict[str, Any]) -> str:
@@ -339,5 +350,5 @@ def render_replay(s: dict[str, Any]) -> str:
         parts += ["", _envelope_table(s)]
     if s.get("scheduler"):
         parts += ["", _scheduler_table(s)]
-    parts += ["", _lens_table(s)]
+    parts += ["", lens_text(s)]
     return "\n".join(parts)

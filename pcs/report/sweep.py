@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from pcs.report.replay import CEILING_LABEL, CEILING_MEANING, REAL_LABEL, lens_text
 from pcs.report.table import render_table
 from pcs.sweep.result import SweepRun, SweepSummary
 from pcs.units import format_bytes, format_duration, format_percent
@@ -28,14 +29,22 @@ def render_summary(s: SweepSummary) -> str:
                         [[_METRIC_LABELS[b.metric][0], _METRIC_LABELS[b.metric][1](b.value), b.point_id,
                           _opts(b.options)] for b in s.best],
                         title=f"Best points: {s.out} ({s.replay_points} replay points of {s.points})")
-    front = render_table([label, *s.tiers, "point", "options"],
-                         [[fmt(p.objective), *(format_bytes(p.capacity_bytes[t]) for t in s.tiers), p.point_id,
+    real = [] if s.objective == "hit_ratio" else [REAL_LABEL]
+    front = render_table([label, *real, CEILING_LABEL, *s.tiers, "point", "options"],
+                         [[fmt(p.objective), *([_pct(p.hit_ratio)] if real else []), _pct(p.single_sequence_hit_ratio),
+                           *(format_bytes(p.capacity_bytes[t]) for t in s.tiers), p.point_id,
                            _opts(p.options)] for p in s.front],
                          title=f"Pareto front: {label} ({s.direction}) against {' and '.join(s.tiers)} bytes "
                                f"({len(s.front)} of {s.replay_points} points)",
                          notes=["on the front: no other point is as good with no more bytes on every tier; "
-                                "options: those that vary"])
-    return f"{best}\n\n{front}"
+                                f"options: those that vary; single-sequence = {CEILING_MEANING}"])
+    lens = "" if s.payload_lens is None else "\n\n" + lens_text(
+        {"payload_lens": s.payload_lens}, f"best hit-ratio point {s.payload_lens_point_id}")
+    return f"{best}\n\n{front}{lens}"
+
+
+def _pct(x: float | None) -> str:
+    return "-" if x is None else format_percent(x)
 
 
 def render_run(r: SweepRun, summary: SweepSummary | None) -> str:

@@ -66,13 +66,13 @@ def render_stats(st: dict[str, Any]) -> str:
 
 def render_convert(info: dict[str, Any]) -> str:
     """One line on what ``pcs trace convert`` wrote (:func:`pcs.trace.convert.convert`'s summary)."""
-    return (f"wrote {info['requests']:,} requests, {info['block_ids']:,} block hashes "
+    return (f"wrote {info['requests']:,} requests, {info['block_accesses']:,} block accesses "
             f"({info['format']}, {info['block_size']}-token blocks) to {info['path']}"
             + (f"; skipped {info['skipped']:,} bad lines" if info["skipped"] else "")
             + (f"\nnote: prefix reuse {info['reuse']}" if str(info.get("reuse", "")).startswith("synth") else ""))
 
 
 def render_synth(info: dict[str, Any]) -> str:
-    """One line on what ``pcs trace synth`` wrote (requests, block hashes, format, block size, seed, path)."""
-    return (f"wrote {info['requests']:,} requests, {info['block_ids']:,} block hashes "
+    """One line on what ``pcs trace synth`` wrote (requests, block accesses, format, block size, seed, path)."""
+    return (f"wrote {info['requests']:,} requests, {info['block_accesses']:,} block accesses "
             f"({info['format']}, {info['block_size']}-token blocks, seed {info['seed']}) to {info['path']}")

@@ -47,6 +47,11 @@ class SweepFrontPoint:
     objective: float = field("-", "its objective value (ratio for hit_ratio, s for TTFT)")
     capacity_bytes: dict[str, int] = field("bytes", "capacity of each tier by name (0 for a tier the point lacks)")
     options: dict[str, Any] = field("-", "the point's values of the options that vary across the points")
+    hit_ratio: float | None = field("ratio", "its real hit ratio (token-weighted): what this finite cache reaches",
+                                    default=None)
+    single_sequence_hit_ratio: float | None = field(
+        "ratio", "its single-sequence hit ratio: infinite cache, same block rules (lesson 1, docs/semantics.md §12)",
+        default=None)
 
 
 @result
@@ -61,3 +66,7 @@ class SweepSummary:
     tiers: tuple[str, ...] = field("-", "the tiers whose capacity bytes are the front's costs, GPU first")
     best: tuple[SweepBest, ...] = field("-", "one entry per metric with a value in some point")
     front: tuple[SweepFrontPoint, ...] = field("-", "the Pareto front, least total bytes first")
+    payload_lens: dict[str, Any] | None = field(
+        "-", "the payload lens of the best hit-ratio point (lesson 2: its KV dtype beside another, hits held "
+             "fixed), keys as pcs replay's payload_lens; null without replay points", default=None)
+    payload_lens_point_id: str | None = field("-", "the point whose payload_lens this is", default=None)

@@ -14,6 +14,7 @@ without an objective value (TTFT is null without requests) are left out.
 """
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 from typing import Any
@@ -105,6 +106,20 @@ def summarize(out: str | Path, objective: str = "hit-ratio") -> SweepSummary:
                    key=lambda i: (int(total[i]), -rows[i][column] if direction == "max" else rows[i][column],
                                   rows[i]["point_id"]))
     points = tuple(SweepFrontPoint(rows[i]["point_id"], float(rows[i][column]),
-                                   {t: int(c) for t, c in zip(tiers, costs[i])}, _options(rows[i], varying))
+                                   {t: int(c) for t, c in zip(tiers, costs[i])}, _options(rows[i], varying),
+                                   rows[i].get("hit_ratio"), rows[i].get("single_sequence_hit_ratio"))
                    for i in front)
-    return SweepSummary(str(out), len(all_rows), len(rows), column, direction, tiers, best, points)
+    lens_id, lens = _lens(rows, best)
+    return SweepSummary(str(out), len(all_rows), len(rows), column, direction, tiers, best, points, lens, lens_id)
+
+
+def _lens(rows: list[dict[str, Any]], best: tuple[SweepBest, ...]) -> tuple[str | None, dict[str, Any] | None]:
+    """(point id, payload lens) of the best hit-ratio point: its ``payload_lens.*`` columns (pairs stored as JSON
+    text, :func:`pcs.sweep.worker.flatten`) as pcs replay's ``payload_lens`` object (:class:`pcs.engine.result.PayloadLens`'s keys); (None, None) without one."""
+    pid = next((b.point_id for b in best if b.metric == "hit_ratio"), None)
+    row = next((r for r in rows if r["point_id"] == pid), None)
+    if row is None:
+        return None, None
+    lens = {k[len("payload_lens."):]: json.loads(v) if isinstance(v, str) and v.startswith("[") else v
+            for k, v in row.items() if k.startswith("payload_lens.")}    # a list is a JSON text cell (flatten)
+    return (pid, lens) if lens else (None, None)

@@ -128,7 +128,7 @@ def write_trace(batches: Iterable[RequestBatch], out_path, fmt: str, *, block_si
             (``pcs.reuse``); JSONL marks every row ``"reuse": "synthetic"`` (read back as
             :data:`pcs.trace.hashids.SYNTH_REUSE`), so the synthetic-reuse note follows the trace.
     Returns:
-        ``{"requests": n, "block_ids": m, "path": str, "format": fmt}``.
+        ``{"requests": n, "block_accesses": m, "path": str, "format": fmt}``.
     Raises:
         ValueError: unknown format; ``batches`` holds no request (every pcs reader refuses an empty
             trace: ``empty trace (no requests)``), nothing written.
@@ -165,7 +165,7 @@ def write_trace(batches: Iterable[RequestBatch], out_path, fmt: str, *, block_si
                     sink.close()
         if not n:   # inside atomic_output: nothing is written
             raise UserError(f"{out_path}: no requests to write; pcs refuses an empty trace, so it writes none")
-    return {"requests": n, "block_ids": m, "path": str(out_path), "format": fmt}
+    return {"requests": n, "block_accesses": m, "path": str(out_path), "format": fmt}
 
 
 def _with_hashes(b: RequestBatch, hashes: np.ndarray) -> RequestBatch:

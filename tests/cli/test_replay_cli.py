@@ -124,7 +124,7 @@ def test_fp8_halves_the_payload_not_everything():
     # the stored form carries per-token-head scales: more than half
     assert fp8.tiers[1].bytes_per_block * 2 > bf16.tiers[1].bytes_per_block
     # prefill compute does not depend on the KV dtype: the no-cache TTFT does not move at all
-    assert fp8.envelope.ttft_no_cache_p50_s == bf16.envelope.ttft_no_cache_p50_s
+    assert fp8.envelope.ttft_no_cache_alone_p50_s == bf16.envelope.ttft_no_cache_alone_p50_s
 
 
 @pytest.mark.parametrize("extra", [["--policy", "{p}"], ["--tier-policy", "cpu={p}", "--protected-share", "0.5"]])

@@ -96,6 +96,6 @@ def test_each_variant_says_which_engine_ran_and_why():
     assert [v.engine for v in res.variants] == ["lru-scan", "compiled-hierarchy"]
     variants = res.to_dict()["variants"]
     assert [v["engine"] for v in variants] == ["lru-scan", "compiled-hierarchy"]
-    assert "it needs exactly one tier with policy lru" in variants[1]["engine_reason"]
+    assert "not lru-scan: it needs policy lru, got gpu:belady" in variants[1]["engine_reason"]
     res = pcs.compare(TRACE, policies=["belady"], tier_sets=[["gpu=2blocks"]], native="python", **KW)
     assert res.to_dict()["variants"][0]["engine"] == "reference"

@@ -39,10 +39,10 @@ TIER_KEYS = [
     "resident_bytes_peak", "resident_bytes_peak_by_component"]
 BYTES_KEYS = ["restored", "restored_per_link", "written_per_tier", "recomputed_tokens", "recomputed_bytes",
               "dropped_blocks", "peak_reserved_blocks", "peak_reserved_bytes"]
-ENVELOPE_KEYS = ["links", "ttft_p50_s", "ttft_p99_s", "ttft_no_cache_p50_s", "ttft_no_cache_p99_s", "wait_p50_s",
+ENVELOPE_KEYS = ["links", "ttft_p50_s", "ttft_p99_s", "ttft_no_cache_alone_p50_s", "ttft_no_cache_alone_p99_s", "wait_p50_s",
                  "wait_p99_s", "prefill_saved_s"]
 LINK_KEYS = ["tier", "link", "bandwidth_bps", "setup_s", "restores", "restored_blocks", "restored_bytes",
-             "restore_s", "transfer_s", "queue_s", "saved_prefill_s", "restores_slower_than_recompute",
+             "restore_s", "transfer_s", "queue_s", "prefill_saved_s", "restores_slower_than_recompute",
              "share_slower", "blocks_slower_than_recompute", "break_even_bps"]
 LENS_KEYS = ["dtype", "alt_dtype", "layout", "reference_bytes_per_block", "gpu_bytes_per_block", "lower_bytes_per_block",
              "gpu_capacity_blocks", "restored_bytes", "restore_transfer_s", "prefill_s", "ttft_mean_s"]

@@ -101,7 +101,7 @@ def test_auto_takes_the_compiled_hierarchy_for_lru_tiers_otherwise():
     assert reason == "not lru-scan: timing is modeled, it needs sequential; auto: compiled-hierarchy applies"
     row, reason = select.choose(cfg("sequential", ("gpu", "lru", 100), ("cpu", "lru", 400)))
     assert row.name == "compiled-hierarchy"
-    assert reason.startswith("not lru-scan: it needs exactly one tier with policy lru, got gpu:lru, cpu:lru;")
+    assert reason.startswith("not lru-scan: it needs exactly one tier, got 2 (gpu:lru, cpu:lru);")
 
 
 @needs_compiled
@@ -115,10 +115,10 @@ def test_auto_takes_the_reference_for_other_policies_python_or_huge_tiers():
     # a name no registry holds (a registered plug-in is hosted: test_auto_hosts_a_registered_plugin)
     row, reason = select.choose(cfg("sequential", ("gpu", "lru", 100), ("cpu", "myplugin", 400)))
     assert row.name == "reference"
-    assert reason == ("not lru-scan: it needs exactly one tier with policy lru, got gpu:lru, cpu:myplugin; "
+    assert reason == ("not lru-scan: it needs exactly one tier, got 2 (gpu:lru, cpu:myplugin); "
                       "not compiled-hierarchy: it needs every tier's eviction policy registered (compiled: lru, fifo, "
-                      "slru, sieve, 2q, s3fifo, arc, lfu, gdsf, belady; others hosted), admission reuse, selective, "
-                      "tinylfu; one retain per tier, in front of a compiled policy; got cpu:myplugin; auto: reference applies")
+                      "slru, sieve, 2q, s3fifo, arc, lfu, gdsf, belady; others hosted); got cpu:myplugin; "
+                      "auto: reference applies")
     # every admission kind has a compiled twin; one retain per tier, in front of any compiled policy (§8)
     row, _ = select.choose(cfg("sequential", ("gpu", "lru", 100), ("cpu", "arc+reuse:2+tinylfu:sample=10", 400)))
     assert row.name == "compiled-hierarchy"
@@ -202,6 +202,64 @@ def test_fall_back_keeps_the_earlier_reasons():
     row, why = select.fall_back(c, scan_row, "block hashes are not chained", reason)
     assert row.name == ("compiled-hierarchy" if COMPILED else "reference")
     assert why.startswith("not lru-scan: block hashes are not chained (found while scanning); auto: ")
+
+
+# -- each refusal names its own cause (a baseline's reason once named the one-tier rule) ----------------
+
+def test_lru_scan_names_tier_count_admission_and_policy_apart():
+    """lru-scan's rule (docstring table): sequential, ONE tier, policy lru, no admission; each broken part is named
+    alone: two lru tiers break only the count, an admission policy on lru only the admission, fifo only the policy."""
+    scan = select.get_row("lru-scan")
+    assert scan.applies(cfg("sequential", ("gpu", "lru", 1), ("cpu", "lru", 2))) == \
+        "it needs exactly one tier, got 2 (gpu:lru, cpu:lru)"
+    assert scan.applies(cfg("sequential", ("gpu", "lru+reuse:2", 1))) == \
+        "it takes no admission policy, got gpu:lru+reuse:2"
+    assert scan.applies(cfg("sequential", ("gpu", "fifo", 1))) == "it needs policy lru, got gpu:fifo"
+
+
+def test_compiled_rows_name_policy_admission_and_retain_apart():
+    """compiled-hierarchy: an unregistered eviction policy, an admission kind without a compiled twin and two
+    retains are three rules (pcs/cache/native.py); compiled-hybrid: admission and another policy are two."""
+    hier = select.get_row("compiled-hierarchy").applies
+    assert hier(cfg("sequential", ("gpu", "nosuch", 1))).startswith(
+        "it needs every tier's eviction policy registered")
+    assert hier(cfg("sequential", ("gpu", "lru+nosuchgate:3", 1))).startswith(
+        "it needs admission policies with a compiled twin (reuse, selective, tinylfu, retain); got gpu:lru+nosuchgate:3")
+    two = "lru+retain:tokens=0-64,duration=5+retain:tokens=64-128,duration=5"
+    assert hier(cfg("sequential", ("gpu", two, 1))) == \
+        f"it takes one retain per tier, in front of a compiled eviction policy; got gpu:{two}"
+    hyb = lambda pol: select.RunConfig("sequential", (("gpu", pol, 1),), "auto", ("full_attention", "w"), True)
+    if _native.built("grouphier"):
+        assert select.get_row("compiled-hybrid").applies(hyb("lru+reuse:2")) == \
+            "it takes no admission policy, got gpu:lru+reuse:2"
+        assert select.get_row("compiled-hybrid").applies(hyb("slru")) == "it needs policy lru, got gpu:slru"
+
+
+@pytest.mark.skipif(not (_native.built("lruscan") and COMPILED), reason="the compiled scans are not built")
+def test_baseline_reason_names_why_the_two_tier_scan_does_not_take_it():
+    """A modeled run's sequential baseline on two lru tiers with write-back runs in the one-pass scan
+    (docs/semantics.md §15); otherwise its reason names the broken condition -- write-through, admission, another
+    policy, a third tier -- not lru-scan's one-tier rule, which two lru tiers are allowed to break here."""
+    reqs = make_requests([([1, 2], 8), ([1, 3], 8)])
+    two = ["gpu=4blocks", "cpu=8blocks"]
+    expect = {
+        "write-through": (dict(write_policy="through"),
+                          "the sequential baseline's two-tier scan needs write-back, got write-through"),
+        "admission": (dict(admit=["cpu=reuse:2"]),
+                      "the sequential baseline's two-tier scan takes no admission policy, got cpu:lru+reuse:2"),
+        "policy": (dict(policy="slru"),
+                   "the sequential baseline's two-tier scan needs policy lru, got gpu:slru, cpu:slru"),
+    }
+    for cause, (kw, why) in expect.items():
+        s = replay(reqs, tiers=two, timing="modeled", compute_mode="infinite", **kw).summary
+        assert s.baseline_engine == "compiled-hierarchy", cause
+        assert s.baseline_engine_reason == f"not lru-scan: {why}; auto: compiled-hierarchy applies", cause
+        assert "exactly one tier" not in s.baseline_engine_reason, cause
+    s = replay(reqs, tiers=two + ["disk=16blocks"], timing="modeled", compute_mode="infinite").summary
+    assert s.baseline_engine_reason.startswith("not lru-scan: it needs one tier with policy lru, or two for a "
+                                               "modeled run's sequential baseline, got 3 (gpu:lru, cpu:lru, disk:lru);")
+    # the run itself (modeled) keeps its own reason: timing
+    assert s.engine_reason.startswith("not lru-scan: timing is modeled, it needs sequential;")
 
 
 # -- through pcs.replay: the run, the baseline, the runtime fallback -----------------------------

@@ -273,7 +273,7 @@ def test_selection_places_only_the_default_configuration():
     assert select.choose(select.RunConfig("sequential", tiers, scheduler="layerwise"))[0].name != "compiled-step"
     # auto's reason lists the compiled step loop only for runs with the step scheduler
     assert "compiled-step" not in select.choose(select.RunConfig("modeled", tiers))[1]
-    assert "not compiled-step: it needs every tier's eviction policy registered" in select.choose(
+    assert "not compiled-step: it takes one retain per tier, in front of a compiled eviction policy" in select.choose(
         select.RunConfig("modeled", (("gpu", two, 100),), scheduler="layerwise"))[1]
 
 

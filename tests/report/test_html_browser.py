@@ -121,7 +121,7 @@ def test_headline_numbers_equal_the_json(browser, pages, name):
 def test_compare_marks_the_best_hit_ratio(browser, pages):
     page, c = pages["compare"]
     run = load_page(page, TABLE_BEST_JS, browser=browser, screenshot=False)
-    row = next(r for r in run.value if r and r[0][0] == "hit ratio (real)")
+    row = next(r for r in run.value if r and r[0][0] == "hit ratio (real, token-weighted)")
     best = max(v["hit_ratio"] for v in c["variants"])
     marked = [v["variant"] for v, (_, is_best) in zip(c["variants"], row[1:]) if is_best]
     assert marked == [v["variant"] for v in c["variants"] if v["hit_ratio"] == best]

@@ -97,7 +97,7 @@ def test_compare_table_marks_the_best_hit_ratio_and_smallest_ttft():
                       dict(base, variant="fifo", hit_ratio=0.3, ttft_p50_s=0.8)]}
     t = compare_table(c)
     rows = {r[0]["text"]: [x["best"] for x in r[1:]] for r in t["rows"]}
-    assert rows["hit ratio (real)"] == [True, False]
+    assert rows["hit ratio (real, token-weighted)"] == [True, False]
     assert rows["TTFT p50"] == [False, True]
     assert rows["restored bytes"] == [False, False] and rows["TTFT p99"] == [False, False]
     assert t["headers"] == ["metric", "lru", "fifo"]

@@ -35,9 +35,9 @@ def test_saturation_note_when_at_least_half_the_bins_are_saturated():
 
 
 def testttft_note_compares_like_for_like():
-    env = {"ttft_p50_s": 0.5, "ttft_p99_s": 1.0, "ttft_no_cache_p50_s": 0.25, "ttft_no_cache_p99_s": 0.75}
+    env = {"ttft_p50_s": 0.5, "ttft_p99_s": 1.0, "ttft_no_cache_alone_p50_s": 0.25, "ttft_no_cache_alone_p99_s": 0.75}
     # scheduled: the no-cache run's TTFT (2 s / 4 s) first, each prefill alone (250 ms / 750 ms) in brackets
     note = ttft_note({"envelope": env, "scheduler": _sched([0.5])})
     assert note.startswith("TTFT p50 500.00 ms / p99 1.00 s with the cache; 2.00 s / 4.00 s without it (the same")
     assert "no queue: 250.00 ms / 750.00 ms)" in note
-    assert ttft_note({"envelope": env}).endswith("; 250.00 ms / 750.00 ms without it (full prefill, no wait)")
+    assert ttft_note({"envelope": env}).endswith("; 250.00 ms / 750.00 ms without it (each prefill alone, no queue, no wait)")

@@ -64,7 +64,7 @@ def test_convert_gzip_output_and_json_summary(tmp_path, run):
     info = json.loads(res.stdout)
     assert info["format"] == "mooncake" and info["requests"] == sum(1 for _ in open(DEFAULT_TRACE))
     assert (tmp_path / "s.jsonl.gz").read_bytes()[:2] == b"\x1f\x8b"
-    assert trace_stats(open_trace(tmp_path / "s.jsonl.gz"))["block_accesses"] == info["block_ids"]
+    assert trace_stats(open_trace(tmp_path / "s.jsonl.gz"))["block_accesses"] == info["block_accesses"]
 
 
 def test_convert_is_atomic_and_never_touches_input(tmp_path, run):
