@@ -1,12 +1,14 @@
 /* pcs.engine._stepsched's event heaps (its `fin` and `blk` queues): a 4-ary min-heap of (step, seq, epoch, slot).
  *
  * The Python reference (pcs/engine/scheduler.py, StepEngine) keeps each queue as a heapq of tuples
- * (step, seq, epoch, request) and pops the least tuple first; this heap pops in the same order: entries compare
- * by step, then seq, then epoch, lexicographically, so any arity pops the same sequence (the order is total on
- * the entries the loop pushes: a request's admission has one seq and pushes each step at most once per queue).
- * The step and the seq are packed into one 128-bit key (each biased by 2^63 so that the unsigned order of the
- * key is the signed order of the pair) and compared at once; the epoch breaks a tie. Four children per node:
- * half the levels of a binary heap (a few hundred running requests: 4-5 levels), the children in one or two
+ * (step, seq, epoch, request) and pops the least tuple first; this heap pops in the same order. The (step, seq)
+ * pairs of the entries in one heap are distinct, so they alone order it and the epoch never decides: seq numbers
+ * an admission (one per admission, _stepsched.c admit), an admission pushes one `fin` entry (prefill_complete)
+ * and its `blk` entries at strictly increasing steps (push_boundary from the step after the one popped). A
+ * total order pops the same sequence from a heap of any arity. The step and the seq are packed into one
+ * 128-bit key (each biased by 2^63 so that the unsigned order of the key is the signed order of the pair),
+ * compared at once. Four children per node: half the levels of a binary heap (the fin heap holds the decoding
+ * requests, up to max_num_seqs: 5 levels for 1024), the children in one or two
  * cache lines. Included after pcs/_nogil.h: its PyMem_Realloc and PyErr_NoMemory are safe without the GIL.
  */
 #ifndef PCS_STEPHEAP_H
@@ -24,7 +26,6 @@ static inline HKey hkey(int64_t step, int64_t seq) {
     return ((HKey)((uint64_t)step ^ HEAP_BIAS) << 64) | ((uint64_t)seq ^ HEAP_BIAS);
 }
 static inline int hkey_lt(HKey a, HKey b) { return a < b; }
-static inline int hkey_eq(HKey a, HKey b) { return a == b; }
 static inline int64_t hkey_step(HKey a) { return (int64_t)((uint64_t)(a >> 64) ^ HEAP_BIAS); }
 #else
 typedef struct { uint64_t hi, lo; } HKey;
@@ -33,16 +34,13 @@ static inline HKey hkey(int64_t step, int64_t seq) {
     return k;
 }
 static inline int hkey_lt(HKey a, HKey b) { return a.hi < b.hi || (a.hi == b.hi && a.lo < b.lo); }
-static inline int hkey_eq(HKey a, HKey b) { return a.hi == b.hi && a.lo == b.lo; }
 static inline int64_t hkey_step(HKey a) { return (int64_t)(a.hi ^ HEAP_BIAS); }
 #endif
 
 typedef struct { HKey ks; int64_t ep; int32_t r; } HEnt;     /* ks = (step, seq); r = the request's slot */
 typedef struct { HEnt *a; Py_ssize_t n, cap; } Heap;
 
-static inline int heap_less(const HEnt *x, const HEnt *y) {
-    return hkey_lt(x->ks, y->ks) || (hkey_eq(x->ks, y->ks) && x->ep < y->ep);
-}
+static inline int heap_less(const HEnt *x, const HEnt *y) { return hkey_lt(x->ks, y->ks); }
 
 /* the least entry's step (the heap is not empty) */
 static inline int64_t heap_top_step(const Heap *h) { return hkey_step(h->a[0].ks); }
@@ -74,8 +72,12 @@ static void heap_pop(Heap *h) {
         Py_ssize_t c = HEAP_ARITY * i + 1, end = c + HEAP_ARITY < n ? c + HEAP_ARITY : n;
         if (c >= n) break;
         Py_ssize_t best = c;
-        for (Py_ssize_t j = c + 1; j < end; j++) if (heap_less(&h->a[j], &h->a[best])) best = j;
-        if (!heap_less(&h->a[best], &last)) break;
+        HKey bk = h->a[c].ks;
+        for (Py_ssize_t j = c + 1; j < end; j++) {
+            HKey kj = h->a[j].ks;
+            if (hkey_lt(kj, bk)) { bk = kj; best = j; }
+        }
+        if (!hkey_lt(bk, last.ks)) break;
         h->a[i] = h->a[best]; i = best;
     }
     if (n) h->a[i] = last;
