@@ -17,7 +17,7 @@
 #include <stdint.h>
 #include "../_nogil.h"
 
-#define HEAP_ARITY 4
+#define HEAP_ARITY 4                    /* heap_pop unrolls a full node's children: 4 */
 #define HEAP_BIAS ((uint64_t)1 << 63)   /* int64 -> uint64 preserving order */
 
 #ifdef __SIZEOF_INT128__
@@ -64,6 +64,9 @@ static int heap_push(Heap *h, int64_t step, int64_t seq, int64_t ep, int32_t r) 
     return 0;
 }
 
+/* the least child so far (bk, at best) against child j */
+#define HEAP_MIN(j) do { HKey kj_ = h->a[(j)].ks; if (hkey_lt(kj_, bk)) { bk = kj_; best = (j); } } while (0)
+
 /* remove the least entry (the heap is not empty) */
 static void heap_pop(Heap *h) {
     HEnt last = h->a[--h->n];
@@ -73,10 +76,9 @@ static void heap_pop(Heap *h) {
         if (c >= n) break;
         Py_ssize_t best = c;
         HKey bk = h->a[c].ks;
-        for (Py_ssize_t j = c + 1; j < end; j++) {
-            HKey kj = h->a[j].ks;
-            if (hkey_lt(kj, bk)) { bk = kj; best = j; }
-        }
+        if (end == c + 4) {             /* a full node (most): the three comparisons unrolled */
+            HEAP_MIN(c + 1); HEAP_MIN(c + 2); HEAP_MIN(c + 3);
+        } else for (Py_ssize_t j = c + 1; j < end; j++) HEAP_MIN(j);
         if (!hkey_lt(bk, last.ks)) break;
         h->a[i] = h->a[best]; i = best;
     }
