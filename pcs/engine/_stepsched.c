@@ -23,6 +23,7 @@
 #include "../_kernel_common.h"
 #include "../cache/_lruhier_api.h"
 #include "../cache/_grouphier_capi.h"
+#include "_stepheap.h"              /* the event heaps (fin, blk) */
 
 /* per-request int64 columns, then the tiers' hit_tokens_<tier>; double columns; order = stepnative.py's */
 enum { Q_HIT, Q_MISSED, Q_HTOK, Q_RBYTES, Q_PREEMPT, Q_RECOMP, Q_DECODE, NQ0 };
@@ -34,8 +35,6 @@ static const int D_NAN_FROM = D_PREFILL;          /* columns from here on start 
 #define COARSE_S 3600
 #define MAX_TERMS 8                     /* prefill-attention terms (one per KV component) */
 
-typedef struct { int64_t key, seq, ep; int32_t r; } HEnt;
-typedef struct { HEnt *a; Py_ssize_t n, cap; } Heap;
 
 typedef struct {
     int64_t k, p0, p, o, out, seq, rem, ctx, kv0, g0, ep, preemptions, n0, cap0, ndh, dh_in, chain_dh;
@@ -129,43 +128,6 @@ typedef struct {
 static inline int64_t floordiv(int64_t a, int64_t b) { int64_t q = a / b; return (a % b && (a < 0) != (b < 0)) ? q - 1 : q; }
 static inline int64_t pymod(int64_t a, int64_t b) { int64_t r = a % b; return (r && (r < 0) != (b < 0)) ? r + b : r; }
 static inline int isnan_(double x) { return x != x; }
-
-static int heap_less(const HEnt *x, const HEnt *y) {
-    if (x->key != y->key) return x->key < y->key;
-    if (x->seq != y->seq) return x->seq < y->seq;
-    return x->ep < y->ep;
-}
-
-static int heap_push(Heap *h, int64_t key, int64_t seq, int64_t ep, int32_t r) {
-    if (h->n == h->cap) {
-        Py_ssize_t c = h->cap ? 2 * h->cap : 64;
-        HEnt *a = PyMem_Realloc(h->a, sizeof(HEnt) * c);
-        if (!a) { PyErr_NoMemory(); return -1; }
-        h->a = a; h->cap = c;
-    }
-    Py_ssize_t i = h->n++;
-    HEnt e = {key, seq, ep, r};
-    while (i > 0) {
-        Py_ssize_t up = (i - 1) / 2;
-        if (!heap_less(&e, &h->a[up])) break;
-        h->a[i] = h->a[up]; i = up;
-    }
-    h->a[i] = e;
-    return 0;
-}
-
-static void heap_pop(Heap *h) {
-    HEnt last = h->a[--h->n];
-    Py_ssize_t i = 0, n = h->n;
-    for (;;) {
-        Py_ssize_t c = 2 * i + 1;
-        if (c >= n) break;
-        if (c + 1 < n && heap_less(&h->a[c + 1], &h->a[c])) c++;
-        if (!heap_less(&h->a[c], &last)) break;
-        h->a[i] = h->a[c]; i = c;
-    }
-    if (n) h->a[i] = last;
-}
 
 static Py_ssize_t attr_n(PyObject *o, PyObject *name) {
     PyObject *v = PyObject_GetAttr(o, name);
@@ -1097,7 +1059,7 @@ static int grow1(Sched *s, Req *r) { return h_grow1(s, r); }
 /* StepEngine._grow_now: the block boundaries of step G */
 static int grow_now(Sched *s) {
     Heap *blk = &s->blk;
-    while (blk->n && blk->a[0].key <= s->G) {
+    while (blk->n && heap_top_step(blk) <= s->G) {
         HEnt top = blk->a[0];
         Req *r = &s->rq[top.r];
         if (top.ep != r->ep || !r->live) { heap_pop(blk); continue; }
@@ -1118,15 +1080,15 @@ static int grow_now(Sched *s) {
 static int64_t grow_ahead(Sched *s, int64_t k) {
     Heap *blk = &s->blk;
     int64_t limit = s->G + k;
-    while (blk->n && blk->a[0].key < limit) {
+    while (blk->n && heap_top_step(blk) < limit) {
         HEnt top = blk->a[0];
         Req *r = &s->rq[top.r];
         if (top.ep != r->ep || !r->live) { heap_pop(blk); continue; }
         int ok = grow1(s, r);
         if (ok < 0) return -1;
-        if (!ok) return note_held(s) < 0 ? -1 : top.key - s->G;
+        if (!ok) return note_held(s) < 0 ? -1 : hkey_step(top.ks) - s->G;
         heap_pop(blk);
-        if (push_boundary(s, r, top.r, top.key + 1) < 0) return -1;
+        if (push_boundary(s, r, top.r, hkey_step(top.ks) + 1) < 0) return -1;
     }
     return note_held(s) < 0 ? -1 : k;
 }
@@ -1136,10 +1098,10 @@ static int decode_skip(Sched *s, double t) {
     Heap *fin = &s->fin;
     while (fin->n && (fin->a[0].ep != s->rq[fin->a[0].r].ep || !s->rq[fin->a[0].r].live)) heap_pop(fin);
     if (!fin->n) { PyErr_SetString(PyExc_AssertionError, "decoding requests without a finish"); return -1; }
-    int64_t most = fin->a[0].key - s->G;
+    int64_t most = heap_top_step(fin) - s->G;
     int64_t k = t == INFINITY ? most : decode_steps_within(s, s->d, s->S, t - s->now, most);
     if (!s->skip) k = 1;
-    if (s->blk.n && s->blk.a[0].key < s->G + k) {
+    if (s->blk.n && heap_top_step(&s->blk) < s->G + k) {
         k = grow_ahead(s, k);
         if (k < 0) return -1;
     }
@@ -1149,7 +1111,7 @@ static int decode_skip(Sched *s, double t) {
 /* StepEngine._finish_due */
 static int finish_due(Sched *s) {
     Heap *fin = &s->fin;
-    while (fin->n && fin->a[0].key <= s->G) {
+    while (fin->n && heap_top_step(fin) <= s->G) {
         HEnt top = fin->a[0];
         heap_pop(fin);
         Req *r = &s->rq[top.r];
@@ -1167,7 +1129,7 @@ static int finish_due(Sched *s) {
 /* StepEngine._begin: the first half of an iteration (1: began, 0: nothing to run before t, -1: error) */
 static int begin(Sched *s, double t) {
     s->open_nch = 0;
-    if (s->blk.n && s->blk.a[0].key <= s->G && grow_now(s) < 0) return -1;
+    if (s->blk.n && heap_top_step(&s->blk) <= s->G && grow_now(s) < 0) return -1;
     Py_ssize_t nch = compose(s);
     if (nch < 0) return -1;
     if (nch) { if (prefill_step(s, nch) < 0) return -1; }
@@ -1184,7 +1146,7 @@ static int end(Sched *s) {
     Py_ssize_t nch = s->open_nch;
     s->open_nch = 0;
     if (nch && chunks_ran(s, nch, s->open_step) < 0) return -1;
-    if (s->fin.n && s->fin.a[0].key <= s->G && finish_due(s) < 0) return -1;
+    if (s->fin.n && heap_top_step(&s->fin) <= s->G && finish_due(s) < 0) return -1;
     return 0;
 }
 

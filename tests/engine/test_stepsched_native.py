@@ -197,6 +197,32 @@ def test_preemption_and_decode_blocks_equal_reference():
     _assert_same(py, _run(stepnative.NativeStepEngine, reqs, [6, 20], cost, [None, None], kw))
 
 
+def test_requests_finishing_in_one_step_leave_in_admission_order():
+    # 40 requests arrive together (2 full blocks of 16 tokens each, distinct ids, 5 output tokens): one step of
+    # 40 x 32 = 1280 tokens prefills them all, so the 40 finish at the same step and each needs its third block at
+    # the same step (its 33rd token). Both event heaps then hold 40 entries with one step, ordered by admission
+    # (seq): three levels of the compiled loop's 4-ary heap with a partial last node. Finishing in admission order
+    # releases request k's blocks before request k + 1's, so the GPU tier's LRU order (least recent first, as
+    # LRUPolicy.order lists it) holds request 0's two blocks first and request 39's last; the finish times are
+    # equal. The Python reference (heapq of tuples) must agree on every column and on the tiers' order.
+    from helpers import req
+    from pcs.compute import StepCost
+    from pcs.engine.scheduler import StepEngine
+
+    n = 40
+    reqs = [req([1000 + 2 * k, 1001 + 2 * k], 0.0, prompt=2 * 16, out=5, bs=16) for k in range(n)]
+    cost = StepCost(weights_active_s=3e-5, weights_total_s=1e-3, kv_seq_s=1e-6, kv_token_s=3e-8, token_s=7e-6,
+                    attn_seq_s=2e-6, attn_token_s=1e-8, attn_pair_s=3e-10, layers=80)
+    kw = dict(budget=n * 32, seqs=64, fallback=True, max_preemptions=2, decode=False, skip=True,
+              write_policy="back", no_cache=False, block_bytes=[0, 0], prefill=None, last_token=True)
+    c = _run(stepnative.NativeStepEngine, reqs, [200, 200], cost, [None, None], kw)
+    finish = _values(c[1].columns["finish_s"])
+    assert len(set(finish.tolist())) == 1 and c[0].stats.steps == 5      # 1 prefill step + 4 decode steps
+    order = c[0].h.tiers[0].policy.order()
+    assert [sorted(order[2 * k:2 * k + 2]) for k in range(n)] == [[1000 + 2 * k, 1001 + 2 * k] for k in range(n)]
+    _assert_same(_run(StepEngine, reqs, [200, 200], cost, [None, None], kw), c)
+
+
 def _same_replay(path: str, **kw) -> None:
     from pcs.engine.api import replay
 
