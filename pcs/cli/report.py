@@ -15,6 +15,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 import click
 
+from pcs import jsondepth
 from pcs.cli.common import command, emit, format_option, quiet_option
 from pcs.errors import UserError
 
@@ -157,7 +158,9 @@ def _read_payload(path: str) -> dict:
     from pcs.report.htmlpage import check_replay_payload, payload_kind
 
     try:
-        payload = json.loads(Path(path).read_text(encoding="utf-8"))
+        payload = jsondepth.loads(Path(path).read_text(encoding="utf-8"))
+    except jsondepth.TooDeepError as exc:
+        raise UserError(f"{path}: {exc}") from None
     except json.JSONDecodeError as exc:
         raise UserError(f"{path}: line {exc.lineno}: not JSON ({exc.msg})") from None
     except UnicodeDecodeError:

@@ -21,6 +21,7 @@ from typing import Iterator
 
 import numpy as np
 
+from pcs import jsondepth
 from pcs.argcheck import check_int
 from pcs.choices import LENGTH_ONLY_FORMATS, ON_ERROR, TRACE_FORMATS
 from pcs.errors import InputError, UserError
@@ -85,8 +86,10 @@ def detect_format(path, name: str | None = None) -> str:
     if lines[0].startswith(b"Timestamp,") and b"Request tokens" in lines[0]:
         return "burstgpt"
     try:
-        obj = json.loads(lines[0].decode("utf-8"))
-    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+        obj = jsondepth.loads(lines[0].decode("utf-8"))
+    except jsondepth.TooDeepError as exc:
+        raise InputError(name, 1, None, str(exc)) from None
+    except (UnicodeDecodeError, ValueError) as exc:
         raise InputError(name, None, None, _not_json(lines[0], exc, name)) from None
     other = _not_a_trace(obj, name)
     if other is not None:
