@@ -43,6 +43,11 @@ LENGTH_ONLY = LENGTH_ONLY_FORMATS
 _PARQUET_MAGIC = b"PAR1"
 
 
+#: The one message for a source with no request: an empty file, one of blank/whitespace lines only (under
+#: format detection or any ``--trace-format``), a CSV header alone (docs/traces.md "Input is strict").
+EMPTY_TRACE = "empty trace (no requests)"
+
+
 def _sniff_parquet(path) -> bool:
     with open(path, "rb") as f:
         return f.read(4) == _PARQUET_MAGIC
@@ -80,7 +85,7 @@ def detect_format(path, name: str | None = None) -> str:
         return "parquet"
     lines = peek_lines(path, max_lines=1)
     if not lines:
-        raise InputError(name, None, None, "empty trace (no requests)")
+        raise InputError(name, None, None, EMPTY_TRACE)
     if lines[0].startswith(b"TIMESTAMP,"):
         return "azure"
     if lines[0].startswith(b"Timestamp,") and b"Request tokens" in lines[0]:
@@ -294,7 +299,7 @@ class Trace:
             yield b.with_first_id(next_id)
             next_id += len(b)
         if next_id == 0:
-            raise InputError(self.name, None, None, "empty trace (no requests)" if not self.skipped else
+            raise InputError(self.name, None, None, EMPTY_TRACE if not self.skipped else
                              f"no requests left: all {self.skipped} were skipped as bad (--on-error skip)")
 
     def __iter__(self) -> Iterator[Request]:
@@ -457,8 +462,14 @@ def open_trace(path=None, *, format: str | None = None, block_size: int | None =
 
 def _open_file(path, name: str, format: str | None, block_size: int | None, on_error: str, sort: bool,
                reuse) -> Trace:
-    """:func:`open_trace` of a regular file (stdin and FIFOs arrive spooled)."""
+    """:func:`open_trace` of a regular file (stdin and FIFOs arrive spooled).
+
+    A text file of blank/whitespace lines only is an empty trace whether the format is detected or given
+    (hostile-15 F11.7: ``--trace-format mooncake`` used to say "line 1: blank line" where detection said empty);
+    a blank line before data stays a bad line of its own ("FILE:1: blank line")."""
     fmt = format or detect_format(path, name)
+    if format is not None and fmt != "parquet" and not _sniff_parquet(path) and not peek_lines(path, max_lines=1):
+        raise InputError(name, None, None, EMPTY_TRACE)
     if fmt == "parquet":
         from pcs.trace.parquet import parquet_block_size
 
