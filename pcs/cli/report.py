@@ -52,9 +52,10 @@ def check_outputs(html_path: str | None, plot_dir: str | None, inputs: Mapping[s
     Raises:
         ValueError: one line naming the option and the fix.
     """
-    from pcs.outfile import check_outputs as check_files
+    from pcs.outfile import check_outputs as check_files, refuse_dash_folder
 
     check_files({html_option: html_path}, inputs)
+    refuse_dash_folder("--plot", plot_dir, "figures")
     if plot_dir:
         p = Path(plot_dir)
         if p.exists() and not p.is_dir():
