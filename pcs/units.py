@@ -128,7 +128,7 @@ def _bounded(value, text, what: str):
 
 def _not_rounded_to_zero(value, rounded, text, what: str, smallest: str):
     """``rounded``, unless ``value`` > 0 rounded to 0: pcs keeps whole ns and bytes (and float bytes/s), so
-    ``1e-300s`` would silently become 0 s (hostile-15 F11.5); a value that is 0 is written ``0``."""
+    ``1e-300s`` would silently become 0 s; a value that is 0 is written ``0``."""
     if rounded == 0 and value > 0:
         raise UserError(f"invalid {what} {str(text)!r}: greater than 0 but rounds to 0 (pcs keeps {what}s as "
                         f"{_KEPT_AS[what]}); give {smallest}, or 0")

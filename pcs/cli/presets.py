@@ -67,7 +67,7 @@ def refuse_unused(command: str, kw: dict[str, Any], options: Sequence[str | tupl
     """Refuse the first of ``options`` (keys of ``kw``, ``hbm_capacity`` for ``--hbm-capacity``, or (key, flag)
     pairs where the flag is not the key's spelling: ``("utilisation", "--mfu")``) that was given
     although ``command`` reads it nowhere (``why``: what it reads instead), so an override never goes silently
-    unused (hostile-15 F11.5: ``pcs envelope --hbm-capacity 1B`` was accepted and ignored; the replay's rule for
+    unused (``pcs envelope --hbm-capacity 1B`` was accepted and ignored; the replay's rule for
     options that do not apply, ``pcs.engine.api.refuse_inapplicable``).
 
     Raises:

@@ -465,7 +465,7 @@ def _open_file(path, name: str, format: str | None, block_size: int | None, on_e
     """:func:`open_trace` of a regular file (stdin and FIFOs arrive spooled).
 
     A text file of blank/whitespace lines only is an empty trace whether the format is detected or given
-    (hostile-15 F11.7: ``--trace-format mooncake`` used to say "line 1: blank line" where detection said empty);
+    (``--trace-format mooncake`` used to say "line 1: blank line" where detection said empty);
     a blank line before data stays a bad line of its own ("FILE:1: blank line")."""
     fmt = format or detect_format(path, name)
     if format is not None and fmt != "parquet" and not _sniff_parquet(path) and not peek_lines(path, max_lines=1):

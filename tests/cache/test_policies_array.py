@@ -422,7 +422,7 @@ class NoneVictims(ArrayLRU):
 def test_victims_none_is_one_message_on_both_hosts(native):
     """A tier of 4 blocks, requests of 2 new blocks each: the first two fill it, the third needs 2 blocks out, so the
     host asks victims(2) while 4 handles are held. Both hosts (pcs/cache/_pol_pyarr.c pa_ask; ArrayPolicy.evict)
-    stop with the same line, naming the handle contract's module (walkthrough issue 10: the Python host used to say
+    stop with the same line, naming the handle contract's module (the Python host used to say
     "raised UserError in evict(): ... (got a NoneType)")."""
     from helpers import req, UNIT_RULES
     from pcs.errors import PolicyError

@@ -1,4 +1,4 @@
-"""``-`` as an output, one rule for every output option (walkthrough issue 6): a file output says pcs writes files and
+"""``-`` as an output, one rule for every output option: a file output says pcs writes files and
 names what works instead (``/dev/stdout`` into a pipe; ``--requests-out`` a name ending .parquet or .csv, since its
 suffix picks the format); a folder output (``--plot``, ``pcs sweep run -o``) is refused, never made into a folder
 named ``-`` (pcs.outfile.check_outputs, refuse_dash_folder)."""

@@ -1,4 +1,4 @@
-"""Values that would silently do nothing (hostile-15 F11.5): a value > 0 that rounds to 0 in pcs's units is refused
+"""Values that would silently do nothing: a value > 0 that rounds to 0 in pcs's units is refused
 by the one parser of each kind (pcs/units.py; docs/semantics.md §16), and an option a command reads nowhere is
 refused naming it (pcs.cli.presets.refuse_unused): ``pcs envelope --full-prefill 1e-300s`` used to be 0 s,
 ``--hbm-capacity 1B`` accepted and ignored."""

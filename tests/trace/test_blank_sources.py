@@ -1,5 +1,5 @@
 """A source of blank/whitespace lines only is an empty trace, one message for format detection and every text
-``--trace-format`` (hostile-15 F11.7; docs/traces.md "Input is strict"); a blank line before data stays a bad line."""
+``--trace-format`` (docs/traces.md "Input is strict"); a blank line before data stays a bad line."""
 from __future__ import annotations
 
 import pytest

@@ -1,6 +1,6 @@
 """pcs's one nesting rule for JSON input (pcs/jsondepth.py, docs/traces.md "Input is strict"): at most 512 levels
 of arrays/objects, for every parser of the JSONL traces and every other JSON reader, with one message that says
-"nested too deeply" (hostile-15 F11.1: the pyarrow shortcut accepted a 100,000-deep value the authority refused,
+"nested too deeply" (the pyarrow shortcut accepted a 100,000-deep value the authority refused,
 and the authority's message read "invalid JSON")."""
 from __future__ import annotations
 
