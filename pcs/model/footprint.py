@@ -299,13 +299,29 @@ def footprint(model: ModelSpec | str, tokens: int, block_size: int = 16, dtype: 
     group = tp_placement(spec).to_dict()
     group["bytes_per_block"] = {m: group_block_bytes(spec, block_size, m).total_bytes
                                 for m in ("reference", "serialized", "reserved")}
+    totals, by_dtype = _totals(spec, tokens, block_size, sequences), tuple(_by_dtype(model, spec, tokens, block_size,
+                                                                                    sequences))
+    _check_fits(tokens, sequences, [totals, *by_dtype])
     return FootprintResult(model=spec.name, dtype=spec.kv_dtype, tokens=tokens, block_size=block_size,
                            sequences=sequences, tp=spec.tp, components=comps,
-                           totals=_totals(spec, tokens, block_size, sequences), per_token=per_token,
-                           per_block=per_block, by_dtype=tuple(_by_dtype(model, spec, tokens, block_size, sequences)),
+                           totals=totals, per_token=per_token,
+                           per_block=per_block, by_dtype=by_dtype,
                            num_layers=spec.num_layers, source=spec.source, layout=spec.kv_layout.to_dict(),
                            outside_pages_bytes=spec.outside_page_bytes(), assumptions=spec.assumptions,
                            tp_group=group, layer_pattern=_pattern_counts(spec))
+
+
+def _check_fits(tokens: int, sequences: int, rows: list[dict[str, Any]]) -> None:
+    """Refuse a footprint whose bytes exceed 2^63 - 1, the bound of every size pcs takes and writes
+    (docs/semantics.md §16; an int64 column, a JSON integer strict readers can hold): ``--tokens 1000000000
+    --sequences 1000000000`` of llama-3.1-70b is 3.3e23 bytes, which the JSON would print as a 24-digit integer."""
+    from pcs.units import MAX_VALUE, format_bytes
+
+    most = max(v for row in rows for k, v in row.items() if k.endswith("_bytes") and isinstance(v, int))
+    if most > MAX_VALUE:
+        raise UserError(f"{tokens:,} tokens x {sequences:,} sequences need {format_bytes(most)} = {most:.3e} B, more "
+                        f"than 2^63 - 1 bytes (about 9,223 PB), the largest size pcs handles: give fewer tokens "
+                        "or sequences")
 
 
 def _pattern_counts(spec: ModelSpec) -> dict[str, int]:
