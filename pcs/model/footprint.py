@@ -210,11 +210,16 @@ class FootprintResult:
     assumptions: tuple[str, ...] = ()
     tp_group: dict[str, Any] = field(default_factory=dict)
     layer_pattern: dict[str, int] = field(default_factory=dict)
+    max_context_tokens: int | None = None
 
     def model_notes(self) -> list[str]:
-        """Lines for the table: the layout, per-rank vs per-group bytes, assumptions made."""
+        """Lines for the table: the layout, per-rank vs per-group bytes, assumptions made, and a warning when
+        T is past the model's context (its config's ``max_position_embeddings``)."""
         lay = self.layout
         notes = [f"layout {lay['describe']}; padding: {lay['padding']}; source: {lay['source']}"]
+        past = past_context(self.tokens, self.max_context_tokens)
+        if past:
+            notes.append(f"T = {past}")
         if self.outside_pages_bytes:
             notes.append(f"per-tensor scales outside the pages: {self.outside_pages_bytes:,} B per rank in all"
                          " (not in any block)")
@@ -240,7 +245,18 @@ class FootprintResult:
         out["layer_pattern"] = dict(self.layer_pattern)
         out["tp_group"] = dict(self.tp_group)
         out["assumptions"] = list(self.assumptions)
+        out["max_context_tokens"] = self.max_context_tokens
         return out
+
+
+def past_context(tokens: int | None, max_context: int | None) -> str | None:
+    """The warning when ``tokens`` exceed the model's context ``max_context`` (``max_position_embeddings``), else
+    None: "N tokens is past the model's context, M tokens (...)"; a note, not an error: the bytes are still
+    what such a sequence would take (pcs footprint, pcs deploy)."""
+    if tokens is None or max_context is None or tokens <= max_context:
+        return None
+    return (f"{tokens:,} tokens is past the model's context, {max_context:,} tokens (config.json "
+            "max_position_embeddings): no one sequence that long runs on it")
 
 
 def _totals(model: ModelSpec, tokens: int, block_size: int, sequences: int) -> dict[str, int]:
@@ -308,7 +324,8 @@ def footprint(model: ModelSpec | str, tokens: int, block_size: int = 16, dtype: 
                            per_block=per_block, by_dtype=by_dtype,
                            num_layers=spec.num_layers, source=spec.source, layout=spec.kv_layout.to_dict(),
                            outside_pages_bytes=spec.outside_page_bytes(), assumptions=spec.assumptions,
-                           tp_group=group, layer_pattern=_pattern_counts(spec))
+                           tp_group=group, layer_pattern=_pattern_counts(spec),
+                           max_context_tokens=spec.max_context_tokens)
 
 
 def _check_fits(tokens: int, sequences: int, rows: list[dict[str, Any]]) -> None:
