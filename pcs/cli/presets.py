@@ -68,7 +68,7 @@ def refuse_unused(command: str, kw: dict[str, Any], options: Sequence[str | tupl
     pairs where the flag is not the key's spelling: ``("utilisation", "--mfu")``) that was given
     although ``command`` reads it nowhere (``why``: what it reads instead), so an override never goes silently
     unused (``pcs envelope --hbm-capacity 1B`` was accepted and ignored; the replay's rule for
-    options that do not apply, ``pcs.engine.api.refuse_inapplicable``).
+    options that do not apply, ``pcs.cli.replay.refuse_inapplicable``).
 
     Raises:
         UserError: ``pcs COMMAND does not use --OPTION: WHY``.
