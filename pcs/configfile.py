@@ -18,6 +18,7 @@ import math
 from pathlib import Path
 from typing import Any, Iterable
 
+from pcs import jsondepth
 from pcs.errors import InputError, UserError
 
 __all__ = ["MAX_SETTINGS_BYTES", "read_text", "read_mapping", "read_json_object", "refuse_unknown_keys"]
@@ -73,11 +74,11 @@ def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 
 def _loads_json(path: Path, text: str) -> Any:
     try:
-        return json.loads(text, parse_float=_finite, parse_constant=_no_constant, object_pairs_hook=_no_duplicates)
+        return jsondepth.loads(text, parse_float=_finite, parse_constant=_no_constant, object_pairs_hook=_no_duplicates)
     except json.JSONDecodeError as exc:
         raise InputError(str(path), exc.lineno, None, f"invalid JSON: {exc.msg}") from None
-    except RecursionError:
-        raise InputError(str(path), None, None, "invalid JSON: nested too deeply") from None
+    except jsondepth.TooDeepError as exc:
+        raise InputError(str(path), None, None, str(exc)) from None
     except ValueError as exc:  # _finite / _no_constant / _no_duplicates
         raise InputError(str(path), None, None, f"invalid JSON: {exc}") from None
 
@@ -125,7 +126,8 @@ def read_mapping(path: str | Path) -> dict[str, Any]:
         except tomllib.TOMLDecodeError as exc:
             raise InputError(str(path), None, None, f"invalid TOML: {exc}") from None
         except RecursionError:
-            raise InputError(str(path), None, None, "invalid TOML: nested too deeply") from None
+            raise InputError(str(path), None, None, "TOML nested too deeply for Python's TOML reader (the TOML "
+                                                    "itself may be valid)") from None
     if not isinstance(data, dict):
         raise InputError(str(path), None, None, "top level must be a table/object")
     return data

@@ -36,7 +36,8 @@ from pathlib import Path
 from typing import Callable, Iterator, Mapping
 from pcs.errors import UserError
 
-__all__ = ["TEMPORARY", "STREAMED", "REFUSED", "atomic_output", "check_outputs", "create_temporary", "node_kind",
+__all__ = ["TEMPORARY", "STREAMED", "REFUSED", "atomic_output", "check_outputs", "refuse_dash_folder",
+           "create_temporary", "node_kind",
            "publish", "remove_temporary", "same_file"]
 
 #: Temporary files pcs created and has not yet renamed or removed (paths as strings).
@@ -208,10 +209,14 @@ def _refusal(option: str, path, kind: str) -> str:
             "(such as /dev/null); give a file name")
 
 
-def _check_one(option: str, path) -> str | None:
+#: How to name an output instead of ``-`` (:func:`check_outputs`): any output may stream into a pipe or terminal.
+STDOUT_HINT = ", or /dev/stdout to stream it into a pipe"
+
+
+def _check_one(option: str, path, hint: str = STDOUT_HINT) -> str | None:
     """Refuse one output (see :func:`check_outputs`); returns :func:`node_kind` of it."""
     if str(path) == "-":
-        raise UserError(f"{option} -: pcs writes this output to a file, not to stdout; give a file name")
+        raise UserError(f"{option} -: pcs writes this output to a file, not to stdout; give a file name{hint}")
     if not str(path).strip():
         raise UserError(f"{option} {str(path)!r}: an empty file name; give a file name")
     try:
@@ -234,12 +239,27 @@ def _check_one(option: str, path) -> str | None:
     return kind
 
 
-def check_outputs(outputs: Mapping[str, object], inputs: Mapping[str, object] = {}) -> None:
+def refuse_dash_folder(option: str, path, what: str) -> None:
+    """``-`` as an output folder (``--plot``, ``pcs sweep run -o``) refused, as ``-`` is for every output file
+    (:func:`check_outputs`), not made into a folder named ``-``.
+
+    Args:
+        option: the option as the user wrote it; path: its value (None: not given); what: the folder's content.
+    Raises:
+        ValueError: ``OPTION -: names a folder of WHAT, not stdout; give a folder name``.
+    """
+    if path is not None and str(path) == "-":
+        raise UserError(f"{option} -: names a folder of {what}, not stdout; give a folder name")
+
+
+def check_outputs(outputs: Mapping[str, object], inputs: Mapping[str, object] = {}, hint: str = STDOUT_HINT) -> None:
     """Refuse outputs a run could not write, before the run starts.
 
     Args:
         outputs: option (as the user wrote it, e.g. ``"--requests-out"``) -> path, or None when not given.
         inputs: what each input is (``"TRACE"``, ``"--azure-csv"`` ...) -> path, or None / ``"-"`` (stdin).
+        hint: the end of the message for ``-``, after "give a file name" (:data:`STDOUT_HINT`; an output whose
+            suffix picks its format names the suffixes instead: /dev/stdout has none).
     Raises:
         ValueError: ``-`` (stdout is not a file) or an empty name; the output's folder is
             missing, not a folder or not writable; an output is also an
@@ -250,7 +270,7 @@ def check_outputs(outputs: Mapping[str, object], inputs: Mapping[str, object] = 
     """
     given = [(opt, p) for opt, p in outputs.items() if p is not None]
     for i, (opt, path) in enumerate(given):
-        kind = _check_one(opt, path)
+        kind = _check_one(opt, path, hint)
         for what, src in inputs.items():
             if src is not None and str(src) != "-" and Path(src).exists() and same_file(path, src):
                 raise UserError(f"{opt} {path} is also an input file of this run ({what}); pcs never modifies "

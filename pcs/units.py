@@ -126,6 +126,19 @@ def _bounded(value, text, what: str):
     return value
 
 
+def _not_rounded_to_zero(value, rounded, text, what: str, smallest: str):
+    """``rounded``, unless ``value`` > 0 rounded to 0: pcs keeps whole ns and bytes (and float bytes/s), so
+    ``1e-300s`` would silently become 0 s; a value that is 0 is written ``0``."""
+    if rounded == 0 and value > 0:
+        raise UserError(f"invalid {what} {str(text)!r}: greater than 0 but rounds to 0 (pcs keeps {what}s as "
+                        f"{_KEPT_AS[what]}); give {smallest}, or 0")
+    return rounded
+
+
+#: How each kind is kept (for :func:`_not_rounded_to_zero`'s message).
+_KEPT_AS = {"duration": "whole nanoseconds", "size": "whole bytes", "bandwidth": "float bytes/s"}
+
+
 def parse_bytes(text: str | int | float) -> int:
     """Parse a size into whole bytes.
 
@@ -135,8 +148,8 @@ def parse_bytes(text: str | int | float) -> int:
         int bytes, rounded to the nearest byte (a size in a unit above bytes: ``1.1KiB`` -> 1126).
     Raises:
         ValueError: a fractional number of plain bytes (``0.5B``: not rounded to 0), unknown unit, a bit
-            unit (``Gb``), malformed number, a negative size or one above 2^63 - 1; the message names the
-            value and the accepted units.
+            unit (``Gb``), malformed number, a negative size, one above 2^63 - 1 or one > 0 that rounds to 0
+            bytes; the message names the value and the accepted units.
     """
     value, unit = _split(text, "size", _BYTE_HELP)
     if "/" in unit:
@@ -147,7 +160,8 @@ def parse_bytes(text: str | int | float) -> int:
     if mult == 1 and value != value.to_integral_value():
         raise UserError(f"invalid size {str(text)!r}: a number of bytes must be whole (a larger unit, 1.5KB, "
                          "is rounded to the nearest byte)")
-    return int(_bounded((value * mult).to_integral_value(), text, "size"))
+    return int(_not_rounded_to_zero(value, _bounded((value * mult).to_integral_value(), text, "size"), text, "size",
+                                    "at least 1B"))
 
 
 def parse_bandwidth(text: str | int | float) -> float:
@@ -159,7 +173,7 @@ def parse_bandwidth(text: str | int | float) -> float:
     Returns:
         float bytes/s.
     Raises:
-        ValueError: unknown unit, malformed number, or a negative value.
+        ValueError: unknown unit, malformed number, a negative value, or one > 0 that is 0 as a float.
     """
     value, unit = _split(text, "bandwidth", _BW_HELP)
     u = unit
@@ -170,7 +184,8 @@ def parse_bandwidth(text: str | int | float) -> float:
     mult = _byte_mult(u, text, "bandwidth", _BW_HELP)
     if value < 0:
         raise UserError(f"invalid bandwidth {str(text)!r}: must not be negative")
-    return float(_bounded(value * mult, text, "bandwidth"))
+    return _not_rounded_to_zero(value, float(_bounded(value * mult, text, "bandwidth")), text, "bandwidth",
+                                "a larger value")
 
 
 def parse_duration_ns(text: str | int | float) -> int:
@@ -180,7 +195,7 @@ def parse_duration_ns(text: str | int | float) -> int:
     as 50 ms - 20 ms - 30 ms == 0 without float residue.
 
     Raises:
-        ValueError: unknown unit, malformed number, or a negative duration.
+        ValueError: unknown unit, malformed number, a negative duration, or one > 0 that rounds to 0 ns.
     """
     value, unit = _split(text, "duration", _DUR_HELP)
     mult = DURATION_UNITS.get(unit if unit == "µs" else unit.lower())
@@ -188,14 +203,15 @@ def parse_duration_ns(text: str | int | float) -> int:
         raise UserError(f"invalid duration {str(text)!r}: unknown unit {unit!r}; expected {_DUR_HELP}")
     if value < 0:
         raise UserError(f"invalid duration {str(text)!r}: must not be negative")
-    return int(_bounded((value * mult).to_integral_value(), text, "duration"))
+    return int(_not_rounded_to_zero(value, _bounded((value * mult).to_integral_value(), text, "duration"), text,
+                                    "duration", "at least 1ns"))
 
 
 def parse_duration(text: str | int | float) -> float:
     """Parse a duration into float seconds (see :func:`parse_duration_ns`).
 
     Raises:
-        ValueError: unknown unit, malformed number, or a negative duration.
+        ValueError: unknown unit, malformed number, a negative duration, or one > 0 that rounds to 0 ns.
     """
     return parse_duration_ns(text) / 1e9
 

@@ -17,8 +17,13 @@ from typing import Any
 
 from pcs.errors import STOPS, PolicyError
 
-__all__ = ["GuardedPolicy", "guard", "broke", "broke_count", "raised",
+__all__ = ["GuardedPolicy", "guard", "broke", "broke_count", "broke_handles", "raised", "BrokeContract",
            "is_own", "trusted", "check_initialised", "as_index"]
+
+
+class BrokeContract(PolicyError):
+    """A contract error the host itself worded (:func:`broke`, :func:`broke_count`, :func:`broke_handles`): it
+    already names the policy, so the guard passes it on as it is (not as "raised ... in evict()")."""
 
 
 def raised(name: str, method: str, err: BaseException) -> PolicyError:
@@ -30,8 +35,8 @@ def broke(name: str, what: str, key: Any, n: int, label: str = "block") -> Polic
     """The error for a policy ``name`` whose answer broke the contract (``what``; ``key``: the block or count,
     printed as given after ``label``: "answer" for an item of the policy's answer, as pcs/cache/_pol_py.c
     ``pyhost_broke_ans``)."""
-    return PolicyError(f"eviction policy {name!r} broke the contract of pcs/cache/policies/base.py: {what} "
-                       f"({label} {key!r}, n = {n})")
+    return BrokeContract(f"eviction policy {name!r} broke the contract of pcs/cache/policies/base.py: {what} "
+                         f"({label} {key!r}, n = {n})")
 
 
 def broke_count(name: str, call: str, n: int, got: int | str | None, unit: str = "block",
@@ -47,7 +52,14 @@ def broke_count(name: str, call: str, n: int, got: int | str | None, unit: str =
         what = f"returned a {got}, not a list of {n} {unit}{'s' * (n != 1)} or None"
     else:
         what = f"returned {got} {unit}{'s' * (got != 1)}, not {n}"
-    return PolicyError(f"eviction policy {name!r} broke the contract of pcs/cache/policies/{file}: {call}({n}) {what}")
+    return BrokeContract(f"eviction policy {name!r} broke the contract of pcs/cache/policies/{file}: {call}({n}) {what}")
+
+
+def broke_handles(name: str, call: str, why: str) -> PolicyError:
+    """The error for an :class:`pcs.cache.policies.array.ArrayPolicy` ``name`` whose answer to ``call``
+    (``"victims(2)"``, ``"order_handles()"``) broke the handle contract (``why``), worded as the compiled host's
+    (pcs/cache/_pol_pyarr.c ``pa_broke_type``)."""
+    return BrokeContract(f"eviction policy {name!r} broke the contract of pcs/cache/policies/array.py: {call} {why}")
 
 
 def as_index(answer: Any) -> int | None:
@@ -119,8 +131,8 @@ def _call(self: "GuardedPolicy", method: str, *args: Any) -> Any:
     """``self.inner.method(*args)``; an exception it raises becomes :func:`raised` (chained)."""
     try:
         return getattr(self.inner, method)(*args)
-    except STOPS:                    # Ctrl-C, a signal: not the policy's doing (the CLI's own line, 130 / 143)
-        raise
+    except (*STOPS, BrokeContract):  # Ctrl-C, a signal: not the policy's doing (the CLI's own line, 130 / 143);
+        raise                        # a host check's error already names the policy
     except BaseException as err:     # the policy's own fault, SystemExit too: named, one line at the CLI
         raise raised(self.name, method, err) from err
 

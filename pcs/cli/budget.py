@@ -10,7 +10,7 @@ from pcs.analysis.budget import (RATIO_NOTE, BudgetResult, Workload, average_ban
                         load_workloads, parse_workload, total, transfer_time_s)
 from pcs.analysis.budget import budget as budget_of  # not `from pcs.analysis import budget`: pcs may re-export the function
 from pcs.cli.common import PcsUsageError, command, emit, format_option, quiet_option
-from pcs.cli.presets import hardware_file_option, hardware_table, link_options, resolve_link
+from pcs.cli.presets import hardware_file_option, hardware_table, link_options, refuse_unused, resolve_link
 from pcs.errors import UserError
 from pcs.report.budget import budget_csv_rows, render_budget
 
@@ -40,6 +40,8 @@ def _transfers(kw: dict[str, Any]) -> dict[str, Any]:
     if _pair(kw["restores_per_s"], kw["restore_size"], "--restores-per-s and --restore-size"):
         rate, size = _number(kw["restores_per_s"], "restores per second"), units.parse_bytes(units.require_unit(kw["restore_size"], "--restore-size", "size"))
         out.update(restores_per_s=rate, restore_size_bytes=size, restore_avg_bps=average_bandwidth_bps(rate, size))
+    refuse_unused("budget", kw, ["link_iops", "link_io_size"], "its IOPS arithmetic is --iops with --io-size "
+                  "(the link's transfer time uses its bandwidth and setup only)")
     link = resolve_link(kw, hardware_table(kw["hardware_file"]))
     if _pair(kw["transfer_size"], link, "--transfer-size and --link-bandwidth (or --link)"):
         size = units.parse_bytes(units.require_unit(kw["transfer_size"], "--transfer-size", "size"))

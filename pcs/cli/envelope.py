@@ -10,7 +10,7 @@ from pcs import units
 from pcs.analysis.envelope import envelope as envelope_lib, restore_bytes_for_tokens
 from pcs.cli.common import RegistryChoice, command, emit, format_option, quiet_option
 from pcs.cli.params import MAX_BLOCK_SIZE, MAX_TOKENS, MAX_TP, Aliased, Choice, Float, Int
-from pcs.cli.presets import gpu_options, hardware_file_option, hardware_table, resolve_gpu
+from pcs.cli.presets import gpu_options, hardware_file_option, hardware_table, refuse_unused, resolve_gpu
 from pcs.errors import UserError
 from pcs.model import KV_DTYPES, get_layout
 from pcs.report.envelope import render_envelope
@@ -45,6 +45,24 @@ def _default_gpu(kw: dict[str, Any], model: Any) -> None:
         from pcs.engine.api import DEFAULTS
 
         kw["gpu"] = DEFAULTS["gpu"]
+
+
+#: The options of the compute model (its GPU and how it runs), unused when it is not.
+_COMPUTE_OPTIONS = ("gpu", "bf16_flops", "fp8_flops", "hbm_bandwidth", ("utilisation", "--mfu"))
+
+
+def _refuse_unused(kw: dict[str, Any]) -> None:
+    """Options envelope would read nowhere (:func:`pcs.cli.presets.refuse_unused`): ``--hbm-capacity`` always (the
+    compute model reads the GPU's FLOP rates and HBM bandwidth, never its capacity), the compute model's options
+    with ``--prefill-csv`` (the measured points replace it) or with both times given (nothing is computed)."""
+    refuse_unused("envelope", kw, ["hbm_capacity"], "restore vs recompute reads the GPU's FLOP rates and HBM "
+                  "bandwidth (the compute model), never its memory size")
+    if kw["prefill_csv"] is not None:
+        refuse_unused("envelope", kw, _COMPUTE_OPTIONS, "--prefill-csv gives the prefill times in place of the "
+                      "compute model; give one or the other")
+    if kw["full_prefill"] is not None and kw["remaining_compute"] is not None:
+        refuse_unused("envelope", kw, _COMPUTE_OPTIONS + ("prefill_csv",), "--full-prefill and "
+                      "--remaining-compute give both times, so no prefill time is computed")
 
 
 def _prefill_source(kw: dict[str, Any], model: Any, gpu: Any) -> tuple[Any, str] | None:
@@ -168,6 +186,7 @@ def envelope(fmt: str, quiet: bool, **kw: Any) -> None:
     prompt_tokens, restore_tokens, rows (bandwidth_bps, read_s, cached_s, saved_s,
     verdict faster|slower|equal, exposed_wait_s).
     """
+    _refuse_unused(kw)
     table = hardware_table(kw.pop("hardware_file"))
     model = _model(kw, quiet)
     _default_gpu(kw, model)

@@ -6,7 +6,7 @@ overridden the same way everywhere (``--gpu h100-sxm --hbm-bandwidth 3TB/s``).
 """
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 import click
 
@@ -18,7 +18,7 @@ from pcs.hardware import (ALIASES, GPUSpec, HardwareTable, LinkSpec, get_gpu, ge
 from pcs.report.presets import gpu_row, hardware_csv_rows, link_row, render_hardware, render_models
 
 __all__ = ["hardware", "models", "gpu_options", "resolve_gpu", "link_options", "resolve_link",
-           "hardware_table"]
+           "hardware_table", "refuse_unused"]
 
 _GPU_OVERRIDES = {  # CLI option -> (GPUSpec field, help)
     "hbm_capacity": ("hbm_bytes", "Override HBM capacity, e.g. 80GB or 96GiB."),
@@ -61,6 +61,22 @@ def gpu_options(f: Callable) -> Callable:
 def link_options(f: Callable) -> Callable:
     """``--link`` plus one override option per link figure (values with units)."""
     return _preset_options("--link", "Link preset, e.g. pcie-gen5-x16 (list: pcs hardware).", _LINK_OVERRIDES, f)
+
+
+def refuse_unused(command: str, kw: dict[str, Any], options: Sequence[str | tuple[str, str]], why: str) -> None:
+    """Refuse the first of ``options`` (keys of ``kw``, ``hbm_capacity`` for ``--hbm-capacity``, or (key, flag)
+    pairs where the flag is not the key's spelling: ``("utilisation", "--mfu")``) that was given
+    although ``command`` reads it nowhere (``why``: what it reads instead), so an override never goes silently
+    unused (``pcs envelope --hbm-capacity 1B`` was accepted and ignored; the replay's rule for
+    options that do not apply, ``pcs.cli.replay.refuse_inapplicable``).
+
+    Raises:
+        UserError: ``pcs COMMAND does not use --OPTION: WHY``.
+    """
+    pairs = [o if isinstance(o, tuple) else (o, "--" + o.replace("_", "-")) for o in options]
+    given = [flag for key, flag in pairs if kw.get(key) is not None]
+    if given:
+        raise UserError(f"pcs {command} does not use {given[0]}: {why}")
 
 
 def hardware_table(hardware_file: str | None) -> HardwareTable | None:

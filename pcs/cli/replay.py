@@ -450,6 +450,7 @@ def run_replay_kwargs(kw: dict[str, Any], policy: str | None, tiers: list[str] |
 
 
 _REQUESTS_SUFFIXES = (".parquet", ".csv")
+_SUFFIX_RULE = "the name must end in .parquet or .csv (the suffix picks the table's format)"
 
 
 def _check_requests_out(path: str | None, kw: dict[str, Any]) -> None:
@@ -458,9 +459,9 @@ def _check_requests_out(path: str | None, kw: dict[str, Any]) -> None:
         return
     from pcs.outfile import check_outputs
 
-    check_outputs({"--requests-out": path}, input_paths(kw))
+    check_outputs({"--requests-out": path}, input_paths(kw), hint=" ending .parquet or .csv")
     if Path(path).suffix.lower() not in _REQUESTS_SUFFIXES:
-        raise UserError(f"--requests-out {path!r}: the name must end in .parquet or .csv")
+        raise UserError(f"--requests-out {path!r}: {_SUFFIX_RULE}")
 
 
 def write_requests(table: Any, path: str) -> None:
@@ -474,7 +475,7 @@ def write_requests(table: Any, path: str) -> None:
 
     suffix = Path(path).suffix.lower()
     if suffix not in _REQUESTS_SUFFIXES:
-        raise UserError(f"--requests-out {path!r}: the name must end in .parquet or .csv")
+        raise UserError(f"--requests-out {path!r}: {_SUFFIX_RULE}")
     try:
         with atomic_output(path) as tmp:
             if suffix == ".parquet":

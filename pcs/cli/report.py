@@ -15,6 +15,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 import click
 
+from pcs import jsondepth
 from pcs.cli.common import command, emit, format_option, quiet_option
 from pcs.errors import UserError
 
@@ -51,9 +52,10 @@ def check_outputs(html_path: str | None, plot_dir: str | None, inputs: Mapping[s
     Raises:
         ValueError: one line naming the option and the fix.
     """
-    from pcs.outfile import check_outputs as check_files
+    from pcs.outfile import check_outputs as check_files, refuse_dash_folder
 
     check_files({html_option: html_path}, inputs)
+    refuse_dash_folder("--plot", plot_dir, "figures")
     if plot_dir:
         p = Path(plot_dir)
         if p.exists() and not p.is_dir():
@@ -157,7 +159,9 @@ def _read_payload(path: str) -> dict:
     from pcs.report.htmlpage import check_replay_payload, payload_kind
 
     try:
-        payload = json.loads(Path(path).read_text(encoding="utf-8"))
+        payload = jsondepth.loads(Path(path).read_text(encoding="utf-8"))
+    except jsondepth.TooDeepError as exc:
+        raise UserError(f"{path}: {exc}") from None
     except json.JSONDecodeError as exc:
         raise UserError(f"{path}: line {exc.lineno}: not JSON ({exc.msg})") from None
     except UnicodeDecodeError:

@@ -100,11 +100,13 @@ def run(plan: str, out: str, jobs: int | None, ray_address: str | None, force: b
     A killed sweep (SIGTERM, Ctrl-C) keeps its finished points; run it again to do the rest.
     """
     from pcs.cli.common import Terminated
+    from pcs.outfile import refuse_dash_folder
     from pcs.report.sweep import render_run
     from pcs.sweep.api import execute, prepare
     from pcs.sweep.store import done_ids
     from pcs.sweep.summary import summarize
 
+    refuse_dash_folder("-o", out, "results")
     prep = prepare(plan, out, force)
     if not quiet and fmt != "table":
         click.echo(f"pcs: note: {len(prep.plan.points)} points, {prep.skipped} already in {out}, "

@@ -62,8 +62,9 @@ def _slower_share(s: ReplaySummary) -> float | None:
 _VARIANT_COLUMNS = (
     own("variant", "str", field("-", "label: the policy, and the tier list when several are compared")),
     own("policy", "str", field("-", "eviction policy of the variant")),
-    own("tiers", "str", field("-", "the tiers as NAME=Nblocks (a hybrid model: NAME=Npages, the pages of its "
-                                   "cache groups, as pcs replay counts them), space-separated, GPU first")),
+    own("tiers", "str", field("-", "the tiers as NAME=Nblocks, space-separated, GPU first; a hybrid model: the "
+                                   "tiers as given (NAME=SIZE: passed back, the same pages; pages are not a "
+                                   "capacity unit), NAME=Npages for default tiers")),
     *take("hit_ratio", "single_sequence_hit_ratio"),
     *(renamed(f"gap.{term}", f"gap_{term}") for term in ("block_rounding", "capacity_eviction", "concurrency")),
     own("lower_tier_hit_ratio", "float",
@@ -93,11 +94,19 @@ class CompareVariant:
 
     @classmethod
     def from_summary(cls, label: str, policy: str | None, s: ReplaySummary,
-                     admission: str | None = None) -> CompareVariant:
-        """The row of one replay summary (``policy`` None = the default policy)."""
+                     admission: str | None = None, given: Sequence[str] | None = None) -> CompareVariant:
+        """The row of one replay summary (``policy`` None = the default policy; ``given``: the tiers as the
+        caller wrote them, None for the defaults).
+
+        ``tiers`` is what a user can pass back for the same run: whole blocks (``--tier gpu=953blocks``); a hybrid
+        model's tiers as given, since its pages are no capacity unit and their bytes do not give the same pages
+        back under the sglang manager's per-pool split (pcs/engine/hybrid.py ``_sglang_split``)."""
+        if s.hybrid and given:
+            tiers = " ".join(given)
+        else:
+            tiers = " ".join(f"{t.name}={t.capacity_blocks}{'pages' if s.hybrid else 'blocks'}" for t in s.tiers)
         return cls.from_source(
-            s, variant=label, policy=policy or DEFAULT_POLICY,
-            tiers=" ".join(f"{t.name}={t.capacity_blocks}{'pages' if s.hybrid else 'blocks'}" for t in s.tiers),
+            s, variant=label, policy=policy or DEFAULT_POLICY, tiers=tiers,
             lower_tier_hit_ratio=sum(list(s.hit_ratio_per_tier.values())[1:]),
             written_bytes=sum(s.bytes.written_per_tier.values()), share_slower=_slower_share(s),
             admission=admission, payload_lens=s.payload_lens, summary=s)
@@ -244,7 +253,7 @@ def compare(trace: Any = None, *, policies: Sequence[str | None] | None = None,
                                              " ".join(tiers) if tiers and len(sets) > 1 else "") if x)
                 s = replay(source, policy=pol, tiers=tiers or None, progress=progress,
                            admit=[adm] if adm else None, **_run_kwargs(pol, replay_kwargs, pols)).summary
-                variants.append(CompareVariant.from_summary(label, pol, s, adm))
+                variants.append(CompareVariant.from_summary(label, pol, s, adm, tiers))
     first = variants[0].summary
     hybrid = first.hybrid is not None
     curve = None if caps is None else _curve_rows(source, pols, caps, replay_kwargs, hybrid)

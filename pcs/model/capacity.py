@@ -58,6 +58,7 @@ class DeployPlan:
     request_bytes_per_rank: int
     concurrent_requests: int
     assumptions: tuple[str, ...] = ()
+    max_context_tokens: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The payload of ``pcs deploy --format json``."""
@@ -67,7 +68,8 @@ class DeployPlan:
                     "bytes_per_block": self.bytes_per_block, "gpu_blocks": self.gpu_blocks,
                     "longest_request_tokens": self.longest_request_tokens, "request_tokens": self.request_tokens,
                     "request_bytes_per_rank": self.request_bytes_per_rank,
-                    "concurrent_requests": self.concurrent_requests, "assumptions": list(self.assumptions)})
+                    "concurrent_requests": self.concurrent_requests, "assumptions": list(self.assumptions),
+                    "max_context_tokens": self.max_context_tokens})
         return out
 
 
@@ -86,4 +88,5 @@ def plan_deployment(spec: ModelSpec, dep: Deployment, block_size: int, request_t
     return DeployPlan(dep, block_size, request_tokens, spec.kv_layout.to_dict(), tp_placement(spec).to_dict(),
                       bb.total_bytes // spec.tp, bb.total_bytes, dep.kv_bytes // bb.total_bytes,
                       longest_request_tokens(spec, dep.kv_bytes_per_gpu, block_size), per_request,
-                      dep.kv_bytes_per_gpu // per_request if per_request else 0, spec.assumptions)
+                      dep.kv_bytes_per_gpu // per_request if per_request else 0, spec.assumptions,
+                      spec.max_context_tokens)

@@ -210,11 +210,16 @@ class FootprintResult:
     assumptions: tuple[str, ...] = ()
     tp_group: dict[str, Any] = field(default_factory=dict)
     layer_pattern: dict[str, int] = field(default_factory=dict)
+    max_context_tokens: int | None = None
 
     def model_notes(self) -> list[str]:
-        """Lines for the table: the layout, per-rank vs per-group bytes, assumptions made."""
+        """Lines for the table: the layout, per-rank vs per-group bytes, assumptions made, and a warning when
+        T is past the model's context (its config's ``max_position_embeddings``)."""
         lay = self.layout
         notes = [f"layout {lay['describe']}; padding: {lay['padding']}; source: {lay['source']}"]
+        past = past_context(self.tokens, self.max_context_tokens)
+        if past:
+            notes.append(f"T = {past}")
         if self.outside_pages_bytes:
             notes.append(f"per-tensor scales outside the pages: {self.outside_pages_bytes:,} B per rank in all"
                          " (not in any block)")
@@ -240,7 +245,18 @@ class FootprintResult:
         out["layer_pattern"] = dict(self.layer_pattern)
         out["tp_group"] = dict(self.tp_group)
         out["assumptions"] = list(self.assumptions)
+        out["max_context_tokens"] = self.max_context_tokens
         return out
+
+
+def past_context(tokens: int | None, max_context: int | None) -> str | None:
+    """The warning when ``tokens`` exceed the model's context ``max_context`` (``max_position_embeddings``), else
+    None: "N tokens is past the model's context, M tokens (...)"; a note, not an error: the bytes are still
+    what such a sequence would take (pcs footprint, pcs deploy)."""
+    if tokens is None or max_context is None or tokens <= max_context:
+        return None
+    return (f"{tokens:,} tokens is past the model's context, {max_context:,} tokens (config.json "
+            "max_position_embeddings): no one sequence that long runs on it")
 
 
 def _totals(model: ModelSpec, tokens: int, block_size: int, sequences: int) -> dict[str, int]:
@@ -299,13 +315,30 @@ def footprint(model: ModelSpec | str, tokens: int, block_size: int = 16, dtype: 
     group = tp_placement(spec).to_dict()
     group["bytes_per_block"] = {m: group_block_bytes(spec, block_size, m).total_bytes
                                 for m in ("reference", "serialized", "reserved")}
+    totals, by_dtype = _totals(spec, tokens, block_size, sequences), tuple(_by_dtype(model, spec, tokens, block_size,
+                                                                                    sequences))
+    _check_fits(tokens, sequences, [totals, *by_dtype])
     return FootprintResult(model=spec.name, dtype=spec.kv_dtype, tokens=tokens, block_size=block_size,
                            sequences=sequences, tp=spec.tp, components=comps,
-                           totals=_totals(spec, tokens, block_size, sequences), per_token=per_token,
-                           per_block=per_block, by_dtype=tuple(_by_dtype(model, spec, tokens, block_size, sequences)),
+                           totals=totals, per_token=per_token,
+                           per_block=per_block, by_dtype=by_dtype,
                            num_layers=spec.num_layers, source=spec.source, layout=spec.kv_layout.to_dict(),
                            outside_pages_bytes=spec.outside_page_bytes(), assumptions=spec.assumptions,
-                           tp_group=group, layer_pattern=_pattern_counts(spec))
+                           tp_group=group, layer_pattern=_pattern_counts(spec),
+                           max_context_tokens=spec.max_context_tokens)
+
+
+def _check_fits(tokens: int, sequences: int, rows: list[dict[str, Any]]) -> None:
+    """Refuse a footprint whose bytes exceed 2^63 - 1, the bound of every size pcs takes and writes
+    (docs/semantics.md §16; an int64 column, a JSON integer strict readers can hold): ``--tokens 1000000000
+    --sequences 1000000000`` of llama-3.1-70b is 3.3e23 bytes, which the JSON would print as a 24-digit integer."""
+    from pcs.units import MAX_VALUE, format_bytes
+
+    most = max(v for row in rows for k, v in row.items() if k.endswith("_bytes") and isinstance(v, int))
+    if most > MAX_VALUE:
+        raise UserError(f"{tokens:,} tokens x {sequences:,} sequences need {format_bytes(most)} = {most:.3e} B, more "
+                        f"than 2^63 - 1 bytes (about 9,223 PB), the largest size pcs handles: give fewer tokens "
+                        "or sequences")
 
 
 def _pattern_counts(spec: ModelSpec) -> dict[str, int]:

@@ -188,7 +188,14 @@ def build_spec(cfg: dict[str, Any], *, name: str, source: str, path: str = "<con
     return ModelSpec(name=name, components=tuple(comps), num_layers=num_layers, active_params=int(active_params),
                      total_params=int(total_params), weight_dtype_bytes=float(weight_dtype_bytes),
                      source=source, layer_types=pattern.kinds, model_type=str(f.cfg.get("model_type") or ""),
-                     assumptions=tuple(assumptions))
+                     assumptions=tuple(assumptions), max_context_tokens=_max_context(f.cfg))
+
+
+def _max_context(cfg: dict[str, Any]) -> int | None:
+    """``max_position_embeddings`` when a whole number > 0 (text_config's for a multimodal wrapper), else None:
+    it only feeds a note (docs/views.md), so a config without it or with another value is not refused."""
+    v = cfg.get("max_position_embeddings")
+    return v if type(v) is int and v > 0 else None
 
 
 def config_name(cfg: dict[str, Any]) -> str:

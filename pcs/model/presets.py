@@ -35,7 +35,7 @@ _DEEPSEEK_V3 = dict(model_type="deepseek_v3", num_hidden_layers=61, num_attentio
                     qk_rope_head_dim=64, qk_nope_head_dim=128, v_head_dim=128, q_lora_rank=1536, hidden_size=7168,
                     intermediate_size=18432, moe_intermediate_size=2048, n_routed_experts=256,
                     n_shared_experts=1, num_experts_per_tok=8, first_k_dense_replace=3,
-                    vocab_size=129280, torch_dtype="bfloat16")
+                    vocab_size=129280, torch_dtype="bfloat16", max_position_embeddings=163840)
 
 #: name -> {"config": config subset, "source": URL, "active"/"total": params, "weight_bytes", "params_source"}
 #: (:func:`_preset`).
@@ -44,24 +44,27 @@ PRESETS: dict[str, dict[str, Any]] = {
     # Params 8,030,261,248 = 2 x 128256 x 4096 (embed + head) + 32 x (41,943,040 attn
     # + 176,160,768 MLP + 8,192 norms) + 4,096 final norm.
     "llama-3.1-8b": _preset("meta-llama/Llama-3.1-8B", dict(_LLAMA_3_1, num_hidden_layers=32, num_attention_heads=32,
-                                                            hidden_size=4096, intermediate_size=14336),
+                                                            hidden_size=4096, intermediate_size=14336,
+                                                            max_position_embeddings=131072),
                             8_030_261_248, _DENSE + "8B"),
     # meta-llama/Llama-3.1-70B config.json: 80 layers, 64 heads, 8 KV heads, head_dim 128.
     # Params 70,553,706,496 counted the same way (model card: 70B).
     "llama-3.1-70b": _preset("meta-llama/Llama-3.1-70B", dict(_LLAMA_3_1, num_hidden_layers=80, num_attention_heads=64,
-                                                              hidden_size=8192, intermediate_size=28672),
+                                                              hidden_size=8192, intermediate_size=28672,
+                                                              max_position_embeddings=131072),
                              70_553_706_496, _DENSE + "70B"),
     # meta-llama/Llama-2-70b-hf config.json: 80 layers, 64 heads, 8 KV heads (GQA), vocab 32000.
     # The model class the Mooncake (FAST'25) paper served its trace with. Params 68,976,648,192.
     "llama-2-70b": _preset("meta-llama/Llama-2-70b-hf",
                            dict(model_type="llama", num_hidden_layers=80, num_attention_heads=64, num_key_value_heads=8,
-                                hidden_size=8192, intermediate_size=28672, vocab_size=32000, torch_dtype="float16"),
+                                hidden_size=8192, intermediate_size=28672, vocab_size=32000, torch_dtype="float16",
+                                max_position_embeddings=4096),
                            68_976_648_192, _DENSE + "70B"),
     # Qwen/Qwen3-32B config.json: 64 layers, 64 heads, 8 KV heads, head_dim 128, sliding_window null.
     "qwen3-32b": _preset("Qwen/Qwen3-32B",
                          dict(model_type="qwen3", num_hidden_layers=64, num_attention_heads=64, num_key_value_heads=8,
                               head_dim=128, hidden_size=5120, intermediate_size=25600, vocab_size=151936,
-                              torch_dtype="bfloat16"),
+                              torch_dtype="bfloat16", max_position_embeddings=40960),
                          32_800_000_000, "Qwen3-32B model card: 32.8B parameters (dense)"),
     # deepseek-ai/DeepSeek-V3 config.json: 61 layers, MLA kv_lora_rank 512, qk_rope_head_dim 64,
     # 128 heads, qk_nope_head_dim 128, v_head_dim 128; 256 routed + 1 shared experts, top-8; FP8 weights.
@@ -83,7 +86,7 @@ PRESETS: dict[str, dict[str, Any]] = {
                                  num_key_value_heads=8, head_dim=64, sliding_window=128,
                                  layer_types=["sliding_attention", "full_attention"] * 18, hidden_size=2880,
                                  intermediate_size=2880, num_local_experts=128, experts_per_token=4,
-                                 vocab_size=201088, torch_dtype="bfloat16"),
+                                 vocab_size=201088, torch_dtype="bfloat16", max_position_embeddings=131072),
                             5_130_000_000,
                             "gpt-oss model card (OpenAI, 2025): 116.83B total, 5.13B active; MXFP4 experts",
                             total=116_830_000_000, weight_bytes=0.56),
@@ -93,7 +96,7 @@ PRESETS: dict[str, dict[str, Any]] = {
                            dict(model_type="gemma3_text", num_hidden_layers=62, num_attention_heads=32,
                                 num_key_value_heads=16, head_dim=128, sliding_window=1024, sliding_window_pattern=6,
                                 hidden_size=5376, intermediate_size=21504, vocab_size=262208,
-                                tie_word_embeddings=True, torch_dtype="bfloat16"),
+                                tie_word_embeddings=True, torch_dtype="bfloat16", max_position_embeddings=131072),
                            27_016_000_000, "Gemma 3 technical report, table 1: 1,416M embedding + 25,600M "
                                            "non-embedding (417M vision encoder excluded)"),
     # Qwen/Qwen3-Next-80B-A3B-Instruct config.json: 48 layers, full_attention_interval 4 (12 gated
@@ -106,7 +109,8 @@ PRESETS: dict[str, dict[str, Any]] = {
                                        linear_value_head_dim=128, linear_conv_kernel_dim=4, hidden_size=2048,
                                        intermediate_size=5120, moe_intermediate_size=512, num_experts=512,
                                        num_experts_per_tok=10, shared_expert_intermediate_size=512,
-                                       attn_output_gate=True, vocab_size=151936, torch_dtype="bfloat16"),
+                                       attn_output_gate=True, vocab_size=151936, torch_dtype="bfloat16",
+                                       max_position_embeddings=262144),
                                   3_000_000_000, "Qwen3-Next-80B-A3B model card: 80B total, 3B activated",
                                   total=80_000_000_000),
 }

@@ -55,6 +55,8 @@ class ModelSpec:
         model_type: the config's ``model_type`` ("" for none).
         assumptions: what was assumed where the config was ambiguous (one sentence
             each, :mod:`pcs.model.families`); empty when nothing was.
+        max_context_tokens: the config's ``max_position_embeddings`` (the longest sequence the model
+            takes), or None when the config does not give it.
     """
 
     name: str
@@ -68,6 +70,7 @@ class ModelSpec:
     tp: int = 1
     model_type: str = ""
     assumptions: tuple[str, ...] = ()
+    max_context_tokens: int | None = None
 
     def with_dtype(self, dtype: str) -> "ModelSpec":
         """The same model with attention KV (full, sliding, chunked, MLA) stored in layout ``dtype``.

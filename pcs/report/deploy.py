@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from pcs.model.footprint import past_context
 from pcs.report.table import render_table
 from pcs.units import format_bytes as gb
 from pcs.units import format_count as n
@@ -35,4 +36,9 @@ def render_deploy(d: dict[str, Any]) -> str:
     ]
     notes = [d["derivation"], f"KV layout {d['layout']['describe']}", d["tp_group"]["note"],
              f"reserve: {d['reserve_source']}"] + [f"assumed: {a}" for a in d["assumptions"]]
+    ctx = d.get("max_context_tokens")
+    for what, tokens in (("the longest request the pool holds", longest), ("--request-tokens", d["request_tokens"])):
+        past = past_context(tokens, ctx)
+        if past:
+            notes.append(f"{what}: {past}")
     return render_table(["quantity", "value", "how"], rows, title=f"Deployment: {d['model']}", notes=notes)

@@ -38,7 +38,8 @@ def _component_table(res: FootprintResult, hybrid_block: int | None) -> str:
                  format_count(res.per_token["reference"]), format_count(res.per_token["serialized"]),
                  format_count(res.per_block["serialized"])] + [format_bytes(t[k]) for k in _MODES])
     seq = "sequence" if res.sequences == 1 else "sequences"
-    title = (f"KV footprint: {res.model}, {res.dtype}, {format_count(res.tokens)} tokens x {res.sequences} {seq},"
+    title = (f"KV footprint: {res.model}, {res.dtype}, {format_count(res.tokens)} tokens x "
+             f"{format_count(res.sequences)} {seq},"
              f" block {res.block_size}, tp {res.tp} (bytes per rank)")
     return render_table(headers, rows, title=title, notes=_notes(res, hybrid_block))
 

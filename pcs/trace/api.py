@@ -21,6 +21,7 @@ from typing import Iterator
 
 import numpy as np
 
+from pcs import jsondepth
 from pcs.argcheck import check_int
 from pcs.choices import LENGTH_ONLY_FORMATS, ON_ERROR, TRACE_FORMATS
 from pcs.errors import InputError, UserError
@@ -40,6 +41,11 @@ DEFAULT_TRACE = Path(__file__).resolve().parents[2] / "traces" / "sample_chat.js
 FORMATS = TRACE_FORMATS
 LENGTH_ONLY = LENGTH_ONLY_FORMATS
 _PARQUET_MAGIC = b"PAR1"
+
+
+#: The one message for a source with no request: an empty file, one of blank/whitespace lines only (under
+#: format detection or any ``--trace-format``), a CSV header alone (docs/traces.md "Input is strict").
+EMPTY_TRACE = "empty trace (no requests)"
 
 
 def _sniff_parquet(path) -> bool:
@@ -79,14 +85,16 @@ def detect_format(path, name: str | None = None) -> str:
         return "parquet"
     lines = peek_lines(path, max_lines=1)
     if not lines:
-        raise InputError(name, None, None, "empty trace (no requests)")
+        raise InputError(name, None, None, EMPTY_TRACE)
     if lines[0].startswith(b"TIMESTAMP,"):
         return "azure"
     if lines[0].startswith(b"Timestamp,") and b"Request tokens" in lines[0]:
         return "burstgpt"
     try:
-        obj = json.loads(lines[0].decode("utf-8"))
-    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+        obj = jsondepth.loads(lines[0].decode("utf-8"))
+    except jsondepth.TooDeepError as exc:
+        raise InputError(name, 1, None, str(exc)) from None
+    except (UnicodeDecodeError, ValueError) as exc:
         raise InputError(name, None, None, _not_json(lines[0], exc, name)) from None
     other = _not_a_trace(obj, name)
     if other is not None:
@@ -291,7 +299,7 @@ class Trace:
             yield b.with_first_id(next_id)
             next_id += len(b)
         if next_id == 0:
-            raise InputError(self.name, None, None, "empty trace (no requests)" if not self.skipped else
+            raise InputError(self.name, None, None, EMPTY_TRACE if not self.skipped else
                              f"no requests left: all {self.skipped} were skipped as bad (--on-error skip)")
 
     def __iter__(self) -> Iterator[Request]:
@@ -454,8 +462,14 @@ def open_trace(path=None, *, format: str | None = None, block_size: int | None =
 
 def _open_file(path, name: str, format: str | None, block_size: int | None, on_error: str, sort: bool,
                reuse) -> Trace:
-    """:func:`open_trace` of a regular file (stdin and FIFOs arrive spooled)."""
+    """:func:`open_trace` of a regular file (stdin and FIFOs arrive spooled).
+
+    A text file of blank/whitespace lines only is an empty trace whether the format is detected or given
+    (``--trace-format mooncake`` used to say "line 1: blank line" where detection said empty);
+    a blank line before data stays a bad line of its own ("FILE:1: blank line")."""
     fmt = format or detect_format(path, name)
+    if format is not None and fmt != "parquet" and not _sniff_parquet(path) and not peek_lines(path, max_lines=1):
+        raise InputError(name, None, None, EMPTY_TRACE)
     if fmt == "parquet":
         from pcs.trace.parquet import parquet_block_size
 

@@ -75,9 +75,15 @@ class IdRemapper:
 
 
 def _ms(arrival_s: float) -> int | float:
+    """A Mooncake timestamp (ms) for ``arrival_s``: a whole ms when within 1e-6 ms of one, else ``arrival_s *
+    1000`` to 15 significant digits (DBL_DIG, C11 5.2.4.2.2: every such decimal survives a round trip through a
+    double), so the product's last-bit noise is not written: 1 ms at ``--speed 1e6`` is 1e-09 s, written
+    ``1e-06``, not ``1.0000000000000002e-06``. 15 digits keep 1 ns up to 1e9 ms (11.6 days) and 10 ns to 1e10."""
     ms = arrival_s * 1000.0
     r = round(ms)
-    return r if abs(ms - r) < 1e-6 else ms
+    if abs(ms - r) < 1e-6:
+        return r
+    return float(f"{ms:.15g}")
 
 
 def _jsonl_lines(b: RequestBatch, fmt: str, remap: IdRemapper | None, synthetic: bool = False) -> str:

@@ -33,6 +33,7 @@ from typing import Any, Iterator
 
 import numpy as np
 
+from pcs import jsondepth
 from pcs.errors import InputError, UserError
 from pcs.trace.batches import MAX_ARRIVAL_S, arrival_error
 from pcs.trace.jsonfast import REUSE_VALUES, lone_surrogate  # REUSE_VALUES: the optional per-row ``reuse`` field
@@ -117,12 +118,14 @@ def strict_loads(name: str, ln: int, line: bytes) -> dict:
     if not line.strip():
         raise InputError(name, ln, None, "blank line (use --on-error skip to skip blank lines)")
     try:
-        obj = json.loads(line.decode("utf-8"), object_pairs_hook=_no_dup_keys)
+        obj = jsondepth.loads(line.decode("utf-8"), object_pairs_hook=_no_dup_keys)
+    except jsondepth.TooDeepError as exc:
+        raise InputError(name, ln, None, str(exc)) from None
     except UnicodeDecodeError as exc:
         raise InputError(name, ln, None, f"invalid UTF-8 at byte {exc.start}") from None
     except json.JSONDecodeError as exc:
         raise InputError(name, ln, None, f"invalid JSON: {exc.msg.removesuffix(' at')} at column {exc.colno}") from None
-    except (ValueError, RecursionError) as exc:
+    except ValueError as exc:
         raise InputError(name, ln, None, f"invalid JSON: {exc}") from None
     if not isinstance(obj, dict):
         raise InputError(name, ln, None, f"expected a JSON object, got {json_type(obj)}")

@@ -29,7 +29,9 @@ conversation trace replicated 1x-50x, one thread; docs/performance.md):
 Which lines a shortcut leaves to the authority: blank lines and lines not
 starting with ``{`` (checked for the whole chunk at once with numpy), keys
 other than the format's own (simdjson) -- so duplicate keys, unknown fields and
-deeply nested values always take the authority's path --, any value of
+deeply nested values always take the authority's path --, lines with any ``{``
+or ``[`` but the object's and the id list's (every parser: so any nesting
+reaches the authority's depth rule, :mod:`pcs.jsondepth`), any value of
 another JSON type, any range, length, order or repeat problem.
 """
 from __future__ import annotations
@@ -336,13 +338,16 @@ def pyarrow_chunk(spec, chunk: bytes, bs: int, state) -> RequestBatch | None:
     """Parse a clean chunk with ``pyarrow.json``; None when anything needs the authority.
 
     Only chunks whose every line opens with ``{`` reach pyarrow: pyarrow 26
-    ``read_json`` crashes (SIGSEGV) on a chunk whose first value is a bare ``null``.
+    ``read_json`` crashes (SIGSEGV) on a chunk whose first value is a bare ``null``. And only chunks with one
+    ``{`` and one ``[`` a line: pyarrow skips an unknown key's value of any depth, so a nested value (100,000
+    levels, beyond :data:`pcs.jsondepth.MAX_JSON_DEPTH`) would pass here while the authority refuses it.
     """
     import pyarrow as pa
     import pyarrow.json as pj
 
     nlines = clean_lines(chunk)
-    if nlines is None or not _valid_utf8(chunk):
+    if (nlines is None or _count_byte(chunk, _OPEN) != nlines or _count_byte(chunk, _BRACE) != nlines
+            or not _valid_utf8(chunk)):
         return None
     try:
         table = pj.read_json(io.BytesIO(chunk), read_options=pj.ReadOptions(use_threads=False, block_size=len(chunk) + 64),

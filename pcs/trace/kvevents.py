@@ -39,6 +39,7 @@ from typing import Any, Iterator
 
 import numpy as np
 
+from pcs import jsondepth
 from pcs.errors import InputError, UserError
 from pcs.extras import missing_extra
 from pcs.trace.batches import arrival_error
@@ -183,8 +184,10 @@ def _loads(name: str, ln: int, line: bytes) -> Any:
     if line.lstrip()[:1] != b"[":
         return strict_loads(name, ln, line)
     try:
-        return json.loads(line.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+        return jsondepth.loads(line.decode("utf-8"))
+    except jsondepth.TooDeepError as exc:
+        raise InputError(name, ln, None, str(exc)) from None
+    except (UnicodeDecodeError, ValueError) as exc:
         raise InputError(name, ln, None, f"invalid JSON ({str(exc).splitlines()[0][:80]})") from None
 
 

@@ -243,13 +243,12 @@ def plan_engine_block_size(path, fmt: str | None, block_size: int | None) -> int
 
 def _ids_fit(path, native: int, asked: int, max_lines: int = 1000) -> bool:
     """True when the first line whose id count tells the two sizes apart fits ``native``."""
-    import json
-
+    from pcs import jsondepth
     from pcs.trace.source import peek_lines
 
     for line in peek_lines(path, max_lines=max_lines, max_bytes=64 << 20):
         try:
-            obj = json.loads(line)
+            obj = jsondepth.loads(line)
             p, n = int(obj["input_length"]), len(obj["hash_ids"])
         except (ValueError, KeyError, TypeError):
             return False

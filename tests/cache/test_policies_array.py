@@ -405,3 +405,42 @@ def test_a_plugin_that_skips_super_init_is_one_line_naming_it(monkeypatch, cls, 
     out = invoke("replay", ROOT / "traces" / "sample_chat.jsonl", "--policy", cls.name, "--tier",
                  "gpu=200blocks", "--tier", "cpu=400blocks", "--engine", engine, "-q")
     assert_one_line_error(out, f"eviction policy {cls.name!r}", "did not call super().__init__(capacity_blocks)")
+
+
+class NoneVictims(ArrayLRU):
+    """ArrayLRU answering None to every ``victims(n)`` with n > 0 (the key contract's "fewer than n held" answer,
+    which the handle contract does not have: the host asks only for n <= held)."""
+
+    name = "none_victims"
+
+    def victims(self, n, runs):
+        got = super().victims(n, runs)
+        return None if n else got
+
+
+@pytest.mark.parametrize("native", [True, False])
+def test_victims_none_is_one_message_on_both_hosts(native):
+    """A tier of 4 blocks, requests of 2 new blocks each: the first two fill it, the third needs 2 blocks out, so the
+    host asks victims(2) while 4 handles are held. Both hosts (pcs/cache/_pol_pyarr.c pa_ask; ArrayPolicy.evict)
+    stop with the same line, naming the handle contract's module (the Python host used to say
+    "raised UserError in evict(): ... (got a NoneType)")."""
+    from helpers import req, UNIT_RULES
+    from pcs.errors import PolicyError
+
+    h = twin_hierarchy([Tier("gpu", 4, NoneVictims(4))], "back", native)
+    with pytest.raises(PolicyError) as err:
+        engine_run(h, [req([3 * i, 3 * i + 1], t=i) for i in range(3)], "sequential", UNIT_RULES, check=False)
+        h.sync()
+    assert str(err.value) == ("eviction policy 'none_victims' broke the contract of pcs/cache/policies/array.py: "
+                              "victims(2) returned None though the tier holds at least 2 unpinned handles")
+
+
+def test_idents_raises_struct_error_past_the_named_handles():
+    """``idents`` docstring's Raises: an ArrayLRU (no identity) keeps ``ident`` empty, so 0 handles read as () and
+    one handle is past the buffer (4 bytes needed, 0 held)."""
+    import struct
+
+    p = ArrayLRU(4)
+    assert p.idents(0, 0) == ()
+    with pytest.raises(struct.error):
+        p.idents(0, 1)

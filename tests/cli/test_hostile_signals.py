@@ -41,7 +41,7 @@ def _wait_for(pred, timeout=60.0):
 
 def _catches_sigterm(pid: int) -> bool:
     """Whether process ``pid`` has a SIGTERM handler in place: bit 15 - 1 of the ``SigCgt`` mask in Linux's
-    /proc/PID/status (proc(5)). pcs installs it as a command starts (pcs.cli.main LazyGroup.invoke, in the
+    /proc/PID/status (proc(5)). pcs installs it as a command starts (pcs.cli.group LazyGroup.invoke, in the
     same ``with`` as the one-line error handling), so from then on SIGTERM and Ctrl-C end in one line."""
     try:
         with open(f"/proc/{pid}/status") as f:
@@ -104,7 +104,7 @@ def test_killed_while_writing_removes_the_temp_file(tmp_path, sig, code, line):
 
 def test_killed_stdin_replay_removes_the_spool(tmp_path, long_trace):
     # The spool's appearance is the readiness signal: the command creates it, so the SIGTERM handler is in place
-    # (pcs.cli.main LazyGroup.invoke installs it first), and the replay has seconds of work left, so the signal
+    # (pcs.cli.group LazyGroup.invoke installs it first), and the replay has seconds of work left, so the signal
     # lands mid-run -- while the spool is being created or filled, or the trace read (a fixed sleep instead let a
     # loaded machine send it at an unknown point). pcs.outfile.create_temporary names the spool before it exists.
     env = dict(os.environ, TMPDIR=str(tmp_path))

@@ -52,7 +52,7 @@ from struct import pack, unpack_from
 from typing import ClassVar, Iterable, Sequence
 
 from pcs.cache.policies.base import EvictionPolicy
-from pcs.cache.policyguard import as_index
+from pcs.cache.policyguard import as_index, broke_count, broke_handles
 from pcs.errors import UserError
 
 __all__ = ["ArrayPolicy", "Run"]
@@ -98,7 +98,16 @@ class ArrayPolicy(EvictionPolicy):
 
     def idents(self, first: int, count: int) -> tuple:
         """The block numbers of handles ``first`` .. ``first + count - 1`` (identity only; ints), read from
-        :attr:`ident` without keeping an export of it."""
+        :attr:`ident` without keeping an export of it.
+
+        Args:
+            first: the first handle (>= 0); count: how many handles (>= 0), e.g. a run's ``(first, count)``.
+        Returns:
+            a tuple of ``count`` ints (native int32 each: block numbers, 0, 1, 2, ... per policy object).
+        Raises:
+            struct.error: the handles run past :attr:`ident` (a handle not yet named, ``first`` or ``count``
+                negative), or the class has no identity (``identity = False``: ``ident`` stays empty).
+        """
         return unpack_from(f"{count}i", self.ident, 4 * first)
 
     def held(self) -> int:
@@ -186,9 +195,11 @@ class ArrayPolicy(EvictionPolicy):
         if n > len(self._handle):                       # all-or-nothing: the policy is not asked
             return None
         hs = self._deliver(n)
+        if hs is None:      # the compiled host's words (pcs/cache/_pol_pyarr.c pa_ask -> pyhost_broke_count)
+            raise broke_count(self.name, "victims", n, None, "handle", "array.py")
         why = self._bad_handles(hs, n, "n")
         if why:
-            raise UserError(f"victims({n}) {why}")
+            raise broke_handles(self.name, f"victims({n})", why)
         hs = [as_index(h) for h in hs] if type(hs) is not range else hs
         keys = [self._key[h] for h in hs]
         self._unname(keys)
@@ -199,7 +210,7 @@ class ArrayPolicy(EvictionPolicy):
         hs = self.order_handles()
         why = self._bad_handles(hs, self.held(), "the policy holds")
         if why:
-            raise UserError(f"order_handles() {why}")
+            raise broke_handles(self.name, "order_handles()", why)
         return [self._key[as_index(h)] for h in hs]
 
     def _bad_handles(self, hs: object, n: int, whole: str) -> str | None:

@@ -1,0 +1,68 @@
+"""pcs's one nesting rule for the JSON it reads: at most :data:`MAX_JSON_DEPTH` levels of arrays and objects.
+
+``json.loads`` (the authority of every JSON reader in pcs) recurses once per
+level and gives up with a ``RecursionError`` near Python's recursion limit
+(1,000 frames, minus however deep the caller's stack already is: the same line
+was refused at depth 990 and accepted at 950 depending on the call path), and
+pyarrow's JSON reader accepts any depth. So pcs fixes the limit itself, below
+Python's, and every reader refuses a deeper document with one message,
+:data:`TOO_DEEP`, which says the JSON is nested too deeply, not that it is
+invalid (docs/traces.md, "Input is strict"; tests/trace/test_json_depth.py).
+
+The shortcut JSONL parsers (:mod:`pcs.trace.jsonfast`) take only lines with one
+object and one array, so every nested line reaches the authority and this rule.
+"""
+from __future__ import annotations
+
+import json
+from typing import Any
+
+__all__ = ["MAX_JSON_DEPTH", "TOO_DEEP", "TooDeepError", "loads"]
+
+#: Deepest nesting accepted (a Mooncake line is 2 deep: the object and its id list).
+MAX_JSON_DEPTH = 512
+#: The message of every reader for a deeper document.
+TOO_DEEP = (f"nested too deeply: more than {MAX_JSON_DEPTH} levels of arrays/objects (pcs's limit; the JSON "
+            "itself may be valid)")
+
+
+class TooDeepError(ValueError):
+    """A JSON document nested deeper than :data:`MAX_JSON_DEPTH` (its text is :data:`TOO_DEEP`)."""
+
+    def __init__(self) -> None:
+        super().__init__(TOO_DEEP)
+
+
+def _depth(obj: Any) -> int:
+    """Levels of arrays/objects in a parsed value (a scalar is 0), without recursion."""
+    deepest, stack = 0, [(obj, 1)]
+    while stack:
+        value, level = stack.pop()
+        children = value.values() if isinstance(value, dict) else value if isinstance(value, list) else None
+        if children is None:
+            continue
+        deepest = max(deepest, level)
+        stack.extend((c, level + 1) for c in children if isinstance(c, (dict, list)))
+    return deepest
+
+
+def loads(text: str | bytes, **kwargs: Any) -> Any:
+    """``json.loads(text, **kwargs)`` under the nesting rule.
+
+    Only a text holding more than :data:`MAX_JSON_DEPTH` ``[`` and ``{`` bytes in
+    all can be too deep, so the depth is measured (on the parsed value) for those alone.
+
+    Raises:
+        TooDeepError: nested deeper than :data:`MAX_JSON_DEPTH` (also when ``json.loads`` hits the recursion limit).
+        json.JSONDecodeError, UnicodeDecodeError, ValueError: as ``json.loads``.
+    """
+    if text.count("[" if isinstance(text, str) else b"[") + text.count("{" if isinstance(text, str) else b"{") \
+            <= MAX_JSON_DEPTH:
+        return json.loads(text, **kwargs)
+    try:
+        obj = json.loads(text, **kwargs)
+    except RecursionError:
+        raise TooDeepError() from None
+    if _depth(obj) > MAX_JSON_DEPTH:
+        raise TooDeepError()
+    return obj
