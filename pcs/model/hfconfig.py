@@ -55,9 +55,9 @@ def _state_dtype(f: Fields, model_dtype: str) -> str:
     ssm = f.cfg.get("mamba_ssm_dtype")
     if ssm is None:
         return model_dtype
+    if not isinstance(ssm, str):
+        raise InputError(f.path, None, "mamba_ssm_dtype", f"must be a dtype name, got {ssm!r}")
     try:
-        if not isinstance(ssm, str):
-            raise ValueError(f"must be a dtype name, got {ssm!r}")
         return normalize_dtype(ssm)
     except ValueError as exc:
         raise InputError(f.path, None, "mamba_ssm_dtype", str(exc)) from None
