@@ -9,8 +9,8 @@ One worker thread serves every call of a :class:`Beside` (started at the first c
 a replay makes one call per chunk, and a thread per call cost a thread start (stack, clone) each time.
 The same serves the two-tier one-pass scan (:func:`pcs.engine.runner._two_tier_scan`; ``lru_feed`` releases the GIL,
 ``pcs/engine/_lruscan.c``), a hybrid model's sequential baseline (:func:`pcs.engine.seqbase.begin_hybrid`) and the
-read-ahead of the next chunk or trace batch (:func:`pcs.trace.batches.read_ahead`), and :func:`in_pairs` (a
-function of each item of a stream, two items at once: the JSONL decode, :func:`pcs.trace.jsonfast.parse_chunks`).
+read-ahead of the next chunk or trace batch (:func:`pcs.trace.batches.read_ahead`). (Decoding two JSONL chunks at
+once, one on a worker, was built and measured slower on the whole replay: docs/performance.md, "The decode beside".)
 A reader's worker (``linger=False``) ends after each call: a reader its caller drops part-way (a ``break``, an
 error, Ctrl-C) leaves no idle thread behind, even when nothing ever closes it (a generator kept alive by a
 traceback or a reference cycle); at most the one call in flight finishes, and its thread with it.
@@ -23,11 +23,11 @@ from __future__ import annotations
 
 import os
 import threading
-from typing import Any, Callable, Iterator
+from typing import Any, Callable
 
 from pcs.errors import STOPS, UserError
 
-__all__ = ["Beside", "THREADS_MODES", "in_pairs", "threads_wanted"]
+__all__ = ["Beside", "THREADS_MODES", "threads_wanted"]
 
 #: Values of ``$PCS_THREADS`` (module docstring).
 THREADS_MODES = ("auto", "on", "off")
@@ -146,47 +146,3 @@ class Beside:
             self._go.release()          # no call: the worker returns
             self._thread.join()
             self._thread = None
-
-
-_END = object()
-
-
-def _next_and(items: Iterator, fn: Callable[[Any], Any]) -> tuple:
-    """(the next item, ``fn`` of it), or (``_END``, None) when ``items`` is exhausted (the worker's call)."""
-    x = next(items, _END)
-    return (x, None) if x is _END else (x, fn(x))
-
-
-def in_pairs(items: Iterator, fn: Callable[[Any], Any]) -> Iterator[tuple[Any, Any]]:
-    """``(item, fn(item))`` for each item of ``items``, in order; when threads are wanted (:func:`threads_wanted`)
-    a worker takes the next item and computes ``fn`` of it while this thread computes ``fn`` of the one before --
-    two at once when ``fn`` releases the GIL (the compiled JSONL decode, pcs/trace/_jsonrows.cpp).
-
-    ``fn`` must read only its item and share no mutable state (it runs on two threads at once). ``items`` is
-    advanced by one thread at a time, in order, so the pairs -- and an exception of ``items`` or ``fn``, raised
-    after every pair before it was yielded -- are the ones computed in line. The worker lives only while both
-    items are computed: it is joined before the first of the two pairs is yielded, so no thread is alive while
-    the caller holds a pair (a caller that stops early, by a ``break``, an error or Ctrl-C, and never closes this
-    generator leaves no thread); an exception on this thread waits for the worker first. At most two items and
-    their results are held at once.
-    """
-    if not threads_wanted():
-        for x in items:
-            yield x, fn(x)
-        return
-    side = Beside(True, linger=False)
-    try:
-        for x in items:
-            side.start(_next_and, items, fn)
-            out = fn(x)                  # an exception here: the finally waits for the worker
-            try:
-                y, out_y = side.join()
-            except Exception:            # the next item's error comes after this pair
-                yield x, out
-                raise
-            yield x, out
-            if y is _END:
-                return
-            yield y, out_y
-    finally:
-        side.close()

@@ -335,4 +335,4 @@ def read_hashid_jsonl(path, name: str, spec: FormatSpec, block_size: int | None,
             if batch is not None and len(batch):
                 yield batch
     finally:
-        batches.close()    # a decode still running beside (parse_chunks) is waited for
+        batches.close()

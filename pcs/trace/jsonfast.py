@@ -12,7 +12,7 @@ conversation trace replicated 1x-50x, one thread; docs/performance.md):
 
 - ``native``: the compiled twin ``pcs.trace._jsonrows`` (pcs/trace/_jsonrows.cpp,
   simdjson's On-Demand parser in C++, one document per line, the columns filled in C++ without the GIL;
-  :func:`native_chunk`; a reader decodes two chunks at once, :func:`parse_chunks`),
+  :func:`native_chunk`; a reader decodes chunk after chunk, :func:`parse_chunks`),
   built when pysimdjson's bundled simdjson sources are
   found at build time; the ``auto | c | python`` switch of :mod:`pcs._native`
   (``PCS_NATIVE``) picks it; figures in docs/performance.md ("The compiled JSONL decoder" and
@@ -276,8 +276,7 @@ def simdjson_chunk(spec, chunk: bytes, bs: int, state) -> RequestBatch | None:
 def native_decode(spec, chunk: bytes) -> tuple | None:
     """The compiled twin's columns of ``chunk`` (pcs/trace/_jsonrows.cpp's ``decode``), or None for the authority.
 
-    Reads only ``chunk`` and ``spec`` and releases the GIL while it parses, so two chunks decode at once
-    (:func:`parse_chunks`)."""
+    Reads only ``chunk`` and ``spec`` and releases the GIL while it parses."""
     from pcs import _native
 
     return _native.module("jsonrows").decode(chunk, tuple(k.encode() for k, _ in spec.int_extras), spec.has_type)
@@ -385,22 +384,14 @@ def parse_chunk(parser: str, spec, chunk: bytes, bs: int, state) -> RequestBatch
 
 
 def parse_chunks(parser: str, spec, chunks: Iterator, bs: int, state) -> Iterator[tuple[int, bytes, RequestBatch | None]]:
-    """``(first line, chunk, batch or None)`` for each ``(first line, chunk)`` of ``chunks``, in order, as
-    :func:`parse_chunk` gives them; the caller reads a None chunk with the authority before asking for the next.
-
-    ``native``: the C++ decode of the next chunk runs on a worker thread while this thread decodes the one before
-    (:func:`pcs.beside.in_pairs`; the decode holds no GIL and reads only its chunk); the checks that advance
-    ``state`` (:func:`native_checked`) run here, chunk after chunk, after the caller has handled the chunk before,
-    so batches, ``state`` and errors are the ones of decoding in line (tests/trace/test_jsonrows_native.py).
+    """``(first line, chunk, batch or None)`` for each ``(first line, chunk)`` of ``chunks``, in order, each chunk
+    decoded in line by :func:`parse_chunk`; the caller reads a None chunk with the authority before asking for the
+    next. (Decoding the next chunk on a worker while this thread decodes one was built and measured slower on the
+    whole replay -- one tier 10x wall 0.14-0.18 -> 0.19-0.25 s -- so the readers decode in line:
+    docs/performance.md, "The decode beside".)
     """
-    if parser != "native":
-        for first, chunk in chunks:
-            yield first, chunk, parse_chunk(parser, spec, chunk, bs, state)
-        return
-    from pcs.beside import in_pairs
-
-    for (first, chunk), cols in in_pairs(chunks, lambda fc: native_decode(spec, fc[1])):
-        yield first, chunk, native_checked(spec, cols, bs, state)
+    for first, chunk in chunks:
+        yield first, chunk, parse_chunk(parser, spec, chunk, bs, state)
 
 
 _BY_NAME = {"native": native_chunk, "simdjson": simdjson_chunk, "pyarrow": pyarrow_chunk}

@@ -120,72 +120,6 @@ def test_a_bad_row_late_in_the_file_is_the_same_one_line_error(tmp_path, monkeyp
     assert_one_line_error(r, "bad.jsonl:11000", "hash_ids")
 
 
-# -- in_pairs (pcs.beside): the JSONL decode two chunks at once -------------------------------------------------------
-@pytest.mark.parametrize("mode", ["on", "off"])
-def test_in_pairs_gives_every_pair_in_order(monkeypatch, mode):
-    # five items (the last has no partner): (x, x * x) for 0..4, worked out by hand
-    monkeypatch.setenv("PCS_THREADS", mode)
-    assert list(beside.in_pairs(iter(range(5)), lambda x: x * x)) == [(0, 0), (1, 1), (2, 4), (3, 9), (4, 16)]
-    assert list(beside.in_pairs(iter([]), lambda x: x)) == []
-    assert _workers() == []
-
-
-@pytest.mark.parametrize("mode", ["on", "off"])
-@pytest.mark.parametrize("bad", [1, 2])   # with threads, item 1 is the worker's, item 2 this thread's
-def test_in_pairs_raises_an_fn_error_after_the_pairs_before_it(monkeypatch, mode, bad):
-    monkeypatch.setenv("PCS_THREADS", mode)
-
-    def fn(x: int) -> int:
-        if x == bad:
-            raise ValueError(f"item {x}")
-        return x
-
-    got = []
-    with pytest.raises(ValueError, match=f"item {bad}"):
-        for pair in beside.in_pairs(iter(range(4)), fn):
-            got.append(pair)
-    assert got == [(i, i) for i in range(bad)] and _workers() == []
-
-
-@pytest.mark.parametrize("mode", ["on", "off"])
-@pytest.mark.parametrize("fail_at", [1, 2])
-def test_in_pairs_raises_a_reader_error_after_the_pairs_before_it(monkeypatch, mode, fail_at):
-    monkeypatch.setenv("PCS_THREADS", mode)
-
-    def items():
-        for i in range(4):
-            if i == fail_at:
-                raise UserError(f"unreadable item {i}")
-            yield i
-
-    got = []
-    with pytest.raises(UserError, match=f"item {fail_at}"):
-        for pair in beside.in_pairs(items(), lambda x: -x):
-            got.append(pair)
-    assert got == [(i, -i) for i in range(fail_at)] and _workers() == []
-
-
-def test_in_pairs_stopped_early_leaves_no_worker(monkeypatch):
-    monkeypatch.setenv("PCS_THREADS", "on")
-    pairs = beside.in_pairs(iter(range(10)), lambda x: x)
-    assert next(pairs) == (0, 0)    # the worker is taking item 1
-    pairs.close()
-    assert _workers() == []
-
-
-@pytest.mark.skipif(not MOONCAKE.exists(), reason="no Mooncake trace in ../shared/traces or $PCS_SHARED_TRACES")
-def test_the_jsonl_decode_in_pairs_reads_what_the_decode_in_line_reads(monkeypatch):
-    # the Mooncake trace at 64 KiB chunks (about 28 of them): with threads on, every other chunk decodes on the worker
-    from pcs.trace import source
-
-    monkeypatch.setattr(source, "CHUNK_BYTES", 1 << 16)
-    got = {}
-    for mode in ("off", "on"):
-        monkeypatch.setenv("PCS_THREADS", mode)
-        got[mode] = [[getattr(b, c).tolist() for c in COLUMNS] for b in open_trace(str(MOONCAKE)).iter_batches()]
-    assert len(got["on"]) > 10 and got["on"] == got["off"]
-
-
 # -- no worker outlives a reader: full read, partial read, a bad line mid-file, Ctrl-C ---------------------------------
 def _new_workers(before: set) -> list:
     return [t for t in set(threading.enumerate()) - before if t.name == "pcs-beside"]
@@ -258,8 +192,8 @@ def test_a_bad_line_mid_file_names_it_and_leaves_no_worker(small_chunks, tmp_pat
 @pytest.mark.skipif(not MOONCAKE.exists(), reason="no Mooncake trace in ../shared/traces or $PCS_SHARED_TRACES")
 @pytest.mark.parametrize("where", ["decode", "caller"])
 def test_ctrl_c_while_reading_leaves_no_worker(small_chunks, monkeypatch, where):
-    # Ctrl-C lands on the main thread: inside the decode of the pair's first chunk while the worker decodes the
-    # second ("decode"), or in the caller's loop while it holds a batch ("caller")
+    # Ctrl-C lands on the main thread: inside the decode of a chunk ("decode"), or in the caller's loop while it
+    # holds a batch ("caller")
     from pcs.trace import jsonfast
 
     real, calls = jsonfast.native_decode, []
@@ -277,6 +211,6 @@ def test_ctrl_c_while_reading_leaves_no_worker(small_chunks, monkeypatch, where)
         for k, _ in enumerate(open_trace(str(MOONCAKE)).iter_batches()):
             if where == "caller" and k == 7:
                 raise KeyboardInterrupt
-    # this thread decodes chunks 0, 2, 4, ... (the worker 1, 3, ...): the fifth of its decodes raised, or, holding
-    # batch 7 (the worker's), it had decoded 0, 2, 4 and 6
-    assert len(calls) == (5 if where == "decode" else 4) and not _new_workers(before)
+    # this thread decodes every chunk in line (parse_chunks): the fifth decode raised, or, holding batch 7, it had
+    # decoded chunks 0 to 7
+    assert len(calls) == (5 if where == "decode" else 8) and not _new_workers(before)
