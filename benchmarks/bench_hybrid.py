@@ -262,8 +262,7 @@ def main() -> None:
     ap.add_argument("--modes", default=",".join(MODES), help="timing modes of the whole call (comma-separated)")
     args = ap.parse_args()
     if not TRACE.exists():
-        print(json.dumps({"error": f"trace not found: {TRACE}"}))
-        return
+        sys.exit(f"bench_hybrid: trace not found: {TRACE} (put the Mooncake trace in ../shared/traces or set PCS_MOONCAKE_TRACE)")
     from pcs.trace import open_trace
 
     trace = open_trace(TRACE)

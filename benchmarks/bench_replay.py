@@ -218,8 +218,7 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3)
     args = ap.parse_args()
     if not TRACE.exists():
-        print(json.dumps({"error": f"trace not found: {TRACE}"}))
-        return
+        sys.exit(f"bench_replay: trace not found: {TRACE} (put the Mooncake trace in ../shared/traces or set PCS_MOONCAKE_TRACE)")
     from pcs.engine.api import replay
 
     src, accesses, caps, bpb, links, tm = _workload(args.copies)
