@@ -49,7 +49,7 @@ from pcs.engine.runner import StepSetup, run_oracle, run_replay
 from pcs.engine.schedconfig import COMPUTE_MODES, SchedulerConfig
 from pcs.engine.tiercheck import check_tier_spec
 from pcs.engine.timing import TimeModel
-from pcs.beside import Beside, threads_wanted
+from pcs.beside import Beside
 from pcs.argcheck import MAX_TP, check_flag, check_int, check_real
 from pcs.errors import UserError
 from pcs.trace.batches import as_batches, reiterable
@@ -649,8 +649,10 @@ def _result(out, summary, notes: list, deployment: dict) -> ReplayResult:
 def _full_attention_line(source, rules, time_model, make, opts, link_specs, bpb, step,
                          context: dict) -> tuple[SharedPasses, "_Line"]:
     """Begin a hybrid model's comparison line (every layer full attention, docs/semantics.md §13.1): its replay
-    and summary on a worker thread (:class:`pcs.beside.Beside`; inline when threads are off) while the caller
-    runs the hybrid replay. Returns the trace's shared passes (each made once, by whichever run asks first:
+    and summary, run first and inline (``Beside(False)``). On a worker beside the hybrid replay it made the whole
+    call slower on a 2-core machine (three threads on two cores: gemma-3-27b 0.86-0.98 against 1.08-1.19 M block
+    accesses per wall-s, benchmarks/bench_hybrid.py, docs/performance.md); the thread-safe passes and the
+    frozen inputs below keep a worker possible. Returns the trace's shared passes (each made once, by whichever run asks first:
     :mod:`pcs.engine.passes`) and the :class:`_Line` whose ``join`` gives the line's summary.
 
     Threads: the line reads the decoded trace, the frozen rules, options and time model (its chunks come from the
@@ -660,7 +662,7 @@ def _full_attention_line(source, rules, time_model, make, opts, link_specs, bpb,
     unchanged: tests/engine/test_passes.py)."""
     passes = SharedPasses(source)
     ctx = dict(context)
-    line = _Line(Beside(threads_wanted()))
+    line = _Line(Beside(False))
     line.side.start(lambda: _summarise(run_replay(passes.source, rules, time_model, make, opts.timing,
                                                   opts.write_policy, link_specs, bpb, "auto", opts.native, None,
                                                   step, passes=passes, comparison=True), ctx, opts))
