@@ -612,7 +612,7 @@ def replay(trace: Any = None, *, model: Any = None, hardware: Any = None, tp: in
     step = _checked_step(opts, scheduler, time_model, gpu, tier_specs[0], bpb[0])
     context = _context(source, spec, gpu, opts, dtype, bs, rules, tier_specs, bb, link_specs, protected_share)
     passes, line = None, None
-    if plan is not None:   # the comparison line beside the run; both share the trace's tier-independent passes
+    if plan is not None:   # the comparison line (run first, inline); both share the trace's tier-independent passes
         frozen = functools.partial(_build_tiers, tier_specs, bpb, opts.policy, tier_policies, protected_share, ctx,
                                    admit)     # make() reads names rebound below: the line's tiers, fixed now
         passes, line = _full_attention_line(source, rules, time_model, frozen, opts, link_specs, bpb, step, context)
