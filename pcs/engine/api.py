@@ -614,26 +614,42 @@ def replay(trace: Any = None, *, model: Any = None, hardware: Any = None, tp: in
     passes, line = None, None
     if plan is not None:   # the comparison line (run first, inline); both share the trace's tier-independent passes
         frozen = functools.partial(_build_tiers, tier_specs, bpb, opts.policy, tier_policies, protected_share, ctx,
-                                   admit)     # make() reads names rebound below: the line's tiers, fixed now
+                                   admit)     # the line's tiers, fixed before bpb is rebound to the pages'
         passes, line = _full_attention_line(source, rules, time_model, frozen, opts, link_specs, bpb, step, context)
-        make = lambda: _build_pools(plan, tier_specs, opts.policy, tier_policies, protected_share)  # noqa: E731
-        bpb = [pb[0] for pb in plan.page_bytes]
-        context.update(hybrid=plan, hybrid_alt=_alt_plan(spec, bs, tier_specs, bb, *hyb))
-        notes += list(plan.notes)
-    try:
-        out = run_replay(source if passes is None else passes.source, rules, time_model, make, opts.timing,
-                         opts.write_policy, link_specs, bpb, opts.engine, opts.native, progress, step, plan,
-                         60.0 if residency_step_s is None else residency_step_s, passes)
-    except BaseException:
-        if line is not None:
-            line.close_first()     # the comparison line's own error first, as when it ran before the run
-        raise
-    if line is not None:
-        context["full_attention"] = line.join()
+        make, bpb = _hybrid_run(plan, spec, bs, tier_specs, bb, hyb, opts, tier_policies, protected_share, context,
+                                notes)
+    out = _run_beside_line(line, context, lambda: run_replay(
+        source if passes is None else passes.source, rules, time_model, make, opts.timing, opts.write_policy,
+        link_specs, bpb, opts.engine, opts.native, progress, step, plan,
+        60.0 if residency_step_s is None else residency_step_s, passes))
     if gap_oracle:
         context["oracle_hit_ratio"] = _oracle_hit_ratio(source, rules, time_model, tier_specs, bpb, ctx, opts,
                                                         link_specs, step)
     return _result(out, _summarise(out, context, opts), notes, deployment)
+
+
+def _hybrid_run(plan, spec, bs: int, tier_specs, bb, hyb: tuple, opts, tier_policies, protected_share,
+                context: dict, notes: list) -> tuple[Callable[[], list], list[int]]:
+    """The hybrid run's pool factory and bytes per page of each tier (``plan``'s pools, :func:`_build_pools`);
+    ``context`` gains the plan and the other manager's plan (``hybrid``, ``hybrid_alt``), ``notes`` the plan's."""
+    context.update(hybrid=plan, hybrid_alt=_alt_plan(spec, bs, tier_specs, bb, *hyb))
+    notes += list(plan.notes)
+    return (lambda: _build_pools(plan, tier_specs, opts.policy, tier_policies, protected_share),
+            [pb[0] for pb in plan.page_bytes])
+
+
+def _run_beside_line(line: "_Line | None", context: dict, run: Callable[[], Any]) -> Any:
+    """``run()``'s outcome; with a comparison ``line``, its summary stored as ``context["full_attention"]``, and
+    when ``run`` raises, the line's own error first (as when it ran before the run), else ``run``'s."""
+    try:
+        out = run()
+    except BaseException:
+        if line is not None:
+            line.close_first()
+        raise
+    if line is not None:
+        context["full_attention"] = line.join()
+    return out
 
 
 def _result(out, summary, notes: list, deployment: dict) -> ReplayResult:

@@ -464,6 +464,24 @@ def _close(loop: ReplayEngine, hybrid: Any) -> EngineResult:
     return res
 
 
+def _fed_loops(loop_args: tuple, source: Any, rules: BlockRules, time_model: Any,
+               progress: Callable[[int], None] | None, decode: bool, passes: SharedPasses | None) -> tuple:
+    """The run's event loops (:func:`_event_loops` of ``loop_args``), the no-cache step run popped off them (or
+    None) and its :class:`pcs.beside.Beside`, after feeding them every chunk of ``source`` (:func:`_feed`).
+    ``decode``: decode seconds are computed (the instant-compute modeled loop only; sequential timing never reads
+    them)."""
+    plans, resolved = loop_args[0], loop_args[6]
+    loops = _event_loops(*loop_args)
+    if resolved is not None:
+        _presize_samplers(source, loops)
+    no_cache = loops.pop() if len(loops) > len(plans) else None
+    beside = _beside(no_cache)
+    if any(loops):
+        _feed(source, rules, time_model, [e for e in loops if e is not None], progress, decode, passes, no_cache,
+              beside)
+    return loops, no_cache, beside
+
+
 def run_replay(source: Any, rules: BlockRules, time_model: Any, make_tiers: Callable[[], list], timing: str,
                write_policy: str, links: Sequence, block_bytes: Sequence[int], requested: str = "auto",
                native: str | None = None, progress: Callable[[int], None] | None = None,
@@ -503,16 +521,9 @@ def run_replay(source: Any, rules: BlockRules, time_model: Any, make_tiers: Call
         plans, all_plans = (plans[:1], plans) if base is not None else (plans, plans)
         scans = [_scan(p, source, rules, tiers0, requested) if p.row.kind == "scan" else None for p in plans]
         early = None if scan2 is not None else _singles(scans, None, source, rules, native, resolved, passes)
-        loops = _event_loops(plans, make_tiers, tiers0, write_policy, links, block_bytes, resolved, hybrid, step_s,
-                             not comparison)
-        if resolved is not None:
-            _presize_samplers(source, loops)
-        no_cache = loops.pop() if len(loops) > len(plans) else None
-        beside = _beside(no_cache)
-        if any(loops):
-            # decode seconds only for the instant-compute modeled loop (sequential timing never reads them)
-            _feed(source, rules, time_model, [e for e in loops if e is not None], progress,
-                  resolved is None and timing == "modeled", passes, no_cache, beside)
+        loops, no_cache, beside = _fed_loops(
+            (plans, make_tiers, tiers0, write_policy, links, block_bytes, resolved, hybrid, step_s, not comparison),
+            source, rules, time_model, progress, resolved is None and timing == "modeled", passes)
         done, no_cache_result = _close_runs(scans, loops, no_cache, beside, hybrid, tiers0, write_policy,
                                             time_model, progress)
         singles, scan2 = early or _singles(scans, scan2(), source, rules, native, resolved, passes)   # joins the scan
