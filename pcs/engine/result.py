@@ -108,8 +108,8 @@ class LinkEnvelope:
     restored_bytes: int = field("bytes", "bytes restored over this link")
     restore_s: float = field("s", "total restore time, queueing included")
     transfer_s: float = field("s", "total transfer time (setup + bytes / bandwidth), no queueing")
-    queue_s: float = field("s", "restore_s - transfer_s: time waiting for the link")
-    prefill_saved_s: float = field("s", "prefill time the restored hits saved (full - remaining prefill)")
+    queue_s: float = field("s", "restore_s - transfer_s: time waiting for the link (clamped at 0: rounding)")
+    prefill_saved_s: float = field("s", "prefill time the restored hits saved (full - remaining prefill, clamped at 0)")
     restores_slower_than_recompute: int = field("count", "restores that took longer than the prefill they saved")
     share_slower: float | None = field("ratio", "restores_slower_than_recompute / restores; null without restores")
     blocks_slower_than_recompute: int = field("blocks", "blocks of the restores slower than recompute")
@@ -132,7 +132,7 @@ class EnvelopeSummary:
                                                    "alone); scheduled: scheduler.no_cache.ttft_s.p99")
     wait_p50_s: float | None = field("s", "median wait for KV space (FIFO admission)")
     wait_p99_s: float | None = field("s", "99th percentile wait for KV space")
-    prefill_saved_s: float = field("s", "prefill time all hits saved: no-cache prefill - prefill, summed")
+    prefill_saved_s: float = field("s", "prefill time all hits saved: no-cache prefill - prefill, summed (clamped at 0)")
 
 
 @result

@@ -209,7 +209,7 @@ def request_distributions(columns: Mapping[str, Any], no_cache_ttft_s: Any = Non
     pick = restored
     if len(restored) > MAX_POINTS:
         pick = restored[np.unique(np.rint(np.linspace(0, len(restored) - 1, MAX_POINTS)).astype(np.int64))]
-    saved = col("prefill_no_cache_s")[pick] - col("prefill_s")[pick]
+    saved = np.maximum(col("prefill_no_cache_s")[pick] - col("prefill_s")[pick], 0.0)   # >= 0 up to rounding (§10)
     return RequestDistributions(
         TtftCdf(tuple(CDF_LEVELS.tolist()) if with_cache else (), tuple(with_cache), tuple(without), scheduled),
         RestoreScatter(int(len(restored)), int(len(pick)), tuple(saved.tolist()),   # Python floats, no per-value call

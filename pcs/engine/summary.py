@@ -162,6 +162,16 @@ def _tier_rows(state: CacheState, ledger, ctx) -> tuple[TierSummary, ...]:
     return tuple(rows)
 
 
+def at_least_zero(x: float) -> float:
+    """``x`` clamped at 0.0, for a difference of float sums that is >= 0 by definition (s).
+
+    ``queue_s`` = restore time - transfer time (each restore ends at begin + transfer with begin >= now) and
+    ``prefill_saved_s`` = prefill without hits - prefill with them (hits never add prefill, docs/semantics.md
+    §10) sum many terms in different orders; rounding leaves ~1e-12 s below 0, which would print as "-0.00 ns".
+    """
+    return x if x > 0.0 else 0.0
+
+
 def _link_envelope(tier: TierState, link, lk) -> LinkEnvelope:
     from pcs.analysis.envelope import break_even_bps
 
@@ -169,7 +179,8 @@ def _link_envelope(tier: TierState, link, lk) -> LinkEnvelope:
         tier=tier.name, link=link.name, bandwidth_bps=link.bandwidth_bps,
         setup_s=link.setup_s, restores=lk.restores, restored_blocks=lk.restored_blocks,
         restored_bytes=lk.restored_bytes, restore_s=lk.restore_s, transfer_s=lk.transfer_s,
-        queue_s=lk.restore_s - lk.transfer_s, prefill_saved_s=lk.full_prefill_s - lk.remaining_prefill_s,
+        queue_s=at_least_zero(lk.restore_s - lk.transfer_s),
+        prefill_saved_s=at_least_zero(lk.full_prefill_s - lk.remaining_prefill_s),
         restores_slower_than_recompute=lk.slower_restores,
         share_slower=lk.slower_restores / lk.restores if lk.restores else None,
         blocks_slower_than_recompute=lk.slower_blocks,
@@ -187,7 +198,7 @@ def _envelope(ledger, state: CacheState, cols, ctx) -> EnvelopeSummary:
     (t50, t99), (n50, n99), (w50, w99) = _p50_p99(ttft), _p50_p99(no_cache), _p50_p99(wait)
     return EnvelopeSummary(links=links, ttft_p50_s=t50, ttft_p99_s=t99, ttft_no_cache_alone_p50_s=n50,
                            ttft_no_cache_alone_p99_s=n99, wait_p50_s=w50, wait_p99_s=w99,
-                           prefill_saved_s=float(no_cache.sum() - _values(cols["prefill_s"]).sum()))
+                           prefill_saved_s=at_least_zero(float(no_cache.sum() - _values(cols["prefill_s"]).sum())))
 
 
 def _bytes(ledger, state: CacheState, tiers: tuple[TierSummary, ...], ctx) -> BytesSummary:
