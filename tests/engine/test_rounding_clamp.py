@@ -3,7 +3,7 @@
 ``envelope.links[].queue_s`` = restore time - transfer time summed over a link's restores, each restore ending at
 begin + transfer with begin >= now, so each term is >= 0; ``prefill_saved_s`` = prefill without hits - prefill
 with them (hits never add prefill under pcs's compute model, §10). Summed in different orders the two sides
-differed by -1e-15 .. -5e-11 s (hostile-16 F11, walkthrough-12 F1), printed as "-0.00 ns".
+differed by -1e-15 .. -5e-11 s, printed as "-0.00 ns".
 """
 from __future__ import annotations
 
