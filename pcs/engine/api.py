@@ -788,19 +788,20 @@ def _refuse_on_cache_groups(ctx: Any, admit: Any, gap_oracle: bool) -> None:
 
 
 def _load_notes(summary, out) -> list[str]:
-    """The notes of a step-scheduler run, if any: requests whose prompt + output outgrew the GPU tier
-    (``requests_outgrown``, docs/semantics.md §5) and saturation (:func:`pcs.engine.schedresult.saturation_note`)."""
+    """The notes of the run's load: every truncated request by cause (:func:`pcs.engine.truncation.truncation_note`,
+    docs/semantics.md §5, every timing) and, under the step scheduler, saturation
+    (:func:`pcs.engine.schedresult.saturation_note`)."""
+    from pcs.engine.truncation import truncation_note
+
     sc = summary.scheduler
+    outgrown = out.scheduler[1].requests_outgrown if sc is not None else 0
+    note = truncation_note(summary.requests_truncated, summary.requests, outgrown, summary.tiers[0].capacity_blocks,
+                           "pages" if summary.hybrid is not None else "blocks")
+    notes = [note] if note else []
     if sc is None:
-        return []
+        return notes
     from pcs.engine.schedresult import saturation_note
 
-    notes = []
-    outgrown = out.scheduler[1].requests_outgrown
-    if outgrown:
-        notes.append(f"{units.format_count(outgrown)} requests' prompt + output outgrew the GPU tier "
-                     f"({units.format_count(summary.tiers[0].capacity_blocks)} blocks): they finished without holding "
-                     "their later KV (counted as truncated)")
     note = saturation_note(sc.utilisation_over_time, sc.utilisation_bin_s)
     return notes + [note] if note else notes
 

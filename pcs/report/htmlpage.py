@@ -23,6 +23,7 @@ from pcs.report.htmltime import time_charts, utilisation_chart
 from pcs.report.htmltables import (compare_table, envelope_table, footprint_tables, lens_table, runs_table,
                                     tier_table)
 from pcs.errors import UserError
+from pcs.report.replay import slot_unit
 from pcs.units import format_percent
 
 __all__ = ["KINDS", "payload_kind", "build_page", "inputs_rows", "reproduce_command"]
@@ -258,7 +259,8 @@ def _notes(payloads: Sequence[dict]) -> list[str]:
 
 
 def _tiers_text(s: dict) -> str:
-    return ", ".join(f"{t['name']} {t['capacity_blocks']:,} blocks ({t['policy']}"
+    unit = slot_unit(s)
+    return ", ".join(f"{t['name']} {t['capacity_blocks']:,} {unit}s ({t['policy']}"
                      + (f", link {t['link']}" if t.get("link") else "") + ")" for t in s["tiers"])
 
 

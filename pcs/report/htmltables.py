@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any, Callable, Sequence
 
 from pcs.units import format_bandwidth, format_bytes, format_count, format_duration, format_percent
-from pcs.report.replay import CEILING_LABEL, REAL_LABEL, lens_rows, ttft_note
+from pcs.report.replay import CEILING_LABEL, REAL_LABEL, lens_rows, slot_unit, ttft_note
 
 __all__ = ["cell", "envelope_table", "tier_table", "footprint_tables", "compare_table", "runs_table", "best_columns",
            "BEST"]
@@ -65,14 +65,15 @@ def lens_table(s: dict, label: str = "") -> dict | None:
 
 def tier_table(s: dict) -> dict:
     """Per tier: layout, bytes per block, capacity, policy, hits, restored, written, evicted, resident."""
+    unit = slot_unit(s)
     rows = [[cell(t["name"]), cell(t["layout"]), cell(format_bytes(t["bytes_per_block"]), True),
-             cell(f"{format_bytes(t['capacity_bytes'])} = {format_count(t['capacity_blocks'])} blocks", True),
+             cell(f"{format_bytes(t['capacity_bytes'])} = {format_count(t['capacity_blocks'])} {unit}s", True),
              cell(t["policy"]), cell(format_count(t["hit_blocks"]), True), cell(format_bytes(t["restored_bytes"]), True),
              cell(format_bytes(t["written_bytes"]), True), cell(format_count(t["evicted_blocks"]), True),
              cell(format_bytes(t["resident_bytes_end"]), True), cell(format_bytes(t["resident_bytes_peak"]), True)]
             for t in s["tiers"]]
     return _table("Tiers (a hit counts once, at the highest tier holding the block)",
-                  ["tier", "layout", "bytes/block", "capacity", "policy", "hit blocks", "restored", "written",
+                  ["tier", "layout", f"bytes/{unit}", "capacity", "policy", "hit blocks", "restored", "written",
                    "evicted", "resident end", "resident peak"], rows)
 
 

@@ -13,7 +13,7 @@ from typing import Any
 from pcs.units import format_bandwidth, format_bytes, format_count, format_duration, format_percent, format_points
 from pcs.report.table import render_table
 
-__all__ = ["render_replay", "header_line", "lens_rows", "lens_text", "ttft_note", "REAL_LABEL",
+__all__ = ["render_replay", "slot_unit", "header_line", "lens_rows", "lens_text", "ttft_note", "REAL_LABEL",
            "CEILING_LABEL", "CEILING_MEANING"]
 
 
@@ -114,10 +114,15 @@ def _hit_table(s: dict[str, Any]) -> str:
     return render_table(["hit rate", "value", "meaning"], rows, title="Hit rate: real vs single-sequence")
 
 
+def slot_unit(s: dict[str, Any]) -> str:
+    """``"page"`` for a hybrid model's replay payload (its tiers hold pages, docs/semantics.md §3.1), else ``"block"``."""
+    return "page" if s.get("hybrid") else "block"
+
+
 def _tier_table(s: dict[str, Any]) -> str:
     rows = [["payload", "reference", format_bytes(s["reference_bytes_per_block"]), "-", "-", "-", "-", "-", "-",
              "-", "-"]]
-    unit = "page" if s.get("hybrid") else "block"    # a hybrid model's tiers hold pages (docs/semantics.md §3.1)
+    unit = slot_unit(s)
     for t in s["tiers"]:
         rows.append([t["name"], t["layout"], format_bytes(t["bytes_per_block"]),
                      f"{format_bytes(t['capacity_bytes'])} = {format_count(t['capacity_blocks'])} "

@@ -29,3 +29,18 @@ def test_hybrid_bytes_table_counts_pages():
     out = CliRunner().invoke(cli, args).stdout.split("Bytes")[1]
     assert "GPU pages pinned or reserved" in out and "GPU blocks" not in out
     assert " blk " not in out
+
+
+def test_html_tier_table_and_inputs_count_pages():
+    # The same 476-page run (above) in the HTML page's tier table and inputs row: pages, as in the text table.
+    import json
+
+    from pcs.report.htmlpage import inputs_rows
+    from pcs.report.htmltables import tier_table
+    args = ["replay", str(SAMPLE), "--model", "gemma-3-27b", "--tier", "gpu=20GB", "--tier", "cpu=100GB", "-q"]
+    s = json.loads(CliRunner().invoke(cli, args + ["--format", "json"]).stdout)
+    table = tier_table(s)
+    assert "bytes/page" in table["headers"]
+    assert table["rows"][0][3]["text"].endswith("= 476 pages")
+    (tiers,) = [text for label, text in inputs_rows([s], None, None) if label == "tiers"]
+    assert tiers.startswith("gpu 476 pages (") and "blocks" not in tiers

@@ -1,0 +1,36 @@
+"""The replay note that counts every truncated request by cause (docs/semantics.md §5).
+
+A request is truncated when the GPU tier cannot give it every slot it needs: at its first admission (its
+prompt, and in modeled timing the running blocks it reserves, do not fit) or, under the step scheduler, at a
+re-admission after a preemption (its prompt + output so far outgrew the tier; ``requests_outgrown``). Every
+timing gives the same note, naming the total (``requests_truncated``) and each cause's count.
+"""
+from __future__ import annotations
+
+from pcs import units
+
+__all__ = ["truncation_note"]
+
+
+def truncation_note(truncated: int, requests: int, outgrown: int, capacity: int, unit: str) -> str | None:
+    """The note, or None when no request was truncated.
+
+    Args:
+        truncated: ``requests_truncated`` (count; each request once, whatever the cause).
+        requests: the requests replayed (count).
+        outgrown: ``scheduler.requests_outgrown`` (count; 0 outside the step scheduler): requests whose first
+            admission was whole and a re-admission truncated; the others were truncated at first admission.
+        capacity: the GPU tier's slots, in ``unit``.
+        unit: ``"blocks"``, or ``"pages"`` for a hybrid model's tiers (docs/semantics.md §3.1).
+    """
+    if not truncated:
+        return None
+    causes = []
+    if truncated - outgrown:
+        causes.append(f"{units.format_count(truncated - outgrown)} at their first admission (the slots reserved then did not fit)")
+    if outgrown:
+        causes.append(f"{units.format_count(outgrown)} at a re-admission after a preemption (prompt + output so far "
+                      "outgrew the tier)")
+    return (f"{units.format_count(truncated)} of {units.format_count(requests)} requests truncated: the GPU tier "
+            f"({units.format_count(capacity)} {unit}) could not hold all their KV: " + "; ".join(causes)
+            + " (docs/semantics.md §5)")
