@@ -83,7 +83,18 @@ def render_fleet(s: dict[str, Any], compute: str | None = None) -> str:
                        ["sub-trace ceiling: the instance's own requests through one infinite cache, without the "
                         "shared tier (its hit ratio may exceed it: the shared tier serves other instances' writes)"])
     sh = s.get("shared_tier")
-    return f"{top}\n\n{per}" if sh is None else f"{top}\n\n{per}\n\n{_render_shared(sh)}"
+    parts = [top, per] + ([] if sh is None else [_render_shared(sh)]) + _lens_tables(s)
+    return "\n\n".join(parts)
+
+
+def _lens_tables(s: dict[str, Any]) -> list[str]:
+    """Lesson 2 per instance, in the replay report's words (:func:`pcs.report.replay.lens_text`): payload vs
+    reserved bytes, restore bytes and TTFT beside another KV dtype, hits held; the note once, under the last."""
+    from pcs.report.replay import lens_text
+
+    runs = [(x["instance"], r) for x, r in zip(s["per_instance"], s.get("instance_summaries") or ())
+            if r and r.get("payload_lens")]
+    return [lens_text(r, f"instance {i}", notes=k == len(runs) - 1) for k, (i, r) in enumerate(runs)]
 
 
 def _render_shared(sh: dict[str, Any]) -> str:

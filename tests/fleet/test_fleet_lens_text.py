@@ -1,0 +1,24 @@
+"""The fleet's text report shows lesson 2 (payload vs reserved bytes) per instance, as a single replay does.
+
+Default model llama-2-70b fp16, TP 8, blocks of 512 tokens: a block's payload is 80 layers x 2 (K, V) x 8 KV
+heads x 128 dims x 2 B x 512 tokens = 167,772,160 B ("167.77 MB"), in fp8 half that, 83,886,080 B ("83.89 MB");
+vLLM's fp16 page holds no scales, so Reserved = Reference. The JSON had it per instance; the text did not.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.helpers import invoke
+
+CHAT = str(Path(__file__).resolve().parents[2] / "traces" / "sample_chat.jsonl")
+
+
+def test_each_instance_has_its_payload_lens_and_the_note_once():
+    r = invoke("replay", CHAT, "--instances", "2", "-q")
+    assert r.exit_code == 0, r.output
+    out = r.stdout
+    for i in (0, 1):
+        table = out.split(f"instance {i}: Payload is not everything: KV fp16 vs fp8")[1].split("\n\n")[0]
+        assert "payload bytes/block (Reference)              167.77 MB   83.89 MB  x0.500" in table
+        assert "GPU bytes/block (Reserved)                   167.77 MB   83.89 MB  x0.500" in table
+    assert out.count("note: stored bytes shrink with the payload only where the scales sit outside") == 1
