@@ -74,8 +74,9 @@ class GapSplit:
     policy: float | None = field("ratio", "oracle - real: what the eviction and admission policies cost against "
                                           "the Belady oracle on the same tiers (with --gap-oracle)",
                                  omit_none=True, default=None)
-    hybrid_rules: float | None = field("ratio", "hybrid models only: hits of the sequential replay lost to a "
-                                                "missing state checkpoint or an evicted window block (the other "
+    hybrid_rules: float | None = field("ratio", "hybrid models only: hits of the sequential replay (not this "
+                                                "run: its own are hybrid.lost_tokens) lost to a missing state "
+                                                "checkpoint or an evicted window block (the other "
                                                 "groups' rules refused what full attention held); taken out of "
                                                 "capacity_eviction (docs/semantics.md §12)",
                                        omit_none=True, default=None)
@@ -181,7 +182,8 @@ class HybridSummary:
                                                     "state group)")
     pools: dict[str, tuple[dict[str, Any], ...]] = field("-", "per tier, its pools: name, capacity_pages, "
                                                               "page_bytes")
-    lost_tokens: int = field("tokens", "hit tokens of the run the hybrid rules refused (group 0 held them)")
+    lost_tokens: int = field("tokens", "hit tokens of this run (its own timing; the sequential replay's "
+                                               "share is gap.hybrid_rules) the hybrid rules refused (group 0 held them)")
     restored_bytes_by_component: dict[str, dict[str, int]] = field(
         "bytes", "per lower tier, bytes restored over its link by component")
     written_bytes_by_component: dict[str, dict[str, int]] = field(

@@ -127,7 +127,7 @@ def waterfall_chart(s: dict, oracle: dict | None) -> Chart:
              ("block rounding", s["ideal_hit_ratio"], ss, "gap"),
              ("single-sequence", 0.0, ss, "level")]
     if hyb:
-        steps.append(("hybrid rules", ss, ss - hyb, "gap"))
+        steps.append(("hybrid rules (sequential replay)", ss, ss - hyb, "gap"))
     steps += [("capacity and eviction", ss - hyb, s["sequential_hit_ratio"], "gap"),
               ("sequential", 0.0, s["sequential_hit_ratio"], "level"),
               ("concurrency", s["sequential_hit_ratio"], s["hit_ratio"], "gap"),

@@ -105,7 +105,8 @@ def _hit_table(s: dict[str, Any]) -> str:
         ]
     if g.get("hybrid_rules") is not None:
         rows.append(["gap: hybrid rules", _pts(g["hybrid_rules"]),
-                     "sequential hits lost to a missing state checkpoint or an evicted window block"])
+                     "in the sequential replay: its hits lost to a missing state checkpoint or an evicted window "
+                     "block (this run's own: the Hybrid model table)"])
     rows += [
         ["requests", format_count(s["requests"]),
          f"{format_count(s['requests_with_hit'])} with a hit, {format_count(s['requests_truncated'])} truncated"
@@ -338,8 +339,8 @@ def _hybrid_table(s: dict[str, Any]) -> str:
             rows.append([t["name"], comp, format_bytes(v), format_bytes(other[comp]) if comp in other else "-"])
     notes = [f"the same run with every layer as full attention: hit ratio {format_percent(full['hit_ratio'])} "
              f"(this run {format_percent(s['hit_ratio'])})"] if full else []
-    notes.append(f"{format_count(h['lost_tokens'])} hit tokens refused by the hybrid rules (full attention held "
-                 "them); peaks are at each tier's own peak, page_padding = vLLM's uniform page size padding")
+    notes.append(f"{format_count(h['lost_tokens'])} hit tokens of this run refused by the hybrid rules (full attention "
+                 "held them; the gap's hybrid rules term is the sequential replay's); peaks are at each tier's own peak, page_padding = vLLM's uniform page size padding")
     return render_table(["tier", "component", "peak resident", "all full attention"], rows,
                         title=f"Hybrid model ({h['manager']}): resident bytes per component", notes=notes)
 

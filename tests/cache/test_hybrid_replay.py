@@ -197,5 +197,6 @@ def test_html_waterfall_of_a_hybrid_replay_has_the_hybrid_rules_gap():
     hyb, ss = s["gap"]["hybrid_rules"], s["single_sequence_hit_ratio"]
     assert hyb > 0
     rows = {r["step"]: r for r in waterfall_chart(s, None).spec["datasets"]["steps"]}
-    assert rows["hybrid rules"]["hi"] == ss and rows["hybrid rules"]["lo"] == pytest.approx(ss - hyb, abs=1e-15)
+    hr = rows["hybrid rules (sequential replay)"]         # a sequential replay's term, so labelled (§12)
+    assert hr["hi"] == ss and hr["lo"] == pytest.approx(ss - hyb, abs=1e-15)
     assert rows["capacity and eviction"]["hi"] == pytest.approx(ss - hyb, abs=1e-15)

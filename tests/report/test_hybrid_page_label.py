@@ -44,3 +44,14 @@ def test_html_tier_table_and_inputs_count_pages():
     assert table["rows"][0][3]["text"].endswith("= 476 pages")
     (tiers,) = [text for label, text in inputs_rows([s], None, None) if label == "tiers"]
     assert tiers.startswith("gpu 476 pages (") and "blocks" not in tiers
+
+
+def test_hybrid_figures_name_the_run_they_describe():
+    # gap.hybrid_rules is a term of the sequential replay's gap (docs/semantics.md §12); hybrid.lost_tokens counts
+    # this run's refused hit tokens. Side by side ("0.0 pts" beside "16,896 hit tokens") each says which run.
+    out = CliRunner().invoke(cli, ["replay", str(SAMPLE), "--model", "gemma-3-27b", "--tier", "gpu=40GB",
+                                   "--tier", "cpu=200GB", "-q"]).stdout
+    (gap,) = [line for line in out.splitlines() if line.startswith("gap: hybrid rules")]
+    assert "in the sequential replay" in gap
+    (note,) = [line for line in out.splitlines() if "refused by the hybrid rules" in line]
+    assert "hit tokens of this run refused" in note
