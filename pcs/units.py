@@ -70,11 +70,23 @@ DURATION_UNITS: dict[str, int] = {
     "min": 60 * 10**9, "h": 3600 * 10**9,
 }
 
-_NUMBER_UNIT = re.compile(r"^\s*([+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?)\s*([A-Za-zµ/]*)\s*$")
+_NUMBER_UNIT = re.compile(r"^\s*([+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?)\s*([A-Za-zµ/]*)\s*$", re.ASCII)
 
 _BYTE_HELP = "a size such as 512, 4KiB, 80GB, 1.5 TB or 10GiB (GB decimal, GiB binary)"
 _BW_HELP = "a bandwidth such as 20GB/s, 2000 GB/s, 10GiB/s or a plain number of bytes/s"
 _DUR_HELP = "a duration such as 100ms, 5 ms, 3us, 1.5s or a plain number of seconds"
+
+
+def _ascii_digits(text: str, what: str) -> None:
+    """Refuse digits other than ASCII 0-9 (full-width ``２００``, Arabic-Indic ...), which Python's int() and
+    Decimal() would read: a size, bandwidth, duration or block count is written in ASCII (docs/semantics.md §16).
+
+    Raises:
+        UserError: naming the value and the first such character.
+    """
+    odd = next((c for c in text if c.isdigit() and not c.isascii()), None)
+    if odd is not None:
+        raise UserError(f"invalid {what} {text!r}: digits must be ASCII 0-9, not {odd!r} (U+{ord(odd):04X})")
 
 
 def _split(text: str | int | float, what: str, help_: str) -> tuple[Decimal, str]:
@@ -82,6 +94,7 @@ def _split(text: str | int | float, what: str, help_: str) -> tuple[Decimal, str
         if isinstance(text, float) and not math.isfinite(text):
             raise UserError(f"invalid {what} {text!r}: expected {help_}")
         return Decimal(repr(text)) if isinstance(text, float) else Decimal(text), ""
+    _ascii_digits(str(text), what)
     m = _NUMBER_UNIT.match(str(text))
     if not m:
         raise UserError(f"invalid {what} {str(text)!r}: expected {help_}")
@@ -246,7 +259,7 @@ def require_unit(text: str | None, option: str, kind: str) -> str | None:
     return text
 
 
-_BLOCKS = re.compile(r"^\s*([+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?)\s*blocks?\s*$", re.IGNORECASE)
+_BLOCKS = re.compile(r"^\s*([+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?)\s*blocks?\s*$", re.IGNORECASE | re.ASCII)
 _CAP_HELP = "a size with a unit (400GB, 1.5TiB) or a block count (5000blocks)"
 
 
@@ -320,6 +333,7 @@ def parse_capacity(text: str | int) -> Capacity:
     if isinstance(text, bool):
         raise UserError(f"invalid capacity {text!r}: expected {_CAP_HELP}")
     s = str(text).strip()
+    _ascii_digits(s, "capacity")
     m = _BLOCKS.match(s)
     if m:
         value = Decimal(m.group(1))

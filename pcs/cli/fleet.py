@@ -12,7 +12,7 @@ import click
 
 from pcs.choices import ROUTER_NAMES
 from pcs.cli.common import Progress, RegistryChoice, emit, with_trace_notes
-from pcs.cli.params import Float, Int
+from pcs.cli.params import Duration, Int
 from pcs.errors import UserError
 
 __all__ = ["fleet_options", "wants_fleet", "replay_fleet", "compare_fleet", "csv_payload"]
@@ -42,8 +42,8 @@ def fleet_options(multiple: bool) -> Callable:
                               "backend), below each instance's own tiers, one link per instance (--link NAME=...; "
                               "default by name, remote = rdma-400g); e.g. remote=10TB. The instances run on one "
                               "clock, under the step scheduler too (docs/cluster.md).")(f)
-        f = click.option("--router-stale-s", type=Float(0, 1e9), default=None,
-                         help="Seconds between a cache event on an instance and the router seeing it (KV events "
+        f = click.option("--router-stale-s", type=Duration(0, 1e9), default=None,
+                         help="Time (e.g. 500ms; a plain number is seconds) between a cache event on an instance and the router seeing it (KV events "
                               "arrive late); default 0 = the router's index is exact. Only prefix and cache-aware "
                               "read the index (pcs compare gives the delay to those).")(f)
         f = click.option("--router", "router", multiple=multiple, type=RegistryChoice(ROUTER_NAMES, _check_router),

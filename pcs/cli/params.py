@@ -20,7 +20,7 @@ from pcs.argcheck import MAX_BLOCK_SIZE, MAX_COUNT, MAX_POINTS, MAX_SEED, MAX_SY
 from pcs.errors import UserError
 
 __all__ = ["Aliased", "MAX_TP", "MAX_BLOCK_SIZE", "MAX_TOKENS", "MAX_COUNT", "MAX_POINTS", "MAX_SYNTH_REQUESTS",
-           "MAX_SEED", "Int", "Float", "Choice", "parse_capacity_list"]
+           "MAX_SEED", "Int", "Float", "Duration", "Choice", "parse_capacity_list"]
 
 
 class Int(click.IntRange):
@@ -40,6 +40,36 @@ class Float(click.FloatRange):
         if isinstance(value, str) and not math.isfinite(_float_or(value)):
             self.fail(f"{value!r} is not a finite number", param, ctx)
         return super().convert(value, param, ctx)
+
+
+class Duration(click.ParamType):
+    """A duration option in seconds (float), in ``[min_s, max_s]``: ``60``, ``60s``, ``2ms``, ``1e-3s``.
+
+    One type for every duration option (docs/semantics.md §16): a bare number means seconds, as before; units go
+    through :func:`pcs.units.parse_duration` (ns, us, ms, s, min, h; exact to 1 ns). A bad unit, a negative
+    value, NaN or infinity, or a value outside the range is click's one-line usage error naming the option
+    (exit 2).
+    """
+
+    name = "duration"
+
+    def __init__(self, min_s: float, max_s: float, min_open: bool = False) -> None:
+        self.min_s, self.max_s, self.min_open = min_s, max_s, min_open
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        try:
+            seconds = units.parse_duration(value if isinstance(value, (int, float)) and not isinstance(value, bool)
+                                           else str(value).strip())
+        except ValueError as exc:
+            self.fail(str(exc).splitlines()[0], param, ctx)
+        low_ok = seconds > self.min_s if self.min_open else seconds >= self.min_s
+        if not (low_ok and seconds <= self.max_s):
+            self.fail(f"{value!r} is not in the range {'>' if self.min_open else '>='} {self.min_s:g} s and "
+                      f"<= {self.max_s:g} s", param, ctx)
+        return seconds
+
+    def get_metavar(self, param: click.Parameter, ctx: click.Context | None = None) -> str:
+        return "DURATION"
 
 
 def _float_or(text: str) -> float:

@@ -14,7 +14,7 @@ from pcs.choices import WRITE_POLICIES
 from pcs.cli.common import Progress, RegistryChoice, apply_options, command, emit, format_option, quiet_option
 from pcs.cli.fleet import FLEET_NO_HTML, fleet_options, replay_fleet, wants_fleet
 from pcs.cli.modelarg import is_config_path
-from pcs.cli.params import MAX_BLOCK_SIZE, MAX_COUNT, MAX_TOKENS, MAX_TP, Aliased, Choice, Float, Int
+from pcs.cli.params import MAX_BLOCK_SIZE, MAX_COUNT, MAX_TOKENS, MAX_TP, Aliased, Choice, Duration, Float, Int
 from pcs.cli.report import check_outputs, html_options, write_replay_outputs
 from pcs.engine import select
 from pcs.engine.restores import RESTORE_POLICIES
@@ -90,9 +90,9 @@ def _hybrid_options() -> list:
         click.option("--mamba-cache-mode", type=Choice(MAMBA_CACHE_MODES), default=None,
                      help="SSM states cached at every checkpoint (all, default) or at a request's last (align); "
                           "vLLM's mamba_cache_mode."),
-        click.option("--residency-step", type=Float(0, 1e9, min_open=True),
+        click.option("--residency-step", type=Duration(0, 1e9, min_open=True),
                      help="Hybrid models: step of the replay-resident bytes series per component, simulated "
-                          "seconds (default 60)."),
+                          "time (e.g. 60s or 60 = seconds; default 60s)."),
     ]
 
 
@@ -200,9 +200,9 @@ def _scheduler_options() -> list:
                      help="How restores overlap compute: layerwise (layer l loads while earlier layers compute), "
                           "wait (prefill after every block landed), best-effort (wait at most --restore-timeout "
                           "+ --restore-timeout-per-token x restored tokens, recompute the rest)."),
-        click.option("--restore-timeout", default="0s", show_default=True,
+        click.option("--restore-timeout", type=Duration(0, 1e9), default="0s", show_default=True,
                      help="best-effort: fixed part of the wait for a restore (e.g. 5ms)."),
-        click.option("--restore-timeout-per-token",
+        click.option("--restore-timeout-per-token", type=Duration(0, 1e9),
                      help="best-effort: wait per restored token (e.g. 35us); default the step's matmul time per "
                           "token (about what recomputing it costs)."),
         click.option("--restore-fallback/--no-restore-fallback", default=True, show_default=True,
@@ -215,7 +215,8 @@ def _scheduler_options() -> list:
                      show_default=True,
                      help="A request preempted this often is re-admitted holding every block it needs (0: all "
                           "requests reserve their output at admission)."),
-        click.option("--ttft-slo", help="TTFT target of the goodput figures (e.g. 2s)."),
+        click.option("--ttft-slo", type=Duration(0, 1e9, min_open=True),
+                     help="TTFT target of the goodput figures (e.g. 2s)."),
     ]
 
 
@@ -279,7 +280,7 @@ def _protected_share(kw: dict[str, Any], tier_policies: dict[str, str]) -> float
 
 #: scheduler options -> their defaults (a value other than the default = the option was given)
 _STEP_OPTIONS = {"max_num_batched_tokens": None, "max_num_seqs": None, "restore_policy": "layerwise",
-                 "restore_timeout": "0s", "restore_timeout_per_token": None, "restore_fallback": True,
+                 "restore_timeout": 0.0, "restore_timeout_per_token": None, "restore_fallback": True,
                  "cache_decode_blocks": None, "max_preemptions": None, "ttft_slo": None}
 
 

@@ -1,0 +1,76 @@
+"""Every duration option takes one type (``pcs.cli.params.Duration``, docs/semantics.md §16): a unit, or a plain
+number that means seconds as it always did. ``60`` = ``60s`` = ``1min`` = 60 s and ``0.005`` = ``5ms`` by
+definition of the units (1 min = 60 s, 1 ms = 1e-3 s), so each pair must give the same value and the same output.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import invoke
+
+ROOT = Path(__file__).resolve().parents[2]
+TOKENS = str(ROOT / "traces" / "sample_tokens.jsonl")
+CHAT = str(ROOT / "traces" / "sample_chat.jsonl")
+STEP = ("--tier", "gpu=20blocks", "--tier", "cpu=60blocks")
+BEST = STEP + ("--restore-policy", "best-effort")
+
+#: option, its two spellings, the JSON path where the run reports it, the seconds worked out by hand, other args
+CASES = [
+    ("--ttft-slo", "2", "2000ms", ("scheduler", "ttft_slo_s"), 2.0, STEP),
+    ("--restore-timeout", "0.005", "5ms", ("scheduler", "restore_timeout_s"), 0.005, BEST),
+    ("--restore-timeout-per-token", "0.000035", "35us", ("scheduler", "restore_timeout_per_token_s"), 3.5e-05, BEST),
+    ("--router-stale-s", "0.5", "500ms", ("router_stale_s",), 0.5, ("--instances", "2", "--router", "prefix")),
+]
+
+
+def _json(*args):
+    r = invoke("replay", TOKENS, "-q", "--format", "json", *args)
+    assert r.exit_code == 0, r.output
+    return json.loads(r.stdout)
+
+
+@pytest.mark.parametrize("option,bare,unit,path,seconds,extra", CASES, ids=[c[0] for c in CASES])
+def test_a_plain_number_is_seconds_and_a_unit_is_read(option, bare, unit, path, seconds, extra):
+    a, b = _json(*extra, option, bare), _json(*extra, option, unit)
+    got = a
+    for key in path:
+        got = got[key]
+    assert got == pytest.approx(seconds, rel=1e-12)
+    assert a == b
+
+
+def test_residency_step_takes_units():
+    # it took only a bare float; 60 = 60s = 1min (the hybrid residency series' step)
+    outs = [invoke("replay", CHAT, "-q", "--format", "json", "--model", "gemma-3-27b", "--tier", "gpu=40GB",
+                   "--residency-step", v) for v in ("60", "60s", "1min")]
+    assert [r.exit_code for r in outs] == [0, 0, 0], outs[0].output
+    assert json.loads(outs[0].stdout) == json.loads(outs[1].stdout) == json.loads(outs[2].stdout)
+
+
+def test_think_s_takes_units(tmp_path):
+    # trace synth --think-s: 150 = 150s = 2.5min; same seed, same bytes
+    files = []
+    for i, v in enumerate(("150", "150s", "2.5min")):
+        out = tmp_path / f"t{i}.jsonl"
+        r = invoke("trace", "synth", str(out), "--requests", "50", "--seed", "3", "--think-s", v)
+        assert r.exit_code == 0, r.output
+        files.append(out.read_bytes())
+    assert files[0] == files[1] == files[2]
+
+
+@pytest.mark.parametrize("option", ["--ttft-slo", "--restore-timeout", "--residency-step", "--router-stale-s"])
+@pytest.mark.parametrize("value", ["5parsecs", "-1s", "nan", "２s"])
+def test_a_bad_duration_is_one_line_naming_the_option(option, value):
+    r = invoke("replay", TOKENS, option, value)
+    assert r.exit_code == 2
+    assert option in r.output and "Traceback" not in r.output
+
+
+def test_full_width_digits_are_refused_in_tier_sizes():
+    # Python's int() reads '２００' as 200; pcs takes ASCII digits only (docs/semantics.md §16)
+    r = invoke("replay", TOKENS, "--tier", "gpu=２００blocks")
+    assert r.exit_code == 2
+    assert "digits must be ASCII 0-9, not '２' (U+FF12)" in r.output
