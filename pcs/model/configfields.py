@@ -32,11 +32,14 @@ class Fields:
         """Merge ``text_config`` over the top level.
 
         Raises:
-            InputError: the top level is not a JSON object.
+            InputError: the top level, or a ``text_config`` given, is not a JSON object.
         """
         if not isinstance(cfg, dict):
             raise InputError(path, None, None, "top level must be a JSON object")
         text = cfg.get("text_config")
+        if text is not None and not isinstance(text, dict):
+            raise InputError(path, None, "text_config", f"must be a JSON object (a multimodal wrapper's text model "
+                             f"fields), got {type(text).__name__} {text!r:.40}")
         return cls({**cfg, **text} if isinstance(text, dict) else dict(cfg), path)
 
     def has(self, key: str) -> bool:

@@ -166,7 +166,7 @@ def build_spec(cfg: dict[str, Any], *, name: str, source: str, path: str = "<con
     f = Fields.of(cfg, path)
     num_layers = f.int("num_hidden_layers")
     pattern = layer_pattern(f, num_layers)
-    assumptions = list(pattern.assumptions) + _shadowed(cfg)
+    assumptions = list(pattern.assumptions) + _shadowed(cfg) + _kv_dtype_asked(f.cfg)
     if f.family is None and f.cfg.get("model_type"):
         assumptions.append(f"model_type {f.cfg['model_type']!r} has no family rule in pcs "
                            "(pcs.model.families): read with the generic rules, no family defaults")
@@ -189,6 +189,23 @@ def build_spec(cfg: dict[str, Any], *, name: str, source: str, path: str = "<con
                      total_params=int(total_params), weight_dtype_bytes=float(weight_dtype_bytes),
                      source=source, layer_types=pattern.kinds, model_type=str(f.cfg.get("model_type") or ""),
                      assumptions=tuple(assumptions), max_context_tokens=_max_context(f.cfg))
+
+
+def _kv_dtype_asked(cfg: dict[str, Any]) -> list[str]:
+    """A sentence when the config asks for a KV cache dtype (``kv_cache_dtype``, or a compressed-tensors
+    ``quantization_config.kv_cache_scheme``): pcs does not take it from the config, as vLLM does not (its
+    ``kv_cache_dtype`` is a serving option, ``auto`` = the model dtype, ``vllm/config/cache.py``); the KV dtype is
+    the run's ``dtype`` (``--dtype`` on the command line), which sizes fp8 and others (``pcs.model.layouts``)."""
+    quant = cfg.get("quantization_config")
+    scheme = quant.get("kv_cache_scheme") if isinstance(quant, dict) else None
+    asked = [f"kv_cache_dtype {cfg['kv_cache_dtype']!r}"] if cfg.get("kv_cache_dtype") is not None else []
+    if scheme is not None:
+        asked.append(f"quantization_config.kv_cache_scheme {scheme!r}")
+    if not asked:
+        return []
+    return [f"the config asks for a KV cache dtype ({'; '.join(asked)}): pcs does not read it there (vLLM takes "
+            "the KV dtype from its kv_cache_dtype setting, not the config); the KV is sized in the run's dtype "
+            "(--dtype, e.g. fp8; default the model's)"]
 
 
 def _max_context(cfg: dict[str, Any]) -> int | None:
