@@ -121,17 +121,25 @@ _OPTION_OF = {"max_num_batched_tokens": "--max-num-batched-tokens", "max_num_seq
               "tier_policies": "--tier-policy", "gpu_memory_utilization": "--gpu-memory-utilization",
               "hybrid_kv_cache_manager": "--hybrid-kv-cache-manager", "swa_full_tokens_ratio": "--swa-full-tokens-ratio",
               "mamba_full_memory_ratio": "--mamba-full-memory-ratio", "mamba_cache_mode": "--mamba-cache-mode",
-              "gap_oracle": "--gap-oracle"}
+              "gap_oracle": "--gap-oracle", "kv_reserve": "--kv-reserve"}
 #: A name inside a spec (``slru:protected_share=0.2``) or a quoted value is left as it is.
 _FIELD_RE = re.compile(r"(?<![\w:,'=-])(" + "|".join(sorted(_OPTION_OF, key=len, reverse=True)) + r")\b(?!=)")
 #: API phrasings of a keyword's value (pcs/engine/select.py, runner.py, api.py) -> the command line's
 _PHRASE_OF = {"engine='auto'": "--engine auto", "native 'auto'": "--native auto", "native 'c'": "--native c",
-              "links names tier": "--link names tier", "compute_mode='infinite'": "--compute infinite"}
+              "links names tier": "--link names tier", "compute_mode='infinite'": "--compute infinite",
+              "links= is for": "--link is for",
+              "or load a Hugging Face config.json: model=pcs.model.hfconfig.load_hf_config(path)":
+                  "or give a Hugging Face config.json path: --model path/to/config.json"}
 #: the same phrasings in a sweep plan's words (docs/sweep.md "Options": the option without its dashes, the value
 #: as TOML writes it)
 _PLAN_PHRASE_OF = {"engine='auto'": 'engine = "auto"', "native 'auto'": 'native = "auto"', "native 'c'": 'native = "c"',
-                   "links names tier": "link names tier", "compute_mode='infinite'": 'compute = "infinite"'}
+                   "links names tier": "link names tier", "compute_mode='infinite'": 'compute = "infinite"',
+                   "links= is for": "link is for",
+                   "or load a Hugging Face config.json: model=pcs.model.hfconfig.load_hf_config(path)":
+                       'or give a Hugging Face config.json path: model = "path/to/config.json"'}
 _PHRASE_RE = re.compile("|".join(re.escape(p) for p in _PHRASE_OF))
+#: the API's ``links['cpu'] = 'VALUE'`` (pcs/engine/api.py) -> ``--link cpu=VALUE`` (a sweep plan: ``link cpu=VALUE``)
+_LINK_RE = re.compile(r"links\['([^'\\]*)'\] = '([^'\\]*)'")
 
 
 def option_names(message: str, plan: bool = False) -> str:
@@ -141,6 +149,7 @@ def option_names(message: str, plan: bool = False) -> str:
     options are the plan's: ``max-num-seqs``, ``engine = "auto"``; docs/sweep.md)."""
     phrases, cut = (_PLAN_PHRASE_OF, 2) if plan else (_PHRASE_OF, 0)
     message = _FIELD_RE.sub(lambda m: _OPTION_OF[m.group(1)][cut:], message)
+    message = _LINK_RE.sub(lambda m: f"{'--link'[cut:]} {m.group(1)}={m.group(2)}", message)
     return _PHRASE_RE.sub(lambda m: phrases[m.group(0)], message)
 
 

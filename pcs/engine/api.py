@@ -41,6 +41,7 @@ from pcs.cache import WRITE_POLICIES, Tier
 from pcs.cache.policies import DEFAULT_POLICY, canonical_spec, make_policies
 from pcs.engine import select
 from pcs.engine.computecheck import checked_compute
+from pcs.engine.apiobjects import check_api_objects
 from pcs.engine.engine import TIMINGS
 from pcs.engine.replaydoc import document
 from pcs.engine.result import ReplaySummary
@@ -198,7 +199,7 @@ def _link_bandwidth(tier: str, link: str) -> float:
     """
     from pcs.hardware import LINK_NAMES
 
-    where = f"--link {tier}={link}"
+    where = f"links[{tier!r}] = {link!r}"     # the CLI says --link TIER=VALUE (pcs.cli.common.option_names)
     try:
         bps = units.parse_bandwidth(link)
     except ValueError as exc:
@@ -224,7 +225,8 @@ def _resolve_link(tier: str, link: Any, tp: int, table: Any = None):
         try:
             base = default_link_for_tier(tier, table)
         except ValueError as exc:
-            raise UserError(f"{exc}; or name its link: --link {tier}=pcie-gen5-x16 or --link {tier}=25GB/s") from None
+            raise UserError(f"{exc}; or name its link: links[{tier!r}] = 'pcie-gen5-x16' or "
+                            f"links[{tier!r}] = '25GB/s'") from None
     else:
         try:
             base = get_link(str(link), table)
@@ -358,7 +360,7 @@ def _tier_specs(tiers, tier_policies, links) -> list[TierSpec]:
             if k not in names:
                 raise UserError(f"{what} names tier {k!r}, which is not among the tiers: {', '.join(names)}")
     if links and names[0] in links:
-        raise UserError(f"--link is for lower tiers; {names[0]!r} is the GPU tier")
+        raise UserError(f"links= is for lower tiers; {names[0]!r} is the GPU tier")
     return specs
 
 
@@ -585,6 +587,7 @@ def replay(trace: Any = None, *, model: Any = None, hardware: Any = None, tp: in
     appended here by :func:`pcs.engine.replaydoc.document` (``help(pcs.replay)`` shows them).
     """
     refuse_str_compute(compute)
+    check_api_objects(rules, hardware_table, progress)
     (protected_share, gpu_memory_utilization, gap_oracle, swa_full_tokens_ratio, mamba_full_memory_ratio,
      residency_step_s) = _checked_numbers(protected_share, gpu_memory_utilization, gap_oracle, swa_full_tokens_ratio,
                                           mamba_full_memory_ratio, residency_step_s)

@@ -221,7 +221,7 @@ def compare(trace: Any = None, *, policies: Sequence[str | None] | None = None,
         admits: admission settings to compare, each ``TIER=KIND[:ARGS]`` items joined by
             ``+`` or ``"none"`` (:func:`pcs.cache.admission.parse_admit_option`); every
             policy runs with every setting (policy x admission); default: none.
-        progress: called with the number of requests done, across variants.
+        progress: called with the requests replayed since its previous call, across variants (as :func:`pcs.replay`).
         **replay_kwargs: any other keyword of :func:`pcs.replay` (model,
             hardware, tp, dtype, tiers, tier_policies, links, protected_share,
             timing, write_policy, rules, compute, hardware_table, engine,

@@ -30,7 +30,7 @@ def _reserve(value: Any) -> int | None:
     try:
         return units.parse_bytes(value)
     except ValueError as exc:
-        raise UserError(f"--kv-reserve: {str(exc).splitlines()[0]}") from None
+        raise UserError(f"kv_reserve: {str(exc).splitlines()[0]}") from None   # the CLI says --kv-reserve
 
 
 def _explicit_note(dep, gpu_tier, gpu_bb: int) -> str | None:

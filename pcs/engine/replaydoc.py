@@ -38,7 +38,11 @@ rules: block rules (full blocks only, last-token cap by default).
 compute: object with ``prefill_s``/``decode_s_per_token`` replacing the
     analytic :class:`pcs.compute.ComputeModel`.
 hardware_table: presets with overrides (:func:`pcs.hardware.load_hardware_file`).
-progress: called with the number of requests done after each chunk.
+progress: called with the number of requests replayed since its previous call (increments
+    that sum to the requests of the run), at least once, after each chunk of requests an engine
+    replays: every timing (sequential, modeled step or infinite) and twin (C or Python) alike;
+    how many chunks depends on the engine (one for an engine that takes the whole trace).
+    Not a callable: UserError before the run.
 engine: ``auto`` (default): the first row of the engine-selection
     table (:mod:`pcs.engine.select`) that applies, for the run and for
     its sequential baseline; or a row by name: ``lru-scan``,

@@ -497,7 +497,7 @@ def run_replay(source: Any, rules: BlockRules, time_model: Any, make_tiers: Call
         links, block_bytes: per tier, as :class:`pcs.engine.engine.ReplayEngine` takes them.
         requested: ``engine=`` of :func:`pcs.replay` (:data:`pcs.engine.select.REQUESTS`).
         native: ``auto``, ``c``, ``python`` or None (:mod:`pcs._native`).
-        progress: called with the number of requests done, for the run only.
+        progress: called with the requests replayed since its previous call (increments), for the run only.
         step: the step scheduler's setup (modeled timing only), or None for instant compute.
         hybrid: a :class:`pcs.engine.hybrid.HybridPlan` (``make_tiers`` then returns its pools,
             level-major), or None; step_s: its residency series' step, simulated seconds.

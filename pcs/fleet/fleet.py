@@ -343,18 +343,23 @@ def _refuse_oracle_policy(replay_kwargs: dict) -> None:
                          "one instance with --policy belady or --gap-oracle instead")
 
 
-def _check_fleet_args(instances: Any, replay_kwargs: dict[str, Any]) -> None:
+def _check_fleet_args(instances: Any, replay_kwargs: dict[str, Any]) -> int:
     """Refuse a bad instance count, an oracle policy and a str ``compute`` before any work.
 
+    Returns:
+        ``instances`` as a Python int (any integer type but bool: a numpy int too, as ``tp``).
     Raises:
-        UserError: ``instances`` not an int in 1 .. :data:`MAX_INSTANCES`; what
-            :func:`_refuse_oracle_policy` and :func:`pcs.engine.api.refuse_str_compute` raise.
+        UserError: ``instances`` not an integer in 1 .. :data:`MAX_INSTANCES` (named ``instances``, which the
+            CLI shows as ``--instances``); what :func:`_refuse_oracle_policy` and
+            :func:`pcs.engine.api.refuse_str_compute` raise.
     """
-    if isinstance(instances, bool) or not isinstance(instances, int) or not 1 <= instances <= MAX_INSTANCES:
-        raise UserError(f"--instances must be an int in 1..{MAX_INSTANCES}, got {instances!r}")
+    from pcs.argcheck import check_int
+
+    instances = check_int(instances, "instances", 1, MAX_INSTANCES)
     _refuse_oracle_policy(replay_kwargs)
     from pcs.engine.api import refuse_str_compute    # lazy, as _setup's import of pcs.engine.api
     refuse_str_compute(replay_kwargs.get("compute"))
+    return instances
 
 
 def fleet_replay(trace: Any = None, *, instances: int = 1, router: Any = "round-robin", router_stale_s: float = 0.0,
@@ -370,7 +375,7 @@ def fleet_replay(trace: Any = None, *, instances: int = 1, router: Any = "round-
             or a Router.
         router_stale_s: seconds between a cache event and the router's view of it (>= 0); > 0 only for a
             router that reads the cache index (prefix, cache-aware: :func:`pcs.fleet.routers.stale_view_applies`).
-        progress: called with the number of requests done by each instance's replay.
+        progress: called with the requests replayed since its previous call, by each instance's replay (as :func:`pcs.replay`).
         shared_tier: ``"NAME=SIZE"`` (or a :class:`pcs.engine.api.TierSpec`): a lower tier all instances
             read and write, below each instance's own tiers, one link per instance (docs/semantics.md §17.1;
             :mod:`pcs.fleet.oneclock`); None = no shared tier.
@@ -383,7 +388,7 @@ def fleet_replay(trace: Any = None, *, instances: int = 1, router: Any = "round-
             on a trace without session ids; with ``shared_tier``: no size, or an option
             :func:`pcs.fleet.oneclock.check_shared_options` refuses; and what :func:`pcs.replay` raises.
     """
-    _check_fleet_args(instances, replay_kwargs)
+    instances = _check_fleet_args(instances, replay_kwargs)
     source = reiterable(trace)
     batch = concat_batches(list(as_batches(source)), block_size=getattr(source, "block_size", None))
     if len(batch) == 0:

@@ -138,6 +138,10 @@ def _build(name: str) -> ModelSpec:
                       active_params=p["active"], total_params=p["total"], weight_dtype_bytes=p["weight_bytes"])
 
 
+#: The hint of an unknown model name from the API; the CLI replaces it with its own (``--model path/to/config.json``).
+HF_CONFIG_HINT = "or load a Hugging Face config.json: model=pcs.model.hfconfig.load_hf_config(path)"
+
+
 def get_model(name: str) -> ModelSpec:
     """The preset called ``name`` (case-insensitive; HF ids like ``meta-llama/Llama-3.1-8B`` work).
 
@@ -148,9 +152,9 @@ def get_model(name: str) -> ModelSpec:
     70272
     """
     key = _canonical(name)
-    if key not in PRESETS:
+    if key not in PRESETS:    # the API's hint; the CLI shows its --model form (pcs.cli.common.option_names)
         raise UnknownNameError("model", name, MODEL_NAMES,
-                               hint="or give a Hugging Face config.json path: --model path/to/config.json")
+                               hint=HF_CONFIG_HINT)
     return _build(key)
 
 

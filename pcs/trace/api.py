@@ -426,11 +426,15 @@ def open_trace(path=None, *, format: str | None = None, block_size: int | None =
         ValueError: unknown format/on_error, a block size outside [1, MAX_BLOCK_SIZE], default trace missing.
         FileNotFoundError: no such file.
         InputError: the format cannot be detected.
+        UserError: a bytes path or a file object (:func:`pcs.trace.pathcheck.refuse_file_objects`).
 
     >>> t = open_trace()            # the bundled sample
     >>> t.format, t.block_size
     ('mooncake', 512)
     """
+    from pcs.trace.pathcheck import refuse_file_objects
+
+    refuse_file_objects(path)
     if format is not None and format not in FORMATS:
         raise UserError(f"unknown trace format {format!r}; valid: {', '.join(FORMATS)}")
     if on_error not in ON_ERROR:

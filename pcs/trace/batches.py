@@ -52,7 +52,11 @@ def reiterable(source: Any = None, block_size: int | None = None) -> Any:
     Raises:
         FileNotFoundError, InputError: as :func:`pcs.trace.open_trace`.
         TypeError: ``source`` is none of these (:data:`TRACE_ACCEPTS`).
+        UserError: a bytes path or a file object (:func:`pcs.trace.pathcheck.refuse_file_objects`).
     """
+    from pcs.trace.pathcheck import refuse_file_objects
+
+    refuse_file_objects(source)
     if source is None or isinstance(source, (str, Path)):
         from pcs.trace import DEFAULT_TRACE, open_trace
 
@@ -185,7 +189,11 @@ def as_batches(source: Any = None, block_size: int | None = None,
         ValueError: block sizes differ, a block size < 1, a negative token count, an arrival
             beyond +-:data:`MAX_ARRIVAL_S`.
         FileNotFoundError, InputError: as :func:`pcs.trace.open_trace`.
+        UserError: a bytes path or a file object (:func:`pcs.trace.pathcheck.refuse_file_objects`).
     """
+    from pcs.trace.pathcheck import refuse_file_objects
+
+    refuse_file_objects(source)
     size = None
     next_id = 0
     for b in _raw(source, block_size, rows, read_ahead):
