@@ -13,7 +13,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from pcs.errors import UserError
 from pcs.model.deploy import Deployment
 from pcs.model.footprint import reserved_bytes
 from pcs.model.parallel import group_block_bytes, tp_placement
@@ -81,8 +80,9 @@ def plan_deployment(spec: ModelSpec, dep: Deployment, block_size: int, request_t
             request_tokens < 1.
     """
     dep.check_fits()
-    if not isinstance(request_tokens, int) or isinstance(request_tokens, bool) or request_tokens < 1:
-        raise UserError(f"--request-tokens must be an integer >= 1, got {request_tokens!r}")
+    from pcs.argcheck import check_int
+
+    request_tokens = check_int(request_tokens, "request_tokens", 1)   # numpy ints too; the CLI bounds --request-tokens
     bb = group_block_bytes(spec, block_size, "reserved")
     per_request = reserved_bytes(spec, request_tokens, block_size)
     return DeployPlan(dep, block_size, request_tokens, spec.kv_layout.to_dict(), tp_placement(spec).to_dict(),

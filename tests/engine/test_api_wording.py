@@ -65,3 +65,17 @@ def test_file_objects_and_bytes_paths_get_one_message(call):
         call(f)
     with pytest.raises(UserError, match=r"not a file object \(StringIO\)"):
         call(io.StringIO("{}"))
+
+
+def test_plan_deployment_takes_numpy_ints_and_names_request_tokens():
+    # llama-3.1-8b on one H100, blocks of 16, a request of 8,192 tokens: the np.int64 count is the same plan
+    from pcs.hardware import get_gpu
+    from pcs.model import get_model
+    from pcs.model.capacity import plan_deployment
+    from pcs.model.deploy import size_deployment
+
+    spec = get_model("llama-3.1-8b")
+    dep = size_deployment(spec, get_gpu("h100-sxm"), 1)
+    assert plan_deployment(spec, dep, 16, np.int64(8192)) == plan_deployment(spec, dep, 16, 8192)
+    with pytest.raises(UserError, match=r"^request_tokens must be >= 1, got 0"):
+        plan_deployment(spec, dep, 16, 0)
