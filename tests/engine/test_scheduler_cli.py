@@ -43,9 +43,10 @@ def test_options_reach_the_summary():
     (["--max-num-batched-tokens", "16", "--max-num-seqs", "32"], ["--max-num-batched-tokens (16)", "--max-num-seqs (32)"]),
     # only --max-num-seqs: the default budget (8,192 tokens on an H100, vLLM) is below it
     (["--max-num-seqs", "1000000000"], ["--max-num-batched-tokens (8192) must be >= --max-num-seqs (1000000000)"]),
-    (["--ttft-slo", "0"], ["--ttft-slo must be > 0, got '0'"]),
+    # a TTFT target of 0 s is not > 0 (the duration type's range, semantics §16)
+    (["--ttft-slo", "0"], ["--ttft-slo", "'0' is not in the range > 0 s"]),
     # 1e-300 s is 1e-291 ns: above 0 but 0 in whole ns, refused by the duration parser itself (semantics §16)
-    (["--ttft-slo", "1e-300s"], ["--ttft-slo: invalid duration '1e-300s': greater than 0 but rounds to 0"]),
+    (["--ttft-slo", "1e-300s"], ["--ttft-slo", "invalid duration '1e-300s': greater than 0 but rounds to 0"]),
     (["--compute", "warp"], ["--compute"]),
 ])
 def test_bad_options(args, needles):
