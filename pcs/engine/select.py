@@ -17,7 +17,10 @@ engine                 applies when                               implementation
                        restore policy ``layerwise``, plain        (the step scheduler's loop in C) over
                        prefill attention, links ``LinkSpec``, and :class:`pcs.cache.native.NativeHierarchy`
                        everything ``compiled-hierarchy`` needs;
-                       ``native`` not ``python``
+                       ``native`` not ``python``; blocks cached
+                       at prefill done (``--cache-blocks-at``:
+                       the other values run on ``reference``;
+                       the hybrid rows refuse them)
 ``compiled-hierarchy`` every tier's policy registered: compiled  :class:`pcs.cache.native.NativeHierarchy`
                        (``lru``, ``fifo``, ``slru``, ``sieve``,   under the event loop (a sequential
                        ``2q``, ``s3fifo``, ``arc``, ``lfu``,      baseline: its C loop, pcs.engine.seqbase);
