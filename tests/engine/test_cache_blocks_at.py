@@ -17,7 +17,7 @@ from hypothesis import given, settings
 
 import pcs
 from pcs.engine.schedconfig import SchedulerConfig
-from helpers import req, step_cost, step_run
+from helpers import assert_one_line_error, invoke, req, step_cost, step_run
 from test_scheduler_properties import _run, _values, runs
 
 MS = 0.001
@@ -145,3 +145,14 @@ def test_conservation_under_each_rule(run):
 def test_an_unknown_value_is_refused():
     with pytest.raises(ValueError, match="unknown cache_blocks_at 'allocate'"):
         SchedulerConfig(cache_blocks_at="allocate")
+
+
+def test_the_cli_option_reaches_the_run_and_is_refused_without_a_scheduler(tmp_path):
+    path = tmp_path / "t.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in EQ2))
+    r = invoke("replay", str(path), "--quiet", "--format", "json", "--tier", "gpu=100blocks",
+               "--cache-blocks-at", "scheduled")
+    out = json.loads(r.output)
+    assert out["hit_tokens"] == 512 and out["scheduler"]["cache_blocks_at"] == "scheduled"   # as the first test
+    assert_one_line_error(invoke("replay", str(path), "--quiet", "--compute", "infinite", "--cache-blocks-at",
+                                 "scheduled"), "--cache-blocks-at", "--compute infinite")
