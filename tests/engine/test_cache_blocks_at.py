@@ -49,11 +49,11 @@ def test_two_identical_requests_admitted_in_one_step(tmp_path):
 
 
 def test_a_chunked_prefill_exposes_each_chunk(tmp_path):
-    # A's first chunk (tokens 0..8,191 = blocks 1..16) is computed in step 1, before B arrives at 150 ms.
-    # prefill-done: B is admitted beside A's last chunk (hostile-17 F1: B's TTFT 1.58 s), before A's blocks are
-    # cached -> 0 hit tokens. scheduled and chunk-done: blocks 1..16 are cached from step 1 (its composition,
-    # resp. its end); B's chain matches them and then stops at id 1000; cap (9,216 - 1) // 512 = 17 >= 16 ->
-    # 16 blocks = 8,192 hit tokens, 8,192 / (30,720 + 9,216) = 0.2051 of the prompt tokens.
+    # A's first chunk (tokens 0..8,191 = blocks 1..16) is computed in step 1, which starts at 0; B, arriving at 150 ms,
+    # joins at a later step boundary. prefill-done: B waits for the step budget and is admitted beside A's last chunk,
+    # before A's blocks are cached -> 0 hit tokens. scheduled and chunk-done: blocks 1..16 are cached from step 1 (its
+    # composition, resp. its end); B's chain matches them and then stops at id 1000; cap (9,216 - 1) // 512 = 17 >= 16
+    # -> 16 blocks = 8,192 hit tokens, 8,192 / (30,720 + 9,216) = 0.2051 of the prompt tokens.
     hits = {at: _replay(tmp_path, CHUNK2, at).summary.hit_tokens for at in ("prefill-done", "scheduled", "chunk-done")}
     assert hits == {"prefill-done": 0, "scheduled": 8192, "chunk-done": 8192}
 
