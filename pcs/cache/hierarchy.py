@@ -62,11 +62,13 @@ class Admission:
         reserved_blocks: reserved (not resident) slots this request holds.
         gpu_lead_blocks: leading hit blocks served by the GPU tier, before the
             first hit served by a lower tier (= hit_blocks when none is).
+        cached_blocks: leading ``computed_hashes`` cached so far (0 until
+            :meth:`Hierarchy.cache_computed` or :meth:`Hierarchy.prefill_done`).
     """
 
     __slots__ = ("prefix_hit_blocks", "hit_blocks", "hit_blocks_per_tier", "last_hit_tier",
                  "restored_blocks_per_tier", "truncated", "pinned_hashes", "computed_hashes", "reserved_blocks",
-                 "gpu_lead_blocks")
+                 "gpu_lead_blocks", "cached_blocks")
 
     def __init__(self, prefix_hit_blocks, hit_blocks, hit_blocks_per_tier, last_hit_tier, restored_blocks_per_tier,
                  truncated, pinned_hashes, computed_hashes, reserved_blocks, gpu_lead_blocks=None):
@@ -75,6 +77,7 @@ class Admission:
         self.restored_blocks_per_tier, self.truncated = restored_blocks_per_tier, truncated
         self.pinned_hashes, self.computed_hashes, self.reserved_blocks = pinned_hashes, computed_hashes, reserved_blocks
         self.gpu_lead_blocks = hit_blocks if gpu_lead_blocks is None else gpu_lead_blocks
+        self.cached_blocks = 0
 
 
 def _first_repeat(block_hashes: Sequence[int]) -> int:
@@ -267,14 +270,33 @@ class Hierarchy:
 
     # -- steps 2 and 3 ----------------------------------------------------------------------------
     def prefill_done(self, adm: Admission) -> None:
-        """The request's computed blocks become cached (pinned) in the GPU tier (write-through: also below)."""
+        """The request's computed blocks become cached (pinned) in the GPU tier (write-through: also below);
+        those :meth:`cache_computed` cached before stay as they are."""
         computed = adm.computed_hashes
+        if adm.cached_blocks:
+            computed = computed[adm.cached_blocks:]
+        adm.cached_blocks = len(adm.computed_hashes)
         if not computed:
             return
         shared = self.tiers[0].fill(computed)
         adm.reserved_blocks -= len(computed) - len(shared)
         if self.write_through:
             self._write_down(computed)
+
+    def cache_computed(self, adm: Admission, n: int) -> None:
+        """The first ``n`` computed blocks (fewer if it has fewer) are cached now, before the prefill is done:
+        as :meth:`prefill_done` for those not cached yet (the step scheduler's ``cache_blocks_at`` other than
+        ``prefill-done``, docs/semantics.md §9; vLLM v1 ``KVCacheManager.allocate_slots`` caches the full blocks
+        of each scheduled chunk). ``n`` at or below :attr:`Admission.cached_blocks` changes nothing."""
+        n = min(n, len(adm.computed_hashes))
+        if n <= adm.cached_blocks:
+            return
+        blocks = adm.computed_hashes[adm.cached_blocks:n]
+        adm.cached_blocks = n
+        shared = self.tiers[0].fill(blocks)
+        adm.reserved_blocks -= len(blocks) - len(shared)
+        if self.write_through:
+            self._write_down(blocks)
 
     def finish(self, adm: Admission) -> None:
         """Drop the request's pins tail first (§6) and give back its reserved slots."""
@@ -312,16 +334,21 @@ class Hierarchy:
         return True
 
     def abort(self, adm: Admission) -> None:
-        """Release a request preempted before :meth:`prefill_done`: its computed blocks are not cached.
+        """Release a request preempted before :meth:`prefill_done`: its computed blocks are not cached, but
+        for those :meth:`cache_computed` cached already, which stay cached (unpinned, as vLLM keeps the
+        hashed blocks of a preempted request in its prefix cache).
 
-        The pins of its hits are dropped tail first (as :meth:`finish`) and
+        The pins of those and of its hits are dropped tail first (as :meth:`finish`) and
         every reserved slot, those of the blocks it had not computed, given back.
         """
         gpu = self.tiers[0]
+        if adm.cached_blocks:
+            gpu.unpin(adm.computed_hashes[adm.cached_blocks - 1::-1], False)
         gpu.unpin(adm.pinned_hashes[::-1], True)
         gpu.release(adm.reserved_blocks)
         adm.reserved_blocks = 0
         adm.computed_hashes = []
+        adm.cached_blocks = 0
 
     def extend(self, adm: Admission, block_hashes: Sequence[int]) -> None:
         """Cache blocks a running request filled while decoding (after :meth:`prefill_done`).

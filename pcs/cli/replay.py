@@ -18,7 +18,7 @@ from pcs.cli.params import MAX_BLOCK_SIZE, MAX_COUNT, MAX_TOKENS, MAX_TP, Aliase
 from pcs.cli.report import check_outputs, html_options, write_replay_outputs
 from pcs.engine import select
 from pcs.engine.restores import RESTORE_POLICIES
-from pcs.engine.schedconfig import COMPUTE_MODES, DEFAULT_MAX_PREEMPTIONS
+from pcs.engine.schedconfig import CACHE_BLOCKS_AT, COMPUTE_MODES, DEFAULT_MAX_PREEMPTIONS
 from pcs.errors import UserError
 from pcs.model import KV_DTYPES
 
@@ -211,6 +211,12 @@ def _scheduler_options() -> list:
         click.option("--cache-decode-blocks/--no-cache-decode-blocks", default=None,
                      help="Cache output blocks under the next turn's ids; default: on when the trace's next turns "
                           "contain the previous turns."),
+        click.option("--cache-blocks-at", type=Choice(CACHE_BLOCKS_AT), default=CACHE_BLOCKS_AT[0],
+                     show_default=True,
+                     help="When a prefill's full blocks become hits for other requests: prefill-done (all at the "
+                          "end of its last chunk, TensorRT-LLM's storeContextBlocks; pcs's rule, not vLLM's), "
+                          "scheduled (each chunk's blocks when its step is composed, vLLM v1's allocate_slots), "
+                          "chunk-done (after each chunk's step, SGLang's cache_unfinished_req)."),
         click.option("--max-preemptions", type=Int(0, MAX_COUNT), default=DEFAULT_MAX_PREEMPTIONS,
                      show_default=True,
                      help="A request preempted this often is re-admitted holding every block it needs (0: all "
@@ -281,7 +287,8 @@ def _protected_share(kw: dict[str, Any], tier_policies: dict[str, str]) -> float
 #: scheduler options -> their defaults (a value other than the default = the option was given)
 _STEP_OPTIONS = {"max_num_batched_tokens": None, "max_num_seqs": None, "restore_policy": "layerwise",
                  "restore_timeout": 0.0, "restore_timeout_per_token": None, "restore_fallback": True,
-                 "cache_decode_blocks": None, "max_preemptions": None, "ttft_slo": None}
+                 "cache_decode_blocks": None, "max_preemptions": None, "ttft_slo": None,
+                 "cache_blocks_at": "prefill-done"}
 
 
 def _flag(name: str, value: Any) -> str:
@@ -437,7 +444,8 @@ def _scheduler_config(kw: dict[str, Any]):
                            restore_policy=kw["restore_policy"], restore_timeout_s=_duration(kw, "restore_timeout"),
                            restore_timeout_per_token_s=_duration(kw, "restore_timeout_per_token"),
                            restore_fallback=kw["restore_fallback"], cache_decode_blocks=kw["cache_decode_blocks"],
-                           max_preemptions=kw["max_preemptions"], ttft_slo_s=_duration(kw, "ttft_slo"))
+                           max_preemptions=kw["max_preemptions"], ttft_slo_s=_duration(kw, "ttft_slo"),
+                           cache_blocks_at=kw["cache_blocks_at"])
 
 
 def run_replay_kwargs(kw: dict[str, Any], policy: str | None, tiers: list[str] | None,

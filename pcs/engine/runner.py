@@ -110,7 +110,9 @@ def _scheduler_label(step: StepSetup | None) -> str | None:
     from pcs.engine.chunkattn import chunk_terms
 
     summed = step.cost.attn_pair_s is not None or chunk_terms(step.cost) is not None    # the C loop sums it
-    return step.config.restore_policy + ("" if summed else "+chunk-attention")
+    at = step.config.cache_blocks_at
+    return step.config.restore_policy + ("" if at == "prefill-done" else f"+cache-blocks-at={at}") + \
+        ("" if summed else "+chunk-attention")
 
 
 def _place(tiers: Sequence, timing: str, requested: str, native: str | None, hybrid: Any = None,

@@ -20,6 +20,11 @@ Defaults and where they come from:
   a request preempted this many times is re-admitted holding every block it
   will need, so it is never preempted again.
 - ``ttft_slo_s`` None: no goodput figure.
+- ``cache_blocks_at`` ``prefill-done``: when a request's computed prompt
+  blocks become hittable by other requests (:data:`CACHE_BLOCKS_AT`,
+  ``docs/semantics.md §9``). The default keeps pcs's rule (all at once, in
+  the step that runs the last prefill chunk); it departs from vLLM v1, whose
+  rule is ``scheduled``.
 """
 from __future__ import annotations
 
@@ -31,12 +36,23 @@ from pcs.argcheck import MAX_COUNT, MAX_TOKENS, check_flag, check_int
 from pcs.engine.restores import RESTORE_POLICIES
 from pcs.errors import UserError
 
-__all__ = ["SchedulerConfig", "COMPUTE_MODES", "vllm_batch_defaults", "DEFAULT_MAX_PREEMPTIONS"]
+__all__ = ["SchedulerConfig", "COMPUTE_MODES", "CACHE_BLOCKS_AT", "vllm_batch_defaults", "DEFAULT_MAX_PREEMPTIONS"]
 
 #: ``--compute``: ``step`` (the step scheduler, default) or ``infinite`` (every prefill and decode at full speed
 #: at once: the model before the scheduler).
 COMPUTE_MODES = ("step", "infinite")
 DEFAULT_MAX_PREEMPTIONS = 8
+#: ``--cache-blocks-at``: when the full blocks a request computes become hittable (docs/semantics.md §9), as
+#: each engine's code does it:
+#: ``prefill-done`` (default, pcs's rule before the option): all of them at the end of the step running the last
+#: prefill chunk -- TensorRT-LLM's ``storeContextBlocks`` after the last context chunk
+#: (``cpp/tensorrt_llm/batch_manager/trtGptModelInflightBatching.cpp``);
+#: ``scheduled``: the full blocks of each chunk when the step that computes it is composed, before later requests
+#: of the same step are looked up -- vLLM v1 ``KVCacheManager.allocate_slots`` ->
+#: ``coordinator.cache_blocks(request, num_tokens_to_cache)`` (``vllm/v1/core/kv_cache_manager.py``);
+#: ``chunk-done``: the full blocks computed so far at the end of each step that ran a chunk -- SGLang
+#: ``tree_cache.cache_unfinished_req(chunked_req)`` before the next batch (``python/sglang/srt/managers/scheduler.py``).
+CACHE_BLOCKS_AT = ("prefill-done", "scheduled", "chunk-done")
 _GIB = 1 << 30
 
 
@@ -81,6 +97,7 @@ class SchedulerConfig:
             None = detect (:mod:`pcs.engine.turns`).
         max_preemptions: preemptions after which a request holds all its blocks.
         ttft_slo_s: TTFT target for the goodput figures, seconds; None = none.
+        cache_blocks_at: when computed blocks become hittable, one of :data:`CACHE_BLOCKS_AT`.
     Raises:
         ValueError: a value out of range (the message names it): the integers in the CLI's ranges
             (1..10^9 tokens, 1..10^9 sequences, 0..10^9 preemptions), the flags True or False.
@@ -95,6 +112,7 @@ class SchedulerConfig:
     cache_decode_blocks: bool | None = None
     max_preemptions: int = DEFAULT_MAX_PREEMPTIONS
     ttft_slo_s: float | None = None
+    cache_blocks_at: str = CACHE_BLOCKS_AT[0]
 
     def __post_init__(self) -> None:
         # the CLI's ranges (pcs/cli/replay.py: --max-num-batched-tokens 1..MAX_TOKENS, --max-num-seqs 1..MAX_COUNT,
@@ -107,6 +125,8 @@ class SchedulerConfig:
             object.__setattr__(self, "cache_decode_blocks", check_flag(self.cache_decode_blocks, "cache_decode_blocks"))
         if self.restore_policy not in RESTORE_POLICIES:
             raise UserError(f"unknown restore policy {self.restore_policy!r}; valid: {', '.join(RESTORE_POLICIES)}")
+        if self.cache_blocks_at not in CACHE_BLOCKS_AT:
+            raise UserError(f"unknown cache_blocks_at {self.cache_blocks_at!r}; valid: {', '.join(CACHE_BLOCKS_AT)}")
         _seconds(self.restore_timeout_s, "restore_timeout_s")
         _seconds(self.restore_timeout_per_token_s, "restore_timeout_per_token_s", allow_none=True)
         if self.max_preemptions is None:

@@ -52,6 +52,7 @@ class SchedulerSummary:
     restore_timeout_per_token_s: float = field("s", "best-effort: wait per restored token")
     cache_decode_blocks: bool = field("-", "output blocks cached under the next turn's ids (docs/semantics.md §9)")
     max_preemptions: int = field("count", "preemptions after which a request is admitted with all its blocks")
+    cache_blocks_at: str = field("-", "when computed blocks become hits: prefill-done, scheduled or chunk-done (§9)")
     ttft_slo_s: float | None = field("s", "TTFT target of the goodput figures; null = none")
     steps: int = field("count", "steps run")
     prefill_steps: int = field("count", "steps with at least one prefill chunk")

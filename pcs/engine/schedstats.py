@@ -194,6 +194,7 @@ def scheduler_summary(columns: dict, stats: SchedulerCounters, config, no_cache=
         restore_policy=config.restore_policy, restore_fallback=config.restore_fallback,
         restore_timeout_s=config.restore_timeout_s, restore_timeout_per_token_s=config.restore_timeout_per_token_s,
         cache_decode_blocks=config.cache_decode_blocks, max_preemptions=config.max_preemptions,
+        cache_blocks_at=config.cache_blocks_at,
         ttft_slo_s=config.ttft_slo_s, steps=stats.steps, prefill_steps=stats.prefill_steps, stall_s=stats.stall_s,
         with_cache=_latency(columns, stats, config.ttft_slo_s),
         no_cache=None if no_cache is None else _latency(no_cache[0], no_cache[1], config.ttft_slo_s),

@@ -32,6 +32,12 @@ v1 ``vllm/v1/core/sched/scheduler.py``) does. The rules, each stated once
 5. **Prefill done** (last chunk): the computed blocks are cached
    (:meth:`~pcs.cache.Hierarchy.prefill_done`), the first token is out (TTFT
    = end of that step - arrival); the request decodes from the next step.
+   With ``cache_blocks_at`` ``scheduled`` (vLLM v1: ``allocate_slots`` caches
+   the full blocks of each chunk it schedules) the full blocks a chunk
+   completes are cached when the step is composed, before the next admission
+   of that step looks up; with ``chunk-done`` (SGLang's
+   ``cache_unfinished_req``) at the end of each step that ran a chunk
+   (:meth:`~pcs.cache.Hierarchy.cache_computed`; ``docs/semantics.md §9``).
 6. **KV space grows block by block**: a decode step writing a token at a
    block boundary needs one more GPU slot (:meth:`~pcs.cache.Hierarchy.grow`).
    When none is obtainable, the youngest running request that grows is
@@ -143,6 +149,11 @@ class StepEngine(ReplayEngine):
         # a re-admission's chain holds exactly its cacheable blocks: every hash counts (cache_partial_blocks)
         self._chain_rules = BlockRules(cache_partial_blocks=True, recompute_last_token=recompute_last_token)
         self.decode = decode if (config.cache_decode_blocks and decode is not None and not no_cache) else None
+        at = "prefill-done" if no_cache else config.cache_blocks_at      # nothing is cached without the cache
+        if at != "prefill-done" and not hasattr(hierarchy, "cache_computed"):
+            raise ValueError(f"cache_blocks_at {at!r} needs a hierarchy with cache_computed (pcs.cache.Hierarchy); "
+                             f"{type(hierarchy).__name__} caches at prefill done only")
+        self._at_scheduled, self._at_chunk = at == "scheduled", at == "chunk-done"
         self.no_cache = no_cache
         self.skip = skip
         self.steps_log = [] if log_steps else None
@@ -368,6 +379,8 @@ class StepEngine(ReplayEngine):
                     n = left
                 chunks.append((r, n))
                 left -= n
+                if self._at_scheduled:
+                    self._cache_upto(r, r.ctx + n)
         if not w or left <= 0 or self._blocked:
             return chunks
         running, seqs = self.running, self.max_seqs
@@ -383,7 +396,16 @@ class StepEngine(ReplayEngine):
                 n = r.rem if r.rem < left else left
                 chunks.append((r, n))
                 left -= n
+                if self._at_scheduled:
+                    self._cache_upto(r, r.ctx + n)
         return chunks
+
+    def _cache_upto(self, r, tokens: int) -> None:
+        """Cache r's computed blocks that lie wholly within its first ``tokens`` prompt tokens (``cache_blocks_at``
+        ``scheduled`` / ``chunk-done``). Chain positions below len(pinned) are its hits and the GPU-resident block
+        past the hit cap (§4 leaves at most one), so full block m - 1 is computed block m - len(pinned) - 1."""
+        adm = r.adm
+        self.h.cache_computed(adm, tokens // self._bs - len(adm.pinned_hashes))
 
     def _prefill_step(self, chunks: list) -> float:
         """Run one step with prefill chunks (and the decode batch): ``StepCost.step_s`` written out; the
@@ -429,6 +451,8 @@ class StepEngine(ReplayEngine):
             r.rem -= n
             if not r.rem:
                 self._prefill_complete(r)
+            elif self._at_chunk:
+                self._cache_upto(r, r.ctx)
 
     def _decode_skip(self, t: float) -> None:
         """Advance pure decode steps until the first finish, block shortage or the first step starting at >= t."""

@@ -17,7 +17,10 @@ engine                 applies when                               implementation
                        restore policy ``layerwise``, plain        (the step scheduler's loop in C) over
                        prefill attention, links ``LinkSpec``, and :class:`pcs.cache.native.NativeHierarchy`
                        everything ``compiled-hierarchy`` needs;
-                       ``native`` not ``python``
+                       ``native`` not ``python``; blocks cached
+                       at prefill done (``--cache-blocks-at``:
+                       the other values run on ``reference``;
+                       the hybrid rows refuse them)
 ``compiled-hierarchy`` every tier's policy registered: compiled  :class:`pcs.cache.native.NativeHierarchy`
                        (``lru``, ``fifo``, ``slru``, ``sieve``,   under the event loop (a sequential
                        ``2q``, ``s3fifo``, ``arc``, ``lfu``,      baseline: its C loop, pcs.engine.seqbase);
@@ -154,6 +157,18 @@ def _hybrid(cfg: RunConfig) -> str | None:
     return None
 
 
+def _early_caching(cfg: RunConfig) -> str | None:
+    """Why a compiled or hybrid row cannot run the step scheduler's ``cache_blocks_at`` other than
+    ``prefill-done`` (``+cache-blocks-at=`` in :attr:`RunConfig.scheduler`): only the Python hierarchy
+    (:meth:`pcs.cache.Hierarchy.cache_computed`) caches part of a request's computed blocks; else None."""
+    tag = "+cache-blocks-at="
+    if cfg.scheduler is None or tag not in cfg.scheduler:
+        return None
+    at = cfg.scheduler.split(tag)[1].split("+")[0]
+    return f"blocks cached at {at} (--cache-blocks-at): only the Python hierarchy caches a prefill's blocks " \
+           "before it is done"
+
+
 def _lru_scan_applies(cfg: RunConfig) -> str | None:
     if _hybrid(cfg) or _shared(cfg):
         return _hybrid(cfg) or _shared(cfg)
@@ -219,8 +234,8 @@ def _registered(policy: str) -> bool:
 def _compiled_hierarchy_applies(cfg: RunConfig) -> str | None:
     from pcs.cache.native import MAX_BLOCKS as MAX_COMPILED_BLOCKS
 
-    if _hybrid(cfg) or _shared(cfg):
-        return _hybrid(cfg) or _shared(cfg)
+    if _hybrid(cfg) or _shared(cfg) or _early_caching(cfg):
+        return _hybrid(cfg) or _shared(cfg) or _early_caching(cfg)
     other = [f"{name}:{policy}" for name, policy, _ in cfg.tiers if not _compiled_label(policy)]
     if other:
         return f"{_uncompiled_cause(other)}; got {', '.join(other)}"
@@ -244,6 +259,8 @@ def _twin_missing(cfg: RunConfig, twin: str) -> str | None:
 def _compiled_step_applies(cfg: RunConfig) -> str | None:
     if cfg.timing != "modeled" or cfg.scheduler is None:
         return "it needs modeled timing with the step scheduler (--compute step)"
+    if _early_caching(cfg):
+        return _early_caching(cfg)
     if cfg.scheduler.endswith("+chunk-attention"):
         return "the model's prefill attention is neither per pair of tokens nor windowed, chunked or linear " \
                "terms the C loop sums (pcs.engine.chunkattn.chunk_terms)"
@@ -260,8 +277,8 @@ def _compiled_step_applies(cfg: RunConfig) -> str | None:
 def _compiled_hybrid_applies(cfg: RunConfig) -> str | None:
     from pcs.cache.nativegroups import MAX_GROUPS, MAX_LEVELS, MAX_PAGES
 
-    if cfg.shared:
-        return _shared(cfg)
+    if cfg.shared or _early_caching(cfg):
+        return _shared(cfg) or _early_caching(cfg)
     if cfg.pools != 1:
         return f"it needs one shared pool per tier (vLLM's hybrid KV cache manager), got {cfg.pools} pools per tier"
     why = _plain_lru(cfg)
@@ -282,8 +299,8 @@ def _hybrid_applies(cfg: RunConfig) -> str | None:
     selective and tinylfu were listed on the tier and silently skipped). ``retain`` runs only on a model with one
     full-attention group run here by name (``--engine hybrid``, equal to the reference): a hybrid model's
     admission is refused before this table (:func:`pcs.engine.api._refuse_on_cache_groups`)."""
-    if cfg.shared:
-        return _shared(cfg)
+    if cfg.shared or _early_caching(cfg):
+        return _shared(cfg) or _early_caching(cfg)
     bad = []
     for name, policy, _ in cfg.tiers:
         _, *kinds = policy.split("+")

@@ -92,6 +92,8 @@ def loop_unsupported(tiers: int, links, cost, config) -> str | None:
         return f"more than {MAX_TIERS} tiers"
     if config.restore_policy != "layerwise":
         return f"restore policy {config.restore_policy}, it needs layerwise"
+    if config.cache_blocks_at != "prefill-done":
+        return f"blocks cached at {config.cache_blocks_at}, the C loop caches at prefill done only"
     if cost.attn_pair_s is None and chunk_terms(cost) is None:
         return "the model's prefill attention is neither per (query, key) pair nor windowed, chunked or linear terms"
     if any(_link_params(lk) is None for lk in links):
