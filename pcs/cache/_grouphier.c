@@ -219,10 +219,16 @@ static void t_pin(PTier *t, const KV *v) {
 /* Tier.unpin of the keys in reverse order (the reference passes keys[::-1]) */
 static void t_unpin_rev(PTier *t, const KV *v) {
     PMemo m = PMEMO_INIT;
+    int32_t tail = t->tail, appended = 0;
     for (Py_ssize_t i = v->n - 1; i >= 0; i--) {
         int32_t e = pt_find_memo(t, v->a[i], &m);
-        if (--t->ent[e].pin == 0) pt_append(t, e);
+        if (--t->ent[e].pin == 0) {
+            pt_link_tail(t, e, &tail);
+            appended++;
+        }
     }
+    t->tail = tail;
+    t->held += appended;
 }
 
 static Py_ssize_t t_count_evictable(PTier *t, const KV *v) {
@@ -319,10 +325,7 @@ static Py_ssize_t t_insert(GH *s, int j, const KV *v, KV *out) {
             t->blk.ent[r].pin++;
             added[GROUP_OF(v->a[i])]++;
         } else if (t->ent[e].pin != 0) continue;
-        t->ent[e].prev = tail;
-        t->ent[e].next = -1;
-        *pt_next_of(t, tail) = e;
-        tail = e;
+        pt_link_tail(t, e, &tail);
         appended++;
     }
     t->tail = tail;
