@@ -219,16 +219,10 @@ static void t_pin(PTier *t, const KV *v) {
 /* Tier.unpin of the keys in reverse order (the reference passes keys[::-1]) */
 static void t_unpin_rev(PTier *t, const KV *v) {
     PMemo m = PMEMO_INIT;
-    int32_t tail = t->tail, appended = 0;
     for (Py_ssize_t i = v->n - 1; i >= 0; i--) {
         int32_t e = pt_find_memo(t, v->a[i], &m);
-        if (--t->ent[e].pin == 0) {
-            pt_link_tail(t, e, &tail);
-            appended++;
-        }
+        if (--t->ent[e].pin == 0) pt_append(t, e);
     }
-    t->tail = tail;
-    t->held += appended;
 }
 
 static Py_ssize_t t_count_evictable(PTier *t, const KV *v) {
@@ -314,23 +308,14 @@ static Py_ssize_t t_insert(GH *s, int j, const KV *v, KV *out) {
     if (t_evict(s, j, fresh - pt_free_slots(t), out) < 0) return -1;
     m = (PMemo)PMEMO_INIT;     /* the evictions may have deleted records */
     long long added[MAXG] = {0};
-    int32_t tail = t->tail, appended = 0;   /* pt_append's work, the list's tail kept in a local */
     for (Py_ssize_t i = ncut; i < v->n; i++) {
         int32_t e = s->eidx[i];
-        if (e < 0) {            /* pt_add_memo with pin 0, its links set once below */
-            int32_t r = pt_block_memo(t, v->a[i], &m);
-            if (r < 0) return -1;
-            e = r << t->shift | PAGE_OF(v->a[i]);
-            t->ent[e].pin = 0;
-            t->blk.ent[r].pin++;
+        if (e < 0) {
+            if ((e = pt_add_memo(t, v->a[i], 0, &m)) < 0) return -1;
             added[GROUP_OF(v->a[i])]++;
-        } else if (t->ent[e].pin != 0) continue;
-        pt_link_tail(t, e, &tail);
-        appended++;
+        }
+        if (t->ent[e].pin == 0) pt_append(t, e);
     }
-    t->tail = tail;
-    t->held += appended;
-    t->nres += fresh;
     for (int g = 0; g < s->G; g++) {
         s->rp[j][g] += added[g];
         if (j) s->written[j][g] += added[g];

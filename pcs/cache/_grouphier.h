@@ -203,15 +203,6 @@ static inline void pt_append(PTier *t, int32_t e) {
     t->held++;
 }
 
-/* entry e (in no list) linked after *tail, which becomes e: pt_append with the tail in the caller's local (the
- * caller stores it back in t->tail and counts the entries into t->held once for its batch) */
-static inline void pt_link_tail(PTier *t, int32_t e, int32_t *tail) {
-    t->ent[e].prev = *tail;
-    t->ent[e].next = -1;
-    *pt_next_of(t, *tail) = e;
-    *tail = e;
-}
-
 /* entry e leaves the LRU list */
 static inline void pt_unlink(PTier *t, int32_t e) {
     PEnt *x = &t->ent[e];
