@@ -165,8 +165,10 @@ static int lvl_of_memo(GH *s, Key k, PMemo *m) {
 #define LEVEL_MEMOS(m) PMemo m[MAXL]; for (int j_ = 0; j_ < MAXL; j_++) m[j_] = (PMemo)PMEMO_INIT
 
 /* Tier._evict: n victims, first victim first, appended to out (may be NULL); pages counted out. The victims are
- * the LRU list's first n entries: each is deleted (its record with its last page, in victim order as the
- * reference's deletions), then the list is cut once after the last (no unlink per page) */
+ * the LRU list's first n entries, taken run by run: a run is the consecutive victims of one group block (its
+ * pages lie side by side in the list when they were inserted, unpinned or touched together), so its record is
+ * read once and deleted once, with its last page (a record's pin count reaches 0 only at the last page of its
+ * run: the same deletions in the same order as page by page); then the list is cut once after the last victim */
 static int t_evict(GH *s, int j, Py_ssize_t n, KV *out) {
     PTier *t = &s->tier[j];
     if (n <= 0) return 0;
@@ -174,25 +176,28 @@ static int t_evict(GH *s, int j, Py_ssize_t n, KV *out) {
     Key *o = out ? out->a + out->n : NULL;
     long long gone[MAXG] = {0};
     const int sh = t->shift;
-    const int32_t pm = (1 << sh) - 1;
-    int32_t e = t->head, ahead = e >= 0 ? t->ent[e].next : -1;   /* the victim after the next: fetched early */
-    for (Py_ssize_t i = 0; i < n; i++) {
-        if (ahead >= 0) {
-            __builtin_prefetch(&t->blk.ent[ahead >> sh]);
-            ahead = t->ent[ahead].next;
-            if (ahead >= 0) __builtin_prefetch(&t->ent[ahead]);
-        }
-        int32_t r = e >> sh, nx = t->ent[e].next;
+    const uint32_t pm = (1u << sh) - 1;
+    PEnt *ent = t->ent;
+    int32_t e = t->head;
+    for (Py_ssize_t i = 0; i < n;) {
+        const int32_t r = e >> sh;
         BRec *rec = &t->blk.ent[r];
-        uint32_t g = rec->g;
-        if (o) o[i] = (Key){rec->h, g << 16 | (uint32_t)(e & pm)};
-        gone[g]++;
-        t->ent[e].pin = PT_ABSENT;
-        if (--rec->pin == 0) bt_del(&t->blk, r);
-        e = nx;
+        const uint64_t h = rec->h;
+        const uint32_t g = rec->g, tag = g << 16;
+        int32_t run = 0;
+        do {
+            int32_t nx = ent[e].next;
+            if (o) o[i] = (Key){h, tag | ((uint32_t)e & pm)};
+            ent[e].pin = PT_ABSENT;
+            run++;
+            i++;
+            e = nx;
+        } while (i < n && e >= 0 && (e >> sh) == r);
+        gone[g] += run;
+        if ((rec->pin -= run) == 0) bt_del(&t->blk, r);
     }
     t->head = e;
-    if (e >= 0) t->ent[e].prev = -1;
+    if (e >= 0) ent[e].prev = -1;
     else t->tail = -1;
     t->held -= n;
     t->nres -= n;
