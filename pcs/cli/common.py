@@ -10,7 +10,6 @@ once when they are not built.
 from __future__ import annotations
 
 import contextlib
-import csv
 import functools
 import io
 import json
@@ -19,7 +18,6 @@ import re
 import signal
 import sys
 import threading
-import traceback
 from typing import Any, Callable, Iterable, Iterator
 
 import click
@@ -47,6 +45,8 @@ class PcsInternalError(click.ClickException):
     exit_code = 1
 
     def __init__(self, exc: BaseException) -> None:
+        import traceback   # a bug's path only
+
         super().__init__(f"{type(exc).__name__}: {exc}")
         self.trace = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
 
@@ -313,6 +313,8 @@ def to_jsonable(obj: Any) -> Any:
 
 
 def _csv_text(rows: list[dict[str, Any]]) -> str:
+    import csv   # --format csv only
+
     buf = io.StringIO()
     if rows:
         fields: list[str] = []
