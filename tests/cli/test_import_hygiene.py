@@ -139,3 +139,24 @@ def test_the_cli_starts_openblas_on_one_thread_unless_told(preset, expected):
             + (f"os.environ['OPENBLAS_NUM_THREADS'] = '{preset}'; " if preset else "")
             + "import pcs.cli.main; print(os.environ['OPENBLAS_NUM_THREADS'], 'numpy' in sys.modules)")
     assert _fresh(code).split() == [expected, "False"]
+
+
+#: Modules a replay of a small trace must not import (each imported where it is used; tests below name why).
+DEFERRED = {
+    "numpy.ma": "np.percentile / np.unique load it: the summaries' percentiles use pcs.percentiles",
+    "pcs.trace.tokens": "the token reader (and its hashing, hashlib): the format defaults live in pcs.choices",
+    "hashlib": "block hashing of token traces only",
+    "shutil": "pcs.outfile copies into a device with it (it imports zlib, bz2, lzma)",
+    "csv": "--format csv and a measured-prefill CSV only",
+    "traceback": "an internal error's report only",
+}
+
+
+@pytest.mark.slow
+def test_a_replay_defers_what_it_does_not_use():
+    """A replay of a Mooncake sample (the default table output: percentiles, the dtype comparison) loads none of
+    :data:`DEFERRED` (benchmarks/bench_startup.py measured each: numpy.ma alone ~20 ms of CPU at load 10)."""
+    mods = imported("replay", str(SMALL_TRACE))
+    assert "pcs.engine.schedstats" in mods and "pcs.engine.summary" in mods   # the summaries did run
+    loaded = {m: why for m, why in DEFERRED.items() if m in mods}
+    assert not loaded, f"imported by a replay, though deferred: {loaded}"
