@@ -23,6 +23,7 @@ from typing import Any, Callable, Iterable, Iterator
 import click
 
 from pcs.cli.progress import Progress, counted  # noqa: F401 - the names commands import from here
+from pcs.cli.main import release_gc
 from pcs.cli.params import Choice
 from pcs.errors import BUG_REPORT, Stopped, UserError
 
@@ -250,6 +251,7 @@ class PcsCommand(click.Command):
         return super().parse_args(ctx, args)
 
     def invoke(self, ctx: click.Context) -> Any:
+        release_gc()   # the command line is parsed: start-up is over (pcs.cli.main)
         if self.twins and not ctx.params.get("quiet"):
             from pcs._native import missing_note
 
