@@ -180,7 +180,8 @@ def main() -> None:
         if "breakdown" in out[k]:
             b = out[k]["breakdown"]
             print(f"{'':17s} of {b['cpu_s']:.3f} CPU s (one more run): dataclass creation {b['dataclass_cpu_s']:.3f} s "
-                  f"({b['dataclasses']} classes), garbage collector {b['gc_cpu_s']:.3f} s ({b['gc_collections']} passes)")
+                  f"({b['dataclasses']} classes), garbage collector {b['gc_cpu_s']:.3f} s "
+                  f"({b['gc_collections']} passes)")
     target = 0.25
     print(json.dumps({"bench": "startup", "runs": a.runs, **out, "target_wall_s": target,
                       "target_met_wall": all(out[k]["wall_s"] <= target for k in ("replay_help", "replay_tiny")),

@@ -22,9 +22,9 @@ import numpy as np
 from pcs.cache.policies import ProtectedPolicy
 from pcs.engine.lens import payload_lens
 from pcs.engine.series import TimeSeries, request_distributions, series_payload
-from pcs.percentiles import linear_percentiles
 from pcs.engine.result import (BytesSummary, EnvelopeSummary, GapSplit, LinkEnvelope, ReplaySummary,
                                TierSummary)
+from pcs.percentiles import linear_percentiles
 
 __all__ = ["build_summary", "requests_table", "REQUEST_COLUMNS", "TierState", "CacheState", "cache_state"]
 
