@@ -12,6 +12,8 @@ from typing import Sequence
 
 import numpy as np
 
+from pcs.errors import UserError
+
 __all__ = ["linear_percentiles"]
 
 
@@ -28,11 +30,11 @@ def linear_percentiles(values: np.ndarray, levels: Sequence[float]) -> list[floa
         ``a + (b - a) * g``, or ``b - (b - a) * (1 - g)`` when ``g = v - floor(v) >= 0.5``; when ``v >= n - 1``
         ``a = b`` = the largest value and ``g = v + 1``; a NaN at every level when a value is NaN (numpy's rule).
     Raises:
-        ValueError: no values.
+        UserError: no values.
     """
     n = len(values)
     if not n:
-        raise ValueError("linear_percentiles: no values")
+        raise UserError("linear_percentiles: no values")
     virtual = [(n - 1) * (q / 100) for q in levels]
     low = [min(math.floor(v), n - 1) for v in virtual]
     values.partition(sorted({0, n - 1, *low, *(min(lo + 1, n - 1) for lo in low)}))

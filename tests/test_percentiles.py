@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
 from pcs.engine.schedstats import _pcts
+from pcs.errors import UserError
 from pcs.percentiles import linear_percentiles
 
 
@@ -26,7 +27,7 @@ def test_hand_worked_cases():
     # one value: every level is that value; a NaN anywhere: NaN at every level (numpy's rule)
     assert linear_percentiles(np.array([3.5]), (1, 50, 99)) == [3.5, 3.5, 3.5]
     assert all(math.isnan(v) for v in linear_percentiles(np.array([1.0, np.nan, 2.0]), (10, 90)))
-    with pytest.raises(ValueError, match="no values"):
+    with pytest.raises(UserError, match="no values"):
         linear_percentiles(np.zeros(0), (50,))
 
 
