@@ -9,7 +9,9 @@ one ``python -X importtime`` run of each case, the modules imported, the self
 import time summed per package with the module that first imported it (so
 numpy's import is charged to numpy, not to the pcs module that happened to
 import it first) and the heaviest top-level imports by cumulative time, so a
-regression names its culprit. The tiny trace
+regression names its culprit; and from one more run of each case, the CPU seconds spent creating dataclasses
+and in the garbage collector (``breakdown``: on Python 3.11 each dataclass compiles its generated methods,
+about a third of a small replay's CPU in 2026-12). The tiny trace
 is traces/formats/mooncake_conv_8.jsonl (8 Mooncake requests).
 
 The children run with ``PYTHONDONTWRITEBYTECODE`` removed from their
@@ -114,6 +116,43 @@ def _imports(cmd: list[str], peer: str | None = None) -> dict:
             "top_level_cumulative_us": {n: c for c, n in top}, "unwanted_imported": unwanted}
 
 
+#: Run before the command in one more child: CPU seconds spent creating dataclasses (``dataclasses._process_class``:
+#: its generated ``__init__``, ``__repr__``, ``__eq__``, ``__hash__``, frozen ``__setattr__`` / ``__delattr__`` are
+#: each compiled by ``exec`` on Python 3.11) and in the cyclic garbage collector (``gc.callbacks``), beside the
+#: child's CPU seconds, printed on stderr at exit.
+_BREAKDOWN = """
+import atexit, dataclasses, gc, json, sys, time
+_acc = {"dataclass_cpu_s": 0.0, "dataclasses": 0, "gc_cpu_s": 0.0, "gc_collections": 0}
+_made, _gc_t0 = dataclasses._process_class, [0.0]
+def _timed(*a, **k):
+    t0 = time.thread_time()
+    try:
+        return _made(*a, **k)
+    finally:
+        _acc["dataclass_cpu_s"] += time.thread_time() - t0
+        _acc["dataclasses"] += 1
+def _gc(phase, info):
+    if phase == "start":
+        _gc_t0[0] = time.thread_time()
+    else:
+        _acc["gc_cpu_s"] += time.thread_time() - _gc_t0[0]
+        _acc["gc_collections"] += 1
+dataclasses._process_class = _timed
+gc.callbacks.append(_gc)
+atexit.register(lambda: sys.stderr.write("\\nBREAKDOWN " + json.dumps({**_acc, "cpu_s": time.process_time()})))
+"""
+
+
+def _breakdown(cmd: list[str], peer: str | None = None) -> dict:
+    """One more run of ``cmd`` (a ``python -c`` command) under :data:`_BREAKDOWN`: CPU seconds of dataclass
+    creation and of the garbage collector, rounded to 0.1 ms, and the child's own CPU seconds."""
+    code = _BREAKDOWN + cmd[2]
+    err = subprocess.run([cmd[0], "-c", code, *cmd[3:]], check=True, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.PIPE, text=True, cwd=peer or ROOT, env=_env(peer)).stderr
+    got = json.loads(err.rsplit("BREAKDOWN ", 1)[1])
+    return {k: round(v, 4) if isinstance(v, float) else v for k, v in got.items()}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=7)
@@ -134,10 +173,15 @@ def main() -> None:
         out[k] = {"wall_s": round(statistics.median(t[0] for t in ts), 4),
                   "cpu_s": round(statistics.median(t[1] for t in ts), 4)}
         if k != "python_pass":
-            out[k].update(_imports(*cases[k]))
+            out[k].update(_imports(*cases[k]), breakdown=_breakdown(*cases[k]))
         heavy = "; ".join(f"{p} {us / 1e3:.0f} ms self (first by {out[k]['first_imported_by'][p]})"
                           for p, us in list(out[k].get("self_us_by_package", {}).items())[:3])
         print(f"{k:17s} wall {out[k]['wall_s']:.3f} s  cpu {out[k]['cpu_s']:.3f} s" + (f"  imports: {heavy}" if heavy else ""))
+        if "breakdown" in out[k]:
+            b = out[k]["breakdown"]
+            print(f"{'':17s} of {b['cpu_s']:.3f} CPU s (one more run): dataclass creation {b['dataclass_cpu_s']:.3f} s "
+                  f"({b['dataclasses']} classes), garbage collector {b['gc_cpu_s']:.3f} s "
+                  f"({b['gc_collections']} passes)")
     target = 0.25
     print(json.dumps({"bench": "startup", "runs": a.runs, **out, "target_wall_s": target,
                       "target_met_wall": all(out[k]["wall_s"] <= target for k in ("replay_help", "replay_tiny")),

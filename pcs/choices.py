@@ -12,7 +12,8 @@ registry's.
 from __future__ import annotations
 
 __all__ = ["WRITE_POLICIES", "TIMINGS", "TRACE_FORMATS", "LENGTH_ONLY_FORMATS", "ON_ERROR", "MAX_INSTANCES",
-           "BUILTIN_POLICIES", "POLICY_ALIASES", "DEFAULT_POLICY", "MAX_BLOCK_SIZE"]
+           "BUILTIN_POLICIES", "POLICY_ALIASES", "DEFAULT_POLICY", "MAX_BLOCK_SIZE",
+           "DEFAULT_TOKEN_BLOCK_SIZE"]
 
 #: ``back``: evicted blocks move down one tier; ``through``: computed blocks are
 #: copied to every lower tier at once and evictions drop (docs/semantics.md §7; :mod:`pcs.cache.hierarchy`).
@@ -32,6 +33,9 @@ ON_ERROR: tuple[str, ...] = ("raise", "skip")
 #: :meth:`pcs.compute.ComputeModel.step_cost`'s fit points 2^20 and 2^21 tokens whole, distinct blocks).
 #: Re-exported by :mod:`pcs.trace.request` and :mod:`pcs.cli.params`.
 MAX_BLOCK_SIZE: int = 1 << 20
+#: vLLM's default ``--block-size`` (16 tokens): the block size of the formats that carry tokens or lengths
+#: (:mod:`pcs.trace.tokens`; :mod:`pcs.trace.api` reads it here, without the token reader and its hashing).
+DEFAULT_TOKEN_BLOCK_SIZE: int = 16
 
 #: The routers of a fleet, in the registry's order (:data:`pcs.fleet.routers.ROUTERS`: name -> module).
 ROUTER_NAMES: tuple[str, ...] = ("round-robin", "random", "least-loaded", "session", "consistent-hash", "prefix",

@@ -45,7 +45,6 @@ batch is memory bound until its tokens' matmuls outweigh the weight read.
 """
 from __future__ import annotations
 
-import csv
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -408,6 +407,8 @@ class MeasuredPrefill:
                 tokens, time decreasing with tokens, or no data rows (file, line, field).
             FileNotFoundError: no such file.
         """
+        import csv
+
         from pcs.configfile import read_text  # bounded; not UTF-8 or a device: an error naming the file
 
         path = Path(path)

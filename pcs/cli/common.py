@@ -10,7 +10,6 @@ once when they are not built.
 from __future__ import annotations
 
 import contextlib
-import csv
 import functools
 import io
 import json
@@ -19,12 +18,12 @@ import re
 import signal
 import sys
 import threading
-import traceback
 from typing import Any, Callable, Iterable, Iterator
 
 import click
 
 from pcs.cli.progress import Progress, counted  # noqa: F401 - the names commands import from here
+from pcs.cli.main import release_gc
 from pcs.cli.params import Choice
 from pcs.errors import BUG_REPORT, Stopped, UserError
 
@@ -47,6 +46,8 @@ class PcsInternalError(click.ClickException):
     exit_code = 1
 
     def __init__(self, exc: BaseException) -> None:
+        import traceback   # a bug's path only
+
         super().__init__(f"{type(exc).__name__}: {exc}")
         self.trace = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
 
@@ -259,6 +260,7 @@ class PcsCommand(click.Command):
         return super().parse_args(ctx, args)
 
     def invoke(self, ctx: click.Context) -> Any:
+        release_gc()   # the command line is parsed: start-up is over (pcs.cli.main)
         if self.twins and not ctx.params.get("quiet"):
             from pcs._native import missing_note
 
@@ -322,6 +324,8 @@ def to_jsonable(obj: Any) -> Any:
 
 
 def _csv_text(rows: list[dict[str, Any]]) -> str:
+    import csv   # --format csv only
+
     buf = io.StringIO()
     if rows:
         fields: list[str] = []

@@ -14,6 +14,7 @@ import numpy as np
 
 from pcs.engine.schedresult import LatencySummary, Percentiles, SchedulerSummary
 from pcs.errors import UserError
+from pcs.percentiles import linear_percentiles
 
 __all__ = ["SchedulerCounters", "scheduler_summary", "utilisation_bins", "end_times", "span_message"]
 
@@ -143,13 +144,12 @@ def utilisation_bins(busy_per_s: list, span_s: float, bin_s: int = 1) -> tuple[i
 
 
 def _pcts(values: np.ndarray) -> Percentiles:
-    """p50, p90, p99 (``np.percentile``, linear) of the finite values; None each when there are none. The finite
-    values are a fresh copy, so the percentile partitions it in place (``overwrite_input``: one copy less)."""
+    """p50, p90, p99 (numpy's linear method, :func:`pcs.percentiles.linear_percentiles`) of the finite values; None
+    each when there are none. The finite values are a fresh copy, so they are partitioned in place."""
     values = values[np.isfinite(values)]
     if not len(values):
         return Percentiles(None, None, None)
-    p = np.percentile(values, [50, 90, 99], overwrite_input=True)
-    return Percentiles(float(p[0]), float(p[1]), float(p[2]))
+    return Percentiles(*linear_percentiles(values, (50, 90, 99)))
 
 
 def _col(columns: dict, name: str) -> np.ndarray:

@@ -24,6 +24,7 @@ from pcs.engine.lens import payload_lens
 from pcs.engine.series import TimeSeries, request_distributions, series_payload
 from pcs.engine.result import (BytesSummary, EnvelopeSummary, GapSplit, LinkEnvelope, ReplaySummary,
                                TierSummary)
+from pcs.percentiles import linear_percentiles
 
 __all__ = ["build_summary", "requests_table", "REQUEST_COLUMNS", "TierState", "CacheState", "cache_state"]
 
@@ -115,10 +116,11 @@ def requests_table(columns: dict) -> Any:
 
 
 def _p50_p99(values: np.ndarray) -> tuple[float | None, float | None]:
-    """The 50th and 99th percentiles (numpy's linear method) from one partition; (None, None) when empty."""
+    """The 50th and 99th percentiles (numpy's linear method, :func:`pcs.percentiles.linear_percentiles`) from one
+    partition of a float64 copy; (None, None) when empty."""
     if not len(values):
         return None, None
-    p50, p99 = np.percentile(values, (50, 99)).tolist()
+    p50, p99 = linear_percentiles(np.array(values, dtype=np.float64), (50, 99))
     return p50, p99
 
 

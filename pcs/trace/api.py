@@ -133,7 +133,7 @@ def _not_a_trace(obj, name: str) -> str | None:
 
 def _default_block_size(fmt: str) -> int:
     from pcs.trace.hashids import BAILIAN, MOONCAKE
-    from pcs.trace.tokens import DEFAULT_TOKEN_BLOCK_SIZE
+    from pcs.choices import DEFAULT_TOKEN_BLOCK_SIZE   # not pcs.trace.tokens: its hashing loads hashlib
 
     return {"mooncake": MOONCAKE.default_block_size, "bailian": BAILIAN.default_block_size,
             "tokens": DEFAULT_TOKEN_BLOCK_SIZE, "azure": DEFAULT_TOKEN_BLOCK_SIZE,

@@ -24,6 +24,7 @@ from typing import Iterator
 
 import numpy as np
 
+from pcs import choices
 from pcs.errors import InputError
 from pcs.trace.batches import MAX_ARRIVAL_S, arrival_error
 from pcs.trace.jsonfast import lone_surrogate
@@ -34,8 +35,8 @@ from pcs.trace.source import iter_chunks, iter_lines
 
 __all__ = ["DEFAULT_TOKEN_BLOCK_SIZE", "read_token_jsonl", "parse_token_line"]
 
-#: vLLM's default ``--block-size`` (16 tokens) for token traces.
-DEFAULT_TOKEN_BLOCK_SIZE = 16
+#: vLLM's default ``--block-size`` (16 tokens) for token traces (defined in :mod:`pcs.choices`).
+DEFAULT_TOKEN_BLOCK_SIZE = choices.DEFAULT_TOKEN_BLOCK_SIZE
 
 _MS_PER_S = 1000.0
 _U32_MAX = (1 << 32) - 1

@@ -139,3 +139,58 @@ def test_the_cli_starts_openblas_on_one_thread_unless_told(preset, expected):
             + (f"os.environ['OPENBLAS_NUM_THREADS'] = '{preset}'; " if preset else "")
             + "import pcs.cli.main; print(os.environ['OPENBLAS_NUM_THREADS'], 'numpy' in sys.modules)")
     assert _fresh(code).split() == [expected, "False"]
+
+
+#: Modules a replay of a small trace must not import (each imported where it is used; tests below name why).
+DEFERRED = {
+    "numpy.ma": "np.percentile / np.unique load it: the summaries' percentiles use pcs.percentiles",
+    "pcs.trace.tokens": "the token reader (and its hashing, hashlib): the format defaults live in pcs.choices",
+    "hashlib": "block hashing of token traces only",
+    "shutil": "pcs.outfile copies into a device with it (it imports zlib, bz2, lzma)",
+    "csv": "--format csv and a measured-prefill CSV only",
+    "traceback": "an internal error's report only",
+}
+
+
+@pytest.mark.slow
+def test_a_replay_defers_what_it_does_not_use():
+    """A replay of a Mooncake sample (the default table output: percentiles, the dtype comparison) loads none of
+    :data:`DEFERRED` (benchmarks/bench_startup.py measured each: numpy.ma alone ~20 ms of CPU at load 10)."""
+    mods = imported("replay", str(SMALL_TRACE))
+    assert "pcs.engine.schedstats" in mods and "pcs.engine.summary" in mods   # the summaries did run
+    loaded = {m: why for m, why in DEFERRED.items() if m in mods}
+    assert not loaded, f"imported by a replay, though deferred: {loaded}"
+
+
+_GC_PROBE = """
+import gc, sys
+{prelude}
+import pcs.cli.common as common
+seen = []
+emit = common.emit
+def recording_emit(*args, **kwargs):
+    seen.append((gc.isenabled(), gc.get_freeze_count() > 0))
+    return emit(*args, **kwargs)
+common.emit = recording_emit
+import pcs.cli.replay
+pcs.cli.replay.emit = recording_emit
+sys.argv = ["pcs", "replay", sys.argv[1], "-q", "--format", "json"]
+from pcs.cli.main import main
+try:
+    main()
+except SystemExit:
+    pass
+sys.stderr.write("SEEN " + repr(seen))
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("prelude, expected", [("", [(True, True)]), ("gc.disable()", [(False, False)])])
+def test_the_console_script_holds_the_collector_only_while_starting(prelude, expected):
+    """``pcs`` (pcs.cli.main.main) turns the cyclic GC off while it starts and, once the command line is parsed,
+    freezes what it loaded and turns it back on: the command runs with the collector on; a caller that had
+    turned it off keeps it off (nothing frozen)."""
+    out = subprocess.run([sys.executable, "-c", _GC_PROBE.format(prelude=prelude), str(SMALL_TRACE)],
+                         capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stderr.rsplit("SEEN ", 1)[1] == repr(expected)

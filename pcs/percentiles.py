@@ -1,0 +1,50 @@
+"""``numpy.percentile``'s default (linear) method on one partition, without loading numpy.ma.
+
+``np.percentile`` passes its partition points through ``np.unique``, whose first call in a process imports
+numpy.ma (~10-20 ms of a small replay's start-up, benchmarks/bench_startup.py); the replay summaries'
+percentiles come from :func:`linear_percentiles` instead, the same numbers to the bit
+(tests/test_percentiles.py diffs them against ``np.percentile``).
+"""
+from __future__ import annotations
+
+import math
+from typing import Sequence
+
+import numpy as np
+
+from pcs.errors import UserError
+
+__all__ = ["linear_percentiles"]
+
+
+def linear_percentiles(values: np.ndarray, levels: Sequence[float]) -> list[float]:
+    """``np.percentile(values, levels).tolist()``, numpy's default linear method, partitioning ``values`` in place.
+
+    Args:
+        values: float64, shape (n,), n >= 1; reordered in place (pass an array that may be reordered).
+        levels: percentiles in [0, 100].
+    Returns:
+        One float per level (Hyndman & Fan 1996 type 7, in numpy's order of operations:
+        numpy/lib/_function_base_impl.py ``_quantile``, ``_get_indexes``, ``_lerp``): virtual index
+        ``v = (n - 1) * (q / 100)``; ``a``, ``b`` the order statistics at ``floor(v)`` and ``floor(v) + 1``;
+        ``a + (b - a) * g``, or ``b - (b - a) * (1 - g)`` when ``g = v - floor(v) >= 0.5``; when ``v >= n - 1``
+        ``a = b`` = the largest value and ``g = v + 1``; a NaN at every level when a value is NaN (numpy's rule).
+    Raises:
+        UserError: no values.
+    """
+    n = len(values)
+    if not n:
+        raise UserError("linear_percentiles: no values")
+    virtual = [(n - 1) * (q / 100) for q in levels]
+    low = [min(math.floor(v), n - 1) for v in virtual]
+    values.partition(sorted({0, n - 1, *low, *(min(lo + 1, n - 1) for lo in low)}))
+    if math.isnan(values[n - 1]):   # NaN sorts last
+        return [float(values[n - 1])] * len(virtual)
+    out = []
+    for v, lo in zip(virtual, low):
+        # past the last index numpy takes the last value on both sides, its gamma counted from index -1
+        i, j, g = (n - 1, n - 1, v + 1) if v >= n - 1 else (lo, lo + 1, v - lo)
+        a, b = float(values[i]), float(values[j])
+        diff = b - a
+        out.append(b - diff * (1 - g) if g >= 0.5 else a + diff * g)
+    return out

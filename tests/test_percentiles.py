@@ -1,0 +1,61 @@
+"""``pcs.percentiles.linear_percentiles`` equals ``np.percentile``'s default (linear) method, bit for bit.
+
+The replay summaries (pcs.engine.schedstats, pcs.engine.summary) take their percentiles from it instead of
+``np.percentile`` (which loads numpy.ma at start-up); numpy is the independent reference here, and a few
+cases are worked out by hand.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra.numpy import arrays
+
+from pcs.engine.schedstats import _pcts
+from pcs.errors import UserError
+from pcs.percentiles import linear_percentiles
+
+
+def test_hand_worked_cases():
+    # [0, 10, 20] (any order): virtual index (3 - 1) * q / 100 = 1.0 for p50 -> the middle value 10; 1.8 for p90:
+    # g = 0.8 >= 0.5, so 20 - (20 - 10) * (1 - 0.8) = 18 up to the last bit; 0 for p0 -> 0; 2 for p100 -> 20.
+    p0, p50, p90, p100 = linear_percentiles(np.array([20.0, 0.0, 10.0]), (0, 50, 90, 100))
+    assert (p0, p50, p100) == (0.0, 10.0, 20.0) and p90 == pytest.approx(18.0, abs=1e-12)
+    # one value: every level is that value; a NaN anywhere: NaN at every level (numpy's rule)
+    assert linear_percentiles(np.array([3.5]), (1, 50, 99)) == [3.5, 3.5, 3.5]
+    assert all(math.isnan(v) for v in linear_percentiles(np.array([1.0, np.nan, 2.0]), (10, 90)))
+    with pytest.raises(UserError, match="no values"):
+        linear_percentiles(np.zeros(0), (50,))
+
+
+def test_scheduler_percentiles_skip_non_finite_values():
+    # the scheduler summary reports the finite values only: [inf, 1, 3, nan] -> [1, 3]: p50 = 1 + 2 * 0.5 = 2.0
+    p = _pcts(np.array([np.inf, 1.0, 3.0, np.nan]))
+    assert p.p50 == 2.0
+    none = _pcts(np.array([np.inf, np.nan]))
+    assert (none.p50, none.p90, none.p99) == (None, None, None)
+
+
+_LEVELS = st.lists(st.floats(0, 100) | st.sampled_from([0, 50, 90, 99, 100]), min_size=1, max_size=5)
+_VALUES = arrays(np.float64, st.integers(1, 300),
+                 elements=st.floats(-1e12, 1e12) | st.sampled_from([np.nan, np.inf, -np.inf, 0.0]))
+
+
+@settings(max_examples=400, deadline=None)
+@given(_VALUES, _LEVELS)
+def test_equal_to_numpy_percentile(values, levels):
+    want = np.percentile(values, levels).tolist()
+    got = linear_percentiles(values.copy(), levels)
+    assert np.array_equal(np.array(got), np.array(want), equal_nan=True), (got, want)
+
+
+@pytest.mark.parametrize("n", [2, 3, 7, 100, 101, 1000])
+def test_equal_to_numpy_with_ties_and_many_sizes(n):
+    rng = np.random.default_rng(n)
+    values = np.round(rng.exponential(0.2, n), 3)   # ties at 3 decimals
+    assert linear_percentiles(values.copy(), (50, 90, 99)) == np.percentile(values, [50, 90, 99]).tolist()
+    p = _pcts(values.copy())
+    assert (p.p50, p.p90, p.p99) == tuple(np.percentile(values, [50, 90, 99]).tolist())
