@@ -817,8 +817,12 @@ static int start_admission(Hier *h, const Plan *p, PcsAdm *a) {
         else if (i < p->cap) { if (seen < p->n_restore) { ue[nu] = -1; used[nu++] = k[i]; seen++; } }
         else if (nn < p->nnew) newk[nn++] = k[i];
     }
-    for (Py_ssize_t i = p->lead; i < p->n && nn < p->nnew; i++) newk[nn++] = k[i];
-    for (Py_ssize_t i = 0; i < nn; i++) ue[nu + i] = -1;
+    Py_ssize_t tail = p->n - p->lead < p->nnew - nn ? p->n - p->lead : p->nnew - nn;   /* the blocks past the lead */
+    if (tail > 0) {
+        memcpy(newk + nn, k + p->lead, sizeof(uint64_t) * (size_t)tail);
+        nn += tail;
+    }
+    memset(ue + nu, 0xff, sizeof(int32_t) * (size_t)nn);      /* -1: their GPU entries not known yet */
     a->nused = nu;
     a->nnew = nn;
     return 0;

@@ -15,7 +15,7 @@
  * so that passing stale items (eviction, compaction) reads only the queue, never their entries: at 10x Mooncake
  * most items of the CPU tier's queue are stale (every restore or demotion of a resident block leaves one).
  *
- * Fields of Tier (pcs/cache/_lruhier.h): lq (lqcap allocated, raw memory), lqh (front), lqn (end); held counts
+ * Fields of Tier (pcs/cache/_lruhier.h): lq (lqcap + LQ_AHEAD allocated, raw memory), lqh (front), lqn (end); held counts
  * the live items. When the end reaches lqcap the live items move to the front (in order), into an array twice
  * as large when more than half were live: O(1) amortised per add, at most 16 B per block of the tier's peak
  * held. Entry.next is not used here (it chains the table's free list), except as the CPU tier's position in a
@@ -31,9 +31,12 @@
  * with the GPU tier (Tier.lqoff: one entry then carries both tiers' positions) */
 static inline int32_t *lq_pos(const Tier *t, int32_t e) { return (int32_t *)((char *)&t->ent[e] + t->lqoff); }
 
-/* the live items of t->lq moved to the front of an array of cap items (cap >= held); 0 or -1 (no memory) */
+/* the live items of t->lq moved to the front of an array of cap items (cap >= held); 0 or -1 (no memory). The
+ * array has LQ_AHEAD more items past cap, and a new one is filled with -1 past its live items: every item lq_evict
+ * reads ahead of the front for its prefetches (up to LQ_AHEAD past the end) is -1 or an entry index the table has
+ * (entries are never given back: a stale index is still an entry), so it reads them with no bounds test */
 static inline int lq_compact(Tier *t, Py_ssize_t cap) {
-    int32_t *dst = cap == t->lqcap ? t->lq : PyMem_RawMalloc(sizeof(int32_t) * (size_t)cap);
+    int32_t *dst = cap == t->lqcap ? t->lq : PyMem_RawMalloc(sizeof(int32_t) * (size_t)(cap + LQ_AHEAD));
     if (!dst) { PyErr_NoMemory(); return -1; }
     Py_ssize_t j = 0;
     for (Py_ssize_t i = t->lqh; i < t->lqn; i++) {
@@ -42,7 +45,12 @@ static inline int lq_compact(Tier *t, Py_ssize_t cap) {
         *lq_pos(t, e) = (int32_t)j;
         dst[j++] = e;
     }
-    if (dst != t->lq) { PyMem_RawFree(t->lq); t->lq = dst; t->lqcap = cap; }
+    if (dst != t->lq) {
+        memset(dst + j, 0xff, sizeof(int32_t) * (size_t)(cap + LQ_AHEAD - j));
+        PyMem_RawFree(t->lq);
+        t->lq = dst;
+        t->lqcap = cap;
+    }
     t->lqh = 0;
     t->lqn = j;
     return 0;
@@ -85,15 +93,14 @@ static inline Py_ssize_t lq_live(const Tier *t, Py_ssize_t i) {
  * too: they are the next eviction's first victims (no burst at the start of each eviction) */
 static inline void lq_evict(Tier *t, Py_ssize_t n, uint64_t *out, int32_t *oute) {
     Py_ssize_t i = t->lqh;
-    const Py_ssize_t end = t->lqn;
     const int32_t *q = t->lq;
     Entry *ent = t->ent;
     const int slots_ahead = t->inflag != F_GPU;
     if (t->lqh == 0)         /* a fresh front (start, compaction): no eviction before prefetched it */
-        for (Py_ssize_t k = 0; k < LQ_AHEAD && k < end; k++) if (q[k] >= 0) __builtin_prefetch(&ent[q[k]], 1, 1);
+        for (Py_ssize_t k = 0; k < LQ_AHEAD; k++) if (q[k] >= 0) __builtin_prefetch(&ent[q[k]], 1, 1);
     for (Py_ssize_t v = 0; v < n; v++) {
         i = lq_live(t, i);
-        int32_t a = i + LQ_AHEAD < end ? q[i + LQ_AHEAD] : -1, b = i + LQ_AHEAD / 2 < end ? q[i + LQ_AHEAD / 2] : -1;
+        int32_t a = q[i + LQ_AHEAD], b = q[i + LQ_AHEAD / 2];    /* in the array's padding past the end: -1 */
         if (a >= 0) __builtin_prefetch(&ent[a], 1, 1);
         if (b >= 0 && slots_ahead) __builtin_prefetch(&t->slots[home(t, ent[b].key)], 1, 1);   /* entry: came before */
         int32_t e = q[i++];
