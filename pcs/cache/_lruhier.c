@@ -322,7 +322,10 @@ static int ensure_b(Hier *h, Py_ssize_t n) {
  * given in order of first appearance (Mooncake's hash_ids, pcs's own chained ids) rise along every request: one
  * compare per key instead of a hash-set insert (callgrind, Mooncake 10x: 16 -> 3 instructions per key) */
 static inline int keys_rise(const uint64_t *k, Py_ssize_t m) {
-    for (Py_ssize_t i = 1; i < m; i++) if (k[i] <= k[i - 1]) return 0;
+    Py_ssize_t i = 1;
+    for (; i + 4 <= m; i += 4)          /* four compares, one branch */
+        if ((k[i] <= k[i - 1]) | (k[i + 1] <= k[i]) | (k[i + 2] <= k[i + 1]) | (k[i + 3] <= k[i + 2])) return 0;
+    for (; i < m; i++) if (k[i] <= k[i - 1]) return 0;
     return 1;
 }
 
@@ -522,7 +525,8 @@ static int32_t gpu_enter(Hier *h, Tier *tab, uint64_t k, uint32_t f, int32_t kno
     int32_t e = known;
     *added = 0;
     if (e < 0) {
-        if (tadd_room(tab) < 0) return -1;       /* before the lookup: its free slot is then the add's */
+        /* room before the lookup (its free slot is then the add's); a shared table's was made for the whole fill */
+        if (!h->sh && tadd_room(tab) < 0) return -1;
         e = tfind_fp(tab, k, f, &at);
     }
     if (e >= 0 && (!h->sh || tab->ent[e].flags & F_GPU)) return e;
@@ -607,10 +611,7 @@ static Py_ssize_t sh_insert(Hier *h, const uint64_t *keys, const int32_t *ents, 
         if (tevict(c, need, out, h->cvent) < 0) return -1;
         sh_free(h->sh, h->cvent, need);
     } else need = 0;
-    for (Py_ssize_t i = start; i < len; i++) {
-        c->ent[e[i]].flags |= F_CPU;
-        if (lq_append(c, e[i]) < 0) return -1;
-    }
+    if (lq_append_n(c, e + start, len - start, F_CPU) < 0) return -1;
     c->nres += nfresh;
     c->inserted += nfresh;
     if (c->nres > c->peak_res) c->peak_res = c->nres;
@@ -668,6 +669,7 @@ typedef struct {
     Py_ssize_t n_restore;   /* restores kept: the first n_restore restore positions (chain order) */
     Py_ssize_t nnew;        /* computed blocks that get a slot */
     Py_ssize_t budget;      /* GPU slots reserved */
+    Py_ssize_t first_low;   /* the first lead block held by a lower tier only (lead if none) */
     int truncated;
 } Plan;
 
@@ -713,8 +715,8 @@ static int start_head(Hier *h, Plan *p, Py_ssize_t n, Py_ssize_t cap, Py_ssize_t
 static void start_lookup(Hier *h, Plan *p) {
     const uint64_t *k = h->k;
     Tier *g = &h->t[0];
-    p->lead = p->n;
-    p->nused = p->evictable = 0;
+    p->lead = p->first_low = p->n;
+    p->nused = p->evictable = p->n_restore = 0;
     Tier *c = h->ntiers > 1 && !h->sh ? &h->t[1] : NULL;   /* the next tier's slots too: a GPU miss looks there */
     uint32_t ring[FP_RING];
     fp_first(ring, k, 0, p->n, g, c);
@@ -736,11 +738,12 @@ static void start_lookup(Hier *h, Plan *p) {
         if (j == h->ntiers) { p->lead = i; break; }
         h->where[i] = j;
         h->lidx[i] = e;
+        if (p->first_low > i) p->first_low = i;
+        p->n_restore += i < p->cap;                               /* a restore of the hits (i < min(cap, lead)) */
     }
+    if (p->first_low > p->lead) p->first_low = p->lead;
     p->hits = p->cap < p->lead ? p->cap : p->lead;
     if (p->hits < 0) p->hits = 0;
-    p->n_restore = 0;
-    for (Py_ssize_t i = 0; i < p->hits; i++) p->n_restore += h->where[i] != 0;
     p->nnew = (p->lead - p->nused - p->n_restore) + (p->n - p->lead);
 }
 
@@ -976,9 +979,7 @@ static int start_plan(Hier *h, Plan *p0, int wait, PcsAdm *a) {
     a->prefix_hit_blocks = p.lead;
     a->hit_blocks = p.hits;
     a->last_hit_tier = p.hits ? h->where[p.hits - 1] : -1;
-    Py_ssize_t lead0 = 0;
-    while (lead0 < p.hits && !h->where[lead0]) lead0++;
-    a->gpu_lead_blocks = lead0;
+    a->gpu_lead_blocks = p.first_low < p.hits ? p.first_low : p.hits;   /* GPU hits before the first restore */
     a->truncated = (char)p.truncated;
     a->reserved_blocks = p.budget - filled;
     return 1;
@@ -1058,55 +1059,49 @@ static int pinned_ents(Tier *g, PcsAdm *a, Py_ssize_t n) {
     return 0;
 }
 
-/* entry of a->keys[i] in the GPU tier g, pinned: the hint a->ents[i] when its entry holds the key pinned (the rule of
- * pinned_ents), else looked up (the hint set); -1 when the key is not pinned there */
-static inline int32_t pinned_ent(Tier *g, PcsAdm *a, Py_ssize_t i) {
+/* entry of a->keys[i] in the GPU tier g (entries ent, n of them), pinned: the hint a->ents[i] when its entry holds
+ * the key pinned (the rule of pinned_ents), else looked up (the hint set); -1 when the key is not pinned there */
+static inline int32_t pinned_ent(const Tier *g, const Entry *ent, uint32_t len, PcsAdm *a, Py_ssize_t i) {
     int32_t e = a->ents[i];
-    if ((uint32_t)e < (uint32_t)g->ent_len && g->ent[e].key == a->keys[i] && g->ent[e].pin > 0) return e;
-    e = tfind(g, a->keys[i]);
-    if (e < 0 || g->ent[e].pin <= 0) return -1;
+    uint64_t k = a->keys[i];
+    if ((uint32_t)e < len && ent[e].key == k && ent[e].pin > 0) return e;
+    e = tfind(g, k);
+    if (e < 0 || ent[e].pin <= 0) return -1;
     return a->ents[i] = e;
-}
-
-/* finish_pass found key i not pinned: the pins it dropped (keys i + 1 .. n - 1, undone last first) come back, an
- * inline LRU order gives back the blocks it took (each goes stale again: the order of the others is unchanged),
- * and a KeyError names the key; -1 */
-static int finish_undo(Tier *g, PcsAdm *a, Py_ssize_t i, Py_ssize_t n, int inline_lru) {
-    for (Py_ssize_t j = i + 1; j < n; j++) {
-        Entry *x = &g->ent[a->ents[j]];
-        if (!x->pin && inline_lru) lq_unlink(g, a->ents[j]);
-        x->pin++;
-    }
-    PyErr_Format(PyExc_KeyError, "block %llu is not pinned in the GPU tier", (unsigned long long)a->keys[i]);
-    return -1;
 }
 
 /* Hierarchy.finish's release in one pass over the admission's keys, tail first (its computed keys reversed, just
  * computed, then its pinned keys reversed, reused: docs/semantics.md §6), each key's check (pinned_ents' rule) and
- * its pin dropped together; a key not pinned undoes the pins dropped before it (no change on a bad call). Blocks
- * reaching 0 go to the policy: an inline LRU tier takes each at once (lq_append; the undo unlinks it), any other
- * policy gets them after the pass as the two add batches of Tier.unpin (zero: scratch, h->eidx). 0 or -1 */
+ * its pin dropped together; a key not pinned gives back the pins dropped before it (no change on a bad call: the
+ * policy has not been called yet) and raises KeyError. The blocks reaching 0 (scratch h->eidx, in that order) then
+ * go to the policy as Tier.unpin's two add batches (computed, then pinned); an inline LRU order takes them in one
+ * lq_append_n (it ignores the batches and `reused`). 0 or -1 */
 static int finish_pass(Hier *h, PcsAdm *a) {
     Tier *g = &h->t[0];
     const Py_ssize_t n = a->nused + a->nnew;
-    const int inline_lru = !g->ops && !g->ret;
-    if (!inline_lru && ensure_k(h, n + 1) < 0) return -1;
+    if (ensure_k(h, n + 1) < 0) return -1;
     int32_t *zero = h->eidx;
-    Py_ssize_t nz = 0, nc = 0;
+    Py_ssize_t nz = 0, nc = -1;                       /* zero[0 .. nc): the computed keys' */
+    Entry *ent = g->ent;                               /* not moved: no add below */
     const uint32_t len = (uint32_t)g->ent_len;
+    const int32_t *hint = a->ents;
     for (Py_ssize_t i = n - 1; i >= n - PF_AHEAD && i >= 0; i--)   /* the first hints' entries (as fp_first) */
-        if ((uint32_t)a->ents[i] < len) __builtin_prefetch(&g->ent[a->ents[i]], 1, 1);
+        if ((uint32_t)hint[i] < len) __builtin_prefetch(&ent[hint[i]], 1, 1);
     for (Py_ssize_t i = n - 1; i >= 0; i--) {
-        if (i >= PF_AHEAD && (uint32_t)a->ents[i - PF_AHEAD] < len) __builtin_prefetch(&g->ent[a->ents[i - PF_AHEAD]], 1, 1);
+        if (i >= PF_AHEAD && (uint32_t)hint[i - PF_AHEAD] < len) __builtin_prefetch(&ent[hint[i - PF_AHEAD]], 1, 1);
         if (i == a->nused - 1) nc = nz;              /* the computed keys' batch ends */
-        int32_t e = pinned_ent(g, a, i);
-        if (e < 0) return finish_undo(g, a, i, n, inline_lru);
-        if (--g->ent[e].pin) continue;
-        if (!inline_lru) zero[nz++] = e;
-        else if (lq_append(g, e) < 0) return -1;
+        int32_t e = pinned_ent(g, ent, len, a, i);
+        if (e < 0) {
+            for (Py_ssize_t j = i + 1; j < n; j++) ent[a->ents[j]].pin++;
+            PyErr_Format(PyExc_KeyError, "block %llu is not pinned in the GPU tier", (unsigned long long)a->keys[i]);
+            return -1;
+        }
+        if (!--ent[e].pin) zero[nz++] = e;
     }
-    if (!inline_lru) {
-        if (a->nused == 0) nc = nz;
+    if (nc < 0) nc = nz;                              /* no pinned keys */
+    if (!g->ops && !g->ret) {
+        if (lq_append_n(g, zero, nz, 0) < 0) return -1;
+    } else {
         for (Py_ssize_t i = 0; i < nz; i++) {
             if (i == nc && nc) pol_add_end(g, 0);
             if (pol_add(g, zero[i], i >= nc) < 0) return -1;

@@ -70,6 +70,30 @@ static inline int lq_append(Tier *t, int32_t e) {
     return 0;
 }
 
+/* entries es[0 .. n) (none in the order, distinct) become the most recently used, in that order, each entry's flags
+ * or-ed with flag (0: none): n lq_append calls with the room made once (a compaction, as lq_append's, when the n
+ * items do not fit past the end) and the tier's fields read once; 0 or -1 (no memory) */
+static inline int lq_append_n(Tier *t, const int32_t *es, Py_ssize_t n, uint8_t flag) {
+    if (t->lqn + n > t->lqcap) {
+        Py_ssize_t cap = t->lqcap ? t->lqcap : 64;
+        while (2 * (t->held + n) >= cap) cap *= 2;
+        if (cap > INT32_MAX) { PyErr_NoMemory(); return -1; }
+        if (lq_compact(t, cap) < 0) return -1;
+    }
+    Entry *ent = t->ent;
+    const size_t off = t->lqoff;
+    int32_t *q = t->lq + t->lqn, pos = (int32_t)t->lqn;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        int32_t e = es[i];
+        ent[e].flags |= flag;
+        *(int32_t *)((char *)&ent[e] + off) = pos + (int32_t)i;
+        q[i] = e;
+    }
+    t->lqn += n;
+    t->held += n;
+    return 0;
+}
+
 /* entry e (in the order) leaves it: its item goes stale (marked -1) */
 static inline void lq_unlink(Tier *t, int32_t e) {
     int32_t *p = lq_pos(t, e);
@@ -95,6 +119,10 @@ static inline void lq_evict(Tier *t, Py_ssize_t n, uint64_t *out, int32_t *oute)
     Py_ssize_t i = t->lqh;
     const int32_t *q = t->lq;
     Entry *ent = t->ent;
+    const OaSlot *slots = t->slots;                    /* the table's arrays, not moved by a deletion */
+    const size_t off = t->lqoff;
+    const int bits = t->bits;
+    const uint8_t keep = (uint8_t)~t->inflag;
     const int slots_ahead = t->inflag != F_GPU;
     if (t->lqh == 0)         /* a fresh front (start, compaction): no eviction before prefetched it */
         for (Py_ssize_t k = 0; k < LQ_AHEAD; k++) if (q[k] >= 0) __builtin_prefetch(&ent[q[k]], 1, 1);
@@ -102,12 +130,12 @@ static inline void lq_evict(Tier *t, Py_ssize_t n, uint64_t *out, int32_t *oute)
         i = lq_live(t, i);
         int32_t a = q[i + LQ_AHEAD], b = q[i + LQ_AHEAD / 2];    /* in the array's padding past the end: -1 */
         if (a >= 0) __builtin_prefetch(&ent[a], 1, 1);
-        if (b >= 0 && slots_ahead) __builtin_prefetch(&t->slots[home(t, ent[b].key)], 1, 1);   /* entry: came before */
-        int32_t e = q[i++];
+        if (b >= 0 && slots_ahead) __builtin_prefetch(&slots[key_hash(ent[b].key) >> (64 - bits)], 1, 1);
+        int32_t e = q[i++];                            /* (home(): its entry came before) */
         out[v] = ent[e].key;
-        *lq_pos(t, e) = -1;
+        *(int32_t *)((char *)&ent[e] + off) = -1;      /* *lq_pos(t, e) */
         if (!oute) tdel(t, e);
-        else { oute[v] = e; ent[e].flags &= (uint8_t)~t->inflag; }
+        else { oute[v] = e; ent[e].flags &= keep; }
     }
     t->held -= n;
     if (!t->held) i = t->lqn = 0;   /* nothing live behind: start again at the front */
