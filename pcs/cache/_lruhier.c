@@ -136,9 +136,9 @@ static inline void sh_free(Tier *s, const int32_t *ents, Py_ssize_t n) {
 }
 
 /* evict n unpinned blocks (n <= held) chosen by the tier's policy (LRU: the n least recently used),
- * writing their keys to out in eviction order; in a shared table (t->shared) their entries go to oute and stay in
- * the table (the caller frees them: sh_free), else oute is not read. 0, or -1 on a memory error of a policy's
- * ghost list */
+ * writing their keys to out in eviction order; in a shared table (t->shared) with oute their entries go to oute and
+ * stay in the table (the caller frees those in no tier: sh_free), with oute NULL those in no tier any more leave the
+ * table (lq_evict); in a table of its own oute is not read. 0, or -1 on a memory error of a policy's ghost list */
 static int tevict(Tier *t, Py_ssize_t n, uint64_t *out, int32_t *oute) {
     Py_ssize_t all = n;
     if (t->ret) {                       /* RetainingPolicy.evict: expire, the policy's victims, then the pool's */
@@ -147,7 +147,7 @@ static int tevict(Tier *t, Py_ssize_t n, uint64_t *out, int32_t *oute) {
     }
     if (t->ret && !n) {                 /* the policy's evict is not called for no victim (m == 0) */
     } else if (t->shared) {
-        lq_evict(t, n, out, oute);      /* they leave the tier, not the table */
+        lq_evict(t, n, out, oute);      /* they leave the tier (the table: when in no tier, and no oute) */
         t->nres -= n;
     } else if (!t->ops) {
         lq_evict(t, n, out, NULL);
@@ -261,9 +261,10 @@ typedef struct {
     long long dropped;
     /* scratch, grown on demand */
     uint64_t *k, *buf_a, *buf_b;
+    const uint64_t *req;                   /* the keys of the request being started: k, or a C caller's (req_keys) */
     int32_t *where, *eidx, *mark, *lidx;   /* lidx: per key of the lookup, its entry in tier where[i] (lower) */
     uint32_t *fps;                         /* fingerprints of an insert's keys (key_fp), bcap allocated */
-    int32_t *vent, *cvent;                 /* shared table: the GPU victims' entries, the CPU victims' (bcap) */
+    int32_t *vent;                         /* shared table: the GPU victims' entries (bcap) */
     Tier *sh;                              /* the table shared by the GPU and CPU tiers (NULL: one per tier) */
     Py_ssize_t kcap, bcap;
     uint64_t *skey;
@@ -297,7 +298,7 @@ static void hier_dealloc(Hier *h) {
         tier_close(&h->t[j]);
     }
     PCS_FREE(&h->t, &h->written, &h->k, &h->buf_a, &h->buf_b, &h->where, &h->eidx, &h->mark, &h->skey, &h->sstamp,
-             &h->lidx, &h->fps, &h->vent, &h->cvent);
+             &h->lidx, &h->fps, &h->vent);
     kstore_free(h->sh);
     c_adm_free(&h->seq_adm);
     Py_TYPE(h)->tp_free((PyObject *)h);
@@ -312,10 +313,9 @@ static int ensure_k(Hier *h, Py_ssize_t n) {
 /* buffers for victims / pushed keys of a cascade (a and b), per-key marks and fingerprints, victims' entries */
 static int ensure_b(Hier *h, Py_ssize_t n) {
     if (n <= h->bcap) return 0;
-    return pcs_grow_arrays(&h->bcap, n, 64, 6,
-                           (void *const[]){&h->buf_a, &h->buf_b, &h->mark, &h->fps, &h->vent, &h->cvent},
+    return pcs_grow_arrays(&h->bcap, n, 64, 5, (void *const[]){&h->buf_a, &h->buf_b, &h->mark, &h->fps, &h->vent},
                            (const size_t[]){sizeof *h->buf_a, sizeof *h->buf_b, sizeof *h->mark, sizeof *h->fps,
-                                            sizeof *h->vent, sizeof *h->cvent});
+                                            sizeof *h->vent});
 }
 
 /* whether k[0..m) rise strictly (then no key repeats: the answer of first_repeat is m without a set). Block ids
@@ -608,8 +608,7 @@ static Py_ssize_t sh_insert(Hier *h, const uint64_t *keys, const int32_t *ents, 
     }
     Py_ssize_t need = nfresh - free_;
     if (need > 0) {
-        if (tevict(c, need, out, h->cvent) < 0) return -1;
-        sh_free(h->sh, h->cvent, need);
+        if (tevict(c, need, out, NULL) < 0) return -1;        /* those in no tier leave the table */
     } else need = 0;
     if (lq_append_n(c, e + start, len - start, F_CPU) < 0) return -1;
     c->nres += nfresh;
@@ -675,7 +674,7 @@ typedef struct {
 
 static int start_head(Hier *h, Plan *p, Py_ssize_t n, Py_ssize_t cap, Py_ssize_t m);
 
-/* arguments -> h->k (the cacheable head) and p->n, p->cap, p->extra; *wait set; -1 on error */
+/* arguments -> h->k = h->req (the cacheable head) and p->n, p->cap, p->extra; *wait set; -1 on error */
 static int start_args(Hier *h, PyObject *const *args, Py_ssize_t nargs, Plan *p, int *wait) {
     if (nargs < 3 || nargs > 5) {
         PyErr_SetString(PyExc_TypeError, "start(block_hashes, cacheable_blocks, max_hit_blocks, extra_blocks=0, "
@@ -695,13 +694,14 @@ static int start_args(Hier *h, PyObject *const *args, Py_ssize_t nargs, Plan *p,
     if (m < 0) m = 0;
     if (ensure_k(h, m + 1) < 0 || to_u64(seq, m, h->k) < 0) { Py_DECREF(seq); return -1; }
     Py_DECREF(seq);
+    h->req = h->k;
     return start_head(h, p, n, cap, m);
 }
 
-/* h->k holds the first m keys of the request: cut n (and cap) at a repeated key; p->n, p->cap set */
+/* h->req holds the first m keys of the request: cut n (and cap) at a repeated key; p->n, p->cap set */
 static int start_head(Hier *h, Plan *p, Py_ssize_t n, Py_ssize_t cap, Py_ssize_t m) {
     if (n > 1) {
-        Py_ssize_t r = first_repeat(h, h->k, m);
+        Py_ssize_t r = first_repeat(h, h->req, m);
         if (r < 0) return -1;
         if (r < m || m < n) { n = r; if (cap > n) cap = n; }
     } else if (n > m) n = m;
@@ -713,7 +713,7 @@ static int start_head(Hier *h, Plan *p, Py_ssize_t n, Py_ssize_t cap, Py_ssize_t
 /* the prefix rule: h->where[i] = highest tier holding block i, h->eidx = GPU entries of the lead, h->lidx[i] =
  * block i's entry in tier where[i] when that is a lower tier (one fingerprint per block for every tier) */
 static void start_lookup(Hier *h, Plan *p) {
-    const uint64_t *k = h->k;
+    const uint64_t *k = h->req;
     Tier *g = &h->t[0];
     p->lead = p->first_low = p->n;
     p->nused = p->evictable = p->n_restore = 0;
@@ -803,7 +803,7 @@ static int adm_reserve(PcsAdm *a, Py_ssize_t m, int ntiers) {
  * hashes, chain order; 0 or -1 (no memory: nothing pinned) */
 static int start_admission(Hier *h, const Plan *p, PcsAdm *a) {
     Tier *g = &h->t[0];
-    const uint64_t *k = h->k;
+    const uint64_t *k = h->req;
     if (adm_reserve(a, p->nused + p->n_restore + p->nnew + 1, h->ntiers) < 0) return -1;
     for (Py_ssize_t i = 0; i < p->nused; i++) {
         Entry *x = &g->ent[h->eidx[i]];
@@ -842,7 +842,7 @@ static int start_expect(Hier *h, const Plan *p, const PcsAdm *a) {
         for (Py_ssize_t i = 0; i < p->hits && seen < p->n_restore; i++) {
             if (!h->where[i]) continue;
             seen++;
-            if (h->where[i] == j && g->ops->expect(g, h->k[i]) < 0) return -1;
+            if (h->where[i] == j && g->ops->expect(g, h->req[i]) < 0) return -1;
         }
     }
     for (Py_ssize_t i = 0; i < a->nnew; i++)
@@ -888,7 +888,7 @@ static Py_ssize_t start_restore(Hier *h, const Plan *p, PcsAdm *a, Py_ssize_t nv
             for (Py_ssize_t i = 0; i < p->hits && s2 < p->n_restore; i++) {
                 if (!h->where[i]) continue;
                 s2++;
-                if (h->where[i] == j) { re[cnt] = h->lidx[i]; rk[cnt++] = h->k[i]; }
+                if (h->where[i] == j) { re[cnt] = h->lidx[i]; rk[cnt++] = h->req[i]; }
             }
             if (cnt) {
                 Py_ssize_t sh = tfill(h, rk, cnt, NULL, h->sh ? re : NULL);
@@ -930,6 +930,16 @@ static PyObject *hier_start(Hier *h, PyObject *const *args, Py_ssize_t nargs) {
     return a ? adm_result(a, start_plan(h, &p, wait, &a->c)) : NULL;
 }
 
+static int c_nogil(PyObject *hh);
+
+/* h->req: the m keys at keys of a C caller, read in place (start only reads them); copied to h->k (ensure_k before)
+ * when a tier hosts a Python policy, whose code could change the caller's buffer during the start */
+static void req_keys(Hier *h, const uint64_t *keys, Py_ssize_t m) {
+    if (c_nogil((PyObject *)h)) { h->req = keys; return; }
+    memcpy(h->k, keys, sizeof(uint64_t) * (size_t)m);
+    h->req = h->k;
+}
+
 /* start() on the first len keys at keys into a (the C API's start, _lruhier_api.h): 1 admitted, 0 it waits, -1 */
 static int c_start(PyObject *hh, const uint64_t *keys, Py_ssize_t len, Py_ssize_t n, Py_ssize_t cap,
                    Py_ssize_t extra, int wait, PcsAdm *a) {
@@ -939,7 +949,7 @@ static int c_start(PyObject *hh, const uint64_t *keys, Py_ssize_t len, Py_ssize_
     Py_ssize_t m = n < len ? n : len;
     if (m < 0) m = 0;
     if (ensure_k(h, m + 1) < 0) return -1;
-    memcpy(h->k, keys, (size_t)m * 8);
+    req_keys(h, keys, m);
     if (start_head(h, &p, n, cap, m) < 0) return -1;
     return start_plan(h, &p, wait, a);
 }
@@ -962,7 +972,7 @@ static PyObject *hier_start_ids(Hier *h, PyObject *const *args, Py_ssize_t nargs
     return a ? adm_result(a, rc) : NULL;
 }
 
-/* the rest of Hierarchy.start once h->k and p0->n, cap, extra are set, into a: 1 admitted, 0 it waits (a
+/* the rest of Hierarchy.start once h->req and p0->n, cap, extra are set, into a: 1 admitted, 0 it waits (a
  * unchanged), -1 error */
 static int start_plan(Hier *h, Plan *p0, int wait, PcsAdm *a) {
     Plan p = *p0;
@@ -970,7 +980,7 @@ static int start_plan(Hier *h, Plan *p0, int wait, PcsAdm *a) {
     start_lookup(h, &p);
     if (start_budget(h, &p, wait)) return 0;
     for (int j = 0; j < h->ntiers; j++)     /* admission policies count uses and hits (§8) */
-        if (h->t[j].gates && gates_observe(&h->t[j], h->k, p.n, p.hits) < 0) return -1;
+        if (h->t[j].gates && gates_observe(&h->t[j], h->req, p.n, p.hits) < 0) return -1;
     if (start_admission(h, &p, a) < 0) return -1;
     h->admitted++;
     Py_ssize_t nvict = start_reserve(h, &p, a);
@@ -1148,7 +1158,7 @@ static Py_ssize_t seq_one(Hier *h, const uint64_t *keys, Py_ssize_t len, Py_ssiz
     Py_ssize_t m = n < len ? n : len;
     if (m < 0) m = 0;
     if (ensure_k(h, m + 1) < 0) return -1;
-    memcpy(h->k, keys, sizeof(uint64_t) * m);
+    req_keys(h, keys, m);
     p.extra = 0;
     if (start_head(h, &p, n, cap, m) < 0) return -1;
     PcsAdm *a = &h->seq_adm;          /* its buffers serve every request of the run */

@@ -108,10 +108,11 @@ static inline Py_ssize_t lq_live(const Tier *t, Py_ssize_t i) {
     return i;
 }
 
-/* the n least recently used entries (n <= held) leave the order, their keys to out in eviction order; with oute
- * NULL they leave the tier (the deletions of n times: unlink the first, tdel), else their entries go to oute with
- * the tier's residency flag (Tier.inflag) cleared and stay in the table (a table shared by two tiers: the caller
- * frees those in no tier, pcs/cache/_lruhier.c sh_free). Each victim's entry is prefetched LQ_AHEAD items before,
+/* the n least recently used entries (n <= held) leave the order, their keys to out in eviction order, the tier's
+ * residency flag (Tier.inflag) cleared; with oute NULL they leave the tier (the deletions of n times: unlink the
+ * first, tdel; a tier of a table shared by two tiers, t->shared, deletes from that table those now in no tier),
+ * else their entries go to oute and stay in the table (the caller frees those in no tier, pcs/cache/_lruhier.c
+ * sh_free). Each victim's entry is prefetched LQ_AHEAD items before,
  * its home slot LQ_AHEAD / 2 items before when it may be deleted (not the GPU tier of a shared table: its victims
  * move to the CPU tier or are freed later; stale items: nothing). The items past the last victim are prefetched
  * too: they are the next eviction's first victims (no burst at the start of each eviction) */
@@ -122,7 +123,8 @@ static inline void lq_evict(Tier *t, Py_ssize_t n, uint64_t *out, int32_t *oute)
     const OaSlot *slots = t->slots;                    /* the table's arrays, not moved by a deletion */
     const size_t off = t->lqoff;
     const int bits = t->bits;
-    const uint8_t keep = (uint8_t)~t->inflag;
+    const uint8_t keep = (uint8_t)~t->inflag;        /* a tier of its own table sets no flag: 0xff */
+    Tier *tab = t->shared ? t->shared : t;
     const int slots_ahead = t->inflag != F_GPU;
     if (t->lqh == 0)         /* a fresh front (start, compaction): no eviction before prefetched it */
         for (Py_ssize_t k = 0; k < LQ_AHEAD; k++) if (q[k] >= 0) __builtin_prefetch(&ent[q[k]], 1, 1);
@@ -134,8 +136,8 @@ static inline void lq_evict(Tier *t, Py_ssize_t n, uint64_t *out, int32_t *oute)
         int32_t e = q[i++];                            /* (home(): its entry came before) */
         out[v] = ent[e].key;
         *(int32_t *)((char *)&ent[e] + off) = -1;      /* *lq_pos(t, e) */
-        if (!oute) tdel(t, e);
-        else { oute[v] = e; ent[e].flags &= keep; }
+        if (!((ent[e].flags &= keep) & (F_GPU | F_CPU)) && !oute) tdel(tab, e);   /* in no tier any more */
+        else if (oute) oute[v] = e;
     }
     t->held -= n;
     if (!t->held) i = t->lqn = 0;   /* nothing live behind: start again at the front */
