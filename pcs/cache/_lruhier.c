@@ -814,8 +814,10 @@ static int start_admission(Hier *h, const Plan *p, PcsAdm *a) {
     memset(a->counts, 0, sizeof(Py_ssize_t) * 2 * (size_t)h->ntiers);
     uint64_t *used = a->keys, *newk = a->keys + p->nused + p->n_restore;
     int32_t *ue = a->ents;          /* GPU entries: known for the lead (h->eidx, chain order), later for the rest */
-    Py_ssize_t nu = 0, nn = 0, seen = 0, ng = 0;
-    for (Py_ssize_t i = 0; i < p->lead; i++) {
+    Py_ssize_t nu = p->first_low, nn = 0, seen = 0, ng = p->first_low;
+    memcpy(used, k, sizeof(uint64_t) * (size_t)nu);             /* the GPU blocks before the first lower-tier one */
+    memcpy(ue, h->eidx, sizeof(int32_t) * (size_t)nu);
+    for (Py_ssize_t i = nu; i < p->lead; i++) {
         if (!h->where[i]) { ue[nu] = h->eidx[ng++]; used[nu++] = k[i]; }
         else if (i < p->cap) { if (seen < p->n_restore) { ue[nu] = -1; used[nu++] = k[i]; seen++; } }
         else if (nn < p->nnew) newk[nn++] = k[i];
@@ -1098,7 +1100,8 @@ static int finish_pass(Hier *h, PcsAdm *a) {
     for (Py_ssize_t i = n - 1; i >= n - PF_AHEAD && i >= 0; i--)   /* the first hints' entries (as fp_first) */
         if ((uint32_t)hint[i] < len) __builtin_prefetch(&ent[hint[i]], 1, 1);
     for (Py_ssize_t i = n - 1; i >= 0; i--) {
-        if (i >= PF_AHEAD && (uint32_t)hint[i - PF_AHEAD] < len) __builtin_prefetch(&ent[hint[i - PF_AHEAD]], 1, 1);
+        int32_t ahead = i >= PF_AHEAD ? hint[i - PF_AHEAD] : -1;
+        if ((uint32_t)ahead < len) __builtin_prefetch(&ent[ahead], 1, 1);
         if (i == a->nused - 1) nc = nz;              /* the computed keys' batch ends */
         int32_t e = pinned_ent(g, ent, len, a, i);
         if (e < 0) {
