@@ -320,7 +320,8 @@ static int ensure_b(Hier *h, Py_ssize_t n) {
 
 /* whether k[0..m) rise strictly (then no key repeats: the answer of first_repeat is m without a set). Block ids
  * given in order of first appearance (Mooncake's hash_ids, pcs's own chained ids) rise along every request: one
- * compare per key instead of a hash-set insert (callgrind, Mooncake 10x: 16 -> 3 instructions per key) */
+ * compare per key instead of a hash-set insert (callgrind, Mooncake 10x: the cut 20.5 -> 7.5 instructions per
+ * block access) */
 static inline int keys_rise(const uint64_t *k, Py_ssize_t m) {
     Py_ssize_t i = 1;
     for (; i + 4 <= m; i += 4)          /* four compares, one branch */

@@ -15,8 +15,8 @@
  * so that passing stale items (eviction, compaction) reads only the queue, never their entries: at 10x Mooncake
  * most items of the CPU tier's queue are stale (every restore or demotion of a resident block leaves one).
  *
- * Fields of Tier (pcs/cache/_lruhier.h): lq (lqcap + LQ_AHEAD allocated, raw memory), lqh (front), lqn (end); held counts
- * the live items. When the end reaches lqcap the live items move to the front (in order), into an array twice
+ * Fields of Tier (pcs/cache/_lruhier.h): lq (lqcap + LQ_AHEAD allocated, raw memory), lqh (front), lqn (end);
+ * held counts the live items. When the end reaches lqcap the live items move to the front (in order), into an array twice
  * as large when more than half were live: O(1) amortised per add, at most 16 B per block of the tier's peak
  * held. Entry.next is not used here (it chains the table's free list), except as the CPU tier's position in a
  * table shared by the GPU and CPU tiers (Tier.lqoff; a free entry is in no queue).
