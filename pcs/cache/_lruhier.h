@@ -108,7 +108,7 @@ typedef struct Tier {
     struct PyPol *py;                  /* a policy written in Python, hosted (pcs/cache/_pol_py.c; NULL: none) */
     struct PyArr *pa;                  /* one on the handle contract, hosted (pcs/cache/_pol_pyarr.c; NULL: none) */
     /* -- the inline LRU order (ops == NULL): a queue of entries with lazy deletion (pcs/cache/_lruq.h) -- */
-    int32_t *lq;                       /* entry indices, in the order they became evictable (lqcap allocated) */
+    int32_t *lq;                       /* entry indices, in the order they became evictable (lqcap + LQ_AHEAD) */
     Py_ssize_t lqh, lqn, lqcap;        /* the front (first item not yet passed), the end */
     size_t lqoff;                      /* where an entry keeps its queue position: offsetof(Entry, prev), or
                                           offsetof(Entry, next) for the CPU tier of a shared table */

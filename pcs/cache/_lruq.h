@@ -15,8 +15,8 @@
  * so that passing stale items (eviction, compaction) reads only the queue, never their entries: at 10x Mooncake
  * most items of the CPU tier's queue are stale (every restore or demotion of a resident block leaves one).
  *
- * Fields of Tier (pcs/cache/_lruhier.h): lq (lqcap allocated, raw memory), lqh (front), lqn (end); held counts
- * the live items. When the end reaches lqcap the live items move to the front (in order), into an array twice
+ * Fields of Tier (pcs/cache/_lruhier.h): lq (lqcap + LQ_AHEAD allocated, raw memory), lqh (front), lqn (end);
+ * held counts the live items. When the end reaches lqcap the live items move to the front (in order), into an array twice
  * as large when more than half were live: O(1) amortised per add, at most 16 B per block of the tier's peak
  * held. Entry.next is not used here (it chains the table's free list), except as the CPU tier's position in a
  * table shared by the GPU and CPU tiers (Tier.lqoff; a free entry is in no queue).
@@ -31,9 +31,12 @@
  * with the GPU tier (Tier.lqoff: one entry then carries both tiers' positions) */
 static inline int32_t *lq_pos(const Tier *t, int32_t e) { return (int32_t *)((char *)&t->ent[e] + t->lqoff); }
 
-/* the live items of t->lq moved to the front of an array of cap items (cap >= held); 0 or -1 (no memory) */
+/* the live items of t->lq moved to the front of an array of cap items (cap >= held); 0 or -1 (no memory). The
+ * array has LQ_AHEAD more items past cap, and a new one is filled with -1 past its live items: every item lq_evict
+ * reads ahead of the front for its prefetches (up to LQ_AHEAD past the end) is -1 or an entry index the table has
+ * (entries are never given back: a stale index is still an entry), so it reads them with no bounds test */
 static inline int lq_compact(Tier *t, Py_ssize_t cap) {
-    int32_t *dst = cap == t->lqcap ? t->lq : PyMem_RawMalloc(sizeof(int32_t) * (size_t)cap);
+    int32_t *dst = cap == t->lqcap ? t->lq : PyMem_RawMalloc(sizeof(int32_t) * (size_t)(cap + LQ_AHEAD));
     if (!dst) { PyErr_NoMemory(); return -1; }
     Py_ssize_t j = 0;
     for (Py_ssize_t i = t->lqh; i < t->lqn; i++) {
@@ -42,7 +45,12 @@ static inline int lq_compact(Tier *t, Py_ssize_t cap) {
         *lq_pos(t, e) = (int32_t)j;
         dst[j++] = e;
     }
-    if (dst != t->lq) { PyMem_RawFree(t->lq); t->lq = dst; t->lqcap = cap; }
+    if (dst != t->lq) {
+        memset(dst + j, 0xff, sizeof(int32_t) * (size_t)(cap + LQ_AHEAD - j));
+        PyMem_RawFree(t->lq);
+        t->lq = dst;
+        t->lqcap = cap;
+    }
     t->lqh = 0;
     t->lqn = j;
     return 0;
@@ -62,6 +70,30 @@ static inline int lq_append(Tier *t, int32_t e) {
     return 0;
 }
 
+/* entries es[0 .. n) (none in the order, distinct) become the most recently used, in that order, each entry's flags
+ * or-ed with flag (0: none): n lq_append calls with the room made once (a compaction, as lq_append's, when the n
+ * items do not fit past the end) and the tier's fields read once; 0 or -1 (no memory) */
+static inline int lq_append_n(Tier *t, const int32_t *es, Py_ssize_t n, uint8_t flag) {
+    if (t->lqn + n > t->lqcap) {
+        Py_ssize_t cap = t->lqcap ? t->lqcap : 64;
+        while (2 * (t->held + n) >= cap) cap *= 2;
+        if (cap > INT32_MAX) { PyErr_NoMemory(); return -1; }
+        if (lq_compact(t, cap) < 0) return -1;
+    }
+    Entry *ent = t->ent;
+    const size_t off = t->lqoff;
+    int32_t *q = t->lq + t->lqn, pos = (int32_t)t->lqn;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        int32_t e = es[i];
+        ent[e].flags |= flag;
+        *(int32_t *)((char *)&ent[e] + off) = pos + (int32_t)i;
+        q[i] = e;
+    }
+    t->lqn += n;
+    t->held += n;
+    return 0;
+}
+
 /* entry e (in the order) leaves it: its item goes stale (marked -1) */
 static inline void lq_unlink(Tier *t, int32_t e) {
     int32_t *p = lq_pos(t, e);
@@ -76,31 +108,36 @@ static inline Py_ssize_t lq_live(const Tier *t, Py_ssize_t i) {
     return i;
 }
 
-/* the n least recently used entries (n <= held) leave the order, their keys to out in eviction order; with oute
- * NULL they leave the tier (the deletions of n times: unlink the first, tdel), else their entries go to oute with
- * the tier's residency flag (Tier.inflag) cleared and stay in the table (a table shared by two tiers: the caller
- * frees those in no tier, pcs/cache/_lruhier.c sh_free). Each victim's entry is prefetched LQ_AHEAD items before,
+/* the n least recently used entries (n <= held) leave the order, their keys to out in eviction order, the tier's
+ * residency flag (Tier.inflag) cleared; with oute NULL they leave the tier (the deletions of n times: unlink the
+ * first, tdel; a tier of a table shared by two tiers, t->shared, deletes from that table those now in no tier),
+ * else their entries go to oute and stay in the table (the caller frees those in no tier, pcs/cache/_lruhier.c
+ * sh_free). Each victim's entry is prefetched LQ_AHEAD items before,
  * its home slot LQ_AHEAD / 2 items before when it may be deleted (not the GPU tier of a shared table: its victims
  * move to the CPU tier or are freed later; stale items: nothing). The items past the last victim are prefetched
  * too: they are the next eviction's first victims (no burst at the start of each eviction) */
 static inline void lq_evict(Tier *t, Py_ssize_t n, uint64_t *out, int32_t *oute) {
     Py_ssize_t i = t->lqh;
-    const Py_ssize_t end = t->lqn;
     const int32_t *q = t->lq;
     Entry *ent = t->ent;
+    const OaSlot *slots = t->slots;                    /* the table's arrays, not moved by a deletion */
+    const size_t off = t->lqoff;
+    const int bits = t->bits;
+    const uint8_t keep = (uint8_t)~t->inflag;        /* a tier of its own table sets no flag: 0xff */
+    Tier *tab = t->shared ? t->shared : t;
     const int slots_ahead = t->inflag != F_GPU;
     if (t->lqh == 0)         /* a fresh front (start, compaction): no eviction before prefetched it */
-        for (Py_ssize_t k = 0; k < LQ_AHEAD && k < end; k++) if (q[k] >= 0) __builtin_prefetch(&ent[q[k]], 1, 1);
+        for (Py_ssize_t k = 0; k < LQ_AHEAD; k++) if (q[k] >= 0) __builtin_prefetch(&ent[q[k]], 1, 1);
     for (Py_ssize_t v = 0; v < n; v++) {
         i = lq_live(t, i);
-        int32_t a = i + LQ_AHEAD < end ? q[i + LQ_AHEAD] : -1, b = i + LQ_AHEAD / 2 < end ? q[i + LQ_AHEAD / 2] : -1;
+        int32_t a = q[i + LQ_AHEAD], b = q[i + LQ_AHEAD / 2];    /* in the array's padding past the end: -1 */
         if (a >= 0) __builtin_prefetch(&ent[a], 1, 1);
-        if (b >= 0 && slots_ahead) __builtin_prefetch(&t->slots[home(t, ent[b].key)], 1, 1);   /* entry: came before */
-        int32_t e = q[i++];
+        if (b >= 0 && slots_ahead) __builtin_prefetch(&slots[key_hash(ent[b].key) >> (64 - bits)], 1, 1);
+        int32_t e = q[i++];                            /* (home(): its entry came before) */
         out[v] = ent[e].key;
-        *lq_pos(t, e) = -1;
-        if (!oute) tdel(t, e);
-        else { oute[v] = e; ent[e].flags &= (uint8_t)~t->inflag; }
+        *(int32_t *)((char *)&ent[e] + off) = -1;      /* *lq_pos(t, e) */
+        if (!((ent[e].flags &= keep) & (F_GPU | F_CPU)) && !oute) tdel(tab, e);   /* in no tier any more */
+        else if (oute) oute[v] = e;
     }
     t->held -= n;
     if (!t->held) i = t->lqn = 0;   /* nothing live behind: start again at the front */
