@@ -12,6 +12,10 @@ Small batches (the JSONL readers' ~4 k-request chunks) are joined, in order, int
 their per-batch costs (calls, slices, column conversions) a few times per trace instead of once per chunk;
 batch boundaries change no result (the passes carry their state from batch to batch).
 
+The step scheduler's next-turn search (:mod:`pcs.engine.turns`) may walk each batch as it is read
+(``Decoded(source, turns)``, :class:`pcs.engine.turns.TurnWalk`): on a worker thread while the caller decodes the
+next chunk, so the search is done when the decode is.
+
 Memory: the decoded trace -- 8 B per block hash plus 32 B per request
 (arrival, prompt, output, offset) -- for as long as the replay runs; while joining, one joined batch more.
 """

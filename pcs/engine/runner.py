@@ -19,10 +19,11 @@ cached (:mod:`pcs.engine.turns`, a pass over the same decoded batches).
 
 Threads (the rule): work that shares no mutable state with the run's loops goes on a worker thread
 (:class:`pcs.beside.Beside`, one per kind of side work) while the caller's thread builds and runs the
-loops, and is joined before the outcome is built -- the two-tier one-pass scan (:func:`_two_tier_scan`), the
-no-cache step loop (:func:`_feed`, :func:`_close_runs`), a hybrid model's sequential baseline
-(:func:`pcs.engine.seqbase.begin_hybrid`) and, beside compiled loops, the making of the next chunk
-(:func:`pcs.trace.batches.read_ahead`, one in flight). Each reads only the decoded trace and frozen inputs and writes
+loops, and is joined before the outcome is built -- the next-turn search, walking each batch while the caller
+decodes the next (:func:`_decoded_once`, :class:`pcs.engine.turns.TurnWalk`), the two-tier one-pass scan
+(:func:`_two_tier_scan`), the no-cache step loop (:func:`_feed`, :func:`_close_runs`), a hybrid model's
+sequential baseline (:func:`pcs.engine.seqbase.begin_hybrid`) and, beside compiled loops, the making of the next
+chunk (:func:`pcs.trace.batches.read_ahead`, one in flight). Each reads only the decoded trace and frozen inputs and writes
 only its own state, so the outcome is the one of running them in turn (the same JSON and per-request tables:
 tests/engine/test_beside.py, tests/engine/test_scan_beside.py). A worker's exception is raised at its join, on
 the caller's thread; when the loops fail first, each worker is waited for and its outcome dropped. ``PCS_THREADS=off``
