@@ -87,9 +87,9 @@ def _wrap_timeline(events: list) -> None:
         owner = importlib.import_module(mod)
         *path, name = attr.split(".")
         for part in path:
-            owner = getattr(owner, part)
+            owner = getattr(owner, part, None)
         real = getattr(owner, name, None)
-        if real is None:          # a tree without this function (another checkout's): not drawn
+        if real is None:          # a tree without this function or class (another checkout's): not drawn
             continue
 
         def timed(*a, _real=real, _letter=letter, **k):
