@@ -18,7 +18,10 @@
 
 #define SAMP_TIERS 8                 /* the loop's most tiers (stepnative.MAX_TIERS) */
 
-typedef struct { double t; int64_t adm, wait, run; int64_t res[SAMP_TIERS], nb[SAMP_TIERS]; double lf[SAMP_TIERS]; } SampRow;
+typedef struct {                     /* a row: the boundary, then the state (Sampler's snapshot) */
+    double t; int64_t adm, wait, run;
+    int64_t res[SAMP_TIERS], nb[SAMP_TIERS]; double lf[SAMP_TIERS];
+} SampRow;
 typedef struct {
     int on, has_t0;                  /* on: the loop samples here (samp_start), else through Sampler.take */
     int64_t max;                     /* Sampler.max_samples */
