@@ -38,16 +38,17 @@ static void samp_coarsen(Samp *sp) {
 }
 
 /* The last boundary <= now (its index from t0) after coarsening as Sampler.take does; the first call sets t0.
- * now >= t0 always (the loop calls at its clock, which never goes back), so Python's int() truncation is C's. */
+ * now >= t0 always (the loop calls at its clock, which never goes back), so Python's int() truncation is C's
+ * once the quotient is below max; Sampler's test int(x) + 1 > max is x >= max (x >= 0, max an integer), made on
+ * the double itself: a quotient past int64 (a clock far from t0 at a small step) never reaches a C cast. */
 static int64_t samp_last(Samp *sp, double now) {
     if (!sp->has_t0) { sp->t0 = now; sp->has_t0 = 1; }
     double t0 = sp->t0, step = sp->step;
-    int64_t q = (int64_t)((now - t0) / step);
-    if (q + 1 > sp->max) {
-        while ((int64_t)((now - sp->t0) / sp->step) + 1 > sp->max) samp_coarsen(sp);
+    if ((now - t0) / step >= (double)sp->max) {
+        while ((now - sp->t0) / sp->step >= (double)sp->max) samp_coarsen(sp);
         step = sp->step;
-        q = (int64_t)((now - t0) / step);
     }
+    int64_t q = (int64_t)((now - t0) / step);
     int64_t last = q;
     while (t0 + (double)(last + 1) * step <= now) last++;   /* a quotient rounded down by float error */
     while (t0 + (double)last * step > now) last--;          /* or up */
