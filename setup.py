@@ -84,7 +84,7 @@ def _ext(name: str, source: str, extra: tuple = (), args: tuple = ()) -> Extensi
     return Extension(name, sources=[source, *extra], depends=["pcs/_kernel_common.h", "pcs/cache/_lruhier.h", "pcs/cache/_lruhier_api.h",
                                                     "pcs/cache/_grouphier.h", "pcs/cache/_grouphier_capi.h",
                                                     "pcs/cache/_oatable.h", "pcs/cache/_lruq.h", "pcs/cache/_iheap.h", "pcs/engine/_lruscan_tiers.h",
-                                                    "pcs/engine/_stepheap.h",
+                                                    "pcs/engine/_stepheap.h", "pcs/engine/_stepsample.h",
                                                     "pcs/_nogil.h"],
                      extra_compile_args=["-O3", *args], optional=True)
 

@@ -7,7 +7,8 @@ untimed warm-up call, then ``--calls`` profiled calls; per phase the minimum ove
 functions that exist in every recent tree (a missing one reads 0), so a copy of the script placed in the other
 checkout's ``benchmarks/`` (its ``common.py`` puts that checkout first on ``sys.path``; this one's would import this
 tree) runs there for an alternated comparison; the JSON line names the ``pcs`` it imported. The phases: the decode and
-batch join (``Decoded._joined``, cumulative), the next-turn search (``_turns.walk``), the one-pass scan
+batch join (``Decoded._joined``, cumulative; with the next-turn search walking each batch as it is read, that
+search's calls inline), the next-turn search (``_turns.walk``), the one-pass scan
 (``_lruscan.lru_feed``), the chunks and prefill tables (``chunks._from_columns``, cumulative), the step loops
 (``StepScheduler.feed``/``close``/``columns``), their input columns (``NativeStepEngine._feed_inputs``), the
 summaries (``api._summarise``) and the whole call. cProfile adds about 1 us per Python call (about 20 k calls per
@@ -65,6 +66,7 @@ def _phase_ms(stats: dict) -> dict:
 TIMELINE = [("pcs.engine.decoded", "Decoded.__init__", "D", "decode and join"),
             ("pcs.trace.jsonfast", "native_decode", "j", "JSONL chunk decode"),
             ("pcs.engine.turns", "decode_blocks", "T", "next-turn search"),
+            ("pcs.engine.turns", "TurnWalk._walk", "t", "next-turn search of a batch, as it is decoded"),
             ("pcs.engine.fastpath", "scan", "S", "one-pass scan"),
             ("pcs.engine.chunks", "_from_columns", "C", "chunk and prefill table"),
             ("pcs.engine.stepnative", "NativeStepEngine.feed", "L", "step loop feed"),
@@ -85,9 +87,9 @@ def _wrap_timeline(events: list) -> None:
         owner = importlib.import_module(mod)
         *path, name = attr.split(".")
         for part in path:
-            owner = getattr(owner, part)
+            owner = getattr(owner, part, None)
         real = getattr(owner, name, None)
-        if real is None:          # a tree without this function (another checkout's): not drawn
+        if real is None:          # a tree without this function or class (another checkout's): not drawn
             continue
 
         def timed(*a, _real=real, _letter=letter, **k):

@@ -24,6 +24,7 @@
 #include "../cache/_lruhier_api.h"
 #include "../cache/_grouphier_capi.h"
 #include "_stepheap.h"              /* the event heaps (fin, blk) */
+#include "_stepsample.h"            /* the time-series sampler, in C when the loop runs without the GIL */
 
 /* per-request int64 columns, then the tiers' hit_tokens_<tier>; double columns; order = stepnative.py's */
 enum { Q_HIT, Q_MISSED, Q_HTOK, Q_RBYTES, Q_PREEMPT, Q_RECOMP, Q_DECODE, NQ0 };
@@ -112,6 +113,7 @@ typedef struct {
     int64_t gh_bytes[8];            /* the admission's restored_bytes_per_tier (a hybrid hierarchy's pages) */
     /* the GIL, released over feed / close when nothing in the loop calls Python (see "the GIL" below) */
     PyThreadState *ts;              /* this thread's state while the GIL is released, else NULL */
+    Samp sp;                        /* the samples kept in C (sample_here), else sp.on 0: Sampler.take */
     int busy;                       /* feed / close is running (with the GIL released another thread could call) */
 } Sched;
 
@@ -467,7 +469,8 @@ static int add_busy(Sched *s, double start, double seconds) {
  * A run of the loop (feed, close) releases the GIL when it calls no Python code: the compiled hierarchy through
  * its C API, which says it hosts no Python policy (PcsHierApi.nogil), and no hybrid hooks. The loop's memory is
  * then raw memory and its errors take the GIL to be set (pcs/_nogil.h); the sampler's callback (a few hundred
- * times per run) and the signal check take it back for their Python calls. Another thread (the no-cache
+ * times per run, unless the samples are kept here: sample_here, pcs/engine/_stepsample.h) and the signal check
+ * take it back for their Python calls. Another thread (the no-cache
  * baseline's loop, pcs/engine/runner.py) then runs its own loop at the same time; each loop only touches its own
  * state and hierarchy, so the results are those of running them one after the other. */
 static int nogil(Sched *s) { return s->api && !s->gh && s->api->nogil(s->hobj); }
@@ -488,9 +491,31 @@ static int enter(Sched *s) {
     return 0;
 }
 
-/* ---------------------------------------------------------------- the sampler (a Python callback) */
+/* ---------------------------------------------------------------- the sampler (a Python callback, or in C) */
+static inline Py_ssize_t waiting(const Sched *s);
+
+/* Sampler.take's rule kept in C (pcs/engine/_stepsample.h; sample_here): the state as sched_state gives it, read
+ * from the loop and the compiled hierarchy's C API (no Python, no GIL); the next boundary into next_sample. */
+static int take_here(Sched *s, double t) {
+    Samp *sp = &s->sp;
+    int64_t last = samp_last(sp, t);
+    if (last >= sp->n) {
+        SampRow st;
+        st.adm = s->admitted; st.wait = waiting(s); st.run = s->nrun;
+        for (int j = 0; j < s->T; j++) {
+            st.res[j] = s->api->num_resident(s->hobj, j);
+            st.nb[j] = s->links[j].nbytes;
+            st.lf[j] = s->link_free[j];
+        }
+        if (samp_record(sp, &st, last) < 0) { PyErr_NoMemory(); return -1; }
+    }
+    s->next_sample = samp_next(sp);
+    return 0;
+}
+
 /* Sampler.take(t, self.state): record the boundaries passed, with this loop's state (with the GIL) */
 static int take(Sched *s, double t) {
+    if (s->sp.on) return take_here(s, t);
     int released = s->ts != NULL;
     gil_take(s);
     PyObject *a[2] = {PyFloat_FromDouble(t), PyObject_GetAttrString((PyObject *)s, "state")};
@@ -1566,7 +1591,7 @@ static void sched_dealloc(Sched *s) {
     PyMem_Free(s->rq); PyMem_Free(s->freel); PyMem_Free(s->wq); PyMem_Free(s->pf);
     PyMem_Free(s->cr); PyMem_Free(s->cn); PyMem_Free(s->fin.a); PyMem_Free(s->blk.a); PyMem_Free(s->bins);
     PyMem_Free(s->setup); PyMem_Free(s->bw); PyMem_Free(s->iops); PyMem_Free(s->bpb); PyMem_Free(s->link_free);
-    PyMem_Free(s->tier_hits); PyMem_Free(s->links);
+    PyMem_Free(s->tier_hits); PyMem_Free(s->links); PyMem_Free(s->sp.rows);
     for (int j = 0; j < NQ0 + 8 + ND + 1; j++) Py_XDECREF(s->cols[j]);
     Py_XDECREF(s->m_start); Py_XDECREF(s->m_done); Py_XDECREF(s->m_finish); Py_XDECREF(s->m_grow);
     Py_XDECREF(s->m_abort); Py_XDECREF(s->m_extend); Py_XDECREF(s->m_held); Py_XDECREF(s->take);
@@ -1574,7 +1599,30 @@ static void sched_dealloc(Sched *s) {
     Py_TYPE(s)->tp_free((PyObject *)s);
 }
 
+/* sample_here(step_s, max_samples): keep the time series in C from the first sample on (the loop must run without
+ * the GIL: the compiled hierarchy's C API, no hybrid hooks; before any sample); True when it does, else False (the
+ * loop goes on calling Sampler.take). */
+static PyObject *sched_sample_here(Sched *s, PyObject *args) {
+    double step;
+    long long most;
+    if (!PyArg_ParseTuple(args, "dL", &step, &most)) return NULL;
+    if (!nogil(s) || s->sp.has_t0 || s->next_sample != -INFINITY || !(step > 0) || most < 2) Py_RETURN_FALSE;
+    s->sp.on = 1; s->sp.step = step; s->sp.max = most;
+    Py_RETURN_TRUE;
+}
+
+/* samples() -> (t0 or None, step_s, next_s, rows): the time series kept in C, as Sampler's attributes */
+static PyObject *sched_samples(Sched *s, PyObject *unused) {
+    PyObject *rows = samp_rows(&s->sp, s->T);
+    if (!rows) return NULL;
+    if (!s->sp.has_t0) return Py_BuildValue("(OddN)", Py_None, s->sp.step, -INFINITY, rows);
+    return Py_BuildValue("(dddN)", s->sp.t0, s->sp.step, samp_next(&s->sp), rows);
+}
+
 static PyMethodDef sched_methods[] = {
+    {"sample_here", (PyCFunction)sched_sample_here, METH_VARARGS,
+     "sample_here(step_s, max_samples) -> bool: keep the time series in C (Sampler.take's rule)"},
+    {"samples", (PyCFunction)sched_samples, METH_NOARGS, "(t0 or None, step_s, next_s, rows) of the series kept in C"},
     {"feed", (PyCFunction)sched_feed, METH_VARARGS,
      "feed(block_size, arrival f8, prompt i8, output i8, cacheable i8, max_hit i8, offsets i8 (m+1), hashes u8, "
      "prefill table f8, its offsets i8 (m+1 or empty), decode offsets i8 (m+1 or empty), decode ids u8)"},

@@ -245,7 +245,10 @@ static int tn_batch(turns_t *t, int64_t first, int64_t bs, const uint64_t *h, co
     return 0;
 }
 
-/* walk(state, first, block_size, hashes uint64, offsets int64 (m + 1), prompt int64 (m), output int64 (m)) */
+/* walk(state, first, block_size, hashes uint64, offsets int64 (m + 1), prompt int64 (m), output int64 (m)).
+ * The GIL is released over the walk (tn_batch calls no Python and allocates with malloc): the search may run on
+ * a worker thread while the caller decodes the next batch (pcs.engine.turns.TurnWalk). One state is walked by one
+ * thread at a time (the caller joins each walk before starting the next). */
 static PyObject *py_walk(PyObject *self, PyObject *args) {
     PyObject *cap;
     long long first, bs;
@@ -259,8 +262,12 @@ static PyObject *py_walk(PyObject *self, PyObject *args) {
         PyErr_SetString(PyExc_ValueError, "walk: inconsistent batch arrays");
         goto done;
     }
-    if (tn_batch(t, first, bs, (const uint64_t *)h.buf, (const int64_t *)off.buf, (const int64_t *)p.buf,
-                 (const int64_t *)o.buf, m) < 0) { PyErr_NoMemory(); goto done; }
+    int rc;
+    Py_BEGIN_ALLOW_THREADS       /* plain C over held buffers and malloc'd state: another thread may decode meanwhile */
+    rc = tn_batch(t, first, bs, (const uint64_t *)h.buf, (const int64_t *)off.buf, (const int64_t *)p.buf,
+                  (const int64_t *)o.buf, m);
+    Py_END_ALLOW_THREADS
+    if (rc < 0) { PyErr_NoMemory(); goto done; }
     ret = Py_None; Py_INCREF(ret);
 done:
     PCS_RELEASE(&h, &off, &p, &o);

@@ -12,12 +12,16 @@ Small batches (the JSONL readers' ~4 k-request chunks) are joined, in order, int
 their per-batch costs (calls, slices, column conversions) a few times per trace instead of once per chunk;
 batch boundaries change no result (the passes carry their state from batch to batch).
 
+The step scheduler's next-turn search (:mod:`pcs.engine.turns`) may walk each batch as it is read
+(``Decoded(source, turns)``, :class:`pcs.engine.turns.TurnWalk`): on a worker thread while the caller decodes the
+next chunk, so the search is done when the decode is.
+
 Memory: the decoded trace -- 8 B per block hash plus 32 B per request
 (arrival, prompt, output, offset) -- for as long as the replay runs; while joining, one joined batch more.
 """
 from __future__ import annotations
 
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 from pcs.trace.batches import as_batches
 from pcs.trace.request import concat_batches
@@ -28,13 +32,16 @@ __all__ = ["Decoded", "MERGE_REQUESTS"]
 MERGE_REQUESTS = 1 << 16
 
 
-def _joined(batches: Iterator) -> list:
+def _joined(batches: Iterator, each: Callable[[Any], None] | None = None) -> list:
     """``batches`` in order, consecutive ones joined while together they hold at most :data:`MERGE_REQUESTS`
-    requests (a batch already that large stays as it is); each joined batch keeps its first request's id."""
+    requests (a batch already that large stays as it is); each joined batch keeps its first request's id.
+    ``each``: called with every batch as read, before it is joined (the next-turn search, :class:`Decoded`)."""
     out: list = []
     group: list = []
     rows = 0
     for b in batches:
+        if each is not None:
+            each(b)
         if group and rows + len(b) > MERGE_REQUESTS:
             out.append(_join(group))
             group, rows = [], 0
@@ -57,16 +64,25 @@ class Decoded:
 
     Args:
         source: anything :func:`pcs.trace.batches.as_batches` reads.
+        turns: a :class:`pcs.engine.turns.TurnWalk` fed every batch as it is read (the next-turn search, on its
+            worker thread while the next batch is decoded), or None.
     Attributes:
         batches: the checked batches, ids numbered from 0, in order, small ones joined (:func:`_joined`).
         block_size: tokens per block (None for an empty trace).
         num_block_hashes: block hashes in the trace (sizes the scan's table once).
+        next_turns: with ``turns``, its :class:`pcs.engine.turns.DecodeBlocks` (the search's result over the
+            whole trace), else None.
     Raises:
-        ValueError, InputError: as :func:`pcs.trace.batches.as_batches`.
+        ValueError, InputError: as :func:`pcs.trace.batches.as_batches`; MemoryError: as ``turns``.
     """
 
-    def __init__(self, source: Any) -> None:
-        self.batches = _joined(as_batches(source))
+    def __init__(self, source: Any, turns: Any = None) -> None:
+        try:
+            self.batches = _joined(as_batches(source), None if turns is None else turns.add)
+            self.next_turns = None if turns is None else turns.result()
+        finally:
+            if turns is not None:
+                turns.close()      # a walk still in flight after a reader's error or Ctrl-C: waited for, dropped
         self.block_size = int(self.batches[0].block_size) if self.batches else None
         self.num_block_hashes = sum(int(b.block_offsets[-1] - b.block_offsets[0]) for b in self.batches)
 

@@ -19,10 +19,11 @@ cached (:mod:`pcs.engine.turns`, a pass over the same decoded batches).
 
 Threads (the rule): work that shares no mutable state with the run's loops goes on a worker thread
 (:class:`pcs.beside.Beside`, one per kind of side work) while the caller's thread builds and runs the
-loops, and is joined before the outcome is built -- the two-tier one-pass scan (:func:`_two_tier_scan`), the
-no-cache step loop (:func:`_feed`, :func:`_close_runs`), a hybrid model's sequential baseline
-(:func:`pcs.engine.seqbase.begin_hybrid`) and, beside compiled loops, the making of the next chunk
-(:func:`pcs.trace.batches.read_ahead`, one in flight). Each reads only the decoded trace and frozen inputs and writes
+loops, and is joined before the outcome is built -- the next-turn search, walking each batch while the caller
+decodes the next (:func:`_decoded_once`, :class:`pcs.engine.turns.TurnWalk`), the two-tier one-pass scan
+(:func:`_two_tier_scan`), the no-cache step loop (:func:`_feed`, :func:`_close_runs`), a hybrid model's
+sequential baseline (:func:`pcs.engine.seqbase.begin_hybrid`) and, beside compiled loops, the making of the next
+chunk (:func:`pcs.trace.batches.read_ahead`, one in flight). Each reads only the decoded trace and frozen inputs and writes
 only its own state, so the outcome is the one of running them in turn (the same JSON and per-request tables:
 tests/engine/test_beside.py, tests/engine/test_scan_beside.py). A worker's exception is raised at its join, on
 the caller's thread; when the loops fail first, each worker is waited for and its outcome dropped. ``PCS_THREADS=off``
@@ -310,8 +311,11 @@ def _resolve_step(step: StepSetup | None, timing: str, source: Any, rules: Block
         return None
     from pcs.engine.turns import decode_blocks
 
-    decode = _shared(passes, ("decode_blocks", native), lambda: decode_blocks(source, native)) \
-        if step.config.cache_decode_blocks is not False else None
+    decode = None
+    if step.config.cache_decode_blocks is not False:
+        walked = source.next_turns if isinstance(source, Decoded) else None    # searched while decoding
+        decode = walked if walked is not None else _shared(passes, ("decode_blocks", native),
+                                                            lambda: decode_blocks(source, native))
     cfg = step.config.resolved(step.gpu, step.cost.token_s, decode is not None and decode.detected)
     return step, cfg, decode, rules
 
@@ -405,11 +409,21 @@ def _feed(source: Any, rules: BlockRules, time_model: Any, engines: list[ReplayE
         raise
 
 
-def _decoded_once(source: Any, plans: list) -> Any:
-    """``source`` decoded once when more than one pass reads it (an event-loop plan), else as it is."""
-    if any(p.row.kind == "event-loop" for p in plans):
-        return Decoded(source)
-    return source
+def _decoded_once(source: Any, plans: list, step: StepSetup | None, timing: str, native: str | None) -> Any:
+    """``source`` decoded once when more than one pass reads it (an event-loop plan), else as it is. When the
+    step scheduler will need the next-turn search (:func:`_resolve_step`) and it runs compiled, the search walks
+    each batch as it is decoded, on a worker thread (:class:`pcs.engine.turns.TurnWalk`; the decoded trace's
+    ``next_turns``), instead of a pass of its own after the decode."""
+    if not any(p.row.kind == "event-loop" for p in plans):
+        return source
+    walk = None
+    if step is not None and timing == "modeled" and step.config.cache_decode_blocks is not False:
+        from pcs import _native
+        from pcs.engine.turns import TurnWalk
+
+        if _native.resolve(native, "turns") == "c":
+            walk = TurnWalk(threads_wanted())
+    return Decoded(source, walk)
 
 
 def _singles(scans: list, scan2: Any, source: Any, rules: BlockRules, native: str | None, resolved: tuple | None,
@@ -514,7 +528,7 @@ def run_replay(source: Any, rules: BlockRules, time_model: Any, make_tiers: Call
     """
     tiers0 = make_tiers()
     plans = _place(tiers0, timing, requested, native, hybrid, step)
-    source = passes.source if passes is not None else _decoded_once(source, plans)
+    source = passes.source if passes is not None else _decoded_once(source, plans, step, timing, native)
     resolved = _resolve_step(step, timing, source, rules, native, passes)
     seq_side, scan_side = Beside(threads_wanted()), Beside(threads_wanted())   # side work on worker threads
     try:

@@ -20,6 +20,7 @@ import numpy as np
 from pcs import _native
 from pcs.engine.engine import EngineResult, ReplayEngine
 from pcs.engine.scheduler import StepEngine, check_output_tokens
+from pcs.engine.series import Sampler
 from pcs.errors import UserError
 
 __all__ = ["NativeStepEngine", "unsupported", "loop_unsupported", "new_loop", "MAX_TIERS", "span_limit"]
@@ -135,6 +136,9 @@ class NativeStepEngine(StepEngine):
         ValueError: :func:`unsupported` gives a reason (the message says it).
     """
 
+    #: the time series is kept in C (:meth:`_sample_here`) and pulled into the sampler at close
+    _samples_here = False
+
     def __init__(self, hierarchy, links, block_bytes, cost, config, recompute_last_token: bool = True,
                  decode=None, no_cache: bool = False, skip: bool = True) -> None:
         super().__init__(hierarchy, links, block_bytes, cost, config, recompute_last_token, decode, no_cache,
@@ -197,16 +201,34 @@ class NativeStepEngine(StepEngine):
                 np.asarray(chunk.block_hashes, np.uint64), np.asarray(chunk.prefill_s, np.float64),
                 np.asarray(chunk.prefill_offsets, i8) if len(chunk.prefill_s) else np.zeros(0, i8))
         check_output_tokens(cols[2])
+        if self._fed == 0:
+            self._sample_here()
         self._feed_inputs(chunk)
         dec_off, dec_ids = self._decode_arrays(self._fed, m)
         with span_limit():
             self._s.feed(chunk.block_size, *cols, dec_off, dec_ids)
         self._fed += m
 
+    def _sample_here(self) -> None:
+        """Before the first feed (the sampler presized, no sample taken): let the C loop keep the time series with
+        :meth:`pcs.engine.series.Sampler.take`'s rule (``pcs/engine/_stepsample.h``) when it runs without the GIL
+        and the sampler is a plain :class:`~pcs.engine.series.Sampler` (not the no-cache run's
+        :class:`~pcs.engine.series.NoSampler`): no Python call, no GIL round trip, per sample."""
+        sp = self.sampler
+        if type(sp) is Sampler and sp.t0 is None and not sp.rows:
+            self._samples_here = self._s.sample_here(sp.step_s, sp.max_samples)
+
+    def _pull_samples(self) -> None:
+        """The samples the C loop kept (:meth:`_sample_here`) into the sampler, as its own calls would have left it."""
+        if self._samples_here:
+            sp = self.sampler
+            sp.t0, sp.step_s, sp.next_s, sp.rows = self._s.samples()
+
     def close(self) -> EngineResult:
         """Run until every request has finished; return the ledger and columns (:class:`EngineResult`)."""
         with span_limit():
             end = self._s.close()
+        self._pull_samples()
         st, L, c = self.stats, self.ledger, self._cols
         got = self._s.counters()
         for name in _COUNTERS:

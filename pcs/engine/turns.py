@@ -32,7 +32,7 @@ import numpy as np
 
 from pcs.trace.batches import as_batches
 
-__all__ = ["DecodeBlocks", "decode_blocks", "decode_blocks_python", "DETECT_SHARE"]
+__all__ = ["DecodeBlocks", "TurnWalk", "decode_blocks", "decode_blocks_python", "DETECT_SHARE"]
 
 #: Share of requests with a next turn above which decode blocks are cached by default.
 DETECT_SHARE = 0.01
@@ -147,17 +147,62 @@ def decode_blocks(source: Any, native: str | None = None) -> DecodeBlocks:
 
     if _native.resolve(native, "turns") == "python":
         return decode_blocks_python(source)
-    tn = _native.module("turns")
-    state, n = tn.new(), 0
+    walk = TurnWalk(threaded=False)
     for b in as_batches(source):
+        walk.add(b)
+    return walk.result()
+
+
+class TurnWalk:
+    """The compiled next-turn search (``pcs.engine._turns``) fed one batch at a time, as a reader decodes them:
+    :meth:`add` each batch in trace order, then :meth:`result` (the :class:`DecodeBlocks` of
+    :func:`decode_blocks` over the same batches; batch boundaries change nothing, the state carries over).
+
+    Threads: ``threaded`` walks each batch on a worker thread (:class:`pcs.beside.Beside`; ``_turns.walk``
+    releases the GIL) while the caller decodes the next one (:class:`pcs.engine.decoded.Decoded`); each walk is
+    joined before the next starts, so the walks run in order, one at a time, on the state only the worker touches.
+    A batch is read, never written. :meth:`close` (also done by :meth:`result`) waits for a walk in flight and ends
+    the worker, on every path (an error or Ctrl-C in the reader): no thread is left behind.
+
+    Raises:
+        ValueError: the compiled twin is not built (:func:`pcs._native.module`).
+        MemoryError: a walk ran out of memory (raised by the next :meth:`add` or by :meth:`result`).
+    """
+
+    def __init__(self, threaded: bool) -> None:
+        from pcs import _native
+        from pcs.beside import Beside
+
+        self._tn = _native.module("turns")
+        if self._tn is None:
+            raise ValueError(f"the compiled {_native.TWINS['turns']} is not built")
+        self._state, self._n, self._side = self._tn.new(), 0, Beside(threaded)
+
+    def _walk(self, first: int, bs: int, hashes: np.ndarray, off: np.ndarray, p: np.ndarray, o: np.ndarray) -> None:
+        self._tn.walk(self._state, first, bs, hashes, off, p, o)
+
+    def add(self, b) -> None:
+        """Walk batch ``b`` (a :class:`pcs.trace.RequestBatch`, the next in trace order) after the earlier ones."""
         i8 = np.int64
         off = np.ascontiguousarray(b.block_offsets, i8)
-        tn.walk(state, n, int(b.block_size), np.ascontiguousarray(b.block_hashes, np.uint64), off,
-                np.ascontiguousarray(b.prompt_tokens, i8), np.ascontiguousarray(b.output_tokens, i8))
-        n += len(off) - 1
-    a, lens, ids, pairs = tn.result(state)
-    return DecodeBlocks.from_resolutions(np.frombuffer(a, np.int64), np.frombuffer(lens, np.int64),
-                                         np.frombuffer(ids, np.uint64), n, pairs)
+        self._side.join()                  # the previous batch's walk (its error is raised here)
+        self._side.start(self._walk, self._n, int(b.block_size), np.ascontiguousarray(b.block_hashes, np.uint64),
+                         off, np.ascontiguousarray(b.prompt_tokens, i8), np.ascontiguousarray(b.output_tokens, i8))
+        self._n += len(off) - 1
+
+    def result(self) -> DecodeBlocks:
+        """The decode blocks of every batch added (the worker joined and ended)."""
+        try:
+            self._side.join()
+        finally:
+            self._side.close()
+        a, lens, ids, pairs = self._tn.result(self._state)
+        return DecodeBlocks.from_resolutions(np.frombuffer(a, np.int64), np.frombuffer(lens, np.int64),
+                                             np.frombuffer(ids, np.uint64), self._n, pairs)
+
+    def close(self) -> None:
+        """Wait for a walk in flight (its outcome dropped) and end the worker thread."""
+        self._side.close()
 
 
 def decode_blocks_python(source: Any) -> DecodeBlocks:

@@ -123,3 +123,88 @@ def test_ids_past_the_id_bitmap(native):
     dec = turns.decode_blocks(reqs, native)
     assert dec.hashes == {0: [9]} and dec.pairs == 2
     assert (dec.hashes, dec.pairs) == next_turns_by_the_rule(reqs)
+
+
+# -- the search walked batch by batch while the trace is decoded (TurnWalk, Decoded(source, turns)) ----------------
+@pytest.mark.skipif(not _native.built("turns"), reason="the compiled pcs.engine._turns is not built")
+@settings(max_examples=60, deadline=None)
+@given(traces(max_requests=30), st.integers(1, 7), st.booleans(), st.data())
+def test_walked_while_decoding_equals_the_rule(reqs, rows, threaded, data):
+    # the same rule (next_turns_by_the_rule, written from the module docstring) whether the walk runs on a worker
+    # or inline, over batches of 1-7 requests (next turns cross batch boundaries)
+    from pcs.engine.decoded import Decoded
+
+    reqs = [req(r.block_hashes.tolist(), r.arrival_s, prompt=r.prompt_tokens,
+                out=data.draw(st.integers(0, 12)), bs=r.block_size) for r in reqs]
+    want_hashes, want_pairs = next_turns_by_the_rule(reqs)
+    walk = turns.TurnWalk(threaded)
+    for b in as_batches(reqs, rows=rows):
+        walk.add(b)
+    dec = walk.result()
+    assert (dec.hashes, dec.pairs, dec.requests) == (want_hashes, want_pairs, len(reqs))
+    src = Decoded(reqs, turns.TurnWalk(threaded))
+    assert (src.next_turns.hashes, src.next_turns.pairs) == (want_hashes, want_pairs)
+    assert Decoded(reqs).next_turns is None
+
+
+def _workers(before: set) -> list:
+    import threading
+
+    return [t for t in set(threading.enumerate()) - before if t.name == "pcs-beside"]
+
+
+@pytest.mark.skipif(not _native.built("turns"), reason="the compiled pcs.engine._turns is not built")
+@pytest.mark.skipif(not MOONCAKE.exists(), reason="no Mooncake trace in ../shared/traces or $PCS_SHARED_TRACES")
+def test_walked_while_decoding_equals_the_reference_on_mooncake(monkeypatch):
+    # 64 KiB chunks: the walk runs on its worker beside the decode of about 46 chunks
+    import threading
+
+    from pcs.engine.decoded import Decoded
+    from pcs.trace import source
+
+    monkeypatch.setattr(source, "CHUNK_BYTES", 1 << 16)
+    before = set(threading.enumerate())
+    src = Decoded(str(MOONCAKE), turns.TurnWalk(True))
+    py = turns.decode_blocks(src, "python")
+    c = src.next_turns
+    assert (c.pairs, c.requests) == (py.pairs, py.requests) == (c.pairs, 12031) and c.pairs > 0
+    assert np.array_equal(c.index, py.index) and np.array_equal(c.starts, py.starts) and np.array_equal(c.ids, py.ids)
+    assert not _workers(before)
+
+
+class _CtrlCAt20(turns.TurnWalk):
+    """A walk whose caller gets Ctrl-C right after handing it the 20th batch (that batch's walk in flight)."""
+
+    fed = 0
+
+    def add(self, b) -> None:
+        super().add(b)
+        self.fed += 1
+        if self.fed == 20:
+            raise KeyboardInterrupt
+
+
+@pytest.mark.skipif(not _native.built("turns"), reason="the compiled pcs.engine._turns is not built")
+@pytest.mark.skipif(not MOONCAKE.exists(), reason="no Mooncake trace in ../shared/traces or $PCS_SHARED_TRACES")
+@pytest.mark.parametrize("stop", ["bad line", "ctrl-c"])
+def test_a_decode_stopped_part_way_leaves_no_walk_behind(monkeypatch, tmp_path, stop):
+    # a bad line at 6,000 of 12,031 (the one-line error names it; 64 KiB chunks: about the 24th of 46) or Ctrl-C
+    # at the 20th batch: the walk in flight is waited for, its worker ended
+    import threading
+
+    from pcs.engine.decoded import Decoded
+    from pcs.errors import InputError
+    from pcs.trace import source
+
+    monkeypatch.setattr(source, "CHUNK_BYTES", 1 << 16)
+    lines = MOONCAKE.read_bytes().splitlines(keepends=True)
+    if stop == "bad line":
+        lines[5999] = b'{"timestamp": 1, "input_length": 10, "output_length": 1, "hash_ids": "x"}\n'
+    path = tmp_path / "t.jsonl"
+    path.write_bytes(b"".join(lines))
+    walk = _CtrlCAt20(True) if stop == "ctrl-c" else turns.TurnWalk(True)
+    before = set(threading.enumerate())
+    with pytest.raises(InputError if stop == "bad line" else KeyboardInterrupt,
+                       match="t.jsonl:6000.*hash_ids" if stop == "bad line" else None):
+        Decoded(str(path), walk)
+    assert not _workers(before) and (stop == "bad line" or walk.fed == 20)
