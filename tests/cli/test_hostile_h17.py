@@ -1,0 +1,75 @@
+"""hostile-17 F2-F11 (notes/hostile-17.md): one configuration in two spellings, traces named by result files,
+per-rank figures, round trips of written traces, 0/0 ratios.
+
+The rule for duplicates: one configuration given twice in two spellings is refused with one line naming both
+(exit 2), as ``docs/sweep.md`` "Axes" promises for sweep axes -- never run twice or merged silently.
+"""
+import pytest
+
+import pcs
+from helpers import SMALL_TRACE, assert_one_line_error, invoke
+from pcs.errors import UserError
+from pcs.sweep.axes import expand_axis
+
+T = SMALL_TRACE
+SEQ = ("--timing", "sequential")
+
+
+# --- F5: one configuration in two spellings ------------------------------------------------------------------------
+
+@pytest.mark.parametrize("axis, values, words", [
+    ("policy", ["lru", "LRU"], "'LRU' and 'lru' are the same policy"),           # policy names are case-insensitive
+    ("policy", ["slru", "protected"], "'protected' and 'slru' are the same policy"),    # an alias
+    ("policy", ["slru", "slru:protected_share=0.8"], "are the same policy"),   # 0.8 is slru's default share
+    ("tier-policy.cpu", ["fifo", " FIFO"], "are the same policy"),
+])
+def test_sweep_policy_axis_refuses_one_policy_in_two_spellings(axis, values, words):
+    with pytest.raises(UserError, match=words):
+        expand_axis(axis, values)
+
+
+def test_sweep_policy_axis_keeps_two_configurations():
+    # two shares are two configurations; lru and fifo two policies
+    assert expand_axis("policy", ["slru:protected_share=0.2", "slru:protected_share=0.8"]) == [
+        "slru:protected_share=0.2", "slru:protected_share=0.8"]
+    assert expand_axis("policy", ["lru", "fifo"]) == ["lru", "fifo"]
+
+
+def test_compare_refuses_one_tier_list_in_two_units():
+    # 200 GB = 200,000 MB = 2e11 bytes: one tier list, written twice
+    r = invoke("compare", T, *SEQ, "--tiers", "gpu=200GB", "--tiers", "GPU=200000MB", "-q")
+    assert_one_line_error(r, "tier lists gpu=200GB and GPU=200000MB are the same tiers at the same sizes")
+
+
+def test_compare_refuses_blocks_and_the_bytes_that_make_them():
+    # llama-2-70b fp16 at 512-token blocks: 2 x 80 layers x 8 KV heads x 128 x 2 B = 327,680 B per token,
+    # x 512 = 167,772,160 B per block; 200 GB / 167,772,160 B = 1192.09 -> 1,192 blocks (whole blocks)
+    r = invoke("compare", T, *SEQ, "--model", "llama-2-70b", "--tiers", "gpu=1192blocks", "--tiers", "gpu=200GB",
+               "-q")
+    assert_one_line_error(r, "tier lists gpu=1192blocks and gpu=200GB come to the same tiers (gpu=1192blocks)")
+
+
+def test_compare_api_refuses_one_tier_list_twice():
+    with pytest.raises(UserError, match="are the same tiers at the same sizes"):
+        pcs.compare(T, tier_sets=[["gpu=1TB"], ["gpu=1000GB"]], timing="sequential")
+
+
+def test_compare_runs_two_different_tier_lists():
+    out = pcs.compare(T, tier_sets=[["gpu=10blocks"], ["gpu=20blocks"]], timing="sequential")
+    assert [v.tiers for v in out.variants] == ["gpu=10blocks", "gpu=20blocks"]
+
+
+# --- F11: curve capacities ------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("caps, model, words", [
+    ("1000blocks,5000blocks,1000blocks", (), "'1000blocks' is listed twice"),
+    # 200 GB at llama-2-70b's 167,772,160 B per block = 1,192 whole blocks (as above)
+    ("1192blocks,200GB", ("--model", "llama-2-70b"), "'200GB' and '1192blocks' are both 1192 blocks"),
+])
+def test_curve_refuses_one_capacity_twice(caps, model, words):
+    assert_one_line_error(invoke("curve", T, "--capacities", caps, *model, "-q"), words)
+
+
+def test_compare_curve_capacities_refuse_one_capacity_twice():
+    r = invoke("compare", T, *SEQ, "--tier", "gpu=10blocks", "--curve-capacities", "5blocks,5blocks", "-q")
+    assert_one_line_error(r, "--curve-capacities: '5blocks' is listed twice")
