@@ -118,6 +118,24 @@ def out_format_for(path, requested: str | None) -> str:
     return "parquet" if str(path).endswith((".parquet", ".pq")) else "mooncake"
 
 
+def block_size_note(fmt: str, block_size: int, path: Any) -> str | None:
+    """The note for a JSONL trace written at blocks its format's readers do not assume (Mooncake JSONL at 16
+    tokens: every reader, pcs's own, reads Mooncake at 512, ``pcs.trace.hashids.MOONCAKE``), else None. JSONL
+    carries no block size; Parquet keeps it in its metadata (no note).
+
+    >>> block_size_note("mooncake", 512, "a.jsonl") is None
+    True
+    """
+    from pcs.trace.hashids import BAILIAN, MOONCAKE
+
+    spec = {"mooncake": MOONCAKE, "bailian": BAILIAN}.get(fmt)
+    if spec is None or spec.default_block_size == block_size:
+        return None
+    return (f"{path} is {fmt} JSONL at {block_size}-token blocks, but {fmt} is read at {spec.default_block_size}-"
+            f"token blocks unless told: read it with --block-size {block_size}, or write .parquet (keeps the "
+            "block size)")
+
+
 def write_trace(batches: Iterable[RequestBatch], out_path, fmt: str, *, block_size: int,
                 remap_ids: bool = False, source_format: str = "mooncake", with_session: bool = False,
                 reuse: str | None = None) -> dict:

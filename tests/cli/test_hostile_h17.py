@@ -73,3 +73,43 @@ def test_curve_refuses_one_capacity_twice(caps, model, words):
 def test_compare_curve_capacities_refuse_one_capacity_twice():
     r = invoke("compare", T, *SEQ, "--tier", "gpu=10blocks", "--curve-capacities", "5blocks,5blocks", "-q")
     assert_one_line_error(r, "--curve-capacities: '5blocks' is listed twice")
+
+
+# --- F6: JSONL written at blocks its readers do not assume -------------------------------------------------------
+
+from helpers import SMALL_AZURE  # noqa: E402
+
+BAILIAN = SMALL_TRACE.parent / "bailian_6.jsonl"
+NOTE = "is mooncake JSONL at 16-token blocks, but mooncake is read at 512-token blocks unless told: " \
+       "read it with --block-size 16"
+
+
+@pytest.mark.parametrize("make", [
+    lambda out: ("trace", "convert", SMALL_AZURE, out),                       # lengths only: pcs blocks at 16
+    lambda out: ("trace", "convert", BAILIAN, out, "--to", "mooncake"),       # Bailian's 16-token blocks kept
+    lambda out: ("trace", "synth", out, "--requests", "5", "--seed", "1", "--block-size", "16"),
+    lambda out: ("trace", "transform", BAILIAN, out, "--to", "mooncake", "--speed", "2"),
+])
+def test_mooncake_jsonl_at_16_token_blocks_is_noted_when_written(tmp_path, make):
+    out = tmp_path / "t.jsonl"
+    r = invoke(*make(out))
+    assert r.exit_code == 0, r.output
+    assert f"pcs: note: {out} {NOTE}" in r.stderr
+    # and the note is right: read at 16 it replays, read at the default it is refused naming 16
+    assert invoke("replay", out, "--block-size", "16", "-q").exit_code == 0
+
+
+def test_no_note_when_the_block_size_is_the_formats_own(tmp_path):
+    r = invoke("trace", "convert", SMALL_TRACE, tmp_path / "m.jsonl")          # Mooncake at 512 stays at 512
+    assert r.exit_code == 0 and "note:" not in r.stderr, r.output
+    r = invoke("trace", "convert", SMALL_AZURE, tmp_path / "a.parquet")       # Parquet keeps 16 in its metadata
+    assert r.exit_code == 0 and "block-size" not in r.stderr, r.output
+
+
+def test_refusal_names_the_block_size_that_fits(tmp_path):
+    out = tmp_path / "a.jsonl"
+    assert invoke("trace", "convert", SMALL_AZURE, out).exit_code == 0
+    # row 1 of the CSV: 374 context tokens; at 16-token blocks ceil(374 / 16) = 24 ids (23.375 -> 24);
+    # at 512: ceil(374 / 512) = 1. Block sizes giving 24 ids: 374/24 = 15.6 <= B < 374/23 = 16.3, so B = 16 only.
+    assert_one_line_error(invoke("replay", out, "-q"), "a.jsonl:1: field 'hash_ids': has 24 ids but "
+                          "ceil(374 / block size 512) = 1", "(--block-size 16 fits)")
