@@ -150,9 +150,12 @@ def _parse_mix(text: str) -> tuple[float, float, float]:
 
 
 def _token_tee(requests, f):
-    """Yield requests unchanged while writing their token JSONL form to the open file ``f``."""
+    """Yield requests unchanged while writing their token JSONL form to the open file ``f`` (timestamps as the
+    main output writes them, :func:`pcs.trace.convert.ms_stamp`: --azure-csv arrivals are not whole ms)."""
+    from pcs.trace.convert import ms_stamp
+
     for r in requests:
-        f.write(json.dumps({"timestamp": round(r.arrival_s * 1000.0), "output_length": r.output_tokens,
+        f.write(json.dumps({"timestamp": ms_stamp(r.arrival_s), "output_length": r.output_tokens,
                             "reuse": "synthetic", "token_ids": r.token_ids.tolist()}) + "\n")
         yield r
 

@@ -113,3 +113,25 @@ def test_refusal_names_the_block_size_that_fits(tmp_path):
     # at 512: ceil(374 / 512) = 1. Block sizes giving 24 ids: 374/24 = 15.6 <= B < 374/23 = 16.3, so B = 16 only.
     assert_one_line_error(invoke("replay", out, "-q"), "a.jsonl:1: field 'hash_ids': has 24 ids but "
                           "ceil(374 / block size 512) = 1", "(--block-size 16 fits)")
+
+
+# --- F7: arrivals as exact as the file -------------------------------------------------------------------------------
+
+def _arrivals(path, **kw):
+    from pcs.trace.api import open_trace
+
+    return [a for b in open_trace(str(path), **kw).iter_batches() for a in b.arrival_s.tolist()]
+
+
+def test_azure_arrivals_are_the_files_differences_rounded_once():
+    # rows 1-2: 18:15:46.6805900 and 18:15:50.9951690 -> 4.3145790 s by hand (50.9951690 - 46.6805900), the
+    # double nearest 4.314579 (two epoch floats of ulp 2.4e-7 s gave 4.314579010009766)
+    arr = _arrivals(SMALL_AZURE)
+    assert arr[:2] == [0.0, 4.314579]
+
+
+def test_azure_conversion_jsonl_and_parquet_read_back_alike(tmp_path):
+    # the 8 rows' arrivals are 7-decimal seconds: each has a ms double dividing to it, so the two forms agree
+    for out in ("a.parquet", "a.jsonl"):
+        assert invoke("trace", "convert", SMALL_AZURE, tmp_path / out, "-q").exit_code == 0
+    assert _arrivals(tmp_path / "a.parquet") == _arrivals(tmp_path / "a.jsonl", block_size=16) == _arrivals(SMALL_AZURE)
