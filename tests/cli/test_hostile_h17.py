@@ -143,3 +143,63 @@ def test_azure_conversion_jsonl_and_parquet_read_back_alike(tmp_path):
     assert pq == _arrivals(SMALL_AZURE)
     assert [i for i, (a, b) in enumerate(zip(pq, js)) if a != b] == [3]
     assert abs(pq[3] - js[3]) == math.ulp(4.710427)
+
+
+# --- F2: pcs report reads the run's trace or says why not ------------------------------------------------------------
+
+import hashlib  # noqa: E402
+import json  # noqa: E402
+import shutil  # noqa: E402
+
+SAMPLE_CHAT = SMALL_TRACE.parent.parent / "sample_chat.jsonl"
+
+
+def _run_json(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    shutil.copy(SMALL_TRACE, tmp_path / "t.jsonl")
+    r = invoke("replay", "t.jsonl", "--timing", "sequential", "--tier", "gpu=20blocks", "--format", "json", "-q")
+    assert r.exit_code == 0, r.output
+    (tmp_path / "r.json").write_text(r.stdout)
+    return json.loads(r.stdout)
+
+
+def test_replay_json_records_the_trace_file(tmp_path, monkeypatch):
+    run = _run_json(tmp_path, monkeypatch)
+    data = SMALL_TRACE.read_bytes()            # under 2 MiB: the hash covers the whole file (first MiB + rest)
+    h = hashlib.blake2b(digest_size=16)
+    h.update(data[:1 << 20])
+    h.update(data[1 << 20:])
+    assert run["trace"] == "t.jsonl"           # as typed
+    assert run["trace_file"]["path"] == str(tmp_path / "t.jsonl")
+    assert run["trace_file"]["bytes"] == len(data)
+    assert run["trace_file"]["head_tail_blake2b"] == h.hexdigest()
+
+
+def test_report_refuses_a_changed_trace_and_warns_when_asked(tmp_path, monkeypatch):
+    _run_json(tmp_path, monkeypatch)
+    size = (tmp_path / "t.jsonl").stat().st_size
+    shutil.copy(SAMPLE_CHAT, tmp_path / "t.jsonl")          # another trace at the run's path
+    r = invoke("report", "r.json", "-o", "a.html")
+    assert_one_line_error(r, f"has {SAMPLE_CHAT.stat().st_size:,} bytes, the run read {size:,}", "--changed-trace warn")
+    assert not (tmp_path / "a.html").exists()
+    r = invoke("report", "r.json", "-o", "a.html", "--changed-trace", "warn")
+    assert r.exit_code == 0 and "the curve and oracle are drawn from it as it is now" in r.stderr, r.output
+    assert invoke("report", "r.json", "-o", "b.html", "--no-curve").exit_code == 0
+
+
+def test_report_reads_the_runs_trace_from_another_directory(tmp_path, monkeypatch):
+    _run_json(tmp_path, monkeypatch)
+    other = tmp_path / "other"
+    other.mkdir()
+    shutil.copy(SAMPLE_CHAT, other / "t.jsonl")              # a different t.jsonl in the current directory
+    monkeypatch.chdir(other)
+    r = invoke("report", "../r.json", "-o", "a.html")
+    assert r.exit_code == 0 and "note:" not in r.stderr, r.output   # the run's own (absolute) trace, unchanged
+
+
+def test_report_same_size_other_bytes_is_refused(tmp_path, monkeypatch):
+    _run_json(tmp_path, monkeypatch)
+    text = (tmp_path / "t.jsonl").read_text()
+    (tmp_path / "t.jsonl").write_text(text.replace('"output_length": 1', '"output_length": 2', 1))
+    assert (tmp_path / "t.jsonl").stat().st_size == len(text)
+    assert_one_line_error(invoke("report", "r.json", "-o", "a.html"), "same size, other first/last MiB")
