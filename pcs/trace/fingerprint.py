@@ -1,7 +1,7 @@
 """What identifies a trace file a result names: its absolute path, size, a hash of its first and last MiB.
 
 ``pcs replay --format json`` records it as ``trace_file``; ``pcs report`` reads the trace again for the
-page's hit-rate curve and oracle and checks it first (hostile-17 F2: a trace changed, or another one at the
+page's hit-rate curve and oracle and checks it first (a trace changed, or another one at the
 same relative path, drew an oracle below the run's real hit ratio). Why these fields:
 
 - the absolute path: a relative ``trace`` is as typed, and the report may run from another directory;

@@ -1,4 +1,4 @@
-"""hostile-17 F2-F11 (notes/hostile-17.md): one configuration in two spellings, traces named by result files,
+"""Hostile input, round 17: one configuration in two spellings, traces named by result files,
 per-rank figures, round trips of written traces, 0/0 ratios.
 
 The rule for duplicates: one configuration given twice in two spellings is refused with one line naming both

@@ -1,5 +1,5 @@
-"""Mooncake timestamps written by pcs read back as the arrival pcs held (pcs/trace/convert.py ``ms_stamp``,
-hostile-17 F7): the reader divides the written ms by 1000 once, so the writer picks the shortest decimal whose
+"""Mooncake timestamps written by pcs read back as the arrival pcs held (pcs/trace/convert.py ``ms_stamp``):
+the reader divides the written ms by 1000 once, so the writer picks the shortest decimal whose
 quotient is the arrival -- a whole ms when that is exact, else 15, 16 or 17 digits, else (an arrival no double
 ms reaches) the nearest, 1 ulp off."""
 from __future__ import annotations
