@@ -203,3 +203,34 @@ def test_report_same_size_other_bytes_is_refused(tmp_path, monkeypatch):
     (tmp_path / "t.jsonl").write_text(text.replace('"output_length": 1', '"output_length": 2', 1))
     assert (tmp_path / "t.jsonl").stat().st_size == len(text)
     assert_one_line_error(invoke("report", "r.json", "-o", "a.html"), "same size, other first/last MiB")
+
+
+# --- F3: envelope's D and B are per TP rank, and say so --------------------------------------------------------------
+
+ENV = ("envelope", "--restore-tokens", "21504", "--tokens", "22950", "--model", "llama-2-70b", "--block-size", "512",
+       "--bandwidth", "50GB/s", "--overhead", "10us")
+
+
+def test_envelope_labels_d_per_rank_and_gives_the_groups_bytes():
+    # llama-2-70b fp16: 2 (K, V) x 80 layers x 8 KV heads x 128 dims x 2 B = 327,680 B per token; TP 8 (the
+    # default) splits the 8 KV heads one per rank: 40,960 B per token per rank; 21,504 tokens = 42 blocks of 512:
+    # D = 42 x 512 x 40,960 = 880,803,840 B per rank, 7,046,430,720 B for the group (pcs replay's restored bytes
+    # of such a request). Read over one GPU's 50 GB/s link: 880,803,840 / 5e10 = 17.6160768 ms
+    from helpers import invoke_json
+
+    out = invoke_json(*ENV)
+    assert (out["tp"], out["restore_bytes_scope"]) == (8, "per_rank")
+    assert out["restore_bytes"] == 880_803_840 and out["restore_bytes_all_ranks"] == 7_046_430_720
+    assert out["rows"][0]["read_s"] == pytest.approx(0.0176160768, rel=1e-12)
+    assert out["break_even_bps_all_ranks"] == pytest.approx(8 * out["break_even_bps"], rel=1e-15)
+    text = invoke(*ENV).stdout
+    assert "restore 880.80 MB per TP rank (TP 8: 7.05 GB for the group; bandwidths per GPU link" in text
+
+
+def test_envelope_given_bytes_keep_the_users_scope():
+    from helpers import invoke_json
+
+    out = invoke_json("envelope", "--restore-bytes", "1GB", "--full-prefill", "100ms", "--bandwidth", "10GB/s")
+    assert out["restore_bytes_scope"] == "given" and out["restore_bytes_all_ranks"] is None
+    assert "per TP rank" not in invoke("envelope", "--restore-bytes", "1GB", "--full-prefill", "100ms",
+                                       "--bandwidth", "10GB/s").stdout
