@@ -199,6 +199,7 @@ def _check_compare_args(tier_sets: Any, curve_capacities: Sequence[int] | None, 
     for key, value in (("policies", policies), ("tier_sets", tier_sets), ("admits", admits)):
         if isinstance(value, (str, bytes)):
             raise UserError(f"{key} must be a list (several to compare), got the single string {value!r}")
+    _refuse_one_tier_list_twice(tier_sets)
     return caps
 
 
@@ -272,7 +273,6 @@ def compare(trace: Any = None, *, policies: Sequence[str | None] | None = None,
     from pcs.trace.batches import reiterable
 
     caps = _check_compare_args(tier_sets, curve_capacities, replay_kwargs, policies, admits)
-    _refuse_one_tier_list_twice(tier_sets)
     source = reiterable(trace)
     pols = list(policies or ()) or [None]
     one_set = replay_kwargs.pop("tiers", None)
