@@ -43,15 +43,12 @@ def make_dir(out: Path, points: int) -> None:
 
     seed = out / "seed"
     run_sweep(ROOT / "tests" / "sweep" / "dozen.toml", seed, jobs=1)
-    files = sorted(seed.glob("*.parquet"))
-    for k in range(-(-points // len(files))):
-        for f in files:
-            if len(list(out.glob("*.parquet"))) >= points:
-                return
-            t = pq.read_table(f)
-            pid = f"c{k:04d}-{t.column('point_id')[0].as_py()}"
-            t = t.set_column(t.column_names.index("point_id"), "point_id", pa.array([pid]))
-            pq.write_table(t, out / f"{pid}.parquet")
+    tables = [pq.read_table(f) for f in sorted(seed.glob("*.parquet"))]
+    for n in range(points):
+        t = tables[n % len(tables)]
+        pid = f"c{n // len(tables):04d}-{t.column('point_id')[0].as_py()}"
+        t = t.set_column(t.column_names.index("point_id"), "point_id", pa.array([pid]))
+        pq.write_table(t, out / f"{pid}.parquet")
 
 
 def one(python: str, d: Path, cwd: str) -> dict:
