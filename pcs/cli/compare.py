@@ -86,13 +86,10 @@ def compare(fmt: str, tier_sets: tuple[str, ...], curve_capacities: str | None, 
 def _refuse_one_policy_twice(policies: tuple[str, ...]) -> None:
     """``--policy slru --policy protected`` names one configuration twice (an alias; or an option given at its
     default, ``slru:protected_share=0.8``): two equal columns, refused. ``slru:protected_share=0.2`` and
-    ``slru:protected_share=0.8`` are two configurations and both run."""
-    from pcs.cache.policies import get_policy, parse_policy_spec, policy_defaults
+    ``slru:protected_share=0.8`` are two configurations and both run (:func:`pcs.cache.policies.configuration_key`)."""
+    from pcs.cache.policies import configuration_key
 
-    def key(p: str) -> Any:
-        return get_policy(p), _options_key({**policy_defaults(p), **parse_policy_spec(p)[1]})
-
-    _refuse_twice("--policy", policies, key, "policy")
+    _refuse_twice("--policy", policies, configuration_key, "policy")
 
 
 def _refuse_one_admit_twice(admits: tuple[str, ...]) -> None:

@@ -149,7 +149,10 @@ def _restore_bytes(kw: dict[str, Any], model: Any) -> int:
 @click.option("--remaining-compute", help="T_remaining: prefill still needed after the restore, e.g. 30ms. "
                                           "Default: computed when a model/GPU or --prefill-csv is given, else 0.")
 @click.option("--overhead", default="0", show_default=True, help="T_overhead: setup + convert + sync per restore, e.g. 5ms.")
-@click.option("--bandwidth", "bandwidths", multiple=True, help="B_eff: effective restore bandwidth, e.g. 20GB/s. Repeatable.")
+@click.option("--bandwidth", "bandwidths", multiple=True,
+              help="B_eff: effective restore bandwidth, e.g. 20GB/s, of one GPU's link when D comes from "
+                   "--restore-tokens (D is then per TP rank: pcs replay's link figures are tp links together). "
+                   "Repeatable.")
 @click.option("--overlap", help="W: independent compute overlapping the load, e.g. 20ms; adds exposed_wait_s.")
 @gpu_options
 @click.option("--tp", type=Int(1, MAX_TP), default=8, show_default=True,
@@ -183,7 +186,9 @@ def envelope(fmt: str, quiet: bool, **kw: Any) -> None:
 
     JSON keys: restore_bytes, full_prefill_s, remaining_s, overhead_s, overlap_s,
     margin_s, break_even_bps (null when none), full_prefill_from, remaining_from,
-    prompt_tokens, restore_tokens, rows (bandwidth_bps, read_s, cached_s, saved_s,
+    prompt_tokens, restore_tokens, tp, restore_bytes_scope (per_rank | given),
+    restore_bytes_all_ranks, break_even_bps_all_ranks (the TP group's, as pcs replay's
+    links; null for given bytes), rows (bandwidth_bps, read_s, cached_s, saved_s,
     verdict faster|slower|equal, exposed_wait_s).
     """
     _refuse_unused(kw)
@@ -199,4 +204,20 @@ def envelope(fmt: str, quiet: bool, **kw: Any) -> None:
                           bandwidths, overlap_s=overlap)
     payload = result.to_dict()
     payload.update({k: v for k, v in times.items() if k not in ("full_prefill_s", "remaining_s")})
-    emit(payload, fmt, lambda: render_envelope(result, times))
+    scope = _scope(kw, result)
+    payload.update(scope)
+    emit(payload, fmt, lambda: render_envelope(result, {**times, **scope}))
+
+
+def _scope(kw: dict[str, Any], result: Any) -> dict[str, Any]:
+    """What D and B cover: from ``--restore-tokens`` D is one TP rank's share, read over that
+    GPU's own link (each rank moves its share at once, pcs.engine.api: a TP group's link is tp links side by side),
+    so B is per GPU link; ``pcs replay``'s link figures are the TP group's (tp x). ``*_all_ranks`` give the group's
+    figures to set beside them (null when D was given in bytes: its scope is the user's)."""
+    tp = kw["tp"]
+    if kw["restore_bytes"] is not None:
+        return {"tp": tp, "restore_bytes_scope": "given", "restore_bytes_all_ranks": None,
+                "break_even_bps_all_ranks": None}
+    be = result.break_even_bps
+    return {"tp": tp, "restore_bytes_scope": "per_rank", "restore_bytes_all_ranks": result.restore_bytes * tp,
+            "break_even_bps_all_ranks": None if be is None else be * tp}

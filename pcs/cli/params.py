@@ -90,9 +90,11 @@ def parse_capacity_list(text: str, option: str, block_bytes: int | Callable[[], 
             model gives it (then a size is an error saying so).
     Raises:
         ValueError: an empty list, a plain number other than 0, a bad item,
-            a size without ``block_bytes``, a non-zero size under one block.
+            a size without ``block_bytes``, a non-zero size under one block, two items at one block count
+            (``1000blocks,1000blocks`` or a size and its blocks: refused rather than merged, as compare and
+            sweep refuse one configuration twice, docs/sweep.md "Axes").
     """
-    out = []
+    out, given = [], {}
     for item in (s.strip() for s in str(text).split(",")):
         if not item:
             continue
@@ -105,7 +107,12 @@ def parse_capacity_list(text: str, option: str, block_bytes: int | Callable[[], 
                              "or give blocks, e.g. 5000blocks")
         if cap.size_bytes is not None and callable(block_bytes):
             block_bytes = block_bytes()
-        out.append(cap.to_blocks(None if callable(block_bytes) else block_bytes, f"{option} {item!r}"))
+        blocks = cap.to_blocks(None if callable(block_bytes) else block_bytes, f"{option} {item!r}")
+        if blocks in given:
+            said = "is listed twice" if given[blocks] == item else f"and {given[blocks]!r} are both {blocks} blocks"
+            raise UserError(f"{option}: {item!r} {said}; give each capacity once")
+        given[blocks] = item
+        out.append(blocks)
     if not out:
         raise UserError(f"{option} {text!r}: give comma-separated capacities, e.g. 1000blocks,5000blocks or 40GB")
     return out

@@ -546,6 +546,10 @@ def replay(fmt: str, requests_out: str | None, html_path: str | None, plot_dir: 
     if requests_out:
         write_requests(result.requests, requests_out)
     payload = s.to_dict()
+    if fmt == "json":             # what pcs report checks before it reads the trace again (pcs.trace.fingerprint)
+        from pcs.trace.fingerprint import trace_file
+
+        payload["trace_file"] = trace_file(kw["trace"] or s.trace)
     if html_path or plot_dir:
         write_replay_outputs(html_path, plot_dir, result, kw, None if streams is None else streams["exact"], s)
     if fmt == "csv":

@@ -155,6 +155,31 @@ def write_replay_outputs(html_path: str | None, plot_dir: str | None, result: An
     write_outputs(html_path, plot_dir, [s], curve=curve, oracle=oracle)
 
 
+def _checked_trace(run: dict, changed: str, quiet: bool) -> str | None:
+    """The trace file to read again for a replay page: ``trace_file.path`` (absolute, as the run resolved it)
+    after :func:`pcs.trace.fingerprint.trace_file_change` -- a UserError when it is not the run's trace
+    (``changed`` ``"refuse"``), else a note; a JSON from before ``trace_file`` names its trace as typed (read from
+    the current directory, unchecked: a note says so)."""
+    from pcs.trace.fingerprint import trace_file_change
+
+    recorded = run.get("trace_file")
+    if not isinstance(recorded, dict):
+        if run["trace"] != "-" and not quiet:
+            click.echo(f"pcs: note: the replay JSON has no trace_file (an older pcs, or not --format json): trace "
+                       f"{run['trace']} is read from the current directory unchecked", err=True)
+        return run["trace"]
+    if not os.path.lexists(recorded["path"]):
+        return recorded["path"]                 # replay_page_curve notes it: no curve, no oracle, as before
+    why, note = trace_file_change(recorded)
+    if why and changed == "refuse":
+        raise UserError(f"{why}: the page's curve and oracle would not be this run's; restore the trace, or give "
+                         "--no-curve (no curve, no oracle) or --changed-trace warn (draw them from it anyway)")
+    if (why or note) and not quiet:
+        click.echo(f"pcs: note: {why or note}" + (": the curve and oracle are drawn from it as it is now"
+                                                   if why else ""), err=True)
+    return recorded["path"]
+
+
 def _read_payload(path: str) -> dict:
     from pcs.report.htmlpage import check_replay_payload, payload_kind
 
@@ -182,10 +207,14 @@ def _read_payload(path: str) -> dict:
               help="Also write every figure as DIR/<figure>.png and .svg (pip install -e '.[plot]').")
 @click.option("--no-curve", is_flag=True,
               help="Do not read a replay's trace for the hit-rate curve and the oracle (Belady).")
+@click.option("--changed-trace", type=click.Choice(["refuse", "warn"]), default="refuse", show_default=True,
+              help="When the replay's trace file is not the one the run read (size or a hash of its first and "
+                   "last MiB differ, recorded as trace_file): refuse, or warn and draw the curve and oracle from "
+                   "the file as it is now.")
 @format_option
 @quiet_option
-def report(files: tuple[str, ...], html_path: str | None, plot_dir: str | None, no_curve: bool, fmt: str,
-           quiet: bool) -> None:
+def report(files: tuple[str, ...], html_path: str | None, plot_dir: str | None, no_curve: bool,
+           changed_trace: str, fmt: str, quiet: bool) -> None:
     """Draw one HTML page from the JSON of pcs replay, compare, curve and footprint (--format json).
 
     \b
@@ -210,7 +239,8 @@ def report(files: tuple[str, ...], html_path: str | None, plot_dir: str | None, 
     kinds = [payload_kind(p) for p in payloads]
     runs = [p for p, k in zip(payloads, kinds) if k == "replay"]
     if runs and not no_curve and "curve" not in kinds:
-        curve, oracle = replay_page_curve(runs[0]["trace"], runs[0], quiet)
+        trace = _checked_trace(runs[0], changed_trace, quiet)
+        curve, oracle = replay_page_curve(trace, runs[0], quiet) if trace else (None, None)
     done = write_outputs(html_path, plot_dir, payloads, curve=curve, oracle=oracle)
     emit(done, fmt, lambda: _written(done), rows_key=None)
 

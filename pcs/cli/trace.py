@@ -119,6 +119,7 @@ def convert_cmd(in_path, out_path, out_format, remap_ids, trace_format, block_si
     t = open_from_options(in_path, trace_format, block_size, on_error, sort)
     with Progress(quiet, desc="convert", total=t.estimated_requests) as progress:
         info = convert(counted(t, progress), out_path, out_format, remap_ids=remap_ids)
+    written_block_size_note(info, quiet)
     emit(info, fmt, lambda: render_convert(info), rows_key=None)
 
 
@@ -149,9 +150,12 @@ def _parse_mix(text: str) -> tuple[float, float, float]:
 
 
 def _token_tee(requests, f):
-    """Yield requests unchanged while writing their token JSONL form to the open file ``f``."""
+    """Yield requests unchanged while writing their token JSONL form to the open file ``f`` (timestamps as the
+    main output writes them, :func:`pcs.trace.convert.ms_stamp`: --azure-csv arrivals are not whole ms)."""
+    from pcs.trace.convert import ms_stamp
+
     for r in requests:
-        f.write(json.dumps({"timestamp": round(r.arrival_s * 1000.0), "output_length": r.output_tokens,
+        f.write(json.dumps({"timestamp": ms_stamp(r.arrival_s), "output_length": r.output_tokens,
                             "reuse": "synthetic", "token_ids": r.token_ids.tolist()}) + "\n")
         yield r
 
@@ -255,7 +259,18 @@ def synth(out_path, num_requests, seed, rate_rps, mix, think_s, turns_mean, firs
                            reuse=SYNTH_REUSE)
     info.update(block_size=block_size, seed=seed, tokens_out=tokens_out)
     _azure_rows_note(azure_csv, num_requests, quiet)
+    written_block_size_note(info, quiet)
     emit(info, fmt, lambda: render_synth(info), rows_key=None)
+
+
+def written_block_size_note(info: dict, quiet: bool) -> None:
+    """On stderr: the trace just written is JSONL at blocks its readers do not assume
+    (:func:`pcs.trace.convert.block_size_note`; convert, synth and transform)."""
+    from pcs.trace.convert import block_size_note
+
+    note = block_size_note(info["format"], info["block_size"], info["path"])
+    if note and not quiet:
+        click.echo(f"pcs: note: {note}", err=True)
 
 
 def _azure_rows_note(azure_csv, num_requests, quiet) -> None:

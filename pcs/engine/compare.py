@@ -199,7 +199,40 @@ def _check_compare_args(tier_sets: Any, curve_capacities: Sequence[int] | None, 
     for key, value in (("policies", policies), ("tier_sets", tier_sets), ("admits", admits)):
         if isinstance(value, (str, bytes)):
             raise UserError(f"{key} must be a list (several to compare), got the single string {value!r}")
+    _refuse_one_tier_list_twice(tier_sets)
     return caps
+
+
+def _tier_list_text(tiers: Sequence[str] | None) -> str:
+    return ",".join(str(t) for t in tiers) if tiers else "(the default tiers)"
+
+
+def _refuse_one_tier_list_twice(tier_sets: Any) -> None:
+    """UserError when two of ``tier_sets`` name the same tiers at the same sizes in other spellings
+    (``gpu=200GB`` and ``gpu=200000MB``: one run twice, as sweep refuses ``"10GB"`` beside ``"10000MB"``,
+    docs/sweep.md "Axes"): tier names case-folded, sizes compared in bytes or in blocks as given."""
+    from pcs.engine.api import parse_tier
+
+    seen: dict[tuple, Any] = {}
+    for ts in tier_sets or ():
+        if isinstance(ts, (str, bytes)):
+            return                          # the replay's own check names the bad item
+        key = tuple((s.name.lower(), s.capacity_bytes, s.capacity_blocks) for s in map(parse_tier, ts))
+        if key in seen:
+            raise UserError(f"tier lists {_tier_list_text(seen[key])} and {_tier_list_text(ts)} are the same tiers "
+                             "at the same sizes; give each configuration once")
+        seen[key] = ts
+
+
+def _refuse_same_blocks(resolved: dict[str, Sequence[str] | None], tiers: str,
+                        given: Sequence[str] | None) -> None:
+    """UserError when tier list ``given`` came out at the blocks ``tiers`` of an earlier list (``gpu=1192blocks``
+    beside ``gpu=200GB`` at 167,772,160 B per block: the bytes per block are known only once the run has resolved
+    the model, so this check follows the list's first run); else records it in ``resolved``."""
+    if tiers in resolved:
+        raise UserError(f"tier lists {_tier_list_text(resolved[tiers])} and {_tier_list_text(given)} come to "
+                         f"the same tiers ({tiers}); give each configuration once")
+    resolved[tiers] = given
 
 
 def compare(trace: Any = None, *, policies: Sequence[str | None] | None = None,
@@ -245,15 +278,17 @@ def compare(trace: Any = None, *, policies: Sequence[str | None] | None = None,
     one_set = replay_kwargs.pop("tiers", None)
     sets = [list(ts) for ts in tier_sets or ()] or [one_set]
     adms = list(admits or ()) or [None]
-    variants = []
+    variants, resolved = [], {}
     for tiers in sets:
-        for pol in pols:
-            for adm in adms:
+        for i, pol in enumerate(pols):
+            for j, adm in enumerate(adms):
                 label = " ".join(x for x in (pol or DEFAULT_POLICY, adm if len(adms) > 1 else "",
                                              " ".join(tiers) if tiers and len(sets) > 1 else "") if x)
                 s = replay(source, policy=pol, tiers=tiers or None, progress=progress,
                            admit=[adm] if adm else None, **_run_kwargs(pol, replay_kwargs, pols)).summary
                 variants.append(CompareVariant.from_summary(label, pol, s, adm, tiers))
+                if i == j == 0 and len(sets) > 1:
+                    _refuse_same_blocks(resolved, variants[-1].tiers, tiers)
     first = variants[0].summary
     hybrid = first.hybrid is not None
     curve = None if caps is None else _curve_rows(source, pols, caps, replay_kwargs, hybrid)

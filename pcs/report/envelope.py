@@ -15,6 +15,15 @@ from pcs.report.table import render_table
 __all__ = ["render_envelope"]
 
 
+def _scope_text(r: EnvelopeResult, extra: dict[str, Any]) -> str:
+    """`` per TP rank (TP 8: 7.05 GB for the group; bandwidths per GPU link)`` when D is one rank's share."""
+    if extra.get("restore_bytes_scope") != "per_rank":
+        return ""
+    tp = extra["tp"]
+    return (f" per TP rank (TP {tp}: {units.format_bytes(r.restore_bytes * tp)} for the group; bandwidths per GPU "
+            f"link, pcs replay's are the group's, {tp}x)")
+
+
 def render_envelope(r: EnvelopeResult, extra: dict[str, Any]) -> str:
     """The ``pcs envelope`` table: one row per bandwidth, the break-even bandwidth in the notes.
 
@@ -22,11 +31,12 @@ def render_envelope(r: EnvelopeResult, extra: dict[str, Any]) -> str:
         r: the result of :func:`pcs.analysis.envelope.envelope` (bytes,
             seconds, bytes/s).
         extra: where T_full and T_remaining came from: ``full_prefill_from``,
-            ``remaining_from`` (text).
+            ``remaining_from`` (text); optionally what D covers: ``restore_bytes_scope`` (``per_rank``:
+            one TP rank's share, read over one GPU's link; ``given``), ``tp``.
     Returns:
         The table with its title and notes, no trailing newline.
     """
-    title = (f"restore {units.format_bytes(r.restore_bytes)}; full prefill {units.format_duration(r.full_prefill_s)} "
+    title = (f"restore {units.format_bytes(r.restore_bytes)}{_scope_text(r, extra)}; full prefill {units.format_duration(r.full_prefill_s)} "
              f"({extra['full_prefill_from']}); remaining {units.format_duration(r.remaining_s)} "
              f"({extra['remaining_from']}); overhead {units.format_duration(r.overhead_s)}; "
              f"margin T_full - T_remaining - T_overhead = {units.format_duration(r.margin_s)}")
@@ -46,6 +56,9 @@ def render_envelope(r: EnvelopeResult, extra: dict[str, Any]) -> str:
     else:
         verdict = (f"break-even bandwidth {units.format_bandwidth(r.break_even_bps)} = D / (T_full - "
                    "T_remaining - T_overhead); the cached path is faster above it")
+        if extra.get("restore_bytes_scope") == "per_rank":
+            verdict += (f" (per GPU link; {units.format_bandwidth(r.break_even_bps * extra['tp'])} for the TP "
+                        "group's links together, as pcs replay gives link figures)")
     return render_table(headers, body, title=title, notes=[
         verdict, "serial model: cached = D/B + T_remaining + T_overhead against T_full; a higher hit ratio "
                  "can save compute yet add restore bytes, so it does not guarantee lower latency",

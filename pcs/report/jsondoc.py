@@ -22,7 +22,7 @@ __all__ = ["render", "COMMANDS", "CLI_KEYS"]
 #: (command, result class path, one-line description); the order of docs/json.md.
 COMMANDS = (
     ("pcs replay", "pcs.engine.result.ReplaySummary",
-     "`pcs.replay(...).summary.to_dict()`; the object `pcs replay --format json` prints."),
+     "`pcs.replay(...).summary.to_dict()`; the object `pcs replay --format json` prints, plus the keys below."),
     ("pcs compare", "pcs.engine.compare.CompareResult",
      "`pcs.compare(...).to_dict()`; the object `pcs compare --format json` prints "
      "(`--format csv`: one line per variant)."),
@@ -39,7 +39,12 @@ COMMANDS = (
 _NOTES = ("notes", "[string]", "-", "omitted unless the trace needs them: its prefix reuse is synthetic (a lengths-only "
           "or generated trace), bad lines skipped (pcs.trace.api.trace_notes). Appended last")
 #: Keys a command adds to its result's ``to_dict()``: command -> ((key, type, unit, meaning), ...).
+_TRACE_FILE = ("trace_file", "object | null", "-",
+               "`--format json` only: the trace file the run read, for `pcs report` to check before reading it "
+               "again -- `path` (absolute), `bytes`, `head_tail_blake2b` (blake2b-128 of its first and last MiB), "
+               "`mtime_ns` (recorded, not compared); null for stdin or a non-file (pcs.trace.fingerprint)")
 CLI_KEYS = {
+    "pcs replay": (_TRACE_FILE,),
     "pcs curve": (("dtype", "string | null", "-", "the `--dtype` option (KV dtype of `--model`'s bytes); "
                                                   "null without it. Appended after the result; `trace` is `-` "
                                                   "for stdin"), _NOTES),

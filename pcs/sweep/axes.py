@@ -130,7 +130,7 @@ def expand_axis(name: str, spec: Any) -> list[Any]:
         raise UserError(f"axis {name!r}: give a non-empty list of values or a range {{from, to, step}}")
     seen: dict[Any, Any] = {}
     for v in spec:
-        key = _same_value_key(v)
+        key = _same_value_key(v, name)
         if key in seen:
             said = "is listed twice" if seen[key] == v else f"and {seen[key]!r} are the same {key[0]}"
             raise UserError(f"axis {name!r}: {v!r} {said}; give each value once")
@@ -138,10 +138,19 @@ def expand_axis(name: str, spec: Any) -> list[Any]:
     return list(spec)
 
 
-def _same_value_key(value: Any) -> tuple:
-    """What two axis values must differ in: a size with a unit as its bytes (``"10GB"``, ``"10 GB"`` and
-    ``"10000MB"`` are one value, as the command reads them), a block count as its blocks, else type and value
-    (``1`` and ``1.0`` stay apart: the command may read them differently)."""
+def _same_value_key(value: Any, name: str = "") -> tuple:
+    """What two axis values must differ in: a policy on a policy axis (``policy``, ``tier-policy.cpu``) as its
+    configuration (``"lru"`` and ``"LRU"`` are one, :func:`pcs.cache.policies.configuration_key`, as compare
+    reads them); a size with a unit as its bytes (``"10GB"``, ``"10 GB"`` and ``"10000MB"`` are one value, as the
+    command reads them), a block count as its blocks, else type and value (``1`` and ``1.0`` stay apart: the
+    command may read them differently)."""
+    if isinstance(value, str) and name.split(".")[0].strip().lower().replace("_", "-") in ("policy", "tier-policy"):
+        from pcs.cache.policies import configuration_key
+
+        try:
+            return ("policy", configuration_key(value))
+        except ValueError:
+            pass                        # an unknown name: the command's own parser names it
     if isinstance(value, str) and re.search(r"[A-Za-z]", value):
         try:
             kind, n = _kind(value, "")

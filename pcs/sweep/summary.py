@@ -23,7 +23,6 @@ import numpy as np
 
 from pcs.errors import UserError
 from pcs.sweep.result import SweepBest, SweepFrontPoint, SweepSummary
-from pcs.sweep.store import read_results
 
 __all__ = ["summarize", "pareto_front", "METRICS", "OBJECTIVES"]
 
@@ -57,26 +56,91 @@ def pareto_front(objective: np.ndarray, costs: np.ndarray) -> np.ndarray:
     return keep
 
 
-def _varying(rows: list[dict[str, Any]], columns: list[str]) -> list[str]:
-    """The option columns with more than one value across ``rows``."""
-    return [c for c in columns if c.startswith("option.") and len({repr(r.get(c)) for r in rows}) > 1]
+class _Varying:
+    """Which ``option.*`` columns take more than one value over the replay rows, streamed: per column the first
+    two distinct values (as ``repr``) and how many replay rows had it (a row without it counts as None), in the
+    order the columns first appear in any file (as :func:`pcs.sweep.store.read_results` unifies them)."""
+
+    def __init__(self) -> None:
+        self.values: dict[str, set[str]] = {}
+        self.count: dict[str, int] = {}
+        self.rows = 0
+
+    def add_columns(self, names: list[str]) -> None:
+        for c in names:
+            if c.startswith("option.") and c not in self.values:
+                self.values[c], self.count[c] = set(), 0
+
+    def add(self, row: dict[str, Any]) -> None:
+        self.rows += 1
+        for c, v in row.items():
+            if c in self.values:
+                self.count[c] += 1
+                if len(self.values[c]) < 2:
+                    self.values[c].add(repr(v))
+
+    def columns(self) -> list[str]:
+        none = {repr(None)}
+        return [c for c, vals in self.values.items() if len(vals | (none if self.count[c] < self.rows else set())) > 1]
 
 
 def _options(row: dict[str, Any], varying: list[str]) -> dict[str, Any]:
     return {c[len("option."):]: row.get(c) for c in varying}
 
 
-def _best(rows, metric: str, direction: str, total: np.ndarray, varying: list[str]) -> SweepBest | None:
-    have = [i for i, r in enumerate(rows) if r.get(metric) is not None]
-    if not have:
-        return None
-    sign = -1.0 if direction == "max" else 1.0
-    i = min(have, key=lambda j: (sign * rows[j][metric], int(total[j]), rows[j]["point_id"]))
-    return SweepBest(metric, direction, float(rows[i][metric]), rows[i]["point_id"], _options(rows[i], varying))
+def _costs(row: dict[str, Any]) -> dict[str, int]:
+    return {m.group(1): int(v or 0) for c, v in row.items() if (m := _CAPACITY.match(c))}
+
+
+def _dominates(a: tuple[float, dict[str, int]], b: tuple[float, dict[str, int]]) -> bool:
+    """Point ``a`` (objective, lower better; tier bytes, a missing tier 0) is no worse than ``b`` on every count
+    and strictly better on one (:func:`pareto_front`'s rule)."""
+    tiers = a[1].keys() | b[1].keys()
+    ca, cb = [a[1].get(t, 0) for t in tiers], [b[1].get(t, 0) for t in tiers]
+    no_worse = a[0] <= b[0] and all(x <= y for x, y in zip(ca, cb))
+    return no_worse and (a[0] < b[0] or any(x < y for x, y in zip(ca, cb)))
+
+
+class _Front:
+    """The Pareto front kept while the rows stream by: a row dominated by a kept one is dropped, a kept row the
+    new one dominates leaves (the same set as :func:`pareto_front` over all rows; equal points all kept)."""
+
+    def __init__(self, sign: float) -> None:
+        self.sign, self.kept = sign, []
+
+    def add(self, row: dict[str, Any], value: float) -> None:
+        new = (self.sign * value, _costs(row))
+        if any(_dominates(k[0], new) for k in self.kept):
+            return
+        self.kept = [k for k in self.kept if not _dominates(new, k[0])] + [(new, row)]
+
+
+def _stream_rows(out: str | Path):
+    """(column names of each file, its rows) for every point of ``out`` in point-id order, reading only the
+    columns a summary uses (never ``result_json``): memory stays that of 64 files' few columns whatever the
+    number of points (reading the directory whole took ~0.16 MB per point, benchmarks/bench_sweep_summary.py)."""
+    import pyarrow.parquet as pq
+    from concurrent.futures import ThreadPoolExecutor
+
+    out = Path(out)
+    if not out.is_dir():
+        raise FileNotFoundError(2, "No such directory", str(out))
+    want = {"point_id", "kind", "single_sequence_hit_ratio", *(m for m, _ in METRICS)}
+
+    def read(f: Path) -> tuple[list[str], list[dict[str, Any]]]:
+        pf = pq.ParquetFile(f)
+        names = pf.schema_arrow.names
+        cols = [c for c in names if c in want or c.startswith(("option.", "payload_lens.")) or _CAPACITY.match(c)]
+        return names, pf.read(columns=cols, use_threads=False).to_pylist()
+
+    files = sorted(out.glob("*.parquet"))
+    with ThreadPoolExecutor(max_workers=min(8, max(1, len(files)))) as pool:   # pyarrow releases the GIL
+        for lo in range(0, len(files), 64):                                    # 64 files in flight at most
+            yield from pool.map(read, files[lo:lo + 64])
 
 
 def summarize(out: str | Path, objective: str = "hit-ratio") -> SweepSummary:
-    """Best replay points per metric and the Pareto front of a results directory.
+    """Best replay points per metric and the Pareto front of a results directory, streamed file by file.
 
     Args:
         out: the results directory of ``pcs sweep``.
@@ -84,42 +148,53 @@ def summarize(out: str | Path, objective: str = "hit-ratio") -> SweepSummary:
     Returns:
         :class:`pcs.sweep.result.SweepSummary` (an empty directory gives no points).
     Raises:
-        ValueError: an unknown objective; rows that do not fit together.
+        ValueError: an unknown objective.
         FileNotFoundError: ``out`` is not a directory.
     """
     if objective not in OBJECTIVES:
         raise UserError(f"unknown objective {objective!r}; valid: {', '.join(OBJECTIVES)}")
-    table = read_results(out)
     column, direction = OBJECTIVES[objective]
-    all_rows = table.to_pylist()
-    rows = [r for r in all_rows if r.get("kind") == "replay"]
-    tiers = tuple(m.group(1) for c in table.column_names if (m := _CAPACITY.match(c)))
-    costs = np.array([[r.get(f"tiers.{t}.capacity_bytes") or 0 for t in tiers] for r in rows],
-                     dtype=np.int64).reshape(len(rows), len(tiers))
-    total = costs.sum(axis=1)
-    varying = _varying(rows, table.column_names)
-    best = tuple(b for m, d in METRICS if (b := _best(rows, m, d, total, varying)) is not None)
-    idx = [i for i, r in enumerate(rows) if r.get(column) is not None]
-    obj = np.array([rows[i][column] for i in idx], dtype=np.float64)
-    on = pareto_front(-obj if direction == "max" else obj, costs[idx]) if idx else np.zeros(0, bool)
-    front = sorted((i for i, keep in zip(idx, on) if keep),
-                   key=lambda i: (int(total[i]), -rows[i][column] if direction == "max" else rows[i][column],
-                                  rows[i]["point_id"]))
-    points = tuple(SweepFrontPoint(rows[i]["point_id"], float(rows[i][column]),
-                                   {t: int(c) for t, c in zip(tiers, costs[i])}, _options(rows[i], varying),
-                                   rows[i].get("hit_ratio"), rows[i].get("single_sequence_hit_ratio"))
-                   for i in front)
-    lens_id, lens = _lens(rows, best)
-    return SweepSummary(str(out), len(all_rows), len(rows), column, direction, tiers, best, points, lens, lens_id)
+    n_all, tiers, varying, front = 0, {}, _Varying(), _Front(-1.0 if direction == "max" else 1.0)
+    best: dict[str, tuple] = {}
+    for names, file_rows in _stream_rows(out):
+        varying.add_columns(names)
+        tiers.update((m.group(1), None) for c in names if (m := _CAPACITY.match(c)))
+        for r in file_rows:
+            n_all += 1
+            if r.get("kind") != "replay":
+                continue
+            varying.add(r)
+            _keep_best(best, r)
+            if r.get(column) is not None:
+                front.add(r, r[column])
+    cols = varying.columns()
+    bests = tuple(SweepBest(m, d, float(best[m][1][m]), best[m][1]["point_id"], _options(best[m][1], cols))
+                  for m, d in METRICS if m in best)
+    tier_names = tuple(tiers)
+    kept = sorted(front.kept, key=lambda k: (sum(k[0][1].values()), k[0][0], k[1]["point_id"]))
+    points = tuple(SweepFrontPoint(r["point_id"], float(r[column]), {t: int(c.get(t, 0)) for t in tier_names},
+                                   _options(r, cols), r.get("hit_ratio"), r.get("single_sequence_hit_ratio"))
+                   for (_, c), r in kept)
+    lens_id, lens = _lens(best.get("hit_ratio", (None, None))[1])
+    return SweepSummary(str(out), n_all, varying.rows, column, direction, tier_names, bests, points, lens, lens_id)
 
 
-def _lens(rows: list[dict[str, Any]], best: tuple[SweepBest, ...]) -> tuple[str | None, dict[str, Any] | None]:
-    """(point id, payload lens) of the best hit-ratio point: its ``payload_lens.*`` columns (pairs stored as JSON
-    text, :func:`pcs.sweep.worker.flatten`) as pcs replay's ``payload_lens`` object (:class:`pcs.engine.result.PayloadLens`'s keys); (None, None) without one."""
-    pid = next((b.point_id for b in best if b.metric == "hit_ratio"), None)
-    row = next((r for r in rows if r["point_id"] == pid), None)
+def _keep_best(best: dict[str, tuple], r: dict[str, Any]) -> None:
+    """Per metric the best row so far: its value at the best end, then the fewest tier bytes, then the point id."""
+    total = sum(_costs(r).values())
+    for m, d in METRICS:
+        if r.get(m) is not None:
+            key = ((-1.0 if d == "max" else 1.0) * r[m], total, r["point_id"])
+            if m not in best or key < best[m][0]:
+                best[m] = (key, r)
+
+
+def _lens(row: dict[str, Any] | None) -> tuple[str | None, dict[str, Any] | None]:
+    """(point id, payload lens) of the best hit-ratio point ``row``: its ``payload_lens.*`` columns (pairs stored
+    as JSON text, :func:`pcs.sweep.worker.flatten`) as pcs replay's ``payload_lens`` object
+    (:class:`pcs.engine.result.PayloadLens`'s keys); (None, None) without one."""
     if row is None:
         return None, None
     lens = {k[len("payload_lens."):]: json.loads(v) if isinstance(v, str) and v.startswith("[") else v
             for k, v in row.items() if k.startswith("payload_lens.")}    # a list is a JSON text cell (flatten)
-    return (pid, lens) if lens else (None, None)
+    return (row["point_id"], lens) if lens else (None, None)

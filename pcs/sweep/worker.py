@@ -143,7 +143,8 @@ def make_row(point_id: str, kind: str, options: dict[str, Any], payload: dict[st
     ``point_id``, ``kind``, one ``option.NAME`` column per option
     (``option.tier.cpu`` per entry of a NAME=VALUE option), the flattened
     result (:func:`flatten`), and ``result_json``: the result's whole JSON
-    object, as the command prints it with ``--format json``.
+    object, as the command prints it with ``--format json`` (less the ``trace_file`` pcs replay adds for
+    pcs report: a sweep names its trace in ``option.trace``).
     """
     from pcs.cli.common import to_jsonable
 

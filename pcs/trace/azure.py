@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+from fractions import Fraction
 from typing import Iterator
 
 from pcs.errors import InputError
@@ -30,7 +31,7 @@ from pcs.trace.batches import MAX_ARRIVAL_S
 from pcs.trace.lengthonly import check_length
 from pcs.trace.source import display_name, iter_csv_rows
 
-__all__ = ["AZURE_HEADER", "AZURE_HEADERS", "read_azure_csv", "read_azure_rows", "parse_stamp"]
+__all__ = ["AZURE_HEADER", "AZURE_HEADERS", "read_azure_csv", "read_azure_rows", "parse_stamp", "stamp_ns"]
 
 AZURE_HEADER = ("TIMESTAMP", "ContextTokens", "GeneratedTokens")
 #: Accepted headers: 2023 and 2024 (LLM), 2025 (LMM, with NumImages).
@@ -41,11 +42,10 @@ _STAMP = re.compile(r"^(\d{4}-\d{2}-\d{2})[T ](\d{2}:\d{2}:\d{2})(?:\.(\d+))?(Z|
 
 
 def parse_stamp(stamp: str, name: str, ln: int, field: str = "TIMESTAMP") -> float:
-    """Seconds since the Unix epoch of one Azure ``TIMESTAMP`` (any published spelling).
+    """Seconds since the Unix epoch of one Azure ``TIMESTAMP`` (any published spelling), as one float
+    (ulp 2.4e-7 s at 1.7e9 s: arrivals are taken from :func:`stamp_ns` instead, exact to the file's digits).
 
-    No zone means UTC (2023). The fraction is added after the whole seconds
-    (``int(frac) / 10**len(frac)``), as the 2023 reader always did, so the
-    2023 arrivals are bit-identical to earlier pcs versions.
+    No zone means UTC (2023).
 
     Raises:
         InputError: a spelling none of the releases uses.
@@ -54,6 +54,25 @@ def parse_stamp(stamp: str, name: str, ln: int, field: str = "TIMESTAMP") -> flo
     True
     >>> parse_stamp("2024-05-12 00:00:00+00:00", "f", 2) == parse_stamp("2024-05-12T00:00:00Z", "f", 2)
     True
+    """
+    return float(stamp_ns(stamp, name, ln, field) / _NS_PER_S)
+
+
+#: Units of :func:`stamp_ns` per second.
+_NS_PER_S = 10 ** 9
+
+
+def stamp_ns(stamp: str, name: str, ln: int, field: str = "TIMESTAMP") -> int | Fraction:
+    """Nanoseconds since the Unix epoch of one Azure ``TIMESTAMP``, exact: an int (a Fraction for a fraction
+    of more than 9 digits), so an arrival ``(t - t0) / 1e9`` is the file's difference correctly rounded once
+    (``18:15:50.9951690`` after ``18:15:46.6805900`` -> 4.314579 s, not 4.314579010009766 from two epoch
+    floats). No zone means UTC (2023).
+
+    Raises:
+        InputError: a spelling none of the releases uses.
+
+    >>> stamp_ns("2023-11-16 18:15:50.9951690", "f", 2) - stamp_ns("2023-11-16 18:15:46.6805900", "f", 2)
+    4314579000
     """
     m = _STAMP.match(stamp.strip())
     if m is None:
@@ -64,11 +83,16 @@ def parse_stamp(stamp: str, name: str, ln: int, field: str = "TIMESTAMP") -> flo
         t = dt.datetime.strptime(f"{day} {clock}", "%Y-%m-%d %H:%M:%S").replace(tzinfo=dt.timezone.utc)
     except ValueError:
         raise InputError(name, ln, field, f"not a calendar date/time: {stamp[:40]!r}") from None
-    sec = t.timestamp()
+    sec = int(t.timestamp())                      # whole seconds: exact in a float up to 2**53
     if zone and zone != "Z":
         sign = 1 if zone[0] == "+" else -1
         sec -= sign * (int(zone[1:3]) * 3600 + int(zone[4:6]) * 60)
-    return sec + (int(frac) / 10 ** len(frac) if frac else 0.0)
+    ns = sec * _NS_PER_S
+    if not frac:
+        return ns
+    if len(frac) <= 9:
+        return ns + int(frac) * 10 ** (9 - len(frac))
+    return ns + Fraction(int(frac) * _NS_PER_S, 10 ** len(frac))
 
 
 def _count(v: str, field: str, name: str, ln: int) -> int:
@@ -112,25 +136,26 @@ def read_azure_rows(path, check_order: bool = True, on_bad=None,
             continue
         last = max(last, t)
         t0 = t if t0 is None else t0
-        yield t - t0, ctx, gen, images
+        yield float((t - t0) / _NS_PER_S), ctx, gen, images
 
 
-def _check_time(t: float, t0: float | None, last: float | None, reorder: str, name: str, ln: int) -> None:
-    """Raise when TIMESTAMP ``t`` decreases (below ``last``; None: order not checked) or lies beyond
-    +-:data:`pcs.trace.batches.MAX_ARRIVAL_S` from the first row's ``t0`` (the replay clock's bound; a
+def _check_time(t: int | Fraction, t0: int | Fraction | None, last: int | Fraction | None, reorder: str,
+                name: str, ln: int) -> None:
+    """Raise when TIMESTAMP ``t`` (ns, :func:`stamp_ns`) decreases (below ``last``; None: order not checked) or
+    lies beyond +-:data:`pcs.trace.batches.MAX_ARRIVAL_S` from the first row's ``t0`` (the replay clock's bound; a
     calendar TIMESTAMP cannot follow the JSONL advice to subtract the first one, so the date is questioned)."""
     if last is not None and t < last:
         raise InputError(name, ln, "TIMESTAMP", f"decreases ({reorder})")
-    if t0 is not None and abs(t - t0) > MAX_ARRIVAL_S:
-        raise InputError(name, ln, "TIMESTAMP", f"lies {t - t0:.4g} s from the first row's, beyond +-2**32 s "
-                         "(136 years), where a float64 clock loses microseconds: is the date right?")
+    if t0 is not None and abs(t - t0) > MAX_ARRIVAL_S * _NS_PER_S:
+        raise InputError(name, ln, "TIMESTAMP", f"lies {float((t - t0) / _NS_PER_S):.4g} s from the first row's, "
+                         "beyond +-2**32 s (136 years), where a float64 clock loses microseconds: is the date right?")
 
 
-def _row(row: list[str], cols: tuple, name: str, ln: int) -> tuple[float, int, int, int]:
+def _row(row: list[str], cols: tuple, name: str, ln: int) -> tuple[int | Fraction, int, int, int]:
     if len(row) != len(cols):
         raise InputError(name, ln, None, f"expected {len(cols)} columns, got {len(row)}")
     images = _count(row[1], "NumImages", name, ln) if len(cols) == 4 else 0
-    return (parse_stamp(row[0], name, ln), _count(row[-2], "ContextTokens", name, ln),
+    return (stamp_ns(row[0], name, ln), _count(row[-2], "ContextTokens", name, ln),
             _count(row[-1], "GeneratedTokens", name, ln), images)
 
 

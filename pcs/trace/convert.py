@@ -17,6 +17,7 @@ from __future__ import annotations
 import gzip
 import io
 import json
+import math
 from pathlib import Path
 from typing import Iterable
 
@@ -26,7 +27,8 @@ from pcs.errors import UserError
 from pcs.outfile import atomic_output, publish  # noqa: F401 - publish: the name pcs.trace.chat once imported
 from pcs.trace.request import RequestBatch
 
-__all__ = ["OUT_FORMATS", "IdRemapper", "write_trace", "convert", "out_format_for", "publish"]
+__all__ = ["OUT_FORMATS", "IdRemapper", "write_trace", "convert", "out_format_for", "publish", "ms_stamp",
+           "block_size_note"]
 
 OUT_FORMATS = ("mooncake", "bailian", "parquet")
 
@@ -74,16 +76,32 @@ class IdRemapper:
         return np.fromiter((ids.setdefault(h, len(ids)) for h in hashes.tolist()), dtype=np.uint64, count=hashes.size)
 
 
-def _ms(arrival_s: float) -> int | float:
-    """A Mooncake timestamp (ms) for ``arrival_s``: a whole ms when within 1e-6 ms of one, else ``arrival_s *
-    1000`` to 15 significant digits (DBL_DIG, C11 5.2.4.2.2: every such decimal survives a round trip through a
-    double), so the product's last-bit noise is not written: 1 ms at ``--speed 1e6`` is 1e-09 s, written
-    ``1e-06``, not ``1.0000000000000002e-06``. 15 digits keep 1 ns up to 1e9 ms (11.6 days) and 10 ns to 1e10."""
+def ms_stamp(arrival_s: float) -> int | float:
+    """A Mooncake (or token JSONL) timestamp in ms that reads back as ``arrival_s`` exactly: the reader divides
+    the parsed ms by 1000 (``pcs.trace.hashids.FormatSpec.ts_per_s``, one correctly rounded division), so the
+    shortest of a whole ms, ``arrival_s * 1000`` to 15, 16 or 17 significant digits and the nearest doubles
+    around it whose quotient is ``arrival_s`` is written (1e-09 s is written ``1.0000000000000002e-06``:
+    ``1e-06`` would read back 1 ulp off). A quotient can skip a double (1000 ms per s widens the ulp 1.024x in
+    half the binades: ~2.5 % of random arrivals); then the nearest is written, 1 ulp off.
+
+    >>> ms_stamp(4.314579010009766), ms_stamp(0.25), ms_stamp(1e-9)
+    (4314.579010009766, 250, 1.0000000000000002e-06)
+    """
     ms = arrival_s * 1000.0
     r = round(ms)
-    if abs(ms - r) < 1e-6:
+    if r / 1000.0 == arrival_s:
         return r
-    return float(f"{ms:.15g}")
+    for digits in (15, 16, 17):
+        v = float(f"{ms:.{digits}g}")
+        if v / 1000.0 == arrival_s:
+            return v
+    near = [ms]
+    for toward in (-math.inf, math.inf):
+        v = ms
+        for _ in range(3):
+            v = math.nextafter(v, toward)
+            near.append(v)
+    return min(near, key=lambda v: (abs(v / 1000.0 - arrival_s), abs(v - ms)))
 
 
 def _jsonl_lines(b: RequestBatch, fmt: str, remap: IdRemapper | None, synthetic: bool = False) -> str:
@@ -96,7 +114,7 @@ def _jsonl_lines(b: RequestBatch, fmt: str, remap: IdRemapper | None, synthetic:
     for i in range(len(arr)):
         ids = ", ".join(map(str, hl[off[i]:off[i + 1]]))
         if fmt == "mooncake":
-            out.write(f'{{"timestamp": {_ms(arr[i])}, "input_length": {pt[i]}, "output_length": {ot[i]}, '
+            out.write(f'{{"timestamp": {ms_stamp(arr[i])}, "input_length": {pt[i]}, "output_length": {ot[i]}, '
                       f'{mark}"hash_ids": [{ids}]}}\n')
         else:
             sid = -1 if b.session_id is None else int(b.session_id[i])
@@ -116,6 +134,24 @@ def out_format_for(path, requested: str | None) -> str:
             raise UserError(f"unknown output format {requested!r}; valid: {', '.join(OUT_FORMATS)}")
         return requested
     return "parquet" if str(path).endswith((".parquet", ".pq")) else "mooncake"
+
+
+def block_size_note(fmt: str, block_size: int, path: Any) -> str | None:
+    """The note for a JSONL trace written at blocks its format's readers do not assume (Mooncake JSONL at 16
+    tokens: every reader, pcs's own, reads Mooncake at 512, ``pcs.trace.hashids.MOONCAKE``), else None. JSONL
+    carries no block size; Parquet keeps it in its metadata (no note).
+
+    >>> block_size_note("mooncake", 512, "a.jsonl") is None
+    True
+    """
+    from pcs.trace.hashids import BAILIAN, MOONCAKE
+
+    spec = {"mooncake": MOONCAKE, "bailian": BAILIAN}.get(fmt)
+    if spec is None or spec.default_block_size == block_size:
+        return None
+    return (f"{path} is {fmt} JSONL at {block_size}-token blocks, but {fmt} is read at {spec.default_block_size}-"
+            f"token blocks unless told: read it with --block-size {block_size}, or write .parquet (keeps the "
+            "block size)")
 
 
 def write_trace(batches: Iterable[RequestBatch], out_path, fmt: str, *, block_size: int,

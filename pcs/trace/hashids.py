@@ -177,6 +177,23 @@ def row_is_synthetic(obj: dict, name: str, ln: int) -> bool:
     return v == "synthetic"
 
 
+def _likely_block_size(prompt: int, n: int) -> str:
+    """The ``--block-size`` hint when ``n`` ids do not cover ``prompt`` tokens: B gives n ids iff
+    ``ceil(prompt / B) == n``, i.e. ``prompt / n <= B < prompt / (n - 1)``; the power of two in that range
+    (16 first: vLLM's and Bailian's block size), else the smallest B, else a bare ``--block-size``.
+
+    >>> _likely_block_size(374, 24), _likely_block_size(3068, 192), _likely_block_size(1000, 3)
+    ('--block-size 16 fits', '--block-size 16 fits', '--block-size 334 fits')
+    """
+    if n <= 0 or prompt <= 0:
+        return "--block-size"
+    lo, hi = -(-prompt // n), (prompt - 1) // (n - 1) if n > 1 else 1 << 30   # the B with ceil(prompt / B) == n
+    if lo > hi:
+        return "--block-size"
+    powers = [b for b in (16, *(1 << k for k in range(31))) if lo <= b <= hi]
+    return f"--block-size {powers[0] if powers else lo} fits"
+
+
 def check_ids(ids: Any, prompt: int, bs: int, name: str, ln: int, key: str = "hash_ids") -> list[int]:
     """Validate a block-id list: uint64 ints, ceil(prompt/bs) of them, no repeats.
 
@@ -196,7 +213,7 @@ def check_ids(ids: Any, prompt: int, bs: int, name: str, ln: int, key: str = "ha
         raise InputError(name, ln, key, f"empty for a non-empty prompt of {prompt} tokens")
     if len(ids) != want:
         raise InputError(name, ln, key, f"has {len(ids)} ids but ceil({prompt} / block size {bs}) = {want}; "
-                         "was the trace recorded at another block size? (--block-size)")
+                         f"was the trace recorded at another block size? ({_likely_block_size(prompt, len(ids))})")
     if len(set(ids)) != len(ids):
         first: dict[int, int] = {}
         for i, h in enumerate(ids):

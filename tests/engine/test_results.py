@@ -7,6 +7,7 @@ added after them, none renamed, dropped or reordered.
 """
 import dataclasses
 import json
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -77,6 +78,8 @@ def test_cli_prints_to_dict(default_run):
                                    "cpu=protected", "--format", "json", "--quiet"])
     assert out.exit_code == 0, out.output
     printed, api = json.loads(out.stdout), json.loads(json.dumps(default_run.summary.to_dict()))
+    # and the trace file it read, for pcs report to check (docs/json.md "Keys pcs replay adds")
+    assert printed.pop("trace_file")["path"] == str(Path(api["trace"]).resolve())
     # pcs replay appends the notes about the trace it read (pcs.trace.api.trace_notes): the sample is synthetic
     extra = printed["notes"][len(api["notes"]):]
     assert len(extra) == 1 and "prefix reuse is synthetic" in extra[0]

@@ -113,7 +113,7 @@ def test_interval_replay_refuses_a_page(tmp_path, mooncake_conv):
 
 def test_report_without_the_trace_notes_it(tmp_path):
     s = json.loads(_run(*RUN).stdout)
-    s["trace"] = str(tmp_path / "gone.jsonl")
+    s["trace"] = s["trace_file"]["path"] = str(tmp_path / "gone.jsonl")
     (tmp_path / "run.json").write_text(json.dumps(s))
     r = CliRunner().invoke(cli, ["report", str(tmp_path / "run.json"), "-o", str(tmp_path / "r.html")])
     assert r.exit_code == 0, r.output

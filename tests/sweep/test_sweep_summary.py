@@ -98,3 +98,22 @@ def test_summarize_errors(tmp_path):
     assert missing.exit_code == 2 and missing.stderr.startswith("pcs: error:")
     with pytest.raises(ValueError, match="unknown objective"):
         summarize(tmp_path, "cost")
+
+
+def test_streamed_front_equals_the_batch_front_on_random_rows(tmp_path):
+    # summarize keeps the front while the files stream by; pareto_front takes all rows at once: the same set
+    # (ties included: hit ratios and bytes drawn from few values so equal points occur), and a tier only some
+    # points have counts 0 bytes in the others
+    rng = np.random.default_rng(7)
+    rows = []
+    for i in range(120):
+        tiers = ("gpu", "cpu") if i % 3 else ("gpu",)
+        row = _row(f"p{i:03d}", "lru", int(rng.integers(1, 5)) * 10, int(rng.integers(0, 4)) * 50,
+                   float(rng.integers(0, 6)) / 10, 1.0, tiers=tiers)
+        rows.append(row)
+        _write(tmp_path, row)
+    s = summarize(tmp_path)
+    costs = np.array([[r["tiers.gpu.capacity_bytes"], r.get("tiers.cpu.capacity_bytes", 0)] for r in rows])
+    keep = pareto_front(-np.array([r["hit_ratio"] for r in rows]), costs)
+    assert sorted(p.point_id for p in s.front) == sorted(r["point_id"] for r, k in zip(rows, keep) if k)
+    assert s.points == s.replay_points == 120 and s.tiers == ("gpu", "cpu")

@@ -54,7 +54,7 @@ from pcs.errors import UnknownNameError, UserError
 
 __all__ = ["EvictionPolicy", "PolicyContext", "get_policy", "make_policy", "make_policies", "policy_options",
            "policy_defaults", "parse_policy_spec", "needs_context", "registered_names", "POLICY_NAMES",
-           "POLICY_ALIASES", "canonical_spec", "POLICY_CHOICES", "POLICY_ORIGINS", "PLUGIN_ERRORS", "ENTRY_POINT_GROUP", "DEFAULT_POLICY",
+           "POLICY_ALIASES", "canonical_spec", "configuration_key", "POLICY_CHOICES", "POLICY_ORIGINS", "PLUGIN_ERRORS", "ENTRY_POINT_GROUP", "DEFAULT_POLICY",
            "is_builtin", "LRUPolicy", "SLRUPolicy", "ProtectedPolicy", "FIFOPolicy", "ARCPolicy", "S3FIFOPolicy",
            "SievePolicy", "LFUPolicy", "TwoQPolicy", "GDSFPolicy", "BeladyPolicy", "DEFAULT_PROTECTED_SHARE",
            "load_plugins"]
@@ -213,6 +213,22 @@ def canonical_spec(spec: str) -> str:
     """
     name, sep, rest = str(spec).partition(":")
     return get_policy(name).name + sep + rest
+
+
+def configuration_key(spec: str) -> tuple:
+    """What two policy specs must differ in to name two configurations: the registered class and every option
+    with the defaults filled in, so ``"LRU"``, ``" lru"`` and ``"lru"`` are one, ``"protected"`` and
+    ``"slru:protected_share=0.8"`` are one, ``slru:protected_share=0.2`` is another (compare and sweep refuse
+    one configuration given twice, docs/sweep.md "Axes").
+
+    >>> configuration_key("LRU") == configuration_key(" lru")
+    True
+
+    Raises:
+        UnknownNameError: unknown name (as :func:`get_policy`); ValueError: a malformed option.
+    """
+    options = {**policy_defaults(spec), **parse_policy_spec(spec)[1]}
+    return get_policy(spec), tuple(sorted((k, repr(v)) for k, v in options.items()))
 
 
 def needs_context(name: str) -> tuple[str, ...]:
