@@ -116,6 +116,9 @@ class LinkEnvelope:
     break_even_bps: float | None = field("bytes/s", "bandwidth at which restoring equals recomputing over the run "
                                                     "(restored bytes / (full - remaining prefill - setup)); "
                                                     "null without restores")
+    break_even_bps_per_gpu: float | None = field("bytes/s", "break_even_bps / TP: what each GPU's own link must "
+                                                            "carry (links and --link are per GPU); null without "
+                                                            "restores")
 
 
 @result

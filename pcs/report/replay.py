@@ -188,6 +188,20 @@ def ttft_note(s: dict[str, Any]) -> str:
             f"{format_duration(e['ttft_no_cache_alone_p99_s'])} without it (each prefill alone, no queue, no wait)")
 
 
+#: The envelope table's columns split each restore: restore time = transfer time + queueing (walkthrough-17 F13).
+RESTORE_TIME_NOTE = "restore time = transfer time (setup + bytes / bandwidth) + queueing for the link"
+#: Bandwidth and the first break-even are the TP group's; the second is one GPU's, as links are given.
+TP_NOTE = ("bandwidth and break-even (TP group) are for all TP ranks together (TP x one GPU's link); break-even "
+           "per GPU = that / TP, comparable with --link and pcs hardware, which are per GPU")
+
+
+def break_even_cells(lk: dict[str, Any]) -> list[str]:
+    """The two break-even cells of one envelope link row: the TP group's and one GPU's ("-" without restores)."""
+    if not lk["restores"]:
+        return ["-", "-"]
+    return [format_bandwidth(lk["break_even_bps"]), format_bandwidth(lk["break_even_bps_per_gpu"])]
+
+
 def _envelope_table(s: dict[str, Any]) -> str:
     e = s["envelope"]
     rows = []
@@ -195,19 +209,17 @@ def _envelope_table(s: dict[str, Any]) -> str:
         share = format_percent(lk["share_slower"]) if lk["share_slower"] is not None else "-"
         rows.append([f"{lk['tier']} -> gpu", f"{lk['link']} = {format_bandwidth(lk['bandwidth_bps'])}",
                      format_count(lk["restores"]), format_bytes(lk["restored_bytes"]),
-                     format_duration(lk["restore_s"]), format_duration(lk["queue_s"]),
+                     format_duration(lk["transfer_s"]), format_duration(lk["queue_s"]),
                      format_duration(lk["prefill_saved_s"]),
-                     f"{format_count(lk['restores_slower_than_recompute'])} ({share})",
-                     format_bandwidth(lk["break_even_bps"]) if lk["restores"] else "-"])
+                     f"{format_count(lk['restores_slower_than_recompute'])} ({share})", *break_even_cells(lk)])
     notes = [ttft_note(s),
              f"wait for KV space p50 {format_duration(e['wait_p50_s'])} / p99 {format_duration(e['wait_p99_s'])}; "
              f"prefill time saved by all hits {format_duration(e['prefill_saved_s'])}",
-             "slower = restore (queueing included) took longer than the prefill its hits saved; "
+             RESTORE_TIME_NOTE + "; slower = restore time (queueing included) > the prefill its hits saved; "
              "break-even = restored bytes / (full - remaining prefill - setup), summed over the run",
-             "bandwidth and break-even are for all TP ranks together (TP x one GPU's link); "
-             "--link values are per GPU"]
-    return render_table(["link", "bandwidth", "restores", "bytes", "restore time", "queueing", "prefill saved",
-                         "slower than recompute", "break-even"], rows,
+             TP_NOTE]
+    return render_table(["link", "bandwidth", "restores", "bytes", "transfer time", "queueing", "prefill saved",
+                         "slower than recompute", "break-even (TP group)", "break-even per GPU"], rows,
                         title="Bandwidth envelope: restore vs recompute, per link", notes=notes)
 
 
