@@ -58,6 +58,9 @@ class TierSummary:
                                        "docs/semantics.md §8)", omit_none=True, default=None)
     refused_blocks: int | None = field("blocks", "blocks offered to the tier that its admission refused (with "
                                                  "--admit)", omit_none=True, default=None)
+    blocks_unit: str = field("-", "what this tier's capacity_blocks, resident_blocks_* and bytes_per_block count: "
+                                  "block (the trace's block), or page (a hybrid model's KV page of the shared "
+                                  "pool; docs/hybrid.md)", default="block")
 
 
 @result

@@ -130,8 +130,8 @@ def _tier_table(s: dict[str, Any]) -> str:
              "a smaller KV dtype shrinks the payload, not in-page scales, padding, setup or compute"]
     if unit == "page":
         notes.append("hybrid model: a tier's bytes/page and capacity count pages of the shared pool (JSON "
-                     "bytes_per_block and capacity_blocks are per page too); the payload row and 'block by "
-                     "component' are per block of the model")
+                     "bytes_per_block and capacity_blocks are per page too: blocks_unit \"page\"); the payload "
+                     "row and 'block by component' are per block of the model")
     multi = [t for t in s["tiers"] if len(t["bytes_per_block_by_component"]) > 1]
     for t in multi:
         parts = ", ".join(f"{k} {format_bytes(v)}" for k, v in t["bytes_per_block_by_component"].items())
