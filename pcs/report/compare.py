@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from pcs.engine.compare import CompareResult
-from pcs.report.replay import CEILING_LABEL, CEILING_MEANING, REAL_LABEL, lens_text, timing_label
+from pcs.report.replay import CEILING_LABEL, CEILING_MEANING, REAL_LABEL, WHOLE_BLOCKS_NOTE, lens_text, timing_label
 from pcs.report.table import render_table
 from pcs.units import format_bytes, format_count, format_duration, format_percent, format_points
 
@@ -54,7 +54,7 @@ def _variants_table(res: CompareResult, notes: tuple[str, ...]) -> str:
                         title=f"pcs compare: {res.trace} | {res.model} | {timing}",
                         notes=[f"single-sequence = {CEILING_MEANING}; gap terms sum to "
                                "ideal - real; when a variant cached the next turns' decode blocks, the single-sequence incl. them "
-                               "is its ceiling"] + list(notes))
+                               "is its ceiling", "tiers: " + WHOLE_BLOCKS_NOTE] + list(notes))
 
 
 def _curve_table(res: CompareResult) -> str:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from pcs.report.replay import WHOLE_BLOCKS_NOTE
 from pcs.report.table import render_table
 from pcs.units import format_bytes, format_count, format_percent
 
@@ -41,7 +42,8 @@ def _notes(payload: dict[str, Any], has_bytes: bool) -> list[str]:
              "LRU knee (smallest capacity reaching this share of the ceiling): " + "; ".join(knees),
              "capacity in bytes uses stored (Reserved) bytes per block: a narrower KV dtype with scales in the"
              " pages (fp8_per_token_head, nvfp4) adds fewer blocks than its payload ratio suggests; vLLM's fp8"
-             " (scales outside the pages) adds exactly that many, see pcs footprint"]
+             " (scales outside the pages) adds exactly that many, see pcs footprint"] + \
+        ([WHOLE_BLOCKS_NOTE] if has_bytes else [])
     notes += payload.get("notes") or []  # about the trace: synthetic reuse, skipped lines
     if payload["sample_rate"] < 1.0:
         notes.append(f"SHARDS sample rate {payload['sample_rate']:g}: LRU values are estimates (docs/curves.md gives"

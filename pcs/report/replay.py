@@ -195,6 +195,13 @@ TP_NOTE = ("bandwidth and break-even (TP group) are for all TP ranks together (T
            "per GPU = that / TP, comparable with --link and pcs hardware, which are per GPU")
 
 
+#: A size given in bytes becomes whole blocks, floor(size / bytes per block) (docs/semantics.md §13): the bytes
+#: printed are those blocks' and may fall just short of the size given (80GB -> 79.99 GB). Walkthrough-17 F12.
+WHOLE_BLOCKS_NOTE = ("a size given in bytes holds whole blocks, floor(size / bytes per block): the blocks and bytes "
+                     "printed are those blocks', just under the size given when it is no multiple of a block "
+                     "(e.g. 80GB -> 79.99 GB)")
+
+
 def break_even_cells(lk: dict[str, Any]) -> list[str]:
     """The two break-even cells of one envelope link row: the TP group's and one GPU's ("-" without restores)."""
     if not lk["restores"]:
