@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from pcs.report.replay import WHOLE_BLOCKS_NOTE
-from pcs.report.table import render_table
+from pcs.report.table import render_table, shown_path
 from pcs.units import format_bytes, format_count, format_percent
 
 __all__ = ["render_curve", "curve_figure"]
@@ -67,7 +67,7 @@ def render_curve(payload: dict[str, Any]) -> str:
     has_bytes = payload.get("block_bytes") is not None
     headers = ["capacity (blocks)"] + (["capacity"] if has_bytes else []) + \
         ["LRU", "Belady", "ceiling", "LRU block misses", "Belady block misses"]
-    title = (f"Hit ratio by capacity: {payload['trace']} ({format_count(payload['requests'])} requests, "
+    title = (f"Hit ratio by capacity: {shown_path(payload['trace'])} ({format_count(payload['requests'])} requests, "
              f"{format_count(payload['block_accesses'])} cacheable block accesses, block {payload['block_size']} tokens"
              + (f", {payload['model']} {format_bytes(payload['block_bytes'])}/block reserved" if has_bytes else "")
              + ")")

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from pcs.units import format_bandwidth, format_bytes, format_count, format_duration, format_percent, format_points
-from pcs.report.table import render_table
+from pcs.report.table import render_table, shown_path
 
 __all__ = ["render_replay", "header_line", "lens_rows", "lens_text", "ttft_note", "REAL_LABEL",
            "CEILING_LABEL", "CEILING_MEANING"]
@@ -44,7 +44,7 @@ def header_line(s: dict[str, Any]) -> str:
     """One line naming the run: trace, model, hardware, block size, timing (and unlimited compute), policy."""
     dtype = f", KV {s['kv_dtype']}" if s.get("kv_dtype") else ""
     pols = sorted({t["policy"] for t in s["tiers"]})
-    return (f"pcs replay: {s['trace']} | {s['model']}{dtype} on {s['tp']}x {s['gpu']} (TP={s['tp']}) | "
+    return (f"pcs replay: {shown_path(s['trace'])} | {s['model']}{dtype} on {s['tp']}x {s['gpu']} (TP={s['tp']}) | "
             f"block {s['block_size']} tokens | {timing_label(s['timing'], s.get('compute'))} | "
             f"{'/'.join(pols)}, write-{s['write_policy']}")
 
