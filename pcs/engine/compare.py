@@ -215,7 +215,7 @@ def compare(trace: Any = None, *, policies: Sequence[str | None] | None = None,
             only); ``None`` in the list means the default. An alias is input only: labels, ``policy``
             and curve keys name the registered policy (``protected`` -> ``slru``), as ``pcs replay`` does.
         tier_sets: tier lists to compare, each as :func:`pcs.replay`'s
-            ``tiers`` (e.g. ``[["gpu=400GB", "cpu=2TB"], ["gpu=400GB", "cpu=4TB"]]``);
+            ``tiers`` (e.g. ``[["gpu=390GB", "cpu=2TB"], ["gpu=390GB", "cpu=4TB"]]``);
             default: one tier list, ``replay_kwargs["tiers"]`` or the default tiers.
         curve_capacities: one-tier capacities in blocks (>= 0) for
             :attr:`CompareResult.curve` (sequential timing, the run's block rules).
