@@ -61,7 +61,8 @@ def render_stats(st: dict[str, Any]) -> str:
              " pcs replay and pcs curve give the real one"]
     notes = stats_shape_notes(st, notes)
     return render_table(["statistic", "value"], rows,
-                        title=f"{shown_path(st['trace'])} ({st['format']}, {st['block_size']}-token blocks)", notes=notes)
+                        title=f"{shown_path(st['trace'])} ({st['format']}, {st['block_size']}-token blocks)",
+                        notes=notes)
 
 
 def render_convert(info: dict[str, Any]) -> str:

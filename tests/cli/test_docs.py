@@ -257,7 +257,8 @@ def test_real_trace_skips_are_counted_for_the_end_of_run_line():
     def rep(reason):
         return types.SimpleNamespace(longrepr=("f.py", 1, f"Skipped: {reason}"))
 
-    stats = {"skipped": [rep("real Mooncake trace not found at /x (it lives in ../shared/traces or $PCS_SHARED_TRACES)"),
+    fixture = "real Mooncake trace not found at /x (it lives in ../shared/traces or $PCS_SHARED_TRACES)"
+    stats = {"skipped": [rep(fixture),
                          rep("no Mooncake trace in ../shared/traces or $PCS_SHARED_TRACES"),
                          rep("compiled pcs.trace._statscan not built")]}
     assert conftest._trace_skips(types.SimpleNamespace(stats=stats)) == 2
