@@ -11,10 +11,10 @@ set (``VmHWM``, :func:`common.vm_hwm_bytes`).
 Two denominators, both printed:
 
 - ``distinct_ids``: distinct hash ids of the trace (every block a request
-  names, the last partial one included). This is the "distinct block" of
-  issue 19's target ("peak memory at most 100 B per distinct block plus the
-  decoded trace batch in flight") and of every peak-memory figure in
-  docs/performance.md since 2026-12-01 (1.83 M at 10x);
+  names, the last partial one included). This is the "distinct block" of the
+  target "peak memory at most 100 B per distinct block plus the decoded trace
+  batch in flight" (docs/performance.md, Summary) and of every peak-memory
+  figure there since 2026-12-01 (1.83 M at 10x);
 - ``distinct_full_blocks``: distinct ids among the full prompt blocks
   (:class:`pcs.blocks.BlockRules` defaults: what the cache can hold), fewer,
   so its bytes per block are higher.

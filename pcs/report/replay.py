@@ -188,7 +188,7 @@ def ttft_note(s: dict[str, Any]) -> str:
             f"{format_duration(e['ttft_no_cache_alone_p99_s'])} without it (each prefill alone, no queue, no wait)")
 
 
-#: The envelope table's columns split each restore: restore time = transfer time + queueing (walkthrough-17 F13).
+#: The envelope table's columns split each restore: restore time = transfer time + queueing.
 RESTORE_TIME_NOTE = "restore time = transfer time (setup + bytes / bandwidth) + queueing for the link"
 #: Bandwidth and the first break-even are the TP group's; the second is one GPU's, as links are given.
 TP_NOTE = ("bandwidth and break-even (TP group) are for all TP ranks together (TP x one GPU's link); break-even "
@@ -196,7 +196,7 @@ TP_NOTE = ("bandwidth and break-even (TP group) are for all TP ranks together (T
 
 
 #: A size given in bytes becomes whole blocks, floor(size / bytes per block) (docs/semantics.md §13): the bytes
-#: printed are those blocks' and may fall just short of the size given (80GB -> 79.99 GB). Walkthrough-17 F12.
+#: printed are those blocks' and may fall just short of the size given (80GB -> 79.99 GB).
 WHOLE_BLOCKS_NOTE = ("a size given in bytes holds whole blocks, floor(size / bytes per block): the blocks and bytes "
                      "printed are those blocks', just under the size given when it is no multiple of a block "
                      "(e.g. 80GB -> 79.99 GB)")

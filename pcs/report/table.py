@@ -49,7 +49,7 @@ def render_table(headers: Sequence[str], rows: Sequence[Sequence[object]], title
 def shown_path(path: object) -> str:
     """A trace path as a report header shows it: relative to the working directory when the file lies under
     it (the bundled sample from a clone: ``traces/sample_chat.jsonl``, as the README shows), else as given.
-    Only the text changes: the JSON keeps the path it read (walkthrough-17 F9)."""
+    Only the text changes: the JSON keeps the path it read."""
     text = str(path)
     if not os.path.isabs(text):
         return text

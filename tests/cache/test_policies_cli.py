@@ -102,7 +102,7 @@ def test_policies_csv_is_plain_text_with_the_admission_rows():
 
 
 def test_one_name_for_slru_in_replay_compare_and_policies(tmp_path):
-    # walkthrough-17 F7: --policy protected printed slru (replay), protected (compare) and "slru (= protected)"
+    # --policy protected printed slru (replay), protected (compare) and "slru (= protected)"
     # (policies). The registered name slru is the one printed (pcs.cache.policies.canonical_spec); protected is
     # an alias, accepted as input and listed as such.
     trace = "traces/sample_chat.jsonl"

@@ -241,14 +241,14 @@ def test_replay_md_lists_every_request_column(model, count):
 
 
 def test_benchmarks_readme_lists_every_script():
-    """walkthrough-17 F6: benchmarks/README.md's table named 20 of the scripts; every .py in benchmarks/ has a row."""
+    """benchmarks/README.md's table named 20 of the scripts; every .py in benchmarks/ has a row."""
     table = (ROOT / "benchmarks" / "README.md").read_text(encoding="utf-8")
     rows = set(re.findall(r"^\| `([\w.]+\.py)` \|", table, flags=re.M))
     assert rows == {p.name for p in (ROOT / "benchmarks").glob("*.py")}
 
 
 def test_real_trace_skips_are_counted_for_the_end_of_run_line():
-    """walkthrough-17 F20: conftest's terminal summary counts the skips whose reason names ../shared/traces
+    """conftest's terminal summary counts the skips whose reason names ../shared/traces
     (two here: the fixture's and a skipif's), not others (a compiled kernel not built)."""
     import types
 

@@ -1,4 +1,4 @@
-"""walkthrough-17 F22: a hybrid model's tiers count pages in capacity_blocks / bytes_per_block (keys kept so no
+"""A hybrid model's tiers count pages in capacity_blocks / bytes_per_block (keys kept so no
 number moves); the JSON says which unit each tier's *_blocks fields count (TierSummary.blocks_unit)."""
 from __future__ import annotations
 

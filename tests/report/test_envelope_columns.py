@@ -1,4 +1,4 @@
-"""The envelope table's columns (walkthrough-17 F13, F14; docs/semantics.md §10): restore time shown as transfer
+"""The envelope table's columns (docs/semantics.md §10): restore time shown as transfer
 time + queueing, and the break-even per GPU beside the TP group's."""
 from __future__ import annotations
 

@@ -17,7 +17,7 @@ def test_a_first_column_of_numbers_is_right_aligned():
 
 
 def test_headers_show_the_bundled_trace_relative_to_the_working_directory(monkeypatch):
-    # walkthrough-17 F9: from a clone, `pcs trace stats` / `pcs replay` printed /abs/clone/traces/sample_chat.jsonl
+    # from a clone, `pcs trace stats` / `pcs replay` printed /abs/clone/traces/sample_chat.jsonl
     # where the README shows traces/sample_chat.jsonl; the header is relative under the working directory, else
     # as given (the JSON keeps the path read)
     from pcs.report.table import shown_path

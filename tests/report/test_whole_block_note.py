@@ -26,7 +26,7 @@ def test_no_note_for_a_gpu_tier_given_in_blocks():
     assert "counts whole blocks" not in text
 
 
-# walkthrough-17 F12: the whole-block rounding is explained wherever sizes given in bytes are printed rounded.
+# The whole-block rounding is explained wherever sizes given in bytes are printed rounded.
 # llama-3.1-8b at fp8: K and V x 32 layers x 8 KV heads x 128 dims x 1 byte x 512 tokens = 33,554,432 B a block;
 # 80 GB / 33,554,432 B = 2,384.19 -> 2,384 blocks = 79,993,765,888 B, printed 79.99 GB.
 def test_curve_explains_79_99_gb_for_80gb():

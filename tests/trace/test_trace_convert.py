@@ -251,7 +251,7 @@ def test_chmod_of_written_files(tmp_path, run):
 
 @pytest.mark.parametrize("requests, noted", [("8", False), ("9", False), ("7", True), (None, False)])
 def test_synth_azure_rows_note_only_when_rows_were_left_out(tmp_path, requests, noted):
-    # walkthrough-17 F11: traces/formats/azure2023_conv_8.csv has 8 rows (9 lines with the header), so
+    # traces/formats/azure2023_conv_8.csv has 8 rows (9 lines with the header), so
     # --requests 8, 9 and the default 1,700 take every row (no note); --requests 7 leaves row 8 out (note)
     csv = ROOT / "traces" / "formats" / "azure2023_conv_8.csv"
     args = ["trace", "synth", str(tmp_path / "a.jsonl"), "--azure-csv", str(csv)]
