@@ -44,3 +44,21 @@ def exact_trace(request) -> Path:
     if request.param == "mooncake":
         return request.getfixturevalue("mooncake_conv")
     return SAMPLE_EXACT
+
+
+def _trace_skips(terminalreporter) -> int:
+    """How many tests skipped because a real trace under ``SHARED_TRACES`` is absent (their reasons name it)."""
+    n = 0
+    for rep in terminalreporter.stats.get("skipped", []):
+        longrepr = rep.longrepr
+        reason = longrepr[2] if isinstance(longrepr, tuple) and len(longrepr) == 3 else str(longrepr)
+        n += "../shared/traces" in reason
+    return n
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    """One line at the end of the run when real-trace tests skipped: a quiet ``s`` is easy to miss."""
+    n = _trace_skips(terminalreporter)
+    if n:
+        terminalreporter.write_line(f"{n} tests skipped: ../shared traces not found at {SHARED_TRACES}; "
+                                    "set PCS_SHARED_TRACES", yellow=True)

@@ -24,8 +24,8 @@ __all__ = ["compare"]
 @command("compare", twins=True)
 @(lambda f: replay_options(f, policy_multiple=True))
 @click.option("--tiers", "tier_sets", multiple=True,
-              help="A whole tier list to compare, comma-separated, repeatable: --tiers gpu=400GB,cpu=2TB "
-                   "--tiers gpu=400GB,cpu=4TB (instead of --tier).")
+              help="A whole tier list to compare, comma-separated, repeatable: --tiers gpu=390GB,cpu=2TB "
+                   "--tiers gpu=390GB,cpu=4TB (instead of --tier).")
 @click.option("--curve-capacities", default=None, metavar="C1,C2,...",
               help="Also print hit-ratio curve rows at these one-tier capacities (5000blocks, or sizes such as 40GB: "
                    "the GPU tier's bytes per block), sequential timing: "
@@ -42,7 +42,7 @@ def compare(fmt: str, tier_sets: tuple[str, ...], curve_capacities: str | None, 
 
     \b
     Example:
-      pcs compare trace.jsonl --policy lru --policy protected --tier gpu=400GB --tier cpu=2TB
+      pcs compare trace.jsonl --policy lru --policy protected --tier gpu=390GB --tier cpu=2TB
       pcs compare trace.jsonl --tiers gpu=5000blocks --tiers gpu=20000blocks --timing sequential
       pcs compare trace.jsonl --policy lru --policy protected --curve-capacities 1000blocks,5000blocks,20000blocks
       pcs compare trace.jsonl --policy lru --policy s3fifo --admit none --admit cpu=reuse:2 --gap-oracle

@@ -516,7 +516,7 @@ def replay(fmt: str, requests_out: str | None, html_path: str | None, plot_dir: 
     the GPU tier sized from that deployment and --tier cpu=2TB (the reason
     and the derivation are printed).
     Example:
-      pcs replay trace.jsonl --model llama-3.1-70b --tier gpu=400GB --tier cpu=2TB --policy slru
+      pcs replay trace.jsonl --model llama-3.1-70b --tier gpu=390GB --tier cpu=2TB --policy slru
       pcs replay trace.jsonl --tier gpu=5000blocks --timing sequential --format json
       pcs replay trace.jsonl --html report.html --plot figures/
     JSON keys: docs/json.md (hit_ratio, hit_ratio_per_tier,

@@ -276,13 +276,22 @@ def written_block_size_note(info: dict, quiet: bool) -> None:
 def _azure_rows_note(azure_csv, num_requests, quiet) -> None:
     """With ``--azure-csv`` a count takes the CSV's first rows: say so (on stderr), most of all when the count is
     the default, which a user asking for the Azure trace may not expect (the default 1,700 requests are 1,700 of
-    the Azure 2023 conversation trace's 19,365 rows)."""
-    if azure_csv is None or num_requests is None or quiet:
+    the Azure 2023 conversation trace's 19,365 rows). Only when rows were left out: an 8-row file gets none."""
+    if azure_csv is None or num_requests is None or quiet or not _rows_beyond(azure_csv, num_requests):
         return
     source = click.get_current_context().get_parameter_source("num_requests")
     given = "the default" if source == click.core.ParameterSource.DEFAULT else "as given"
     click.echo(f"pcs: note: --azure-csv: at most the first {num_requests:,} rows were taken (--requests "
                f"{num_requests}, {given}); --requests all takes every row", err=True)
+
+
+def _rows_beyond(azure_csv, n: int) -> bool:
+    """True iff the CSV has a row after its first ``n`` (reads at most n + 1 rows; the run already checked them)."""
+    import itertools
+
+    from pcs.trace.azure import read_azure_csv
+
+    return next(itertools.islice(read_azure_csv(azure_csv), n, None), None) is not None
 
 
 def _progressed(batches, progress):

@@ -20,7 +20,7 @@ from typing import Any, Callable, Sequence
 
 from pcs.argcheck import check_int, check_number_list
 from pcs.blocks import BlockRules
-from pcs.cache.policies import DEFAULT_POLICY, policy_options
+from pcs.cache.policies import DEFAULT_POLICY, canonical_spec, policy_options
 from pcs.engine.result import PayloadLens, ReplaySummary
 from pcs.errors import UserError
 from pcs.schema import common, field, own, projection, renamed, result, take, to_dict
@@ -245,9 +245,10 @@ def compare(trace: Any = None, *, policies: Sequence[str | None] | None = None,
         trace: as for :func:`pcs.replay` (a path, a Trace, Requests, or None
             for the bundled sample); opened once and reused by every variant.
         policies: eviction policies to compare (default: the default policy
-            only); ``None`` in the list means the default.
+            only); ``None`` in the list means the default. An alias is input only: labels, ``policy``
+            and curve keys name the registered policy (``protected`` -> ``slru``), as ``pcs replay`` does.
         tier_sets: tier lists to compare, each as :func:`pcs.replay`'s
-            ``tiers`` (e.g. ``[["gpu=400GB", "cpu=2TB"], ["gpu=400GB", "cpu=4TB"]]``);
+            ``tiers`` (e.g. ``[["gpu=390GB", "cpu=2TB"], ["gpu=390GB", "cpu=4TB"]]``);
             default: one tier list, ``replay_kwargs["tiers"]`` or the default tiers.
         curve_capacities: one-tier capacities in blocks (>= 0) for
             :attr:`CompareResult.curve` (sequential timing, the run's block rules).
@@ -274,7 +275,7 @@ def compare(trace: Any = None, *, policies: Sequence[str | None] | None = None,
 
     caps = _check_compare_args(tier_sets, curve_capacities, replay_kwargs, policies, admits)
     source = reiterable(trace)
-    pols = list(policies or ()) or [None]
+    pols = [canonical_spec(p) if p else p for p in policies or ()] or [None]   # slru, never its alias protected
     one_set = replay_kwargs.pop("tiers", None)
     sets = [list(ts) for ts in tier_sets or ()] or [one_set]
     adms = list(admits or ()) or [None]

@@ -61,13 +61,15 @@ def tier_fields(plan, residency, j: int) -> dict[str, Any]:
     """The :class:`pcs.engine.result.TierSummary` fields of level j measured in pages and bytes.
 
     ``capacity_blocks`` and ``resident_blocks_*`` count pages; ``bytes_per_block`` is the page of the
-    (first) pool; ``bytes_per_block_by_component`` gives each component's bytes per block of its group.
+    (first) pool; ``bytes_per_block_by_component`` gives each component's bytes per block of its group;
+    ``blocks_unit`` says so ("page"), keys kept so that no number moves.
     """
     cap = plan.capacity_pages[j]
     end, peak = residency.pages[j], residency.peak_pages[j]
     written = sum(w * plan.page_bytes[j][g.pool] for w, g in zip(residency.written[j], plan.groups))
     per_block = {c: b for comp in plan.component_bytes[j] for c, b in comp.items()}
-    return dict(capacity_blocks=sum(cap), capacity_bytes=sum(c * b for c, b in zip(cap, plan.page_bytes[j])),
+    return dict(blocks_unit="page", capacity_blocks=sum(cap),
+                capacity_bytes=sum(c * b for c, b in zip(cap, plan.page_bytes[j])),
                 bytes_per_block=plan.page_bytes[j][0], bytes_per_block_by_component=per_block,
                 written_bytes=written if j else 0, resident_blocks_end=sum(end),
                 resident_bytes_end=residency.level_bytes(j), resident_bytes_end_by_component=component_bytes(plan, j, end),

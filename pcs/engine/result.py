@@ -58,6 +58,9 @@ class TierSummary:
                                        "docs/semantics.md §8)", omit_none=True, default=None)
     refused_blocks: int | None = field("blocks", "blocks offered to the tier that its admission refused (with "
                                                  "--admit)", omit_none=True, default=None)
+    blocks_unit: str = field("-", "what this tier's capacity_blocks, resident_blocks_* and bytes_per_block count: "
+                                  "block (the trace's block), or page (a hybrid model's KV page of the shared "
+                                  "pool; docs/hybrid.md)", default="block")
 
 
 @result
@@ -117,6 +120,9 @@ class LinkEnvelope:
     break_even_bps: float | None = field("bytes/s", "bandwidth at which restoring equals recomputing over the run "
                                                     "(restored bytes / (full - remaining prefill - setup)); "
                                                     "null without restores")
+    break_even_bps_per_gpu: float | None = field("bytes/s", "break_even_bps / TP: what each GPU's own link must "
+                                                            "carry (links and --link are per GPU); null without "
+                                                            "restores")
 
 
 @result

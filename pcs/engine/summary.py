@@ -174,9 +174,13 @@ def at_least_zero(x: float) -> float:
     return x if x > 0.0 else 0.0
 
 
-def _link_envelope(tier: TierState, link, lk) -> LinkEnvelope:
+def _link_envelope(tier: TierState, link, lk, tp: int) -> LinkEnvelope:
+    """One link's row; ``link.bandwidth_bps`` is the TP group's (TP x one GPU's link), so the break-even per GPU
+    is the group's / ``tp`` (docs/semantics.md §10)."""
     from pcs.analysis.envelope import break_even_bps
 
+    be = break_even_bps(lk.restored_bytes, lk.full_prefill_s, lk.remaining_prefill_s, lk.overhead_s) \
+        if lk.restores else None
     return LinkEnvelope(
         tier=tier.name, link=link.name, bandwidth_bps=link.bandwidth_bps,
         setup_s=link.setup_s, restores=lk.restores, restored_blocks=lk.restored_blocks,
@@ -186,13 +190,12 @@ def _link_envelope(tier: TierState, link, lk) -> LinkEnvelope:
         restores_slower_than_recompute=lk.slower_restores,
         share_slower=lk.slower_restores / lk.restores if lk.restores else None,
         blocks_slower_than_recompute=lk.slower_blocks,
-        break_even_bps=(break_even_bps(lk.restored_bytes, lk.full_prefill_s, lk.remaining_prefill_s,
-                                       lk.overhead_s) if lk.restores else None),
+        break_even_bps=be, break_even_bps_per_gpu=None if be is None else be / tp,
     )
 
 
 def _envelope(ledger, state: CacheState, cols, ctx) -> EnvelopeSummary:
-    links = tuple(_link_envelope(state.tiers[j], ctx["links"][j], ledger.links[j])
+    links = tuple(_link_envelope(state.tiers[j], ctx["links"][j], ledger.links[j], ctx["tp"])
                   for j in range(1, len(state.tiers)))
     ttft = _values(cols["ttft_s"])
     no_cache = _values(cols["prefill_no_cache_s"])

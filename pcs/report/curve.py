@@ -10,7 +10,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from pcs.report.table import render_table
+from pcs.report.replay import WHOLE_BLOCKS_NOTE
+from pcs.report.table import render_table, shown_path
 from pcs.units import format_bytes, format_count, format_percent
 
 __all__ = ["render_curve", "curve_figure"]
@@ -41,7 +42,8 @@ def _notes(payload: dict[str, Any], has_bytes: bool) -> list[str]:
              "LRU knee (smallest capacity reaching this share of the ceiling): " + "; ".join(knees),
              "capacity in bytes uses stored (Reserved) bytes per block: a narrower KV dtype with scales in the"
              " pages (fp8_per_token_head, nvfp4) adds fewer blocks than its payload ratio suggests; vLLM's fp8"
-             " (scales outside the pages) adds exactly that many, see pcs footprint"]
+             " (scales outside the pages) adds exactly that many, see pcs footprint"] + \
+        ([WHOLE_BLOCKS_NOTE] if has_bytes else [])
     notes += payload.get("notes") or []  # about the trace: synthetic reuse, skipped lines
     if payload["sample_rate"] < 1.0:
         notes.append(f"SHARDS sample rate {payload['sample_rate']:g}: LRU values are estimates (docs/curves.md gives"
@@ -65,7 +67,7 @@ def render_curve(payload: dict[str, Any]) -> str:
     has_bytes = payload.get("block_bytes") is not None
     headers = ["capacity (blocks)"] + (["capacity"] if has_bytes else []) + \
         ["LRU", "Belady", "ceiling", "LRU block misses", "Belady block misses"]
-    title = (f"Hit ratio by capacity: {payload['trace']} ({format_count(payload['requests'])} requests, "
+    title = (f"Hit ratio by capacity: {shown_path(payload['trace'])} ({format_count(payload['requests'])} requests, "
              f"{format_count(payload['block_accesses'])} cacheable block accesses, block {payload['block_size']} tokens"
              + (f", {payload['model']} {format_bytes(payload['block_bytes'])}/block reserved" if has_bytes else "")
              + ")")

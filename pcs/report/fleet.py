@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from pcs.report.table import render_table
+from pcs.report.table import render_table, shown_path
 from pcs.units import format_bytes, format_count, format_duration, format_percent, format_points
 
 __all__ = ["render_fleet", "render_router_compare", "compare_title"]
@@ -69,7 +69,7 @@ def render_fleet(s: dict[str, Any], compute: str | None = None) -> str:
     from pcs.report.replay import UNLIMITED
 
     stale = f", view {format_duration(s['router_stale_s'])} stale" if s["router_stale_s"] else ", exact view"
-    title = (f"pcs replay: {s['trace']} | {s['instances']} instances | router {s['router']}{stale} | "
+    title = (f"pcs replay: {shown_path(s['trace'])} | {s['instances']} instances | router {s['router']}{stale} | "
              f"index {format_count(s['index_capacity_blocks'])} blocks per instance"
              + (f" | {UNLIMITED}" if compute == "infinite" else ""))
     top = render_table(["fleet", "hit ratio", "lost (-) or gained (+) at this step"], _gap_rows(s), title=title)

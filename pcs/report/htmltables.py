@@ -11,7 +11,8 @@ from __future__ import annotations
 from typing import Any, Callable, Sequence
 
 from pcs.units import format_bandwidth, format_bytes, format_count, format_duration, format_percent
-from pcs.report.replay import CEILING_LABEL, REAL_LABEL, lens_rows, slot_unit, ttft_note
+from pcs.report.replay import (CEILING_LABEL, REAL_LABEL, RESTORE_TIME_NOTE, TP_NOTE, break_even_cells, lens_rows,
+                               slot_unit, ttft_note)
 
 __all__ = ["cell", "envelope_table", "tier_table", "footprint_tables", "compare_table", "runs_table", "best_columns",
            "BEST"]
@@ -39,18 +40,19 @@ def envelope_table(s: dict) -> dict | None:
         return None
     rows = [[cell(f"{lk['tier']} -> gpu"), cell(lk["link"]), cell(format_bandwidth(lk["bandwidth_bps"]), True),
              cell(format_count(lk["restores"]), True), cell(format_bytes(lk["restored_bytes"]), True),
-             cell(format_duration(lk["restore_s"]), True), cell(format_duration(lk["queue_s"]), True),
+             cell(format_duration(lk["transfer_s"]), True), cell(format_duration(lk["queue_s"]), True),
              cell(format_duration(lk["prefill_saved_s"]), True),
              cell(f"{format_count(lk['restores_slower_than_recompute'])} ({format_percent(lk['share_slower'])})"
                   if lk["share_slower"] is not None else "-", True),
-             cell(format_bandwidth(lk["break_even_bps"]) if lk["restores"] else None, True)] for lk in e["links"]]
+             *(cell(c if lk["restores"] else None, True) for c in break_even_cells(lk))] for lk in e["links"]]
     notes = [ttft_note(s),
-             "slower = the restore (queueing included) took longer than the prefill its hits saved; break-even = "
-             "restored bytes / (full - remaining prefill - setup) over the run (docs/semantics.md §10)",
-             "bandwidths are for all TP ranks together (TP x one GPU's link)"]
-    return _table("Restore vs recompute, per link", ["link", "name", "bandwidth", "restores", "bytes", "restore time",
-                                                     "queueing", "prefill saved", "slower than recompute",
-                                                     "break-even"], rows, notes)
+             RESTORE_TIME_NOTE + "; slower = the restore (queueing included) took longer than the prefill its hits "
+             "saved; break-even = restored bytes / (full - remaining prefill - setup) over the run "
+             "(docs/semantics.md §10)", TP_NOTE]
+    return _table("Restore vs recompute, per link", ["link", "name", "bandwidth", "restores", "bytes",
+                                                     "transfer time", "queueing", "prefill saved",
+                                                     "slower than recompute", "break-even (TP group)",
+                                                     "break-even per GPU"], rows, notes)
 
 
 def lens_table(s: dict, label: str = "") -> dict | None:

@@ -17,7 +17,7 @@ def render_policies(pol: list[dict], adm: list[dict], errors: list[str]) -> str:
     name, aliases, options, origin, contract, summary, source), ``adm`` the admission kinds
     (:func:`pcs.cli.policies.admission_rows`), ``errors`` the plug-ins left out (one note each)."""
     a = render_table(["policy", "options (default)", "origin", "contract", "what it does", "source"],
-                     [[r["name"] + "".join(f" (= {x})" for x in r["aliases"]), _options(r["options"]), r["origin"],
+                     [[r["name"] + "".join(f" (alias {x})" for x in r["aliases"]), _options(r["options"]), r["origin"],
                        r["contract"], r["summary"], r["source"]] for r in pol],
                      title="Eviction policies (--policy NAME or NAME:OPTION=VALUE,...; --tier-policy TIER=...)",
                      notes=["belady and gdsf read the trace (a pre-pass): belady is an offline bound, not a policy "

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from pcs.units import format_bandwidth, format_bytes, format_count, format_duration, format_percent, format_points
-from pcs.report.table import render_table
+from pcs.report.table import render_table, shown_path
 
 __all__ = ["render_replay", "slot_unit", "header_line", "lens_rows", "lens_text", "ttft_note", "REAL_LABEL",
            "CEILING_LABEL", "CEILING_MEANING"]
@@ -44,7 +44,7 @@ def header_line(s: dict[str, Any]) -> str:
     """One line naming the run: trace, model, hardware, block size, timing (and unlimited compute), policy."""
     dtype = f", KV {s['kv_dtype']}" if s.get("kv_dtype") else ""
     pols = sorted({t["policy"] for t in s["tiers"]})
-    return (f"pcs replay: {s['trace']} | {s['model']}{dtype} on {s['tp']}x {s['gpu']} (TP={s['tp']}) | "
+    return (f"pcs replay: {shown_path(s['trace'])} | {s['model']}{dtype} on {s['tp']}x {s['gpu']} (TP={s['tp']}) | "
             f"block {s['block_size']} tokens | {timing_label(s['timing'], s.get('compute'))} | "
             f"{'/'.join(pols)}, write-{s['write_policy']}")
 
@@ -136,8 +136,8 @@ def _tier_table(s: dict[str, Any]) -> str:
              "a smaller KV dtype shrinks the payload, not in-page scales, padding, setup or compute"]
     if unit == "page":
         notes.append("hybrid model: a tier's bytes/page and capacity count pages of the shared pool (JSON "
-                     "bytes_per_block and capacity_blocks are per page too); the payload row and 'block by "
-                     "component' are per block of the model")
+                     "bytes_per_block and capacity_blocks are per page too: blocks_unit \"page\"); the payload "
+                     "row and 'block by component' are per block of the model")
     multi = [t for t in s["tiers"] if len(t["bytes_per_block_by_component"]) > 1]
     for t in multi:
         parts = ", ".join(f"{k} {format_bytes(v)}" for k, v in t["bytes_per_block_by_component"].items())
@@ -194,6 +194,27 @@ def ttft_note(s: dict[str, Any]) -> str:
             f"{format_duration(e['ttft_no_cache_alone_p99_s'])} without it (each prefill alone, no queue, no wait)")
 
 
+#: The envelope table's columns split each restore: restore time = transfer time + queueing.
+RESTORE_TIME_NOTE = "restore time = transfer time (setup + bytes / bandwidth) + queueing for the link"
+#: Bandwidth and the first break-even are the TP group's; the second is one GPU's, as links are given.
+TP_NOTE = ("bandwidth and break-even (TP group) are for all TP ranks together (TP x one GPU's link); break-even "
+           "per GPU = that / TP, comparable with --link and pcs hardware, which are per GPU")
+
+
+#: A size given in bytes becomes whole blocks, floor(size / bytes per block) (docs/semantics.md §13): the bytes
+#: printed are those blocks' and may fall just short of the size given (80GB -> 79.99 GB).
+WHOLE_BLOCKS_NOTE = ("a size given in bytes holds whole blocks, floor(size / bytes per block): the blocks and bytes "
+                     "printed are those blocks', just under the size given when it is no multiple of a block "
+                     "(e.g. 80GB -> 79.99 GB)")
+
+
+def break_even_cells(lk: dict[str, Any]) -> list[str]:
+    """The two break-even cells of one envelope link row: the TP group's and one GPU's ("-" without restores)."""
+    if not lk["restores"]:
+        return ["-", "-"]
+    return [format_bandwidth(lk["break_even_bps"]), format_bandwidth(lk["break_even_bps_per_gpu"])]
+
+
 def _envelope_table(s: dict[str, Any]) -> str:
     e = s["envelope"]
     rows = []
@@ -201,19 +222,17 @@ def _envelope_table(s: dict[str, Any]) -> str:
         share = format_percent(lk["share_slower"]) if lk["share_slower"] is not None else "-"
         rows.append([f"{lk['tier']} -> gpu", f"{lk['link']} = {format_bandwidth(lk['bandwidth_bps'])}",
                      format_count(lk["restores"]), format_bytes(lk["restored_bytes"]),
-                     format_duration(lk["restore_s"]), format_duration(lk["queue_s"]),
+                     format_duration(lk["transfer_s"]), format_duration(lk["queue_s"]),
                      format_duration(lk["prefill_saved_s"]),
-                     f"{format_count(lk['restores_slower_than_recompute'])} ({share})",
-                     format_bandwidth(lk["break_even_bps"]) if lk["restores"] else "-"])
+                     f"{format_count(lk['restores_slower_than_recompute'])} ({share})", *break_even_cells(lk)])
     notes = [ttft_note(s),
              f"wait for KV space p50 {format_duration(e['wait_p50_s'])} / p99 {format_duration(e['wait_p99_s'])}; "
              f"prefill time saved by all hits {format_duration(e['prefill_saved_s'])}",
-             "slower = restore (queueing included) took longer than the prefill its hits saved; "
+             RESTORE_TIME_NOTE + "; slower = restore time (queueing included) > the prefill its hits saved; "
              "break-even = restored bytes / (full - remaining prefill - setup), summed over the run",
-             "bandwidth and break-even are for all TP ranks together (TP x one GPU's link); "
-             "--link values are per GPU"]
-    return render_table(["link", "bandwidth", "restores", "bytes", "restore time", "queueing", "prefill saved",
-                         "slower than recompute", "break-even"], rows,
+             TP_NOTE]
+    return render_table(["link", "bandwidth", "restores", "bytes", "transfer time", "queueing", "prefill saved",
+                         "slower than recompute", "break-even (TP group)", "break-even per GPU"], rows,
                         title="Bandwidth envelope: restore vs recompute, per link", notes=notes)
 
 

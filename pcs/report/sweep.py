@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pcs.report.replay import CEILING_LABEL, CEILING_MEANING, REAL_LABEL, lens_text
+from pcs.report.replay import CEILING_LABEL, CEILING_MEANING, REAL_LABEL, WHOLE_BLOCKS_NOTE, lens_text
 from pcs.report.table import render_table
 from pcs.sweep.result import SweepRun, SweepSummary
 from pcs.units import format_bytes, format_duration, format_percent
@@ -37,7 +37,8 @@ def render_summary(s: SweepSummary) -> str:
                          title=f"Pareto front: {label} ({s.direction}) against {' and '.join(s.tiers)} bytes "
                                f"({len(s.front)} of {s.replay_points} points)",
                          notes=["on the front: no other point is as good with no more bytes on every tier; "
-                                f"options: those that vary; single-sequence = {CEILING_MEANING}"])
+                                f"options: those that vary; single-sequence = {CEILING_MEANING}",
+                                f"tier bytes: {WHOLE_BLOCKS_NOTE}"])
     lens = "" if s.payload_lens is None else "\n\n" + lens_text(
         {"payload_lens": s.payload_lens}, f"best hit-ratio point {s.payload_lens_point_id}")
     return f"{best}\n\n{front}{lens}"

@@ -1,9 +1,10 @@
 """Plain-text tables: right-aligned numbers, left-aligned text, no colour."""
 from __future__ import annotations
 
+import os
 from typing import Sequence
 
-__all__ = ["render_table"]
+__all__ = ["render_table", "shown_path"]
 
 
 def render_table(headers: Sequence[str], rows: Sequence[Sequence[object]], title: str | None = None,
@@ -43,3 +44,17 @@ def render_table(headers: Sequence[str], rows: Sequence[Sequence[object]], title
                              for j, (c, w) in enumerate(zip(row, widths))).rstrip())
     out.extend(f"note: {n}" for n in notes)
     return "\n".join(out)
+
+
+def shown_path(path: object) -> str:
+    """A trace path as a report header shows it: relative to the working directory when the file lies under
+    it (the bundled sample from a clone: ``traces/sample_chat.jsonl``, as the README shows), else as given.
+    Only the text changes: the JSON keeps the path it read."""
+    text = str(path)
+    if not os.path.isabs(text):
+        return text
+    try:
+        rel = os.path.relpath(text)
+    except ValueError:                      # another drive (Windows)
+        return text
+    return text if rel == os.pardir or rel.startswith(os.pardir + os.sep) else rel

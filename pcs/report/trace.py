@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pcs.report.table import render_table
+from pcs.report.table import render_table, shown_path
 from pcs.report.traceshape import number as num, stats_shape_notes, stats_shape_rows
 from pcs.units import format_count, format_duration, format_percent
 
@@ -61,7 +61,8 @@ def render_stats(st: dict[str, Any]) -> str:
              " pcs replay and pcs curve give the real one"]
     notes = stats_shape_notes(st, notes)
     return render_table(["statistic", "value"], rows,
-                        title=f"{st['trace']} ({st['format']}, {st['block_size']}-token blocks)", notes=notes)
+                        title=f"{shown_path(st['trace'])} ({st['format']}, {st['block_size']}-token blocks)",
+                        notes=notes)
 
 
 def render_convert(info: dict[str, Any]) -> str:

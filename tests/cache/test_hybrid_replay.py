@@ -46,7 +46,7 @@ def _no_engine(d: dict) -> dict:
     return {k: v for k, v in d.items() if k not in SUMMARY_KEYS}
 
 
-@pytest.mark.skipif(not MOONCAKE.exists(), reason="the Mooncake trace is not beside the repository")
+@pytest.mark.skipif(not MOONCAKE.exists(), reason="no Mooncake trace in ../shared/traces or $PCS_SHARED_TRACES")
 def test_all_full_attention_on_mooncake_is_todays_replay():
     from pcs.trace import open_trace
 

@@ -99,3 +99,21 @@ def test_policies_csv_is_plain_text_with_the_admission_rows():
     assert [(k[1], x["options"]) for k, x in rows.items() if k[0] == "admission"] == [
         ("reuse", "n=2"), ("selective", "k=2"), ("tinylfu", "sample=10"), ("retain", "tokens=0-4096, duration=60.0")]
     assert not any(c in r.stdout for c in "{}[]")          # no dict or list repr in any cell
+
+
+def test_one_name_for_slru_in_replay_compare_and_policies(tmp_path):
+    # --policy protected printed slru (replay), protected (compare) and "slru (= protected)"
+    # (policies). The registered name slru is the one printed (pcs.cache.policies.canonical_spec); protected is
+    # an alias, accepted as input and listed as such.
+    trace = "traces/sample_chat.jsonl"
+    rep = invoke("replay", trace, "--policy", "protected", "--tier", "gpu=100blocks", "--quiet")
+    assert rep.exit_code == 0, rep.output
+    assert "slru" in rep.stdout.splitlines()[0] and "protected" not in rep.stdout.splitlines()[0]
+    cmp = invoke("compare", trace, "--policy", "lru", "--policy", "protected", "--tier", "gpu=100blocks",
+                 "--curve-capacities", "100blocks", "--format", "json", "--quiet")
+    assert cmp.exit_code == 0, cmp.output
+    d = json.loads(cmp.stdout)
+    assert [(v["variant"], v["policy"]) for v in d["variants"]] == [("lru", "lru"), ("slru", "slru")]
+    assert "slru_hit_ratio" in d["curve"][0] and "protected_hit_ratio" not in d["curve"][0]
+    pol = invoke("policies")
+    assert "slru (alias protected)" in pol.stdout

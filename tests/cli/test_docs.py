@@ -238,3 +238,27 @@ def test_replay_md_lists_every_request_column(model, count):
         generic = re.sub(r"^(hit_tokens|gpu_resident_bytes)_\w+$", r"\1_<tier>" if name.startswith("hit_")
                          else r"\1_<component>", name)
         assert f"`{generic}`" in section, name
+
+
+def test_benchmarks_readme_lists_every_script():
+    """benchmarks/README.md's table named 20 of the scripts; every .py in benchmarks/ has a row."""
+    table = (ROOT / "benchmarks" / "README.md").read_text(encoding="utf-8")
+    rows = set(re.findall(r"^\| `([\w.]+\.py)` \|", table, flags=re.M))
+    assert rows == {p.name for p in (ROOT / "benchmarks").glob("*.py")}
+
+
+def test_real_trace_skips_are_counted_for_the_end_of_run_line():
+    """conftest's terminal summary counts the skips whose reason names ../shared/traces
+    (two here: the fixture's and a skipif's), not others (a compiled kernel not built)."""
+    import types
+
+    import conftest
+
+    def rep(reason):
+        return types.SimpleNamespace(longrepr=("f.py", 1, f"Skipped: {reason}"))
+
+    fixture = "real Mooncake trace not found at /x (it lives in ../shared/traces or $PCS_SHARED_TRACES)"
+    stats = {"skipped": [rep(fixture),
+                         rep("no Mooncake trace in ../shared/traces or $PCS_SHARED_TRACES"),
+                         rep("compiled pcs.trace._statscan not built")]}
+    assert conftest._trace_skips(types.SimpleNamespace(stats=stats)) == 2

@@ -44,7 +44,7 @@ ENVELOPE_KEYS = ["links", "ttft_p50_s", "ttft_p99_s", "ttft_no_cache_alone_p50_s
                  "wait_p99_s", "prefill_saved_s"]
 LINK_KEYS = ["tier", "link", "bandwidth_bps", "setup_s", "restores", "restored_blocks", "restored_bytes",
              "restore_s", "transfer_s", "queue_s", "prefill_saved_s", "restores_slower_than_recompute",
-             "share_slower", "blocks_slower_than_recompute", "break_even_bps"]
+             "share_slower", "blocks_slower_than_recompute", "break_even_bps", "break_even_bps_per_gpu"]
 LENS_KEYS = ["dtype", "alt_dtype", "layout", "reference_bytes_per_block", "gpu_bytes_per_block", "lower_bytes_per_block",
              "gpu_capacity_blocks", "restored_bytes", "restore_transfer_s", "prefill_s", "ttft_mean_s"]
 CURVE_KEYS = ["trace", "block_size", "requests", "block_accesses", "distinct_blocks", "prompt_tokens",
@@ -62,8 +62,8 @@ def default_run():
 def test_replay_json_keys_in_order(default_run):
     d = default_run.summary.to_dict()
     assert list(d) == REPLAY_KEYS + ENGINE_KEYS + DECODE_KEYS
-    assert list(d["tiers"][0]) == TIER_KEYS                     # lru GPU tier: no protected_share
-    assert list(d["tiers"][1]) == TIER_KEYS + ["protected_share"]
+    assert list(d["tiers"][0]) == TIER_KEYS + ["blocks_unit"]   # lru GPU tier: no protected_share
+    assert list(d["tiers"][1]) == TIER_KEYS + ["protected_share", "blocks_unit"]
     assert d["tiers"][1]["protected_share"] == 0.8              # the protected policy's default share
     assert list(d["bytes"]) == BYTES_KEYS and list(d["envelope"]) == ENVELOPE_KEYS
     assert list(d["envelope"]["links"][0]) == LINK_KEYS and list(d["payload_lens"]) == LENS_KEYS

@@ -1,4 +1,7 @@
 """Alignment of plain-text tables (pcs.report.table.render_table)."""
+import os
+
+from helpers import ROOT, invoke
 from pcs.report.table import render_table
 
 
@@ -11,3 +14,20 @@ def test_a_name_that_starts_with_a_digit_stays_with_the_names():
 def test_a_first_column_of_numbers_is_right_aligned():
     out = render_table(["blocks", "hit"], [["100", "3.8 %"], ["1,000", "6.4 %"]]).splitlines()
     assert out[2] == "   100  3.8 %" and out[3] == " 1,000  6.4 %"
+
+
+def test_headers_show_the_bundled_trace_relative_to_the_working_directory(monkeypatch):
+    # from a clone, `pcs trace stats` / `pcs replay` printed /abs/clone/traces/sample_chat.jsonl
+    # where the README shows traces/sample_chat.jsonl; the header is relative under the working directory, else
+    # as given (the JSON keeps the path read)
+    from pcs.report.table import shown_path
+
+    monkeypatch.chdir(ROOT)
+    assert shown_path(ROOT / "traces" / "sample_chat.jsonl") == os.path.join("traces", "sample_chat.jsonl")
+    assert shown_path("traces/x.jsonl") == "traces/x.jsonl"
+    monkeypatch.chdir(ROOT / "traces")
+    assert shown_path(ROOT / "README.md") == str(ROOT / "README.md")     # outside the working directory: as is
+    for words in (["trace", "stats"], ["replay", "--quiet", "--tier", "gpu=100blocks"]):
+        monkeypatch.chdir(ROOT)
+        out = invoke(*words).stdout
+        assert "traces/sample_chat.jsonl" in out.splitlines()[0] and str(ROOT) not in out, words
