@@ -7,7 +7,7 @@ Each round runs ``summarize`` in a fresh process per tree (imports included, as 
 pays them) and reads its wall time, CPU time (user + system) and peak RSS (``ru_maxrss``) from
 ``resource.getrusage`` of that child. The two trees' summaries are compared (front and best point ids).
 
-Usage: python benchmarks/bench_sweep_summary.py --peer-python /work/main/.venv/bin/python [--points 3000]
+Usage: python benchmarks/bench_sweep_summary.py --peer-python PEER_CHECKOUT/.venv/bin/python [--points 3000]
        [--rounds 3]
 The last line printed is one JSON object with every figure (medians).
 """

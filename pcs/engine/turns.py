@@ -175,7 +175,7 @@ class TurnWalk:
 
         self._tn = _native.module("turns")
         if self._tn is None:
-            raise ValueError(f"the compiled {_native.TWINS['turns']} is not built")
+            raise RuntimeError(f"the compiled {_native.TWINS['turns']} is not built")
         self._state, self._n, self._side = self._tn.new(), 0, Beside(threaded)
 
     def _walk(self, first: int, bs: int, hashes: np.ndarray, off: np.ndarray, p: np.ndarray, o: np.ndarray) -> None:
