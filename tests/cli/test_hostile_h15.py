@@ -344,7 +344,8 @@ def test_report_names_why_the_trace_cannot_be_read(work):
     (work / "d").mkdir()
     for trace, why in (("fifo.jsonl", "trace fifo.jsonl is a FIFO, not a file"), ("d", "trace d is a directory, not a file"),
                        ("gone.jsonl", "trace gone.jsonl not found"), ("-", "trace - was stdin, read once by the run")):
-        (work / "run.json").write_text(json.dumps(dict(run, trace=trace)))
+        # trace_file null: what a run of a FIFO or stdin records (not a regular file), or a JSON from before the key
+        (work / "run.json").write_text(json.dumps(dict(run, trace=trace, trace_file=None)))
         r = invoke("report", "run.json", "-o", "p.html")
         assert r.exit_code == 0, r.output
         assert f"pcs: note: {why}: no hit-rate curve" in r.stderr

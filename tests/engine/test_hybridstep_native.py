@@ -166,6 +166,7 @@ def test_attention_terms_refuse_what_they_cannot_sum():
 
 class _Cfg:
     restore_policy = "layerwise"
+    cache_blocks_at = "prefill-done"      # the default (SchedulerConfig): the compiled loops cache at prefill done
 
 
 def _same_replays(trace, **kw) -> None:
