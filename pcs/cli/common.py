@@ -189,6 +189,10 @@ def user_errors() -> Iterator[None]:
         raise
     except UserError as exc:
         raise PcsUsageError(option_names(str(exc).splitlines()[0]) if str(exc) else type(exc).__name__) from None
+    except ValueError as exc:
+        if "embedded null byte" not in str(exc):   # os.stat/open of a path holding "\0" (API or test runner argv)
+            raise PcsInternalError(exc) from None
+        raise PcsUsageError("a path given on the command line contains a NUL byte (\\x00)") from None
     except BrokenPipeError:  # `pcs ... | head`
         sys.stderr.close()
     except OSError as exc:

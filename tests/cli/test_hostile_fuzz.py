@@ -101,5 +101,18 @@ def test_random_option_values_never_traceback_nor_leave_files(path, cmd, data, t
     if r.exit_code == 2:
         assert not left, (args, left, r.output)
     else:
-        assert left <= set(args), (args, left)  # only the outputs it was told to write
+        # only the outputs it was told to write: a file named on the command line, or inside a directory named
+        # there (--plot DIR writes DIR/compare.png and DIR/compare.svg)
+        assert all(f in args or Path(f).parts[0] in args for f in left), (args, left)
     assert _spools() <= spools, args
+
+
+@pytest.mark.parametrize("args", [["compare", str(SMALL_TRACE), "--html", "\0"],
+                                  ["curve", str(SMALL_TRACE), "--plot", "a\0b"],
+                                  ["footprint", "--model-config", "\0"]])
+def test_a_nul_byte_in_a_path_is_one_error_line(args):
+    # click's Path type stats the path; Python's os.stat raises ValueError("embedded null byte") for "\0" (only the
+    # API or a test runner can pass it: a shell cannot): one "pcs: error:" line, exit 2, no traceback
+    r = invoke(*args)
+    assert r.exit_code == 2, r.output
+    assert "Traceback" not in r.output and "NUL byte" in r.stderr

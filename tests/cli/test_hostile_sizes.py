@@ -45,10 +45,13 @@ def test_blocks_and_bytes_work_in_every_capacity_option():
     assert by_bytes["tiers"][0]["capacity_blocks"] == GB_70B_BLOCKS
     r = invoke("replay", T, "--tier", f"gpu={GB_70B_BLOCKS}blocks", "--timing", "sequential", "-q", "--format", "json")
     assert json.loads(r.stdout)["hit_ratio"] == by_bytes["hit_ratio"]
-    r = invoke("compare", T, "--tiers", "gpu=1GB", "--tiers", "gpu=5 blocks", "--timing", "sequential", "-q",
+    r = invoke("compare", T, "--tiers", "gpu=1GB", "--tiers", "gpu=4 blocks", "--timing", "sequential", "-q",
                "--format", "json")
     assert r.exit_code == 0, r.output
-    assert [v["tiers"] for v in json.loads(r.stdout)["variants"]] == ["gpu=5blocks", "gpu=5blocks"]
+    assert [v["tiers"] for v in json.loads(r.stdout)["variants"]] == ["gpu=5blocks", "gpu=4blocks"]
+    # 1 GB is 5 blocks of this model: the same configuration in two spellings is refused (docs/sweep.md)
+    r = invoke("compare", T, "--tiers", "gpu=1GB", "--tiers", "gpu=5 blocks", "--timing", "sequential", "-q")
+    assert r.exit_code == 2 and "come to the same tiers (gpu=5blocks)" in r.output, r.output
     r = invoke("compare", T, "--curve-capacities", "2blocks,1GB", "--timing", "sequential", "-q", "--format", "json")
     assert r.exit_code == 0, r.output
     assert [row["capacity_blocks"] for row in json.loads(r.stdout)["curve"]] == [2, GB_70B_BLOCKS]
