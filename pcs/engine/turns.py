@@ -165,7 +165,7 @@ class TurnWalk:
     the worker, on every path (an error or Ctrl-C in the reader): no thread is left behind.
 
     Raises:
-        ValueError: the compiled twin is not built (:func:`pcs._native.module`).
+        RuntimeError: the compiled twin is not built (:func:`pcs._native.module`; an install fault, not input).
         MemoryError: a walk ran out of memory (raised by the next :meth:`add` or by :meth:`result`).
     """
 

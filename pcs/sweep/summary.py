@@ -92,27 +92,32 @@ def _costs(row: dict[str, Any]) -> dict[str, int]:
     return {m.group(1): int(v or 0) for c, v in row.items() if (m := _CAPACITY.match(c))}
 
 
-def _dominates(a: tuple[float, dict[str, int]], b: tuple[float, dict[str, int]]) -> bool:
-    """Point ``a`` (objective, lower better; tier bytes, a missing tier 0) is no worse than ``b`` on every count
-    and strictly better on one (:func:`pareto_front`'s rule)."""
-    tiers = a[1].keys() | b[1].keys()
-    ca, cb = [a[1].get(t, 0) for t in tiers], [b[1].get(t, 0) for t in tiers]
-    no_worse = a[0] <= b[0] and all(x <= y for x, y in zip(ca, cb))
-    return no_worse and (a[0] < b[0] or any(x < y for x, y in zip(ca, cb)))
-
-
 class _Front:
-    """The Pareto front kept while the rows stream by: a row dominated by a kept one is dropped, a kept row the
-    new one dominates leaves (the same set as :func:`pareto_front` over all rows; equal points all kept)."""
+    """The Pareto front kept while the rows stream by: rows wait in a batch of at most :data:`_CHUNK`; each full
+    batch and the end fold the kept rows and the batch through :func:`pareto_front` (the one dominance rule) and
+    keep its front. Dominance is transitive, so this is the front over all rows (equal points all kept); memory
+    is the front plus one batch. A missing tier costs 0 bytes."""
 
     def __init__(self, sign: float) -> None:
-        self.sign, self.kept = sign, []
+        self.sign, self.kept, self.pending = sign, [], []
 
     def add(self, row: dict[str, Any], value: float) -> None:
-        new = (self.sign * value, _costs(row))
-        if any(_dominates(k[0], new) for k in self.kept):
-            return
-        self.kept = [k for k in self.kept if not _dominates(new, k[0])] + [(new, row)]
+        self.pending.append(((self.sign * value, _costs(row)), row))
+        if len(self.pending) >= _CHUNK:
+            self._fold()
+
+    def front(self) -> list:
+        """[((signed objective, {tier: bytes}), row)] of the front, in no set order."""
+        self._fold()
+        return self.kept
+
+    def _fold(self) -> None:
+        rows, self.pending = self.kept + self.pending, []
+        tiers = sorted(set().union(*(k[0][1] for k in rows))) if rows else []
+        obj = np.array([k[0][0] for k in rows], dtype=np.float64)
+        costs = np.array([[k[0][1].get(t, 0) for t in tiers] for k in rows], dtype=np.int64).reshape(len(rows),
+                                                                                                    len(tiers))
+        self.kept = [k for k, on in zip(rows, pareto_front(obj, costs)) if on]
 
 
 def _stream_rows(out: str | Path):
@@ -171,7 +176,7 @@ def summarize(out: str | Path, objective: str = "hit-ratio") -> SweepSummary:
     bests = tuple(SweepBest(m, d, float(best[m][1][m]), best[m][1]["point_id"], _options(best[m][1], cols))
                   for m, d in METRICS if m in best)
     tier_names = tuple(tiers)
-    kept = sorted(front.kept, key=lambda k: (sum(k[0][1].values()), k[0][0], k[1]["point_id"]))
+    kept = sorted(front.front(), key=lambda k: (sum(k[0][1].values()), k[0][0], k[1]["point_id"]))
     points = tuple(SweepFrontPoint(r["point_id"], float(r[column]), {t: int(c.get(t, 0)) for t in tier_names},
                                    _options(r, cols), r.get("hit_ratio"), r.get("single_sequence_hit_ratio"))
                    for (_, c), r in kept)

@@ -100,7 +100,9 @@ def test_summarize_errors(tmp_path):
         summarize(tmp_path, "cost")
 
 
-def test_streamed_front_equals_the_batch_front_on_random_rows(tmp_path):
+@pytest.mark.parametrize("chunk", [1024, 7])      # 7: the 120 rows fold through the front in 18 batches
+def test_streamed_front_equals_the_batch_front_on_random_rows(tmp_path, monkeypatch, chunk):
+    monkeypatch.setattr("pcs.sweep.summary._CHUNK", chunk)
     # summarize keeps the front while the files stream by; pareto_front takes all rows at once: the same set
     # (ties included: hit ratios and bytes drawn from few values so equal points occur), and a tier only some
     # points have counts 0 bytes in the others
