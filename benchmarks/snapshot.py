@@ -129,8 +129,11 @@ def snapshot(out: str, quick: bool, extra: list[str] | None = None) -> None:
 
 
 def _norm(path: str, value):
-    """Trace paths compare by what follows the checkout or shared folder (worktrees differ in prefix)."""
-    if path.endswith(".trace") and isinstance(value, str):
+    """Trace paths compare by what follows the checkout or shared folder (worktrees differ in prefix); the trace
+    file's modification time (``trace_file.mtime_ns``, a property of the checkout, not of the run) is left out."""
+    if path.endswith("trace_file.mtime_ns"):
+        return None
+    if (path.endswith(".trace") or path.endswith("trace_file.path")) and isinstance(value, str):
         for marker in ("/traces/", "/shared/"):
             if marker in value:
                 return marker + value.split(marker, 1)[1]
