@@ -67,8 +67,9 @@ static int heap_push(Heap *h, int64_t step, int64_t seq, int64_t ep, int32_t r) 
 /* the least child so far (bk, at best) against child j */
 #define HEAP_MIN(j) do { HKey kj_ = h->a[(j)].ks; if (hkey_lt(kj_, bk)) { bk = kj_; best = (j); } } while (0)
 
-/* e into the hole at the root: down the path of the least children while one is less than e (h->n >= 1) */
-static void heap_sift(Heap *h, HEnt e) {
+/* remove the least entry (the heap is not empty) */
+static void heap_pop(Heap *h) {
+    HEnt last = h->a[--h->n];
     Py_ssize_t i = 0, n = h->n;
     for (;;) {
         Py_ssize_t c = HEAP_ARITY * i + 1, end = c + HEAP_ARITY < n ? c + HEAP_ARITY : n;
@@ -78,23 +79,10 @@ static void heap_sift(Heap *h, HEnt e) {
         if (end == c + 4) {             /* a full node (most): the three comparisons unrolled */
             HEAP_MIN(c + 1); HEAP_MIN(c + 2); HEAP_MIN(c + 3);
         } else for (Py_ssize_t j = c + 1; j < end; j++) HEAP_MIN(j);
-        if (!hkey_lt(bk, e.ks)) break;
+        if (!hkey_lt(bk, last.ks)) break;
         h->a[i] = h->a[best]; i = best;
     }
-    h->a[i] = e;
-}
-
-/* remove the least entry (the heap is not empty) */
-static void heap_pop(Heap *h) {
-    HEnt last = h->a[--h->n];
-    if (h->n) heap_sift(h, last);
-}
-
-/* the least entry replaced by (step, seq, ep, r) (the heap is not empty): heap_pop, then heap_push of it, in one
- * sift down from the root (the same entries after, so the same pops: the keys are distinct) */
-static void heap_replace_top(Heap *h, int64_t step, int64_t seq, int64_t ep, int32_t r) {
-    HEnt e = {hkey(step, seq), ep, r};
-    heap_sift(h, e);
+    if (n) h->a[i] = last;
 }
 
 #endif

@@ -917,24 +917,11 @@ static int idle(Sched *s, double until) {
     return 0;
 }
 
-/* r's first block boundary at step g or later (StepEngine._push_boundary's step), or -1: none before its finish */
-static int64_t next_boundary(const Sched *s, const Req *r, int64_t g) {
-    int64_t kv = r->kv0 + (g - r->g0);
-    int64_t nxt = g + pymod(-kv, s->bs);        /* >= g >= 0 */
-    return nxt < r->g0 + (r->o - r->out) ? nxt : -1;
-}
-
 static int push_boundary(Sched *s, Req *r, int32_t ri, int64_t g) {
-    int64_t nxt = next_boundary(s, r, g);
-    return nxt >= 0 ? heap_push(&s->blk, nxt, r->seq, r->ep, ri) : 0;
-}
-
-/* the blk heap's least entry (r's boundary) served: r's next boundary from step g takes its place (the pop and the
- * push of StepEngine._grow_now in one sift down), or the entry goes */
-static void boundary_served(Sched *s, Req *r, int32_t ri, int64_t g) {
-    int64_t nxt = next_boundary(s, r, g);
-    if (nxt >= 0) heap_replace_top(&s->blk, nxt, r->seq, r->ep, ri);
-    else heap_pop(&s->blk);
+    int64_t kv = r->kv0 + (g - r->g0);
+    int64_t nxt = g + pymod(-kv, s->bs);
+    if (nxt < r->g0 + (r->o - r->out)) return heap_push(&s->blk, nxt, r->seq, r->ep, ri);
+    return 0;
 }
 
 static void release(Sched *s) {
@@ -1103,8 +1090,10 @@ static int grow_now(Sched *s) {
         if (top.ep != r->ep || !r->live) { heap_pop(blk); continue; }
         int ok = grow1(s, r);
         if (ok < 0) return -1;
-        if (ok) boundary_served(s, r, top.r, s->G + 1);
-        else {
+        if (ok) {
+            heap_pop(blk);
+            if (push_boundary(s, r, top.r, s->G + 1) < 0) return -1;
+        } else {
             int32_t v = victim(s);
             if (v < 0 || preempt(s, v) < 0) return -1;
         }
@@ -1123,7 +1112,8 @@ static int64_t grow_ahead(Sched *s, int64_t k) {
         int ok = grow1(s, r);
         if (ok < 0) return -1;
         if (!ok) return note_held(s) < 0 ? -1 : hkey_step(top.ks) - s->G;
-        boundary_served(s, r, top.r, hkey_step(top.ks) + 1);
+        heap_pop(blk);
+        if (push_boundary(s, r, top.r, hkey_step(top.ks) + 1) < 0) return -1;
     }
     return note_held(s) < 0 ? -1 : k;
 }
