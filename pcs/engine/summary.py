@@ -124,6 +124,17 @@ def _p50_p99(values: np.ndarray) -> tuple[float | None, float | None]:
     return p50, p99
 
 
+def _p50_p99_of(values: np.ndarray, known) -> tuple[float | None, float | None]:
+    """:func:`_p50_p99` of ``values``, read off ``known`` -- the run's scheduler percentiles of the same column
+    (:class:`pcs.engine.schedresult.Percentiles` of its finite values, from the same
+    :func:`pcs.percentiles.linear_percentiles`: pcs.engine.schedstats) -- when every value is finite: the values
+    are then the same, and so are the order statistics each level reads, to the bit (one partition less a
+    column). Otherwise (no scheduler, a NaN or an infinity, no values) computed here."""
+    if known is not None and known.p50 is not None and len(values) and bool(np.isfinite(values).all()):
+        return known.p50, known.p99
+    return _p50_p99(values)
+
+
 def _scaled(per_component: dict, blocks: int) -> dict:
     return {k: v * blocks for k, v in per_component.items()}
 
@@ -200,7 +211,10 @@ def _envelope(ledger, state: CacheState, cols, ctx) -> EnvelopeSummary:
     ttft = _values(cols["ttft_s"])
     no_cache = _values(cols["prefill_no_cache_s"])
     wait = _values(cols["wait_s"])
-    (t50, t99), (n50, n99), (w50, w99) = _p50_p99(ttft), _p50_p99(no_cache), _p50_p99(wait)
+    sched = ctx.get("scheduler")     # its ttft_s and wait_kv_s: the same columns of the same run (api._summarise)
+    (t50, t99), (n50, n99), (w50, w99) = (_p50_p99_of(ttft, None if sched is None else sched.with_cache.ttft_s),
+                                          _p50_p99(no_cache),
+                                          _p50_p99_of(wait, None if sched is None else sched.wait_kv_s))
     return EnvelopeSummary(links=links, ttft_p50_s=t50, ttft_p99_s=t99, ttft_no_cache_alone_p50_s=n50,
                            ttft_no_cache_alone_p99_s=n99, wait_p50_s=w50, wait_p99_s=w99,
                            prefill_saved_s=at_least_zero(float(no_cache.sum() - _values(cols["prefill_s"]).sum())))
