@@ -36,7 +36,7 @@ def parse_shared_tier(text: Any):
     return spec
 
 
-def _load(i: int, ceiling: Any, res: Any, held: int, modeled: bool, busy_s: float | None = None
+def _load(i: int, ceiling: Any, res: Any, held: int, busy_s: float | None = None
           ) -> tuple[InstanceLoad, Any]:
     """One instance's row and requests table from its sub-trace's ceiling, engine result (None: idle) and busy
     seconds (the step scheduler's; None without it)."""
@@ -49,8 +49,7 @@ def _load(i: int, ceiling: Any, res: Any, held: int, modeled: bool, busy_s: floa
     table = requests_table(res.columns)
     ttft = table.column("ttft_s").to_numpy(zero_copy_only=False).astype(np.float64)
     return InstanceLoad(i, L.num_requests, L.prompt_tokens, L.hit_tokens, L.hit_ratio, ceiling.hit_tokens,
-                        ceiling.hit_ratio, busy_s, _pct(ttft, 50) if modeled else None,
-                        _pct(ttft, 99) if modeled else None, held), table
+                        ceiling.hit_ratio, busy_s, _pct(ttft, 50), _pct(ttft, 99), held), table
 
 
 def shared_instances(source: Any, batch: Any, assignment: np.ndarray, instances: int, rules: Any, compute: Any,
@@ -79,8 +78,7 @@ def shared_instances(source: Any, batch: Any, assignment: np.ndarray, instances:
     loads, tables = [], []
     busy = run.busy_s or [None] * instances
     for i in range(instances):
-        load, table = _load(i, ceilings[i], run.results[i], index.held_blocks(i), setup["timing"] == "modeled",
-                            busy[i])
+        load, table = _load(i, ceilings[i], run.results[i], index.held_blocks(i), busy[i])
         loads.append(load)
         tables.append(table)
     return loads, tables, rows_of, run, decodes

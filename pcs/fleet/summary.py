@@ -51,8 +51,9 @@ class InstanceLoad:
                                               "step scheduler caches)")
     ceiling_hit_ratio: float | None = field("ratio", "ceiling_hit_tokens / prompt_tokens")
     busy_s: float | None = field("s", "sum of the instance's step times (compute step); null otherwise")
-    ttft_p50_s: float | None = field("s", "median TTFT of the instance's requests (modeled timing)")
-    ttft_p99_s: float | None = field("s", "99th percentile TTFT of the instance's requests (modeled timing)")
+    ttft_p50_s: float | None = field("s", "median TTFT of the instance's requests (--timing sequential: "
+                                                "no queue, as a replay's envelope.ttft_p50_s)")
+    ttft_p99_s: float | None = field("s", "99th percentile TTFT of the instance's requests")
     index_blocks_end: int = field("blocks", "ids in the router's index of the instance at the end (<= "
                                             "index_capacity_blocks)")
 
@@ -121,7 +122,8 @@ class FleetSummary:
     imbalance_requests: float = field("ratio", "max / mean requests per instance (1 = even; >= 1)")
     imbalance_prompt_tokens: float = field("ratio", "max / mean prompt tokens per instance")
     imbalance_busy_s: float | None = field("ratio", "max / mean busy_s per instance (compute step); null otherwise")
-    ttft_p50_s: float | None = field("s", "median TTFT over every request of the fleet (modeled timing)")
+    ttft_p50_s: float | None = field("s", "median TTFT over every request of the fleet (--timing "
+                                                "sequential: no queue, as a replay's envelope.ttft_p50_s)")
     ttft_p99_s: float | None = field("s", "99th percentile TTFT over every request of the fleet")
     per_instance: tuple[InstanceLoad, ...] = field("-", "one entry per instance, in index order")
     instance_summaries: tuple[ReplaySummary | None, ...] = field(

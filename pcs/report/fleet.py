@@ -45,8 +45,9 @@ def _routing_rows(s: dict[str, Any]) -> list[list]:
              f"{format_points(sh['hit_ratio']).lstrip('+')} of it"]]
 
 
-def _gap_rows(s: dict[str, Any]) -> list[list]:
+def _gap_rows(s: dict[str, Any], timing: str | None = None) -> list[list]:
     g = s["gap"]
+    ttft = "TTFT p50 / p99" + (" (no queue: --timing sequential)" if timing == "sequential" else "")
     return [
         [f"fleet ceiling (whole trace, one infinite cache{DECODE if g.get('ceiling_with_decode') else ''})",
          format_percent(g["fleet_ceiling_hit_ratio"]), ""],
@@ -59,20 +60,21 @@ def _gap_rows(s: dict[str, Any]) -> list[list]:
         ["imbalance (max/mean requests, tokens, busy)",
          f"{s['imbalance_requests']:.2f} / {s['imbalance_prompt_tokens']:.2f} / "
          f"{_ratio(s['imbalance_busy_s']) or '-'}", ""],
-        ["TTFT p50 / p99", f"{_s(s['ttft_p50_s']) or '-'} / {_s(s['ttft_p99_s']) or '-'}", ""],
+        [ttft, f"{_s(s['ttft_p50_s']) or '-'} / {_s(s['ttft_p99_s']) or '-'}", ""],
     ]
 
 
-def render_fleet(s: dict[str, Any], compute: str | None = None) -> str:
+def render_fleet(s: dict[str, Any], compute: str | None = None, timing: str | None = None) -> str:
     """The fleet summary dict (:meth:`pcs.fleet.FleetSummary.to_dict`) as text; ``compute`` = the run's
-    ``--compute`` (``infinite`` adds :data:`pcs.report.replay.UNLIMITED` to the header, as a single run's)."""
+    ``--compute`` (``infinite`` adds :data:`pcs.report.replay.UNLIMITED` to the header, as a single run's);
+    ``timing`` = its ``--timing`` (``sequential`` labels the TTFT row: no queue, as a replay's TTFT note)."""
     from pcs.report.replay import UNLIMITED
 
     stale = f", view {format_duration(s['router_stale_s'])} stale" if s["router_stale_s"] else ", exact view"
-    title = (f"pcs replay: {shown_path(s['trace'])} | {s['instances']} instances | router {s['router']}{stale} | "
+    title = (f"pcs replay: {shown_path(s['trace'])} | {s['instances']} instance{'' if s['instances'] == 1 else 's'} | router {s['router']}{stale} | "
              f"index {format_count(s['index_capacity_blocks'])} blocks per instance"
              + (f" | {UNLIMITED}" if compute == "infinite" else ""))
-    top = render_table(["fleet", "hit ratio", "lost (-) or gained (+) at this step"], _gap_rows(s), title=title)
+    top = render_table(["fleet", "hit ratio", "lost (-) or gained (+) at this step"], _gap_rows(s, timing), title=title)
     rows = [[x["instance"], format_count(x["requests"]), format_count(x["prompt_tokens"]), _pct(x["hit_ratio"]),
              _pct(x["ceiling_hit_ratio"]), _s(x["busy_s"]), _s(x["ttft_p50_s"]), _s(x["ttft_p99_s"])]
             for x in s["per_instance"]]
