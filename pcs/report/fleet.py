@@ -32,16 +32,20 @@ def _ratio(x: float | None) -> str | None:
     return None if x is None else f"{x:.2f}"
 
 
+def _minus(a: float | None, b: float | None = 0.0) -> float | None:
+    """``b - a`` (a loss shown as a negative step); None when either is undefined (0/0: no prompt tokens)."""
+    return None if a is None or b is None else b - a
+
+
 def _routing_rows(s: dict[str, Any]) -> list[list]:
     """With a shared tier, captured = the fleet ceiling (docs/semantics.md §17.1), so the router's split shows
     apart: the per-instance sub-trace ceilings summed, and what the shared tier's reads gave back."""
     sh = s.get("shared_tier")
     if sh is None:
         return []
-    own = sh["routing_captured_hit_ratio"]
-    lost = s["gap"]["fleet_ceiling_hit_ratio"] - own
+    own, top = sh["routing_captured_hit_ratio"], s["gap"]["fleet_ceiling_hit_ratio"]
     return [["routing (own sub-traces)", format_percent(own),
-             f"{format_points(-lost)} split across instances; the shared tier recovers "
+             f"{format_points(_minus(top, own))} split across instances; the shared tier recovers "
              f"{format_points(sh['hit_ratio']).lstrip('+')} of it"]]
 
 
@@ -54,9 +58,9 @@ def _gap_rows(s: dict[str, Any], timing: str | None = None) -> list[list]:
         *_routing_rows(s),
         ["captured by routing (each instance's own ceiling)" if s.get("shared_tier") is None else
          "captured (shared tier: every instance reads every write)", format_percent(g["captured_hit_ratio"]),
-         f"{format_points(-g['lost_to_routing'])} split across instances"],
+         f"{format_points(_minus(g['lost_to_routing']))} split across instances"],
         ["delivered (real hits)", format_percent(g["delivered_hit_ratio"]),
-         f"{format_points(-g['lost_in_instances'])} finite tiers, concurrency"],
+         f"{format_points(_minus(g['lost_in_instances']))} finite tiers, concurrency"],
         ["imbalance (max/mean requests, tokens, busy)",
          f"{s['imbalance_requests']:.2f} / {s['imbalance_prompt_tokens']:.2f} / "
          f"{_ratio(s['imbalance_busy_s']) or '-'}", ""],
