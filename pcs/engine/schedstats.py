@@ -44,10 +44,10 @@ def span_message(t1: float, busy_s: float) -> str:
             f"{MAX_SPAN_S // COARSE_S:,} hourly bins): ")
     if busy_s >= 0.5 * t1:
         return head + (f"the GPU was busy for {100 * busy_s / t1:.0f} % of that time, so its steps are that slow: "
-                       "check the GPU's rates (bf16_flops, hbm_bps in --hardware-file) against the model, or use "
-                       "--compute infinite / --timing sequential")
-    return head + ("check the trace's timestamps and output lengths, and the links' bandwidths (a slow --link "
-                   "makes restores that long), or use --compute infinite / --timing sequential")
+                       "check the GPU's rates (bf16_flops, hbm_bps in hardware_table) against the model, or use "
+                       "compute_mode='infinite' / timing='sequential'")
+    return head + ("check the trace's timestamps and output lengths, and the links' bandwidths (a slow link "
+                   "makes restores that long), or use compute_mode='infinite' / timing='sequential'")
 
 
 @dataclass(slots=True)

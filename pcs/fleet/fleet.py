@@ -240,7 +240,7 @@ def _instance_row(i: int, ceiling: SingleSequenceResult, s: Any, table: Any, hel
     busy = s.scheduler.with_cache.busy_s if s.scheduler is not None else None
     ttft = table.column("ttft_s").to_numpy(zero_copy_only=False).astype(np.float64)
     return InstanceLoad(i, s.requests, s.prompt_tokens, s.hit_tokens, s.hit_ratio, ceiling.hit_tokens,
-                        ceiling.hit_ratio, busy, _pct(ttft, 50), _pct(ttft, 99), held)
+                        ceiling.hit_ratio if s.prompt_tokens else None, busy, _pct(ttft, 50), _pct(ttft, 99), held)
 
 
 def _requests_table(tables: list, rows: list) -> Any:
@@ -280,13 +280,14 @@ def _summary(name: str, router, stale_s: float, cap: int, source: Any, batch: Re
     ceiling = _fleet_ceiling(batch, rules, decode, order if sharing else None)
     captured = ceiling if sharing else sum(x.ceiling_hit_tokens for x in loads)
     hits = sum(x.hit_tokens for x in loads)
-    c, k, d = (ceiling / prompt, captured / prompt, hits / prompt) if prompt else (0.0, 0.0, 0.0)
+    c, k, d = (ceiling / prompt, captured / prompt, hits / prompt) if prompt else (None, None, None)   # 0/0
     busy = [x.busy_s or 0.0 for x in loads]
     ttft = table.column("ttft_s").to_numpy(zero_copy_only=False).astype(np.float64)
     return FleetSummary(
         trace=name, instances=len(loads), router=router.describe(), router_source=router.source,
         router_stale_s=stale_s, index_capacity_blocks=cap, requests=len(batch), prompt_tokens=prompt,
-        hit_tokens=hits, hit_ratio=d, gap=FleetGap(c, k, d, c - k, k - d, decode is not None),
+        hit_tokens=hits, hit_ratio=d,
+        gap=FleetGap(c, k, d, None if c is None else c - k, None if k is None else k - d, decode is not None),
         imbalance_requests=_imbalance([x.requests for x in loads]) or 1.0,
         imbalance_prompt_tokens=_imbalance([x.prompt_tokens for x in loads]) or 1.0,
         imbalance_busy_s=_imbalance(busy) if any(x.busy_s is not None for x in loads) else None,
@@ -336,9 +337,9 @@ def _refuse_oracle_policy(replay_kwargs: dict) -> None:
     in a fleet, whose instances each see the sub-trace the router sends them."""
     names = [replay_kwargs.get("policy")] + list((replay_kwargs.get("tier_policies") or {}).values())
     if any(isinstance(n, str) and n.split(":")[0].split("+")[0] == "belady" for n in names):
-        raise UserError("--policy belady is the offline oracle of a single-instance replay (it reads the "
-                         "replayed trace's future); it is refused with --instances/--router/--shared-tier: replay "
-                         "one instance with --policy belady or --gap-oracle instead")
+        raise UserError("policy='belady' is the offline oracle of a single-instance replay (it reads the "
+                         "replayed trace's future); it is refused with instances=, router= or shared_tier: replay "
+                         "one instance with policy='belady' or gap_oracle instead")
 
 
 def _check_fleet_args(instances: Any, replay_kwargs: dict[str, Any]) -> int:

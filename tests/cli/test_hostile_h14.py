@@ -63,7 +63,7 @@ def test_f4_utilisation_below_the_flops_bound_names_mfu():
     # 1e-300 x 989.4e12 (H100 dense BF16) = 9.894e-286 FLOP/s < 1e9 x 0.001
     r = invoke("envelope", "--model", "llama-3.1-8b", "--restore-tokens", "8192", "--bandwidth", "10GB/s",
                "--mfu", "1e-300", "-q")
-    assert_one_line_error(r, "utilisation (--mfu) 1e-300", "below 1e+06")
+    assert_one_line_error(r, "--mfu 1e-300 x h100-sxm's bf16 peak", "below 1e+06")
 
 
 CONFIGS = __import__("pathlib").Path(__file__).parent.parent / "model" / "configs"
