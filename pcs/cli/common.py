@@ -122,17 +122,17 @@ _OPTION_OF = {"max_num_batched_tokens": "--max-num-batched-tokens", "max_num_seq
               "tier_policies": "--tier-policy", "gpu_memory_utilization": "--gpu-memory-utilization",
               "hybrid_kv_cache_manager": "--hybrid-kv-cache-manager", "swa_full_tokens_ratio": "--swa-full-tokens-ratio",
               "mamba_full_memory_ratio": "--mamba-full-memory-ratio", "mamba_cache_mode": "--mamba-cache-mode",
-              "gap_oracle": "--gap-oracle", "kv_reserve": "--kv-reserve", "router_stale_s": "--router-stale-s",
-              "shared_tier": "--shared-tier", "hardware_table": "--hardware-file"}
-#: API keywords too common as words to be matched bare: named ``NAME=`` in API messages, alone (``admit=``),
+              "gap_oracle": "--gap-oracle", "kv_reserve": "--kv-reserve", "hardware_table": "--hardware-file"}
+#: API keywords too common as words (or a sweep plan's keys, which a plan's own errors name) to be matched bare: named ``NAME=`` in API messages, alone (``admit=``),
 #: with a value (``timing='sequential'``) or a list of them (``tiers=['gpu=400GB', 'cpu=2TB']``)
 _KWARG_OF = {"tiers": "--tier", "admit": "--admit", "timing": "--timing", "model": "--model", "dtype": "--dtype",
              "tp": "--tp", "hardware": "--gpu", "router": "--router", "routers": "--router", "policy": "--policy",
              "instances": "--instances", "utilisation": "--mfu", "curve_capacities": "--curve-capacities",
              "compute_mode": "--compute", "shared_tier": "--shared-tier",
+             "router_stale_s": "--router-stale-s",
              "format": "--trace-format", "on_error": "--on-error", "sort": "--sort", "block_size": "--block-size"}
 _KWARG_RE = re.compile(r"(?<![\w:,'=.\[-])(" + "|".join(sorted(_KWARG_OF, key=len, reverse=True)) +
-                       r")=(?:\[('[^'\\]*'(?:, '[^'\\]*')*)\]|'([^'\\]*)'|([0-9]+)(?![\w.])|(?=[\s,;:)]|$))")
+                       r")=(?:\[('[^'\\]*'(?:, '[^'\\]*')*)\]|'([^'\\]*)'|([0-9]+(?:\.[0-9]+)?(?:e[+-]?[0-9]+)?)(?![\w.])|(?=[\s,;:)]|$))")
 #: A name inside a spec (``slru:protected_share=0.2``) or a quoted value is left as it is.
 _FIELD_RE = re.compile(r"(?<![\w:,'=-])(" + "|".join(sorted(_OPTION_OF, key=len, reverse=True)) + r")\b(?!=)")
 #: API phrasings of a keyword's value (pcs/engine/select.py, runner.py, api.py) -> the command line's
@@ -175,7 +175,7 @@ def _kwarg(m: re.Match, plan: bool) -> str:
         return " ".join(f"{flag} {v[1:-1]}" for v in m.group(2).split(", "))
     if m.group(3) is not None:
         return f'{flag} = "{m.group(3)}"' if plan else f"{flag} {m.group(3)}"
-    if m.group(4) is not None:     # a number: block_size=16
+    if m.group(4) is not None:     # a number: block_size=16, router_stale_s=0.5
         return f"{flag} = {m.group(4)}" if plan else f"{flag} {m.group(4)}"
     return flag
 

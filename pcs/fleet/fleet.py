@@ -338,7 +338,7 @@ def _refuse_oracle_policy(replay_kwargs: dict) -> None:
     names = [replay_kwargs.get("policy")] + list((replay_kwargs.get("tier_policies") or {}).values())
     if any(isinstance(n, str) and n.split(":")[0].split("+")[0] == "belady" for n in names):
         raise UserError("policy='belady' is the offline oracle of a single-instance replay (it reads the "
-                         "replayed trace's future); it is refused with instances=, router= or shared_tier: replay "
+                         "replayed trace's future); it is refused with instances=, router= or shared_tier=: replay "
                          "one instance with policy='belady' or gap_oracle instead")
 
 

@@ -29,9 +29,9 @@ def parse_shared_tier(text: Any):
     try:
         spec = parse_tier(text)
     except ValueError as exc:
-        raise UserError(f"shared_tier: {exc}") from None
+        raise UserError(f"shared_tier=: {exc}") from None
     if spec.capacity_bytes is None and spec.capacity_blocks is None:
-        raise UserError(f"shared_tier {spec.name!r}: give the shared tier a size, e.g. shared_tier='{spec.name}=10TB' "
+        raise UserError(f"shared_tier= {spec.name!r}: give the shared tier a size, e.g. shared_tier='{spec.name}=10TB' "
                          f"or shared_tier='{spec.name}=20000blocks'")
     return spec
 

@@ -54,25 +54,25 @@ CASES = [
      "--admit gives tier 'cpu' admission 'reuse' twice"),
     ("belady in a fleet", _fleet(instances=2, policy="belady"),
      "policy='belady' is the offline oracle of a single-instance replay (it reads the replayed trace's future); "
-     "it is refused with instances=, router= or shared_tier: replay one instance with policy='belady' or gap_oracle",
+     "it is refused with instances=, router= or shared_tier=: replay one instance with policy='belady' or gap_oracle",
      "--policy belady is the offline oracle of a single-instance replay (it reads the replayed trace's future); "
      "it is refused with --instances, --router or --shared-tier: replay one instance with --policy belady or "
      "--gap-oracle"),
-    ("negative stale view", _fleet(instances=2, router_stale_s=-1.0), "router_stale_s must be >= 0 seconds",
+    ("negative stale view", _fleet(instances=2, router_stale_s=-1.0), "router_stale_s= must be >= 0 seconds",
      "--router-stale-s must be >= 0 seconds"),
     ("stale view nobody reads", _fleet(instances=2, router_stale_s=1.0),
-     "router_stale_s 1 s delays the cache events a router reads, and no router in use reads them (round-robin; "
+     "router_stale_s=1 s delays the cache events a router reads, and no router in use reads them (round-robin; "
      "without router= the default",
      "--router-stale-s 1 s delays the cache events a router reads, and no router in use reads them (round-robin; "
      "without --router the default"),
     ("shared tier without size", _fleet(instances=2, shared_tier="remote=auto", **SEQ),
-     "shared_tier 'remote': give the shared tier a size, e.g. shared_tier='remote=10TB' or "
+     "shared_tier= 'remote': give the shared tier a size, e.g. shared_tier='remote=10TB' or "
      "shared_tier='remote=20000blocks'",
      "--shared-tier 'remote': give the shared tier a size, e.g. --shared-tier remote=10TB or "
      "--shared-tier remote=20000blocks"),
     ("admit with a shared tier", _fleet(instances=2, shared_tier="remote=100blocks", admit=["cpu=reuse"],
                                         tiers=TWO, **SEQ),
-     "admit= is not available with shared_tier", "--admit is not available with --shared-tier"),
+     "admit= is not available with shared_tier=", "--admit is not available with --shared-tier"),
     ("session router without sessions", lambda: pcs.fleet_replay(EXACT, instances=2, router="session"),
      "use router='consistent-hash' (keyed on the first blocks)", "use --router consistent-hash (keyed on"),
     ("a compare of no router", lambda: __import__("pcs.fleet.compare").fleet.compare.compare_routers(
