@@ -116,7 +116,7 @@ class ComputeModel:
         peak = self.gpu.peak_flops(self.dtype)  # validates dtype and FP8 support
         low = MIN_FLOPS * 1e-3          # the hardware's lowest peak at 0.1 % utilisation
         if peak * self.utilisation < low:
-            raise UserError(f"utilisation (--mfu) {self.utilisation:g} x {self.gpu.name}'s {self.dtype} peak "
+            raise UserError(f"utilisation= {self.utilisation:g} x {self.gpu.name}'s {self.dtype} peak "
                             f"{peak:g} FLOP/s is {peak * self.utilisation:g} FLOP/s, below {low:g} (pcs's bound: "
                             "pcs.hardware.MIN_FLOPS x 0.001; a token's time would be absurd or overflow)")
 

@@ -105,7 +105,7 @@ class GPUSpec:
             return self.bf16_flops
         if d == "fp8":
             if self.fp8_flops is None:
-                raise UserError(f"GPU {self.name!r} has no FP8 tensor cores; use --compute-dtype bf16")
+                raise UserError(f"GPU {self.name!r} has no FP8 tensor cores; use the compute dtype bf16")
             return self.fp8_flops
         raise UserError(f"unknown compute dtype {dtype!r}; expected one of bf16, fp16, fp8")
 

@@ -305,7 +305,7 @@ def capacity_to_blocks(size_bytes: int | None, blocks: int | None, block_bytes: 
                             f"{MAX_VALUE // block_bytes:,} blocks")
         return blocks
     if block_bytes is None:
-        raise UserError(f"{what}: a size in bytes needs the bytes per block (give --model), or give blocks")
+        raise UserError(f"{what}: a size in bytes needs the bytes per block (give model=), or give blocks")
     n = size_bytes // block_bytes
     if n == 0 and size_bytes > 0:
         raise UserError(f"{what}: smaller than one block ({format_bytes(block_bytes)} = {block_bytes} B per "
@@ -359,11 +359,14 @@ def parse_capacity(text: str | int) -> Capacity:
     return Capacity(s, size_bytes=size)
 
 
-def format_points(ratio: float, digits: int = 1) -> str:
+def format_points(ratio: float | None, digits: int = 1) -> str:
     """A difference of ratios in percentage points with its sign: ``0.031`` -> ``'+3.1 pts'``.
 
-    A value that rounds to zero prints as ``0.0 pts`` (never ``-0.0`` or ``+0.0``).
+    A value that rounds to zero prints as ``0.0 pts`` (never ``-0.0`` or ``+0.0``); None (undefined, a
+    difference of 0/0 ratios) as ``'-'``, as :func:`format_percent`.
     """
+    if ratio is None:
+        return "-"
     text = f"{100.0 * ratio:+.{digits}f}"
     if float(text) == 0.0:
         text = f"{0.0:.{digits}f}"
@@ -414,9 +417,10 @@ def format_duration(seconds: float | None, digits: int = 2) -> str:
 
 
 def format_percent(ratio: float | None, digits: int = 1) -> str:
-    """Format a ratio as a percentage: ``0.375`` -> ``'37.5 %'``; None -> ``'n/a'``."""
+    """Format a ratio as a percentage: ``0.375`` -> ``'37.5 %'``; None (undefined, e.g. 0/0) or NaN -> ``'-'``,
+    as the report tables print every undefined value."""
     if ratio is None or (isinstance(ratio, float) and math.isnan(ratio)):
-        return "n/a"
+        return "-"
     return f"{100.0 * ratio:.{digits}f} %"
 
 

@@ -206,7 +206,7 @@ def apply_admission(specs: Sequence[str], policy: Any, context: Any = None,
         try:
             adm = make_admission(spec, context)
         except UserError as exc:
-            raise UserError(f"--admit {tier}={spec}: {exc}" if tier else str(exc)) from None
+            raise UserError(f"admit=['{tier}={spec}']: {exc}" if tier else str(exc)) from None
         if hasattr(adm, "wrap"):
             policy = adm.wrap(policy)
         parts.append(adm)
@@ -236,16 +236,16 @@ def parse_admit_option(values: Sequence[str], tier_names: Sequence[str]) -> dict
             tier, sep, spec = item.partition("=")
             tier = tier.strip().lower()
             if not sep or not tier or not spec.strip():
-                raise UserError(f"bad --admit {item!r}; expected TIER=KIND[:ARGS], e.g. cpu=reuse:2")
+                raise UserError(f"bad admit= {item!r}; expected TIER=KIND[:ARGS], e.g. cpu=reuse:2")
             if tier not in tier_names:
-                raise UserError(f"--admit names tier {tier!r}, which is not among the tiers: {', '.join(tier_names)}")
+                raise UserError(f"admit= names tier {tier!r}, which is not among the tiers: {', '.join(tier_names)}")
             kind, _ = parse_admission(spec)
             if tier == tier_names[0] and kind != "retain":
-                raise UserError(f"--admit {item}: the GPU tier stores every block it computes; admission "
+                raise UserError(f"admit=['{item}']: the GPU tier stores every block it computes; admission "
                                  f"{kind!r} applies to lower tiers (retain applies to any tier)")
             same = [k for k in out.get(tier, []) if parse_admission(k)[0] == kind]
             if same:
-                raise UserError(f"--admit gives tier {tier!r} admission {kind!r} twice ({same[0]}, {spec.strip()}); "
+                raise UserError(f"admit= gives tier {tier!r} admission {kind!r} twice ({same[0]}, {spec.strip()}); "
                                  "give it once (different kinds for one tier combine: a block must pass each)")
             out.setdefault(tier, []).append(spec.strip())
     return out

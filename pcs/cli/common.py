@@ -122,20 +122,30 @@ _OPTION_OF = {"max_num_batched_tokens": "--max-num-batched-tokens", "max_num_seq
               "tier_policies": "--tier-policy", "gpu_memory_utilization": "--gpu-memory-utilization",
               "hybrid_kv_cache_manager": "--hybrid-kv-cache-manager", "swa_full_tokens_ratio": "--swa-full-tokens-ratio",
               "mamba_full_memory_ratio": "--mamba-full-memory-ratio", "mamba_cache_mode": "--mamba-cache-mode",
-              "gap_oracle": "--gap-oracle", "kv_reserve": "--kv-reserve"}
+              "gap_oracle": "--gap-oracle", "kv_reserve": "--kv-reserve", "hardware_table": "--hardware-file"}
+#: API keywords too common as words (or a sweep plan's keys, which a plan's own errors name) to be matched bare: named ``NAME=`` in API messages, alone (``admit=``),
+#: with a value (``timing='sequential'``) or a list of them (``tiers=['gpu=400GB', 'cpu=2TB']``)
+_KWARG_OF = {"tiers": "--tier", "admit": "--admit", "timing": "--timing", "model": "--model", "dtype": "--dtype",
+             "tp": "--tp", "hardware": "--gpu", "router": "--router", "routers": "--router", "policy": "--policy",
+             "instances": "--instances", "utilisation": "--mfu", "curve_capacities": "--curve-capacities",
+             "compute_mode": "--compute", "shared_tier": "--shared-tier",
+             "router_stale_s": "--router-stale-s",
+             "format": "--trace-format", "on_error": "--on-error", "sort": "--sort", "block_size": "--block-size"}
+_KWARG_RE = re.compile(r"(?<![\w:,'=.\[-])(" + "|".join(sorted(_KWARG_OF, key=len, reverse=True)) +
+                       r")=(?:\[('[^'\\]*'(?:, '[^'\\]*')*)\]|'([^'\\]*)'|([0-9]+(?:\.[0-9]+)?(?:e[+-]?[0-9]+)?)(?![\w.])|(?=[\s,;:)]|$))")
 #: A name inside a spec (``slru:protected_share=0.2``) or a quoted value is left as it is.
 _FIELD_RE = re.compile(r"(?<![\w:,'=-])(" + "|".join(sorted(_OPTION_OF, key=len, reverse=True)) + r")\b(?!=)")
 #: API phrasings of a keyword's value (pcs/engine/select.py, runner.py, api.py) -> the command line's
 _PHRASE_OF = {"engine='auto'": "--engine auto", "native 'auto'": "--native auto", "native 'c'": "--native c",
               "links names tier": "--link names tier", "compute_mode='infinite'": "--compute infinite",
-              "links= is for": "--link is for",
+              "links= is for": "--link is for", "use the compute dtype bf16": "use --compute-dtype bf16",
               "or load a Hugging Face config.json: model=pcs.model.hfconfig.load_hf_config(path)":
                   "or give a Hugging Face config.json path: --model path/to/config.json"}
 #: the same phrasings in a sweep plan's words (docs/sweep.md "Options": the option without its dashes, the value
 #: as TOML writes it)
 _PLAN_PHRASE_OF = {"engine='auto'": 'engine = "auto"', "native 'auto'": 'native = "auto"', "native 'c'": 'native = "c"',
                    "links names tier": "link names tier", "compute_mode='infinite'": 'compute = "infinite"',
-                   "links= is for": "link is for",
+                   "links= is for": "link is for", "use the compute dtype bf16": 'use compute-dtype = "bf16"',
                    "or load a Hugging Face config.json: model=pcs.model.hfconfig.load_hf_config(path)":
                        'or give a Hugging Face config.json path: model = "path/to/config.json"'}
 _PHRASE_RE = re.compile("|".join(re.escape(p) for p in _PHRASE_OF))
@@ -151,7 +161,23 @@ def option_names(message: str, plan: bool = False) -> str:
     phrases, cut = (_PLAN_PHRASE_OF, 2) if plan else (_PHRASE_OF, 0)
     message = _FIELD_RE.sub(lambda m: _OPTION_OF[m.group(1)][cut:], message)
     message = _LINK_RE.sub(lambda m: f"{'--link'[cut:]} {m.group(1)}={m.group(2)}", message)
-    return _PHRASE_RE.sub(lambda m: phrases[m.group(0)], message)
+    message = _PHRASE_RE.sub(lambda m: phrases[m.group(0)], message)
+    return _KWARG_RE.sub(lambda m: _kwarg(m, plan), message)
+
+
+def _kwarg(m: re.Match, plan: bool) -> str:
+    """One ``NAME=`` of an API message as the option: ``--tier gpu=400GB --tier cpu=2TB`` for
+    ``tiers=['gpu=400GB', 'cpu=2TB']``, ``--timing sequential`` for ``timing='sequential'``, ``--tier`` for
+    ``tiers=``, ``--block-size 16`` for ``block_size=16``; with ``plan`` the plan's words (``tier gpu=400GB``,
+    ``timing = "sequential"``, ``tier``, ``block-size = 16``)."""
+    flag = _KWARG_OF[m.group(1)][2 if plan else 0:]
+    if m.group(2) is not None:
+        return " ".join(f"{flag} {v[1:-1]}" for v in m.group(2).split(", "))
+    if m.group(3) is not None:
+        return f'{flag} = "{m.group(3)}"' if plan else f"{flag} {m.group(3)}"
+    if m.group(4) is not None:     # a number: block_size=16, router_stale_s=0.5
+        return f"{flag} = {m.group(4)}" if plan else f"{flag} {m.group(4)}"
+    return flag
 
 
 @contextlib.contextmanager

@@ -151,12 +151,12 @@ def _restore_bytes(kw: dict[str, Any], model: Any) -> int:
 @click.option("--overhead", default="0", show_default=True, help="T_overhead: setup + convert + sync per restore, e.g. 5ms.")
 @click.option("--bandwidth", "bandwidths", multiple=True,
               help="B_eff: effective restore bandwidth, e.g. 20GB/s, of one GPU's link when D comes from "
-                   "--restore-tokens (D is then per TP rank: pcs replay's link figures are tp links together). "
+                   "--restore-tokens (D is then per GPU: pcs replay's link figures are tp links together). "
                    "Repeatable.")
 @click.option("--overlap", help="W: independent compute overlapping the load, e.g. 20ms; adds exposed_wait_s.")
 @gpu_options
 @click.option("--tp", type=Int(1, MAX_TP), default=8, show_default=True,
-              help="Tensor-parallel size: compute splits over tp GPUs; D becomes bytes per GPU rank.")
+              help="Tensor-parallel size: compute splits over tp GPUs; D becomes bytes per GPU.")
 @click.option("--mfu", "--utilisation", "utilisation", cls=Aliased, type=Float(0, 1, min_open=True),
               help="Prefill model FLOPs utilisation (MFU) of the compute model (default 0.5, see pcs.compute); "
                    "not HBM use, which is --gpu-memory-utilization in replay/deploy (older name --utilisation).")
@@ -210,8 +210,8 @@ def envelope(fmt: str, quiet: bool, **kw: Any) -> None:
 
 
 def _scope(kw: dict[str, Any], result: Any) -> dict[str, Any]:
-    """What D and B cover: from ``--restore-tokens`` D is one TP rank's share, read over that
-    GPU's own link (each rank moves its share at once, pcs.engine.api: a TP group's link is tp links side by side),
+    """What D and B cover: from ``--restore-tokens`` D is one GPU's share (one TP rank's: ``per_rank``), read over
+    that GPU's own link (each rank moves its share at once, pcs.engine.api: a TP group's link is tp links side by side),
     so B is per GPU link; ``pcs replay``'s link figures are the TP group's (tp x). ``*_all_ranks`` give the group's
     figures to set beside them (null when D was given in bytes: its scope is the user's)."""
     tp = kw["tp"]

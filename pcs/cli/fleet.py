@@ -83,7 +83,7 @@ def replay_fleet(fmt: str, requests_out: str | None, kw: dict[str, Any]) -> None
     payload = res.summary.to_dict()
     notes = with_trace_notes(payload, trace, fmt, kw["quiet"])  # synthetic reuse, skipped lines: as pcs replay
     emit(csv_payload(payload) if fmt == "csv" else payload, fmt,
-         lambda: "\n".join([render_fleet(payload, kw.get("compute_mode"))] + [f"note: {n}" for n in notes]), rows_key="per_instance")
+         lambda: "\n".join([render_fleet(payload, kw.get("compute_mode"), kw.get("timing"))] + [f"note: {n}" for n in notes]), rows_key="per_instance")
 
 
 def csv_payload(payload: dict[str, Any]) -> dict[str, Any]:

@@ -420,31 +420,16 @@ def replay_call_kwargs(kw: dict[str, Any], trace: Any = None) -> tuple[Any, dict
     return trace, kwargs
 
 
-def _duration(kw: dict[str, Any], name: str) -> float | None:
-    """A duration option in seconds (None when not given); the error names the option."""
-    from pcs import units
-
-    text = kw[name]
-    if text is None:
-        return None
-    try:
-        value = units.parse_duration(text)
-    except ValueError as exc:
-        raise UserError(f"--{name.replace('_', '-')}: {str(exc).splitlines()[0]}") from None
-    if name == "ttft_slo" and not value > 0:       # the value as typed (1e-300s parses to 0.0)
-        raise UserError(f"--ttft-slo must be > 0, got {text!r}")
-    return value
-
-
 def _scheduler_config(kw: dict[str, Any]):
-    """The step scheduler's options as a :class:`pcs.engine.schedconfig.SchedulerConfig`."""
+    """The step scheduler's options as a :class:`pcs.engine.schedconfig.SchedulerConfig`; the duration options
+    arrive in seconds, parsed and range-checked once by their :class:`pcs.cli.params.Duration` type."""
     from pcs.engine.schedconfig import SchedulerConfig
 
     return SchedulerConfig(max_num_batched_tokens=kw["max_num_batched_tokens"], max_num_seqs=kw["max_num_seqs"],
-                           restore_policy=kw["restore_policy"], restore_timeout_s=_duration(kw, "restore_timeout"),
-                           restore_timeout_per_token_s=_duration(kw, "restore_timeout_per_token"),
+                           restore_policy=kw["restore_policy"], restore_timeout_s=kw["restore_timeout"],
+                           restore_timeout_per_token_s=kw["restore_timeout_per_token"],
                            restore_fallback=kw["restore_fallback"], cache_decode_blocks=kw["cache_decode_blocks"],
-                           max_preemptions=kw["max_preemptions"], ttft_slo_s=_duration(kw, "ttft_slo"),
+                           max_preemptions=kw["max_preemptions"], ttft_slo_s=kw["ttft_slo"],
                            cache_blocks_at=kw["cache_blocks_at"])
 
 

@@ -192,7 +192,7 @@ def refuse_hybrid_model(spec: Any, block_size: int) -> None:
 
     if is_hybrid(cache_groups(spec, block_size, block_size, False)):
         raise UserError(f"pcs curve's one-pass curves ignore hybrid model {spec.name}'s cache-group rules; "
-                        f"for its hit ratio by capacity run pcs compare --model {spec.name} --curve-capacities ...")
+                        f"for its hit ratio by capacity run compare with model='{spec.name}' and curve_capacities=")
 
 
 def _block_bytes(model: Any, block_size: int) -> tuple[str, int]:

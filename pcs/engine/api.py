@@ -340,17 +340,17 @@ def _tier_specs(tiers, tier_policies, links) -> list[TierSpec]:
     for s in specs:
         check_tier_spec(s, links if isinstance(links, Mapping) else None)
     if not specs:
-        raise UserError("at least one tier is needed, e.g. --tier gpu=400GB")
+        raise UserError("at least one tier is needed, e.g. tiers=['gpu=400GB']")
     names = [t.name for t in specs]
     from pcs.hardware import TIER_LINKS
 
     if names[0].lower() in TIER_LINKS:
-        raise UserError(f"the first --tier is the GPU tier, but it is named {names[0]!r} (a lower tier); "
-                         f"give the tiers GPU first, e.g. --tier gpu=400GB --tier {names[0]}=...")
+        raise UserError(f"the first of tiers= is the GPU tier, but it is named {names[0]!r} (a lower tier); "
+                         f"give the tiers GPU first, e.g. tiers=['gpu=400GB', '{names[0]}=...']")
     for s in specs[1:]:
         if s.capacity_bytes is None and s.capacity_blocks is None:
-            raise UserError(f"tier {s.name!r}: only the GPU tier (the first --tier) can be sized 'auto' "
-                             f"(from the deployment); give {s.name} a size, e.g. --tier {s.name}=2TB")
+            raise UserError(f"tier {s.name!r}: only the GPU tier (the first of tiers=) can be sized 'auto' "
+                             f"(from the deployment); give {s.name} a size, e.g. tiers=['{s.name}=2TB']")
     if len(set(names)) != len(names):
         raise UserError(f"tier names must be distinct, got {', '.join(names)}")
     for what, mapping in (("tier_policies", tier_policies), ("links", links)):
@@ -514,7 +514,7 @@ def _refuse_empty_gpu(gpu_tier, block_bytes: int) -> None:
     if blocks < 1:
         raise UserError(f"the {gpu_tier.name} tier holds 0 blocks, and the step scheduler cannot run a request "
                          "without KV space (vLLM refuses to start with no cache blocks); give the GPU tier at "
-                         "least one block, or use --compute infinite / --timing sequential to count hits alone")
+                         "least one block, or use compute_mode='infinite' / timing='sequential' to count hits alone")
 
 
 def _context(source, spec, gpu, opts: _Options, dtype, bs: int, rules, tier_specs, bb, link_specs,
@@ -786,7 +786,7 @@ def _refuse_on_cache_groups(ctx: Any, admit: Any, gap_oracle: bool) -> None:
     if ctx is not None or admit or gap_oracle:
         raise UserError("a hybrid model's cache groups run lru, slru, fifo, s3fifo, sieve, lfu, arc, 2q or a "
                          "plug-in policy (pcs policies) without admission policies (retain included) or "
-                         "--gap-oracle (policies that read the trace, gdsf and belady, and admission do not run "
+                         "gap_oracle (policies that read the trace, gdsf and belady, and admission do not run "
                          "on cache groups yet)")
 
 

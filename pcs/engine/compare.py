@@ -67,8 +67,9 @@ _VARIANT_COLUMNS = (
                                    "capacity unit), NAME=Npages for default tiers")),
     *take("hit_ratio", "single_sequence_hit_ratio"),
     *(renamed(f"gap.{term}", f"gap_{term}") for term in ("block_rounding", "capacity_eviction", "concurrency")),
-    own("lower_tier_hit_ratio", "float",
-        field("ratio", "hit ratio served by the tiers below the GPU (0 with one tier)")),
+    own("lower_tier_hit_ratio", "float | None",
+        field("ratio", "hit ratio served by the tiers below the GPU (0 with one tier; null with no prompt "
+                       "tokens, 0/0)")),
     *take("bytes.restored_bytes"),
     own("written_bytes", "int", field("bytes", "bytes written into the lower tiers")),
     own("share_slower", "float | None",
@@ -107,7 +108,7 @@ class CompareVariant:
             tiers = " ".join(f"{t.name}={t.capacity_blocks}{'pages' if s.hybrid else 'blocks'}" for t in s.tiers)
         return cls.from_source(
             s, variant=label, policy=policy or DEFAULT_POLICY, tiers=tiers,
-            lower_tier_hit_ratio=sum(list(s.hit_ratio_per_tier.values())[1:]),
+            lower_tier_hit_ratio=(None if s.hit_ratio is None else sum(list(s.hit_ratio_per_tier.values())[1:])),
             written_bytes=sum(s.bytes.written_per_tier.values()), share_slower=_slower_share(s),
             admission=admission, payload_lens=s.payload_lens, summary=s)
 

@@ -65,11 +65,12 @@ class TierSummary:
 
 @result
 class GapSplit:
-    """Why the real hit ratio is below the ideal one: three terms that sum to ideal - real (docs/semantics.md §12)."""
+    """Why the real hit ratio is below the ideal one: three terms that sum to ideal - real (docs/semantics.md §12);
+    all null when the run has no prompt tokens (0/0)."""
 
-    block_rounding: float = field("ratio", "ideal - single-sequence: full blocks only and the last-token cap")
-    capacity_eviction: float = field("ratio", "single-sequence - sequential: finite tiers and their evictions")
-    concurrency: float = field("ratio", "sequential - real: prefixes in flight and space held by running requests "
+    block_rounding: float | None = field("ratio", "ideal - single-sequence: full blocks only and the last-token cap")
+    capacity_eviction: float | None = field("ratio", "single-sequence - sequential: finite tiers and their evictions")
+    concurrency: float | None = field("ratio", "sequential - real: prefixes in flight and space held by running requests "
                                         "(0 in sequential timing; < 0 when the run was luckier)")
     capacity: float | None = field("ratio", "single-sequence - oracle: what the tiers' size costs even under the "
                                             "Belady oracle (with --gap-oracle; capacity + policy = single-sequence "
@@ -233,12 +234,14 @@ class ReplaySummary:
     cacheable_blocks: int = field("blocks", "blocks the cache may hold under the block rules")
     hit_blocks: int = field("blocks", "prefix-hit blocks")
     block_misses: int = field("blocks", "cacheable blocks that missed")
-    hit_ratio: float = field("ratio", "real hit ratio of this run: hit_tokens / prompt_tokens")
-    hit_ratio_per_tier: dict[str, float] = field("ratio", "hit ratio by the tier that served the hit")
-    single_sequence_hit_ratio: float = field("ratio", "infinite cache, same block rules (not what a finite "
+    hit_ratio: float | None = field("ratio", "real hit ratio of this run: hit_tokens / prompt_tokens; this and every "
+                                             "ratio over prompt tokens (per tier, single-sequence, ideal, sequential, "
+                                             "the gap terms) null when prompt_tokens is 0 (0/0)")
+    hit_ratio_per_tier: dict[str, float | None] = field("ratio", "hit ratio by the tier that served the hit")
+    single_sequence_hit_ratio: float | None = field("ratio", "infinite cache, same block rules (not what a finite "
                                                       "cache reaches)")
-    ideal_hit_ratio: float = field("ratio", "infinite cache, partial blocks cached, no last-token cap")
-    sequential_hit_ratio: float = field("ratio", "sequential replay through the same tiers")
+    ideal_hit_ratio: float | None = field("ratio", "infinite cache, partial blocks cached, no last-token cap")
+    sequential_hit_ratio: float | None = field("ratio", "sequential replay through the same tiers")
     gap: GapSplit = field("-", "the gap split, ideal - real by cause")
     requests_with_hit: int = field("count", "requests with at least one hit token")
     requests_truncated: int = field("count", "requests larger than the GPU tier (docs/semantics.md §5)")

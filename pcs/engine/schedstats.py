@@ -33,16 +33,21 @@ def span_message(t1: float, busy_s: float) -> str:
     """Why the step scheduler stops at ``t1`` s after the first arrival, past :data:`MAX_SPAN_S`, the GPU busy
     for ``busy_s`` s of it: mostly busy (at least half), its steps are that slow -- the GPU's rates in the
     hardware table (``bf16_flops``, ``hbm_bps``; pcs/hardware.py) against the model -- not the trace's
-    timestamps; else the gaps between arrivals, output lengths or restores over a slow link. The compiled loop
-    (pcs/engine/_stepsched.c ``add_busy``) words it alike."""
-    head = (f"the step scheduler's run reaches {t1:.4g} s after the first arrival, past its limit of "
-            f"{MAX_SPAN_S:,} s (366 days): ")
+    timestamps; else the gaps between arrivals, output lengths or restores over a slow link. The limit is named
+    in days and seconds with its reason (the utilisation series' hourly bins are bounded), and the run's own
+    time only as a share (a 4-digit "3.162e+07 s" read as below "31,622,400 s"). The compiled loop
+    (pcs/engine/_stepsched.c ``add_busy``) words it in its own terms with ``t1`` and ``busy_s`` to 4 digits;
+    :func:`pcs.engine.stepnative.span_limit` turns that into this line, so both use the 4-digit values."""
+    t1, busy_s = float(f"{t1:.4g}"), float(f"{busy_s:.4g}")
+    head = (f"the step scheduler's clock ran past {MAX_SPAN_S // 86_400} days ({MAX_SPAN_S:,} s) after the first "
+            f"arrival, the longest run it models (its utilisation series keeps at most "
+            f"{MAX_SPAN_S // COARSE_S:,} hourly bins): ")
     if busy_s >= 0.5 * t1:
-        return head + (f"the GPU computes for {busy_s:.4g} s of it, so its steps are that slow: check the GPU's "
-                       "rates (bf16_flops, hbm_bps in --hardware-file) against the model, or use --compute "
-                       "infinite / --timing sequential")
-    return head + ("check the trace's timestamps and output lengths, and the links' bandwidths (a slow --link "
-                   "makes restores that long), or use --compute infinite / --timing sequential")
+        return head + (f"the GPU was busy for {100 * busy_s / t1:.0f} % of that time, so its steps are that slow: "
+                       "check the GPU's rates (bf16_flops, hbm_bps in hardware_table) against the model, or use "
+                       "compute_mode='infinite' / timing='sequential'")
+    return head + ("check the trace's timestamps and output lengths, and the links' bandwidths (a slow link "
+                   "makes restores that long), or use compute_mode='infinite' / timing='sequential'")
 
 
 @dataclass(slots=True)

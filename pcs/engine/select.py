@@ -258,7 +258,7 @@ def _twin_missing(cfg: RunConfig, twin: str) -> str | None:
 
 def _compiled_step_applies(cfg: RunConfig) -> str | None:
     if cfg.timing != "modeled" or cfg.scheduler is None:
-        return "it needs modeled timing with the step scheduler (--compute step)"
+        return "it needs modeled timing with the step scheduler (compute_mode='step')"
     if _early_caching(cfg):
         return _early_caching(cfg)
     if cfg.scheduler.endswith("+chunk-attention"):

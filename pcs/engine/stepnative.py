@@ -13,6 +13,7 @@ Which loop runs is decided by the engine-selection table (:mod:`pcs.engine.selec
 """
 from __future__ import annotations
 
+import re
 from contextlib import contextmanager
 
 import numpy as np
@@ -34,15 +35,26 @@ MAX_TIERS = 8
 @contextmanager
 def span_limit():
     """Around every call that advances the C loop's clock (feed, close, clock_event, clock_advance): its
-    366-day limit (``_stepsched.c`` add_busy, a plain ValueError) becomes the :class:`UserError` the Python
-    reference raises (:meth:`pcs.engine.schedstats.SchedulerCounters.add_busy`), so both engines exit 2 with
-    the same line. Any other ValueError is a bug and passes unchanged."""
+    366-day limit (``_stepsched.c`` add_busy, a plain ValueError naming the time reached and the busy time, to 4
+    digits) becomes the :class:`UserError` the Python reference raises
+    (:meth:`pcs.engine.schedstats.SchedulerCounters.add_busy`), worded once by
+    :func:`pcs.engine.schedstats.span_message`, so both engines exit 2 with the same line. Any other ValueError
+    is a bug and passes unchanged."""
     try:
         yield
     except ValueError as exc:
-        if isinstance(exc, UserError) or "step scheduler's run reaches" not in str(exc):
+        found = None if isinstance(exc, UserError) else _SPAN_C.search(str(exc))
+        if found is None:
             raise
-        raise UserError(str(exc)) from None
+        from pcs.engine.schedstats import span_message
+
+        raise UserError(span_message(float(found[1]), float(found[2] or 0.0))) from None
+
+
+#: the C loop's span error (pcs/engine/_stepsched.c add_busy): the time reached and, when the GPU was mostly
+#: busy, its busy time (both printed "%.4g").
+_SPAN_C = re.compile(r"step scheduler's run reaches (\S+) s after the first arrival(?:.*?the GPU computes for "
+                     r"(\S+) s of it)?")
 #: the C loop's column order (pcs/engine/_stepsched.c: enum Q_*, then one hit_tokens column per tier; enum D_*).
 _Q_COLS = ("hit_blocks", "missed_blocks", "hit_tokens", "restored_bytes", "preemptions", "recomputed_hit_blocks",
            "decode_blocks_cached")

@@ -252,10 +252,9 @@ def build_summary(res, state: CacheState, seq_ledger, single, ideal, ctx: dict) 
         caller adds them with ``dataclasses.replace``).
     """
     L = res.ledger
-    real = L.hit_ratio
-    seq = seq_ledger.hit_ratio
-    ss = single.hit_ratio
-    ide = ideal.hit_ratio
+    # 0/0 (a trace of 0-token prompts only): every token-weighted ratio is undefined, null (docs/semantics.md §12)
+    real, seq, ss, ide = (None,) * 4 if not L.prompt_tokens else (
+        L.hit_ratio, seq_ledger.hit_ratio, single.hit_ratio, ideal.hit_ratio)
     model = ctx["model"]
     tiers = _tier_rows(state, L, ctx)
     envelope = _envelope(L, state, res.columns, ctx)
@@ -274,13 +273,14 @@ def build_summary(res, state: CacheState, seq_ledger, single, ideal, ctx: dict) 
         block_accesses=L.block_accesses, cacheable_blocks=L.cacheable_blocks,
         hit_blocks=L.hit_blocks, block_misses=L.block_misses,
         hit_ratio=real,
-        hit_ratio_per_tier={t.name: r for t, r in zip(state.tiers, L.tier_hit_ratios())},
+        hit_ratio_per_tier={t.name: (r if L.prompt_tokens else None) for t, r in zip(state.tiers, L.tier_hit_ratios())},
         single_sequence_hit_ratio=ss, ideal_hit_ratio=ide, sequential_hit_ratio=seq,
         single_sequence_with_decode_hit_ratio=(ctx["single_with_decode"].hit_ratio
-                                               if ctx.get("single_with_decode") is not None else None),
+                                               if ctx.get("single_with_decode") is not None and L.prompt_tokens
+                                               else None),
         gap=_gap(ide, ss, seq, real, ctx.get("oracle_hit_ratio"), L.prompt_tokens,
                  ctx.get("hybrid_baseline_lost_tokens")),
-        oracle_hit_ratio=ctx.get("oracle_hit_ratio"),
+        oracle_hit_ratio=ctx.get("oracle_hit_ratio") if L.prompt_tokens else None,
         requests_with_hit=L.requests_with_hit, requests_truncated=L.requests_truncated,
         requests_waited=L.requests_waited,
         reference_bytes_per_block=ctx["reference_block"].total_bytes,
@@ -309,11 +309,14 @@ def _series(res, tiers) -> TimeSeries | None:
                             "link_bandwidth_bps": t.link_bandwidth_bps} for t in tiers])
 
 
-def _gap(ide: float, ss: float, seq: float, real: float, oracle: float | None, prompt_tokens: int,
-         lost: int | None) -> GapSplit:
+def _gap(ide: float | None, ss: float | None, seq: float | None, real: float | None, oracle: float | None,
+         prompt_tokens: int, lost: int | None) -> GapSplit:
     """The gap split (docs/semantics.md §12). With an oracle run also capacity and policy; for a hybrid
     model the sequential replay's hits lost to the hybrid rules are a term of their own, taken out of
-    capacity_eviction, so the terms still sum to ideal - real."""
+    capacity_eviction, so the terms still sum to ideal - real. No prompt tokens: every term is null (0/0)."""
+    if not prompt_tokens:
+        return GapSplit(block_rounding=None, capacity_eviction=None, concurrency=None, capacity=None, policy=None,
+                        hybrid_rules=None)
     hyb = None if lost is None else (lost / prompt_tokens if prompt_tokens else 0.0)
     return GapSplit(block_rounding=ide - ss, capacity_eviction=ss - seq - (hyb or 0.0), concurrency=seq - real,
                     capacity=None if oracle is None else ss - oracle,

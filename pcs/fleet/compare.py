@@ -53,14 +53,14 @@ def compare_routers(trace: Any, routers: Sequence[str], *, instances: int, route
             :func:`fleet_replay` raises.
     """
     if not routers:
-        raise UserError("give at least one --router")
+        raise UserError("give at least one router in routers=")
     ok = isinstance(instances, int) and not isinstance(instances, bool) and 1 <= instances <= MAX_INSTANCES
     parsed = [parse_router(r, instances if ok else 1) for r in routers]    # a bad count: fleet_replay says so
     seen: dict[str, str] = {}
     for r, p in zip(routers, parsed):   # the same router with its defaults spelled out (random, random:seed=0)
         key = p.describe()
         if key in seen:
-            raise UserError(f"a --router is given twice: {seen[key]!r} and {r!r} are both {key}")
+            raise UserError(f"a router in routers= is given twice: {seen[key]!r} and {r!r} are both {key}")
         seen[key] = str(r)
     applies = stale_view_applies(parsed, router_stale_s)
     rows, name = [], "<requests>"

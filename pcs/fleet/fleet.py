@@ -239,10 +239,8 @@ def _instance_row(i: int, ceiling: SingleSequenceResult, s: Any, table: Any, hel
         return InstanceLoad(i, 0, 0, 0, None, 0, None, None, None, None, held)
     busy = s.scheduler.with_cache.busy_s if s.scheduler is not None else None
     ttft = table.column("ttft_s").to_numpy(zero_copy_only=False).astype(np.float64)
-    modeled = s.timing == "modeled"
     return InstanceLoad(i, s.requests, s.prompt_tokens, s.hit_tokens, s.hit_ratio, ceiling.hit_tokens,
-                        ceiling.hit_ratio, busy,
-                        _pct(ttft, 50) if modeled else None, _pct(ttft, 99) if modeled else None, held)
+                        ceiling.hit_ratio if s.prompt_tokens else None, busy, _pct(ttft, 50), _pct(ttft, 99), held)
 
 
 def _requests_table(tables: list, rows: list) -> Any:
@@ -271,7 +269,7 @@ def _fleet_ceiling(batch: RequestBatch, rules: BlockRules, decode: Any, order: n
 
 
 def _summary(name: str, router, stale_s: float, cap: int, source: Any, batch: RequestBatch, rules: BlockRules,
-             loads: list, summaries: list, table: Any, modeled: bool, shared: Any = None,
+             loads: list, summaries: list, table: Any, shared: Any = None,
              decode: Any = None, order: np.ndarray | None = None) -> FleetSummary:
     """Add the instances up (docs/semantics.md §17); with a shared tier (§17.1) captured = the fleet ceiling,
     both the walk in the fleet's first-admission order ``order`` (a shared tier of 0 blocks shares nothing:
@@ -282,17 +280,18 @@ def _summary(name: str, router, stale_s: float, cap: int, source: Any, batch: Re
     ceiling = _fleet_ceiling(batch, rules, decode, order if sharing else None)
     captured = ceiling if sharing else sum(x.ceiling_hit_tokens for x in loads)
     hits = sum(x.hit_tokens for x in loads)
-    c, k, d = (ceiling / prompt, captured / prompt, hits / prompt) if prompt else (0.0, 0.0, 0.0)
+    c, k, d = (ceiling / prompt, captured / prompt, hits / prompt) if prompt else (None, None, None)   # 0/0
     busy = [x.busy_s or 0.0 for x in loads]
     ttft = table.column("ttft_s").to_numpy(zero_copy_only=False).astype(np.float64)
     return FleetSummary(
         trace=name, instances=len(loads), router=router.describe(), router_source=router.source,
         router_stale_s=stale_s, index_capacity_blocks=cap, requests=len(batch), prompt_tokens=prompt,
-        hit_tokens=hits, hit_ratio=d, gap=FleetGap(c, k, d, c - k, k - d, decode is not None),
+        hit_tokens=hits, hit_ratio=d,
+        gap=FleetGap(c, k, d, None if c is None else c - k, None if k is None else k - d, decode is not None),
         imbalance_requests=_imbalance([x.requests for x in loads]) or 1.0,
         imbalance_prompt_tokens=_imbalance([x.prompt_tokens for x in loads]) or 1.0,
         imbalance_busy_s=_imbalance(busy) if any(x.busy_s is not None for x in loads) else None,
-        ttft_p50_s=_pct(ttft, 50) if modeled else None, ttft_p99_s=_pct(ttft, 99) if modeled else None,
+        ttft_p50_s=_pct(ttft, 50), ttft_p99_s=_pct(ttft, 99),
         per_instance=tuple(loads), instance_summaries=tuple(summaries), shared_tier=shared,
         notes=() if shared is None else ("a shared tier: instance_summaries are null (an instance's own sequential "
                                          "baseline assumes tiers it owns); its hits by tier are in shared_tier",))
@@ -338,9 +337,9 @@ def _refuse_oracle_policy(replay_kwargs: dict) -> None:
     in a fleet, whose instances each see the sub-trace the router sends them."""
     names = [replay_kwargs.get("policy")] + list((replay_kwargs.get("tier_policies") or {}).values())
     if any(isinstance(n, str) and n.split(":")[0].split("+")[0] == "belady" for n in names):
-        raise UserError("--policy belady is the offline oracle of a single-instance replay (it reads the "
-                         "replayed trace's future); it is refused with --instances/--router/--shared-tier: replay "
-                         "one instance with --policy belady or --gap-oracle instead")
+        raise UserError("policy='belady' is the offline oracle of a single-instance replay (it reads the "
+                         "replayed trace's future); it is refused with instances=, router= or shared_tier=: replay "
+                         "one instance with policy='belady' or gap_oracle instead")
 
 
 def _check_fleet_args(instances: Any, replay_kwargs: dict[str, Any]) -> int:
@@ -407,15 +406,15 @@ def fleet_replay(trace: Any = None, *, instances: int = 1, router: Any = "round-
 
         loads, tables, rows_of, run, decodes = shared_instances(source, batch, assignment, instances, rules,
                                                                 compute, setup, index, progress)
-        summaries, modeled, order = [None] * instances, setup["timing"] == "modeled", run.admitted
+        summaries, order = [None] * instances, run.admitted
         shared, step = shared_summary(run, loads, int(batch.prompt_tokens.sum())), decodes is not None
     else:
         loads, summaries, tables, rows_of, decodes = _replay_instances(source, batch, assignment, instances, rules,
                                                                        index, name, progress, replay_kwargs)
-        modeled, shared, order = any(s is not None and s.timing == "modeled" for s in summaries), None, None
+        shared, order = None, None
         step = any(s is not None and s.scheduler is not None for s in summaries)
     table = _requests_table(tables, rows_of)
     decode = _ceiling_decode(batch, decodes, rows_of, step, replay_kwargs)
     summary = _summary(name, chooser, float(router_stale_s), cap, source, batch, rules, loads, summaries, table,
-                       modeled, shared, decode, order)
+                       shared, decode, order)
     return FleetResult(summary, assignment, table)

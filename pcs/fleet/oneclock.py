@@ -90,9 +90,9 @@ def check_shared_options(kw: dict) -> None:
     Raises:
         ValueError: ``admit``, ``gap_oracle`` (the engine: :func:`shared_setup`, through the table).
     """
-    for key, opt in (("admit", "--admit"), ("gap_oracle", "--gap-oracle")):
+    for key, opt in (("admit", "admit="), ("gap_oracle", "gap_oracle")):
         if kw.get(key):
-            raise UserError(f"{opt} is not available with --shared-tier")
+            raise UserError(f"{opt} is not available with shared_tier=")
 
 
 def shared_setup(source: Any, kw: dict, shared_spec: Any, compute: Any = None) -> dict:
@@ -121,10 +121,10 @@ def shared_setup(source: Any, kw: dict, shared_spec: Any, compute: Any = None) -
     names = api._policy_names(specs, opts.policy, policies)
     reading = [f"{s.name}: {n}" for s, n in zip(specs, names) if needs_context(n)]
     if reading:    # per tier, as --policy / --tier-policy gave them (the shared tier takes --policy)
-        raise UserError("--shared-tier runs policies that do not read the trace (lru, slru, fifo, ...); "
-                         f"got {', '.join(reading)} (--policy sets every tier, the shared one too)")
+        raise UserError("shared_tier= runs policies that do not read the trace (lru, slru, fifo, ...); "
+                         f"got {', '.join(reading)} (policy= sets every tier, the shared one too)")
     if api._hybrid_plan(spec, bs, specs, bb, None, None, None, None) is not None:
-        raise UserError("--shared-tier does not run a hybrid model's cache groups yet")
+        raise UserError("shared_tier= does not run a hybrid model's cache groups yet")
     step = _step(kw, opts.timing, compute, gpu, specs[0], bpb[0])
     return dict(specs=specs, bpb=bpb, links=links, policy=opts.policy, policies=policies,
                 write_policy=opts.write_policy, timing=opts.timing, protected=kw.get("protected_share"),
@@ -146,7 +146,7 @@ def _engine(kw: dict, specs: Any, names: Sequence[str], timing: str, stepped: bo
     try:
         row, reason = select.choose(cfg, kw.get("engine") or "auto")
     except ValueError as exc:
-        raise UserError(f"--shared-tier: {exc}") from None
+        raise UserError(f"shared_tier=: {exc}") from None
     if stepped:
         from pcs import _native
 

@@ -29,14 +29,14 @@ def parse_shared_tier(text: Any):
     try:
         spec = parse_tier(text)
     except ValueError as exc:
-        raise UserError(f"--shared-tier: {exc}") from None
+        raise UserError(f"shared_tier=: {exc}") from None
     if spec.capacity_bytes is None and spec.capacity_blocks is None:
-        raise UserError(f"--shared-tier {spec.name}: give the shared tier a size, e.g. --shared-tier "
-                         f"{spec.name}=10TB or {spec.name}=20000blocks")
+        raise UserError(f"shared_tier= {spec.name!r}: give the shared tier a size, e.g. shared_tier='{spec.name}=10TB' "
+                         f"or shared_tier='{spec.name}=20000blocks'")
     return spec
 
 
-def _load(i: int, ceiling: Any, res: Any, held: int, modeled: bool, busy_s: float | None = None
+def _load(i: int, ceiling: Any, res: Any, held: int, busy_s: float | None = None
           ) -> tuple[InstanceLoad, Any]:
     """One instance's row and requests table from its sub-trace's ceiling, engine result (None: idle) and busy
     seconds (the step scheduler's; None without it)."""
@@ -48,9 +48,9 @@ def _load(i: int, ceiling: Any, res: Any, held: int, modeled: bool, busy_s: floa
     L = res.ledger
     table = requests_table(res.columns)
     ttft = table.column("ttft_s").to_numpy(zero_copy_only=False).astype(np.float64)
-    return InstanceLoad(i, L.num_requests, L.prompt_tokens, L.hit_tokens, L.hit_ratio, ceiling.hit_tokens,
-                        ceiling.hit_ratio, busy_s, _pct(ttft, 50) if modeled else None,
-                        _pct(ttft, 99) if modeled else None, held), table
+    p = L.prompt_tokens   # 0: the ratios are 0/0, null
+    return InstanceLoad(i, L.num_requests, p, L.hit_tokens, L.hit_ratio if p else None, ceiling.hit_tokens,
+                        ceiling.hit_ratio if p else None, busy_s, _pct(ttft, 50), _pct(ttft, 99), held), table
 
 
 def shared_instances(source: Any, batch: Any, assignment: np.ndarray, instances: int, rules: Any, compute: Any,
@@ -79,8 +79,7 @@ def shared_instances(source: Any, batch: Any, assignment: np.ndarray, instances:
     loads, tables = [], []
     busy = run.busy_s or [None] * instances
     for i in range(instances):
-        load, table = _load(i, ceilings[i], run.results[i], index.held_blocks(i), setup["timing"] == "modeled",
-                            busy[i])
+        load, table = _load(i, ceilings[i], run.results[i], index.held_blocks(i), busy[i])
         loads.append(load)
         tables.append(table)
     return loads, tables, rows_of, run, decodes
@@ -123,9 +122,9 @@ def shared_summary(run: Any, loads: list, prompt_tokens: int) -> SharedTierSumma
         name=shared.name, capacity_blocks=shared.capacity_blocks, capacity_bytes=shared.capacity_blocks * bpb,
         bytes_per_block=bpb, policy=setup["policy_names"][-1], write_policy=setup["write_policy"],
         link=link.name if link is not None else "-", hit_tokens=hit,
-        hit_ratio=hit / prompt_tokens if prompt_tokens else 0.0, read_blocks=read_blocks, read_bytes=read_blocks * bpb,
+        hit_ratio=hit / prompt_tokens if prompt_tokens else None, read_blocks=read_blocks, read_bytes=read_blocks * bpb,
         written_blocks=written, written_bytes=written * bpb, evicted_blocks=shared.stats.evicted_blocks,
         peak_resident_blocks=shared.stats.peak_resident_blocks,
         peak_resident_bytes=shared.stats.peak_resident_blocks * bpb, lease_spared_blocks=shared.lease_spared_blocks,
-        routing_captured_hit_ratio=routing / prompt_tokens if prompt_tokens else 0.0, per_instance=tuple(per),
+        routing_captured_hit_ratio=routing / prompt_tokens if prompt_tokens else None, per_instance=tuple(per),
         engine=setup["engine"][0], engine_reason=setup["engine"][1])

@@ -18,18 +18,18 @@ __all__ = ["FleetSummary", "FleetGap", "InstanceLoad", "SharedTierSummary", "Ins
 class FleetGap:
     """Where the fleet's reuse goes: ceiling >= captured >= delivered (token-weighted hit ratios)."""
 
-    fleet_ceiling_hit_ratio: float = field("ratio", "single-sequence hit ratio of the whole trace (one infinite "
+    fleet_ceiling_hit_ratio: float | None = field("ratio", "single-sequence hit ratio of the whole trace (one infinite "
                                                     "cache seeing every request; docs/semantics.md §12); when the "
                                                     "instances cache decode blocks, each request's output blocks "
                                                     "count as seen after it (§17)")
-    captured_hit_ratio: float = field("ratio", "each instance's single-sequence hit tokens on its own sub-trace "
+    captured_hit_ratio: float | None = field("ratio", "each instance's single-sequence hit tokens on its own sub-trace "
                                                "(with the output blocks its step scheduler caches), summed, / the "
                                                "fleet's prompt tokens; with a shared tier the fleet ceiling "
                                                "(every instance reads what any instance wrote)")
-    delivered_hit_ratio: float = field("ratio", "real hit tokens of all instances / the fleet's prompt tokens")
-    lost_to_routing: float = field("ratio", "fleet_ceiling_hit_ratio - captured_hit_ratio: reuse split across "
+    delivered_hit_ratio: float | None = field("ratio", "real hit tokens of all instances / the fleet's prompt tokens")
+    lost_to_routing: float | None = field("ratio", "fleet_ceiling_hit_ratio - captured_hit_ratio: reuse split across "
                                             "instances by the router")
-    lost_in_instances: float = field("ratio", "captured_hit_ratio - delivered_hit_ratio: finite tiers and "
+    lost_in_instances: float | None = field("ratio", "captured_hit_ratio - delivered_hit_ratio: finite tiers and "
                                               "concurrency inside the instances (>= 0, preemptions included, "
                                               "docs/semantics.md §17)")
     ceiling_with_decode: bool = field("-", "whether fleet_ceiling_hit_ratio counts the next turns' decode blocks "
@@ -45,14 +45,16 @@ class InstanceLoad:
     requests: int = field("count", "requests routed to the instance")
     prompt_tokens: int = field("tokens", "their prompt tokens")
     hit_tokens: int = field("tokens", "their hit tokens (real)")
-    hit_ratio: float | None = field("ratio", "hit_tokens / prompt_tokens; null for an idle instance")
+    hit_ratio: float | None = field("ratio", "hit_tokens / prompt_tokens; null for an idle instance or one with no "
+                                             "prompt tokens (0/0)")
     ceiling_hit_tokens: int = field("tokens", "single-sequence hit tokens of the instance's sub-trace (one "
                                               "infinite cache seeing only its requests, and the output blocks its "
                                               "step scheduler caches)")
     ceiling_hit_ratio: float | None = field("ratio", "ceiling_hit_tokens / prompt_tokens")
     busy_s: float | None = field("s", "sum of the instance's step times (compute step); null otherwise")
-    ttft_p50_s: float | None = field("s", "median TTFT of the instance's requests (modeled timing)")
-    ttft_p99_s: float | None = field("s", "99th percentile TTFT of the instance's requests (modeled timing)")
+    ttft_p50_s: float | None = field("s", "median TTFT of the instance's requests (--timing sequential: "
+                                                "no queue, as a replay's envelope.ttft_p50_s)")
+    ttft_p99_s: float | None = field("s", "99th percentile TTFT of the instance's requests")
     index_blocks_end: int = field("blocks", "ids in the router's index of the instance at the end (<= "
                                             "index_capacity_blocks)")
 
@@ -82,7 +84,7 @@ class SharedTierSummary:
                                    "every block an instance computes")
     link: str = field("-", "the link of each instance to the shared tier (one per instance)")
     hit_tokens: int = field("tokens", "hit tokens served by the shared tier, all instances")
-    hit_ratio: float = field("ratio", "hit_tokens / the fleet's prompt tokens")
+    hit_ratio: float | None = field("ratio", "hit_tokens / the fleet's prompt tokens (null when 0: 0/0)")
     read_blocks: int = field("blocks", "blocks restored from the shared tier, all instances")
     read_bytes: int = bytes_of("read_blocks")
     written_blocks: int = field("blocks", "blocks written into the shared tier (new there), all instances")
@@ -92,7 +94,7 @@ class SharedTierSummary:
     peak_resident_bytes: int = bytes_of("peak_resident_blocks")
     lease_spared_blocks: int = field("count", "times a block under a restore's lease came up as a victim and was "
                                               "kept (docs/semantics.md §17.1)")
-    routing_captured_hit_ratio: float = field("ratio", "each instance's single-sequence hits on its own sub-trace, "
+    routing_captured_hit_ratio: float | None = field("ratio", "each instance's single-sequence hits on its own sub-trace, "
                                                        "summed, / prompt tokens: what routing alone captures "
                                                        "(the fleet's captured_hit_ratio without a shared tier)")
     per_instance: tuple[InstanceTierHits, ...] = field("-", "hits by tier of every instance, in index order")
@@ -116,12 +118,14 @@ class FleetSummary:
     requests: int = field("count", "requests of the trace (= the sum over instances)")
     prompt_tokens: int = field("tokens", "sum of prompt tokens")
     hit_tokens: int = field("tokens", "sum of real hit tokens over instances")
-    hit_ratio: float = field("ratio", "hit_tokens / prompt_tokens (= gap.delivered_hit_ratio)")
+    hit_ratio: float | None = field("ratio", "hit_tokens / prompt_tokens (= gap.delivered_hit_ratio); this and the "
+                                             "gap's ratios null when prompt_tokens is 0 (0/0)")
     gap: FleetGap = field("-", "the fleet gap split: ceiling >= captured >= delivered")
     imbalance_requests: float = field("ratio", "max / mean requests per instance (1 = even; >= 1)")
     imbalance_prompt_tokens: float = field("ratio", "max / mean prompt tokens per instance")
     imbalance_busy_s: float | None = field("ratio", "max / mean busy_s per instance (compute step); null otherwise")
-    ttft_p50_s: float | None = field("s", "median TTFT over every request of the fleet (modeled timing)")
+    ttft_p50_s: float | None = field("s", "median TTFT over every request of the fleet (--timing "
+                                                "sequential: no queue, as a replay's envelope.ttft_p50_s)")
     ttft_p99_s: float | None = field("s", "99th percentile TTFT over every request of the fleet")
     per_instance: tuple[InstanceLoad, ...] = field("-", "one entry per instance, in index order")
     instance_summaries: tuple[ReplaySummary | None, ...] = field(

@@ -107,5 +107,5 @@ class Fields:
             raise InputError(self.path, None, "torch_dtype", f"unknown dtype {raw!r}") from None
         if name in _NOT_TORCH:   # int4/fp4 are no torch dtype: a quantised KV cache is asked with --dtype
             raise InputError(self.path, None, "torch_dtype", f"{raw!r} is not a torch dtype (float32, float16, "
-                             "bfloat16, float8_e4m3fn ...); give the KV cache dtype with --dtype")
+                             "bfloat16, float8_e4m3fn ...); give the KV cache dtype with dtype=")
         return name

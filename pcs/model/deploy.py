@@ -97,7 +97,7 @@ class Deployment:
                 f"{self.model} does not fit on {self.tp} x {self.gpu}: weights {_gb(self.weights_bytes)} "
                 f"({_gb(self.weights_bytes_per_gpu)} per GPU) + {_gb(self.reserve_bytes)} reserve per GPU "
                 f">= {_gb(self.hbm_bytes)} HBM x {self.gpu_memory_utilization:g} = {_gb(self.usable_bytes)} per GPU;"
-                " use more or larger GPUs (--tp, --gpu), or give pcs replay --tier gpu=SIZE")
+                " use more or larger GPUs (tp=, hardware=), or give the GPU tier a size: tiers=['gpu=SIZE']")
 
     def to_dict(self) -> dict[str, Any]:
         """JSON form (``deployment`` in ``pcs replay`` and ``pcs deploy``)."""
@@ -132,7 +132,7 @@ def size_deployment(spec: ModelSpec, gpu: Any, tp: int, gpu_memory_utilization: 
     """
     if spec.total_params <= 0:
         raise UserError(f"{spec.name}: the weights are unknown (no parameter count), so the GPU tier cannot be "
-                         "sized from the deployment (pcs replay: give --tier gpu=SIZE)")
+                         "sized from the deployment (give the GPU tier a size: tiers=['gpu=SIZE'])")
     tp = check_int(tp, "tp", lo=1, hi=MAX_TP)
     util = (DEFAULT_GPU_MEMORY_UTILIZATION if gpu_memory_utilization is None else
             check_real(gpu_memory_utilization, "gpu_memory_utilization", lo=0, lo_open=True, hi=1))

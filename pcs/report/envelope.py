@@ -16,12 +16,14 @@ __all__ = ["render_envelope"]
 
 
 def _scope_text(r: EnvelopeResult, extra: dict[str, Any]) -> str:
-    """`` per TP rank (TP 8: 7.05 GB for the group; bandwidths per GPU link)`` when D is one rank's share."""
+    """`` per GPU (TP 8: 7.05 GB for the TP group; bandwidths per GPU link ...)`` when D is one GPU's share (one TP
+    rank's: JSON ``restore_bytes_scope`` ``per_rank``); "per GPU" as docs/semantics.md names one GPU's link (§9) and
+    break-even (§10)."""
     if extra.get("restore_bytes_scope") != "per_rank":
         return ""
     tp = extra["tp"]
-    return (f" per TP rank (TP {tp}: {units.format_bytes(r.restore_bytes * tp)} for the group; bandwidths per GPU "
-            f"link, pcs replay's are the group's, {tp}x)")
+    return (f" per GPU (TP {tp}: {units.format_bytes(r.restore_bytes * tp)} for the TP group; bandwidths per GPU "
+            f"link, pcs replay's are the TP group's, {tp}x)")
 
 
 def render_envelope(r: EnvelopeResult, extra: dict[str, Any]) -> str:
@@ -32,7 +34,7 @@ def render_envelope(r: EnvelopeResult, extra: dict[str, Any]) -> str:
             seconds, bytes/s).
         extra: where T_full and T_remaining came from: ``full_prefill_from``,
             ``remaining_from`` (text); optionally what D covers: ``restore_bytes_scope`` (``per_rank``:
-            one TP rank's share, read over one GPU's link; ``given``), ``tp``.
+            one GPU's share, read over its own link; ``given``), ``tp``.
     Returns:
         The table with its title and notes, no trailing newline.
     """
@@ -57,7 +59,7 @@ def render_envelope(r: EnvelopeResult, extra: dict[str, Any]) -> str:
         verdict = (f"break-even bandwidth {units.format_bandwidth(r.break_even_bps)} = D / (T_full - "
                    "T_remaining - T_overhead); the cached path is faster above it")
         if extra.get("restore_bytes_scope") == "per_rank":
-            verdict += (f" (per GPU link; {units.format_bandwidth(r.break_even_bps * extra['tp'])} for the TP "
+            verdict += (f" (per GPU; {units.format_bandwidth(r.break_even_bps * extra['tp'])} for the TP "
                         "group's links together, as pcs replay gives link figures)")
     return render_table(headers, body, title=title, notes=[
         verdict, "serial model: cached = D/B + T_remaining + T_overhead against T_full; a higher hit ratio "

@@ -32,47 +32,53 @@ def _ratio(x: float | None) -> str | None:
     return None if x is None else f"{x:.2f}"
 
 
+def _minus(a: float | None, b: float | None = 0.0) -> float | None:
+    """``b - a`` (a loss shown as a negative step); None when either is undefined (0/0: no prompt tokens)."""
+    return None if a is None or b is None else b - a
+
+
 def _routing_rows(s: dict[str, Any]) -> list[list]:
     """With a shared tier, captured = the fleet ceiling (docs/semantics.md §17.1), so the router's split shows
     apart: the per-instance sub-trace ceilings summed, and what the shared tier's reads gave back."""
     sh = s.get("shared_tier")
     if sh is None:
         return []
-    own = sh["routing_captured_hit_ratio"]
-    lost = s["gap"]["fleet_ceiling_hit_ratio"] - own
+    own, top = sh["routing_captured_hit_ratio"], s["gap"]["fleet_ceiling_hit_ratio"]
     return [["routing (own sub-traces)", format_percent(own),
-             f"{format_points(-lost)} split across instances; the shared tier recovers "
+             f"{format_points(_minus(top, own))} split across instances; the shared tier recovers "
              f"{format_points(sh['hit_ratio']).lstrip('+')} of it"]]
 
 
-def _gap_rows(s: dict[str, Any]) -> list[list]:
+def _gap_rows(s: dict[str, Any], timing: str | None = None) -> list[list]:
     g = s["gap"]
+    ttft = "TTFT p50 / p99" + (" (no queue: --timing sequential)" if timing == "sequential" else "")
     return [
         [f"fleet ceiling (whole trace, one infinite cache{DECODE if g.get('ceiling_with_decode') else ''})",
          format_percent(g["fleet_ceiling_hit_ratio"]), ""],
         *_routing_rows(s),
         ["captured by routing (each instance's own ceiling)" if s.get("shared_tier") is None else
          "captured (shared tier: every instance reads every write)", format_percent(g["captured_hit_ratio"]),
-         f"{format_points(-g['lost_to_routing'])} split across instances"],
+         f"{format_points(_minus(g['lost_to_routing']))} split across instances"],
         ["delivered (real hits)", format_percent(g["delivered_hit_ratio"]),
-         f"{format_points(-g['lost_in_instances'])} finite tiers, concurrency"],
+         f"{format_points(_minus(g['lost_in_instances']))} finite tiers, concurrency"],
         ["imbalance (max/mean requests, tokens, busy)",
          f"{s['imbalance_requests']:.2f} / {s['imbalance_prompt_tokens']:.2f} / "
          f"{_ratio(s['imbalance_busy_s']) or '-'}", ""],
-        ["TTFT p50 / p99", f"{_s(s['ttft_p50_s']) or '-'} / {_s(s['ttft_p99_s']) or '-'}", ""],
+        [ttft, f"{_s(s['ttft_p50_s']) or '-'} / {_s(s['ttft_p99_s']) or '-'}", ""],
     ]
 
 
-def render_fleet(s: dict[str, Any], compute: str | None = None) -> str:
+def render_fleet(s: dict[str, Any], compute: str | None = None, timing: str | None = None) -> str:
     """The fleet summary dict (:meth:`pcs.fleet.FleetSummary.to_dict`) as text; ``compute`` = the run's
-    ``--compute`` (``infinite`` adds :data:`pcs.report.replay.UNLIMITED` to the header, as a single run's)."""
+    ``--compute`` (``infinite`` adds :data:`pcs.report.replay.UNLIMITED` to the header, as a single run's);
+    ``timing`` = its ``--timing`` (``sequential`` labels the TTFT row: no queue, as a replay's TTFT note)."""
     from pcs.report.replay import UNLIMITED
 
     stale = f", view {format_duration(s['router_stale_s'])} stale" if s["router_stale_s"] else ", exact view"
-    title = (f"pcs replay: {shown_path(s['trace'])} | {s['instances']} instances | router {s['router']}{stale} | "
+    title = (f"pcs replay: {shown_path(s['trace'])} | {s['instances']} instance{'' if s['instances'] == 1 else 's'} | router {s['router']}{stale} | "
              f"index {format_count(s['index_capacity_blocks'])} blocks per instance"
              + (f" | {UNLIMITED}" if compute == "infinite" else ""))
-    top = render_table(["fleet", "hit ratio", "lost (-) or gained (+) at this step"], _gap_rows(s), title=title)
+    top = render_table(["fleet", "hit ratio", "lost (-) or gained (+) at this step"], _gap_rows(s, timing), title=title)
     rows = [[x["instance"], format_count(x["requests"]), format_count(x["prompt_tokens"]), _pct(x["hit_ratio"]),
              _pct(x["ceiling_hit_ratio"]), _s(x["busy_s"]), _s(x["ttft_p50_s"]), _s(x["ttft_p99_s"])]
             for x in s["per_instance"]]

@@ -111,7 +111,7 @@ def _labelled_points(data: str, xs: dict, point: dict, label: dict, x_axis: dict
              "encoding": {"x": x, "y": y, "text": {"field": "label"}}}]
 
 
-def waterfall_chart(s: dict, oracle: dict | None) -> Chart:
+def waterfall_chart(s: dict, oracle: dict | None) -> Chart | None:
     """The gap split (docs/semantics.md §12) as a waterfall: ideal -> single-sequence -> sequential -> real.
 
     Args:
@@ -122,6 +122,8 @@ def waterfall_chart(s: dict, oracle: dict | None) -> Chart:
     """
     g = s["gap"]
     ss = s["single_sequence_hit_ratio"]
+    if ss is None or s["hit_ratio"] is None:
+        return None   # no prompt tokens: every ratio is 0/0 (null), nothing to draw
     hyb = g.get("hybrid_rules") or 0.0   # a hybrid model's term, taken out of capacity and eviction (§12)
     steps = [("ideal", 0.0, s["ideal_hit_ratio"], "level"),
              ("block rounding", s["ideal_hit_ratio"], ss, "gap"),

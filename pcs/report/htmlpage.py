@@ -67,13 +67,14 @@ def _number(v: Any, lo: float, hi: float) -> bool:
 
 #: replay JSON fields the page reads: key -> (what it must be, the check)
 _REPLAY_FIELDS: dict[str, tuple[str, Callable[[Any], bool]]] = {
-    **{k: ("a ratio in [0, 1]", lambda v: _number(v, 0.0, 1.0))
+    **{k: ("a ratio in [0, 1]", lambda v: v is None or _number(v, 0.0, 1.0))   # null: 0/0
        for k in ("hit_ratio", "single_sequence_hit_ratio", "ideal_hit_ratio", "sequential_hit_ratio")},
     "requests": ("a count >= 0", lambda v: isinstance(v, int) and not isinstance(v, bool) and 0 <= v < 2**63),
     "block_size": ("a positive number of tokens", lambda v: isinstance(v, int) and not isinstance(v, bool)
                    and 0 < v < 2**31),
-    "gap": ("an object of finite numbers", lambda v: isinstance(v, dict) and all(
-        _number(v.get(k), -1.0, 1.0) for k in ("block_rounding", "capacity_eviction", "concurrency"))),
+    "gap": ("an object of finite numbers (nulls: no prompt tokens)", lambda v: isinstance(v, dict) and all(
+        v.get(k) is None or _number(v.get(k), -1.0, 1.0) for k in ("block_rounding", "capacity_eviction",
+                                                                   "concurrency"))),
     "tiers": ("a non-empty list of tier objects", lambda v: isinstance(v, list) and bool(v) and all(
         isinstance(t, dict) and isinstance(t.get("capacity_blocks"), int) and isinstance(t.get("name"), str)
         for t in v)),

@@ -17,8 +17,8 @@ __all__ = ["render_replay", "slot_unit", "header_line", "lens_rows", "lens_text"
            "CEILING_LABEL", "CEILING_MEANING"]
 
 
-def _pts(x: float) -> str:
-    return format_points(x)  # -0.0 prints as 0.0
+def _pts(x: float | None) -> str:
+    return format_points(x)  # -0.0 prints as 0.0; None (0/0) as "-"
 
 
 #: Lesson 1's words, one place for every report (replay, compare, sweep, HTML): the real hit ratio a finite cache

@@ -26,9 +26,10 @@ def render_summary(s: SweepSummary) -> str:
         return f"pcs sweep summarize: {s.out}: {s.points} points, none of kind replay (nothing to summarise)"
     label, fmt = _METRIC_LABELS[s.objective]
     best = render_table(["metric", "best", "point", "options"],
-                        [[_METRIC_LABELS[b.metric][0], _METRIC_LABELS[b.metric][1](b.value), b.point_id,
-                          _opts(b.options)] for b in s.best],
-                        title=f"Best points: {s.out} ({s.replay_points} replay points of {s.points})")
+                        [[_METRIC_LABELS[b.metric][0], _METRIC_LABELS[b.metric][1](b.value) + _tie(b.tied),
+                          b.point_id, _opts(b.options)] for b in s.best],
+                        title=f"Best points: {s.out} ({s.replay_points} replay points of {s.points})",
+                        notes=[TIE_NOTE] if any(b.tied for b in s.best) else ())
     real = [] if s.objective == "hit_ratio" else [REAL_LABEL]
     front = render_table([label, *real, CEILING_LABEL, *s.tiers, "point", "options"],
                          [[fmt(p.objective), *([_pct(p.hit_ratio)] if real else []), _pct(p.single_sequence_hit_ratio),
@@ -42,6 +43,16 @@ def render_summary(s: SweepSummary) -> str:
     lens = "" if s.payload_lens is None else "\n\n" + lens_text(
         {"payload_lens": s.payload_lens}, f"best hit-ratio point {s.payload_lens_point_id}")
     return f"{best}\n\n{front}{lens}"
+
+
+#: How a best point is picked among points tied on the metric (pcs.sweep.summary._keep_best, one rule).
+TIE_NOTE = ("tied: other points have exactly the same value; the one shown has the least bytes over all tiers, "
+            "then the smaller point id")
+
+
+def _tie(tied: int) -> str:
+    """`` (tied with 1 other)`` / `` (tied with N others)`` after a best value; nothing without a tie."""
+    return "" if not tied else f" (tied with {tied} other{'' if tied == 1 else 's'})"
 
 
 def _pct(x: float | None) -> str:

@@ -35,8 +35,10 @@ class SweepBest:
     metric: str = field("-", "the dataset column (hit_ratio, envelope.ttft_p99_s ...)")
     direction: str = field("-", "max or min: which end is best")
     value: float = field("-", "the best value, in the column's unit (ratio for hit ratios, s for times)")
-    point_id: str = field("-", "the point (ties: the least bytes over all tiers, then the smaller id)")
+    point_id: str = field("-", "the point; among points tied on the value (equal floats): the least bytes over "
+                                "all tiers, then the smaller id -- one pick whatever order the rows were written in")
     options: dict[str, Any] = field("-", "the point's values of the options that vary across the points")
+    tied: int = field("count", "other replay points with exactly the same value (0: no tie)", default=0)
 
 
 @result

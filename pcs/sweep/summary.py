@@ -173,25 +173,29 @@ def summarize(out: str | Path, objective: str = "hit-ratio") -> SweepSummary:
             if r.get(column) is not None:
                 front.add(r, r[column])
     cols = varying.columns()
-    bests = tuple(SweepBest(m, d, float(best[m][1][m]), best[m][1]["point_id"], _options(best[m][1], cols))
-                  for m, d in METRICS if m in best)
+    bests = tuple(SweepBest(m, d, float(best[m][1][m]), best[m][1]["point_id"], _options(best[m][1], cols),
+                            best[m][2]) for m, d in METRICS if m in best)
     tier_names = tuple(tiers)
     kept = sorted(front.front(), key=lambda k: (sum(k[0][1].values()), k[0][0], k[1]["point_id"]))
     points = tuple(SweepFrontPoint(r["point_id"], float(r[column]), {t: int(c.get(t, 0)) for t in tier_names},
                                    _options(r, cols), r.get("hit_ratio"), r.get("single_sequence_hit_ratio"))
                    for (_, c), r in kept)
-    lens_id, lens = _lens(best.get("hit_ratio", (None, None))[1])
+    lens_id, lens = _lens(best.get("hit_ratio", (None, None, 0))[1])
     return SweepSummary(str(out), n_all, varying.rows, column, direction, tier_names, bests, points, lens, lens_id)
 
 
 def _keep_best(best: dict[str, tuple], r: dict[str, Any]) -> None:
-    """Per metric the best row so far: its value at the best end, then the fewest tier bytes, then the point id."""
+    """Per metric ``(key, row, tied)``: the best row so far -- its value at the best end, then the fewest tier
+    bytes, then the point id, so the pick does not hang on the order the rows are read -- and how many other rows
+    have exactly its value (a tie the report names)."""
     total = sum(_costs(r).values())
     for m, d in METRICS:
         if r.get(m) is not None:
             key = ((-1.0 if d == "max" else 1.0) * r[m], total, r["point_id"])
-            if m not in best or key < best[m][0]:
-                best[m] = (key, r)
+            if m not in best or key[0] < best[m][0][0]:
+                best[m] = (key, r, 0)
+            elif key[0] == best[m][0][0]:
+                best[m] = (min(key, best[m][0]), r if key < best[m][0] else best[m][1], best[m][2] + 1)
 
 
 def _lens(row: dict[str, Any] | None) -> tuple[str | None, dict[str, Any] | None]:

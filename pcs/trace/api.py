@@ -66,7 +66,7 @@ def _not_json(first: bytes, exc: Exception, name: str) -> str:
     if isinstance(exc, UnicodeDecodeError) and first[:1] in (b"{", b"["):  # JSON but for its encoding
         return (f"the first non-blank line is not UTF-8 (invalid byte {first[exc.start:exc.start + 1]!r} at byte "
                 f"{exc.start}); JSON traces are UTF-8 (RFC 8259 section 8.1): re-encode the file")
-    return f"cannot detect the format: the first non-blank line is not JSON; pass --trace-format ({', '.join(FORMATS)})"
+    return f"cannot detect the format: the first non-blank line is not JSON; pass format= ({', '.join(FORMATS)})"
 
 
 def detect_format(path, name: str | None = None) -> str:
@@ -107,7 +107,7 @@ def detect_format(path, name: str | None = None) -> str:
         if "hash_ids" in obj:
             return "mooncake"
     raise InputError(name, None, None, "cannot detect the format: the first object has none of "
-                     f"'hash_ids', 'chat_id', 'token_ids'; pass --trace-format ({', '.join(FORMATS)})")
+                     f"'hash_ids', 'chat_id', 'token_ids'; pass format= ({', '.join(FORMATS)})")
 
 
 #: first bytes of a msgpack KV-event batch: a 3-element array [ts, events, rank] or a map of 2-3 keys
@@ -300,7 +300,7 @@ class Trace:
             next_id += len(b)
         if next_id == 0:
             raise InputError(self.name, None, None, EMPTY_TRACE if not self.skipped else
-                             f"no requests left: all {self.skipped} were skipped as bad (--on-error skip)")
+                             f"no requests left: all {self.skipped} were skipped as bad (on_error='skip')")
 
     def __iter__(self) -> Iterator[Request]:
         for b in self.iter_batches():
@@ -357,26 +357,29 @@ def _spool(path, name: str) -> Path:
     """Copy stdin or a FIFO once to a temporary file (listed in :data:`pcs.outfile.TEMPORARY` until removed).
 
     The copy stops with an InputError once a line runs past
-    :data:`pcs.trace.source.MAX_LINE_BYTES` (``cat /dev/zero | pcs replay -``).
+    :data:`pcs.trace.source.MAX_LINE_BYTES` (``cat /dev/zero | pcs replay -``), naming that line as a file's
+    reader does (:func:`pcs.trace.source.long_line`).
     """
     import tempfile  # here, not at the top: a file replay's start-up does not load it
 
     from pcs.outfile import create_temporary
-    from pcs.trace.source import MAX_LINE_BYTES, check_source
+    from pcs.trace.source import MAX_LINE_BYTES, check_source, long_line
 
     check_source(path, name)
     fd, tmp = create_temporary(tempfile.gettempdir(), "pcs-stdin-")   # listed in TEMPORARY before it exists
     try:
         src = sys.stdin.buffer if str(path) == "-" else _raw_stream(path)
         with os.fdopen(fd, "wb") as out:
-            since_newline = 0
+            since_newline, ended = 0, 0    # bytes after the last LF, LFs before them
             while data := src.read(1 << 20):
                 out.write(data)
                 cut = data.rfind(b"\n")
-                since_newline = len(data) - cut - 1 if cut >= 0 else since_newline + len(data)
+                if cut >= 0:
+                    since_newline, ended = len(data) - cut - 1, ended + data.count(b"\n")
+                else:
+                    since_newline += len(data)
                 if since_newline > MAX_LINE_BYTES:
-                    raise InputError(name, None, None, f"a line longer than {MAX_LINE_BYTES >> 20} MiB (the "
-                                     "longest line pcs reads; is this a trace?)")
+                    raise long_line(name, ended + 1)
         if src is not sys.stdin.buffer:
             src.close()
     except BaseException:
@@ -480,7 +483,7 @@ def _open_file(path, name: str, format: str | None, block_size: int | None, on_e
         stored = parquet_block_size(path, name)
         if block_size is not None and block_size != stored:
             raise UserError(f"{name}: Parquet trace was written at block size {stored}; "
-                             f"--block-size {block_size} cannot re-block hashed ids (convert the token trace instead)")
+                             f"block_size={block_size} cannot re-block hashed ids (convert the token trace instead)")
         block_size = stored
     trace = Trace(path, name, fmt, block_size or _default_block_size(fmt), on_error, sort, reuse)
     if fmt == "parquet":

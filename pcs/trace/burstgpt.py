@@ -94,7 +94,7 @@ def read_burstgpt_rows(path, check_order: bool = True, on_bad=None) -> Iterator[
             r = _row(row, cols, name, ln)
             if check_order and r.arrival_s < last:
                 raise InputError(name, ln, "Timestamp", f"decreases ({r.arrival_s:g} after {last:g}); "
-                                 "use --sort to reorder")
+                                 "use sort= to reorder")
         except InputError as exc:
             if on_bad is None:
                 raise

@@ -116,7 +116,7 @@ def strict_loads(name: str, ln: int, line: bytes) -> dict:
         InputError: blank line, invalid UTF-8 or JSON, duplicate key, or not an object.
     """
     if not line.strip():
-        raise InputError(name, ln, None, "blank line (use --on-error skip to skip blank lines)")
+        raise InputError(name, ln, None, "blank line (use on_error='skip' to skip blank lines)")
     try:
         obj = jsondepth.loads(line.decode("utf-8"), object_pairs_hook=_no_dup_keys)
     except jsondepth.TooDeepError as exc:
@@ -180,18 +180,19 @@ def row_is_synthetic(obj: dict, name: str, ln: int) -> bool:
 def _likely_block_size(prompt: int, n: int) -> str:
     """The ``--block-size`` hint when ``n`` ids do not cover ``prompt`` tokens: B gives n ids iff
     ``ceil(prompt / B) == n``, i.e. ``prompt / n <= B < prompt / (n - 1)``; the power of two in that range
-    (16 first: vLLM's and Bailian's block size), else the smallest B, else a bare ``--block-size``.
+    (16 first: vLLM's and Bailian's block size), else the smallest B, else a bare ``block_size=``. In the API's
+    words; the CLI shows ``--block-size 16`` (pcs.cli.common.option_names).
 
     >>> _likely_block_size(374, 24), _likely_block_size(3068, 192), _likely_block_size(1000, 3)
-    ('--block-size 16 fits', '--block-size 16 fits', '--block-size 334 fits')
+    ('block_size=16 fits', 'block_size=16 fits', 'block_size=334 fits')
     """
     if n <= 0 or prompt <= 0:
-        return "--block-size"
+        return "block_size="
     lo, hi = -(-prompt // n), (prompt - 1) // (n - 1) if n > 1 else 1 << 30   # the B with ceil(prompt / B) == n
     if lo > hi:
-        return "--block-size"
+        return "block_size="
     powers = [b for b in (16, *(1 << k for k in range(31))) if lo <= b <= hi]
-    return f"--block-size {powers[0] if powers else lo} fits"
+    return f"block_size={powers[0] if powers else lo} fits"
 
 
 def check_ids(ids: Any, prompt: int, bs: int, name: str, ln: int, key: str = "hash_ids") -> list[int]:
@@ -265,7 +266,7 @@ def _slow_line(cols: _Columns, obj: dict, bs: int, name: str, ln: int, state: Re
     if spec.has_type and isinstance(typ, str) and lone_surrogate(typ):
         raise InputError(name, ln, "type", f"a lone surrogate {lone_surrogate(typ)} is not text (not valid Unicode)")
     if state.check_order and ts < state.last_ts:
-        raise InputError(name, ln, "timestamp", f"decreases ({ts:g} after {state.last_ts:g}); use --sort to reorder")
+        raise InputError(name, ln, "timestamp", f"decreases ({ts:g} after {state.last_ts:g}); use sort= to reorder")
     state.last_ts = max(state.last_ts, ts)
     state.synthetic_rows += synthetic
     cols.ts.append(ts)

@@ -167,7 +167,7 @@ def parquet_block_size(path, name: str) -> int:
     digits = text is not None and re.fullmatch(r"[0-9]{1,8}", text) is not None
     if not digits or not 1 <= int(text) <= MAX_BLOCK_SIZE:
         raise InputError(name, None, "pcs.block_size", f"metadata must be an integer of tokens in "
-                         f"[1, {MAX_BLOCK_SIZE}] (the --block-size range), got {_shown(text)}")
+                         f"[1, {MAX_BLOCK_SIZE}] (the block_size= range), got {_shown(text)}")
     return int(text)
 
 

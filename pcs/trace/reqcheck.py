@@ -103,4 +103,4 @@ def check_order(arrival_s: np.ndarray, first_id: int, previous: float) -> None:
         i = int(down[0])
         raise UserError(f"request {first_id + i}: field 'arrival_s': {full[i + 1]:g} s decreases (the request "
                         f"before arrives at {full[i]:g} s); give the requests in arrival order, e.g. "
-                        "sorted(requests, key=lambda r: r.arrival_s) (a trace file: --sort)")
+                        "sorted(requests, key=lambda r: r.arrival_s) (a trace file: sort=)")

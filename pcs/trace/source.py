@@ -34,7 +34,7 @@ import numpy as np
 
 from pcs.errors import InputError
 
-__all__ = ["CHUNK_BYTES", "MAX_LINE_BYTES", "check_source", "open_binary", "iter_chunks", "iter_lines",
+__all__ = ["CHUNK_BYTES", "MAX_LINE_BYTES", "long_line", "check_source", "open_binary", "iter_chunks", "iter_lines",
            "iter_csv_rows", "peek_lines", "display_name", "is_stream", "count_lines", "count_newlines"]
 
 #: Bytes read per chunk; about 4 k Mooncake requests. 1 MiB keeps a chunk, its lines and its parsed
@@ -190,6 +190,13 @@ def count_newlines(data: bytes) -> int:
     return int(np.count_nonzero(np.frombuffer(data, dtype=np.uint8) == 10))
 
 
+def long_line(name: str, line: int) -> InputError:
+    """The error of line ``line`` (1-based) of ``name`` running past :data:`MAX_LINE_BYTES`, one text for every
+    reader: a file, gzip, stdin or a FIFO (spooled first, :func:`pcs.trace.api._spool`)."""
+    return InputError(name, line, None, f"line longer than {MAX_LINE_BYTES >> 20} MiB (the longest line pcs "
+                      "reads; is this a trace file?)")
+
+
 def iter_chunks(path, chunk_bytes: int | None = None, name: str | None = None) -> Iterator[tuple[int, bytes]]:
     """Yield ``(first_line_number, data)`` where ``data`` holds whole lines.
 
@@ -229,8 +236,7 @@ def iter_chunks(path, chunk_bytes: int | None = None, name: str | None = None) -
                 parts.append(data)
                 held += len(data)
             if held > MAX_LINE_BYTES:
-                raise InputError(name, line, None, f"line longer than {MAX_LINE_BYTES >> 20} MiB (the longest "
-                                 "line pcs reads; is this a trace file?)")
+                raise long_line(name, line)
     finally:
         if stream is not getattr(sys.stdin, "buffer", None):
             stream.close()

@@ -286,7 +286,8 @@ def _from_scan(trace, s: dict) -> dict[str, Any]:
     n, acc, ss = s["arrival_s"].size, s["accesses"], s["single"]
     out.update({
         "block_accesses": acc, "distinct_blocks": s["distinct"],
-        "single_sequence_hit_ratio": ss.hit_ratio, "single_sequence_hit_tokens": ss.hit_tokens,
+        "single_sequence_hit_ratio": ss.hit_ratio if ss.prompt_tokens else None,   # 0/0: null
+        "single_sequence_hit_tokens": ss.hit_tokens,
         "requests_with_hit_share": ss.requests_with_hit / n, "reaccess_share": s["reaccesses"] / acc if acc else None,
     })
     out.update(_counted_pcts(s["dist_values"], s["dist_counts"], "reuse_distance_blocks"))
@@ -333,7 +334,7 @@ def _reference(trace, rules: BlockRules) -> dict[str, Any]:
     out.update({
         "block_accesses": int(hashes.size),
         "distinct_blocks": int(hashes.size - re.sum()),
-        "single_sequence_hit_ratio": ss.hit_ratio,
+        "single_sequence_hit_ratio": ss.hit_ratio if ss.prompt_tokens else None,   # 0/0: null
         "single_sequence_hit_tokens": ss.hit_tokens,
         "requests_with_hit_share": ss.requests_with_hit / n if n else None,
         "reaccess_share": float(re.mean()) if hashes.size else None,

@@ -134,7 +134,7 @@ def read_token_jsonl(path, name: str, block_size: int, state: ReadState, on_erro
                 synthetic = row_is_synthetic(obj, name, ln)
                 if state.check_order and ts < state.last_ts:
                     raise InputError(name, ln, "timestamp",
-                                     f"decreases ({ts:g} after {state.last_ts:g}); use --sort to reorder")
+                                     f"decreases ({ts:g} after {state.last_ts:g}); use sort= to reorder")
                 if abs(ts / _MS_PER_S) > MAX_ARRIVAL_S:
                     raise InputError(name, ln, "timestamp", arrival_error(ts / _MS_PER_S))
             except InputError:

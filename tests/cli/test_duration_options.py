@@ -74,3 +74,23 @@ def test_full_width_digits_are_refused_in_tier_sizes():
     r = invoke("replay", TOKENS, "--tier", "gpu=２００blocks")
     assert r.exit_code == 2
     assert "digits must be ASCII 0-9, not '２' (U+FF12)" in r.output
+
+
+@pytest.mark.parametrize("value", ["0", "0ms", "1e-300s"])
+def test_a_zero_ttft_slo_is_refused_by_the_duration_type(value):
+    # --ttft-slo is Duration(0, 1e9, min_open=True): 0 s, and 1e-300 s (below 1 ns, rounds to 0), are refused
+    # by the one type while the command line is parsed, with no second parse in the replay command
+    r = invoke("replay", TOKENS, "--ttft-slo", value)
+    assert r.exit_code == 2
+    assert "--ttft-slo" in r.output and "Traceback" not in r.output
+
+
+def test_the_scheduler_config_takes_the_parsed_seconds():
+    # the click type already turned "250ms" into 0.25 s (1 ms = 1e-3 s) and "35us" into 3.5e-05 s
+    from pcs.cli.replay import _scheduler_config
+
+    kw = {"max_num_batched_tokens": None, "max_num_seqs": None, "restore_policy": "best-effort",
+          "restore_timeout": 0.25, "restore_timeout_per_token": 3.5e-05, "restore_fallback": True,
+          "cache_decode_blocks": None, "max_preemptions": 3, "ttft_slo": 2.0, "cache_blocks_at": "prefill-done"}
+    cfg = _scheduler_config(kw)
+    assert (cfg.restore_timeout_s, cfg.restore_timeout_per_token_s, cfg.ttft_slo_s) == (0.25, 3.5e-05, 2.0)

@@ -121,3 +121,18 @@ def test_deep_json_nesting_is_one_line(tmp_path):
     f.write_text("[" * 100_000 + "]" * 100_000 + "\n")
     for args in (["replay", f], ["trace", "stats", f], ["replay", f, "--trace-format", "mooncake"]):
         assert_one_line_error(invoke(*args, "-q"), str(f))
+
+
+def test_stdin_names_the_long_line_as_a_file_does(tmp_path, monkeypatch):
+    # two short lines, then 2**17 bytes with no newline past a bound of 2**16: the third line, by hand; stdin is
+    # spooled to a file first, and the spool's error is the file reader's text (pcs.trace.source.long_line)
+    monkeypatch.setattr(source, "MAX_LINE_BYTES", 1 << 16)
+    row = b'{"timestamp": 0, "input_length": 1, "output_length": 1, "hash_ids": [1]}\n'
+    data = row + row + b"x" * (1 << 17)
+    f = tmp_path / "t.jsonl"
+    f.write_bytes(data)
+    from_file = invoke("replay", f, "-q", "--trace-format", "mooncake")
+    from_stdin = invoke("replay", "-", "-q", "--trace-format", "mooncake", input=data)
+    assert from_file.exit_code == from_stdin.exit_code == 2
+    assert f"{f}:3: line longer than 0 MiB (the longest line pcs reads; is this a trace file?)" in from_file.output
+    assert "-:3: line longer than 0 MiB (the longest line pcs reads; is this a trace file?)" in from_stdin.output

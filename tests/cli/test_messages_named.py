@@ -85,14 +85,37 @@ def test_an_admit_argument_error_names_the_option(value, says):
 
 
 def test_the_span_message_names_the_cause():
-    """By hand: a run 4e7 s long (past 31,622,400 s) with the GPU busy 3.9e7 s of it is the GPU's doing;
-    1e9 s with 10 s busy is the trace's (its arrivals lie that far apart)."""
+    """By hand: a run 4e7 s long (past 366 days = 366 x 86,400 = 31,622,400 s) with the GPU busy 3.6e7 s of it
+    (3.6e7 / 4e7 = 90 %) is the GPU's doing; 1e9 s with 10 s busy is the trace's (its arrivals lie that far
+    apart). The limit reads in days and seconds with its reason (31,622,400 / 3,600 = 8,784 hourly bins); the
+    run's own time is not printed to 4 digits (3.162e+07 s would read as below 31,622,400 s)."""
     from pcs.engine.schedstats import span_message
 
-    gpu = span_message(4e7, 3.9e7)
-    assert "the GPU computes for 3.9e+07 s of it" in gpu and "bf16_flops" in gpu and "timestamps" not in gpu
+    gpu = span_message(4e7, 3.6e7)
+    assert gpu.startswith("the step scheduler's clock ran past 366 days (31,622,400 s) after the first arrival, "
+                          "the longest run it models (its utilisation series keeps at most 8,784 hourly bins): ")
+    assert "the GPU was busy for 90 % of that time" in gpu and "bf16_flops" in gpu and "timestamps" not in gpu
     trace = span_message(1e9, 10.0)
-    assert "check the trace's timestamps" in trace and "GPU computes" not in trace
+    assert "check the trace's timestamps" in trace and "GPU was busy" not in trace and "e+" not in trace
+
+
+def test_the_compiled_span_error_is_worded_by_the_reference():
+    """The C loop's own words (pcs/engine/_stepsched.c add_busy, values "%.4g") become span_message's line."""
+    from pcs.engine.schedstats import span_message
+    from pcs.engine.stepnative import span_limit
+    from pcs.errors import UserError
+
+    c_text = ("the step scheduler's run reaches 4e+07 s after the first arrival, past its limit of 31,622,400 s "
+              "(366 days): the GPU computes for 3.6e+07 s of it, so its steps are that slow: check ...")
+    with pytest.raises(UserError) as got, span_limit():
+        raise ValueError(c_text)
+    assert str(got.value) == span_message(4e7, 3.6e7)
+    with pytest.raises(UserError) as got, span_limit():
+        raise ValueError("the step scheduler's run reaches 1e+09 s after the first arrival, past its limit of "
+                         "31,622,400 s (366 days): check the trace's timestamps ...")
+    assert str(got.value) == span_message(1e9, 0.0)
+    with pytest.raises(ValueError, match="other"), span_limit():
+        raise ValueError("other")
 
 
 @pytest.mark.parametrize("engine", ["auto", "reference"])
@@ -104,7 +127,8 @@ def test_a_slow_gpu_past_the_366_day_limit_is_named(tmp_path, engine):
     hw = tmp_path / "hw.toml"
     hw.write_text("[gpu.h100-sxm]\nbf16_flops = 1e9\n")
     out = invoke("replay", _head(tmp_path, 200), *TIERS, "--hardware-file", hw, "--engine", engine, "-q")
-    assert_one_line_error(out, "past its limit of 31,622,400 s (366 days): the GPU computes for ",
+    assert_one_line_error(out, "ran past 366 days (31,622,400 s) after the first arrival, the longest run it models",
+                          "the GPU was busy for ",
                           "check the GPU's rates (bf16_flops, hbm_bps in --hardware-file)")
 
 
@@ -117,7 +141,7 @@ def test_a_far_timestamp_still_names_the_trace(tmp_path):
     for engine in ("auto", "reference"):
         out = invoke("replay", trace, *TIERS, "--engine", engine, "-q")
         assert_one_line_error(out, "check the trace's timestamps")
-        assert "GPU computes" not in out.output
+        assert "GPU was busy" not in out.output
 
 
 def test_an_infinite_default_timeout_names_the_gpu_rates():

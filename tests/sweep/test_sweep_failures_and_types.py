@@ -23,13 +23,14 @@ def _pcs(*args):
 
 def test_every_point_failing_exits_2_with_reasons_even_quiet(tmp_path):
     plan = tmp_path / "p.toml"
-    # no gpu tier: replay's rule "the first --tier is the GPU tier" refuses both points (user input: exit 2)
+    # no gpu tier: replay's rule "the first of tiers= is the GPU tier" refuses both points (user input: exit 2), in
+    # the plan's words: "the first of tier"
     plan.write_text(f'kind = "replay"\n[fixed]\ntrace = "{SMALL}"\n[axes]\ntier = ["cpu=10GB", "cpu=20GB"]\n')
     for quiet in ((), ("-q",)):
         res = _pcs("sweep", plan, "-o", tmp_path / "out", "--jobs", "1", *quiet)
         assert res.exit_code == 2, res.output
         errs = [ln for ln in res.stderr.splitlines() if ln.startswith("pcs: error: point ")]
-        assert len(errs) == 2 and all("first --tier is the GPU tier" in e for e in errs), res.stderr
+        assert len(errs) == 2 and all("the first of tier is the GPU tier" in e for e in errs), res.stderr
         assert "Error:" not in res.stderr and "Exception" not in res.stderr   # no ValueError:, InputError: ...
         assert "2 of 2 points failed" in res.stderr
 

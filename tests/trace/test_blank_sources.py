@@ -35,4 +35,4 @@ def test_a_blank_line_before_data_is_line_1_with_or_without_a_format(tmp_path, f
     p.write_text('\n{"timestamp": 10, "input_length": 600, "output_length": 5, "hash_ids": [1, 2]}\n')
     with pytest.raises(InputError) as e:
         list(open_trace(p, format=fmt))
-    assert (e.value.line, str(e.value)) == (1, f"{p}:1: blank line (use --on-error skip to skip blank lines)")
+    assert (e.value.line, str(e.value)) == (1, f"{p}:1: blank line (use on_error='skip' to skip blank lines)")

@@ -182,10 +182,10 @@ def stale_view_applies(routers: Sequence[Router], stale_s: float | None) -> tupl
         ValueError: ``stale_s`` negative or NaN, or > 0 and no router of ``routers`` reads the index.
     """
     if stale_s is not None and not stale_s >= 0:
-        raise UserError(f"--router-stale-s must be >= 0 seconds, got {stale_s!r}")
+        raise UserError(f"router_stale_s= must be >= 0 seconds, got {stale_s!r}")
     applies = tuple(bool(stale_s) and r.uses_index for r in routers)
     if stale_s and not any(applies):
-        raise UserError(f"--router-stale-s (router_stale_s) {stale_s:g} s delays the cache events a router reads, "
-                         f"and no router in use reads them ({', '.join(r.name for r in routers)}; without --router "
+        raise UserError(f"router_stale_s={stale_s:g} s delays the cache events a router reads, "
+                         f"and no router in use reads them ({', '.join(r.name for r in routers)}; without router= "
                          "the default is round-robin; prefix and cache-aware do): drop it or route with one of those")
     return applies

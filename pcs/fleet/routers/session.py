@@ -56,7 +56,7 @@ class Session(Router):
 
     def choose(self, req, index, load) -> int:
         if req.session_id is None:
-            raise UserError("router 'session' needs session ids, and this trace has none; use --router consistent-hash (keyed on the first blocks) instead")
+            raise UserError("router 'session' needs session ids, and this trace has none; use router='consistent-hash' (keyed on the first blocks) instead")
         if req.session_id < 0:                    # no session: least-loaded by requests in flight
             reqs = load.requests
             return min(range(self.instances), key=lambda i: (reqs[i], i))
