@@ -41,8 +41,9 @@ def _routing_rows(s: dict[str, Any]) -> list[list]:
     own = sh["routing_captured_hit_ratio"]
     lost = s["gap"]["fleet_ceiling_hit_ratio"] - own
     return [["routing (own sub-traces)", format_percent(own),
-             f"{format_points(-lost)} split across instances; the shared tier recovers "
-             f"{format_points(sh['hit_ratio']).lstrip('+')} of it"]]
+             f"{format_points(-lost)} split across instances; the shared tier serves "
+             f"{format_percent(sh['hit_ratio'])} of prompt tokens (some would have hit on the instance's own "
+             "tiers: not all of it is recovered routing loss)"]]
 
 
 def _gap_rows(s: dict[str, Any]) -> list[list]:
@@ -101,7 +102,7 @@ def _render_shared(sh: dict[str, Any]) -> str:
     """The shared tier (docs/semantics.md §17.1): its totals, then each instance's hit tokens by tier."""
     rows = [["capacity", f"{format_count(sh['capacity_blocks'])} blocks = {format_bytes(sh['capacity_bytes'])}"],
             ["policy / write policy / link per instance", f"{sh['policy']} / {sh['write_policy']} / {sh['link']}"],
-            ["hit ratio served by it", format_percent(sh["hit_ratio"])],
+            ["prompt tokens served by it (its hit ratio)", format_percent(sh["hit_ratio"])],
             ["read (restored) / written", f"{format_bytes(sh['read_bytes'])} / {format_bytes(sh['written_bytes'])}"],
             ["peak resident", f"{format_count(sh['peak_resident_blocks'])} blocks = "
                               f"{format_bytes(sh['peak_resident_bytes'])}"],
