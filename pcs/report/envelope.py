@@ -19,8 +19,11 @@ def _scope_text(r: EnvelopeResult, extra: dict[str, Any]) -> str:
     """`` per TP rank (TP 8: 7.05 GB for the group; bandwidths per GPU link)`` when D is one rank's share."""
     if extra.get("restore_bytes_scope") != "per_rank":
         return ""
-    tp = extra["tp"]
-    return (f" per TP rank (TP {tp}: {units.format_bytes(r.restore_bytes * tp)} for the group; bandwidths per GPU "
+    tp, asked, kept = extra["tp"], extra.get("restore_tokens"), extra.get("restored_tokens")
+    whole = "" if asked == kept or kept is None else (
+        f" = {units.format_count(kept)} of the {units.format_count(asked)} tokens (whole blocks: only full blocks "
+        f"are cached, the other {units.format_count(asked - kept)} are computed)")
+    return (f"{whole} per TP rank (TP {tp}: {units.format_bytes(r.restore_bytes * tp)} for the group; bandwidths per GPU "
             f"link, pcs replay's are the group's, {tp}x)")
 
 

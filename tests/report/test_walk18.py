@@ -62,3 +62,25 @@ def test_dense_model_keeps_the_payload_note():
     text = " ".join(invoke("replay", "-q").stdout.split())
     assert "a smaller KV dtype shrinks the payload, not in-page scales, padding, setup or compute" in text
     assert "move more than the payload" not in text
+
+
+def test_envelope_splits_d_and_remaining_at_whole_blocks(tmp_path):
+    # llama-3.1-8b bf16 at TP 8: 2 (K, V) x 32 layers x 1 KV head per rank x 128 x 2 B = 16,384 B per token.
+    # 1,000 restore tokens at block 512: only full blocks are cached (docs/semantics.md §2) -> 1 block = 512 tokens,
+    # D = 512 x 16,384 = 8,388,608 B (not 2 blocks = 16,777,216 B). Measured prefill (0,0), (1000, 100 ms),
+    # (2000, 300 ms), linear: total(1,100) = 100 + 100 x 0.2 = 120 ms = T_full; T_remaining = total(1,100) -
+    # total(512) = 120 - 51.2 = 68.8 ms (588 tokens after 512 cached, the same split as D).
+    csv = tmp_path / "prefill.csv"
+    csv.write_text("tokens,seconds\n1000,100ms\n2000,300ms\n")
+    out = _json("envelope", "--restore-tokens", "1000", "--tokens", "1100", "--model", "llama-3.1-8b",
+                "--block-size", "512", "--prefill-csv", str(csv), "--bandwidth", "50GB/s")
+    assert out["restore_bytes"] == 8_388_608 and out["restored_tokens"] == 512 and out["restore_tokens"] == 1000
+    assert out["full_prefill_s"] == pytest.approx(0.120, rel=1e-12)
+    assert out["remaining_s"] == pytest.approx(0.0688, rel=1e-12)
+    title = invoke("envelope", "--restore-tokens", "1000", "--tokens", "1100", "--model", "llama-3.1-8b",
+                   "--block-size", "512", "--prefill-csv", str(csv), "--bandwidth", "50GB/s", "-q").stdout
+    assert "restore 8.39 MB = 512 of the 1,000 tokens" in title and "the other 488 are computed" in title
+    # D given in bytes: the tokens are the user's split, not rounded (remaining = total(1,100) - total(1,000) = 20 ms)
+    out = _json("envelope", "--restore-bytes", "1GB", "--restore-tokens", "1000", "--tokens", "1100",
+                "--block-size", "512", "--prefill-csv", str(csv), "--bandwidth", "50GB/s")
+    assert out["restored_tokens"] == 1000 and out["remaining_s"] == pytest.approx(0.020, rel=1e-12)
