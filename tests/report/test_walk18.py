@@ -84,3 +84,19 @@ def test_envelope_splits_d_and_remaining_at_whole_blocks(tmp_path):
     out = _json("envelope", "--restore-bytes", "1GB", "--restore-tokens", "1000", "--tokens", "1100",
                 "--block-size", "512", "--prefill-csv", str(csv), "--bandwidth", "50GB/s")
     assert out["restored_tokens"] == 1000 and out["remaining_s"] == pytest.approx(0.020, rel=1e-12)
+
+
+def test_replay_counts_requests_past_the_models_context():
+    # Counted here from the sample trace itself (json, no pcs): requests whose prompt + output exceed llama-2-70b's
+    # 4,096-token context (config max_position_embeddings), those whose prompt alone does, the longest prompt.
+    rows = [json.loads(line) for line in (ROOT / "traces" / "sample_chat.jsonl").read_text().splitlines() if line]
+    over = sum(r["input_length"] + r["output_length"] > 4096 for r in rows)
+    alone = sum(r["input_length"] > 4096 for r in rows)
+    longest = max(r["input_length"] for r in rows)
+    assert (over, alone, longest, len(rows)) == (1204, 1151, 124_164, 1700)   # the walkthrough's count by hand
+    notes = _json("replay")["notes"]
+    note = next(n for n in notes if "past the model's context" in n)
+    assert note.startswith("1,204 of 1,700 requests run past the model's context, 4,096 tokens")
+    assert "1,151 by the prompt alone, longest prompt 124,164" in note and "stands in" in note
+    # llama-3.1-8b's context is 131,072 tokens > every request here: no note
+    assert not any("past the model's context" in n for n in _json("replay", "--model", "llama-3.1-8b")["notes"])
