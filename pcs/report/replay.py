@@ -100,8 +100,9 @@ def _hit_table(s: dict[str, Any]) -> str:
     ]
     if s.get("oracle_hit_ratio") is not None:     # --gap-oracle (docs/semantics.md §12)
         rows += [
-            ["gap: capacity (oracle)", _pts(g["capacity"]), _oracle_capacity_meaning(s)],
-            ["gap: policy (oracle)", _pts(g["policy"]), "oracle - real: what the policies leave on the table"],
+            ["oracle split: capacity", _pts(g["capacity"]), _oracle_capacity_meaning(s)],
+            ["oracle split: policy", _pts(g["policy"]), "oracle - real: what the policies leave on the table; "
+             "with the row above a second split of single-sequence - real, not added to the gaps above"],
         ]
     if g.get("hybrid_rules") is not None:
         rows.append(["gap: hybrid rules", _pts(g["hybrid_rules"]),

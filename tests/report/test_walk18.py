@@ -100,3 +100,24 @@ def test_replay_counts_requests_past_the_models_context():
     assert "1,151 by the prompt alone, longest prompt 124,164" in note and "stands in" in note
     # llama-3.1-8b's context is 131,072 tokens > every request here: no note
     assert not any("past the model's context" in n for n in _json("replay", "--model", "llama-3.1-8b")["notes"])
+
+
+def test_oracle_rows_are_a_second_split_not_more_gap_terms():
+    # §12: block rounding + capacity/eviction + concurrency = ideal - real; the oracle pair splits single-sequence
+    # - real again (capacity = single - oracle, policy = oracle - real), so the text names them apart.
+    s = _json("replay", "--gap-oracle", "--compute", "infinite")
+    g = s["gap"]
+    assert g["block_rounding"] + g["capacity_eviction"] + g["concurrency"] == pytest.approx(
+        s["ideal_hit_ratio"] - s["hit_ratio"], abs=1e-12)
+    assert g["capacity"] + g["policy"] == pytest.approx(s["single_sequence_hit_ratio"] - s["hit_ratio"], abs=1e-12)
+    text = invoke("replay", "--gap-oracle", "--compute", "infinite", "-q").stdout
+    assert "gap: capacity (oracle)" not in text and "oracle split: capacity" in text
+    assert "second split of single-sequence - real, not added to the gaps above" in " ".join(text.split())
+
+
+def test_belady_label_groups_thousands():
+    # the gap chart's oracle label: 14,292 blocks, as every other count in the report
+    from pcs.report.htmlcharts import waterfall_chart
+    s = _json("replay")
+    chart = waterfall_chart(s, {"hit_ratio": 0.4, "capacity_blocks": 14292})
+    assert "Belady at 14,292 blocks" in json.dumps(chart, default=str)
