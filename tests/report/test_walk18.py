@@ -121,3 +121,27 @@ def test_belady_label_groups_thousands():
     s = _json("replay")
     chart = waterfall_chart(s, {"hit_ratio": 0.4, "capacity_blocks": 14292})
     assert "Belady at 14,292 blocks" in json.dumps(chart, default=str)
+
+
+def test_signed_concurrency_gap_marks_the_one_nearest_zero():
+    # gap: concurrency -0.8, -0.5, -4.0 pts (lru, fifo, slru in the walkthrough): -4.0 is the real run 4 pts above
+    # its sequential replay, not the best cache; nearest 0 is -0.5 (index 1). A tie in size (-0.5, +0.5) marks both.
+    from pcs.report.htmltables import BEST, RUN_ROWS, best_columns
+    assert best_columns([-0.008, -0.005, -0.040], "absmin") == {1}
+    assert best_columns([-0.005, 0.005, 0.01], "absmin") == {0, 1}
+    assert best_columns([0.005, -0.005], "absmin") == set()              # equal in size: nothing is best
+    assert BEST["gap_concurrency"] == "absmin"
+    assert dict((r[0], r[3]) for r in RUN_ROWS)["gap: concurrency"] == "absmin"
+
+
+def test_runs_table_names_what_varies():
+    # two replays that differ only in --dtype: the columns say KV fp16 / KV fp8, not "lru, modeled" twice
+    from pcs.report.htmltables import run_labels
+    a = {"model": "llama-2-70b", "kv_dtype": "fp16", "policy": "lru", "timing": "modeled", "tiers": [
+        {"name": "gpu", "capacity_blocks": 2372}]}
+    assert run_labels([a, {**a, "kv_dtype": "fp8", "tiers": [{"name": "gpu", "capacity_blocks": 4744}]}]) == [
+        "run 1: KV fp16", "run 2: KV fp8"]
+    assert run_labels([a, {**a, "policy": "fifo"}]) == ["run 1: lru", "run 2: fifo"]
+    assert run_labels([a, {**a, "tiers": [{"name": "gpu", "capacity_blocks": 100}]}]) == [
+        "run 1: gpu=2372", "run 2: gpu=100"]
+    assert run_labels([a, a]) == ["run 1: lru, modeled", "run 2: lru, modeled"]   # nothing differs
