@@ -145,3 +145,22 @@ def test_runs_table_names_what_varies():
     assert run_labels([a, {**a, "tiers": [{"name": "gpu", "capacity_blocks": 100}]}]) == [
         "run 1: gpu=2372", "run 2: gpu=100"]
     assert run_labels([a, a]) == ["run 1: lru, modeled", "run 2: lru, modeled"]   # nothing differs
+
+
+def test_curve_grid_starts_where_the_curve_can_rise(tmp_path):
+    # Block 512, four requests of 1,537 tokens with 4 ids: 3 full blocks cacheable, hit cap (1,537 - 1)//512 = 3.
+    # Cacheable accesses: A 0 1 2 | B 0 4 5 | C 0 7 8 | D 0 1 2. A request's blocks enter the LRU order with the
+    # head most recent (the tail is evicted first, docs/semantics.md §14), so the stack before each request, most
+    # recent first: B sees [0 1 2] (0 at depth 1), C sees [0 4 5 1 2] (0 at 1), D sees [0 7 8 4 5 1 2]: 0 at 1,
+    # 1 at 6, 2 at 7. Hit tokens by capacity (prefix rule): c = 1..5 -> the three 0s = 1,536; c = 6 -> + D's 1 =
+    # 2,048; c >= 7 -> 2,560. Equal to 1 block's up to c = 5: the flat start is 5, and the grid starts there.
+    from pcs.curves.api import capacity_grid, flat_start, load_accesses, lru_curve
+    rows = [[0, 1, 2, 3], [0, 4, 5, 6], [0, 7, 8, 9], [0, 1, 2, 10]]
+    t = tmp_path / "t.jsonl"
+    t.write_text("".join(json.dumps({"timestamp": 1000 * i, "input_length": 1537, "output_length": 1,
+                                     "hash_ids": ids}) + "\n" for i, ids in enumerate(rows)))
+    flat, _ = load_accesses(str(t))
+    lru = lru_curve(flat)
+    assert [int(lru.hit_tokens(c)) for c in (1, 5, 6, 7, 8)] == [1536, 1536, 2048, 2560, 2560]
+    assert flat_start(lru) == 5
+    assert capacity_grid(lru.max_useful_capacity_blocks, 2, flat_start(lru)) == [5, 7]
