@@ -113,7 +113,7 @@ def _hit_table(s: dict[str, Any]) -> str:
          f"{format_count(s['requests_with_hit'])} with a hit, {format_count(s['requests_truncated'])} truncated"
          f" (larger than the GPU tier), {format_count(s['requests_waited'])} waited for KV space"],
     ]
-    return render_table(["hit rate", "value", "meaning"], rows, title="Hit rate: real vs single-sequence")
+    return render_table(["hit ratio", "value", "meaning"], rows, title="Hit ratio: real vs single-sequence")
 
 
 def slot_unit(s: dict[str, Any]) -> str:
@@ -138,9 +138,11 @@ def _tier_table(s: dict[str, Any]) -> str:
         else "a smaller KV dtype shrinks every page, the state's padding up to the attention page included "
              "(docs/hybrid.md: the page is sized by the attention layers), not setup or compute")]
     if unit == "page":
-        notes.append("hybrid model: a tier's bytes/page and capacity count pages of the shared pool (JSON "
-                     "bytes_per_block and capacity_blocks are per page too: blocks_unit \"page\"); the payload "
-                     "row and 'block by component' are per block of the model")
+        pool = ("pages of the shared pool" if (s.get("hybrid") or {}).get("manager") != "sglang" else
+                "pages of its pools (SGLang: one pool per kind of layer, their pages added)")
+        notes.append(f"hybrid model: a tier's bytes/page, capacity, evicted and resident count {pool} (JSON "
+                     "bytes_per_block and capacity_blocks are per page too: blocks_unit \"page\"); hit blocks, "
+                     "the payload row and 'block by component' are per block of the model")
     multi = [t for t in s["tiers"] if len(t["bytes_per_block_by_component"]) > 1]
     for t in multi:
         parts = ", ".join(f"{k} {format_bytes(v)}" for k, v in t["bytes_per_block_by_component"].items())
@@ -150,7 +152,8 @@ def _tier_table(s: dict[str, Any]) -> str:
         if t.get("admission"):
             notes.append(f"{t['name']} admission {t['admission']}: {format_count(t['refused_blocks'])} blocks "
                          "refused (passed on or dropped)")
-    return render_table(["tier", "layout", f"bytes/{unit}", "capacity", "policy", "hit blocks", "restored",
+    return render_table(["tier", "layout", f"bytes/{unit}", "capacity", "policy",
+                         "hit blocks" if unit == "block" else "hit model blocks", "restored",
                          "written", "evicted", "resident end", "resident peak"], rows,
                         title="Tiers (hits count once, at the highest tier holding the block)", notes=notes)
 

@@ -164,3 +164,29 @@ def test_curve_grid_starts_where_the_curve_can_rise(tmp_path):
     assert [int(lru.hit_tokens(c)) for c in (1, 5, 6, 7, 8)] == [1536, 1536, 2048, 2560, 2560]
     assert flat_start(lru) == 5
     assert capacity_grid(lru.max_useful_capacity_blocks, 2, flat_start(lru)) == [5, 7]
+
+
+def test_hybrid_tier_table_says_what_it_counts():
+    # SGLang's manager keeps one pool per kind of layer: the note names its pools, not "the shared pool"; the hit
+    # column counts blocks of the model (512 tokens each): gpu hit blocks x 512 / prompt tokens = the gpu's share
+    args = ("replay", str(ROOT / "traces" / "sample_chat.jsonl"), "--model", "qwen3-next-80b-a3b", "--tier",
+            "gpu=100GB", "--hybrid-kv-cache-manager", "sglang", "--compute", "infinite")
+    s = _json(*args)
+    gpu = s["tiers"][0]
+    assert gpu["hit_blocks"] * 512 / s["prompt_tokens"] == pytest.approx(s["hit_ratio_per_tier"]["gpu"], rel=1e-12)
+    text = " ".join(invoke(*args, "-q").stdout.split())
+    assert "hit model blocks" in text and "pages of its pools (SGLang" in text and "shared pool" not in text
+
+
+def test_views_say_their_tp_and_block_size():
+    # footprint's defaults (TP 1, block 16) and deploy's (block 16) differ from replay's (TP 8, block 512): said
+    foot = " ".join(invoke("footprint", "--model", "llama-2-70b", "--tokens", "4096", "-q").stdout.split())
+    assert "this view: block 16, TP 1; pcs replay's defaults differ" in foot
+    same = invoke("footprint", "--model", "llama-2-70b", "--tokens", "4096", "--block-size", "512", "--tp", "8",
+                  "-q").stdout
+    assert "this view:" not in same
+    dep = invoke("deploy", "--model", "llama-2-70b", "-q").stdout
+    assert dep.splitlines()[0] == "Deployment: llama-2-70b, h100-sxm x8 (TP 8), block 16 tokens"
+    assert "pcs replay uses its trace's block size" in " ".join(dep.split())
+    text = invoke("replay", "-q").stdout
+    assert "Hit ratio: real vs single-sequence" in text and "Hit rate" not in text
