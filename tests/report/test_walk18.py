@@ -190,3 +190,12 @@ def test_views_say_their_tp_and_block_size():
     assert "pcs replay uses its trace's block size" in " ".join(dep.split())
     text = invoke("replay", "-q").stdout
     assert "Hit ratio: real vs single-sequence" in text and "Hit rate" not in text
+
+
+def test_dash_sits_right_in_a_number_column():
+    # a column of numbers with one "-" (no value): the dash ends where the numbers end; a text column keeps it left
+    from pcs.report.table import render_table
+    lines = render_table(["metric", "a", "policy"], [["tiers", "gpu=5000blocks", "lru"], ["x", "12.5 %", "-"],
+                                                      ["y", "-", "fifo"], ["z", "3.0 %", "lru"]]).splitlines()
+    assert lines[3] == "x               12.5 %  -"        # text column (policy): the dash stays left
+    assert lines[4] == "y                    -  fifo"     # number column (a): right-aligned like 12.5 %
