@@ -42,8 +42,7 @@ def _routing_rows(s: dict[str, Any]) -> list[list]:
     lost = s["gap"]["fleet_ceiling_hit_ratio"] - own
     return [["routing (own sub-traces)", format_percent(own),
              f"{format_points(-lost)} split across instances; the shared tier serves "
-             f"{format_percent(sh['hit_ratio'])} of prompt tokens (some would have hit on the instance's own "
-             "tiers: not all of it is recovered routing loss)"]]
+             f"{format_percent(sh['hit_ratio'])} of prompt tokens, own-sub-trace hits included"]]
 
 
 def _gap_rows(s: dict[str, Any]) -> list[list]:
