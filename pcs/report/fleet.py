@@ -94,7 +94,21 @@ def _lens_tables(s: dict[str, Any]) -> list[str]:
 
     runs = [(x["instance"], r) for x, r in zip(s["per_instance"], s.get("instance_summaries") or ())
             if r and r.get("payload_lens")]
-    return [lens_text(r, f"instance {i}", notes=k == len(runs) - 1) for k, (i, r) in enumerate(runs)]
+    if len(runs) <= 1:
+        return [lens_text(r, f"instance {i}") for i, r in runs]
+    # one table (the first instance's), the others' ratios on one line: bytes per block are the same on every
+    # instance, only the restore bytes and TTFT move with each one's traffic
+    first, r0 = runs[0]
+    rest = "; ".join(f"{i}: restores {_lens_ratio(r, 'restored_bytes')}, TTFT {_lens_ratio(r, 'ttft_mean_s')}"
+                     for i, r in runs[1:])
+    return [lens_text(r0, f"instance {first} (bytes per block alike on every instance)") +
+            f"\nnote: the other instances, {r0['payload_lens']['alt_dtype']}/{r0['payload_lens']['dtype']}: {rest} "
+            "(JSON instance_summaries[i].payload_lens)"]
+
+
+def _lens_ratio(r: dict[str, Any], key: str) -> str:
+    run, alt = r["payload_lens"][key]
+    return f"x{alt / run:.3f}" if run else "-"
 
 
 def _render_shared(sh: dict[str, Any]) -> str:
