@@ -51,7 +51,7 @@ def _gap_rows(s: dict[str, Any]) -> list[list]:
         [f"fleet ceiling (whole trace, one infinite cache{DECODE if g.get('ceiling_with_decode') else ''})",
          format_percent(g["fleet_ceiling_hit_ratio"]), ""],
         *_routing_rows(s),
-        ["captured by routing (each instance's own ceiling)" if s.get("shared_tier") is None else
+        ["captured by routing (each instance's sub-trace ceiling, summed)" if s.get("shared_tier") is None else
          "captured (shared tier: every instance reads every write)", format_percent(g["captured_hit_ratio"]),
          f"{format_points(-g['lost_to_routing'])} split across instances"],
         ["delivered (real hits)", format_percent(g["delivered_hit_ratio"]),
@@ -77,7 +77,7 @@ def render_fleet(s: dict[str, Any], compute: str | None = None) -> str:
              _pct(x["ceiling_hit_ratio"]), _s(x["busy_s"]), _s(x["ttft_p50_s"]), _s(x["ttft_p99_s"])]
             for x in s["per_instance"]]
     per = render_table(["instance", "requests", "prompt tokens", "hit ratio",
-                        "ceiling" if s.get("shared_tier") is None else "sub-trace ceiling", "busy", "TTFT p50",
+                        "sub-trace ceiling", "busy", "TTFT p50",
                         "TTFT p99"], rows,
                        notes=() if s.get("shared_tier") is None else
                        ["sub-trace ceiling: the instance's own requests through one infinite cache, without the "
