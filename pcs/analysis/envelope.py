@@ -33,7 +33,7 @@ from typing import Any, Iterable
 from pcs.argcheck import check_int, check_number_list, check_real
 
 __all__ = ["EnvelopeRow", "EnvelopeResult", "envelope", "break_even_bps", "seconds_to_ns",
-           "restore_bytes_for_tokens"]
+           "restore_bytes_for_tokens", "restored_tokens"]
 
 
 def seconds_to_ns(seconds: float | int, name: str = "a time") -> int:
@@ -203,18 +203,37 @@ def envelope(restore_bytes: int, full_prefill_s: float, remaining_s: float, over
 def restore_bytes_for_tokens(model: Any, tokens: int, block_size: int = 16, layout: str = "serialized") -> int:
     """Bytes to restore ``tokens`` cached tokens of ``model``: whole blocks in the stored layout.
 
-    ceil(tokens / block_size) blocks x ``pcs.model.block_bytes(model, block_size,
+    :func:`restored_tokens` // ``block_size`` blocks x ``pcs.model.block_bytes(model, block_size,
     layout).total_bytes``. Lower tiers keep the "serialized" form (payload plus
     scales and padding), which is what crosses the link (docs/semantics.md §13).
-    Tokens are rounded UP to whole blocks (engines move whole blocks).
+    Only full blocks are cached (docs/semantics.md §2): a partial last block is
+    never restored, so tokens are rounded DOWN to whole blocks.
+
+    >>> from pcs.model import get_model
+    >>> restore_bytes_for_tokens(get_model("llama-3.1-8b"), 1000, 512)   # 1 block of 512 x 131,072 B
+    67108864
 
     Raises:
         ValueError: tokens < 0 or block_size < 1, or a layout H2's block_bytes rejects.
     """
-    tokens = check_int(tokens, "tokens", lo=0)
-    block_size = check_int(block_size, "block_size", lo=1)
+    tokens = restored_tokens(tokens, block_size)
     from pcs.model import block_bytes  # lazy: the model package is only needed here
 
-    blocks = -(-tokens // block_size)
-    return blocks * int(block_bytes(model, block_size, layout).total_bytes)
+    return tokens // block_size * int(block_bytes(model, block_size, layout).total_bytes)
 
+
+def restored_tokens(tokens: int, block_size: int) -> int:
+    """The part of ``tokens`` cached tokens a restore can bring back: the full blocks (docs/semantics.md §2,
+    :meth:`pcs.blocks.BlockRules.cacheable_blocks`) times ``block_size``; the rest is computed.
+
+    >>> restored_tokens(1000, 512), restored_tokens(1024, 512), restored_tokens(100, 512)
+    (512, 1024, 0)
+
+    Raises:
+        UserError: (a ValueError) tokens < 0 or block_size < 1, naming the parameter.
+    """
+    from pcs.blocks import BlockRules
+
+    tokens = check_int(tokens, "tokens", lo=0)
+    block_size = check_int(block_size, "block_size", lo=1)
+    return BlockRules().cacheable_blocks(tokens, -(-tokens // block_size), block_size) * block_size

@@ -46,7 +46,8 @@ def _plot_format_ok(path: str) -> None:
               help="Comma-separated cache sizes in blocks (1000blocks,5000blocks) or, with --model, in bytes "
                    "(40GB,80GB); a plain number other than 0 is refused.")
 @click.option("--points", type=Int(1, MAX_POINTS), default=None,
-              help="Instead of --capacities: this many sizes spaced geometrically up to where LRU reaches the "
+              help="Instead of --capacities: this many sizes spaced geometrically from the last size of the "
+                   "curve's flat start (where LRU still hits what 1 block does) up to where LRU reaches the "
                    "ceiling. [default: 12]")
 @click.option("--model", "--model-config", "model_name", cls=Aliased, metavar="NAME", default=None,
               help="Model preset (see `pcs models`) or a config.json path (also spelled --model-config): adds "

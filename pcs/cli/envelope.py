@@ -7,7 +7,7 @@ from typing import Any
 import click
 
 from pcs import units
-from pcs.analysis.envelope import envelope as envelope_lib, restore_bytes_for_tokens
+from pcs.analysis.envelope import envelope as envelope_lib, restore_bytes_for_tokens, restored_tokens
 from pcs.cli.common import RegistryChoice, command, emit, format_option, quiet_option
 from pcs.cli.params import MAX_BLOCK_SIZE, MAX_TOKENS, MAX_TP, Aliased, Choice, Float, Int
 from pcs.cli.presets import gpu_options, hardware_file_option, hardware_table, refuse_unused, resolve_gpu
@@ -101,7 +101,8 @@ def _times(kw: dict[str, Any], source: tuple[Any, str] | None) -> dict[str, Any]
     """Resolve T_full and T_remaining (given, or from the prefill source) and say where each came from."""
     restore_tokens = kw["restore_tokens"]
     prompt_tokens = kw["prompt_tokens"] if kw["prompt_tokens"] is not None else restore_tokens
-    out: dict[str, Any] = {"prompt_tokens": prompt_tokens, "restore_tokens": restore_tokens}
+    out: dict[str, Any] = {"prompt_tokens": prompt_tokens, "restore_tokens": restore_tokens,
+                           "restored_tokens": _restored(kw)}
     if kw["full_prefill"] is not None:
         out["full_prefill_s"], out["full_prefill_from"] = units.parse_duration(units.require_unit(kw["full_prefill"], "--full-prefill", "duration")), "given"
     elif source is not None and prompt_tokens is not None:
@@ -115,12 +116,20 @@ def _times(kw: dict[str, Any], source: tuple[Any, str] | None) -> dict[str, Any]
     elif source is not None and prompt_tokens is not None and restore_tokens is not None:
         if prompt_tokens < restore_tokens:
             raise UserError(f"--tokens {prompt_tokens} is less than --restore-tokens {restore_tokens}")
-        out["remaining_s"] = _computed_s(source, prompt_tokens - restore_tokens, restore_tokens,
-                                         "T_remaining (--remaining-compute)")
+        cached = out["restored_tokens"]    # the split D covers: whole blocks (docs/semantics.md §2)
+        out["remaining_s"] = _computed_s(source, prompt_tokens - cached, cached, "T_remaining (--remaining-compute)")
         out["remaining_from"] = source[1]
     else:
         out["remaining_s"], out["remaining_from"] = 0.0, "default 0"
     return out
+
+
+def _restored(kw: dict[str, Any]) -> int | None:
+    """The cached tokens D and T_remaining split at: ``--restore-tokens`` rounded down to whole blocks when D
+    comes from them (only full blocks are cached, docs/semantics.md §2), as given beside ``--restore-bytes``."""
+    if kw["restore_tokens"] is None or kw["restore_bytes"] is not None:
+        return kw["restore_tokens"]
+    return restored_tokens(kw["restore_tokens"], kw["block_size"])
 
 
 def _restore_bytes(kw: dict[str, Any], model: Any) -> int:
@@ -135,7 +144,8 @@ def _restore_bytes(kw: dict[str, Any], model: Any) -> int:
 @command("envelope")
 @click.option("--restore-bytes", help="D: bytes restored, e.g. 1GB (GB decimal, GiB binary).")
 @click.option("--restore-tokens", type=Int(0, MAX_TOKENS),
-              help="Cached tokens restored; with --model gives D (serialized blocks, rounded up to whole blocks).")
+              help="Cached tokens restored; with --model gives D (serialized blocks, rounded down to whole "
+                   "blocks: only full blocks are cached) and T_remaining the rest of --tokens.")
 @click.option("--tokens", "--prompt-tokens", "prompt_tokens", cls=Aliased, type=Int(0, MAX_TOKENS),
               help="Prompt tokens T for the computed T_full (default: --restore-tokens); as pcs footprint's "
                    "--tokens (older name --prompt-tokens).")
@@ -186,7 +196,8 @@ def envelope(fmt: str, quiet: bool, **kw: Any) -> None:
 
     JSON keys: restore_bytes, full_prefill_s, remaining_s, overhead_s, overlap_s,
     margin_s, break_even_bps (null when none), full_prefill_from, remaining_from,
-    prompt_tokens, restore_tokens, tp, restore_bytes_scope (per_rank | given),
+    prompt_tokens, restore_tokens, restored_tokens (restore_tokens in whole blocks when D
+    comes from them), tp, restore_bytes_scope (per_rank | given),
     restore_bytes_all_ranks, break_even_bps_all_ranks (the TP group's, as pcs replay's
     links; null for given bytes), rows (bandwidth_bps, read_s, cached_s, saved_s,
     verdict faster|slower|equal, exposed_wait_s).

@@ -162,18 +162,33 @@ def lru_curve(flat: FlatAccesses, kernel: str | None = None, sample_rate: float 
                     float(sample_rate), kernel)
 
 
-def capacity_grid(max_blocks: int, points: int) -> list[int]:
-    """``points`` capacities spaced geometrically from 1 to ``max_blocks`` (deduplicated).
+def capacity_grid(max_blocks: int, points: int, start: int = 1) -> list[int]:
+    """``points`` capacities spaced geometrically from ``start`` to ``max_blocks`` (deduplicated).
 
     >>> capacity_grid(1000, 4)
     [1, 10, 100, 1000]
+    >>> capacity_grid(1000, 3, start=10)
+    [10, 100, 1000]
 
     Raises:
         UserError: ``points`` not an integer in [1, 1000] (:data:`pcs.argcheck.MAX_POINTS`, as ``--points``).
     """
     points = check_int(points, "points", lo=1, hi=MAX_POINTS)
     top = max(int(max_blocks), 1)
-    return sorted({int(x) for x in np.rint(np.geomspace(1, top, points))})
+    return sorted({int(x) for x in np.rint(np.geomspace(min(max(int(start), 1), top), top, points))})
+
+
+def flat_start(lru: "LruCurve") -> int:
+    """The largest capacity (blocks, >= 1) whose LRU hit tokens still equal those at 1 block: below it the curve
+    is flat (e.g. a block every request shares, hit at any size, and nothing else until one request's run of
+    blocks fits), so a grid starting here loses no step of the curve.
+
+    Raises:
+        nothing: a curve that never rises gives 1.
+    """
+    cum = lru.hit_tokens_cum
+    rise = np.flatnonzero(cum[1:] > cum[1]) if cum.shape[0] > 2 else np.empty(0, dtype=np.int64)
+    return int(rise[0]) if rise.size else 1
 
 
 #: Capacities in the default grid when neither capacities nor points are given.
@@ -204,9 +219,11 @@ def _block_bytes(model: Any, block_size: int) -> tuple[str, int]:
 
 
 def _capacities(lru: LruCurve, capacities: Sequence[int] | None, points: int | None) -> list[int]:
-    """The listed capacities, sorted and deduplicated, or the geometric grid up to the LRU ceiling."""
+    """The listed capacities, sorted and deduplicated, or the geometric grid from the end of the curve's flat
+    start (:func:`flat_start`) up to the LRU ceiling."""
     if capacities is None:
-        return capacity_grid(lru.max_useful_capacity_blocks, DEFAULT_POINTS if points is None else points)
+        return capacity_grid(lru.max_useful_capacity_blocks, DEFAULT_POINTS if points is None else points,
+                             flat_start(lru))
     caps = sorted(set(capacities))
     if not caps:
         raise UserError("capacities must be a non-empty list of blocks >= 0, got []")

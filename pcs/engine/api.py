@@ -628,7 +628,30 @@ def replay(trace: Any = None, *, model: Any = None, hardware: Any = None, tp: in
     if gap_oracle:
         context["oracle_hit_ratio"] = _oracle_hit_ratio(source, rules, time_model, tier_specs, bpb, ctx, opts,
                                                         link_specs, step)
+    notes += _past_context_note(spec, out.result.columns, model is None)
     return _result(out, _summarise(out, context, opts), notes, deployment)
+
+
+def _past_context_note(spec, columns, default_model: bool) -> list[str]:
+    """A note when requests' prompt + output run past the model's context (``max_position_embeddings``, as
+    :func:`pcs.model.footprint.past_context` says for one sequence): how many, how many by the prompt alone,
+    the longest prompt; pcs replays them anyway (bytes and times are what such a sequence would take)."""
+    ctx = getattr(spec, "max_context_tokens", None)
+    if not ctx or not len(columns["prompt_tokens"]):
+        return []
+    import numpy as np
+
+    prompt = np.asarray(columns["prompt_tokens"], dtype=np.int64)
+    total = prompt + np.asarray(columns["output_tokens"], dtype=np.int64)
+    over = int(np.count_nonzero(total > ctx))
+    if not over:
+        return []
+    stand_in = ("; the default model stands in for a long-context one: give --model for the served one"
+                if default_model else "")
+    return [f"{over:,} of {len(prompt):,} requests run past the model's context, {ctx:,} tokens (config.json "
+            f"max_position_embeddings), prompt + output ({int(np.count_nonzero(prompt > ctx)):,} by the prompt "
+            f"alone, longest prompt {int(prompt.max()):,}): replayed anyway, as if the model took them"
+            f"{stand_in}"]
 
 
 def _hybrid_run(plan, spec, bs: int, tier_specs, bb, hyb: tuple, opts, tier_policies, protected_share,

@@ -30,8 +30,8 @@ ROWS: list[tuple[str, str, Callable[[Any], str]]] = [
     ("gap: capacity and eviction", "gap_capacity_eviction", _pts),
     ("gap: concurrency", "gap_concurrency", _pts),
     ("oracle hit ratio", "oracle_hit_ratio", format_percent),
-    ("gap: capacity (oracle)", "gap_capacity", _pts),
-    ("gap: policy (oracle)", "gap_policy", _pts),
+    ("oracle split: capacity", "gap_capacity", _pts),
+    ("oracle split: policy", "gap_policy", _pts),
     ("  hits served by lower tiers", "lower_tier_hit_ratio", format_percent),
     ("restored bytes", "restored_bytes", format_bytes),
     ("written to lower tiers", "written_bytes", format_bytes),
@@ -52,8 +52,9 @@ def _variants_table(res: CompareResult, notes: tuple[str, ...]) -> str:
     body.insert(0, ["tiers"] + [v.tiers for v in res.variants])
     return render_table(["metric"] + [v.variant for v in res.variants], body,
                         title=f"pcs compare: {shown_path(res.trace)} | {res.model} | {timing}",
-                        notes=[f"single-sequence = {CEILING_MEANING}; gap terms sum to "
-                               "ideal - real; when a variant cached the next turns' decode blocks, the single-sequence incl. them "
+                        notes=[f"single-sequence = {CEILING_MEANING}; the gap rows sum to "
+                               "ideal - real (the oracle split's capacity + policy split single-sequence - real "
+                               "again: not added to them); when a variant cached the next turns' decode blocks, the single-sequence incl. them "
                                "is its ceiling", "tiers: " + WHOLE_BLOCKS_NOTE] + list(notes))
 
 

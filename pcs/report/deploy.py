@@ -41,4 +41,9 @@ def render_deploy(d: dict[str, Any]) -> str:
         past = past_context(tokens, ctx)
         if past:
             notes.append(f"{what}: {past}")
-    return render_table(["quantity", "value", "how"], rows, title=f"Deployment: {d['model']}", notes=notes)
+    if d["block_size"] != 512:
+        notes.append(f"block {d['block_size']} tokens (--block-size): pcs replay uses its trace's block size (the "
+                     "bundled sample and Mooncake: 512), so its bytes per block differ; give --block-size to match")
+    return render_table(["quantity", "value", "how"], rows, notes=notes,
+                        title=f"Deployment: {d['model']}, {d['gpu']} x{d['tp']} (TP {d['tp']}), "
+                              f"block {d['block_size']} tokens")

@@ -21,9 +21,12 @@ def _scope_text(r: EnvelopeResult, extra: dict[str, Any]) -> str:
     break-even (§10)."""
     if extra.get("restore_bytes_scope") != "per_rank":
         return ""
-    tp = extra["tp"]
-    return (f" per GPU (TP {tp}: {units.format_bytes(r.restore_bytes * tp)} for the TP group; bandwidths per GPU "
-            f"link, pcs replay's are the TP group's, {tp}x)")
+    tp, asked, kept = extra["tp"], extra.get("restore_tokens"), extra.get("restored_tokens")
+    whole = "" if asked == kept or kept is None else (
+        f" = {units.format_count(kept)} of the {units.format_count(asked)} tokens (whole blocks: only full blocks "
+        f"are cached, the other {units.format_count(asked - kept)} are computed)")
+    return (f"{whole} per GPU (TP {tp}: {units.format_bytes(r.restore_bytes * tp)} for the TP group; bandwidths per "
+            f"GPU link, pcs replay's are the TP group's, {tp}x)")
 
 
 def render_envelope(r: EnvelopeResult, extra: dict[str, Any]) -> str:

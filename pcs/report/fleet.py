@@ -45,8 +45,8 @@ def _routing_rows(s: dict[str, Any]) -> list[list]:
         return []
     own, top = sh["routing_captured_hit_ratio"], s["gap"]["fleet_ceiling_hit_ratio"]
     return [["routing (own sub-traces)", format_percent(own),
-             f"{format_points(_minus(top, own))} split across instances; the shared tier recovers "
-             f"{format_points(sh['hit_ratio']).lstrip('+')} of it"]]
+             f"{format_points(_minus(top, own))} split across instances; the shared tier serves "
+             f"{format_percent(sh['hit_ratio'])} of prompt tokens, own-sub-trace hits included"]]
 
 
 def _gap_rows(s: dict[str, Any], timing: str | None = None) -> list[list]:
@@ -56,7 +56,7 @@ def _gap_rows(s: dict[str, Any], timing: str | None = None) -> list[list]:
         [f"fleet ceiling (whole trace, one infinite cache{DECODE if g.get('ceiling_with_decode') else ''})",
          format_percent(g["fleet_ceiling_hit_ratio"]), ""],
         *_routing_rows(s),
-        ["captured by routing (each instance's own ceiling)" if s.get("shared_tier") is None else
+        ["captured by routing (each instance's sub-trace ceiling, summed)" if s.get("shared_tier") is None else
          "captured (shared tier: every instance reads every write)", format_percent(g["captured_hit_ratio"]),
          f"{format_points(_minus(g['lost_to_routing']))} split across instances"],
         ["delivered (real hits)", format_percent(g["delivered_hit_ratio"]),
@@ -83,7 +83,7 @@ def render_fleet(s: dict[str, Any], compute: str | None = None, timing: str | No
              _pct(x["ceiling_hit_ratio"]), _s(x["busy_s"]), _s(x["ttft_p50_s"]), _s(x["ttft_p99_s"])]
             for x in s["per_instance"]]
     per = render_table(["instance", "requests", "prompt tokens", "hit ratio",
-                        "ceiling" if s.get("shared_tier") is None else "sub-trace ceiling", "busy", "TTFT p50",
+                        "sub-trace ceiling", "busy", "TTFT p50",
                         "TTFT p99"], rows,
                        notes=() if s.get("shared_tier") is None else
                        ["sub-trace ceiling: the instance's own requests through one infinite cache, without the "
@@ -100,14 +100,28 @@ def _lens_tables(s: dict[str, Any]) -> list[str]:
 
     runs = [(x["instance"], r) for x, r in zip(s["per_instance"], s.get("instance_summaries") or ())
             if r and r.get("payload_lens")]
-    return [lens_text(r, f"instance {i}", notes=k == len(runs) - 1) for k, (i, r) in enumerate(runs)]
+    if len(runs) <= 1:
+        return [lens_text(r, f"instance {i}") for i, r in runs]
+    # one table (the first instance's), the others' ratios on one line: bytes per block are the same on every
+    # instance, only the restore bytes and TTFT move with each one's traffic
+    first, r0 = runs[0]
+    rest = "; ".join(f"{i}: restores {_lens_ratio(r, 'restored_bytes')}, TTFT {_lens_ratio(r, 'ttft_mean_s')}"
+                     for i, r in runs[1:])
+    return [lens_text(r0, f"instance {first} (bytes per block alike on every instance)") +
+            f"\nnote: the other instances, {r0['payload_lens']['alt_dtype']}/{r0['payload_lens']['dtype']}: {rest} "
+            "(JSON instance_summaries[i].payload_lens)"]
+
+
+def _lens_ratio(r: dict[str, Any], key: str) -> str:
+    run, alt = r["payload_lens"][key]
+    return f"x{alt / run:.3f}" if run else "-"
 
 
 def _render_shared(sh: dict[str, Any]) -> str:
     """The shared tier (docs/semantics.md §17.1): its totals, then each instance's hit tokens by tier."""
     rows = [["capacity", f"{format_count(sh['capacity_blocks'])} blocks = {format_bytes(sh['capacity_bytes'])}"],
             ["policy / write policy / link per instance", f"{sh['policy']} / {sh['write_policy']} / {sh['link']}"],
-            ["hit ratio served by it", format_percent(sh["hit_ratio"])],
+            ["prompt tokens served by it (its hit ratio)", format_percent(sh["hit_ratio"])],
             ["read (restored) / written", f"{format_bytes(sh['read_bytes'])} / {format_bytes(sh['written_bytes'])}"],
             ["peak resident", f"{format_count(sh['peak_resident_blocks'])} blocks = "
                               f"{format_bytes(sh['peak_resident_bytes'])}"],

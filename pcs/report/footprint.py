@@ -73,7 +73,11 @@ def _notes(res: FootprintResult, hybrid_block: int | None) -> list[str]:
         notes.append(f"vLLM would use --block-size {hybrid_block} for this hybrid (one attention page >= one"
                      " state page), so a state snapshot per block costs far less than at this block size")
     notes.append("Prefix store is what keeping the whole prefix costs; how much of it a finite, shared cache"
-                 " really keeps (the real hit rate, below the single-sequence ratio) is what pcs replay answers")
+                 " really keeps (the real hit ratio, below the single-sequence ratio) is what pcs replay answers")
+    if res.block_size != 512 or res.tp != 8:
+        notes.append(f"this view: block {res.block_size}, TP {res.tp}; pcs replay's defaults differ (TP 8, the "
+                     "trace's block size: 512 for the bundled sample and Mooncake): give --block-size 512 --tp 8 "
+                     "to set these bytes beside its")
     return notes + res.model_notes()  # layout, per-rank vs per-group bytes, assumptions
 
 

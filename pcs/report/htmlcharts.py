@@ -154,7 +154,7 @@ def waterfall_chart(s: dict, oracle: dict | None) -> Chart | None:
     series = 2
     if oracle is not None and oracle.get("hit_ratio") is not None:
         datasets["oracle"] = [{"y": oracle["hit_ratio"],
-                               "label": f"oracle (Belady at {oracle['capacity_blocks']} blocks) "
+                               "label": f"oracle (Belady at {oracle['capacity_blocks']:,} blocks) "
                                         f"{100 * oracle['hit_ratio']:.1f} %"}]
         layers += _hrule("oracle", {"strokeDash": [6, 3], "color": "#d55e00", "strokeWidth": 2},
                          {"align": "right", "x": WIDTH_PX, "color": "#d55e00"})

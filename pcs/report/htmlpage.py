@@ -171,7 +171,7 @@ def _section(sid: str, title: str, charts: Sequence[hc.Chart | None] = (), table
 def _replay_sections(s: dict, curve: dict | None, oracle: dict | None) -> list[dict | None]:
     dist = s.get("distributions")
     return [
-        _section("headline", "Hit rate: real, single-sequence, oracle", [hc.waterfall_chart(s, oracle)]),
+        _section("headline", "Hit ratio: real, single-sequence, oracle", [hc.waterfall_chart(s, oracle)]),
         _section("curve", "Hit-rate curve", [hc.curve_chart(curve, _run_marks(s))] if curve else []),
         _section("time", "Over simulated time", [*time_charts(s.get("series")), utilisation_chart(s.get("scheduler"))]),
         _section("distributions", "Distributions", [hc.ttft_chart(dist), hc.restore_chart(dist)]),

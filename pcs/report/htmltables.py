@@ -19,7 +19,7 @@ __all__ = ["cell", "envelope_table", "tier_table", "footprint_tables", "compare_
 
 #: compare metrics where one direction is better: JSON key -> "max" or "min" (other rows are not marked;
 #: restored bytes, for example, are neither good nor bad by themselves).
-BEST = {"hit_ratio": "max", "gap_capacity_eviction": "min", "gap_concurrency": "min", "share_slower": "min",
+BEST = {"hit_ratio": "max", "gap_capacity_eviction": "min", "gap_concurrency": "absmin", "share_slower": "min",
         "ttft_p50_s": "min", "ttft_p99_s": "min", "wait_p99_s": "min", "requests_truncated": "min",
         "written_bytes": "min"}
 
@@ -113,8 +113,14 @@ def footprint_tables(p: dict) -> list[dict]:
 
 
 def best_columns(values: Sequence[Any], direction: str | None) -> set[int]:
-    """Indexes of the best values (ties all marked); none when no direction, a value is missing, or all are equal."""
-    if direction is None or any(v is None for v in values) or len(set(values)) <= 1:
+    """Indexes of the best values (ties all marked); none when no direction, a value is missing, or all are equal.
+    ``direction``: ``"max"``, ``"min"``, or ``"absmin"`` (a signed gap: nearest 0 is best, as a gap below 0 is
+    the real run beating the sequential one, not a better cache)."""
+    if direction is None or any(v is None for v in values):
+        return set()
+    if direction == "absmin":
+        values = [abs(v) for v in values]
+    if len(set(values)) <= 1:
         return set()
     target = max(values) if direction == "max" else min(values)
     return {i for i, v in enumerate(values) if v == target}
@@ -138,7 +144,7 @@ def compare_table(c: dict) -> dict:
                                      for i, x in enumerate(values)])
     return _table(f"{c['trace']} | {c['model']} | {c['timing']} timing", ["metric"] + [v["variant"] for v in vs],
                   rows, ["marked: the best value of a row where one direction is better (higher hit ratio; "
-                         "smaller gaps, TTFT, waits, writes)"])
+                         "smaller gaps (concurrency: nearest 0, its sign says which way), TTFT, waits, writes)"])
 
 
 def _pts(x: float) -> str:
@@ -151,7 +157,7 @@ RUN_ROWS: list[tuple[str, tuple[str, ...], Callable[[Any], str], str | None]] = 
     (CEILING_LABEL, ("single_sequence_hit_ratio",), format_percent, None),
     ("gap: block rounding", ("gap", "block_rounding"), _pts, None),
     ("gap: capacity and eviction", ("gap", "capacity_eviction"), _pts, "min"),
-    ("gap: concurrency", ("gap", "concurrency"), _pts, "min"),
+    ("gap: concurrency", ("gap", "concurrency"), _pts, "absmin"),
     ("restored bytes", ("bytes", "restored"), format_bytes, None),
     ("TTFT p50", ("envelope", "ttft_p50_s"), format_duration, "min"),
     ("TTFT p99", ("envelope", "ttft_p99_s"), format_duration, "min"),
@@ -175,6 +181,27 @@ def runs_table(runs: Sequence[dict]) -> dict:
         best = best_columns(values, direction)
         rows.append([cell(label)] + [cell(fmt(x) if x is not None else None, True, i in best)
                                      for i, x in enumerate(values)])
-    return _table(f"{runs[0]['trace']} | {runs[0]['model']}", ["metric"] + [f"run {i + 1}: {s['policy']}, "
-                                                                            f"{s['timing']}"
-                                                                            for i, s in enumerate(runs)], rows)
+    return _table(f"{runs[0]['trace']} | {runs[0]['model']}", ["metric"] + run_labels(runs), rows)
+
+
+#: What a run's column may be named by (JSON key, shown as): the settings that can tell runs apart.
+_RUN_SETTINGS = (("model", "{}"), ("kv_dtype", "KV {}"), ("policy", "{}"), ("write_policy", "write-{}"),
+                 ("timing", "{}"), ("compute", "compute {}"), ("gpu", "{}"), ("tp", "TP {}"),
+                 ("block_size", "block {}"), ("trace", "{}"))
+
+
+def run_labels(runs: Sequence[dict]) -> list[str]:
+    """``run i: ...`` naming the settings that differ between the runs (KV fp16 vs KV fp8, lru vs fifo, tiers);
+    policy and timing when none does."""
+    parts: list[list[str]] = [[] for _ in runs]
+    for key, form in _RUN_SETTINGS:
+        values = [s.get(key) for s in runs]
+        if len(set(map(str, values))) > 1:
+            for p, v in zip(parts, values):
+                p.append(form.format(v))
+    tiers = [" ".join(f"{t['name']}={t['capacity_blocks']}" for t in s["tiers"]) for s in runs]
+    if len(set(tiers)) > 1 and not any(parts):
+        parts = [[t] for t in tiers]
+    if not any(parts):
+        parts = [[s["policy"], s["timing"]] for s in runs]
+    return [f"run {i + 1}: {', '.join(p)}" for i, p in enumerate(parts)]

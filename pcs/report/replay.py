@@ -100,8 +100,9 @@ def _hit_table(s: dict[str, Any]) -> str:
     ]
     if s.get("oracle_hit_ratio") is not None:     # --gap-oracle (docs/semantics.md §12)
         rows += [
-            ["gap: capacity (oracle)", _pts(g["capacity"]), _oracle_capacity_meaning(s)],
-            ["gap: policy (oracle)", _pts(g["policy"]), "oracle - real: what the policies leave on the table"],
+            ["oracle split: capacity", _pts(g["capacity"]), _oracle_capacity_meaning(s)],
+            ["oracle split: policy", _pts(g["policy"]), "oracle - real: what the policies leave on the table; "
+             "with the row above a second split of single-sequence - real, not added to the gaps above"],
         ]
     if g.get("hybrid_rules") is not None:
         rows.append(["gap: hybrid rules", _pts(g["hybrid_rules"]),
@@ -112,7 +113,7 @@ def _hit_table(s: dict[str, Any]) -> str:
          f"{format_count(s['requests_with_hit'])} with a hit, {format_count(s['requests_truncated'])} truncated"
          f" (larger than the GPU tier), {format_count(s['requests_waited'])} waited for KV space"],
     ]
-    return render_table(["hit rate", "value", "meaning"], rows, title="Hit rate: real vs single-sequence")
+    return render_table(["hit ratio", "value", "meaning"], rows, title="Hit ratio: real vs single-sequence")
 
 
 def slot_unit(s: dict[str, Any]) -> str:
@@ -132,12 +133,16 @@ def _tier_table(s: dict[str, Any]) -> str:
                      format_count(t["hit_blocks"]), format_bytes(t["restored_bytes"]),
                      format_bytes(t["written_bytes"]), format_count(t["evicted_blocks"]),
                      format_bytes(t["resident_bytes_end"]), format_bytes(t["resident_bytes_peak"])])
-    notes = [f"bytes/{unit}: GPU holds the Reserved layout, lower tiers the Serialized layout; "
-             "a smaller KV dtype shrinks the payload, not in-page scales, padding, setup or compute"]
+    notes = [f"bytes/{unit}: GPU holds the Reserved layout, lower tiers the Serialized layout; " + (
+        "a smaller KV dtype shrinks the payload, not in-page scales, padding, setup or compute" if unit == "block"
+        else "a smaller KV dtype shrinks every page, the state's padding up to the attention page included "
+             "(docs/hybrid.md: the page is sized by the attention layers), not setup or compute")]
     if unit == "page":
-        notes.append("hybrid model: a tier's bytes/page and capacity count pages of the shared pool (JSON "
-                     "bytes_per_block and capacity_blocks are per page too: blocks_unit \"page\"); the payload "
-                     "row and 'block by component' are per block of the model")
+        pool = ("pages of the shared pool" if (s.get("hybrid") or {}).get("manager") != "sglang" else
+                "pages of its pools (SGLang: one pool per kind of layer, their pages added)")
+        notes.append(f"hybrid model: a tier's bytes/page, capacity, evicted and resident count {pool} (JSON "
+                     "bytes_per_block and capacity_blocks are per page too: blocks_unit \"page\"); hit blocks, "
+                     "the payload row and 'block by component' are per block of the model")
     multi = [t for t in s["tiers"] if len(t["bytes_per_block_by_component"]) > 1]
     for t in multi:
         parts = ", ".join(f"{k} {format_bytes(v)}" for k, v in t["bytes_per_block_by_component"].items())
@@ -147,7 +152,8 @@ def _tier_table(s: dict[str, Any]) -> str:
         if t.get("admission"):
             notes.append(f"{t['name']} admission {t['admission']}: {format_count(t['refused_blocks'])} blocks "
                          "refused (passed on or dropped)")
-    return render_table(["tier", "layout", f"bytes/{unit}", "capacity", "policy", "hit blocks", "restored",
+    return render_table(["tier", "layout", f"bytes/{unit}", "capacity", "policy",
+                         "hit blocks" if unit == "block" else "hit model blocks", "restored",
                          "written", "evicted", "resident end", "resident peak"], rows,
                         title="Tiers (hits count once, at the highest tier holding the block)", notes=notes)
 
@@ -315,13 +321,24 @@ def lens_rows(s: dict[str, Any]) -> tuple[str, list[str], list[list[str]], list[
             ("prefill of the missed tokens", "prefill_s", format_duration),
             ("mean TTFT (waits and queueing held)", "ttft_mean_s", format_duration)]
     rows = [[label, fmt(lens[key][0]), fmt(lens[key][1]), _ratio(lens[key])] for label, key, fmt in spec]
-    notes = [_lens_note(a, lens)]
+    notes = [_lens_note(a, lens)] + _padding_note(lens)
     from pcs.engine.lens import baseline_reason
 
     why = baseline_reason(d, a)        # fp8 vs bf16 beside fp16 vs fp8: one 16-bit width, said in the line
     run = lens.get("layout") or d      # the layout as the user typed it: fp8_per_token_head, nvfp4
     return (f"Payload is not everything: KV {run} vs {a}" + (f" ({why})" if why else ""),
             ["same hits, other KV dtype", f"{run} (this run)", a, f"{a}/{run}"], rows, notes)
+
+
+def _padding_note(lens: dict[str, Any]) -> list[str]:
+    """A note when the GPU bytes/block move further than the payload (a hybrid model whose state pads up to the
+    attention page: the padding scales with the page, docs/hybrid.md); none otherwise."""
+    pay, gpu = lens["reference_bytes_per_block"], lens["gpu_bytes_per_block"]
+    if not (pay[0] and gpu[0]) or abs(gpu[1] / gpu[0] - 1) <= abs(pay[1] / pay[0] - 1):
+        return []
+    return [f"here the stored bytes move more than the payload ({_ratio(gpu)} against {_ratio(pay)}): the pages "
+            "are sized by the attention layers and the state is padded up to them, so the padding scales with "
+            "the page (docs/hybrid.md)"]
 
 
 def _lens_note(a: str, lens: dict[str, Any]) -> str:

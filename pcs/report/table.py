@@ -34,13 +34,17 @@ def render_table(headers: Sequence[str], rows: Sequence[Sequence[object]], title
             and len(c.split()) <= 5
 
     names_numeric = all(numeric(r[0]) for r in cells)
+    # a "-" (no value) sits right-aligned in a column of mostly numbers, as the numbers do
+    col = [[r[j] for r in cells if j < len(r) and r[j] != "-"] for j in range(len(headers))]
+    dash_right = [2 * sum(map(numeric, c)) > len(c) for c in col]
     out = []
     if title:
         out.append(title)
     out.append("  ".join(h.ljust(w) for h, w in zip(headers, widths)).rstrip())
     out.append("  ".join("-" * w for w in widths))
     for row in cells:
-        out.append("  ".join(c.rjust(w) if (j or names_numeric) and numeric(c) else c.ljust(w)
+        out.append("  ".join(c.rjust(w) if (j or names_numeric) and (numeric(c) or (c == "-" and dash_right[j]))
+                             else c.ljust(w)
                              for j, (c, w) in enumerate(zip(row, widths))).rstrip())
     out.extend(f"note: {n}" for n in notes)
     return "\n".join(out)

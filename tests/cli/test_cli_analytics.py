@@ -157,7 +157,7 @@ def test_envelope_with_model_presets():
     assert out["restore_bytes"] == 1024 * 131_072 // 8     # 8 KV heads over 8 ranks: one head per rank
     out = run_json(["envelope", "--restore-tokens", "1000", "--model", "llama-3.1-8b", "--tp", "1",
                     "--full-prefill", "100ms", "--bandwidth", "10GB/s"])
-    assert out["restore_bytes"] == 63 * 16 * 131_072       # ceil(1000 / 16) = 63 whole blocks
+    assert out["restore_bytes"] == 62 * 16 * 131_072       # floor(1000 / 16) = 62 full blocks (semantics §2)
     out = run_json(["envelope", "--restore-tokens", "1024", "--model", "llama-3.1-8b", "--tp", "2",
                     "--full-prefill", "100ms", "--bandwidth", "10GB/s"])
     assert out["restore_bytes"] == 1024 * 131_072 // 2     # 8 KV heads split over 2 ranks

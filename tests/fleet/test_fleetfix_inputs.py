@@ -43,7 +43,7 @@ def test_shared_tier_text_shows_the_routing_split(tmp_path):
     # fleetcheck-21 finding 1. Two Mooncake requests [1,2,3] (3 blocks of 512 tokens = 1,536 tokens) at 0 s and 1 s,
     # 2 instances round-robin: one request each. Fleet ceiling: r1 hits blocks 1, 2 (the last block is computed)
     # = 1,024 / 3,072 = 33.3 %. Each instance's own sub-trace holds one request: 0 hits -> routing loses 33.3 pts.
-    # A 1-block shared tier with write-back never gets a write (nothing is evicted): it recovers 0.0 pts.
+    # A 1-block shared tier with write-back never gets a write (nothing is evicted): it serves 0.0 % of prompt tokens.
     from pcs.report.fleet import render_fleet
     t = tmp_path / "two.jsonl"
     t.write_text('{"timestamp": 0, "input_length": 1536, "output_length": 1, "hash_ids": [1, 2, 3]}\n'
@@ -52,5 +52,5 @@ def test_shared_tier_text_shows_the_routing_split(tmp_path):
                      shared_tier="remote=1blocks").summary.to_dict()
     text = render_fleet(s)
     row = next(line for line in text.splitlines() if line.startswith("routing (own sub-traces)"))
-    assert "0.0 %" in row and "-33.3 pts split across instances" in row and "recovers 0.0 pts" in row
+    assert "0.0 %" in row and "-33.3 pts split across instances" in row and "serves 0.0 % of prompt tokens" in row
     assert s["gap"]["lost_to_routing"] == 0.0          # the JSON keeps §17.1's definition
