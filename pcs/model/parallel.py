@@ -49,7 +49,7 @@ class TPPlacement:
         """One sentence: per-rank vs per-group bytes, and what is replicated."""
         rep = [f"{name} on {r} ranks each" for name, r in self.replicas.items() if r > 1]
         what = f"; replicated: {', '.join(rep)}" if rep else ""
-        return (f"TP {self.tp}: footprint bytes are per TP rank; replay tiers are per TP group = per-rank bytes "
+        return (f"TP {self.tp}: footprint bytes are per GPU (one TP rank); replay tiers are per TP group = per-rank bytes "
                 f"x {self.ranks_holding_copy} ranks holding a copy{what}; a restore moves each rank's share over "
                 "its own link in parallel")
 

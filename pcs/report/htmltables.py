@@ -104,7 +104,7 @@ def footprint_tables(p: dict) -> list[dict]:
             for c in p["components"]]
     rows.append([cell("total"), cell("")] + [cell(format_bytes(p[k]), True) for _, k in _FOOTPRINT_MODES])
     comp = _table(f"Bytes of {p['sequences']:,} x {p['tokens']:,} tokens per component and accounting mode "
-                  f"(block {p['block_size']}, per TP rank, TP={p['tp']})",
+                  f"(block {p['block_size']}, per GPU, TP={p['tp']})",
                   ["component", "shape"] + [m for m, _ in _FOOTPRINT_MODES], rows)
     drows = [[cell(d["dtype"])] + [cell(f"{format_bytes(d[k])} (x{d[k[:-6] + '_ratio_vs_bf16']:.3f})", True)
                                    for _, k in _FOOTPRINT_MODES] for d in p["by_dtype"]]

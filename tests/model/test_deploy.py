@@ -134,7 +134,7 @@ def test_replay_notes_show_layout_tp_and_derivation(trace):
     out = r.stdout
     assert "note: gpu tier 304.20 GB = 8 x (141.00 GB HBM x 0.9 - 83.88 GB weights - 5.00 GB reserve)" in out
     assert "KV layout fp8 (vLLM): fp8 values, 2 fp32 scales per layer outside the pages" in out
-    assert "footprint bytes are per TP rank; replay tiers are per TP group" in out
+    assert "footprint bytes are per GPU (one TP rank); replay tiers are per TP group" in out
     assert "mla_latent on 8 ranks each" in out
 
 
