@@ -3,7 +3,8 @@
 ``np.percentile`` passes its partition points through ``np.unique``, whose first call in a process imports
 numpy.ma (~10-20 ms of a small replay's start-up, benchmarks/bench_startup.py); the replay summaries'
 percentiles come from :func:`linear_percentiles` instead, the same numbers to the bit
-(tests/test_percentiles.py diffs them against ``np.percentile``).
+(tests/test_percentiles.py diffs them against ``np.percentile``). :func:`sorted_linear_percentiles` reads the
+same order statistics off an array already sorted (a column sorted once for a CDF serves its percentiles too).
 """
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ import numpy as np
 
 from pcs.errors import UserError
 
-__all__ = ["linear_percentiles"]
+__all__ = ["linear_percentiles", "sorted_finite", "sorted_linear_percentiles"]
 
 
 def linear_percentiles(values: np.ndarray, levels: Sequence[float]) -> list[float]:
@@ -32,12 +33,48 @@ def linear_percentiles(values: np.ndarray, levels: Sequence[float]) -> list[floa
     Raises:
         UserError: no values.
     """
+    virtual, low = _indexes(len(values), levels)
     n = len(values)
+    values.partition(sorted({0, n - 1, *low, *(min(lo + 1, n - 1) for lo in low)}))
+    return _read(values, virtual, low)
+
+
+def sorted_linear_percentiles(values: np.ndarray, levels: Sequence[float]) -> list[float]:
+    """:func:`linear_percentiles` of an array already sorted ascending (NaN last, as ``np.sort`` puts it), read
+    without moving a value: the same order statistics, the same arithmetic, the same numbers to the bit.
+
+    Args:
+        values: float64, shape (n,), n >= 1, sorted ascending (``np.sort`` order); not modified.
+        levels: percentiles in [0, 100].
+    Returns:
+        One float per level, as :func:`linear_percentiles`.
+    Raises:
+        UserError: no values.
+    """
+    virtual, low = _indexes(len(values), levels)
+    return _read(values, virtual, low)
+
+
+def sorted_finite(values: np.ndarray) -> np.ndarray:
+    """The finite values of ``values`` (any shape-(n,) numeric array), a fresh float64 array sorted ascending."""
+    out = np.asarray(values, dtype=np.float64)
+    out = out[np.isfinite(out)]     # a fresh copy: sorted in place
+    out.sort()
+    return out
+
+
+def _indexes(n: int, levels: Sequence[float]) -> tuple[list[float], list[int]]:
+    """Each level's virtual index ``(n - 1) * (q / 100)`` and its floor (at most n - 1); UserError when n = 0."""
     if not n:
         raise UserError("linear_percentiles: no values")
     virtual = [(n - 1) * (q / 100) for q in levels]
-    low = [min(math.floor(v), n - 1) for v in virtual]
-    values.partition(sorted({0, n - 1, *low, *(min(lo + 1, n - 1) for lo in low)}))
+    return virtual, [min(math.floor(v), n - 1) for v in virtual]
+
+
+def _read(values: np.ndarray, virtual: list[float], low: list[int]) -> list[float]:
+    """numpy's linear interpolation between the order statistics at ``low`` and ``low + 1``, which (and the
+    largest value) ``values`` holds at their sorted positions (sorted, or partitioned at those indexes)."""
+    n = len(values)
     if math.isnan(values[n - 1]):   # NaN sorts last
         return [float(values[n - 1])] * len(virtual)
     out = []

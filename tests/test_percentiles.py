@@ -16,7 +16,7 @@ from hypothesis.extra.numpy import arrays
 
 from pcs.engine.schedstats import _pcts
 from pcs.errors import UserError
-from pcs.percentiles import linear_percentiles
+from pcs.percentiles import linear_percentiles, sorted_finite, sorted_linear_percentiles
 
 
 def test_hand_worked_cases():
@@ -59,3 +59,32 @@ def test_equal_to_numpy_with_ties_and_many_sizes(n):
     assert linear_percentiles(values.copy(), (50, 90, 99)) == np.percentile(values, [50, 90, 99]).tolist()
     p = _pcts(values.copy())
     assert (p.p50, p.p90, p.p99) == tuple(np.percentile(values, [50, 90, 99]).tolist())
+
+
+def test_sorted_twin_hand_worked():
+    # read off an array already sorted, nothing moved: [0, 10, 20] p50 = 10, p90 = 20 - 10 x 0.2 = 18, p100 = 20;
+    # a NaN (np.sort puts it last) gives NaN at every level
+    values = np.array([0.0, 10.0, 20.0])
+    p0, p50, p90, p100 = sorted_linear_percentiles(values, (0, 50, 90, 100))
+    assert (p0, p50, p100) == (0.0, 10.0, 20.0) and p90 == pytest.approx(18.0, abs=1e-12)
+    assert values.tolist() == [0.0, 10.0, 20.0]
+    assert all(math.isnan(v) for v in sorted_linear_percentiles(np.array([1.0, 2.0, np.nan]), (10, 90)))
+    with pytest.raises(UserError, match="no values"):
+        sorted_linear_percentiles(np.zeros(0), (50,))
+
+
+def test_sorted_finite_keeps_the_finite_values_in_order():
+    # [3, inf, nan, -1, 2, -inf] -> [-1, 2, 3], a fresh float64 copy (the int input is converted)
+    values = np.array([3.0, np.inf, np.nan, -1.0, 2.0, -np.inf])
+    assert sorted_finite(values).tolist() == [-1.0, 2.0, 3.0] and np.isinf(values[1])
+    out = sorted_finite(np.array([5, 1, 3]))
+    assert out.dtype == np.float64 and out.tolist() == [1.0, 3.0, 5.0]
+
+
+@settings(max_examples=400, deadline=None)
+@given(_VALUES, _LEVELS)
+def test_sorted_twin_equal_to_numpy_percentile(values, levels):
+    # np.sort's order (NaN last, -inf first, +inf before NaN) is the order the twin reads
+    want = np.percentile(values, levels).tolist()
+    got = sorted_linear_percentiles(np.sort(values), levels)
+    assert np.array_equal(np.array(got), np.array(want), equal_nan=True), (got, want)

@@ -24,7 +24,7 @@ from pcs.engine.lens import payload_lens
 from pcs.engine.series import TimeSeries, request_distributions, series_payload
 from pcs.engine.result import (BytesSummary, EnvelopeSummary, GapSplit, LinkEnvelope, ReplaySummary,
                                TierSummary)
-from pcs.percentiles import linear_percentiles
+from pcs.percentiles import linear_percentiles, sorted_finite, sorted_linear_percentiles
 
 __all__ = ["build_summary", "requests_table", "REQUEST_COLUMNS", "TierState", "CacheState", "cache_state"]
 
@@ -124,14 +124,19 @@ def _p50_p99(values: np.ndarray) -> tuple[float | None, float | None]:
     return p50, p99
 
 
-def _p50_p99_of(values: np.ndarray, known) -> tuple[float | None, float | None]:
+def _p50_p99_of(values: np.ndarray, known, ordered: np.ndarray | None = None) -> tuple[float | None, float | None]:
     """:func:`_p50_p99` of ``values``, read off ``known`` -- the run's scheduler percentiles of the same column
     (:class:`pcs.engine.schedresult.Percentiles` of its finite values, from the same
     :func:`pcs.percentiles.linear_percentiles`: pcs.engine.schedstats) -- when every value is finite: the values
     are then the same, and so are the order statistics each level reads, to the bit (one partition less a
-    column). Otherwise (no scheduler, a NaN or an infinity, no values) computed here."""
+    column). Else read off ``ordered`` -- :func:`pcs.percentiles.sorted_finite` of the same column, sorted for
+    its CDF -- when it holds every value (all finite: :func:`pcs.percentiles.sorted_linear_percentiles`, the
+    same order statistics). Otherwise (no scheduler, a NaN or an infinity, no values) computed here."""
     if known is not None and known.p50 is not None and len(values) and bool(np.isfinite(values).all()):
         return known.p50, known.p99
+    if ordered is not None and len(values) and len(ordered) == len(values):
+        p50, p99 = sorted_linear_percentiles(ordered, (50, 99))
+        return p50, p99
     return _p50_p99(values)
 
 
@@ -205,15 +210,18 @@ def _link_envelope(tier: TierState, link, lk, tp: int) -> LinkEnvelope:
     )
 
 
-def _envelope(ledger, state: CacheState, cols, ctx) -> EnvelopeSummary:
+def _envelope(ledger, state: CacheState, cols, ctx, ordered: dict) -> EnvelopeSummary:
+    """The bandwidth envelope; ``ordered``: name -> :func:`pcs.percentiles.sorted_finite` of the ``ttft_s`` and
+    ``prefill_no_cache_s`` columns (the CDFs' sorts, shared with these percentiles)."""
     links = tuple(_link_envelope(state.tiers[j], ctx["links"][j], ledger.links[j], ctx["tp"])
                   for j in range(1, len(state.tiers)))
     ttft = _values(cols["ttft_s"])
     no_cache = _values(cols["prefill_no_cache_s"])
     wait = _values(cols["wait_s"])
     sched = ctx.get("scheduler")     # its ttft_s and wait_kv_s: the same columns of the same run (api._summarise)
-    (t50, t99), (n50, n99), (w50, w99) = (_p50_p99_of(ttft, None if sched is None else sched.with_cache.ttft_s),
-                                          _p50_p99(no_cache),
+    (t50, t99), (n50, n99), (w50, w99) = (_p50_p99_of(ttft, None if sched is None else sched.with_cache.ttft_s,
+                                                      ordered["ttft_s"]),
+                                          _p50_p99_of(no_cache, None, ordered["prefill_no_cache_s"]),
                                           _p50_p99_of(wait, None if sched is None else sched.wait_kv_s))
     return EnvelopeSummary(links=links, ttft_p50_s=t50, ttft_p99_s=t99, ttft_no_cache_alone_p50_s=n50,
                            ttft_no_cache_alone_p99_s=n99, wait_p50_s=w50, wait_p99_s=w99,
@@ -257,7 +265,8 @@ def build_summary(res, state: CacheState, seq_ledger, single, ideal, ctx: dict) 
         L.hit_ratio, seq_ledger.hit_ratio, single.hit_ratio, ideal.hit_ratio)
     model = ctx["model"]
     tiers = _tier_rows(state, L, ctx)
-    envelope = _envelope(L, state, res.columns, ctx)
+    ordered = {k: sorted_finite(_values(res.columns[k])) for k in ("ttft_s", "prefill_no_cache_s")}  # one sort each:
+    envelope = _envelope(L, state, res.columns, ctx, ordered)     # their CDFs and percentiles read off it
     gpu_bytes = ctx["tier_specs"][0].capacity_bytes
     lens = payload_lens(model, ctx["block_size"], tiers[0].capacity_bytes if gpu_bytes is None else gpu_bytes,
                         envelope.links, float(_values(res.columns["prefill_s"]).sum()),
@@ -290,7 +299,7 @@ def build_summary(res, state: CacheState, seq_ledger, single, ideal, ctx: dict) 
         series=_series(res, tiers),
         distributions=request_distributions({k: _values(res.columns[k]) for k in _DISTRIBUTION_COLUMNS},
                                             _values(ctx["no_cache_ttft_s"]) if ctx.get("no_cache_ttft_s") is not None
-                                            else None),
+                                            else None, ordered),
         compute=ctx.get("compute"), scheduler=ctx.get("scheduler"), hybrid=_hybrid(res, state, ctx),
     )
 

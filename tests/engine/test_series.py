@@ -242,3 +242,17 @@ def test_series_end_state_equals_the_summary(compute):
     assert sum(ts.restore_bps["cpu"]) * ts.step_s == pytest.approx(s.bytes.restored_per_link["cpu"], rel=1e-12)
     assert s.bytes.restored_per_link["cpu"] > 0
     assert ts.waiting_requests[-1] == ts.running_requests[-1] == 0 and max(ts.running_requests) >= 1
+
+
+def test_cdf_read_off_columns_sorted_by_the_caller():
+    # ``ordered`` stands for the sort of ttft_s / prefill_no_cache_s: the CDF reads it, level q -> the ceil(4 q)-th
+    # of [1, 2, 3, 4] (the first at q = 0): q = 0 -> 1, 0.245 -> 1, 0.255 -> 2, 0.495 -> 2, 0.505 -> 3, 1 -> 4;
+    # the columns themselves (here other numbers) are not read for those two
+    from pcs.engine.series import CDF_LEVELS, request_distributions
+
+    cols = {"ttft_s": np.full(4, 9.0), "prefill_no_cache_s": np.full(4, 9.0), "prefill_s": np.zeros(4),
+            "restore_s": np.zeros(4), "restored_bytes": np.zeros(4, np.int64)}
+    ordered = {"ttft_s": np.array([1.0, 2.0, 3.0, 4.0]), "prefill_no_cache_s": np.array([5.0, 6.0, 7.0, 8.0])}
+    cdf = request_distributions(cols, None, ordered).ttft_cdf
+    at = {round(q, 3): (w, wo) for q, w, wo in zip(CDF_LEVELS.tolist(), cdf.with_cache_s, cdf.without_cache_s)}
+    assert [at[q] for q in (0.0, 0.245, 0.255, 0.495, 0.505, 1.0)] == [(1, 5), (1, 5), (2, 6), (2, 6), (3, 7), (4, 8)]

@@ -37,6 +37,25 @@ def test_a_nan_is_not_read_off_the_finite_percentiles():
     assert math.isnan(p50) and math.isnan(p99)
 
 
+def test_without_known_percentiles_they_are_read_off_the_sorted_column():
+    # ``ordered`` (the column's finite values, sorted for its CDF) holds every value: read off it, here deliberately
+    # other numbers [10, 20, 30, 40] to see which are read: p50 at v = 1.5 -> 20 + 0.5 x 10 = 25; p99 at v = 2.97
+    # -> 40 - 10 x 0.03 = 39.7. The known percentiles still come first.
+    ordered = np.array([10.0, 20.0, 30.0, 40.0])
+    p50, p99 = _p50_p99_of(np.array([4.0, 1.0, 3.0, 2.0]), None, ordered)
+    assert p50 == 25.0 and p99 == pytest.approx(39.7, abs=1e-12)
+    assert _p50_p99_of(np.array([4.0, 1.0, 3.0, 2.0]), Percentiles(7.0, 8.0, 9.0), ordered) == (7.0, 9.0)
+
+
+def test_a_sorted_column_missing_a_value_is_not_read():
+    # [1, nan, 3]: its sorted finite values [1, 3] hold two of three values, so the envelope computes from the
+    # column (NaN at every level, numpy's rule); [1, inf, 3] likewise: p50 = 3 (the middle value), p99 = inf
+    p50, p99 = _p50_p99_of(np.array([1.0, math.nan, 3.0]), None, np.array([1.0, 3.0]))
+    assert math.isnan(p50) and math.isnan(p99)
+    p50, p99 = _p50_p99_of(np.array([1.0, -math.inf, 3.0]), None, np.array([1.0, 3.0]))
+    assert p50 == 1.0 and p99 == pytest.approx(2.96, abs=1e-12)
+
+
 def test_no_values_are_none():
     assert _p50_p99_of(np.zeros(0), Percentiles(None, None, None)) == (None, None)
 
@@ -46,7 +65,7 @@ def test_a_replay_envelope_equals_numpys_percentiles_of_its_columns():
 
     r = pcs.replay(TINY)            # default: modeled timing, the step scheduler (every request finishes)
     s = r.summary.to_dict()
-    for col, key in (("ttft_s", "ttft"), ("wait_s", "wait")):
+    for col, key in (("ttft_s", "ttft"), ("wait_s", "wait"), ("prefill_no_cache_s", "ttft_no_cache_alone")):
         values = r.requests[col].to_numpy()
         assert np.isfinite(values).all()
         assert s["envelope"][f"{key}_p50_s"] == float(np.percentile(values, 50))
