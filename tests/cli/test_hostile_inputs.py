@@ -1,0 +1,82 @@
+"""Hostile inputs found by a tester: each is one line, exit 2 (the CLI) or a UserError (the API), naming the file,
+line and field where there is one, and a point file that cannot be read is run again, never counted as done."""
+import shutil
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+import pcs
+from pcs.cli.main import cli
+from pcs.errors import UserError
+from pcs.sweep import read_results
+
+HERE = Path(__file__).resolve().parent
+DOZEN = HERE.parent / "sweep" / "dozen.toml"
+
+
+def _one_line(args, *needles):
+    result = CliRunner().invoke(cli, [str(a) for a in args])
+    lines = [ln for ln in result.output.splitlines() if ln.strip() and not ln.startswith("pcs: note:")]
+    assert result.exit_code == 2, result.output
+    assert len(lines) == 1 and lines[0].startswith("pcs: error:"), result.output
+    assert "Traceback" not in result.output
+    for n in needles:
+        assert n in lines[0], result.output
+    return lines[0]
+
+
+def _unchained(tmp_path):
+    p = tmp_path / "unchained.jsonl"
+    p.write_text('{"timestamp": 0, "input_length": 1024, "output_length": 1, "hash_ids": [1, 2]}\n'
+                 '{"timestamp": 1, "input_length": 1024, "output_length": 1, "hash_ids": [3, 2]}\n')
+    return p
+
+
+@pytest.mark.parametrize("command", ["replay", "compare"])
+@pytest.mark.parametrize("engine", ["lru-scan", "fast"])
+def test_lru_scan_by_name_on_unchained_ids_is_one_line(tmp_path, command, engine):
+    # request 2's second block (2) is cached after its first (3) missed: not chained
+    _one_line([command, _unchained(tmp_path), "--tier", "gpu=4blocks", "--timing", "sequential", "--engine", engine],
+              f"engine '{engine}' cannot run this replay", "not chained")
+
+
+def test_lru_scan_by_name_on_unchained_ids_is_a_user_error_in_the_api(tmp_path):
+    with pytest.raises(UserError, match="not chained"):
+        pcs.replay(str(_unchained(tmp_path)), tiers=["gpu=4blocks"], timing="sequential", engine="lru-scan")
+
+
+def _finished_sweep(tmp_path):
+    plan = tmp_path / "plan.toml"
+    text = DOZEN.read_text().replace('"../../traces/', f'"{HERE.parent.parent / "traces"}/')
+    text = text.replace('policy = ["lru", "fifo", "slru"]', 'policy = ["lru"]').replace('to = "30GB"', 'to = "10GB"')
+    plan.write_text(text)
+    out = tmp_path / "out"
+    result = CliRunner().invoke(cli, ["sweep", "run", "--jobs", "1", str(plan), "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    files = sorted(out.glob("*.parquet"))
+    assert len(files) == 2          # lru x {0 GB, 10 GB}
+    return plan, out, files
+
+
+def test_damaged_point_files_are_named_and_run_again(tmp_path):
+    plan, out, files = _finished_sweep(tmp_path)
+    good = files[0].read_bytes()
+    files[0].write_bytes(good[:3000])                 # truncated: no footer
+    _one_line(["sweep", "summarize", out], str(files[0]), "not a readable Parquet file (", "delete or move it")
+    result = CliRunner().invoke(cli, ["sweep", "run", "--jobs", "1", str(plan), "-o", str(out)])
+    assert result.exit_code == 0 and "2 points, 1 run (in-process), 1 already done" in result.output, result.output
+    assert files[0].read_bytes()[:4] == b"PAR1" and len(files[0].read_bytes()) == len(good)
+    (out / "deadbeef0000.parquet").write_bytes(b"\xde\xad\xbe\xef" * 8)   # garbage
+    _one_line(["sweep", "summarize", out], str(out / "deadbeef0000.parquet"), "not a readable Parquet file (")
+    with pytest.raises(UserError, match="deadbeef0000.parquet: not a readable Parquet file"):
+        read_results(out)
+
+
+def test_a_parquet_that_is_not_a_point_is_refused_not_counted(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    _, out, _ = _finished_sweep(tmp_path)
+    pq.write_table(pa.table({"timestamp": [0.0, 1.0, 2.0], "input_length": [1, 2, 3]}), out / "abc.parquet")
+    _one_line(["sweep", "summarize", out], str(out / "abc.parquet"), "not a sweep point file", "3 rows")
