@@ -80,3 +80,29 @@ def test_a_parquet_that_is_not_a_point_is_refused_not_counted(tmp_path):
     _, out, _ = _finished_sweep(tmp_path)
     pq.write_table(pa.table({"timestamp": [0.0, 1.0, 2.0], "input_length": [1, 2, 3]}), out / "abc.parquet")
     _one_line(["sweep", "summarize", out], str(out / "abc.parquet"), "not a sweep point file", "3 rows")
+
+
+ROOT = HERE.parent.parent
+
+
+@pytest.mark.parametrize("body,words", [
+    ("{% for x in range(10**9) %}a{% endfor %}", "Range too big"),                 # jinja2's own MAX_RANGE
+    ("{{ 'a' * 10**9 }}", "'*' would build 1,000,000,000 characters/items"),       # 1 x 10**9 > 10**8
+    ("{{ 10 ** 1000000000 }}", "'**' would compute a number of about 4,000,000,000 bits"),  # 10 is 4 bits
+    ("{{ 1/0 }}", "division by zero"),
+])
+def test_runaway_or_failing_chat_templates_are_one_line(tmp_path, body, words):
+    t = tmp_path / "t.jinja"
+    t.write_text(body + "\n")
+    _one_line(["trace", "from-chat", ROOT / "traces/formats/openai_chat_4.jsonl", tmp_path / "out.jsonl",
+               "--tokenizer", ROOT / "traces/formats/tiny_wordlevel_tokenizer.json", "--chat-template", t],
+              f"{t}: the chat template failed (", words)
+    assert not (tmp_path / "out.jsonl").exists()
+
+
+def test_bounded_operators_still_compute_small_values(tmp_path):
+    from pcs.trace.chat import load_template
+
+    t = tmp_path / "ok.jinja"
+    t.write_text("{{ 'ab' * 3 }}|{{ 2 ** 10 }}|{{ 'x' + 'y' }}|{{ [1] + [2] }}|{{ 3 * 4 }}|{{ 2 * 'c' }}")
+    assert load_template(str(t))([]) == "ababab|1024|xy|[1, 2]|12|cc"
