@@ -154,6 +154,10 @@ def option_names(message: str, plan: bool = False) -> str:
     return _PHRASE_RE.sub(lambda m: phrases[m.group(0)], message)
 
 
+OUT_OF_MEMORY = ("out of memory: this run needs more memory than the process may take (a ulimit, the machine's "
+                 "RAM); a smaller --block-size multiplies a trace's block accesses and the memory they take")
+
+
 @contextlib.contextmanager
 def user_errors() -> Iterator[None]:
     """Grade what escapes a command: user errors as one line (exit 2), bugs with a traceback (exit 1).
@@ -165,7 +169,7 @@ def user_errors() -> Iterator[None]:
     its subclasses :class:`pcs.errors.InputError` (file content) and
     :class:`pcs.errors.UnknownNameError` (registry lookups: models, GPUs,
     links, policies); ``OSError`` on a file (missing, a directory, no
-    permission ...). Every other exception -- a plain ``ValueError`` too
+    permission ...); ``MemoryError`` (one line saying so, temporary files removed). Every other exception -- a plain ``ValueError`` too
     (Python and numpy raise it for bugs: unpacking, shapes), ``AssertionError``,
     ``TypeError``, ``KeyError`` ... -- is a bug in pcs (:class:`PcsInternalError`). A closed pipe (``pcs ... | head``) ends
     quietly. Ctrl-C is one line ``pcs: interrupted`` and exit 130; SIGTERM
@@ -198,6 +202,9 @@ def user_errors() -> Iterator[None]:
     except OSError as exc:
         where = f"{exc.filename}: " if exc.filename is not None else ""
         raise PcsUsageError(f"{where}{exc.strerror or exc}") from None
+    except MemoryError:
+        remove_temporary()
+        raise PcsUsageError(OUT_OF_MEMORY) from None
     except Exception as exc:  # noqa: BLE001 - everything else is a bug: show it, say so
         raise PcsInternalError(exc) from None
 

@@ -106,3 +106,11 @@ def test_bounded_operators_still_compute_small_values(tmp_path):
     t = tmp_path / "ok.jinja"
     t.write_text("{{ 'ab' * 3 }}|{{ 2 ** 10 }}|{{ 'x' + 'y' }}|{{ [1] + [2] }}|{{ 3 * 4 }}|{{ 2 * 'c' }}")
     assert load_template(str(t))([]) == "ababab|1024|xy|[1, 2]|12|cc"
+
+
+def test_memory_exhaustion_is_one_line(monkeypatch):
+    def exhausted(*args, **kwargs):
+        raise MemoryError()
+
+    monkeypatch.setattr("pcs.cli.footprint.compute_footprint", exhausted)
+    _one_line(["footprint", "--model", "llama-3.1-8b", "--tokens", "100"], "out of memory", "--block-size")
