@@ -20,6 +20,7 @@ import numpy as np
 from pcs import _native
 from pcs.engine.engine import EngineResult, ReplayEngine
 from pcs.engine.scheduler import StepEngine, check_output_tokens
+from pcs.engine.schedstats import SpanError
 from pcs.engine.series import Sampler
 from pcs.errors import UserError
 
@@ -42,7 +43,9 @@ def span_limit():
     except ValueError as exc:
         if isinstance(exc, UserError) or "step scheduler's run reaches" not in str(exc):
             raise
-        raise UserError(str(exc)) from None
+        raise SpanError(str(exc)) from None
+
+
 #: the C loop's column order (pcs/engine/_stepsched.c: enum Q_*, then one hit_tokens column per tier; enum D_*).
 _Q_COLS = ("hit_blocks", "missed_blocks", "hit_tokens", "restored_bytes", "preemptions", "recomputed_hit_blocks",
            "decode_blocks_cached")

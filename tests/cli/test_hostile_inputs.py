@@ -114,3 +114,13 @@ def test_memory_exhaustion_is_one_line(monkeypatch):
 
     monkeypatch.setattr("pcs.cli.footprint.compute_footprint", exhausted)
     _one_line(["footprint", "--model", "llama-3.1-8b", "--tokens", "100"], "out of memory", "--block-size")
+
+
+@pytest.mark.parametrize("native", ["auto", "python"])
+def test_a_run_past_366_days_names_the_longest_output(tmp_path, native):
+    p = tmp_path / "out1e9.jsonl"
+    p.write_text('{"timestamp": 0, "input_length": 1024, "output_length": 1000000000, "hash_ids": [1, 2]}\n'
+                 '{"timestamp": 1, "input_length": 1024, "output_length": 10, "hash_ids": [1, 3]}\n')
+    # 10**9 decode steps of >= 6 ms each (8B weights read at 3.35 TB/s) are far past 366 days
+    _one_line(["replay", p, "--tier", "gpu=100blocks", "--native", native], "past its limit of 31,622,400 s",
+              f"{p}'s longest output_length is 1,000,000,000 tokens (its request 1 of 2, in the trace's order)")
