@@ -480,7 +480,7 @@ def _row_values(path: Path, line_no: int, row: list[str], tok_col: int, sec_col:
         raise InputError(str(path), line_no, None, f"expected {len(names)} fields, got {len(row)}")
     raw_tokens, raw_seconds = row[tok_col].strip(), row[sec_col].strip()
     try:
-        tokens = int(raw_tokens)
+        tokens = units.ascii_int(raw_tokens)
     except ValueError:
         raise InputError(str(path), line_no, names[tok_col], f"not a whole number of tokens: {raw_tokens!r}") from None
     if tokens < 0:

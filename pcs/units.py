@@ -38,6 +38,8 @@ from decimal import Decimal, InvalidOperation
 from pcs.errors import UserError
 
 __all__ = [
+    "ascii_int",
+    "ascii_float",
     "BYTE_UNITS",
     "DURATION_UNITS",
     "MAX_VALUE",
@@ -87,6 +89,38 @@ def _ascii_digits(text: str, what: str) -> None:
     odd = next((c for c in text if c.isdigit() and not c.isascii()), None)
     if odd is not None:
         raise UserError(f"invalid {what} {text!r}: digits must be ASCII 0-9, not {odd!r} (U+{ord(odd):04X})")
+
+
+_INT_TEXT = re.compile(r"[+-]?[0-9]+", re.ASCII)
+_FLOAT_TEXT = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?", re.ASCII)
+
+
+def ascii_int(text: str, what: str = "integer") -> int:
+    """A whole number written in ASCII digits (an optional sign; blanks around it allowed), as a CSV cell or
+    a measured-prefill row holds it. Python's ``int()`` alone also reads full-width ``４８０８``, ``4_808``
+    and other scripts' digits (docs/semantics.md §16).
+
+    Raises:
+        UserError: anything else, naming ``what`` and the text (a ``ValueError``, so a reader's
+            ``except ValueError`` turns it into its located :class:`pcs.errors.InputError`).
+    """
+    t = text.strip(" \t\r\n")
+    if _INT_TEXT.fullmatch(t) is None:
+        raise UserError(f"invalid {what} {text[:40]!r}: expected ASCII digits 0-9")
+    return int(t)
+
+
+def ascii_float(text: str, what: str = "number") -> float:
+    """A decimal number written in ASCII (``472``, ``472.0``, ``-1.5e3``; blanks around it allowed) as a float;
+    no ``nan``, ``inf``, ``_`` or non-ASCII digits, which ``float()`` alone reads (docs/semantics.md §16).
+
+    Raises:
+        UserError: anything else, naming ``what`` and the text (a ``ValueError``, as :func:`ascii_int`).
+    """
+    t = text.strip(" \t\r\n")
+    if _FLOAT_TEXT.fullmatch(t) is None:
+        raise UserError(f"invalid {what} {text[:40]!r}: expected a number in ASCII digits 0-9")
+    return float(t)
 
 
 def _split(text: str | int | float, what: str, help_: str) -> tuple[Decimal, str]:

@@ -124,3 +124,41 @@ def test_a_run_past_366_days_names_the_longest_output(tmp_path, native):
     # 10**9 decode steps of >= 6 ms each (8B weights read at 3.35 TB/s) are far past 366 days
     _one_line(["replay", p, "--tier", "gpu=100blocks", "--native", native], "past its limit of 31,622,400 s",
               f"{p}'s longest output_length is 1,000,000,000 tokens (its request 1 of 2, in the trace's order)")
+
+
+@pytest.mark.parametrize("cell,shown", [("４８０８", "'４８０８'"), ("4_808", "'4_808'"), ("4808.0", "'4808.0'")])
+def test_azure_counts_take_ascii_digits_only(tmp_path, cell, shown):
+    p = tmp_path / "az.csv"
+    p.write_text(f"TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:17:03.9799600,{cell},10\n",
+                 encoding="utf-8")
+    _one_line(["trace", "stats", p], f"{p}:2: field 'ContextTokens': must be an integer in ASCII digits 0-9, got",
+              shown)
+
+
+def test_azure_timestamp_takes_ascii_digits_only(tmp_path):
+    p = tmp_path / "az.csv"
+    p.write_text("TIMESTAMP,ContextTokens,GeneratedTokens\n２０２3-11-16 18:17:03.9799600,4808,10\n", encoding="utf-8")
+    _one_line(["trace", "stats", p], f"{p}:2: field 'TIMESTAMP'", "expected 'YYYY-MM-DD")
+
+
+def test_ascii_numbers_by_hand():
+    from pcs.units import ascii_float, ascii_int
+
+    assert ascii_int(" 4808 ") == 4808 and ascii_int("-3") == -3
+    assert ascii_float("472.0") == 472.0 and ascii_float("1.5e3") == 1500.0 and ascii_float(".5") == 0.5
+    for bad in ("４８０８", "4_808", "", "1e3", "٣"):
+        with pytest.raises(UserError, match="ASCII"):
+            ascii_int(bad)
+    for bad in ("nan", "inf", "4_7.2", "４７２", "1e"):
+        with pytest.raises(UserError, match="ASCII"):
+            ascii_float(bad)
+
+
+def test_burstgpt_counts_take_ascii_digits_only(tmp_path):
+    src = (ROOT / "traces/formats/burstgpt1_4.csv").read_text().splitlines()
+    head, row = src[0], src[1].split(",")
+    col = [c.strip() for c in head.split(",")].index("Request tokens")
+    row[col] = "４７２"
+    p = tmp_path / "b.csv"
+    p.write_text(head + "\n" + ",".join(row) + "\n", encoding="utf-8")
+    _one_line(["trace", "stats", p], f"{p}:2: field 'Request tokens'", "in ASCII digits 0-9, got '４７２'")
