@@ -95,6 +95,19 @@ _INT_TEXT = re.compile(r"[+-]?[0-9]+", re.ASCII)
 _FLOAT_TEXT = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?", re.ASCII)
 
 
+def _unit_hint(s: str, value: Decimal) -> str:
+    """``give a unit: 5GB or 5blocks``, naming only the spellings :func:`parse_capacity` takes (a block count
+    is whole; both have bounds), else that neither fits."""
+    fits = []
+    for c in (f"{s}GB", *((f"{s}blocks",) if value == value.to_integral_value() else ())):
+        try:
+            parse_capacity(c)
+        except UserError:
+            continue
+        fits.append(c)
+    return f"give a unit: {' or '.join(fits)}" if fits else "too large with any unit (GB or blocks)"
+
+
 def ascii_int(text: str, what: str = "integer") -> int:
     """A whole number written in ASCII digits (an optional sign; blanks around it allowed), as a CSV cell or
     a measured-prefill row holds it. Python's ``int()`` alone also reads full-width ``４８０８``, ``4_808``
@@ -382,8 +395,7 @@ def parse_capacity(text: str | int) -> Capacity:
             return Capacity(s, blocks=0)
         if value < 0:
             raise UserError(f"invalid capacity {s!r}: a capacity must be >= 0, e.g. 10GB or 5000blocks")
-        blocks = f" or {s}blocks" if value == int(value) else ""  # a block count is whole
-        raise UserError(f"capacity {s!r} has no unit: give a unit: {s}GB{blocks}")
+        raise UserError(f"capacity {s!r} has no unit: {_unit_hint(s, value)}")
     try:
         size = parse_bytes(s)
     except ValueError as exc:

@@ -162,3 +162,25 @@ def test_burstgpt_counts_take_ascii_digits_only(tmp_path):
     p = tmp_path / "b.csv"
     p.write_text(head + "\n" + ",".join(row) + "\n", encoding="utf-8")
     _one_line(["trace", "stats", p], f"{p}:2: field 'Request tokens'", "in ASCII digits 0-9, got '４７２'")
+
+
+@pytest.mark.parametrize("prompt,tail", [
+    # ceil(374 / B) == 24 for B in 16..16 (374/24 = 15.6 -> 16; 373/23 = 16.2 -> 16)
+    (374, "was the trace recorded at another block size? (--block-size 16 fits)"),
+    # B >= 10**18 / 2 is past --block-size's 1,048,576
+    (10**18, "no --block-size in 1..1,048,576 gives 2 ids for 1000000000000000000 tokens"),
+    (0, "an empty prompt has no blocks at any block size"),
+])
+def test_block_size_hint_is_in_range_or_absent(tmp_path, prompt, tail):
+    n = 24 if prompt == 374 else 2
+    p = tmp_path / "t.jsonl"
+    p.write_text('{"timestamp": 0, "input_length": %d, "output_length": 1, "hash_ids": %s}\n'
+                 % (prompt, list(range(1, n + 1))))
+    line = _one_line(["replay", p], f"{p}:1: field 'hash_ids': has {n} ids but ceil({prompt} / block size 512)")
+    assert line.endswith(tail), line
+
+
+@pytest.mark.parametrize("value,hint", [("5", "give a unit: 5GB or 5blocks"), ("5.5", "give a unit: 5.5GB"),
+                                        ("99999999999999999999", "too large with any unit (GB or blocks)")])
+def test_capacity_unit_hint_names_only_what_fits(value, hint):
+    _one_line(["curve", "--capacities", value], f"capacity '{value}' has no unit: {hint}")
