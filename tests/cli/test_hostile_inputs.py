@@ -184,3 +184,18 @@ def test_block_size_hint_is_in_range_or_absent(tmp_path, prompt, tail):
                                         ("99999999999999999999", "too large with any unit (GB or blocks)")])
 def test_capacity_unit_hint_names_only_what_fits(value, hint):
     _one_line(["curve", "--capacities", value], f"capacity '{value}' has no unit: {hint}")
+
+
+def test_sweep_plan_with_a_bom_reads_and_an_empty_plan_is_refused(tmp_path):
+    from pcs.sweep import load_plan
+
+    plan = tmp_path / "bom.toml"
+    plan.write_bytes(b"\xef\xbb\xbf" + b'kind = "replay"\n[axes]\npolicy = ["lru", "fifo"]\n')
+    assert [p.options["policy"] for p in load_plan(plan).points] == ["lru", "fifo"]
+    js = tmp_path / "bom.json"
+    js.write_bytes(b"\xef\xbb\xbf" + b'{"kind": "replay", "axes": {"policy": ["lru"]}}')
+    assert len(load_plan(js).points) == 1
+    for name, body in (("empty.toml", b""), ("blank.toml", b"\n# nothing\n"), ("empty.json", b"{}")):
+        (tmp_path / name).write_bytes(body)
+        _one_line(["sweep", "run", tmp_path / name, "-o", tmp_path / "out"], f"{tmp_path / name}: the plan is empty")
+    assert not (tmp_path / "out").exists()
