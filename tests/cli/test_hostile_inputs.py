@@ -199,3 +199,15 @@ def test_sweep_plan_with_a_bom_reads_and_an_empty_plan_is_refused(tmp_path):
         (tmp_path / name).write_bytes(body)
         _one_line(["sweep", "run", tmp_path / name, "-o", tmp_path / "out"], f"{tmp_path / name}: the plan is empty")
     assert not (tmp_path / "out").exists()
+
+
+def test_a_whole_float_of_bytes_is_taken_a_fraction_refused():
+    # docs/semantics.md §10 worked example: D = 1 GB, T_full 100 ms, remaining 30 ms, overhead 5 ms:
+    # B* = 1e9 B / 65 ms = 15,384,615,384.6 B/s; at 10 GB/s the read takes 100 ms, cached 135 ms (slower)
+    r = pcs.envelope(1e9, 0.1, 0.03, 0.005, [1e10])
+    assert r.restore_bytes == 10**9 and isinstance(r.restore_bytes, int)
+    assert r.break_even_bps == pytest.approx(1e9 / 0.065, rel=1e-12)
+    assert r.rows[0].cached_s == pytest.approx(0.135, rel=1e-12) and r.rows[0].verdict == "slower"
+    for bad in (1.5, float("nan"), float("inf")):
+        with pytest.raises(UserError, match=r"restore_bytes must be an integer \(a whole number of bytes\), got"):
+            pcs.envelope(bad, 0.1, 0.03, 0.005, [1e10])
