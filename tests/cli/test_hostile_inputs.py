@@ -211,3 +211,22 @@ def test_a_whole_float_of_bytes_is_taken_a_fraction_refused():
     for bad in (1.5, float("nan"), float("inf")):
         with pytest.raises(UserError, match=r"restore_bytes must be an integer \(a whole number of bytes\), got"):
             pcs.envelope(bad, 0.1, 0.03, 0.005, [1e10])
+
+
+ENV = ["envelope", "--restore-bytes", "1GB", "--full-prefill", "100ms", "--remaining-compute", "30ms",
+       "--overhead", "5ms", "--bandwidth"]
+BUDGET_BW = ["--bandwidth-need", "1000GB/s"]
+
+
+@pytest.mark.parametrize("args,words", [
+    (ENV + ["1e-300GB/s"], "--bandwidth '1e-300GB/s': 1e-291 B/s is less than 1 B/s"),   # 1e-300 x 1e9 B/s
+    (ENV + ["0GB/s"], "--bandwidth '0GB/s': a bandwidth must be > 0"),
+    (["budget", "--capacity-need", "30GB", "--capacity-have", "0GB", *BUDGET_BW, "--bandwidth-have", "2000GB/s"],
+     "--capacity-have '0GB': must be at least 1 B"),
+    (["budget", "--capacity-need", "-30GB", "--capacity-have", "80GB", *BUDGET_BW, "--bandwidth-have", "2000GB/s"],
+     "--capacity-need '-30GB': invalid size '-30GB': must not be negative"),
+    (["budget", "--capacity-need", "30GB", "--capacity-have", "80GB", *BUDGET_BW, "--bandwidth-have", "0GB/s"],
+     "--bandwidth-have '0GB/s': a bandwidth must be > 0"),
+])
+def test_envelope_and_budget_refusals_name_their_option(args, words):
+    _one_line(args, words)
