@@ -77,7 +77,7 @@ def _loads_json(path: Path, text: str) -> Any:
     try:
         return jsondepth.loads(text, parse_float=_finite, parse_constant=_no_constant, object_pairs_hook=_no_duplicates)
     except json.JSONDecodeError as exc:
-        raise InputError(str(path), exc.lineno, None, f"invalid JSON: {exc.msg}") from None
+        raise InputError(str(path), exc.lineno, None, f"invalid JSON: {exc.msg.removesuffix(' at')} at column {exc.colno}") from None
     except jsondepth.TooDeepError as exc:
         raise InputError(str(path), None, None, str(exc)) from None
     except ValueError as exc:  # _finite / _no_constant / _no_duplicates

@@ -230,3 +230,36 @@ BUDGET_BW = ["--bandwidth-need", "1000GB/s"]
 ])
 def test_envelope_and_budget_refusals_name_their_option(args, words):
     _one_line(args, words)
+
+
+def test_cosmetic_messages_close_their_brackets_and_give_positions(tmp_path):
+    g = tmp_path / "g.parquet"
+    g.write_bytes(b"garbagegarbage")
+    line = _one_line(["trace", "stats", g, "--trace-format", "parquet"], f"{g}: not a readable Parquet file (")
+    assert line.endswith(")") and line.count("(") == line.count(")"), line
+    t = tmp_path / "t.json"
+    t.write_text('{"a": 1, "b": "abc')               # the string opens at column 15 (1-based)
+    _one_line(["report", t, "-o", tmp_path / "r.html"], f"{t}: line 1: not JSON (Unterminated string starting "
+                                                         "at column 15)")
+
+
+def test_hf_config_bound_prints_an_int_as_an_int(tmp_path):
+    import json
+
+    cfg = {"model_type": "llama", "hidden_size": 4096, "intermediate_size": 14336, "num_hidden_layers": 10**9,
+           "num_attention_heads": 32, "num_key_value_heads": 8, "vocab_size": 128256}
+    p = tmp_path / "config.json"
+    p.write_text(json.dumps(cfg))
+    _one_line(["footprint", "--model", p, "--tokens", "100"], "num_hidden_layers",
+              "(pcs's bound), got 1,000,000,000")
+
+
+def test_a_newline_in_a_trace_name_does_not_break_the_header(tmp_path):
+    from pcs.report.table import shown_path
+
+    assert shown_path("a\nb\t.jsonl") == "a\\nb\\t.jsonl" and shown_path("traces/x.jsonl") == "traces/x.jsonl"
+    p = tmp_path / "a\nb.jsonl"
+    p.write_text((ROOT / "traces/sample_tokens.jsonl").read_text())
+    result = CliRunner().invoke(cli, ["trace", "stats", str(p)])
+    assert result.exit_code == 0, result.output
+    assert result.output.splitlines()[0] == f"{str(tmp_path)}/a\\nb.jsonl (tokens, 16-token blocks)", result.output
