@@ -263,3 +263,18 @@ def test_a_newline_in_a_trace_name_does_not_break_the_header(tmp_path):
     result = CliRunner().invoke(cli, ["trace", "stats", str(p)])
     assert result.exit_code == 0, result.output
     assert result.output.splitlines()[0] == f"{str(tmp_path)}/a\\nb.jsonl (tokens, 16-token blocks)", result.output
+
+
+def test_ctrl_c_names_the_outputs_already_complete(tmp_path, monkeypatch):
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr("pcs.cli.replay.write_replay_outputs", interrupted)
+    req, html = tmp_path / "req.parquet", tmp_path / "r.html"
+    result = CliRunner().invoke(cli, ["replay", "--tier", "gpu=200blocks", "--timing", "sequential", "-q",
+                                      "--requests-out", str(req), "--html", str(html)])
+    assert result.exit_code == 130, result.output
+    assert result.output.strip().splitlines()[-1] == (f"pcs: interrupted; complete before it: {req} "
+                                                      "(no other output was written)"), result.output
+    assert req.exists() and not html.exists()
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]     # no temporary file left
