@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from decimal import ROUND_FLOOR, Decimal
 from typing import Any
 
-from pcs.argcheck import MAX_TP, check_byte_count, check_int, check_real
+from pcs.argcheck import MAX_TP, check_int, check_real
 from pcs.errors import UserError
 from pcs.model.spec import ModelSpec
 
@@ -137,7 +137,7 @@ def size_deployment(spec: ModelSpec, gpu: Any, tp: int, gpu_memory_utilization: 
     util = (DEFAULT_GPU_MEMORY_UTILIZATION if gpu_memory_utilization is None else
             check_real(gpu_memory_utilization, "gpu_memory_utilization", lo=0, lo_open=True, hi=1))
     reserve = (DEFAULT_RESERVE_BYTES_PER_GPU if reserve_bytes is None else
-               check_byte_count(reserve_bytes, "reserve_bytes", lo=0))
+               check_int(reserve_bytes, "reserve_bytes", lo=0))
     usable = int((Decimal(gpu.hbm_bytes) * Decimal(str(util))).to_integral_value(ROUND_FLOOR))
     weights = int(round(spec.total_params * spec.weight_dtype_bytes))
     per_gpu = -(-weights // tp)
