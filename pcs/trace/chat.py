@@ -30,7 +30,9 @@ of the ``chat`` extra; rendered in a sandbox with ``messages``,
 """
 from __future__ import annotations
 
+import functools
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterator
@@ -261,8 +263,31 @@ def _bounded_environment(base):
     def size(x) -> int:
         return len(x) if isinstance(x, (str, bytes, list, tuple)) else 0
 
+    def big(args, kwargs) -> int | None:
+        return next((v for v in (*args, *kwargs.values())
+                     if isinstance(v, int) and not isinstance(v, bool) and abs(v) > MAX_RENDERED_CHARS), None)
+
+    def checked(f):
+        @functools.wraps(f)     # keeps jinja's pass_context / pass_eval_context marks
+        def call(*args, **kwargs):
+            v = big(args, kwargs)
+            if v is not None:
+                raise SecurityError(f"a filter given {v:,} (more than {MAX_RENDERED_CHARS:,})")
+            return f(*args, **kwargs)
+        return call
+
     class Bounded(base):
-        intercepted_binops = frozenset(["*", "**", "+"])
+        intercepted_binops = frozenset(["*", "**", "+", "%"])
+
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            self.filters = {k: checked(f) for k, f in self.filters.items()}   # 'a'|center(10**9), indent ...
+
+        def call(__self, __context, __obj, *args, **kwargs):  # noqa: N805 - jinja's signature
+            v = big(args, kwargs)                                  # 'a'.ljust(10**9), zfill, range is bounded
+            if v is not None:
+                raise SecurityError(f"a call given {v:,} (more than {MAX_RENDERED_CHARS:,})")
+            return super().call(__context, __obj, *args, **kwargs)
 
         def call_binop(self, context, operator, left, right):
             cap = MAX_RENDERED_CHARS
@@ -275,6 +300,8 @@ def _bounded_environment(base):
                     raise SecurityError(f"'**' would compute a number of about {right * abs(left).bit_length():,} bits")
             elif operator == "+" and size(left) + size(right) > cap:
                 raise SecurityError(f"'+' would build {size(left) + size(right):,} characters/items")
+            elif operator == "%" and isinstance(left, str) and re.search(r"%[-+ #0]*(\d{9,}|\d*\.\d{9,})", left):
+                raise SecurityError("'%' with a width or precision of 9 digits or more")
             return super().call_binop(context, operator, left, right)
 
     return Bounded

@@ -86,10 +86,14 @@ ROOT = HERE.parent.parent
 
 
 @pytest.mark.parametrize("body,words", [
-    ("{% for x in range(10**9) %}a{% endfor %}", "Range too big"),                 # jinja2's own MAX_RANGE
+    ("{% for x in range(10**9) %}a{% endfor %}", "a call given 1,000,000,000"),      # before jinja2's MAX_RANGE
+    ("{% for x in range(200000) %}a{% endfor %}", "Range too big"),                   # jinja2's own MAX_RANGE
     ("{{ 'a' * 10**9 }}", "'*' would build 1,000,000,000 characters/items"),       # 1 x 10**9 > 10**8
     ("{{ 10 ** 1000000000 }}", "'**' would compute a number of about 4,000,000,000 bits"),  # 10 is 4 bits
     ("{{ 1/0 }}", "division by zero"),
+    ("{{ 'a'|center(1000000000) }}", "a filter given 1,000,000,000 (more than 100,000,000)"),
+    ("{{ 'a'.ljust(1000000000) }}", "a call given 1,000,000,000 (more than 100,000,000)"),
+    ("{{ '%1000000000s' % 'a' }}", "'%' with a width or precision of 9 digits or more"),
 ])
 def test_runaway_or_failing_chat_templates_are_one_line(tmp_path, body, words):
     t = tmp_path / "t.jinja"
@@ -104,8 +108,9 @@ def test_bounded_operators_still_compute_small_values(tmp_path):
     from pcs.trace.chat import load_template
 
     t = tmp_path / "ok.jinja"
-    t.write_text("{{ 'ab' * 3 }}|{{ 2 ** 10 }}|{{ 'x' + 'y' }}|{{ [1] + [2] }}|{{ 3 * 4 }}|{{ 2 * 'c' }}")
-    assert load_template(str(t))([]) == "ababab|1024|xy|[1, 2]|12|cc"
+    t.write_text("{{ 'ab' * 3 }}|{{ 2 ** 10 }}|{{ 'x' + 'y' }}|{{ [1] + [2] }}|{{ 3 * 4 }}|{{ 2 * 'c' }}|"
+                 "{{ 'ab'|center(6) }}|{{ '%5s' % 'x' }}|{{ 'a'.ljust(3) }}.|{{ 7 % 3 }}")
+    assert load_template(str(t))([]) == "ababab|1024|xy|[1, 2]|12|cc|  ab  |    x|a  .|1"
 
 
 def test_memory_exhaustion_is_one_line(monkeypatch):
