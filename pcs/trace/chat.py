@@ -300,7 +300,7 @@ def _bounded_environment(base):
                     raise SecurityError(f"'**' would compute a number of about {right * abs(left).bit_length():,} bits")
             elif operator == "+" and size(left) + size(right) > cap:
                 raise SecurityError(f"'+' would build {size(left) + size(right):,} characters/items")
-            elif operator == "%" and isinstance(left, str) and re.search(r"%[-+ #0]*(\d{9,}|\d*\.\d{9,})", left):
+            elif operator == "%" and isinstance(left, str) and re.search(r"%[-+ 0\x23]*(\d{9,}|\d*\.\d{9,})", left):
                 raise SecurityError("'%' with a width or precision of 9 digits or more")
             return super().call_binop(context, operator, left, right)
 
