@@ -24,7 +24,7 @@ from typing import Any, Callable
 from pcs.choices import MAX_BLOCK_SIZE  # tokens per block: one constant (pcs.choices, numpy-free)
 from pcs.errors import UserError
 
-__all__ = ["check_int", "check_real", "check_number_list", "check_flag", "INT64_MAX", "MAX_TP", "MAX_BLOCK_SIZE",
+__all__ = ["check_int", "check_byte_count", "check_real", "check_number_list", "check_flag", "INT64_MAX", "MAX_TP", "MAX_BLOCK_SIZE",
            "MAX_TOKENS", "MAX_COUNT", "MAX_POINTS", "MAX_SYNTH_REQUESTS", "MAX_SEED"]
 
 #: Largest value an int64 column (and the compiled twins) hold.
@@ -79,6 +79,20 @@ def check_int(value: Any, name: str, lo: int | None = None, hi: int | None = INT
     v = int(value)
     _in_range(v, name, lo, hi)
     return v
+
+
+def check_byte_count(value: Any, name: str, lo: int | None = 0, hi: int | None = INT64_MAX) -> int:
+    """A count of bytes: :func:`check_int`, but a float holding a whole number (``1e9``, as people write a
+    gigabyte) is taken as that int; a fraction of a byte, NaN or infinity is refused.
+
+    Raises:
+        UserError: not a whole number, or out of [lo, hi]; the message names ``name``.
+    """
+    if isinstance(value, float) and math.isfinite(value) and value.is_integer():
+        value = int(value)
+    elif isinstance(value, float):
+        raise UserError(f"{name} must be an integer (a whole number of bytes), got {value!r}")
+    return check_int(value, name, lo, hi)
 
 
 def check_real(value: Any, name: str, lo: float | None = None, hi: float | None = None, *,

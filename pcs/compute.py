@@ -171,18 +171,47 @@ class ComputeModel:
         flops = 2.0 * self.model.active_params + np.asarray(self.model.attention_flops(1, c), dtype=np.float64)
         return _out(np.maximum(memory_s, flops / self.flops_per_s))
 
-    def step_cost(self) -> "StepCost":
+    def _fit_contexts(self, max_context_tokens: int | None) -> tuple[float, float]:
+        """The two contexts (whole blocks) the step cost's linear terms are fitted through.
+
+        2**20 and 2**21 tokens, unless a window or chunk span is at least the longest context C the run
+        can see (the larger of ``max_context_tokens`` and the model's): such a span never acts, so the fit
+        is taken below C, where its layers grow as full attention does: c2 the last whole block below C,
+        c1 the first whole block past every shorter span (+ one block: a window holds ceil(W/B) + 1
+        pages), else c2 - one block. C unknown, or shorter than three blocks: 2**20 and 2**21.
+        """
+        b = self.block_size
+        far = (float(b * ((1 << 20) // b)), float(b * ((1 << 21) // b)))
+        known = [int(v) for v in (max_context_tokens, getattr(self.model, "max_context_tokens", None))
+                 if v is not None]
+        spans = [int(getattr(c, a)) for c in getattr(self.model, "components", ())
+                 for a in ("window_tokens", "chunk_tokens") if hasattr(c, a)]
+        if not known or max(known) <= 3 * b or not any(s >= max(known) for s in spans):
+            return far
+        top = max(known)
+        c2 = b * ((top - 1) // b)
+        acting = [s for s in spans if s < top]
+        c1 = b * (-(-max(acting) // b) + 1) if acting else b * (c2 // 2 // b)
+        return float(c1 if 0 < c1 < c2 else c2 - b), float(c2)
+
+    def step_cost(self, max_context_tokens: int | None = None) -> "StepCost":
         """The coefficients of a continuous-batching step on this model and GPU (:class:`StepCost`).
 
         KV bytes read per sequence and decode attention FLOPs per sequence are
-        fitted as ``a + b x context`` through two long contexts (2**20 and
-        2**21 tokens, whole blocks): exact for full attention and MLA (pages
-        grow linearly), for sliding windows the window's bytes become the
-        intercept (an over-estimate below the window). Prefill-chunk attention
+        fitted as ``a + b x context`` through two contexts (:meth:`_fit_contexts`):
+        exact for full attention and MLA (pages grow linearly); a sliding window
+        (or local chunk) shorter than the longest context the run can see
+        becomes the intercept (an over-estimate below the window); one at least
+        that long never acts, and its layers cost exactly what full attention
+        costs (``docs/semantics.md §10``). Prefill-chunk attention
         uses ``attention_flops`` itself; when it equals ``k x causal_pairs(n,
         c)`` (checked at three points) the scalar form ``k x pairs`` is used.
+
+        Args:
+            max_context_tokens: the longest context (prompt + output tokens) the run can see, or None;
+                the larger of it and the model's ``max_context_tokens`` is taken.
         """
-        c1, c2 = float(self.block_size * ((1 << 20) // self.block_size)), float(self.block_size * ((1 << 21) // self.block_size))
+        c1, c2 = self._fit_contexts(max_context_tokens)
         kv1, kv2 = self._kv_bytes(int(c1)), self._kv_bytes(int(c2))
         kv_slope = (kv2 - kv1) / (c2 - c1)
         a1, a2 = (float(self.model.attention_flops(1, c)) for c in (c1, c2))
@@ -451,7 +480,7 @@ def _row_values(path: Path, line_no: int, row: list[str], tok_col: int, sec_col:
         raise InputError(str(path), line_no, None, f"expected {len(names)} fields, got {len(row)}")
     raw_tokens, raw_seconds = row[tok_col].strip(), row[sec_col].strip()
     try:
-        tokens = int(raw_tokens)
+        tokens = units.ascii_int(raw_tokens)
     except ValueError:
         raise InputError(str(path), line_no, names[tok_col], f"not a whole number of tokens: {raw_tokens!r}") from None
     if tokens < 0:

@@ -29,7 +29,8 @@ MAX_SETTINGS_BYTES = 16 << 20
 
 def read_text(path: str | Path) -> str:
     """The text of a small input file (settings, a CSV of points, a template): a regular file or pipe of
-    at most :data:`MAX_SETTINGS_BYTES`, decoded as UTF-8.
+    at most :data:`MAX_SETTINGS_BYTES`, decoded as UTF-8 without a leading byte-order mark (Windows editors
+    write one; JSONL and CSV traces skip it too).
 
     Raises:
         FileNotFoundError: no such file.
@@ -44,7 +45,7 @@ def read_text(path: str | Path) -> str:
     if len(data) > MAX_SETTINGS_BYTES:
         raise InputError(str(path), None, None, f"larger than {MAX_SETTINGS_BYTES >> 20} MiB: not a settings file")
     try:
-        return data.decode("utf-8")
+        return data.decode("utf-8").removeprefix("\ufeff")   # a UTF-8 BOM, as the trace readers skip it
     except UnicodeDecodeError as exc:
         line = data[:exc.start].count(b"\n") + 1
         raise InputError(str(path), line, None, f"not UTF-8 text (byte {exc.start}); save the file as UTF-8") from None
@@ -76,7 +77,7 @@ def _loads_json(path: Path, text: str) -> Any:
     try:
         return jsondepth.loads(text, parse_float=_finite, parse_constant=_no_constant, object_pairs_hook=_no_duplicates)
     except json.JSONDecodeError as exc:
-        raise InputError(str(path), exc.lineno, None, f"invalid JSON: {exc.msg}") from None
+        raise InputError(str(path), exc.lineno, None, f"invalid JSON: {exc.msg.removesuffix(' at')} at column {exc.colno}") from None
     except jsondepth.TooDeepError as exc:
         raise InputError(str(path), None, None, str(exc)) from None
     except ValueError as exc:  # _finite / _no_constant / _no_duplicates

@@ -35,12 +35,15 @@ from pathlib import Path
 from typing import Callable, Iterator, Mapping
 from pcs.errors import UserError
 
-__all__ = ["TEMPORARY", "STREAMED", "REFUSED", "atomic_output", "check_outputs", "refuse_dash_folder",
+__all__ = ["TEMPORARY", "WRITTEN", "STREAMED", "REFUSED", "atomic_output", "check_outputs", "refuse_dash_folder",
            "create_temporary", "node_kind",
            "publish", "remove_temporary", "same_file"]
 
 #: Temporary files pcs created and has not yet renamed or removed (paths as strings).
 TEMPORARY: set[str] = set()
+#: Outputs :func:`atomic_output` finished (paths as given, in order), which a Ctrl-C leaves in place, complete:
+#: the CLI names them when it stops (``pcs.cli.common.user_errors``) and empties the list for each command.
+WRITTEN: list[str] = []
 
 
 def remove_temporary() -> None:
@@ -155,6 +158,7 @@ def atomic_output(path) -> Iterator[str]:
         finish = functools.partial(publish, out_path=target)
     with _through(tmp, path, finish) as written:
         yield written
+    WRITTEN.append(str(path))
 
 
 def create_temporary(folder, prefix: str, suffix: str = "") -> tuple[int, str]:

@@ -38,6 +38,8 @@ from decimal import Decimal, InvalidOperation
 from pcs.errors import UserError
 
 __all__ = [
+    "ascii_int",
+    "ascii_float",
     "BYTE_UNITS",
     "DURATION_UNITS",
     "MAX_VALUE",
@@ -87,6 +89,51 @@ def _ascii_digits(text: str, what: str) -> None:
     odd = next((c for c in text if c.isdigit() and not c.isascii()), None)
     if odd is not None:
         raise UserError(f"invalid {what} {text!r}: digits must be ASCII 0-9, not {odd!r} (U+{ord(odd):04X})")
+
+
+_INT_TEXT = re.compile(r"[+-]?[0-9]+", re.ASCII)
+_FLOAT_TEXT = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?", re.ASCII)
+
+
+def _unit_hint(s: str, value: Decimal) -> str:
+    """``give a unit: 5GB or 5blocks``, naming only the spellings :func:`parse_capacity` takes (a block count
+    is whole; both have bounds), else that neither fits."""
+    fits = []
+    for c in (f"{s}GB", *((f"{s}blocks",) if value == value.to_integral_value() else ())):
+        try:
+            parse_capacity(c)
+        except UserError:
+            continue
+        fits.append(c)
+    return f"give a unit: {' or '.join(fits)}" if fits else "too large with any unit (GB or blocks)"
+
+
+def ascii_int(text: str, what: str = "integer") -> int:
+    """A whole number written in ASCII digits (an optional sign; blanks around it allowed), as a CSV cell or
+    a measured-prefill row holds it. Python's ``int()`` alone also reads full-width ``４８０８``, ``4_808``
+    and other scripts' digits (docs/semantics.md §16).
+
+    Raises:
+        UserError: anything else, naming ``what`` and the text (a ``ValueError``, so a reader's
+            ``except ValueError`` turns it into its located :class:`pcs.errors.InputError`).
+    """
+    t = text.strip(" \t\r\n")
+    if _INT_TEXT.fullmatch(t) is None:
+        raise UserError(f"invalid {what} {text[:40]!r}: expected ASCII digits 0-9")
+    return int(t)
+
+
+def ascii_float(text: str, what: str = "number") -> float:
+    """A decimal number written in ASCII (``472``, ``472.0``, ``-1.5e3``; blanks around it allowed) as a float;
+    no ``nan``, ``inf``, ``_`` or non-ASCII digits, which ``float()`` alone reads (docs/semantics.md §16).
+
+    Raises:
+        UserError: anything else, naming ``what`` and the text (a ``ValueError``, as :func:`ascii_int`).
+    """
+    t = text.strip(" \t\r\n")
+    if _FLOAT_TEXT.fullmatch(t) is None:
+        raise UserError(f"invalid {what} {text[:40]!r}: expected a number in ASCII digits 0-9")
+    return float(t)
 
 
 def _split(text: str | int | float, what: str, help_: str) -> tuple[Decimal, str]:
@@ -348,8 +395,7 @@ def parse_capacity(text: str | int) -> Capacity:
             return Capacity(s, blocks=0)
         if value < 0:
             raise UserError(f"invalid capacity {s!r}: a capacity must be >= 0, e.g. 10GB or 5000blocks")
-        blocks = f" or {s}blocks" if value == int(value) else ""  # a block count is whole
-        raise UserError(f"capacity {s!r} has no unit: give a unit: {s}GB{blocks}")
+        raise UserError(f"capacity {s!r} has no unit: {_unit_hint(s, value)}")
     try:
         size = parse_bytes(s)
     except ValueError as exc:

@@ -20,7 +20,7 @@ from typing import Any, Iterable
 
 from pcs import units
 from pcs.analysis.envelope import json_number
-from pcs.argcheck import check_int, check_real
+from pcs.argcheck import check_byte_count, check_real
 from pcs.configfile import read_mapping, refuse_unknown_keys
 from pcs.errors import InputError, UserError
 
@@ -104,8 +104,8 @@ def budget(capacity_need_bytes: int, capacity_have_bytes: int, bandwidth_need_bp
             integer (``0.7`` bytes is refused, not truncated), a negative need, a non-positive offer, or a
             non-finite bandwidth.
     """
-    c_w = check_int(capacity_need_bytes, "capacity_need_bytes", lo=0)
-    c_d = check_int(capacity_have_bytes, "capacity_have_bytes", lo=1)
+    c_w = check_byte_count(capacity_need_bytes, "capacity_need_bytes", lo=0)
+    c_d = check_byte_count(capacity_have_bytes, "capacity_have_bytes", lo=1)
     b_w = check_real(bandwidth_need_bps, "bandwidth_need_bps", lo=0)
     b_d = check_real(bandwidth_have_bps, "bandwidth_have_bps", lo=0, lo_open=True)
     # Exact comparison of u_C = c_w/c_d and u_B = b_w/b_d: floats are exact fractions.

@@ -30,7 +30,7 @@ from dataclasses import dataclass, fields
 from decimal import ROUND_HALF_EVEN, Decimal
 from fractions import Fraction
 from typing import Any, Iterable
-from pcs.argcheck import check_int, check_number_list, check_real
+from pcs.argcheck import check_byte_count, check_int, check_number_list, check_real
 
 __all__ = ["EnvelopeRow", "EnvelopeResult", "envelope", "break_even_bps", "seconds_to_ns",
            "restore_bytes_for_tokens", "restored_tokens"]
@@ -119,7 +119,7 @@ def json_number(value: Any) -> Any:
 
 
 def _check_bytes(restore_bytes: int) -> int:
-    return check_int(restore_bytes, "restore_bytes", lo=0)
+    return check_byte_count(restore_bytes, "restore_bytes", lo=0)
 
 
 def _margin_ns(full_prefill_s: float, remaining_s: float, overhead_s: float) -> int:

@@ -10,6 +10,7 @@ from pcs.analysis.budget import (RATIO_NOTE, BudgetResult, Workload, average_ban
                         load_workloads, parse_workload, total, transfer_time_s)
 from pcs.analysis.budget import budget as budget_of  # not `from pcs.analysis import budget`: pcs may re-export the function
 from pcs.cli.common import PcsUsageError, command, emit, format_option, quiet_option
+from pcs.cli.params import option_bandwidth, option_size
 from pcs.cli.presets import hardware_file_option, hardware_table, link_options, refuse_unused, resolve_link
 from pcs.errors import UserError
 from pcs.report.budget import budget_csv_rows, render_budget
@@ -55,14 +56,22 @@ def _transfers(kw: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def _need_bandwidth(text: str) -> float:
+    """``--bandwidth-need``: bytes/s the workload moves, 0 allowed (a workload that only stays resident)."""
+    try:
+        return units.parse_bandwidth(units.require_unit(text, "--bandwidth-need", "bandwidth"))
+    except UserError as exc:
+        raise UserError(exc if str(exc).startswith("--bandwidth-need") else f"--bandwidth-need {text!r}: {exc}") from None
+
+
 def _workloads(kw: dict[str, Any]) -> tuple[dict[str, Any], list[Workload]]:
     device: dict[str, Any] = {}
     workloads: list[Workload] = []
     if kw["workloads_file"]:
         device, workloads = load_workloads(kw["workloads_file"])
     if _pair(kw["capacity_need"], kw["bandwidth_need"], "--capacity-need and --bandwidth-need"):
-        workloads.insert(0, Workload(kw["name"], units.parse_bytes(units.require_unit(kw["capacity_need"], "--capacity-need", "size")),
-                                     units.parse_bandwidth(units.require_unit(kw["bandwidth_need"], "--bandwidth-need", "bandwidth"))))
+        workloads.insert(0, Workload(kw["name"], option_size(kw["capacity_need"], "--capacity-need"),
+                                     _need_bandwidth(kw["bandwidth_need"])))
     workloads.extend(parse_workload(w) for w in kw["workload"])
     names = [w.name for w in workloads]
     twice = sorted({n for n in names if names.count(n) > 1})
@@ -70,9 +79,9 @@ def _workloads(kw: dict[str, Any]) -> tuple[dict[str, Any], list[Workload]]:
         raise UserError(f"workload name {twice[0]!r} given more than once (--name, --workload, --workloads); "
                          "give each workload its own name: the rows are told apart by it")
     if kw["capacity_have"] is not None:
-        device["capacity_have_bytes"] = units.parse_bytes(units.require_unit(kw["capacity_have"], "--capacity-have", "size"))
+        device["capacity_have_bytes"] = option_size(kw["capacity_have"], "--capacity-have", lo=1)
     if kw["bandwidth_have"] is not None:
-        device["bandwidth_have_bps"] = units.parse_bandwidth(units.require_unit(kw["bandwidth_have"], "--bandwidth-have", "bandwidth"))
+        device["bandwidth_have_bps"] = option_bandwidth(kw["bandwidth_have"], "--bandwidth-have")
     if workloads and len(device) < 2:
         raise UserError("a budget needs the device: --capacity-have and --bandwidth-have "
                          "(or a [device] table in the --workloads file)")

@@ -180,6 +180,19 @@ def _kwarg(m: re.Match, plan: bool) -> str:
     return flag
 
 
+OUT_OF_MEMORY = ("out of memory: this run needs more memory than the process may take (a ulimit, the machine's "
+                 "RAM); a smaller --block-size multiplies a trace's block accesses and the memory they take")
+
+
+def _written_before_stop(written: list[str]) -> str:
+    """``; complete before it: A, B (no other output was written)`` naming the outputs a stopped command had
+    finished (each whole: :func:`pcs.outfile.atomic_output`), three at most then a count; '' for none."""
+    if not written:
+        return ""
+    shown = ", ".join(written[:3]) + (f" and {len(written) - 3:,} more" if len(written) > 3 else "")
+    return f"; complete before it: {shown} (no other output was written)"
+
+
 @contextlib.contextmanager
 def user_errors() -> Iterator[None]:
     """Grade what escapes a command: user errors as one line (exit 2), bugs with a traceback (exit 1).
@@ -191,23 +204,25 @@ def user_errors() -> Iterator[None]:
     its subclasses :class:`pcs.errors.InputError` (file content) and
     :class:`pcs.errors.UnknownNameError` (registry lookups: models, GPUs,
     links, policies); ``OSError`` on a file (missing, a directory, no
-    permission ...). Every other exception -- a plain ``ValueError`` too
+    permission ...); ``MemoryError`` (one line saying so, temporary files removed). Every other exception -- a plain ``ValueError`` too
     (Python and numpy raise it for bugs: unpacking, shapes), ``AssertionError``,
     ``TypeError``, ``KeyError`` ... -- is a bug in pcs (:class:`PcsInternalError`). A closed pipe (``pcs ... | head``) ends
     quietly. Ctrl-C is one line ``pcs: interrupted`` and exit 130; SIGTERM
     (SIGHUP) one line and exit 143 (129); either way the temporary files are
-    gone (:mod:`pcs.outfile`). Grades: :mod:`pcs.errors`.
+    gone (:mod:`pcs.outfile`) and the line names the outputs already complete (kept: each is whole). Grades: :mod:`pcs.errors`.
     """
-    from pcs.outfile import remove_temporary
+    from pcs.outfile import WRITTEN, remove_temporary
 
+    WRITTEN.clear()
     try:
         yield
     except KeyboardInterrupt:
         remove_temporary()
-        raise PcsStopped("interrupted", 130) from None
+        raise PcsStopped(f"interrupted{_written_before_stop(WRITTEN)}", 130) from None
     except Terminated as exc:
         remove_temporary()
-        raise PcsStopped(f"terminated by {signal.Signals(exc.signum).name}", 128 + exc.signum) from None
+        raise PcsStopped(f"terminated by {signal.Signals(exc.signum).name}{_written_before_stop(WRITTEN)}",
+                         128 + exc.signum) from None
     except click.UsageError as exc:  # click's own parse errors: one line too, not usage + hint + error
         where = f" (see '{exc.ctx.command_path} --help')" if exc.ctx is not None else ""
         raise PcsUsageError(f"{exc.format_message()}{where}") from None
@@ -224,6 +239,9 @@ def user_errors() -> Iterator[None]:
     except OSError as exc:
         where = f"{exc.filename}: " if exc.filename is not None else ""
         raise PcsUsageError(f"{where}{exc.strerror or exc}") from None
+    except MemoryError:
+        remove_temporary()
+        raise PcsUsageError(OUT_OF_MEMORY) from None
     except Exception as exc:  # noqa: BLE001 - everything else is a bug: show it, say so
         raise PcsInternalError(exc) from None
 

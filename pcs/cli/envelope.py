@@ -9,7 +9,7 @@ import click
 from pcs import units
 from pcs.analysis.envelope import envelope as envelope_lib, restore_bytes_for_tokens, restored_tokens
 from pcs.cli.common import RegistryChoice, command, emit, format_option, quiet_option
-from pcs.cli.params import MAX_BLOCK_SIZE, MAX_TOKENS, MAX_TP, Aliased, Choice, Float, Int
+from pcs.cli.params import MAX_BLOCK_SIZE, MAX_TOKENS, MAX_TP, Aliased, Choice, Float, Int, option_bandwidth
 from pcs.cli.presets import gpu_options, hardware_file_option, hardware_table, refuse_unused, resolve_gpu
 from pcs.errors import UserError
 from pcs.model import KV_DTYPES, get_layout
@@ -210,7 +210,7 @@ def envelope(fmt: str, quiet: bool, **kw: Any) -> None:
     times = _times(kw, _prefill_source(kw, model, gpu))
     d = _restore_bytes(kw, model)
     overlap = units.parse_duration(units.require_unit(kw["overlap"], "--overlap", "duration")) if kw["overlap"] is not None else None
-    bandwidths = [units.parse_bandwidth(units.require_unit(b, "--bandwidth", "bandwidth")) for b in kw["bandwidths"]]
+    bandwidths = [option_bandwidth(b, "--bandwidth") for b in kw["bandwidths"]]
     result = envelope_lib(d, times["full_prefill_s"], times["remaining_s"], units.parse_duration(units.require_unit(kw["overhead"], "--overhead", "duration")),
                           bandwidths, overlap_s=overlap)
     payload = result.to_dict()

@@ -97,5 +97,9 @@ def cli() -> None:
     subcommands).
 
     GB and GB/s are decimal (1 GB = 10^9 B); GiB only where written.
+
+    Ctrl-C (exit 130) or SIGTERM stops a command leaving each output file whole
+    or absent, never partial; the line it prints names the outputs already
+    complete.
     """
 

@@ -19,7 +19,7 @@ from pcs import units
 from pcs.argcheck import MAX_BLOCK_SIZE, MAX_COUNT, MAX_POINTS, MAX_SEED, MAX_SYNTH_REQUESTS, MAX_TOKENS, MAX_TP
 from pcs.errors import UserError
 
-__all__ = ["Aliased", "MAX_TP", "MAX_BLOCK_SIZE", "MAX_TOKENS", "MAX_COUNT", "MAX_POINTS", "MAX_SYNTH_REQUESTS",
+__all__ = ["option_size", "option_bandwidth", "Aliased", "MAX_TP", "MAX_BLOCK_SIZE", "MAX_TOKENS", "MAX_COUNT", "MAX_POINTS", "MAX_SYNTH_REQUESTS",
            "MAX_SEED", "Int", "Float", "Duration", "Choice", "parse_capacity_list"]
 
 
@@ -143,3 +143,39 @@ class Choice(click.Choice):
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
         return super().convert(value.strip() if isinstance(value, str) else value, param, ctx)
+
+
+def option_size(text: str, flag: str, lo: int = 0) -> int:
+    """Bytes of a size option (a unit required, :func:`pcs.units.require_unit`), at least ``lo``; every
+    refusal names ``flag`` (``--capacity-need '-30GB': invalid size ...``).
+
+    Raises:
+        UserError: naming the flag and the value.
+    """
+    try:
+        size = units.parse_bytes(units.require_unit(text, flag, "size"))
+    except UserError as exc:
+        raise UserError(exc if str(exc).startswith(flag) else f"{flag} {text!r}: {exc}") from None
+    if size < lo:
+        raise UserError(f"{flag} {text!r}: must be at least {units.format_bytes(lo)} (a device with no room "
+                        "holds nothing, so every ratio over it is undefined)")
+    return size
+
+
+def option_bandwidth(text: str, flag: str) -> float:
+    """Bytes/s of a bandwidth option (a unit required), at least 1 B/s, as ``--link`` refuses 0: a link that moves
+    nothing never finishes a transfer, and one below a byte a second prints times of hundreds of digits.
+
+    Raises:
+        UserError: naming the flag and the value.
+    """
+    try:
+        bps = units.parse_bandwidth(units.require_unit(text, flag, "bandwidth"))
+    except UserError as exc:
+        raise UserError(exc if str(exc).startswith(flag) else f"{flag} {text!r}: {exc}") from None
+    if bps == 0:
+        raise UserError(f"{flag} {text!r}: a bandwidth must be > 0 (a link that moves nothing never finishes a "
+                        "transfer)")
+    if bps < 1:
+        raise UserError(f"{flag} {text!r}: {bps:.3g} B/s is less than 1 B/s; give a bandwidth of at least 1 B/s")
+    return bps

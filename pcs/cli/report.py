@@ -188,7 +188,7 @@ def _read_payload(path: str) -> dict:
     except jsondepth.TooDeepError as exc:
         raise UserError(f"{path}: {exc}") from None
     except json.JSONDecodeError as exc:
-        raise UserError(f"{path}: line {exc.lineno}: not JSON ({exc.msg})") from None
+        raise UserError(f"{path}: line {exc.lineno}: not JSON ({exc.msg.removesuffix(' at')} at column {exc.colno})") from None
     except UnicodeDecodeError:
         raise UserError(f"{path}: not UTF-8 text") from None
     try:

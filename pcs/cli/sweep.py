@@ -100,7 +100,7 @@ def run(plan: str, out: str, jobs: int | None, ray_address: str | None, force: b
     A killed sweep (SIGTERM, Ctrl-C) keeps its finished points; run it again to do the rest.
     """
     from pcs.cli.common import Terminated
-    from pcs.outfile import refuse_dash_folder
+    from pcs.outfile import WRITTEN, refuse_dash_folder
     from pcs.report.sweep import render_run
     from pcs.sweep.api import execute, prepare
     from pcs.sweep.store import done_ids
@@ -119,6 +119,7 @@ def run(plan: str, out: str, jobs: int | None, ray_address: str | None, force: b
         ids = {p.point_id for p in prep.plan.points}
         click.echo(f"pcs: sweep stopped: {len(ids & done_ids(out))} of {len(ids)} points are in {out}; "
                    "run it again to do the rest", err=True)
+        WRITTEN.clear()                       # the line above counts the point files; the stop line names none
         raise
     summary = summarize(out, objective)
     payload = {**result.to_dict(), "summary": summary.to_dict()}

@@ -52,6 +52,7 @@ from pcs.engine.tiercheck import check_tier_spec
 from pcs.engine.timing import TimeModel
 from pcs.beside import Beside
 from pcs.argcheck import MAX_TP, check_flag, check_int, check_real
+from pcs.engine.schedstats import SpanError
 from pcs.errors import UserError
 from pcs.trace.batches import as_batches, reiterable
 
@@ -621,10 +622,10 @@ def replay(trace: Any = None, *, model: Any = None, hardware: Any = None, tp: in
         passes, line = _full_attention_line(source, rules, time_model, frozen, opts, link_specs, bpb, step, context)
         make, bpb = _hybrid_run(plan, spec, bs, tier_specs, bb, hyb, opts, tier_policies, protected_share, context,
                                 notes)
-    out = _run_beside_line(line, context, lambda: run_replay(
+    out = _blame_longest_output(source, lambda: _run_beside_line(line, context, lambda: run_replay(
         source if passes is None else passes.source, rules, time_model, make, opts.timing, opts.write_policy,
         link_specs, bpb, opts.engine, opts.native, progress, step, plan,
-        60.0 if residency_step_s is None else residency_step_s, passes))
+        60.0 if residency_step_s is None else residency_step_s, passes)))
     if gap_oracle:
         context["oracle_hit_ratio"] = _oracle_hit_ratio(source, rules, time_model, tier_specs, bpb, ctx, opts,
                                                         link_specs, step)
@@ -652,6 +653,23 @@ def _past_context_note(spec, columns, default_model: bool) -> list[str]:
             f"max_position_embeddings), prompt + output ({int(np.count_nonzero(prompt > ctx)):,} by the prompt "
             f"alone, longest prompt {int(prompt.max()):,}): replayed anyway, as if the model took them"
             f"{stand_in}"]
+
+
+def _blame_longest_output(source: Any, run: Callable[[], Any]) -> Any:
+    """``run()``; a :class:`pcs.engine.schedstats.SpanError` (the run past 366 days) gets the trace's longest
+    ``output_length`` added: its request (1-based, in the trace's order) and its tokens -- one huge output is the
+    usual cause, decode steps at a context that long being that slow."""
+    try:
+        return run()
+    except SpanError as exc:
+        top, where, first = -1, 0, 0
+        for b in as_batches(source):
+            if len(b.output_tokens) and int(b.output_tokens.max()) > top:
+                top, where = int(b.output_tokens.max()), first + int(b.output_tokens.argmax()) + 1
+            first += len(b.output_tokens)
+        name = getattr(source, "name", None) or "the trace"
+        raise SpanError(f"{exc}; {name}'s longest output_length is {top:,} tokens (its request {where:,} of "
+                        f"{first:,}, in the trace's order)") from None
 
 
 def _hybrid_run(plan, spec, bs: int, tier_specs, bb, hyb: tuple, opts, tier_policies, protected_share,

@@ -54,8 +54,11 @@ from pcs.trace.parquet import expected_block_hashes
 
 __all__ = ["NotApplicable", "Scan", "scan", "single_results", "decode_result", "run"]
 
-class NotApplicable(ValueError):
-    """The fast path does not apply (the message says why)."""
+class NotApplicable(UserError):
+    """The fast path does not apply (the message says why).
+
+    A :class:`pcs.errors.UserError`: it reaches the user when an engine that needs the premise was asked for by
+    name (``engine='lru-scan'``); ``engine='auto'`` catches it and falls back."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,7 +16,7 @@ from pcs.engine.schedresult import LatencySummary, Percentiles, SchedulerSummary
 from pcs.errors import UserError
 from pcs.percentiles import linear_percentiles
 
-__all__ = ["SchedulerCounters", "scheduler_summary", "utilisation_bins", "end_times", "span_message"]
+__all__ = ["SchedulerCounters", "scheduler_summary", "utilisation_bins", "end_times", "span_message", "SpanError"]
 
 #: Bin widths the utilisation series may use, seconds (the first giving at most :data:`MAX_BINS` bins).
 _NICE_S = (1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 21600, 43200, 86400)
@@ -27,6 +27,11 @@ FINE_LIMIT_S = 172_800
 COARSE_S = 3600
 #: the longest run the step scheduler accepts, s after the first arrival (366 days).
 MAX_SPAN_S = 366 * 86_400
+
+
+class SpanError(UserError):
+    """The step scheduler's run reaches past :data:`MAX_SPAN_S` (:func:`span_message`); ``pcs.replay`` adds the
+    trace's longest output to it (:func:`pcs.engine.api._blame_longest_output`)."""
 
 
 def span_message(t1: float, busy_s: float) -> str:
@@ -111,7 +116,7 @@ class SchedulerCounters:
         t0 = start_s - self.origin_s
         t1 = t0 + seconds
         if not t1 <= MAX_SPAN_S:
-            raise UserError(span_message(t1, self.busy_s))
+            raise SpanError(span_message(t1, self.busy_s))
         if self.bin_s == 1 and t1 >= FINE_LIMIT_S:
             self._fold()
         w = self.bin_s

@@ -21,6 +21,7 @@ import numpy as np
 from pcs import _native
 from pcs.engine.engine import EngineResult, ReplayEngine
 from pcs.engine.scheduler import StepEngine, check_output_tokens
+from pcs.engine.schedstats import SpanError
 from pcs.engine.series import Sampler
 from pcs.errors import UserError
 
@@ -48,13 +49,15 @@ def span_limit():
             raise
         from pcs.engine.schedstats import span_message
 
-        raise UserError(span_message(float(found[1]), float(found[2] or 0.0))) from None
+        raise SpanError(span_message(float(found[1]), float(found[2] or 0.0))) from None
 
 
 #: the C loop's span error (pcs/engine/_stepsched.c add_busy): the time reached and, when the GPU was mostly
 #: busy, its busy time (both printed "%.4g").
 _SPAN_C = re.compile(r"step scheduler's run reaches (\S+) s after the first arrival(?:.*?the GPU computes for "
                      r"(\S+) s of it)?")
+
+
 #: the C loop's column order (pcs/engine/_stepsched.c: enum Q_*, then one hit_tokens column per tier; enum D_*).
 _Q_COLS = ("hit_blocks", "missed_blocks", "hit_tokens", "restored_bytes", "preemptions", "recomputed_hit_blocks",
            "decode_blocks_cached")

@@ -65,7 +65,7 @@ class Fields:
         if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
             raise InputError(self.path, None, key, f"must be an integer >= {minimum}, got {value!r}")
         if value > self.MAX_INT:
-            raise InputError(self.path, None, key, f"must be <= {self.MAX_INT:,} (pcs's bound), got {value:.3g}")
+            raise InputError(self.path, None, key, f"must be <= {self.MAX_INT:,} (pcs's bound), got {value:,}")
         return value
 
     def get(self, key: str) -> Any:

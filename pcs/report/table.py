@@ -53,12 +53,13 @@ def render_table(headers: Sequence[str], rows: Sequence[Sequence[object]], title
 def shown_path(path: object) -> str:
     """A trace path as a report header shows it: relative to the working directory when the file lies under
     it (the bundled sample from a clone: ``traces/sample_chat.jsonl``, as the README shows), else as given.
-    Only the text changes: the JSON keeps the path it read."""
+    Only the text changes: the JSON keeps the path it read. A character that is not printable (a newline, a tab,
+    an escape) is shown as its Python escape (``\\n``), so a file name cannot break a header line."""
     text = str(path)
-    if not os.path.isabs(text):
-        return text
-    try:
-        rel = os.path.relpath(text)
-    except ValueError:                      # another drive (Windows)
-        return text
-    return text if rel == os.pardir or rel.startswith(os.pardir + os.sep) else rel
+    if os.path.isabs(text):
+        try:
+            rel = os.path.relpath(text)
+        except ValueError:                      # another drive (Windows)
+            rel = os.pardir
+        text = text if rel == os.pardir or rel.startswith(os.pardir + os.sep) else rel
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)

@@ -179,11 +179,13 @@ def make_plan(data: dict[str, Any], source: str = "<plan>", base_dir: Path | str
     Returns:
         :class:`Plan`.
     Raises:
-        ValueError: an unknown top-level key or kind, a bad axis, a TOML date/time as a value, an option
+        ValueError: an empty plan, an unknown top-level key or kind, a bad axis, a TOML date/time as a value, an option
             both fixed and an axis, one option or table entry named twice (two spellings,
             ``write-policy`` / ``write_policy``, or ``tier.cpu`` / ``tier.CPU``), two points with one id, more than
             :data:`MAX_POINTS` points.
     """
+    if not data:
+        raise UserError(f"{source}: the plan is empty; a plan has {', '.join(_TOP_KEYS)} (docs/sweep.md)")
     unknown = [k for k in data if k not in _TOP_KEYS]
     if unknown:
         raise UserError(f"{source}: unknown key {unknown[0]!r}; a plan has {', '.join(_TOP_KEYS)}")

@@ -30,9 +30,41 @@ REQUESTS_DIR = "_requests"
 
 
 def done_ids(out: str | Path) -> set[str]:
-    """Ids of the points whose row is in ``out`` (an absent directory has none)."""
+    """Ids of the points whose row is in ``out`` and reads back (an absent directory has none).
+
+    A file that is not a readable point file (:func:`point_file_problem`: truncated, garbage, another
+    table) is not done: ``pcs sweep run`` runs its point again and replaces it."""
     out = Path(out)
-    return {p.stem for p in out.glob("*.parquet")} if out.is_dir() else set()
+    return {p.stem for p in out.glob("*.parquet") if point_file_problem(p) is None} if out.is_dir() else set()
+
+
+def point_file_problem(path: Path, names: list[str] | None = None, rows: int | None = None) -> str | None:
+    """Why ``path`` is not a point file of a sweep, or None when it is one: a Parquet file of one row with
+    ``point_id`` and ``kind`` columns (:func:`write_point`). ``names`` / ``rows``: its schema's column names
+    and row count when already read (else its footer is read)."""
+    if names is None or rows is None:
+        import pyarrow.parquet as pq
+
+        try:
+            meta = pq.read_metadata(path)
+        except (OSError, ValueError) as exc:   # pyarrow's ArrowInvalid is a ValueError, ArrowIOError an OSError
+            return f"not a readable Parquet file ({_first_line(exc)})"
+        names, rows = list(meta.schema.names), meta.num_rows
+    if "point_id" not in names or "kind" not in names or rows != 1:
+        return (f"not a sweep point file (one row with point_id and kind columns; it has {rows:,} rows"
+                f"{'' if 'point_id' in names else ', no point_id column'})")
+    return None
+
+
+def unreadable_point(path: Path, problem: str) -> UserError:
+    """The error for a file of a results directory that is not a point file (:func:`point_file_problem`)."""
+    return UserError(f"{path}: {problem}: delete or move it (pcs sweep run runs the point of a "
+                     "damaged point file again)")
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
 
 
 def _parquet_bytes(table: Any) -> bytes:
@@ -101,7 +133,8 @@ def read_results(out: str | Path) -> Any:
 
     Raises:
         FileNotFoundError: ``out`` is not a directory.
-        ValueError: a column has incompatible types across files (text in one, numbers in another).
+        UserError: a column has incompatible types across files (text in one, numbers in another); a
+            ``*.parquet`` file that is not a readable point file (named).
     """
     import pyarrow as pa
     import pyarrow.parquet as pq
@@ -114,8 +147,17 @@ def read_results(out: str | Path) -> Any:
     files = sorted(out.glob("*.parquet"))
     # one file per point, each ~240 columns: the per-file decode dominates; pyarrow releases the GIL, so
     # reading files on a few threads at once halves the time on 2 cores (benchmarks/bench_sweep.py)
+    def read(f: Path):
+        problem = point_file_problem(f)
+        if problem is not None:
+            raise unreadable_point(f, problem)
+        try:
+            return pq.read_table(f, use_threads=False)
+        except (OSError, ValueError) as exc:
+            raise unreadable_point(f, f"not a readable Parquet file ({_first_line(exc)})") from None
+
     with ThreadPoolExecutor(max_workers=min(8, max(1, len(files)))) as pool:
-        tables = list(pool.map(lambda f: pq.read_table(f, use_threads=False), files))
+        tables = list(pool.map(read, files))
     if not tables:
         return pa.table({"point_id": pa.array([], pa.string()), "kind": pa.array([], pa.string())})
     try:

@@ -23,6 +23,7 @@ import numpy as np
 
 from pcs.errors import UserError
 from pcs.sweep.result import SweepBest, SweepFrontPoint, SweepSummary
+from pcs.sweep.store import point_file_problem, unreadable_point
 
 __all__ = ["summarize", "pareto_front", "METRICS", "OBJECTIVES"]
 
@@ -133,10 +134,17 @@ def _stream_rows(out: str | Path):
     want = {"point_id", "kind", "single_sequence_hit_ratio", *(m for m, _ in METRICS)}
 
     def read(f: Path) -> tuple[list[str], list[dict[str, Any]]]:
-        pf = pq.ParquetFile(f)
-        names = pf.schema_arrow.names
-        cols = [c for c in names if c in want or c.startswith(("option.", "payload_lens.")) or _CAPACITY.match(c)]
-        return names, pf.read(columns=cols, use_threads=False).to_pylist()
+        try:
+            pf = pq.ParquetFile(f)
+            names = pf.schema_arrow.names
+            problem = point_file_problem(f, names, pf.metadata.num_rows)
+            if problem is None:
+                cols = [c for c in names
+                        if c in want or c.startswith(("option.", "payload_lens.")) or _CAPACITY.match(c)]
+                return names, pf.read(columns=cols, use_threads=False).to_pylist()
+        except (OSError, ValueError) as exc:   # ArrowInvalid is a ValueError
+            problem = f"not a readable Parquet file ({str(exc).strip().splitlines()[0] if str(exc).strip() else exc!r})"
+        raise unreadable_point(f, problem)
 
     files = sorted(out.glob("*.parquet"))
     with ThreadPoolExecutor(max_workers=min(8, max(1, len(files)))) as pool:   # pyarrow releases the GIL
@@ -155,6 +163,8 @@ def summarize(out: str | Path, objective: str = "hit-ratio") -> SweepSummary:
     Raises:
         ValueError: an unknown objective.
         FileNotFoundError: ``out`` is not a directory.
+        UserError: a ``*.parquet`` file in ``out`` that is not a readable point file (named: truncated, garbage,
+            another table).
     """
     if objective not in OBJECTIVES:
         raise UserError(f"unknown objective {objective!r}; valid: {', '.join(OBJECTIVES)}")

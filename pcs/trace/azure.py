@@ -27,6 +27,7 @@ from fractions import Fraction
 from typing import Iterator
 
 from pcs.errors import InputError
+from pcs.units import ascii_int
 from pcs.trace.batches import MAX_ARRIVAL_S
 from pcs.trace.lengthonly import check_length
 from pcs.trace.source import display_name, iter_csv_rows
@@ -38,7 +39,7 @@ AZURE_HEADER = ("TIMESTAMP", "ContextTokens", "GeneratedTokens")
 AZURE_HEADERS = (AZURE_HEADER, ("TIMESTAMP", "NumImages", "ContextTokens", "GeneratedTokens"))
 
 # date, 'T' or ' ', time, optional fraction, optional zone (Z or +HH:MM / -HH:MM)
-_STAMP = re.compile(r"^(\d{4}-\d{2}-\d{2})[T ](\d{2}:\d{2}:\d{2})(?:\.(\d+))?(Z|[+-]\d{2}:\d{2})?$")
+_STAMP = re.compile(r"^(\d{4}-\d{2}-\d{2})[T ](\d{2}:\d{2}:\d{2})(?:\.(\d+))?(Z|[+-]\d{2}:\d{2})?$", re.ASCII)
 
 
 def parse_stamp(stamp: str, name: str, ln: int, field: str = "TIMESTAMP") -> float:
@@ -97,9 +98,9 @@ def stamp_ns(stamp: str, name: str, ln: int, field: str = "TIMESTAMP") -> int | 
 
 def _count(v: str, field: str, name: str, ln: int) -> int:
     try:
-        n = int(v)
+        n = ascii_int(v)
     except ValueError:
-        raise InputError(name, ln, field, f"must be an integer, got {v[:40]!r}") from None
+        raise InputError(name, ln, field, f"must be an integer in ASCII digits 0-9, got {v[:40]!r}") from None
     return check_length(n, field, name, ln)
 
 

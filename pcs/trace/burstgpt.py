@@ -23,6 +23,7 @@ import math
 from typing import Iterator
 
 from pcs.errors import InputError
+from pcs.units import ascii_float
 from pcs.trace.batches import arrival_error
 from pcs.trace.lengthonly import LengthRow, check_length
 from pcs.trace.source import display_name, iter_csv_rows
@@ -35,12 +36,12 @@ BURSTGPT_REQUIRED = ("Timestamp", "Model", "Request tokens", "Response tokens", 
 
 def _int(v: str, field: str, name: str, ln: int) -> int:
     try:
-        f = float(v)  # some exports write counts as 472.0
+        f = ascii_float(v)  # some exports write counts as 472.0
         n = int(f)
         if n != f:
             raise ValueError
     except (ValueError, OverflowError):
-        raise InputError(name, ln, field, f"must be a whole number of tokens, got {v[:40]!r}") from None
+        raise InputError(name, ln, field, f"must be a whole number of tokens in ASCII digits 0-9, got {v[:40]!r}") from None
     return check_length(n, field, name, ln)
 
 
@@ -55,7 +56,7 @@ def _header(row: list[str], name: str) -> dict[str, int]:
 
 def _row(row: list[str], cols: dict[str, int], name: str, ln: int) -> LengthRow:
     try:
-        ts = float(row[cols["Timestamp"]])
+        ts = ascii_float(row[cols["Timestamp"]])
     except ValueError:
         raise InputError(name, ln, "Timestamp", f"must be a number of seconds, got {row[cols['Timestamp']][:40]!r}") from None
     if not math.isfinite(ts):

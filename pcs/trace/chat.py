@@ -30,7 +30,9 @@ of the ``chat`` extra; rendered in a sandbox with ``messages``,
 """
 from __future__ import annotations
 
+import functools
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterator
@@ -223,18 +225,86 @@ def load_template(spec: str) -> Callable[..., str]:
     except ImportError:
         raise UserError(missing_extra("a Jinja chat template", "jinja2", "chat")) from None
     try:
-        tmpl = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True).from_string(text)
-    except TemplateError as exc:
-        raise UserError(f"{spec}: not a valid Jinja chat template ({str(exc).splitlines()[0][:100]})") from None
+        tmpl = _bounded_environment(ImmutableSandboxedEnvironment)(trim_blocks=True, lstrip_blocks=True).from_string(text)
+    except (TemplateError, RecursionError, MemoryError) as exc:
+        raise UserError(f"{spec}: not a valid Jinja chat template ({_why(exc)})") from None
 
     def render(messages, add_generation_prompt=True) -> str:
         try:
-            return tmpl.render(messages=list(messages), add_generation_prompt=add_generation_prompt,
-                               bos_token=bos, eos_token=eos)
-        except TemplateError as exc:
-            raise UserError(f"{spec}: the chat template failed ({str(exc).splitlines()[0][:100]})") from None
+            out = tmpl.render(messages=list(messages), add_generation_prompt=add_generation_prompt,
+                              bos_token=bos, eos_token=eos)
+        except Exception as exc:   # the template is the user's code: whatever it raises is its failure
+            raise UserError(f"{spec}: the chat template failed ({_why(exc)})") from None
+        if len(out) > MAX_RENDERED_CHARS:
+            raise UserError(f"{spec}: the chat template failed (it rendered {len(out):,} characters, more than "
+                            f"pcs's bound of {MAX_RENDERED_CHARS:,})")
+        return out
 
     return render
+
+
+MAX_RENDERED_CHARS = 100_000_000
+"""The longest text a chat template may render or build with ``*`` / ``**`` / ``+`` (characters, items, digits):
+ten times the longest context of any served model, so only a runaway template reaches it."""
+
+
+def _why(exc: BaseException) -> str:
+    """The first line of an exception's text (100 characters at most), or its type's name when it has none."""
+    text = str(exc).strip()
+    return text.splitlines()[0][:100] if text else type(exc).__name__
+
+
+def _bounded_environment(base):
+    """``base`` (a Jinja sandbox) whose ``*``, ``**`` and ``+`` refuse results past :data:`MAX_RENDERED_CHARS`
+    (``'a' * 10**9`` would otherwise build a gigabyte, ``10 ** 10 ** 9`` compute for hours) with a
+    ``SecurityError`` before computing them. jinja2's sandbox bounds ``range`` alone."""
+    from jinja2.exceptions import SecurityError
+
+    def size(x) -> int:
+        return len(x) if isinstance(x, (str, bytes, list, tuple)) else 0
+
+    def big(args, kwargs) -> int | None:
+        return next((v for v in (*args, *kwargs.values())
+                     if isinstance(v, int) and not isinstance(v, bool) and abs(v) > MAX_RENDERED_CHARS), None)
+
+    def checked(f):
+        @functools.wraps(f)     # keeps jinja's pass_context / pass_eval_context marks
+        def call(*args, **kwargs):
+            v = big(args, kwargs)
+            if v is not None:
+                raise SecurityError(f"a filter given {v:,} (more than {MAX_RENDERED_CHARS:,})")
+            return f(*args, **kwargs)
+        return call
+
+    class Bounded(base):
+        intercepted_binops = frozenset(["*", "**", "+", "%"])
+
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            self.filters = {k: checked(f) for k, f in self.filters.items()}   # 'a'|center(10**9), indent ...
+
+        def call(__self, __context, __obj, *args, **kwargs):  # noqa: N805 - jinja's signature
+            v = big(args, kwargs)                                  # 'a'.ljust(10**9), zfill, range is bounded
+            if v is not None:
+                raise SecurityError(f"a call given {v:,} (more than {MAX_RENDERED_CHARS:,})")
+            return super().call(__context, __obj, *args, **kwargs)
+
+        def call_binop(self, context, operator, left, right):
+            cap = MAX_RENDERED_CHARS
+            if operator == "*" and isinstance(left, int) != isinstance(right, int):
+                count, seq = (left, right) if isinstance(left, int) else (right, left)
+                if isinstance(count, int) and size(seq) * max(count, 0) > cap:
+                    raise SecurityError(f"'*' would build {size(seq) * count:,} characters/items")
+            elif operator == "**" and isinstance(left, int) and isinstance(right, int) and right > 0:
+                if abs(left) > 1 and right * max(abs(left).bit_length(), 1) > cap:
+                    raise SecurityError(f"'**' would compute a number of about {right * abs(left).bit_length():,} bits")
+            elif operator == "+" and size(left) + size(right) > cap:
+                raise SecurityError(f"'+' would build {size(left) + size(right):,} characters/items")
+            elif operator == "%" and isinstance(left, str) and re.search(r"%[-+ 0\x23]*(\d{9,}|\d*\.\d{9,})", left):
+                raise SecurityError("'%' with a width or precision of 9 digits or more")
+            return super().call_binop(context, operator, left, right)
+
+    return Bounded
 
 
 def chat_to_token_rows(requests, tokenizer, template: Callable[..., str],

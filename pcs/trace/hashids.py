@@ -178,21 +178,29 @@ def row_is_synthetic(obj: dict, name: str, ln: int) -> bool:
 
 
 def _likely_block_size(prompt: int, n: int) -> str:
-    """The ``--block-size`` hint when ``n`` ids do not cover ``prompt`` tokens: B gives n ids iff
-    ``ceil(prompt / B) == n``, i.e. ``prompt / n <= B < prompt / (n - 1)``; the power of two in that range
-    (16 first: vLLM's and Bailian's block size), else the smallest B, else a bare ``block_size=``. In the API's
+    """What to say when ``n`` ids do not cover ``prompt`` tokens: B gives n ids iff ``ceil(prompt / B) == n``,
+    i.e. ``prompt / n <= B < prompt / (n - 1)``; the power of two in that range within ``--block-size``'s
+    1..:data:`pcs.argcheck.MAX_BLOCK_SIZE` (16 first: vLLM's and Bailian's block size), else the smallest such
+    B; when none is in that range (or the prompt is empty), says so instead of suggesting one. In the API's
     words; the CLI shows ``--block-size 16`` (pcs.cli.common.option_names).
 
     >>> _likely_block_size(374, 24), _likely_block_size(3068, 192), _likely_block_size(1000, 3)
-    ('block_size=16 fits', 'block_size=16 fits', 'block_size=334 fits')
+    ('was the trace recorded at another block size? (block_size=16 fits)', \
+'was the trace recorded at another block size? (block_size=16 fits)', \
+'was the trace recorded at another block size? (block_size=334 fits)')
+    >>> _likely_block_size(10**18, 2), _likely_block_size(0, 2)
+    ('no block size in 1..1,048,576 gives 2 ids for 1000000000000000000 tokens', 'an empty prompt has no blocks at any block size')
     """
-    if n <= 0 or prompt <= 0:
-        return "block_size="
-    lo, hi = -(-prompt // n), (prompt - 1) // (n - 1) if n > 1 else 1 << 30   # the B with ceil(prompt / B) == n
+    from pcs.argcheck import MAX_BLOCK_SIZE
+
+    if prompt <= 0:
+        return "an empty prompt has no blocks at any block size"
+    lo = -(-prompt // n) if n > 0 else MAX_BLOCK_SIZE + 1
+    hi = min((prompt - 1) // (n - 1) if n > 1 else MAX_BLOCK_SIZE, MAX_BLOCK_SIZE)   # ceil(prompt / B) == n
     if lo > hi:
-        return "block_size="
+        return f"no block size in 1..{MAX_BLOCK_SIZE:,} gives {n} ids for {prompt} tokens"
     powers = [b for b in (16, *(1 << k for k in range(31))) if lo <= b <= hi]
-    return f"block_size={powers[0] if powers else lo} fits"
+    return f"was the trace recorded at another block size? (block_size={powers[0] if powers else lo} fits)"
 
 
 def check_ids(ids: Any, prompt: int, bs: int, name: str, ln: int, key: str = "hash_ids") -> list[int]:
@@ -214,7 +222,7 @@ def check_ids(ids: Any, prompt: int, bs: int, name: str, ln: int, key: str = "ha
         raise InputError(name, ln, key, f"empty for a non-empty prompt of {prompt} tokens")
     if len(ids) != want:
         raise InputError(name, ln, key, f"has {len(ids)} ids but ceil({prompt} / block size {bs}) = {want}; "
-                         f"was the trace recorded at another block size? ({_likely_block_size(prompt, len(ids))})")
+                         f"{_likely_block_size(prompt, len(ids))}")
     if len(set(ids)) != len(ids):
         first: dict[int, int] = {}
         for i, h in enumerate(ids):

@@ -115,7 +115,8 @@ def _open(path, name: str):
     try:
         return pq.ParquetFile(path)
     except (pa.ArrowException, OSError) as exc:
-        raise InputError(name, None, None, f"not a readable Parquet file ({exc})") from None
+        why = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise InputError(name, None, None, f"not a readable Parquet file ({why})") from None
 
 
 def parquet_rows(path, name: str) -> int:

@@ -133,3 +133,34 @@ def test_decode_with_real_preset_uses_reserved_kv_bytes():
     assert cm.decode_s_per_token(4096) == pytest.approx((16_060_522_496 + 536_870_912) / 3.35e12, rel=1e-12)
     # 1-token prefill: (2 x 8,030,261,248 + 524,288) FLOPs / (989.4e12 x 0.5) FLOP/s
     assert cm.prefill_s(1) == pytest.approx(16_061_046_784 / (989.4e12 * 0.5), rel=1e-12)
+
+
+def _one_layer_kind(component, max_context_tokens=None):
+    from pcs.model.spec import ModelSpec
+
+    return ModelSpec("t", (component,), num_layers=2, active_params=10**9, total_params=10**9,
+                     max_context_tokens=max_context_tokens)
+
+
+def test_window_longer_than_every_context_costs_full_attention():
+    """docs/semantics.md §10: a window >= the longest context never acts; a shorter one is the intercept."""
+    from pcs.model.components import FullAttention, SlidingWindow
+
+    shape = dict(num_layers=2, num_kv_heads=1, head_dim=64, num_q_heads=1)
+    # 2 layers x 1 KV head x (64 + 64) x 2 B = 512 B per token; 2e12 B/s -> 2.56e-10 s per context token.
+    # attention: 2 x 1 q head x (64 + 64) x 2 layers = 512 FLOPs per pair, decode at context c sees c + 1
+    # keys; 1e15 x 0.5 = 5e14 FLOP/s -> 1.024e-12 s per sequence and per context token.
+    full = ComputeModel(_one_layer_kind(FullAttention(**shape), 4000), GPU).step_cost()
+    assert (full.kv_seq_s, full.kv_token_s) == (0.0, pytest.approx(2.56e-10, rel=1e-12))
+    assert full.attn_seq_s == pytest.approx(1.024e-12, rel=1e-12)
+    assert full.attn_token_s == pytest.approx(1.024e-12, rel=1e-12)
+    for window, ctx, given in ((4096, 4000, None), (10**6, 4000, None), (4000, 4000, None), (4096, None, 4000)):
+        cost = ComputeModel(_one_layer_kind(SlidingWindow(**shape, window_tokens=window), ctx), GPU).step_cost(given)
+        for name in ("kv_seq_s", "kv_token_s", "attn_seq_s", "attn_token_s", "weights_active_s", "token_s"):
+            assert getattr(cost, name) == pytest.approx(getattr(full, name), rel=1e-12, abs=1e-25), (window, name)
+    # a window of 2048 < 4000 acts: ceil(2048 / 16) + 1 = 129 pages x 16 x 512 B = 1,056,768 B per sequence
+    # -> 5.28384e-7 s, nothing per token; attention 2048 keys x 512 FLOPs / 5e14 = 2.097152e-9 s per sequence.
+    cost = ComputeModel(_one_layer_kind(SlidingWindow(**shape, window_tokens=2048), 4000), GPU).step_cost()
+    assert cost.kv_seq_s == pytest.approx(5.28384e-7, rel=1e-12) and cost.kv_token_s == pytest.approx(0, abs=1e-25)
+    assert cost.attn_seq_s == pytest.approx(2.097152e-9, rel=1e-12)
+    assert cost.attn_token_s == pytest.approx(0, abs=1e-25)
