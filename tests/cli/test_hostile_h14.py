@@ -114,7 +114,7 @@ def test_f2_toml_dates_in_a_sweep_plan_are_refused_with_file_and_key(tmp_path, t
 @pytest.mark.parametrize("base, field", [("llama4.json", "attention_chunk_size"), ("gemma3.json", "sliding_window"),
                                          ("gpt_oss.json", "sliding_window")])
 @pytest.mark.parametrize("value, needle", [(0, "must be an integer >= 1, got 0"),
-                                           (10 ** 15, "must be <= 1,048,576 (pcs's bound), got 1e+15")])
+                                           (10 ** 15, "must be <= 1,048,576 (pcs's bound), got 1,000,000,000,000,000")])
 def test_f7_chunk_and_window_fields_have_one_rule(tmp_path, base, field, value, needle):
     # F7: the chunk size and the window are refused alike: >= 1 and <= 2^20 = 1,048,576 (Fields.MAX_INT)
     f = _config(tmp_path, base, "c.json", **{field: value})
@@ -141,4 +141,4 @@ def test_f7_pattern_and_period_fields_are_bounded_as_windows(tmp_path, base, fie
     # the layer-pattern integers had no upper bound where windows have 2^20 = 1,048,576 (Fields.MAX_INT)
     f = _config(tmp_path, base, "p.json", **{field: 10 ** 15})
     assert_one_line_error(invoke("footprint", "--model-config", f, "--tokens", "16", "-q"),
-                          f"p.json: field '{field}'", "must be <= 1,048,576 (pcs's bound), got 1e+15")
+                          f"p.json: field '{field}'", "must be <= 1,048,576 (pcs's bound), got 1,000,000,000,000,000")

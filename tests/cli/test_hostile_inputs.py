@@ -127,7 +127,7 @@ def test_a_run_past_366_days_names_the_longest_output(tmp_path, native):
     p.write_text('{"timestamp": 0, "input_length": 1024, "output_length": 1000000000, "hash_ids": [1, 2]}\n'
                  '{"timestamp": 1, "input_length": 1024, "output_length": 10, "hash_ids": [1, 3]}\n')
     # 10**9 decode steps of >= 6 ms each (8B weights read at 3.35 TB/s) are far past 366 days
-    _one_line(["replay", p, "--tier", "gpu=100blocks", "--native", native], "past its limit of 31,622,400 s",
+    _one_line(["replay", p, "--tier", "gpu=100blocks", "--native", native], "ran past 366 days (31,622,400 s)",
               f"{p}'s longest output_length is 1,000,000,000 tokens (its request 1 of 2, in the trace's order)")
 
 
@@ -173,7 +173,7 @@ def test_burstgpt_counts_take_ascii_digits_only(tmp_path):
     # ceil(374 / B) == 24 for B in 16..16 (374/24 = 15.6 -> 16; 373/23 = 16.2 -> 16)
     (374, "was the trace recorded at another block size? (--block-size 16 fits)"),
     # B >= 10**18 / 2 is past --block-size's 1,048,576
-    (10**18, "no --block-size in 1..1,048,576 gives 2 ids for 1000000000000000000 tokens"),
+    (10**18, "no block size in 1..1,048,576 gives 2 ids for 1000000000000000000 tokens"),
     (0, "an empty prompt has no blocks at any block size"),
 ])
 def test_block_size_hint_is_in_range_or_absent(tmp_path, prompt, tail):
