@@ -70,4 +70,4 @@ def test_pcs_curve_refuses_a_hybrid_model():
     from helpers import assert_one_line_error
 
     r = CliRunner().invoke(cli, ["curve", str(SAMPLE), "--model", "gpt-oss-120b", "--capacities", "100blocks"])
-    assert_one_line_error(r, "ignore hybrid model gpt-oss-120b's cache-group rules", "pcs compare --model")
+    assert_one_line_error(r, "ignore hybrid model gpt-oss-120b's cache-group rules", "run compare with --model gpt-oss-120b and --curve-capacities")
