@@ -1144,30 +1144,43 @@ static inline int32_t pinned_ent(const Tier *g, const Entry *ent, uint32_t len, 
  * policy has not been called yet) and raises KeyError. The blocks reaching 0 (scratch h->eidx, in that order) then
  * go to the policy as Tier.unpin's two add batches (computed, then pinned); an inline LRU order takes them in one
  * lq_append_n (it ignores the batches and `reused`). 0 or -1 */
+/* finish_pass's walk over keys hi - 1 down to lo: each key's entry checked (pinned_ent) and its pin dropped, the
+ * entries reaching 0 to zero[*nz ..); the hint PF_AHEAD keys on prefetched. -1, or the index of a key not pinned */
+static inline __attribute__((always_inline)) Py_ssize_t release_keys(const Tier *g, Entry *ent, uint32_t len,
+                                                                     PcsAdm *a, Py_ssize_t hi, Py_ssize_t lo,
+                                                                     int32_t *zero, Py_ssize_t *nz) {
+    const int32_t *hint = a->ents;
+    Py_ssize_t z = *nz;
+    for (Py_ssize_t i = hi - 1; i >= lo; i--) {
+        int32_t ahead = i >= PF_AHEAD ? hint[i - PF_AHEAD] : -1;
+        if ((uint32_t)ahead < len) __builtin_prefetch(&ent[ahead], 1, 1);
+        int32_t e = pinned_ent(g, ent, len, a, i);
+        if (e < 0) { *nz = z; return i; }
+        if (!--ent[e].pin) zero[z++] = e;
+    }
+    *nz = z;
+    return -1;
+}
+
 static int finish_pass(Hier *h, PcsAdm *a) {
     Tier *g = &h->t[0];
     const Py_ssize_t n = a->nused + a->nnew;
     if (ensure_k(h, n + 1) < 0) return -1;
     int32_t *zero = h->eidx;
-    Py_ssize_t nz = 0, nc = -1;                       /* zero[0 .. nc): the computed keys' */
+    Py_ssize_t nz = 0, nc;                            /* zero[0 .. nc): the computed keys' */
     Entry *ent = g->ent;                               /* not moved: no add below */
     const uint32_t len = (uint32_t)g->ent_len;
     const int32_t *hint = a->ents;
     for (Py_ssize_t i = n - 1; i >= n - PF_AHEAD && i >= 0; i--)   /* the first hints' entries (as fp_first) */
         if ((uint32_t)hint[i] < len) __builtin_prefetch(&ent[hint[i]], 1, 1);
-    for (Py_ssize_t i = n - 1; i >= 0; i--) {
-        int32_t ahead = i >= PF_AHEAD ? hint[i - PF_AHEAD] : -1;
-        if ((uint32_t)ahead < len) __builtin_prefetch(&ent[ahead], 1, 1);
-        if (i == a->nused - 1) nc = nz;              /* the computed keys' batch ends */
-        int32_t e = pinned_ent(g, ent, len, a, i);
-        if (e < 0) {
-            for (Py_ssize_t j = i + 1; j < n; j++) ent[a->ents[j]].pin++;
-            PyErr_Format(PyExc_KeyError, "block %llu is not pinned in the GPU tier", (unsigned long long)a->keys[i]);
-            return -1;
-        }
-        if (!--ent[e].pin) zero[nz++] = e;
+    Py_ssize_t bad = release_keys(g, ent, len, a, n, a->nused, zero, &nz);     /* the computed keys */
+    nc = nz;
+    if (bad < 0) bad = release_keys(g, ent, len, a, a->nused, 0, zero, &nz);  /* then the pinned keys */
+    if (bad >= 0) {
+        for (Py_ssize_t j = bad + 1; j < n; j++) ent[a->ents[j]].pin++;
+        PyErr_Format(PyExc_KeyError, "block %llu is not pinned in the GPU tier", (unsigned long long)a->keys[bad]);
+        return -1;
     }
-    if (nc < 0) nc = nz;                              /* no pinned keys */
     if (!g->ops && !g->ret) {
         if (lq_append_n(g, zero, nz, 0) < 0) return -1;
     } else {
@@ -1597,6 +1610,7 @@ static int set_gates(Hier *h, Tier *t, PyObject *item) {
  * block has one entry (key, GPU pin count, GPU and CPU queue positions, which tiers hold it), so a demotion or a
  * restore is a flag and a queue append, and a lookup one probe. Other configurations keep one table per tier.
  * 0 (shared or not) or -1 */
+#define SH_ENT_ONCE ((Py_ssize_t)1 << 22)    /* sh_open: up to 4 M entries (128 MB asked for) in one allocation */
 static int sh_open(Hier *h) {
     if (h->ntiers != 2) return 0;
     for (int j = 0; j < 2; j++) {
@@ -1604,6 +1618,14 @@ static int sh_open(Hier *h) {
         if (t->ops || t->gates || t->ret || t->py || t->pa) return 0;
     }
     if (!(h->sh = kstore_new())) return -1;
+    /* the entries' array allocated once for the most the table can hold, one entry per resident block (GPU + CPU
+     * capacity: sh_reserve never grows it then), unless that is more than SH_ENT_ONCE: memory asked for, not touched
+     * (no memset; a page is faulted in when an entry on it is first used), so no copy of the array as it doubles */
+    Py_ssize_t most = h->t[0].capacity + h->t[1].capacity + 1, cap = 0;
+    if (most <= SH_ENT_ONCE) {
+        if (PCS_GROW(h->sh->ent, &cap, most, 64) < 0) return -1;
+        h->sh->ent_cap = (int32_t)cap;
+    }
     for (int j = 0; j < 2; j++) {
         tier_slots_free(&h->t[j]);
         h->t[j].shared = h->sh;

@@ -73,7 +73,8 @@ static inline int lq_append(Tier *t, int32_t e) {
 /* entries es[0 .. n) (none in the order, distinct) become the most recently used, in that order, each entry's flags
  * or-ed with flag (0: none): n lq_append calls with the room made once (a compaction, as lq_append's, when the n
  * items do not fit past the end) and the tier's fields read once; 0 or -1 (no memory) */
-static inline int lq_append_n(Tier *t, const int32_t *es, Py_ssize_t n, uint8_t flag) {
+static inline __attribute__((always_inline)) int lq_append_n(Tier *t, const int32_t *es, Py_ssize_t n,
+                                                              uint8_t flag) {   /* inlined: a flag 0 compiles to no store */
     if (t->lqn + n > t->lqcap) {
         Py_ssize_t cap = t->lqcap ? t->lqcap : 64;
         while (2 * (t->held + n) >= cap) cap *= 2;
@@ -85,7 +86,7 @@ static inline int lq_append_n(Tier *t, const int32_t *es, Py_ssize_t n, uint8_t 
     int32_t *q = t->lq + t->lqn, pos = (int32_t)t->lqn;
     for (Py_ssize_t i = 0; i < n; i++) {
         int32_t e = es[i];
-        ent[e].flags |= flag;
+        if (flag) ent[e].flags |= flag;
         *(int32_t *)((char *)&ent[e] + off) = pos + (int32_t)i;
         q[i] = e;
     }
