@@ -284,3 +284,31 @@ def test_fill_of_the_shared_table_worked_by_hand(use_native):
     assert orders() == ([3, 5, 8, 7, 6], [1, 5, 4])
     assert h.written_blocks == [0, 5] and h.tiers[0].reserved_blocks == 0
     h._check()
+
+
+def test_finish_of_keys_not_pinned_changes_nothing():
+    """The compiled finish checks each key as it drops its pin (computed keys tail first, then the pinned keys:
+    ``finish_pass``); a key that is not pinned raises KeyError after giving back the pins it dropped, so a bad call
+    changes nothing. Worked by hand on GPU 4 + CPU 4 blocks (docs/semantics.md §6: a finish unpins tail first)."""
+    h = native.NativeHierarchy(_tiers([4, 4]), "back")
+
+    def pins():
+        return {k: h.tiers[0].resident[k] for k in (1, 2, 3)}
+
+    a = h.start([1, 2], 2, 2)
+    h.prefill_done(a)
+    h.finish(a)                      # GPU [2, 1]
+    b = h.start([1, 2, 3], 3, 3)     # 1, 2 pinned (GPU hits), 3 computed
+    h.prefill_done(b)
+    h.finish(b)                      # 3, then 2, 1: GPU [3, 2, 1]
+    assert h.tiers[0].policy.order() == [3, 2, 1]
+    with pytest.raises(KeyError, match="block 3 is not pinned"):
+        h.finish(b)                  # the first key checked (3) is not pinned: nothing dropped
+    d = h.start([3], 1, 1)           # 3 pinned again: GPU [2, 1]
+    with pytest.raises(KeyError, match="block 2 is not pinned"):
+        h.finish(b)                  # 3's pin dropped, then 2 is not pinned: 3's pin given back
+    assert pins() == {1: 0, 2: 0, 3: 1} and h.tiers[0].policy.order() == [2, 1]
+    h._check()
+    h.finish(d)
+    assert pins() == {1: 0, 2: 0, 3: 0} and h.tiers[0].policy.order() == [2, 1, 3]
+    h._check()
