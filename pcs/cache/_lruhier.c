@@ -508,9 +508,10 @@ static int sh_reserve(Hier *h, Py_ssize_t n) {
     int moved = 0;
     for (; (uint64_t)(s->nres + n) << TIER_LOAD_SHIFT > s->mask + 1; moved = 1)
         if (grow_table(s) < 0) return -1;
-    if (s->ent_len + n > s->ent_cap) {
+    Py_ssize_t need = s->nres + n > s->ent_len ? s->nres + n : s->ent_len;   /* the free list's entries first */
+    if (need > s->ent_cap) {
         Py_ssize_t cap = s->ent_cap;
-        if (PCS_GROW(s->ent, &cap, s->ent_len + n, 64) < 0) return -1;
+        if (PCS_GROW(s->ent, &cap, need, 64) < 0) return -1;
         s->ent_cap = (int32_t)cap;
         moved = 1;
     }
@@ -518,40 +519,95 @@ static int sh_reserve(Hier *h, Py_ssize_t n) {
     return 0;
 }
 
-/* key k (fingerprint f; its entry `known` in a shared table, -1: looked up) in the GPU tier, from the table tab
- * (the GPU tier's own, or the shared one): its entry, *added = 1 when it was not resident there (now it is, pinned
- * once), 0 when it was (unchanged); -1 on a memory error */
-static int32_t gpu_enter(Hier *h, Tier *tab, uint64_t k, uint32_t f, int32_t known, int *added) {
+/* key k (fingerprint f) in the GPU tier g's own table: its entry, *added = 1 when it was not resident there (now it
+ * is, pinned once), 0 when it was (unchanged); -1 on a memory error. (A table shared with the CPU tier: sh_fill.) */
+static int32_t gpu_enter(Tier *g, uint64_t k, uint32_t f, int *added) {
     uint64_t at = 0;
-    int32_t e = known;
     *added = 0;
-    if (e < 0) {
-        /* room before the lookup (its free slot is then the add's); a shared table's was made for the whole fill */
-        if (!h->sh && tadd_room(tab) < 0) return -1;
-        e = tfind_fp(tab, k, f, &at);
-    }
-    if (e >= 0 && (!h->sh || tab->ent[e].flags & F_GPU)) return e;
-    if (e >= 0) tab->ent[e].pin = 1;             /* shared table, a CPU block: now in the GPU tier too */
-    else if ((e = tadd_atf(tab, k, 1, at, f)) < 0) return -1;
-    if (h->sh) tab->ent[e].flags |= F_GPU;
+    if (tadd_room(g) < 0) return -1;              /* room before the lookup: its free slot is then the add's */
+    int32_t e = tfind_fp(g, k, f, &at);
+    if (e >= 0) return e;
+    if ((e = tadd_atf(g, k, 1, at, f)) < 0) return -1;
     *added = 1;
     return e;
 }
 
+/* tfill in a table shared by the GPU and CPU tiers, the rules of gpu_enter and tfill: the table's room made once
+ * (sh_reserve), then a key's probe (tfind_fp), add (tadd_atf: an entry from the free list, else past ent_len; no
+ * growth) and pin in one loop, the table's arrays and its free list, entry count and size in locals (a flag store, a
+ * byte, may alias any field: read through the Tier they were read again after each key); returns shared count */
+static Py_ssize_t sh_fill(Hier *h, const uint64_t *keys, Py_ssize_t n, int32_t *ents, const int32_t *known) {
+    Tier *t = &h->t[0], *s = h->sh;
+    if (sh_reserve(h, n) < 0) return -1;
+    Entry *const ent = s->ent;                    /* not moved below: sh_reserve made the room */
+    OaSlot *const slots = s->slots;
+    const uint64_t mask = s->mask;
+    const int sh = 32 - s->bits;
+    int32_t free_head = s->free_head, ent_len = s->ent_len;
+    Py_ssize_t shared = 0, added = 0, made = 0;   /* made: new entries (the others were CPU blocks) */
+    uint32_t ring[FP_RING] = {0};
+    if (!known) fp_first(ring, keys, 0, n, s, NULL);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        int32_t e;
+        if (known) e = known[i];
+        else {
+            const uint32_t f = ring[(size_t)i & (FP_RING - 1)];
+            const uint64_t k = keys[i];
+            fp_ahead(ring, keys, i + PF_AHEAD, n, s, NULL);
+            uint64_t j = f >> sh;
+            for (;;) {                            /* tfind_fp */
+                const OaSlot sl = slots[j];
+                if (sl.e < 0) { e = -1; break; }
+                if (sl.h == f && ent[sl.e].key == k) { e = sl.e; break; }
+                j = (j + 1) & mask;
+            }
+            if (e < 0) {                          /* tadd_atf, pinned once, in the GPU tier */
+                if (free_head >= 0) { e = free_head; free_head = ent[e].next; }
+                else e = ent_len++;
+                ent[e] = (Entry){.key = k, .aux = -1, .pin = 1, .prev = -1, .next = -1, .q = QNONE, .flags = F_GPU};
+                slots[j] = (OaSlot){e, f};
+                made++;
+                added++;
+                if (ents) ents[i] = e;
+                continue;
+            }
+        }
+        Entry *x = &ent[e];
+        if (!(x->flags & F_GPU)) {                /* a CPU block: now in the GPU tier too */
+            x->pin = 1;
+            x->flags |= F_GPU;
+            added++;
+        } else {
+            if (x->pin == 0) lq_unlink(t, e);     /* pol_remove of the inline LRU order (sh_open: no policy) */
+            x->pin++;
+            shared++;
+        }
+        if (ents) ents[i] = e;
+    }
+    s->free_head = free_head;
+    s->ent_len = t->ent_len = h->t[1].ent_len = ent_len;
+    s->nres += made;
+    t->nres += added;
+    t->reserved -= added;
+    t->inserted += added;
+    if (t->nres > t->peak_res) t->peak_res = t->nres;
+    return shared;
+}
+
 /* Tier.fill: one reserved slot per key becomes a resident block pinned once; returns shared count. ents (NULL:
  * not wanted) gets each key's entry; known (NULL: none) gives each key's entry in a shared table (a restore: the
- * lookup's, no probe). */
+ * lookup's, no probe; a table of the GPU tier's own is given none). */
 static Py_ssize_t tfill(Hier *h, const uint64_t *keys, Py_ssize_t n, int32_t *ents, const int32_t *known) {
-    Tier *t = &h->t[0], *tab = h->sh ? h->sh : t;
+    if (h->sh) return sh_fill(h, keys, n, ents, known);
+    Tier *t = &h->t[0];
     Py_ssize_t shared = 0, added = 0;
     uint32_t ring[FP_RING] = {0};
-    if (h->sh && sh_reserve(h, n) < 0) return -1;
-    if (!known) fp_first(ring, keys, 0, n, tab, NULL);
+    fp_first(ring, keys, 0, n, t, NULL);
     for (Py_ssize_t i = 0; i < n; i++) {
         uint32_t f = ring[(size_t)i & (FP_RING - 1)];
-        if (!known) fp_ahead(ring, keys, i + PF_AHEAD, n, tab, NULL);
+        fp_ahead(ring, keys, i + PF_AHEAD, n, t, NULL);
         int in;
-        int32_t e = gpu_enter(h, tab, keys[i], f, known ? known[i] : -1, &in);
+        int32_t e = gpu_enter(t, keys[i], f, &in);
         if (e < 0) return -1;
         if (in) {
             added++;
@@ -562,7 +618,6 @@ static Py_ssize_t tfill(Hier *h, const uint64_t *keys, Py_ssize_t n, int32_t *en
         }
         if (ents) ents[i] = e;
     }
-    if (h->sh) { t->nres += added; t->ent_len = tab->ent_len; h->t[1].ent_len = tab->ent_len; }
     t->reserved -= added;
     t->inserted += added;
     if (t->nres > t->peak_res) t->peak_res = t->nres;
@@ -1089,30 +1144,43 @@ static inline int32_t pinned_ent(const Tier *g, const Entry *ent, uint32_t len, 
  * policy has not been called yet) and raises KeyError. The blocks reaching 0 (scratch h->eidx, in that order) then
  * go to the policy as Tier.unpin's two add batches (computed, then pinned); an inline LRU order takes them in one
  * lq_append_n (it ignores the batches and `reused`). 0 or -1 */
+/* finish_pass's walk over keys hi - 1 down to lo: each key's entry checked (pinned_ent) and its pin dropped, the
+ * entries reaching 0 to zero[*nz ..); the hint PF_AHEAD keys on prefetched. -1, or the index of a key not pinned */
+static inline __attribute__((always_inline)) Py_ssize_t release_keys(const Tier *g, Entry *ent, uint32_t len,
+                                                                     PcsAdm *a, Py_ssize_t hi, Py_ssize_t lo,
+                                                                     int32_t *zero, Py_ssize_t *nz) {
+    const int32_t *hint = a->ents;
+    Py_ssize_t z = *nz;
+    for (Py_ssize_t i = hi - 1; i >= lo; i--) {
+        int32_t ahead = i >= PF_AHEAD ? hint[i - PF_AHEAD] : -1;
+        if ((uint32_t)ahead < len) __builtin_prefetch(&ent[ahead], 1, 1);
+        int32_t e = pinned_ent(g, ent, len, a, i);
+        if (e < 0) { *nz = z; return i; }
+        if (!--ent[e].pin) zero[z++] = e;
+    }
+    *nz = z;
+    return -1;
+}
+
 static int finish_pass(Hier *h, PcsAdm *a) {
     Tier *g = &h->t[0];
     const Py_ssize_t n = a->nused + a->nnew;
     if (ensure_k(h, n + 1) < 0) return -1;
     int32_t *zero = h->eidx;
-    Py_ssize_t nz = 0, nc = -1;                       /* zero[0 .. nc): the computed keys' */
+    Py_ssize_t nz = 0, nc;                            /* zero[0 .. nc): the computed keys' */
     Entry *ent = g->ent;                               /* not moved: no add below */
     const uint32_t len = (uint32_t)g->ent_len;
     const int32_t *hint = a->ents;
     for (Py_ssize_t i = n - 1; i >= n - PF_AHEAD && i >= 0; i--)   /* the first hints' entries (as fp_first) */
         if ((uint32_t)hint[i] < len) __builtin_prefetch(&ent[hint[i]], 1, 1);
-    for (Py_ssize_t i = n - 1; i >= 0; i--) {
-        int32_t ahead = i >= PF_AHEAD ? hint[i - PF_AHEAD] : -1;
-        if ((uint32_t)ahead < len) __builtin_prefetch(&ent[ahead], 1, 1);
-        if (i == a->nused - 1) nc = nz;              /* the computed keys' batch ends */
-        int32_t e = pinned_ent(g, ent, len, a, i);
-        if (e < 0) {
-            for (Py_ssize_t j = i + 1; j < n; j++) ent[a->ents[j]].pin++;
-            PyErr_Format(PyExc_KeyError, "block %llu is not pinned in the GPU tier", (unsigned long long)a->keys[i]);
-            return -1;
-        }
-        if (!--ent[e].pin) zero[nz++] = e;
+    Py_ssize_t bad = release_keys(g, ent, len, a, n, a->nused, zero, &nz);     /* the computed keys */
+    nc = nz;
+    if (bad < 0) bad = release_keys(g, ent, len, a, a->nused, 0, zero, &nz);  /* then the pinned keys */
+    if (bad >= 0) {
+        for (Py_ssize_t j = bad + 1; j < n; j++) ent[a->ents[j]].pin++;
+        PyErr_Format(PyExc_KeyError, "block %llu is not pinned in the GPU tier", (unsigned long long)a->keys[bad]);
+        return -1;
     }
-    if (nc < 0) nc = nz;                              /* no pinned keys */
     if (!g->ops && !g->ret) {
         if (lq_append_n(g, zero, nz, 0) < 0) return -1;
     } else {
@@ -1542,6 +1610,7 @@ static int set_gates(Hier *h, Tier *t, PyObject *item) {
  * block has one entry (key, GPU pin count, GPU and CPU queue positions, which tiers hold it), so a demotion or a
  * restore is a flag and a queue append, and a lookup one probe. Other configurations keep one table per tier.
  * 0 (shared or not) or -1 */
+#define SH_ENT_ONCE ((Py_ssize_t)1 << 22)    /* sh_open: up to 4 M entries (128 MB asked for) in one allocation */
 static int sh_open(Hier *h) {
     if (h->ntiers != 2) return 0;
     for (int j = 0; j < 2; j++) {
@@ -1549,6 +1618,14 @@ static int sh_open(Hier *h) {
         if (t->ops || t->gates || t->ret || t->py || t->pa) return 0;
     }
     if (!(h->sh = kstore_new())) return -1;
+    /* the entries' array allocated once for the most the table can hold, one entry per resident block (GPU + CPU
+     * capacity: sh_reserve never grows it then), unless that is more than SH_ENT_ONCE: memory asked for, not touched
+     * (no memset; a page is faulted in when an entry on it is first used), so no copy of the array as it doubles */
+    Py_ssize_t most = h->t[0].capacity + h->t[1].capacity + 1, cap = 0;
+    if (most <= SH_ENT_ONCE) {
+        if (PCS_GROW(h->sh->ent, &cap, most, 64) < 0) return -1;
+        h->sh->ent_cap = (int32_t)cap;
+    }
     for (int j = 0; j < 2; j++) {
         tier_slots_free(&h->t[j]);
         h->t[j].shared = h->sh;

@@ -202,6 +202,11 @@ static inline uint64_t home(const Tier *t, uint64_t key) { return key_hash(key) 
 #define OA_HASH32(k) ((uint32_t)(key_hash(k) >> 32))     /* home(t, k) == OA_HASH32(k) >> (32 - bits) */
 #define TIER_LOAD_SHIFT 2   /* at most 1/4 full: shorter probe runs for the lookups and backward shifts per access */
 #define OA_LOAD_SHIFT TIER_LOAD_SHIFT
+/* slot arrays from big_alloc (pcs/_kernel_common.h: from 4 MB on 2 MB aligned, advised for transparent huge pages):
+ * a two-tier shared table's slots reach 4 MB at 16,384 + 65,536 blocks, and its randomly probed pages were faulted
+ * in 4 KB at a time by every replay (the memory goes back to the system when the hierarchy is freed) */
+#define OA_SLOTS_ALLOC(bytes) big_alloc((bytes), 0)
+#define OA_SLOTS_FREE(p) free(p)
 #include "_oatable.h"
 
 static inline int tier_init(Tier *t, PyObject *name, Py_ssize_t capacity) {

@@ -73,7 +73,8 @@ static inline int lq_append(Tier *t, int32_t e) {
 /* entries es[0 .. n) (none in the order, distinct) become the most recently used, in that order, each entry's flags
  * or-ed with flag (0: none): n lq_append calls with the room made once (a compaction, as lq_append's, when the n
  * items do not fit past the end) and the tier's fields read once; 0 or -1 (no memory) */
-static inline int lq_append_n(Tier *t, const int32_t *es, Py_ssize_t n, uint8_t flag) {
+static inline __attribute__((always_inline)) int lq_append_n(Tier *t, const int32_t *es, Py_ssize_t n,
+                                                              uint8_t flag) {   /* inlined: a flag 0 compiles to no store */
     if (t->lqn + n > t->lqcap) {
         Py_ssize_t cap = t->lqcap ? t->lqcap : 64;
         while (2 * (t->held + n) >= cap) cap *= 2;
@@ -85,7 +86,7 @@ static inline int lq_append_n(Tier *t, const int32_t *es, Py_ssize_t n, uint8_t 
     int32_t *q = t->lq + t->lqn, pos = (int32_t)t->lqn;
     for (Py_ssize_t i = 0; i < n; i++) {
         int32_t e = es[i];
-        ent[e].flags |= flag;
+        if (flag) ent[e].flags |= flag;
         *(int32_t *)((char *)&ent[e] + off) = pos + (int32_t)i;
         q[i] = e;
     }
@@ -108,37 +109,56 @@ static inline Py_ssize_t lq_live(const Tier *t, Py_ssize_t i) {
     return i;
 }
 
+/* lq_evict's three walks, each compiled on its own (lq_walk's `kind` a constant): no test of the kind per victim */
+enum { LQ_OWN, LQ_SH_KEEP, LQ_SH_DEL };
+
+/* lq_evict's walk over n victims from the front i (returned: the position past the last victim); kind LQ_OWN: a
+ * tier of its own table, every victim deleted from it; LQ_SH_KEEP: a tier of a shared table, its victims' entries
+ * to oute, kept in the table; LQ_SH_DEL: a tier of a shared table, victims in no tier any more deleted from it.
+ * The tier's arrays are read into locals once: a victim's flag store (a byte) may alias any field of the Tier */
+static inline __attribute__((always_inline)) Py_ssize_t lq_walk(Tier *t, Py_ssize_t i, Py_ssize_t n, uint64_t *out,
+                                                                int32_t *oute, const int kind) {
+    const int32_t *const q = t->lq;
+    Entry *const ent = t->ent;
+    const OaSlot *const slots = t->slots;              /* the table's arrays, not moved by a deletion */
+    const size_t off = t->lqoff;
+    const int bits = t->bits;
+    const uint8_t keep = (uint8_t)~t->inflag;        /* a tier of its own table sets no flag: 0xff */
+    Tier *const tab = t->shared ? t->shared : t;
+    for (Py_ssize_t v = 0; v < n; v++) {
+        while (q[i] < 0) i++;                          /* lq_live */
+        int32_t a = q[i + LQ_AHEAD];                   /* in the array's padding past the end: -1 */
+        if (a >= 0) __builtin_prefetch(&ent[a], 1, 1);
+        if (kind != LQ_SH_KEEP) {                      /* the home slot of an entry that may be deleted */
+            int32_t b = q[i + LQ_AHEAD / 2];
+            if (b >= 0) __builtin_prefetch(&slots[key_hash(ent[b].key) >> (64 - bits)], 1, 1);
+        }
+        int32_t e = q[i++];                            /* (home(): its entry came before) */
+        out[v] = ent[e].key;
+        *(int32_t *)((char *)&ent[e] + off) = -1;      /* *lq_pos(t, e) */
+        if (kind == LQ_OWN) tdel(tab, e);
+        else if (kind == LQ_SH_KEEP) { ent[e].flags &= keep; oute[v] = e; }
+        else if (!((ent[e].flags &= keep) & (F_GPU | F_CPU))) tdel(tab, e);   /* in no tier any more */
+    }
+    return i;
+}
+
 /* the n least recently used entries (n <= held) leave the order, their keys to out in eviction order, the tier's
  * residency flag (Tier.inflag) cleared; with oute NULL they leave the tier (the deletions of n times: unlink the
  * first, tdel; a tier of a table shared by two tiers, t->shared, deletes from that table those now in no tier),
  * else their entries go to oute and stay in the table (the caller frees those in no tier, pcs/cache/_lruhier.c
  * sh_free). Each victim's entry is prefetched LQ_AHEAD items before,
- * its home slot LQ_AHEAD / 2 items before when it may be deleted (not the GPU tier of a shared table: its victims
+ * its home slot LQ_AHEAD / 2 items before when it may be deleted (not with oute: its victims
  * move to the CPU tier or are freed later; stale items: nothing). The items past the last victim are prefetched
  * too: they are the next eviction's first victims (no burst at the start of each eviction) */
 static inline void lq_evict(Tier *t, Py_ssize_t n, uint64_t *out, int32_t *oute) {
-    Py_ssize_t i = t->lqh;
     const int32_t *q = t->lq;
-    Entry *ent = t->ent;
-    const OaSlot *slots = t->slots;                    /* the table's arrays, not moved by a deletion */
-    const size_t off = t->lqoff;
-    const int bits = t->bits;
-    const uint8_t keep = (uint8_t)~t->inflag;        /* a tier of its own table sets no flag: 0xff */
-    Tier *tab = t->shared ? t->shared : t;
-    const int slots_ahead = t->inflag != F_GPU;
     if (t->lqh == 0)         /* a fresh front (start, compaction): no eviction before prefetched it */
-        for (Py_ssize_t k = 0; k < LQ_AHEAD; k++) if (q[k] >= 0) __builtin_prefetch(&ent[q[k]], 1, 1);
-    for (Py_ssize_t v = 0; v < n; v++) {
-        i = lq_live(t, i);
-        int32_t a = q[i + LQ_AHEAD], b = q[i + LQ_AHEAD / 2];    /* in the array's padding past the end: -1 */
-        if (a >= 0) __builtin_prefetch(&ent[a], 1, 1);
-        if (b >= 0 && slots_ahead) __builtin_prefetch(&slots[key_hash(ent[b].key) >> (64 - bits)], 1, 1);
-        int32_t e = q[i++];                            /* (home(): its entry came before) */
-        out[v] = ent[e].key;
-        *(int32_t *)((char *)&ent[e] + off) = -1;      /* *lq_pos(t, e) */
-        if (!((ent[e].flags &= keep) & (F_GPU | F_CPU)) && !oute) tdel(tab, e);   /* in no tier any more */
-        else if (oute) oute[v] = e;
-    }
+        for (Py_ssize_t k = 0; k < LQ_AHEAD; k++) if (q[k] >= 0) __builtin_prefetch(&t->ent[q[k]], 1, 1);
+    Py_ssize_t i;
+    if (!t->shared) i = lq_walk(t, t->lqh, n, out, NULL, LQ_OWN);
+    else if (oute) i = lq_walk(t, t->lqh, n, out, oute, LQ_SH_KEEP);
+    else i = lq_walk(t, t->lqh, n, out, NULL, LQ_SH_DEL);
     t->held -= n;
     if (!t->held) i = t->lqn = 0;   /* nothing live behind: start again at the front */
     t->lqh = i;

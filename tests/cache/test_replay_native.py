@@ -239,3 +239,76 @@ def test_demotion_and_restore_in_the_shared_table_worked_by_hand():
     assert (h.tiers[0].policy.order(), h.tiers[1].policy.order()) == ([4, 6], [3, 2, 5])
     assert h.dropped_blocks == 1 and h.written_blocks == [0, 4]    # written into the CPU tier: 2, 1, 3, 5
     assert 1 not in h.tiers[0] and 1 not in h.tiers[1]
+
+
+@pytest.mark.parametrize("use_native", [False, True])
+def test_fill_of_the_shared_table_worked_by_hand(use_native):
+    """The shared table's fill (pcs/cache/_lruhier.c ``sh_fill``: prefill_done and extend), each of its cases on
+    GPU 5 + CPU 3 blocks, LRU, write-back, worked out by hand from docs/semantics.md §5-§8 and asserted on the
+    Python hierarchy (the reference) and on the compiled one: a computed block found in the CPU tier only (it enters
+    the GPU tier pinned once and takes a reserved slot; its CPU copy and place stay), a new block (a new entry, then
+    one from the free list after a block left both tiers), a block resident in the GPU tier unpinned (pinned, no
+    slot taken)."""
+    h = native.NativeHierarchy(_tiers([5, 3]), "back") if use_native else Hierarchy(_tiers([5, 3]), "back")
+    if use_native:
+        assert h._h.shared_table()
+
+    def orders():
+        return h.tiers[0].policy.order(), h.tiers[1].policy.order()
+
+    def run(keys):
+        a = h.start(keys, len(keys), len(keys))
+        h.prefill_done(a)
+        h.finish(a)
+        h._check()
+
+    run([1, 2, 3])                   # GPU [3, 2, 1]: a finish unpins tail first
+    run([4, 5, 6])                   # 3 slots, 2 free: evicts 3 -> CPU [3]
+    assert orders() == ([2, 1, 6, 5, 4], [3])
+    a = h.start([3, 7], 2, 0)        # no hit allowed: 3 (CPU only) is computed; 2 slots: evicts 2, 1 -> CPU
+    assert (a.hit_blocks, list(a.restored_blocks_per_tier), a.reserved_blocks) == (0, [0, 0], 2)
+    assert orders() == ([6, 5, 4], [3, 2, 1])
+    h.prefill_done(a)                # fill 3 (from its CPU entry) and 7 (new): both pinned once, both slots used
+    assert (h.tiers[0].resident[3], h.tiers[0].resident[7], a.reserved_blocks) == (1, 1, 0)
+    assert 3 in h.tiers[1] and orders() == ([6, 5, 4], [3, 2, 1])     # the CPU copy of 3 stays, in place
+    h.finish(a)
+    assert orders() == ([6, 5, 4, 7, 3], [3, 2, 1])
+    b = h.start([6], 1, 1, 2)        # 6 pinned, 2 extra slots: evicts 5, 4 -> CPU pushes out 3 (in GPU) and 2
+    assert orders() == ([7, 3], [1, 5, 4])
+    assert 2 not in h.tiers[0] and 2 not in h.tiers[1] and h.dropped_blocks == 2
+    h.extend(b, [7, 8, 5])           # 7: GPU unpinned -> pinned, no slot; 8: new; 5: CPU only -> GPU: 2 slots used
+    assert [h.tiers[0].resident[k] for k in (6, 7, 8, 5, 3)] == [1, 1, 1, 1, 0]
+    assert b.reserved_blocks == 0 and orders() == ([3], [1, 5, 4])
+    h._check()
+    h.finish(b)                      # computed keys tail first (5, 8, 7), then the pinned 6
+    assert orders() == ([3, 5, 8, 7, 6], [1, 5, 4])
+    assert h.written_blocks == [0, 5] and h.tiers[0].reserved_blocks == 0
+    h._check()
+
+
+def test_finish_of_keys_not_pinned_changes_nothing():
+    """The compiled finish checks each key as it drops its pin (computed keys tail first, then the pinned keys:
+    ``finish_pass``); a key that is not pinned raises KeyError after giving back the pins it dropped, so a bad call
+    changes nothing. Worked by hand on GPU 4 + CPU 4 blocks (docs/semantics.md §6: a finish unpins tail first)."""
+    h = native.NativeHierarchy(_tiers([4, 4]), "back")
+
+    def pins():
+        return {k: h.tiers[0].resident[k] for k in (1, 2, 3)}
+
+    a = h.start([1, 2], 2, 2)
+    h.prefill_done(a)
+    h.finish(a)                      # GPU [2, 1]
+    b = h.start([1, 2, 3], 3, 3)     # 1, 2 pinned (GPU hits), 3 computed
+    h.prefill_done(b)
+    h.finish(b)                      # 3, then 2, 1: GPU [3, 2, 1]
+    assert h.tiers[0].policy.order() == [3, 2, 1]
+    with pytest.raises(KeyError, match="block 3 is not pinned"):
+        h.finish(b)                  # the first key checked (3) is not pinned: nothing dropped
+    d = h.start([3], 1, 1)           # 3 pinned again: GPU [2, 1]
+    with pytest.raises(KeyError, match="block 2 is not pinned"):
+        h.finish(b)                  # 3's pin dropped, then 2 is not pinned: 3's pin given back
+    assert pins() == {1: 0, 2: 0, 3: 1} and h.tiers[0].policy.order() == [2, 1]
+    h._check()
+    h.finish(d)
+    assert pins() == {1: 0, 2: 0, 3: 0} and h.tiers[0].policy.order() == [2, 1, 3]
+    h._check()
