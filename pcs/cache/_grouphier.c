@@ -64,7 +64,7 @@ typedef struct {
     KV dem[2];                  /* evicted()'s pages pushed level to level (kept: no allocation per call) */
     Rest *rest, *rest2;         /* rest2: rest_sort's output, swapped with rest */
     Py_ssize_t nrest, rcap, rcap2, ecap;
-    int32_t *eidx;              /* t_insert's entry per batch key */
+    int32_t *eidx;              /* t_insert's entry per batch key (ecap), then its runs' ends (ecap) */
     long long extra, live[MAXG];
     uint64_t *rset;             /* first_repeat's set: hashes, the generation stamping each slot used */
     uint32_t *rgen, rstamp;
@@ -306,12 +306,13 @@ static inline Py_ssize_t run_end(const KV *v, Py_ssize_t i) {
 
 /* t_insert's first pass over keys [a, n) of v: each key's entry into eidx (-1: absent), the resident unpinned
  * ones unlinked (they go to the LRU end after the evictions); its record looked up once per run of one block
- * (no record is deleted here); the number of absent keys */
-static Py_ssize_t ins_find(PTier *t, const KV *v, Py_ssize_t a, int32_t *eidx) {
-    Py_ssize_t fresh = 0;
+ * (no record is deleted here); the runs' ends into rend (the second pass walks the same runs); the number of
+ * absent keys */
+static Py_ssize_t ins_find(PTier *t, const KV *v, Py_ssize_t a, int32_t *eidx, int32_t *rend) {
+    Py_ssize_t fresh = 0, nr = 0;
     const int sh = t->shift;
     for (Py_ssize_t i = a, x; i < v->n; i = x) {
-        x = run_end(v, i);
+        x = rend[nr++] = (int32_t)run_end(v, i);
         const int32_t r = bt_find(&t->blk, bkey_of(v->a[i]));
         if (r < 0) {
             for (Py_ssize_t y = i; y < x; y++) eidx[y] = -1;
@@ -331,28 +332,50 @@ static Py_ssize_t ins_find(PTier *t, const KV *v, Py_ssize_t a, int32_t *eidx) {
     return fresh;
 }
 
-/* t_insert's second pass: keys [a, n) of v added unpinned where absent (their record looked up again, once per
- * run with an absent key: the evictions may have deleted it; added when absent) and appended to the LRU list in
- * order; pages added per group into added; 0, or -1 on a memory error */
-static int ins_add(PTier *t, const KV *v, Py_ssize_t a, const int32_t *eidx, long long *added) {
-    for (Py_ssize_t i = a, x; i < v->n; i = x) {
-        x = run_end(v, i);
+/* t_insert's second pass over the runs ins_find found: keys [a, n) of v added unpinned where absent (their record
+ * looked up again, once per run with an absent key: the evictions may have deleted it; added when absent) and
+ * appended to the LRU list in order (pt_add_rec then pt_append, the links kept in locals); pages added per group
+ * into added; 0, or -1 on a memory error */
+static int ins_add(PTier *t, const KV *v, Py_ssize_t a, const int32_t *eidx, const int32_t *rend, long long *added) {
+    const int sh = t->shift;
+    PEnt *ent = t->ent;
+    int32_t tail = t->tail;
+    Py_ssize_t appended = 0, nres = 0;
+    for (Py_ssize_t i = a, x, nr = 0; i < v->n; i = x) {
+        x = rend[nr++];
         int32_t r = -1, got = 0;
         for (Py_ssize_t y = i; y < x; y++) {
             int32_t e = eidx[y];
             if (e < 0) {
                 if (r < 0) {
                     BKey b = bkey_of(v->a[i]);
-                    if ((r = bt_find(&t->blk, b)) < 0 && ((r = bt_add(&t->blk, b, 0)) < 0 || pt_ent_room(t) < 0))
-                        return -1;
+                    if ((r = bt_find(&t->blk, b)) < 0) {
+                        if ((r = bt_add(&t->blk, b, 0)) < 0 || pt_ent_room(t) < 0) {
+                            t->tail = tail; t->held += appended; t->nres += nres;
+                            return -1;
+                        }
+                        ent = t->ent;
+                    }
                 }
-                e = pt_add_rec(t, r, v->a[y], 0);
+                e = r << sh | PAGE_OF(v->a[y]);
+                ent[e].pin = 0;
                 got++;
-            }
-            if (t->ent[e].pin == 0) pt_append(t, e);
+            } else if (ent[e].pin) continue;
+            ent[e].prev = tail;
+            ent[e].next = -1;
+            *(tail >= 0 ? &ent[tail].next : &t->head) = e;
+            tail = e;
+            appended++;
         }
-        added[v->a[i].tag >> 16] += got;
+        if (got) {
+            t->blk.ent[r].pin += got;
+            nres += got;
+            added[v->a[i].tag >> 16] += got;
+        }
     }
+    t->tail = tail;
+    t->held += appended;
+    t->nres += nres;
     return 0;
 }
 
@@ -375,15 +398,16 @@ static Py_ssize_t t_insert(GH *s, int j, const KV *v, KV *out, int drop) {
     t->evicted += gone;
     t->overflow += ncut - gone;
     if (v->n > s->ecap) {       /* the batch's entries, found once: evictions below never free them */
-        int32_t *x = PyMem_Realloc(s->eidx, sizeof(int32_t) * v->n);
+        int32_t *x = PyMem_Realloc(s->eidx, sizeof(int32_t) * 2 * v->n);
         if (!x) { PyErr_NoMemory(); return -1; }
         s->eidx = x;
         s->ecap = v->n;
     }
-    Py_ssize_t fresh = ins_find(t, v, ncut, s->eidx);
+    int32_t *rend = s->eidx + s->ecap;      /* the runs' ends */
+    Py_ssize_t fresh = ins_find(t, v, ncut, s->eidx, rend);
     if (t_evict(s, j, fresh - pt_free_slots(t), out, drop) < 0) return -1;
     long long added[MAXG] = {0};
-    if (ins_add(t, v, ncut, s->eidx, added) < 0) return -1;
+    if (ins_add(t, v, ncut, s->eidx, rend, added) < 0) return -1;
     for (int g = 0; g < s->G; g++) {
         s->rp[j][g] += added[g];
         if (j) s->written[j][g] += added[g];
