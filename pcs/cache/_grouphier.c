@@ -348,14 +348,13 @@ static int ins_add(PTier *t, const KV *v, Py_ssize_t a, const int32_t *eidx, con
             int32_t e = eidx[y];
             if (e < 0) {
                 if (r < 0) {
-                    BKey b = bkey_of(v->a[i]);
-                    if ((r = bt_find(&t->blk, b)) < 0) {
-                        if ((r = bt_add(&t->blk, b, 0)) < 0 || pt_ent_room(t) < 0) {
-                            t->tail = tail; t->held += appended; t->nres += nres;
-                            return -1;
-                        }
-                        ent = t->ent;
+                    int fresh_rec;
+                    if ((r = bt_find_or_add(&t->blk, bkey_of(v->a[i]), &fresh_rec)) < 0
+                        || (fresh_rec && pt_ent_room(t) < 0)) {
+                        t->tail = tail; t->held += appended; t->nres += nres;
+                        return -1;
                     }
+                    ent = t->ent;
                 }
                 e = r << sh | PAGE_OF(v->a[y]);
                 ent[e].pin = 0;
