@@ -306,19 +306,20 @@ static inline Py_ssize_t run_end(const KV *v, Py_ssize_t i) {
 
 /* t_insert's first pass over keys [a, n) of v: each key's entry into eidx (-1: absent), the resident unpinned
  * ones unlinked (they go to the LRU end after the evictions); its record looked up once per run of one block
- * (no record is deleted here); the runs' ends into rend (the second pass walks the same runs); the number of
- * absent keys */
+ * (no record is deleted here); the runs' ends into rend (the second pass walks the same runs), ~end for a run
+ * whose block has no record (its keys all absent, eidx not written); the number of absent keys */
 static Py_ssize_t ins_find(PTier *t, const KV *v, Py_ssize_t a, int32_t *eidx, int32_t *rend) {
     Py_ssize_t fresh = 0, nr = 0;
     const int sh = t->shift;
     for (Py_ssize_t i = a, x; i < v->n; i = x) {
-        x = rend[nr++] = (int32_t)run_end(v, i);
+        x = run_end(v, i);
         const int32_t r = bt_find(&t->blk, bkey_of(v->a[i]));
-        if (r < 0) {
-            for (Py_ssize_t y = i; y < x; y++) eidx[y] = -1;
+        if (r < 0) {            /* a block with no page here: its keys are all absent (no entries written) */
+            rend[nr++] = ~(int32_t)x;
             fresh += x - i;
             continue;
         }
+        rend[nr++] = (int32_t)x;
         for (Py_ssize_t y = i; y < x; y++) {
             const int32_t e = r << sh | PAGE_OF(v->a[y]);
             const int32_t pin = t->ent[e].pin;
@@ -344,7 +345,23 @@ static int ins_add(PTier *t, const KV *v, Py_ssize_t a, const int32_t *eidx, con
     for (Py_ssize_t i = a, x, nr = 0; i < v->n; i = x) {
         x = rend[nr++];
         int32_t r = -1, got = 0;
-        for (Py_ssize_t y = i; y < x; y++) {
+        if (x < 0) {            /* all absent: one record, every key added and appended */
+            x = ~x;
+            int fresh_rec;
+            if ((r = bt_find_or_add(&t->blk, bkey_of(v->a[i]), &fresh_rec)) < 0 || (fresh_rec && pt_ent_room(t) < 0)) {
+                t->tail = tail; t->held += appended; t->nres += nres;
+                return -1;
+            }
+            ent = t->ent;
+            for (Py_ssize_t y = i; y < x; y++) {
+                const int32_t e = r << sh | PAGE_OF(v->a[y]);
+                ent[e] = (PEnt){0, tail, -1};
+                *(tail >= 0 ? &ent[tail].next : &t->head) = e;
+                tail = e;
+            }
+            got = (int32_t)(x - i);
+            appended += got;
+        } else for (Py_ssize_t y = i; y < x; y++) {
             int32_t e = eidx[y];
             if (e < 0) {
                 if (r < 0) {
