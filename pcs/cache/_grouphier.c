@@ -64,7 +64,7 @@ typedef struct {
     KV dem[2];                  /* evicted()'s pages pushed level to level (kept: no allocation per call) */
     Rest *rest, *rest2;         /* rest2: rest_sort's output, swapped with rest */
     Py_ssize_t nrest, rcap, rcap2, ecap;
-    int32_t *eidx;              /* t_insert's entry per batch key */
+    int32_t *eidx;              /* t_insert's entry per batch key (ecap), then its runs' ends (ecap) */
     long long extra, live[MAXG];
     uint64_t *rset;             /* first_repeat's set: hashes, the generation stamping each slot used */
     uint32_t *rgen, rstamp;
@@ -164,14 +164,16 @@ static int lvl_of_memo(GH *s, Key k, PMemo *m) {
 }
 #define LEVEL_MEMOS(m) PMemo m[MAXL]; for (int j_ = 0; j_ < MAXL; j_++) m[j_] = (PMemo)PMEMO_INIT
 
-/* Tier._evict: n victims, first victim first, appended to out (may be NULL); pages counted out. The victims are
- * the LRU list's first n entries, taken run by run: a run is the consecutive victims of one group block (its
- * pages lie side by side in the list when they were inserted, unpinned or touched together), so its record is
- * read once and deleted once, with its last page (a record's pin count reaches 0 only at the last page of its
- * run: the same deletions in the same order as page by page); then the list is cut once after the last victim */
-static int t_evict(GH *s, int j, Py_ssize_t n, KV *out) {
+/* Tier._evict: n victims, first victim first, appended to out (may be NULL), or with `drop` counted as pages
+ * pushed out of the last level (GroupHierarchy._evicted's drop: only their groups are read); pages counted out. The
+ * victims are the LRU list's first n entries, taken run by run: a run is the consecutive victims of one group block
+ * (its pages lie side by side in the list when they were inserted, unpinned or touched together), so its record is
+ * read once and deleted once, with its last page (a record's pin count reaches 0 only at the last page of its run:
+ * the same deletions in the same order as page by page); then the list is cut once after the last victim */
+static int t_evict(GH *s, int j, Py_ssize_t n, KV *out, int drop) {
     PTier *t = &s->tier[j];
     if (n <= 0) return 0;
+    if (drop) out = NULL;
     if (out && out->n + n > out->cap && PCS_GROW(out->a, &out->cap, out->n + n, 16) < 0) return -1;
     Key *o = out ? out->a + out->n : NULL;
     long long gone[MAXG] = {0};
@@ -182,17 +184,24 @@ static int t_evict(GH *s, int j, Py_ssize_t n, KV *out) {
     for (Py_ssize_t i = 0; i < n;) {
         const int32_t r = e >> sh;
         BRec *rec = &t->blk.ent[r];
-        const uint64_t h = rec->h;
-        const uint32_t g = rec->g, tag = g << 16;
-        int32_t run = 0;
-        do {
-            int32_t nx = ent[e].next;
-            if (o) o[i] = (Key){h, tag | ((uint32_t)e & pm)};
-            ent[e].pin = PT_ABSENT;
-            run++;
-            i++;
-            e = nx;
-        } while (i < n && e >= 0 && (e >> sh) == r);
+        const uint32_t g = rec->g;
+        const Py_ssize_t i0 = i;
+        if (o) {
+            const uint64_t h = rec->h;
+            const uint32_t tag = g << 16;
+            do {
+                o[i++] = (Key){h, tag | ((uint32_t)e & pm)};
+                ent[e].pin = PT_ABSENT;
+                e = ent[e].next;
+            } while (i < n && e >= 0 && (e >> sh) == r);
+        } else {
+            do {
+                i++;
+                ent[e].pin = PT_ABSENT;
+                e = ent[e].next;
+            } while (i < n && e >= 0 && (e >> sh) == r);
+        }
+        const int32_t run = (int32_t)(i - i0);
         gone[g] += run;
         if ((rec->pin -= run) == 0) bt_del(&t->blk, r);
     }
@@ -202,6 +211,10 @@ static int t_evict(GH *s, int j, Py_ssize_t n, KV *out) {
     t->held -= n;
     t->nres -= n;
     for (int g = 0; g < s->G; g++) s->rp[j][g] -= gone[g];
+    if (drop) {
+        s->dropped_blocks += n;
+        for (int g = 0; g < s->G; g++) s->dropped[g] += gone[g];
+    }
     if (out) out->n += n;
     t->evicted += n;
     return 0;
@@ -235,7 +248,7 @@ static Py_ssize_t t_count_evictable(PTier *t, const KV *v) {
 /* Tier.reserve on the GPU level (the caller checked n <= available) */
 static int t_reserve(GH *s, Py_ssize_t n, KV *victims) {
     PTier *t = &s->tier[0];
-    if (t_evict(s, 0, n - pt_free_slots(t), victims) < 0) return -1;
+    if (t_evict(s, 0, n - pt_free_slots(t), victims, 0) < 0) return -1;
     t->reserved += n;
     pt_peaks(t);
     return 0;
@@ -275,11 +288,118 @@ static void t_touch_rev(PTier *t, const KV *v) {
     }
 }
 
-/* Tier.insert (GroupHierarchy._insert) of v at level j: pushed (victims, then the cut keys) into out;
- * returns the keys newly written, or -1 on a memory error */
-static Py_ssize_t t_insert(GH *s, int j, const KV *v, KV *out) {
+static void dropped(GH *s, const KV *v) {
+    s->dropped_blocks += v->n;
+    for (Py_ssize_t i = 0; i < v->n; i++) s->dropped[GROUP_OF(v->a[i])]++;
+}
+
+/* the end of the run of keys of v's group block at i: the first index after i of another block (the keys of one
+ * block lie together in every batch the hierarchy inserts: a block's pages as the demand lists them, or an
+ * eviction's runs) */
+static inline Py_ssize_t run_end(const KV *v, Py_ssize_t i) {
+    const uint64_t h = v->a[i].h;
+    const uint32_t g = v->a[i].tag >> 16;
+    Py_ssize_t x = i + 1;
+    while (x < v->n && v->a[x].h == h && v->a[x].tag >> 16 == g) x++;
+    return x;
+}
+
+/* t_insert's first pass over keys [a, n) of v: each key's entry into eidx (-1: absent), the resident unpinned
+ * ones unlinked (they go to the LRU end after the evictions); its record looked up once per run of one block
+ * (no record is deleted here); the runs' ends into rend (the second pass walks the same runs), ~end for a run
+ * whose block has no record (its keys all absent, eidx not written); the number of absent keys */
+static Py_ssize_t ins_find(PTier *t, const KV *v, Py_ssize_t a, int32_t *eidx, int32_t *rend) {
+    Py_ssize_t fresh = 0, nr = 0;
+    const int sh = t->shift;
+    for (Py_ssize_t i = a, x; i < v->n; i = x) {
+        x = run_end(v, i);
+        const int32_t r = bt_find(&t->blk, bkey_of(v->a[i]));
+        if (r < 0) {            /* a block with no page here: its keys are all absent (no entries written) */
+            rend[nr++] = ~(int32_t)x;
+            fresh += x - i;
+            continue;
+        }
+        rend[nr++] = (int32_t)x;
+        for (Py_ssize_t y = i; y < x; y++) {
+            const int32_t e = r << sh | PAGE_OF(v->a[y]);
+            const int32_t pin = t->ent[e].pin;
+            if (pin == PT_ABSENT) { eidx[y] = -1; fresh++; }
+            else {
+                eidx[y] = e;
+                if (pin == 0) pt_unlink(t, e);
+            }
+        }
+    }
+    return fresh;
+}
+
+/* t_insert's second pass over the runs ins_find found: keys [a, n) of v added unpinned where absent (their record
+ * looked up again, once per run with an absent key: the evictions may have deleted it; added when absent) and
+ * appended to the LRU list in order (pt_add_rec then pt_append, the links kept in locals); pages added per group
+ * into added; 0, or -1 on a memory error */
+static int ins_add(PTier *t, const KV *v, Py_ssize_t a, const int32_t *eidx, const int32_t *rend, long long *added) {
+    const int sh = t->shift;
+    PEnt *ent = t->ent;
+    int32_t tail = t->tail;
+    Py_ssize_t appended = 0, nres = 0;
+    for (Py_ssize_t i = a, x, nr = 0; i < v->n; i = x) {
+        x = rend[nr++];
+        int32_t r = -1, got = 0;
+        if (x < 0) {            /* all absent: one record, every key added and appended */
+            x = ~x;
+            int fresh_rec;
+            if ((r = bt_find_or_add(&t->blk, bkey_of(v->a[i]), &fresh_rec)) < 0 || (fresh_rec && pt_ent_room(t) < 0)) {
+                t->tail = tail; t->held += appended; t->nres += nres;
+                return -1;
+            }
+            ent = t->ent;
+            for (Py_ssize_t y = i; y < x; y++) {
+                const int32_t e = r << sh | PAGE_OF(v->a[y]);
+                ent[e] = (PEnt){0, tail, -1};
+                *(tail >= 0 ? &ent[tail].next : &t->head) = e;
+                tail = e;
+            }
+            got = (int32_t)(x - i);
+            appended += got;
+        } else for (Py_ssize_t y = i; y < x; y++) {
+            int32_t e = eidx[y];
+            if (e < 0) {
+                if (r < 0) {
+                    int fresh_rec;
+                    if ((r = bt_find_or_add(&t->blk, bkey_of(v->a[i]), &fresh_rec)) < 0
+                        || (fresh_rec && pt_ent_room(t) < 0)) {
+                        t->tail = tail; t->held += appended; t->nres += nres;
+                        return -1;
+                    }
+                    ent = t->ent;
+                }
+                e = r << sh | PAGE_OF(v->a[y]);
+                ent[e].pin = 0;
+                got++;
+            } else if (ent[e].pin) continue;
+            ent[e].prev = tail;
+            ent[e].next = -1;
+            *(tail >= 0 ? &ent[tail].next : &t->head) = e;
+            tail = e;
+            appended++;
+        }
+        if (got) {
+            t->blk.ent[r].pin += got;
+            nres += got;
+            added[v->a[i].tag >> 16] += got;
+        }
+    }
+    t->tail = tail;
+    t->held += appended;
+    t->nres += nres;
+    return 0;
+}
+
+/* Tier.insert (GroupHierarchy._insert) of v at level j: pushed (victims, then the cut keys) into out, or with
+ * `drop` counted as pages pushed out of the last level; returns the keys newly written, or -1 on a memory error */
+static Py_ssize_t t_insert(GH *s, int j, const KV *v, KV *out, int drop) {
     PTier *t = &s->tier[j];
-    Py_ssize_t room = pt_free_slots(t) + t->held, ncut, gone = 0, fresh = 0;
+    Py_ssize_t room = pt_free_slots(t) + t->held, ncut, gone = 0;
     if (room < 0) room = 0;
     ncut = v->n > room ? v->n - room : 0;
     for (Py_ssize_t i = 0; i < ncut; i++) {
@@ -294,51 +414,37 @@ static Py_ssize_t t_insert(GH *s, int j, const KV *v, KV *out) {
     t->evicted += gone;
     t->overflow += ncut - gone;
     if (v->n > s->ecap) {       /* the batch's entries, found once: evictions below never free them */
-        int32_t *x = PyMem_Realloc(s->eidx, sizeof(int32_t) * v->n);
+        int32_t *x = PyMem_Realloc(s->eidx, sizeof(int32_t) * 2 * v->n);
         if (!x) { PyErr_NoMemory(); return -1; }
         s->eidx = x;
         s->ecap = v->n;
     }
-    PMemo m = PMEMO_INIT;
-    for (Py_ssize_t i = ncut; i < v->n; i++) {
-        int32_t e = s->eidx[i] = pt_find_memo(t, v->a[i], &m);
-        if (e < 0) fresh++;
-        else if (t->ent[e].pin == 0) pt_unlink(t, e);
-    }
-    if (t_evict(s, j, fresh - pt_free_slots(t), out) < 0) return -1;
-    m = (PMemo)PMEMO_INIT;     /* the evictions may have deleted records */
+    int32_t *rend = s->eidx + s->ecap;      /* the runs' ends */
+    Py_ssize_t fresh = ins_find(t, v, ncut, s->eidx, rend);
+    if (t_evict(s, j, fresh - pt_free_slots(t), out, drop) < 0) return -1;
     long long added[MAXG] = {0};
-    for (Py_ssize_t i = ncut; i < v->n; i++) {
-        int32_t e = s->eidx[i];
-        if (e < 0) {
-            if ((e = pt_add_memo(t, v->a[i], 0, &m)) < 0) return -1;
-            added[GROUP_OF(v->a[i])]++;
-        }
-        if (t->ent[e].pin == 0) pt_append(t, e);
-    }
+    if (ins_add(t, v, ncut, s->eidx, rend, added) < 0) return -1;
     for (int g = 0; g < s->G; g++) {
         s->rp[j][g] += added[g];
         if (j) s->written[j][g] += added[g];
     }
     t->inserted += fresh;
     pt_peaks(t);
-    for (Py_ssize_t i = 0; i < ncut; i++) if (out && kv_push(out, v->a[i]) < 0) return -1;
+    if (drop) {
+        KV cut = {v->a, ncut, ncut};
+        dropped(s, &cut);
+    } else for (Py_ssize_t i = 0; i < ncut; i++) if (out && kv_push(out, v->a[i]) < 0) return -1;
     return fresh;
-}
-
-static void dropped(GH *s, const KV *v) {
-    s->dropped_blocks += v->n;
-    for (Py_ssize_t i = 0; i < v->n; i++) s->dropped[GROUP_OF(v->a[i])]++;
 }
 
 /* GroupHierarchy._evicted: GPU victims demoted level by level (write-back) or dropped (write-through) */
 static int evicted(GH *s, const KV *victims) {
     if (s->wt || !victims->n) return 0;
     const KV *cur = victims;
-    for (int j = 1; j < s->L; j++) {
+    for (int j = 1; j < s->L; j++) {     /* the last level's victims are counted as dropped, not listed */
         KV *nx = (cur == &s->dem[0]) ? &s->dem[1] : &s->dem[0];
         nx->n = 0;
-        Py_ssize_t w = t_insert(s, j, cur, nx);
+        Py_ssize_t w = t_insert(s, j, cur, nx, j == s->L - 1);
         if (w < 0) return -1;
         s->written_blocks[j] += w;
         cur = nx;
@@ -353,10 +459,9 @@ static int write_down(GH *s, const KV *down) {
     KV pushed = {0};
     for (int j = 1; j < s->L; j++) {
         pushed.n = 0;
-        Py_ssize_t w = t_insert(s, j, down, &pushed);
+        Py_ssize_t w = t_insert(s, j, down, &pushed, j == s->L - 1);
         if (w < 0) { kv_free(&pushed); return -1; }
         s->written_blocks[j] += w;
-        if (j == s->L - 1) dropped(s, &pushed);
     }
     kv_free(&pushed);
     return 0;
@@ -869,7 +974,7 @@ static int c_prefill_done(GH *s, GAdm *a) {
     for (int g = 0; g < s->G; g++) {
         if (!a->transient[g].n) continue;
         s->tmp2.n = 0;
-        if (kv_reversed(&s->tmp3, &a->transient[g]) < 0 || t_insert(s, 0, &s->tmp3, &s->tmp2) < 0
+        if (kv_reversed(&s->tmp3, &a->transient[g]) < 0 || t_insert(s, 0, &s->tmp3, &s->tmp2, 0) < 0
             || evicted(s, &s->tmp2) < 0) return -1;
     }
     res_note(s);
@@ -1065,7 +1170,7 @@ static PyObject *gh_extend(GH *s, PyObject *const *args, Py_ssize_t nargs) {
                 }
             if (keys->n) {
                 s->tmp2.n = 0;
-                if (kv_reversed(&s->tmp3, keys) < 0 || t_insert(s, 0, &s->tmp3, &s->tmp2) < 0
+                if (kv_reversed(&s->tmp3, keys) < 0 || t_insert(s, 0, &s->tmp3, &s->tmp2, 0) < 0
                     || evicted(s, &s->tmp2) < 0) goto done;
             }
         }

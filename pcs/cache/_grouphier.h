@@ -104,6 +104,18 @@ static inline void *pt_slots_alloc(size_t bytes) {
 
 static inline BKey bkey_of(Key k) { return (BKey){k.h, k.tag >> 16}; }
 
+/* the record of group block b, added (pin count 0) when absent, with one probe: the add takes the free slot the
+ * lookup ended at unless making room grew the table (then bt_add probes again: the slots bt_find then bt_add give);
+ * *added = 1 when it was absent; -1 + MemoryError on failure (the caller makes room for its pages) */
+static inline int32_t bt_find_or_add(BTab *t, BKey b, int *added) {
+    uint64_t at, mask = t->mask;
+    int32_t r = bt_find_at(t, b, &at);
+    *added = r < 0;
+    if (r >= 0) return r;
+    if (bt_add_room(t) < 0) return -1;
+    return t->mask == mask ? bt_add_at(t, b, 0, at) : bt_add(t, b, 0);
+}
+
 /* the key of page entry e */
 static inline Key pt_key(const PTier *t, int32_t e) {
     const BRec *r = &t->blk.ent[e >> t->shift];
@@ -159,9 +171,12 @@ static inline int pt_ent_room(PTier *t) {
 /* the record of k's group block, added (no page present) when absent, through the memo m (kept current);
  * -1 + MemoryError on failure */
 static inline int32_t pt_block_memo(PTier *t, Key k, PMemo *m) {
-    int32_t r = pt_rec_memo(t, k, m);
-    if (r >= 0) return r;
-    if ((r = bt_add(&t->blk, m->b, 0)) < 0 || pt_ent_room(t) < 0) return -1;
+    BKey b = bkey_of(k);
+    if (m->b.h == b.h && m->b.g == b.g && m->r >= 0) return m->r;
+    int added;
+    int32_t r = bt_find_or_add(&t->blk, b, &added);
+    if (r < 0 || (added && pt_ent_room(t) < 0)) return -1;
+    m->b = b;
     m->r = r;
     return r;
 }

@@ -199,3 +199,37 @@ def test_unsupported_page_slab_limits():
     assert "4096 pages a group block" in unsupported(tiers(4), groups(4097), 1)
     assert unsupported(tiers(134_217_728), groups(6), 1) is None
     assert "134217728 pages" in unsupported(tiers(134_217_729), groups(6), 1)
+
+
+def test_demotion_runs_hand_traced():
+    """GPU victims demoted run by run into the last level, its victims counted as dropped (pcs/cache/_grouphier.c
+    t_insert, t_evict), worked out by hand from the LRU rules (docs/semantics.md §5-§7), both twins.
+
+    One full group of 3 pages per block (page p of block b: b.p), GPU and CPU of 6 pages, write-back; each request
+    runs start, prefill_done, finish (its pages unpinned tail first, so a block's page 0 is the most recent):
+    r1 [1, 2]: GPU 2.2 2.1 2.0 1.2 1.1 1.0 (first victim first).
+    r2 [3]: 3 slots -> block 2's run leaves the GPU into the empty CPU (2.2 2.1 2.0, one run with no record);
+        GPU 1.2 1.1 1.0 3.2 3.1 3.0.
+    r3 [4, 5]: 6 slots -> runs of blocks 1 and 3 go down; the CPU has 3 free pages, so its run of block 2 is dropped
+        (3 pages); CPU 1.2 1.1 1.0 3.2 3.1 3.0, written 3 + 6 = 9, CPU evicted 3.
+    r4 [1] with a hit of 1 block: block 1 restored from the CPU (its copy touched there: CPU 3.x then 1.2 1.1 1.0),
+        its 3 GPU slots from the run of block 5 (5.2 5.1 5.0), demoted: block 3's run dropped; dropped 6 in all,
+        CPU 1.2 1.1 1.0 5.2 5.1 5.0, written 12, CPU evicted 6; GPU 4.2 4.1 4.0 1.2 1.1 1.0.
+    """
+    from pcs.cache.grouphier import page_key
+
+    groups = [CacheGroup("full", "full", ("full_attention",), BS, pages=3)]
+    ref, nat = _pair([6, 6], "back", groups)
+    keys = lambda *blocks: [page_key(b, 0, p) for b in blocks for p in (2, 1, 0)]  # noqa: E731
+    for h in (ref, nat):
+        for ids, hit in (([1, 2], 0), ([3], 0), ([4, 5], 0), ([1], 1)):
+            a = h.start(ids, len(ids), hit)
+            assert a.hit_blocks == hit
+            h.prefill_done(a)
+            h.finish(a)
+        assert h.tiers[0].policy.order() == keys(4, 1)
+        assert h.tiers[1].policy.order() == keys(1, 5)
+        assert (h.written_blocks[1], h.dropped_blocks) == (12, 6)
+        assert h.tiers[1].stats.evicted_blocks == 6
+        assert h.residency.dropped == [6]
+    assert_group_states_equal(ref, nat)
