@@ -27,9 +27,9 @@ _LOCK = threading.RLock()
 class _Deferred:
     """One generated method, not yet compiled: the arguments the standard ``_create_fn`` was called with.
 
-    A descriptor (looked up on the class or an instance, it compiles the method, stores the function in the
-    class that holds it and returns what the function would) and a callable (``__repr__``'s recursion guard
-    calls what it wraps; that one stays outside the class, its function keeps its compiled qualname).
+    A descriptor: looked up on the class or an instance, it compiles the method, stores the function in the
+    class that holds it (named ``Class.method``, as the standard decorator names it) and returns what the
+    function would. Callable too (the same function). ``__repr__`` is not one: see :func:`_deferred_repr`.
     """
 
     __slots__ = ("__name__", "_args", "_kwargs", "_fn")
@@ -56,8 +56,24 @@ class _Deferred:
         return self._compile()(*args, **kwargs)
 
 
-def _deferred_create_fn(name: str, *args: Any, **kwargs: Any) -> _Deferred:
-    return _Deferred(name, args, kwargs)
+def _deferred_repr(args: tuple, kwargs: dict) -> Callable[..., Any]:
+    """``__repr__``, compiled on its first call: a plain function, as the recursion guard that wraps it copies its
+    name, module and docstring (those of the compiled one: the class's module, no docstring)."""
+    compiled: list = []
+
+    def __repr__(*a: Any, **k: Any) -> Any:
+        if not compiled:
+            compiled.append(_ORIGINAL("__repr__", *args, **kwargs))
+        return compiled[0](*a, **k)
+
+    __repr__.__qualname__ = "__create_fn__.<locals>.__repr__"
+    __repr__.__module__ = (kwargs.get("globals") or {}).get("__name__")
+    __repr__.__doc__ = None
+    return __repr__
+
+
+def _deferred_create_fn(name: str, *args: Any, **kwargs: Any) -> Any:
+    return _deferred_repr(args, kwargs) if name == "__repr__" else _Deferred(name, args, kwargs)
 
 
 @dataclass_transform(field_specifiers=(dataclasses.field, dataclasses.Field))

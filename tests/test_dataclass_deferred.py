@@ -102,3 +102,17 @@ def test_a_subclass_compiles_the_method_into_the_class_that_defines_it():
 
     assert Child(4).a == 4
     assert inspect.isfunction(Base.__dict__["__init__"]) and "__init__" not in Child.__dict__
+
+
+def test_the_methods_carry_the_standard_names_modules_and_docstrings():
+    """What doc tools read: each method's name, qualname, module and docstring are the standard decorator's
+    (``__repr__``'s recursion guard copies them from what it wraps: the class's module, no docstring)."""
+    def described(cls):
+        return {name: (fn.__name__, fn.__qualname__.split("Point.")[-1], fn.__module__, fn.__doc__)
+                for name in ("__init__", "__repr__", "__eq__", "__hash__", "__setattr__", "__delattr__")
+                for fn in [getattr(cls, name)]} | {"wrapped": (cls.__repr__.__wrapped__.__qualname__,
+                                                              cls.__repr__.__wrapped__.__module__)}
+    standard, lazy = _pair(frozen=True, slots=True)
+    assert described(lazy) == described(standard)
+    assert described(lazy)["__init__"] == ("__init__", "__init__", __name__, None)
+    assert described(lazy)["wrapped"] == ("__create_fn__.<locals>.__repr__", __name__)
