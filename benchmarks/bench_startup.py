@@ -11,7 +11,8 @@ numpy's import is charged to numpy, not to the pcs module that happened to
 import it first) and the heaviest top-level imports by cumulative time, so a
 regression names its culprit; and from one more run of each case, the CPU seconds spent creating dataclasses
 and in the garbage collector (``breakdown``: on Python 3.11 each dataclass compiles its generated methods,
-about a third of a small replay's CPU in 2026-12). The tiny trace
+about a third of a small replay's CPU in 2026-12, before pcs's records compiled their methods on first use:
+``pcs._dataclass``), and how many generated methods were compiled. The tiny trace
 is traces/formats/mooncake_conv_8.jsonl (8 Mooncake requests).
 
 The children run with ``PYTHONDONTWRITEBYTECODE`` removed from their
@@ -118,12 +119,16 @@ def _imports(cmd: list[str], peer: str | None = None) -> dict:
 
 #: Run before the command in one more child: CPU seconds spent creating dataclasses (``dataclasses._process_class``:
 #: its generated ``__init__``, ``__repr__``, ``__eq__``, ``__hash__``, frozen ``__setattr__`` / ``__delattr__`` are
-#: each compiled by ``exec`` on Python 3.11) and in the cyclic garbage collector (``gc.callbacks``), beside the
-#: child's CPU seconds, printed on stderr at exit.
+#: each compiled by ``exec`` on Python 3.11), the generated methods compiled and their CPU seconds wherever the
+#: compile happens (``dataclasses._create_fn``: inside the decorator, or on first use for pcs's own records,
+#: ``pcs._dataclass``), and in the cyclic garbage collector (``gc.callbacks``), beside the child's CPU seconds,
+#: printed on stderr at exit.
 _BREAKDOWN = """
 import atexit, dataclasses, gc, json, sys, time
-_acc = {"dataclass_cpu_s": 0.0, "dataclasses": 0, "gc_cpu_s": 0.0, "gc_collections": 0}
+_acc = {"dataclass_cpu_s": 0.0, "dataclasses": 0, "methods_compiled": 0, "methods_compile_cpu_s": 0.0,
+        "gc_cpu_s": 0.0, "gc_collections": 0}
 _made, _gc_t0 = dataclasses._process_class, [0.0]
+_create = getattr(dataclasses, "_create_fn", None)
 def _timed(*a, **k):
     t0 = time.thread_time()
     try:
@@ -131,6 +136,15 @@ def _timed(*a, **k):
     finally:
         _acc["dataclass_cpu_s"] += time.thread_time() - t0
         _acc["dataclasses"] += 1
+def _compiled(*a, **k):
+    t0 = time.thread_time()
+    try:
+        return _create(*a, **k)
+    finally:
+        _acc["methods_compile_cpu_s"] += time.thread_time() - t0
+        _acc["methods_compiled"] += 1
+if _create is not None:
+    dataclasses._create_fn = _compiled
 def _gc(phase, info):
     if phase == "start":
         _gc_t0[0] = time.thread_time()
@@ -180,7 +194,8 @@ def main() -> None:
         if "breakdown" in out[k]:
             b = out[k]["breakdown"]
             print(f"{'':17s} of {b['cpu_s']:.3f} CPU s (one more run): dataclass creation {b['dataclass_cpu_s']:.3f} s "
-                  f"({b['dataclasses']} classes), garbage collector {b['gc_cpu_s']:.3f} s "
+                  f"({b['dataclasses']} classes; {b['methods_compiled']} methods compiled, "
+                  f"{b['methods_compile_cpu_s']:.3f} s), garbage collector {b['gc_cpu_s']:.3f} s "
                   f"({b['gc_collections']} passes)")
     target = 0.25
     print(json.dumps({"bench": "startup", "runs": a.runs, **out, "target_wall_s": target,

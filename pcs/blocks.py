@@ -17,10 +17,10 @@ Rules (vLLM ``KVCacheManager`` / ``kv_cache_utils``; SGLang ``RadixCache``):
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, Iterable
 
 import numpy as np
+from pcs._dataclass import dataclass
 
 __all__ = ["BlockRules", "SingleSequenceResult", "single_sequence_hits"]
 

@@ -46,7 +46,6 @@ batch is memory bound until its tokens' matmuls outweigh the weight read.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
@@ -55,6 +54,7 @@ import numpy as np
 from pcs import units
 from pcs.errors import InputError, UserError
 from pcs.hardware import MIN_FLOPS, GPUSpec
+from pcs._dataclass import dataclass
 
 __all__ = ["DEFAULT_UTILISATION", "ComputeModel", "MeasuredPrefill", "StepCost"]
 

@@ -21,13 +21,14 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Any
 
 from pcs import units
 from pcs.configfile import read_mapping
 from pcs.errors import InputError, UnknownNameError, UserError
+from pcs._dataclass import dataclass
 
 __all__ = [
     "GPUSpec", "LinkSpec", "HardwareTable", "GPUS", "LINKS", "GPU_NAMES", "LINK_NAMES", "ALIASES", "aliases_of",

@@ -30,6 +30,7 @@ import dataclasses
 import typing
 from typing import Any, Sequence, TypeVar
 from pcs.errors import UserError
+from pcs._dataclass import dataclass
 
 __all__ = ["UNITS", "COMMON_FIELDS", "field", "common", "bytes_of", "result", "to_dict", "json_fields", "FieldInfo",
            "Column", "take", "renamed", "own", "projection"]
@@ -59,7 +60,7 @@ COMMON_FIELDS = {
 _T = TypeVar("_T")
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True)
 class FieldInfo:
     """One JSON field of a result type, as :mod:`pcs.report.jsondoc` documents it.
 
@@ -225,7 +226,7 @@ def result(cls: type[_T] | None = None) -> Any:
     """
     def wrap(c: type[_T]) -> type[_T]:
         _resolve_common(c)
-        dc = dataclasses.dataclass(frozen=True, slots=True)(c)
+        dc = dataclass(frozen=True, slots=True)(c)
         if "to_dict" not in c.__dict__:
             def _to_dict(self) -> dict[str, Any]:
                 """The JSON object (keys and units in ``docs/json.md``)."""
@@ -239,7 +240,7 @@ def result(cls: type[_T] | None = None) -> Any:
     return wrap if cls is None else wrap(cls)
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclass(frozen=True)
 class Column:
     """One field of a :func:`projection`: taken from the source (``path`` set) or the projection's own.
 

@@ -33,9 +33,9 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from pcs.errors import UserError
+from pcs._dataclass import dataclass
 
 __all__ = [
     "ascii_int",

@@ -26,11 +26,12 @@ from __future__ import annotations
 
 import math
 import numbers
-from dataclasses import dataclass, fields
+from dataclasses import fields
 from decimal import ROUND_HALF_EVEN, Decimal
 from fractions import Fraction
 from typing import Any, Iterable
 from pcs.argcheck import check_byte_count, check_int, check_number_list, check_real
+from pcs._dataclass import dataclass
 
 __all__ = ["EnvelopeRow", "EnvelopeResult", "envelope", "break_even_bps", "seconds_to_ns",
            "restore_bytes_for_tokens", "restored_tokens"]

@@ -28,9 +28,9 @@ hierarchy that applies them is :class:`pcs.cache.grouphier.GroupHierarchy`.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Callable
 from pcs.errors import UserError
+from pcs._dataclass import dataclass
 
 __all__ = ["RULES", "CacheGroup", "fixed_point"]
 

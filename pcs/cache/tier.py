@@ -25,7 +25,6 @@ without special-case fast branches (``docs/semantics.md §15``).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from itertools import filterfalse, groupby
 from typing import Iterable, Sequence
 
@@ -33,6 +32,7 @@ from pcs.cache.policies import EvictionPolicy
 from pcs.cache.policyguard import as_index, broke, broke_count, guard, trusted
 from pcs.counters import Counters
 from pcs.errors import UserError
+from pcs._dataclass import dataclass
 
 __all__ = ["Tier", "TierStats"]
 

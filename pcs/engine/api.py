@@ -32,7 +32,6 @@ from __future__ import annotations
 import dataclasses
 import functools
 import re
-from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
 from pcs import units
@@ -55,6 +54,7 @@ from pcs.argcheck import MAX_TP, check_flag, check_int, check_real
 from pcs.engine.schedstats import SpanError
 from pcs.errors import UserError
 from pcs.trace.batches import as_batches, reiterable
+from pcs._dataclass import dataclass
 
 __all__ = ["replay", "ReplayResult", "TierSpec", "parse_tier", "parse_assignment", "DEFAULTS", "DEFAULT_TIERS"]
 

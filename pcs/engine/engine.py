@@ -35,7 +35,6 @@ from __future__ import annotations
 import heapq
 from array import array
 from collections import deque
-from dataclasses import dataclass
 from typing import Sequence
 
 import numpy as np
@@ -48,6 +47,7 @@ from pcs.engine.series import Sampler
 from pcs.engine.restores import link_restores
 from pcs.engine.timing import TimeModel  # noqa: F401  (re-exported)
 from pcs.errors import UserError
+from pcs._dataclass import dataclass
 
 __all__ = ["ReplayEngine", "EngineResult", "TimeModel", "TIMINGS"]
 

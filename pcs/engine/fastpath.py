@@ -36,7 +36,6 @@ The single-sequence and ideal ratios come from the same scan (``seen`` and
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, Callable
 
 import numpy as np
@@ -51,6 +50,7 @@ from pcs.engine.summary import CacheState, TierState
 from pcs.errors import UserError
 from pcs.trace.batches import as_batches
 from pcs.trace.parquet import expected_block_hashes
+from pcs._dataclass import dataclass
 
 __all__ = ["NotApplicable", "Scan", "scan", "single_results", "decode_result", "run"]
 

@@ -32,11 +32,11 @@ DeepSeek V3.2) has one group and replays exactly as before.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, Sequence
 
 from pcs.cache.groups import RULES, CacheGroup
 from pcs.errors import UserError
+from pcs._dataclass import dataclass
 
 __all__ = ["MANAGERS", "DEFAULT_MANAGER", "MAMBA_CACHE_MODES", "SWA_FULL_TOKENS_RATIO", "MAMBA_FULL_MEMORY_RATIO",
            "HybridPlan", "cache_groups", "plan_hybrid", "check_hybrid_options"]

@@ -6,9 +6,10 @@ counts blocks.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from pcs.counters import Counters, merge_counters
+from pcs._dataclass import dataclass
 
 __all__ = ["LinkLedger", "ReplayLedger"]
 

@@ -31,7 +31,6 @@ the caller's thread; when the loops fail first, each worker is waited for and it
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
 from pcs.blocks import BlockRules, SingleSequenceResult
@@ -44,6 +43,7 @@ from pcs.engine.passes import SharedPasses
 from pcs.engine.engine import EngineResult, ReplayEngine
 from pcs.engine.summary import CacheState, cache_state
 from pcs.trace.batches import read_ahead
+from pcs._dataclass import dataclass
 
 __all__ = ["Outcome", "StepSetup", "run_replay", "run_oracle"]
 

@@ -30,11 +30,11 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from dataclasses import dataclass
 
 from pcs.argcheck import MAX_COUNT, MAX_TOKENS, check_flag, check_int
 from pcs.engine.restores import RESTORE_POLICIES
 from pcs.errors import UserError
+from pcs._dataclass import dataclass
 
 __all__ = ["SchedulerConfig", "COMPUTE_MODES", "CACHE_BLOCKS_AT", "vllm_batch_defaults", "DEFAULT_MAX_PREEMPTIONS"]
 

@@ -8,13 +8,14 @@ equals the sum of their end-to-end latencies, which the tests check.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 
 import numpy as np
 
 from pcs.engine.schedresult import LatencySummary, Percentiles, SchedulerSummary
 from pcs.errors import UserError
 from pcs.percentiles import linear_percentiles
+from pcs._dataclass import dataclass
 
 __all__ = ["SchedulerCounters", "scheduler_summary", "utilisation_bins", "end_times", "span_message", "SpanError"]
 

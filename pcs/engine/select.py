@@ -79,11 +79,11 @@ recorded in ``_Plan.step_loop``; the no-cache twin runs the same loop).
 from __future__ import annotations
 
 import importlib
-from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
 from pcs import _native
 from pcs.errors import UserError
+from pcs._dataclass import dataclass
 
 __all__ = ["EngineRow", "RunConfig", "ENGINES", "ENGINE_NAMES", "ALIASES", "REQUESTS", "SUMMARY_KEYS", "HYBRID_ROWS",
            "MAX_COMPILED_BLOCKS", "choose", "fall_back", "get_row", "canonical", "baseline_request",

@@ -14,7 +14,6 @@ engines that ran the replay and its sequential baseline and why
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -25,6 +24,7 @@ from pcs.engine.series import TimeSeries, request_distributions, series_payload
 from pcs.engine.result import (BytesSummary, EnvelopeSummary, GapSplit, LinkEnvelope, ReplaySummary,
                                TierSummary)
 from pcs.percentiles import linear_percentiles, sorted_finite, sorted_linear_percentiles
+from pcs._dataclass import dataclass
 
 __all__ = ["build_summary", "requests_table", "REQUEST_COLUMNS", "TierState", "CacheState", "cache_state"]
 

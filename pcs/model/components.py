@@ -28,7 +28,7 @@ the only padding modelled; every preset packs exactly.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from typing import ClassVar, Protocol, Union
 
 import numpy as np
@@ -37,6 +37,7 @@ from pcs.errors import UserError
 from pcs.model.layouts import get_layout
 from pcs.model.quant import QuantScales
 from pcs.model.quant import row_bytes as _row_bytes
+from pcs._dataclass import dataclass
 
 ArrayLike = Union[int, float, np.ndarray]
 

@@ -18,13 +18,13 @@ per GPU; the group's pool is that x the GPUs (docs/semantics.md §13):
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from decimal import ROUND_FLOOR, Decimal
 from typing import Any
 
 from pcs.argcheck import MAX_TP, check_int, check_real
 from pcs.errors import UserError
 from pcs.model.spec import ModelSpec
+from pcs._dataclass import dataclass
 
 __all__ = ["Deployment", "size_deployment", "DEFAULT_GPU_MEMORY_UTILIZATION", "DEFAULT_RESERVE_BYTES_PER_GPU",
            "RESERVE_SOURCE"]

@@ -13,10 +13,10 @@ Layer kinds: ``full``, ``sliding``, ``chunked`` (chunked local attention),
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable
 
 from pcs.errors import InputError
+from pcs._dataclass import dataclass
 
 if TYPE_CHECKING:  # pcs.model.configfields imports this module: the type only, no import cycle at run time
     from pcs.model.configfields import Fields

@@ -40,13 +40,14 @@ footprint reports them once (``outside_pages_bytes``, :mod:`pcs.model.layouts`).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Callable
 
 from pcs.argcheck import MAX_BLOCK_SIZE, MAX_COUNT, MAX_TOKENS, check_int
 from pcs.errors import UserError
 from pcs.model.components import KVComponent
 from pcs.model.spec import ModelSpec, check_mode
+from pcs._dataclass import dataclass
 
 
 def _as_model(model: ModelSpec | str) -> ModelSpec:

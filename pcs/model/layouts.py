@@ -31,10 +31,10 @@ MLA latent does here.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 
 from pcs.errors import UserError
 from pcs.model.quant import QuantScales
+from pcs._dataclass import dataclass
 
 __all__ = ["KVLayout", "LAYOUTS", "LAYOUT_NAMES", "SHORT_NAMES", "get_layout", "mla_form", "MLAForm"]
 

@@ -6,7 +6,7 @@ returns 1 for MLA).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from typing import ClassVar
 
 import numpy as np
@@ -16,6 +16,7 @@ from pcs.model.components import ArrayLike, _check_tp_q_heads, _PerToken, _Store
 from pcs.model.layouts import mla_form
 from pcs.model.quant import QuantScales
 from pcs.model.quant import row_bytes as _row_bytes
+from pcs._dataclass import dataclass
 
 __all__ = ["MLALatent", "IndexerKeys"]
 

@@ -21,10 +21,10 @@ links: replicated KV restores no faster than one copy over one link.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 
 from pcs.model.footprint import BlockBytes, block_bytes
 from pcs.model.spec import ModelSpec
+from pcs._dataclass import dataclass
 
 __all__ = ["TPPlacement", "tp_placement", "group_block_bytes", "group_bytes_per_token"]
 

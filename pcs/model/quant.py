@@ -5,8 +5,8 @@ dtypes; which scales an engine stores, and where, is :mod:`pcs.model.layouts`.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pcs.errors import UserError
+from pcs._dataclass import dataclass
 
 __all__ = ["DTYPE_BITS", "VALUE_DTYPES", "normalize_dtype", "row_bytes", "QuantScales"]
 

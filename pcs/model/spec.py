@@ -7,7 +7,7 @@ are. FLOPs are for the whole model and do not depend on ``tp``.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Union
 
 import numpy as np
@@ -15,6 +15,7 @@ import numpy as np
 from pcs.errors import UserError
 from pcs.model.components import KVComponent
 from pcs.model.layouts import KVLayout, get_layout
+from pcs._dataclass import dataclass
 
 __all__ = ["ModelSpec", "BYTE_MODES"]
 

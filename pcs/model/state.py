@@ -22,13 +22,14 @@ Dtypes follow vLLM's ``mamba_cache_dtype`` / ``mamba_ssm_cache_dtype``
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import ClassVar
 
 import numpy as np
 
 from pcs.errors import UserError
 from pcs.model.quant import row_bytes as _row_bytes
+from pcs._dataclass import dataclass
 
 __all__ = ["RecurrentState", "STATE_KINDS"]
 

@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass
 from typing import Any, Iterator
 
 import numpy as np
@@ -39,6 +38,7 @@ from pcs.trace.batches import MAX_ARRIVAL_S, arrival_error
 from pcs.trace.jsonfast import REUSE_VALUES, lone_surrogate  # REUSE_VALUES: the optional per-row ``reuse`` field
 from pcs.trace.request import RequestBatch
 from pcs.trace.source import iter_chunks, iter_lines
+from pcs._dataclass import dataclass
 
 __all__ = ["FormatSpec", "MOONCAKE", "BAILIAN", "ReadState", "REUSE_VALUES", "SYNTH_REUSE", "read_hashid_jsonl",
            "row_is_synthetic", "strict_loads"]

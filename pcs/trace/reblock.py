@@ -34,7 +34,7 @@ Streaming: each request is mapped on its own, batch by batch.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Iterator
 
 import numpy as np
@@ -42,6 +42,7 @@ import numpy as np
 from pcs.errors import UserError
 from pcs.trace.idmix import mix64
 from pcs.trace.request import RequestBatch
+from pcs._dataclass import dataclass
 
 __all__ = ["BOUNDS", "ReblockedTrace", "check_chained", "reblock_batch", "reblock", "plan_engine_block_size",
            "interval_payload", "MEANING"]

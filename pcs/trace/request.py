@@ -12,12 +12,12 @@ meaning into an id's value (docs/semantics.md §1).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Iterator
 
 import numpy as np
 from pcs.choices import MAX_BLOCK_SIZE  # tokens per block: the one bound (defined there, numpy-free)
 from pcs.errors import UserError
+from pcs._dataclass import dataclass
 
 __all__ = ["MAX_BLOCK_SIZE", "Request", "RequestBatch", "concat_batches", "num_blocks_for"]
 

@@ -194,3 +194,34 @@ def test_the_console_script_holds_the_collector_only_while_starting(prelude, exp
                          capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stderr.rsplit("SEEN ", 1)[1] == repr(expected)
+
+
+_EAGER_PROBE = """
+import dataclasses, json, sys
+import pcs._dataclass as deferred
+eager, made = [], dataclasses._process_class
+def recording(cls, *args, **kwargs):
+    if dataclasses._create_fn is not deferred._deferred_create_fn and cls.__module__.startswith("pcs"):
+        eager.append(cls.__module__ + "." + cls.__qualname__)
+    return made(cls, *args, **kwargs)
+dataclasses._process_class = recording
+from pcs.cli.main import cli
+try:
+    cli(args=sys.argv[1:], prog_name="pcs", standalone_mode=False)
+except SystemExit:
+    pass
+sys.stderr.write("\\nEAGER " + json.dumps(eager))
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("args", [("replay", "--help"), ("replay", str(SMALL_TRACE), "--format", "json")])
+def test_the_replay_path_compiles_dataclass_methods_on_first_use(args):
+    """Every pcs dataclass a replay (or its help) creates is made by pcs._dataclass.dataclass, which compiles a
+    generated method when first used: the standard decorator compiles ~5.6 methods a class (72 classes, a third
+    of a small replay's instructions in benchmarks/bench_startup.py), a replay uses ~50 of those ~400."""
+    out = subprocess.run([sys.executable, "-c", _EAGER_PROBE, *args], capture_output=True, text=True, cwd=ROOT,
+                         timeout=120)
+    assert out.returncode == 0, out.stderr
+    eager = json.loads(out.stderr.rsplit("EAGER ", 1)[1])
+    assert eager == [], f"made by the standard decorator on the replay path (use pcs._dataclass): {eager}"

@@ -21,11 +21,12 @@ FIFO admission), so the k-th successful ``start`` is request k;
 from __future__ import annotations
 
 from bisect import bisect_right
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Callable, Iterable
 
 import numpy as np
 from pcs.errors import UserError
+from pcs._dataclass import dataclass
 
 __all__ = ["Clock", "TraceOracle", "PolicyContext", "clocked", "NEVER", "POS_BITS"]
 
