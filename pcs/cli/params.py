@@ -145,6 +145,14 @@ class Choice(click.Choice):
         return super().convert(value.strip() if isinstance(value, str) else value, param, ctx)
 
 
+def _flagged(parse, text: str, flag: str, kind: str):
+    """``parse`` of ``text`` with its unit required (:func:`pcs.units.require_unit`); a refusal names ``flag``."""
+    try:
+        return parse(units.require_unit(text, flag, kind))
+    except UserError as exc:
+        raise UserError(exc if str(exc).startswith(flag) else f"{flag} {text!r}: {exc}") from None
+
+
 def option_size(text: str, flag: str, lo: int = 0) -> int:
     """Bytes of a size option (a unit required, :func:`pcs.units.require_unit`), at least ``lo``; every
     refusal names ``flag`` (``--capacity-need '-30GB': invalid size ...``).
@@ -152,10 +160,7 @@ def option_size(text: str, flag: str, lo: int = 0) -> int:
     Raises:
         UserError: naming the flag and the value.
     """
-    try:
-        size = units.parse_bytes(units.require_unit(text, flag, "size"))
-    except UserError as exc:
-        raise UserError(exc if str(exc).startswith(flag) else f"{flag} {text!r}: {exc}") from None
+    size = _flagged(units.parse_bytes, text, flag, "size")
     if size < lo:
         raise UserError(f"{flag} {text!r}: must be at least {units.format_bytes(lo)} (a device with no room "
                         "holds nothing, so every ratio over it is undefined)")
@@ -169,10 +174,7 @@ def option_bandwidth(text: str, flag: str) -> float:
     Raises:
         UserError: naming the flag and the value.
     """
-    try:
-        bps = units.parse_bandwidth(units.require_unit(text, flag, "bandwidth"))
-    except UserError as exc:
-        raise UserError(exc if str(exc).startswith(flag) else f"{flag} {text!r}: {exc}") from None
+    bps = _flagged(units.parse_bandwidth, text, flag, "bandwidth")
     if bps == 0:
         raise UserError(f"{flag} {text!r}: a bandwidth must be > 0 (a link that moves nothing never finishes a "
                         "transfer)")

@@ -629,8 +629,7 @@ def replay(trace: Any = None, *, model: Any = None, hardware: Any = None, tp: in
     if gap_oracle:
         context["oracle_hit_ratio"] = _oracle_hit_ratio(source, rules, time_model, tier_specs, bpb, ctx, opts,
                                                         link_specs, step)
-    notes += _past_context_note(spec, out.result.columns, model is None)
-    return _result(out, _summarise(out, context, opts), notes, deployment)
+    return _result(out, _summarise(out, context, opts), notes, deployment, spec, model is None)
 
 
 def _past_context_note(spec, columns, default_model: bool) -> list[str]:
@@ -696,10 +695,12 @@ def _run_beside_line(line: "_Line | None", context: dict, run: Callable[[], Any]
     return out
 
 
-def _result(out, summary, notes: list, deployment: dict) -> ReplayResult:
-    """The replay's result: ``summary`` with every note (the set-up's, the deployment's, the load's, a hybrid
-    residency series cut at its point limit) and the deployment, beside the per-request columns and ceilings."""
-    notes = notes + deployment.pop("notes") + _load_notes(summary, out)
+def _result(out, summary, notes: list, deployment: dict, spec, default_model: bool) -> ReplayResult:
+    """The replay's result: ``summary`` with every note (the set-up's, the requests past ``spec``'s context, the
+    deployment's, the load's, a hybrid residency series cut at its point limit) and the deployment, beside the
+    per-request columns and ceilings."""
+    notes = (notes + _past_context_note(spec, out.result.columns, default_model) + deployment.pop("notes")
+             + _load_notes(summary, out))
     cut = out.state.hybrid.cut_note() if getattr(out.state, "hybrid", None) is not None else None
     notes += [cut] if cut else []
     summary = dataclasses.replace(summary, notes=tuple(notes), deployment=deployment)
