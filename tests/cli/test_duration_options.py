@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import invoke
+from tests.helpers import invoke, invoke_json
 
 ROOT = Path(__file__).resolve().parents[2]
 TOKENS = str(ROOT / "traces" / "sample_tokens.jsonl")
@@ -27,9 +27,7 @@ CASES = [
 
 
 def _json(*args):
-    r = invoke("replay", TOKENS, "-q", "--format", "json", *args)
-    assert r.exit_code == 0, r.output
-    return json.loads(r.stdout)
+    return invoke_json("replay", TOKENS, *args)
 
 
 @pytest.mark.parametrize("option,bare,unit,path,seconds,extra", CASES, ids=[c[0] for c in CASES])

@@ -3,19 +3,16 @@ is the replay of the trace): each request's TTFT with no queue, so the fleet's p
 ``envelope.ttft_p50_s`` / ``ttft_p99_s``, not "- / -"."""
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
-from tests.helpers import invoke
+from tests.helpers import invoke, invoke_json
 
 ROOT = Path(__file__).resolve().parents[2]
 EXACT = str(ROOT / "traces" / "sample_exact.jsonl")
 
 
 def _json(*args):
-    r = invoke("replay", EXACT, "-q", "--format", "json", "--timing", "sequential", *args)
-    assert r.exit_code == 0, r.output
-    return json.loads(r.stdout)
+    return invoke_json("replay", EXACT, "--timing", "sequential", *args)
 
 
 def test_one_instance_sequential_ttft_is_the_replays():

@@ -7,15 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from helpers import invoke
+from helpers import invoke, invoke_json
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def _json(*args):
-    r = invoke(*args, "--format", "json", "-q")
-    assert r.exit_code == 0, r.output
-    return json.loads(r.stdout)
+    return invoke_json(*args)
 
 
 def test_fleet_shared_tier_share_is_not_called_a_recovery(tmp_path):
