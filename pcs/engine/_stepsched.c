@@ -23,7 +23,7 @@
 #include "../_kernel_common.h"
 #include "../cache/_lruhier_api.h"
 #include "../cache/_grouphier_capi.h"
-#include "_stepheap.h"              /* the event heaps (fin, blk) */
+#include "_stepheap.h"              /* the event queues (fin, blk) */
 #include "_stepsample.h"            /* the time-series sampler, in C when the loop runs without the GIL */
 
 /* per-request int64 columns, then the tiers' hit_tokens_<tier>; double columns; order = stepnative.py's */
@@ -92,7 +92,7 @@ typedef struct {
     int32_t rhead, rtail; Py_ssize_t nrun;      /* running, admission order: a list through Req.rprev / rnext */
     int32_t *pf; Py_ssize_t npf;                /* prefilling, admission order */
     int32_t *cr; int64_t *cn;                   /* a step's chunks */
-    Heap fin, blk;
+    EvQ fin, blk;
     /* counters */
     int64_t steps, prefill_steps, preemptions, recompute_tokens, considered, losing, skipped, decode_cached, peak;
     int64_t outgrown;                           /* StepEngine.stats.requests_outgrown */
@@ -920,7 +920,7 @@ static int idle(Sched *s, double until) {
 static int push_boundary(Sched *s, Req *r, int32_t ri, int64_t g) {
     int64_t kv = r->kv0 + (g - r->g0);
     int64_t nxt = g + pymod(-kv, s->bs);
-    if (nxt < r->g0 + (r->o - r->out)) return heap_push(&s->blk, nxt, r->seq, r->ep, ri);
+    if (nxt < r->g0 + (r->o - r->out)) return evq_push(&s->blk, nxt, r->seq, r->ep, ri);
     return 0;
 }
 
@@ -985,7 +985,7 @@ static int prefill_complete(Sched *s, int32_t ri) {
     r->kv0 = r->p; r->g0 = s->G;
     s->d += 1;
     s->S += r->p;
-    if (heap_push(&s->fin, s->G + r->o - r->out, r->seq, r->ep, ri) < 0) return -1;
+    if (evq_push(&s->fin, s->G + r->o - r->out, r->seq, r->ep, ri) < 0) return -1;
     return r->grows ? push_boundary(s, r, ri, s->G) : 0;
 }
 
@@ -1083,15 +1083,15 @@ static int grow1(Sched *s, Req *r) { return h_grow1(s, r); }
 
 /* StepEngine._grow_now: the block boundaries of step G */
 static int grow_now(Sched *s) {
-    Heap *blk = &s->blk;
-    while (blk->n && heap_top_step(blk) <= s->G) {
-        HEnt top = blk->a[0];
+    EvQ *blk = &s->blk;
+    while (blk->n && evq_top_step(blk) <= s->G) {
+        HEnt top = evq_top(blk);
         Req *r = &s->rq[top.r];
-        if (top.ep != r->ep || !r->live) { heap_pop(blk); continue; }
+        if (top.ep != r->ep || !r->live) { evq_pop(blk); continue; }
         int ok = grow1(s, r);
         if (ok < 0) return -1;
         if (ok) {
-            heap_pop(blk);
+            evq_pop(blk);
             if (push_boundary(s, r, top.r, s->G + 1) < 0) return -1;
         } else {
             int32_t v = victim(s);
@@ -1103,16 +1103,16 @@ static int grow_now(Sched *s) {
 
 /* StepEngine._grow_ahead: serve the boundaries of steps G+1 .. G+k-1; the steps that can run, or -1 */
 static int64_t grow_ahead(Sched *s, int64_t k) {
-    Heap *blk = &s->blk;
+    EvQ *blk = &s->blk;
     int64_t limit = s->G + k;
-    while (blk->n && heap_top_step(blk) < limit) {
-        HEnt top = blk->a[0];
+    while (blk->n && evq_top_step(blk) < limit) {
+        HEnt top = evq_top(blk);
         Req *r = &s->rq[top.r];
-        if (top.ep != r->ep || !r->live) { heap_pop(blk); continue; }
+        if (top.ep != r->ep || !r->live) { evq_pop(blk); continue; }
         int ok = grow1(s, r);
         if (ok < 0) return -1;
         if (!ok) return note_held(s) < 0 ? -1 : hkey_step(top.ks) - s->G;
-        heap_pop(blk);
+        evq_pop(blk);
         if (push_boundary(s, r, top.r, hkey_step(top.ks) + 1) < 0) return -1;
     }
     return note_held(s) < 0 ? -1 : k;
@@ -1120,13 +1120,13 @@ static int64_t grow_ahead(Sched *s, int64_t k) {
 
 /* StepEngine._decode_skip: pure decode steps until the first finish, block shortage or a step at >= t */
 static int decode_skip(Sched *s, double t) {
-    Heap *fin = &s->fin;
-    while (fin->n && (fin->a[0].ep != s->rq[fin->a[0].r].ep || !s->rq[fin->a[0].r].live)) heap_pop(fin);
+    EvQ *fin = &s->fin;
+    for (HEnt top; fin->n && ((top = evq_top(fin)).ep != s->rq[top.r].ep || !s->rq[top.r].live);) evq_pop(fin);
     if (!fin->n) { PyErr_SetString(PyExc_AssertionError, "decoding requests without a finish"); return -1; }
-    int64_t most = heap_top_step(fin) - s->G;
+    int64_t most = evq_top_step(fin) - s->G;
     int64_t k = t == INFINITY ? most : decode_steps_within(s, s->d, s->S, t - s->now, most);
     if (!s->skip) k = 1;
-    if (s->blk.n && heap_top_step(&s->blk) < s->G + k) {
+    if (s->blk.n && evq_top_step(&s->blk) < s->G + k) {
         k = grow_ahead(s, k);
         if (k < 0) return -1;
     }
@@ -1135,10 +1135,10 @@ static int decode_skip(Sched *s, double t) {
 
 /* StepEngine._finish_due */
 static int finish_due(Sched *s) {
-    Heap *fin = &s->fin;
-    while (fin->n && heap_top_step(fin) <= s->G) {
-        HEnt top = fin->a[0];
-        heap_pop(fin);
+    EvQ *fin = &s->fin;
+    while (fin->n && evq_top_step(fin) <= s->G) {
+        HEnt top = evq_top(fin);
+        evq_pop(fin);
         Req *r = &s->rq[top.r];
         if (top.ep != r->ep || !r->live) continue;
         int64_t kv = r->kv0 + (s->G - r->g0);
@@ -1154,7 +1154,7 @@ static int finish_due(Sched *s) {
 /* StepEngine._begin: the first half of an iteration (1: began, 0: nothing to run before t, -1: error) */
 static int begin(Sched *s, double t) {
     s->open_nch = 0;
-    if (s->blk.n && heap_top_step(&s->blk) <= s->G && grow_now(s) < 0) return -1;
+    if (s->blk.n && evq_top_step(&s->blk) <= s->G && grow_now(s) < 0) return -1;
     Py_ssize_t nch = compose(s);
     if (nch < 0) return -1;
     if (nch) { if (prefill_step(s, nch) < 0) return -1; }
@@ -1171,7 +1171,7 @@ static int end(Sched *s) {
     Py_ssize_t nch = s->open_nch;
     s->open_nch = 0;
     if (nch && chunks_ran(s, nch, s->open_step) < 0) return -1;
-    if (s->fin.n && heap_top_step(&s->fin) <= s->G && finish_due(s) < 0) return -1;
+    if (s->fin.n && evq_top_step(&s->fin) <= s->G && finish_due(s) < 0) return -1;
     return 0;
 }
 
@@ -1589,7 +1589,7 @@ static void sched_dealloc(Sched *s) {
     for (Py_ssize_t x = s->f0; x < s->nfeeds; x++) for (int j = 0; j < NB; j++) PyBuffer_Release(&s->feeds[x].b[j]);
     PyMem_Free(s->feeds);
     PyMem_Free(s->rq); PyMem_Free(s->freel); PyMem_Free(s->wq); PyMem_Free(s->pf);
-    PyMem_Free(s->cr); PyMem_Free(s->cn); PyMem_Free(s->fin.a); PyMem_Free(s->blk.a); PyMem_Free(s->bins);
+    PyMem_Free(s->cr); PyMem_Free(s->cn); evq_free(&s->fin); evq_free(&s->blk); PyMem_Free(s->bins);
     PyMem_Free(s->setup); PyMem_Free(s->bw); PyMem_Free(s->iops); PyMem_Free(s->bpb); PyMem_Free(s->link_free);
     PyMem_Free(s->tier_hits); PyMem_Free(s->links); PyMem_Free(s->sp.rows);
     for (int j = 0; j < NQ0 + 8 + ND + 1; j++) Py_XDECREF(s->cols[j]);

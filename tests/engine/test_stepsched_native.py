@@ -223,6 +223,37 @@ def test_requests_finishing_in_one_step_leave_in_admission_order():
     _assert_same(_run(StepEngine, reqs, [200, 200], cost, [None, None], kw), c)
 
 
+@pytest.mark.parametrize("skip", [True, False])
+def test_a_finish_past_the_event_ring_and_one_within_it_at_the_same_step_leave_in_admission_order(skip):
+    # The compiled loop's event queues (pcs/engine/_stepheap.h) keep the entries due within 4096 steps of the last
+    # one popped in a ring of steps and the later ones in a heap beside it. A, B, C (2 blocks of 16 tokens each,
+    # distinct ids) arrive together; max_num_seqs 2, so C waits for a slot. Step 1 prefills A and B (64 tokens,
+    # the budget): A (5000 output tokens) is due to finish at step 1 + 4999 = 5000, more than 4096 steps ahead
+    # (the heap); B (1000) at step 1000 (the ring). B finishes at step 1000, C takes its slot: step 1001 prefills
+    # C (32 tokens) beside A's decode token, and C (4000 output tokens) is due at 1001 + 3999 = 5000 -- now
+    # within the ring's window (from step 1000, the last finish popped). A and C finish together at step 5000:
+    # A (admitted first) must leave first, so the GPU tier's LRU order holds B's blocks (step 1000), then A's,
+    # then C's. Steps: 1 + 999 decode + 1 + 3999 decode = 5000, two of them prefill steps. The Python reference
+    # (a heapq of tuples) must agree on every column.
+    from helpers import req
+    from pcs.compute import StepCost
+    from pcs.engine.scheduler import StepEngine
+
+    reqs = [req([2000 + 2 * k, 2001 + 2 * k], 0.0, prompt=2 * 16, out=out, bs=16)
+            for k, out in enumerate((5000, 1000, 4000))]
+    cost = StepCost(weights_active_s=3e-5, weights_total_s=1e-3, kv_seq_s=1e-6, kv_token_s=3e-8, token_s=7e-6,
+                    attn_seq_s=2e-6, attn_token_s=1e-8, attn_pair_s=3e-10, layers=80)
+    kw = dict(budget=64, seqs=2, fallback=True, max_preemptions=2, decode=False, skip=skip, write_policy="back",
+              no_cache=False, block_bytes=[0, 0], prefill=None, last_token=True)
+    c = _run(stepnative.NativeStepEngine, reqs, [600, 600], cost, [None, None], kw)
+    assert (c[0].stats.steps, c[0].stats.prefill_steps) == (5000, 2)
+    finish = _values(c[1].columns["finish_s"])
+    assert finish[0] == finish[2] > finish[1]
+    order = c[0].h.tiers[0].policy.order()
+    assert [sorted(order[2 * j:2 * j + 2]) for j in range(3)] == [[2002, 2003], [2000, 2001], [2004, 2005]]
+    _assert_same(_run(StepEngine, reqs, [600, 600], cost, [None, None], kw), c)
+
+
 def _same_replay(path: str, **kw) -> None:
     from pcs.engine.api import replay
 
