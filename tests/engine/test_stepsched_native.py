@@ -254,6 +254,26 @@ def test_a_finish_past_the_event_ring_and_one_within_it_at_the_same_step_leave_i
     _assert_same(_run(StepEngine, reqs, [600, 600], cost, [None, None], kw), c)
 
 
+@pytest.mark.parametrize("skip", [True, False])
+def test_preempted_long_decodes_across_the_event_ring_equal_reference(skip):
+    # decodes of 1,200-6,500 tokens (finishes due inside and outside the 4096-step ring, pcs/engine/_stepsched.c's
+    # event queues) on a GPU tier of 500 blocks of 16 tokens: three running requests outgrow it, so the youngest is
+    # preempted and re-admitted, leaving stale entries in the ring and in the heap beside it; decode blocks cached
+    from helpers import req
+    from pcs.compute import StepCost
+    from pcs.engine.scheduler import StepEngine
+
+    outs = (6500, 1200, 5200, 4100, 6000, 3500)
+    reqs = [req([3000 + 2 * k, 3001 + 2 * k], 0.05 * k, prompt=2 * 16, out=o, bs=16) for k, o in enumerate(outs)]
+    cost = StepCost(weights_active_s=3e-5, weights_total_s=1e-3, kv_seq_s=1e-6, kv_token_s=3e-8, token_s=7e-6,
+                    attn_seq_s=2e-6, attn_token_s=1e-8, attn_pair_s=3e-10, layers=80)
+    kw = dict(budget=64, seqs=3, fallback=True, max_preemptions=3, decode=True, skip=skip, write_policy="back",
+              no_cache=False, block_bytes=[0, 0], prefill=None, last_token=True)
+    py = _run(StepEngine, reqs, [500, 2000], cost, [None, None], kw)
+    assert py[0].stats.preemptions > 0, "the case must preempt"
+    _assert_same(py, _run(stepnative.NativeStepEngine, reqs, [500, 2000], cost, [None, None], kw))
+
+
 def _same_replay(path: str, **kw) -> None:
     from pcs.engine.api import replay
 
