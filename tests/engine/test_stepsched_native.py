@@ -200,8 +200,8 @@ def test_preemption_and_decode_blocks_equal_reference():
 def test_requests_finishing_in_one_step_leave_in_admission_order():
     # 40 requests arrive together (2 full blocks of 16 tokens each, distinct ids, 5 output tokens): one step of
     # 40 x 32 = 1280 tokens prefills them all, so the 40 finish at the same step and each needs its third block at
-    # the same step (its 33rd token). Both event heaps then hold 40 entries with one step, ordered by admission
-    # (seq): three levels of the compiled loop's 4-ary heap with a partial last node. Finishing in admission order
+    # the same step (its 33rd token). Both event queues then hold 40 entries with one step, ordered by admission
+    # (seq): one bucket of the compiled loop's ring of steps, a list 40 long. Finishing in admission order
     # releases request k's blocks before request k + 1's, so the GPU tier's LRU order (least recent first, as
     # LRUPolicy.order lists it) holds request 0's two blocks first and request 39's last; the finish times are
     # equal. The Python reference (heapq of tuples) must agree on every column and on the tiers' order.
