@@ -12,8 +12,9 @@ import it first) and the heaviest top-level imports by cumulative time, so a
 regression names its culprit; and from one more run of each case, the CPU seconds spent creating dataclasses
 and in the garbage collector (``breakdown``: on Python 3.11 each dataclass compiles its generated methods,
 about a third of a small replay's CPU in 2026-12, before pcs's records compiled their methods on first use:
-``pcs._dataclass``), and how many generated methods were compiled. The tiny trace
-is traces/formats/mooncake_conv_8.jsonl (8 Mooncake requests).
+``pcs._dataclass``), how many generated methods were made and how many of those ran code that an earlier process
+saved (``methods_reused``: ``pcs._dataclass`` keeps the code beside the ``.pyc`` files; the warm-up run writes it
+as it writes them). The tiny trace is traces/formats/mooncake_conv_8.jsonl (8 Mooncake requests).
 
 The children run with ``PYTHONDONTWRITEBYTECODE`` removed from their
 environment, so the warm-up run writes the ``.pyc`` files an installed pcs
@@ -119,10 +120,10 @@ def _imports(cmd: list[str], peer: str | None = None) -> dict:
 
 #: Run before the command in one more child: CPU seconds spent creating dataclasses (``dataclasses._process_class``:
 #: its generated ``__init__``, ``__repr__``, ``__eq__``, ``__hash__``, frozen ``__setattr__`` / ``__delattr__`` are
-#: each compiled by ``exec`` on Python 3.11), the generated methods compiled and their CPU seconds wherever the
-#: compile happens (``dataclasses._create_fn``: inside the decorator, or on first use for pcs's own records,
-#: ``pcs._dataclass``), and in the cyclic garbage collector (``gc.callbacks``), beside the child's CPU seconds,
-#: printed on stderr at exit.
+#: each compiled by ``exec`` on Python 3.11), the generated methods made and their CPU seconds wherever that
+#: happens (``dataclasses._create_fn``: inside the decorator, or on first use for pcs's own records,
+#: ``pcs._dataclass``, whose code an earlier process may have saved: ``methods_reused`` of them), and in the
+#: cyclic garbage collector (``gc.callbacks``), beside the child's CPU seconds, printed on stderr at exit.
 _BREAKDOWN = """
 import atexit, dataclasses, gc, json, sys, time
 _acc = {"dataclass_cpu_s": 0.0, "dataclasses": 0, "methods_compiled": 0, "methods_compile_cpu_s": 0.0,
@@ -153,7 +154,11 @@ def _gc(phase, info):
         _acc["gc_collections"] += 1
 dataclasses._process_class = _timed
 gc.callbacks.append(_gc)
-atexit.register(lambda: sys.stderr.write("\\nBREAKDOWN " + json.dumps({**_acc, "cpu_s": time.process_time()})))
+def _report():
+    saved = getattr(sys.modules.get("pcs._dataclass"), "COUNTS", {})
+    sys.stderr.write("\\nBREAKDOWN " + json.dumps({**_acc, "methods_reused": saved.get("reused", 0),
+                                                    "cpu_s": time.process_time()}))
+atexit.register(_report)
 """
 
 
@@ -194,7 +199,8 @@ def main() -> None:
         if "breakdown" in out[k]:
             b = out[k]["breakdown"]
             print(f"{'':17s} of {b['cpu_s']:.3f} CPU s (one more run): dataclass creation {b['dataclass_cpu_s']:.3f} s "
-                  f"({b['dataclasses']} classes; {b['methods_compiled']} methods compiled, "
+                  f"({b['dataclasses']} classes; {b['methods_compiled']} methods made, "
+                  f"{b.get('methods_reused', 0)} of them from saved code, "
                   f"{b['methods_compile_cpu_s']:.3f} s), garbage collector {b['gc_cpu_s']:.3f} s "
                   f"({b['gc_collections']} passes)")
     target = 0.25

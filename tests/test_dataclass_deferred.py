@@ -116,3 +116,71 @@ def test_the_methods_carry_the_standard_names_modules_and_docstrings():
     assert described(lazy) == described(standard)
     assert described(lazy)["__init__"] == ("__init__", "__init__", __name__, None)
     assert described(lazy)["wrapped"] == ("__create_fn__.<locals>.__repr__", __name__)
+
+
+_RECORDS = '''
+from pcs._dataclass import dataclass
+
+
+@dataclass(frozen=True)
+class Span:
+    """A span."""
+    start: int
+    stop: int = 10
+'''
+
+_USE = '''
+import json, sys
+import pcs._dataclass as d
+from recs import Span
+s = Span(3)
+print(json.dumps({"repr": repr(s), "eq": s == Span(3, 10), "hash": hash(s) == hash((3, 10)),
+                  "fields": [f for f in Span.__dataclass_fields__], "counts": d.COUNTS}))
+'''
+
+
+def _run_records(folder, env_extra=None):
+    """Run :data:`_USE` in a fresh interpreter with ``folder`` (holding ``recs.py``) first on the path."""
+    import json
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env["PYTHONPATH"] = os.pathsep.join([str(folder), str(Path(deferred.__file__).parents[1])])
+    env.update(env_extra or {})
+    out = subprocess.run([sys.executable, "-c", _USE], cwd=folder, env=env, check=True, capture_output=True,
+                         text=True).stdout
+    return json.loads(out)
+
+
+def test_the_compiled_methods_are_saved_and_reused_by_the_next_process(tmp_path):
+    """Span(3) builds with __init__, prints with __repr__, compares with __eq__, hashes with __hash__: 4 methods.
+    The first process compiles the 4 and saves them beside recs.py's .pyc; the second reuses the 4, compiles
+    none, and behaves the same (Span(start=3, stop=10), equal to Span(3, 10), hash of (3, 10))."""
+    if deferred._ORIGINAL is None:
+        pytest.skip("this interpreter's dataclasses has no _create_fn: the standard decorator is used")
+    (tmp_path / "recs.py").write_text(_RECORDS)
+    want = {"repr": "Span(start=3, stop=10)", "eq": True, "hash": True, "fields": ["start", "stop"]}
+    first = _run_records(tmp_path)
+    assert first.pop("counts") == {"compiled": 4, "reused": 0} and first == want
+    assert [p.name.split(".")[-1] for p in (tmp_path / "__pycache__").glob("recs.*.dataclass")] == ["dataclass"]
+    second = _run_records(tmp_path)
+    assert second.pop("counts") == {"compiled": 0, "reused": 4} and second == want
+
+
+def test_a_changed_module_compiles_again_and_nothing_is_saved_without_bytecode(tmp_path):
+    """The saved code names the module source's size and time: a third field (default 0) makes the text of
+    __init__, __repr__, __eq__ and __hash__ new, so all 4 compile again (Span(start=3, stop=10, step=0));
+    under PYTHONDONTWRITEBYTECODE no file is written, so a second such process compiles the 4 again."""
+    if deferred._ORIGINAL is None:
+        pytest.skip("this interpreter's dataclasses has no _create_fn: the standard decorator is used")
+    (tmp_path / "recs.py").write_text(_RECORDS)
+    _run_records(tmp_path)
+    (tmp_path / "recs.py").write_text(_RECORDS + "    step: int = 0\n")
+    got = _run_records(tmp_path, {"PYTHONDONTWRITEBYTECODE": "1"})
+    assert got["counts"] == {"compiled": 4, "reused": 0} and got["repr"] == "Span(start=3, stop=10, step=0)"
+    assert got["eq"] is True and got["fields"] == ["start", "stop", "step"]   # Span(3) and Span(3, 10): (3, 10, 0)
+    again = _run_records(tmp_path, {"PYTHONDONTWRITEBYTECODE": "1"})
+    assert again["counts"] == {"compiled": 4, "reused": 0}

@@ -131,10 +131,10 @@ _KWARG_OF = {"tiers": "--tier", "admit": "--admit", "timing": "--timing", "model
              "compute_mode": "--compute", "shared_tier": "--shared-tier",
              "router_stale_s": "--router-stale-s",
              "format": "--trace-format", "on_error": "--on-error", "sort": "--sort", "block_size": "--block-size"}
-_KWARG_RE = re.compile(r"(?<![\w:,'=.\[-])(" + "|".join(sorted(_KWARG_OF, key=len, reverse=True)) +
-                       r")=(?:\[('[^'\\]*'(?:, '[^'\\]*')*)\]|'([^'\\]*)'|([0-9]+(?:\.[0-9]+)?(?:e[+-]?[0-9]+)?)(?![\w.])|(?=[\s,;:)]|$))")
+_KWARG_PATTERN = (r"(?<![\w:,'=.\[-])(" + "|".join(sorted(_KWARG_OF, key=len, reverse=True)) +
+                  r")=(?:\[('[^'\\]*'(?:, '[^'\\]*')*)\]|'([^'\\]*)'|([0-9]+(?:\.[0-9]+)?(?:e[+-]?[0-9]+)?)(?![\w.])|(?=[\s,;:)]|$))")
 #: A name inside a spec (``slru:protected_share=0.2``) or a quoted value is left as it is.
-_FIELD_RE = re.compile(r"(?<![\w:,'=-])(" + "|".join(sorted(_OPTION_OF, key=len, reverse=True)) + r")\b(?!=)")
+_FIELD_PATTERN = r"(?<![\w:,'=-])(" + "|".join(sorted(_OPTION_OF, key=len, reverse=True)) + r")\b(?!=)"
 #: API phrasings of a keyword's value (pcs/engine/select.py, runner.py, api.py) -> the command line's
 _PHRASE_OF = {"engine='auto'": "--engine auto", "native 'auto'": "--native auto", "native 'c'": "--native c",
               "links names tier": "--link names tier", "compute_mode='infinite'": "--compute infinite",
@@ -148,9 +148,16 @@ _PLAN_PHRASE_OF = {"engine='auto'": 'engine = "auto"', "native 'auto'": 'native 
                    "links= is for": "link is for", "use the compute dtype bf16": 'use compute-dtype = "bf16"',
                    "or load a Hugging Face config.json: model=pcs.model.hfconfig.load_hf_config(path)":
                        'or give a Hugging Face config.json path: model = "path/to/config.json"'}
-_PHRASE_RE = re.compile("|".join(re.escape(p) for p in _PHRASE_OF))
 #: the API's ``links['cpu'] = 'VALUE'`` (pcs/engine/api.py) -> ``--link cpu=VALUE`` (a sweep plan: ``link cpu=VALUE``)
-_LINK_RE = re.compile(r"links\['([^'\\]*)'\] = '([^'\\]*)'")
+_LINK_PATTERN = r"links\['([^'\\]*)'\] = '([^'\\]*)'"
+
+
+@functools.cache
+def _patterns() -> tuple[re.Pattern, re.Pattern, re.Pattern, re.Pattern]:
+    """The field, link, phrase and keyword patterns of :func:`option_names`, compiled on first use: only an error
+    message needs them (~1 ms of start-up on every command otherwise, benchmarks/bench_startup.py)."""
+    return (re.compile(_FIELD_PATTERN), re.compile(_LINK_PATTERN),
+            re.compile("|".join(re.escape(p) for p in _PHRASE_OF)), re.compile(_KWARG_PATTERN))
 
 
 def option_names(message: str, plan: bool = False) -> str:
@@ -159,10 +166,11 @@ def option_names(message: str, plan: bool = False) -> str:
     not ``engine='auto'``); with ``plan``, by a sweep plan's option names (the error of a sweep point, whose
     options are the plan's: ``max-num-seqs``, ``engine = "auto"``; docs/sweep.md)."""
     phrases, cut = (_PLAN_PHRASE_OF, 2) if plan else (_PHRASE_OF, 0)
-    message = _FIELD_RE.sub(lambda m: _OPTION_OF[m.group(1)][cut:], message)
-    message = _LINK_RE.sub(lambda m: f"{'--link'[cut:]} {m.group(1)}={m.group(2)}", message)
-    message = _PHRASE_RE.sub(lambda m: phrases[m.group(0)], message)
-    return _KWARG_RE.sub(lambda m: _kwarg(m, plan), message)
+    field_re, link_re, phrase_re, kwarg_re = _patterns()
+    message = field_re.sub(lambda m: _OPTION_OF[m.group(1)][cut:], message)
+    message = link_re.sub(lambda m: f"{'--link'[cut:]} {m.group(1)}={m.group(2)}", message)
+    message = phrase_re.sub(lambda m: phrases[m.group(0)], message)
+    return kwarg_re.sub(lambda m: _kwarg(m, plan), message)
 
 
 def _kwarg(m: re.Match, plan: bool) -> str:

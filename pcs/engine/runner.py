@@ -155,7 +155,6 @@ def _event_loops(plans: list[_Plan], make_tiers: Callable[[], list], tiers0: lis
     The ``hybrid`` row gets the plan's groups and pools (:class:`pcs.engine.hybrid.HybridPlan`) and, with
     ``step``, :class:`pcs.engine.hybridstep.HybridStepEngine`; its no-cache StepEngine runs the GPU level's pools.
     """
-    from pcs.engine.hybridstep import HybridStepEngine
     from pcs.engine.scheduler import StepEngine
     from pcs.engine.stepnative import NativeStepEngine
 
@@ -172,7 +171,9 @@ def _event_loops(plans: list[_Plan], make_tiers: Callable[[], list], tiers0: lis
             setup, cfg, decode, rules = step
             if loop_cls is NativeStepEngine:
                 loop_cls = _native_step_or_fallback(plan, hierarchy, links, setup.cost, cfg)
-            engine = HybridStepEngine if plan.row.name in select.HYBRID_ROWS else loop_cls
+            engine = loop_cls
+            if plan.row.name in select.HYBRID_ROWS:   # pcs.engine.hybridstep: loaded for hybrid rows alone
+                from pcs.engine.hybridstep import HybridStepEngine as engine
             if plan.row.name == "compiled-hybrid":
                 engine = _hybrid_step_loop(plan, hierarchy, links, setup.cost, cfg)
             out.append(engine(hierarchy, links, block_bytes, setup.cost, cfg, rules.recompute_last_token, decode))

@@ -193,10 +193,11 @@ def at_least_zero(x: float) -> float:
 def _link_envelope(tier: TierState, link, lk, tp: int) -> LinkEnvelope:
     """One link's row; ``link.bandwidth_bps`` is the TP group's (TP x one GPU's link), so the break-even per GPU
     is the group's / ``tp`` (docs/semantics.md §10)."""
-    from pcs.analysis.envelope import break_even_bps
+    be = None
+    if lk.restores:   # pcs.analysis.envelope (and fractions) loaded for a link that restored something
+        from pcs.analysis.envelope import break_even_bps
 
-    be = break_even_bps(lk.restored_bytes, lk.full_prefill_s, lk.remaining_prefill_s, lk.overhead_s) \
-        if lk.restores else None
+        be = break_even_bps(lk.restored_bytes, lk.full_prefill_s, lk.remaining_prefill_s, lk.overhead_s)
     return LinkEnvelope(
         tier=tier.name, link=link.name, bandwidth_bps=link.bandwidth_bps,
         setup_s=link.setup_s, restores=lk.restores, restored_blocks=lk.restored_blocks,

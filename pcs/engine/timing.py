@@ -5,6 +5,7 @@ called once per chunk with numpy arrays; the event loop reads python floats.
 """
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 import numpy as np
@@ -107,8 +108,10 @@ def causal_terms(compute: Any) -> tuple[float, float, tuple[float, ...]] | None:
     (causal_pairs(1, 0) = 1), the terms summed in the components' order (:meth:`ModelSpec.attention_flops`)."""
     from pcs.compute import ComputeModel
     from pcs.model.components import FullAttention
-    from pcs.model.mla import IndexerKeys, MLALatent
     from pcs.model.spec import ModelSpec
+
+    mla = sys.modules.get("pcs.model.mla")   # not loaded (pcs.model.hfconfig loads it for MLA models): none here
+    kinds = (FullAttention,) if mla is None else (FullAttention, mla.IndexerKeys, mla.MLALatent)
 
     cls = type(compute)
     if not isinstance(compute, ComputeModel) or any(getattr(cls, f) is not getattr(ComputeModel, f) for f in
@@ -117,7 +120,7 @@ def causal_terms(compute: Any) -> tuple[float, float, tuple[float, ...]] | None:
     model = compute.model
     if type(model) is not ModelSpec or not 0 < len(model.components) <= 16:
         return None
-    if any(type(c) not in (FullAttention, IndexerKeys, MLALatent) or getattr(c, "topk", None) is not None
+    if any(type(c) not in kinds or getattr(c, "topk", None) is not None
            for c in model.components):
         return None
     one, zero = np.float64(1.0), np.float64(0.0)

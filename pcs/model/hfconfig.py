@@ -25,16 +25,16 @@ from pcs.errors import InputError
 from pcs.model.components import ChunkedLocalAttention, FullAttention, SlidingWindow
 from pcs.model.configfields import Fields
 from pcs.model.families import layer_pattern
-from pcs.model.mla import IndexerKeys, MLALatent
 from pcs.model.params import estimate_params, weight_bytes_per_param
 from pcs.model.quant import normalize_dtype
 from pcs.model.spec import ModelSpec
-from pcs.model.state import RecurrentState
 
 __all__ = ["load_hf_config", "build_spec", "estimate_params"]
 
 
 def _mla_components(f: Fields, num_layers: int, kv_dtype: str) -> list:
+    from pcs.model.mla import IndexerKeys, MLALatent   # an MLA model's records: not loaded for the others
+
     topk = f.int("index_topk") if f.has("index_head_dim") else None
     mla = MLALatent(num_layers=num_layers, kv_lora_rank=f.int("kv_lora_rank"),
                     rope_dim=f.int("qk_rope_head_dim"), num_q_heads=f.int("num_attention_heads"),
@@ -64,6 +64,8 @@ def _state_dtype(f: Fields, model_dtype: str) -> str:
 
 
 def _gdn_state(f: Fields, num_layers: int, model_dtype: str) -> RecurrentState:
+    from pcs.model.state import RecurrentState   # a hybrid model's record: not loaded for the others
+
     nk, nv = f.int("linear_num_key_heads"), f.int("linear_num_value_heads")
     dk, dv = f.int("linear_key_head_dim"), f.int("linear_value_head_dim")
     return RecurrentState(num_layers=num_layers, num_heads=nv, head_k_dim=dk, head_v_dim=dv,
@@ -77,6 +79,8 @@ def _mamba_state(f: Fields, num_layers: int, model_dtype: str) -> RecurrentState
     Raises:
         InputError: Mamba layers in a model_type pcs knows no state fields of.
     """
+    from pcs.model.state import RecurrentState
+
     kind = f.family.state_kind if f.family is not None else ""
     dtypes = dict(conv_dtype=model_dtype, state_dtype=_state_dtype(f, model_dtype))
     if kind == "mamba1":

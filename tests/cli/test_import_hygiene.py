@@ -149,6 +149,11 @@ DEFERRED = {
     "shutil": "pcs.outfile copies into a device with it (it imports zlib, bz2, lzma)",
     "csv": "--format csv and a measured-prefill CSV only",
     "traceback": "an internal error's report only",
+    "pcs.model.mla": "an MLA model's records (pcs.model.hfconfig loads them for one; the default model is GQA)",
+    "pcs.model.state": "a hybrid model's recurrent-state record",
+    "pcs.engine.hybridstep": "the hybrid models' step loop",
+    "pcs.analysis.envelope": "a link's break-even bandwidth, for a link that restored something (here none did)",
+    "fractions": "pcs.analysis.envelope's exact comparisons",
 }
 
 
