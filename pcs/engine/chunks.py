@@ -16,7 +16,7 @@ import numpy as np
 from pcs.blocks import BlockRules
 from pcs.trace.batches import BATCH_REQUESTS, as_batches
 
-__all__ = ["Chunk", "iter_chunks", "rule_columns", "CHUNK_REQUESTS"]
+__all__ = ["Chunk", "ChunkPieces", "iter_chunks", "rule_columns", "CHUNK_REQUESTS"]
 
 #: Requests per chunk when grouping an iterable of Request objects (:data:`pcs.trace.batches.BATCH_REQUESTS`).
 CHUNK_REQUESTS = BATCH_REQUESTS
@@ -110,11 +110,12 @@ def rule_columns(prompt_tokens: np.ndarray, num_hashes: np.ndarray, output_token
     return n, cap, extra
 
 
-def _from_columns(first_id: int, bs: int, arrival, prompt, output, offsets, hashes, rules: BlockRules,
-                  timing: Any, decode: bool = True) -> Chunk:
+def _tables(prompt, output, offsets, bs: int, rules: BlockRules, timing: Any, decode: bool) -> tuple:
+    """A run of rows' rule columns and time tables: (cacheable, max_hit_blocks, extra_blocks, prefill table,
+    its offsets, decode seconds, (prefill table, offsets) as arrays or two empty arrays). Each row's values depend
+    on that row alone (:func:`rule_columns`, :meth:`pcs.engine.timing.TimeModel.tables`)."""
     n, cap, extra = rule_columns(prompt, np.diff(offsets), output, bs, rules)
-    i8 = np.int64
-    pre_arrays = (np.zeros(0), np.zeros(0, i8))
+    pre_arrays = (np.zeros(0), np.zeros(0, np.int64))
     if timing is not None and decode:
         pre, pre_off, dec = timing.tables(prompt, output, cap, bs)
     elif timing is not None:
@@ -122,11 +123,75 @@ def _from_columns(first_id: int, bs: int, arrival, prompt, output, offsets, hash
         pre, pre_off, dec = pre_arrays[0], pre_arrays[1], []
     else:
         pre, pre_off, dec = [], [], []
+    return n, cap, extra, pre, pre_off, dec, pre_arrays
+
+
+def _chunk(first_id: int, bs: int, arrival, prompt, output, offsets, hashes, tables: tuple) -> Chunk:
+    """The :class:`Chunk` of a run of rows and their :func:`_tables`."""
+    n, cap, extra, pre, pre_off, dec, pre_arrays = tables
+    i8 = np.int64
     arrays = (np.ascontiguousarray(arrival, np.float64), np.ascontiguousarray(prompt, i8),
               np.ascontiguousarray(output, i8), n, cap, np.ascontiguousarray(offsets, i8),
               np.ascontiguousarray(hashes, np.uint64)) + pre_arrays
     # the list columns stay numpy arrays until a Python loop reads them (Chunk converts on first read)
     return Chunk(first_id, bs, arrival, prompt, output, n, cap, extra, offsets, hashes, pre, pre_off, dec, arrays)
+
+
+def _from_columns(first_id: int, bs: int, arrival, prompt, output, offsets, hashes, rules: BlockRules,
+                  timing: Any, decode: bool = True) -> Chunk:
+    return _chunk(first_id, bs, arrival, prompt, output, offsets, hashes,
+                  _tables(prompt, output, offsets, bs, rules, timing, decode))
+
+
+class ChunkPieces:
+    """The step scheduler's chunks (:func:`iter_chunks` with ``decode=False``) made in the decode pass: each
+    batch's rule columns and prefill table (a piece, :func:`_tables`) as the batch is read, then, per joined batch
+    of :class:`pcs.engine.decoded.Decoded`, its pieces joined (:meth:`add` ``closed``, or :meth:`take` for the
+    rest). The chunks are those of :func:`iter_chunks` over the joined batches, value for value: every row's
+    columns and table depend on that row alone, and joining the pieces only renumbers the table's offsets.
+
+    Threads: :meth:`add` runs on the next-turn search's worker (:class:`pcs.engine.turns.TurnWalk`), one call at a
+    time, in batch order; it reads the batch (read-only arrays), the rules (frozen) and the time model's compute
+    terms, and writes only this object, which the caller reads after that worker's last join (:meth:`take`).
+    Memory: the pieces of the batches not joined yet (8 B per prefill-table entry, 24 B per request).
+
+    Args:
+        rules: block rules; timing: :class:`pcs.engine.timing.TimeModel` (its ``tables``), as ``_feed`` passes them.
+    """
+
+    def __init__(self, rules: BlockRules, timing: Any) -> None:
+        self.rules, self.timing = rules, timing
+        self._pieces: list = []          # per batch read: its _tables, or None once joined into a chunk
+        self._made: dict = {}            # joined batch index -> its Chunk
+
+    def add(self, b: Any, closed: tuple = ()) -> None:
+        """Make the piece of batch ``b`` (the next in trace order); first join the chunks of ``closed``
+        (``(index, joined batch, first piece, end piece)`` each, groups complete before ``b``)."""
+        for g, joined, lo, hi in closed:
+            self._made[g] = self._joined(joined, lo, hi)
+        self._pieces.append(_tables(b.prompt_tokens, b.output_tokens, b.block_offsets, int(b.block_size),
+                                    self.rules, self.timing, False))
+
+    def _joined(self, b: Any, lo: int, hi: int) -> Chunk:
+        """The chunk of joined batch ``b`` from pieces ``lo`` .. ``hi - 1`` (released)."""
+        parts, self._pieces[lo:hi] = self._pieces[lo:hi], [None] * (hi - lo)
+        if len(parts) == 1:
+            tables = parts[0]
+        else:
+            cols = [np.concatenate([p[k] for p in parts]) for k in range(3)]
+            pre = np.concatenate([p[3] for p in parts])
+            base = np.cumsum([0] + [len(p[3]) for p in parts[:-1]])
+            off = np.concatenate([p[4][:-1] + s for p, s in zip(parts, base)] + [np.array([len(pre)], np.int64)])
+            tables = (*cols, pre, off, [], (pre, off))
+        return _chunk(b.first_request_id, int(b.block_size), b.arrival_s, b.prompt_tokens, b.output_tokens,
+                      b.block_offsets, b.block_hashes, tables)
+
+    def take(self, batches: list, ranges: list) -> Iterator[Chunk]:
+        """The chunks of joined ``batches`` (``ranges``: each one's pieces, ``(first, end)``), in order, each
+        handed over once (a made chunk is dropped here once yielded)."""
+        for g, (b, (lo, hi)) in enumerate(zip(batches, ranges)):
+            made = self._made.pop(g, None)
+            yield made if made is not None else self._joined(b, lo, hi)
 
 
 def iter_chunks(source: Any, rules: BlockRules, timing: Any = None, decode: bool = True) -> Iterator[Chunk]:

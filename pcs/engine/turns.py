@@ -26,7 +26,7 @@ least :data:`DETECT_SHARE` of its requests (:attr:`DecodeBlocks.detected`).
 from __future__ import annotations
 
 import heapq
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -178,16 +178,22 @@ class TurnWalk:
             raise RuntimeError(f"the compiled {_native.TWINS['turns']} is not built")
         self._state, self._n, self._side = self._tn.new(), 0, Beside(threaded)
 
-    def _walk(self, first: int, bs: int, hashes: np.ndarray, off: np.ndarray, p: np.ndarray, o: np.ndarray) -> None:
+    def _walk(self, first: int, bs: int, hashes: np.ndarray, off: np.ndarray, p: np.ndarray, o: np.ndarray,
+              also: Callable[[], Any] | None = None) -> None:
         self._tn.walk(self._state, first, bs, hashes, off, p, o)
+        if also is not None:
+            also()
 
-    def add(self, b) -> None:
-        """Walk batch ``b`` (a :class:`pcs.trace.RequestBatch`, the next in trace order) after the earlier ones."""
+    def add(self, b, also: Callable[[], Any] | None = None) -> None:
+        """Walk batch ``b`` (a :class:`pcs.trace.RequestBatch`, the next in trace order) after the earlier ones;
+        ``also``: called after the walk in the same call on the worker (:class:`pcs.engine.chunks.ChunkPieces`),
+        its error raised as a walk's."""
         i8 = np.int64
         off = np.ascontiguousarray(b.block_offsets, i8)
         self._side.join()                  # the previous batch's walk (its error is raised here)
         self._side.start(self._walk, self._n, int(b.block_size), np.ascontiguousarray(b.block_hashes, np.uint64),
-                         off, np.ascontiguousarray(b.prompt_tokens, i8), np.ascontiguousarray(b.output_tokens, i8))
+                         off, np.ascontiguousarray(b.prompt_tokens, i8), np.ascontiguousarray(b.output_tokens, i8),
+                         also)
         self._n += len(off) - 1
 
     def result(self) -> DecodeBlocks:
