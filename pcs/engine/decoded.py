@@ -33,35 +33,29 @@ __all__ = ["Decoded", "MERGE_REQUESTS"]
 MERGE_REQUESTS = 1 << 16
 
 
-def _joined(batches: Iterator, each: Callable[..., None] | None = None, spans: list | None = None) -> list:
+def _joined(batches: Iterator, each: Callable[..., None] | None = None) -> list:
     """``batches`` in order, consecutive ones joined while together they hold at most :data:`MERGE_REQUESTS`
     requests (a batch already that large stays as it is); each joined batch keeps its first request's id.
-    ``each``: called with every batch as read, before it is joined (the next-turn search, :class:`Decoded`), and
-    the groups joined since its previous call, ``(index, joined batch, first, end)`` each (the batches read that
-    it joins, counted from 0); ``spans``: each joined batch's ``(first, end)`` appended."""
+    ``each``: called with every batch as read, before it is joined (the next-turn search, :class:`Decoded`),
+    whether it begins a new joined batch, and the joined batches made since its previous call
+    (``(index, joined batch)`` each)."""
     out: list = []
     group: list = []
     closed: list = []
-    spans = [] if spans is None else spans
     rows = 0
-
-    def close() -> None:
-        lo = spans[-1][1] if spans else 0
-        out.append(_join(group))
-        spans.append((lo, lo + len(group)))
-        closed.append((len(out) - 1, out[-1], lo, lo + len(group)))
-
     for b in batches:
+        starts = bool(group) and rows + len(b) > MERGE_REQUESTS
         if each is not None:
-            each(b, tuple(closed))
+            each(b, starts, tuple(closed))
             closed.clear()
-        if group and rows + len(b) > MERGE_REQUESTS:
-            close()
+        if starts:
+            out.append(_join(group))
+            closed.append((len(out) - 1, out[-1]))
             group, rows = [], 0
         group.append(b)
         rows += len(b)
     if group:
-        close()
+        out.append(_join(group))
     return out
 
 
@@ -93,12 +87,12 @@ class Decoded:
     """
 
     def __init__(self, source: Any, turns: Any = None, pieces: Any = None) -> None:
-        each, self._spans, self._pieces = None, [], (pieces if turns is not None else None)
+        each, self._pieces = None, (pieces if turns is not None else None)
         if turns is not None:
-            each = (lambda b, _: turns.add(b)) if pieces is None else \
-                (lambda b, closed: turns.add(b, partial(pieces.add, b, closed)))
+            each = (lambda b, *_: turns.add(b)) if pieces is None else \
+                (lambda b, starts, closed: turns.add(b, partial(pieces.add, b, starts, closed)))
         try:
-            self.batches = _joined(as_batches(source), each, self._spans)
+            self.batches = _joined(as_batches(source), each)
             self.next_turns = None if turns is None else turns.result()
         finally:
             if turns is not None:
@@ -114,7 +108,7 @@ class Decoded:
         if p is None or decode or p.rules is not rules or p.timing is not timing:
             return None
         self._pieces = None
-        return p.take(self.batches, self._spans)
+        return p.take(self.batches)
 
     def iter_batches(self) -> Iterator:
         """The batches, in order (each call starts again)."""

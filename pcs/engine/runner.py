@@ -380,7 +380,8 @@ def _feed(source: Any, rules: BlockRules, time_model: Any, engines: list[ReplayE
           progress: Callable[[int], None] | None, decode: bool = True, passes: SharedPasses | None = None,
           side: ReplayEngine | None = None, beside: Beside | None = None) -> None:
     """Feed every chunk of ``source`` to every engine once; ``decode=False``: no decode seconds (step scheduler);
-    with ``passes`` the chunks are made once for the runs of the replay (the same time model).
+    with ``passes`` the chunks are made once for the runs of the replay (the same time model); a decoded trace
+    whose chunks were made in the decode pass (:meth:`pcs.engine.decoded.Decoded.made_chunks`) hands them over.
     ``side``: one more engine, fed each chunk through ``beside`` (on a worker thread) while the others are fed
     and the next chunk is made (the side's feeds stay in chunk order: each is joined before the next starts).
     Without ``passes``, when every engine's loop releases the GIL, the next chunk is made on a worker thread while
@@ -389,8 +390,8 @@ def _feed(source: Any, rules: BlockRules, time_model: Any, engines: list[ReplayE
     made = source.made_chunks(rules, time_model, decode) if passes is None and isinstance(source, Decoded) else None
     chunks = made if made is not None else iter_chunks(source, rules, time_model, decode) if passes is None else \
         passes.get(("chunks", rules, id(time_model), decode), lambda: list(iter_chunks(source, rules, time_model, decode)))
-    if passes is None and made is None and all(getattr(e, "releases_gil", False) for e in engines):
-        chunks = read_ahead(chunks, linger=True)   # the next chunk made on a worker while the loops run (no GIL)
+    if passes is None and all(getattr(e, "releases_gil", False) for e in engines):
+        chunks = read_ahead(chunks, linger=True)   # the next chunk made (or joined) on a worker while the loops run
     try:
         for ch in chunks:
             if side is not None:

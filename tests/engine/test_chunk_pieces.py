@@ -45,7 +45,7 @@ def test_pieces_joined_by_hand(monkeypatch, threaded):
     # [r0 r1] stays alone (2 + 2 > 3), [r2 r3] + [r4] are joined (2 + 1 = 3): the second chunk is two pieces.
     monkeypatch.setattr(decoded, "MERGE_REQUESTS", 3)
     reqs = [req([1, 2, 3], 0.0, prompt=10, out=3), req([1, 2], 1.0, prompt=8, out=0),
-            req([1, 5], 2.0, prompt=5, out=4), req([7], 3.0, prompt=3, out=2), req([1, 2, 3], 4.0, prompt=12, out=1)]
+            req([1, 5], 2.0, prompt=5, out=4), req([7], 3.0, prompt=3, out=2), req([1, 2, 3, 4, 6], 4.0, prompt=20, out=1)]
     rules, timing = BlockRules(), TimeModel(LinearCompute())
     before = set(threading.enumerate())
     src = Decoded(_Batches(list(as_batches(reqs, rows=2))), turns.TurnWalk(threaded), ChunkPieces(rules, timing))
@@ -54,9 +54,12 @@ def test_pieces_joined_by_hand(monkeypatch, threaded):
     chunks = list(src.made_chunks(rules, timing, False))
     # cacheable = min(P // 4, ids); max hit = min(cacheable, (P - 1) // 4); extra = ceil((P + out) / 4) - cacheable
     # r0 P 10: 2, 2, ceil(13/4) - 2 = 2; r1 P 8: 2, 1, 0; r2 P 5: 1, 1, ceil(9/4) - 1 = 2; r3 P 3: 0, 0, 2;
-    # r4 P 12: 3, 2, ceil(13/4) - 3 = 1. Prefill table row: (P - min(4h, P)) x 0.001 s for h = 0 .. max hit.
+    # r4 P 20: 5, 4, ceil(21/4) - 5 = 1. Prefill table row: (P - min(4h, P)) x 0.001 s for h = 0 .. max hit.
+    # The second joined batch's table is reserved at its first batch's 3 entries for 2 requests x (3 // 2 + 1)
+    # = 6 entries; r4's 5 more make it grow (to 12).
     want = [([2, 2], [2, 1], [2, 0], [0, 3, 5], [0.010, 0.006, 0.002, 0.008, 0.004]),
-            ([1, 0, 3], [1, 0, 2], [2, 2, 1], [0, 2, 3, 6], [0.005, 0.001, 0.003, 0.012, 0.008, 0.004])]
+            ([1, 0, 5], [1, 0, 4], [2, 2, 1], [0, 2, 3, 8],
+             [0.005, 0.001, 0.003, 0.020, 0.016, 0.012, 0.008, 0.004])]
     assert [c.first_request_id for c in chunks] == [0, 2]
     for ch, (cacheable, cap, extra, pre_off, pre) in zip(chunks, want):
         a = ch.arrays

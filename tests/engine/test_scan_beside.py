@@ -143,10 +143,10 @@ def test_off_runs_every_side_call_inline(monkeypatch):
 
 @native
 def test_chunks_are_made_ahead_only_for_loops_without_the_gil(monkeypatch):
-    # the compiled step loop releases the GIL: its chunks are made on the next-turn search's worker while the
-    # trace is decoded (chunks.ChunkPieces; runner._decoded_once), or -- no search walking the decode, decode blocks
-    # not cached -- its next chunk on a worker while the loops run (runner._feed's read_ahead); the instant-compute
-    # event loop keeps the GIL, so its chunks are made in line (a worker would only take turns)
+    # the compiled step loop releases the GIL: its next chunk is made (or, made in the decode, joined) on a worker
+    # while the loops run (runner._feed's read_ahead), and with decode blocks cached its chunks' pieces are made on
+    # the next-turn search's worker while the trace is decoded (chunks.ChunkPieces; runner._decoded_once); the
+    # instant-compute event loop keeps the GIL, so its chunks are made in line (a worker would only take turns)
     from pcs.engine.chunks import ChunkPieces
     from pcs.engine.schedconfig import SchedulerConfig
 
@@ -156,21 +156,21 @@ def test_chunks_are_made_ahead_only_for_loops_without_the_gil(monkeypatch):
         made.append(True)
         return orig(chunks, **kw)
 
-    def spy_add(self, b, closed=()):
+    def spy_add(self, *a):
         pieces.append(threading.current_thread().name)
-        return add(self, b, closed)
+        return add(self, *a)
 
     monkeypatch.setattr(runner, "read_ahead", spy)
     monkeypatch.setattr(ChunkPieces, "add", spy_add)
     kw = {"tiers": ["gpu=300blocks", "cpu=2000blocks"]}
     _spied(monkeypatch, "on", ROOT / "traces" / "sample_chat.jsonl", **kw)
-    assert made == [] and pieces and set(pieces) == {"pcs-beside"}
+    assert made == [True] and pieces and set(pieces) == {"pcs-beside"}
     n = len(pieces)
     _spied(monkeypatch, "on", ROOT / "traces" / "sample_chat.jsonl",
            scheduler=SchedulerConfig(cache_decode_blocks=False), **kw)
-    assert made == [True] and len(pieces) == n
+    assert made == [True, True] and len(pieces) == n
     _spied(monkeypatch, "on", ROOT / "traces" / "sample_chat.jsonl", compute_mode="infinite", **kw)
-    assert made == [True] and len(pieces) == n
+    assert made == [True, True] and len(pieces) == n
 
 
 @native
@@ -187,4 +187,4 @@ def test_an_error_making_a_chunk_in_the_decode_is_the_one_raised(monkeypatch):
     # the chunks made on the next-turn search's worker (chunks.ChunkPieces): the error raised at the walk's join
     from pcs.engine import chunks
 
-    _fails_with(monkeypatch, chunks, "_tables", "request 7: the piece failed")
+    _fails_with(monkeypatch, chunks, "rule_columns", "request 7: the piece failed")
