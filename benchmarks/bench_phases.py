@@ -9,7 +9,8 @@ checkout's ``benchmarks/`` (its ``common.py`` puts that checkout first on ``sys.
 tree) runs there for an alternated comparison; the JSON line names the ``pcs`` it imported. The phases: the decode and
 batch join (``Decoded._joined``, cumulative; with the next-turn search walking each batch as it is read, that
 search's calls inline), the next-turn search (``_turns.walk``), the one-pass scan
-(``_lruscan.lru_feed``), the chunks and prefill tables (``chunks._from_columns``, cumulative), the step loops
+(``_lruscan.lru_feed``), the chunks and prefill tables (``chunks._from_columns``, cumulative; made in the decode:
+``ChunkPieces.add`` and ``.take``, cumulative, ``add`` also inside the decode's figure, as the search), the step loops
 (``StepScheduler.feed``/``close``/``columns``), their input columns (``NativeStepEngine._feed_inputs``), the
 summaries (``api._summarise``) and the whole call. cProfile adds about 1 us per Python call (about 20 k calls per
 10x call), so phases are comparable between trees, not to unprofiled wall times.
@@ -40,7 +41,8 @@ PHASES = {
     "decode_and_join": [(("decoded.py", "_joined"), True)],
     "next_turn_search": [(("~", "<built-in method pcs.engine._turns.walk>"), False)],
     "scan": [(("~", "<built-in method pcs.engine._lruscan.lru_feed>"), False)],
-    "chunks_and_prefill_tables": [(("chunks.py", "_from_columns"), True)],
+    "chunks_and_prefill_tables": [(("chunks.py", "_from_columns"), True), (("chunks.py", "add"), True),
+                                  (("chunks.py", "take"), True)],
     "step_loops": [(("~", "<method 'feed' of 'pcs.engine._stepsched.StepScheduler' objects>"), False),
                    (("~", "<method 'close' of 'pcs.engine._stepsched.StepScheduler' objects>"), False),
                    (("~", "<method 'columns' of 'pcs.engine._stepsched.StepScheduler' objects>"), False)],
@@ -69,6 +71,7 @@ TIMELINE = [("pcs.engine.decoded", "Decoded.__init__", "D", "decode and join"),
             ("pcs.engine.turns", "TurnWalk._walk", "t", "next-turn search of a batch, as it is decoded"),
             ("pcs.engine.fastpath", "scan", "S", "one-pass scan"),
             ("pcs.engine.chunks", "_from_columns", "C", "chunk and prefill table"),
+            ("pcs.engine.chunks", "ChunkPieces.add", "c", "a batch's chunk piece, made in the decode"),
             ("pcs.engine.stepnative", "NativeStepEngine.feed", "L", "step loop feed"),
             ("pcs.engine.stepnative", "NativeStepEngine.close", "E", "step loop close"),
             ("pcs.engine.seqbase", "baseline_from_scan", "B", "baseline from the scan"),

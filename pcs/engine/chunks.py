@@ -16,7 +16,7 @@ import numpy as np
 from pcs.blocks import BlockRules
 from pcs.trace.batches import BATCH_REQUESTS, as_batches
 
-__all__ = ["Chunk", "iter_chunks", "rule_columns", "CHUNK_REQUESTS"]
+__all__ = ["Chunk", "ChunkPieces", "iter_chunks", "rule_columns", "CHUNK_REQUESTS"]
 
 #: Requests per chunk when grouping an iterable of Request objects (:data:`pcs.trace.batches.BATCH_REQUESTS`).
 CHUNK_REQUESTS = BATCH_REQUESTS
@@ -110,11 +110,12 @@ def rule_columns(prompt_tokens: np.ndarray, num_hashes: np.ndarray, output_token
     return n, cap, extra
 
 
-def _from_columns(first_id: int, bs: int, arrival, prompt, output, offsets, hashes, rules: BlockRules,
-                  timing: Any, decode: bool = True) -> Chunk:
+def _tables(prompt, output, offsets, bs: int, rules: BlockRules, timing: Any, decode: bool) -> tuple:
+    """A run of rows' rule columns and time tables: (cacheable, max_hit_blocks, extra_blocks, prefill table,
+    its offsets, decode seconds, (prefill table, offsets) as arrays or two empty arrays). Each row's values depend
+    on that row alone (:func:`rule_columns`, :meth:`pcs.engine.timing.TimeModel.tables`)."""
     n, cap, extra = rule_columns(prompt, np.diff(offsets), output, bs, rules)
-    i8 = np.int64
-    pre_arrays = (np.zeros(0), np.zeros(0, i8))
+    pre_arrays = (np.zeros(0), np.zeros(0, np.int64))
     if timing is not None and decode:
         pre, pre_off, dec = timing.tables(prompt, output, cap, bs)
     elif timing is not None:
@@ -122,11 +123,99 @@ def _from_columns(first_id: int, bs: int, arrival, prompt, output, offsets, hash
         pre, pre_off, dec = pre_arrays[0], pre_arrays[1], []
     else:
         pre, pre_off, dec = [], [], []
+    return n, cap, extra, pre, pre_off, dec, pre_arrays
+
+
+def _chunk(first_id: int, bs: int, arrival, prompt, output, offsets, hashes, tables: tuple) -> Chunk:
+    """The :class:`Chunk` of a run of rows and their :func:`_tables`."""
+    n, cap, extra, pre, pre_off, dec, pre_arrays = tables
+    i8 = np.int64
     arrays = (np.ascontiguousarray(arrival, np.float64), np.ascontiguousarray(prompt, i8),
               np.ascontiguousarray(output, i8), n, cap, np.ascontiguousarray(offsets, i8),
               np.ascontiguousarray(hashes, np.uint64)) + pre_arrays
     # the list columns stay numpy arrays until a Python loop reads them (Chunk converts on first read)
     return Chunk(first_id, bs, arrival, prompt, output, n, cap, extra, offsets, hashes, pre, pre_off, dec, arrays)
+
+
+def _from_columns(first_id: int, bs: int, arrival, prompt, output, offsets, hashes, rules: BlockRules,
+                  timing: Any, decode: bool = True) -> Chunk:
+    return _chunk(first_id, bs, arrival, prompt, output, offsets, hashes,
+                  _tables(prompt, output, offsets, bs, rules, timing, decode))
+
+
+class ChunkPieces:
+    """The step scheduler's chunks (:func:`iter_chunks` with ``decode=False``) made in the decode pass: each
+    batch's rule columns (:func:`rule_columns`) and prefill table (:meth:`pcs.engine.timing.TimeModel.tables`,
+    written in place into its joined batch's table) as the batch is read; once a joined batch of
+    :class:`pcs.engine.decoded.Decoded` is complete, its chunk (:meth:`add` ``closed``, or :meth:`take` for the
+    rest). The chunks are those of :func:`iter_chunks` over the joined batches, value for value: every row's
+    columns and table entries depend on that row alone, and joining the batches only renumbers the table's offsets.
+
+    Threads: :meth:`add` runs on the next-turn search's worker (:class:`pcs.engine.turns.TurnWalk`), one call at a
+    time, in batch order; it reads the batch (read-only arrays), the rules (frozen) and the time model's compute
+    terms, and writes only this object, which the caller reads after that worker's last join (:meth:`take`).
+    Memory: per joined batch not handed over, its table (8 B an entry; the buffer is reserved for
+    :data:`pcs.engine.decoded.MERGE_REQUESTS` requests, pages untouched until written) and 32 B per request.
+
+    Args:
+        rules: block rules; timing: :class:`pcs.engine.timing.TimeModel` (its ``tables``), as ``_feed`` passes them.
+    """
+
+    def __init__(self, rules: BlockRules, timing: Any) -> None:
+        self.rules, self.timing = rules, timing
+        self._groups: list = []   # per joined batch: [[(cacheable, max hit, extra, table offsets)], table, used]
+        self._made: dict = {}     # joined batch index -> its Chunk
+
+    def add(self, b: Any, starts: bool = False, closed: tuple = ()) -> None:
+        """Make the piece of batch ``b`` (the next in trace order; ``starts``: it begins a new joined batch), after
+        the chunks of ``closed`` (``(index, joined batch)`` each, complete before ``b``)."""
+        for g, joined in closed:
+            self._made[g] = self._chunk_of(g, joined)
+        if starts or not self._groups:
+            self._groups.append([[], None, 0])
+        grp = self._groups[-1]
+        bs, prompt, output = int(b.block_size), b.prompt_tokens, b.output_tokens
+        n, cap, extra = rule_columns(prompt, np.diff(b.block_offsets), output, bs, self.rules)
+        need = int(cap.sum()) + len(cap)                   # the table's entries: max hit + 1 a row
+        grp[1] = _room(grp[1], grp[2], need, len(cap))
+        pre, off = self.timing.tables(prompt, output, cap, bs, False, True, out=grp[1][grp[2]:])[:2]
+        grp[0].append((n, cap, extra, off))
+        grp[2] += len(pre)
+
+    def _chunk_of(self, g: int, b: Any) -> Chunk:
+        """The chunk of joined batch ``g`` (``b``) from its pieces (released)."""
+        parts, table, used = self._groups[g]
+        self._groups[g] = None
+        if len(parts) == 1:
+            n, cap, extra, off = parts[0]
+        else:
+            n, cap, extra = (np.concatenate([p[k] for p in parts]) for k in range(3))
+            base = np.cumsum([0] + [int(p[3][-1]) for p in parts[:-1]])
+            off = np.concatenate([p[3][:-1] + s for p, s in zip(parts, base)] + [np.array([used], np.int64)])
+        pre = table[:used] if table is not None else np.zeros(0)
+        return _chunk(b.first_request_id, int(b.block_size), b.arrival_s, b.prompt_tokens, b.output_tokens,
+                      b.block_offsets, b.block_hashes, (n, cap, extra, pre, off, [], (pre, off)))
+
+    def take(self, batches: list) -> Iterator[Chunk]:
+        """The chunks of the joined ``batches``, in order, each handed over once (dropped here once yielded)."""
+        for g, b in enumerate(batches):
+            made = self._made.pop(g, None)
+            yield made if made is not None else self._chunk_of(g, b)
+
+
+def _room(table: np.ndarray | None, used: int, need: int, rows: int) -> np.ndarray:
+    """``table`` with room for ``need`` entries past ``used``: a new one holding its first ``used`` entries when
+    it has not; the first (None) reserved for a joined batch of :data:`pcs.engine.decoded.MERGE_REQUESTS` requests
+    at this batch's entries per request."""
+    if table is not None and used + need <= len(table):
+        return table
+    from pcs.engine import decoded
+
+    size = need * (decoded.MERGE_REQUESTS // max(rows, 1) + 1) if table is None else max(2 * len(table), used + need)
+    grown = np.empty(max(size, used + need, 1), dtype=np.float64)
+    if table is not None:
+        grown[:used] = table[:used]
+    return grown
 
 
 def iter_chunks(source: Any, rules: BlockRules, timing: Any = None, decode: bool = True) -> Iterator[Chunk]:

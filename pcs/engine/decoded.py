@@ -21,6 +21,7 @@ Memory: the decoded trace -- 8 B per block hash plus 32 B per request
 """
 from __future__ import annotations
 
+from functools import partial
 from typing import Any, Callable, Iterator
 
 from pcs.trace.batches import as_batches
@@ -32,18 +33,24 @@ __all__ = ["Decoded", "MERGE_REQUESTS"]
 MERGE_REQUESTS = 1 << 16
 
 
-def _joined(batches: Iterator, each: Callable[[Any], None] | None = None) -> list:
+def _joined(batches: Iterator, each: Callable[..., None] | None = None) -> list:
     """``batches`` in order, consecutive ones joined while together they hold at most :data:`MERGE_REQUESTS`
     requests (a batch already that large stays as it is); each joined batch keeps its first request's id.
-    ``each``: called with every batch as read, before it is joined (the next-turn search, :class:`Decoded`)."""
+    ``each``: called with every batch as read, before it is joined (the next-turn search, :class:`Decoded`),
+    whether it begins a new joined batch, and the joined batches made since its previous call
+    (``(index, joined batch)`` each)."""
     out: list = []
     group: list = []
+    closed: list = []
     rows = 0
     for b in batches:
+        starts = bool(group) and rows + len(b) > MERGE_REQUESTS
         if each is not None:
-            each(b)
-        if group and rows + len(b) > MERGE_REQUESTS:
+            each(b, starts, tuple(closed))
+            closed.clear()
+        if starts:
             out.append(_join(group))
+            closed.append((len(out) - 1, out[-1]))
             group, rows = [], 0
         group.append(b)
         rows += len(b)
@@ -66,6 +73,9 @@ class Decoded:
         source: anything :func:`pcs.trace.batches.as_batches` reads.
         turns: a :class:`pcs.engine.turns.TurnWalk` fed every batch as it is read (the next-turn search, on its
             worker thread while the next batch is decoded), or None.
+        pieces: with ``turns``, a :class:`pcs.engine.chunks.ChunkPieces` whose pieces are made on the same worker
+            after each batch's walk, and each joined batch's chunk once its group is complete
+            (:meth:`made_chunks`); or None.
     Attributes:
         batches: the checked batches, ids numbered from 0, in order, small ones joined (:func:`_joined`).
         block_size: tokens per block (None for an empty trace).
@@ -76,15 +86,29 @@ class Decoded:
         ValueError, InputError: as :func:`pcs.trace.batches.as_batches`; MemoryError: as ``turns``.
     """
 
-    def __init__(self, source: Any, turns: Any = None) -> None:
+    def __init__(self, source: Any, turns: Any = None, pieces: Any = None) -> None:
+        each, self._pieces = None, (pieces if turns is not None else None)
+        if turns is not None:
+            each = (lambda b, *_: turns.add(b)) if pieces is None else \
+                (lambda b, starts, closed: turns.add(b, partial(pieces.add, b, starts, closed)))
         try:
-            self.batches = _joined(as_batches(source), None if turns is None else turns.add)
+            self.batches = _joined(as_batches(source), each)
             self.next_turns = None if turns is None else turns.result()
         finally:
             if turns is not None:
                 turns.close()      # a walk still in flight after a reader's error or Ctrl-C: waited for, dropped
         self.block_size = int(self.batches[0].block_size) if self.batches else None
         self.num_block_hashes = sum(int(b.block_offsets[-1] - b.block_offsets[0]) for b in self.batches)
+
+    def made_chunks(self, rules: Any, timing: Any, decode: bool) -> Iterator | None:
+        """The chunks made in the decode pass (``pieces``), in order, when they are those
+        :func:`pcs.engine.chunks.iter_chunks` of this trace with ``rules``, ``timing`` and ``decode`` would give
+        (the same rules and time model, ``decode`` False), else None; handed over once (then None)."""
+        p = self._pieces
+        if p is None or decode or p.rules is not rules or p.timing is not timing:
+            return None
+        self._pieces = None
+        return p.take(self.batches)
 
     def iter_batches(self) -> Iterator:
         """The batches, in order (each call starts again)."""

@@ -381,16 +381,18 @@ def _feed(source: Any, rules: BlockRules, time_model: Any, engines: list[ReplayE
           progress: Callable[[int], None] | None, decode: bool = True, passes: SharedPasses | None = None,
           side: ReplayEngine | None = None, beside: Beside | None = None) -> None:
     """Feed every chunk of ``source`` to every engine once; ``decode=False``: no decode seconds (step scheduler);
-    with ``passes`` the chunks are made once for the runs of the replay (the same time model).
+    with ``passes`` the chunks are made once for the runs of the replay (the same time model); a decoded trace
+    whose chunks were made in the decode pass (:meth:`pcs.engine.decoded.Decoded.made_chunks`) hands them over.
     ``side``: one more engine, fed each chunk through ``beside`` (on a worker thread) while the others are fed
     and the next chunk is made (the side's feeds stay in chunk order: each is joined before the next starts).
     Without ``passes``, when every engine's loop releases the GIL, the next chunk is made on a worker thread while
     the engines replay this one (:func:`pcs.trace.batches.read_ahead`: one chunk in flight, the chunks in order;
     the maker alone touches the time model's decode memo, :class:`pcs.engine.timing.TimeModel`)."""
-    chunks = iter_chunks(source, rules, time_model, decode) if passes is None else passes.get(
-        ("chunks", rules, id(time_model), decode), lambda: list(iter_chunks(source, rules, time_model, decode)))
+    made = source.made_chunks(rules, time_model, decode) if passes is None and isinstance(source, Decoded) else None
+    chunks = made if made is not None else iter_chunks(source, rules, time_model, decode) if passes is None else \
+        passes.get(("chunks", rules, id(time_model), decode), lambda: list(iter_chunks(source, rules, time_model, decode)))
     if passes is None and all(getattr(e, "releases_gil", False) for e in engines):
-        chunks = read_ahead(chunks, linger=True)   # the next chunk made on a worker while the loops run (no GIL)
+        chunks = read_ahead(chunks, linger=True)   # the next chunk made (or joined) on a worker while the loops run
     try:
         for ch in chunks:
             if side is not None:
@@ -410,21 +412,26 @@ def _feed(source: Any, rules: BlockRules, time_model: Any, engines: list[ReplayE
         raise
 
 
-def _decoded_once(source: Any, plans: list, step: StepSetup | None, timing: str, native: str | None) -> Any:
+def _decoded_once(source: Any, plans: list, step: StepSetup | None, timing: str, native: str | None,
+                  rules: BlockRules, time_model: Any) -> Any:
     """``source`` decoded once when more than one pass reads it (an event-loop plan), else as it is. When the
     step scheduler will need the next-turn search (:func:`_resolve_step`) and it runs compiled, the search walks
     each batch as it is decoded, on a worker thread (:class:`pcs.engine.turns.TurnWalk`; the decoded trace's
-    ``next_turns``), instead of a pass of its own after the decode."""
+    ``next_turns``), instead of a pass of its own after the decode; and on the same worker the step loops'
+    chunks are made from each batch as it is read (:class:`pcs.engine.chunks.ChunkPieces`, taken by
+    :func:`_feed`), so the loops start on chunks already made."""
     if not any(p.row.kind == "event-loop" for p in plans):
         return source
-    walk = None
+    walk = pieces = None
     if step is not None and timing == "modeled" and step.config.cache_decode_blocks is not False:
         from pcs import _native
+        from pcs.engine.chunks import ChunkPieces
         from pcs.engine.turns import TurnWalk
 
         if _native.resolve(native, "turns") == "c":
             walk = TurnWalk(threads_wanted())
-    return Decoded(source, walk)
+            pieces = ChunkPieces(rules, time_model) if time_model is not None else None
+    return Decoded(source, walk, pieces)
 
 
 def _singles(scans: list, scan2: Any, source: Any, rules: BlockRules, native: str | None, resolved: tuple | None,
@@ -529,7 +536,8 @@ def run_replay(source: Any, rules: BlockRules, time_model: Any, make_tiers: Call
     """
     tiers0 = make_tiers()
     plans = _place(tiers0, timing, requested, native, hybrid, step)
-    source = passes.source if passes is not None else _decoded_once(source, plans, step, timing, native)
+    source = passes.source if passes is not None else _decoded_once(source, plans, step, timing, native, rules,
+                                                                     time_model)
     resolved = _resolve_step(step, timing, source, rules, native, passes)
     seq_side, scan_side = Beside(threads_wanted()), Beside(threads_wanted())   # side work on worker threads
     try:

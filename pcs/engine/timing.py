@@ -54,7 +54,7 @@ class TimeModel:
         self._terms: tuple | None = None     # causal_terms of compute, () when it has none (read once)
 
     def tables(self, prompt: np.ndarray, output: np.ndarray, cap: np.ndarray, block_size: int,
-               decode: bool = True, arrays: bool = False):
+               decode: bool = True, arrays: bool = False, out: np.ndarray | None = None):
         """(prefill table, its offsets, decode seconds) as python lists for one chunk.
 
         Row i's table holds ``prefill_s(P - min(h*bs, P), min(h*bs, P))`` for
@@ -63,13 +63,15 @@ class TimeModel:
         are memoised by context: the same context gives the same time), or []
         with ``decode=False`` (the step scheduler times decode steps itself).
         ``arrays=True`` (with ``decode=False``): the table as float64 and its
-        offsets as int64 numpy arrays instead of lists.
+        offsets as int64 numpy arrays instead of lists; ``out`` (float64, contiguous, at least the table's
+        length): the table is written into its first entries and is a view of them (the table of joined
+        batches made in place, :class:`pcs.engine.chunks.ChunkPieces`).
         """
         m = len(prompt)
         counts = cap.astype(np.int64) + 1
         offsets = np.zeros(m + 1, dtype=np.int64)
         np.cumsum(counts, out=offsets[1:])
-        pre = self._prefill_table(prompt.astype(np.int64), counts, offsets, block_size)
+        pre = self._prefill_table(prompt.astype(np.int64), counts, offsets, block_size, out)
         if not decode:
             return (np.ascontiguousarray(pre), offsets, []) if arrays else (pre.tolist(), offsets.tolist(), [])
         out = output.astype(np.int64)
@@ -82,20 +84,26 @@ class TimeModel:
             memo.update(zip(todo, per.tolist()))
         return pre.tolist(), offsets.tolist(), [o * memo[c] for o, c in zip(out.tolist(), ctx)]
 
-    def _prefill_table(self, prompt: np.ndarray, counts: np.ndarray, offsets: np.ndarray, block_size: int) -> np.ndarray:
-        """The rows of :meth:`tables` (float64, shape (offsets[-1],)), in one compiled pass
-        (``pcs/engine/_prefill.c``) when :func:`causal_terms` describes the compute model, else
+    def _prefill_table(self, prompt: np.ndarray, counts: np.ndarray, offsets: np.ndarray, block_size: int,
+                       out: np.ndarray | None = None) -> np.ndarray:
+        """The rows of :meth:`tables` (float64, shape (offsets[-1],); with ``out``, a view of its first entries),
+        in one compiled pass (``pcs/engine/_prefill.c``) when :func:`causal_terms` describes the compute model, else
         :func:`prefill_table_numpy` (the reference; the same values, tests/engine/test_prefill_table.py)."""
         if self._terms is None:
             self._terms = causal_terms(self.compute) or ()
         exact = not len(prompt) or int(prompt.max()) < 1 << 53      # token counts exact in float64
+        total = int(offsets[-1])
         if self._terms and exact and _native.resolve(self.native, "prefill") == "c":
-            pre = np.empty(int(offsets[-1]), dtype=np.float64)
+            pre = np.empty(total, dtype=np.float64) if out is None else out[:total]
             _native.module("prefill").prefill_table(pre, np.ascontiguousarray(prompt, dtype=np.int64),
                                                     np.ascontiguousarray(offsets, dtype=np.int64), int(block_size),
                                                     *self._terms)
             return pre
-        return prefill_table_numpy(self.compute, prompt, counts, offsets, block_size)
+        pre = prefill_table_numpy(self.compute, prompt, counts, offsets, block_size)
+        if out is None:
+            return pre
+        out[:total] = pre
+        return out[:total]
 
 
 def causal_terms(compute: Any) -> tuple[float, float, tuple[float, ...]] | None:

@@ -26,7 +26,7 @@ least :data:`DETECT_SHARE` of its requests (:attr:`DecodeBlocks.detected`).
 from __future__ import annotations
 
 import heapq
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -159,8 +159,10 @@ class TurnWalk:
     :func:`decode_blocks` over the same batches; batch boundaries change nothing, the state carries over).
 
     Threads: ``threaded`` walks each batch on a worker thread (:class:`pcs.beside.Beside`; ``_turns.walk``
-    releases the GIL) while the caller decodes the next one (:class:`pcs.engine.decoded.Decoded`); each walk is
-    joined before the next starts, so the walks run in order, one at a time, on the state only the worker touches.
+    releases the GIL) while the caller decodes the next one (:class:`pcs.engine.decoded.Decoded`); a batch added
+    while the worker is still busy waits in a list, taken by the worker's next call (the caller does not wait for
+    the worker); each call is joined before the next starts, so the walks run in order, one at a time, on the state
+    only the worker touches.
     A batch is read, never written. :meth:`close` (also done by :meth:`result`) waits for a walk in flight and ends
     the worker, on every path (an error or Ctrl-C in the reader): no thread is left behind.
 
@@ -170,6 +172,8 @@ class TurnWalk:
     """
 
     def __init__(self, threaded: bool) -> None:
+        import threading
+
         from pcs import _native
         from pcs.beside import Beside
 
@@ -177,22 +181,52 @@ class TurnWalk:
         if self._tn is None:
             raise RuntimeError(f"the compiled {_native.TWINS['turns']} is not built")
         self._state, self._n, self._side = self._tn.new(), 0, Beside(threaded)
+        self._pending: list = []                 # batches added while the worker was busy, in order
+        self._running = False                    # a call handed to the worker and not joined
+        self._finished = threading.Event()       # set by that call when it is done (join will not wait)
 
-    def _walk(self, first: int, bs: int, hashes: np.ndarray, off: np.ndarray, p: np.ndarray, o: np.ndarray) -> None:
+    def _walk(self, first: int, bs: int, hashes: np.ndarray, off: np.ndarray, p: np.ndarray, o: np.ndarray,
+              also: Callable[[], Any] | None = None) -> None:
         self._tn.walk(self._state, first, bs, hashes, off, p, o)
+        if also is not None:
+            also()
 
-    def add(self, b) -> None:
-        """Walk batch ``b`` (a :class:`pcs.trace.RequestBatch`, the next in trace order) after the earlier ones."""
+    def _walk_all(self, batches: list) -> None:
+        """One worker call: the walks (each with its ``also``) of ``batches``, in order."""
+        try:
+            for args in batches:
+                self._walk(*args)
+        finally:
+            self._finished.set()
+
+    def _hand_over(self) -> None:
+        """Join the worker's call (its error raised here) and start one over the batches pending."""
+        self._side.join()
+        self._running = False
+        batches, self._pending = self._pending, []
+        if batches:
+            self._finished.clear()
+            self._running = True
+            self._side.start(self._walk_all, batches)
+
+    def add(self, b, also: Callable[[], Any] | None = None) -> None:
+        """Walk batch ``b`` (a :class:`pcs.trace.RequestBatch`, the next in trace order) after the earlier ones;
+        ``also``: called after the walk in the same call on the worker (:class:`pcs.engine.chunks.ChunkPieces`),
+        its error raised as a walk's. The caller never waits here for a call still running: ``b`` then waits in
+        a list for the worker's next call (made at a later :meth:`add` or at :meth:`result`)."""
         i8 = np.int64
         off = np.ascontiguousarray(b.block_offsets, i8)
-        self._side.join()                  # the previous batch's walk (its error is raised here)
-        self._side.start(self._walk, self._n, int(b.block_size), np.ascontiguousarray(b.block_hashes, np.uint64),
-                         off, np.ascontiguousarray(b.prompt_tokens, i8), np.ascontiguousarray(b.output_tokens, i8))
+        self._pending.append((self._n, int(b.block_size), np.ascontiguousarray(b.block_hashes, np.uint64), off,
+                              np.ascontiguousarray(b.prompt_tokens, i8), np.ascontiguousarray(b.output_tokens, i8),
+                              also))
         self._n += len(off) - 1
+        if not self._running or self._finished.is_set():
+            self._hand_over()            # the previous call is done (its error is raised here)
 
     def result(self) -> DecodeBlocks:
         """The decode blocks of every batch added (the worker joined and ended)."""
         try:
+            self._hand_over()            # the batches still pending
             self._side.join()
         finally:
             self._side.close()

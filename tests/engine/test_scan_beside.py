@@ -4,7 +4,8 @@ The compiled scan releases the GIL in lru_feed (pcs/engine/_lruscan.c) and reads
 decode blocks, the rules and two capacities; it writes only its own state. So a replay with the scan on a worker
 gives exactly what it gives with every call inline (the reference: ``PCS_THREADS=off``, the order before threads),
 a scan's exception is the one the user sees, and an error in the loops waits for the scan and leaves no thread.
-The next chunk is made the same way while the compiled step loops run (pcs.engine.runner._feed with
+The step loops' chunks are made the same way: on the next-turn search's worker while the trace is decoded
+(pcs.engine.chunks.ChunkPieces), else the next chunk while the compiled step loops run (pcs.engine.runner._feed with
 pcs.trace.batches.read_ahead). ``PCS_THREADS`` (pcs.beside.threads_wanted) chooses: auto (threads with two
 CPUs or more), on, off.
 """
@@ -85,15 +86,17 @@ def test_scan_beside_equals_inline_when_the_ids_are_not_chained(monkeypatch):
     _same(a, b)
 
 
-def _fails_with(monkeypatch, owner, name: str, message: str) -> None:
-    """``owner.name`` replaced by a call raising UserError(message): the replay raises it, no worker is left."""
+def _fails_with(monkeypatch, owner, name: str, message: str, **kw) -> None:
+    """``owner.name`` replaced by a call raising UserError(message): the replay (``kw`` added) raises it, no worker
+    is left."""
     def bad(*a, **k):
         raise UserError(message)
 
     before = _workers()
     monkeypatch.setattr(owner, name, bad)
     with pytest.raises(UserError, match=message):
-        _spied(monkeypatch, "on", ROOT / "traces" / "sample_chat.jsonl", tiers=["gpu=300blocks", "cpu=2000blocks"])
+        _spied(monkeypatch, "on", ROOT / "traces" / "sample_chat.jsonl", tiers=["gpu=300blocks", "cpu=2000blocks"],
+               **kw)
     assert _workers() == before
 
 
@@ -140,24 +143,48 @@ def test_off_runs_every_side_call_inline(monkeypatch):
 
 @native
 def test_chunks_are_made_ahead_only_for_loops_without_the_gil(monkeypatch):
-    # the compiled step loop releases the GIL: its next chunk is made on a worker (runner._feed); the
+    # the compiled step loop releases the GIL: its next chunk is made (or, made in the decode, joined) on a worker
+    # while the loops run (runner._feed's read_ahead), and with decode blocks cached its chunks' pieces are made on
+    # the next-turn search's worker while the trace is decoded (chunks.ChunkPieces; runner._decoded_once); the
     # instant-compute event loop keeps the GIL, so its chunks are made in line (a worker would only take turns)
-    made, orig = [], runner.read_ahead
+    from pcs.engine.chunks import ChunkPieces
+    from pcs.engine.schedconfig import SchedulerConfig
+
+    made, pieces, orig, add = [], [], runner.read_ahead, ChunkPieces.add
 
     def spy(chunks, **kw):
         made.append(True)
         return orig(chunks, **kw)
 
+    def spy_add(self, *a):
+        pieces.append(threading.current_thread().name)
+        return add(self, *a)
+
     monkeypatch.setattr(runner, "read_ahead", spy)
+    monkeypatch.setattr(ChunkPieces, "add", spy_add)
     kw = {"tiers": ["gpu=300blocks", "cpu=2000blocks"]}
     _spied(monkeypatch, "on", ROOT / "traces" / "sample_chat.jsonl", **kw)
-    assert made == [True]
+    assert made == [True] and pieces and set(pieces) == {"pcs-beside"}
+    n = len(pieces)
+    _spied(monkeypatch, "on", ROOT / "traces" / "sample_chat.jsonl",
+           scheduler=SchedulerConfig(cache_decode_blocks=False), **kw)
+    assert made == [True, True] and len(pieces) == n
     _spied(monkeypatch, "on", ROOT / "traces" / "sample_chat.jsonl", compute_mode="infinite", **kw)
-    assert made == [True]
+    assert made == [True, True] and len(pieces) == n
 
 
 @native
 def test_an_error_making_a_chunk_ahead_is_the_one_raised(monkeypatch):
     from pcs.engine import chunks
+    from pcs.engine.schedconfig import SchedulerConfig
 
-    _fails_with(monkeypatch, chunks, "_from_columns", "request 7: the chunk failed")
+    _fails_with(monkeypatch, chunks, "_from_columns", "request 7: the chunk failed",
+                scheduler=SchedulerConfig(cache_decode_blocks=False))
+
+
+@native
+def test_an_error_making_a_chunk_in_the_decode_is_the_one_raised(monkeypatch):
+    # the chunks made on the next-turn search's worker (chunks.ChunkPieces): the error raised at the walk's join
+    from pcs.engine import chunks
+
+    _fails_with(monkeypatch, chunks, "rule_columns", "request 7: the piece failed")

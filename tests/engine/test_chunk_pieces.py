@@ -1,0 +1,114 @@
+"""The step loops' chunks made in the decode pass (pcs.engine.chunks.ChunkPieces, Decoded(source, turns, pieces)).
+
+Each batch's rule columns and prefill table are made on the next-turn search's worker as the batch is read, and the
+pieces of a joined batch are joined into its chunk; the chunks must be the ones ``iter_chunks`` makes after the decode.
+"""
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pytest
+
+from conftest import MOONCAKE_CONV as MOONCAKE  # noqa: E402  (../shared/traces or $PCS_SHARED_TRACES)
+from helpers import LinearCompute, req
+from pcs import _native
+from pcs.blocks import BlockRules
+from pcs.engine import decoded, turns
+from pcs.engine.chunks import ChunkPieces, iter_chunks
+from pcs.engine.decoded import Decoded
+from pcs.engine.timing import TimeModel
+from pcs.trace.batches import as_batches
+
+needs_turns = pytest.mark.skipif(not _native.built("turns"), reason="the compiled pcs.engine._turns is not built")
+
+
+class _Batches:
+    """A trace given as its batches (anything with iter_batches())."""
+
+    def __init__(self, batches: list) -> None:
+        self.batches = batches
+
+    def iter_batches(self):
+        return iter(self.batches)
+
+
+def _workers(before: set) -> list:
+    return [t for t in set(threading.enumerate()) - before if t.name == "pcs-beside"]
+
+
+@needs_turns
+@pytest.mark.parametrize("threaded", [True, False])
+def test_pieces_joined_by_hand(monkeypatch, threaded):
+    # bs 4, default rules (full blocks only, the last prompt token recomputed: docs/semantics.md §2, §4), prefill
+    # 0.001 s per new token, cached tokens free (LinearCompute). Batches of 2 requests, joined up to 3 requests:
+    # [r0 r1] stays alone (2 + 2 > 3), [r2 r3] + [r4] are joined (2 + 1 = 3): the second chunk is two pieces.
+    monkeypatch.setattr(decoded, "MERGE_REQUESTS", 3)
+    reqs = [req([1, 2, 3], 0.0, prompt=10, out=3), req([1, 2], 1.0, prompt=8, out=0),
+            req([1, 5], 2.0, prompt=5, out=4), req([7], 3.0, prompt=3, out=2), req([1, 2, 3, 4, 6], 4.0, prompt=20, out=1)]
+    rules, timing = BlockRules(), TimeModel(LinearCompute())
+    before = set(threading.enumerate())
+    src = Decoded(_Batches(list(as_batches(reqs, rows=2))), turns.TurnWalk(threaded), ChunkPieces(rules, timing))
+    assert not _workers(before)
+    assert [len(b) for b in src.batches] == [2, 3]
+    chunks = list(src.made_chunks(rules, timing, False))
+    # cacheable = min(P // 4, ids); max hit = min(cacheable, (P - 1) // 4); extra = ceil((P + out) / 4) - cacheable
+    # r0 P 10: 2, 2, ceil(13/4) - 2 = 2; r1 P 8: 2, 1, 0; r2 P 5: 1, 1, ceil(9/4) - 1 = 2; r3 P 3: 0, 0, 2;
+    # r4 P 20: 5, 4, ceil(21/4) - 5 = 1. Prefill table row: (P - min(4h, P)) x 0.001 s for h = 0 .. max hit.
+    # The second joined batch's table is reserved at its first batch's 3 entries for 2 requests x (3 // 2 + 1)
+    # = 6 entries; r4's 5 more make it grow (to 12).
+    want = [([2, 2], [2, 1], [2, 0], [0, 3, 5], [0.010, 0.006, 0.002, 0.008, 0.004]),
+            ([1, 0, 5], [1, 0, 4], [2, 2, 1], [0, 2, 3, 8],
+             [0.005, 0.001, 0.003, 0.020, 0.016, 0.012, 0.008, 0.004])]
+    assert [c.first_request_id for c in chunks] == [0, 2]
+    for ch, (cacheable, cap, extra, pre_off, pre) in zip(chunks, want):
+        a = ch.arrays
+        assert (a[3].tolist(), a[4].tolist(), ch.extra_blocks, a[8].tolist()) == (cacheable, cap, extra, pre_off)
+        assert a[7].tolist() == pytest.approx(pre, rel=1e-12, abs=0) and ch.decode_s == []
+        assert (ch.cacheable, ch.max_hit_blocks, ch.prefill_offsets) == (cacheable, cap, pre_off)
+    assert src.made_chunks(rules, timing, False) is None      # handed over once
+
+
+def test_made_only_for_what_was_asked():
+    # another rule set, another time model or decode seconds: not the chunks made, so None (iter_chunks makes them)
+    reqs = [req([1, 2], 0.0), req([1, 3], 1.0)]
+    rules, timing = BlockRules(), TimeModel(LinearCompute())
+    assert Decoded(reqs).made_chunks(rules, timing, False) is None                       # no pieces given
+    if not _native.built("turns"):
+        return
+    make = lambda: Decoded(reqs, turns.TurnWalk(False), ChunkPieces(rules, timing))  # noqa: E731
+    assert make().made_chunks(BlockRules(cache_partial_blocks=True), timing, False) is None
+    assert make().made_chunks(rules, TimeModel(LinearCompute()), False) is None
+    assert make().made_chunks(rules, timing, True) is None
+    assert Decoded(reqs, None, ChunkPieces(rules, timing)).made_chunks(rules, timing, False) is None  # no walk
+
+
+def _same_chunk(a, b) -> None:
+    assert (a.first_request_id, a.block_size, len(a)) == (b.first_request_id, b.block_size, len(b))
+    for x, y in zip(a.arrays, b.arrays):
+        assert x.dtype == y.dtype and np.array_equal(x, y)
+    for name in ("cacheable", "max_hit_blocks", "extra_blocks", "prefill_s", "prefill_offsets", "decode_s"):
+        assert getattr(a, name) == getattr(b, name), name
+
+
+@needs_turns
+@pytest.mark.skipif(not MOONCAKE.exists(), reason="no Mooncake trace in ../shared/traces or $PCS_SHARED_TRACES")
+@pytest.mark.parametrize("merge", [1 << 16, 5000])
+def test_made_in_the_decode_equal_iter_chunks_on_mooncake(monkeypatch, merge):
+    # 64 KiB chunks (about 46 batches) joined up to 65,536 requests (one chunk of 46 pieces) or 5,000 (3 chunks,
+    # two of them joined on the worker during the decode): the chunks iter_chunks makes of the decoded trace,
+    # array for array, under the compiled prefill table's compute model (a preset's ComputeModel)
+    from pcs.compute import ComputeModel
+    from pcs.trace import source
+
+    monkeypatch.setattr(source, "CHUNK_BYTES", 1 << 16)
+    monkeypatch.setattr(decoded, "MERGE_REQUESTS", merge)
+    rules, timing = BlockRules(), TimeModel(ComputeModel("llama-2-70b", "h100-sxm", tp=8, block_size=512))
+    before = set(threading.enumerate())
+    src = Decoded(str(MOONCAKE), turns.TurnWalk(True), ChunkPieces(rules, timing))
+    assert not _workers(before)
+    made = list(src.made_chunks(rules, timing, False))
+    want = list(iter_chunks(src, rules, TimeModel(timing.compute), False))
+    assert len(made) == len(want) == len(src.batches) == (1 if merge > 12031 else 3)
+    for a, b in zip(made, want):
+        _same_chunk(a, b)
