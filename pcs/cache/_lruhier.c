@@ -510,9 +510,7 @@ static int sh_reserve(Hier *h, Py_ssize_t n) {
         if (grow_table(s) < 0) return -1;
     Py_ssize_t need = s->nres + n > s->ent_len ? s->nres + n : s->ent_len;   /* the free list's entries first */
     if (need > s->ent_cap) {
-        Py_ssize_t cap = s->ent_cap;
-        if (PCS_GROW(s->ent, &cap, need, 64) < 0) return -1;
-        s->ent_cap = (int32_t)cap;
+        if (grow_table_ents(s, need) < 0) return -1;
         moved = 1;
     }
     if (moved) sh_sync(h);
@@ -1621,11 +1619,8 @@ static int sh_open(Hier *h) {
     /* the entries' array allocated once for the most the table can hold, one entry per resident block (GPU + CPU
      * capacity: sh_reserve never grows it then), unless that is more than SH_ENT_ONCE: memory asked for, not touched
      * (no memset; a page is faulted in when an entry on it is first used), so no copy of the array as it doubles */
-    Py_ssize_t most = h->t[0].capacity + h->t[1].capacity + 1, cap = 0;
-    if (most <= SH_ENT_ONCE) {
-        if (PCS_GROW(h->sh->ent, &cap, most, 64) < 0) return -1;
-        h->sh->ent_cap = (int32_t)cap;
-    }
+    Py_ssize_t most = h->t[0].capacity + h->t[1].capacity + 1;
+    if (most <= SH_ENT_ONCE && grow_table_ents(h->sh, most) < 0) return -1;
     for (int j = 0; j < 2; j++) {
         tier_slots_free(&h->t[j]);
         h->t[j].shared = h->sh;

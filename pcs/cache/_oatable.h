@@ -24,6 +24,8 @@
  * Optional: OA_LOAD_SHIFT  the table is at most 1 / 2**OA_LOAD_SHIFT full (default 1: half); a sparser table has
  *                          shorter probe runs, so fewer entries are read by OA_FIND and by OA_DEL's backward shift.
  *           OA_SLOTS_ALLOC(bytes), OA_SLOTS_FREE(p)   the slot array's allocator (default PyMem_Malloc / PyMem_Free).
+ *           OA_ENTS_REALLOC(p, used, bytes), OA_ENTS_FREE(p)   the entry array's (default PyMem_Realloc / PyMem_Free;
+ *                          `used`: the bytes of p to keep). <OA_GROW>_ents grows it (doubling from 64 entries).
  *           OA_HASH32(k)   slots with a fingerprint: the table's slots are OaSlot {entry, h} (the includer's field
  *                          `OaSlot *slots`), h = OA_HASH32(k), a 32-bit hash whose top `bits` bits are the home slot
  *                          (OA_HOME(t, k) == OA_HASH32(k) >> (32 - bits), so at most 2**32 slots). A probe compares h
@@ -47,6 +49,11 @@
 #define OA_SLOTS_ALLOC(bytes) PyMem_Malloc(bytes)
 #define OA_SLOTS_FREE(p) PyMem_Free(p)
 #endif
+#ifndef OA_ENTS_REALLOC
+#define OA_ENTS_REALLOC(p, used, bytes) PyMem_Realloc((p), (bytes))
+#define OA_ENTS_FREE(p) PyMem_Free(p)
+#endif
+#define OA_ENTS_GROW OA_CAT(OA_GROW, _ents)   /* grow_table_ents: the entry array grown */
 #ifdef OA_HASH32
 #ifndef PCS_OA_SLOT_DEFINED
 #define PCS_OA_SLOT_DEFINED
@@ -84,10 +91,24 @@ static inline int OA_INIT(OA_TABLE *t) {
 
 /* the table's memory released (the table may be freed again) */
 static inline void OA_FREE(OA_TABLE *t) {
-    PyMem_Free(t->ent);
+    OA_ENTS_FREE(t->ent);
     OA_SLOTS_FREE(t->slots);
     t->ent = NULL;
     t->slots = NULL;
+}
+
+/* room for at least `need` entries in the entry array (its capacity doubled from 64 until it holds them; the
+ * entries kept, their indices unchanged); 0 or -1 + MemoryError (the array unchanged) */
+static inline int OA_ENTS_GROW(OA_TABLE *t, Py_ssize_t need) {
+    if (need <= t->ent_cap) return 0;
+    Py_ssize_t cap = t->ent_cap ? t->ent_cap : 64;
+    while (cap < need) cap *= 2;
+    if (cap > INT32_MAX) { PyErr_NoMemory(); return -1; }
+    OA_ENT *p = OA_ENTS_REALLOC(t->ent, sizeof(OA_ENT) * (size_t)t->ent_len, sizeof(OA_ENT) * (size_t)cap);
+    if (!p) { PyErr_NoMemory(); return -1; }
+    t->ent = p;
+    t->ent_cap = (int32_t)cap;
+    return 0;
 }
 
 /* OA_FIND_AT with k's fingerprint f = OA_FP(k) already worked out (a loop over keys hashes each once, for its
@@ -149,11 +170,7 @@ static inline int32_t OA_ADD_ATF(OA_TABLE *t, OA_KEY k, int32_t pin, uint64_t at
         e = t->free_head;
         t->free_head = t->ent[e].next;
     } else {
-        if (t->ent_len == t->ent_cap) {
-            Py_ssize_t cap = t->ent_cap;
-            if (PCS_GROW(t->ent, &cap, cap + 1, 64) < 0) return -1;
-            t->ent_cap = (int32_t)cap;
-        }
+        if (t->ent_len == t->ent_cap && OA_ENTS_GROW(t, (Py_ssize_t)t->ent_cap + 1) < 0) return -1;
         e = t->ent_len++;
     }
     OA_ENT *x = &t->ent[e];
@@ -247,6 +264,9 @@ static inline void OA_UNLINK(OA_TABLE *t, int32_t e) {
 #undef OA_LOAD_SHIFT
 #undef OA_SLOTS_ALLOC
 #undef OA_SLOTS_FREE
+#undef OA_ENTS_REALLOC
+#undef OA_ENTS_FREE
+#undef OA_ENTS_GROW
 #undef OA_HASH32
 #undef OA_SLOT
 #undef OA_FP
