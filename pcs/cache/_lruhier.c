@@ -531,8 +531,8 @@ static int32_t gpu_enter(Tier *g, uint64_t k, uint32_t f, int *added) {
 }
 
 /* tfill in a table shared by the GPU and CPU tiers, the rules of gpu_enter and tfill: the table's room made once
- * (sh_reserve), then a key's probe (tfind_fp), add (tadd_atf: an entry from the free list, else past ent_len; no
- * growth) and pin in one loop, the table's arrays and its free list, entry count and size in locals (a flag store, a
+ * (sh_reserve), then a key's probe (tfind_fp), add (tadd_atf's steps tadd_take and tadd_put: an entry from the free
+ * list, else past ent_len; no growth) and pin in one loop, the table's arrays and its free list, entry count and size in locals (a flag store, a
  * byte, may alias any field: read through the Tier they were read again after each key); returns shared count */
 static Py_ssize_t sh_fill(Hier *h, const uint64_t *keys, Py_ssize_t n, int32_t *ents, const int32_t *known) {
     Tier *t = &h->t[0], *s = h->sh;
@@ -559,11 +559,10 @@ static Py_ssize_t sh_fill(Hier *h, const uint64_t *keys, Py_ssize_t n, int32_t *
                 if (sl.h == f && ent[sl.e].key == k) { e = sl.e; break; }
                 j = (j + 1) & mask;
             }
-            if (e < 0) {                          /* tadd_atf, pinned once, in the GPU tier */
-                if (free_head >= 0) { e = free_head; free_head = ent[e].next; }
-                else e = ent_len++;
-                ent[e] = (Entry){.key = k, .aux = -1, .pin = 1, .prev = -1, .next = -1, .q = QNONE, .flags = F_GPU};
-                slots[j] = (OaSlot){e, f};
+            if (e < 0) {                          /* tadd_atf's two steps, pinned once, in the GPU tier */
+                e = tadd_take(ent, &free_head, &ent_len);
+                tadd_put(&ent[e], &slots[j], e, k, 1, f);
+                ent[e].flags = F_GPU;
                 made++;
                 added++;
                 if (ents) ents[i] = e;
@@ -868,12 +867,13 @@ static int start_admission(Hier *h, const Plan *p, PcsAdm *a) {
     memset(a->counts, 0, sizeof(Py_ssize_t) * 2 * (size_t)h->ntiers);
     uint64_t *used = a->keys, *newk = a->keys + p->nused + p->n_restore;
     int32_t *ue = a->ents;          /* GPU entries: known for the lead (h->eidx, chain order), later for the rest */
+    const int32_t *re = h->sh ? h->lidx : NULL;   /* a shared table: a restore's GPU entry is its entry there */
     Py_ssize_t nu = p->first_low, nn = 0, seen = 0, ng = p->first_low;
     memcpy(used, k, sizeof(uint64_t) * (size_t)nu);             /* the GPU blocks before the first lower-tier one */
     memcpy(ue, h->eidx, sizeof(int32_t) * (size_t)nu);
     for (Py_ssize_t i = nu; i < p->lead; i++) {
         if (!h->where[i]) { ue[nu] = h->eidx[ng++]; used[nu++] = k[i]; }
-        else if (i < p->cap) { if (seen < p->n_restore) { ue[nu] = -1; used[nu++] = k[i]; seen++; } }
+        else if (i < p->cap) { if (seen < p->n_restore) { ue[nu] = re ? re[i] : -1; used[nu++] = k[i]; seen++; } }
         else if (nn < p->nnew) newk[nn++] = k[i];
     }
     Py_ssize_t tail = p->n - p->lead < p->nnew - nn ? p->n - p->lead : p->nnew - nn;   /* the blocks past the lead */
