@@ -119,6 +119,17 @@ static inline void fp_first(uint32_t *ring, const uint64_t *keys, Py_ssize_t i0,
     for (Py_ssize_t k = i0; k < i0 + PF_AHEAD && k < n; k++) fp_ahead(ring, keys, k, n, t, u);
 }
 
+/* key k's entry in t prefetched (k < n; ring: fp_ahead's) when its home slot, read now (fp_ahead asked for it
+ * PF_AHEAD / 2 keys before), names an entry with k's fingerprint: the lookup of key k, PF_AHEAD / 2 keys on, then
+ * reads an entry already on its way instead of waiting for it after the slot (a key away from its home slot, or
+ * absent: nothing) */
+static inline void ent_ahead(const Tier *t, const uint32_t *ring, Py_ssize_t k, Py_ssize_t n) {
+    if (k >= n) return;
+    const uint32_t f = ring[(size_t)k & (FP_RING - 1)];
+    const OaSlot s = t->slots[fp_home(t, f)];
+    if (s.e >= 0 && s.h == f) __builtin_prefetch(&t->ent[s.e], 1, 1);
+}
+
 /* entry e's pin count in tier t (the CPU tier of a shared table has none: the entry's count is the GPU tier's) */
 static inline int32_t tier_pin(const Tier *t, int32_t e) { return t->inflag == F_CPU ? 0 : t->ent[e].pin; }
 
@@ -547,11 +558,14 @@ static Py_ssize_t sh_fill(Hier *h, const uint64_t *keys, Py_ssize_t n, int32_t *
     if (!known) fp_first(ring, keys, 0, n, s, NULL);
     for (Py_ssize_t i = 0; i < n; i++) {
         int32_t e;
-        if (known) e = known[i];
-        else {
+        if (known) {
+            if (i + PF_AHEAD < n) __builtin_prefetch(&ent[known[i + PF_AHEAD]], 1, 1);
+            e = known[i];
+        } else {
             const uint32_t f = ring[(size_t)i & (FP_RING - 1)];
             const uint64_t k = keys[i];
             fp_ahead(ring, keys, i + PF_AHEAD, n, s, NULL);
+            ent_ahead(s, ring, i + PF_AHEAD / 2, n);
             uint64_t j = f >> sh;
             for (;;) {                            /* tfind_fp */
                 const OaSlot sl = slots[j];
@@ -776,6 +790,7 @@ static void start_lookup(Hier *h, Plan *p) {
     for (Py_ssize_t i = 0; i < p->n; i++) {
         uint32_t f = ring[(size_t)i & (FP_RING - 1)];
         fp_ahead(ring, k, i + PF_AHEAD, p->n, g, c);
+        ent_ahead(g, ring, i + PF_AHEAD / 2, p->n);
         uint64_t at;
         int32_t e = tfind_fp(g, k[i], f, &at);
         uint8_t in = e >= 0 && h->sh ? g->ent[e].flags : F_GPU;    /* a shared table: the tiers holding it */
@@ -1234,7 +1249,8 @@ static Py_ssize_t seq_one(Hier *h, const uint64_t *keys, Py_ssize_t len, Py_ssiz
     PcsAdm *a = &h->seq_adm;          /* its buffers serve every request of the run */
     if (start_plan(h, &p, 0, a) < 0) return -1;
     /* finish without its slot check (this admission was just made, its slots reserved); its keys are pinned, and
-     * finish_pass finds the entries of the restored ones (the others come from the lookup and the fill) */
+     * finish_pass finds the entries of the restored ones in a table of the GPU tier's own (the others come from the
+     * lookup and the fill; in a shared table the restored ones' too: start_admission) */
     if (c_prefill_done((PyObject *)h, a) < 0) return -1;
     return finish_pass(h, a) < 0 ? -1 : a->hit_blocks;
 }
@@ -1511,6 +1527,7 @@ static PyObject *hier_check(Hier *h, PyObject *unused) {
     for (int j = 0; j < h->ntiers; j++) {
         Tier *t = &h->t[j];
         CHECK(t->reserved >= 0, "tier %d: reserved %zd < 0", j, t->reserved);
+        CHECK(!((uintptr_t)t->ent & 63), "tier %d: entry array not on a 64-byte boundary (ent_realloc)", j);
         CHECK(t->nres + t->reserved <= t->capacity, "tier %d: resident %zd + reserved %zd > capacity %zd", j,
               t->nres, t->reserved, t->capacity);
         Py_ssize_t occ = 0, unpinned = 0;
