@@ -119,17 +119,6 @@ static inline void fp_first(uint32_t *ring, const uint64_t *keys, Py_ssize_t i0,
     for (Py_ssize_t k = i0; k < i0 + PF_AHEAD && k < n; k++) fp_ahead(ring, keys, k, n, t, u);
 }
 
-/* key k's entry in t prefetched (k < n; ring: fp_ahead's) when its home slot, read now (fp_ahead asked for it
- * PF_AHEAD / 2 keys before), names an entry with k's fingerprint: the lookup of key k, PF_AHEAD / 2 keys on, then
- * reads an entry already on its way instead of waiting for it after the slot (a key away from its home slot, or
- * absent: nothing) */
-static inline void ent_ahead(const Tier *t, const uint32_t *ring, Py_ssize_t k, Py_ssize_t n) {
-    if (k >= n) return;
-    const uint32_t f = ring[(size_t)k & (FP_RING - 1)];
-    const OaSlot s = t->slots[fp_home(t, f)];
-    if (s.e >= 0 && s.h == f) __builtin_prefetch(&t->ent[s.e], 1, 1);
-}
-
 /* entry e's pin count in tier t (the CPU tier of a shared table has none: the entry's count is the GPU tier's) */
 static inline int32_t tier_pin(const Tier *t, int32_t e) { return t->inflag == F_CPU ? 0 : t->ent[e].pin; }
 
@@ -565,7 +554,6 @@ static Py_ssize_t sh_fill(Hier *h, const uint64_t *keys, Py_ssize_t n, int32_t *
             const uint32_t f = ring[(size_t)i & (FP_RING - 1)];
             const uint64_t k = keys[i];
             fp_ahead(ring, keys, i + PF_AHEAD, n, s, NULL);
-            ent_ahead(s, ring, i + PF_AHEAD / 2, n);
             uint64_t j = f >> sh;
             for (;;) {                            /* tfind_fp */
                 const OaSlot sl = slots[j];
@@ -790,7 +778,6 @@ static void start_lookup(Hier *h, Plan *p) {
     for (Py_ssize_t i = 0; i < p->n; i++) {
         uint32_t f = ring[(size_t)i & (FP_RING - 1)];
         fp_ahead(ring, k, i + PF_AHEAD, p->n, g, c);
-        ent_ahead(g, ring, i + PF_AHEAD / 2, p->n);
         uint64_t at;
         int32_t e = tfind_fp(g, k[i], f, &at);
         uint8_t in = e >= 0 && h->sh ? g->ent[e].flags : F_GPU;    /* a shared table: the tiers holding it */
