@@ -510,9 +510,7 @@ static int sh_reserve(Hier *h, Py_ssize_t n) {
         if (grow_table(s) < 0) return -1;
     Py_ssize_t need = s->nres + n > s->ent_len ? s->nres + n : s->ent_len;   /* the free list's entries first */
     if (need > s->ent_cap) {
-        Py_ssize_t cap = s->ent_cap;
-        if (PCS_GROW(s->ent, &cap, need, 64) < 0) return -1;
-        s->ent_cap = (int32_t)cap;
+        if (grow_table_ents(s, need) < 0) return -1;
         moved = 1;
     }
     if (moved) sh_sync(h);
@@ -533,8 +531,8 @@ static int32_t gpu_enter(Tier *g, uint64_t k, uint32_t f, int *added) {
 }
 
 /* tfill in a table shared by the GPU and CPU tiers, the rules of gpu_enter and tfill: the table's room made once
- * (sh_reserve), then a key's probe (tfind_fp), add (tadd_atf: an entry from the free list, else past ent_len; no
- * growth) and pin in one loop, the table's arrays and its free list, entry count and size in locals (a flag store, a
+ * (sh_reserve), then a key's probe (tfind_fp), add (tadd_atf's steps tadd_take and tadd_put: an entry from the free
+ * list, else past ent_len; no growth) and pin in one loop, the table's arrays and its free list, entry count and size in locals (a flag store, a
  * byte, may alias any field: read through the Tier they were read again after each key); returns shared count */
 static Py_ssize_t sh_fill(Hier *h, const uint64_t *keys, Py_ssize_t n, int32_t *ents, const int32_t *known) {
     Tier *t = &h->t[0], *s = h->sh;
@@ -549,8 +547,10 @@ static Py_ssize_t sh_fill(Hier *h, const uint64_t *keys, Py_ssize_t n, int32_t *
     if (!known) fp_first(ring, keys, 0, n, s, NULL);
     for (Py_ssize_t i = 0; i < n; i++) {
         int32_t e;
-        if (known) e = known[i];
-        else {
+        if (known) {
+            if (i + PF_AHEAD < n) __builtin_prefetch(&ent[known[i + PF_AHEAD]], 1, 1);
+            e = known[i];
+        } else {
             const uint32_t f = ring[(size_t)i & (FP_RING - 1)];
             const uint64_t k = keys[i];
             fp_ahead(ring, keys, i + PF_AHEAD, n, s, NULL);
@@ -561,11 +561,10 @@ static Py_ssize_t sh_fill(Hier *h, const uint64_t *keys, Py_ssize_t n, int32_t *
                 if (sl.h == f && ent[sl.e].key == k) { e = sl.e; break; }
                 j = (j + 1) & mask;
             }
-            if (e < 0) {                          /* tadd_atf, pinned once, in the GPU tier */
-                if (free_head >= 0) { e = free_head; free_head = ent[e].next; }
-                else e = ent_len++;
-                ent[e] = (Entry){.key = k, .aux = -1, .pin = 1, .prev = -1, .next = -1, .q = QNONE, .flags = F_GPU};
-                slots[j] = (OaSlot){e, f};
+            if (e < 0) {                          /* tadd_atf's two steps, pinned once, in the GPU tier */
+                e = tadd_take(ent, &free_head, &ent_len);
+                tadd_put(&ent[e], &slots[j], e, k, 1, f);
+                ent[e].flags = F_GPU;
                 made++;
                 added++;
                 if (ents) ents[i] = e;
@@ -870,12 +869,13 @@ static int start_admission(Hier *h, const Plan *p, PcsAdm *a) {
     memset(a->counts, 0, sizeof(Py_ssize_t) * 2 * (size_t)h->ntiers);
     uint64_t *used = a->keys, *newk = a->keys + p->nused + p->n_restore;
     int32_t *ue = a->ents;          /* GPU entries: known for the lead (h->eidx, chain order), later for the rest */
+    const int32_t *re = h->sh ? h->lidx : NULL;   /* a shared table: a restore's GPU entry is its entry there */
     Py_ssize_t nu = p->first_low, nn = 0, seen = 0, ng = p->first_low;
     memcpy(used, k, sizeof(uint64_t) * (size_t)nu);             /* the GPU blocks before the first lower-tier one */
     memcpy(ue, h->eidx, sizeof(int32_t) * (size_t)nu);
     for (Py_ssize_t i = nu; i < p->lead; i++) {
         if (!h->where[i]) { ue[nu] = h->eidx[ng++]; used[nu++] = k[i]; }
-        else if (i < p->cap) { if (seen < p->n_restore) { ue[nu] = -1; used[nu++] = k[i]; seen++; } }
+        else if (i < p->cap) { if (seen < p->n_restore) { ue[nu] = re ? re[i] : -1; used[nu++] = k[i]; seen++; } }
         else if (nn < p->nnew) newk[nn++] = k[i];
     }
     Py_ssize_t tail = p->n - p->lead < p->nnew - nn ? p->n - p->lead : p->nnew - nn;   /* the blocks past the lead */
@@ -1236,7 +1236,8 @@ static Py_ssize_t seq_one(Hier *h, const uint64_t *keys, Py_ssize_t len, Py_ssiz
     PcsAdm *a = &h->seq_adm;          /* its buffers serve every request of the run */
     if (start_plan(h, &p, 0, a) < 0) return -1;
     /* finish without its slot check (this admission was just made, its slots reserved); its keys are pinned, and
-     * finish_pass finds the entries of the restored ones (the others come from the lookup and the fill) */
+     * finish_pass finds the entries of the restored ones in a table of the GPU tier's own (the others come from the
+     * lookup and the fill; in a shared table the restored ones' too: start_admission) */
     if (c_prefill_done((PyObject *)h, a) < 0) return -1;
     return finish_pass(h, a) < 0 ? -1 : a->hit_blocks;
 }
@@ -1513,6 +1514,7 @@ static PyObject *hier_check(Hier *h, PyObject *unused) {
     for (int j = 0; j < h->ntiers; j++) {
         Tier *t = &h->t[j];
         CHECK(t->reserved >= 0, "tier %d: reserved %zd < 0", j, t->reserved);
+        CHECK(!((uintptr_t)t->ent & 63), "tier %d: entry array not on a 64-byte boundary (ent_realloc)", j);
         CHECK(t->nres + t->reserved <= t->capacity, "tier %d: resident %zd + reserved %zd > capacity %zd", j,
               t->nres, t->reserved, t->capacity);
         Py_ssize_t occ = 0, unpinned = 0;
@@ -1621,11 +1623,8 @@ static int sh_open(Hier *h) {
     /* the entries' array allocated once for the most the table can hold, one entry per resident block (GPU + CPU
      * capacity: sh_reserve never grows it then), unless that is more than SH_ENT_ONCE: memory asked for, not touched
      * (no memset; a page is faulted in when an entry on it is first used), so no copy of the array as it doubles */
-    Py_ssize_t most = h->t[0].capacity + h->t[1].capacity + 1, cap = 0;
-    if (most <= SH_ENT_ONCE) {
-        if (PCS_GROW(h->sh->ent, &cap, most, 64) < 0) return -1;
-        h->sh->ent_cap = (int32_t)cap;
-    }
+    Py_ssize_t most = h->t[0].capacity + h->t[1].capacity + 1;
+    if (most <= SH_ENT_ONCE && grow_table_ents(h->sh, most) < 0) return -1;
     for (int j = 0; j < 2; j++) {
         tier_slots_free(&h->t[j]);
         h->t[j].shared = h->sh;

@@ -20,10 +20,14 @@
  *                                  the free slot ending the key's probe run), <OA_ADD>_room (grow before an add)
  *                                  and <OA_ADD>_at (an add at that free slot): a lookup then an add, one probe;
  *                                  <OA_FIND>_fp, <OA_ADD>_fp and <OA_ADD>_atf take the key's OA_FP, worked out
- *                                  once by the caller for its prefetch, lookup and add.
+ *                                  once by the caller for its prefetch, lookup and add; <OA_ADD>_take and
+ *                                  <OA_ADD>_put are the two steps of an add (which entry, what it holds), on arrays
+ *                                  and counters the caller may keep in locals (one add rule for every adder).
  * Optional: OA_LOAD_SHIFT  the table is at most 1 / 2**OA_LOAD_SHIFT full (default 1: half); a sparser table has
  *                          shorter probe runs, so fewer entries are read by OA_FIND and by OA_DEL's backward shift.
  *           OA_SLOTS_ALLOC(bytes), OA_SLOTS_FREE(p)   the slot array's allocator (default PyMem_Malloc / PyMem_Free).
+ *           OA_ENTS_REALLOC(p, used, bytes), OA_ENTS_FREE(p)   the entry array's (default PyMem_Realloc / PyMem_Free;
+ *                          `used`: the bytes of p to keep). <OA_GROW>_ents grows it (doubling from 64 entries).
  *           OA_HASH32(k)   slots with a fingerprint: the table's slots are OaSlot {entry, h} (the includer's field
  *                          `OaSlot *slots`), h = OA_HASH32(k), a 32-bit hash whose top `bits` bits are the home slot
  *                          (OA_HOME(t, k) == OA_HASH32(k) >> (32 - bits), so at most 2**32 slots). A probe compares h
@@ -43,10 +47,17 @@
 #define OA_FIND_FP OA_CAT(OA_FIND, _fp)    /* tfind_fp, tadd_fp, tadd_atf: the same with the fingerprint given */
 #define OA_ADD_FP OA_CAT(OA_ADD, _fp)
 #define OA_ADD_ATF OA_CAT(OA_ADD, _atf)
+#define OA_TAKE OA_CAT(OA_ADD, _take)     /* tadd_take, tadd_put: the steps of an add */
+#define OA_PUT OA_CAT(OA_ADD, _put)
 #ifndef OA_SLOTS_ALLOC
 #define OA_SLOTS_ALLOC(bytes) PyMem_Malloc(bytes)
 #define OA_SLOTS_FREE(p) PyMem_Free(p)
 #endif
+#ifndef OA_ENTS_REALLOC
+#define OA_ENTS_REALLOC(p, used, bytes) PyMem_Realloc((p), (bytes))
+#define OA_ENTS_FREE(p) PyMem_Free(p)
+#endif
+#define OA_ENTS_GROW OA_CAT(OA_GROW, _ents)   /* grow_table_ents: the entry array grown */
 #ifdef OA_HASH32
 #ifndef PCS_OA_SLOT_DEFINED
 #define PCS_OA_SLOT_DEFINED
@@ -84,10 +95,24 @@ static inline int OA_INIT(OA_TABLE *t) {
 
 /* the table's memory released (the table may be freed again) */
 static inline void OA_FREE(OA_TABLE *t) {
-    PyMem_Free(t->ent);
+    OA_ENTS_FREE(t->ent);
     OA_SLOTS_FREE(t->slots);
     t->ent = NULL;
     t->slots = NULL;
+}
+
+/* room for at least `need` entries in the entry array (its capacity doubled from 64 until it holds them; the
+ * entries kept, their indices unchanged); 0 or -1 + MemoryError (the array unchanged) */
+static inline int OA_ENTS_GROW(OA_TABLE *t, Py_ssize_t need) {
+    if (need <= t->ent_cap) return 0;
+    Py_ssize_t cap = t->ent_cap ? t->ent_cap : 64;
+    while (cap < need) cap *= 2;
+    if (cap > INT32_MAX) { PyErr_NoMemory(); return -1; }
+    OA_ENT *p = OA_ENTS_REALLOC(t->ent, sizeof(OA_ENT) * (size_t)t->ent_len, sizeof(OA_ENT) * (size_t)cap);
+    if (!p) { PyErr_NoMemory(); return -1; }
+    t->ent = p;
+    t->ent_cap = (int32_t)cap;
+    return 0;
 }
 
 /* OA_FIND_AT with k's fingerprint f = OA_FP(k) already worked out (a loop over keys hashes each once, for its
@@ -141,28 +166,33 @@ static inline int OA_ROOM(OA_TABLE *t) {
     return (uint64_t)(t->nres + 1) << OA_LOAD_SHIFT > t->mask + 1 ? OA_GROW(t) : 0;
 }
 
-/* add absent key k with a pin count, in no list, at slot `at` (OA_FIND_AT's answer for k, the table unchanged
- * since, after OA_ROOM), f = OA_FP(k); the entry index or -1 (memory error, exception set) */
-static inline int32_t OA_ADD_ATF(OA_TABLE *t, OA_KEY k, int32_t pin, uint64_t at, uint32_t f) {
-    int32_t e;
-    if (t->free_head >= 0) {
-        e = t->free_head;
-        t->free_head = t->ent[e].next;
-    } else {
-        if (t->ent_len == t->ent_cap) {
-            Py_ssize_t cap = t->ent_cap;
-            if (PCS_GROW(t->ent, &cap, cap + 1, 64) < 0) return -1;
-            t->ent_cap = (int32_t)cap;
-        }
-        e = t->ent_len++;
-    }
-    OA_ENT *x = &t->ent[e];
+/* the entry a new key takes: the free list's first (*free_head, chained through next), else the one at *ent_len
+ * (the caller has made room: *ent_len < the array's capacity); the table's free_head and ent_len, or the caller's
+ * copies of them */
+static inline int32_t OA_TAKE(const OA_ENT *ent, int32_t *free_head, int32_t *ent_len) {
+    int32_t e = *free_head;
+    if (e >= 0) *free_head = ent[e].next;
+    else e = (*ent_len)++;
+    return e;
+}
+
+/* key k (f = OA_FP(k)) stored in entry e (x = its address, from OA_TAKE) with a pin count, in no list, and the
+ * free slot *slot (the end of k's probe run) naming it */
+static inline void OA_PUT(OA_ENT *x, OA_SLOT *slot, int32_t e, OA_KEY k, int32_t pin, uint32_t f) {
     OA_SET_KEY(x, k);
     x->pin = pin;
     x->prev = x->next = -1;
     OA_RESET(x);
-    t->slots[at] = OA_S_MAKE(e, f);
+    *slot = OA_S_MAKE(e, f);
     (void)f;
+}
+
+/* add absent key k with a pin count, in no list, at slot `at` (OA_FIND_AT's answer for k, the table unchanged
+ * since, after OA_ROOM), f = OA_FP(k); the entry index or -1 (memory error, exception set) */
+static inline int32_t OA_ADD_ATF(OA_TABLE *t, OA_KEY k, int32_t pin, uint64_t at, uint32_t f) {
+    if (t->free_head < 0 && t->ent_len == t->ent_cap && OA_ENTS_GROW(t, (Py_ssize_t)t->ent_cap + 1) < 0) return -1;
+    int32_t e = OA_TAKE(t->ent, &t->free_head, &t->ent_len);
+    OA_PUT(&t->ent[e], &t->slots[at], e, k, pin, f);
     t->nres++;
     return e;
 }
@@ -247,6 +277,9 @@ static inline void OA_UNLINK(OA_TABLE *t, int32_t e) {
 #undef OA_LOAD_SHIFT
 #undef OA_SLOTS_ALLOC
 #undef OA_SLOTS_FREE
+#undef OA_ENTS_REALLOC
+#undef OA_ENTS_FREE
+#undef OA_ENTS_GROW
 #undef OA_HASH32
 #undef OA_SLOT
 #undef OA_FP
@@ -264,3 +297,5 @@ static inline void OA_UNLINK(OA_TABLE *t, int32_t e) {
 #undef OA_FIND_FP
 #undef OA_ADD_FP
 #undef OA_ADD_ATF
+#undef OA_TAKE
+#undef OA_PUT

@@ -312,3 +312,46 @@ def test_finish_of_keys_not_pinned_changes_nothing():
     h.finish(d)
     assert pins() == {1: 0, 2: 0, 3: 0} and h.tiers[0].policy.order() == [2, 1, 3]
     h._check()
+
+
+@pytest.mark.parametrize("use_native", [False, True])
+def test_finish_of_restored_blocks_worked_by_hand(use_native):
+    """A restore's admission in the shared table carries each restored block's entry (pcs/cache/_lruhier.c
+    ``start_admission``: its GPU entry is its entry in the table), so finish releases it without a lookup. GPU 3 +
+    CPU 3 blocks, LRU, write-back, worked out by hand from docs/semantics.md §6 (a finish unpins its computed keys
+    tail first, then its pinned keys tail first), §7 (restores are touched in the lower tier tail first, then the
+    GPU victims are demoted) and §8 (LRU), on the Python hierarchy (the reference) and on the compiled one; then a
+    finish whose restored key is no longer pinned raises KeyError and changes nothing."""
+    h = native.NativeHierarchy(_tiers([3, 3]), "back") if use_native else Hierarchy(_tiers([3, 3]), "back")
+
+    def orders():
+        return h.tiers[0].policy.order(), h.tiers[1].policy.order()
+
+    def run(keys):
+        a = h.start(keys, len(keys), len(keys))
+        h.prefill_done(a)
+        h.finish(a)
+        h._check()
+
+    run([1, 2])                      # GPU [2, 1], one slot free
+    run([3, 4, 5])                   # 3 slots, 1 free: evicts 2, 1 -> CPU [2, 1]; GPU [5, 4, 3]
+    assert orders() == ([5, 4, 3], [2, 1])
+    a = h.start([1, 2, 6], 3, 3)     # 1, 2 restored from the CPU tier, 6 computed: 3 slots, evicts 5, 4, 3
+    assert (a.hit_blocks, list(a.restored_blocks_per_tier), a.reserved_blocks) == (2, [0, 2], 1)
+    # the touches (2, then 1) leave CPU [2, 1]; the 3 victims need 2 more slots there: 2 and 1 leave the CPU tier
+    # (still in the GPU tier, pinned) -> CPU [5, 4, 3]
+    assert orders() == ([], [5, 4, 3]) and h.dropped_blocks == 2 and h.written_blocks == [0, 5]
+    h.prefill_done(a)
+    h.finish(a)                      # 6, then 2, 1
+    assert orders() == ([6, 2, 1], [5, 4, 3])
+    assert {k: h.tiers[0].resident[k] for k in (1, 2, 6)} == {1: 0, 2: 0, 6: 0}
+    h._check()
+    if not use_native:
+        return
+    d = h.start([6], 1, 1)           # 6 pinned again: GPU [2, 1]
+    with pytest.raises(KeyError, match="block 2 is not pinned"):
+        h.finish(a)                  # 6's pin dropped, then the restored 2 is not pinned: 6's pin given back
+    assert {k: h.tiers[0].resident[k] for k in (1, 2, 6)} == {1: 0, 2: 0, 6: 1} and orders()[0] == [2, 1]
+    h.finish(d)
+    assert orders()[0] == [2, 1, 6]
+    h._check()
