@@ -36,6 +36,7 @@ typedef struct {
     KV hold[MAXG], release[MAXG], computed[MAXG], transient[MAXG];
     int32_t *rest;              /* (level, group) of each restored page, chain order */
     Py_ssize_t nrest, nrcap;
+    PyObject *owner;            /* the hierarchy whose spare lists take this one's page lists back (or NULL) */
 } GAdm;
 
 typedef struct {
@@ -69,6 +70,8 @@ typedef struct {
     uint64_t *rset;             /* first_repeat's set: hashes, the generation stamping each slot used */
     uint32_t *rgen, rstamp;
     Py_ssize_t rscap;
+    KV *spare;                  /* page lists of finished admissions, kept for the next ones (kv_take, adm_dealloc) */
+    Py_ssize_t nspare, spcap;
 } GH;
 
 static PyTypeObject GAdmType, GHType;
@@ -757,6 +760,31 @@ static Py_ssize_t do_restores(GH *s, long long *restored, long long *nbytes) {
     return filled;
 }
 
+/* Page lists recycled between admissions (the step loop's start makes a new admission per request and drops it at
+ * finish): an admission started by gh_start hands its lists back to its hierarchy when it is freed (kv_give), and the
+ * scratch lists a new admission took are replaced by spare ones (kv_take), so no list is grown from empty and freed
+ * again per request. Only under the GIL (gh_start, adm_dealloc); run_sequential reuses one admission instead. */
+#define SPARE_MAX 4096
+static void kv_take(GH *s, KV *v) {
+    if (v->a || !s->nspare) return;
+    *v = s->spare[--s->nspare];
+}
+
+static void kv_give(GH *s, KV *v) {
+    if (!v->a) return;
+    if (s->nspare == s->spcap && s->spcap < SPARE_MAX) {
+        Py_ssize_t c = s->spcap ? 2 * s->spcap : 64;
+        KV *x = PyMem_Realloc(s->spare, sizeof(KV) * c);
+        if (x) { s->spare = x; s->spcap = c; }
+    }
+    if (s->nspare < s->spcap) {
+        v->n = 0;
+        s->spare[s->nspare++] = *v;
+        v->a = NULL;
+        v->cap = 0;
+    } else kv_free(v);
+}
+
 static PyObject *int_list(const long long *v, int n) {
     PyObject *l = PyList_New(n);
     if (!l) return NULL;
@@ -789,6 +817,10 @@ static int adm_fields(GH *s, GAdm *a, const long long *restored, const long long
         x = a->computed[g]; a->computed[g] = s->computed[g]; s->computed[g] = x;
         x = a->transient[g]; a->transient[g] = s->transient[g]; s->transient[g] = x;
         a->live[g] = s->live[g];
+        if (with_lists) {       /* a new admission's empty lists: the scratch takes spare ones instead (GIL held) */
+            kv_take(s, &s->hold[g]); kv_take(s, &s->release[g]);
+            kv_take(s, &s->computed[g]); kv_take(s, &s->transient[g]);
+        }
     }
     if (s->nrest > a->nrcap || !a->rest) {
         Py_ssize_t c = s->nrest > 16 ? s->nrest : 16;
@@ -940,6 +972,8 @@ static PyObject *gh_start(GH *s, PyObject *const *args, Py_ssize_t nargs) {
     if (gh_now(s) < 0 || load_head(s, args[0], cacheable) < 0) return NULL;
     GAdm *a = new_adm();
     if (!a) return NULL;
+    a->owner = (PyObject *)s;
+    Py_INCREF(s);
     int rc = admit(s, a, cap, extra, wait, 1);
     if (rc <= 0) { Py_DECREF(a); if (rc < 0) return NULL; Py_RETURN_NONE; }
     return (PyObject *)a;
@@ -1454,14 +1488,19 @@ static void gh_dealloc(GH *s) {
     kv_free(&s->pin_now); kv_free(&s->dem[0]); kv_free(&s->dem[1]); kv_free(&s->tmp); kv_free(&s->tmp2); kv_free(&s->tmp3);
     PyMem_Free(s->rest); PyMem_Free(s->rest2); PyMem_Free(s->rcnt); PyMem_Free(s->eidx); PyMem_Free(s->head); PyMem_Free(s->t0); PyMem_Free(s->where);
     PyMem_Free(s->st); PyMem_Free(s->sc); PyMem_Free(s->req); PyMem_Free(s->rset); PyMem_Free(s->rgen);
+    for (Py_ssize_t x = 0; x < s->nspare; x++) PyMem_Free(s->spare[x].a);
+    PyMem_Free(s->spare);
     Py_XDECREF(s->clock_fn);
     Py_TYPE(s)->tp_free((PyObject *)s);
 }
 
 static void adm_dealloc(GAdm *a) {
+    GH *s = (GH *)a->owner;
     for (int g = 0; g < a->G; g++) {
+        if (s) { kv_give(s, &a->hold[g]); kv_give(s, &a->release[g]); kv_give(s, &a->computed[g]); kv_give(s, &a->transient[g]); }
         kv_free(&a->hold[g]); kv_free(&a->release[g]); kv_free(&a->computed[g]); kv_free(&a->transient[g]);
     }
+    Py_XDECREF(a->owner);
     PyMem_Free(a->rest);
     Py_XDECREF(a->hbpt); Py_XDECREF(a->rbpt); Py_XDECREF(a->rbytes);
     PyObject_Free(a);
