@@ -192,17 +192,17 @@ static int t_evict(GH *s, int j, Py_ssize_t n, KV *out, int drop) {
         if (o) {
             const uint64_t h = rec->h;
             const uint32_t tag = g << 16;
-            do {
+            do {                /* the list's end (-1) is no record's entry: (-1 >> sh) != r */
                 o[i++] = (Key){h, tag | ((uint32_t)e & pm)};
                 ent[e].pin = PT_ABSENT;
                 e = ent[e].next;
-            } while (i < n && e >= 0 && (e >> sh) == r);
+            } while (i < n && (e >> sh) == r);
         } else {
             do {
                 i++;
                 ent[e].pin = PT_ABSENT;
                 e = ent[e].next;
-            } while (i < n && e >= 0 && (e >> sh) == r);
+            } while (i < n && (e >> sh) == r);
         }
         const int32_t run = (int32_t)(i - i0);
         gone[g] += run;
@@ -232,13 +232,32 @@ static void t_pin(PTier *t, const KV *v) {
     }
 }
 
-/* Tier.unpin of the keys in reverse order (the reference passes keys[::-1]) */
+/* Tier.unpin of the keys in reverse order (the reference passes keys[::-1]; every key is resident and pinned):
+ * a run of one block's keys finds its record once; the pages whose pin count reaches 0 are appended to the LRU
+ * list in that order (pt_append, the tail kept in a local) */
 static void t_unpin_rev(PTier *t, const KV *v) {
-    PMemo m = PMEMO_INIT;
+    const int sh = t->shift;
+    PEnt *ent = t->ent;
+    int32_t tail = t->tail, base = 0;
+    Py_ssize_t appended = 0;
+    BKey b = {0, UINT32_MAX};       /* no group is UINT32_MAX: the first key looks up */
     for (Py_ssize_t i = v->n - 1; i >= 0; i--) {
-        int32_t e = pt_find_memo(t, v->a[i], &m);
-        if (--t->ent[e].pin == 0) pt_append(t, e);
+        const Key k = v->a[i];
+        if (k.h != b.h || k.tag >> 16 != b.g) {
+            b = bkey_of(k);
+            base = bt_find(&t->blk, b) << sh;
+        }
+        const int32_t e = base | PAGE_OF(k);
+        if (--ent[e].pin == 0) {
+            ent[e].prev = tail;
+            ent[e].next = -1;
+            *(tail >= 0 ? &ent[tail].next : &t->head) = e;
+            tail = e;
+            appended++;
+        }
     }
+    t->tail = tail;
+    t->held += appended;
 }
 
 static Py_ssize_t t_count_evictable(PTier *t, const KV *v) {
@@ -261,16 +280,27 @@ static int t_reserve(GH *s, Py_ssize_t n, KV *victims) {
 static Py_ssize_t t_fill(GH *s, const KV *v) {
     PTier *t = &s->tier[0];
     Py_ssize_t added = 0;
-    PMemo m = PMEMO_INIT;
+    const int sh = t->shift;
+    int32_t r = -1;
+    BKey b = {0, UINT32_MAX};       /* no group is UINT32_MAX: the first key looks up */
     for (Py_ssize_t i = 0; i < v->n; i++) {
-        int32_t e = pt_find_memo(t, v->a[i], &m);
-        if (e < 0) {
-            if (pt_add_memo(t, v->a[i], 1, &m) < 0) return -1;
+        const Key k = v->a[i];
+        if (k.h != b.h || k.tag >> 16 != b.g) {     /* a run of one block's keys: its record found (added) once */
+            int fresh_rec;
+            b = bkey_of(k);
+            if ((r = bt_find_or_add(&t->blk, b, &fresh_rec)) < 0 || (fresh_rec && pt_ent_room(t) < 0)) return -1;
+        }
+        const int32_t e = r << sh | PAGE_OF(k);
+        PEnt *x = &t->ent[e];
+        if (x->pin == PT_ABSENT) {
+            *x = (PEnt){1, -1, -1};
+            t->blk.ent[r].pin++;
+            t->nres++;
             added++;
-            s->rp[0][GROUP_OF(v->a[i])]++;
+            s->rp[0][b.g]++;
         } else {
-            if (t->ent[e].pin == 0) pt_unlink(t, e);
-            t->ent[e].pin++;
+            if (x->pin == 0) pt_unlink(t, e);
+            x->pin++;
         }
     }
     t->reserved -= added;
@@ -356,12 +386,20 @@ static int ins_add(PTier *t, const KV *v, Py_ssize_t a, const int32_t *eidx, con
                 return -1;
             }
             ent = t->ent;
-            for (Py_ssize_t y = i; y < x; y++) {
-                const int32_t e = r << sh | PAGE_OF(v->a[y]);
-                ent[e] = (PEnt){0, tail, -1};
-                *(tail >= 0 ? &ent[tail].next : &t->head) = e;
-                tail = e;
+            const int32_t base = r << sh;     /* the run's pages linked one after another, the first to the tail */
+            int32_t e = base | PAGE_OF(v->a[i]);
+            *(tail >= 0 ? &ent[tail].next : &t->head) = e;
+            ent[e].pin = 0;
+            ent[e].prev = tail;
+            for (Py_ssize_t y = i + 1; y < x; y++) {
+                const int32_t f = base | PAGE_OF(v->a[y]);
+                ent[e].next = f;
+                ent[f].pin = 0;
+                ent[f].prev = e;
+                e = f;
             }
+            ent[e].next = -1;
+            tail = e;
             got = (int32_t)(x - i);
             appended += got;
         } else for (Py_ssize_t y = i; y < x; y++) {
@@ -472,7 +510,11 @@ static int write_down(GH *s, const KV *down) {
 
 static int kv_reversed(KV *dst, const KV *src) {
     dst->n = 0;
-    for (Py_ssize_t i = src->n - 1; i >= 0; i--) if (kv_push(dst, src->a[i]) < 0) return -1;
+    if (kv_room(dst, src->n) < 0) return -1;
+    const Key *a = src->a + src->n;
+    Key *o = dst->a;
+    for (Py_ssize_t i = 0; i < src->n; i++) o[i] = *--a;
+    dst->n = src->n;
     return 0;
 }
 
@@ -592,12 +634,16 @@ static Key key_of(GH *s, Py_ssize_t i, int g, long long p) {
 /* GroupHierarchy._read: block i of group g is read: its GPU pages pinned, the others restored */
 static int d_read(GH *s, int g, Py_ssize_t i, long long keep) {
     LEVEL_MEMOS(m);
-    for (long long p = 0; p < s->pages[g]; p++) {
+    const long long np = s->pages[g];
+    KV *h = i >= keep ? &s->hold[g] : &s->release[g];
+    if (kv_room(h, np) < 0 || kv_room(&s->pin_now, np) < 0) return -1;
+    for (long long p = 0; p < np; p++) {
         Key k = key_of(s, i, g, p);
         int t = lvl_of_memo(s, k, m);
         if (t > s->where[i]) s->where[i] = t;
-        if (kv_push(i >= keep ? &s->hold[g] : &s->release[g], k) < 0) return -1;
-        if (t == 0 ? kv_push(&s->pin_now, k) < 0 : push_rest(s, k, i, g, t) < 0) return -1;
+        h->a[h->n++] = k;
+        if (t == 0) s->pin_now.a[s->pin_now.n++] = k;
+        else if (push_rest(s, k, i, g, t) < 0) return -1;
     }
     return 0;
 }
@@ -605,14 +651,18 @@ static int d_read(GH *s, int g, Py_ssize_t i, long long keep) {
 /* GroupHierarchy._demand_full: group 0 of the full rule */
 static int d_full(GH *s, Py_ssize_t k, Py_ssize_t lead) {
     long long np = s->pages[0];
-    if (np == 1) {
+    KV *cp = &s->computed[0];
+    if (np == 1) {              /* k <= lead (admit): at most lead keys held and pinned, n - k computed */
+        KV *hold = &s->hold[0], *pin = &s->pin_now;
+        if (kv_room(hold, lead) < 0 || kv_room(pin, lead) < 0 || kv_room(cp, s->n - k) < 0) return -1;
         for (Py_ssize_t i = 0; i < lead; i++) {
             int t = s->t0[i];
             Key key = key_of(s, i, 0, 0);
             if (i < k) s->where[i] = t;
-            else if (t) { if (kv_push(&s->computed[0], key) < 0) return -1; continue; }
-            if (kv_push(&s->hold[0], key) < 0) return -1;
-            if (t == 0 ? kv_push(&s->pin_now, key) < 0 : push_rest(s, key, i, 0, t) < 0) return -1;
+            else if (t) { cp->a[cp->n++] = key; continue; }
+            hold->a[hold->n++] = key;
+            if (t == 0) pin->a[pin->n++] = key;
+            else if (push_rest(s, key, i, 0, t) < 0) return -1;
         }
     } else {
         for (Py_ssize_t i = 0; i < k; i++) if (d_read(s, 0, i, 0) < 0) return -1;
@@ -626,8 +676,9 @@ static int d_full(GH *s, Py_ssize_t k, Py_ssize_t lead) {
             }
         }
     }
+    if (s->n > lead && kv_room(cp, (s->n - lead) * np) < 0) return -1;
     for (Py_ssize_t i = lead; i < s->n; i++)
-        for (long long p = 0; p < np; p++) if (kv_push(&s->computed[0], key_of(s, i, 0, p)) < 0) return -1;
+        for (long long p = 0; p < np; p++) cp->a[cp->n++] = key_of(s, i, 0, p);
     return 0;
 }
 
@@ -635,9 +686,16 @@ static int d_full(GH *s, Py_ssize_t k, Py_ssize_t lead) {
 static int d_writes(GH *s, int g, Py_ssize_t a, long long keep) {
     Py_ssize_t n = s->n;
     if (s->rule[g] != R_STATE) {
-        for (Py_ssize_t i = a; i < n; i++)
-            for (long long p = 0; p < s->pages[g]; p++)
-                if (kv_push(i < keep ? &s->transient[g] : &s->computed[g], key_of(s, i, g, p)) < 0) return -1;
+        const long long np = s->pages[g], cut = keep < a ? a : keep > n ? n : keep;
+        KV *tr = &s->transient[g], *cp = &s->computed[g];
+        if (kv_room(tr, (cut - a) * np) < 0 || kv_room(cp, (n - cut) * np) < 0) return -1;
+        const uint32_t tag = (uint32_t)g << 16;
+        for (Py_ssize_t i = a; i < n; i++) {
+            KV *v = i < keep ? tr : cp;
+            Key *o = v->a + v->n;
+            for (long long p = 0; p < np; p++) o[p] = (Key){s->head[i], tag | (uint32_t)p};
+            v->n += np;
+        }
         return 0;
     }
     long long u = s->span[g] / s->B, first, step = u;
