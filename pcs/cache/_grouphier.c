@@ -72,6 +72,12 @@ typedef struct {
     Py_ssize_t rscap;
     KV *spare;                  /* page lists of finished admissions, kept for the next ones (kv_take, adm_dealloc) */
     Py_ssize_t nspare, spcap;
+    /* the runs of the victims t_evict last listed (one length per run of one group block, in order), valid for the
+     * list vr_of while it holds exactly vr_n keys and no t_evict ran since: the next level's insert of those victims
+     * takes its runs from here instead of comparing the keys (ins_find) */
+    int32_t *vr;
+    Py_ssize_t vrcap, vr_n;
+    const KV *vr_of;
 } GH;
 
 static PyTypeObject GAdmType, GHType;
@@ -175,10 +181,17 @@ static int lvl_of_memo(GH *s, Key k, PMemo *m) {
  * the same deletions in the same order as page by page); then the list is cut once after the last victim */
 static int t_evict(GH *s, int j, Py_ssize_t n, KV *out, int drop) {
     PTier *t = &s->tier[j];
+    s->vr_of = NULL;            /* the last victims' runs: no longer trusted (their list may be written next) */
     if (n <= 0) return 0;
     if (drop) out = NULL;
     if (out && out->n + n > out->cap && PCS_GROW(out->a, &out->cap, out->n + n, 16) < 0) return -1;
     Key *o = out ? out->a + out->n : NULL;
+    int32_t *vr = NULL;         /* the runs, when the victims start the list */
+    if (o && !out->n) {
+        if (n > s->vrcap && PCS_GROW(s->vr, &s->vrcap, n, 64) < 0) return -1;
+        vr = s->vr;
+    }
+    Py_ssize_t nvr = 0;
     long long gone[MAXG] = {0};
     const int sh = t->shift;
     const uint32_t pm = (1u << sh) - 1;
@@ -205,6 +218,7 @@ static int t_evict(GH *s, int j, Py_ssize_t n, KV *out, int drop) {
             } while (i < n && (e >> sh) == r);
         }
         const int32_t run = (int32_t)(i - i0);
+        if (vr) vr[nvr++] = run;
         gone[g] += run;
         if ((rec->pin -= run) == 0) bt_del(&t->blk, r);
     }
@@ -219,6 +233,7 @@ static int t_evict(GH *s, int j, Py_ssize_t n, KV *out, int drop) {
         for (int g = 0; g < s->G; g++) s->dropped[g] += gone[g];
     }
     if (out) out->n += n;
+    if (vr) { s->vr_of = out; s->vr_n = out->n; }
     t->evicted += n;
     return 0;
 }
@@ -341,11 +356,11 @@ static inline Py_ssize_t run_end(const KV *v, Py_ssize_t i) {
  * ones unlinked (they go to the LRU end after the evictions); its record looked up once per run of one block
  * (no record is deleted here); the runs' ends into rend (the second pass walks the same runs), ~end for a run
  * whose block has no record (its keys all absent, eidx not written); the number of absent keys */
-static Py_ssize_t ins_find(PTier *t, const KV *v, Py_ssize_t a, int32_t *eidx, int32_t *rend) {
+static Py_ssize_t ins_find(PTier *t, const KV *v, Py_ssize_t a, int32_t *eidx, int32_t *rend, const int32_t *runs) {
     Py_ssize_t fresh = 0, nr = 0;
     const int sh = t->shift;
     for (Py_ssize_t i = a, x; i < v->n; i = x) {
-        x = run_end(v, i);
+        x = runs ? i + runs[nr] : run_end(v, i);
         const int32_t r = bt_find(&t->blk, bkey_of(v->a[i]));
         if (r < 0) {            /* a block with no page here: its keys are all absent (no entries written) */
             rend[nr++] = ~(int32_t)x;
@@ -461,7 +476,8 @@ static Py_ssize_t t_insert(GH *s, int j, const KV *v, KV *out, int drop) {
         s->ecap = v->n;
     }
     int32_t *rend = s->eidx + s->ecap;      /* the runs' ends */
-    Py_ssize_t fresh = ins_find(t, v, ncut, s->eidx, rend);
+    const int32_t *runs = !ncut && s->vr_of == v && s->vr_n == v->n ? s->vr : NULL;   /* v: t_evict's victims */
+    Py_ssize_t fresh = ins_find(t, v, ncut, s->eidx, rend, runs);
     if (t_evict(s, j, fresh - pt_free_slots(t), out, drop) < 0) return -1;
     long long added[MAXG] = {0};
     if (ins_add(t, v, ncut, s->eidx, rend, added) < 0) return -1;
@@ -682,28 +698,38 @@ static int d_full(GH *s, Py_ssize_t k, Py_ssize_t lead) {
     return 0;
 }
 
-/* the pages a group other than a full group 0 computes: kept (computed) or stored unpinned (transient) */
+/* the pages a group other than a full group 0 computes: kept (computed, chain order) or stored unpinned (transient,
+ * kept last page first: the order the reference inserts them in, keys[::-1], so prefill_done inserts the list as it
+ * is); the lists are empty on entry (demand) */
 static int d_writes(GH *s, int g, Py_ssize_t a, long long keep) {
     Py_ssize_t n = s->n;
+    KV *tr = &s->transient[g], *cp = &s->computed[g];
+    const long long np = s->pages[g];
+    const uint32_t tag = (uint32_t)g << 16;
     if (s->rule[g] != R_STATE) {
-        const long long np = s->pages[g], cut = keep < a ? a : keep > n ? n : keep;
-        KV *tr = &s->transient[g], *cp = &s->computed[g];
+        const long long cut = keep < a ? a : keep > n ? n : keep;
         if (kv_room(tr, (cut - a) * np) < 0 || kv_room(cp, (n - cut) * np) < 0) return -1;
-        const uint32_t tag = (uint32_t)g << 16;
-        for (Py_ssize_t i = a; i < n; i++) {
-            KV *v = i < keep ? tr : cp;
-            Key *o = v->a + v->n;
-            for (long long p = 0; p < np; p++) o[p] = (Key){s->head[i], tag | (uint32_t)p};
-            v->n += np;
+        Key *o = tr->a;
+        for (Py_ssize_t i = cut - 1; i >= a; i--) {
+            const uint64_t h = s->head[i];
+            for (long long p = np - 1; p >= 0; p--) *o++ = (Key){h, tag | (uint32_t)p};
         }
+        tr->n = (cut - a) * np;
+        o = cp->a;
+        for (Py_ssize_t i = cut; i < n; i++) {
+            const uint64_t h = s->head[i];
+            for (long long p = 0; p < np; p++) *o++ = (Key){h, tag | (uint32_t)p};
+        }
+        cp->n = (n - cut) * np;
         return 0;
     }
     long long u = s->span[g] / s->B, first, step = u;
     if (s->align[g]) { first = n - n % u - 1; step = n + 1; if (first < a) return 0; }
     else first = (a + 1 + u - 1) / u * u - 1;
     for (long long i = first; i < n; i += step)
-        for (long long p = 0; p < s->pages[g]; p++)
-            if (kv_push(i < keep ? &s->transient[g] : &s->computed[g], key_of(s, i, g, p)) < 0) return -1;
+        for (long long p = 0; p < np; p++)
+            if (kv_push(i < keep ? tr : cp, key_of(s, i, g, p)) < 0) return -1;
+    for (Py_ssize_t x = 0, y = tr->n - 1; x < y; x++, y--) { Key k = tr->a[x]; tr->a[x] = tr->a[y]; tr->a[y] = k; }
     return 0;
 }
 
@@ -1058,7 +1084,8 @@ static int c_prefill_done(GH *s, GAdm *a) {
         s->tmp.n = 0;
         for (int g = 0; g < s->G; g++) {
             for (Py_ssize_t x = 0; x < a->computed[g].n; x++) if (kv_push(&s->tmp, a->computed[g].a[x]) < 0) return -1;
-            for (Py_ssize_t x = 0; x < a->transient[g].n; x++) if (kv_push(&s->tmp, a->transient[g].a[x]) < 0) return -1;
+            for (Py_ssize_t x = a->transient[g].n - 1; x >= 0; x--)     /* transient: kept last first */
+                if (kv_push(&s->tmp, a->transient[g].a[x]) < 0) return -1;
         }
         if (s->tmp.n && (kv_reversed(&s->tmp3, &s->tmp) < 0 || write_down(s, &s->tmp3) < 0)) return -1;
     }
@@ -1066,7 +1093,7 @@ static int c_prefill_done(GH *s, GAdm *a) {
     for (int g = 0; g < s->G; g++) {
         if (!a->transient[g].n) continue;
         s->tmp2.n = 0;
-        if (kv_reversed(&s->tmp3, &a->transient[g]) < 0 || t_insert(s, 0, &s->tmp3, &s->tmp2, 0) < 0
+        if (t_insert(s, 0, &a->transient[g], &s->tmp2, 0) < 0
             || evicted(s, &s->tmp2) < 0) return -1;
     }
     res_note(s);
@@ -1548,6 +1575,7 @@ static void gh_dealloc(GH *s) {
     PyMem_Free(s->st); PyMem_Free(s->sc); PyMem_Free(s->req); PyMem_Free(s->rset); PyMem_Free(s->rgen);
     for (Py_ssize_t x = 0; x < s->nspare; x++) PyMem_Free(s->spare[x].a);
     PyMem_Free(s->spare);
+    PyMem_Free(s->vr);
     Py_XDECREF(s->clock_fn);
     Py_TYPE(s)->tp_free((PyObject *)s);
 }
