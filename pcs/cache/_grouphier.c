@@ -381,6 +381,25 @@ static Py_ssize_t ins_find(PTier *t, const KV *v, Py_ssize_t a, int32_t *eidx, i
     return fresh;
 }
 
+/* the m > 0 absent pages keys[0 .. m) of the record whose first entry is base, unpinned and linked one after another
+ * after the LRU list's tail (ins_add's all-absent run); the new tail */
+static inline int32_t link_absent_run(PTier *t, const Key *keys, Py_ssize_t m, int32_t base, int32_t tail) {
+    PEnt *ent = t->ent;
+    int32_t e = base | PAGE_OF(keys[0]);
+    *(tail >= 0 ? &ent[tail].next : &t->head) = e;
+    ent[e].pin = 0;
+    ent[e].prev = tail;
+    for (Py_ssize_t y = 1; y < m; y++) {
+        const int32_t f = base | PAGE_OF(keys[y]);
+        ent[e].next = f;
+        ent[f].pin = 0;
+        ent[f].prev = e;
+        e = f;
+    }
+    ent[e].next = -1;
+    return e;
+}
+
 /* t_insert's second pass over the runs ins_find found: keys [a, n) of v added unpinned where absent (their record
  * looked up again, once per run with an absent key: the evictions may have deleted it; added when absent) and
  * appended to the LRU list in order (pt_add_rec then pt_append, the links kept in locals); pages added per group
@@ -401,20 +420,7 @@ static int ins_add(PTier *t, const KV *v, Py_ssize_t a, const int32_t *eidx, con
                 return -1;
             }
             ent = t->ent;
-            const int32_t base = r << sh;     /* the run's pages linked one after another, the first to the tail */
-            int32_t e = base | PAGE_OF(v->a[i]);
-            *(tail >= 0 ? &ent[tail].next : &t->head) = e;
-            ent[e].pin = 0;
-            ent[e].prev = tail;
-            for (Py_ssize_t y = i + 1; y < x; y++) {
-                const int32_t f = base | PAGE_OF(v->a[y]);
-                ent[e].next = f;
-                ent[f].pin = 0;
-                ent[f].prev = e;
-                e = f;
-            }
-            ent[e].next = -1;
-            tail = e;
+            tail = link_absent_run(t, v->a + i, x - i, r << sh, tail);
             got = (int32_t)(x - i);
             appended += got;
         } else for (Py_ssize_t y = i; y < x; y++) {
