@@ -36,6 +36,7 @@ typedef struct {
     KV hold[MAXG], release[MAXG], computed[MAXG], transient[MAXG];
     int32_t *rest;              /* (level, group) of each restored page, chain order */
     Py_ssize_t nrest, nrcap;
+    PyObject *owner;            /* the hierarchy whose spare lists take this one's page lists back (or NULL) */
 } GAdm;
 
 typedef struct {
@@ -69,6 +70,14 @@ typedef struct {
     uint64_t *rset;             /* first_repeat's set: hashes, the generation stamping each slot used */
     uint32_t *rgen, rstamp;
     Py_ssize_t rscap;
+    KV *spare;                  /* page lists of finished admissions, kept for the next ones (kv_take, adm_dealloc) */
+    Py_ssize_t nspare, spcap;
+    /* the runs of the victims t_evict last listed (one length per run of one group block, in order), valid for the
+     * list vr_of while it holds exactly vr_n keys and no t_evict ran since: the next level's insert of those victims
+     * takes its runs from here instead of comparing the keys (ins_find) */
+    int32_t *vr;
+    Py_ssize_t vrcap, vr_n;
+    const KV *vr_of;
 } GH;
 
 static PyTypeObject GAdmType, GHType;
@@ -172,10 +181,17 @@ static int lvl_of_memo(GH *s, Key k, PMemo *m) {
  * the same deletions in the same order as page by page); then the list is cut once after the last victim */
 static int t_evict(GH *s, int j, Py_ssize_t n, KV *out, int drop) {
     PTier *t = &s->tier[j];
+    s->vr_of = NULL;            /* the last victims' runs: no longer trusted (their list may be written next) */
     if (n <= 0) return 0;
     if (drop) out = NULL;
     if (out && out->n + n > out->cap && PCS_GROW(out->a, &out->cap, out->n + n, 16) < 0) return -1;
     Key *o = out ? out->a + out->n : NULL;
+    int32_t *vr = NULL;         /* the runs, when the victims start the list */
+    if (o && !out->n) {
+        if (n > s->vrcap && PCS_GROW(s->vr, &s->vrcap, n, 64) < 0) return -1;
+        vr = s->vr;
+    }
+    Py_ssize_t nvr = 0;
     long long gone[MAXG] = {0};
     const int sh = t->shift;
     const uint32_t pm = (1u << sh) - 1;
@@ -189,19 +205,20 @@ static int t_evict(GH *s, int j, Py_ssize_t n, KV *out, int drop) {
         if (o) {
             const uint64_t h = rec->h;
             const uint32_t tag = g << 16;
-            do {
+            do {                /* the list's end (-1) is no record's entry: (-1 >> sh) != r */
                 o[i++] = (Key){h, tag | ((uint32_t)e & pm)};
                 ent[e].pin = PT_ABSENT;
                 e = ent[e].next;
-            } while (i < n && e >= 0 && (e >> sh) == r);
+            } while (i < n && (e >> sh) == r);
         } else {
             do {
                 i++;
                 ent[e].pin = PT_ABSENT;
                 e = ent[e].next;
-            } while (i < n && e >= 0 && (e >> sh) == r);
+            } while (i < n && (e >> sh) == r);
         }
         const int32_t run = (int32_t)(i - i0);
+        if (vr) vr[nvr++] = run;
         gone[g] += run;
         if ((rec->pin -= run) == 0) bt_del(&t->blk, r);
     }
@@ -216,6 +233,7 @@ static int t_evict(GH *s, int j, Py_ssize_t n, KV *out, int drop) {
         for (int g = 0; g < s->G; g++) s->dropped[g] += gone[g];
     }
     if (out) out->n += n;
+    if (vr) { s->vr_of = out; s->vr_n = out->n; }
     t->evicted += n;
     return 0;
 }
@@ -229,13 +247,32 @@ static void t_pin(PTier *t, const KV *v) {
     }
 }
 
-/* Tier.unpin of the keys in reverse order (the reference passes keys[::-1]) */
+/* Tier.unpin of the keys in reverse order (the reference passes keys[::-1]; every key is resident and pinned):
+ * a run of one block's keys finds its record once; the pages whose pin count reaches 0 are appended to the LRU
+ * list in that order (pt_append, the tail kept in a local) */
 static void t_unpin_rev(PTier *t, const KV *v) {
-    PMemo m = PMEMO_INIT;
+    const int sh = t->shift;
+    PEnt *ent = t->ent;
+    int32_t tail = t->tail, base = 0;
+    Py_ssize_t appended = 0;
+    BKey b = {0, UINT32_MAX};       /* no group is UINT32_MAX: the first key looks up */
     for (Py_ssize_t i = v->n - 1; i >= 0; i--) {
-        int32_t e = pt_find_memo(t, v->a[i], &m);
-        if (--t->ent[e].pin == 0) pt_append(t, e);
+        const Key k = v->a[i];
+        if (k.h != b.h || k.tag >> 16 != b.g) {
+            b = bkey_of(k);
+            base = bt_find(&t->blk, b) << sh;
+        }
+        const int32_t e = base | PAGE_OF(k);
+        if (--ent[e].pin == 0) {
+            ent[e].prev = tail;
+            ent[e].next = -1;
+            *(tail >= 0 ? &ent[tail].next : &t->head) = e;
+            tail = e;
+            appended++;
+        }
     }
+    t->tail = tail;
+    t->held += appended;
 }
 
 static Py_ssize_t t_count_evictable(PTier *t, const KV *v) {
@@ -258,16 +295,27 @@ static int t_reserve(GH *s, Py_ssize_t n, KV *victims) {
 static Py_ssize_t t_fill(GH *s, const KV *v) {
     PTier *t = &s->tier[0];
     Py_ssize_t added = 0;
-    PMemo m = PMEMO_INIT;
+    const int sh = t->shift;
+    int32_t r = -1;
+    BKey b = {0, UINT32_MAX};       /* no group is UINT32_MAX: the first key looks up */
     for (Py_ssize_t i = 0; i < v->n; i++) {
-        int32_t e = pt_find_memo(t, v->a[i], &m);
-        if (e < 0) {
-            if (pt_add_memo(t, v->a[i], 1, &m) < 0) return -1;
+        const Key k = v->a[i];
+        if (k.h != b.h || k.tag >> 16 != b.g) {     /* a run of one block's keys: its record found (added) once */
+            int fresh_rec;
+            b = bkey_of(k);
+            if ((r = bt_find_or_add(&t->blk, b, &fresh_rec)) < 0 || (fresh_rec && pt_ent_room(t) < 0)) return -1;
+        }
+        const int32_t e = r << sh | PAGE_OF(k);
+        PEnt *x = &t->ent[e];
+        if (x->pin == PT_ABSENT) {
+            *x = (PEnt){1, -1, -1};
+            t->blk.ent[r].pin++;
+            t->nres++;
             added++;
-            s->rp[0][GROUP_OF(v->a[i])]++;
+            s->rp[0][b.g]++;
         } else {
-            if (t->ent[e].pin == 0) pt_unlink(t, e);
-            t->ent[e].pin++;
+            if (x->pin == 0) pt_unlink(t, e);
+            x->pin++;
         }
     }
     t->reserved -= added;
@@ -308,11 +356,11 @@ static inline Py_ssize_t run_end(const KV *v, Py_ssize_t i) {
  * ones unlinked (they go to the LRU end after the evictions); its record looked up once per run of one block
  * (no record is deleted here); the runs' ends into rend (the second pass walks the same runs), ~end for a run
  * whose block has no record (its keys all absent, eidx not written); the number of absent keys */
-static Py_ssize_t ins_find(PTier *t, const KV *v, Py_ssize_t a, int32_t *eidx, int32_t *rend) {
+static Py_ssize_t ins_find(PTier *t, const KV *v, Py_ssize_t a, int32_t *eidx, int32_t *rend, const int32_t *runs) {
     Py_ssize_t fresh = 0, nr = 0;
     const int sh = t->shift;
     for (Py_ssize_t i = a, x; i < v->n; i = x) {
-        x = run_end(v, i);
+        x = runs ? i + runs[nr] : run_end(v, i);
         const int32_t r = bt_find(&t->blk, bkey_of(v->a[i]));
         if (r < 0) {            /* a block with no page here: its keys are all absent (no entries written) */
             rend[nr++] = ~(int32_t)x;
@@ -331,6 +379,25 @@ static Py_ssize_t ins_find(PTier *t, const KV *v, Py_ssize_t a, int32_t *eidx, i
         }
     }
     return fresh;
+}
+
+/* the m > 0 absent pages keys[0 .. m) of the record whose first entry is base, unpinned and linked one after another
+ * after the LRU list's tail (ins_add's all-absent run); the new tail */
+static inline int32_t link_absent_run(PTier *t, const Key *keys, Py_ssize_t m, int32_t base, int32_t tail) {
+    PEnt *ent = t->ent;
+    int32_t e = base | PAGE_OF(keys[0]);
+    *(tail >= 0 ? &ent[tail].next : &t->head) = e;
+    ent[e].pin = 0;
+    ent[e].prev = tail;
+    for (Py_ssize_t y = 1; y < m; y++) {
+        const int32_t f = base | PAGE_OF(keys[y]);
+        ent[e].next = f;
+        ent[f].pin = 0;
+        ent[f].prev = e;
+        e = f;
+    }
+    ent[e].next = -1;
+    return e;
 }
 
 /* t_insert's second pass over the runs ins_find found: keys [a, n) of v added unpinned where absent (their record
@@ -353,12 +420,7 @@ static int ins_add(PTier *t, const KV *v, Py_ssize_t a, const int32_t *eidx, con
                 return -1;
             }
             ent = t->ent;
-            for (Py_ssize_t y = i; y < x; y++) {
-                const int32_t e = r << sh | PAGE_OF(v->a[y]);
-                ent[e] = (PEnt){0, tail, -1};
-                *(tail >= 0 ? &ent[tail].next : &t->head) = e;
-                tail = e;
-            }
+            tail = link_absent_run(t, v->a + i, x - i, r << sh, tail);
             got = (int32_t)(x - i);
             appended += got;
         } else for (Py_ssize_t y = i; y < x; y++) {
@@ -420,7 +482,8 @@ static Py_ssize_t t_insert(GH *s, int j, const KV *v, KV *out, int drop) {
         s->ecap = v->n;
     }
     int32_t *rend = s->eidx + s->ecap;      /* the runs' ends */
-    Py_ssize_t fresh = ins_find(t, v, ncut, s->eidx, rend);
+    const int32_t *runs = !ncut && s->vr_of == v && s->vr_n == v->n ? s->vr : NULL;   /* v: t_evict's victims */
+    Py_ssize_t fresh = ins_find(t, v, ncut, s->eidx, rend, runs);
     if (t_evict(s, j, fresh - pt_free_slots(t), out, drop) < 0) return -1;
     long long added[MAXG] = {0};
     if (ins_add(t, v, ncut, s->eidx, rend, added) < 0) return -1;
@@ -469,7 +532,11 @@ static int write_down(GH *s, const KV *down) {
 
 static int kv_reversed(KV *dst, const KV *src) {
     dst->n = 0;
-    for (Py_ssize_t i = src->n - 1; i >= 0; i--) if (kv_push(dst, src->a[i]) < 0) return -1;
+    if (kv_room(dst, src->n) < 0) return -1;
+    const Key *a = src->a + src->n;
+    Key *o = dst->a;
+    for (Py_ssize_t i = 0; i < src->n; i++) o[i] = *--a;
+    dst->n = src->n;
     return 0;
 }
 
@@ -589,12 +656,16 @@ static Key key_of(GH *s, Py_ssize_t i, int g, long long p) {
 /* GroupHierarchy._read: block i of group g is read: its GPU pages pinned, the others restored */
 static int d_read(GH *s, int g, Py_ssize_t i, long long keep) {
     LEVEL_MEMOS(m);
-    for (long long p = 0; p < s->pages[g]; p++) {
+    const long long np = s->pages[g];
+    KV *h = i >= keep ? &s->hold[g] : &s->release[g];
+    if (kv_room(h, np) < 0 || kv_room(&s->pin_now, np) < 0) return -1;
+    for (long long p = 0; p < np; p++) {
         Key k = key_of(s, i, g, p);
         int t = lvl_of_memo(s, k, m);
         if (t > s->where[i]) s->where[i] = t;
-        if (kv_push(i >= keep ? &s->hold[g] : &s->release[g], k) < 0) return -1;
-        if (t == 0 ? kv_push(&s->pin_now, k) < 0 : push_rest(s, k, i, g, t) < 0) return -1;
+        h->a[h->n++] = k;
+        if (t == 0) s->pin_now.a[s->pin_now.n++] = k;
+        else if (push_rest(s, k, i, g, t) < 0) return -1;
     }
     return 0;
 }
@@ -602,14 +673,18 @@ static int d_read(GH *s, int g, Py_ssize_t i, long long keep) {
 /* GroupHierarchy._demand_full: group 0 of the full rule */
 static int d_full(GH *s, Py_ssize_t k, Py_ssize_t lead) {
     long long np = s->pages[0];
-    if (np == 1) {
+    KV *cp = &s->computed[0];
+    if (np == 1) {              /* k <= lead (admit): at most lead keys held and pinned, n - k computed */
+        KV *hold = &s->hold[0], *pin = &s->pin_now;
+        if (kv_room(hold, lead) < 0 || kv_room(pin, lead) < 0 || kv_room(cp, s->n - k) < 0) return -1;
         for (Py_ssize_t i = 0; i < lead; i++) {
             int t = s->t0[i];
             Key key = key_of(s, i, 0, 0);
             if (i < k) s->where[i] = t;
-            else if (t) { if (kv_push(&s->computed[0], key) < 0) return -1; continue; }
-            if (kv_push(&s->hold[0], key) < 0) return -1;
-            if (t == 0 ? kv_push(&s->pin_now, key) < 0 : push_rest(s, key, i, 0, t) < 0) return -1;
+            else if (t) { cp->a[cp->n++] = key; continue; }
+            hold->a[hold->n++] = key;
+            if (t == 0) pin->a[pin->n++] = key;
+            else if (push_rest(s, key, i, 0, t) < 0) return -1;
         }
     } else {
         for (Py_ssize_t i = 0; i < k; i++) if (d_read(s, 0, i, 0) < 0) return -1;
@@ -623,26 +698,44 @@ static int d_full(GH *s, Py_ssize_t k, Py_ssize_t lead) {
             }
         }
     }
+    if (s->n > lead && kv_room(cp, (s->n - lead) * np) < 0) return -1;
     for (Py_ssize_t i = lead; i < s->n; i++)
-        for (long long p = 0; p < np; p++) if (kv_push(&s->computed[0], key_of(s, i, 0, p)) < 0) return -1;
+        for (long long p = 0; p < np; p++) cp->a[cp->n++] = key_of(s, i, 0, p);
     return 0;
 }
 
-/* the pages a group other than a full group 0 computes: kept (computed) or stored unpinned (transient) */
+/* the pages a group other than a full group 0 computes: kept (computed, chain order) or stored unpinned (transient,
+ * kept last page first: the order the reference inserts them in, keys[::-1], so prefill_done inserts the list as it
+ * is); the lists are empty on entry (demand) */
 static int d_writes(GH *s, int g, Py_ssize_t a, long long keep) {
     Py_ssize_t n = s->n;
+    KV *tr = &s->transient[g], *cp = &s->computed[g];
+    const long long np = s->pages[g];
+    const uint32_t tag = (uint32_t)g << 16;
     if (s->rule[g] != R_STATE) {
-        for (Py_ssize_t i = a; i < n; i++)
-            for (long long p = 0; p < s->pages[g]; p++)
-                if (kv_push(i < keep ? &s->transient[g] : &s->computed[g], key_of(s, i, g, p)) < 0) return -1;
+        const long long cut = keep < a ? a : keep > n ? n : keep;
+        if (kv_room(tr, (cut - a) * np) < 0 || kv_room(cp, (n - cut) * np) < 0) return -1;
+        Key *o = tr->a;
+        for (Py_ssize_t i = cut - 1; i >= a; i--) {
+            const uint64_t h = s->head[i];
+            for (long long p = np - 1; p >= 0; p--) *o++ = (Key){h, tag | (uint32_t)p};
+        }
+        tr->n = (cut - a) * np;
+        o = cp->a;
+        for (Py_ssize_t i = cut; i < n; i++) {
+            const uint64_t h = s->head[i];
+            for (long long p = 0; p < np; p++) *o++ = (Key){h, tag | (uint32_t)p};
+        }
+        cp->n = (n - cut) * np;
         return 0;
     }
     long long u = s->span[g] / s->B, first, step = u;
     if (s->align[g]) { first = n - n % u - 1; step = n + 1; if (first < a) return 0; }
     else first = (a + 1 + u - 1) / u * u - 1;
     for (long long i = first; i < n; i += step)
-        for (long long p = 0; p < s->pages[g]; p++)
-            if (kv_push(i < keep ? &s->transient[g] : &s->computed[g], key_of(s, i, g, p)) < 0) return -1;
+        for (long long p = 0; p < np; p++)
+            if (kv_push(i < keep ? tr : cp, key_of(s, i, g, p)) < 0) return -1;
+    for (Py_ssize_t x = 0, y = tr->n - 1; x < y; x++, y--) { Key k = tr->a[x]; tr->a[x] = tr->a[y]; tr->a[y] = k; }
     return 0;
 }
 
@@ -757,6 +850,31 @@ static Py_ssize_t do_restores(GH *s, long long *restored, long long *nbytes) {
     return filled;
 }
 
+/* Page lists recycled between admissions (the step loop's start makes a new admission per request and drops it at
+ * finish): an admission started by gh_start hands its lists back to its hierarchy when it is freed (kv_give), and the
+ * scratch lists a new admission took are replaced by spare ones (kv_take), so no list is grown from empty and freed
+ * again per request. Only under the GIL (gh_start, adm_dealloc); run_sequential reuses one admission instead. */
+#define SPARE_MAX 4096
+static void kv_take(GH *s, KV *v) {
+    if (v->a || !s->nspare) return;
+    *v = s->spare[--s->nspare];
+}
+
+static void kv_give(GH *s, KV *v) {
+    if (!v->a) return;
+    if (s->nspare == s->spcap && s->spcap < SPARE_MAX) {
+        Py_ssize_t c = s->spcap ? 2 * s->spcap : 64;
+        KV *x = PyMem_Realloc(s->spare, sizeof(KV) * c);
+        if (x) { s->spare = x; s->spcap = c; }
+    }
+    if (s->nspare < s->spcap) {
+        v->n = 0;
+        s->spare[s->nspare++] = *v;
+        v->a = NULL;
+        v->cap = 0;
+    } else kv_free(v);
+}
+
 static PyObject *int_list(const long long *v, int n) {
     PyObject *l = PyList_New(n);
     if (!l) return NULL;
@@ -789,6 +907,10 @@ static int adm_fields(GH *s, GAdm *a, const long long *restored, const long long
         x = a->computed[g]; a->computed[g] = s->computed[g]; s->computed[g] = x;
         x = a->transient[g]; a->transient[g] = s->transient[g]; s->transient[g] = x;
         a->live[g] = s->live[g];
+        if (with_lists) {       /* a new admission's empty lists: the scratch takes spare ones instead (GIL held) */
+            kv_take(s, &s->hold[g]); kv_take(s, &s->release[g]);
+            kv_take(s, &s->computed[g]); kv_take(s, &s->transient[g]);
+        }
     }
     if (s->nrest > a->nrcap || !a->rest) {
         Py_ssize_t c = s->nrest > 16 ? s->nrest : 16;
@@ -940,6 +1062,8 @@ static PyObject *gh_start(GH *s, PyObject *const *args, Py_ssize_t nargs) {
     if (gh_now(s) < 0 || load_head(s, args[0], cacheable) < 0) return NULL;
     GAdm *a = new_adm();
     if (!a) return NULL;
+    a->owner = (PyObject *)s;
+    Py_INCREF(s);
     int rc = admit(s, a, cap, extra, wait, 1);
     if (rc <= 0) { Py_DECREF(a); if (rc < 0) return NULL; Py_RETURN_NONE; }
     return (PyObject *)a;
@@ -966,7 +1090,8 @@ static int c_prefill_done(GH *s, GAdm *a) {
         s->tmp.n = 0;
         for (int g = 0; g < s->G; g++) {
             for (Py_ssize_t x = 0; x < a->computed[g].n; x++) if (kv_push(&s->tmp, a->computed[g].a[x]) < 0) return -1;
-            for (Py_ssize_t x = 0; x < a->transient[g].n; x++) if (kv_push(&s->tmp, a->transient[g].a[x]) < 0) return -1;
+            for (Py_ssize_t x = a->transient[g].n - 1; x >= 0; x--)     /* transient: kept last first */
+                if (kv_push(&s->tmp, a->transient[g].a[x]) < 0) return -1;
         }
         if (s->tmp.n && (kv_reversed(&s->tmp3, &s->tmp) < 0 || write_down(s, &s->tmp3) < 0)) return -1;
     }
@@ -974,7 +1099,7 @@ static int c_prefill_done(GH *s, GAdm *a) {
     for (int g = 0; g < s->G; g++) {
         if (!a->transient[g].n) continue;
         s->tmp2.n = 0;
-        if (kv_reversed(&s->tmp3, &a->transient[g]) < 0 || t_insert(s, 0, &s->tmp3, &s->tmp2, 0) < 0
+        if (t_insert(s, 0, &a->transient[g], &s->tmp2, 0) < 0
             || evicted(s, &s->tmp2) < 0) return -1;
     }
     res_note(s);
@@ -1454,14 +1579,20 @@ static void gh_dealloc(GH *s) {
     kv_free(&s->pin_now); kv_free(&s->dem[0]); kv_free(&s->dem[1]); kv_free(&s->tmp); kv_free(&s->tmp2); kv_free(&s->tmp3);
     PyMem_Free(s->rest); PyMem_Free(s->rest2); PyMem_Free(s->rcnt); PyMem_Free(s->eidx); PyMem_Free(s->head); PyMem_Free(s->t0); PyMem_Free(s->where);
     PyMem_Free(s->st); PyMem_Free(s->sc); PyMem_Free(s->req); PyMem_Free(s->rset); PyMem_Free(s->rgen);
+    for (Py_ssize_t x = 0; x < s->nspare; x++) PyMem_Free(s->spare[x].a);
+    PyMem_Free(s->spare);
+    PyMem_Free(s->vr);
     Py_XDECREF(s->clock_fn);
     Py_TYPE(s)->tp_free((PyObject *)s);
 }
 
 static void adm_dealloc(GAdm *a) {
+    GH *s = (GH *)a->owner;
     for (int g = 0; g < a->G; g++) {
+        if (s) { kv_give(s, &a->hold[g]); kv_give(s, &a->release[g]); kv_give(s, &a->computed[g]); kv_give(s, &a->transient[g]); }
         kv_free(&a->hold[g]); kv_free(&a->release[g]); kv_free(&a->computed[g]); kv_free(&a->transient[g]);
     }
+    Py_XDECREF(a->owner);
     PyMem_Free(a->rest);
     Py_XDECREF(a->hbpt); Py_XDECREF(a->rbpt); Py_XDECREF(a->rbytes);
     PyObject_Free(a);

@@ -65,6 +65,11 @@ static inline int kv_push(KV *v, Key k) {
     return 0;
 }
 
+/* room for `more` keys after the list's n (kv_push without the check per key); 0, or -1 + MemoryError */
+static inline int kv_room(KV *v, Py_ssize_t more) {
+    return v->n + more <= v->cap || PCS_GROW(v->a, &v->cap, v->n + more, 16) >= 0 ? 0 : -1;
+}
+
 static inline void kv_free(KV *v) { PyMem_Free(v->a); v->a = NULL; v->n = v->cap = 0; }
 
 /* a table's slot array: from 2 MB on aligned to 2 MB and marked for transparent huge pages (one TLB entry

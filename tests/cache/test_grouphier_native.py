@@ -233,3 +233,43 @@ def test_demotion_runs_hand_traced():
         assert h.tiers[1].stats.evicted_blocks == 6
         assert h.residency.dropped == [6]
     assert_group_states_equal(ref, nat)
+
+
+def test_window_pages_stored_last_first_and_split_runs_go_down_hand_traced():
+    """A window group's pages that slid out are inserted last page first (the reference's keys[::-1]), and GPU
+    victims go down three levels run by run, a block's run split by the eviction count (pcs/cache/_grouphier.c
+    d_writes, t_evict, t_insert), worked out by hand from the LRU rules (docs/semantics.md §3.1, §5-§7), both twins.
+
+    Groups: full (f, 1 page a block) and a window of 4 tokens (w, 2 pages; the window is 1 block, so a request's
+    window pages before its last block are stored unpinned at prefill_done); GPU 10, CPU 3, SSD 4 pages, write-back;
+    no hits (cap 0); each request runs start, prefill_done, finish. First victim first, b.p = block b page p:
+    r1 [1, 2, 3]: w2.1 w2.0 w1.1 w1.0 stored (block 2 first, page 1 first), then the pins dropped tail first:
+        GPU w2.1 w2.0 w1.1 w1.0 f3 f2 f1 w3.1 w3.0 (9 pages).
+    r2 [4]: 3 slots, 1 free -> w2.1 w2.0 down: CPU w2.1 w2.0; GPU ... f4 w4.1 w4.0 (10).
+    r3 [5]: w1.1 w1.0 f3 down; the CPU makes room for 3: w2.1 w2.0 to the SSD; CPU w1.1 w1.0 f3.
+    r4 [6, 7]: 4 slots: f2 f1 w3.1 w3.0 down; the CPU holds 3, so f2 is cut and follows the CPU's victims
+        w1.1 w1.0 f3: SSD (4 pages, 2 free) drops w2.1 w2.0, holds w1.1 w1.0 f3 f2; CPU f1 w3.1 w3.0.
+        prefill_done stores w6.1 w6.0: the GPU (4 pinned, 6 unpinned) evicts f4 w4.1 (block 4's window run cut
+        after one page), the CPU then f1 w3.1 (block 3's run cut), the SSD drops w1.1 w1.0.
+    End: GPU w4.0 f5 w5.1 w5.0 w6.1 w6.0 f7 f6 w7.1 w7.0; CPU w3.0 f4 w4.1; SSD f3 f2 f1 w3.1; written CPU 2 + 3 + 3 + 2
+    = 10, SSD 2 + 4 + 2 = 8; dropped 4, all window pages.
+    """
+    from pcs.cache.grouphier import page_key
+
+    groups = [CacheGroup("full", "full", ("full_attention",), BS, pages=1),
+              CacheGroup("win", "window", ("sliding",), BS, 4, pages=2)]
+    ref, nat = _pair([10, 3, 4], "back", groups)
+    f = lambda b: page_key(b, 0, 0)  # noqa: E731
+    w = lambda b, p: page_key(b, 1, p)  # noqa: E731
+    for h in (ref, nat):
+        for ids in ([1, 2, 3], [4], [5], [6, 7]):
+            a = h.start(ids, len(ids), 0)
+            h.prefill_done(a)
+            h.finish(a)
+        assert h.tiers[0].policy.order() == [w(4, 0), f(5), w(5, 1), w(5, 0), w(6, 1), w(6, 0), f(7), f(6), w(7, 1),
+                                             w(7, 0)]
+        assert h.tiers[1].policy.order() == [w(3, 0), f(4), w(4, 1)]
+        assert h.tiers[2].policy.order() == [f(3), f(2), f(1), w(3, 1)]
+        assert (h.written_blocks[1], h.written_blocks[2], h.dropped_blocks) == (10, 8, 4)
+        assert h.residency.dropped == [0, 4]
+    assert_group_states_equal(ref, nat)
