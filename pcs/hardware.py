@@ -376,7 +376,7 @@ def load_hardware_file(path: str | Path, base: HardwareTable | None = None) -> H
         InputError: bad content, naming the file and the field (e.g. ``gpu.my-gpu.hbm_bps``); one entry
             given twice (under ``gpu`` and ``gpus``, or by a name and its alias), as a JSON key given twice is
             (:mod:`pcs.configfile`).
-        FileNotFoundError: no such file.
+        PathError: ``path`` is missing, a directory or not readable (naming ``path=``).
     """
     path = Path(path)
     data = read_mapping(path)

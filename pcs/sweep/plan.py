@@ -244,7 +244,7 @@ def load_plan(path: str | Path) -> Plan:
     """Read and expand a plan file (``.toml`` or ``.json``).
 
     Raises:
-        FileNotFoundError: no such file.
+        PathError: ``path`` is missing, a directory or not readable (naming ``path=``).
         InputError / ValueError: bad TOML/JSON, or as :func:`make_plan`.
     """
     from pcs.configfile import read_mapping
