@@ -313,8 +313,8 @@ def _parse_field(name: str, value: Any) -> Any:
             return parse(value)
     if isinstance(value, bool) or not isinstance(value, (int, float, str)):
         raise UserError(f"expected a number, got {value!r}")
-    try:
-        number = float(value)  # *_flops and iops: plain numbers such as 989.4e12
+    try:    # *_flops and iops: plain numbers such as 989.4e12, in ASCII (docs/semantics.md §16)
+        number = float(value) if not isinstance(value, str) else units.ascii_float(value)
     except ValueError:
         raise UserError(f"expected a plain number such as 989.4e12, got {value!r}") from None
     if not math.isfinite(number):
