@@ -74,7 +74,10 @@ def test_the_cli_line_names_the_option(text):
 @pytest.mark.parametrize("mix", ["chat=１,agent=1", "chat=1_0,agent=1", "chat=nan,agent=1", "chat=inf"])
 def test_mix_shares_are_ascii(tmp_path, mix):
     r = CliRunner().invoke(cli, ["trace", "synth", "--mix", mix, str(tmp_path / "t.jsonl")])
-    assert r.exit_code == 2 and "--mix" in r.output and "expected e.g. chat=0.6" in r.output, r.output
+    share = mix.split(",")[0].split("=")[1]
+    assert r.exit_code == 2 and "--mix" in r.output, r.output
+    assert (f"the share of chat must be a finite number >= 0, got {share} (ASCII digits 0-9: no nan, inf, '_' or "
+            "other scripts' digits)") in r.output, r.output
 
 
 def test_mix_ascii_shares_still_read():
