@@ -434,7 +434,7 @@ class MeasuredPrefill:
         Raises:
             InputError: missing column, a bad or negative value, repeated
                 tokens, time decreasing with tokens, or no data rows (file, line, field).
-            FileNotFoundError: no such file.
+            PathError: ``path`` is missing, a directory or not readable (naming ``path=``).
         """
         import csv
 

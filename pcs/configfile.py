@@ -27,19 +27,19 @@ __all__ = ["MAX_SETTINGS_BYTES", "read_text", "read_mapping", "read_json_object"
 MAX_SETTINGS_BYTES = 16 << 20
 
 
-def read_text(path: str | Path) -> str:
+def read_text(path: str | Path, keyword: str = "path") -> str:
     """The text of a small input file (settings, a CSV of points, a template): a regular file or pipe of
     at most :data:`MAX_SETTINGS_BYTES`, decoded as UTF-8 without a leading byte-order mark (Windows editors
-    write one; JSONL and CSV traces skip it too).
+    write one; JSONL and CSV traces skip it too). ``keyword``: the caller's argument that named ``path``.
 
     Raises:
-        FileNotFoundError: no such file.
-        InputError: a device or directory, too large, or not UTF-8 (naming the file and line).
+        PathError: missing, a directory or not readable, naming ``keyword`` (:mod:`pcs.trace.pathcheck`).
+        InputError: a device, too large, or not UTF-8 (naming the file and line).
     """
     from pcs.trace.source import check_source
 
+    check_source(path, str(path), keyword)
     path = Path(path)
-    check_source(path, str(path))
     with open(path, "rb") as f:
         data = f.read(MAX_SETTINGS_BYTES + 1)
     if len(data) > MAX_SETTINGS_BYTES:
@@ -84,33 +84,36 @@ def _loads_json(path: Path, text: str) -> Any:
         raise InputError(str(path), None, None, f"invalid JSON: {exc}") from None
 
 
-def read_json_object(path: str | Path) -> dict[str, Any]:
+def read_json_object(path: str | Path, keyword: str = "path") -> dict[str, Any]:
     """Parse a JSON file whose top level is an object (a Hugging Face ``config.json``), whatever its suffix.
 
     Raises:
-        FileNotFoundError: no such file.
+        PathError: as :func:`read_text` (naming ``keyword``).
         InputError: see the module docstring.
     """
     path = Path(path)
-    data = _loads_json(path, read_text(path))
+    data = _loads_json(path, read_text(path, keyword))
     if not isinstance(data, dict):
         raise InputError(str(path), None, None, "top level must be a JSON object")
     return data
 
 
-def read_mapping(path: str | Path) -> dict[str, Any]:
+def read_mapping(path: str | Path, keyword: str = "path") -> dict[str, Any]:
     """Parse ``path`` (``.toml`` or ``.json``) into a dict.
 
     Raises:
-        FileNotFoundError: no such file.
+        PathError: as :func:`read_text` (naming ``keyword``), before the suffix is looked at.
         InputError: see the module docstring (with the line where known).
         ValueError: another suffix, or TOML without a parser available.
     """
+    from pcs.trace.pathcheck import check_input_file
+
+    check_input_file(path, keyword)
     path = Path(path)
     suffix = path.suffix.lower()
     if suffix not in (".json", ".toml"):
         raise UserError(f"{path}: unknown file type {path.suffix!r}; expected .toml or .json")
-    text = read_text(path)
+    text = read_text(path, keyword)
     if suffix == ".json":
         data = _loads_json(path, text)
     else:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Iterable, Mapping
 
-__all__ = ["UserError", "InputError", "UnknownNameError", "PolicyError", "Stopped", "STOPS", "BUG_REPORT"]
+__all__ = ["UserError", "InputError", "PathError", "UnknownNameError", "PolicyError", "Stopped", "STOPS", "BUG_REPORT"]
 
 #: Where the CLI's last line after an internal error sends the user.
 BUG_REPORT = ("this is a bug in pcs, not in your input: please report it on the pcs issue tracker "
@@ -51,6 +51,24 @@ class InputError(UserError):
         where = self.path if line is None else f"{self.path}:{line}"
         what = f"field '{field}': {problem}" if field else problem
         super().__init__(f"{where}: {what}")
+
+
+class PathError(InputError):
+    """An input path pcs cannot read: missing, a directory where a file is wanted (or a file where a folder
+    is), or not readable; raised by every public function that takes a path (:mod:`pcs.trace.pathcheck`).
+
+    Attributes:
+        path, problem: as :class:`InputError` (``line`` and ``field`` are None).
+        keyword: the argument that named the path, as the function spells it (``"trace"``, ``"plan"``).
+
+    ``str(err)`` names both, ``"trace='runs/t.jsonl': No such file or directory"``; the CLI, whose options
+    are not the keywords, prints ``"runs/t.jsonl: No such file or directory"`` (:func:`pcs.cli.common.user_errors`).
+    """
+
+    def __init__(self, path: str, keyword: str, problem: str):
+        super().__init__(path, None, None, problem)
+        self.keyword = keyword
+        self.args = (f"{keyword}={self.path!r}: {problem}",)
 
 
 class PolicyError(UserError):

@@ -313,8 +313,8 @@ def _parse_field(name: str, value: Any) -> Any:
             return parse(value)
     if isinstance(value, bool) or not isinstance(value, (int, float, str)):
         raise UserError(f"expected a number, got {value!r}")
-    try:
-        number = float(value)  # *_flops and iops: plain numbers such as 989.4e12
+    try:    # *_flops and iops: plain numbers such as 989.4e12, in ASCII (docs/semantics.md §16)
+        number = float(value) if not isinstance(value, str) else units.ascii_float(value)
     except ValueError:
         raise UserError(f"expected a plain number such as 989.4e12, got {value!r}") from None
     if not math.isfinite(number):
@@ -376,7 +376,7 @@ def load_hardware_file(path: str | Path, base: HardwareTable | None = None) -> H
         InputError: bad content, naming the file and the field (e.g. ``gpu.my-gpu.hbm_bps``); one entry
             given twice (under ``gpu`` and ``gpus``, or by a name and its alias), as a JSON key given twice is
             (:mod:`pcs.configfile`).
-        FileNotFoundError: no such file.
+        PathError: ``path`` is missing, a directory or not readable (naming ``path=``).
     """
     path = Path(path)
     data = read_mapping(path)

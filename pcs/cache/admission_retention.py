@@ -40,9 +40,11 @@ __all__ = ["RetentionAdmission", "RetainingPolicy"]
 
 
 def _token_range(text: Any) -> tuple[int, int]:
+    from pcs.units import ascii_int
+
     a, sep, b = str(text).partition("-")
-    try:
-        lo, hi = int(a), int(b)
+    try:        # ASCII digits (docs/semantics.md §16): not the full-width or 1_000 that int() reads
+        lo, hi = ascii_int(a), ascii_int(b)
     except ValueError:
         lo = hi = -1
     if not sep or lo < 0 or hi <= lo:

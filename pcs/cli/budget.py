@@ -19,9 +19,10 @@ __all__ = ["budget_command", "budget"]
 
 
 def _number(text: str, what: str) -> float:
-    """A plain non-negative number; ``1_000_000`` and ``1,000,000`` are accepted."""
+    """A plain non-negative number in ASCII digits (:func:`pcs.units.ascii_float`); ``1_000_000`` and
+    ``1,000,000`` are accepted (the separators dropped first)."""
     try:
-        value = float(str(text).replace(",", "").replace("_", ""))
+        value = units.ascii_float(str(text).replace(",", "").replace("_", ""), what)
     except ValueError:
         raise UserError(f"invalid {what} {text!r}: expected a plain number such as 1000000 or 1e6") from None
     if not value >= 0 or value == float("inf"):

@@ -25,7 +25,7 @@ import click
 from pcs.cli.progress import Progress, counted  # noqa: F401 - the names commands import from here
 from pcs.cli.main import release_gc
 from pcs.cli.params import Choice
-from pcs.errors import BUG_REPORT, Stopped, UserError
+from pcs.errors import BUG_REPORT, PathError, Stopped, UserError
 
 __all__ = ["PcsUsageError", "PcsCommand", "PcsGroup", "command", "RegistryChoice", "format_option", "quiet_option",
            "Progress", "counted", "emit", "user_errors", "to_jsonable", "Terminated", "unwind_on_signals"]
@@ -236,6 +236,8 @@ def user_errors() -> Iterator[None]:
         raise PcsUsageError(f"{exc.format_message()}{where}") from None
     except (click.ClickException, click.exceptions.Exit, click.Abort):
         raise
+    except PathError as exc:      # the API's keyword (trace=, path=) is no option of the command: the path alone
+        raise PcsUsageError(f"{exc.path}: {exc.problem}") from None
     except UserError as exc:
         raise PcsUsageError(option_names(str(exc).splitlines()[0]) if str(exc) else type(exc).__name__) from None
     except ValueError as exc:

@@ -126,7 +126,8 @@ def curve(trace, capacities, points, model_name, dtype, no_belady, sample_rate, 
                   total=len(caps) if caps else (points or DEFAULT_POINTS)) as progress:
         result = compute_curve(flat, caps, points, spec, belady=not no_belady, sample_rate=sample_rate, seed=seed,
                                exact_head_blocks=exact_head_blocks, native=native, kernel=kernel, progress=progress)
-    payload = {**result.to_dict(), "trace": "-" if trace == "-" else name, "dtype": dtype}
+    layout = spec.kv_layout.name if dtype and spec is not None else None     # the layout's one name: fp4 -> nvfp4
+    payload = {**result.to_dict(), "trace": "-" if trace == "-" else name, "dtype": layout}
     with_trace_notes(payload, opened, fmt, quiet)
     if plot_path:
         _plot(result, plot_path, spec.name if spec is not None else None, payload["trace"])

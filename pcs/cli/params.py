@@ -24,21 +24,38 @@ __all__ = ["option_size", "option_bandwidth", "Aliased", "MAX_TP", "MAX_BLOCK_SI
 
 
 class Int(click.IntRange):
-    """An integer option in ``[min, max]`` (both bounds always given: no unbounded integer option)."""
+    """An integer option in ``[min, max]`` (both bounds always given: no unbounded integer option), written in
+    ASCII digits (:func:`pcs.units.ascii_int`: ``1_000`` and full-width ``１２``, which Python's ``int()`` reads,
+    are refused naming the option; docs/semantics.md §16)."""
 
     def __init__(self, min: int, max: int) -> None:  # noqa: A002 - click's names
         super().__init__(min=min, max=max)
 
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if isinstance(value, str):
+            try:
+                value = units.ascii_int(value)
+            except UserError:
+                self.fail(f"{value[:40]!r} is not an integer in ASCII digits 0-9", param, ctx)
+        return super().convert(value, param, ctx)
+
 
 class Float(click.FloatRange):
-    """A finite float option in a range: NaN and infinities are refused as well as values outside it."""
+    """A finite float option in a range: NaN and infinities are refused as well as values outside it; written
+    in ASCII (:func:`pcs.units.ascii_float`: no ``1_000``, full-width digits, ``nan`` or ``inf``)."""
 
     def __init__(self, min: float, max: float, min_open: bool = False, max_open: bool = False) -> None:  # noqa: A002
         super().__init__(min=min, max=max, min_open=min_open, max_open=max_open)
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
-        if isinstance(value, str) and not math.isfinite(_float_or(value)):
-            self.fail(f"{value!r} is not a finite number", param, ctx)
+        if isinstance(value, str):
+            text = value
+            try:
+                value = units.ascii_float(text)
+            except UserError:
+                self.fail(f"{text[:40]!r} is not a number in ASCII digits 0-9", param, ctx)
+            if not math.isfinite(value):      # 1e999: ASCII, but beyond a float
+                self.fail(f"{text[:40]!r} is not a finite number", param, ctx)
         return super().convert(value, param, ctx)
 
 
@@ -70,13 +87,6 @@ class Duration(click.ParamType):
 
     def get_metavar(self, param: click.Parameter, ctx: click.Context | None = None) -> str:
         return "DURATION"
-
-
-def _float_or(text: str) -> float:
-    try:
-        return float(text)
-    except ValueError:
-        return 0.0  # not a number at all: click's own message says so
 
 
 def parse_capacity_list(text: str, option: str, block_bytes: int | Callable[[], int] | None) -> list[int]:

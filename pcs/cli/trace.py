@@ -124,9 +124,11 @@ def convert_cmd(in_path, out_path, out_format, remap_ids, trace_format, block_si
 
 
 def _parse_mix(text: str) -> tuple[float, float, float]:
-    """``--mix``: ``KIND=SHARE`` pairs, each kind at most once, each share a finite number >= 0 (a NaN share
-    passed every ``<`` test and gave an empty trace), normalised to sum 1."""
+    """``--mix``: ``KIND=SHARE`` pairs, each kind at most once, each share a finite number >= 0 in ASCII digits
+    (:func:`pcs.units.ascii_float`: no ``nan``, ``1_000`` or full-width digits; a NaN share passed every ``<``
+    test and gave an empty trace), normalised to sum 1."""
     from pcs.trace.synth import KINDS
+    from pcs.units import ascii_float
 
     shares: dict[str, float] = {}
     try:
@@ -136,7 +138,12 @@ def _parse_mix(text: str) -> tuple[float, float, float]:
                 raise ValueError
             if k.strip() in shares:
                 raise click.BadParameter(f"{text!r}: {k.strip()} is given twice; give each kind once", param_hint="'--mix'")
-            shares[k.strip()] = float(v)
+            try:
+                shares[k.strip()] = ascii_float(v, "share")
+            except ValueError:
+                raise click.BadParameter(f"{text!r}: the share of {k.strip()} must be a finite number >= 0, got "
+                                         f"{v.strip()[:40]} (ASCII digits 0-9: no nan, inf, '_' or other scripts' "
+                                         "digits)", param_hint="'--mix'") from None
     except ValueError:
         raise click.BadParameter(f"{text!r}: expected e.g. chat=0.6,agent=0.3,oneoff=0.1 (kinds: {', '.join(KINDS)})",
                                  param_hint="'--mix'")

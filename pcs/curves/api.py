@@ -53,7 +53,7 @@ def load_accesses(trace: Any = None, block_size: int | None = None,
     Returns:
         ``(accesses, name)``; name is the trace path or a description.
     Raises:
-        ValueError / InputError: bad trace content; FileNotFoundError.
+        ValueError / InputError: bad trace content; PathError: a trace path missing, a directory or unreadable.
     """
     if isinstance(trace, FlatAccesses):
         return trace, "<accesses>"

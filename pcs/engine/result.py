@@ -217,7 +217,8 @@ class ReplaySummary:
 
     trace: str = common()
     model: str = common()
-    kv_dtype: str = field("-", "KV cache dtype of the run")
+    kv_dtype: str = field("-", "KV cache dtype of the run, by its layout's one name (--dtype fp4 and nvfp4 -> "
+                               "nvfp4, int8 -> int8_per_token_head; docs/models.md)")
     gpu: str = field("-", "GPU preset name")
     tp: int = field("count", "tensor-parallel size (GPUs per instance)")
     block_size: int = common()

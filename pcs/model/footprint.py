@@ -319,7 +319,7 @@ def footprint(model: ModelSpec | str, tokens: int, block_size: int = 16, dtype: 
     totals, by_dtype = _totals(spec, tokens, block_size, sequences), tuple(_by_dtype(model, spec, tokens, block_size,
                                                                                     sequences))
     _check_fits(tokens, sequences, [totals, *by_dtype])
-    return FootprintResult(model=spec.name, dtype=spec.kv_dtype, tokens=tokens, block_size=block_size,
+    return FootprintResult(model=spec.name, dtype=spec.kv_layout.name, tokens=tokens, block_size=block_size,
                            sequences=sequences, tp=spec.tp, components=comps,
                            totals=totals, per_token=per_token,
                            per_block=per_block, by_dtype=by_dtype,

@@ -232,7 +232,7 @@ def load_hf_config(path: str | os.PathLike) -> ModelSpec:
     Parameter counts are estimated (:func:`estimate_params`).
 
     Raises:
-        FileNotFoundError: no such file.
+        PathError: ``path`` is missing, a directory or not readable (naming ``path=``).
         InputError (a ValueError): not JSON, or a field missing/malformed; the
             message names the file and the field.
     """

@@ -187,7 +187,7 @@ def list_models() -> list[dict[str, Any]]:
             "layers": spec.num_layers,
             "layer_pattern": ", ".join(f"{n} {t}" for t, n in counts.items()),
             "components": ", ".join(c.name for c in spec.components),
-            "kv_dtype": spec.kv_dtype,
+            "kv_dtype": spec.kv_layout.name,
             "reference_bytes_per_token": spec.kv_bytes_per_token("reference"),
             "fixed_bytes_per_sequence": spec.fixed_bytes_per_sequence(),
             "active_params": spec.active_params,

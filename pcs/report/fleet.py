@@ -108,7 +108,7 @@ def _lens_tables(s: dict[str, Any]) -> list[str]:
     rest = "; ".join(f"{i}: restores {_lens_ratio(r, 'restored_bytes')}, TTFT {_lens_ratio(r, 'ttft_mean_s')}"
                      for i, r in runs[1:])
     return [lens_text(r0, f"instance {first} (bytes per block alike on every instance)") +
-            f"\nnote: the other instances, {r0['payload_lens']['alt_dtype']}/{r0['payload_lens']['dtype']}: {rest} "
+            f"\nnote: the other instances, {r0['payload_lens']['alt_dtype']}/{r0['payload_lens'].get('layout') or r0['payload_lens']['dtype']}: {rest} "
             "(JSON instance_summaries[i].payload_lens)"]
 
 

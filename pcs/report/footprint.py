@@ -29,7 +29,8 @@ def _component_table(res: FootprintResult, hybrid_block: int | None) -> str:
         grows = c["reference_bytes_per_token"] > 0
         per_token_ref = format_count(c["reference_bytes_per_token"]) if grows else \
             f"{format_count(c['fixed_bytes_per_sequence'])}/seq"
-        rows.append([c["name"], c["layers"], c["dtype"], format_count(c["tokens_held"]), per_token_ref,
+        rows.append([c["name"], c["layers"], c.get("layout") or c["dtype"],    # the layout's one name: nvfp4
+                     format_count(c["tokens_held"]), per_token_ref,
                      format_count(c["serialized_bytes_per_token"]) if grows else "-",
                      format_count(c["serialized_bytes_per_block"])]
                     + [format_bytes(c[k]) for k in _MODES])

@@ -45,8 +45,8 @@ _TRACE_FILE = ("trace_file", "object | null", "-",
                "`mtime_ns` (recorded, not compared); null for stdin or a non-file (pcs.trace.fingerprint)")
 CLI_KEYS = {
     "pcs replay": (_TRACE_FILE,),
-    "pcs curve": (("dtype", "string | null", "-", "the `--dtype` option (KV dtype of `--model`'s bytes); "
-                                                  "null without it. Appended after the result; `trace` is `-` "
+    "pcs curve": (("dtype", "string | null", "-", "the `--dtype` option (KV dtype of `--model`'s bytes) "
+                                                  "by its layout's one name (`fp4` -> `nvfp4`); null without it. Appended after the result; `trace` is `-` "
                                                   "for stdin"), _NOTES),
     "pcs compare": (_NOTES,),
 }

@@ -48,9 +48,14 @@ def prepare(plan: str | Path | Plan, out: str | Path, force: bool = False) -> Pr
     """Expand the plan, drop the done points, build the tasks and load their traces.
 
     Raises:
-        ValueError / InputError / FileNotFoundError: a bad plan, option or trace.
+        PathError: ``plan`` (or a trace it names) is missing, a directory or not readable.
+        ValueError / InputError: a bad plan, option or trace.
     """
-    plan = plan if isinstance(plan, Plan) else load_plan(plan)
+    if not isinstance(plan, Plan):
+        from pcs.trace.pathcheck import check_input_file
+
+        check_input_file(plan, "plan")
+        plan = load_plan(plan)
     out = Path(out)
     if out.exists() and not out.is_dir():
         raise UserError(f"-o {out}: not a directory")
@@ -130,7 +135,7 @@ def run_sweep(plan: str | Path | Plan, out: str | Path, *, jobs: int | None = No
     Returns:
         :class:`pcs.sweep.result.SweepRun`; failed points are listed there, not raised.
     Raises:
-        ValueError / InputError / FileNotFoundError: a bad plan, option or
+        PathError / ValueError / InputError: a bad plan, option or
         trace (before any point runs); both ``jobs`` and ``ray``.
     """
     return execute(prepare(plan, out, force), jobs=jobs, ray=ray, requests=requests, progress=progress,

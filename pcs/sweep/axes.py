@@ -29,7 +29,7 @@ __all__ = ["expand_axis", "format_size", "MAX_AXIS_VALUES"]
 #: Values one range may produce (a guard against a step typo; a list has no limit).
 MAX_AXIS_VALUES = 100_000
 
-_BLOCKS = re.compile(r"^\s*(\d+)\s*blocks?\s*$", re.IGNORECASE)
+_BLOCKS = re.compile(r"^\s*(\d+)\s*blocks?\s*$", re.IGNORECASE | re.ASCII)   # ASCII digits: docs/semantics.md §16
 #: decimal byte units, largest first, for :func:`format_size`
 _DECIMAL_UNITS = (("PB", 10**15), ("TB", 10**12), ("GB", 10**9), ("MB", 10**6), ("KB", 10**3))
 

@@ -25,13 +25,23 @@ from typing import Any, Callable
 import click
 from pcs.errors import UserError
 
-__all__ = ["Task", "build_task", "pair_options", "option_names", "PAIR_OPTIONS"]
+__all__ = ["Task", "build_task", "pair_options", "option_names", "option_shape", "shape_problem", "PAIR_OPTIONS",
+           "COMMA_OPTIONS"]
 
 #: per kind, the repeatable NAME=VALUE options (a table in a plan; an axis may set one entry)
 PAIR_OPTIONS: dict[str, frozenset[str]] = {
     "replay": frozenset({"tier", "tier_policy", "link"}),
     "compare": frozenset({"tier", "tier_policy", "link"}),
     "curve": frozenset(), "footprint": frozenset(),
+}
+#: the options whose one value is a comma list (``--capacities 1GB,2GB``): a plan may give a list, joined by commas
+COMMA_OPTIONS = frozenset({"capacities", "curve_capacities"})
+#: what a plan gives an option of each shape (:func:`option_shape`), for the messages of :func:`shape_problem`
+_EXPECTED = {
+    "flag": "true or false (the option is a flag)",
+    "one": "one value: a string or a number",
+    "many": "a value or a list of values (strings or numbers)",
+    "pairs": 'a table of NAME = value (strings or numbers), a list of "NAME=VALUE" strings or one such string',
 }
 #: parameters (click names) that shape output only; not options of a point
 _OUTPUT_PARAMS = frozenset({"fmt", "quiet", "requests_out", "plot_path", "plot_dir", "html_path", "help"})
@@ -95,6 +105,52 @@ def option_names(kind: str) -> list[str]:
     return sorted(_params(_command(kind)))
 
 
+def option_shape(kind: str, name: str) -> str | None:
+    """The shape of value a plan gives option ``name`` (underscores) of ``kind``: ``"pairs"`` (a NAME=VALUE
+    option, :data:`PAIR_OPTIONS`), ``"flag"``, ``"many"`` (repeatable, or a comma list: :data:`COMMA_OPTIONS`)
+    or ``"one"``; None for a name the command does not have (its own message names it, :func:`build_task`)."""
+    params = _params(_command(kind))
+    if name not in params:
+        return None
+    p, _ = params[name]
+    if name in pair_options(kind):
+        return "pairs"
+    if getattr(p, "is_flag", False):
+        return "flag"
+    return "many" if getattr(p, "multiple", False) or name in COMMA_OPTIONS else "one"
+
+
+def _scalar(value: Any) -> bool:
+    return isinstance(value, (str, int, float)) and not isinstance(value, bool)
+
+
+def shape_problem(shape: str, value: Any) -> str | None:
+    """What is wrong with ``value`` (as TOML/JSON gave it) for an option of ``shape`` (:func:`option_shape`):
+    ``"expected ..., got ..."``, or None when it fits. A nested list, a table where one value goes, a bool for
+    a non-flag, a number for a flag: each is refused, never read as something else (``[["lru"]]`` ran as lru).
+    """
+    if shape == "flag":
+        fits = isinstance(value, bool)
+    elif shape == "one":
+        fits = _scalar(value)
+    elif shape == "many":
+        fits = _scalar(value) or (isinstance(value, list) and all(_scalar(v) for v in value))
+    else:
+        fits = (isinstance(value, str) or (isinstance(value, dict) and all(_scalar(v) for v in value.values()))
+                or (isinstance(value, list) and all(isinstance(v, str) for v in value)))
+    return None if fits else f"expected {_EXPECTED[shape]}, got {_shown(value)}"
+
+
+def _shown(value: Any) -> str:
+    """``value`` as a plan's reader sees it: its kind and JSON text (``a list ["lru"]``, ``a table {"a": 1}``)."""
+    import json
+
+    kind = ("" if isinstance(value, bool) else "a list" if isinstance(value, list)
+            else "a table" if isinstance(value, dict) else "a number" if isinstance(value, (int, float)) else "")
+    text = json.dumps(value, ensure_ascii=False, default=str)
+    return f"{kind} {text[:80]}".strip()
+
+
 def _text(name: str, value: Any) -> str:
     if isinstance(value, bool) or isinstance(value, (dict, list)):
         raise UserError(f"option {name!r} takes one value, got {value!r}")
@@ -134,7 +190,9 @@ def _argv(kind: str, options: dict[str, Any], base: Path) -> list[str]:
             for item in items:
                 flags += [opt, _resolve(name, p, _text(name, item), base)]
         else:
-            if isinstance(value, list):  # a comma list (capacities)
+            if isinstance(value, list):
+                if name not in COMMA_OPTIONS:      # make_plan refuses it first; an in-memory point too
+                    raise UserError(f"option {name!r} takes one value, got {_shown(value)}")
                 value = ",".join(_text(name, v) for v in value)
             flags += [opt, _resolve(name, p, _text(name, value), base)]
     if any(a.startswith("-") for a in args):

@@ -166,6 +166,29 @@ def _no_dates(value: Any, where: str, key: str = "") -> None:
                         "write the value as a string (a duration such as \"2s\", a size such as \"10GB\")")
 
 
+def _refuse_wrong_shapes(kind: str, fixed: dict[str, Any], axes: dict[str, Any], source: str) -> None:
+    """UserError naming the file, the table, the key (and the axis item) whose value does not fit its option
+    (:func:`pcs.sweep.kinds.shape_problem`): an axis is a list of values, one per point, each as ``[fixed]``
+    would give it, or a range table; ``NAME.ENTRY`` keys take one value."""
+    from pcs.sweep.kinds import option_shape, shape_problem
+
+    def shape(key: str) -> str | None:
+        name, dot, _ = str(key).partition(".")
+        return "one" if dot else option_shape(kind, _name(name))
+
+    for key, value in fixed.items():
+        problem = shape(key) and shape_problem(shape(key), value)
+        if problem:
+            raise UserError(f"{source} [fixed] {key!r}: {problem}")
+    for key, spec in axes.items():
+        if not isinstance(spec, list):
+            continue                    # a range table, or not a list: expand_axis says what an axis is
+        for i, value in enumerate(spec, start=1):
+            problem = shape(key) and shape_problem(shape(key), value)
+            if problem:
+                raise UserError(f"{source} [axes] {key!r}: value {i} of the axis (one point's value): {problem}")
+
+
 def make_plan(data: dict[str, Any], source: str = "<plan>", base_dir: Path | str = ".",
               pair_options: dict[str, frozenset[str]] | None = None) -> Plan:
     """Expand a parsed plan.
@@ -179,7 +202,9 @@ def make_plan(data: dict[str, Any], source: str = "<plan>", base_dir: Path | str
     Returns:
         :class:`Plan`.
     Raises:
-        ValueError: an empty plan, an unknown top-level key or kind, a bad axis, a TOML date/time as a value, an option
+        ValueError: an empty plan, an unknown top-level key or kind, a bad axis, a value that does not fit its
+            option (a nested list, a table where one value goes: :func:`pcs.sweep.kinds.shape_problem`), a TOML
+            date/time as a value, an option
             both fixed and an axis, one option or table entry named twice (two spellings,
             ``write-policy`` / ``write_policy``, or ``tier.cpu`` / ``tier.CPU``), two points with one id, more than
             :data:`MAX_POINTS` points.
@@ -205,6 +230,7 @@ def make_plan(data: dict[str, Any], source: str = "<plan>", base_dir: Path | str
         _no_dates(table, f"{source} [{what}]")
     _refuse_same_option(fixed, f"{source} [fixed]")
     _refuse_same_option(axes, f"{source} [axes]")
+    _refuse_wrong_shapes(kind, fixed, axes, source)
     base: dict[str, Any] = {}
     for k, v in fixed.items():
         _set(base, k, v, pairs, f"{source} [fixed]")
@@ -244,7 +270,7 @@ def load_plan(path: str | Path) -> Plan:
     """Read and expand a plan file (``.toml`` or ``.json``).
 
     Raises:
-        FileNotFoundError: no such file.
+        PathError: ``path`` is missing, a directory or not readable (naming ``path=``).
         InputError / ValueError: bad TOML/JSON, or as :func:`make_plan`.
     """
     from pcs.configfile import read_mapping

@@ -132,7 +132,7 @@ def read_results(out: str | Path) -> Any:
     in others takes the numbers' type.
 
     Raises:
-        FileNotFoundError: ``out`` is not a directory.
+        PathError: ``out`` is missing, not a directory or not readable.
         UserError: a column has incompatible types across files (text in one, numbers in another); a
             ``*.parquet`` file that is not a readable point file (named).
     """
@@ -140,8 +140,9 @@ def read_results(out: str | Path) -> Any:
     import pyarrow.parquet as pq
 
     out = Path(out)
-    if not out.is_dir():
-        raise FileNotFoundError(2, "No such directory", str(out))
+    from pcs.trace.pathcheck import check_input_dir
+
+    check_input_dir(out, "out")
     from concurrent.futures import ThreadPoolExecutor
 
     files = sorted(out.glob("*.parquet"))

@@ -129,8 +129,9 @@ def _stream_rows(out: str | Path):
     from concurrent.futures import ThreadPoolExecutor
 
     out = Path(out)
-    if not out.is_dir():
-        raise FileNotFoundError(2, "No such directory", str(out))
+    from pcs.trace.pathcheck import check_input_dir
+
+    check_input_dir(out, "out")
     want = {"point_id", "kind", "single_sequence_hit_ratio", *(m for m, _ in METRICS)}
 
     def read(f: Path) -> tuple[list[str], list[dict[str, Any]]]:
@@ -162,7 +163,7 @@ def summarize(out: str | Path, objective: str = "hit-ratio") -> SweepSummary:
         :class:`pcs.sweep.result.SweepSummary` (an empty directory gives no points).
     Raises:
         ValueError: an unknown objective.
-        FileNotFoundError: ``out`` is not a directory.
+        PathError: ``out`` is missing, not a directory or not readable.
         UserError: a ``*.parquet`` file in ``out`` that is not a readable point file (named: truncated, garbage,
             another table).
     """

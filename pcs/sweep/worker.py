@@ -64,11 +64,15 @@ def load_trace(key: tuple) -> LoadedTrace:
     """Open and read the trace of a :attr:`pcs.sweep.kinds.Task.trace_key`.
 
     Raises:
-        FileNotFoundError / InputError / ValueError: as :func:`pcs.trace.open_trace` and its readers.
+        PathError: the trace is missing, a directory or not readable (named as the plan's ``trace``).
+        InputError / ValueError: as :func:`pcs.trace.open_trace` and its readers.
     """
     from pcs.trace import open_trace
+    from pcs.trace.pathcheck import check_input_file
 
     path, open_kwargs = key
+    if path is not None:
+        check_input_file(path, "trace")
     trace = open_trace(path, **dict(open_kwargs))
     batches = list(trace.iter_batches())
     return LoadedTrace(trace.path, trace.name, trace.block_size, batches, trace.reuse, trace.skipped)

@@ -17,7 +17,7 @@ import os
 import sys
 import weakref
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Iterator
 
 import numpy as np
 
@@ -405,6 +405,23 @@ def _remove_spool(tmp) -> None:
     TEMPORARY.discard(str(tmp))
 
 
+def opened(trace: Any) -> Any:
+    """``trace`` as :func:`pcs.trace.trace_stats` and :func:`pcs.trace.convert.convert` read it: a path (str or
+    ``os.PathLike``) opened by :func:`open_trace` with its defaults; a :class:`Trace` as it is.
+
+    Raises:
+        PathError: the path is missing, a directory or not readable, named as ``trace=``.
+        UserError: a bytes path or a file object; InputError: as :func:`open_trace`.
+    """
+    from pcs.trace.pathcheck import check_input_file, refuse_file_objects
+
+    refuse_file_objects(trace)
+    if isinstance(trace, (str, os.PathLike)):
+        check_input_file(trace, "trace")
+        return open_trace(trace)
+    return trace
+
+
 def open_trace(path=None, *, format: str | None = None, block_size: int | None = None,
                on_error: str = "raise", sort: bool = False, reuse=None) -> Trace:
     """Open a trace for streaming.
@@ -427,7 +444,7 @@ def open_trace(path=None, *, format: str | None = None, block_size: int | None =
         a re-iterable :class:`Trace`.
     Raises:
         ValueError: unknown format/on_error, a block size outside [1, MAX_BLOCK_SIZE], default trace missing.
-        FileNotFoundError: no such file.
+        PathError: ``path`` is missing, a directory or not readable (:func:`pcs.trace.pathcheck.check_input_file`).
         InputError: the format cannot be detected.
         UserError: a bytes path or a file object (:func:`pcs.trace.pathcheck.refuse_file_objects`).
 
@@ -435,7 +452,7 @@ def open_trace(path=None, *, format: str | None = None, block_size: int | None =
     >>> t.format, t.block_size
     ('mooncake', 512)
     """
-    from pcs.trace.pathcheck import refuse_file_objects
+    from pcs.trace.pathcheck import check_input_file, refuse_file_objects
 
     refuse_file_objects(path)
     if format is not None and format not in FORMATS:
@@ -450,10 +467,7 @@ def open_trace(path=None, *, format: str | None = None, block_size: int | None =
                              "a full clone with its traces/ directory?); pass a trace path")
         path = DEFAULT_TRACE
     name = display_name(path)
-    if name != "-" and not Path(path).exists():
-        raise FileNotFoundError(2, "No such file or directory", name)
-    if name != "-" and Path(path).is_dir():
-        raise IsADirectoryError(21, "Is a directory", name)
+    check_input_file(path, "path")
     if not is_stream(path):
         check_source(path, name)
         return _open_file(path, name, format, block_size, on_error, sort, reuse)

@@ -50,16 +50,20 @@ def reiterable(source: Any = None, block_size: int | None = None) -> Any:
     iterable (a generator) is read into a list.
 
     Raises:
-        FileNotFoundError, InputError: as :func:`pcs.trace.open_trace`.
+        PathError: ``source`` is missing, a directory or not readable, naming it as ``trace=``
+            (:func:`pcs.trace.pathcheck.check_input_file`).
+        InputError: as :func:`pcs.trace.open_trace`.
         TypeError: ``source`` is none of these (:data:`TRACE_ACCEPTS`).
         UserError: a bytes path or a file object (:func:`pcs.trace.pathcheck.refuse_file_objects`).
     """
-    from pcs.trace.pathcheck import refuse_file_objects
+    from pcs.trace.pathcheck import check_input_file, refuse_file_objects
 
     refuse_file_objects(source)
     if source is None or isinstance(source, (str, Path)):
         from pcs.trace import DEFAULT_TRACE, open_trace
 
+        if source is not None:
+            check_input_file(source, "trace")
         return open_trace(DEFAULT_TRACE if source is None else source, block_size=block_size)
     if hasattr(source, "iter_batches") or isinstance(source, (list, tuple)):
         return source
@@ -188,7 +192,7 @@ def as_batches(source: Any = None, block_size: int | None = None,
     Raises:
         ValueError: block sizes differ, a block size < 1, a negative token count, an arrival
             beyond +-:data:`MAX_ARRIVAL_S`.
-        FileNotFoundError, InputError: as :func:`pcs.trace.open_trace`.
+        PathError, InputError: as :func:`reiterable`.
         UserError: a bytes path or a file object (:func:`pcs.trace.pathcheck.refuse_file_objects`).
     """
     from pcs.trace.pathcheck import refuse_file_objects

@@ -173,16 +173,16 @@ def load_tokenizer(path):
 
     Raises:
         ValueError: the ``tokenizers`` package is missing, or the file is not a tokenizer.
-        FileNotFoundError: no such file.
+        PathError: ``path`` is missing, a directory or not readable.
     """
     try:
         from tokenizers import Tokenizer
     except ImportError:
         raise UserError(missing_extra("turning chat logs into tokens", "tokenizers", "chat")) from None
+    from pcs.trace.pathcheck import check_input_file
     from pcs.trace.source import check_source
 
-    if not Path(path).exists():
-        raise FileNotFoundError(2, "No such file or directory", str(path))
+    check_input_file(path, "path")
     check_source(path)
     try:
         return Tokenizer.from_file(str(path))
@@ -198,7 +198,7 @@ def load_template(spec: str) -> Callable[..., str]:
 
     Raises:
         ValueError: unknown name, no ``chat_template`` in the JSON, or ``jinja2`` missing.
-        FileNotFoundError: no such file.
+        PathError: a directory or an unreadable file (a missing one is no file: the ValueError above).
     """
     if spec in BUILTIN_TEMPLATES:
         return BUILTIN_TEMPLATES[spec]
@@ -209,7 +209,7 @@ def load_template(spec: str) -> Callable[..., str]:
 
     bos = eos = ""
     if p.suffix == ".json":
-        cfg = read_json_object(p)
+        cfg = read_json_object(p, "spec")
         tpl = cfg.get("chat_template")
         if isinstance(tpl, list):
             tpl = next((t.get("template") for t in tpl if t.get("name") == "default"), None)
@@ -218,7 +218,7 @@ def load_template(spec: str) -> Callable[..., str]:
         text = tpl
         bos, eos = (cfg.get(k) if isinstance(cfg.get(k), str) else "" for k in ("bos_token", "eos_token"))
     else:
-        text = read_text(p)
+        text = read_text(p, "spec")
     try:
         from jinja2 import TemplateError
         from jinja2.sandbox import ImmutableSandboxedEnvironment

@@ -216,15 +216,20 @@ def _with_hashes(b: RequestBatch, hashes: np.ndarray) -> RequestBatch:
 
 
 def convert(trace, out_path, fmt: str | None = None, *, remap_ids: bool | None = None) -> dict:
-    """Convert an open :class:`pcs.trace.Trace` to ``out_path``.
+    """Convert an open :class:`pcs.trace.Trace` (or a trace path, opened with the defaults of
+    :func:`pcs.trace.open_trace`) to ``out_path``.
 
     ``remap_ids`` defaults to True for token traces (64-bit hashes become
     dense ids, as in the Mooncake release) and False otherwise.
 
     Raises:
         ValueError: unknown format; input and output are the same file.
+        PathError: a trace path that is missing, a directory or not readable (:func:`pcs.trace.api.opened`).
         InputError: bad input content.
     """
+    from pcs.trace.api import opened
+
+    trace = opened(trace)
     fmt = out_format_for(out_path, fmt)
     if Path(out_path).exists() and trace.name != "-" and Path(out_path).resolve() == Path(trace.path).resolve():
         raise UserError(f"output {out_path} is the input file; pcs never modifies inputs")

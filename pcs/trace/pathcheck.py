@@ -1,13 +1,63 @@
-"""One refusal for trace arguments pcs does not read: a file object and a bytes path (``pcs.replay``,
-``pcs.curve``, ``pcs.fleet_replay``, ``pcs.open_trace`` alike)."""
+"""The refusals of input paths, one place for every public function that reads one: a file object or a bytes
+path where a trace path goes (``pcs.replay``, ``pcs.curve``, ``pcs.fleet_replay``, ``pcs.open_trace`` alike);
+a path that is missing, a directory where a file goes (a file where a folder goes), or not readable
+(:func:`check_input_file`, :func:`check_input_dir`: a :class:`pcs.errors.PathError` naming the path and the
+keyword, where ``open`` would raise ``FileNotFoundError`` / ``IsADirectoryError`` / ``PermissionError``)."""
 from __future__ import annotations
 
+import errno
 import io
+import os
+import stat
 from typing import Any
 
-from pcs.errors import UserError
+from pcs.errors import PathError, UserError
 
-__all__ = ["refuse_file_objects"]
+__all__ = ["refuse_file_objects", "check_input_file", "check_input_dir"]
+
+
+def _path_problem(path: Any, folder: bool) -> str | None:
+    """Why ``path`` cannot be read as a file (``folder``: as a folder), in the words of ``os.strerror``; None
+    when it can (a FIFO or a device passes: :func:`pcs.trace.source.check_source` grades those)."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return os.strerror(errno.ENOENT)
+    except OSError as exc:     # a parent that is a file (ENOTDIR), no permission on a parent, a loop ...
+        return exc.strerror or str(exc)
+    if stat.S_ISDIR(st.st_mode) != folder:
+        return os.strerror(errno.ENOTDIR if folder else errno.EISDIR)
+    if not os.access(path, os.R_OK | (os.X_OK if folder else 0)):
+        return os.strerror(errno.EACCES)
+    return None
+
+
+def check_input_file(path: Any, keyword: str) -> None:
+    """Refuse an input file that is missing, a directory or not readable, before anything opens it;
+    ``-`` (stdin) passes.
+
+    Args:
+        path: str or os.PathLike, as the caller gave it.
+        keyword: the argument that named it, as the public function spells it (``"trace"``, ``"path"``).
+    Raises:
+        PathError: naming ``path`` and ``keyword``, e.g. ``trace='t.jsonl': No such file or directory``.
+    """
+    if str(path) == "-":
+        return
+    problem = _path_problem(path, folder=False)
+    if problem:
+        raise PathError(os.fspath(path), keyword, problem)
+
+
+def check_input_dir(path: Any, keyword: str) -> None:
+    """Refuse an input folder (a sweep's output) that is missing, a file or not readable.
+
+    Raises:
+        PathError: naming ``path`` and ``keyword``, e.g. ``out='runs': Not a directory``.
+    """
+    problem = _path_problem(path, folder=True)
+    if problem:
+        raise PathError(os.fspath(path), keyword, problem)
 
 
 def refuse_file_objects(source: Any) -> None:

@@ -65,15 +65,15 @@ def _device_problem(mode: int, what: str) -> str | None:
     return None
 
 
-def check_source(path, name: str | None = None) -> os.stat_result | None:
+def check_source(path, name: str | None = None, keyword: str = "path") -> os.stat_result | None:
     """Refuse an input that is not a file or a pipe, before anything reads it.
 
     ``-`` (stdin) must not be a terminal or a device (``< /dev/zero``).
     Returns the ``os.stat`` result (None for stdin).
 
     Raises:
-        InputError: a device, a directory, a terminal on stdin, stdin closed.
-        FileNotFoundError: no such file.
+        PathError: missing, a directory or not readable, naming ``keyword`` (:mod:`pcs.trace.pathcheck`).
+        InputError: a device, a terminal on stdin, stdin closed.
     """
     name = name or display_name(path)
     if str(path) == "-":
@@ -91,6 +91,9 @@ def check_source(path, name: str | None = None) -> os.stat_result | None:
         if problem:
             raise InputError("-", None, None, problem)
         return None
+    from pcs.trace.pathcheck import check_input_file
+
+    check_input_file(path, keyword)
     st = os.stat(path)
     problem = _device_problem(st.st_mode, "")
     if problem:
@@ -122,7 +125,7 @@ def open_binary(path) -> BinaryIO:
     """Open ``path`` (``-`` = stdin) for reading, gunzipping when it starts with the gzip magic.
 
     Raises:
-        FileNotFoundError / IsADirectoryError: as ``open`` does.
+        PathError: missing, a directory or not readable (:func:`check_source`).
         InputError: a device, or a terminal or device on stdin (:func:`check_source`).
     """
     check_source(path)

@@ -217,7 +217,8 @@ def trace_stats(trace, rules: BlockRules = BlockRules(), native: str | None = No
     """The statistics behind ``pcs trace stats`` (keys in the module docstring).
 
     Args:
-        trace: a :class:`pcs.trace.Trace` (anything with ``iter_batches()``).
+        trace: a :class:`pcs.trace.Trace` (anything with ``iter_batches()``), or its path (opened with the
+            defaults of :func:`pcs.trace.open_trace`).
         rules: block rules for the single-sequence hit ratio.
         native: ``auto``, ``c``, ``python`` or None (:func:`pcs._native.resolve` of the ``statscan``
             twin): ``c`` streams the trace once through the compiled one-pass scan
@@ -226,9 +227,13 @@ def trace_stats(trace, rules: BlockRules = BlockRules(), native: str | None = No
     Returns:
         a flat dict of JSON-able values.
     Raises:
+        PathError: a path that is missing, a directory or not readable (:func:`pcs.trace.api.opened`).
         InputError: bad trace content (from the reader).
         ValueError: unknown ``native``, or ``c`` without the compiled twin.
     """
+    from pcs.trace.api import opened
+
+    trace = opened(trace)
     if _native.resolve(native, "statscan") == "c":
         from pcs.trace import statscan
         from pcs.trace.parquet import expected_block_hashes

@@ -335,6 +335,7 @@ def synth_requests(spec: SynthSpec, azure_csv=None) -> Iterator[SynthRequest]:
     Yields:
         :class:`SynthRequest` in non-decreasing arrival order.
     Raises:
+        PathError: ``azure_csv`` is missing, a directory or not readable.
         InputError: a bad CSV row.
 
     >>> reqs = list(synth_requests(SynthSpec(num_requests=50, seed=1, block_size=16)))
@@ -346,7 +347,9 @@ def synth_requests(spec: SynthSpec, azure_csv=None) -> Iterator[SynthRequest]:
         yield from _poisson(g)
     else:
         from pcs.trace.azure import read_azure_csv
+        from pcs.trace.pathcheck import check_input_file
 
+        check_input_file(azure_csv, "azure_csv")
         yield from _from_csv(g, read_azure_csv(azure_csv))
 
 

@@ -9,6 +9,7 @@ import json
 
 import pytest
 
+from pcs.errors import PathError
 from pcs.model import estimate_params, get_model, load_hf_config
 
 LLAMA_31_8B = {  # meta-llama/Llama-3.1-8B config.json, as published (no head_dim: 4096 / 32 = 128)
@@ -169,5 +170,5 @@ def test_not_json(tmp_path):
 
 
 def test_missing_file(tmp_path):
-    with pytest.raises(FileNotFoundError):
+    with pytest.raises(PathError, match=r"^path='.*absent.json': No such file or directory$"):
         load_hf_config(tmp_path / "absent.json")

@@ -6,6 +6,7 @@ from collections import namedtuple
 import numpy as np
 import pytest
 
+from pcs.errors import PathError
 from pcs.trace import DEFAULT_TRACE, RequestBatch, open_trace
 from pcs.trace.batches import as_batches, reiterable
 
@@ -90,7 +91,7 @@ def test_bad_input_errors():
 
     with pytest.raises(ValueError, match="token counts must be >= 0"):
         list(as_batches(NegativeOutput()))
-    with pytest.raises(FileNotFoundError):
+    with pytest.raises(PathError, match=r"^trace='/nonexistent/trace.jsonl': No such file or directory$"):
         list(as_batches("/nonexistent/trace.jsonl"))
 
 

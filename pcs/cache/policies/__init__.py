@@ -141,18 +141,23 @@ DEFAULT_POLICY = _CHOICE_DEFAULT
 
 
 def spec_value(text: str) -> Any:
-    """An option value of a policy or admission spec: an int, else a float, else the text as given.
+    """An option value of a policy or admission spec: an int, else a float, else the text as given. Numbers are
+    written in ASCII (:func:`pcs.units.ascii_int` / :func:`pcs.units.ascii_float`, docs/semantics.md §16):
+    ``1_000``, full-width ``１２``, ``nan`` and ``inf``, which ``int()`` / ``float()`` read, stay text, which an
+    option typed as a number refuses (:func:`typed_option`, the admission kinds' checks).
 
     Raises:
         ValueError: an integer outside the signed 64-bit range (the compiled policies hold options as
             ``int64``; a larger count or duration in blocks is never meaningful).
     """
-    for conv in (int, float):
+    from pcs.units import ascii_float, ascii_int
+
+    for conv in (ascii_int, ascii_float):
         try:
             value = conv(text)
         except ValueError:
             continue
-        if conv is int and not -(2**63) <= value < 2**63:
+        if conv is ascii_int and not -(2**63) <= value < 2**63:
             raise UserError(f"option value {text} is out of range: integers must be below 2**63")
         return value
     return text

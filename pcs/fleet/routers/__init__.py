@@ -123,8 +123,10 @@ def _convert(router: str, key: str, typ: type, text: str, bounds: tuple | None) 
     lo, hi = bounds if bounds is not None else (0, None)
     fmt = (lambda v: f"{v:,}") if typ is int else (lambda v: f"{v:g}")
     what = f"{_KIND[typ]} in [{fmt(lo)}, {fmt(hi)}]" if hi is not None else f"{_KIND[typ]} >= {fmt(lo)}"
-    try:
-        value = typ(text)
+    from pcs.units import ascii_float, ascii_int
+
+    try:        # ASCII digits only (docs/semantics.md §16): int('１２') would read full-width digits
+        value = (ascii_int if typ is int else ascii_float)(text)
     except ValueError:
         value = None
     if value is None or value != value or not lo <= value <= (hi if hi is not None else float("inf")) \

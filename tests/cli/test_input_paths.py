@@ -1,0 +1,106 @@
+"""Every public function that reads a path refuses a missing one, a directory (a file where a folder goes) and an
+unreadable one with pcs.errors.PathError naming the keyword and the path -- never FileNotFoundError /
+IsADirectoryError / PermissionError (pcs/trace/pathcheck.py); the CLI prints the path and the problem."""
+from __future__ import annotations
+
+import os
+
+import pytest
+
+import pcs
+from pcs.errors import InputError, PathError, UserError
+
+MISSING, DIRECTORY, DENIED = "No such file or directory", "Is a directory", "Permission denied"
+
+
+def _entry_points():
+    from pcs.analysis.budget import load_workloads
+    from pcs.compute import MeasuredPrefill
+    from pcs.hardware import load_hardware_file
+    from pcs.model import load_hf_config
+    from pcs.sweep import load_plan, run_sweep
+    from pcs.trace import trace_stats
+    from pcs.trace.chat import load_tokenizer, read_chat_jsonl
+    from pcs.trace.convert import convert
+    from pcs.trace.synth import SynthSpec, synth_requests
+
+    return {  # name -> (call on a path, the keyword the error names)
+        "replay": (lambda p, tmp: pcs.replay(p), "trace"),
+        "compare": (lambda p, tmp: pcs.compare(p, policies=["lru", "fifo"]), "trace"),
+        "curve": (lambda p, tmp: pcs.curve(p, capacities=[10]), "trace"),
+        "fleet_replay": (lambda p, tmp: pcs.fleet_replay(p, instances=2), "trace"),
+        "open_trace": (lambda p, tmp: pcs.open_trace(p), "path"),
+        "trace_stats": (lambda p, tmp: trace_stats(p), "trace"),
+        "convert": (lambda p, tmp: convert(p, tmp / "out.jsonl"), "trace"),
+        "run_sweep": (lambda p, tmp: run_sweep(p, tmp / "sweep"), "plan"),
+        "load_plan": (lambda p, tmp: load_plan(p), "path"),
+        "load_hf_config": (lambda p, tmp: load_hf_config(p), "path"),
+        "load_hardware_file": (lambda p, tmp: load_hardware_file(p), "path"),
+        "load_workloads": (lambda p, tmp: load_workloads(p), "path"),
+        "MeasuredPrefill.from_csv": (lambda p, tmp: MeasuredPrefill.from_csv(p), "path"),
+        "read_chat_jsonl": (lambda p, tmp: list(read_chat_jsonl(p)), "path"),
+        "load_tokenizer": (lambda p, tmp: load_tokenizer(p), "path"),
+        "synth_requests": (lambda p, tmp: list(synth_requests(SynthSpec(num_requests=3), azure_csv=p)), "azure_csv"),
+    }
+
+
+ENTRY = _entry_points()
+
+
+def _expect(call, path, keyword, problem, tmp_path):
+    with pytest.raises(PathError) as err:
+        call(path, tmp_path)
+    # the whole message, worked out from the rule: KEYWORD='PATH': PROBLEM
+    assert str(err.value) == f"{keyword}={str(path)!r}: {problem}"
+    assert isinstance(err.value, InputError) and isinstance(err.value, UserError)
+    assert not isinstance(err.value, OSError)
+    assert (err.value.path, err.value.keyword, err.value.problem) == (str(path), keyword, problem)
+
+
+@pytest.mark.parametrize("name", sorted(ENTRY))
+def test_missing_path(tmp_path, name):
+    call, keyword = ENTRY[name]
+    _expect(call, tmp_path / "absent.json", keyword, MISSING, tmp_path)
+
+
+@pytest.mark.parametrize("name", sorted(ENTRY))
+def test_directory_where_a_file_goes(tmp_path, name):
+    call, keyword = ENTRY[name]
+    (tmp_path / "folder.json").mkdir()
+    _expect(call, tmp_path / "folder.json", keyword, DIRECTORY, tmp_path)
+
+
+@pytest.mark.parametrize("name", sorted(ENTRY))
+def test_unreadable_file(tmp_path, monkeypatch, name):
+    # chmod 000 does not stop root (the CI user may be root): the check asks os.access, so ask it to say no
+    call, keyword = ENTRY[name]
+    path = tmp_path / "locked.json"
+    path.write_text("{}")
+    real = os.access
+    monkeypatch.setattr(os, "access", lambda p, mode, **kw: False if os.fspath(p) == str(path) else real(p, mode, **kw))
+    _expect(call, path, keyword, DENIED, tmp_path)
+
+
+def test_a_file_under_a_file(tmp_path):
+    (tmp_path / "t.jsonl").write_text("")
+    _expect(ENTRY["replay"][0], tmp_path / "t.jsonl" / "x.jsonl", "trace", "Not a directory", tmp_path)
+
+
+@pytest.mark.parametrize("name", ["read_results", "summarize"])
+def test_sweep_output_folder(tmp_path, name):
+    from pcs.sweep import read_results, summarize
+
+    call = {"read_results": lambda p, tmp: read_results(p), "summarize": lambda p, tmp: summarize(p)}[name]
+    _expect(call, tmp_path / "absent", "out", MISSING, tmp_path)
+    (tmp_path / "file").write_text("")
+    _expect(call, tmp_path / "file", "out", "Not a directory", tmp_path)
+
+
+def test_cli_prints_the_path_and_the_problem(tmp_path):
+    from click.testing import CliRunner
+
+    from pcs.cli.main import cli
+
+    r = CliRunner().invoke(cli, ["footprint", "--model", str(tmp_path / "absent.json"), "--tokens", "5"])
+    assert r.exit_code == 2
+    assert r.output.strip() == f"pcs: error: {tmp_path / 'absent.json'}: {MISSING}"
