@@ -63,3 +63,36 @@ def test_html_tier_table_is_the_text_one():
     text = invoke("replay", str(SAMPLE), "--model", "gemma-3-27b", "--tier", "gpu=20GB", "--tier", "cpu=100GB",
                   "-q").stdout
     assert "hit model blocks" in text and all(n.split(";")[0] in text for n in notes)
+
+
+def _one_restore_trace(tmp_path, third_s):
+    # A [1-4] at 0 s, B [5-8] at 60 s (a 4-block GPU tier: A's blocks go down to cpu), A again at third_s: one
+    # restore of 3 blocks (the last token is recomputed) on an idle link, nothing ahead of it, so no queueing.
+    t = tmp_path / "one.jsonl"
+    t.write_text("".join(f'{{"timestamp": {ms}, "input_length": 2048, "output_length": 1, "hash_ids": {ids}}}\n'
+                         for ms, ids in ((0, [1, 2, 3, 4]), (60000, [5, 6, 7, 8]), (third_s * 1000, [1, 2, 3, 4]))))
+    return t
+
+
+def test_one_restore_without_queueing_prints_zero(tmp_path):
+    # On an idle link the restore begins the moment it is asked for: queueing = 0 exactly. Its restore time is a
+    # difference of absolute times (~3,600 s), so it came out 0.0012682912 + 1.76e-13 s and printed "0.00 ns".
+    args = ["replay", _one_restore_trace(tmp_path, 3600.1), "--model", "llama-3.1-70b", "--tier", "gpu=4blocks",
+            "--tier", "cpu=100blocks"]
+    (lk,) = invoke_json(*args)["envelope"]["links"]
+    assert (lk["restores"], lk["restored_blocks"], lk["queue_s"]) == (1, 3, 0.0)
+    text = invoke(*args, "-q").stdout
+    row = [line for line in text.splitlines() if line.startswith("cpu -> gpu")][0]
+    assert " ns" not in row and " 0 ms " in row
+
+
+def test_tp_note_says_shares_not_copies():
+    # llama-3.1-70b has 8 KV heads: on TP 8 each rank holds 1 head, a distinct eighth of every block (no
+    # replicas, so no "replicated:" clause); on TP 1 one GPU holds every block whole.
+    notes = invoke_json("replay", str(SAMPLE), "--model", "llama-3.1-70b")["notes"]
+    (tp,) = [n for n in notes if "TP 8:" in n]
+    assert "x 8 ranks, each holding its share of every block;" in tp and "copy" not in tp
+    assert "replicated" not in tp
+    notes = invoke_json("replay", str(SAMPLE), "--model", "llama-3.1-8b", "--tp", "1")["notes"]
+    assert any("TP 1: one GPU holds every block whole" in n for n in notes)
+    assert not any("x 1 ranks" in n for n in notes)
