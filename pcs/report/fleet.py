@@ -18,6 +18,9 @@ __all__ = ["render_fleet", "render_router_compare", "compare_title"]
 #: the fleet ceiling's label when it counts the next turns' decode blocks (FleetGap.ceiling_with_decode; the
 #: compare table's "incl. next turns' decode blocks" row, pcs.report.compare.ROWS)
 DECODE = ", incl. next turns' decode blocks"
+#: the routing step's one name, with or without a shared tier (the per-instance sub-trace ceilings summed,
+#: docs/semantics.md §17)
+ROUTING_LABEL = "captured by routing (each instance's sub-trace ceiling, summed)"
 
 
 def _pct(x: float | None) -> str | None:
@@ -44,7 +47,7 @@ def _routing_rows(s: dict[str, Any]) -> list[list]:
     if sh is None:
         return []
     own, top = sh["routing_captured_hit_ratio"], s["gap"]["fleet_ceiling_hit_ratio"]
-    return [["routing (own sub-traces)", format_percent(own),
+    return [[ROUTING_LABEL, format_percent(own),
              f"{format_points(_minus(top, own))} split across instances; the shared tier serves "
              f"{format_percent(sh['hit_ratio'])} of prompt tokens, own-sub-trace hits included"]]
 
@@ -56,7 +59,7 @@ def _gap_rows(s: dict[str, Any], timing: str | None = None) -> list[list]:
         [f"fleet ceiling (whole trace, one infinite cache{DECODE if g.get('ceiling_with_decode') else ''})",
          format_percent(g["fleet_ceiling_hit_ratio"]), ""],
         *_routing_rows(s),
-        ["captured by routing (each instance's sub-trace ceiling, summed)" if s.get("shared_tier") is None else
+        [ROUTING_LABEL if s.get("shared_tier") is None else
          "captured (shared tier: every instance reads every write)", format_percent(g["captured_hit_ratio"]),
          f"{format_points(_minus(g['lost_to_routing']))} split across instances"],
         ["delivered (real hits)", format_percent(g["delivered_hit_ratio"]),
