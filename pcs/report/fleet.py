@@ -71,6 +71,21 @@ def _gap_rows(s: dict[str, Any], timing: str | None = None) -> list[list]:
     ]
 
 
+def _deployment(s: dict[str, Any]) -> str:
+    """`` | model, KV dtype on TPx GPU (TP=n) | block B tokens | tiers gpu 398.05 GB, cpu 2.00 TB each`` as a
+    replay's header names them (the tiers from an instance's replay; none under a shared tier); "" for a payload
+    without them."""
+    if not s.get("model"):
+        return ""
+    dtype = f", KV {s['kv_dtype']}" if s.get("kv_dtype") else ""
+    out = f" | {s['model']}{dtype} on {s['tp']}x {s['gpu']} (TP={s['tp']}) | block {s['block_size']} tokens"
+    first = next((r for r in s.get("instance_summaries") or () if r), None)
+    if first:
+        out += " | tiers " + ", ".join(f"{t['name']} {format_bytes(t['capacity_bytes'])}" for t in first["tiers"]) \
+               + " each"
+    return out
+
+
 def render_fleet(s: dict[str, Any], compute: str | None = None, timing: str | None = None) -> str:
     """The fleet summary dict (:meth:`pcs.fleet.FleetSummary.to_dict`) as text; ``compute`` = the run's
     ``--compute`` (``infinite`` adds :data:`pcs.report.replay.UNLIMITED` to the header, as a single run's);
@@ -78,7 +93,8 @@ def render_fleet(s: dict[str, Any], compute: str | None = None, timing: str | No
     from pcs.report.replay import UNLIMITED
 
     stale = f", view {format_duration(s['router_stale_s'])} stale" if s["router_stale_s"] else ", exact view"
-    title = (f"pcs replay: {shown_path(s['trace'])} | {s['instances']} instance{'' if s['instances'] == 1 else 's'} | router {s['router']}{stale} | "
+    title = (f"pcs replay: {shown_path(s['trace'])}{_deployment(s)} | {s['instances']} "
+             f"instance{'' if s['instances'] == 1 else 's'} | router {s['router']}{stale} | "
              f"index {format_count(s['index_capacity_blocks'])} blocks per instance"
              + (f" | {UNLIMITED}" if compute == "infinite" else ""))
     top = render_table(["fleet", "hit ratio", "lost (-) or gained (+) at this step"], _gap_rows(s, timing), title=title)
