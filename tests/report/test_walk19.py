@@ -112,3 +112,19 @@ def test_fleet_names_its_deployment_and_prints_the_notes_once():
     text = invoke("replay", str(SAMPLE), "--instances", "2", "--router", "round-robin").stdout
     assert text.splitlines()[0].split(" | ")[1:3] == ["llama-2-70b, KV fp16 on 8x h100-sxm (TP=8)", "block 512 tokens"]
     assert sum(line.startswith("note: defaults: model llama-2-70b") for line in text.splitlines()) == 1
+
+
+def test_azure_csv_without_reuse_points_to_trace_synth(tmp_path):
+    # An Azure CSV records arrivals and lengths only: read as it is, every block is new (hit ratio 0); the note
+    # names the command that gives it sessions with reuse (pcs trace synth --azure-csv, which exists and reads it).
+    csv = tmp_path / "az.csv"
+    csv.write_text("TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:46.6805900,1024,10\n"
+                   "2023-11-16 18:15:50.9951690,2048,20\n")
+    s = invoke_json("replay", csv, "--model", "llama-3.1-8b", "--tp", "1")
+    assert s["hit_ratio"] == 0.0
+    (note,) = [n for n in s["notes"] if "records lengths only" in n]
+    assert note.endswith(f"pcs trace synth OUT.jsonl --azure-csv {csv} --requests all, then pcs replay OUT.jsonl")
+    out = tmp_path / "out.jsonl"
+    r = invoke("trace", "synth", out, "--azure-csv", csv, "--requests", "all")
+    assert r.exit_code == 0, r.output
+    assert len(out.read_text().splitlines()) == 2
