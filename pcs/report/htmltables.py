@@ -14,7 +14,7 @@ from pcs.units import format_bandwidth, format_bytes, format_count, format_durat
 from pcs.report.replay import (CEILING_LABEL, REAL_LABEL, RESTORE_TIME_NOTE, TP_NOTE, block_bytes, break_even_cells,
                                lens_rows, tier_rows, ttft_note)
 
-__all__ = ["cell", "envelope_table", "tier_table", "footprint_tables", "compare_table", "runs_table", "best_columns",
+__all__ = ["MARKED_NOTE", "cell", "envelope_table", "tier_table", "footprint_tables", "compare_table", "runs_table", "best_columns",
            "BEST"]
 
 #: compare metrics where one direction is better: JSON key -> "max" or "min" (other rows are not marked;
@@ -22,6 +22,11 @@ __all__ = ["cell", "envelope_table", "tier_table", "footprint_tables", "compare_
 BEST = {"hit_ratio": "max", "gap_capacity_eviction": "min", "gap_concurrency": "absmin", "share_slower": "min",
         "ttft_p50_s": "min", "ttft_p99_s": "min", "wait_p99_s": "min", "requests_truncated": "min",
         "written_bytes": "min"}
+
+
+#: The legend of a table whose best cells are marked (compare, runs side by side): which way is better per row.
+MARKED_NOTE = ("marked: the best value of a row where one direction is better (higher hit ratio; smaller gaps "
+               "(concurrency: nearest 0, its sign says which way), TTFT, waits, writes, truncations, slower restores)")
 
 
 def cell(text: Any, num: bool = False, best: bool = False) -> dict:
@@ -148,8 +153,7 @@ def compare_table(c: dict) -> dict:
         rows.append([cell(label)] + [cell(fmt(x) if x is not None else None, True, i in best)
                                      for i, x in enumerate(values)])
     return _table(f"{c['trace']} | {c['model']} | {c['timing']} timing", ["metric"] + [v["variant"] for v in vs],
-                  rows, ["marked: the best value of a row where one direction is better (higher hit ratio; "
-                         "smaller gaps (concurrency: nearest 0, its sign says which way), TTFT, waits, writes)"])
+                  rows, [MARKED_NOTE])
 
 
 def _pts(x: float) -> str:
@@ -186,7 +190,7 @@ def runs_table(runs: Sequence[dict]) -> dict:
         best = best_columns(values, direction)
         rows.append([cell(label)] + [cell(fmt(x) if x is not None else None, True, i in best)
                                      for i, x in enumerate(values)])
-    return _table(f"{runs[0]['trace']} | {runs[0]['model']}", ["metric"] + run_labels(runs), rows)
+    return _table(f"{runs[0]['trace']} | {runs[0]['model']}", ["metric"] + run_labels(runs), rows, [MARKED_NOTE])
 
 
 #: What a run's column may be named by (JSON key, shown as): the settings that can tell runs apart.

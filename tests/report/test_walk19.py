@@ -128,3 +128,19 @@ def test_azure_csv_without_reuse_points_to_trace_synth(tmp_path):
     r = invoke("trace", "synth", out, "--azure-csv", csv, "--requests", "all")
     assert r.exit_code == 0, r.output
     assert len(out.read_text().splitlines()) == 2
+
+
+def test_report_of_two_runs_has_a_legend_and_labelled_notes():
+    # Two replays side by side: the marked cells get the compare page's legend; a note only run 1 has (the
+    # default model's) is labelled "run 1: ", one both have (the synthetic-reuse trace note) stays unlabelled, once.
+    from pcs.report.htmlpage import build_page
+    from pcs.report.htmltables import MARKED_NOTE
+    a = invoke_json("replay", str(SAMPLE), "--tier", "gpu=200blocks")
+    b = invoke_json("replay", str(SAMPLE), "--model", "llama-3.1-70b", "--tier", "gpu=200blocks")
+    page = build_page([a, b])
+    (runs,) = [t for sec in page["sections"] if sec["id"] == "runs" for t in sec["tables"]]
+    assert runs["notes"] == [MARKED_NOTE] and "concurrency: nearest 0" in MARKED_NOTE
+    assert any(n.startswith("run 1: defaults: model llama-2-70b") for n in page["notes"])
+    trace_note = [n for n in a["notes"] if n.startswith("this trace was generated")]
+    assert trace_note and sum(n == trace_note[0] for n in page["notes"]) == 1
+    assert not any(n.startswith("run 2: this trace was generated") for n in page["notes"])
