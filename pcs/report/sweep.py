@@ -37,12 +37,16 @@ def render_summary(s: SweepSummary) -> str:
                            _opts(p.options)] for p in s.front],
                          title=f"Pareto front: {label} ({s.direction}) against {' and '.join(s.tiers)} bytes "
                                f"({len(s.front)} of {s.replay_points} points)",
-                         notes=["on the front: no other point is as good with no more bytes on every tier; "
-                                f"options: those that vary; single-sequence = {CEILING_MEANING}",
+                         notes=[FRONT_NOTE + f"; options: those that vary; single-sequence = {CEILING_MEANING}",
                                 f"tier bytes: {WHOLE_BLOCKS_NOTE}"])
     lens = "" if s.payload_lens is None else "\n\n" + lens_text(
         {"payload_lens": s.payload_lens}, f"best hit-ratio point {s.payload_lens_point_id}")
     return f"{best}\n\n{front}{lens}"
+
+
+#: Who is on the Pareto front (pcs.sweep.summary.pareto_front, one rule): ties are all on it.
+FRONT_NOTE = ("on the front: no other point is at least as good with no more bytes on every tier and strictly "
+              "better in one of them; points equal on both (a tie) are all listed")
 
 
 #: How a best point is picked among points tied on the metric (pcs.sweep.summary._keep_best, one rule).

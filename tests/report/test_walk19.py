@@ -144,3 +144,16 @@ def test_report_of_two_runs_has_a_legend_and_labelled_notes():
     trace_note = [n for n in a["notes"] if n.startswith("this trace was generated")]
     assert trace_note and sum(n == trace_note[0] for n in page["notes"]) == 1
     assert not any(n.startswith("run 2: this trace was generated") for n in page["notes"])
+
+
+def test_pareto_note_says_ties_are_listed():
+    # fifo and lru both at TTFT p99 7.729 s with the same bytes, a third point worse at 8 s with the same bytes:
+    # neither tie dominates the other (not strictly better in anything), so both are on the front, and the
+    # note's rule says so; the 8 s point is dominated.
+    import numpy as np
+
+    from pcs.report.sweep import FRONT_NOTE
+    from pcs.sweep.summary import pareto_front
+    keep = pareto_front(np.array([7.729, 7.729, 8.0]), np.array([[10, 20], [10, 20], [10, 20]]))
+    assert keep.tolist() == [True, True, False]
+    assert "strictly better in one of them" in FRONT_NOTE and "(a tie) are all listed" in FRONT_NOTE
