@@ -401,7 +401,8 @@ def fleet_replay(trace: Any = None, *, instances: int = 1, router: Any = "round-
     Returns:
         :class:`FleetResult`.
     Raises:
-        ValueError: instances out of range, an unknown router or option, a negative delay or a delay > 0 for
+        UserError: (:class:`pcs.errors.UserError`, a ValueError) instances out of range, an unknown router or
+            option, a negative delay or a delay > 0 for
             a router that does not read the cache index, ``session``
             on a trace without session ids; with ``shared_tier``: no size, or an option
             :func:`pcs.fleet.oneclock.check_shared_options` refuses; and what :func:`pcs.replay` raises.

@@ -201,7 +201,7 @@ def build_page(payloads: Sequence[dict], curve: dict | None = None, oracle: dict
         (list of ``{id, title, charts, tables, intro}``), ``inputs`` (rows),
         ``notes``, ``charts`` (every chart, in page order).
     Raises:
-        ValueError: no payloads, or one of an unknown kind.
+        UserError: (:class:`pcs.errors.UserError`, a ValueError) no payloads, or one of an unknown kind.
     """
     if not payloads:
         raise UserError("no JSON payloads to report")

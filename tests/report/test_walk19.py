@@ -157,3 +157,22 @@ def test_pareto_note_says_ties_are_listed():
     keep = pareto_front(np.array([7.729, 7.729, 8.0]), np.array([[10, 20], [10, 20], [10, 20]]))
     assert keep.tolist() == [True, True, False]
     assert "strictly better in one of them" in FRONT_NOTE and "(a tie) are all listed" in FRONT_NOTE
+
+
+def test_public_raises_name_what_is_raised():
+    # tokens=-1 is outside footprint's [0, 1e9]: it raises pcs.errors.UserError (a ValueError), and its Raises
+    # section names UserError, not a plain ValueError; replay, compare and fleet_replay name it too.
+    import inspect
+
+    import pytest
+
+    import pcs
+    from pcs.errors import UserError
+    with pytest.raises(UserError):
+        pcs.footprint("llama-3.1-8b", tokens=-1)
+    with pytest.raises(UserError):
+        pcs.fleet_replay(str(SAMPLE), instances=0)
+    for f in (pcs.footprint, pcs.replay, pcs.compare, pcs.fleet_replay):
+        raises = inspect.getdoc(f).split("Raises:")[1]
+        assert raises.lstrip().startswith("UserError:"), f.__name__
+        assert "\n    ValueError:" not in raises, f.__name__
