@@ -346,8 +346,9 @@ def _tier_specs(tiers, tier_policies, links) -> list[TierSpec]:
     from pcs.hardware import TIER_LINKS
 
     if names[0].lower() in TIER_LINKS:
-        raise UserError(f"the first of tiers= is the GPU tier, but it is named {names[0]!r} (a lower tier); "
-                         f"give the tiers GPU first, e.g. tiers=['gpu=400GB', '{names[0]}=...']")
+        raise UserError(f"the GPU tier comes first in tiers=, but the first is named {names[0]!r} (a lower tier); "
+                         f"give the GPU tier first, e.g. tiers=['gpu=auto', '{names[0]}=...'] (auto: the size the "
+                         "deployment leaves for KV)")
     for s in specs[1:]:
         if s.capacity_bytes is None and s.capacity_blocks is None:
             raise UserError(f"tier {s.name!r}: only the GPU tier (the first of tiers=) can be sized 'auto' "
