@@ -176,3 +176,23 @@ def test_public_raises_name_what_is_raised():
         raises = inspect.getdoc(f).split("Raises:")[1]
         assert raises.lstrip().startswith("UserError:"), f.__name__
         assert "\n    ValueError:" not in raises, f.__name__
+
+
+def test_sweep_summary_marks_gpu_tiers_the_deployment_cannot_hold(tmp_path):
+    # llama-3.1-8b on 1x l40s (48 GB): 48 x 0.9 - 16.06 GB weights - 5 GB reserve = 22.14 GB left for KV, so a
+    # fixed gpu = "30GB" is more than that deployment leaves; on 1x h100-sxm (80 GB) 80 x 0.9 - 16.06 - 5 = 50.94 GB
+    # holds it. Only the l40s point is over: marked (!) in the text and listed in the JSON.
+    from pcs.report.sweep import render_summary
+    from pcs.sweep.summary import summarize
+    plan = tmp_path / "p.toml"
+    plan.write_text(f'kind = "replay"\n[fixed]\ntrace = "{SAMPLE}"\nmodel = "llama-3.1-8b"\ntp = 1\n'
+                    'timing = "sequential"\ntier = {gpu = "30GB"}\n[axes]\ngpu = ["h100-sxm", "l40s"]\n')
+    r = invoke("sweep", plan, "-o", tmp_path / "out", "--jobs", "1", "-q")
+    assert r.exit_code == 0, r.output
+    s = summarize(tmp_path / "out")
+    (over,) = s.over_deployment
+    text = render_summary(s)
+    (row,) = [line for line in text.splitlines() if over in line and "gpu=l40s" in line][:1]
+    assert f"{over} (!)" in row
+    assert "(!): 1 of 2 points give a GPU tier larger than their deployment leaves for KV" in text
+    assert 'tier.gpu = "auto"' in text
