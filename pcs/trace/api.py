@@ -171,9 +171,8 @@ def synthetic_reuse_note(trace) -> str | None:
     note = (f"this trace records lengths only: its prefix reuse is synthetic ({reuse}); the hit ratios measure "
             "that assumption, not recorded reuse (docs/traces-formats.md)")
     if "every block is new" in reuse and getattr(trace, "format", None) == "azure":
-        path = getattr(trace, "path", None) or "FILE.csv"
-        note += (f"; to replay its arrivals and lengths with sessions that reuse prefixes: pcs trace synth OUT.jsonl "
-                 f"--azure-csv {path} --requests all, then pcs replay OUT.jsonl")
+        note += ("; to replay its arrivals and lengths with sessions that reuse prefixes: pcs trace synth OUT.jsonl "
+                 "--azure-csv THIS.csv --requests all, then pcs replay OUT.jsonl")
     return note
 
 
