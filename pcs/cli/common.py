@@ -176,11 +176,15 @@ def option_names(message: str, plan: bool = False) -> str:
 def _kwarg(m: re.Match, plan: bool) -> str:
     """One ``NAME=`` of an API message as the option: ``--tier gpu=400GB --tier cpu=2TB`` for
     ``tiers=['gpu=400GB', 'cpu=2TB']``, ``--timing sequential`` for ``timing='sequential'``, ``--tier`` for
-    ``tiers=``, ``--block-size 16`` for ``block_size=16``; with ``plan`` the plan's words (``tier gpu=400GB``,
+    ``tiers=``, ``--block-size 16`` for ``block_size=16``; with ``plan`` the plan's words (``tier = {gpu = "400GB"}``,
     ``timing = "sequential"``, ``tier``, ``block-size = 16``)."""
     flag = _KWARG_OF[m.group(1)][2 if plan else 0:]
     if m.group(2) is not None:
-        return " ".join(f"{flag} {v[1:-1]}" for v in m.group(2).split(", "))
+        items = [v[1:-1] for v in m.group(2).split(", ")]
+        if plan and all("=" in v for v in items):     # a NAME=VALUE option: the plan's table
+            pairs = (v.split("=", 1) for v in items)
+            return f"{flag} = {{" + ", ".join(f'{n} = "{x}"' for n, x in pairs) + "}"
+        return " ".join(f"{flag} {v}" for v in items)
     if m.group(3) is not None:
         return f'{flag} = "{m.group(3)}"' if plan else f"{flag} {m.group(3)}"
     if m.group(4) is not None:     # a number: block_size=16, router_stale_s=0.5

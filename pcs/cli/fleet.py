@@ -81,9 +81,13 @@ def replay_fleet(fmt: str, requests_out: str | None, kw: dict[str, Any]) -> None
     if requests_out:
         write_requests(res.requests, requests_out)
     payload = res.summary.to_dict()
-    notes = with_trace_notes(payload, trace, fmt, kw["quiet"])  # synthetic reuse, skipped lines: as pcs replay
+    if not kw["quiet"] and fmt != "table":      # the run's notes on stderr, as pcs replay prints them
+        for note in payload["notes"]:
+            click.echo(f"pcs: note: {note}", err=True)
+    with_trace_notes(payload, trace, fmt, kw["quiet"])  # synthetic reuse, skipped lines: as pcs replay
     emit(csv_payload(payload) if fmt == "csv" else payload, fmt,
-         lambda: "\n".join([render_fleet(payload, kw.get("compute_mode"), kw.get("timing"))] + [f"note: {n}" for n in notes]), rows_key="per_instance")
+         lambda: "\n".join([render_fleet(payload, kw.get("compute_mode"), kw.get("timing"))]
+                           + [f"note: {n}" for n in payload["notes"]]), rows_key="per_instance")
 
 
 def csv_payload(payload: dict[str, Any]) -> dict[str, Any]:

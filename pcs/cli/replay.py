@@ -129,7 +129,7 @@ def _deployment_options() -> list:
                           "fp8_per_token_head, nvfp4 (default: the model's)."),
         click.option("--gpu", help="GPU preset (pcs hardware); default h100-sxm."),
         click.option("--tp", type=Int(1, MAX_TP), help="Tensor-parallel size = GPUs per instance; default 8. Tiers are per "
-                                            "TP group: bytes per block = per-rank bytes x the ranks holding a copy."),
+                                            "TP group: bytes per block = per-rank bytes x the ranks, each holding its share."),
         click.option("--gpu-memory-utilization", type=Float(0, 1, min_open=True),
                      help="Share of HBM the engine may use when the GPU tier is sized from the deployment "
                           "(vLLM's gpu_memory_utilization; default 0.9)."),

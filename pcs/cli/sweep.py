@@ -71,8 +71,10 @@ def _fail(result: Any) -> None:
         click.echo(f"pcs: internal error: {BUG_REPORT}", err=True)
         raise SystemExit(1)
     if result.failed:
-        raise UserError(f"{result.failed} of {result.points} points failed (listed above); the others are in "
-                         f"{result.out}; fix the plan and rerun: done points are skipped")
+        done = result.ran + result.skipped
+        where = f"the rest ({done:,}) are in {result.out}" if done else f"no point is in {result.out}"
+        raise UserError(f"{result.failed} of {result.points} points failed (listed above); {where}; fix the plan "
+                         "and rerun: done points are skipped")
 
 
 @sweep.command("run", twins=True)

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import inspect
 import re
 from typing import Any, Callable, Mapping, Sequence
 
@@ -56,7 +57,7 @@ from pcs.errors import UserError
 from pcs.trace.batches import as_batches, reiterable
 from pcs._dataclass import dataclass
 
-__all__ = ["replay", "ReplayResult", "TierSpec", "parse_tier", "parse_assignment", "DEFAULTS", "DEFAULT_TIERS"]
+__all__ = ["replay", "check_replay", "ReplayResult", "TierSpec", "parse_tier", "parse_assignment", "DEFAULTS", "DEFAULT_TIERS"]
 
 #: Defaults of :func:`replay` and ``pcs replay`` (reasons in the module docstring).
 DEFAULTS = {"model": "llama-2-70b", "gpu": "h100-sxm", "tp": 8, "policy": DEFAULT_POLICY,
@@ -346,8 +347,9 @@ def _tier_specs(tiers, tier_policies, links) -> list[TierSpec]:
     from pcs.hardware import TIER_LINKS
 
     if names[0].lower() in TIER_LINKS:
-        raise UserError(f"the first of tiers= is the GPU tier, but it is named {names[0]!r} (a lower tier); "
-                         f"give the tiers GPU first, e.g. tiers=['gpu=400GB', '{names[0]}=...']")
+        raise UserError(f"the GPU tier comes first in tiers=, but the first is named {names[0]!r} (a lower tier); "
+                         f"give the GPU tier first, e.g. tiers=['gpu=auto', '{names[0]}=...'] (auto: the size the "
+                         "deployment leaves for KV)")
     for s in specs[1:]:
         if s.capacity_bytes is None and s.capacity_blocks is None:
             raise UserError(f"tier {s.name!r}: only the GPU tier (the first of tiers=) can be sized 'auto' "
@@ -630,6 +632,31 @@ def replay(trace: Any = None, *, model: Any = None, hardware: Any = None, tp: in
         context["oracle_hit_ratio"] = _oracle_hit_ratio(source, rules, time_model, tier_specs, bpb, ctx, opts,
                                                         link_specs, step)
     return _result(out, _summarise(out, context, opts), notes, deployment, spec, model is None)
+
+
+def check_replay(**kwargs: Any) -> None:
+    """The checks :func:`replay` makes before it reads the trace, in its order, without running anything: the
+    numbers, timing / policy / write policy / tp / engine / native / compute mode, the tier list (GPU tier first,
+    only it ``auto``, distinct names, per-tier option names), two protected shares, model, dtype and hardware.
+
+    Args:
+        **kwargs: :func:`replay`'s keywords (``trace`` is not read).
+    Raises:
+        UserError: as :func:`replay` raises for those (its message); TypeError: an unknown keyword.
+    """
+    a = inspect.signature(replay).bind(None, **kwargs)
+    a.apply_defaults()
+    k = a.arguments
+    refuse_str_compute(k["compute"])
+    check_api_objects(k["rules"], k["hardware_table"], k["progress"])
+    protected_share = _checked_numbers(k["protected_share"], k["gpu_memory_utilization"], k["gap_oracle"],
+                                       k["swa_full_tokens_ratio"], k["mamba_full_memory_ratio"],
+                                       k["residency_step_s"])[0]
+    opts = _options(k["timing"], k["policy"], k["write_policy"], k["tp"], k["engine"], k["native"],
+                    k["compute_mode"])
+    _tier_specs(k["tiers"], k["tier_policies"], k["links"])
+    refuse_two_shares(opts.policy, k["tier_policies"], protected_share)
+    _model_and_gpu(k["model"], k["dtype"], k["hardware"], k["hardware_table"], opts.tp)
 
 
 def _past_context_note(spec, columns, default_model: bool) -> list[str]:

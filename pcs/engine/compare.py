@@ -267,7 +267,7 @@ def compare(trace: Any = None, *, policies: Sequence[str | None] | None = None,
         :class:`CompareResult`: variants ordered tier list by tier list, then
         policy by policy, each with every admission setting in the given order.
     Raises:
-        ValueError: both ``tier_sets`` and ``tiers``; ``policy`` in
+        UserError: (:class:`pcs.errors.UserError`, a ValueError) both ``tier_sets`` and ``tiers``; ``policy`` in
             ``replay_kwargs`` (use ``policies``); bad curve capacities; and
             anything :func:`pcs.replay` raises.
     """

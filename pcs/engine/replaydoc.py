@@ -83,7 +83,9 @@ residency_step_s: step of the replay-resident bytes series (simulated seconds, d
 
 #: The ``Raises:`` section of :func:`pcs.replay`.
 RAISES = """\
-ValueError: unknown model, GPU, policy, link, timing, write policy,
+UserError: (:class:`pcs.errors.UserError`, a ValueError; an unknown name as its
+    :class:`pcs.errors.UnknownNameError`, bad trace content as :class:`pcs.errors.InputError`)
+    unknown model, GPU, policy, link, timing, write policy,
     engine or native; malformed tier; a tier name given twice; an
     empty trace; a named engine that cannot run the replay; a default
     GPU tier when the weights do not fit the GPUs; an unknown compute

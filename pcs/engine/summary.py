@@ -14,6 +14,7 @@ engines that ran the replay and its sequential baseline and why
 """
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -180,19 +181,27 @@ def _tier_rows(state: CacheState, ledger, ctx) -> tuple[TierSummary, ...]:
     return tuple(rows)
 
 
-def at_least_zero(x: float) -> float:
-    """``x`` clamped at 0.0, for a difference of float sums that is >= 0 by definition (s).
+#: A difference of two float sums smaller than this share of the larger sum is rounding, not time (s / s).
+RESIDUE = 1e-9
+
+
+def difference_of_sums(a: float, b: float, terms: int = 0, clock_s: float = 0.0) -> float:
+    """``a - b`` for two float sums (s) whose difference is >= 0 by definition, 0.0 when it is rounding.
 
     ``queue_s`` = restore time - transfer time (each restore ends at begin + transfer with begin >= now) and
     ``prefill_saved_s`` = prefill without hits - prefill with them (hits never add prefill, docs/semantics.md
-    §10) sum many terms in different orders; rounding leaves ~1e-12 s below 0, which would print as "-0.00 ns".
+    §10) sum many terms in different orders, a restore's time as a difference of absolute simulated times (up
+    to ``clock_s``, the run's latest, s); the rounding left over is ~1e-16 to 1e-11 s either side of 0, which
+    printed as "0.00 ns" or "-0.00 ns". A difference at most :data:`RESIDUE` x the larger sum plus 4 units in
+    the last place of ``clock_s`` per term (``terms`` restores) is that rounding: exactly 0.0.
     """
-    return x if x > 0.0 else 0.0
+    x = a - b
+    return x if x > RESIDUE * max(abs(a), abs(b)) + 4 * terms * math.ulp(clock_s) else 0.0
 
 
-def _link_envelope(tier: TierState, link, lk, tp: int) -> LinkEnvelope:
+def _link_envelope(tier: TierState, link, lk, tp: int, clock_s: float) -> LinkEnvelope:
     """One link's row; ``link.bandwidth_bps`` is the TP group's (TP x one GPU's link), so the break-even per GPU
-    is the group's / ``tp`` (docs/semantics.md §10)."""
+    is the group's / ``tp`` (docs/semantics.md §10); ``clock_s`` the run's latest simulated time (s)."""
     be = None
     if lk.restores:   # pcs.analysis.envelope (and fractions) loaded for a link that restored something
         from pcs.analysis.envelope import break_even_bps
@@ -202,8 +211,8 @@ def _link_envelope(tier: TierState, link, lk, tp: int) -> LinkEnvelope:
         tier=tier.name, link=link.name, bandwidth_bps=link.bandwidth_bps,
         setup_s=link.setup_s, restores=lk.restores, restored_blocks=lk.restored_blocks,
         restored_bytes=lk.restored_bytes, restore_s=lk.restore_s, transfer_s=lk.transfer_s,
-        queue_s=at_least_zero(lk.restore_s - lk.transfer_s),
-        prefill_saved_s=at_least_zero(lk.full_prefill_s - lk.remaining_prefill_s),
+        queue_s=difference_of_sums(lk.restore_s, lk.transfer_s, lk.restores, clock_s),
+        prefill_saved_s=difference_of_sums(lk.full_prefill_s, lk.remaining_prefill_s),
         restores_slower_than_recompute=lk.slower_restores,
         share_slower=lk.slower_restores / lk.restores if lk.restores else None,
         blocks_slower_than_recompute=lk.slower_blocks,
@@ -211,10 +220,18 @@ def _link_envelope(tier: TierState, link, lk, tp: int) -> LinkEnvelope:
     )
 
 
+def _latest_s(cols) -> float:
+    """The latest first token of the run, s (max of arrival + TTFT; every restore ends before it), 0.0 for none."""
+    end = _values(cols["arrival_s"]) + _values(cols["ttft_s"])
+    end = end[np.isfinite(end)]
+    return float(end.max()) if len(end) else 0.0
+
+
 def _envelope(ledger, state: CacheState, cols, ctx, ordered: dict) -> EnvelopeSummary:
     """The bandwidth envelope; ``ordered``: name -> :func:`pcs.percentiles.sorted_finite` of the ``ttft_s`` and
     ``prefill_no_cache_s`` columns (the CDFs' sorts, shared with these percentiles)."""
-    links = tuple(_link_envelope(state.tiers[j], ctx["links"][j], ledger.links[j], ctx["tp"])
+    clock = _latest_s(cols)
+    links = tuple(_link_envelope(state.tiers[j], ctx["links"][j], ledger.links[j], ctx["tp"], clock)
                   for j in range(1, len(state.tiers)))
     ttft = _values(cols["ttft_s"])
     no_cache = _values(cols["prefill_no_cache_s"])
@@ -226,7 +243,7 @@ def _envelope(ledger, state: CacheState, cols, ctx, ordered: dict) -> EnvelopeSu
                                           _p50_p99_of(wait, None if sched is None else sched.wait_kv_s))
     return EnvelopeSummary(links=links, ttft_p50_s=t50, ttft_p99_s=t99, ttft_no_cache_alone_p50_s=n50,
                            ttft_no_cache_alone_p99_s=n99, wait_p50_s=w50, wait_p99_s=w99,
-                           prefill_saved_s=at_least_zero(float(no_cache.sum() - _values(cols["prefill_s"]).sum())))
+                           prefill_saved_s=difference_of_sums(float(no_cache.sum()), float(_values(cols["prefill_s"]).sum())))
 
 
 def _bytes(ledger, state: CacheState, tiers: tuple[TierSummary, ...], ctx) -> BytesSummary:

@@ -20,7 +20,8 @@ instances are replayed after routing); that is what an approximate router
 """
 from __future__ import annotations
 
-from collections.abc import Mapping
+import dataclasses
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -143,8 +144,9 @@ def service_times(batch: RequestBatch, compute: Any) -> np.ndarray:
     return total
 
 
-def _setup(source: Any, kw: dict) -> tuple[int, Any, BlockRules]:
-    """(index slots per instance = the tiers' blocks together, compute model, rules) as pcs.replay builds them."""
+def _setup(source: Any, kw: dict) -> tuple[int, Any, BlockRules, dict]:
+    """(index slots per instance = the tiers' blocks together, compute model, rules) as pcs.replay builds them,
+    and what every instance runs (model, kv_dtype, gpu, tp, block_size: :class:`pcs.fleet.summary.FleetSummary`)."""
     from pcs.engine import api
 
     opts = api._options(kw.get("timing"), kw.get("policy"), kw.get("write_policy"), kw.get("tp"), "auto", None)
@@ -158,10 +160,11 @@ def _setup(source: Any, kw: dict) -> tuple[int, Any, BlockRules]:
     tiers = api._build_tiers(tier_specs, bpb, opts.policy, dict(kw.get("tier_policies") or {}),
                              kw.get("protected_share"))
     compute = checked_compute(kw.get("compute")) or api._compute_model(spec, gpu, opts.tp, bs)
-    return sum(t.capacity_blocks for t in tiers), compute, kw.get("rules") or BlockRules()
+    run = {"model": spec.name, "kv_dtype": spec.kv_dtype, "gpu": gpu.name, "tp": opts.tp, "block_size": bs}
+    return sum(t.capacity_blocks for t in tiers), compute, kw.get("rules") or BlockRules(), run
 
 
-def _setups(source: Any, kw: dict, shared_tier: Any) -> tuple[int, Any, BlockRules, dict | None]:
+def _setups(source: Any, kw: dict, shared_tier: Any) -> tuple[int, Any, BlockRules, dict, dict | None]:
     """:func:`_setup`'s (index slots, compute model, rules), and the shared tier's setup
     (:func:`pcs.fleet.oneclock.shared_setup`) or None without one; the shared tier's refusals come first."""
     if shared_tier is None:
@@ -180,8 +183,8 @@ def _setups(source: Any, kw: dict, shared_tier: Any) -> tuple[int, Any, BlockRul
     for key in ("links", "tier_policies"):
         if isinstance(kw.get(key), Mapping) and spec.name in kw[key]:
             private[key] = {k: v for k, v in kw[key].items() if k != spec.name}
-    cap, compute, rules = _setup(source, private)
-    return cap, compute, rules, shared_setup(source, kw, spec, compute)
+    cap, compute, rules, run = _setup(source, private)
+    return cap, compute, rules, run, shared_setup(source, kw, spec, compute)
 
 
 def _ceiling(source: Any, rules: BlockRules, decode: Any = None) -> SingleSequenceResult:
@@ -297,6 +300,22 @@ def _summary(name: str, router, stale_s: float, cap: int, source: Any, batch: Re
                                          "baseline assumes tiers it owns); its hits by tier are in shared_tier",))
 
 
+def fleet_notes(own: Sequence[str], summaries: Sequence[Any]) -> tuple[str, ...]:
+    """The fleet's notes, each once: ``own`` (the fleet's), then the instances' replay notes -- a note every
+    instance that ran printed alike once, one that differs once per instance, as ``instance i: ...`` (the
+    past-context and load notes count each instance's own requests); ``summaries``: each instance's
+    :class:`pcs.engine.result.ReplaySummary` or None (idle, or a shared tier's run)."""
+    ran = [(i, s.notes) for i, s in enumerate(summaries) if s is not None]
+    out = list(own)
+    for i, notes in ran:
+        for n in notes:
+            alike = all(n in other for _, other in ran)
+            line = n if alike else f"instance {i}: {n}"
+            if line not in out:
+                out.append(line)
+    return tuple(out)
+
+
 def _replay_instances(source: Any, batch: RequestBatch, assignment: np.ndarray, instances: int, rules: BlockRules,
                       index: CacheIndex, name: str, progress: Any, replay_kwargs: dict
                       ) -> tuple[list, list, list, list, list]:
@@ -382,7 +401,8 @@ def fleet_replay(trace: Any = None, *, instances: int = 1, router: Any = "round-
     Returns:
         :class:`FleetResult`.
     Raises:
-        ValueError: instances out of range, an unknown router or option, a negative delay or a delay > 0 for
+        UserError: (:class:`pcs.errors.UserError`, a ValueError) instances out of range, an unknown router or
+            option, a negative delay or a delay > 0 for
             a router that does not read the cache index, ``session``
             on a trace without session ids; with ``shared_tier``: no size, or an option
             :func:`pcs.fleet.oneclock.check_shared_options` refuses; and what :func:`pcs.replay` raises.
@@ -392,7 +412,7 @@ def fleet_replay(trace: Any = None, *, instances: int = 1, router: Any = "round-
     batch = concat_batches(list(as_batches(source)), block_size=getattr(source, "block_size", None))
     if len(batch) == 0:
         raise UserError("the trace has no requests")
-    cap, compute, rules, setup = _setups(source, replay_kwargs, shared_tier)
+    cap, compute, rules, run_of, setup = _setups(source, replay_kwargs, shared_tier)
     # one compute model for every instance (the one pcs.replay would build; its KV-read memo is then shared)
     replay_kwargs = dict(replay_kwargs, compute=compute)
     chooser = parse_router(router, instances)
@@ -417,4 +437,5 @@ def fleet_replay(trace: Any = None, *, instances: int = 1, router: Any = "round-
     decode = _ceiling_decode(batch, decodes, rows_of, step, replay_kwargs)
     summary = _summary(name, chooser, float(router_stale_s), cap, source, batch, rules, loads, summaries, table,
                        shared, decode, order)
+    summary = dataclasses.replace(summary, notes=fleet_notes(summary.notes, summaries), **run_of)
     return FleetResult(summary, assignment, table)

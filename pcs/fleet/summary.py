@@ -134,3 +134,11 @@ class FleetSummary:
     notes: tuple[str, ...] = field("-", "notes on the run (printed to stderr by the CLI)", default=())
     shared_tier: SharedTierSummary | None = field("-", "the shared lower tier (--shared-tier); absent without one",
                                                   omit_none=True, default=None)
+    model: str | None = field("-", "model preset name every instance serves (as a replay's model)", omit_none=True,
+                              default=None)
+    kv_dtype: str | None = field("-", "KV cache dtype of every instance (as a replay's kv_dtype)", omit_none=True,
+                                 default=None)
+    gpu: str | None = field("-", "GPU of every instance (as a replay's gpu)", omit_none=True, default=None)
+    tp: int | None = field("count", "tensor-parallel ranks of every instance (as a replay's tp)", omit_none=True,
+                           default=None)
+    block_size: int | None = field("tokens", "tokens per block", omit_none=True, default=None)

@@ -10,7 +10,7 @@ Public API (used by the budget, compute, replay and curve parts):
 - :func:`size_deployment` (HBM -> weights, reserve, KV pool, :mod:`pcs.model.deploy`)
 
 Footprint figures are ints per tensor-parallel rank; a replay tier holds a TP
-group (per-rank bytes x the ranks holding a copy, :mod:`pcs.model.parallel`).
+group (per-rank bytes x the ranks, each holding its share, :mod:`pcs.model.parallel`).
 
 The names are imported on first use (:func:`pcs._lazy.lazy_package`), so ``pcs.model.layouts`` (the ``--dtype`` names) loads
 without numpy.

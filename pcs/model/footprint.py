@@ -301,7 +301,8 @@ def footprint(model: ModelSpec | str, tokens: int, block_size: int = 16, dtype: 
         FootprintResult; ``by_dtype`` compares bf16, fp8 and the chosen dtype, so
         that FP8 halving Reference but not Serialized or Reserved is visible.
     Raises:
-        ValueError: bad tokens, block size, sequences or dtype.
+        UserError: (:class:`pcs.errors.UserError`, a ValueError; an unknown name as its
+            :class:`pcs.errors.UnknownNameError`) bad tokens, block size, sequences or dtype.
     """
     tokens = check_int(tokens, "tokens", lo=0, hi=MAX_TOKENS)      # --tokens' range
     block_size = _check_block_size(block_size)

@@ -2,7 +2,7 @@
 
 A footprint is per rank (:func:`pcs.model.footprint.block_bytes` of
 ``spec.with_tp(tp)``). A replay tier serves the whole TP group, so its bytes
-per block are the per-rank bytes x the ranks holding a copy -- every rank of
+per block are the per-rank bytes x the ranks -- every rank of
 the group holds its own share of every block (docs/semantics.md §13):
 
 - GQA / sliding / chunked KV: heads are split, at least one per rank; with
@@ -49,9 +49,11 @@ class TPPlacement:
         """One sentence: per-rank vs per-group bytes, and what is replicated."""
         rep = [f"{name} on {r} ranks each" for name, r in self.replicas.items() if r > 1]
         what = f"; replicated: {', '.join(rep)}" if rep else ""
+        if self.tp == 1:
+            return "TP 1: one GPU holds every block whole: footprint bytes and replay tier bytes are alike"
         return (f"TP {self.tp}: footprint bytes are per GPU (one TP rank); replay tiers are per TP group = per-rank bytes "
-                f"x {self.ranks_holding_copy} ranks holding a copy{what}; a restore moves each rank's share over "
-                "its own link in parallel")
+                f"x {self.ranks_holding_copy} ranks, each holding its share of every block{what}; a restore moves "
+                "each rank's share over its own link in parallel")
 
     def to_dict(self) -> dict:
         """JSON form (``tp_group`` in ``pcs footprint``/``deploy``, ``deployment`` in replay)."""
@@ -74,7 +76,7 @@ def tp_placement(spec: ModelSpec) -> TPPlacement:
 
 
 def group_block_bytes(spec: ModelSpec, block_size: int, layout: str = "serialized") -> BlockBytes:
-    """Bytes one block occupies in a replay tier of the TP group: per-rank bytes x ranks holding a copy.
+    """Bytes one block occupies in a replay tier of the TP group: per-rank bytes x the ranks (each holds its share).
 
     ``spec`` is the ``with_tp`` spec. Raises as :func:`pcs.model.footprint.block_bytes`.
 

@@ -18,6 +18,9 @@ __all__ = ["render_fleet", "render_router_compare", "compare_title"]
 #: the fleet ceiling's label when it counts the next turns' decode blocks (FleetGap.ceiling_with_decode; the
 #: compare table's "incl. next turns' decode blocks" row, pcs.report.compare.ROWS)
 DECODE = ", incl. next turns' decode blocks"
+#: the routing step's one name, with or without a shared tier (the per-instance sub-trace ceilings summed,
+#: docs/semantics.md §17)
+ROUTING_LABEL = "captured by routing (each instance's sub-trace ceiling, summed)"
 
 
 def _pct(x: float | None) -> str | None:
@@ -44,7 +47,7 @@ def _routing_rows(s: dict[str, Any]) -> list[list]:
     if sh is None:
         return []
     own, top = sh["routing_captured_hit_ratio"], s["gap"]["fleet_ceiling_hit_ratio"]
-    return [["routing (own sub-traces)", format_percent(own),
+    return [[ROUTING_LABEL, format_percent(own),
              f"{format_points(_minus(top, own))} split across instances; the shared tier serves "
              f"{format_percent(sh['hit_ratio'])} of prompt tokens, own-sub-trace hits included"]]
 
@@ -56,7 +59,7 @@ def _gap_rows(s: dict[str, Any], timing: str | None = None) -> list[list]:
         [f"fleet ceiling (whole trace, one infinite cache{DECODE if g.get('ceiling_with_decode') else ''})",
          format_percent(g["fleet_ceiling_hit_ratio"]), ""],
         *_routing_rows(s),
-        ["captured by routing (each instance's sub-trace ceiling, summed)" if s.get("shared_tier") is None else
+        [ROUTING_LABEL if s.get("shared_tier") is None else
          "captured (shared tier: every instance reads every write)", format_percent(g["captured_hit_ratio"]),
          f"{format_points(_minus(g['lost_to_routing']))} split across instances"],
         ["delivered (real hits)", format_percent(g["delivered_hit_ratio"]),
@@ -68,6 +71,21 @@ def _gap_rows(s: dict[str, Any], timing: str | None = None) -> list[list]:
     ]
 
 
+def _deployment(s: dict[str, Any]) -> str:
+    """`` | model, KV dtype on TPx GPU (TP=n) | block B tokens | tiers gpu 398.05 GB, cpu 2.00 TB each`` as a
+    replay's header names them (the tiers from an instance's replay; none under a shared tier); "" for a payload
+    without them."""
+    if not s.get("model"):
+        return ""
+    dtype = f", KV {s['kv_dtype']}" if s.get("kv_dtype") else ""
+    out = f" | {s['model']}{dtype} on {s['tp']}x {s['gpu']} (TP={s['tp']}) | block {s['block_size']} tokens"
+    first = next((r for r in s.get("instance_summaries") or () if r), None)
+    if first:
+        out += " | tiers " + ", ".join(f"{t['name']} {format_bytes(t['capacity_bytes'])}" for t in first["tiers"]) \
+               + " each"
+    return out
+
+
 def render_fleet(s: dict[str, Any], compute: str | None = None, timing: str | None = None) -> str:
     """The fleet summary dict (:meth:`pcs.fleet.FleetSummary.to_dict`) as text; ``compute`` = the run's
     ``--compute`` (``infinite`` adds :data:`pcs.report.replay.UNLIMITED` to the header, as a single run's);
@@ -75,7 +93,8 @@ def render_fleet(s: dict[str, Any], compute: str | None = None, timing: str | No
     from pcs.report.replay import UNLIMITED
 
     stale = f", view {format_duration(s['router_stale_s'])} stale" if s["router_stale_s"] else ", exact view"
-    title = (f"pcs replay: {shown_path(s['trace'])} | {s['instances']} instance{'' if s['instances'] == 1 else 's'} | router {s['router']}{stale} | "
+    title = (f"pcs replay: {shown_path(s['trace'])}{_deployment(s)} | {s['instances']} "
+             f"instance{'' if s['instances'] == 1 else 's'} | router {s['router']}{stale} | "
              f"index {format_count(s['index_capacity_blocks'])} blocks per instance"
              + (f" | {UNLIMITED}" if compute == "infinite" else ""))
     top = render_table(["fleet", "hit ratio", "lost (-) or gained (+) at this step"], _gap_rows(s, timing), title=title)

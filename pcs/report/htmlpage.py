@@ -201,7 +201,7 @@ def build_page(payloads: Sequence[dict], curve: dict | None = None, oracle: dict
         (list of ``{id, title, charts, tables, intro}``), ``inputs`` (rows),
         ``notes``, ``charts`` (every chart, in page order).
     Raises:
-        ValueError: no payloads, or one of an unknown kind.
+        UserError: (:class:`pcs.errors.UserError`, a ValueError) no payloads, or one of an unknown kind.
     """
     if not payloads:
         raise UserError("no JSON payloads to report")
@@ -252,10 +252,19 @@ def _subtitle(runs: list[dict], by_kind: dict) -> str:
 
 
 def _notes(payloads: Sequence[dict]) -> list[str]:
-    seen: dict[str, None] = {}
+    """The payloads' notes, each once: a note every payload has unlabelled, the others after the payload they
+    belong to (``run 2: ...``, numbered as the side-by-side columns; other kinds ``compare 1: ...``)."""
+    notes = [[str(n) for n in p.get("notes", ()) or ()] for p in payloads]
+    count: dict[str, int] = {}
+    labels = []
     for p in payloads:
-        for n in p.get("notes", ()) or ():
-            seen.setdefault(str(n))
+        kind = payload_kind(p)
+        count[kind] = count.get(kind, 0) + 1
+        labels.append(f"{'run' if kind == 'replay' else kind} {count[kind]}: ")
+    seen: dict[str, None] = {}
+    for label, own in zip(labels, notes):
+        for n in own:
+            seen.setdefault(n if len(payloads) == 1 or all(n in o for o in notes) else label + n)
     return list(seen)
 
 

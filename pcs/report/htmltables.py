@@ -11,10 +11,10 @@ from __future__ import annotations
 from typing import Any, Callable, Sequence
 
 from pcs.units import format_bandwidth, format_bytes, format_count, format_duration, format_percent
-from pcs.report.replay import (CEILING_LABEL, REAL_LABEL, RESTORE_TIME_NOTE, TP_NOTE, break_even_cells, lens_rows,
-                               slot_unit, ttft_note)
+from pcs.report.replay import (CEILING_LABEL, REAL_LABEL, RESTORE_TIME_NOTE, TP_NOTE, block_bytes, break_even_cells,
+                               lens_rows, tier_rows, ttft_note)
 
-__all__ = ["cell", "envelope_table", "tier_table", "footprint_tables", "compare_table", "runs_table", "best_columns",
+__all__ = ["MARKED_NOTE", "cell", "envelope_table", "tier_table", "footprint_tables", "compare_table", "runs_table", "best_columns",
            "BEST"]
 
 #: compare metrics where one direction is better: JSON key -> "max" or "min" (other rows are not marked;
@@ -22,6 +22,11 @@ __all__ = ["cell", "envelope_table", "tier_table", "footprint_tables", "compare_
 BEST = {"hit_ratio": "max", "gap_capacity_eviction": "min", "gap_concurrency": "absmin", "share_slower": "min",
         "ttft_p50_s": "min", "ttft_p99_s": "min", "wait_p99_s": "min", "requests_truncated": "min",
         "written_bytes": "min"}
+
+
+#: The legend of a table whose best cells are marked (compare, runs side by side): which way is better per row.
+MARKED_NOTE = ("marked: the best value of a row where one direction is better (higher hit ratio; smaller gaps "
+               "(concurrency: nearest 0, its sign says which way), TTFT, waits, writes, truncations, slower restores)")
 
 
 def cell(text: Any, num: bool = False, best: bool = False) -> dict:
@@ -66,30 +71,35 @@ def lens_table(s: dict, label: str = "") -> dict | None:
 
 
 def tier_table(s: dict) -> dict:
-    """Per tier: layout, bytes per block, capacity, policy, hits, restored, written, evicted, resident."""
-    unit = slot_unit(s)
-    rows = [[cell(t["name"]), cell(t["layout"]), cell(format_bytes(t["bytes_per_block"]), True),
-             cell(f"{format_bytes(t['capacity_bytes'])} = {format_count(t['capacity_blocks'])} {unit}s", True),
-             cell(t["policy"]), cell(format_count(t["hit_blocks"]), True), cell(format_bytes(t["restored_bytes"]), True),
-             cell(format_bytes(t["written_bytes"]), True), cell(format_count(t["evicted_blocks"]), True),
-             cell(format_bytes(t["resident_bytes_end"]), True), cell(format_bytes(t["resident_bytes_peak"]), True)]
-            for t in s["tiers"]]
-    return _table("Tiers (a hit counts once, at the highest tier holding the block)",
-                  ["tier", "layout", f"bytes/{unit}", "capacity", "policy", "hit blocks", "restored", "written",
-                   "evicted", "resident end", "resident peak"], rows)
+    """The text report's tier table (:func:`pcs.report.replay.tier_rows`): the payload row, then per tier its
+    layout, bytes per block (or page), capacity, policy, hits, restored, written, evicted, resident; its notes."""
+    title, headers, rows, notes = tier_rows(s)
+    return _table(title, headers, [[cell(r[0]), cell(r[1])] + [cell(v, True) for v in r[2:4]] + [cell(r[4])]
+                                   + [cell(v, True) for v in r[5:]] for r in rows], notes)
 
 
 def _replay_footprint(s: dict) -> dict:
-    """Bytes of one block per KV component in each accounting mode the run uses (docs/semantics.md §13)."""
+    """Bytes of one block per KV component in each accounting mode the run uses (docs/semantics.md §13); a
+    hybrid model's block is its pages (:func:`pcs.report.replay.block_bytes`), the padding up to them a row."""
     comps = list(s["tiers"][0]["bytes_per_block_by_component"])
     modes = [("GPU: Reserved", s["tiers"][0])] + [(f"{t['name']}: Serialized", t) for t in s["tiers"][1:2]]
     rows = [[cell(c)] + [cell(format_bytes(t["bytes_per_block_by_component"].get(c)), True) for _, t in modes]
             for c in comps]
-    rows.append([cell("all components")] + [cell(format_bytes(t["bytes_per_block"]), True) for _, t in modes])
+    whole = [block_bytes(s, t) for _, t in modes]
+    pad = [w - sum(t["bytes_per_block_by_component"].values()) for w, (_, t) in zip(whole, modes)]
+    if any(pad):
+        rows.append([cell("page padding (up to whole pages)")] + [cell(format_bytes(p), True) for p in pad])
+    rows.append([cell("all components")] + [cell(format_bytes(w), True) for w in whole])
     rows.append([cell("payload (Reference)")] + [cell(format_bytes(s["reference_bytes_per_block"]), True)]
                 + [cell("") for _ in modes[1:]])
+    notes = ([f"a block of the model = {' + '.join(_pages(s))} pages; all components = those pages' bytes, "
+              "padding included (the payload lens' Reserved bytes/block)"] if s.get("hybrid") else [])
     return _table(f"Bytes of one {s['block_size']}-token block per component and accounting mode (per TP group)",
-                  ["component"] + [m for m, _ in modes], rows)
+                  ["component"] + [m for m, _ in modes], rows, notes)
+
+
+def _pages(s: dict) -> list[str]:
+    return [f"{g['pages_per_block']} {g['name']}" for g in s["hybrid"]["groups"]]
 
 
 _FOOTPRINT_MODES = (("Reference", "reference_bytes"), ("Serialized", "serialized_bytes"),
@@ -143,8 +153,7 @@ def compare_table(c: dict) -> dict:
         rows.append([cell(label)] + [cell(fmt(x) if x is not None else None, True, i in best)
                                      for i, x in enumerate(values)])
     return _table(f"{c['trace']} | {c['model']} | {c['timing']} timing", ["metric"] + [v["variant"] for v in vs],
-                  rows, ["marked: the best value of a row where one direction is better (higher hit ratio; "
-                         "smaller gaps (concurrency: nearest 0, its sign says which way), TTFT, waits, writes)"])
+                  rows, [MARKED_NOTE])
 
 
 def _pts(x: float) -> str:
@@ -181,7 +190,7 @@ def runs_table(runs: Sequence[dict]) -> dict:
         best = best_columns(values, direction)
         rows.append([cell(label)] + [cell(fmt(x) if x is not None else None, True, i in best)
                                      for i, x in enumerate(values)])
-    return _table(f"{runs[0]['trace']} | {runs[0]['model']}", ["metric"] + run_labels(runs), rows)
+    return _table(f"{runs[0]['trace']} | {runs[0]['model']}", ["metric"] + run_labels(runs), rows, [MARKED_NOTE])
 
 
 #: What a run's column may be named by (JSON key, shown as): the settings that can tell runs apart.

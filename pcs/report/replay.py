@@ -13,8 +13,8 @@ from typing import Any
 from pcs.units import format_bandwidth, format_bytes, format_count, format_duration, format_percent, format_points
 from pcs.report.table import render_table, shown_path
 
-__all__ = ["render_replay", "slot_unit", "header_line", "lens_rows", "lens_text", "ttft_note", "REAL_LABEL",
-           "CEILING_LABEL", "CEILING_MEANING"]
+__all__ = ["render_replay", "slot_unit", "tier_rows", "block_bytes", "TIER_TITLE", "header_line", "lens_rows",
+           "lens_text", "ttft_note", "REAL_LABEL", "CEILING_LABEL", "CEILING_MEANING"]
 
 
 def _pts(x: float | None) -> str:
@@ -121,7 +121,14 @@ def slot_unit(s: dict[str, Any]) -> str:
     return "page" if s.get("hybrid") else "block"
 
 
-def _tier_table(s: dict[str, Any]) -> str:
+#: The tier table's title, one for the text and the HTML page.
+TIER_TITLE = "Tiers (hits count once, at the highest tier holding the block)"
+
+
+def tier_rows(s: dict[str, Any]) -> tuple[str, list[str], list[list[str]], list[str]]:
+    """The tier table as (title, headers, rows of strings, notes), for the text and the HTML page: the payload
+    row, then per tier its layout, bytes per block (or page), capacity, policy (+ admission), hits, restored,
+    written, evicted and resident bytes; the notes say what a hybrid model's columns count."""
     rows = [["payload", "reference", format_bytes(s["reference_bytes_per_block"]), "-", "-", "-", "-", "-", "-",
              "-", "-"]]
     unit = slot_unit(s)
@@ -133,6 +140,13 @@ def _tier_table(s: dict[str, Any]) -> str:
                      format_count(t["hit_blocks"]), format_bytes(t["restored_bytes"]),
                      format_bytes(t["written_bytes"]), format_count(t["evicted_blocks"]),
                      format_bytes(t["resident_bytes_end"]), format_bytes(t["resident_bytes_peak"])])
+    headers = ["tier", "layout", f"bytes/{unit}", "capacity", "policy",
+               "hit blocks" if unit == "block" else "hit model blocks", "restored", "written", "evicted",
+               "resident end", "resident peak"]
+    return TIER_TITLE, headers, rows, _tier_notes(s, unit)
+
+
+def _tier_notes(s: dict[str, Any], unit: str) -> list[str]:
     notes = [f"bytes/{unit}: GPU holds the Reserved layout, lower tiers the Serialized layout; " + (
         "a smaller KV dtype shrinks the payload, not in-page scales, padding, setup or compute" if unit == "block"
         else "a smaller KV dtype shrinks every page, the state's padding up to the attention page included "
@@ -141,7 +155,7 @@ def _tier_table(s: dict[str, Any]) -> str:
         pool = ("pages of the shared pool" if (s.get("hybrid") or {}).get("manager") != "sglang" else
                 "pages of its pools (SGLang: one pool per kind of layer, their pages added)")
         notes.append(f"hybrid model: a tier's bytes/page, capacity, evicted and resident count {pool} (JSON "
-                     "bytes_per_block and capacity_blocks are per page too: blocks_unit \"page\"); hit blocks, "
+                     "bytes_per_block and capacity_blocks are per page too: blocks_unit \"page\"); hit model blocks, "
                      "the payload row and 'block by component' are per block of the model")
     multi = [t for t in s["tiers"] if len(t["bytes_per_block_by_component"]) > 1]
     for t in multi:
@@ -152,10 +166,24 @@ def _tier_table(s: dict[str, Any]) -> str:
         if t.get("admission"):
             notes.append(f"{t['name']} admission {t['admission']}: {format_count(t['refused_blocks'])} blocks "
                          "refused (passed on or dropped)")
-    return render_table(["tier", "layout", f"bytes/{unit}", "capacity", "policy",
-                         "hit blocks" if unit == "block" else "hit model blocks", "restored",
-                         "written", "evicted", "resident end", "resident peak"], rows,
-                        title="Tiers (hits count once, at the highest tier holding the block)", notes=notes)
+    return notes
+
+
+def _tier_table(s: dict[str, Any]) -> str:
+    title, headers, rows, notes = tier_rows(s)
+    return render_table(headers, rows, title=title, notes=notes)
+
+
+def block_bytes(s: dict[str, Any], tier: dict[str, Any]) -> int:
+    """Bytes one block of the model takes in ``tier`` (a replay payload's tier row), int: its ``bytes_per_block``,
+    or for a hybrid model (whose tiers count pages, docs/semantics.md §3.1) the sum over its cache groups of
+    pages per block x the page bytes of the group's pool in that tier, padding included (the payload lens'
+    Reserved bytes/block for the GPU tier)."""
+    h = s.get("hybrid")
+    if not h:
+        return tier["bytes_per_block"]
+    pools = h["pools"][tier["name"]]
+    return sum(g["pages_per_block"] * pools[g["pool"]]["page_bytes"] for g in h["groups"])
 
 
 def _whole_block_note(s: dict[str, Any], unit: str) -> list[str]:

@@ -27,22 +27,43 @@ def render_summary(s: SweepSummary) -> str:
     label, fmt = _METRIC_LABELS[s.objective]
     best = render_table(["metric", "best", "point", "options"],
                         [[_METRIC_LABELS[b.metric][0], _METRIC_LABELS[b.metric][1](b.value) + _tie(b.tied),
-                          b.point_id, _opts(b.options)] for b in s.best],
+                          b.point_id + _over(s, b.point_id), _opts(b.options)] for b in s.best],
                         title=f"Best points: {s.out} ({s.replay_points} replay points of {s.points})",
-                        notes=[TIE_NOTE] if any(b.tied for b in s.best) else ())
+                        notes=([TIE_NOTE] if any(b.tied for b in s.best) else []) + _over_note(s))
     real = [] if s.objective == "hit_ratio" else [REAL_LABEL]
     front = render_table([label, *real, CEILING_LABEL, *s.tiers, "point", "options"],
                          [[fmt(p.objective), *([_pct(p.hit_ratio)] if real else []), _pct(p.single_sequence_hit_ratio),
-                           *(format_bytes(p.capacity_bytes[t]) for t in s.tiers), p.point_id,
+                           *(format_bytes(p.capacity_bytes[t]) for t in s.tiers), p.point_id + _over(s, p.point_id),
                            _opts(p.options)] for p in s.front],
                          title=f"Pareto front: {label} ({s.direction}) against {' and '.join(s.tiers)} bytes "
                                f"({len(s.front)} of {s.replay_points} points)",
-                         notes=["on the front: no other point is as good with no more bytes on every tier; "
-                                f"options: those that vary; single-sequence = {CEILING_MEANING}",
+                         notes=[FRONT_NOTE + f"; options: those that vary; single-sequence = {CEILING_MEANING}",
+                                *_over_note(s),
                                 f"tier bytes: {WHOLE_BLOCKS_NOTE}"])
     lens = "" if s.payload_lens is None else "\n\n" + lens_text(
         {"payload_lens": s.payload_lens}, f"best hit-ratio point {s.payload_lens_point_id}")
     return f"{best}\n\n{front}{lens}"
+
+
+#: The mark of a point whose GPU tier is larger than its deployment leaves for KV (SweepSummary.over_deployment).
+OVER_MARK = " (!)"
+
+
+def _over(s: SweepSummary, point_id: str) -> str:
+    return OVER_MARK if point_id in s.over_deployment else ""
+
+
+def _over_note(s: SweepSummary) -> list[str]:
+    if not s.over_deployment:
+        return []
+    return [f"(!): {len(s.over_deployment):,} of {s.replay_points:,} points give a GPU tier larger than their "
+            "deployment leaves for KV (the GPUs cannot hold it; each point's notes give the size it leaves): set "
+            "tier.gpu = \"auto\" to size it from each deployment (docs/sweep.md)"]
+
+
+#: Who is on the Pareto front (pcs.sweep.summary.pareto_front, one rule): ties are all on it.
+FRONT_NOTE = ("on the front: no other point is at least as good with no more bytes on every tier and strictly "
+              "better in one of them; points equal on both (a tie) are all listed")
 
 
 #: How a best point is picked among points tied on the metric (pcs.sweep.summary._keep_best, one rule).

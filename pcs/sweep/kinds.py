@@ -247,7 +247,22 @@ def _replay(kw: dict[str, Any], trace_of: TraceOf) -> dict[str, Any]:
     _no_reblock(kw)
     _no_fleet(kw)
     _, kwargs = replay_call_kwargs(kw, _PLACEHOLDER)
-    return dict(kwargs, tiers=list(kw["tiers"]) or None, policy=kw["policy"], admit=list(kw["admit"]) or None)
+    kwargs = dict(kwargs, tiers=list(kw["tiers"]) or None, policy=kw["policy"], admit=list(kw["admit"]) or None)
+    _check_replay(kwargs)
+    return kwargs
+
+
+def _check_replay(kwargs: dict[str, Any]) -> None:
+    """pcs.replay's own checks that need no trace (:func:`pcs.engine.api.check_replay`: tier order, names,
+    model, hardware, policies, numbers), run on the driver before any point runs; its message in the plan's
+    words (``tier``, ``max-num-seqs``), as a point that fails while running reports it."""
+    from pcs.cli.common import option_names
+    from pcs.engine.api import check_replay
+
+    try:
+        check_replay(**kwargs)
+    except UserError as exc:
+        raise UserError(option_names(str(exc).splitlines()[0], plan=True)) from None
 
 
 def _compare(kw: dict[str, Any], trace_of: TraceOf) -> dict[str, Any]:

@@ -72,3 +72,7 @@ class SweepSummary:
         "-", "the payload lens of the best hit-ratio point (lesson 2: its KV dtype beside another, hits held "
              "fixed), keys as pcs replay's payload_lens; null without replay points", default=None)
     payload_lens_point_id: str | None = field("-", "the point whose payload_lens this is", default=None)
+    over_deployment: tuple[str, ...] = field(
+        "-", "replay points whose GPU tier is larger than the deployment leaves for KV (tiers.gpu.capacity_bytes > "
+             "deployment.gpu_tier_bytes: the GPUs cannot hold that run); marked in the text's best and front rows",
+        default=())

@@ -132,7 +132,7 @@ def _stream_rows(out: str | Path):
     from pcs.trace.pathcheck import check_input_dir
 
     check_input_dir(out, "out")
-    want = {"point_id", "kind", "single_sequence_hit_ratio", *(m for m, _ in METRICS)}
+    want = {"point_id", "kind", "single_sequence_hit_ratio", "deployment.gpu_tier_bytes", *(m for m, _ in METRICS)}
 
     def read(f: Path) -> tuple[list[str], list[dict[str, Any]]]:
         try:
@@ -172,6 +172,7 @@ def summarize(out: str | Path, objective: str = "hit-ratio") -> SweepSummary:
     column, direction = OBJECTIVES[objective]
     n_all, tiers, varying, front = 0, {}, _Varying(), _Front(-1.0 if direction == "max" else 1.0)
     best: dict[str, tuple] = {}
+    over: list[str] = []
     for names, file_rows in _stream_rows(out):
         varying.add_columns(names)
         tiers.update((m.group(1), None) for c in names if (m := _CAPACITY.match(c)))
@@ -180,6 +181,8 @@ def summarize(out: str | Path, objective: str = "hit-ratio") -> SweepSummary:
             if r.get("kind") != "replay":
                 continue
             varying.add(r)
+            if _over_deployment(r):
+                over.append(r["point_id"])
             _keep_best(best, r)
             if r.get(column) is not None:
                 front.add(r, r[column])
@@ -192,7 +195,15 @@ def summarize(out: str | Path, objective: str = "hit-ratio") -> SweepSummary:
                                    _options(r, cols), r.get("hit_ratio"), r.get("single_sequence_hit_ratio"))
                    for (_, c), r in kept)
     lens_id, lens = _lens(best.get("hit_ratio", (None, None, 0))[1])
-    return SweepSummary(str(out), n_all, varying.rows, column, direction, tier_names, bests, points, lens, lens_id)
+    return SweepSummary(str(out), n_all, varying.rows, column, direction, tier_names, bests, points, lens, lens_id,
+                        tuple(sorted(over)))
+
+
+def _over_deployment(r: dict[str, Any]) -> bool:
+    """A point whose GPU tier (given with ``tier.gpu``) is larger than its deployment leaves for KV (the replay's
+    note says so: docs/models.md); the GPUs cannot hold that run."""
+    have, leaves = r.get("tiers.gpu.capacity_bytes"), r.get("deployment.gpu_tier_bytes")
+    return have is not None and leaves is not None and have > leaves
 
 
 def _keep_best(best: dict[str, tuple], r: dict[str, Any]) -> None:

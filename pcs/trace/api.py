@@ -168,8 +168,12 @@ def synthetic_reuse_note(trace) -> str | None:
         return ('this trace was generated (rows marked "reuse": "synthetic", as pcs trace synth writes): its prefix '
                 "reuse is synthetic; the hit ratios measure the generator's sessions, not recorded reuse "
                 "(docs/traces-formats.md)")
-    return (f"this trace records lengths only: its prefix reuse is synthetic ({reuse}); the hit ratios measure "
+    note = (f"this trace records lengths only: its prefix reuse is synthetic ({reuse}); the hit ratios measure "
             "that assumption, not recorded reuse (docs/traces-formats.md)")
+    if "every block is new" in reuse and getattr(trace, "format", None) == "azure":
+        note += ("; to replay its arrivals and lengths with sessions that reuse prefixes: pcs trace synth OUT.jsonl "
+                 "--azure-csv THIS.csv --requests all, then pcs replay OUT.jsonl")
+    return note
 
 
 def skipped_note(trace) -> str | None:

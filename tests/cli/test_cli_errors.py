@@ -30,7 +30,7 @@ def _assert_one_line(result, needle):
     (["footprint", "--model", "llama-3.1-8b", "--tokens", "-5"], "--tokens"),
     (["budget", "--format", "xml"], "'xml' is not one of"),
     (["no-such-command"], "No such command"),
-    (["replay", "--tier", "cpu=2TB"], "the first of --tier is the GPU tier"),
+    (["replay", "--tier", "cpu=2TB"], "the GPU tier comes first in --tier"),
     (["replay", "--tier", "gpu=100GB", "--tier", "cpu=auto"], "only the GPU tier (the first of --tier) can be sized 'auto'"),
     (["curve", "--capacities", "-5"], "--capacities '-5'"),
     (["footprint", "--model", "gpt-17", "--tokens", "5"], "unknown model 'gpt-17'"),   # registry lookups

@@ -32,10 +32,10 @@ CASES = [
     ("no tier", _replay(tiers=[]), "at least one tier is needed, e.g. tiers=['gpu=400GB']",
      "at least one tier is needed, e.g. --tier gpu=400GB"),
     ("GPU tier last", _replay(tiers=["cpu=10blocks", "gpu=10blocks"]),
-     "the first of tiers= is the GPU tier, but it is named 'cpu' (a lower tier); give the tiers GPU first, e.g. "
-     "tiers=['gpu=400GB', 'cpu=...']",
-     "the first of --tier is the GPU tier, but it is named 'cpu' (a lower tier); give the tiers GPU first, e.g. "
-     "--tier gpu=400GB --tier cpu=..."),
+     "the GPU tier comes first in tiers=, but the first is named 'cpu' (a lower tier); give the GPU tier first, "
+     "e.g. tiers=['gpu=auto', 'cpu=...'] (auto: the size the deployment leaves for KV)",
+     "the GPU tier comes first in --tier, but the first is named 'cpu' (a lower tier); give the GPU tier first, "
+     "e.g. --tier gpu=auto --tier cpu=... (auto: the size the deployment leaves for KV)"),
     ("lower tier auto", _replay(tiers=["gpu=10blocks", "cpu=auto"]),
      "(the first of tiers=) can be sized 'auto' (from the deployment); give cpu a size, e.g. tiers=['cpu=2TB']",
      "(the first of --tier) can be sized 'auto' (from the deployment); give cpu a size, e.g. --tier cpu=2TB"),

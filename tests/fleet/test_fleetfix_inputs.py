@@ -51,6 +51,6 @@ def test_shared_tier_text_shows_the_routing_split(tmp_path):
     s = fleet_replay(str(t), instances=2, router="round-robin", timing="sequential",
                      shared_tier="remote=1blocks").summary.to_dict()
     text = render_fleet(s)
-    row = next(line for line in text.splitlines() if line.startswith("routing (own sub-traces)"))
+    row = next(line for line in text.splitlines() if line.startswith("captured by routing (each instance's sub-trace ceiling, summed)"))
     assert "0.0 %" in row and "-33.3 pts split across instances" in row and "serves 0.0 % of prompt tokens" in row
     assert s["gap"]["lost_to_routing"] == 0.0          # the JSON keeps §17.1's definition

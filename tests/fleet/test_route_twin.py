@@ -97,7 +97,7 @@ def test_twin_on_the_mooncake_trace(mooncake_conv):
 
     trace = open_trace(mooncake_conv)
     b = concat_batches(list(as_batches(trace)))
-    cap, compute, rules = _setup(trace, {})
+    cap, compute, rules, _ = _setup(trace, {})
     svc = service_times(b, compute)
     for n in (4, 8):
         for name in ("prefix", "cache-aware", "least-loaded"):

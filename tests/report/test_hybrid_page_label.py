@@ -41,7 +41,7 @@ def test_html_tier_table_and_inputs_count_pages():
     s = json.loads(CliRunner().invoke(cli, args + ["--format", "json"]).stdout)
     table = tier_table(s)
     assert "bytes/page" in table["headers"]
-    assert table["rows"][0][3]["text"].endswith("= 476 pages")
+    assert table["rows"][1][3]["text"].endswith("= 476 pages")   # row 0: the payload row, as in the text table
     (tiers,) = [text for label, text in inputs_rows([s], None, None) if label == "tiers"]
     assert tiers.startswith("gpu 476 pages (") and "blocks" not in tiers
 

@@ -30,7 +30,7 @@ def test_fleet_shared_tier_share_is_not_called_a_recovery(tmp_path):
                      shared_tier="remote=100blocks", write_policy="through").summary.to_dict()
     assert s["shared_tier"]["hit_ratio"] == pytest.approx(1024 / 3072)
     text = render_fleet(s)
-    row = next(line for line in text.splitlines() if line.startswith("routing (own sub-traces)"))
+    row = next(line for line in text.splitlines() if line.startswith("captured by routing (each instance's sub-trace ceiling, summed)"))
     assert "-33.3 pts split across instances" in row and "serves 33.3 % of prompt tokens" in row
     assert "recovers" not in text
     line = next(x for x in text.splitlines() if x.startswith("prompt tokens served by it (its hit ratio)"))

@@ -23,24 +23,41 @@ def _pcs(*args):
 
 def test_every_point_failing_exits_2_with_reasons_even_quiet(tmp_path):
     plan = tmp_path / "p.toml"
-    # no gpu tier: replay's rule "the first of tiers= is the GPU tier" refuses both points (user input: exit 2), in
-    # the plan's words: "the first of tier"
-    plan.write_text(f'kind = "replay"\n[fixed]\ntrace = "{SMALL}"\n[axes]\ntier = ["cpu=10GB", "cpu=20GB"]\n')
+    # a GPU tier of 1 MB holds no 512-token block of llama-2-70b (167,772,160 B): replay refuses it once it knows
+    # the trace's block size, so both points fail while the sweep runs (user input: exit 2); none is written
+    plan.write_text(f'kind = "replay"\n[fixed]\ntrace = "{SMALL}"\n[axes]\ntier = ["gpu=1MB", "gpu=2MB"]\n')
     for quiet in ((), ("-q",)):
         res = _pcs("sweep", plan, "-o", tmp_path / "out", "--jobs", "1", *quiet)
         assert res.exit_code == 2, res.output
         errs = [ln for ln in res.stderr.splitlines() if ln.startswith("pcs: error: point ")]
-        assert len(errs) == 2 and all("the first of tier is the GPU tier" in e for e in errs), res.stderr
+        assert len(errs) == 2, res.stderr
         assert "Error:" not in res.stderr and "Exception" not in res.stderr   # no ValueError:, InputError: ...
-        assert "2 of 2 points failed" in res.stderr
+        assert "2 of 2 points failed" in res.stderr and "no point is in" in res.stderr
+        assert "the others are in" not in res.stderr
+
+
+def test_replay_checks_run_before_any_point(tmp_path):
+    # no GPU tier: pcs.replay's rule (the GPU tier comes first) needs no trace, so the plan is refused before any
+    # point runs, naming the first point, in the plan's words (tier = {...}); nothing is written
+    plan = tmp_path / "p.toml"
+    plan.write_text(f'kind = "replay"\n[fixed]\ntrace = "{SMALL}"\n[axes]\n"tier.cpu" = ["1TB", "2TB"]\n')
+    res = _pcs("sweep", plan, "-o", tmp_path / "out", "--jobs", "2")
+    assert res.exit_code == 2, res.output
+    (line,) = res.stderr.splitlines()
+    assert line.startswith("pcs: error: ") and "point " in line and "tier.cpu=1TB" in line
+    assert "the GPU tier comes first in tier, but the first is named 'cpu'" in line
+    assert 'tier = {gpu = "auto", cpu = "..."}' in line
+    assert not (tmp_path / "out").exists() or not list((tmp_path / "out").glob("*.parquet"))
 
 
 def test_one_failing_point_of_two_still_exits_2(tmp_path):
     plan = tmp_path / "p.toml"
-    plan.write_text(f'kind = "replay"\n[fixed]\ntrace = "{SMALL}"\n[axes]\ntier = ["gpu=10blocks", "cpu=20GB"]\n')
+    # gpu=1MB holds no block (it fails while running, as above); gpu=10blocks runs
+    plan.write_text(f'kind = "replay"\n[fixed]\ntrace = "{SMALL}"\n[axes]\ntier = ["gpu=10blocks", "gpu=1MB"]\n')
     res = _pcs("sweep", plan, "-o", tmp_path / "out", "--jobs", "1", "-q", "--format", "json")
     assert res.exit_code == 2
     assert (json.loads(res.stdout)["ran"], json.loads(res.stdout)["failed"]) == (1, 1)
+    assert f"1 of 2 points failed (listed above); the rest (1) are in {tmp_path / 'out'}" in res.stderr
 
 
 def test_one_plan_reads_with_plain_pyarrow(tmp_path):
