@@ -50,9 +50,9 @@ from pcs.engine.schedconfig import COMPUTE_MODES, SchedulerConfig
 from pcs.engine.tiercheck import check_tier_spec
 from pcs.engine.timing import TimeModel
 from pcs.beside import Beside
-from pcs.argcheck import MAX_TP, check_flag, check_int, check_real
+from pcs.argcheck import MAX_TP, check_flag, check_int, check_real, check_text
 from pcs.engine.schedstats import SpanError
-from pcs.errors import UserError
+from pcs.errors import ArgumentTypeError, UserError
 from pcs.trace.batches import as_batches, reiterable
 from pcs._dataclass import dataclass
 
@@ -104,7 +104,8 @@ def parse_assignment(text: str, what: str) -> tuple[str, str]:
     Raises:
         ValueError: no ``=`` or an empty side; the message shows the expected form.
     """
-    name, sep, value = str(text).partition("=")
+    check_text(text, what, f"a 'NAME=VALUE' string, e.g. {_EXAMPLES[what]}")
+    name, sep, value = text.partition("=")
     if not sep or not name.strip() or not value.strip():
         raise UserError(f"bad {what} {text!r}; expected NAME=VALUE, e.g. {_EXAMPLES[what]}")
     return name.strip().lower(), value.strip()
@@ -272,6 +273,9 @@ def _admit_map(admit: Any, specs: Sequence[TierSpec]) -> dict[str, list[str]]:
 
     if not admit:
         return {}
+    if not isinstance(admit, (str, Mapping, list, tuple)):
+        raise ArgumentTypeError(f"admit= must be 'TIER=KIND' strings or a mapping of tier to kinds, got "
+                                f"{type(admit).__name__}: {admit!r}"[:300])
     if isinstance(admit, Mapping):
         admit = [f"{tier}={kind}" for tier, kinds in admit.items() for kind in
                  ([kinds] if isinstance(kinds, str) else kinds)]
@@ -328,10 +332,10 @@ def _tier_list(tiers: Any) -> Sequence[str | TierSpec]:
         return [tiers]  # tiers="gpu=10GB": one tier, as one --tier
     accepts = "a sequence of 'NAME=SIZE' strings or TierSpec, GPU first, e.g. ['gpu=10GB', 'cpu=100GB']"
     if isinstance(tiers, Mapping) or not isinstance(tiers, (list, tuple)):
-        raise TypeError(f"tiers must be {accepts}; got {type(tiers).__name__}")
+        raise ArgumentTypeError(f"tiers must be {accepts}; got {type(tiers).__name__}")
     for t in tiers:
         if not isinstance(t, (str, TierSpec)):
-            raise TypeError(f"tiers must be {accepts}; got an item of type {type(t).__name__}: {t!r}"[:300])
+            raise ArgumentTypeError(f"tiers must be {accepts}; got an item of type {type(t).__name__}: {t!r}"[:300])
     return tiers
 
 
@@ -445,6 +449,19 @@ def refuse_str_compute(compute: Any) -> None:
     if isinstance(compute, str):
         raise UserError(f"compute= takes a compute model (pcs.compute.ComputeModel), got {compute!r}; "
                          f"the scheduler mode goes in compute_mode= (valid: {', '.join(COMPUTE_MODES)})")
+
+
+def _check_texts(**texts: Any) -> None:
+    """Each text option of :func:`replay` is None or a str (pcs.argcheck.check_text: a list is refused by name)."""
+    for name, value in texts.items():
+        check_text(value, name)
+
+
+def _check_names(**values: Any) -> None:
+    """Options that take a name or an object (a ModelSpec, a policy instance, a number of bytes) but never a
+    list, tuple, set or dict (pcs.argcheck.check_text)."""
+    for name, value in values.items():
+        check_text(value, name, "a name or a value, not a collection", others=(object,))
 
 
 def _options(timing, policy, write_policy, tp, engine, native, compute_mode=None) -> _Options:
@@ -589,6 +606,12 @@ def replay(trace: Any = None, *, model: Any = None, hardware: Any = None, tp: in
     """
     refuse_str_compute(compute)
     check_api_objects(rules, hardware_table, progress)
+    _check_texts(timing=timing, write_policy=write_policy, engine=engine, native=native, compute_mode=compute_mode,
+                 dtype=dtype, hybrid_kv_cache_manager=hybrid_kv_cache_manager, mamba_cache_mode=mamba_cache_mode)
+    _check_names(model=model, hardware=hardware, policy=policy, kv_reserve=kv_reserve,
+                 **{f"links[{k!r}]": v for k, v in (links if isinstance(links, Mapping) else {}).items()},
+                 **{f"tier_policies[{k!r}]": v
+                    for k, v in (tier_policies if isinstance(tier_policies, Mapping) else {}).items()})
     (protected_share, gpu_memory_utilization, gap_oracle, swa_full_tokens_ratio, mamba_full_memory_ratio,
      residency_step_s) = _checked_numbers(protected_share, gpu_memory_utilization, gap_oracle, swa_full_tokens_ratio,
                                           mamba_full_memory_ratio, residency_step_s)
