@@ -185,13 +185,9 @@ def option_bandwidth(text: str, flag: str) -> float:
     Raises:
         UserError: naming the flag and the value.
     """
-    bps = _flagged(units.parse_bandwidth, text, flag, "bandwidth")
-    if bps == 0:
-        raise UserError(f"{flag} {text!r}: a bandwidth must be > 0 (a link that moves nothing never finishes a "
-                        "transfer)")
-    if bps < 1:
-        raise UserError(f"{flag} {text!r}: {bps:.3g} B/s is less than 1 B/s; give a bandwidth of at least 1 B/s")
-    return bps
+    from pcs.argcheck import check_bandwidth
+
+    return check_bandwidth(_flagged(units.parse_bandwidth, text, flag, "bandwidth"), f"{flag} {text!r}")
 
 
 def kv_reserve_option(text: str | None) -> str | None:
