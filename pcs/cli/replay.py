@@ -564,10 +564,9 @@ def _refuse_single_instance_options(kw: dict[str, Any], streams: dict | None, ou
     if streams is not None:
         raise UserError("--instances replays the trace at its recorded block size; re-blocking a block-hash "
                          "trace (--block-size) is for single-instance replays")
-    given = [opt for key, opt in (("admit", "--admit"), ("gap_oracle", "--gap-oracle")) if kw[key]]
-    if given:      # name the options given, not both
-        raise UserError(f"{' and '.join(given)} {'is' if len(given) == 1 else 'are'} for single-instance replays "
-                         "(not with --instances/--router)")
+    from pcs.fleet.fleet import refuse_single_instance_options
+
+    refuse_single_instance_options(kw, ("--admit", "--gap-oracle"), "--instances/--router")
     if outputs:
         raise UserError(FLEET_NO_HTML)
 
