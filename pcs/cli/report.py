@@ -194,9 +194,9 @@ def _read_payload(path: str) -> dict:
         raise UserError(f"{path}: not UTF-8 text") from None
     try:
         kind = payload_kind(payload)
-        check_payload(kind, payload)          # every field against its declared type (one walk)
         if kind == "replay":
-            check_replay_payload(payload)     # the headline's ranges and the gap's sum
+            check_replay_payload(payload)     # the headline's ranges and the gap's sum: the closer message first
+        check_payload(kind, payload)          # then every field against its declared type (one walk)
     except ValueError as exc:
         raise UserError(f"{path}: {exc}") from None
     return payload

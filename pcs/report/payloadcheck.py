@@ -7,7 +7,8 @@ lists, objects of values), so a damaged or hand-edited file is refused with
 one line, ``field 'X': must be ...``, before the page reads it -- never an
 error from inside the page's code. A footprint JSON is a plain ``to_dict``
 (:class:`pcs.model.footprint.FootprintResult`); its keys' types are listed here
-(:data:`_FOOTPRINT`). Fields a file lacks are left alone (an older pcs); the
+(:data:`_FOOTPRINT`). Top-level fields a file lacks are left alone (an older pcs); a nested
+result object must hold the keys its ``to_dict()`` always writes; the
 range rules of the replay headline are :func:`pcs.report.htmlpage.check_replay_payload`.
 
 Numbers: an ``int`` field takes an integer; a ``float`` field a number, or
@@ -107,6 +108,10 @@ def _walk(value: Any, tp: Any, path: str, number_only: bool = False) -> None:
         for k, v in value.items():
             _walk(v, args[1], f"{path}.{k}")
     elif dataclasses.is_dataclass(tp):
+        missing = next((k for k in _always(tp) if k not in value), None)
+        if missing is not None:     # a nested result always writes these keys; the page reads them
+            raise UserError(f"field '{path}': must be an object with '{missing}' (as pcs writes it), got "
+                            f"{json.dumps(value)[:60]}")
         _walk_fields(value, _fields(tp), path + ".")
 
 
@@ -116,6 +121,13 @@ def _fields(cls: type) -> dict[str, Any]:
 
     hints = typing.get_type_hints(cls)
     return {f.key: hints[f.name] for f in json_fields(cls) if not f.key.startswith("<")}
+
+
+def _always(cls: type) -> list[str]:
+    """The keys ``to_dict()`` of a result class always writes (not omitted when null or otherwise)."""
+    from pcs.schema import json_fields
+
+    return [f.key for f in json_fields(cls) if not f.omit and not f.key.startswith("<")]
 
 
 def _walk_fields(obj: dict, fields: dict[str, Any], prefix: str, number_only: tuple[str, ...] = ()) -> None:
