@@ -451,16 +451,31 @@ def refuse_str_compute(compute: Any) -> None:
                          f"the scheduler mode goes in compute_mode= (valid: {', '.join(COMPUTE_MODES)})")
 
 
-def _check_texts(**texts: Any) -> None:
-    """Each text option of :func:`replay` is None or a str (pcs.argcheck.check_text: a list is refused by name)."""
-    for name, value in texts.items():
-        check_text(value, name)
+#: :func:`replay`'s one-value text arguments: None or a str
+_TEXT_ARGS = ("timing", "write_policy", "engine", "native", "dtype", "compute_mode", "hybrid_kv_cache_manager",
+              "mamba_cache_mode")
+#: :func:`replay`'s arguments that take a name or an object (a ModelSpec, a policy, bytes), never a collection
+_NAME_ARGS = ("model", "hardware", "policy", "kv_reserve")
 
 
-def _check_names(**values: Any) -> None:
-    """Options that take a name or an object (a ModelSpec, a policy instance, a number of bytes) but never a
-    list, tuple, set or dict (pcs.argcheck.check_text)."""
-    for name, value in values.items():
+def _check_api_args(args: dict[str, Any]) -> None:
+    """The types of :func:`replay`'s arguments (``args``: its keywords as given): a str ``compute``, the API
+    objects (:func:`check_api_objects`), and (pcs.argcheck.check_text) each of :data:`_TEXT_ARGS` None or a str,
+    each of :data:`_NAME_ARGS` and each value of ``links`` / ``tier_policies`` never a list, tuple, set or dict
+    (``str(['lru'])`` is not a policy name).
+
+    Raises:
+        UserError; ArgumentTypeError naming the argument, e.g. ``timing= must be a string, got list: [...]``.
+    """
+    refuse_str_compute(args["compute"])
+    check_api_objects(args["rules"], args["hardware_table"], args["progress"])
+    for name in _TEXT_ARGS:
+        check_text(args[name], name)
+    names = {name: args[name] for name in _NAME_ARGS}
+    for label in ("links", "tier_policies"):
+        if isinstance(args[label], Mapping):
+            names.update({f"{label}[{k!r}]": v for k, v in args[label].items()})
+    for name, value in names.items():
         check_text(value, name, "a name or a value, not a collection", others=(object,))
 
 
@@ -604,14 +619,7 @@ def replay(trace: Any = None, *, model: Any = None, hardware: Any = None, tp: in
     Every keyword, the result and the errors: :data:`pcs.engine.replaydoc.ARGS` and ``RAISES``,
     appended here by :func:`pcs.engine.replaydoc.document` (``help(pcs.replay)`` shows them).
     """
-    refuse_str_compute(compute)
-    check_api_objects(rules, hardware_table, progress)
-    _check_texts(timing=timing, write_policy=write_policy, engine=engine, native=native, compute_mode=compute_mode,
-                 dtype=dtype, hybrid_kv_cache_manager=hybrid_kv_cache_manager, mamba_cache_mode=mamba_cache_mode)
-    _check_names(model=model, hardware=hardware, policy=policy, kv_reserve=kv_reserve,
-                 **{f"links[{k!r}]": v for k, v in (links if isinstance(links, Mapping) else {}).items()},
-                 **{f"tier_policies[{k!r}]": v
-                    for k, v in (tier_policies if isinstance(tier_policies, Mapping) else {}).items()})
+    _check_api_args(locals())              # first: the arguments as given
     (protected_share, gpu_memory_utilization, gap_oracle, swa_full_tokens_ratio, mamba_full_memory_ratio,
      residency_step_s) = _checked_numbers(protected_share, gpu_memory_utilization, gap_oracle, swa_full_tokens_ratio,
                                           mamba_full_memory_ratio, residency_step_s)
