@@ -22,9 +22,9 @@ import numbers
 from typing import Any, Callable
 
 from pcs.choices import MAX_BLOCK_SIZE  # tokens per block: one constant (pcs.choices, numpy-free)
-from pcs.errors import UserError
+from pcs.errors import ArgumentTypeError, UserError
 
-__all__ = ["check_int", "check_byte_count", "check_real", "check_number_list", "check_flag", "INT64_MAX", "MAX_TP", "MAX_BLOCK_SIZE",
+__all__ = ["check_text", "check_bandwidth", "check_int", "check_byte_count", "check_real", "check_number_list", "check_flag", "INT64_MAX", "MAX_TP", "MAX_BLOCK_SIZE",
            "MAX_TOKENS", "MAX_COUNT", "MAX_POINTS", "MAX_SYNTH_REQUESTS", "MAX_SEED"]
 
 #: Largest value an int64 column (and the compiled twins) hold.
@@ -138,3 +138,41 @@ def check_flag(value: Any, name: str) -> bool:
     if isinstance(value, bool) or (type(value).__module__ == "numpy" and type(value).__name__ in ("bool_", "bool")):
         return bool(value)
     raise UserError(f"{name} must be True or False, got {value!r}")
+
+
+#: containers a one-value argument is sometimes given by mistake (``policy=["lru"]``, ``shared_tier=[...]``)
+_CONTAINERS = (list, tuple, set, frozenset, dict)
+
+
+def check_text(value: Any, name: str, form: str = "a string", others: tuple[type, ...] = ()) -> Any:
+    """``value`` unchanged when it is None, a ``str`` or one of ``others``; anything else refused naming ``name``
+    (a list is not its first item, and ``str(['lru'])`` is not a policy name).
+
+    Args:
+        form: what the argument takes, for the message (``"a 'NAME=SIZE' string"``).
+        others: more types taken as they are (``TierSpec``, ``ModelSpec`` ...); with ``others=(object,)`` only a
+            container (list, tuple, set, dict) is refused.
+    Raises:
+        ArgumentTypeError: ``shared_tier= must be a 'NAME=SIZE' string, got list: ['remote=1TB']``.
+    """
+    if value is None or isinstance(value, str) or (isinstance(value, others) and not isinstance(value, _CONTAINERS)):
+        return value
+    raise ArgumentTypeError(f"{name}= must be {form}, got {type(value).__name__}: {value!r}"[:300])
+
+
+def check_bandwidth(bps: float, where: str) -> float:
+    """A restore bandwidth in bytes/s, at least 1 B/s: a link that moves nothing never finishes a transfer, and one
+    below a byte a second prints times of hundreds of digits. The one rule of ``envelope --bandwidth``,
+    ``budget``'s bandwidths (:func:`pcs.cli.params.option_bandwidth`) and :func:`pcs.envelope`'s ``bandwidths_bps``.
+
+    Args:
+        bps: a real number of bytes/s (already parsed). where: what the message names first
+            (``--bandwidth '0GB/s'``, ``bandwidths_bps[1] = 0``).
+    Raises:
+        UserError: ``WHERE: a bandwidth must be > 0 (...)``, or below 1 B/s.
+    """
+    if bps == 0:
+        raise UserError(f"{where}: a bandwidth must be > 0 (a link that moves nothing never finishes a transfer)")
+    if bps < 1:
+        raise UserError(f"{where}: {bps:.3g} B/s is less than 1 B/s; give a bandwidth of at least 1 B/s")
+    return bps

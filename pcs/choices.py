@@ -11,7 +11,7 @@ registry's.
 """
 from __future__ import annotations
 
-__all__ = ["WRITE_POLICIES", "TIMINGS", "TRACE_FORMATS", "LENGTH_ONLY_FORMATS", "ON_ERROR", "MAX_INSTANCES",
+__all__ = ["WRITE_POLICIES", "TIMINGS", "TRACE_FORMATS", "LENGTH_ONLY_FORMATS", "ON_ERROR", "MAX_INSTANCES", "MAX_STALE_S",
            "BUILTIN_POLICIES", "POLICY_ALIASES", "DEFAULT_POLICY", "MAX_BLOCK_SIZE",
            "DEFAULT_TOKEN_BLOCK_SIZE"]
 
@@ -42,6 +42,8 @@ ROUTER_NAMES: tuple[str, ...] = ("round-robin", "random", "least-loaded", "sessi
                                  "cache-aware")
 #: Most instances a fleet may have (a bound on memory and run time, not a modelling limit; :mod:`pcs.fleet.fleet`).
 MAX_INSTANCES = 4096
+#: Seconds of --router-stale-s / router_stale_s= at most (10^9 s, about 32 years: finite, fits int64 ns).
+MAX_STALE_S = 1e9
 
 #: The built-in eviction policies, in the registry's order (:mod:`pcs.cache.policies` registers one class per
 #: name; plug-ins come after them and are accepted by ``--policy`` though ``--help`` lists only these).

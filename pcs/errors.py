@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Iterable, Mapping
 
-__all__ = ["UserError", "InputError", "PathError", "UnknownNameError", "PolicyError", "Stopped", "STOPS", "BUG_REPORT"]
+__all__ = ["UserError", "ArgumentTypeError", "InputError", "PathError", "UnknownNameError", "PolicyError", "Stopped", "STOPS", "BUG_REPORT"]
 
 #: Where the CLI's last line after an internal error sends the user.
 BUG_REPORT = ("this is a bug in pcs, not in your input: please report it on the pcs issue tracker "
@@ -26,6 +26,13 @@ class UserError(ValueError):
     """Bad user input (an option, an argument, an API parameter): the CLI prints ``str(err)`` as one line, exit 2.
 
     A ``ValueError`` raised by anything else is a bug (see the module docstring).
+    """
+
+
+class ArgumentTypeError(UserError, TypeError):
+    """An API argument of the wrong type (``pcs.replay(5)``, ``tiers=[None]``, ``shared_tier=['remote=1TB']``):
+    bad user input like any :class:`UserError` (the message names the argument), and a ``TypeError`` for code
+    that catches one.
     """
 
 

@@ -280,7 +280,7 @@ def parse_duration(text: str | int | float) -> float:
 _UNIT_HINT = {"size": "{v}GB", "bandwidth": "{v}GB/s", "duration": "{v}ms or {v}s"}
 
 
-def require_unit(text: str | None, option: str, kind: str) -> str | None:
+def require_unit(text: str | None, option: str, kind: str, shown: str | None = None) -> str | None:
     """``text`` unchanged, unless it is a plain number other than ``0`` (the CLI's "no unit" rule).
 
     A bare ``100`` given for a time, ``10`` for a bandwidth or ``80`` for a
@@ -292,6 +292,7 @@ def require_unit(text: str | None, option: str, kind: str) -> str | None:
         text: the option's value as typed, or None (passed through).
         option: the option name for the message, e.g. ``"--full-prefill"``.
         kind: ``"size"``, ``"bandwidth"`` or ``"duration"`` (selects the suggestion).
+        shown: the text the message quotes instead of ``text`` (``--link 'cpu=25'`` for the value ``25``).
     Raises:
         ValueError: a plain non-zero number, e.g. ``--full-prefill '100' has no
             unit: give a unit: 100ms or 100s``.
@@ -301,7 +302,7 @@ def require_unit(text: str | None, option: str, kind: str) -> str | None:
     m = _NUMBER_UNIT.match(str(text))
     if m and not m.group(2) and Decimal(m.group(1)) != 0:
         v = m.group(1)
-        raise UserError(f"{option} {str(text).strip()!r} has no unit: give a unit: "
+        raise UserError(f"{option} {(shown if shown is not None else str(text)).strip()!r} has no unit: give a unit: "
                          + _UNIT_HINT[kind].format(v=v))
     return text
 

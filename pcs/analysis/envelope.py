@@ -30,7 +30,7 @@ from dataclasses import fields
 from decimal import ROUND_HALF_EVEN, Decimal
 from fractions import Fraction
 from typing import Any, Iterable
-from pcs.argcheck import check_byte_count, check_int, check_number_list, check_real
+from pcs.argcheck import check_bandwidth, check_byte_count, check_int, check_number_list, check_real
 from pcs._dataclass import dataclass
 
 __all__ = ["EnvelopeRow", "EnvelopeResult", "envelope", "break_even_bps", "seconds_to_ns",
@@ -172,7 +172,8 @@ def envelope(restore_bytes: int, full_prefill_s: float, remaining_s: float, over
         full_prefill_s: T_full, seconds to prefill the whole prompt without cache.
         remaining_s: T_remaining, seconds of prefill still needed after the restore.
         overhead_s: T_overhead, fixed seconds per restore (setup + convert + sync).
-        bandwidths_bps: effective restore bandwidths in bytes/s (each >= 0).
+        bandwidths_bps: effective restore bandwidths in bytes/s (each >= 1 B/s, as ``--bandwidth``:
+            :func:`pcs.argcheck.check_bandwidth`).
         overlap_s: W, seconds of independent compute overlapping the load, or None.
     Returns:
         EnvelopeResult with one row per bandwidth and the break-even bandwidth.
@@ -187,8 +188,9 @@ def envelope(restore_bytes: int, full_prefill_s: float, remaining_s: float, over
         seconds_to_ns(overlap_s, "overlap_s")  # validates
         overlap_s = float(overlap_s)
     rows = []
-    for bw in check_number_list(bandwidths_bps, "bandwidths_bps", lambda v, n: check_real(v, n, lo=0)):
-        read_s = 0.0 if d == 0 else (math.inf if bw == 0 else d / bw)
+    for bw in check_number_list(bandwidths_bps, "bandwidths_bps",
+                                lambda v, n: check_bandwidth(check_real(v, n, lo=0), f"{n} = {v!r}")):
+        read_s = 0.0 if d == 0 else d / bw
         cached_s = read_s + remaining_s + overhead_s
         exposed = None if overlap_s is None else max(0.0, read_s - overlap_s)
         rows.append(EnvelopeRow(float(bw), read_s, cached_s, full_prefill_s - cached_s,

@@ -52,14 +52,14 @@ def compare(fmt: str, tier_sets: tuple[str, ...], curve_capacities: str | None, 
     --curve-capacities also "curve": [{capacity_blocks, <policy>_hit_ratio ..., belady_hit_ratio,
     ceiling_hit_ratio}, ...].
     """
-    from pcs.engine.compare import compare as compare_api
+    from pcs.engine.compare import compare as compare_api, refuse_one_admit_twice, refuse_one_policy_twice
     from pcs.report.compare import render_compare
 
     check_outputs(html_path, plot_dir, {"TRACE": kw["trace"]})
     if tier_sets and kw["tiers"]:
         raise UserError("give either --tier (one tier list) or --tiers (several to compare), not both")
-    _refuse_one_policy_twice(kw["policy"])
-    _refuse_one_admit_twice(kw["admit"])
+    refuse_one_policy_twice(kw["policy"], "--policy")
+    refuse_one_admit_twice(kw["admit"], "--admit")
     trace = open_trace_kwargs(kw)
     caps = _parse_capacities(curve_capacities, kw, trace.block_size) if curve_capacities else None
     sets = [[t for t in ts.split(",") if t.strip()] for ts in tier_sets] or None
@@ -81,52 +81,6 @@ def compare(fmt: str, tier_sets: tuple[str, ...], curve_capacities: str | None, 
     notes = with_trace_notes(payload, trace, fmt, kw["quiet"])
     write_outputs(html_path, plot_dir, [payload])
     emit(payload, fmt, lambda: "\n".join([render_compare(res)] + [f"note: {n}" for n in notes]), rows_key="variants")
-
-
-def _refuse_one_policy_twice(policies: tuple[str, ...]) -> None:
-    """``--policy slru --policy protected`` names one configuration twice (an alias; or an option given at its
-    default, ``slru:protected_share=0.8``): two equal columns, refused. ``slru:protected_share=0.2`` and
-    ``slru:protected_share=0.8`` are two configurations and both run (:func:`pcs.cache.policies.configuration_key`)."""
-    from pcs.cache.policies import configuration_key
-
-    _refuse_twice("--policy", policies, configuration_key, "policy")
-
-
-def _refuse_one_admit_twice(admits: tuple[str, ...]) -> None:
-    """``--admit cpu=reuse:2 --admit CPU=reuse:n=2`` names one admission configuration twice (the same rule as
-    :func:`_refuse_one_policy_twice`: tier names case-folded, options at their defaults filled in)."""
-    import inspect
-
-    from pcs.cache.admission import NO_ADMISSION, admission_kinds, parse_admission
-
-    def kind_key(item: str) -> Any:
-        if item.strip().lower() == NO_ADMISSION:
-            return NO_ADMISSION
-        tier, sep, spec = item.partition("=")
-        if not sep or not spec.strip():
-            return item                                         # malformed: the replay's parser names it
-        kind, opts = parse_admission(spec)
-        defaults = {n: p.default for n, p in inspect.signature(admission_kinds()[kind].__init__).parameters.items()
-                    if p.default is not inspect.Parameter.empty and n != "context"}
-        return tier.strip().lower(), kind, _options_key({**defaults, **opts})
-
-    _refuse_twice("--admit", admits, lambda a: frozenset(kind_key(i) for i in a.split("+") if i.strip()) - {NO_ADMISSION},
-                  "admission")
-
-
-def _options_key(options: dict[str, Any]) -> tuple:
-    return tuple(sorted((k, repr(v)) for k, v in options.items()))
-
-
-def _refuse_twice(option: str, values: tuple[str, ...], key, what: str) -> None:
-    """UserError when two ``values`` of ``option`` have the same ``key``: two equal columns of one configuration."""
-    seen: dict[Any, str] = {}
-    for v in values:
-        k = key(v)
-        if k in seen:
-            raise UserError(f"{option} {seen[k]} and {option} {v} name the same {what} with the same options; "
-                             "give each configuration once")
-        seen[k] = v
 
 
 def _parse_capacities(text: str, kw: dict[str, Any], block_size: int) -> list[int]:

@@ -48,12 +48,13 @@ def deploy(model_name: str | None, model_config: str | None, gpu: str, tp: int, 
     from pcs.model.capacity import plan_deployment
     from pcs.model.deploy import size_deployment
     from pcs.report.deploy import render_deploy
+    from pcs.cli.params import kv_reserve_option
     from pcs.units import parse_bytes
 
     spec = load_model(model_name, model_config, quiet)
     spec = (spec.with_dtype(dtype) if dtype else spec).with_tp(tp)
     table = load_hardware_file(hardware_file) if hardware_file else None
-    reserve = None if kv_reserve is None else parse_bytes(kv_reserve)
+    reserve = None if kv_reserve is None else parse_bytes(kv_reserve_option(kv_reserve))
     dep = size_deployment(spec, get_gpu(gpu, table), tp, gpu_memory_utilization, reserve)
     payload = plan_deployment(spec, dep, block_size, request_tokens).to_dict()
     emit(payload, fmt, lambda: render_deploy(payload), rows_key=None)

@@ -34,7 +34,7 @@ def _check_router(spec: str) -> Any:
 
 def fleet_options(multiple: bool) -> Callable:
     """The decorator adding the fleet options (``--router`` repeatable when ``multiple``: pcs compare)."""
-    from pcs.choices import MAX_INSTANCES
+    from pcs.choices import MAX_INSTANCES, MAX_STALE_S
 
     def wrap(f: Callable) -> Callable:
         f = click.option("--shared-tier", default=None, metavar="NAME=SIZE",
@@ -42,7 +42,7 @@ def fleet_options(multiple: bool) -> Callable:
                               "backend), below each instance's own tiers, one link per instance (--link NAME=...; "
                               "default by name, remote = rdma-400g); e.g. remote=10TB. The instances run on one "
                               "clock, under the step scheduler too (docs/cluster.md).")(f)
-        f = click.option("--router-stale-s", type=Duration(0, 1e9), default=None,
+        f = click.option("--router-stale-s", type=Duration(0, MAX_STALE_S), default=None,
                          help="Time (e.g. 500ms; a plain number is seconds) between a cache event on an instance and the router seeing it (KV events "
                               "arrive late); default 0 = the router's index is exact. Only prefix and cache-aware "
                               "read the index (pcs compare gives the delay to those).")(f)

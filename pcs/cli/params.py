@@ -20,7 +20,8 @@ from pcs.argcheck import MAX_BLOCK_SIZE, MAX_COUNT, MAX_POINTS, MAX_SEED, MAX_SY
 from pcs.errors import UserError
 
 __all__ = ["option_size", "option_bandwidth", "Aliased", "MAX_TP", "MAX_BLOCK_SIZE", "MAX_TOKENS", "MAX_COUNT", "MAX_POINTS", "MAX_SYNTH_REQUESTS",
-           "MAX_SEED", "Int", "Float", "Duration", "Choice", "parse_capacity_list"]
+           "MAX_SEED", "Int", "Float", "Duration", "Choice", "parse_capacity_list",
+           "kv_reserve_option"]
 
 
 class Int(click.IntRange):
@@ -184,10 +185,16 @@ def option_bandwidth(text: str, flag: str) -> float:
     Raises:
         UserError: naming the flag and the value.
     """
-    bps = _flagged(units.parse_bandwidth, text, flag, "bandwidth")
-    if bps == 0:
-        raise UserError(f"{flag} {text!r}: a bandwidth must be > 0 (a link that moves nothing never finishes a "
-                        "transfer)")
-    if bps < 1:
-        raise UserError(f"{flag} {text!r}: {bps:.3g} B/s is less than 1 B/s; give a bandwidth of at least 1 B/s")
-    return bps
+    from pcs.argcheck import check_bandwidth
+
+    return check_bandwidth(_flagged(units.parse_bandwidth, text, flag, "bandwidth"), f"{flag} {text!r}")
+
+
+def kv_reserve_option(text: str | None) -> str | None:
+    """``--kv-reserve`` of replay, compare, fleet, sweep and deploy: a size with a unit (a plain number other than
+    0 is refused, docs/semantics.md §16), passed on as typed.
+
+    Raises:
+        UserError: ``--kv-reserve '5' has no unit: give a unit: 5GB``.
+    """
+    return units.require_unit(text, "--kv-reserve", "size")

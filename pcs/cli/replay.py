@@ -7,14 +7,14 @@ from typing import Any, Callable
 
 import click
 
-from pcs import _native
+from pcs import _native, units
 from pcs.choices import BUILTIN_POLICIES, DEFAULT_POLICY, ON_ERROR, POLICY_ALIASES, TIMINGS
 from pcs.choices import TRACE_FORMATS as FORMATS
 from pcs.choices import WRITE_POLICIES
 from pcs.cli.common import Progress, RegistryChoice, apply_options, command, emit, format_option, quiet_option
 from pcs.cli.fleet import FLEET_NO_HTML, fleet_options, replay_fleet, wants_fleet
 from pcs.cli.modelarg import is_config_path
-from pcs.cli.params import MAX_BLOCK_SIZE, MAX_COUNT, MAX_TOKENS, MAX_TP, Aliased, Choice, Duration, Float, Int
+from pcs.cli.params import MAX_BLOCK_SIZE, MAX_COUNT, MAX_TOKENS, MAX_TP, Aliased, Choice, Duration, Float, Int, kv_reserve_option
 from pcs.cli.report import check_outputs, html_options, write_replay_outputs
 from pcs.engine import select
 from pcs.engine.restores import RESTORE_POLICIES
@@ -259,6 +259,19 @@ def _pairs(values, what: str, option: str) -> dict[str, str]:
     return out
 
 
+def _links(values) -> dict[str, str]:
+    """``--link NAME=VALUE`` values -> {name: value}, a plain number refused as a bandwidth with no unit
+    (``--link 'cpu=25' has no unit: give a unit: 25GB/s``, docs/semantics.md §16); presets pass unchanged.
+
+    Raises:
+        UserError: a malformed pair, a tier named twice, a plain non-zero number.
+    """
+    links = _pairs(values, "link", "--link")
+    for name, value in links.items():
+        units.require_unit(value, "--link", "bandwidth", shown=f"{name}={value}")
+    return links
+
+
 def _protected_share(kw: dict[str, Any], tier_policies: dict[str, str]) -> float | None:
     """``--protected-share`` as given, after checking that a policy named on the command line takes it (slru).
 
@@ -404,11 +417,12 @@ def replay_call_kwargs(kw: dict[str, Any], trace: Any = None) -> tuple[Any, dict
     from pcs.blocks import BlockRules
 
     kwargs = dict(model=model, hardware=kw["gpu"], tp=kw["tp"], dtype=kw["dtype"],
-                       tier_policies=tier_policies, links=_pairs(kw["link"], "link", "--link"),
+                       tier_policies=tier_policies, links=_links(kw["link"]),
                        protected_share=_protected_share(kw, tier_policies),
                        timing=kw["timing"], write_policy=kw["write_policy"], hardware_table=table,
                        engine=kw["engine"], native=kw["native"], gap_oracle=kw["gap_oracle"],
-                       gpu_memory_utilization=kw["gpu_memory_utilization"], kv_reserve=kw["kv_reserve"],
+                       gpu_memory_utilization=kw["gpu_memory_utilization"],
+                       kv_reserve=kv_reserve_option(kw["kv_reserve"]),
                        hybrid_kv_cache_manager=kw.get("hybrid_kv_cache_manager"),
                        swa_full_tokens_ratio=kw.get("swa_full_tokens_ratio"),
                        mamba_full_memory_ratio=kw.get("mamba_full_memory_ratio"),
@@ -550,10 +564,9 @@ def _refuse_single_instance_options(kw: dict[str, Any], streams: dict | None, ou
     if streams is not None:
         raise UserError("--instances replays the trace at its recorded block size; re-blocking a block-hash "
                          "trace (--block-size) is for single-instance replays")
-    given = [opt for key, opt in (("admit", "--admit"), ("gap_oracle", "--gap-oracle")) if kw[key]]
-    if given:      # name the options given, not both
-        raise UserError(f"{' and '.join(given)} {'is' if len(given) == 1 else 'are'} for single-instance replays "
-                         "(not with --instances/--router)")
+    from pcs.fleet.fleet import refuse_single_instance_options
+
+    refuse_single_instance_options(kw, ("--admit", "--gap-oracle"), "--instances/--router")
     if outputs:
         raise UserError(FLEET_NO_HTML)
 

@@ -182,6 +182,7 @@ def _checked_trace(run: dict, changed: str, quiet: bool) -> str | None:
 
 def _read_payload(path: str) -> dict:
     from pcs.report.htmlpage import check_replay_payload, payload_kind
+    from pcs.report.payloadcheck import check_payload
 
     try:
         payload = jsondepth.loads(Path(path).read_text(encoding="utf-8"))
@@ -192,8 +193,10 @@ def _read_payload(path: str) -> dict:
     except UnicodeDecodeError:
         raise UserError(f"{path}: not UTF-8 text") from None
     try:
-        if payload_kind(payload) == "replay":
-            check_replay_payload(payload)
+        kind = payload_kind(payload)
+        if kind == "replay":
+            check_replay_payload(payload)     # the headline's ranges and the gap's sum: the closer message first
+        check_payload(kind, payload)          # then every field against its declared type (one walk)
     except ValueError as exc:
         raise UserError(f"{path}: {exc}") from None
     return payload

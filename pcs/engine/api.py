@@ -51,9 +51,9 @@ from pcs.engine.schedconfig import COMPUTE_MODES, SchedulerConfig
 from pcs.engine.tiercheck import check_tier_spec
 from pcs.engine.timing import TimeModel
 from pcs.beside import Beside
-from pcs.argcheck import MAX_TP, check_flag, check_int, check_real
+from pcs.argcheck import MAX_TP, check_flag, check_int, check_real, check_text
 from pcs.engine.schedstats import SpanError
-from pcs.errors import UserError
+from pcs.errors import ArgumentTypeError, UserError
 from pcs.trace.batches import as_batches, reiterable
 from pcs._dataclass import dataclass
 
@@ -105,7 +105,8 @@ def parse_assignment(text: str, what: str) -> tuple[str, str]:
     Raises:
         ValueError: no ``=`` or an empty side; the message shows the expected form.
     """
-    name, sep, value = str(text).partition("=")
+    check_text(text, what, f"a 'NAME=VALUE' string, e.g. {_EXAMPLES[what]}")
+    name, sep, value = text.partition("=")
     if not sep or not name.strip() or not value.strip():
         raise UserError(f"bad {what} {text!r}; expected NAME=VALUE, e.g. {_EXAMPLES[what]}")
     return name.strip().lower(), value.strip()
@@ -273,6 +274,9 @@ def _admit_map(admit: Any, specs: Sequence[TierSpec]) -> dict[str, list[str]]:
 
     if not admit:
         return {}
+    if not isinstance(admit, (str, Mapping, list, tuple)):
+        raise ArgumentTypeError(f"admit= must be 'TIER=KIND' strings or a mapping of tier to kinds, got "
+                                f"{type(admit).__name__}: {admit!r}"[:300])
     if isinstance(admit, Mapping):
         admit = [f"{tier}={kind}" for tier, kinds in admit.items() for kind in
                  ([kinds] if isinstance(kinds, str) else kinds)]
@@ -329,10 +333,10 @@ def _tier_list(tiers: Any) -> Sequence[str | TierSpec]:
         return [tiers]  # tiers="gpu=10GB": one tier, as one --tier
     accepts = "a sequence of 'NAME=SIZE' strings or TierSpec, GPU first, e.g. ['gpu=10GB', 'cpu=100GB']"
     if isinstance(tiers, Mapping) or not isinstance(tiers, (list, tuple)):
-        raise TypeError(f"tiers must be {accepts}; got {type(tiers).__name__}")
+        raise ArgumentTypeError(f"tiers must be {accepts}; got {type(tiers).__name__}")
     for t in tiers:
         if not isinstance(t, (str, TierSpec)):
-            raise TypeError(f"tiers must be {accepts}; got an item of type {type(t).__name__}: {t!r}"[:300])
+            raise ArgumentTypeError(f"tiers must be {accepts}; got an item of type {type(t).__name__}: {t!r}"[:300])
     return tiers
 
 
@@ -447,6 +451,34 @@ def refuse_str_compute(compute: Any) -> None:
     if isinstance(compute, str):
         raise UserError(f"compute= takes a compute model (pcs.compute.ComputeModel), got {compute!r}; "
                          f"the scheduler mode goes in compute_mode= (valid: {', '.join(COMPUTE_MODES)})")
+
+
+#: :func:`replay`'s one-value text arguments: None or a str
+_TEXT_ARGS = ("timing", "write_policy", "engine", "native", "dtype", "compute_mode", "hybrid_kv_cache_manager",
+              "mamba_cache_mode")
+#: :func:`replay`'s arguments that take a name or an object (a ModelSpec, a policy, bytes), never a collection
+_NAME_ARGS = ("model", "hardware", "policy", "kv_reserve")
+
+
+def _check_api_args(args: dict[str, Any]) -> None:
+    """The types of :func:`replay`'s arguments (``args``: its keywords as given): a str ``compute``, the API
+    objects (:func:`check_api_objects`), and (pcs.argcheck.check_text) each of :data:`_TEXT_ARGS` None or a str,
+    each of :data:`_NAME_ARGS` and each value of ``links`` / ``tier_policies`` never a list, tuple, set or dict
+    (``str(['lru'])`` is not a policy name).
+
+    Raises:
+        UserError; ArgumentTypeError naming the argument, e.g. ``timing= must be a string, got list: [...]``.
+    """
+    refuse_str_compute(args["compute"])
+    check_api_objects(args["rules"], args["hardware_table"], args["progress"])
+    for name in _TEXT_ARGS:
+        check_text(args[name], name)
+    names = {name: args[name] for name in _NAME_ARGS}
+    for label in ("links", "tier_policies"):
+        if isinstance(args[label], Mapping):
+            names.update({f"{label}[{k!r}]": v for k, v in args[label].items()})
+    for name, value in names.items():
+        check_text(value, name, "a name or a value, not a collection", others=(object,))
 
 
 def _options(timing, policy, write_policy, tp, engine, native, compute_mode=None) -> _Options:
@@ -589,8 +621,7 @@ def replay(trace: Any = None, *, model: Any = None, hardware: Any = None, tp: in
     Every keyword, the result and the errors: :data:`pcs.engine.replaydoc.ARGS` and ``RAISES``,
     appended here by :func:`pcs.engine.replaydoc.document` (``help(pcs.replay)`` shows them).
     """
-    refuse_str_compute(compute)
-    check_api_objects(rules, hardware_table, progress)
+    _check_api_args(locals())              # first: the arguments as given
     (protected_share, gpu_memory_utilization, gap_oracle, swa_full_tokens_ratio, mamba_full_memory_ratio,
      residency_step_s) = _checked_numbers(protected_share, gpu_memory_utilization, gap_oracle, swa_full_tokens_ratio,
                                           mamba_full_memory_ratio, residency_step_s)

@@ -185,6 +185,59 @@ def _curve_rows(trace: Any, policies: list[str | None], caps: Sequence[int],
                  for i, r in enumerate(res.rows))
 
 
+def refuse_one_policy_twice(policies: Sequence[Any], option: str = "policies") -> None:
+    """``--policy slru --policy protected`` names one configuration twice (an alias; or an option given at its
+    default, ``slru:protected_share=0.8``): two equal columns, refused. ``slru:protected_share=0.2`` and
+    ``slru:protected_share=0.8`` are two configurations and both run (:func:`pcs.cache.policies.configuration_key`)."""
+    from pcs.cache.policies import configuration_key
+
+    _refuse_twice(option, policies, lambda p: configuration_key(p or DEFAULT_POLICY), "policy")
+
+
+def refuse_one_admit_twice(admits: Sequence[Any], option: str = "admits") -> None:
+    """``--admit cpu=reuse:2 --admit CPU=reuse:n=2`` names one admission configuration twice (the same rule as
+    :func:`refuse_one_policy_twice`: tier names case-folded, options at their defaults filled in)."""
+    import inspect
+
+    from pcs.cache.admission import NO_ADMISSION, admission_kinds, parse_admission
+
+    def kind_key(item: str) -> Any:
+        if item.strip().lower() == NO_ADMISSION:
+            return NO_ADMISSION
+        tier, sep, spec = item.partition("=")
+        if not sep or not spec.strip():
+            return item                                         # malformed: the replay's parser names it
+        kind, opts = parse_admission(spec)
+        defaults = {n: p.default for n, p in inspect.signature(admission_kinds()[kind].__init__).parameters.items()
+                    if p.default is not inspect.Parameter.empty and n != "context"}
+        return tier.strip().lower(), kind, _options_key({**defaults, **opts})
+
+    _refuse_twice(option, admits, lambda a: NO_ADMISSION if a is None else frozenset(kind_key(i) for i in a.split("+") if i.strip()) - {NO_ADMISSION},
+                  "admission")
+
+
+def _options_key(options: dict[str, Any]) -> tuple:
+    return tuple(sorted((k, repr(v)) for k, v in options.items()))
+
+
+def _refuse_twice(option: str, values: Sequence[Any], key, what: str) -> None:
+    """UserError when two ``values`` of ``option`` have the same ``key``: two equal columns of one configuration."""
+    seen: dict[Any, str] = {}
+    for v in values or ():
+        if not isinstance(v, str) and v is not None:
+            return                              # a policy object, a bad item: the replay's own check names it
+        k = key(v)
+        if k in seen:
+            raise UserError(f"{option} {_shown(option, seen[k])} and {option} {_shown(option, v)} name the same {what} with the same options; "
+                             "give each configuration once")
+        seen[k] = v
+
+
+def _shown(option: str, value: Any) -> str:
+    """A value as the message shows it: as typed on the command line (``--policy slru``), quoted in the API."""
+    return str(value) if option.startswith("--") else repr(value)
+
+
 def _check_compare_args(tier_sets: Any, curve_capacities: Sequence[int] | None, replay_kwargs: dict[str, Any],
                         policies: Any = None, admits: Any = None) -> list[int] | None:
     """The checks of :func:`compare`'s arguments (:mod:`pcs.argcheck`); the curve capacities as ints (None: no
@@ -200,7 +253,12 @@ def _check_compare_args(tier_sets: Any, curve_capacities: Sequence[int] | None, 
     for key, value in (("policies", policies), ("tier_sets", tier_sets), ("admits", admits)):
         if isinstance(value, (str, bytes)):
             raise UserError(f"{key} must be a list (several to compare), got the single string {value!r}")
+    for i, ts in enumerate(tier_sets or ()):
+        if isinstance(ts, (list, tuple)) and not ts:   # as pcs.replay(tiers=[]): not the default tiers
+            raise UserError(f"tier_sets[{i}] is empty: at least one tier is needed, e.g. ['gpu=400GB']")
     _refuse_one_tier_list_twice(tier_sets)
+    refuse_one_policy_twice(policies)
+    refuse_one_admit_twice(admits)
     return caps
 
 

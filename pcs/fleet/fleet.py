@@ -39,7 +39,7 @@ from pcs.fleet.summary import FleetGap, FleetSummary, InstanceLoad
 from pcs.trace.batches import as_batches, reiterable
 from pcs.trace.request import RequestBatch, concat_batches
 
-__all__ = ["fleet_replay", "FleetResult", "service_times", "subset_batch", "split_batch", "permute_batch",
+__all__ = ["fleet_replay", "FleetResult", "refuse_single_instance_options", "service_times", "subset_batch", "split_batch", "permute_batch",
            "instance_ceilings", "MAX_INSTANCES"]
 
 
@@ -361,6 +361,21 @@ def _refuse_oracle_policy(replay_kwargs: dict) -> None:
                          "one instance with policy='belady' or gap_oracle instead")
 
 
+def refuse_single_instance_options(kw: dict, names: tuple[str, str] = ("admit=", "gap_oracle"),
+                                   fleet: str = "instances=, router= or shared_tier=") -> None:
+    """Admission (``admit``) and the gap oracle (``gap_oracle``) are for single-instance replays, refused for every
+    fleet (docs/cluster.md "Admission in a fleet"); one rule for :func:`fleet_replay` and ``pcs replay
+    --instances`` (which names them ``--admit``/``--gap-oracle``).
+
+    Raises:
+        UserError: naming the options given, not both.
+    """
+    given = [name for key, name in zip(("admit", "gap_oracle"), names) if kw.get(key)]
+    if given:
+        raise UserError(f"{' and '.join(given)} {'is' if len(given) == 1 else 'are'} for single-instance replays "
+                        f"(not with {fleet})")
+
+
 def _check_fleet_args(instances: Any, replay_kwargs: dict[str, Any]) -> int:
     """Refuse a bad instance count, an oracle policy and a str ``compute`` before any work.
 
@@ -374,6 +389,7 @@ def _check_fleet_args(instances: Any, replay_kwargs: dict[str, Any]) -> int:
     from pcs.argcheck import check_int
 
     instances = check_int(instances, "instances", 1, MAX_INSTANCES)
+    refuse_single_instance_options(replay_kwargs)
     _refuse_oracle_policy(replay_kwargs)
     from pcs.engine.api import refuse_str_compute    # lazy, as _setup's import of pcs.engine.api
     refuse_str_compute(replay_kwargs.get("compute"))

@@ -24,8 +24,10 @@ def parse_shared_tier(text: Any):
     Raises:
         ValueError: malformed (as ``--tier``), or no size (``auto`` is for the GPU tier only).
     """
-    from pcs.engine.api import parse_tier
+    from pcs.argcheck import check_text
+    from pcs.engine.api import TierSpec, parse_tier
 
+    check_text(text, "shared_tier", "a 'NAME=SIZE' string (or a TierSpec)", others=(TierSpec,))
     try:
         spec = parse_tier(text)
     except ValueError as exc:

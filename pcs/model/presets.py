@@ -151,11 +151,31 @@ def get_model(name: str) -> ModelSpec:
     >>> get_model("deepseek-v3").kv_bytes_per_token()
     70272
     """
+    _refuse_missing_config(name)
     key = _canonical(name)
     if key not in PRESETS:    # the API's hint; the CLI shows its --model form (pcs.cli.common.option_names)
         raise UnknownNameError("model", name, MODEL_NAMES,
                                hint=HF_CONFIG_HINT)
     return _build(key)
+
+
+def _refuse_missing_config(name: Any) -> None:
+    """A model named by a path (an ``os.PathLike``, a name ending ``.json``, or one on disk) that is missing or a
+    folder is a :class:`pcs.errors.PathError` (``model='x.json': No such file or directory``), not an unknown
+    preset; an HF id (``meta-llama/Llama-3.1-8B``) is a name. A value that is neither a str nor a path is refused.
+
+    Raises:
+        ArgumentTypeError, PathError.
+    """
+    import os
+
+    from pcs.argcheck import check_text
+
+    check_text(name, "model", "a preset name (or a ModelSpec)", others=(os.PathLike,))
+    if isinstance(name, os.PathLike) or str(name).lower().endswith(".json") or os.path.exists(name):
+        from pcs.trace.pathcheck import check_input_file
+
+        check_input_file(name, "model")
 
 
 def as_model(model: "ModelSpec | str") -> ModelSpec:

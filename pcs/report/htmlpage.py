@@ -101,6 +101,32 @@ def check_replay_payload(s: dict) -> None:
     for key in _REPLAY_NUMERIC:
         if s.get(key) is not None:
             _check_numbers(key, s[key])
+    _check_waterfall(s)
+
+
+#: the waterfall's levels: null together (no prompt tokens, 0/0) or numbers together
+_LEVELS = ("ideal_hit_ratio", "single_sequence_hit_ratio", "sequential_hit_ratio", "hit_ratio")
+
+
+def _check_waterfall(s: dict) -> None:
+    """The gap split the page draws (docs/semantics.md §12): its levels are numbers together or null together, and
+    the gap terms sum to ideal - real.
+
+    Raises:
+        UserError: naming the field that breaks the rule.
+    """
+    if s.get("single_sequence_hit_ratio") is None or s.get("hit_ratio") is None or not isinstance(s.get("gap"), dict):
+        return                                  # nothing drawn: the waterfall is left out
+    for key in _LEVELS:
+        if s.get(key) is None:
+            raise UserError(f"field '{key}': must be a ratio in [0, 1] when hit_ratio is one (null only when every "
+                            f"ratio is: no prompt tokens), got null")
+    g = s["gap"]
+    terms = [g.get(k) or 0.0 for k in ("block_rounding", "capacity_eviction", "concurrency", "hybrid_rules")]
+    if not all(_number(t, -1.0, 1.0) for t in terms) or \
+            abs(s["ideal_hit_ratio"] - sum(terms) - s["hit_ratio"]) >= 1e-9:
+        raise UserError("field 'gap': its terms must sum to ideal_hit_ratio - hit_ratio (docs/semantics.md §12), "
+                        f"got {json.dumps(g)[:60]}")
 
 
 #: objects whose every leaf (in lists and nested objects) the charts read as a number: number or null

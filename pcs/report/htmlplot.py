@@ -55,12 +55,19 @@ def write_plots(charts: Sequence, directory: str | Path, formats: Sequence[str] 
     out = Path(directory)
     if out.exists() and not out.is_dir():
         raise UserError(f"--plot {directory}: not a directory")
-    out.mkdir(exist_ok=True)
-    written = []
-    for c in charts:
-        for fmt in formats:
-            data = vlc.vegalite_to_png(c.spec, scale=2) if fmt == "png" else vlc.vegalite_to_svg(c.spec).encode()
-            target = out / f"{c.id}.{fmt}"
-            write_file(target, data)
-            written.append(target)
+    made = not out.exists()          # made here: removed again if no figure gets into it (an error, Ctrl-C)
+    written: list[Path] = []
+    try:
+        for c in charts:
+            for fmt in formats:
+                data = vlc.vegalite_to_png(c.spec, scale=2) if fmt == "png" else vlc.vegalite_to_svg(c.spec).encode()
+                out.mkdir(exist_ok=True)      # once a figure is drawn: an interrupted run leaves no empty folder
+                target = out / f"{c.id}.{fmt}"
+                write_file(target, data)
+                written.append(target)
+    except BaseException:
+        if made and out.is_dir() and not any(out.iterdir()):
+            out.rmdir()
+        raise
+    out.mkdir(exist_ok=True)          # no charts: the folder the user named exists, as before
     return written

@@ -266,14 +266,15 @@ def _check_replay(kwargs: dict[str, Any]) -> None:
 
 
 def _compare(kw: dict[str, Any], trace_of: TraceOf) -> dict[str, Any]:
-    from pcs.cli.compare import _parse_capacities, _refuse_one_policy_twice
+    from pcs.cli.compare import _parse_capacities
+    from pcs.engine.compare import refuse_one_policy_twice
     from pcs.cli.replay import replay_call_kwargs
 
     _no_reblock(kw)
     _no_fleet(kw)
     if kw["tier_sets"] and kw["tiers"]:
         raise UserError("give either tier (one tier list) or tiers (several to compare), not both")
-    _refuse_one_policy_twice(kw["policy"])
+    refuse_one_policy_twice(kw["policy"], "--policy")
     caps = _parse_capacities(kw["curve_capacities"], kw, trace_of().block_size) if kw["curve_capacities"] else None
     _, kwargs = replay_call_kwargs(kw, _PLACEHOLDER)
     sets = [[t for t in ts.split(",") if t.strip()] for ts in kw["tier_sets"]] or None

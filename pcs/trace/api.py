@@ -447,7 +447,8 @@ def open_trace(path=None, *, format: str | None = None, block_size: int | None =
     Returns:
         a re-iterable :class:`Trace`.
     Raises:
-        ValueError: unknown format/on_error, a block size outside [1, MAX_BLOCK_SIZE], default trace missing.
+        ValueError: unknown format/on_error, a block size outside [1, MAX_BLOCK_SIZE], default trace missing,
+            ``sort`` not True or False.
         PathError: ``path`` is missing, a directory or not readable (:func:`pcs.trace.pathcheck.check_input_file`).
         InputError: the format cannot be detected.
         UserError: a bytes path or a file object (:func:`pcs.trace.pathcheck.refuse_file_objects`).
@@ -459,6 +460,9 @@ def open_trace(path=None, *, format: str | None = None, block_size: int | None =
     from pcs.trace.pathcheck import check_input_file, refuse_file_objects
 
     refuse_file_objects(path)
+    from pcs.argcheck import check_flag
+
+    sort = check_flag(sort, "sort")          # True or False: "no" is not True (as curve(belady=))
     if format is not None and format not in FORMATS:
         raise UserError(f"unknown trace format {format!r}; valid: {', '.join(FORMATS)}")
     if on_error not in ON_ERROR:

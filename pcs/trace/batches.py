@@ -23,7 +23,7 @@ from typing import Any, Iterable, Iterator
 
 import numpy as np
 
-from pcs.errors import UserError
+from pcs.errors import ArgumentTypeError, UserError
 from pcs.trace.reqcheck import check_order, request_fields
 from pcs.trace.request import RequestBatch
 
@@ -39,7 +39,7 @@ TRACE_ACCEPTS = ("a path, a Trace (anything with iter_batches()) or an iterable 
 def _not_a_request(r: Any, exc: AttributeError) -> TypeError:
     """The TypeError for an item of a request iterable that lacks a request attribute."""
     missing = f" (no {exc.name!r})" if getattr(exc, "name", None) else ""
-    return TypeError(f"trace must be {TRACE_ACCEPTS}; got an item of type {type(r).__name__}{missing}")
+    return ArgumentTypeError(f"trace must be {TRACE_ACCEPTS}; got an item of type {type(r).__name__}{missing}")
 
 
 def reiterable(source: Any = None, block_size: int | None = None) -> Any:
@@ -68,7 +68,7 @@ def reiterable(source: Any = None, block_size: int | None = None) -> Any:
     if hasattr(source, "iter_batches") or isinstance(source, (list, tuple)):
         return source
     if not isinstance(source, Iterable):
-        raise TypeError(f"trace must be {TRACE_ACCEPTS}; got {type(source).__name__}")
+        raise ArgumentTypeError(f"trace must be {TRACE_ACCEPTS}; got {type(source).__name__}")
     return list(source)
 
 

@@ -5,6 +5,7 @@ import pytest
 from hypothesis import given, strategies as st
 
 from pcs.analysis.envelope import break_even_bps, envelope, seconds_to_ns
+from pcs.errors import UserError
 
 GB = 10**9
 
@@ -55,12 +56,14 @@ def test_overlap_exposed_wait():
 
 
 def test_edge_bytes_and_bandwidths():
-    r = envelope(0, 0.1, 0.03, 0.005, [0.0, 1e9])
+    r = envelope(0, 0.1, 0.03, 0.005, [1.0, 1e9])
     assert r.break_even_bps == 0.0
     assert [row.verdict for row in r.rows] == ["faster", "faster"]  # nothing to read, margin 65 ms > 0
     assert [row.read_s for row in r.rows] == [0.0, 0.0]
-    r = envelope(1, 0.1, 0.0, 0.0, [0.0])
-    assert math.isinf(r.rows[0].read_s) and r.rows[0].verdict == "slower"
+    r = envelope(1, 0.1, 0.0, 0.0, [1.0])           # 1 B at 1 B/s: 1 s > the 0.1 s margin
+    assert r.rows[0].read_s == 1.0 and r.rows[0].verdict == "slower"
+    with pytest.raises(UserError, match="a bandwidth must be > 0"):   # as --bandwidth 0GB/s
+        envelope(1, 0.1, 0.0, 0.0, [0.0])
     assert envelope(0, 0.05, 0.02, 0.03, [1e9]).rows[0].verdict == "equal"  # 0 read vs 0 margin
 
 

@@ -4,18 +4,24 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 import pcs
 from pcs.analysis.budget import budget
 
 
-def test_envelope_at_zero_bandwidth_is_strict_json_with_nulls():
-    # D = 1 GB over 0 B/s: read_s = D / 0 = inf, cached_s = inf, saved_s = T_full - inf = -inf -> null (the CLI's
-    # spelling); margin = 0.1 - 0.03 - 0.005 = 0.065 s, break-even 1e9 / 0.065 = 15,384,615,384.6 B/s
-    r = pcs.envelope(10**9, 0.1, 0.03, 0.005, [0])
+def test_envelope_at_zero_bandwidth_is_refused_as_the_cli_refuses_it():
+    # 0 B/s: a link that moves nothing never finishes (pcs envelope --bandwidth 0GB/s says the same, one check:
+    # pcs.argcheck.check_bandwidth); 0.5 B/s is below the 1 B/s floor
+    with pytest.raises(pcs.errors.UserError, match=r"^bandwidths_bps\[1\] = 0: a bandwidth must be > 0"):
+        pcs.envelope(10**9, 0.1, 0.03, 0.005, [10e9, 0])
+    with pytest.raises(pcs.errors.UserError, match=r"^bandwidths_bps\[0\] = 0.5: 0.5 B/s is less than 1 B/s"):
+        pcs.envelope(10**9, 0.1, 0.03, 0.005, [0.5])
+    # 1 GB at 1 B/s: read_s = 1e9 s, cached_s = 1e9 + 0.03 + 0.005 s, finite: strict JSON
+    r = pcs.envelope(10**9, 0.1, 0.03, 0.005, [1])
     d = json.loads(json.dumps(r.to_dict(), allow_nan=False))
-    assert d["rows"][0]["read_s"] is None and d["rows"][0]["cached_s"] is None and d["rows"][0]["saved_s"] is None
-    assert d["rows"][0]["verdict"] == "slower"
-    assert abs(d["break_even_bps"] - 1e9 / 0.065) < 1e-3
+    assert d["rows"][0]["read_s"] == 1e9 and d["rows"][0]["verdict"] == "slower"
+    assert abs(d["break_even_bps"] - 1e9 / 0.065) < 1e-3   # margin = 0.1 - 0.03 - 0.005 = 0.065 s
     assert r.as_dict() == r.to_dict()       # the former name is an alias
 
 

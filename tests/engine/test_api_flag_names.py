@@ -72,7 +72,13 @@ CASES = [
      "--shared-tier remote=20000blocks"),
     ("admit with a shared tier", _fleet(instances=2, shared_tier="remote=100blocks", admit=["cpu=reuse"],
                                         tiers=TWO, **SEQ),
-     "admit= is not available with shared_tier=", "--admit is not available with --shared-tier"),
+     "admit= is for single-instance replays (not with instances=, router= or shared_tier=)",
+     "--admit is for single-instance replays (not with --instances, --router or --shared-tier)"),
+    # docs/cluster.md: admission is refused for every fleet, a shared tier or not (the API ran it before)
+    ("admit in a fleet", _fleet(instances=2, admit=["cpu=reuse:2"], tiers=TWO, **SEQ),
+     "admit= is for single-instance replays", "--admit is for single-instance replays"),
+    ("gap oracle in a fleet", _fleet(instances=2, gap_oracle=True, **SEQ),
+     "gap_oracle is for single-instance replays", "--gap-oracle is for single-instance replays"),
     ("session router without sessions", lambda: pcs.fleet_replay(EXACT, instances=2, router="session"),
      "use router='consistent-hash' (keyed on the first blocks)", "use --router consistent-hash (keyed on"),
     ("a compare of no router", lambda: __import__("pcs.fleet.compare").fleet.compare.compare_routers(

@@ -24,7 +24,10 @@ TWO = ["gpu=10blocks", "cpu=10blocks"]
     (dict(tiers=["gpu=10blocks"], links={"gpu": "1GB/s"}), "links= is for lower tiers; 'gpu' is the GPU tier",
      "--link is for lower tiers; 'gpu' is the GPU tier"),
     (dict(kv_reserve="5XB"), "kv_reserve: invalid size '5XB'", "--kv-reserve: invalid size '5XB'"),
-    (dict(model="/no/such/config.json"), "(or load a Hugging Face config.json: "
+    # a missing config path is a missing file (PathError), an unknown name lists the presets and the hint
+    (dict(model="/no/such/config.json"), "model='/no/such/config.json': No such file or directory",
+     "--model /no/such/config.json: No such file or directory"),
+    (dict(model="no-such-model"), "(or load a Hugging Face config.json: "
      "model=pcs.model.hfconfig.load_hf_config(path))", "(or give a Hugging Face config.json path: "
      "--model path/to/config.json)"),
 ])

@@ -13,6 +13,7 @@ from __future__ import annotations
 import importlib
 from dataclasses import dataclass
 from typing import Any, Sequence
+from pcs.choices import MAX_STALE_S
 from pcs.errors import UserError
 
 __all__ = ["ROUTERS", "Request", "Router", "parse_router", "router_names", "stale_view_applies"]
@@ -161,7 +162,9 @@ def parse_router(spec: str | Router, instances: int) -> Router:
     """
     if isinstance(spec, Router):
         return spec
-    name, colon, rest = str(spec).partition(":")
+    from pcs.argcheck import check_text
+
+    name, colon, rest = check_text(spec, "router", "a router name (or a Router)").partition(":")
     if name not in ROUTERS:     # exact names, as every other choice of pcs (--compute, --restore-policy)
         raise UserError(f"unknown router {name!r}; valid: {', '.join(ROUTERS)}")
     cls = importlib.import_module(f"pcs.fleet.routers.{ROUTERS[name]}").ROUTER
@@ -183,8 +186,13 @@ def stale_view_applies(routers: Sequence[Router], stale_s: float | None) -> tupl
     Raises:
         ValueError: ``stale_s`` negative or NaN, or > 0 and no router of ``routers`` reads the index.
     """
-    if stale_s is not None and not stale_s >= 0:
-        raise UserError(f"router_stale_s= must be >= 0 seconds, got {stale_s!r}")
+    if stale_s is not None:     # the CLI's --router-stale-s range (Duration(0, 1e9)): finite, at most 10^9 s
+        from pcs.argcheck import check_real
+
+        stale_s = check_real(stale_s, "router_stale_s=", finite=False)
+        if not stale_s >= 0:
+            raise UserError(f"router_stale_s= must be >= 0 seconds, got {stale_s!r}")
+        check_real(stale_s, "router_stale_s=", hi=MAX_STALE_S)
     applies = tuple(bool(stale_s) and r.uses_index for r in routers)
     if stale_s and not any(applies):
         raise UserError(f"router_stale_s={stale_s:g} s delays the cache events a router reads, "

@@ -1,0 +1,155 @@
+"""The one check of a JSON file ``pcs report`` reads: every field against the type its result declares.
+
+A replay, compare or curve JSON is the ``to_dict()`` of a result dataclass
+(:mod:`pcs.schema`): each field's type is written once, in the class, and
+:func:`check_payload` walks the file against those types (nested results,
+lists, objects of values), so a damaged or hand-edited file is refused with
+one line, ``field 'X': must be ...``, before the page reads it -- never an
+error from inside the page's code. A footprint JSON is a plain ``to_dict``
+(:class:`pcs.model.footprint.FootprintResult`); its keys' types are listed here
+(:data:`_FOOTPRINT`). Top-level fields a file lacks are left alone (an older pcs); a nested
+result object must hold the keys its ``to_dict()`` always writes; the
+range rules of the replay headline are :func:`pcs.report.htmlpage.check_replay_payload`.
+
+Numbers: an ``int`` field takes an integer; a ``float`` field a number, or
+null where the value may be non-finite (docs/json.md: non-finite numbers print
+as null) -- the fields the page computes with are held to a number.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import types
+import typing
+from typing import Any
+
+from pcs.errors import UserError
+
+__all__ = ["check_payload"]
+
+#: result class of each kind of JSON (the classes docs/json.md documents)
+_CLASSES = {"replay": "pcs.engine.result.ReplaySummary", "compare": "pcs.engine.compare.CompareResult",
+            "curve": "pcs.curves.result.CurveResult"}
+#: keys a command appends to its result's to_dict (pcs.report.jsondoc.CLI_KEYS) and their types
+_EXTRA: dict[str, dict[str, Any]] = {
+    "replay": {"trace_file": dict[str, Any] | None},
+    "compare": {"notes": tuple[str, ...]},
+    "curve": {"dtype": str | None, "notes": tuple[str, ...]},
+}
+#: float fields the page computes with: a number, never null
+_NUMBER_ONLY = {"curve": ("ceiling_hit_ratio",)}
+_ROW = dict[str, Any]
+#: the footprint JSON (pcs.model.footprint.FootprintResult.to_dict): key -> type; *_bytes* keys are integers
+_FOOTPRINT: dict[str, Any] = {
+    "model": str, "dtype": str, "tokens": int, "block_size": int, "sequences": int, "tp": int, "num_layers": int,
+    "source": str, "components": tuple[_ROW, ...], "by_dtype": tuple[_ROW, ...], "layout": _ROW,
+    "assumptions": tuple[str, ...], "tp_group": _ROW, "layer_pattern": dict[str, int],
+    "max_context_tokens": int | None,
+}
+
+
+def _load(path: str) -> type:
+    import importlib
+
+    module, _, name = path.rpartition(".")
+    return getattr(importlib.import_module(module), name)
+
+
+def _what(tp: Any) -> str:
+    """The annotation ``tp`` in words (for the message)."""
+    if tp is type(None):
+        return "null"
+    words = {int: "an integer", float: "a number", str: "a string", bool: "true or false"}
+    if tp in words:
+        return words[tp]
+    origin = typing.get_origin(tp)
+    if origin in (typing.Union, types.UnionType):
+        return " or ".join(_what(a) for a in typing.get_args(tp))
+    if origin in (tuple, list):
+        return "a list"
+    return "an object"
+
+
+def _shallow(value: Any, tp: Any, number_only: bool) -> bool:
+    """Whether ``value`` is of ``tp`` at its top level (a list is a list, whatever its items)."""
+    if tp is Any:
+        return True
+    if tp is type(None):
+        return value is None
+    if tp is bool:
+        return isinstance(value, bool)
+    if tp is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    if tp is float:
+        return (value is None and not number_only) or (isinstance(value, (int, float)) and not isinstance(value, bool))
+    if tp is str:
+        return isinstance(value, str)
+    origin = typing.get_origin(tp)
+    if origin in (typing.Union, types.UnionType):
+        return any(_shallow(value, a, number_only) for a in typing.get_args(tp))
+    if origin in (tuple, list):
+        return isinstance(value, list)
+    return isinstance(value, dict)          # dict[...] and nested results
+
+
+def _walk(value: Any, tp: Any, path: str, number_only: bool = False) -> None:
+    """Raise a UserError naming the first place under ``path`` where ``value`` is not of ``tp``."""
+    if not _shallow(value, tp, number_only):
+        raise UserError(f"field '{path}': must be {_what(tp)}, got {json.dumps(value)[:60]}")
+    origin, args = typing.get_origin(tp), typing.get_args(tp)
+    if origin in (typing.Union, types.UnionType):
+        arm = next(a for a in args if _shallow(value, a, number_only))
+        _walk(value, arm, path, number_only)
+    elif origin in (tuple, list):
+        item = args[0] if args else Any
+        for i, v in enumerate(value):
+            _walk(v, item, f"{path}[{i}]")
+    elif origin is dict:
+        for k, v in value.items():
+            _walk(v, args[1], f"{path}.{k}")
+    elif dataclasses.is_dataclass(tp):
+        missing = next((k for k in _always(tp) if k not in value), None)
+        if missing is not None:     # a nested result always writes these keys; the page reads them
+            raise UserError(f"field '{path}': must be an object with '{missing}' (as pcs writes it), got "
+                            f"{json.dumps(value)[:60]}")
+        _walk_fields(value, _fields(tp), path + ".")
+
+
+def _fields(cls: type) -> dict[str, Any]:
+    """JSON key -> type of a result class (a flattened mapping, key ``<...>``, is not checked by name)."""
+    from pcs.schema import json_fields
+
+    hints = typing.get_type_hints(cls)
+    return {f.key: hints[f.name] for f in json_fields(cls) if not f.key.startswith("<")}
+
+
+def _always(cls: type) -> list[str]:
+    """The keys ``to_dict()`` of a result class always writes (not omitted when null or otherwise)."""
+    from pcs.schema import json_fields
+
+    return [f.key for f in json_fields(cls) if not f.omit and not f.key.startswith("<")]
+
+
+def _walk_fields(obj: dict, fields: dict[str, Any], prefix: str, number_only: tuple[str, ...] = ()) -> None:
+    for key, tp in fields.items():
+        if key in obj:
+            _walk(obj[key], tp, prefix + key, key in number_only)
+
+
+def check_payload(kind: str, payload: dict) -> None:
+    """Check every field of a ``kind`` JSON (``replay``, ``compare``, ``curve``, ``footprint``) the file has.
+
+    Raises:
+        UserError: ``field 'X': must be WHAT, got VALUE`` for the first field (nested: ``tiers[0].name``) whose
+            value is not of the declared type; *_bytes* fields of a footprint must be integers.
+    """
+    if kind == "footprint":
+        fields = dict(_FOOTPRINT)
+        fields.update({k: int for k in payload if "_bytes" in k and k not in fields})
+    else:
+        fields = {**_fields(_load(_CLASSES[kind])), **_EXTRA[kind]}
+    _walk_fields(payload, fields, "", _NUMBER_ONLY.get(kind, ()))
+    if kind == "footprint":
+        for key in ("components", "by_dtype"):
+            for i, row in enumerate(payload.get(key) or ()):
+                _walk_fields(row, {k: int for k in row if "_bytes" in k}, f"{key}[{i}].")
