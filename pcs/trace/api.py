@@ -426,6 +426,24 @@ def opened(trace: Any) -> Any:
     return trace
 
 
+def _checked_open_options(format, on_error, block_size, sort) -> tuple[int | None, bool]:
+    """:func:`open_trace`'s option checks: ``format`` in :data:`FORMATS` (or None), ``on_error`` in
+    :data:`ON_ERROR`, ``block_size`` (tokens) in [1, MAX_BLOCK_SIZE] (or None), ``sort`` True or False.
+
+    Returns:
+        (block_size, sort) as checked. Raises: UserError naming the option."""
+    from pcs.argcheck import check_flag
+
+    sort = check_flag(sort, "sort")          # True or False: "no" is not True (as curve(belady=))
+    if format is not None and format not in FORMATS:
+        raise UserError(f"unknown trace format {format!r}; valid: {', '.join(FORMATS)}")
+    if on_error not in ON_ERROR:
+        raise UserError(f"unknown on_error {on_error!r}; valid: {', '.join(ON_ERROR)}")
+    if block_size is not None:
+        block_size = check_int(block_size, "block size (tokens)", 1, MAX_BLOCK_SIZE)
+    return block_size, sort
+
+
 def open_trace(path=None, *, format: str | None = None, block_size: int | None = None,
                on_error: str = "raise", sort: bool = False, reuse=None) -> Trace:
     """Open a trace for streaming.
@@ -447,11 +465,11 @@ def open_trace(path=None, *, format: str | None = None, block_size: int | None =
     Returns:
         a re-iterable :class:`Trace`.
     Raises:
-        ValueError: unknown format/on_error, a block size outside [1, MAX_BLOCK_SIZE], default trace missing,
-            ``sort`` not True or False.
+        UserError: unknown format/on_error, a block size outside [1, MAX_BLOCK_SIZE], default trace missing,
+            ``sort`` not True or False, a bytes path or a file object
+            (:func:`pcs.trace.pathcheck.refuse_file_objects`).
         PathError: ``path`` is missing, a directory or not readable (:func:`pcs.trace.pathcheck.check_input_file`).
         InputError: the format cannot be detected.
-        UserError: a bytes path or a file object (:func:`pcs.trace.pathcheck.refuse_file_objects`).
 
     >>> t = open_trace()            # the bundled sample
     >>> t.format, t.block_size
@@ -460,15 +478,7 @@ def open_trace(path=None, *, format: str | None = None, block_size: int | None =
     from pcs.trace.pathcheck import check_input_file, refuse_file_objects
 
     refuse_file_objects(path)
-    from pcs.argcheck import check_flag
-
-    sort = check_flag(sort, "sort")          # True or False: "no" is not True (as curve(belady=))
-    if format is not None and format not in FORMATS:
-        raise UserError(f"unknown trace format {format!r}; valid: {', '.join(FORMATS)}")
-    if on_error not in ON_ERROR:
-        raise UserError(f"unknown on_error {on_error!r}; valid: {', '.join(ON_ERROR)}")
-    if block_size is not None:
-        block_size = check_int(block_size, "block size (tokens)", 1, MAX_BLOCK_SIZE)
+    block_size, sort = _checked_open_options(format, on_error, block_size, sort)
     if path is None:
         if not DEFAULT_TRACE.exists():
             raise UserError(f"the default sample trace {DEFAULT_TRACE} is missing (is pcs installed from "
