@@ -209,6 +209,22 @@ def same_file(a, b) -> bool:
         return Path(a).resolve() == Path(b).resolve()
 
 
+def refuse_one_path(option: str, folder, outputs: Mapping[str, object]) -> None:
+    """Refuse an output folder (``--plot DIR``) that is also one of the run's output files: the run would write
+    the file, then fail to make the folder (or the reverse) after its work.
+
+    Args:
+        option: the folder's option as the user wrote it; folder: its path or None.
+        outputs: option -> path (or None) of the run's other outputs.
+    Raises:
+        UserError: naming both options."""
+    if folder is None:
+        return
+    for opt, path in outputs.items():
+        if path is not None and same_file(folder, path):
+            raise UserError(f"{option} {folder} and {opt} {path} name one path: give each output its own name")
+
+
 def _refusal(option: str, path, kind: str) -> str:
     return (f"{option} {path} is a {kind}: pcs writes an output to a file, a FIFO or a character device "
             "(such as /dev/null); give a file name")

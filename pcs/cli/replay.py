@@ -524,7 +524,7 @@ def replay(fmt: str, requests_out: str | None, html_path: str | None, plot_dir: 
     from pcs.report.replay import render_replay
 
     _check_requests_out(requests_out, kw)
-    check_outputs(html_path, plot_dir, input_paths(kw))
+    check_outputs(html_path, plot_dir, input_paths(kw), others={"--requests-out": requests_out})
     streams = _reblocked(kw)
     if wants_fleet(kw):
         _refuse_single_instance_options(kw, streams, html_path or plot_dir)

@@ -39,7 +39,7 @@ def command_line() -> list[str] | None:
 
 
 def check_outputs(html_path: str | None, plot_dir: str | None, inputs: Mapping[str, object] = {},
-                  html_option: str = "--html") -> None:
+                  html_option: str = "--html", others: Mapping[str, object] = {}) -> None:
     """Fail before any work when an output cannot be written or its extra is not installed.
 
     The page goes through :func:`pcs.outfile.check_outputs` (its folder
@@ -49,13 +49,16 @@ def check_outputs(html_path: str | None, plot_dir: str | None, inputs: Mapping[s
     Args:
         inputs: what each input of the run is (``"TRACE"`` ...) -> its path or None.
         html_option: the option naming the page (``--html``; ``-o`` for ``pcs report``).
+        others: the run's other outputs (``"--requests-out"`` -> path or None), already checked one by one;
+            no two outputs of a run, the ``--plot`` folder included, may name one path.
     Raises:
-        ValueError: one line naming the option and the fix.
+        UserError: one line naming the option and the fix.
     """
-    from pcs.outfile import check_outputs as check_files, refuse_dash_folder
+    from pcs.outfile import check_outputs as check_files, refuse_dash_folder, refuse_one_path
 
-    check_files({html_option: html_path}, inputs)
+    check_files({**others, html_option: html_path}, inputs)
     refuse_dash_folder("--plot", plot_dir, "figures")
+    refuse_one_path("--plot", plot_dir, {**others, html_option: html_path})
     if plot_dir:
         p = Path(plot_dir)
         if p.exists() and not p.is_dir():
