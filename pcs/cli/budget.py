@@ -24,7 +24,7 @@ def _number(text: str, what: str) -> float:
     try:
         value = units.ascii_float(str(text).replace(",", "").replace("_", ""), what)
     except ValueError:
-        raise UserError(f"invalid {what} {text!r}: expected a plain number such as 1000000 or 1e6") from None
+        raise UserError(f"invalid {what} {text!r}: expected a finite number >= 0 in ASCII digits, such as 1000000 or 1e6") from None
     if not value >= 0 or value == float("inf"):
         raise UserError(f"invalid {what} {text!r}: must be a finite number >= 0")
     return value

@@ -37,7 +37,7 @@ def test_replay_args_table_names_every_keyword_once_in_order():
     documented = re.findall(r"^(\w+): ", replaydoc.ARGS, flags=re.M)
     assert documented == list(inspect.signature(pcs.replay).parameters)
     doc = inspect.getdoc(pcs.replay)
-    assert doc.index("Args:") < doc.index("    residency_step_s: ") < doc.index("Raises:\n    ValueError: unknown model")
+    assert doc.index("Args:") < doc.index("    residency_step_s: ") < doc.index("Raises:\n    UserError: ")
 
 
 def test_envelope_is_callable():
