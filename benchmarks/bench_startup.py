@@ -128,24 +128,20 @@ _BREAKDOWN = """
 import atexit, dataclasses, gc, json, sys, time
 _acc = {"dataclass_cpu_s": 0.0, "dataclasses": 0, "methods_compiled": 0, "methods_compile_cpu_s": 0.0,
         "gc_cpu_s": 0.0, "gc_collections": 0}
-_made, _gc_t0 = dataclasses._process_class, [0.0]
+_gc_t0 = [0.0]
 _create = getattr(dataclasses, "_create_fn", None)
-def _timed(*a, **k):
-    t0 = time.thread_time()
-    try:
-        return _made(*a, **k)
-    finally:
-        _acc["dataclass_cpu_s"] += time.thread_time() - t0
-        _acc["dataclasses"] += 1
-def _compiled(*a, **k):
-    t0 = time.thread_time()
-    try:
-        return _create(*a, **k)
-    finally:
-        _acc["methods_compile_cpu_s"] += time.thread_time() - t0
-        _acc["methods_compiled"] += 1
+def _counted(fn, secs, calls):
+    def timed(*a, **k):
+        t0 = time.thread_time()
+        try:
+            return fn(*a, **k)
+        finally:
+            _acc[secs] += time.thread_time() - t0
+            _acc[calls] += 1
+    return timed
+_timed = _counted(dataclasses._process_class, "dataclass_cpu_s", "dataclasses")
 if _create is not None:
-    dataclasses._create_fn = _compiled
+    dataclasses._create_fn = _counted(_create, "methods_compile_cpu_s", "methods_compiled")
 def _gc(phase, info):
     if phase == "start":
         _gc_t0[0] = time.thread_time()

@@ -34,6 +34,22 @@ def _tiers(caps):
     return [Tier(f"t{i}", c, make_policy("lru", c)) for i, c in enumerate(caps)]
 
 
+def _admit(h, keys, check=True):
+    """One request of ``keys`` through ``h`` whole (every key may hit, every key is kept): start, prefill_done,
+    finish, then the hierarchy's own invariant check unless ``check`` is False; returns the admission."""
+    a = h.start(keys, len(keys), len(keys))
+    h.prefill_done(a)
+    h.finish(a)
+    if check:
+        h._check()
+    return a
+
+
+def _orders(h):
+    """The (GPU, CPU) LRU orders of a two-tier hierarchy, first victim first."""
+    return h.tiers[0].policy.order(), h.tiers[1].policy.order()
+
+
 def _run(reqs, caps, timing, rules, wp, use_native, check=True):
     h = native.NativeHierarchy(_tiers(caps), wp) if use_native else Hierarchy(_tiers(caps), wp)
     eng = ReplayEngine(h, timing, block_bytes=[7] * len(caps), check=check)
@@ -178,9 +194,7 @@ def test_lru_order_after_many_touches_worked_by_hand():
     h = native.NativeHierarchy(_tiers([3]), "back")
 
     def run(keys):
-        a = h.start(keys, len(keys), len(keys))
-        h.prefill_done(a)
-        h.finish(a)
+        _admit(h, keys, check=False)
 
     run([1, 2, 3])                   # unpinned tail first: 3, 2, 1
     assert h.tiers[0].policy.order() == [3, 2, 1]
@@ -219,11 +233,7 @@ def test_demotion_and_restore_in_the_shared_table_worked_by_hand():
     assert h._h.shared_table()
 
     def run(keys):
-        a = h.start(keys, len(keys), len(keys))
-        h.prefill_done(a)
-        h.finish(a)
-        h._check()
-        return a
+        return _admit(h, keys)
 
     run([1, 2])                      # GPU order 2, 1
     run([3])                         # evicts 2 -> CPU [2]; GPU [1, 3]
@@ -254,13 +264,10 @@ def test_fill_of_the_shared_table_worked_by_hand(use_native):
         assert h._h.shared_table()
 
     def orders():
-        return h.tiers[0].policy.order(), h.tiers[1].policy.order()
+        return _orders(h)
 
     def run(keys):
-        a = h.start(keys, len(keys), len(keys))
-        h.prefill_done(a)
-        h.finish(a)
-        h._check()
+        _admit(h, keys)
 
     run([1, 2, 3])                   # GPU [3, 2, 1]: a finish unpins tail first
     run([4, 5, 6])                   # 3 slots, 2 free: evicts 3 -> CPU [3]
@@ -325,13 +332,10 @@ def test_finish_of_restored_blocks_worked_by_hand(use_native):
     h = native.NativeHierarchy(_tiers([3, 3]), "back") if use_native else Hierarchy(_tiers([3, 3]), "back")
 
     def orders():
-        return h.tiers[0].policy.order(), h.tiers[1].policy.order()
+        return _orders(h)
 
     def run(keys):
-        a = h.start(keys, len(keys), len(keys))
-        h.prefill_done(a)
-        h.finish(a)
-        h._check()
+        _admit(h, keys)
 
     run([1, 2])                      # GPU [2, 1], one slot free
     run([3, 4, 5])                   # 3 slots, 1 free: evicts 2, 1 -> CPU [2, 1]; GPU [5, 4, 3]
