@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import importlib
 import io
 import json
 import math
@@ -308,27 +309,33 @@ class PcsCommand(click.Command):
         twins: the command runs compiled twins (:mod:`pcs._native`); when
             one is not built it prints :func:`pcs._native.missing_note` once,
             on stderr, unless ``--quiet``.
+        preload: modules the command will import anyway, imported once its command line is parsed and before the
+            garbage collector is released (:func:`pcs.cli.main.release_gc`): what they make is frozen with the
+            rest of start-up instead of being walked by the command's first collections.
     """
 
-    def __init__(self, *args: Any, twins: bool = False, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, twins: bool = False, preload: tuple[str, ...] = (), **kwargs: Any) -> None:
         # -h and --help on every command, also when it is invoked on its own (a test, a sweep worker): click
         # builds a command's help option once, from the first context, and keeps it
         kwargs.setdefault("context_settings", {}).setdefault("help_option_names", ["-h", "--help"])
         super().__init__(*args, **kwargs)
         self.twins = twins
+        self.preload = preload
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         _refuse_repeated_options(self, ctx, args)
         return super().parse_args(ctx, args)
 
     def invoke(self, ctx: click.Context) -> Any:
-        release_gc()   # the command line is parsed: start-up is over (pcs.cli.main)
+        for name in self.preload:
+            importlib.import_module(name)
         if self.twins and not ctx.params.get("quiet"):
             from pcs._native import missing_note
 
             note = missing_note()
             if note:
                 click.echo(f"pcs: note: {note}", err=True)
+        release_gc()   # the command line is parsed and its modules loaded: start-up is over (pcs.cli.main)
         return super().invoke(ctx)
 
 

@@ -498,7 +498,14 @@ def write_requests(table: Any, path: str) -> None:
         raise OSError(exc.errno, exc.strerror or str(exc), f"--requests-out {path}") from None
 
 
-@command("replay", twins=True)
+#: What a replay of the default kind imports once it runs (loaded before the command's collector is released).
+_REPLAY_MODULES = ("pcs.engine.api", "pcs.engine.deployment", "pcs.engine.scheduler", "pcs.engine.stepnative",
+                   "pcs.engine.turns", "pcs.engine.truncation", "pcs.engine.chunkattn", "pcs.cache.native",
+                   "pcs.cache.admission_retention", "pcs.model.presets", "pcs.model.deploy", "pcs.trace.jsonfast",
+                   "pcs.trace.reblock", "pcs.trace.pathcheck", "pcs.trace.hashids", "pcs.extras", "pcs.report.replay")
+
+
+@command("replay", twins=True, preload=_REPLAY_MODULES)
 @replay_options
 @fleet_options(multiple=False)
 @click.option("--requests-out", type=click.Path(dir_okay=False),
