@@ -308,7 +308,7 @@ class PcsCommand(click.Command):
     Args:
         twins: the command runs compiled twins (:mod:`pcs._native`); when
             one is not built it prints :func:`pcs._native.missing_note` once,
-            on stderr, unless ``--quiet``.
+            on stderr, unless ``--quiet`` (the twins are imported either way, before the collector is released).
         preload: modules the command will import anyway, imported once its command line is parsed and before the
             garbage collector is released (:func:`pcs.cli.main.release_gc`): what they make is frozen with the
             rest of start-up instead of being walked by the command's first collections.
@@ -329,11 +329,11 @@ class PcsCommand(click.Command):
     def invoke(self, ctx: click.Context) -> Any:
         for name in self.preload:
             importlib.import_module(name)
-        if self.twins and not ctx.params.get("quiet"):
+        if self.twins:
             from pcs._native import missing_note
 
-            note = missing_note()
-            if note:
+            note = missing_note()   # imports the twins, with --quiet too: before the collector is released
+            if note and not ctx.params.get("quiet"):
                 click.echo(f"pcs: note: {note}", err=True)
         release_gc()   # the command line is parsed and its modules loaded: start-up is over (pcs.cli.main)
         return super().invoke(ctx)

@@ -501,7 +501,8 @@ def write_requests(table: Any, path: str) -> None:
 #: What a replay of the default kind imports once it runs (loaded before the command's collector is released).
 _REPLAY_MODULES = ("pcs.engine.api", "pcs.engine.deployment", "pcs.engine.scheduler", "pcs.engine.stepnative",
                    "pcs.engine.turns", "pcs.engine.truncation", "pcs.engine.chunkattn", "pcs.cache.native",
-                   "pcs.cache.admission_retention", "pcs.model.presets", "pcs.model.deploy", "pcs.trace.jsonfast",
+                   "pcs.cache.admission_retention", "pcs.model.presets", "pcs.model.deploy", "pcs.model.footprint",
+                   "pcs.model.parallel", "pcs.trace.jsonfast",
                    "pcs.trace.reblock", "pcs.trace.pathcheck", "pcs.trace.hashids", "pcs.extras", "pcs.report.replay")
 
 

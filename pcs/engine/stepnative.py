@@ -44,7 +44,7 @@ def span_limit():
     try:
         yield
     except ValueError as exc:
-        found = None if isinstance(exc, UserError) else _SPAN_C.search(str(exc))
+        found = None if isinstance(exc, UserError) else re.search(_SPAN_C, str(exc))
         if found is None:
             raise
         from pcs.engine.schedstats import span_message
@@ -53,9 +53,10 @@ def span_limit():
 
 
 #: the C loop's span error (pcs/engine/_stepsched.c add_busy): the time reached and, when the GPU was mostly
-#: busy, its busy time (both printed "%.4g").
-_SPAN_C = re.compile(r"step scheduler's run reaches (\S+) s after the first arrival(?:.*?the GPU computes for "
-                     r"(\S+) s of it)?")
+#: busy, its busy time (both printed "%.4g"). A pattern's text, compiled by ``re`` when an error is read (its
+#: compile is ~2 M instructions, paid by every replay's start-up when compiled at import).
+_SPAN_C = (r"step scheduler's run reaches (\S+) s after the first arrival(?:.*?the GPU computes for "
+           r"(\S+) s of it)?")
 
 
 #: the C loop's column order (pcs/engine/_stepsched.c: enum Q_*, then one hit_tokens column per tier; enum D_*).

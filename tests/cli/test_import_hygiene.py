@@ -201,6 +201,42 @@ def test_the_console_script_holds_the_collector_only_while_starting(prelude, exp
     assert out.stderr.rsplit("SEEN ", 1)[1] == repr(expected)
 
 
+_RELEASE_PROBE = """
+import json, sys
+import pcs.cli.common as common
+release, at_release = common.release_gc, []
+def recording_release():
+    at_release.extend(sys.modules)
+    release()
+common.release_gc = recording_release
+sys.argv = ["pcs", *sys.argv[1:]]
+from pcs.cli.main import main
+try:
+    main()
+except SystemExit:
+    pass
+later = sorted(set(sys.modules) - set(at_release))
+sys.stderr.write("\\nRELEASE " + json.dumps([bool(at_release), later]))
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("quiet", [(), ("-q",)])
+def test_a_replay_loads_its_modules_before_the_collector_is_released(quiet):
+    """``pcs replay`` imports the modules a replay of the default kind runs (``preload`` of
+    :class:`pcs.cli.common.PcsCommand`) before :func:`pcs.cli.main.release_gc` freezes start-up: the 8-request
+    sample (text table; with ``-q`` no twin check, and its twins load with the engine) imports no pcs module after
+    the release -- before this, ~70 pcs modules (the engine, the trace readers, the model presets, the report)
+    were imported with the collector on, 15 of the command's 19 collections at load 10
+    (benchmarks/bench_startup.py ``breakdown``)."""
+    out = subprocess.run([sys.executable, "-c", _RELEASE_PROBE, "replay", str(SMALL_TRACE), *quiet],
+                         capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert out.returncode == 0, out.stderr
+    released, later = json.loads(out.stderr.rsplit("RELEASE ", 1)[1])
+    assert released
+    assert [m for m in later if m.startswith("pcs")] == []
+
+
 _EAGER_PROBE = """
 import dataclasses, json, sys
 import pcs._dataclass as deferred
