@@ -147,10 +147,17 @@ def _resolve_common(c: type) -> None:
             setattr(c, name, field(*COMMON_FIELDS[name]))
 
 
+#: Element types :func:`_convert` returns unchanged (exactly these types: a subclass such as numpy's float64 may
+#: be a result or a sequence, and takes the element-by-element walk).
+_PLAIN = frozenset((int, float, str, bool, type(None)))
+
+
 def _convert(value: Any) -> Any:
     if hasattr(value, "to_dict") and dataclasses.is_dataclass(value):
         return value.to_dict()
     if isinstance(value, (list, tuple)):
+        if _PLAIN.issuperset(map(type, value)):   # a list of numbers (a time series): copied without a call per item
+            return list(value)
         return [_convert(v) for v in value]
     if isinstance(value, dict):
         return {k: _convert(v) for k, v in value.items()}

@@ -183,3 +183,23 @@ def test_curve_result_with_model_has_bytes():
     d = res.to_dict()
     assert list(d["rows"][0]) == ROW_KEYS and list(d["knee"]["p50"]) == KNEE_KEYS
     assert d["rows"][0]["capacity_bytes"] == 2 * 524_288 and d["block_bytes"] == 524_288
+
+
+def test_to_dict_copies_plain_sequences_and_walks_the_others():
+    """``to_dict`` turns every tuple and list into a new list: one of plain numbers, strings, booleans and None
+    keeps each element as it is (copied without a call per element); one holding a result, a dict, a tuple or a
+    subclass of float (numpy's float64) is walked element by element, as before."""
+    import numpy as np
+
+    from pcs.schema import _convert
+
+    plain = (1, 2.5, "a", None, True)
+    out = _convert(plain)
+    assert out == [1, 2.5, "a", None, True] and type(out) is list and out[4] is True
+    inner = [1.0, 2.0]
+    assert _convert(inner) == [1.0, 2.0] and _convert(inner) is not inner
+    assert _convert([(1, 2), {"k": (3,)}]) == [[1, 2], {"k": [3]}]
+    x = np.float64(0.5)
+    walked = _convert([x, 1])
+    assert walked == [0.5, 1] and walked[0] is x
+    assert _convert([]) == [] and _convert(()) == []
