@@ -54,7 +54,7 @@ def span_limit():
 
 #: the C loop's span error (pcs/engine/_stepsched.c add_busy): the time reached and, when the GPU was mostly
 #: busy, its busy time (both printed "%.4g"). A pattern's text, compiled by ``re`` when an error is read (its
-#: compile is ~2 M instructions, paid by every replay's start-up when compiled at import).
+#: compile is 1.2 M instructions, paid by every replay's start-up when compiled at import).
 _SPAN_C = (r"step scheduler's run reaches (\S+) s after the first arrival(?:.*?the GPU computes for "
            r"(\S+) s of it)?")
 
