@@ -225,9 +225,9 @@ sys.stderr.write("\\nRELEASE " + json.dumps([bool(at_release), later]))
 def test_a_replay_loads_its_modules_before_the_collector_is_released(quiet):
     """``pcs replay`` imports the modules a replay of the default kind runs (``preload`` of
     :class:`pcs.cli.common.PcsCommand`) before :func:`pcs.cli.main.release_gc` freezes start-up: the 8-request
-    sample (text table; with ``-q`` no twin check, and its twins load with the engine) imports no pcs module after
-    the release -- before this, ~70 pcs modules (the engine, the trace readers, the model presets, the report)
-    were imported with the collector on, 15 of the command's 19 collections at load 10
+    sample (text table; with ``-q`` the twins are imported too, only their note is not printed) imports no pcs
+    module after the release -- before this, ~70 pcs modules (the engine, the trace readers, the model presets, the report)
+    were imported with the collector on: 15 of the command's 19 collections walked them
     (benchmarks/bench_startup.py ``breakdown``)."""
     out = subprocess.run([sys.executable, "-c", _RELEASE_PROBE, "replay", str(SMALL_TRACE), *quiet],
                          capture_output=True, text=True, cwd=ROOT, timeout=120)
