@@ -95,8 +95,8 @@ static void lru_capsule_free(PyObject *cap) {
 
 /* A zeroed array the scan indexes at random (the direct array, clast): from 4 MB on mapped from the kernel, whose
  * fresh pages read as zero and are backed only once touched, advised for transparent huge pages before the first
- * touch (read at random, one id each, 4 KB pages cost a TLB miss and a page fault per 4 KB; the machine's THP mode is
- * often "madvise", where only advised memory gets huge pages).
+ * touch (read at random, one id each, 4 KB pages cost a TLB miss and a page fault per 4 KB; the machine's THP mode
+ * is often "madvise", where only advised memory gets huge pages).
  * calloc does as much only while glibc maps the block itself: once the process has freed a block that large (each
  * replay's scan frees its own) glibc's mmap threshold rises, up to 32 MB, and calloc zeroes a heap block in a pass
  * over 4 KB pages (26 MB on the 10x Mooncake replica, before the first id). *mapped: the mapping's bytes, 0 when

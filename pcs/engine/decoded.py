@@ -14,9 +14,9 @@ batch boundaries change no result (the passes carry their state from batch to ba
 
 The step scheduler's next-turn search (:mod:`pcs.engine.turns`) may walk each batch as it is read
 (``Decoded(source, turns)``, :class:`pcs.engine.turns.TurnWalk`): on a worker thread while the caller decodes the
-next chunk, so the search is done when the decode is. The step loops' chunk pieces (:class:`pcs.engine.chunks.ChunkPieces`)
-are made on that worker after each walk and, once the reads are done, by the caller too instead of waiting for the
-worker (a Parquet trace is read faster than it is walked).
+next chunk, so the search is done when the decode is. The step loops' chunk pieces
+(:class:`pcs.engine.chunks.ChunkPieces`) are made on that worker after each walk and, once the reads are done, by
+the caller too instead of waiting for the worker (a Parquet trace is read faster than it is walked).
 
 Memory: the decoded trace -- 8 B per block hash plus 32 B per request
 (arrival, prompt, output, offset) -- for as long as the replay runs; while joining, one joined batch more.

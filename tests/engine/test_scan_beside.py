@@ -5,9 +5,9 @@ decode blocks, the rules and two capacities; it writes only its own state. So a 
 gives exactly what it gives with every call inline (the reference: ``PCS_THREADS=off``, the order before threads),
 a scan's exception is the one the user sees, and an error in the loops waits for the scan and leaves no thread.
 The step loops' chunks are made the same way: on the next-turn search's worker while the trace is decoded, or by the
-calling thread once its reads are done (pcs.engine.chunks.ChunkPieces), else the next chunk while the compiled step loops run (pcs.engine.runner._feed with
-pcs.trace.batches.read_ahead). ``PCS_THREADS`` (pcs.beside.threads_wanted) chooses: auto (threads with two
-CPUs or more), on, off.
+calling thread once its reads are done (pcs.engine.chunks.ChunkPieces), else the next chunk while the compiled step
+loops run (pcs.engine.runner._feed with pcs.trace.batches.read_ahead). ``PCS_THREADS`` (pcs.beside.threads_wanted)
+chooses: auto (threads with two CPUs or more), on, off.
 """
 from __future__ import annotations
 
