@@ -75,32 +75,74 @@ typedef struct {
     int64_t tmp_len;
     t2_t *t2;          /* two tiers (lru_tiers), else NULL */
     int32_t *clast;    /* two tiers: per state index (lru_idx), the key's last lower-tier time (0: none;
-                        * lower-tier times start at 64, so a zeroed array holds none: calloc, no fill) */
+                        * lower-tier times start at 64, so a zeroed array holds none: lru_zalloc, no fill) */
+    size_t dmap, cmap; /* dmeta's and clast's mapped bytes (lru_zalloc), 0 when from calloc */
 } lru_t;
 
 static void t2_free(t2_t *q);
 
+static void lru_zfree(void *p, size_t mapped);
+
 static void lru_free(lru_t *s) {
     if (!s) return;
-    free(s->slots); free(s->dmeta); free(s->live); free(s->tmp); t2_free(s->t2); free(s->clast); free(s);
+    free(s->slots); lru_zfree(s->dmeta, s->dmap); free(s->live); free(s->tmp); t2_free(s->t2);
+    lru_zfree(s->clast, s->cmap); free(s);
 }
 
 static void lru_capsule_free(PyObject *cap) {
     lru_free((lru_t *)PyCapsule_GetPointer(cap, "pcs.engine._lruscan.lru"));
 }
 
-/* Advise transparent huge pages for the 2 MB-aligned part of [p, p + bytes) before it is first touched: the
- * direct array and the lower tier's times are read at random (one id each), so 4 KB pages cost a TLB miss and
- * a page fault per 4 KB; the machine's THP mode is often "madvise", where only advised memory gets huge pages
- * (big_alloc does the same for the hashed table, but its memset would touch the untouched calloc pages). */
-static void lru_advise_huge(void *p, size_t bytes) {
+/* A zeroed array the scan indexes at random (the direct array, clast): from 4 MB on mapped from the kernel, whose
+ * fresh pages read as zero and are backed only once touched, advised for transparent huge pages before the first
+ * touch (read at random, one id each, 4 KB pages cost a TLB miss and a page fault per 4 KB; the machine's THP mode
+ * is often "madvise", where only advised memory gets huge pages).
+ * calloc does as much only while glibc maps the block itself: once the process has freed a block that large (each
+ * replay's scan frees its own) glibc's mmap threshold rises, up to 32 MB, and calloc zeroes a heap block in a pass
+ * over 4 KB pages (26 MB on the 10x Mooncake replica, before the first id). *mapped: the mapping's bytes, 0 when
+ * from calloc. Freed by lru_zfree. */
+static void *lru_zalloc(size_t bytes, size_t *mapped) {
+    *mapped = 0;
+    if (bytes < ((size_t)4 << 20)) return calloc(1, bytes ? bytes : 1);
+    size_t len = (bytes + 4095) & ~(size_t)4095;
+    void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) return NULL;
 #ifdef MADV_HUGEPAGE
-    const uintptr_t huge = (uintptr_t)2 << 20;
-    uintptr_t a = ((uintptr_t)p + huge - 1) & ~(huge - 1), e = ((uintptr_t)p + bytes) & ~(huge - 1);
-    if (e > a) madvise((void *)a, e - a, MADV_HUGEPAGE);
-#else
-    (void)p; (void)bytes;
+    madvise(p, len, MADV_HUGEPAGE);   /* the whole mapping: advising a part would split it, and mremap needs one */
 #endif
+    *mapped = len;
+    return p;
+}
+
+static void lru_zfree(void *p, size_t mapped) {
+    if (mapped) munmap(p, mapped);
+    else free(p);
+}
+
+/* The lru_zalloc array p (*mapped) grown from have to bytes, the new part zero; NULL (p kept) on no memory. A
+ * mapping is remapped (mremap: no copy) where the platform has it. */
+static void *lru_zgrow(void *p, size_t have, size_t bytes, size_t *mapped) {
+#ifdef MREMAP_MAYMOVE
+    if (*mapped) {
+        size_t len = (bytes + 4095) & ~(size_t)4095;
+        void *n = mremap(p, *mapped, len, MREMAP_MAYMOVE);
+        if (n == MAP_FAILED) return NULL;
+        *mapped = len;                  /* the pages added keep the mapping's advice */
+        return n;
+    }
+#endif
+    if (!*mapped && bytes < ((size_t)4 << 20)) {   /* a heap block stays one */
+        char *n = (char *)realloc(p, bytes);
+        if (n) memset(n + have, 0, bytes - have);
+        return n;
+    }
+    size_t m;
+    void *n = lru_zalloc(bytes, &m);
+    if (!n) return NULL;
+    memcpy(n, p, have);
+    lru_zfree(p, *mapped);
+    *mapped = m;
+    return n;
 }
 
 /* Put key's state into the table sl (mask + 1 slots, key absent); returns its slot's position. */
@@ -132,8 +174,9 @@ static inline uint64_t lru_key(const lru_t *s, const lmeta_t *x) {
  * table, or of the direct array (which is then freed); two tiers: clast moves with them. -1 on no memory. */
 static int lru_table_alloc(lru_t *s, uint64_t cap) {
     lslot_t *sl = (lslot_t *)big_alloc(cap * sizeof(lslot_t), 1);
-    int32_t *cl = s->clast ? (int32_t *)calloc(cap, sizeof(int32_t)) : NULL;
-    if (!sl || (s->clast && !cl)) { free(sl); return -1; }
+    size_t cmap = 0;
+    int32_t *cl = s->clast ? (int32_t *)lru_zalloc(cap * sizeof(int32_t), &cmap) : NULL;
+    if (!sl || (s->clast && !cl)) { free(sl); if (cl) lru_zfree(cl, cmap); return -1; }
     lslot_t *old = s->slots;
     uint64_t old_mask = s->mask;
     for (uint64_t i = 0; old && i <= old_mask; i++)
@@ -147,12 +190,12 @@ static int lru_table_alloc(lru_t *s, uint64_t cap) {
             if (cl) cl[h] = s->clast[k];
         }
     free(old);
-    free(s->dmeta);
+    lru_zfree(s->dmeta, s->dmap);
     s->dmeta = NULL;
-    s->dcap = 0;
+    s->dcap = s->dmap = 0;
     s->slots = sl;
     s->mask = cap - 1;
-    if (cl) { free(s->clast); s->clast = cl; }
+    if (cl) { lru_zfree(s->clast, s->cmap); s->clast = cl; s->cmap = cmap; }
     return 0;
 }
 
@@ -201,20 +244,16 @@ static int lru_mode(lru_t *s, const uint64_t *keys, const uint64_t *dkeys, int64
     if (top < (uint64_t)s->limit || top < (uint64_t)(2 * (s->count + m))) { /* ids at least half dense */
         uint64_t need = top + 1, have = s->dcap;
         if (need <= have) return 0;
-        uint64_t cap = need + need / 8; /* realloc of a large block remaps pages: no copy */
-        lmeta_t *n = (lmeta_t *)realloc(s->dmeta, cap * sizeof(lmeta_t));
+        uint64_t cap = need + need / 8; /* a mapping grows by mremap: no copy */
+        lmeta_t *n = (lmeta_t *)lru_zgrow(s->dmeta, have * sizeof(lmeta_t), cap * sizeof(lmeta_t), &s->dmap);
         if (!n) return -1;
-        lru_advise_huge(n + have, (cap - have) * sizeof(lmeta_t));
-        memset(n + have, 0, (cap - have) * sizeof(lmeta_t));
         s->dmeta = n;
-        s->dcap = cap;
         if (s->clast) {
-            int32_t *cl = (int32_t *)realloc(s->clast, cap * sizeof(int32_t));
-            if (!cl) return -1;
-            lru_advise_huge(cl + have, (cap - have) * sizeof(int32_t));
-            memset(cl + have, 0, (cap - have) * sizeof(int32_t));
+            int32_t *cl = (int32_t *)lru_zgrow(s->clast, have * sizeof(int32_t), cap * sizeof(int32_t), &s->cmap);
+            if (!cl) return -1;   /* dmeta grown, dcap not: the entries past have are zero and unused */
             s->clast = cl;
         }
+        s->dcap = cap;
         return 0;
     }
     uint64_t slots = 4096;
@@ -406,12 +445,19 @@ static PyObject *py_lru_new(PyObject *self, PyObject *args) {
      * grows the array only past them) */
     uint64_t dcap = expected > 4096 ? (uint64_t)expected + (uint64_t)expected / 8 : 4096;
     dcap = dcap < ((uint64_t)1 << 26) ? dcap : ((uint64_t)1 << 26);   /* 512 MB of address space at most */
-    lru_t *s = (lru_t *)calloc(1, sizeof(lru_t));
-    if (!s || !(s->dmeta = (lmeta_t *)calloc(dcap, sizeof(lmeta_t))) || !(s->live = (uint64_t *)calloc(1024, 8))) {
+    /* the GIL released while the memory is mapped (lru_zalloc): the caller's thread, which started this scan on
+     * a worker, builds the step loops meanwhile */
+    lru_t *s;
+    int ok;
+    Py_BEGIN_ALLOW_THREADS
+    s = (lru_t *)calloc(1, sizeof(lru_t));
+    ok = s && (s->dmeta = (lmeta_t *)lru_zalloc(dcap * sizeof(lmeta_t), &s->dmap)) &&
+         (s->live = (uint64_t *)calloc(1024, 8));
+    Py_END_ALLOW_THREADS
+    if (!ok) {
         lru_free(s);
         return PyErr_NoMemory();
     }
-    lru_advise_huge(s->dmeta, dcap * sizeof(lmeta_t));
     s->dcap = dcap;
     s->live_words = 1024;
     s->capacity = capacity;
@@ -482,7 +528,11 @@ static PyObject *py_lru_tiers(PyObject *self, PyObject *args) {
         PyErr_SetString(PyExc_ValueError, "lru_tiers: a lower tier is given once, before the first feed");
         return NULL;
     }
-    if (t2_enable(s, c1) != 0) return PyErr_NoMemory();
+    int rc;
+    Py_BEGIN_ALLOW_THREADS   /* its calloc may zero a heap block (py_lru_new) */
+    rc = t2_enable(s, c1);
+    Py_END_ALLOW_THREADS
+    if (rc != 0) return PyErr_NoMemory();
     Py_RETURN_NONE;
 }
 

@@ -164,9 +164,8 @@ static int t2_enable(lru_t *s, int64_t c1) {
     q->low.live = (uint64_t *)calloc(1024, 8);
     q->log = (uint64_t *)malloc(4096 * 8);
     uint64_t n = s->direct ? s->dcap : s->mask + 1;   /* one per state index (lru_idx) */
-    s->clast = (int32_t *)calloc(n, sizeof(int32_t));   /* 0: never below (lower-tier times start at 64) */
+    s->clast = (int32_t *)lru_zalloc(n * sizeof(int32_t), &s->cmap);   /* 0: never below (times start at 64) */
     if (!q->low.live || !q->log || !s->clast) return -1;
-    lru_advise_huge(s->clast, n * sizeof(int32_t));
     s->t = s->p = s->base = q->lbase = 64;     /* time 0 < every pointer: "stamped, not resident" */
     q->low.t = q->low.p = q->low.base = 64;    /* time 0 < the lower pointer: a zeroed clast entry is "none" */
     return 0;

@@ -151,9 +151,12 @@ class ChunkPieces:
     rest). The chunks are those of :func:`iter_chunks` over the joined batches, value for value: every row's
     columns and table entries depend on that row alone, and joining the batches only renumbers the table's offsets.
 
-    Threads: :meth:`add` runs on the next-turn search's worker (:class:`pcs.engine.turns.TurnWalk`), one call at a
-    time, in batch order; it reads the batch (read-only arrays), the rules (frozen) and the time model's compute
-    terms, and writes only this object, which the caller reads after that worker's last join (:meth:`take`).
+    Threads: the reader :meth:`queue` s each batch; :meth:`drain` makes the pieces queued, in batch order, on whichever
+    thread calls it -- the next-turn search's worker after each walk (:class:`pcs.engine.turns.TurnWalk`), the caller
+    once its reads are done and it would only wait for the worker (:class:`pcs.engine.decoded.Decoded`) -- one at a
+    time under a lock (:meth:`add` is the unit). A piece reads the batch (read-only arrays), the rules (frozen) and
+    the time model's compute terms, and writes only this object, which the caller reads after that worker's last
+    join (:meth:`take`).
     Memory: per joined batch not handed over, its table (8 B an entry; the buffer is reserved for
     :data:`pcs.engine.decoded.MERGE_REQUESTS` requests, pages untouched until written) and 32 B per request.
 
@@ -162,9 +165,28 @@ class ChunkPieces:
     """
 
     def __init__(self, rules: BlockRules, timing: Any) -> None:
+        import threading
+        from collections import deque
+
         self.rules, self.timing = rules, timing
         self._groups: list = []   # per joined batch: [[(cacheable, max hit, extra, table offsets)], table, used]
         self._made: dict = {}     # joined batch index -> its Chunk
+        self._queued: deque = deque()     # (batch, starts, closed) queued and not yet made, in batch order
+        self._lock = threading.Lock()     # held while a piece is made: one at a time, in order
+
+    def queue(self, b: Any, starts: bool = False, closed: tuple = ()) -> None:
+        """Queue batch ``b``'s piece (:meth:`add`'s arguments), made by the next :meth:`drain` on any thread."""
+        self._queued.append((b, starts, closed))
+
+    def drain(self) -> None:
+        """Make every piece queued, in order (a thread that finds another one making them waits, then goes on
+        with what is left); an error is raised on the thread that met it, the pieces after it left queued."""
+        while self._queued:
+            with self._lock:
+                if not self._queued:
+                    return
+                self.add(*self._queued[0])
+                self._queued.popleft()
 
     def add(self, b: Any, starts: bool = False, closed: tuple = ()) -> None:
         """Make the piece of batch ``b`` (the next in trace order; ``starts``: it begins a new joined batch), after

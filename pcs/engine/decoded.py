@@ -14,14 +14,15 @@ batch boundaries change no result (the passes carry their state from batch to ba
 
 The step scheduler's next-turn search (:mod:`pcs.engine.turns`) may walk each batch as it is read
 (``Decoded(source, turns)``, :class:`pcs.engine.turns.TurnWalk`): on a worker thread while the caller decodes the
-next chunk, so the search is done when the decode is.
+next chunk, so the search is done when the decode is. The step loops' chunk pieces
+(:class:`pcs.engine.chunks.ChunkPieces`) are made on that worker after each walk and, once the reads are done, by
+the caller too instead of waiting for the worker (a Parquet trace is read faster than it is walked).
 
 Memory: the decoded trace -- 8 B per block hash plus 32 B per request
 (arrival, prompt, output, offset) -- for as long as the replay runs; while joining, one joined batch more.
 """
 from __future__ import annotations
 
-from functools import partial
 from typing import Any, Callable, Iterator
 
 from pcs.trace.batches import as_batches
@@ -73,9 +74,10 @@ class Decoded:
         source: anything :func:`pcs.trace.batches.as_batches` reads.
         turns: a :class:`pcs.engine.turns.TurnWalk` fed every batch as it is read (the next-turn search, on its
             worker thread while the next batch is decoded), or None.
-        pieces: with ``turns``, a :class:`pcs.engine.chunks.ChunkPieces` whose pieces are made on the same worker
-            after each batch's walk, and each joined batch's chunk once its group is complete
-            (:meth:`made_chunks`); or None.
+        pieces: with ``turns``, a :class:`pcs.engine.chunks.ChunkPieces` whose pieces are queued as each batch is
+            read and made in order on the same worker after each batch's walk, or by the caller once every batch
+            is read (:meth:`pcs.engine.chunks.ChunkPieces.drain`), and each joined batch's chunk once its group is
+            complete (:meth:`made_chunks`); or None.
     Attributes:
         batches: the checked batches, ids numbered from 0, in order, small ones joined (:func:`_joined`).
         block_size: tokens per block (None for an empty trace).
@@ -90,9 +92,11 @@ class Decoded:
         each, self._pieces = None, (pieces if turns is not None else None)
         if turns is not None:
             each = (lambda b, *_: turns.add(b)) if pieces is None else \
-                (lambda b, starts, closed: turns.add(b, partial(pieces.add, b, starts, closed)))
+                (lambda b, starts, closed: (pieces.queue(b, starts, closed), turns.add(b, pieces.drain)))
         try:
             self.batches = _joined(as_batches(source), each)
+            if self._pieces is not None:
+                self._pieces.drain()       # the pieces the worker has not reached, made here while it walks
             self.next_turns = None if turns is None else turns.result()
         finally:
             if turns is not None:

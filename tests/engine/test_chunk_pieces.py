@@ -1,6 +1,7 @@
 """The step loops' chunks made in the decode pass (pcs.engine.chunks.ChunkPieces, Decoded(source, turns, pieces)).
 
-Each batch's rule columns and prefill table are made on the next-turn search's worker as the batch is read, and the
+Each batch's rule columns and prefill table are made on the next-turn search's worker as the batch is read (or by the
+caller once its reads are done), and the
 pieces of a joined batch are joined into its chunk; the chunks must be the ones ``iter_chunks`` makes after the decode.
 """
 from __future__ import annotations
@@ -37,36 +38,81 @@ def _workers(before: set) -> list:
     return [t for t in set(threading.enumerate()) - before if t.name == "pcs-beside"]
 
 
-@needs_turns
-@pytest.mark.parametrize("threaded", [True, False])
-def test_pieces_joined_by_hand(monkeypatch, threaded):
-    # bs 4, default rules (full blocks only, the last prompt token recomputed: docs/semantics.md §2, §4), prefill
-    # 0.001 s per new token, cached tokens free (LinearCompute). Batches of 2 requests, joined up to 3 requests:
-    # [r0 r1] stays alone (2 + 2 > 3), [r2 r3] + [r4] are joined (2 + 1 = 3): the second chunk is two pieces.
-    monkeypatch.setattr(decoded, "MERGE_REQUESTS", 3)
-    reqs = [req([1, 2, 3], 0.0, prompt=10, out=3), req([1, 2], 1.0, prompt=8, out=0),
-            req([1, 5], 2.0, prompt=5, out=4), req([7], 3.0, prompt=3, out=2), req([1, 2, 3, 4, 6], 4.0, prompt=20, out=1)]
-    rules, timing = BlockRules(), TimeModel(LinearCompute())
-    before = set(threading.enumerate())
-    src = Decoded(_Batches(list(as_batches(reqs, rows=2))), turns.TurnWalk(threaded), ChunkPieces(rules, timing))
-    assert not _workers(before)
+# bs 4, default rules (full blocks only, the last prompt token recomputed: docs/semantics.md §2, §4), prefill
+# 0.001 s per new token, cached tokens free (LinearCompute). Batches of 2 requests, joined up to 3 requests:
+# [r0 r1] stays alone (2 + 2 > 3), [r2 r3] + [r4] are joined (2 + 1 = 3): the second chunk is two pieces.
+HAND_REQS = [req([1, 2, 3], 0.0, prompt=10, out=3), req([1, 2], 1.0, prompt=8, out=0),
+             req([1, 5], 2.0, prompt=5, out=4), req([7], 3.0, prompt=3, out=2),
+             req([1, 2, 3, 4, 6], 4.0, prompt=20, out=1)]
+# cacheable = min(P // 4, ids); max hit = min(cacheable, (P - 1) // 4); extra = ceil((P + out) / 4) - cacheable
+# r0 P 10: 2, 2, ceil(13/4) - 2 = 2; r1 P 8: 2, 1, 0; r2 P 5: 1, 1, ceil(9/4) - 1 = 2; r3 P 3: 0, 0, 2;
+# r4 P 20: 5, 4, ceil(21/4) - 5 = 1. Prefill table row: (P - min(4h, P)) x 0.001 s for h = 0 .. max hit.
+# The second joined batch's table is reserved at its first batch's 3 entries for 2 requests x (3 // 2 + 1)
+# = 6 entries; r4's 5 more make it grow (to 12).
+HAND_CHUNKS = [([2, 2], [2, 1], [2, 0], [0, 3, 5], [0.010, 0.006, 0.002, 0.008, 0.004]),
+               ([1, 0, 5], [1, 0, 4], [2, 2, 1], [0, 2, 3, 8],
+                [0.005, 0.001, 0.003, 0.020, 0.016, 0.012, 0.008, 0.004])]
+
+
+def _check_hand_chunks(src, rules, timing) -> None:
     assert [len(b) for b in src.batches] == [2, 3]
     chunks = list(src.made_chunks(rules, timing, False))
-    # cacheable = min(P // 4, ids); max hit = min(cacheable, (P - 1) // 4); extra = ceil((P + out) / 4) - cacheable
-    # r0 P 10: 2, 2, ceil(13/4) - 2 = 2; r1 P 8: 2, 1, 0; r2 P 5: 1, 1, ceil(9/4) - 1 = 2; r3 P 3: 0, 0, 2;
-    # r4 P 20: 5, 4, ceil(21/4) - 5 = 1. Prefill table row: (P - min(4h, P)) x 0.001 s for h = 0 .. max hit.
-    # The second joined batch's table is reserved at its first batch's 3 entries for 2 requests x (3 // 2 + 1)
-    # = 6 entries; r4's 5 more make it grow (to 12).
-    want = [([2, 2], [2, 1], [2, 0], [0, 3, 5], [0.010, 0.006, 0.002, 0.008, 0.004]),
-            ([1, 0, 5], [1, 0, 4], [2, 2, 1], [0, 2, 3, 8],
-             [0.005, 0.001, 0.003, 0.020, 0.016, 0.012, 0.008, 0.004])]
     assert [c.first_request_id for c in chunks] == [0, 2]
-    for ch, (cacheable, cap, extra, pre_off, pre) in zip(chunks, want):
+    for ch, (cacheable, cap, extra, pre_off, pre) in zip(chunks, HAND_CHUNKS):
         a = ch.arrays
         assert (a[3].tolist(), a[4].tolist(), ch.extra_blocks, a[8].tolist()) == (cacheable, cap, extra, pre_off)
         assert a[7].tolist() == pytest.approx(pre, rel=1e-12, abs=0) and ch.decode_s == []
         assert (ch.cacheable, ch.max_hit_blocks, ch.prefill_offsets) == (cacheable, cap, pre_off)
     assert src.made_chunks(rules, timing, False) is None      # handed over once
+
+
+@needs_turns
+@pytest.mark.parametrize("threaded", [True, False])
+def test_pieces_joined_by_hand(monkeypatch, threaded):
+    monkeypatch.setattr(decoded, "MERGE_REQUESTS", 3)
+    rules, timing = BlockRules(), TimeModel(LinearCompute())
+    before = set(threading.enumerate())
+    src = Decoded(_Batches(list(as_batches(HAND_REQS, rows=2))), turns.TurnWalk(threaded), ChunkPieces(rules, timing))
+    assert not _workers(before)
+    _check_hand_chunks(src, rules, timing)
+
+
+class _HeldWalk(turns.TurnWalk):
+    """A threaded walk whose worker waits (before its first walk) until ``go`` is set."""
+
+    def __init__(self, go: threading.Event) -> None:
+        super().__init__(True)
+        self.go = go
+
+    def _walk(self, *args) -> None:
+        assert self.go.wait(60), "the caller never made the pieces"   # a guard against a hang, not a timing
+        super()._walk(*args)
+
+
+class _Recorded(ChunkPieces):
+    """ChunkPieces that records the thread of each piece and sets ``go`` once ``n`` are made."""
+
+    def __init__(self, rules, timing, go: threading.Event, n: int) -> None:
+        super().__init__(rules, timing)
+        self.go, self.n, self.threads = go, n, []
+
+    def add(self, *args) -> None:
+        super().add(*args)
+        self.threads.append(threading.current_thread())
+        if len(self.threads) == self.n:
+            self.go.set()
+
+
+@needs_turns
+def test_pieces_made_by_the_caller_while_the_worker_walks(monkeypatch):
+    # the worker is held before its first walk, so every piece waits in the queue when the reads are done: the
+    # caller makes all three, in order, and the chunks are the hand-worked ones above
+    monkeypatch.setattr(decoded, "MERGE_REQUESTS", 3)
+    rules, timing, go = BlockRules(), TimeModel(LinearCompute()), threading.Event()
+    pieces = _Recorded(rules, timing, go, 3)
+    src = Decoded(_Batches(list(as_batches(HAND_REQS, rows=2))), _HeldWalk(go), pieces)
+    assert pieces.threads == [threading.current_thread()] * 3
+    _check_hand_chunks(src, rules, timing)
 
 
 def test_made_only_for_what_was_asked():

@@ -170,3 +170,26 @@ def test_bad_input():
         with pytest.raises(ValueError, match="offsets"):
             SequentialLru(2, kernel).feed(np.array([1, 2], np.uint64), np.array([0, 2], np.int64),
                                           np.array([3], np.int64))
+
+
+@pytest.mark.skipif("c" not in KERNELS, reason="the compiled scan is not built")
+@pytest.mark.parametrize("lower", [None, 2])
+@pytest.mark.parametrize("hint, big", [(1_000_000, 1_500_000), (0, 600_000)])
+def test_hand_worked_on_mapped_arrays_that_grow_and_move(lower, hint, big):
+    # test_hand_worked's requests with ids renamed 1 -> 3, 2 -> big, 3 -> 2**40, 4 -> 9 (an LRU sees only which ids
+    # repeat, so the values stay). A hint of 1,000,000 ids: the direct array (8 B an entry, 1,125,000 entries) and
+    # with a lower tier its last-time array are mapped (>= 4 MB); r0's id 1,500,000 (below the limit, 2 x the hint)
+    # grows both in place. No hint: 4,096 entries on the heap; r0's id 600,000 (below the limit, 2**20) moves them
+    # into mapped arrays (675,000 entries). r1's id 2**40 moves every id into a hashed table, the arrays freed.
+    # Two tiers (GPU 2 slots, the lower 2, write-back): r0 none; r1 finds 1 on the GPU (3 evicts 2 down);
+    # r2 finds 1 on the GPU and 2 below: 2 hit blocks; r3 finds 2 on the GPU: 1.
+    keys = np.array([3, big, 3, 2**40, 3, big, big, 9], np.uint64)
+    offsets = np.array([0, 2, 4, 6, 8], np.int64)
+    n = np.array([2, 2, 2, 2], np.int64)
+    lru = SequentialLru(2, "c", False, hint, lower)
+    parts = [lru.feed(keys[offsets[a]:offsets[b]], offsets[a:b + 1] - offsets[a], n[a:b], n[a:b])
+             for a, b in ((0, 1), (1, 2), (2, 4))]
+    got = [np.concatenate([p[k] for p in parts]).tolist() for k in range(len(parts[0]))]
+    assert got[:3] == [[0, 1, 1, 1], [0, 1, 2, 1], [0, 1, 2, 1]]
+    if lower is not None:
+        assert got[3] == [0, 1, 2, 1] and lru.tiers_hold()
