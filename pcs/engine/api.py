@@ -621,15 +621,10 @@ def replay(trace: Any = None, *, model: Any = None, hardware: Any = None, tp: in
     Every keyword, the result and the errors: :data:`pcs.engine.replaydoc.ARGS` and ``RAISES``,
     appended here by :func:`pcs.engine.replaydoc.document` (``help(pcs.replay)`` shows them).
     """
-    _check_api_args(locals())              # first: the arguments as given
+    numbers, opts, tier_specs, spec, gpu = _checked_args(locals())     # first: every check that needs no trace
     (protected_share, gpu_memory_utilization, gap_oracle, swa_full_tokens_ratio, mamba_full_memory_ratio,
-     residency_step_s) = _checked_numbers(protected_share, gpu_memory_utilization, gap_oracle, swa_full_tokens_ratio,
-                                          mamba_full_memory_ratio, residency_step_s)
+     residency_step_s) = numbers
     notes = _default_notes(model is None, hardware is None and tp is None, tiers is None)
-    opts = _options(timing, policy, write_policy, tp, engine, native, compute_mode)
-    tier_specs = _tier_specs(tiers, tier_policies, links)
-    refuse_two_shares(opts.policy, tier_policies, protected_share)
-    spec, gpu = _model_and_gpu(model, dtype, hardware, hardware_table, opts.tp)
     source = reiterable(trace)
     bs = _block_size(source)
     tier_specs, bb, bpb, link_specs, deployment = _tier_bytes_and_links(
@@ -665,10 +660,35 @@ def replay(trace: Any = None, *, model: Any = None, hardware: Any = None, tp: in
     return _result(out, _summarise(out, context, opts), notes, deployment, spec, model is None)
 
 
+def _checked_args(k: Mapping[str, Any]) -> tuple:
+    """The checks :func:`replay` makes before it reads the trace, in this order, the one place they live
+    (:func:`replay`, :func:`check_replay` and through it a sweep's plan and :func:`pcs.fleet.fleet_replay` call
+    it): the arguments' types (:func:`_check_api_args`), the numbers and flags (:func:`_checked_numbers`),
+    timing / policy / write policy / tp / engine / native / compute mode, the tier list (GPU tier first, only
+    it ``auto``, distinct names, per-tier option names), two protected shares, model, dtype and hardware.
+
+    Args:
+        k: every keyword of :func:`replay` by name (its ``locals()`` on entry, or bound with defaults).
+    Returns:
+        (the numbers as :func:`_checked_numbers` returns them, :class:`_Options`, the tier specs, the model's
+        spec, the GPU).
+    Raises:
+        UserError: (ArgumentTypeError, UnknownNameError, PolicyError...) the first check that fails, its message.
+    """
+    _check_api_args(k)
+    numbers = _checked_numbers(k["protected_share"], k["gpu_memory_utilization"], k["gap_oracle"],
+                               k["swa_full_tokens_ratio"], k["mamba_full_memory_ratio"], k["residency_step_s"])
+    opts = _options(k["timing"], k["policy"], k["write_policy"], k["tp"], k["engine"], k["native"],
+                    k["compute_mode"])
+    tier_specs = _tier_specs(k["tiers"], k["tier_policies"], k["links"])
+    refuse_two_shares(opts.policy, k["tier_policies"], numbers[0])
+    spec, gpu = _model_and_gpu(k["model"], k["dtype"], k["hardware"], k["hardware_table"], opts.tp)
+    return numbers, opts, tier_specs, spec, gpu
+
+
 def check_replay(**kwargs: Any) -> None:
-    """The checks :func:`replay` makes before it reads the trace, in its order, without running anything: the
-    numbers, timing / policy / write policy / tp / engine / native / compute mode, the tier list (GPU tier first,
-    only it ``auto``, distinct names, per-tier option names), two protected shares, model, dtype and hardware.
+    """The checks :func:`replay` makes before it reads the trace, in its order (the same function,
+    :func:`_checked_args`), without running anything: the same first error for the same arguments.
 
     Args:
         **kwargs: :func:`replay`'s keywords (``trace`` is not read).
@@ -677,17 +697,7 @@ def check_replay(**kwargs: Any) -> None:
     """
     a = inspect.signature(replay).bind(None, **kwargs)
     a.apply_defaults()
-    k = a.arguments
-    refuse_str_compute(k["compute"])
-    check_api_objects(k["rules"], k["hardware_table"], k["progress"])
-    protected_share = _checked_numbers(k["protected_share"], k["gpu_memory_utilization"], k["gap_oracle"],
-                                       k["swa_full_tokens_ratio"], k["mamba_full_memory_ratio"],
-                                       k["residency_step_s"])[0]
-    opts = _options(k["timing"], k["policy"], k["write_policy"], k["tp"], k["engine"], k["native"],
-                    k["compute_mode"])
-    _tier_specs(k["tiers"], k["tier_policies"], k["links"])
-    refuse_two_shares(opts.policy, k["tier_policies"], protected_share)
-    _model_and_gpu(k["model"], k["dtype"], k["hardware"], k["hardware_table"], opts.tp)
+    _checked_args(a.arguments)
 
 
 def _past_context_note(spec, columns, default_model: bool) -> list[str]:

@@ -29,7 +29,7 @@ from pcs.cache.shared import SharedTierHierarchy
 from pcs.engine.chunks import Chunk, iter_chunks
 from pcs.errors import UserError
 
-__all__ = ["SharedRun", "Admissions", "run_one_clock", "shared_setup", "check_shared_options"]
+__all__ = ["SharedRun", "Admissions", "run_one_clock", "shared_setup"]
 
 _INF = float("inf")
 
@@ -82,17 +82,6 @@ class Admissions:
         out = np.asarray(self.order, dtype=np.int64)
         assert len(out) == sum(len(r) for r in self.rows), "a request was never admitted"
         return out
-
-
-def check_shared_options(kw: dict) -> None:
-    """Refuse what the one-clock fleet does not run (each message names the option).
-
-    Raises:
-        ValueError: ``admit``, ``gap_oracle`` (the engine: :func:`shared_setup`, through the table).
-    """
-    for key, opt in (("admit", "admit="), ("gap_oracle", "gap_oracle")):
-        if kw.get(key):
-            raise UserError(f"{opt} is not available with shared_tier=")
 
 
 def shared_setup(source: Any, kw: dict, shared_spec: Any, compute: Any = None) -> dict:
