@@ -116,3 +116,15 @@ def test_every_entry_point_names_the_same_first_fault(tmp_path, kw, args, plan, 
         res = CliRunner().invoke(cli, ["sweep", str(path), "-o", str(tmp_path / "out"), "--jobs", "1"])
         (line,) = res.stderr.splitlines()
         assert res.exit_code == 2 and "point " in line and words in line, res.stderr
+
+
+@pytest.mark.parametrize("kw,words", [
+    (dict(admit=["cpu=retain"]), "admit= is for single-instance replays (not with instances=, router= or shared_tier=)"),
+    (dict(gap_oracle=True), "gap_oracle is for single-instance replays (not with instances=, router= or shared_tier=)"),
+    (dict(admit=["cpu=retain"], gap_oracle=True), "admit= and gap_oracle are for single-instance replays (not with instances=, router= or "
+                                                    "shared_tier=)"),
+])
+def test_shared_tier_refuses_admission_by_the_one_fleet_rule(kw, words):
+    # a shared tier is a fleet: admission and the gap oracle are refused by the fleet's one rule
+    # (refuse_single_instance_options), before the trace is read and before the shared tier is set up
+    assert _first(fleet_replay, instances=2, shared_tier="remote=1TB", **kw) == words
