@@ -220,7 +220,7 @@ class GroupHierarchy(GroupStepMixin):
         page_bytes: ``page_bytes[j][p]``: bytes of a page of pool p at level j (restored bytes, residency).
         step_s: the residency series' sampling step, simulated seconds.
     Raises:
-        ValueError: no level, a tier count that is not levels x pools, duplicate level names, an unknown
+        UserError: no level, a tier count that is not levels x pools, duplicate level names, an unknown
             write policy, no group, or a group's pool out of range.
     """
 

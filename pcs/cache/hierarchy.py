@@ -96,7 +96,7 @@ def check_hierarchy_args(tiers: Sequence[Tier], write_policy: str) -> list[str]:
     """Validate a tier list and write policy; returns the tier names (GPU first).
 
     Raises:
-        ValueError: no tier, duplicate tier names, or an unknown write policy
+        UserError: no tier, duplicate tier names, or an unknown write policy
             (the message lists :data:`WRITE_POLICIES`).
     """
     if not tiers:
@@ -116,7 +116,7 @@ class Hierarchy:
         tiers: the tiers, fastest first; at least one.
         write_policy: ``"back"`` (default) or ``"through"``.
     Raises:
-        ValueError: no tier, duplicate tier names, or an unknown write policy.
+        UserError: no tier, duplicate tier names, or an unknown write policy.
 
     Counters: ``written_blocks[j]`` blocks written into tier j (demoted or
     written through), ``dropped_blocks`` blocks pushed out of the last tier

@@ -142,7 +142,7 @@ class NativeGroupHierarchy(_native_hier.CompiledHierarchy):
     Args: as :class:`~pcs.cache.grouphier.GroupHierarchy` (``tiers``: empty LRU tiers, one per level,
         GPU first; their names and capacities are read, the objects are not used after).
     Raises:
-        ValueError: as the reference (no level, an unknown write policy, no group, duplicate level
+        UserError: as the reference (no level, an unknown write policy, no group, duplicate level
             names), or :func:`unsupported` gives a reason.
     """
 

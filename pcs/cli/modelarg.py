@@ -24,7 +24,7 @@ def load_model(model_name: str | None, model_config: str | None, quiet: bool = F
 
     Raises:
         PcsUsageError: both or neither given.
-        ValueError / FileNotFoundError: unknown preset, bad config (one line, exit 2 via the CLI).
+        UserError: unknown preset (UnknownNameError), bad config (PathError, InputError) (one line, exit 2 via the CLI).
     """
     from pcs.model import MODEL_NAMES, get_model, load_hf_config
 

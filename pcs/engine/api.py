@@ -103,7 +103,7 @@ def parse_assignment(text: str, what: str) -> tuple[str, str]:
     """Split ``NAME=VALUE`` (as ``--tier gpu=400GB``).
 
     Raises:
-        ValueError: no ``=`` or an empty side; the message shows the expected form.
+        UserError: no ``=`` or an empty side; the message shows the expected form.
     """
     check_text(text, what, f"a 'NAME=VALUE' string, e.g. {_EXAMPLES[what]}")
     name, sep, value = text.partition("=")
@@ -130,7 +130,7 @@ def parse_tier(text: str | TierSpec) -> TierSpec:
     2000000000000
 
     Raises:
-        ValueError: malformed text or size.
+        UserError: malformed text or size.
     """
     if isinstance(text, TierSpec):
         return text
@@ -197,7 +197,7 @@ def _link_bandwidth(tier: str, link: str) -> float:
     """Bytes/s of a ``--link TIER=BANDWIDTH`` that names no preset.
 
     Raises:
-        ValueError: naming ``--link TIER=...`` and the real reason: bits, negative, not finite,
+        UserError: naming ``--link TIER=...`` and the real reason: bits, negative, not finite,
             too large, zero (a link that moves nothing), or neither a preset nor a bandwidth.
     """
     from pcs.hardware import LINK_NAMES
@@ -325,7 +325,8 @@ def _tier_list(tiers: Any) -> Sequence[str | TierSpec]:
     """``tiers`` as a sequence of tier texts / TierSpecs; one str or TierSpec is one tier.
 
     Raises:
-        TypeError: a mapping, a non-sequence, or an item that is neither str nor TierSpec.
+        ArgumentTypeError: (a UserError and a TypeError) a mapping, a non-sequence, or an item that is neither
+            str nor TierSpec.
     """
     if tiers is None:
         return DEFAULT_TIERS
@@ -446,7 +447,7 @@ class _Options:
 
 
 def refuse_str_compute(compute: Any) -> None:
-    """ValueError when ``compute`` is a str: the compute model goes in ``compute=``, the mode
+    """UserError when ``compute`` is a str: the compute model goes in ``compute=``, the mode
     ("step", "sequential", "infinite") in ``compute_mode=`` (the CLI's --compute)."""
     if isinstance(compute, str):
         raise UserError(f"compute= takes a compute model (pcs.compute.ComputeModel), got {compute!r}; "
@@ -482,7 +483,7 @@ def _check_api_args(args: dict[str, Any]) -> None:
 
 
 def _options(timing, policy, write_policy, tp, engine, native, compute_mode=None) -> _Options:
-    """Fill in :data:`DEFAULTS` and check each option (ValueError naming the option and its valid values)."""
+    """Fill in :data:`DEFAULTS` and check each option (UserError naming the option and its valid values)."""
     from pcs import _native
 
     timing = timing or DEFAULTS["timing"]
@@ -516,7 +517,7 @@ def _step_setup(opts: _Options, scheduler, time_model, gpu) -> StepSetup | None:
     """The step scheduler's setup for modeled timing with ``compute_mode="step"``, else None.
 
     Raises:
-        ValueError: a ``scheduler`` that is not a SchedulerConfig; a compute model without ``step_cost()``.
+        UserError: a ``scheduler`` that is not a SchedulerConfig; a compute model without ``step_cost()``.
     """
     if scheduler is not None and not isinstance(scheduler, SchedulerConfig):
         raise UserError(f"scheduler must be a pcs.engine.schedconfig.SchedulerConfig, got {scheduler!r}")
@@ -542,7 +543,7 @@ def _refuse_empty_gpu(gpu_tier, block_bytes: int) -> None:
     with no KV cache blocks ("No available memory for the cache blocks", vllm/v1/core/kv_cache_utils.py).
 
     Raises:
-        ValueError: the GPU tier holds no block.
+        UserError: the GPU tier holds no block.
     """
     blocks = units.capacity_to_blocks(gpu_tier.capacity_bytes, gpu_tier.capacity_blocks, block_bytes,
                                       f"tier {gpu_tier.name!r}")
@@ -822,7 +823,7 @@ def _check_groups(plan, ctx, admit, gap_oracle: bool) -> None:
     :func:`_refuse_on_cache_groups` (hybrid options that cannot apply: :func:`refuse_inapplicable_hybrid`).
 
     Raises:
-        ValueError: that refusal.
+        UserError: that refusal.
     """
     if plan is not None:
         _refuse_on_cache_groups(ctx, admit, gap_oracle)
@@ -890,7 +891,7 @@ def _refuse_on_cache_groups(ctx: Any, admit: Any, gap_oracle: bool) -> None:
     trace pre-pass over whole-model blocks, not pages), and no ``gap_oracle``.
 
     Raises:
-        ValueError: a policy that reads the trace (``ctx`` is its pre-pass), an admission policy, or
+        UserError: a policy that reads the trace (``ctx`` is its pre-pass), an admission policy, or
             ``gap_oracle``.
     """
     if ctx is not None or admit or gap_oracle:

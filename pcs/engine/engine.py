@@ -101,7 +101,7 @@ class ReplayEngine:
             Serialized); None counts 0 bytes.
         check: call ``hierarchy._check()`` after every step (tests only; slow).
     Raises:
-        ValueError: unknown timing.
+        UserError: unknown timing.
     """
 
     #: requests whose rows are buffered before they move into the typed columns (after a chunk; memory bound)

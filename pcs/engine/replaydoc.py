@@ -99,7 +99,7 @@ UserError: (:class:`pcs.errors.UserError`, a ValueError; an unknown name as its
     arguments' types, the numbers, timing / policy / write policy / tp / engine / native / compute
     mode, the tier list and its per-tier options, two protected shares, model / dtype / hardware
     (:func:`pcs.engine.api.check_replay` makes the same, as do fleet_replay and compare).
-TypeError: ``trace`` is not a path, Trace or iterable of request-like
+ArgumentTypeError: (a UserError and a TypeError) ``trace`` is not a path, Trace or iterable of request-like
     objects; ``tiers`` is a dict or another non-list, or holds an item
     that is neither str nor TierSpec.
 """

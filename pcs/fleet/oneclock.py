@@ -91,7 +91,7 @@ def shared_setup(source: Any, kw: dict, shared_spec: Any, compute: Any = None) -
     :class:`pcs.engine.api.TierSpec`; ``compute``: the fleet's compute model).
 
     Raises:
-        ValueError: as :func:`pcs.replay`'s tier checks (a shared tier named like a private one, ...);
+        UserError: as :func:`pcs.replay`'s tier checks (a shared tier named like a private one, ...);
             a policy that reads the trace; a hybrid model.
     """
     from pcs.cache.policies import needs_context
@@ -126,7 +126,7 @@ def _engine(kw: dict, specs: Any, names: Sequence[str], timing: str, stepped: bo
     ``shared``: only ``reference`` runs them); the reason says where the step loop runs.
 
     Raises:
-        ValueError: an engine other than reference requested, or native ``c`` (the hierarchies are Python).
+        UserError: an engine other than reference requested, or native ``c`` (the hierarchies are Python).
     """
     from pcs.engine import select
 
@@ -151,7 +151,7 @@ def _step(kw: dict, timing: str, compute: Any, gpu: Any, gpu_spec: Any, gpu_bloc
     else None.
 
     Raises:
-        ValueError: as :func:`pcs.replay` (a GPU tier of 0 blocks, a ``scheduler`` of the wrong type, ...).
+        UserError: as :func:`pcs.replay` (a GPU tier of 0 blocks, a ``scheduler`` of the wrong type, ...).
     """
     from pcs.engine import api
     from pcs.engine.timing import TimeModel

@@ -48,7 +48,7 @@ class LFUPolicy(EvictionPolicy):
         capacity_blocks: tier capacity in blocks.
         aging: ``"dynamic"`` (K = uses + L, L = the last victim's K) or ``"none"`` (K = uses).
     Raises:
-        ValueError: unknown aging.
+        UserError: unknown aging.
 
     >>> p = LFUPolicy(4, aging="none"); p.add([1, 2]); p.touch([1]); p.evict(1)
     [2]
