@@ -37,12 +37,13 @@ from typing import Any, Callable, Mapping, Sequence
 
 from pcs import units
 from pcs.blocks import BlockRules
-from pcs.cache import WRITE_POLICIES, Tier
+from pcs.cache import Tier
+from pcs.cache.hierarchy import check_write_policy
 from pcs.cache.policies import DEFAULT_POLICY, canonical_spec, make_policies
 from pcs.engine import select
 from pcs.engine.computecheck import checked_compute
 from pcs.engine.apiobjects import check_api_objects
-from pcs.engine.engine import TIMINGS
+from pcs.engine.engine import check_timing
 from pcs.engine.replaydoc import document
 from pcs.engine.result import ReplaySummary
 from pcs.engine.passes import SharedPasses
@@ -487,12 +488,10 @@ def _options(timing, policy, write_policy, tp, engine, native, compute_mode=None
     from pcs import _native
 
     timing = timing or DEFAULTS["timing"]
-    if timing not in TIMINGS:
-        raise UserError(f"unknown timing {timing!r}; valid: {', '.join(TIMINGS)}")
+    check_timing(timing)
     tp = check_int(DEFAULTS["tp"] if tp is None else tp, "tp", lo=1, hi=MAX_TP)
     write_policy = write_policy or DEFAULTS["write_policy"]
-    if write_policy not in WRITE_POLICIES:
-        raise UserError(f"unknown write policy {write_policy!r}; valid: {', '.join(WRITE_POLICIES)}")
+    check_write_policy(write_policy)
     select.canonical(engine)
     if native is not None and native not in _native.MODES:
         raise UserError(f"unknown native {native!r}; valid: {', '.join(_native.MODES)}")

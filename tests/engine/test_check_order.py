@@ -128,3 +128,37 @@ def test_shared_tier_refuses_admission_by_the_one_fleet_rule(kw, words):
     # a shared tier is a fleet: admission and the gap oracle are refused by the fleet's one rule
     # (refuse_single_instance_options), before the trace is read and before the shared tier is set up
     assert _first(fleet_replay, instances=2, shared_tier="remote=1TB", **kw) == words
+
+
+def _tiers(*names):
+    from pcs.cache import Tier, make_policy
+
+    return [Tier(n, 4, make_policy("lru", 4)) for n in names]
+
+
+def test_one_write_policy_timing_and_distinct_names_rule():
+    # one check each (pcs.cache.hierarchy.check_write_policy / check_distinct, pcs.engine.engine.check_timing),
+    # called by every hierarchy, the engine and pcs.replay: the same words from each, worked out by hand from
+    # WRITE_POLICIES = (back, through) and TIMINGS = (modeled, sequential)
+    from pcs.cache.groups import CacheGroup
+    from pcs.cache.grouphier import GroupHierarchy
+    from pcs.cache.hierarchy import Hierarchy
+    from pcs.engine.engine import ReplayEngine
+
+    group = (CacheGroup("full_attention", "full", ("full_attention",), 16),)
+    wp = "unknown write policy 'around'; valid: back, through"
+    assert _first(pcs.replay, write_policy="around") == wp
+    assert _first(Hierarchy, tiers=_tiers("gpu", "cpu"), write_policy="around") == wp
+    assert _first(GroupHierarchy, tiers=_tiers("gpu"), write_policy="around", groups=group, page_bytes=[[1]]) == wp
+    timing = "unknown timing 'fast'; valid: modeled, sequential"
+    assert _first(pcs.replay, timing="fast") == timing
+    assert _first(ReplayEngine, hierarchy=Hierarchy(_tiers("gpu")), timing="fast") == timing
+    assert _first(Hierarchy, tiers=_tiers("gpu", "gpu")) == "tier names must be distinct, got ['gpu', 'gpu']"
+    assert _first(GroupHierarchy, tiers=_tiers("gpu", "gpu/1"), groups=group, page_bytes=[[1], [1]]) == \
+        "tier level names must be distinct, got ['gpu', 'gpu']"
+    from pcs.cache.nativegroups import NativeGroupHierarchy, unsupported
+    if unsupported([], [], 1) is None:      # the compiled twin built: the same words
+        assert _first(NativeGroupHierarchy, tiers=_tiers("gpu"), write_policy="around", groups=group,
+                      page_bytes=[[1]]) == wp
+        assert _first(NativeGroupHierarchy, tiers=_tiers("gpu", "gpu/1"), groups=group,
+                      page_bytes=[[1], [1]]) == "tier level names must be distinct, got ['gpu', 'gpu']"
