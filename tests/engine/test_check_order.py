@@ -162,3 +162,13 @@ def test_one_write_policy_timing_and_distinct_names_rule():
                       page_bytes=[[1]]) == wp
         assert _first(NativeGroupHierarchy, tiers=_tiers("gpu", "gpu/1"), groups=group,
                       page_bytes=[[1], [1]]) == "tier level names must be distinct, got ['gpu', 'gpu']"
+
+
+def test_one_lfu_aging_rule():
+    # both LFU implementations check aging by pcs.cache.policies.lfu.check_aging: LFU_AGINGS = (dynamic, none)
+    from pcs.cache.policies.array_lfu import ArrayLFU
+    from pcs.cache.policies.lfu import LFUPolicy
+
+    words = "lfu aging must be one of dynamic, none, got 'old'"
+    assert _first(LFUPolicy, capacity_blocks=4, aging="old") == words
+    assert _first(ArrayLFU, capacity_blocks=4, aging="old") == words
