@@ -164,6 +164,20 @@ def _setup(source: Any, kw: dict) -> tuple[int, Any, BlockRules, dict]:
     return sum(t.capacity_blocks for t in tiers), compute, kw.get("rules") or BlockRules(), run
 
 
+def _with_shared(kw: dict, shared: Any) -> dict:
+    """``kw`` with the shared tier (a TierSpec, or None: ``kw`` itself) last in ``tiers`` (None: the default
+    tiers; one str or TierSpec: one tier), as :func:`pcs.replay`'s checks see the tier list (GPU first, only it
+    ``auto``, distinct names, ``links`` / ``tier_policies`` naming a tier); a ``tiers`` of another type is
+    left for those checks to refuse in their order."""
+    from pcs.engine.api import DEFAULT_TIERS, TierSpec
+
+    tiers = kw.get("tiers")
+    if shared is None or not (tiers is None or isinstance(tiers, (str, TierSpec, list, tuple))):
+        return kw
+    own = DEFAULT_TIERS if tiers is None else [tiers] if isinstance(tiers, (str, TierSpec)) else tiers
+    return dict(kw, tiers=[*own, shared])
+
+
 def _private(kw: dict, shared: Any) -> dict:
     """``kw`` without the shared tier's ``links`` / ``tier_policies`` entries (``shared``: its TierSpec, or None):
     what every instance's own tiers take (:func:`pcs.fleet.oneclock.shared_setup` takes the shared tier's)."""
@@ -181,10 +195,6 @@ def _setups(source: Any, kw: dict, shared: Any) -> tuple[int, Any, BlockRules, d
         return _setup(source, kw) + (None,)
     from pcs.fleet.oneclock import shared_setup
 
-    from pcs.engine import api
-
-    tiers = list(kw.get("tiers") or api.DEFAULT_TIERS)
-    api._tier_specs(tiers + [shared], kw.get("tier_policies"), kw.get("links"))    # against every tier, shared too
     cap, compute, rules, run = _setup(source, _private(kw, shared))
     return cap, compute, rules, run, shared_setup(source, kw, shared, compute)
 
@@ -381,8 +391,7 @@ def refuse_single_instance_options(kw: dict, names: tuple[str, str] = ("admit=",
 def _check_fleet_args(instances: Any, replay_kwargs: dict[str, Any], shared_tier: Any) -> tuple[int, Any]:
     """Refuse, before any work: a bad instance count, a bad shared tier, the single-instance options, an oracle
     policy, then what :func:`pcs.replay` refuses before it reads the trace (:func:`pcs.engine.api.check_replay`,
-    the same checks in the same order, on the instances' own tiers: the shared tier's entries of ``links`` /
-    ``tier_policies`` left out).
+    the same checks in the same order; the shared tier last in the tier list, :func:`_with_shared`).
 
     Returns:
         ``instances`` as a Python int (any integer type but bool: a numpy int too, as ``tp``), and the shared
@@ -404,7 +413,7 @@ def _check_fleet_args(instances: Any, replay_kwargs: dict[str, Any], shared_tier
         shared = parse_shared_tier(shared_tier)
     refuse_single_instance_options(replay_kwargs)
     _refuse_oracle_policy(replay_kwargs)
-    check_replay(**_private(replay_kwargs, shared))
+    check_replay(**_with_shared(replay_kwargs, shared))
     return instances, shared
 
 

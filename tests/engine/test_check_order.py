@@ -87,13 +87,17 @@ def _first(call, **kw) -> str:
 
 def _api_routes(kw: dict) -> dict[str, str]:
     """Each API entry point's first message for replay's keywords ``kw``: replay, check_replay, a fleet of 2
-    (with and without a shared tier) and compare (``policy`` as compare's one-policy list)."""
+    and compare (``policy`` as compare's one-policy list)."""
     rest = {k: v for k, v in kw.items() if k != "policy"}
     return {"replay": _first(pcs.replay, **kw),
             "check_replay": _first(check_replay, **kw),
             "fleet": _first(fleet_replay, instances=2, **kw),
-            "shared fleet": _first(fleet_replay, instances=2, shared_tier="remote=1TB", **kw),
             "compare": _first(compare, policies=[kw["policy"]] if "policy" in kw else None, **rest)}
+
+
+def _shared_fleet(kw: dict) -> str:
+    """A fleet of 2 with a shared tier ``remote``, last in its tier list: a message listing the tiers lists it."""
+    return _first(fleet_replay, instances=2, shared_tier="remote=1TB", **kw)
 
 
 @pytest.mark.parametrize("kw,words", API_ONLY)
@@ -101,6 +105,7 @@ def test_api_entry_points_name_the_same_first_fault(kw, words):
     seen = _api_routes(kw)
     assert words in seen["replay"], seen
     assert set(seen.values()) == {seen["replay"]}, seen
+    assert words in _shared_fleet(kw)
 
 
 @pytest.mark.parametrize("kw,args,plan,words", EVERYWHERE)
@@ -108,6 +113,7 @@ def test_every_entry_point_names_the_same_first_fault(tmp_path, kw, args, plan, 
     seen = _api_routes(kw)
     assert words in seen["replay"], seen
     assert set(seen.values()) == {seen["replay"]}, seen
+    assert words in _shared_fleet(kw)
     res = CliRunner().invoke(cli, ["replay", str(SMALL), "-q", *args])
     assert res.exit_code == 2 and words in res.output.splitlines()[0], res.output
     if plan is not None:
@@ -172,3 +178,15 @@ def test_one_lfu_aging_rule():
     words = "lfu aging must be one of dynamic, none, got 'old'"
     assert _first(LFUPolicy, capacity_blocks=4, aging="old") == words
     assert _first(ArrayLFU, capacity_blocks=4, aging="old") == words
+
+
+def test_shared_tier_is_last_in_the_checked_tier_list():
+    # the shared tier 'remote' joins the tier list last: a private tier named remote makes gpu, remote, remote;
+    # a link of an unknown tier lists gpu, cpu, remote; a link of the shared tier is taken (the model fault next)
+    shared = dict(instances=2, shared_tier="remote=1TB")
+    assert _first(fleet_replay, tiers=["gpu=auto", "remote=1GB"], **shared) == \
+        "tier names must be distinct, got gpu, remote, remote"
+    assert _first(fleet_replay, tiers=TWO, links={"disk": "pcie-gen5-x16"}, **shared) == \
+        "links names tier 'disk', which is not among the tiers: gpu, cpu, remote"
+    assert _first(fleet_replay, links={"remote": "pcie-gen5-x16"}, model="nosuch", **shared).startswith(
+        "unknown model 'nosuch'")
