@@ -104,7 +104,7 @@ def default_mode() -> str:
     """The switch's default: ``$PCS_NATIVE`` or ``auto``.
 
     Raises:
-        ValueError: ``PCS_NATIVE`` is set to something other than :data:`MODES`.
+        UserError: ``PCS_NATIVE`` is set to something other than :data:`MODES`.
     """
     mode = os.environ.get("PCS_NATIVE", "auto").strip().lower() or "auto"
     if mode not in MODES:
@@ -120,7 +120,7 @@ def resolve(mode: str | None, twin: str, option: str = "native") -> str:
         twin: a key of :data:`TWINS`.
         option: the caller's name for the switch, used in the error message.
     Raises:
-        ValueError: unknown mode, or ``c`` when the extension is not built.
+        UserError: unknown mode, or ``c`` when the extension is not built.
     """
     mode = default_mode() if mode is None else mode
     if mode not in MODES:

@@ -88,7 +88,7 @@ class ComputeModel:
             decode step; None uses ``pcs.model.reserved_bytes``.
         block_size: tokens per KV block for the default ``kv_read_bytes``.
     Raises:
-        ValueError: tp < 1, utilisation outside (0, 1], unknown dtype, fp8
+        UserError: tp < 1, utilisation outside (0, 1], unknown dtype, fp8
             on a GPU without FP8, or utilisation x peak below :data:`pcs.hardware.MIN_FLOPS` x 0.001.
     """
 
@@ -140,7 +140,7 @@ class ComputeModel:
         """Seconds to prefill ``new_tokens`` after ``cached_tokens``; numpy-broadcastable.
 
         Raises:
-            ValueError: negative or non-finite token counts.
+            UserError: negative or non-finite token counts.
         """
         return _out(np.asarray(self.prefill_flops(new_tokens, cached_tokens)) / self.flops_per_s)
 
@@ -162,7 +162,7 @@ class ComputeModel:
         """Seconds for one decode step at ``context_tokens``: max(memory, compute); broadcastable.
 
         Raises:
-            ValueError: negative or non-finite context.
+            UserError: negative or non-finite context.
         """
         c = _as_tokens(context_tokens, "context tokens")
         weight_bytes = self.model.active_params * float(self.model.weight_dtype_bytes) / self.tp

@@ -104,7 +104,7 @@ def read_mapping(path: str | Path, keyword: str = "path") -> dict[str, Any]:
     Raises:
         PathError: as :func:`read_text` (naming ``keyword``), before the suffix is looked at.
         InputError: see the module docstring (with the line where known).
-        ValueError: another suffix, or TOML without a parser available.
+        UserError: another suffix, or TOML without a parser available.
     """
     from pcs.trace.pathcheck import check_input_file
 

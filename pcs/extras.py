@@ -20,7 +20,8 @@ def install_hint(extra: str) -> str:
     Raises:
         KeyError: ``extra`` is not one of :data:`EXTRAS`.
     """
-    EXTRAS[extra]
+    if extra not in EXTRAS:
+        raise KeyError(extra)
     return f"pip install -e '.[{extra}]' in the pcs clone"
 
 

@@ -99,7 +99,7 @@ class GPUSpec:
         """Dense tensor-core peak in FLOP/s for ``dtype`` (``"bf16"``/``"fp16"`` or ``"fp8"``).
 
         Raises:
-            ValueError: unknown dtype, or ``"fp8"`` on a GPU without FP8 tensor cores.
+            UserError: unknown dtype, or ``"fp8"`` on a GPU without FP8 tensor cores.
         """
         d = dtype.lower()
         if d in ("bf16", "fp16"):
@@ -124,7 +124,7 @@ class LinkSpec:
         io_size_bytes: the I/O size ``iops`` is quoted at (4 KiB for NVMe), or None.
         source: where the figures come from and what is assumed.
     Raises:
-        ValueError: a negative or non-finite figure, or iops without io_size_bytes.
+        UserError: a negative or non-finite figure, or iops without io_size_bytes.
     """
 
     name: str
@@ -291,7 +291,7 @@ def default_link_for_tier(tier_name: str, table: HardwareTable | None = None) ->
     remote -> RDMA 400 Gb/s.
 
     Raises:
-        ValueError: unknown tier name; the message lists the known ones.
+        UserError: unknown tier name; the message lists the known ones.
     """
     link = TIER_LINKS.get(str(tier_name).strip().lower())
     if link is None:
@@ -332,7 +332,7 @@ def override(spec: GPUSpec | LinkSpec, note: str = "overridden", **changes: Any)
     3000000000000.0
 
     Raises:
-        ValueError: unknown field, unparsable or non-positive value.
+        UserError: unknown field, unparsable or non-positive value.
     """
     names = {f.name for f in dataclasses.fields(spec)} - {"name"}
     parsed: dict[str, Any] = {}

@@ -54,7 +54,7 @@ def loads(text: str | bytes, **kwargs: Any) -> Any:
 
     Raises:
         TooDeepError: nested deeper than :data:`MAX_JSON_DEPTH` (also when ``json.loads`` hits the recursion limit).
-        json.JSONDecodeError, UnicodeDecodeError, ValueError: as ``json.loads``.
+        json.JSONDecodeError (a ValueError), UnicodeDecodeError: as ``json.loads``.
     """
     if text.count("[" if isinstance(text, str) else b"[") + text.count("{" if isinstance(text, str) else b"{") \
             <= MAX_JSON_DEPTH:

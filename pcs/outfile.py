@@ -142,7 +142,7 @@ def atomic_output(path) -> Iterator[str]:
 
     Raises:
         OSError: creating, writing or renaming failed; the error names ``path``, never the temporary file.
-        ValueError: ``path`` is a block device or a socket.
+        UserError: ``path`` is a block device or a socket.
     """
     kind = node_kind(path)
     if kind in REFUSED:
@@ -267,7 +267,7 @@ def refuse_dash_folder(option: str, path, what: str) -> None:
     Args:
         option: the option as the user wrote it; path: its value (None: not given); what: the folder's content.
     Raises:
-        ValueError: ``OPTION -: names a folder of WHAT, not stdout; give a folder name``.
+        UserError: ``OPTION -: names a folder of WHAT, not stdout; give a folder name``.
     """
     if path is not None and str(path) == "-":
         raise UserError(f"{option} -: names a folder of {what}, not stdout; give a folder name")
@@ -282,7 +282,7 @@ def check_outputs(outputs: Mapping[str, object], inputs: Mapping[str, object] = 
         hint: the end of the message for ``-``, after "give a file name" (:data:`STDOUT_HINT`; an output whose
             suffix picks its format names the suffixes instead: /dev/stdout has none).
     Raises:
-        ValueError: ``-`` (stdout is not a file) or an empty name; the output's folder is
+        UserError: ``-`` (stdout is not a file) or an empty name; the output's folder is
             missing, not a folder or not writable; an output is also an
             input; two outputs name one file (two may name one character
             device, ``/dev/null``); an output is a block device, a socket

@@ -95,7 +95,7 @@ def field(unit: str, doc: str, *, key: str | None = None, omit_none: bool = Fals
         json: False for attributes that are not part of the JSON (API extras).
         default: default value (fields with defaults come last).
     Raises:
-        ValueError: an unknown unit.
+        UserError: an unknown unit.
     """
     if unit not in UNITS:
         raise UserError(f"unknown unit {unit!r}; valid: {', '.join(UNITS)}")

@@ -207,7 +207,7 @@ def parse_bytes(text: str | int | float) -> int:
     Returns:
         int bytes, rounded to the nearest byte (a size in a unit above bytes: ``1.1KiB`` -> 1126).
     Raises:
-        ValueError: a fractional number of plain bytes (``0.5B``: not rounded to 0), unknown unit, a bit
+        UserError: a fractional number of plain bytes (``0.5B``: not rounded to 0), unknown unit, a bit
             unit (``Gb``), malformed number, a negative size, one above 2^63 - 1 or one > 0 that rounds to 0
             bytes; the message names the value and the accepted units.
     """
@@ -233,7 +233,7 @@ def parse_bandwidth(text: str | int | float) -> float:
     Returns:
         float bytes/s.
     Raises:
-        ValueError: unknown unit, malformed number, a negative value, or one > 0 that is 0 as a float.
+        UserError: unknown unit, malformed number, a negative value, or one > 0 that is 0 as a float.
     """
     value, unit = _split(text, "bandwidth", _BW_HELP)
     u = unit
@@ -255,7 +255,7 @@ def parse_duration_ns(text: str | int | float) -> int:
     as 50 ms - 20 ms - 30 ms == 0 without float residue.
 
     Raises:
-        ValueError: unknown unit, malformed number, a negative duration, or one > 0 that rounds to 0 ns.
+        UserError: unknown unit, malformed number, a negative duration, or one > 0 that rounds to 0 ns.
     """
     value, unit = _split(text, "duration", _DUR_HELP)
     mult = DURATION_UNITS.get(unit if unit == "µs" else unit.lower())
@@ -271,7 +271,7 @@ def parse_duration(text: str | int | float) -> float:
     """Parse a duration into float seconds (see :func:`parse_duration_ns`).
 
     Raises:
-        ValueError: unknown unit, malformed number, a negative duration, or one > 0 that rounds to 0 ns.
+        UserError: unknown unit, malformed number, a negative duration, or one > 0 that rounds to 0 ns.
     """
     return parse_duration_ns(text) / 1e9
 
@@ -294,7 +294,7 @@ def require_unit(text: str | None, option: str, kind: str, shown: str | None = N
         kind: ``"size"``, ``"bandwidth"`` or ``"duration"`` (selects the suggestion).
         shown: the text the message quotes instead of ``text`` (``--link 'cpu=25'`` for the value ``25``).
     Raises:
-        ValueError: a plain non-zero number, e.g. ``--full-prefill '100' has no
+        UserError: a plain non-zero number, e.g. ``--full-prefill '100' has no
             unit: give a unit: 100ms or 100s``.
     """
     if text is None:
@@ -332,7 +332,7 @@ class Capacity:
             block_bytes: bytes per block of the tier or cache (> 0), or None when unknown.
             what: the option and value for messages, e.g. ``"--tier gpu=400B"``.
         Raises:
-            ValueError: a size with ``block_bytes`` None; a non-zero size
+            UserError: a size with ``block_bytes`` None; a non-zero size
                 smaller than one block (docs/semantics.md §16: write ``0``
                 for an empty tier).
         """
@@ -343,7 +343,7 @@ def capacity_to_blocks(size_bytes: int | None, blocks: int | None, block_bytes: 
     """Whole blocks of a capacity given as ``size_bytes`` or ``blocks`` (see :meth:`Capacity.to_blocks`).
 
     Raises:
-        ValueError: as :meth:`Capacity.to_blocks`; ``blocks`` x ``block_bytes`` above 2^63 - 1 bytes (the bound
+        UserError: as :meth:`Capacity.to_blocks`; ``blocks`` x ``block_bytes`` above 2^63 - 1 bytes (the bound
             :func:`parse_bytes` puts on a size given in bytes, so capacity bytes fit int64 however written).
     """
     if blocks is not None:
@@ -375,7 +375,7 @@ def parse_capacity(text: str | int) -> Capacity:
     2000000000000
 
     Raises:
-        ValueError: no unit, a fractional or negative block count, more than
+        UserError: no unit, a fractional or negative block count, more than
             2^63 - 1 blocks, or what :func:`parse_bytes` refuses.
     """
     if isinstance(text, bool):

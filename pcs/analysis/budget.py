@@ -136,7 +136,7 @@ def total(workloads: Iterable[Workload], name: str = "all together") -> Workload
     Workload(name='all together', capacity_need_bytes=4, bandwidth_need_bps=6.0)
 
     Raises:
-        ValueError: a sum passes 2^63 - 1 (bytes, bytes/s), the bound every size and bandwidth has
+        UserError: a sum passes 2^63 - 1 (bytes, bytes/s), the bound every size and bandwidth has
             (:mod:`pcs.units`), naming the workloads rather than an internal key.
     """
     items = list(workloads)
@@ -152,7 +152,7 @@ def parse_workload(text: str) -> Workload:
     """Parse ``NAME:CAPACITY:BANDWIDTH``, e.g. ``"A:30GB:1000GB/s"``.
 
     Raises:
-        ValueError: not three colon-separated parts, or a bad size/bandwidth.
+        UserError: not three colon-separated parts, or a bad size/bandwidth.
     """
     parts = str(text).rsplit(":", 2)
     if len(parts) != 3 or not parts[0].strip():
@@ -235,14 +235,14 @@ def average_bandwidth_bps(rate_per_s: float, size_bytes: int) -> float:
     1000000000.0
 
     Raises:
-        ValueError: a negative or non-finite argument.
+        UserError: a negative or non-finite argument.
     """
     return _rate_bps(rate_per_s, size_bytes, "rate", "size")
 
 
 def _rate_bps(rate_per_s: float, size_bytes: int, rate_name: str, size_name: str) -> float:
     """rate_per_s x size_bytes, bytes/s: the one rule of :func:`average_bandwidth_bps` and
-    :func:`iops_bandwidth_bps`; each argument checked under its name (ValueError: negative or non-finite;
+    :func:`iops_bandwidth_bps`; each argument checked under its name (UserError: negative or non-finite;
     a product above 2^63 - 1 bytes/s, the bound of every bandwidth in :mod:`pcs.units`)."""
     bps = check_real(rate_per_s, rate_name, lo=0) * check_real(size_bytes, size_name, lo=0)
     if bps > 2**63 - 1:
@@ -258,7 +258,7 @@ def transfer_time_s(size_bytes: int, bandwidth_bps: float, setup_s: float = 0.0)
     0.005
 
     Raises:
-        ValueError: non-positive bandwidth, negative size or setup.
+        UserError: non-positive bandwidth, negative size or setup.
     """
     size = check_real(size_bytes, "transfer size", lo=0)
     bandwidth = check_real(bandwidth_bps, "link bandwidth", lo=0, lo_open=True)
@@ -274,7 +274,7 @@ def iops_bandwidth_bps(iops: float, io_size_bytes: int) -> float:
     4096000000.0
 
     Raises:
-        ValueError: a negative or non-finite argument.
+        UserError: a negative or non-finite argument.
     """
     return _rate_bps(iops, io_size_bytes, "IOPS", "I/O size")
 

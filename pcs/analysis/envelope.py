@@ -141,7 +141,7 @@ def break_even_bps(restore_bytes: int, full_prefill_s: float, remaining_s: float
     Returns:
         bytes/s, 0.0 when D is 0, or None when the denominator is <= 0.
     Raises:
-        ValueError: negative bytes or times.
+        UserError: negative bytes or times.
     """
     d = _check_bytes(restore_bytes)
     margin_ns = _margin_ns(full_prefill_s, remaining_s, overhead_s)
@@ -217,7 +217,7 @@ def restore_bytes_for_tokens(model: Any, tokens: int, block_size: int = 16, layo
     67108864
 
     Raises:
-        ValueError: tokens < 0 or block_size < 1, or a layout H2's block_bytes rejects.
+        UserError: tokens < 0 or block_size < 1, or a layout H2's block_bytes rejects.
     """
     tokens = restored_tokens(tokens, block_size)
     from pcs.model import block_bytes  # lazy: the model package is only needed here

@@ -72,7 +72,7 @@ class CountingAdmission(AdmissionPolicy):
     one lookup counts; counts are kept for every block counted (16-50 B each in a dict).
 
     Raises:
-        ValueError: a threshold below 1 or not an int.
+        UserError: a threshold below 1 or not an int.
     """
 
     first_option: ClassVar[str] = ""
@@ -154,7 +154,7 @@ def parse_admission(text: str) -> tuple[str, dict[str, Any]]:
     (('reuse', {'n': 2}), ('retain', {'tokens': '0-4096', 'duration': 60}))
 
     Raises:
-        ValueError: unknown kind (the message lists them), a malformed argument or an option given twice.
+        UserError: unknown kind (the message lists them), a malformed argument or an option given twice.
     """
     kind, colon, rest = str(text).strip().partition(":")
     kind = kind.strip().lower()
@@ -180,7 +180,7 @@ def make_admission(text: str, context: Any = None) -> AdmissionPolicy:
     """An admission policy from ``KIND[:ARGS]`` (``context``: the trace context, for ``retain``).
 
     Raises:
-        ValueError: unknown kind, unknown or bad option (the message names the kind's options).
+        UserError: unknown kind, unknown or bad option (the message names the kind's options).
     """
     kind, opts = parse_admission(text)
     cls = admission_kinds()[kind]
@@ -198,7 +198,7 @@ def apply_admission(specs: Sequence[str], policy: Any, context: Any = None,
     """One tier's ``--admit`` kinds -> (its eviction policy, wrapped by ``retain`` kinds; its admission or None).
 
     Raises:
-        ValueError: as :func:`make_admission`, the message led by the option that gave the kind
+        UserError: as :func:`make_admission`, the message led by the option that gave the kind
             (``--admit cpu=reuse:0: ...``; ``tier``: the tier's name).
     """
     parts = []
@@ -225,7 +225,7 @@ def parse_admit_option(values: Sequence[str], tier_names: Sequence[str]) -> dict
     """``--admit TIER=KIND[:ARGS]`` values (``+`` joins several in one value) -> tier -> kinds.
 
     Raises:
-        ValueError: no ``=``, a tier not among ``tier_names``, admission refusal on the GPU
+        UserError: no ``=``, a tier not among ``tier_names``, admission refusal on the GPU
             tier (only ``retain`` applies there), one kind given twice for a tier, or a bad kind.
     """
     out: dict[str, list[str]] = {}

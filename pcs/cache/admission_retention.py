@@ -60,7 +60,7 @@ class RetentionAdmission(AdmissionPolicy):
         duration: seconds a released block of the range stays retained (> 0).
         context: the trace context (depth, block size, arrivals, clock).
     Raises:
-        ValueError: a bad range or duration, or no trace context.
+        UserError: a bad range or duration, or no trace context.
     """
 
     kind = "retain"

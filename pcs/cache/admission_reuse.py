@@ -22,7 +22,7 @@ class ReuseAdmission(CountingAdmission):
     Args:
         n: uses required, >= 1 (1 admits everything).
     Raises:
-        ValueError: n < 1 or not an int.
+        UserError: n < 1 or not an int.
 
     >>> a = ReuseAdmission(2); a.observe([1, 2], 0); a.observe([1], 1); a.admit([1, 2])
     [True, False]

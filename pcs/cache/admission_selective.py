@@ -25,7 +25,7 @@ class SelectiveAdmission(CountingAdmission):
     Args:
         k: hits required, >= 1.
     Raises:
-        ValueError: k < 1 or not an int.
+        UserError: k < 1 or not an int.
 
     >>> a = SelectiveAdmission(1); a.observe([1, 2, 3], 2); a.admit([1, 3])
     [True, False]

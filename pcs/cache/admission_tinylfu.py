@@ -90,7 +90,7 @@ class TinyLFUAdmission(AdmissionPolicy):
     Args:
         sample: W in multiples of the tier's capacity (Caffeine: 10).
     Raises:
-        ValueError: sample <= 0.
+        UserError: sample <= 0.
     """
 
     kind = "tinylfu"
@@ -109,7 +109,7 @@ class TinyLFUAdmission(AdmissionPolicy):
         """Size the sketch for the tier it guards.
 
         Raises:
-            ValueError: a tier of more than :data:`MAX_SKETCH_BLOCKS` blocks (4 rows of one byte per
+            UserError: a tier of more than :data:`MAX_SKETCH_BLOCKS` blocks (4 rows of one byte per
                 counter, a power of two >= the capacity: 2**26 blocks already take 256 MiB).
         """
         if capacity_blocks > MAX_SKETCH_BLOCKS:

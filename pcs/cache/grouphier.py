@@ -33,7 +33,7 @@ from typing import Sequence
 
 from pcs.cache.groups import CacheGroup, fixed_point
 from pcs.cache.groupstep import GroupStepMixin
-from pcs.cache.hierarchy import WRITE_POLICIES, _first_repeat
+from pcs.cache.hierarchy import _first_repeat, check_distinct, check_write_policy
 from pcs.cache.residency import GROUP_SHIFT, KEY_SHIFT, PAGE_BITS, Residency, group_counts
 from pcs.cache.tier import Tier, TierStats
 from pcs.errors import UserError
@@ -220,7 +220,7 @@ class GroupHierarchy(GroupStepMixin):
         page_bytes: ``page_bytes[j][p]``: bytes of a page of pool p at level j (restored bytes, residency).
         step_s: the residency series' sampling step, simulated seconds.
     Raises:
-        ValueError: no level, a tier count that is not levels x pools, duplicate level names, an unknown
+        UserError: no level, a tier count that is not levels x pools, duplicate level names, an unknown
             write policy, no group, or a group's pool out of range.
     """
 
@@ -228,14 +228,12 @@ class GroupHierarchy(GroupStepMixin):
                  pools: int = 1, page_bytes: Sequence[Sequence[int]] | None = None, step_s: float = 60.0) -> None:
         if not tiers or len(tiers) % pools:
             raise UserError(f"need levels x {pools} pools, got {len(tiers)} tiers")
-        if write_policy not in WRITE_POLICIES:
-            raise UserError(f"unknown write policy {write_policy!r}; valid: {', '.join(WRITE_POLICIES)}")
+        check_write_policy(write_policy)
         if not groups or any(not 0 <= g.pool < pools for g in groups):
             raise UserError("need at least one cache group, each in a pool 0 .. pools - 1")
         self.levels = [list(tiers[j:j + pools]) for j in range(0, len(tiers), pools)]
         names = [lvl[0].name.split("/")[0] for lvl in self.levels]
-        if len(set(names)) != len(names):
-            raise UserError(f"tier level names must be distinct, got {names}")
+        check_distinct(names, "tier level names")
         self.tiers = [lvl[0] if pools == 1 else _LevelView(nm, lvl) for nm, lvl in zip(names, self.levels)]
         self.groups, self.pools = tuple(groups), pools
         self.write_through, self.write_policy = write_policy == "through", write_policy

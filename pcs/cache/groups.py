@@ -56,7 +56,7 @@ class CacheGroup:
         align: state only: a request saves one state, at its last checkpoint (vLLM
             ``mamba_cache_mode="align"``) instead of every checkpoint (``"all"``).
     Raises:
-        ValueError: unknown rule, span not positive for a windowed rule, pages < 1, or a state
+        UserError: unknown rule, span not positive for a windowed rule, pages < 1, or a state
             interval that is not a multiple of the block size.
     """
 

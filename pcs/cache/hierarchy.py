@@ -96,17 +96,36 @@ def check_hierarchy_args(tiers: Sequence[Tier], write_policy: str) -> list[str]:
     """Validate a tier list and write policy; returns the tier names (GPU first).
 
     Raises:
-        ValueError: no tier, duplicate tier names, or an unknown write policy
+        UserError: no tier, duplicate tier names, or an unknown write policy
             (the message lists :data:`WRITE_POLICIES`).
     """
     if not tiers:
         raise UserError("at least one tier is needed (the GPU tier)")
     names = [t.name for t in tiers]
-    if len(set(names)) != len(names):
-        raise UserError(f"tier names must be distinct, got {names}")
+    check_distinct(names, "tier names")
+    check_write_policy(write_policy)
+    return names
+
+
+def check_write_policy(write_policy: str) -> None:
+    """The one check of a write policy's name (docs/semantics.md §7), for every hierarchy and :func:`pcs.replay`.
+
+    Raises:
+        UserError: ``write_policy`` is not one of :data:`WRITE_POLICIES` (the message lists them).
+    """
     if write_policy not in WRITE_POLICIES:
         raise UserError(f"unknown write policy {write_policy!r}; valid: {', '.join(WRITE_POLICIES)}")
-    return names
+
+
+def check_distinct(names: Sequence[str], what: str) -> None:
+    """The one check that a hierarchy's tier (or tier level) names are distinct; ``what`` names them in the
+    message (``tier names``, ``tier level names``).
+
+    Raises:
+        UserError: a name given twice, listing ``names``.
+    """
+    if len(set(names)) != len(names):
+        raise UserError(f"{what} must be distinct, got {names}")
 
 
 class Hierarchy:
@@ -116,7 +135,7 @@ class Hierarchy:
         tiers: the tiers, fastest first; at least one.
         write_policy: ``"back"`` (default) or ``"through"``.
     Raises:
-        ValueError: no tier, duplicate tier names, or an unknown write policy.
+        UserError: no tier, duplicate tier names, or an unknown write policy.
 
     Counters: ``written_blocks[j]`` blocks written into tier j (demoted or
     written through), ``dropped_blocks`` blocks pushed out of the last tier

@@ -203,7 +203,7 @@ def retain_spec(policy: Any) -> tuple[Any, float, Any] | None:
     tokens [d x bs, (d + 1) x bs) overlapping the range (``RetentionAdmission.retained``); None without one.
 
     Raises:
-        ValueError: a retain that cannot run compiled (several on one tier, a policy not in
+        UserError: a retain that cannot run compiled (several on one tier, a policy not in
             :data:`RETAIN_POLICIES`).
     """
     import numpy as np
@@ -414,7 +414,7 @@ class NativeHierarchy(CompiledHierarchy):
             capacities, policy and admission options are read; the objects are not used after).
         write_policy: ``"back"`` (default) or ``"through"``.
     Raises:
-        ValueError: no tier, duplicate names, unknown write policy, a policy or admission policy without
+        UserError: no tier, duplicate names, unknown write policy, a policy or admission policy without
             a compiled twin, a non-empty tier, or the extension is not built.
     """
 

@@ -21,7 +21,7 @@ from typing import Any, Sequence
 from pcs import _native
 from pcs.cache import native as _native_hier
 from pcs.cache.groups import RULES, CacheGroup
-from pcs.cache.hierarchy import WRITE_POLICIES
+from pcs.cache.hierarchy import check_distinct, check_write_policy
 from pcs.cache.policies import get_policy
 from pcs.cache.residency import KEY_SHIFT, Residency
 from pcs.cache.tier import Tier, TierStats
@@ -142,7 +142,7 @@ class NativeGroupHierarchy(_native_hier.CompiledHierarchy):
     Args: as :class:`~pcs.cache.grouphier.GroupHierarchy` (``tiers``: empty LRU tiers, one per level,
         GPU first; their names and capacities are read, the objects are not used after).
     Raises:
-        ValueError: as the reference (no level, an unknown write policy, no group, duplicate level
+        UserError: as the reference (no level, an unknown write policy, no group, duplicate level
             names), or :func:`unsupported` gives a reason.
     """
 
@@ -150,13 +150,11 @@ class NativeGroupHierarchy(_native_hier.CompiledHierarchy):
                  pools: int = 1, page_bytes: Sequence[Sequence[int]] | None = None, step_s: float = 60.0) -> None:
         if not tiers:
             raise UserError("need at least one tier level")
-        if write_policy not in WRITE_POLICIES:
-            raise UserError(f"unknown write policy {write_policy!r}; valid: {', '.join(WRITE_POLICIES)}")
+        check_write_policy(write_policy)
         if not groups:
             raise UserError("need at least one cache group")
         names = [t.name.split("/")[0] for t in tiers]
-        if len(set(names)) != len(names):
-            raise UserError(f"tier level names must be distinct, got {names}")
+        check_distinct(names, "tier level names")
         why = unsupported(tiers, groups, pools)
         if why is not None:
             raise UserError(f"the compiled hybrid hierarchy cannot run this replay: {why}")

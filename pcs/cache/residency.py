@@ -47,7 +47,7 @@ class Residency:
         step_s: sampling step of :meth:`tick`, simulated seconds (> 0).
         max_samples: most fixed-step samples kept (later ticks stop sampling).
     Raises:
-        ValueError: step_s <= 0.
+        UserError: step_s <= 0.
 
     Attributes:
         pages: ``pages[j][g]``: resident pages now.

@@ -32,7 +32,7 @@ class SharedTierHierarchy(Hierarchy):
         tiers: the instance's tiers, GPU first, the shared tier last (at least two).
         write_policy: ``back`` or ``through`` (§7), for the shared tier as for the others.
     Raises:
-        ValueError: fewer than two tiers; as :class:`Hierarchy`.
+        UserError: fewer than two tiers; as :class:`Hierarchy`.
     """
 
     def __init__(self, tiers: Sequence[Tier], write_policy: str = "back") -> None:

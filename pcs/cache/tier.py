@@ -73,7 +73,7 @@ class Tier:
         admission: a :class:`pcs.cache.admission.AdmissionPolicy` deciding which
             offered blocks :meth:`insert` writes (None: all).
     Raises:
-        ValueError: negative capacity.
+        UserError: negative capacity.
         pcs.errors.PolicyError: (from the methods) the policy raised or broke its contract.
     """
 

@@ -4,18 +4,15 @@ from __future__ import annotations
 import click
 
 from pcs.cli.common import RegistryChoice, command, emit, format_option, quiet_option
-from pcs.cli.modelarg import load_model
+from pcs.cli.modelarg import load_model, model_options
 from pcs.cli.params import MAX_BLOCK_SIZE, MAX_TOKENS, MAX_TP, Float, Int
-from pcs.model import KV_DTYPES, MODEL_NAMES, get_layout
+from pcs.model import KV_DTYPES, get_layout
 
 __all__ = ["deploy"]
 
 
 @command("deploy")
-@click.option("--model", "model_name", default=None, metavar="NAME",
-              help=f"Model preset: {', '.join(MODEL_NAMES)} (see `pcs models`), or a config.json path.")
-@click.option("--model-config", "model_config", type=click.Path(dir_okay=False), default=None,
-              help="A local Hugging Face config.json instead of a preset (no network).")
+@model_options
 @click.option("--gpu", default="h100-sxm", show_default=True, help="GPU preset (pcs hardware).")
 @click.option("--tp", type=Int(1, MAX_TP), default=8, show_default=True,
               help="Tensor-parallel size = GPUs holding the model.")

@@ -5,18 +5,15 @@ import click
 
 from pcs.cli.common import RegistryChoice, command, emit, format_option, quiet_option
 from pcs.cli.params import MAX_BLOCK_SIZE, MAX_COUNT, MAX_TOKENS, MAX_TP, Int
-from pcs.cli.modelarg import load_model
+from pcs.cli.modelarg import load_model, model_options
 from pcs.cli.report import check_outputs, html_options, write_outputs
-from pcs.model import MODEL_NAMES, KV_DTYPES, footprint as compute_footprint, get_layout
+from pcs.model import KV_DTYPES, footprint as compute_footprint, get_layout
 from pcs.model.footprint import hybrid_block_size
 from pcs.report.footprint import render_footprint
 
 
 @command("footprint")
-@click.option("--model", "model_name", default=None, metavar="NAME",
-              help=f"Model preset: {', '.join(MODEL_NAMES)} (see `pcs models`), or a config.json path.")
-@click.option("--model-config", "model_config", type=click.Path(dir_okay=False), default=None,
-              help="A local Hugging Face config.json instead of a preset (no network).")
+@model_options
 @click.option("--tokens", type=Int(0, MAX_TOKENS), required=True, help="Tokens per sequence, T.")
 @click.option("--dtype", type=RegistryChoice(KV_DTYPES, get_layout), default=None,
               help="KV cache layout, short or as vLLM names it (default: the model's, usually bf16; fp8 = vLLM's "

@@ -100,7 +100,7 @@ def parse_capacity_list(text: str, option: str, block_bytes: int | Callable[[], 
             callable giving it, called at the first size), or None when no
             model gives it (then a size is an error saying so).
     Raises:
-        ValueError: an empty list, a plain number other than 0, a bad item,
+        UserError: an empty list, a plain number other than 0, a bad item,
             a size without ``block_bytes``, a non-zero size under one block, two items at one block count
             (``1000blocks,1000blocks`` or a size and its blocks: refused rather than merged, as compare and
             sweep refuse one configuration twice, docs/sweep.md "Axes").

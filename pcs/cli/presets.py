@@ -88,7 +88,7 @@ def resolve_gpu(kwargs: dict[str, Any], table: HardwareTable | None = None) -> G
     """Pop the :func:`gpu_options` values from ``kwargs``; the GPU with overrides, or None.
 
     Raises:
-        ValueError: unknown GPU, a bad value, or an override without ``--gpu``.
+        UserError: unknown GPU, a bad value, or an override without ``--gpu``.
     """
     name = kwargs.pop("gpu", None)
     changes = _changes(kwargs, _GPU_OVERRIDES)
@@ -107,7 +107,7 @@ def resolve_link(kwargs: dict[str, Any], table: HardwareTable | None = None) -> 
     "custom" is built (setup 0 unless ``--link-setup``).
 
     Raises:
-        ValueError: unknown link or a bad value.
+        UserError: unknown link or a bad value.
     """
     name = kwargs.pop("link", None)
     changes = _changes(kwargs, _LINK_OVERRIDES)

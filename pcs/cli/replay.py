@@ -246,7 +246,7 @@ def _pairs(values, what: str, option: str) -> dict[str, str]:
     """``NAME=VALUE`` values of a per-tier ``option`` -> {name: value}.
 
     Raises:
-        ValueError: a malformed value (``what`` names it), or one tier named twice (as a repeated ``--tier`` is).
+        UserError: a malformed value (``what`` names it), or one tier named twice (as a repeated ``--tier`` is).
     """
     from pcs.engine.api import parse_assignment
 
@@ -281,7 +281,7 @@ def _protected_share(kw: dict[str, Any], tier_policies: dict[str, str]) -> float
     :func:`pcs.cache.policies.make_policies`).
 
     Raises:
-        ValueError: ``--protected-share`` given and no ``--policy`` or ``--tier-policy`` is slru.
+        UserError: ``--protected-share`` given and no ``--policy`` or ``--tier-policy`` is slru.
     """
     from pcs.cache.policies import policy_options
 
@@ -321,7 +321,7 @@ def refuse_inapplicable(kw: dict[str, Any]) -> None:
     - ``--gpu-memory-utilization`` with a GPU tier of a given size (it sizes only a derived or ``auto`` one).
 
     Raises:
-        ValueError: one of the above, naming the option and what it needs.
+        UserError: one of the above, naming the option and what it needs.
     """
     from pcs.engine.schedconfig import DEFAULT_MAX_PREEMPTIONS
 
@@ -476,7 +476,7 @@ def write_requests(table: Any, path: str) -> None:
     """Write the per-request table to ``path`` (.parquet or .csv) via a temp file and a rename.
 
     Raises:
-        ValueError: another extension.
+        UserError: another extension.
         OSError: the write failed (naming ``--requests-out`` and ``path``).
     """
     from pcs.outfile import atomic_output
@@ -567,7 +567,7 @@ def replay(fmt: str, requests_out: str | None, html_path: str | None, plot_dir: 
 
 
 def _refuse_single_instance_options(kw: dict[str, Any], streams: dict | None, outputs: Any) -> None:
-    """Raise ValueError for options a fleet replay (--instances/--router) does not take: re-blocking, --admit,
+    """Raise UserError for options a fleet replay (--instances/--router) does not take: re-blocking, --admit,
     --gap-oracle, --html/--plot (``outputs``)."""
     if streams is not None:
         raise UserError("--instances replays the trace at its recorded block size; re-blocking a block-hash "

@@ -83,7 +83,7 @@ def write_outputs(html_path: str | None, plot_dir: str | None, payloads: Sequenc
         ``{"html", "html_bytes", "charts", "plots"}``: the page written (None
         without ``html_path``), its size in bytes, the chart ids, the figure files.
     Raises:
-        ValueError: a missing extra (Jinja2, vl-convert); a directory that does not exist.
+        UserError: a missing extra (Jinja2, vl-convert); a directory that does not exist.
     """
     done: dict[str, Any] = {"html": html_path, "html_bytes": None, "charts": [], "plots": []}
     if not (html_path or plot_dir):

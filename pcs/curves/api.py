@@ -53,7 +53,7 @@ def load_accesses(trace: Any = None, block_size: int | None = None,
     Returns:
         ``(accesses, name)``; name is the trace path or a description.
     Raises:
-        ValueError / InputError: bad trace content; PathError: a trace path missing, a directory or unreadable.
+        UserError / InputError: bad trace content; PathError: a trace path missing, a directory or unreadable.
     """
     if isinstance(trace, FlatAccesses):
         return trace, "<accesses>"
@@ -141,7 +141,7 @@ def lru_curve(flat: FlatAccesses, kernel: str | None = None, sample_rate: float 
     (:func:`pcs.curves.shards.sampled_lead_depths`).
 
     Raises:
-        ValueError: bad kernel or sample rate.
+        UserError: bad kernel or sample rate.
     """
     kernel = stackdist.resolve_kernel(kernel)
     if sample_rate == 1.0:

@@ -183,7 +183,7 @@ def belady_hits(plan: BeladyPlan, capacity_blocks: int, check: bool = False) -> 
     ``check`` asserts the cache invariants after every request (tests).
 
     Raises:
-        ValueError: negative capacity.
+        UserError: negative capacity.
     """
     if capacity_blocks < 0:
         raise UserError(f"capacity_blocks must be >= 0, got {capacity_blocks}")

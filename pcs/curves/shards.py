@@ -59,7 +59,7 @@ def sample_mask(block_hashes: np.ndarray, sample_rate: float, seed: int = 0) -> 
     """bool, shape (N,): ``splitmix64(block_hash ^ seed) < sample_rate * 2**64``.
 
     Raises:
-        ValueError: ``sample_rate`` not in (0, 1].
+        UserError: ``sample_rate`` not in (0, 1].
     """
     if not 0.0 < sample_rate <= 1.0:
         raise UserError(f"sample_rate must be in (0, 1], got {sample_rate}")
@@ -89,7 +89,7 @@ def sampled_lead_depths(flat: FlatAccesses, sample_rate: float, seed: int = 0,
             are kept with weight 1 (0 = plain SHARDS).
         kernel: stack-depth kernel.
     Raises:
-        ValueError: bad rate, negative ``exact_head_blocks``, bad kernel.
+        UserError: bad rate, negative ``exact_head_blocks``, bad kernel.
     """
     if exact_head_blocks < 0:
         raise UserError(f"exact_head_blocks must be >= 0, got {exact_head_blocks}")

@@ -100,7 +100,7 @@ def flatten_columns(prompt_tokens: np.ndarray, block_offsets: np.ndarray, block_
     Returns:
         :class:`FlatAccesses`.
     Raises:
-        ValueError: ``block_size`` <= 0 or inconsistent column lengths.
+        UserError: ``block_size`` <= 0 or inconsistent column lengths.
     """
     if block_size <= 0:
         raise UserError(f"block_size must be > 0 tokens, got {block_size}")
@@ -152,7 +152,7 @@ def concat(parts: Iterable[FlatAccesses]) -> FlatAccesses:
     """Join flattened batches of one trace, in order (block sizes must agree).
 
     Raises:
-        ValueError: the parts have different block sizes.
+        UserError: the parts have different block sizes.
     """
     parts = list(parts)
     if not parts:
@@ -178,7 +178,7 @@ def resolve_kernel(kernel: str) -> str:
     """``"c"`` or ``"python"`` for a kernel name: :func:`pcs._native.resolve` of the ``stackdist`` twin.
 
     Raises:
-        ValueError: unknown name, or ``"c"`` when it is not built.
+        UserError: unknown name, or ``"c"`` when it is not built.
     """
     return _native.resolve(kernel, "stackdist", "kernel")
 
@@ -200,7 +200,7 @@ def stack_depths(block_hashes: np.ndarray, req_offsets: np.ndarray, kernel: str 
         for a block never used before (earlier in the same request does not
         count); ``num_distinct`` the number of distinct block hashes.
     Raises:
-        ValueError: unknown kernel, ``"c"`` when it is not built, bad offsets.
+        UserError: unknown kernel, ``"c"`` when it is not built, bad offsets.
 
     Cost: O(N log N) time, O(N + distinct) memory.
 

@@ -37,12 +37,13 @@ from typing import Any, Callable, Mapping, Sequence
 
 from pcs import units
 from pcs.blocks import BlockRules
-from pcs.cache import WRITE_POLICIES, Tier
+from pcs.cache import Tier
+from pcs.cache.hierarchy import check_write_policy
 from pcs.cache.policies import DEFAULT_POLICY, canonical_spec, make_policies
 from pcs.engine import select
 from pcs.engine.computecheck import checked_compute
 from pcs.engine.apiobjects import check_api_objects
-from pcs.engine.engine import TIMINGS
+from pcs.engine.engine import check_timing
 from pcs.engine.replaydoc import document
 from pcs.engine.result import ReplaySummary
 from pcs.engine.passes import SharedPasses
@@ -103,7 +104,7 @@ def parse_assignment(text: str, what: str) -> tuple[str, str]:
     """Split ``NAME=VALUE`` (as ``--tier gpu=400GB``).
 
     Raises:
-        ValueError: no ``=`` or an empty side; the message shows the expected form.
+        UserError: no ``=`` or an empty side; the message shows the expected form.
     """
     check_text(text, what, f"a 'NAME=VALUE' string, e.g. {_EXAMPLES[what]}")
     name, sep, value = text.partition("=")
@@ -130,7 +131,7 @@ def parse_tier(text: str | TierSpec) -> TierSpec:
     2000000000000
 
     Raises:
-        ValueError: malformed text or size.
+        UserError: malformed text or size.
     """
     if isinstance(text, TierSpec):
         return text
@@ -197,7 +198,7 @@ def _link_bandwidth(tier: str, link: str) -> float:
     """Bytes/s of a ``--link TIER=BANDWIDTH`` that names no preset.
 
     Raises:
-        ValueError: naming ``--link TIER=...`` and the real reason: bits, negative, not finite,
+        UserError: naming ``--link TIER=...`` and the real reason: bits, negative, not finite,
             too large, zero (a link that moves nothing), or neither a preset nor a bandwidth.
     """
     from pcs.hardware import LINK_NAMES
@@ -325,7 +326,8 @@ def _tier_list(tiers: Any) -> Sequence[str | TierSpec]:
     """``tiers`` as a sequence of tier texts / TierSpecs; one str or TierSpec is one tier.
 
     Raises:
-        TypeError: a mapping, a non-sequence, or an item that is neither str nor TierSpec.
+        ArgumentTypeError: (a UserError and a TypeError) a mapping, a non-sequence, or an item that is neither
+            str nor TierSpec.
     """
     if tiers is None:
         return DEFAULT_TIERS
@@ -446,7 +448,7 @@ class _Options:
 
 
 def refuse_str_compute(compute: Any) -> None:
-    """ValueError when ``compute`` is a str: the compute model goes in ``compute=``, the mode
+    """UserError when ``compute`` is a str: the compute model goes in ``compute=``, the mode
     ("step", "sequential", "infinite") in ``compute_mode=`` (the CLI's --compute)."""
     if isinstance(compute, str):
         raise UserError(f"compute= takes a compute model (pcs.compute.ComputeModel), got {compute!r}; "
@@ -482,16 +484,14 @@ def _check_api_args(args: dict[str, Any]) -> None:
 
 
 def _options(timing, policy, write_policy, tp, engine, native, compute_mode=None) -> _Options:
-    """Fill in :data:`DEFAULTS` and check each option (ValueError naming the option and its valid values)."""
+    """Fill in :data:`DEFAULTS` and check each option (UserError naming the option and its valid values)."""
     from pcs import _native
 
     timing = timing or DEFAULTS["timing"]
-    if timing not in TIMINGS:
-        raise UserError(f"unknown timing {timing!r}; valid: {', '.join(TIMINGS)}")
+    check_timing(timing)
     tp = check_int(DEFAULTS["tp"] if tp is None else tp, "tp", lo=1, hi=MAX_TP)
     write_policy = write_policy or DEFAULTS["write_policy"]
-    if write_policy not in WRITE_POLICIES:
-        raise UserError(f"unknown write policy {write_policy!r}; valid: {', '.join(WRITE_POLICIES)}")
+    check_write_policy(write_policy)
     select.canonical(engine)
     if native is not None and native not in _native.MODES:
         raise UserError(f"unknown native {native!r}; valid: {', '.join(_native.MODES)}")
@@ -516,7 +516,7 @@ def _step_setup(opts: _Options, scheduler, time_model, gpu) -> StepSetup | None:
     """The step scheduler's setup for modeled timing with ``compute_mode="step"``, else None.
 
     Raises:
-        ValueError: a ``scheduler`` that is not a SchedulerConfig; a compute model without ``step_cost()``.
+        UserError: a ``scheduler`` that is not a SchedulerConfig; a compute model without ``step_cost()``.
     """
     if scheduler is not None and not isinstance(scheduler, SchedulerConfig):
         raise UserError(f"scheduler must be a pcs.engine.schedconfig.SchedulerConfig, got {scheduler!r}")
@@ -542,7 +542,7 @@ def _refuse_empty_gpu(gpu_tier, block_bytes: int) -> None:
     with no KV cache blocks ("No available memory for the cache blocks", vllm/v1/core/kv_cache_utils.py).
 
     Raises:
-        ValueError: the GPU tier holds no block.
+        UserError: the GPU tier holds no block.
     """
     blocks = units.capacity_to_blocks(gpu_tier.capacity_bytes, gpu_tier.capacity_blocks, block_bytes,
                                       f"tier {gpu_tier.name!r}")
@@ -621,15 +621,10 @@ def replay(trace: Any = None, *, model: Any = None, hardware: Any = None, tp: in
     Every keyword, the result and the errors: :data:`pcs.engine.replaydoc.ARGS` and ``RAISES``,
     appended here by :func:`pcs.engine.replaydoc.document` (``help(pcs.replay)`` shows them).
     """
-    _check_api_args(locals())              # first: the arguments as given
+    numbers, opts, tier_specs, spec, gpu = _checked_args(locals())     # first: every check that needs no trace
     (protected_share, gpu_memory_utilization, gap_oracle, swa_full_tokens_ratio, mamba_full_memory_ratio,
-     residency_step_s) = _checked_numbers(protected_share, gpu_memory_utilization, gap_oracle, swa_full_tokens_ratio,
-                                          mamba_full_memory_ratio, residency_step_s)
+     residency_step_s) = numbers
     notes = _default_notes(model is None, hardware is None and tp is None, tiers is None)
-    opts = _options(timing, policy, write_policy, tp, engine, native, compute_mode)
-    tier_specs = _tier_specs(tiers, tier_policies, links)
-    refuse_two_shares(opts.policy, tier_policies, protected_share)
-    spec, gpu = _model_and_gpu(model, dtype, hardware, hardware_table, opts.tp)
     source = reiterable(trace)
     bs = _block_size(source)
     tier_specs, bb, bpb, link_specs, deployment = _tier_bytes_and_links(
@@ -665,10 +660,35 @@ def replay(trace: Any = None, *, model: Any = None, hardware: Any = None, tp: in
     return _result(out, _summarise(out, context, opts), notes, deployment, spec, model is None)
 
 
+def _checked_args(k: Mapping[str, Any]) -> tuple:
+    """The checks :func:`replay` makes before it reads the trace, in this order, the one place they live
+    (:func:`replay`, :func:`check_replay` and through it a sweep's plan and :func:`pcs.fleet.fleet_replay` call
+    it): the arguments' types (:func:`_check_api_args`), the numbers and flags (:func:`_checked_numbers`),
+    timing / policy / write policy / tp / engine / native / compute mode, the tier list (GPU tier first, only
+    it ``auto``, distinct names, per-tier option names), two protected shares, model, dtype and hardware.
+
+    Args:
+        k: every keyword of :func:`replay` by name (its ``locals()`` on entry, or bound with defaults).
+    Returns:
+        (the numbers as :func:`_checked_numbers` returns them, :class:`_Options`, the tier specs, the model's
+        spec, the GPU).
+    Raises:
+        UserError: (ArgumentTypeError, UnknownNameError, PolicyError...) the first check that fails, its message.
+    """
+    _check_api_args(k)
+    numbers = _checked_numbers(k["protected_share"], k["gpu_memory_utilization"], k["gap_oracle"],
+                               k["swa_full_tokens_ratio"], k["mamba_full_memory_ratio"], k["residency_step_s"])
+    opts = _options(k["timing"], k["policy"], k["write_policy"], k["tp"], k["engine"], k["native"],
+                    k["compute_mode"])
+    tier_specs = _tier_specs(k["tiers"], k["tier_policies"], k["links"])
+    refuse_two_shares(opts.policy, k["tier_policies"], numbers[0])
+    spec, gpu = _model_and_gpu(k["model"], k["dtype"], k["hardware"], k["hardware_table"], opts.tp)
+    return numbers, opts, tier_specs, spec, gpu
+
+
 def check_replay(**kwargs: Any) -> None:
-    """The checks :func:`replay` makes before it reads the trace, in its order, without running anything: the
-    numbers, timing / policy / write policy / tp / engine / native / compute mode, the tier list (GPU tier first,
-    only it ``auto``, distinct names, per-tier option names), two protected shares, model, dtype and hardware.
+    """The checks :func:`replay` makes before it reads the trace, in its order (the same function,
+    :func:`_checked_args`), without running anything: the same first error for the same arguments.
 
     Args:
         **kwargs: :func:`replay`'s keywords (``trace`` is not read).
@@ -677,17 +697,7 @@ def check_replay(**kwargs: Any) -> None:
     """
     a = inspect.signature(replay).bind(None, **kwargs)
     a.apply_defaults()
-    k = a.arguments
-    refuse_str_compute(k["compute"])
-    check_api_objects(k["rules"], k["hardware_table"], k["progress"])
-    protected_share = _checked_numbers(k["protected_share"], k["gpu_memory_utilization"], k["gap_oracle"],
-                                       k["swa_full_tokens_ratio"], k["mamba_full_memory_ratio"],
-                                       k["residency_step_s"])[0]
-    opts = _options(k["timing"], k["policy"], k["write_policy"], k["tp"], k["engine"], k["native"],
-                    k["compute_mode"])
-    _tier_specs(k["tiers"], k["tier_policies"], k["links"])
-    refuse_two_shares(opts.policy, k["tier_policies"], protected_share)
-    _model_and_gpu(k["model"], k["dtype"], k["hardware"], k["hardware_table"], opts.tp)
+    _checked_args(a.arguments)
 
 
 def _past_context_note(spec, columns, default_model: bool) -> list[str]:
@@ -812,7 +822,7 @@ def _check_groups(plan, ctx, admit, gap_oracle: bool) -> None:
     :func:`_refuse_on_cache_groups` (hybrid options that cannot apply: :func:`refuse_inapplicable_hybrid`).
 
     Raises:
-        ValueError: that refusal.
+        UserError: that refusal.
     """
     if plan is not None:
         _refuse_on_cache_groups(ctx, admit, gap_oracle)
@@ -880,7 +890,7 @@ def _refuse_on_cache_groups(ctx: Any, admit: Any, gap_oracle: bool) -> None:
     trace pre-pass over whole-model blocks, not pages), and no ``gap_oracle``.
 
     Raises:
-        ValueError: a policy that reads the trace (``ctx`` is its pre-pass), an admission policy, or
+        UserError: a policy that reads the trace (``ctx`` is its pre-pass), an admission policy, or
             ``gap_oracle``.
     """
     if ctx is not None or admit or gap_oracle:

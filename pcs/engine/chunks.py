@@ -252,7 +252,7 @@ def iter_chunks(source: Any, rules: BlockRules, timing: Any = None, decode: bool
         decode: fill ``decode_s`` (False: left empty; only the instant-compute
             modeled loop reads it).
     Raises:
-        ValueError: as :func:`pcs.trace.batches.as_batches` (block sizes
+        UserError: as :func:`pcs.trace.batches.as_batches` (block sizes
             differ or < 1, negative token counts).
     """
     for b in as_batches(source):

@@ -327,28 +327,31 @@ def compare(trace: Any = None, *, policies: Sequence[str | None] | None = None,
     Raises:
         UserError: (:class:`pcs.errors.UserError`, a ValueError) both ``tier_sets`` and ``tiers``; ``policy`` in
             ``replay_kwargs`` (use ``policies``); bad curve capacities; and
-            anything :func:`pcs.replay` raises.
+            anything :func:`pcs.replay` raises, every variant's trace-free checks
+            (:func:`pcs.engine.api.check_replay`) before the trace is read.
     """
-    from pcs.engine.api import replay
+    from pcs.engine.api import check_replay, replay
     from pcs.trace.batches import reiterable
 
     caps = _check_compare_args(tier_sets, curve_capacities, replay_kwargs, policies, admits)
-    source = reiterable(trace)
     pols = [canonical_spec(p) if p else p for p in policies or ()] or [None]   # slru, never its alias protected
     one_set = replay_kwargs.pop("tiers", None)
     sets = [list(ts) for ts in tier_sets or ()] or [one_set]
     adms = list(admits or ()) or [None]
+    runs = [(tiers, i, pol, j, adm, dict(policy=pol, tiers=tiers or None, admit=[adm] if adm else None,
+                                         **_run_kwargs(pol, replay_kwargs, pols)))
+            for tiers in sets for i, pol in enumerate(pols) for j, adm in enumerate(adms)]
+    for run in runs:        # every variant's trace-free checks before the trace is read, as a sweep's plan
+        check_replay(**run[-1])
+    source = reiterable(trace)
     variants, resolved = [], {}
-    for tiers in sets:
-        for i, pol in enumerate(pols):
-            for j, adm in enumerate(adms):
-                label = " ".join(x for x in (pol or DEFAULT_POLICY, adm if len(adms) > 1 else "",
-                                             " ".join(tiers) if tiers and len(sets) > 1 else "") if x)
-                s = replay(source, policy=pol, tiers=tiers or None, progress=progress,
-                           admit=[adm] if adm else None, **_run_kwargs(pol, replay_kwargs, pols)).summary
-                variants.append(CompareVariant.from_summary(label, pol, s, adm, tiers))
-                if i == j == 0 and len(sets) > 1:
-                    _refuse_same_blocks(resolved, variants[-1].tiers, tiers)
+    for tiers, i, pol, j, adm, kwargs in runs:
+        label = " ".join(x for x in (pol or DEFAULT_POLICY, adm if len(adms) > 1 else "",
+                                     " ".join(tiers) if tiers and len(sets) > 1 else "") if x)
+        s = replay(source, progress=progress, **kwargs).summary
+        variants.append(CompareVariant.from_summary(label, pol, s, adm, tiers))
+        if i == j == 0 and len(sets) > 1:
+            _refuse_same_blocks(resolved, variants[-1].tiers, tiers)
     first = variants[0].summary
     hybrid = first.hybrid is not None
     curve = None if caps is None else _curve_rows(source, pols, caps, replay_kwargs, hybrid)

@@ -85,7 +85,7 @@ class Decoded:
         next_turns: with ``turns``, its :class:`pcs.engine.turns.DecodeBlocks` (the search's result over the
             whole trace), else None.
     Raises:
-        ValueError, InputError: as :func:`pcs.trace.batches.as_batches`; MemoryError: as ``turns``.
+        UserError, InputError: as :func:`pcs.trace.batches.as_batches`; MemoryError: as ``turns``.
     """
 
     def __init__(self, source: Any, turns: Any = None, pieces: Any = None) -> None:

@@ -56,7 +56,7 @@ def decode_aware_hits(source: Any, rules: BlockRules, decode: Any, native: str |
     Returns:
         :class:`pcs.blocks.SingleSequenceResult` (token-weighted ``hit_ratio``). Cost: O(1) per id.
     Raises:
-        ValueError: as :func:`pcs.trace.batches.as_batches`; ``native="c"`` without the compiled kernel.
+        UserError: as :func:`pcs.trace.batches.as_batches`; ``native="c"`` without the compiled kernel.
     """
     lru = SequentialLru(0, native, False)
     first, parts = 0, []

@@ -57,7 +57,7 @@ def resolve_gpu_tier(spec, gpu, tp: int, tier_specs: Sequence, gpu_bb: int, util
         :class:`pcs.model.deploy.Deployment` fields, ``gpu_tier_from``, ``layout``,
         ``tp_group``, ``assumptions`` and ``notes``).
     Raises:
-        ValueError: the weights do not fit when the GPU tier is to be derived (one line);
+        UserError: the weights do not fit when the GPU tier is to be derived (one line);
             a bad utilisation or reserve.
     """
     from pcs.model.deploy import size_deployment

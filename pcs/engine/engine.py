@@ -89,6 +89,16 @@ class _ChunkLists:
         self.block_size = chunk.block_size
 
 
+def check_timing(timing: str) -> None:
+    """The one check of a timing's name (docs/semantics.md §9), for the engine and :func:`pcs.replay`.
+
+    Raises:
+        UserError: ``timing`` is not one of :data:`TIMINGS` (the message lists them).
+    """
+    if timing not in TIMINGS:
+        raise UserError(f"unknown timing {timing!r}; valid: {', '.join(TIMINGS)}")
+
+
 class ReplayEngine:
     """Feed chunks of requests through a hierarchy; collect a ledger and per-request rows.
 
@@ -101,7 +111,7 @@ class ReplayEngine:
             Serialized); None counts 0 bytes.
         check: call ``hierarchy._check()`` after every step (tests only; slow).
     Raises:
-        ValueError: unknown timing.
+        UserError: unknown timing.
     """
 
     #: requests whose rows are buffered before they move into the typed columns (after a chunk; memory bound)
@@ -109,8 +119,7 @@ class ReplayEngine:
 
     def __init__(self, hierarchy: Hierarchy, timing: str = "sequential", links: Sequence | None = None,
                  block_bytes: Sequence[int] | None = None, check: bool = False):
-        if timing not in TIMINGS:
-            raise UserError(f"unknown timing {timing!r}; valid: {', '.join(TIMINGS)}")
+        check_timing(timing)
         t = len(hierarchy.tiers)
         self.h = hierarchy
         self.timing = timing

@@ -118,7 +118,7 @@ def scan(source: Any, capacity_blocks: int, rules: BlockRules = BlockRules(), na
         8-16 B per distinct block hash (pcs.engine.lruscan) and a bit per stamp above the LRU pointer;
         the trace itself is held one batch at a time.
     Raises:
-        ValueError: as :func:`pcs.trace.batches.as_batches`; negative
+        UserError: as :func:`pcs.trace.batches.as_batches`; negative
             capacity; an empty trace.
         NotApplicable: (``check``) a block hash repeats within a request, or
             the resident blocks of a request are not a prefix.

@@ -109,7 +109,7 @@ def check_hybrid_options(manager: str | None, swa_ratio: float | None, mamba_rat
     """Defaults filled in and each option checked.
 
     Raises:
-        ValueError: unknown manager or mode (the message lists the valid ones), a ratio not > 0.
+        UserError: unknown manager or mode (the message lists the valid ones), a ratio not > 0.
     """
     manager = manager or DEFAULT_MANAGER
     if manager not in MANAGERS:
@@ -222,7 +222,7 @@ def plan_hybrid(spec, block_size: int, level_names: Sequence[str], block_bytes: 
             block, ``block_bytes[j].total_bytes``).
         manager, swa_ratio, mamba_ratio, mamba_mode: as :func:`check_hybrid_options` returns them.
     Raises:
-        ValueError: a tier smaller than one page of a pool.
+        UserError: a tier smaller than one page of a pool.
     """
     bh, N = _checkpoint(spec, block_size, manager)
     groups = cache_groups(spec, block_size, N, mamba_mode == "align")

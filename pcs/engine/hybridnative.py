@@ -44,7 +44,7 @@ class HybridNativeStepEngine(NativeStepEngine):
     plain StepEngine there) and ``skip`` (event skipping).
 
     Raises:
-        ValueError: :func:`hybrid_unsupported` gives a reason (the message says it).
+        UserError: :func:`hybrid_unsupported` gives a reason (the message says it).
     """
 
     def __init__(self, hierarchy, links, block_bytes, cost, config, recompute_last_token: bool = True,

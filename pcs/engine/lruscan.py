@@ -141,7 +141,7 @@ class SequentialLru:
             per table slot (the lower tier's time), 8 B per GPU stamp at or after the LRU pointer (the id of
             each, for the victims), a bit per lower-tier stamp.
     Raises:
-        ValueError: negative capacity, unknown kernel; ``lower_blocks`` without the compiled kernel.
+        UserError: negative capacity, unknown kernel; ``lower_blocks`` without the compiled kernel.
 
     >>> lru = SequentialLru(2, "python")
     >>> [x.tolist() for x in lru.feed(np.array([1, 2, 1, 3, 1, 2], np.uint64), np.array([0, 2, 4, 6]),
@@ -185,7 +185,7 @@ class SequentialLru:
                 ``ids[offsets[r]:offsets[r + 1]]`` (:meth:`pcs.engine.turns.DecodeBlocks.arrays`).
         Raises:
             NotChained: (``check``) see the class; the state is then undefined.
-            ValueError: inconsistent shapes or offsets.
+            UserError: inconsistent shapes or offsets.
         """
         hashes = np.ascontiguousarray(block_hashes, dtype=np.uint64)
         offsets = np.ascontiguousarray(offsets, dtype=np.int64)

@@ -38,7 +38,7 @@ class SharedPasses:
     Attributes:
         source: the :class:`pcs.engine.decoded.Decoded` trace every run reads.
     Raises:
-        ValueError, InputError: as :class:`pcs.engine.decoded.Decoded`.
+        UserError: as :class:`pcs.engine.decoded.Decoded` (bad trace content: its subclass InputError).
     """
 
     def __init__(self, source: Any) -> None:

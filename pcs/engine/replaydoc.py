@@ -95,7 +95,11 @@ UserError: (:class:`pcs.errors.UserError`, a ValueError; an unknown name as its
     command line's range, ``gap_oracle`` not a bool, ``tier_policies``/``links`` not a mapping;
     ``protected_share`` unlike an inline ``slru:protected_share=``; a hybrid option that cannot
     change the run (``mamba_cache_mode`` on a model without a state, ...).
-TypeError: ``trace`` is not a path, Trace or iterable of request-like
+    The checks that need no trace come first, in this order, the first failing one raised: the
+    arguments' types, the numbers, timing / policy / write policy / tp / engine / native / compute
+    mode, the tier list and its per-tier options, two protected shares, model / dtype / hardware
+    (:func:`pcs.engine.api.check_replay` makes the same, as do fleet_replay and compare).
+ArgumentTypeError: (a UserError and a TypeError) ``trace`` is not a path, Trace or iterable of request-like
     objects; ``tiers`` is a dict or another non-list, or holds an item
     that is neither str nor TierSpec.
 """

@@ -531,7 +531,7 @@ def run_replay(source: Any, rules: BlockRules, time_model: Any, make_tiers: Call
             all-full-attention line): no no-cache step run (``Outcome.scheduler`` None) and no decode-aware
             single-sequence result.
     Raises:
-        ValueError: as :func:`pcs.engine.select.choose`; bad trace content;
+        UserError: as :func:`pcs.engine.select.choose`; bad trace content;
             ``lru-scan`` requested on ids that are not chained.
     """
     tiers0 = make_tiers()

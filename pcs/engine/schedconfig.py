@@ -99,7 +99,7 @@ class SchedulerConfig:
         ttft_slo_s: TTFT target for the goodput figures, seconds; None = none.
         cache_blocks_at: when computed blocks become hittable, one of :data:`CACHE_BLOCKS_AT`.
     Raises:
-        ValueError: a value out of range (the message names it): the integers in the CLI's ranges
+        UserError: a value out of range (the message names it): the integers in the CLI's ranges
             (1..10^9 tokens, 1..10^9 sequences, 0..10^9 preemptions), the flags True or False.
     """
 
@@ -143,7 +143,7 @@ class SchedulerConfig:
         blocks from the trace's detection.
 
         Raises:
-            ValueError: only one of the batch limits given and the other default smaller than it; a
+            UserError: only one of the batch limits given and the other default smaller than it; a
                 ``token_s`` (the GPU's time per token, the timeout's default) not finite or < 0 while the
                 timeout is not given: the message names the GPU's rates, not the option the user did not give.
         """

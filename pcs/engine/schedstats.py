@@ -110,7 +110,7 @@ class SchedulerCounters:
         list holds at most MAX_SPAN_S / COARSE_S (8,784) bins < FINE_LIMIT_S, so it always falls through.
 
         Raises:
-            ValueError: the run reaches past :data:`MAX_SPAN_S` after the first arrival (a far timestamp, a
+            UserError: the run reaches past :data:`MAX_SPAN_S` after the first arrival (a far timestamp, a
                 huge output length, a slow GPU); one line naming the cause (:func:`span_message`).
         """
         self.busy_s += seconds

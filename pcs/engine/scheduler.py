@@ -193,7 +193,7 @@ class StepEngine(ReplayEngine):
         """Replay the requests of ``chunk`` (in order, after all earlier chunks).
 
         Raises:
-            ValueError: an output length of 2**62 tokens or more (:func:`check_output_tokens`).
+            UserError: an output length of 2**62 tokens or more (:func:`check_output_tokens`).
         """
         m = len(chunk.arrival_s)
         check_output_tokens(chunk.output_tokens)
@@ -843,7 +843,7 @@ MAX_OUTPUT_TOKENS = 2 ** 62
 
 
 def check_output_tokens(output_tokens) -> None:
-    """Raise ValueError when a request's output length (tokens; a sequence or int64 array) is >= 2**62.
+    """Raise UserError when a request's output length (tokens; a sequence or int64 array) is >= 2**62.
 
     One rule for the Python loop and its compiled twin, which checks the same before its int64 step arithmetic."""
     if not len(output_tokens):

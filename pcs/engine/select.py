@@ -247,7 +247,7 @@ def _compiled_hierarchy_applies(cfg: RunConfig) -> str | None:
 
 def _twin_missing(cfg: RunConfig, twin: str) -> str | None:
     """Why the compiled ``twin`` (a :data:`pcs._native.TWINS` name) cannot run, or None: native python, or
-    not built. Raises ValueError for native ``c`` when it is not built (:func:`pcs._native.resolve`)."""
+    not built. Raises UserError for native ``c`` when it is not built (:func:`pcs._native.resolve`)."""
     mode = _native.default_mode() if cfg.native is None else cfg.native
     if mode == "python":
         return "native is python (no compiled code)"
@@ -384,7 +384,7 @@ def canonical(requested: str) -> str:
     """``auto`` or a table name for an accepted ``engine=`` value (aliases resolved).
 
     Raises:
-        ValueError: not in :data:`REQUESTS` (the message lists them).
+        UserError: not in :data:`REQUESTS` (the message lists them).
     """
     name = ALIASES.get(requested, requested)
     if name != "auto" and name not in ENGINE_NAMES:
@@ -393,7 +393,7 @@ def canonical(requested: str) -> str:
 
 
 def get_row(name: str) -> EngineRow:
-    """The row named ``name`` (an alias is accepted). Raises ValueError for another name or ``auto``."""
+    """The row named ``name`` (an alias is accepted). Raises UserError for another name or ``auto``."""
     name = canonical(name)
     for row in ENGINES:
         if row.name == name:
@@ -421,7 +421,7 @@ def choose(run_config: RunConfig, requested: str = "auto") -> tuple[EngineRow, s
         ``(row, reason)``; the reason names each earlier row and why it did
         not apply (``auto``), or says the engine was requested.
     Raises:
-        ValueError: unknown name; a requested engine that does not apply
+        UserError: unknown name; a requested engine that does not apply
             (the message says why); ``native="c"`` when a needed compiled
             twin is not built, or when the engine runs none (:func:`_compiled_if_c`).
     """
@@ -442,7 +442,7 @@ def _compiled_if_c(run_config: RunConfig, row: EngineRow, reason: str) -> tuple[
     code, so that is refused with the table's reason; ``auto`` runs the row (docs/semantics.md §15).
 
     Raises:
-        ValueError: native ``c`` and a row without a compiled twin.
+        UserError: native ``c`` and a row without a compiled twin.
     """
     mode = _native.default_mode() if run_config.native is None else run_config.native
     if mode == "c" and row.twin is None:
@@ -466,7 +466,7 @@ def fall_back(run_config: RunConfig, failed: EngineRow, why: str, reason: str,
     Returns:
         ``(row, reason)``: the reason keeps the earlier one and adds why ``failed`` gave up.
     Raises:
-        ValueError: no later row applies; native ``c`` and the next row runs no compiled code.
+        UserError: no later row applies; native ``c`` and the next row runs no compiled code.
     """
     rows = ENGINES[ENGINES.index(failed) + 1:]
     prior = [p for p in reason.split("; ") if not p.startswith("auto:")]

@@ -49,7 +49,7 @@ def sequential_baseline(source: Any, hierarchy: Any, rules: BlockRules) -> Engin
         reads a baseline's ``hit_ratio`` only); per-tier hits, misses, truncations, links and peaks stay 0.
         Its columns: none, or for cache groups ``hybrid_lost_tokens`` (int64, one per request, trace order).
     Raises:
-        ValueError: as :func:`pcs.trace.batches.as_batches`; :class:`pcs.errors.PolicyError` (a ValueError) when a
+        UserError: as :func:`pcs.trace.batches.as_batches`; :class:`pcs.errors.PolicyError` (a ValueError) when a
             hosted Python policy raises.
     """
     if hasattr(hierarchy, "groups"):
@@ -76,7 +76,7 @@ def begin_hybrid(source: Any, hierarchy: Any, rules: BlockRules, beside: Beside)
         the call that waits for the baseline and gives its :class:`EngineResult` (as
         :func:`sequential_baseline`); call it once, before ``beside`` serves anything else.
     Raises:
-        ValueError: as :func:`pcs.trace.batches.as_batches`, here; the hierarchy's errors, from the call returned.
+        UserError: as :func:`pcs.trace.batches.as_batches`, here; the hierarchy's errors, from the call returned.
     Memory: the trace's hashes and per-request columns copied into one set of arrays (8 B per block access,
     48 B per request) until the call returned has run.
     """

@@ -37,7 +37,7 @@ class ClockedNativeStepEngine(NativeStepEngine):
     :class:`pcs.engine.scheduler.StepEngine` (event skipping on, no checks, no step log).
 
     Raises:
-        ValueError: :func:`clocked_unsupported` gives a reason (the message says it).
+        UserError: :func:`clocked_unsupported` gives a reason (the message says it).
     """
 
     def __init__(self, hierarchy, links, block_bytes, cost, config, recompute_last_token: bool = True,

@@ -149,7 +149,7 @@ class NativeStepEngine(StepEngine):
     ``log_steps``: those run on the reference).
 
     Raises:
-        ValueError: :func:`unsupported` gives a reason (the message says it).
+        UserError: :func:`unsupported` gives a reason (the message says it).
     """
 
     #: the time series is kept in C (:meth:`_sample_here`) and pulled into the sampler at close
@@ -200,7 +200,7 @@ class NativeStepEngine(StepEngine):
         c["prefill_no_cache_s"].frombytes(_raw(pre[pre_off[:m]] if len(pre) else np.zeros(m)))
 
     def feed(self, chunk) -> None:
-        """Replay the requests of ``chunk`` (in order, after all earlier chunks); raises ValueError as
+        """Replay the requests of ``chunk`` (in order, after all earlier chunks); raises UserError as
         :meth:`StepEngine.feed` (:func:`pcs.engine.scheduler.check_output_tokens`).
 
         The C loop holds the chunk's numpy columns (and the decode-block arrays) until each of its requests has

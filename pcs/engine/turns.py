@@ -141,7 +141,7 @@ def decode_blocks(source: Any, native: str | None = None) -> DecodeBlocks:
             ``pcs.engine._turns`` or the Python reference (:func:`decode_blocks_python`); the same result
             (tests/engine/test_turns.py).
     Raises:
-        ValueError: ``native="c"`` without the compiled twin.
+        UserError: ``native="c"`` without the compiled twin.
     """
     from pcs import _native
 

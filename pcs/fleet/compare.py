@@ -49,7 +49,7 @@ def compare_routers(trace: Any, routers: Sequence[str], *, instances: int, route
     it always is, and its row records the exact view it had (``router_stale_s`` 0), not a delay it never read.
 
     Raises:
-        ValueError: no router, a router given twice, a delay > 0 that none of the routers reads; what
+        UserError: no router, a router given twice, a delay > 0 that none of the routers reads; what
             :func:`fleet_replay` raises.
     """
     if not routers:

@@ -164,27 +164,39 @@ def _setup(source: Any, kw: dict) -> tuple[int, Any, BlockRules, dict]:
     return sum(t.capacity_blocks for t in tiers), compute, kw.get("rules") or BlockRules(), run
 
 
-def _setups(source: Any, kw: dict, shared_tier: Any) -> tuple[int, Any, BlockRules, dict, dict | None]:
-    """:func:`_setup`'s (index slots, compute model, rules), and the shared tier's setup
-    (:func:`pcs.fleet.oneclock.shared_setup`) or None without one; the shared tier's refusals come first."""
-    if shared_tier is None:
-        return _setup(source, kw) + (None,)
-    from pcs.fleet.oneclock import check_shared_options, shared_setup
-    from pcs.fleet.sharedfleet import parse_shared_tier
+def _with_shared(kw: dict, shared: Any) -> dict:
+    """``kw`` with the shared tier (a TierSpec, or None: ``kw`` itself) last in ``tiers`` (None: the default
+    tiers; one str or TierSpec: one tier), as :func:`pcs.replay`'s checks see the tier list (GPU first, only it
+    ``auto``, distinct names, ``links`` / ``tier_policies`` naming a tier); a ``tiers`` of another type is
+    left for those checks to refuse in their order."""
+    from pcs.engine.api import DEFAULT_TIERS, TierSpec
 
-    from pcs.engine import api
+    tiers = kw.get("tiers")
+    if shared is None or not (tiers is None or isinstance(tiers, (str, TierSpec, list, tuple))):
+        return kw
+    own = DEFAULT_TIERS if tiers is None else [tiers] if isinstance(tiers, (str, TierSpec)) else tiers
+    return dict(kw, tiers=[*own, shared])
 
-    spec = parse_shared_tier(shared_tier)
-    check_shared_options(kw)
-    tiers = list(kw.get("tiers") or api.DEFAULT_TIERS)
-    api._tier_specs(tiers, None, None)      # the private tiers' own refusals first, then the NAME=... options
-    api._tier_specs(tiers + [spec], kw.get("tier_policies"), kw.get("links"))    # against every tier, shared too
-    private = dict(kw)      # --link / --tier-policy NAME=... of the shared tier: shared_setup takes them
+
+def _private(kw: dict, shared: Any) -> dict:
+    """``kw`` without the shared tier's ``links`` / ``tier_policies`` entries (``shared``: its TierSpec, or None):
+    what every instance's own tiers take (:func:`pcs.fleet.oneclock.shared_setup` takes the shared tier's)."""
+    private = dict(kw)
     for key in ("links", "tier_policies"):
-        if isinstance(kw.get(key), Mapping) and spec.name in kw[key]:
-            private[key] = {k: v for k, v in kw[key].items() if k != spec.name}
-    cap, compute, rules, run = _setup(source, private)
-    return cap, compute, rules, run, shared_setup(source, kw, spec, compute)
+        if shared is not None and isinstance(kw.get(key), Mapping) and shared.name in kw[key]:
+            private[key] = {k: v for k, v in kw[key].items() if k != shared.name}
+    return private
+
+
+def _setups(source: Any, kw: dict, shared: Any) -> tuple[int, Any, BlockRules, dict, dict | None]:
+    """:func:`_setup`'s (index slots, compute model, rules), and the shared tier's setup
+    (:func:`pcs.fleet.oneclock.shared_setup`; ``shared``: the shared tier's TierSpec) or None without one."""
+    if shared is None:
+        return _setup(source, kw) + (None,)
+    from pcs.fleet.oneclock import shared_setup
+
+    cap, compute, rules, run = _setup(source, _private(kw, shared))
+    return cap, compute, rules, run, shared_setup(source, kw, shared, compute)
 
 
 def _ceiling(source: Any, rules: BlockRules, decode: Any = None) -> SingleSequenceResult:
@@ -376,24 +388,33 @@ def refuse_single_instance_options(kw: dict, names: tuple[str, str] = ("admit=",
                         f"(not with {fleet})")
 
 
-def _check_fleet_args(instances: Any, replay_kwargs: dict[str, Any]) -> int:
-    """Refuse a bad instance count, an oracle policy and a str ``compute`` before any work.
+def _check_fleet_args(instances: Any, replay_kwargs: dict[str, Any], shared_tier: Any) -> tuple[int, Any]:
+    """Refuse, before any work: a bad instance count, a bad shared tier, the single-instance options, an oracle
+    policy, then what :func:`pcs.replay` refuses before it reads the trace (:func:`pcs.engine.api.check_replay`,
+    the same checks in the same order; the shared tier last in the tier list, :func:`_with_shared`).
 
     Returns:
-        ``instances`` as a Python int (any integer type but bool: a numpy int too, as ``tp``).
+        ``instances`` as a Python int (any integer type but bool: a numpy int too, as ``tp``), and the shared
+        tier's :class:`pcs.engine.api.TierSpec` (None without one).
     Raises:
         UserError: ``instances`` not an integer in 1 .. :data:`MAX_INSTANCES` (named ``instances``, which the
-            CLI shows as ``--instances``); what :func:`_refuse_oracle_policy` and
-            :func:`pcs.engine.api.refuse_str_compute` raise.
+            CLI shows as ``--instances``); what :func:`pcs.fleet.sharedfleet.parse_shared_tier`,
+            :func:`refuse_single_instance_options`, :func:`_refuse_oracle_policy` and
+            :func:`pcs.engine.api.check_replay` raise. TypeError: a keyword :func:`pcs.replay` does not take.
     """
     from pcs.argcheck import check_int
+    from pcs.engine.api import check_replay     # lazy, as _setup's import of pcs.engine.api
 
     instances = check_int(instances, "instances", 1, MAX_INSTANCES)
+    shared = None
+    if shared_tier is not None:
+        from pcs.fleet.sharedfleet import parse_shared_tier
+
+        shared = parse_shared_tier(shared_tier)
     refuse_single_instance_options(replay_kwargs)
     _refuse_oracle_policy(replay_kwargs)
-    from pcs.engine.api import refuse_str_compute    # lazy, as _setup's import of pcs.engine.api
-    refuse_str_compute(replay_kwargs.get("compute"))
-    return instances
+    check_replay(**_with_shared(replay_kwargs, shared))
+    return instances, shared
 
 
 def fleet_replay(trace: Any = None, *, instances: int = 1, router: Any = "round-robin", router_stale_s: float = 0.0,
@@ -420,15 +441,16 @@ def fleet_replay(trace: Any = None, *, instances: int = 1, router: Any = "round-
         UserError: (:class:`pcs.errors.UserError`, a ValueError) instances out of range, an unknown router or
             option, a negative delay or a delay > 0 for
             a router that does not read the cache index, ``session``
-            on a trace without session ids; with ``shared_tier``: no size, or an option
-            :func:`pcs.fleet.oneclock.check_shared_options` refuses; and what :func:`pcs.replay` raises.
+            on a trace without session ids; with ``shared_tier``: no size; ``admit`` or ``gap_oracle``
+            (:func:`refuse_single_instance_options`); and what :func:`pcs.replay` raises, its trace-free checks
+            first (:func:`pcs.engine.api.check_replay`). TypeError: a keyword :func:`pcs.replay` does not take.
     """
-    instances = _check_fleet_args(instances, replay_kwargs)
+    instances, shared = _check_fleet_args(instances, replay_kwargs, shared_tier)
     source = reiterable(trace)
     batch = concat_batches(list(as_batches(source)), block_size=getattr(source, "block_size", None))
     if len(batch) == 0:
         raise UserError("the trace has no requests")
-    cap, compute, rules, run_of, setup = _setups(source, replay_kwargs, shared_tier)
+    cap, compute, rules, run_of, setup = _setups(source, replay_kwargs, shared)
     # one compute model for every instance (the one pcs.replay would build; its KV-read memo is then shared)
     replay_kwargs = dict(replay_kwargs, compute=compute)
     chooser = parse_router(router, instances)

@@ -42,7 +42,7 @@ class CacheIndex:
         capacity_blocks: slots per instance (one int per instance, each >= 0).
         stale_s: seconds between a store/evict and the router seeing it (>= 0; 0 = exact).
     Raises:
-        ValueError: no instance, a negative capacity or delay.
+        UserError: no instance, a negative capacity or delay.
     """
 
     def __init__(self, capacity_blocks: Sequence[int], stale_s: float = 0.0) -> None:
@@ -140,7 +140,7 @@ class CacheIndex:
         no event is logged (an exact view reads the truth itself); the set is built when first read.
 
         Raises:
-            ValueError: more ids than the instance's capacity.
+            UserError: more ids than the instance's capacity.
         """
         if len(held_ids) > self.capacity_blocks[instance]:
             raise UserError(f"{len(held_ids)} ids exceed instance {instance}'s {self.capacity_blocks[instance]} slots")

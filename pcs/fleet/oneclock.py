@@ -29,7 +29,7 @@ from pcs.cache.shared import SharedTierHierarchy
 from pcs.engine.chunks import Chunk, iter_chunks
 from pcs.errors import UserError
 
-__all__ = ["SharedRun", "Admissions", "run_one_clock", "shared_setup", "check_shared_options"]
+__all__ = ["SharedRun", "Admissions", "run_one_clock", "shared_setup"]
 
 _INF = float("inf")
 
@@ -84,17 +84,6 @@ class Admissions:
         return out
 
 
-def check_shared_options(kw: dict) -> None:
-    """Refuse what the one-clock fleet does not run (each message names the option).
-
-    Raises:
-        ValueError: ``admit``, ``gap_oracle`` (the engine: :func:`shared_setup`, through the table).
-    """
-    for key, opt in (("admit", "admit="), ("gap_oracle", "gap_oracle")):
-        if kw.get(key):
-            raise UserError(f"{opt} is not available with shared_tier=")
-
-
 def shared_setup(source: Any, kw: dict, shared_spec: Any, compute: Any = None) -> dict:
     """The tiers, bytes per block and links of every instance, the shared tier last, and the step scheduler's
     setup (``step``: a :class:`pcs.engine.runner.StepSetup`, None without the step scheduler), as
@@ -102,7 +91,7 @@ def shared_setup(source: Any, kw: dict, shared_spec: Any, compute: Any = None) -
     :class:`pcs.engine.api.TierSpec`; ``compute``: the fleet's compute model).
 
     Raises:
-        ValueError: as :func:`pcs.replay`'s tier checks (a shared tier named like a private one, ...);
+        UserError: as :func:`pcs.replay`'s tier checks (a shared tier named like a private one, ...);
             a policy that reads the trace; a hybrid model.
     """
     from pcs.cache.policies import needs_context
@@ -137,7 +126,7 @@ def _engine(kw: dict, specs: Any, names: Sequence[str], timing: str, stepped: bo
     ``shared``: only ``reference`` runs them); the reason says where the step loop runs.
 
     Raises:
-        ValueError: an engine other than reference requested, or native ``c`` (the hierarchies are Python).
+        UserError: an engine other than reference requested, or native ``c`` (the hierarchies are Python).
     """
     from pcs.engine import select
 
@@ -162,7 +151,7 @@ def _step(kw: dict, timing: str, compute: Any, gpu: Any, gpu_spec: Any, gpu_bloc
     else None.
 
     Raises:
-        ValueError: as :func:`pcs.replay` (a GPU tier of 0 blocks, a ``scheduler`` of the wrong type, ...).
+        UserError: as :func:`pcs.replay` (a GPU tier of 0 blocks, a ``scheduler`` of the wrong type, ...).
     """
     from pcs.engine import api
     from pcs.engine.timing import TimeModel

@@ -48,7 +48,7 @@ def route(batch: Any, rules: BlockRules, router: Router, index: CacheIndex,
     Returns:
         int64 array, shape (n,): 0-based instance per request.
     Raises:
-        ValueError: as the router raises (e.g. ``session`` without session ids); ``native="c"`` without the
+        UserError: as the router raises (e.g. ``session`` without session ids); ``native="c"`` without the
             compiled twin.
     """
     counts = np.diff(batch.block_offsets)

@@ -22,7 +22,7 @@ def parse_shared_tier(text: Any):
     """``"remote=10TB"`` or ``"remote=20000blocks"`` (or a TierSpec) -> :class:`pcs.engine.api.TierSpec`.
 
     Raises:
-        ValueError: malformed (as ``--tier``), or no size (``auto`` is for the GPU tier only).
+        UserError: malformed (as ``--tier``), or no size (``auto`` is for the GPU tier only).
     """
     from pcs.argcheck import check_text
     from pcs.engine.api import TierSpec, parse_tier

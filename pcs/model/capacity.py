@@ -76,7 +76,7 @@ def plan_deployment(spec: ModelSpec, dep: Deployment, block_size: int, request_t
     """What ``dep``'s KV pool holds for ``spec`` (a ``with_tp(dep.tp)`` spec) at ``block_size``.
 
     Raises:
-        ValueError: the weights do not fit (:meth:`Deployment.check_fits`), block_size < 1 or
+        UserError: the weights do not fit (:meth:`Deployment.check_fits`), block_size < 1 or
             request_tokens < 1.
     """
     dep.check_fits()

@@ -208,7 +208,7 @@ class _GQA(_Stored):
         """Stored in layout ``dtype`` (an engine name or a short name, :func:`pcs.model.layouts.get_layout`).
 
         Raises:
-            ValueError: an unknown dtype; ``fp8_ds_mla``, an MLA-only layout (vLLM flashmla_sparse.py), as an MLA
+            UserError: an unknown dtype; ``fp8_ds_mla``, an MLA-only layout (vLLM flashmla_sparse.py), as an MLA
                 model refuses the GQA-only per-token-head layouts (:func:`pcs.model.layouts.mla_form`).
         """
         lay = get_layout(dtype)

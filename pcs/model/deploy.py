@@ -90,7 +90,7 @@ class Deployment:
         """Raise when the weights and reserve leave no KV memory.
 
         Raises:
-            ValueError: one line naming the model, the GPUs, the weights and the HBM.
+            UserError: one line naming the model, the GPUs, the weights and the HBM.
         """
         if not self.fits:
             raise UserError(

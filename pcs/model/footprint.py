@@ -92,7 +92,7 @@ def block_bytes(model: ModelSpec | str, block_size: int, layout: str = "serializ
     tier holds "reserved", lower tiers "serialized"; "reference" is payload only.
 
     Raises:
-        ValueError: block_size < 1 or an unknown layout.
+        UserError: block_size < 1 or an unknown layout.
 
     >>> from pcs.model import get_model
     >>> block_bytes(get_model("llama-3.1-8b"), 16, "reference").total_bytes  # 16 x 131,072
@@ -132,7 +132,7 @@ def reserved_bytes(model: ModelSpec | str, tokens: int, block_size: int) -> int:
     ``mamba_cache_mode="none"``). Pages include quantisation scales.
 
     Raises:
-        ValueError: tokens < 0 or block_size < 1.
+        UserError: tokens < 0 or block_size < 1.
 
     >>> from pcs.model import get_model
     >>> reserved_bytes(get_model("llama-3.1-8b"), 17, 16)  # 2 blocks x 16 x 131,072
@@ -149,7 +149,7 @@ def reserved_bytes_of(model: ModelSpec | str, block_size: int) -> Callable[[int]
     context length: ``pcs.engine.api``), 20x faster than :func:`reserved_bytes` per call.
 
     Raises:
-        ValueError: block_size < 1; the function: tokens < 0.
+        UserError: block_size < 1; the function: tokens < 0.
     """
     block_size = _check_block_size(block_size)
     parts = [(c.reserved_blocks, block_size * (c.payload_bytes_per_token() + c.scale_bytes_per_token()),

@@ -148,7 +148,7 @@ def get_layout(name: str) -> KVLayout:
     """The layout ``name`` means (case-insensitive; short names map per :data:`SHORT_NAMES`).
 
     Raises:
-        ValueError: unknown name; the message lists the valid ones.
+        UserError: unknown name; the message lists the valid ones.
 
     >>> get_layout("fp8_e4m3").scale_place, get_layout("int8").name
     ('per_tensor', 'int8_per_token_head')
@@ -182,7 +182,7 @@ def mla_form(name: str, sparse: bool) -> MLAForm:
     """The MLA storage of layout ``name``; ``sparse``: the latent belongs to a DSA (V3.2) model.
 
     Raises:
-        ValueError: a layout that has no MLA form in vLLM (per-token-head, nvfp4, int4).
+        UserError: a layout that has no MLA form in vLLM (per-token-head, nvfp4, int4).
     """
     lay = get_layout(name)
     if lay.name in ("fp8", "fp8_e4m3", "fp8_e5m2") and sparse:

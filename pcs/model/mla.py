@@ -66,7 +66,7 @@ class MLALatent(_Stored):
         """Stored in layout ``dtype`` (:func:`pcs.model.layouts.mla_form`; sparse = has ``topk``).
 
         Raises:
-            ValueError: unknown dtype, a layout without an MLA form, or ``fp8_ds_mla`` (fixed at 512 latent + 64
+            UserError: unknown dtype, a layout without an MLA form, or ``fp8_ds_mla`` (fixed at 512 latent + 64
                 rope values) for another latent or rope width.
         """
         form = mla_form(dtype, sparse=self.topk is not None)

@@ -182,7 +182,7 @@ def as_model(model: "ModelSpec | str") -> ModelSpec:
     """A ModelSpec as given, or the preset a name names (:func:`get_model`).
 
     Raises:
-        ValueError: unknown preset name.
+        UserError: unknown preset name.
     """
     return model if isinstance(model, ModelSpec) else get_model(model)
 

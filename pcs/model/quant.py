@@ -26,7 +26,7 @@ def normalize_dtype(dtype: str) -> str:
     """Return the canonical dtype name (``"bfloat16"`` -> ``"bf16"``).
 
     Raises:
-        ValueError: unknown dtype; the message lists the valid ones.
+        UserError: unknown dtype; the message lists the valid ones.
 
     >>> normalize_dtype("BFloat16")
     'bf16'

@@ -29,7 +29,7 @@ def check_mode(mode: str) -> str:
     """Return ``mode`` if valid.
 
     Raises:
-        ValueError: unknown mode, listing the valid ones.
+        UserError: unknown mode, listing the valid ones.
     """
     if mode not in BYTE_MODES:
         raise UserError(f"unknown byte accounting mode {mode!r}; valid modes: {', '.join(BYTE_MODES)}")
@@ -81,7 +81,7 @@ class ModelSpec:
         separate from the KV cache dtype).
 
         Raises:
-            ValueError: unknown dtype (the message lists the valid ones), or a
+            UserError: unknown dtype (the message lists the valid ones), or a
                 layout the model's MLA latent has no form for.
         """
         get_layout(dtype)
@@ -94,7 +94,7 @@ class ModelSpec:
         latents and indexer keys are replicated; recurrent states are split.
 
         Raises:
-            ValueError: tp < 1 or a head count that tp does not divide.
+            UserError: tp < 1 or a head count that tp does not divide.
         """
         if not isinstance(tp, (int, np.integer)) or tp < 1:
             raise UserError(f"tensor-parallel size must be an integer >= 1, got {tp!r}")
@@ -141,7 +141,7 @@ class ModelSpec:
         fixed recurrent state does not (see ``fixed_bytes_per_sequence``).
 
         Raises:
-            ValueError: unknown mode.
+            UserError: unknown mode.
 
         >>> from pcs.model import get_model
         >>> get_model("llama-3.1-8b").kv_bytes_per_token()

@@ -122,7 +122,7 @@ class RecurrentState:
         """Split over ``tp`` ranks (vLLM ``divide()``: tp must divide heads and conv channels).
 
         Raises:
-            ValueError: tp < 1 or a dimension tp does not divide.
+            UserError: tp < 1 or a dimension tp does not divide.
         """
         if tp < 1:
             raise UserError(f"tensor-parallel size must be >= 1, got {tp}")

@@ -14,7 +14,7 @@ Deterministic: the same payloads and command line give the same bytes (no
 dates, no random ids).
 
 Jinja2 is an optional dependency (``pip install -e '.[report]'``); without it
-every entry point raises ``ValueError`` with that one line.
+every entry point raises ``UserError`` (a ValueError) with that one line.
 """
 from __future__ import annotations
 
@@ -60,7 +60,7 @@ def charts_json(charts: Sequence[Any]) -> str:
 
 
 def require_extra(module: str, message: str) -> Any:
-    """Import an optional dependency, or raise ``ValueError(message)`` (one line naming the extra to install)."""
+    """Import an optional dependency, or raise ``UserError(message)`` (one line naming the extra to install)."""
     import importlib
 
     try:
@@ -73,7 +73,7 @@ def require_jinja2() -> Any:
     """The jinja2 module.
 
     Raises:
-        ValueError: not installed (one line: how to install the report extra).
+        UserError: not installed (one line: how to install the report extra).
     """
     return require_extra("jinja2", _MISSING_JINJA)
 
@@ -88,7 +88,7 @@ def render_html(page: dict, version: str | None = None) -> str:
     """The page (a :func:`pcs.report.htmlpage.build_page` model) as one HTML string.
 
     Raises:
-        ValueError: Jinja2 is not installed.
+        UserError: Jinja2 is not installed.
     """
     headline = [{**h, "value_json": json.dumps(h["value"])} for h in page["headline"]]
     return _environment().get_template("report.html.j2").render(
@@ -120,7 +120,7 @@ def write_report(path: str | Path, payloads: Sequence[dict], *, curve: dict | No
         payloads: JSON objects of pcs replay / compare / curve / footprint.
         curve, oracle, command: see :func:`pcs.report.htmlpage.build_page`.
     Raises:
-        ValueError: Jinja2 missing; a payload of an unknown kind.
+        UserError: Jinja2 missing; a payload of an unknown kind.
         OSError: the file cannot be written.
     """
     from pcs.report.htmlpage import build_page

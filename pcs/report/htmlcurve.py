@@ -49,7 +49,7 @@ def replay_curve(trace: Any, s: dict, *, oracle: bool = True) -> tuple[dict, dic
         ``bytes_per_block`` (the GPU tier's, per TP group); ``oracle`` is
         ``{"capacity_blocks", "hit_ratio"}`` or None.
     Raises:
-        ValueError / InputError: bad trace content; PathError: a trace path missing, a directory or unreadable.
+        UserError / InputError: bad trace content; PathError: a trace path missing, a directory or unreadable.
     """
     from pcs.curves.api import DEFAULT_POINTS, capacity_grid, curve, load_accesses, lru_curve
 

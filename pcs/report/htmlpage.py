@@ -36,7 +36,7 @@ def payload_kind(payload: Any) -> str:
     """Which command printed ``payload``: one of :data:`KINDS`.
 
     Raises:
-        ValueError: not a JSON object of one of those commands; the JSON of a fleet (``per_instance`` from
+        UserError: not a JSON object of one of those commands; the JSON of a fleet (``per_instance`` from
             ``pcs replay --instances``, ``routers`` from ``pcs compare --router``) is named as such, with what
             the page accepts instead.
     """
@@ -90,7 +90,7 @@ def check_replay_payload(s: dict) -> None:
     """Check the fields of a replay JSON that the page reads (a damaged or hand-edited file).
 
     Raises:
-        ValueError: ``field 'NAME': must be WHAT, got VALUE`` for the first bad field.
+        UserError: ``field 'NAME': must be WHAT, got VALUE`` for the first bad field.
     """
     for key, (what, ok) in _REPLAY_FIELDS.items():
         if key in s and not ok(s[key]):
@@ -134,7 +134,7 @@ _REPLAY_NUMERIC = ("series", "distributions")
 
 
 def _check_numbers(path: str, value) -> None:
-    """Raise ValueError naming the first leaf under ``path`` that is neither a number nor null."""
+    """Raise UserError naming the first leaf under ``path`` that is neither a number nor null."""
     if isinstance(value, dict):
         for k, v in value.items():
             _check_numbers(f"{path}.{k}", v)

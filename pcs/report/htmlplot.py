@@ -26,7 +26,7 @@ def require_vl_convert() -> Any:
     """The vl_convert module.
 
     Raises:
-        ValueError: not installed (one line: how to install the plot extra).
+        UserError: not installed (one line: how to install the plot extra).
     """
     from pcs.report.html import require_extra
 
@@ -43,7 +43,7 @@ def write_plots(charts: Sequence, directory: str | Path, formats: Sequence[str] 
     Returns:
         the files written, in chart order.
     Raises:
-        ValueError: vl-convert missing; an unknown format; ``directory`` is a file.
+        UserError: vl-convert missing; an unknown format; ``directory`` is a file.
         OSError: the parent directory does not exist or is not writable.
     """
     from pcs.report.html import write_file

@@ -49,7 +49,7 @@ def prepare(plan: str | Path | Plan, out: str | Path, force: bool = False) -> Pr
 
     Raises:
         PathError: ``plan`` (or a trace it names) is missing, a directory or not readable.
-        ValueError / InputError: a bad plan, option or trace.
+        UserError / InputError: a bad plan, option or trace.
     """
     if not isinstance(plan, Plan):
         from pcs.trace.pathcheck import check_input_file
@@ -88,7 +88,7 @@ def execute(prep: Prepared, *, jobs: int | None = None, ray: str | None = None, 
         progress: called with 1 after each finished point.
         quiet: no Ray log lines on stderr.
     Raises:
-        ValueError: both ``jobs`` and ``ray``; Ray not installed.
+        UserError: both ``jobs`` and ``ray``; Ray not installed.
     """
     if jobs is not None and ray is not None:
         raise UserError("give --jobs (a local pool) or --ray (Ray places the tasks), not both")
@@ -135,7 +135,7 @@ def run_sweep(plan: str | Path | Plan, out: str | Path, *, jobs: int | None = No
     Returns:
         :class:`pcs.sweep.result.SweepRun`; failed points are listed there, not raised.
     Raises:
-        PathError / ValueError / InputError: a bad plan, option or
+        PathError / UserError / InputError: a bad plan, option or
         trace (before any point runs); both ``jobs`` and ``ray``.
     """
     return execute(prepare(plan, out, force), jobs=jobs, ray=ray, requests=requests, progress=progress,

@@ -120,7 +120,7 @@ def expand_axis(name: str, spec: Any) -> list[Any]:
     Returns:
         the values: numbers, strings, or for a list the items as written.
     Raises:
-        ValueError: an empty list, a value listed twice (sizes compared in bytes: ``"10GB"`` and
+        UserError: an empty list, a value listed twice (sizes compared in bytes: ``"10GB"`` and
             ``"10000MB"`` are one value, refused rather than merged so the grid run is the grid written),
             a malformed range.
     """

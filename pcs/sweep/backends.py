@@ -47,7 +47,7 @@ def run_local(tasks: Sequence[Any], traces: dict[tuple, Any], jobs: int, with_re
     """Run the tasks here (``jobs == 1``) or in a pool of ``jobs`` processes.
 
     Raises:
-        ValueError: ``jobs`` < 1; ``jobs`` > 1 from a script that is not a file (:func:`_check_main_importable`).
+        UserError: ``jobs`` < 1; ``jobs`` > 1 from a script that is not a file (:func:`_check_main_importable`).
     """
     if jobs < 1:
         raise UserError(f"--jobs must be >= 1, got {jobs}")
@@ -74,7 +74,7 @@ def _check_main_importable() -> None:
     cannot be, and the pool would restart dying workers forever.
 
     Raises:
-        ValueError: ``__main__`` names a file that does not exist (``<stdin>``).
+        UserError: ``__main__`` names a file that does not exist (``<stdin>``).
     """
     import sys
 
@@ -134,7 +134,7 @@ def run_ray(tasks: Sequence[Any], traces: dict[tuple, Any], address: str | None,
             or :data:`RAY_LOCAL`; ignored when this process is already connected.
         quiet: no Ray log lines on stderr (when this call connects).
     Raises:
-        ValueError: Ray is not installed.
+        UserError: Ray is not installed.
     """
     started = _connect(address, quiet)
     import ray

@@ -338,7 +338,7 @@ def build_task(kind: str, point: Any, base_dir: Path | str = ".",
             capacities in bytes into blocks). Default:
             :func:`pcs.sweep.worker.load_trace`.
     Raises:
-        ValueError: an unknown option, a value the command refuses (its
+        UserError: an unknown option, a value the command refuses (its
             message, prefixed with the point's id and options).
     """
     from pcs.sweep.worker import load_trace

@@ -202,7 +202,7 @@ def make_plan(data: dict[str, Any], source: str = "<plan>", base_dir: Path | str
     Returns:
         :class:`Plan`.
     Raises:
-        ValueError: an empty plan, an unknown top-level key or kind, a bad axis, a value that does not fit its
+        UserError: an empty plan, an unknown top-level key or kind, a bad axis, a value that does not fit its
             option (a nested list, a table where one value goes: :func:`pcs.sweep.kinds.shape_problem`), a TOML
             date/time as a value, an option
             both fixed and an axis, one option or table entry named twice (two spellings,
@@ -271,7 +271,7 @@ def load_plan(path: str | Path) -> Plan:
 
     Raises:
         PathError: ``path`` is missing, a directory or not readable (naming ``path=``).
-        InputError / ValueError: bad TOML/JSON, or as :func:`make_plan`.
+        InputError / UserError: bad TOML/JSON, or as :func:`make_plan`.
     """
     from pcs.configfile import read_mapping
 

@@ -162,9 +162,8 @@ def summarize(out: str | Path, objective: str = "hit-ratio") -> SweepSummary:
     Returns:
         :class:`pcs.sweep.result.SweepSummary` (an empty directory gives no points).
     Raises:
-        ValueError: an unknown objective.
         PathError: ``out`` is missing, not a directory or not readable.
-        UserError: a ``*.parquet`` file in ``out`` that is not a readable point file (named: truncated, garbage,
+        UserError: an unknown objective; a ``*.parquet`` file in ``out`` that is not a readable point file (named: truncated, garbage,
             another table).
     """
     if objective not in OBJECTIVES:

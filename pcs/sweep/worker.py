@@ -66,7 +66,7 @@ def load_trace(key: tuple) -> LoadedTrace:
 
     Raises:
         PathError: the trace is missing, a directory or not readable (named as the plan's ``trace``).
-        InputError / ValueError: as :func:`pcs.trace.open_trace` and its readers.
+        InputError / UserError: as :func:`pcs.trace.open_trace` and its readers.
     """
     from pcs.trace import open_trace
     from pcs.trace.pathcheck import check_input_file

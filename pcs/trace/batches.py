@@ -53,7 +53,7 @@ def reiterable(source: Any = None, block_size: int | None = None) -> Any:
         PathError: ``source`` is missing, a directory or not readable, naming it as ``trace=``
             (:func:`pcs.trace.pathcheck.check_input_file`).
         InputError: as :func:`pcs.trace.open_trace`.
-        TypeError: ``source`` is none of these (:data:`TRACE_ACCEPTS`).
+        ArgumentTypeError: (a TypeError) ``source`` is none of these (:data:`TRACE_ACCEPTS`).
         UserError: a bytes path or a file object (:func:`pcs.trace.pathcheck.refuse_file_objects`).
     """
     from pcs.trace.pathcheck import check_input_file, refuse_file_objects
@@ -164,7 +164,7 @@ def arrival_error(arrival_s: float) -> str | None:
 
 
 def _check_arrivals(arrival_s: np.ndarray, first_id: int) -> None:
-    """Raise ValueError naming the first request whose arrival lies beyond +-:data:`MAX_ARRIVAL_S`."""
+    """Raise UserError naming the first request whose arrival lies beyond +-:data:`MAX_ARRIVAL_S`."""
     bad = ~(np.abs(arrival_s) <= MAX_ARRIVAL_S)     # NaN too (a NaN fails every comparison)
     if bad.any():
         i = int(np.argmax(bad))
@@ -190,10 +190,10 @@ def as_batches(source: Any = None, block_size: int | None = None,
         ``prompt_tokens`` / ``output_tokens`` int64 (n,) tokens,
         ``block_offsets`` int64 (n + 1,) from 0, ``block_hashes`` uint64.
     Raises:
-        ValueError: block sizes differ, a block size < 1, a negative token count, an arrival
-            beyond +-:data:`MAX_ARRIVAL_S`.
+        UserError: block sizes differ, a block size < 1, a negative token count, an arrival
+            beyond +-:data:`MAX_ARRIVAL_S`; a bytes path or a file object
+            (:func:`pcs.trace.pathcheck.refuse_file_objects`).
         PathError, InputError: as :func:`reiterable`.
-        UserError: a bytes path or a file object (:func:`pcs.trace.pathcheck.refuse_file_objects`).
     """
     from pcs.trace.pathcheck import refuse_file_objects
 

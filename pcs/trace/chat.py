@@ -172,7 +172,7 @@ def load_tokenizer(path):
     """A ``tokenizers.Tokenizer`` from a local ``tokenizer.json`` (no network).
 
     Raises:
-        ValueError: the ``tokenizers`` package is missing, or the file is not a tokenizer.
+        UserError: the ``tokenizers`` package is missing, or the file is not a tokenizer.
         PathError: ``path`` is missing, a directory or not readable.
     """
     try:
@@ -197,8 +197,8 @@ def load_template(spec: str) -> Callable[..., str]:
     ``chat_template`` (string, or the ``default`` entry of a list) is one.
 
     Raises:
-        ValueError: unknown name, no ``chat_template`` in the JSON, or ``jinja2`` missing.
-        PathError: a directory or an unreadable file (a missing one is no file: the ValueError above).
+        UserError: unknown name, no ``chat_template`` in the JSON, or ``jinja2`` missing.
+        PathError: a directory or an unreadable file (a missing one is no file: the UserError above).
     """
     if spec in BUILTIN_TEMPLATES:
         return BUILTIN_TEMPLATES[spec]

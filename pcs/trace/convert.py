@@ -172,7 +172,7 @@ def write_trace(batches: Iterable[RequestBatch], out_path, fmt: str, *, block_si
     Returns:
         ``{"requests": n, "block_accesses": m, "path": str, "format": fmt}``.
     Raises:
-        ValueError: unknown format; ``batches`` holds no request (every pcs reader refuses an empty
+        UserError: unknown format; ``batches`` holds no request (every pcs reader refuses an empty
             trace: ``empty trace (no requests)``), nothing written.
     """
     if fmt not in OUT_FORMATS:
@@ -223,7 +223,7 @@ def convert(trace, out_path, fmt: str | None = None, *, remap_ids: bool | None =
     dense ids, as in the Mooncake release) and False otherwise.
 
     Raises:
-        ValueError: unknown format; input and output are the same file.
+        UserError: unknown format; input and output are the same file.
         PathError: a trace path that is missing, a directory or not readable (:func:`pcs.trace.api.opened`).
         InputError: bad input content.
     """

@@ -304,7 +304,7 @@ def _shortcut(fast: bool | str) -> str | None:
     """The shortcut parser ``fast`` asks for (:mod:`pcs.trace.jsonfast`), or None for the authority alone.
 
     Raises:
-        ValueError: an unknown parser name, ``"simdjson"`` without pysimdjson installed, ``"native"``
+        UserError: an unknown parser name, ``"simdjson"`` without pysimdjson installed, ``"native"``
             without the compiled twin, or ``PCS_NATIVE=c`` without it.
     """
     from pcs.extras import install_hint
@@ -346,7 +346,7 @@ def read_hashid_jsonl(path, name: str, spec: FormatSpec, block_size: int | None,
         batches with ``first_request_id`` 0 (the caller renumbers).
     Raises:
         InputError: the first bad line, with ``on_error="raise"``.
-        ValueError: an unknown or missing ``fast`` parser.
+        UserError: an unknown or missing ``fast`` parser.
     """
     bs = block_size or spec.default_block_size
     parser = _shortcut(fast)

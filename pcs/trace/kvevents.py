@@ -199,7 +199,7 @@ def read_kv_events(path) -> Iterator[KVEvent]:
     Raises:
         InputError: a malformed batch or event (file, batch, field); a ``ts`` that decreases or lies
             beyond +-2**32 s (:func:`_check_ts`).
-        ValueError: a msgpack capture without the ``msgpack`` package.
+        UserError: a msgpack capture without the ``msgpack`` package.
     """
     name = display_name(path)
     with open_binary(path) as f:

@@ -112,7 +112,7 @@ def reblock_batch(b: RequestBatch, block_size: int, bound: str = "lower") -> Req
     Returns:
         the requests with ids at b (``np.ndarray[np.uint64]``, ``ceil(prompt / b)`` per request).
     Raises:
-        ValueError: b neither divides B nor is a multiple of it; unknown bound.
+        UserError: b neither divides B nor is a multiple of it; unknown bound.
 
     >>> one = RequestBatch(0, 4, np.zeros(2), np.array([8, 6]), np.zeros(2, dtype=np.int64),
     ...                    np.array([0, 2, 4]), np.array([1, 2, 1, 3], dtype=np.uint64))
@@ -136,7 +136,7 @@ def reblock_batch(b: RequestBatch, block_size: int, bound: str = "lower") -> Req
 
 
 def check_chained(b: RequestBatch, name: str = "trace") -> None:
-    """Raise ValueError unless every id always follows the same parent id (chained ids)."""
+    """Raise UserError unless every id always follows the same parent id (chained ids)."""
     h = b.block_hashes
     if h.size == 0:
         return
@@ -197,7 +197,7 @@ def reblock(trace, block_size: int, check: bool = True) -> dict[str, ReblockedTr
         ``{"exact": ...}`` when ``block_size`` is a multiple of B, else
         ``{"lower": ..., "upper": ...}``.
     Raises:
-        ValueError: not a whole factor; ids not chained (with ``check``: one
+        UserError: not a whole factor; ids not chained (with ``check``: one
             pass over the trace).
     """
     bs = trace.block_size

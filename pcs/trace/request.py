@@ -155,7 +155,7 @@ def concat_batches(batches: list[RequestBatch], block_size: int | None = None) -
     gives an empty batch at ``block_size`` (required then).
 
     Raises:
-        ValueError: empty list without ``block_size``, or batches of different block sizes.
+        UserError: empty list without ``block_size``, or batches of different block sizes.
     """
     if not batches:
         if block_size is None:

@@ -229,7 +229,7 @@ def trace_stats(trace, rules: BlockRules = BlockRules(), native: str | None = No
     Raises:
         PathError: a path that is missing, a directory or not readable (:func:`pcs.trace.api.opened`).
         InputError: bad trace content (from the reader).
-        ValueError: unknown ``native``, or ``c`` without the compiled twin.
+        UserError: unknown ``native``, or ``c`` without the compiled twin.
     """
     from pcs.trace.api import opened
 

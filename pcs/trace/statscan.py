@@ -49,7 +49,7 @@ def linear_percentile(values: np.ndarray, counts: np.ndarray, q: float) -> float
         ``a + (b - a) * g`` or ``b - (b - a) * (1 - g)`` for ``g >= 0.5``, in
         numpy's order of operations.
     Raises:
-        ValueError: no values.
+        UserError: no values.
     """
     n = int(counts.sum())
     if n == 0:
@@ -106,7 +106,7 @@ def scan_stats(batches, rules: BlockRules = BlockRules(), expected_ids: int = 0)
         ``turns`` (int64, requests per inferred conversation); ``tree`` (dict of ints).
     Raises:
         TooLarge: over 2**31 - 1 block accesses or requests.
-        ValueError: the kernel is not built; inconsistent batch columns.
+        UserError: the kernel is not built; inconsistent batch columns.
     """
     ext = _native.module("statscan")
     if ext is None:

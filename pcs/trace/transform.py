@@ -233,7 +233,7 @@ def transform(b: RequestBatch, spec: TransformSpec) -> Transformed:
         :class:`Transformed`.
 
     Raises:
-        ValueError: from :class:`TransformSpec` (checked at its construction); the sample keeps no
+        UserError: from :class:`TransformSpec` (checked at its construction); the sample keeps no
             conversation (the trace would be empty, which every pcs reader refuses: never written).
     """
     conv = conversation_ids(b)

@@ -197,3 +197,85 @@ def test_sweep_summary_marks_gpu_tiers_the_deployment_cannot_hold(tmp_path):
     assert f"{over} (!)" in row
     assert "(!): 1 of 2 points give a GPU tier larger than their deployment leaves for KV" in text
     assert 'tier.gpu = "auto"' in text
+
+
+def _raises_names(doc: str) -> set[str]:
+    """The exception classes a docstring's Raises section names at the head of an entry (``UserError:``,
+    ``PathError, InputError:``, ``InputError / UserError:``, ``json.JSONDecodeError (a ValueError):``; what a
+    parenthesis says about the class is not an entry)."""
+    import re
+
+    sec = re.split(r"\n\s*(?:Returns|Yields|Args|Attributes|Examples?|Note):", doc.split("Raises:", 1)[1])[0]
+    kind = r"(?:Error|Exception|Exit|Interrupt|Stopped|Warning)"
+    heads = re.finditer(rf"^\s*((?:[A-Za-z_][\w.]*{kind}\b[\s,/]*(?:\([^)]*\))?[\s,/]*)+)(?:\(|:)", sec, re.M)
+    return {n for h in heads for n in re.findall(r"[A-Za-z_][\w.]*", re.sub(r"\([^)]*\)", "", h.group(1)))
+            if re.search(rf"{kind}$", n)}
+
+
+def _module_facts(tree) -> tuple[set[str], set[str], set[str]]:
+    """(classes the module raises, imports by name or defines; the pcs modules it imports; plain modules it imports
+    by ``import X``)."""
+    import ast
+
+    names, pcs_mods, plain = set(), set(), set()
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Raise) and n.exc is not None:
+            e = n.exc.func if isinstance(n.exc, ast.Call) else n.exc
+            names.add(e.attr if isinstance(e, ast.Attribute) else getattr(e, "id", ""))
+        elif isinstance(n, ast.ImportFrom) and n.module:
+            names |= {a.asname or a.name for a in n.names}
+            if n.module.startswith("pcs"):
+                pcs_mods |= {n.module} | {f"{n.module}.{a.name}" for a in n.names}
+        elif isinstance(n, ast.Import):
+            plain |= {a.asname or a.name for a in n.names}
+            pcs_mods |= {a.name for a in n.names if a.name.startswith("pcs")}
+        elif isinstance(n, ast.ClassDef):
+            names.add(n.name)
+    return names, pcs_mods, plain
+
+
+def test_public_raises_name_classes_the_module_raises_or_imports():
+    # A public function's Raises may name: a class its module raises, imports or defines, or one that a pcs module
+    # it imports (and those modules' pcs imports, two levels: the callee that raises it) raises or imports; a
+    # builtin exception other than ValueError / TypeError / KeyError (Python's own: OSError, MemoryError...); a
+    # dotted name of a module it imports (json.JSONDecodeError). pcs raises no plain ValueError for user input
+    # (pcs.errors.UserError is one), so "ValueError:" where the code raises UserError fails here: 174 did.
+    import ast
+    import builtins
+
+    trees = {}
+    for f in sorted((ROOT / "pcs").rglob("*.py")):
+        mod = ".".join(f.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__")
+        trees[mod] = ast.parse(f.read_text(encoding="utf-8"))
+    facts = {m: _module_facts(t) for m, t in trees.items()}
+    strict = {"ValueError", "TypeError", "KeyError"}
+    python = {n for n in dir(builtins) if isinstance(getattr(builtins, n), type)
+              and issubclass(getattr(builtins, n), BaseException)} - strict
+    wrong = []
+    for mod, tree in trees.items():
+        if any(part.startswith("_") for part in mod.split(".")[1:]):
+            continue
+        near = {m for m in facts[mod][1] if m in trees}
+        near |= {m2 for m in list(near) for m2 in facts[m][1] if m2 in trees}
+        ok = facts[mod][0].union(*(facts[m][0] for m in near)) | python
+        public = [n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))]
+        public += [m for c in public if isinstance(c, ast.ClassDef) and not c.name.startswith("_")
+                   for m in c.body if isinstance(m, ast.FunctionDef)]
+        for node in public:
+            doc = ast.get_docstring(node)
+            if node.name.startswith("_") or not doc or "Raises:" not in doc:
+                continue
+            for name in _raises_names(doc):
+                head, _, last = name.rpartition(".")
+                if last not in ok and not (head and head.split(".")[0] in facts[mod][2]):
+                    wrong.append(f"{mod}.{node.name}: {name}")
+    assert not wrong, wrong
+
+
+def test_raises_names_reads_entry_heads():
+    # the entry heads, not what a parenthesis or the text says of them
+    doc = ("Summary.\n\nRaises:\n    UserError (a ValueError): bad.\n    PathError, InputError: as open_trace.\n"
+           "    json.JSONDecodeError (a ValueError), UnicodeDecodeError: as json.loads; a TypeError is a bug.\n"
+           "Returns:\n    ValueError: not a Raises entry.\n")
+    assert _raises_names(doc) == {"UserError", "PathError", "InputError", "json.JSONDecodeError",
+                                  "UnicodeDecodeError"}

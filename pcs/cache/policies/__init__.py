@@ -147,7 +147,7 @@ def spec_value(text: str) -> Any:
     option typed as a number refuses (:func:`typed_option`, the admission kinds' checks).
 
     Raises:
-        ValueError: an integer outside the signed 64-bit range (the compiled policies hold options as
+        UserError: an integer outside the signed 64-bit range (the compiled policies hold options as
             ``int64``; a larger count or duration in blocks is never meaningful).
     """
     from pcs.units import ascii_float, ascii_int
@@ -170,7 +170,7 @@ def parse_policy_spec(spec: str) -> tuple[str, dict[str, Any]]:
     ('s3fifo', {'small_share': 0.2, 'move_to_main_threshold': 3})
 
     Raises:
-        ValueError: an option without ``=`` or with an empty key or value.
+        UserError: an option without ``=`` or with an empty key or value.
     """
     name, _, rest = str(spec).partition(":")
     opts: dict[str, Any] = {}
@@ -230,7 +230,7 @@ def configuration_key(spec: str) -> tuple:
     True
 
     Raises:
-        UnknownNameError: unknown name (as :func:`get_policy`); ValueError: a malformed option.
+        UnknownNameError: unknown name (as :func:`get_policy`); UserError: a malformed option.
     """
     options = {**policy_defaults(spec), **parse_policy_spec(spec)[1]}
     return get_policy(spec), tuple(sorted((k, repr(v)) for k, v in options.items()))
@@ -303,7 +303,7 @@ def make_policy(name: str, capacity_blocks: int, context: PolicyContext | None =
     policies that read the trace (:attr:`EvictionPolicy.needs`).
 
     Raises:
-        ValueError: unknown name (:class:`pcs.errors.UnknownNameError`), an
+        UserError: unknown name (:class:`pcs.errors.UnknownNameError`), an
             option the policy does not take (the message names it and the
             options the policy takes), a bad option value, or a policy that
             needs a trace context without one; :class:`pcs.errors.PolicyError` (a ValueError) naming the
@@ -345,7 +345,7 @@ def make_policies(names: Sequence[str], capacities_blocks: Sequence[int], contex
         context: the trace context of this hierarchy (one clock for all its tiers), for the policies that need it.
         options: shared options, e.g. ``protected_share``; None = not given.
     Raises:
-        ValueError: unknown name, or an option none of ``names`` takes (the
+        UserError: unknown name, or an option none of ``names`` takes (the
             message names the option and the policies that take it).
     """
     for key, value in options.items():

@@ -27,8 +27,7 @@ from itertools import compress
 from typing import Sequence
 
 from pcs.cache.policies.array import ArrayPolicy, Run
-from pcs.cache.policies.lfu import LFU_AGINGS, LFUPolicy
-from pcs.errors import UserError
+from pcs.cache.policies.lfu import LFUPolicy, check_aging
 
 __all__ = ["ArrayLFU"]
 
@@ -47,9 +46,7 @@ class ArrayLFU(ArrayPolicy):
 
     def __init__(self, capacity_blocks: int, aging: str = "dynamic") -> None:
         super().__init__(capacity_blocks)
-        if aging not in LFU_AGINGS:
-            raise UserError(f"lfu aging must be one of {', '.join(LFU_AGINGS)}, got {aging!r}")
-        self.aging, self.inflation = aging, 0
+        self.aging, self.inflation = check_aging(aging), 0
         self._uses: list[int] = []             # block number -> uses (0: not known)
         self._k: list[int] = []                # block number -> the K of its last put
         self._buckets: dict[int, list[int]] = {}   # K -> handles put with it, in handle order

@@ -62,7 +62,7 @@ class EvictionPolicy(ABC):
         capacity_blocks: the tier's capacity in blocks (pinned included);
             policies with segments size them from it.
     Raises:
-        ValueError: negative capacity or a bad policy option.
+        UserError: negative capacity or a bad policy option.
     """
 
     #: registry name (``--policy NAME``).

@@ -47,7 +47,7 @@ class BeladyPolicy(EvictionPolicy):
         context: a :class:`PolicyContext` whose ``oracle`` was built with
             ``future=True`` (``pcs.replay`` builds it when a tier uses ``belady``).
     Raises:
-        ValueError: no context or no trace oracle in it.
+        UserError: no context or no trace oracle in it.
     """
 
     name = "belady"

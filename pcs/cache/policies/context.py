@@ -116,7 +116,7 @@ class TraceOracle:
         ``parent_keys`` and ``key_parent`` empty (a replay whose only trace reader is ``belady``).
 
         Raises:
-            ValueError: a request with 2**24 or more cacheable blocks.
+            UserError: a request with 2**24 or more cacheable blocks.
         """
         out = cls()
         parts = []
@@ -147,7 +147,7 @@ class TraceOracle:
 def _heads(ch: Any, r0: int) -> tuple:
     """(request index int64, position int64, hash uint64, hit cap int64) of every block of the chunk's cacheable
     heads (``block_hashes[offsets[i]:offsets[i] + cacheable[i]]``), trace order; :func:`_cut_repeats` then cuts
-    each before its first repeated hash. Raises ValueError for a head of 2**24 blocks or more."""
+    each before its first repeated hash. Raises UserError for a head of 2**24 blocks or more."""
     hashes = np.asarray(ch.block_hashes, dtype=np.uint64)
     off = np.asarray(ch.offsets, dtype=np.int64)[:-1]
     n = np.minimum(np.asarray(ch.cacheable, dtype=np.int64), len(hashes) - off).clip(0)   # as the slice takes them
@@ -294,7 +294,7 @@ def clocked(hierarchy: Any) -> Any:
     """``hierarchy`` itself, or wrapped so that its policies' shared :class:`Clock` follows admissions.
 
     Raises:
-        ValueError: the tiers' policies read different clocks.
+        UserError: the tiers' policies read different clocks.
     """
     clocks = {id(c): c for c in (getattr(getattr(t.policy, "context", None), "clock", None)
                                  for t in hierarchy.tiers) if c is not None}

@@ -35,10 +35,21 @@ from typing import Iterable, Sequence
 from pcs.cache.policies.base import EvictionPolicy
 from pcs.errors import UserError
 
-__all__ = ["LFUPolicy", "LFU_AGINGS"]
+__all__ = ["LFUPolicy", "LFU_AGINGS", "check_aging"]
 
 #: ``aging`` values: ``dynamic`` (LFU-DA) and ``none`` (plain LFU).
 LFU_AGINGS = ("dynamic", "none")
+
+
+def check_aging(aging: str) -> str:
+    """``aging`` checked against :data:`LFU_AGINGS`, the one check of both LFU implementations.
+
+    Raises:
+        UserError: another value, listing the valid ones.
+    """
+    if aging not in LFU_AGINGS:
+        raise UserError(f"lfu aging must be one of {', '.join(LFU_AGINGS)}, got {aging!r}")
+    return aging
 
 
 class LFUPolicy(EvictionPolicy):
@@ -48,7 +59,7 @@ class LFUPolicy(EvictionPolicy):
         capacity_blocks: tier capacity in blocks.
         aging: ``"dynamic"`` (K = uses + L, L = the last victim's K) or ``"none"`` (K = uses).
     Raises:
-        ValueError: unknown aging.
+        UserError: unknown aging.
 
     >>> p = LFUPolicy(4, aging="none"); p.add([1, 2]); p.touch([1]); p.evict(1)
     [2]
@@ -61,9 +72,7 @@ class LFUPolicy(EvictionPolicy):
 
     def __init__(self, capacity_blocks: int, aging: str = "dynamic") -> None:
         super().__init__(capacity_blocks)
-        if aging not in LFU_AGINGS:
-            raise UserError(f"lfu aging must be one of {', '.join(LFU_AGINGS)}, got {aging!r}")
-        self.aging = aging
+        self.aging = check_aging(aging)
         self.inflation = 0                      # L
         self._uses: dict[int, int] = {}         # every known block (held or pinned)
         self._key: dict[int, int] = {}          # held or pinned block -> K

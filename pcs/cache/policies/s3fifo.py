@@ -55,7 +55,7 @@ class S3FIFOPolicy(OneByOnePolicy):
         ghost_share: ghost keys per capacity block (libCacheSim 0.90).
         move_to_main_threshold: frequency from which a block leaving small moves to main (2).
     Raises:
-        ValueError: a share outside [0, 1] or a threshold < 1.
+        UserError: a share outside [0, 1] or a threshold < 1.
 
     >>> p = S3FIFOPolicy(20); p.add([1, 2, 3]); p.touch([1]); p.touch([1]); p.evict(1)
     [2]

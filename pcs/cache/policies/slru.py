@@ -61,7 +61,7 @@ class SLRUPolicy(EvictionPolicy):
         protected_share: fraction in [0, 1] of the capacity the protected
             segment may hold (floor of share x capacity blocks).
     Raises:
-        ValueError: share outside [0, 1].
+        UserError: share outside [0, 1].
 
     >>> p = SLRUPolicy(10); p.add([1, 2]); p.add([3], reused=True); p.evict(3)
     [1, 2, 3]

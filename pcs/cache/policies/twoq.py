@@ -47,7 +47,7 @@ class TwoQPolicy(OneByOnePolicy):
         in_share: A1in's share of the capacity (Kin, 0.25).
         out_share: A1out ghost keys per capacity block (Kout, 0.5).
     Raises:
-        ValueError: a share outside [0, 1].
+        UserError: a share outside [0, 1].
 
     >>> p = TwoQPolicy(8); p.add([1, 2, 3]); p.evict(1)
     [1]

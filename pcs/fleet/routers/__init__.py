@@ -115,7 +115,7 @@ _KIND = {int: "an integer", float: "a finite number"}
 
 
 def _convert(router: str, key: str, typ: type, text: str, bounds: tuple | None) -> Any:
-    """``text`` as ``typ``, inside ``bounds`` (lo, hi) both included; ValueError naming the router and option.
+    """``text`` as ``typ``, inside ``bounds`` (lo, hi) both included; UserError naming the router and option.
 
     One message per option whatever is wrong (not a number, nan/inf, out of range), e.g.
     ``router 'cache-aware': option overlap must be a finite number in [0, 1e+06], got nan``."""
@@ -137,7 +137,7 @@ def _convert(router: str, key: str, typ: type, text: str, bounds: tuple | None) 
 
 
 def _parse_options(name: str, cls: type, rest: str) -> dict[str, Any]:
-    """``opt=v,opt=v`` (exact: no spaces, no empty item, no trailing comma) -> {option: value}; ValueError."""
+    """``opt=v,opt=v`` (exact: no spaces, no empty item, no trailing comma) -> {option: value}; UserError."""
     options: dict[str, Any] = {}
     for part in rest.split(","):
         key, sep, text = part.partition("=")
@@ -156,7 +156,7 @@ def parse_router(spec: str | Router, instances: int) -> Router:
     """``NAME`` or ``NAME:opt=v,opt=v`` -> a router for ``instances`` instances.
 
     Raises:
-        ValueError: unknown router (names are exact: ``ROUND-ROBIN``, `` random`` and ``''`` are unknown) or
+        UserError: unknown router (names are exact: ``ROUND-ROBIN``, `` random`` and ``''`` are unknown) or
             option, an empty option list (``random:``, ``random:seed=1,``), an option given twice, a value
             with spaces or ``_`` separators, of the wrong type, not finite or out of its bounds.
     """
@@ -184,7 +184,7 @@ def stale_view_applies(routers: Sequence[Router], stale_s: float | None) -> tupl
     Returns:
         one bool per router: the delay is passed to it (False for every router when ``stale_s`` is None or 0).
     Raises:
-        ValueError: ``stale_s`` negative or NaN, or > 0 and no router of ``routers`` reads the index.
+        UserError: ``stale_s`` negative or NaN, or > 0 and no router of ``routers`` reads the index.
     """
     if stale_s is not None:     # the CLI's --router-stale-s range (Duration(0, 1e9)): finite, at most 10^9 s
         from pcs.argcheck import check_real

@@ -48,7 +48,7 @@ def splitmix64_array(x):
 
 
 class Session(Router):
-    """``splitmix64(session_id) mod instances``; session id -1: the least-loaded instance; ValueError when the
+    """``splitmix64(session_id) mod instances``; session id -1: the least-loaded instance; UserError when the
     trace has no session ids."""
 
     name = "session"
