@@ -422,14 +422,15 @@ def _compute_model(spec, gpu, tp: int, bs: int):
     return ComputeModel(spec, gpu, tp=tp, block_size=bs, kv_read_bytes=kv_read)
 
 
-def _scheduler_summary(out):
-    """The summary's ``scheduler`` object of a step-scheduler run, else None."""
+def _scheduler_summary(out, ordered: dict):
+    """The summary's ``scheduler`` object of a step-scheduler run, else None; ``ordered``: the sorted TTFT
+    columns (:func:`pcs.engine.summary.ordered_columns`), their percentiles read off them."""
     if out.scheduler is None:
         return None
     from pcs.engine.schedstats import scheduler_summary
 
     cfg, stats, no_cache, no_cache_stats = out.scheduler
-    return scheduler_summary(out.result.columns, stats, cfg, (no_cache.columns, no_cache_stats))
+    return scheduler_summary(out.result.columns, stats, cfg, (no_cache.columns, no_cache_stats), ordered)
 
 
 @dataclass(frozen=True, slots=True)
@@ -935,15 +936,18 @@ def _alt_plan(spec, bs: int, tier_specs, bb, manager, swa, mamba, mode):
 
 
 def _summarise(out, context: dict, opts: _Options):
-    """The typed summary of one run (:func:`pcs.engine.summary.build_summary`), engines named."""
-    from pcs.engine.summary import build_summary
+    """The typed summary of one run (:func:`pcs.engine.summary.build_summary`), engines named; the TTFT columns
+    sorted once for the CDFs and every percentile of them (:func:`pcs.engine.summary.ordered_columns`)."""
+    from pcs.engine.summary import build_summary, ordered_columns
 
     if out.result.ledger.num_requests == 0:
         raise UserError("the trace has no requests")
+    no_cache_ttft = out.scheduler[2].columns["ttft_s"] if out.scheduler is not None else None
+    ordered = ordered_columns(out.result.columns, no_cache_ttft)
     context.update(out.engines,
                    compute=opts.compute_mode if opts.timing == "modeled" else None,
-                   scheduler=_scheduler_summary(out), single_with_decode=out.single_with_decode,
-                   no_cache_ttft_s=out.scheduler[2].columns["ttft_s"] if out.scheduler is not None else None)
+                   scheduler=_scheduler_summary(out, ordered), single_with_decode=out.single_with_decode,
+                   no_cache_ttft_s=no_cache_ttft, ordered=ordered)
     if "hybrid_lost_tokens" in out.baseline.columns and context.get("hybrid") is not None:
         from pcs.engine.summary import _values
 
