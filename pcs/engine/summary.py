@@ -325,16 +325,16 @@ def build_summary(res, state: CacheState, seq_ledger, single, ideal, ctx: dict) 
 _DISTRIBUTION_COLUMNS = ("ttft_s", "prefill_no_cache_s", "prefill_s", "restore_s", "restored_bytes")
 
 
-def ordered_columns(columns: dict, no_cache_ttft_s: Any = None) -> dict:
+def ordered_columns(columns: dict, no_cache_ttft_ordered: np.ndarray | None = None) -> dict:
     """Each column the summary reads both a CDF and percentiles of, sorted once
     (:func:`pcs.percentiles.sorted_finite`: its finite values, float64, ascending): ``ttft_s`` and
-    ``prefill_no_cache_s`` of the run's ``columns`` and, given the step scheduler's no-cache run's TTFT column
-    (float64 (requests,), s), ``no_cache_ttft_s``. Read by :func:`build_summary` (``ctx["ordered"]``), by the
-    CDFs (:func:`pcs.engine.series.request_distributions`) and by the scheduler's TTFT percentiles
-    (:func:`pcs.engine.schedstats.scheduler_summary`)."""
+    ``prefill_no_cache_s`` of the run's ``columns``, and ``no_cache_ttft_s``: the step scheduler's no-cache run's
+    TTFT sorted so already (its :class:`pcs.engine.schedstats.LatencyParts`), when given. Read by
+    :func:`build_summary` (``ctx["ordered"]``), the CDFs (:func:`pcs.engine.series.request_distributions`) and
+    the scheduler's TTFT percentiles (:func:`pcs.engine.schedstats.scheduler_summary`)."""
     out = {k: sorted_finite(_values(columns[k])) for k in ("ttft_s", "prefill_no_cache_s")}
-    if no_cache_ttft_s is not None:
-        out["no_cache_ttft_s"] = sorted_finite(_values(no_cache_ttft_s))
+    if no_cache_ttft_ordered is not None:
+        out["no_cache_ttft_s"] = no_cache_ttft_ordered
     return out
 
 
