@@ -27,7 +27,8 @@ from pcs.engine.result import (BytesSummary, EnvelopeSummary, GapSplit, LinkEnve
 from pcs.percentiles import linear_percentiles, sorted_finite, sorted_linear_percentiles
 from pcs._dataclass import dataclass
 
-__all__ = ["build_summary", "ordered_columns", "requests_table", "REQUEST_COLUMNS", "TierState", "CacheState", "cache_state"]
+__all__ = ["build_summary", "ordered_columns", "requests_table", "REQUEST_COLUMNS", "TierState", "CacheState",
+           "cache_state"]
 
 #: Per-request columns of ``--requests-out`` (plus ``hit_tokens_<tier>`` per tier after ``hit_tokens``).
 REQUEST_COLUMNS = ("request_id", "arrival_s", "prompt_tokens", "output_tokens", "hit_blocks", "missed_blocks",
