@@ -75,6 +75,7 @@ TIMELINE = [("pcs.engine.decoded", "Decoded.__init__", "D", "decode and join"),
             ("pcs.engine.stepnative", "NativeStepEngine.feed", "L", "step loop feed"),
             ("pcs.engine.stepnative", "NativeStepEngine.close", "E", "step loop close"),
             ("pcs.engine.seqbase", "baseline_from_scan", "B", "baseline from the scan"),
+            ("pcs.engine.schedstats", "latency_parts", "P", "no-cache run's latency sorts, after its close"),
             ("pcs.engine.api", "_summarise", "U", "summaries")]
 
 

@@ -88,3 +88,27 @@ def test_sorted_twin_equal_to_numpy_percentile(values, levels):
     want = np.percentile(values, levels).tolist()
     got = sorted_linear_percentiles(np.sort(values), levels)
     assert np.array_equal(np.array(got), np.array(want), equal_nan=True), (got, want)
+
+
+def test_each_level_reads_the_next_order_statistic_off_its_stretch():
+    # 0..9 shuffled, n = 10: p50 v = 9 x 0.5 = 4.5 -> the 4th and 5th smallest (0-based) 4 and 5, g = 0.5 >= 0.5:
+    # 5 - (5 - 4) x 0.5 = 4.5; p90 v = 8.1 -> 8 and 9, g ~ 0.1: 8 + 1 x 0.1 = 8.1; p99 v = 8.91 -> 9 - 1 x 0.09 = 8.91.
+    # Partitioned at 4, 8 and 9 only: the 5th smallest is the least of positions 5..8, the 9th the value at 9.
+    values = np.array([9.0, 1.0, 8.0, 2.0, 7.0, 3.0, 6.0, 4.0, 5.0, 0.0])
+    p50, p90, p99 = linear_percentiles(values, (50, 90, 99))
+    assert p50 == 4.5 and p90 == pytest.approx(8.1, abs=1e-12) and p99 == pytest.approx(8.91, abs=1e-12)
+    assert sorted(values.tolist()) == list(range(10))        # reordered in place, the same values
+    # n = 11 (0..10): p50 v = 5 -> 5 (and 6, weight 0); p60 v = 6 -> 6: one level's next statistic is the other's
+    assert linear_percentiles(np.array([10.0, 3, 7, 0, 5, 8, 1, 6, 9, 2, 4]), (50, 60)) == [5.0, 6.0]
+    # ties: [2, 2, 2, 1, 3] sorted [1, 2, 2, 2, 3]: p50 v = 2 -> 2; p90 v = 3.6 -> 2 and 3, g ~ 0.6: 3 - 1 x 0.4 = 2.6
+    p50, p90 = linear_percentiles(np.array([2.0, 2.0, 2.0, 1.0, 3.0]), (50, 90))
+    assert p50 == 2.0 and p90 == pytest.approx(2.6, abs=1e-12)
+
+
+def test_scheduler_percentiles_leave_an_all_finite_column_as_it_was():
+    # every value finite: a plain copy is partitioned, never the column; [3, 1, 2]: p50 v = 1 -> 2; p90 v = 1.8 ->
+    # 3 - (3 - 2) x 0.2 = 2.8; p99 v = 1.98 -> 3 - 1 x 0.02 = 2.98
+    column = np.array([3.0, 1.0, 2.0])
+    p = _pcts(column)
+    assert p.p50 == 2.0 and p.p90 == pytest.approx(2.8, abs=1e-12) and p.p99 == pytest.approx(2.98, abs=1e-12)
+    assert column.tolist() == [3.0, 1.0, 2.0]

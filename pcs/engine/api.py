@@ -424,14 +424,28 @@ def _compute_model(spec, gpu, tp: int, bs: int):
     return ComputeModel(spec, gpu, tp=tp, block_size=bs, kv_read_bytes=kv_read)
 
 
-def _scheduler_summary(out):
-    """The summary's ``scheduler`` object of a step-scheduler run, else None."""
+def _scheduler_summary(out, ordered: dict, no_cache_parts):
+    """The summary's ``scheduler`` object of a step-scheduler run, else None; ``ordered``: the sorted TTFT
+    columns (:func:`pcs.engine.summary.ordered_columns`), their percentiles read off them; ``no_cache_parts``:
+    the no-cache run's :class:`pcs.engine.schedstats.LatencyParts`."""
     if out.scheduler is None:
         return None
-    from pcs.engine.schedstats import scheduler_summary
+    from pcs.engine.schedstats import LatencyParts, scheduler_summary
 
     cfg, stats, no_cache, no_cache_stats = out.scheduler
-    return scheduler_summary(out.result.columns, stats, cfg, (no_cache.columns, no_cache_stats))
+    return scheduler_summary(out.result.columns, stats, cfg, (no_cache.columns, no_cache_stats),
+                             (LatencyParts(ordered["ttft_s"]), no_cache_parts))
+
+
+def _no_cache_parts(out):
+    """The step scheduler's no-cache run's :class:`pcs.engine.schedstats.LatencyParts`: made on the worker that
+    closed it (``EngineResult.latency``), else here; None without that run."""
+    if out.scheduler is None:
+        return None
+    from pcs.engine.schedstats import latency_parts
+
+    no_cache = out.scheduler[2]
+    return no_cache.latency if no_cache.latency is not None else latency_parts(no_cache.columns)
 
 
 @dataclass(frozen=True, slots=True)
@@ -945,15 +959,19 @@ def _alt_plan(spec, bs: int, tier_specs, bb, manager, swa, mamba, mode):
 
 
 def _summarise(out, context: dict, opts: _Options):
-    """The typed summary of one run (:func:`pcs.engine.summary.build_summary`), engines named."""
-    from pcs.engine.summary import build_summary
+    """The typed summary of one run (:func:`pcs.engine.summary.build_summary`), engines named; the TTFT columns
+    sorted once for the CDFs and every percentile of them (:func:`pcs.engine.summary.ordered_columns`)."""
+    from pcs.engine.summary import build_summary, ordered_columns
 
     if out.result.ledger.num_requests == 0:
         raise UserError("the trace has no requests")
+    no_cache = _no_cache_parts(out)
+    ordered = ordered_columns(out.result.columns, None if no_cache is None else no_cache.ttft_ordered)
     context.update(out.engines,
                    compute=opts.compute_mode if opts.timing == "modeled" else None,
-                   scheduler=_scheduler_summary(out), single_with_decode=out.single_with_decode,
-                   no_cache_ttft_s=out.scheduler[2].columns["ttft_s"] if out.scheduler is not None else None)
+                   scheduler=_scheduler_summary(out, ordered, no_cache), single_with_decode=out.single_with_decode,
+                   no_cache_ttft_s=out.scheduler[2].columns["ttft_s"] if out.scheduler is not None else None,
+                   ordered=ordered)
     if "hybrid_lost_tokens" in out.baseline.columns and context.get("hybrid") is not None:
         from pcs.engine.summary import _values
 

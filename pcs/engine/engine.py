@@ -35,7 +35,7 @@ from __future__ import annotations
 import heapq
 from array import array
 from collections import deque
-from typing import Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -67,11 +67,14 @@ class EngineResult:
             (= trace) order.
         sampler: the time-series samples (:class:`pcs.engine.series.Sampler`;
             the fast path's from :func:`pcs.engine.series.sequential_samples`).
+        latency: the step scheduler's no-cache run's sorts and partitions of its latency summary
+            (:class:`pcs.engine.schedstats.LatencyParts`), made on the worker that closed it; else None.
     """
 
     ledger: ReplayLedger
     columns: dict
     sampler: Sampler | None = None
+    latency: Any = None
 
 
 class _ChunkLists:

@@ -31,6 +31,7 @@ the caller's thread; when the loops fail first, each worker is waited for and it
 """
 from __future__ import annotations
 
+import dataclasses
 from typing import Any, Callable, Sequence
 
 from pcs.blocks import BlockRules, SingleSequenceResult
@@ -456,8 +457,8 @@ def _close_runs(scans, loops, no_cache, beside: Beside, hybrid, tiers0, write_po
     """Close the run's engines (or run its one-pass scans) while the no-cache loop closes beside them:
     ([(result, cache state)] per plan, the no-cache loop's result or None); ``beside`` is closed after
     (:meth:`pcs.beside.Beside.close`: on an error the no-cache loop's outcome is dropped)."""
-    if no_cache is not None:   # its close runs beside the run's
-        beside.start(_close, no_cache, None)
+    if no_cache is not None:   # its close runs beside the run's, and so do its summary's sorts
+        beside.start(_close_beside, no_cache)
     try:
         done = [(_close(loop, hybrid), cache_state(loop.h)) if loop is not None else
                 fastpath.run(sc, tiers0[0].name, write_policy, time_model.compute, progress if k == 0 else None)
@@ -486,6 +487,15 @@ def _close(loop: ReplayEngine, hybrid: Any) -> EngineResult:
 
         res.columns.update(request_columns(hybrid, loop.h.residency))
     return res
+
+
+def _close_beside(loop: ReplayEngine) -> EngineResult:
+    """The no-cache step loop's :func:`_close`, with the sorts and partitions of its latency summary
+    (:func:`pcs.engine.schedstats.latency_parts`) made there too: on its worker, while the run's loop closes."""
+    from pcs.engine.schedstats import latency_parts
+
+    res = _close(loop, None)
+    return dataclasses.replace(res, latency=latency_parts(res.columns))
 
 
 def _fed_loops(loop_args: tuple, source: Any, rules: BlockRules, time_model: Any,

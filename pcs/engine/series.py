@@ -206,8 +206,9 @@ def request_distributions(columns: Mapping[str, Any], no_cache_ttft_s: Any = Non
         no_cache_ttft_s: float64 (requests,), seconds: each request's TTFT in
             the step scheduler's no-cache run (NaN: none), or None (no such run).
         ordered: name -> :func:`pcs.percentiles.sorted_finite` of that column, for
-            ``ttft_s`` and ``prefill_no_cache_s`` when the caller has sorted them
-            already (one sort a column, shared with its percentiles); None: sorted here.
+            ``ttft_s``, ``prefill_no_cache_s`` and ``no_cache_ttft_s`` (of
+            ``no_cache_ttft_s``) when the caller has sorted them already (one sort a
+            column, shared with its percentiles); a missing key or None: sorted here.
     Returns:
         :class:`RequestDistributions`; ``quantiles`` empty when no request has a TTFT.
     """
@@ -215,7 +216,9 @@ def request_distributions(columns: Mapping[str, Any], no_cache_ttft_s: Any = Non
     ordered = ordered or {}
     with_cache, without = (_cdf_points(ordered[k]) if k in ordered else _quantiles(col(k))
                            for k in ("ttft_s", "prefill_no_cache_s"))
-    scheduled = () if no_cache_ttft_s is None else tuple(_quantiles(np.asarray(no_cache_ttft_s, dtype=np.float64)))
+    scheduled = () if no_cache_ttft_s is None else tuple(
+        _cdf_points(ordered["no_cache_ttft_s"]) if "no_cache_ttft_s" in ordered
+        else _quantiles(np.asarray(no_cache_ttft_s, dtype=np.float64)))
     restored = np.flatnonzero(col("restore_s") > 0)      # first admissions that restored (restored_bytes also
     # counts re-admissions' restores, docs/semantics.md §11; restore_s is the first admission's)
     pick = restored
@@ -301,7 +304,8 @@ def series_payload(sampler: Sampler, prompt_tokens: np.ndarray, hit_tokens: np.n
         prompt_tokens, hit_tokens: per-request columns in admission order,
             ``np.ndarray[np.int64]``, shape (requests,).
         finish_s: per-request finish times, ``np.ndarray[np.float64]``, shape
-            (requests,); NaN in sequential timing (nothing runs between samples).
+            (requests,); NaN in sequential timing (nothing runs between samples);
+            read only when the rows carry no running count.
         tiers: per tier, ``{"name", "bytes_per_block", "bytes_per_block_by_component",
             "link_bandwidth_bps"}`` (as in the summary's tier rows).
     Returns:
@@ -317,10 +321,11 @@ def series_payload(sampler: Sampler, prompt_tokens: np.ndarray, hit_tokens: np.n
     step_p, step_h = _per_step(cum_p, admitted), _per_step(cum_h, admitted)
     # Python numbers before the per-sample loops (iterating numpy arrays makes a numpy scalar per element)
     ratio = lambda h, p: tuple(float(a) / float(b) if b else None for a, b in zip(h.tolist(), p.tolist()))  # noqa: E731
-    done = np.sort(finish_s[np.isfinite(finish_s)])
-    running = admitted - np.searchsorted(done, bounds, side="left") if len(done) else np.zeros_like(admitted)
     if rows and len(rows[0]) > 6:  # the step scheduler counts its running requests (preempted ones wait again)
         running = np.asarray([r[6] for r in rows], dtype=np.int64)
+    else:                          # else admitted and not finished by the boundary (finish_s unread above)
+        done = np.sort(finish_s[np.isfinite(finish_s)])
+        running = admitted - np.searchsorted(done, bounds, side="left") if len(done) else np.zeros_like(admitted)
     lower = range(1, len(tiers))
     restored = {tiers[j]["name"]: np.diff(np.asarray([r[4][j] for r in rows], dtype=np.float64), prepend=0.0)
                 for j in lower}

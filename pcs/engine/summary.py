@@ -27,7 +27,8 @@ from pcs.engine.result import (BytesSummary, EnvelopeSummary, GapSplit, LinkEnve
 from pcs.percentiles import linear_percentiles, sorted_finite, sorted_linear_percentiles
 from pcs._dataclass import dataclass
 
-__all__ = ["build_summary", "requests_table", "REQUEST_COLUMNS", "TierState", "CacheState", "cache_state"]
+__all__ = ["build_summary", "ordered_columns", "requests_table", "REQUEST_COLUMNS", "TierState", "CacheState",
+           "cache_state"]
 
 #: Per-request columns of ``--requests-out`` (plus ``hit_tokens_<tier>`` per tier after ``hit_tokens``).
 REQUEST_COLUMNS = ("request_id", "arrival_s", "prompt_tokens", "output_tokens", "hit_blocks", "missed_blocks",
@@ -283,8 +284,8 @@ def build_summary(res, state: CacheState, seq_ledger, single, ideal, ctx: dict) 
         L.hit_ratio, seq_ledger.hit_ratio, single.hit_ratio, ideal.hit_ratio)
     model = ctx["model"]
     tiers = _tier_rows(state, L, ctx)
-    ordered = {k: sorted_finite(_values(res.columns[k])) for k in ("ttft_s", "prefill_no_cache_s")}  # one sort each:
-    envelope = _envelope(L, state, res.columns, ctx, ordered)     # their CDFs and percentiles read off it
+    ordered = ctx.get("ordered") or ordered_columns(res.columns)   # one sort a column: its CDF and percentiles
+    envelope = _envelope(L, state, res.columns, ctx, ordered)
     gpu_bytes = ctx["tier_specs"][0].capacity_bytes
     lens = payload_lens(model, ctx["block_size"], tiers[0].capacity_bytes if gpu_bytes is None else gpu_bytes,
                         envelope.links, float(_values(res.columns["prefill_s"]).sum()),
@@ -323,6 +324,19 @@ def build_summary(res, state: CacheState, seq_ledger, single, ideal, ctx: dict) 
 
 
 _DISTRIBUTION_COLUMNS = ("ttft_s", "prefill_no_cache_s", "prefill_s", "restore_s", "restored_bytes")
+
+
+def ordered_columns(columns: dict, no_cache_ttft_ordered: np.ndarray | None = None) -> dict:
+    """Each column the summary reads both a CDF and percentiles of, sorted once
+    (:func:`pcs.percentiles.sorted_finite`: its finite values, float64, ascending): ``ttft_s`` and
+    ``prefill_no_cache_s`` of the run's ``columns``, and ``no_cache_ttft_s``: the step scheduler's no-cache run's
+    TTFT sorted so already (its :class:`pcs.engine.schedstats.LatencyParts`), when given. Read by
+    :func:`build_summary` (``ctx["ordered"]``), the CDFs (:func:`pcs.engine.series.request_distributions`) and
+    the scheduler's TTFT percentiles (:func:`pcs.engine.schedstats.scheduler_summary`)."""
+    out = {k: sorted_finite(_values(columns[k])) for k in ("ttft_s", "prefill_no_cache_s")}
+    if no_cache_ttft_ordered is not None:
+        out["no_cache_ttft_s"] = no_cache_ttft_ordered
+    return out
 
 
 def _series(res, tiers) -> TimeSeries | None:

@@ -256,3 +256,16 @@ def test_cdf_read_off_columns_sorted_by_the_caller():
     cdf = request_distributions(cols, None, ordered).ttft_cdf
     at = {round(q, 3): (w, wo) for q, w, wo in zip(CDF_LEVELS.tolist(), cdf.with_cache_s, cdf.without_cache_s)}
     assert [at[q] for q in (0.0, 0.245, 0.255, 0.495, 0.505, 1.0)] == [(1, 5), (1, 5), (2, 6), (2, 6), (3, 7), (4, 8)]
+
+
+def test_step_scheduler_running_count_is_read_not_derived():
+    # rows with a 7th field (the step scheduler's running requests): those counts, whatever finish_s says
+    # (here every request finished before the first sample: derived, running would be 0, 0)
+    from pcs.engine.series import series_payload
+
+    s = Sampler(base_step_s=1.0)
+    s.t0, s.rows = 0.0, [(0.0, 1, 0, (1,), (0,), (0.0,), 1), (1.0, 2, 0, (2,), (0,), (0.0,), 2)]
+    tiers = [{"name": "gpu", "bytes_per_block": 1, "bytes_per_block_by_component": {"a": 1},
+              "link_bandwidth_bps": None}]
+    out = series_payload(s, np.array([4, 4]), np.array([0, 2]), np.array([-1.0, -1.0]), tiers)
+    assert out.running_requests == (1, 2)
