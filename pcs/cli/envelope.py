@@ -7,7 +7,7 @@ from typing import Any
 import click
 
 from pcs import units
-from pcs.analysis.envelope import envelope as envelope_lib, restore_bytes_for_tokens, restored_tokens
+from pcs.analysis.envelope import envelope as envelope_lib, restore_for_tokens, restored_tokens
 from pcs.cli.common import RegistryChoice, command, emit, format_option, quiet_option
 from pcs.cli.params import MAX_BLOCK_SIZE, MAX_TOKENS, MAX_TP, Aliased, Choice, Float, Int, option_bandwidth
 from pcs.cli.presets import gpu_options, hardware_file_option, hardware_table, refuse_unused, resolve_gpu
@@ -97,12 +97,12 @@ def _computed_s(source: tuple[Any, str], tokens: int, cached: int, what: str) ->
     return seconds
 
 
-def _times(kw: dict[str, Any], source: tuple[Any, str] | None) -> dict[str, Any]:
+def _times(kw: dict[str, Any], source: tuple[Any, str] | None, model: Any) -> dict[str, Any]:
     """Resolve T_full and T_remaining (given, or from the prefill source) and say where each came from."""
     restore_tokens = kw["restore_tokens"]
     prompt_tokens = kw["prompt_tokens"] if kw["prompt_tokens"] is not None else restore_tokens
     out: dict[str, Any] = {"prompt_tokens": prompt_tokens, "restore_tokens": restore_tokens,
-                           "restored_tokens": _restored(kw)}
+                           "restored_tokens": _restored(kw, model)}
     if kw["full_prefill"] is not None:
         out["full_prefill_s"], out["full_prefill_from"] = units.parse_duration(units.require_unit(kw["full_prefill"], "--full-prefill", "duration")), "given"
     elif source is not None and prompt_tokens is not None:
@@ -124,11 +124,14 @@ def _times(kw: dict[str, Any], source: tuple[Any, str] | None) -> dict[str, Any]
     return out
 
 
-def _restored(kw: dict[str, Any]) -> int | None:
+def _restored(kw: dict[str, Any], model: Any) -> int | None:
     """The cached tokens D and T_remaining split at: ``--restore-tokens`` rounded down to whole blocks when D
-    comes from them (only full blocks are cached, docs/semantics.md §2), as given beside ``--restore-bytes``."""
+    comes from them (only full blocks are cached, docs/semantics.md §2; a hybrid model's hit as its cache groups
+    accept it, :func:`pcs.analysis.envelope.restore_for_tokens`), as given beside ``--restore-bytes``."""
     if kw["restore_tokens"] is None or kw["restore_bytes"] is not None:
         return kw["restore_tokens"]
+    if model is not None:
+        return _restore(kw, model)[0]
     return restored_tokens(kw["restore_tokens"], kw["block_size"])
 
 
@@ -137,8 +140,13 @@ def _restore_bytes(kw: dict[str, Any], model: Any) -> int:
         return units.parse_bytes(units.require_unit(kw["restore_bytes"], "--restore-bytes", "size"))
     if kw["restore_tokens"] is None or model is None:
         raise UserError("give --restore-bytes, or --restore-tokens with --model (or --model-config)")
+    return _restore(kw, model)[1]
+
+
+def _restore(kw: dict[str, Any], model: Any) -> tuple[int, int]:
+    """(tokens restored, bytes per rank) of ``--restore-tokens`` (:func:`pcs.analysis.envelope.restore_for_tokens`)."""
     per_rank = model.with_tp(kw["tp"]) if kw["tp"] > 1 else model
-    return restore_bytes_for_tokens(per_rank, kw["restore_tokens"], kw["block_size"])
+    return restore_for_tokens(per_rank, kw["restore_tokens"], kw["block_size"])
 
 
 @command("envelope")
@@ -207,7 +215,7 @@ def envelope(fmt: str, quiet: bool, **kw: Any) -> None:
     model = _model(kw, quiet)
     _default_gpu(kw, model)
     gpu = resolve_gpu(kw, table)
-    times = _times(kw, _prefill_source(kw, model, gpu))
+    times = _times(kw, _prefill_source(kw, model, gpu), model)
     d = _restore_bytes(kw, model)
     overlap = units.parse_duration(units.require_unit(kw["overlap"], "--overlap", "duration")) if kw["overlap"] is not None else None
     bandwidths = [option_bandwidth(b, "--bandwidth") for b in kw["bandwidths"]]

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pcs.model.footprint import FootprintResult
+from pcs.model.footprint import PAGE_PADDING, FootprintResult
 from pcs.report.table import render_table
 from pcs.units import format_bytes, format_count
 
@@ -26,6 +26,10 @@ def _component_table(res: FootprintResult, hybrid_block: int | None) -> str:
                "Reference", "Serialized", "Reserved", "Prefix store"]
     rows: list[list[Any]] = []
     for c in res.components:
+        if c["name"] == PAGE_PADDING:   # named as pcs replay names it; bytes only where whole pages are held
+            rows.append(["page padding", "", "-", "", "-", "-", format_count(c["serialized_bytes_per_block"])]
+                        + [format_bytes(c[k]) for k in _MODES])
+            continue
         grows = c["reference_bytes_per_token"] > 0
         per_token_ref = format_count(c["reference_bytes_per_token"]) if grows else \
             f"{format_count(c['fixed_bytes_per_sequence'])}/seq"
@@ -68,6 +72,10 @@ def _notes(res: FootprintResult, hybrid_block: int | None) -> list[str]:
                      "shrink; fp8_per_token_head keeps its scales in the pages, so it shrinks less)")
     notes.append("Reserved: ceil(T/B) blocks; a sliding window holds min(T, W) and reserves ceil(W/B)+1"
                  " blocks; recurrent state is one fixed slot per sequence")
+    if any(c["name"] == PAGE_PADDING for c in res.components):
+        notes.append("page padding: a hybrid block takes whole pages of vLLM's uniform page size (as pcs replay "
+                     "counts them); the row is those pages' bytes beyond the components', in Reserved, Prefix store "
+                     "and B/block (docs/semantics.md §13.1)")
     notes.append(f"Prefix store: floor(T/B) = {format_count(res.totals['prefix_store_blocks'])} full blocks"
                  f" x {format_count(res.per_block['serialized'])} B (a state snapshot per block where present)")
     if hybrid_block and hybrid_block != res.block_size:
