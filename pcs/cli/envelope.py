@@ -223,20 +223,26 @@ def envelope(fmt: str, quiet: bool, **kw: Any) -> None:
                           bandwidths, overlap_s=overlap)
     payload = result.to_dict()
     payload.update({k: v for k, v in times.items() if k not in ("full_prefill_s", "remaining_s")})
-    scope = _scope(kw, result)
+    scope = _scope(kw, result, times)
     payload.update(scope)
     emit(payload, fmt, lambda: render_envelope(result, {**times, **scope}))
 
 
-def _scope(kw: dict[str, Any], result: Any) -> dict[str, Any]:
+def _scope(kw: dict[str, Any], result: Any, times: dict[str, Any]) -> dict[str, Any]:
     """What D and B cover: from ``--restore-tokens`` D is one GPU's share (one TP rank's: ``per_rank``), read over
     that GPU's own link (each rank moves its share at once, pcs.engine.api: a TP group's link is tp links side by side),
     so B is per GPU link; ``pcs replay``'s link figures are the TP group's (tp x). ``*_all_ranks`` give the group's
-    figures to set beside them (null when D was given in bytes: its scope is the user's)."""
+    figures to set beside them (null when D was given in bytes: its scope is the user's; ``tp`` too unless the compute
+    model, which reads it, gave a time)."""
     tp = kw["tp"]
-    if kw["restore_bytes"] is not None:
-        return {"tp": tp, "restore_bytes_scope": "given", "restore_bytes_all_ranks": None,
+    if kw["restore_bytes"] is not None:     # tp is read only by the compute model then (null when it did not run)
+        computed = any(str(times[k]).startswith("compute model") for k in ("full_prefill_from", "remaining_from"))
+        return {"tp": tp if computed else None, "restore_bytes_scope": "given", "restore_bytes_all_ranks": None,
                 "break_even_bps_all_ranks": None}
     be = result.break_even_bps
     return {"tp": tp, "restore_bytes_scope": "per_rank", "restore_bytes_all_ranks": result.restore_bytes * tp,
             "break_even_bps_all_ranks": None if be is None else be * tp}
+
+
+# --hbm-capacity comes with the GPU options but envelope never reads it (_refuse_unused says so when given): not in --help
+next(p for p in envelope.params if p.name == "hbm_capacity").hidden = True

@@ -367,12 +367,14 @@ def _component_row(c: KVComponent, tokens: int, block_size: int, sequences: int)
 
 
 def footprint(model: ModelSpec | str, tokens: int, block_size: int = 16, dtype: str | None = None,
-              sequences: int = 1) -> FootprintResult:
+              sequences: int = 1, tp: int | None = None) -> FootprintResult:
     """KV bytes of ``sequences`` sequences of ``tokens`` tokens in every accounting mode.
 
     Args:
         model: the spec (already ``with_tp`` if wanted; bytes are per rank),
             or a preset name (``pcs models``).
+        tp: tensor-parallel ranks to split an unsplit ``model`` over, as ``pcs footprint --tp`` (None: the
+            spec's own; a spec already split over other ranks is refused).
         tokens: T, tokens per sequence (>= 0).
         block_size: B, tokens per block/page (>= 1).
         dtype: KV dtype to apply first (None keeps the model's).
@@ -387,7 +389,7 @@ def footprint(model: ModelSpec | str, tokens: int, block_size: int = 16, dtype: 
     tokens = check_int(tokens, "tokens", lo=0, hi=MAX_TOKENS)      # --tokens' range
     block_size = _check_block_size(block_size)
     sequences = check_int(sequences, "sequences", lo=1, hi=MAX_COUNT)
-    model = _as_model(model)
+    model = _split(_as_model(model), tp)
     spec = model.with_dtype(dtype) if dtype is not None else model
     comps = tuple(_component_row(c, tokens, block_size, sequences) for c in spec.components)
     per_token = {m: spec.kv_bytes_per_token(m) for m in ("reference", "serialized")}
@@ -414,6 +416,16 @@ def footprint(model: ModelSpec | str, tokens: int, block_size: int = 16, dtype: 
                            outside_pages_bytes=spec.outside_page_bytes(), assumptions=spec.assumptions,
                            tp_group=group, layer_pattern=_pattern_counts(spec),
                            max_context_tokens=spec.max_context_tokens)
+
+
+def _split(model: ModelSpec, tp: int | None) -> ModelSpec:
+    """``model`` over ``tp`` ranks (``tp=`` of :func:`footprint`): unchanged for None or its own TP."""
+    if tp is None or tp == model.tp:
+        return model
+    tp = check_int(tp, "tp", lo=1, hi=MAX_COUNT)
+    if model.tp != 1:
+        raise UserError(f"tp={tp}: the model is already split over {model.tp} ranks; give the unsplit model")
+    return model.with_tp(tp)
 
 
 def _check_fits(tokens: int, sequences: int, rows: list[dict[str, Any]]) -> None:

@@ -1,0 +1,107 @@
+"""The views agree with replay on a hybrid model's bytes: envelope's restore and footprint's page padding.
+
+Expected values worked by hand from the models' shapes (one TP rank of 8, 512-token blocks):
+
+- gemma-3-27b: 16 KV heads x 128 x (K+V) x 2 B = 8,192 B per token per layer, 1,024 per rank; a layer's
+  block 512 x 1,024 = 524,288 B. 10 full layers, 52 sliding (window 1,024). vLLM's G = 10 (52 > 1.25 x 10):
+  a page is 10 layers = 5,242,880 B; a sliding block takes ceil(52 / 10) = 6 pages, 8 layers of padding =
+  4,194,304 B. A hit of 16 blocks reads 16 full blocks and the window's ceil(1,023 / 512) = 2 blocks:
+  16 x 5,242,880 + 2 x 27,262,976 + 2 x 4,194,304 = 83,886,080 + 54,525,952 + 8,388,608 = 146,800,640 B.
+- gpt-oss-120b: 8 KV heads x 64 x 2 x 2 B = 2,048 B per token per layer, one head per rank = 256 B;
+  18 full + 18 sliding (window 128) layers, G = 18, no padding; a block of a kind 18 x 256 x 512 = 2,359,296 B.
+  16 blocks: 16 full + ceil(127 / 512) = 1 window block = 17 x 2,359,296 = 40,108,032 B.
+- qwen3-next-80b-a3b: 12 full layers, 2 KV heads x 256 (replicated: 1 per rank) x 2 x 2 B = 1,024 B per
+  token per layer; page 12 x 1,024 x 512 = 6,291,456 B; 36 linear layers -> a state takes 3 pages
+  (18,874,368 B for a 4,939,776 B state). 16 blocks: 16 pages + one state of 3 = 19 x 6,291,456 = 119,537,664 B;
+  a block in the footprint: 4 pages = 25,165,824 B, padding 25,165,824 - 6,291,456 - 4,939,776 = 13,934,592 B.
+"""
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from pcs.analysis.envelope import restore_bytes_for_tokens, restore_for_tokens
+from pcs.cli.main import cli
+from pcs.model import footprint, get_model
+
+RESTORE = {"gemma-3-27b": 146_800_640, "gpt-oss-120b": 40_108_032, "qwen3-next-80b-a3b": 119_537_664,
+           "llama-3.1-70b": 335_544_320}
+
+
+def test_llama_hand_value_is_whole_blocks():
+    # 8 KV heads x 128 x 2 x 2 B = 4,096 B per layer per token; one head per rank: 512 B; x 80 layers x 8,192 tokens
+    assert RESTORE["llama-3.1-70b"] == 8_192 * 80 * 512 == 335_544_320
+
+
+@pytest.mark.parametrize("name", sorted(RESTORE))
+def test_restore_bytes_are_the_pages_replay_restores(name):
+    spec = get_model(name).with_tp(8)
+    assert restore_bytes_for_tokens(spec, 8_192, 512) == RESTORE[name]
+    assert restore_for_tokens(spec, 8_700, 512) == (8_192, RESTORE[name])   # rounded down to 16 blocks
+
+
+def test_envelope_cli_d_and_group_bytes_for_a_hybrid():
+    out = CliRunner().invoke(cli, ["envelope", "--restore-tokens", "8192", "--tokens", "8704", "--model", "gemma-3-27b",
+                                   "--block-size", "512", "--bandwidth", "10GB/s", "--format", "json", "-q"])
+    assert out.exit_code == 0, out.output
+    d = json.loads(out.stdout)
+    assert d["restore_bytes"] == 146_800_640 and d["restore_bytes_all_ranks"] == 8 * 146_800_640
+    assert d["restored_tokens"] == 8_192
+
+
+def test_replay_restores_what_envelope_says(tmp_path):
+    """4 requests of 17 blocks, the 4th repeats the 1st: one restore of 16 blocks from cpu (the last block is
+    recomputed); the TP group's restored bytes are 8 x envelope's per-rank D."""
+    from pcs import replay
+
+    rows = [{"timestamp": 20_000 * i, "input_length": 8_704, "output_length": 1,
+             "hash_ids": [100 * (i % 3) + j for j in range(1, 18)]} for i in range(4)]
+    path = tmp_path / "hyb.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    # a GPU tier too small to keep the 1st request until the 4th (gemma-3-27b: 17 blocks x 8 x 36,700,160 B = 4.99 GB each)
+    for name, gpu in (("gemma-3-27b", "10GB"), ("gpt-oss-120b", "700MB"), ("qwen3-next-80b-a3b", "4GB")):
+        s = replay(str(path), model=name, tiers=[f"gpu={gpu}", "cpu=1TB"]).summary
+        assert s.tiers[1].restored_bytes == 8 * RESTORE[name], name
+
+
+def test_footprint_page_padding_row_gemma():
+    fp = footprint(get_model("gemma-3-27b").with_tp(8), 10_000, block_size=512)
+    pad = next(c for c in fp.components if c["name"] == "page_padding")
+    assert pad["serialized_bytes_per_block"] == 4_194_304                   # 8 layers x 524,288
+    assert pad["reserved_bytes"] == 3 * 4_194_304                          # the window reserves ceil(1024/512)+1 = 3
+    assert pad["prefix_store_bytes"] == 19 * 4_194_304                     # floor(10,000 / 512) = 19 blocks
+    assert fp.per_block["reserved"] == fp.per_block["serialized"] == 7 * 5_242_880
+    assert fp.totals["reserved_bytes"] == 20 * 5_242_880 + 3 * 27_262_976 + 3 * 4_194_304
+    assert fp.tp_group["bytes_per_block"]["reserved"] == 8 * 36_700_160   # replay's 293.60 MB block
+
+
+def test_footprint_page_padding_qwen3_next_state():
+    fp = footprint(get_model("qwen3-next-80b-a3b").with_tp(8), 10_000, block_size=512)
+    pad = next(c for c in fp.components if c["name"] == "page_padding")
+    assert pad["serialized_bytes_per_block"] == 13_934_592
+    assert fp.per_block["serialized"] == 25_165_824
+    assert pad["reserved_bytes"] == 13_934_592                             # one state slot, 3 pages
+
+
+@pytest.mark.parametrize("name", ["llama-3.1-70b", "gpt-oss-120b", "deepseek-v3"])
+def test_no_padding_row_without_padding(name):
+    fp = footprint(get_model(name).with_tp(8), 10_000, block_size=512)
+    assert all(c["name"] != "page_padding" for c in fp.components)
+
+
+def test_footprint_tp_keyword_as_the_cli():
+    import pcs
+    from pcs.errors import UserError
+
+    # llama-3.1-70b: 80 layers x 8 KV heads x 128 x (K+V) x 2 B = 327,680 B per token; one head per rank of 8
+    assert pcs.footprint("llama-3.1-70b", 1_000, tp=8).per_token["reference"] == 327_680 // 8 == 40_960
+    assert pcs.footprint(get_model("llama-3.1-70b").with_tp(8), 1_000, tp=8).tp == 8   # its own TP: kept
+    with pytest.raises(UserError, match="already split over 4 ranks"):
+        pcs.footprint(get_model("llama-3.1-70b").with_tp(4), 1_000, tp=8)
+
+
+def test_envelope_tp_null_without_a_compute_model_and_no_hbm_capacity_in_help():
+    out = CliRunner().invoke(cli, ["envelope", "--restore-bytes", "1GB", "--full-prefill", "100ms",
+                                   "--bandwidth", "1GB/s", "--format", "json"])
+    assert json.loads(out.stdout)["tp"] is None
+    assert "--hbm-capacity" not in CliRunner().invoke(cli, ["envelope", "--help"]).stdout
