@@ -166,12 +166,16 @@ def _restore(kw: dict[str, Any], model: Any) -> tuple[int, int]:
 @click.option("--full-prefill", help="T_full: prefill time without cache, e.g. 100ms. Default: computed from --model/--gpu.")
 @click.option("--remaining-compute", help="T_remaining: prefill still needed after the restore, e.g. 30ms. "
                                           "Default: computed when a model/GPU or --prefill-csv is given, else 0.")
-@click.option("--overhead", default="0", show_default=True, help="T_overhead: setup + convert + sync per restore, e.g. 5ms.")
+@click.option("--overhead", "--setup", "overhead", cls=Aliased,
+              help="T_overhead: setup + convert + sync per restore, e.g. 5ms (pcs replay's link setup is its "
+                   "setup part; --setup is accepted). Default: --link's setup, else 0.")
 @click.option("--bandwidth", "bandwidths", multiple=True,
               help="B_eff: effective restore bandwidth, e.g. 20GB/s, of one GPU's link when D comes from "
                    "--restore-tokens (D is then per GPU: pcs replay's link figures are tp links together). "
                    "Repeatable.")
 @click.option("--overlap", help="W: independent compute overlapping the load, e.g. 20ms; adds exposed_wait_s.")
+@click.option("--link", help="Link preset of one GPU, as pcs replay and pcs budget take it (list: pcs hardware): "
+                              "its bandwidth is a --bandwidth row and its setup the default --overhead.")
 @gpu_options
 @click.option("--tp", type=Int(1, MAX_TP), default=8, show_default=True,
               help="Tensor-parallel size: compute splits over tp GPUs; D becomes bytes per GPU.")
@@ -218,14 +222,25 @@ def envelope(fmt: str, quiet: bool, **kw: Any) -> None:
     times = _times(kw, _prefill_source(kw, model, gpu), model)
     d = _restore_bytes(kw, model)
     overlap = units.parse_duration(units.require_unit(kw["overlap"], "--overlap", "duration")) if kw["overlap"] is not None else None
+    link = _link(kw, table)
     bandwidths = [option_bandwidth(b, "--bandwidth") for b in kw["bandwidths"]]
-    result = envelope_lib(d, times["full_prefill_s"], times["remaining_s"], units.parse_duration(units.require_unit(kw["overhead"], "--overhead", "duration")),
-                          bandwidths, overlap_s=overlap)
+    bandwidths += [link.bandwidth_bps] if link is not None else []
+    overhead = units.parse_duration(units.require_unit(kw["overhead"], "--overhead", "duration")) \
+        if kw["overhead"] is not None else (link.setup_s if link is not None else 0.0)
+    result = envelope_lib(d, times["full_prefill_s"], times["remaining_s"], overhead, bandwidths, overlap_s=overlap)
     payload = result.to_dict()
+    payload["link"] = None if link is None else link.name
     payload.update({k: v for k, v in times.items() if k not in ("full_prefill_s", "remaining_s")})
     scope = _scope(kw, result, times)
     payload.update(scope)
     emit(payload, fmt, lambda: render_envelope(result, {**times, **scope}))
+
+
+def _link(kw: dict[str, Any], table: Any) -> Any:
+    """``--link NAME`` (:func:`pcs.cli.presets.resolve_link`, as pcs budget), or None; one GPU's link, as D is."""
+    from pcs.cli.presets import resolve_link
+
+    return resolve_link({"link": kw.pop("link")}, table)
 
 
 def _scope(kw: dict[str, Any], result: Any, times: dict[str, Any]) -> dict[str, Any]:

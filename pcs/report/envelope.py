@@ -45,7 +45,7 @@ def render_envelope(r: EnvelopeResult, extra: dict[str, Any]) -> str:
              f"({extra['full_prefill_from']}); remaining {units.format_duration(r.remaining_s)} "
              f"({extra['remaining_from']}); overhead {units.format_duration(r.overhead_s)}; "
              f"margin T_full - T_remaining - T_overhead = {units.format_duration(r.margin_s)}")
-    headers = ["bandwidth", "read D/B", "cached path", "saved", "verdict"]
+    headers = ["bandwidth", "read D/B", "cached path", "net saved", "verdict"]
     if r.overlap_s is not None:
         headers.append(f"exposed wait (W = {units.format_duration(r.overlap_s)})")
     body = []
@@ -65,7 +65,9 @@ def render_envelope(r: EnvelopeResult, extra: dict[str, Any]) -> str:
             verdict += (f" (per GPU; {units.format_bandwidth(r.break_even_bps * extra['tp'])} for the TP "
                         "group's links together, as pcs replay gives link figures)")
     return render_table(headers, body, title=title, notes=[
-        verdict, "serial model: cached = D/B + T_remaining + T_overhead against T_full; a higher hit ratio "
+        verdict, "net saved = T_full - cached path, the restore time taken off (pcs replay's \"prefill saved\" is "
+                 "gross: the prefill time the hits avoid, before it)",
+        "serial model: cached = D/B + T_remaining + T_overhead against T_full; a higher hit ratio "
                  "can save compute yet add restore bytes, so it does not guarantee lower latency",
         "halving D (e.g. FP8 KV) halves only the read term (and D halves only when the scales sit outside the "
         "pages): T_remaining and T_overhead stay; and the"
