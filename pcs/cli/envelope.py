@@ -13,7 +13,7 @@ from pcs.cli.params import MAX_BLOCK_SIZE, MAX_TOKENS, MAX_TP, Aliased, Choice, 
 from pcs.cli.presets import gpu_options, hardware_file_option, hardware_table, refuse_unused, resolve_gpu
 from pcs.errors import UserError
 from pcs.model import KV_DTYPES, get_layout
-from pcs.report.envelope import render_envelope
+from pcs.report.envelope import envelope_notes, render_envelope
 
 __all__ = ["envelope"]
 
@@ -233,6 +233,7 @@ def envelope(fmt: str, quiet: bool, **kw: Any) -> None:
     payload.update({k: v for k, v in times.items() if k not in ("full_prefill_s", "remaining_s")})
     scope = _scope(kw, result, times)
     payload.update(scope)
+    payload["notes"] = envelope_notes(result, {**times, **scope})    # every note the text prints
     emit(payload, fmt, lambda: render_envelope(result, {**times, **scope}))
 
 

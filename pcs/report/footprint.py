@@ -12,7 +12,7 @@ from pcs.model.footprint import PAGE_PADDING, FootprintResult
 from pcs.report.table import render_table
 from pcs.units import format_bytes, format_count
 
-__all__ = ["render_footprint"]
+__all__ = ["render_footprint", "footprint_notes"]
 
 _MODES = ("reference_bytes", "serialized_bytes", "reserved_bytes", "prefix_store_bytes")
 
@@ -46,7 +46,7 @@ def _component_table(res: FootprintResult, hybrid_block: int | None) -> str:
     title = (f"KV footprint: {res.model}, {res.dtype}, {format_count(res.tokens)} tokens x "
              f"{format_count(res.sequences)} {seq},"
              f" block {res.block_size}, tp {res.tp} (bytes per rank)")
-    return render_table(headers, rows, title=title, notes=_notes(res, hybrid_block))
+    return render_table(headers, rows, title=title, notes=footprint_notes(res, hybrid_block))
 
 
 def _dtype_table(res: FootprintResult) -> str:
@@ -62,7 +62,8 @@ def _dtype_table(res: FootprintResult) -> str:
                                                       "and fixed state do not):")
 
 
-def _notes(res: FootprintResult, hybrid_block: int | None) -> list[str]:
+def footprint_notes(res: FootprintResult, hybrid_block: int | None) -> list[str]:
+    """Every note of the ``pcs footprint`` table, in its order (the JSON's ``notes``, the HTML page's)."""
     notes = []
     fp8 = next((r for r in res.by_dtype if r["dtype"] == "fp8"), None)
     if fp8 and fp8["reference_ratio_vs_bf16"] is not None:
