@@ -380,8 +380,10 @@ def footprint(model: ModelSpec | str, tokens: int, block_size: int = 16, dtype: 
         dtype: KV dtype to apply first (None keeps the model's).
         sequences: N independent sequences (nothing shared); all byte totals x N.
     Returns:
-        FootprintResult; ``by_dtype`` compares bf16, fp8 and the chosen dtype, so
-        that FP8 halving Reference but not Serialized or Reserved is visible.
+        FootprintResult; ``by_dtype`` compares bf16, fp8, fp8_per_token_head and the chosen dtype, each row
+        named by the layout that runs (``asked``: the name given when it differs, fp8 on DeepSeek-V3.2 running
+        as fp8_ds_mla), so that vLLM's per-tensor fp8 halving all three modes while in-page scales
+        (fp8_per_token_head, fp8_ds_mla) shrink Serialized and Reserved less is visible.
     Raises:
         UserError: (:class:`pcs.errors.UserError`, a ValueError; an unknown name as its
             :class:`pcs.errors.UnknownNameError`) bad tokens, block size, sequences or dtype.
@@ -451,14 +453,21 @@ def _pattern_counts(spec: ModelSpec) -> dict[str, int]:
 def _by_dtype(model: ModelSpec, spec: ModelSpec, tokens: int, block_size: int, sequences: int) -> list[dict]:
     """bf16, vLLM's fp8 (scales outside the pages), fp8_per_token_head (scales in the pages) and the chosen
     layout side by side (ratios vs bf16): lesson 2, docs/semantics.md §13."""
-    rows, base = [], None
+    rows, base, seen = [], None, set()
     for d in dict.fromkeys(("bf16", "fp8", "fp8_per_token_head", spec.kv_layout.name)):
         try:
-            t = _totals(model.with_dtype(d), tokens, block_size, sequences)
+            m = model.with_dtype(d)
         except ValueError:  # no such layout for this model (MLA has no per-token-head fp8 in vLLM)
             continue
+        runs = m.kv_layout.name     # the layout that runs: fp8 on DeepSeek-V3.2's latent is fp8_ds_mla
+        if runs in seen:
+            continue
+        seen.add(runs)
+        t = _totals(m, tokens, block_size, sequences)
         base = base or t
-        row: dict[str, Any] = {"dtype": d}
+        row: dict[str, Any] = {"dtype": runs}
+        if runs != d:
+            row["asked"] = d
         for k in ("reference_bytes", "serialized_bytes", "reserved_bytes", "prefix_store_bytes"):
             row[k] = t[k]
             row[k.replace("_bytes", "_ratio_vs_bf16")] = (t[k] / base[k]) if base[k] else None

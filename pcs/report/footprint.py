@@ -65,12 +65,16 @@ def _dtype_table(res: FootprintResult) -> str:
 def footprint_notes(res: FootprintResult, hybrid_block: int | None) -> list[str]:
     """Every note of the ``pcs footprint`` table, in its order (the JSON's ``notes``, the HTML page's)."""
     notes = []
-    fp8 = next((r for r in res.by_dtype if r["dtype"] == "fp8"), None)
+    fp8 = next((r for r in res.by_dtype if "fp8" in (r["dtype"], r.get("asked"))), None)
     if fp8 and fp8["reference_ratio_vs_bf16"] is not None:
-        notes.append(f"fp8 (vLLM: per-tensor scales outside the pages) vs bf16: Reference "
-                     f"{_ratio(fp8['reference_ratio_vs_bf16'])}, Serialized {_ratio(fp8['serialized_ratio_vs_bf16'])}, "
-                     f"Reserved {_ratio(fp8['reserved_ratio_vs_bf16'])} (whole blocks and fixed state do not "
-                     "shrink; fp8_per_token_head keeps its scales in the pages, so it shrinks less)")
+        ratios = (f"vs bf16: Reference {_ratio(fp8['reference_ratio_vs_bf16'])}, Serialized "
+                  f"{_ratio(fp8['serialized_ratio_vs_bf16'])}, Reserved {_ratio(fp8['reserved_ratio_vs_bf16'])}")
+        if fp8["dtype"] == "fp8":
+            notes.append(f"fp8 (vLLM: per-tensor scales outside the pages) {ratios} (whole blocks and fixed state do "
+                         "not shrink; fp8_per_token_head keeps its scales in the pages, so it shrinks less)")
+        else:   # vLLM runs another layout for fp8 on this model: name it, never the per-tensor one
+            notes.append(f"fp8 runs as {fp8['dtype']} on this model (vLLM picks it for any fp8 cache dtype; its "
+                         f"scales and 64 bf16 rope values a token sit in the pages) {ratios}")
     notes.append("Reserved: ceil(T/B) blocks; a sliding window holds min(T, W) and reserves ceil(W/B)+1"
                  " blocks; recurrent state is one fixed slot per sequence")
     if any(c["name"] == PAGE_PADDING for c in res.components):

@@ -105,3 +105,25 @@ def test_envelope_tp_null_without_a_compute_model_and_no_hbm_capacity_in_help():
                                    "--bandwidth", "1GB/s", "--format", "json"])
     assert json.loads(out.stdout)["tp"] is None
     assert "--hbm-capacity" not in CliRunner().invoke(cli, ["envelope", "--help"]).stdout
+
+
+def test_views_md_dtype_table_is_the_layout_table():
+    from pathlib import Path
+
+    from pcs.model import KV_DTYPES, get_layout
+
+    text = (Path(__file__).resolve().parents[2] / "docs" / "views.md").read_text()
+    for d in KV_DTYPES:
+        assert f"| `{d}` | {get_layout(d).to_dict()['describe']} |" in text, d
+    assert "fp8/int8 one fp32 per token per head" not in text     # vLLM's fp8 is per tensor
+
+
+def test_deepseek_v32_fp8_row_is_named_fp8_ds_mla():
+    fp = footprint(get_model("deepseek-v3.2").with_tp(8), 10_000, block_size=512)
+    names = [r["dtype"] for r in fp.by_dtype]
+    assert names == ["bf16", "fp8_ds_mla"]       # fp8 runs as fp8_ds_mla; no per-token-head MLA form
+    row = fp.by_dtype[1]
+    assert row["asked"] == "fp8"
+    # Reference per token: latent 61 layers x (512 fp8 + 64 bf16 rope = 640 B) = 39,040 (bf16: 61 x 576 x 2 =
+    # 70,272) + indexer keys 61 x 128 fp8 = 7,808 in both: 46,848 / 78,080 = 0.600
+    assert round(row["reference_ratio_vs_bf16"], 3) == round(46_848 / 78_080, 3) == 0.6
