@@ -209,10 +209,11 @@ def envelope(fmt: str, quiet: bool, **kw: Any) -> None:
     JSON keys: restore_bytes, full_prefill_s, remaining_s, overhead_s, overlap_s,
     margin_s, break_even_bps (null when none), full_prefill_from, remaining_from,
     prompt_tokens, restore_tokens, restored_tokens (restore_tokens in whole blocks when D
-    comes from them), tp, restore_bytes_scope (per_rank | given),
+    comes from them; a hybrid model's hit as its cache groups accept it), tp (null when
+    nothing read it), layout, restore_bytes_scope (per_rank | given),
     restore_bytes_all_ranks, break_even_bps_all_ranks (the TP group's, as pcs replay's
-    links; null for given bytes), rows (bandwidth_bps, read_s, cached_s, saved_s,
-    verdict faster|slower|equal, exposed_wait_s).
+    links; null for given bytes), link, rows (bandwidth_bps, read_s, cached_s, saved_s
+    (net), verdict faster|slower|equal, exposed_wait_s), notes (every note the text prints).
     """
     _refuse_unused(kw)
     table = hardware_table(kw.pop("hardware_file"))
@@ -221,6 +222,7 @@ def envelope(fmt: str, quiet: bool, **kw: Any) -> None:
     gpu = resolve_gpu(kw, table)
     times = _times(kw, _prefill_source(kw, model, gpu), model)
     d = _restore_bytes(kw, model)
+    kw["layout"] = None if model is None else model.kv_layout.name
     overlap = units.parse_duration(units.require_unit(kw["overlap"], "--overlap", "duration")) if kw["overlap"] is not None else None
     link = _link(kw, table)
     bandwidths = [option_bandwidth(b, "--bandwidth") for b in kw["bandwidths"]]
@@ -249,14 +251,15 @@ def _scope(kw: dict[str, Any], result: Any, times: dict[str, Any]) -> dict[str, 
     that GPU's own link (each rank moves its share at once, pcs.engine.api: a TP group's link is tp links side by side),
     so B is per GPU link; ``pcs replay``'s link figures are the TP group's (tp x). ``*_all_ranks`` give the group's
     figures to set beside them (null when D was given in bytes: its scope is the user's; ``tp`` too unless the compute
-    model, which reads it, gave a time)."""
+    model, which reads it, gave a time). ``layout``: the KV layout D is in (the one that runs), null for given bytes."""
     tp = kw["tp"]
     if kw["restore_bytes"] is not None:     # tp is read only by the compute model then (null when it did not run)
         computed = any(str(times[k]).startswith("compute model") for k in ("full_prefill_from", "remaining_from"))
-        return {"tp": tp if computed else None, "restore_bytes_scope": "given", "restore_bytes_all_ranks": None,
-                "break_even_bps_all_ranks": None}
+        return {"tp": tp if computed else None, "layout": None, "restore_bytes_scope": "given",
+                "restore_bytes_all_ranks": None, "break_even_bps_all_ranks": None}
     be = result.break_even_bps
-    return {"tp": tp, "restore_bytes_scope": "per_rank", "restore_bytes_all_ranks": result.restore_bytes * tp,
+    return {"tp": tp, "layout": kw["layout"], "restore_bytes_scope": "per_rank",
+            "restore_bytes_all_ranks": result.restore_bytes * tp,
             "break_even_bps_all_ranks": None if be is None else be * tp}
 
 
