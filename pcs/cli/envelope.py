@@ -236,7 +236,7 @@ def envelope(fmt: str, quiet: bool, **kw: Any) -> None:
     scope = _scope(kw, result, times)
     payload.update(scope)
     payload["notes"] = envelope_notes(result, {**times, **scope})    # every note the text prints
-    emit(payload, fmt, lambda: render_envelope(result, {**times, **scope}))
+    emit(payload, fmt, lambda: render_envelope(result, {**times, **scope, "block_size": kw["block_size"]}))
 
 
 def _link(kw: dict[str, Any], table: Any) -> Any:

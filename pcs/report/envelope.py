@@ -25,7 +25,8 @@ def _scope_text(r: EnvelopeResult, extra: dict[str, Any]) -> str:
     whole = "" if asked == kept or kept is None else (
         f" = {units.format_count(kept)} of the {units.format_count(asked)} tokens (whole blocks: only full blocks "
         f"are cached, the other {units.format_count(asked - kept)} are computed)")
-    kv = f" of {extra['layout']} KV" if extra.get("layout") else ""    # the layout that runs: fp8 on DeepSeek-V3.2 is fp8_ds_mla
+    kv = f" of {extra['layout']} KV" if extra.get("layout") else ""    # the layout that runs (fp8_ds_mla, not fp8)
+    kv += f" in {extra['block_size']}-token blocks" if extra.get("block_size") else ""     # the deployment assumed
     return (f"{whole}{kv} per GPU (TP {tp}: {units.format_bytes(r.restore_bytes * tp)} for the TP group; bandwidths per "
             f"GPU link, pcs replay's are the TP group's, {tp}x)")
 
