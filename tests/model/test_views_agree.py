@@ -127,3 +127,30 @@ def test_deepseek_v32_fp8_row_is_named_fp8_ds_mla():
     # Reference per token: latent 61 layers x (512 fp8 + 64 bf16 rope = 640 B) = 39,040 (bf16: 61 x 576 x 2 =
     # 70,272) + indexer keys 61 x 128 fp8 = 7,808 in both: 46,848 / 78,080 = 0.600
     assert round(row["reference_ratio_vs_bf16"], 3) == round(46_848 / 78_080, 3) == 0.6
+
+
+def test_fleet_past_context_notes_summed_once_with_per_instance_counts():
+    from types import SimpleNamespace
+
+    from pcs.fleet.fleet import fleet_notes
+
+    def note(over, reqs, prompt_only, longest):
+        return (f"{over:,} of {reqs:,} requests run past the model's context, 4,096 tokens (config.json "
+                f"max_position_embeddings), prompt + output ({prompt_only:,} by the prompt alone, longest prompt "
+                f"{longest:,}): replayed anyway, as if the model took them")
+
+    runs = [SimpleNamespace(notes=(note(200, 288, 195, 123_401), "alike")),
+            SimpleNamespace(notes=(note(214, 276, 204, 111_426), "alike")), None]
+    out = fleet_notes((), runs)
+    # 200 + 214 = 414 of 288 + 276 = 564; 195 + 204 = 399 by the prompt; longest max(123,401, 111,426)
+    assert out == ("414 requests run past the model's context, 4,096 tokens (config.json max_position_embeddings), "
+                   "prompt + output (399 by the prompt alone, longest prompt 123,401); per instance: instance 0 200 "
+                   "of 288, instance 1 214 of 276 (414 of 564): replayed anyway, as if the model took them", "alike")
+
+
+def test_router_compare_header_names_the_deployment():
+    from pcs.report.fleet import compare_title
+
+    rows = [{"instances": 8, "router_stale_s": 0.0, "router": "round-robin"}]
+    assert compare_title("t.jsonl", rows, "llama-2-70b, KV fp16 on 8x h100-sxm (TP=8) | block 512 tokens") \
+        .startswith("pcs compare: t.jsonl | llama-2-70b, KV fp16 on 8x h100-sxm (TP=8) | block 512 tokens | 8 instances")
