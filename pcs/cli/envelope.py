@@ -263,5 +263,6 @@ def _scope(kw: dict[str, Any], result: Any, times: dict[str, Any]) -> dict[str, 
             "break_even_bps_all_ranks": None if be is None else be * tp}
 
 
-# --hbm-capacity comes with the GPU options but envelope never reads it (_refuse_unused says so when given): not in --help
+# --hbm-capacity comes with the GPU options but envelope never reads it (_refuse_unused says so when given):
+# not in --help
 next(p for p in envelope.params if p.name == "hbm_capacity").hidden = True

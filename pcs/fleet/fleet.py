@@ -321,9 +321,9 @@ def fleet_notes(own: Sequence[str], summaries: Sequence[Any]) -> tuple[str, ...]
 
 
 #: An instance's past-context note (``pcs.engine.api._past_context_note``): its counts and the rest.
-_PAST_CONTEXT = re.compile(r"([\d,]+) of ([\d,]+) requests run past the model's context, ([\d,]+) tokens \(config\.json "
-                           r"max_position_embeddings\), prompt \+ output \(([\d,]+) by the prompt alone, longest prompt "
-                           r"([\d,]+)\): (.*)$")
+_PAST_CONTEXT = re.compile(r"([\d,]+) of ([\d,]+) requests run past the model's context, ([\d,]+) tokens "
+                           r"\(config\.json max_position_embeddings\), prompt \+ output \(([\d,]+) by the prompt "
+                           r"alone, longest prompt ([\d,]+)\): (.*)$")
 
 
 def _fleet_past_context(past: Sequence[tuple[int, Any]]) -> str:

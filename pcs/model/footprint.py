@@ -211,7 +211,8 @@ def page_padding_per_block(plan: Any) -> list[int]:
             for i, g in enumerate(plan.groups)]
 
 
-def hybrid_restore(model: ModelSpec, blocks: int, block_size: int, layout: str = "serialized") -> tuple[int, int] | None:
+def hybrid_restore(model: ModelSpec, blocks: int, block_size: int,
+                   layout: str = "serialized") -> tuple[int, int] | None:
     """(hit blocks, bytes) a hybrid model's restore of a ``blocks``-block cached prefix from a lower tier moves
     (one rank), or None for a model that is not hybrid: the longest hit every group accepts
     (:func:`pcs.cache.groups.fixed_point`, a state group's hit ending at a checkpoint), each group reading only

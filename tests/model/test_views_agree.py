@@ -58,7 +58,8 @@ def test_replay_restores_what_envelope_says(tmp_path):
              "hash_ids": [100 * (i % 3) + j for j in range(1, 18)]} for i in range(4)]
     path = tmp_path / "hyb.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    # a GPU tier too small to keep the 1st request until the 4th (gemma-3-27b: 17 blocks x 8 x 36,700,160 B = 4.99 GB each)
+    # a GPU tier too small to keep the 1st request until the 4th
+    # (gemma-3-27b: 17 blocks x 8 x 36,700,160 B = 4.99 GB each)
     for name, gpu in (("gemma-3-27b", "10GB"), ("gpt-oss-120b", "700MB"), ("qwen3-next-80b-a3b", "4GB")):
         s = replay(str(path), model=name, tiers=[f"gpu={gpu}", "cpu=1TB"]).summary
         assert s.tiers[1].restored_bytes == 8 * RESTORE[name], name
@@ -152,5 +153,5 @@ def test_router_compare_header_names_the_deployment():
     from pcs.report.fleet import compare_title
 
     rows = [{"instances": 8, "router_stale_s": 0.0, "router": "round-robin"}]
-    assert compare_title("t.jsonl", rows, "llama-2-70b, KV fp16 on 8x h100-sxm (TP=8) | block 512 tokens") \
-        .startswith("pcs compare: t.jsonl | llama-2-70b, KV fp16 on 8x h100-sxm (TP=8) | block 512 tokens | 8 instances")
+    dep = "llama-2-70b, KV fp16 on 8x h100-sxm (TP=8) | block 512 tokens"
+    assert compare_title("t.jsonl", rows, dep).startswith(f"pcs compare: t.jsonl | {dep} | 8 instances")
