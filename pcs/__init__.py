@@ -4,7 +4,7 @@ Four views, each a command and a plain Python function:
 
 - ``pcs.budget(capacity_need_bytes, capacity_have_bytes, bandwidth_need_bps,
   bandwidth_have_bps)`` -> :class:`pcs.analysis.budget.BudgetResult`
-- ``pcs.footprint(model, tokens, block_size=16, dtype=None, sequences=1)``
+- ``pcs.footprint(model, tokens, block_size=16, dtype=None, sequences=1, tp=None)``
   -> :class:`pcs.model.FootprintResult`
 - ``pcs.envelope(restore_bytes, full_prefill_s, remaining_s, overhead_s,
   bandwidths_bps, overlap_s=None)`` -> :class:`pcs.analysis.envelope.EnvelopeResult`

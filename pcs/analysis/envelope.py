@@ -34,7 +34,7 @@ from pcs.argcheck import check_bandwidth, check_byte_count, check_int, check_num
 from pcs._dataclass import dataclass
 
 __all__ = ["EnvelopeRow", "EnvelopeResult", "envelope", "break_even_bps", "seconds_to_ns",
-           "restore_bytes_for_tokens", "restored_tokens"]
+           "restore_bytes_for_tokens", "restore_for_tokens", "restored_tokens"]
 
 
 def seconds_to_ns(seconds: float | int, name: str = "a time") -> int:
@@ -204,25 +204,45 @@ def envelope(restore_bytes: int, full_prefill_s: float, remaining_s: float, over
 
 
 def restore_bytes_for_tokens(model: Any, tokens: int, block_size: int = 16, layout: str = "serialized") -> int:
-    """Bytes to restore ``tokens`` cached tokens of ``model``: whole blocks in the stored layout.
-
-    :func:`restored_tokens` // ``block_size`` blocks x ``pcs.model.block_bytes(model, block_size,
-    layout).total_bytes``. Lower tiers keep the "serialized" form (payload plus
-    scales and padding), which is what crosses the link (docs/semantics.md §13).
-    Only full blocks are cached (docs/semantics.md §2): a partial last block is
-    never restored, so tokens are rounded DOWN to whole blocks.
+    """Bytes to restore ``tokens`` cached tokens of ``model`` from a lower tier: :func:`restore_for_tokens`' bytes.
 
     >>> from pcs.model import get_model
     >>> restore_bytes_for_tokens(get_model("llama-3.1-8b"), 1000, 512)   # 1 block of 512 x 131,072 B
     67108864
 
     Raises:
-        UserError: tokens < 0 or block_size < 1, or a layout H2's block_bytes rejects.
+        UserError: tokens < 0 or block_size < 1, or an unknown layout name.
+    """
+    return restore_for_tokens(model, tokens, block_size, layout)[1]
+
+
+def restore_for_tokens(model: Any, tokens: int, block_size: int = 16, layout: str = "serialized") -> tuple[int, int]:
+    """(tokens restored, bytes moved) when ``tokens`` cached tokens of ``model`` come back from a lower tier.
+
+    Only full blocks are cached (docs/semantics.md §2): tokens are rounded DOWN to
+    whole blocks (:func:`restored_tokens`). Lower tiers keep the "serialized" form
+    (payload plus scales and padding), which is what crosses the link (docs/semantics.md §13).
+    A model of full attention only moves every block: blocks x
+    ``pcs.model.block_bytes(model, block_size, layout).total_bytes``. A hybrid model moves what pcs replay's
+    restore moves (:func:`pcs.model.footprint.hybrid_restore`, docs/semantics.md §3.1, §13.1): the hit every
+    cache group accepts (a state group's ends at a checkpoint, fewer tokens), a sliding window only its last
+    blocks, a state group one state, each block as whole pages (page padding included).
+
+    >>> from pcs.model import get_model   # full 16 x 5,242,880 + window 2 x 27,262,976 + padding 2 x 4,194,304
+    >>> restore_for_tokens(get_model("gemma-3-27b").with_tp(8), 8192, 512)
+    (8192, 146800640)
+
+    Raises:
+        UserError: tokens < 0 or block_size < 1, or an unknown layout name.
     """
     tokens = restored_tokens(tokens, block_size)
     from pcs.model import block_bytes  # lazy: the model package is only needed here
+    from pcs.model.footprint import hybrid_restore
 
-    return tokens // block_size * int(block_bytes(model, block_size, layout).total_bytes)
+    hybrid = hybrid_restore(model, tokens // block_size, block_size, layout)
+    if hybrid is not None:
+        return hybrid[0] * block_size, hybrid[1]
+    return tokens, tokens // block_size * int(block_bytes(model, block_size, layout).total_bytes)
 
 
 def restored_tokens(tokens: int, block_size: int) -> int:

@@ -13,7 +13,7 @@ from pcs.cli.common import PcsUsageError, command, emit, format_option, quiet_op
 from pcs.cli.params import option_bandwidth, option_size
 from pcs.cli.presets import hardware_file_option, hardware_table, link_options, refuse_unused, resolve_link
 from pcs.errors import UserError
-from pcs.report.budget import budget_csv_rows, render_budget
+from pcs.report.budget import budget_csv_rows, budget_notes, render_budget
 
 __all__ = ["budget_command", "budget"]
 
@@ -154,6 +154,7 @@ def budget_command(fmt: str, quiet: bool, **kw: Any) -> None:
         payload.update(overall, rows=rows, note=RATIO_NOTE)
     if transfers:
         payload["transfers"] = transfers
+    payload["notes"] = budget_notes(rows, transfers)    # every note the text prints (``note``: the ratio's, kept)
     if fmt == "csv":
         emit({"rows": budget_csv_rows(rows, overall, transfers)}, fmt, "")
         return

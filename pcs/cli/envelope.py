@@ -7,13 +7,13 @@ from typing import Any
 import click
 
 from pcs import units
-from pcs.analysis.envelope import envelope as envelope_lib, restore_bytes_for_tokens, restored_tokens
+from pcs.analysis.envelope import envelope as envelope_lib, restore_for_tokens, restored_tokens
 from pcs.cli.common import RegistryChoice, command, emit, format_option, quiet_option
 from pcs.cli.params import MAX_BLOCK_SIZE, MAX_TOKENS, MAX_TP, Aliased, Choice, Float, Int, option_bandwidth
 from pcs.cli.presets import gpu_options, hardware_file_option, hardware_table, refuse_unused, resolve_gpu
 from pcs.errors import UserError
 from pcs.model import KV_DTYPES, get_layout
-from pcs.report.envelope import render_envelope
+from pcs.report.envelope import envelope_notes, render_envelope
 
 __all__ = ["envelope"]
 
@@ -97,12 +97,12 @@ def _computed_s(source: tuple[Any, str], tokens: int, cached: int, what: str) ->
     return seconds
 
 
-def _times(kw: dict[str, Any], source: tuple[Any, str] | None) -> dict[str, Any]:
+def _times(kw: dict[str, Any], source: tuple[Any, str] | None, model: Any) -> dict[str, Any]:
     """Resolve T_full and T_remaining (given, or from the prefill source) and say where each came from."""
     restore_tokens = kw["restore_tokens"]
     prompt_tokens = kw["prompt_tokens"] if kw["prompt_tokens"] is not None else restore_tokens
     out: dict[str, Any] = {"prompt_tokens": prompt_tokens, "restore_tokens": restore_tokens,
-                           "restored_tokens": _restored(kw)}
+                           "restored_tokens": _restored(kw, model)}
     if kw["full_prefill"] is not None:
         out["full_prefill_s"], out["full_prefill_from"] = units.parse_duration(units.require_unit(kw["full_prefill"], "--full-prefill", "duration")), "given"
     elif source is not None and prompt_tokens is not None:
@@ -124,11 +124,14 @@ def _times(kw: dict[str, Any], source: tuple[Any, str] | None) -> dict[str, Any]
     return out
 
 
-def _restored(kw: dict[str, Any]) -> int | None:
+def _restored(kw: dict[str, Any], model: Any) -> int | None:
     """The cached tokens D and T_remaining split at: ``--restore-tokens`` rounded down to whole blocks when D
-    comes from them (only full blocks are cached, docs/semantics.md §2), as given beside ``--restore-bytes``."""
+    comes from them (only full blocks are cached, docs/semantics.md §2; a hybrid model's hit as its cache groups
+    accept it, :func:`pcs.analysis.envelope.restore_for_tokens`), as given beside ``--restore-bytes``."""
     if kw["restore_tokens"] is None or kw["restore_bytes"] is not None:
         return kw["restore_tokens"]
+    if model is not None:
+        return _restore(kw, model)[0]
     return restored_tokens(kw["restore_tokens"], kw["block_size"])
 
 
@@ -137,8 +140,13 @@ def _restore_bytes(kw: dict[str, Any], model: Any) -> int:
         return units.parse_bytes(units.require_unit(kw["restore_bytes"], "--restore-bytes", "size"))
     if kw["restore_tokens"] is None or model is None:
         raise UserError("give --restore-bytes, or --restore-tokens with --model (or --model-config)")
+    return _restore(kw, model)[1]
+
+
+def _restore(kw: dict[str, Any], model: Any) -> tuple[int, int]:
+    """(tokens restored, bytes per rank) of ``--restore-tokens`` (:func:`pcs.analysis.envelope.restore_for_tokens`)."""
     per_rank = model.with_tp(kw["tp"]) if kw["tp"] > 1 else model
-    return restore_bytes_for_tokens(per_rank, kw["restore_tokens"], kw["block_size"])
+    return restore_for_tokens(per_rank, kw["restore_tokens"], kw["block_size"])
 
 
 @command("envelope")
@@ -158,12 +166,16 @@ def _restore_bytes(kw: dict[str, Any], model: Any) -> int:
 @click.option("--full-prefill", help="T_full: prefill time without cache, e.g. 100ms. Default: computed from --model/--gpu.")
 @click.option("--remaining-compute", help="T_remaining: prefill still needed after the restore, e.g. 30ms. "
                                           "Default: computed when a model/GPU or --prefill-csv is given, else 0.")
-@click.option("--overhead", default="0", show_default=True, help="T_overhead: setup + convert + sync per restore, e.g. 5ms.")
+@click.option("--overhead", "--setup", "overhead", cls=Aliased,
+              help="T_overhead: setup + convert + sync per restore, e.g. 5ms (pcs replay's link setup is its "
+                   "setup part; --setup is accepted). Default: --link's setup, else 0.")
 @click.option("--bandwidth", "bandwidths", multiple=True,
               help="B_eff: effective restore bandwidth, e.g. 20GB/s, of one GPU's link when D comes from "
                    "--restore-tokens (D is then per GPU: pcs replay's link figures are tp links together). "
                    "Repeatable.")
 @click.option("--overlap", help="W: independent compute overlapping the load, e.g. 20ms; adds exposed_wait_s.")
+@click.option("--link", help="Link preset of one GPU, as pcs replay and pcs budget take it (list: pcs hardware): "
+                              "its bandwidth is a --bandwidth row and its setup the default --overhead.")
 @gpu_options
 @click.option("--tp", type=Int(1, MAX_TP), default=8, show_default=True,
               help="Tensor-parallel size: compute splits over tp GPUs; D becomes bytes per GPU.")
@@ -197,38 +209,60 @@ def envelope(fmt: str, quiet: bool, **kw: Any) -> None:
     JSON keys: restore_bytes, full_prefill_s, remaining_s, overhead_s, overlap_s,
     margin_s, break_even_bps (null when none), full_prefill_from, remaining_from,
     prompt_tokens, restore_tokens, restored_tokens (restore_tokens in whole blocks when D
-    comes from them), tp, restore_bytes_scope (per_rank | given),
+    comes from them; a hybrid model's hit as its cache groups accept it), tp (null when
+    nothing read it), layout, restore_bytes_scope (per_rank | given),
     restore_bytes_all_ranks, break_even_bps_all_ranks (the TP group's, as pcs replay's
-    links; null for given bytes), rows (bandwidth_bps, read_s, cached_s, saved_s,
-    verdict faster|slower|equal, exposed_wait_s).
+    links; null for given bytes), link, rows (bandwidth_bps, read_s, cached_s, saved_s
+    (net), verdict faster|slower|equal, exposed_wait_s), notes (every note the text prints).
     """
     _refuse_unused(kw)
     table = hardware_table(kw.pop("hardware_file"))
     model = _model(kw, quiet)
     _default_gpu(kw, model)
     gpu = resolve_gpu(kw, table)
-    times = _times(kw, _prefill_source(kw, model, gpu))
+    times = _times(kw, _prefill_source(kw, model, gpu), model)
     d = _restore_bytes(kw, model)
+    kw["layout"] = None if model is None else model.kv_layout.name
     overlap = units.parse_duration(units.require_unit(kw["overlap"], "--overlap", "duration")) if kw["overlap"] is not None else None
+    link = _link(kw, table)
     bandwidths = [option_bandwidth(b, "--bandwidth") for b in kw["bandwidths"]]
-    result = envelope_lib(d, times["full_prefill_s"], times["remaining_s"], units.parse_duration(units.require_unit(kw["overhead"], "--overhead", "duration")),
-                          bandwidths, overlap_s=overlap)
+    bandwidths += [link.bandwidth_bps] if link is not None else []
+    overhead = units.parse_duration(units.require_unit(kw["overhead"], "--overhead", "duration")) \
+        if kw["overhead"] is not None else (link.setup_s if link is not None else 0.0)
+    result = envelope_lib(d, times["full_prefill_s"], times["remaining_s"], overhead, bandwidths, overlap_s=overlap)
     payload = result.to_dict()
+    payload["link"] = None if link is None else link.name
     payload.update({k: v for k, v in times.items() if k not in ("full_prefill_s", "remaining_s")})
-    scope = _scope(kw, result)
+    scope = _scope(kw, result, times)
     payload.update(scope)
-    emit(payload, fmt, lambda: render_envelope(result, {**times, **scope}))
+    payload["notes"] = envelope_notes(result, {**times, **scope})    # every note the text prints
+    emit(payload, fmt, lambda: render_envelope(result, {**times, **scope, "block_size": kw["block_size"]}))
 
 
-def _scope(kw: dict[str, Any], result: Any) -> dict[str, Any]:
+def _link(kw: dict[str, Any], table: Any) -> Any:
+    """``--link NAME`` (:func:`pcs.cli.presets.resolve_link`, as pcs budget), or None; one GPU's link, as D is."""
+    from pcs.cli.presets import resolve_link
+
+    return resolve_link({"link": kw.pop("link")}, table)
+
+
+def _scope(kw: dict[str, Any], result: Any, times: dict[str, Any]) -> dict[str, Any]:
     """What D and B cover: from ``--restore-tokens`` D is one GPU's share (one TP rank's: ``per_rank``), read over
     that GPU's own link (each rank moves its share at once, pcs.engine.api: a TP group's link is tp links side by side),
     so B is per GPU link; ``pcs replay``'s link figures are the TP group's (tp x). ``*_all_ranks`` give the group's
-    figures to set beside them (null when D was given in bytes: its scope is the user's)."""
+    figures to set beside them (null when D was given in bytes: its scope is the user's; ``tp`` too unless the compute
+    model, which reads it, gave a time). ``layout``: the KV layout D is in (the one that runs), null for given bytes."""
     tp = kw["tp"]
-    if kw["restore_bytes"] is not None:
-        return {"tp": tp, "restore_bytes_scope": "given", "restore_bytes_all_ranks": None,
-                "break_even_bps_all_ranks": None}
+    if kw["restore_bytes"] is not None:     # tp is read only by the compute model then (null when it did not run)
+        computed = any(str(times[k]).startswith("compute model") for k in ("full_prefill_from", "remaining_from"))
+        return {"tp": tp if computed else None, "layout": None, "restore_bytes_scope": "given",
+                "restore_bytes_all_ranks": None, "break_even_bps_all_ranks": None}
     be = result.break_even_bps
-    return {"tp": tp, "restore_bytes_scope": "per_rank", "restore_bytes_all_ranks": result.restore_bytes * tp,
+    return {"tp": tp, "layout": kw["layout"], "restore_bytes_scope": "per_rank",
+            "restore_bytes_all_ranks": result.restore_bytes * tp,
             "break_even_bps_all_ranks": None if be is None else be * tp}
+
+
+# --hbm-capacity comes with the GPU options but envelope never reads it (_refuse_unused says so when given):
+# not in --help
+next(p for p in envelope.params if p.name == "hbm_capacity").hidden = True

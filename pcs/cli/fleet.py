@@ -120,7 +120,7 @@ def compare_fleet(fmt: str, trace: Any, replay_kwargs: dict[str, Any], kw: dict[
                               router_stale_s=kw["router_stale_s"] or 0.0, progress=progress,
                               policy=(kw["policy"] or (None,))[0], shared_tier=kw["shared_tier"], **replay_kwargs)
     payload = res.to_dict()
-    title = compare_title(res.trace, payload["routers"])
+    title = compare_title(res.trace, payload["routers"], res.deployment)
     notes = with_trace_notes(payload, trace, fmt, kw["quiet"])
     if res.routers[0].instances == 1 and len(res.routers) > 1:
         one = ("one instance: every router sends every request to it, so routing cannot change these columns; "

@@ -38,6 +38,8 @@ class RouterCompare:
 
     trace: str = field("-", "trace path")
     routers: tuple[RouterRow, ...] = field("-", "one entry per router")
+    deployment: str = field("-", "the fleet's model and deployment as the fleet replay's header names them "
+                                 "(model, KV dtype, GPUs, TP, block size, tiers per instance)", default="")
 
 
 def compare_routers(trace: Any, routers: Sequence[str], *, instances: int, router_stale_s: float = 0.0,
@@ -63,13 +65,21 @@ def compare_routers(trace: Any, routers: Sequence[str], *, instances: int, route
             raise UserError(f"a router in routers= is given twice: {seen[key]!r} and {r!r} are both {key}")
         seen[key] = str(r)
     applies = stale_view_applies(parsed, router_stale_s)
-    rows, name = [], "<requests>"
+    rows, name, deployment = [], "<requests>", ""
     for r, stale in zip(routers, applies):
         s = fleet_replay(trace, instances=instances, router=r, router_stale_s=router_stale_s if stale else 0.0,
                          progress=progress, **replay_kwargs).summary
         name = s.trace
+        deployment = deployment or _deployment(s)
         rows.append(RouterRow.from_source(s, shared_tier=_shared_label(s.shared_tier)))
-    return RouterCompare(name, tuple(rows))
+    return RouterCompare(name, tuple(rows), deployment)
+
+
+def _deployment(s: Any) -> str:
+    """The fleet replay's header words for the model and deployment (:func:`pcs.report.fleet.deployment_words`)."""
+    from pcs.report.fleet import deployment_words
+
+    return deployment_words(s.to_dict())
 
 
 def _shared_label(sh: Any) -> str | None:

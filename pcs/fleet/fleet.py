@@ -21,6 +21,7 @@ instances are replayed after routing); that is what an approximate router
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Callable
@@ -319,13 +320,33 @@ def fleet_notes(own: Sequence[str], summaries: Sequence[Any]) -> tuple[str, ...]
     :class:`pcs.engine.result.ReplaySummary` or None (idle, or a shared tier's run)."""
     ran = [(i, s.notes) for i, s in enumerate(summaries) if s is not None]
     out = list(own)
+    past = [(i, m) for i, notes in ran for m in map(_PAST_CONTEXT.match, notes) if m]
     for i, notes in ran:
         for n in notes:
-            alike = all(n in other for _, other in ran)
-            line = n if alike else f"instance {i}: {n}"
+            if past and _PAST_CONTEXT.match(n):
+                line = _fleet_past_context(past) if len(ran) > 1 else n
+            else:
+                line = n if all(n in other for _, other in ran) else f"instance {i}: {n}"
             if line not in out:
                 out.append(line)
     return tuple(out)
+
+
+#: An instance's past-context note (``pcs.engine.api._past_context_note``): its counts and the rest.
+_PAST_CONTEXT = re.compile(r"([\d,]+) of ([\d,]+) requests run past the model's context, ([\d,]+) tokens "
+                           r"\(config\.json max_position_embeddings\), prompt \+ output \(([\d,]+) by the prompt "
+                           r"alone, longest prompt ([\d,]+)\): (.*)$")
+
+
+def _fleet_past_context(past: Sequence[tuple[int, Any]]) -> str:
+    """The instances' past-context notes as one: the counts summed, the longest prompt the longest, with each
+    instance's ``over of requests`` (instances without such requests are not listed)."""
+    num = [[int(g.replace(",", "")) for g in m.groups()[:5]] for _, m in past]
+    over, reqs, prompt_only = (sum(n[k] for n in num) for k in (0, 1, 3))
+    each = ", ".join(f"instance {i} {n[0]:,} of {n[1]:,}" for (i, _), n in zip(past, num))
+    return (f"{over:,} requests run past the model's context, {num[0][2]:,} tokens (config.json "
+            f"max_position_embeddings), prompt + output ({prompt_only:,} by the prompt alone, longest prompt "
+            f"{max(n[4] for n in num):,}); per instance: {each} ({over:,} of {reqs:,}): {past[0][1].group(6)}")
 
 
 def _replay_instances(source: Any, batch: RequestBatch, assignment: np.ndarray, instances: int, rules: BlockRules,

@@ -56,7 +56,8 @@ def _as_model(model: ModelSpec | str) -> ModelSpec:
     return as_model(model)
 
 __all__ = ["BlockBytes", "block_bytes", "reserved_bytes", "reserved_bytes_of", "prefix_store_bytes",
-           "component_bytes", "hybrid_block_size", "FootprintResult", "footprint"]
+           "component_bytes", "hybrid_block_size", "hybrid_pages", "page_padding_per_block", "hybrid_restore",
+           "PAGE_PADDING", "FootprintResult", "footprint"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -185,6 +186,53 @@ def hybrid_block_size(model: ModelSpec) -> int | None:
     return 16 * -(-state_page // (16 * attn_token))
 
 
+def hybrid_pages(model: ModelSpec, block_size: int, layout: str = "reserved") -> Any:
+    """The page layout a replay gives one rank of a hybrid model (``pcs.engine.hybrid.plan_hybrid`` with pcs
+    replay's default manager, vLLM's uniform page size; docs/semantics.md §13.1), or None for a model that is
+    not hybrid. Its groups' ``pages`` and ``page_bytes[0]`` are the rule every view uses for what a hybrid
+    block moves and reserves, page padding included.
+
+    Args:
+        model: the spec (``with_tp`` for one rank's bytes); block_size: B tokens; layout: of the tier.
+    Returns:
+        :class:`pcs.engine.hybrid.HybridPlan` of one tier (capacity 0), or None.
+    """
+    from pcs.engine.hybrid import DEFAULT_MANAGER, MAMBA_CACHE_MODES, MAMBA_FULL_MEMORY_RATIO, \
+        SWA_FULL_TOKENS_RATIO, plan_hybrid
+
+    return plan_hybrid(model, block_size, ["tier"], [block_bytes(model, block_size, layout)], [(0, None)],
+                       DEFAULT_MANAGER, SWA_FULL_TOKENS_RATIO, MAMBA_FULL_MEMORY_RATIO, MAMBA_CACHE_MODES[0])
+
+
+def page_padding_per_block(plan: Any) -> list[int]:
+    """Per group of ``plan`` (:func:`hybrid_pages`): bytes of page padding in one block of the group, its pages x
+    page bytes minus its components' bytes (what a replay reports as ``page_padding``, docs/semantics.md §13.1)."""
+    return [g.pages * plan.page_bytes[0][g.pool] - sum(plan.component_bytes[0][i].values())
+            for i, g in enumerate(plan.groups)]
+
+
+def hybrid_restore(model: ModelSpec, blocks: int, block_size: int,
+                   layout: str = "serialized") -> tuple[int, int] | None:
+    """(hit blocks, bytes) a hybrid model's restore of a ``blocks``-block cached prefix from a lower tier moves
+    (one rank), or None for a model that is not hybrid: the longest hit every group accepts
+    (:func:`pcs.cache.groups.fixed_point`, a state group's hit ending at a checkpoint), each group reading only
+    the blocks its rule needs (``CacheGroup.need_from``: a window's last blocks, one state), each block its
+    pages x page bytes (:func:`hybrid_pages`, page padding included), as pcs replay counts ``restored_bytes``.
+
+    >>> from pcs.model import get_model   # 16 x 5,242,880 + 2 x 6 pages x 5,242,880 (window 1,024 = 2 blocks)
+    >>> hybrid_restore(get_model("gemma-3-27b").with_tp(8), 16, 512)
+    (16, 146800640)
+    """
+    from pcs.cache.groups import fixed_point
+
+    plan = hybrid_pages(model, block_size, layout)
+    if plan is None:
+        return None
+    k = fixed_point(plan.groups, blocks, lambda g, i: True)
+    pages = [g.pages * (k - g.need_from(k)) if k else 0 for g in plan.groups]
+    return k, sum(n * plan.page_bytes[0][g.pool] for n, g in zip(pages, plan.groups))
+
+
 _MODE_KEYS = ("reference_bytes", "serialized_bytes", "reserved_bytes", "prefix_store_bytes",
               "prefix_store_gpu_bytes")
 
@@ -260,11 +308,44 @@ def past_context(tokens: int | None, max_context: int | None) -> str | None:
             "max_position_embeddings): no one sequence that long runs on it")
 
 
+#: The row (and replay's pseudo-component) holding a hybrid model's page padding.
+PAGE_PADDING = "page_padding"
+
+
+def _padding_row(model: ModelSpec, tokens: int, block_size: int, sequences: int) -> dict[str, Any] | None:
+    """A hybrid model's page padding as a component row (None when it has none): the pages a replay counts
+    (:func:`hybrid_pages`) minus the components' bytes, per group block (:func:`page_padding_per_block`), for the
+    blocks each mode holds: Reserved, a running sequence's reserved blocks of each group (one slot for a state);
+    Prefix store, floor(T/B) blocks of every group (a state per block, as the state row counts it)."""
+    plans = [hybrid_pages(model, block_size, m) for m in ("serialized", "reserved")]
+    if plans[0] is None:
+        return None
+    pads = [page_padding_per_block(p) for p in plans]
+    if not any(pads[0]) and not any(pads[1]):
+        return None
+    held = [1 if g.rule == "state" else model.component(g.components[0]).reserved_blocks(tokens, block_size)
+            for g in plans[1].groups]
+    full = tokens // block_size
+    row: dict[str, Any] = {
+        "name": PAGE_PADDING, "layers": 0, "dtype": model.kv_dtype, "layout": "-",
+        "describe": "whole pages of vLLM's uniform page size (docs/semantics.md §13.1)", "tokens_held": 0,
+        "reference_bytes_per_token": 0, "serialized_bytes_per_token": 0, "fixed_bytes_per_sequence": 0,
+        "reference_bytes_per_block": 0, "serialized_bytes_per_block": sum(pads[0]), "reserved_blocks": 0}
+    row.update({"reference_bytes": 0, "serialized_bytes": 0,
+                "reserved_bytes": sum(n * p for n, p in zip(held, pads[1])) * sequences,
+                "prefix_store_bytes": full * sum(pads[0]) * sequences,
+                "prefix_store_gpu_bytes": full * sum(pads[1]) * sequences})
+    return row
+
+
 def _totals(model: ModelSpec, tokens: int, block_size: int, sequences: int) -> dict[str, int]:
     sums = dict.fromkeys(_MODE_KEYS, 0)
     for c in model.components:
         for k, v in component_bytes(c, tokens, block_size).items():
             sums[k] += v * sequences
+    pad = _padding_row(model, tokens, block_size, sequences)
+    for k in _MODE_KEYS if pad else ():
+        sums[k] += pad[k]
     sums["fixed_bytes_per_sequence"] = model.fixed_bytes_per_sequence()
     sums["prefix_store_blocks"] = (tokens // block_size) * sequences
     return sums
@@ -287,19 +368,23 @@ def _component_row(c: KVComponent, tokens: int, block_size: int, sequences: int)
 
 
 def footprint(model: ModelSpec | str, tokens: int, block_size: int = 16, dtype: str | None = None,
-              sequences: int = 1) -> FootprintResult:
+              sequences: int = 1, tp: int | None = None) -> FootprintResult:
     """KV bytes of ``sequences`` sequences of ``tokens`` tokens in every accounting mode.
 
     Args:
         model: the spec (already ``with_tp`` if wanted; bytes are per rank),
             or a preset name (``pcs models``).
+        tp: tensor-parallel ranks to split an unsplit ``model`` over, as ``pcs footprint --tp`` (None: the
+            spec's own; a spec already split over other ranks is refused).
         tokens: T, tokens per sequence (>= 0).
         block_size: B, tokens per block/page (>= 1).
         dtype: KV dtype to apply first (None keeps the model's).
         sequences: N independent sequences (nothing shared); all byte totals x N.
     Returns:
-        FootprintResult; ``by_dtype`` compares bf16, fp8 and the chosen dtype, so
-        that FP8 halving Reference but not Serialized or Reserved is visible.
+        FootprintResult; ``by_dtype`` compares bf16, fp8, fp8_per_token_head and the chosen dtype, each row
+        named by the layout that runs (``asked``: the name given when it differs, fp8 on DeepSeek-V3.2 running
+        as fp8_ds_mla), so that vLLM's per-tensor fp8 halving all three modes while in-page scales
+        (fp8_per_token_head, fp8_ds_mla) shrink Serialized and Reserved less is visible.
     Raises:
         UserError: (:class:`pcs.errors.UserError`, a ValueError; an unknown name as its
             :class:`pcs.errors.UnknownNameError`) bad tokens, block size, sequences or dtype.
@@ -307,7 +392,7 @@ def footprint(model: ModelSpec | str, tokens: int, block_size: int = 16, dtype: 
     tokens = check_int(tokens, "tokens", lo=0, hi=MAX_TOKENS)      # --tokens' range
     block_size = _check_block_size(block_size)
     sequences = check_int(sequences, "sequences", lo=1, hi=MAX_COUNT)
-    model = _as_model(model)
+    model = _split(_as_model(model), tp)
     spec = model.with_dtype(dtype) if dtype is not None else model
     comps = tuple(_component_row(c, tokens, block_size, sequences) for c in spec.components)
     per_token = {m: spec.kv_bytes_per_token(m) for m in ("reference", "serialized")}
@@ -317,6 +402,12 @@ def footprint(model: ModelSpec | str, tokens: int, block_size: int = 16, dtype: 
     group = tp_placement(spec).to_dict()
     group["bytes_per_block"] = {m: group_block_bytes(spec, block_size, m).total_bytes
                                 for m in ("reference", "serialized", "reserved")}
+    pad = _padding_row(spec, tokens, block_size, sequences)
+    if pad is not None:     # whole pages: a block of the stored and reserved forms, as replay's tiers hold it
+        comps += (pad,)
+        for m in ("serialized", "reserved"):
+            per_block[m] += pad["serialized_bytes_per_block"]
+            group["bytes_per_block"][m] += pad["serialized_bytes_per_block"] * spec.tp
     totals, by_dtype = _totals(spec, tokens, block_size, sequences), tuple(_by_dtype(model, spec, tokens, block_size,
                                                                                     sequences))
     _check_fits(tokens, sequences, [totals, *by_dtype])
@@ -328,6 +419,16 @@ def footprint(model: ModelSpec | str, tokens: int, block_size: int = 16, dtype: 
                            outside_pages_bytes=spec.outside_page_bytes(), assumptions=spec.assumptions,
                            tp_group=group, layer_pattern=_pattern_counts(spec),
                            max_context_tokens=spec.max_context_tokens)
+
+
+def _split(model: ModelSpec, tp: int | None) -> ModelSpec:
+    """``model`` over ``tp`` ranks (``tp=`` of :func:`footprint`): unchanged for None or its own TP."""
+    if tp is None or tp == model.tp:
+        return model
+    tp = check_int(tp, "tp", lo=1, hi=MAX_COUNT)
+    if model.tp != 1:
+        raise UserError(f"tp={tp}: the model is already split over {model.tp} ranks; give the unsplit model")
+    return model.with_tp(tp)
 
 
 def _check_fits(tokens: int, sequences: int, rows: list[dict[str, Any]]) -> None:
@@ -353,14 +454,21 @@ def _pattern_counts(spec: ModelSpec) -> dict[str, int]:
 def _by_dtype(model: ModelSpec, spec: ModelSpec, tokens: int, block_size: int, sequences: int) -> list[dict]:
     """bf16, vLLM's fp8 (scales outside the pages), fp8_per_token_head (scales in the pages) and the chosen
     layout side by side (ratios vs bf16): lesson 2, docs/semantics.md §13."""
-    rows, base = [], None
+    rows, base, seen = [], None, set()
     for d in dict.fromkeys(("bf16", "fp8", "fp8_per_token_head", spec.kv_layout.name)):
         try:
-            t = _totals(model.with_dtype(d), tokens, block_size, sequences)
+            m = model.with_dtype(d)
         except ValueError:  # no such layout for this model (MLA has no per-token-head fp8 in vLLM)
             continue
+        runs = m.kv_layout.name     # the layout that runs: fp8 on DeepSeek-V3.2's latent is fp8_ds_mla
+        if runs in seen:
+            continue
+        seen.add(runs)
+        t = _totals(m, tokens, block_size, sequences)
         base = base or t
-        row: dict[str, Any] = {"dtype": d}
+        row: dict[str, Any] = {"dtype": runs}
+        if runs != d:
+            row["asked"] = d
         for k in ("reference_bytes", "serialized_bytes", "reserved_bytes", "prefix_store_bytes"):
             row[k] = t[k]
             row[k.replace("_bytes", "_ratio_vs_bf16")] = (t[k] / base[k]) if base[k] else None

@@ -13,7 +13,8 @@ from pcs import units
 from pcs.analysis.budget import RATIO_NOTE
 from pcs.report.table import render_table
 
-__all__ = ["render_budget", "render_budget_table", "render_transfer_table", "budget_csv_rows"]
+__all__ = ["render_budget", "render_budget_table", "render_transfer_table", "budget_csv_rows", "budget_notes",
+           "BUDGET_NOTES", "TRANSFER_NOTES"]
 
 
 def render_budget_table(rows: list[dict[str, Any]], overall: dict[str, Any] | None) -> str:
@@ -38,11 +39,25 @@ def render_budget_table(rows: list[dict[str, Any]], overall: dict[str, Any] | No
     return render_table(
         ["workload", "capacity need", "u_C", "bandwidth need", "u_B", "R_w = C_w/B_w", "capacity short",
          "bandwidth short", "binds first", "fits"], body, title=title,
-        notes=["binds first = the budget that fills first if both needs grow by the same factor "
-               "(the larger utilisation)", RATIO_NOTE,
-               "a KV capacity need from a single-sequence hit ratio is a ceiling, not what a finite shared cache"
-               " keeps (pcs replay); and halving payload bytes halves the reserved need only when the scales sit outside"
-               " the pages (vLLM fp8; not fp8_per_token_head, nor whole blocks or fixed state: pcs footprint)"])
+        notes=list(BUDGET_NOTES))
+
+
+#: The budget table's notes (text and JSON ``notes``).
+BUDGET_NOTES = (
+    "binds first = the budget that fills first if both needs grow by the same factor (the larger utilisation)",
+    RATIO_NOTE,
+    "a KV capacity need from a single-sequence hit ratio is a ceiling, not what a finite shared cache"
+    " keeps (pcs replay); and halving payload bytes halves the reserved need only when the scales sit outside"
+    " the pages (vLLM fp8; not fp8_per_token_head, nor whole blocks or fixed state: pcs footprint)")
+#: The transfer table's notes (text and JSON ``notes``).
+TRANSFER_NOTES = (
+    "average bandwidth is not restore latency: one restore on the critical path still takes size/bandwidth",
+    "IOPS x I/O size is reachable only if queue depth and concurrency allow it")
+
+
+def budget_notes(rows: list[dict[str, Any]], transfers: dict[str, Any]) -> list[str]:
+    """Every note the text of ``pcs budget`` prints, in its order (the JSON's ``notes``)."""
+    return (list(BUDGET_NOTES) if rows else []) + (list(TRANSFER_NOTES) if transfers else [])
 
 
 def render_transfer_table(t: dict[str, Any]) -> str:
@@ -59,9 +74,7 @@ def render_transfer_table(t: dict[str, Any]) -> str:
     if "iops_bps" in t:
         rows.append([f"IOPS bandwidth: {units.format_count(t['iops'])} IOPS x {units.format_count(t['io_size_bytes'])} B",
                      units.format_bandwidth(t["iops_bps"])])
-    return render_table(["transfer arithmetic", "value"], rows, notes=[
-        "average bandwidth is not restore latency: one restore on the critical path still takes size/bandwidth",
-        "IOPS x I/O size is reachable only if queue depth and concurrency allow it"])
+    return render_table(["transfer arithmetic", "value"], rows, notes=list(TRANSFER_NOTES))
 
 
 def render_budget(rows: list[dict[str, Any]], overall: dict[str, Any] | None, transfers: dict[str, Any]) -> str:

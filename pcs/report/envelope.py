@@ -12,7 +12,7 @@ from pcs import units
 from pcs.analysis.envelope import EnvelopeResult
 from pcs.report.table import render_table
 
-__all__ = ["render_envelope"]
+__all__ = ["render_envelope", "envelope_notes"]
 
 
 def _scope_text(r: EnvelopeResult, extra: dict[str, Any]) -> str:
@@ -25,7 +25,9 @@ def _scope_text(r: EnvelopeResult, extra: dict[str, Any]) -> str:
     whole = "" if asked == kept or kept is None else (
         f" = {units.format_count(kept)} of the {units.format_count(asked)} tokens (whole blocks: only full blocks "
         f"are cached, the other {units.format_count(asked - kept)} are computed)")
-    return (f"{whole} per GPU (TP {tp}: {units.format_bytes(r.restore_bytes * tp)} for the TP group; bandwidths per "
+    kv = f" of {extra['layout']} KV" if extra.get("layout") else ""    # the layout that runs (fp8_ds_mla, not fp8)
+    kv += f" in {extra['block_size']}-token blocks" if extra.get("block_size") else ""     # the deployment assumed
+    return (f"{whole}{kv} per GPU (TP {tp}: {units.format_bytes(r.restore_bytes * tp)} for the TP group; bandwidths per "
             f"GPU link, pcs replay's are the TP group's, {tp}x)")
 
 
@@ -45,7 +47,7 @@ def render_envelope(r: EnvelopeResult, extra: dict[str, Any]) -> str:
              f"({extra['full_prefill_from']}); remaining {units.format_duration(r.remaining_s)} "
              f"({extra['remaining_from']}); overhead {units.format_duration(r.overhead_s)}; "
              f"margin T_full - T_remaining - T_overhead = {units.format_duration(r.margin_s)}")
-    headers = ["bandwidth", "read D/B", "cached path", "saved", "verdict"]
+    headers = ["bandwidth", "read D/B", "cached path", "net saved", "verdict"]
     if r.overlap_s is not None:
         headers.append(f"exposed wait (W = {units.format_duration(r.overlap_s)})")
     body = []
@@ -55,6 +57,12 @@ def render_envelope(r: EnvelopeResult, extra: dict[str, Any]) -> str:
         if r.overlap_s is not None:
             cells.append(units.format_duration(row.exposed_wait_s))
         body.append(cells)
+    return render_table(headers, body, title=title, notes=envelope_notes(r, extra))
+
+
+def envelope_notes(r: EnvelopeResult, extra: dict[str, Any]) -> list[str]:
+    """Every note of the ``pcs envelope`` table, in its order (the JSON's ``notes``); ``extra`` as
+    :func:`render_envelope` takes it."""
     if r.break_even_bps is None:
         verdict = ("no break-even: T_full - T_remaining - T_overhead <= 0, so no bandwidth makes "
                    "the cached path faster")
@@ -64,9 +72,11 @@ def render_envelope(r: EnvelopeResult, extra: dict[str, Any]) -> str:
         if extra.get("restore_bytes_scope") == "per_rank":
             verdict += (f" (per GPU; {units.format_bandwidth(r.break_even_bps * extra['tp'])} for the TP "
                         "group's links together, as pcs replay gives link figures)")
-    return render_table(headers, body, title=title, notes=[
-        verdict, "serial model: cached = D/B + T_remaining + T_overhead against T_full; a higher hit ratio "
+    return [
+        verdict, "net saved = T_full - cached path, the restore time taken off (pcs replay's \"prefill saved\" is "
+                 "gross: the prefill time the hits avoid, before it)",
+        "serial model: cached = D/B + T_remaining + T_overhead against T_full; a higher hit ratio "
                  "can save compute yet add restore bytes, so it does not guarantee lower latency",
         "halving D (e.g. FP8 KV) halves only the read term (and D halves only when the scales sit outside the "
         "pages): T_remaining and T_overhead stay; and the"
-        " D a finite cache really restores comes from a replay (pcs replay), not from a single-sequence ratio"])
+        " D a finite cache really restores comes from a replay (pcs replay), not from a single-sequence ratio"]

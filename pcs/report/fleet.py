@@ -12,7 +12,7 @@ from typing import Any, Sequence
 from pcs.report.table import render_table, shown_path
 from pcs.units import format_bytes, format_count, format_duration, format_percent, format_points
 
-__all__ = ["render_fleet", "render_router_compare", "compare_title"]
+__all__ = ["render_fleet", "render_router_compare", "compare_title", "deployment_words"]
 
 
 #: the fleet ceiling's label when it counts the next turns' decode blocks (FleetGap.ceiling_with_decode; the
@@ -69,6 +69,12 @@ def _gap_rows(s: dict[str, Any], timing: str | None = None) -> list[list]:
          f"{_ratio(s['imbalance_busy_s']) or '-'}", ""],
         [ttft, f"{_s(s['ttft_p50_s']) or '-'} / {_s(s['ttft_p99_s']) or '-'}", ""],
     ]
+
+
+def deployment_words(s: dict[str, Any]) -> str:
+    """The model and deployment of a fleet summary dict as its header names them: :func:`_deployment` without
+    the leading `` | ``, "" without a model."""
+    return _deployment(s)[3:]
 
 
 def _deployment(s: dict[str, Any]) -> str:
@@ -182,13 +188,15 @@ def _view(rows: Sequence[dict[str, Any]]) -> str:
     return f"{text} for {', '.join(r['router'] for r in stale)} (the others read no cache index)"
 
 
-def compare_title(trace: str, rows: Sequence[dict[str, Any]]) -> str:
-    """The router comparison's header: trace, instances, the routers' view (:func:`_view`) and the shared
-    tier when there is one (the same for every row)."""
+def compare_title(trace: str, rows: Sequence[dict[str, Any]], deployment: str = "") -> str:
+    """The router comparison's header: trace, the model and deployment (``deployment``, as the fleet replay's
+    header names them), instances, the routers' view (:func:`_view`) and the shared tier when there is one (the
+    same for every row)."""
     r = rows[0]
     stale = _view(rows)
     shared = f" | shared tier {r['shared_tier']}" if r.get("shared_tier") else ""
-    return f"pcs compare: {trace} | {r['instances']} instances | {stale}{shared}"
+    dep = f" | {deployment}" if deployment else ""
+    return f"pcs compare: {trace}{dep} | {r['instances']} instances | {stale}{shared}"
 
 
 def render_router_compare(rows: Sequence[dict[str, Any]], title: str) -> str:

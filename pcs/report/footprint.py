@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from pcs.model.footprint import FootprintResult
+from pcs.model.footprint import PAGE_PADDING, FootprintResult
 from pcs.report.table import render_table
 from pcs.units import format_bytes, format_count
 
-__all__ = ["render_footprint"]
+__all__ = ["render_footprint", "footprint_notes"]
 
 _MODES = ("reference_bytes", "serialized_bytes", "reserved_bytes", "prefix_store_bytes")
 
@@ -26,6 +26,10 @@ def _component_table(res: FootprintResult, hybrid_block: int | None) -> str:
                "Reference", "Serialized", "Reserved", "Prefix store"]
     rows: list[list[Any]] = []
     for c in res.components:
+        if c["name"] == PAGE_PADDING:   # named as pcs replay names it; bytes only where whole pages are held
+            rows.append(["page padding", "", "-", "", "-", "-", format_count(c["serialized_bytes_per_block"])]
+                        + [format_bytes(c[k]) for k in _MODES])
+            continue
         grows = c["reference_bytes_per_token"] > 0
         per_token_ref = format_count(c["reference_bytes_per_token"]) if grows else \
             f"{format_count(c['fixed_bytes_per_sequence'])}/seq"
@@ -42,7 +46,7 @@ def _component_table(res: FootprintResult, hybrid_block: int | None) -> str:
     title = (f"KV footprint: {res.model}, {res.dtype}, {format_count(res.tokens)} tokens x "
              f"{format_count(res.sequences)} {seq},"
              f" block {res.block_size}, tp {res.tp} (bytes per rank)")
-    return render_table(headers, rows, title=title, notes=_notes(res, hybrid_block))
+    return render_table(headers, rows, title=title, notes=footprint_notes(res, hybrid_block))
 
 
 def _dtype_table(res: FootprintResult) -> str:
@@ -58,16 +62,25 @@ def _dtype_table(res: FootprintResult) -> str:
                                                       "and fixed state do not):")
 
 
-def _notes(res: FootprintResult, hybrid_block: int | None) -> list[str]:
+def footprint_notes(res: FootprintResult, hybrid_block: int | None) -> list[str]:
+    """Every note of the ``pcs footprint`` table, in its order (the JSON's ``notes``, the HTML page's)."""
     notes = []
-    fp8 = next((r for r in res.by_dtype if r["dtype"] == "fp8"), None)
+    fp8 = next((r for r in res.by_dtype if "fp8" in (r["dtype"], r.get("asked"))), None)
     if fp8 and fp8["reference_ratio_vs_bf16"] is not None:
-        notes.append(f"fp8 (vLLM: per-tensor scales outside the pages) vs bf16: Reference "
-                     f"{_ratio(fp8['reference_ratio_vs_bf16'])}, Serialized {_ratio(fp8['serialized_ratio_vs_bf16'])}, "
-                     f"Reserved {_ratio(fp8['reserved_ratio_vs_bf16'])} (whole blocks and fixed state do not "
-                     "shrink; fp8_per_token_head keeps its scales in the pages, so it shrinks less)")
+        ratios = (f"vs bf16: Reference {_ratio(fp8['reference_ratio_vs_bf16'])}, Serialized "
+                  f"{_ratio(fp8['serialized_ratio_vs_bf16'])}, Reserved {_ratio(fp8['reserved_ratio_vs_bf16'])}")
+        if fp8["dtype"] == "fp8":
+            notes.append(f"fp8 (vLLM: per-tensor scales outside the pages) {ratios} (whole blocks and fixed state do "
+                         "not shrink; fp8_per_token_head keeps its scales in the pages, so it shrinks less)")
+        else:   # vLLM runs another layout for fp8 on this model: name it, never the per-tensor one
+            notes.append(f"fp8 runs as {fp8['dtype']} on this model (vLLM picks it for any fp8 cache dtype; its "
+                         f"scales and 64 bf16 rope values a token sit in the pages) {ratios}")
     notes.append("Reserved: ceil(T/B) blocks; a sliding window holds min(T, W) and reserves ceil(W/B)+1"
                  " blocks; recurrent state is one fixed slot per sequence")
+    if any(c["name"] == PAGE_PADDING for c in res.components):
+        notes.append("page padding: a hybrid block takes whole pages of vLLM's uniform page size (as pcs replay "
+                     "counts them); the row is those pages' bytes beyond the components', in Reserved, Prefix store "
+                     "and B/block (docs/semantics.md §13.1)")
     notes.append(f"Prefix store: floor(T/B) = {format_count(res.totals['prefix_store_blocks'])} full blocks"
                  f" x {format_count(res.per_block['serialized'])} B (a state snapshot per block where present)")
     if hybrid_block and hybrid_block != res.block_size:

@@ -106,16 +106,31 @@ _FOOTPRINT_MODES = (("Reference", "reference_bytes"), ("Serialized", "serialized
                     ("Reserved", "reserved_bytes"), ("Prefix store", "prefix_store_bytes"))
 
 
+def _per_token_block(c: dict, per_token: bool) -> list[dict]:
+    """A footprint component's B/token (reference, serialized) and B/block cells, as the text table has them: a
+    fixed state per sequence as ``N/seq``, the page padding row by block only."""
+    grows = c["reference_bytes_per_token"] > 0
+    ref = format_count(c["reference_bytes_per_token"]) if grows else (
+        f"{format_count(c['fixed_bytes_per_sequence'])}/seq" if per_token else "-")
+    ser = format_count(c["serialized_bytes_per_token"]) if grows else "-"
+    return [cell(ref, True), cell(ser, True), cell(format_count(c["serialized_bytes_per_block"]), True)]
+
+
 def footprint_tables(p: dict) -> list[dict]:
     """A replay payload: bytes per block per component and mode; a footprint payload: its components and dtypes."""
     if "tiers" in p:
         return [_replay_footprint(p)]
-    rows = [[cell(c["name"]), cell(c["describe"])] + [cell(format_bytes(c[k]), True) for _, k in _FOOTPRINT_MODES]
-            for c in p["components"]]
-    rows.append([cell("total"), cell("")] + [cell(format_bytes(p[k]), True) for _, k in _FOOTPRINT_MODES])
+    rows = [[cell("page padding" if c["name"] == "page_padding" else c["name"]), cell(c["describe"])]
+            + _per_token_block(c, c["name"] != "page_padding")
+            + [cell(format_bytes(c[k]), True) for _, k in _FOOTPRINT_MODES] for c in p["components"]]
+    rows.append([cell("total"), cell("")] + [cell(format_count(p[k]), True) for k in
+                                             ("reference_bytes_per_token", "serialized_bytes_per_token",
+                                              "serialized_bytes_per_block")]
+                + [cell(format_bytes(p[k]), True) for _, k in _FOOTPRINT_MODES])
     comp = _table(f"Bytes of {p['sequences']:,} x {p['tokens']:,} tokens per component and accounting mode "
                   f"(block {p['block_size']}, per GPU, TP={p['tp']})",
-                  ["component", "shape"] + [m for m, _ in _FOOTPRINT_MODES], rows)
+                  ["component", "shape", "B/token ref", "B/token ser", "B/block"] + [m for m, _ in _FOOTPRINT_MODES],
+                  rows, p.get("notes") or ())
     drows = [[cell(d["dtype"])] + [cell(f"{format_bytes(d[k])} (x{d[k[:-6] + '_ratio_vs_bf16']:.3f})", True)
                                    for _, k in _FOOTPRINT_MODES] for d in p["by_dtype"]]
     dt = _table("The same by KV dtype (ratio to bf16)", ["dtype"] + [m for m, _ in _FOOTPRINT_MODES], drows)

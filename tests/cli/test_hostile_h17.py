@@ -224,7 +224,8 @@ def test_envelope_labels_d_per_rank_and_gives_the_groups_bytes():
     assert out["rows"][0]["read_s"] == pytest.approx(0.0176160768, rel=1e-12)
     assert out["break_even_bps_all_ranks"] == pytest.approx(8 * out["break_even_bps"], rel=1e-15)
     text = invoke(*ENV).stdout
-    assert "restore 880.80 MB per GPU (TP 8: 7.05 GB for the TP group; bandwidths per GPU link" in text
+    assert "restore 880.80 MB of fp16 KV in 512-token blocks per GPU (TP 8: 7.05 GB for the TP group; bandwidths " \
+           "per GPU link" in text
     assert "per TP rank" not in text and "per GPU rank" not in text   # one name: per GPU (docs/semantics.md §9, §10)
 
 

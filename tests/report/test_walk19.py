@@ -101,14 +101,14 @@ def test_tp_note_says_shares_not_copies():
 def test_fleet_names_its_deployment_and_prints_the_notes_once():
     # Two round-robin instances with the defaults (llama-2-70b fp16, 8x h100-sxm TP 8, 512-token blocks): the
     # header names them as a replay's does; the defaults note (alike on both instances) is a top-level note once,
-    # the past-context note (each instance counts its own 850 requests) once per instance, labelled.
+    # the past-context notes (each instance counts its own 850 requests) once, summed, with each instance's count.
     s = invoke_json("replay", str(SAMPLE), "--instances", "2", "--router", "round-robin")
     assert (s["model"], s["kv_dtype"], s["gpu"], s["tp"], s["block_size"]) == ("llama-2-70b", "fp16", "h100-sxm", 8,
                                                                               512)
     assert sum(n.startswith("defaults: model llama-2-70b") for n in s["notes"]) == 1
-    past = [n for n in s["notes"] if "run past the model's context" in n]
-    assert [n.split(":")[0] for n in past] == ["instance 0", "instance 1"]
-    assert all(" of 850 requests" in n for n in past)
+    (past,) = [n for n in s["notes"] if "run past the model's context" in n]
+    each = [int(past.split(f"instance {i} ")[1].split(" of 850")[0].replace(",", "")) for i in (0, 1)]
+    assert past.startswith(f"{sum(each):,} requests run past the model's context") and "of 1,700)" in past
     text = invoke("replay", str(SAMPLE), "--instances", "2", "--router", "round-robin").stdout
     assert text.splitlines()[0].split(" | ")[1:3] == ["llama-2-70b, KV fp16 on 8x h100-sxm (TP=8)", "block 512 tokens"]
     assert sum(line.startswith("note: defaults: model llama-2-70b") for line in text.splitlines()) == 1
