@@ -657,21 +657,10 @@ static Py_ssize_t sh_insert(Hier *h, const uint64_t *keys, const int32_t *ents, 
     for (Py_ssize_t i = 0; !ents && i < len; i++) h->mark[i] = tfind(c, keys[i]);
     Py_ssize_t start = sh_cut(h, e, len), nfresh = 0;
     Py_ssize_t free_ = c->capacity - c->nres - c->reserved;
-    Entry *const ent = c->ent;              /* in locals: lq_unlink's int32_t stores may alias the tier's fields */
-    int32_t *const lq = c->lq;
-    const size_t off = c->lqoff;
-    Py_ssize_t again = 0;
     for (Py_ssize_t i = start; i < len; i++) {
-        Entry *x = &ent[e[i]];
-        if (x->flags & F_CPU) {             /* resident again: out of the order until re-added (lq_unlink) */
-            int32_t *pos = (int32_t *)((char *)x + off);   /* lq_pos */
-            lq[*pos] = -1;
-            *pos = -1;
-            again++;
-        }
+        if (c->ent[e[i]].flags & F_CPU) lq_unlink(c, e[i]);     /* resident again: out of the order until re-added */
+        else nfresh++;
     }
-    c->held -= again;
-    nfresh = len - start - again;
     Py_ssize_t need = nfresh - free_;
     if (need > 0) {
         if (tevict(c, need, out, NULL) < 0) return -1;        /* those in no tier leave the table */

@@ -217,24 +217,22 @@ static inline int32_t OA_ADD(OA_TABLE *t, OA_KEY k, int32_t pin) {
 
 /* delete entry e from the table (it must not be in a list); its slot in the entry array goes to the free list */
 static inline void OA_DEL(OA_TABLE *t, int32_t e) {
-    OA_SLOT *const slots = t->slots;      /* in locals: a slot store may alias the table's int fields */
-    const uint64_t mask = t->mask;
     uint64_t i = OA_HOME(t, OA_KEY_OF(&t->ent[e]));
-    while (OA_S_E(slots[i]) != e) i = (i + 1) & mask;
+    while (OA_S_E(t->slots[i]) != e) i = (i + 1) & t->mask;
     uint64_t j = i;
     for (;;) {
-        j = (j + 1) & mask;
-        OA_SLOT f = slots[j];
+        j = (j + 1) & t->mask;
+        OA_SLOT f = t->slots[j];
         if (OA_S_E(f) < 0) break;
         uint64_t hm = OA_S_HOME(t, f);
         /* f may move to i unless its home hm lies cyclically in (i, j] */
         int stays = (i <= j) ? (i < hm && hm <= j) : (i < hm || hm <= j);
         if (!stays) {
-            slots[i] = f;
+            t->slots[i] = f;
             i = j;
         }
     }
-    OA_S_E(slots[i]) = -1;
+    OA_S_E(t->slots[i]) = -1;
     OA_RESET(&t->ent[e]);
     t->ent[e].next = t->free_head;
     t->free_head = e;
