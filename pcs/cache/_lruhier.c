@@ -765,14 +765,66 @@ static int start_head(Hier *h, Plan *p, Py_ssize_t n, Py_ssize_t cap, Py_ssize_t
     return 0;
 }
 
-/* the prefix rule: h->where[i] = highest tier holding block i, h->eidx = GPU entries of the lead, h->lidx[i] =
- * block i's entry in tier where[i] when that is a lower tier (one fingerprint per block for every tier) */
-static void start_lookup(Hier *h, Plan *p) {
+/* start_lookup in a table shared by the GPU and CPU tiers: one probe per key serves both tiers; the table's arrays,
+ * its size and the plan's counts in locals (a store to where / eidx / lidx, int32_t, may alias the Tier's int fields:
+ * read through the Tier they were read again after each key) */
+static void sh_lookup(Hier *h, Plan *p) {
+    const uint64_t *const k = h->req;
+    const Tier *const g = &h->t[0];
+    const Entry *const ent = g->ent;
+    const OaSlot *const slots = g->slots;
+    const uint64_t mask = g->mask;
+    const int sh = 32 - g->bits;
+    int32_t *const where = h->where, *const eidx = h->eidx, *const lidx = h->lidx;
+    const Py_ssize_t n = p->n, cap = p->cap;
+    Py_ssize_t lead = n, first_low = n, nused = 0, evictable = 0, n_restore = 0;
+    uint32_t ring[FP_RING];
+    for (Py_ssize_t i = 0; i < PF_AHEAD && i < n; i++) {          /* fp_first */
+        uint32_t f = key_fp(k[i]);
+        ring[i] = f;
+        __builtin_prefetch(&slots[f >> sh], 0, 1);
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        const uint32_t f = ring[(size_t)i & (FP_RING - 1)];
+        if (i + PF_AHEAD < n) {                                    /* fp_ahead */
+            uint32_t f2 = key_fp(k[i + PF_AHEAD]);
+            ring[(size_t)(i + PF_AHEAD) & (FP_RING - 1)] = f2;
+            __builtin_prefetch(&slots[f2 >> sh], 0, 1);
+        }
+        const uint64_t key = k[i];
+        int32_t e;
+        for (uint64_t j = f >> sh;; j = (j + 1) & mask) {         /* tfind_fp */
+            const OaSlot sl = slots[j];
+            if (sl.e < 0) { e = -1; break; }
+            if (sl.h == f && ent[sl.e].key == key) { e = sl.e; break; }
+        }
+        const uint8_t in = e >= 0 ? ent[e].flags : 0;             /* the tiers holding it */
+        if (in & F_GPU) {
+            where[i] = 0;
+            eidx[nused++] = e;
+            evictable += !ent[e].pin;
+            continue;
+        }
+        if (!(in & F_CPU)) { lead = i; break; }
+        where[i] = 1;
+        lidx[i] = e;
+        if (first_low > i) first_low = i;
+        n_restore += i < cap;                                      /* a restore of the hits (i < min(cap, lead)) */
+    }
+    p->lead = lead;
+    p->first_low = first_low;
+    p->nused = nused;
+    p->evictable = evictable;
+    p->n_restore = n_restore;
+}
+
+/* start_lookup with one table per tier: the GPU tier's, then each lower tier's in turn (one fingerprint per key) */
+static void own_lookup(Hier *h, Plan *p) {
     const uint64_t *k = h->req;
     Tier *g = &h->t[0];
     p->lead = p->first_low = p->n;
     p->nused = p->evictable = p->n_restore = 0;
-    Tier *c = h->ntiers > 1 && !h->sh ? &h->t[1] : NULL;   /* the next tier's slots too: a GPU miss looks there */
+    Tier *c = h->ntiers > 1 ? &h->t[1] : NULL;   /* the next tier's slots too: a GPU miss looks there */
     uint32_t ring[FP_RING];
     fp_first(ring, k, 0, p->n, g, c);
     for (Py_ssize_t i = 0; i < p->n; i++) {
@@ -780,22 +832,27 @@ static void start_lookup(Hier *h, Plan *p) {
         fp_ahead(ring, k, i + PF_AHEAD, p->n, g, c);
         uint64_t at;
         int32_t e = tfind_fp(g, k[i], f, &at);
-        uint8_t in = e >= 0 && h->sh ? g->ent[e].flags : F_GPU;    /* a shared table: the tiers holding it */
-        if (e >= 0 && in & F_GPU) {
+        if (e >= 0) {
             h->where[i] = 0;
             h->eidx[p->nused++] = e;
             if (!g->ent[e].pin) p->evictable++;
             continue;
         }
         int j = 1;
-        if (h->sh) j = e >= 0 && in & F_CPU ? 1 : 2;              /* one probe served both tiers */
-        else for (; j < h->ntiers; j++) if ((e = tfind_fp(&h->t[j], k[i], f, &at)) >= 0) break;
+        for (; j < h->ntiers; j++) if ((e = tfind_fp(&h->t[j], k[i], f, &at)) >= 0) break;
         if (j == h->ntiers) { p->lead = i; break; }
         h->where[i] = j;
         h->lidx[i] = e;
         if (p->first_low > i) p->first_low = i;
         p->n_restore += i < p->cap;                               /* a restore of the hits (i < min(cap, lead)) */
     }
+}
+
+/* the prefix rule: h->where[i] = highest tier holding block i, h->eidx = GPU entries of the lead, h->lidx[i] =
+ * block i's entry in tier where[i] when that is a lower tier; the plan's lead, hits, restores and computed blocks */
+static void start_lookup(Hier *h, Plan *p) {
+    if (h->sh) sh_lookup(h, p);
+    else own_lookup(h, p);
     if (p->first_low > p->lead) p->first_low = p->lead;
     p->hits = p->cap < p->lead ? p->cap : p->lead;
     if (p->hits < 0) p->hits = 0;
@@ -1162,9 +1219,54 @@ static inline __attribute__((always_inline)) Py_ssize_t release_keys(const Tier 
     return -1;
 }
 
+/* finish_pass for a GPU tier with the inline LRU order (no policy, no retain) when the queue has room for every key
+ * past its end: each block reaching 0 pins takes the queue's next item in the pass itself (lq_append_n's writes,
+ * in the same order: tail first), no list of them and no second pass; the queue's end and held move only once every
+ * key is checked. A key not pinned gives back the pins dropped before it, and the blocks that had reached 0 leave
+ * the queue again (their position -1; the items past the end are not the queue's: lq_evict may read them ahead,
+ * and they name entries of the table). Returns 0, -1 (KeyError set), or 1: no room, nothing done (finish_pass) */
+static int finish_lru(Tier *g, PcsAdm *a, Py_ssize_t n) {
+    if (g->lqn + n > g->lqcap) return 1;
+    Entry *const ent = g->ent;                         /* not moved: no add below */
+    const uint32_t len = (uint32_t)g->ent_len;
+    const int32_t *const hint = a->ents;
+    const size_t off = g->lqoff;
+    int32_t *const q = g->lq + g->lqn;
+    const Py_ssize_t pos = g->lqn;
+    Py_ssize_t z = 0;
+    for (Py_ssize_t i = n - 1; i >= n - PF_AHEAD && i >= 0; i--)   /* the first hints' entries (as fp_first) */
+        if ((uint32_t)hint[i] < len) __builtin_prefetch(&ent[hint[i]], 1, 1);
+    for (Py_ssize_t i = n - 1; i >= 0; i--) {
+        if (i >= PF_AHEAD && (uint32_t)hint[i - PF_AHEAD] < len) __builtin_prefetch(&ent[hint[i - PF_AHEAD]], 1, 1);
+        int32_t e = pinned_ent(g, ent, len, a, i);
+        if (e < 0) {
+            for (Py_ssize_t j = i + 1; j < n; j++)     /* ascending: an entry's first give-back undoes its append */
+                if (!ent[a->ents[j]].pin++) *(int32_t *)((char *)&ent[a->ents[j]] + off) = -1;
+            PyErr_Format(PyExc_KeyError, "block %llu is not pinned in the GPU tier", (unsigned long long)a->keys[i]);
+            return -1;
+        }
+        Entry *x = &ent[e];
+        const int32_t pin = x->pin - 1;                 /* > 0 before: pinned_ent */
+        x->pin = pin;
+        if (!pin) {
+            *(int32_t *)((char *)x + off) = (int32_t)(pos + z);   /* *lq_pos(g, e) */
+            q[z++] = e;
+        }
+    }
+    g->lqn += z;
+    g->held += z;
+    g->reserved -= a->reserved_blocks;
+    a->reserved_blocks = 0;
+    return 0;
+}
+
 static int finish_pass(Hier *h, PcsAdm *a) {
     Tier *g = &h->t[0];
     const Py_ssize_t n = a->nused + a->nnew;
+    if (!g->ops && !g->ret) {
+        int rc = finish_lru(g, a, n);
+        if (rc <= 0) return rc;
+    }
     if (ensure_k(h, n + 1) < 0) return -1;
     int32_t *zero = h->eidx;
     Py_ssize_t nz = 0, nc;                            /* zero[0 .. nc): the computed keys' */

@@ -359,3 +359,33 @@ def test_finish_of_restored_blocks_worked_by_hand(use_native):
     h.finish(d)
     assert orders()[0] == [2, 1, 6]
     h._check()
+
+
+@pytest.mark.parametrize("use_native", [False, True])
+def test_finish_appends_in_one_pass_worked_by_hand(use_native):
+    """The compiled finish of an inline-LRU GPU tier (pcs/cache/_lruhier.c ``finish_lru``) puts each block reaching
+    0 pins at the queue's end as it drops the pin; when a later key is not pinned, the blocks already put there
+    leave it again and get their pins back. GPU 6 + CPU 6 blocks, LRU, write-back, worked out by hand from
+    docs/semantics.md §6 (a finish unpins its computed keys tail first, then its pinned keys tail first) and §8
+    (LRU), on the Python hierarchy (the reference) and on the compiled one; the bad finish on the compiled one. A
+    first request of 100 keys finds the queue without room for them (the two-pass finish, then the one-pass ones)."""
+    h = native.NativeHierarchy(_tiers([6, 6]), "back") if use_native else Hierarchy(_tiers([6, 6]), "back")
+    _admit(h, [1, 2, 3])             # computed, tail first: GPU [3, 2, 1]
+    assert _orders(h) == ([3, 2, 1], [])
+    b = _admit(h, [1, 2, 4, 5])      # 1, 2 GPU hits, 4, 5 computed (3 slots free): 5, 4, then 2, 1
+    assert _orders(h) == ([3, 5, 4, 2, 1], [])
+    d = h.start([5, 4, 2], 3, 3)     # three GPU hits, pinned: GPU [3, 1]
+    assert _orders(h) == ([3, 1], [])
+    if use_native:
+        with pytest.raises(KeyError, match="block 1 is not pinned"):
+            h.finish(b)              # 5, 4, 2 reach 0 (queued), then 1 is not pinned: all three pinned again
+        assert {k: h.tiers[0].resident[k] for k in (1, 2, 3, 4, 5)} == {1: 0, 2: 1, 3: 0, 4: 1, 5: 1}
+        assert _orders(h) == ([3, 1], [])
+        h._check()
+    h.finish(d)                      # tail first: 2, 4, 5
+    assert _orders(h) == ([3, 1, 2, 4, 5], [])
+    h._check()
+    big = native.NativeHierarchy(_tiers([200, 200]), "back") if use_native else Hierarchy(_tiers([200, 200]), "back")
+    _admit(big, list(range(1, 101)))             # 100 computed keys, tail first
+    _admit(big, list(range(101, 151)))
+    assert _orders(big) == (list(range(100, 0, -1)) + list(range(150, 100, -1)), [])
