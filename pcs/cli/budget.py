@@ -52,7 +52,7 @@ def _transfers(kw: dict[str, Any]) -> dict[str, Any]:
                    setup_s=setup_s, transfer_data_s=transfer_time_s(size, link.bandwidth_bps),
                    transfer_s=transfer_time_s(size, link.bandwidth_bps, setup_s))
     if _pair(kw["iops"], kw["io_size"], "--iops and --io-size"):
-        iops, io_size = _number(kw["iops"], "IOPS"), units.parse_bytes(units.require_unit(kw["io_size"], "--io-size", "size"))
+        iops, io_size = _number(kw["iops"], "IOPS"), units.parse_bytes(units.require_unit(kw["io_size"], "--io-size", "io size"))
         out.update(iops=iops, io_size_bytes=io_size, iops_bps=iops_bandwidth_bps(iops, io_size))
     return out
 
