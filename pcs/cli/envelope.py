@@ -9,7 +9,7 @@ import click
 from pcs import units
 from pcs.analysis.envelope import envelope as envelope_lib, restore_bytes_for_tokens, restored_tokens
 from pcs.cli.common import RegistryChoice, command, emit, format_option, quiet_option
-from pcs.cli.params import MAX_BLOCK_SIZE, MAX_TOKENS, MAX_TP, Aliased, Choice, Float, Int, option_bandwidth
+from pcs.cli.params import MAX_BLOCK_SIZE, MAX_TOKENS, MAX_TP, Aliased, Choice, Float, Int, option_bandwidth, option_duration, option_size
 from pcs.cli.presets import gpu_options, hardware_file_option, hardware_table, refuse_unused, resolve_gpu
 from pcs.errors import UserError
 from pcs.model import KV_DTYPES, get_layout
@@ -104,7 +104,7 @@ def _times(kw: dict[str, Any], source: tuple[Any, str] | None) -> dict[str, Any]
     out: dict[str, Any] = {"prompt_tokens": prompt_tokens, "restore_tokens": restore_tokens,
                            "restored_tokens": _restored(kw)}
     if kw["full_prefill"] is not None:
-        out["full_prefill_s"], out["full_prefill_from"] = units.parse_duration(units.require_unit(kw["full_prefill"], "--full-prefill", "duration")), "given"
+        out["full_prefill_s"], out["full_prefill_from"] = option_duration(kw["full_prefill"], "--full-prefill"), "given"
     elif source is not None and prompt_tokens is not None:
         out["full_prefill_s"] = _computed_s(source, prompt_tokens, 0, "T_full (--full-prefill)")
         out["full_prefill_from"] = source[1]
@@ -112,7 +112,7 @@ def _times(kw: dict[str, Any], source: tuple[Any, str] | None) -> dict[str, Any]
         raise UserError("give --full-prefill, or --tokens/--restore-tokens with --model and --gpu "
                          "(or --prefill-csv) to compute it")
     if kw["remaining_compute"] is not None:
-        out["remaining_s"], out["remaining_from"] = units.parse_duration(units.require_unit(kw["remaining_compute"], "--remaining-compute", "duration")), "given"
+        out["remaining_s"], out["remaining_from"] = option_duration(kw["remaining_compute"], "--remaining-compute"), "given"
     elif source is not None and prompt_tokens is not None and restore_tokens is not None:
         if prompt_tokens < restore_tokens:
             raise UserError(f"--tokens {prompt_tokens} is less than --restore-tokens {restore_tokens}")
@@ -134,7 +134,7 @@ def _restored(kw: dict[str, Any]) -> int | None:
 
 def _restore_bytes(kw: dict[str, Any], model: Any) -> int:
     if kw["restore_bytes"] is not None:
-        return units.parse_bytes(units.require_unit(kw["restore_bytes"], "--restore-bytes", "size"))
+        return option_size(kw["restore_bytes"], "--restore-bytes")
     if kw["restore_tokens"] is None or model is None:
         raise UserError("give --restore-bytes, or --restore-tokens with --model (or --model-config)")
     per_rank = model.with_tp(kw["tp"]) if kw["tp"] > 1 else model
@@ -209,9 +209,9 @@ def envelope(fmt: str, quiet: bool, **kw: Any) -> None:
     gpu = resolve_gpu(kw, table)
     times = _times(kw, _prefill_source(kw, model, gpu))
     d = _restore_bytes(kw, model)
-    overlap = units.parse_duration(units.require_unit(kw["overlap"], "--overlap", "duration")) if kw["overlap"] is not None else None
+    overlap = option_duration(kw["overlap"], "--overlap") if kw["overlap"] is not None else None
     bandwidths = [option_bandwidth(b, "--bandwidth") for b in kw["bandwidths"]]
-    result = envelope_lib(d, times["full_prefill_s"], times["remaining_s"], units.parse_duration(units.require_unit(kw["overhead"], "--overhead", "duration")),
+    result = envelope_lib(d, times["full_prefill_s"], times["remaining_s"], option_duration(kw["overhead"], "--overhead"),
                           bandwidths, overlap_s=overlap)
     payload = result.to_dict()
     payload.update({k: v for k, v in times.items() if k not in ("full_prefill_s", "remaining_s")})

@@ -53,10 +53,12 @@ def _changes(kwargs: dict[str, Any], overrides: dict[str, tuple[str, str]]) -> d
     Raises:
         UserError: ``--hbm-capacity '80' has no unit: give a unit: 80GB``.
     """
+    from pcs.cli.params import option_flagged
+
     out = {spec_field: kwargs.pop(opt, None) for opt, (spec_field, _) in overrides.items()}
     for opt, (spec_field, _) in overrides.items():
-        if opt in _KINDS:
-            units.require_unit(out[spec_field], "--" + opt.replace("_", "-"), _KINDS[opt])
+        if opt in _KINDS and out[spec_field] is not None:   # checked here so a refusal names the option
+            option_flagged(out[spec_field], "--" + opt.replace("_", "-"), _KINDS[opt])
     return out
 
 

@@ -117,3 +117,21 @@ def test_hardware_file_plausible_plain_numbers_and_units_are_taken(tmp_path):
     gpus = {g["name"]: g["hbm_bytes"] for g in out["gpus"]}
     assert gpus["h100-sxm"] == 80_000_000_000 and gpus["a100-80gb"] == 80
     assert {x["name"]: x["setup_s"] for x in out["links"]}["pcie-gen5-x16"] == 0.5
+
+
+@pytest.mark.parametrize("args,message", [
+    (["envelope", "--overhead", "-5ms", "--full-prefill", "10ms", "--restore-bytes", "1GB", "--bandwidth", "1GB/s"],
+     "--overhead '-5ms': invalid duration '-5ms': must not be negative"),
+    (["envelope", "--full-prefill", "-5ms", "--restore-bytes", "1GB", "--bandwidth", "1GB/s"],
+     "--full-prefill '-5ms': invalid duration '-5ms': must not be negative"),
+    (["envelope", "--overlap", "-1ms", "--full-prefill", "10ms", "--restore-bytes", "1GB", "--bandwidth", "1GB/s"],
+     "--overlap '-1ms': invalid duration '-1ms': must not be negative"),
+    (["envelope", "--full-prefill", "10ms", "--restore-bytes", "-1GB", "--bandwidth", "1GB/s"],
+     "--restore-bytes '-1GB': invalid size '-1GB': must not be negative"),
+    (["hardware", "--link", "pcie-gen5-x16", "--link-setup", "-1ms"],
+     "--link-setup '-1ms': invalid duration '-1ms': must not be negative"),
+    (["budget", "--restores-per-s", "1", "--restore-size", "-1MB"],
+     "--restore-size '-1MB': invalid size '-1MB': must not be negative"),
+])
+def test_a_bad_size_or_duration_names_its_option(args, message):
+    assert _err(invoke(*args)).endswith(message)
