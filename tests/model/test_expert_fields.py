@@ -46,3 +46,21 @@ def test_a_missing_field_is_still_an_assumption_not_a_refusal():
     cfg = {k: v for k, v in CFG.items() if k != "intermediate_size"}
     spec = build_spec(cfg, name="x", source="t")
     assert any("intermediate_size missing" in a for a in spec.assumptions)
+
+
+def test_get_model_and_footprint_load_a_config_path(tmp_path, monkeypatch):
+    """get_model('./cfg.json') reads the file as the CLI's --model x.json does (it was an unknown preset). One
+    layer, 2 KV heads of 4 dims in bf16: K and V are 2 x 2 x 4 x 2 B = 32 B per token."""
+    import json
+    from pathlib import Path
+
+    import pcs
+
+    (tmp_path / "cfg.json").write_text(json.dumps(CFG))
+    monkeypatch.chdir(tmp_path)
+    for name in ("./cfg.json", "cfg.json", Path("cfg.json"), str(tmp_path / "cfg.json")):
+        spec = pcs.get_model(name)
+        assert spec.num_layers == 1 and spec.kv_bytes_per_token() == 32
+    assert pcs.footprint("cfg.json", 100).tokens == 100
+    with pytest.raises(pcs.errors.PathError):
+        pcs.get_model("missing.json")
