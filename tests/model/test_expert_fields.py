@@ -64,3 +64,26 @@ def test_get_model_and_footprint_load_a_config_path(tmp_path, monkeypatch):
     assert pcs.footprint("cfg.json", 100).tokens == 100
     with pytest.raises(pcs.errors.PathError):
         pcs.get_model("missing.json")
+
+
+@pytest.mark.parametrize("head_dim", [24, 17, 1, 8])
+@pytest.mark.parametrize("dtype", ["nvfp4", "fp4", "int4"])
+def test_a_per_group_4bit_layout_needs_head_dim_a_multiple_of_16(head_dim, dtype):
+    """vLLM refuses NVFP4 for head_size % 16 != 0 (csrc/cache_kernels.cu); pcs refuses it too, naming head_dim."""
+    spec = build_spec(dict(CFG, head_dim=head_dim), name="x", source="t")
+    with pytest.raises(pcs_errors().UserError) as exc:
+        spec.with_dtype(dtype)
+    assert f"so head_dim must be a multiple of 16 (vLLM refuses NVFP4 otherwise), got {head_dim}" in str(exc.value)
+
+
+def test_nvfp4_rows_by_hand_for_head_dim_32():
+    """head_dim 32, nvfp4: 32 // 2 + 32 // 16 = 18 B per head row; K and V x 2 KV heads x 1 layer = 72 B/token
+    (values 2 x 2 x 16 = 64 B, scales 2 x 2 x 2 = 8 B)."""
+    spec = build_spec(dict(CFG, head_dim=32), name="x", source="t").with_dtype("nvfp4")
+    assert spec.kv_bytes_per_token("serialized") == 72
+
+
+def pcs_errors():
+    import pcs.errors
+
+    return pcs.errors
