@@ -37,6 +37,9 @@ _EXTRA: dict[str, dict[str, Any]] = {
     "compare": {"notes": tuple[str, ...]},
     "curve": {"dtype": str | None, "notes": tuple[str, ...]},
 }
+#: kinds whose top-level keys ``to_dict()`` always writes are all required (the page reads them); a replay's
+#: are checked by pcs.report.htmlpage.check_replay_payload and the fields it reads
+_WHOLE = ("compare", "curve")
 #: float fields the page computes with: a number, never null
 _NUMBER_ONLY = {"curve": ("ceiling_hit_ratio",)}
 _ROW = dict[str, Any]
@@ -166,7 +169,12 @@ def check_payload(kind: str, payload: dict) -> None:
     if kind == "footprint":
         _check_footprint(payload)
         return
-    fields = {**_fields(_load(_CLASSES[kind])), **_EXTRA[kind]}
+    cls = _load(_CLASSES[kind])
+    if kind in _WHOLE:           # the page reads these keys at the top level: each one always written is required
+        missing = next((k for k in _always(cls) if k not in payload), None)
+        if missing is not None:
+            raise UserError(f"field '{missing}': missing (pcs {kind} always writes it)")
+    fields = {**_fields(cls), **_EXTRA[kind]}
     _walk_fields(payload, fields, "", _NUMBER_ONLY.get(kind, ()))
 
 
