@@ -158,8 +158,8 @@ def parse_workload(text: str) -> Workload:
     if len(parts) != 3 or not parts[0].strip():
         raise UserError(f"invalid workload {text!r}: expected NAME:CAPACITY:BANDWIDTH such as A:30GB:1000GB/s")
     name, cap, bw = (p.strip() for p in parts)
-    return Workload(name, units.parse_bytes(units.require_unit(cap, "--workload", "size", shown=str(text))),
-                    units.parse_bandwidth(units.require_unit(bw, "--workload", "bandwidth", shown=str(text))))
+    return Workload(name, units.parse_bytes(units.require_unit(cap, "workload", "size", shown=str(text))),
+                    units.parse_bandwidth(units.require_unit(bw, "workload", "bandwidth", shown=str(text))))
 
 
 def _unit_size(field: str, lo: int = 0) -> Any:

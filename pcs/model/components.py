@@ -322,4 +322,4 @@ def _refuse_partial_groups(layout: str, group: int, head_dim: int, v_dim: int) -
         if dim % group:
             raise UserError(f"KV dtype {layout!r} stores one scale per {group} values of a head row, so {field} "
                             f"must be a multiple of {group} (vLLM refuses NVFP4 otherwise), got {dim}: "
-                            "give another --dtype (bf16, fp8, fp8_per_token_head ...)")
+                            "give another KV dtype (bf16, fp8, fp8_per_token_head ...)")
