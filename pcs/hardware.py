@@ -302,15 +302,43 @@ def default_link_for_tier(tier_name: str, table: HardwareTable | None = None) ->
 _PARSERS = {"_bytes": units.parse_bytes, "_bps": units.parse_bandwidth, "_s": units.parse_duration}
 
 
+#: field -> (the plausible test for a plain number in the field's unit, what it is, the unit likely meant):
+#: a plain number outside it is refused rather than read as bytes, bytes/s or seconds (docs/semantics.md §16).
+_PLAUSIBLE = {
+    "hbm_bytes": (lambda v: v >= 1e6, "a GPU HBM under 1 MB", "{v}GB"),
+    "hbm_bps": (lambda v: v >= 1e6, "an HBM bandwidth under 1 MB/s", "{v}GB/s"),
+    "bandwidth_bps": (lambda v: v >= 1e6, "a link under 1 MB/s", "{v}GB/s"),
+    "setup_s": (lambda v: v <= 1, "a setup over 1 s per transfer", "{v}us or {v}ms"),
+}
+
+
+def _plain_plausible(name: str, value: Any, parsed: float) -> None:
+    """Refuse a plain number (no unit) in ``name``'s unit that no device has, naming the unit likely meant.
+
+    Raises:
+        UserError: ``80 (no unit) reads as 80 B: a GPU HBM under 1 MB; write the unit, e.g. "80GB"``.
+    """
+    rule = _PLAUSIBLE.get(name)
+    if rule is None or units.has_unit(value) or parsed == 0 or rule[0](parsed):
+        return
+    unit = {"_bytes": "B", "_bps": "B/s", "_s": "s"}[next(x for x in _PARSERS if name.endswith(x))]
+    shown = str(value).strip()
+    raise UserError(f"{shown} (no unit) reads as {shown} {unit}: {rule[1]}; write the unit, e.g. "
+                    + " or ".join(f'"{x}"' for x in rule[2].format(v=shown).split(" or ")))
+
+
 def _parse_field(name: str, value: Any) -> Any:
-    """Parse one override value by the unit suffix of its field name."""
+    """Parse one override value by the unit suffix of its field name; an implausible plain number is refused
+    (:func:`_plain_plausible`)."""
     if name == "source":
         return str(value)
     if value is None and name in ("fp8_flops", "iops", "io_size_bytes"):
         return None
     for suffix, parse in _PARSERS.items():
         if name.endswith(suffix):
-            return parse(value)
+            parsed = parse(value)
+            _plain_plausible(name, value, parsed)
+            return parsed
     if isinstance(value, bool) or not isinstance(value, (int, float, str)):
         raise UserError(f"expected a number, got {value!r}")
     try:    # *_flops and iops: plain numbers such as 989.4e12, in ASCII (docs/semantics.md §16)

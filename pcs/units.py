@@ -276,8 +276,15 @@ def parse_duration(text: str | int | float) -> float:
     return parse_duration_ns(text) / 1e9
 
 
+def has_unit(value: Any) -> bool:
+    """True when ``value`` is text with a unit after its number (``"80GB"``); False for ``80``, ``"80"``."""
+    m = _NUMBER_UNIT.match(value) if isinstance(value, str) else None
+    return bool(m and m.group(2))
+
+
 #: The unit :func:`require_unit` suggests for each kind of value.
-_UNIT_HINT = {"size": "{v}GB", "bandwidth": "{v}GB/s", "duration": "{v}ms or {v}s"}
+_UNIT_HINT = {"size": "{v}GB", "bandwidth": "{v}GB/s", "duration": "{v}ms or {v}s",
+              "io size": "{v}B or {v}KiB", "latency": "{v}us or {v}ms"}
 
 
 def require_unit(text: str | None, option: str, kind: str, shown: str | None = None) -> str | None:
@@ -291,7 +298,8 @@ def require_unit(text: str | None, option: str, kind: str, shown: str | None = N
     Args:
         text: the option's value as typed, or None (passed through).
         option: the option name for the message, e.g. ``"--full-prefill"``.
-        kind: ``"size"``, ``"bandwidth"`` or ``"duration"`` (selects the suggestion).
+        kind: ``"size"``, ``"bandwidth"``, ``"duration"``, ``"io size"`` (an I/O block: ``4096B or 4096KiB``)
+            or ``"latency"`` (a per-transfer setup: ``10us or 10ms``); selects the suggestion.
         shown: the text the message quotes instead of ``text`` (``--link 'cpu=25'`` for the value ``25``).
     Raises:
         UserError: a plain non-zero number, e.g. ``--full-prefill '100' has no

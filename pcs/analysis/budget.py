@@ -158,11 +158,28 @@ def parse_workload(text: str) -> Workload:
     if len(parts) != 3 or not parts[0].strip():
         raise UserError(f"invalid workload {text!r}: expected NAME:CAPACITY:BANDWIDTH such as A:30GB:1000GB/s")
     name, cap, bw = (p.strip() for p in parts)
-    return Workload(name, units.parse_bytes(cap), units.parse_bandwidth(bw))
+    return Workload(name, units.parse_bytes(units.require_unit(cap, "workload", "size", shown=str(text))),
+                    units.parse_bandwidth(units.require_unit(bw, "workload", "bandwidth", shown=str(text))))
 
 
-_NEED_KEYS = {"capacity_need": units.parse_bytes, "bandwidth_need": units.parse_bandwidth}
-_DEVICE_KEYS = {"capacity_have": units.parse_bytes, "bandwidth_have": units.parse_bandwidth}
+def _unit_size(field: str, lo: int = 0) -> Any:
+    """A parser for a file's size field: a unit required (the name carries none, docs/semantics.md §16), >= ``lo``."""
+    def parse(value: Any) -> int:
+        size = units.parse_bytes(units.require_unit(value, field, "size"))
+        if size < lo:
+            raise UserError(f"must be at least {units.format_bytes(lo)} (a device with no room holds nothing), "
+                            f"got {value!r}")
+        return size
+    return parse
+
+
+def _unit_bandwidth(field: str) -> Any:
+    """A parser for a file's bandwidth field: a unit required (docs/semantics.md §16)."""
+    return lambda value: units.parse_bandwidth(units.require_unit(value, field, "bandwidth"))
+
+
+_NEED_KEYS = {"capacity_need": _unit_size("capacity_need"), "bandwidth_need": _unit_bandwidth("bandwidth_need")}
+_DEVICE_KEYS = {"capacity_have": _unit_size("capacity_have", lo=1), "bandwidth_have": _unit_bandwidth("bandwidth_have")}
 
 
 def load_workloads(path: str | Path) -> tuple[dict[str, Any], list[Workload]]:
@@ -178,7 +195,9 @@ def load_workloads(path: str | Path) -> tuple[dict[str, Any], list[Workload]]:
         capacity_need = "30GB"
         bandwidth_need = "1000GB/s"
 
-    Values are sizes/bandwidths with units, or plain numbers (bytes, bytes/s).
+    Values are sizes/bandwidths with units (``0`` needs none): the field names carry no unit, so a plain
+    ``30`` is refused rather than read as 30 bytes (docs/semantics.md §16). Give ``workload`` or
+    ``workloads``, not both; a ``name`` is non-empty text.
 
     Returns:
         (device, workloads): device maps ``capacity_have_bytes`` /
@@ -199,6 +218,9 @@ def load_workloads(path: str | Path) -> tuple[dict[str, Any], list[Workload]]:
         if key in raw_device:
             out_key = "capacity_have_bytes" if key == "capacity_have" else "bandwidth_have_bps"
             device[out_key] = _field(path, f"device.{key}", parse, raw_device[key])
+    if "workload" in data and "workloads" in data:  # one list would be dropped silently, its verdict with it
+        raise InputError(str(path), None, "workloads", "give workload or workloads, not both "
+                         "([[workload]] in TOML, \"workloads\": [...] in JSON)")
     raw = data.get("workload", data.get("workloads"))
     if not isinstance(raw, list) or not raw:
         raise InputError(str(path), None, "workload", "expected a non-empty list of workloads "
@@ -212,9 +234,11 @@ def load_workloads(path: str | Path) -> tuple[dict[str, Any], list[Workload]]:
         missing = [k for k in _NEED_KEYS if k not in entry]
         if missing:
             raise InputError(str(path), None, where, f"missing {', '.join(missing)}")
-        name = str(entry.get("name", f"w{i + 1}"))
-        cap = _field(path, f"{where}.capacity_need", units.parse_bytes, entry["capacity_need"])
-        bw = _field(path, f"{where}.bandwidth_need", units.parse_bandwidth, entry["bandwidth_need"])
+        name = entry.get("name", f"w{i + 1}")
+        if not isinstance(name, str) or not name.strip():
+            raise InputError(str(path), None, f"{where}.name", f"expected a non-empty text name, got {name!r}")
+        cap = _field(path, f"{where}.capacity_need", _NEED_KEYS["capacity_need"], entry["capacity_need"])
+        bw = _field(path, f"{where}.bandwidth_need", _NEED_KEYS["bandwidth_need"], entry["bandwidth_need"])
         workloads.append(Workload(name, cap, bw))
     return device, workloads
 

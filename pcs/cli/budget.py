@@ -40,19 +40,19 @@ def _transfers(kw: dict[str, Any]) -> dict[str, Any]:
     """The transfer-arithmetic block of the payload (empty when no transfer option is given)."""
     out: dict[str, Any] = {}
     if _pair(kw["restores_per_s"], kw["restore_size"], "--restores-per-s and --restore-size"):
-        rate, size = _number(kw["restores_per_s"], "restores per second"), units.parse_bytes(units.require_unit(kw["restore_size"], "--restore-size", "size"))
+        rate, size = _number(kw["restores_per_s"], "restores per second"), option_size(kw["restore_size"], "--restore-size")
         out.update(restores_per_s=rate, restore_size_bytes=size, restore_avg_bps=average_bandwidth_bps(rate, size))
     refuse_unused("budget", kw, ["link_iops", "link_io_size"], "its IOPS arithmetic is --iops with --io-size "
                   "(the link's transfer time uses its bandwidth and setup only)")
     link = resolve_link(kw, hardware_table(kw["hardware_file"]))
     if _pair(kw["transfer_size"], link, "--transfer-size and --link-bandwidth (or --link)"):
-        size = units.parse_bytes(units.require_unit(kw["transfer_size"], "--transfer-size", "size"))
+        size = option_size(kw["transfer_size"], "--transfer-size")
         setup_s = link.setup_s
         out.update(transfer_size_bytes=size, link=link.name, link_bandwidth_bps=link.bandwidth_bps,
                    setup_s=setup_s, transfer_data_s=transfer_time_s(size, link.bandwidth_bps),
                    transfer_s=transfer_time_s(size, link.bandwidth_bps, setup_s))
     if _pair(kw["iops"], kw["io_size"], "--iops and --io-size"):
-        iops, io_size = _number(kw["iops"], "IOPS"), units.parse_bytes(units.require_unit(kw["io_size"], "--io-size", "size"))
+        iops, io_size = _number(kw["iops"], "IOPS"), option_size(kw["io_size"], "--io-size", kind="io size")
         out.update(iops=iops, io_size_bytes=io_size, iops_bps=iops_bandwidth_bps(iops, io_size))
     return out
 

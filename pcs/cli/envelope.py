@@ -9,7 +9,7 @@ import click
 from pcs import units
 from pcs.analysis.envelope import envelope as envelope_lib, restore_for_tokens, restored_tokens
 from pcs.cli.common import RegistryChoice, command, emit, format_option, quiet_option
-from pcs.cli.params import MAX_BLOCK_SIZE, MAX_TOKENS, MAX_TP, Aliased, Choice, Float, Int, option_bandwidth
+from pcs.cli.params import MAX_BLOCK_SIZE, MAX_TOKENS, MAX_TP, Aliased, Choice, Float, Int, option_bandwidth, option_duration, option_size
 from pcs.cli.presets import gpu_options, hardware_file_option, hardware_table, refuse_unused, resolve_gpu
 from pcs.errors import UserError
 from pcs.model import KV_DTYPES, get_layout
@@ -104,7 +104,7 @@ def _times(kw: dict[str, Any], source: tuple[Any, str] | None, model: Any) -> di
     out: dict[str, Any] = {"prompt_tokens": prompt_tokens, "restore_tokens": restore_tokens,
                            "restored_tokens": _restored(kw, model)}
     if kw["full_prefill"] is not None:
-        out["full_prefill_s"], out["full_prefill_from"] = units.parse_duration(units.require_unit(kw["full_prefill"], "--full-prefill", "duration")), "given"
+        out["full_prefill_s"], out["full_prefill_from"] = option_duration(kw["full_prefill"], "--full-prefill"), "given"
     elif source is not None and prompt_tokens is not None:
         out["full_prefill_s"] = _computed_s(source, prompt_tokens, 0, "T_full (--full-prefill)")
         out["full_prefill_from"] = source[1]
@@ -112,7 +112,7 @@ def _times(kw: dict[str, Any], source: tuple[Any, str] | None, model: Any) -> di
         raise UserError("give --full-prefill, or --tokens/--restore-tokens with --model and --gpu "
                          "(or --prefill-csv) to compute it")
     if kw["remaining_compute"] is not None:
-        out["remaining_s"], out["remaining_from"] = units.parse_duration(units.require_unit(kw["remaining_compute"], "--remaining-compute", "duration")), "given"
+        out["remaining_s"], out["remaining_from"] = option_duration(kw["remaining_compute"], "--remaining-compute"), "given"
     elif source is not None and prompt_tokens is not None and restore_tokens is not None:
         if prompt_tokens < restore_tokens:
             raise UserError(f"--tokens {prompt_tokens} is less than --restore-tokens {restore_tokens}")
@@ -137,7 +137,7 @@ def _restored(kw: dict[str, Any], model: Any) -> int | None:
 
 def _restore_bytes(kw: dict[str, Any], model: Any) -> int:
     if kw["restore_bytes"] is not None:
-        return units.parse_bytes(units.require_unit(kw["restore_bytes"], "--restore-bytes", "size"))
+        return option_size(kw["restore_bytes"], "--restore-bytes")
     if kw["restore_tokens"] is None or model is None:
         raise UserError("give --restore-bytes, or --restore-tokens with --model (or --model-config)")
     return _restore(kw, model)[1]
@@ -223,11 +223,11 @@ def envelope(fmt: str, quiet: bool, **kw: Any) -> None:
     times = _times(kw, _prefill_source(kw, model, gpu), model)
     d = _restore_bytes(kw, model)
     kw["layout"] = None if model is None else model.kv_layout.name
-    overlap = units.parse_duration(units.require_unit(kw["overlap"], "--overlap", "duration")) if kw["overlap"] is not None else None
+    overlap = option_duration(kw["overlap"], "--overlap") if kw["overlap"] is not None else None
     link = _link(kw, table)
     bandwidths = [option_bandwidth(b, "--bandwidth") for b in kw["bandwidths"]]
     bandwidths += [link.bandwidth_bps] if link is not None else []
-    overhead = units.parse_duration(units.require_unit(kw["overhead"], "--overhead", "duration")) \
+    overhead = option_duration(kw["overhead"], "--overhead") \
         if kw["overhead"] is not None else (link.setup_s if link is not None else 0.0)
     result = envelope_lib(d, times["full_prefill_s"], times["remaining_s"], overhead, bandwidths, overlap_s=overlap)
     payload = result.to_dict()

@@ -164,18 +164,43 @@ def _flagged(parse, text: str, flag: str, kind: str):
         raise UserError(exc if str(exc).startswith(flag) else f"{flag} {text!r}: {exc}") from None
 
 
-def option_size(text: str, flag: str, lo: int = 0) -> int:
+_PARSE_KIND = {"size": units.parse_bytes, "io size": units.parse_bytes, "bandwidth": units.parse_bandwidth,
+               "duration": units.parse_duration, "latency": units.parse_duration}
+
+
+def option_flagged(text: str, flag: str, kind: str) -> Any:
+    """``text`` parsed as a ``kind`` (``size``, ``io size``, ``bandwidth``, ``duration``, ``latency``) with its unit
+    required: the one place a size, bandwidth or duration option's refusal is worded, naming ``flag``.
+
+    Raises:
+        UserError: ``--link-setup '-1ms': invalid duration '-1ms': must not be negative``.
+    """
+    return _flagged(_PARSE_KIND[kind], text, flag, kind)
+
+
+def option_size(text: str, flag: str, lo: int = 0, kind: str = "size") -> int:
     """Bytes of a size option (a unit required, :func:`pcs.units.require_unit`), at least ``lo``; every
-    refusal names ``flag`` (``--capacity-need '-30GB': invalid size ...``).
+    refusal names ``flag`` (``--capacity-need '-30GB': invalid size ...``). ``kind``: the unit suggested for a
+    plain number (:func:`pcs.units.require_unit`; ``"io size"`` for an I/O block).
 
     Raises:
         UserError: naming the flag and the value.
     """
-    size = _flagged(units.parse_bytes, text, flag, "size")
+    size = _flagged(units.parse_bytes, text, flag, kind)
     if size < lo:
         raise UserError(f"{flag} {text!r}: must be at least {units.format_bytes(lo)} (a device with no room "
                         "holds nothing, so every ratio over it is undefined)")
     return size
+
+
+def option_duration(text: str, flag: str) -> float:
+    """Seconds of a duration option (a unit required, ``0`` allowed); every refusal names ``flag``
+    (``--overhead '-5ms': invalid duration '-5ms': must not be negative``).
+
+    Raises:
+        UserError: naming the flag and the value.
+    """
+    return _flagged(units.parse_duration, text, flag, "duration")
 
 
 def option_bandwidth(text: str, flag: str) -> float:

@@ -20,7 +20,7 @@ from pcs.report.presets import gpu_row, hardware_csv_rows, link_row, render_hard
 __all__ = ["hardware", "models", "gpu_options", "resolve_gpu", "link_options", "resolve_link",
            "hardware_table", "refuse_unused"]
 
-_GPU_OVERRIDES = {  # CLI option -> (GPUSpec field, help)
+_GPU_OVERRIDES = {  # CLI option -> (GPUSpec field, help); the unit each needs is in _KINDS
     "hbm_capacity": ("hbm_bytes", "Override HBM capacity, e.g. 80GB or 96GiB."),
     "hbm_bandwidth": ("hbm_bps", "Override HBM bandwidth, e.g. 3.35TB/s."),
     "bf16_flops": ("bf16_flops", "Override dense BF16 peak, FLOP/s as a plain number, e.g. 989.4e12."),
@@ -34,6 +34,11 @@ _LINK_OVERRIDES = {  # CLI option -> (LinkSpec field, help)
 }
 
 
+#: The override options that take a size, bandwidth or duration: a unit is required (0 allowed, docs/semantics.md §16).
+_KINDS = {"hbm_capacity": "size", "hbm_bandwidth": "bandwidth", "link_bandwidth": "bandwidth",
+          "link_setup": "latency", "link_io_size": "io size"}
+
+
 def _preset_options(preset: str, preset_help: str, overrides: dict[str, tuple[str, str]], f: Callable) -> Callable:
     """``preset`` (the preset's name) and one ``--OPTION`` per entry of ``overrides``, in table order."""
     options = [click.option(preset, help=preset_help)]
@@ -42,8 +47,19 @@ def _preset_options(preset: str, preset_help: str, overrides: dict[str, tuple[st
 
 
 def _changes(kwargs: dict[str, Any], overrides: dict[str, tuple[str, str]]) -> dict[str, Any]:
-    """Pop the override options of ``overrides`` from ``kwargs``: spec field -> value (None = not given)."""
-    return {spec_field: kwargs.pop(opt, None) for opt, (spec_field, _) in overrides.items()}
+    """Pop the override options of ``overrides`` from ``kwargs``: spec field -> value (None = not given); a size,
+    bandwidth or duration given as a plain non-zero number is refused (:func:`pcs.units.require_unit`).
+
+    Raises:
+        UserError: ``--hbm-capacity '80' has no unit: give a unit: 80GB``.
+    """
+    from pcs.cli.params import option_flagged
+
+    out = {spec_field: kwargs.pop(opt, None) for opt, (spec_field, _) in overrides.items()}
+    for opt, (spec_field, _) in overrides.items():
+        if opt in _KINDS and out[spec_field] is not None:   # checked here so a refusal names the option
+            option_flagged(out[spec_field], "--" + opt.replace("_", "-"), _KINDS[opt])
+    return out
 
 
 def hardware_file_option(f: Callable) -> Callable:

@@ -101,14 +101,24 @@ def run(plan: str, out: str, jobs: int | None, ray_address: str | None, force: b
       pcs sweep run traces/sweep_sample.toml -o sweep-out --jobs 2
     A killed sweep (SIGTERM, Ctrl-C) keeps its finished points; run it again to do the rest.
     """
+    from pcs.outfile import refuse_dash_folder
+    from pcs.sweep.lock import sweep_lock
+
+    refuse_dash_folder("-o", out, "results")
+    with sweep_lock(out):       # one sweep per folder (a second refuses): done points read and the rest run
+        _run_locked(plan, out, jobs, ray_address, force, with_requests, objective, fmt, quiet)
+
+
+def _run_locked(plan: str, out: str, jobs: int | None, ray_address: str | None, force: bool, with_requests: bool,
+                objective: str, fmt: str, quiet: bool) -> None:
+    """``pcs sweep run`` under the folder's lock (:func:`pcs.sweep.lock.sweep_lock`)."""
     from pcs.cli.common import Terminated
-    from pcs.outfile import WRITTEN, refuse_dash_folder
+    from pcs.outfile import WRITTEN
     from pcs.report.sweep import render_run
     from pcs.sweep.api import execute, prepare
     from pcs.sweep.store import done_ids
     from pcs.sweep.summary import summarize
 
-    refuse_dash_folder("-o", out, "results")
     prep = prepare(plan, out, force)
     if not quiet and fmt != "table":
         click.echo(f"pcs: note: {len(prep.plan.points)} points, {prep.skipped} already in {out}, "

@@ -216,6 +216,8 @@ class _GQA(_Stored):
             raise UserError("KV dtype 'fp8_ds_mla' is FlashMLA's MLA layout (512 fp8 latent + 4 fp32 scales + 64 "
                             "bf16 rope per token and layer); attention with K and V heads takes bf16, fp16, fp8 / "
                             "fp8_e4m3 / fp8_e5m2, fp8_per_token_head, int8_per_token_head, nvfp4 or int4")
+        if lay.scale_place == "per_group":
+            _refuse_partial_groups(lay.name, lay.group_size, self.head_dim, self._v_dim())
         return replace(self, dtype=lay.value_dtype, scales=lay.inline_scales(self.head_dim), layout=lay.name)
 
     def with_tp(self, tp: int):
@@ -304,3 +306,20 @@ class ChunkedLocalAttention(_GQA):
 
     def describe(self) -> str:
         return f"{self._describe_heads()}, chunk {self.chunk_tokens}"
+
+
+def _refuse_partial_groups(layout: str, group: int, head_dim: int, v_dim: int) -> None:
+    """A per-group layout (nvfp4, int4: one scale per ``group`` values) needs head rows of whole groups: vLLM
+    refuses NVFP4 with ``head_size % 16 != 0`` (``csrc/cache_kernels.cu`` reshape_and_cache_flash: "NVFP4 KV
+    cache requires head_size to be a multiple of 16"; the TRTLLM backend the same), and its page formula
+    ``head_size // 2 + head_size // 16`` holds only then. pcs refuses what the engine refuses
+    (docs/semantics.md §13, KV layouts).
+
+    Raises:
+        UserError: naming head_dim (or the V head dim), its value and the layout.
+    """
+    for field, dim in (("head_dim", head_dim), ("V head dim", v_dim)):
+        if dim % group:
+            raise UserError(f"KV dtype {layout!r} stores one scale per {group} values of a head row, so {field} "
+                            f"must be a multiple of {group} (vLLM refuses NVFP4 otherwise), got {dim}: "
+                            "give another KV dtype (bf16, fp8, fp8_per_token_head ...)")

@@ -49,8 +49,9 @@ class Fields:
     #: expert count by far; a bound so a config with 10^30 layers is refused, not built).
     MAX_INT = INT_BOUND
 
-    def int(self, key: str, default: int | None = None, minimum: int = 1) -> int:
-        """``cfg[key]`` as an int in [``minimum``, :attr:`MAX_INT`]; missing: ``default``, else the family's default.
+    def int(self, key: str, default: int | None = None, minimum: int = 1, maximum: int | None = None) -> int:
+        """``cfg[key]`` as an int in [``minimum``, ``maximum``] (default :attr:`MAX_INT`); missing: ``default``, else
+        the family's default.
 
         Raises:
             InputError: missing with no default, or not an integer in range.
@@ -64,8 +65,9 @@ class Fields:
             return default
         if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
             raise InputError(self.path, None, key, f"must be an integer >= {minimum}, got {value!r}")
-        if value > self.MAX_INT:
-            raise InputError(self.path, None, key, f"must be <= {self.MAX_INT:,} (pcs's bound), got {value:,}")
+        top = self.MAX_INT if maximum is None else maximum
+        if value > top:
+            raise InputError(self.path, None, key, f"must be <= {top:,} (pcs's bound), got {value:,}")
         return value
 
     def get(self, key: str) -> Any:

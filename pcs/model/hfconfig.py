@@ -138,10 +138,17 @@ def _components(f: Fields, kinds: tuple[str, ...], model_dtype: str, assumptions
 
 
 def _estimate(cfg: dict[str, Any], path: str, assumptions: list[str]) -> tuple[int, int]:
-    """:func:`estimate_params`, or (0, 0) with an assumption when a shape field is missing."""
+    """:func:`estimate_params`, or (0, 0) with an assumption when a shape field is missing.
+
+    Raises:
+        InputError: a shape field given but malformed (``num_local_experts: -8``, ``"8"``, top-k above the
+            expert count): refused naming the field, not taken as unknown weights.
+    """
     try:
         return estimate_params(cfg, path)
     except InputError as exc:
+        if Fields.of(cfg, path).cfg.get(exc.field) is not None:
+            raise
         assumptions.append(f"parameters not estimated ({exc.field} missing or malformed): weights and their "
                            "FLOPs count as 0; a GPU tier cannot be sized from this deployment")
         return 0, 0
@@ -192,7 +199,7 @@ def build_spec(cfg: dict[str, Any], *, name: str, source: str, path: str = "<con
     return ModelSpec(name=name, components=tuple(comps), num_layers=num_layers, active_params=int(active_params),
                      total_params=int(total_params), weight_dtype_bytes=float(weight_dtype_bytes),
                      source=source, layer_types=pattern.kinds, model_type=str(f.cfg.get("model_type") or ""),
-                     assumptions=tuple(assumptions), max_context_tokens=_max_context(f.cfg))
+                     assumptions=tuple(assumptions), max_context_tokens=_max_context(f))
 
 
 def _kv_dtype_asked(cfg: dict[str, Any]) -> list[str]:
@@ -212,11 +219,21 @@ def _kv_dtype_asked(cfg: dict[str, Any]) -> list[str]:
             "(--dtype, e.g. fp8; default the model's)"]
 
 
-def _max_context(cfg: dict[str, Any]) -> int | None:
-    """``max_position_embeddings`` when a whole number > 0 (text_config's for a multimodal wrapper), else None:
-    it only feeds a note (docs/views.md), so a config without it or with another value is not refused."""
-    v = cfg.get("max_position_embeddings")
-    return v if type(v) is int and v > 0 else None
+#: The largest ``max_position_embeddings`` read (2^40 tokens): above any model's context (Llama 4 Scout's
+#: 10,485,760 passes the 2^20 bound of the other fields), far inside int64.
+MAX_CONTEXT_TOKENS = 2**40
+
+
+def _max_context(f: Fields) -> int | None:
+    """``max_position_embeddings`` (text_config's for a multimodal wrapper), None when absent or null; a value
+    given is an integer in 1..2^40, as every config integer is bounded (:meth:`Fields.int`).
+
+    Raises:
+        InputError: a negative, fractional, text or too-large value, naming the file and field.
+    """
+    if f.cfg.get("max_position_embeddings") is None:
+        return None
+    return f.int("max_position_embeddings", maximum=MAX_CONTEXT_TOKENS)
 
 
 def config_name(cfg: dict[str, Any]) -> str:

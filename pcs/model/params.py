@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from pcs.errors import InputError
 from pcs.model.configfields import Fields
 from pcs.model.families import layer_pattern
 
@@ -29,7 +30,7 @@ def weight_bytes_per_param(cfg: dict[str, Any], model_dtype: str) -> float:
 def _mla_params(f: Fields, h: int) -> int:
     heads = f.int("num_attention_heads")
     qk = f.int("qk_nope_head_dim") + f.int("qk_rope_head_dim")
-    q_lora = f.cfg.get("q_lora_rank")
+    q_lora = f.int("q_lora_rank", minimum=0) if f.cfg.get("q_lora_rank") is not None else 0
     q = h * q_lora + q_lora * heads * qk if q_lora else h * heads * qk
     kv = h * (f.int("kv_lora_rank") + f.int("qk_rope_head_dim"))
     kv += f.int("kv_lora_rank") * heads * (f.int("qk_nope_head_dim") + f.int("v_head_dim"))
@@ -75,21 +76,34 @@ def _attn_params(f: Fields, h: int, kind: str) -> int:
 def _is_moe_layer(f: Fields, layer: int) -> bool:
     """Jamba: experts every ``expert_layer_period`` from ``expert_layer_offset``; DeepSeek: after
     ``first_k_dense_replace``; else every layer of an MoE config."""
-    if f.cfg.get("expert_layer_period"):
+    if f.cfg.get("expert_layer_period") is not None and f.int("expert_layer_period", minimum=0):
         return layer % f.int("expert_layer_period") == f.int("expert_layer_offset", default=0, minimum=0)
     return layer >= f.int("first_k_dense_replace", default=0, minimum=0)
+
+
+def _experts(f: Fields) -> int:
+    """The routed-expert count (0: a dense model): the first of ``n_routed_experts``, ``num_experts``,
+    ``num_local_experts`` given non-null, read as every config integer is (:meth:`Fields.int`: 0..2^20)."""
+    for key in ("n_routed_experts", "num_experts", "num_local_experts"):
+        if f.cfg.get(key) is not None:
+            return f.int(key, minimum=0)
+    return 0
 
 
 def _mlp_params(f: Fields, h: int, layer: int, kind: str) -> tuple[int, int]:
     """(active, total) MLP parameters of one layer."""
     if f.family is not None and f.family.rule == "nemotron_h" and kind != "mlp":
         return 0, 0  # a Nemotron-H layer is one mixer: Mamba, attention or MLP
-    experts = f.cfg.get("n_routed_experts") or f.cfg.get("num_experts") or f.cfg.get("num_local_experts")
+    experts = _experts(f)
     if not experts or not _is_moe_layer(f, layer):
         p = 3 * h * f.int("intermediate_size")
         return p, p
     mi = f.int("moe_intermediate_size", default=0, minimum=0) or f.int("intermediate_size")
     k = f.int("num_experts_per_tok", default=0, minimum=0) or f.int("experts_per_token", default=1)
+    if k > experts:
+        key = "num_experts_per_tok" if f.int("num_experts_per_tok", default=0, minimum=0) else "experts_per_token"
+        raise InputError(f.path, None, key, f"routes each token to {k} experts but the model has "
+                         f"{experts}: top-k must be <= the expert count")
     shared = 3 * h * mi * f.int("n_shared_experts", default=0, minimum=0)
     shared += 3 * h * f.int("shared_expert_intermediate_size", default=0, minimum=0)
     router = h * experts

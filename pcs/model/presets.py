@@ -143,15 +143,22 @@ HF_CONFIG_HINT = "or load a Hugging Face config.json: model=pcs.model.hfconfig.l
 
 
 def get_model(name: str) -> ModelSpec:
-    """The preset called ``name`` (case-insensitive; HF ids like ``meta-llama/Llama-3.1-8B`` work).
+    """The preset called ``name`` (case-insensitive; HF ids like ``meta-llama/Llama-3.1-8B`` work), or the
+    spec of the Hugging Face config.json ``name`` names (an ``os.PathLike``, a name ending ``.json``, or a file
+    on disk: :func:`pcs.model.load_hf_config`), as the CLI's ``--model x.json`` reads it.
 
     Raises:
         UnknownNameError: (a ValueError) unknown name; the message lists the known presets.
+        PathError: a path that is missing or a folder (naming ``model=``).
+        InputError: a config that is not JSON or has a field missing/malformed, naming the file and field.
 
     >>> get_model("deepseek-v3").kv_bytes_per_token()
     70272
     """
-    _refuse_missing_config(name)
+    if _refuse_missing_config(name):
+        from pcs.model.hfconfig import load_hf_config
+
+        return load_hf_config(name)
     key = _canonical(name)
     if key not in PRESETS:    # the API's hint; the CLI shows its --model form (pcs.cli.common.option_names)
         raise UnknownNameError("model", name, MODEL_NAMES,
@@ -159,11 +166,13 @@ def get_model(name: str) -> ModelSpec:
     return _build(key)
 
 
-def _refuse_missing_config(name: Any) -> None:
+def _refuse_missing_config(name: Any) -> bool:
     """A model named by a path (an ``os.PathLike``, a name ending ``.json``, or one on disk) that is missing or a
     folder is a :class:`pcs.errors.PathError` (``model='x.json': No such file or directory``), not an unknown
     preset; an HF id (``meta-llama/Llama-3.1-8B``) is a name. A value that is neither a str nor a path is refused.
 
+    Returns:
+        True when ``name`` is a path to a readable file (a config to load), False for a name.
     Raises:
         ArgumentTypeError, PathError.
     """
@@ -176,13 +185,17 @@ def _refuse_missing_config(name: Any) -> None:
         from pcs.trace.pathcheck import check_input_file
 
         check_input_file(name, "model")
+        return True
+    return False
 
 
 def as_model(model: "ModelSpec | str") -> ModelSpec:
-    """A ModelSpec as given, or the preset a name names (:func:`get_model`).
+    """A ModelSpec as given, or the preset or config.json path a name names (:func:`get_model`).
 
     Raises:
-        UserError: unknown preset name.
+        UnknownNameError: unknown preset name (a UserError).
+        PathError: a config path that is missing or a folder.
+        InputError: a config with a field missing or malformed, naming the file and field.
     """
     return model if isinstance(model, ModelSpec) else get_model(model)
 

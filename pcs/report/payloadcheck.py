@@ -7,7 +7,8 @@ lists, objects of values), so a damaged or hand-edited file is refused with
 one line, ``field 'X': must be ...``, before the page reads it -- never an
 error from inside the page's code. A footprint JSON is a plain ``to_dict``
 (:class:`pcs.model.footprint.FootprintResult`); its keys' types are listed here
-(:data:`_FOOTPRINT`). Top-level fields a file lacks are left alone (an older pcs); a nested
+(:data:`_FOOTPRINT`, its rows :data:`_COMPONENT`, :data:`_DTYPE_ROW`), and the keys its page reads are
+required in it and in each row. Other top-level fields a file lacks are left alone (an older pcs); a nested
 result object must hold the keys its ``to_dict()`` always writes; the
 range rules of the replay headline are :func:`pcs.report.htmlpage.check_replay_payload`.
 
@@ -36,9 +37,26 @@ _EXTRA: dict[str, dict[str, Any]] = {
     "compare": {"notes": tuple[str, ...]},
     "curve": {"dtype": str | None, "notes": tuple[str, ...]},
 }
+#: kinds whose top-level keys ``to_dict()`` always writes are all required (the page reads them); a replay's
+#: are checked by pcs.report.htmlpage.check_replay_payload and the fields it reads
+_WHOLE = ("compare", "curve")
 #: float fields the page computes with: a number, never null
 _NUMBER_ONLY = {"curve": ("ceiling_hit_ratio",)}
 _ROW = dict[str, Any]
+#: the accounting modes of a footprint: each a *_bytes total and, in a by_dtype row, a *_ratio_vs_bf16
+_MODES = ("reference", "serialized", "reserved", "prefix_store")
+#: keys of a footprint JSON the page reads (pcs.report.htmltables.footprint_tables): a file lacking one is refused
+_FOOTPRINT_NEEDS = ("model", "tokens", "sequences", "block_size", "tp", "components", "by_dtype",
+                    "reference_bytes_per_token", "serialized_bytes_per_token", "serialized_bytes_per_block",
+                    *(f"{m}_bytes" for m in _MODES))
+#: a footprint's component row: key -> type (the *_bytes* keys integers) and the keys the page reads
+_COMPONENT: dict[str, Any] = {"name": str, "describe": str, "dtype": str, "layout": str, "layers": int,
+                              "tokens_held": int, "reserved_blocks": int}
+_COMPONENT_NEEDS = ("name", "describe", "reference_bytes_per_token", "serialized_bytes_per_token",
+                    "serialized_bytes_per_block", "fixed_bytes_per_sequence", *(f"{m}_bytes" for m in _MODES))
+#: a footprint's by_dtype row: its ratios are numbers the page formats (never null)
+_DTYPE_ROW: dict[str, Any] = {"dtype": str, **{f"{m}_ratio_vs_bf16": float for m in _MODES}}
+_DTYPE_NEEDS = ("dtype", *(f"{m}_bytes" for m in _MODES), *(f"{m}_ratio_vs_bf16" for m in _MODES))
 #: the footprint JSON (pcs.model.footprint.FootprintResult.to_dict): key -> type; *_bytes* keys are integers
 _FOOTPRINT: dict[str, Any] = {
     "model": str, "dtype": str, "tokens": int, "block_size": int, "sequences": int, "tp": int, "num_layers": int,
@@ -100,6 +118,11 @@ def _walk(value: Any, tp: Any, path: str, number_only: bool = False) -> None:
     if origin in (typing.Union, types.UnionType):
         arm = next(a for a in args if _shallow(value, a, number_only))
         _walk(value, arm, path, number_only)
+    elif origin is tuple and args and args[-1] is not Ellipsis:     # a fixed-length tuple: (this run, other)
+        if len(value) != len(args):
+            raise UserError(f"field '{path}': must be a list of {len(args)} items, got {json.dumps(value)[:60]}")
+        for i, (v, item) in enumerate(zip(value, args)):
+            _walk(v, item, f"{path}[{i}]", number_only)
     elif origin in (tuple, list):
         item = args[0] if args else Any
         for i, v in enumerate(value):
@@ -144,12 +167,41 @@ def check_payload(kind: str, payload: dict) -> None:
             value is not of the declared type; *_bytes* fields of a footprint must be integers.
     """
     if kind == "footprint":
-        fields = dict(_FOOTPRINT)
-        fields.update({k: int for k in payload if "_bytes" in k and k not in fields})
-    else:
-        fields = {**_fields(_load(_CLASSES[kind])), **_EXTRA[kind]}
+        _check_footprint(payload)
+        return
+    cls = _load(_CLASSES[kind])
+    if kind in _WHOLE:           # the page reads these keys at the top level: each one always written is required
+        missing = next((k for k in _always(cls) if k not in payload), None)
+        if missing is not None:
+            raise UserError(f"field '{missing}': missing (pcs {kind} always writes it)")
+    fields = {**_fields(cls), **_EXTRA[kind]}
     _walk_fields(payload, fields, "", _NUMBER_ONLY.get(kind, ()))
-    if kind == "footprint":
-        for key in ("components", "by_dtype"):
-            for i, row in enumerate(payload.get(key) or ()):
-                _walk_fields(row, {k: int for k in row if "_bytes" in k}, f"{key}[{i}].")
+
+
+def _check_row(row: dict, types_: dict[str, Any], needs: tuple[str, ...], path: str,
+               number_only: tuple[str, ...] = ()) -> None:
+    """One object of a footprint JSON: each key the page reads present, then every key against its type (any
+    key holding ``_bytes`` an integer).
+
+    Raises:
+        UserError: ``field 'by_dtype[0]': must be an object with 'serialized_bytes' (as pcs writes it)``, or the
+            first value of a wrong type.
+    """
+    missing = next((k for k in needs if k not in row), None)
+    if missing is not None:
+        raise UserError(f"field '{path.rstrip('.') or 'the file'}': must be an object with '{missing}' "
+                        f"(as pcs writes it), got {json.dumps(row)[:60]}")
+    fields = dict(types_)
+    fields.update({k: int for k in row if "_bytes" in k and k not in fields})
+    _walk_fields(row, fields, path, number_only)
+
+
+def _check_footprint(payload: dict) -> None:
+    """A footprint JSON: its top level, each component and each by_dtype row (:func:`_check_row`)."""
+    _check_row(payload, _FOOTPRINT, _FOOTPRINT_NEEDS, "")
+    for i, row in enumerate(payload["components"]):
+        _walk(row, dict[str, Any], f"components[{i}]")
+        _check_row(row, _COMPONENT, _COMPONENT_NEEDS, f"components[{i}].")
+    for i, row in enumerate(payload["by_dtype"]):
+        _walk(row, dict[str, Any], f"by_dtype[{i}]")
+        _check_row(row, _DTYPE_ROW, _DTYPE_NEEDS, f"by_dtype[{i}].", tuple(_DTYPE_ROW)[1:])

@@ -136,7 +136,11 @@ def run_sweep(plan: str | Path | Plan, out: str | Path, *, jobs: int | None = No
         :class:`pcs.sweep.result.SweepRun`; failed points are listed there, not raised.
     Raises:
         PathError / UserError / InputError: a bad plan, option or
-        trace (before any point runs); both ``jobs`` and ``ray``.
+        trace (before any point runs); both ``jobs`` and ``ray``; ``out`` being run by another sweep
+        (:func:`pcs.sweep.lock.sweep_lock`).
     """
-    return execute(prepare(plan, out, force), jobs=jobs, ray=ray, requests=requests, progress=progress,
-                   quiet=quiet)
+    from pcs.sweep.lock import sweep_lock
+
+    with sweep_lock(out):      # one sweep per folder: the done points read and the rest run under the lock
+        return execute(prepare(plan, out, force), jobs=jobs, ray=ray, requests=requests, progress=progress,
+                       quiet=quiet)

@@ -100,7 +100,7 @@ def test_load_workloads_toml_and_json(tmp_path):
     toml = tmp_path / "w.toml"
     toml.write_text('[device]\ncapacity_have = "80GB"\nbandwidth_have = "2000GB/s"\n'
                     '[[workload]]\nname = "A"\ncapacity_need = "30GB"\nbandwidth_need = "1000GB/s"\n'
-                    '[[workload]]\nname = "B"\ncapacity_need = 200e9\nbandwidth_need = "1TB/s"\n')
+                    '[[workload]]\nname = "B"\ncapacity_need = "200GB"\nbandwidth_need = "1TB/s"\n')
     device, ws = load_workloads(toml)
     assert device == {"capacity_have_bytes": 80 * GB, "bandwidth_have_bps": 2000e9}
     assert ws == [Workload("A", 30 * GB, 1000e9), Workload("B", 200 * GB, 1e12)]

@@ -41,7 +41,7 @@ def _with(base, option, value):
     (BUDGET, "--bandwidth-have", "2000", "2000GB/s"),
     (XFER, "--restore-size", "100", "100GB"),
     (XFER, "--transfer-size", "100", "100GB"),
-    (XFER, "--io-size", "4096", "4096GB"),
+    (XFER, "--io-size", "4096", "4096B or 4096KiB"),
 ])
 def test_a_bare_number_is_refused_naming_the_option(base, option, value, hint):
     result = CliRunner().invoke(cli, _with(base, option, value))

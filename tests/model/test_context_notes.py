@@ -7,6 +7,7 @@ import pytest
 
 from helpers import invoke, invoke_json
 from pcs.model import get_model
+from pcs.errors import InputError
 from pcs.model.hfconfig import build_spec
 
 # the values in each model's config.json on Hugging Face (the presets' sources)
@@ -21,12 +22,21 @@ def test_each_preset_knows_its_context(name):
     assert get_model(name).with_tp(2).with_dtype("fp8").max_context_tokens == CONTEXT[name]
 
 
-def test_a_config_without_it_or_with_junk_is_unknown_not_refused():
+def test_a_config_without_it_is_unknown_and_junk_is_refused_naming_the_field():
+    """Absent or null: unknown (None). Given: an integer in 1..2^40 like every config integer (2^40 =
+    1,099,511,627,776); -5, "4096", 1e30, 10**40 and true are refused naming max_position_embeddings."""
     cfg = dict(model_type="llama", num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=4,
                hidden_size=256, intermediate_size=512, vocab_size=1000, torch_dtype="bfloat16")
     assert build_spec(cfg, name="x", source="t").max_context_tokens is None
-    assert build_spec(dict(cfg, max_position_embeddings="4k"), name="x", source="t").max_context_tokens is None
+    assert build_spec(dict(cfg, max_position_embeddings=None), name="x", source="t").max_context_tokens is None
     assert build_spec(dict(cfg, max_position_embeddings=2048), name="x", source="t").max_context_tokens == 2048
+    assert build_spec(dict(cfg, max_position_embeddings=10_485_760), name="x",   # Llama 4 Scout's, above 2^20
+                      source="t").max_context_tokens == 10_485_760
+    assert build_spec(dict(cfg, max_position_embeddings=2**40), name="x", source="t").max_context_tokens == 2**40
+    for junk in ("4k", "4096", -5, 0, 1e30, 10**40, 2**40 + 1, True):
+        with pytest.raises(InputError) as exc:
+            build_spec(dict(cfg, max_position_embeddings=junk), name="x", source="t")
+        assert exc.value.field == "max_position_embeddings"
 
 
 @pytest.mark.parametrize("tokens,noted", [(131072, False), (131073, True)])   # llama-3.1-8b's context: 131,072
