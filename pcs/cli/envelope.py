@@ -6,7 +6,6 @@ from typing import Any
 
 import click
 
-from pcs import units
 from pcs.analysis.envelope import envelope as envelope_lib, restore_for_tokens, restored_tokens
 from pcs.cli.common import RegistryChoice, command, emit, format_option, quiet_option
 from pcs.cli.params import MAX_BLOCK_SIZE, MAX_TOKENS, MAX_TP, Aliased, Choice, Float, Int, option_bandwidth, option_duration, option_size
