@@ -364,7 +364,7 @@ static Py_ssize_t ins_find(PTier *t, const KV *v, Py_ssize_t a, int32_t *eidx, i
     const int sh = t->shift;
     for (Py_ssize_t i = a, x; i < v->n; i = x) {
         if (runs) x = i + runs[nr];
-        else if (unit > 0) { x = i - i % unit + unit; if (x > v->n) x = v->n; }
+        else if (unit > 0) { x = i == a ? a - a % unit + unit : i + unit; if (x > v->n) x = v->n; }  /* one division */
         else x = run_end(v, i);
         const int32_t r = bt_find(&t->blk, bkey_of(v->a[i]));
         if (r < 0) {            /* a block with no page here: its keys are all absent (no entries written) */
