@@ -1106,7 +1106,7 @@ static int c_prefill_done(GH *s, GAdm *a) {
     for (int g = 0; g < s->G; g++) {
         if (!a->transient[g].n) continue;
         s->tmp2.n = 0;
-        if (t_insert(s, 0, &a->transient[g], &s->tmp2, 0, s->pages[g]) < 0
+        if (t_insert(s, 0, &a->transient[g], &s->tmp2, 0, s->pages[g] > 1 ? s->pages[g] : 0) < 0
             || evicted(s, &s->tmp2) < 0) return -1;
     }
     res_note(s);
