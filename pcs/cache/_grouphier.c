@@ -355,12 +355,17 @@ static inline Py_ssize_t run_end(const KV *v, Py_ssize_t i) {
 /* t_insert's first pass over keys [a, n) of v: each key's entry into eidx (-1: absent), the resident unpinned
  * ones unlinked (they go to the LRU end after the evictions); its record looked up once per run of one block
  * (no record is deleted here); the runs' ends into rend (the second pass walks the same runs), ~end for a run
- * whose block has no record (its keys all absent, eidx not written); the number of absent keys */
-static Py_ssize_t ins_find(PTier *t, const KV *v, Py_ssize_t a, int32_t *eidx, int32_t *rend, const int32_t *runs) {
+ * whose block has no record (its keys all absent, eidx not written); the number of absent keys. The runs: from
+ * `runs` (t_evict's), else every `unit` keys from index 0 when unit > 0 (a list of whole blocks of distinct
+ * hashes, unit pages each: run_end would find the same ends), else compared key by key (run_end) */
+static Py_ssize_t ins_find(PTier *t, const KV *v, Py_ssize_t a, int32_t *eidx, int32_t *rend, const int32_t *runs,
+                           Py_ssize_t unit) {
     Py_ssize_t fresh = 0, nr = 0;
     const int sh = t->shift;
     for (Py_ssize_t i = a, x; i < v->n; i = x) {
-        x = runs ? i + runs[nr] : run_end(v, i);
+        if (runs) x = i + runs[nr];
+        else if (unit > 0) { x = i == a ? a - a % unit + unit : i + unit; if (x > v->n) x = v->n; }  /* one division */
+        else x = run_end(v, i);
         const int32_t r = bt_find(&t->blk, bkey_of(v->a[i]));
         if (r < 0) {            /* a block with no page here: its keys are all absent (no entries written) */
             rend[nr++] = ~(int32_t)x;
@@ -458,8 +463,10 @@ static int ins_add(PTier *t, const KV *v, Py_ssize_t a, const int32_t *eidx, con
 }
 
 /* Tier.insert (GroupHierarchy._insert) of v at level j: pushed (victims, then the cut keys) into out, or with
- * `drop` counted as pages pushed out of the last level; returns the keys newly written, or -1 on a memory error */
-static Py_ssize_t t_insert(GH *s, int j, const KV *v, KV *out, int drop) {
+ * `drop` counted as pages pushed out of the last level; unit > 0: v is whole group blocks of distinct hashes, unit
+ * keys each (ins_find's runs without comparing keys), else 0; returns the keys newly written, or -1 on a memory
+ * error */
+static Py_ssize_t t_insert(GH *s, int j, const KV *v, KV *out, int drop, Py_ssize_t unit) {
     PTier *t = &s->tier[j];
     Py_ssize_t room = pt_free_slots(t) + t->held, ncut, gone = 0;
     if (room < 0) room = 0;
@@ -483,7 +490,7 @@ static Py_ssize_t t_insert(GH *s, int j, const KV *v, KV *out, int drop) {
     }
     int32_t *rend = s->eidx + s->ecap;      /* the runs' ends */
     const int32_t *runs = !ncut && s->vr_of == v && s->vr_n == v->n ? s->vr : NULL;   /* v: t_evict's victims */
-    Py_ssize_t fresh = ins_find(t, v, ncut, s->eidx, rend, runs);
+    Py_ssize_t fresh = ins_find(t, v, ncut, s->eidx, rend, runs, unit);
     if (t_evict(s, j, fresh - pt_free_slots(t), out, drop) < 0) return -1;
     long long added[MAXG] = {0};
     if (ins_add(t, v, ncut, s->eidx, rend, added) < 0) return -1;
@@ -507,7 +514,7 @@ static int evicted(GH *s, const KV *victims) {
     for (int j = 1; j < s->L; j++) {     /* the last level's victims are counted as dropped, not listed */
         KV *nx = (cur == &s->dem[0]) ? &s->dem[1] : &s->dem[0];
         nx->n = 0;
-        Py_ssize_t w = t_insert(s, j, cur, nx, j == s->L - 1);
+        Py_ssize_t w = t_insert(s, j, cur, nx, j == s->L - 1, 0);
         if (w < 0) return -1;
         s->written_blocks[j] += w;
         cur = nx;
@@ -522,7 +529,7 @@ static int write_down(GH *s, const KV *down) {
     KV pushed = {0};
     for (int j = 1; j < s->L; j++) {
         pushed.n = 0;
-        Py_ssize_t w = t_insert(s, j, down, &pushed, j == s->L - 1);
+        Py_ssize_t w = t_insert(s, j, down, &pushed, j == s->L - 1, 0);
         if (w < 0) { kv_free(&pushed); return -1; }
         s->written_blocks[j] += w;
     }
@@ -1099,7 +1106,7 @@ static int c_prefill_done(GH *s, GAdm *a) {
     for (int g = 0; g < s->G; g++) {
         if (!a->transient[g].n) continue;
         s->tmp2.n = 0;
-        if (t_insert(s, 0, &a->transient[g], &s->tmp2, 0) < 0
+        if (t_insert(s, 0, &a->transient[g], &s->tmp2, 0, s->pages[g] > 1 ? s->pages[g] : 0) < 0
             || evicted(s, &s->tmp2) < 0) return -1;
     }
     res_note(s);
@@ -1295,7 +1302,7 @@ static PyObject *gh_extend(GH *s, PyObject *const *args, Py_ssize_t nargs) {
                 }
             if (keys->n) {
                 s->tmp2.n = 0;
-                if (kv_reversed(&s->tmp3, keys) < 0 || t_insert(s, 0, &s->tmp3, &s->tmp2, 0) < 0
+                if (kv_reversed(&s->tmp3, keys) < 0 || t_insert(s, 0, &s->tmp3, &s->tmp2, 0, 0) < 0
                     || evicted(s, &s->tmp2) < 0) goto done;
             }
         }

@@ -273,3 +273,44 @@ def test_window_pages_stored_last_first_and_split_runs_go_down_hand_traced():
         assert (h.written_blocks[1], h.written_blocks[2], h.dropped_blocks) == (10, 8, 4)
         assert h.residency.dropped == [0, 4]
     assert_group_states_equal(ref, nat)
+
+
+def test_window_pages_cut_inside_a_block_at_prefill_done_hand_traced():
+    """A window group's pages stored at prefill_done when the GPU has less unpinned room than them: the batch's first
+    keys are cut (pushed down as if evicted) and the cut ends inside a group block, so the GPU insert's runs start
+    mid-block and a whole block follows (pcs/cache/_grouphier.c t_insert with whole-block runs, ins_find); a later
+    eviction sends the cut block's other page down after its first (the CPU then holds that block's pages from two
+    batches), worked out by hand from the LRU rules (docs/semantics.md §3.1, §5-§7), both twins.
+
+    Groups: full (f, 1 page a block) and a window of 4 tokens (w, 2 pages; the window is 1 block); GPU 9, CPU 4 pages,
+    write-back; no hits (cap 0); each request runs start, prefill_done, finish. First victim first, b.p = block b
+    page p:
+    r1 [1, 2, 3, 4]: start reserves f1..f4 w4.0 w4.1 (6 of 9); prefill_done fills them (pinned, 3 slots free, no page
+        unpinned) and stores w3.1 w3.0 w2.1 w2.0 w1.1 w1.0 (block 3 first, last page first): room 3, so the first 3
+        are cut (none resident: pushed to the CPU, CPU w3.1 w3.0 w2.1) and w2.0 w1.1 w1.0 are stored; finish unpins
+        tail first: GPU w2.0 w1.1 w1.0 f4 f3 f2 f1 w4.1 w4.0.
+    r2 [5]: 3 slots, none free -> w2.0 w1.1 w1.0 down; the CPU (3 held, 1 free) drops w3.1 w3.0 (window pages):
+        CPU w2.1 w2.0 w1.1 w1.0; GPU f4 f3 f2 f1 w4.1 w4.0 f5 w5.1 w5.0.
+    End: CPU written 3 + 3 = 6, dropped 2, both window pages.
+    """
+    from pcs.cache.grouphier import page_key
+
+    groups = [CacheGroup("full", "full", ("full_attention",), BS, pages=1),
+              CacheGroup("win", "window", ("sliding",), BS, 4, pages=2)]
+    ref, nat = _pair([9, 4], "back", groups)
+    f = lambda b: page_key(b, 0, 0)  # noqa: E731
+    w = lambda b, p: page_key(b, 1, p)  # noqa: E731
+    for h in (ref, nat):
+        a = h.start([1, 2, 3, 4], 4, 0)
+        h.prefill_done(a)
+        h.finish(a)
+        assert h.tiers[0].policy.order() == [w(2, 0), w(1, 1), w(1, 0), f(4), f(3), f(2), f(1), w(4, 1), w(4, 0)]
+        assert h.tiers[1].policy.order() == [w(3, 1), w(3, 0), w(2, 1)]
+        a = h.start([5], 1, 0)
+        h.prefill_done(a)
+        h.finish(a)
+        assert h.tiers[0].policy.order() == [f(4), f(3), f(2), f(1), w(4, 1), w(4, 0), f(5), w(5, 1), w(5, 0)]
+        assert h.tiers[1].policy.order() == [w(2, 1), w(2, 0), w(1, 1), w(1, 0)]
+        assert (h.written_blocks[1], h.dropped_blocks) == (6, 2)
+        assert h.residency.dropped == [0, 2]
+    assert_group_states_equal(ref, nat)
