@@ -9,7 +9,7 @@ from pcs.cli.modelarg import load_model, model_options
 from pcs.cli.report import check_outputs, html_options, write_outputs
 from pcs.model import KV_DTYPES, footprint as compute_footprint, get_layout
 from pcs.model.footprint import hybrid_block_size
-from pcs.report.footprint import footprint_notes, render_footprint
+from pcs.report.footprint import footprint_payload, render_footprint
 
 
 @command("footprint")
@@ -49,6 +49,6 @@ def footprint(model_name: str | None, model_config: str | None, tokens: int, dty
         spec = spec.with_tp(tp)
     res = compute_footprint(spec, tokens, block_size=block_size, dtype=dtype, sequences=sequences)
     hybrid_block = hybrid_block_size(spec.with_dtype(dtype) if dtype else spec)
-    payload = {**res.to_dict(), "notes": footprint_notes(res, hybrid_block)}    # every note the text prints
+    payload = footprint_payload(res, spec, dtype)    # every note the text prints
     write_outputs(html_path, plot_dir, [payload])
     emit(payload, fmt, lambda: render_footprint(res, hybrid_block), rows_key="components")

@@ -95,6 +95,21 @@ def footprint_notes(res: FootprintResult, hybrid_block: int | None) -> list[str]
     return notes + res.model_notes()  # layout, per-rank vs per-group bytes, assumptions
 
 
+def footprint_payload(res: FootprintResult, model: Any, dtype: str | None = None) -> dict[str, Any]:
+    """The JSON object ``pcs footprint`` prints and a sweep's footprint point stores: ``res.to_dict()`` plus
+    ``notes``, every note the table prints (:func:`footprint_notes`), so the CLI and the sweep give one object.
+
+    Args:
+        res: the footprint result.
+        model: the model spec the footprint was computed for (TP applied), for its hybrid block size.
+        dtype: the ``dtype=`` the footprint was asked for, or None for the model's own.
+    """
+    from pcs.model.footprint import hybrid_block_size
+
+    hybrid_block = hybrid_block_size(model.with_dtype(dtype) if dtype else model)
+    return {**res.to_dict(), "notes": footprint_notes(res, hybrid_block)}
+
+
 def render_footprint(res: FootprintResult, hybrid_block: int | None) -> str:
     """The ``pcs footprint`` tables: bytes per component in every mode, then the same sequences by KV dtype.
 

@@ -62,7 +62,7 @@ _FOOTPRINT: dict[str, Any] = {
     "model": str, "dtype": str, "tokens": int, "block_size": int, "sequences": int, "tp": int, "num_layers": int,
     "source": str, "components": tuple[_ROW, ...], "by_dtype": tuple[_ROW, ...], "layout": _ROW,
     "assumptions": tuple[str, ...], "tp_group": _ROW, "layer_pattern": dict[str, int],
-    "max_context_tokens": int | None,
+    "max_context_tokens": int | None, "notes": tuple[str, ...],
 }
 
 

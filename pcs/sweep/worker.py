@@ -185,7 +185,7 @@ def run_task(task: Any, trace: Any = None, with_requests: bool = False) -> Outco
         typed = _replay_summary(res.summary, trace) if task.call == "replay" else res
         requests = (encode_requests(task.point_id, res.requests) if with_requests and task.call == "replay"
                     else None)
-        row = encode_row(make_row(task.point_id, task.kind, task.options, _with_notes(task.call, typed.to_dict(), trace)),
+        row = encode_row(make_row(task.point_id, task.kind, task.options, _payload(task, typed, trace)),
                          declared_types(typed))
         return Outcome(task.point_id, row, requests)
     except Exception as exc:  # noqa: BLE001 - reported per point by the driver
@@ -198,6 +198,16 @@ def run_task(task: Any, trace: Any = None, with_requests: bool = False) -> Outco
             msg = option_names(msg, plan=True)
         return Outcome(task.point_id, None, None, msg or type(exc).__name__, user,   # the message, no class name
                        None if user else traceback.format_exc())
+
+
+def _payload(task: Any, typed: Any, trace: Any) -> dict[str, Any]:
+    """The point's JSON object as its command prints it: a footprint's with its notes
+    (:func:`pcs.report.footprint.footprint_payload`), the others through :func:`_with_notes`."""
+    if task.call == "footprint":
+        from pcs.report.footprint import footprint_payload
+
+        return footprint_payload(typed, task.kwargs["model"], task.kwargs.get("dtype"))
+    return _with_notes(task.call, typed.to_dict(), trace)
 
 
 def _with_notes(call: str, payload: dict[str, Any], trace: Any) -> dict[str, Any]:
