@@ -83,12 +83,15 @@ def test_deploy_and_replay_agree(trace, model, gpu, tp, dtype):
     r = _run(*args, *(["--dtype", dtype] if dtype else []))
     assert r.exit_code == 0, r.output
     d = json.loads(r.stdout)
-    # deploy plans whole-model blocks: compare with the replay that treats every layer as full
-    # attention (a hybrid model's default tier counts vLLM pages, docs/semantics.md §13.1)
-    s = replay(trace, model=model, hardware=gpu, tp=tp, dtype=dtype, hybrid_kv_cache_manager="disabled").summary
-    gpu_tier = s.tiers[0]
-    assert gpu_tier.capacity_blocks == d["gpu_blocks"]
-    assert gpu_tier.bytes_per_block == d["bytes_per_block"]
+    # a hybrid model's default tier counts vLLM pages (docs/semantics.md §13.1): deploy's blocks are the whole
+    # blocks of its pages, page padding included, as the replay's payload lens counts them
+    s = replay(trace, model=model, hardware=gpu, tp=tp, dtype=dtype).summary
+    if s.hybrid is not None:
+        assert s.payload_lens.gpu_capacity_blocks[0] == d["gpu_blocks"]
+        assert s.payload_lens.gpu_bytes_per_block[0] == d["bytes_per_block"]
+    else:
+        assert s.tiers[0].capacity_blocks == d["gpu_blocks"]
+        assert s.tiers[0].bytes_per_block == d["bytes_per_block"]
     assert s.deployment["gpu_tier_bytes"] == d["gpu_tier_bytes"]
 
 
