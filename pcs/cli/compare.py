@@ -89,7 +89,13 @@ def _parse_capacities(text: str, kw: dict[str, Any], block_size: int) -> list[in
 
 
 def _gpu_block_bytes(kw: dict[str, Any], block_size: int) -> int:
-    """Bytes per block of the GPU tier the replays use: the Reserved layout per TP group (docs/semantics.md §13)."""
+    """Bytes per block of the GPU tier the replays use: the Reserved layout per TP group (docs/semantics.md §13).
+
+    A hybrid model too: its curve rows replay ``gpu=<N>blocks``, and a hybrid replay reads a tier given in blocks
+    as N whole-model blocks' bytes (this figure, docs/semantics.md §13.1) before it cuts them into pages, so a
+    size here comes back as the same bytes (less than one block short). Dividing by the padded block of
+    replay's pages (:func:`pcs.model.capacity.gpu_block_bytes`) would replay a smaller tier: gemma-3-27b TP 8,
+    B 512, 40GB -> 136 blocks -> 136 x 260,046,848 B = 843 pages, where ``--tier gpu=40GB`` holds 953."""
     from pcs.engine.api import DEFAULTS
     from pcs.model import get_model, group_block_bytes, load_hf_config
 
