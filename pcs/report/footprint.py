@@ -12,7 +12,7 @@ from pcs.model.footprint import PAGE_PADDING, FootprintResult
 from pcs.report.table import render_table
 from pcs.units import format_bytes, format_count
 
-__all__ = ["render_footprint", "footprint_notes"]
+__all__ = ["render_footprint", "footprint_notes", "fp8_note"]
 
 _MODES = ("reference_bytes", "serialized_bytes", "reserved_bytes", "prefix_store_bytes")
 
@@ -62,19 +62,30 @@ def _dtype_table(res: FootprintResult) -> str:
                                                       "and fixed state do not):")
 
 
+def fp8_note(layout: str, reference: float | None, serialized: float | None, reserved: float | None) -> str:
+    """The sentence naming the layout an fp8 KV cache runs as on a model and its ratios vs bf16 (x, floats or
+    None), one text for ``pcs footprint``'s note and replay's payload lens note: plain ``fp8`` (vLLM's per-tensor
+    scales outside the pages), or the layout vLLM picks instead for any fp8 cache dtype (``fp8_ds_mla`` on
+    DeepSeek-V3.2, its scales and rope values in the pages), named as the one that runs (docs/semantics.md §13).
+
+    >>> fp8_note("fp8_ds_mla", 0.6, 0.614, 0.614)[:47]
+    'fp8 runs as fp8_ds_mla on this model (vLLM pick'
+    """
+    ratios = f"vs bf16: Reference {_ratio(reference)}, Serialized {_ratio(serialized)}, Reserved {_ratio(reserved)}"
+    if layout == "fp8":
+        return (f"fp8 (vLLM: per-tensor scales outside the pages) {ratios} (whole blocks and fixed state do "
+                "not shrink; fp8_per_token_head keeps its scales in the pages, so it shrinks less)")
+    return (f"fp8 runs as {layout} on this model (vLLM picks it for any fp8 cache dtype; its "     # never per-tensor
+            f"scales and 64 bf16 rope values a token sit in the pages) {ratios}")
+
+
 def footprint_notes(res: FootprintResult, hybrid_block: int | None) -> list[str]:
     """Every note of the ``pcs footprint`` table, in its order (the JSON's ``notes``, the HTML page's)."""
     notes = []
     fp8 = next((r for r in res.by_dtype if "fp8" in (r["dtype"], r.get("asked"))), None)
     if fp8 and fp8["reference_ratio_vs_bf16"] is not None:
-        ratios = (f"vs bf16: Reference {_ratio(fp8['reference_ratio_vs_bf16'])}, Serialized "
-                  f"{_ratio(fp8['serialized_ratio_vs_bf16'])}, Reserved {_ratio(fp8['reserved_ratio_vs_bf16'])}")
-        if fp8["dtype"] == "fp8":
-            notes.append(f"fp8 (vLLM: per-tensor scales outside the pages) {ratios} (whole blocks and fixed state do "
-                         "not shrink; fp8_per_token_head keeps its scales in the pages, so it shrinks less)")
-        else:   # vLLM runs another layout for fp8 on this model: name it, never the per-tensor one
-            notes.append(f"fp8 runs as {fp8['dtype']} on this model (vLLM picks it for any fp8 cache dtype; its "
-                         f"scales and 64 bf16 rope values a token sit in the pages) {ratios}")
+        notes.append(fp8_note(fp8["dtype"], *(fp8[f"{m}_ratio_vs_bf16"] for m in ("reference", "serialized",
+                                                                                  "reserved"))))
     notes.append("Reserved: ceil(T/B) blocks; a sliding window holds min(T, W) and reserves ceil(W/B)+1"
                  " blocks; recurrent state is one fixed slot per sequence")
     if any(c["name"] == PAGE_PADDING for c in res.components):

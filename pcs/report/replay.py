@@ -349,7 +349,7 @@ def lens_rows(s: dict[str, Any]) -> tuple[str, list[str], list[list[str]], list[
             ("prefill of the missed tokens", "prefill_s", format_duration),
             ("mean TTFT (waits and queueing held)", "ttft_mean_s", format_duration)]
     rows = [[label, fmt(lens[key][0]), fmt(lens[key][1]), _ratio(lens[key])] for label, key, fmt in spec]
-    notes = [_lens_note(a, lens)] + _padding_note(lens)
+    notes = [_lens_note(a, lens, _fp8_runs_as(s))] + _padding_note(lens)
     from pcs.engine.lens import baseline_reason
 
     why = baseline_reason(d, a)        # fp8 vs bf16 beside fp16 vs fp8: one 16-bit width, said in the line
@@ -369,13 +369,41 @@ def _padding_note(lens: dict[str, Any]) -> list[str]:
             "the page (docs/hybrid.md)"]
 
 
-def _lens_note(a: str, lens: dict[str, Any]) -> str:
+def _fp8_runs_as(s: dict[str, Any]) -> str | None:
+    """The layout fp8 runs as on the lens' model when the lens sets fp8 beside bf16 and vLLM runs another layout
+    for it (``fp8_ds_mla`` on DeepSeek-V3.2, docs/semantics.md §13); None otherwise or for a model no preset
+    names (a config.json run: the general note)."""
+    lens = s["payload_lens"]
+    if lens["dtype"] == "fp8":
+        return None if lens.get("layout") in (None, "fp8") else lens["layout"]
+    if lens["alt_dtype"] != "fp8":
+        return None
+    from pcs.errors import UserError
+    from pcs.model import get_model
+
+    try:
+        name = get_model(s["model"]).with_dtype("fp8").kv_layout.name
+    except (UserError, KeyError, TypeError):
+        return None
+    return None if name == "fp8" else name
+
+
+def _lens_note(a: str, lens: dict[str, Any], fp8_layout: str | None = None) -> str:
     """The lens' note, worded for the direction of the comparison: a narrower other dtype
-    shrinks the stored bytes, a wider one (bf16 beside an fp8 / nvfp4 run) grows them."""
+    shrinks the stored bytes, a wider one (bf16 beside an fp8 / nvfp4 run) grows them. ``fp8_layout``: the layout
+    fp8 runs as on this model when not plain fp8 (:func:`_fp8_runs_as`), named with this lens' ratios vs bf16
+    (:func:`pcs.report.footprint.fp8_note`, footprint's text) instead of plain fp8's x0.500."""
     narrower = lens["gpu_bytes_per_block"][1] <= lens["gpu_bytes_per_block"][0]
     move = "shrink" if narrower else "grow"
+    fp8 = "vLLM fp8: x0.500 of bf16; fp8_per_token_head, nvfp4: less, pcs footprint shows both"
+    if fp8_layout:
+        from pcs.report.footprint import fp8_note
+
+        keys = ("reference_bytes_per_block", "lower_bytes_per_block", "gpu_bytes_per_block")
+        pairs = [lens[k] if lens["alt_dtype"] == "fp8" else lens[k][::-1] for k in keys]    # (bf16, fp8)
+        fp8 = fp8_note(fp8_layout, *(p[1] / p[0] if p[0] else None for p in pairs))
     return (f"stored bytes {move} with the payload only where the scales sit outside the pages "
-            "(vLLM fp8: x0.500 of bf16; fp8_per_token_head, nvfp4: less, pcs footprint shows both), "
+            f"({fp8}), "
             f"a per-restore setup does not {move}, and the prefill of missed tokens not at all, "
             "so with the hits held fixed TTFT barely moves; a real --dtype "
             f"{a} replay {'also ' if narrower else ''}fits {_ratio(lens['gpu_capacity_blocks'])} the blocks per "

@@ -49,3 +49,26 @@ def test_prose_says_what_the_numbers_show():
     assert "vLLM fp8: x0.500" in " ".join(table.split())
     foot = invoke("footprint", "--model", "llama-3.1-8b", "--tokens", "16", "-q").stdout
     assert "payload halves; in-page scales" in foot and "fp8_per_token_head" in foot
+
+
+def test_lens_note_names_fp8_ds_mla_and_its_ratios_on_deepseek_v32(tmp_path):
+    """DeepSeek-V3.2 runs fp8 as fp8_ds_mla: the lens note names it with its ratios vs bf16, not plain fp8's
+    x0.500 (footprint's text, pcs.report.footprint.fp8_note). By hand, per token per layer over 61 layers:
+    Reference bf16 576 x 2 = 1,152 + indexer 128 fp8 = 1,280 -> 78,080; fp8_ds_mla 512 fp8 + 64 x 2 bf16 rope = 640
+    + 128 = 768 -> 46,848: x0.600. Reserved / Serialized add the indexer's 4 B scale and fp8_ds_mla's 656 B row:
+    bf16 61 x (1,152 + 132) = 78,324, fp8_ds_mla 61 x (656 + 132) = 48,068: 48,068 / 78,324 = x0.614."""
+    import json as _json
+
+    from pcs import replay
+    from pcs.report.replay import lens_rows
+
+    path = tmp_path / "t.jsonl"
+    path.write_text(_json.dumps({"timestamp": 0, "input_length": 1_024, "output_length": 1, "hash_ids": [1, 2]}) + "\n")
+    for dtype in (None, "fp8"):
+        s = replay(str(path), model="deepseek-v3.2", hardware="b200", dtype=dtype).summary.to_dict()
+        note = lens_rows(s)[3][0]
+        assert ("fp8 runs as fp8_ds_mla on this model" in note
+                and "vs bf16: Reference x0.600, Serialized x0.614, Reserved x0.614" in note), note
+        assert "x0.500" not in note
+    s = replay(str(path), model="llama-3.1-70b").summary.to_dict()     # plain fp8: the general text
+    assert "vLLM fp8: x0.500 of bf16" in lens_rows(s)[3][0]
