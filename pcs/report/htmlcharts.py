@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 __all__ = ["Chart", "PALETTE", "DASHES", "SHAPES", "waterfall_chart", "curve_chart", "ttft_chart",
-           "restore_chart", "compare_chart", "compare_curve_chart"]
+           "restore_chart", "compare_chart", "compare_curve_chart", "footprint_chart"]
 
 #: Series colours, in series order: black, orange, blue, grey, vermillion, sky blue (Okabe-Ito; distinct lightness).
 PALETTE = ("#000000", "#e69f00", "#0072b2", "#999999", "#d55e00", "#56b4e9", "#009e73", "#cc79a7")
@@ -358,3 +358,35 @@ def compare_curve_chart(rows: Sequence[dict], chart_id: str = "compare_curve") -
     return Chart(chart_id, title, _spec(title, [_lines("lines", x, y, present, "policy")], {"lines": data}),
                  len(present), "Rows of pcs compare --curve-capacities: each policy replayed at each capacity.")
 
+
+
+#: A footprint's accounting modes as its table names them (label, the component rows' key), docs/semantics.md §13.
+FOOTPRINT_MODES = (("Reference", "reference_bytes"), ("Serialized", "serialized_bytes"),
+                   ("Reserved", "reserved_bytes"), ("Prefix store", "prefix_store_bytes"))
+
+
+def footprint_chart(p: dict, chart_id: str = "footprint") -> Chart | None:
+    """A ``pcs footprint`` payload's table as a figure: one bar per accounting mode (Reference, Serialized, Reserved,
+    Prefix store), stacked by component (a hybrid model's page padding a component, as the table has it), bytes
+    per rank for all the sequences: each bar's top is the table's total of that mode. None without components."""
+    comps = p.get("components") or []
+    if not comps:
+        return None
+    names = [c["name"].replace("page_padding", "page padding") for c in comps]
+    rows = [{"mode": label, "series": n, "y": c[key], "order": i}
+            for label, key in FOOTPRINT_MODES for i, (n, c) in enumerate(zip(names, comps))]
+    colours = PALETTE[1:]       # no black: the bars' outlines stay visible; lightness differs between neighbours
+    layer = {"data": {"name": "bars"}, "mark": {"type": "bar", "tooltip": True, "stroke": "#000", "strokeWidth": 0.5},
+             "encoding": {"x": {"field": "mode", "type": "nominal", "sort": [m for m, _ in FOOTPRINT_MODES],
+                                "title": None, "axis": {"labelAngle": 0}},
+                          "y": _q("y", f"bytes per rank ({p['sequences']:,} sequence{'s' * (p['sequences'] != 1)})",
+                                  stack="zero", axis={"labelExpr": "format(datum.value, '.3~s') + 'B'"}),
+                          "color": {"field": "series", "type": "nominal", "legend": {"title": "component"},
+                                    "scale": {"domain": names, "range": [colours[i % len(colours)]
+                                                                         for i in range(len(names))]}},
+                          "order": {"field": "order", "type": "quantitative"}}}
+    title = f"KV bytes by accounting mode: {p['model']}, {p['tokens']:,} tokens, block {p['block_size']}, tp {p['tp']}"
+    return Chart(chart_id, title, _spec(title, [layer], {"bars": rows}), 1,
+                 "The table's bytes per component in each accounting mode, stacked (docs/semantics.md §13): Reference "
+                 "is the payload, Serialized adds scales and padding in the rows, Reserved the whole blocks a running "
+                 "sequence holds, Prefix store its floor(T/B) full blocks kept as cache objects.")

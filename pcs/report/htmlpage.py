@@ -254,7 +254,7 @@ def build_page(payloads: Sequence[dict], curve: dict | None = None, oracle: dict
                                  [hc.curve_chart(c, (), f"curve{i + 2}")]))
     for i, f in enumerate(by_kind["footprint"]):
         sections.append(_section(f"footprint{i or ''}", f"KV footprint: {f['model']}, {f['tokens']:,} tokens",
-                                 tables=footprint_tables(f)))
+                                 [hc.footprint_chart(f, f"footprint_bytes{i or ''}")], footprint_tables(f)))
     sections = [s for s in sections if s is not None]
     first = payloads[0]
     return {"title": _title(first, payload_kind(first)), "subtitle": _subtitle(runs, by_kind),

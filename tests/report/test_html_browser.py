@@ -80,7 +80,7 @@ def pages(tmp_path_factory) -> dict[str, tuple[Path, dict]]:
 #: the charts each page must draw (ids), in page order
 TIME = ["ts_hit", "ts_resident", "ts_restore", "ts_queue", "ts_backlog", "ts_util"]  # ts_util: compute step
 EXPECTED = {"replay": ["gap", "curve", *TIME, "ttft", "restore"], "compare": ["compare", "compare_curve"],
-            "curve": ["curve"], "footprint": [], "report": ["gap", "curve", *TIME, "ttft", "restore"]}
+            "curve": ["curve"], "footprint": ["footprint_bytes"], "report": ["gap", "curve", *TIME, "ttft", "restore"]}
 
 
 def _not_blank(png: bytes) -> float:
