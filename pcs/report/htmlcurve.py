@@ -32,7 +32,7 @@ __all__ = ["DENSE_POINTS", "replay_curve"]
 DENSE_POINTS = 160
 
 
-def replay_curve(trace: Any, s: dict, *, oracle: bool = True) -> tuple[dict, dict | None]:
+def replay_curve(trace: Any, s: dict, *, oracle: bool = True) -> tuple[dict | None, dict | None]:
     """The curve payload and the oracle of a replay summary ``s`` on ``trace``.
 
     Args:
@@ -47,10 +47,15 @@ def replay_curve(trace: Any, s: dict, *, oracle: bool = True) -> tuple[dict, dic
         ``knee``, ``ceiling_hit_ratio``, ``block_size``, ``trace``) plus
         ``lru_dense`` ([[capacity_blocks, lru_hit_ratio], ...]) and
         ``bytes_per_block`` (the GPU tier's, per TP group); ``oracle`` is
-        ``{"capacity_blocks", "hit_ratio"}`` or None.
+        ``{"capacity_blocks", "hit_ratio"}`` or None. A hybrid model's run (``s["hybrid"]``) gives ``(None, None)``:
+        the one-pass curve and Belady apply the all-full-attention rules and its tiers count pages, not blocks, so
+        they would draw another model's curve with the run's pages as blocks (docs/hybrid.md "Not on hybrid
+        models", as ``pcs curve --model`` refuses one and ``pcs compare --curve-capacities`` leaves them out).
     Raises:
         UserError / InputError: bad trace content; PathError: a trace path missing, a directory or unreadable.
     """
+    if s.get("hybrid"):
+        return None, None
     from pcs.curves.api import DEFAULT_POINTS, capacity_grid, curve, load_accesses, lru_curve
 
     rules = BlockRules(cache_partial_blocks=s["cache_partial_blocks"], recompute_last_token=s["recompute_last_token"])

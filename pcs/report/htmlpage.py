@@ -176,7 +176,10 @@ def _headline(s: dict, oracle: dict | None) -> list[dict]:
 
 
 def _run_marks(s: dict) -> list[dict]:
-    """The run's capacities on the curve: the GPU tier, and all tiers together with the real hit ratio."""
+    """The run's capacities on the curve: the GPU tier, and all tiers together with the real hit ratio; none for a
+    hybrid model's run, whose tiers count pages (no place on a curve's axis of whole-model blocks)."""
+    if s.get("hybrid"):
+        return []
     caps = [t["capacity_blocks"] for t in s["tiers"]]
     marks = [{"label": f"{s['tiers'][0]['name']} {caps[0]:,} blk", "capacity_blocks": caps[0]}]
     if len(caps) > 1:

@@ -55,3 +55,20 @@ def test_hybrid_figures_name_the_run_they_describe():
     assert "in the sequential replay" in gap
     (note,) = [line for line in out.splitlines() if "refused by the hybrid rules" in line]
     assert "hit tokens of this run refused" in note
+
+
+def test_hybrid_page_draws_no_one_pass_curve_nor_pages_as_blocks(tmp_path):
+    # The same 476-page run (above): the one-pass LRU curve and Belady apply the all-full-attention rules, and its
+    # "476" are pages (a block is 7 of them), so the page drew another model's curve with a mark "gpu 476 blk" and
+    # a bytes axis of 41,943,040 B "per block"; now no curve, no oracle and no marks, as pcs curve --model refuses.
+    import json
+
+    from pcs.report.htmlcurve import replay_curve
+    from pcs.report.htmlpage import _run_marks
+    args = ["replay", str(SAMPLE), "--model", "gemma-3-27b", "--tier", "gpu=20GB", "--tier", "cpu=100GB", "-q"]
+    s = json.loads(CliRunner().invoke(cli, args + ["--format", "json"]).stdout)
+    assert replay_curve(str(SAMPLE), s) == (None, None) and _run_marks(s) == []
+    page = tmp_path / "g.html"
+    assert CliRunner().invoke(cli, args + ["--html", str(page)]).exit_code == 0
+    text = page.read_text()
+    assert 'data-chart="curve"' not in text and "476 blk" not in text
