@@ -1422,11 +1422,14 @@ static PyObject *finish_max(const Sched *s) {
     return PyFloat_FromDouble(m);
 }
 
-/* the SchedulerCounters fields, the ledger's peak and tier hits, per tier its link's counters, the latest finish */
+/* the SchedulerCounters fields, the ledger's peak and tier hits, per tier its link's counters, the latest finish;
+ * busy_per_s an array('d') of the bins (one copy of the doubles: no float object per bin to make, read back by
+ * numpy and free; pcs.engine.schedstats.SchedulerCounters holds the same type) */
 static PyObject *sched_counters(Sched *s, PyObject *unused) {
-    PyObject *bins = PyList_New(s->nbins), *th = PyList_New(s->T), *lk = PyList_New(s->T);
+    PyObject *bins = PyObject_CallFunction(array_type, "sy#", "d", s->bins ? (const char *)s->bins : "",
+                                           (Py_ssize_t)sizeof(double) * s->nbins);
+    PyObject *th = PyList_New(s->T), *lk = PyList_New(s->T);
     if (!bins || !th || !lk) { Py_XDECREF(bins); Py_XDECREF(th); Py_XDECREF(lk); return NULL; }
-    for (Py_ssize_t i = 0; i < s->nbins; i++) PyList_SET_ITEM(bins, i, PyFloat_FromDouble(s->bins[i]));
     for (int j = 0; j < s->T; j++) {
         Link *k = &s->links[j];
         PyList_SET_ITEM(th, j, PyLong_FromLongLong(s->tier_hits[j]));

@@ -8,6 +8,7 @@ equals the sum of their end-to-end latencies, which the tests check.
 """
 from __future__ import annotations
 
+from array import array
 from dataclasses import field
 
 import numpy as np
@@ -66,7 +67,8 @@ class SchedulerCounters:
         prefill_steps: steps holding at least one prefill chunk.
         busy_s: sum of step times (stalls included).
         stall_s: time steps waited for layer-wise restores.
-        busy_per_s: busy seconds per ``bin_s``-second bin from ``origin_s``.
+        busy_per_s: busy seconds per ``bin_s``-second bin from ``origin_s`` (``array('d')``: the compiled loop
+            hands its bins over as one buffer, pcs/engine/_stepsched.c ``counters``).
         origin_s: the first arrival.
         end_s: when the last request finished.
         preemptions: preemptions (a request may count several).
@@ -86,7 +88,7 @@ class SchedulerCounters:
     prefill_steps: int = 0
     busy_s: float = 0.0
     stall_s: float = 0.0
-    busy_per_s: list[float] = field(default_factory=list)
+    busy_per_s: array = field(default_factory=lambda: array("d"))
     origin_s: float = 0.0
     end_s: float = 0.0
     preemptions: int = 0
@@ -138,20 +140,24 @@ class SchedulerCounters:
     def _fold(self) -> None:
         """1-second bins -> COARSE_S-second bins (sums of COARSE_S consecutive ones)."""
         fine = self.busy_per_s
-        self.busy_per_s = [sum(fine[i:i + COARSE_S]) for i in range(0, len(fine), COARSE_S)]
+        self.busy_per_s = array("d", [sum(fine[i:i + COARSE_S]) for i in range(0, len(fine), COARSE_S)])
         self.bin_s = COARSE_S
 
 
-def utilisation_bins(busy_per_s: list, span_s: float, bin_s: int = 1) -> tuple[int, list]:
+def utilisation_bins(busy_per_s, span_s: float, bin_s: int = 1) -> tuple[int, list]:
     """(bin width in seconds, busy share per bin) with at most :data:`MAX_BINS` bins over ``span_s``
-    (more only past 60 days, at 1 day each); ``busy_per_s`` holds busy seconds per ``bin_s``-second bin."""
+    (more only past 60 days, at 1 day each); ``busy_per_s`` holds busy seconds per ``bin_s``-second bin
+    (``array('d')``, read in place; or any sequence of floats)."""
     width = next((w for w in _NICE_S if span_s / w <= MAX_BINS), _NICE_S[-1])
     width = max(width, bin_s)                    # bin_s > 1 only when span_s > FINE_LIMIT_S: width >= 3600
     n = max(1, int(np.ceil(span_s / width))) if span_s > 0 else 1
     per = width // bin_s
     per_s = np.zeros(n * per)
     m = min(len(busy_per_s), len(per_s))
-    per_s[:m] = np.fromiter(busy_per_s, np.float64, m)   # the same floats, a quarter fewer instructions than a slice
+    if m and isinstance(busy_per_s, array) and busy_per_s.typecode == "d":
+        per_s[:m] = np.frombuffer(busy_per_s, np.float64, m)   # the same doubles, no float object read
+    elif m:
+        per_s[:m] = np.fromiter(busy_per_s, np.float64, m)
     return width, [round(float(v), 6) for v in per_s.reshape(n, per).sum(axis=1) / width]
 
 

@@ -105,6 +105,7 @@ def _assert_same(py, c):
         assert np.array_equal(a, b, equal_nan=a.dtype.kind == "f"), name
     assert pr.ledger == cr.ledger
     assert pe.stats == ce.stats
+    assert pe.stats.busy_per_s.typecode == ce.stats.busy_per_s.typecode == "d"   # one buffer each, no floats
     assert json.dumps(pr.sampler.rows) == json.dumps(cr.sampler.rows)
     assert pr.sampler.step_s == cr.sampler.step_s
     assert [len(t.resident) for t in pe.h.tiers] == [len(t.resident) for t in ce.h.tiers]

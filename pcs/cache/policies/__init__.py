@@ -241,10 +241,20 @@ def needs_context(name: str) -> tuple[str, ...]:
     return tuple(get_policy(name).needs)
 
 
-def _params(name: str) -> list[inspect.Parameter]:
-    params = inspect.signature(get_policy(name).__init__).parameters.values()
-    return [p for p in params if p.name not in ("self", "capacity_blocks", "context")
-            and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+#: a policy constructor -> its options (:func:`_params`), read once: ``inspect.signature`` costs ~0.3 ms a call and
+#: a replay asks ~12 times (docs/performance.md "A replay's fixed costs"). Keyed by the ``__init__`` function
+#: itself, not the class, so a class whose ``__init__`` is replaced is read again.
+_PARAMS: dict[Any, tuple[inspect.Parameter, ...]] = {}
+
+
+def _params(name: str) -> tuple[inspect.Parameter, ...]:
+    init = get_policy(name).__init__
+    params = _PARAMS.get(init)
+    if params is None:
+        params = _PARAMS[init] = tuple(p for p in inspect.signature(init).parameters.values()
+                                       if p.name not in ("self", "capacity_blocks", "context")
+                                       and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD))
+    return params
 
 
 def policy_options(name: str) -> tuple[str, ...]:
