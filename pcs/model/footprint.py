@@ -44,7 +44,7 @@ from dataclasses import field
 from typing import Any, Callable
 
 from pcs.argcheck import MAX_BLOCK_SIZE, MAX_COUNT, MAX_TOKENS, check_int
-from pcs.errors import UserError
+from pcs.errors import ArgumentTypeError, UserError
 from pcs.model.components import KVComponent
 from pcs.model.spec import ModelSpec, check_mode
 from pcs._dataclass import dataclass
@@ -388,6 +388,7 @@ def footprint(model: ModelSpec | str, tokens: int, block_size: int = 16, dtype: 
     Raises:
         UserError: (:class:`pcs.errors.UserError`, a ValueError; an unknown name as its
             :class:`pcs.errors.UnknownNameError`) bad tokens, block size, sequences or dtype.
+        ArgumentTypeError: ``tp`` not an integer (a bool included).
     """
     tokens = check_int(tokens, "tokens", lo=0, hi=MAX_TOKENS)      # --tokens' range
     block_size = _check_block_size(block_size)
@@ -422,7 +423,13 @@ def footprint(model: ModelSpec | str, tokens: int, block_size: int = 16, dtype: 
 
 
 def _split(model: ModelSpec, tp: int | None) -> ModelSpec:
-    """``model`` over ``tp`` ranks (``tp=`` of :func:`footprint`): unchanged for None or its own TP."""
+    """``model`` over ``tp`` ranks (``tp=`` of :func:`footprint`): unchanged for None or its own TP.
+
+    Raises:
+        ArgumentTypeError: ``tp`` not an integer (``True`` is not read as 1).
+    """
+    if isinstance(tp, bool) or not (tp is None or isinstance(tp, int)):
+        raise ArgumentTypeError(f"tp must be an integer, got {tp!r} ({type(tp).__name__})")
     if tp is None or tp == model.tp:
         return model
     tp = check_int(tp, "tp", lo=1, hi=MAX_COUNT)
