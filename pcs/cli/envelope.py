@@ -235,7 +235,9 @@ def envelope(fmt: str, quiet: bool, **kw: Any) -> None:
     scope = _scope(kw, result, times)
     payload.update(scope)
     payload["notes"] = envelope_notes(result, {**times, **scope})    # every note the text prints
-    emit(payload, fmt, lambda: render_envelope(result, {**times, **scope, "block_size": kw["block_size"]}))
+    named = {} if link is None else {"link": link.name, "overhead_from": None if kw["overhead"] is not None
+                                     else f"--link {link.name}'s setup"}
+    emit(payload, fmt, lambda: render_envelope(result, {**times, **scope, "block_size": kw["block_size"], **named}))
 
 
 def _link(kw: dict[str, Any], table: Any) -> Any:

@@ -68,3 +68,15 @@ def test_a_hardware_file_link_iops_is_held_to_plausible_figures(tmp_path, text, 
 def test_footprint_tp_refuses_a_non_integer(tp):
     with pytest.raises(ArgumentTypeError, match="tp must be an integer"):
         pcs.footprint("llama-3.1-8b", 1000, tp=tp)
+
+
+def test_envelope_text_names_the_link_preset_on_its_row_and_as_the_overhead_source():
+    """--link pcie-gen5-x16 is 50 GB/s with a 10 us setup (pcs.hardware.LINKS); beside --bandwidth 50GB/s the
+    two rows carry the same figures, the link's marked; the overhead is the link's setup, said so."""
+    r = CliRunner().invoke(cli, [*ENV[:-2], "--link", "pcie-gen5-x16", "--bandwidth", "50GB/s"])
+    assert r.exit_code == 0, r.output
+    assert "overhead 10.00 us (--link pcie-gen5-x16's setup);" in r.output
+    rows = [ln.strip() for ln in r.output.splitlines() if "GB/s" in ln and "us" in ln and "note" not in ln]
+    assert [ln.split("  ")[0] for ln in rows] == ["50.00 GB/s", "50.00 GB/s (--link pcie-gen5-x16)"], rows
+    r = CliRunner().invoke(cli, [*ENV[:-2], "--link", "pcie-gen5-x16", "--overhead", "1ms"])
+    assert r.exit_code == 0 and "overhead 1.00 ms;" in r.output and "'s setup" not in r.output, r.output
