@@ -41,6 +41,8 @@ __all__ = [
 #: later deep in a replay. 1 GFLOP/s is 10^5 below an A100's 312e12; 1e21 FLOP/s is 10^5 above a B200's
 #: dense FP8 peak; 1 MB/s of HBM is 10^6 below any GPU here (presets in this module).
 MIN_FLOPS, MAX_FLOPS, MIN_HBM_BPS = 1e9, 1e21, 1e6
+#: a link's IOPS figure: at least 1 operation/s; its I/O size at least a 512 B sector (docs/semantics.md §16)
+MIN_IOPS, MIN_IO_SIZE = 1.0, 512
 
 
 def _check_range(name: str, field_name: str, value: float | None, low: float, high: float, unit: str) -> None:
@@ -141,6 +143,13 @@ class LinkSpec:
         _check_positive(self.name, "io_size_bytes", self.io_size_bytes, allow_none=True)
         if (self.iops is None) != (self.io_size_bytes is None):
             raise UserError(f"{self.name}: iops and io_size_bytes must be given together")
+        if self.iops is not None:
+            _check_range(self.name, "iops", self.iops, MIN_IOPS, math.inf, "operations/s")
+            _check_range(self.name, "io_size_bytes", self.io_size_bytes, MIN_IO_SIZE, math.inf, "bytes")
+            if self.iops * self.io_size_bytes > 2**63 - 1:   # the bound of every bandwidth (pcs.units), as budget's
+                raise UserError(f"{self.name}: iops {self.iops:g} x io_size_bytes {self.io_size_bytes:,} = "
+                                f"{self.iops * self.io_size_bytes:.4g} bytes/s, more than 2^63 - 1 bytes/s: give a "
+                                "smaller IOPS or I/O size")
 
     @property
     def iops_bps(self) -> float | None:
@@ -309,6 +318,7 @@ _PLAUSIBLE = {
     "hbm_bps": (lambda v: v >= 1e6, "an HBM bandwidth under 1 MB/s", "{v}GB/s"),
     "bandwidth_bps": (lambda v: v >= 1e6, "a link under 1 MB/s", "{v}GB/s"),
     "setup_s": (lambda v: v <= 1, "a setup over 1 s per transfer", "{v}us or {v}ms"),
+    "io_size_bytes": (lambda v: v >= MIN_IO_SIZE, "an I/O size under a 512 B sector", "{v}KiB"),
 }
 
 

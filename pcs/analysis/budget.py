@@ -148,6 +148,19 @@ def total(workloads: Iterable[Workload], name: str = "all together") -> Workload
     return Workload(name, *need)
 
 
+def name_problem(name: Any) -> str | None:
+    """Why ``name`` cannot name a workload (its row is told apart by it), or None: it must be text, not blank,
+    on one line (no newline or other control character).
+
+    ``"A"`` -> None; ``""`` -> ``expected a non-empty text name, got ''``.
+    """
+    if not isinstance(name, str) or not name.strip():
+        return f"expected a non-empty text name, got {name!r}"
+    if any(ord(c) < 32 or ord(c) == 127 for c in name):
+        return f"expected a name on one line (no newline or control character), got {name!r}"
+    return None
+
+
 def parse_workload(text: str) -> Workload:
     """Parse ``NAME:CAPACITY:BANDWIDTH``, e.g. ``"A:30GB:1000GB/s"``.
 
@@ -158,6 +171,8 @@ def parse_workload(text: str) -> Workload:
     if len(parts) != 3 or not parts[0].strip():
         raise UserError(f"invalid workload {text!r}: expected NAME:CAPACITY:BANDWIDTH such as A:30GB:1000GB/s")
     name, cap, bw = (p.strip() for p in parts)
+    if name_problem(name):
+        raise UserError(f"invalid workload {text!r}: {name_problem(name)}")
     return Workload(name, units.parse_bytes(units.require_unit(cap, "workload", "size", shown=str(text))),
                     units.parse_bandwidth(units.require_unit(bw, "workload", "bandwidth", shown=str(text))))
 
@@ -173,16 +188,23 @@ def _unit_size(field: str, lo: int = 0) -> Any:
     return parse
 
 
-def _unit_bandwidth(field: str) -> Any:
-    """A parser for a file's bandwidth field: a unit required (docs/semantics.md §16)."""
-    return lambda value: units.parse_bandwidth(units.require_unit(value, field, "bandwidth"))
+def _unit_bandwidth(field: str, positive: bool = False) -> Any:
+    """A parser for a file's bandwidth field: a unit required (docs/semantics.md §16); > 0 when ``positive``
+    (a device's, refused here so the message names the file and the field, as ``capacity_have``'s does)."""
+    def parse(value: Any) -> float:
+        bw = units.parse_bandwidth(units.require_unit(value, field, "bandwidth"))
+        if positive and not bw > 0:
+            raise UserError(f"must be > 0 (a device that moves nothing serves no workload), got {value!r}")
+        return bw
+    return parse
 
 
 _NEED_KEYS = {"capacity_need": _unit_size("capacity_need"), "bandwidth_need": _unit_bandwidth("bandwidth_need")}
-_DEVICE_KEYS = {"capacity_have": _unit_size("capacity_have", lo=1), "bandwidth_have": _unit_bandwidth("bandwidth_have")}
+_DEVICE_KEYS = {"capacity_have": _unit_size("capacity_have", lo=1),
+                "bandwidth_have": _unit_bandwidth("bandwidth_have", positive=True)}
 
 
-def load_workloads(path: str | Path) -> tuple[dict[str, Any], list[Workload]]:
+def load_workloads(path: str | Path, auto: list[int] | None = None) -> tuple[dict[str, Any], list[Workload]]:
     """Read workloads (and optionally the device) from a TOML or JSON file.
 
     Format (TOML; JSON the same shape, ``workloads`` a list of objects)::
@@ -197,7 +219,8 @@ def load_workloads(path: str | Path) -> tuple[dict[str, Any], list[Workload]]:
 
     Values are sizes/bandwidths with units (``0`` needs none): the field names carry no unit, so a plain
     ``30`` is refused rather than read as 30 bytes (docs/semantics.md §16). Give ``workload`` or
-    ``workloads``, not both; a ``name`` is non-empty text.
+    ``workloads``, not both; a ``name`` is non-empty text on one line (:func:`name_problem`); an entry without
+    one is named ``w<N>`` (N from 1) and its index appended to ``auto`` when given.
 
     Returns:
         (device, workloads): device maps ``capacity_have_bytes`` /
@@ -221,13 +244,14 @@ def load_workloads(path: str | Path) -> tuple[dict[str, Any], list[Workload]]:
     if "workload" in data and "workloads" in data:  # one list would be dropped silently, its verdict with it
         raise InputError(str(path), None, "workloads", "give workload or workloads, not both "
                          "([[workload]] in TOML, \"workloads\": [...] in JSON)")
-    raw = data.get("workload", data.get("workloads"))
+    key = "workloads" if "workloads" in data else "workload"     # the messages name the key the user wrote
+    raw = data.get(key)
     if not isinstance(raw, list) or not raw:
-        raise InputError(str(path), None, "workload", "expected a non-empty list of workloads "
+        raise InputError(str(path), None, key, "expected a non-empty list of workloads "
                          "([[workload]] in TOML, \"workloads\": [...] in JSON)")
     workloads = []
     for i, entry in enumerate(raw):
-        where = f"workload[{i}]"
+        where = f"{key}[{i}]"
         if not isinstance(entry, dict):
             raise InputError(str(path), None, where, "must be a table/object")
         refuse_unknown_keys(path, where, entry, ("name", *_NEED_KEYS))
@@ -235,8 +259,10 @@ def load_workloads(path: str | Path) -> tuple[dict[str, Any], list[Workload]]:
         if missing:
             raise InputError(str(path), None, where, f"missing {', '.join(missing)}")
         name = entry.get("name", f"w{i + 1}")
-        if not isinstance(name, str) or not name.strip():
-            raise InputError(str(path), None, f"{where}.name", f"expected a non-empty text name, got {name!r}")
+        if "name" not in entry and auto is not None:
+            auto.append(i)
+        if name_problem(name):
+            raise InputError(str(path), None, f"{where}.name", name_problem(name))
         cap = _field(path, f"{where}.capacity_need", _NEED_KEYS["capacity_need"], entry["capacity_need"])
         bw = _field(path, f"{where}.bandwidth_need", _NEED_KEYS["bandwidth_need"], entry["bandwidth_need"])
         workloads.append(Workload(name, cap, bw))

@@ -7,7 +7,7 @@ import click
 
 from pcs import units
 from pcs.analysis.budget import (RATIO_NOTE, BudgetResult, Workload, average_bandwidth_bps, iops_bandwidth_bps,
-                        load_workloads, parse_workload, total, transfer_time_s)
+                        load_workloads, name_problem, parse_workload, total, transfer_time_s)
 from pcs.analysis.budget import budget as budget_of  # not `from pcs.analysis import budget`: pcs may re-export the function
 from pcs.cli.common import PcsUsageError, command, emit, format_option, quiet_option
 from pcs.cli.params import option_bandwidth, option_size
@@ -68,17 +68,23 @@ def _need_bandwidth(text: str) -> float:
 def _workloads(kw: dict[str, Any]) -> tuple[dict[str, Any], list[Workload]]:
     device: dict[str, Any] = {}
     workloads: list[Workload] = []
+    auto: list[int] = []
     if kw["workloads_file"]:
-        device, workloads = load_workloads(kw["workloads_file"])
+        device, workloads = load_workloads(kw["workloads_file"], auto)
+    auto_names = {workloads[i].name for i in auto}
     if _pair(kw["capacity_need"], kw["bandwidth_need"], "--capacity-need and --bandwidth-need"):
+        if name_problem(kw["name"]):
+            raise UserError(f"--name: {name_problem(kw['name'])}")
         workloads.insert(0, Workload(kw["name"], option_size(kw["capacity_need"], "--capacity-need"),
                                      _need_bandwidth(kw["bandwidth_need"])))
     workloads.extend(parse_workload(w) for w in kw["workload"])
     names = [w.name for w in workloads]
     twice = sorted({n for n in names if names.count(n) > 1})
     if twice:
-        raise UserError(f"workload name {twice[0]!r} given more than once (--name, --workload, --workloads); "
-                         "give each workload its own name: the rows are told apart by it")
+        why = (f" (the name {twice[0]} was given by default to the --workloads file's unnamed workload)"
+               if twice[0] in auto_names else "")
+        raise UserError(f"workload name {twice[0]!r} given more than once (--name, --workload, --workloads){why}; "
+                        "give each workload its own name: the rows are told apart by it")
     if kw["capacity_have"] is not None:
         device["capacity_have_bytes"] = option_size(kw["capacity_have"], "--capacity-have", lo=1)
     if kw["bandwidth_have"] is not None:

@@ -298,8 +298,25 @@ def _refuse_repeated_options(cmd: click.Command, ctx: click.Context, args: list[
         if not isinstance(p, click.Option) or p.multiple or p.count or p.is_flag:
             continue
         if p.name in seen:
-            raise click.UsageError(f"{max(p.opts, key=len)} was given more than once; it takes one value", ctx)
+            raise click.UsageError(f"{_typed(p, args)} was given more than once; it takes one value", ctx)
         seen.add(p.name)
+
+
+def typed_flag(*names: str) -> str:
+    """Which of ``names`` (one option's spellings, ``"--overhead", "--setup"``) the command line used, for a
+    message naming the flag as typed; the first name when none is known (an API call, no context).
+    """
+    ctx = click.get_current_context(silent=True)
+    typed = ctx.meta.get("pcs.typed", []) if ctx is not None else []
+    return next((a for a in reversed(typed) if a in names), names[0])
+
+
+def _typed(p: click.Option, args: list[str]) -> str:
+    """The long spellings of ``p`` the command line used (``--setup``, ``--overhead/--setup``), else its longest
+    name: an option with an alias is named as typed."""
+    longs = [o for o in p.opts if o.startswith("--")]
+    typed = list(dict.fromkeys(a.split("=", 1)[0] for a in args if a.split("=", 1)[0] in longs))
+    return "/".join(typed) if len(longs) > 1 and typed else max(p.opts, key=len)
 
 
 class PcsCommand(click.Command):
@@ -324,6 +341,7 @@ class PcsCommand(click.Command):
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         _refuse_repeated_options(self, ctx, args)
+        ctx.meta["pcs.typed"] = [a.split("=", 1)[0] for a in args if a.startswith("--")]   # see typed_flag
         return super().parse_args(ctx, args)
 
     def invoke(self, ctx: click.Context) -> Any:

@@ -7,7 +7,7 @@ from typing import Any
 import click
 
 from pcs.analysis.envelope import envelope as envelope_lib, restore_for_tokens, restored_tokens
-from pcs.cli.common import RegistryChoice, command, emit, format_option, quiet_option
+from pcs.cli.common import RegistryChoice, command, emit, format_option, quiet_option, typed_flag
 from pcs.cli.params import MAX_BLOCK_SIZE, MAX_TOKENS, MAX_TP, Aliased, Choice, Float, Int, option_bandwidth, option_duration, option_size
 from pcs.cli.presets import gpu_options, hardware_file_option, hardware_table, refuse_unused, resolve_gpu
 from pcs.errors import UserError
@@ -226,7 +226,7 @@ def envelope(fmt: str, quiet: bool, **kw: Any) -> None:
     link = _link(kw, table)
     bandwidths = [option_bandwidth(b, "--bandwidth") for b in kw["bandwidths"]]
     bandwidths += [link.bandwidth_bps] if link is not None else []
-    overhead = option_duration(kw["overhead"], "--overhead") \
+    overhead = option_duration(kw["overhead"], typed_flag("--overhead", "--setup")) \
         if kw["overhead"] is not None else (link.setup_s if link is not None else 0.0)
     result = envelope_lib(d, times["full_prefill_s"], times["remaining_s"], overhead, bandwidths, overlap_s=overlap)
     payload = result.to_dict()
@@ -235,7 +235,9 @@ def envelope(fmt: str, quiet: bool, **kw: Any) -> None:
     scope = _scope(kw, result, times)
     payload.update(scope)
     payload["notes"] = envelope_notes(result, {**times, **scope})    # every note the text prints
-    emit(payload, fmt, lambda: render_envelope(result, {**times, **scope, "block_size": kw["block_size"]}))
+    named = {} if link is None else {"link": link.name, "overhead_from": None if kw["overhead"] is not None
+                                     else f"--link {link.name}'s setup"}
+    emit(payload, fmt, lambda: render_envelope(result, {**times, **scope, "block_size": kw["block_size"], **named}))
 
 
 def _link(kw: dict[str, Any], table: Any) -> Any:

@@ -113,7 +113,24 @@ def resolve_gpu(kwargs: dict[str, Any], table: HardwareTable | None = None) -> G
         if given:
             raise UserError(f"--{given[0].replace('_', '-')} needs --gpu NAME (the preset it overrides)")
         return None
-    return override(get_gpu(name, table), note="overridden on the command line", **changes)
+    return _named(_GPU_OVERRIDES, changes, lambda: override(get_gpu(name, table), note="overridden on the "
+                                                            "command line", **changes))
+
+
+def _named(overrides: dict[str, tuple[str, str]], changes: dict[str, Any], build: Callable) -> Any:
+    """``build()``, a refusal of a figure given on the command line naming the flag typed (``--hbm-capacity 0GB``
+    said ``h100-sxm: hbm_bytes must be an int > 0``).
+
+    Raises:
+        UserError: ``--hbm-capacity '0GB': h100-sxm: hbm_bytes must be an int > 0, got 0``.
+    """
+    try:
+        return build()
+    except UserError as exc:
+        for opt, (spec_field, _) in overrides.items():
+            if changes.get(spec_field) is not None and spec_field in str(exc):
+                raise UserError(f"--{opt.replace('_', '-')} {changes[spec_field]!r}: {exc}") from None
+        raise
 
 
 def resolve_link(kwargs: dict[str, Any], table: HardwareTable | None = None) -> LinkSpec | None:
@@ -132,10 +149,12 @@ def resolve_link(kwargs: dict[str, Any], table: HardwareTable | None = None) -> 
             if any(v is not None for v in changes.values()):
                 raise UserError("--link-setup/--link-iops/--link-io-size need --link NAME or --link-bandwidth")
             return None
-        bandwidth = units.parse_bandwidth(changes.pop("bandwidth_bps"))
+        bandwidth = units.parse_bandwidth(changes["bandwidth_bps"])
         base = LinkSpec("custom", bandwidth, 0.0, None, None, "given on the command line")
-        return override(base, note="set on the command line", **changes)
-    return override(get_link(name, table), note="overridden on the command line", **changes)
+        rest = {k: v for k, v in changes.items() if k != "bandwidth_bps"}
+        return _named(_LINK_OVERRIDES, changes, lambda: override(base, note="set on the command line", **rest))
+    return _named(_LINK_OVERRIDES, changes, lambda: override(get_link(name, table), note="overridden on the "
+                                                             "command line", **changes))
 
 
 @command()

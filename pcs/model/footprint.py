@@ -44,7 +44,7 @@ from dataclasses import field
 from typing import Any, Callable
 
 from pcs.argcheck import MAX_BLOCK_SIZE, MAX_COUNT, MAX_TOKENS, check_int
-from pcs.errors import UserError
+from pcs.errors import ArgumentTypeError, UserError
 from pcs.model.components import KVComponent
 from pcs.model.spec import ModelSpec, check_mode
 from pcs._dataclass import dataclass
@@ -316,7 +316,11 @@ def _padding_row(model: ModelSpec, tokens: int, block_size: int, sequences: int)
     """A hybrid model's page padding as a component row (None when it has none): the pages a replay counts
     (:func:`hybrid_pages`) minus the components' bytes, per group block (:func:`page_padding_per_block`), for the
     blocks each mode holds: Reserved, a running sequence's reserved blocks of each group (one slot for a state);
-    Prefix store, floor(T/B) blocks of every group (a state per block, as the state row counts it)."""
+    Prefix store, floor(T/B) blocks of every group (a state per block, as the state row counts it).
+    ``reserved_blocks``: the blocks of the padded groups a running sequence reserves (one padded group: Reserved =
+    reserved_blocks x its padding per block). Reference and Serialized are 0: they count the tokens held,
+    token-exact, with no pages to pad (a component's Serialized is not its blocks x B/block either); B/block
+    (``serialized_bytes_per_block``) is the padding a stored whole block carries."""
     plans = [hybrid_pages(model, block_size, m) for m in ("serialized", "reserved")]
     if plans[0] is None:
         return None
@@ -330,7 +334,8 @@ def _padding_row(model: ModelSpec, tokens: int, block_size: int, sequences: int)
         "name": PAGE_PADDING, "layers": 0, "dtype": model.kv_dtype, "layout": "-",
         "describe": "whole pages of vLLM's uniform page size (docs/semantics.md §13.1)", "tokens_held": 0,
         "reference_bytes_per_token": 0, "serialized_bytes_per_token": 0, "fixed_bytes_per_sequence": 0,
-        "reference_bytes_per_block": 0, "serialized_bytes_per_block": sum(pads[0]), "reserved_blocks": 0}
+        "reference_bytes_per_block": 0, "serialized_bytes_per_block": sum(pads[0]),
+        "reserved_blocks": sum(n for n, p in zip(held, pads[1]) if p)}    # the held blocks whose pages pad
     row.update({"reference_bytes": 0, "serialized_bytes": 0,
                 "reserved_bytes": sum(n * p for n, p in zip(held, pads[1])) * sequences,
                 "prefix_store_bytes": full * sum(pads[0]) * sequences,
@@ -388,6 +393,7 @@ def footprint(model: ModelSpec | str, tokens: int, block_size: int = 16, dtype: 
     Raises:
         UserError: (:class:`pcs.errors.UserError`, a ValueError; an unknown name as its
             :class:`pcs.errors.UnknownNameError`) bad tokens, block size, sequences or dtype.
+        ArgumentTypeError: ``tp`` not an integer (a bool included).
     """
     tokens = check_int(tokens, "tokens", lo=0, hi=MAX_TOKENS)      # --tokens' range
     block_size = _check_block_size(block_size)
@@ -422,7 +428,13 @@ def footprint(model: ModelSpec | str, tokens: int, block_size: int = 16, dtype: 
 
 
 def _split(model: ModelSpec, tp: int | None) -> ModelSpec:
-    """``model`` over ``tp`` ranks (``tp=`` of :func:`footprint`): unchanged for None or its own TP."""
+    """``model`` over ``tp`` ranks (``tp=`` of :func:`footprint`): unchanged for None or its own TP.
+
+    Raises:
+        ArgumentTypeError: ``tp`` not an integer (``True`` is not read as 1).
+    """
+    if isinstance(tp, bool) or not (tp is None or isinstance(tp, int)):
+        raise ArgumentTypeError(f"tp must be an integer, got {tp!r} ({type(tp).__name__})")
     if tp is None or tp == model.tp:
         return model
     tp = check_int(tp, "tp", lo=1, hi=MAX_COUNT)

@@ -83,11 +83,42 @@ def _is_moe_layer(f: Fields, layer: int) -> bool:
 
 def _experts(f: Fields) -> int:
     """The routed-expert count (0: a dense model): the first of ``n_routed_experts``, ``num_experts``,
-    ``num_local_experts`` given non-null, read as every config integer is (:meth:`Fields.int`: 0..2^20)."""
+    ``num_local_experts`` given non-null, read as every config integer is (:meth:`Fields.int`: 0..2^20).
+
+    Raises:
+        InputError: the count is 0 while a top-k of 1 or more is given (docs/models.md: a routed top-k needs
+            experts to route to), or malformed.
+    """
     for key in ("n_routed_experts", "num_experts", "num_local_experts"):
         if f.cfg.get(key) is not None:
-            return f.int(key, minimum=0)
+            n = f.int(key, minimum=0)
+            k = next(((kk, f.cfg[kk]) for kk in _TOP_K if f.cfg.get(kk) is not None), None)
+            if n == 0 and k is not None and type(k[1]) is int and k[1] > 0:
+                raise InputError(f.path, None, key, f"is 0 but {k[0]} routes each token to {k[1]} experts: give "
+                                 "the routed-expert count, or drop the top-k for a dense model")
+            return n
     return 0
+
+
+#: the top-k keys, first given wins (HF: num_experts_per_tok; gpt-oss: experts_per_token)
+_TOP_K = ("num_experts_per_tok", "experts_per_token")
+
+
+def _top_k(f: Fields, experts: int, ekey: str) -> int:
+    """Experts each token is routed to: the first of :data:`_TOP_K` given, an integer in [1, ``experts``].
+
+    Raises:
+        InputError: neither key given (pcs does not guess a top-k, docs/models.md), 0, or above ``experts``.
+    """
+    key = next((k for k in _TOP_K if f.get(k) is not None), None)
+    if key is None:
+        raise InputError(f.path, None, _TOP_K[0], f"missing: the model has {experts} routed experts ({ekey}) "
+                         "but no top-k (num_experts_per_tok or experts_per_token); pcs does not guess it")
+    k = f.int(key, minimum=1)
+    if k > experts:
+        raise InputError(f.path, None, key, f"routes each token to {k} experts but the model has "
+                         f"{experts}: top-k must be <= the expert count")
+    return k
 
 
 def _mlp_params(f: Fields, h: int, layer: int, kind: str) -> tuple[int, int]:
@@ -99,11 +130,8 @@ def _mlp_params(f: Fields, h: int, layer: int, kind: str) -> tuple[int, int]:
         p = 3 * h * f.int("intermediate_size")
         return p, p
     mi = f.int("moe_intermediate_size", default=0, minimum=0) or f.int("intermediate_size")
-    k = f.int("num_experts_per_tok", default=0, minimum=0) or f.int("experts_per_token", default=1)
-    if k > experts:
-        key = "num_experts_per_tok" if f.int("num_experts_per_tok", default=0, minimum=0) else "experts_per_token"
-        raise InputError(f.path, None, key, f"routes each token to {k} experts but the model has "
-                         f"{experts}: top-k must be <= the expert count")
+    ekey = next(k for k in ("n_routed_experts", "num_experts", "num_local_experts") if f.cfg.get(k) is not None)
+    k = _top_k(f, experts, ekey)
     shared = 3 * h * mi * f.int("n_shared_experts", default=0, minimum=0)
     shared += 3 * h * f.int("shared_expert_intermediate_size", default=0, minimum=0)
     router = h * experts

@@ -39,20 +39,24 @@ def render_envelope(r: EnvelopeResult, extra: dict[str, Any]) -> str:
             seconds, bytes/s).
         extra: where T_full and T_remaining came from: ``full_prefill_from``,
             ``remaining_from`` (text); optionally what D covers: ``restore_bytes_scope`` (``per_rank``:
-            one GPU's share, read over its own link; ``given``), ``tp``.
+            one GPU's share, read over its own link; ``given``), ``tp``; ``link``, the ``--link`` preset whose
+            bandwidth is the last row (marked ``(--link NAME)``, so a ``--bandwidth`` of the same figure is told
+            apart), and ``overhead_from`` when the overhead is its setup.
     Returns:
         The table with its title and notes, no trailing newline.
     """
     title = (f"restore {units.format_bytes(r.restore_bytes)}{_scope_text(r, extra)}; full prefill {units.format_duration(r.full_prefill_s)} "
              f"({extra['full_prefill_from']}); remaining {units.format_duration(r.remaining_s)} "
-             f"({extra['remaining_from']}); overhead {units.format_duration(r.overhead_s)}; "
+             f"({extra['remaining_from']}); overhead {units.format_duration(r.overhead_s)}"
+             + (f" ({extra['overhead_from']})" if extra.get("overhead_from") else "") + "; "
              f"margin T_full - T_remaining - T_overhead = {units.format_duration(r.margin_s)}")
     headers = ["bandwidth", "read D/B", "cached path", "net saved", "verdict"]
     if r.overlap_s is not None:
         headers.append(f"exposed wait (W = {units.format_duration(r.overlap_s)})")
     body = []
-    for row in r.rows:
-        cells = [units.format_bandwidth(row.bandwidth_bps), units.format_duration(row.read_s),
+    for i, row in enumerate(r.rows):
+        mark = f" (--link {extra['link']})" if extra.get("link") and i == len(r.rows) - 1 else ""
+        cells = [units.format_bandwidth(row.bandwidth_bps) + mark, units.format_duration(row.read_s),
                  units.format_duration(row.cached_s), units.format_duration(row.saved_s), row.verdict]
         if r.overlap_s is not None:
             cells.append(units.format_duration(row.exposed_wait_s))

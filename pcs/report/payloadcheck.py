@@ -12,14 +12,17 @@ required in it and in each row. Other top-level fields a file lacks are left alo
 result object must hold the keys its ``to_dict()`` always writes; the
 range rules of the replay headline are :func:`pcs.report.htmlpage.check_replay_payload`.
 
-Numbers: an ``int`` field takes an integer; a ``float`` field a number, or
-null where the value may be non-finite (docs/json.md: non-finite numbers print
-as null) -- the fields the page computes with are held to a number.
+Numbers: an ``int`` field takes an integer; a ``float`` field a finite number
+(NaN and Infinity, which Python's JSON reader takes, are refused), or null
+where the value may be non-finite (docs/json.md: non-finite numbers print as
+null) -- the fields the page computes with (and both items of a payload lens
+pair) are held to a number.
 """
 from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import types
 import typing
 from typing import Any
@@ -114,6 +117,9 @@ def _walk(value: Any, tp: Any, path: str, number_only: bool = False) -> None:
     """Raise a UserError naming the first place under ``path`` where ``value`` is not of ``tp``."""
     if not _shallow(value, tp, number_only):
         raise UserError(f"field '{path}': must be {_what(tp)}, got {json.dumps(value)[:60]}")
+    if tp is float and isinstance(value, float) and not math.isfinite(value):
+        raise UserError(f"field '{path}': must be a finite number, got {json.dumps(value)} (pcs writes a "
+                        "non-finite number as null)")
     origin, args = typing.get_origin(tp), typing.get_args(tp)
     if origin in (typing.Union, types.UnionType):
         arm = next(a for a in args if _shallow(value, a, number_only))
@@ -121,8 +127,8 @@ def _walk(value: Any, tp: Any, path: str, number_only: bool = False) -> None:
     elif origin is tuple and args and args[-1] is not Ellipsis:     # a fixed-length tuple: (this run, other)
         if len(value) != len(args):
             raise UserError(f"field '{path}': must be a list of {len(args)} items, got {json.dumps(value)[:60]}")
-        for i, (v, item) in enumerate(zip(value, args)):
-            _walk(v, item, f"{path}[{i}]", number_only)
+        for i, (v, item) in enumerate(zip(value, args)):     # a pair's items: the page divides them, never null
+            _walk(v, item, f"{path}[{i}]", True)
     elif origin in (tuple, list):
         item = args[0] if args else Any
         for i, v in enumerate(value):

@@ -5,12 +5,17 @@ Two ``pcs sweep run`` on one ``-o`` folder both ran every point (the result righ
 second now refuses in one line naming the folder and the holder's pid. The kernel drops a flock when its
 process dies however it dies (SIGKILL included), so a lock file left by a killed sweep is stale and is taken
 over, never waited on. The file starts with ``.``, so it is no point (``pyarrow.dataset`` skips it); it is
-removed when the sweep ends. Where ``fcntl`` does not exist (Windows) no lock is taken.
+removed when the sweep ends (before the unlock; a sweep that locked the removed file notices that its path
+now names another file, or none, and opens again). The lock path is opened without following a symlink and
+must be a regular file: a symlink planted there would have had the pid written through it. Where ``fcntl``
+does not exist (Windows) no lock is taken.
 """
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
+import stat
 from pathlib import Path
 from typing import Iterator
 
@@ -36,7 +41,8 @@ def sweep_lock(out: str | Path) -> Iterator[Path]:
 
     Raises:
         UserError: ``OUT`` is a file; or another live process holds the lock: ``-o OUT is being run by another
-            pcs sweep (pid N): wait for it to finish, or give another -o``.
+            pcs sweep (pid N): wait for it to finish, or give another -o``; or ``OUT/.pcs-sweep.lock`` is a
+            symlink, FIFO, folder or other non-regular file (named in the message).
     """
     try:
         import fcntl
@@ -49,13 +55,8 @@ def sweep_lock(out: str | Path) -> Iterator[Path]:
     created = not out.exists()
     out.mkdir(parents=True, exist_ok=True)
     path = out / LOCK_NAME
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    fd = _locked_fd(path, out, fcntl)
     try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            raise UserError(f"-o {out} is being run by another pcs sweep{_holder(fd)}: wait for it to finish, "
-                            "or give another -o") from None
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"{os.getpid()}\n".encode("ascii"), 0)
         try:
@@ -66,6 +67,56 @@ def sweep_lock(out: str | Path) -> Iterator[Path]:
         _drop(path, None)
     finally:
         os.close(fd)
+
+
+def _open_regular(path: Path) -> int:
+    """Open (creating) the lock file without following a symlink; refuse anything but a regular file.
+
+    Raises:
+        UserError: ``path`` is a symlink, FIFO, folder or other non-regular file, or cannot be opened; the
+            message names ``path``.
+    """
+    flags = os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+    try:
+        fd = os.open(path, flags, 0o644)
+    except OSError as e:
+        if e.errno in (errno.ELOOP, errno.EISDIR, errno.ENXIO):
+            raise UserError(f"{path}: the sweep lock is not a regular file (a symlink, folder or FIFO?): "
+                            "remove it and run again") from None
+        raise UserError(f"{path}: cannot open the sweep lock: {e.strerror}") from None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise UserError(f"{path}: the sweep lock is not a regular file (a symlink, folder or FIFO?): "
+                        "remove it and run again")
+    return fd
+
+
+def _locked_fd(path: Path, out: Path, fcntl) -> int:
+    """An fd holding ``flock`` on the file ``path`` names now: a lock taken on an inode a finishing sweep unlinked
+    meanwhile (it removes its file before its unlock) guards nothing, so it is dropped and the open retried.
+
+    Raises:
+        UserError: another live process holds the lock (naming ``out`` and its pid), or the path keeps
+            changing under us, or :func:`_open_regular` refuses.
+    """
+    for _ in range(8):
+        fd = _open_regular(path)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = _holder(fd)
+            os.close(fd)
+            raise UserError(f"-o {out} is being run by another pcs sweep{holder}: wait for it to finish, "
+                            "or give another -o") from None
+        try:
+            same = os.stat(path, follow_symlinks=False).st_ino == os.fstat(fd).st_ino
+        except FileNotFoundError:
+            same = False
+        if same:
+            return fd
+        os.close(fd)              # locked a deleted (or replaced) file: open the one the path names now
+    raise UserError(f"-o {out}: the sweep lock {path} kept being replaced: another pcs sweep is starting; "
+                    "run again")
 
 
 def _drop(path: Path, made: Path | None) -> None:

@@ -6,7 +6,7 @@ from hypothesis import given, strategies as st
 
 from pcs.analysis.budget import (Workload, average_bandwidth_bps, budget, iops_bandwidth_bps, load_workloads,
                         parse_workload, total, transfer_time_s)
-from helpers import assert_file_error_names
+from helpers import assert_file_error_names, file_input_error
 from pcs.errors import InputError
 
 GB = 10**9
@@ -134,3 +134,50 @@ def test_load_workloads_bad_suffix_and_json(tmp_path):
     (tmp_path / "w.json").write_text("{not json")
     with pytest.raises(InputError, match="w.json:1"):
         load_workloads(tmp_path / "w.json")
+
+
+@pytest.mark.parametrize("text,where,message", [
+    # a device bandwidth of 0 is refused naming the file and the field, as capacity_have is
+    ('[device]\ncapacity_have = "1GB"\nbandwidth_have = "0GB/s"\n[[workload]]\ncapacity_need = "1GB"\n'
+     'bandwidth_need = "1GB/s"\n', "device.bandwidth_have", "must be > 0"),
+    ('[[workload]]\nname = "a\\nb"\ncapacity_need = "1GB"\nbandwidth_need = "1GB/s"\n', "workload[0].name",
+     "on one line"),
+])
+def test_load_workloads_device_bandwidth_and_name_rules(tmp_path, text, where, message):
+    err = file_input_error(tmp_path, "bad.toml", text, load_workloads)
+    assert str(tmp_path / "bad.toml") in str(err) and f"field '{where}'" in str(err) and message in str(err)
+
+
+@pytest.mark.parametrize("doc,where", [({"workloads": []}, "workloads"), ({"workloads": {"a": 1}}, "workloads"),
+                                       ({"workloads": [{"capacity_need": "1GB"}]}, "workloads[0]")])
+def test_load_workloads_json_errors_name_the_key_written(tmp_path, doc, where):
+    err = file_input_error(tmp_path, "bad.json", json.dumps(doc), load_workloads)
+    assert f"field '{where}'" in str(err), str(err)
+
+
+def _budget(*args):
+    from click.testing import CliRunner
+
+    from pcs.cli.main import cli
+    return CliRunner().invoke(cli, ["budget", "--capacity-have", "80GB", "--bandwidth-have", "2000GB/s", *args])
+
+
+@pytest.mark.parametrize("name, message", [("", "--name: expected a non-empty text name, got ''"),
+                                           ("a\nb", "--name: expected a name on one line")])
+def test_budget_name_flag_follows_the_file_rule(name, message):
+    r = _budget("--capacity-need", "1GB", "--bandwidth-need", "1GB/s", "--name", name)
+    assert r.exit_code == 2 and message in r.output and "Traceback" not in r.output, r.output
+
+
+def test_a_workload_name_with_a_newline_is_refused():
+    r = _budget("--workload", "a\nb:1GB:1GB/s")
+    assert r.exit_code == 2 and "on one line" in r.output, r.output
+
+
+def test_an_auto_name_colliding_with_a_typed_one_says_where_it_came_from(tmp_path):
+    f = tmp_path / "w.toml"
+    f.write_text('[[workload]]\ncapacity_need = "1GB"\nbandwidth_need = "1GB/s"\n')
+    r = _budget("--workloads", str(f), "--workload", "w1:2GB:2GB/s")
+    assert r.exit_code == 2, r.output
+    assert ("workload name 'w1' given more than once (--name, --workload, --workloads) (the name w1 was given by "
+            "default to the --workloads file's unnamed workload)") in r.output, r.output

@@ -106,3 +106,29 @@ def test_the_undamaged_json_makes_a_page(tmp_path, payloads, kind):
     r, _, page = _report(tmp_path, payloads[kind])
     assert r.exit_code == 0, r.output
     assert page.stat().st_size > 10_000
+
+
+@pytest.mark.parametrize("value, shown", [(float("nan"), "NaN"), (float("inf"), "Infinity")])
+def test_a_non_finite_footprint_ratio_is_one_line_naming_the_field(tmp_path, payloads, value, shown):
+    fp = json.loads(json.dumps(payloads["footprint"]))
+    fp["by_dtype"][0]["serialized_ratio_vs_bf16"] = value      # json.dumps writes NaN / Infinity
+    r, src, page = _report(tmp_path, fp)
+    assert r.exit_code == 2, r.output
+    assert [ln for ln in r.output.splitlines() if ln.strip()] == [
+        f"pcs: error: {src}: field 'by_dtype[0].serialized_ratio_vs_bf16': must be a finite number, got {shown} "
+        "(pcs writes a non-finite number as null)"], r.output
+    assert not page.exists()
+
+
+@pytest.mark.parametrize("key, value, needle", [
+    ("restore_transfer_s", None, "field 'variants[1].payload_lens.restore_transfer_s[1]': must be a number, got null"),
+    ("prefill_s", float("nan"), "field 'variants[1].payload_lens.prefill_s[1]': must be a finite number, got NaN"),
+])
+def test_a_null_or_nan_lens_pair_item_is_one_line_naming_it(tmp_path, payloads, key, value, needle):
+    cmp = json.loads(json.dumps(payloads["compare"]))
+    assert cmp["variants"][1].get("payload_lens"), "the compare run has a payload lens"
+    cmp["variants"][1]["payload_lens"][key][1] = value
+    r, src, page = _report(tmp_path, cmp)
+    lines = [ln for ln in r.output.splitlines() if ln.strip()]
+    assert r.exit_code == 2 and len(lines) == 1 and lines[0].startswith(f"pcs: error: {src}: {needle}"), r.output
+    assert not page.exists()

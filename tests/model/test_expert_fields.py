@@ -87,3 +87,36 @@ def pcs_errors():
     import pcs.errors
 
     return pcs.errors
+
+
+def test_top_k_zero_is_refused_not_read_as_top_1():
+    """num_experts_per_tok 0 with 4 experts: refused naming the field (it was read as top-1: active 832)."""
+    with pytest.raises(InputError) as exc:
+        build_spec(dict(CFG, num_experts_per_tok=0), name="x", source="t")
+    assert exc.value.field == "num_experts_per_tok" and "must be an integer >= 1, got 0" in str(exc.value)
+
+
+def test_a_missing_top_k_is_not_guessed():
+    """No num_experts_per_tok / experts_per_token with 4 experts: estimate_params refuses naming
+    num_experts_per_tok; a config file gets no weights (0, 0) and an assumption naming the field, never top-1."""
+    cfg = {k: v for k, v in CFG.items() if k != "num_experts_per_tok"}
+    with pytest.raises(InputError) as exc:
+        estimate_params(cfg)
+    assert exc.value.field == "num_experts_per_tok"
+    assert "the model has 4 routed experts (num_local_experts) but no top-k" in str(exc.value)
+    spec = build_spec(cfg, name="x", source="t")
+    assert any("num_experts_per_tok missing" in a for a in spec.assumptions), spec.assumptions
+
+
+def test_zero_experts_with_a_top_k_is_refused():
+    """num_local_experts 0 (read as dense) while num_experts_per_tok routes to 2: refused naming the count."""
+    with pytest.raises(InputError) as exc:
+        build_spec(dict(CFG, num_local_experts=0), name="x", source="t")
+    assert exc.value.field == "num_local_experts"
+    assert "is 0 but num_experts_per_tok routes each token to 2 experts" in str(exc.value)
+
+
+def test_experts_per_token_is_read_when_num_experts_per_tok_is_absent():
+    """gpt-oss spelling, top-3 of 4: active 160 + 256 + 3*384 + 32 = 1,600, total 1,984."""
+    cfg = {k: v for k, v in CFG.items() if k != "num_experts_per_tok"}
+    assert estimate_params(dict(cfg, experts_per_token=3)) == (1600, 1984)

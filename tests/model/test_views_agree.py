@@ -70,6 +70,8 @@ def test_footprint_page_padding_row_gemma():
     pad = next(c for c in fp.components if c["name"] == "page_padding")
     assert pad["serialized_bytes_per_block"] == 4_194_304                   # 8 layers x 524,288
     assert pad["reserved_bytes"] == 3 * 4_194_304                          # the window reserves ceil(1024/512)+1 = 3
+    assert pad["reserved_blocks"] == 3                                     # ... blocks, the padded group's: 3 x B/block
+    assert pad["serialized_bytes"] == pad["reference_bytes"] == 0          # token-exact modes: no pages to pad
     assert pad["prefix_store_bytes"] == 19 * 4_194_304                     # floor(10,000 / 512) = 19 blocks
     assert fp.per_block["reserved"] == fp.per_block["serialized"] == 7 * 5_242_880
     assert fp.totals["reserved_bytes"] == 20 * 5_242_880 + 3 * 27_262_976 + 3 * 4_194_304
@@ -82,6 +84,7 @@ def test_footprint_page_padding_qwen3_next_state():
     assert pad["serialized_bytes_per_block"] == 13_934_592
     assert fp.per_block["serialized"] == 25_165_824
     assert pad["reserved_bytes"] == 13_934_592                             # one state slot, 3 pages
+    assert pad["reserved_blocks"] == 1                                     # the slot: 1 x 13,934,592
 
 
 @pytest.mark.parametrize("name", ["llama-3.1-70b", "gpt-oss-120b", "deepseek-v3"])

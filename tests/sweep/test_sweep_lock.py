@@ -62,3 +62,56 @@ def test_a_lock_left_by_a_killed_sweep_is_stale_and_taken_over(tmp_path):
     r = CliRunner().invoke(cli, ["sweep", "run", str(_plan(tmp_path)), "-o", str(out), "--jobs", "1", "-q"])
     assert r.exit_code == 0, r.output           # ... but no live lock: taken over, both points run
     assert len(list(out.glob("*.parquet"))) == 2
+
+
+def test_a_symlink_at_the_lock_path_is_refused_and_its_target_untouched(tmp_path):
+    out = tmp_path / "out"
+    out.mkdir()
+    victim = tmp_path / "victim.txt"
+    victim.write_text("keep me\n")
+    (out / LOCK_NAME).symlink_to(victim)
+    r = CliRunner().invoke(cli, ["sweep", "run", str(_plan(tmp_path)), "-o", str(out), "--jobs", "1", "-q"])
+    assert r.exit_code == 2, r.output
+    assert [ln for ln in r.output.splitlines() if ln.strip()] == [
+        f"pcs: error: {out / LOCK_NAME}: the sweep lock is not a regular file (a symlink, folder or FIFO?): "
+        "remove it and run again"], r.output
+    assert victim.read_text() == "keep me\n"    # not truncated, no pid written through the link
+    assert list(out.glob("*.parquet")) == []
+
+
+def test_a_fifo_at_the_lock_path_is_refused_naming_it(tmp_path):
+    out = tmp_path / "out"
+    out.mkdir()
+    os.mkfifo(out / LOCK_NAME)
+    r = CliRunner().invoke(cli, ["sweep", "run", str(_plan(tmp_path)), "-o", str(out), "--jobs", "1", "-q"])
+    assert r.exit_code == 2, r.output
+    assert str(out / LOCK_NAME) in r.output and "not a regular file" in r.output, r.output
+    assert "Invalid argument" not in r.output and "Traceback" not in r.output
+
+
+def test_a_lock_taken_on_a_file_removed_meanwhile_is_retaken_on_the_file_the_path_names(tmp_path, monkeypatch):
+    import fcntl
+    out = tmp_path / "out"
+    real = fcntl.flock
+    calls = []
+
+    def flock(fd, op):                 # the holder finishes between our open and our flock: removes its file
+        calls.append(fd)
+        if len(calls) == 1:
+            (out / LOCK_NAME).unlink()
+        return real(fd, op)
+
+    monkeypatch.setattr(fcntl, "flock", flock)
+    with sweep_lock(out):
+        monkeypatch.setattr(fcntl, "flock", real)
+        assert len(calls) == 2                    # the lock on the removed inode was dropped, the open retried
+        fd = os.open(out / LOCK_NAME, os.O_RDWR)  # the file the path names now is the one held
+        try:
+            try:
+                real(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                held = False
+            except BlockingIOError:
+                held = True
+            assert held
+        finally:
+            os.close(fd)
