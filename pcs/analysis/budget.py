@@ -232,15 +232,7 @@ def load_workloads(path: str | Path, auto: list[int] | None = None) -> tuple[dic
     path = Path(path)
     data = read_mapping(path)
     refuse_unknown_keys(path, None, data, ("device", "workload", "workloads"))
-    device: dict[str, Any] = {}
-    raw_device = data.get("device", {})
-    if not isinstance(raw_device, dict):
-        raise InputError(str(path), None, "device", "must be a table/object")
-    refuse_unknown_keys(path, "device", raw_device, _DEVICE_KEYS)
-    for key, parse in _DEVICE_KEYS.items():
-        if key in raw_device:
-            out_key = "capacity_have_bytes" if key == "capacity_have" else "bandwidth_have_bps"
-            device[out_key] = _field(path, f"device.{key}", parse, raw_device[key])
+    device = _load_device(path, data.get("device", {}))
     if "workload" in data and "workloads" in data:  # one list would be dropped silently, its verdict with it
         raise InputError(str(path), None, "workloads", "give workload or workloads, not both "
                          "([[workload]] in TOML, \"workloads\": [...] in JSON)")
@@ -249,24 +241,48 @@ def load_workloads(path: str | Path, auto: list[int] | None = None) -> tuple[dic
     if not isinstance(raw, list) or not raw:
         raise InputError(str(path), None, key, "expected a non-empty list of workloads "
                          "([[workload]] in TOML, \"workloads\": [...] in JSON)")
-    workloads = []
-    for i, entry in enumerate(raw):
-        where = f"{key}[{i}]"
-        if not isinstance(entry, dict):
-            raise InputError(str(path), None, where, "must be a table/object")
-        refuse_unknown_keys(path, where, entry, ("name", *_NEED_KEYS))
-        missing = [k for k in _NEED_KEYS if k not in entry]
-        if missing:
-            raise InputError(str(path), None, where, f"missing {', '.join(missing)}")
-        name = entry.get("name", f"w{i + 1}")
-        if "name" not in entry and auto is not None:
-            auto.append(i)
-        if name_problem(name):
-            raise InputError(str(path), None, f"{where}.name", name_problem(name))
-        cap = _field(path, f"{where}.capacity_need", _NEED_KEYS["capacity_need"], entry["capacity_need"])
-        bw = _field(path, f"{where}.bandwidth_need", _NEED_KEYS["bandwidth_need"], entry["bandwidth_need"])
-        workloads.append(Workload(name, cap, bw))
+    workloads = [_load_entry(path, f"{key}[{i}]", i, entry, auto) for i, entry in enumerate(raw)]
     return device, workloads
+
+
+def _load_device(path: Path, raw_device: Any) -> dict[str, Any]:
+    """A workloads file's ``device`` table as ``capacity_have_bytes`` / ``bandwidth_have_bps`` (those present).
+
+    Raises:
+        InputError: not a table, an unknown key or a bad value, naming the file and field.
+    """
+    if not isinstance(raw_device, dict):
+        raise InputError(str(path), None, "device", "must be a table/object")
+    refuse_unknown_keys(path, "device", raw_device, _DEVICE_KEYS)
+    device: dict[str, Any] = {}
+    for key, parse in _DEVICE_KEYS.items():
+        if key in raw_device:
+            out_key = "capacity_have_bytes" if key == "capacity_have" else "bandwidth_have_bps"
+            device[out_key] = _field(path, f"device.{key}", parse, raw_device[key])
+    return device
+
+
+def _load_entry(path: Path, where: str, i: int, entry: Any, auto: list[int] | None) -> Workload:
+    """Entry ``i`` of a workloads file (``where`` names it: ``workload[0]``); an unnamed entry is ``w<i+1>``
+    and ``i`` is appended to ``auto`` when given.
+
+    Raises:
+        InputError: not a table, an unknown or missing key, a bad name or value, naming the file and field.
+    """
+    if not isinstance(entry, dict):
+        raise InputError(str(path), None, where, "must be a table/object")
+    refuse_unknown_keys(path, where, entry, ("name", *_NEED_KEYS))
+    missing = [k for k in _NEED_KEYS if k not in entry]
+    if missing:
+        raise InputError(str(path), None, where, f"missing {', '.join(missing)}")
+    name = entry.get("name", f"w{i + 1}")
+    if "name" not in entry and auto is not None:
+        auto.append(i)
+    if name_problem(name):
+        raise InputError(str(path), None, f"{where}.name", name_problem(name))
+    cap = _field(path, f"{where}.capacity_need", _NEED_KEYS["capacity_need"], entry["capacity_need"])
+    bw = _field(path, f"{where}.bandwidth_need", _NEED_KEYS["bandwidth_need"], entry["bandwidth_need"])
+    return Workload(name, cap, bw)
 
 
 def _field(path: Path, where: str, parse: Any, value: Any) -> Any:

@@ -294,6 +294,14 @@ def _refuse_same_blocks(resolved: dict[str, Sequence[str] | None], tiers: str,
     resolved[tiers] = given
 
 
+def _variant_runs(sets: list, pols: list, adms: list, replay_kwargs: dict[str, Any]) -> list[tuple]:
+    """(tiers, policy index, policy, admission index, admission, replay keywords) per variant: tier list by
+    tier list, then policy by policy, then admission by admission."""
+    return [(tiers, i, pol, j, adm, dict(policy=pol, tiers=tiers or None, admit=[adm] if adm else None,
+                                         **_run_kwargs(pol, replay_kwargs, pols)))
+            for tiers in sets for i, pol in enumerate(pols) for j, adm in enumerate(adms)]
+
+
 def compare(trace: Any = None, *, policies: Sequence[str | None] | None = None,
             tier_sets: Sequence[Sequence[str]] | None = None, curve_capacities: Sequence[int] | None = None,
             admits: Sequence[str] | None = None, progress: Callable[[int], None] | None = None,
@@ -317,8 +325,7 @@ def compare(trace: Any = None, *, policies: Sequence[str | None] | None = None,
         progress: called with the requests replayed since its previous call, across variants (as :func:`pcs.replay`).
         **replay_kwargs: any other keyword of :func:`pcs.replay` (model,
             hardware, tp, dtype, tiers, tier_policies, links, protected_share,
-            timing, write_policy, rules, compute, hardware_table, engine,
-            native),
+            timing, write_policy, rules, compute, hardware_table, engine, native),
             the same for every variant; ``protected_share`` goes to the
             variants whose policies take it (slru).
     Returns:
@@ -338,9 +345,7 @@ def compare(trace: Any = None, *, policies: Sequence[str | None] | None = None,
     one_set = replay_kwargs.pop("tiers", None)
     sets = [list(ts) for ts in tier_sets or ()] or [one_set]
     adms = list(admits or ()) or [None]
-    runs = [(tiers, i, pol, j, adm, dict(policy=pol, tiers=tiers or None, admit=[adm] if adm else None,
-                                         **_run_kwargs(pol, replay_kwargs, pols)))
-            for tiers in sets for i, pol in enumerate(pols) for j, adm in enumerate(adms)]
+    runs = _variant_runs(sets, pols, adms, replay_kwargs)
     for run in runs:        # every variant's trace-free checks before the trace is read, as a sweep's plan
         check_replay(**run[-1])
     source = reiterable(trace)
@@ -353,7 +358,6 @@ def compare(trace: Any = None, *, policies: Sequence[str | None] | None = None,
         if i == j == 0 and len(sets) > 1:
             _refuse_same_blocks(resolved, variants[-1].tiers, tiers)
     first = variants[0].summary
-    hybrid = first.hybrid is not None
-    curve = None if caps is None else _curve_rows(source, pols, caps, replay_kwargs, hybrid)
+    curve = None if caps is None else _curve_rows(source, pols, caps, replay_kwargs, hybrid := first.hybrid is not None)
     return CompareResult(first.trace, first.model, first.timing, tuple(variants), curve,
-                         HYBRID_CURVE_NOTE if hybrid and curve is not None else None)
+                         HYBRID_CURVE_NOTE if curve is not None and hybrid else None)
