@@ -83,19 +83,23 @@ def compare(fmt: str, tier_sets: tuple[str, ...], curve_capacities: str | None, 
     emit(payload, fmt, lambda: "\n".join([render_compare(res)] + [f"note: {n}" for n in notes]), rows_key="variants")
 
 
-def _parse_capacities(text: str, kw: dict[str, Any], block_size: int) -> list[int]:
-    """``--curve-capacities``: block counts, or sizes divided by the GPU tier's bytes per block."""
-    return parse_capacity_list(text, "--curve-capacities", lambda: _gpu_block_bytes(kw, block_size))
+def _parse_capacities(text: str, kw: dict[str, Any], block_size: int) -> list[str]:
+    """``--curve-capacities``: the items as written (``40GB``, ``5000blocks``), checked before the trace is read
+    (:func:`pcs.cli.params.parse_capacity_list`: a bad item, a size under one block, one capacity twice); a size
+    goes on as a size, so its rows are the runs ``pcs replay --tier gpu=40GB`` makes (a hybrid model cuts its bytes
+    into pages, not whole-model blocks: :func:`pcs.engine.compare.compare`)."""
+    parse_capacity_list(text, "--curve-capacities", lambda: _gpu_block_bytes(kw, block_size))
+    return [item for item in (s.strip() for s in text.split(",")) if item]
 
 
 def _gpu_block_bytes(kw: dict[str, Any], block_size: int) -> int:
     """Bytes per block of the GPU tier the replays use: the Reserved layout per TP group (docs/semantics.md §13).
 
-    A hybrid model too: its curve rows replay ``gpu=<N>blocks``, and a hybrid replay reads a tier given in blocks
-    as N whole-model blocks' bytes (this figure, docs/semantics.md §13.1) before it cuts them into pages, so a
-    size here comes back as the same bytes (less than one block short). Dividing by the padded block of
-    replay's pages (:func:`pcs.model.capacity.gpu_block_bytes`) would replay a smaller tier: gemma-3-27b TP 8,
-    B 512, 40GB -> 136 blocks -> 136 x 260,046,848 B = 843 pages, where ``--tier gpu=40GB`` holds 953."""
+    A hybrid model too: its rows' ``capacity_blocks`` are whole-model blocks of this figure (docs/semantics.md
+    §13.1), used here only to refuse one capacity twice; its rows replay the size itself (``gpu=40GB``), as
+    ``pcs replay --tier gpu=40GB`` does. Replaying ``gpu=<N>blocks`` instead left up to one whole-model block out:
+    gemma-3-27b TP 8, B 512, 40GB -> 153 blocks -> 153 x 260,046,848 B = 948 pages, where ``--tier gpu=40GB``
+    holds floor(40e9 / 41,943,040) = 953."""
     from pcs.engine.api import DEFAULTS
     from pcs.model import get_model, group_block_bytes, load_hf_config
 

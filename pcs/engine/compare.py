@@ -118,6 +118,9 @@ class CompareCurveRow:
     """Hit ratios at one capacity (one tier, sequential timing) for each compared policy, Belady, the ceiling."""
 
     capacity_blocks: int = field("blocks", "cache size")
+    capacity_bytes: int = field("bytes", "the GPU tier's bytes the row ran at, as pcs replay --tier gpu=C reports "
+                                         "them (tiers[0].capacity_bytes): capacity_blocks x bytes per block; a "
+                                         "hybrid model: its whole pages")
     policy_hit_ratios: dict[str, float] = field(
         "ratio", "hit ratio per compared policy, in the JSON as one key <policy>_hit_ratio each (lru from the "
                  "one-pass curve, others replayed; a hybrid model: all replayed under its rules)",
@@ -127,8 +130,8 @@ class CompareCurveRow:
                                                      "hybrid model (one-pass, it ignores the hybrid rules)")
 
     def to_dict(self) -> dict[str, Any]:
-        """``{capacity_blocks, <policy>_hit_ratio ..., belady_hit_ratio, ceiling_hit_ratio}``."""
-        out: dict[str, Any] = {"capacity_blocks": self.capacity_blocks}
+        """``{capacity_blocks, capacity_bytes, <policy>_hit_ratio ..., belady_hit_ratio, ceiling_hit_ratio}``."""
+        out: dict[str, Any] = {"capacity_blocks": self.capacity_blocks, "capacity_bytes": self.capacity_bytes}
         out.update({f"{pol}_hit_ratio": v for pol, v in self.policy_hit_ratios.items()})
         out["belady_hit_ratio"] = self.belady_hit_ratio
         out["ceiling_hit_ratio"] = self.ceiling_hit_ratio
@@ -159,30 +162,58 @@ HYBRID_CURVE_NOTE = ("hybrid model: every policy column replayed per capacity (w
                      "cache-group rules; belady and the ceiling left out (one-pass curves ignore the hybrid rules)")
 
 
-def _curve_rows(trace: Any, policies: list[str | None], caps: Sequence[int],
-                replay_kwargs: dict[str, Any], hybrid: bool = False) -> tuple[CompareCurveRow, ...]:
+def _curve_rows(trace: Any, policies: list[str | None], caps: Sequence[Any], replay_kwargs: dict[str, Any],
+                first: ReplaySummary) -> tuple[CompareCurveRow, ...]:
     """Hit ratio per capacity (one tier, sequential) for each compared policy, Belady and the ceiling.
 
-    ``hybrid`` (a hybrid model's run, docs/semantics.md §3.1): every column is replayed under the cache-group
-    rules, lru too, and belady and the ceiling are None: the one-pass curves (§14) know nothing of those rules,
-    so a table would mix two rule sets."""
+    ``caps``: :class:`pcs.units.Capacity` items, each replayed as ``--tier gpu=C`` as written (a size stays a
+    size: a hybrid model cuts its bytes into pages, not whole-model blocks, so ``gpu=40GB`` here is the run
+    ``pcs replay --tier gpu=40GB`` makes); ``first``: the first variant's summary, whose GPU tier gives the bytes
+    per whole-model block a size is counted in. A hybrid model (docs/semantics.md §3.1): every column is replayed
+    under the cache-group rules, lru too, and belady and the ceiling are None: the one-pass curves (§14) know
+    nothing of those rules, so a table would mix two rule sets."""
     from pcs.curves.api import curve
     from pcs.engine.api import replay
 
-    res = curve(trace, capacities=caps, rules=replay_kwargs.get("rules", BlockRules()),
+    hybrid = first.hybrid is not None
+    bpb = sum(first.tiers[0].bytes_per_block_by_component.values())     # the TP group's whole-model block
+    by_blocks = {c.to_blocks(bpb, f"curve_capacities {c.text!r}"): c for c in reversed(caps)}  # first one kept
+    blocks = sorted(by_blocks)      # the order of the curve's rows, so row i is replay i
+    tiers = [f"gpu={c.text if c.size_bytes is not None else f'{c.blocks}blocks'}" for c in map(by_blocks.get, blocks)]
+    res = curve(trace, capacities=blocks, rules=replay_kwargs.get("rules", BlockRules()),
                 native=replay_kwargs.get("native"), belady=not hybrid)
     per_policy: dict[str, list[float]] = {}
+    cap_bytes = [b * bpb for b in blocks]
     for pol in dict.fromkeys(p or DEFAULT_POLICY for p in policies):
         if pol == "lru" and not hybrid:
             per_policy[pol] = [r.lru_hit_ratio for r in res.rows]
-        else:
-            seq = _run_kwargs(pol, dict(replay_kwargs, timing="sequential", tier_policies=None, links=None,
-                                        engine="auto", progress=None, gap_oracle=False), policies)
-            per_policy[pol] = [replay(trace, policy=pol, tiers=[f"gpu={c}blocks"], **seq).summary.hit_ratio
-                               for c in caps]
-    return tuple(CompareCurveRow(r.capacity_blocks, {pol: v[i] for pol, v in per_policy.items()},
+            continue
+        seq = _run_kwargs(pol, dict(replay_kwargs, timing="sequential", tier_policies=None, links=None,
+                                    engine="auto", progress=None, gap_oracle=False), policies)
+        runs = [replay(trace, policy=pol, tiers=[t], **seq).summary for t in tiers]
+        per_policy[pol] = [s.hit_ratio for s in runs]
+        cap_bytes = [s.tiers[0].capacity_bytes for s in runs]   # a hybrid model's pages: the replay's own bytes
+    return tuple(CompareCurveRow(r.capacity_blocks, cap_bytes[i], {pol: v[i] for pol, v in per_policy.items()},
                                  None if hybrid else r.belady_hit_ratio, None if hybrid else r.ceiling_hit_ratio)
                  for i, r in enumerate(res.rows))
+
+
+def _curve_capacity(value: Any, name: str) -> Any:
+    """One curve capacity: an int block count >= 0, or a str as ``--tier`` sizes are written (``"40GB"``,
+    ``"5000blocks"``, :func:`pcs.units.parse_capacity`) -> :class:`pcs.units.Capacity`.
+
+    Raises:
+        UserError: anything else, naming ``name``.
+    """
+    from pcs import units
+
+    if isinstance(value, str):
+        try:
+            return units.parse_capacity(value)
+        except ValueError as exc:
+            raise UserError(f"{name} = {value!r}: {str(exc).splitlines()[0]}") from None
+    n = check_int(value, name, lo=0)
+    return units.Capacity(f"{n}blocks", blocks=n)
 
 
 def refuse_one_policy_twice(policies: Sequence[Any], option: str = "policies") -> None:
@@ -247,9 +278,9 @@ def _check_compare_args(tier_sets: Any, curve_capacities: Sequence[int] | None, 
     if "policy" in replay_kwargs:
         raise UserError("compare takes policies=[...] (several), not policy=")
     caps = None if curve_capacities is None else check_number_list(curve_capacities, "curve_capacities",
-                                                                    lambda v, n: check_int(v, n, lo=0))
+                                                                    _curve_capacity)
     if caps is not None and not caps:
-        raise UserError(f"curve_capacities must be one or more block counts >= 0, got {curve_capacities!r}")
+        raise UserError(f"curve_capacities must be one or more block counts >= 0 or sizes, got {curve_capacities!r}")
     for key, value in (("policies", policies), ("tier_sets", tier_sets), ("admits", admits)):
         if isinstance(value, (str, bytes)):
             raise UserError(f"{key} must be a list (several to compare), got the single string {value!r}")
@@ -317,8 +348,10 @@ def compare(trace: Any = None, *, policies: Sequence[str | None] | None = None,
         tier_sets: tier lists to compare, each as :func:`pcs.replay`'s
             ``tiers`` (e.g. ``[["gpu=390GB", "cpu=2TB"], ["gpu=390GB", "cpu=4TB"]]``);
             default: one tier list, ``replay_kwargs["tiers"]`` or the default tiers.
-        curve_capacities: one-tier capacities in blocks (>= 0) for
-            :attr:`CompareResult.curve` (sequential timing, the run's block rules).
+        curve_capacities: one-tier capacities for :attr:`CompareResult.curve` (sequential timing, the run's
+            block rules): block counts (int >= 0) or sizes as ``tiers`` writes them (``"40GB"``,
+            ``"5000blocks"``); a row at ``"40GB"`` is the run ``pcs.replay(tiers=["gpu=40GB"], timing=
+            "sequential")`` makes (its hit ratio and ``capacity_bytes``), a hybrid model's too.
         admits: admission settings to compare, each ``TIER=KIND[:ARGS]`` items joined by
             ``+`` or ``"none"`` (:func:`pcs.cache.admission.parse_admit_option`); every
             policy runs with every setting (policy x admission); default: none.
@@ -358,6 +391,6 @@ def compare(trace: Any = None, *, policies: Sequence[str | None] | None = None,
         if i == j == 0 and len(sets) > 1:
             _refuse_same_blocks(resolved, variants[-1].tiers, tiers)
     first = variants[0].summary
-    curve = None if caps is None else _curve_rows(source, pols, caps, replay_kwargs, hybrid := first.hybrid is not None)
+    curve = None if caps is None else _curve_rows(source, pols, caps, replay_kwargs, first)
     return CompareResult(first.trace, first.model, first.timing, tuple(variants), curve,
-                         HYBRID_CURVE_NOTE if curve is not None and hybrid else None)
+                         HYBRID_CURVE_NOTE if curve is not None and first.hybrid is not None else None)

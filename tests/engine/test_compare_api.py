@@ -45,7 +45,9 @@ def test_hand_worked_variants_and_curve():
     assert rows == [(1, {"lru": 0.0, "fifo": 0.0}, 0.0, 0.4), (2, {"lru": 0.4, "fifo": 0.2}, 0.4, 0.4)]
     d = res.to_dict()
     assert list(d) == ["trace", "model", "timing", "variants", "curve"] and d["timing"] == "sequential"
-    assert d["curve"][1] == {"capacity_blocks": 2, "lru_hit_ratio": 0.4, "fifo_hit_ratio": 0.2,
+    # capacity_bytes: 2 blocks x 4 tokens x 327,680 B per token (the default llama-2-70b: 80 layers x 8 KV heads
+    # x 128 x K and V x 2 B bf16, the TP group's shares together) = 2,621,440 B
+    assert d["curve"][1] == {"capacity_blocks": 2, "capacity_bytes": 2_621_440, "lru_hit_ratio": 0.4, "fifo_hit_ratio": 0.2,
                              "belady_hit_ratio": 0.4, "ceiling_hit_ratio": 0.4}
     assert "summary" not in d["variants"][0]
 
