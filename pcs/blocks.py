@@ -93,6 +93,20 @@ class BlockRules:
         n, cap = self._rule(p, nh, block_size, np.minimum, np.maximum)
         return (n.copy() if n is nh else n), (cap.copy() if cap is n else cap)
 
+    def best_hit_tokens(self, prompt_tokens: int, block_size: int) -> int:
+        """Most tokens a prompt of ``prompt_tokens`` tokens can hit (or restore) when every block is cached: the
+        hit of :meth:`max_hit_blocks` over its ``ceil(P / B)`` blocks, in tokens (docs/semantics.md §2, §4). The
+        one best-case rule of the views that start from a prompt length (``pcs envelope``'s default restore,
+        :func:`pcs.analysis.envelope.restored_tokens`), so they cap as replay does.
+
+        >>> BlockRules().best_hit_tokens(8192, 512), BlockRules().best_hit_tokens(8192, 16)   # (8,191 // B) x B
+        (7680, 8176)
+        >>> BlockRules(recompute_last_token=False).best_hit_tokens(8192, 512), BlockRules().best_hit_tokens(1, 16)
+        (8192, 0)
+        """
+        return self.hit_tokens(self.max_hit_blocks(prompt_tokens, -(-prompt_tokens // block_size), block_size),
+                               prompt_tokens, block_size)
+
     @staticmethod
     def hit_tokens(hit_blocks: int, prompt_tokens: int, block_size: int) -> int:
         """Tokens covered by ``hit_blocks`` leading blocks (a partial last block

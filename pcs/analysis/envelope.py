@@ -203,7 +203,8 @@ def envelope(restore_bytes: int, full_prefill_s: float, remaining_s: float, over
     )
 
 
-def restore_bytes_for_tokens(model: Any, tokens: int, block_size: int = 16, layout: str = "serialized") -> int:
+def restore_bytes_for_tokens(model: Any, tokens: int, block_size: int = 16, layout: str = "serialized",
+                             prompt_tokens: int | None = None) -> int:
     """Bytes to restore ``tokens`` cached tokens of ``model`` from a lower tier: :func:`restore_for_tokens`' bytes.
 
     >>> from pcs.model import get_model
@@ -213,14 +214,16 @@ def restore_bytes_for_tokens(model: Any, tokens: int, block_size: int = 16, layo
     Raises:
         UserError: tokens < 0 or block_size < 1, or an unknown layout name.
     """
-    return restore_for_tokens(model, tokens, block_size, layout)[1]
+    return restore_for_tokens(model, tokens, block_size, layout, prompt_tokens)[1]
 
 
-def restore_for_tokens(model: Any, tokens: int, block_size: int = 16, layout: str = "serialized") -> tuple[int, int]:
+def restore_for_tokens(model: Any, tokens: int, block_size: int = 16, layout: str = "serialized",
+                       prompt_tokens: int | None = None) -> tuple[int, int]:
     """(tokens restored, bytes moved) when ``tokens`` cached tokens of ``model`` come back from a lower tier.
 
     Only full blocks are cached (docs/semantics.md §2): tokens are rounded DOWN to
-    whole blocks (:func:`restored_tokens`). Lower tiers keep the "serialized" form
+    whole blocks, and with ``prompt_tokens`` capped at that prompt's best-case hit (§4, the last token is
+    recomputed: :func:`restored_tokens`). Lower tiers keep the "serialized" form
     (payload plus scales and padding), which is what crosses the link (docs/semantics.md §13).
     A model of full attention only moves every block: blocks x
     ``pcs.model.block_bytes(model, block_size, layout).total_bytes``. A hybrid model moves what pcs replay's
@@ -231,11 +234,13 @@ def restore_for_tokens(model: Any, tokens: int, block_size: int = 16, layout: st
     >>> from pcs.model import get_model   # full 16 x 5,242,880 + window 2 x 27,262,976 + padding 2 x 4,194,304
     >>> restore_for_tokens(get_model("gemma-3-27b").with_tp(8), 8192, 512)
     (8192, 146800640)
+    >>> restore_for_tokens(get_model("llama-3.1-8b"), 8192, 512, prompt_tokens=8192)   # 15 x 512 x 131,072 B
+    (7680, 1006632960)
 
     Raises:
         UserError: tokens < 0 or block_size < 1, or an unknown layout name.
     """
-    tokens = restored_tokens(tokens, block_size)
+    tokens = restored_tokens(tokens, block_size, prompt_tokens)
     from pcs.model import block_bytes  # lazy: the model package is only needed here
     from pcs.model.footprint import hybrid_restore
 
@@ -245,18 +250,26 @@ def restore_for_tokens(model: Any, tokens: int, block_size: int = 16, layout: st
     return tokens, tokens // block_size * int(block_bytes(model, block_size, layout).total_bytes)
 
 
-def restored_tokens(tokens: int, block_size: int) -> int:
+def restored_tokens(tokens: int, block_size: int, prompt_tokens: int | None = None) -> int:
     """The part of ``tokens`` cached tokens a restore can bring back: the full blocks (docs/semantics.md §2,
-    :meth:`pcs.blocks.BlockRules.cacheable_blocks`) times ``block_size``; the rest is computed.
+    :meth:`pcs.blocks.BlockRules.cacheable_blocks`) times ``block_size``, and with ``prompt_tokens`` no more
+    than that prompt's best-case hit (docs/semantics.md §4, :meth:`pcs.blocks.BlockRules.best_hit_tokens`: the
+    last token is recomputed for the first output's logits, so a full hit still computes a block, as replay
+    counts it); the rest is computed.
 
     >>> restored_tokens(1000, 512), restored_tokens(1024, 512), restored_tokens(100, 512)
     (512, 1024, 0)
+    >>> restored_tokens(8192, 512, prompt_tokens=8192), restored_tokens(8192, 16, prompt_tokens=8192)
+    (7680, 8176)
 
     Raises:
-        UserError: (a ValueError) tokens < 0 or block_size < 1, naming the parameter.
+        UserError: (a ValueError) tokens or prompt_tokens < 0 or block_size < 1, naming the parameter.
     """
     from pcs.blocks import BlockRules
 
     tokens = check_int(tokens, "tokens", lo=0)
     block_size = check_int(block_size, "block_size", lo=1)
-    return BlockRules().cacheable_blocks(tokens, -(-tokens // block_size), block_size) * block_size
+    full = BlockRules().cacheable_blocks(tokens, -(-tokens // block_size), block_size) * block_size
+    if prompt_tokens is None:
+        return full
+    return min(full, BlockRules().best_hit_tokens(check_int(prompt_tokens, "prompt_tokens", lo=0), block_size))

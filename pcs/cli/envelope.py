@@ -7,6 +7,7 @@ from typing import Any
 import click
 
 from pcs.analysis.envelope import envelope as envelope_lib, restore_for_tokens, restored_tokens
+from pcs.blocks import BlockRules
 from pcs.cli.common import RegistryChoice, command, emit, format_option, quiet_option, typed_flag
 from pcs.cli.params import MAX_BLOCK_SIZE, MAX_TOKENS, MAX_TP, Aliased, Choice, Float, Int, option_bandwidth, option_duration, option_size
 from pcs.cli.presets import gpu_options, hardware_file_option, hardware_table, refuse_unused, resolve_gpu
@@ -96,12 +97,11 @@ def _computed_s(source: tuple[Any, str], tokens: int, cached: int, what: str) ->
     return seconds
 
 
-def _times(kw: dict[str, Any], source: tuple[Any, str] | None, model: Any) -> dict[str, Any]:
-    """Resolve T_full and T_remaining (given, or from the prefill source) and say where each came from."""
-    restore_tokens = kw["restore_tokens"]
-    prompt_tokens = kw["prompt_tokens"] if kw["prompt_tokens"] is not None else restore_tokens
-    out: dict[str, Any] = {"prompt_tokens": prompt_tokens, "restore_tokens": restore_tokens,
-                           "restored_tokens": _restored(kw, model)}
+def _times(kw: dict[str, Any], source: tuple[Any, str] | None, split: dict[str, Any]) -> dict[str, Any]:
+    """Resolve T_full and T_remaining (given, or from the prefill source) and say where each came from;
+    ``split``: :func:`_split`'s tokens, copied into the result."""
+    prompt_tokens, restore_tokens = split["prompt_tokens"], split["restore_tokens"]
+    out: dict[str, Any] = dict(split)
     if kw["full_prefill"] is not None:
         out["full_prefill_s"], out["full_prefill_from"] = option_duration(kw["full_prefill"], "--full-prefill"), "given"
     elif source is not None and prompt_tokens is not None:
@@ -112,10 +112,10 @@ def _times(kw: dict[str, Any], source: tuple[Any, str] | None, model: Any) -> di
                          "(or --prefill-csv) to compute it")
     if kw["remaining_compute"] is not None:
         out["remaining_s"], out["remaining_from"] = option_duration(kw["remaining_compute"], "--remaining-compute"), "given"
-    elif source is not None and prompt_tokens is not None and restore_tokens is not None:
-        if prompt_tokens < restore_tokens:
+    elif source is not None and prompt_tokens is not None and out["restored_tokens"] is not None:
+        if restore_tokens is not None and prompt_tokens < restore_tokens:
             raise UserError(f"--tokens {prompt_tokens} is less than --restore-tokens {restore_tokens}")
-        cached = out["restored_tokens"]    # the split D covers: whole blocks (docs/semantics.md §2)
+        cached = out["restored_tokens"]    # the split D covers: whole blocks, the §4 cap (docs/semantics.md §2, §4)
         out["remaining_s"] = _computed_s(source, prompt_tokens - cached, cached, "T_remaining (--remaining-compute)")
         out["remaining_from"] = source[1]
     else:
@@ -123,39 +123,56 @@ def _times(kw: dict[str, Any], source: tuple[Any, str] | None, model: Any) -> di
     return out
 
 
-def _restored(kw: dict[str, Any], model: Any) -> int | None:
-    """The cached tokens D and T_remaining split at: ``--restore-tokens`` rounded down to whole blocks when D
-    comes from them (only full blocks are cached, docs/semantics.md §2; a hybrid model's hit as its cache groups
-    accept it, :func:`pcs.analysis.envelope.restore_for_tokens`), as given beside ``--restore-bytes``."""
-    if kw["restore_tokens"] is None or kw["restore_bytes"] is not None:
-        return kw["restore_tokens"]
-    if model is not None:
-        return _restore(kw, model)[0]
-    return restored_tokens(kw["restore_tokens"], kw["block_size"])
+def _split(kw: dict[str, Any], model: Any) -> dict[str, Any]:
+    """Where the prompt splits into restored and computed tokens (docs/semantics.md §2, §4).
+
+    ``prompt_tokens``: ``--tokens`` (default ``--restore-tokens``). ``restore_tokens``: ``--restore-tokens`` as
+    given, or None. ``hit_cap_tokens``: the most a prompt of ``prompt_tokens`` can hit,
+    :meth:`pcs.blocks.BlockRules.best_hit_tokens` (((P - 1) // B) x B: its last token is recomputed), None
+    without a prompt. ``restored_tokens``: the tokens D covers and T_remaining starts after -- ``--restore-tokens``
+    (default: the whole prompt) in whole blocks (a hybrid model's hit as its cache groups accept it,
+    :func:`pcs.analysis.envelope.restore_for_tokens`), never above ``hit_cap_tokens`` (an explicit
+    ``--restore-tokens`` above it is capped, with a note); as given beside ``--restore-bytes`` (capped too).
+    ``restore_bytes``: D per rank from those tokens, or None when ``--restore-bytes`` gives it or no model does.
+    """
+    asked, bs = kw["restore_tokens"], kw["block_size"]
+    prompt = kw["prompt_tokens"] if kw["prompt_tokens"] is not None else asked
+    cap = None if prompt is None else BlockRules().best_hit_tokens(prompt, bs)
+    restore = asked if asked is not None else prompt        # default: the whole prompt, capped below
+    out = {"prompt_tokens": prompt, "restore_tokens": asked, "hit_cap_tokens": cap, "restored_tokens": None,
+           "restore_bytes": None}
+    if restore is None:
+        return out
+    if kw["restore_bytes"] is not None:
+        out["restored_tokens"] = restore if cap is None else min(restore, cap)
+    elif model is not None:
+        per_rank = model.with_tp(kw["tp"]) if kw["tp"] > 1 else model
+        out["restored_tokens"], out["restore_bytes"] = restore_for_tokens(per_rank, restore, bs, prompt_tokens=prompt)
+    else:
+        out["restored_tokens"] = restored_tokens(restore, bs, prompt)
+    return out
 
 
-def _restore_bytes(kw: dict[str, Any], model: Any) -> int:
+def _restore_bytes(kw: dict[str, Any], from_tokens: int | None) -> int:
+    """D: ``--restore-bytes``, else the bytes of the restored tokens (:func:`_split`)."""
     if kw["restore_bytes"] is not None:
         return option_size(kw["restore_bytes"], "--restore-bytes")
-    if kw["restore_tokens"] is None or model is None:
-        raise UserError("give --restore-bytes, or --restore-tokens with --model (or --model-config)")
-    return _restore(kw, model)[1]
-
-
-def _restore(kw: dict[str, Any], model: Any) -> tuple[int, int]:
-    """(tokens restored, bytes per rank) of ``--restore-tokens`` (:func:`pcs.analysis.envelope.restore_for_tokens`)."""
-    per_rank = model.with_tp(kw["tp"]) if kw["tp"] > 1 else model
-    return restore_for_tokens(per_rank, kw["restore_tokens"], kw["block_size"])
+    if from_tokens is None:
+        raise UserError("give --restore-bytes, or --restore-tokens (or --tokens) with --model (or --model-config)")
+    return from_tokens
 
 
 @command("envelope")
 @click.option("--restore-bytes", help="D: bytes restored, e.g. 1GB (GB decimal, GiB binary).")
 @click.option("--restore-tokens", type=Int(0, MAX_TOKENS),
-              help="Cached tokens restored; with --model gives D (serialized blocks, rounded down to whole "
-                   "blocks: only full blocks are cached) and T_remaining the rest of --tokens.")
+              help="Cached tokens restored (default: the whole --tokens prompt); with --model gives D (serialized "
+                   "blocks, rounded down to whole blocks: only full blocks are cached) and T_remaining the rest "
+                   "of --tokens. Capped, with a note, at the prompt's hit cap ((T - 1) // block) x block: its "
+                   "last token is recomputed, as in pcs replay.")
 @click.option("--tokens", "--prompt-tokens", "prompt_tokens", cls=Aliased, type=Int(0, MAX_TOKENS),
-              help="Prompt tokens T for the computed T_full (default: --restore-tokens); as pcs footprint's "
-                   "--tokens (older name --prompt-tokens).")
+              help="Prompt tokens T for the computed T_full (default: --restore-tokens); alone, D restores its "
+                   "best case, ((T - 1) // block) x block tokens; as pcs footprint's --tokens (older name "
+                   "--prompt-tokens).")
 @click.option("--model", help="Model preset (list: pcs models) or a config.json path, for D and the compute model.")
 @click.option("--model-config", type=click.Path(dir_okay=False), help="Local Hugging Face config.json instead of --model.")
 @click.option("--dtype", type=RegistryChoice(KV_DTYPES, get_layout),
@@ -207,8 +224,9 @@ def envelope(fmt: str, quiet: bool, **kw: Any) -> None:
 
     JSON keys: restore_bytes, full_prefill_s, remaining_s, overhead_s, overlap_s,
     margin_s, break_even_bps (null when none), full_prefill_from, remaining_from,
-    prompt_tokens, restore_tokens, restored_tokens (restore_tokens in whole blocks when D
-    comes from them; a hybrid model's hit as its cache groups accept it), tp (null when
+    prompt_tokens, restore_tokens (null when defaulted), hit_cap_tokens (((T - 1) // block) x block:
+    the last token is recomputed), restored_tokens (restore_tokens in whole blocks when D
+    comes from them, at most hit_cap_tokens; a hybrid model's hit as its cache groups accept it), tp (null when
     nothing read it), layout, restore_bytes_scope (per_rank | given),
     restore_bytes_all_ranks, break_even_bps_all_ranks (the TP group's, as pcs replay's
     links; null for given bytes), link, rows (bandwidth_bps, read_s, cached_s, saved_s
@@ -219,8 +237,9 @@ def envelope(fmt: str, quiet: bool, **kw: Any) -> None:
     model = _model(kw, quiet)
     _default_gpu(kw, model)
     gpu = resolve_gpu(kw, table)
-    times = _times(kw, _prefill_source(kw, model, gpu), model)
-    d = _restore_bytes(kw, model)
+    split = _split(kw, model)
+    times = _times(kw, _prefill_source(kw, model, gpu), split)
+    d = _restore_bytes(kw, times.pop("restore_bytes"))
     kw["layout"] = None if model is None else model.kv_layout.name
     overlap = option_duration(kw["overlap"], "--overlap") if kw["overlap"] is not None else None
     link = _link(kw, table)
@@ -234,7 +253,7 @@ def envelope(fmt: str, quiet: bool, **kw: Any) -> None:
     payload.update({k: v for k, v in times.items() if k not in ("full_prefill_s", "remaining_s")})
     scope = _scope(kw, result, times)
     payload.update(scope)
-    payload["notes"] = envelope_notes(result, {**times, **scope})    # every note the text prints
+    payload["notes"] = envelope_notes(result, {**times, **scope, "block_size": kw["block_size"]})   # every note the text prints
     named = {} if link is None else {"link": link.name, "overhead_from": None if kw["overhead"] is not None
                                      else f"--link {link.name}'s setup"}
     emit(payload, fmt, lambda: render_envelope(result, {**times, **scope, "block_size": kw["block_size"], **named}))

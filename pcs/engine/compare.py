@@ -118,9 +118,6 @@ class CompareCurveRow:
     """Hit ratios at one capacity (one tier, sequential timing) for each compared policy, Belady, the ceiling."""
 
     capacity_blocks: int = field("blocks", "cache size")
-    capacity_bytes: int = field("bytes", "the GPU tier's bytes the row ran at, as pcs replay --tier gpu=C reports "
-                                         "them (tiers[0].capacity_bytes): capacity_blocks x bytes per block; a "
-                                         "hybrid model: its whole pages")
     policy_hit_ratios: dict[str, float] = field(
         "ratio", "hit ratio per compared policy, in the JSON as one key <policy>_hit_ratio each (lru from the "
                  "one-pass curve, others replayed; a hybrid model: all replayed under its rules)",
@@ -128,13 +125,17 @@ class CompareCurveRow:
     belady_hit_ratio: float | None = field("ratio", "offline optimum (Belady's MIN); null for a hybrid model")
     ceiling_hit_ratio: float | None = field("ratio", "single-sequence hit ratio (infinite cache); null for a "
                                                      "hybrid model (one-pass, it ignores the hybrid rules)")
+    capacity_bytes: int = field("bytes", "the GPU tier's bytes the row ran at, as pcs replay --tier gpu=C reports "
+                                         "them (tiers[0].capacity_bytes): capacity_blocks x bytes per block; a "
+                                         "hybrid model: its whole pages")
 
     def to_dict(self) -> dict[str, Any]:
-        """``{capacity_blocks, capacity_bytes, <policy>_hit_ratio ..., belady_hit_ratio, ceiling_hit_ratio}``."""
-        out: dict[str, Any] = {"capacity_blocks": self.capacity_blocks, "capacity_bytes": self.capacity_bytes}
+        """``{capacity_blocks, <policy>_hit_ratio ..., belady_hit_ratio, ceiling_hit_ratio, capacity_bytes}``."""
+        out: dict[str, Any] = {"capacity_blocks": self.capacity_blocks}
         out.update({f"{pol}_hit_ratio": v for pol, v in self.policy_hit_ratios.items()})
         out["belady_hit_ratio"] = self.belady_hit_ratio
         out["ceiling_hit_ratio"] = self.ceiling_hit_ratio
+        out["capacity_bytes"] = self.capacity_bytes
         return out
 
 
@@ -193,8 +194,9 @@ def _curve_rows(trace: Any, policies: list[str | None], caps: Sequence[Any], rep
         runs = [replay(trace, policy=pol, tiers=[t], **seq).summary for t in tiers]
         per_policy[pol] = [s.hit_ratio for s in runs]
         cap_bytes = [s.tiers[0].capacity_bytes for s in runs]   # a hybrid model's pages: the replay's own bytes
-    return tuple(CompareCurveRow(r.capacity_blocks, cap_bytes[i], {pol: v[i] for pol, v in per_policy.items()},
-                                 None if hybrid else r.belady_hit_ratio, None if hybrid else r.ceiling_hit_ratio)
+    return tuple(CompareCurveRow(r.capacity_blocks, {pol: v[i] for pol, v in per_policy.items()},
+                                 None if hybrid else r.belady_hit_ratio, None if hybrid else r.ceiling_hit_ratio,
+                                 cap_bytes[i])
                  for i, r in enumerate(res.rows))
 
 

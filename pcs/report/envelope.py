@@ -22,9 +22,16 @@ def _scope_text(r: EnvelopeResult, extra: dict[str, Any]) -> str:
     if extra.get("restore_bytes_scope") != "per_rank":
         return ""
     tp, asked, kept = extra["tp"], extra.get("restore_tokens"), extra.get("restored_tokens")
-    whole = "" if asked == kept or kept is None else (
-        f" = {units.format_count(kept)} of the {units.format_count(asked)} tokens (whole blocks: only full blocks "
-        f"are cached, the other {units.format_count(asked - kept)} are computed)")
+    cap, prompt = extra.get("hit_cap_tokens"), extra.get("prompt_tokens")
+    if kept is None or asked == kept:
+        whole = ""
+    elif asked is None:      # the default restore: the whole prompt, as a full hit
+        whole = (f" = {units.format_count(kept)} tokens, the best-case hit of the {units.format_count(prompt)}-token "
+                 f"prompt (the other {units.format_count(prompt - kept)} are computed)")
+    else:
+        why = "the last-token cap" if cap is not None and asked > cap else "whole blocks: only full blocks are cached"
+        whole = (f" = {units.format_count(kept)} of the {units.format_count(asked)} tokens ({why}, the other "
+                 f"{units.format_count(asked - kept)} are computed)")
     kv = f" of {extra['layout']} KV" if extra.get("layout") else ""    # the layout that runs (fp8_ds_mla, not fp8)
     kv += f" in {extra['block_size']}-token blocks" if extra.get("block_size") else ""     # the deployment assumed
     return (f"{whole}{kv} per GPU (TP {tp}: {units.format_bytes(r.restore_bytes * tp)} for the TP group; bandwidths per "
@@ -77,10 +84,28 @@ def envelope_notes(r: EnvelopeResult, extra: dict[str, Any]) -> list[str]:
             verdict += (f" (per GPU; {units.format_bandwidth(r.break_even_bps * extra['tp'])} for the TP "
                         "group's links together, as pcs replay gives link figures)")
     return [
-        verdict, "net saved = T_full - cached path, the restore time taken off (pcs replay's \"prefill saved\" is "
-                 "gross: the prefill time the hits avoid, before it)",
+        verdict, *_cap_note(extra),
+        "net saved = T_full - cached path, the restore time taken off (pcs replay's \"prefill saved\" is "
+        "gross: the prefill time the hits avoid, before it)",
         "serial model: cached = D/B + T_remaining + T_overhead against T_full; a higher hit ratio "
-                 "can save compute yet add restore bytes, so it does not guarantee lower latency",
+        "can save compute yet add restore bytes, so it does not guarantee lower latency",
         "halving D (e.g. FP8 KV) halves only the read term (and D halves only when the scales sit outside the "
         "pages): T_remaining and T_overhead stay; and the"
         " D a finite cache really restores comes from a replay (pcs replay), not from a single-sequence ratio"]
+
+
+def _cap_note(extra: dict[str, Any]) -> list[str]:
+    """The note of the last-token cap (docs/semantics.md §4, :meth:`pcs.blocks.BlockRules.best_hit_tokens`) when it
+    set D's tokens: the default restore (the whole prompt, as a full hit) or an explicit ``--restore-tokens`` above
+    the cap; none otherwise. ``extra``: ``prompt_tokens``, ``restore_tokens``, ``hit_cap_tokens``,
+    ``restored_tokens``, ``block_size``."""
+    asked, cap, prompt, bs = (extra.get(k) for k in ("restore_tokens", "hit_cap_tokens", "prompt_tokens",
+                                                     "block_size"))
+    if cap is None or extra.get("restored_tokens") is None or (asked if asked is not None else prompt) <= cap:
+        return []
+    n = units.format_count
+    what = (f"restore: a full hit of the {n(prompt)}-token prompt, capped" if asked is None else
+            f"--restore-tokens {n(asked)} capped at the {n(prompt)}-token prompt's hit cap")
+    return [f"{what}: ((T - 1) // B) x B = (({n(prompt)} - 1) // {n(bs)}) x {n(bs)} = {n(cap)} tokens restored; the "
+            f"last prompt token is recomputed for the first output's logits, so {n(prompt - cap)} tokens (from the "
+            "last whole block on) are computed, as pcs replay counts a hit (docs/semantics.md §4)"]

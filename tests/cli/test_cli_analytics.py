@@ -151,16 +151,18 @@ def test_envelope_with_model_presets():
     pytest.importorskip("pcs.model")
     out = run_json(["envelope", "--restore-tokens", "1024", "--model", "llama-3.1-8b", "--tp", "1",
                     "--full-prefill", "100ms", "--bandwidth", "10GB/s"])
-    assert out["restore_bytes"] == 1024 * 131_072          # 64 blocks x 16 tokens x 131,072 B (BF16, no scales)
+    # the prompt defaults to --restore-tokens, 1,024 tokens: the last-token cap (1,024 - 1) // 16 = 63 blocks
+    # (semantics §4; 64 before it) x 16 tokens x 131,072 B (BF16, no scales)
+    assert out["restore_bytes"] == 63 * 16 * 131_072
     out = run_json(["envelope", "--restore-tokens", "1024", "--model", "llama-3.1-8b", "--full-prefill", "100ms",
                     "--bandwidth", "10GB/s"])              # no --tp: replay's default TP 8
-    assert out["restore_bytes"] == 1024 * 131_072 // 8     # 8 KV heads over 8 ranks: one head per rank
+    assert out["restore_bytes"] == 63 * 16 * 131_072 // 8  # 8 KV heads over 8 ranks: one head per rank
     out = run_json(["envelope", "--restore-tokens", "1000", "--model", "llama-3.1-8b", "--tp", "1",
                     "--full-prefill", "100ms", "--bandwidth", "10GB/s"])
-    assert out["restore_bytes"] == 62 * 16 * 131_072       # floor(1000 / 16) = 62 full blocks (semantics §2)
+    assert out["restore_bytes"] == 62 * 16 * 131_072       # floor(1000 / 16) = 62 full blocks (semantics §2) = cap 999 // 16
     out = run_json(["envelope", "--restore-tokens", "1024", "--model", "llama-3.1-8b", "--tp", "2",
                     "--full-prefill", "100ms", "--bandwidth", "10GB/s"])
-    assert out["restore_bytes"] == 1024 * 131_072 // 2     # 8 KV heads split over 2 ranks
+    assert out["restore_bytes"] == 63 * 16 * 131_072 // 2  # 8 KV heads split over 2 ranks
     out = run_json(["envelope", "--restore-tokens", "1", "--model", "llama-3.1-8b", "--gpu", "h100-sxm",
                     "--tp", "1", "--bandwidth", "10GB/s"])
     # 1-token prompt: 2 x 8,030,261,248 + 524,288 attention FLOPs = 16,061,046,784 FLOPs
