@@ -253,7 +253,7 @@ def envelope(fmt: str, quiet: bool, **kw: Any) -> None:
     payload.update({k: v for k, v in times.items() if k not in ("full_prefill_s", "remaining_s")})
     scope = _scope(kw, result, times)
     payload.update(scope)
-    payload["notes"] = envelope_notes(result, {**times, **scope, "block_size": kw["block_size"]})   # every note the text prints
+    payload["notes"] = envelope_notes(result, {**times, **scope, "block_size": kw["block_size"]})   # as the text
     named = {} if link is None else {"link": link.name, "overhead_from": None if kw["overhead"] is not None
                                      else f"--link {link.name}'s setup"}
     emit(payload, fmt, lambda: render_envelope(result, {**times, **scope, "block_size": kw["block_size"], **named}))

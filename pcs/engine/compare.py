@@ -350,10 +350,8 @@ def compare(trace: Any = None, *, policies: Sequence[str | None] | None = None,
         tier_sets: tier lists to compare, each as :func:`pcs.replay`'s
             ``tiers`` (e.g. ``[["gpu=390GB", "cpu=2TB"], ["gpu=390GB", "cpu=4TB"]]``);
             default: one tier list, ``replay_kwargs["tiers"]`` or the default tiers.
-        curve_capacities: one-tier capacities for :attr:`CompareResult.curve` (sequential timing, the run's
-            block rules): block counts (int >= 0) or sizes as ``tiers`` writes them (``"40GB"``,
-            ``"5000blocks"``); a row at ``"40GB"`` is the run ``pcs.replay(tiers=["gpu=40GB"], timing=
-            "sequential")`` makes (its hit ratio and ``capacity_bytes``), a hybrid model's too.
+        curve_capacities: one-tier capacities of :attr:`CompareResult.curve` (sequential, the run's block rules):
+            block counts (int >= 0) or tier sizes (``"40GB"``: the row is ``tiers=["gpu=40GB"]``'s sequential run).
         admits: admission settings to compare, each ``TIER=KIND[:ARGS]`` items joined by
             ``+`` or ``"none"`` (:func:`pcs.cache.admission.parse_admit_option`); every
             policy runs with every setting (policy x admission); default: none.
