@@ -23,7 +23,7 @@ def _scope_text(r: EnvelopeResult, extra: dict[str, Any]) -> str:
         return ""
     tp, asked, kept = extra["tp"], extra.get("restore_tokens"), extra.get("restored_tokens")
     cap, prompt = extra.get("hit_cap_tokens"), extra.get("prompt_tokens")
-    if kept is None or asked == kept:
+    if kept is None or kept == (asked if asked is not None else prompt):
         whole = ""
     elif asked is None:      # the default restore: the whole prompt, as a full hit
         whole = (f" = {units.format_count(kept)} tokens, the best-case hit of the {units.format_count(prompt)}-token "
