@@ -38,21 +38,40 @@ static void t2_free(t2_t *q) {
     free(q->low.live); free(q->log); free(q->vict); free(q);
 }
 
-/* Room in the GPU log for time s->t (entries below the pointer are dropped); -1 on no memory. */
-static int t2_log_room(lru_t *s) {
+/* Room in the GPU log for the times s->t .. s->t + k - 1 (entries below the pointer are dropped); -1 on no memory. */
+static int t2_log_room(lru_t *s, int64_t k) {
     t2_t *q = s->t2;
-    if (s->t - q->lbase < q->log_len) return 0;
-    int64_t drop = s->p - q->lbase;
-    if (drop * 2 >= q->log_len) {
-        memmove(q->log, q->log + drop, (size_t)(q->log_len - drop) * 8);
-        q->lbase += drop;
-        return 0;
+    while (s->t + k - 1 - q->lbase >= q->log_len) {
+        int64_t drop = s->p - q->lbase;
+        if (drop > 0 && drop * 2 >= q->log_len) {
+            memmove(q->log, q->log + drop, (size_t)(q->log_len - drop) * 8);
+            q->lbase += drop;
+            continue;
+        }
+        uint64_t *nl = (uint64_t *)realloc(q->log, (size_t)q->log_len * 16);
+        if (!nl) return -1;
+        q->log = nl;
+        q->log_len *= 2;
     }
-    uint64_t *nl = (uint64_t *)realloc(q->log, (size_t)q->log_len * 16);
-    if (!nl) return -1;
-    q->log = nl;
-    q->log_len *= 2;
     return 0;
+}
+
+/* Room in s's live bitmap for the times s->t .. s->t + k - 1 (lru_live_grow until they fit); -1 on no memory. */
+static int lru_live_room_k(lru_t *s, int64_t k) {
+    while (((s->t + k - 1 - s->base) >> 6) >= s->live_words)
+        if (lru_live_grow(s) != 0) return -1;
+    return 0;
+}
+
+/* The LRU live time at or after p (bitmap live, bit 0 at time base; one exists) cleared: returns the new pointer
+ * (past it). lru_evict on a pointer held in a local. */
+static inline int64_t lru_evict_at(uint64_t *live, int64_t base, int64_t p) {
+    int64_t i = p - base, w = i >> 6;
+    uint64_t bits = live[w] & (~0ULL << (i & 63));
+    while (!bits) bits = live[++w];
+    int64_t b = (w << 6) + __builtin_ctzll(bits);
+    live[w] &= ~(1ULL << (b & 63));
+    return base + b + 1;
 }
 
 /* A new lower-tier time for the id of state index slot (lru_idx); evicts past C1; -1 on no memory. */
@@ -63,31 +82,55 @@ static int t2_low_stamp(lru_t *s, uint64_t slot) {
     return 0;
 }
 
-/* Demote the victims (state indices q->vict[0 .. nv)) as one batch; -1 on no memory. */
+/* Demote the victims (state indices q->vict[0 .. nv)) as one batch; -1 on no memory. The lower tier's pointer,
+ * clock and resident count held in locals (t2_low_stamp for each victim, as one loop). */
 static int t2_demote(lru_t *s, int64_t nv) {
     t2_t *q = s->t2;
+    lru_t *lo = &q->low;
+    int32_t *cl = s->clast;
+    const uint64_t *vict = q->vict;
     for (int64_t i = 0; i < nv; i++) {   /* set aside those already below */
-        int64_t old = s->clast[q->vict[i]];
-        if (old >= q->low.p) {
-            int64_t j = old - q->low.base;
-            q->low.live[j >> 6] &= ~(1ULL << (j & 63));
-            q->low.resident--;
-            s->clast[q->vict[i]] = 0;
+        int64_t old = cl[vict[i]];
+        if (old >= lo->p) {
+            int64_t j = old - lo->base;
+            lo->live[j >> 6] &= ~(1ULL << (j & 63));
+            lo->resident--;
+            cl[vict[i]] = 0;
         }
     }
-    for (int64_t i = 0; i < nv; i++)
-        if (t2_low_stamp(s, q->vict[i]) != 0) return -1;
+    if (nv <= 0) return 0;
+    if (lru_live_room_k(lo, nv) != 0) return -1;
+    uint64_t *live = lo->live;
+    const int64_t base = lo->base, c1 = lo->capacity;
+    int64_t t = lo->t, p = lo->p, res = lo->resident;
+    for (int64_t i = 0; i < nv; i++) {   /* lru_restamp on the lower tier, each victim in eviction order */
+        int64_t old = cl[vict[i]];
+        if (old >= p) {
+            int64_t j = old - base;
+            live[j >> 6] &= ~(1ULL << (j & 63));
+        } else {
+            res++;
+        }
+        int64_t j = t - base;
+        live[j >> 6] |= 1ULL << (j & 63);
+        cl[vict[i]] = (int32_t)t++;
+        for (; res > c1; res--) p = lru_evict_at(live, base, p);
+    }
+    lo->t = t; lo->p = p; lo->resident = res;
     return 0;
 }
 
-/* Pin the lead (states tmp[0 .. a)) and evict until a + budget slots are free; returns the victims or -1. */
+/* Pin the lead (states tmp[0 .. a)) and evict until a + budget slots are free; returns the victims or -1. The
+ * pointer and the bitmap in locals over the victims (lru_evict each). */
 static int64_t t2_reserve(lru_t *s, int64_t a, int64_t budget, int32_t rq) {
     t2_t *q = s->t2;
+    uint64_t *live = s->live;
+    const int64_t base = s->base;
     for (int64_t i = 0; i < a; i++) {
-        int64_t old = LRU_VISIT(s->tmp[i]->last), j = old - s->base;
-        s->live[j >> 6] &= ~(1ULL << (j & 63));
-        s->resident--;
+        int64_t old = LRU_VISIT(s->tmp[i]->last), j = old - base;
+        live[j >> 6] &= ~(1ULL << (j & 63));
     }
+    s->resident -= a;
     int64_t nv = s->resident + a + budget - s->capacity;
     if (nv <= 0) return 0;
     if (nv > q->vict_len) {
@@ -96,30 +139,58 @@ static int64_t t2_reserve(lru_t *s, int64_t a, int64_t budget, int32_t rq) {
         q->vict = nb;
         q->vict_len = nv;
     }
-    for (int64_t i = 0; i < nv; i++) {
-        lru_evict(s);
-        uint64_t key = q->log[s->p - 1 - q->lbase];
-        /* direct mode: the state index is the id (no read of its state); hashed: found (looked up before) */
-        q->vict[i] = s->direct ? key : lru_idx(s, lru_find(s, key, rq, 0));
-        if (s->direct && s->p + 15 - q->lbase < s->t - q->lbase)    /* t2_demote reads the victims' lower times */
-            __builtin_prefetch(&s->clast[q->log[s->p + 15 - q->lbase]], 1, 1);
+    const uint64_t *log = q->log;
+    uint64_t *vict = q->vict;
+    const int64_t lb = q->lbase, t = s->t;
+    int64_t p = s->p;
+    if (s->direct) {   /* the state index is the id (no read of its state) */
+        const int32_t *cl = s->clast;
+        for (int64_t i = 0; i < nv; i++) {
+            p = lru_evict_at(live, base, p);
+            vict[i] = log[p - 1 - lb];
+            if (p + 15 < t) __builtin_prefetch(&cl[log[p + 15 - lb]], 1, 1);   /* t2_demote reads the victims' lower times */
+        }
+    } else {           /* hashed: found (looked up before) */
+        for (int64_t i = 0; i < nv; i++) {
+            p = lru_evict_at(live, base, p);
+            vict[i] = lru_idx(s, lru_find(s, log[p - 1 - lb], rq, 0));
+        }
     }
+    s->p = p;
+    s->resident -= nv;
     return nv;
 }
 
 /* Release the kept chain head (tmp[0 .. kept)) tail first with new GPU times; the ids cut (tmp[kept .. m))
- * are marked stamped, not resident; -1 on no memory. */
+ * are marked stamped, not resident; -1 on no memory. Room for the kept times made first, then one loop on locals. */
 static int t2_release(lru_t *s, int64_t kept, int64_t m) {
-    for (int64_t i = m - 1; i >= kept; i--) s->tmp[i]->last = 0;
-    for (int64_t i = kept - 1; i >= 0; i--) {
-        if (lru_live_room(s) != 0 || t2_log_room(s) != 0) return -1;
-        lmeta_t *x = s->tmp[i];
-        int64_t j = s->t - s->base;
-        s->live[j >> 6] |= 1ULL << (j & 63);
-        s->t2->log[s->t - s->t2->lbase] = lru_key(s, x);
-        x->last = (int32_t)s->t++;
-        s->resident++;
+    lmeta_t **tmp = s->tmp;
+    for (int64_t i = m - 1; i >= kept; i--) tmp[i]->last = 0;
+    if (kept <= 0) return 0;
+    if (lru_live_room_k(s, kept) != 0 || t2_log_room(s, kept) != 0) return -1;
+    uint64_t *live = s->live, *log = s->t2->log;
+    const int64_t base = s->base, lb = s->t2->lbase;
+    int64_t t = s->t;
+    if (s->direct) {
+        const lmeta_t *dmeta = s->dmeta;
+        for (int64_t i = kept - 1; i >= 0; i--, t++) {
+            lmeta_t *x = tmp[i];
+            int64_t j = t - base;
+            live[j >> 6] |= 1ULL << (j & 63);
+            log[t - lb] = (uint64_t)(x - dmeta);
+            x->last = (int32_t)t;
+        }
+    } else {
+        for (int64_t i = kept - 1; i >= 0; i--, t++) {
+            lmeta_t *x = tmp[i];
+            int64_t j = t - base;
+            live[j >> 6] |= 1ULL << (j & 63);
+            log[t - lb] = lru_slot_of(x)->key;
+            x->last = (int32_t)t;
+        }
     }
+    s->t = t;
+    s->resident += kept;
     return 0;
 }
 
@@ -128,11 +199,16 @@ static int t2_release(lru_t *s, int64_t kept, int64_t m) {
 static int t2_request(lru_t *s, int64_t m, int64_t a, int64_t cap, int dup, int32_t rq, int64_t *hits) {
     t2_t *q = s->t2;
     int64_t lead = a, run = 1;
-    for (int64_t i = a; i < m && !dup; i++) {
-        int64_t old = LRU_VISIT(s->tmp[i]->last);
-        dup = old >= s->p;                                     /* GPU-resident after a miss: not chained */
-        run &= s->clast[lru_idx(s, s->tmp[i])] >= q->low.p;
-        lead += run;
+    {
+        lmeta_t *const *tmp = s->tmp;
+        const int32_t *cl = s->clast;
+        const int64_t p = s->p, lp = q->low.p;
+        for (int64_t i = a; i < m && !dup; i++) {
+            int64_t old = LRU_VISIT(tmp[i]->last);
+            dup = old >= p;                                    /* GPU-resident after a miss: not chained */
+            run &= cl[lru_idx(s, tmp[i])] >= lp;
+            lead += run;
+        }
     }
     dup |= q->low.t + 2 * m >= INT32_MAX;                      /* lower-tier times are int32 too */
     if (dup || q->broken) {
