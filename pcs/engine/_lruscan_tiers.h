@@ -63,15 +63,25 @@ static int lru_live_room_k(lru_t *s, int64_t k) {
     return 0;
 }
 
-/* The LRU live time at or after p (bitmap live, bit 0 at time base; one exists) cleared: returns the new pointer
- * (past it). lru_evict on a pointer held in a local. */
-static inline int64_t lru_evict_at(uint64_t *live, int64_t base, int64_t p) {
-    int64_t i = p - base, w = i >> 6;
-    uint64_t bits = live[w] & (~0ULL << (i & 63));
-    while (!bits) bits = live[++w];
-    int64_t b = (w << 6) + __builtin_ctzll(bits);
-    live[w] &= ~(1ULL << (b & 63));
-    return base + b + 1;
+/* Evict the k oldest live times at or after p (bitmap live, bit 0 at time base; at least k live there) -- k times
+ * lru_evict on a pointer held in a local, one word read and written once for all its victims; returns the new
+ * pointer. With log (GPU victims): vict[i] = the id of the i-th victim's time, log[time - lb] (direct mode's state
+ * index), NULL vict: no ids. */
+static inline int64_t lru_evict_run(uint64_t *live, int64_t base, int64_t p, int64_t k, uint64_t *vict,
+                                    const uint64_t *log, int64_t lb) {
+    int64_t i0 = p - base, w = i0 >> 6;
+    uint64_t bits = live[w] & (~0ULL << (i0 & 63));   /* the bits below p are all clear: the word is bits */
+    for (int64_t i = 0; i < k; i++) {
+        while (!bits) {
+            live[w] = 0;
+            bits = live[++w];
+        }
+        p = base + (w << 6) + __builtin_ctzll(bits) + 1;
+        bits &= bits - 1;
+        if (vict) vict[i] = log[p - 1 - lb];
+    }
+    live[w] = bits;
+    return p;
 }
 
 /* A new lower-tier time for the id of state index slot (lru_idx); evicts past C1; -1 on no memory. */
@@ -90,6 +100,7 @@ static int t2_demote(lru_t *s, int64_t nv) {
     int32_t *cl = s->clast;
     const uint64_t *vict = q->vict;
     for (int64_t i = 0; i < nv; i++) {   /* set aside those already below */
+        if (i + 16 < nv) __builtin_prefetch(&cl[vict[i + 16]], 1, 1);
         int64_t old = cl[vict[i]];
         if (old >= lo->p) {
             int64_t j = old - lo->base;
@@ -102,26 +113,27 @@ static int t2_demote(lru_t *s, int64_t nv) {
     if (lru_live_room_k(lo, nv) != 0) return -1;
     uint64_t *live = lo->live;
     const int64_t base = lo->base, c1 = lo->capacity;
-    int64_t t = lo->t, p = lo->p, res = lo->resident;
-    for (int64_t i = 0; i < nv; i++) {   /* lru_restamp on the lower tier, each victim in eviction order */
-        int64_t old = cl[vict[i]];
-        if (old >= p) {
-            int64_t j = old - base;
-            live[j >> 6] &= ~(1ULL << (j & 63));
-        } else {
-            res++;
-        }
+    int64_t t = lo->t, res = lo->resident;
+    /* lru_restamp on the lower tier, each victim in eviction order: after the set-aside no victim's old time is at
+     * or after the pointer (each is 0 or below it), so every stamp takes a slot and the evictions past C1 -- the
+     * oldest live times, never one of these newest stamps unless C1 is smaller than them all -- are those of
+     * stamping and evicting in turn, made after the stamps (lru_evict_run) */
+    for (int64_t i = 0; i < nv; i++) {
         int64_t j = t - base;
         live[j >> 6] |= 1ULL << (j & 63);
         cl[vict[i]] = (int32_t)t++;
-        for (; res > c1; res--) p = lru_evict_at(live, base, p);
     }
-    lo->t = t; lo->p = p; lo->resident = res;
+    res += nv;
+    if (res > c1) {
+        lo->p = lru_evict_run(live, base, lo->p, res - c1, NULL, NULL, 0);
+        res = c1;
+    }
+    lo->t = t; lo->resident = res;
     return 0;
 }
 
 /* Pin the lead (states tmp[0 .. a)) and evict until a + budget slots are free; returns the victims or -1. The
- * pointer and the bitmap in locals over the victims (lru_evict each). */
+ * victims found in one pass over the bitmap's words (lru_evict_run). */
 static int64_t t2_reserve(lru_t *s, int64_t a, int64_t budget, int32_t rq) {
     t2_t *q = s->t2;
     uint64_t *live = s->live;
@@ -141,20 +153,14 @@ static int64_t t2_reserve(lru_t *s, int64_t a, int64_t budget, int32_t rq) {
     }
     const uint64_t *log = q->log;
     uint64_t *vict = q->vict;
-    const int64_t lb = q->lbase, t = s->t;
+    const int64_t lb = q->lbase;
     int64_t p = s->p;
-    if (s->direct) {   /* the state index is the id (no read of its state) */
+    p = lru_evict_run(live, base, p, nv, vict, log, lb);   /* the victims' ids, eviction order */
+    if (s->direct) {   /* the state index is the id (no read of its state); t2_demote reads their lower times */
         const int32_t *cl = s->clast;
-        for (int64_t i = 0; i < nv; i++) {
-            p = lru_evict_at(live, base, p);
-            vict[i] = log[p - 1 - lb];
-            if (p + 15 < t) __builtin_prefetch(&cl[log[p + 15 - lb]], 1, 1);   /* t2_demote reads the victims' lower times */
-        }
-    } else {           /* hashed: found (looked up before) */
-        for (int64_t i = 0; i < nv; i++) {
-            p = lru_evict_at(live, base, p);
-            vict[i] = lru_idx(s, lru_find(s, log[p - 1 - lb], rq, 0));
-        }
+        for (int64_t i = 0; i < nv && i < 16; i++) __builtin_prefetch(&cl[vict[i]], 1, 1);
+    } else {           /* hashed: the state index of each id, found (looked up before) */
+        for (int64_t i = 0; i < nv; i++) vict[i] = lru_idx(s, lru_find(s, vict[i], rq, 0));
     }
     s->p = p;
     s->resident -= nv;
