@@ -200,21 +200,17 @@ static int t2_release(lru_t *s, int64_t kept, int64_t m) {
     return 0;
 }
 
-/* One request after the scan's lookup (states tmp[0 .. m), a GPU lead of a, dup: an id repeated): its
- * baseline hit blocks in *hits (-1 once broken); returns 0, or -1 on no memory. */
+/* One request after the scan's lookup (states tmp[0 .. m), a GPU lead of a, dup: an id repeated or a GPU-resident
+ * id after a non-resident one, found by the lookup): its baseline hit blocks in *hits (-1 once broken); returns 0,
+ * or -1 on no memory. */
 static int t2_request(lru_t *s, int64_t m, int64_t a, int64_t cap, int dup, int32_t rq, int64_t *hits) {
     t2_t *q = s->t2;
-    int64_t lead = a, run = 1;
-    {
+    int64_t lead = a;
+    if (!dup) {   /* the lower tier's run after the GPU lead: up to its first id not below */
         lmeta_t *const *tmp = s->tmp;
         const int32_t *cl = s->clast;
-        const int64_t p = s->p, lp = q->low.p;
-        for (int64_t i = a; i < m && !dup; i++) {
-            int64_t old = LRU_VISIT(tmp[i]->last);
-            dup = old >= p;                                    /* GPU-resident after a miss: not chained */
-            run &= cl[lru_idx(s, tmp[i])] >= lp;
-            lead += run;
-        }
+        const int64_t lp = q->low.p;
+        while (lead < m && cl[lru_idx(s, tmp[lead])] >= lp) lead++;
     }
     dup |= q->low.t + 2 * m >= INT32_MAX;                      /* lower-tier times are int32 too */
     if (dup || q->broken) {
