@@ -373,7 +373,8 @@ static inline int lru_lookup(lru_t *s, const uint64_t *keys, int64_t a, int64_t 
     lmeta_t **tmp = s->tmp;
     lmeta_t *dmeta = s->dmeta;
     int64_t count = s->count, k0 = 0, k1 = 0, k2 = 0, k3 = 0;
-    int run_res = 1, run_seen = 1, run_ideal = 1, run_dec = 1, rc = 0, brk = 0;
+    int run_res = 1, run_seen = 1, run_ideal = 1, run_dec = 1, rc = 0;
+    int64_t brk = 0;
     int64_t i = a;
     for (; i < m; i++) {
         lmeta_t *x = direct ? &dmeta[keys[i]] : lru_slot(s, keys[i]);
@@ -393,7 +394,7 @@ static inline int lru_lookup(lru_t *s, const uint64_t *keys, int64_t a, int64_t 
         }
         int res = old >= p;
         if (check && res && !run_res) { rc = 2; goto out; }
-        if (!check) brk |= res & !run_res;
+        brk += res;   /* resident ids: more than the leading run's when one follows a miss */
         run_res &= res;
         k0 += run_res;
         run_seen &= old >= 0;
@@ -418,7 +419,7 @@ static inline int lru_lookup(lru_t *s, const uint64_t *keys, int64_t a, int64_t 
     }
 out:
     s->count = count;
-    *late = brk;
+    *late = !check && brk != k0;
     k[0] += k0; k[1] += k1; k[2] += k2; k[3] += k3;
     return rc;
 }

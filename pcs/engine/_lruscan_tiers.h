@@ -26,8 +26,8 @@
 
 struct t2_s {
     lru_t low;          /* the lower tier's times (live bitmap, pointer, resident count); its table unused */
-    uint64_t *log;      /* GPU time -> key, for times [lbase, s->t) */
-    int64_t lbase, log_len;
+    uint64_t *log;      /* GPU time -> key, a ring: time x at log[x & (log_len - 1)], for the times [s->p, s->t) */
+    int64_t log_len;    /* a power of two, >= s->t - s->p */
     uint64_t *vict;     /* one request's victims' state indices (lru_idx), eviction order */
     int64_t vict_len;
     int broken;
@@ -38,21 +38,19 @@ static void t2_free(t2_t *q) {
     free(q->low.live); free(q->log); free(q->vict); free(q);
 }
 
-/* Room in the GPU log for the times s->t .. s->t + k - 1 (entries below the pointer are dropped); -1 on no memory. */
+/* Room in the GPU log (a ring) for the times s->p .. s->t + k - 1: doubled until they fit, the times [s->p, s->t)
+ * copied to their places in the larger ring (the times below the pointer are not kept: no slide); -1 on no memory. */
 static int t2_log_room(lru_t *s, int64_t k) {
     t2_t *q = s->t2;
-    while (s->t + k - 1 - q->lbase >= q->log_len) {
-        int64_t drop = s->p - q->lbase;
-        if (drop > 0 && drop * 2 >= q->log_len) {
-            memmove(q->log, q->log + drop, (size_t)(q->log_len - drop) * 8);
-            q->lbase += drop;
-            continue;
-        }
-        uint64_t *nl = (uint64_t *)realloc(q->log, (size_t)q->log_len * 16);
-        if (!nl) return -1;
-        q->log = nl;
-        q->log_len *= 2;
-    }
+    if (s->t + k - s->p <= q->log_len) return 0;
+    int64_t len = q->log_len;
+    while (s->t + k - s->p > len) len *= 2;
+    uint64_t *nl = (uint64_t *)malloc((size_t)len * 8);
+    if (!nl) return -1;
+    for (int64_t x = s->p; x < s->t; x++) nl[x & (len - 1)] = q->log[x & (q->log_len - 1)];
+    free(q->log);
+    q->log = nl;
+    q->log_len = len;
     return 0;
 }
 
@@ -65,10 +63,10 @@ static int lru_live_room_k(lru_t *s, int64_t k) {
 
 /* Evict the k oldest live times at or after p (bitmap live, bit 0 at time base; at least k live there) -- k times
  * lru_evict on a pointer held in a local, one word read and written once for all its victims; returns the new
- * pointer. With log (GPU victims): vict[i] = the id of the i-th victim's time, log[time - lb] (direct mode's state
- * index), NULL vict: no ids. */
+ * pointer. With vict (GPU victims): vict[i] = the id of the i-th victim's time, log[time & lm] (the log's ring);
+ * NULL vict: no ids. */
 static inline int64_t lru_evict_run(uint64_t *live, int64_t base, int64_t p, int64_t k, uint64_t *vict,
-                                    const uint64_t *log, int64_t lb) {
+                                    const uint64_t *log, int64_t lm) {
     int64_t i0 = p - base, w = i0 >> 6;
     uint64_t bits = live[w] & (~0ULL << (i0 & 63));   /* the bits below p are all clear: the word is bits */
     for (int64_t i = 0; i < k; i++) {
@@ -78,7 +76,7 @@ static inline int64_t lru_evict_run(uint64_t *live, int64_t base, int64_t p, int
         }
         p = base + (w << 6) + __builtin_ctzll(bits) + 1;
         bits &= bits - 1;
-        if (vict) vict[i] = log[p - 1 - lb];
+        if (vict) vict[i] = log[(p - 1) & lm];
     }
     live[w] = bits;
     return p;
@@ -153,9 +151,9 @@ static int64_t t2_reserve(lru_t *s, int64_t a, int64_t budget, int32_t rq) {
     }
     const uint64_t *log = q->log;
     uint64_t *vict = q->vict;
-    const int64_t lb = q->lbase;
+    const int64_t lm = q->log_len - 1;
     int64_t p = s->p;
-    p = lru_evict_run(live, base, p, nv, vict, log, lb);   /* the victims' ids, eviction order */
+    p = lru_evict_run(live, base, p, nv, vict, log, lm);   /* the victims' ids, eviction order */
     if (s->direct) {   /* the state index is the id (no read of its state); t2_demote reads their lower times */
         const int32_t *cl = s->clast;
         for (int64_t i = 0; i < nv && i < 16; i++) __builtin_prefetch(&cl[vict[i]], 1, 1);
@@ -175,7 +173,7 @@ static int t2_release(lru_t *s, int64_t kept, int64_t m) {
     if (kept <= 0) return 0;
     if (lru_live_room_k(s, kept) != 0 || t2_log_room(s, kept) != 0) return -1;
     uint64_t *live = s->live, *log = s->t2->log;
-    const int64_t base = s->base, lb = s->t2->lbase;
+    const int64_t base = s->base, lm = s->t2->log_len - 1;
     int64_t t = s->t;
     if (s->direct) {
         const lmeta_t *dmeta = s->dmeta;
@@ -183,7 +181,7 @@ static int t2_release(lru_t *s, int64_t kept, int64_t m) {
             lmeta_t *x = tmp[i];
             int64_t j = t - base;
             live[j >> 6] |= 1ULL << (j & 63);
-            log[t - lb] = (uint64_t)(x - dmeta);
+            log[t & lm] = (uint64_t)(x - dmeta);
             x->last = (int32_t)t;
         }
     } else {
@@ -191,7 +189,7 @@ static int t2_release(lru_t *s, int64_t kept, int64_t m) {
             lmeta_t *x = tmp[i];
             int64_t j = t - base;
             live[j >> 6] |= 1ULL << (j & 63);
-            log[t - lb] = lru_slot_of(x)->key;
+            log[t & lm] = lru_slot_of(x)->key;
             x->last = (int32_t)t;
         }
     }
@@ -244,7 +242,7 @@ static int t2_enable(lru_t *s, int64_t c1) {
     uint64_t n = s->direct ? s->dcap : s->mask + 1;   /* one per state index (lru_idx) */
     s->clast = (int32_t *)lru_zalloc(n * sizeof(int32_t), &s->cmap);   /* 0: never below (times start at 64) */
     if (!q->low.live || !q->log || !s->clast) return -1;
-    s->t = s->p = s->base = q->lbase = 64;     /* time 0 < every pointer: "stamped, not resident" */
+    s->t = s->p = s->base = 64;     /* time 0 < every pointer: "stamped, not resident" */
     q->low.t = q->low.p = q->low.base = 64;    /* time 0 < the lower pointer: a zeroed clast entry is "none" */
     return 0;
 }
