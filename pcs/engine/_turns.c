@@ -191,29 +191,22 @@ static int tn_resolve_at(turns_t *t, const uint64_t *b, int64_t j, uint64_t hash
 #define TN_AHEAD 32   /* positions hashed (and their filter words prefetched: 512 KB misses the L1 cache) at once */
 
 /* Request B (ids b[0 .. nh), prompt p_b, cacheable blocks) resolves every request waiting on key (b[j], j + 1)
- * whose p + o <= p_b, position by position. The id bitmap's pointer, size and overflow flag are read once into
- * locals (the stores into js / hs would otherwise make the compiler reload them each position); resolutions only
- * grow the result vectors and pop heaps, never the bitmap, which only tn_register changes. */
+ * whose p + o <= p_b, position by position. */
 static int tn_resolve(turns_t *t, const uint64_t *b, int64_t nh, int64_t p_b, int64_t cacheable, int64_t bs) {
     uint64_t hs[TN_AHEAD];
     int64_t js[TN_AHEAD];
-    const uint64_t *bits = t->ids_bits, cap = t->ids_cap;
-    const int over = t->ids_over;
-    const uint64_t *filter = t->filter;
     for (int64_t j0 = 0; j0 < nh; j0 += TN_AHEAD) {
         int64_t k = nh - j0 < TN_AHEAD ? nh - j0 : TN_AHEAD, c = 0;
         for (int64_t i = 0; i < k; i++) {
-            uint64_t id = b[j0 + i];
+            if (!tn_id_maybe(t, b[j0 + i])) continue;                  /* no key holds this id: most positions */
             js[c] = j0 + i;
-            c += id < cap ? (int64_t)(bits[id >> 6] >> (id & 63) & 1) : over;   /* most positions: no key holds it */
-        }
-        for (int64_t i = 0; i < c; i++) {
-            hs[i] = turn_hash(b[js[i]], js[i] + 1);
-            __builtin_prefetch(&filter[(hs[i] >> (64 - FILTER_BITS)) >> 6], 0, 1);
+            hs[c] = turn_hash(b[j0 + i], j0 + i + 1);
+            __builtin_prefetch(&t->filter[(hs[c] >> (64 - FILTER_BITS)) >> 6], 0, 1);
+            c++;
         }
         for (int64_t i = 0; i < c; i++) {
             uint64_t bit = hs[i] >> (64 - FILTER_BITS);
-            if (!(filter[bit >> 6] >> (bit & 63) & 1)) continue;        /* no key of this hash */
+            if (!(t->filter[bit >> 6] >> (bit & 63) & 1)) continue;     /* no key of this hash */
             if (tn_resolve_at(t, b, js[i], hs[i], p_b, cacheable, bs) < 0) return -1;
         }
     }
