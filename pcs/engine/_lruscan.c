@@ -236,11 +236,19 @@ static inline const void *lru_home(const lru_t *s, uint64_t key) {
  * -1 on no memory. */
 static int lru_mode(lru_t *s, const uint64_t *keys, const uint64_t *dkeys, int64_t m, int64_t dm) {
     if (!s->direct) return 0;
+    /* the OR of the ids bounds the largest (top <= any): one vectorised pass answers the common case, an array
+     * that holds every id of the batch and a limit above them (the same outcome as the exact top's) */
+    uint64_t any = 0, o1 = 0, o2 = 0, o3 = 0;
+    int64_t i4 = 0;
+    for (; i4 + 4 <= m; i4 += 4) { any |= keys[i4]; o1 |= keys[i4 + 1]; o2 |= keys[i4 + 2]; o3 |= keys[i4 + 3]; }
+    for (; i4 < m; i4++) any |= keys[i4];
+    for (int64_t i = 0; i < dm; i++) any |= dkeys[i];
+    any |= o1 | o2 | o3;
+    if (m + dm == 0 || (any < s->dcap && any < (uint64_t)s->limit)) return 0;
     uint64_t top = 0;
     for (int64_t i = 0; i < m; i++) top = keys[i] > top ? keys[i] : top;
     for (int64_t i = 0; i < dm; i++) top = dkeys[i] > top ? dkeys[i] : top;
     m += dm;
-    if (m == 0) return 0;
     if (top < (uint64_t)s->limit || top < (uint64_t)(2 * (s->count + m))) { /* ids at least half dense */
         uint64_t need = top + 1, have = s->dcap;
         if (need <= have) return 0;
@@ -352,40 +360,81 @@ typedef struct {
 } lru_dec_t;
 
 /* Look up request ids keys[a .. b) (the first m - a cacheable; their states into tmp, visited): the leading
- * runs k[0] resident, k[1] stamped, k[2] looked up (all b - a ids), k[3] (with_dec, a constant at each call)
- * stamped or a decode id. Returns 0, or with check 1 (an id repeats) / 2 (a resident id after a non-resident
- * one); *dup: an id repeats. */
-static inline int lru_lookup(lru_t *s, const uint64_t *keys, int64_t a, int64_t b, int64_t m, int check,
-                             int64_t *k, int *dup, const int with_dec) {
+ * runs k[0] resident, k[1] stamped, k[2] looked up (all b - a ids), k[3] (with_dec) stamped or a decode id.
+ * Returns 0, or with check 1 (an id repeats) / 2 (a resident id after a non-resident one); *dup: an id repeats;
+ * without check *late: a resident id after a non-resident one (the two-tier baseline's premise broken).
+ * check, with_dec and direct (s->direct) are constants at each call (lru_lookup_any); the pointer, the counts and
+ * the tables are held in locals over the loop (the stores into the states would make the compiler reload the
+ * lru_t fields each id). */
+static inline int lru_lookup(lru_t *s, const uint64_t *keys, int64_t a, int64_t b, int64_t m, int64_t *k, int *dup,
+                             int *late, const int check, const int with_dec, const int direct) {
     const int32_t rq = (int32_t)s->req;
-    int run_res = 1, run_seen = 1, run_ideal = 1, run_dec = 1;
-    for (int64_t i = a; i < b; i++) {
-        lmeta_t *x = lru_find(s, keys[i], rq, with_dec);
-        run_ideal &= x->first <= rq;
-        k[2] += run_ideal;
-        if (i >= m) continue;
-        s->tmp[i - a] = x;
-        int32_t enc = x->last;
+    const int64_t p = s->p;
+    lmeta_t **tmp = s->tmp;
+    lmeta_t *dmeta = s->dmeta;
+    int64_t count = s->count, k0 = 0, k1 = 0, k2 = 0, k3 = 0;
+    int run_res = 1, run_seen = 1, run_ideal = 1, run_dec = 1, rc = 0;
+    int64_t brk = 0;
+    int64_t i = a;
+    for (; i < m; i++) {
+        lmeta_t *x = direct ? &dmeta[keys[i]] : lru_slot(s, keys[i]);
+        int32_t enc = x->last, first = x->first;
+        if (!first) { enc = x->last = -1; first = x->first = rq + 1; count++; }
+        else if (with_dec && first == LRU_UNSEEN) first = x->first = rq + 1;
+        run_ideal &= first <= rq;
+        k2 += run_ideal;
+        tmp[i - a] = x;
         int64_t old = enc;
         if (enc <= -3) { /* looked up earlier in this request */
-            if (check) return 1;
+            if (check) { rc = 1; goto out; }
             old = LRU_VISIT(enc);
             *dup = 1;
         } else {
             x->last = LRU_VISIT(enc);
         }
-        int res = old >= s->p;
-        if (check && res && !run_res) return 2;
+        int res = old >= p;
+        if (check && res && !run_res) { rc = 2; goto out; }
+        brk += res;   /* resident ids: more than the leading run's when one follows a miss */
         run_res &= res;
-        k[0] += run_res;
+        k0 += run_res;
         run_seen &= old >= 0;
-        k[1] += run_seen;
+        k1 += run_seen;
         if (with_dec) {
             run_dec &= old != -1;
-            k[3] += run_dec;
+            k3 += run_dec;
         }
     }
-    return 0;
+    for (; i < b && run_ideal; i++) {   /* past the cacheable ids: the ideal walk's run only (states still made) */
+        lmeta_t *x = direct ? &dmeta[keys[i]] : lru_slot(s, keys[i]);
+        int32_t first = x->first;
+        if (!first) { x->last = -1; first = x->first = rq + 1; count++; }
+        else if (with_dec && first == LRU_UNSEEN) first = x->first = rq + 1;
+        run_ideal &= first <= rq;
+        k2 += run_ideal;
+    }
+    for (; i < b; i++) {
+        lmeta_t *x = direct ? &dmeta[keys[i]] : lru_slot(s, keys[i]);
+        if (!x->first) { x->last = -1; x->first = rq + 1; count++; }
+        else if (with_dec && x->first == LRU_UNSEEN) x->first = rq + 1;
+    }
+out:
+    s->count = count;
+    *late = !check && brk != k0;
+    k[0] += k0; k[1] += k1; k[2] += k2; k[3] += k3;
+    return rc;
+}
+
+/* lru_lookup with its constants chosen (check, with_dec, direct): one specialised loop each. */
+static int lru_lookup_any(lru_t *s, const uint64_t *keys, int64_t a, int64_t b, int64_t m, int check, int with_dec,
+                          int64_t *k, int *dup, int *late) {
+#define LRU_LOOKUP(c, w, d) lru_lookup(s, keys, a, b, m, k, dup, late, c, w, d)
+    if (s->direct) {
+        if (check) return with_dec ? LRU_LOOKUP(1, 1, 1) : LRU_LOOKUP(1, 0, 1);
+        return with_dec ? LRU_LOOKUP(0, 1, 1) : LRU_LOOKUP(0, 0, 1);
+    }
+    if (check) return with_dec ? LRU_LOOKUP(1, 1, 0) : LRU_LOOKUP(1, 0, 0);
+    return with_dec ? LRU_LOOKUP(0, 1, 0) : LRU_LOOKUP(0, 0, 0);
+#undef LRU_LOOKUP
 }
 
 /* base, cap: two tiers only (t2_request: the baseline's hit blocks per request, from max_hit_blocks);
@@ -405,17 +454,22 @@ static int lru_run(lru_t *s, const uint64_t *keys, const int64_t *offs, const in
         while (!s->direct && (uint64_t)(s->count + (b - a) + dc) * 2 > (s->mask + 1))
             if (lru_table_alloc(s, (s->mask + 1) * 2) != 0) return -1;
         int64_t k[4] = {0, 0, 0, 0};
-        int dup = 0;
-        rc = dec || s->has_dec ? lru_lookup(s, keys, a, b, m, check, k, &dup, 1)
-                               : lru_lookup(s, keys, a, b, m, check, k, &dup, 0);
+        int dup = 0, late = 0;
+        rc = lru_lookup_any(s, keys, a, b, m, check, dec || s->has_dec, k, &dup, &late);
         if (rc != 0) return rc;
         lead[r] = k[0]; seen[r] = k[1]; ideal[r] = k[2];
-        if (r + 2 < num_req)
-            for (int64_t i = offs[r + 2]; i < offs[r + 3]; i++) {
-                __builtin_prefetch(lru_home(s, keys[i]), 1, 1);
-                if (s->t2 && s->direct) __builtin_prefetch(&s->clast[keys[i]], 1, 1);   /* t2_request reads it */
-            }
-        if (s->t2 ? t2_request(s, n[r], k[0], cap[r], dup, (int32_t)s->req, &base[r]) != 0 : lru_stamp(s, a, m) != 0)
+        if (r + 2 < num_req) {
+            if (!s->direct)
+                for (int64_t i = offs[r + 2]; i < offs[r + 3]; i++) __builtin_prefetch(lru_home(s, keys[i]), 1, 1);
+            else if (s->t2)
+                for (int64_t i = offs[r + 2]; i < offs[r + 3]; i++) {
+                    __builtin_prefetch(&s->dmeta[keys[i]], 1, 1);
+                    __builtin_prefetch(&s->clast[keys[i]], 1, 1);   /* t2_request reads it */
+                }
+            else
+                for (int64_t i = offs[r + 2]; i < offs[r + 3]; i++) __builtin_prefetch(&s->dmeta[keys[i]], 1, 1);
+        }
+        if (s->t2 ? t2_request(s, n[r], k[0], cap[r], dup | late, (int32_t)s->req, &base[r]) != 0 : lru_stamp(s, a, m) != 0)
             return -1;
         if (dec) {
             dec->seen[r] = k[3];

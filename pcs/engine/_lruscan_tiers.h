@@ -26,8 +26,8 @@
 
 struct t2_s {
     lru_t low;          /* the lower tier's times (live bitmap, pointer, resident count); its table unused */
-    uint64_t *log;      /* GPU time -> key, for times [lbase, s->t) */
-    int64_t lbase, log_len;
+    uint64_t *log;      /* GPU time -> key, a ring: time x at log[x & (log_len - 1)], for the times [s->p, s->t) */
+    int64_t log_len;    /* a power of two, >= s->t - s->p */
     uint64_t *vict;     /* one request's victims' state indices (lru_idx), eviction order */
     int64_t vict_len;
     int broken;
@@ -38,21 +38,48 @@ static void t2_free(t2_t *q) {
     free(q->low.live); free(q->log); free(q->vict); free(q);
 }
 
-/* Room in the GPU log for time s->t (entries below the pointer are dropped); -1 on no memory. */
-static int t2_log_room(lru_t *s) {
+/* Room in the GPU log (a ring) for the times s->p .. s->t + k - 1: doubled until they fit, the times [s->p, s->t)
+ * copied to their places in the larger ring (the times below the pointer are not kept: no slide); -1 on no memory. */
+static int t2_log_room(lru_t *s, int64_t k) {
     t2_t *q = s->t2;
-    if (s->t - q->lbase < q->log_len) return 0;
-    int64_t drop = s->p - q->lbase;
-    if (drop * 2 >= q->log_len) {
-        memmove(q->log, q->log + drop, (size_t)(q->log_len - drop) * 8);
-        q->lbase += drop;
-        return 0;
-    }
-    uint64_t *nl = (uint64_t *)realloc(q->log, (size_t)q->log_len * 16);
+    if (s->t + k - s->p <= q->log_len) return 0;
+    int64_t len = q->log_len;
+    while (s->t + k - s->p > len) len *= 2;
+    uint64_t *nl = (uint64_t *)malloc((size_t)len * 8);
     if (!nl) return -1;
+    for (int64_t x = s->p; x < s->t; x++) nl[x & (len - 1)] = q->log[x & (q->log_len - 1)];
+    free(q->log);
     q->log = nl;
-    q->log_len *= 2;
+    q->log_len = len;
     return 0;
+}
+
+/* Room in s's live bitmap for the times s->t .. s->t + k - 1 (lru_live_grow until they fit); -1 on no memory. */
+static int lru_live_room_k(lru_t *s, int64_t k) {
+    while (((s->t + k - 1 - s->base) >> 6) >= s->live_words)
+        if (lru_live_grow(s) != 0) return -1;
+    return 0;
+}
+
+/* Evict the k oldest live times at or after p (bitmap live, bit 0 at time base; at least k live there) -- k times
+ * lru_evict on a pointer held in a local, one word read and written once for all its victims; returns the new
+ * pointer. With vict (GPU victims): vict[i] = the id of the i-th victim's time, log[time & lm] (the log's ring);
+ * NULL vict: no ids. */
+static inline int64_t lru_evict_run(uint64_t *live, int64_t base, int64_t p, int64_t k, uint64_t *vict,
+                                    const uint64_t *log, int64_t lm) {
+    int64_t i0 = p - base, w = i0 >> 6;
+    uint64_t bits = live[w] & (~0ULL << (i0 & 63));   /* the bits below p are all clear: the word is bits */
+    for (int64_t i = 0; i < k; i++) {
+        while (!bits) {
+            live[w] = 0;
+            bits = live[++w];
+        }
+        p = base + (w << 6) + __builtin_ctzll(bits) + 1;
+        bits &= bits - 1;
+        if (vict) vict[i] = log[(p - 1) & lm];
+    }
+    live[w] = bits;
+    return p;
 }
 
 /* A new lower-tier time for the id of state index slot (lru_idx); evicts past C1; -1 on no memory. */
@@ -63,31 +90,57 @@ static int t2_low_stamp(lru_t *s, uint64_t slot) {
     return 0;
 }
 
-/* Demote the victims (state indices q->vict[0 .. nv)) as one batch; -1 on no memory. */
+/* Demote the victims (state indices q->vict[0 .. nv)) as one batch; -1 on no memory. The lower tier's pointer,
+ * clock and resident count held in locals (t2_low_stamp for each victim, as one loop). */
 static int t2_demote(lru_t *s, int64_t nv) {
     t2_t *q = s->t2;
+    lru_t *lo = &q->low;
+    int32_t *cl = s->clast;
+    const uint64_t *vict = q->vict;
     for (int64_t i = 0; i < nv; i++) {   /* set aside those already below */
-        int64_t old = s->clast[q->vict[i]];
-        if (old >= q->low.p) {
-            int64_t j = old - q->low.base;
-            q->low.live[j >> 6] &= ~(1ULL << (j & 63));
-            q->low.resident--;
-            s->clast[q->vict[i]] = 0;
+        if (i + 16 < nv) __builtin_prefetch(&cl[vict[i + 16]], 1, 1);
+        int64_t old = cl[vict[i]];
+        if (old >= lo->p) {
+            int64_t j = old - lo->base;
+            lo->live[j >> 6] &= ~(1ULL << (j & 63));
+            lo->resident--;
+            cl[vict[i]] = 0;
         }
     }
-    for (int64_t i = 0; i < nv; i++)
-        if (t2_low_stamp(s, q->vict[i]) != 0) return -1;
+    if (nv <= 0) return 0;
+    if (lru_live_room_k(lo, nv) != 0) return -1;
+    uint64_t *live = lo->live;
+    const int64_t base = lo->base, c1 = lo->capacity;
+    int64_t t = lo->t, res = lo->resident;
+    /* lru_restamp on the lower tier, each victim in eviction order: after the set-aside no victim's old time is at
+     * or after the pointer (each is 0 or below it), so every stamp takes a slot and the evictions past C1 -- the
+     * oldest live times, never one of these newest stamps unless C1 is smaller than them all -- are those of
+     * stamping and evicting in turn, made after the stamps (lru_evict_run) */
+    for (int64_t i = 0; i < nv; i++) {
+        int64_t j = t - base;
+        live[j >> 6] |= 1ULL << (j & 63);
+        cl[vict[i]] = (int32_t)t++;
+    }
+    res += nv;
+    if (res > c1) {
+        lo->p = lru_evict_run(live, base, lo->p, res - c1, NULL, NULL, 0);
+        res = c1;
+    }
+    lo->t = t; lo->resident = res;
     return 0;
 }
 
-/* Pin the lead (states tmp[0 .. a)) and evict until a + budget slots are free; returns the victims or -1. */
+/* Pin the lead (states tmp[0 .. a)) and evict until a + budget slots are free; returns the victims or -1. The
+ * victims found in one pass over the bitmap's words (lru_evict_run). */
 static int64_t t2_reserve(lru_t *s, int64_t a, int64_t budget, int32_t rq) {
     t2_t *q = s->t2;
+    uint64_t *live = s->live;
+    const int64_t base = s->base;
     for (int64_t i = 0; i < a; i++) {
-        int64_t old = LRU_VISIT(s->tmp[i]->last), j = old - s->base;
-        s->live[j >> 6] &= ~(1ULL << (j & 63));
-        s->resident--;
+        int64_t old = LRU_VISIT(s->tmp[i]->last), j = old - base;
+        live[j >> 6] &= ~(1ULL << (j & 63));
     }
+    s->resident -= a;
     int64_t nv = s->resident + a + budget - s->capacity;
     if (nv <= 0) return 0;
     if (nv > q->vict_len) {
@@ -96,43 +149,66 @@ static int64_t t2_reserve(lru_t *s, int64_t a, int64_t budget, int32_t rq) {
         q->vict = nb;
         q->vict_len = nv;
     }
-    for (int64_t i = 0; i < nv; i++) {
-        lru_evict(s);
-        uint64_t key = q->log[s->p - 1 - q->lbase];
-        /* direct mode: the state index is the id (no read of its state); hashed: found (looked up before) */
-        q->vict[i] = s->direct ? key : lru_idx(s, lru_find(s, key, rq, 0));
-        if (s->direct && s->p + 15 - q->lbase < s->t - q->lbase)    /* t2_demote reads the victims' lower times */
-            __builtin_prefetch(&s->clast[q->log[s->p + 15 - q->lbase]], 1, 1);
+    const uint64_t *log = q->log;
+    uint64_t *vict = q->vict;
+    const int64_t lm = q->log_len - 1;
+    int64_t p = s->p;
+    p = lru_evict_run(live, base, p, nv, vict, log, lm);   /* the victims' ids, eviction order */
+    if (s->direct) {   /* the state index is the id (no read of its state); t2_demote reads their lower times */
+        const int32_t *cl = s->clast;
+        for (int64_t i = 0; i < nv && i < 16; i++) __builtin_prefetch(&cl[vict[i]], 1, 1);
+    } else {           /* hashed: the state index of each id, found (looked up before) */
+        for (int64_t i = 0; i < nv; i++) vict[i] = lru_idx(s, lru_find(s, vict[i], rq, 0));
     }
+    s->p = p;
+    s->resident -= nv;
     return nv;
 }
 
 /* Release the kept chain head (tmp[0 .. kept)) tail first with new GPU times; the ids cut (tmp[kept .. m))
- * are marked stamped, not resident; -1 on no memory. */
+ * are marked stamped, not resident; -1 on no memory. Room for the kept times made first, then one loop on locals. */
 static int t2_release(lru_t *s, int64_t kept, int64_t m) {
-    for (int64_t i = m - 1; i >= kept; i--) s->tmp[i]->last = 0;
-    for (int64_t i = kept - 1; i >= 0; i--) {
-        if (lru_live_room(s) != 0 || t2_log_room(s) != 0) return -1;
-        lmeta_t *x = s->tmp[i];
-        int64_t j = s->t - s->base;
-        s->live[j >> 6] |= 1ULL << (j & 63);
-        s->t2->log[s->t - s->t2->lbase] = lru_key(s, x);
-        x->last = (int32_t)s->t++;
-        s->resident++;
+    lmeta_t **tmp = s->tmp;
+    for (int64_t i = m - 1; i >= kept; i--) tmp[i]->last = 0;
+    if (kept <= 0) return 0;
+    if (lru_live_room_k(s, kept) != 0 || t2_log_room(s, kept) != 0) return -1;
+    uint64_t *live = s->live, *log = s->t2->log;
+    const int64_t base = s->base, lm = s->t2->log_len - 1;
+    int64_t t = s->t;
+    if (s->direct) {
+        const lmeta_t *dmeta = s->dmeta;
+        for (int64_t i = kept - 1; i >= 0; i--, t++) {
+            lmeta_t *x = tmp[i];
+            int64_t j = t - base;
+            live[j >> 6] |= 1ULL << (j & 63);
+            log[t & lm] = (uint64_t)(x - dmeta);
+            x->last = (int32_t)t;
+        }
+    } else {
+        for (int64_t i = kept - 1; i >= 0; i--, t++) {
+            lmeta_t *x = tmp[i];
+            int64_t j = t - base;
+            live[j >> 6] |= 1ULL << (j & 63);
+            log[t & lm] = lru_slot_of(x)->key;
+            x->last = (int32_t)t;
+        }
     }
+    s->t = t;
+    s->resident += kept;
     return 0;
 }
 
-/* One request after the scan's lookup (states tmp[0 .. m), a GPU lead of a, dup: an id repeated): its
- * baseline hit blocks in *hits (-1 once broken); returns 0, or -1 on no memory. */
+/* One request after the scan's lookup (states tmp[0 .. m), a GPU lead of a, dup: an id repeated or a GPU-resident
+ * id after a non-resident one, found by the lookup): its baseline hit blocks in *hits (-1 once broken); returns 0,
+ * or -1 on no memory. */
 static int t2_request(lru_t *s, int64_t m, int64_t a, int64_t cap, int dup, int32_t rq, int64_t *hits) {
     t2_t *q = s->t2;
-    int64_t lead = a, run = 1;
-    for (int64_t i = a; i < m && !dup; i++) {
-        int64_t old = LRU_VISIT(s->tmp[i]->last);
-        dup = old >= s->p;                                     /* GPU-resident after a miss: not chained */
-        run &= s->clast[lru_idx(s, s->tmp[i])] >= q->low.p;
-        lead += run;
+    int64_t lead = a;
+    if (!dup) {   /* the lower tier's run after the GPU lead: up to its first id not below */
+        lmeta_t *const *tmp = s->tmp;
+        const int32_t *cl = s->clast;
+        const int64_t lp = q->low.p;
+        while (lead < m && cl[lru_idx(s, tmp[lead])] >= lp) lead++;
     }
     dup |= q->low.t + 2 * m >= INT32_MAX;                      /* lower-tier times are int32 too */
     if (dup || q->broken) {
@@ -166,7 +242,7 @@ static int t2_enable(lru_t *s, int64_t c1) {
     uint64_t n = s->direct ? s->dcap : s->mask + 1;   /* one per state index (lru_idx) */
     s->clast = (int32_t *)lru_zalloc(n * sizeof(int32_t), &s->cmap);   /* 0: never below (times start at 64) */
     if (!q->low.live || !q->log || !s->clast) return -1;
-    s->t = s->p = s->base = q->lbase = 64;     /* time 0 < every pointer: "stamped, not resident" */
+    s->t = s->p = s->base = 64;     /* time 0 < every pointer: "stamped, not resident" */
     q->low.t = q->low.p = q->low.base = 64;    /* time 0 < the lower pointer: a zeroed clast entry is "none" */
     return 0;
 }

@@ -18,17 +18,37 @@
 
 typedef struct { double a2, fps, k[MAX_TERMS]; int nk; int64_t bs; } terms_t;
 
-/* One row: out[h] for h = 0 .. len - 1 of prompt p (tokens). */
+/* One row: out[h] for h = 0 .. len - 1 of prompt p (tokens). The terms in locals (a store into out may alias
+ * them otherwise: reloaded each entry) and c in doubles: (double)min(h bs, p) = min((double)h (double)bs,
+ * (double)p) -- the conversion rounds monotonically and the product of two exact doubles is the rounded exact
+ * product -- so the entries are the same bits, and the loop has no int-to-float conversion (the compiler may
+ * vectorise it; the operations per entry are those of the numpy code, in its order). One term (every preset
+ * model but the hybrids) without the inner loop. */
 static void pf_row(double *out, int64_t len, int64_t p, const terms_t *t) {
-    const double pd = (double)p;
+    const double pd = (double)p, bsd = (double)t->bs, a2 = t->a2, fps = t->fps;
+    if (t->nk == 1) {
+        const double k0 = t->k[0];
+        for (int64_t h = 0; h < len; h++) {
+            double hb = (double)h * bsd;
+            double c = hb < pd ? hb : pd;
+            double n = pd - c;
+            double pairs = n * c + n * (n + 1.0) / 2.0;
+            double attn = 0.0 + k0 * pairs;
+            out[h] = (a2 * n + attn) / fps;
+        }
+        return;
+    }
+    double k[MAX_TERMS];
+    const int nk = t->nk;
+    for (int j = 0; j < nk; j++) k[j] = t->k[j];
     for (int64_t h = 0; h < len; h++) {
-        int64_t hb = h * t->bs;
-        double c = (double)(hb < p ? hb : p);
+        double hb = (double)h * bsd;
+        double c = hb < pd ? hb : pd;
         double n = pd - c;
         double pairs = n * c + n * (n + 1.0) / 2.0;
         double attn = 0.0;
-        for (int j = 0; j < t->nk; j++) attn = attn + t->k[j] * pairs;
-        out[h] = (t->a2 * n + attn) / t->fps;
+        for (int j = 0; j < nk; j++) attn = attn + k[j] * pairs;
+        out[h] = (a2 * n + attn) / fps;
     }
 }
 

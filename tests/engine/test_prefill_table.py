@@ -107,3 +107,14 @@ def test_native_switch_picks_the_table(monkeypatch, native, numpy_calls):
     counts, offsets = _layout(prompt, np.array([2, 1], dtype=np.int64))
     got = timing.TimeModel(_compute("llama-3.1-8b"), native)._prefill_table(prompt, counts, offsets, 512)
     assert len(calls) == numpy_calls and len(got) == 5
+
+
+@pytest.mark.parametrize("ks, fps, want", [((1.0, 2.0), 1.0, [21.0, 10.0, 0.0]), ((2.0,), 2.0, [7.5, 3.5, 0.0])])
+def test_hand_rows_one_and_two_terms(ks, fps, want):
+    # block size 2, prompt 3 tokens, a2 = 1, hit blocks h = 0, 1, 2 (c = min(2 h, 3) cached, n = 3 - c new):
+    # h = 0: c 0, n 3, pairs 0 + 3 x 4 / 2 = 6; h = 1: c 2, n 1, pairs 2 + 1 = 3; h = 2: c 3 (the hit passes the
+    # prompt), n 0, pairs 0. Two terms (1, 2), fps 1: (3 + 6 + 12) = 21, (1 + 3 + 6) = 10, 0. One term (2), fps 2:
+    # (3 + 12) / 2 = 7.5, (1 + 6) / 2 = 3.5, 0 (the one-term loop and the general one).
+    out = np.full(3, np.nan)
+    _native.module("prefill").prefill_table(out, np.array([3], np.int64), np.array([0, 3], np.int64), 2, 1.0, fps, ks)
+    assert out.tolist() == want

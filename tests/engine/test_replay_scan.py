@@ -193,3 +193,39 @@ def test_hand_worked_on_mapped_arrays_that_grow_and_move(lower, hint, big):
     assert got[:3] == [[0, 1, 1, 1], [0, 1, 2, 1], [0, 1, 2, 1]]
     if lower is not None:
         assert got[3] == [0, 1, 2, 1] and lru.tiers_hold()
+
+
+@pytest.mark.skipif("c" not in KERNELS, reason="the compiled scan is not built")
+@pytest.mark.parametrize("shift", [0, 2**40])
+def test_hand_worked_two_tiers_long_requests(shift):
+    # Two tiers, GPU 40,000 slots, the lower tier 100,000, write-back; three requests of 30,000 ids each, every id
+    # cacheable, max hit 30,000: A = ids 0 .. 29,999, B = ids 100,000 .. 129,999, then A again. One request's
+    # release (30,000 new times) outgrows the scan's time -> id log (4,096 entries at first) and its live bitmap
+    # (65,536 bits: 90,000 GPU times in all) at once; B's reserve evicts 20,000 victims in one loop and demotes them.
+    # A: nothing resident, lead 0, baseline 0; released tail first (id 29,999 oldest, id 0 newest): 30,000 on GPU.
+    # B: 30,000 new, budget 30,000: 30,000 + 30,000 - 40,000 = 20,000 victims, the oldest A times: ids 29,999 down
+    #    to 10,000, demoted below (room for 100,000). lead 0, seen 0, baseline 0.
+    # A again: ids 0 .. 9,999 still on the GPU (a prefix): lead 10,000; ids 10,000 .. 29,999 below: the lower run
+    #    reaches 30,000, hits min(30,000, 30,000) = 30,000 (20,000 restored); seen 30,000, ideal 30,000.
+    # shift 2**40: the same ids past the direct array's limit (the hashed table's victims and releases).
+    a = np.arange(30_000, dtype=np.uint64) + np.uint64(shift)
+    keys = np.concatenate([a, np.arange(100_000, 130_000, dtype=np.uint64) + np.uint64(shift), a])
+    offsets = np.array([0, 30_000, 60_000, 90_000], np.int64)
+    n = np.full(3, 30_000, np.int64)
+    lru = SequentialLru(40_000, "c", False, 0, 100_000)
+    lead, seen, ideal, base = (x.tolist() for x in lru.feed(keys, offsets, n, n))
+    assert (lead, seen, ideal, base) == ([0, 0, 10_000], [0, 0, 30_000], [0, 0, 30_000], [0, 0, 30_000])
+    assert lru.tiers_hold()
+
+
+@pytest.mark.parametrize("kernel", KERNELS)
+def test_hand_worked_ids_whose_or_passes_the_array(kernel):
+    # A hint of 10,000 ids: the direct array has 11,250 entries. Ids 8,192 and 4,000: their OR (12,192) passes the
+    # array's end, their largest (8,192) does not -- the scan then finds the largest id and keeps the array.
+    # Capacity 2, requests [8192 4000], [8192 4000], [4000 7]: r0 lead 0; r1 both resident: lead 2, seen 2,
+    # ideal 2; r2 4000 resident, 7 new: lead 1, seen 1, ideal 1.
+    keys = np.array([8192, 4000, 8192, 4000, 4000, 7], np.uint64)
+    offsets = np.array([0, 2, 4, 6], np.int64)
+    lru = SequentialLru(2, kernel, True, 10_000)
+    lead, seen, ideal = (x.tolist() for x in lru.feed(keys, offsets, np.full(3, 2, np.int64)))
+    assert (lead, seen, ideal) == ([0, 2, 1], [0, 2, 1], [0, 2, 1])
