@@ -13,6 +13,7 @@ Which loop runs is decided by the engine-selection table (:mod:`pcs.engine.selec
 """
 from __future__ import annotations
 
+import dataclasses
 import re
 from contextlib import contextmanager
 
@@ -154,6 +155,8 @@ class NativeStepEngine(StepEngine):
 
     #: the time series is kept in C (:meth:`_sample_here`) and pulled into the sampler at close
     _samples_here = False
+    #: the summary's warm-up on a worker (:meth:`_warm_up`), until :meth:`close`
+    _warm = None
 
     def __init__(self, hierarchy, links, block_bytes, cost, config, recompute_last_token: bool = True,
                  decode=None, no_cache: bool = False, skip: bool = True) -> None:
@@ -219,11 +222,25 @@ class NativeStepEngine(StepEngine):
         check_output_tokens(cols[2])
         if self._fed == 0:
             self._sample_here()
+            self._warm_up()
         self._feed_inputs(chunk)
         dec_off, dec_ids = self._decode_arrays(self._fed, m)
         with span_limit():
             self._s.feed(chunk.block_size, *cols, dec_off, dec_ids)
         self._fed += m
+
+    def _warm_up(self) -> None:
+        """At the first feed of a run (not the no-cache one) whose loop releases the GIL, with threads wanted: the
+        summary's first-use work (:func:`pcs.engine.summary.warm_up`) begun on a worker thread, while this thread
+        replays in C without the GIL; :meth:`close` waits for it (long done by then)."""
+        if self.no_cache or not self.releases_gil:
+            return
+        from pcs.beside import Beside, threads_wanted
+        from pcs.engine.summary import warm_up
+
+        if threads_wanted():
+            self._warm = Beside(True, linger=False)
+            self._warm.start(warm_up, len(self.h.tiers) > 1)
 
     def _sample_here(self) -> None:
         """Before the first feed (the sampler presized, no sample taken): let the C loop keep the time series with
@@ -241,9 +258,48 @@ class NativeStepEngine(StepEngine):
             sp.t0, sp.step_s, sp.next_s, sp.rows = self._s.samples()
 
     def close(self) -> EngineResult:
-        """Run until every request has finished; return the ledger and columns (:class:`EngineResult`)."""
-        with span_limit():
-            end = self._s.close()
+        """Run until every request has finished; return the ledger and columns (:class:`EngineResult`).
+
+        When the loop releases the GIL and threads are wanted (:attr:`releases_gil`, :func:`pcs.beside.threads_wanted`)
+        and this is not a no-cache run (whose parts :func:`pcs.engine.runner._close_beside` makes), the summary's
+        sorts and partitions of this run's columns are made on worker threads: the ``prefill_no_cache_s`` sort (an
+        input column, final since the last feed) while the C loop closes, the rest as soon as the columns are final
+        (:class:`pcs.engine.schedstats.PendingParts`, handed over as ``EngineResult.latency``)."""
+        if self._warm is not None:      # its outcome is no result: an error there is made again by the summary
+            self._warm.settle()
+            self._warm = None
+        side = self._prefill_sort_beside()
+        try:
+            with span_limit():
+                end = self._s.close()
+        except BaseException:
+            if side is not None:
+                side.settle()
+            raise
+        res = self._closed(end)
+        if side is None:
+            return res
+        from pcs.engine.schedstats import PendingParts
+
+        return dataclasses.replace(res, latency=PendingParts(res.columns, side.join()))
+
+    def _prefill_sort_beside(self):
+        """The ``prefill_no_cache_s`` column's sort (:func:`pcs.percentiles.sorted_finite`) begun on a worker
+        (:class:`pcs.beside.Beside`) for :meth:`close`, or None when this run's parts are not made beside."""
+        if self.no_cache or not self.releases_gil:
+            return None
+        from pcs.beside import Beside, threads_wanted
+        from pcs.percentiles import sorted_finite
+
+        if not threads_wanted() or not len(self._cols["prefill_no_cache_s"]):
+            return None
+        side = Beside(True, linger=False)
+        side.start(sorted_finite, np.frombuffer(self._cols["prefill_no_cache_s"], np.float64))
+        return side
+
+    def _closed(self, end: float) -> EngineResult:
+        """After the C loop's close (``end``: its clock, s): the samples, counters and columns into the engine's
+        state, then :meth:`ReplayEngine.close`."""
         self._pull_samples()
         st, L, c = self.stats, self.ledger, self._cols
         got = self._s.counters()

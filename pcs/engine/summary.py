@@ -28,7 +28,7 @@ from pcs.percentiles import linear_percentiles, sorted_finite, sorted_linear_per
 from pcs._dataclass import dataclass
 
 __all__ = ["build_summary", "ordered_columns", "requests_table", "REQUEST_COLUMNS", "TierState", "CacheState",
-           "cache_state"]
+           "cache_state", "warm_up"]
 
 #: Per-request columns of ``--requests-out`` (plus ``hit_tokens_<tier>`` per tier after ``hit_tokens``).
 REQUEST_COLUMNS = ("request_id", "arrival_s", "prompt_tokens", "output_tokens", "hit_blocks", "missed_blocks",
@@ -326,17 +326,39 @@ def build_summary(res, state: CacheState, seq_ledger, single, ideal, ctx: dict) 
 _DISTRIBUTION_COLUMNS = ("ttft_s", "prefill_no_cache_s", "prefill_s", "restore_s", "restored_bytes")
 
 
-def ordered_columns(columns: dict, no_cache_ttft_ordered: np.ndarray | None = None) -> dict:
+def ordered_columns(columns: dict, no_cache_ttft_ordered: np.ndarray | None = None, run: Any = None) -> dict:
     """Each column the summary reads both a CDF and percentiles of, sorted once
     (:func:`pcs.percentiles.sorted_finite`: its finite values, float64, ascending): ``ttft_s`` and
     ``prefill_no_cache_s`` of the run's ``columns``, and ``no_cache_ttft_s``: the step scheduler's no-cache run's
-    TTFT sorted so already (its :class:`pcs.engine.schedstats.LatencyParts`), when given. Read by
-    :func:`build_summary` (``ctx["ordered"]``), the CDFs (:func:`pcs.engine.series.request_distributions`) and
-    the scheduler's TTFT percentiles (:func:`pcs.engine.schedstats.scheduler_summary`)."""
-    out = {k: sorted_finite(_values(columns[k])) for k in ("ttft_s", "prefill_no_cache_s")}
+    TTFT sorted so already (its :class:`pcs.engine.schedstats.LatencyParts`), when given. ``run``: the run's own
+    :class:`pcs.engine.schedstats.RunParts` (made on a worker as its loop closed), whose sorts are taken instead
+    of sorting again; or None. Read by :func:`build_summary` (``ctx["ordered"]``), the CDFs
+    (:func:`pcs.engine.series.request_distributions`) and the scheduler's TTFT percentiles
+    (:func:`pcs.engine.schedstats.scheduler_summary`)."""
+    made = {} if run is None else {"ttft_s": run.latency.ttft_ordered,
+                                   "prefill_no_cache_s": run.prefill_no_cache_ordered}
+    out = {k: made[k] if made.get(k) is not None else sorted_finite(_values(columns[k]))
+           for k in ("ttft_s", "prefill_no_cache_s")}
     if no_cache_ttft_ordered is not None:
         out["no_cache_ttft_s"] = no_cache_ttft_ordered
     return out
+
+
+def warm_up(links: bool) -> None:
+    """Make ready what :func:`build_summary` loads on first use, so that it is not made on the calling thread
+    when the summary is built: each record's ``__init__`` (the records of :mod:`pcs.engine.result`,
+    :mod:`pcs.engine.schedresult` and :mod:`pcs.engine.series` compile their generated methods on first use,
+    :mod:`pcs._dataclass`) and, with ``links`` (a hierarchy with lower tiers, whose restores have a break-even
+    bandwidth), :mod:`pcs.analysis.envelope`. Run on a worker thread while the compiled step loop replays without
+    the GIL (:meth:`pcs.engine.stepnative.NativeStepEngine.feed`); changes no value, only when the work is done."""
+    from pcs.engine import result, schedresult, series
+
+    for module in (result, schedresult, series):
+        for obj in list(vars(module).values()):
+            if isinstance(obj, type) and obj.__module__ == module.__name__ and hasattr(obj, "__dataclass_fields__"):
+                getattr(obj, "__init__")        # a record's __init__ compiled now, not at its first use
+    if links:
+        import pcs.analysis.envelope  # noqa: F401
 
 
 def _series(res, tiers) -> TimeSeries | None:
