@@ -224,6 +224,9 @@ def _link_envelope(tier: TierState, link, lk, tp: int, clock_s: float) -> LinkEn
 def _latest_s(cols) -> float:
     """The latest first token of the run, s (max of arrival + TTFT; every restore ends before it), 0.0 for none."""
     end = _values(cols["arrival_s"]) + _values(cols["ttft_s"])
+    top = float(end.max()) if len(end) else 0.0
+    if math.isfinite(top):      # no NaN (max would be NaN) and no +inf: the max is a finite value's, as below
+        return top
     end = end[np.isfinite(end)]
     return float(end.max()) if len(end) else 0.0
 

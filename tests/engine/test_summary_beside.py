@@ -141,3 +141,15 @@ def test_warm_up_compiles_the_records_and_loads_the_envelope():
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True).stdout
     assert out.split() == ["_Deferred", "function", "True"]
+
+
+def test_latest_first_token_by_hand():
+    from pcs.engine.summary import _latest_s
+
+    # arrival + ttft: [0.5, inf, 2.25] -> the finite ones' max 2.25; a NaN likewise left out; all finite: the max
+    assert _latest_s({"arrival_s": np.array([0.0, 1.0, 2.0]), "ttft_s": np.array([0.5, np.inf, 0.25])}) == 2.25
+    assert _latest_s({"arrival_s": np.array([0.0, 1.0, 2.0]), "ttft_s": np.array([0.5, np.nan, 0.25])}) == 2.25
+    assert _latest_s({"arrival_s": np.array([1.0, 2.0]), "ttft_s": np.array([0.5, 1.0])}) == 3.0
+    # none finite, or no request: 0.0
+    assert _latest_s({"arrival_s": np.array([0.0]), "ttft_s": np.array([np.inf])}) == 0.0
+    assert _latest_s({"arrival_s": np.zeros(0), "ttft_s": np.zeros(0)}) == 0.0
