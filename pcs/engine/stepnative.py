@@ -155,8 +155,8 @@ class NativeStepEngine(StepEngine):
 
     #: the time series is kept in C (:meth:`_sample_here`) and pulled into the sampler at close
     _samples_here = False
-    #: the summary's warm-up on a worker (:meth:`_warm_up`), until :meth:`close`
-    _warm = None
+    #: the worker copying the input columns beside the C feed (:meth:`_side_worker`), until :meth:`close`
+    _side = None
 
     def __init__(self, hierarchy, links, block_bytes, cost, config, recompute_last_token: bool = True,
                  decode=None, no_cache: bool = False, skip: bool = True) -> None:
@@ -220,27 +220,44 @@ class NativeStepEngine(StepEngine):
                 np.asarray(chunk.block_hashes, np.uint64), np.asarray(chunk.prefill_s, np.float64),
                 np.asarray(chunk.prefill_offsets, i8) if len(chunk.prefill_s) else np.zeros(0, i8))
         check_output_tokens(cols[2])
-        if self._fed == 0:
+        first = self._fed == 0
+        if first:
             self._sample_here()
-            self._warm_up()
-        self._feed_inputs(chunk)
+        side = self._side_worker(first)
+        if side is None:
+            self._feed_inputs(chunk)
+        else:                       # the previous chunk's inputs are in; this one's copied beside the C feed
+            side.join()
+            side.start(self._side_work, chunk, first)
         dec_off, dec_ids = self._decode_arrays(self._fed, m)
         with span_limit():
             self._s.feed(chunk.block_size, *cols, dec_off, dec_ids)
         self._fed += m
 
-    def _warm_up(self) -> None:
-        """At the first feed of a run (not the no-cache one) whose loop releases the GIL, with threads wanted: the
-        summary's first-use work (:func:`pcs.engine.summary.warm_up`) begun on a worker thread, while this thread
-        replays in C without the GIL; :meth:`close` waits for it (long done by then)."""
-        if self.no_cache or not self.releases_gil:
-            return
-        from pcs.beside import Beside, threads_wanted
-        from pcs.engine.summary import warm_up
+    def _side_worker(self, first: bool):
+        """The worker (:class:`pcs.beside.Beside`, one call at a time, a thread per call) that copies each chunk's
+        input columns (:meth:`_feed_inputs`) while this thread replays the chunk in C without the GIL, and at the
+        first feed also makes the summary's first-use work (:func:`pcs.engine.summary.warm_up`); None -- all of it
+        inline, or no warm-up -- for the no-cache run, a loop that keeps the GIL, or threads off. Chosen at the first
+        feed; :meth:`close` waits for its last call."""
+        if first and not self.no_cache and self.releases_gil:
+            from pcs.beside import Beside, threads_wanted
 
-        if threads_wanted():
-            self._warm = Beside(True, linger=False)
-            self._warm.start(warm_up, len(self.h.tiers) > 1)
+            self._side = Beside(True, linger=False) if threads_wanted() else None
+        return self._side
+
+    def _side_work(self, chunk, first: bool) -> None:
+        """On the side worker: ``chunk``'s input columns and ledger counts (:meth:`_feed_inputs`: nothing else reads
+        them before :meth:`close`), then at the first feed the summary's warm-up, whose errors are dropped (it makes
+        no value: the summary meets the same error itself)."""
+        self._feed_inputs(chunk)
+        if first:
+            from pcs.engine.summary import warm_up
+
+            try:
+                warm_up(len(self.h.tiers) > 1)
+            except Exception:  # noqa: BLE001 -- see the docstring
+                pass
 
     def _sample_here(self) -> None:
         """Before the first feed (the sampler presized, no sample taken): let the C loop keep the time series with
@@ -265,9 +282,9 @@ class NativeStepEngine(StepEngine):
         sorts and partitions of this run's columns are made on worker threads: the ``prefill_no_cache_s`` sort (an
         input column, final since the last feed) while the C loop closes, the rest as soon as the columns are final
         (:class:`pcs.engine.schedstats.PendingParts`, handed over as ``EngineResult.latency``)."""
-        if self._warm is not None:      # its outcome is no result: an error there is made again by the summary
-            self._warm.settle()
-            self._warm = None
+        if self._side is not None:      # the last chunk's input columns, before the columns are read
+            side, self._side = self._side, None
+            side.join()
         side = self._prefill_sort_beside()
         try:
             with span_limit():

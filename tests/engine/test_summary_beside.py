@@ -5,7 +5,7 @@
 - The run's own sorts and partitions (pcs.engine.schedstats.run_parts) made on a worker as the compiled loop
   closes (PendingParts, handed over as EngineResult.latency) and read by the summary.
 - The summary records' methods compiled and pcs.analysis.envelope imported on a worker during the first feed
-  (pcs.engine.summary.warm_up).
+  (pcs.engine.summary.warm_up), where each chunk's input columns are also copied beside the C feed.
 
 Percentiles worked out by hand with numpy's linear method: level q of n sorted values reads v = (n - 1) q / 100.
 """
@@ -128,6 +128,9 @@ def test_the_run_brings_its_parts_from_a_worker_and_the_summary_is_the_same():
     pre = np.frombuffer(out.result.columns["prefill_no_cache_s"], np.float64)
     assert parts.prefill_no_cache_ordered.tolist() == sorted(pre.tolist())
     assert on.summary == off.summary
+    # the input columns (request_id .. prefill_no_cache_s) were copied on the side worker with threads on
+    assert on.requests.equals(off.requests)
+    assert on.summary.block_accesses == off.summary.block_accesses > 0
 
 
 def test_warm_up_compiles_the_records_and_loads_the_envelope():
