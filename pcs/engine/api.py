@@ -424,17 +424,27 @@ def _compute_model(spec, gpu, tp: int, bs: int):
     return ComputeModel(spec, gpu, tp=tp, block_size=bs, kv_read_bytes=kv_read)
 
 
-def _scheduler_summary(out, ordered: dict, no_cache_parts):
+def _scheduler_summary(out, ordered: dict, no_cache_parts, run):
     """The summary's ``scheduler`` object of a step-scheduler run, else None; ``ordered``: the sorted TTFT
     columns (:func:`pcs.engine.summary.ordered_columns`), their percentiles read off them; ``no_cache_parts``:
-    the no-cache run's :class:`pcs.engine.schedstats.LatencyParts`."""
+    the no-cache run's :class:`pcs.engine.schedstats.LatencyParts`; ``run``: the run's own
+    :class:`pcs.engine.schedstats.RunParts` made on a worker (:func:`_run_parts`), or None."""
     if out.scheduler is None:
         return None
     from pcs.engine.schedstats import LatencyParts, scheduler_summary
 
     cfg, stats, no_cache, no_cache_stats = out.scheduler
     return scheduler_summary(out.result.columns, stats, cfg, (no_cache.columns, no_cache_stats),
-                             (LatencyParts(ordered["ttft_s"]), no_cache_parts))
+                             (LatencyParts(ordered["ttft_s"]) if run is None else run.latency, no_cache_parts),
+                             None if run is None else run.waits)
+
+
+def _run_parts(out):
+    """The step-scheduler run's own :class:`pcs.engine.schedstats.RunParts`, made on a worker as its loop closed
+    (``EngineResult.latency``: a :class:`pcs.engine.schedstats.PendingParts`, waited for here), or None (made by
+    the summary itself: no scheduler, the Python loop, threads off)."""
+    pending = out.result.latency if out.scheduler is not None else None
+    return None if pending is None else pending.get()
 
 
 def _no_cache_parts(out):
@@ -965,11 +975,12 @@ def _summarise(out, context: dict, opts: _Options):
 
     if out.result.ledger.num_requests == 0:
         raise UserError("the trace has no requests")
-    no_cache = _no_cache_parts(out)
-    ordered = ordered_columns(out.result.columns, None if no_cache is None else no_cache.ttft_ordered)
+    no_cache, run = _no_cache_parts(out), _run_parts(out)
+    ordered = ordered_columns(out.result.columns, None if no_cache is None else no_cache.ttft_ordered, run)
     context.update(out.engines,
                    compute=opts.compute_mode if opts.timing == "modeled" else None,
-                   scheduler=_scheduler_summary(out, ordered, no_cache), single_with_decode=out.single_with_decode,
+                   scheduler=_scheduler_summary(out, ordered, no_cache, run),
+                   single_with_decode=out.single_with_decode,
                    no_cache_ttft_s=out.scheduler[2].columns["ttft_s"] if out.scheduler is not None else None,
                    ordered=ordered)
     if "hybrid_lost_tokens" in out.baseline.columns and context.get("hybrid") is not None:

@@ -18,7 +18,8 @@ from pcs.errors import UserError
 from pcs.percentiles import linear_percentiles, sorted_finite, sorted_linear_percentiles
 from pcs._dataclass import dataclass
 
-__all__ = ["SchedulerCounters", "LatencyParts", "latency_parts", "scheduler_summary", "sorted_pcts",
+__all__ = ["SchedulerCounters", "LatencyParts", "latency_parts", "RunParts", "run_parts", "PendingParts",
+           "scheduler_summary", "sorted_pcts",
            "utilisation_bins", "end_times", "span_message", "SpanError"]
 
 #: Bin widths the utilisation series may use, seconds (the first giving at most :data:`MAX_BINS` bins).
@@ -206,6 +207,61 @@ def latency_parts(columns: dict) -> LatencyParts:
                         _pcts(_col(columns, "e2e_s")))
 
 
+#: the wait columns :func:`scheduler_summary` reads percentiles of (its ``wait_kv_s``, ``wait_compute_s``,
+#: ``wait_link_s``)
+_WAITS = ("wait_s", "wait_compute_s", "wait_link_s")
+
+
+@dataclass(frozen=True, slots=True)
+class RunParts:
+    """The sorts and partitions of a step-scheduler run's own summary, made on a worker thread once its columns
+    are final (:class:`PendingParts`, started by :meth:`pcs.engine.stepnative.NativeStepEngine.close`) while the
+    calling thread goes on to the summary; every value is what :func:`scheduler_summary` and
+    :func:`pcs.engine.summary.ordered_columns` would compute themselves (the same functions on the same columns).
+
+    Attributes:
+        latency: the run's :class:`LatencyParts` (:func:`latency_parts`).
+        waits: :func:`_pcts` of the ``wait_s``, ``wait_compute_s`` and ``wait_link_s`` columns (the summary's
+            ``wait_kv_s``, ``wait_compute_s``, ``wait_link_s``).
+        prefill_no_cache_ordered: :func:`pcs.percentiles.sorted_finite` of ``prefill_no_cache_s`` (float64, s), or
+            None (sorted by the summary).
+    """
+
+    latency: LatencyParts
+    waits: tuple
+    prefill_no_cache_ordered: np.ndarray | None = None
+
+
+def run_parts(columns: dict, prefill_no_cache_ordered: np.ndarray | None = None) -> RunParts:
+    """:class:`RunParts` of a step-scheduler run's final per-request columns (name -> ``array.array`` or numpy:
+    ``ttft_s``, ``tpot_s``, ``e2e_s`` and the wait columns, float64 (requests,), s)."""
+    return RunParts(latency_parts(columns), tuple(_pcts(_col(columns, name)) for name in _WAITS),
+                    prefill_no_cache_ordered)
+
+
+class PendingParts:
+    """:func:`run_parts` being made on a worker thread (:class:`pcs.beside.Beside`, inline when threads are off);
+    :meth:`get` waits for them (once) and returns them, or raises what the worker raised. The worker is handed
+    its own dict of the columns it reads, so a caller that adds columns to the run's dict meanwhile does not
+    touch it. Not joined (a run whose summary is never made), the worker ends by itself after its call."""
+
+    __slots__ = ("_side", "_value", "_done")
+
+    def __init__(self, columns: dict, prefill_no_cache_ordered: np.ndarray | None = None) -> None:
+        from pcs.beside import Beside, threads_wanted
+
+        self._side = Beside(threads_wanted(), linger=False)
+        self._value, self._done = None, False
+        cols = {name: columns[name] for name in ("ttft_s", "tpot_s", "e2e_s") + _WAITS}
+        self._side.start(run_parts, cols, prefill_no_cache_ordered)
+
+    def get(self) -> RunParts:
+        """The :class:`RunParts`, once the worker has made them."""
+        if not self._done:
+            self._value, self._done = self._side.join(), True
+        return self._value
+
+
 def _col(columns: dict, name: str) -> np.ndarray:
     col = columns[name]
     if isinstance(col, np.ndarray):
@@ -236,7 +292,7 @@ def _latency(columns: dict, stats: SchedulerCounters, slo_s: float | None,
 
 
 def scheduler_summary(columns: dict, stats: SchedulerCounters, config, no_cache=None,
-                      parts: tuple = (None, None)) -> SchedulerSummary:
+                      parts: tuple = (None, None), waits: tuple | None = None) -> SchedulerSummary:
     """The ``scheduler`` object of the replay summary (fields and units: :mod:`pcs.engine.schedresult`).
 
     Args:
@@ -246,7 +302,9 @@ def scheduler_summary(columns: dict, stats: SchedulerCounters, config, no_cache=
         no_cache: (columns, counters) of the same trace with no cache, or None.
         parts: the run's and the no-cache run's :class:`LatencyParts` made already (the TTFT columns sorted
             once for the summary's CDFs and read here; the no-cache run's on its worker), None each: made here.
+        waits: the wait columns' percentiles made already (:attr:`RunParts.waits`), or None: made here.
     """
+    w = waits if waits is not None else tuple(_pcts(_col(columns, name)) for name in _WAITS)
     span = stats.end_s - stats.origin_s
     width, series = utilisation_bins(stats.busy_per_s, span, stats.bin_s)
     considered = stats.restores_considered
@@ -267,8 +325,7 @@ def scheduler_summary(columns: dict, stats: SchedulerCounters, config, no_cache=
         restores_losing=stats.restores_losing,
         share_losing=stats.restores_losing / considered if considered else None,
         restores_skipped=stats.restores_skipped, restore_timeouts=stats.restore_timeouts,
-        decode_blocks_cached=stats.decode_blocks_cached, wait_kv_s=_pcts(_col(columns, "wait_s")),
-        wait_compute_s=_pcts(_col(columns, "wait_compute_s")), wait_link_s=_pcts(_col(columns, "wait_link_s")),
+        decode_blocks_cached=stats.decode_blocks_cached, wait_kv_s=w[0], wait_compute_s=w[1], wait_link_s=w[2],
         exposed_restore_s_total=float(_col(columns, "exposed_restore_s").sum()))
 
 

@@ -193,6 +193,15 @@ def _cdf_points(ordered: np.ndarray) -> list[float]:
     return ordered[np.clip(np.ceil(n * CDF_LEVELS).astype(np.int64) - 1, 0, n - 1)].tolist()
 
 
+def _spread(n: int, k: int) -> np.ndarray:
+    """``k`` indexes spread evenly over ``0 .. n - 1`` (int64, ascending, distinct): the rounded points of
+    ``np.linspace(0, n - 1, k)``, each once -- what ``np.unique`` of them gives (they are ascending, so the
+    repeats are neighbours), without ``np.unique``, whose masked-array check imports ``numpy.ma`` (~43 M
+    instructions, the largest import of a replay's summary)."""
+    at = np.rint(np.linspace(0, n - 1, k)).astype(np.int64)
+    return at[np.concatenate(([True], at[1:] != at[:-1]))] if len(at) else at
+
+
 def request_distributions(columns: Mapping[str, Any], no_cache_ttft_s: Any = None,
                           ordered: Mapping[str, np.ndarray] | None = None) -> RequestDistributions:
     """The bounded distributions of a replay's per-request columns.
@@ -223,7 +232,7 @@ def request_distributions(columns: Mapping[str, Any], no_cache_ttft_s: Any = Non
     # counts re-admissions' restores, docs/semantics.md §11; restore_s is the first admission's)
     pick = restored
     if len(restored) > MAX_POINTS:
-        pick = restored[np.unique(np.rint(np.linspace(0, len(restored) - 1, MAX_POINTS)).astype(np.int64))]
+        pick = restored[_spread(len(restored), MAX_POINTS)]
     saved = np.maximum(col("prefill_no_cache_s")[pick] - col("prefill_s")[pick], 0.0)   # >= 0 up to rounding (§10)
     return RequestDistributions(
         TtftCdf(tuple(CDF_LEVELS.tolist()) if with_cache else (), tuple(with_cache), tuple(without), scheduled),

@@ -13,6 +13,7 @@ Which loop runs is decided by the engine-selection table (:mod:`pcs.engine.selec
 """
 from __future__ import annotations
 
+import dataclasses
 import re
 from contextlib import contextmanager
 
@@ -154,6 +155,8 @@ class NativeStepEngine(StepEngine):
 
     #: the time series is kept in C (:meth:`_sample_here`) and pulled into the sampler at close
     _samples_here = False
+    #: the worker copying the input columns beside the C feed (:meth:`_side_worker`), until :meth:`close`
+    _side = None
 
     def __init__(self, hierarchy, links, block_bytes, cost, config, recompute_last_token: bool = True,
                  decode=None, no_cache: bool = False, skip: bool = True) -> None:
@@ -217,13 +220,44 @@ class NativeStepEngine(StepEngine):
                 np.asarray(chunk.block_hashes, np.uint64), np.asarray(chunk.prefill_s, np.float64),
                 np.asarray(chunk.prefill_offsets, i8) if len(chunk.prefill_s) else np.zeros(0, i8))
         check_output_tokens(cols[2])
-        if self._fed == 0:
+        first = self._fed == 0
+        if first:
             self._sample_here()
-        self._feed_inputs(chunk)
+        side = self._side_worker(first)
+        if side is None:
+            self._feed_inputs(chunk)
+        else:                       # the previous chunk's inputs are in; this one's copied beside the C feed
+            side.join()
+            side.start(self._side_work, chunk, first)
         dec_off, dec_ids = self._decode_arrays(self._fed, m)
         with span_limit():
             self._s.feed(chunk.block_size, *cols, dec_off, dec_ids)
         self._fed += m
+
+    def _side_worker(self, first: bool):
+        """The worker (:class:`pcs.beside.Beside`, one call at a time, a thread per call) that copies each chunk's
+        input columns (:meth:`_feed_inputs`) while this thread replays the chunk in C without the GIL, and at the
+        first feed also makes the summary's first-use work (:func:`pcs.engine.summary.warm_up`); None -- all of it
+        inline, or no warm-up -- for the no-cache run, a loop that keeps the GIL, or threads off. Chosen at the first
+        feed; :meth:`close` waits for its last call."""
+        if first and not self.no_cache and self.releases_gil:
+            from pcs.beside import Beside, threads_wanted
+
+            self._side = Beside(True, linger=False) if threads_wanted() else None
+        return self._side
+
+    def _side_work(self, chunk, first: bool) -> None:
+        """On the side worker: ``chunk``'s input columns and ledger counts (:meth:`_feed_inputs`: nothing else reads
+        them before :meth:`close`), then at the first feed the summary's warm-up, whose errors are dropped (it makes
+        no value: the summary meets the same error itself)."""
+        self._feed_inputs(chunk)
+        if first:
+            from pcs.engine.summary import warm_up
+
+            try:
+                warm_up(len(self.h.tiers) > 1)
+            except Exception:  # noqa: BLE001 -- see the docstring
+                pass
 
     def _sample_here(self) -> None:
         """Before the first feed (the sampler presized, no sample taken): let the C loop keep the time series with
@@ -241,9 +275,48 @@ class NativeStepEngine(StepEngine):
             sp.t0, sp.step_s, sp.next_s, sp.rows = self._s.samples()
 
     def close(self) -> EngineResult:
-        """Run until every request has finished; return the ledger and columns (:class:`EngineResult`)."""
-        with span_limit():
-            end = self._s.close()
+        """Run until every request has finished; return the ledger and columns (:class:`EngineResult`).
+
+        When the loop releases the GIL and threads are wanted (:attr:`releases_gil`, :func:`pcs.beside.threads_wanted`)
+        and this is not a no-cache run (whose parts :func:`pcs.engine.runner._close_beside` makes), the summary's
+        sorts and partitions of this run's columns are made on worker threads: the ``prefill_no_cache_s`` sort (an
+        input column, final since the last feed) while the C loop closes, the rest as soon as the columns are final
+        (:class:`pcs.engine.schedstats.PendingParts`, handed over as ``EngineResult.latency``)."""
+        if self._side is not None:      # the last chunk's input columns, before the columns are read
+            side, self._side = self._side, None
+            side.join()
+        side = self._prefill_sort_beside()
+        try:
+            with span_limit():
+                end = self._s.close()
+        except BaseException:
+            if side is not None:
+                side.settle()
+            raise
+        res = self._closed(end)
+        if side is None:
+            return res
+        from pcs.engine.schedstats import PendingParts
+
+        return dataclasses.replace(res, latency=PendingParts(res.columns, side.join()))
+
+    def _prefill_sort_beside(self):
+        """The ``prefill_no_cache_s`` column's sort (:func:`pcs.percentiles.sorted_finite`) begun on a worker
+        (:class:`pcs.beside.Beside`) for :meth:`close`, or None when this run's parts are not made beside."""
+        if self.no_cache or not self.releases_gil:
+            return None
+        from pcs.beside import Beside, threads_wanted
+        from pcs.percentiles import sorted_finite
+
+        if not threads_wanted() or not len(self._cols["prefill_no_cache_s"]):
+            return None
+        side = Beside(True, linger=False)
+        side.start(sorted_finite, np.frombuffer(self._cols["prefill_no_cache_s"], np.float64))
+        return side
+
+    def _closed(self, end: float) -> EngineResult:
+        """After the C loop's close (``end``: its clock, s): the samples, counters and columns into the engine's
+        state, then :meth:`ReplayEngine.close`."""
         self._pull_samples()
         st, L, c = self.stats, self.ledger, self._cols
         got = self._s.counters()

@@ -28,7 +28,7 @@ from pcs.percentiles import linear_percentiles, sorted_finite, sorted_linear_per
 from pcs._dataclass import dataclass
 
 __all__ = ["build_summary", "ordered_columns", "requests_table", "REQUEST_COLUMNS", "TierState", "CacheState",
-           "cache_state"]
+           "cache_state", "warm_up"]
 
 #: Per-request columns of ``--requests-out`` (plus ``hit_tokens_<tier>`` per tier after ``hit_tokens``).
 REQUEST_COLUMNS = ("request_id", "arrival_s", "prompt_tokens", "output_tokens", "hit_blocks", "missed_blocks",
@@ -224,13 +224,17 @@ def _link_envelope(tier: TierState, link, lk, tp: int, clock_s: float) -> LinkEn
 def _latest_s(cols) -> float:
     """The latest first token of the run, s (max of arrival + TTFT; every restore ends before it), 0.0 for none."""
     end = _values(cols["arrival_s"]) + _values(cols["ttft_s"])
+    top = float(end.max()) if len(end) else 0.0
+    if math.isfinite(top):      # no NaN (max would be NaN) and no +inf: the max is a finite value's, as below
+        return top
     end = end[np.isfinite(end)]
     return float(end.max()) if len(end) else 0.0
 
 
-def _envelope(ledger, state: CacheState, cols, ctx, ordered: dict) -> EnvelopeSummary:
+def _envelope(ledger, state: CacheState, cols, ctx, ordered: dict, prefill_sum_s: float) -> EnvelopeSummary:
     """The bandwidth envelope; ``ordered``: name -> :func:`pcs.percentiles.sorted_finite` of the ``ttft_s`` and
-    ``prefill_no_cache_s`` columns (the CDFs' sorts, shared with these percentiles)."""
+    ``prefill_no_cache_s`` columns (the CDFs' sorts, shared with these percentiles); ``prefill_sum_s``: the sum of
+    the ``prefill_s`` column (s), summed once for this and the payload lens."""
     clock = _latest_s(cols)
     links = tuple(_link_envelope(state.tiers[j], ctx["links"][j], ledger.links[j], ctx["tp"], clock)
                   for j in range(1, len(state.tiers)))
@@ -244,7 +248,7 @@ def _envelope(ledger, state: CacheState, cols, ctx, ordered: dict) -> EnvelopeSu
                                           _p50_p99_of(wait, None if sched is None else sched.wait_kv_s))
     return EnvelopeSummary(links=links, ttft_p50_s=t50, ttft_p99_s=t99, ttft_no_cache_alone_p50_s=n50,
                            ttft_no_cache_alone_p99_s=n99, wait_p50_s=w50, wait_p99_s=w99,
-                           prefill_saved_s=difference_of_sums(float(no_cache.sum()), float(_values(cols["prefill_s"]).sum())))
+                           prefill_saved_s=difference_of_sums(float(no_cache.sum()), prefill_sum_s))
 
 
 def _bytes(ledger, state: CacheState, tiers: tuple[TierSummary, ...], ctx) -> BytesSummary:
@@ -285,10 +289,11 @@ def build_summary(res, state: CacheState, seq_ledger, single, ideal, ctx: dict) 
     model = ctx["model"]
     tiers = _tier_rows(state, L, ctx)
     ordered = ctx.get("ordered") or ordered_columns(res.columns)   # one sort a column: its CDF and percentiles
-    envelope = _envelope(L, state, res.columns, ctx, ordered)
+    prefill_sum_s = float(_values(res.columns["prefill_s"]).sum())
+    envelope = _envelope(L, state, res.columns, ctx, ordered, prefill_sum_s)
     gpu_bytes = ctx["tier_specs"][0].capacity_bytes
     lens = payload_lens(model, ctx["block_size"], tiers[0].capacity_bytes if gpu_bytes is None else gpu_bytes,
-                        envelope.links, float(_values(res.columns["prefill_s"]).sum()),
+                        envelope.links, prefill_sum_s,
                         float(_values(res.columns["ttft_s"]).mean()), L.num_requests,
                         None if ctx.get("hybrid") is None else (ctx["hybrid"], ctx["hybrid_alt"]))
     return ReplaySummary(
@@ -326,17 +331,41 @@ def build_summary(res, state: CacheState, seq_ledger, single, ideal, ctx: dict) 
 _DISTRIBUTION_COLUMNS = ("ttft_s", "prefill_no_cache_s", "prefill_s", "restore_s", "restored_bytes")
 
 
-def ordered_columns(columns: dict, no_cache_ttft_ordered: np.ndarray | None = None) -> dict:
+def ordered_columns(columns: dict, no_cache_ttft_ordered: np.ndarray | None = None, run: Any = None) -> dict:
     """Each column the summary reads both a CDF and percentiles of, sorted once
     (:func:`pcs.percentiles.sorted_finite`: its finite values, float64, ascending): ``ttft_s`` and
     ``prefill_no_cache_s`` of the run's ``columns``, and ``no_cache_ttft_s``: the step scheduler's no-cache run's
-    TTFT sorted so already (its :class:`pcs.engine.schedstats.LatencyParts`), when given. Read by
-    :func:`build_summary` (``ctx["ordered"]``), the CDFs (:func:`pcs.engine.series.request_distributions`) and
-    the scheduler's TTFT percentiles (:func:`pcs.engine.schedstats.scheduler_summary`)."""
-    out = {k: sorted_finite(_values(columns[k])) for k in ("ttft_s", "prefill_no_cache_s")}
+    TTFT sorted so already (its :class:`pcs.engine.schedstats.LatencyParts`), when given. ``run``: the run's own
+    :class:`pcs.engine.schedstats.RunParts` (made on a worker as its loop closed), whose sorts are taken instead
+    of sorting again; or None. Read by :func:`build_summary` (``ctx["ordered"]``), the CDFs
+    (:func:`pcs.engine.series.request_distributions`) and the scheduler's TTFT percentiles
+    (:func:`pcs.engine.schedstats.scheduler_summary`)."""
+    made = {} if run is None else {"ttft_s": run.latency.ttft_ordered,
+                                   "prefill_no_cache_s": run.prefill_no_cache_ordered}
+    out = {k: made[k] if made.get(k) is not None else sorted_finite(_values(columns[k]))
+           for k in ("ttft_s", "prefill_no_cache_s")}
     if no_cache_ttft_ordered is not None:
         out["no_cache_ttft_s"] = no_cache_ttft_ordered
     return out
+
+
+def warm_up(links: bool) -> None:
+    """Make ready what :func:`build_summary` loads on first use, so that it is not made on the calling thread
+    when the summary is built: each record's ``__init__`` (the records of :mod:`pcs.engine.result`,
+    :mod:`pcs.engine.schedresult`, :mod:`pcs.engine.series` and this module compile their generated methods on
+    first use, :mod:`pcs._dataclass`) and, with ``links`` (a hierarchy with lower tiers, whose restores have a
+    break-even bandwidth), :mod:`pcs.analysis.envelope`. Run on a worker thread while the compiled step loop replays
+    without the GIL (:meth:`pcs.engine.stepnative.NativeStepEngine.feed`); changes no value, only when the work is
+    done."""
+    from pcs.engine import result, schedresult, series, summary
+
+    for module in (result, schedresult, series, summary):
+        for obj in list(vars(module).values()):
+            record = isinstance(obj, type) and hasattr(obj, "__dataclass_fields__")
+            if record and obj.__module__ == module.__name__:
+                getattr(obj, "__init__")        # a record's __init__ compiled now, not at its first use
+    if links:
+        import pcs.analysis.envelope  # noqa: F401
 
 
 def _series(res, tiers) -> TimeSeries | None:
