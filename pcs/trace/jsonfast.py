@@ -288,9 +288,9 @@ def native_checked(spec, cols: tuple | None, bs: int, state) -> RequestBatch | N
     if cols is None:
         return None
     ts, il, ol, offsets, ids, ex, types, synthetic, increasing = cols
-    n = len(il) // 8
-    extras = np.frombuffer(ex, dtype=np.int64).reshape(n, len(spec.int_extras))
-    return _checked(spec, bs, state, np.frombuffer(ts, dtype=np.float64), np.frombuffer(il, dtype=np.int64),
+    il = np.frombuffer(il, dtype=np.int64)   # the columns are the twin's own buffers: viewed, not copied
+    extras = np.frombuffer(ex, dtype=np.int64).reshape(il.size, len(spec.int_extras))
+    return _checked(spec, bs, state, np.frombuffer(ts, dtype=np.float64), il,
                     np.frombuffer(ol, dtype=np.int64), np.frombuffer(offsets, dtype=np.int64),
                     np.frombuffer(ids, dtype=np.uint64), [extras[:, i].copy() for i in range(extras.shape[1])],
                     tuple(types) if spec.has_type else None, synthetic, increasing)
