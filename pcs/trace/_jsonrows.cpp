@@ -443,9 +443,12 @@ bool lane_value(Lane &L, int k, Columns &c, LaneRow &r) {
     }
 }
 
-/* The object of line [p, e) (p at its '{'); false on anything the lane does not take (nothing left appended). */
-bool lane_row(const char *p, const char *e, const char *limit, const Spec &spec, Columns &c) {
-    Lane L{p + 1, e, limit};
+/* The object of the line at p (at its '{'), bounded by the chunk's end: no byte of the lane's tokens is an LF,
+ * so the line's end is where the row and its trailing whitespace stop, and must be an LF or the chunk's end
+ * (*end set to it); no memchr for the taken lines. False on anything the lane does not take (nothing left
+ * appended). */
+bool lane_row(const char *p, const char *limit, const Spec &spec, Columns &c, const char **end) {
+    Lane L{p + 1, limit, limit};
     const size_t ids0 = c.ids.size(), pool0 = c.type_pool.size();
     const bool inc0 = c.increasing;
     LaneRow r;
@@ -464,7 +467,8 @@ bool lane_row(const char *p, const char *e, const char *limit, const Spec &spec,
         if (L.eat(',')) continue;
         if (!L.eat('}')) break;
         L.ws();
-        ok = L.p == L.e;
+        ok = L.p == limit || *L.p == '\n';
+        *end = L.p;
         break;
     }
     const size_t nx = spec.extras.size();
@@ -489,16 +493,19 @@ bool decode_lines(const char *buf, size_t len, const Spec &spec, Columns &c) {
     c.offsets.push_back(0);
     size_t pos = 0;
     while (pos < len) {
+        if (buf[pos] != '{') return false;  // blank, indented or BOM-led lines: the authority's
+        const char *row_end;
+        if (lane_row(buf + pos, buf + len, spec, c, &row_end)) {
+            pos = (size_t)(row_end - buf) + 1;
+            continue;
+        }
         const char *nl = (const char *)memchr(buf + pos, '\n', len - pos);
         size_t end = nl ? (size_t)(nl - buf) : len;
-        if (buf[pos] != '{') return false;  // blank, indented or BOM-led lines: the authority's
-        if (!lane_row(buf + pos, buf + end, buf + len, spec, c)) {
-            padded.assign(buf + pos, buf + end);
-            padded.resize(end - pos + simdjson::SIMDJSON_PADDING, '\0');
-            simdjson::ondemand::document doc;
-            if (parser.iterate(padded.data(), end - pos, padded.size()).get(doc)) return false;
-            if (!take_row(doc, spec, c)) return false;
-        }
+        padded.assign(buf + pos, buf + end);
+        padded.resize(end - pos + simdjson::SIMDJSON_PADDING, '\0');
+        simdjson::ondemand::document doc;
+        if (parser.iterate(padded.data(), end - pos, padded.size()).get(doc)) return false;
+        if (!take_row(doc, spec, c)) return false;
         pos = end + 1;
     }
     return true;
