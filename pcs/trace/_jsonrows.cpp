@@ -4,11 +4,17 @@
  * The compiled twin of the shortcut parsers of pcs/trace/jsonfast.py; the authority that accepts, rejects
  * and names errors stays the line-by-line json.loads path of pcs/trace/hashids.py, and this decoder only
  * turns a chunk whose every line it can take into the reader's columns. Each line (LF-terminated, as
- * pcs.trace.source.iter_lines; the file's last line may lack the LF) is parsed on its own with simdjson's
- * On-Demand parser (simdjson 3.x, the copy pysimdjson ships: simdjson.h / simdjson.cpp, compiled in at build
- * time): its stage 1 indexes the line and validates UTF-8, then every field is read as the row is walked --
- * each key unescaped, each value parsed and checked as it is reached (a missing comma or colon, a bad
- * literal or number is an error there) -- and the document must end after the object (document::at_end),
+ * pcs.trace.source.iter_lines; the file's last line may lack the LF) is read on its own by one of two readers:
+ * - the fast lane (lane_row): the common row read byte by byte, no simdjson -- keys matched whole against the
+ *   format's, integers as plain digits, the ids 8 bytes at a time (SWAR: the digits, a leading zero and the byte
+ *   after them found in one 64-bit word), strings of printable ASCII without escapes, so a taken line is ASCII
+ *   (valid UTF-8, no control byte); it takes a subset of what simdjson takes, with the same values, and gives
+ *   any other line (an escape, a non-ASCII byte, a long number, "-0", anything odd) to
+ * - simdjson's On-Demand parser (simdjson 3.x, the copy pysimdjson ships: simdjson.h / simdjson.cpp, compiled
+ *   in at build time), on a padded copy of that line: its stage 1 indexes the line and validates UTF-8, then
+ *   every field is read as the row is walked -- each key unescaped, each value parsed and checked as it is
+ *   reached (a missing comma or colon, a bad literal or number is an error there) -- and the document must end
+ *   after the object (document::at_end),
  * so a line holds exactly one JSON value and trailing whitespace (' ', \t, \r) is
  * allowed, as json.loads does; a line must start with '{' (so no blank, indented or BOM-led line, which
  * simdjson and json.loads treat differently, is taken). A line is taken when it is an object whose keys are exactly the format's:
@@ -24,13 +30,16 @@
  *   (timestamps float64 (n,), input_length int64 (n,), output_length int64 (n,), offsets int64 (n+1,),
  *    ids uint64 (m,), extras int64 (len(extras), n) row-major, types list[str | None] | None,
  *    synthetic rows int, increasing bool: every row's ids strictly increase, so none repeats within a row
- *    (jsonfast.rows_distinct's shortcut, read off the parse: no pass over the ids)) -- the arrays as bytes
- *    (native byte order) for numpy.frombuffer.
+ *    (jsonfast.rows_distinct's shortcut, read off the parse: no pass over the ids)) -- the arrays as Column
+ *    objects (read-only buffers owning the decoder's own memory, native byte order) for numpy.frombuffer, so no
+ *    copy into bytes; the id buffer is reserved for the chunk's most ids (len / 2) and cut to its ids in place.
  * Every key and value of a taken line is read (an unknown key refuses the chunk before anything is skipped),
  * so no part of a taken line goes unvalidated. The On-Demand parser is the header's built-in kernel (no
  * -march flag: the portable one); on the Mooncake rows it took 0.63x the CPU of the DOM parser's per-line
  * parse and tape walk (docs/performance.md, "The JSONL decode On-Demand").
- * The GIL is released over the parse (only C++ vectors are filled; the type strings are kept as UTF-8 and
+ * The fast lane took 0.62x the instructions of the On-Demand decode on the 10x Mooncake replica (docs/performance.md,
+ * "The JSONL decode: a fast lane beside simdjson").
+ * The GIL is released over the parse (only C++ buffers are filled; the type strings are kept as UTF-8 and
  * turned into str once the GIL is back), so two threads can decode two chunks at once.
  * Errors raised: TypeError on bad arguments, MemoryError.
  * ------------------------------------------------------------------------- */

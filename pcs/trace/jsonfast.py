@@ -11,7 +11,8 @@ Parsers, fastest first (benchmarks/bench_jsonl_parsers.py on the Mooncake
 conversation trace replicated 1x-50x, one thread; docs/performance.md):
 
 - ``native``: the compiled twin ``pcs.trace._jsonrows`` (pcs/trace/_jsonrows.cpp,
-  simdjson's On-Demand parser in C++, one document per line, the columns filled in C++ without the GIL;
+  a byte-by-byte fast lane for the common row and simdjson's On-Demand parser for any other line, in C++, one
+  document per line, the columns filled in C++ without the GIL and handed over without a copy;
   :func:`native_chunk`; a reader decodes chunk after chunk, :func:`parse_chunks`),
   built when pysimdjson's bundled simdjson sources are
   found at build time; the ``auto | c | python`` switch of :mod:`pcs._native`
