@@ -87,10 +87,11 @@ struct RawVec {
     size_t size() const { return n; }
     T back() const { return p[n - 1]; }
     void resize(size_t m) { n = m; }   // only ever shrinks (a line's ids undone)
-    /* The buffer, cut to its size (a shrink: in place); the caller frees it. */
-    T *release() {
-        T *q = (T *)realloc(p, n ? n * sizeof(T) : 1);
-        if (!q) q = p;
+    /* The buffer (its capacity kept: a shrinking realloc of an mmap'd block keeps it mmap'd, and its free then
+     * lowers malloc's mmap threshold, so every chunk's buffers were fresh pages); the caller frees it. */
+    T *release() {   // nullptr when out of memory (an empty column's 1-byte buffer)
+        T *q = p ? p : (T *)malloc(1);
+        if (!q) return nullptr;
         p = nullptr;
         n = cap = 0;
         return q;
@@ -548,6 +549,10 @@ PyObject *as_column(RawVec<T> &v) {
     if (!o) return nullptr;
     o->nbytes = (Py_ssize_t)(v.size() * sizeof(T));
     o->data = v.release();
+    if (!o->data) {
+        Py_DECREF(o);   // column_dealloc frees nullptr: nothing
+        return PyErr_NoMemory();
+    }
     return (PyObject *)o;
 }
 
@@ -605,11 +610,10 @@ int decode_nogil(const char *buf, size_t len, const Spec &spec, Columns &c) {
     int rc;
     Py_BEGIN_ALLOW_THREADS
     try {
-        // Room for every id of the chunk, so the id loop never grows the buffer: an id takes at least 2 bytes
-        // (a digit and ',' or ']'); the pages beyond the ids are never touched, and the buffer is cut to its ids
-        // in place when handed over (RawVec::release).
-        c.ids.reserve(len / 2 + 1);
-        const size_t rows = len / 64 + 1;   // a row of four keys takes more than 64 bytes; else the vectors grow
+        // Mooncake: about 10 bytes of JSON per id, 280 a row; denser chunks grow the buffers (doubling). Reserved
+        // below malloc's mmap threshold where it can be, so freed buffers are reused without fresh page faults.
+        c.ids.reserve(len / 8 + 16);
+        const size_t rows = len / 256 + 1;
         c.ts.reserve(rows);
         c.il.reserve(rows);
         c.ol.reserve(rows);

@@ -210,3 +210,13 @@ def test_columns_are_read_only_views_of_the_twins_buffers():
                               1, ReadState())
     assert not b.block_hashes.flags.writeable and not b.block_offsets.flags.writeable
     assert type(b.block_hashes.base).__name__ == "Column"
+
+
+def test_dense_ids_grow_the_buffers():
+    # ids written "0,1,2,..." (2-4 bytes each) outnumber the reservation (a chunk's bytes / 8), so the id buffer
+    # grows while the lane reads: 3 rows of 0..999, 0..1999 step 2, and 5 ids; 1000 + 1000 + 5 ids in order
+    rows = [list(range(1000)), list(range(0, 2000, 2)), [1, 2, 3, 4, 5]]
+    chunk = b"".join(b'{"timestamp":0,"input_length":%d,"output_length":0,"hash_ids":[%s]}\n'
+                     % (len(r), b",".join(b"%d" % i for i in r)) for r in rows)
+    got = _cols(chunk)
+    assert got[3] == [0, 1000, 2000, 2005] and got[4] == rows[0] + rows[1] + rows[2]
