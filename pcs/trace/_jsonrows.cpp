@@ -32,7 +32,7 @@
  *    synthetic rows int, increasing bool: every row's ids strictly increase, so none repeats within a row
  *    (jsonfast.rows_distinct's shortcut, read off the parse: no pass over the ids)) -- the arrays as Column
  *    objects (read-only buffers owning the decoder's own memory, native byte order) for numpy.frombuffer, so no
- *    copy into bytes; the id buffer is reserved for the chunk's most ids (len / 2) and cut to its ids in place.
+ *    copy into bytes (each buffer handed over at its capacity: see RawVec::release).
  * Every key and value of a taken line is read (an unknown key refuses the chunk before anything is skipped),
  * so no part of a taken line goes unvalidated. The On-Demand parser is the header's built-in kernel (no
  * -march flag: the portable one); on the Mooncake rows it took 0.63x the CPU of the DOM parser's per-line
