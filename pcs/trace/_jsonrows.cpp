@@ -341,6 +341,14 @@ inline bool lane_string(Lane &L, std::string_view *out) {
     return true;
 }
 
+/* ids doubled while the id loop writes through its own pointers: out (the next id) and room (the end). */
+inline void grow_at(RawVec<uint64_t> &ids, uint64_t *&out, uint64_t *&room) {
+    ids.n = (size_t)(out - ids.p);
+    ids.reserve(ids.cap * 2 + 16);
+    out = ids.p + ids.n;
+    room = ids.p + ids.cap;
+}
+
 /* The id array, appended to ids (the caller truncates them when the line fails). The common id -- 1 to 7
  * digits then ',' or ']' -- is read from one 8-byte load (its digits, a leading zero and the byte after them
  * found by non_digits); an id of 8 or more digits, one near the chunk's end, or whitespace before the separator
@@ -375,12 +383,7 @@ inline bool lane_ids(Lane &L, RawVec<uint64_t> &ids, bool &increasing) {
         inc &= (uint64_t)(m == 0) | (uint64_t)(u > last);
         m++;
         last = u;
-        if (out == room) {   // never with decode_nogil's reservation; kept for any other caller
-            ids.n = (size_t)(out - ids.p);
-            ids.reserve(ids.cap * 2 + 16);
-            out = ids.p + ids.n;
-            room = ids.p + ids.cap;
-        }
+        if (out == room) grow_at(ids, out, room);   // a chunk denser than decode_nogil's reservation
         *out++ = u;
         if (sep == ',') {   // the common ", ": no general whitespace loop
             p++;

@@ -16,8 +16,8 @@ conversation trace replicated 1x-50x, one thread; docs/performance.md):
   :func:`native_chunk`; a reader decodes chunk after chunk, :func:`parse_chunks`),
   built when pysimdjson's bundled simdjson sources are
   found at build time; the ``auto | c | python`` switch of :mod:`pcs._native`
-  (``PCS_NATIVE``) picks it; figures in docs/performance.md ("The compiled JSONL decoder" and
-  "The JSONL decode On-Demand");
+  (``PCS_NATIVE``) picks it; figures in docs/performance.md ("The compiled JSONL decoder",
+  "The JSONL decode On-Demand" and "The JSONL decode: a fast lane beside simdjson");
 - ``simdjson``: pysimdjson (optional extra ``pcs[fast]``), one DOM parse per
   line, the id list copied out as a uint64 buffer (``as_buffer``) without a
   Python int per id; 19-20 M ids per CPU second on a 1 MiB chunk, the whole
