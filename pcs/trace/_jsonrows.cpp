@@ -4,11 +4,17 @@
  * The compiled twin of the shortcut parsers of pcs/trace/jsonfast.py; the authority that accepts, rejects
  * and names errors stays the line-by-line json.loads path of pcs/trace/hashids.py, and this decoder only
  * turns a chunk whose every line it can take into the reader's columns. Each line (LF-terminated, as
- * pcs.trace.source.iter_lines; the file's last line may lack the LF) is parsed on its own with simdjson's
- * On-Demand parser (simdjson 3.x, the copy pysimdjson ships: simdjson.h / simdjson.cpp, compiled in at build
- * time): its stage 1 indexes the line and validates UTF-8, then every field is read as the row is walked --
- * each key unescaped, each value parsed and checked as it is reached (a missing comma or colon, a bad
- * literal or number is an error there) -- and the document must end after the object (document::at_end),
+ * pcs.trace.source.iter_lines; the file's last line may lack the LF) is read on its own by one of two readers:
+ * - the fast lane (lane_row): the common row read byte by byte, no simdjson -- keys matched whole against the
+ *   format's, integers as plain digits, the ids 8 bytes at a time (SWAR: the digits, a leading zero and the byte
+ *   after them found in one 64-bit word), strings of printable ASCII without escapes, so a taken line is ASCII
+ *   (valid UTF-8, no control byte); it takes a subset of what simdjson takes, with the same values, and gives
+ *   any other line (an escape, a non-ASCII byte, a long number, "-0", anything odd) to
+ * - simdjson's On-Demand parser (simdjson 3.x, the copy pysimdjson ships: simdjson.h / simdjson.cpp, compiled
+ *   in at build time), on a padded copy of that line: its stage 1 indexes the line and validates UTF-8, then
+ *   every field is read as the row is walked -- each key unescaped, each value parsed and checked as it is
+ *   reached (a missing comma or colon, a bad literal or number is an error there) -- and the document must end
+ *   after the object (document::at_end),
  * so a line holds exactly one JSON value and trailing whitespace (' ', \t, \r) is
  * allowed, as json.loads does; a line must start with '{' (so no blank, indented or BOM-led line, which
  * simdjson and json.loads treat differently, is taken). A line is taken when it is an object whose keys are exactly the format's:
@@ -24,19 +30,23 @@
  *   (timestamps float64 (n,), input_length int64 (n,), output_length int64 (n,), offsets int64 (n+1,),
  *    ids uint64 (m,), extras int64 (len(extras), n) row-major, types list[str | None] | None,
  *    synthetic rows int, increasing bool: every row's ids strictly increase, so none repeats within a row
- *    (jsonfast.rows_distinct's shortcut, read off the parse: no pass over the ids)) -- the arrays as bytes
- *    (native byte order) for numpy.frombuffer.
+ *    (jsonfast.rows_distinct's shortcut, read off the parse: no pass over the ids)) -- the arrays as Column
+ *    objects (read-only buffers owning the decoder's own memory, native byte order) for numpy.frombuffer, so no
+ *    copy into bytes (each buffer handed over at its capacity: see RawVec::release).
  * Every key and value of a taken line is read (an unknown key refuses the chunk before anything is skipped),
  * so no part of a taken line goes unvalidated. The On-Demand parser is the header's built-in kernel (no
  * -march flag: the portable one); on the Mooncake rows it took 0.63x the CPU of the DOM parser's per-line
  * parse and tape walk (docs/performance.md, "The JSONL decode On-Demand").
- * The GIL is released over the parse (only C++ vectors are filled; the type strings are kept as UTF-8 and
+ * The fast lane took 0.62x the instructions of the On-Demand decode on the 10x Mooncake replica (docs/performance.md,
+ * "The JSONL decode: a fast lane beside simdjson").
+ * The GIL is released over the parse (only C++ buffers are filled; the type strings are kept as UTF-8 and
  * turned into str once the GIL is back), so two threads can decode two chunks at once.
  * Errors raised: TypeError on bad arguments, MemoryError.
  * ------------------------------------------------------------------------- */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+#include <charconv>
 #include <cmath>
 #include <cstring>
 #include <new>
@@ -54,11 +64,51 @@ using simdjson::ondemand::number_type;
 constexpr int kMaxExtras = 8;
 enum Key { K_TS, K_IL, K_OL, K_IDS, K_REUSE, K_TYPE, K_EXTRA0 };
 
+/* A growable column in a malloc'd buffer whose ownership passes to a Column object (no copy into bytes). */
+template <typename T>
+struct RawVec {
+    T *p = nullptr;
+    size_t n = 0, cap = 0;
+    RawVec() = default;
+    RawVec(const RawVec &) = delete;
+    RawVec &operator=(const RawVec &) = delete;
+    ~RawVec() { free(p); }
+    void reserve(size_t want) {
+        if (want <= cap) return;
+        T *q = (T *)realloc(p, want * sizeof(T));
+        if (!q) throw std::bad_alloc();
+        p = q;
+        cap = want;
+    }
+    void push_back(T v) {
+        if (n == cap) reserve(cap < 16 ? 16 : cap * 2);
+        p[n++] = v;
+    }
+    size_t size() const { return n; }
+    T back() const { return p[n - 1]; }
+    void resize(size_t m) { n = m; }   // only ever shrinks (a line's ids undone)
+    /* The buffer, the caller to free it; nullptr when out of memory (an empty column's 1-byte buffer). Its
+     * capacity is kept unless under half of it is used: a shrinking realloc of an mmap'd block keeps it mmap'd,
+     * and its free then lowers malloc's mmap threshold below the next chunk's reservation, so every chunk's
+     * buffers were fresh pages (page faults); a Mooncake chunk uses about 70 % of its id buffer. */
+    T *release() {
+        if (p && n * 2 < cap) {
+            T *q = (T *)realloc(p, (n ? n : 1) * sizeof(T));
+            if (q) p = q;
+        }
+        T *q = p ? p : (T *)malloc(1);
+        if (!q) return nullptr;
+        p = nullptr;
+        n = cap = 0;
+        return q;
+    }
+};
+
 /* The decoded columns, plain C++ (filled without the GIL); the type strings as one UTF-8 pool. */
 struct Columns {
-    std::vector<double> ts;
-    std::vector<int64_t> il, ol, offsets, extras;
-    std::vector<uint64_t> ids;
+    RawVec<double> ts;
+    RawVec<int64_t> il, ol, offsets, extras;
+    RawVec<uint64_t> ids;
     std::string type_pool;           // typed formats: every row's type string, one after the other
     std::vector<int64_t> type_ends;  // per row: the end of its type in type_pool, -1 for null / absent
     int64_t synthetic = 0;
@@ -102,7 +152,7 @@ bool get_time(value v, double *out) {
 }
 
 /* An array of integers in [0, 2**64) appended to ids ("-0", floats, anything else: the authority's). */
-bool get_ids(value v, std::vector<uint64_t> &ids, bool &increasing) {
+bool get_ids(value v, RawVec<uint64_t> &ids, bool &increasing) {
     simdjson::ondemand::array a;
     if (v.get_array().get(a)) return false;
     const size_t first = ids.size();
@@ -155,6 +205,16 @@ bool take_field(simdjson::ondemand::field &field, const Spec &spec, Columns &c, 
     }
 }
 
+/* A taken row's scalar columns appended (its ids are in already). */
+void push_row(Columns &c, const Spec &spec, double ts, const int64_t *ints, int64_t type_end) {
+    c.ts.push_back(ts);
+    c.il.push_back(ints[0]);
+    c.ol.push_back(ints[1]);
+    c.offsets.push_back((int64_t)c.ids.size());
+    for (size_t i = 0; i < spec.extras.size(); i++) c.extras.push_back(ints[2 + i]);
+    if (spec.typed) c.type_ends.push_back(type_end);
+}
+
 /* One line's document into the columns: an object holding each key once and nothing after it. */
 bool take_row(simdjson::ondemand::document &doc, const Spec &spec, Columns &c) {
     simdjson::ondemand::object obj;
@@ -170,36 +230,339 @@ bool take_row(simdjson::ondemand::document &doc, const Spec &spec, Columns &c) {
     unsigned required = 0xFu | (((1u << nx) - 1) << K_EXTRA0);
     if ((seen & required) != required || !doc.at_end()) return false;  // a key missing, or a second value
     if (!(seen & (1u << K_TYPE))) type_end = -1;
-    c.ts.push_back(ts);
-    c.il.push_back(ints[0]);
-    c.ol.push_back(ints[1]);
-    c.offsets.push_back((int64_t)c.ids.size());
-    for (size_t i = 0; i < nx; i++) c.extras.push_back(ints[2 + i]);
-    if (spec.typed) c.type_ends.push_back(type_end);
+    push_row(c, spec, ts, ints, type_end);
     return true;
 }
 
-/* Every line of buf[0, len) (followed by SIMDJSON_PADDING readable bytes) into the columns; false at the
- * first line the authority must read. Runs without the GIL: no Python object is touched. */
+/* ---- The fast lane: a line of the common shape read byte by byte, no simdjson (no stage 1, no value objects).
+ * It takes a subset of what take_row takes and yields the same columns: integers as plain digits ("0" or no
+ * leading zero; ids up to 19 digits, int64 fields up to 18, a '-' before a non-zero integer field), a timestamp as
+ * such an integer (up to 15 digits, exact as a double) or a JSON number with a fraction or exponent (the grammar
+ * checked here, the value by std::from_chars: correctly rounded, as simdjson's), strings of printable ASCII with
+ * no escape (so a taken line is ASCII: valid UTF-8, no control character), whitespace ' ', \t, \r between tokens.
+ * Anything else -- an escape, a non-ASCII byte, a literal other than a type's null, a longer number, "-0", a
+ * repeated, unknown or missing key, bad JSON -- returns false with nothing appended, and the line goes to
+ * take_row (simdjson), which takes it or leaves the chunk to the authority, as before. */
+struct Lane {
+    const char *p, *e;   // the line's bytes (e: its LF, or the chunk's end)
+    const char *limit;   // the chunk's end: bytes up to it may be read (8 at a time), whatever line they belong to
+    void ws() {   // ' ', \t, \r (no LF inside a line); any other byte <= ' ' is no JSON anywhere
+        if (p < e && *p > ' ') return;
+        while (p < e && (*p == ' ' || *p == '\t' || *p == '\r')) p++;
+    }
+    bool eat(char ch) {
+        if (p >= e || *p != ch) return false;
+        p++;
+        return true;
+    }
+};
+
+/* Per byte of the 8 at p (little-endian), 0x80 where it is not an ASCII digit; no carry crosses bytes. */
+inline uint64_t non_digits(uint64_t v) {
+    const uint64_t a = v ^ 0x3030303030303030ull;   // a digit: 0..9; anything else: >= 10
+    return (((a & 0x7f7f7f7f7f7f7f7full) + 0x7676767676767676ull) | a) & 0x8080808080808080ull;
+}
+
+/* The value of 8 digit values (0..9, the first in the lowest byte): simdjson's parse_eight_digits_unrolled. */
+inline uint64_t eight_digits(uint64_t val) {
+    const uint64_t mask = 0x000000FF000000FFull, mul1 = 0x000F424000000064ull, mul2 = 0x0000271000000001ull;
+    val = (val * 10) + (val >> 8);
+    return (((val & mask) * mul1) + (((val >> 16) & mask) * mul2)) >> 32;
+}
+
+/* Decimal digits at L.p ("0", or [1-9] then up to max_digits - 1 more, max_digits <= 19) into *out; false
+ * otherwise. Eight bytes at a time while 8 more are readable before the chunk's end (a run of digits stops at
+ * the line's LF, a non-digit), else one at a time. */
+inline bool lane_digits(Lane &L, size_t max_digits, uint64_t *out) {
+    const char *s = L.p;
+    uint64_t v = 0;
+    while (L.limit - L.p >= 8) {
+        uint64_t w;
+        memcpy(&w, L.p, 8);
+        const uint64_t nd = non_digits(w);
+        const unsigned k = nd ? (unsigned)__builtin_ctzll(nd) >> 3 : 8;   // leading digits of the 8
+        if (k == 0) break;
+        const uint64_t d = (w ^ 0x3030303030303030ull) << (8 * (8 - k));   // the k digits, zeros before them
+        static const uint64_t kPow10[9] = {1, 10, 100, 1000, 10000, 100000, 1000000, 10000000, 100000000};
+        v = v * kPow10[k] + eight_digits(d);
+        L.p += k;
+        if (k < 8 || (size_t)(L.p - s) > max_digits) break;
+    }
+    if (L.limit - L.p < 8)
+        while (L.p < L.e && (unsigned char)(*L.p - '0') < 10) v = v * 10 + (uint64_t)(*L.p++ - '0');
+    size_t n = (size_t)(L.p - s);
+    if (n == 0 || n > max_digits || (n > 1 && *s == '0')) return false;
+    *out = v;
+    return true;
+}
+
+/* An int64 field: [-]digits, at most 18 of them, "-0" refused (simdjson's -0 is the slow lane's). */
+inline bool lane_i64(Lane &L, int64_t *out) {
+    bool neg = L.eat('-');
+    uint64_t u;
+    if (!lane_digits(L, 18, &u) || (neg && u == 0)) return false;
+    *out = neg ? -(int64_t)u : (int64_t)u;
+    return true;
+}
+
+/* The timestamp: a JSON number, finite, not a negative zero (get_time's rules). */
+inline bool lane_time(Lane &L, double *out) {
+    const char *s = L.p;
+    bool neg = L.eat('-');
+    uint64_t u;
+    if (!lane_digits(L, 15, &u)) return false;
+    if (L.p >= L.e || (*L.p != '.' && *L.p != 'e' && *L.p != 'E')) {
+        if (neg && u == 0) return false;
+        *out = neg ? -(double)u : (double)u;   // exact: below 2**53
+        return true;
+    }
+    if (L.eat('.')) {
+        const char *f = L.p;
+        while (L.p < L.e && (unsigned char)(*L.p - '0') < 10) L.p++;
+        if (L.p == f) return false;
+    }
+    if (L.eat('e') || L.eat('E')) {
+        if (!L.eat('+')) L.eat('-');
+        const char *x = L.p;
+        while (L.p < L.e && (unsigned char)(*L.p - '0') < 10) L.p++;
+        if (L.p == x) return false;
+    }
+    auto r = std::from_chars(s, L.p, *out);
+    if (r.ec != std::errc() || r.ptr != L.p) return false;
+    return std::isfinite(*out) && std::fpclassify(*out) != FP_SUBNORMAL && !(*out == 0.0 && std::signbit(*out));
+}
+
+/* A string of printable ASCII without escapes, its content into *out. */
+inline bool lane_string(Lane &L, std::string_view *out) {
+    if (!L.eat('"')) return false;
+    const char *s = L.p;
+    while (L.p < L.e && *L.p != '"') {
+        unsigned char ch = (unsigned char)*L.p;
+        if (ch < 0x20 || ch > 0x7e || ch == '\\') return false;
+        L.p++;
+    }
+    if (L.p >= L.e) return false;
+    *out = std::string_view(s, (size_t)(L.p - s));
+    L.p++;
+    return true;
+}
+
+/* ids doubled while the id loop writes through its own pointers: out (the next id) and room (the end). */
+inline void grow_at(RawVec<uint64_t> &ids, uint64_t *&out, uint64_t *&room) {
+    ids.n = (size_t)(out - ids.p);
+    ids.reserve(ids.cap * 2 + 16);
+    out = ids.p + ids.n;
+    room = ids.p + ids.cap;
+}
+
+/* The id array, appended to ids (the caller truncates them when the line fails). The common id -- 1 to 7
+ * digits then ',' or ']' -- is read from one 8-byte load (its digits, a leading zero and the byte after them
+ * found by non_digits); an id of 8 or more digits, one near the chunk's end, or whitespace before the separator
+ * takes the general steps (lane_digits, ws, eat). */
+inline bool lane_ids(Lane &L, RawVec<uint64_t> &ids, bool &increasing) {
+    if (!L.eat('[')) return false;
+    L.ws();
+    if (L.eat(']')) return true;
+    const char *p = L.p;   // locals, not L's and ids' fields, in the loop: kept in registers
+    const char *const e = L.e, *const limit = L.limit;
+    uint64_t *out = ids.p + ids.n, *room = ids.p + ids.cap, last = 0;
+    uint64_t inc = 1, m = 0;   // the row's ids strictly increase so far; ids of the row
+    for (;;) {
+        uint64_t u, w = 0, nd = 0;
+        char sep;
+        if (limit - p >= 8) {
+            memcpy(&w, p, 8);
+            nd = non_digits(w);
+        }
+        if (nd) {
+            const unsigned k = (unsigned)__builtin_ctzll(nd) >> 3;
+            if (k == 0 || (k > 1 && (w & 0xff) == '0')) return false;   // no digit, or a leading zero
+            u = eight_digits((w ^ 0x3030303030303030ull) << (8 * (8 - k)));
+            sep = (char)(w >> (8 * k));
+            p += k;
+        } else {
+            L.p = p;
+            if (!lane_digits(L, 19, &u)) return false;
+            p = L.p;
+            sep = p < e ? *p : 0;
+        }
+        inc &= (uint64_t)(m == 0) | (uint64_t)(u > last);
+        m++;
+        last = u;
+        if (out == room) grow_at(ids, out, room);   // a chunk denser than decode_nogil's reservation
+        *out++ = u;
+        if (sep == ',') {   // the common ", ": no general whitespace loop
+            p++;
+            if (p < e && *p == ' ') p++;
+            if (p < e && *p <= ' ') {
+                L.p = p;
+                L.ws();
+                p = L.p;
+            }
+            continue;
+        }
+        L.p = p;
+        if (sep != ']') {
+            L.ws();
+            if (L.eat(',')) {
+                L.ws();
+                p = L.p;
+                continue;
+            }
+            if (L.p >= e || *L.p != ']') return false;
+        }
+        L.p++;
+        ids.n = (size_t)(out - ids.p);
+        if (!inc) increasing = false;
+        return true;
+    }
+}
+
+/* A key: its closing quote found by memchr, the bytes between matched against the format's keys (a known key's
+ * bytes are plain ASCII, so an escape, control or non-ASCII byte never matches); -1 for the slow lane. */
+inline int lane_key(Lane &L, const Spec &spec) {
+    if (!L.eat('"')) return -1;
+    const char *q = (const char *)memchr(L.p, '"', (size_t)(L.e - L.p));
+    if (!q) return -1;
+    int k = key_of(std::string_view(L.p, (size_t)(q - L.p)), spec);
+    L.p = q + 1;
+    return k;
+}
+
+/* A row's values outside the columns until the line is taken whole. */
+struct LaneRow {
+    double ts = 0;
+    int64_t ints[2 + kMaxExtras] = {0};
+    int64_t type_end = -1;
+    int synthetic = 0;
+};
+
+bool lane_value(Lane &L, int k, Columns &c, LaneRow &r) {
+    std::string_view s;
+    switch (k) {
+    case K_TS: return lane_time(L, &r.ts);
+    case K_IL: return lane_i64(L, &r.ints[0]);
+    case K_OL: return lane_i64(L, &r.ints[1]);
+    case K_IDS: return lane_ids(L, c.ids, c.increasing);
+    case K_REUSE:
+        if (!lane_string(L, &s)) return false;
+        r.synthetic = s == "synthetic";
+        return r.synthetic || s == "recorded";
+    case K_TYPE:
+        if (L.e - L.p >= 4 && memcmp(L.p, "null", 4) == 0) {
+            L.p += 4;
+            r.type_end = -1;
+            return true;
+        }
+        if (!lane_string(L, &s)) return false;
+        c.type_pool.append(s.data(), s.size());
+        r.type_end = (int64_t)c.type_pool.size();
+        return true;
+    default: return lane_i64(L, &r.ints[2 + k - K_EXTRA0]);
+    }
+}
+
+/* The object of the line at p (at its '{'), bounded by the chunk's end: no byte of the lane's tokens is an LF,
+ * so the line's end is where the row and its trailing whitespace stop, and must be an LF or the chunk's end
+ * (*end set to it); no memchr for the taken lines. False on anything the lane does not take (nothing left
+ * appended). */
+bool lane_row(const char *p, const char *limit, const Spec &spec, Columns &c, const char **end) {
+    Lane L{p + 1, limit, limit};
+    const size_t ids0 = c.ids.size(), pool0 = c.type_pool.size();
+    const bool inc0 = c.increasing;
+    LaneRow r;
+    unsigned seen = 0;
+    bool ok = false;
+    for (;;) {
+        L.ws();
+        int k = lane_key(L, spec);
+        if (k < 0 || (seen & (1u << k))) break;
+        seen |= 1u << k;
+        L.ws();
+        if (!L.eat(':')) break;
+        L.ws();
+        if (!lane_value(L, k, c, r)) break;
+        L.ws();
+        if (L.eat(',')) continue;
+        if (!L.eat('}')) break;
+        L.ws();
+        ok = L.p == limit || *L.p == '\n';
+        *end = L.p;
+        break;
+    }
+    const size_t nx = spec.extras.size();
+    unsigned required = 0xFu | (((1u << nx) - 1) << K_EXTRA0);
+    if (!ok || (seen & required) != required) {
+        c.ids.resize(ids0);
+        c.type_pool.resize(pool0);
+        c.increasing = inc0;
+        return false;
+    }
+    c.synthetic += r.synthetic;
+    push_row(c, spec, r.ts, r.ints, r.type_end);
+    return true;
+}
+
+/* Every line of buf[0, len) into the columns, each by the fast lane (lane_row) or else simdjson (take_row, on a
+ * padded copy of the line); false at the first line the authority must read. Runs without the GIL: no Python
+ * object is touched. */
 bool decode_lines(const char *buf, size_t len, const Spec &spec, Columns &c) {
     simdjson::ondemand::parser parser;
+    std::vector<char> padded;   // the slow lane's line, followed by SIMDJSON_PADDING bytes
     c.offsets.push_back(0);
     size_t pos = 0;
     while (pos < len) {
+        if (buf[pos] != '{') return false;  // blank, indented or BOM-led lines: the authority's
+        const char *row_end;
+        if (lane_row(buf + pos, buf + len, spec, c, &row_end)) {
+            pos = (size_t)(row_end - buf) + 1;
+            continue;
+        }
         const char *nl = (const char *)memchr(buf + pos, '\n', len - pos);
         size_t end = nl ? (size_t)(nl - buf) : len;
-        if (buf[pos] != '{') return false;  // blank, indented or BOM-led lines: the authority's
+        padded.assign(buf + pos, buf + end);
+        padded.resize(end - pos + simdjson::SIMDJSON_PADDING, '\0');
         simdjson::ondemand::document doc;
-        if (parser.iterate(buf + pos, end - pos, len - pos + simdjson::SIMDJSON_PADDING).get(doc)) return false;
+        if (parser.iterate(padded.data(), end - pos, padded.size()).get(doc)) return false;
         if (!take_row(doc, spec, c)) return false;
         pos = end + 1;
     }
     return true;
 }
 
+/* Column: a read-only buffer (the buffer protocol, bytes "B") owning a decoded column's malloc'd memory, so
+ * numpy.frombuffer views it where bytes would have been a copy. */
+struct ColumnObject {
+    PyObject_HEAD
+    void *data;
+    Py_ssize_t nbytes;
+};
+
+void column_dealloc(PyObject *self) {
+    free(((ColumnObject *)self)->data);
+    Py_TYPE(self)->tp_free(self);
+}
+
+int column_getbuffer(PyObject *self, Py_buffer *view, int flags) {
+    ColumnObject *c = (ColumnObject *)self;
+    return PyBuffer_FillInfo(view, self, c->data, c->nbytes, 1, flags);
+}
+
+PyBufferProcs column_buffer = {column_getbuffer, nullptr};
+
+PyTypeObject ColumnType = {PyVarObject_HEAD_INIT(nullptr, 0) "pcs.trace._jsonrows.Column"};
+
 template <typename T>
-PyObject *as_bytes(const std::vector<T> &v) {
-    return PyBytes_FromStringAndSize((const char *)v.data(), (Py_ssize_t)(v.size() * sizeof(T)));
+PyObject *as_column(RawVec<T> &v) {
+    ColumnObject *o = PyObject_New(ColumnObject, &ColumnType);
+    if (!o) return nullptr;
+    o->nbytes = (Py_ssize_t)(v.size() * sizeof(T));
+    o->data = v.release();
+    if (!o->data) {
+        Py_DECREF(o);   // column_dealloc frees nullptr: nothing
+        return PyErr_NoMemory();
+    }
+    return (PyObject *)o;
 }
 
 /* The type column as a list of str | None (with the GIL); None when a string is not UTF-8 after all. */
@@ -221,15 +584,15 @@ PyObject *types_list(const Columns &c) {
     return out;
 }
 
-PyObject *result(const Columns &c, bool typed) {
+PyObject *result(Columns &c, bool typed) {
     PyObject *types = Py_None;
     if (typed) {
         if (!(types = types_list(c))) { PyErr_Clear(); Py_RETURN_NONE; }
     } else {
         Py_INCREF(types);
     }
-    return Py_BuildValue("(NNNNNNNLN)", as_bytes(c.ts), as_bytes(c.il), as_bytes(c.ol), as_bytes(c.offsets),
-                         as_bytes(c.ids), as_bytes(c.extras), types, (long long)c.synthetic,
+    return Py_BuildValue("(NNNNNNNLN)", as_column(c.ts), as_column(c.il), as_column(c.ol), as_column(c.offsets),
+                         as_column(c.ids), as_column(c.extras), types, (long long)c.synthetic,
                          PyBool_FromLong(c.increasing));
 }
 
@@ -256,9 +619,15 @@ int decode_nogil(const char *buf, size_t len, const Spec &spec, Columns &c) {
     int rc;
     Py_BEGIN_ALLOW_THREADS
     try {
-        simdjson::padded_string padded(buf, len);
-        c.ids.reserve(len / 8);  // Mooncake: about 7 bytes of JSON per id
-        rc = decode_lines(padded.data(), padded.size(), spec, c) ? 1 : 0;
+        // Mooncake: about 10 bytes of JSON per id, 280 a row; denser chunks grow the buffers (doubling). Reserved
+        // below malloc's mmap threshold where it can be, so freed buffers are reused without fresh page faults.
+        c.ids.reserve(len / 8 + 16);
+        const size_t rows = len / 256 + 1;
+        c.ts.reserve(rows);
+        c.il.reserve(rows);
+        c.ol.reserve(rows);
+        c.offsets.reserve(rows + 1);
+        rc = decode_lines(buf, len, spec, c) ? 1 : 0;
     } catch (const std::bad_alloc &) {
         rc = -1;
     }
@@ -294,4 +663,12 @@ PyModuleDef module_def = {PyModuleDef_HEAD_INIT, "pcs.trace._jsonrows",
 
 }  // namespace
 
-PyMODINIT_FUNC PyInit__jsonrows(void) { return PyModule_Create(&module_def); }
+PyMODINIT_FUNC PyInit__jsonrows(void) {
+    ColumnType.tp_basicsize = sizeof(ColumnObject);
+    ColumnType.tp_flags = Py_TPFLAGS_DEFAULT;
+    ColumnType.tp_dealloc = column_dealloc;
+    ColumnType.tp_as_buffer = &column_buffer;
+    ColumnType.tp_doc = "A decoded column's bytes (read-only buffer), for numpy.frombuffer.";
+    if (PyType_Ready(&ColumnType) < 0) return nullptr;
+    return PyModule_Create(&module_def);
+}

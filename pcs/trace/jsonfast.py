@@ -11,12 +11,13 @@ Parsers, fastest first (benchmarks/bench_jsonl_parsers.py on the Mooncake
 conversation trace replicated 1x-50x, one thread; docs/performance.md):
 
 - ``native``: the compiled twin ``pcs.trace._jsonrows`` (pcs/trace/_jsonrows.cpp,
-  simdjson's On-Demand parser in C++, one document per line, the columns filled in C++ without the GIL;
+  a byte-by-byte fast lane for the common row and simdjson's On-Demand parser for any other line, in C++, one
+  document per line, the columns filled in C++ without the GIL and handed over without a copy;
   :func:`native_chunk`; a reader decodes chunk after chunk, :func:`parse_chunks`),
   built when pysimdjson's bundled simdjson sources are
   found at build time; the ``auto | c | python`` switch of :mod:`pcs._native`
-  (``PCS_NATIVE``) picks it; figures in docs/performance.md ("The compiled JSONL decoder" and
-  "The JSONL decode On-Demand");
+  (``PCS_NATIVE``) picks it; figures in docs/performance.md ("The compiled JSONL decoder",
+  "The JSONL decode On-Demand" and "The JSONL decode: a fast lane beside simdjson");
 - ``simdjson``: pysimdjson (optional extra ``pcs[fast]``), one DOM parse per
   line, the id list copied out as a uint64 buffer (``as_buffer``) without a
   Python int per id; 19-20 M ids per CPU second on a 1 MiB chunk, the whole
@@ -288,9 +289,9 @@ def native_checked(spec, cols: tuple | None, bs: int, state) -> RequestBatch | N
     if cols is None:
         return None
     ts, il, ol, offsets, ids, ex, types, synthetic, increasing = cols
-    n = len(il) // 8
-    extras = np.frombuffer(ex, dtype=np.int64).reshape(n, len(spec.int_extras))
-    return _checked(spec, bs, state, np.frombuffer(ts, dtype=np.float64), np.frombuffer(il, dtype=np.int64),
+    il = np.frombuffer(il, dtype=np.int64)   # the columns are the twin's own buffers: viewed, not copied
+    extras = np.frombuffer(ex, dtype=np.int64).reshape(il.size, len(spec.int_extras))
+    return _checked(spec, bs, state, np.frombuffer(ts, dtype=np.float64), il,
                     np.frombuffer(ol, dtype=np.int64), np.frombuffer(offsets, dtype=np.int64),
                     np.frombuffer(ids, dtype=np.uint64), [extras[:, i].copy() for i in range(extras.shape[1])],
                     tuple(types) if spec.has_type else None, synthetic, increasing)

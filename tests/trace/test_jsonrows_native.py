@@ -130,3 +130,93 @@ def test_repeat_within_a_row_still_goes_to_the_authority():
     # [1, 3, 3]: the flag is False, so the vectorised rows_distinct check runs and sends the chunk back (None)
     chunk = b'{"timestamp": 0, "input_length": 3, "output_length": 1, "hash_ids": [1, 3, 3]}\n'
     assert jsonfast.native_chunk(MOONCAKE, chunk, 1, ReadState()) is None
+
+
+# -- the fast lane (rows read byte by byte, ids 8 bytes at a time) and simdjson's per-line fallback --------------
+def _cols(chunk: bytes):
+    """(arrival_s, prompt, output, offsets, ids) of a Mooncake chunk at 1-token blocks, or None."""
+    b = jsonfast.native_chunk(MOONCAKE, chunk, 1, ReadState())
+    if b is None:
+        return None
+    return (b.arrival_s.tolist(), b.prompt_tokens.tolist(), b.output_tokens.tolist(), b.block_offsets.tolist(),
+            b.block_hashes.tolist())
+
+
+def test_ids_of_every_length_and_at_the_chunk_end():
+    # ids of 1 to 8 digits (the 8-byte read takes 1-7 digits and a separator; 8+ digits go one at a time), the
+    # largest id 2**64 - 1 (20 digits: simdjson's, the lane takes 19), and a last line without LF ending
+    # within 8 bytes of the chunk's end (the byte-at-a-time read). Mooncake ms: 1500 -> 1.5 s, 3000 -> 3.0 s.
+    chunk = (b'{"timestamp": 1500, "input_length": 9, "output_length": 2, "hash_ids": '
+             b'[0, 7, 42, 123, 4096, 65536, 1234567, 12345678, 1234567890123456789]}\n'
+             b'{"timestamp": 1500, "input_length": 1, "output_length": 0, "hash_ids": [18446744073709551615]}\n'
+             b'{"timestamp": 3000, "input_length": 2, "output_length": 1, "hash_ids": [5, 99]}')
+    assert _cols(chunk) == ([1.5, 1.5, 3.0], [9, 1, 2], [2, 0, 1], [0, 9, 10, 12],
+                            [0, 7, 42, 123, 4096, 65536, 1234567, 12345678, 1234567890123456789,
+                             18446744073709551615, 5, 99])
+
+
+def test_whitespace_and_key_order_the_lane_reads():
+    # spaces, tabs and CRs between any tokens, no space at all, keys in any order, a CRLF line end
+    chunk = (b'{ "hash_ids" :[ 3 ,4\t,\r5 ] ,"output_length":7,"input_length":3 , "timestamp":\t-250 }\r\n'
+             b'{"timestamp":0,"input_length":0,"output_length":0,"hash_ids":[]}\n')
+    assert _cols(chunk) == ([-0.25, 0.0], [3, 0], [7, 0], [0, 3, 3], [3, 4, 5])
+
+
+def test_lane_and_simdjson_rows_mix_in_one_chunk():
+    # row 2's key is written with an escape ("time\u0073tamp" = "timestamp") and row 3's timestamp has 17
+    # digits: both beyond the lane, read by simdjson; rows 1 and 4 by the lane; one batch, in order
+    chunk = (b'{"timestamp": 1, "input_length": 1, "output_length": 1, "hash_ids": [10]}\n'
+             b'{"time\\u0073tamp": 2, "input_length": 1, "output_length": 1, "hash_ids": [20]}\n'
+             b'{"timestamp": 10000000000000000, "input_length": 1, "output_length": 1, "hash_ids": [30]}\n'
+             b'{"timestamp": 10000000000000001, "input_length": 2, "output_length": 1, "hash_ids": [40, 41]}\n')
+    # 1e16 ms = 1e13 s > 2**32 s: the arrival rule sends the chunk to the authority; so only the first two here
+    head = b"\n".join(chunk.split(b"\n")[:2]) + b"\n"
+    assert _cols(head) == ([0.001, 0.002], [1, 1], [1, 1], [0, 1, 2], [10, 20])
+    cols = _native.module("jsonrows").decode(chunk, (), False)
+    assert np.frombuffer(cols[0], dtype=np.float64).tolist() == [1.0, 2.0, 1e16, 10000000000000001.0]
+    assert np.frombuffer(cols[4], dtype=np.uint64).tolist() == [10, 20, 30, 40, 41]
+
+
+def test_float_timestamps_match_the_authority():
+    # fractions and exponents (std::from_chars in the lane, correctly rounded like json.loads): 0.1 ms is
+    # float("0.1") / 1000; 2.5e3 ms = 2.5 s; 1E-3 ms = 1e-6 s (in arrival order)
+    rows = [b"1E-3", b"0.1", b"123.456", b"2.5e3"]
+    chunk = b"".join(b'{"timestamp": %s, "input_length": 0, "output_length": 0, "hash_ids": []}\n' % r for r in rows)
+    assert _cols(chunk)[0] == [1e-3 / 1000, 0.1 / 1000, 123.456 / 1000, 2.5]
+
+
+@pytest.mark.parametrize("ids", [b"[-0]", b"[01]", b"[1,]", b"[1 2]", b"[1.0]", b"[1e2]", b"[18446744073709551616]",
+                                 b"[[1]]", b'["1"]', b"[1", b"[0x1]"])
+def test_ids_the_lane_and_simdjson_both_refuse(ids):
+    # refused by both readers of the twin, so the chunk goes to the authority (None)
+    line = b'{"timestamp": 0, "input_length": 1, "output_length": 1, "hash_ids": %s}\n' % ids
+    assert _native.module("jsonrows").decode(line, (), False) is None
+
+
+@pytest.mark.parametrize("line", [
+    b'{"timestamp": 0, "input_length": 07, "output_length": 1, "hash_ids": [1]}',   # a leading zero
+    b'{"timestamp": -0, "input_length": 1, "output_length": 1, "hash_ids": [1]}\n{}',
+    b'{"timestamp": 0, "input_length": 1, "output_length": 1, "hash_ids": [1,\n2]}',  # a row cut by an LF
+    b'{"times\ntamp": 0, "input_length": 1, "output_length": 1, "hash_ids": [1]}',   # a key cut by an LF
+    b'{"timestamp": 0, "input_length": 1, "output_length": 1, "hash_ids": [1]} x',   # a second value
+])
+def test_rows_the_twin_refuses(line):
+    assert _native.module("jsonrows").decode(line + b"\n", (), False) is None
+
+
+def test_columns_are_read_only_views_of_the_twins_buffers():
+    # no bytes copy: the arrays view the twin's own buffers, read-only as bytes were
+    b = jsonfast.native_chunk(MOONCAKE, b'{"timestamp": 0, "input_length": 2, "output_length": 1, "hash_ids": [1, 2]}\n',
+                              1, ReadState())
+    assert not b.block_hashes.flags.writeable and not b.block_offsets.flags.writeable
+    assert type(b.block_hashes.base).__name__ == "Column"
+
+
+def test_dense_ids_grow_the_buffers():
+    # ids written "0,1,2,..." (2-4 bytes each) outnumber the reservation (a chunk's bytes / 8), so the id buffer
+    # grows while the lane reads: 3 rows of 0..999, 0..1999 step 2, and 5 ids; 1000 + 1000 + 5 ids in order
+    rows = [list(range(1000)), list(range(0, 2000, 2)), [1, 2, 3, 4, 5]]
+    chunk = b"".join(b'{"timestamp":0,"input_length":%d,"output_length":0,"hash_ids":[%s]}\n'
+                     % (len(r), b",".join(b"%d" % i for i in r)) for r in rows)
+    got = _cols(chunk)
+    assert got[3] == [0, 1000, 2000, 2005] and got[4] == rows[0] + rows[1] + rows[2]
