@@ -175,10 +175,11 @@ static int lvl_of_memo(GH *s, Key k, PMemo *m) {
 
 /* Tier._evict: n victims, first victim first, appended to out (may be NULL), or with `drop` counted as pages
  * pushed out of the last level (GroupHierarchy._evicted's drop: only their groups are read); pages counted out. The
- * victims are the LRU list's first n entries, taken run by run: a run is the consecutive victims of one group block
- * (its pages lie side by side in the list when they were inserted, unpinned or touched together), so its record is
- * read once and deleted once, with its last page (a record's pin count reaches 0 only at the last page of its run:
- * the same deletions in the same order as page by page); then the list is cut once after the last victim */
+ * victims are the LRU list's first n pages, taken entry by entry (route B: an entry is a run of one group block's
+ * pages, PSeg): a whole entry leaves the list at once; when the count ends inside an entry its first pages go and
+ * the rest stays at the head. A block's record is deleted with its last page (its pin count reaches 0 only there:
+ * the same deletions in the same order as page by page); consecutive entries of one block make one run of the
+ * victims (vr: the next level's insert takes its runs from there) */
 static int t_evict(GH *s, int j, Py_ssize_t n, KV *out, int drop) {
     PTier *t = &s->tier[j];
     s->vr_of = NULL;            /* the last victims' runs: no longer trusted (their list may be written next) */
@@ -194,36 +195,43 @@ static int t_evict(GH *s, int j, Py_ssize_t n, KV *out, int drop) {
     Py_ssize_t nvr = 0;
     long long gone[MAXG] = {0};
     const int sh = t->shift;
-    const uint32_t pm = (1u << sh) - 1;
     PEnt *ent = t->ent;
-    int32_t e = t->head;
+    int32_t x = t->head, last = -1;
     for (Py_ssize_t i = 0; i < n;) {
-        const int32_t r = e >> sh;
+        PSeg *q = &t->seg[x];
+        const int32_t r = q->rec, d = q->d, base = r << sh;
         BRec *rec = &t->blk.ent[r];
         const uint32_t g = rec->g;
-        const Py_ssize_t i0 = i;
+        const int32_t m = q->n <= n - i ? q->n : (int32_t)(n - i);
+        int32_t p = q->lo;
         if (o) {
             const uint64_t h = rec->h;
             const uint32_t tag = g << 16;
-            do {                /* the list's end (-1) is no record's entry: (-1 >> sh) != r */
-                o[i++] = (Key){h, tag | ((uint32_t)e & pm)};
-                ent[e].pin = PT_ABSENT;
-                e = ent[e].next;
-            } while (i < n && (e >> sh) == r);
-        } else {
-            do {
-                i++;
-                ent[e].pin = PT_ABSENT;
-                e = ent[e].next;
-            } while (i < n && (e >> sh) == r);
+            for (int32_t y = 0; y < m; y++, p += d) {
+                o[i + y] = (Key){h, tag | (uint32_t)p};
+                ent[base | p].pin = PT_ABSENT;
+            }
+        } else for (int32_t y = 0; y < m; y++, p += d) ent[base | p].pin = PT_ABSENT;
+        i += m;
+        if (vr) {
+            if (last == r) vr[nvr - 1] += m;
+            else vr[nvr++] = m;
         }
-        const int32_t run = (int32_t)(i - i0);
-        if (vr) vr[nvr++] = run;
-        gone[g] += run;
-        if ((rec->pin -= run) == 0) bt_del(&t->blk, r);
+        last = r;
+        gone[g] += m;
+        if (m < q->n) {         /* the count ends inside this entry: its other pages stay at the head */
+            q->lo = p;
+            q->n -= m;
+            rec->pin -= m;
+            break;
+        }
+        const int32_t nx = q->next;
+        seg_free(t, x);
+        x = nx;
+        if ((rec->pin -= m) == 0) { bt_del(&t->blk, r); last = -1; }
     }
-    t->head = e;
-    if (e >= 0) ent[e].prev = -1;
+    t->head = x;
+    if (x >= 0) t->seg[x].prev = -1;
     else t->tail = -1;
     t->held -= n;
     t->nres -= n;
@@ -253,25 +261,20 @@ static void t_pin(PTier *t, const KV *v) {
 static void t_unpin_rev(PTier *t, const KV *v) {
     const int sh = t->shift;
     PEnt *ent = t->ent;
-    int32_t tail = t->tail, base = 0;
+    int32_t r = 0;
     Py_ssize_t appended = 0;
     BKey b = {0, UINT32_MAX};       /* no group is UINT32_MAX: the first key looks up */
     for (Py_ssize_t i = v->n - 1; i >= 0; i--) {
         const Key k = v->a[i];
         if (k.h != b.h || k.tag >> 16 != b.g) {
             b = bkey_of(k);
-            base = bt_find(&t->blk, b) << sh;
+            r = bt_find(&t->blk, b);
         }
-        const int32_t e = base | PAGE_OF(k);
-        if (--ent[e].pin == 0) {
-            ent[e].prev = tail;
-            ent[e].next = -1;
-            *(tail >= 0 ? &ent[tail].next : &t->head) = e;
-            tail = e;
+        if (--ent[r << sh | PAGE_OF(k)].pin == 0) {
+            seg_push(t, r, PAGE_OF(k));
             appended++;
         }
     }
-    t->tail = tail;
     t->held += appended;
 }
 
@@ -308,7 +311,7 @@ static Py_ssize_t t_fill(GH *s, const KV *v) {
         const int32_t e = r << sh | PAGE_OF(k);
         PEnt *x = &t->ent[e];
         if (x->pin == PT_ABSENT) {
-            *x = (PEnt){1, -1, -1};
+            x->pin = 1;
             t->blk.ent[r].pin++;
             t->nres++;
             added++;
@@ -386,33 +389,32 @@ static Py_ssize_t ins_find(PTier *t, const KV *v, Py_ssize_t a, int32_t *eidx, i
     return fresh;
 }
 
-/* the m > 0 absent pages keys[0 .. m) of the record whose first entry is base, unpinned and linked one after another
- * after the LRU list's tail (ins_add's all-absent run); the new tail */
-static inline int32_t link_absent_run(PTier *t, const Key *keys, Py_ssize_t m, int32_t base, int32_t tail) {
+/* the m > 0 absent pages keys[0 .. m) of record r, unpinned and appended to the LRU list one after another (ins_add's
+ * all-absent run): one new entry (PSeg) when they are a run of consecutive pages in one direction and the list's last
+ * entry is not a run of r they continue (a block's pages as the hierarchy lists them), else page by page */
+static inline void append_absent_run(PTier *t, const Key *keys, Py_ssize_t m, int32_t r) {
     PEnt *ent = t->ent;
-    int32_t e = base | PAGE_OF(keys[0]);
-    *(tail >= 0 ? &ent[tail].next : &t->head) = e;
-    ent[e].pin = 0;
-    ent[e].prev = tail;
-    for (Py_ssize_t y = 1; y < m; y++) {
-        const int32_t f = base | PAGE_OF(keys[y]);
-        ent[e].next = f;
-        ent[f].pin = 0;
-        ent[f].prev = e;
-        e = f;
+    const int sh = t->shift;
+    const int32_t p0 = PAGE_OF(keys[0]), d = m > 1 ? PAGE_OF(keys[1]) - p0 : 1;
+    int straight = (d == 1 || d == -1) && (t->tail < 0 || t->seg[t->tail].rec != r);
+    for (Py_ssize_t y = 0; y < m; y++) {
+        ent[r << sh | PAGE_OF(keys[y])].pin = 0;
+        straight &= PAGE_OF(keys[y]) == p0 + (int32_t)y * d;
     }
-    ent[e].next = -1;
-    return e;
+    if (straight) {
+        const int32_t x = seg_new(t, r, p0);
+        t->seg[x].n = (int32_t)m;
+        t->seg[x].d = d;
+        seg_link_after(t, x, t->tail);
+    } else for (Py_ssize_t y = 0; y < m; y++) seg_push(t, r, PAGE_OF(keys[y]));
 }
 
 /* t_insert's second pass over the runs ins_find found: keys [a, n) of v added unpinned where absent (their record
  * looked up again, once per run with an absent key: the evictions may have deleted it; added when absent) and
- * appended to the LRU list in order (pt_add_rec then pt_append, the links kept in locals); pages added per group
- * into added; 0, or -1 on a memory error */
+ * appended to the LRU list in order (pt_add_rec then seg_push); pages added per group into added; 0, or -1 on a
+ * memory error */
 static int ins_add(PTier *t, const KV *v, Py_ssize_t a, const int32_t *eidx, const int32_t *rend, long long *added) {
     const int sh = t->shift;
-    PEnt *ent = t->ent;
-    int32_t tail = t->tail;
     Py_ssize_t appended = 0, nres = 0;
     for (Py_ssize_t i = a, x, nr = 0; i < v->n; i = x) {
         x = rend[nr++];
@@ -421,11 +423,10 @@ static int ins_add(PTier *t, const KV *v, Py_ssize_t a, const int32_t *eidx, con
             x = ~x;
             int fresh_rec;
             if ((r = bt_find_or_add(&t->blk, bkey_of(v->a[i]), &fresh_rec)) < 0 || (fresh_rec && pt_ent_room(t) < 0)) {
-                t->tail = tail; t->held += appended; t->nres += nres;
+                t->held += appended; t->nres += nres;
                 return -1;
             }
-            ent = t->ent;
-            tail = link_absent_run(t, v->a + i, x - i, r << sh, tail);
+            append_absent_run(t, v->a + i, x - i, r);
             got = (int32_t)(x - i);
             appended += got;
         } else for (Py_ssize_t y = i; y < x; y++) {
@@ -435,19 +436,15 @@ static int ins_add(PTier *t, const KV *v, Py_ssize_t a, const int32_t *eidx, con
                     int fresh_rec;
                     if ((r = bt_find_or_add(&t->blk, bkey_of(v->a[i]), &fresh_rec)) < 0
                         || (fresh_rec && pt_ent_room(t) < 0)) {
-                        t->tail = tail; t->held += appended; t->nres += nres;
+                        t->held += appended; t->nres += nres;
                         return -1;
                     }
-                    ent = t->ent;
                 }
                 e = r << sh | PAGE_OF(v->a[y]);
-                ent[e].pin = 0;
+                t->ent[e].pin = 0;
                 got++;
-            } else if (ent[e].pin) continue;
-            ent[e].prev = tail;
-            ent[e].next = -1;
-            *(tail >= 0 ? &ent[tail].next : &t->head) = e;
-            tail = e;
+            } else if (t->ent[e].pin) continue;
+            seg_push(t, e >> sh, PAGE_OF(v->a[y]));
             appended++;
         }
         if (got) {
@@ -456,7 +453,6 @@ static int ins_add(PTier *t, const KV *v, Py_ssize_t a, const int32_t *eidx, con
             added[v->a[i].tag >> 16] += got;
         }
     }
-    t->tail = tail;
     t->held += appended;
     t->nres += nres;
     return 0;
@@ -1488,12 +1484,13 @@ static PyObject *gh_order(GH *s, PyObject *o) {
     if (j < 0 || j >= s->L) { if (!PyErr_Occurred()) PyErr_SetString(PyExc_IndexError, "tier index"); return NULL; }
     PTier *t = &s->tier[j];
     PyObject *l = PyList_New(0);
-    for (int32_t e = t->head; l && e >= 0; e = t->ent[e].next) {
-        Key k = pt_key(t, e);
-        PyObject *x = Py_BuildValue("(KI)", (unsigned long long)k.h, (unsigned)k.tag);
-        if (!x || PyList_Append(l, x) < 0) { Py_XDECREF(x); Py_CLEAR(l); break; }
-        Py_DECREF(x);
-    }
+    for (int32_t q = t->head; l && q >= 0; q = t->seg[q].next)
+        for (int32_t y = 0; l && y < t->seg[q].n; y++) {
+            Key k = pt_key(t, t->seg[q].rec << t->shift | (t->seg[q].lo + y * t->seg[q].d));
+            PyObject *x = Py_BuildValue("(KI)", (unsigned long long)k.h, (unsigned)k.tag);
+            if (!x || PyList_Append(l, x) < 0) Py_CLEAR(l);
+            Py_XDECREF(x);
+        }
     return l;
 }
 
@@ -1517,7 +1514,18 @@ static PyObject *gh_check(GH *s, PyObject *unused) {
             unpinned += t->ent[e].pin == 0;
             cnt[pt_key(t, e).tag >> 16]++;
         }
-        for (int32_t e = t->head; e >= 0; e = t->ent[e].next, listed++) if (t->ent[e].pin) bad = "pinned page in LRU";
+        for (int32_t q = t->head, prev = -1; q >= 0; prev = q, q = t->seg[q].next) {
+            const PSeg *x = &t->seg[q];
+            int32_t c = t->rseg[x->rec];
+            while (c >= 0 && c != q) c = t->seg[c].sib;
+            if (x->prev != prev || x->n < 1 || (x->d != 1 && x->d != -1) || c != q) bad = "LRU entries";
+            else for (int32_t y = 0; y < x->n; y++, listed++) {
+                const int32_t p = x->lo + y * x->d;
+                if (p < 0 || p >= 1 << t->shift || t->ent[x->rec << t->shift | p].pin) bad = "pinned page in LRU";
+            }
+            if (bad) break;
+            if (x->next < 0 && t->tail != q) bad = "LRU tail";
+        }
         if (listed != unpinned || listed != t->held) bad = "LRU list";
         if (pages != t->nres) bad = "page table";
         for (int g = 0; g < s->G; g++) if (cnt[g] != s->rp[j][g]) bad = "residency page counters";
