@@ -271,7 +271,7 @@ static void t_unpin_rev(PTier *t, const KV *v) {
             r = bt_find(&t->blk, b);
         }
         if (--ent[r << sh | PAGE_OF(k)].pin == 0) {
-            seg_push(t, r, PAGE_OF(k));
+            seg_push(t, r, PAGE_OF(k), r << sh | PAGE_OF(k));
             appended++;
         }
     }
@@ -397,16 +397,20 @@ static inline void append_absent_run(PTier *t, const Key *keys, Py_ssize_t m, in
     const int sh = t->shift;
     const int32_t p0 = PAGE_OF(keys[0]), d = m > 1 ? PAGE_OF(keys[1]) - p0 : 1;
     int straight = (d == 1 || d == -1) && (t->tail < 0 || t->seg[t->tail].rec != r);
+    const int32_t x = seg_new(t, r, p0), base = r << sh;
     for (Py_ssize_t y = 0; y < m; y++) {
-        ent[r << sh | PAGE_OF(keys[y])].pin = 0;
-        straight &= PAGE_OF(keys[y]) == p0 + (int32_t)y * d;
+        const int32_t p = PAGE_OF(keys[y]);
+        ent[base | p] = (PEnt){0, x};
+        straight &= p == p0 + (int32_t)y * d;
     }
     if (straight) {
-        const int32_t x = seg_new(t, r, p0);
         t->seg[x].n = (int32_t)m;
         t->seg[x].d = d;
         seg_link_after(t, x, t->tail);
-    } else for (Py_ssize_t y = 0; y < m; y++) seg_push(t, r, PAGE_OF(keys[y]));
+    } else {
+        seg_free(t, x);
+        for (Py_ssize_t y = 0; y < m; y++) seg_push(t, r, PAGE_OF(keys[y]), base | PAGE_OF(keys[y]));
+    }
 }
 
 /* t_insert's second pass over the runs ins_find found: keys [a, n) of v added unpinned where absent (their record
@@ -444,7 +448,7 @@ static int ins_add(PTier *t, const KV *v, Py_ssize_t a, const int32_t *eidx, con
                 t->ent[e].pin = 0;
                 got++;
             } else if (t->ent[e].pin) continue;
-            seg_push(t, e >> sh, PAGE_OF(v->a[y]));
+            seg_push(t, e >> sh, PAGE_OF(v->a[y]), e);
             appended++;
         }
         if (got) {
@@ -1516,12 +1520,11 @@ static PyObject *gh_check(GH *s, PyObject *unused) {
         }
         for (int32_t q = t->head, prev = -1; q >= 0; prev = q, q = t->seg[q].next) {
             const PSeg *x = &t->seg[q];
-            int32_t c = t->rseg[x->rec];
-            while (c >= 0 && c != q) c = t->seg[c].sib;
-            if (x->prev != prev || x->n < 1 || (x->d != 1 && x->d != -1) || c != q) bad = "LRU entries";
+            if (x->prev != prev || x->n < 1 || (x->d != 1 && x->d != -1)) bad = "LRU entries";
             else for (int32_t y = 0; y < x->n; y++, listed++) {
                 const int32_t p = x->lo + y * x->d;
                 if (p < 0 || p >= 1 << t->shift || t->ent[x->rec << t->shift | p].pin) bad = "pinned page in LRU";
+                else if (t->ent[x->rec << t->shift | p].seg != q) bad = "LRU entry of a page";
             }
             if (bad) break;
             if (x->next < 0 && t->tail != q) bad = "LRU tail";

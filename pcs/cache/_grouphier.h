@@ -20,16 +20,16 @@
 typedef struct { uint64_t h; uint32_t tag; } Key;
 typedef struct { Key *a; Py_ssize_t n, cap; } KV;          /* a growable list of page keys */
 
-/* a page's pin count (PT_ABSENT: no such page) */
-typedef struct { int32_t pin; } PEnt;
+/* a page's pin count (PT_ABSENT: no such page) and, while it is unpinned, its LRU entry (PSeg) */
+typedef struct { int32_t pin, seg; } PEnt;
 
 /* One entry of a tier's LRU list (route B, docs/hybrid.md): a run of one group block's unpinned pages, in list order
  * pages lo, lo + d, ..., lo + (n - 1) d of block record rec (d = +1 or -1; n >= 1). prev / next link the entries
- * (head = first victim), sib chains the entries of one record (PTier.rseg: its first). The list's page order is the
+ * (head = first victim); an unpinned page's PEnt.seg names its entry. The list's page order is the
  * entries' runs one after another: a page appended after a run of its block that it continues (the next page in the
  * run's direction) lengthens that run, any other page starts an entry; a page leaving the middle of a run splits it
  * in two, the pages on either side keeping their order. */
-typedef struct { int32_t prev, next, sib, rec, lo, n, d; } PSeg;
+typedef struct { int32_t prev, next, rec, lo, n, d; } PSeg;
 #define PT_ABSENT INT32_MIN
 
 /* a group block (hash, group) with at least one page resident; pin: how many (the open-addressing table of
@@ -57,7 +57,6 @@ typedef struct {
     PEnt *ent;                  /* (records the block table has room for) << shift entries */
     int32_t ent_cap, head, tail;    /* head, tail: LRU entries (runs, PSeg) */
     PSeg *seg;                  /* the LRU entries: as many as page entries (an entry holds at least one page) */
-    int32_t *rseg;              /* per block record its first LRU entry (chained through sib), -1: none */
     int32_t seg_len, seg_free;  /* entries ever used; the free list (through next) */
     BTab blk;
     int shift;                  /* 2**shift >= the most pages a group block has */
@@ -184,10 +183,6 @@ static inline int pt_ent_room(PTier *t) {
     PSeg *sg = PyMem_Realloc(t->seg, sizeof(PSeg) * npage);     /* the LRU entries: at most one a page */
     if (!sg) { PyErr_NoMemory(); return -1; }
     t->seg = sg;
-    int32_t *rs = PyMem_Realloc(t->rseg, sizeof(int32_t) * (size_t)t->blk.ent_cap);
-    if (!rs) { PyErr_NoMemory(); return -1; }
-    t->rseg = rs;
-    for (int32_t r = t->ent_cap; r < t->blk.ent_cap; r++) rs[r] = -1;
     t->ent_cap = t->blk.ent_cap;
     return 0;
 }
@@ -236,8 +231,6 @@ static inline int32_t seg_new(PTier *t, int32_t rec, int32_t lo) {
     else x = t->seg_len++;
     PSeg *q = &t->seg[x];
     q->rec = rec; q->lo = lo; q->n = 1; q->d = 1;
-    q->sib = t->rseg[rec];
-    t->rseg[rec] = x;
     return x;
 }
 
@@ -250,11 +243,8 @@ static inline void seg_link_after(PTier *t, int32_t x, int32_t after) {
     if (after >= 0) t->seg[after].next = x; else t->head = x;
 }
 
-/* LRU entry x leaves its record's chain (the list links are the caller's) and goes to the free list */
+/* LRU entry x (out of the list) to the free list */
 static inline void seg_free(PTier *t, int32_t x) {
-    int32_t *at = &t->rseg[t->seg[x].rec];
-    while (*at != x) at = &t->seg[*at].sib;
-    *at = t->seg[x].sib;
     t->seg[x].next = t->seg_free;
     t->seg_free = x;
 }
@@ -267,48 +257,46 @@ static inline void seg_drop(PTier *t, int32_t x) {
     seg_free(t, x);
 }
 
-/* page p of record r after the LRU list's last entry: that entry lengthened when it is a run of r that p continues,
- * else a new entry */
-static inline void seg_push(PTier *t, int32_t r, int32_t p) {
+/* page p of record r (entry e) after the LRU list's last entry: that entry lengthened when it is a run of r that p
+ * continues, else a new entry */
+static inline void seg_push(PTier *t, int32_t r, int32_t p, int32_t e) {
     const int32_t x = t->tail;
     if (x >= 0) {
         PSeg *q = &t->seg[x];
         if (q->rec == r) {
-            if (q->n == 1 && (p == q->lo + 1 || p == q->lo - 1)) { q->d = p - q->lo; q->n = 2; return; }
-            if (p == q->lo + q->n * q->d) { q->n++; return; }
+            if (q->n == 1 && (p == q->lo + 1 || p == q->lo - 1)) { q->d = p - q->lo; q->n = 2; t->ent[e].seg = x; return; }
+            if (p == q->lo + q->n * q->d) { q->n++; t->ent[e].seg = x; return; }
         }
     }
     const int32_t y = seg_new(t, r, p);
     seg_link_after(t, y, x);
+    t->ent[e].seg = y;
 }
 
 /* entry e becomes the LRU list's last (most recent) unpinned page */
 static inline void pt_append(PTier *t, int32_t e) {
-    seg_push(t, e >> t->shift, e & ((1 << t->shift) - 1));
+    seg_push(t, e >> t->shift, e & ((1 << t->shift) - 1), e);
     t->held++;
 }
 
 /* entry e (unpinned, so in a run of its record) leaves the LRU list: its run shortened at either end, or split in
- * two around it */
+ * two around it (the pages after e move to a new entry right after) */
 static inline void pt_unlink(PTier *t, int32_t e) {
-    const int32_t r = e >> t->shift, p = e & ((1 << t->shift) - 1);
-    int32_t x = t->rseg[r];
-    PSeg *q;
-    int32_t k;
-    for (;; x = q->sib) {       /* the run holding p: 0 <= (p - lo) d < n */
-        q = &t->seg[x];
-        k = (p - q->lo) * q->d;
-        if (k >= 0 && k < q->n) break;
-    }
+    const int32_t x = t->ent[e].seg, p = e & ((1 << t->shift) - 1);
+    PSeg *q = &t->seg[x];
+    const int32_t k = (p - q->lo) * q->d;
     t->held--;
     if (q->n == 1) { seg_drop(t, x); return; }
     if (k == 0) { q->lo += q->d; q->n--; return; }
     if (k == q->n - 1) { q->n--; return; }
-    const int32_t y = seg_new(t, r, p + q->d);      /* the pages after p: a new run right after this one */
+    const int32_t y = seg_new(t, q->rec, p + q->d);
     q = &t->seg[x];
-    t->seg[y].n = q->n - k - 1;
-    t->seg[y].d = q->d;
+    PSeg *w = &t->seg[y];
+    w->n = q->n - k - 1;
+    w->d = q->d;
     q->n = k;
+    const int32_t base = q->rec << t->shift;
+    for (int32_t i = 0; i < w->n; i++) t->ent[base | (w->lo + i * w->d)].seg = y;
     seg_link_after(t, y, x);
 }
 
@@ -324,10 +312,8 @@ static inline int pt_init(PTier *t, Py_ssize_t capacity, int P) {
 static inline void pt_free(PTier *t) {
     PyMem_Free(t->ent);
     PyMem_Free(t->seg);
-    PyMem_Free(t->rseg);
     t->ent = NULL;
     t->seg = NULL;
-    t->rseg = NULL;
     bt_free(&t->blk);
 }
 
