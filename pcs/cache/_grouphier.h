@@ -19,6 +19,10 @@
 
 typedef struct { uint64_t h; uint32_t tag; } Key;
 typedef struct { Key *a; Py_ssize_t n, cap; } KV;          /* a growable list of page keys */
+/* a run of pages of group block (h, g): pages lo, lo + d, ..., lo + (n - 1) d (d = +1 or -1), and a growable list of
+ * them (victims handed from level to level as runs, route B: docs/hybrid.md) */
+typedef struct { uint64_t h; uint32_t g; int32_t lo, n, d; } PRun;
+typedef struct { PRun *a; Py_ssize_t n, cap, pages; } RL;
 
 /* a page's pin count (PT_ABSENT: no such page) and, while it is unpinned, its LRU entry (PSeg) */
 typedef struct { int32_t pin, seg; } PEnt;
@@ -81,6 +85,28 @@ static inline int kv_room(KV *v, Py_ssize_t more) {
 }
 
 static inline void kv_free(KV *v) { PyMem_Free(v->a); v->a = NULL; v->n = v->cap = 0; }
+static inline void rl_free(RL *v) { PyMem_Free(v->a); v->a = NULL; v->n = v->cap = v->pages = 0; }
+
+/* the run (h, g, lo, n, d) appended to v; 0, or -1 + MemoryError */
+static inline int rl_push(RL *v, uint64_t h, uint32_t g, int32_t lo, int32_t n, int32_t d) {
+    if (v->n == v->cap && PCS_GROW(v->a, &v->cap, v->n + 1, 16) < 0) return -1;
+    v->a[v->n++] = (PRun){h, g, lo, n, d};
+    v->pages += n;
+    return 0;
+}
+
+/* page key k appended to v: the last run lengthened when k continues it, else a new run of one page */
+static inline int rl_push_key(RL *v, Key k) {
+    if (v->n) {
+        PRun *x = &v->a[v->n - 1];
+        const int32_t p = PAGE_OF(k);
+        if (x->h == k.h && x->g == (uint32_t)GROUP_OF(k)) {
+            if (x->n == 1 && (p == x->lo + 1 || p == x->lo - 1)) { x->d = p - x->lo; x->n = 2; v->pages++; return 0; }
+            if (p == x->lo + x->n * x->d) { x->n++; v->pages++; return 0; }
+        }
+    }
+    return rl_push(v, k.h, (uint32_t)GROUP_OF(k), PAGE_OF(k), 1, 1);
+}
 
 /* a table's slot array: from 2 MB on aligned to 2 MB and marked for transparent huge pages (one TLB entry
  * instead of 512); NULL on failure (the caller raises) */
