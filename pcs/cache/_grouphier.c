@@ -61,9 +61,8 @@ typedef struct {
     uint64_t *head;
     int32_t *t0, *where, *rcnt;  /* rcnt: rest_sort's counts per position */
     Py_ssize_t n, hcap, nt0, k;
-    KV pin_now, hold[MAXG], release[MAXG], computed[MAXG], transient[MAXG], tmp, tmp3;
-    RL tmp2;                    /* GPU victims (runs) */
-    RL dem[2];                  /* evicted()'s runs pushed level to level (kept: no allocation per call) */
+    KV pin_now, hold[MAXG], release[MAXG], computed[MAXG], transient[MAXG], tmp, tmp2, tmp3;
+    KV dem[2];                  /* evicted()'s pages pushed level to level (kept: no allocation per call) */
     Rest *rest, *rest2;         /* rest2: rest_sort's output, swapped with rest */
     Py_ssize_t nrest, rcap, rcap2, ecap;
     int32_t *eidx;              /* t_insert's entry per batch key (ecap), then its runs' ends (ecap) */
@@ -73,6 +72,12 @@ typedef struct {
     Py_ssize_t rscap;
     KV *spare;                  /* page lists of finished admissions, kept for the next ones (kv_take, adm_dealloc) */
     Py_ssize_t nspare, spcap;
+    /* the runs of the victims t_evict last listed (one length per run of one group block, in order), valid for the
+     * list vr_of while it holds exactly vr_n keys and no t_evict ran since: the next level's insert of those victims
+     * takes its runs from here instead of comparing the keys (ins_find) */
+    int32_t *vr;
+    Py_ssize_t vrcap, vr_n;
+    const KV *vr_of;
 } GH;
 
 static PyTypeObject GAdmType, GHType;
@@ -168,44 +173,57 @@ static int lvl_of_memo(GH *s, Key k, PMemo *m) {
 }
 #define LEVEL_MEMOS(m) PMemo m[MAXL]; for (int j_ = 0; j_ < MAXL; j_++) m[j_] = (PMemo)PMEMO_INIT
 
-/* Tier._evict: n victims, first victim first, appended to out as runs (may be NULL), or with `drop` counted as
- * pages pushed out of the last level (GroupHierarchy._evicted's drop: only their groups are read); pages counted
- * out. The victims are the LRU list's first n pages, taken entry by entry (route B: an entry is a run of one group
- * block's pages, PSeg, handed on as one PRun): a whole entry leaves the list at once, its pages marked absent side by
- * side; when the count ends inside an entry its first pages go and the rest stays at the head. A block's record is
- * deleted with its last page (the same deletions in the same order as page by page) */
-static int t_evict(GH *s, int j, Py_ssize_t n, RL *out, int drop) {
+/* Tier._evict: n victims, first victim first, appended to out (may be NULL), or with `drop` counted as pages
+ * pushed out of the last level (GroupHierarchy._evicted's drop: only their groups are read); pages counted out. The
+ * victims are the LRU list's first n entries, taken run by run: a run is the consecutive victims of one group block
+ * (its pages lie side by side in the list when they were inserted, unpinned or touched together), so its record is
+ * read once and deleted once, with its last page (a record's pin count reaches 0 only at the last page of its run:
+ * the same deletions in the same order as page by page); then the list is cut once after the last victim */
+static int t_evict(GH *s, int j, Py_ssize_t n, KV *out, int drop) {
     PTier *t = &s->tier[j];
+    s->vr_of = NULL;            /* the last victims' runs: no longer trusted (their list may be written next) */
     if (n <= 0) return 0;
     if (drop) out = NULL;
+    if (out && out->n + n > out->cap && PCS_GROW(out->a, &out->cap, out->n + n, 16) < 0) return -1;
+    Key *o = out ? out->a + out->n : NULL;
+    int32_t *vr = NULL;         /* the runs, when the victims start the list */
+    if (o && !out->n) {
+        if (n > s->vrcap && PCS_GROW(s->vr, &s->vrcap, n, 64) < 0) return -1;
+        vr = s->vr;
+    }
+    Py_ssize_t nvr = 0;
     long long gone[MAXG] = {0};
     const int sh = t->shift;
+    const uint32_t pm = (1u << sh) - 1;
     PEnt *ent = t->ent;
-    int32_t x = t->head;
+    int32_t e = t->head;
     for (Py_ssize_t i = 0; i < n;) {
-        PSeg *q = &t->seg[x];
-        const int32_t r = q->rec, d = q->d;
+        const int32_t r = e >> sh;
         BRec *rec = &t->blk.ent[r];
         const uint32_t g = rec->g;
-        const int32_t m = q->n <= n - i ? q->n : (int32_t)(n - i);
-        if (out && rl_push(out, rec->h, g, q->lo, m, d) < 0) return -1;
-        PEnt *pe = ent + (r << sh) + (d > 0 ? q->lo : q->lo - m + 1);     /* the m pages, side by side */
-        for (int32_t y = 0; y < m; y++) pe[y].pin = PT_ABSENT;
-        i += m;
-        gone[g] += m;
-        rec->pin -= m;
-        if (m < q->n) {         /* the count ends inside this entry: its other pages stay at the head */
-            q->lo += m * d;
-            q->n -= m;
-            break;
+        const Py_ssize_t i0 = i;
+        if (o) {
+            const uint64_t h = rec->h;
+            const uint32_t tag = g << 16;
+            do {                /* the list's end (-1) is no record's entry: (-1 >> sh) != r */
+                o[i++] = (Key){h, tag | ((uint32_t)e & pm)};
+                ent[e].pin = PT_ABSENT;
+                e = ent[e].next;
+            } while (i < n && (e >> sh) == r);
+        } else {
+            do {
+                i++;
+                ent[e].pin = PT_ABSENT;
+                e = ent[e].next;
+            } while (i < n && (e >> sh) == r);
         }
-        const int32_t nx = q->next;
-        seg_free(t, x);
-        x = nx;
-        if (rec->pin == 0) bt_del(&t->blk, r);
+        const int32_t run = (int32_t)(i - i0);
+        if (vr) vr[nvr++] = run;
+        gone[g] += run;
+        if ((rec->pin -= run) == 0) bt_del(&t->blk, r);
     }
-    t->head = x;
-    if (x >= 0) t->seg[x].prev = -1;
+    t->head = e;
+    if (e >= 0) ent[e].prev = -1;
     else t->tail = -1;
     t->held -= n;
     t->nres -= n;
@@ -214,6 +232,8 @@ static int t_evict(GH *s, int j, Py_ssize_t n, RL *out, int drop) {
         s->dropped_blocks += n;
         for (int g = 0; g < s->G; g++) s->dropped[g] += gone[g];
     }
+    if (out) out->n += n;
+    if (vr) { s->vr_of = out; s->vr_n = out->n; }
     t->evicted += n;
     return 0;
 }
@@ -233,20 +253,25 @@ static void t_pin(PTier *t, const KV *v) {
 static void t_unpin_rev(PTier *t, const KV *v) {
     const int sh = t->shift;
     PEnt *ent = t->ent;
-    int32_t r = 0;
+    int32_t tail = t->tail, base = 0;
     Py_ssize_t appended = 0;
     BKey b = {0, UINT32_MAX};       /* no group is UINT32_MAX: the first key looks up */
     for (Py_ssize_t i = v->n - 1; i >= 0; i--) {
         const Key k = v->a[i];
         if (k.h != b.h || k.tag >> 16 != b.g) {
             b = bkey_of(k);
-            r = bt_find(&t->blk, b);
+            base = bt_find(&t->blk, b) << sh;
         }
-        if (--ent[r << sh | PAGE_OF(k)].pin == 0) {
-            seg_push(t, r, PAGE_OF(k), r << sh | PAGE_OF(k));
+        const int32_t e = base | PAGE_OF(k);
+        if (--ent[e].pin == 0) {
+            ent[e].prev = tail;
+            ent[e].next = -1;
+            *(tail >= 0 ? &ent[tail].next : &t->head) = e;
+            tail = e;
             appended++;
         }
     }
+    t->tail = tail;
     t->held += appended;
 }
 
@@ -258,7 +283,7 @@ static Py_ssize_t t_count_evictable(PTier *t, const KV *v) {
 }
 
 /* Tier.reserve on the GPU level (the caller checked n <= available) */
-static int t_reserve(GH *s, Py_ssize_t n, RL *victims) {
+static int t_reserve(GH *s, Py_ssize_t n, KV *victims) {
     PTier *t = &s->tier[0];
     if (t_evict(s, 0, n - pt_free_slots(t), victims, 0) < 0) return -1;
     t->reserved += n;
@@ -283,7 +308,7 @@ static Py_ssize_t t_fill(GH *s, const KV *v) {
         const int32_t e = r << sh | PAGE_OF(k);
         PEnt *x = &t->ent[e];
         if (x->pin == PT_ABSENT) {
-            x->pin = 1;
+            *x = (PEnt){1, -1, -1};
             t->blk.ent[r].pin++;
             t->nres++;
             added++;
@@ -333,11 +358,13 @@ static inline Py_ssize_t run_end(const KV *v, Py_ssize_t i) {
  * whose block has no record (its keys all absent, eidx not written); the number of absent keys. The runs: from
  * `runs` (t_evict's), else every `unit` keys from index 0 when unit > 0 (a list of whole blocks of distinct
  * hashes, unit pages each: run_end would find the same ends), else compared key by key (run_end) */
-static Py_ssize_t ins_find(PTier *t, const KV *v, Py_ssize_t a, int32_t *eidx, int32_t *rend, Py_ssize_t unit) {
+static Py_ssize_t ins_find(PTier *t, const KV *v, Py_ssize_t a, int32_t *eidx, int32_t *rend, const int32_t *runs,
+                           Py_ssize_t unit) {
     Py_ssize_t fresh = 0, nr = 0;
     const int sh = t->shift;
     for (Py_ssize_t i = a, x; i < v->n; i = x) {
-        if (unit > 0) { x = i == a ? a - a % unit + unit : i + unit; if (x > v->n) x = v->n; }  /* one division */
+        if (runs) x = i + runs[nr];
+        else if (unit > 0) { x = i == a ? a - a % unit + unit : i + unit; if (x > v->n) x = v->n; }  /* one division */
         else x = run_end(v, i);
         const int32_t r = bt_find(&t->blk, bkey_of(v->a[i]));
         if (r < 0) {            /* a block with no page here: its keys are all absent (no entries written) */
@@ -359,36 +386,33 @@ static Py_ssize_t ins_find(PTier *t, const KV *v, Py_ssize_t a, int32_t *eidx, i
     return fresh;
 }
 
-/* the m > 0 absent pages keys[0 .. m) of record r, unpinned and appended to the LRU list one after another (ins_add's
- * all-absent run): one new entry (PSeg) when they are a run of consecutive pages in one direction and the list's last
- * entry is not a run of r they continue (a block's pages as the hierarchy lists them), else page by page */
-static inline void append_absent_run(PTier *t, const Key *keys, Py_ssize_t m, int32_t r) {
+/* the m > 0 absent pages keys[0 .. m) of the record whose first entry is base, unpinned and linked one after another
+ * after the LRU list's tail (ins_add's all-absent run); the new tail */
+static inline int32_t link_absent_run(PTier *t, const Key *keys, Py_ssize_t m, int32_t base, int32_t tail) {
     PEnt *ent = t->ent;
-    const int sh = t->shift;
-    const int32_t p0 = PAGE_OF(keys[0]), d = m > 1 ? PAGE_OF(keys[1]) - p0 : 1;
-    int straight = (d == 1 || d == -1) && (t->tail < 0 || t->seg[t->tail].rec != r);
-    const int32_t x = seg_new(t, r, p0), base = r << sh;
-    for (Py_ssize_t y = 0; y < m; y++) {
-        const int32_t p = PAGE_OF(keys[y]);
-        ent[base | p] = (PEnt){0, x};
-        straight &= p == p0 + (int32_t)y * d;
+    int32_t e = base | PAGE_OF(keys[0]);
+    *(tail >= 0 ? &ent[tail].next : &t->head) = e;
+    ent[e].pin = 0;
+    ent[e].prev = tail;
+    for (Py_ssize_t y = 1; y < m; y++) {
+        const int32_t f = base | PAGE_OF(keys[y]);
+        ent[e].next = f;
+        ent[f].pin = 0;
+        ent[f].prev = e;
+        e = f;
     }
-    if (straight) {
-        t->seg[x].n = (int32_t)m;
-        t->seg[x].d = d;
-        seg_link_after(t, x, t->tail);
-    } else {
-        seg_free(t, x);
-        for (Py_ssize_t y = 0; y < m; y++) seg_push(t, r, PAGE_OF(keys[y]), base | PAGE_OF(keys[y]));
-    }
+    ent[e].next = -1;
+    return e;
 }
 
 /* t_insert's second pass over the runs ins_find found: keys [a, n) of v added unpinned where absent (their record
  * looked up again, once per run with an absent key: the evictions may have deleted it; added when absent) and
- * appended to the LRU list in order (pt_add_rec then seg_push); pages added per group into added; 0, or -1 on a
- * memory error */
+ * appended to the LRU list in order (pt_add_rec then pt_append, the links kept in locals); pages added per group
+ * into added; 0, or -1 on a memory error */
 static int ins_add(PTier *t, const KV *v, Py_ssize_t a, const int32_t *eidx, const int32_t *rend, long long *added) {
     const int sh = t->shift;
+    PEnt *ent = t->ent;
+    int32_t tail = t->tail;
     Py_ssize_t appended = 0, nres = 0;
     for (Py_ssize_t i = a, x, nr = 0; i < v->n; i = x) {
         x = rend[nr++];
@@ -397,10 +421,11 @@ static int ins_add(PTier *t, const KV *v, Py_ssize_t a, const int32_t *eidx, con
             x = ~x;
             int fresh_rec;
             if ((r = bt_find_or_add(&t->blk, bkey_of(v->a[i]), &fresh_rec)) < 0 || (fresh_rec && pt_ent_room(t) < 0)) {
-                t->held += appended; t->nres += nres;
+                t->tail = tail; t->held += appended; t->nres += nres;
                 return -1;
             }
-            append_absent_run(t, v->a + i, x - i, r);
+            ent = t->ent;
+            tail = link_absent_run(t, v->a + i, x - i, r << sh, tail);
             got = (int32_t)(x - i);
             appended += got;
         } else for (Py_ssize_t y = i; y < x; y++) {
@@ -410,15 +435,19 @@ static int ins_add(PTier *t, const KV *v, Py_ssize_t a, const int32_t *eidx, con
                     int fresh_rec;
                     if ((r = bt_find_or_add(&t->blk, bkey_of(v->a[i]), &fresh_rec)) < 0
                         || (fresh_rec && pt_ent_room(t) < 0)) {
-                        t->held += appended; t->nres += nres;
+                        t->tail = tail; t->held += appended; t->nres += nres;
                         return -1;
                     }
+                    ent = t->ent;
                 }
                 e = r << sh | PAGE_OF(v->a[y]);
-                t->ent[e].pin = 0;
+                ent[e].pin = 0;
                 got++;
-            } else if (t->ent[e].pin) continue;
-            seg_push(t, e >> sh, PAGE_OF(v->a[y]), e);
+            } else if (ent[e].pin) continue;
+            ent[e].prev = tail;
+            ent[e].next = -1;
+            *(tail >= 0 ? &ent[tail].next : &t->head) = e;
+            tail = e;
             appended++;
         }
         if (got) {
@@ -427,16 +456,17 @@ static int ins_add(PTier *t, const KV *v, Py_ssize_t a, const int32_t *eidx, con
             added[v->a[i].tag >> 16] += got;
         }
     }
+    t->tail = tail;
     t->held += appended;
     t->nres += nres;
     return 0;
 }
 
-/* Tier.insert (GroupHierarchy._insert) of v at level j: pushed (victims, then the cut keys) into out as runs, or
- * with `drop` counted as pages pushed out of the last level; unit > 0: v is whole group blocks of distinct hashes,
- * unit keys each (ins_find's runs without comparing keys), else 0; returns the keys newly written, or -1 on a memory
+/* Tier.insert (GroupHierarchy._insert) of v at level j: pushed (victims, then the cut keys) into out, or with
+ * `drop` counted as pages pushed out of the last level; unit > 0: v is whole group blocks of distinct hashes, unit
+ * keys each (ins_find's runs without comparing keys), else 0; returns the keys newly written, or -1 on a memory
  * error */
-static Py_ssize_t t_insert(GH *s, int j, const KV *v, RL *out, int drop, Py_ssize_t unit) {
+static Py_ssize_t t_insert(GH *s, int j, const KV *v, KV *out, int drop, Py_ssize_t unit) {
     PTier *t = &s->tier[j];
     Py_ssize_t room = pt_free_slots(t) + t->held, ncut, gone = 0;
     if (room < 0) room = 0;
@@ -459,7 +489,8 @@ static Py_ssize_t t_insert(GH *s, int j, const KV *v, RL *out, int drop, Py_ssiz
         s->ecap = v->n;
     }
     int32_t *rend = s->eidx + s->ecap;      /* the runs' ends */
-    Py_ssize_t fresh = ins_find(t, v, ncut, s->eidx, rend, unit);
+    const int32_t *runs = !ncut && s->vr_of == v && s->vr_n == v->n ? s->vr : NULL;   /* v: t_evict's victims */
+    Py_ssize_t fresh = ins_find(t, v, ncut, s->eidx, rend, runs, unit);
     if (t_evict(s, j, fresh - pt_free_slots(t), out, drop) < 0) return -1;
     long long added[MAXG] = {0};
     if (ins_add(t, v, ncut, s->eidx, rend, added) < 0) return -1;
@@ -472,150 +503,37 @@ static Py_ssize_t t_insert(GH *s, int j, const KV *v, RL *out, int drop, Py_ssiz
     if (drop) {
         KV cut = {v->a, ncut, ncut};
         dropped(s, &cut);
-    } else for (Py_ssize_t i = 0; i < ncut; i++) if (out && rl_push_key(out, v->a[i]) < 0) return -1;
+    } else for (Py_ssize_t i = 0; i < ncut; i++) if (out && kv_push(out, v->a[i]) < 0) return -1;
     return fresh;
 }
 
-/* run x of a victims' list less its first `skip` pages */
-static inline PRun run_from(PRun x, int32_t skip) {
-    x.lo += skip * x.d;
-    x.n -= skip;
-    return x;
-}
-
-/* t_insert of the runs of v (a lower level's insert of the level above's victims, j >= 1, no page pinned here):
- * the same steps as t_insert over v's pages, a run at a time. The first ncut pages are cut (resident ones dropped
- * from this level); each other run's record looked up once (rs: its record, or -1 when none of its pages is here:
- * the record, if any, is looked up again after the evictions, which may delete it); a run's resident pages leave
- * the list (they go to its end after the evictions; their record cannot be deleted meanwhile, it keeps them); then the evictions, then each run added: an all-absent run's pages marked side by side
- * and appended as one LRU entry, a mixed run page by page. Returns the pages newly written, or -1 (memory error) */
-static Py_ssize_t t_insert_runs(GH *s, int j, const RL *v, RL *out, int drop) {
-    PTier *t = &s->tier[j];
-    const int sh = t->shift;
-    Py_ssize_t room = pt_free_slots(t) + t->held, ncut, gone = 0, fresh = 0, k0 = 0;
-    if (room < 0) room = 0;
-    ncut = v->pages > room ? v->pages - room : 0;
-    int32_t skip = 0;           /* the cut ends in run k0 after its first `skip` pages */
-    for (Py_ssize_t left = ncut; left > 0; k0++) {
-        const PRun *x = &v->a[k0];
-        const int32_t m = x->n <= left ? x->n : (int32_t)left;
-        for (int32_t y = 0; y < m; y++) {
-            const Key key = {x->h, x->g << 16 | (uint32_t)(x->lo + y * x->d)};
-            int32_t e = pt_find(t, key);
-            if (e >= 0 && t->ent[e].pin == 0) {
-                pt_unlink(t, e);
-                pt_del(t, e);
-                s->rp[j][x->g]--;
-                gone++;
-            }
-        }
-        left -= m;
-        if (m < x->n) { skip = m; break; }
-    }
-    t->evicted += gone;
-    t->overflow += ncut - gone;
-    if (v->n > s->ecap) {
-        int32_t *x = PyMem_Realloc(s->eidx, sizeof(int32_t) * 2 * v->n);
-        if (!x) { PyErr_NoMemory(); return -1; }
-        s->eidx = x;
-        s->ecap = v->n;
-    }
-    int32_t *rs = s->eidx;
-    for (Py_ssize_t i = k0; i < v->n; i++) {
-        const PRun x = run_from(v->a[i], i == k0 ? skip : 0);
-        const int32_t r = bt_find(&t->blk, (BKey){x.h, x.g});
-        int32_t here = 0;
-        if (r >= 0) for (int32_t y = 0, p = x.lo; y < x.n; y++, p += x.d) {
-            const int32_t e = r << sh | p, pin = t->ent[e].pin;
-            if (pin == PT_ABSENT) continue;
-            here++;
-            if (pin == 0) pt_unlink(t, e);
-        }
-        fresh += x.n - here;
-        rs[i] = here ? r : -1;  /* none of its pages here: its record (if any) may go in the evictions below */
-    }
-    if (t_evict(s, j, fresh - pt_free_slots(t), out, drop) < 0) return -1;
-    long long added[MAXG] = {0};
-    Py_ssize_t appended = 0, nres = 0;
-    for (Py_ssize_t i = k0; i < v->n; i++) {
-        const PRun x = run_from(v->a[i], i == k0 ? skip : 0);
-        int32_t r = rs[i], got = 0;
-        if (r < 0) {            /* all absent: its record (added when missing: the evictions may have taken it) */
-            int fresh_rec;
-            if ((r = bt_find_or_add(&t->blk, (BKey){x.h, x.g}, &fresh_rec)) < 0 || (fresh_rec && pt_ent_room(t) < 0)) {
-                t->held += appended; t->nres += nres;
-                return -1;
-            }
-            const int32_t q = seg_new(t, r, x.lo);
-            t->seg[q].n = x.n;
-            t->seg[q].d = x.d;
-            seg_link_after(t, q, t->tail);
-            PEnt *pe = t->ent + (r << sh) + (x.d > 0 ? x.lo : x.lo - x.n + 1);
-            for (int32_t y = 0; y < x.n; y++) pe[y] = (PEnt){0, q};
-            got = x.n;
-            appended += x.n;
-        } else for (int32_t y = 0, p = x.lo; y < x.n; y++, p += x.d) {
-            const int32_t e = r << sh | p;
-            if (t->ent[e].pin == PT_ABSENT) { t->ent[e].pin = 0; got++; }
-            else if (t->ent[e].pin) continue;
-            seg_push(t, r, p, e);
-            appended++;
-        }
-        if (got) {
-            t->blk.ent[r].pin += got;
-            nres += got;
-            added[x.g] += got;
-        }
-    }
-    t->held += appended;
-    t->nres += nres;
-    for (int g = 0; g < s->G; g++) {
-        s->rp[j][g] += added[g];
-        s->written[j][g] += added[g];
-    }
-    t->inserted += fresh;
-    pt_peaks(t);
-    for (Py_ssize_t i = 0, left = ncut; left > 0; i++) {       /* the cut pages, after the victims */
-        const int32_t m = v->a[i].n <= left ? v->a[i].n : (int32_t)left;
-        left -= m;
-        if (drop) {
-            s->dropped_blocks += m;
-            s->dropped[v->a[i].g] += m;
-        } else if (out && rl_push(out, v->a[i].h, v->a[i].g, v->a[i].lo, m, v->a[i].d) < 0) return -1;
-    }
-    return fresh;
-}
-
-/* GroupHierarchy._evicted: GPU victims (runs) demoted level by level (write-back) or dropped (write-through) */
-static int evicted(GH *s, const RL *victims) {
+/* GroupHierarchy._evicted: GPU victims demoted level by level (write-back) or dropped (write-through) */
+static int evicted(GH *s, const KV *victims) {
     if (s->wt || !victims->n) return 0;
-    const RL *cur = victims;
+    const KV *cur = victims;
     for (int j = 1; j < s->L; j++) {     /* the last level's victims are counted as dropped, not listed */
-        RL *nx = (cur == &s->dem[0]) ? &s->dem[1] : &s->dem[0];
-        nx->n = nx->pages = 0;
-        Py_ssize_t w = t_insert_runs(s, j, cur, nx, j == s->L - 1);
+        KV *nx = (cur == &s->dem[0]) ? &s->dem[1] : &s->dem[0];
+        nx->n = 0;
+        Py_ssize_t w = t_insert(s, j, cur, nx, j == s->L - 1, 0);
         if (w < 0) return -1;
         s->written_blocks[j] += w;
         cur = nx;
         if (!cur->n) return 0;
     }
-    for (Py_ssize_t i = 0; i < cur->n; i++) {
-        s->dropped_blocks += cur->a[i].n;
-        s->dropped[cur->a[i].g] += cur->a[i].n;
-    }
+    dropped(s, cur);
     return 0;
 }
 
 /* write-through of pages (already in the order the reference inserts them) into every lower level */
 static int write_down(GH *s, const KV *down) {
-    RL pushed = {0};
+    KV pushed = {0};
     for (int j = 1; j < s->L; j++) {
-        pushed.n = pushed.pages = 0;
+        pushed.n = 0;
         Py_ssize_t w = t_insert(s, j, down, &pushed, j == s->L - 1, 0);
-        if (w < 0) { rl_free(&pushed); return -1; }
+        if (w < 0) { kv_free(&pushed); return -1; }
         s->written_blocks[j] += w;
     }
-    rl_free(&pushed);
+    kv_free(&pushed);
     return 0;
 }
 
@@ -1018,7 +936,7 @@ static int adm_fields(GH *s, GAdm *a, const long long *restored, const long long
 static int apply(GH *s, GAdm *a, Py_ssize_t budget, Py_ssize_t lead, int truncated, int with_lists) {
     long long restored[MAXL] = {0}, nbytes[MAXL] = {0};
     t_pin(&s->tier[0], &s->pin_now);
-    s->tmp2.n = s->tmp2.pages = 0;
+    s->tmp2.n = 0;
     if (t_reserve(s, budget, &s->tmp2) < 0) return -1;
     Py_ssize_t filled = do_restores(s, restored, nbytes);
     if (filled < 0 || evicted(s, &s->tmp2) < 0) return -1;
@@ -1187,7 +1105,7 @@ static int c_prefill_done(GH *s, GAdm *a) {
     for (int g = 0; g < s->G; g++) if (a->release[g].n) t_unpin_rev(&s->tier[0], &a->release[g]);
     for (int g = 0; g < s->G; g++) {
         if (!a->transient[g].n) continue;
-        s->tmp2.n = s->tmp2.pages = 0;
+        s->tmp2.n = 0;
         if (t_insert(s, 0, &a->transient[g], &s->tmp2, 0, s->pages[g] > 1 ? s->pages[g] : 0) < 0
             || evicted(s, &s->tmp2) < 0) return -1;
     }
@@ -1312,7 +1230,7 @@ static PyObject *gh_grow(GH *s, PyObject *const *args, Py_ssize_t nargs) {
     }
     if (need > pt_available(&s->tier[0])) Py_RETURN_FALSE;
     if (need) {
-        s->tmp2.n = s->tmp2.pages = 0;
+        s->tmp2.n = 0;
         if (t_reserve(s, need, &s->tmp2) < 0) return NULL;
         a->reserved += need;
         if (evicted(s, &s->tmp2) < 0) return NULL;
@@ -1383,7 +1301,7 @@ static PyObject *gh_extend(GH *s, PyObject *const *args, Py_ssize_t nargs) {
                     if (kv_push(keys, k) < 0) goto done;
                 }
             if (keys->n) {
-                s->tmp2.n = s->tmp2.pages = 0;
+                s->tmp2.n = 0;
                 if (kv_reversed(&s->tmp3, keys) < 0 || t_insert(s, 0, &s->tmp3, &s->tmp2, 0, 0) < 0
                     || evicted(s, &s->tmp2) < 0) goto done;
             }
@@ -1570,13 +1488,12 @@ static PyObject *gh_order(GH *s, PyObject *o) {
     if (j < 0 || j >= s->L) { if (!PyErr_Occurred()) PyErr_SetString(PyExc_IndexError, "tier index"); return NULL; }
     PTier *t = &s->tier[j];
     PyObject *l = PyList_New(0);
-    for (int32_t q = t->head; l && q >= 0; q = t->seg[q].next)
-        for (int32_t y = 0; l && y < t->seg[q].n; y++) {
-            Key k = pt_key(t, t->seg[q].rec << t->shift | (t->seg[q].lo + y * t->seg[q].d));
-            PyObject *x = Py_BuildValue("(KI)", (unsigned long long)k.h, (unsigned)k.tag);
-            if (!x || PyList_Append(l, x) < 0) Py_CLEAR(l);
-            Py_XDECREF(x);
-        }
+    for (int32_t e = t->head; l && e >= 0; e = t->ent[e].next) {
+        Key k = pt_key(t, e);
+        PyObject *x = Py_BuildValue("(KI)", (unsigned long long)k.h, (unsigned)k.tag);
+        if (!x || PyList_Append(l, x) < 0) { Py_XDECREF(x); Py_CLEAR(l); break; }
+        Py_DECREF(x);
+    }
     return l;
 }
 
@@ -1600,17 +1517,7 @@ static PyObject *gh_check(GH *s, PyObject *unused) {
             unpinned += t->ent[e].pin == 0;
             cnt[pt_key(t, e).tag >> 16]++;
         }
-        for (int32_t q = t->head, prev = -1; q >= 0; prev = q, q = t->seg[q].next) {
-            const PSeg *x = &t->seg[q];
-            if (x->prev != prev || x->n < 1 || (x->d != 1 && x->d != -1)) bad = "LRU entries";
-            else for (int32_t y = 0; y < x->n; y++, listed++) {
-                const int32_t p = x->lo + y * x->d;
-                if (p < 0 || p >= 1 << t->shift || t->ent[x->rec << t->shift | p].pin) bad = "pinned page in LRU";
-                else if (t->ent[x->rec << t->shift | p].seg != q) bad = "LRU entry of a page";
-            }
-            if (bad) break;
-            if (x->next < 0 && t->tail != q) bad = "LRU tail";
-        }
+        for (int32_t e = t->head; e >= 0; e = t->ent[e].next, listed++) if (t->ent[e].pin) bad = "pinned page in LRU";
         if (listed != unpinned || listed != t->held) bad = "LRU list";
         if (pages != t->nres) bad = "page table";
         for (int g = 0; g < s->G; g++) if (cnt[g] != s->rp[j][g]) bad = "residency page counters";
@@ -1676,11 +1583,12 @@ static void gh_dealloc(GH *s) {
     for (int g = 0; g < MAXG; g++) {
         kv_free(&s->hold[g]); kv_free(&s->release[g]); kv_free(&s->computed[g]); kv_free(&s->transient[g]);
     }
-    kv_free(&s->pin_now); rl_free(&s->dem[0]); rl_free(&s->dem[1]); kv_free(&s->tmp); rl_free(&s->tmp2); kv_free(&s->tmp3);
+    kv_free(&s->pin_now); kv_free(&s->dem[0]); kv_free(&s->dem[1]); kv_free(&s->tmp); kv_free(&s->tmp2); kv_free(&s->tmp3);
     PyMem_Free(s->rest); PyMem_Free(s->rest2); PyMem_Free(s->rcnt); PyMem_Free(s->eidx); PyMem_Free(s->head); PyMem_Free(s->t0); PyMem_Free(s->where);
     PyMem_Free(s->st); PyMem_Free(s->sc); PyMem_Free(s->req); PyMem_Free(s->rset); PyMem_Free(s->rgen);
     for (Py_ssize_t x = 0; x < s->nspare; x++) PyMem_Free(s->spare[x].a);
     PyMem_Free(s->spare);
+    PyMem_Free(s->vr);
     Py_XDECREF(s->clock_fn);
     Py_TYPE(s)->tp_free((PyObject *)s);
 }

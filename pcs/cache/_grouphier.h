@@ -19,21 +19,9 @@
 
 typedef struct { uint64_t h; uint32_t tag; } Key;
 typedef struct { Key *a; Py_ssize_t n, cap; } KV;          /* a growable list of page keys */
-/* a run of pages of group block (h, g): pages lo, lo + d, ..., lo + (n - 1) d (d = +1 or -1), and a growable list of
- * them (victims handed from level to level as runs, route B: docs/hybrid.md) */
-typedef struct { uint64_t h; uint32_t g; int32_t lo, n, d; } PRun;
-typedef struct { PRun *a; Py_ssize_t n, cap, pages; } RL;
 
-/* a page's pin count (PT_ABSENT: no such page) and, while it is unpinned, its LRU entry (PSeg) */
-typedef struct { int32_t pin, seg; } PEnt;
-
-/* One entry of a tier's LRU list (route B, docs/hybrid.md): a run of one group block's unpinned pages, in list order
- * pages lo, lo + d, ..., lo + (n - 1) d of block record rec (d = +1 or -1; n >= 1). prev / next link the entries
- * (head = first victim); an unpinned page's PEnt.seg names its entry. The list's page order is the
- * entries' runs one after another: a page appended after a run of its block that it continues (the next page in the
- * run's direction) lengthens that run, any other page starts an entry; a page leaving the middle of a run splits it
- * in two, the pages on either side keeping their order. */
-typedef struct { int32_t prev, next, rec, lo, n, d; } PSeg;
+/* a page's pin count (PT_ABSENT: no such page) and LRU links (head = first victim) */
+typedef struct { int32_t pin, prev, next; } PEnt;
 #define PT_ABSENT INT32_MIN
 
 /* a group block (hash, group) with at least one page resident; pin: how many (the open-addressing table of
@@ -59,9 +47,7 @@ typedef struct {
     Py_ssize_t cap, reserved, nres, held;
     long long inserted, evicted, overflow, peak_res, peak_used;
     PEnt *ent;                  /* (records the block table has room for) << shift entries */
-    int32_t ent_cap, head, tail;    /* head, tail: LRU entries (runs, PSeg) */
-    PSeg *seg;                  /* the LRU entries: as many as page entries (an entry holds at least one page) */
-    int32_t seg_len, seg_free;  /* entries ever used; the free list (through next) */
+    int32_t ent_cap, head, tail;
     BTab blk;
     int shift;                  /* 2**shift >= the most pages a group block has */
 } PTier;
@@ -85,28 +71,6 @@ static inline int kv_room(KV *v, Py_ssize_t more) {
 }
 
 static inline void kv_free(KV *v) { PyMem_Free(v->a); v->a = NULL; v->n = v->cap = 0; }
-static inline void rl_free(RL *v) { PyMem_Free(v->a); v->a = NULL; v->n = v->cap = v->pages = 0; }
-
-/* the run (h, g, lo, n, d) appended to v; 0, or -1 + MemoryError */
-static inline int rl_push(RL *v, uint64_t h, uint32_t g, int32_t lo, int32_t n, int32_t d) {
-    if (v->n == v->cap && PCS_GROW(v->a, &v->cap, v->n + 1, 16) < 0) return -1;
-    v->a[v->n++] = (PRun){h, g, lo, n, d};
-    v->pages += n;
-    return 0;
-}
-
-/* page key k appended to v: the last run lengthened when k continues it, else a new run of one page */
-static inline int rl_push_key(RL *v, Key k) {
-    if (v->n) {
-        PRun *x = &v->a[v->n - 1];
-        const int32_t p = PAGE_OF(k);
-        if (x->h == k.h && x->g == (uint32_t)GROUP_OF(k)) {
-            if (x->n == 1 && (p == x->lo + 1 || p == x->lo - 1)) { x->d = p - x->lo; x->n = 2; v->pages++; return 0; }
-            if (p == x->lo + x->n * x->d) { x->n++; v->pages++; return 0; }
-        }
-    }
-    return rl_push(v, k.h, (uint32_t)GROUP_OF(k), PAGE_OF(k), 1, 1);
-}
 
 /* a table's slot array: from 2 MB on aligned to 2 MB and marked for transparent huge pages (one TLB entry
  * instead of 512); NULL on failure (the caller raises) */
@@ -201,14 +165,10 @@ static inline int32_t pt_find_memo(const PTier *t, Key k, PMemo *m) {
 static inline int pt_ent_room(PTier *t) {
     if (t->blk.ent_cap <= t->ent_cap) return 0;
     if ((Py_ssize_t)t->blk.ent_cap << t->shift > INT32_MAX) { PyErr_NoMemory(); return -1; }
-    const size_t npage = (size_t)t->blk.ent_cap << t->shift;
-    PEnt *a = PyMem_Realloc(t->ent, sizeof(PEnt) * npage);
+    PEnt *a = PyMem_Realloc(t->ent, sizeof(PEnt) * ((size_t)t->blk.ent_cap << t->shift));
     if (!a) { PyErr_NoMemory(); return -1; }
+    for (size_t e = (size_t)t->ent_cap << t->shift; e < (size_t)t->blk.ent_cap << t->shift; e++) a[e].pin = PT_ABSENT;
     t->ent = a;
-    for (size_t e = (size_t)t->ent_cap << t->shift; e < npage; e++) a[e].pin = PT_ABSENT;
-    PSeg *sg = PyMem_Realloc(t->seg, sizeof(PSeg) * npage);     /* the LRU entries: at most one a page */
-    if (!sg) { PyErr_NoMemory(); return -1; }
-    t->seg = sg;
     t->ent_cap = t->blk.ent_cap;
     return 0;
 }
@@ -229,7 +189,7 @@ static inline int32_t pt_block_memo(PTier *t, Key k, PMemo *m) {
 /* add the absent page k with a pin count, in no list, to its block's record r (present); the entry index */
 static inline int32_t pt_add_rec(PTier *t, int32_t r, Key k, int32_t pin) {
     int32_t e = r << t->shift | PAGE_OF(k);
-    t->ent[e].pin = pin;
+    t->ent[e] = (PEnt){pin, -1, -1};
     t->blk.ent[r].pin++;
     t->nres++;
     return e;
@@ -250,80 +210,26 @@ static inline void pt_del(PTier *t, int32_t e) {
     t->nres--;
 }
 
-/* a new LRU entry (the pool has room: pt_ent_room keeps as many entries as page entries), in no list */
-static inline int32_t seg_new(PTier *t, int32_t rec, int32_t lo) {
-    int32_t x = t->seg_free;
-    if (x >= 0) t->seg_free = t->seg[x].next;
-    else x = t->seg_len++;
-    PSeg *q = &t->seg[x];
-    q->rec = rec; q->lo = lo; q->n = 1; q->d = 1;
-    return x;
-}
-
-/* LRU entry x linked after entry `after` (-1: as the head) */
-static inline void seg_link_after(PTier *t, int32_t x, int32_t after) {
-    PSeg *q = &t->seg[x];
-    q->prev = after;
-    q->next = after >= 0 ? t->seg[after].next : t->head;
-    if (q->next >= 0) t->seg[q->next].prev = x; else t->tail = x;
-    if (after >= 0) t->seg[after].next = x; else t->head = x;
-}
-
-/* LRU entry x (out of the list) to the free list */
-static inline void seg_free(PTier *t, int32_t x) {
-    t->seg[x].next = t->seg_free;
-    t->seg_free = x;
-}
-
-/* LRU entry x leaves the list and is freed */
-static inline void seg_drop(PTier *t, int32_t x) {
-    PSeg *q = &t->seg[x];
-    if (q->prev >= 0) t->seg[q->prev].next = q->next; else t->head = q->next;
-    if (q->next >= 0) t->seg[q->next].prev = q->prev; else t->tail = q->prev;
-    seg_free(t, x);
-}
-
-/* page p of record r (entry e) after the LRU list's last entry: that entry lengthened when it is a run of r that p
- * continues, else a new entry */
-static inline void seg_push(PTier *t, int32_t r, int32_t p, int32_t e) {
-    const int32_t x = t->tail;
-    if (x >= 0) {
-        PSeg *q = &t->seg[x];
-        if (q->rec == r) {
-            if (q->n == 1 && (p == q->lo + 1 || p == q->lo - 1)) { q->d = p - q->lo; q->n = 2; t->ent[e].seg = x; return; }
-            if (p == q->lo + q->n * q->d) { q->n++; t->ent[e].seg = x; return; }
-        }
-    }
-    const int32_t y = seg_new(t, r, p);
-    seg_link_after(t, y, x);
-    t->ent[e].seg = y;
-}
+/* the LRU list's links (pcs/cache/_oatable.h's list, over page entries without keys): the next field of entry i,
+ * the head when i < 0; the prev field of entry i, the tail when i < 0 */
+static inline int32_t *pt_next_of(PTier *t, int32_t i) { return i >= 0 ? &t->ent[i].next : &t->head; }
+static inline int32_t *pt_prev_of(PTier *t, int32_t i) { return i >= 0 ? &t->ent[i].prev : &t->tail; }
 
 /* entry e becomes the LRU list's last (most recent) unpinned page */
 static inline void pt_append(PTier *t, int32_t e) {
-    seg_push(t, e >> t->shift, e & ((1 << t->shift) - 1), e);
+    t->ent[e] = (PEnt){t->ent[e].pin, t->tail, -1};
+    *pt_next_of(t, t->tail) = e;
+    t->tail = e;
     t->held++;
 }
 
-/* entry e (unpinned, so in a run of its record) leaves the LRU list: its run shortened at either end, or split in
- * two around it (the pages after e move to a new entry right after) */
+/* entry e leaves the LRU list */
 static inline void pt_unlink(PTier *t, int32_t e) {
-    const int32_t x = t->ent[e].seg, p = e & ((1 << t->shift) - 1);
-    PSeg *q = &t->seg[x];
-    const int32_t k = (p - q->lo) * q->d;
+    PEnt *x = &t->ent[e];
+    *pt_next_of(t, x->prev) = x->next;
+    *pt_prev_of(t, x->next) = x->prev;
+    x->prev = x->next = -1;
     t->held--;
-    if (q->n == 1) { seg_drop(t, x); return; }
-    if (k == 0) { q->lo += q->d; q->n--; return; }
-    if (k == q->n - 1) { q->n--; return; }
-    const int32_t y = seg_new(t, q->rec, p + q->d);
-    q = &t->seg[x];
-    PSeg *w = &t->seg[y];
-    w->n = q->n - k - 1;
-    w->d = q->d;
-    q->n = k;
-    const int32_t base = q->rec << t->shift;
-    for (int32_t i = 0; i < w->n; i++) t->ent[base | (w->lo + i * w->d)].seg = y;
-    seg_link_after(t, y, x);
 }
 
 /* an empty tier of `capacity` pages whose group blocks have at most P pages; -1 + MemoryError on failure */
@@ -331,15 +237,13 @@ static inline int pt_init(PTier *t, Py_ssize_t capacity, int P) {
     memset(t, 0, sizeof(*t));
     t->cap = capacity;
     while (1 << t->shift < P) t->shift++;
-    t->head = t->tail = t->seg_free = -1;
+    t->head = t->tail = -1;
     return bt_init(&t->blk);
 }
 
 static inline void pt_free(PTier *t) {
     PyMem_Free(t->ent);
-    PyMem_Free(t->seg);
     t->ent = NULL;
-    t->seg = NULL;
     bt_free(&t->blk);
 }
 
