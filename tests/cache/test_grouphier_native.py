@@ -314,3 +314,54 @@ def test_window_pages_cut_inside_a_block_at_prefill_done_hand_traced():
         assert (h.written_blocks[1], h.dropped_blocks) == (6, 2)
         assert h.residency.dropped == [0, 2]
     assert_group_states_equal(ref, nat)
+
+
+def test_runs_cut_by_the_eviction_count_and_touched_hand_traced():
+    """An eviction count that ends inside a group block's run takes its first pages and leaves the rest at the head
+    of the list; a restore pins the left page and touches the lower copies, which line up again as one run; a
+    demoted run whose first page is already below leaves it and follows it (pcs/cache/_grouphier.h: LRU entries are
+    runs of one block's pages, split and joined), worked out by hand from the LRU rules (docs/semantics.md §5-§7),
+    both twins.
+
+    One full group of 3 pages per block (b.p = block b page p), GPU 7 and CPU 6 pages, write-back; each request runs
+    start, prefill_done, finish (pins dropped tail first, so a block's pages are listed 2, 1, 0). First victim first:
+    r1 [1, 2]: GPU 2.2 2.1 2.0 1.2 1.1 1.0 (one slot free).
+    r2 [3]: 3 slots, 1 free -> 2 victims: 2.2 2.1, the count ending inside block 2's run (2.0 stays at the head);
+        CPU 2.2 2.1; GPU 2.0 1.2 1.1 1.0 3.2 3.1 3.0.
+    r3 [2], hit 1 block: 2.0 pinned (the head leaves), 2.1 2.2 restored: 2 victims 1.2 1.1 (block 1's run cut,
+        1.0 left at the head); the CPU copies touched in reverse (2.2 then 2.1: the same order again), then the
+        victims demoted: CPU 2.2 2.1 1.2 1.1; GPU after finish 1.0 3.2 3.1 3.0 2.2 2.1 2.0.
+    r4 [4]: 3 victims 1.0 3.2 3.1 (block 3's run cut, 3.0 left); the CPU (2 free) makes room for 3 new pages by
+        dropping 2.2 (the run 2.2 2.1 cut after one page); CPU 2.1 1.2 1.1 1.0 3.2 3.1; GPU 3.0 2.2 2.1 2.0 4.2 4.1
+        4.0.
+    r5 [3], hit 1 block: 3.0 pinned, 3.1 3.2 restored: victims 2.2 2.1 (2.0 left at the head); CPU copies touched
+        (3.2 then 3.1); demoting 2.2 2.1: 2.1 is in the CPU (unpinned: it leaves the head and goes last), 2.2 is new,
+        so one page goes: 1.2 dropped (block 1's run cut); CPU 1.1 1.0 3.2 3.1 2.2 2.1; GPU 2.0 4.2 4.1 4.0 3.2 3.1
+        3.0.
+    Written to the CPU 2 + 2 + 3 + 1 = 8 pages, dropped 2 (CPU evicted 2).
+    """
+    from pcs.cache.grouphier import page_key
+
+    groups = [CacheGroup("full", "full", ("full_attention",), BS, pages=3)]
+    ref, nat = _pair([7, 6], "back", groups)
+    k = lambda *pages: [page_key(b, 0, p) for b, p in pages]  # noqa: E731
+    steps = [
+        ([1, 2], 0, k((2, 2), (2, 1), (2, 0), (1, 2), (1, 1), (1, 0)), []),
+        ([3], 0, k((2, 0), (1, 2), (1, 1), (1, 0), (3, 2), (3, 1), (3, 0)), k((2, 2), (2, 1))),
+        ([2], 1, k((1, 0), (3, 2), (3, 1), (3, 0), (2, 2), (2, 1), (2, 0)), k((2, 2), (2, 1), (1, 2), (1, 1))),
+        ([4], 0, k((3, 0), (2, 2), (2, 1), (2, 0), (4, 2), (4, 1), (4, 0)),
+         k((2, 1), (1, 2), (1, 1), (1, 0), (3, 2), (3, 1))),
+        ([3], 1, k((2, 0), (4, 2), (4, 1), (4, 0), (3, 2), (3, 1), (3, 0)),
+         k((1, 1), (1, 0), (3, 2), (3, 1), (2, 2), (2, 1))),
+    ]
+    for h in (ref, nat):
+        for ids, hit, gpu, cpu in steps:
+            a = h.start(ids, len(ids), hit)
+            assert a.hit_blocks == hit
+            h.prefill_done(a)
+            h.finish(a)
+            assert h.tiers[0].policy.order() == gpu
+            assert h.tiers[1].policy.order() == cpu
+        assert (h.written_blocks[1], h.dropped_blocks) == (8, 2)
+        assert h.tiers[1].stats.evicted_blocks == 2
+    assert_group_states_equal(ref, nat)
