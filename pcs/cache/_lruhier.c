@@ -1238,6 +1238,23 @@ static inline __attribute__((always_inline)) Py_ssize_t release_keys(const Tier 
     return -1;
 }
 
+/* finish_lru's step for key i: its entry checked (pinned_ent), its pin dropped and, at 0 pins, the entry put at
+ * q[*z] (queue position pos + *z); -1 when the key is not pinned (nothing changed) */
+static inline __attribute__((always_inline)) int lru_release(const Tier *g, Entry *ent, uint32_t len, PcsAdm *a,
+                                                             Py_ssize_t i, size_t off, int32_t *q, Py_ssize_t pos,
+                                                             Py_ssize_t *z) {
+    int32_t e = pinned_ent(g, ent, len, a, i);
+    if (e < 0) return -1;
+    Entry *x = &ent[e];
+    const int32_t pin = x->pin - 1;                     /* > 0 before: pinned_ent */
+    x->pin = pin;
+    if (!pin) {
+        *(int32_t *)((char *)x + off) = (int32_t)(pos + *z);   /* *lq_pos(g, e) */
+        q[(*z)++] = e;
+    }
+    return 0;
+}
+
 /* finish_pass for a GPU tier with the inline LRU order (no policy, no retain) when the queue has room for every key
  * past its end: each block reaching 0 pins takes the queue's next item in the pass itself (lq_append_n's writes,
  * in the same order: tail first), no list of them and no second pass; the queue's end and held move only once every
@@ -1252,31 +1269,25 @@ static int finish_lru(Tier *g, PcsAdm *a, Py_ssize_t n) {
     const size_t off = g->lqoff;
     int32_t *const q = g->lq + g->lqn;
     const Py_ssize_t pos = g->lqn;
-    Py_ssize_t z = 0;
-    for (Py_ssize_t i = n - 1; i >= n - PF_AHEAD && i >= 0; i--)   /* the first hints' entries (as fp_first) */
-        hint_prefetch(ent, hint[i]);
-    for (Py_ssize_t i = n - 1; i >= 0; i--) {
-        hint_prefetch(ent, i >= PF_AHEAD ? hint[i - PF_AHEAD] : -1);
-        int32_t e = pinned_ent(g, ent, len, a, i);
-        if (e < 0) {
-            for (Py_ssize_t j = i + 1; j < n; j++)     /* ascending: an entry's first give-back undoes its append */
-                if (!ent[a->ents[j]].pin++) *(int32_t *)((char *)&ent[a->ents[j]] + off) = -1;
-            PyErr_Format(PyExc_KeyError, "block %llu is not pinned in the GPU tier", (unsigned long long)a->keys[i]);
-            return -1;
-        }
-        Entry *x = &ent[e];
-        const int32_t pin = x->pin - 1;                 /* > 0 before: pinned_ent */
-        x->pin = pin;
-        if (!pin) {
-            *(int32_t *)((char *)x + off) = (int32_t)(pos + z);   /* *lq_pos(g, e) */
-            q[z++] = e;
-        }
+    Py_ssize_t z = 0, i = n - 1;
+    for (Py_ssize_t k = n - 1; k >= n - PF_AHEAD && k >= 0; k--)   /* the first hints' entries (as fp_first) */
+        hint_prefetch(ent, hint[k]);
+    for (; i >= PF_AHEAD; i--) {                       /* the read-ahead PF_AHEAD keys on, then the last keys without */
+        hint_prefetch(ent, hint[i - PF_AHEAD]);
+        if (lru_release(g, ent, len, a, i, off, q, pos, &z) < 0) goto bad;
     }
+    for (; i >= 0; i--)
+        if (lru_release(g, ent, len, a, i, off, q, pos, &z) < 0) goto bad;
     g->lqn += z;
     g->held += z;
     g->reserved -= a->reserved_blocks;
     a->reserved_blocks = 0;
     return 0;
+bad:
+    for (Py_ssize_t j = i + 1; j < n; j++)             /* ascending: an entry's first give-back undoes its append */
+        if (!ent[a->ents[j]].pin++) *(int32_t *)((char *)&ent[a->ents[j]] + off) = -1;
+    PyErr_Format(PyExc_KeyError, "block %llu is not pinned in the GPU tier", (unsigned long long)a->keys[i]);
+    return -1;
 }
 
 static int finish_pass(Hier *h, PcsAdm *a) {
