@@ -919,17 +919,41 @@ static int adm_reserve(PcsAdm *a, Py_ssize_t m, int ntiers) {
     return 0;
 }
 
+/* the n GPU entries eidx[0 .. n) pinned once more each, those that had no pin taken out of the policy (pol_remove);
+ * an inline LRU order (no policy, no retain) with the entries, queue and position offset in locals and held moved
+ * once (lq_unlink's steps: through the Tier, its fields were read again after each store) */
+static void pin_lead(Tier *g, const int32_t *eidx, Py_ssize_t n) {
+    if (g->ops || g->ret) {
+        for (Py_ssize_t i = 0; i < n; i++) {
+            Entry *x = &g->ent[eidx[i]];
+            if (!x->pin) pol_remove(g, eidx[i]);
+            x->pin++;
+        }
+        return;
+    }
+    Entry *const ent = g->ent;
+    int32_t *const q = g->lq;
+    const size_t off = g->lqoff;
+    Py_ssize_t out = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        Entry *x = &ent[eidx[i]];
+        if (!x->pin++) {                                  /* lq_unlink */
+            int32_t *pos = (int32_t *)((char *)x + off);
+            q[*pos] = -1;
+            *pos = -1;
+            out++;
+        }
+    }
+    g->held -= out;
+}
+
 /* pin the GPU lead blocks; the admission a holds the pinned hashes (GPU lead + kept restores) then the computed
  * hashes, chain order; 0 or -1 (no memory: nothing pinned) */
 static int start_admission(Hier *h, const Plan *p, PcsAdm *a) {
     Tier *g = &h->t[0];
     const uint64_t *k = h->req;
     if (adm_reserve(a, p->nused + p->n_restore + p->nnew + 1, h->ntiers) < 0) return -1;
-    for (Py_ssize_t i = 0; i < p->nused; i++) {
-        Entry *x = &g->ent[h->eidx[i]];
-        if (!x->pin) pol_remove(g, h->eidx[i]);
-        x->pin++;
-    }
+    pin_lead(g, h->eidx, p->nused);
     a->ntiers = h->ntiers;
     memset(a->counts, 0, sizeof(Py_ssize_t) * 2 * (size_t)h->ntiers);
     uint64_t *used = a->keys, *newk = a->keys + p->nused + p->n_restore;
