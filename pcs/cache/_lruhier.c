@@ -544,7 +544,10 @@ static Py_ssize_t sh_fill(Hier *h, const uint64_t *keys, Py_ssize_t n, int32_t *
     int32_t free_head = s->free_head, ent_len = s->ent_len;
     Py_ssize_t shared = 0, added = 0, made = 0;   /* made: new entries (the others were CPU blocks) */
     uint32_t ring[FP_RING] = {0};
-    if (!known) fp_first(ring, keys, 0, n, s, NULL);
+    for (Py_ssize_t i = 0; !known && i < PF_AHEAD && i < n; i++) {   /* fp_first, the table's fields in locals */
+        ring[i] = key_fp(keys[i]);
+        __builtin_prefetch(&slots[ring[i] >> sh], 0, 1);
+    }
     for (Py_ssize_t i = 0; i < n; i++) {
         int32_t e;
         if (known) {
@@ -553,7 +556,11 @@ static Py_ssize_t sh_fill(Hier *h, const uint64_t *keys, Py_ssize_t n, int32_t *
         } else {
             const uint32_t f = ring[(size_t)i & (FP_RING - 1)];
             const uint64_t k = keys[i];
-            fp_ahead(ring, keys, i + PF_AHEAD, n, s, NULL);
+            if (i + PF_AHEAD < n) {                                    /* fp_ahead */
+                const uint32_t f2 = key_fp(keys[i + PF_AHEAD]);
+                ring[(size_t)(i + PF_AHEAD) & (FP_RING - 1)] = f2;
+                __builtin_prefetch(&slots[f2 >> sh], 0, 1);
+            }
             uint64_t j = f >> sh;
             for (;;) {                            /* tfind_fp */
                 const OaSlot sl = slots[j];
@@ -565,6 +572,7 @@ static Py_ssize_t sh_fill(Hier *h, const uint64_t *keys, Py_ssize_t n, int32_t *
                 e = tadd_take(ent, &free_head, &ent_len);
                 tadd_put(&ent[e], &slots[j], e, k, 1, f);
                 ent[e].flags = F_GPU;
+                ent[e].aux = f;                   /* its fingerprint, for its deletion (sh_home) */
                 made++;
                 added++;
                 if (ents) ents[i] = e;
@@ -911,17 +919,41 @@ static int adm_reserve(PcsAdm *a, Py_ssize_t m, int ntiers) {
     return 0;
 }
 
+/* the n GPU entries eidx[0 .. n) pinned once more each, those that had no pin taken out of the policy (pol_remove);
+ * an inline LRU order (no policy, no retain) with the entries, queue and position offset in locals and held moved
+ * once (lq_unlink's steps: through the Tier, its fields were read again after each store) */
+static void pin_lead(Tier *g, const int32_t *eidx, Py_ssize_t n) {
+    if (g->ops || g->ret) {
+        for (Py_ssize_t i = 0; i < n; i++) {
+            Entry *x = &g->ent[eidx[i]];
+            if (!x->pin) pol_remove(g, eidx[i]);
+            x->pin++;
+        }
+        return;
+    }
+    Entry *const ent = g->ent;
+    int32_t *const q = g->lq;
+    const size_t off = g->lqoff;
+    Py_ssize_t out = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        Entry *x = &ent[eidx[i]];
+        if (!x->pin++) {                                  /* lq_unlink */
+            int32_t *pos = (int32_t *)((char *)x + off);
+            q[*pos] = -1;
+            *pos = -1;
+            out++;
+        }
+    }
+    g->held -= out;
+}
+
 /* pin the GPU lead blocks; the admission a holds the pinned hashes (GPU lead + kept restores) then the computed
  * hashes, chain order; 0 or -1 (no memory: nothing pinned) */
 static int start_admission(Hier *h, const Plan *p, PcsAdm *a) {
     Tier *g = &h->t[0];
     const uint64_t *k = h->req;
     if (adm_reserve(a, p->nused + p->n_restore + p->nnew + 1, h->ntiers) < 0) return -1;
-    for (Py_ssize_t i = 0; i < p->nused; i++) {
-        Entry *x = &g->ent[h->eidx[i]];
-        if (!x->pin) pol_remove(g, h->eidx[i]);
-        x->pin++;
-    }
+    pin_lead(g, h->eidx, p->nused);
     a->ntiers = h->ntiers;
     memset(a->counts, 0, sizeof(Py_ssize_t) * 2 * (size_t)h->ntiers);
     uint64_t *used = a->keys, *newk = a->keys + p->nused + p->n_restore;
@@ -991,8 +1023,13 @@ static Py_ssize_t start_reserve(Hier *h, const Plan *p, const PcsAdm *a) {
 static Py_ssize_t start_restore(Hier *h, const Plan *p, PcsAdm *a, Py_ssize_t nvict) {
     int T = h->ntiers;
     Py_ssize_t filled = 0;
-    memset(a->counts, 0, sizeof(Py_ssize_t) * (size_t)T);
-    for (Py_ssize_t i = 0; i < p->hits; i++) a->counts[h->where[i]]++;      /* hit blocks per tier */
+    if (T <= 2) {                       /* hit blocks per tier: with two tiers the lower tier's are the kept restores */
+        a->counts[0] = p->hits - p->n_restore;        /* (every where 1 before hits is one: start_lookup, start_budget) */
+        if (T == 2) a->counts[1] = p->n_restore;
+    } else {
+        memset(a->counts, 0, sizeof(Py_ssize_t) * (size_t)T);
+        for (Py_ssize_t i = 0; i < p->hits; i++) a->counts[h->where[i]]++;
+    }
     for (int j = 0; j < T; j++) {
         Py_ssize_t cnt = 0;
         if (j && p->n_restore) {
@@ -1050,7 +1087,7 @@ static int c_nogil(PyObject *hh);
 /* h->req: the m keys at keys of a C caller, read in place (start only reads them); copied to h->k (ensure_k before)
  * when a tier hosts a Python policy, whose code could change the caller's buffer during the start */
 static void req_keys(Hier *h, const uint64_t *keys, Py_ssize_t m) {
-    if (c_nogil((PyObject *)h)) { h->req = keys; return; }
+    if (h->sh || c_nogil((PyObject *)h)) { h->req = keys; return; }   /* a shared table hosts no policy (sh_open) */
     memcpy(h->k, keys, sizeof(uint64_t) * (size_t)m);
     h->req = h->k;
 }
@@ -1184,6 +1221,12 @@ static int pinned_ents(Tier *g, PcsAdm *a, Py_ssize_t n) {
     return 0;
 }
 
+/* a prefetch of hint h's entry, h any int32 (a hint not yet known is -1): a prefetch of an address outside the
+ * array does not fault, so no bounds test (the address made as an integer: no pointer out of the array) */
+static inline void hint_prefetch(const Entry *ent, int32_t h) {
+    __builtin_prefetch((const void *)((uintptr_t)ent + (uintptr_t)(intptr_t)h * sizeof(Entry)), 1, 1);
+}
+
 /* entry of a->keys[i] in the GPU tier g (entries ent, n of them), pinned: the hint a->ents[i] when its entry holds
  * the key pinned (the rule of pinned_ents), else looked up (the hint set); -1 when the key is not pinned there */
 static inline int32_t pinned_ent(const Tier *g, const Entry *ent, uint32_t len, PcsAdm *a, Py_ssize_t i) {
@@ -1219,6 +1262,23 @@ static inline __attribute__((always_inline)) Py_ssize_t release_keys(const Tier 
     return -1;
 }
 
+/* finish_lru's step for key i: its entry checked (pinned_ent), its pin dropped and, at 0 pins, the entry put at
+ * q[*z] (queue position pos + *z); -1 when the key is not pinned (nothing changed) */
+static inline __attribute__((always_inline)) int lru_release(const Tier *g, Entry *ent, uint32_t len, PcsAdm *a,
+                                                             Py_ssize_t i, size_t off, int32_t *q, Py_ssize_t pos,
+                                                             Py_ssize_t *z) {
+    int32_t e = pinned_ent(g, ent, len, a, i);
+    if (e < 0) return -1;
+    Entry *x = &ent[e];
+    const int32_t pin = x->pin - 1;                     /* > 0 before: pinned_ent */
+    x->pin = pin;
+    if (!pin) {
+        *(int32_t *)((char *)x + off) = (int32_t)(pos + *z);   /* *lq_pos(g, e) */
+        q[(*z)++] = e;
+    }
+    return 0;
+}
+
 /* finish_pass for a GPU tier with the inline LRU order (no policy, no retain) when the queue has room for every key
  * past its end: each block reaching 0 pins takes the queue's next item in the pass itself (lq_append_n's writes,
  * in the same order: tail first), no list of them and no second pass; the queue's end and held move only once every
@@ -1233,31 +1293,25 @@ static int finish_lru(Tier *g, PcsAdm *a, Py_ssize_t n) {
     const size_t off = g->lqoff;
     int32_t *const q = g->lq + g->lqn;
     const Py_ssize_t pos = g->lqn;
-    Py_ssize_t z = 0;
-    for (Py_ssize_t i = n - 1; i >= n - PF_AHEAD && i >= 0; i--)   /* the first hints' entries (as fp_first) */
-        if ((uint32_t)hint[i] < len) __builtin_prefetch(&ent[hint[i]], 1, 1);
-    for (Py_ssize_t i = n - 1; i >= 0; i--) {
-        if (i >= PF_AHEAD && (uint32_t)hint[i - PF_AHEAD] < len) __builtin_prefetch(&ent[hint[i - PF_AHEAD]], 1, 1);
-        int32_t e = pinned_ent(g, ent, len, a, i);
-        if (e < 0) {
-            for (Py_ssize_t j = i + 1; j < n; j++)     /* ascending: an entry's first give-back undoes its append */
-                if (!ent[a->ents[j]].pin++) *(int32_t *)((char *)&ent[a->ents[j]] + off) = -1;
-            PyErr_Format(PyExc_KeyError, "block %llu is not pinned in the GPU tier", (unsigned long long)a->keys[i]);
-            return -1;
-        }
-        Entry *x = &ent[e];
-        const int32_t pin = x->pin - 1;                 /* > 0 before: pinned_ent */
-        x->pin = pin;
-        if (!pin) {
-            *(int32_t *)((char *)x + off) = (int32_t)(pos + z);   /* *lq_pos(g, e) */
-            q[z++] = e;
-        }
+    Py_ssize_t z = 0, i = n - 1;
+    for (Py_ssize_t k = n - 1; k >= n - PF_AHEAD && k >= 0; k--)   /* the first hints' entries (as fp_first) */
+        hint_prefetch(ent, hint[k]);
+    for (; i >= PF_AHEAD; i--) {                       /* the read-ahead PF_AHEAD keys on, then the last keys without */
+        hint_prefetch(ent, hint[i - PF_AHEAD]);
+        if (lru_release(g, ent, len, a, i, off, q, pos, &z) < 0) goto bad;
     }
+    for (; i >= 0; i--)
+        if (lru_release(g, ent, len, a, i, off, q, pos, &z) < 0) goto bad;
     g->lqn += z;
     g->held += z;
     g->reserved -= a->reserved_blocks;
     a->reserved_blocks = 0;
     return 0;
+bad:
+    for (Py_ssize_t j = i + 1; j < n; j++)             /* ascending: an entry's first give-back undoes its append */
+        if (!ent[a->ents[j]].pin++) *(int32_t *)((char *)&ent[a->ents[j]] + off) = -1;
+    PyErr_Format(PyExc_KeyError, "block %llu is not pinned in the GPU tier", (unsigned long long)a->keys[i]);
+    return -1;
 }
 
 static int finish_pass(Hier *h, PcsAdm *a) {
@@ -1606,6 +1660,8 @@ static const char *sh_check(const Hier *h) {
         uint8_t in = s->ent[e].flags & (F_GPU | F_CPU);
         if (!in) return "an entry of the shared table in no tier";
         if (!(in & F_GPU) && s->ent[e].pin) return "a pin count on a block not in the GPU tier";
+        if (s->ent[e].aux != (int64_t)key_fp(s->ent[e].key)) return "a shared entry's aux is not its key's fingerprint";
+        if (sh_home(&s->ent[e], s->bits) != home(s, s->ent[e].key)) return "a shared entry's home slot differs";
     }
     return occ == s->nres ? NULL : "shared table: slots used differ from its entries";
 }
@@ -1713,9 +1769,9 @@ static int set_gates(Hier *h, Tier *t, PyObject *item) {
 /* one table for the two tiers when both are plain LRU (no admission gates, no retain, no hosted policy): each
  * block has one entry (key, GPU pin count, GPU and CPU queue positions, which tiers hold it), so a demotion or a
  * restore is a flag and a queue append, and a lookup one probe. Other configurations keep one table per tier.
- * 0 (shared or not) or -1 */
+ * expected: the trace's distinct block ids when known (0: not known). 0 (shared or not) or -1 */
 #define SH_ENT_ONCE ((Py_ssize_t)1 << 22)    /* sh_open: up to 4 M entries (128 MB asked for) in one allocation */
-static int sh_open(Hier *h) {
+static int sh_open(Hier *h, Py_ssize_t expected) {
     if (h->ntiers != 2) return 0;
     for (int j = 0; j < 2; j++) {
         const Tier *t = &h->t[j];
@@ -1727,6 +1783,11 @@ static int sh_open(Hier *h) {
      * (no memset; a page is faulted in when an entry on it is first used), so no copy of the array as it doubles */
     Py_ssize_t most = h->t[0].capacity + h->t[1].capacity + 1;
     if (most <= SH_ENT_ONCE && grow_table_ents(h->sh, most) < 0) return -1;
+    /* the slots sized once for the blocks the table will hold, when the caller knows how many distinct blocks the
+     * trace has (expected > 0): at most `most` are resident at once, so min(expected, most); the doublings from 16
+     * slots and their rehashes (15 at 16,384 + 65,536 blocks) are skipped. Unknown (0): grown as blocks come */
+    Py_ssize_t want = expected < most ? expected : most;
+    if (want > 0 && grow_table_for(h->sh, want) < 0) return -1;
     for (int j = 0; j < 2; j++) {
         tier_slots_free(&h->t[j]);
         h->t[j].shared = h->sh;
@@ -1738,9 +1799,13 @@ static int sh_open(Hier *h) {
 }
 
 static int hier_init(Hier *h, PyObject *args, PyObject *kw) {
+    static char *kwlist[] = {"names", "capacities_blocks", "write_through", "policies", "gates", "retains",
+                             "shared_table", "expected_blocks", NULL};
     PyObject *names, *caps, *pols = Py_None, *gates = Py_None, *retains = Py_None;
     int wt, share = 1;
-    if (!PyArg_ParseTuple(args, "OOp|OOOp", &names, &caps, &wt, &pols, &gates, &retains, &share)) return -1;
+    Py_ssize_t expected = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "OOp|OOOpn", kwlist, &names, &caps, &wt, &pols, &gates, &retains,
+                                     &share, &expected)) return -1;
     PyObject *ns = PySequence_Fast(names, "names must be a sequence");
     if (!ns) return -1;
     PyObject *cs = PySequence_Fast(caps, "capacities must be a sequence");
@@ -1771,7 +1836,7 @@ static int hier_init(Hier *h, PyObject *args, PyObject *kw) {
     if (retains != Py_None && set_per_tier(h, retains, "retains must be a sequence",
                                            "need one retain spec (or None) per tier", set_retain) < 0) goto fail;
     h->write_through = wt;
-    if (share && sh_open(h) < 0) goto fail;
+    if (share && sh_open(h, expected) < 0) goto fail;
     Py_DECREF(ns);
     Py_DECREF(cs);
     return 0;
@@ -1818,7 +1883,9 @@ static PyGetSetDef hier_getset[] = {
 static PyTypeObject HierType = {
     PCS_TYPE_CLASS("pcs.cache._lruhier.Hierarchy", Hier, hier_dealloc,
                    "Hierarchy(names, capacities_blocks, write_through, policies=None, gates=None, retains=None, "
-                   "shared_table=True): tiers, GPU first; shared_table: one table for two plain LRU tiers.", hier_methods, hier_getset, hier_init)};
+                   "shared_table=True, expected_blocks=0): tiers, GPU first; shared_table: one table for two plain LRU "
+                   "tiers; expected_blocks: the trace's distinct block ids when known (the shared table sized once)",
+                   hier_methods, hier_getset, hier_init)};
 
 /* ---------------------------------------------------------------------------------------------- */
 /* the C-level API (_lruhier_api.h): the step-scheduler calls above, for pcs/engine/_stepsched.c */

@@ -43,7 +43,8 @@ typedef struct { int32_t e; uint32_t h; } OaSlot;
 
 typedef struct {
     uint64_t key;
-    int64_t aux;           /* policy data: FIFO sequence number, S3-FIFO frequency, ARC list, LFU uses */
+    int64_t aux;           /* policy data: FIFO sequence number, S3-FIFO frequency, ARC list, LFU uses; in a
+                              table shared by two LRU tiers, the key's fingerprint (sh_home) */
     int32_t pin;
     int32_t prev, next;    /* list links (the policy's queue q, a ghost list); next also chains the free list; an
                               inline-LRU tier keeps the entry's position in its queue in prev (_lruq.h), the CPU
@@ -220,6 +221,12 @@ static inline void *ent_realloc(void *p, size_t used, size_t bytes) {
     return q;
 }
 #include "_oatable.h"
+
+/* An entry of a table shared by the GPU and CPU LRU tiers (pcs/cache/_lruhier.c, Hier.sh; no policy, so aux is free)
+ * keeps its key's fingerprint OA_HASH32(key) in aux from its add (sh_fill) to its deletion: a deletion (the CPU
+ * tier's victims in no tier, lq_walk) and the prefetch of its home slot take the home from it, no hash of the key.
+ * The home slot of entry x in a table of 2**bits slots: */
+static inline uint64_t sh_home(const Entry *x, int bits) { return (uint64_t)((uint32_t)x->aux >> (32 - bits)); }
 
 static inline int tier_init(Tier *t, PyObject *name, Py_ssize_t capacity) {
     memset(t, 0, sizeof(*t));

@@ -140,14 +140,16 @@ static inline __attribute__((always_inline)) Py_ssize_t lq_walk(Tier *t, Py_ssiz
         if (a >= 0) __builtin_prefetch(&ent[a], 1, 1);
         if (kind != LQ_SH_KEEP) {                      /* the home slot of an entry that may be deleted */
             int32_t b = q[i + LQ_AHEAD / 2];
-            if (b >= 0) __builtin_prefetch(&slots[key_hash(ent[b].key) >> (64 - bits)], 1, 1);
+            if (b >= 0) __builtin_prefetch(&slots[kind == LQ_OWN ? key_hash(ent[b].key) >> (64 - bits)
+                                                                 : sh_home(&ent[b], bits)], 1, 1);
         }
         int32_t e = q[i++];                            /* (home(): its entry came before) */
         out[v] = ent[e].key;
         *(int32_t *)((char *)&ent[e] + off) = -1;      /* *lq_pos(t, e) */
         if (kind == LQ_OWN) tdel(tab, e);
         else if (kind == LQ_SH_KEEP) { ent[e].flags &= keep; oute[v] = e; }
-        else if (!((ent[e].flags &= keep) & (F_GPU | F_CPU))) tdel(tab, e);   /* in no tier any more */
+        else if (!((ent[e].flags &= keep) & (F_GPU | F_CPU)))   /* in no tier any more: deleted (home from aux) */
+            tdel_home(tab, e, sh_home(&ent[e], bits));
     }
     return i;
 }

@@ -22,7 +22,9 @@
  *                                  <OA_FIND>_fp, <OA_ADD>_fp and <OA_ADD>_atf take the key's OA_FP, worked out
  *                                  once by the caller for its prefetch, lookup and add; <OA_ADD>_take and
  *                                  <OA_ADD>_put are the two steps of an add (which entry, what it holds), on arrays
- *                                  and counters the caller may keep in locals (one add rule for every adder).
+ *                                  and counters the caller may keep in locals (one add rule for every adder);
+ *                                  <OA_DEL>_home deletes with the key's home slot given (a caller that keeps it);
+ *                                  <OA_GROW>_for sizes an empty table's slots once for the keys it will hold.
  * Optional: OA_LOAD_SHIFT  the table is at most 1 / 2**OA_LOAD_SHIFT full (default 1: half); a sparser table has
  *                          shorter probe runs, so fewer entries are read by OA_FIND and by OA_DEL's backward shift.
  *           OA_SLOTS_ALLOC(bytes), OA_SLOTS_FREE(p)   the slot array's allocator (default PyMem_Malloc / PyMem_Free).
@@ -58,6 +60,8 @@
 #define OA_ENTS_FREE(p) PyMem_Free(p)
 #endif
 #define OA_ENTS_GROW OA_CAT(OA_GROW, _ents)   /* grow_table_ents: the entry array grown */
+#define OA_DEL_HOME OA_CAT(OA_DEL, _home)     /* tdel_home: OA_DEL with the key's home slot given */
+#define OA_SIZE_FOR OA_CAT(OA_GROW, _for)     /* grow_table_for: an empty table's slots sized once */
 #ifdef OA_HASH32
 #ifndef PCS_OA_SLOT_DEFINED
 #define PCS_OA_SLOT_DEFINED
@@ -161,6 +165,23 @@ static inline int OA_GROW(OA_TABLE *t) {
     return 0;
 }
 
+/* an empty table's slots sized once for `keys` keys: the fewest slots (a power of two, at least its own) that
+ * OA_ROOM lets hold them, all free (OA_GROW's doublings from 16 skipped); 0 or -1 + MemoryError (unchanged) */
+static inline int OA_SIZE_FOR(OA_TABLE *t, Py_ssize_t keys) {
+    int bits = t->bits;
+    while (bits < OA_MAX_BITS && (uint64_t)keys << OA_LOAD_SHIFT > (uint64_t)1 << bits) bits++;
+    if (t->nres || bits == t->bits) return 0;
+    uint64_t size = (uint64_t)1 << bits;
+    OA_SLOT *s = OA_SLOTS_ALLOC(sizeof(OA_SLOT) * size);
+    if (!s) { PyErr_NoMemory(); return -1; }
+    memset(s, 0xff, sizeof(OA_SLOT) * size);
+    OA_SLOTS_FREE(t->slots);
+    t->slots = s;
+    t->bits = bits;
+    t->mask = size - 1;
+    return 0;
+}
+
 /* room for one more key: the slots grown first when an add would pass the load; 0 or -1 (MemoryError) */
 static inline int OA_ROOM(OA_TABLE *t) {
     return (uint64_t)(t->nres + 1) << OA_LOAD_SHIFT > t->mask + 1 ? OA_GROW(t) : 0;
@@ -215,9 +236,9 @@ static inline int32_t OA_ADD(OA_TABLE *t, OA_KEY k, int32_t pin) {
     return OA_ADD_FP(t, k, pin, OA_FP(k));
 }
 
-/* delete entry e from the table (it must not be in a list); its slot in the entry array goes to the free list */
-static inline void OA_DEL(OA_TABLE *t, int32_t e) {
-    uint64_t i = OA_HOME(t, OA_KEY_OF(&t->ent[e]));
+/* delete entry e, whose key's home slot is i (OA_HOME, or a caller's own copy of it), from the table (e must not be
+ * in a list); its slot in the entry array goes to the free list */
+static inline void OA_DEL_HOME(OA_TABLE *t, int32_t e, uint64_t i) {
     while (OA_S_E(t->slots[i]) != e) i = (i + 1) & t->mask;
     uint64_t j = i;
     for (;;) {
@@ -237,6 +258,11 @@ static inline void OA_DEL(OA_TABLE *t, int32_t e) {
     t->ent[e].next = t->free_head;
     t->free_head = e;
     t->nres--;
+}
+
+/* delete entry e from the table (it must not be in a list); its slot in the entry array goes to the free list */
+static inline void OA_DEL(OA_TABLE *t, int32_t e) {
+    OA_DEL_HOME(t, e, OA_HOME(t, OA_KEY_OF(&t->ent[e])));
 }
 
 /* entry e becomes the LRU list's last (most recent) unpinned entry */
@@ -299,3 +325,5 @@ static inline void OA_UNLINK(OA_TABLE *t, int32_t e) {
 #undef OA_ADD_ATF
 #undef OA_TAKE
 #undef OA_PUT
+#undef OA_DEL_HOME
+#undef OA_SIZE_FOR

@@ -413,12 +413,16 @@ class NativeHierarchy(CompiledHierarchy):
             :data:`COMPILED_POLICIES` and admission policies of :data:`COMPILED_ADMISSIONS` (their names,
             capacities, policy and admission options are read; the objects are not used after).
         write_policy: ``"back"`` (default) or ``"through"``.
+        expected_blocks: the number of distinct block ids of the trace to be replayed, when the caller knows it
+            (0: not known). Two plain LRU tiers sharing one table size its slots once for
+            ``min(expected_blocks, GPU + CPU capacity)`` blocks instead of doubling them from 16 as blocks come;
+            no number depends on it (only where blocks lie in the table).
     Raises:
         UserError: no tier, duplicate names, unknown write policy, a policy or admission policy without
             a compiled twin, a non-empty tier, or the extension is not built.
     """
 
-    def __init__(self, tiers: Sequence[Tier], write_policy: str = "back") -> None:
+    def __init__(self, tiers: Sequence[Tier], write_policy: str = "back", expected_blocks: int = 0) -> None:
         names = check_hierarchy_args(tiers, write_policy)
         if not available(tiers):
             raise UserError("the native hierarchy needs the compiled pcs.cache._lruhier and empty tiers of at most "
@@ -430,7 +434,7 @@ class NativeHierarchy(CompiledHierarchy):
         admissions = [getattr(t, "admission", None) for t in tiers]
         h = _lruhier.Hierarchy(names, [t.capacity_blocks for t in tiers], write_policy == "through",
                                [policy_spec(t.policy) for t in tiers], [gate_specs(a) for a in admissions],
-                               [retain_spec(t.policy) for t in tiers])
+                               [retain_spec(t.policy) for t in tiers], expected_blocks=max(int(expected_blocks), 0))
         self._bind(h, h.gpu_held)           # held: pinned + reserved GPU slots
         self.write_policy = write_policy
         self.write_through = write_policy == "through"

@@ -389,3 +389,54 @@ def test_finish_appends_in_one_pass_worked_by_hand(use_native):
     _admit(big, list(range(1, 101)))             # 100 computed keys, tail first
     _admit(big, list(range(101, 151)))
     assert _orders(big) == (list(range(100, 0, -1)) + list(range(150, 100, -1)), [])
+
+
+@pytest.mark.parametrize("use_native", [False, True])
+def test_hit_blocks_per_tier_of_a_truncated_restore_worked_by_hand(use_native):
+    """The per-tier hit and restore counts of a two-tier admission whose restores do not all fit (the compiled
+    hierarchy takes the lower tier's hits as the kept restores: pcs/cache/_lruhier.c ``start_restore``). GPU 2 +
+    CPU 4 blocks, LRU, write-back, worked out by hand from docs/semantics.md §5 (the budget: restores first, the hits
+    end at the first restore that does not fit), §6 and §8, on the Python hierarchy and the compiled one."""
+    h = native.NativeHierarchy(_tiers([2, 4]), "back") if use_native else Hierarchy(_tiers([2, 4]), "back")
+    _admit(h, [1, 2])                # GPU [2, 1]
+    _admit(h, [3, 4])                # evicts 2, 1 -> CPU [2, 1]; GPU [4, 3]
+    assert _orders(h) == ([4, 3], [2, 1])
+    # 1, 2 in the CPU tier only, 3 in the GPU tier (unpinned): lead 3, two restores wanted, 3 pinned. Free GPU
+    # slots: 2 - 2 resident + 2 unpinned - 1 (3, pinned now) = 1: one restore kept (1), the hits end at 2
+    a = h.start([1, 2, 3], 3, 3)
+    assert (a.prefix_hit_blocks, a.hit_blocks, a.truncated, a.reserved_blocks) == (3, 1, True, 0)
+    assert list(a.hit_blocks_per_tier) == [0, 1] and list(a.restored_blocks_per_tier) == [0, 1]
+    assert _orders(h) == ([], [2, 1, 4])         # 1's slot: evicts 4 -> CPU after 1's touch
+    h.prefill_done(a)
+    h.finish(a)                      # the pinned keys tail first: 3, then 1
+    assert _orders(h) == ([3, 1], [2, 1, 4])
+    b = h.start([3, 1, 5], 3, 3)     # 3, 1 GPU hits, 5 computed: 1 slot, none free -> no room, truncated
+    assert list(b.hit_blocks_per_tier) == [2, 0] and list(b.restored_blocks_per_tier) == [0, 0]
+    assert (b.hit_blocks, b.truncated, b.reserved_blocks) == (2, True, 0)
+    h.finish(b)
+    h._check()
+
+
+@pytest.mark.parametrize("expected", [0, 1, 5, 10 ** 6])
+def test_shared_table_sized_once_changes_no_number(expected):
+    """``expected_blocks`` (the trace's distinct ids, when the caller knows them) sizes the shared table's slots once
+    (pcs/cache/_lruhier.c ``sh_open``: for min(expected, GPU + CPU capacity) blocks) instead of doubling them from 16;
+    only where blocks lie in the table may differ. The demotion and restore of
+    ``test_demotion_and_restore_in_the_shared_table_worked_by_hand`` (GPU 2 + CPU 3, worked by hand there) give the
+    same orders for a hint of none, too small, exact and far too large."""
+    h = native.NativeHierarchy(_tiers([2, 3]), "back", expected_blocks=expected)
+    assert h._h.shared_table()
+    _admit(h, [1, 2])
+    _admit(h, [3])
+    assert _orders(h) == ([1, 3], [2])
+    a = _admit(h, [2])
+    assert list(a.restored_blocks_per_tier) == [0, 1] and _orders(h) == ([3, 2], [2, 1])
+    _admit(h, [4, 5])
+    assert _orders(h) == ([5, 4], [1, 3, 2])
+    _admit(h, [6])
+    assert _orders(h) == ([4, 6], [3, 2, 5])
+    assert h.dropped_blocks == 1 and h.written_blocks == [0, 4]
+    for k in range(100, 400):        # past the hint: the table grows as before
+        _admit(h, [k], check=False)
+    h._check()
+    assert _orders(h) == ([398, 399], [395, 396, 397])
