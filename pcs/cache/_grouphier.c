@@ -792,37 +792,51 @@ static int demand(GH *s, Py_ssize_t k, Py_ssize_t lead, long long extra) {
 
 static Py_ssize_t need_of(GH *s) {
     Py_ssize_t need = s->extra + s->nrest;
-    for (int g = 0; g < s->G; g++) need += s->computed[g].n;
+    for (int g = 0; g < s->G; g++) need += s->computed[g].n + s->transient[g].n;   /* both take a slot */
     return need;
 }
 
-typedef struct { int32_t pos, g; Key k; } Item;
+typedef struct { int32_t pos, g, kind; Key k; } Item;
 
 static int item_cmp(const void *x, const void *y) {
     const Item *a = x, *b = y;
     if (a->pos != b->pos) return a->pos < b->pos ? -1 : 1;
     if (a->g != b->g) return a->g < b->g ? -1 : 1;
-    return a->k.tag < b->k.tag ? -1 : a->k.tag > b->k.tag;
+    if (a->k.tag != b->k.tag) return a->k.tag < b->k.tag ? -1 : 1;
+    return a->kind < b->kind ? -1 : a->kind > b->kind;
 }
 
-/* GroupHierarchy._cut_computed: keep the computed pages in chain order while they fit; no extra pages */
+/* GroupHierarchy._cut_computed: keep the computed pages, kept and transient alike (both take a slot while the
+ * prefill writes them), in chain order while they fit; no extra pages */
 static int cut_computed(GH *s, Py_ssize_t budget) {
     Py_ssize_t left = budget - s->nrest, total = 0, m = 0;
-    for (int g = 0; g < s->G; g++) total += s->computed[g].n;
+    for (int g = 0; g < s->G; g++) total += s->computed[g].n + s->transient[g].n;
     Item *it = PyMem_Malloc(sizeof(Item) * (total ? total : 1));
     if (!it) { PyErr_NoMemory(); return -1; }
     /* positions: a computed page's block is in head (distinct hashes) */
-    for (int g = 0; g < s->G; g++)
+    for (int g = 0; g < s->G; g++) {
         for (Py_ssize_t x = 0, i = 0; x < s->computed[g].n; x++) {
             Key k = s->computed[g].a[x];
             while (s->head[i] != k.h) i++;       /* a group's computed pages are in chain order */
-            it[m].pos = (int32_t)i; it[m].g = g; it[m].k = k; m++;
+            it[m].pos = (int32_t)i; it[m].g = g; it[m].kind = 0; it[m].k = k; m++;
         }
+        for (Py_ssize_t x = s->transient[g].n - 1, i = 0; x >= 0; x--) {   /* transient: kept last first */
+            Key k = s->transient[g].a[x];
+            while (s->head[i] != k.h) i++;
+            it[m].pos = (int32_t)i; it[m].g = g; it[m].kind = 1; it[m].k = k; m++;
+        }
+    }
     qsort(it, m, sizeof(Item), item_cmp);
-    for (int g = 0; g < s->G; g++) s->computed[g].n = 0;
+    for (int g = 0; g < s->G; g++) s->computed[g].n = s->transient[g].n = 0;
     for (Py_ssize_t x = 0; x < m && left > 0; x++, left--)
-        if (kv_push(&s->computed[it[x].g], it[x].k) < 0) { PyMem_Free(it); return -1; }
+        if (kv_push(it[x].kind ? &s->transient[it[x].g] : &s->computed[it[x].g], it[x].k) < 0) {
+            PyMem_Free(it); return -1;
+        }
     PyMem_Free(it);
+    for (int g = 0; g < s->G; g++) {      /* transient back to last page first */
+        KV *tr = &s->transient[g];
+        for (Py_ssize_t x = 0, y = tr->n - 1; x < y; x++, y--) { Key k = tr->a[x]; tr->a[x] = tr->a[y]; tr->a[y] = k; }
+    }
     s->extra = 0;
     return 0;
 }
@@ -1105,8 +1119,11 @@ static int c_prefill_done(GH *s, GAdm *a) {
     for (int g = 0; g < s->G; g++) if (a->release[g].n) t_unpin_rev(&s->tier[0], &a->release[g]);
     for (int g = 0; g < s->G; g++) {
         if (!a->transient[g].n) continue;
+        s->tier[0].reserved -= a->transient[g].n;     /* their slots, reserved at start, take them now */
+        a->reserved -= a->transient[g].n;
         s->tmp2.n = 0;
-        if (t_insert(s, 0, &a->transient[g], &s->tmp2, 0, s->pages[g] > 1 ? s->pages[g] : 0) < 0
+        const long long np = s->pages[g];      /* whole blocks, unless a truncation kept part of one */
+        if (t_insert(s, 0, &a->transient[g], &s->tmp2, 0, np > 1 && a->transient[g].n % np == 0 ? np : 0) < 0
             || evicted(s, &s->tmp2) < 0) return -1;
     }
     res_note(s);

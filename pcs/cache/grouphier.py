@@ -14,10 +14,12 @@ components as cache groups (:mod:`pcs.cache.groups`, §3.1):
   :func:`pcs.cache.groups.fixed_point`); a group reads only its needed blocks:
   those are pinned, or restored from a lower tier -- a sliding window restores
   only the window's blocks, a state group one state;
-- a request reserves, per pool, slots for its restores, for the computed pages
-  it keeps while running and for its running extra (output) pages; at the end
-  of prefill, pages no group still needs (outside the window, older checkpoints)
-  are unpinned or stored unpinned at once -- cached and evictable;
+- a request reserves, per pool, slots for its restores, for every page its
+  prefill writes (those it keeps while running and those that slide out of a
+  window or are older checkpoints: vLLM allocates every block a prefill writes)
+  and for its running extra (output) pages; at the end of prefill, pages no
+  group still needs are unpinned or stored unpinned at once in their own slots
+  -- cached and evictable;
 - a request that cannot get its slots is truncated as in §5: when its restores
   do not fit, the hit ends at the first block whose restore does not fit (and
   the fixed point is taken again below it); otherwise its computed pages are
@@ -102,7 +104,7 @@ class _Demand:
         for r in self.restores:
             out[r[1]] += 1
         for g, keys in enumerate(self.computed):
-            out[groups[g].pool] += len(keys)
+            out[groups[g].pool] += len(keys) + len(self.transient[g])
         return out
 
 
@@ -410,20 +412,23 @@ class GroupHierarchy(GroupStepMixin):
         return None
 
     def _cut_computed(self, d: _Demand, budgets: list[int], head: Sequence[int]) -> None:
-        """Keep the computed pages, in chain order, while they fit; no extra pages (§5)."""
+        """Keep the computed pages, kept and transient alike (both take a slot while the prefill writes
+        them), in chain order while they fit; no extra pages (§5)."""
         left = list(budgets)
         for r in d.restores:
             left[r[1]] -= 1
         pos = {h: i for i, h in enumerate(head)}
-        items = sorted((pos[key & _MASK], g, key) for g, keys in enumerate(d.computed) for key in keys)
+        items = sorted((pos[key & _MASK], g, key, kind) for kind, lists in enumerate((d.computed, d.transient))
+                       for g, keys in enumerate(lists) for key in keys)
         kept: list[list[int]] = [[] for _ in self.groups]
-        for _, g, key in items:
+        passing: list[list[int]] = [[] for _ in self.groups]
+        for _, g, key, kind in items:
             p = self.groups[g].pool
             if left[p] == 0:
                 break
             left[p] -= 1
-            kept[g].append(key)
-        d.computed = kept
+            (passing if kind else kept)[g].append(key)
+        d.computed, d.transient = kept, passing
         d.extra = [0] * self.pools
 
     def _apply(self, d: _Demand, budgets: list[int], lead: int, truncated: bool) -> GroupAdmission:
@@ -558,6 +563,8 @@ class GroupHierarchy(GroupStepMixin):
         for g, keys in enumerate(adm.transient):
             if keys:
                 p = self.groups[g].pool
+                self.levels[0][p].release(len(keys))   # their slots, reserved at start, take them now
+                adm.reserved[p] -= len(keys)
                 pushed, _ = self._insert(0, p, keys[::-1], g)
                 self._evicted(pushed, 0, p)
         self.residency.note()

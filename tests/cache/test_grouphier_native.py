@@ -247,12 +247,14 @@ def test_window_pages_stored_last_first_and_split_runs_go_down_hand_traced():
         GPU w2.1 w2.0 w1.1 w1.0 f3 f2 f1 w3.1 w3.0 (9 pages).
     r2 [4]: 3 slots, 1 free -> w2.1 w2.0 down: CPU w2.1 w2.0; GPU ... f4 w4.1 w4.0 (10).
     r3 [5]: w1.1 w1.0 f3 down; the CPU makes room for 3: w2.1 w2.0 to the SSD; CPU w1.1 w1.0 f3.
-    r4 [6, 7]: 4 slots: f2 f1 w3.1 w3.0 down; the CPU holds 3, so f2 is cut and follows the CPU's victims
-        w1.1 w1.0 f3: SSD (4 pages, 2 free) drops w2.1 w2.0, holds w1.1 w1.0 f3 f2; CPU f1 w3.1 w3.0.
-        prefill_done stores w6.1 w6.0: the GPU (4 pinned, 6 unpinned) evicts f4 w4.1 (block 4's window run cut
-        after one page), the CPU then f1 w3.1 (block 3's run cut), the SSD drops w1.1 w1.0.
-    End: GPU w4.0 f5 w5.1 w5.0 w6.1 w6.0 f7 f6 w7.1 w7.0; CPU w3.0 f4 w4.1; SSD f3 f2 f1 w3.1; written CPU 2 + 3 + 3 + 2
-    = 10, SSD 2 + 4 + 2 = 8; dropped 4, all window pages.
+    r4 [6, 7]: 6 slots (f6 f7 w7.0 w7.1 kept, and w6.0 w6.1 that slide out: the prefill writes them, so they take
+        a slot until prefill_done, vLLM allocating every block a prefill writes): victims f2 f1 w3.1 w3.0 f4 w4.1
+        (block 4's window run cut after one page); the CPU (3, full) cuts the batch's first 3, f2 f1 w3.1 (not
+        resident there), which follow its victims w1.1 w1.0 f3 down; the SSD (4 pages, 2 free) cuts w1.1 w1.0 and
+        drops them after its victims w2.1 w2.0, holds f3 f2 f1 w3.1; CPU w3.0 f4 w4.1.
+        prefill_done gives back w6's 2 slots and stores w6.1 w6.0 in them (no eviction).
+    End: GPU w4.0 f5 w5.1 w5.0 w6.1 w6.0 f7 f6 w7.1 w7.0; CPU w3.0 f4 w4.1; SSD f3 f2 f1 w3.1; written CPU 2 + 3 + 3
+    = 8, SSD 2 + 4 = 6; dropped 4, all window pages.
     """
     from pcs.cache.grouphier import page_key
 
@@ -270,49 +272,48 @@ def test_window_pages_stored_last_first_and_split_runs_go_down_hand_traced():
                                              w(7, 0)]
         assert h.tiers[1].policy.order() == [w(3, 0), f(4), w(4, 1)]
         assert h.tiers[2].policy.order() == [f(3), f(2), f(1), w(3, 1)]
-        assert (h.written_blocks[1], h.written_blocks[2], h.dropped_blocks) == (10, 8, 4)
+        assert (h.written_blocks[1], h.written_blocks[2], h.dropped_blocks) == (8, 6, 4)
         assert h.residency.dropped == [0, 4]
     assert_group_states_equal(ref, nat)
 
 
-def test_window_pages_cut_inside_a_block_at_prefill_done_hand_traced():
-    """A window group's pages stored at prefill_done when the GPU has less unpinned room than them: the batch's first
-    keys are cut (pushed down as if evicted) and the cut ends inside a group block, so the GPU insert's runs start
-    mid-block and a whole block follows (pcs/cache/_grouphier.c t_insert with whole-block runs, ins_find); a later
-    eviction sends the cut block's other page down after its first (the CPU then holds that block's pages from two
-    batches), worked out by hand from the LRU rules (docs/semantics.md §3.1, §5-§7), both twins.
+def test_window_pages_truncated_inside_a_block_reserve_their_slots_hand_traced():
+    """A window group's pages that slide out during the prefill take a GPU slot from start to prefill_done (vLLM
+    allocates every block a prefill writes and frees the ones outside the window after it), so a prefill that does
+    not fit is truncated over them too, in chain order, and the cut may end inside a group block: prefill_done then
+    stores part of a block (pcs/cache/_grouphier.c t_insert without whole-block runs), worked out by hand from the
+    rules (docs/semantics.md §3.1, §5-§7), both twins.
 
-    Groups: full (f, 1 page a block) and a window of 4 tokens (w, 2 pages; the window is 1 block); GPU 9, CPU 4 pages,
+    Groups: full (f, 1 page a block) and a window of 4 tokens (w, 2 pages; the window is 1 block); GPU 8, CPU 4 pages,
     write-back; no hits (cap 0); each request runs start, prefill_done, finish. First victim first, b.p = block b
     page p:
-    r1 [1, 2, 3, 4]: start reserves f1..f4 w4.0 w4.1 (6 of 9); prefill_done fills them (pinned, 3 slots free, no page
-        unpinned) and stores w3.1 w3.0 w2.1 w2.0 w1.1 w1.0 (block 3 first, last page first): room 3, so the first 3
-        are cut (none resident: pushed to the CPU, CPU w3.1 w3.0 w2.1) and w2.0 w1.1 w1.0 are stored; finish unpins
-        tail first: GPU w2.0 w1.1 w1.0 f4 f3 f2 f1 w4.1 w4.0.
-    r2 [5]: 3 slots, none free -> w2.0 w1.1 w1.0 down; the CPU (3 held, 1 free) drops w3.1 w3.0 (window pages):
-        CPU w2.1 w2.0 w1.1 w1.0; GPU f4 f3 f2 f1 w4.1 w4.0 f5 w5.1 w5.0.
-    End: CPU written 3 + 3 = 6, dropped 2, both window pages.
+    r1 [1, 2, 3, 4]: needs f1..f4, w4.0 w4.1 (kept) and w1 w2 w3 (6 pages that slide out) = 12 > 8: truncated,
+        chain order f1 w1.0 w1.1 f2 w2.0 w2.1 f3 w3.0 | w3.1 f4 w4.0 w4.1: 8 slots, f1 f2 f3 pinned, w3.0 w2.1 w2.0
+        w1.1 w1.0 stored unpinned at prefill_done (last page first, block 3 without its page 1); finish unpins
+        f3 f2 f1: GPU w3.0 w2.1 w2.0 w1.1 w1.0 f3 f2 f1.
+    r2 [5]: 3 slots (f5 w5.0 w5.1), none free -> w3.0 w2.1 w2.0 down: CPU w3.0 w2.1 w2.0 (written 3, dropped 0);
+        GPU w1.1 w1.0 f3 f2 f1 f5 w5.1 w5.0.
     """
     from pcs.cache.grouphier import page_key
 
     groups = [CacheGroup("full", "full", ("full_attention",), BS, pages=1),
               CacheGroup("win", "window", ("sliding",), BS, 4, pages=2)]
-    ref, nat = _pair([9, 4], "back", groups)
+    ref, nat = _pair([8, 4], "back", groups)
     f = lambda b: page_key(b, 0, 0)  # noqa: E731
     w = lambda b, p: page_key(b, 1, p)  # noqa: E731
     for h in (ref, nat):
         a = h.start([1, 2, 3, 4], 4, 0)
+        assert a.truncated and a.reserved == [8]
         h.prefill_done(a)
         h.finish(a)
-        assert h.tiers[0].policy.order() == [w(2, 0), w(1, 1), w(1, 0), f(4), f(3), f(2), f(1), w(4, 1), w(4, 0)]
-        assert h.tiers[1].policy.order() == [w(3, 1), w(3, 0), w(2, 1)]
+        assert h.tiers[0].policy.order() == [w(3, 0), w(2, 1), w(2, 0), w(1, 1), w(1, 0), f(3), f(2), f(1)]
         a = h.start([5], 1, 0)
         h.prefill_done(a)
         h.finish(a)
-        assert h.tiers[0].policy.order() == [f(4), f(3), f(2), f(1), w(4, 1), w(4, 0), f(5), w(5, 1), w(5, 0)]
-        assert h.tiers[1].policy.order() == [w(2, 1), w(2, 0), w(1, 1), w(1, 0)]
-        assert (h.written_blocks[1], h.dropped_blocks) == (6, 2)
-        assert h.residency.dropped == [0, 2]
+        assert h.tiers[0].policy.order() == [w(1, 1), w(1, 0), f(3), f(2), f(1), f(5), w(5, 1), w(5, 0)]
+        assert h.tiers[1].policy.order() == [w(3, 0), w(2, 1), w(2, 0)]
+        assert (h.written_blocks[1], h.dropped_blocks) == (3, 0)
+        assert h.tiers[0].stats.evicted_blocks == 3
     assert_group_states_equal(ref, nat)
 
 
@@ -364,4 +365,56 @@ def test_runs_cut_by_the_eviction_count_and_touched_hand_traced():
             assert h.tiers[1].policy.order() == cpu
         assert (h.written_blocks[1], h.dropped_blocks) == (8, 2)
         assert h.tiers[1].stats.evicted_blocks == 2
+    assert_group_states_equal(ref, nat)
+
+
+def test_a_prefill_reserves_every_window_page_it_writes_hand_traced():
+    """Every page a prefill writes takes a GPU slot from start to prefill_done, the window pages that slide out
+    included (vLLM ``get_num_blocks_to_allocate`` allocates each block a prefill writes; ``remove_skipped_blocks``
+    frees the ones outside the window after it), docs/semantics.md §3.1; both twins. Full (1 page) and a window of
+    W = 2B tokens (m = ceil((W - 1) / B) = 2 blocks), B = BS.
+
+    One request of 6 blocks, no hit, GPU 100 pages: reserved f1..f6 (6) + window blocks 5, 6 kept (2) + window
+    blocks 1..4 written and slid out (4) = 12 pages; prefill_done stores the 4 in their own slots (4 given back),
+    so the tier's peak of resident + reserved pages is 12 and all 6 window pages are resident at the end.
+    """
+    groups = [CacheGroup("full", "full", ("full_attention",), BS, pages=1),
+              CacheGroup("win", "window", ("sliding",), BS, 2 * BS, pages=1)]
+    ref, nat = _pair([100], "back", groups)
+    for h in (ref, nat):
+        a = h.start([1, 2, 3, 4, 5, 6], 6, 5)
+        assert list(a.reserved) == [12]
+        h.prefill_done(a)
+        assert list(a.reserved) == [0]
+        h.finish(a)
+        assert h.tiers[0].stats.peak_used_blocks == 12
+        assert h.residency.pages[0] == [6, 6]
+    assert_group_states_equal(ref, nat)
+
+
+def test_gpu_only_dropped_pages_are_the_gpu_evictions_hand_traced():
+    """On a GPU-only hierarchy every page dropped was resident on the GPU and evicted from it: ``dropped_blocks``
+    equals the GPU tier's ``evicted_blocks`` (docs/json.md: blocks evicted from the last tier), no page is
+    dropped that never was stored (docs/semantics.md §3.1, §7); both twins. Full (1 page) and a window of W = 2B
+    tokens (m = 2), GPU 6 pages, write-back, no hits.
+
+    r1 [1, 2, 3, 4]: needs f1..f4, w3 w4 (kept) and w1 w2 (slide out) = 8 > 6: truncated, chain order
+        f1 w1 f2 w2 f3 w3 kept (6 slots); nothing evicted, nothing dropped (before, w1 w2 were stored unreserved
+        into a full GPU: pushed out, never resident, and counted dropped: 2 dropped, 0 evicted).
+    r2 [5, 6, 7]: f5 f6 f7, w6 w7 kept, w5 slides out = 6 slots, the 6 unpinned pages of r1 evicted and dropped.
+    """
+    groups = [CacheGroup("full", "full", ("full_attention",), BS, pages=1),
+              CacheGroup("win", "window", ("sliding",), BS, 2 * BS, pages=1)]
+    ref, nat = _pair([6], "back", groups)
+    for h in (ref, nat):
+        a = h.start([1, 2, 3, 4], 4, 0)
+        assert a.truncated
+        h.prefill_done(a)
+        h.finish(a)
+        assert (h.dropped_blocks, h.tiers[0].stats.evicted_blocks) == (0, 0)
+        a = h.start([5, 6, 7], 3, 0)
+        assert not a.truncated
+        h.prefill_done(a)
+        h.finish(a)
+        assert (h.dropped_blocks, h.tiers[0].stats.evicted_blocks, h.tiers[0].stats.overflow_blocks) == (6, 6, 0)
     assert_group_states_equal(ref, nat)

@@ -193,9 +193,11 @@ def test_mamba_cache_mode_align_saves_only_the_last_checkpoint(group, hit):
 def test_running_extra_pages_per_group():
     h = hier(FULL, WIN, STATE.__class__("ssm_state", "state", ("ssm_state",), B, span_tokens=8, pool=0))
     # 3 blocks and 5 extra (partial block + output): full 3 + 5 pages; window keeps blocks 2, 3 and
-    # holds at most m + 1 = 3 -> 1 extra; state keeps none and holds 1 running state -> 1 extra
+    # holds at most m + 1 = 3 -> 1 extra; state keeps none and holds 1 running state -> 1 extra.
+    # The prefill also writes window block 1 (slid out: ids 1) and the checkpoint at block 2 (u = 2): a slot
+    # each while it runs (vLLM allocates every block a prefill writes), given back at prefill_done -> + 1 + 1
     adm = h.start([1, 2, 3], 3, 3, 5)
-    assert adm.reserved == [3 + 5 + 2 + 1 + 1]
+    assert adm.reserved == [3 + 5 + 2 + 1 + 1 + 1 + 1]
     h.prefill_done(adm)
     assert adm.reserved == [5 + 1 + 1]
     h.finish(adm)
