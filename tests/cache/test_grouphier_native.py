@@ -418,3 +418,31 @@ def test_gpu_only_dropped_pages_are_the_gpu_evictions_hand_traced():
         h.finish(a)
         assert (h.dropped_blocks, h.tiers[0].stats.evicted_blocks, h.tiers[0].stats.overflow_blocks) == (6, 6, 0)
     assert_group_states_equal(ref, nat)
+
+
+def test_a_state_checkpoint_written_by_the_prefill_needs_its_slots_hand_traced():
+    """A state group's checkpoint that a prefill writes takes its pages' slots like any page it writes (vLLM's
+    ``MambaManager`` allocates the state blocks of the tokens a step computes; docs/semantics.md §3.1, §5), so a
+    request whose full page and state do not fit the GPU is truncated (as a full-attention model's request is);
+    both twins. Full (f, 1 page) and a state checkpointed every block (s, 3 pages), GPU 3 pages, no output block.
+
+    r1 [5], 1 block, cap 0: needs f5 + s5.0 s5.1 s5.2 = 4 > 3: truncated, chain order f5 s5.0 s5.1 kept (3 slots):
+        a checkpoint missing a page, which no hit can read.
+    r2 [5, 7], cap 1: f5 is resident (full lead 1) but the checkpoint at block 1 lacks s5.2: the state rule refuses,
+        hit 0, lost_blocks 1; it needs f7 and the checkpoints at blocks 1 and 2 (6 pages) with 2 slots (f5 pinned):
+        truncated.
+    """
+    groups = [CacheGroup("full", "full", ("full_attention",), BS, pages=1),
+              CacheGroup("ssm", "state", ("ssm_state",), BS, BS, pages=3)]
+    ref, nat = _pair([3], "back", groups)
+    for h in (ref, nat):
+        a = h.start([5], 1, 0)
+        assert a.truncated and list(a.reserved) == [3]
+        h.prefill_done(a)
+        h.finish(a)
+        assert h.residency.pages[0] == [1, 2]
+        a = h.start([5, 7], 2, 1)
+        assert (a.hit_blocks, a.lost_blocks, a.truncated) == (0, 1, True)
+        h.prefill_done(a)
+        h.finish(a)
+    assert_group_states_equal(ref, nat)
