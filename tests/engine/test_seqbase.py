@@ -232,10 +232,13 @@ def test_compiled_hybrid_sequential_equals_the_event_loop(reqs, groups, caps, ru
 @needs_grouphier
 def test_hand_traced_window_blocks_dropped_refuse_the_hit():
     # BS = 4; groups: full attention (1 page a block) and a window of 5 tokens = ceil((5 - 1) / 4) = 1 block
-    # (1 page); one GPU level of 4 pages, default rules (a hit stops before the last prompt token).
+    # (1 page); one GPU level of 6 pages, default rules (a hit stops before the last prompt token).
     # A = [1, 2, 3], 12 tokens: nothing cached, hit 0. It computes full (1), (2), (3) and window (3) (the
-    #   window block before the end, kept) = 4 pages, all its GPU slots; its window pages (1), (2) slide out at
-    #   prefill end, stored unpinned, but no slot is free: cut and dropped (one level).
+    #   window block before the end, kept) and window (1), (2), which slide out: every page the prefill writes
+    #   takes a slot, 6 pages, all the GPU; at prefill end (1), (2) of the window are stored unpinned in their
+    #   slots, then finish unpins the rest: LRU w2 w1 f3 f2 f1 w3.
+    # C = [9], 4 tokens: f9 and w9 (kept: the window block before the end) = 2 slots: evicts w2, w1 (dropped,
+    #   one level).
     # B = [1, 2, 5, 6], 16 tokens: cap (16 - 1) // 4 = 3; full attention has blocks 1, 2 (lead 2); a hit at 2
     #   needs block 2's window page, dropped; at 1 block 1's, dropped; so every group accepts 0 blocks: hit 0,
     #   refused by the rules min(cap, lead) - 0 = 2 blocks = 8 tokens.
@@ -243,11 +246,11 @@ def test_hand_traced_window_blocks_dropped_refuse_the_hit():
 
     groups = [CacheGroup("full_attention", "full", ("full_attention",), BS, 0, 1, layers=1),
               CacheGroup("sliding_window", "window", ("sliding_window",), BS, 5, 1, layers=1)]
-    trace = [req([1, 2, 3], 0.0), req([1, 2, 5, 6], 1.0)]
-    ref, nat = _group_pair([4], "back", groups)
+    trace = [req([1, 2, 3], 0.0), req([9], 1.0), req([1, 2, 5, 6], 2.0)]
+    ref, nat = _group_pair([6], "back", groups)
     hits, got = _group_compare(trace, ref, nat, BlockRules())
-    assert hits == [0, 0]
-    assert got.columns["hybrid_lost_tokens"].tolist() == [0, 8]
+    assert hits == [0, 0, 0]
+    assert got.columns["hybrid_lost_tokens"].tolist() == [0, 0, 8]
     assert got.ledger.hit_tokens == 0
 
 
