@@ -29,6 +29,7 @@ ROWS: list[tuple[str, str, Callable[[Any], str]]] = [
     ("gap: block rounding", "gap_block_rounding", _pts),
     ("gap: capacity and eviction", "gap_capacity_eviction", _pts),
     ("gap: concurrency", "gap_concurrency", _pts),
+    ("gap: hybrid rules", "gap_hybrid_rules", _pts),
     ("oracle hit ratio", "oracle_hit_ratio", format_percent),
     ("oracle split: capacity", "gap_capacity", _pts),
     ("oracle split: policy", "gap_policy", _pts),
@@ -48,7 +49,7 @@ def _variants_table(res: CompareResult, notes: tuple[str, ...]) -> str:
     timing = timing_label(res.timing, first.compute if first is not None else None)
     body = [[label] + [fmt(getattr(v, attr)) if getattr(v, attr) is not None else "-" for v in res.variants]
             for label, attr, fmt in ROWS if any(getattr(v, attr) is not None for v in res.variants)
-            or not attr.startswith(("oracle", "gap_capacity", "gap_policy", "single_sequence_with"))]
+            or not attr.startswith(("oracle", "gap_capacity", "gap_policy", "single_sequence_with", "gap_hybrid"))]
     body.insert(0, ["tiers"] + [v.tiers for v in res.variants])
     return render_table(["metric"] + [v.variant for v in res.variants], body,
                         title=f"pcs compare: {shown_path(res.trace)} | {res.model} | {timing}",
