@@ -28,7 +28,7 @@ __all__ = ["compare"]
                    "--tiers gpu=390GB,cpu=4TB (instead of --tier).")
 @click.option("--curve-capacities", default=None, metavar="C1,C2,...",
               help="Also print hit-ratio curve rows at these one-tier capacities (5000blocks, or sizes such as 40GB: "
-                   "the GPU tier's bytes per block), sequential timing: "
+                   "the GPU tier's bytes per block; a hybrid model's block as pcs deploy counts it), sequential timing: "
                    "one column per compared policy (LRU from the one-pass curve, others replayed), Belady and "
                    "the single-sequence ceiling.")
 @html_options

@@ -95,7 +95,8 @@ def _hit_table(s: dict[str, Any]) -> str:
         ["gap: block rounding", _pts(g["block_rounding"]),
          f"ideal {format_percent(s['ideal_hit_ratio'])} (partial blocks, no last-token cap) - single-sequence"],
         ["gap: capacity and eviction", _pts(g["capacity_eviction"]),
-         f"single-sequence - sequential replay of these tiers ({format_percent(s['sequential_hit_ratio'])})"],
+         f"single-sequence - sequential replay of these tiers ({format_percent(s['sequential_hit_ratio'])})"
+         + (" - hybrid rules (row below)" if g.get("hybrid_rules") is not None else "")],
         ["gap: concurrency", _pts(g["concurrency"]), _concurrency_meaning(s)],
     ]
     if s.get("oracle_hit_ratio") is not None:     # --gap-oracle (docs/semantics.md §12)
