@@ -142,7 +142,7 @@ def tier_rows(s: dict[str, Any]) -> tuple[str, list[str], list[list[str]], list[
                      format_bytes(t["written_bytes"]), format_count(t["evicted_blocks"]),
                      format_bytes(t["resident_bytes_end"]), format_bytes(t["resident_bytes_peak"])])
     headers = ["tier", "layout", f"bytes/{unit}", "capacity", "policy",
-               "hit blocks" if unit == "block" else "hit model blocks", "restored", "written", "evicted",
+               "hit blocks" if unit == "block" else "hit blocks (model)", "restored", "written", "evicted",
                "resident end", "resident peak"]
     return TIER_TITLE, headers, rows, _tier_notes(s, unit)
 
@@ -156,7 +156,7 @@ def _tier_notes(s: dict[str, Any], unit: str) -> list[str]:
         pool = ("pages of the shared pool" if (s.get("hybrid") or {}).get("manager") != "sglang" else
                 "pages of its pools (SGLang: one pool per kind of layer, their pages added)")
         notes.append(f"hybrid model: a tier's bytes/page, capacity, evicted and resident count {pool} (JSON "
-                     "bytes_per_block and capacity_blocks are per page too: blocks_unit \"page\"); hit model blocks, "
+                     "bytes_per_block and capacity_blocks are per page too: blocks_unit \"page\"); hit blocks (model) (JSON hit_blocks), "
                      "the payload row and 'block by component' are per block of the model")
     multi = [t for t in s["tiers"] if len(t["bytes_per_block_by_component"]) > 1]
     for t in multi:
@@ -432,9 +432,11 @@ def _hybrid_table(s: dict[str, Any]) -> str:
             rows.append([t["name"], comp, format_bytes(v), format_bytes(other[comp]) if comp in other else "-"])
     notes = [f"the same run with every layer as full attention: hit ratio {format_percent(full['hit_ratio'])} "
              f"(this run {format_percent(s['hit_ratio'])})"] if full else []
-    notes.append(f"{format_count(h['lost_tokens'])} hit tokens of this run refused by the hybrid rules (full attention "
-                 "held them; the gap's hybrid rules term is the sequential replay's); peaks are at each tier's own peak, page_padding = vLLM's uniform page size padding")
-    return render_table(["tier", "component", "peak resident", "all full attention"], rows,
+    notes.append(f"{format_count(h['lost_tokens'])} hit tokens of this run lost to the hybrid rules (full attention "
+                 "held them; JSON hybrid.lost_tokens, --requests-out hybrid_lost_tokens; the gap's hybrid rules "
+                 "term is the sequential replay's); each column is the components at that run's tier peak "
+                 "(JSON tiers[].resident_bytes_peak_by_component), page_padding = vLLM's uniform page size padding")
+    return render_table(["tier", "component", "at the tier's peak", "all full attention"], rows,
                         title=f"Hybrid model ({h['manager']}): resident bytes per component", notes=notes)
 
 
