@@ -12,9 +12,9 @@ from typing import Any, Callable, Sequence
 
 from pcs.units import format_bandwidth, format_bytes, format_count, format_duration, format_percent
 from pcs.report.replay import (CEILING_LABEL, REAL_LABEL, RESTORE_TIME_NOTE, TP_NOTE, block_bytes, break_even_cells,
-                               lens_rows, tier_rows, ttft_note)
+                               hybrid_rows, lens_rows, tier_rows, ttft_note)
 
-__all__ = ["MARKED_NOTE", "cell", "envelope_table", "tier_table", "footprint_tables", "compare_table", "runs_table", "best_columns",
+__all__ = ["MARKED_NOTE", "cell", "envelope_table", "tier_table", "hybrid_table", "footprint_tables", "compare_table", "runs_table", "best_columns",
            "BEST"]
 
 #: compare metrics where one direction is better: JSON key -> "max" or "min" (other rows are not marked;
@@ -76,6 +76,16 @@ def tier_table(s: dict) -> dict:
     title, headers, rows, notes = tier_rows(s)
     return _table(title, headers, [[cell(r[0]), cell(r[1])] + [cell(v, True) for v in r[2:4]] + [cell(r[4])]
                                    + [cell(v, True) for v in r[5:]] for r in rows], notes)
+
+
+def hybrid_table(s: dict) -> dict | None:
+    """A hybrid model's table of the text report (:func:`pcs.report.replay.hybrid_rows`): bytes per component at
+    each tier's peak beside the all-full-attention run, its hit ratio and the hit tokens lost to the rules in the
+    notes; None for a model that is not hybrid."""
+    if not s.get("hybrid"):
+        return None
+    title, headers, rows, notes = hybrid_rows(s)
+    return _table(title, headers, [[cell(r[0]), cell(r[1])] + [cell(v, True) for v in r[2:]] for r in rows], notes)
 
 
 def _replay_footprint(s: dict) -> dict:

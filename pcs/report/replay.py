@@ -13,7 +13,7 @@ from typing import Any
 from pcs.units import format_bandwidth, format_bytes, format_count, format_duration, format_percent, format_points
 from pcs.report.table import render_table, shown_path
 
-__all__ = ["render_replay", "slot_unit", "tier_rows", "block_bytes", "TIER_TITLE", "header_line", "lens_rows",
+__all__ = ["render_replay", "slot_unit", "tier_rows", "hybrid_rows", "block_bytes", "TIER_TITLE", "header_line", "lens_rows",
            "lens_text", "ttft_note", "REAL_LABEL", "CEILING_LABEL", "CEILING_MEANING"]
 
 
@@ -420,8 +420,10 @@ def lens_text(s: dict[str, Any], label: str = "", notes: bool = True) -> str:
                         notes=lens_notes if notes else ())
 
 
-def _hybrid_table(s: dict[str, Any]) -> str:
-    """A hybrid model: peak resident bytes per component per tier beside the all-full-attention run."""
+def hybrid_rows(s: dict[str, Any]) -> tuple[str, list[str], list[list[str]], list[str]]:
+    """A hybrid model's table (title, headers, rows, notes), one source for the text and the HTML report
+    (:func:`pcs.report.htmltables.hybrid_table`): per tier and component the bytes at the tier's peak beside the
+    all-full-attention run's, and notes with that run's hit ratio and this run's hit tokens lost to the rules."""
     h = s["hybrid"]
     full = h.get("full_attention") or {}
     ft = full.get("tiers", {})
@@ -436,8 +438,14 @@ def _hybrid_table(s: dict[str, Any]) -> str:
                  "held them; JSON hybrid.lost_tokens, --requests-out hybrid_lost_tokens; the gap's hybrid rules "
                  "term is the sequential replay's); each column is the components at that run's tier peak "
                  "(JSON tiers[].resident_bytes_peak_by_component), page_padding = vLLM's uniform page size padding")
-    return render_table(["tier", "component", "at the tier's peak", "all full attention"], rows,
-                        title=f"Hybrid model ({h['manager']}): resident bytes per component", notes=notes)
+    return (f"Hybrid model ({h['manager']}): resident bytes per component",
+            ["tier", "component", "at the tier's peak", "all full attention"], rows, notes)
+
+
+def _hybrid_table(s: dict[str, Any]) -> str:
+    """A hybrid model: peak resident bytes per component per tier beside the all-full-attention run."""
+    title, headers, rows, notes = hybrid_rows(s)
+    return render_table(headers, rows, title=title, notes=notes)
 
 
 def render_replay(s: dict[str, Any]) -> str:

@@ -96,3 +96,22 @@ def test_deploys_gpu_blocks_are_the_replay_tier_of_gemma3():
                tiers=[f"gpu={dep['gpu_blocks']}blocks"], timing="sequential").summary
     assert s.tiers[0].capacity_blocks == dep["gpu_blocks"] * 7
     assert s.tiers[0].capacity_bytes == dep["gpu_blocks"] * 293_601_280
+
+
+def test_hybrid_html_report_has_the_text_reports_hybrid_table(tiny):
+    # The HTML page's hybrid table is the text one (one source, pcs.report.replay.hybrid_rows): the same rows and
+    # notes, the all-full-attention hit ratio and this run's hit tokens lost to the rules among them.
+    from pcs.report.htmltables import hybrid_table
+    from pcs.report.replay import hybrid_rows
+
+    trace, models = tiny
+    s = invoke_json("replay", trace, "--block-size", "16", "--model", models["swa"], "--tp", "1",
+                    "--tier", "gpu=5blocks", "--timing", "sequential")
+    t = hybrid_table(s)
+    title, headers, rows, notes = hybrid_rows(s)
+    assert (t["title"], t["headers"], t["notes"]) == (title, headers, notes)
+    assert [[c["text"] for c in r] for r in t["rows"]] == rows
+    assert [r[:2] for r in rows] == [["gpu", "full_attention"], ["gpu", "sliding_window"]]
+    assert any("every layer as full attention: hit ratio" in n for n in notes)
+    assert any(f"{s['hybrid']['lost_tokens']} hit tokens of this run lost" in n for n in notes)
+    assert hybrid_table({k: v for k, v in s.items() if k != "hybrid"}) is None
