@@ -292,3 +292,6 @@ class ReplaySummary:
                  "are cached; docs/semantics.md §12, §17)", omit_none=True, default=None)
     hybrid: HybridSummary | None = field("-", "a hybrid model's cache groups, pools and residency per component "
                                               "(absent for other models)", omit_none=True, default=None)
+    model_file: str | None = field("-", "the config file the model was read from (--model PATH.json), as given; "
+                                        "absent for a preset (model is then the preset's name)",
+                                   omit_none=True, default=None)

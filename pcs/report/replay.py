@@ -13,7 +13,7 @@ from typing import Any
 from pcs.units import format_bandwidth, format_bytes, format_count, format_duration, format_percent, format_points
 from pcs.report.table import render_table, shown_path
 
-__all__ = ["render_replay", "slot_unit", "tier_rows", "hybrid_rows", "block_bytes", "TIER_TITLE", "header_line", "lens_rows",
+__all__ = ["render_replay", "model_label", "slot_unit", "tier_rows", "hybrid_rows", "block_bytes", "TIER_TITLE", "header_line", "lens_rows",
            "lens_text", "ttft_note", "REAL_LABEL", "CEILING_LABEL", "CEILING_MEANING"]
 
 
@@ -40,11 +40,17 @@ def timing_label(timing: str, compute: str | None) -> str:
     return f"{timing} timing" + (f", {UNLIMITED}" if compute == "infinite" else "")
 
 
+def model_label(s: dict[str, Any]) -> str:
+    """The model as a header names it: the config file it was read from (``model_file``, what ``--model`` takes
+    back) with the config's own name, or the preset's name."""
+    return f"{s['model_file']} ({s['model']})" if s.get("model_file") else s["model"]
+
+
 def header_line(s: dict[str, Any]) -> str:
     """One line naming the run: trace, model, hardware, block size, timing (and unlimited compute), policy."""
     dtype = f", KV {s['kv_dtype']}" if s.get("kv_dtype") else ""
     pols = sorted({t["policy"] for t in s["tiers"]})
-    return (f"pcs replay: {shown_path(s['trace'])} | {s['model']}{dtype} on {s['tp']}x {s['gpu']} (TP={s['tp']}) | "
+    return (f"pcs replay: {shown_path(s['trace'])} | {model_label(s)}{dtype} on {s['tp']}x {s['gpu']} (TP={s['tp']}) | "
             f"block {s['block_size']} tokens | {timing_label(s['timing'], s.get('compute'))} | "
             f"{'/'.join(pols)}, write-{s['write_policy']}")
 

@@ -115,3 +115,20 @@ def test_hybrid_html_report_has_the_text_reports_hybrid_table(tiny):
     assert any("every layer as full attention: hit ratio" in n for n in notes)
     assert any(f"{s['hybrid']['lost_tokens']} hit tokens of this run lost" in n for n in notes)
     assert hybrid_table({k: v for k, v in s.items() if k != "hybrid"}) is None
+
+
+def test_a_config_file_is_named_by_its_path_in_headers_and_suggestions(tiny):
+    # A config's spec is named by its model_type ("gemma2"), which --model does not take back; the headers and
+    # pcs curve's suggestion name the file the user gave, the JSON keeps model and adds model_file.
+    from helpers import invoke
+
+    trace, models = tiny
+    args = [trace, "--block-size", "16", "--model", models["swa"], "--tp", "1", "--tier", "gpu=5blocks", "-q"]
+    assert invoke("replay", *args).stdout.splitlines()[0].startswith(
+        f"pcs replay: {trace} | {models['swa']} (gemma2), KV bf16")
+    assert invoke("compare", *args).stdout.splitlines()[0].startswith(f"pcs compare: {trace} | {models['swa']} (gemma2)")
+    s = invoke_json("replay", *args[:-1])
+    assert (s["model"], s["model_file"]) == ("gemma2", str(models["swa"]))
+    assert "model_file" not in invoke_json("replay", trace, "--block-size", "16", "--tier", "gpu=5blocks")
+    err = invoke("curve", trace, "--block-size", "16", "--model", models["swa"]).stderr
+    assert f"compare with --model {models['swa']} and --curve-capacities" in err
