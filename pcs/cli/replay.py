@@ -210,8 +210,9 @@ def _scheduler_options() -> list:
                      help="Recompute instead of a restore that, link queue included, would take longer than the "
                           "prefill it saves."),
         click.option("--cache-decode-blocks/--no-cache-decode-blocks", default=None,
-                     help="Cache output blocks under the next turn's ids; default: on when the trace's next turns "
-                          "contain the previous turns."),
+                     help="Step scheduler only (--compute step; refused with --compute infinite or --timing "
+                          "sequential): cache output blocks under the next turn's ids; default: on when the trace's "
+                          "next turns contain the previous turns."),
         click.option("--cache-blocks-at", type=Choice(CACHE_BLOCKS_AT), default=CACHE_BLOCKS_AT[0],
                      show_default=True,
                      help="When a prefill's full blocks become hits for other requests: prefill-done (all at the "
