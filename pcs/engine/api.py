@@ -955,8 +955,17 @@ def _hybrid_sizes(spec, bs: int, tier_specs, bb, opts: tuple) -> list[tuple[int 
     empty = plan_hybrid(spec, bs, [t.name for t in tier_specs], bb, [(0, None)] * len(tier_specs), *opts)
     if empty is None:           # not hybrid: the plan is None whatever the sizes
         return [(t.capacity_bytes, t.capacity_blocks) for t in tier_specs]
-    return [(t.capacity_bytes if t.capacity_bytes is not None else t.capacity_blocks * empty.block_layout(j)[0],
-             None) for j, t in enumerate(tier_specs)]
+    from pcs.units import capacity_to_blocks
+
+    out = []
+    for j, t in enumerate(tier_specs):
+        if t.capacity_bytes is not None:
+            out.append((t.capacity_bytes, None))
+            continue
+        per = empty.block_layout(j)[0]
+        capacity_to_blocks(None, t.capacity_blocks, per, f"tier {t.name!r}")   # N x padded bytes within int64
+        out.append((t.capacity_blocks * per, None))
+    return out
 
 
 def _hybrid_plan(spec, bs: int, tier_specs, bb, manager, swa, mamba, mode):

@@ -132,3 +132,14 @@ def test_a_config_file_is_named_by_its_path_in_headers_and_suggestions(tiny):
     assert "model_file" not in invoke_json("replay", trace, "--block-size", "16", "--tier", "gpu=5blocks")
     err = invoke("curve", trace, "--block-size", "16", "--model", models["swa"]).stderr
     assert f"compare with --model {models['swa']} and --curve-capacities" in err
+
+
+def test_a_hybrid_tier_in_blocks_is_held_to_int64_bytes_of_its_padded_blocks():
+    # gemma-3-27b TP 8: a block 7 pages = 293,601,280 B in either layout (bf16, no scales); (2^63 - 1) // 293,601,280
+    # = 31,414,617,936 blocks. 35,468,117,025 blocks passed the unpadded bound (x 260,046,848 B < 2^63) but its
+    # pages would hold 1.04e19 B, past the int64 capacity_bytes of the result: refused naming the tier.
+    from helpers import ROOT, assert_one_line_error, invoke
+
+    r = invoke("replay", ROOT / "traces" / "sample_chat.jsonl", "--model", "gemma-3-27b", "--tier", "gpu=100blocks",
+               "--tier", "cpu=35468117025blocks", "--timing", "sequential", "-q")
+    assert_one_line_error(r, "tier 'cpu'", "293,601,280 B per block", "give at most 31,414,617,936 blocks")
