@@ -143,3 +143,23 @@ def test_a_hybrid_tier_in_blocks_is_held_to_int64_bytes_of_its_padded_blocks():
     r = invoke("replay", ROOT / "traces" / "sample_chat.jsonl", "--model", "gemma-3-27b", "--tier", "gpu=100blocks",
                "--tier", "cpu=35468117025blocks", "--timing", "sequential", "-q")
     assert_one_line_error(r, "tier 'cpu'", "293,601,280 B per block", "give at most 31,414,617,936 blocks")
+
+
+def test_html_side_by_side_tables_carry_the_hybrid_term_and_count_pages(tiny):
+    # The HTML compare table and the table of several replays show gap: hybrid rules for a hybrid model (left out
+    # without one, as the text table), and a hybrid run's tiers as pages: 5 blocks x 2 pages = 10, 4 x 2 = 8.
+    from pcs.report.htmltables import compare_table, runs_table
+
+    trace, models = tiny
+    args = [trace, "--block-size", "16", "--tp", "1", "--timing", "sequential"]
+    runs = [invoke_json("replay", *args, "--model", models["swa"], "--tier", f"gpu={n}blocks") for n in (5, 4)]
+    t = runs_table(runs)
+    assert [c["text"] for c in t["rows"][0][1:]] == ["gpu=10pages", "gpu=8pages"]
+    (hyb,) = [r for r in t["rows"] if r[0]["text"] == "gap: hybrid rules"]
+    assert hyb[1]["text"] == f"{100 * runs[0]['gap']['hybrid_rules']:+.1f} pts"
+    plain = [invoke_json("replay", *args, "--tier", f"gpu={n}blocks") for n in (5, 4)]
+    assert all(r[0]["text"] != "gap: hybrid rules" for r in runs_table(plain)["rows"])
+    cmp_h = compare_table(invoke_json("compare", *args, "--model", models["swa"], "--tiers", "gpu=5blocks"))
+    cmp_p = compare_table(invoke_json("compare", *args, "--tiers", "gpu=5blocks"))
+    assert any(r[0]["text"] == "gap: hybrid rules" for r in cmp_h["rows"])
+    assert all(r[0]["text"] != "gap: hybrid rules" for r in cmp_p["rows"])
