@@ -28,7 +28,7 @@ __all__ = ["compare"]
                    "--tiers gpu=390GB,cpu=4TB (instead of --tier).")
 @click.option("--curve-capacities", default=None, metavar="C1,C2,...",
               help="Also print hit-ratio curve rows at these one-tier capacities (5000blocks, or sizes such as 40GB: "
-                   "the GPU tier's bytes per block), sequential timing: "
+                   "the GPU tier's bytes per block; a hybrid model's block as pcs deploy counts it), sequential timing: "
                    "one column per compared policy (LRU from the one-pass curve, others replayed), Belady and "
                    "the single-sequence ceiling.")
 @html_options
@@ -93,17 +93,16 @@ def _parse_capacities(text: str, kw: dict[str, Any], block_size: int) -> list[st
 
 
 def _gpu_block_bytes(kw: dict[str, Any], block_size: int) -> int:
-    """Bytes per block of the GPU tier the replays use: the Reserved layout per TP group (docs/semantics.md §13).
-
-    A hybrid model too: its rows' ``capacity_blocks`` are whole-model blocks of this figure (docs/semantics.md
-    §13.1), used here only to refuse one capacity twice; its rows replay the size itself (``gpu=40GB``), as
-    ``pcs replay --tier gpu=40GB`` does. Replaying ``gpu=<N>blocks`` instead left up to one whole-model block out:
-    gemma-3-27b TP 8, B 512, 40GB -> 153 blocks -> 153 x 260,046,848 B = 948 pages, where ``--tier gpu=40GB``
-    holds floor(40e9 / 41,943,040) = 953."""
+    """Bytes per block of the GPU tier the replays use: the Reserved layout per TP group (docs/semantics.md §13),
+    for a hybrid model the pages one block takes x the page bytes, padding included (§13.1): the block
+    ``pcs deploy`` counts (:func:`pcs.model.capacity.gpu_block_bytes`) and ``--tier gpu=Nblocks`` holds. Used here
+    only to refuse one capacity twice; a size row replays the size itself (``gpu=40GB``), as
+    ``pcs replay --tier gpu=40GB`` does."""
     from pcs.engine.api import DEFAULTS
-    from pcs.model import get_model, group_block_bytes, load_hf_config
+    from pcs.model import get_model, load_hf_config
+    from pcs.model.capacity import gpu_block_bytes
 
     name = kw["model"] or DEFAULTS["model"]
     spec = load_hf_config(name) if is_config_path(name) else get_model(name)
     spec = spec.with_dtype(kw["dtype"]) if kw["dtype"] else spec
-    return group_block_bytes(spec.with_tp(kw["tp"] or DEFAULTS["tp"]), block_size, "reserved").total_bytes
+    return gpu_block_bytes(spec.with_tp(kw["tp"] or DEFAULTS["tp"]), block_size)[1]

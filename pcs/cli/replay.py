@@ -149,7 +149,8 @@ def _tier_options(policy_multiple: bool) -> list:
     return [
         click.option("--tier", "tiers", multiple=True,
                      help="A tier NAME=SIZE, GPU first, repeatable: gpu=400GB, cpu=2TB, ssd=30TB or "
-                          "gpu=5000blocks (0 allowed; a plain number is refused: 400GB or 400blocks?). gpu=auto (GPU tier only) "
+                          "gpu=5000blocks (0 allowed; a plain number is refused: 400GB or 400blocks?; a hybrid model's block is the "
+                          "one pcs deploy counts, its pages x page bytes, padding included). gpu=auto (GPU tier only) "
                           "sizes it from the deployment: GPUs x (HBM x 0.9 - weights per GPU - 5 GB reserve), as pcs "
                           "deploy prints. Default: gpu=auto and cpu=2TB."),
         click.option("--policy", "policy", multiple=policy_multiple, type=RegistryChoice(_POLICY_CHOICES, _get_policy),
@@ -209,8 +210,9 @@ def _scheduler_options() -> list:
                      help="Recompute instead of a restore that, link queue included, would take longer than the "
                           "prefill it saves."),
         click.option("--cache-decode-blocks/--no-cache-decode-blocks", default=None,
-                     help="Cache output blocks under the next turn's ids; default: on when the trace's next turns "
-                          "contain the previous turns."),
+                     help="Step scheduler only (--compute step; refused with --compute infinite or --timing "
+                          "sequential): cache output blocks under the next turn's ids; default: on when the trace's "
+                          "next turns contain the previous turns."),
         click.option("--cache-blocks-at", type=Choice(CACHE_BLOCKS_AT), default=CACHE_BLOCKS_AT[0],
                      show_default=True,
                      help="When a prefill's full blocks become hits for other requests: prefill-done (all at the "

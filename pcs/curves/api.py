@@ -206,8 +206,9 @@ def refuse_hybrid_model(spec: Any, block_size: int) -> None:
     from pcs.engine.hybrid import cache_groups, is_hybrid
 
     if is_hybrid(cache_groups(spec, block_size, block_size, False)):
-        raise UserError(f"pcs curve's one-pass curves ignore hybrid model {spec.name}'s cache-group rules; "
-                        f"for its hit ratio by capacity run compare with model='{spec.name}' and curve_capacities=")
+        given = spec.config_file or spec.name          # a config file: its path, what model= takes back
+        raise UserError(f"pcs curve's one-pass curves ignore hybrid model {given}'s cache-group rules; "
+                        f"for its hit ratio by capacity run compare with model='{given}' and curve_capacities=")
 
 
 def _block_bytes(model: Any, block_size: int) -> tuple[str, int]:

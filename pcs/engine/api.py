@@ -943,29 +943,54 @@ def _load_notes(summary, out) -> list[str]:
     return notes + [note] if note else notes
 
 
+def _hybrid_sizes(spec, bs: int, tier_specs, bb, opts: tuple) -> list[tuple[int | None, None]]:
+    """Each tier's bytes for :func:`pcs.engine.hybrid.plan_hybrid`: as given, or a tier given in blocks (``N``
+    blocks) N x the bytes one block of the model takes in that tier's pages, page padding included
+    (``HybridPlan.block_layout``, docs/semantics.md §13.1) -- the block ``pcs deploy`` counts its GPU-tier blocks
+    in (:func:`pcs.model.capacity.gpu_block_bytes`), so ``--tier gpu=<deploy's blocks>blocks`` is deploy's GPU."""
+    from pcs.engine.hybrid import plan_hybrid
+
+    if all(t.capacity_bytes is not None for t in tier_specs):
+        return [(t.capacity_bytes, None) for t in tier_specs]
+    empty = plan_hybrid(spec, bs, [t.name for t in tier_specs], bb, [(0, None)] * len(tier_specs), *opts)
+    if empty is None:           # not hybrid: the plan is None whatever the sizes
+        return [(t.capacity_bytes, t.capacity_blocks) for t in tier_specs]
+    from pcs.units import capacity_to_blocks
+
+    out = []
+    for j, t in enumerate(tier_specs):
+        if t.capacity_bytes is not None:
+            out.append((t.capacity_bytes, None))
+            continue
+        per = empty.block_layout(j)[0]
+        capacity_to_blocks(None, t.capacity_blocks, per, f"tier {t.name!r}")   # N x padded bytes within int64
+        out.append((t.capacity_blocks * per, None))
+    return out
+
+
 def _hybrid_plan(spec, bs: int, tier_specs, bb, manager, swa, mamba, mode):
-    """The hybrid plan of the run (:func:`pcs.engine.hybrid.plan_hybrid`), None for a model that is not hybrid."""
+    """The hybrid plan of the run (:func:`pcs.engine.hybrid.plan_hybrid`), None for a model that is not hybrid;
+    a tier given in blocks holds that many padded blocks of the model (:func:`_hybrid_sizes`)."""
     from pcs.engine.hybrid import check_hybrid_options, plan_hybrid
 
-    manager, swa, mamba, mode = check_hybrid_options(manager, swa, mamba, mode)
-    return plan_hybrid(spec, bs, [t.name for t in tier_specs], bb,
-                       [(t.capacity_bytes, t.capacity_blocks) for t in tier_specs], manager, swa, mamba, mode)
+    opts = check_hybrid_options(manager, swa, mamba, mode)
+    return plan_hybrid(spec, bs, [t.name for t in tier_specs], bb, _hybrid_sizes(spec, bs, tier_specs, bb, opts),
+                       *opts)
 
 
 def _alt_plan(spec, bs: int, tier_specs, bb, manager, swa, mamba, mode):
     """The hybrid plan of the payload lens' other dtype (:func:`pcs.engine.lens.alternative_dtype`): the
-    run's tier bytes (a tier given in blocks: of the run's block) in that dtype's pages (docs/semantics.md §13)."""
+    run's tier bytes (a tier given in blocks: of the run's padded block, :func:`_hybrid_sizes`) in that dtype's
+    pages (docs/semantics.md §13)."""
+    from pcs.engine.hybrid import check_hybrid_options, plan_hybrid
     from pcs.engine.lens import alternative_dtype
     from pcs.model import group_block_bytes
 
+    opts = check_hybrid_options(manager, swa, mamba, mode)
     alt = spec.with_dtype(alternative_dtype(spec.kv_dtype))
     abb = [group_block_bytes(alt, bs, "reserved" if j == 0 else "serialized") for j in range(len(bb))]
-    sizes = [(t.capacity_bytes if t.capacity_bytes is not None else t.capacity_blocks * b.total_bytes, None)
-             for t, b in zip(tier_specs, bb)]
-    from pcs.engine.hybrid import check_hybrid_options, plan_hybrid
-
-    return plan_hybrid(alt, bs, [t.name for t in tier_specs], abb, sizes,
-                       *check_hybrid_options(manager, swa, mamba, mode))
+    sizes = _hybrid_sizes(spec, bs, tier_specs, bb, opts)
+    return plan_hybrid(alt, bs, [t.name for t in tier_specs], abb, sizes, *opts)
 
 
 def _summarise(out, context: dict, opts: _Options):

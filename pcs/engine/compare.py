@@ -79,7 +79,7 @@ _VARIANT_COLUMNS = (
     own("admission", "str | None", field("-", "the variant's admission policies, TIER=KIND[:ARGS] joined by + "
                                               "(with --admit)", omit_none=True, default=None)),
     *take("oracle_hit_ratio"),
-    *(renamed(f"gap.{term}", f"gap_{term}") for term in ("capacity", "policy")),
+    *(renamed(f"gap.{term}", f"gap_{term}") for term in ("capacity", "policy", "hybrid_rules")),
     *take("engine", "engine_reason"),
     own("payload_lens", "PayloadLens | None",
         field("-", "the variant's KV dtype beside another, hits held fixed: pcs replay's payload_lens (lesson 2)",
@@ -159,7 +159,8 @@ class CompareResult:
 
 
 #: :attr:`CompareResult.curve_note` of a hybrid model (docs/hybrid.md "Not on hybrid models").
-HYBRID_CURVE_NOTE = ("hybrid model: every policy column replayed per capacity (whole-model blocks) under its "
+HYBRID_CURVE_NOTE = ("hybrid model: every policy column replayed per capacity (blocks as pcs deploy counts them: "
+                     "a block's pages x page bytes, padding included) under its "
                      "cache-group rules; belady and the ceiling left out (one-pass curves ignore the hybrid rules)")
 
 
@@ -170,14 +171,14 @@ def _curve_rows(trace: Any, policies: list[str | None], caps: Sequence[Any], rep
     ``caps``: :class:`pcs.units.Capacity` items, each replayed as ``--tier gpu=C`` as written (a size stays a
     size: a hybrid model cuts its bytes into pages, not whole-model blocks, so ``gpu=40GB`` here is the run
     ``pcs replay --tier gpu=40GB`` makes); ``first``: the first variant's summary, whose GPU tier gives the bytes
-    per whole-model block a size is counted in. A hybrid model (docs/semantics.md §3.1): every column is replayed
+    per block a size is counted in (:func:`_block_bytes`). A hybrid model (docs/semantics.md §3.1): every column is replayed
     under the cache-group rules, lru too, and belady and the ceiling are None: the one-pass curves (§14) know
     nothing of those rules, so a table would mix two rule sets."""
     from pcs.curves.api import curve
     from pcs.engine.api import replay
 
     hybrid = first.hybrid is not None
-    bpb = sum(first.tiers[0].bytes_per_block_by_component.values())     # the TP group's whole-model block
+    bpb = _block_bytes(first)
     by_blocks = {c.to_blocks(bpb, f"curve_capacities {c.text!r}"): c for c in reversed(caps)}  # first one kept
     blocks = sorted(by_blocks)      # the order of the curve's rows, so row i is replay i
     tiers = [f"gpu={c.text if c.size_bytes is not None else f'{c.blocks}blocks'}" for c in map(by_blocks.get, blocks)]
@@ -198,6 +199,16 @@ def _curve_rows(trace: Any, policies: list[str | None], caps: Sequence[Any], rep
                                  None if hybrid else r.belady_hit_ratio, None if hybrid else r.ceiling_hit_ratio,
                                  cap_bytes[i])
                  for i, r in enumerate(res.rows))
+
+
+def _block_bytes(first: ReplaySummary) -> int:
+    """Bytes of one block of the model in the first variant's GPU tier, the unit of a curve row's
+    ``capacity_blocks``: the TP group's Reserved block, or for a hybrid model the pages one block takes x the page
+    bytes, padding included (the payload lens' GPU bytes per block, ``HybridPlan.block_layout``), so that
+    ``Nblocks`` is the block ``pcs deploy`` and ``pcs replay --tier gpu=Nblocks`` count (docs/semantics.md §13.1)."""
+    if first.hybrid is not None and first.payload_lens is not None:
+        return first.payload_lens.gpu_bytes_per_block[0]
+    return sum(first.tiers[0].bytes_per_block_by_component.values())
 
 
 def _curve_capacity(value: Any, name: str) -> Any:

@@ -51,7 +51,10 @@ class TierSummary:
     resident_bytes_end_by_component: dict[str, int] = field("bytes", "resident_bytes_end by KV component")
     resident_blocks_peak: int = field("blocks", "most blocks resident at once")
     resident_bytes_peak: int = bytes_of("resident_blocks_peak")
-    resident_bytes_peak_by_component: dict[str, int] = field("bytes", "resident_bytes_peak by KV component")
+    resident_bytes_peak_by_component: dict[str, int] = field("bytes", "resident_bytes_peak by KV component: the "
+                                                                      "components at the tier's peak (a hybrid "
+                                                                      "model's own peak per component: "
+                                                                      "hybrid.own_peak_bytes_by_component)")
     protected_share: float | None = field("ratio", "protected segment share of the tier (slru only)",
                                           omit_none=True, default=None)
     admission: str | None = field("-", "the tier's admission policies, KIND[:ARGS] joined by + (--admit; "
@@ -190,13 +193,16 @@ class HybridSummary:
     pools: dict[str, tuple[dict[str, Any], ...]] = field("-", "per tier, its pools: name, capacity_pages, "
                                                               "page_bytes")
     lost_tokens: int = field("tokens", "hit tokens of this run (its own timing; the sequential replay's "
-                                               "share is gap.hybrid_rules) the hybrid rules refused (group 0 held them)")
+                                               "share is gap.hybrid_rules) lost to the hybrid rules (group 0 held them, another group's "
+                                               "rule refused them)")
     restored_bytes_by_component: dict[str, dict[str, int]] = field(
         "bytes", "per lower tier, bytes restored over its link by component")
     written_bytes_by_component: dict[str, dict[str, int]] = field(
         "bytes", "per lower tier, bytes written into it (demoted or written through) by component")
     resident_bytes_peak_by_component: dict[str, dict[str, int]] = field(
-        "bytes", "per tier, each component's own most bytes resident at once")
+        "bytes", "per tier, each component's own most bytes resident at once (its own peak, at any time; "
+                 "tiers[].resident_bytes_peak_by_component is the components at the tier's peak)",
+        key="own_peak_bytes_by_component")
     series: dict[str, Any] = field("-", "replay-resident bytes over simulated time: step_s, and per tier t_s, "
                                         "kind (step: every step_s; peak: the tier's peak) and bytes per "
                                         "component")
@@ -286,3 +292,6 @@ class ReplaySummary:
                  "are cached; docs/semantics.md §12, §17)", omit_none=True, default=None)
     hybrid: HybridSummary | None = field("-", "a hybrid model's cache groups, pools and residency per component "
                                               "(absent for other models)", omit_none=True, default=None)
+    model_file: str | None = field("-", "the config file the model was read from (--model PATH.json), as given; "
+                                        "absent for a preset (model is then the preset's name)",
+                                   omit_none=True, default=None)

@@ -297,7 +297,7 @@ def build_summary(res, state: CacheState, seq_ledger, single, ideal, ctx: dict) 
                         float(_values(res.columns["ttft_s"]).mean()), L.num_requests,
                         None if ctx.get("hybrid") is None else (ctx["hybrid"], ctx["hybrid_alt"]))
     return ReplaySummary(
-        trace=ctx["trace"], model=model.name, kv_dtype=model.kv_layout.name, gpu=ctx["gpu"].name,
+        trace=ctx["trace"], model=model.name, model_file=model.config_file, kv_dtype=model.kv_layout.name, gpu=ctx["gpu"].name,
         tp=ctx["tp"], block_size=ctx["block_size"], timing=ctx["timing"], policy=ctx["policy"],
         write_policy=ctx["write_policy"],
         cache_partial_blocks=ctx["rules"].cache_partial_blocks,

@@ -107,6 +107,13 @@ class ModelSpec:
         return None
 
     @property
+    def config_file(self) -> str | None:
+        """The config file the spec was read from (``--model PATH.json``, as given), None for a preset (whose
+        ``source`` is its config's URL): what a message or a header names, since ``name`` is the config's
+        ``_name_or_path`` or ``model_type``, no preset a user could pass back."""
+        return self.source if self.source and not self.source.startswith(("https://", "http://")) else None
+
+    @property
     def kv_dtype(self) -> str:
         """Value dtype of the first attention component (the one ``--dtype`` sets)."""
         c = self._attention()

@@ -10,7 +10,8 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from pcs.engine.compare import CompareResult
-from pcs.report.replay import CEILING_LABEL, CEILING_MEANING, REAL_LABEL, WHOLE_BLOCKS_NOTE, lens_text, timing_label
+from pcs.report.replay import (CEILING_LABEL, CEILING_MEANING, REAL_LABEL, WHOLE_BLOCKS_NOTE, lens_text, model_label,
+                               timing_label)
 from pcs.report.table import render_table, shown_path
 from pcs.units import format_bytes, format_count, format_duration, format_percent, format_points
 
@@ -29,6 +30,7 @@ ROWS: list[tuple[str, str, Callable[[Any], str]]] = [
     ("gap: block rounding", "gap_block_rounding", _pts),
     ("gap: capacity and eviction", "gap_capacity_eviction", _pts),
     ("gap: concurrency", "gap_concurrency", _pts),
+    ("gap: hybrid rules", "gap_hybrid_rules", _pts),
     ("oracle hit ratio", "oracle_hit_ratio", format_percent),
     ("oracle split: capacity", "gap_capacity", _pts),
     ("oracle split: policy", "gap_policy", _pts),
@@ -48,10 +50,11 @@ def _variants_table(res: CompareResult, notes: tuple[str, ...]) -> str:
     timing = timing_label(res.timing, first.compute if first is not None else None)
     body = [[label] + [fmt(getattr(v, attr)) if getattr(v, attr) is not None else "-" for v in res.variants]
             for label, attr, fmt in ROWS if any(getattr(v, attr) is not None for v in res.variants)
-            or not attr.startswith(("oracle", "gap_capacity", "gap_policy", "single_sequence_with"))]
+            or not attr.startswith(("oracle", "gap_capacity", "gap_policy", "single_sequence_with", "gap_hybrid"))]
     body.insert(0, ["tiers"] + [v.tiers for v in res.variants])
     return render_table(["metric"] + [v.variant for v in res.variants], body,
-                        title=f"pcs compare: {shown_path(res.trace)} | {res.model} | {timing}",
+                        title=f"pcs compare: {shown_path(res.trace)} | "
+                              f"{model_label(first.to_dict()) if first is not None else res.model} | {timing}",
                         notes=[f"single-sequence = {CEILING_MEANING}; the gap rows sum to "
                                "ideal - real (the oracle split's capacity + policy split single-sequence - real "
                                "again: not added to them); when a variant cached the next turns' decode blocks, the single-sequence incl. them "

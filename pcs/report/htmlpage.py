@@ -20,8 +20,8 @@ from typing import Any, Callable, Sequence
 
 from pcs.report import htmlcharts as hc
 from pcs.report.htmltime import time_charts, utilisation_chart
-from pcs.report.htmltables import (compare_table, envelope_table, footprint_tables, lens_table, runs_table,
-                                    tier_table)
+from pcs.report.htmltables import (compare_table, envelope_table, footprint_tables, hybrid_table, lens_table,
+                                    runs_table, tier_table)
 from pcs.errors import UserError
 from pcs.report.replay import slot_unit
 from pcs.units import format_percent
@@ -205,7 +205,7 @@ def _replay_sections(s: dict, curve: dict | None, oracle: dict | None) -> list[d
         _section("time", "Over simulated time", [*time_charts(s.get("series")), utilisation_chart(s.get("scheduler"))]),
         _section("distributions", "Distributions", [hc.ttft_chart(dist), hc.restore_chart(dist)]),
         _section("envelope", "Bandwidth envelope per link", tables=[envelope_table(s)]),
-        _section("tiers", "Tiers and footprint", tables=[tier_table(s), *footprint_tables(s)]),
+        _section("tiers", "Tiers and footprint", tables=[tier_table(s), hybrid_table(s), *footprint_tables(s)]),
         _section("lens", "Payload is not everything", tables=[lens_table(s)]),
     ]
 

@@ -12,9 +12,9 @@ from typing import Any, Callable, Sequence
 
 from pcs.units import format_bandwidth, format_bytes, format_count, format_duration, format_percent
 from pcs.report.replay import (CEILING_LABEL, REAL_LABEL, RESTORE_TIME_NOTE, TP_NOTE, block_bytes, break_even_cells,
-                               lens_rows, tier_rows, ttft_note)
+                               hybrid_rows, lens_rows, slot_unit, tier_rows, ttft_note)
 
-__all__ = ["MARKED_NOTE", "cell", "envelope_table", "tier_table", "footprint_tables", "compare_table", "runs_table", "best_columns",
+__all__ = ["MARKED_NOTE", "cell", "envelope_table", "tier_table", "hybrid_table", "footprint_tables", "compare_table", "runs_table", "best_columns",
            "BEST"]
 
 #: compare metrics where one direction is better: JSON key -> "max" or "min" (other rows are not marked;
@@ -76,6 +76,16 @@ def tier_table(s: dict) -> dict:
     title, headers, rows, notes = tier_rows(s)
     return _table(title, headers, [[cell(r[0]), cell(r[1])] + [cell(v, True) for v in r[2:4]] + [cell(r[4])]
                                    + [cell(v, True) for v in r[5:]] for r in rows], notes)
+
+
+def hybrid_table(s: dict) -> dict | None:
+    """A hybrid model's table of the text report (:func:`pcs.report.replay.hybrid_rows`): bytes per component at
+    each tier's peak beside the all-full-attention run, its hit ratio and the hit tokens lost to the rules in the
+    notes; None for a model that is not hybrid."""
+    if not s.get("hybrid"):
+        return None
+    title, headers, rows, notes = hybrid_rows(s)
+    return _table(title, headers, [[cell(r[0]), cell(r[1])] + [cell(v, True) for v in r[2:]] for r in rows], notes)
 
 
 def _replay_footprint(s: dict) -> dict:
@@ -164,6 +174,8 @@ def compare_table(c: dict) -> dict:
     rows = [[cell("tiers")] + [cell(v["tiers"]) for v in vs]]
     for label, key, fmt in _metrics():
         values = [v.get(key) for v in vs]
+        if key == "gap_hybrid_rules" and all(x is None for x in values):
+            continue                                    # no hybrid model among the variants (as the text table)
         best = best_columns(values, BEST.get(key))
         rows.append([cell(label)] + [cell(fmt(x) if x is not None else None, True, i in best)
                                      for i, x in enumerate(values)])
@@ -182,6 +194,7 @@ RUN_ROWS: list[tuple[str, tuple[str, ...], Callable[[Any], str], str | None]] = 
     ("gap: block rounding", ("gap", "block_rounding"), _pts, None),
     ("gap: capacity and eviction", ("gap", "capacity_eviction"), _pts, "min"),
     ("gap: concurrency", ("gap", "concurrency"), _pts, "absmin"),
+    ("gap: hybrid rules", ("gap", "hybrid_rules"), _pts, None),     # hybrid models only (left out without one)
     ("restored bytes", ("bytes", "restored"), format_bytes, None),
     ("TTFT p50", ("envelope", "ttft_p50_s"), format_duration, "min"),
     ("TTFT p99", ("envelope", "ttft_p99_s"), format_duration, "min"),
@@ -192,16 +205,18 @@ RUN_ROWS: list[tuple[str, tuple[str, ...], Callable[[Any], str], str | None]] = 
 
 def _at(s: dict, path: tuple[str, ...]) -> Any:
     for k in path:
-        s = s[k]
+        s = s.get(k) if isinstance(s, dict) else None
     return s
 
 
 def runs_table(runs: Sequence[dict]) -> dict:
     """Several replay payloads side by side (one column per run, the best cell of a row marked)."""
-    rows = [[cell("tiers")] + [cell(" ".join(f"{t['name']}={t['capacity_blocks']}blocks" for t in s["tiers"]))
-                               for s in runs]]
+    rows = [[cell("tiers")] + [cell(" ".join(f"{t['name']}={t['capacity_blocks']}{slot_unit(s)}s"   # hybrid: pages
+                                             for t in s["tiers"])) for s in runs]]
     for label, path, fmt, direction in RUN_ROWS:
         values = [_at(s, path) for s in runs]
+        if path == ("gap", "hybrid_rules") and all(x is None for x in values):
+            continue
         best = best_columns(values, direction)
         rows.append([cell(label)] + [cell(fmt(x) if x is not None else None, True, i in best)
                                      for i, x in enumerate(values)])

@@ -13,7 +13,7 @@ from typing import Any
 from pcs.units import format_bandwidth, format_bytes, format_count, format_duration, format_percent, format_points
 from pcs.report.table import render_table, shown_path
 
-__all__ = ["render_replay", "slot_unit", "tier_rows", "block_bytes", "TIER_TITLE", "header_line", "lens_rows",
+__all__ = ["render_replay", "model_label", "slot_unit", "tier_rows", "hybrid_rows", "block_bytes", "TIER_TITLE", "header_line", "lens_rows",
            "lens_text", "ttft_note", "REAL_LABEL", "CEILING_LABEL", "CEILING_MEANING"]
 
 
@@ -40,11 +40,17 @@ def timing_label(timing: str, compute: str | None) -> str:
     return f"{timing} timing" + (f", {UNLIMITED}" if compute == "infinite" else "")
 
 
+def model_label(s: dict[str, Any]) -> str:
+    """The model as a header names it: the config file it was read from (``model_file``, what ``--model`` takes
+    back) with the config's own name, or the preset's name."""
+    return f"{s['model_file']} ({s['model']})" if s.get("model_file") else s["model"]
+
+
 def header_line(s: dict[str, Any]) -> str:
     """One line naming the run: trace, model, hardware, block size, timing (and unlimited compute), policy."""
     dtype = f", KV {s['kv_dtype']}" if s.get("kv_dtype") else ""
     pols = sorted({t["policy"] for t in s["tiers"]})
-    return (f"pcs replay: {shown_path(s['trace'])} | {s['model']}{dtype} on {s['tp']}x {s['gpu']} (TP={s['tp']}) | "
+    return (f"pcs replay: {shown_path(s['trace'])} | {model_label(s)}{dtype} on {s['tp']}x {s['gpu']} (TP={s['tp']}) | "
             f"block {s['block_size']} tokens | {timing_label(s['timing'], s.get('compute'))} | "
             f"{'/'.join(pols)}, write-{s['write_policy']}")
 
@@ -95,7 +101,8 @@ def _hit_table(s: dict[str, Any]) -> str:
         ["gap: block rounding", _pts(g["block_rounding"]),
          f"ideal {format_percent(s['ideal_hit_ratio'])} (partial blocks, no last-token cap) - single-sequence"],
         ["gap: capacity and eviction", _pts(g["capacity_eviction"]),
-         f"single-sequence - sequential replay of these tiers ({format_percent(s['sequential_hit_ratio'])})"],
+         f"single-sequence - sequential replay of these tiers ({format_percent(s['sequential_hit_ratio'])})"
+         + (" - hybrid rules (row below)" if g.get("hybrid_rules") is not None else "")],
         ["gap: concurrency", _pts(g["concurrency"]), _concurrency_meaning(s)],
     ]
     if s.get("oracle_hit_ratio") is not None:     # --gap-oracle (docs/semantics.md §12)
@@ -141,7 +148,7 @@ def tier_rows(s: dict[str, Any]) -> tuple[str, list[str], list[list[str]], list[
                      format_bytes(t["written_bytes"]), format_count(t["evicted_blocks"]),
                      format_bytes(t["resident_bytes_end"]), format_bytes(t["resident_bytes_peak"])])
     headers = ["tier", "layout", f"bytes/{unit}", "capacity", "policy",
-               "hit blocks" if unit == "block" else "hit model blocks", "restored", "written", "evicted",
+               "hit blocks" if unit == "block" else "hit blocks (model)", "restored", "written", "evicted",
                "resident end", "resident peak"]
     return TIER_TITLE, headers, rows, _tier_notes(s, unit)
 
@@ -155,7 +162,7 @@ def _tier_notes(s: dict[str, Any], unit: str) -> list[str]:
         pool = ("pages of the shared pool" if (s.get("hybrid") or {}).get("manager") != "sglang" else
                 "pages of its pools (SGLang: one pool per kind of layer, their pages added)")
         notes.append(f"hybrid model: a tier's bytes/page, capacity, evicted and resident count {pool} (JSON "
-                     "bytes_per_block and capacity_blocks are per page too: blocks_unit \"page\"); hit model blocks, "
+                     "bytes_per_block and capacity_blocks are per page too: blocks_unit \"page\"); hit blocks (model) (JSON hit_blocks), "
                      "the payload row and 'block by component' are per block of the model")
     multi = [t for t in s["tiers"] if len(t["bytes_per_block_by_component"]) > 1]
     for t in multi:
@@ -419,8 +426,10 @@ def lens_text(s: dict[str, Any], label: str = "", notes: bool = True) -> str:
                         notes=lens_notes if notes else ())
 
 
-def _hybrid_table(s: dict[str, Any]) -> str:
-    """A hybrid model: peak resident bytes per component per tier beside the all-full-attention run."""
+def hybrid_rows(s: dict[str, Any]) -> tuple[str, list[str], list[list[str]], list[str]]:
+    """A hybrid model's table (title, headers, rows, notes), one source for the text and the HTML report
+    (:func:`pcs.report.htmltables.hybrid_table`): per tier and component the bytes at the tier's peak beside the
+    all-full-attention run's, and notes with that run's hit ratio and this run's hit tokens lost to the rules."""
     h = s["hybrid"]
     full = h.get("full_attention") or {}
     ft = full.get("tiers", {})
@@ -431,10 +440,18 @@ def _hybrid_table(s: dict[str, Any]) -> str:
             rows.append([t["name"], comp, format_bytes(v), format_bytes(other[comp]) if comp in other else "-"])
     notes = [f"the same run with every layer as full attention: hit ratio {format_percent(full['hit_ratio'])} "
              f"(this run {format_percent(s['hit_ratio'])})"] if full else []
-    notes.append(f"{format_count(h['lost_tokens'])} hit tokens of this run refused by the hybrid rules (full attention "
-                 "held them; the gap's hybrid rules term is the sequential replay's); peaks are at each tier's own peak, page_padding = vLLM's uniform page size padding")
-    return render_table(["tier", "component", "peak resident", "all full attention"], rows,
-                        title=f"Hybrid model ({h['manager']}): resident bytes per component", notes=notes)
+    notes.append(f"{format_count(h['lost_tokens'])} hit tokens of this run lost to the hybrid rules (full attention "
+                 "held them; JSON hybrid.lost_tokens, --requests-out hybrid_lost_tokens; the gap's hybrid rules "
+                 "term is the sequential replay's); each column is the components at that run's tier peak "
+                 "(JSON tiers[].resident_bytes_peak_by_component), page_padding = vLLM's uniform page size padding")
+    return (f"Hybrid model ({h['manager']}): resident bytes per component",
+            ["tier", "component", "at the tier's peak", "all full attention"], rows, notes)
+
+
+def _hybrid_table(s: dict[str, Any]) -> str:
+    """A hybrid model: peak resident bytes per component per tier beside the all-full-attention run."""
+    title, headers, rows, notes = hybrid_rows(s)
+    return render_table(headers, rows, title=title, notes=notes)
 
 
 def render_replay(s: dict[str, Any]) -> str:

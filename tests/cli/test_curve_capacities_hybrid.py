@@ -44,17 +44,17 @@ def _same_run(trace, model):
 @pytest.mark.parametrize("model", ["gemma-3-27b", "gpt-oss-120b"])
 def test_a_size_row_is_the_replay_at_that_size_on_the_sample(model):
     row = _same_run(SAMPLE, model)
-    assert row["capacity_blocks"] == {"gemma-3-27b": 153, "gpt-oss-120b": 1_059}[model]
+    assert row["capacity_blocks"] == {"gemma-3-27b": 136, "gpt-oss-120b": 1_059}[model]
 
 
 def test_a_size_row_is_the_replay_at_that_size_on_mooncake(mooncake_conv):
     _same_run(mooncake_conv, "gemma-3-27b")
 
 
-def test_a_block_count_row_is_the_replay_of_that_many_whole_model_blocks():
+def test_a_block_count_row_is_the_replay_of_that_many_padded_model_blocks():
     row, = _json(["compare", str(SAMPLE), "--model", "gemma-3-27b", "--timing", "sequential",
                   "--curve-capacities", "153blocks"])["curve"]
-    assert row["capacity_bytes"] == 948 * 41_943_040        # 153 x 260,046,848 B = 948.6 pages -> 948
+    assert row["capacity_bytes"] == 153 * 7 * 41_943_040    # 153 blocks x 7 pages (1 full + 6 sliding)
 
 
 def test_unsorted_capacities_keep_each_replayed_column_on_its_row():

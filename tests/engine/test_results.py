@@ -124,7 +124,7 @@ def test_every_field_has_a_unit_and_help_shows_it():
 
     from pcs.engine.result import BytesSummary
 
-    assert [f.key for f in json_fields(ReplaySummary)] == REPLAY_KEYS + ENGINE_KEYS + ORACLE_KEYS + DECODE_KEYS + ["hybrid"]
+    assert [f.key for f in json_fields(ReplaySummary)] == REPLAY_KEYS + ENGINE_KEYS + ORACLE_KEYS + DECODE_KEYS + ["hybrid", "model_file"]
     text = pydoc.render_doc(ReplaySummary, renderer=pydoc.plaintext)
     assert "hit_ratio [ratio]: real hit ratio" in text and "to_dict" in text
     assert "restored_bytes [bytes]:" in BytesSummary.__doc__ and "JSON key ``restored``" in BytesSummary.__doc__

@@ -48,13 +48,13 @@ def test_html_tier_table_and_inputs_count_pages():
 
 def test_hybrid_figures_name_the_run_they_describe():
     # gap.hybrid_rules is a term of the sequential replay's gap (docs/semantics.md §12); hybrid.lost_tokens counts
-    # this run's refused hit tokens. Side by side ("0.0 pts" beside "16,896 hit tokens") each says which run.
+    # this run's hit tokens lost to the rules. Side by side ("0.0 pts" beside "16,896 hit tokens") each says which run.
     out = CliRunner().invoke(cli, ["replay", str(SAMPLE), "--model", "gemma-3-27b", "--tier", "gpu=40GB",
                                    "--tier", "cpu=200GB", "-q"]).stdout
     (gap,) = [line for line in out.splitlines() if line.startswith("gap: hybrid rules")]
     assert "in the sequential replay" in gap
-    (note,) = [line for line in out.splitlines() if "refused by the hybrid rules" in line]
-    assert "hit tokens of this run refused" in note
+    (note,) = [line for line in out.splitlines() if "lost to the hybrid rules" in line]
+    assert "hit tokens of this run lost" in note
 
 
 def test_hybrid_page_draws_no_one_pass_curve_nor_pages_as_blocks(tmp_path):

@@ -173,7 +173,7 @@ def test_hybrid_tier_table_says_what_it_counts():
     gpu = s["tiers"][0]
     assert gpu["hit_blocks"] * 512 / s["prompt_tokens"] == pytest.approx(s["hit_ratio_per_tier"]["gpu"], rel=1e-12)
     text = " ".join(invoke(*args, "-q").stdout.split())
-    assert "hit model blocks" in text and "pages of its pools (SGLang" in text and "shared pool" not in text
+    assert "hit blocks (model)" in text and "pages of its pools (SGLang" in text and "shared pool" not in text
 
 
 def test_views_say_their_tp_and_block_size():

@@ -49,7 +49,7 @@ def test_html_all_components_sglang_and_plain_models():
 
 
 def test_html_tier_table_is_the_text_one():
-    # The HTML tier table has the text table's title, headers (hybrid: "hit model blocks"), rows and notes (the
+    # The HTML tier table has the text table's title, headers (hybrid: "hit blocks (model)", the JSON hit_blocks counted in blocks of the model), rows and notes (the
     # pages note among them): both come from one function.
     from pcs.report.htmltables import tier_table
     from pcs.report.replay import tier_rows
@@ -58,11 +58,11 @@ def test_html_tier_table_is_the_text_one():
     title, headers, rows, notes = tier_rows(s)
     assert t["title"] == title and t["headers"] == headers and t["notes"] == notes
     assert [[c["text"] for c in r] for r in t["rows"]] == rows
-    assert "hit model blocks" in t["headers"] and "hit blocks" not in t["headers"]
+    assert "hit blocks (model)" in t["headers"] and "hit blocks" not in t["headers"]
     assert any("count pages of the shared pool" in n for n in t["notes"])
     text = invoke("replay", str(SAMPLE), "--model", "gemma-3-27b", "--tier", "gpu=20GB", "--tier", "cpu=100GB",
                   "-q").stdout
-    assert "hit model blocks" in text and all(n.split(";")[0] in text for n in notes)
+    assert "hit blocks (model)" in text and all(n.split(";")[0] in text for n in notes)
 
 
 def _one_restore_trace(tmp_path, third_s):
