@@ -63,7 +63,7 @@ def main() -> None:
     trace = open_trace(common.MOONCAKE_CONV)
     batch = concat_batches(list(as_batches(trace)))
     accesses = int(np.diff(batch.block_offsets).sum())
-    cap, compute, rules = _setup(trace, {})
+    cap, compute, rules, _ = _setup(trace, {})
     svc = service_times(batch, compute)
     n = args.instances
     out = {"bench": "bench_fleet", "trace": "mooncake-fast25 conversation", "instances": n,

@@ -30,11 +30,11 @@ def _cases(trace):
     import pcs
 
     return {
-        "curve": lambda: [r["lru_hit_ratio"] for r in pcs.curve(trace, points=12, belady=False).rows],
+        "curve": lambda: [r.lru_hit_ratio for r in pcs.curve(trace, points=12, belady=False).rows],
         "replay_sequential_one_tier": lambda: pcs.replay(trace, tiers=["gpu=2000blocks"],
-                                                          timing="sequential").summary["hit_ratio"],
+                                                          timing="sequential").summary.hit_ratio,
         "replay_modeled_two_tiers": lambda: pcs.replay(trace, tiers=["gpu=1000blocks", "cpu=4000blocks"]
-                                                        ).summary["hit_ratio"],
+                                                        ).summary.hit_ratio,
     }
 
 
