@@ -45,7 +45,7 @@ def _set_built(built: dict) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--repeat", type=common.count, default=3)
     ns = ap.parse_args()
     if _native.missing():
         common.skip("bench_native", f"compiled twins not built: {_native.missing()}")
@@ -70,4 +70,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    common.run(main, "bench_native")

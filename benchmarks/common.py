@@ -101,23 +101,32 @@ def sizes(text: str) -> list[str]:
     return [size(t.strip()) for t in str(text).split(",")]
 
 
+def _fail(bench: str, message: str) -> None:
+    """One line ``BENCH: error: MESSAGE`` on stderr, exit 2 (as argparse's own errors)."""
+    print(f"{bench}: error: {message}", file=sys.stderr, flush=True)
+    sys.exit(2)
+
+
 def need_trace(path: str | Path | None, bench: str) -> Path:
     """The trace ``path`` (default :data:`MOONCAKE_CONV`), or exit 2 with one line naming it and PCS_MOONCAKE_TRACE."""
     p = Path(path) if path is not None else MOONCAKE_CONV
     if not p.is_file():
-        sys.exit(f"{bench}: error: trace not found: {p} (pass --trace where the script has it, or set "
-                 "PCS_MOONCAKE_TRACE to the Mooncake conversation trace)")
+        _fail(bench, f"trace not found: {p} (pass --trace where the script has it, or set PCS_MOONCAKE_TRACE "
+                     "to the Mooncake conversation trace)")
     return p
 
 
 def run(main: Callable[[], Any], bench: str) -> None:
-    """Call ``main()``; a ``pcs.errors.UserError`` (bad option, bad trace content) -> one line on stderr, exit 2."""
+    """Call ``main()`` (exit with its return code when it returns a non-zero int); a ``pcs.errors.UserError``
+    (bad option, bad trace content) -> one line on stderr, exit 2."""
     from pcs.errors import UserError
 
     try:
-        main()
+        rc = main()
     except UserError as e:
-        sys.exit(f"{bench}: error: {e}")
+        _fail(bench, str(e))
+    if isinstance(rc, int) and rc:
+        sys.exit(rc)
 
 
 def id_span(lo: int, hi: int, copies: int) -> int:
