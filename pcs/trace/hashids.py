@@ -97,14 +97,16 @@ def _no_dup_keys(pairs: list[tuple[str, Any]]) -> dict:
 
 
 _JSON_TYPES = {type(None): "null", bool: "a boolean", int: "a number", float: "a number", str: "a string",
-               list: "an array"}
+               list: "an array", dict: "an object"}
 
 
 def json_type(obj: Any) -> str:
     """What a parsed JSON value is, in JSON's words (RFC 8259 §3): ``null``, ``an array``...
 
-    >>> json_type(None), json_type([1])
-    ('null', 'an array')
+    Every "got X" message about a JSON value's type uses it (never Python's ``NoneType`` / ``dict`` / ``str``).
+
+    >>> json_type(None), json_type([1]), json_type({"a": 1})
+    ('null', 'an array', 'an object')
     """
     return _JSON_TYPES.get(type(obj), type(obj).__name__)
 
@@ -211,7 +213,7 @@ def check_ids(ids: Any, prompt: int, bs: int, name: str, ln: int, key: str = "ha
             release's ``len(hash_ids) == ceil(input_length / 512)``).
     """
     if not isinstance(ids, list):
-        raise InputError(name, ln, key, f"must be a list of integers, got {type(ids).__name__}")
+        raise InputError(name, ln, key, f"must be a list of integers, got {json_type(ids)}")
     for i, h in enumerate(ids):
         if isinstance(h, bool) or not isinstance(h, int):
             raise InputError(name, ln, key, f"element {i} must be an integer, got {json.dumps(h)[:40]}")

@@ -28,7 +28,7 @@ from pcs import choices
 from pcs.errors import InputError
 from pcs.trace.batches import MAX_ARRIVAL_S, arrival_error
 from pcs.trace.jsonfast import lone_surrogate
-from pcs.trace.hashids import ReadState, get_int, get_time, row_is_synthetic, strict_loads
+from pcs.trace.hashids import ReadState, get_int, get_time, json_type, row_is_synthetic, strict_loads
 from pcs.trace.hashing import MMInput, hash_request_blocks
 from pcs.trace.request import RequestBatch
 from pcs.trace.source import iter_chunks, iter_lines
@@ -47,7 +47,7 @@ def _tokens(obj: dict, name: str, ln: int) -> np.ndarray:
         raise InputError(name, ln, "token_ids", "missing")
     toks = obj["token_ids"]
     if not isinstance(toks, list):
-        raise InputError(name, ln, "token_ids", f"must be a list of integers, got {type(toks).__name__}")
+        raise InputError(name, ln, "token_ids", f"must be a list of integers, got {json_type(toks)}")
     for i, t in enumerate(toks):
         if isinstance(t, bool) or not isinstance(t, int) or not 0 <= t <= _U32_MAX:
             raise InputError(name, ln, "token_ids", f"element {i} must be an integer in [0, 2**32), "
@@ -60,7 +60,7 @@ def _mm_inputs(obj: dict, name: str, ln: int) -> list[MMInput]:
     if mm is None:
         return []
     if not isinstance(mm, list):
-        raise InputError(name, ln, "mm_hashes", f"must be a list, got {type(mm).__name__}")
+        raise InputError(name, ln, "mm_hashes", f"must be a list, got {json_type(mm)}")
     out = []
     for i, m in enumerate(mm):
         if isinstance(m, str):
