@@ -111,6 +111,17 @@ def json_type(obj: Any) -> str:
     return _JSON_TYPES.get(type(obj), type(obj).__name__)
 
 
+def invalid_json(exc: ValueError) -> str:
+    """The one message of a line that is not JSON (``json.JSONDecodeError`` or another ``ValueError``):
+    ``invalid JSON: REASON at column N``, naming a NUL byte (``\\x00``) where the parser stopped at one.
+    Format detection and every JSON Lines reader say it alike (with file and line: InputError)."""
+    if isinstance(exc, json.JSONDecodeError):
+        if exc.pos < len(exc.doc) and exc.doc[exc.pos] == "\x00":
+            return f"invalid JSON: a NUL byte (\\x00) at column {exc.colno}"
+        return f"invalid JSON: {exc.msg.removesuffix(' at')} at column {exc.colno}"
+    return f"invalid JSON: {exc}"
+
+
 def strict_loads(name: str, ln: int, line: bytes) -> dict:
     """Parse one line as a JSON object (UTF-8, no duplicate keys).
 
@@ -125,10 +136,8 @@ def strict_loads(name: str, ln: int, line: bytes) -> dict:
         raise InputError(name, ln, None, str(exc)) from None
     except UnicodeDecodeError as exc:
         raise InputError(name, ln, None, f"invalid UTF-8 at byte {exc.start}") from None
-    except json.JSONDecodeError as exc:
-        raise InputError(name, ln, None, f"invalid JSON: {exc.msg.removesuffix(' at')} at column {exc.colno}") from None
     except ValueError as exc:
-        raise InputError(name, ln, None, f"invalid JSON: {exc}") from None
+        raise InputError(name, ln, None, invalid_json(exc)) from None
     if not isinstance(obj, dict):
         raise InputError(name, ln, None, f"expected a JSON object, got {json_type(obj)}")
     return obj
