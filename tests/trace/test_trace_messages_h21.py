@@ -51,3 +51,33 @@ def test_json_type_names_in_tokens_rows(tmp_path):
     p = tmp_path / "t.jsonl"
     p.write_text('{"timestamp": 0, "output_length": 1, "token_ids": "abc"}\n')
     assert _err(p) == "t.jsonl:1: field 'token_ids': must be a list of integers, got a string"
+
+
+META = {"pcs.schema": "pcs-trace/1", "pcs.block_size": "512", "pcs.source_format": "mooncake"}
+
+
+def _parquet(tmp_path, arrival, prompt, output, ids):
+    pa = pytest.importorskip("pyarrow")
+    import pyarrow.parquet as pq
+
+    t = pa.table({"arrival_s": pa.array(arrival, pa.float64()), "prompt_tokens": pa.array(prompt, pa.int64()),
+                  "output_tokens": pa.array(output, pa.int64()),
+                  "block_hashes": pa.array(ids, pa.list_(pa.uint64()))}).replace_schema_metadata(META)
+    p = tmp_path / "t.parquet"
+    pq.write_table(t, p)
+    return p
+
+
+@pytest.mark.parametrize("arrival,prompt,output,ids,message", [
+    # row 1: 1024 tokens need ceil(1024 / 512) = 2 ids, it has 1
+    ([0.0], [1024], [1], [[5]], "t.parquet:1: field 'block_hashes': has 1 ids but ceil(1024 / block size 512) = 2"),
+    ([0.0], [512], [-1], [[5]], "t.parquet:1: field 'output_tokens': must be >= 0, got -1"),
+    ([0.0], [-3], [1], [[]], "t.parquet:1: field 'prompt_tokens': must be >= 0, got -3"),
+    # row 2 arrives at 0.5 s after row 1 at 1.5 s
+    ([1.5, 0.5], [512, 512], [1, 1], [[5], [6]], "t.parquet:2: field 'arrival_s': decreases (0.5 after 1.5); "
+                                                 "use --sort to reorder"),
+    # row 1's ids 9, 4, 9: 9 at positions 0 and 2
+    ([0.0], [1536], [1], [[9, 4, 9]], "t.parquet:1: field 'block_hashes': id 9 repeated at positions 0 and 2"),
+])
+def test_parquet_row_errors_quote_the_values(tmp_path, arrival, prompt, output, ids, message):
+    assert _err(_parquet(tmp_path, arrival, prompt, output, ids)) == message
