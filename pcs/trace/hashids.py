@@ -267,6 +267,18 @@ class _Columns:
             *(ex + [None] * (3 - len(ex))), tuple(self.types) if self.spec.has_type else None)
 
 
+def session_problem(chat_id: int, parent_chat_id: int, turn: int) -> tuple[str, str] | None:
+    """(field, problem) of a Bailian row's session fields that no conversation can have, or None: a negative
+    ``turn`` (turns count from the first, 0 or 1, up), a ``parent_chat_id`` equal to the row's own ``chat_id``
+    (-1 is "no parent"). The fast lanes leave such a row to the authority (:func:`pcs.trace.jsonfast._checked`),
+    which names file:line:field."""
+    if turn < 0:
+        return "turn", f"must be >= 0, got {turn}"
+    if parent_chat_id != -1 and parent_chat_id == chat_id:
+        return "parent_chat_id", f"is the row's own chat_id ({chat_id}): a request cannot continue itself"
+    return None
+
+
 def _slow_line(cols: _Columns, obj: dict, bs: int, name: str, ln: int, state: ReadState) -> None:
     spec = cols.spec
     ts = get_time(obj, "timestamp", name, ln)
@@ -278,6 +290,9 @@ def _slow_line(cols: _Columns, obj: dict, bs: int, name: str, ln: int, state: Re
         raise InputError(name, ln, "hash_ids", "missing")
     ids = check_ids(obj["hash_ids"], il, bs, name, ln)
     extras = [get_int(obj, k, name, ln, lo=_I64_MIN) for k, _ in spec.int_extras]
+    bad = session_problem(*extras) if len(extras) == 3 else None
+    if bad is not None:
+        raise InputError(name, ln, *bad)
     synthetic = row_is_synthetic(obj, name, ln)
     typ = obj.get("type")
     if spec.has_type and typ is not None and not isinstance(typ, str):

@@ -6,6 +6,8 @@ One JSON object per line:
 - ``timestamp``: arrival in milliseconds, as Mooncake (absent: same as the
   previous request, 0 for the first);
 - ``output_length``: generated tokens (absent: 0);
+- ``input_length`` (optional): the prompt's length; when present it must equal
+  ``len(token_ids)`` (the prompt is ``token_ids``; a mismatch is refused);
 - ``cache_salt`` (string), ``lora_id`` (int or string), ``mm_hashes`` (list
   of strings, each mixed into block 0, or of objects
   ``{"hash": str, "offset": int, "length": int}`` mixed into the blocks that
@@ -85,6 +87,9 @@ def parse_token_line(obj: dict, block_size: int, name: str, ln: int, prev_ts: fl
         InputError: naming the field.
     """
     toks = _tokens(obj, name, ln)
+    if "input_length" in obj and get_int(obj, "input_length", name, ln) != toks.size:
+        raise InputError(name, ln, "input_length", f"is {obj['input_length']} but token_ids holds {toks.size} "
+                         "tokens (the prompt is token_ids): drop input_length or make them agree")
     ts = get_time(obj, "timestamp", name, ln) if "timestamp" in obj else max(prev_ts, 0.0)
     out = get_int(obj, "output_length", name, ln) if "output_length" in obj else 0
     salt = obj.get("cache_salt")

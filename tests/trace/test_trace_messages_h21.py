@@ -81,3 +81,35 @@ def _parquet(tmp_path, arrival, prompt, output, ids):
 ])
 def test_parquet_row_errors_quote_the_values(tmp_path, arrival, prompt, output, ids, message):
     assert _err(_parquet(tmp_path, arrival, prompt, output, ids)) == message
+
+
+def _bailian(tmp_path, last: dict, n: int = 2000):
+    # n good rows (chat i, no parent, turn 1, 16 tokens = one 16-token block), then the row ``last``
+    rows = [{"chat_id": i, "parent_chat_id": -1, "timestamp": i, "input_length": 16, "output_length": 1,
+             "type": "text", "turn": 1, "hash_ids": [i]} for i in range(n)]
+    rows.append(dict(rows[-1], chat_id=n, timestamp=n, hash_ids=[n], **last))
+    p = tmp_path / "b.jsonl"
+    p.write_text("".join(__import__("json").dumps(r) + "\n" for r in rows))
+    return p
+
+
+@pytest.mark.parametrize("n", [1, 2000])       # 2000 rows: a fast lane reads the chunk, leaves the row to the authority
+@pytest.mark.parametrize("last,field,problem", [
+    ({"turn": -1}, "turn", "must be >= 0, got -1"),
+    ({"parent_chat_id": "SELF"}, "parent_chat_id", "is the row's own chat_id ({n}): a request cannot continue itself"),
+])
+def test_bailian_rows_no_conversation_can_have(tmp_path, n, last, field, problem):
+    last = {k: (n if v == "SELF" else v) for k, v in last.items()}
+    assert _err(_bailian(tmp_path, last, n)) == f"b.jsonl:{n + 1}: field '{field}': {problem.format(n=n)}"
+
+
+def test_bailian_turn_zero_and_no_parent_are_accepted(tmp_path):
+    assert len(list(open_trace(_bailian(tmp_path, {"turn": 0, "parent_chat_id": -1}, 3)))) == 4
+
+
+def test_tokens_input_length_must_match_token_ids(tmp_path):
+    p = tmp_path / "t.jsonl"
+    p.write_text('{"timestamp": 0, "input_length": 2, "output_length": 1, "token_ids": [1, 2]}\n'
+                 '{"timestamp": 1, "input_length": 5, "output_length": 1, "token_ids": [1, 2]}\n')
+    assert _err(p) == ("t.jsonl:2: field 'input_length': is 5 but token_ids holds 2 tokens (the prompt is "
+                       "token_ids): drop input_length or make them agree")
