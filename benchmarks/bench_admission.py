@@ -56,13 +56,14 @@ def _make(policy: str, admit: tuple | None, caps: tuple, ctx):
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--repeat", type=common.count, default=5)
     ap.add_argument("--trace", default=str(common.MOONCAKE_CONV))
     ap.add_argument("--policy", action="append", default=[])
-    ap.add_argument("--gpu-blocks", type=int, default=1000)
-    ap.add_argument("--cpu-blocks", type=int, default=4000)
-    ap.add_argument("--copies", type=int, default=5, help="the trace replayed this many times in a row")
+    ap.add_argument("--gpu-blocks", type=common.count, default=1000)
+    ap.add_argument("--cpu-blocks", type=common.count, default=4000)
+    ap.add_argument("--copies", type=common.count, default=5, help="the trace replayed this many times in a row")
     args = ap.parse_args()
+    common.need_trace(args.trace, "bench_admission")
     import pcs
     from pcs.blocks import BlockRules
     from pcs.cache.policies.context import PolicyContext, TraceOracle
@@ -114,4 +115,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    common.run(main, "bench_admission")

@@ -81,11 +81,13 @@ def best_of(fn, repeat):
 def _args() -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--trace", default=str(DEFAULT))
-    ap.add_argument("--min-accesses", type=int, default=10_000_000)
-    ap.add_argument("--capacities", type=int, default=50)
-    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--min-accesses", type=common.count, default=10_000_000)
+    ap.add_argument("--capacities", type=common.count, default=50)
+    ap.add_argument("--repeat", type=common.count, default=3)
     ap.add_argument("--skip-replays", action="store_true")
-    return ap.parse_args()
+    a = ap.parse_args()
+    common.need_trace(a.trace, "bench_curve")
+    return a
 
 
 def _kernels(a, cols, res: dict):
@@ -191,4 +193,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    common.run(main, "bench_curve")

@@ -110,18 +110,17 @@ def _one(path: Path, tmp: Path, pairs: int, policy: str, has_lcs: bool) -> dict:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--replicas", default="1,10", help="comma list of trace copies (default 1,10)")
-    ap.add_argument("--pairs", type=int, default=3)
+    ap.add_argument("--replicas", type=common.counts, default="1,10", help="comma list of trace copies (default 1,10)")
+    ap.add_argument("--pairs", type=common.count, default=3)
     ap.add_argument("--policy", default="lru")
     ap.add_argument("--trace", type=Path, default=common.MOONCAKE_CONV, help="Mooncake JSONL (default: ../shared)")
     ap.add_argument("--engine", default="auto", help="replay(engine=...): auto (default) or e.g. compiled-hierarchy")
     ap.add_argument("--parquet", action="store_true", help="replay from pcs Parquet (converted once, untimed)")
     args = ap.parse_args()
+    common.need_trace(args.trace, "bench_default_replay")
     _ENGINE[0] = args.engine
     _PARQUET[0] = args.parquet
     src = args.trace
-    if not src.exists():
-        return common.skip(BENCH, f"no Mooncake trace at {src}")
     try:
         import libcachesim  # noqa: F401
         has_lcs = True
@@ -130,7 +129,7 @@ def main() -> None:
     rows = []
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)
-        for k in [int(x) for x in args.replicas.split(",")]:
+        for k in args.replicas:
             path = src
             if k > 1:   # exactly k copies: replicate_mooncake sizes by accesses, so ask for k x one copy's
                 one = common.replicate_mooncake(src, tmp, 0, name="x1.jsonl").cacheable_accesses
@@ -141,4 +140,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    common.run(main, "bench_default_replay")

@@ -32,6 +32,21 @@ import sys
 import time
 from pathlib import Path
 
+
+def _load_common():
+    """This tree's benchmarks/common.py as ``_bench_common`` (the argument checks; a child imports the measured
+    tree's own ``common``, which this name does not shadow)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("_bench_common", Path(__file__).resolve().with_name("common.py"))
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules["_bench_common"] = mod          # dataclasses look their module up there
+    spec.loader.exec_module(mod)
+    return mod
+
+
+_common = _load_common()
+
 HERE = Path(__file__).resolve()
 
 
@@ -39,6 +54,7 @@ def _tree_bench(tree: str):
     """The tree's own ``benchmarks/bench_replay.py`` as a module (its ``main`` not run)."""
     spec = importlib.util.spec_from_file_location("tree_bench_replay", Path(tree) / "benchmarks" / "bench_replay.py")
     mod = importlib.util.module_from_spec(spec)
+    sys.modules["_bench_common"] = mod          # dataclasses look their module up there
     spec.loader.exec_module(mod)
     return mod
 
@@ -110,14 +126,15 @@ def _row(runs: list[dict]) -> dict:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--tree", action="append", default=[], help="a source tree (repeatable; the first is the peer)")
-    ap.add_argument("--rounds", type=int, default=5)
-    ap.add_argument("--copies", type=int, default=11)
-    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--rounds", type=_common.count, default=5)
+    ap.add_argument("--copies", type=_common.count, default=11)
+    ap.add_argument("--repeat", type=_common.count, default=3)
     ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
         _child(args.child, args.copies, args.repeat)
         return 0
+    _common.need_trace(_common.MOONCAKE_CONV, "bench_engine_pair")
     trees = [str(Path(t).resolve()) for t in (args.tree or [str(HERE.parents[1])])]
     load = [os.getloadavg()[0]]
     got = _rounds(trees, args.rounds, args.copies, args.repeat)
@@ -136,4 +153,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    _common.run(main, "bench_engine_pair")

@@ -42,13 +42,12 @@ def _cpu(fn, repeat: int) -> float:
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--repeat", type=int, default=3)
-    ap.add_argument("--instances", type=int, default=8)
+    ap.add_argument("--repeat", type=common.count, default=3)
+    ap.add_argument("--instances", type=common.count, default=8)
     ap.add_argument("--routers", default="round-robin,cache-aware")
     ap.add_argument("--shared", default=None, help="also time a fleet with this shared tier (NAME=SIZE)")
     args = ap.parse_args()
-    if not common.MOONCAKE_CONV.exists():
-        return common.skip("bench_fleet", f"{common.MOONCAKE_CONV} not found")
+    common.need_trace(common.MOONCAKE_CONV, "bench_fleet")
     import numpy as np
 
     from pcs.fleet import fleet_replay
@@ -63,7 +62,7 @@ def main() -> None:
     trace = open_trace(common.MOONCAKE_CONV)
     batch = concat_batches(list(as_batches(trace)))
     accesses = int(np.diff(batch.block_offsets).sum())
-    cap, compute, rules = _setup(trace, {})
+    cap, compute, rules, _ = _setup(trace, {})
     svc = service_times(batch, compute)
     n = args.instances
     out = {"bench": "bench_fleet", "trace": "mooncake-fast25 conversation", "instances": n,
@@ -88,4 +87,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    common.run(main, "bench_fleet")

@@ -59,10 +59,9 @@ def one_page(trace: str, result, out: Path) -> dict:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--trace", default=str(common.MOONCAKE_CONV))
-    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--repeat", type=common.count, default=3)
     args = ap.parse_args()
-    if not Path(args.trace).exists():
-        return common.skip("html", f"trace not found: {args.trace}")
+    common.need_trace(args.trace, "bench_html")
     import pcs
 
     runs = []
@@ -83,4 +82,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    common.run(main, "bench_html")

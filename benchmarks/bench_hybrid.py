@@ -51,6 +51,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+import common  # noqa: E402
 from common import MOONCAKE_CONV  # noqa: E402
 TRACE = MOONCAKE_CONV  # benchmarks/common.py: PCS_MOONCAKE_TRACE or ../shared
 MODELS = ("gpt-oss-120b", "gemma-3-27b")
@@ -253,20 +254,19 @@ def whole_call(path: str, repeat: int, sizes: list[str], peer: str | None = None
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--repeat", type=int, default=3)
-    ap.add_argument("--sizes", default="40GB,100GB", help="two GPU tier sizes (comma-separated)")
+    ap.add_argument("--repeat", type=common.count, default=3)
+    ap.add_argument("--sizes", type=common.sizes, default="40GB,100GB", help="two GPU tier sizes (comma-separated)")
     ap.add_argument("--skip-table", action="store_true")
     ap.add_argument("--skip-loops", action="store_true", help="no engine-loop rows (the whole call only)")
     ap.add_argument("--peer", help="a checkout of main (compiled extensions built) timed beside this one")
-    ap.add_argument("--rounds", type=int, default=3, help="alternated rounds of the whole call per side")
+    ap.add_argument("--rounds", type=common.count, default=3, help="alternated rounds of the whole call per side")
     ap.add_argument("--modes", default=",".join(MODES), help="timing modes of the whole call (comma-separated)")
     args = ap.parse_args()
-    if not TRACE.exists():
-        sys.exit(f"bench_hybrid: trace not found: {TRACE} (put the Mooncake trace in ../shared/traces or set PCS_MOONCAKE_TRACE)")
+    common.need_trace(TRACE, "bench_hybrid")
     from pcs.trace import open_trace
 
     trace = open_trace(TRACE)
-    sizes = args.sizes.split(",")
+    sizes = args.sizes
     rows = [] if args.skip_table else table(trace, sizes)
     sp = [] if args.skip_loops else speed(trace, args.repeat, sizes)
     whole = whole_call(str(TRACE), args.repeat, sizes, args.peer, args.rounds, tuple(args.modes.split(",")))
@@ -283,4 +283,4 @@ def main() -> None:
                       "target_met_wall": bool(ww) and min(ww) >= 1e6}))
 
 if __name__ == "__main__":
-    main()
+    common.run(main, "bench_hybrid")

@@ -28,6 +28,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import common  # noqa: E402
 from common import replicate_mooncake, vm_hwm_bytes  # noqa: E402  (benchmarks/common.py)
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -76,15 +77,14 @@ def _run(path: Path, fmt: str, mode: str, repeat: int) -> dict:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--trace", type=Path, default=DEFAULT_SRC)
-    ap.add_argument("--min-blocks", type=int, default=10_000_000)
-    ap.add_argument("--repeat", type=int, default=3, help="runs per case; the fastest is reported")
+    ap.add_argument("--min-blocks", type=common.count, default=10_000_000)
+    ap.add_argument("--repeat", type=common.count, default=3, help="runs per case; the fastest is reported")
     ap.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.child:
         _child(*a.child)
         return
-    if not a.trace.exists():
-        sys.exit(f"source trace not found: {a.trace}")
+    common.need_trace(a.trace, "bench_ingest")
     from pcs.trace import open_trace
     from pcs.trace.convert import convert
 
@@ -123,4 +123,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    common.run(main, "bench_ingest")

@@ -34,6 +34,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import common  # noqa: E402
 from common import MOONCAKE_CONV, machine_info, replicate_mooncake  # noqa: E402
 
 
@@ -123,9 +124,10 @@ def _measure(path: Path, rounds: int, parsers: dict, with_authority: bool) -> di
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--copies", default="1,10,50", help="replica sizes, comma-separated")
-    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--copies", type=common.counts, default="1,10,50", help="replica sizes, comma-separated")
+    ap.add_argument("--rounds", type=common.count, default=3)
     a = ap.parse_args()
+    common.need_trace(MOONCAKE_CONV, "bench_jsonl_parsers")
     import pyarrow as pa
 
     pa.set_cpu_count(1)
@@ -143,7 +145,7 @@ def main() -> None:
     out: dict = {}
     with tempfile.TemporaryDirectory(prefix="pcs-bench-") as tmp:
         one = replicate_mooncake(MOONCAKE_CONV, Path(tmp), 1, count="ids", name="x1.jsonl").block_ids
-        for k in (int(x) for x in a.copies.split(",")):
+        for k in a.copies:
             rep = replicate_mooncake(MOONCAKE_CONV, Path(tmp), k * one, count="ids", name=f"x{k}.jsonl")
             res = _measure(rep.path, a.rounds, parsers, with_authority=(k == 1))
             for name, r in res.items():
@@ -157,4 +159,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    common.run(main, "bench_jsonl_parsers")

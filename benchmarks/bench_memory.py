@@ -78,17 +78,16 @@ def _case(path: Path) -> dict:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--replicas", default="1,10", help="copies of the trace, comma-separated")
+    ap.add_argument("--replicas", type=common.counts, default="1,10", help="copies of the trace, comma-separated")
     ap.add_argument("--trace", type=Path, default=common.MOONCAKE_CONV)
     ap.add_argument("--child", help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.child:
         return _child(a.child)
-    if not a.trace.exists():
-        return common.skip(BENCH, f"no Mooncake trace at {a.trace}")
+    common.need_trace(a.trace, BENCH)
     cases = {}
     with tempfile.TemporaryDirectory() as tmp:
-        for k in (int(x) for x in a.replicas.split(",")):
+        for k in a.replicas:
             path = _copies(a.trace, Path(tmp), k)
             c = cases[f"x{k}"] = _case(path)
             print(f"x{k}: peak {c['peak_bytes'] / 1e6:.1f} MB ({c['peak_bytes_per_id']} B per distinct id, "
@@ -107,4 +106,4 @@ def _copies(src: Path, tmp: Path, k: int) -> Path:
 
 
 if __name__ == "__main__":
-    main()
+    common.run(main, "bench_memory")

@@ -30,11 +30,11 @@ def _cases(trace):
     import pcs
 
     return {
-        "curve": lambda: [r["lru_hit_ratio"] for r in pcs.curve(trace, points=12, belady=False).rows],
+        "curve": lambda: [r.lru_hit_ratio for r in pcs.curve(trace, points=12, belady=False).rows],
         "replay_sequential_one_tier": lambda: pcs.replay(trace, tiers=["gpu=2000blocks"],
-                                                          timing="sequential").summary["hit_ratio"],
+                                                          timing="sequential").summary.hit_ratio,
         "replay_modeled_two_tiers": lambda: pcs.replay(trace, tiers=["gpu=1000blocks", "cpu=4000blocks"]
-                                                        ).summary["hit_ratio"],
+                                                        ).summary.hit_ratio,
     }
 
 
@@ -45,7 +45,7 @@ def _set_built(built: dict) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--repeat", type=common.count, default=3)
     ns = ap.parse_args()
     if _native.missing():
         common.skip("bench_native", f"compiled twins not built: {_native.missing()}")
@@ -70,4 +70,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    common.run(main, "bench_native")

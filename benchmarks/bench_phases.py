@@ -148,9 +148,10 @@ def timeline(trace: str) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("trace")
-    ap.add_argument("--calls", type=int, default=3)
+    ap.add_argument("--calls", type=common.count, default=3)
     ap.add_argument("--timeline", action="store_true", help="the phases' wall intervals per thread instead")
     args = ap.parse_args()
+    common.need_trace(args.trace, "bench_phases")
     if args.timeline:
         return timeline(args.trace)
     import pcs
@@ -177,4 +178,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    common.run(main, "bench_phases")

@@ -116,13 +116,14 @@ def _replay(src, kwargs: dict):
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--repeat", type=common.count, default=3)
     ap.add_argument("--trace", default=str(common.MOONCAKE_CONV))
     ap.add_argument("--compute", choices=("infinite", "step", "both"), default="both")
     ap.add_argument("--policy", action="append", default=[], help="time these policies instead (repeatable)")
     ap.add_argument("--admit", action="append", default=[], help="time with these admissions (repeatable)")
     ap.add_argument("--no-reference", action="store_true", help="skip the Python-hierarchy runs (-reference)")
     args = ap.parse_args()
+    common.need_trace(args.trace, "bench_policies")
     register_plugins()
     runs = _runs(args.policy or (("lru",) if args.admit else POLICIES + PLUGINS), args.admit, not args.no_reference)
     modes = ("infinite", "step") if args.compute == "both" else (args.compute,)
@@ -159,4 +160,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    common.run(main, "bench_policies")

@@ -41,6 +41,21 @@ import sys
 import time
 from pathlib import Path
 
+
+def _load_common():
+    """This tree's benchmarks/common.py as ``_bench_common`` (the argument checks; a child imports the measured
+    tree's own ``common``, which this name does not shadow)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("_bench_common", Path(__file__).resolve().with_name("common.py"))
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules["_bench_common"] = mod          # dataclasses look their module up there
+    spec.loader.exec_module(mod)
+    return mod
+
+
+_common = _load_common()
+
 HERE = Path(__file__).resolve()
 #: (timing, policy) pairs timed by default.
 CASES = ("modeled:lru", "sequential:lru", "modeled:slru", "modeled:fifo")
@@ -154,15 +169,15 @@ def _case_row(case: str, trees: list[str], times: dict, prints: dict) -> dict:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--tree", action="append", default=[], help="a source tree (repeatable; the first is the peer)")
-    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--rounds", type=_common.count, default=3)
     ap.add_argument("--case", action="append", default=[], help="TIMING:POLICY (repeatable)")
     ap.add_argument("--trace", default=None)
     ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.trace is None:
-        sys.path.insert(0, str(HERE.parent))
-        import common
-        args.trace = str(common.MOONCAKE_CONV)
+        args.trace = str(_common.MOONCAKE_CONV)
+    if not args.child:
+        _common.need_trace(args.trace, "bench_reference")
     cases = args.case or list(CASES)
     if args.child:
         _child(args.child, args.trace, cases)
@@ -179,4 +194,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    _common.run(main, "bench_reference")

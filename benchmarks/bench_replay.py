@@ -1,9 +1,10 @@
 """Replay throughput: block accesses per second of the engine, and peak memory.
 
 Workload: the Mooncake FAST'25 conversation trace (../shared/traces), replicated
-``--copies`` times (copy k adds k x 182,790 -- the trace's id count -- to every
-id, and k x (span + 3 s) to every timestamp), so the copies share nothing and
-arrive one after the other. A "block access" is one hash id of one request
+``--copies`` times (copy k adds k x the trace's id span, max id - min id + 1 --
+182,790 for Mooncake -- to every id, :func:`common.id_span`, and k x (span + 3 s)
+to every timestamp), so the copies share nothing and arrive one after the other;
+copies whose ids would pass 2^64 - 1 are refused. A "block access" is one hash id of one request
 (the trace has 288,500), partial last blocks included.
 
 Measured (one core, process CPU seconds, best of ``--repeat``):
@@ -46,7 +47,6 @@ sys.path.insert(0, str(ROOT))
 import common  # noqa: E402
 from common import MOONCAKE_CONV  # noqa: E402
 TRACE = MOONCAKE_CONV  # benchmarks/common.py: PCS_MOONCAKE_TRACE or ../shared
-ID_SPAN = 182_790
 
 from pcs.blocks import BlockRules  # noqa: E402
 from pcs.cache import Tier, make_policy  # noqa: E402
@@ -59,7 +59,11 @@ from pcs.trace import RequestBatch, open_trace  # noqa: E402
 
 
 class Replicated:
-    """The trace ``copies`` times as RequestBatches (what ``iter_chunks`` and the api read)."""
+    """The trace ``copies`` times as RequestBatches (what ``iter_chunks`` and the api read).
+
+    Copy k adds k x :func:`common.id_span` (the trace's id span, max - min + 1) to every id, so copies share
+    no block; ``UserError`` when the last copy would pass 2^64 - 1.
+    """
 
     def __init__(self, path: Path, copies: int) -> None:
         b = list(open_trace(path).iter_batches())
@@ -69,6 +73,8 @@ class Replicated:
         self.hashes = cat("block_hashes")
         self.counts = counts
         self.copies = copies
+        lo, hi = (int(self.hashes.min()), int(self.hashes.max())) if len(self.hashes) else (0, 0)
+        self.id_span = common.id_span(lo, hi, copies)
         self.block_size = b[0].block_size
         self.span = float(self.arrival.max() - self.arrival.min()) + 3.0
         self.path = f"{path.name} x{copies}"
@@ -83,7 +89,7 @@ class Replicated:
                 off = np.zeros(e - s + 1, dtype=np.int64)
                 np.cumsum(counts, out=off[1:])
                 lo = int(self.counts[:s].sum())
-                hs = self.hashes[lo:lo + int(off[-1])] + np.uint64(k * ID_SPAN)
+                hs = self.hashes[lo:lo + int(off[-1])] + np.uint64(k * self.id_span)
                 yield RequestBatch(rid, self.block_size, self.arrival[s:e] + k * self.span, self.prompt[s:e],
                                    self.output[s:e], off, hs)
                 rid += e - s
@@ -214,11 +220,10 @@ def _print_lines(out: dict) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--copies", type=int, default=11)
-    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--copies", type=common.count, default=11)
+    ap.add_argument("--repeat", type=common.count, default=3)
     args = ap.parse_args()
-    if not TRACE.exists():
-        sys.exit(f"bench_replay: trace not found: {TRACE} (put the Mooncake trace in ../shared/traces or set PCS_MOONCAKE_TRACE)")
+    common.need_trace(TRACE, "bench_replay")
     from pcs.engine.api import replay
 
     src, accesses, caps, bpb, links, tm = _workload(args.copies)
@@ -240,4 +245,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    common.run(main, "bench_replay")

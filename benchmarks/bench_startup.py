@@ -41,6 +41,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import common  # noqa: E402
 from common import machine_info  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -170,7 +171,7 @@ def _breakdown(cmd: list[str], peer: str | None = None) -> dict:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--runs", type=int, default=7)
+    ap.add_argument("--runs", type=common.count, default=7)
     ap.add_argument("--peer", help="another checkout to time alongside (first on PYTHONPATH)")
     a = ap.parse_args()
     cases = {k: (cmd, None) for k, cmd in CASES.items()}
@@ -207,4 +208,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    common.run(main, "bench_startup")

@@ -186,7 +186,7 @@ def _put_cost(plan) -> dict:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--repeat", type=common.count, default=3)
     ap.add_argument("--skip-ray", action="store_true")
     args = ap.parse_args()
     work, empty = make_plan(WORK), make_plan(EMPTY)
@@ -225,4 +225,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    common.run(main, "bench_sweep")

@@ -24,6 +24,8 @@ import tempfile
 import time
 from pathlib import Path
 
+import common  # benchmarks/common.py (this script's folder is on sys.path)
+
 ROOT = Path(__file__).resolve().parents[1]
 CHILD = """
 import json, sys
@@ -64,9 +66,11 @@ def one(python: str, d: Path, cwd: str) -> dict:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--peer-python", required=True, help="the other tree's python (its pcs installed editable)")
-    ap.add_argument("--points", type=int, default=3000)
-    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--points", type=common.count, default=3000)
+    ap.add_argument("--rounds", type=common.count, default=3)
     a = ap.parse_args()
+    if not (os.path.isfile(a.peer_python) and os.access(a.peer_python, os.X_OK)):
+        ap.error(f"--peer-python: not an executable file: {a.peer_python}")
     with tempfile.TemporaryDirectory() as tmp:
         d = Path(tmp) / "out"
         d.mkdir()
@@ -90,4 +94,4 @@ if __name__ == "__main__":
     if len(sys.argv) == 4 and sys.argv[1] == "--one":
         print(json.dumps(one(sys.argv[2], Path(sys.argv[3]), "/")))
     else:
-        main()
+        common.run(main, "bench_sweep_summary")

@@ -37,16 +37,17 @@ def _stats(path: Path) -> tuple[float, float, int]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--copies", default="1,10,50")
-    ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--copies", type=common.counts, default="1,10,50")
+    ap.add_argument("--rounds", type=common.count, default=2)
     a = ap.parse_args()
+    common.need_trace(common.MOONCAKE_CONV, "bench_trace_stats")
     from pcs.trace import open_trace
     from pcs.trace.convert import convert
 
     rows = []
     with tempfile.TemporaryDirectory(prefix="pcs-bench-") as tmp:
         one = common.replicate_mooncake(common.MOONCAKE_CONV, Path(tmp), 1, count="ids", name="one.jsonl").block_ids
-        for k in (int(x) for x in a.copies.split(",")):
+        for k in a.copies:
             rep = common.replicate_mooncake(common.MOONCAKE_CONV, Path(tmp), k * one, count="ids", name=f"x{k}.jsonl")
             parquet = Path(tmp) / f"x{k}.parquet"
             convert(open_trace(rep.path), parquet)
@@ -70,4 +71,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    common.run(main, "bench_trace_stats")

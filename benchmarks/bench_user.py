@@ -212,11 +212,11 @@ def _one_size(k: int, tmp: Path, one: int, c: int, rounds: int, only: str = "", 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--copies", default="1,10,50", help="replica sizes, comma-separated")
-    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--copies", type=common.counts, default="1,10,50", help="replica sizes, comma-separated")
+    ap.add_argument("--rounds", type=common.count, default=3)
     ap.add_argument("--warmup", type=int, default=1, help="untimed calls of each in-process case before the "
                     "timed rounds, per size (0: none, the first case then pays the process's start-up)")
-    ap.add_argument("--capacity", type=int, default=16384, help="GPU tier (and libCacheSim LRU) size, blocks")
+    ap.add_argument("--capacity", type=common.count, default=16384, help="GPU tier (and libCacheSim LRU) size, blocks")
     ap.add_argument("--cases", default="", help="comma-separated case names to run (default: all); libcachesim, "
                     "ordereddict and the one-tier cases always run (the miss check and the ratios need them)")
     a = ap.parse_args()
@@ -228,7 +228,7 @@ def main() -> None:
     rows, engine = [], []
     with tempfile.TemporaryDirectory(prefix="pcs-bench-") as tmp:
         one = common.replicate_mooncake(common.MOONCAKE_CONV, Path(tmp), 1, name="one.jsonl").cacheable_accesses
-        for k in (int(x) for x in a.copies.split(",")):
+        for k in a.copies:
             row, eng = _one_size(k, Path(tmp), one, a.capacity, a.rounds, a.cases, a.warmup)
             rows.append(row)
             engine.append(eng)
@@ -242,4 +242,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    common.run(main, "bench_user")

@@ -2,9 +2,16 @@
 
 - :func:`replicate_mooncake`: the Mooncake FAST'25 conversation trace
   (../shared/traces) copied until it has a target number of block accesses,
-  with remapped ids (copy k adds k x (max id + 1) to every id, so copies share
+  with remapped ids (copy k adds k x :func:`id_span` to every id, so copies share
   no block) and shifted timestamps (copy k adds k x (span + 3 s)), written as
   Mooncake JSONL into a directory the caller owns (a temporary one);
+- :func:`id_span`: the one rule of every replica's id offset (the trace's real id
+  span, max - min + 1; refused when the last copy would pass 2^64 - 1);
+- argument checks shared by every script: :func:`count` / :func:`counts`
+  (argparse types: integers >= 1), :func:`size` / :func:`sizes` (pcs's own unit
+  parser), :func:`need_trace` (a missing trace: one line naming the path and
+  PCS_MOONCAKE_TRACE, exit 2) and :func:`run` (a ``pcs.errors.UserError`` from
+  the script printed as one line, exit 2; no traceback);
 - :func:`flat_lru_stream`: the block stream that makes a plain LRU follow
   pcs's prefix-cache rules (docs/semantics.md §6);
 - :func:`median_time` and :func:`alternating_pairs`: warm-up, then repeated
@@ -41,6 +48,104 @@ MOONCAKE_CONV = Path(os.environ.get("PCS_MOONCAKE_TRACE")
                      or ROOT.parent / "shared" / "traces" / "mooncake-fast25" / "conversation_trace.jsonl")
 #: Gap between two copies of a replicated trace, milliseconds (as bench_ingest).
 COPY_GAP_MS = 3000
+#: The largest block id a trace may hold (ids are unsigned 64-bit).
+U64_MAX = 2**64 - 1
+
+
+# -- argument checks (one rule for every script) -----------------------------------------------
+def count(text: str) -> int:
+    """argparse ``type=``: a whole number >= 1 (copies, rounds, repeats, runs...).
+
+    Raises:
+        argparse.ArgumentTypeError: not an integer, or < 1 (argparse prints one line, exit 2).
+    """
+    import argparse
+
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a whole number >= 1, got {text!r}") from None
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {n}")
+    return n
+
+
+def counts(text: str) -> list[int]:
+    """argparse ``type=``: a comma-separated list of :func:`count` values (e.g. ``1,10,50``)."""
+    return [count(t.strip()) for t in str(text).split(",")]
+
+
+def size(text: str) -> str:
+    """argparse ``type=``: a size pcs accepts (``pcs.units.parse_bytes``: ``40GB``, ``1.5TB``), > 0 bytes.
+
+    Returns the text unchanged (the script passes it on to pcs).
+    Raises:
+        argparse.ArgumentTypeError: pcs's own message (unknown unit, malformed, negative) or 0 bytes.
+    """
+    import argparse
+
+    from pcs.errors import UserError
+    from pcs.units import parse_bytes
+
+    try:
+        n = parse_bytes(text)
+    except UserError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"must be more than 0 bytes, got {text!r}")
+    return text
+
+
+def sizes(text: str) -> list[str]:
+    """argparse ``type=``: a comma-separated list of :func:`size` values."""
+    return [size(t.strip()) for t in str(text).split(",")]
+
+
+def _fail(bench: str, message: str) -> None:
+    """One line ``BENCH: error: MESSAGE`` on stderr, exit 2 (as argparse's own errors)."""
+    print(f"{bench}: error: {message}", file=sys.stderr, flush=True)
+    sys.exit(2)
+
+
+def need_trace(path: str | Path | None, bench: str) -> Path:
+    """The trace ``path`` (default :data:`MOONCAKE_CONV`), or exit 2 with one line naming it and PCS_MOONCAKE_TRACE."""
+    p = Path(path) if path is not None else MOONCAKE_CONV
+    if not p.is_file():
+        _fail(bench, f"trace not found: {p} (pass --trace where the script has it, or set PCS_MOONCAKE_TRACE "
+                     "to the Mooncake conversation trace)")
+    return p
+
+
+def run(main: Callable[[], Any], bench: str) -> None:
+    """Call ``main()`` (exit with its return code when it returns a non-zero int); a ``pcs.errors.UserError``
+    (bad option, bad trace content) -> one line on stderr, exit 2."""
+    from pcs.errors import UserError
+
+    try:
+        rc = main()
+    except UserError as e:
+        _fail(bench, str(e))
+    if isinstance(rc, int) and rc:
+        sys.exit(rc)
+
+
+def id_span(lo: int, hi: int, copies: int) -> int:
+    """What copy k of a trace adds, divided by k, to every id so copies share no block: ``hi - lo + 1``.
+
+    Args:
+        lo, hi: the trace's least and largest id (0, 0 for a trace without ids).
+        copies: number of copies (>= 1).
+    Raises:
+        UserError: the last copy's largest id, ``hi + (copies - 1) x span``, passes 2^64 - 1.
+    """
+    from pcs.errors import UserError
+
+    span = int(hi) - int(lo) + 1
+    last = int(hi) + (int(copies) - 1) * span
+    if last > U64_MAX:
+        raise UserError(f"{copies} copies of a trace with ids {lo}..{hi} (span {span}) need ids up to {last}, "
+                        f"past 2^64 - 1; use fewer copies")
+    return span
 
 
 # -- memory ------------------------------------------------------------------------------------
@@ -164,7 +269,7 @@ class Replica:
         requests: requests in the file.
         block_ids: hash ids in the file (partial last blocks included).
         cacheable_accesses: full prompt blocks (``BlockRules().cacheable_blocks``).
-        id_stride: what copy k adds to every id, divided by k.
+        id_stride: what copy k adds to every id, divided by k (:func:`id_span`).
     """
 
     path: Path
@@ -194,7 +299,8 @@ def replicate_mooncake(src: Path, out_dir: Path, min_accesses: int, count: str =
             :class:`pcs.blocks.BlockRules` defaults) or ``"ids"`` (every hash id).
         block_size: tokens per block of ``src`` (Mooncake: 512).
     Raises:
-        ValueError: unknown ``count``; FileNotFoundError: no ``src``.
+        ValueError: unknown ``count``; FileNotFoundError: no ``src``; UserError: the copies' ids pass
+        2^64 - 1 (:func:`id_span`).
     """
     from pcs.blocks import BlockRules
 
@@ -202,12 +308,14 @@ def replicate_mooncake(src: Path, out_dir: Path, min_accesses: int, count: str =
         raise ValueError(f"count must be 'cacheable' or 'ids', got {count!r}")
     rules = BlockRules()
     rows = [json.loads(line) for line in Path(src).read_text().splitlines() if line.strip()]
-    stride = max(max(r["hash_ids"], default=0) for r in rows) + 1
     span_ms = rows[-1]["timestamp"] - rows[0]["timestamp"] + COPY_GAP_MS
     ids = sum(len(r["hash_ids"]) for r in rows)
     cacheable = sum(rules.cacheable_blocks(r["input_length"], len(r["hash_ids"]), block_size) for r in rows)
     per_copy = cacheable if count == "cacheable" else ids
     copies = max(1, -(-int(min_accesses) // max(per_copy, 1)))
+    lo = min((min(r["hash_ids"]) for r in rows if r["hash_ids"]), default=0)
+    hi = max((max(r["hash_ids"]) for r in rows if r["hash_ids"]), default=0)
+    stride = id_span(lo, hi, copies)
     out = Path(out_dir) / name
     tmp = out.with_name(out.name + ".tmp")
     with open(tmp, "w") as f:

@@ -469,8 +469,8 @@ def policy_comparison(trace_path: Path, caps: list[int] | None) -> dict:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--trace", type=Path, default=common.MOONCAKE_CONV)
-    ap.add_argument("--capacities", help="comma-separated blocks (default: 4 from the largest request up)")
-    ap.add_argument("--pairs", type=int, default=5)
+    ap.add_argument("--capacities", type=common.counts, help="comma-separated blocks (default: 4 from the largest request up)")
+    ap.add_argument("--pairs", type=common.count, default=5)
     ap.add_argument("--min-accesses", type=int, default=10_000_000, help="replicated trace size; 0 = skip")
     ap.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
     ap.add_argument("--policies", action="store_true", help="compare the policies on the flat block stream")
@@ -481,9 +481,8 @@ def main() -> None:
         import libcachesim  # noqa: F401
     except ImportError:
         return common.skip(BENCH, "libcachesim not installed (pip install -e '.[bench]')")
-    if not a.trace.exists():
-        return common.skip(BENCH, f"trace not found: {a.trace}")
-    caps = [int(x) for x in a.capacities.split(",")] if a.capacities else None
+    common.need_trace(a.trace, BENCH)
+    caps = a.capacities
     if a.policies:
         return common.emit(policy_comparison(a.trace, caps))
     out = measure(a.trace, caps, a.pairs, a.min_accesses)
@@ -499,4 +498,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    common.run(main, "compare_libcachesim")

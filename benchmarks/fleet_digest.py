@@ -13,9 +13,11 @@ the per-request table. Run it on two checkouts and compare the files
 """
 from __future__ import annotations
 
+import argparse
 import hashlib
 import json
-import sys
+import os
+from pathlib import Path
 
 import common
 
@@ -33,8 +35,12 @@ def _digest(res) -> dict:
 
 
 def main() -> None:
-    if not common.MOONCAKE_CONV.exists():
-        return common.skip("fleet_digest", f"{common.MOONCAKE_CONV} not found")
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("out", type=Path, help="the JSON file to write (temp file + rename)")
+    a = ap.parse_args()
+    if not a.out.parent.is_dir():
+        ap.error(f"OUT: no such directory: {a.out.parent}")
+    common.need_trace(common.MOONCAKE_CONV, "fleet_digest")
     from pcs.fleet import fleet_replay
     from pcs.fleet.routers import router_names
     from pcs.trace import open_trace
@@ -48,10 +54,12 @@ def main() -> None:
                                                                   router=r, **kw))
                 except ValueError as e:
                     out[f"{mode},{n},{r}"] = f"error: {e}"
-    with open(sys.argv[1], "w") as f:
+    tmp = a.out.with_name(a.out.name + ".tmp")
+    with open(tmp, "w") as f:
         json.dump(out, f, indent=1, sort_keys=True, default=str)
-    common.emit({"bench": "fleet_digest", "runs": len(out), "out": sys.argv[1]})
+    os.replace(tmp, a.out)
+    common.emit({"bench": "fleet_digest", "runs": len(out), "out": str(a.out)})
 
 
 if __name__ == "__main__":
-    main()
+    common.run(main, "fleet_digest")

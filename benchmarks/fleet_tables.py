@@ -132,18 +132,17 @@ def _shared_table(trace, counts: list[int], shared: str, kw: dict, out: dict) ->
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--instances", default="4,8")
+    ap.add_argument("--instances", type=common.counts, default="4,8")
     ap.add_argument("--routers", default=",".join(ROUTERS))
     ap.add_argument("--shared", default="remote=20TB")
     ap.add_argument("--compute", choices=("step", "infinite"), default="step")
     ap.add_argument("--tables", default="routers,shared", help="routers, shared or both (comma-separated)")
     args = ap.parse_args()
-    if not common.MOONCAKE_CONV.exists():
-        return common.skip("fleet_tables", f"{common.MOONCAKE_CONV} not found")
+    common.need_trace(common.MOONCAKE_CONV, "fleet_tables")
     from pcs.trace import open_trace
 
     trace = open_trace(common.MOONCAKE_CONV)
-    counts = [int(x) for x in args.instances.split(",")]
+    counts = args.instances
     tables = args.tables.split(",")
     kw = {} if args.compute == "step" else {"compute_mode": args.compute}
     out = {"bench": "fleet_tables", "trace": "mooncake-fast25 conversation", "routers": {}, "shared": {}}
@@ -160,4 +159,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    common.run(main, "fleet_tables")

@@ -49,6 +49,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--trace", default=str(common.MOONCAKE_CONV))
     args = ap.parse_args()
+    common.need_trace(args.trace, "policies_table")
     import pcs
     from pcs.trace import open_trace
 
@@ -84,4 +85,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    common.run(main, "policies_table")

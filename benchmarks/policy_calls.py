@@ -211,12 +211,13 @@ def summary(n: str, res: dict, peer: str, accesses: int) -> dict:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--repeat", type=common.count, default=3)
     ap.add_argument("--trace", default=str(common.MOONCAKE_CONV))
     ap.add_argument("--compute", choices=("step", "infinite"), default="step")
     ap.add_argument("--policy", action="append", default=[], help="key-contract policies (default py_lru, demo_mru)")
     ap.add_argument("--peer", default="fifo", help="the compiled policy whose replay is the mechanism's share")
     args = ap.parse_args()
+    common.need_trace(args.trace, "policy_calls")
     register_plugins()
     names = args.policy or ["py_lru", "demo_mru"]
     src = InMemory(args.trace)
@@ -238,4 +239,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    common.run(main, "policy_calls")

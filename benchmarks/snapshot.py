@@ -30,6 +30,7 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+import common  # noqa: E402
 from common import MOONCAKE_CONV  # noqa: E402
 MOONCAKE = MOONCAKE_CONV  # benchmarks/common.py: PCS_MOONCAKE_TRACE or ../shared
 
@@ -179,11 +180,16 @@ def main() -> None:
                     help="flags appended to every replay and compare run, e.g. \"--compute infinite\"")
     ns = ap.parse_args()
     if ns.diff:
+        for f in ns.diff:
+            if not Path(f).is_file():
+                ap.error(f"--diff: no such file: {f}")
         sys.exit(diff(*ns.diff))
     if not ns.out:
         ap.error("give OUT.json or --diff OLD NEW")
+    if not Path(ns.out).resolve().parent.is_dir():
+        ap.error(f"OUT: no such directory: {Path(ns.out).parent}")
     snapshot(ns.out, ns.quick, shlex.split(ns.extra_replay_args))
 
 
 if __name__ == "__main__":
-    main()
+    common.run(main, "snapshot")

@@ -317,7 +317,8 @@ def refuse_inapplicable(kw: dict[str, Any]) -> None:
     slru tier is (one rule for all; docs/cli.md):
 
     - the step scheduler's options with ``--timing sequential`` or ``--compute infinite`` (no scheduler runs);
-    - ``--compute infinite`` with ``--timing sequential`` (no compute queue either way);
+    - ``--compute`` (``step`` or ``infinite``, given on the command line or by a config file) with ``--timing
+      sequential`` (no compute queue either way; the default, not given, is accepted);
     - ``--restore-timeout`` / ``--restore-timeout-per-token`` without ``--restore-policy best-effort``;
     - ``--router-stale-s`` > 0 without a ``--router`` that reads the cache index (prefix, cache-aware);
     - ``--gpu-memory-utilization`` with a GPU tier of a given size (it sizes only a derived or ``auto`` one).
@@ -333,9 +334,9 @@ def refuse_inapplicable(kw: dict[str, Any]) -> None:
         why = "--timing sequential" if kw.get("timing") == "sequential" else "--compute infinite"
         raise UserError(f"{', '.join(given)}: step-scheduler options, and {why} runs no scheduler; drop them "
                          "or use --timing modeled --compute step")
-    if kw.get("timing") == "sequential" and kw.get("compute_mode") == "infinite":
-        raise UserError("--compute infinite: sequential timing runs one request at a time with no compute queue, "
-                         "so the compute mode changes nothing; drop it or use --timing modeled")
+    if kw.get("timing") == "sequential" and _compute_given(kw):
+        raise UserError(f"--compute {kw['compute_mode']}: sequential timing runs one request at a time with no "
+                        "compute queue, so the compute mode changes nothing; drop it or use --timing modeled")
     if kw.get("restore_policy") != "best-effort":
         timeouts = [_flag(k, v) for k in ("restore_timeout", "restore_timeout_per_token")
                     if (v := kw.get(k)) is not None and v != _STEP_OPTIONS[k]]
@@ -363,6 +364,18 @@ def _small_budget_note(kw: dict[str, Any]) -> None:
     if budget is not None and budget < SMALL_BUDGET_TOKENS:
         click.echo(f"pcs: note: --max-num-batched-tokens {budget}: the step scheduler runs about prompt tokens / "
                    f"{budget} steps, so this run may take minutes (vLLM's defaults are 2048 or 8192)", err=True)
+
+
+def _compute_given(kw: dict[str, Any]) -> bool:
+    """Whether ``--compute`` was given (command line, config file or environment), not its default; outside a
+    click command (no context naming it) whether it differs from the default, ``step``."""
+    ctx = click.get_current_context(silent=True)
+    src = None
+    if ctx is not None and "compute_mode" in ctx.params:
+        src = ctx.get_parameter_source("compute_mode")
+    if src is None:
+        return kw.get("compute_mode") not in (None, COMPUTE_MODES[0])
+    return src is not click.core.ParameterSource.DEFAULT
 
 
 def _refuse_inapplicable_fleet(kw: dict[str, Any]) -> None:

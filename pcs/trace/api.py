@@ -26,7 +26,8 @@ from pcs.argcheck import check_int
 from pcs.choices import LENGTH_ONLY_FORMATS, ON_ERROR, TRACE_FORMATS
 from pcs.errors import InputError, UserError
 from pcs.trace.request import MAX_BLOCK_SIZE, Request, RequestBatch
-from pcs.trace.source import check_source, display_name, is_stream, peek_lines
+from pcs.trace.hashids import invalid_json
+from pcs.trace.source import check_source, display_name, first_line_number, is_stream, peek_lines
 
 __all__ = ["DEFAULT_TRACE", "FORMATS", "LENGTH_ONLY", "ON_ERROR", "Trace", "open_trace", "detect_format",
            "synthetic_reuse_note", "skipped_note", "trace_notes"]
@@ -53,8 +54,9 @@ def _sniff_parquet(path) -> bool:
         return f.read(4) == _PARQUET_MAGIC
 
 
-def _not_json(first: bytes, exc: Exception, name: str) -> str:
-    """Why format detection could not read the first non-blank line ``first`` (bytes after any gzip layer)."""
+def _not_json(first: bytes, exc: Exception, name: str) -> str | None:
+    """Why format detection could not read the first non-blank line ``first`` (bytes after any gzip layer);
+    None for a line that starts as a JSON object (``{``): the caller gives the JSON readers' file:line message."""
     if first[:1] in _MSGPACK_BATCH:
         return f"this looks like a msgpack capture of vLLM KV-cache events, not a request trace: {_EVENTS_HINT.format(name)}"
     if first.startswith(b"PAR1"):   # a plain Parquet file was recognised before: this one was inside gzip
@@ -66,6 +68,8 @@ def _not_json(first: bytes, exc: Exception, name: str) -> str:
     if isinstance(exc, UnicodeDecodeError) and first[:1] in (b"{", b"["):  # JSON but for its encoding
         return (f"the first non-blank line is not UTF-8 (invalid byte {first[exc.start:exc.start + 1]!r} at byte "
                 f"{exc.start}); JSON traces are UTF-8 (RFC 8259 section 8.1): re-encode the file")
+    if first.lstrip()[:1] == b"{" and not isinstance(exc, UnicodeDecodeError):
+        return None         # meant as a JSON object: detect_format gives the readers' own message
     return f"cannot detect the format: the first non-blank line is not JSON; pass format= ({', '.join(FORMATS)})"
 
 
@@ -95,7 +99,10 @@ def detect_format(path, name: str | None = None) -> str:
     except jsondepth.TooDeepError as exc:
         raise InputError(name, 1, None, str(exc)) from None
     except (UnicodeDecodeError, ValueError) as exc:
-        raise InputError(name, None, None, _not_json(lines[0], exc, name)) from None
+        why = _not_json(lines[0], exc, name)
+        if why is None:     # a line meant as a JSON object: the readers' own file:line message
+            raise InputError(name, first_line_number(path), None, invalid_json(exc)) from None
+        raise InputError(name, None, None, why) from None
     other = _not_a_trace(obj, name)
     if other is not None:
         raise InputError(name, None, None, other)

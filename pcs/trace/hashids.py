@@ -97,16 +97,29 @@ def _no_dup_keys(pairs: list[tuple[str, Any]]) -> dict:
 
 
 _JSON_TYPES = {type(None): "null", bool: "a boolean", int: "a number", float: "a number", str: "a string",
-               list: "an array"}
+               list: "an array", dict: "an object"}
 
 
 def json_type(obj: Any) -> str:
     """What a parsed JSON value is, in JSON's words (RFC 8259 §3): ``null``, ``an array``...
 
-    >>> json_type(None), json_type([1])
-    ('null', 'an array')
+    Every "got X" message about a JSON value's type uses it (never Python's ``NoneType`` / ``dict`` / ``str``).
+
+    >>> json_type(None), json_type([1]), json_type({"a": 1})
+    ('null', 'an array', 'an object')
     """
     return _JSON_TYPES.get(type(obj), type(obj).__name__)
+
+
+def invalid_json(exc: ValueError) -> str:
+    """The one message of a line that is not JSON (``json.JSONDecodeError`` or another ``ValueError``):
+    ``invalid JSON: REASON at column N``, naming a NUL byte (``\\x00``) where the parser stopped at one.
+    Format detection and every JSON Lines reader say it alike (with file and line: InputError)."""
+    if isinstance(exc, json.JSONDecodeError):
+        if exc.pos < len(exc.doc) and exc.doc[exc.pos] == "\x00":
+            return f"invalid JSON: a NUL byte (\\x00) at column {exc.colno}"
+        return f"invalid JSON: {exc.msg.removesuffix(' at')} at column {exc.colno}"
+    return f"invalid JSON: {exc}"
 
 
 def strict_loads(name: str, ln: int, line: bytes) -> dict:
@@ -123,10 +136,8 @@ def strict_loads(name: str, ln: int, line: bytes) -> dict:
         raise InputError(name, ln, None, str(exc)) from None
     except UnicodeDecodeError as exc:
         raise InputError(name, ln, None, f"invalid UTF-8 at byte {exc.start}") from None
-    except json.JSONDecodeError as exc:
-        raise InputError(name, ln, None, f"invalid JSON: {exc.msg.removesuffix(' at')} at column {exc.colno}") from None
     except ValueError as exc:
-        raise InputError(name, ln, None, f"invalid JSON: {exc}") from None
+        raise InputError(name, ln, None, invalid_json(exc)) from None
     if not isinstance(obj, dict):
         raise InputError(name, ln, None, f"expected a JSON object, got {json_type(obj)}")
     return obj
@@ -211,7 +222,7 @@ def check_ids(ids: Any, prompt: int, bs: int, name: str, ln: int, key: str = "ha
             release's ``len(hash_ids) == ceil(input_length / 512)``).
     """
     if not isinstance(ids, list):
-        raise InputError(name, ln, key, f"must be a list of integers, got {type(ids).__name__}")
+        raise InputError(name, ln, key, f"must be a list of integers, got {json_type(ids)}")
     for i, h in enumerate(ids):
         if isinstance(h, bool) or not isinstance(h, int):
             raise InputError(name, ln, key, f"element {i} must be an integer, got {json.dumps(h)[:40]}")
@@ -256,6 +267,18 @@ class _Columns:
             *(ex + [None] * (3 - len(ex))), tuple(self.types) if self.spec.has_type else None)
 
 
+def session_problem(chat_id: int, parent_chat_id: int, turn: int) -> tuple[str, str] | None:
+    """(field, problem) of a Bailian row's session fields that no conversation can have, or None: a negative
+    ``turn`` (turns count from the first, 0 or 1, up), a ``parent_chat_id`` equal to the row's own ``chat_id``
+    (-1 is "no parent"). The fast lanes leave such a row to the authority (:func:`pcs.trace.jsonfast._checked`),
+    which names file:line:field."""
+    if turn < 0:
+        return "turn", f"must be >= 0, got {turn}"
+    if parent_chat_id != -1 and parent_chat_id == chat_id:
+        return "parent_chat_id", f"is the row's own chat_id ({chat_id}): a request cannot continue itself"
+    return None
+
+
 def _slow_line(cols: _Columns, obj: dict, bs: int, name: str, ln: int, state: ReadState) -> None:
     spec = cols.spec
     ts = get_time(obj, "timestamp", name, ln)
@@ -267,6 +290,9 @@ def _slow_line(cols: _Columns, obj: dict, bs: int, name: str, ln: int, state: Re
         raise InputError(name, ln, "hash_ids", "missing")
     ids = check_ids(obj["hash_ids"], il, bs, name, ln)
     extras = [get_int(obj, k, name, ln, lo=_I64_MIN) for k, _ in spec.int_extras]
+    bad = session_problem(*extras) if len(extras) == 3 else None
+    if bad is not None:
+        raise InputError(name, ln, *bad)
     synthetic = row_is_synthetic(obj, name, ln)
     typ = obj.get("type")
     if spec.has_type and typ is not None and not isinstance(typ, str):

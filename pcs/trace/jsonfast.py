@@ -153,6 +153,8 @@ def _checked(spec, bs: int, state, ts: np.ndarray, il: np.ndarray, ol: np.ndarra
         return None
     if typ is not None and any(lone_surrogate(t) for t in set(typ) if isinstance(t, str)):
         return None   # the authority names the line
+    if len(extras) == 3 and ((extras[2] < 0).any() or ((extras[1] == extras[0]) & (extras[1] != -1)).any()):
+        return None   # a Bailian turn < 0 or a row its own parent: hashids.session_problem, by the authority
     if ts.size:
         state.last_ts = max(state.last_ts, float(ts.max()))
     state.synthetic_rows += synthetic

@@ -25,7 +25,7 @@ the 1-based row as the "line"; a null in any column read is an error.
 from __future__ import annotations
 
 import re
-from typing import Iterator
+from typing import Any, Iterator
 
 import numpy as np
 
@@ -253,37 +253,54 @@ def _repeats(hashes: np.ndarray, offs: np.ndarray) -> np.ndarray:
 
 
 def _bad_rows(ts: np.ndarray, il: np.ndarray, ol: np.ndarray, lens: np.ndarray, bs: int,
-              prev_ts: float, check_order: bool, dup: np.ndarray) -> list[tuple[np.ndarray, str, str]]:
+              prev_ts: float, check_order: bool, dup: np.ndarray) -> list[tuple[np.ndarray, str, Any]]:
     """(mask, field, problem) for each vectorised rule, in the order the JSONL authority checks a line
     (pcs/trace/hashids.py ``_slow_line``: the arrival, the token counts, the ids -- their number, then a
-    repeat (``dup``, :func:`_repeats`) --, then the order).
+    repeat (``dup``, :func:`_repeats`) --, then the order); ``problem(i)`` is the message of row ``i`` with
+    its values (the value, length vs expected, the two arrival times), as the JSONL readers quote them.
 
     The order rule compares a row with the rows before it that break no other rule, as the authority's
     ``last_ts`` holds only lines it took (a skipped row never raises the bar), so the masks do not depend on
     where the batches are cut (``prev_ts``: the last batch's latest arrival)."""
+    want = -(-il // bs)
     with np.errstate(invalid="ignore"):
-        rules = [(~np.isfinite(ts), "arrival_s", "must be finite"),
-                 (np.abs(ts) > MAX_ARRIVAL_S, "arrival_s", _far_arrival(ts)),
-                 (il < 0, "prompt_tokens", "must be >= 0"),
-                 (ol < 0, "output_tokens", "must be >= 0"),
-                 (lens != -(-il // bs), "block_hashes", f"length must be ceil(prompt_tokens / {bs})"),
-                 (dup, "block_hashes", "an id repeats inside one request")]
+        rules = [(~np.isfinite(ts), "arrival_s", lambda i: f"must be finite, got {ts[i]}"),
+                 (np.abs(ts) > MAX_ARRIVAL_S, "arrival_s", lambda i: _far_arrival(ts)),
+                 (il < 0, "prompt_tokens", lambda i: f"must be >= 0, got {il[i]}"),
+                 (ol < 0, "output_tokens", lambda i: f"must be >= 0, got {ol[i]}"),
+                 (lens != want, "block_hashes",
+                  lambda i: f"has {lens[i]} ids but ceil({il[i]} / block size {bs}) = {want[i]}"),
+                 (dup, "block_hashes", None)]          # the repeated id: _first_bad, which has the ids
         if check_order:
             other = np.logical_or.reduce([m for m, _, _ in rules])
             run = np.maximum.accumulate(np.where(other, -np.inf, ts))
             prev = np.maximum(np.concatenate(([prev_ts], run[:-1])), prev_ts)
-            rules.append(((ts < prev) & ~other, "arrival_s", "decreases; use --sort to reorder"))
+            rules.append(((ts < prev) & ~other, "arrival_s",
+                          lambda i: f"decreases ({ts[i]:g} after {prev[i]:g}); use --sort to reorder"))
     return rules
 
 
-def _first_bad(rules: list[tuple[np.ndarray, str, str]]) -> tuple[int, str, str] | None:
+def _first_bad(rules: list[tuple[np.ndarray, str, Any]], hashes: np.ndarray,
+               offs: np.ndarray) -> tuple[int, str, str] | None:
     """(0-based row, field, problem) of the earliest row that breaks a rule of :func:`_bad_rows` -- at that row
-    the first rule in their order, as the authority reads a file line by line -- or None."""
+    the first rule in their order, as the authority reads a file line by line -- or None. A repeat names the
+    id and its two positions in the row (``hashes``, ``offs``: the batch's ids and row offsets)."""
     found = [(int(np.argmax(mask)), k) for k, (mask, _, _) in enumerate(rules) if mask.any()]
     if not found:
         return None
     row, k = min(found)
-    return row, rules[k][1], rules[k][2]
+    problem = rules[k][2]
+    return row, rules[k][1], problem(row) if problem is not None else _repeat_message(hashes[offs[row]:offs[row + 1]])
+
+
+def _repeat_message(ids: np.ndarray) -> str:
+    """``id X repeated at positions i and j`` (as the JSONL readers say): the first id seen twice in one row."""
+    first: dict[int, int] = {}
+    for j, h in enumerate(ids.tolist()):
+        if h in first:
+            return f"id {h} repeated at positions {first[h]} and {j}"
+        first[h] = j
+    return "an id repeats inside one request"
 
 
 def _optional_columns(names: list, name: str) -> list:
@@ -367,7 +384,7 @@ def read_parquet(path, name: str, block_size: int, state, on_error: str = "raise
         ol = _column_ints(rb, "output_tokens", name, row0)
         rules = _bad_rows(ts, il, ol, np.diff(offs), block_size, state.last_ts, state.check_order,
                           _repeats(hashes, offs))
-        bad = _first_bad(rules) if on_error != "skip" else None
+        bad = _first_bad(rules, hashes, offs) if on_error != "skip" else None
         if bad is not None:
             raise InputError(name, row0 + bad[0], bad[1], bad[2])
         keep = ~np.logical_or.reduce([m for m, _, _ in rules])

@@ -277,6 +277,17 @@ def iter_csv_rows(path, name: str | None = None) -> Iterator[tuple[int, list[str
                 raise InputError(name, ln, None, f"unreadable CSV line ({exc})") from None
 
 
+def first_line_number(path, max_bytes: int = 1 << 20) -> int | None:
+    """The line number (from 1) of the first non-blank line, None when there is none in ``max_bytes``."""
+    for first, chunk in iter_chunks(path, chunk_bytes=min(max_bytes, 1 << 16)):
+        for ln, line in iter_lines(first, chunk):
+            if line.strip():
+                return ln
+        if first + chunk.count(b"\n") > max_bytes:
+            break
+    return None
+
+
 def peek_lines(path, max_lines: int = 20, max_bytes: int = 1 << 20) -> list[bytes]:
     """The first non-blank lines (at most ``max_lines``) for format detection."""
     out: list[bytes] = []

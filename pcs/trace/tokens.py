@@ -6,6 +6,8 @@ One JSON object per line:
 - ``timestamp``: arrival in milliseconds, as Mooncake (absent: same as the
   previous request, 0 for the first);
 - ``output_length``: generated tokens (absent: 0);
+- ``input_length`` (optional): the prompt's length; when present it must equal
+  ``len(token_ids)`` (the prompt is ``token_ids``; a mismatch is refused);
 - ``cache_salt`` (string), ``lora_id`` (int or string), ``mm_hashes`` (list
   of strings, each mixed into block 0, or of objects
   ``{"hash": str, "offset": int, "length": int}`` mixed into the blocks that
@@ -28,7 +30,7 @@ from pcs import choices
 from pcs.errors import InputError
 from pcs.trace.batches import MAX_ARRIVAL_S, arrival_error
 from pcs.trace.jsonfast import lone_surrogate
-from pcs.trace.hashids import ReadState, get_int, get_time, row_is_synthetic, strict_loads
+from pcs.trace.hashids import ReadState, get_int, get_time, json_type, row_is_synthetic, strict_loads
 from pcs.trace.hashing import MMInput, hash_request_blocks
 from pcs.trace.request import RequestBatch
 from pcs.trace.source import iter_chunks, iter_lines
@@ -47,7 +49,7 @@ def _tokens(obj: dict, name: str, ln: int) -> np.ndarray:
         raise InputError(name, ln, "token_ids", "missing")
     toks = obj["token_ids"]
     if not isinstance(toks, list):
-        raise InputError(name, ln, "token_ids", f"must be a list of integers, got {type(toks).__name__}")
+        raise InputError(name, ln, "token_ids", f"must be a list of integers, got {json_type(toks)}")
     for i, t in enumerate(toks):
         if isinstance(t, bool) or not isinstance(t, int) or not 0 <= t <= _U32_MAX:
             raise InputError(name, ln, "token_ids", f"element {i} must be an integer in [0, 2**32), "
@@ -60,7 +62,7 @@ def _mm_inputs(obj: dict, name: str, ln: int) -> list[MMInput]:
     if mm is None:
         return []
     if not isinstance(mm, list):
-        raise InputError(name, ln, "mm_hashes", f"must be a list, got {type(mm).__name__}")
+        raise InputError(name, ln, "mm_hashes", f"must be a list, got {json_type(mm)}")
     out = []
     for i, m in enumerate(mm):
         if isinstance(m, str):
@@ -85,6 +87,9 @@ def parse_token_line(obj: dict, block_size: int, name: str, ln: int, prev_ts: fl
         InputError: naming the field.
     """
     toks = _tokens(obj, name, ln)
+    if "input_length" in obj and get_int(obj, "input_length", name, ln) != toks.size:
+        raise InputError(name, ln, "input_length", f"is {obj['input_length']} but token_ids holds {toks.size} "
+                         "tokens (the prompt is token_ids): drop input_length or make them agree")
     ts = get_time(obj, "timestamp", name, ln) if "timestamp" in obj else max(prev_ts, 0.0)
     out = get_int(obj, "output_length", name, ln) if "output_length" in obj else 0
     salt = obj.get("cache_salt")
