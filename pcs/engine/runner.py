@@ -550,6 +550,7 @@ def run_replay(source: Any, rules: BlockRules, time_model: Any, make_tiers: Call
                                                                      time_model)
     resolved = _resolve_step(step, timing, source, rules, native, passes)
     seq_side, scan_side = Beside(threads_wanted()), Beside(threads_wanted())   # side work on worker threads
+    done = no_cache_result = None
     try:
         scan2 = _two_tier_scan(plans, source, rules, tiers0, write_policy, requested, _scan_decode(resolved), scan_side)
         base = _baseline(scan2, plans, source, rules, make_tiers, write_policy, hybrid, block_bytes, step_s, seq_side)
@@ -563,6 +564,9 @@ def run_replay(source: Any, rules: BlockRules, time_model: Any, make_tiers: Call
                                             time_model, progress)
         singles, scan2 = early or _singles(scans, scan2(), source, rules, native, resolved, passes)   # joins the scan
         (result, state), baseline = done[0], (base() if base is not None else done[-1][0])
+    except BaseException:
+        _settle_parts(done, no_cache_result)   # the runs' summary parts still made beside: no worker outlives the error
+        raise
     finally:
         scan_side.close()      # wait for the two-tier scan still running when an error stopped the loops
         seq_side.close()       # the same for a hybrid model's sequential baseline
@@ -571,6 +575,16 @@ def run_replay(source: Any, rules: BlockRules, time_model: Any, make_tiers: Call
     with_decode = None if comparison else with_decode     # a comparison line keeps its scan's for the run
     return Outcome(result, state, baseline, singles[0], singles[1], _engines(plans[0], all_plans[-1]), sched,
                    with_decode, resolved[2] if with_decode is not None else None)
+
+
+def _settle_parts(done: list | None, no_cache_result: EngineResult | None) -> None:
+    """Wait for the summary parts of closed runs still being made on workers (:class:`pcs.engine.schedstats.
+    PendingParts`), their outcome dropped: a replay that raises leaves no worker thread."""
+    results = [d[0] for d in done or ()] + [no_cache_result]
+    for res in results:
+        settle = getattr(getattr(res, "latency", None), "settle", None)
+        if settle is not None:
+            settle()
 
 
 def _engines(run: _Plan, baseline: _Plan) -> dict:

@@ -261,6 +261,13 @@ class PendingParts:
             self._value, self._done = self._side.join(), True
         return self._value
 
+    def settle(self) -> None:
+        """Wait for the worker and drop its outcome (:meth:`pcs.beside.Beside.settle`): the replay is raising its own
+        error, and no worker may outlive it."""
+        if not self._done:
+            self._side.settle()
+            self._done = True
+
 
 def _col(columns: dict, name: str) -> np.ndarray:
     col = columns[name]

@@ -255,7 +255,7 @@ class NativeStepEngine(StepEngine):
             from pcs.engine.summary import warm_up
 
             try:
-                warm_up(len(self.h.tiers) > 1)
+                warm_up()
             except Exception:  # noqa: BLE001 -- see the docstring
                 pass
 

@@ -349,14 +349,14 @@ def ordered_columns(columns: dict, no_cache_ttft_ordered: np.ndarray | None = No
     return out
 
 
-def warm_up(links: bool) -> None:
+def warm_up() -> None:
     """Make ready what :func:`build_summary` loads on first use, so that it is not made on the calling thread
     when the summary is built: each record's ``__init__`` (the records of :mod:`pcs.engine.result`,
     :mod:`pcs.engine.schedresult`, :mod:`pcs.engine.series` and this module compile their generated methods on
-    first use, :mod:`pcs._dataclass`) and, with ``links`` (a hierarchy with lower tiers, whose restores have a
-    break-even bandwidth), :mod:`pcs.analysis.envelope`. Run on a worker thread while the compiled step loop replays
-    without the GIL (:meth:`pcs.engine.stepnative.NativeStepEngine.feed`); changes no value, only when the work is
-    done."""
+    first use, :mod:`pcs._dataclass`). Run on a worker thread while the compiled step loop replays without the GIL
+    (:meth:`pcs.engine.stepnative.NativeStepEngine.feed`); changes no value, only when the work is done.
+    :mod:`pcs.analysis.envelope` is not loaded here: a replay loads it only for a link that restored something
+    (tests/cli/test_import_hygiene.py), which is not known at the first feed."""
     from pcs.engine import result, schedresult, series, summary
 
     for module in (result, schedresult, series, summary):
@@ -364,8 +364,6 @@ def warm_up(links: bool) -> None:
             record = isinstance(obj, type) and hasattr(obj, "__dataclass_fields__")
             if record and obj.__module__ == module.__name__:
                 getattr(obj, "__init__")        # a record's __init__ compiled now, not at its first use
-    if links:
-        import pcs.analysis.envelope  # noqa: F401
 
 
 def _series(res, tiers) -> TimeSeries | None:
