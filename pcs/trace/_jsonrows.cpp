@@ -355,67 +355,77 @@ inline void grow_at(RawVec<uint64_t> &ids, uint64_t *&out, uint64_t *&room) {
     room = ids.p + ids.cap;
 }
 
-/* The id array, appended to ids (the caller truncates them when the line fails). The common id -- 1 to 7
- * digits then ',' or ']' -- is read from one 8-byte load (its digits, a leading zero and the byte after them
- * found by non_digits); an id of 8 or more digits, one near the chunk's end, or whitespace before the separator
- * takes the general steps (lane_digits, ws, eat). */
+/* Where the id loop writes: the next id, the buffer's end; whether the row's ids strictly increase, each id
+ * against the previous + 1 (a lane id is below 10**19, so the + 1 never wraps). */
+struct IdOut {
+    uint64_t *out, *room;
+    uint64_t next_min = 0, down = 0;   // the previous id + 1 (0 before the first); set when an id is not above it
+};
+
+/* The run of common ids at p: 1 to 7 digits (no leading zero) then ", " -- or the row's last, then ']' (*closed
+ * set) -- each read from one 8-byte load (its digits and a leading zero found by non_digits, the value by
+ * eight_digits) and the separator compared whole, while p <= fast_end (16 bytes readable) and the buffer has
+ * room. Returns where the run stopped: at the start of an id it does not take (longer, a leading zero, whitespace
+ * before it, another separator after it) or after the ']'. Not inlined: its own registers for its locals. */
+__attribute__((noinline)) const char *id_run(const char *p, const char *fast_end, IdOut &o, bool *closed) {
+    uint64_t *out = o.out, *const room = o.room, next_min = o.next_min, down = o.down;
+    while (p <= fast_end && out != room) {
+        uint64_t w;
+        memcpy(&w, p, 8);
+        const uint64_t a = w ^ 0x3030303030303030ull;   // digits as 0..9
+        const uint64_t nd = (((a & 0x7f7f7f7f7f7f7f7full) + 0x7676767676767676ull) | a) & 0x8080808080808080ull;
+        if (!nd) break;   // 8 digits or more
+        const unsigned bits = (unsigned)__builtin_ctzll(nd) - 7;   // 8 * the leading digits
+        if (bits == 0 || ((a & 0xff) == 0 && bits > 8)) break;   // no digit, or a leading zero
+        const uint64_t u = eight_digits(a << (64 - bits));
+        const char *q = p + (bits >> 3);
+        uint16_t sep;
+        memcpy(&sep, q, 2);
+        if (sep != (uint16_t)(',' | (' ' << 8))) {
+            if (*q != ']') break;
+            p = q + 1;
+            *closed = true;
+        } else {
+            p = q + 2;
+        }
+        down |= (uint64_t)(u < next_min);
+        next_min = u + 1;
+        *out++ = u;
+        if (*closed) break;
+    }
+    o.out = out;
+    o.next_min = next_min;
+    o.down = down;
+    return p;
+}
+
+/* The id array, appended to ids (the caller truncates them when the line fails): runs of common ids by id_run,
+ * any other id and separator by the general steps (ws, lane_digits, eat), which accept the same JSON. */
 inline bool lane_ids(Lane &L, RawVec<uint64_t> &ids, bool &increasing) {
     if (!L.eat('[')) return false;
     L.ws();
     if (L.eat(']')) return true;
-    const char *p = L.p;   // locals, not L's and ids' fields, in the loop: kept in registers
-    const char *const e = L.e, *const limit = L.limit;
-    uint64_t *out = ids.p + ids.n, *room = ids.p + ids.cap, last = 0;
-    uint64_t inc = 1, m = 0;   // the row's ids strictly increase so far; ids of the row
+    const char *const fast_end = L.limit - L.p >= 16 ? L.limit - 16 : L.p - 1;   // p <= fast_end: 16 bytes readable
+    IdOut o{ids.p + ids.n, ids.p + ids.cap};
     for (;;) {
-        uint64_t u, w = 0, nd = 0;
-        char sep;
-        if (limit - p >= 8) {
-            memcpy(&w, p, 8);
-            nd = non_digits(w);
-        }
-        if (nd) {
-            const unsigned k = (unsigned)__builtin_ctzll(nd) >> 3;
-            if (k == 0 || (k > 1 && (w & 0xff) == '0')) return false;   // no digit, or a leading zero
-            u = eight_digits((w ^ 0x3030303030303030ull) << (8 * (8 - k)));
-            sep = (char)(w >> (8 * k));
-            p += k;
-        } else {
-            L.p = p;
-            if (!lane_digits(L, 19, &u)) return false;
-            p = L.p;
-            sep = p < e ? *p : 0;
-        }
-        inc &= (uint64_t)(m == 0) | (uint64_t)(u > last);
-        m++;
-        last = u;
-        if (out == room) grow_at(ids, out, room);   // a chunk denser than decode_nogil's reservation
-        *out++ = u;
-        if (sep == ',') {   // the common ", ": no general whitespace loop
-            p++;
-            if (p < e && *p == ' ') p++;
-            if (p < e && *p <= ' ') {
-                L.p = p;
-                L.ws();
-                p = L.p;
-            }
-            continue;
-        }
-        L.p = p;
-        if (sep != ']') {
-            L.ws();
-            if (L.eat(',')) {
-                L.ws();
-                p = L.p;
-                continue;
-            }
-            if (L.p >= e || *L.p != ']') return false;
-        }
-        L.p++;
-        ids.n = (size_t)(out - ids.p);
-        if (!inc) increasing = false;
-        return true;
+        bool closed = false;
+        L.p = id_run(L.p, fast_end, o, &closed);
+        if (closed) break;
+        L.ws();   // one id and its separator, the general way
+        uint64_t u;
+        if (!lane_digits(L, 19, &u)) return false;
+        if (o.out == o.room) grow_at(ids, o.out, o.room);   // a chunk denser than decode_nogil's reservation
+        o.down |= (uint64_t)(u < o.next_min);
+        o.next_min = u + 1;
+        *o.out++ = u;
+        L.ws();
+        if (L.eat(',')) continue;
+        if (!L.eat(']')) return false;
+        break;
     }
+    ids.n = (size_t)(o.out - ids.p);
+    if (o.down) increasing = false;
+    return true;
 }
 
 /* A key: its closing quote found by memchr, the bytes between matched against the format's keys (a known key's
@@ -462,37 +472,70 @@ bool lane_value(Lane &L, int k, Columns &c, LaneRow &r) {
     }
 }
 
-/* The object of the line at p (at its '{'), bounded by the chunk's end: no byte of the lane's tokens is an LF,
- * so the line's end is where the row and its trailing whitespace stop, and must be an LF or the chunk's end
- * (*end set to it); no memchr for the taken lines. False on anything the lane does not take (nothing left
- * appended). */
-bool lane_row(const char *p, const char *limit, const Spec &spec, Columns &c, const char **end) {
+/* The bytes s[0, n) at L.p, skipped; false when they are not there. */
+inline bool lane_literal(Lane &L, const char *s, size_t n) {
+    if ((size_t)(L.limit - L.p) < n || memcmp(L.p, s, n) != 0) return false;
+    L.p += n;
+    return true;
+}
+
+/* The row as the Mooncake trace writes it -- {"timestamp": T, "input_length": I, "output_length": O,
+ * "hash_ids": [...]} then the LF or the chunk's end, one space after each ':' and ',' -- its keys matched as
+ * literals with the punctuation between them, its values by the lane's own readers (so the same values as
+ * lane_fields). False on any other layout (nothing undone: the caller does). */
+bool lane_canonical(const char *p, const char *limit, Columns &c, LaneRow &r, const char **end) {
+    Lane L{p, limit, limit};
+    if (!lane_literal(L, "{\"timestamp\": ", 14) || !lane_time(L, &r.ts) ||
+        !lane_literal(L, ", \"input_length\": ", 18) || !lane_i64(L, &r.ints[0]) ||
+        !lane_literal(L, ", \"output_length\": ", 19) || !lane_i64(L, &r.ints[1]) ||
+        !lane_literal(L, ", \"hash_ids\": ", 14) || !lane_ids(L, c.ids, c.increasing) || !L.eat('}'))
+        return false;
+    *end = L.p;
+    return L.p == limit || *L.p == '\n';
+}
+
+/* The object of the line at p (at its '{') field by field: keys in any order, whitespace the lane allows. Bounded
+ * by the chunk's end: no byte of the lane's tokens is an LF, so the line's end is where the row and its trailing
+ * whitespace stop, and must be an LF or the chunk's end (*end set to it); no memchr for the taken lines. */
+bool lane_fields(const char *p, const char *limit, const Spec &spec, Columns &c, LaneRow &r, const char **end) {
     Lane L{p + 1, limit, limit};
-    const size_t ids0 = c.ids.size(), pool0 = c.type_pool.size();
-    const bool inc0 = c.increasing;
-    LaneRow r;
     unsigned seen = 0;
-    bool ok = false;
     for (;;) {
         L.ws();
         int k = lane_key(L, spec);
-        if (k < 0 || (seen & (1u << k))) break;
+        if (k < 0 || (seen & (1u << k))) return false;
         seen |= 1u << k;
         L.ws();
-        if (!L.eat(':')) break;
+        if (!L.eat(':')) return false;
         L.ws();
-        if (!lane_value(L, k, c, r)) break;
+        if (!lane_value(L, k, c, r)) return false;
         L.ws();
         if (L.eat(',')) continue;
-        if (!L.eat('}')) break;
+        if (!L.eat('}')) return false;
         L.ws();
-        ok = L.p == limit || *L.p == '\n';
+        if (!(L.p == limit || *L.p == '\n')) return false;
         *end = L.p;
-        break;
+        const size_t nx = spec.extras.size();
+        const unsigned required = 0xFu | (((1u << nx) - 1) << K_EXTRA0);
+        return (seen & required) == required;
     }
-    const size_t nx = spec.extras.size();
-    unsigned required = 0xFu | (((1u << nx) - 1) << K_EXTRA0);
-    if (!ok || (seen & required) != required) {
+}
+
+/* The line at p into the columns by the fast lane: the writer's layout first (lane_canonical, for a format
+ * without extra keys), else field by field (lane_fields). False on anything the lane does not take (nothing left
+ * appended). */
+bool lane_row(const char *p, const char *limit, const Spec &spec, Columns &c, const char **end) {
+    const size_t ids0 = c.ids.size(), pool0 = c.type_pool.size();
+    const bool inc0 = c.increasing;
+    LaneRow r;
+    bool ok = spec.extras.empty() && lane_canonical(p, limit, c, r, end);
+    if (!ok) {
+        c.ids.resize(ids0);
+        c.increasing = inc0;
+        r = LaneRow();
+        ok = lane_fields(p, limit, spec, c, r, end);
+    }
+    if (!ok) {
         c.ids.resize(ids0);
         c.type_pool.resize(pool0);
         c.increasing = inc0;
