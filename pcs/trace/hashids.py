@@ -376,7 +376,7 @@ def read_hashid_jsonl(path, name: str, spec: FormatSpec, block_size: int | None,
     """
     bs = block_size or spec.default_block_size
     parser = _shortcut(fast)
-    chunks = iter_chunks(path, name=name)
+    chunks = iter_chunks(path, name=name, reuse=parser == "native")   # the twin reads a view: no join copy
     if parser is not None:
         from pcs.trace.jsonfast import parse_chunks
     batches = parse_chunks(parser, spec, chunks, bs, state) if parser else ((f, c, None) for f, c in chunks)

@@ -392,9 +392,23 @@ def parse_chunks(parser: str, spec, chunks: Iterator, bs: int, state) -> Iterato
     next. (Decoding the next chunk on a worker while this thread decodes one was built and measured slower on the
     whole replay -- one tier 10x wall 0.14-0.18 -> 0.19-0.25 s -- so the readers decode in line:
     docs/performance.md, "The decode beside".)
+
+    A decoded chunk's lines are its batch's rows (a shortcut takes every line or none), so its newline count is
+    sent back to ``chunks`` when it is a generator (:func:`pcs.trace.source.iter_chunks`: no pass of its own to
+    count them). A chunk that is a ``memoryview`` (``iter_chunks(..., reuse=True)``) is handed on as ``bytes`` when
+    the authority must read it.
     """
-    for first, chunk in chunks:
-        yield first, chunk, parse_chunk(parser, spec, chunk, bs, state)
+    send = getattr(chunks, "send", None)
+    it = iter(chunks)
+    known = None
+    while True:
+        try:
+            first, chunk = send(known) if send is not None else next(it)
+        except StopIteration:
+            return
+        batch = parse_chunk(parser, spec, chunk, bs, state)
+        known = None if batch is None else len(batch) - (chunk[-1] != _NL)
+        yield first, (bytes(chunk) if batch is None and isinstance(chunk, memoryview) else chunk), batch
 
 
 _BY_NAME = {"native": native_chunk, "simdjson": simdjson_chunk, "pyarrow": pyarrow_chunk}

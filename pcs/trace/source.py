@@ -28,7 +28,7 @@ import os
 import stat
 import sys
 import zlib
-from typing import BinaryIO, Iterator
+from typing import BinaryIO, Generator, Iterator
 
 import numpy as np
 
@@ -200,11 +200,18 @@ def long_line(name: str, line: int) -> InputError:
                       "reads; is this a trace file?)")
 
 
-def iter_chunks(path, chunk_bytes: int | None = None, name: str | None = None) -> Iterator[tuple[int, bytes]]:
+def iter_chunks(path, chunk_bytes: int | None = None, name: str | None = None,
+                reuse: bool = False) -> Generator[tuple[int, bytes], int | None, None]:
     """Yield ``(first_line_number, data)`` where ``data`` holds whole lines.
 
     Every chunk but possibly the last ends with ``\\n``; line numbers are
     1-based; a leading UTF-8 BOM is removed from the first chunk.
+
+    The consumer may ``send`` the number of ``\\n`` in the chunk just yielded (a parser that read every line
+    knows it) instead of asking with ``next``; without it (``None``) the chunk's newlines are counted here.
+    ``reuse``: a file that is not gzip is read into one buffer, and each chunk is a ``memoryview`` of it valid
+    until the next chunk is asked for (no copy of the bytes to join a chunk's held line to the next read; for a
+    consumer done with each chunk before the next, such as a decoder to columns); gzip yields ``bytes`` either way.
 
     Raises:
         InputError: truncated or corrupt gzip stream; a line longer than
@@ -214,6 +221,9 @@ def iter_chunks(path, chunk_bytes: int | None = None, name: str | None = None) -
     chunk_bytes = chunk_bytes or CHUNK_BYTES
     stream = open_binary(path)
     try:
+        if reuse and not isinstance(stream, gzip.GzipFile) and hasattr(stream, "readinto"):
+            yield from _buffer_chunks(stream, chunk_bytes, name)
+            return
         line = 1
         parts: list[bytes] = []  # the unfinished line, read so far
         held = 0
@@ -233,8 +243,8 @@ def iter_chunks(path, chunk_bytes: int | None = None, name: str | None = None) -
                 # one copy: the held line and the new bytes joined through a view (a slice, then "+", copied twice)
                 chunk = b"".join([*parts, memoryview(data)[:cut]]) if parts else data[:cut]
                 parts, held = ([data[cut:]] if cut < len(data) else []), len(data) - cut
-                yield line, chunk
-                line += count_newlines(chunk)
+                known = yield line, chunk
+                line += count_newlines(chunk) if known is None else known
             else:
                 parts.append(data)
                 held += len(data)
@@ -243,6 +253,42 @@ def iter_chunks(path, chunk_bytes: int | None = None, name: str | None = None) -
     finally:
         if stream is not getattr(sys.stdin, "buffer", None):
             stream.close()
+
+
+def _buffer_chunks(stream: BinaryIO, chunk_bytes: int, name: str) -> Generator[tuple[int, memoryview], int | None, None]:
+    """:func:`iter_chunks` with ``reuse``: ``stream`` read with ``readinto`` into one ``bytearray``, each chunk a
+    view of it; the unfinished line moved to the buffer's start before the next read (a larger buffer when a
+    line outgrows it). Same chunks, line numbers and errors as the plain reader."""
+    buf = bytearray(2 * chunk_bytes)   # a held line and a whole read: the reads are those of the plain reader
+    view = memoryview(buf)
+    line, start, held = 1, 0, 0   # the unfinished line: buf[start:held]
+    first = True
+    while True:
+        if held + chunk_bytes > len(buf):   # a line longer than the buffer: a larger one, the line moved over
+            grown = bytearray(max(2 * len(buf), held - start + chunk_bytes))
+            grown[:held - start] = view[start:held]
+            buf, view, held, start = grown, memoryview(grown), held - start, 0
+        got = stream.readinto(view[held:held + chunk_bytes])
+        if first:
+            first = False
+            if got >= len(_BOM) and view[:len(_BOM)] == _BOM:
+                start = len(_BOM)
+        if not got:
+            if held > start:
+                yield line, view[start:held]
+            return
+        end = held + got
+        cut = buf.rfind(b"\n", held, end) + 1  # only the new bytes are searched: linear in the input
+        if cut:
+            chunk = view[start:cut]
+            known = yield line, chunk
+            line += count_newlines(chunk) if known is None else known
+            view[:end - cut] = view[cut:end]
+            start, held = 0, end - cut
+        else:
+            held = end
+        if held - start > MAX_LINE_BYTES:
+            raise long_line(name, line)
 
 
 def iter_lines(first_line: int, chunk: bytes) -> Iterator[tuple[int, bytes]]:
