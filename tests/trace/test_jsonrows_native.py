@@ -220,3 +220,32 @@ def test_dense_ids_grow_the_buffers():
                      % (len(r), b",".join(b"%d" % i for i in r)) for r in rows)
     got = _cols(chunk)
     assert got[3] == [0, 1000, 2000, 2005] and got[4] == rows[0] + rows[1] + rows[2]
+
+
+def test_id_runs_meet_every_separator_and_the_chunk_end():
+    # Row 1 in the writer's layout: ", " (the run), "," and " ," (the general separator), two spaces before an id,
+    # an id of 7 digits (its ", " straddles the 8-byte read), 8 digits (general), a space before "]"; it goes down
+    # (10000000 then 1234567), so the flag is False. Row 2: a space after "}" (not the writer's layout: read field by
+    # field). Row 3 ends the chunk without LF, its last id within 16 bytes of the end (read the general way).
+    ext = _native.module("jsonrows")
+    chunk = (b'{"timestamp": 1000, "input_length": 7, "output_length": 1, '
+             b'"hash_ids": [0, 5,6 ,  7, 9999999, 10000000, 1234567 ]}\n'
+             b'{"timestamp": 1500, "input_length": 1, "output_length": 2, "hash_ids": [3]} \n'
+             b'{"timestamp": 2000, "input_length": 2, "output_length": 0, "hash_ids": [1000000, 1000001]}')
+    ts, il, ol, off, ids, _, _, synthetic, increasing = ext.decode(chunk, (), False)
+    assert np.frombuffer(ts, dtype=np.float64).tolist() == [1000.0, 1500.0, 2000.0]
+    assert np.frombuffer(il, dtype=np.int64).tolist() == [7, 1, 2]
+    assert np.frombuffer(ol, dtype=np.int64).tolist() == [1, 2, 0]
+    assert np.frombuffer(off, dtype=np.int64).tolist() == [0, 7, 8, 10]
+    assert np.frombuffer(ids, dtype=np.uint64).tolist() == [0, 5, 6, 7, 9999999, 10000000, 1234567, 3, 1000000,
+                                                            1000001]
+    assert synthetic == 0 and increasing is False
+
+
+def test_id_run_grows_the_buffer():
+    # 3000 ids written "0, 1, 2, ..." (~5.9 bytes each) outnumber the reservation (the chunk's bytes / 8 + 16,
+    # about 2,200), so the run stops at the buffer's end, the buffer grows and the run goes on: ids 0..2999 in order
+    row = b", ".join(b"%d" % i for i in range(3000))
+    chunk = b'{"timestamp": 0, "input_length": 3000, "output_length": 0, "hash_ids": [%s]}\n' % row
+    got = _cols(chunk)
+    assert got[3] == [0, 3000] and got[4] == list(range(3000))

@@ -1,0 +1,67 @@
+"""pcs.trace.source.iter_chunks: the reused-buffer read (``reuse=True``) and newline counts sent back by a parser.
+
+Hand-worked chunks of a small file read 4 bytes at a time (the reads decide where chunks end), and a reader's
+error line after chunks whose lines the twin counted.
+"""
+from __future__ import annotations
+
+import pytest
+
+from pcs import _native
+from pcs.errors import InputError
+from pcs.trace import source
+from pcs.trace.hashids import MOONCAKE, ReadState, read_hashid_jsonl
+
+# BOM, a CRLF line, a line of 10 bytes (longer than a read), a last line without LF
+DATA = b"\xef\xbb\xbf" + b"a\r\nbb\n" + b"c" * 10 + b"\n" + b"dd"
+# reads of 4 bytes: BOM+"a" (BOM dropped, no LF) | "\r\nbb" -> "a\r\n" | "\nccc" -> "bb\n" | "cccc" | "ccc\n" ->
+# 10 c's and LF | "dd" | end -> "dd"
+CHUNKS = [(1, b"a\r\n"), (2, b"bb\n"), (3, b"c" * 10 + b"\n"), (4, b"dd")]
+
+
+@pytest.mark.parametrize("reuse", [False, True])
+def test_chunks_of_4_byte_reads(tmp_path, reuse):
+    p = tmp_path / "t.jsonl"
+    p.write_bytes(DATA)
+    assert [(ln, bytes(c)) for ln, c in source.iter_chunks(p, chunk_bytes=4, reuse=reuse)] == CHUNKS
+
+
+@pytest.mark.parametrize("reuse", [False, True])
+def test_a_sent_count_is_used_instead_of_counting(tmp_path, reuse):
+    # sending 10 after the first chunk: the second chunk's first line is 1 + 10, not 2 (nothing counted here)
+    p = tmp_path / "t.jsonl"
+    p.write_bytes(DATA)
+    g = source.iter_chunks(p, chunk_bytes=4, reuse=reuse)
+    assert next(g)[0] == 1
+    assert g.send(10)[0] == 11
+    assert g.send(None)[0] == 12   # None: counted here (one LF in "bb\n")
+    g.close()
+
+
+def test_a_line_over_the_limit_names_its_line_with_reuse(tmp_path, monkeypatch):
+    # limit 5 bytes: line 3 (10 c's) is refused once more than 5 of its bytes are held
+    monkeypatch.setattr(source, "MAX_LINE_BYTES", 5)
+    p = tmp_path / "t.jsonl"
+    p.write_bytes(DATA)
+    with pytest.raises(InputError, match=r"t\.jsonl:3: line longer than"):
+        list(source.iter_chunks(p, chunk_bytes=4, reuse=True))
+
+
+@pytest.mark.skipif(not _native.built("jsonrows"), reason="pcs.trace._jsonrows is not built")
+def test_error_line_after_chunks_the_twin_counted(tmp_path, monkeypatch):
+    # 100-byte reads of rows padded to 100 bytes with their LF: each of the 5 good rows is a chunk the twin takes,
+    # and sends back its count (one LF each); row 6's input_length -1 goes to the authority, which names line
+    # 1 + 5 = 6. No chunk's newlines are counted by the chunk reader.
+    counted = []
+    real = source.count_newlines
+    monkeypatch.setattr(source, "count_newlines", lambda data: counted.append(1) or real(data))
+    monkeypatch.setattr(source, "CHUNK_BYTES", 100)
+    rows = [b'{"timestamp": %d, "input_length": 512, "output_length": 1, "hash_ids": [%d]}' % (i, i) for i in range(5)]
+    rows.append(b'{"timestamp": 9, "input_length": -1, "output_length": 1, "hash_ids": []}')
+    p = tmp_path / "t.jsonl"
+    p.write_bytes(b"".join(r.ljust(99) + b"\n" for r in rows))
+    got = []
+    with pytest.raises(InputError, match=r"t\.jsonl:6: "):
+        for b in read_hashid_jsonl(p, "t.jsonl", MOONCAKE, None, ReadState(), fast="native"):
+            got.append(len(b))
+    assert got == [1, 1, 1, 1, 1] and counted == []
