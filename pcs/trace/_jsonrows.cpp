@@ -365,11 +365,15 @@ struct IdOut {
 /* The run of common ids at p: 1 to 7 digits (no leading zero) then ", " -- or the row's last, then ']' (*closed
  * set) -- each read from one 8-byte load (its digits and a leading zero found by non_digits, the value by
  * eight_digits) and the separator compared whole, while p <= fast_end (16 bytes readable) and the buffer has
- * room. Returns where the run stopped: at the start of an id it does not take (longer, a leading zero, whitespace
- * before it, another separator after it) or after the ']'. Not inlined: its own registers for its locals. */
+ * room (an id of the run takes 3 bytes or more, so no more than room / 3 ids are read past the room check made
+ * here once). Returns where the run stopped: at the start of an id it does not take (longer, a leading zero,
+ * whitespace before it, another separator after it) or after the ']'. Not inlined: its own registers. */
 __attribute__((noinline)) const char *id_run(const char *p, const char *fast_end, IdOut &o, bool *closed) {
-    uint64_t *out = o.out, *const room = o.room, next_min = o.next_min, down = o.down;
-    while (p <= fast_end && out != room) {
+    uint64_t *out = o.out, next_min = o.next_min, down = o.down;
+    const uintptr_t left = (uintptr_t)(o.room - out);   // ids the buffer still holds
+    if (left == 0 || p > fast_end) return p;
+    const char *const stop = (uintptr_t)(fast_end - p) / 3 < left ? fast_end : p + 3 * (left - 1);
+    while (p <= stop) {
         uint64_t w;
         memcpy(&w, p, 8);
         const uint64_t a = w ^ 0x3030303030303030ull;   // digits as 0..9
@@ -381,17 +385,21 @@ __attribute__((noinline)) const char *id_run(const char *p, const char *fast_end
         const char *q = p + (bits >> 3);
         uint16_t sep;
         memcpy(&sep, q, 2);
-        if (sep != (uint16_t)(',' | (' ' << 8))) {
-            if (*q != ']') break;
+        if (sep == (uint16_t)(',' | (' ' << 8))) {
+            down |= (uint64_t)(u < next_min);
+            next_min = u + 1;
+            *out++ = u;
+            p = q + 2;
+            continue;
+        }
+        if (*q == ']') {
+            down |= (uint64_t)(u < next_min);
+            next_min = u + 1;
+            *out++ = u;
             p = q + 1;
             *closed = true;
-        } else {
-            p = q + 2;
         }
-        down |= (uint64_t)(u < next_min);
-        next_min = u + 1;
-        *out++ = u;
-        if (*closed) break;
+        break;
     }
     o.out = out;
     o.next_min = next_min;
