@@ -5,9 +5,10 @@
  * and names errors stays the line-by-line json.loads path of pcs/trace/hashids.py, and this decoder only
  * turns a chunk whose every line it can take into the reader's columns. Each line (LF-terminated, as
  * pcs.trace.source.iter_lines; the file's last line may lack the LF) is read on its own by one of two readers:
- * - the fast lane (lane_row): the common row read byte by byte, no simdjson -- keys matched whole against the
- *   format's, integers as plain digits, the ids 8 bytes at a time (SWAR: the digits, a leading zero and the byte
- *   after them found in one 64-bit word), strings of printable ASCII without escapes, so a taken line is ASCII
+ * - the fast lane (lane_row): the common row read byte by byte, no simdjson -- the Mooncake writer's layout
+ *   matched as literals, else keys matched whole against the format's, integers as plain digits, the ids 8 bytes
+ *   at a time (SWAR: the digits and a leading zero found in one 64-bit word, the ", " after them in one 16-bit
+ *   compare), strings of printable ASCII without escapes, so a taken line is ASCII
  *   (valid UTF-8, no control byte); it takes a subset of what simdjson takes, with the same values, and gives
  *   any other line (an escape, a non-ASCII byte, a long number, "-0", anything odd) to
  * - simdjson's On-Demand parser (simdjson 3.x, the copy pysimdjson ships: simdjson.h / simdjson.cpp, compiled
@@ -38,7 +39,9 @@
  * -march flag: the portable one); on the Mooncake rows it took 0.63x the CPU of the DOM parser's per-line
  * parse and tape walk (docs/performance.md, "The JSONL decode On-Demand").
  * The fast lane took 0.62x the instructions of the On-Demand decode on the 10x Mooncake replica (docs/performance.md,
- * "The JSONL decode: a fast lane beside simdjson").
+ * "The JSONL decode: a fast lane beside simdjson"); the writer's row layout matched as literals (lane_canonical) and
+ * the ids read in runs (id_run) took 0.51x of that (docs/performance.md, "The JSONL read: id runs, the writer's
+ * layout, no count or join pass").
  * The GIL is released over the parse (only C++ buffers are filled; the type strings are kept as UTF-8 and
  * turned into str once the GIL is back), so two threads can decode two chunks at once.
  * Errors raised: TypeError on bad arguments, MemoryError.
