@@ -22,8 +22,9 @@ typedef struct { double a2, fps, k[MAX_TERMS]; int nk; int64_t bs; } terms_t;
  * counter, whose conversion to double has a packed form (the int64 one has none before AVX-512), so the compiler
  * vectorises the row: the same operations per entry, each lane IEEE-rounded as the scalar one, so the same bits.
  * (double)h is exact either way (|h| < 2^53), hence the same product. Built twice on x86-64 Linux (GCC's
- * target_clones: AVX2, four entries a step, and the baseline, two), the loader picking the one the CPU runs. */
-#if defined(__x86_64__) && defined(__linux__) && defined(__GNUC__) && !defined(__clang__)
+ * target_clones: AVX2, four entries a step, and the baseline, two; ifunc needs glibc), the loader picking the one
+ * the CPU runs. */
+#if defined(__x86_64__) && defined(__linux__) && defined(__GLIBC__) && defined(__GNUC__) && !defined(__clang__)
 __attribute__((target_clones("avx2", "default")))
 #endif
 static void pf_row1(double *restrict out, int32_t len, double pd, double bsd, double a2, double fps, double k0) {
