@@ -18,6 +18,26 @@
 
 typedef struct { double a2, fps, k[MAX_TERMS]; int nk; int64_t bs; } terms_t;
 
+/* One row of a one-term model (every preset but the hybrids), len < 2^31: the loop of pf_row with an int32
+ * counter, whose conversion to double has a packed form (the int64 one has none before AVX-512), so the compiler
+ * vectorises the row: the same operations per entry, each lane IEEE-rounded as the scalar one, so the same bits.
+ * (double)h is exact either way (|h| < 2^53), hence the same product. Built twice on x86-64 Linux (GCC's
+ * target_clones: AVX2, four entries a step, and the baseline, two; ifunc needs glibc), the loader picking the one
+ * the CPU runs. */
+#if defined(__x86_64__) && defined(__linux__) && defined(__GLIBC__) && defined(__GNUC__) && !defined(__clang__)
+__attribute__((target_clones("avx2", "default")))
+#endif
+static void pf_row1(double *restrict out, int32_t len, double pd, double bsd, double a2, double fps, double k0) {
+    for (int32_t h = 0; h < len; h++) {
+        double hb = (double)h * bsd;
+        double c = hb < pd ? hb : pd;
+        double n = pd - c;
+        double pairs = n * c + n * (n + 1.0) / 2.0;
+        double attn = 0.0 + k0 * pairs;
+        out[h] = (a2 * n + attn) / fps;
+    }
+}
+
 /* One row: out[h] for h = 0 .. len - 1 of prompt p (tokens). The terms in locals (a store into out may alias
  * them otherwise: reloaded each entry) and c in doubles: (double)min(h bs, p) = min((double)h (double)bs,
  * (double)p) -- the conversion rounds monotonically and the product of two exact doubles is the rounded exact
@@ -26,6 +46,10 @@ typedef struct { double a2, fps, k[MAX_TERMS]; int nk; int64_t bs; } terms_t;
  * model but the hybrids) without the inner loop. */
 static void pf_row(double *out, int64_t len, int64_t p, const terms_t *t) {
     const double pd = (double)p, bsd = (double)t->bs, a2 = t->a2, fps = t->fps;
+    if (t->nk == 1 && len <= INT32_MAX) {
+        pf_row1(out, (int32_t)len, pd, bsd, a2, fps, t->k[0]);
+        return;
+    }
     if (t->nk == 1) {
         const double k0 = t->k[0];
         for (int64_t h = 0; h < len; h++) {

@@ -516,10 +516,12 @@ def _open_file(path, name: str, format: str | None, block_size: int | None, on_e
     fmt = format or detect_format(path, name)
     if format is not None and fmt != "parquet" and not _sniff_parquet(path) and not peek_lines(path, max_lines=1):
         raise InputError(name, None, None, EMPTY_TRACE)
+    pf = None
     if fmt == "parquet":
-        from pcs.trace.parquet import parquet_block_size
+        from pcs.trace.parquet import open_parquet, parquet_block_size
 
-        stored = parquet_block_size(path, name)
+        pf = open_parquet(path, name)      # the footer read once for the block size and the reuse note
+        stored = parquet_block_size(path, name, pf)
         if block_size is not None and block_size != stored:
             raise UserError(f"{name}: Parquet trace was written at block size {stored}; "
                              f"block_size={block_size} cannot re-block hashed ids (convert the token trace instead)")
@@ -528,5 +530,5 @@ def _open_file(path, name: str, format: str | None, block_size: int | None, on_e
     if fmt == "parquet":
         from pcs.trace.parquet import parquet_reuse
 
-        trace.reuse = parquet_reuse(path, name) or trace.reuse
+        trace.reuse = parquet_reuse(path, name, pf) or trace.reuse
     return trace

@@ -33,7 +33,8 @@ from pcs.errors import InputError
 from pcs.trace.batches import MAX_ARRIVAL_S, arrival_error
 from pcs.trace.request import MAX_BLOCK_SIZE, RequestBatch
 
-__all__ = ["SCHEMA_NAME", "expected_block_hashes", "arrow_schema", "parquet_block_size", "parquet_rows", "parquet_reuse", "read_parquet", "batch_to_arrow"]
+__all__ = ["SCHEMA_NAME", "expected_block_hashes", "arrow_schema", "parquet_block_size", "parquet_rows", "parquet_reuse",
+           "open_parquet", "read_parquet", "batch_to_arrow"]
 
 SCHEMA_NAME = "pcs-trace/1"
 _OPTIONAL = ("session_id", "parent_id", "turn")
@@ -64,9 +65,11 @@ def arrow_schema(with_session: bool = False, block_size: int = 512, source_forma
     return pa.schema(fields, metadata=meta)
 
 
-def parquet_reuse(path, name: str) -> str | None:
-    """The ``pcs.reuse`` metadata of a pcs Parquet trace (a synthesised-reuse assumption), or None."""
-    return _meta_text(_open(path, name), "pcs.reuse", name)
+def parquet_reuse(path, name: str, pf=None) -> str | None:
+    """The ``pcs.reuse`` metadata of a pcs Parquet trace (a synthesised-reuse assumption), or None.
+
+    ``pf``: the file already open (:func:`open_parquet`; its footer is read once), else ``path`` is opened."""
+    return _meta_text(pf if pf is not None else _open(path, name), "pcs.reuse", name)
 
 
 def _meta_text(pf, key: str, name: str) -> str | None:
@@ -108,6 +111,16 @@ def batch_to_arrow(batch: RequestBatch, schema):
     return pa.RecordBatch.from_arrays(cols, schema=schema)
 
 
+def open_parquet(path, name: str):
+    """``path`` as a ``pyarrow.parquet.ParquetFile`` (its footer read), for :func:`parquet_block_size` and
+    :func:`parquet_reuse` to share one open.
+
+    Raises:
+        InputError: not a readable Parquet file (naming the file and pyarrow's reason).
+    """
+    return _open(path, name)
+
+
 def _open(path, name: str):
     import pyarrow as pa
     import pyarrow.parquet as pq
@@ -145,18 +158,20 @@ def expected_block_hashes(source) -> int:
         return 0
 
 
-def parquet_block_size(path, name: str) -> int:
+def parquet_block_size(path, name: str, pf=None) -> int:
     """The block size stored in a pcs Parquet trace's metadata.
 
     ``pcs.block_size`` takes the range of ``--block-size``: ASCII decimal digits of an integer in
     [1, :data:`pcs.trace.request.MAX_BLOCK_SIZE`] (``int()`` would also take ``' 512'``, ``'5_12'`` and
     full-width digits).
 
+    ``pf``: the file already open (:func:`open_parquet`), else ``path`` is opened.
+
     Raises:
         InputError: not Parquet, not schema ``pcs-trace/1``, missing columns, a ``pcs.*`` value that is
             not UTF-8, or a block size out of range (naming the file and the metadata key).
     """
-    pf = _open(path, name)
+    pf = pf if pf is not None else _open(path, name)
     schema = _meta_text(pf, "pcs.schema", name)
     if schema != SCHEMA_NAME:
         raise InputError(name, None, "pcs.schema", f"metadata must be {SCHEMA_NAME!r}, got {_shown(schema)}"

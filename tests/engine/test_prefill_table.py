@@ -55,6 +55,22 @@ def test_hand_row_llama():
     assert got[2] == 0.0
 
 
+def test_hand_row_long_enough_for_packed_lanes():
+    # A row of 10 entries runs the compiled one-term loop's packed body (2 or 4 entries a step) and its tail: each
+    # entry must still be (a2 n + (0.0 + k pairs)) / fps in float64, the reference's operations in its order, bit
+    # for bit. llama-3.1-8b as above; prompt 4,608 tokens (9 blocks of 512), 10 entries h = 0..9, c = 512 h,
+    # n = 4,608 - c, pairs = n c + n (n + 1) / 2 (by hand): 10,619,136; 10,487,808; 10,094,336; 9,438,720;
+    # 8,520,960; 7,341,056; 5,899,008; 4,194,816; 2,228,480; 0 (h = 9: nothing new to compute).
+    compute = _compute("llama-3.1-8b")
+    a2, fps, (k,) = timing.causal_terms(compute)
+    n = [4608 - 512 * h for h in range(10)]
+    pairs = [10619136, 10487808, 10094336, 9438720, 8520960, 7341056, 5899008, 4194816, 2228480, 0]
+    got, ref = _both(compute, [4608], [9], 512)
+    want = [(a2 * float(nn) + (0.0 + k * float(pp))) / fps for nn, pp in zip(n, pairs)]
+    assert got.tolist() == want and ref.tolist() == want
+    assert got[9] == 0.0
+
+
 @pytest.mark.parametrize("name", NOT_CAUSAL)
 def test_other_attention_has_no_terms(name):
     # sliding windows and recurrent state are not k x causal pairs: those tables stay on the numpy reference

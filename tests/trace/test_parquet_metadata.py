@@ -107,3 +107,27 @@ def test_arrival_beyond_the_clock_bound_names_file_and_row(tmp_path, arrival, ro
     # +-2^32 s is the bound (pcs.trace.batches.MAX_ARRIVAL_S); before, "request 0: ..." with no file or row
     e = _error(_write(tmp_path / "t.parquet", arrival=arrival))
     assert (e.line, e.field) == (row, "arrival_s") and "2**32" in e.problem
+
+
+def test_open_trace_reads_the_footer_once(tmp_path, monkeypatch):
+    # open_trace needs two things from the footer, the block size and the reuse note: one ParquetFile for both
+    # (before: one each). Then one more per read of the rows. By hand: 1 open for open_trace, 1 for the read.
+    path = _write(tmp_path / "t.parquet", "512", **{"pcs.reuse": "synthesised"})
+    opened = []
+    real = pq.ParquetFile
+
+    def counting(*a, **k):
+        opened.append(a[0] if a else k.get("source"))
+        return real(*a, **k)
+
+    monkeypatch.setattr(pq, "ParquetFile", counting)
+    trace = open_trace(path)
+    assert (trace.block_size, trace.reuse, len(opened)) == (512, "synthesised", 1)
+    assert [len(b) for b in trace.iter_batches()] == [2] and len(opened) == 2
+
+
+def test_bad_reuse_after_good_block_size_still_named_with_one_open(tmp_path):
+    # the shared footer keeps the checks' order: block size first, then pcs.reuse (not UTF-8 here)
+    with pytest.raises(InputError) as err:
+        open_trace(_write(tmp_path / "t.parquet", "512", **{"pcs.reuse": b"\xff"}))
+    assert "pcs.reuse" in str(err.value) and "UTF-8" in str(err.value)
