@@ -414,14 +414,31 @@ def _bytes_per_token(spec) -> int:
 
 
 def _compute_model(spec, gpu, tp: int, bs: int):
-    """pcs.compute.ComputeModel with its default KV-read bytes (reserved_bytes of the TP spec), memoised."""
-    from functools import lru_cache
+    """pcs.compute.ComputeModel with its default KV-read bytes (reserved_bytes of the TP spec), memoised; the
+    model itself kept per (spec, gpu, tp, block size) for the next replay in the process (all frozen: a call
+    with equal arguments gets an equal model; its construction was ~0.3 M instructions a replay). A spec or GPU
+    that cannot be hashed (a caller's own object) gets a model of its own."""
+    try:
+        return _kept_compute_model(spec, gpu, tp, bs)
+    except TypeError:
+        return _kept_compute_model.__wrapped__(spec, gpu, tp, bs)
 
+
+@functools.lru_cache(maxsize=16)
+def _kept_compute_model(spec, gpu, tp: int, bs: int):
+    """:func:`_compute_model`'s model, kept per (spec, gpu, tp, block size)."""
     from pcs.compute import ComputeModel
     from pcs.model.footprint import reserved_bytes_of
 
-    kv_read = lru_cache(maxsize=None)(reserved_bytes_of(spec.with_tp(tp), bs))
+    kv_read = functools.lru_cache(maxsize=None)(reserved_bytes_of(spec.with_tp(tp), bs))
     return ComputeModel(spec, gpu, tp=tp, block_size=bs, kv_read_bytes=kv_read)
+
+
+@functools.lru_cache(maxsize=16)
+def _kept_step_cost(compute):
+    """``compute.step_cost()`` of a :class:`pcs.compute.ComputeModel` (frozen, so equal models give equal
+    costs), kept for the next replay in the process (~0.5 M instructions a replay)."""
+    return compute.step_cost()
 
 
 def _scheduler_summary(out, ordered: dict, no_cache_parts, run):
@@ -550,7 +567,13 @@ def _step_setup(opts: _Options, scheduler, time_model, gpu) -> StepSetup | None:
     if step_cost is None:
         raise UserError("compute_mode 'step' needs a compute model with step_cost() (pcs.compute.ComputeModel); "
                          "use compute_mode='infinite' with measured prefill times")
-    return StepSetup(scheduler or SchedulerConfig(), gpu, step_cost())
+    from pcs.compute import ComputeModel
+
+    try:
+        cost = _kept_step_cost(time_model.compute) if type(time_model.compute) is ComputeModel else step_cost()
+    except TypeError:    # a field that cannot be hashed: its own cost
+        cost = step_cost()
+    return StepSetup(scheduler or SchedulerConfig(), gpu, cost)
 
 
 def _checked_step(opts, scheduler, time_model, gpu, gpu_tier, block_bytes: int):

@@ -23,6 +23,8 @@ length; the step is :data:`BASE_STEP_S` x 2^k, the smallest that fits.
 """
 from __future__ import annotations
 
+import itertools
+import operator
 from typing import Any, Mapping
 
 import numpy as np
@@ -323,29 +325,54 @@ def series_payload(sampler: Sampler, prompt_tokens: np.ndarray, hit_tokens: np.n
     """
     rows = sampler.rows
     t0 = sampler.t0 or 0.0
-    bounds = np.asarray([r[0] for r in rows], dtype=np.float64)
-    admitted = np.asarray([r[1] for r in rows], dtype=np.int64)
+    cols = _row_columns(rows, len(tiers))
+    bounds = np.asarray(cols[0], dtype=np.float64)
+    admitted = np.asarray(cols[1], dtype=np.int64)
     cum_p = np.concatenate(([0], np.cumsum(prompt_tokens, dtype=np.int64)))
     cum_h = np.concatenate(([0], np.cumsum(hit_tokens, dtype=np.int64)))
     step_p, step_h = _per_step(cum_p, admitted), _per_step(cum_h, admitted)
-    # Python numbers before the per-sample loops (iterating numpy arrays makes a numpy scalar per element)
-    ratio = lambda h, p: tuple(float(a) / float(b) if b else None for a, b in zip(h.tolist(), p.tolist()))  # noqa: E731
-    if rows and len(rows[0]) > 6:  # the step scheduler counts its running requests (preempted ones wait again)
-        running = np.asarray([r[6] for r in rows], dtype=np.int64)
-    else:                          # else admitted and not finished by the boundary (finish_s unread above)
+    if len(cols) > 6:  # the step scheduler counts its running requests (preempted ones wait again)
+        running = np.asarray(cols[6], dtype=np.int64)
+    else:              # else admitted and not finished by the boundary (finish_s unread above)
         done = np.sort(finish_s[np.isfinite(finish_s)])
         running = admitted - np.searchsorted(done, bounds, side="left") if len(done) else np.zeros_like(admitted)
     lower = range(1, len(tiers))
-    restored = {tiers[j]["name"]: np.diff(np.asarray([r[4][j] for r in rows], dtype=np.float64), prepend=0.0)
-                for j in lower}
+    resident, busy = cols[3], [np.asarray(b, dtype=np.float64) - bounds for b in cols[5]]
     return TimeSeries(
-        step_s=sampler.step_s, t_s=tuple((bounds - t0).tolist()), hit_ratio=ratio(step_h, step_p),
-        hit_ratio_cumulative=ratio(cum_h[admitted], cum_p[admitted]),
-        resident_bytes={t["name"]: tuple(r[3][j] * t["bytes_per_block"] for r in rows) for j, t in enumerate(tiers)},
+        step_s=sampler.step_s, t_s=tuple((bounds - t0).tolist()), hit_ratio=_ratios(step_h, step_p),
+        hit_ratio_cumulative=_ratios(cum_h[admitted], cum_p[admitted]),
+        resident_bytes={t["name"]: _times(resident[j], t["bytes_per_block"]) for j, t in enumerate(tiers)},
         resident_bytes_by_component={
-            t["name"]: {c: tuple(r[3][j] * b for r in rows) for c, b in t["bytes_per_block_by_component"].items()}
+            t["name"]: {c: _times(resident[j], b) for c, b in t["bytes_per_block_by_component"].items()}
             for j, t in enumerate(tiers) if len(t["bytes_per_block_by_component"]) > 1},
-        restore_bps={k: tuple(float(v) / sampler.step_s for v in d) for k, d in restored.items()},
+        restore_bps={tiers[j]["name"]: tuple((np.diff(np.asarray(cols[4][j], dtype=np.float64), prepend=0.0)
+                                              / sampler.step_s).tolist()) for j in lower},
         link_bandwidth_bps={tiers[j]["name"]: tiers[j]["link_bandwidth_bps"] for j in lower},
-        waiting_requests=tuple(r[2] for r in rows), running_requests=tuple(running.tolist()),
-        restore_backlog_s={tiers[j]["name"]: tuple(max(0.0, r[5][j] - r[0]) for r in rows) for j in lower})
+        waiting_requests=tuple(cols[2]), running_requests=tuple(running.tolist()),
+        restore_backlog_s={tiers[j]["name"]: tuple(np.where(busy[j] > 0.0, busy[j], 0.0).tolist()) for j in lower})
+
+
+def _row_columns(rows: list[tuple], ntiers: int) -> list:
+    """A :class:`Sampler`'s rows as columns, in one transposition (no Python loop per sample): per field a tuple
+    of its values, the per-tier fields (3: resident blocks, 4: restored bytes, 5: link busy until) as one tuple
+    per tier; with no rows, six empty columns (the per-tier ones: ``ntiers`` empty tuples)."""
+    if not rows:
+        return [(), (), (), [()] * ntiers, [()] * ntiers, [()] * ntiers]
+    cols = list(zip(*rows))
+    for k in (3, 4, 5):
+        cols[k] = list(zip(*cols[k]))
+    return cols
+
+
+def _ratios(h: np.ndarray, p: np.ndarray) -> tuple:
+    """``h / p`` elementwise as Python floats, None where ``p`` is 0: ``float(h) / float(p)`` (the int64 values
+    made float64 and divided, as Python does), per element."""
+    q = np.divide(h.astype(np.float64), p.astype(np.float64), out=np.zeros(len(p)), where=p != 0).tolist()
+    for i in np.flatnonzero(p == 0).tolist():
+        q[i] = None
+    return tuple(q)
+
+
+def _times(values: tuple, factor: int) -> tuple:
+    """Each of ``values`` (Python ints) times ``factor``, as Python ints (no int64 bound), no Python frame each."""
+    return tuple(map(operator.mul, values, itertools.repeat(factor, len(values))))

@@ -269,3 +269,45 @@ def test_step_scheduler_running_count_is_read_not_derived():
               "link_bandwidth_bps": None}]
     out = series_payload(s, np.array([4, 4]), np.array([0, 2]), np.array([-1.0, -1.0]), tiers)
     assert out.running_requests == (1, 2)
+
+
+def test_series_columns_ratios_and_bytes_by_hand():
+    """The helpers of the column-wise series_payload: rows transposed once (per-tier fields one tuple per tier),
+    h / p as Python floats with None where p is 0, resident blocks x bytes as Python ints (no int64 bound)."""
+    from pcs.engine.series import _ratios, _row_columns, _times
+
+    rows = [(5.0, 0, 0, (0, 0), (0, 0), (0.0, 0.0), 0), (6.0, 2, 1, (3, 1), (0, 16), (0.0, 6.5), 1)]
+    cols = _row_columns(rows, 2)
+    assert cols[0] == (5.0, 6.0) and cols[1] == (0, 2) and cols[2] == (0, 1) and cols[6] == (0, 1)
+    assert cols[3] == [(0, 3), (0, 1)] and cols[4] == [(0, 0), (0, 16)] and cols[5] == [(0.0, 0.0), (0.0, 6.5)]
+    assert _row_columns([], 2) == [(), (), (), [(), ()], [(), ()], [(), ()]]
+    # 0/0 -> None; 5/30; 30/30 = 1.0; 7/2 = 3.5
+    assert _ratios(np.array([0, 5, 30, 7]), np.array([0, 30, 30, 2])) == (None, 5 / 30, 1.0, 3.5)
+    assert _ratios(np.array([], dtype=np.int64), np.array([], dtype=np.int64)) == ()
+    assert _times((0, 3, 4), 10) == (0, 30, 40)
+    assert _times((2 ** 40,), 2 ** 40) == (2 ** 80,)      # past int64: Python ints, as r[3][j] * bytes was
+
+
+def test_series_payload_backlog_and_no_rows_by_hand():
+    """restore_backlog_s is max(0, busy until - boundary) per sample: a link free before the boundary is 0.0, a
+    NaN busy time too (max(0.0, nan) is 0.0); with no rows every column is empty."""
+    from pcs.engine.series import series_payload
+
+    tiers = [{"name": "gpu", "bytes_per_block": 10, "bytes_per_block_by_component": {"a": 10},
+              "link_bandwidth_bps": None},
+             {"name": "cpu", "bytes_per_block": 8, "bytes_per_block_by_component": {"a": 8},
+              "link_bandwidth_bps": 100.0}]
+    s = Sampler(base_step_s=2.0)
+    # busy until: 4.0 at 5 s (free: 0.0), 8.5 at 7 s (1.5 s queued), NaN at 9 s (0.0)
+    s.t0, s.rows = 5.0, [(5.0, 0, 0, (0, 0), (0, 0), (0.0, 4.0)), (7.0, 1, 0, (2, 1), (0, 8), (0.0, 8.5)),
+                         (9.0, 1, 0, (2, 1), (0, 8), (0.0, float("nan")))]
+    out = series_payload(s, np.array([10]), np.array([4]), np.array([np.nan]), tiers)
+    assert out.restore_backlog_s == {"cpu": (0.0, 1.5, 0.0)}
+    # restored bytes 0, 8, 8 cumulative: 0, 8, 0 a step of 2 s -> 0.0, 4.0, 0.0 bytes/s
+    assert out.restore_bps == {"cpu": (0.0, 4.0, 0.0)}
+    # one request of 10 prompt tokens, 4 hits, admitted by the 7 s sample
+    assert out.hit_ratio == (None, 0.4, None) and out.hit_ratio_cumulative == (None, 0.4, 0.4)
+    assert out.resident_bytes == {"gpu": (0, 20, 20), "cpu": (0, 8, 8)} and out.waiting_requests == (0, 0, 0)
+    empty = series_payload(Sampler(), np.array([10]), np.array([4]), np.array([np.nan]), tiers)
+    assert empty.t_s == () and empty.resident_bytes == {"gpu": (), "cpu": ()} and empty.restore_bps == {"cpu": ()}
+    assert empty.restore_backlog_s == {"cpu": ()} and empty.hit_ratio == () and empty.running_requests == ()
