@@ -596,12 +596,13 @@ static void run_remove(Sched *s, int32_t ri) {
     s->nrun--;
 }
 
+/* r out of a[0 .. *n), the others in order (a few entries: the prefilling requests; moved one by one, no call) */
 static void list_remove(int32_t *a, Py_ssize_t *n, int32_t r) {
-    Py_ssize_t i = 0;
-    while (i < *n && a[i] != r) i++;
-    if (i == *n) return;
-    memmove(a + i, a + i + 1, sizeof(int32_t) * (*n - i - 1));
-    (*n)--;
+    Py_ssize_t i = 0, m = *n;
+    while (i < m && a[i] != r) i++;
+    if (i == m) return;
+    for (; i + 1 < m; i++) a[i] = a[i + 1];
+    *n = m - 1;
 }
 
 /* ---------------------------------------------------------------- columns */
@@ -899,8 +900,9 @@ static Py_ssize_t compose(Sched *s) {
     return nch;
 }
 
-/* StepEngine._elapse: steps taking seconds (stall included) ran from now */
-static int elapse(Sched *s, double seconds, double stall, int64_t steps) {
+/* StepEngine._elapse: steps taking seconds (stall included) ran from now (inline in its two callers, once per
+ * step; add_busy, the bins' slow path, out of line) */
+static inline __attribute__((always_inline)) int elapse(Sched *s, double seconds, double stall, int64_t steps) {
     double now = s->now;
     if (now + seconds >= s->next_sample && take(s, now + seconds) < 0) return -1;
     double t0 = now - s->origin_s;
@@ -926,7 +928,9 @@ static int idle(Sched *s, double until) {
     return 0;
 }
 
-static int push_boundary(Sched *s, Req *r, int32_t ri, int64_t g) {
+/* r's next block boundary from step g on, when it comes before its last step, into the blk queue (inline: once per
+ * block a request grows by) */
+static inline __attribute__((always_inline)) int push_boundary(Sched *s, Req *r, int32_t ri, int64_t g) {
     int64_t kv = r->kv0 + (g - r->g0);
     int64_t nxt = g + pymod(-kv, s->bs);
     if (nxt < r->g0 + (r->o - r->out)) return evq_push(&s->blk, nxt, r->seq, r->ep, ri);
