@@ -1134,7 +1134,11 @@ static int64_t grow_ahead(Sched *s, int64_t k) {
 /* StepEngine._decode_skip: pure decode steps until the first finish, block shortage or a step at >= t */
 static int decode_skip(Sched *s, double t) {
     EvQ *fin = &s->fin;
-    for (HEnt top; fin->n && ((top = evq_top(fin)).ep != s->rq[top.r].ep || !s->rq[top.r].live);) evq_pop(fin);
+    while (fin->n) {                    /* stale entries (a preempted or finished request's) off the top */
+        HEnt top = evq_top(fin);        /* then its slot (in one expression, unsequenced) */
+        if (top.ep == s->rq[top.r].ep && s->rq[top.r].live) break;
+        evq_pop(fin);
+    }
     if (!fin->n) { PyErr_SetString(PyExc_AssertionError, "decoding requests without a finish"); return -1; }
     int64_t most = evq_top_step(fin) - s->G;
     int64_t k = t == INFINITY ? most : decode_steps_within(s, s->d, s->S, t - s->now, most);
