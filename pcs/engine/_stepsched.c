@@ -596,13 +596,12 @@ static void run_remove(Sched *s, int32_t ri) {
     s->nrun--;
 }
 
-/* r out of a[0 .. *n), the others in order (a few entries: the prefilling requests; moved one by one, no call) */
 static void list_remove(int32_t *a, Py_ssize_t *n, int32_t r) {
-    Py_ssize_t i = 0, m = *n;
-    while (i < m && a[i] != r) i++;
-    if (i == m) return;
-    for (; i + 1 < m; i++) a[i] = a[i + 1];
-    *n = m - 1;
+    Py_ssize_t i = 0;
+    while (i < *n && a[i] != r) i++;
+    if (i == *n) return;
+    memmove(a + i, a + i + 1, sizeof(int32_t) * (*n - i - 1));
+    (*n)--;
 }
 
 /* ---------------------------------------------------------------- columns */
