@@ -109,8 +109,20 @@ typedef struct {
 
 static inline int evq_bucket(int64_t step) { return (int)(step & (EVQ_W - 1)); }
 
-/* push (step, seq, ep, r); 0, or -1 with MemoryError */
-static int evq_push(EvQ *q, int64_t step, int64_t seq, int64_t ep, int32_t r) {
+/* a new node's id (the pool grown when full: cold); > 0, or -1 with MemoryError */
+static int32_t evq_node_new(EvQ *q) {
+    if (q->used + 1 >= q->cap) {
+        int32_t c = q->cap ? 2 * q->cap : 256;
+        EvNode *a = PyMem_Realloc(q->node, sizeof(EvNode) * (size_t)c);
+        if (!a) { PyErr_NoMemory(); return -1; }
+        q->node = a; q->cap = c;
+    }
+    return ++q->used;
+}
+
+/* push (step, seq, ep, r); 0, or -1 with MemoryError. Inline at its call sites (once or twice per request), with
+ * the far heap and the pool's growth out of line. */
+static inline __attribute__((always_inline)) int evq_push(EvQ *q, int64_t step, int64_t seq, int64_t ep, int32_t r) {
     if (step < q->base || step - q->base >= EVQ_W) {
         if (heap_push(&q->far, step, seq, ep, r) < 0) return -1;
         q->n++;
@@ -118,15 +130,7 @@ static int evq_push(EvQ *q, int64_t step, int64_t seq, int64_t ep, int32_t r) {
     }
     int32_t id = q->free_;
     if (id) q->free_ = q->node[id].next;
-    else {
-        if (q->used + 1 >= q->cap) {
-            int32_t c = q->cap ? 2 * q->cap : 256;
-            EvNode *a = PyMem_Realloc(q->node, sizeof(EvNode) * (size_t)c);
-            if (!a) { PyErr_NoMemory(); return -1; }
-            q->node = a; q->cap = c;
-        }
-        id = ++q->used;
-    }
+    else if ((id = evq_node_new(q)) < 0) return -1;
     EvNode *x = &q->node[id];
     x->seq = seq; x->ep = ep; x->r = r;
     int b = evq_bucket(step);
@@ -174,8 +178,8 @@ static int64_t evq_gap(const EvQ *q, int b) {
     return 0;                       /* never: the ring is not empty */
 }
 
-/* remove the least entry (the queue is not empty) */
-static void evq_pop(EvQ *q) {
+/* remove the least entry (the queue is not empty); inline at its call sites, as evq_push */
+static inline __attribute__((always_inline)) void evq_pop(EvQ *q) {
     int64_t step;
     if (evq_ring_first(q)) {
         int b = evq_bucket(q->rmin);

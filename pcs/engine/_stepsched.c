@@ -375,13 +375,18 @@ static double term_pairs(int kind, double n, double c, double param) {
     }
 }
 
-/* a prefill chunk's attention seconds: n new tokens after c cached */
-static double chunk_attn_s(const Sched *s, int64_t n, int64_t c) {
-    if (!s->nterms) return s->pair_s * ((double)(n * c) + (double)(n * (n + 1)) / 2.0);
+/* chunk_attn_s with attention terms (hybrid models) */
+static double terms_attn_s(const Sched *s, int64_t n, int64_t c) {
     double total = 0.0, dn = (double)n, dc = (double)c;
     for (int x = 0; x < s->nterms; x++) total = total + s->term_coef[x] * term_pairs(s->term_kind[x], dn, dc,
                                                                                       s->term_param[x]);
     return total / s->attn_f;
+}
+
+/* a prefill chunk's attention seconds: n new tokens after c cached (the plain case inline: once per chunk) */
+static inline double chunk_attn_s(const Sched *s, int64_t n, int64_t c) {
+    if (!s->nterms) return s->pair_s * ((double)(n * c) + (double)(n * (n + 1)) / 2.0);
+    return terms_attn_s(s, n, c);
 }
 
 /* StepCost.prefill_s: a prefill alone in a step */
@@ -406,15 +411,18 @@ static double transfer_s(const Sched *s, int j, int64_t nbytes, int64_t io) {
 }
 
 /* ---------------------------------------------------------------- busy bins (SchedulerCounters.add_busy) */
+/* the bins past nbins, up to capbins, are kept at 0 (zeroed when allocated, and by bins_fold), so a clock entering
+ * its next second grows nbins alone (no fill per new bin) */
 static int bins_grow(Sched *s, Py_ssize_t n) {
-    if (n <= s->capbins) { for (Py_ssize_t i = s->nbins; i < n; i++) s->bins[i] = 0.0; s->nbins = n > s->nbins ? n : s->nbins; return 0; }
-    Py_ssize_t c = s->capbins ? s->capbins : 1024;
-    while (c < n) c *= 2;
-    double *b = PyMem_Realloc(s->bins, sizeof(double) * c);
-    if (!b) { PyErr_NoMemory(); return -1; }
-    s->bins = b; s->capbins = c;
-    for (Py_ssize_t i = s->nbins; i < n; i++) s->bins[i] = 0.0;
-    s->nbins = n;
+    if (n > s->capbins) {
+        Py_ssize_t c = s->capbins ? s->capbins : 1024;
+        while (c < n) c *= 2;
+        double *b = PyMem_Realloc(s->bins, sizeof(double) * c);
+        if (!b) { PyErr_NoMemory(); return -1; }
+        for (Py_ssize_t i = s->capbins; i < c; i++) b[i] = 0.0;
+        s->bins = b; s->capbins = c;
+    }
+    if (n > s->nbins) s->nbins = n;
     return 0;
 }
 
@@ -426,6 +434,7 @@ static void bins_fold(Sched *s) {
         for (Py_ssize_t j = i * COARSE_S; j < end; j++) sum += s->bins[j];
         s->bins[i] = sum;
     }
+    for (Py_ssize_t i = n; i < s->nbins; i++) s->bins[i] = 0.0;    /* past nbins: 0 (bins_grow) */
     s->nbins = n;
     s->bin_s = COARSE_S;
 }
@@ -890,8 +899,9 @@ static Py_ssize_t compose(Sched *s) {
     return nch;
 }
 
-/* StepEngine._elapse: steps taking seconds (stall included) ran from now */
-static int elapse(Sched *s, double seconds, double stall, int64_t steps) {
+/* StepEngine._elapse: steps taking seconds (stall included) ran from now (inline in its two callers, once per
+ * step; add_busy, the bins' slow path, out of line) */
+static inline __attribute__((always_inline)) int elapse(Sched *s, double seconds, double stall, int64_t steps) {
     double now = s->now;
     if (now + seconds >= s->next_sample && take(s, now + seconds) < 0) return -1;
     double t0 = now - s->origin_s;
@@ -917,7 +927,9 @@ static int idle(Sched *s, double until) {
     return 0;
 }
 
-static int push_boundary(Sched *s, Req *r, int32_t ri, int64_t g) {
+/* r's next block boundary from step g on, when it comes before its last step, into the blk queue (inline: once per
+ * block a request grows by) */
+static inline __attribute__((always_inline)) int push_boundary(Sched *s, Req *r, int32_t ri, int64_t g) {
     int64_t kv = r->kv0 + (g - r->g0);
     int64_t nxt = g + pymod(-kv, s->bs);
     if (nxt < r->g0 + (r->o - r->out)) return evq_push(&s->blk, nxt, r->seq, r->ep, ri);
@@ -1121,7 +1133,11 @@ static int64_t grow_ahead(Sched *s, int64_t k) {
 /* StepEngine._decode_skip: pure decode steps until the first finish, block shortage or a step at >= t */
 static int decode_skip(Sched *s, double t) {
     EvQ *fin = &s->fin;
-    for (HEnt top; fin->n && ((top = evq_top(fin)).ep != s->rq[top.r].ep || !s->rq[top.r].live);) evq_pop(fin);
+    while (fin->n) {                    /* stale entries (a preempted or finished request's) off the top */
+        HEnt top = evq_top(fin);        /* then its slot (in one expression, unsequenced) */
+        if (top.ep == s->rq[top.r].ep && s->rq[top.r].live) break;
+        evq_pop(fin);
+    }
     if (!fin->n) { PyErr_SetString(PyExc_AssertionError, "decoding requests without a finish"); return -1; }
     int64_t most = evq_top_step(fin) - s->G;
     int64_t k = t == INFINITY ? most : decode_steps_within(s, s->d, s->S, t - s->now, most);

@@ -384,6 +384,30 @@ def test_coarse_busy_bins_and_the_span_limit_equal_reference():
         assert msgs[0] == msgs[1]
 
 
+def test_a_fold_leaves_no_fine_bin_behind_for_the_coarse_bins_to_find():
+    # the C loop keeps its bins past the last one at 0 (so a clock entering a new second only counts it); the fold
+    # into 3,600-s bins must then clear the fine bins it leaves. Arrivals (from the first, the origin): 0 s and
+    # 100 s (fine bins 0 and 100, a few ms each), 199,900 s (past 172,800 s: the fold; hour 199,900 // 3,600 = 55)
+    # and 399,900 s (hour 111): busy in hours 0, 55 and 111 alone, 112 bins. A fine bin 100 left over would show
+    # as hour 100 once the bins grow past it.
+    from helpers import req
+    from pcs.compute import StepCost
+    from pcs.engine.scheduler import StepEngine
+
+    cost = StepCost(weights_active_s=3e-5, weights_total_s=1e-3, kv_seq_s=1e-6, kv_token_s=3e-8, token_s=7e-6,
+                    attn_seq_s=2e-6, attn_token_s=1e-8, attn_pair_s=3e-10, layers=80)
+    kw = dict(budget=64, seqs=8, fallback=True, max_preemptions=2, decode=False, skip=True, write_policy="back",
+              no_cache=False, block_bytes=[0, 0], prefill=None, last_token=True)
+    reqs = [req([10 * k, 10 * k + 1], t + 0.25, prompt=32, out=4, bs=16)
+            for k, t in enumerate((0.0, 100.0, 199_900.0, 399_900.0))]
+    c = _run(stepnative.NativeStepEngine, reqs, [6, 20], cost, [None, None], kw)
+    bins = np.frombuffer(c[0].stats.busy_per_s, np.float64)
+    assert c[0].stats.bin_s == 3600 and len(bins) == 112
+    assert np.flatnonzero(bins).tolist() == [0, 55, 111]
+    assert bins.sum() == pytest.approx(c[0].stats.busy_s, rel=1e-12)
+    _assert_same(_run(StepEngine, reqs, [6, 20], cost, [None, None], kw), c)
+
+
 def test_a_link_the_c_loop_does_not_model_falls_back_to_the_python_loop():
     # the table cannot see the links; the runner asks NativeStepEngine (pcs.engine.stepnative.unsupported) and
     # moves the run to the next row, saying why; the numbers are the Python loop's
