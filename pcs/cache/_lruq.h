@@ -122,18 +122,24 @@ static inline Py_ssize_t lq_live(const Tier *t, Py_ssize_t i) {
 enum { LQ_OWN, LQ_SH_KEEP, LQ_SH_DEL };
 
 /* lq_evict's walk over n victims from the front i (returned: the position past the last victim); kind LQ_OWN: a
- * tier of its own table, every victim deleted from it; LQ_SH_KEEP: a tier of a shared table, its victims' entries
- * to oute, kept in the table; LQ_SH_DEL: a tier of a shared table, victims in no tier any more deleted from it.
- * The tier's arrays are read into locals once: a victim's flag store (a byte) may alias any field of the Tier */
+ * tier of its own table, every victim deleted from it, its key to out; LQ_SH_KEEP: a tier of a shared table, its
+ * victims' entries to oute, kept in the table; LQ_SH_DEL: a tier of a shared table, victims in no tier any more
+ * deleted from it. A shared table's victims' keys are not written (out not read): its hierarchy has two tiers, so
+ * its callers only count them (pcs/cache/_lruhier.c: the cascade and write-through's drops).
+ * The tier's arrays are read into locals once: a victim's flag store (a byte) may alias any field of the Tier; so
+ * are LQ_SH_DEL's free list and count of deletions (the table's fields written once, after the walk) */
 static inline __attribute__((always_inline)) Py_ssize_t lq_walk(Tier *t, Py_ssize_t i, Py_ssize_t n, uint64_t *out,
                                                                 int32_t *oute, const int kind) {
     const int32_t *const q = t->lq;
     Entry *const ent = t->ent;
-    const OaSlot *const slots = t->slots;              /* the table's arrays, not moved by a deletion */
+    OaSlot *const slots = t->slots;                    /* the table's arrays, not moved by a deletion */
+    const uint64_t mask = t->mask;
     const size_t off = t->lqoff;
     const int bits = t->bits;
     const uint8_t keep = (uint8_t)~t->inflag;        /* a tier of its own table sets no flag: 0xff */
     Tier *const tab = t->shared ? t->shared : t;
+    int32_t free_head = tab->free_head;               /* LQ_SH_DEL's deletions: tdel_home's steps in locals */
+    Py_ssize_t freed = 0;
     for (Py_ssize_t v = 0; v < n; v++) {
         while (q[i] < 0) i++;                          /* lq_live */
         int32_t a = q[i + LQ_AHEAD];                   /* in the array's padding past the end: -1 */
@@ -144,17 +150,25 @@ static inline __attribute__((always_inline)) Py_ssize_t lq_walk(Tier *t, Py_ssiz
                                                                  : sh_home(&ent[b], bits)], 1, 1);
         }
         int32_t e = q[i++];                            /* (home(): its entry came before) */
-        out[v] = ent[e].key;
         *(int32_t *)((char *)&ent[e] + off) = -1;      /* *lq_pos(t, e) */
-        if (kind == LQ_OWN) tdel(tab, e);
+        if (kind == LQ_OWN) { out[v] = ent[e].key; tdel(tab, e); }
         else if (kind == LQ_SH_KEEP) { ent[e].flags &= keep; oute[v] = e; }
-        else if (!((ent[e].flags &= keep) & (F_GPU | F_CPU)))   /* in no tier any more: deleted (home from aux) */
-            tdel_home(tab, e, sh_home(&ent[e], bits));
+        else if (!((ent[e].flags &= keep) & (F_GPU | F_CPU))) {   /* in no tier any more: deleted (home from aux) */
+            tdel_shift(tab, slots, mask, bits, e, sh_home(&ent[e], bits));
+            ent[e].next = free_head;                   /* to the free list; its flags are 0 (no tier) and its aux */
+            free_head = e;                             /* and q are set again by the add that takes it (sh_fill) */
+            freed++;
+        }
+    }
+    if (kind == LQ_SH_DEL) {
+        tab->free_head = free_head;
+        tab->nres -= freed;
     }
     return i;
 }
 
-/* the n least recently used entries (n <= held) leave the order, their keys to out in eviction order, the tier's
+/* the n least recently used entries (n <= held) leave the order, their keys to out in eviction order (a tier of its
+ * own table; a shared table's: not written, lq_walk), the tier's
  * residency flag (Tier.inflag) cleared; with oute NULL they leave the tier (the deletions of n times: unlink the
  * first, tdel; a tier of a table shared by two tiers, t->shared, deletes from that table those now in no tier),
  * else their entries go to oute and stay in the table (the caller frees those in no tier, pcs/cache/_lruhier.c
