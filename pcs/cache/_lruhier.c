@@ -1012,21 +1012,55 @@ static int start_expect(Hier *h, const Plan *p, const PcsAdm *a) {
     return 0;
 }
 
+/* write-back on a shared table: the n GPU victims (n > 0) demoted in their eviction walk (lq_demote) when they fit
+ * the CPU tier's unpinned room (else sh_cut pushes some out: gpu_evict's two steps), then the CPU tier's evictions
+ * for them (sh_insert's, from its front: the victims are appended behind its live items, at least as many as those
+ * evictions), its counters and the cascade's drops. The same victims, orders and counts as the GPU eviction then
+ * the cascade (sh_insert) when nothing touches the CPU tier between the two (gpu_evict's `now`). 1 done, 0 not
+ * done (nothing changed), -1 */
+static int sh_demote(Hier *h, Py_ssize_t n) {
+    Tier *g = &h->t[0], *c = &h->t[1];
+    const Py_ssize_t free_ = c->capacity - c->nres - c->reserved;
+    if (n > free_ + c->held || g->lqoff != offsetof(Entry, prev) || c->lqoff != offsetof(Entry, next)) return 0;
+    if (lq_room(c, n) < 0) return -1;
+    const Py_ssize_t fresh = lq_demote(g, c, n);
+    g->nres -= n;                                  /* tevict's counts of the GPU tier */
+    g->evicted += n;
+    const Py_ssize_t need = fresh - free_;
+    if (need > 0) {
+        if (tevict(c, need, NULL, NULL) < 0) return -1;   /* those in no tier leave the table */
+        h->dropped += need;
+    }
+    c->nres += fresh;
+    c->inserted += fresh;
+    if (c->nres > c->peak_res) c->peak_res = c->nres;
+    if (c->nres + c->reserved > c->peak_used) c->peak_used = c->nres + c->reserved;
+    h->written[1] += fresh;
+    return 1;
+}
+
 /* n GPU victims (n > 0) to h->buf_a (in a shared table their entries to h->vent instead, kept for the cascade under
- * write-back, freed now when in no tier under write-through); 0 or -1 */
-static int gpu_evict(Hier *h, Py_ssize_t n) {
+ * write-back, freed now when in no tier under write-through). `now`: nothing touches a lower tier before the
+ * cascade, so under write-back a shared table may demote them in the same walk (sh_demote). 1: demoted too (no
+ * cascade follows), 0 (the cascade follows), -1 */
+static int gpu_evict(Hier *h, Py_ssize_t n, int now) {
+    if (now && h->sh && !h->write_through) {
+        int r = sh_demote(h, n);
+        if (r) return r;
+    }
     if (ensure_b(h, n) < 0 || tevict(&h->t[0], n, h->buf_a, h->vent) < 0) return -1;
     if (h->sh && h->write_through) sh_free(h->sh, h->vent, n);
     return 0;
 }
 
-/* reserve the budget in the GPU tier; the victims go to h->buf_a; returns their number or -1 */
-static Py_ssize_t start_reserve(Hier *h, const Plan *p, const PcsAdm *a) {
+/* reserve the budget in the GPU tier; the victims go to h->buf_a (*demoted: already demoted, gpu_evict, when no
+ * restore touches the CPU tier before the cascade); returns their number or -1 */
+static Py_ssize_t start_reserve(Hier *h, const Plan *p, const PcsAdm *a, int *demoted) {
     Tier *g = &h->t[0];
     if (start_expect(h, p, a) < 0) return -1;
     Py_ssize_t nvict = p->budget - (g->capacity - g->nres - g->reserved);
     if (nvict > 0) {
-        if (gpu_evict(h, nvict) < 0) return -1;
+        if ((*demoted = gpu_evict(h, nvict, !p->n_restore)) < 0) return -1;
     } else nvict = 0;
     g->reserved += p->budget;
     if (g->nres + g->reserved > g->peak_used) g->peak_used = g->nres + g->reserved;
@@ -1150,9 +1184,10 @@ static int start_plan(Hier *h, Plan *p0, int wait, PcsAdm *a) {
         if (h->t[j].gates && gates_observe(&h->t[j], h->req, p.n, p.hits) < 0) return -1;
     if (start_admission(h, &p, a) < 0) return -1;
     h->admitted++;
-    Py_ssize_t nvict = start_reserve(h, &p, a);
+    int demoted = 0;
+    Py_ssize_t nvict = start_reserve(h, &p, a, &demoted);
     Py_ssize_t filled = nvict < 0 ? -1 : start_restore(h, &p, a, nvict);
-    if (filled < 0 || (nvict && cascade(h, nvict) < 0)) return -1;
+    if (filled < 0 || (nvict && !demoted && cascade(h, nvict) < 0)) return -1;
     a->prefix_hit_blocks = p.lead;
     a->hit_blocks = p.hits;
     a->last_hit_tier = p.hits ? h->where[p.hits - 1] : -1;
@@ -1463,12 +1498,13 @@ static int c_grow(PyObject *hh, PcsAdm *adm, Py_ssize_t n) {
     Py_ssize_t free_now = g->capacity - g->nres - g->reserved;
     if (n > free_now + g->held) return 0;
     Py_ssize_t nvict = n - free_now;
+    int demoted = 0;
     if (nvict > 0) {
-        if (gpu_evict(h, nvict) < 0) return -1;
+        if ((demoted = gpu_evict(h, nvict, 1)) < 0) return -1;
     } else nvict = 0;
     g->reserved += n;
     if (g->nres + g->reserved > g->peak_used) g->peak_used = g->nres + g->reserved;
-    if (nvict && cascade(h, nvict) < 0) return -1;
+    if (nvict && !demoted && cascade(h, nvict) < 0) return -1;
     adm->reserved_blocks += n;
     return 1;
 }
