@@ -496,3 +496,24 @@ def test_replay_hands_the_trace_block_hashes_to_the_compiled_hierarchy(tmp_path,
     monkeypatch.setattr(native, "NativeHierarchy", Spy)
     pcs.replay(str(path), tiers=["gpu=100blocks", "cpu=100blocks"], policy="lru")
     assert seen == [8, 0]
+
+
+@pytest.mark.parametrize("use_native", [False, True])
+def test_demotion_in_the_eviction_walk_and_past_the_cpu_room_worked_by_hand(use_native):
+    """GPU 3 + CPU 1 blocks, LRU, write-back: GPU victims that fit the CPU tier's unpinned room are demoted in their
+    eviction walk on the shared table (pcs/cache/_lruhier.c ``sh_demote``: the CPU tier's evictions after), a batch
+    of victims past that room takes the two steps (its oldest pushed out: Tier.insert's batch rule, ``sh_cut``).
+    Worked out by hand from docs/semantics.md §6-§8 (a finish unpins tail first), on the Python hierarchy and the
+    compiled one."""
+    h = native.NativeHierarchy(_tiers([3, 1]), "back") if use_native else Hierarchy(_tiers([3, 1]), "back")
+    _admit(h, [1, 2, 3])
+    assert _orders(h) == ([3, 2, 1], [])
+    _admit(h, [4, 5, 6])             # victims 3, 2, 1: one fits the CPU tier, 3 and 2 pushed out (dropped)
+    assert _orders(h) == ([6, 5, 4], [1]) and h.dropped_blocks == 2 and h.written_blocks == [0, 1]
+    _admit(h, [7])                   # victim 6 fits (1 unpinned): demoted, the CPU tier evicts 1 (dropped)
+    assert _orders(h) == ([5, 4, 7], [6]) and h.dropped_blocks == 3 and h.written_blocks == [0, 2]
+    a = _admit(h, [5])               # a GPU hit: no eviction; 5 moves to the GPU order's end
+    assert a.hit_blocks == 1 and _orders(h) == ([4, 7, 5], [6]) and h.dropped_blocks == 3
+    _admit(h, [8, 9])                # victims 4, 7 past the room of 1: 4 pushed out, 7 stored, 6 evicted (dropped)
+    assert _orders(h) == ([5, 9, 8], [7]) and h.dropped_blocks == 5 and h.written_blocks == [0, 3]
+    assert 6 not in h.tiers[1] and 4 not in h.tiers[0] and 4 not in h.tiers[1]
