@@ -911,9 +911,8 @@ static int start_budget(Hier *h, Plan *p, int wait) {
     return 0;
 }
 
-/* room for m keys and the per-tier counts of ntiers tiers in a (its buffers kept from an earlier admission when
- * large enough; raw memory); 0 or -1 */
-static int adm_reserve(PcsAdm *a, Py_ssize_t m, int ntiers) {
+/* adm_reserve's growth of a's buffers (raw memory); 0 or -1 */
+static int adm_grow(PcsAdm *a, Py_ssize_t m, int ntiers) {
     if (m > a->kcap) {
         Py_ssize_t c = a->kcap ? a->kcap : 16;
         while (c < m) c *= 2;
@@ -932,6 +931,12 @@ static int adm_reserve(PcsAdm *a, Py_ssize_t m, int ntiers) {
         a->ccap = 2 * (Py_ssize_t)ntiers;
     }
     return 0;
+}
+
+/* room for m keys and the per-tier counts of ntiers tiers in a (its buffers kept from an earlier admission when
+ * large enough: no call then); 0 or -1 */
+static inline int adm_reserve(PcsAdm *a, Py_ssize_t m, int ntiers) {
+    return m <= a->kcap && 2 * (Py_ssize_t)ntiers <= a->ccap ? 0 : adm_grow(a, m, ntiers);
 }
 
 /* the n GPU entries eidx[0 .. n) pinned once more each, those that had no pin taken out of the policy (pol_remove);
@@ -1180,7 +1185,7 @@ static int start_plan(Hier *h, Plan *p0, int wait, PcsAdm *a) {
     h->clock = h->admitted;            /* pcs.cache.policies.context.clocked: the k-th admission is request k */
     start_lookup(h, &p);
     if (start_budget(h, &p, wait)) return 0;
-    for (int j = 0; j < h->ntiers; j++)     /* admission policies count uses and hits (§8) */
+    for (int j = 0; !h->sh && j < h->ntiers; j++)   /* admission policies count uses and hits (§8; sh_open: none) */
         if (h->t[j].gates && gates_observe(&h->t[j], h->req, p.n, p.hits) < 0) return -1;
     if (start_admission(h, &p, a) < 0) return -1;
     h->admitted++;
