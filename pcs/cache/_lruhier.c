@@ -136,7 +136,8 @@ static inline void sh_free(Tier *s, const int32_t *ents, Py_ssize_t n) {
 }
 
 /* evict n unpinned blocks (n <= held) chosen by the tier's policy (LRU: the n least recently used),
- * writing their keys to out in eviction order; in a shared table (t->shared) with oute their entries go to oute and
+ * writing their keys to out in eviction order (a tier of a shared table: not written, out not read -- its
+ * hierarchy's callers count them, lq_walk); in a shared table (t->shared) with oute their entries go to oute and
  * stay in the table (the caller frees those in no tier: sh_free), with oute NULL those in no tier any more leave the
  * table (lq_evict); in a table of its own oute is not read. 0, or -1 on a memory error of a policy's ghost list */
 static int tevict(Tier *t, Py_ssize_t n, uint64_t *out, int32_t *oute) {
@@ -530,70 +531,84 @@ static int32_t gpu_enter(Tier *g, uint64_t k, uint32_t f, int *added) {
     return e;
 }
 
-/* tfill in a table shared by the GPU and CPU tiers, the rules of gpu_enter and tfill: the table's room made once
- * (sh_reserve), then a key's probe (tfind_fp), add (tadd_atf's steps tadd_take and tadd_put: an entry from the free
- * list, else past ent_len; no growth) and pin in one loop, the table's arrays and its free list, entry count and size in locals (a flag store, a
- * byte, may alias any field: read through the Tier they were read again after each key); returns shared count */
+/* sh_fill's step for a resident entry x (e) of the shared table: a CPU block enters the GPU tier pinned once (0), a
+ * GPU block gets one pin more, out of the GPU tier's order at its first (1: shared) */
+static inline __attribute__((always_inline)) int sh_pin(Tier *t, Entry *x, int32_t e) {
+    if (!(x->flags & F_GPU)) {                    /* a CPU block: now in the GPU tier too */
+        x->pin = 1;
+        x->flags |= F_GPU;
+        return 0;
+    }
+    if (x->pin == 0) lq_unlink(t, e);             /* pol_remove of the inline LRU order (sh_open: no policy) */
+    x->pin++;
+    return 1;
+}
+
+/* sh_fill's step for key k (fingerprint f = key_fp(k)): its probe (tfind_fp) and, absent, its add (tadd_atf's
+ * two steps tadd_take and tadd_put: an entry from the free list, else past ent_len; no growth), pinned once in the
+ * GPU tier (*made + 1), else sh_pin (*shared + its answer); the table's arrays, free list and entry count given
+ * (the caller's locals); returns the key's entry */
+static inline __attribute__((always_inline)) int32_t sh_enter(Tier *t, Entry *ent, OaSlot *slots, uint64_t mask,
+                                                              int sh, uint64_t k, uint32_t f, int32_t *free_head,
+                                                              int32_t *ent_len, Py_ssize_t *made, Py_ssize_t *shared) {
+    uint64_t j = f >> sh;
+    for (;;) {                                    /* tfind_fp */
+        const OaSlot sl = slots[j];
+        if (sl.e < 0) break;
+        if (sl.h == f && ent[sl.e].key == k) {
+            *shared += sh_pin(t, &ent[sl.e], sl.e);
+            return sl.e;
+        }
+        j = (j + 1) & mask;
+    }
+    const int32_t e = tadd_take(ent, free_head, ent_len);
+    tadd_put(&ent[e], &slots[j], e, k, 1, f);
+    ent[e].flags = F_GPU;
+    ent[e].aux = f;                               /* its fingerprint, for its deletion (sh_home) */
+    (*made)++;
+    return e;
+}
+
+/* tfill in a table shared by the GPU and CPU tiers, the rules of gpu_enter and tfill, in two loops: keys with
+ * their entries known (a restore: the lookup's, no probe; ents not written), else each key's probe, add and pin
+ * (sh_enter; ents required) after the table's room is made once (sh_reserve); the table's arrays and its free
+ * list, entry count and size in locals (a flag store, a byte, may alias any field: read through the Tier they were
+ * read again after each key). A key's home slot is prefetched PF_AHEAD keys before (its fingerprint worked out
+ * then and again at its probe: no ring of them to keep). Every key is added to the GPU tier or shared there
+ * (pinned once more): added = n - shared. Returns the shared count */
 static Py_ssize_t sh_fill(Hier *h, const uint64_t *keys, Py_ssize_t n, int32_t *ents, const int32_t *known) {
     Tier *t = &h->t[0], *s = h->sh;
-    if (sh_reserve(h, n) < 0) return -1;
-    Entry *const ent = s->ent;                    /* not moved below: sh_reserve made the room */
-    OaSlot *const slots = s->slots;
-    const uint64_t mask = s->mask;
-    const int sh = 32 - s->bits;
-    int32_t free_head = s->free_head, ent_len = s->ent_len;
-    Py_ssize_t shared = 0, added = 0, made = 0;   /* made: new entries (the others were CPU blocks) */
-    uint32_t ring[FP_RING] = {0};
-    for (Py_ssize_t i = 0; !known && i < PF_AHEAD && i < n; i++) {   /* fp_first, the table's fields in locals */
-        ring[i] = key_fp(keys[i]);
-        __builtin_prefetch(&slots[ring[i] >> sh], 0, 1);
-    }
-    for (Py_ssize_t i = 0; i < n; i++) {
-        int32_t e;
-        if (known) {
+    Py_ssize_t shared = 0, made = 0;              /* made: new entries (the others were CPU blocks) */
+    if (known) {
+        Entry *const ent = s->ent;
+        for (Py_ssize_t i = 0; i < PF_AHEAD && i < n; i++) __builtin_prefetch(&ent[known[i]], 1, 1);
+        for (Py_ssize_t i = 0; i < n; i++) {
             if (i + PF_AHEAD < n) __builtin_prefetch(&ent[known[i + PF_AHEAD]], 1, 1);
-            e = known[i];
-        } else {
-            const uint32_t f = ring[(size_t)i & (FP_RING - 1)];
-            const uint64_t k = keys[i];
-            if (i + PF_AHEAD < n) {                                    /* fp_ahead */
-                const uint32_t f2 = key_fp(keys[i + PF_AHEAD]);
-                ring[(size_t)(i + PF_AHEAD) & (FP_RING - 1)] = f2;
-                __builtin_prefetch(&slots[f2 >> sh], 0, 1);
-            }
-            uint64_t j = f >> sh;
-            for (;;) {                            /* tfind_fp */
-                const OaSlot sl = slots[j];
-                if (sl.e < 0) { e = -1; break; }
-                if (sl.h == f && ent[sl.e].key == k) { e = sl.e; break; }
-                j = (j + 1) & mask;
-            }
-            if (e < 0) {                          /* tadd_atf's two steps, pinned once, in the GPU tier */
-                e = tadd_take(ent, &free_head, &ent_len);
-                tadd_put(&ent[e], &slots[j], e, k, 1, f);
-                ent[e].flags = F_GPU;
-                ent[e].aux = f;                   /* its fingerprint, for its deletion (sh_home) */
-                made++;
-                added++;
-                if (ents) ents[i] = e;
-                continue;
-            }
+            shared += sh_pin(t, &ent[known[i]], known[i]);
         }
-        Entry *x = &ent[e];
-        if (!(x->flags & F_GPU)) {                /* a CPU block: now in the GPU tier too */
-            x->pin = 1;
-            x->flags |= F_GPU;
-            added++;
-        } else {
-            if (x->pin == 0) lq_unlink(t, e);     /* pol_remove of the inline LRU order (sh_open: no policy) */
-            x->pin++;
-            shared++;
+    } else {
+        if (sh_reserve(h, n) < 0) return -1;
+        Entry *const ent = s->ent;                /* not moved below: sh_reserve made the room */
+        OaSlot *const slots = s->slots;
+        const uint64_t mask = s->mask;
+        const int sh = 32 - s->bits;
+        int32_t free_head = s->free_head, ent_len = s->ent_len;
+        const Py_ssize_t ahead = n > PF_AHEAD ? n - PF_AHEAD : 0;   /* keys with a key PF_AHEAD on */
+        for (Py_ssize_t i = 0; i < PF_AHEAD && i < n; i++) __builtin_prefetch(&slots[key_fp(keys[i]) >> sh], 0, 1);
+        Py_ssize_t i = 0;
+        for (; i < ahead; i++) {
+            __builtin_prefetch(&slots[key_fp(keys[i + PF_AHEAD]) >> sh], 0, 1);
+            ents[i] = sh_enter(t, ent, slots, mask, sh, keys[i], key_fp(keys[i]), &free_head, &ent_len, &made,
+                               &shared);
         }
-        if (ents) ents[i] = e;
+        for (; i < n; i++)
+            ents[i] = sh_enter(t, ent, slots, mask, sh, keys[i], key_fp(keys[i]), &free_head, &ent_len, &made,
+                               &shared);
+        s->free_head = free_head;
+        s->ent_len = t->ent_len = h->t[1].ent_len = ent_len;
+        s->nres += made;
     }
-    s->free_head = free_head;
-    s->ent_len = t->ent_len = h->t[1].ent_len = ent_len;
-    s->nres += made;
+    const Py_ssize_t added = n - shared;
     t->nres += added;
     t->reserved -= added;
     t->inserted += added;
@@ -602,8 +617,9 @@ static Py_ssize_t sh_fill(Hier *h, const uint64_t *keys, Py_ssize_t n, int32_t *
 }
 
 /* Tier.fill: one reserved slot per key becomes a resident block pinned once; returns shared count. ents (NULL:
- * not wanted) gets each key's entry; known (NULL: none) gives each key's entry in a shared table (a restore: the
- * lookup's, no probe; a table of the GPU tier's own is given none). */
+ * not wanted; required in a shared table without known) gets each key's entry; known (NULL: none) gives each key's
+ * entry in a shared table (a restore: the lookup's, no probe, ents not written; a table of the GPU tier's own is
+ * given none). */
 static Py_ssize_t tfill(Hier *h, const uint64_t *keys, Py_ssize_t n, int32_t *ents, const int32_t *known) {
     if (h->sh) return sh_fill(h, keys, n, ents, known);
     Tier *t = &h->t[0];
@@ -655,11 +671,11 @@ static Py_ssize_t sh_cut(Hier *h, const int32_t *ents, Py_ssize_t len) {
 
 /* Tier.insert into the CPU tier of a shared table (no gates, LRU): keys (eviction order) with their entries in the
  * table (ents; NULL: looked up, each key has one: a GPU block written through) are stored; pushed keys (victims,
- * then batch keys that did not fit) go to out, entries left in no tier are freed. The same steps as tinsert, where
+ * then batch keys that did not fit) are counted, not written (the CPU tier is the last of two: its callers drop
+ * them), entries left in no tier are freed. The same steps as tinsert, where
  * a key's entry is known: a demoted GPU victim enters the CPU tier by a flag, no lookup and no add. Returns the
  * number pushed, *written the keys stored; -1 on memory error */
-static Py_ssize_t sh_insert(Hier *h, const uint64_t *keys, const int32_t *ents, Py_ssize_t len, uint64_t *out,
-                            Py_ssize_t *written) {
+static Py_ssize_t sh_insert(Hier *h, const uint64_t *keys, const int32_t *ents, Py_ssize_t len, Py_ssize_t *written) {
     Tier *c = &h->t[1];
     const int32_t *e = ents ? ents : h->mark;
     for (Py_ssize_t i = 0; !ents && i < len; i++) h->mark[i] = tfind(c, keys[i]);
@@ -671,28 +687,27 @@ static Py_ssize_t sh_insert(Hier *h, const uint64_t *keys, const int32_t *ents, 
     }
     Py_ssize_t need = nfresh - free_;
     if (need > 0) {
-        if (tevict(c, need, out, NULL) < 0) return -1;        /* those in no tier leave the table */
+        if (tevict(c, need, NULL, NULL) < 0) return -1;       /* those in no tier leave the table */
     } else need = 0;
     if (lq_append_n(c, e + start, len - start, F_CPU) < 0) return -1;
     c->nres += nfresh;
     c->inserted += nfresh;
     if (c->nres > c->peak_res) c->peak_res = c->nres;
     if (c->nres + c->reserved > c->peak_used) c->peak_used = c->nres + c->reserved;
-    memcpy(out + need, keys, sizeof(uint64_t) * start);
     *written = nfresh;
     return need + start;
 }
 
 /* the insert of n keys into lower tier j (ents: their entries in a shared table, NULL: not known), pushed keys to
- * out: tinsert, or sh_insert in a shared table */
+ * out: tinsert, or sh_insert in a shared table (the last tier: its pushed keys counted, out not written) */
 static Py_ssize_t lower_insert(Hier *h, int j, const uint64_t *keys, const int32_t *ents, Py_ssize_t n, uint64_t *out,
                                Py_ssize_t *written) {
-    if (h->sh) return sh_insert(h, keys, ents, n, out, written);
+    if (h->sh) return sh_insert(h, keys, ents, n, written);
     return tinsert(&h->t[j], keys, n, out, h->mark, h->fps, written);
 }
 
-/* demote GPU victims (in h->buf_a, n of them; in a shared table their entries in h->vent) down the tiers
- * (write-back) */
+/* demote GPU victims (in h->buf_a, n of them; in a shared table their entries in h->vent, buf_a not written) down
+ * the tiers (write-back) */
 static int cascade(Hier *h, Py_ssize_t n) {
     if (h->write_through) return 0;
     for (int j = 1; j < h->ntiers; j++) {
@@ -896,9 +911,8 @@ static int start_budget(Hier *h, Plan *p, int wait) {
     return 0;
 }
 
-/* room for m keys and the per-tier counts of ntiers tiers in a (its buffers kept from an earlier admission when
- * large enough; raw memory); 0 or -1 */
-static int adm_reserve(PcsAdm *a, Py_ssize_t m, int ntiers) {
+/* adm_reserve's growth of a's buffers (raw memory); 0 or -1 */
+static int adm_grow(PcsAdm *a, Py_ssize_t m, int ntiers) {
     if (m > a->kcap) {
         Py_ssize_t c = a->kcap ? a->kcap : 16;
         while (c < m) c *= 2;
@@ -917,6 +931,12 @@ static int adm_reserve(PcsAdm *a, Py_ssize_t m, int ntiers) {
         a->ccap = 2 * (Py_ssize_t)ntiers;
     }
     return 0;
+}
+
+/* room for m keys and the per-tier counts of ntiers tiers in a (its buffers kept from an earlier admission when
+ * large enough: no call then); 0 or -1 */
+static inline int adm_reserve(PcsAdm *a, Py_ssize_t m, int ntiers) {
+    return m <= a->kcap && 2 * (Py_ssize_t)ntiers <= a->ccap ? 0 : adm_grow(a, m, ntiers);
 }
 
 /* the n GPU entries eidx[0 .. n) pinned once more each, those that had no pin taken out of the policy (pol_remove);
@@ -997,21 +1017,55 @@ static int start_expect(Hier *h, const Plan *p, const PcsAdm *a) {
     return 0;
 }
 
-/* n GPU victims (n > 0) to h->buf_a (in a shared table their entries to h->vent, kept for the cascade under
- * write-back, freed now when in no tier under write-through); 0 or -1 */
-static int gpu_evict(Hier *h, Py_ssize_t n) {
+/* write-back on a shared table: the n GPU victims (n > 0) demoted in their eviction walk (lq_demote) when they fit
+ * the CPU tier's unpinned room (else sh_cut pushes some out: gpu_evict's two steps), then the CPU tier's evictions
+ * for them (sh_insert's, from its front: the victims are appended behind its live items, at least as many as those
+ * evictions), its counters and the cascade's drops. The same victims, orders and counts as the GPU eviction then
+ * the cascade (sh_insert) when nothing touches the CPU tier between the two (gpu_evict's `now`). 1 done, 0 not
+ * done (nothing changed), -1 */
+static int sh_demote(Hier *h, Py_ssize_t n) {
+    Tier *g = &h->t[0], *c = &h->t[1];
+    const Py_ssize_t free_ = c->capacity - c->nres - c->reserved;
+    if (n > free_ + c->held || g->lqoff != offsetof(Entry, prev) || c->lqoff != offsetof(Entry, next)) return 0;
+    if (lq_room(c, n) < 0) return -1;
+    const Py_ssize_t fresh = lq_demote(g, c, n);
+    g->nres -= n;                                  /* tevict's counts of the GPU tier */
+    g->evicted += n;
+    const Py_ssize_t need = fresh - free_;
+    if (need > 0) {
+        if (tevict(c, need, NULL, NULL) < 0) return -1;   /* those in no tier leave the table */
+        h->dropped += need;
+    }
+    c->nres += fresh;
+    c->inserted += fresh;
+    if (c->nres > c->peak_res) c->peak_res = c->nres;
+    if (c->nres + c->reserved > c->peak_used) c->peak_used = c->nres + c->reserved;
+    h->written[1] += fresh;
+    return 1;
+}
+
+/* n GPU victims (n > 0) to h->buf_a (in a shared table their entries to h->vent instead, kept for the cascade under
+ * write-back, freed now when in no tier under write-through). `now`: nothing touches a lower tier before the
+ * cascade, so under write-back a shared table may demote them in the same walk (sh_demote). 1: demoted too (no
+ * cascade follows), 0 (the cascade follows), -1 */
+static int gpu_evict(Hier *h, Py_ssize_t n, int now) {
+    if (now && h->sh && !h->write_through) {
+        int r = sh_demote(h, n);
+        if (r) return r;
+    }
     if (ensure_b(h, n) < 0 || tevict(&h->t[0], n, h->buf_a, h->vent) < 0) return -1;
     if (h->sh && h->write_through) sh_free(h->sh, h->vent, n);
     return 0;
 }
 
-/* reserve the budget in the GPU tier; the victims go to h->buf_a; returns their number or -1 */
-static Py_ssize_t start_reserve(Hier *h, const Plan *p, const PcsAdm *a) {
+/* reserve the budget in the GPU tier; the victims go to h->buf_a (*demoted: already demoted, gpu_evict, when no
+ * restore touches the CPU tier before the cascade); returns their number or -1 */
+static Py_ssize_t start_reserve(Hier *h, const Plan *p, const PcsAdm *a, int *demoted) {
     Tier *g = &h->t[0];
     if (start_expect(h, p, a) < 0) return -1;
     Py_ssize_t nvict = p->budget - (g->capacity - g->nres - g->reserved);
     if (nvict > 0) {
-        if (gpu_evict(h, nvict) < 0) return -1;
+        if ((*demoted = gpu_evict(h, nvict, !p->n_restore)) < 0) return -1;
     } else nvict = 0;
     g->reserved += p->budget;
     if (g->nres + g->reserved > g->peak_used) g->peak_used = g->nres + g->reserved;
@@ -1131,13 +1185,14 @@ static int start_plan(Hier *h, Plan *p0, int wait, PcsAdm *a) {
     h->clock = h->admitted;            /* pcs.cache.policies.context.clocked: the k-th admission is request k */
     start_lookup(h, &p);
     if (start_budget(h, &p, wait)) return 0;
-    for (int j = 0; j < h->ntiers; j++)     /* admission policies count uses and hits (§8) */
+    for (int j = 0; !h->sh && j < h->ntiers; j++)   /* admission policies count uses and hits (§8; sh_open: none) */
         if (h->t[j].gates && gates_observe(&h->t[j], h->req, p.n, p.hits) < 0) return -1;
     if (start_admission(h, &p, a) < 0) return -1;
     h->admitted++;
-    Py_ssize_t nvict = start_reserve(h, &p, a);
+    int demoted = 0;
+    Py_ssize_t nvict = start_reserve(h, &p, a, &demoted);
     Py_ssize_t filled = nvict < 0 ? -1 : start_restore(h, &p, a, nvict);
-    if (filled < 0 || (nvict && cascade(h, nvict) < 0)) return -1;
+    if (filled < 0 || (nvict && !demoted && cascade(h, nvict) < 0)) return -1;
     a->prefix_hit_blocks = p.lead;
     a->hit_blocks = p.hits;
     a->last_hit_tier = p.hits ? h->where[p.hits - 1] : -1;
@@ -1227,15 +1282,20 @@ static inline void hint_prefetch(const Entry *ent, int32_t h) {
     __builtin_prefetch((const void *)((uintptr_t)ent + (uintptr_t)(intptr_t)h * sizeof(Entry)), 1, 1);
 }
 
+/* pinned_ent's lookup: the entry of a->keys[i], pinned in the GPU tier g (the hint a->ents[i] set to it), or -1 */
+static int32_t pinned_find(const Tier *g, PcsAdm *a, Py_ssize_t i) {
+    int32_t e = tfind(g, a->keys[i]);
+    if (e < 0 || g->ent[e].pin <= 0) return -1;
+    return a->ents[i] = e;
+}
+
 /* entry of a->keys[i] in the GPU tier g (entries ent, n of them), pinned: the hint a->ents[i] when its entry holds
  * the key pinned (the rule of pinned_ents), else looked up (the hint set); -1 when the key is not pinned there */
 static inline int32_t pinned_ent(const Tier *g, const Entry *ent, uint32_t len, PcsAdm *a, Py_ssize_t i) {
     int32_t e = a->ents[i];
     uint64_t k = a->keys[i];
     if ((uint32_t)e < len && ent[e].key == k && ent[e].pin > 0) return e;
-    e = tfind(g, k);
-    if (e < 0 || ent[e].pin <= 0) return -1;
-    return a->ents[i] = e;
+    return pinned_find(g, a, i);
 }
 
 /* Hierarchy.finish's release in one pass over the admission's keys, tail first (its computed keys reversed, just
@@ -1263,18 +1323,19 @@ static inline __attribute__((always_inline)) Py_ssize_t release_keys(const Tier 
 }
 
 /* finish_lru's step for key i: its entry checked (pinned_ent), its pin dropped and, at 0 pins, the entry put at
- * q[*z] (queue position pos + *z); -1 when the key is not pinned (nothing changed) */
+ * q[*p], the queue's next position (its position kept in Entry.prev: the GPU tier's Tier.lqoff); -1 when the key is
+ * not pinned (nothing changed) */
 static inline __attribute__((always_inline)) int lru_release(const Tier *g, Entry *ent, uint32_t len, PcsAdm *a,
-                                                             Py_ssize_t i, size_t off, int32_t *q, Py_ssize_t pos,
-                                                             Py_ssize_t *z) {
-    int32_t e = pinned_ent(g, ent, len, a, i);
-    if (e < 0) return -1;
+                                                             Py_ssize_t i, int32_t *q, Py_ssize_t *p) {
+    int32_t e = a->ents[i];                             /* pinned_ent, its lookup apart (no sign test of a hint taken) */
+    if (!((uint32_t)e < len && ent[e].key == a->keys[i] && ent[e].pin > 0) && (e = pinned_find(g, a, i)) < 0)
+        return -1;
     Entry *x = &ent[e];
     const int32_t pin = x->pin - 1;                     /* > 0 before: pinned_ent */
     x->pin = pin;
     if (!pin) {
-        *(int32_t *)((char *)x + off) = (int32_t)(pos + *z);   /* *lq_pos(g, e) */
-        q[(*z)++] = e;
+        x->prev = (int32_t)*p;                          /* *lq_pos(g, e) */
+        q[(*p)++] = e;
     }
     return 0;
 }
@@ -1284,32 +1345,33 @@ static inline __attribute__((always_inline)) int lru_release(const Tier *g, Entr
  * in the same order: tail first), no list of them and no second pass; the queue's end and held move only once every
  * key is checked. A key not pinned gives back the pins dropped before it, and the blocks that had reached 0 leave
  * the queue again (their position -1; the items past the end are not the queue's: lq_evict may read them ahead,
- * and they name entries of the table). Returns 0, -1 (KeyError set), or 1: no room, nothing done (finish_pass) */
+ * and they name entries of the table). The tier keeps its queue positions in Entry.prev (Tier.lqoff: every tier but
+ * a shared table's CPU tier), the queue's next position is one counter. Returns 0, -1 (KeyError set), or 1: no
+ * room (or not such a tier), nothing done (finish_pass) */
 static int finish_lru(Tier *g, PcsAdm *a, Py_ssize_t n) {
-    if (g->lqn + n > g->lqcap) return 1;
+    if (g->lqn + n > g->lqcap || g->lqoff != offsetof(Entry, prev)) return 1;
     Entry *const ent = g->ent;                         /* not moved: no add below */
     const uint32_t len = (uint32_t)g->ent_len;
     const int32_t *const hint = a->ents;
-    const size_t off = g->lqoff;
-    int32_t *const q = g->lq + g->lqn;
-    const Py_ssize_t pos = g->lqn;
-    Py_ssize_t z = 0, i = n - 1;
+    int32_t *const q = g->lq;
+    const Py_ssize_t lqn = g->lqn;
+    Py_ssize_t p = lqn, i = n - 1;
     for (Py_ssize_t k = n - 1; k >= n - PF_AHEAD && k >= 0; k--)   /* the first hints' entries (as fp_first) */
         hint_prefetch(ent, hint[k]);
     for (; i >= PF_AHEAD; i--) {                       /* the read-ahead PF_AHEAD keys on, then the last keys without */
         hint_prefetch(ent, hint[i - PF_AHEAD]);
-        if (lru_release(g, ent, len, a, i, off, q, pos, &z) < 0) goto bad;
+        if (lru_release(g, ent, len, a, i, q, &p) < 0) goto bad;
     }
     for (; i >= 0; i--)
-        if (lru_release(g, ent, len, a, i, off, q, pos, &z) < 0) goto bad;
-    g->lqn += z;
-    g->held += z;
+        if (lru_release(g, ent, len, a, i, q, &p) < 0) goto bad;
+    g->lqn = p;
+    g->held += p - lqn;
     g->reserved -= a->reserved_blocks;
     a->reserved_blocks = 0;
     return 0;
 bad:
     for (Py_ssize_t j = i + 1; j < n; j++)             /* ascending: an entry's first give-back undoes its append */
-        if (!ent[a->ents[j]].pin++) *(int32_t *)((char *)&ent[a->ents[j]] + off) = -1;
+        if (!ent[a->ents[j]].pin++) ent[a->ents[j]].prev = -1;
     PyErr_Format(PyExc_KeyError, "block %llu is not pinned in the GPU tier", (unsigned long long)a->keys[i]);
     return -1;
 }
@@ -1441,12 +1503,13 @@ static int c_grow(PyObject *hh, PcsAdm *adm, Py_ssize_t n) {
     Py_ssize_t free_now = g->capacity - g->nres - g->reserved;
     if (n > free_now + g->held) return 0;
     Py_ssize_t nvict = n - free_now;
+    int demoted = 0;
     if (nvict > 0) {
-        if (gpu_evict(h, nvict) < 0) return -1;
+        if ((demoted = gpu_evict(h, nvict, 1)) < 0) return -1;
     } else nvict = 0;
     g->reserved += n;
     if (g->nres + g->reserved > g->peak_used) g->peak_used = g->nres + g->reserved;
-    if (nvict && cascade(h, nvict) < 0) return -1;
+    if (nvict && !demoted && cascade(h, nvict) < 0) return -1;
     adm->reserved_blocks += n;
     return 1;
 }

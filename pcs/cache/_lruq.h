@@ -79,17 +79,22 @@ static inline int lq_append(Tier *t, int32_t e) {
     return 0;
 }
 
+/* room for n more items past the queue's end: when they do not fit, a compaction (into an array twice as large
+ * until at most 1 / LQ_SPARE of it holds the live items and the n); 0 or -1 (no memory) */
+static inline int lq_room(Tier *t, Py_ssize_t n) {
+    if (t->lqn + n <= t->lqcap) return 0;
+    Py_ssize_t cap = t->lqcap ? t->lqcap : 64;
+    while (LQ_SPARE * (t->held + n) >= cap) cap *= 2;
+    if (cap > INT32_MAX) { PyErr_NoMemory(); return -1; }
+    return lq_compact(t, cap);
+}
+
 /* entries es[0 .. n) (none in the order, distinct) become the most recently used, in that order, each entry's flags
  * or-ed with flag (0: none): n lq_append calls with the room made once (a compaction, as lq_append's, when the n
  * items do not fit past the end) and the tier's fields read once; 0 or -1 (no memory) */
 static inline __attribute__((always_inline)) int lq_append_n(Tier *t, const int32_t *es, Py_ssize_t n,
                                                               uint8_t flag) {   /* inlined: a flag 0 compiles to no store */
-    if (t->lqn + n > t->lqcap) {
-        Py_ssize_t cap = t->lqcap ? t->lqcap : 64;
-        while (LQ_SPARE * (t->held + n) >= cap) cap *= 2;
-        if (cap > INT32_MAX) { PyErr_NoMemory(); return -1; }
-        if (lq_compact(t, cap) < 0) return -1;
-    }
+    if (lq_room(t, n) < 0) return -1;
     Entry *ent = t->ent;
     const size_t off = t->lqoff;
     int32_t *q = t->lq + t->lqn, pos = (int32_t)t->lqn;
@@ -122,18 +127,24 @@ static inline Py_ssize_t lq_live(const Tier *t, Py_ssize_t i) {
 enum { LQ_OWN, LQ_SH_KEEP, LQ_SH_DEL };
 
 /* lq_evict's walk over n victims from the front i (returned: the position past the last victim); kind LQ_OWN: a
- * tier of its own table, every victim deleted from it; LQ_SH_KEEP: a tier of a shared table, its victims' entries
- * to oute, kept in the table; LQ_SH_DEL: a tier of a shared table, victims in no tier any more deleted from it.
- * The tier's arrays are read into locals once: a victim's flag store (a byte) may alias any field of the Tier */
+ * tier of its own table, every victim deleted from it, its key to out; LQ_SH_KEEP: a tier of a shared table, its
+ * victims' entries to oute, kept in the table; LQ_SH_DEL: a tier of a shared table, victims in no tier any more
+ * deleted from it. A shared table's victims' keys are not written (out not read): its hierarchy has two tiers, so
+ * its callers only count them (pcs/cache/_lruhier.c: the cascade and write-through's drops).
+ * The tier's arrays are read into locals once: a victim's flag store (a byte) may alias any field of the Tier; so
+ * are LQ_SH_DEL's free list and count of deletions (the table's fields written once, after the walk) */
 static inline __attribute__((always_inline)) Py_ssize_t lq_walk(Tier *t, Py_ssize_t i, Py_ssize_t n, uint64_t *out,
                                                                 int32_t *oute, const int kind) {
     const int32_t *const q = t->lq;
     Entry *const ent = t->ent;
-    const OaSlot *const slots = t->slots;              /* the table's arrays, not moved by a deletion */
+    OaSlot *const slots = t->slots;                    /* the table's arrays, not moved by a deletion */
+    const uint64_t mask = t->mask;
     const size_t off = t->lqoff;
     const int bits = t->bits;
     const uint8_t keep = (uint8_t)~t->inflag;        /* a tier of its own table sets no flag: 0xff */
     Tier *const tab = t->shared ? t->shared : t;
+    int32_t free_head = tab->free_head;               /* LQ_SH_DEL's deletions: tdel_home's steps in locals */
+    Py_ssize_t freed = 0;
     for (Py_ssize_t v = 0; v < n; v++) {
         while (q[i] < 0) i++;                          /* lq_live */
         int32_t a = q[i + LQ_AHEAD];                   /* in the array's padding past the end: -1 */
@@ -144,17 +155,25 @@ static inline __attribute__((always_inline)) Py_ssize_t lq_walk(Tier *t, Py_ssiz
                                                                  : sh_home(&ent[b], bits)], 1, 1);
         }
         int32_t e = q[i++];                            /* (home(): its entry came before) */
-        out[v] = ent[e].key;
         *(int32_t *)((char *)&ent[e] + off) = -1;      /* *lq_pos(t, e) */
-        if (kind == LQ_OWN) tdel(tab, e);
+        if (kind == LQ_OWN) { out[v] = ent[e].key; tdel(tab, e); }
         else if (kind == LQ_SH_KEEP) { ent[e].flags &= keep; oute[v] = e; }
-        else if (!((ent[e].flags &= keep) & (F_GPU | F_CPU)))   /* in no tier any more: deleted (home from aux) */
-            tdel_home(tab, e, sh_home(&ent[e], bits));
+        else if (!((ent[e].flags &= keep) & (F_GPU | F_CPU))) {   /* in no tier any more: deleted (home from aux) */
+            tdel_shift(tab, slots, mask, bits, e, sh_home(&ent[e], bits));
+            ent[e].next = free_head;                   /* to the free list; its flags are 0 (no tier) and its aux */
+            free_head = e;                             /* and q are set again by the add that takes it (sh_fill) */
+            freed++;
+        }
+    }
+    if (kind == LQ_SH_DEL) {
+        tab->free_head = free_head;
+        tab->nres -= freed;
     }
     return i;
 }
 
-/* the n least recently used entries (n <= held) leave the order, their keys to out in eviction order, the tier's
+/* the n least recently used entries (n <= held) leave the order, their keys to out in eviction order (a tier of its
+ * own table; a shared table's: not written, lq_walk), the tier's
  * residency flag (Tier.inflag) cleared; with oute NULL they leave the tier (the deletions of n times: unlink the
  * first, tdel; a tier of a table shared by two tiers, t->shared, deletes from that table those now in no tier),
  * else their entries go to oute and stay in the table (the caller frees those in no tier, pcs/cache/_lruhier.c
@@ -173,6 +192,42 @@ static inline void lq_evict(Tier *t, Py_ssize_t n, uint64_t *out, int32_t *oute)
     t->held -= n;
     if (!t->held) i = t->lqn = 0;   /* nothing live behind: start again at the front */
     t->lqh = i;
+}
+
+/* the demotion of n GPU victims (n <= g->held) in their eviction walk, for a table shared by the GPU tier g and the
+ * CPU tier c (write-back; pcs/cache/_lruhier.c sh_demote, which has made room for n items past c's queue end and
+ * checked that they fit c's unpinned room): each victim leaves g's order (lq_walk, LQ_SH_KEEP: its flag F_GPU
+ * cleared) and is appended to c's (lq_append_n with F_CPU: sh_insert's last step), a CPU copy it had taken out of
+ * c's order first (sh_insert's first step: the block moves to the end). The GPU tier keeps its queue positions in
+ * Entry.prev, the CPU tier in Entry.next (sh_open). Returns the victims that had no CPU copy (sh_insert's fresh) */
+static inline Py_ssize_t lq_demote(Tier *g, Tier *c, Py_ssize_t n) {
+    const int32_t *const q = g->lq;
+    Entry *const ent = g->ent;
+    if (g->lqh == 0)         /* a fresh front (start, compaction): no eviction before prefetched it (lq_evict) */
+        for (Py_ssize_t k = 0; k < LQ_AHEAD; k++) if (q[k] >= 0) __builtin_prefetch(&ent[q[k]], 1, 1);
+    int32_t *const cq = c->lq;
+    const Py_ssize_t base = c->lqn;
+    Py_ssize_t i = g->lqh, fresh = 0;
+    for (Py_ssize_t v = 0; v < n; v++) {
+        while (q[i] < 0) i++;                          /* lq_live */
+        int32_t a = q[i + LQ_AHEAD];                   /* in the array's padding past the end: -1 */
+        if (a >= 0) __builtin_prefetch(&ent[a], 1, 1);
+        const int32_t e = q[i++];
+        Entry *const x = &ent[e];
+        const uint8_t f = x->flags;
+        x->prev = -1;                                  /* out of g's order */
+        if (f & F_CPU) cq[x->next] = -1;               /* its CPU copy's item goes stale (lq_unlink) */
+        else fresh++;
+        x->flags = (uint8_t)((f & ~F_GPU) | F_CPU);
+        x->next = (int32_t)(base + v);                 /* appended to c's order */
+        cq[base + v] = e;
+    }
+    g->held -= n;
+    if (!g->held) i = g->lqn = 0;                      /* nothing live behind: start again at the front */
+    g->lqh = i;
+    c->lqn = base + n;
+    c->held += fresh;                                  /* n appended, n - fresh copies unlinked */
+    return fresh;
 }
 
 /* the entries in the order, first victim first, to out (room for nres); returns their number */

@@ -24,6 +24,8 @@
  *                                  <OA_ADD>_put are the two steps of an add (which entry, what it holds), on arrays
  *                                  and counters the caller may keep in locals (one add rule for every adder);
  *                                  <OA_DEL>_home deletes with the key's home slot given (a caller that keeps it);
+ *                                  <OA_DEL>_shift is its slot step alone, on slots, mask and bits the caller
+ *                                  passes (its locals: a loop of deletions reads none of them again per key);
  *                                  <OA_GROW>_for sizes an empty table's slots once for the keys it will hold.
  * Optional: OA_LOAD_SHIFT  the table is at most 1 / 2**OA_LOAD_SHIFT full (default 1: half); a sparser table has
  *                          shorter probe runs, so fewer entries are read by OA_FIND and by OA_DEL's backward shift.
@@ -61,6 +63,7 @@
 #endif
 #define OA_ENTS_GROW OA_CAT(OA_GROW, _ents)   /* grow_table_ents: the entry array grown */
 #define OA_DEL_HOME OA_CAT(OA_DEL, _home)     /* tdel_home: OA_DEL with the key's home slot given */
+#define OA_SHIFT OA_CAT(OA_DEL, _shift)       /* tdel_shift: OA_DEL_HOME's slot step (the backward shift) */
 #define OA_SIZE_FOR OA_CAT(OA_GROW, _for)     /* grow_table_for: an empty table's slots sized once */
 #ifdef OA_HASH32
 #ifndef PCS_OA_SLOT_DEFINED
@@ -72,6 +75,7 @@ typedef struct { int32_t e; uint32_t h; } OaSlot;   /* entry index (-1: free), O
 #define OA_FP_HOME(t, k, f) ((uint64_t)((f) >> (32 - (t)->bits)))
 #define OA_S_E(s) ((s).e)
 #define OA_S_HOME(t, s) ((uint64_t)((s).h >> (32 - (t)->bits)))
+#define OA_S_HOME_B(t, s, b) ((uint64_t)((s).h >> (32 - (b))))      /* the same, bits given */
 #define OA_S_MATCH(t, s, k, f) ((s).h == (f) && OA_KEY_EQ(&(t)->ent[(s).e], k))
 #define OA_S_MAKE(e, f) ((OaSlot){(e), (f)})
 #define OA_MAX_BITS 32
@@ -81,6 +85,7 @@ typedef struct { int32_t e; uint32_t h; } OaSlot;   /* entry index (-1: free), O
 #define OA_FP_HOME(t, k, f) OA_HOME(t, k)
 #define OA_S_E(s) (s)
 #define OA_S_HOME(t, s) OA_HOME(t, OA_KEY_OF(&(t)->ent[s]))
+#define OA_S_HOME_B(t, s, b) OA_S_HOME(t, s)                        /* (b == t->bits) */
 #define OA_S_MATCH(t, s, k, f) OA_KEY_EQ(&(t)->ent[s], k)
 #define OA_S_MAKE(e, f) (e)
 #define OA_MAX_BITS 62
@@ -236,24 +241,33 @@ static inline int32_t OA_ADD(OA_TABLE *t, OA_KEY k, int32_t pin) {
     return OA_ADD_FP(t, k, pin, OA_FP(k));
 }
 
-/* delete entry e, whose key's home slot is i (OA_HOME, or a caller's own copy of it), from the table (e must not be
- * in a list); its slot in the entry array goes to the free list */
-static inline void OA_DEL_HOME(OA_TABLE *t, int32_t e, uint64_t i) {
-    while (OA_S_E(t->slots[i]) != e) i = (i + 1) & t->mask;
+/* the slot naming entry e, whose key's home slot is i, freed from table t's slots (t's own `slots`, `mask` and
+ * `bits`, passed: a caller's copies in locals): the later slots of its probe run moved back (no tombstone); the
+ * entry itself is not touched (OA_DEL_HOME's next step) */
+static inline void OA_SHIFT(const OA_TABLE *t, OA_SLOT *slots, uint64_t mask, int bits, int32_t e, uint64_t i) {
+    (void)t;
+    (void)bits;
+    while (OA_S_E(slots[i]) != e) i = (i + 1) & mask;
     uint64_t j = i;
     for (;;) {
-        j = (j + 1) & t->mask;
-        OA_SLOT f = t->slots[j];
+        j = (j + 1) & mask;
+        OA_SLOT f = slots[j];
         if (OA_S_E(f) < 0) break;
-        uint64_t hm = OA_S_HOME(t, f);
+        uint64_t hm = OA_S_HOME_B(t, f, bits);
         /* f may move to i unless its home hm lies cyclically in (i, j] */
         int stays = (i <= j) ? (i < hm && hm <= j) : (i < hm || hm <= j);
         if (!stays) {
-            t->slots[i] = f;
+            slots[i] = f;
             i = j;
         }
     }
-    OA_S_E(t->slots[i]) = -1;
+    OA_S_E(slots[i]) = -1;
+}
+
+/* delete entry e, whose key's home slot is i (OA_HOME, or a caller's own copy of it), from the table (e must not be
+ * in a list); its slot in the entry array goes to the free list */
+static inline void OA_DEL_HOME(OA_TABLE *t, int32_t e, uint64_t i) {
+    OA_SHIFT(t, t->slots, t->mask, t->bits, e, i);
     OA_RESET(&t->ent[e]);
     t->ent[e].next = t->free_head;
     t->free_head = e;
@@ -312,6 +326,7 @@ static inline void OA_UNLINK(OA_TABLE *t, int32_t e) {
 #undef OA_FP_HOME
 #undef OA_S_E
 #undef OA_S_HOME
+#undef OA_S_HOME_B
 #undef OA_S_MATCH
 #undef OA_S_MAKE
 #undef OA_MAX_BITS
@@ -326,4 +341,5 @@ static inline void OA_UNLINK(OA_TABLE *t, int32_t e) {
 #undef OA_TAKE
 #undef OA_PUT
 #undef OA_DEL_HOME
+#undef OA_SHIFT
 #undef OA_SIZE_FOR

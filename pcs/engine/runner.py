@@ -44,6 +44,7 @@ from pcs.engine.passes import SharedPasses
 from pcs.engine.engine import EngineResult, ReplayEngine
 from pcs.engine.summary import CacheState, cache_state
 from pcs.trace.batches import read_ahead
+from pcs.trace.parquet import expected_block_hashes
 from pcs._dataclass import dataclass
 
 __all__ = ["Outcome", "StepSetup", "run_replay", "run_oracle"]
@@ -148,8 +149,10 @@ def _scan(plan: _Plan, source: Any, rules: BlockRules, tiers: Sequence, requeste
 
 def _event_loops(plans: list[_Plan], make_tiers: Callable[[], list], tiers0: list, write_policy: str,
                  links: Sequence, block_bytes: Sequence[int], step: Any = None, hybrid: Any = None,
-                 step_s: float = 60.0, no_cache: bool = True) -> list:
+                 step_s: float = 60.0, no_cache: bool = True, expected_blocks: int = 0) -> list:
     """A ReplayEngine per event-loop plan (None for a scanned one); the first hierarchy takes ``tiers0``.
+    ``expected_blocks``: the trace's block hashes when known (0: not known), a compiled hierarchy's size hint
+    (:class:`pcs.cache.native.NativeHierarchy`: its shared table's slots sized once; no number depends on it).
 
     With ``step`` (a ``(StepSetup, resolved config, decode blocks, rules)`` tuple) the modeled run is a
     :class:`pcs.engine.scheduler.StepEngine` and (``no_cache``) a no-cache StepEngine (the GPU tier alone) is appended.
@@ -167,6 +170,8 @@ def _event_loops(plans: list[_Plan], make_tiers: Callable[[], list], tiers0: lis
             continue
         tiers = tiers0 if not any(out) else make_tiers()
         kw = {} if plan.row.name not in select.HYBRID_ROWS else _hybrid_kwargs(hybrid, block_bytes, step_s)
+        if plan.row.implementation == "pcs.cache.native.NativeHierarchy":
+            kw["expected_blocks"] = expected_blocks
         hierarchy = clocked(plan.row.load()(tiers, write_policy, **kw))   # trace-reading policies follow admissions
         if step is not None and plan.timing == "modeled":
             setup, cfg, decode, rules = step
@@ -505,7 +510,7 @@ def _fed_loops(loop_args: tuple, source: Any, rules: BlockRules, time_model: Any
     ``decode``: decode seconds are computed (the instant-compute modeled loop only; sequential timing never reads
     them)."""
     plans, resolved = loop_args[0], loop_args[6]
-    loops = _event_loops(*loop_args)
+    loops = _event_loops(*loop_args, expected_blocks=expected_block_hashes(source))
     if resolved is not None:
         _presize_samplers(source, loops)
     no_cache = loops.pop() if len(loops) > len(plans) else None

@@ -10,12 +10,14 @@ real Mooncake trace (summary and per-request table).
 from __future__ import annotations
 
 import dataclasses
+import json
 
 import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+import pcs
 from pcs import _native
 from pcs.blocks import BlockRules
 from pcs.cache import Hierarchy, Tier, make_policy
@@ -440,3 +442,78 @@ def test_shared_table_sized_once_changes_no_number(expected):
         _admit(h, [k], check=False)
     h._check()
     assert _orders(h) == ([398, 399], [395, 396, 397])
+
+
+@pytest.mark.parametrize("use_native", [False, True])
+def test_cpu_victims_dropped_in_a_row_then_a_victim_kept_worked_by_hand(use_native):
+    """GPU 1 + CPU 1 blocks, LRU, write-back: every request's block pushes the GPU block down and the CPU block out
+    (on the shared table its entry, now in no tier, is deleted and freed: pcs/cache/_lruq.h ``lq_walk``, the
+    deletions' free list and count kept in locals), a dropped block comes back as a new one (an entry from the free
+    list), and a CPU victim still in the GPU tier (a restored block) keeps its entry. Worked out by hand from
+    docs/semantics.md §6-§8 (a restore touches the CPU copy, then the GPU victim is demoted: the CPU tier evicts its
+    least recently used block), asserted on the Python hierarchy and on the compiled one."""
+    h = native.NativeHierarchy(_tiers([1, 1]), "back") if use_native else Hierarchy(_tiers([1, 1]), "back")
+    if use_native:
+        assert h._h.shared_table()
+    _admit(h, [1])
+    assert _orders(h) == ([1], []) and h.dropped_blocks == 0
+    _admit(h, [2])                   # 1 demoted: CPU [1]
+    assert _orders(h) == ([2], [1]) and h.dropped_blocks == 0
+    _admit(h, [3])                   # 2 demoted, 1 dropped (in no tier)
+    assert _orders(h) == ([3], [2]) and h.dropped_blocks == 1
+    _admit(h, [4])                   # 3 demoted, 2 dropped
+    assert _orders(h) == ([4], [3]) and h.dropped_blocks == 2
+    a = _admit(h, [1])               # 1 is new again (no hit): 4 demoted, 3 dropped
+    assert (a.hit_blocks, list(a.restored_blocks_per_tier)) == (0, [0, 0])
+    assert _orders(h) == ([1], [4]) and h.dropped_blocks == 3
+    b = _admit(h, [4])               # 4 restored (GPU slot: 1 evicted), its CPU copy touched, then 1 demoted: the
+    assert (b.hit_blocks, list(b.restored_blocks_per_tier)) == (1, [0, 1])     # CPU tier evicts 4 (still in GPU)
+    assert _orders(h) == ([4], [1]) and h.dropped_blocks == 4
+    assert 4 in h.tiers[0] and 4 not in h.tiers[1] and 1 in h.tiers[1] and 1 not in h.tiers[0]
+    assert h.written_blocks == [0, 5]                # written into the CPU tier: 1, 2, 3, 4, 1
+    _admit(h, [5])                   # 4 demoted (a new CPU copy), 1 dropped
+    assert _orders(h) == ([5], [4]) and h.dropped_blocks == 5 and h.written_blocks == [0, 6]
+
+
+def test_replay_hands_the_trace_block_hashes_to_the_compiled_hierarchy(tmp_path, monkeypatch):
+    """The replay passes a compiled hierarchy its size hint (pcs/engine/runner.py ``_event_loops``:
+    ``expected_blocks`` = the decoded trace's block hashes, an upper bound on its distinct ids; NativeHierarchy sizes
+    a shared table's slots from it once). Three Mooncake requests of 3, 4 and 1 blocks (512 tokens each): 3 + 4 + 1 =
+    8 block hashes (6 distinct ids), handed to the run's hierarchy; the no-cache run's GPU-only hierarchy (no shared
+    table) is built without it (0)."""
+    seen = []
+
+    class Spy(native.NativeHierarchy):
+        def __init__(self, tiers, write_policy="back", expected_blocks=0):
+            seen.append(expected_blocks)
+            super().__init__(tiers, write_policy, expected_blocks)
+
+    rows = [{"timestamp": 0, "input_length": 1536, "output_length": 5, "hash_ids": [1, 2, 3]},
+            {"timestamp": 1000, "input_length": 2048, "output_length": 5, "hash_ids": [1, 2, 4, 5]},
+            {"timestamp": 2000, "input_length": 512, "output_length": 5, "hash_ids": [6]}]
+    path = tmp_path / "t.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    monkeypatch.setattr(native, "NativeHierarchy", Spy)
+    pcs.replay(str(path), tiers=["gpu=100blocks", "cpu=100blocks"], policy="lru")
+    assert seen == [8, 0]
+
+
+@pytest.mark.parametrize("use_native", [False, True])
+def test_demotion_in_the_eviction_walk_and_past_the_cpu_room_worked_by_hand(use_native):
+    """GPU 3 + CPU 1 blocks, LRU, write-back: GPU victims that fit the CPU tier's unpinned room are demoted in their
+    eviction walk on the shared table (pcs/cache/_lruhier.c ``sh_demote``: the CPU tier's evictions after), a batch
+    of victims past that room takes the two steps (its oldest pushed out: Tier.insert's batch rule, ``sh_cut``).
+    Worked out by hand from docs/semantics.md §6-§8 (a finish unpins tail first), on the Python hierarchy and the
+    compiled one."""
+    h = native.NativeHierarchy(_tiers([3, 1]), "back") if use_native else Hierarchy(_tiers([3, 1]), "back")
+    _admit(h, [1, 2, 3])
+    assert _orders(h) == ([3, 2, 1], [])
+    _admit(h, [4, 5, 6])             # victims 3, 2, 1: one fits the CPU tier, 3 and 2 pushed out (dropped)
+    assert _orders(h) == ([6, 5, 4], [1]) and h.dropped_blocks == 2 and h.written_blocks == [0, 1]
+    _admit(h, [7])                   # victim 6 fits (1 unpinned): demoted, the CPU tier evicts 1 (dropped)
+    assert _orders(h) == ([5, 4, 7], [6]) and h.dropped_blocks == 3 and h.written_blocks == [0, 2]
+    a = _admit(h, [5])               # a GPU hit: no eviction; 5 moves to the GPU order's end
+    assert a.hit_blocks == 1 and _orders(h) == ([4, 7, 5], [6]) and h.dropped_blocks == 3
+    _admit(h, [8, 9])                # victims 4, 7 past the room of 1: 4 pushed out, 7 stored, 6 evicted (dropped)
+    assert _orders(h) == ([5, 9, 8], [7]) and h.dropped_blocks == 5 and h.written_blocks == [0, 3]
+    assert 6 not in h.tiers[1] and 4 not in h.tiers[0] and 4 not in h.tiers[1]
