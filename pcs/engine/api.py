@@ -973,12 +973,14 @@ def _line_tiers(spec, bs: int, tier_specs, bb, hyb: tuple) -> list[TierSpec]:
     run's bytes (:func:`_hybrid_sizes`: a tier given in N blocks holds N x the hybrid run's padded block bytes)
     in whole blocks of the all-full model, floor(bytes / its bytes per block) (docs/hybrid.md; a tier in bytes
     is the same bytes for both runs already). gemma-3-27b TP 8, 512-token blocks, ``gpu=1641blocks``: 1,641 x
-    293,601,280 B = 481,799,700,480 B, 1,852 all-full blocks of 260,046,848 B (not 1,641)."""
+    293,601,280 B = 481,799,700,480 B, 1,852 all-full blocks of 260,046,848 B (not 1,641). A tier whose bytes
+    hold a hybrid page but no all-full block (a state spread over several blocks makes the padded block the
+    smaller) holds 0 blocks in the line instead of refusing the hybrid run ("smaller than one block")."""
     from pcs.engine.hybrid import check_hybrid_options
 
     sizes = _hybrid_sizes(spec, bs, tier_specs, bb, check_hybrid_options(*hyb))
-    return [t if t.capacity_bytes is not None else dataclasses.replace(t, capacity_bytes=b, capacity_blocks=None)
-            for t, (b, _) in zip(tier_specs, sizes)]
+    return [dataclasses.replace(t, capacity_bytes=None, capacity_blocks=b // whole.total_bytes)
+            for t, (b, _), whole in zip(tier_specs, sizes, bb)]
 
 
 def _hybrid_plan(spec, bs: int, tier_specs, bb, manager, swa, mamba, mode):

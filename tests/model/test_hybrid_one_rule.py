@@ -23,6 +23,10 @@ Expected values worked by hand:
    same bytes, floor(481,799,700,480 / 260,046,848) = 1,852 blocks (1,852 x 260,046,848 = 481,606,762,496, the
    rest 192,937,984 < a block), not 1,641. ``cpu=100blocks`` (Serialized = Reserved here): 100 x 293,601,280 =
    29,360,128,000 B, floor(/ 260,046,848) = 112 blocks.
+   qwen3-next-80b-a3b TP 8, B = 4 (a state every 144 / 4 = 36 blocks, so the padded block is the smaller): a page
+   12 x 4 x 1,024 B x 8 = 393,216 B, a block 1 full + ceil(108 / 36) = 3 state pages = 1,572,864 B; the all-full
+   block 8 x (12 x 4 x 1,024 + 36 x 137,216) = 39,911,424 B. ``gpu=4blocks``: 16 pages = 6,291,456 B, 0 all-full
+   blocks: the line holds none there (it used to refuse the hybrid run, "smaller than one block").
 3. qwen3-next-80b-a3b TP 8, B = 16: 12 full layers, 1 KV head per rank x 256 x 2 x 2 B = 1,024 B per token per
    layer; vLLM's G = 12, a page 12 x 16 x 1,024 B = 196,608 B per rank, 1,572,864 B per TP group. A state is
    36 x 137,216 B per rank; vLLM's hybrid block 16 x ceil(137,216 / (16 x 1,024)) = 144 tokens, so a checkpoint
@@ -87,6 +91,19 @@ def test_comparison_line_holds_the_hybrid_runs_bytes_in_blocks():
     same = run("gpu=481799700480B", "cpu=29360128000B").hybrid.full_attention   # a tier in bytes: the same line
     assert same == line
     assert run("gpu=100GB").hybrid.full_attention["tiers"]["gpu"]["capacity_blocks"] == 100 * 10**9 // 260_046_848
+
+
+def test_comparison_line_of_fewer_bytes_than_an_all_full_block_holds_none():
+    import numpy as np
+    from helpers import Req
+    from pcs.engine.api import replay
+
+    reqs = [Req(float(i), 40, 3, 4, np.arange(10, dtype=np.uint64)) for i in range(3)]
+    for kw in ({"timing": "sequential"}, {}):
+        s = replay(reqs, model="qwen3-next-80b-a3b", tp=8, tiers=["gpu=4blocks", "cpu=12blocks"], **kw).summary
+        assert (s.tiers[0].capacity_blocks, s.tiers[0].capacity_bytes) == (16, 6_291_456)
+        assert s.hybrid.full_attention["tiers"]["gpu"]["capacity_blocks"] == 0
+        assert s.hybrid.full_attention["tiers"]["cpu"]["capacity_blocks"] == 12 * 1_572_864 // 39_911_424 == 0
 
 
 def test_a_multi_block_state_block_is_its_pages_spread_over_the_checkpoint(tmp_path):
