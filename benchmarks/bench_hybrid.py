@@ -11,7 +11,10 @@ of one request, as in ``bench_replay.py``).
    (the default) -- hit ratio, the hits the hybrid rules lost, and peak
    resident GPU bytes per component -- beside the same run with every layer
    as full attention (``summary.hybrid.full_attention``); each with the step
-   scheduler (``--compute step``, the default) and with ``--compute infinite``.
+   scheduler (``--compute step``, the default) and with ``--compute infinite``;
+   then qwen3-next-80b-a3b with ``--mamba-cache-mode align`` (``align`` rows).
+   These are docs/hybrid.md's table (``--sizes 100GB,400GB --skip-loops --skip-whole-call``: hit ratios and
+   bytes do not depend on the machine's load).
 2. ``speed`` (``--skip-loops``: none): the engine loops on pre-built chunks -- modeled with
    ``--compute infinite`` (:class:`pcs.engine.engine.ReplayEngine`) and the
    step scheduler (the default) -- over the compiled hybrid hierarchy
@@ -37,7 +40,7 @@ of one request, as in ``bench_replay.py``).
 
 Prints the table and speed lines, then ONE JSON summary line last.
 Usage: python benchmarks/bench_hybrid.py [--repeat 3] [--sizes 40GB,100GB] [--skip-table] [--skip-loops]
-       [--peer ../main] [--rounds 3] [--modes step,infinite,sequential]
+       [--skip-whole-call] [--peer ../main] [--rounds 3] [--modes step,infinite,sequential]
 """
 from __future__ import annotations
 
@@ -63,23 +66,32 @@ def _gb(n: float) -> str:
     return f"{n / 1e9:,.1f}"
 
 
-def table(trace, sizes: list[str], models=TABLE_MODELS) -> list[dict]:
-    """One row per (model, GPU size, compute): hybrid and all-full-attention hit ratios and peak GPU bytes."""
+#: the ``align`` rows of the table: a model with a state group, vLLM's ``mamba_cache_mode="align"``
+ALIGN_MODELS = ("qwen3-next-80b-a3b",)
+
+
+def table(trace, sizes: list[str], models=TABLE_MODELS, align_models=ALIGN_MODELS) -> list[dict]:
+    """One row per (model, GPU size, compute), then per (align model, size, compute) with ``mamba_cache_mode=
+    "align"`` (``mamba_cache_mode`` in the row): hybrid and all-full-attention hit ratios and peak GPU bytes."""
     from pcs.engine.api import replay
 
     rows = []
-    for model, size, compute in [(m, z, c) for m in models for z in sizes for c in ("step", "infinite")]:
-        s = replay(trace, model=model, tiers=[f"gpu={size}", "cpu=2TB"], compute_mode=compute).summary
+    runs = [(m, z, c, None) for m in models for z in sizes for c in ("step", "infinite")]
+    runs += [(m, z, c, "align") for m in align_models for z in sizes for c in ("step", "infinite")]
+    for model, size, compute, mode in runs:
+        s = replay(trace, model=model, tiers=[f"gpu={size}", "cpu=2TB"], compute_mode=compute,
+                   mamba_cache_mode=mode).summary
         full = s.hybrid.full_attention
         gpu = full["tiers"][s.tiers[0].name]
-        rows.append({"model": model, "gpu": size, "compute": compute, "hit_ratio": s.hit_ratio,
+        rows.append({"model": model, "mamba_cache_mode": mode, "gpu": size, "compute": compute,
+                     "hit_ratio": s.hit_ratio,
                      "full_attention_hit_ratio": full["hit_ratio"], "lost_tokens": s.hybrid.lost_tokens,
                      "gap_hybrid_rules": s.gap.hybrid_rules,
                      "peak_gpu_bytes_by_component": dict(s.tiers[0].resident_bytes_peak_by_component),
                      "full_attention_peak_gpu_bytes_by_component": gpu["resident_bytes_peak_by_component"],
                      "gpu_pages": s.tiers[0].capacity_blocks, "full_attention_gpu_blocks": gpu["capacity_blocks"]})
         r = rows[-1]
-        print(f"{model:14s} gpu={size:6s} {compute:8s} hit {r['hit_ratio']:.4f} (all-full "
+        print(f"{model + (' align' if mode else ''):14s} gpu={size:6s} {compute:8s} hit {r['hit_ratio']:.4f} (all-full "
               f"{r['full_attention_hit_ratio']:.4f}) lost to hybrid rules {r['lost_tokens']:,} tokens; peak GPU GB "
               "hybrid " + ", ".join(f"{c} {_gb(v)}" for c, v in r["peak_gpu_bytes_by_component"].items())
               + " | all-full " + ", ".join(f"{c} {_gb(v)}" for c, v in
@@ -258,6 +270,8 @@ def main() -> None:
     ap.add_argument("--sizes", type=common.sizes, default="40GB,100GB", help="two GPU tier sizes (comma-separated)")
     ap.add_argument("--skip-table", action="store_true")
     ap.add_argument("--skip-loops", action="store_true", help="no engine-loop rows (the whole call only)")
+    ap.add_argument("--skip-whole-call", action="store_true", help="no whole-call timing rows (with --skip-loops: "
+                                                                   "the table alone, docs/hybrid.md's)")
     ap.add_argument("--peer", help="a checkout of main (compiled extensions built) timed beside this one")
     ap.add_argument("--rounds", type=common.count, default=3, help="alternated rounds of the whole call per side")
     ap.add_argument("--modes", default=",".join(MODES), help="timing modes of the whole call (comma-separated)")
@@ -269,7 +283,8 @@ def main() -> None:
     sizes = args.sizes
     rows = [] if args.skip_table else table(trace, sizes)
     sp = [] if args.skip_loops else speed(trace, args.repeat, sizes)
-    whole = whole_call(str(TRACE), args.repeat, sizes, args.peer, args.rounds, tuple(args.modes.split(",")))
+    whole = [] if args.skip_whole_call else whole_call(str(TRACE), args.repeat, sizes, args.peer, args.rounds,
+                                                        tuple(args.modes.split(",")))
     step = [r for r in whole if r["model"] in MODELS and r["mode"] == "step"]
     w = [r["this"]["accesses_per_cpu_s"] for r in step]
     ww = [r["this"]["accesses_per_wall_s"] for r in step]

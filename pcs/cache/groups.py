@@ -32,11 +32,43 @@ from typing import Callable
 from pcs.errors import UserError
 from pcs._dataclass import dataclass
 
-__all__ = ["RULES", "CacheGroup", "fixed_point"]
+__all__ = ["RULES", "CacheGroup", "fixed_point", "window_blocks", "window_hold_blocks", "pages_per_model_block"]
 
 #: The hit rules, in the order the coordinator checks them (full attention first, as vLLM's
 #: ``HybridKVCacheCoordinator`` sorts it).
 RULES = ("full", "window", "chunk", "state")
+
+
+def window_blocks(window_tokens: int, block_size: int) -> int:
+    """m = ceil((W - 1) / B): the blocks a sliding-window hit needs, the next token attending to itself and the
+    W - 1 before it (vLLM ``SlidingWindowManager``: ``sliding_window_contiguous_blocks``)."""
+    return -(-(window_tokens - 1) // block_size)
+
+
+def window_hold_blocks(window_tokens: int, block_size: int) -> int:
+    """m + 1 (:func:`window_blocks`): the most blocks a running sequence holds in a sliding-window group, the one
+    rule pcs replay (:attr:`CacheGroup.hold_blocks`) and ``pcs footprint``'s Reserved
+    (:meth:`pcs.model.components.SlidingWindow.reserved_blocks`) read (docs/semantics.md §13).
+
+    vLLM, before each step, frees the blocks wholly before the window of the next token
+    (``SlidingWindowManager.remove_skipped_blocks``: ``get_num_skipped_tokens(c) = c - W + 1`` for c computed
+    tokens) and then allocates up to the tokens of the step (``get_num_blocks_to_allocate``); the W tokens a
+    decode step keeps, positions c - W + 1 .. c, span at most ceil((W - 1) / B) + 1 blocks (W = 128, B = 16: 9;
+    W = 1,024, B = 512: 3; W = 129, B = 16: 9, where ``SlidingWindowSpec.max_memory_usage_bytes``'s bound
+    cdiv(W - 1 + 1, B) + 1 for one new token says 10).
+    """
+    return window_blocks(window_tokens, block_size) + 1
+
+
+def pages_per_model_block(rule: str, pages: int, span_tokens: int, block_size: int) -> int:
+    """Pages one block of the model takes in a group: its ``pages``, but for a state group (a checkpoint every
+    u = N / B blocks, ``pages`` each) ceil(pages / u), the state's pages spread over the blocks between
+    checkpoints, rounded up (docs/semantics.md §13: a block's Reserved and Serialized bytes). The one rule of
+    :meth:`pcs.engine.hybrid.HybridPlan.block_pages` (a tier given in blocks, ``pcs deploy``'s block) and of a
+    replay report's bytes per block (:func:`pcs.report.replay.block_bytes`, from the JSON's groups)."""
+    if rule != "state":
+        return pages
+    return -(-pages // (span_tokens // block_size))
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,8 +116,13 @@ class CacheGroup:
     # -- derived sizes ---------------------------------------------------------------------------
     @property
     def window_blocks(self) -> int:
-        """window: m = ceil((W - 1) / B), the blocks a hit needs (vLLM ``sliding_window_contiguous_blocks``)."""
-        return -(-(self.span_tokens - 1) // self.block_size)
+        """window: m = ceil((W - 1) / B), the blocks a hit needs (:func:`window_blocks`)."""
+        return window_blocks(self.span_tokens, self.block_size)
+
+    @property
+    def model_block_pages(self) -> int:
+        """Pages one block of the model takes in this group (:func:`pages_per_model_block`)."""
+        return pages_per_model_block(self.rule, self.pages, self.span_tokens, self.block_size)
 
     @property
     def every_blocks(self) -> int:
@@ -100,12 +137,12 @@ class CacheGroup:
     def hold_blocks(self) -> int | None:
         """Most blocks a running sequence holds in this group (None: all of them).
 
-        window: m + 1 (the window plus the block being written); chunk: ceil(C / B) + 1;
-        state: 1 (the running state). Source: ``SlidingWindowSpec.max_memory_usage_bytes`` and
-        ``ChunkedLocalAttentionSpec`` in ``vllm/v1/kv_cache_interface.py``; one state slot per sequence.
+        window: m + 1 (:func:`window_hold_blocks`, the window plus the block being written); chunk:
+        ceil(C / B) + 1 (``ChunkedLocalAttentionSpec`` in ``vllm/v1/kv_cache_interface.py``); state: 1 (the
+        running state), one state slot per sequence.
         """
         if self.rule == "window":
-            return self.window_blocks + 1
+            return window_hold_blocks(self.span_tokens, self.block_size)
         if self.rule == "chunk":
             return -(-self.span_tokens // self.block_size) + 1
         if self.rule == "state":

@@ -692,8 +692,8 @@ def replay(trace: Any = None, *, model: Any = None, hardware: Any = None, tp: in
     context = _context(source, spec, gpu, opts, dtype, bs, rules, tier_specs, bb, link_specs, protected_share)
     passes, line = None, None
     if plan is not None:   # the comparison line (run first, inline); both share the trace's tier-independent passes
-        frozen = functools.partial(_build_tiers, tier_specs, bpb, opts.policy, tier_policies, protected_share, ctx,
-                                   admit)     # the line's tiers, fixed before bpb is rebound to the pages'
+        frozen = functools.partial(_build_tiers, _line_tiers(spec, bs, tier_specs, bb, hyb), bpb, opts.policy,
+                                   tier_policies, protected_share, ctx, admit)   # fixed before bpb is the pages'
         passes, line = _full_attention_line(source, rules, time_model, frozen, opts, link_specs, bpb, step, context)
         make, bpb = _hybrid_run(plan, spec, bs, tier_specs, bb, hyb, opts, tier_policies, protected_share, context,
                                 notes)
@@ -989,6 +989,21 @@ def _hybrid_sizes(spec, bs: int, tier_specs, bb, opts: tuple) -> list[tuple[int 
         capacity_to_blocks(None, t.capacity_blocks, per, f"tier {t.name!r}")   # N x padded bytes within int64
         out.append((t.capacity_blocks * per, None))
     return out
+
+
+def _line_tiers(spec, bs: int, tier_specs, bb, hyb: tuple) -> list[TierSpec]:
+    """The tiers of a hybrid run's all-full-attention comparison line: the same hardware, so each tier the hybrid
+    run's bytes (:func:`_hybrid_sizes`: a tier given in N blocks holds N x the hybrid run's padded block bytes)
+    in whole blocks of the all-full model, floor(bytes / its bytes per block) (docs/hybrid.md; a tier in bytes
+    is the same bytes for both runs already). gemma-3-27b TP 8, 512-token blocks, ``gpu=1641blocks``: 1,641 x
+    293,601,280 B = 481,799,700,480 B, 1,852 all-full blocks of 260,046,848 B (not 1,641). A tier whose bytes
+    hold a hybrid page but no all-full block (a state spread over several blocks makes the padded block the
+    smaller) holds 0 blocks in the line instead of refusing the hybrid run ("smaller than one block")."""
+    from pcs.engine.hybrid import check_hybrid_options
+
+    sizes = _hybrid_sizes(spec, bs, tier_specs, bb, check_hybrid_options(*hyb))
+    return [dataclasses.replace(t, capacity_bytes=None, capacity_blocks=b // whole.total_bytes)
+            for t, (b, _), whole in zip(tier_specs, sizes, bb)]
 
 
 def _hybrid_plan(spec, bs: int, tier_specs, bb, manager, swa, mamba, mode):

@@ -93,7 +93,7 @@ class HybridPlan:
         pages per checkpoint spread over the blocks between checkpoints (rounded up)."""
         out = [0] * self.pools
         for g in self.groups:
-            out[g.pool] += -(-g.pages // g.every_blocks) if g.rule == "state" else g.pages
+            out[g.pool] += g.model_block_pages     # pcs.cache.groups.pages_per_model_block
         return tuple(out)
 
     def block_layout(self, level: int) -> tuple[int, int]:

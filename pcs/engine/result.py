@@ -184,7 +184,9 @@ class HybridSummary:
                               "(one pool per group)")
     groups: tuple[dict[str, Any], ...] = field("-", "cache groups: name, rule (full, window, chunk, state), "
                                                     "components, layers, span_tokens (W, C or the checkpoint "
-                                                    "interval), pages_per_block, pool")
+                                                    "interval), pages_per_block (a state group: pages per "
+                                                    "checkpoint; a block of the model takes ceil(pages / "
+                                                    "blocks between checkpoints)), pool")
     layer_group_size: int | None = field("count", "vLLM: layers per page (null for sglang)")
     hybrid_block_size: int | None = field("tokens", "vLLM's hybrid block size for a model with a state (null "
                                                     "otherwise)")

@@ -33,6 +33,7 @@ from typing import ClassVar, Protocol, Union
 
 import numpy as np
 
+from pcs.cache.groups import window_hold_blocks
 from pcs.errors import UserError
 from pcs.model.layouts import get_layout
 from pcs.model.quant import QuantScales
@@ -252,10 +253,11 @@ class FullAttention(_GQA):
 class SlidingWindow(_GQA):
     """Sliding-window attention KV: like full attention, but only the last W tokens matter.
 
-    Holds min(T, W) tokens. The allocator reserves the window rounded up to
-    blocks plus one block, since the window rarely starts on a block boundary
-    (vLLM ``SlidingWindowSpec.max_memory_usage_bytes``: ``cdiv(W - 1 + new, B) + 1``
-    pages; blocks that slid out are freed by ``SlidingWindowManager.remove_skipped_blocks``).
+    Holds min(T, W) tokens. A running sequence reserves at most m + 1 pages, m = ceil((W - 1) / B): the
+    window of the next token spans m blocks, or m + 1 when it does not start on a block boundary; blocks
+    that slid out are freed before each step (vLLM ``SlidingWindowManager.remove_skipped_blocks``,
+    ``get_num_blocks_to_allocate``). The rule is :func:`pcs.cache.groups.window_hold_blocks`, the one pcs
+    replay's window group holds.
     """
 
     name: ClassVar[str] = "sliding_window"
@@ -265,8 +267,10 @@ class SlidingWindow(_GQA):
         return min(tokens, self.window_tokens)
 
     def reserved_blocks(self, tokens: int, block_size: int) -> int:
-        """min(ceil(T/B), ceil(W/B) + 1) pages."""
-        return min(-(-tokens // block_size), -(-self.window_tokens // block_size) + 1)
+        """min(ceil(T/B), ceil((W - 1)/B) + 1) pages (:func:`pcs.cache.groups.window_hold_blocks`): W = 128,
+        B = 16: 9 pages from T = 129 on; W = 1,024, B = 512: 3 from T = 1,025 on. While its prefill step runs a
+        sequence holds every page the step writes, ceil(T/B) with no prefix hit (docs/semantics.md §3.1)."""
+        return min(-(-tokens // block_size), window_hold_blocks(self.window_tokens, block_size))
 
     def attention_flops(self, new_tokens: ArrayLike, cached_tokens: ArrayLike) -> np.ndarray:
         return self._flops_per_pair() * windowed_pairs(new_tokens, cached_tokens, self.window_tokens)

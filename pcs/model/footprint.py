@@ -5,8 +5,9 @@ Modes (docs/semantics.md §13), per component, per tensor-parallel rank:
 - Reference: the payload itself, tokens_held(T) x payload/token + state.
 - Serialized: the stored form, payload + quantisation scales (+ row padding).
 - Reserved: what the allocator holds for a running sequence: whole pages,
-  ceil(T/B) for full attention / MLA / indexer; min(ceil(T/B), ceil(W/B) + 1)
-  for a sliding window; one state slot per sequence.
+  ceil(T/B) for full attention / MLA / indexer; min(ceil(T/B), ceil((W - 1)/B) + 1)
+  for a sliding window (what pcs replay's window group holds,
+  :func:`pcs.cache.groups.window_hold_blocks`); one state slot per sequence.
 - Prefix store: the prefix kept as cache objects: floor(T/B) full blocks (only
   full blocks are cached, vLLM), each of :func:`block_bytes` (serialized).
 
@@ -129,7 +130,7 @@ def reserved_bytes(model: ModelSpec | str, tokens: int, block_size: int) -> int:
     """Bytes the allocator holds for ONE running sequence of ``tokens`` tokens (one rank).
 
     Full attention, MLA, indexer: ceil(T/B) pages; sliding window:
-    min(ceil(T/B), ceil(W/B) + 1) pages; recurrent state: one slot (vLLM
+    min(ceil(T/B), ceil((W - 1)/B) + 1) pages; recurrent state: one slot (vLLM
     ``mamba_cache_mode="none"``). Pages include quantisation scales.
 
     Raises:

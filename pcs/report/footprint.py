@@ -86,8 +86,8 @@ def footprint_notes(res: FootprintResult, hybrid_block: int | None) -> list[str]
     if fp8 and fp8["reference_ratio_vs_bf16"] is not None:
         notes.append(fp8_note(fp8["dtype"], *(fp8[f"{m}_ratio_vs_bf16"] for m in ("reference", "serialized",
                                                                                   "reserved"))))
-    notes.append("Reserved: ceil(T/B) blocks; a sliding window holds min(T, W) and reserves ceil(W/B)+1"
-                 " blocks; recurrent state is one fixed slot per sequence")
+    notes.append("Reserved: ceil(T/B) blocks; a sliding window holds min(T, W) and reserves ceil((W-1)/B)+1"
+                 " blocks (as pcs replay); recurrent state is one fixed slot per sequence")
     if any(c["name"] == PAGE_PADDING for c in res.components):
         notes.append("page padding: a hybrid block takes whole pages of vLLM's uniform page size (as pcs replay "
                      "counts them); the row is those pages' bytes beyond the components', in Reserved, Prefix store "

@@ -12,7 +12,7 @@ from typing import Any, Callable, Sequence
 
 from pcs.units import format_bandwidth, format_bytes, format_count, format_duration, format_percent
 from pcs.report.replay import (CEILING_LABEL, REAL_LABEL, RESTORE_TIME_NOTE, TP_NOTE, block_bytes, break_even_cells,
-                               hybrid_rows, lens_rows, slot_unit, tier_rows, ttft_note)
+                               hybrid_rows, lens_rows, model_block_pages, slot_unit, tier_rows, ttft_note)
 
 __all__ = ["MARKED_NOTE", "cell", "envelope_table", "tier_table", "hybrid_table", "footprint_tables", "compare_table", "runs_table", "best_columns",
            "BEST"]
@@ -109,7 +109,7 @@ def _replay_footprint(s: dict) -> dict:
 
 
 def _pages(s: dict) -> list[str]:
-    return [f"{g['pages_per_block']} {g['name']}" for g in s["hybrid"]["groups"]]
+    return [f"{n} {g['name']}" for n, g in zip(model_block_pages(s), s["hybrid"]["groups"])]
 
 
 _FOOTPRINT_MODES = (("Reference", "reference_bytes"), ("Serialized", "serialized_bytes"),

@@ -13,7 +13,7 @@ from typing import Any
 from pcs.units import format_bandwidth, format_bytes, format_count, format_duration, format_percent, format_points
 from pcs.report.table import render_table, shown_path
 
-__all__ = ["render_replay", "model_label", "slot_unit", "tier_rows", "hybrid_rows", "block_bytes", "TIER_TITLE", "header_line", "lens_rows",
+__all__ = ["render_replay", "model_label", "slot_unit", "tier_rows", "hybrid_rows", "block_bytes", "model_block_pages", "TIER_TITLE", "header_line", "lens_rows",
            "lens_text", "ttft_note", "REAL_LABEL", "CEILING_LABEL", "CEILING_MEANING"]
 
 
@@ -184,13 +184,25 @@ def _tier_table(s: dict[str, Any]) -> str:
 def block_bytes(s: dict[str, Any], tier: dict[str, Any]) -> int:
     """Bytes one block of the model takes in ``tier`` (a replay payload's tier row), int: its ``bytes_per_block``,
     or for a hybrid model (whose tiers count pages, docs/semantics.md §3.1) the sum over its cache groups of
-    pages per block x the page bytes of the group's pool in that tier, padding included (the payload lens'
-    Reserved bytes/block for the GPU tier)."""
+    pages per block of the model x the page bytes of the group's pool in that tier, padding included, a state
+    group's pages per checkpoint spread over the blocks between checkpoints, rounded up
+    (:func:`model_block_pages`; ``HybridPlan.block_layout``'s bytes, the payload lens' Reserved bytes/block for
+    the GPU tier)."""
     h = s.get("hybrid")
     if not h:
         return tier["bytes_per_block"]
     pools = h["pools"][tier["name"]]
-    return sum(g["pages_per_block"] * pools[g["pool"]]["page_bytes"] for g in h["groups"])
+    return sum(n * pools[g["pool"]]["page_bytes"] for n, g in zip(model_block_pages(s), h["groups"]))
+
+
+def model_block_pages(s: dict[str, Any]) -> list[int]:
+    """Pages one block of the model takes in each cache group of a hybrid replay payload ``s``: the group's
+    ``pages_per_block``, a state group's (pages per checkpoint) spread over the blocks between checkpoints,
+    rounded up -- :func:`pcs.cache.groups.pages_per_model_block`, the rule of ``HybridPlan.block_pages``."""
+    from pcs.cache.groups import pages_per_model_block
+
+    return [pages_per_model_block(g["rule"], g["pages_per_block"], g["span_tokens"], s["block_size"])
+            for g in s["hybrid"]["groups"]]
 
 
 def _whole_block_note(s: dict[str, Any], unit: str) -> list[str]:
