@@ -240,7 +240,7 @@ class ReplaySummary:
     block_accesses: int = field("blocks", "block lookups: sum over requests of their blocks")
     cacheable_blocks: int = field("blocks", "blocks the cache may hold under the block rules")
     hit_blocks: int = field("blocks", "prefix-hit blocks")
-    block_misses: int = field("blocks", "cacheable blocks that missed")
+    block_misses: int = field("blocks", "cacheable blocks outside the usable prefix (docs/replay.md, missed blocks)")
     hit_ratio: float | None = field("ratio", "real hit ratio of this run: hit_tokens / prompt_tokens; this and every "
                                              "ratio over prompt tokens (per tier, single-sequence, ideal, sequential, "
                                              "the gap terms) null when prompt_tokens is 0 (0/0)")
