@@ -24,7 +24,7 @@ from pcs.report.htmltables import (compare_table, envelope_table, footprint_tabl
                                     runs_table, tier_table)
 from pcs.errors import UserError
 from pcs.report.replay import slot_unit
-from pcs.units import format_percent
+from pcs.units import format_percent, tier_arg
 
 __all__ = ["KINDS", "payload_kind", "build_page", "inputs_rows", "reproduce_command"]
 
@@ -336,13 +336,14 @@ def inputs_rows(payloads: Sequence[dict], command: Sequence[str] | None, version
 
 
 def reproduce_command(s: dict) -> str:
-    """A ``pcs replay`` command line that reruns a replay payload (tiers in blocks, so sizes are exact)."""
+    """A ``pcs replay`` command line that reruns a replay payload (tiers in blocks, so sizes are exact; a hybrid
+    model's in its pages' exact bytes, :func:`pcs.units.tier_arg`)."""
     args = ["pcs", "replay", s["trace"], "--model", s["model"], "--gpu", s["gpu"], "--tp", str(s["tp"])]
     if s.get("kv_dtype"):
         args += ["--dtype", s["kv_dtype"]]
     args += ["--block-size", str(s["block_size"])]
     for t in s["tiers"]:
-        args += ["--tier", f"{t['name']}={t['capacity_blocks']}blocks"]
+        args += ["--tier", tier_arg(t["name"], t["capacity_blocks"], t["capacity_bytes"], slot_unit(s) == "page")]
     for t in s["tiers"][1:]:
         if t.get("link"):
             args += ["--link", f"{t['name']}={_link_arg(t, s['tp'])}"]
