@@ -197,10 +197,25 @@ def _section(sid: str, title: str, charts: Sequence[hc.Chart | None] = (), table
     return {"id": sid, "title": title, "charts": charts, "tables": tables, "intro": intro}
 
 
+#: Why a replay page has no oracle: a hybrid model's run, or one run without the curve (``--no-curve``).
+NO_ORACLE_HYBRID = ("No oracle: Belady and the hit-rate curve apply the all-full-attention rules and count "
+                    "whole-model blocks, while a hybrid model's tiers count pages under its groups' rules "
+                    "(docs/hybrid.md), so neither is drawn for this run.")
+NO_ORACLE_NOT_COMPUTED = "No oracle: the offline optimum (Belady) was not computed for this page (--no-curve)."
+
+
+def _headline_section(s: dict, oracle: dict | None) -> dict | None:
+    """The gap waterfall's section: titled by what it draws, saying why there is no oracle when there is none."""
+    if oracle is not None and oracle.get("hit_ratio") is not None:
+        return _section("headline", "Hit ratio: real, single-sequence, oracle", [hc.waterfall_chart(s, oracle)])
+    why = NO_ORACLE_HYBRID if s.get("hybrid") else NO_ORACLE_NOT_COMPUTED
+    return _section("headline", "Hit ratio: real vs single-sequence", [hc.waterfall_chart(s, None)], intro=why)
+
+
 def _replay_sections(s: dict, curve: dict | None, oracle: dict | None) -> list[dict | None]:
     dist = s.get("distributions")
     return [
-        _section("headline", "Hit ratio: real, single-sequence, oracle", [hc.waterfall_chart(s, oracle)]),
+        _headline_section(s, oracle),
         _section("curve", "Hit-rate curve", [hc.curve_chart(curve, _run_marks(s))] if curve else []),
         _section("time", "Over simulated time", [*time_charts(s.get("series")), utilisation_chart(s.get("scheduler"))]),
         _section("distributions", "Distributions", [hc.ttft_chart(dist), hc.restore_chart(dist)]),

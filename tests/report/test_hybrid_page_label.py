@@ -72,3 +72,24 @@ def test_hybrid_page_draws_no_one_pass_curve_nor_pages_as_blocks(tmp_path):
     assert CliRunner().invoke(cli, args + ["--html", str(page)]).exit_code == 0
     text = page.read_text()
     assert 'data-chart="curve"' not in text and "476 blk" not in text
+
+
+def test_headline_title_and_caption_follow_what_is_drawn():
+    # A hybrid run has no oracle (htmlcurve.replay_curve gives none: Belady counts whole-model blocks): the
+    # headline is titled without "oracle", says why, and the waterfall's caption has no dashed line to explain.
+    # A plain run with an oracle keeps both; one without (--no-curve) says it was not computed.
+    from pcs.engine.api import replay
+    from pcs.report.htmlpage import NO_ORACLE_HYBRID, NO_ORACLE_NOT_COMPUTED, build_page
+
+    def headline(s, oracle):
+        sec = next(x for x in build_page([s], None, oracle)["sections"] if x and x["id"] == "headline")
+        return sec["title"], sec["intro"], sec["charts"][0].caption
+
+    hyb = replay(SAMPLE, model="gemma-3-27b", tiers=["gpu=20GB", "cpu=100GB"], timing="sequential").summary.to_dict()
+    title, intro, caption = headline(hyb, None)
+    assert "oracle" not in title and intro == NO_ORACLE_HYBRID and "dashed" not in caption
+    plain = replay(SAMPLE, tiers=["gpu=300blocks"], timing="sequential").summary.to_dict()
+    title, intro, caption = headline(plain, {"capacity_blocks": 300, "hit_ratio": 0.25})
+    assert title == "Hit ratio: real, single-sequence, oracle" and intro == "" and "dashed line" in caption
+    title, intro, caption = headline(plain, None)
+    assert "oracle" not in title and intro == NO_ORACLE_NOT_COMPUTED and "dashed" not in caption
