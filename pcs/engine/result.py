@@ -209,7 +209,10 @@ class HybridSummary:
     full_attention: dict[str, Any] | None = field(
         "-", "the same run with every layer as full attention: hit_ratio, hit_ratio_per_tier, "
              "sequential_hit_ratio, engine, and per tier capacity_blocks, resident_bytes_peak and "
-             "resident_bytes_peak_by_component", omit_none=True, default=None)
+             "resident_bytes_peak_by_component; beside them page_padding_bytes_peak {tier: bytes}, this run's "
+             "page padding at the tier's peak: the difference from this run includes the capacity it takes, "
+             "which the gap counts under capacity_eviction, not hybrid_rules (docs/replay.md)",
+        omit_none=True, default=None)
 
 
 @result

@@ -439,13 +439,24 @@ def hybrid_rows(s: dict[str, Any]) -> tuple[str, list[str], list[list[str]], lis
         for comp, v in t["resident_bytes_peak_by_component"].items():
             rows.append([t["name"], comp, format_bytes(v), format_bytes(other[comp]) if comp in other else "-"])
     notes = [f"the same run with every layer as full attention: hit ratio {format_percent(full['hit_ratio'])} "
-             f"(this run {format_percent(s['hit_ratio'])})"] if full else []
+             f"(this run {format_percent(s['hit_ratio'])}){_padding_said(s, full)}"] if full else []
     notes.append(f"{format_count(h['lost_tokens'])} hit tokens of this run lost to the hybrid rules (full attention "
                  "held them; JSON hybrid.lost_tokens, --requests-out hybrid_lost_tokens; the gap's hybrid rules "
                  "term is the sequential replay's); each column is the components at that run's tier peak "
                  "(JSON tiers[].resident_bytes_peak_by_component), page_padding = vLLM's uniform page size padding")
     return (f"Hybrid model ({h['manager']}): resident bytes per component",
             ["tier", "component", "at the tier's peak", "all full attention"], rows, notes)
+
+
+def _padding_said(s: dict[str, Any], full: dict[str, Any]) -> str:
+    """``; the difference includes ... page padding ...`` for the comparison line (docs/replay.md, the gap)."""
+    pad = full.get("page_padding_bytes_peak") or {}
+    gpu = s["tiers"][0]
+    if not pad.get(gpu["name"]):
+        return ""
+    return (f"; the difference includes the page padding, {format_bytes(pad[gpu['name']])} of "
+            f"{gpu['name']}'s {format_bytes(gpu['capacity_bytes'])} at its peak, which the gap split counts under "
+            "capacity and eviction (its hybrid rules row is only the hits the rules refused)")
 
 
 def _hybrid_table(s: dict[str, Any]) -> str:

@@ -93,3 +93,22 @@ def test_headline_title_and_caption_follow_what_is_drawn():
     assert title == "Hit ratio: real, single-sequence, oracle" and intro == "" and "dashed line" in caption
     title, intro, caption = headline(plain, None)
     assert "oracle" not in title and intro == NO_ORACLE_NOT_COMPUTED and "dashed" not in caption
+
+
+def test_all_full_attention_line_says_the_padding_it_includes():
+    # qwen3-next-80b-a3b pads its state to the 12-layer attention page (docs/hybrid.md): the comparison with every
+    # layer as full attention differs from the run by the rules AND by the capacity the padding takes, which the gap
+    # counts under capacity and eviction. The JSON puts the padding at each tier's peak beside the comparison (the
+    # tiers' own page_padding component), the text's comparison line says it in the GPU tier's bytes.
+    import json
+
+    from pcs.units import format_bytes
+    args = ["replay", str(SAMPLE), "--model", "qwen3-next-80b-a3b", "--tier", "gpu=40GB", "--timing", "sequential",
+            "-q"]
+    s = json.loads(CliRunner().invoke(cli, args + ["--format", "json"]).stdout)
+    full, gpu = s["hybrid"]["full_attention"], s["tiers"][0]
+    pad = gpu["resident_bytes_peak_by_component"]["page_padding"]
+    assert pad > 0 and full["page_padding_bytes_peak"] == {"gpu": pad}
+    (line,) = [x for x in CliRunner().invoke(cli, args).stdout.splitlines() if "every layer as full attention" in x]
+    assert f"the difference includes the page padding, {format_bytes(pad)} of gpu's " \
+           f"{format_bytes(gpu['capacity_bytes'])} at its peak" in line and "capacity and eviction" in line
