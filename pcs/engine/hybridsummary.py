@@ -37,7 +37,9 @@ def component_bytes(plan, level: int, pages: Sequence[int]) -> dict[str, int]:
 
 
 def request_columns(plan, residency) -> dict[str, np.ndarray]:
-    """Per-request columns: ``gpu_resident_bytes_<component>`` right after admission, ``hybrid_lost_tokens``."""
+    """Per-request columns: ``gpu_resident_bytes_<component>`` (the GPU's resident pages right after the request's
+    admission: cached pages, its hits and restores included, not the slots it reserved for the pages its prefill
+    will write), ``hybrid_lost_tokens``."""
     pages = [np.frombuffer(c, dtype=np.int64) if len(c) else np.zeros(0, np.int64) for c in residency.request_pages]
     n = len(pages[0])
     cols: dict[str, np.ndarray] = {}

@@ -38,7 +38,8 @@ class TierSummary:
                                                         "null for the GPU tier")
     link_setup_s: float | None = field("s", "fixed setup time per restore; null for the GPU tier")
     hit_blocks: int = field("blocks", "prefix-hit blocks served by this tier (a hit counts once, at the highest "
-                                      "tier holding the block; docs/semantics.md §3)")
+                                      "tier holding the block; docs/semantics.md §3; a hybrid model's at the "
+                                      "lowest tier any page the hit reads came from, docs/replay.md)")
     hit_tokens: int = field("tokens", "hit tokens served by this tier (after the last-token cap)")
     restored_blocks: int = field("blocks", "blocks restored from this tier to the GPU (0 for the GPU tier)")
     restored_bytes: int = bytes_of("restored_blocks")

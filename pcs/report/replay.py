@@ -13,7 +13,7 @@ from typing import Any
 from pcs.units import format_bandwidth, format_bytes, format_count, format_duration, format_percent, format_points
 from pcs.report.table import render_table, shown_path
 
-__all__ = ["render_replay", "model_label", "slot_unit", "tier_rows", "hybrid_rows", "block_bytes", "TIER_TITLE", "header_line", "lens_rows",
+__all__ = ["render_replay", "model_label", "slot_unit", "tier_rows", "hybrid_rows", "block_bytes", "TIER_TITLE", "HYBRID_TIER_TITLE", "header_line", "lens_rows",
            "lens_text", "ttft_note", "REAL_LABEL", "CEILING_LABEL", "CEILING_MEANING"]
 
 
@@ -95,8 +95,12 @@ def _hit_table(s: dict[str, Any]) -> str:
         [REAL_LABEL, format_percent(s["hit_ratio"]),
          "hit tokens / prompt tokens, this cache, this traffic"],
     ] + _ceiling_rows(s)
+    first = True
     for tier, r in s["hit_ratio_per_tier"].items():
-        rows.append([f"  hits served by {tier}", format_percent(r), ""])
+        said = first and s.get("hybrid") and len(s["hit_ratio_per_tier"]) > 1
+        rows.append([f"  hits served by {tier}", format_percent(r),
+                     "hybrid: a block counts at the lowest tier any page it reads came from" if said else ""])
+        first = False
     rows += [
         ["gap: block rounding", _pts(g["block_rounding"]),
          f"ideal {format_percent(s['ideal_hit_ratio'])} (partial blocks, no last-token cap) - single-sequence"],
@@ -130,6 +134,8 @@ def slot_unit(s: dict[str, Any]) -> str:
 
 #: The tier table's title, one for the text and the HTML page.
 TIER_TITLE = "Tiers (hits count once, at the highest tier holding the block)"
+#: A hybrid model's (docs/replay.md, "hits per tier"): a block's pages may come from several tiers.
+HYBRID_TIER_TITLE = "Tiers (a hit block counts once, at the lowest tier any page it reads came from)"
 
 
 def tier_rows(s: dict[str, Any]) -> tuple[str, list[str], list[list[str]], list[str]]:
@@ -150,7 +156,7 @@ def tier_rows(s: dict[str, Any]) -> tuple[str, list[str], list[list[str]], list[
     headers = ["tier", "layout", f"bytes/{unit}", "capacity", "policy",
                "hit blocks" if unit == "block" else "hit blocks (model)", "restored", "written", "evicted",
                "resident end", "resident peak"]
-    return TIER_TITLE, headers, rows, _tier_notes(s, unit)
+    return (TIER_TITLE if unit == "block" else HYBRID_TIER_TITLE), headers, rows, _tier_notes(s, unit)
 
 
 def _tier_notes(s: dict[str, Any], unit: str) -> list[str]:

@@ -112,3 +112,16 @@ def test_all_full_attention_line_says_the_padding_it_includes():
     (line,) = [x for x in CliRunner().invoke(cli, args).stdout.splitlines() if "every layer as full attention" in x]
     assert f"the difference includes the page padding, {format_bytes(pad)} of gpu's " \
            f"{format_bytes(gpu['capacity_bytes'])} at its peak" in line and "capacity and eviction" in line
+
+
+def test_hybrid_hits_per_tier_say_their_rule():
+    # docs/replay.md "hits per tier (hybrid models)": the tier table's title and the first "hits served by" row say
+    # a hybrid model's rule (the lowest tier any page a hit reads came from); a plain model keeps its own title.
+    from pcs.report.replay import HYBRID_TIER_TITLE, TIER_TITLE
+    args = ["replay", str(SAMPLE), "--tier", "gpu=20GB", "--tier", "cpu=100GB", "-q"]
+    out = CliRunner().invoke(cli, args[:1] + args[1:] + ["--model", "gemma-3-27b"]).stdout
+    assert HYBRID_TIER_TITLE in out and TIER_TITLE not in out
+    (row,) = [x for x in out.splitlines() if "hits served by gpu" in x]
+    assert "lowest tier any page it reads came from" in row
+    plain = CliRunner().invoke(cli, args).stdout
+    assert TIER_TITLE in plain and "lowest tier" not in plain
