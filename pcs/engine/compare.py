@@ -65,7 +65,8 @@ _VARIANT_COLUMNS = (
     own("policy", "str", field("-", "eviction policy of the variant")),
     own("tiers", "str", field("-", "the tiers as NAME=Nblocks, space-separated, GPU first; a hybrid model: the "
                                    "tiers as given (NAME=SIZE: passed back, the same pages; pages are not a "
-                                   "capacity unit), NAME=Npages for default tiers")),
+                                   "capacity unit), the default tiers as they resolved (the deployment's GPU "
+                                   "bytes, cpu=2TB)")),
     *take("hit_ratio", "single_sequence_hit_ratio"),
     *(renamed(f"gap.{term}", f"gap_{term}") for term in ("block_rounding", "capacity_eviction", "concurrency")),
     own("lower_tier_hit_ratio", "float | None",
