@@ -419,12 +419,12 @@ def parse_capacity(text: str | int) -> Capacity:
     return Capacity(s, size_bytes=size)
 
 
-def tier_arg(name: str, capacity_blocks: int, capacity_bytes: int, pages: bool) -> str:
+def tier_arg(name: str, capacity_blocks: int, capacity_bytes: int | None, pages: bool) -> str:
     """A ``--tier`` value that :func:`parse_capacity` accepts and that gives the tier's capacity back.
 
     Args:
         name: the tier's name; capacity_blocks: its slots (blocks, or pages for a hybrid model);
-        capacity_bytes: those slots' bytes; pages: the slots are a hybrid model's pages.
+        capacity_bytes: those slots' bytes (read for pages only); pages: the slots are a hybrid model's pages.
     Returns:
         ``gpu=953blocks``; for pages, which no ``--tier`` unit counts (``N blocks`` of a hybrid model are whole
         blocks of every cache group, docs/semantics.md §3.1), the pages' bytes written exactly in GB

@@ -211,7 +211,7 @@ def _at(s: dict, path: tuple[str, ...]) -> Any:
 
 def _tier_args(s: dict) -> str:
     """A replay payload's tiers as ``--tier`` values pcs replay accepts (:func:`pcs.units.tier_arg`)."""
-    return " ".join(tier_arg(t["name"], t["capacity_blocks"], t["capacity_bytes"], slot_unit(s) == "page")
+    return " ".join(tier_arg(t["name"], t["capacity_blocks"], t.get("capacity_bytes"), slot_unit(s) == "page")
                     for t in s["tiers"])
 
 
