@@ -19,7 +19,14 @@ machine do not count), after one untimed warm-up call per run (so the first run,
 peer, is not charged with imports and first calls even at ``--repeat 1``), best of ``--repeat`` rounds, each
 round running every policy once (alternated), and block accesses per second of the whole call;
 ``ratio_to_lru`` = the policy's time / compiled lru's time in the same run.
-Prints one human line per run, then ONE JSON line last.
+Prints one human line per run and round as it ends (flushed, so a redirected run shows its progress), one per run
+with its best, then ONE JSON line last.
+
+Run time: the default is the Summary's row (lru, slru, fifo on ``compiled-step``, no ``-reference`` runs,
+``--compute step``, 3 rounds): 11 s wall, 1.2 CPU-s at load 14 (2026-12-03). ``--full`` is the whole grid (every policy
+and plug-in below, ``--compute both``, each with its ``-reference`` run): its reference and key-contract plug-in
+runs take seconds to minutes each, so budget tens of minutes (more than 600 s wall at load 14, 2026-12-03,
+stopped there); ``--policy``, ``--compute`` and ``--no-reference`` narrow it.
 ``--policy NAME`` (repeatable) times those registered policies instead.
 Plug-ins (:data:`PLUGINS`, timed by default after the built-in policies): ``demo_mru``, the example plug-in of
 tests/cache/plugin/ (MRU, a Python loop per key), and ``py_lru``, the Python class of ``lru``
@@ -32,8 +39,8 @@ _pol_pyarr.c), ``-reference`` runs them on the Python one.
 ``--admit TIER=KIND`` (repeatable) times each policy with each admission policy instead (``P+cpu=reuse:2``:
 compiled, pcs/cache/_admission.c, beside ``P+cpu=reuse:2-reference``), plain ``lru`` kept as the peer.
 ``--no-reference`` leaves the ``-reference`` runs out (minutes each under load).
-Usage: python benchmarks/bench_policies.py [--repeat 3] [--trace PATH] [--compute infinite|step|both] [--policy NAME ...]
-       [--admit cpu=reuse:2 ...] [--no-reference]
+Usage: python benchmarks/bench_policies.py [--full] [--repeat 3] [--trace PATH] [--compute infinite|step|both]
+       [--policy NAME ...] [--admit cpu=reuse:2 ...] [--reference | --no-reference]
 """
 from __future__ import annotations
 
@@ -48,6 +55,8 @@ POLICIES = ("lru", "fifo", "slru", "sieve", "2q", "s3fifo", "arc", "lfu", "gdsf"
 #: Plug-ins timed by default (registered by :func:`register_plugins`): the example of tests/cache/plugin/ and
 #: lru's Python class under another name, each on the key and on the handle contract.
 PLUGINS = ("demo_mru", "py_lru", "demo_mru_array", "py_lru_array", "py_lfu", "py_lfu_array")
+#: The default run (no --full): the Summary's row of docs/performance.md, slru and fifo against lru.
+QUICK = ("lru", "slru", "fifo")
 #: Older spellings tried when a name is refused (``protected``, engine ``general``).
 FALLBACK = {"slru": "protected", "reference": "general"}
 
@@ -115,18 +124,30 @@ def _replay(src, kwargs: dict):
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0],
+                                 epilog="Run time: the default (lru, slru, fifo, --compute step, no -reference runs) "
+                                        "11 s wall at load 14; --full (every policy and plug-in, both computes, "
+                                        "-reference runs) tens of minutes (over 600 s at load 14).")
+    ap.add_argument("--full", action="store_true", help="the whole grid: every policy and plug-in, --compute both, "
+                                                        "with -reference runs (tens of minutes)")
     ap.add_argument("--repeat", type=common.count, default=3)
     ap.add_argument("--trace", default=str(common.MOONCAKE_CONV))
-    ap.add_argument("--compute", choices=("infinite", "step", "both"), default="both")
+    ap.add_argument("--compute", choices=("infinite", "step", "both"), default=None,
+                    help="default: step (both with --full)")
     ap.add_argument("--policy", action="append", default=[], help="time these policies instead (repeatable)")
     ap.add_argument("--admit", action="append", default=[], help="time with these admissions (repeatable)")
-    ap.add_argument("--no-reference", action="store_true", help="skip the Python-hierarchy runs (-reference)")
+    ref = ap.add_mutually_exclusive_group()
+    ref.add_argument("--reference", action="store_true", help="add the Python-hierarchy runs (-reference; on with "
+                                                              "--full)")
+    ref.add_argument("--no-reference", action="store_true", help="skip the -reference runs (with --full)")
     args = ap.parse_args()
     common.need_trace(args.trace, "bench_policies")
     register_plugins()
-    runs = _runs(args.policy or (("lru",) if args.admit else POLICIES + PLUGINS), args.admit, not args.no_reference)
-    modes = ("infinite", "step") if args.compute == "both" else (args.compute,)
+    default = POLICIES + PLUGINS if args.full else QUICK
+    reference = args.reference or (args.full and not args.no_reference)
+    runs = _runs(args.policy or (("lru",) if args.admit else default), args.admit, reference)
+    compute = args.compute or ("both" if args.full else "step")
+    modes = ("infinite", "step") if compute == "both" else (compute,)
     import os
 
     import pcs
@@ -140,12 +161,15 @@ def main() -> None:
         info: dict = {}
         for label, kwargs in runs:                        # warm-up (imports, compiled twins, caches): untimed,
             _replay(src, dict(kwargs, compute_mode=mode))  # so the first policy (the lru peer) is not charged
-        for _ in range(args.repeat):                      # rounds: every run once per round (alternated)
+            print(f"[{mode}] warm-up {label}", flush=True)
+        for r in range(args.repeat):                      # rounds: every run once per round (alternated)
             for label, kwargs in runs:
                 t = time.process_time()
                 res = _replay(src, dict(kwargs, compute_mode=mode))
-                best[label] = min(best[label], time.process_time() - t)
+                took = time.process_time() - t
+                best[label] = min(best[label], took)
                 info[label] = (res.summary.hit_ratio, res.summary.engine)
+                print(f"[{mode}] round {r + 1}/{args.repeat} {label}: {took:.2f} s CPU", flush=True)
         peer = best.get("lru")
         res_mode = {}
         for label, _ in runs:
@@ -153,7 +177,7 @@ def main() -> None:
             res_mode[label] = {"replay_s": best[label], "accesses_per_s": accesses / best[label], "hit_ratio": hit,
                                "engine": engine, "ratio_to_lru": best[label] / peer if peer else None}
             print(f"[{mode}] {label}: {best[label]:.2f} s CPU, {accesses / best[label] / 1e6:.3f} M accesses/s, "
-                  f"hit ratio {hit:.6f}, {engine}" + (f", {best[label] / peer:.2f}x lru" if peer else ""))
+                  f"hit ratio {hit:.6f}, {engine}" + (f", {best[label] / peer:.2f}x lru" if peer else ""), flush=True)
         out[mode] = res_mode
     out["loadavg_end"] = os.getloadavg()[0]
     print(json.dumps(out))

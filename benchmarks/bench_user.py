@@ -35,8 +35,8 @@ ratio of CPU seconds, the steadier one on a shared machine.
 Throughput counts *logical* block accesses (full prompt blocks looked up, the
 same number for every side); ``x_libcachesim`` is a case's throughput over
 libCacheSim's. The one-tier sequential misses are checked equal to the dict
-LRU's and libCacheSim's (a benchmark of a wrong answer is no benchmark). A
-second JSON line: the engine alone (``ReplayEngine.feed`` over pre-built chunks,
+LRU's and libCacheSim's (a benchmark of a wrong answer is no benchmark). The JSON line's ``engine_only`` key
+(ONE JSON line, last, as every script): the engine alone (``ReplayEngine.feed`` over pre-built chunks,
 one LRU tier in the compiled hierarchy, sequential; best of 3), the figure ``bench_replay.py`` reports, so the gap
 between the engine and the user's call stays visible.
 
@@ -236,9 +236,10 @@ def main() -> None:
     flat = {name: round(max(v) / min(v), 3) for name, v in per_access.items()}
     print(json.dumps({"bench": "user", "rounds": a.rounds, "warmup": a.warmup, "capacity_blocks": a.capacity,
                       "sizes": rows,
-                      "us_per_access_max_over_min": flat, "machine": common.machine_info()}))
-    print(json.dumps({"bench": "user_engine_only", "what": "ReplayEngine.feed over pre-built chunks, one LRU tier "
-                      "(compiled hierarchy), sequential, best of 3", "sizes": engine}))
+                      "us_per_access_max_over_min": flat,
+                      "engine_only": {"what": "ReplayEngine.feed over pre-built chunks, one LRU tier (compiled "
+                                              "hierarchy), sequential, best of 3", "sizes": engine},
+                      "machine": common.machine_info()}))
 
 
 if __name__ == "__main__":

@@ -45,6 +45,7 @@ __all__ = [
     "MAX_VALUE",
     "Capacity",
     "parse_capacity",
+    "tier_arg",
     "parse_bytes",
     "parse_bandwidth",
     "parse_duration",
@@ -74,9 +75,11 @@ DURATION_UNITS: dict[str, int] = {
 
 _NUMBER_UNIT = re.compile(r"^\s*([+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?)\s*([A-Za-zµ/]*)\s*$", re.ASCII)
 
-_BYTE_HELP = "a size such as 512, 4KiB, 80GB, 1.5 TB or 10GiB (GB decimal, GiB binary)"
-_BW_HELP = "a bandwidth such as 20GB/s, 2000 GB/s, 10GiB/s or a plain number of bytes/s"
-_DUR_HELP = "a duration such as 100ms, 5 ms, 3us, 1.5s or a plain number of seconds"
+#: What an error expects: every example is one the command line accepts too (a plain number is refused there,
+#: :func:`require_unit`), tests/cli/test_tier_args.py.
+_BYTE_HELP = "a size such as 512B, 4KiB, 80GB, 1.5 TB or 10GiB (GB decimal, GiB binary)"
+_BW_HELP = "a bandwidth such as 20GB/s, 2000 GB/s or 10GiB/s"
+_DUR_HELP = "a duration such as 100ms, 5 ms, 3us or 1.5s"
 
 
 def _ascii_digits(text: str, what: str) -> None:
@@ -211,10 +214,15 @@ def parse_bytes(text: str | int | float) -> int:
             unit (``Gb``), malformed number, a negative size, one above 2^63 - 1 or one > 0 that rounds to 0
             bytes; the message names the value and the accepted units.
     """
-    value, unit = _split(text, "size", _BYTE_HELP)
+    return _parse_bytes(text, _BYTE_HELP)
+
+
+def _parse_bytes(text: str | int | float, help_: str) -> int:
+    """:func:`parse_bytes`, its messages naming ``help_`` as what is expected."""
+    value, unit = _split(text, "size", help_)
     if "/" in unit:
-        raise UserError(f"invalid size {str(text)!r}: unknown unit {unit!r}; expected {_BYTE_HELP}")
-    mult = _byte_mult(unit, text, "size", _BYTE_HELP)
+        raise UserError(f"invalid size {str(text)!r}: unknown unit {unit!r}; expected {help_}")
+    mult = _byte_mult(unit, text, "size", help_)
     if value < 0:
         raise UserError(f"invalid size {str(text)!r}: must not be negative")
     if mult == 1 and value != value.to_integral_value():
@@ -405,13 +413,29 @@ def parse_capacity(text: str | int) -> Capacity:
         if value < 0:
             raise UserError(f"invalid capacity {s!r}: a capacity must be >= 0, e.g. 10GB or 5000blocks")
         raise UserError(f"capacity {s!r} has no unit: {_unit_hint(s, value)}")
-    try:
-        size = parse_bytes(s)
-    except ValueError as exc:
-        raise UserError(f"{exc}; or a block count such as 5000blocks") from None
+    size = _parse_bytes(s, _CAP_HELP)   # its examples: what a capacity takes (a plain 512 is refused above)
     if size == 0 and value != 0:
         raise UserError(f"invalid capacity {s!r}: less than one byte; write 0 for an empty tier")
     return Capacity(s, size_bytes=size)
+
+
+def tier_arg(name: str, capacity_blocks: int, capacity_bytes: int | None, pages: bool) -> str:
+    """A ``--tier`` value that :func:`parse_capacity` accepts and that gives the tier's capacity back.
+
+    Args:
+        name: the tier's name; capacity_blocks: its slots (blocks, or pages for a hybrid model);
+        capacity_bytes: those slots' bytes (read for pages only); pages: the slots are a hybrid model's pages.
+    Returns:
+        ``gpu=953blocks``; for pages, which no ``--tier`` unit counts (``N blocks`` of a hybrid model are whole
+        blocks of every cache group, docs/semantics.md §3.1), the pages' bytes written exactly in GB
+        (``gpu=481.96747264GB``): a shared pool (vLLM) cuts them into the same pages.
+    """
+    if not pages:
+        return f"{name}={capacity_blocks}blocks"
+    if capacity_bytes < 10**9:
+        return f"{name}={capacity_bytes}B"
+    gb = format(Decimal(capacity_bytes).scaleb(-9).normalize(), "f")
+    return f"{name}={gb}GB"
 
 
 def format_points(ratio: float | None, digits: int = 1) -> str:

@@ -947,14 +947,14 @@ static int adm_fields(GH *s, GAdm *a, const long long *restored, const long long
 
 /* GroupHierarchy._apply: pin, reserve, restore, demote the victims; the admission's fields into a (a new
  * admission, or run_sequential's reused one: with_lists 0) */
-static int apply(GH *s, GAdm *a, Py_ssize_t budget, Py_ssize_t lead, int truncated, int with_lists) {
+static int apply(GH *s, GAdm *a, Py_ssize_t budget, Py_ssize_t usable, int truncated, int with_lists) {
     long long restored[MAXL] = {0}, nbytes[MAXL] = {0};
     t_pin(&s->tier[0], &s->pin_now);
     s->tmp2.n = 0;
     if (t_reserve(s, budget, &s->tmp2) < 0) return -1;
     Py_ssize_t filled = do_restores(s, restored, nbytes);
     if (filled < 0 || evicted(s, &s->tmp2) < 0) return -1;
-    a->prefix_hit_blocks = lead;
+    a->prefix_hit_blocks = usable;
     a->hit_blocks = s->k;
     a->truncated = (char)truncated;
     a->reserved = budget - filled;
@@ -1046,6 +1046,7 @@ static int admit(GH *s, GAdm *a, long long cap, long long extra, int wait, int w
     long long full_lead = s->full0 ? lead : -1;
     long long k = fixed_point(s, cap, 0, full_lead);
     long long lost = s->full0 ? (cap < lead ? cap : lead) - k : 0;
+    long long usable = k + (lead > cap ? lead - cap : 0);   /* GroupHierarchy.start's usable */
     if (k > lead) lead = k;
     int truncated = 0;
     Py_ssize_t budget;
@@ -1064,7 +1065,7 @@ static int admit(GH *s, GAdm *a, long long cap, long long extra, int wait, int w
         break;
     }
     long long gl = s->nrest ? gpu_lead(s, full_lead) : s->k;
-    if (apply(s, a, budget, lead, truncated, with_lists) < 0) return -1;
+    if (apply(s, a, budget, usable, truncated, with_lists) < 0) return -1;
     a->lost_blocks = lost;
     a->gpu_lead_blocks = gl;
     a->blocks = s->n;
@@ -1631,7 +1632,7 @@ static PyGetSetDef adm_getset[] = {
     {NULL}};
 
 static PyMemberDef adm_members[] = {
-    {"prefix_hit_blocks", T_LONGLONG, offsetof(GAdm, prefix_hit_blocks), READONLY, "group 0's leading resident blocks"},
+    {"prefix_hit_blocks", T_LONGLONG, offsetof(GAdm, prefix_hit_blocks), READONLY, "leading blocks every group accepts, capped ones included"},
     {"hit_blocks", T_LONGLONG, offsetof(GAdm, hit_blocks), READONLY, "blocks every group accepts"},
     {"last_hit_tier", T_LONGLONG, offsetof(GAdm, last_hit_tier), READONLY, "level of the last hit block, -1"},
     {"lost_blocks", T_LONGLONG, offsetof(GAdm, lost_blocks), READONLY, "hit blocks the hybrid rules refused"},

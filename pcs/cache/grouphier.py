@@ -54,7 +54,10 @@ class GroupAdmission:
     """One running request's hold on a :class:`GroupHierarchy` (made by ``start``).
 
     Attributes (as :class:`pcs.cache.Admission`; pages are pool pages):
-        prefix_hit_blocks: group 0's leading blocks resident in some tier (§3).
+        prefix_hit_blocks: the leading blocks every group accepts before the last-token cap and truncation
+            (the fixed point at the cap, plus group 0's resident blocks past the cap): the request's
+            ``missed_blocks`` are ``cacheable - prefix_hit_blocks`` (docs/replay.md, "missed blocks"); with
+            one full-attention group, its resident run (§3).
         hit_blocks: blocks every group accepts (the fixed point; fewer when truncated).
         hit_blocks_per_tier: per level, hit blocks attributed to the slowest level any of their needed
             pages came from (blocks no group reads count at level 0).
@@ -269,6 +272,7 @@ class GroupHierarchy(GroupStepMixin):
         full_lead = lead if self._full0 else None
         k = fixed_point(self.groups, cap, look.present, full_lead)
         lost = min(cap, lead) - k if self._full0 else 0   # what full attention alone would have hit
+        usable = k + max(0, lead - cap)   # prefix_hit_blocks: accepted, the capped resident blocks included
         lead = max(lead, k)    # a window / chunk / state group 0 may hit past its contiguous blocks
         truncated = False
         while True:
@@ -286,7 +290,7 @@ class GroupHierarchy(GroupStepMixin):
                 break
             k = fixed_point(self.groups, cut, look.present, full_lead)
         gpu_lead = self._gpu_lead(d, look, full_lead) if d.restores else d.k
-        adm = self._apply(d, budgets, lead, truncated)
+        adm = self._apply(d, budgets, usable, truncated)
         adm.lost_blocks, adm.gpu_lead_blocks, adm.live, adm.blocks = lost, gpu_lead, d.live, len(head)
         held = sum((len(t.resident) - len(t.policy) + t.reserved_blocks) * b
                    for t, b in zip(self.levels[0], self.page_bytes[0]))
@@ -431,7 +435,7 @@ class GroupHierarchy(GroupStepMixin):
         d.computed, d.transient = kept, passing
         d.extra = [0] * self.pools
 
-    def _apply(self, d: _Demand, budgets: list[int], lead: int, truncated: bool) -> GroupAdmission:
+    def _apply(self, d: _Demand, budgets: list[int], usable: int, truncated: bool) -> GroupAdmission:
         """Pin, reserve, restore and demote the victims; the admission."""
         gpu = self.levels[0]
         for p, pool in enumerate(gpu):
@@ -441,7 +445,7 @@ class GroupHierarchy(GroupStepMixin):
         for p, v in enumerate(victims):
             self._evicted(v, 0, p)
         a = GroupAdmission()
-        a.prefix_hit_blocks, a.hit_blocks, a.truncated = lead, d.k, truncated
+        a.prefix_hit_blocks, a.hit_blocks, a.truncated = usable, d.k, truncated
         where = d.where[:d.k] + [0] * (d.k - len(d.where))   # blocks no group reads: level 0
         a.hit_blocks_per_tier = [where.count(j) for j in range(len(self.levels))]
         a.last_hit_tier = where[-1] if d.k else -1

@@ -24,6 +24,7 @@ from pcs.cache.policies import DEFAULT_POLICY, canonical_spec, policy_options
 from pcs.engine.result import PayloadLens, ReplaySummary
 from pcs.errors import UserError
 from pcs.schema import common, field, own, projection, renamed, result, take, to_dict
+from pcs.units import tier_arg
 
 __all__ = ["compare", "CompareResult", "CompareVariant", "CompareCurveRow"]
 
@@ -64,7 +65,8 @@ _VARIANT_COLUMNS = (
     own("policy", "str", field("-", "eviction policy of the variant")),
     own("tiers", "str", field("-", "the tiers as NAME=Nblocks, space-separated, GPU first; a hybrid model: the "
                                    "tiers as given (NAME=SIZE: passed back, the same pages; pages are not a "
-                                   "capacity unit), NAME=Npages for default tiers")),
+                                   "capacity unit), the default tiers as they resolved (the deployment's GPU "
+                                   "bytes, cpu=2TB)")),
     *take("hit_ratio", "single_sequence_hit_ratio"),
     *(renamed(f"gap.{term}", f"gap_{term}") for term in ("block_rounding", "capacity_eviction", "concurrency")),
     own("lower_tier_hit_ratio", "float | None",
@@ -101,16 +103,31 @@ class CompareVariant:
 
         ``tiers`` is what a user can pass back for the same run: whole blocks (``--tier gpu=953blocks``); a hybrid
         model's tiers as given, since its pages are no capacity unit and their bytes do not give the same pages
-        back under the sglang manager's per-pool split (pcs/engine/hybrid.py ``_sglang_split``)."""
+        back under the sglang manager's per-pool split (pcs/engine/hybrid.py ``_sglang_split``); without given
+        tiers, the defaults they resolved to (the deployment's GPU bytes), else their pages' bytes
+        (:func:`pcs.units.tier_arg`)."""
+        given = given or (_default_hybrid_tiers(s) if s.hybrid else None)
         if s.hybrid and given:
             tiers = " ".join(given)
         else:
-            tiers = " ".join(f"{t.name}={t.capacity_blocks}{'pages' if s.hybrid else 'blocks'}" for t in s.tiers)
+            tiers = " ".join(tier_arg(t.name, t.capacity_blocks, t.capacity_bytes, bool(s.hybrid)) for t in s.tiers)
         return cls.from_source(
             s, variant=label, policy=policy or DEFAULT_POLICY, tiers=tiers,
             lower_tier_hit_ratio=(None if s.hit_ratio is None else sum(list(s.hit_ratio_per_tier.values())[1:])),
             written_bytes=sum(s.bytes.written_per_tier.values()), share_slower=_slower_share(s),
             admission=admission, payload_lens=s.payload_lens, summary=s)
+
+
+def _default_hybrid_tiers(s: ReplaySummary) -> list[str] | None:
+    """The default tiers a hybrid replay ran on, as ``--tier`` values (the GPU tier's bytes from the
+    deployment, the others :data:`pcs.engine.api.DEFAULT_TIERS`'); None when the GPU tier was not sized so."""
+    from pcs.engine.api import DEFAULT_TIERS
+
+    d = s.deployment or {}
+    if d.get("gpu_tier_from") != "deployment" or len(s.tiers) != len(DEFAULT_TIERS):
+        return None
+    gpu = d["gpu_tier_bytes"]
+    return [tier_arg(s.tiers[0].name, gpu, gpu, True)] + [str(t) for t in DEFAULT_TIERS[1:]]
 
 
 @result

@@ -37,7 +37,9 @@ def component_bytes(plan, level: int, pages: Sequence[int]) -> dict[str, int]:
 
 
 def request_columns(plan, residency) -> dict[str, np.ndarray]:
-    """Per-request columns: ``gpu_resident_bytes_<component>`` right after admission, ``hybrid_lost_tokens``."""
+    """Per-request columns: ``gpu_resident_bytes_<component>`` (the GPU's resident pages right after the request's
+    admission: cached pages, its hits and restores included, not the slots it reserved for the pages its prefill
+    will write), ``hybrid_lost_tokens``."""
     pages = [np.frombuffer(c, dtype=np.int64) if len(c) else np.zeros(0, np.int64) for c in residency.request_pages]
     n = len(pages[0])
     cols: dict[str, np.ndarray] = {}
@@ -93,10 +95,13 @@ def _series(plan, residency) -> dict[str, Any]:
     return out
 
 
-def _full_attention(full) -> dict[str, Any] | None:
+def _full_attention(full, padding: dict[str, int]) -> dict[str, Any] | None:
+    """The comparison line's figures, with this run's page padding at each tier's peak beside them (the
+    comparison's difference includes the capacity it takes; docs/replay.md, the gap)."""
     if full is None:
         return None
     return {"hit_ratio": full.hit_ratio, "hit_ratio_per_tier": dict(full.hit_ratio_per_tier),
+            "page_padding_bytes_peak": padding,
             "sequential_hit_ratio": full.sequential_hit_ratio, "engine": full.engine,
             "tiers": {t.name: {"capacity_blocks": t.capacity_blocks, "resident_bytes_peak": t.resident_bytes_peak,
                                "resident_bytes_peak_by_component": dict(t.resident_bytes_peak_by_component)}
@@ -113,6 +118,7 @@ def hybrid_summary(plan, residency, lost_tokens: int, full=None) -> HybridSummar
     """
     levels = residency.levels
     lower = range(1, len(levels))
+    peaks = {name: component_bytes(plan, j, residency.group_peak_pages[j]) for j, name in enumerate(levels)}
     groups = tuple({"name": g.name, "rule": g.rule, "components": list(g.components), "layers": g.layers,
                     "span_tokens": g.span_tokens, "pages_per_block": g.pages, "pool": g.pool} for g in plan.groups)
     pools = {name: tuple({"name": plan.pool_name(name, p), "capacity_pages": c, "page_bytes": b}
@@ -124,6 +130,7 @@ def hybrid_summary(plan, residency, lost_tokens: int, full=None) -> HybridSummar
         lost_tokens=int(lost_tokens),
         restored_bytes_by_component={levels[j]: component_bytes(plan, j, residency.restored[j]) for j in lower},
         written_bytes_by_component={levels[j]: component_bytes(plan, j, residency.written[j]) for j in lower},
-        resident_bytes_peak_by_component={name: component_bytes(plan, j, residency.group_peak_pages[j])
-                                          for j, name in enumerate(levels)},
-        series=_series(plan, residency), full_attention=_full_attention(full))
+        resident_bytes_peak_by_component=peaks,
+        series=_series(plan, residency), full_attention=_full_attention(
+            full, {name: int(component_bytes(plan, j, residency.peak_pages[j]).get("page_padding", 0))
+                   for j, name in enumerate(levels)}))   # at the tier's peak, as tier_fields

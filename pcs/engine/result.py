@@ -38,7 +38,8 @@ class TierSummary:
                                                         "null for the GPU tier")
     link_setup_s: float | None = field("s", "fixed setup time per restore; null for the GPU tier")
     hit_blocks: int = field("blocks", "prefix-hit blocks served by this tier (a hit counts once, at the highest "
-                                      "tier holding the block; docs/semantics.md §3)")
+                                      "tier holding the block; docs/semantics.md §3; a hybrid model's at the "
+                                      "lowest tier any page the hit reads came from, docs/replay.md)")
     hit_tokens: int = field("tokens", "hit tokens served by this tier (after the last-token cap)")
     restored_blocks: int = field("blocks", "blocks restored from this tier to the GPU (0 for the GPU tier)")
     restored_bytes: int = bytes_of("restored_blocks")
@@ -211,7 +212,10 @@ class HybridSummary:
     full_attention: dict[str, Any] | None = field(
         "-", "the same run with every layer as full attention: hit_ratio, hit_ratio_per_tier, "
              "sequential_hit_ratio, engine, and per tier capacity_blocks, resident_bytes_peak and "
-             "resident_bytes_peak_by_component", omit_none=True, default=None)
+             "resident_bytes_peak_by_component; beside them page_padding_bytes_peak {tier: bytes}, this run's "
+             "page padding at the tier's peak: the difference from this run includes the capacity it takes, "
+             "which the gap counts under capacity_eviction, not hybrid_rules (docs/replay.md)",
+        omit_none=True, default=None)
 
 
 @result
@@ -242,7 +246,7 @@ class ReplaySummary:
     block_accesses: int = field("blocks", "block lookups: sum over requests of their blocks")
     cacheable_blocks: int = field("blocks", "blocks the cache may hold under the block rules")
     hit_blocks: int = field("blocks", "prefix-hit blocks")
-    block_misses: int = field("blocks", "cacheable blocks that missed")
+    block_misses: int = field("blocks", "cacheable blocks outside the usable prefix (docs/replay.md, missed blocks)")
     hit_ratio: float | None = field("ratio", "real hit ratio of this run: hit_tokens / prompt_tokens; this and every "
                                              "ratio over prompt tokens (per tier, single-sequence, ideal, sequential, "
                                              "the gap terms) null when prompt_tokens is 0 (0/0)")

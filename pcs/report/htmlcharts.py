@@ -162,8 +162,9 @@ def waterfall_chart(s: dict, oracle: dict | None) -> Chart | None:
     title = "Where the hits go: ideal to real"
     return Chart("gap", title, _spec(title, layers, datasets), series,
                  "Dark bars are hit ratios, light bars the gap terms between them, signed as the text report's gap "
-                 "rows (level before - level after; they sum to ideal - real). "
-                 "The dashed line is the offline optimum (Belady) with one cache of the run's total blocks.")
+                 "rows (level before - level after; they sum to ideal - real)."
+                 + (" The dashed line is the offline optimum (Belady) with one cache of the run's total blocks."
+                    if "oracle" in datasets else ""))
 
 
 def _capacity_axis(block_size: int, top_bytes_per_block: int | None) -> tuple[dict, dict | None]:

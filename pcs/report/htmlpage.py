@@ -24,7 +24,7 @@ from pcs.report.htmltables import (compare_table, envelope_table, footprint_tabl
                                     runs_table, tier_table)
 from pcs.errors import UserError
 from pcs.report.replay import slot_unit
-from pcs.units import format_percent
+from pcs.units import format_percent, tier_arg
 
 __all__ = ["KINDS", "payload_kind", "build_page", "inputs_rows", "reproduce_command"]
 
@@ -197,10 +197,25 @@ def _section(sid: str, title: str, charts: Sequence[hc.Chart | None] = (), table
     return {"id": sid, "title": title, "charts": charts, "tables": tables, "intro": intro}
 
 
+#: Why a replay page has no oracle: a hybrid model's run, or one run without the curve (``--no-curve``).
+NO_ORACLE_HYBRID = ("No oracle: Belady and the hit-rate curve apply the all-full-attention rules and count "
+                    "whole-model blocks, while a hybrid model's tiers count pages under its groups' rules "
+                    "(docs/hybrid.md), so neither is drawn for this run.")
+NO_ORACLE_NOT_COMPUTED = "No oracle: the offline optimum (Belady) was not computed for this page (--no-curve)."
+
+
+def _headline_section(s: dict, oracle: dict | None) -> dict | None:
+    """The gap waterfall's section: titled by what it draws, saying why there is no oracle when there is none."""
+    if oracle is not None and oracle.get("hit_ratio") is not None:
+        return _section("headline", "Hit ratio: real, single-sequence, oracle", [hc.waterfall_chart(s, oracle)])
+    why = NO_ORACLE_HYBRID if s.get("hybrid") else NO_ORACLE_NOT_COMPUTED
+    return _section("headline", "Hit ratio: real vs single-sequence", [hc.waterfall_chart(s, None)], intro=why)
+
+
 def _replay_sections(s: dict, curve: dict | None, oracle: dict | None) -> list[dict | None]:
     dist = s.get("distributions")
     return [
-        _section("headline", "Hit ratio: real, single-sequence, oracle", [hc.waterfall_chart(s, oracle)]),
+        _headline_section(s, oracle),
         _section("curve", "Hit-rate curve", [hc.curve_chart(curve, _run_marks(s))] if curve else []),
         _section("time", "Over simulated time", [*time_charts(s.get("series")), utilisation_chart(s.get("scheduler"))]),
         _section("distributions", "Distributions", [hc.ttft_chart(dist), hc.restore_chart(dist)]),
@@ -336,13 +351,14 @@ def inputs_rows(payloads: Sequence[dict], command: Sequence[str] | None, version
 
 
 def reproduce_command(s: dict) -> str:
-    """A ``pcs replay`` command line that reruns a replay payload (tiers in blocks, so sizes are exact)."""
+    """A ``pcs replay`` command line that reruns a replay payload (tiers in blocks, so sizes are exact; a hybrid
+    model's in its pages' exact bytes, :func:`pcs.units.tier_arg`)."""
     args = ["pcs", "replay", s["trace"], "--model", s["model"], "--gpu", s["gpu"], "--tp", str(s["tp"])]
     if s.get("kv_dtype"):
         args += ["--dtype", s["kv_dtype"]]
     args += ["--block-size", str(s["block_size"])]
     for t in s["tiers"]:
-        args += ["--tier", f"{t['name']}={t['capacity_blocks']}blocks"]
+        args += ["--tier", tier_arg(t["name"], t["capacity_blocks"], t["capacity_bytes"], slot_unit(s) == "page")]
     for t in s["tiers"][1:]:
         if t.get("link"):
             args += ["--link", f"{t['name']}={_link_arg(t, s['tp'])}"]

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Sequence
 
-from pcs.units import format_bandwidth, format_bytes, format_count, format_duration, format_percent
+from pcs.units import format_bandwidth, format_bytes, format_count, format_duration, format_percent, tier_arg
 from pcs.report.replay import (CEILING_LABEL, REAL_LABEL, RESTORE_TIME_NOTE, TP_NOTE, block_bytes, break_even_cells,
                                hybrid_rows, lens_rows, model_block_pages, slot_unit, tier_rows, ttft_note)
 
@@ -209,10 +209,15 @@ def _at(s: dict, path: tuple[str, ...]) -> Any:
     return s
 
 
+def _tier_args(s: dict) -> str:
+    """A replay payload's tiers as ``--tier`` values pcs replay accepts (:func:`pcs.units.tier_arg`)."""
+    return " ".join(tier_arg(t["name"], t["capacity_blocks"], t.get("capacity_bytes"), slot_unit(s) == "page")
+                    for t in s["tiers"])
+
+
 def runs_table(runs: Sequence[dict]) -> dict:
     """Several replay payloads side by side (one column per run, the best cell of a row marked)."""
-    rows = [[cell("tiers")] + [cell(" ".join(f"{t['name']}={t['capacity_blocks']}{slot_unit(s)}s"   # hybrid: pages
-                                             for t in s["tiers"])) for s in runs]]
+    rows = [[cell("tiers")] + [cell(_tier_args(s)) for s in runs]]
     for label, path, fmt, direction in RUN_ROWS:
         values = [_at(s, path) for s in runs]
         if path == ("gap", "hybrid_rules") and all(x is None for x in values):
@@ -238,7 +243,7 @@ def run_labels(runs: Sequence[dict]) -> list[str]:
         if len(set(map(str, values))) > 1:
             for p, v in zip(parts, values):
                 p.append(form.format(v))
-    tiers = [" ".join(f"{t['name']}={t['capacity_blocks']}" for t in s["tiers"]) for s in runs]
+    tiers = [_tier_args(s) for s in runs]
     if len(set(tiers)) > 1 and not any(parts):
         parts = [[t] for t in tiers]
     if not any(parts):

@@ -13,7 +13,7 @@ from typing import Any
 from pcs.units import format_bandwidth, format_bytes, format_count, format_duration, format_percent, format_points
 from pcs.report.table import render_table, shown_path
 
-__all__ = ["render_replay", "model_label", "slot_unit", "tier_rows", "hybrid_rows", "block_bytes", "model_block_pages", "TIER_TITLE", "header_line", "lens_rows",
+__all__ = ["render_replay", "model_label", "slot_unit", "tier_rows", "hybrid_rows", "block_bytes", "model_block_pages", "TIER_TITLE", "HYBRID_TIER_TITLE", "header_line", "lens_rows",
            "lens_text", "ttft_note", "REAL_LABEL", "CEILING_LABEL", "CEILING_MEANING"]
 
 
@@ -95,8 +95,12 @@ def _hit_table(s: dict[str, Any]) -> str:
         [REAL_LABEL, format_percent(s["hit_ratio"]),
          "hit tokens / prompt tokens, this cache, this traffic"],
     ] + _ceiling_rows(s)
+    first = True
     for tier, r in s["hit_ratio_per_tier"].items():
-        rows.append([f"  hits served by {tier}", format_percent(r), ""])
+        said = first and s.get("hybrid") and len(s["hit_ratio_per_tier"]) > 1
+        rows.append([f"  hits served by {tier}", format_percent(r),
+                     "hybrid: a block counts at the lowest tier any page it reads came from" if said else ""])
+        first = False
     rows += [
         ["gap: block rounding", _pts(g["block_rounding"]),
          f"ideal {format_percent(s['ideal_hit_ratio'])} (partial blocks, no last-token cap) - single-sequence"],
@@ -130,6 +134,8 @@ def slot_unit(s: dict[str, Any]) -> str:
 
 #: The tier table's title, one for the text and the HTML page.
 TIER_TITLE = "Tiers (hits count once, at the highest tier holding the block)"
+#: A hybrid model's (docs/replay.md, "hits per tier"): a block's pages may come from several tiers.
+HYBRID_TIER_TITLE = "Tiers (a hit block counts once, at the lowest tier any page it reads came from)"
 
 
 def tier_rows(s: dict[str, Any]) -> tuple[str, list[str], list[list[str]], list[str]]:
@@ -150,7 +156,7 @@ def tier_rows(s: dict[str, Any]) -> tuple[str, list[str], list[list[str]], list[
     headers = ["tier", "layout", f"bytes/{unit}", "capacity", "policy",
                "hit blocks" if unit == "block" else "hit blocks (model)", "restored", "written", "evicted",
                "resident end", "resident peak"]
-    return TIER_TITLE, headers, rows, _tier_notes(s, unit)
+    return (TIER_TITLE if unit == "block" else HYBRID_TIER_TITLE), headers, rows, _tier_notes(s, unit)
 
 
 def _tier_notes(s: dict[str, Any], unit: str) -> list[str]:
@@ -451,13 +457,24 @@ def hybrid_rows(s: dict[str, Any]) -> tuple[str, list[str], list[list[str]], lis
         for comp, v in t["resident_bytes_peak_by_component"].items():
             rows.append([t["name"], comp, format_bytes(v), format_bytes(other[comp]) if comp in other else "-"])
     notes = [f"the same run with every layer as full attention: hit ratio {format_percent(full['hit_ratio'])} "
-             f"(this run {format_percent(s['hit_ratio'])})"] if full else []
+             f"(this run {format_percent(s['hit_ratio'])}){_padding_said(s, full)}"] if full else []
     notes.append(f"{format_count(h['lost_tokens'])} hit tokens of this run lost to the hybrid rules (full attention "
                  "held them; JSON hybrid.lost_tokens, --requests-out hybrid_lost_tokens; the gap's hybrid rules "
                  "term is the sequential replay's); each column is the components at that run's tier peak "
                  "(JSON tiers[].resident_bytes_peak_by_component), page_padding = vLLM's uniform page size padding")
     return (f"Hybrid model ({h['manager']}): resident bytes per component",
             ["tier", "component", "at the tier's peak", "all full attention"], rows, notes)
+
+
+def _padding_said(s: dict[str, Any], full: dict[str, Any]) -> str:
+    """``; the difference includes ... page padding ...`` for the comparison line (docs/replay.md, the gap)."""
+    pad = full.get("page_padding_bytes_peak") or {}
+    gpu = s["tiers"][0]
+    if not pad.get(gpu["name"]):
+        return ""
+    return (f"; the difference includes the page padding, {format_bytes(pad[gpu['name']])} of "
+            f"{gpu['name']}'s {format_bytes(gpu['capacity_bytes'])} at its peak, which the gap split counts under "
+            "capacity and eviction (its hybrid rules row is only the hits the rules refused)")
 
 
 def _hybrid_table(s: dict[str, Any]) -> str:

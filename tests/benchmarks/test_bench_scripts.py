@@ -73,7 +73,17 @@ def test_script_runs_on_the_sample(script, tmp_path):
     args = [a.format(tmp=tmp_path, sample=SAMPLE) for a in SMALLEST[script]]
     r = _run(script, args, cwd=tmp_path)
     assert r.returncode == 0, r.stderr[-2000:]
-    json.loads(r.stdout.strip().splitlines()[-1])          # the one JSON line, last
+    lines = r.stdout.strip().splitlines()
+    assert isinstance(json.loads(lines[-1]), dict)         # the one JSON line, last (benchmarks/README.md) ...
+    assert [x for x in lines[:-1] if _is_json(x)] == []    # ... and no other (bench_user.py printed two)
+
+
+def _is_json(line: str) -> bool:
+    try:
+        json.loads(line)
+    except ValueError:
+        return False
+    return line.lstrip().startswith(("{", "["))
 
 
 def test_snapshot_diff_of_a_file_with_itself_is_zero(tmp_path):

@@ -120,9 +120,10 @@ def test_evicted_window_blocks_give_no_hit_past_the_windows_start():
     serve(h, [20, 21])
     assert h.residency.pages[0] == [8, 4]
     # D = 1 2 3 4 9: full attention holds 1..4 (lead 4), but the window for a hit at 4 needs w3, w4
-    # (evicted) and no earlier point has its 2 window blocks either -> no hit at all; 4 blocks lost
+    # (evicted) and no earlier point has its 2 window blocks either -> no hit at all; 4 blocks lost; the
+    # prefix every group accepts is empty, so all 5 blocks are missed (docs/replay.md, missed blocks)
     adm = h.start([1, 2, 3, 4, 9], 5, 5)
-    assert (adm.hit_blocks, adm.prefix_hit_blocks, adm.lost_blocks) == (0, 4, 4)
+    assert (adm.hit_blocks, adm.prefix_hit_blocks, adm.lost_blocks) == (0, 0, 4)
     h.prefill_done(adm)
     h.finish(adm)
     h._check()
@@ -202,3 +203,19 @@ def test_running_extra_pages_per_group():
     assert adm.reserved == [5 + 1 + 1]
     h.finish(adm)
     h._check()
+
+
+def test_a_hit_counts_at_the_lowest_tier_any_page_it_reads_came_from():
+    # docs/replay.md, "hits per tier (hybrid models)". GPU 7 pages, W = 9 tokens (m = 2 window blocks).
+    h = hier(FULL, WIN, caps=(7, 100))
+    # A = 1..3: 6 slots; w1 slides out (stored unpinned), then full pages, then window pages at finish.
+    # GPU LRU: w1 | f3 f2 f1 | w3 w2 (6 pages)
+    serve(h, [1, 2, 3])
+    # B = 10, 11: 4 slots, 1 free -> evicts w1, f3, f2 into the cpu tier (write-back)
+    serve(h, [10, 11])
+    assert 1 in h.levels[0][0].resident and w(1) not in h.levels[0][0].resident
+    assert w(1) in h.levels[1][0].resident
+    # C = 1 (cap 1): the hit at block 1 reads f1 (GPU) and w1 (the window of block 1: cpu). It counts once, at
+    # the cpu tier, where its w1 page is restored from -- not at the GPU, the highest tier holding f1.
+    adm = serve(h, [1])
+    assert adm.hit_blocks == 1 and adm.hit_blocks_per_tier == [0, 1] and adm.restored_blocks_per_tier == [0, 1]

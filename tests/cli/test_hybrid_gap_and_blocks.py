@@ -147,14 +147,17 @@ def test_a_hybrid_tier_in_blocks_is_held_to_int64_bytes_of_its_padded_blocks():
 
 def test_html_side_by_side_tables_carry_the_hybrid_term_and_count_pages(tiny):
     # The HTML compare table and the table of several replays show gap: hybrid rules for a hybrid model (left out
-    # without one, as the text table), and a hybrid run's tiers as pages: 5 blocks x 2 pages = 10, 4 x 2 = 8.
+    # without one, as the text table), and a hybrid run's tiers as pages: 5 blocks x 2 pages = 10, 4 x 2 = 8,
+    # written as a --tier value pcs replay accepts (pages are no unit): their bytes, 10 x 16,384 B and 8 x 16,384 B
+    # (a page: 2 layers of 16 tokens x K and V x 1 head x 128 dims x 2 B = 2 x 16 x 512 B).
     from pcs.report.htmltables import compare_table, runs_table
 
     trace, models = tiny
     args = [trace, "--block-size", "16", "--tp", "1", "--timing", "sequential"]
     runs = [invoke_json("replay", *args, "--model", models["swa"], "--tier", f"gpu={n}blocks") for n in (5, 4)]
     t = runs_table(runs)
-    assert [c["text"] for c in t["rows"][0][1:]] == ["gpu=10pages", "gpu=8pages"]
+    assert [r["tiers"][0]["capacity_blocks"] for r in runs] == [10, 8] and runs[0]["tiers"][0]["bytes_per_block"] == 16384
+    assert [c["text"] for c in t["rows"][0][1:]] == ["gpu=163840B", "gpu=131072B"]
     (hyb,) = [r for r in t["rows"] if r[0]["text"] == "gap: hybrid rules"]
     assert hyb[1]["text"] == f"{100 * runs[0]['gap']['hybrid_rules']:+.1f} pts"
     plain = [invoke_json("replay", *args, "--tier", f"gpu={n}blocks") for n in (5, 4)]

@@ -72,3 +72,56 @@ def test_hybrid_page_draws_no_one_pass_curve_nor_pages_as_blocks(tmp_path):
     assert CliRunner().invoke(cli, args + ["--html", str(page)]).exit_code == 0
     text = page.read_text()
     assert 'data-chart="curve"' not in text and "476 blk" not in text
+
+
+def test_headline_title_and_caption_follow_what_is_drawn():
+    # A hybrid run has no oracle (htmlcurve.replay_curve gives none: Belady counts whole-model blocks): the
+    # headline is titled without "oracle", says why, and the waterfall's caption has no dashed line to explain.
+    # A plain run with an oracle keeps both; one without (--no-curve) says it was not computed.
+    from pcs.engine.api import replay
+    from pcs.report.htmlpage import NO_ORACLE_HYBRID, NO_ORACLE_NOT_COMPUTED, build_page
+
+    def headline(s, oracle):
+        sec = next(x for x in build_page([s], None, oracle)["sections"] if x and x["id"] == "headline")
+        return sec["title"], sec["intro"], sec["charts"][0].caption
+
+    hyb = replay(SAMPLE, model="gemma-3-27b", tiers=["gpu=20GB", "cpu=100GB"], timing="sequential").summary.to_dict()
+    title, intro, caption = headline(hyb, None)
+    assert "oracle" not in title and intro == NO_ORACLE_HYBRID and "dashed" not in caption
+    plain = replay(SAMPLE, tiers=["gpu=300blocks"], timing="sequential").summary.to_dict()
+    title, intro, caption = headline(plain, {"capacity_blocks": 300, "hit_ratio": 0.25})
+    assert title == "Hit ratio: real, single-sequence, oracle" and intro == "" and "dashed line" in caption
+    title, intro, caption = headline(plain, None)
+    assert "oracle" not in title and intro == NO_ORACLE_NOT_COMPUTED and "dashed" not in caption
+
+
+def test_all_full_attention_line_says_the_padding_it_includes():
+    # qwen3-next-80b-a3b pads its state to the 12-layer attention page (docs/hybrid.md): the comparison with every
+    # layer as full attention differs from the run by the rules AND by the capacity the padding takes, which the gap
+    # counts under capacity and eviction. The JSON puts the padding at each tier's peak beside the comparison (the
+    # tiers' own page_padding component), the text's comparison line says it in the GPU tier's bytes.
+    import json
+
+    from pcs.units import format_bytes
+    args = ["replay", str(SAMPLE), "--model", "qwen3-next-80b-a3b", "--tier", "gpu=40GB", "--timing", "sequential",
+            "-q"]
+    s = json.loads(CliRunner().invoke(cli, args + ["--format", "json"]).stdout)
+    full, gpu = s["hybrid"]["full_attention"], s["tiers"][0]
+    pad = gpu["resident_bytes_peak_by_component"]["page_padding"]
+    assert pad > 0 and full["page_padding_bytes_peak"] == {"gpu": pad}
+    (line,) = [x for x in CliRunner().invoke(cli, args).stdout.splitlines() if "every layer as full attention" in x]
+    assert f"the difference includes the page padding, {format_bytes(pad)} of gpu's " \
+           f"{format_bytes(gpu['capacity_bytes'])} at its peak" in line and "capacity and eviction" in line
+
+
+def test_hybrid_hits_per_tier_say_their_rule():
+    # docs/replay.md "hits per tier (hybrid models)": the tier table's title and the first "hits served by" row say
+    # a hybrid model's rule (the lowest tier any page a hit reads came from); a plain model keeps its own title.
+    from pcs.report.replay import HYBRID_TIER_TITLE, TIER_TITLE
+    args = ["replay", str(SAMPLE), "--tier", "gpu=20GB", "--tier", "cpu=100GB", "-q"]
+    out = CliRunner().invoke(cli, args[:1] + args[1:] + ["--model", "gemma-3-27b"]).stdout
+    assert HYBRID_TIER_TITLE in out and TIER_TITLE not in out
+    (row,) = [x for x in out.splitlines() if "hits served by gpu" in x]
+    assert "lowest tier any page it reads came from" in row
+    plain = CliRunner().invoke(cli, args).stdout
+    assert TIER_TITLE in plain and "lowest tier" not in plain

@@ -141,7 +141,7 @@ def test_runs_table_names_what_varies():
         "run 1: KV fp16", "run 2: KV fp8"]
     assert run_labels([a, {**a, "policy": "fifo"}]) == ["run 1: lru", "run 2: fifo"]
     assert run_labels([a, {**a, "tiers": [{"name": "gpu", "capacity_blocks": 100}]}]) == [
-        "run 1: gpu=2372", "run 2: gpu=100"]
+        "run 1: gpu=2372blocks", "run 2: gpu=100blocks"]     # --tier values pcs replay accepts (a plain 2372 is not)
     assert run_labels([a, a]) == ["run 1: lru, modeled", "run 2: lru, modeled"]   # nothing differs
 
 
