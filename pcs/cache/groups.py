@@ -101,8 +101,10 @@ class CacheGroup:
         """Most blocks a running sequence holds in this group (None: all of them).
 
         window: m + 1 (the window plus the block being written); chunk: ceil(C / B) + 1;
-        state: 1 (the running state). Source: ``SlidingWindowSpec.max_memory_usage_bytes`` and
-        ``ChunkedLocalAttentionSpec`` in ``vllm/v1/kv_cache_interface.py``; one state slot per sequence.
+        state: 1 (the running state, reserved at admission even without output blocks). Source:
+        ``SlidingWindowSpec.max_memory_usage_bytes`` and ``ChunkedLocalAttentionSpec`` in
+        ``vllm/v1/kv_cache_interface.py``; ``MambaManager`` in ``vllm/v1/core/single_type_kv_cache_manager.py``
+        (the running state's block comes from the shared pool).
         """
         if self.rule == "window":
             return self.window_blocks + 1
@@ -170,7 +172,8 @@ class CacheGroup:
     def keep_from(self, n: int) -> int:
         """First block still needed once n blocks are computed; blocks before it are freed at once
         (still cached, evictable; vLLM ``remove_skipped_blocks``). A state group keeps none: the running
-        state lives in its own slot."""
+        state takes one state's pages of the pool from admission to finish (:attr:`hold_blocks`, reserved
+        whatever the output; vLLM ``MambaManager`` takes it from the shared block pool)."""
         if self.rule == "state":
             return n
         return self.need_from(n)
