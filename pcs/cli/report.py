@@ -186,7 +186,9 @@ def _checked_trace(run: dict, changed: str, quiet: bool) -> str | None:
 def _read_payload(path: str) -> dict:
     from pcs.report.htmlpage import check_replay_payload, payload_kind
     from pcs.report.payloadcheck import check_payload
+    from pcs.trace.pathcheck import check_regular_file
 
+    check_regular_file(path)     # a FIFO would block the read until a writer came
     try:
         payload = jsondepth.loads(Path(path).read_text(encoding="utf-8"))
     except jsondepth.TooDeepError as exc:

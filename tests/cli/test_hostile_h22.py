@@ -1,0 +1,35 @@
+"""A hostile tester's findings on main 1e166e3, fixed: each kind's right values, worked out by hand."""
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from helpers import assert_one_line_error, invoke
+from test_hostile_files import CHAT, T, TOKENIZER, work  # noqa: F401 - work: the fixture (cwd = tmp_path)
+
+
+# -- F1: a settings input that is a FIFO blocked open() until a writer came: refused as not a regular file --------
+
+FIFO_INPUTS = [
+    ["footprint", "--model-config", "fifo.json", "--tokens", "10"],
+    ["footprint", "--model", "fifo.json", "--tokens", "10"],
+    ["deploy", "--model-config", "fifo.json"],
+    ["envelope", "--model-config", "fifo.json", "--tokens", "100", "--restore-tokens", "50", "--bandwidth", "50GB/s"],
+    ["envelope", "--model", "llama-3.1-8b", "--tokens", "100", "--restore-tokens", "50", "--bandwidth", "50GB/s",
+     "--prefill-csv", "fifo.json"],
+    ["replay", str(T), "-q", "--hardware-file", "fifo.json"],
+    ["budget", "--workloads", "fifo.json"],
+    ["sweep", "run", "fifo.json", "--out", "o"],
+    ["report", "fifo.json", "-o", "p.html"],
+    ["trace", "from-chat", str(CHAT), "o.jsonl", "--tokenizer", "fifo.json"],
+]
+
+
+@pytest.mark.parametrize("args", FIFO_INPUTS, ids=lambda a: " ".join(a[:3]))
+def test_a_fifo_settings_input_is_refused_not_waited_on(work, args):
+    os.mkfifo("fifo.json")
+    r = invoke(*args)
+    if args[0] == "trace":   # the tokenizers extra may be missing: then that error comes first
+        pytest.importorskip("tokenizers")
+    assert_one_line_error(r, "fifo.json: not a regular file")
