@@ -33,3 +33,20 @@ def test_a_fifo_settings_input_is_refused_not_waited_on(work, args):
     if args[0] == "trace":   # the tokenizers extra may be missing: then that error comes first
         pytest.importorskip("tokenizers")
     assert_one_line_error(r, "fifo.json: not a regular file")
+
+
+# -- F5: a reserve given names itself, not vLLM's profiled default ---------------------------------------------
+
+def test_a_given_kv_reserve_is_the_reserve_source(work):
+    """2.9GB = 2,900,000,000 B: "2.90 GB per GPU (--kv-reserve)" in the note and the JSON; without it, the
+    5 GB default names vLLM's profiled memory."""
+    import json
+
+    r = invoke("deploy", "--model", "llama-3.1-8b", "--kv-reserve", "2.9GB", "--format", "json")
+    assert r.exit_code == 0, r.output
+    d = json.loads(r.stdout)
+    assert (d["reserve_bytes_per_gpu"], d["reserve_source"]) == (2_900_000_000, "2.90 GB per GPU (--kv-reserve)")
+    r = invoke("deploy", "--model", "llama-3.1-8b", "--kv-reserve", "2.9GB")
+    assert "note: reserve: 2.90 GB per GPU (--kv-reserve)" in r.output and "profiled" not in r.output
+    d = json.loads(invoke("deploy", "--model", "llama-3.1-8b", "--format", "json").stdout)
+    assert d["reserve_source"].startswith("5 GB per GPU: vLLM's profiled")
