@@ -73,3 +73,31 @@ def test_the_hybrid_manager_on_a_full_attention_model_is_a_noop_with_a_note(work
     # the manager's own options stay refused where they cannot apply
     r = invoke(*args, "--hybrid-kv-cache-manager", manager, "--mamba-cache-mode", "align")
     assert_one_line_error(r, "--mamba-cache-mode applies to hybrid models")
+
+
+# -- F3: a hybrid restore that stops at a state checkpoint names the checkpoint rule --------------------------------
+
+def test_the_envelope_names_the_state_checkpoint_that_ends_the_hit(work):
+    """qwen3-next-80b-a3b at TP 8 checkpoints its state every 144 tokens (its hybrid block size at TP 8,
+    docs/hybrid.md), B = 16. --restore-tokens 96 of a 200-token prompt: 96 is 6 whole blocks, but no checkpoint
+    is at or below 96, so 0 tokens are restored and 96 computed -- the checkpoint's doing, not whole blocks'.
+    The default restore of the 200-token prompt: the last-token cap gives ((200 - 1) // 16) x 16 = 192, the last
+    checkpoint at or below it is 144: 144 restored, 56 computed. At TP 1 the hit of 200 tokens is 0: a reason."""
+    base = ("envelope", "--model", "qwen3-next-80b-a3b", "--tokens", "200", "--bandwidth", "50GB/s")
+    r = invoke(*base, "--restore-tokens", "96")
+    assert r.exit_code == 0, r.output
+    assert ("= 0 of the 96 tokens (a hit ends at a state checkpoint, every 144 tokens, the other 96 are computed)"
+            in r.output) and "whole blocks" not in r.output
+    r = invoke(*base)
+    assert "= 144 tokens, the best-case hit of the 200-token prompt at the state checkpoints, every 144 tokens " \
+           "(the other 56 are computed)" in r.output
+    assert ("= ((200 - 1) // 16) x 16 = 192 tokens, and the state checkpoint every 144 tokens ends the hit at 144 "
+            "tokens restored: the other 56 are computed") in r.output
+    r = invoke(*base, "--tp", "1")
+    assert r.exit_code == 0, r.output
+    assert "= 0 tokens, the best-case hit of the 200-token prompt at the state checkpoints, every" in r.output
+    assert "ends the hit at 0 tokens restored: the other 200 are computed" in r.output
+    # a full-attention model's rounding is still whole blocks': 100 tokens -> 6 blocks = 96
+    r = invoke("envelope", "--model", "llama-3.1-8b", "--tokens", "200", "--restore-tokens", "100",
+               "--bandwidth", "50GB/s", "--block-size", "16")
+    assert "= 96 of the 100 tokens (whole blocks: only full blocks are cached, the other 4 are computed)" in r.output
