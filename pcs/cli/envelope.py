@@ -155,6 +155,13 @@ def _split(kw: dict[str, Any], model: Any) -> dict[str, Any]:
     return out
 
 
+def past_context(tokens: int | None, max_context: int | None) -> str | None:
+    """:func:`pcs.model.footprint.past_context` (imported when called: the model package is lazy here)."""
+    from pcs.model.footprint import past_context as note
+
+    return note(tokens, max_context)
+
+
 def _checkpoint_tokens(model: Any, block_size: int) -> int | None:
     """N, the tokens between a hybrid model's state checkpoints (docs/semantics.md §3.1: a state group's hit
     rounds down to the last checkpoint), or None without a state group."""
@@ -265,7 +272,8 @@ def envelope(fmt: str, quiet: bool, **kw: Any) -> None:
     payload.update({k: v for k, v in times.items() if k not in ("full_prefill_s", "remaining_s")})
     scope = _scope(kw, result, times)
     payload.update(scope)
-    why = {"block_size": kw["block_size"], "checkpoint_tokens": checkpoint}
+    why = {"block_size": kw["block_size"], "checkpoint_tokens": checkpoint,
+           "past_context": None if model is None else past_context(times["prompt_tokens"], model.max_context_tokens)}
     payload["notes"] = envelope_notes(result, {**times, **scope, **why})   # as the text
     named = {} if link is None else {"link": link.name, "overhead_from": None if kw["overhead"] is not None
                                      else f"--link {link.name}'s setup"}

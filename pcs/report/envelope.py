@@ -76,7 +76,8 @@ def render_envelope(r: EnvelopeResult, extra: dict[str, Any]) -> str:
 
 def envelope_notes(r: EnvelopeResult, extra: dict[str, Any]) -> list[str]:
     """Every note of the ``pcs envelope`` table, in its order (the JSON's ``notes``); ``extra`` as
-    :func:`render_envelope` takes it."""
+    :func:`render_envelope` takes it, with ``past_context``: the note of a prompt past the model's context
+    (:func:`pcs.model.footprint.past_context`, as pcs footprint and pcs deploy say it) or None."""
     if r.break_even_bps is None:
         verdict = ("no break-even: T_full - T_remaining - T_overhead <= 0, so no bandwidth makes "
                    "the cached path faster")
@@ -87,7 +88,7 @@ def envelope_notes(r: EnvelopeResult, extra: dict[str, Any]) -> list[str]:
             verdict += (f" (per GPU; {units.format_bandwidth(r.break_even_bps * extra['tp'])} for the TP "
                         "group's links together, as pcs replay gives link figures)")
     return [
-        verdict, *_cap_note(extra),
+        verdict, *_cap_note(extra), *([extra["past_context"]] if extra.get("past_context") else []),
         "net saved = T_full - cached path, the restore time taken off (pcs replay's \"prefill saved\" is "
         "gross: the prefill time the hits avoid, before it)",
         "serial model: cached = D/B + T_remaining + T_overhead against T_full; a higher hit ratio "

@@ -101,3 +101,18 @@ def test_the_envelope_names_the_state_checkpoint_that_ends_the_hit(work):
     r = invoke("envelope", "--model", "llama-3.1-8b", "--tokens", "200", "--restore-tokens", "100",
                "--bandwidth", "50GB/s", "--block-size", "16")
     assert "= 96 of the 100 tokens (whole blocks: only full blocks are cached, the other 4 are computed)" in r.output
+
+
+# -- F4: envelope notes a prompt past the model's context, as footprint and deploy do -----------------------------
+
+def test_the_envelope_notes_a_prompt_past_the_models_context(work):
+    """llama-2-70b: max_position_embeddings 4,096. --tokens 5000 is past it (a note, text and JSON); 4096 is not."""
+    import json
+
+    note = ("5,000 tokens is past the model's context, 4,096 tokens (config.json max_position_embeddings): "
+            "no one sequence that long runs on it")
+    args = ("envelope", "--model", "llama-2-70b", "--bandwidth", "50GB/s", "--tokens")
+    r = invoke(*args, "5000")
+    assert r.exit_code == 0 and f"note: {note}" in r.output
+    assert note in json.loads(invoke(*args, "5000", "--format", "json").stdout)["notes"]
+    assert "past the model's context" not in invoke(*args, "4096").output
