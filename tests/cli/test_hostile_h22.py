@@ -116,3 +116,24 @@ def test_the_envelope_notes_a_prompt_past_the_models_context(work):
     assert r.exit_code == 0 and f"note: {note}" in r.output
     assert note in json.loads(invoke(*args, "5000", "--format", "json").stdout)["notes"]
     assert "past the model's context" not in invoke(*args, "4096").output
+
+
+# -- F7: Mamba2's n_groups must divide mamba_num_heads --------------------------------------------------------------
+
+def test_mamba2_n_groups_not_dividing_the_heads_is_refused(work):
+    """nemotron_h.json has mamba_num_heads 128, n_groups 8 (128 / 8 = 16 heads a group: accepted). n_groups 7
+    does not divide 128: refused at --tp 1 too, naming the file and the field."""
+    import json
+
+    from helpers import ROOT
+
+    cfg = json.loads((ROOT / "tests" / "model" / "configs" / "nemotron_h.json").read_text())
+    assert (cfg["mamba_num_heads"], cfg["n_groups"]) == (128, 8)
+    for groups, ok in ((8, True), (16, True), (7, False), (3, False)):
+        with open("c.json", "w") as f:
+            json.dump(dict(cfg, n_groups=groups), f)
+        r = invoke("footprint", "--model-config", "c.json", "--tokens", "1000", "--tp", "1")
+        if ok:
+            assert r.exit_code == 0, r.output
+        else:
+            assert_one_line_error(r, "c.json: field 'n_groups':", f"{groups} does not divide mamba_num_heads 128")
