@@ -83,6 +83,8 @@ def _loads_json(path: Path, text: str) -> Any:
         raise InputError(str(path), exc.lineno, None, f"invalid JSON: {exc.msg.removesuffix(' at')} at column {exc.colno}") from None
     except jsondepth.TooDeepError as exc:
         raise InputError(str(path), None, None, str(exc)) from None
+    except jsondepth.NumberTooLongError as exc:
+        raise InputError(str(path), exc.lineno, exc.field, str(exc)) from None
     except ValueError as exc:  # _finite / _no_constant / _no_duplicates
         raise InputError(str(path), None, None, f"invalid JSON: {exc}") from None
 

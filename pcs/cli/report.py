@@ -193,6 +193,9 @@ def _read_payload(path: str) -> dict:
         payload = jsondepth.loads(Path(path).read_text(encoding="utf-8"))
     except jsondepth.TooDeepError as exc:
         raise UserError(f"{path}: {exc}") from None
+    except jsondepth.NumberTooLongError as exc:
+        field = f"field '{exc.field}': " if exc.field else ""
+        raise UserError(f"{path}:{exc.lineno}: {field}{exc}") from None
     except json.JSONDecodeError as exc:
         raise UserError(f"{path}: line {exc.lineno}: not JSON ({exc.msg.removesuffix(' at')} at column {exc.colno})") from None
     except UnicodeDecodeError:

@@ -137,3 +137,37 @@ def test_mamba2_n_groups_not_dividing_the_heads_is_refused(work):
             assert r.exit_code == 0, r.output
         else:
             assert_one_line_error(r, "c.json: field 'n_groups':", f"{groups} does not divide mamba_num_heads 128")
+
+
+# -- F8: an integer past Python's 4,300-digit limit: FILE:LINE: field: number too long -----------------------------
+
+def test_a_number_too_long_names_file_line_and_field(work):
+    """A 5,000-digit integer in a model config (line 3), a hardware JSON (line 2), a JSONL trace (line 2): each
+    says where it is and how long, not Python's sys.set_int_max_str_digits advice."""
+    big = "7" * 5000
+    with open("cfg.json", "w") as f:
+        f.write('{\n "model_type": "llama",\n "num_hidden_layers": ' + big + "\n}\n")
+    with open("hw.json", "w") as f:
+        f.write('{"gpus":\n {"x": {"hbm_bytes": ' + big + "}}}\n")
+    with open("t.jsonl", "w") as f:
+        f.write('{"timestamp": 0, "hash_ids": [1, 2], "input_length": 1024, "output_length": 3}\n'
+                '{"timestamp": 1, "hash_ids": [1, 2], "input_length": ' + big + ', "output_length": 3}\n')
+    for args, where in ((("footprint", "--model-config", "cfg.json", "--tokens", "10"), "cfg.json:3: field "
+                         "'num_hidden_layers'"),
+                        (("replay", T, "-q", "--hardware-file", "hw.json"), "hw.json:2: field 'hbm_bytes'"),
+                        (("replay", "t.jsonl", "-q"), "t.jsonl:2: field 'input_length'")):
+        line = assert_one_line_error(invoke(*args), f"{where}: number too long (5000 digits)")
+        assert "set_int_max_str_digits" not in line
+
+
+def test_json_loads_locates_the_long_number():
+    """jsondepth.loads: line 2, key "b", 4,301 digits (one past the limit); inside an array no key."""
+    from pcs import jsondepth
+
+    with pytest.raises(jsondepth.NumberTooLongError) as e:
+        jsondepth.loads('{"a": 1,\n "b": -' + "1" * 4301 + "}")
+    assert (e.value.lineno, e.value.field, e.value.digits) == (2, "b", 4301)
+    with pytest.raises(jsondepth.NumberTooLongError) as e:
+        jsondepth.loads('[1, ' + "2" * 4400 + "]")
+    assert (e.value.lineno, e.value.field, e.value.digits) == (1, None, 4400)
+    assert jsondepth.loads('{"b": ' + "1" * 4300 + "}")["b"] == int("1" * 4300)
