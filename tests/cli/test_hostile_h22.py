@@ -193,3 +193,11 @@ def test_the_prompt_only_fleet_ceiling_is_the_traces_whatever_the_fleet(work):
     assert len(got) == 1
     doc = (ROOT / "docs" / "json.md").read_text()
     assert "it can differ slightly with the instance count and router" in doc
+
+
+def test_an_empty_fifo_trace_says_it_is_a_pipe_nothing_was_written_into(work):
+    """A trace may be a pipe (spooled, read once); a FIFO with no writer reads as empty: the message says why."""
+    os.mkfifo("fifo.jsonl")
+    assert_one_line_error(invoke("replay", "fifo.jsonl", "-q"), "fifo.jsonl: empty trace (no requests): a named "
+                          "pipe (FIFO) with no data written into it when pcs opened it")
+    assert sorted(os.listdir(".")) == ["fifo.jsonl"]
