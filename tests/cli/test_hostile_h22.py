@@ -201,3 +201,28 @@ def test_an_empty_fifo_trace_says_it_is_a_pipe_nothing_was_written_into(work):
     assert_one_line_error(invoke("replay", "fifo.jsonl", "-q"), "fifo.jsonl: empty trace (no requests): a named "
                           "pipe (FIFO) with no data written into it when pcs opened it")
     assert sorted(os.listdir(".")) == ["fifo.jsonl"]
+
+
+# -- F2: a running SSM state takes its pages of the GPU pool ------------------------------------------------------
+
+def test_a_pool_smaller_than_one_running_state_truncates_every_request(work):
+    """qwen3-next-80b-a3b, TP 4, B = 16, gpu=2blocks: 2 x 3,145,728 B = 8 pages of 786,432 B (12 layers a page);
+    one state is 39,518,208 B = 50.25 -> 51 pages. Three requests of 64, 80 and 80 tokens: each reserves its
+    running state at admission (whatever its output), 51 > 8 pages: all 3 truncated under the step scheduler
+    (before, prompts ending on a block boundary reserved no state and all 3 ran untruncated) and with
+    --compute infinite alike, with a note naming the state."""
+    import json
+
+    rows = [(0, list(range(1000, 1064))), (10, list(range(1000, 1064)) + list(range(2000, 2016))),
+            (20, list(range(1000, 1048)) + list(range(3000, 3032)))]
+    with open("three.jsonl", "w") as f:
+        for t, ids in rows:
+            f.write(json.dumps({"timestamp": t, "token_ids": ids, "output_length": 1}) + "\n")
+    for compute in ("step", "infinite"):
+        r = invoke("replay", "three.jsonl", "--model", "qwen3-next-80b-a3b", "--tp", "4", "--block-size", "16",
+                   "--tier", "gpu=2blocks", "--compute", compute, "--format", "json")
+        assert r.exit_code == 0, r.output
+        d = json.loads(r.stdout)
+        assert (d["tiers"][0]["capacity_blocks"], d["requests_truncated"]) == (8, 3)
+        assert ("gpu holds 8 pages of ssm_state's pool, fewer than one running state (51 pages)"
+                in " ".join(d["notes"]))
