@@ -876,12 +876,13 @@ def refuse_inapplicable_hybrid(spec, block_size: int, given: Mapping[str, Any]) 
     state group; any but the manager itself with the manager ``disabled`` (the replay of a non-hybrid model).
     The manager itself (``vllm``, ``sglang`` or ``disabled``) on a model without hybrid groups is the same run
     (every manager replays one full-attention group alike), so a sweep may cross models with that axis: a note
-    says it has no effect.
+    says ``vllm`` or ``sglang`` has no effect (``disabled`` asks for the full-attention replay such a model
+    already is: no note).
 
     Args:
         spec: the model; block_size: the replay's B; given: keyword -> value as passed (None = not given).
     Returns:
-        the notes of options given that have no effect (the manager on a non-hybrid model), else [].
+        the notes of options given that have no effect (``vllm`` / ``sglang`` on a non-hybrid model), else [].
     Raises:
         UserError: naming the keyword (and its flag) and why it does not apply.
     """
@@ -891,7 +892,7 @@ def refuse_inapplicable_hybrid(spec, block_size: int, given: Mapping[str, Any]) 
     rules = {g.rule for g in groups}
     manager = given.get("hybrid_kv_cache_manager") or DEFAULT_MANAGER
     notes = []
-    if given.get("hybrid_kv_cache_manager") is not None and not is_hybrid(groups):
+    if given.get("hybrid_kv_cache_manager") not in (None, "disabled") and not is_hybrid(groups):
         notes.append(f"hybrid KV cache manager {manager!r}: no effect, {spec.name} has no hybrid cache groups "
                      "(one full-attention group, replayed alike by every manager)")
     for key, (managers, needs) in _HYBRID_OPTIONS.items():
