@@ -28,17 +28,20 @@ MAX_SETTINGS_BYTES = 16 << 20
 
 
 def read_text(path: str | Path, keyword: str = "path") -> str:
-    """The text of a small input file (settings, a CSV of points, a template): a regular file or pipe of
-    at most :data:`MAX_SETTINGS_BYTES`, decoded as UTF-8 without a leading byte-order mark (Windows editors
+    """The text of a small input file (settings, a CSV of points, a template): a regular file (not a pipe:
+    it would block until a writer came) of at most :data:`MAX_SETTINGS_BYTES`, decoded as UTF-8 without a leading byte-order mark (Windows editors
     write one; JSONL and CSV traces skip it too). ``keyword``: the caller's argument that named ``path``.
 
     Raises:
         PathError: missing, a directory or not readable, naming ``keyword`` (:mod:`pcs.trace.pathcheck`).
-        InputError: a device, too large, or not UTF-8 (naming the file and line).
+        InputError: a device, a FIFO or socket (not a regular file), too large, or not UTF-8 (naming the file
+            and line).
     """
+    from pcs.trace.pathcheck import check_regular_file
     from pcs.trace.source import check_source
 
     check_source(path, str(path), keyword)
+    check_regular_file(path, str(path))
     path = Path(path)
     with open(path, "rb") as f:
         data = f.read(MAX_SETTINGS_BYTES + 1)
@@ -80,6 +83,8 @@ def _loads_json(path: Path, text: str) -> Any:
         raise InputError(str(path), exc.lineno, None, f"invalid JSON: {exc.msg.removesuffix(' at')} at column {exc.colno}") from None
     except jsondepth.TooDeepError as exc:
         raise InputError(str(path), None, None, str(exc)) from None
+    except jsondepth.NumberTooLongError as exc:
+        raise InputError(str(path), exc.lineno, exc.field, str(exc)) from None
     except ValueError as exc:  # _finite / _no_constant / _no_duplicates
         raise InputError(str(path), None, None, f"invalid JSON: {exc}") from None
 

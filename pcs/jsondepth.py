@@ -15,9 +15,11 @@ object and one array, so every nested line reaches the authority and this rule.
 from __future__ import annotations
 
 import json
+import re
+import sys
 from typing import Any
 
-__all__ = ["MAX_JSON_DEPTH", "TOO_DEEP", "TooDeepError", "loads"]
+__all__ = ["MAX_JSON_DEPTH", "TOO_DEEP", "TooDeepError", "NumberTooLongError", "loads"]
 
 #: Deepest nesting accepted (a Mooncake line is 2 deep: the object and its id list).
 MAX_JSON_DEPTH = 512
@@ -31,6 +33,35 @@ class TooDeepError(ValueError):
 
     def __init__(self) -> None:
         super().__init__(TOO_DEEP)
+
+
+class NumberTooLongError(ValueError):
+    """An integer with more digits than Python converts (``sys.get_int_max_str_digits()``, 4,300 by default):
+    ``json.loads`` refuses it with advice for programmers (``sys.set_int_max_str_digits``); this names the
+    number's place instead.
+
+    Attributes:
+        lineno: line of the number in the text (1-based). field: the key it is the value of, None in an array.
+        digits: its digits.
+    """
+
+    def __init__(self, lineno: int, field: str | None, digits: int) -> None:
+        self.lineno, self.field, self.digits = lineno, field, digits
+        super().__init__(f"number too long ({digits} digits)")
+
+
+def _too_long(text: str | bytes) -> NumberTooLongError | None:
+    """The first integer of ``text`` past Python's digit limit, located (None when there is none or no limit)."""
+    limit = sys.get_int_max_str_digits() if hasattr(sys, "get_int_max_str_digits") else 0
+    if not limit:
+        return None
+    if isinstance(text, bytes):
+        text = text.decode("utf-8", "replace")
+    m = re.search(r"(?<![\d.eE+\-])-?(\d{%d,})(?![\d.eE])" % (limit + 1), text)
+    if m is None:
+        return None
+    key = re.search(r'"((?:[^"\\]|\\.)*)"\s*:\s*$', text[max(0, m.start() - 4096):m.start()])
+    return NumberTooLongError(text.count("\n", 0, m.start()) + 1, key.group(1) if key else None, len(m.group(1)))
 
 
 def _depth(obj: Any) -> int:
@@ -54,15 +85,23 @@ def loads(text: str | bytes, **kwargs: Any) -> Any:
 
     Raises:
         TooDeepError: nested deeper than :data:`MAX_JSON_DEPTH` (also when ``json.loads`` hits the recursion limit).
+        NumberTooLongError: an integer past Python's digit limit (its line, key and digits).
         json.JSONDecodeError (a ValueError), UnicodeDecodeError: as ``json.loads``.
     """
-    if text.count("[" if isinstance(text, str) else b"[") + text.count("{" if isinstance(text, str) else b"{") \
-            <= MAX_JSON_DEPTH:
-        return json.loads(text, **kwargs)
     try:
+        if text.count("[" if isinstance(text, str) else b"[") + text.count("{" if isinstance(text, str) else b"{") \
+                <= MAX_JSON_DEPTH:
+            return json.loads(text, **kwargs)
         obj = json.loads(text, **kwargs)
     except RecursionError:
         raise TooDeepError() from None
+    except ValueError as exc:
+        if isinstance(exc, json.JSONDecodeError) or "digits" not in str(exc):
+            raise
+        too_long = _too_long(text)
+        if too_long is None:
+            raise
+        raise too_long from None
     if _depth(obj) > MAX_JSON_DEPTH:
         raise TooDeepError()
     return obj

@@ -783,6 +783,7 @@ static int demand(GH *s, Py_ssize_t k, Py_ssize_t lead, long long extra) {
             long long room = held - kept > 0 ? held - kept : 0;
             if (room < run) run = room;
         }
+        if (s->rule[g] == R_STATE) run = held;   /* the running state: from admission, output or not (§3.1) */
         s->extra += run * s->pages[g];
         s->live[g] = kept + run;
     }

@@ -17,7 +17,8 @@ components as cache groups (:mod:`pcs.cache.groups`, §3.1):
 - a request reserves, per pool, slots for its restores, for every page its
   prefill writes (those it keeps while running and those that slide out of a
   window or are older checkpoints: vLLM allocates every block a prefill writes)
-  and for its running extra (output) pages; at the end of prefill, pages no
+  and for its running extra (output) pages -- a state group's running state always, output or not;
+  at the end of prefill, pages no
   group still needs are unpinned or stored unpinned at once in their own slots
   -- cached and evictable;
 - a request that cannot get its slots is truncated as in §5: when its restores
@@ -326,6 +327,8 @@ class GroupHierarchy(GroupStepMixin):
                     d.computed[g] = [head[i] | t for i in blocks if i >= keep for t in tags]
             held, kept = grp.hold_blocks, n - min(keep, n)
             run = extra if held is None else min(extra, max(0, held - kept))
+            if grp.rule == "state":   # the running state: from admission, output or not (§3.1)
+                run = held
             d.extra[grp.pool] += run * grp.pages
             d.live[g] = kept + run
         if len(self.groups) > 1 and d.restores:

@@ -139,7 +139,8 @@ class CacheGroup:
 
         window: m + 1 (:func:`window_hold_blocks`, the window plus the block being written); chunk:
         ceil(C / B) + 1 (``ChunkedLocalAttentionSpec`` in ``vllm/v1/kv_cache_interface.py``); state: 1 (the
-        running state), one state slot per sequence.
+        running state, reserved at admission even without output blocks: ``MambaManager`` in
+        ``vllm/v1/core/single_type_kv_cache_manager.py`` takes the running state's block from the shared pool).
         """
         if self.rule == "window":
             return window_hold_blocks(self.span_tokens, self.block_size)
@@ -207,7 +208,8 @@ class CacheGroup:
     def keep_from(self, n: int) -> int:
         """First block still needed once n blocks are computed; blocks before it are freed at once
         (still cached, evictable; vLLM ``remove_skipped_blocks``). A state group keeps none: the running
-        state lives in its own slot."""
+        state takes one state's pages of the pool from admission to finish (:attr:`hold_blocks`, reserved
+        whatever the output; vLLM ``MambaManager`` takes it from the shared block pool)."""
         if self.rule == "state":
             return n
         return self.need_from(n)

@@ -148,9 +148,27 @@ def _split(kw: dict[str, Any], model: Any) -> dict[str, Any]:
     elif model is not None:
         per_rank = model.with_tp(kw["tp"]) if kw["tp"] > 1 else model
         out["restored_tokens"], out["restore_bytes"] = restore_for_tokens(per_rank, restore, bs, prompt_tokens=prompt)
+        if out["restored_tokens"] < restored_tokens(restore, bs, prompt):   # a hybrid hit ends at a checkpoint
+            out["_checkpoint_tokens"] = _checkpoint_tokens(per_rank, bs)
     else:
         out["restored_tokens"] = restored_tokens(restore, bs, prompt)
     return out
+
+
+def past_context(tokens: int | None, max_context: int | None) -> str | None:
+    """:func:`pcs.model.footprint.past_context` (imported when called: the model package is lazy here)."""
+    from pcs.model.footprint import past_context as note
+
+    return note(tokens, max_context)
+
+
+def _checkpoint_tokens(model: Any, block_size: int) -> int | None:
+    """N, the tokens between a hybrid model's state checkpoints (docs/semantics.md §3.1: a state group's hit
+    rounds down to the last checkpoint), or None without a state group."""
+    from pcs.model.footprint import hybrid_pages
+
+    plan = hybrid_pages(model, block_size)
+    return next((g.span_tokens for g in plan.groups if g.rule == "state"), None) if plan is not None else None
 
 
 def _restore_bytes(kw: dict[str, Any], from_tokens: int | None) -> int:
@@ -238,6 +256,7 @@ def envelope(fmt: str, quiet: bool, **kw: Any) -> None:
     _default_gpu(kw, model)
     gpu = resolve_gpu(kw, table)
     split = _split(kw, model)
+    checkpoint = split.pop("_checkpoint_tokens", None)   # why D's tokens stop short (text and notes only)
     times = _times(kw, _prefill_source(kw, model, gpu), split)
     d = _restore_bytes(kw, times.pop("restore_bytes"))
     kw["layout"] = None if model is None else model.kv_layout.name
@@ -253,10 +272,12 @@ def envelope(fmt: str, quiet: bool, **kw: Any) -> None:
     payload.update({k: v for k, v in times.items() if k not in ("full_prefill_s", "remaining_s")})
     scope = _scope(kw, result, times)
     payload.update(scope)
-    payload["notes"] = envelope_notes(result, {**times, **scope, "block_size": kw["block_size"]})   # as the text
+    why = {"block_size": kw["block_size"], "checkpoint_tokens": checkpoint,
+           "past_context": None if model is None else past_context(times["prompt_tokens"], model.max_context_tokens)}
+    payload["notes"] = envelope_notes(result, {**times, **scope, **why})   # as the text
     named = {} if link is None else {"link": link.name, "overhead_from": None if kw["overhead"] is not None
                                      else f"--link {link.name}'s setup"}
-    emit(payload, fmt, lambda: render_envelope(result, {**times, **scope, "block_size": kw["block_size"], **named}))
+    emit(payload, fmt, lambda: render_envelope(result, {**times, **scope, **why, **named}))
 
 
 def _link(kw: dict[str, Any], table: Any) -> Any:

@@ -81,7 +81,8 @@ def _hybrid_options() -> list:
                      help="A hybrid model (sliding window, chunked attention or SSM state beside full attention): "
                           "vllm = vLLM's hybrid KV cache manager, cache groups in one pool per tier with a uniform "
                           "page size (default); sglang = SGLang's separate pools; disabled = every layer as full "
-                          "attention (vLLM --disable-hybrid-kv-cache-manager)."),
+                          "attention (vLLM --disable-hybrid-kv-cache-manager). No effect (a note) on a model "
+                          "without hybrid groups."),
         click.option("--swa-full-tokens-ratio", type=Float(0, 1e6, min_open=True),
                      help="sglang: SWA pool tokens / full pool tokens (SGLang's swa_full_tokens_ratio, default 0.8)."),
         click.option("--mamba-full-memory-ratio", type=Float(0, 1e6, min_open=True),

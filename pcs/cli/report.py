@@ -186,11 +186,16 @@ def _checked_trace(run: dict, changed: str, quiet: bool) -> str | None:
 def _read_payload(path: str) -> dict:
     from pcs.report.htmlpage import check_replay_payload, payload_kind
     from pcs.report.payloadcheck import check_payload
+    from pcs.trace.pathcheck import check_regular_file
 
+    check_regular_file(path)     # a FIFO would block the read until a writer came
     try:
         payload = jsondepth.loads(Path(path).read_text(encoding="utf-8"))
     except jsondepth.TooDeepError as exc:
         raise UserError(f"{path}: {exc}") from None
+    except jsondepth.NumberTooLongError as exc:
+        field = f"field '{exc.field}': " if exc.field else ""
+        raise UserError(f"{path}:{exc.lineno}: {field}{exc}") from None
     except json.JSONDecodeError as exc:
         raise UserError(f"{path}: line {exc.lineno}: not JSON ({exc.msg.removesuffix(' at')} at column {exc.colno})") from None
     except UnicodeDecodeError:

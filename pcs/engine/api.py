@@ -687,7 +687,8 @@ def replay(trace: Any = None, *, model: Any = None, hardware: Any = None, tp: in
     hyb = (hybrid_kv_cache_manager, swa_full_tokens_ratio, mamba_full_memory_ratio, mamba_cache_mode)
     plan = _hybrid_plan(spec, bs, tier_specs, bb, *hyb)
     _check_groups(plan, ctx, admit, gap_oracle)
-    refuse_inapplicable_hybrid(spec, bs, dict(zip(HYBRID_OPTIONS, (*hyb, residency_step_s))))
+    no_effect = refuse_inapplicable_hybrid(spec, bs, dict(zip(HYBRID_OPTIONS, (*hyb, residency_step_s))))
+    notes.extend(no_effect)
     step = _checked_step(opts, scheduler, time_model, gpu, tier_specs[0], bpb[0])
     context = _context(source, spec, gpu, opts, dtype, bs, rules, tier_specs, bb, link_specs, protected_share)
     passes, line = None, None
@@ -891,14 +892,20 @@ HYBRID_OPTIONS = ("hybrid_kv_cache_manager", "swa_full_tokens_ratio", "mamba_ful
                   "residency_step_s")
 
 
-def refuse_inapplicable_hybrid(spec, block_size: int, given: Mapping[str, Any]) -> None:
-    """A hybrid option that cannot change the run is refused, in this one place: any of them on a model with one
-    full-attention cache group (no per-component series either: ``residency_step_s``); an SGLang ratio under
-    another manager or on a model without the layers it sizes; ``mamba_cache_mode`` without a state group; any
-    but the manager itself with the manager ``disabled`` (the replay of a non-hybrid model).
+def refuse_inapplicable_hybrid(spec, block_size: int, given: Mapping[str, Any]) -> list[str]:
+    """A hybrid option that cannot change the run is refused, in this one place: any of them but the manager
+    on a model with one full-attention cache group (no per-component series either: ``residency_step_s``); an
+    SGLang ratio under another manager or on a model without the layers it sizes; ``mamba_cache_mode`` without a
+    state group; any but the manager itself with the manager ``disabled`` (the replay of a non-hybrid model).
+    The manager itself (``vllm``, ``sglang`` or ``disabled``) on a model without hybrid groups is the same run
+    (every manager replays one full-attention group alike), so a sweep may cross models with that axis: a note
+    says ``vllm`` or ``sglang`` has no effect (``disabled`` asks for the full-attention replay such a model
+    already is: no note).
 
     Args:
         spec: the model; block_size: the replay's B; given: keyword -> value as passed (None = not given).
+    Returns:
+        the notes of options given that have no effect (``vllm`` / ``sglang`` on a non-hybrid model), else [].
     Raises:
         UserError: naming the keyword (and its flag) and why it does not apply.
     """
@@ -907,9 +914,13 @@ def refuse_inapplicable_hybrid(spec, block_size: int, given: Mapping[str, Any]) 
     groups = cache_groups(spec, block_size, block_size, False)
     rules = {g.rule for g in groups}
     manager = given.get("hybrid_kv_cache_manager") or DEFAULT_MANAGER
+    notes = []
+    if given.get("hybrid_kv_cache_manager") not in (None, "disabled") and not is_hybrid(groups):
+        notes.append(f"hybrid KV cache manager {manager!r}: no effect, {spec.name} has no hybrid cache groups "
+                     "(one full-attention group, replayed alike by every manager)")
     for key, (managers, needs) in _HYBRID_OPTIONS.items():
-        if given.get(key) is None or (key == "hybrid_kv_cache_manager" and given[key] == "disabled"):
-            continue   # "disabled" asks for the full-attention replay, which a non-hybrid model already is
+        if given.get(key) is None or key == "hybrid_kv_cache_manager":
+            continue   # the manager alone never changes a non-hybrid model's run (the note above)
         what = key   # the CLI names the flag (pcs.cli.common.option_names)
         if not is_hybrid(groups):
             raise UserError(f"{what} applies to hybrid models, and {spec.name} replays as one full-attention "
@@ -920,6 +931,7 @@ def refuse_inapplicable_hybrid(spec, block_size: int, given: Mapping[str, Any]) 
         if needs is not None and not rules & set(needs):
             raise UserError(f"{what} sizes the {'/'.join(needs)} cache group, which {spec.name} does not have "
                              f"(its groups: {', '.join(sorted(rules))})")
+    return notes
 
 
 def _oracle_hit_ratio(source, rules, time_model, tier_specs, bpb, ctx, opts, link_specs, step) -> float:

@@ -275,6 +275,19 @@ def _describe(g: CacheGroup) -> str:
     return f"{g.name} ({rule}, {g.layers} layers, {g.pages} page{'s' * (g.pages > 1)}/block)"
 
 
+def _state_room_notes(plan: HybridPlan, gpu: str) -> list[str]:
+    """A note when the GPU pool of a state group holds fewer pages than one running state: every request,
+    which reserves its running state at admission (docs/semantics.md §3.1), is truncated."""
+    out = []
+    for g in plan.groups:
+        room = plan.capacity_pages[0][g.pool]
+        if g.rule == "state" and room < g.pages:
+            out.append(f"{gpu} holds {room:,} pages of {g.name}'s pool, fewer than one running state ({g.pages:,} "
+                       "pages): every request reserves one at admission (vLLM MambaManager takes it from the same "
+                       "block pool), so every request is truncated (docs/semantics.md §3.1, §5)")
+    return out
+
+
 def _with_notes(plan: HybridPlan, level_names: Sequence[str]) -> HybridPlan:
     from dataclasses import replace
 
@@ -288,6 +301,7 @@ def _with_notes(plan: HybridPlan, level_names: Sequence[str]) -> HybridPlan:
         pools = "; ".join(f"{n}: " + ", ".join(f"{g.name} {c:,} x {b:,} B" for g, c, b in zip(plan.groups, cs, bs))
                           for n, cs, bs in zip(level_names, plan.capacity_pages, plan.page_bytes))
         notes = [f"hybrid KV cache (SGLang separate pools): groups {groups}; pools {pools}"]
+    notes += _state_room_notes(plan, level_names[0])
     if plan.hybrid_block_size:
         notes.append(f"hybrid block size: vLLM serves this model with {plan.hybrid_block_size}-token blocks "
                      f"(hybrid page-size rule); the replay keeps the trace's {plan.groups[0].block_size}-token "

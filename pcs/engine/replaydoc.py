@@ -73,7 +73,8 @@ scheduler: the step scheduler's settings (:class:`pcs.engine.schedconfig.Schedul
 hybrid_kv_cache_manager: for a hybrid model (sliding window, chunked local attention or SSM
     state beside full attention): ``vllm`` (default: cache groups in one shared pool per tier,
     uniform page size), ``sglang`` (one pool per group) or ``disabled`` (every layer as full
-    attention, as before); :mod:`pcs.engine.hybrid`, docs/hybrid.md.
+    attention, as before); :mod:`pcs.engine.hybrid`, docs/hybrid.md. On a model without hybrid groups each
+    is the same run (``vllm`` / ``sglang`` noted as having no effect).
 swa_full_tokens_ratio: sglang: SWA pool tokens / full pool tokens (default 0.8).
 mamba_full_memory_ratio: sglang: state pool bytes / full pool bytes (default 0.9).
 mamba_cache_mode: ``all`` (default: a state at every checkpoint) or ``align`` (a request's last

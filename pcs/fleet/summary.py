@@ -19,9 +19,13 @@ class FleetGap:
     """Where the fleet's reuse goes: ceiling >= captured >= delivered (token-weighted hit ratios)."""
 
     fleet_ceiling_hit_ratio: float | None = field("ratio", "single-sequence hit ratio of the whole trace (one infinite "
-                                                    "cache seeing every request; docs/semantics.md §12); when the "
-                                                    "instances cache decode blocks, each request's output blocks "
-                                                    "count as seen after it (§17)")
+                                                    "cache seeing every request; docs/semantics.md §12); prompt "
+                                                    "blocks only (ceiling_with_decode false) it is the trace's alone; "
+                                                    "when the instances cache decode blocks, each request's output "
+                                                    "blocks count as seen after it under the ids of its next turn in "
+                                                    "the whole trace and in its instance's sub-trace (so that ceiling "
+                                                    ">= captured per request, §17): then it can differ slightly with "
+                                                    "the instance count and router")
     captured_hit_ratio: float | None = field("ratio", "each instance's single-sequence hit tokens on its own sub-trace "
                                                "(with the output blocks its step scheduler caches), summed, / the "
                                                "fleet's prompt tokens; with a shared tier the fleet ceiling "

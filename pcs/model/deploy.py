@@ -58,7 +58,8 @@ class Deployment:
         reserve_bytes: activation/runtime reserve per GPU.
         kv_bytes_per_gpu: usable - weights per GPU - reserve (<= 0: does not fit).
         kv_bytes: the GPU tier of the group, kv_bytes_per_gpu x tp (0 when it does not fit).
-        reserve_source: where the reserve comes from.
+        reserve_source: where the reserve comes from (:data:`RESERVE_SOURCE` by default; the value given and
+            ``--kv-reserve`` when given).
     """
 
     model: str
@@ -142,5 +143,6 @@ def size_deployment(spec: ModelSpec, gpu: Any, tp: int, gpu_memory_utilization: 
     weights = int(round(spec.total_params * spec.weight_dtype_bytes))
     per_gpu = -(-weights // tp)
     kv = usable - per_gpu - reserve
+    source = RESERVE_SOURCE if reserve_bytes is None else f"{_gb(reserve)} per GPU (--kv-reserve)"
     return Deployment(spec.name, gpu.name, tp, gpu.hbm_bytes, util, usable, weights, per_gpu, reserve, kv,
-                      kv * tp if kv > 0 else 0)
+                      kv * tp if kv > 0 else 0, source)

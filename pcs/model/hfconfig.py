@@ -77,7 +77,9 @@ def _mamba_state(f: Fields, num_layers: int, model_dtype: str) -> RecurrentState
     """Mamba1 (Jamba) or Mamba2 (Nemotron-H) state; shapes in :mod:`pcs.model.state`.
 
     Raises:
-        InputError: Mamba layers in a model_type pcs knows no state fields of.
+        InputError: Mamba layers in a model_type pcs knows no state fields of; Mamba2's ``n_groups`` not dividing
+            ``mamba_num_heads`` (``mamba_chunk_scan_combined`` in mamba_ssm's SSD kernels asserts
+            ``nheads % ngroups == 0``).
     """
     from pcs.model.state import RecurrentState
 
@@ -89,9 +91,13 @@ def _mamba_state(f: Fields, num_layers: int, model_dtype: str) -> RecurrentState
                               conv_kernel=f.int("mamba_d_conv"), kind="mamba1", **dtypes)
     if kind == "mamba2":
         heads, hd, n = f.int("mamba_num_heads"), f.int("mamba_head_dim"), f.int("ssm_state_size")
+        groups = f.int("n_groups")
+        if heads % groups:   # Mamba2 shares each B/C group among nheads / ngroups heads (the SSD kernels' rule)
+            raise InputError(f.path, None, "n_groups", f"{groups} does not divide mamba_num_heads {heads}: Mamba2 "
+                             "shares each B/C group among mamba_num_heads / n_groups heads")
         return RecurrentState(num_layers=num_layers, num_heads=heads, head_k_dim=n, head_v_dim=hd,
                               conv_dim=heads * hd, conv_kernel=f.int("conv_kernel"), kind="mamba2",
-                              n_groups=f.int("n_groups"), group_dim=2 * n, **dtypes)
+                              n_groups=groups, group_dim=2 * n, **dtypes)
     raise InputError(f.path, None, "model_type", "Mamba layers need a model_type whose state fields pcs knows "
                      "(jamba: Mamba1, nemotron_h: Mamba2)")
 

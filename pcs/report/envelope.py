@@ -22,14 +22,17 @@ def _scope_text(r: EnvelopeResult, extra: dict[str, Any]) -> str:
     if extra.get("restore_bytes_scope") != "per_rank":
         return ""
     tp, asked, kept = extra["tp"], extra.get("restore_tokens"), extra.get("restored_tokens")
-    cap, prompt = extra.get("hit_cap_tokens"), extra.get("prompt_tokens")
+    cap, prompt, every = extra.get("hit_cap_tokens"), extra.get("prompt_tokens"), extra.get("checkpoint_tokens")
+    state = f"a hit ends at a state checkpoint, every {units.format_count(every)} tokens" if every else ""
     if kept is None or kept == (asked if asked is not None else prompt):
         whole = ""
     elif asked is None:      # the default restore: the whole prompt, as a full hit
+        best = f" at the state checkpoints, every {units.format_count(every)} tokens" if every else ""
         whole = (f" = {units.format_count(kept)} tokens, the best-case hit of the {units.format_count(prompt)}-token "
-                 f"prompt (the other {units.format_count(prompt - kept)} are computed)")
+                 f"prompt{best} (the other {units.format_count(prompt - kept)} are computed)")
     else:
-        why = "the last-token cap" if cap is not None and asked > cap else "whole blocks: only full blocks are cached"
+        why = state or ("the last-token cap" if cap is not None and asked > cap
+                        else "whole blocks: only full blocks are cached")
         whole = (f" = {units.format_count(kept)} of the {units.format_count(asked)} tokens ({why}, the other "
                  f"{units.format_count(asked - kept)} are computed)")
     kv = f" of {extra['layout']} KV" if extra.get("layout") else ""    # the layout that runs (fp8_ds_mla, not fp8)
@@ -73,7 +76,8 @@ def render_envelope(r: EnvelopeResult, extra: dict[str, Any]) -> str:
 
 def envelope_notes(r: EnvelopeResult, extra: dict[str, Any]) -> list[str]:
     """Every note of the ``pcs envelope`` table, in its order (the JSON's ``notes``); ``extra`` as
-    :func:`render_envelope` takes it."""
+    :func:`render_envelope` takes it, with ``past_context``: the note of a prompt past the model's context
+    (:func:`pcs.model.footprint.past_context`, as pcs footprint and pcs deploy say it) or None."""
     if r.break_even_bps is None:
         verdict = ("no break-even: T_full - T_remaining - T_overhead <= 0, so no bandwidth makes "
                    "the cached path faster")
@@ -84,7 +88,7 @@ def envelope_notes(r: EnvelopeResult, extra: dict[str, Any]) -> list[str]:
             verdict += (f" (per GPU; {units.format_bandwidth(r.break_even_bps * extra['tp'])} for the TP "
                         "group's links together, as pcs replay gives link figures)")
     return [
-        verdict, *_cap_note(extra),
+        verdict, *_cap_note(extra), *([extra["past_context"]] if extra.get("past_context") else []),
         "net saved = T_full - cached path, the restore time taken off (pcs replay's \"prefill saved\" is "
         "gross: the prefill time the hits avoid, before it)",
         "serial model: cached = D/B + T_remaining + T_overhead against T_full; a higher hit ratio "
@@ -98,7 +102,8 @@ def _cap_note(extra: dict[str, Any]) -> list[str]:
     """The note of the last-token cap (docs/semantics.md §4, :meth:`pcs.blocks.BlockRules.best_hit_tokens`) when it
     set D's tokens: the default restore (the whole prompt, as a full hit) or an explicit ``--restore-tokens`` above
     the cap; none otherwise. ``extra``: ``prompt_tokens``, ``restore_tokens``, ``hit_cap_tokens``,
-    ``restored_tokens``, ``block_size``."""
+    ``restored_tokens``, ``block_size``, ``checkpoint_tokens`` (a hybrid model's state checkpoint interval when it
+    ended the hit below the cap, else None)."""
     asked, cap, prompt, bs = (extra.get(k) for k in ("restore_tokens", "hit_cap_tokens", "prompt_tokens",
                                                      "block_size"))
     if cap is None or extra.get("restored_tokens") is None or (asked if asked is not None else prompt) <= cap:
@@ -106,6 +111,11 @@ def _cap_note(extra: dict[str, Any]) -> list[str]:
     n = units.format_count
     what = (f"restore: a full hit of the {n(prompt)}-token prompt, capped" if asked is None else
             f"--restore-tokens {n(asked)} capped at the {n(prompt)}-token prompt's hit cap")
+    kept, every = extra["restored_tokens"], extra.get("checkpoint_tokens")
+    if every and kept < cap:   # a hybrid model's state group: the hit rounds down to its last checkpoint (§3.1)
+        return [f"{what}: ((T - 1) // B) x B = (({n(prompt)} - 1) // {n(bs)}) x {n(bs)} = {n(cap)} tokens, and the "
+                f"state checkpoint every {n(every)} tokens ends the hit at {n(kept)} tokens restored: the other "
+                f"{n(prompt - kept)} are computed, as pcs replay counts a hit (docs/semantics.md §3.1, §4)"]
     return [f"{what}: ((T - 1) // B) x B = (({n(prompt)} - 1) // {n(bs)}) x {n(bs)} = {n(cap)} tokens restored; the "
             f"last prompt token is recomputed for the first output's logits, so {n(prompt - cap)} tokens (from the "
             "last whole block on) are computed, as pcs replay counts a hit (docs/semantics.md §4)"]

@@ -393,6 +393,9 @@ def _spool(path, name: str) -> Path:
                     raise long_line(name, ended + 1)
         if src is not sys.stdin.buffer:
             src.close()
+            if not os.path.getsize(tmp):   # a named pipe: read once, without waiting for a writer
+                raise InputError(name, None, None, f"{EMPTY_TRACE}: a named pipe (FIFO) with no data written into "
+                                 "it when pcs opened it; pcs reads a FIFO once and waits for no writer")
     except BaseException:
         _remove_spool(tmp)
         raise

@@ -179,11 +179,12 @@ def load_tokenizer(path):
         from tokenizers import Tokenizer
     except ImportError:
         raise UserError(missing_extra("turning chat logs into tokens", "tokenizers", "chat")) from None
-    from pcs.trace.pathcheck import check_input_file
+    from pcs.trace.pathcheck import check_input_file, check_regular_file
     from pcs.trace.source import check_source
 
     check_input_file(path, "path")
     check_source(path)
+    check_regular_file(path)
     try:
         return Tokenizer.from_file(str(path))
     except Exception as exc:  # tokenizers raises its own Exception subclass

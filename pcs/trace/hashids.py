@@ -134,6 +134,8 @@ def strict_loads(name: str, ln: int, line: bytes) -> dict:
         obj = jsondepth.loads(line.decode("utf-8"), object_pairs_hook=_no_dup_keys)
     except jsondepth.TooDeepError as exc:
         raise InputError(name, ln, None, str(exc)) from None
+    except jsondepth.NumberTooLongError as exc:
+        raise InputError(name, ln, exc.field, str(exc)) from None
     except UnicodeDecodeError as exc:
         raise InputError(name, ln, None, f"invalid UTF-8 at byte {exc.start}") from None
     except ValueError as exc:

@@ -13,7 +13,7 @@ from typing import Any
 
 from pcs.errors import PathError, UserError
 
-__all__ = ["refuse_file_objects", "check_input_file", "check_input_dir"]
+__all__ = ["refuse_file_objects", "check_input_file", "check_input_dir", "check_regular_file"]
 
 
 def _path_problem(path: Any, folder: bool) -> str | None:
@@ -47,6 +47,25 @@ def check_input_file(path: Any, keyword: str) -> None:
     problem = _path_problem(path, folder=False)
     if problem:
         raise PathError(os.fspath(path), keyword, problem)
+
+
+def check_regular_file(path: Any, name: str | None = None) -> None:
+    """Refuse a settings input (a model config, hardware or workloads file, sweep plan, report JSON, tokenizer,
+    compute table) that is not a regular file: a FIFO would block ``open`` until a writer came, a socket or a
+    device is no settings file. Traces take pipes and stdin (spooled, :mod:`pcs.trace.source`); these do not.
+    Call after :func:`check_input_file` (a missing path is its error).
+
+    Raises:
+        InputError: ``NAME: not a regular file`` (``name``: the path as the user wrote it).
+    """
+    from pcs.errors import InputError
+
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return      # check_input_file's to say
+    if not stat.S_ISREG(mode):
+        raise InputError(name or os.fspath(path), None, None, "not a regular file")
 
 
 def check_input_dir(path: Any, keyword: str) -> None:

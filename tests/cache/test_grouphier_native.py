@@ -420,6 +420,41 @@ def test_gpu_only_dropped_pages_are_the_gpu_evictions_hand_traced():
     assert_group_states_equal(ref, nat)
 
 
+def test_the_running_state_takes_its_slots_from_admission_hand_traced():
+    """A state group's running state takes one state's pages of the shared pool from admission to finish, with
+    or without output blocks (vLLM's ``MambaManager`` allocates the running state's block from the same block
+    pool; docs/semantics.md §3.1), never cached; both twins. Full (1 page) + state every block (2 pages).
+
+    GPU 10 pages, r [5, 7], 2 blocks, cap 1, no extra block: needs f5 f7 (2) + checkpoints s5.0 s5.1 s7.0 s7.1
+        (4) + the running state (2) = 8 <= 10: untruncated, 8 reserved, live [2, 1]; grow by 1 block takes
+        only f's page (the state holds its one running state): 9; prefill_done fills f5 f7 (7) and stores the
+        4 checkpoint pages unpinned (3 left: running state + grown page); finish gives them back: nothing held,
+        resident pages [2, 4].
+    GPU 7 pages, the same request: 8 > 7: truncated (before, the running state took no slot: 6 <= 7 fitted);
+        it reserves the pool's 7 slots (its budget, §5) and keeps f5 s5.0 s5.1 f7 s7.0 s7.1 in chain order (6).
+    """
+    groups = [CacheGroup("full", "full", ("full_attention",), BS, pages=1),
+              CacheGroup("ssm", "state", ("ssm_state",), BS, BS, pages=2)]
+    ref, nat = _pair([10], "back", groups)
+    for h in (ref, nat):
+        a = h.start([5, 7], 2, 1)
+        assert (a.truncated, list(a.reserved), list(a.live)) == (False, [8], [2, 1])
+        assert h.grow(a, 1) and list(a.reserved) == [9] and list(a.live) == [3, 1]
+        h.prefill_done(a)
+        assert list(a.reserved) == [3] and h.held_blocks() == 2 + 3
+        h.finish(a)
+        assert h.held_blocks() == 0 and h.residency.pages[0] == [2, 4]
+    assert_group_states_equal(ref, nat)
+    ref, nat = _pair([7], "back", groups)
+    for h in (ref, nat):
+        a = h.start([5, 7], 2, 1)
+        assert (a.truncated, list(a.reserved)) == (True, [7])
+        h.prefill_done(a)
+        h.finish(a)
+        assert h.held_blocks() == 0 and h.residency.pages[0] == [2, 4]
+    assert_group_states_equal(ref, nat)
+
+
 def test_a_state_checkpoint_written_by_the_prefill_needs_its_slots_hand_traced():
     """A state group's checkpoint that a prefill writes takes its pages' slots like any page it writes (vLLM's
     ``MambaManager`` allocates the state blocks of the tokens a step computes; docs/semantics.md §3.1, §5), so a

@@ -100,7 +100,6 @@ def test_messages_name_what_was_given(args, needles):
 @pytest.mark.parametrize("args, needles", [
     (["--mamba-cache-mode", "align"], ["--mamba-cache-mode applies to hybrid models", "llama-2-70b"]),
     (["--swa-full-tokens-ratio", "0.5"], ["--swa-full-tokens-ratio applies to hybrid models"]),
-    (["--hybrid-kv-cache-manager", "sglang"], ["--hybrid-kv-cache-manager applies to hybrid models"]),
     (["--model", "gemma-3-27b", "--tp", "1", "--swa-full-tokens-ratio", "0.5"],
      ["--swa-full-tokens-ratio is an option of the sglang hybrid KV cache manager", "'vllm'"]),
     (["--model", "gpt-oss-120b", "--tp", "2", "--hybrid-kv-cache-manager", "sglang", "--mamba-full-memory-ratio",
