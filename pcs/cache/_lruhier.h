@@ -116,9 +116,6 @@ typedef struct Tier {
     /* -- a tier of a table shared by two LRU tiers (pcs/cache/_lruhier.c, Hier.sh; NULL / 0: its own table) -- */
     struct Tier *shared;               /* the shared table (its ent and slots are this tier's, read-only here) */
     uint8_t inflag;                    /* F_GPU or F_CPU: the entry flag of this tier's residency */
-    /* -- slru's two segments (pcs/cache/_pol_slru.c): entry indices in queue order with lazy deletion, as the
-     * inline LRU order's (_lruq.h); an entry keeps its position in Entry.prev, its segment in Entry.q -- */
-    struct SegQ { int32_t *a; Py_ssize_t h, n, cap; } seg[2];   /* front, end, allocated items; count: qlen */
 } Tier;
 
 /* The retention pool of a tier with retain (pcs/cache/_retain.c; pcs.cache.admission_retention.RetainingPolicy):
