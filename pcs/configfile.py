@@ -137,9 +137,27 @@ def read_mapping(path: str | Path, keyword: str = "path") -> dict[str, Any]:
         except RecursionError:
             raise InputError(str(path), None, None, "TOML nested too deeply for Python's TOML reader (the TOML "
                                                     "itself may be valid)") from None
+        except ValueError as exc:   # an integer past Python's digit limit (int() inside the TOML reader)
+            raise _toml_number_error(path, text, exc) from None
     if not isinstance(data, dict):
         raise InputError(str(path), None, None, "top level must be a table/object")
     return data
+
+
+def _toml_number_error(path: Path, text: str, exc: ValueError) -> InputError:
+    """The InputError for a TOML integer past Python's digit limit (``sys.get_int_max_str_digits()``, 4,300):
+    its line and key (``key = 999...``) as the JSON reader names them (:class:`pcs.jsondepth.NumberTooLongError`),
+    instead of Python's advice for programmers; any other ValueError of the TOML reader as invalid TOML."""
+    import re
+    import sys
+
+    limit = sys.get_int_max_str_digits() if hasattr(sys, "get_int_max_str_digits") else 0
+    m = re.search(r"(?<![\d.eE+\-_])[-+]?(\d{%d,})(?![\d.eE])" % (limit + 1), text) if limit else None
+    if m is None:
+        return InputError(str(path), None, None, f"invalid TOML: {exc}")
+    key = re.search(r"([A-Za-z0-9_.\-\"']+)\s*=\s*$", text[max(0, m.start() - 4096):m.start()])
+    field = key.group(1).strip("\"'") if key else None
+    return InputError(str(path), text.count("\n", 0, m.start()) + 1, field, f"number too long ({len(m.group(1))} digits)")
 
 
 def refuse_unknown_keys(path: str | Path, where: str | None, table: dict[str, Any], known: Iterable[str]) -> None:
