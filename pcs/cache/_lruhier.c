@@ -1132,7 +1132,7 @@ static int start_empty(Hier *h, Py_ssize_t extra, int wait, PcsAdm *a) {
     const int T = h->ntiers;
     if (adm_reserve(a, 1, T) < 0) return -1;
     a->ntiers = T;
-    for (int j = 0; j < 2 * T; j++) a->counts[j] = 0;        /* no hit or restore in any tier */
+    for (int j = 0; j < T; j++) a->counts[j] = a->counts[T + j] = 0;   /* no hit or restore in any tier */
     a->nused = a->nnew = 0;
     h->admitted++;
     int demoted = 0;
