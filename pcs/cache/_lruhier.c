@@ -1120,20 +1120,19 @@ static Py_ssize_t start_restore(Hier *h, const Plan *p, PcsAdm *a, Py_ssize_t nv
 /* Hierarchy.start: lookup, budget, pin, reserve, restore, demote the victims (write-back) */
 static int start_plan(Hier *h, Plan *p0, int wait, PcsAdm *a);
 
-/* start_budget, start_reserve and its start_expect inlined in each of their two callers, start_plan and
- * start_empty: start_plan's code as with one caller (called out of line, start_reserve alone cost start_plan ~55
- * instructions an admission: callgrind, 10x trace) */
-static inline __attribute__((always_inline)) int start_budget(Hier *h, Plan *p, int wait);
-static inline __attribute__((always_inline)) int start_expect(Hier *h, const Plan *p, const PcsAdm *a);
-static inline __attribute__((always_inline)) Py_ssize_t start_reserve(Hier *h, const Plan *p, const PcsAdm *a,
-                                                                      int *demoted);
+/* cascade called out of line from start_empty (flatten stops at a noinline callee): the victims' way down is rare
+ * in the no-cache run, and inlined its code (tinsert, tduel) only grows start_empty */
+static __attribute__((noinline)) int empty_cascade(Hier *h, Py_ssize_t n) { return cascade(h, n); }
 
 /* start_plan for an empty chain (n = 0: a request that looks up and caches no block, as each request of the
  * no-cache baseline run, holds GPU slots only): start_lookup's plan for n = 0 (no lead, hit, restore or computed
  * block) set directly -- no lookup, gate (it would count nothing), pin or restore -- then the same budget
  * (start_budget: wait_if_full, truncation) and the same reservation (start_reserve: evictions, write-back) as any
- * request, for `extra` slots; docs/semantics.md §5. 1 admitted, 0 it waits (a unchanged), -1 error */
-static int start_empty(Hier *h, Py_ssize_t extra, int wait, PcsAdm *a) {
+ * request, for `extra` slots; docs/semantics.md §5. flatten: start_budget and start_reserve inlined here, so each
+ * keeps one call site for gcc's inliner and start_plan compiles as without this function (callgrind, 10x trace:
+ * start_reserve out of line cost start_plan ~55 instructions an admission, forced inline ~26). 1 admitted, 0 it
+ * waits (a unchanged), -1 error */
+static __attribute__((flatten)) int start_empty(Hier *h, Py_ssize_t extra, int wait, PcsAdm *a) {
     Plan p = {.extra = extra};         /* n, cap, lead, hits, nused, evictable, n_restore, nnew, first_low: 0 */
     h->clock = h->admitted;            /* pcs.cache.policies.context.clocked: the k-th admission is request k */
     if (start_budget(h, &p, wait)) return 0;
@@ -1145,7 +1144,7 @@ static int start_empty(Hier *h, Py_ssize_t extra, int wait, PcsAdm *a) {
     h->admitted++;
     int demoted = 0;
     Py_ssize_t nvict = start_reserve(h, &p, a, &demoted);
-    if (nvict < 0 || (nvict && !demoted && cascade(h, nvict) < 0)) return -1;
+    if (nvict < 0 || (nvict && !demoted && empty_cascade(h, nvict) < 0)) return -1;
     a->prefix_hit_blocks = a->hit_blocks = a->gpu_lead_blocks = 0;
     a->last_hit_tier = -1;
     a->truncated = (char)p.truncated;
