@@ -1120,6 +1120,38 @@ static Py_ssize_t start_restore(Hier *h, const Plan *p, PcsAdm *a, Py_ssize_t nv
 /* Hierarchy.start: lookup, budget, pin, reserve, restore, demote the victims (write-back) */
 static int start_plan(Hier *h, Plan *p0, int wait, PcsAdm *a);
 
+/* cascade called out of line from start_empty (flatten stops at a noinline callee): the victims' way down is rare
+ * in the no-cache run, and inlined its code (tinsert, tduel) only grows start_empty */
+static __attribute__((noinline)) int empty_cascade(Hier *h, Py_ssize_t n) { return cascade(h, n); }
+
+/* start_plan for an empty chain (n = 0: a request that looks up and caches no block, as each request of the
+ * no-cache baseline run, holds GPU slots only): start_lookup's plan for n = 0 (no lead, hit, restore or computed
+ * block) set directly -- no lookup, gate (it would count nothing), pin or restore -- then the same budget
+ * (start_budget: wait_if_full, truncation) and the same reservation (start_reserve: evictions, write-back) as any
+ * request, for `extra` slots; docs/semantics.md §5. flatten: start_budget and start_reserve inlined here, so each
+ * keeps one call site for gcc's inliner and start_plan compiles as without this function (callgrind, 10x trace:
+ * start_reserve out of line cost start_plan ~55 instructions an admission, forced inline ~26). 1 admitted, 0 it
+ * waits (a unchanged), -1 error */
+static __attribute__((flatten)) int start_empty(Hier *h, Py_ssize_t extra, int wait, PcsAdm *a) {
+    Plan p = {.extra = extra};         /* n, cap, lead, hits, nused, evictable, n_restore, nnew, first_low: 0 */
+    h->clock = h->admitted;            /* pcs.cache.policies.context.clocked: the k-th admission is request k */
+    if (start_budget(h, &p, wait)) return 0;
+    const int T = h->ntiers;
+    if (adm_reserve(a, 1, T) < 0) return -1;
+    a->ntiers = T;
+    for (int j = 0; j < T; j++) a->counts[j] = a->counts[T + j] = 0;   /* no hit or restore in any tier */
+    a->nused = a->nnew = 0;
+    h->admitted++;
+    int demoted = 0;
+    Py_ssize_t nvict = start_reserve(h, &p, a, &demoted);
+    if (nvict < 0 || (nvict && !demoted && empty_cascade(h, nvict) < 0)) return -1;
+    a->prefix_hit_blocks = a->hit_blocks = a->gpu_lead_blocks = 0;
+    a->last_hit_tier = -1;
+    a->truncated = (char)p.truncated;
+    a->reserved_blocks = p.budget;
+    return 1;
+}
+
 /* an Admission from start_plan's answer: the admission (rc 1), None (0: it waits) or NULL */
 static PyObject *adm_result(Adm *a, int rc) {
     if (rc > 0) return (PyObject *)a;
@@ -1133,7 +1165,7 @@ static PyObject *hier_start(Hier *h, PyObject *const *args, Py_ssize_t nargs) {
     int wait;
     if (start_args(h, args, nargs, &p, &wait) < 0) return NULL;
     Adm *a = adm_new();
-    return a ? adm_result(a, start_plan(h, &p, wait, &a->c)) : NULL;
+    return a ? adm_result(a, p.n ? start_plan(h, &p, wait, &a->c) : start_empty(h, p.extra, wait, &a->c)) : NULL;
 }
 
 static int c_nogil(PyObject *hh);
@@ -1153,7 +1185,7 @@ static int c_start(PyObject *hh, const uint64_t *keys, Py_ssize_t len, Py_ssize_
     Plan p;
     p.extra = extra;
     Py_ssize_t m = n < len ? n : len;
-    if (m < 0) m = 0;
+    if (m <= 0) return start_empty(h, extra, wait, a);     /* start_head's n = 0 without a key read */
     if (ensure_k(h, m + 1) < 0) return -1;
     req_keys(h, keys, m);
     if (start_head(h, &p, n, cap, m) < 0) return -1;
@@ -1421,6 +1453,11 @@ static int c_finish(PyObject *hh, PcsAdm *a) {
         if (pinned_ents(g, a, a->nused + a->nnew) < 0) return -1;   /* a key not pinned is named first */
         PyErr_SetString(PyExc_AssertionError, "release of more slots than reserved");
         return -1;
+    }
+    if (!(a->nused + a->nnew)) {       /* no key held (an empty chain's admission): only its slots given back */
+        g->reserved -= a->reserved_blocks;
+        a->reserved_blocks = 0;
+        return 0;
     }
     return finish_pass(h, a);
 }
