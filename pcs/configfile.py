@@ -146,13 +146,12 @@ def read_mapping(path: str | Path, keyword: str = "path") -> dict[str, Any]:
 
 def _toml_number_error(path: Path, text: str, exc: ValueError) -> InputError:
     """The InputError for a TOML integer past Python's digit limit (``sys.get_int_max_str_digits()``, 4,300):
-    its line and key (``key = 999...``) as the JSON reader names them (:class:`pcs.jsondepth.NumberTooLongError`),
-    instead of Python's advice for programmers; any other ValueError of the TOML reader as invalid TOML."""
+    its line and key (``key = 999...``) as the JSON reader names them (located by
+    :func:`pcs.jsondepth.long_integer`), instead of Python's advice for programmers; any other ValueError of the
+    TOML reader as invalid TOML."""
     import re
-    import sys
 
-    limit = sys.get_int_max_str_digits() if hasattr(sys, "get_int_max_str_digits") else 0
-    m = re.search(r"(?<![\d.eE+\-_])[-+]?(\d{%d,})(?![\d.eE])" % (limit + 1), text) if limit else None
+    m = jsondepth.long_integer(text)
     if m is None:
         return InputError(str(path), None, None, f"invalid TOML: {exc}")
     key = re.search(r"([A-Za-z0-9_.\-\"']+)\s*=\s*$", text[max(0, m.start() - 4096):m.start()])

@@ -19,7 +19,7 @@ import re
 import sys
 from typing import Any
 
-__all__ = ["MAX_JSON_DEPTH", "TOO_DEEP", "TooDeepError", "NumberTooLongError", "loads"]
+__all__ = ["MAX_JSON_DEPTH", "TOO_DEEP", "TooDeepError", "NumberTooLongError", "long_integer", "loads"]
 
 #: Deepest nesting accepted (a Mooncake line is 2 deep: the object and its id list).
 MAX_JSON_DEPTH = 512
@@ -50,14 +50,22 @@ class NumberTooLongError(ValueError):
         super().__init__(f"number too long ({digits} digits)")
 
 
-def _too_long(text: str | bytes) -> NumberTooLongError | None:
-    """The first integer of ``text`` past Python's digit limit, located (None when there is none or no limit)."""
+def long_integer(text: str) -> "re.Match | None":
+    """The first integer of ``text`` (JSON or TOML: an optional sign, digits not inside a float or a word) with more
+    digits than Python converts (``sys.get_int_max_str_digits()``), its digits as group 1; None when there is none
+    or no limit. The one locator of such numbers: this module's JSON reader and :mod:`pcs.configfile`'s TOML one
+    name its line and key from it."""
     limit = sys.get_int_max_str_digits() if hasattr(sys, "get_int_max_str_digits") else 0
     if not limit:
         return None
+    return re.search(r"(?<![\d.eE+\-_])[-+]?(\d{%d,})(?![\d.eE])" % (limit + 1), text)
+
+
+def _too_long(text: str | bytes) -> NumberTooLongError | None:
+    """The first integer of ``text`` past Python's digit limit, located (None when there is none or no limit)."""
     if isinstance(text, bytes):
         text = text.decode("utf-8", "replace")
-    m = re.search(r"(?<![\d.eE+\-])-?(\d{%d,})(?![\d.eE])" % (limit + 1), text)
+    m = long_integer(text)
     if m is None:
         return None
     key = re.search(r'"((?:[^"\\]|\\.)*)"\s*:\s*$', text[max(0, m.start() - 4096):m.start()])

@@ -18,24 +18,31 @@
 
 typedef struct { double a2, fps, k[MAX_TERMS]; int nk; int64_t bs; } terms_t;
 
-/* One row of a one-term model (every preset but the hybrids), len < 2^31: the loop of pf_row with an int32
- * counter, whose conversion to double has a packed form (the int64 one has none before AVX-512), so the compiler
- * vectorises the row: the same operations per entry, each lane IEEE-rounded as the scalar one, so the same bits.
- * (double)h is exact either way (|h| < 2^53), hence the same product. Built twice on x86-64 Linux (GCC's
- * target_clones: AVX2, four entries a step, and the baseline, two; ifunc needs glibc), the loader picking the one
- * the CPU runs. */
-#if defined(__x86_64__) && defined(__linux__) && defined(__GLIBC__) && defined(__GNUC__) && !defined(__clang__)
-__attribute__((target_clones("avx2", "default")))
-#endif
-static void pf_row1(double *restrict out, int32_t len, double pd, double bsd, double a2, double fps, double k0) {
+/* Entries h0 .. h0 + len - 1 of one row of a one-term model (every preset but the hybrids), len < 2^31, with an
+ * int32 counter: h0 + (double)h is the exact entry index (both whole, below 2^53), hence the same product as
+ * (double)(h0 + h). Inlined into its two callers: pf_row1 (h0 = -0.0, which x + -0.0 = x lets the compiler drop)
+ * and pf_row's runs past the first 2^31 - 1 entries. */
+static inline __attribute__((always_inline)) void pf_run(double *restrict out, int32_t len, double h0, double pd,
+                                                         double bsd, double a2, double fps, double k0) {
     for (int32_t h = 0; h < len; h++) {
-        double hb = (double)h * bsd;
+        double hb = (h0 + (double)h) * bsd;
         double c = hb < pd ? hb : pd;
         double n = pd - c;
         double pairs = n * c + n * (n + 1.0) / 2.0;
         double attn = 0.0 + k0 * pairs;
         out[h] = (a2 * n + attn) / fps;
     }
+}
+
+/* One row of a one-term model from entry 0 (pf_run): the int32 counter's conversion to double has a packed form
+ * (the int64 one has none before AVX-512), so the compiler vectorises the row: the same operations per entry,
+ * each lane IEEE-rounded as the scalar one, so the same bits. Built twice on x86-64 Linux (GCC's target_clones:
+ * AVX2, four entries a step, and the baseline, two; ifunc needs glibc), the loader picking the one the CPU runs. */
+#if defined(__x86_64__) && defined(__linux__) && defined(__GLIBC__) && defined(__GNUC__) && !defined(__clang__)
+__attribute__((target_clones("avx2", "default")))
+#endif
+static void pf_row1(double *restrict out, int32_t len, double pd, double bsd, double a2, double fps, double k0) {
+    pf_run(out, len, -0.0, pd, bsd, a2, fps, k0);
 }
 
 /* One row: out[h] for h = 0 .. len - 1 of prompt p (tokens). The terms in locals (a store into out may alias
@@ -50,15 +57,10 @@ static void pf_row(double *out, int64_t len, int64_t p, const terms_t *t) {
         pf_row1(out, (int32_t)len, pd, bsd, a2, fps, t->k[0]);
         return;
     }
-    if (t->nk == 1) {
-        const double k0 = t->k[0];
-        for (int64_t h = 0; h < len; h++) {
-            double hb = (double)h * bsd;
-            double c = hb < pd ? hb : pd;
-            double n = pd - c;
-            double pairs = n * c + n * (n + 1.0) / 2.0;
-            double attn = 0.0 + k0 * pairs;
-            out[h] = (a2 * n + attn) / fps;
+    if (t->nk == 1) {   /* a row of 2^31 entries or more: runs of at most 2^31 - 1, not vectorised */
+        for (int64_t h0 = 0; h0 < len; h0 += INT32_MAX) {
+            int64_t run = len - h0 < INT32_MAX ? len - h0 : INT32_MAX;
+            pf_run(out + h0, (int32_t)run, (double)h0, pd, bsd, a2, fps, t->k[0]);
         }
         return;
     }

@@ -685,7 +685,7 @@ def replay(trace: Any = None, *, model: Any = None, hardware: Any = None, tp: in
     make = lambda: _build_tiers(tier_specs, bpb, opts.policy, tier_policies, protected_share, ctx, admit)  # noqa: E731
     opts = _compute_mode(opts, time_model, notes)
     hyb = (hybrid_kv_cache_manager, swa_full_tokens_ratio, mamba_full_memory_ratio, mamba_cache_mode)
-    plan = _hybrid_plan(spec, bs, tier_specs, bb, *hyb)
+    plan, sizes, hopts = _hybrid_plan(spec, bs, tier_specs, bb, *hyb)
     _check_groups(plan, ctx, admit, gap_oracle)
     no_effect = refuse_inapplicable_hybrid(spec, bs, dict(zip(HYBRID_OPTIONS, (*hyb, residency_step_s))))
     notes.extend(no_effect)
@@ -693,11 +693,11 @@ def replay(trace: Any = None, *, model: Any = None, hardware: Any = None, tp: in
     context = _context(source, spec, gpu, opts, dtype, bs, rules, tier_specs, bb, link_specs, protected_share)
     passes, line = None, None
     if plan is not None:   # the comparison line (run first, inline); both share the trace's tier-independent passes
-        frozen = functools.partial(_build_tiers, _line_tiers(spec, bs, tier_specs, bb, hyb), bpb, opts.policy,
+        frozen = functools.partial(_build_tiers, _line_tiers(tier_specs, sizes, bb), bpb, opts.policy,
                                    tier_policies, protected_share, ctx, admit)   # fixed before bpb is the pages'
         passes, line = _full_attention_line(source, rules, time_model, frozen, opts, link_specs, bpb, step, context)
-        make, bpb = _hybrid_run(plan, spec, bs, tier_specs, bb, hyb, opts, tier_policies, protected_share, context,
-                                notes)
+        make, bpb = _hybrid_run(plan, spec, bs, tier_specs, bb, (sizes, hopts), opts, tier_policies,
+                                protected_share, context, notes)
     out = _blame_longest_output(source, lambda: _run_beside_line(line, context, lambda: run_replay(
         source if passes is None else passes.source, rules, time_model, make, opts.timing, opts.write_policy,
         link_specs, bpb, opts.engine, opts.native, progress, step, plan,
@@ -787,11 +787,12 @@ def _blame_longest_output(source: Any, run: Callable[[], Any]) -> Any:
                         f"{first:,}, in the trace's order)") from None
 
 
-def _hybrid_run(plan, spec, bs: int, tier_specs, bb, hyb: tuple, opts, tier_policies, protected_share,
+def _hybrid_run(plan, spec, bs: int, tier_specs, bb, sized: tuple, opts, tier_policies, protected_share,
                 context: dict, notes: list) -> tuple[Callable[[], list], list[int]]:
     """The hybrid run's pool factory and bytes per page of each tier (``plan``'s pools, :func:`_build_pools`);
-    ``context`` gains the plan and the other manager's plan (``hybrid``, ``hybrid_alt``), ``notes`` the plan's."""
-    context.update(hybrid=plan, hybrid_alt=_alt_plan(spec, bs, tier_specs, bb, *hyb))
+    ``context`` gains the plan and the other dtype's plan (``hybrid``, ``hybrid_alt``), ``notes`` the plan's;
+    ``sized``: the tiers' bytes and the checked options, as :func:`_hybrid_plan` returned them."""
+    context.update(hybrid=plan, hybrid_alt=_alt_plan(spec, bs, tier_specs, bb, *sized))
     notes += list(plan.notes)
     return (lambda: _build_pools(plan, tier_specs, opts.policy, tier_policies, protected_share),
             [pb[0] for pb in plan.page_bytes])
@@ -1003,43 +1004,41 @@ def _hybrid_sizes(spec, bs: int, tier_specs, bb, opts: tuple) -> list[tuple[int 
     return out
 
 
-def _line_tiers(spec, bs: int, tier_specs, bb, hyb: tuple) -> list[TierSpec]:
+def _line_tiers(tier_specs, sizes: list, bb) -> list[TierSpec]:
     """The tiers of a hybrid run's all-full-attention comparison line: the same hardware, so each tier the hybrid
     run's bytes (:func:`_hybrid_sizes`: a tier given in N blocks holds N x the hybrid run's padded block bytes)
     in whole blocks of the all-full model, floor(bytes / its bytes per block) (docs/hybrid.md; a tier in bytes
     is the same bytes for both runs already). gemma-3-27b TP 8, 512-token blocks, ``gpu=1641blocks``: 1,641 x
     293,601,280 B = 481,799,700,480 B, 1,852 all-full blocks of 260,046,848 B (not 1,641). A tier whose bytes
     hold a hybrid page but no all-full block (a state spread over several blocks makes the padded block the
-    smaller) holds 0 blocks in the line instead of refusing the hybrid run ("smaller than one block")."""
-    from pcs.engine.hybrid import check_hybrid_options
-
-    sizes = _hybrid_sizes(spec, bs, tier_specs, bb, check_hybrid_options(*hyb))
+    smaller) holds 0 blocks in the line instead of refusing the hybrid run ("smaller than one block").
+    ``sizes``: :func:`_hybrid_sizes` of the run, as :func:`_hybrid_plan` returned them."""
     return [dataclasses.replace(t, capacity_bytes=None, capacity_blocks=b // whole.total_bytes)
             for t, (b, _), whole in zip(tier_specs, sizes, bb)]
 
 
-def _hybrid_plan(spec, bs: int, tier_specs, bb, manager, swa, mamba, mode):
-    """The hybrid plan of the run (:func:`pcs.engine.hybrid.plan_hybrid`), None for a model that is not hybrid;
-    a tier given in blocks holds that many padded blocks of the model (:func:`_hybrid_sizes`)."""
+def _hybrid_plan(spec, bs: int, tier_specs, bb, manager, swa, mamba, mode) -> tuple:
+    """(plan, sizes, options): the hybrid plan of the run (:func:`pcs.engine.hybrid.plan_hybrid`), None for a
+    model that is not hybrid; the tiers' bytes it was sized with (:func:`_hybrid_sizes`: a tier given in blocks
+    holds that many padded blocks of the model), made once for the comparison line's tiers and the other dtype's
+    plan too; the options as :func:`pcs.engine.hybrid.check_hybrid_options` filled them in."""
     from pcs.engine.hybrid import check_hybrid_options, plan_hybrid
 
     opts = check_hybrid_options(manager, swa, mamba, mode)
-    return plan_hybrid(spec, bs, [t.name for t in tier_specs], bb, _hybrid_sizes(spec, bs, tier_specs, bb, opts),
-                       *opts)
+    sizes = _hybrid_sizes(spec, bs, tier_specs, bb, opts)
+    return plan_hybrid(spec, bs, [t.name for t in tier_specs], bb, sizes, *opts), sizes, opts
 
 
-def _alt_plan(spec, bs: int, tier_specs, bb, manager, swa, mamba, mode):
+def _alt_plan(spec, bs: int, tier_specs, bb, sizes: list, opts: tuple):
     """The hybrid plan of the payload lens' other dtype (:func:`pcs.engine.lens.alternative_dtype`): the
-    run's tier bytes (a tier given in blocks: of the run's padded block, :func:`_hybrid_sizes`) in that dtype's
-    pages (docs/semantics.md §13)."""
-    from pcs.engine.hybrid import check_hybrid_options, plan_hybrid
+    run's tier bytes (``sizes``, :func:`_hybrid_sizes`: a tier given in blocks holds the run's padded blocks) in
+    that dtype's pages (docs/semantics.md §13); ``opts``: the checked hybrid options."""
+    from pcs.engine.hybrid import plan_hybrid
     from pcs.engine.lens import alternative_dtype
     from pcs.model import group_block_bytes
 
-    opts = check_hybrid_options(manager, swa, mamba, mode)
     alt = spec.with_dtype(alternative_dtype(spec.kv_dtype))
     abb = [group_block_bytes(alt, bs, "reserved" if j == 0 else "serialized") for j in range(len(bb))]
-    sizes = _hybrid_sizes(spec, bs, tier_specs, bb, opts)
     return plan_hybrid(alt, bs, [t.name for t in tier_specs], abb, sizes, *opts)
 
 

@@ -112,7 +112,7 @@ def shared_setup(source: Any, kw: dict, shared_spec: Any, compute: Any = None) -
     if reading:    # per tier, as --policy / --tier-policy gave them (the shared tier takes --policy)
         raise UserError("shared_tier= runs policies that do not read the trace (lru, slru, fifo, ...); "
                          f"got {', '.join(reading)} (policy= sets every tier, the shared one too)")
-    if api._hybrid_plan(spec, bs, specs, bb, None, None, None, None) is not None:
+    if api._hybrid_plan(spec, bs, specs, bb, None, None, None, None)[0] is not None:
         raise UserError("shared_tier= does not run a hybrid model's cache groups yet")
     step = _step(kw, opts.timing, compute, gpu, specs[0], bpb[0])
     return dict(specs=specs, bpb=bpb, links=links, policy=opts.policy, policies=policies,
