@@ -103,6 +103,7 @@ typedef struct {
      * buffers (taken again each time init_columns grows them; nothing else resizes them before columns() hands
      * them out, which ends the loop: out) */
     int64_t *q[NQ0 + 8]; double *dc[ND]; char *trunc; Py_ssize_t ncol;
+    Py_ssize_t capcol, expect;      /* rows the arrays hold (ncol rows fed, the rest set ahead); reserve()'s total */
     PyObject *cols[NQ0 + 8 + ND + 1]; int out;
     /* a fleet's one clock (StepEngine.clock_event / clock_advance): the step that began, its end due */
     int half; Py_ssize_t open_nch; double open_step;
@@ -629,23 +630,37 @@ static int col_extend(PyObject *arr, const void *buf, Py_ssize_t nbytes) {
     return r ? 0 : -1;
 }
 
-/* the columns (created at the first feed) grow by m rows: 0, NaN from D_NAN_FROM on; with the GIL; 0 or -1 */
+/* rows the columns hold for m more (ncol + m): the rows already held (capcol) when enough, else the expected total
+ * (reserve()) or 1.5x the rows held, whichever is larger, and at least ncol + m: a fleet feeding one request a
+ * call grows them O(log n) times, not once per request (each growth copies the arrays: array.array has no spare
+ * room a caller can ask for) */
+static Py_ssize_t col_target(const Sched *s, Py_ssize_t m) {
+    Py_ssize_t need = s->ncol + m, t = s->capcol + s->capcol / 2;
+    if (need <= s->capcol) return s->capcol;
+    if (t < s->expect) t = s->expect;
+    return t > need ? t : need;
+}
+
+/* the columns (created at the first feed) hold m more rows (ncol .. ncol + m - 1): 0, NaN from D_NAN_FROM on;
+ * grown by col_target's rule, the rows past ncol set already (columns() cuts them off); with the GIL; 0 or -1 */
 static int init_columns(Sched *s, Py_ssize_t m) {
     int n = ncols(s);
     for (int j = 0; j < n && !s->cols[0 + j]; j++) {
         char code[2] = {col_code(s, j), 0};
         if (!(s->cols[j] = PyObject_CallFunction(array_type, "s", code))) return -1;
     }
-    double *init = PyMem_Calloc(m ? m : 1, sizeof(double));
+    Py_ssize_t cap = col_target(s, m), g = cap - s->capcol;
+    if (!g) { s->ncol += m; return 0; }
+    double *init = PyMem_Calloc(g, sizeof(double));
     if (!init) { PyErr_NoMemory(); return -1; }
     int rc = 0;
-    for (int j = 0; j < n && !rc; j++) {            /* the zero columns; 'b' takes m bytes of the same zeros */
+    for (int j = 0; j < n && !rc; j++) {            /* the zero columns; 'b' takes g bytes of the same zeros */
         int d = j - (NQ0 + s->T);
-        if (d < 0 || d >= ND) rc = col_extend(s->cols[j], init, d < 0 ? 8 * m : m);
-        else if (d < D_NAN_FROM) rc = col_extend(s->cols[j], init, 8 * m);
+        if (d < 0 || d >= ND) rc = col_extend(s->cols[j], init, d < 0 ? 8 * g : g);
+        else if (d < D_NAN_FROM) rc = col_extend(s->cols[j], init, 8 * g);
     }
-    for (Py_ssize_t i = 0; i < m; i++) init[i] = NAN;
-    for (int d = D_NAN_FROM; d < ND && !rc; d++) rc = col_extend(s->cols[NQ0 + s->T + d], init, 8 * m);
+    for (Py_ssize_t i = 0; i < g; i++) init[i] = NAN;
+    for (int d = D_NAN_FROM; d < ND && !rc; d++) rc = col_extend(s->cols[NQ0 + s->T + d], init, 8 * g);
     PyMem_Free(init);
     for (int j = 0; j < n && !rc; j++) {
         void *p = col_buf(s->cols[j]);
@@ -653,8 +668,18 @@ static int init_columns(Sched *s, Py_ssize_t m) {
         int d = j - (NQ0 + s->T);
         if (d < 0) s->q[j] = p; else if (d < ND) s->dc[d] = p; else s->trunc = p;
     }
-    if (!rc) s->ncol += m;
-    return rc;
+    if (rc) return rc;
+    s->capcol = cap;
+    s->ncol += m;
+    return 0;
+}
+
+/* the rows past ncol (held ahead by col_target) cut off the columns, before they are handed out; 0 or -1 */
+static int cut_columns(Sched *s) {
+    for (int j = 0; j < ncols(s) && s->capcol > s->ncol; j++)
+        if (PySequence_DelSlice(s->cols[j], s->ncol, s->capcol) < 0) return -1;
+    s->capcol = s->ncol;
+    return 0;
 }
 
 static void note_peak(Sched *s, int64_t held) { if (held > s->peak) s->peak = held; }
@@ -1403,6 +1428,15 @@ static PyObject *sched_close(Sched *s, PyObject *unused) {
     return PyFloat_FromDouble(s->now);
 }
 
+/* reserve(n): about n requests will be fed in all (a hint: any number may be fed); the columns are grown to hold
+ * them at once (init_columns, col_target) instead of feed by feed */
+static PyObject *sched_reserve(Sched *s, PyObject *arg) {
+    Py_ssize_t n = PyLong_AsSsize_t(arg);
+    if (n == -1 && PyErr_Occurred()) return NULL;
+    s->expect = n > 0 ? n : 0;
+    Py_RETURN_NONE;
+}
+
 /* (admitted, waiting, [resident blocks per tier], [restored bytes per link], [link free per tier], running): a
  * time-series sample's state (StepEngine._snapshot) */
 static PyObject *sched_state(Sched *s, PyObject *unused) {
@@ -1421,6 +1455,7 @@ static PyObject *sched_state(Sched *s, PyObject *unused) {
  * truncated int8; order = stepnative.py's); the loop then takes no more requests (out) */
 static PyObject *sched_columns(Sched *s, PyObject *unused) {
     if (!s->cols[0] && init_columns(s, 0) < 0) return NULL;
+    if (cut_columns(s) < 0) return NULL;
     PyObject *l = PyList_New(ncols(s));
     if (!l) return NULL;
     for (int j = 0; j < ncols(s); j++) { Py_INCREF(s->cols[j]); PyList_SET_ITEM(l, j, s->cols[j]); }
@@ -1645,6 +1680,8 @@ static PyMethodDef sched_methods[] = {
     {"feed", (PyCFunction)sched_feed, METH_VARARGS,
      "feed(block_size, arrival f8, prompt i8, output i8, cacheable i8, max_hit i8, offsets i8 (m+1), hashes u8, "
      "prefill table f8, its offsets i8 (m+1 or empty), decode offsets i8 (m+1 or empty), decode ids u8)"},
+    {"reserve", (PyCFunction)sched_reserve, METH_O,
+     "reserve(n): about n requests will be fed in all; the columns are sized for them at the next feed"},
     {"close", (PyCFunction)sched_close, METH_NOARGS, "run until every request has finished; returns the end time"},
     {"state", (PyCFunction)sched_state, METH_NOARGS,
      "(admitted, waiting, resident blocks per tier, restored bytes per link, link free per tier, running)"},

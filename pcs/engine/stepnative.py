@@ -166,6 +166,8 @@ class NativeStepEngine(StepEngine):
         if why is not None:
             raise UserError(f"the compiled step scheduler cannot run this replay: {why}")
         self._s = new_loop(self, hierarchy._h.num_resident, recompute_last_token, no_cache, skip)
+        #: the trace's requests when known (the next-turn search counted them), for :meth:`feed`'s first call
+        self._expect = int(getattr(decode, "requests", 0) or 0)
 
     @property
     def releases_gil(self) -> bool:
@@ -223,6 +225,8 @@ class NativeStepEngine(StepEngine):
         first = self._fed == 0
         if first:
             self._sample_here()
+            if m > 1 and self._expect > m:      # a replay's chunks, not a fleet's one request a call
+                self._s.reserve(self._expect)   # the C loop's columns sized once (``_stepsched.c`` col_target)
         side = self._side_worker(first)
         if side is None:
             self._feed_inputs(chunk)
