@@ -120,12 +120,16 @@ typedef struct {
 
 static PyObject *s_rbytes, *s_hit, *s_hbpt, *s_rbpt, *s_lead, *s_last, *s_prefix, *s_trunc;
 
-/* An admission's fields (pcs.cache.hierarchy.Admission) the loop reads, blocks; per-tier counts of the s->T tiers */
+/* An admission's fields (pcs.cache.hierarchy.Admission) the loop reads, blocks; per-tier counts of the s->T tiers:
+ * th (hit) and rb (restored), read in place from the C API's admission (PcsAdm.counts, no copy) or, on the Python
+ * path, from own (th = own, rb = own + 8) */
 typedef struct {
     Py_ssize_t prefix_hit_blocks, hit_blocks, last_hit_tier, gpu_lead_blocks;
     int truncated;
-    int64_t hit_blocks_per_tier[8], restored_blocks_per_tier[8];
+    const int64_t *th, *rb;
+    int64_t own[16];
 } AdmInfo;
+_Static_assert(sizeof(Py_ssize_t) == sizeof(int64_t), "PcsAdm.counts (Py_ssize_t) are read as int64_t");
 
 /* ---------------------------------------------------------------- small helpers */
 static inline int64_t floordiv(int64_t a, int64_t b) { int64_t q = a / b; return (a % b && (a < 0) != (b < 0)) ? q - 1 : q; }
@@ -222,10 +226,8 @@ static int h_info(Sched *s, Req *r, AdmInfo *ai) {
         ai->last_hit_tier = a->last_hit_tier;
         ai->gpu_lead_blocks = a->gpu_lead_blocks;
         ai->truncated = a->truncated;
-        for (int j = 0; j < s->T; j++) {
-            ai->hit_blocks_per_tier[j] = a->counts[j];
-            ai->restored_blocks_per_tier[j] = a->counts[a->ntiers + j];
-        }
+        ai->th = (const int64_t *)a->counts;
+        ai->rb = (const int64_t *)a->counts + a->ntiers;
         return 0;
     }
     PyObject *adm = r->adm;
@@ -235,8 +237,8 @@ static int h_info(Sched *s, Req *r, AdmInfo *ai) {
     ai->prefix_hit_blocks = attr_n(adm, s_prefix);
     ai->last_hit_tier = attr_n(adm, s_last);
     if (PyErr_Occurred()) return -1;
-    return attr_list(s, adm, s_hbpt, ai->hit_blocks_per_tier) < 0
-        || attr_list(s, adm, s_rbpt, ai->restored_blocks_per_tier) < 0 ? -1 : 0;
+    ai->th = ai->own; ai->rb = ai->own + 8;
+    return attr_list(s, adm, s_hbpt, ai->own) < 0 || attr_list(s, adm, s_rbpt, ai->own + 8) < 0 ? -1 : 0;
 }
 
 static int h_done(Sched *s, Req *r) {
@@ -864,7 +866,7 @@ static int admit(Sched *s, int32_t ri) {
     Py_CLEAR(r->chain);
     AdmInfo ai;
     if (h_info(s, r, &ai) < 0) return -1;
-    const int64_t *th = ai.hit_blocks_per_tier, *rb = ai.restored_blocks_per_tier;
+    const int64_t *th = ai.th, *rb = ai.rb;
     int64_t hits = ai.hit_blocks, lead = ai.gpu_lead_blocks;
     r->grows = !(fixed || ai.truncated);
     r->seq = s->seq++;
