@@ -157,6 +157,9 @@ class NativeStepEngine(StepEngine):
     _samples_here = False
     #: the worker copying the input columns beside the C feed (:meth:`_side_worker`), until :meth:`close`
     _side = None
+    #: the trace's requests when known (the next-turn search counted them; 0: not known), reserved for the C loop's
+    #: columns at the first feed (:meth:`feed`)
+    _expect = 0
 
     def __init__(self, hierarchy, links, block_bytes, cost, config, recompute_last_token: bool = True,
                  decode=None, no_cache: bool = False, skip: bool = True) -> None:
@@ -166,7 +169,6 @@ class NativeStepEngine(StepEngine):
         if why is not None:
             raise UserError(f"the compiled step scheduler cannot run this replay: {why}")
         self._s = new_loop(self, hierarchy._h.num_resident, recompute_last_token, no_cache, skip)
-        #: the trace's requests when known (the next-turn search counted them), for :meth:`feed`'s first call
         self._expect = int(getattr(decode, "requests", 0) or 0)
 
     @property
