@@ -181,6 +181,45 @@ def test_the_columns_are_the_loops_own_arrays_handed_out_once():
         eng._s.close()
 
 
+class _Reserving(stepnative.NativeStepEngine):
+    """NativeStepEngine whose C loop is told, before its first feed, that ``ahead`` requests will come."""
+
+    ahead = 0
+
+    def feed(self, chunk):
+        if not self._fed:
+            self._s.reserve(self.ahead)
+        return super().feed(chunk)
+
+
+@pytest.mark.parametrize("ahead, one_by_one", [(10, False), (0, True), (2, True), (10, True)])
+def test_columns_held_ahead_are_cut_to_the_requests_fed(ahead, one_by_one):
+    # the C loop's columns may hold rows past the requests fed (reserve(): the trace's total, or 1.5x growth when a
+    # fleet feeds one request a call); columns() hands out exactly one row per request fed, its values the run's.
+    # By hand: 3 requests of 32 tokens = 2 full blocks of 16 (cacheable 2), distinct block ids (7k, 7k + 1), so no
+    # hit (hit_blocks 0, missed_blocks 2, restored_bytes 0, not truncated); 3 output tokens each on a ~1 ms step,
+    # arrivals 0.5 s apart: each finishes within 0.1 s of its arrival, so TTFT and e2e are < 0.1 s; the prefill
+    # table's no-cache time a x 32 + b x 32 x 32 (the input column the loop's feed copies beside)
+    from helpers import req
+    from pcs.compute import StepCost
+
+    reqs = [req([7 * k, 7 * k + 1], 0.5 * k, prompt=32, out=3, bs=16) for k in range(3)]
+    cost = StepCost(weights_active_s=3e-5, weights_total_s=1e-3, kv_seq_s=1e-6, kv_token_s=3e-8, token_s=7e-6,
+                    attn_seq_s=2e-6, attn_token_s=1e-8, attn_pair_s=3e-10, layers=80)
+    kw = dict(budget=64, seqs=8, fallback=True, max_preemptions=2, decode=False, skip=True, write_policy="back",
+              no_cache=False, block_bytes=[0], prefill=_Prefill(7e-6, 1e-9), last_token=True, one_by_one=one_by_one)
+    cls = type("R", (_Reserving,), {"ahead": ahead})
+    eng, res = _run(cls, reqs, [16], cost, [None], kw)
+    c = {k: list(_values(v)) for k, v in res.columns.items()}
+    assert all(len(v) == 3 for v in res.columns.values())
+    assert c["hit_blocks"] == [0, 0, 0] and c["missed_blocks"] == [2, 2, 2] and c["truncated"] == [0, 0, 0]
+    assert c["restored_bytes"] == [0, 0, 0] and c["prompt_tokens"] == [32, 32, 32]
+    assert all(a < f < a + 0.1 for f, a in zip(c["finish_s"], (0.0, 0.5, 1.0)))
+    assert all(0 < t < 0.1 for t in c["ttft_s"]) and all(0 < t < 0.1 for t in c["e2e_s"])
+    assert c["prefill_no_cache_s"] == pytest.approx([7e-6 * 32 + 1e-9 * 32 * 32] * 3)    # _Prefill, nothing cached
+    _assert_same(_run(stepnative.NativeStepEngine, reqs, [16], cost, [None], kw), (eng, res))
+
+
 def test_preemption_and_decode_blocks_equal_reference():
     # a conversation whose turns grow on a GPU tier of 6 blocks: the running requests outgrow it while decoding,
     # so the youngest is preempted (vLLM FCFS) and re-admitted; both loops must agree on every column
