@@ -4,8 +4,9 @@
 The command printed before it was rebuilt from the JSON and left out every option the JSON does not record: a
 hybrid run (``--hybrid-kv-cache-manager sglang``, ``--mamba-cache-mode align``, the pools' ratios, the
 residency step), ``--compute``, the scheduler's options, ``--hardware-file``, ``--admit``, ``--gap-oracle`` ...
-gave other numbers when run again (qwen3-next-80b-a3b, sglang + align, tiers 40 GB / 200 GB on the sample:
-hit ratio 0.1018 from the run, 0.0678 from its printed command).
+gave other numbers when run again. On the sample: qwen3-next-80b-a3b, sglang, align, mamba ratio 0.7,
+best-effort restores, tiers 40 GB / 200 GB: hit ratio 0.1018 from the run, 0.0678 from its printed command;
+gemma-3-27b, sglang, swa ratio 0.5, sequential: 0.30274 and 0.30253.
 """
 from __future__ import annotations
 
