@@ -156,7 +156,7 @@ def _toml_number_error(path: Path, text: str, exc: ValueError) -> InputError:
         return InputError(str(path), None, None, f"invalid TOML: {exc}")
     key = re.search(r"([A-Za-z0-9_.\-\"']+)\s*=\s*$", text[max(0, m.start() - 4096):m.start()])
     field = key.group(1).strip("\"'") if key else None
-    return InputError(str(path), text.count("\n", 0, m.start()) + 1, field, f"number too long ({len(m.group(1))} digits)")
+    return InputError(str(path), text.count("\n", 0, m.start()) + 1, field, jsondepth.too_long_text(len(m.group(1))))
 
 
 def refuse_unknown_keys(path: str | Path, where: str | None, table: dict[str, Any], known: Iterable[str]) -> None:

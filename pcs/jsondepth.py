@@ -19,7 +19,8 @@ import re
 import sys
 from typing import Any
 
-__all__ = ["MAX_JSON_DEPTH", "TOO_DEEP", "TooDeepError", "NumberTooLongError", "long_integer", "loads"]
+__all__ = ["MAX_JSON_DEPTH", "TOO_DEEP", "TooDeepError", "NumberTooLongError", "long_integer", "too_long_text",
+           "loads"]
 
 #: Deepest nesting accepted (a Mooncake line is 2 deep: the object and its id list).
 MAX_JSON_DEPTH = 512
@@ -41,13 +42,21 @@ class NumberTooLongError(ValueError):
     number's place instead.
 
     Attributes:
-        lineno: line of the number in the text (1-based). field: the key it is the value of, None in an array.
-        digits: its digits.
+        lineno: line of the number in the text (1-based). field: the key of the object member that holds it
+        (its value, or the array it is an element of), None when no key does (a top-level array).
+        digits: its digits. index: its position (0-based) in the array holding it, None when it is no array's
+        element; the message names it (``element 2: number too long ...``).
     """
 
-    def __init__(self, lineno: int, field: str | None, digits: int) -> None:
-        self.lineno, self.field, self.digits = lineno, field, digits
-        super().__init__(f"number too long ({digits} digits)")
+    def __init__(self, lineno: int, field: str | None, digits: int, index: int | None = None) -> None:
+        self.lineno, self.field, self.digits, self.index = lineno, field, digits, index
+        super().__init__(("" if index is None else f"element {index}: ") + too_long_text(digits))
+
+
+def too_long_text(digits: int) -> str:
+    """The one reason every reader gives for an integer past Python's digit limit: ``number too long (N digits)``
+    (JSON, TOML, a CSV cell, a number option), located by :func:`long_integer`."""
+    return f"number too long ({digits} digits)"
 
 
 def long_integer(text: str) -> "re.Match | None":
@@ -68,8 +77,38 @@ def _too_long(text: str | bytes) -> NumberTooLongError | None:
     m = long_integer(text)
     if m is None:
         return None
-    key = re.search(r'"((?:[^"\\]|\\.)*)"\s*:\s*$', text[max(0, m.start() - 4096):m.start()])
-    return NumberTooLongError(text.count("\n", 0, m.start()) + 1, key.group(1) if key else None, len(m.group(1)))
+    field, index = _place(text, m.start())
+    return NumberTooLongError(text.count("\n", 0, m.start()) + 1, field, len(m.group(1)), index)
+
+
+_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{},:]')
+
+
+def _place(text: str, pos: int) -> tuple[str | None, int | None]:
+    """Where offset ``pos`` of a JSON text sits: the key of the innermost object member holding it (its value or
+    an array inside it) and its index in the innermost array, when it is in one. One pass over the text before
+    ``pos`` (an error path): strings skipped whole, so a comma or bracket inside one counts for nothing."""
+    stack: list[list] = []          # ["{", key, expecting a key] or ["[", index]
+    for t in _TOKEN.finditer(text, 0, pos):
+        tok = t.group(0)
+        top = stack[-1] if stack else None
+        if tok in "{[":
+            stack.append(["{", None, True] if tok == "{" else ["[", 0])
+        elif tok in "}]":
+            if stack:
+                stack.pop()
+        elif tok == ",":
+            if top is not None and top[0] == "[":
+                top[1] += 1
+            elif top is not None:
+                top[2] = True
+        elif tok == ":":
+            if top is not None and top[0] == "{":
+                top[2] = False
+        elif top is not None and top[0] == "{" and top[2]:
+            top[1] = json.loads(tok)
+    key = next((f[1] for f in reversed(stack) if f[0] == "{"), None)
+    return key, (stack[-1][1] if stack and stack[-1][0] == "[" else None)
 
 
 def _depth(obj: Any) -> int:

@@ -123,7 +123,12 @@ def ascii_int(text: str, what: str = "integer") -> int:
     t = text.strip(" \t\r\n")
     if _INT_TEXT.fullmatch(t) is None:
         raise UserError(f"invalid {what} {text[:40]!r}: expected ASCII digits 0-9")
-    return int(t)
+    try:
+        return int(t)
+    except ValueError:          # past Python's digit limit (sys.get_int_max_str_digits)
+        from pcs.jsondepth import too_long_text
+
+        raise UserError(f"invalid {what} {text[:40]!r}: {too_long_text(len(t.lstrip('+-')))}") from None
 
 
 def ascii_float(text: str, what: str = "number") -> float:

@@ -565,7 +565,11 @@ static long long keep_from(GH *s, int g, long long n) { return s->rule[g] == R_S
 static long long hold_blocks(GH *s, int g) {
     switch (s->rule[g]) {
     case R_WINDOW: return window_blocks(s, g) + 1;
-    case R_CHUNK: return (s->span[g] + s->B - 1) / s->B + 1;
+    case R_CHUNK: {   /* 1 + ceil((C - gcd(C, B)) / B): pcs.cache.groups.chunk_hold_blocks */
+        long long a = s->span[g], b = s->B;
+        while (b) { long long t = a % b; a = b; b = t; }
+        return 1 + (s->span[g] - a + s->B - 1) / s->B;
+    }
     case R_STATE: return 1;
     default: return -1;
     }

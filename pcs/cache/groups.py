@@ -28,11 +28,13 @@ hierarchy that applies them is :class:`pcs.cache.grouphier.GroupHierarchy`.
 """
 from __future__ import annotations
 
+import math
 from typing import Callable
 from pcs.errors import UserError
 from pcs._dataclass import dataclass
 
-__all__ = ["RULES", "CacheGroup", "fixed_point", "window_blocks", "window_hold_blocks", "pages_per_model_block"]
+__all__ = ["RULES", "CacheGroup", "fixed_point", "window_blocks", "window_hold_blocks", "chunk_hold_blocks",
+           "pages_per_model_block"]
 
 #: The hit rules, in the order the coordinator checks them (full attention first, as vLLM's
 #: ``HybridKVCacheCoordinator`` sorts it).
@@ -58,6 +60,23 @@ def window_hold_blocks(window_tokens: int, block_size: int) -> int:
     cdiv(W - 1 + 1, B) + 1 for one new token says 10).
     """
     return window_blocks(window_tokens, block_size) + 1
+
+
+def chunk_hold_blocks(chunk_tokens: int, block_size: int) -> int:
+    """1 + ceil((C - g) / B), g = gcd(C, B): the most blocks a running sequence holds in a chunked-local group,
+    the one rule pcs replay (:attr:`CacheGroup.hold_blocks`, the compiled ``hold_blocks`` of
+    ``pcs/cache/_grouphier.c``) and ``pcs footprint``'s Reserved at its largest
+    (:meth:`pcs.model.components.ChunkedLocalAttention.reserved_blocks`) follow (docs/semantics.md §3.1).
+
+    vLLM, before each step of a sequence with n computed tokens, frees the blocks wholly before its chunk
+    (``ChunkedLocalAttentionManager.get_num_skipped_tokens(n)`` = floor(n / C) C, ``remove_skipped_blocks``) and
+    allocates up to token n + 1: the chunk starting at aC, with r = aC mod B, spans ceil((r + C) / B) blocks at
+    its last token. r runs over the multiples of g below B, so the most is ceil((B - g + C) / B): C / B when B
+    divides C (C = 8,192, B = 512: 16, not 17), ceil(C / B) + 1 when C mod B > g (C = 7, B = 4: 3, chunk
+    [7, 14) on blocks 1..3), else ceil(C / B) (C = 6, B = 4: 2).
+    """
+    g = math.gcd(chunk_tokens, block_size)
+    return 1 + -(-(chunk_tokens - g) // block_size)
 
 
 def pages_per_model_block(rule: str, pages: int, span_tokens: int, block_size: int) -> int:
@@ -138,14 +157,14 @@ class CacheGroup:
         """Most blocks a running sequence holds in this group (None: all of them).
 
         window: m + 1 (:func:`window_hold_blocks`, the window plus the block being written); chunk:
-        ceil(C / B) + 1 (``ChunkedLocalAttentionSpec`` in ``vllm/v1/kv_cache_interface.py``); state: 1 (the
+        1 + ceil((C - gcd(C, B)) / B) (:func:`chunk_hold_blocks`: C / B when B divides C); state: 1 (the
         running state, reserved at admission even without output blocks: ``MambaManager`` in
         ``vllm/v1/core/single_type_kv_cache_manager.py`` takes the running state's block from the shared pool).
         """
         if self.rule == "window":
             return window_hold_blocks(self.span_tokens, self.block_size)
         if self.rule == "chunk":
-            return -(-self.span_tokens // self.block_size) + 1
+            return chunk_hold_blocks(self.span_tokens, self.block_size)
         if self.rule == "state":
             return 1
         return None

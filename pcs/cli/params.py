@@ -14,7 +14,7 @@ from typing import Any, Callable
 
 import click
 
-from pcs import units
+from pcs import jsondepth, units
 # The bounds live in pcs.argcheck: the API functions apply the same ranges (one rule, one place).
 from pcs.argcheck import MAX_BLOCK_SIZE, MAX_COUNT, MAX_POINTS, MAX_SEED, MAX_SYNTH_REQUESTS, MAX_TOKENS, MAX_TP
 from pcs.errors import UserError
@@ -37,7 +37,9 @@ class Int(click.IntRange):
             try:
                 value = units.ascii_int(value)
             except UserError:
-                self.fail(f"{value[:40]!r} is not an integer in ASCII digits 0-9", param, ctx)
+                long = jsondepth.long_integer(value)      # ASCII digits, past Python's digit limit
+                self.fail(f"{value[:40]!r}: {jsondepth.too_long_text(len(long.group(1)))}" if long else
+                          f"{value[:40]!r} is not an integer in ASCII digits 0-9", param, ctx)
         return super().convert(value, param, ctx)
 
 

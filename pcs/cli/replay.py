@@ -14,6 +14,7 @@ from pcs.choices import WRITE_POLICIES
 from pcs.cli.common import Progress, RegistryChoice, apply_options, command, emit, format_option, quiet_option
 from pcs.cli.fleet import FLEET_NO_HTML, fleet_options, replay_fleet, wants_fleet
 from pcs.cli.modelarg import is_config_path
+from pcs.cli.rerun import replay_command
 from pcs.cli.params import MAX_BLOCK_SIZE, MAX_COUNT, MAX_TOKENS, MAX_TP, Aliased, Choice, Duration, Float, Int, kv_reserve_option
 from pcs.cli.report import check_outputs, html_options, write_replay_outputs
 from pcs.engine import select
@@ -569,12 +570,15 @@ def replay(fmt: str, requests_out: str | None, html_path: str | None, plot_dir: 
     if requests_out:
         write_requests(result.requests, requests_out)
     payload = s.to_dict()
+    rerun = replay_command(click.get_current_context())
     if fmt == "json":             # what pcs report checks before it reads the trace again (pcs.trace.fingerprint)
         from pcs.trace.fingerprint import trace_file
 
         payload["trace_file"] = trace_file(kw["trace"] or s.trace)
+        payload["replay_command"] = rerun
     if html_path or plot_dir:
-        write_replay_outputs(html_path, plot_dir, result, kw, None if streams is None else streams["exact"], s)
+        write_replay_outputs(html_path, plot_dir, result, kw, None if streams is None else streams["exact"], s,
+                             command=rerun)
     if fmt == "csv":
         from pcs.report.replay import csv_row
 

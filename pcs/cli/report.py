@@ -140,7 +140,7 @@ def replay_page_curve(trace: Any, s: dict, quiet: bool) -> tuple[dict | None, di
 
 
 def write_replay_outputs(html_path: str | None, plot_dir: str | None, result: Any, kw: dict[str, Any],
-                         trace: Any = None, summary: Any = None) -> None:
+                         trace: Any = None, summary: Any = None, command: str | None = None) -> None:
     """``pcs replay --html/--plot``: the run's page, its curve and oracle from the same trace.
 
     Args:
@@ -148,8 +148,11 @@ def write_replay_outputs(html_path: str | None, plot_dir: str | None, result: An
         kw: the parsed replay options (``trace``, ``trace_format``, ``block_size``, ``quiet``).
         trace: the opened trace the run read when it is not a plain path (a re-blocked one).
         summary: the summary the command prints (the run's with the trace notes added); None = the run's.
+        command: the command line that reruns the run (:func:`pcs.cli.rerun.replay_command`), for the page.
     """
     s = (summary if summary is not None else result.summary).to_dict()
+    if command:
+        s["replay_command"] = command
     if trace is None and kw["trace"] and kw["trace_format"]:
         from pcs.trace import open_trace
 

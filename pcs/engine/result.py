@@ -197,7 +197,8 @@ class HybridSummary:
                                                               "page_bytes")
     lost_tokens: int = field("tokens", "hit tokens of this run (its own timing; the sequential replay's "
                                                "share is gap.hybrid_rules) lost to the hybrid rules (group 0 held them, another group's "
-                                               "rule refused them)")
+                                               "rule refused them), counted at each request's lookup, before a "
+                                               "truncation cuts its hits (docs/semantics.md §5)")
     restored_bytes_by_component: dict[str, dict[str, int]] = field(
         "bytes", "per lower tier, bytes restored over its link by component")
     written_bytes_by_component: dict[str, dict[str, int]] = field(

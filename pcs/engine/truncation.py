@@ -32,5 +32,6 @@ def truncation_note(truncated: int, requests: int, outgrown: int, capacity: int,
         causes.append(f"{units.format_count(outgrown)} at a re-admission after a preemption (prompt + output so far "
                       "outgrew the tier)")
     return (f"{units.format_count(truncated)} of {units.format_count(requests)} requests truncated: the GPU tier "
-            f"({units.format_count(capacity)} {unit}) could not hold all their KV: " + "; ".join(causes)
+            f"({units.format_count(capacity)} {unit.removesuffix('s') if capacity == 1 else unit}) could not hold "
+            "all their KV: " + "; ".join(causes)
             + " (docs/semantics.md §5)")

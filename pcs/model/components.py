@@ -302,7 +302,9 @@ class ChunkedLocalAttention(_GQA):
         return tokens - self._chunk_start(tokens)
 
     def reserved_blocks(self, tokens: int, block_size: int) -> int:
-        """ceil(T/B) - floor(chunk start / B) pages."""
+        """ceil(T/B) - floor(chunk start / B) pages: C = 8, B = 4: 2 at T = 16, 1 at T = 17; at most
+        :func:`pcs.cache.groups.chunk_hold_blocks` (1 + ceil((C - gcd(C, B)) / B)), what pcs replay's chunk group
+        holds while decoding (docs/semantics.md §3.1)."""
         return -(-tokens // block_size) - self._chunk_start(tokens) // block_size
 
     def attention_flops(self, new_tokens: ArrayLike, cached_tokens: ArrayLike) -> np.ndarray:

@@ -339,7 +339,9 @@ def inputs_rows(payloads: Sequence[dict], command: Sequence[str] | None, version
         kind = payload_kind(p)
         if kind == "replay":
             rows += [[label, str(fn(p))] for label, fn in _REPLAY_INPUTS]
-            rows.append(["replay command", reproduce_command(p)])
+            recorded = p.get("replay_command")
+            rows.append(["replay command" if recorded else "replay command (rebuilt from what the JSON records)",
+                         recorded or reproduce_command(p)])
         else:
             what = {"compare": ("trace", "model", "timing"), "curve": ("trace", "model", "block_size", "sample_rate"),
                     "footprint": ("model", "dtype", "tokens", "block_size", "tp")}[kind]
@@ -351,8 +353,12 @@ def inputs_rows(payloads: Sequence[dict], command: Sequence[str] | None, version
 
 
 def reproduce_command(s: dict) -> str:
-    """A ``pcs replay`` command line that reruns a replay payload (tiers in blocks, so sizes are exact; a hybrid
-    model's in its pages' exact bytes, :func:`pcs.units.tier_arg`)."""
+    """A ``pcs replay`` command line rebuilt from a replay payload that has no ``replay_command`` (the one
+    ``pcs replay`` records, :mod:`pcs.cli.rerun`, which the page prints instead): a payload of ``pcs.replay()``
+    or of an older pcs. Tiers in blocks, so sizes are exact (a hybrid model's in its pages' exact bytes,
+    :func:`pcs.units.tier_arg`); ``--compute`` and the hybrid manager when the payload records them. Options a
+    payload does not record (a hardware file, the step scheduler's knobs, the hybrid pools' ratios and
+    ``--mamba-cache-mode``, ``--admit``) are not in it: the page labels it as rebuilt."""
     args = ["pcs", "replay", s["trace"], "--model", s["model"], "--gpu", s["gpu"], "--tp", str(s["tp"])]
     if s.get("kv_dtype"):
         args += ["--dtype", s["kv_dtype"]]
@@ -368,6 +374,10 @@ def reproduce_command(s: dict) -> str:
     else:
         args += [a for t in s["tiers"] for a in ("--tier-policy", f"{t['name']}={t['policy']}")]
     args += ["--timing", s["timing"], "--write-policy", s["write_policy"]]
+    if s.get("compute") and s["timing"] == "modeled":
+        args += ["--compute", s["compute"]]
+    if isinstance(s.get("hybrid"), dict) and s["hybrid"].get("manager"):
+        args += ["--hybrid-kv-cache-manager", s["hybrid"]["manager"]]
     shares = {t["protected_share"] for t in s["tiers"] if t.get("protected_share") is not None}
     if len(shares) == 1:
         args += ["--protected-share", f"{shares.pop():g}"]

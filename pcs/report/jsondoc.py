@@ -43,8 +43,12 @@ _TRACE_FILE = ("trace_file", "object | null", "-",
                "`--format json` only: the trace file the run read, for `pcs report` to check before reading it "
                "again -- `path` (absolute), `bytes`, `head_tail_blake2b` (blake2b-128 of its first and last MiB), "
                "`mtime_ns` (recorded, not compared); null for stdin or a non-file (pcs.trace.fingerprint)")
+_REPLAY_COMMAND = ("replay_command", "string", "-",
+                   "`--format json` only: the `pcs replay` command line that reruns the run -- every option given "
+                   "(flag, environment) but the output ones (`--format`, `-q`, `--html`, `--plot`, "
+                   "`--requests-out`), paths absolute; the HTML page prints it (pcs.cli.rerun)")
 CLI_KEYS = {
-    "pcs replay": (_TRACE_FILE,),
+    "pcs replay": (_TRACE_FILE, _REPLAY_COMMAND),
     "pcs curve": (("dtype", "string | null", "-", "the `--dtype` option (KV dtype of `--model`'s bytes) "
                                                   "by its layout's one name (`fp4` -> `nvfp4`); null without it. Appended after the result; `trace` is `-` "
                                                   "for stdin"), _NOTES),

@@ -36,7 +36,7 @@ _CLASSES = {"replay": "pcs.engine.result.ReplaySummary", "compare": "pcs.engine.
             "curve": "pcs.curves.result.CurveResult"}
 #: keys a command appends to its result's to_dict (pcs.report.jsondoc.CLI_KEYS) and their types
 _EXTRA: dict[str, dict[str, Any]] = {
-    "replay": {"trace_file": dict[str, Any] | None},
+    "replay": {"trace_file": dict[str, Any] | None, "replay_command": str},
     "compare": {"notes": tuple[str, ...]},
     "curve": {"dtype": str | None, "notes": tuple[str, ...]},
 }

@@ -118,7 +118,7 @@ def _hit_table(s: dict[str, Any]) -> str:
     if g.get("hybrid_rules") is not None:
         rows.append(["gap: hybrid rules", _pts(g["hybrid_rules"]),
                      "in the sequential replay: its hits lost to a missing state checkpoint or an evicted window "
-                     "block (this run's own: the Hybrid model table)"])
+                     "block (this run's own: the Hybrid model table)" + _rules_row_said(s)])
     rows += [
         ["requests", format_count(s["requests"]),
          f"{format_count(s['requests_with_hit'])} with a hit, {format_count(s['requests_truncated'])} truncated"
@@ -233,7 +233,8 @@ def _bytes_table(s: dict[str, Any]) -> str:
             ["recomputed (prefilled) KV", format_bytes(b["recomputed_bytes"]),
              f"{format_count(b['recomputed_tokens'])} prompt tokens prefilled"],
             ["peak Reserved of running requests", format_bytes(b["peak_reserved_bytes"]),
-             f"{format_count(b['peak_reserved_blocks'])} GPU {'pages' if pages else 'blocks'} pinned or reserved at once"],
+             f"{format_count(b['peak_reserved_blocks'])} GPU {'page' if pages else 'block'}"
+             f"{'' if b['peak_reserved_blocks'] == 1 else 's'} pinned or reserved at once"],
             ["dropped from the last tier", format_count(b["dropped_blocks"]) + (" pages" if pages else " blk"),
              "evicted from the last tier: no copy left"]]
     return render_table(["bytes", "total", "detail"], rows, title="Bytes")
@@ -457,13 +458,45 @@ def hybrid_rows(s: dict[str, Any]) -> tuple[str, list[str], list[list[str]], lis
         for comp, v in t["resident_bytes_peak_by_component"].items():
             rows.append([t["name"], comp, format_bytes(v), format_bytes(other[comp]) if comp in other else "-"])
     notes = [f"the same run with every layer as full attention: hit ratio {format_percent(full['hit_ratio'])} "
-             f"(this run {format_percent(s['hit_ratio'])}){_padding_said(s, full)}"] if full else []
-    notes.append(f"{format_count(h['lost_tokens'])} hit tokens of this run lost to the hybrid rules (full attention "
-                 "held them; JSON hybrid.lost_tokens, --requests-out hybrid_lost_tokens; the gap's hybrid rules "
-                 "term is the sequential replay's); each column is the components at that run's tier peak "
-                 "(JSON tiers[].resident_bytes_peak_by_component), page_padding = vLLM's uniform page size padding")
+             f"(this run {format_percent(s['hit_ratio'])})"
+             + (_padding_said(s, full) if full["hit_ratio"] != s["hit_ratio"] else "")] if full else []
+    notes.append(_lost_said(s, full) + " (JSON hybrid.lost_tokens, --requests-out hybrid_lost_tokens; the gap's "
+                 "hybrid rules term is the sequential replay's); each column is the components at that run's tier "
+                 "peak (JSON tiers[].resident_bytes_peak_by_component), page_padding = vLLM's uniform page size "
+                 "padding")
     return (f"Hybrid model ({h['manager']}): resident bytes per component",
             ["tier", "component", "at the tier's peak", "all full attention"], rows, notes)
+
+
+def _rules_row_said(s: dict[str, Any]) -> str:
+    """The gap's hybrid rules row when the sequential replay hit nothing, nor its line with every layer as full
+    attention, yet the row is not 0: what the rules refused at lookup, before truncation cut every hit."""
+    full = (s.get("hybrid") or {}).get("full_attention") or {}
+    if not s["gap"].get("hybrid_rules") or s["sequential_hit_ratio"] or full.get("sequential_hit_ratio", 1):
+        return ""
+    return ("; here refused at lookup, before truncation: that replay kept no hit, nor the same with every layer "
+            "as full attention, so read this row with capacity and eviction (the GPU tier holds no request whole)")
+
+
+def _lost_said(s: dict[str, Any], full: dict[str, Any]) -> str:
+    """What became of the hits the hybrid rules refused (``hybrid.lost_tokens``, counted at each request's lookup,
+    before a truncation cuts its hits: docs/semantics.md §5, §12), in the words the run's numbers bear out.
+
+    Every request truncated with no hit in this run nor in the same run with every layer as full attention: no
+    request kept a hit, so none was lost to the rules (the tier holds no request whole), whatever the lookup
+    counted. Every request truncated otherwise: the count is the lookup's, before the truncation."""
+    lost, n = format_count(s["hybrid"]["lost_tokens"]), s.get("requests") or 0
+    every = n > 0 and s.get("requests_truncated") == n
+    if not s["hybrid"]["lost_tokens"]:
+        return "0 hit tokens of this run lost to the hybrid rules"
+    if every and not s.get("hit_tokens") and not (full or {}).get("hit_ratio"):
+        return (f"no hit of this run lost to the hybrid rules: all {format_count(n)} requests were truncated (larger "
+                "than the GPU tier) and kept no hit, as the same run with every layer as full attention; the "
+                f"{lost} tokens the rules refused at lookup, before the truncation, were no hit to lose")
+    if every:
+        return (f"{lost} hit tokens of this run refused by the hybrid rules at lookup (full attention held them "
+                f"then), counted before all {format_count(n)} requests were truncated (larger than the GPU tier)")
+    return f"{lost} hit tokens of this run lost to the hybrid rules (full attention held them)"
 
 
 def _padding_said(s: dict[str, Any], full: dict[str, Any]) -> str:

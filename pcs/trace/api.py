@@ -98,6 +98,8 @@ def detect_format(path, name: str | None = None) -> str:
         obj = jsondepth.loads(lines[0].decode("utf-8"))
     except jsondepth.TooDeepError as exc:
         raise InputError(name, 1, None, str(exc)) from None
+    except jsondepth.NumberTooLongError as exc:     # the readers' own message: file, line, field and element
+        raise InputError(name, first_line_number(path), exc.field, str(exc)) from None
     except (UnicodeDecodeError, ValueError) as exc:
         why = _not_json(lines[0], exc, name)
         if why is None:     # a line meant as a JSON object: the readers' own file:line message

@@ -29,7 +29,7 @@ from typing import Iterator
 from pcs.errors import InputError
 from pcs.units import ascii_int
 from pcs.trace.batches import MAX_ARRIVAL_S
-from pcs.trace.lengthonly import check_length
+from pcs.trace.lengthonly import cell_reason, check_length
 from pcs.trace.source import display_name, iter_csv_rows
 
 __all__ = ["AZURE_HEADER", "AZURE_HEADERS", "read_azure_csv", "read_azure_rows", "parse_stamp", "stamp_ns"]
@@ -100,7 +100,7 @@ def _count(v: str, field: str, name: str, ln: int) -> int:
     try:
         n = ascii_int(v)
     except ValueError:
-        raise InputError(name, ln, field, f"must be an integer in ASCII digits 0-9, got {v[:40]!r}") from None
+        raise InputError(name, ln, field, cell_reason(v, "must be an integer in ASCII digits 0-9")) from None
     return check_length(n, field, name, ln)
 
 

@@ -25,7 +25,7 @@ from typing import Iterator
 from pcs.errors import InputError
 from pcs.units import ascii_float
 from pcs.trace.batches import arrival_error
-from pcs.trace.lengthonly import LengthRow, check_length
+from pcs.trace.lengthonly import LengthRow, cell_reason, check_length
 from pcs.trace.source import display_name, iter_csv_rows
 
 __all__ = ["BURSTGPT_REQUIRED", "read_burstgpt_rows"]
@@ -41,7 +41,8 @@ def _int(v: str, field: str, name: str, ln: int) -> int:
         if n != f:
             raise ValueError
     except (ValueError, OverflowError):
-        raise InputError(name, ln, field, f"must be a whole number of tokens in ASCII digits 0-9, got {v[:40]!r}") from None
+        raise InputError(name, ln, field, cell_reason(v, "must be a whole number of tokens in ASCII digits 0-9")) \
+            from None
     return check_length(n, field, name, ln)
 
 

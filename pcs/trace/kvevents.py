@@ -187,6 +187,8 @@ def _loads(name: str, ln: int, line: bytes) -> Any:
         return jsondepth.loads(line.decode("utf-8"))
     except jsondepth.TooDeepError as exc:
         raise InputError(name, ln, None, str(exc)) from None
+    except jsondepth.NumberTooLongError as exc:
+        raise InputError(name, ln, exc.field, str(exc)) from None
     except (UnicodeDecodeError, ValueError) as exc:
         raise InputError(name, ln, None, f"invalid JSON ({str(exc).splitlines()[0][:80]})") from None
 

@@ -31,7 +31,7 @@ import numpy as np
 from pcs.errors import InputError, UserError
 from pcs.trace.request import RequestBatch
 
-__all__ = ["LengthRow", "MAX_LENGTH_TOKENS", "ReuseModel", "check_length", "synthesise_batches"]
+__all__ = ["LengthRow", "MAX_LENGTH_TOKENS", "ReuseModel", "cell_reason", "check_length", "synthesise_batches"]
 
 #: Largest token count one field of a length-only row may hold (2**24 =
 #: 16,777,216). These traces carry no ids, so pcs materialises one id per
@@ -61,6 +61,16 @@ def check_length(n: int, field: str, name: str, ln: int) -> int:
         raise InputError(name, ln, field, f"{shown} tokens is past what pcs models for a length-only trace "
                          f"(at most {MAX_LENGTH_TOKENS:,} = 2**24 tokens per request; docs/traces-formats.md)")
     return n
+
+
+def cell_reason(v: str, expected: str) -> str:
+    """Why a length cell of a CSV trace is refused: an integer past Python's digit limit is "number too long (N
+    digits)" (:func:`pcs.jsondepth.long_integer`, the one locator, as the JSON readers say), anything else
+    ``expected`` (e.g. "must be an integer in ASCII digits 0-9") and the cell's first 40 characters."""
+    from pcs import jsondepth
+
+    m = jsondepth.long_integer(v)
+    return jsondepth.too_long_text(len(m.group(1))) if m is not None else f"{expected}, got {v[:40]!r}"
 
 
 class LengthRow(NamedTuple):

@@ -245,7 +245,8 @@ def _column_ids(lists, name: str, row0: int, offs: np.ndarray) -> np.ndarray:
     if flat.dtype.kind == "i" and flat.size and flat.min() < 0:
         at = int(np.argmax(flat < 0))
         row = int(np.searchsorted(offs, at, side="right")) - 1
-        raise InputError(name, row0 + row, "block_hashes", f"id {int(flat[at])} does not fit an unsigned 64-bit id")
+        raise InputError(name, row0 + row, "block_hashes", f"element {at - int(offs[row])} = {int(flat[at])} does not "
+                         "fit an unsigned 64-bit id")       # the JSONL readers' words (pcs.trace.hashids)
     return flat.astype(np.uint64, copy=False)
 
 

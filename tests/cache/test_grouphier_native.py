@@ -481,3 +481,31 @@ def test_a_state_checkpoint_written_by_the_prefill_needs_its_slots_hand_traced()
         h.prefill_done(a)
         h.finish(a)
     assert_group_states_equal(ref, nat)
+
+
+def test_a_chunk_group_holds_what_vllm_holds_while_decoding_hand_traced():
+    """A running request holds at most 1 + ceil((C - gcd(C, B)) / B) blocks of a chunked-local group
+    (pcs.cache.groups.chunk_hold_blocks; vLLM frees the blocks before the chunk of the next token,
+    ``ChunkedLocalAttentionManager.get_num_skipped_tokens``, before it allocates); both twins. Full (1 page) +
+    chunk C = 8 (1 page), B = 4: B divides C, so 8 / 4 = 2 blocks (pcs held ceil(C / B) + 1 = 3 before).
+
+    vLLM, prompt 12 tokens then decoding: with n = 12 .. 15 computed the chunk is [8, 16), blocks 2 and 3 (2
+    blocks); at n = 16 it frees blocks 0..3 and holds block 4 alone: at most 2.
+    pcs, r [1, 2, 3] (3 blocks, no hit): full computes 3 pages, the chunk group writes 3 (block 0, 1 slide out at
+    prefill end) and keeps block 2: reserved 6, live [3, 1]. grow 1: full +1, chunk 1 -> 2 (its hold): 8,
+    [4, 2]. grow 1 again: full +1, the chunk group already holds 2 (the block sliding out gives its slot): 9,
+    [5, 2] (10 and [5, 3] under ceil(C / B) + 1).
+    """
+    groups = [CacheGroup("full", "full", ("full_attention",), BS, pages=1),
+              CacheGroup("chunk", "chunk", ("chunked_local",), BS, 8, pages=1)]
+    assert BS == 4 and groups[1].hold_blocks == 2
+    ref, nat = _pair([100], "back", groups)
+    for h in (ref, nat):
+        a = h.start([1, 2, 3], 3, 3)
+        assert (a.truncated, list(a.reserved), list(a.live)) == (False, [6], [3, 1])
+        assert h.grow(a, 1) and (list(a.reserved), list(a.live)) == ([8], [4, 2])
+        assert h.grow(a, 1) and (list(a.reserved), list(a.live)) == ([9], [5, 2])
+        h.prefill_done(a)
+        h.finish(a)
+        assert h.held_blocks() == 0
+    assert_group_states_equal(ref, nat)

@@ -70,7 +70,7 @@ def test_arc_and_2q_on_cache_groups_equal_the_reference(tmp_path, policy):
             "sequential", "-q", "--format", "json")
     ref, hyb = (json.loads(_run(*base, "--engine", e).stdout) for e in ("reference", "hybrid"))
     assert hyb["engine"] == "hybrid" and ref["engine"] == "reference"
-    for key in ("engine", "engine_reason", "baseline_engine", "baseline_engine_reason"):
+    for key in ("engine", "engine_reason", "baseline_engine", "baseline_engine_reason", "replay_command"):
         ref.pop(key), hyb.pop(key)
     assert hyb == ref
     r = _run("replay", SAMPLE, "--model", "gpt-oss-120b", "--policy", policy, "-q", "--format", "json")

@@ -37,8 +37,9 @@ def test_gap_oracle_splits_capacity_and_policy():
     assert g["policy"] > 0 and s["oracle_hit_ratio"] <= s["single_sequence_hit_ratio"]
     plain = json.loads(invoke("replay", T, *TIERS, "--timing", "sequential", "--format", "json", "-q").stdout)
     assert "oracle_hit_ratio" not in plain and "capacity" not in plain["gap"]          # old keys, unchanged
-    assert {k: v for k, v in s.items() if k not in ("oracle_hit_ratio", "gap")} == \
-        {k: v for k, v in plain.items() if k != "gap"}
+    assert s["replay_command"] == plain["replay_command"].replace(" --timing", " --gap-oracle --timing")
+    assert {k: v for k, v in s.items() if k not in ("oracle_hit_ratio", "gap", "replay_command")} == \
+        {k: v for k, v in plain.items() if k not in ("gap", "replay_command")}
 
 
 def test_replay_with_admission_reports_it_per_tier():

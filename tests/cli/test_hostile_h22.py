@@ -66,6 +66,8 @@ def test_the_hybrid_manager_on_a_full_attention_model_is_a_noop_with_a_note(work
     r = invoke(*args, "--hybrid-kv-cache-manager", manager)
     assert r.exit_code == 0, r.output
     got = json.loads(r.stdout)
+    # the command that reruns it names the option given (pcs/cli/rerun.py); the rest is the run without it
+    assert got.pop("replay_command") == base.pop("replay_command") + f" --hybrid-kv-cache-manager {manager}"
     note = (f"hybrid KV cache manager '{manager}': no effect, llama-2-70b has no hybrid cache groups "
             "(one full-attention group, replayed alike by every manager)")
     if manager == "disabled":

@@ -37,11 +37,13 @@ from __future__ import annotations
 
 import json
 
+import math
+
 import pytest
 
-from pcs.cache.groups import CacheGroup, pages_per_model_block, window_hold_blocks
+from pcs.cache.groups import CacheGroup, chunk_hold_blocks, pages_per_model_block, window_hold_blocks
 from pcs.model import footprint, get_model
-from pcs.model.components import SlidingWindow
+from pcs.model.components import ChunkedLocalAttention, SlidingWindow
 
 
 def _vllm_decode_blocks(c: int, window: int, block: int) -> int:
@@ -56,6 +58,30 @@ def test_footprint_reserves_the_window_the_replay_holds(window, block, hold):
     grp = CacheGroup("sliding_window", "window", ("sliding_window",), block, window)
     sw = SlidingWindow(1, 1, 64, 1, window_tokens=window)
     assert grp.hold_blocks == hold == sw.reserved_blocks(100 * window, block)
+
+
+def _vllm_chunk_decode_blocks(c: int, chunk: int, block: int) -> int:
+    """Blocks a decoding sequence holds in a chunked-local group with c computed tokens, vLLM's arithmetic: the
+    blocks before floor(c / C) C freed (``get_num_skipped_tokens``), then blocks up to token c + 1 allocated."""
+    return -(-(c + 1) // block) - c // chunk * chunk // block
+
+
+@pytest.mark.parametrize("chunk, block, hold", [
+    (8192, 512, 16),    # Llama 4's C at Mooncake's B: B divides C, C / B (pcs held 17)
+    (8192, 16, 512),    # vLLM's default B
+    (8, 4, 2),
+    (7, 4, 3),          # C mod B = 3 > gcd 1: chunk [7, 14) spans blocks 1, 2, 3
+    (6, 4, 2),          # C mod B = 2 = gcd 2: chunks [6, 12) and [12, 18) span 2 blocks each
+    (3, 4, 2),          # C < B: chunk [3, 6) spans blocks 0 and 1
+    (2, 4, 1),          # C < B, B a multiple of C: every chunk inside one block
+])
+def test_footprint_reserves_the_chunk_the_replay_holds(chunk, block, hold):
+    assert chunk_hold_blocks(chunk, block) == hold
+    period = chunk * block // math.gcd(chunk, block)        # the chunk starts' offsets in a block repeat after it
+    assert max(_vllm_chunk_decode_blocks(c, chunk, block) for c in range(period + chunk)) == hold
+    grp = CacheGroup("chunked_local", "chunk", ("chunked_local",), block, chunk)
+    cl = ChunkedLocalAttention(1, 1, 64, 1, chunk_tokens=chunk)
+    assert grp.hold_blocks == hold == max(cl.reserved_blocks(t, block) for t in range(1, period + chunk + 1))
 
 
 def test_window_reserved_blocks_by_hand():

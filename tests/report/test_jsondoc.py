@@ -63,8 +63,9 @@ def sections():
 
 def test_replay_output_is_documented(sections):
     s = _run("replay", "--quiet", "--tier", "gpu=400GB", "--tier", "cpu=2TB", "--tier-policy", "cpu=protected")
-    assert list(s)[-1] == "trace_file"                        # the key the CLI adds, documented below the tables
-    _check({k: v for k, v in s.items() if k != "trace_file"}, sections["ReplaySummary"], "replay")
+    assert list(s)[-2:] == ["trace_file", "replay_command"]   # the keys the CLI adds, documented below the tables
+    _check({k: v for k, v in s.items() if k not in ("trace_file", "replay_command")}, sections["ReplaySummary"],
+           "replay")
     for t in s["tiers"]:
         _check(t, sections["TierSummary"], "tiers[]")
     assert "protected_share" in s["tiers"][1]

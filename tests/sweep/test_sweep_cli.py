@@ -60,6 +60,7 @@ def test_every_kind_gives_what_its_command_prints_alone(tmp_path, kind, fixed, a
         printed.pop("dtype")                   # pcs curve adds the --dtype it was given (an option column here)
     if kind == "replay":
         printed.pop("trace_file")              # pcs replay adds the trace file it read, for pcs report to check
+        printed.pop("replay_command")          # and the command line that reruns it
     (row,) = [r for r in rows if r[pick[0]] == pick[1]]
     assert json.loads(row["result_json"]) == printed
     if kind == "replay":                       # the note pcs replay adds about a lengths-only trace is there too

@@ -45,6 +45,7 @@ def _replay_json(policy: str, cpu: str) -> dict:
     assert res.exit_code == 0, res.output
     out = json.loads(res.stdout)
     out.pop("trace_file")     # the file's identity pcs replay adds for pcs report; a sweep row keeps the summary
+    out.pop("replay_command")  # and the command line that reruns it
     return out
 
 

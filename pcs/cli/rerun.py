@@ -1,0 +1,67 @@
+"""The ``pcs replay`` command line that reruns a replay: every option the user gave, read back from click.
+
+Every option of ``pcs replay`` that the user gave (on the command line or through an environment variable) is
+in it, except the ones that only say where and how the output goes (:data:`OUTPUT_ONLY`): a new option is in it
+the day it is added, with no list to keep. Values are written back from their parsed form (a duration in
+seconds, a flag by its on or off name), paths absolute, so the command runs from any folder and prints the
+same command again. ``pcs replay --format json`` records it as ``replay_command``; the HTML page's inputs table
+prints it (docs/report.md).
+"""
+from __future__ import annotations
+
+import os
+import shlex
+from typing import Any
+
+import click
+
+from pcs.cli.modelarg import is_config_path
+
+__all__ = ["OUTPUT_ONLY", "replay_command"]
+
+#: options of ``pcs replay`` that change no number of the run (where and how it prints, the progress bar)
+OUTPUT_ONLY = frozenset({"fmt", "quiet", "html_path", "plot_dir", "requests_out"})
+#: parameters naming an input file: written absolute (``-`` = stdin, a preset name: as given)
+_PATHS = frozenset({"trace", "hardware_file", "model"})
+
+
+def _given(ctx: click.Context, name: str) -> bool:
+    source = ctx.get_parameter_source(name)
+    return source is not None and source not in (click.core.ParameterSource.DEFAULT,
+                                                 click.core.ParameterSource.DEFAULT_MAP)
+
+
+def _text(name: str, value: Any) -> str:
+    """A parsed value as the option takes it back: a float by its repr (exact), a path absolute."""
+    if isinstance(value, float):
+        return repr(value)
+    text = str(value)
+    if name in _PATHS and text != "-" and (name != "model" or is_config_path(text)):
+        return os.path.abspath(text)
+    return text
+
+
+def _words(param: click.Parameter, value: Any) -> list[str]:
+    """The command-line words that give ``param`` its parsed ``value``."""
+    if isinstance(param, click.Argument):
+        return [_text(param.name, value)]
+    assert isinstance(param, click.Option)
+    name = param.opts[0]
+    if param.is_flag and param.secondary_opts:
+        return [name if value else param.secondary_opts[0]]
+    if param.is_flag:
+        return [name] if value else []
+    values = value if param.multiple else (value,)
+    return [w for v in values for w in (name, _text(param.name or "", v))]
+
+
+def replay_command(ctx: click.Context) -> str:
+    """``pcs replay ...`` with every option of ``ctx`` (the running ``pcs replay``) the user gave, less
+    :data:`OUTPUT_ONLY`, in the order ``--help`` lists them; a shell line (:func:`shlex.join`)."""
+    words = ["pcs", "replay"]
+    for param in ctx.command.params:
+        name = param.name or ""
+        if name in OUTPUT_ONLY or not _given(ctx, name) or ctx.params.get(name) is None:
+            continue
+        words += _words(param, ctx.params[name])
+    return shlex.join(words)
