@@ -24,6 +24,7 @@ import argparse
 import hashlib
 import json
 import os
+import re
 import shlex
 import sys
 import tempfile
@@ -131,9 +132,12 @@ def snapshot(out: str, quick: bool, extra: list[str] | None = None) -> None:
 
 def _norm(path: str, value):
     """Trace paths compare by what follows the checkout or shared folder (worktrees differ in prefix); the trace
-    file's modification time (``trace_file.mtime_ns``, a property of the checkout, not of the run) is left out."""
+    file's modification time (``trace_file.mtime_ns``, a property of the checkout, not of the run) is left out; the
+    paths inside ``replay_command`` compare the same way."""
     if path.endswith("trace_file.mtime_ns"):
         return None
+    if path.endswith(".replay_command") and isinstance(value, str):   # absolute paths inside the command
+        return re.sub(r"\S*(/traces/|/shared/|/tests/)", r"\1", value)
     if (path.endswith(".trace") or path.endswith("trace_file.path")) and isinstance(value, str):
         for marker in ("/traces/", "/shared/"):
             if marker in value:
