@@ -4,7 +4,7 @@ The compiled step loop releases the GIL over feed and close, and pcs.engine.runn
 twin on a worker thread meanwhile. Each loop touches only its own state, so a replay gives exactly what it gives
 with the two loops one after the other (the reference: every call inline, the order before threads). A hybrid
 model's sequential baseline (pcs/cache/_grouphier.c run_sequential, which releases the GIL) runs the same way on a
-worker thread beside the run's loops (pcs.engine.seqbase.begin_hybrid), checked against it run inline first.
+worker thread beside the run's loops (pcs.engine.seqbase.begin_sequential), checked against it run inline first.
 """
 from __future__ import annotations
 
@@ -172,12 +172,12 @@ def test_a_replay_leaves_no_worker_thread(monkeypatch):
 
 
 def _hybrid_replay(path, monkeypatch, threaded: bool, **kw):
-    """pcs.replay of a hybrid model with its sequential baseline (pcs.engine.seqbase.begin_hybrid) on a worker
+    """pcs.replay of a hybrid model with its sequential baseline (pcs.engine.seqbase.begin_sequential) on a worker
     thread (threaded) or forced inline; also whether a worker ran it."""
     from pcs import replay
     from pcs.engine import seqbase
 
-    begin, seen = seqbase.begin_hybrid, []
+    begin, seen = seqbase.begin_sequential, []
 
     def spy(source, hierarchy, rules, beside):
         side = beside if threaded else Beside(False)
@@ -186,7 +186,7 @@ def _hybrid_replay(path, monkeypatch, threaded: bool, **kw):
         return out
 
     with monkeypatch.context() as m:
-        m.setattr(seqbase, "begin_hybrid", spy)
+        m.setattr(seqbase, "begin_sequential", spy)
         return replay(str(path), **kw), seen
 
 

@@ -280,7 +280,7 @@ def test_compiled_hybrid_sequential_on_mooncake(model, gpu, threaded):
             for _ in range(2))
     source = Decoded(open_trace(MOONCAKE_CONV))
     side = Beside(threaded)
-    pending = seqbase.begin_hybrid(source, b, BlockRules(), side)
+    pending = seqbase.begin_sequential(source, b, BlockRules(), side)
     assert (side._thread is not None) == threaded
     eng = ReplayEngine(a, "sequential")
     for ch in iter_chunks(source, BlockRules()):
@@ -335,7 +335,7 @@ def test_run_sequential_refuses_bad_buffers_on_a_worker_thread():
 
 @needs_grouphier
 def test_a_followed_clock_keeps_the_baseline_on_this_thread():
-    # a followed clock is a Python call per request, so run_sequential keeps the GIL and begin_hybrid runs it at
+    # a followed clock is a Python call per request, so run_sequential keeps the GIL and begin_sequential runs it at
     # once on the caller's thread: no worker thread starts, and the result is the inline one.
     # BS = 4, one full-attention group, one level of 8 pages, default rules (a hit stops before the last prompt
     # token). A = [1, 2], 8 tokens: nothing cached, hit 0. B = [1, 2, 3], 12 tokens: cap (12 - 1) // 4 = 2,
@@ -352,7 +352,7 @@ def test_a_followed_clock_keeps_the_baseline_on_this_thread():
     results = []
     for h in (free, held):
         side = Beside(True)
-        pending = seqbase.begin_hybrid(trace, h, BlockRules(), side)
+        pending = seqbase.begin_sequential(trace, h, BlockRules(), side)
         assert (side._thread is not None) == (h is free)
         results.append(pending())
         side.close()
