@@ -78,7 +78,7 @@ def begin_sequential(source: Any, hierarchy: Any, rules: BlockRules, beside: Bes
     parts, call = _whole_call(source, rules)
     if not hasattr(hierarchy, "groups"):
         call = call[:5]                 # NativeHierarchy.run_sequential: hashes, offsets, cacheable, max_hit, out
-    if not (beside.threaded and hierarchy.releases_gil):
+    if not (beside.threaded and getattr(hierarchy, "releases_gil", False)):
         hierarchy.run_sequential(*call)
         res = _result(hierarchy, parts, call)
         return lambda: res
