@@ -15,10 +15,14 @@ pcs/engine/_stepsched.c, for a compiled policy and for a hosted plug-in; its
 own time is the same for every policy); ``--compute both`` does both.
 
 Measured: process CPU seconds (``time.process_time``: other jobs on the shared
-machine do not count), after one untimed warm-up call per run (so the first run, the lru
-peer, is not charged with imports and first calls even at ``--repeat 1``), best of ``--repeat`` rounds, each
-round running every policy once (alternated), and block accesses per second of the whole call;
-``ratio_to_lru`` = the policy's time / compiled lru's time in the same run.
+machine do not count; every thread of the process: the step loop, the no-cache loop and the sequential baseline
+on their worker threads) and, beside them, wall seconds of the same whole call (``time.perf_counter``: what a user
+waits for, which the worker threads shorten on a machine with a free core, and which other jobs lengthen), after
+one untimed warm-up call per run (so the first run, the lru
+peer, is not charged with imports and first calls even at ``--repeat 1``), best of ``--repeat`` rounds for each
+(taken apart), each round running every policy once (alternated), and block accesses per CPU second of the whole
+call; ``ratio_to_lru`` = the policy's CPU time / compiled lru's in the same run, ``wall_ratio_to_lru`` the same
+of wall times.
 Prints one human line per run and round as it ends (flushed, so a redirected run shows its progress), one per run
 with its best, then ONE JSON line last.
 
@@ -158,26 +162,32 @@ def main() -> None:
            "loadavg": os.getloadavg()[0]}
     for mode in modes:
         best: dict = {label: float("inf") for label, _ in runs}
+        best_wall: dict = dict(best)
         info: dict = {}
         for label, kwargs in runs:                        # warm-up (imports, compiled twins, caches): untimed,
             _replay(src, dict(kwargs, compute_mode=mode))  # so the first policy (the lru peer) is not charged
             print(f"[{mode}] warm-up {label}", flush=True)
         for r in range(args.repeat):                      # rounds: every run once per round (alternated)
             for label, kwargs in runs:
-                t = time.process_time()
+                t, w = time.process_time(), time.perf_counter()
                 res = _replay(src, dict(kwargs, compute_mode=mode))
-                took = time.process_time() - t
-                best[label] = min(best[label], took)
+                took, wall = time.process_time() - t, time.perf_counter() - w
+                best[label], best_wall[label] = min(best[label], took), min(best_wall[label], wall)
                 info[label] = (res.summary.hit_ratio, res.summary.engine)
-                print(f"[{mode}] round {r + 1}/{args.repeat} {label}: {took:.2f} s CPU", flush=True)
-        peer = best.get("lru")
+                print(f"[{mode}] round {r + 1}/{args.repeat} {label}: {took:.4f} s CPU, {wall:.4f} s wall",
+                      flush=True)
+        peer, peer_wall = best.get("lru"), best_wall.get("lru")
         res_mode = {}
         for label, _ in runs:
             hit, engine = info[label]
             res_mode[label] = {"replay_s": best[label], "accesses_per_s": accesses / best[label], "hit_ratio": hit,
-                               "engine": engine, "ratio_to_lru": best[label] / peer if peer else None}
-            print(f"[{mode}] {label}: {best[label]:.2f} s CPU, {accesses / best[label] / 1e6:.3f} M accesses/s, "
-                  f"hit ratio {hit:.6f}, {engine}" + (f", {best[label] / peer:.2f}x lru" if peer else ""), flush=True)
+                               "engine": engine, "ratio_to_lru": best[label] / peer if peer else None,
+                               "wall_s": best_wall[label],
+                               "wall_ratio_to_lru": best_wall[label] / peer_wall if peer_wall else None}
+            print(f"[{mode}] {label}: {best[label]:.4f} s CPU, {best_wall[label]:.4f} s wall, "
+                  f"{accesses / best[label] / 1e6:.3f} M accesses/s, hit ratio {hit:.6f}, {engine}"
+                  + (f", {best[label] / peer:.2f}x lru CPU, {best_wall[label] / peer_wall:.2f}x lru wall"
+                     if peer else ""), flush=True)
         out[mode] = res_mode
     out["loadavg_end"] = os.getloadavg()[0]
     print(json.dumps(out))

@@ -8,9 +8,10 @@ An engine whose loop keeps the GIL is called at once on the caller's thread (a t
 One worker thread serves every call of a :class:`Beside` (started at the first call, ended by :meth:`close`):
 a replay makes one call per chunk, and a thread per call cost a thread start (stack, clone) each time.
 The same serves the two-tier one-pass scan (:func:`pcs.engine.runner._two_tier_scan`; ``lru_feed`` releases the GIL,
-``pcs/engine/_lruscan.c``), a hybrid model's sequential baseline (:func:`pcs.engine.seqbase.begin_hybrid`) and the
-read-ahead of the next chunk or trace batch (:func:`pcs.trace.batches.read_ahead`). (Decoding two JSONL chunks at
-once, one on a worker, was built and measured slower on the whole replay: docs/performance.md, "The decode beside".)
+``pcs/engine/_lruscan.c``), a compiled hierarchy's sequential baseline (:func:`pcs.engine.seqbase.begin_sequential`)
+and the read-ahead of the next chunk or trace batch (:func:`pcs.trace.batches.read_ahead`). (Decoding two JSONL
+chunks at once, one on a worker, was built and measured slower on the whole replay: docs/performance.md, "The
+decode beside".)
 A reader's worker (``linger=False``) ends after each call: a reader its caller drops part-way (a ``break``, an
 error, Ctrl-C) leaves no idle thread behind, even when nothing ever closes it (a generator kept alive by a
 traceback or a reference cycle); at most the one call in flight finishes, and its thread with it.

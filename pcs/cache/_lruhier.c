@@ -1497,8 +1497,31 @@ static Py_ssize_t seq_one(Hier *h, const uint64_t *keys, Py_ssize_t len, Py_ssiz
     return finish_pass(h, a) < 0 ? -1 : a->hit_blocks;
 }
 
+/* run_sequential's requests over its buffers b[0 .. 5) (hashes, offsets, cacheable, max_hit, out; R requests, H
+ * hashes): out[i] = request i's hit blocks; 0, or -1 with an exception set (the GIL taken for it: pcs/_nogil.h) */
+static int seq_run(Hier *h, const Py_buffer *b, Py_ssize_t R, Py_ssize_t H) {
+    const uint64_t *keys = b[0].buf;
+    const int64_t *off = b[1].buf, *n = b[2].buf, *cap = b[3].buf;
+    int64_t *out = b[4].buf;
+    for (Py_ssize_t i = 0; i < R; i++) {
+        if (off[i] < 0 || off[i] > off[i + 1] || off[i + 1] > H) {
+            PyErr_SetString(PyExc_ValueError, "offsets must rise within the hashes");
+            return -1;
+        }
+        Py_ssize_t hits = seq_one(h, keys + off[i], (Py_ssize_t)(off[i + 1] - off[i]), n[i], cap[i]);
+        if (hits < 0) return -1;
+        out[i] = hits;
+    }
+    return 0;
+}
+
 /* Hierarchy.run_sequential(hashes, offsets, cacheable, max_hit, out): requests one after another, as the
- * sequential event loop calls start / prefill_done / finish; out[i] = request i's hit blocks */
+ * sequential event loop calls start / prefill_done / finish; out[i] = request i's hit blocks. The GIL is released
+ * over the requests when no tier hosts a Python policy (c_nogil: seq_one then runs only the calls the compiled step
+ * loop makes without the GIL -- start_head, start_plan, c_prefill_done, finish_pass -- on this hierarchy's own
+ * memory, raw memory, and its errors take the GIL: pcs/_nogil.h), so another thread runs Python meanwhile
+ * (pcs/engine/seqbase.py runs a replay's sequential baseline beside its step loop). The caller must not touch this
+ * hierarchy or the buffers from another thread until the call returns. */
 static PyObject *hier_run_sequential(Hier *h, PyObject *const *args, Py_ssize_t nargs) {
     if (nargs != 5) {
         PyErr_SetString(PyExc_TypeError, "run_sequential(hashes, offsets, cacheable, max_hit, out)");
@@ -1506,30 +1529,19 @@ static PyObject *hier_run_sequential(Hier *h, PyObject *const *args, Py_ssize_t 
     }
     static const char *what[] = {"hashes", "offsets", "cacheable", "max_hit", "out"};
     Py_buffer b[5];
-    int got = 0;
+    int got = 0, rc = -1;
     for (; got < 5; got++) if (get_buf8(args[got], &b[got], got == 4, what[got]) < 0) break;
-    PyObject *res = NULL;
     Py_ssize_t R = got == 5 ? b[2].len / 8 : 0, H = got == 5 ? b[0].len / 8 : 0;
     if (got == 5 && (b[1].len / 8 != R + 1 || b[3].len / 8 != R || b[4].len / 8 != R))
         PyErr_SetString(PyExc_ValueError, "need len(offsets) = R + 1 and R entries in cacheable, max_hit, out");
     else if (got == 5) {
-        const uint64_t *keys = b[0].buf;
-        const int64_t *off = b[1].buf, *n = b[2].buf, *cap = b[3].buf;
-        int64_t *out = b[4].buf;
-        Py_ssize_t i = 0;
-        for (; i < R; i++) {
-            if (off[i] < 0 || off[i] > off[i + 1] || off[i + 1] > H) {
-                PyErr_SetString(PyExc_ValueError, "offsets must rise within the hashes");
-                break;
-            }
-            Py_ssize_t hits = seq_one(h, keys + off[i], (Py_ssize_t)(off[i + 1] - off[i]), n[i], cap[i]);
-            if (hits < 0) break;
-            out[i] = hits;
-        }
-        if (i == R) { res = Py_None; Py_INCREF(res); }
+        PyThreadState *ts = c_nogil((PyObject *)h) ? PyEval_SaveThread() : NULL;
+        rc = seq_run(h, b, R, H);
+        if (ts) PyEval_RestoreThread(ts);
     }
     while (got-- > 0) PyBuffer_Release(&b[got]);
-    return res;
+    if (rc < 0) return NULL;
+    Py_RETURN_NONE;
 }
 
 /* Hierarchy.grow(adm, n >= 0): n more reserved GPU slots for a running request, evicting (and demoting) as start
@@ -1974,9 +1986,14 @@ static PyMethodDef hier_methods[] = {
     {NULL}
 };
 
+/* releases_gil: whether run_sequential releases the GIL (c_nogil) */
+static PyObject *hier_releases_gil(Hier *h, void *unused) { return PyBool_FromLong(c_nogil((PyObject *)h)); }
+
 static PyGetSetDef hier_getset[] = {
     {"written_blocks", (getter)hier_written, NULL, "blocks written into each tier", NULL},
     {"dropped_blocks", (getter)hier_dropped, NULL, "blocks pushed out of the last tier", NULL},
+    {"releases_gil", (getter)hier_releases_gil, NULL, "run_sequential runs without the GIL (no hosted Python policy)",
+     NULL},
     {NULL}
 };
 

@@ -443,11 +443,17 @@ class NativeHierarchy(CompiledHierarchy):
         self.start_ids = h.start_ids        # start with the keys as a uint64 buffer (the compiled step loop's)
         # run_sequential(hashes u64, offsets i64 (R+1,), cacheable i64 (R,), max_hit i64 (R,), out i64 (R,)):
         # R requests one after another (start, prefill_done, finish each), out[i] = hit blocks; the
-        # sequential baseline's loop in C (pcs.engine.seqbase)
+        # sequential baseline's loop in C (pcs.engine.seqbase), without the GIL when releases_gil
         self.run_sequential = h.run_sequential
         # sync(): a hosted Python policy gets the calls still queued for it (pcs/cache/_pol_py.c hands them over
         # when it must decide); called at the end of a run (pcs.engine.runner, seqbase), so an error it raises
         # there surfaces too (pcs.errors.PolicyError, naming the policy and the method)
         self.sync = h.sync
+
+    @property
+    def releases_gil(self) -> bool:
+        """Whether :attr:`run_sequential` runs without the GIL (``pcs/cache/_lruhier.c``): True unless a tier hosts
+        a Python policy (:func:`hosted_spec`: its methods are Python calls)."""
+        return self._h.releases_gil
 
 

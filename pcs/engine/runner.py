@@ -21,8 +21,8 @@ Threads (the rule): work that shares no mutable state with the run's loops goes 
 (:class:`pcs.beside.Beside`, one per kind of side work) while the caller's thread builds and runs the
 loops, and is joined before the outcome is built -- the next-turn search, walking each batch while the caller
 decodes the next (:func:`_decoded_once`, :class:`pcs.engine.turns.TurnWalk`), the two-tier one-pass scan
-(:func:`_two_tier_scan`), the no-cache step loop (:func:`_feed`, :func:`_close_runs`), a hybrid model's
-sequential baseline (:func:`pcs.engine.seqbase.begin_hybrid`) and, beside compiled loops, the making of the next
+(:func:`_two_tier_scan`), the no-cache step loop (:func:`_feed`, :func:`_close_runs`), a compiled hierarchy's
+sequential baseline (:func:`pcs.engine.seqbase.begin_sequential`) and, beside compiled loops, the making of the next
 chunk (:func:`pcs.trace.batches.read_ahead`, one in flight). Each reads only the decoded trace and frozen inputs and writes
 only its own state, so the outcome is the one of running them in turn (the same JSON and per-request tables:
 tests/engine/test_beside.py, tests/engine/test_scan_beside.py). A worker's exception is raised at its join, on
@@ -275,25 +275,19 @@ def _baseline(scan2: _ScanJoin | None, plans: list[_Plan], source: Any, rules: B
     """The call giving the sequential baseline of a modeled run when it does not run as an event loop: from the
     two-tier scan ``scan2`` (:func:`pcs.engine.seqbase.baseline_from_scan`, once the scan has joined) or, placed on
     ``compiled-hierarchy`` (also a scan that found the ids not chained) or ``compiled-hybrid``, in C
-    (:func:`pcs.engine.seqbase.sequential_baseline`); None for any other placement. A ``compiled-hybrid`` baseline
-    runs on ``beside``'s worker thread while the caller goes on (:func:`pcs.engine.seqbase.begin_hybrid`); the
-    compiled-hierarchy pass without a scan is done before this returns."""
+    (:func:`pcs.engine.seqbase.begin_sequential`: on ``beside``'s worker thread while the caller goes on when its
+    hierarchy releases the GIL, else done before this returns); None for any other placement."""
     if scan2 is not None:
         def from_scan() -> EngineResult:
             if scan2().baseline_hits is not None:
                 return seqbase.baseline_from_scan(scan2(), 2)
             return _baseline(None, plans, source, rules, make_tiers, write_policy, hybrid, block_bytes, step_s,
-                             beside)()    # the scan left the plan on compiled-hierarchy
+                             Beside(False))()    # the scan left the plan on compiled-hierarchy: the loops are done
         return from_scan
-    res = None
     if len(plans) < 2 or plans[-1].row.name not in ("compiled-hierarchy", "compiled-hybrid"):
         return None
-    elif plans[-1].row.name == "compiled-hierarchy":
-        res = seqbase.sequential_baseline(source, plans[-1].row.load()(make_tiers(), write_policy), rules)
-    else:
-        kw = _hybrid_kwargs(hybrid, block_bytes, step_s)
-        return seqbase.begin_hybrid(source, plans[-1].row.load()(make_tiers(), write_policy, **kw), rules, beside)
-    return lambda: res
+    kw = _hybrid_kwargs(hybrid, block_bytes, step_s) if plans[-1].row.name == "compiled-hybrid" else {}
+    return seqbase.begin_sequential(source, plans[-1].row.load()(make_tiers(), write_policy, **kw), rules, beside)
 
 
 def _hybrid_kwargs(hybrid: Any, block_bytes: Sequence[int], step_s: float, gpu_only: bool = False) -> dict:
@@ -574,7 +568,7 @@ def run_replay(source: Any, rules: BlockRules, time_model: Any, make_tiers: Call
         raise
     finally:
         scan_side.close()      # wait for the two-tier scan still running when an error stopped the loops
-        seq_side.close()       # the same for a hybrid model's sequential baseline
+        seq_side.close()       # the same for the sequential baseline
     sched = None if no_cache is None else (resolved[1], loops[0].stats, no_cache_result, no_cache.stats)
     with_decode = single_with_decode(resolved, source, native, scan2, passes, scanned_only=comparison)
     with_decode = None if comparison else with_decode     # a comparison line keeps its scan's for the run

@@ -6,17 +6,19 @@ and finished before the next (:class:`pcs.engine.engine.ReplayEngine`,
 timing ``sequential``). When the engine-selection table places that baseline
 on ``compiled-hierarchy`` (every tier ``lru``) or ``compiled-hybrid`` (a
 hybrid model's cache groups, ``§3.1``), the same three calls run inside the
-hierarchy's ``run_sequential``: one C call per decoded batch (a hybrid model's: one for the trace), the same
+hierarchy's ``run_sequential``: one C call for the whole trace, the same
 admissions (``pcs/cache/_lruhier.c`` ``seq_one``, ``pcs/cache/_grouphier.c``
 ``seq_one``). The rules per request are the engine's: the cacheable head and
 the hit cap from :func:`pcs.engine.chunks.rule_columns` (§2, §4); hit tokens
 ``min(hits x block_size, prompt)`` (§11); a hybrid request's tokens the rules
 refused ``lost x block_size`` (§12, ``hybrid_lost_tokens``).
 ``tests/engine/test_seqbase.py`` diffs both against the event loop.
-A hybrid model's baseline is one C call over the whole trace that releases the
-GIL (:func:`begin_hybrid`): the runner starts it on a worker thread and runs the
-step loop meanwhile (``pcs/engine/runner.py``); each touches only its own
-hierarchy and arrays, so the result is the one of running them in turn.
+The baseline is one C call over the whole trace (:func:`begin_sequential`), which
+releases the GIL when the hierarchy runs no Python code (``releases_gil``: no
+hosted Python policy, no followed clock): the runner starts it on a worker
+thread and runs the step loop meanwhile (``pcs/engine/runner.py``); each touches
+only its own hierarchy and arrays, so the result is the one of running them in
+turn.
 """
 from __future__ import annotations
 
@@ -31,7 +33,7 @@ from pcs.engine.engine import EngineResult
 from pcs.engine.ledger import ReplayLedger
 from pcs.trace.batches import as_batches
 
-__all__ = ["sequential_baseline", "begin_hybrid", "baseline_from_scan"]
+__all__ = ["sequential_baseline", "begin_sequential", "baseline_from_scan"]
 
 
 def sequential_baseline(source: Any, hierarchy: Any, rules: BlockRules) -> EngineResult:
@@ -52,55 +54,65 @@ def sequential_baseline(source: Any, hierarchy: Any, rules: BlockRules) -> Engin
         UserError: as :func:`pcs.trace.batches.as_batches`; :class:`pcs.errors.PolicyError` (a ValueError) when a
             hosted Python policy raises.
     """
-    if hasattr(hierarchy, "groups"):
-        return begin_hybrid(source, hierarchy, rules, Beside(False))()
-    L = ReplayLedger(num_tiers=len(hierarchy.tiers))
-    for b in as_batches(source):
-        bs, off, prompt, n, cap = _columns(b, rules)
-        hits = np.empty(prompt.shape[0], np.int64)
-        hierarchy.run_sequential(np.ascontiguousarray(b.block_hashes, np.uint64), off, n, cap, hits)
-        _count(L, prompt, hits, bs, int(off[-1]), n)
-    hierarchy.sync()    # a hosted Python policy's last queued calls (pcs/cache/_pol_py.c)
-    L.computed_tokens = L.prompt_tokens - L.hit_tokens
-    return EngineResult(L, {})
+    return begin_sequential(source, hierarchy, rules, Beside(False))()
 
 
-def begin_hybrid(source: Any, hierarchy: Any, rules: BlockRules, beside: Beside) -> Callable[[], EngineResult]:
-    """Start :func:`sequential_baseline` of a hybrid model: the whole trace in one ``run_sequential`` call of
-    ``hierarchy`` (a fresh :class:`pcs.cache.nativegroups.NativeGroupHierarchy`), on ``beside``'s worker thread
-    when ``beside`` is threaded and the call releases the GIL (``releases_gil``: the caller's step loop runs
-    meanwhile, ``pcs/cache/_grouphier.c``), else at once on this thread. The same requests in the same order
-    as one call per batch, so the result is the same (``tests/engine/test_seqbase.py``).
+def begin_sequential(source: Any, hierarchy: Any, rules: BlockRules, beside: Beside) -> Callable[[], EngineResult]:
+    """Start :func:`sequential_baseline`: the whole trace in one ``run_sequential`` call of ``hierarchy`` (a fresh
+    :class:`pcs.cache.native.NativeHierarchy` or :class:`pcs.cache.nativegroups.NativeGroupHierarchy`), on
+    ``beside``'s worker thread when ``beside`` is threaded and the call releases the GIL (``releases_gil``: the
+    caller's step loop runs meanwhile, ``pcs/cache/_lruhier.c``, ``pcs/cache/_grouphier.c``), else now on this
+    thread, its errors raised here. The same requests in the same order as one call per batch, so the result is
+    the same (``tests/engine/test_seqbase.py``).
 
     Returns:
         the call that waits for the baseline and gives its :class:`EngineResult` (as
         :func:`sequential_baseline`); call it once, before ``beside`` serves anything else.
     Raises:
-        UserError: as :func:`pcs.trace.batches.as_batches`, here; the hierarchy's errors, from the call returned.
+        UserError: as :func:`pcs.trace.batches.as_batches`, here; the hierarchy's errors (a hosted policy's
+            :class:`pcs.errors.PolicyError`, a ValueError), here when run on this thread, else from the call
+            returned.
     Memory: the trace's hashes and per-request columns copied into one set of arrays (8 B per block access,
     48 B per request) until the call returned has run.
     """
-    parts, call = _hybrid_call(source, rules)
-    if beside.threaded and not hierarchy.releases_gil:
-        beside = Beside(False)
+    parts, call = _whole_call(source, rules)
+    if not hasattr(hierarchy, "groups"):
+        call = call[:5]                 # NativeHierarchy.run_sequential: hashes, offsets, cacheable, max_hit, out
+    if not (beside.threaded and getattr(hierarchy, "releases_gil", False)):
+        hierarchy.run_sequential(*call)
+        res = _result(hierarchy, parts, call)
+        return lambda: res
     beside.start(hierarchy.run_sequential, *call)
 
     def result() -> EngineResult:
         beside.join()
-        hits, lost = call[4], call[5]
-        L, lost_tokens, r = ReplayLedger(num_tiers=len(hierarchy.tiers)), [], 0
-        for bs, prompt, n, accesses in parts:
-            k = prompt.shape[0]
-            _count(L, prompt, hits[r:r + k], bs, accesses, n)
-            lost_tokens.append(lost[r:r + k] * bs)
-            r += k
-        L.computed_tokens = L.prompt_tokens - L.hit_tokens
-        return EngineResult(L, {"hybrid_lost_tokens": np.concatenate(lost_tokens) if lost_tokens
-                                else np.zeros(0, np.int64)})
+        return _result(hierarchy, parts, call)
     return result
 
 
-def _hybrid_call(source: Any, rules: BlockRules) -> tuple[list, tuple]:
+def _result(hierarchy: Any, parts: list, call: tuple) -> EngineResult:
+    """The baseline's :class:`EngineResult` once ``run_sequential(*call)`` has run (:func:`_whole_call`'s
+    ``parts`` and arrays); a hosted Python policy first gets its last queued calls (``sync``:
+    pcs/cache/_pol_py.c), so an error it raises there surfaces."""
+    sync = getattr(hierarchy, "sync", None)
+    if sync is not None:
+        sync()
+    hits, lost = call[4], call[5] if len(call) > 5 else None
+    L, lost_tokens, r = ReplayLedger(num_tiers=len(hierarchy.tiers)), [], 0
+    for bs, prompt, n, accesses in parts:
+        k = prompt.shape[0]
+        _count(L, prompt, hits[r:r + k], bs, accesses, n)
+        if lost is not None:
+            lost_tokens.append(lost[r:r + k] * bs)
+        r += k
+    L.computed_tokens = L.prompt_tokens - L.hit_tokens
+    if lost is None:
+        return EngineResult(L, {})
+    return EngineResult(L, {"hybrid_lost_tokens": np.concatenate(lost_tokens) if lost_tokens
+                            else np.zeros(0, np.int64)})
+
+
+def _whole_call(source: Any, rules: BlockRules) -> tuple[list, tuple]:
     """(per batch (block size, prompt tokens, cacheable blocks, block accesses), the arguments of one
     ``run_sequential`` call over every batch: hashes u64, offsets i64 (R+1,), cacheable, max_hit, hits and
     lost (int64 (R,), filled by the call), arrival f64 (R,))."""

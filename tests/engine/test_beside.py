@@ -3,8 +3,9 @@
 The compiled step loop releases the GIL over feed and close, and pcs.engine.runner feeds and closes the no-cache
 twin on a worker thread meanwhile. Each loop touches only its own state, so a replay gives exactly what it gives
 with the two loops one after the other (the reference: every call inline, the order before threads). A hybrid
-model's sequential baseline (pcs/cache/_grouphier.c run_sequential, which releases the GIL) runs the same way on a
-worker thread beside the run's loops (pcs.engine.seqbase.begin_hybrid), checked against it run inline first.
+model's sequential baseline (pcs/cache/_grouphier.c run_sequential, which releases the GIL), and a compiled
+hierarchy's (pcs/cache/_lruhier.c, no hosted Python policy), run the same way on a worker thread beside the run's
+loops (pcs.engine.seqbase.begin_sequential), checked against it run inline first.
 """
 from __future__ import annotations
 
@@ -172,12 +173,13 @@ def test_a_replay_leaves_no_worker_thread(monkeypatch):
 
 
 def _hybrid_replay(path, monkeypatch, threaded: bool, **kw):
-    """pcs.replay of a hybrid model with its sequential baseline (pcs.engine.seqbase.begin_hybrid) on a worker
-    thread (threaded) or forced inline; also whether a worker ran it."""
+    """pcs.replay (a hybrid model, or any run whose sequential baseline is placed on a compiled hierarchy) with its
+    sequential baseline (pcs.engine.seqbase.begin_sequential) on a worker thread (threaded) or forced inline; also
+    whether a worker ran it."""
     from pcs import replay
     from pcs.engine import seqbase
 
-    begin, seen = seqbase.begin_hybrid, []
+    begin, seen = seqbase.begin_sequential, []
 
     def spy(source, hierarchy, rules, beside):
         side = beside if threaded else Beside(False)
@@ -186,7 +188,7 @@ def _hybrid_replay(path, monkeypatch, threaded: bool, **kw):
         return out
 
     with monkeypatch.context() as m:
-        m.setattr(seqbase, "begin_hybrid", spy)
+        m.setattr(seqbase, "begin_sequential", spy)
         return replay(str(path), **kw), seen
 
 
@@ -204,6 +206,27 @@ def test_hybrid_baseline_beside_equals_inline_on_mooncake(monkeypatch, kw):
                                                                                           **kw)
     assert sa == [False] and sb == [True]
     assert a.summary.engine == b.summary.engine == "compiled-hybrid"
+    _same(a, b)
+    assert not [t for t in set(threading.enumerate()) - before if t.name == "pcs-beside"]
+
+
+@pytest.mark.parametrize("trace", ["sample", "mooncake"])
+@pytest.mark.parametrize("kw", [{"policy": "fifo"}, {"policy": "slru", "compute_mode": "infinite"},
+                                {"policy": "fifo", "tiers": ["gpu=300blocks", "cpu=2000blocks", "disk=8000blocks"],
+                                 "write_policy": "through"}])
+def test_compiled_hierarchy_baseline_beside_equals_inline(monkeypatch, trace, kw):
+    # a two- or three-tier fifo / slru replay places its sequential baseline on compiled-hierarchy, whose
+    # run_sequential releases the GIL (pcs/cache/_lruhier.c): it runs on a worker thread while the step loop (or
+    # the modeled event loop) runs, with the same summary and per-request columns as the baseline run first, inline
+    import threading
+
+    path = ROOT / "traces" / "sample_chat.jsonl" if trace == "sample" else MOONCAKE
+    if not path.exists():
+        pytest.skip("no Mooncake trace in ../shared/traces or $PCS_SHARED_TRACES")
+    before = set(threading.enumerate())
+    (a, sa), (b, sb) = _hybrid_replay(path, monkeypatch, False, **kw), _hybrid_replay(path, monkeypatch, True, **kw)
+    assert sa == [False] and sb == [True]
+    assert a.summary.baseline_engine == b.summary.baseline_engine == "compiled-hierarchy"
     _same(a, b)
     assert not [t for t in set(threading.enumerate()) - before if t.name == "pcs-beside"]
 

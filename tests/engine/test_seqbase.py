@@ -280,7 +280,7 @@ def test_compiled_hybrid_sequential_on_mooncake(model, gpu, threaded):
             for _ in range(2))
     source = Decoded(open_trace(MOONCAKE_CONV))
     side = Beside(threaded)
-    pending = seqbase.begin_hybrid(source, b, BlockRules(), side)
+    pending = seqbase.begin_sequential(source, b, BlockRules(), side)
     assert (side._thread is not None) == threaded
     eng = ReplayEngine(a, "sequential")
     for ch in iter_chunks(source, BlockRules()):
@@ -335,7 +335,7 @@ def test_run_sequential_refuses_bad_buffers_on_a_worker_thread():
 
 @needs_grouphier
 def test_a_followed_clock_keeps_the_baseline_on_this_thread():
-    # a followed clock is a Python call per request, so run_sequential keeps the GIL and begin_hybrid runs it at
+    # a followed clock is a Python call per request, so run_sequential keeps the GIL and begin_sequential runs it at
     # once on the caller's thread: no worker thread starts, and the result is the inline one.
     # BS = 4, one full-attention group, one level of 8 pages, default rules (a hit stops before the last prompt
     # token). A = [1, 2], 8 tokens: nothing cached, hit 0. B = [1, 2, 3], 12 tokens: cap (12 - 1) // 4 = 2,
@@ -352,10 +352,108 @@ def test_a_followed_clock_keeps_the_baseline_on_this_thread():
     results = []
     for h in (free, held):
         side = Beside(True)
-        pending = seqbase.begin_hybrid(trace, h, BlockRules(), side)
+        pending = seqbase.begin_sequential(trace, h, BlockRules(), side)
         assert (side._thread is not None) == (h is free)
         results.append(pending())
         side.close()
     for got in results:
         assert got.ledger.hit_blocks == 2 and got.ledger.hit_tokens == 8
         assert got.columns["hybrid_lost_tokens"].tolist() == [0, 0]
+
+
+# --- the compiled hierarchy's baseline beside the caller (pcs/cache/_lruhier.c run_sequential without the GIL) ---
+
+# One tier of 2 blocks, default rules. Each request is block X (full, cacheable) plus a partial block of its own
+# (5 tokens: cacheable 1, hit cap (5 - 1) // 4 = 1 block), so a request hits 1 block (4 tokens) iff X is resident.
+# X = A, B, A, C, A. lru: A, B missed ([A, B]); A hit (moved to the end: [B, A]); C missed, B evicted ([A, C]);
+# A hit -> hits [0, 0, 1, 0, 1]. fifo: A, B missed ([A, B]); A hit (keeps its place); C missed, A evicted (the
+# oldest: [B, C]); A missed -> hits [0, 0, 1, 0, 0].
+from pcs.cache.policies.lru import LRUPolicy  # noqa: E402
+
+_ABACA = [req([x, 100 + i], float(i), prompt=5) for i, x in enumerate([1, 2, 1, 3, 1])]
+_ABACA_HITS = {"lru": [0, 0, 1, 0, 1], "fifo": [0, 0, 1, 0, 0]}
+
+
+class _HostedLRU(LRUPolicy):
+    """lru's Python class under another name: not a compiled twin, so the compiled hierarchy hosts it
+    (pcs/cache/_pol_py.c) and run_sequential keeps the GIL."""
+
+    name = "hosted_lru_test"
+
+
+def _begin_on(h, threaded):
+    """begin_sequential of _ABACA on ``h`` with a Beside(threaded): (result, whether a worker thread took it,
+    per-request hit blocks)."""
+    from pcs.beside import Beside
+
+    run, hits = h.run_sequential, []
+    h.run_sequential = lambda *a: (run(*a), hits.append(a[4]))    # the call's out array (read after the join)
+    side = Beside(threaded)
+    try:
+        pending = seqbase.begin_sequential(_ABACA, h, BlockRules(), side)
+        worker = side._thread is not None
+        got = pending()
+    finally:
+        side.close()
+    return got, worker, np.concatenate(hits).tolist()
+
+
+@pytest.mark.parametrize("policy", ["lru", "fifo"])
+@pytest.mark.parametrize("threaded", [False, True])
+def test_compiled_hierarchy_baseline_runs_on_the_worker(policy, threaded):
+    h = native.NativeHierarchy([Tier("gpu", 2, make_policy(policy, 2))], "back")
+    assert h.releases_gil                       # a compiled policy: run_sequential releases the GIL
+    got, worker, hits = _begin_on(h, threaded)
+    assert worker == threaded
+    assert hits == _ABACA_HITS[policy]
+    n = sum(_ABACA_HITS[policy])
+    assert (got.ledger.num_requests, got.ledger.prompt_tokens, got.ledger.block_accesses) == (5, 25, 10)
+    assert (got.ledger.hit_blocks, got.ledger.hit_tokens, got.ledger.requests_with_hit) == (n, 4 * n, n)
+    assert got.ledger.computed_tokens == 25 - 4 * n and got.ledger.cacheable_blocks == 5
+    assert got.columns == {}
+
+
+def test_a_hosted_policy_keeps_the_baseline_on_this_thread():
+    # a hosted Python policy is called from C with the GIL held: no worker thread, the result the inline one
+    # (lru's rule: hits [0, 0, 1, 0, 1], above)
+    h = native.NativeHierarchy([Tier("gpu", 2, _HostedLRU(2))], "back")
+    assert not h.releases_gil
+    got, worker, hits = _begin_on(h, True)
+    assert not worker and hits == _ABACA_HITS["lru"]
+    assert (got.ledger.hit_blocks, got.ledger.hit_tokens) == (2, 8)
+
+
+def test_a_hosted_policy_error_raises_at_the_start():
+    # inline, as before the baseline ran beside: the hosted policy's error surfaces from begin_sequential itself
+    # (the runner's _baseline, before the step loop), not later from the call it returns
+    from pcs.beside import Beside
+    from pcs.errors import PolicyError
+
+    class Broken(_HostedLRU):
+        def evict(self, n):
+            raise RuntimeError("broken victim")
+
+    h = native.NativeHierarchy([Tier("gpu", 2, Broken(2))], "back")
+    side = Beside(True)
+    with pytest.raises(PolicyError, match="broken victim"):
+        seqbase.begin_sequential(_ABACA, h, BlockRules(), side)
+    assert side._thread is None
+    side.close()
+
+
+def test_lruhier_run_sequential_refuses_bad_buffers_on_a_worker_thread():
+    # its refusals raised where run_sequential runs without the GIL (its errors take the GIL: pcs/_nogil.h), the
+    # same type and message as on the caller's thread
+    from pcs.beside import Beside
+
+    h = native.NativeHierarchy(_tiers([4]), "back")
+    z = np.zeros(1, np.int64)
+    for threaded in (False, True):
+        side = Beside(threaded)
+        side.start(h.run_sequential, np.zeros(2, np.uint64), np.array([0, 5], np.int64), z + 1, z, z)
+        with pytest.raises(ValueError, match="offsets must rise"):
+            side.join()
+        side.start(h.run_sequential, np.zeros(2, np.uint64), np.zeros(3, np.int64), z, z, z)
+        with pytest.raises(ValueError, match="len\\(offsets\\)"):
+            side.join()
+        side.close()
