@@ -469,7 +469,7 @@ static int lru_run(lru_t *s, const uint64_t *keys, const int64_t *offs, const in
             else
                 for (int64_t i = offs[r + 2]; i < offs[r + 3]; i++) __builtin_prefetch(&s->dmeta[keys[i]], 1, 1);
         }
-        if (s->t2 ? t2_request(s, n[r], k[0], cap[r], dup | late, (int32_t)s->req, &base[r]) != 0 : lru_stamp(s, a, m) != 0)
+        if (s->t2 ? t2_request(s, keys + a, n[r], k[0], cap[r], dup | late, (int32_t)s->req, &base[r]) != 0 : lru_stamp(s, a, m) != 0)
             return -1;
         if (dec) {
             dec->seen[r] = k[3];
