@@ -360,7 +360,9 @@ typedef struct {
 } lru_dec_t;
 
 /* Look up request ids keys[a .. b) (the first m - a cacheable; their states into tmp, visited): the leading
- * runs k[0] resident, k[1] stamped, k[2] looked up (all b - a ids), k[3] (with_dec) stamped or a decode id.
+ * runs k[0] resident, k[1] stamped, k[2] looked up (all b - a ids), k[3] (with_dec) stamped or a decode id. Once
+ * every run has ended (at the first id new to the trace, mostly) the rest of the cacheable ids take a loop without
+ * them.
  * Returns 0, or with check 1 (an id repeats) / 2 (a resident id after a non-resident one); *dup: an id repeats;
  * without check *late: a resident id after a non-resident one (the two-tier baseline's premise broken).
  * check, with_dec and direct (s->direct) are constants at each call (lru_lookup_any); the pointer, the counts and
@@ -402,6 +404,26 @@ static inline int lru_lookup(lru_t *s, const uint64_t *keys, int64_t a, int64_t 
         if (with_dec) {
             run_dec &= old != -1;
             k3 += run_dec;
+        }
+        if (!(run_ideal | run_res | run_seen | (with_dec && run_dec))) { i++; break; }   /* every run ended */
+    }
+    for (; i < m; i++) {   /* every run ended (most ids: those new to the trace): the states, visits and checks only */
+        lmeta_t *x = direct ? &dmeta[keys[i]] : lru_slot(s, keys[i]);
+        int32_t enc = x->last;
+        if (!x->first) { enc = -1; x->first = rq + 1; count++; }
+        else if (with_dec && x->first == LRU_UNSEEN) x->first = rq + 1;
+        tmp[i - a] = x;
+        int64_t old = enc;
+        if (enc <= -3) {
+            if (check) { rc = 1; goto out; }
+            old = LRU_VISIT(enc);
+            *dup = 1;
+        } else {
+            x->last = LRU_VISIT(enc);
+        }
+        if (old >= p) {   /* a resident id after a non-resident one */
+            if (check) { rc = 2; goto out; }
+            brk++;
         }
     }
     for (; i < b && run_ideal; i++) {   /* past the cacheable ids: the ideal walk's run only (states still made) */
