@@ -409,10 +409,15 @@ static inline int lru_lookup(lru_t *s, const uint64_t *keys, int64_t a, int64_t 
     }
     for (; i < m; i++) {   /* every run ended (most ids: those new to the trace): the states, visits and checks only */
         lmeta_t *x = direct ? &dmeta[keys[i]] : lru_slot(s, keys[i]);
-        int32_t enc = x->last;
-        if (!x->first) { enc = -1; x->first = rq + 1; count++; }
-        else if (with_dec && x->first == LRU_UNSEEN) x->first = rq + 1;
         tmp[i - a] = x;
+        if (!x->first) {   /* new: never visited, not resident */
+            x->last = LRU_VISIT(-1);
+            x->first = rq + 1;
+            count++;
+            continue;
+        }
+        if (with_dec && x->first == LRU_UNSEEN) x->first = rq + 1;
+        int32_t enc = x->last;
         int64_t old = enc;
         if (enc <= -3) {
             if (check) { rc = 1; goto out; }

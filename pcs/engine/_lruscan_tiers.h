@@ -124,10 +124,10 @@ static inline int t2_evict_demote(lru_t *s, int64_t nv, int32_t rq, const int di
     uint64_t *live = s->live, *llive = lo->live;
     const uint64_t *log = q->log;
     int32_t *cl = s->clast;
-    const int64_t base = s->base, lm = q->log_len - 1, lbase = lo->base, lp = lo->p, t0 = lo->t;
+    const int64_t base = s->base, lm = q->log_len - 1, lbase = lo->base, lp = lo->p, t0 = lo->t, t1 = t0 + nv;
     int64_t i0 = s->p - base, w = i0 >> 6, x = 0, res = lo->resident + nv, t = t0;
     uint64_t bits = live[w] & (~0ULL << (i0 & 63));   /* the bits below p are all clear: the word is bits */
-    for (int64_t i = 0; i < nv; i++, t++) {
+    for (; t < t1; t++) {
         while (!bits) {
             live[w] = 0;
             bits = live[++w];
