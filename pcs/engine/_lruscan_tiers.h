@@ -116,7 +116,7 @@ static int64_t t2_pin(lru_t *s, int64_t a, int64_t budget) {
  * dies), then a new lower time each, in eviction order; the lower tier drops its oldest times past C1 after. The
  * same as evicting every victim, setting aside those below, then stamping each: the lower pointer moves only at the
  * end, a victim's old time is below the new ones, and each id is one victim. The new lower times are consecutive:
- * their bits set as one run. direct: s->direct (a constant at each call: t2_evict_demote_any). -1 on no memory. */
+ * their bits set as one run. direct: s->direct (a constant at each call). -1 on no memory. */
 static inline int t2_evict_demote(lru_t *s, int64_t nv, int32_t rq, const int direct) {
     t2_t *q = s->t2;
     lru_t *lo = &q->low;
@@ -156,17 +156,10 @@ static inline int t2_evict_demote(lru_t *s, int64_t nv, int32_t rq, const int di
     return 0;
 }
 
-/* t2_evict_demote with direct chosen, out of line (once per request): each loop keeps its locals in registers,
- * not spilled around the lookup inlined in lru_run. */
-static __attribute__((noinline)) int t2_evict_demote_direct(lru_t *s, int64_t nv) { return t2_evict_demote(s, nv, 0, 1); }
-static __attribute__((noinline)) int t2_evict_demote_hashed(lru_t *s, int64_t nv, int32_t rq) {
-    return t2_evict_demote(s, nv, rq, 0);
-}
-
 /* Release the kept chain head (tmp[0 .. kept), ids keys[0 .. kept)) tail first with new GPU times; the ids cut
  * (tmp[kept .. m)) are marked stamped, not resident; -1 on no memory. Room for the kept times made first, then one
- * loop on locals; the new times are consecutive: their bits set as one run. Out of line, as t2_evict_demote. */
-static __attribute__((noinline)) int t2_release(lru_t *s, const uint64_t *keys, int64_t kept, int64_t m) {
+ * loop on locals; the new times are consecutive: their bits set as one run. */
+static int t2_release(lru_t *s, const uint64_t *keys, int64_t kept, int64_t m) {
     lmeta_t **tmp = s->tmp;
     for (int64_t i = m - 1; i >= kept; i--) tmp[i]->last = 0;
     if (kept <= 0) return 0;
@@ -212,7 +205,7 @@ static int t2_request(lru_t *s, const uint64_t *keys, int64_t m, int64_t a, int6
     int64_t nv = t2_pin(s, a, budget);
     for (int64_t i = a + restores - 1; i >= a; i--)
         if (t2_low_stamp(s, lru_idx(s, s->tmp[i])) != 0) return -1;
-    if (nv > 0 && (s->direct ? t2_evict_demote_direct(s, nv) : t2_evict_demote_hashed(s, nv, rq)) != 0) return -1;
+    if (nv > 0 && (s->direct ? t2_evict_demote(s, nv, rq, 1) : t2_evict_demote(s, nv, rq, 0)) != 0) return -1;
     return t2_release(s, keys, a + budget, m);
 }
 
