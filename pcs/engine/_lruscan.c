@@ -495,21 +495,15 @@ static int lru_run(lru_t *s, const uint64_t *keys, const int64_t *offs, const in
         if (rc != 0) return rc;
         lead[r] = k[0]; seen[r] = k[1]; ideal[r] = k[2];
         if (r + 2 < num_req) {
-            /* direct mode: the ids below the count of distinct ids so far only -- with ids numbered in order of first
-             * appearance (Mooncake's) the others are new, their entries at the array's frontier, read in order (a
-             * hint: other numberings keep the prefetches of their ids below it) */
-            const uint64_t below = (uint64_t)s->count;
             if (!s->direct)
                 for (int64_t i = offs[r + 2]; i < offs[r + 3]; i++) __builtin_prefetch(lru_home(s, keys[i]), 1, 1);
             else if (s->t2)
                 for (int64_t i = offs[r + 2]; i < offs[r + 3]; i++) {
-                    if (keys[i] >= below) continue;
                     __builtin_prefetch(&s->dmeta[keys[i]], 1, 1);
                     __builtin_prefetch(&s->clast[keys[i]], 1, 1);   /* t2_request reads it */
                 }
             else
-                for (int64_t i = offs[r + 2]; i < offs[r + 3]; i++)
-                    if (keys[i] < below) __builtin_prefetch(&s->dmeta[keys[i]], 1, 1);
+                for (int64_t i = offs[r + 2]; i < offs[r + 3]; i++) __builtin_prefetch(&s->dmeta[keys[i]], 1, 1);
         }
         if (s->t2 ? t2_request(s, keys + a, n[r], k[0], cap[r], dup | late, (int32_t)s->req, &base[r]) != 0 : lru_stamp(s, a, m) != 0)
             return -1;
