@@ -142,10 +142,9 @@ static int tn_mark_id(turns_t *t, uint64_t id) {
     return 0;
 }
 
-/* Whether some key may hold id: its bit below ids_cap; past it, only after an overflow (then the filter decides).
- * The bitmap's fields as arguments: tn_resolve holds them in locals. */
-static inline int tn_id_maybe(const uint64_t *ids_bits, uint64_t ids_cap, int ids_over, uint64_t id) {
-    return id < ids_cap ? (int)(ids_bits[id >> 6] >> (id & 63) & 1) : ids_over;
+/* Whether some key may hold id: its bit below ids_cap; past it, only after an overflow (then the filter decides). */
+static inline int tn_id_maybe(const turns_t *t, uint64_t id) {
+    return id < t->ids_cap ? (int)(t->ids_bits[id >> 6] >> (id & 63) & 1) : t->ids_over;
 }
 
 /* Request a waits under key (id, f) until a next turn holds p_B >= s. */
@@ -189,40 +188,29 @@ static int tn_resolve_at(turns_t *t, const uint64_t *b, int64_t j, uint64_t hash
     return 0;
 }
 
-#define TN_AHEAD 32   /* candidate positions hashed (and their filter words prefetched: 512 KB misses the L1 cache) at once */
-
-/* The candidates js[0 .. c) (positions, ascending) of request B with hashes hs: those whose key's filter bit is set
- * resolve (tn_resolve_at). */
-static int tn_resolve_some(turns_t *t, const uint64_t *b, const int64_t *js, const uint64_t *hs, int64_t c,
-                           int64_t p_b, int64_t cacheable, int64_t bs) {
-    for (int64_t i = 0; i < c; i++) {
-        uint64_t bit = hs[i] >> (64 - FILTER_BITS);
-        if (!(t->filter[bit >> 6] >> (bit & 63) & 1)) continue;     /* no key of this hash */
-        if (tn_resolve_at(t, b, js[i], hs[i], p_b, cacheable, bs) < 0) return -1;
-    }
-    return 0;
-}
+#define TN_AHEAD 32   /* positions hashed (and their filter words prefetched: 512 KB misses the L1 cache) at once */
 
 /* Request B (ids b[0 .. nh), prompt p_b, cacheable blocks) resolves every request waiting on key (b[j], j + 1)
- * whose p + o <= p_b, position by position: the positions whose id some key may hold (tn_id_maybe, the id bitmap
- * held in locals: resolving changes neither it nor the filter) gathered TN_AHEAD at a time, then resolved in order. */
+ * whose p + o <= p_b, position by position. */
 static int tn_resolve(turns_t *t, const uint64_t *b, int64_t nh, int64_t p_b, int64_t cacheable, int64_t bs) {
     uint64_t hs[TN_AHEAD];
-    int64_t js[TN_AHEAD], c = 0;
-    const uint64_t *ids_bits = t->ids_bits, ids_cap = t->ids_cap;
-    const int ids_over = t->ids_over;
-    for (int64_t j = 0; j < nh; j++) {
-        const uint64_t id = b[j];
-        if (!tn_id_maybe(ids_bits, ids_cap, ids_over, id)) continue;   /* no key holds this id: most positions */
-        js[c] = j;
-        hs[c] = turn_hash(id, j + 1);
-        __builtin_prefetch(&t->filter[(hs[c] >> (64 - FILTER_BITS)) >> 6], 0, 1);
-        if (++c == TN_AHEAD) {
-            if (tn_resolve_some(t, b, js, hs, c, p_b, cacheable, bs) < 0) return -1;
-            c = 0;
+    int64_t js[TN_AHEAD];
+    for (int64_t j0 = 0; j0 < nh; j0 += TN_AHEAD) {
+        int64_t k = nh - j0 < TN_AHEAD ? nh - j0 : TN_AHEAD, c = 0;
+        for (int64_t i = 0; i < k; i++) {
+            if (!tn_id_maybe(t, b[j0 + i])) continue;                  /* no key holds this id: most positions */
+            js[c] = j0 + i;
+            hs[c] = turn_hash(b[j0 + i], j0 + i + 1);
+            __builtin_prefetch(&t->filter[(hs[c] >> (64 - FILTER_BITS)) >> 6], 0, 1);
+            c++;
+        }
+        for (int64_t i = 0; i < c; i++) {
+            uint64_t bit = hs[i] >> (64 - FILTER_BITS);
+            if (!(t->filter[bit >> 6] >> (bit & 63) & 1)) continue;     /* no key of this hash */
+            if (tn_resolve_at(t, b, js[i], hs[i], p_b, cacheable, bs) < 0) return -1;
         }
     }
-    return tn_resolve_some(t, b, js, hs, c, p_b, cacheable, bs);
+    return 0;
 }
 
 static void tn_capsule_free(PyObject *cap) { tn_free((turns_t *)PyCapsule_GetPointer(cap, "pcs.engine._turns.state")); }
