@@ -360,7 +360,10 @@ typedef struct {
 } lru_dec_t;
 
 /* Look up request ids keys[a .. b) (the first m - a cacheable; their states into tmp, visited): the leading
- * runs k[0] resident, k[1] stamped, k[2] looked up (all b - a ids), k[3] (with_dec) stamped or a decode id.
+ * runs k[0] resident, k[1] stamped, k[2] looked up (all b - a ids), k[3] (with_dec) stamped or a decode id. The
+ * leading resident ids take a loop of their own (a resident id was stamped, and looked up, by an earlier request: it
+ * extends every run); once every run has ended (at the first id new to the trace, mostly) the rest of the cacheable
+ * ids take a loop without them.
  * Returns 0, or with check 1 (an id repeats) / 2 (a resident id after a non-resident one); *dup: an id repeats;
  * without check *late: a resident id after a non-resident one (the two-tier baseline's premise broken).
  * check, with_dec and direct (s->direct) are constants at each call (lru_lookup_any); the pointer, the counts and
@@ -374,8 +377,16 @@ static inline int lru_lookup(lru_t *s, const uint64_t *keys, int64_t a, int64_t 
     lmeta_t *dmeta = s->dmeta;
     int64_t count = s->count, k0 = 0, k1 = 0, k2 = 0, k3 = 0;
     int run_res = 1, run_seen = 1, run_ideal = 1, run_dec = 1, rc = 0;
-    int64_t brk = 0;
     int64_t i = a;
+    for (; i < m; i++) {   /* the leading resident ids: every run goes on (resident: stamped, looked up before) */
+        lmeta_t *x = direct ? &dmeta[keys[i]] : lru_slot(s, keys[i]);
+        const int32_t enc = x->last;
+        if (!x->first || enc < p) break;   /* new, not resident, or visited (enc <= -3): the loop below */
+        tmp[i - a] = x;
+        x->last = LRU_VISIT(enc);
+    }
+    k0 = k1 = k2 = k3 = i - a;
+    int64_t brk = k0;
     for (; i < m; i++) {
         lmeta_t *x = direct ? &dmeta[keys[i]] : lru_slot(s, keys[i]);
         int32_t enc = x->last, first = x->first;
@@ -402,6 +413,31 @@ static inline int lru_lookup(lru_t *s, const uint64_t *keys, int64_t a, int64_t 
         if (with_dec) {
             run_dec &= old != -1;
             k3 += run_dec;
+        }
+        if (!(run_ideal | run_res | run_seen | (with_dec && run_dec))) { i++; break; }   /* every run ended */
+    }
+    for (; i < m; i++) {   /* every run ended (most ids: those new to the trace): the states, visits and checks only */
+        lmeta_t *x = direct ? &dmeta[keys[i]] : lru_slot(s, keys[i]);
+        tmp[i - a] = x;
+        if (!x->first) {   /* new: never visited, not resident */
+            x->last = LRU_VISIT(-1);
+            x->first = rq + 1;
+            count++;
+            continue;
+        }
+        if (with_dec && x->first == LRU_UNSEEN) x->first = rq + 1;
+        int32_t enc = x->last;
+        int64_t old = enc;
+        if (enc <= -3) {
+            if (check) { rc = 1; goto out; }
+            old = LRU_VISIT(enc);
+            *dup = 1;
+        } else {
+            x->last = LRU_VISIT(enc);
+        }
+        if (old >= p) {   /* a resident id after a non-resident one */
+            if (check) { rc = 2; goto out; }
+            brk++;
         }
     }
     for (; i < b && run_ideal; i++) {   /* past the cacheable ids: the ideal walk's run only (states still made) */
@@ -469,7 +505,7 @@ static int lru_run(lru_t *s, const uint64_t *keys, const int64_t *offs, const in
             else
                 for (int64_t i = offs[r + 2]; i < offs[r + 3]; i++) __builtin_prefetch(&s->dmeta[keys[i]], 1, 1);
         }
-        if (s->t2 ? t2_request(s, n[r], k[0], cap[r], dup | late, (int32_t)s->req, &base[r]) != 0 : lru_stamp(s, a, m) != 0)
+        if (s->t2 ? t2_request(s, keys + a, n[r], k[0], cap[r], dup | late, (int32_t)s->req, &base[r]) != 0 : lru_stamp(s, a, m) != 0)
             return -1;
         if (dec) {
             dec->seen[r] = k[3];

@@ -28,14 +28,12 @@ struct t2_s {
     lru_t low;          /* the lower tier's times (live bitmap, pointer, resident count); its table unused */
     uint64_t *log;      /* GPU time -> key, a ring: time x at log[x & (log_len - 1)], for the times [s->p, s->t) */
     int64_t log_len;    /* a power of two, >= s->t - s->p */
-    uint64_t *vict;     /* one request's victims' state indices (lru_idx), eviction order */
-    int64_t vict_len;
     int broken;
 };
 
 static void t2_free(t2_t *q) {
     if (!q) return;
-    free(q->low.live); free(q->log); free(q->vict); free(q);
+    free(q->low.live); free(q->log); free(q);
 }
 
 /* Room in the GPU log (a ring) for the times s->p .. s->t + k - 1: doubled until they fit, the times [s->p, s->t)
@@ -45,7 +43,7 @@ static int t2_log_room(lru_t *s, int64_t k) {
     if (s->t + k - s->p <= q->log_len) return 0;
     int64_t len = q->log_len;
     while (s->t + k - s->p > len) len *= 2;
-    uint64_t *nl = (uint64_t *)malloc((size_t)len * 8);
+    uint64_t *nl = (uint64_t *)calloc((size_t)len, 8);   /* zeroed: a prefetch reads any entry (t2_evict_demote) */
     if (!nl) return -1;
     for (int64_t x = s->p; x < s->t; x++) nl[x & (len - 1)] = q->log[x & (q->log_len - 1)];
     free(q->log);
@@ -61,24 +59,32 @@ static int lru_live_room_k(lru_t *s, int64_t k) {
     return 0;
 }
 
-/* Evict the k oldest live times at or after p (bitmap live, bit 0 at time base; at least k live there) -- k times
- * lru_evict on a pointer held in a local, one word read and written once for all its victims; returns the new
- * pointer. With vict (GPU victims): vict[i] = the id of the i-th victim's time, log[time & lm] (the log's ring);
- * NULL vict: no ids. */
-static inline int64_t lru_evict_run(uint64_t *live, int64_t base, int64_t p, int64_t k, uint64_t *vict,
-                                    const uint64_t *log, int64_t lm) {
-    int64_t i0 = p - base, w = i0 >> 6;
+/* Set the bits [from, to) of the bitmap live (bit 0 at time base; all clear there before): a run of new consecutive
+ * times, a word at a time. */
+static inline void lru_set_run(uint64_t *live, int64_t from, int64_t to) {
+    if (from >= to) return;
+    int64_t w0 = from >> 6, w1 = (to - 1) >> 6;
+    uint64_t m0 = ~0ULL << (from & 63), m1 = ~0ULL >> (63 - ((to - 1) & 63));
+    if (w0 == w1) { live[w0] |= m0 & m1; return; }
+    live[w0] |= m0;
+    for (int64_t w = w0 + 1; w < w1; w++) live[w] = ~0ULL;
+    live[w1] |= m1;
+}
+
+/* Evict the k >= 1 oldest live times at or after p (bitmap live, bit 0 at time base; at least k live there), no ids
+ * wanted: whole words skipped by their bit counts, the last word's lowest bits cleared; returns the new pointer
+ * (past the k-th live time). */
+static inline int64_t lru_evict_count(uint64_t *live, int64_t base, int64_t p, int64_t k) {
+    int64_t i0 = p - base, w = i0 >> 6, c;
     uint64_t bits = live[w] & (~0ULL << (i0 & 63));   /* the bits below p are all clear: the word is bits */
-    for (int64_t i = 0; i < k; i++) {
-        while (!bits) {
-            live[w] = 0;
-            bits = live[++w];
-        }
-        p = base + (w << 6) + __builtin_ctzll(bits) + 1;
-        bits &= bits - 1;
-        if (vict) vict[i] = log[(p - 1) & lm];
+    while ((c = __builtin_popcountll(bits)) < k) {
+        k -= c;
+        live[w] = 0;
+        bits = live[++w];
     }
-    live[w] = bits;
+    for (; k > 1; k--) bits &= bits - 1;
+    p = base + (w << 6) + __builtin_ctzll(bits) + 1;
+    live[w] = bits & (bits - 1);
     return p;
 }
 
@@ -90,50 +96,9 @@ static int t2_low_stamp(lru_t *s, uint64_t slot) {
     return 0;
 }
 
-/* Demote the victims (state indices q->vict[0 .. nv)) as one batch; -1 on no memory. The lower tier's pointer,
- * clock and resident count held in locals (t2_low_stamp for each victim, as one loop). */
-static int t2_demote(lru_t *s, int64_t nv) {
-    t2_t *q = s->t2;
-    lru_t *lo = &q->low;
-    int32_t *cl = s->clast;
-    const uint64_t *vict = q->vict;
-    for (int64_t i = 0; i < nv; i++) {   /* set aside those already below */
-        if (i + 16 < nv) __builtin_prefetch(&cl[vict[i + 16]], 1, 1);
-        int64_t old = cl[vict[i]];
-        if (old >= lo->p) {
-            int64_t j = old - lo->base;
-            lo->live[j >> 6] &= ~(1ULL << (j & 63));
-            lo->resident--;
-            cl[vict[i]] = 0;
-        }
-    }
-    if (nv <= 0) return 0;
-    if (lru_live_room_k(lo, nv) != 0) return -1;
-    uint64_t *live = lo->live;
-    const int64_t base = lo->base, c1 = lo->capacity;
-    int64_t t = lo->t, res = lo->resident;
-    /* lru_restamp on the lower tier, each victim in eviction order: after the set-aside no victim's old time is at
-     * or after the pointer (each is 0 or below it), so every stamp takes a slot and the evictions past C1 -- the
-     * oldest live times, never one of these newest stamps unless C1 is smaller than them all -- are those of
-     * stamping and evicting in turn, made after the stamps (lru_evict_run) */
-    for (int64_t i = 0; i < nv; i++) {
-        int64_t j = t - base;
-        live[j >> 6] |= 1ULL << (j & 63);
-        cl[vict[i]] = (int32_t)t++;
-    }
-    res += nv;
-    if (res > c1) {
-        lo->p = lru_evict_run(live, base, lo->p, res - c1, NULL, NULL, 0);
-        res = c1;
-    }
-    lo->t = t; lo->resident = res;
-    return 0;
-}
-
-/* Pin the lead (states tmp[0 .. a)) and evict until a + budget slots are free; returns the victims or -1. The
- * victims found in one pass over the bitmap's words (lru_evict_run). */
-static int64_t t2_reserve(lru_t *s, int64_t a, int64_t budget, int32_t rq) {
-    t2_t *q = s->t2;
+/* Pin the lead (states tmp[0 .. a)): their GPU times die, never victims. Returns the victims wanted for a + budget
+ * free slots (0 when there is room). */
+static int64_t t2_pin(lru_t *s, int64_t a, int64_t budget) {
     uint64_t *live = s->live;
     const int64_t base = s->base;
     for (int64_t i = 0; i < a; i++) {
@@ -142,66 +107,82 @@ static int64_t t2_reserve(lru_t *s, int64_t a, int64_t budget, int32_t rq) {
     }
     s->resident -= a;
     int64_t nv = s->resident + a + budget - s->capacity;
-    if (nv <= 0) return 0;
-    if (nv > q->vict_len) {
-        uint64_t *nb = (uint64_t *)realloc(q->vict, (size_t)nv * 8);
-        if (!nb) return -1;
-        q->vict = nb;
-        q->vict_len = nv;
-    }
-    const uint64_t *log = q->log;
-    uint64_t *vict = q->vict;
-    const int64_t lm = q->log_len - 1;
-    int64_t p = s->p;
-    p = lru_evict_run(live, base, p, nv, vict, log, lm);   /* the victims' ids, eviction order */
-    if (s->direct) {   /* the state index is the id (no read of its state); t2_demote reads their lower times */
-        const int32_t *cl = s->clast;
-        for (int64_t i = 0; i < nv && i < 16; i++) __builtin_prefetch(&cl[vict[i]], 1, 1);
-    } else {           /* hashed: the state index of each id, found (looked up before) */
-        for (int64_t i = 0; i < nv; i++) vict[i] = lru_idx(s, lru_find(s, vict[i], rq, 0));
-    }
-    s->p = p;
-    s->resident -= nv;
-    return nv;
+    return nv > 0 ? nv : 0;
 }
 
-/* Release the kept chain head (tmp[0 .. kept)) tail first with new GPU times; the ids cut (tmp[kept .. m))
- * are marked stamped, not resident; -1 on no memory. Room for the kept times made first, then one loop on locals. */
-static int t2_release(lru_t *s, int64_t kept, int64_t m) {
+/* Evict the nv >= 1 oldest unpinned GPU times and demote their ids as one batch (§7 overflow), in one pass over the
+ * GPU bitmap's words: each victim's id from the log (time -> key), its state index (the id in direct mode, its slot
+ * found in the hashed table), its lower copy set aside when it has one (old time >= the lower pointer: that time
+ * dies), then a new lower time each, in eviction order; the lower tier drops its oldest times past C1 after. The
+ * same as evicting every victim, setting aside those below, then stamping each: the lower pointer moves only at the
+ * end, a victim's old time is below the new ones, and each id is one victim. The new lower times are consecutive:
+ * their bits set as one run. direct: s->direct (a constant at each call). -1 on no memory. */
+static inline int t2_evict_demote(lru_t *s, int64_t nv, int32_t rq, const int direct) {
+    t2_t *q = s->t2;
+    lru_t *lo = &q->low;
+    if (lru_live_room_k(lo, nv) != 0) return -1;
+    uint64_t *live = s->live, *llive = lo->live;
+    const uint64_t *log = q->log;
+    int32_t *cl = s->clast;
+    const int64_t base = s->base, lm = q->log_len - 1, lbase = lo->base, lp = lo->p, t0 = lo->t, t1 = t0 + nv;
+    int64_t i0 = s->p - base, w = i0 >> 6, x = 0, res = lo->resident + nv, t = t0;
+    uint64_t bits = live[w] & (~0ULL << (i0 & 63));   /* the bits below p are all clear: the word is bits */
+    for (; t < t1; t++) {
+        while (!bits) {
+            live[w] = 0;
+            bits = live[++w];
+        }
+        x = base + (w << 6) + __builtin_ctzll(bits);
+        bits &= bits - 1;
+        if (direct) __builtin_prefetch(&cl[log[(x + 16) & lm]], 1, 1);   /* a later victim's lower time */
+        const uint64_t k = direct ? log[x & lm] : lru_idx(s, lru_find(s, log[x & lm], rq, 0));
+        const int64_t old = cl[k];
+        if (old >= lp) {   /* set aside: its lower copy's time dies */
+            const int64_t j = old - lbase;
+            llive[j >> 6] &= ~(1ULL << (j & 63));
+            res--;
+        }
+        cl[k] = (int32_t)t;
+    }
+    live[w] = bits;
+    s->p = x + 1;
+    s->resident -= nv;
+    lru_set_run(llive, t0 - lbase, t - lbase);
+    if (res > lo->capacity) {
+        lo->p = lru_evict_count(llive, lbase, lp, res - lo->capacity);
+        res = lo->capacity;
+    }
+    lo->t = t; lo->resident = res;
+    return 0;
+}
+
+/* Release the kept chain head (tmp[0 .. kept), ids keys[0 .. kept)) tail first with new GPU times; the ids cut
+ * (tmp[kept .. m)) are marked stamped, not resident; -1 on no memory. Room for the kept times made first, then one
+ * loop on locals; the new times are consecutive: their bits set as one run. */
+static int t2_release(lru_t *s, const uint64_t *keys, int64_t kept, int64_t m) {
     lmeta_t **tmp = s->tmp;
     for (int64_t i = m - 1; i >= kept; i--) tmp[i]->last = 0;
     if (kept <= 0) return 0;
     if (lru_live_room_k(s, kept) != 0 || t2_log_room(s, kept) != 0) return -1;
-    uint64_t *live = s->live, *log = s->t2->log;
-    const int64_t base = s->base, lm = s->t2->log_len - 1;
-    int64_t t = s->t;
-    if (s->direct) {
-        const lmeta_t *dmeta = s->dmeta;
-        for (int64_t i = kept - 1; i >= 0; i--, t++) {
-            lmeta_t *x = tmp[i];
-            int64_t j = t - base;
-            live[j >> 6] |= 1ULL << (j & 63);
-            log[t & lm] = (uint64_t)(x - dmeta);
-            x->last = (int32_t)t;
-        }
-    } else {
-        for (int64_t i = kept - 1; i >= 0; i--, t++) {
-            lmeta_t *x = tmp[i];
-            int64_t j = t - base;
-            live[j >> 6] |= 1ULL << (j & 63);
-            log[t & lm] = lru_slot_of(x)->key;
-            x->last = (int32_t)t;
-        }
+    uint64_t *log = s->t2->log;
+    const int64_t lm = s->t2->log_len - 1, t0 = s->t;
+    int64_t t = t0;
+    for (int64_t i = kept - 1; i >= 0; i--, t++) {
+        log[t & lm] = keys[i];
+        tmp[i]->last = (int32_t)t;
     }
+    lru_set_run(s->live, t0 - s->base, t - s->base);
     s->t = t;
     s->resident += kept;
     return 0;
 }
 
-/* One request after the scan's lookup (states tmp[0 .. m), a GPU lead of a, dup: an id repeated or a GPU-resident
- * id after a non-resident one, found by the lookup): its baseline hit blocks in *hits (-1 once broken); returns 0,
- * or -1 on no memory. */
-static int t2_request(lru_t *s, int64_t m, int64_t a, int64_t cap, int dup, int32_t rq, int64_t *hits) {
+/* One request after the scan's lookup (ids keys[0 .. m), their states tmp[0 .. m), a GPU lead of a, dup: an id
+ * repeated or a GPU-resident id after a non-resident one, found by the lookup): its baseline hit blocks in *hits (-1
+ * once broken); returns 0, or -1 on no memory. The restores touch the lower tier before the victims are evicted
+ * (their lower times only: the GPU's eviction reads none of them, the victims are GPU-resident, the restored not). */
+static int t2_request(lru_t *s, const uint64_t *keys, int64_t m, int64_t a, int64_t cap, int dup, int32_t rq,
+                      int64_t *hits) {
     t2_t *q = s->t2;
     int64_t lead = a;
     if (!dup) {   /* the lower tier's run after the GPU lead: up to its first id not below */
@@ -221,12 +202,11 @@ static int t2_request(lru_t *s, int64_t m, int64_t a, int64_t cap, int dup, int3
     int64_t restores = h > a ? h - a : 0;
     if (budget < m - a && restores > budget) { h = a + budget; restores = budget; }
     *hits = h;
-    int64_t nv = t2_reserve(s, a, budget, rq);
-    if (nv < 0) return -1;
+    int64_t nv = t2_pin(s, a, budget);
     for (int64_t i = a + restores - 1; i >= a; i--)
         if (t2_low_stamp(s, lru_idx(s, s->tmp[i])) != 0) return -1;
-    if (t2_demote(s, nv) != 0) return -1;
-    return t2_release(s, a + budget, m);
+    if (nv > 0 && (s->direct ? t2_evict_demote(s, nv, rq, 1) : t2_evict_demote(s, nv, rq, 0)) != 0) return -1;
+    return t2_release(s, keys, a + budget, m);
 }
 
 /* Turn a fresh scan (no stamp yet) into the two-tier one with a lower tier of c1 slots; -1 on no memory. */
@@ -238,7 +218,7 @@ static int t2_enable(lru_t *s, int64_t c1) {
     q->low.live_words = 1024;
     q->log_len = 4096;
     q->low.live = (uint64_t *)calloc(1024, 8);
-    q->log = (uint64_t *)malloc(4096 * 8);
+    q->log = (uint64_t *)calloc(4096, 8);
     uint64_t n = s->direct ? s->dcap : s->mask + 1;   /* one per state index (lru_idx) */
     s->clast = (int32_t *)lru_zalloc(n * sizeof(int32_t), &s->cmap);   /* 0: never below (times start at 64) */
     if (!q->low.live || !q->log || !s->clast) return -1;

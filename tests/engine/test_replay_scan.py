@@ -9,6 +9,7 @@ Python set walk) for ``seen`` / ``ideal``; the two kernels against each other
 from __future__ import annotations
 
 import dataclasses
+import re
 
 import numpy as np
 import pytest
@@ -18,7 +19,7 @@ from hypothesis import strategies as st
 from pcs.blocks import BlockRules, single_sequence_hits
 from pcs.curves import stackdist
 from pcs.engine import fastpath
-from pcs.engine.lruscan import NotChained, SequentialLru
+from pcs.engine.lruscan import REASONS, NotChained, SequentialLru
 from pcs.engine.chunks import rule_columns
 from helpers import per_trace
 from helpers import arbitrary_traces, chained_traces, make_requests, rules_strategy
@@ -216,6 +217,54 @@ def test_hand_worked_two_tiers_long_requests(shift):
     lead, seen, ideal, base = (x.tolist() for x in lru.feed(keys, offsets, n, n))
     assert (lead, seen, ideal, base) == ([0, 0, 10_000], [0, 0, 30_000], [0, 0, 30_000], [0, 0, 30_000])
     assert lru.tiers_hold()
+
+
+@pytest.mark.skipif("c" not in KERNELS, reason="the compiled scan is not built")
+@pytest.mark.parametrize("shift", [0, 2**40])
+def test_hand_worked_two_tiers_lower_evictions_over_words(shift):
+    # Two tiers, GPU 100 slots, the lower tier 60, write-back; every id cacheable, max hit = the request's ids.
+    # A = ids 0 .. 99, B = ids 1000 .. 1099; requests A, B, A, B, A. Lower-tier times start at 64, 64 to a word.
+    # A: all new: lead 0, baseline 0; released tail first (99 oldest, 0 newest).
+    # B: all new; 100 victims (A's ids 99 .. 0, oldest first) demoted at lower times 64 .. 163; 100 > 60: the 40
+    #    oldest (99 .. 60, times 64 .. 103) dropped. Baseline 0.
+    # A: not on the GPU (lead 0), below: ids 0 .. 59 (60 is not): 60 hits, all restored (touched 59 .. 0 at times
+    #    164 .. 223); 100 victims (B's ids) at 224 .. 323; 160 > 60: the 100 oldest live times go -- nothing live in
+    #    the word of 64 .. 127 (104 .. 127 died at the touches), 28 in 128 .. 191, all 64 of 192 .. 255, 8 of
+    #    256 .. 319: times 164 .. 263, the 60 restored and B's 40 oldest victims (1099 .. 1060). Baseline 60.
+    # B: below: 1000 .. 1059: 60 hits (the same steps, the roles swapped); A again: 60.
+    # shift 2**40: the same ids in the hashed table. seen: A 0, B 0, then every id stamped before: 100.
+    a = np.arange(100, dtype=np.uint64) + np.uint64(shift)
+    b = a + np.uint64(1000)
+    keys = np.concatenate([a, b, a, b, a])
+    offsets = np.arange(0, 501, 100, dtype=np.int64)
+    n = np.full(5, 100, np.int64)
+    lru = SequentialLru(100, "c", False, 0, 60)
+    lead, seen, ideal, base = (x.tolist() for x in lru.feed(keys, offsets, n, n))
+    assert (lead, seen, ideal, base) == ([0] * 5, [0, 0, 100, 100, 100], [0, 0, 100, 100, 100], [0, 0, 60, 60, 60])
+    assert lru.tiers_hold()
+
+
+@pytest.mark.parametrize("kernel", KERNELS)
+def test_hand_worked_checks_after_every_run_ended(kernel):
+    # Capacity 4; r0 [1 2] stamps both. Then, after a new id (every leading run ends there): [3 1] finds 1 resident
+    # after the miss -> code 2 (not chained); [3 4 3] repeats 3 -> code 1. Without the check, [3 1]'s lead is 0,
+    # seen 0 (3 was never stamped), ideal 0; with a lower tier the two-tier baseline's premise is broken.
+    def feed(lru, ids):
+        keys = np.array(ids, np.uint64)
+        return lru.feed(keys, np.array([0, len(ids)], np.int64), np.array([len(ids)], np.int64),
+                        *(() if not lru.tiers else (np.array([len(ids)], np.int64),)))
+    for ids, code in (([3, 1], 2), ([3, 4, 3], 1)):
+        lru = SequentialLru(4, kernel, True)
+        feed(lru, [1, 2])
+        with pytest.raises(NotChained, match=re.escape(REASONS[code])):
+            feed(lru, ids)
+    lru = SequentialLru(4, kernel, False)
+    feed(lru, [1, 2])
+    assert [x.tolist() for x in feed(lru, [3, 1])] == [[0], [0], [0]]
+    if kernel == "c":
+        lru = SequentialLru(4, "c", False, 0, 4)
+        feed(lru, [1, 2])
+        assert [x.tolist() for x in feed(lru, [3, 1])] == [[0], [0], [0], [-1]] and not lru.tiers_hold()
 
 
 @pytest.mark.parametrize("kernel", KERNELS)

@@ -132,6 +132,18 @@ def test_scan_two_tiers_hand_traced():
     assert _scan_hits([[5], [9, 5]], 2, 4) == ([0, -1], False)
 
 
+@needs_scan
+def test_scan_two_tiers_victims_with_a_lower_copy_hand_traced():
+    # GPU 2, CPU 4, LRU, write-back: a restored block keeps its CPU copy (§7 touches it), so a later GPU victim can
+    # already be below -- set aside (its old CPU time dies), then demoted with the other victims.
+    # [1,2]: GPU 1, 2. [5,6]: victims 2, 1 demoted; CPU (oldest first) 2, 1. [1,2]: both below, 2 hits; restores
+    # touch 2, 1; victims 6, 5 demoted: CPU 2, 1, 6, 5. [5,6]: 2 CPU hits; restores touch 6, 5 (CPU 2, 1, 6, 5);
+    # victims 2, 1 are below: set aside (CPU holds 2), then stamped: CPU 6, 5, 2, 1 -- 4 blocks, nothing dropped.
+    # [7,8]: misses; victims 6, 5 below: set aside, stamped: CPU 2, 1, 6, 5. [1,2]: 2 CPU hits. (Without the
+    # set-aside the CPU would count 6 blocks at [5,6] and drop its 2 oldest, 2 and 1: the last request would hit 0.)
+    assert _scan_hits([[1, 2], [5, 6], [1, 2], [5, 6], [7, 8], [1, 2]], 2, 4) == ([0, 0, 2, 2, 0, 2], True)
+
+
 def _sequential_reference(reqs, caps, rules):
     return np.frombuffer(_reference(reqs, caps, rules, "back").columns["hit_blocks"], np.int64).tolist()
 
