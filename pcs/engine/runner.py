@@ -32,6 +32,7 @@ the caller's thread; when the loops fail first, each worker is waited for and it
 from __future__ import annotations
 
 import dataclasses
+import threading
 from typing import Any, Callable, Sequence
 
 from pcs.blocks import BlockRules, SingleSequenceResult
@@ -247,20 +248,43 @@ def _two_tier_scan(plans: list[_Plan], source: Any, rules: BlockRules, tiers: Se
     if not select.baseline_in_scan(base.row, base.config, requested, write_policy):
         base.reason = select.baseline_reason(base.reason, base.row, base.config, write_policy)
         return None
-    side.start(fastpath.scan, source, tiers[0].capacity_blocks, rules, "c", False, tiers[1].capacity_blocks, decode)
-    return _ScanJoin(side, plans[-1])
+    gate = threading.Event() if side.threaded else None
+    side.start(_gated, gate, fastpath.scan, source, tiers[0].capacity_blocks, rules, "c", False,
+               tiers[1].capacity_blocks, decode)
+    return _ScanJoin(side, plans[-1], gate)
+
+
+def _gated(gate: threading.Event | None, fn: Callable[..., Any], *args: Any) -> Any:
+    """``fn(*args)`` once ``gate`` is set (None: at once): a worker started early waits, without the GIL, until the
+    calling thread lets it go (:meth:`_ScanJoin.open`)."""
+    if gate is not None:
+        gate.wait()
+    return fn(*args)
 
 
 class _ScanJoin:
     """Wait for the two-tier scan :func:`_two_tier_scan` began and label the baseline's plan by its outcome: moved
     to ``lru-scan``, or -- the ids break the scan's premise (not chained) -- left on ``compiled-hierarchy`` with the
-    reason why. Calling again gives the same scan; the scan's exception is raised at the first call."""
+    reason why. Calling again gives the same scan; the scan's exception is raised at the first call.
 
-    def __init__(self, side: Beside, base: _Plan) -> None:
-        self._side, self._base, self._scan = side, base, None
+    The scan's worker is started at once but waits at ``gate`` until :meth:`open` -- called just before the run's
+    first step-loop feed (:func:`_feed`'s ``first``), when the calling thread is about to release the GIL in the
+    compiled loop -- so the scan's Python and numpy work (its batches' checks and rule columns, which hold the
+    GIL) does not contend with the calling thread's building of the loops and its first chunk (docs/performance.md
+    "The 1x call's critical path"). :meth:`open` is called again on every way out (the join, an error): idempotent.
+    """
+
+    def __init__(self, side: Beside, base: _Plan, gate: threading.Event | None = None) -> None:
+        self._side, self._base, self._scan, self._gate = side, base, None, gate
+
+    def open(self) -> None:
+        """Let the scan's worker begin (nothing when it runs inline or has begun)."""
+        if self._gate is not None:
+            self._gate.set()
 
     def __call__(self) -> fastpath.Scan:
         if self._scan is None:
+            self.open()
             self._scan = sc = self._side.join()
             if sc.baseline_hits is None:
                 self._base.reason += "; not lru-scan: the block hashes are not chained (found while scanning)"
@@ -385,7 +409,8 @@ def _shared(passes: SharedPasses | None, key: tuple, make: Callable[[], Any]) ->
 
 def _feed(source: Any, rules: BlockRules, time_model: Any, engines: list[ReplayEngine],
           progress: Callable[[int], None] | None, decode: bool = True, passes: SharedPasses | None = None,
-          side: ReplayEngine | None = None, beside: Beside | None = None) -> None:
+          side: ReplayEngine | None = None, beside: Beside | None = None,
+          first: Callable[[], None] | None = None) -> None:
     """Feed every chunk of ``source`` to every engine once; ``decode=False``: no decode seconds (step scheduler);
     with ``passes`` the chunks are made once for the runs of the replay (the same time model); a decoded trace
     whose chunks were made in the decode pass (:meth:`pcs.engine.decoded.Decoded.made_chunks`) hands them over.
@@ -393,17 +418,24 @@ def _feed(source: Any, rules: BlockRules, time_model: Any, engines: list[ReplayE
     and the next chunk is made (the side's feeds stay in chunk order: each is joined before the next starts).
     Without ``passes``, when every engine's loop releases the GIL, the next chunk is made on a worker thread while
     the engines replay this one (:func:`pcs.trace.batches.read_ahead`: one chunk in flight, the chunks in order;
-    the maker alone touches the time model's decode memo, :class:`pcs.engine.timing.TimeModel`)."""
+    the maker alone touches the time model's decode memo, :class:`pcs.engine.timing.TimeModel`) -- unless the
+    decoded trace is one joined batch, whose one chunk the worker could only make while this thread waits for it
+    (a thread start and two hand-overs of the GIL on the critical path: the 1x Mooncake call), so it is made here.
+    ``first``: called once, just before the engines' first feed (:meth:`_ScanJoin.open`)."""
     made = source.made_chunks(rules, time_model, decode) if passes is None and isinstance(source, Decoded) else None
     chunks = made if made is not None else iter_chunks(source, rules, time_model, decode) if passes is None else \
         passes.get(("chunks", rules, id(time_model), decode), lambda: list(iter_chunks(source, rules, time_model, decode)))
-    if passes is None and all(getattr(e, "releases_gil", False) for e in engines):
+    one = made is not None and len(source.batches) == 1
+    if passes is None and not one and all(getattr(e, "releases_gil", False) for e in engines):
         chunks = read_ahead(chunks, linger=True)   # the next chunk made (or joined) on a worker while the loops run
     try:
         for ch in chunks:
             if side is not None:
                 beside.join()              # the previous chunk's side feed (nothing pending at the first)
                 beside.start(side.feed, ch)
+            if first is not None:
+                first, go = None, first
+                go()
             for e in engines:
                 e.feed(ch)
             if progress is not None:
@@ -504,11 +536,12 @@ def _close_beside(loop: ReplayEngine) -> EngineResult:
 
 
 def _fed_loops(loop_args: tuple, source: Any, rules: BlockRules, time_model: Any,
-               progress: Callable[[int], None] | None, decode: bool, passes: SharedPasses | None) -> tuple:
+               progress: Callable[[int], None] | None, decode: bool, passes: SharedPasses | None,
+               first: Callable[[], None] | None = None) -> tuple:
     """The run's event loops (:func:`_event_loops` of ``loop_args``), the no-cache step run popped off them (or
     None) and its :class:`pcs.beside.Beside`, after feeding them every chunk of ``source`` (:func:`_feed`).
     ``decode``: decode seconds are computed (the instant-compute modeled loop only; sequential timing never reads
-    them)."""
+    them). ``first``: called once the loops are built, just before their first feed (or at once without loops)."""
     plans, resolved = loop_args[0], loop_args[6]
     loops = _event_loops(*loop_args, expected_blocks=expected_block_hashes(source))
     if resolved is not None:
@@ -517,7 +550,9 @@ def _fed_loops(loop_args: tuple, source: Any, rules: BlockRules, time_model: Any
     beside = _beside(no_cache)
     if any(loops):
         _feed(source, rules, time_model, [e for e in loops if e is not None], progress, decode, passes, no_cache,
-              beside)
+              beside, first)
+    elif first is not None:
+        first()
     return loops, no_cache, beside
 
 
@@ -555,16 +590,19 @@ def run_replay(source: Any, rules: BlockRules, time_model: Any, make_tiers: Call
                                                                      time_model)
     resolved = _resolve_step(step, timing, source, rules, native, passes)
     seq_side, scan_side = Beside(threads_wanted()), Beside(threads_wanted())   # side work on worker threads
-    done = no_cache_result = None
+    done = no_cache_result = go = None
     try:
         scan2 = _two_tier_scan(plans, source, rules, tiers0, write_policy, requested, _scan_decode(resolved), scan_side)
+        go = scan2.open if scan2 is not None else None     # lets the scan's worker begin (_ScanJoin)
+        if go is not None and plans[0].row.kind != "event-loop":
+            go()               # no loops to build: the scan goes now
         base = _baseline(scan2, plans, source, rules, make_tiers, write_policy, hybrid, block_bytes, step_s, seq_side)
         plans, all_plans = (plans[:1], plans) if base is not None else (plans, plans)
         scans = [_scan(p, source, rules, tiers0, requested) if p.row.kind == "scan" else None for p in plans]
         early = None if scan2 is not None else _singles(scans, None, source, rules, native, resolved, passes)
         loops, no_cache, beside = _fed_loops(
             (plans, make_tiers, tiers0, write_policy, links, block_bytes, resolved, hybrid, step_s, not comparison),
-            source, rules, time_model, progress, resolved is None and timing == "modeled", passes)
+            source, rules, time_model, progress, resolved is None and timing == "modeled", passes, go)
         done, no_cache_result = _close_runs(scans, loops, no_cache, beside, hybrid, tiers0, write_policy,
                                             time_model, progress)
         singles, scan2 = early or _singles(scans, scan2(), source, rules, native, resolved, passes)   # joins the scan
@@ -573,6 +611,8 @@ def run_replay(source: Any, rules: BlockRules, time_model: Any, make_tiers: Call
         _settle_parts(done, no_cache_result)   # the runs' summary parts still made beside: no worker outlives the error
         raise
     finally:
+        if go is not None:
+            go()               # a scan still waiting at its gate when an error stopped the loops: let it run out
         scan_side.close()      # wait for the two-tier scan still running when an error stopped the loops
         seq_side.close()       # the same for a hybrid model's sequential baseline
     sched = None if no_cache is None else (resolved[1], loops[0].stats, no_cache_result, no_cache.stats)
