@@ -249,9 +249,20 @@ def _two_tier_scan(plans: list[_Plan], source: Any, rules: BlockRules, tiers: Se
         base.reason = select.baseline_reason(base.reason, base.row, base.config, write_policy)
         return None
     gate = threading.Event() if side.threaded else None
-    side.start(_gated, gate, fastpath.scan, source, tiers[0].capacity_blocks, rules, "c", False,
-               tiers[1].capacity_blocks, decode)
+    side.start(_gated, gate, _scan_parts, source, tiers[0].capacity_blocks, rules, tiers[1].capacity_blocks, decode)
     return _ScanJoin(side, plans[-1], gate)
+
+
+def _scan_parts(source: Any, capacity: int, rules: BlockRules, lower: int, decode: Any) -> tuple:
+    """The two-tier scan (:func:`pcs.engine.fastpath.scan`, compiled, unchecked) and, on the same thread once it is
+    done, what the caller makes of it after the loops: ``(scan, (single-sequence, ideal) results, the baseline when
+    its premise held else None, the decode-aware ceiling when ``decode`` was walked else None)``
+    (:func:`pcs.engine.fastpath.single_results`, :func:`pcs.engine.seqbase.baseline_from_scan`,
+    :func:`pcs.engine.fastpath.decode_result`). Each reads the scan alone and makes new objects, so on the scan's
+    worker they are what the caller would make after the join, off the calling thread's path."""
+    sc = fastpath.scan(source, capacity, rules, "c", False, lower, decode)
+    base = seqbase.baseline_from_scan(sc, 2) if sc.baseline_hits is not None else None
+    return sc, fastpath.single_results(sc), base, fastpath.decode_result(sc)
 
 
 def _gated(gate: threading.Event | None, fn: Callable[..., Any], *args: Any) -> Any:
@@ -276,6 +287,7 @@ class _ScanJoin:
 
     def __init__(self, side: Beside, base: _Plan, gate: threading.Event | None = None) -> None:
         self._side, self._base, self._scan, self._gate = side, base, None, gate
+        self.parts: tuple = (None, None, None)    # made with the scan (_scan_parts), once joined
 
     def open(self) -> None:
         """Let the scan's worker begin (nothing when it runs inline or has begun)."""
@@ -285,7 +297,8 @@ class _ScanJoin:
     def __call__(self) -> fastpath.Scan:
         if self._scan is None:
             self.open()
-            self._scan = sc = self._side.join()
+            sc, *parts = self._side.join()
+            self._scan, self.parts = sc, tuple(parts)
             if sc.baseline_hits is None:
                 self._base.reason += "; not lru-scan: the block hashes are not chained (found while scanning)"
             else:
@@ -305,7 +318,7 @@ def _baseline(scan2: _ScanJoin | None, plans: list[_Plan], source: Any, rules: B
     if scan2 is not None:
         def from_scan() -> EngineResult:
             if scan2().baseline_hits is not None:
-                return seqbase.baseline_from_scan(scan2(), 2)
+                return scan2.parts[1]          # seqbase.baseline_from_scan, made on the scan's worker
             return _baseline(None, plans, source, rules, make_tiers, write_policy, hybrid, block_bytes, step_s,
                              beside)()    # the scan left the plan on compiled-hierarchy
         return from_scan
@@ -360,7 +373,8 @@ def _scan_decode(resolved: tuple | None) -> Any:
 
 def single_with_decode(resolved: tuple | None, source: Any, native: str | None = None,
                        sc: fastpath.Scan | None = None, passes: SharedPasses | None = None,
-                       scanned_only: bool = False) -> SingleSequenceResult | None:
+                       scanned_only: bool = False,
+                       ready: SingleSequenceResult | None = None) -> SingleSequenceResult | None:
     """The single-sequence result with each request's cached decode blocks seen after it
     (:func:`pcs.engine.decodescan.decode_aware_hits`; docs/semantics.md §12, §17) when the step scheduler of
     ``resolved`` (:func:`_resolve_step`) caches decode blocks, else None (the prompt-only ceiling holds).
@@ -368,13 +382,13 @@ def single_with_decode(resolved: tuple | None, source: Any, native: str | None =
     ``source``, O(1) per id. With ``passes`` the result is kept for the replay's other run (it depends on the trace,
     the rules and the decode blocks only, not on the tiers: a hybrid model's run takes the one its comparison line's
     scan walked instead of scanning again); ``scanned_only``: None unless it is kept or ``sc`` walked it (nothing
-    is scanned)."""
+    is scanned); ``ready``: ``sc``'s result made already (:func:`_scan_parts`, on the scan's worker)."""
     decode = _scan_decode(resolved)
     if decode is None:
         return None
     key = ("single_with_decode", resolved[3], id(decode))   # decode: the passes' own object, kept while they live
     if sc is not None and sc.seen_decode is not None:
-        made = fastpath.decode_result(sc)
+        made = ready if ready is not None else fastpath.decode_result(sc)
         return made if passes is None else passes.put(key, made)
     if passes is not None and passes.has(key):
         return passes.get(key, lambda: None)
@@ -473,12 +487,14 @@ def _decoded_once(source: Any, plans: list, step: StepSetup | None, timing: str,
 
 
 def _singles(scans: list, scan2: Any, source: Any, rules: BlockRules, native: str | None, resolved: tuple | None,
-             passes: SharedPasses | None) -> tuple:
+             passes: SharedPasses | None, ready: tuple | None = None) -> tuple:
     """(the single-sequence and ideal results, the scan that walked the decode-aware ceiling or None): from a
     one-pass scan already made, else one more pass over the decoded batches, made before the engines grow (8-16 B
     per distinct id); with ``passes`` shared by the runs of one replay (the decode-aware ceiling then comes from
-    :func:`single_with_decode`'s own scan)."""
-    singles = next((fastpath.single_results(s) for s in scans + [scan2] if s is not None), None)
+    :func:`single_with_decode`'s own scan). ``ready``: ``scan2``'s results made already (:func:`_scan_parts`)."""
+    singles = next((fastpath.single_results(s) for s in scans if s is not None), None)
+    if singles is None and scan2 is not None:
+        singles = ready if ready is not None else fastpath.single_results(scan2)
     if singles is None:
         scan2 = None if passes is not None else fastpath.scan(source, 0, rules, native, check=False,
                                                               decode=_scan_decode(resolved))
@@ -590,7 +606,7 @@ def run_replay(source: Any, rules: BlockRules, time_model: Any, make_tiers: Call
                                                                      time_model)
     resolved = _resolve_step(step, timing, source, rules, native, passes)
     seq_side, scan_side = Beside(threads_wanted()), Beside(threads_wanted())   # side work on worker threads
-    done = no_cache_result = go = None
+    done = no_cache_result = go = ready = None
     try:
         scan2 = _two_tier_scan(plans, source, rules, tiers0, write_policy, requested, _scan_decode(resolved), scan_side)
         go = scan2.open if scan2 is not None else None     # lets the scan's worker begin (_ScanJoin)
@@ -605,7 +621,10 @@ def run_replay(source: Any, rules: BlockRules, time_model: Any, make_tiers: Call
             source, rules, time_model, progress, resolved is None and timing == "modeled", passes, go)
         done, no_cache_result = _close_runs(scans, loops, no_cache, beside, hybrid, tiers0, write_policy,
                                             time_model, progress)
-        singles, scan2 = early or _singles(scans, scan2(), source, rules, native, resolved, passes)   # joins the scan
+        if early is None:      # join the scan: its results were made on its worker (_scan_parts)
+            early = _singles(scans, scan2(), source, rules, native, resolved, passes, scan2.parts[0])
+            ready = scan2.parts[2]
+        singles, scan = early
         (result, state), baseline = done[0], (base() if base is not None else done[-1][0])
     except BaseException:
         _settle_parts(done, no_cache_result)   # the runs' summary parts still made beside: no worker outlives the error
@@ -616,7 +635,7 @@ def run_replay(source: Any, rules: BlockRules, time_model: Any, make_tiers: Call
         scan_side.close()      # wait for the two-tier scan still running when an error stopped the loops
         seq_side.close()       # the same for a hybrid model's sequential baseline
     sched = None if no_cache is None else (resolved[1], loops[0].stats, no_cache_result, no_cache.stats)
-    with_decode = single_with_decode(resolved, source, native, scan2, passes, scanned_only=comparison)
+    with_decode = single_with_decode(resolved, source, native, scan, passes, scanned_only=comparison, ready=ready)
     with_decode = None if comparison else with_decode     # a comparison line keeps its scan's for the run
     return Outcome(result, state, baseline, singles[0], singles[1], _engines(plans[0], all_plans[-1]), sched,
                    with_decode, resolved[2] if with_decode is not None else None)

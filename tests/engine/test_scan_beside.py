@@ -222,3 +222,28 @@ def test_the_scan_waits_for_the_loops_to_be_built(monkeypatch):
     assert (sa, sb) == ([False], [True]) and order == ["scan", "loops", "loops", "scan"]   # inline: the scan first
     _same(a, b)
     assert _workers() == before
+
+
+@native
+def test_the_scans_results_are_made_on_its_worker(monkeypatch):
+    # the baseline, the single-sequence and ideal results and the decode-aware ceiling are read off the two-tier
+    # scan alone (runner._scan_parts): threaded, the scan's worker makes them once the scan is done, off the calling
+    # thread; inline, the calling thread; the same replay either way
+    from pcs.engine import seqbase
+
+    where = []
+    for owner, name in ((seqbase, "baseline_from_scan"), (fastpath, "single_results"), (fastpath, "decode_result")):
+        def spy(*a, _real=getattr(owner, name), _name=name, **k):
+            where.append((_name, threading.current_thread().name))
+            return _real(*a, **k)
+
+        monkeypatch.setattr(owner, name, spy)
+    before = _workers()
+    a, _ = _spied(monkeypatch, "off", ROOT / "traces" / "sample_chat.jsonl", **TWO)
+    inline, where[:] = where[:], []
+    b, _ = _spied(monkeypatch, "on", ROOT / "traces" / "sample_chat.jsonl", **TWO)
+    names = ["baseline_from_scan", "single_results", "decode_result"]
+    assert inline == [(n, threading.main_thread().name) for n in names]
+    assert where == [(n, "pcs-beside") for n in names]
+    _same(a, b)
+    assert _workers() == before
