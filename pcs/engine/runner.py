@@ -32,6 +32,7 @@ the caller's thread; when the loops fail first, each worker is waited for and it
 from __future__ import annotations
 
 import dataclasses
+import threading
 from typing import Any, Callable, Sequence
 
 from pcs.blocks import BlockRules, SingleSequenceResult
@@ -247,21 +248,57 @@ def _two_tier_scan(plans: list[_Plan], source: Any, rules: BlockRules, tiers: Se
     if not select.baseline_in_scan(base.row, base.config, requested, write_policy):
         base.reason = select.baseline_reason(base.reason, base.row, base.config, write_policy)
         return None
-    side.start(fastpath.scan, source, tiers[0].capacity_blocks, rules, "c", False, tiers[1].capacity_blocks, decode)
-    return _ScanJoin(side, plans[-1])
+    gate = threading.Event() if side.threaded else None
+    side.start(_gated, gate, _scan_parts, source, tiers[0].capacity_blocks, rules, tiers[1].capacity_blocks, decode)
+    return _ScanJoin(side, plans[-1], gate)
+
+
+def _scan_parts(source: Any, capacity: int, rules: BlockRules, lower: int, decode: Any) -> tuple:
+    """The two-tier scan (:func:`pcs.engine.fastpath.scan`, compiled, unchecked) and, on the same thread once it is
+    done, what the caller makes of it after the loops: ``(scan, (single-sequence, ideal) results, the baseline when
+    its premise held else None, the decode-aware ceiling when ``decode`` was walked else None)``
+    (:func:`pcs.engine.fastpath.single_results`, :func:`pcs.engine.seqbase.baseline_from_scan`,
+    :func:`pcs.engine.fastpath.decode_result`). Each reads the scan alone and makes new objects, so on the scan's
+    worker they are what the caller would make after the join, off the calling thread's path."""
+    sc = fastpath.scan(source, capacity, rules, "c", False, lower, decode)
+    base = seqbase.baseline_from_scan(sc, 2) if sc.baseline_hits is not None else None
+    return sc, fastpath.single_results(sc), base, fastpath.decode_result(sc)
+
+
+def _gated(gate: threading.Event | None, fn: Callable[..., Any], *args: Any) -> Any:
+    """``fn(*args)`` once ``gate`` is set (None: at once): a worker started early waits, without the GIL, until the
+    calling thread lets it go (:meth:`_ScanJoin.open`)."""
+    if gate is not None:
+        gate.wait()
+    return fn(*args)
 
 
 class _ScanJoin:
     """Wait for the two-tier scan :func:`_two_tier_scan` began and label the baseline's plan by its outcome: moved
     to ``lru-scan``, or -- the ids break the scan's premise (not chained) -- left on ``compiled-hierarchy`` with the
-    reason why. Calling again gives the same scan; the scan's exception is raised at the first call."""
+    reason why. Calling again gives the same scan; the scan's exception is raised at the first call.
 
-    def __init__(self, side: Beside, base: _Plan) -> None:
-        self._side, self._base, self._scan = side, base, None
+    The scan's worker is started at once but waits at ``gate`` until :meth:`open` -- called just before the run's
+    first step-loop feed (:func:`_feed`'s ``first``), when the calling thread is about to release the GIL in the
+    compiled loop -- so the scan's Python and numpy work (its batches' checks and rule columns, which hold the
+    GIL) does not contend with the calling thread's building of the loops and its first chunk (docs/performance.md
+    "The 1x call's critical path"). :meth:`open` is called again on every way out (the join, an error): idempotent.
+    """
+
+    def __init__(self, side: Beside, base: _Plan, gate: threading.Event | None = None) -> None:
+        self._side, self._base, self._scan, self._gate = side, base, None, gate
+        self.parts: tuple = (None, None, None)    # made with the scan (_scan_parts), once joined
+
+    def open(self) -> None:
+        """Let the scan's worker begin (nothing when it runs inline or has begun)."""
+        if self._gate is not None:
+            self._gate.set()
 
     def __call__(self) -> fastpath.Scan:
         if self._scan is None:
-            self._scan = sc = self._side.join()
+            self.open()
+            sc, *parts = self._side.join()
+            self._scan, self.parts = sc, tuple(parts)
             if sc.baseline_hits is None:
                 self._base.reason += "; not lru-scan: the block hashes are not chained (found while scanning)"
             else:
@@ -280,7 +317,7 @@ def _baseline(scan2: _ScanJoin | None, plans: list[_Plan], source: Any, rules: B
     if scan2 is not None:
         def from_scan() -> EngineResult:
             if scan2().baseline_hits is not None:
-                return seqbase.baseline_from_scan(scan2(), 2)
+                return scan2.parts[1]          # seqbase.baseline_from_scan, made on the scan's worker
             return _baseline(None, plans, source, rules, make_tiers, write_policy, hybrid, block_bytes, step_s,
                              Beside(False))()    # the scan left the plan on compiled-hierarchy: the loops are done
         return from_scan
@@ -330,7 +367,8 @@ def _scan_decode(resolved: tuple | None) -> Any:
 
 def single_with_decode(resolved: tuple | None, source: Any, native: str | None = None,
                        sc: fastpath.Scan | None = None, passes: SharedPasses | None = None,
-                       scanned_only: bool = False) -> SingleSequenceResult | None:
+                       scanned_only: bool = False,
+                       ready: SingleSequenceResult | None = None) -> SingleSequenceResult | None:
     """The single-sequence result with each request's cached decode blocks seen after it
     (:func:`pcs.engine.decodescan.decode_aware_hits`; docs/semantics.md §12, §17) when the step scheduler of
     ``resolved`` (:func:`_resolve_step`) caches decode blocks, else None (the prompt-only ceiling holds).
@@ -338,13 +376,13 @@ def single_with_decode(resolved: tuple | None, source: Any, native: str | None =
     ``source``, O(1) per id. With ``passes`` the result is kept for the replay's other run (it depends on the trace,
     the rules and the decode blocks only, not on the tiers: a hybrid model's run takes the one its comparison line's
     scan walked instead of scanning again); ``scanned_only``: None unless it is kept or ``sc`` walked it (nothing
-    is scanned)."""
+    is scanned); ``ready``: ``sc``'s result made already (:func:`_scan_parts`, on the scan's worker)."""
     decode = _scan_decode(resolved)
     if decode is None:
         return None
     key = ("single_with_decode", resolved[3], id(decode))   # decode: the passes' own object, kept while they live
     if sc is not None and sc.seen_decode is not None:
-        made = fastpath.decode_result(sc)
+        made = ready if ready is not None else fastpath.decode_result(sc)
         return made if passes is None else passes.put(key, made)
     if passes is not None and passes.has(key):
         return passes.get(key, lambda: None)
@@ -379,7 +417,8 @@ def _shared(passes: SharedPasses | None, key: tuple, make: Callable[[], Any]) ->
 
 def _feed(source: Any, rules: BlockRules, time_model: Any, engines: list[ReplayEngine],
           progress: Callable[[int], None] | None, decode: bool = True, passes: SharedPasses | None = None,
-          side: ReplayEngine | None = None, beside: Beside | None = None) -> None:
+          side: ReplayEngine | None = None, beside: Beside | None = None,
+          first: Callable[[], None] | None = None) -> None:
     """Feed every chunk of ``source`` to every engine once; ``decode=False``: no decode seconds (step scheduler);
     with ``passes`` the chunks are made once for the runs of the replay (the same time model); a decoded trace
     whose chunks were made in the decode pass (:meth:`pcs.engine.decoded.Decoded.made_chunks`) hands them over.
@@ -387,17 +426,24 @@ def _feed(source: Any, rules: BlockRules, time_model: Any, engines: list[ReplayE
     and the next chunk is made (the side's feeds stay in chunk order: each is joined before the next starts).
     Without ``passes``, when every engine's loop releases the GIL, the next chunk is made on a worker thread while
     the engines replay this one (:func:`pcs.trace.batches.read_ahead`: one chunk in flight, the chunks in order;
-    the maker alone touches the time model's decode memo, :class:`pcs.engine.timing.TimeModel`)."""
+    the maker alone touches the time model's decode memo, :class:`pcs.engine.timing.TimeModel`) -- unless the
+    decoded trace is one joined batch, whose one chunk the worker could only make while this thread waits for it
+    (a thread start and two hand-overs of the GIL on the critical path: the 1x Mooncake call), so it is made here.
+    ``first``: called once, just before the engines' first feed (:meth:`_ScanJoin.open`)."""
     made = source.made_chunks(rules, time_model, decode) if passes is None and isinstance(source, Decoded) else None
     chunks = made if made is not None else iter_chunks(source, rules, time_model, decode) if passes is None else \
         passes.get(("chunks", rules, id(time_model), decode), lambda: list(iter_chunks(source, rules, time_model, decode)))
-    if passes is None and all(getattr(e, "releases_gil", False) for e in engines):
+    one = made is not None and len(source.batches) == 1
+    if passes is None and not one and all(getattr(e, "releases_gil", False) for e in engines):
         chunks = read_ahead(chunks, linger=True)   # the next chunk made (or joined) on a worker while the loops run
     try:
         for ch in chunks:
             if side is not None:
                 beside.join()              # the previous chunk's side feed (nothing pending at the first)
                 beside.start(side.feed, ch)
+            if first is not None:
+                first, go = None, first
+                go()
             for e in engines:
                 e.feed(ch)
             if progress is not None:
@@ -435,12 +481,14 @@ def _decoded_once(source: Any, plans: list, step: StepSetup | None, timing: str,
 
 
 def _singles(scans: list, scan2: Any, source: Any, rules: BlockRules, native: str | None, resolved: tuple | None,
-             passes: SharedPasses | None) -> tuple:
+             passes: SharedPasses | None, ready: tuple | None = None) -> tuple:
     """(the single-sequence and ideal results, the scan that walked the decode-aware ceiling or None): from a
     one-pass scan already made, else one more pass over the decoded batches, made before the engines grow (8-16 B
     per distinct id); with ``passes`` shared by the runs of one replay (the decode-aware ceiling then comes from
-    :func:`single_with_decode`'s own scan)."""
-    singles = next((fastpath.single_results(s) for s in scans + [scan2] if s is not None), None)
+    :func:`single_with_decode`'s own scan). ``ready``: ``scan2``'s results made already (:func:`_scan_parts`)."""
+    singles = next((fastpath.single_results(s) for s in scans if s is not None), None)
+    if singles is None and scan2 is not None:
+        singles = ready if ready is not None else fastpath.single_results(scan2)
     if singles is None:
         scan2 = None if passes is not None else fastpath.scan(source, 0, rules, native, check=False,
                                                               decode=_scan_decode(resolved))
@@ -498,11 +546,12 @@ def _close_beside(loop: ReplayEngine) -> EngineResult:
 
 
 def _fed_loops(loop_args: tuple, source: Any, rules: BlockRules, time_model: Any,
-               progress: Callable[[int], None] | None, decode: bool, passes: SharedPasses | None) -> tuple:
+               progress: Callable[[int], None] | None, decode: bool, passes: SharedPasses | None,
+               first: Callable[[], None] | None = None) -> tuple:
     """The run's event loops (:func:`_event_loops` of ``loop_args``), the no-cache step run popped off them (or
     None) and its :class:`pcs.beside.Beside`, after feeding them every chunk of ``source`` (:func:`_feed`).
     ``decode``: decode seconds are computed (the instant-compute modeled loop only; sequential timing never reads
-    them)."""
+    them). ``first``: called once the loops are built, just before their first feed (or at once without loops)."""
     plans, resolved = loop_args[0], loop_args[6]
     loops = _event_loops(*loop_args, expected_blocks=expected_block_hashes(source))
     if resolved is not None:
@@ -511,7 +560,9 @@ def _fed_loops(loop_args: tuple, source: Any, rules: BlockRules, time_model: Any
     beside = _beside(no_cache)
     if any(loops):
         _feed(source, rules, time_model, [e for e in loops if e is not None], progress, decode, passes, no_cache,
-              beside)
+              beside, first)
+    elif first is not None:
+        first()
     return loops, no_cache, beside
 
 
@@ -549,28 +600,36 @@ def run_replay(source: Any, rules: BlockRules, time_model: Any, make_tiers: Call
                                                                      time_model)
     resolved = _resolve_step(step, timing, source, rules, native, passes)
     seq_side, scan_side = Beside(threads_wanted()), Beside(threads_wanted())   # side work on worker threads
-    done = no_cache_result = None
+    done = no_cache_result = go = ready = None
     try:
         scan2 = _two_tier_scan(plans, source, rules, tiers0, write_policy, requested, _scan_decode(resolved), scan_side)
+        go = scan2.open if scan2 is not None else None     # lets the scan's worker begin (_ScanJoin)
+        if go is not None and plans[0].row.kind != "event-loop":
+            go()               # no loops to build: the scan goes now
         base = _baseline(scan2, plans, source, rules, make_tiers, write_policy, hybrid, block_bytes, step_s, seq_side)
         plans, all_plans = (plans[:1], plans) if base is not None else (plans, plans)
         scans = [_scan(p, source, rules, tiers0, requested) if p.row.kind == "scan" else None for p in plans]
         early = None if scan2 is not None else _singles(scans, None, source, rules, native, resolved, passes)
         loops, no_cache, beside = _fed_loops(
             (plans, make_tiers, tiers0, write_policy, links, block_bytes, resolved, hybrid, step_s, not comparison),
-            source, rules, time_model, progress, resolved is None and timing == "modeled", passes)
+            source, rules, time_model, progress, resolved is None and timing == "modeled", passes, go)
         done, no_cache_result = _close_runs(scans, loops, no_cache, beside, hybrid, tiers0, write_policy,
                                             time_model, progress)
-        singles, scan2 = early or _singles(scans, scan2(), source, rules, native, resolved, passes)   # joins the scan
+        if early is None:      # join the scan: its results were made on its worker (_scan_parts)
+            early = _singles(scans, scan2(), source, rules, native, resolved, passes, scan2.parts[0])
+            ready = scan2.parts[2]
+        singles, scan = early
         (result, state), baseline = done[0], (base() if base is not None else done[-1][0])
     except BaseException:
         _settle_parts(done, no_cache_result)   # the runs' summary parts still made beside: no worker outlives the error
         raise
     finally:
+        if go is not None:
+            go()               # a scan still waiting at its gate when an error stopped the loops: let it run out
         scan_side.close()      # wait for the two-tier scan still running when an error stopped the loops
         seq_side.close()       # the same for the sequential baseline
     sched = None if no_cache is None else (resolved[1], loops[0].stats, no_cache_result, no_cache.stats)
-    with_decode = single_with_decode(resolved, source, native, scan2, passes, scanned_only=comparison)
+    with_decode = single_with_decode(resolved, source, native, scan, passes, scanned_only=comparison, ready=ready)
     with_decode = None if comparison else with_decode     # a comparison line keeps its scan's for the run
     return Outcome(result, state, baseline, singles[0], singles[1], _engines(plans[0], all_plans[-1]), sched,
                    with_decode, resolved[2] if with_decode is not None else None)

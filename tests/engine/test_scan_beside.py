@@ -146,9 +146,12 @@ def test_chunks_are_made_ahead_only_for_loops_without_the_gil(monkeypatch):
     # the compiled step loop releases the GIL: its next chunk is made (or, made in the decode, joined) on a worker
     # while the loops run (runner._feed's read_ahead), and with decode blocks cached its chunks' pieces are made in
     # the decode pass, on the next-turn search's worker or, once the reads are done, the calling thread, whichever is
-    # free (chunks.ChunkPieces.drain; runner._decoded_once); the
+    # free (chunks.ChunkPieces.drain; runner._decoded_once); a decoded trace of one joined batch (the sample) has
+    # one chunk, which a worker would make while the calling thread waits: made in line, no read-ahead; the
     # instant-compute event loop keeps the GIL, so its chunks are made in line (a worker would only take turns)
+    from pcs.engine import decoded
     from pcs.engine.chunks import ChunkPieces
+    from pcs.trace import source
     from pcs.engine.schedconfig import SchedulerConfig
 
     made, pieces, orig, add = [], [], runner.read_ahead, ChunkPieces.add
@@ -165,13 +168,17 @@ def test_chunks_are_made_ahead_only_for_loops_without_the_gil(monkeypatch):
     monkeypatch.setattr(ChunkPieces, "add", spy_add)
     kw = {"tiers": ["gpu=300blocks", "cpu=2000blocks"]}
     _spied(monkeypatch, "on", ROOT / "traces" / "sample_chat.jsonl", **kw)
-    assert made == [True] and pieces and set(pieces) <= {"pcs-beside", threading.main_thread().name}
+    assert made == [] and pieces and set(pieces) <= {"pcs-beside", threading.main_thread().name}
     n = len(pieces)
     _spied(monkeypatch, "on", ROOT / "traces" / "sample_chat.jsonl",
            scheduler=SchedulerConfig(cache_decode_blocks=False), **kw)
-    assert made == [True, True] and len(pieces) == n
+    assert made == [True] and len(pieces) == n
     _spied(monkeypatch, "on", ROOT / "traces" / "sample_chat.jsonl", compute_mode="infinite", **kw)
-    assert made == [True, True] and len(pieces) == n
+    assert made == [True] and len(pieces) == n
+    monkeypatch.setattr(source, "CHUNK_BYTES", 1 << 16)   # the 436 KiB sample read in 7 batches, none joined:
+    monkeypatch.setattr(decoded, "MERGE_REQUESTS", 1)     # 7 chunks made in the decode, the next one ahead
+    _spied(monkeypatch, "on", ROOT / "traces" / "sample_chat.jsonl", **kw)
+    assert made == [True, True] and len(pieces) > n
 
 
 @native
@@ -190,3 +197,53 @@ def test_an_error_making_a_chunk_in_the_decode_is_the_one_raised(monkeypatch):
     from pcs.engine import chunks
 
     _fails_with(monkeypatch, chunks, "rule_columns", "request 7: the piece failed")
+
+
+@native
+def test_the_scan_waits_for_the_loops_to_be_built(monkeypatch):
+    # the two-tier scan's worker starts with the replay but waits at its gate until the run's first feed
+    # (runner._ScanJoin.open): its Python work then does not take the GIL from the calling thread building the
+    # loops; the order is fixed whatever the machine's load: loops built, then the scan
+    order, scan, loops = [], fastpath.scan, runner._event_loops
+
+    def spy_scan(*a, **k):
+        order.append("scan")
+        return scan(*a, **k)
+
+    def spy_loops(*a, **k):
+        out = loops(*a, **k)
+        order.append("loops")
+        return out
+
+    monkeypatch.setattr(fastpath, "scan", spy_scan)
+    monkeypatch.setattr(runner, "_event_loops", spy_loops)
+    before = _workers()
+    (a, sa), (b, sb) = (_spied(monkeypatch, mode, ROOT / "traces" / "sample_chat.jsonl", **TWO) for mode in ("off", "on"))
+    assert (sa, sb) == ([False], [True]) and order == ["scan", "loops", "loops", "scan"]   # inline: the scan first
+    _same(a, b)
+    assert _workers() == before
+
+
+@native
+def test_the_scans_results_are_made_on_its_worker(monkeypatch):
+    # the baseline, the single-sequence and ideal results and the decode-aware ceiling are read off the two-tier
+    # scan alone (runner._scan_parts): threaded, the scan's worker makes them once the scan is done, off the calling
+    # thread; inline, the calling thread; the same replay either way
+    from pcs.engine import seqbase
+
+    where = []
+    for owner, name in ((seqbase, "baseline_from_scan"), (fastpath, "single_results"), (fastpath, "decode_result")):
+        def spy(*a, _real=getattr(owner, name), _name=name, **k):
+            where.append((_name, threading.current_thread().name))
+            return _real(*a, **k)
+
+        monkeypatch.setattr(owner, name, spy)
+    before = _workers()
+    a, _ = _spied(monkeypatch, "off", ROOT / "traces" / "sample_chat.jsonl", **TWO)
+    inline, where[:] = where[:], []
+    b, _ = _spied(monkeypatch, "on", ROOT / "traces" / "sample_chat.jsonl", **TWO)
+    names = ["baseline_from_scan", "single_results", "decode_result"]
+    assert inline == [(n, threading.main_thread().name) for n in names]
+    assert where == [(n, "pcs-beside") for n in names]
+    _same(a, b)
+    assert _workers() == before
