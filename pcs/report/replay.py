@@ -485,7 +485,8 @@ def _hybrid_table(s: dict[str, Any]) -> str:
 
 def engine_note(s: dict[str, Any]) -> str:
     """Which engine ran the replay and its sequential baseline (``engine``, ``baseline_engine``; a scan's Python
-    kernel named, :func:`pcs.engine.select.engine_label`); why: ``engine_reason`` in the JSON (docs/semantics.md §15)."""
+    kernel named, :func:`pcs.engine.select.engine_label`); why: ``engine_reason`` in the JSON (docs/semantics.md
+    §15). ``s``: the summary dict (:meth:`pcs.engine.result.ReplaySummary.to_dict`) with ``engine`` set."""
     from pcs.engine.select import engine_label
 
     run = engine_label(s["engine"], s.get("engine_reason"))
