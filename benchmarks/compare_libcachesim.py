@@ -10,7 +10,7 @@ blocks pcs computes before the last-token cap (sum over requests of
 In one process, at >= 3 capacities (each >= the largest request's ``n``):
 - ``pcs.engine.api.replay(trace, tiers=["gpu=<C>blocks"], policy="lru",
   timing="sequential")`` -- what a user runs (its default ``engine="auto"``
-  takes the stack-depth fast path where it applies), reading pcs's Parquet
+  runs on the lru-scan engine, the one-pass LRU scan, where it applies), reading pcs's Parquet
   form of the trace (converted once, excluded, as libCacheSim's file) and,
   timed apart, the JSONL trace; the same with ``engine="reference"`` (the
   event-loop engine); and the event loop alone (``ReplayEngine.feed`` over
@@ -67,6 +67,9 @@ BENCH = "compare_libcachesim"
 #: libCacheSim oracleGeneral record: clock_time u32, obj_id u64, obj_size u32, next_access_vtime i64 (packed).
 ORACLE_DTYPE = np.dtype([("clock", "<u4"), ("id", "<u8"), ("size", "<u4"), ("next", "<i8")])
 TARGETS = {"throughput_ratio": 1.0, "curve_ratio": 10.0, "bytes_per_block_held": 300}
+#: which count ``accesses`` is (every script's JSON says): cacheable (full-block) accesses, the replay JSON's
+#: ``cacheable_blocks`` -- not ``block_accesses`` (every hash id a request names, the last partial block included)
+ACCESSES_COUNTED = "cacheable_blocks"
 
 
 def write_oracle_general(fs: common.FlatStream, path: Path) -> float:
@@ -167,7 +170,7 @@ def default_capacities(trace_path: Path, max_request_blocks: int, k: int = 4) ->
 
 
 def replay_takes_engine() -> bool:
-    """Whether ``replay`` has ``engine=`` (``auto`` may take the stack-depth fast path, ``general`` never)."""
+    """Whether ``replay`` has ``engine=`` (``auto`` may take the lru-scan engine, ``reference`` never)."""
     from pcs.engine.api import replay
 
     return "engine" in inspect.signature(replay).parameters
@@ -184,11 +187,11 @@ def per_capacity(sides: Sides, caps: list[int], pairs: int) -> tuple[list[dict],
         t_json, _, (m_json, _) = common.median_time(lambda: sides.pcs_api(c, sides.trace_path), 3)
         gen = replay_takes_engine()
         t_gen, _, (m_gen, _) = (common.median_time(lambda: sides.pcs_api(c, engine="reference"), 3) if gen
-                                else (api["a_median_s"], None, api["a_out"]))  # no choice: default = general
+                                else (api["a_median_s"], None, api["a_out"]))  # no choice: default = the reference event loop
         t_def, _, m_def = common.median_time(lambda: sides.lcs_trace(c, 24), 3)
         t_loop, _, m_loop = common.median_time(lambda: sides.lcs_get_loop(c), 3)
         (m_api, truncated), m_lcs = api["a_out"], api["b_out"]
-        misses = {"pcs_replay": m_api, "pcs_replay_jsonl": m_json, "pcs_replay_general": m_gen,
+        misses = {"pcs_replay": m_api, "pcs_replay_jsonl": m_json, "pcs_replay_reference": m_gen,
                   "pcs_engine": eng["a_out"],
                   "pcs_curve": curve_misses[c], "libcachesim_process_trace": m_lcs,
                   "libcachesim_default_hashpower": m_def, "libcachesim_get_loop": m_loop}
@@ -197,20 +200,20 @@ def per_capacity(sides: Sides, caps: list[int], pairs: int) -> tuple[list[dict],
         # pairs time pcs (a) against libCacheSim (b): b / a is pcs's throughput over libCacheSim's
         row = {"capacity_blocks": c, "block_misses": misses, "agree": ok, "requests_truncated": truncated,
                "libcachesim_hashpower": hashpower_for(c),
-               "pcs_replay_s": api["a_median_s"], "pcs_replay_jsonl_s": t_json, "pcs_replay_general_s": t_gen,
+               "pcs_replay_s": api["a_median_s"], "pcs_replay_jsonl_s": t_json, "pcs_replay_reference_s": t_gen,
                "pcs_engine_s": eng["a_median_s"],
                "libcachesim_s": api["b_median_s"], "libcachesim_default_hashpower_s": t_def,
                "libcachesim_get_loop_s": t_loop,
                "throughput_ratio": api["ratio_median"], "engine_throughput_ratio": eng["ratio_median"],
                "pair_ratios": [round(r, 4) for r in api["ratio_b_over_a"]]}
-        for k in ("pcs_replay", "pcs_replay_jsonl", "pcs_replay_general", "pcs_engine", "libcachesim", "libcachesim_default_hashpower",
+        for k in ("pcs_replay", "pcs_replay_jsonl", "pcs_replay_reference", "pcs_engine", "libcachesim", "libcachesim_default_hashpower",
                   "libcachesim_get_loop"):
             row[f"{k}_accesses_per_s"] = acc / row[f"{k}_s"]
         rows.append(row)
         m = lambda k: row[f"{k}_accesses_per_s"] / 1e6  # noqa: E731
         print(f"C={c:>7,}: misses {m_api:,} {'agree' if ok else 'DISAGREE ' + str(misses)}; M accesses/s: pcs "
-              f"replay {m('pcs_replay'):.2f} (JSONL {m('pcs_replay_jsonl'):.2f}, general engine "
-              f"{m('pcs_replay_general'):.2f}), Python ReplayEngine loop {m('pcs_engine'):.2f}; "
+              f"replay {m('pcs_replay'):.2f} (JSONL {m('pcs_replay_jsonl'):.2f}, reference engine "
+              f"{m('pcs_replay_reference'):.2f}), Python ReplayEngine loop {m('pcs_engine'):.2f}; "
               f"libCacheSim {m('libcachesim'):.2f} (default hashpower {m('libcachesim_default_hashpower'):.2f}, "
               f"get loop {m('libcachesim_get_loop'):.2f}); ratio {row['throughput_ratio']:.3f}")
     return rows, agree
@@ -277,8 +280,8 @@ def _child(mode: str, path: str, c: int) -> None:
     base = common.vm_rss_bytes()
     t0 = time.perf_counter()
     out: dict = {"mode": mode, "capacity_blocks": c}
-    if mode in ("replay-api", "replay-general"):
-        kw = {"engine": "reference"} if mode == "replay-general" else {}
+    if mode in ("replay-api", "replay-reference"):
+        kw = {"engine": "reference"} if mode == "replay-reference" else {}
         s = replay(tr, tiers=[f"gpu={c}blocks"], policy="lru", timing="sequential", **kw).summary
         out.update(requests=s.requests, accesses=s.cacheable_blocks, block_misses=s.block_misses,
                    blocks_held=s.tiers[0].resident_blocks_peak)
@@ -295,7 +298,7 @@ def _child(mode: str, path: str, c: int) -> None:
         out.update(requests=r.requests, accesses=r.block_accesses,
                    block_misses=r.rows[0].lru_block_misses, blocks_held=r.distinct_blocks)
     else:
-        raise ValueError(f"unknown child mode {mode!r}; valid: replay-api, replay-general, replay-engine, curve")
+        raise ValueError(f"unknown child mode {mode!r}; valid: replay-api, replay-reference, replay-engine, curve")
     out["seconds"] = time.perf_counter() - t0
     out["baseline_rss_bytes"], out["peak_rss_bytes"] = base, common.vm_hwm_bytes()
     out["bytes_per_block_held"] = (out["peak_rss_bytes"] - base) / max(out["blocks_held"], 1)
@@ -306,7 +309,7 @@ def memory(traces: dict[str, Path], c_fixed: int, big: Path) -> dict:
     """Peak RSS of replays at ``c_fixed`` on each trace (flatness) and bytes per block held on ``big``."""
     me = Path(__file__)
     res: dict = {"fixed_capacity_blocks": c_fixed, "flat": []}
-    modes = ("replay-engine", "replay-api") + (("replay-general",) if replay_takes_engine() else ())
+    modes = ("replay-engine", "replay-api") + (("replay-reference",) if replay_takes_engine() else ())
     for name, path in traces.items():
         for mode in modes:
             r = common.run_child(me, ["--child", mode, str(path), str(c_fixed)])
@@ -355,9 +358,10 @@ def measure(trace: Path, caps: list[int] | None, pairs: int, min_accesses: int) 
         caps = caps or default_capacities(trace, fs.max_request_blocks)
         if len(caps) < 3 or min(caps) < fs.max_request_blocks:
             sys.exit(f"need >= 3 capacities, each >= the largest request ({fs.max_request_blocks} blocks): {caps}")
-        print(f"{trace}: {fs.requests:,} requests, {fs.accesses:,} accesses (full prompt blocks), "
+        print(f"{trace}: {fs.requests:,} requests, {fs.accesses:,} cacheable (full-block) accesses, "
               f"{fs.distinct_blocks:,} distinct, largest request {fs.max_request_blocks} blocks; capacities {caps}")
         out: dict = {"bench": BENCH, "trace": str(trace), "requests": fs.requests, "accesses": fs.accesses,
+                     "accesses_counted": ACCESSES_COUNTED,
                      "libcachesim_gets": int(fs.ids.shape[0]), "distinct_blocks": fs.distinct_blocks,
                      "max_request_blocks": fs.max_request_blocks, "capacities": caps, "pairs": pairs, **files}
         rows, agree = per_capacity(sides, caps, pairs)
@@ -370,7 +374,7 @@ def measure(trace: Path, caps: list[int] | None, pairs: int, min_accesses: int) 
             libcachesim_accesses_per_s=med("libcachesim_accesses_per_s"),
             throughput_ratio=med("throughput_ratio"),
             pcs_jsonl_accesses_per_s=med("pcs_replay_jsonl_accesses_per_s"),
-            pcs_general_engine_accesses_per_s=med("pcs_replay_general_accesses_per_s"),
+            pcs_reference_engine_accesses_per_s=med("pcs_replay_reference_accesses_per_s"),
             pcs_engine_accesses_per_s=med("pcs_engine_accesses_per_s"),
             engine_throughput_ratio=med("engine_throughput_ratio"),
             libcachesim_default_hashpower_accesses_per_s=med("libcachesim_default_hashpower_accesses_per_s"),
@@ -393,8 +397,8 @@ def measure(trace: Path, caps: list[int] | None, pairs: int, min_accesses: int) 
                        bytes_per_block_held=mem["replay_engine_all_held"]["bytes_per_block_held"],
                        bytes_per_block_held_api=mem["replay_api_all_held"]["bytes_per_block_held"],
                        curve_bytes_per_distinct_block=mem["curve_all_held"]["bytes_per_block_held"])
-            if "replay_general_all_held" in mem:
-                out["bytes_per_block_held_general"] = mem["replay_general_all_held"]["bytes_per_block_held"]
+            if "replay_reference_all_held" in mem:
+                out["bytes_per_block_held_reference"] = mem["replay_reference_all_held"]["bytes_per_block_held"]
     return out
 
 
@@ -462,6 +466,7 @@ def policy_comparison(trace_path: Path, caps: list[int] | None) -> dict:
             print(f"{spec:15s} C={c:7d}: pcs {s.block_misses:8d}  libCacheSim {m_lcs:8d}  "
                   f"{'equal' if rows[-1]['equal'] else 'DIFFERENT'}  ({t_pcs:.2f} s)")
     return {"bench": BENCH + "_policies", "trace": str(trace_path), "accesses": int(keys.shape[0]),
+            "accesses_counted": ACCESSES_COUNTED,
             "distinct_blocks": distinct, "capacities": caps, "rows": rows,
             "all_equal": all(r["equal"] for r in rows), "machine": common.machine_info()}
 

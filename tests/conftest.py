@@ -56,9 +56,22 @@ def _trace_skips(terminalreporter) -> int:
     return n
 
 
+#: The two variables that point at the shared traces: the tests' folder, the benchmarks' Mooncake file.
+TRACE_VARIABLES = ("PCS_SHARED_TRACES=DIR (the folder holding mooncake-fast25/, azure-llm-2023/; tests) and "
+                   "PCS_MOONCAKE_TRACE=FILE (the Mooncake conversation trace; benchmarks/)")
+
+
+def pytest_report_header(config):
+    """One line before the run when the shared traces are absent: a run cut short still says why tests skip."""
+    if not MOONCAKE_CONV.exists():
+        return (f"real traces: not found at {SHARED_TRACES}: the tests needing them skip (a line at the end counts "
+                f"them); set {TRACE_VARIABLES}")
+    return None
+
+
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
     """One line at the end of the run when real-trace tests skipped: a quiet ``s`` is easy to miss."""
     n = _trace_skips(terminalreporter)
     if n:
-        terminalreporter.write_line(f"{n} tests skipped: ../shared traces not found at {SHARED_TRACES}; "
-                                    "set PCS_SHARED_TRACES", yellow=True)
+        terminalreporter.write_line(f"{n} tests skipped: ../shared traces not found at {SHARED_TRACES} (the "
+                                    f"real Mooncake and Azure traces); set {TRACE_VARIABLES}", yellow=True)

@@ -87,7 +87,8 @@ from pcs._dataclass import dataclass
 
 __all__ = ["EngineRow", "RunConfig", "ENGINES", "ENGINE_NAMES", "ALIASES", "REQUESTS", "SUMMARY_KEYS", "HYBRID_ROWS",
            "MAX_COMPILED_BLOCKS", "choose", "fall_back", "get_row", "canonical", "baseline_request",
-           "baseline_in_scan", "baseline_scan_refusal", "baseline_reason", "TWO_TIER_SCAN"]
+           "baseline_in_scan", "baseline_scan_refusal", "baseline_reason", "TWO_TIER_SCAN", "PYTHON_KERNEL",
+           "engine_label"]
 
 @dataclass(frozen=True, slots=True)
 class RunConfig:
@@ -449,7 +450,29 @@ def _compiled_if_c(run_config: RunConfig, row: EngineRow, reason: str) -> tuple[
         asked = "PCS_NATIVE=c" if run_config.native is None else "native 'c'"
         raise UserError(f"{asked} asks for compiled code, but this {run_config.timing} replay runs on the Python "
                          f"{row.name} engine ({reason}); use native 'auto' to run it there")
-    return row, reason
+    return row, reason + _python_kernel(run_config, row)
+
+
+def _python_kernel(run_config: RunConfig, row: EngineRow) -> str:
+    """What the reason adds when a row whose name does not say which code runs (``lru-scan``: a C or a Python
+    kernel) runs its Python kernel: ``" (its Python kernel: native is python)"`` or ``" (its Python kernel: the
+    compiled ... is not built)"``; ``""`` when the compiled kernel runs or the row has no such choice. The other
+    rows name the Python code by name (``reference``, ``hybrid``) with the reason the compiled rows were passed."""
+    if row.kind != "scan" or row.twin is None:
+        return ""
+    why = _twin_missing(run_config, row.twin)
+    return "" if why is None else f"{PYTHON_KERNEL}{why.removesuffix(' (no compiled code)')})"
+
+
+#: how a reason marks a scan row run on its Python kernel (:func:`_python_kernel`; the text report's engine note)
+PYTHON_KERNEL = " (its Python kernel: "
+
+
+def engine_label(engine: str, reason: str | None) -> str:
+    """An engine's name as a report prints it: ``lru-scan``, or ``lru-scan (its Python kernel: native is python)``
+    when its reason says the Python kernel ran (:data:`PYTHON_KERNEL`); the other rows' names say it already."""
+    i = (reason or "").find(PYTHON_KERNEL)
+    return engine if i < 0 else engine + reason[i:]
 
 
 def fall_back(run_config: RunConfig, failed: EngineRow, why: str, reason: str,

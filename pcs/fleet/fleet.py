@@ -309,6 +309,8 @@ def _summary(name: str, router, stale_s: float, cap: int, source: Any, batch: Re
         imbalance_busy_s=_imbalance(busy) if any(x.busy_s is not None for x in loads) else None,
         ttft_p50_s=_pct(ttft, 50), ttft_p99_s=_pct(ttft, 99),
         per_instance=tuple(loads), instance_summaries=tuple(summaries), shared_tier=shared,
+        engines=(shared.engine,) if shared is not None else tuple(dict.fromkeys(
+            x.engine for x in summaries if x is not None and x.engine is not None)),
         notes=() if shared is None else ("a shared tier: instance_summaries are null (an instance's own sequential "
                                          "baseline assumes tiers it owns); its hits by tier are in shared_tier",))
 

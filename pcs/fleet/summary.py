@@ -136,6 +136,10 @@ class FleetSummary:
         "-", "each instance's full replay summary (keys as pcs replay's); null for an idle instance, "
         "and for every instance of a run with --shared-tier (the notes say why)")
     notes: tuple[str, ...] = field("-", "notes on the run (printed to stderr by the CLI)", default=())
+    engines: tuple[str, ...] = field("-", "the engines the instances ran on, each once, in instance order (as a "
+                                          "replay's engine: instance_summaries[i].engine and engine_reason say "
+                                          "which and why; with --shared-tier, shared_tier.engine); empty when no "
+                                          "instance ran", default=())
     shared_tier: SharedTierSummary | None = field("-", "the shared lower tier (--shared-tier); absent without one",
                                                   omit_none=True, default=None)
     model: str | None = field("-", "model preset name every instance serves (as a replay's model)", omit_none=True,

@@ -107,12 +107,15 @@ def render_fleet(s: dict[str, Any], compute: str | None = None, timing: str | No
     rows = [[x["instance"], format_count(x["requests"]), format_count(x["prompt_tokens"]), _pct(x["hit_ratio"]),
              _pct(x["ceiling_hit_ratio"]), _s(x["busy_s"]), _s(x["ttft_p50_s"]), _s(x["ttft_p99_s"])]
             for x in s["per_instance"]]
+    notes = [] if s.get("shared_tier") is None else [
+        "sub-trace ceiling: the instance's own requests through one infinite cache, without the "
+        "shared tier (its hit ratio may exceed it: the shared tier serves other instances' writes)"]
+    if s.get("engines"):
+        why = "instance_summaries[i].engine_reason" if s.get("shared_tier") is None else "shared_tier.engine_reason"
+        notes.append(f"engine {', '.join(s['engines'])} (why: {why} in --format json)")
     per = render_table(["instance", "requests", "prompt tokens", "hit ratio",
                         "sub-trace ceiling", "busy", "TTFT p50",
-                        "TTFT p99"], rows,
-                       notes=() if s.get("shared_tier") is None else
-                       ["sub-trace ceiling: the instance's own requests through one infinite cache, without the "
-                        "shared tier (its hit ratio may exceed it: the shared tier serves other instances' writes)"])
+                        "TTFT p99"], rows, notes=notes)
     sh = s.get("shared_tier")
     parts = [top, per] + ([] if sh is None else [_render_shared(sh)]) + _lens_tables(s)
     return "\n\n".join(parts)

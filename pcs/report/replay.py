@@ -13,7 +13,7 @@ from typing import Any
 from pcs.units import format_bandwidth, format_bytes, format_count, format_duration, format_percent, format_points
 from pcs.report.table import render_table, shown_path
 
-__all__ = ["render_replay", "model_label", "slot_unit", "tier_rows", "hybrid_rows", "block_bytes", "model_block_pages", "TIER_TITLE", "HYBRID_TIER_TITLE", "header_line", "lens_rows",
+__all__ = ["render_replay", "engine_note", "model_label", "slot_unit", "tier_rows", "hybrid_rows", "block_bytes", "model_block_pages", "TIER_TITLE", "HYBRID_TIER_TITLE", "header_line", "lens_rows",
            "lens_text", "ttft_note", "REAL_LABEL", "CEILING_LABEL", "CEILING_MEANING"]
 
 
@@ -516,10 +516,27 @@ def _hybrid_table(s: dict[str, Any]) -> str:
     return render_table(headers, rows, title=title, notes=notes)
 
 
+def engine_note(s: dict[str, Any]) -> str:
+    """Which engine ran the replay and its sequential baseline (``engine``, ``baseline_engine``; a scan's Python
+    kernel named, :func:`pcs.engine.select.engine_label`); why: ``engine_reason`` in the JSON (docs/semantics.md
+    §15). ``s``: the summary dict (:meth:`pcs.engine.result.ReplaySummary.to_dict`) with ``engine`` set."""
+    from pcs.engine.select import engine_label
+
+    run = engine_label(s["engine"], s.get("engine_reason"))
+    base = s.get("baseline_engine")
+    if base is None:
+        return f"engine {run} (why: engine_reason in --format json)"
+    base = engine_label(base, s.get("baseline_engine_reason"))
+    return (f"engine {run}, sequential baseline {'the same' if base == run else base} "
+            "(why: engine_reason, baseline_engine_reason in --format json)")
+
+
 def render_replay(s: dict[str, Any]) -> str:
     """The whole report: header, hit rate, tiers, bytes, envelope, compute (step scheduler), payload lens."""
     parts = [header_line(s)]
     parts.extend(f"note: {n}" for n in s.get("notes", ()))
+    if s.get("engine"):
+        parts.append(f"note: {engine_note(s)}")
     parts += ["", _hit_table(s), "", _tier_table(s), "", _bytes_table(s)]
     if s.get("hybrid"):
         parts += ["", _hybrid_table(s)]

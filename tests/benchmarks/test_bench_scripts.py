@@ -33,7 +33,7 @@ SMALLEST = {
     "bench_hybrid.py": ["--repeat", "1", "--rounds", "1", "--skip-table", "--skip-loops", "--modes", "sequential"],
     "bench_ingest.py": ["--min-blocks", "10", "--repeat", "1"],
     "bench_jsonl_parsers.py": ["--copies", "1", "--rounds", "1"],
-    "bench_memory.py": ["--replicas", "1"],
+    "bench_memory.py": ["--replicas", "1", "--runs", "2"],
     "bench_native.py": ["--repeat", "1"],
     "bench_phases.py": ["{sample}", "--calls", "1"],
     "bench_policies.py": ["--repeat", "1", "--compute", "infinite", "--policy", "lru", "--no-reference"],
@@ -127,3 +127,23 @@ def test_a_user_error_in_a_script_is_one_line(tmp_path):
     r = _run("bench_ingest.py", ["--trace", str(t), "--min-blocks", "4", "--repeat", "1"])
     lines = r.stderr.strip().splitlines()
     assert r.returncode == 2 and len(lines) == 1 and "past 2^64 - 1" in lines[0], r.stderr
+
+
+def test_bench_memory_prints_on_stdout_the_spread_and_the_decoded_trace(tmp_path):
+    """bench_memory.py: one human line per case on stdout, then the JSON line; each figure as min <= median <= max
+    over the runs; the decoded trace counted as documented (pcs.engine.decoded: 8 B per block hash plus 32 B per
+    request -- arrival, prompt, output, offset -- and the offsets' closing entry), worked out from the file."""
+    rows = [json.loads(line) for line in SAMPLE.read_text().splitlines() if line.strip()]
+    ids = sum(len(r["hash_ids"]) for r in rows)                  # 59 hash ids over 8 requests
+    r = _run("bench_memory.py", ["--replicas", "1", "--runs", "2", "--formats", "jsonl"], cwd=tmp_path)
+    assert r.returncode == 0, r.stderr[-2000:]
+    lines = r.stdout.strip().splitlines()
+    assert len(lines) == 2 and lines[0].startswith("jsonl x1: 2 runs, min/median/max: peak ")
+    case = json.loads(lines[-1])["cases"]["jsonl_x1"]
+    assert case["runs"] == 2 and len(case["each_run"]) == 2
+    assert case["decoded_trace_bytes"] == 8 * ids + 32 * len(rows) + 8 == 736
+    assert case["distinct_ids"] == len({h for r in rows for h in r["hash_ids"]})
+    for f in ("peak_bytes", "call_bytes", "target_bytes", "target_bytes_per_id"):
+        assert case[f]["min"] <= case[f]["median"] <= case[f]["max"], f
+    run = case["each_run"][0]
+    assert run["target_bytes"] == run["peak_bytes"] - run["rss_after_import_bytes"] - 736

@@ -177,20 +177,27 @@ def test_policies_table_lists_every_built_in_policy():
 
 #: What points outside the repository: a path of the machine the project was built on, an issue number, the name of
 #: a working branch (a word ending in the number of the issue it served, as ``e2e9``, ``hyb11``, ``fix9b``; not a
-#: dtype such as ``bf16`` or ``int64``, a hash function such as ``splitmix64``, a commit id or a colour).
+#: dtype such as ``bf16`` or ``int64``, a hash function such as ``splitmix64``, a commit id or a colour), or words
+#: that only mean something beside a branch ("this branch"; "branch fixh2").
 # an issue reference "#12" / "(#12)" counts too, but not a colour ("#000" in quotes, #d9d9d9), an anchor
 # (semantics.md#4) or an engine citation ("vLLM PR #10511")
 NOTES = (r"/work/|\b[Ii]ssues?[- ]#?[0-9]|\b(?i:walkthrough|hostile)[- ]?[0-9]+\b"
          r"|(?<!PR )(?<![\w&/.\"'-])#[0-9]{1,4}\b(?![0-9a-fA-F])")
+#: Working branches ending in ONE digit (the pattern below takes 9 and 10-99 after any word): the stems such branches
+#: were named with (``fixh2``, ``fixw1``, ``dedupe9``, ``hier2``, ``nc3``); a plain word with one digit (``scan2``,
+#: ``qwen3``, ``log2``) is left alone.
+BRANCH_STEMS = r"fix[a-z0-9]*?|hier|nc|noc|e2e|dedupe|hyb|hyseq|pyvec|pyplug|routeb|refspeed|dem|gil|pq|peer|walkfix"
 OUTSIDE = re.compile(NOTES + r"|\bgolden snapshots?\b|\bthe lead's\b"      # files and people outside the repo
+                     + r"|\b(?i:this branch)\b|\bbranch [a-z]+[0-9]+[a-z]?\b"
+                     + r"|(?<![#\w-])(?:" + BRANCH_STEMS + r")[1-9][a-z]?\b"
                      + r"|(?<![#\w-])(?![0-9a-f]{7,40}\b)(?!(?:u?int|b?float|bf|fp|mix|splitmix|grow|base)\d+s?\b)"
                      r"[a-z][a-z0-9]*[a-z](?:9|[1-9]\d)[a-z]?\b")
 
 
 def test_docs_and_package_point_nowhere_outside_the_repository():
-    """docs/ and pcs/ name no machine path, issue number or working-branch name: a reader of a fresh clone
-    has none of them. Commands use paths relative to the repository or ../shared/..."""
-    files = [*sorted((ROOT / "docs").glob("*.md")),
+    """docs/, benchmarks/README.md and pcs/ name no machine path, issue number or working-branch name: a reader
+    of a fresh clone has none of them. Commands use paths relative to the repository or ../shared/..."""
+    files = [*sorted((ROOT / "docs").glob("*.md")), *sorted((ROOT / "benchmarks").glob("*.md")),
              *(p for p in sorted((ROOT / "pcs").rglob("*")) if p.suffix in (".py", ".c", ".h", ".cpp"))]
     bad = [f"{p.relative_to(ROOT)}:{i}: {m.group(0)!r}" for p in files
            for i, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1) for m in OUTSIDE.finditer(line)]
@@ -201,6 +208,10 @@ def test_docs_and_package_point_nowhere_outside_the_repository():
         == ["#12", "#7"]
     assert [m.group(0) for m in OUTSIDE.finditer("diff 0 against the golden snapshots; the lead's rerun")] \
         == ["golden snapshots", "the lead's"]
+    assert [m.group(0) for m in OUTSIDE.finditer("since fixh2, fixw1 and nc3 (this branch); hier21, branch x1, "
+                                                  "This branch")] \
+        == ["fixh2", "fixw1", "nc3", "this branch", "hier21", "branch x1", "This branch"]
+    assert [m.group(0) for m in OUTSIDE.finditer("scan2, qwen3-next, log2, blake2b, tiers0, pcie-gen5, h100")] == []
 
 
 def test_tests_and_benchmarks_cite_nothing_outside_the_repository():
