@@ -141,7 +141,8 @@ static inline void sh_free(Tier *s, const int32_t *ents, Py_ssize_t n) {
  * table's slots, size, entries and free list in locals (no indirect call and no reload of the table per victim);
  * fps (NULL: not wanted) gets each victim's key_fp, the hash that gives its home slot here and the next tier's
  * probes (cascade). The same victims, slots and free list as a victim call then a deletion per block. 0 or -1 */
-static int ops_evict(Tier *t, Py_ssize_t n, uint64_t *out, int32_t *scratch, uint32_t *fps) {
+static __attribute__((noinline)) int ops_evict(Tier *t, Py_ssize_t n, uint64_t *out, int32_t *scratch,
+                                                uint32_t *fps) {
     if (t->ops->evict_begin) t->ops->evict_begin(t, n);
     if (!scratch || !t->ops->victims) {
         for (Py_ssize_t i = 0; i < n; i++) {
@@ -184,9 +185,9 @@ static int ops_evict(Tier *t, Py_ssize_t n, uint64_t *out, int32_t *scratch, uin
  * writing their keys to out in eviction order (a tier of a shared table: not written, out not read -- its
  * hierarchy's callers count them, lq_walk); in a shared table (t->shared) with oute their entries go to oute and
  * stay in the table (the caller frees those in no tier: sh_free), with oute NULL those in no tier any more leave the
- * table (lq_evict); in a table of its own oute (NULL: none) is ops_evict's scratch, and fps (NULL: not wanted) gets
- * the victims' key_fp (a policy's victims; else not written). 0, or -1 on a memory error of a policy's ghost list */
-static int tevict_fp(Tier *t, Py_ssize_t n, uint64_t *out, int32_t *oute, uint32_t *fps) {
+ * table (lq_evict); in a table of its own oute (NULL: none) is ops_evict's scratch. 0, or -1 on a memory error of a
+ * policy's ghost list */
+static int tevict(Tier *t, Py_ssize_t n, uint64_t *out, int32_t *oute) {
     Py_ssize_t all = n;
     if (t->ret) {                       /* RetainingPolicy.evict: expire, the policy's victims, then the pool's */
         if (ret_release(t) < 0) return -1;
@@ -198,21 +199,17 @@ static int tevict_fp(Tier *t, Py_ssize_t n, uint64_t *out, int32_t *oute, uint32
         t->nres -= n;
     } else if (!t->ops) {
         lq_evict(t, n, out, NULL);
-    } else if (ops_evict(t, n, out, oute, fps) < 0) {
+    } else if (ops_evict(t, n, out, oute, NULL) < 0) {
         return -1;
     }
     for (Py_ssize_t i = n; i < all; i++) {   /* the pool's oldest, forgotten by the policy (after its victims) */
         int32_t e = ret_pop(t);
         out[i] = t->ent[e].key;
-        if (fps) fps[i] = key_fp(out[i]);
         tdel(t, e);
     }
     t->evicted += all;
     return 0;
 }
-
-/* tevict without the victims' fingerprints */
-static inline int tevict(Tier *t, Py_ssize_t n, uint64_t *out, int32_t *oute) { return tevict_fp(t, n, out, oute, NULL); }
 
 /* ---------------------------------------------------------------------------------------------- */
 static PyTypeObject AdmType;
@@ -579,7 +576,7 @@ static Py_ssize_t tinsert(Tier *t, const uint64_t *keys, Py_ssize_t len, uint64_
     }
     nout = nwon;
     if (need > 0) {
-        if (tevict_fp(t, need, out + nwon, scratch, NULL) < 0) return -1;
+        if (tevict(t, need, out + nwon, scratch) < 0) return -1;
         nout += need;
     }
     const int batched = nlost ? 0 : tadd_batch(t, keys, fps, mark, start, len, nfresh);
@@ -819,11 +816,12 @@ static Py_ssize_t lower_insert(Hier *h, int j, const uint64_t *keys, const int32
  * the tiers (write-back) */
 static int cascade(Hier *h, Py_ssize_t n) {
     if (h->write_through) return 0;
+    const int fps_given = h->fps_n == n;          /* gpu_evict kept the victims' fingerprints in h->fps */
+    h->fps_n = 0;
     for (int j = 1; j < h->ntiers; j++) {
         if (ensure_b(h, 2 * n + 1) < 0) return -1;
         Py_ssize_t w;
-        Py_ssize_t m = lower_insert(h, j, h->buf_a, h->vent, n, h->buf_b, j == 1 && h->fps_n == n, &w);
-        h->fps_n = 0;
+        Py_ssize_t m = lower_insert(h, j, h->buf_a, h->vent, n, h->buf_b, j == 1 && fps_given, &w);
         if (m < 0) return -1;
         h->written[j] += w;
         uint64_t *x = h->buf_a; h->buf_a = h->buf_b; h->buf_b = x;
@@ -1154,6 +1152,17 @@ static int sh_demote(Hier *h, Py_ssize_t n) {
     return 1;
 }
 
+/* gpu_evict under write-back for a GPU tier with a policy and no retain pool (so a table of its own, sh_open): tevict's
+ * steps (ops_evict, the evicted count), the victims' key_fp kept in h->fps for the cascade's first insert (fps_n).
+ * Out of line: the LRU tiers' gpu_evict compiles as without it. 0 or -1 */
+static __attribute__((noinline)) int gpu_evict_ops(Hier *h, Py_ssize_t n) {
+    Tier *g = &h->t[0];
+    if (ensure_b(h, n) < 0 || ops_evict(g, n, h->buf_a, h->vent, h->fps) < 0) return -1;
+    g->evicted += n;
+    h->fps_n = n;
+    return 0;
+}
+
 /* n GPU victims (n > 0) to h->buf_a (in a shared table their entries to h->vent instead, kept for the cascade under
  * write-back, freed now when in no tier under write-through). `now`: nothing touches a lower tier before the
  * cascade, so under write-back a shared table may demote them in the same walk (sh_demote). 1: demoted too (no
@@ -1163,10 +1172,8 @@ static int gpu_evict(Hier *h, Py_ssize_t n, int now) {
         int r = sh_demote(h, n);
         if (r) return r;
     }
-    Tier *g = &h->t[0];
-    const int fp = g->ops && !h->sh && !h->write_through;    /* the victims' fingerprints kept for the cascade */
-    if (ensure_b(h, n) < 0 || tevict_fp(g, n, h->buf_a, h->vent, fp ? h->fps : NULL) < 0) return -1;
-    h->fps_n = fp ? n : 0;
+    if (h->t[0].ops && !h->t[0].ret && !h->write_through) return gpu_evict_ops(h, n);
+    if (ensure_b(h, n) < 0 || tevict(&h->t[0], n, h->buf_a, h->vent) < 0) return -1;
     if (h->sh && h->write_through) sh_free(h->sh, h->vent, n);
     return 0;
 }

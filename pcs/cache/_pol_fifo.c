@@ -94,9 +94,29 @@ static int fifo_add_run(Tier *t, const int32_t *ents, Py_ssize_t n, int reused) 
     return rc;
 }
 
-/* PolOps.victims: fifo_victim n times (a victim's deletion changes neither queue 0 nor a live heap item) */
+/* PolOps.victims: fifo_victim n times (a victim's deletion changes neither queue 0 nor a live heap item). While the
+ * heap is empty (no block parked and released: no push here) a victim is queue 0's first unpinned block and the
+ * pinned ones before it are parked: the front popped with its head in a local, queue 0 mended once. */
 static int fifo_victims(Tier *t, Py_ssize_t n, int32_t *out) {
-    for (Py_ssize_t i = 0; i < n; i++) out[i] = fifo_victim(t);
+    Py_ssize_t i = 0;
+    if (!t->hlen) {
+        Entry *const ent = t->ent;
+        int32_t e = t->qhead[0];
+        Py_ssize_t popped = 0;
+        while (i < n && e >= 0) {
+            Entry *const x = &ent[e];
+            if (!OUT(x)) out[i++] = e;            /* else parked (in neither) */
+            const int32_t nx = x->next;
+            x->prev = x->next = -1;
+            x->q = QNONE;
+            popped++;
+            e = nx;
+        }
+        t->qhead[0] = e;
+        if (e >= 0) ent[e].prev = -1; else t->qtail[0] = -1;
+        t->qlen[0] -= popped;
+    }
+    for (; i < n; i++) out[i] = fifo_victim(t);
     return 0;
 }
 
