@@ -1168,11 +1168,11 @@ static __attribute__((noinline)) int gpu_evict_ops(Hier *h, Py_ssize_t n) {
  * cascade, so under write-back a shared table may demote them in the same walk (sh_demote). 1: demoted too (no
  * cascade follows), 0 (the cascade follows), -1 */
 static int gpu_evict(Hier *h, Py_ssize_t n, int now) {
+    if (h->t[0].ops && !h->t[0].ret && !h->write_through) return gpu_evict_ops(h, n);
     if (now && h->sh && !h->write_through) {
         int r = sh_demote(h, n);
         if (r) return r;
     }
-    if (h->t[0].ops && !h->t[0].ret && !h->write_through) return gpu_evict_ops(h, n);
     if (ensure_b(h, n) < 0 || tevict(&h->t[0], n, h->buf_a, h->vent) < 0) return -1;
     if (h->sh && h->write_through) sh_free(h->sh, h->vent, n);
     return 0;
