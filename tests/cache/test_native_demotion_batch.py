@@ -1,9 +1,10 @@
 """The demotion of GPU victims into a lower tier run by a compiled policy (``_lruhier.c`` ``gpu_evict_ops``,
 ``tinsert`` with ``tadd_batch`` and ``ops_evict``; the batch forms ``PolOps.add_run`` / ``PolOps.victims`` of
-``_pol_fifo.c``): the victims, their order and the lower tier's order are those of one policy call per block
-(docs/semantics.md §8: FIFO keeps a block's number across a pin and a re-insert).
+``_pol_fifo.c`` and ``_pol_slru.c``): the victims, their order and the lower tier's order are those of one policy
+call per block (docs/semantics.md §8: FIFO keeps a block's number across a pin and a re-insert; slru stores a new
+block in probation, a reused one in protected, and takes victims from probation first).
 
-Every expected order below is worked out by hand from the FIFO rule (comments give the steps: a request's blocks
+Every expected order below is worked out by hand from the policy's rule (comments give the steps: a request's blocks
 are released tail first, so [4, 5, 6] enters the order as 6, 5, 4; an insert batch is in eviction order), then the
 Python hierarchy (the reference) is driven with the same calls and must agree.
 """
@@ -68,3 +69,30 @@ def test_fifo_demotion_counts():
         for keys, _gpu, _cpu in FIFO_STEPS:
             _admit(h, keys)
         assert (h.written_blocks[1], h.dropped_blocks) == (9, 3), type(h).__name__
+
+
+# slru (protected_share 0.8: GPU 2 blocks -> protected 1, CPU 4 -> protected 3); order = probation then protected
+SLRU_STEPS = [
+    ([1, 2], [2, 1], []),
+    # victims 2, 1: new in the CPU tier, so probation
+    ([3, 4], [4, 3], [2, 1]),
+    # 2 restored: its CPU copy touched (protected); the GPU victim 4 demoted after, into probation; 2's release is
+    # a hit (GPU protected)
+    ([2], [3, 2], [1, 4, 2]),
+    # victim 3 (GPU probation first): the CPU tier full
+    ([5], [5, 2], [1, 4, 3, 2]),
+    # victim 5: one CPU victim, probation's front 1
+    ([6], [6, 2], [4, 3, 5, 2]),
+    # victims 6, 2: 2 is in the CPU tier (taken out while the victim is chosen: probation's front 4), then 6 added
+    # to probation, 2 re-added as reused: protected
+    ([7, 8], [8, 7], [3, 5, 6, 2]),
+]
+
+
+def test_slru_demotion_segments():
+    hs = [native.NativeHierarchy(_tiers([2, 4], "slru")), Hierarchy(_tiers([2, 4], "slru"))]
+    for keys, gpu, cpu in SLRU_STEPS:
+        for h in hs:
+            _admit(h, keys)
+            assert _orders(h) == (gpu, cpu), (keys, type(h).__name__)
+    hs[0]._check()
