@@ -135,11 +135,58 @@ static inline void sh_free(Tier *s, const int32_t *ents, Py_ssize_t n) {
         if (!(s->ent[ents[i]].flags & (F_GPU | F_CPU))) tdel(s, ents[i]);
 }
 
+/* tevict's policy step (ops, n > 0): n victims chosen by the policy, their keys to out, each deleted from the table
+ * (its entry reset and put on the free list, in victim order: tdel's steps). With the policy's batch form
+ * (PolOps.victims) and scratch (room for n entries) the victims are chosen first, then deleted in order with the
+ * table's slots, size, entries and free list in locals (no indirect call and no reload of the table per victim);
+ * fps (NULL: not wanted) gets each victim's key_fp, the hash that gives its home slot here and the next tier's
+ * probes (cascade). The same victims, slots and free list as a victim call then a deletion per block. 0 or -1 */
+static __attribute__((noinline)) int ops_evict(Tier *t, Py_ssize_t n, uint64_t *out, int32_t *scratch,
+                                                uint32_t *fps) {
+    if (t->ops->evict_begin) t->ops->evict_begin(t, n);
+    if (!scratch || !t->ops->victims) {
+        for (Py_ssize_t i = 0; i < n; i++) {
+            int32_t e = t->ops->victim(t);
+            if (e < 0) return -1;
+            t->held--;
+            out[i] = t->ent[e].key;
+            if (fps) {
+                fps[i] = key_fp(out[i]);
+                tdel_home(t, e, fp_home(t, fps[i]));
+            } else tdel(t, e);
+        }
+        return 0;
+    }
+    if (t->ops->victims(t, n, scratch) < 0) return -1;
+    Entry *const ent = t->ent;
+    OaSlot *const slots = t->slots;
+    const uint64_t mask = t->mask;
+    const int bits = t->bits, sh = 32 - bits;
+    int32_t free_head = t->free_head;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        const int32_t e = scratch[i];
+        Entry *const x = &ent[e];
+        const uint64_t k = x->key;
+        const uint32_t f = key_fp(k);
+        out[i] = k;
+        if (fps) fps[i] = f;
+        tdel_shift(t, slots, mask, bits, e, f >> sh);
+        ent_reset(x);
+        x->next = free_head;
+        free_head = e;
+    }
+    t->free_head = free_head;
+    t->nres -= n;
+    t->held -= n;
+    return 0;
+}
+
 /* evict n unpinned blocks (n <= held) chosen by the tier's policy (LRU: the n least recently used),
  * writing their keys to out in eviction order (a tier of a shared table: not written, out not read -- its
  * hierarchy's callers count them, lq_walk); in a shared table (t->shared) with oute their entries go to oute and
  * stay in the table (the caller frees those in no tier: sh_free), with oute NULL those in no tier any more leave the
- * table (lq_evict); in a table of its own oute is not read. 0, or -1 on a memory error of a policy's ghost list */
+ * table (lq_evict); in a table of its own oute (NULL: none) is ops_evict's scratch. 0, or -1 on a memory error of a
+ * policy's ghost list */
 static int tevict(Tier *t, Py_ssize_t n, uint64_t *out, int32_t *oute) {
     Py_ssize_t all = n;
     if (t->ret) {                       /* RetainingPolicy.evict: expire, the policy's victims, then the pool's */
@@ -152,15 +199,8 @@ static int tevict(Tier *t, Py_ssize_t n, uint64_t *out, int32_t *oute) {
         t->nres -= n;
     } else if (!t->ops) {
         lq_evict(t, n, out, NULL);
-    } else {
-        if (t->ops->evict_begin) t->ops->evict_begin(t, n);
-        for (Py_ssize_t i = 0; i < n; i++) {
-            int32_t e = t->ops->victim(t);
-            if (e < 0) return -1;
-            t->held--;
-            out[i] = t->ent[e].key;
-            tdel(t, e);
-        }
+    } else if (ops_evict(t, n, out, oute, NULL) < 0) {
+        return -1;
     }
     for (Py_ssize_t i = n; i < all; i++) {   /* the pool's oldest, forgotten by the policy (after its victims) */
         int32_t e = ret_pop(t);
@@ -265,7 +305,11 @@ typedef struct {
     const uint64_t *req;                   /* the keys of the request being started: k, or a C caller's (req_keys) */
     int32_t *where, *eidx, *mark, *lidx;   /* lidx: per key of the lookup, its entry in tier where[i] (lower) */
     uint32_t *fps;                         /* fingerprints of an insert's keys (key_fp), bcap allocated */
-    int32_t *vent;                         /* shared table: the GPU victims' entries (bcap) */
+    int32_t *vent;                         /* shared table: the GPU victims' entries (bcap); else scratch of
+                                              ops_evict */
+    Py_ssize_t fps_n;                      /* h->fps holds the key_fp of the fps_n GPU victims in buf_a (gpu_evict,
+                                              a tier of its own with a policy; 0: not), for the cascade's first
+                                              insert */
     Tier *sh;                              /* the table shared by the GPU and CPU tiers (NULL: one per tier) */
     Py_ssize_t kcap, bcap;
     uint64_t *skey;
@@ -432,12 +476,71 @@ static int tadd_runs(Tier *t, const uint64_t *keys, const uint32_t *fps, const i
     return 0;
 }
 
+/* one run of a batch add (tadd_batch): n entries counted held (inner_add), the policy's add_run, its add_end */
+static inline int add_run_end(Tier *t, const int32_t *ents, Py_ssize_t n, int reused) {
+    t->held += n;
+    if (t->ops->add_run(t, ents, n, reused) < 0) return -1;
+    if (t->ops->add_end) t->ops->add_end(t, reused);
+    return 0;
+}
+
+/* tadd_runs for a policy with a batch add (PolOps.add_run) and no retain pool, when the batch's nfresh new keys fit
+ * the table's slots without growth (the per-key adds would grow them none either, so the slots come out the same):
+ * the new keys' entries taken and put (tadd_take, tadd_put: the free list in victim order, as tadd) with the table's
+ * arrays, free list and count in locals, one slot probe each from its fingerprint; each run of one flag then handed
+ * to the policy at once, after inner_add's steps (held counted, F_OUT cleared), then its add_end. The same entries,
+ * slots and policy calls as tadd_runs (the policy's adds of a run after the run's table adds: add_run reads no slot
+ * or free entry). mark[start..len) is overwritten (the runs' entries: no -3 mark to keep, the caller's nlost 0).
+ * 1 done, 0 not taken (nothing changed), -1 */
+static int tadd_batch(Tier *t, const uint64_t *keys, const uint32_t *fps, int32_t *mark, Py_ssize_t start,
+                      Py_ssize_t len, Py_ssize_t nfresh) {
+    if (t->ret || !t->ops || !t->ops->add_run || (uint64_t)(t->nres + nfresh) << TIER_LOAD_SHIFT > t->mask + 1)
+        return 0;
+    if (grow_table_ents(t, t->nres + nfresh > t->ent_len ? t->nres + nfresh : t->ent_len) < 0) return -1;
+    Entry *const ent = t->ent;                     /* not moved below: its room is made */
+    OaSlot *const slots = t->slots;
+    const uint64_t mask = t->mask;
+    const int sh = 32 - t->bits;
+    int32_t free_head = t->free_head, ent_len = t->ent_len;
+    Py_ssize_t w = start, run0 = start, made = 0;
+    int cur = 0;
+    for (Py_ssize_t i = start; i < len; i++) {
+        int32_t e = mark[i];
+        if (e == -1 || e == -3) continue;          /* pinned, refused: not stored */
+        const int f = e >= 0;
+        if (f != cur && w > run0) {                /* a run ends: its adds to the policy */
+            t->free_head = free_head;
+            t->ent_len = ent_len;
+            t->nres += made;
+            made = 0;
+            if (add_run_end(t, mark + run0, w - run0, cur) < 0) return -1;
+            run0 = w;
+        }
+        cur = f;
+        if (!f) {                                  /* new: tadd_atf's steps at the end of its probe run */
+            uint64_t j = fps[i] >> sh;
+            while (slots[j].e >= 0) j = (j + 1) & mask;
+            e = tadd_take(ent, &free_head, &ent_len);
+            tadd_put(&ent[e], &slots[j], e, keys[i], 0, fps[i]);
+            made++;
+        } else {
+            ent[e].flags &= (uint8_t)~F_OUT;
+        }
+        mark[w++] = e;
+    }
+    t->free_head = free_head;
+    t->ent_len = ent_len;
+    t->nres += made;
+    return w > run0 && add_run_end(t, mark + run0, w - run0, cur) < 0 ? -1 : 1;
+}
+
 /* Tier.insert for a tier with no pins expected (pins handled anyway): keys (eviction order) are
  * stored unpinned; pushed keys (victims, then batch keys that did not fit) go to out; returns the
  * number pushed and sets *written; -1 on memory error. mark and fps (scratch: the keys' key_fp) must hold len
- * keys. */
+ * keys; fps_given: fps holds them already (the GPU victims', ops_evict; not read with gates, which make a batch of
+ * their own); scratch (NULL: none) holds len entries for the tier's evictions (ops_evict). */
 static Py_ssize_t tinsert(Tier *t, const uint64_t *keys, Py_ssize_t len, uint64_t *out, int32_t *mark,
-                          uint32_t *fps, Py_ssize_t *written) {
+                          uint32_t *fps, int fps_given, int32_t *scratch, Py_ssize_t *written) {
     Py_ssize_t nref = 0, nlost = 0, nwon = 0;
     const uint64_t *refused = NULL;
     if (t->gates) {                    /* Tier._admit: refused new blocks leave the batch (pushed out last) */
@@ -449,7 +552,8 @@ static Py_ssize_t tinsert(Tier *t, const uint64_t *keys, Py_ssize_t len, uint64_
     Py_ssize_t start = tcut(t, keys, len), nout = 0;
     Py_ssize_t free_ = t->capacity - t->nres - t->reserved;
     Py_ssize_t nfresh = 0;
-    for (Py_ssize_t i = start; i < len; i++) fps[i] = key_fp(keys[i]);
+    if (!fps_given || t->gates)
+        for (Py_ssize_t i = start; i < len; i++) fps[i] = key_fp(keys[i]);
     for (Py_ssize_t i = start; i < len && i < start + PF_AHEAD; i++) __builtin_prefetch(&t->slots[fp_home(t, fps[i])], 0, 1);
     for (Py_ssize_t i = start; i < len; i++) {
         if (i + PF_AHEAD < len) __builtin_prefetch(&t->slots[fp_home(t, fps[i + PF_AHEAD])], 0, 1);
@@ -472,10 +576,11 @@ static Py_ssize_t tinsert(Tier *t, const uint64_t *keys, Py_ssize_t len, uint64_
     }
     nout = nwon;
     if (need > 0) {
-        if (tevict(t, need, out + nwon, NULL) < 0) return -1;
+        if (tevict(t, need, out + nwon, scratch) < 0) return -1;
         nout += need;
     }
-    if (tadd_runs(t, keys, fps, mark, start, len) < 0) return -1;
+    const int batched = nlost ? 0 : tadd_batch(t, keys, fps, mark, start, len, nfresh);
+    if (batched < 0 || (!batched && tadd_runs(t, keys, fps, mark, start, len) < 0)) return -1;
     t->inserted += nfresh;
     if (t->nres > t->peak_res) t->peak_res = t->nres;
     if (t->nres + t->reserved > t->peak_used) t->peak_used = t->nres + t->reserved;
@@ -699,21 +804,24 @@ static Py_ssize_t sh_insert(Hier *h, const uint64_t *keys, const int32_t *ents, 
 }
 
 /* the insert of n keys into lower tier j (ents: their entries in a shared table, NULL: not known), pushed keys to
- * out: tinsert, or sh_insert in a shared table (the last tier: its pushed keys counted, out not written) */
+ * out: tinsert (fps_given: h->fps holds the keys' key_fp; h->vent its scratch, ensure_b for 2 n + 1), or sh_insert
+ * in a shared table (the last tier: its pushed keys counted, out not written) */
 static Py_ssize_t lower_insert(Hier *h, int j, const uint64_t *keys, const int32_t *ents, Py_ssize_t n, uint64_t *out,
-                               Py_ssize_t *written) {
+                               int fps_given, Py_ssize_t *written) {
     if (h->sh) return sh_insert(h, keys, ents, n, written);
-    return tinsert(&h->t[j], keys, n, out, h->mark, h->fps, written);
+    return tinsert(&h->t[j], keys, n, out, h->mark, h->fps, fps_given, h->vent, written);
 }
 
 /* demote GPU victims (in h->buf_a, n of them; in a shared table their entries in h->vent, buf_a not written) down
  * the tiers (write-back) */
 static int cascade(Hier *h, Py_ssize_t n) {
     if (h->write_through) return 0;
+    const int fps_given = h->fps_n == n;          /* gpu_evict kept the victims' fingerprints in h->fps */
+    h->fps_n = 0;
     for (int j = 1; j < h->ntiers; j++) {
         if (ensure_b(h, 2 * n + 1) < 0) return -1;
         Py_ssize_t w;
-        Py_ssize_t m = lower_insert(h, j, h->buf_a, h->vent, n, h->buf_b, &w);
+        Py_ssize_t m = lower_insert(h, j, h->buf_a, h->vent, n, h->buf_b, j == 1 && fps_given, &w);
         if (m < 0) return -1;
         h->written[j] += w;
         uint64_t *x = h->buf_a; h->buf_a = h->buf_b; h->buf_b = x;
@@ -1044,11 +1152,23 @@ static int sh_demote(Hier *h, Py_ssize_t n) {
     return 1;
 }
 
+/* gpu_evict under write-back for a GPU tier with a policy and no retain pool (so a table of its own, sh_open): tevict's
+ * steps (ops_evict, the evicted count), the victims' key_fp kept in h->fps for the cascade's first insert (fps_n).
+ * Out of line: the LRU tiers' gpu_evict compiles as without it. 0 or -1 */
+static __attribute__((noinline)) int gpu_evict_ops(Hier *h, Py_ssize_t n) {
+    Tier *g = &h->t[0];
+    if (ensure_b(h, n) < 0 || ops_evict(g, n, h->buf_a, h->vent, h->fps) < 0) return -1;
+    g->evicted += n;
+    h->fps_n = n;
+    return 0;
+}
+
 /* n GPU victims (n > 0) to h->buf_a (in a shared table their entries to h->vent instead, kept for the cascade under
  * write-back, freed now when in no tier under write-through). `now`: nothing touches a lower tier before the
  * cascade, so under write-back a shared table may demote them in the same walk (sh_demote). 1: demoted too (no
  * cascade follows), 0 (the cascade follows), -1 */
 static int gpu_evict(Hier *h, Py_ssize_t n, int now) {
+    if (h->t[0].ops && !h->t[0].ret && !h->write_through) return gpu_evict_ops(h, n);
     if (now && h->sh && !h->write_through) {
         int r = sh_demote(h, n);
         if (r) return r;
@@ -1242,7 +1362,7 @@ static int write_down(Hier *h, const uint64_t *k, Py_ssize_t nn) {
     for (Py_ssize_t i = 0; i < nn; i++) down[i] = k[nn - 1 - i];
     for (int j = 1; j < h->ntiers; j++) {
         Py_ssize_t w;
-        Py_ssize_t m = lower_insert(h, j, down, NULL, nn, h->buf_b, &w);
+        Py_ssize_t m = lower_insert(h, j, down, NULL, nn, h->buf_b, 0, &w);
         if (m < 0) return -1;
         h->written[j] += w;
         if (j == h->ntiers - 1) h->dropped += m;

@@ -162,6 +162,17 @@ typedef struct PolOps {
                                                       then drop would (RetainingPolicy._forget). NULL: nothing to do
                                                       (lru, slru, arc, lfu, gdsf, belady keep what they know of a
                                                       pinned block in its entry, freed with it) */
+    /* -- batch forms (NULL: the mechanism calls add / victim once per block); the same calls' effects, in order -- */
+    int (*add_run)(Tier *t, const int32_t *ents, Py_ssize_t n, int reused);
+                                                   /* add(t, ents[i], reused) for i = 0..n-1 (one add batch's, before
+                                                      its add_end; the mechanism has counted them held); -1 on
+                                                      memory error (exception set) */
+    int (*victims)(Tier *t, Py_ssize_t n, int32_t *out);
+                                                   /* n victim calls at once (n <= held; after evict_begin): their
+                                                      entries to out in order, each chosen as if the ones before it
+                                                      were already deleted (so a policy offers this only when a
+                                                      victim's deletion changes nothing the next choice reads);
+                                                      -1 on memory error */
 } PolOps;
 
 extern const PolOps POL_FIFO, POL_SLRU, POL_SIEVE, POL_2Q, POL_S3FIFO, POL_ARC, POL_LFU, POL_GDSF, POL_BELADY;
@@ -191,7 +202,13 @@ static inline uint64_t home(const Tier *t, uint64_t key) { return key_hash(key) 
 #define OA_KEY_OF(x) ((x)->key)
 #define OA_KEY_EQ(x, k) ((x)->key == (k))
 #define OA_SET_KEY(x, k) ((x)->key = (k))
-#define OA_RESET(x) ((x)->aux = -1, (x)->q = QNONE, (x)->flags = 0)
+/* an entry's own fields reset when it is added or deleted (OA_RESET; ops_evict's deletions, pcs/cache/_lruhier.c) */
+static inline void ent_reset(Entry *x) {
+    x->aux = -1;
+    x->q = QNONE;
+    x->flags = 0;
+}
+#define OA_RESET(x) ent_reset(x)
 #define OA_INIT tier_slots_init
 #define OA_FREE tier_slots_free
 #define OA_FIND tfind
@@ -266,10 +283,43 @@ static inline void q_unlink(Tier *t, int32_t e) {
     t->qlen[q]--;
 }
 
+/* q_append of entries ents[0..n) in order, the queue's tail and length in locals (one store of each) */
+static inline void q_append_run(Tier *t, int q, const int32_t *ents, Py_ssize_t n) {
+    Entry *const ent = t->ent;
+    int32_t tail = t->qtail[q];
+    for (Py_ssize_t i = 0; i < n; i++) {
+        const int32_t e = ents[i];
+        Entry *x = &ent[e];
+        x->q = (uint8_t)q;
+        x->prev = tail;
+        x->next = -1;
+        if (tail >= 0) ent[tail].next = e; else t->qhead[q] = e;
+        tail = e;
+    }
+    t->qtail[q] = tail;
+    t->qlen[q] += n;
+}
+
 static inline int32_t q_pop(Tier *t, int q) {
     int32_t e = t->qhead[q];
     q_unlink(t, e);
     return e;
+}
+
+/* n q_pops of queue q (n <= its length): its first n entries, in order, to out (each in no queue) */
+static inline void q_pop_run(Tier *t, int q, int32_t *out, Py_ssize_t n) {
+    Entry *const ent = t->ent;
+    int32_t e = t->qhead[q];
+    for (Py_ssize_t i = 0; i < n; i++) {
+        Entry *x = &ent[e];
+        out[i] = e;
+        e = x->next;
+        x->prev = x->next = -1;
+        x->q = QNONE;
+    }
+    t->qhead[q] = e;
+    if (e >= 0) ent[e].prev = -1; else t->qtail[q] = -1;
+    t->qlen[q] -= n;
 }
 
 /* entries of queue q from the front, those held by the policy only if held_only; returns the count written */

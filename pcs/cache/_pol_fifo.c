@@ -34,7 +34,7 @@ static void fifo_forget(Tier *t, int32_t e) { fifo_drop(t, e); }
 
 static void fifo_touch(Tier *t, int32_t e) { (void)t; (void)e; }
 
-static int32_t fifo_victim(Tier *t) {
+static inline __attribute__((always_inline)) int32_t fifo_victim(Tier *t) {
     for (;;) {
         int32_t f = t->qhead[0];
         while (f >= 0 && OUT(&t->ent[f])) {          /* pinned at the front: park it */
@@ -61,6 +61,63 @@ static int32_t fifo_victim(Tier *t) {
             return f;
         }
     }
+}
+
+/* PolOps.add_run: fifo_add of each, queue 0's tail and length and the next number in locals */
+static int fifo_add_run(Tier *t, const int32_t *ents, Py_ssize_t n, int reused) {
+    (void)reused;
+    Entry *const ent = t->ent;
+    int32_t tail = t->qtail[0];
+    int64_t seq = t->next_seq;
+    Py_ssize_t k = 0;
+    int rc = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        const int32_t e = ents[i];
+        Entry *x = &ent[e];
+        if (!(x->flags & F_KNOWN)) {                          /* new: numbered, queue 0's last (q_append) */
+            x->flags |= F_KNOWN;
+            x->aux = seq++;
+            x->q = 0;
+            x->prev = tail;
+            x->next = -1;
+            if (tail >= 0) ent[tail].next = e; else t->qhead[0] = e;
+            tail = e;
+            k++;
+        } else if (x->q != 0 && !(x->flags & F_INHEAP)) {     /* parked: back by its number */
+            x->flags |= F_INHEAP;
+            if ((rc = heap_push(t, x->aux, e)) < 0) break;
+        }
+    }
+    t->qtail[0] = tail;
+    t->qlen[0] += k;
+    t->next_seq = seq;
+    return rc;
+}
+
+/* PolOps.victims: fifo_victim n times (a victim's deletion changes neither queue 0 nor a live heap item). While the
+ * heap is empty (no block parked and released: no push here) a victim is queue 0's first unpinned block and the
+ * pinned ones before it are parked: the front popped with its head in a local, queue 0 mended once. */
+static int fifo_victims(Tier *t, Py_ssize_t n, int32_t *out) {
+    Py_ssize_t i = 0;
+    if (!t->hlen) {
+        Entry *const ent = t->ent;
+        int32_t e = t->qhead[0];
+        Py_ssize_t popped = 0;
+        while (i < n && e >= 0) {
+            Entry *const x = &ent[e];
+            if (!OUT(x)) out[i++] = e;            /* else parked (in neither) */
+            const int32_t nx = x->next;
+            x->prev = x->next = -1;
+            x->q = QNONE;
+            popped++;
+            e = nx;
+        }
+        t->qhead[0] = e;
+        if (e >= 0) ent[e].prev = -1; else t->qtail[0] = -1;
+        t->qlen[0] -= popped;
+    }
+    for (; i < n; i++) out[i] = fifo_victim(t);
+    return 0;
 }
 
 static int cmp_seq(const void *a, const void *b) {
@@ -105,4 +162,5 @@ static const char *fifo_check(Tier *t) {
 const PolOps POL_FIFO = {
     .name = "fifo", .add = fifo_add, .remove = fifo_remove, .drop = fifo_drop, .touch = fifo_touch,
     .victim = fifo_victim, .order = fifo_order, .check = fifo_check, .forget = fifo_forget,
+    .add_run = fifo_add_run, .victims = fifo_victims,
 };

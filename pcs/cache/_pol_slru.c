@@ -29,6 +29,21 @@ static void slru_touch(Tier *t, int32_t e) {
 
 static int32_t slru_victim(Tier *t) { return q_pop(t, t->qlen[PROB] ? PROB : PROT); }
 
+/* PolOps.add_run: slru_add of each (one segment, its tail in a local) */
+static int slru_add_run(Tier *t, const int32_t *ents, Py_ssize_t n, int reused) {
+    q_append_run(t, reused ? PROT : PROB, ents, n);
+    return 0;
+}
+
+/* PolOps.victims: probation's first ones, then protected's (slru_victim n times: a victim's deletion changes
+ * neither segment) */
+static int slru_victims(Tier *t, Py_ssize_t n, int32_t *out) {
+    Py_ssize_t a = n < t->qlen[PROB] ? n : t->qlen[PROB];
+    if (a) q_pop_run(t, PROB, out, a);
+    if (n > a) q_pop_run(t, PROT, out + a, n - a);
+    return 0;
+}
+
 static Py_ssize_t slru_order(Tier *t, int32_t *out) {
     Py_ssize_t n = q_collect(t, PROB, 0, out);
     return n + q_collect(t, PROT, 0, out + n);
@@ -43,5 +58,5 @@ static const char *slru_check(Tier *t) {
 const PolOps POL_SLRU = {
     .name = "slru", .add = slru_add, .add_end = slru_add_end, .remove = slru_remove, .drop = slru_remove,
     .touch = slru_touch, .touch_end = slru_rebalance, .victim = slru_victim, .order = slru_order,
-    .check = slru_check,
+    .check = slru_check, .add_run = slru_add_run, .victims = slru_victims,
 };
