@@ -1298,7 +1298,10 @@ static int feeds_push(Sched *s, Py_buffer *b, Py_ssize_t m) {
 /* the m rows of the last feed arrive in order: the clock runs to each arrival, then it waits, not yet in a slot */
 static int feed_rows(Sched *s, const Py_buffer *b, Py_ssize_t m) {
     const double *arr = b[B_ARR].buf;
-    if (!s->fed && m) s->origin_s = arr[0];
+    if (!s->fed && m) {   /* every clock starts at the first arrival (docs/semantics.md §9, clock start) */
+        s->origin_s = s->now = arr[0];
+        for (int j = 0; j < s->T; j++) s->link_free[j] = arr[0];
+    }
     for (Py_ssize_t i = 0; i < m; i++) {
         double a = arr[i];
         if (a < s->last_arrival) a = s->last_arrival;

@@ -201,6 +201,7 @@ class StepEngine(ReplayEngine):
         self._feed_inputs(chunk)
         if not self._fed and m:
             self.stats.origin_s = chunk.arrival_s[0]
+            self._start_clocks(chunk.arrival_s[0])
         self._grow_columns(m)
         dec = self.decode.hashes if self.decode is not None else None
         bs, waiting, stats = chunk.block_size, self.waiting, self.stats
@@ -227,6 +228,12 @@ class StepEngine(ReplayEngine):
             self._in_system += 1
         stats.in_system_area_s = area
         self._fed, self._last_arrival = k, last
+
+    def _start_clocks(self, first_s: float) -> None:
+        """The links' free times and the step clock start at the first arrival ``first_s`` (docs/semantics.md
+        §9, clock start; ``_stepsched.c`` ``feed`` does the same)."""
+        super()._start_clocks(first_s)
+        self.now = float(first_s)
 
     def _grow_columns(self, m: int) -> None:
         """Add m rows to the per-request columns (0, or NaN for times) and view the ones the loop writes.
