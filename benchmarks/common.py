@@ -11,7 +11,10 @@
   (argparse types: integers >= 1), :func:`size` / :func:`sizes` (pcs's own unit
   parser), :func:`need_trace` (a missing trace: one line naming the path and
   PCS_MOONCAKE_TRACE, exit 2) and :func:`run` (a ``pcs.errors.UserError`` from
-  the script printed as one line, exit 2; no traceback);
+  the script printed as one line, exit 2; no traceback); :func:`check_out`
+  (a script's OUT file, checked before anything runs: not a directory, not
+  one of its inputs, its folder present) and :func:`write_out` (OUT written
+  through a temporary file renamed over it; no temporary file left);
 - :func:`flat_lru_stream`: the block stream that makes a plain LRU follow
   pcs's prefix-cache rules (docs/semantics.md §6);
 - :func:`median_time` and :func:`alternating_pairs`: warm-up, then repeated
@@ -26,6 +29,7 @@ benchmarks/ on ``sys.path``).
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import platform
@@ -101,7 +105,7 @@ def sizes(text: str) -> list[str]:
     return [size(t.strip()) for t in str(text).split(",")]
 
 
-def _fail(bench: str, message: str) -> None:
+def fail(bench: str, message: str) -> None:
     """One line ``BENCH: error: MESSAGE`` on stderr, exit 2 (as argparse's own errors)."""
     print(f"{bench}: error: {message}", file=sys.stderr, flush=True)
     sys.exit(2)
@@ -111,9 +115,45 @@ def need_trace(path: str | Path | None, bench: str) -> Path:
     """The trace ``path`` (default :data:`MOONCAKE_CONV`), or exit 2 with one line naming it and PCS_MOONCAKE_TRACE."""
     p = Path(path) if path is not None else MOONCAKE_CONV
     if not p.is_file():
-        _fail(bench, f"trace not found: {p} (pass --trace where the script has it, or set PCS_MOONCAKE_TRACE "
+        fail(bench, f"trace not found: {p} (pass --trace where the script has it, or set PCS_MOONCAKE_TRACE "
                      "to the Mooncake conversation trace)")
     return p
+
+
+def check_out(out: str | Path, inputs: list, bench: str) -> Path:
+    """The output file ``out`` of script ``bench``, checked before the script runs anything: exit 2 with one
+    line when it is a directory, when its folder does not exist, or when it is (the same file as) one of
+    ``inputs`` (paths; those that do not exist are skipped) -- writing it would overwrite the input.
+
+    Returns:
+        ``out`` as a Path."""
+    p = Path(out)
+    if p.is_dir():
+        fail(bench, f"OUT is a directory: {p} (give a file name)")
+    if not p.resolve().parent.is_dir():
+        fail(bench, f"OUT: no such directory: {p.parent}")
+    for src in inputs:
+        src = Path(src)
+        if src.exists() and (p.resolve() == src.resolve() or (p.exists() and os.path.samefile(p, src))):
+            fail(bench, f"OUT is one of the inputs: {p} (writing it would overwrite {src})")
+    return p
+
+
+def write_out(out: str | Path, text: str) -> None:
+    """Write ``text`` to ``out`` through ``out``'s temporary sibling renamed over it (readers never see half a
+    file); the temporary file is removed when the write or the rename fails (the error is raised)."""
+    import tempfile
+
+    p = Path(out)
+    fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.resolve().parent)
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+        os.replace(tmp, p)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
 
 
 def run(main: Callable[[], Any], bench: str) -> None:
@@ -124,7 +164,7 @@ def run(main: Callable[[], Any], bench: str) -> None:
     try:
         rc = main()
     except UserError as e:
-        _fail(bench, str(e))
+        fail(bench, str(e))
     if isinstance(rc, int) and rc:
         sys.exit(rc)
 
