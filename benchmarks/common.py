@@ -11,7 +11,10 @@
   (argparse types: integers >= 1), :func:`size` / :func:`sizes` (pcs's own unit
   parser), :func:`need_trace` (a missing trace: one line naming the path and
   PCS_MOONCAKE_TRACE, exit 2) and :func:`run` (a ``pcs.errors.UserError`` from
-  the script printed as one line, exit 2; no traceback); :func:`check_out`
+  the script printed as one line, exit 2; no traceback), :func:`need_tree`
+  (a ``--tree``/``--peer`` source tree), :func:`choices` (comma-separated
+  names from a fixed set), :func:`child_json` (a child process's JSON line,
+  or its error as one line, exit 2); :func:`check_out`
   (a script's OUT file, checked before anything runs: not a directory, not
   one of its inputs, its folder present) and :func:`write_out` (OUT written
   through a temporary file renamed over it; no temporary file left);
@@ -154,6 +157,41 @@ def write_out(out: str | Path, text: str) -> None:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
+
+
+def need_tree(path: str | Path, bench: str, what: str = "--tree") -> str:
+    """A source tree to import pcs from (a folder holding ``pcs/__init__.py``), resolved; else exit 2 with one
+    line naming ``what`` and the path."""
+    p = Path(path)
+    if not (p / "pcs" / "__init__.py").is_file():
+        fail(bench, f"{what}: {p} is not a pcs source tree (no pcs/__init__.py in it)")
+    return str(p.resolve())
+
+
+def choices(text: str, allowed: Any, what: str, bench: str) -> list[str]:
+    """The comma-separated names of ``text``, each one of ``allowed`` (else exit 2 with one line naming
+    ``what``, the bad name and the valid ones); an empty list is refused too."""
+    names = [t.strip() for t in str(text).split(",") if t.strip()]
+    bad = [n for n in names if n not in allowed]
+    if bad or not names:
+        fail(bench, f"{what}: {'unknown ' + repr(bad[0]) if bad else 'no name given'}; valid: {', '.join(allowed)}")
+    return names
+
+
+def child_json(cmd: list[str], bench: str, **kwargs: Any) -> dict:
+    """Run ``cmd`` (a benchmark's child process; ``kwargs`` to ``subprocess.run``) and return its last stdout
+    line as JSON; a child that fails (non-zero exit, no JSON line) -> exit 2 with one line: its last stderr
+    line."""
+    done = subprocess.run(cmd, capture_output=True, text=True, **kwargs)
+    lines = done.stdout.strip().splitlines()
+    try:
+        if done.returncode == 0 and lines:
+            return json.loads(lines[-1])
+    except json.JSONDecodeError:
+        pass
+    err = [ln for ln in done.stderr.strip().splitlines() if ln.strip()]
+    fail(bench, f"the child process failed (exit {done.returncode}): {err[-1] if err else 'no output'}")
+    raise AssertionError  # unreachable: fail exits
 
 
 def run(main: Callable[[], Any], bench: str) -> None:
