@@ -385,7 +385,7 @@ def replicate_mooncake(src: Path, out_dir: Path, min_accesses: int, count: str =
     if count not in ("cacheable", "ids"):
         raise ValueError(f"count must be 'cacheable' or 'ids', got {count!r}")
     rules = BlockRules()
-    rows = [json.loads(line) for line in Path(src).read_text().splitlines() if line.strip()]
+    rows = mooncake_rows(src)
     span_ms = rows[-1]["timestamp"] - rows[0]["timestamp"] + COPY_GAP_MS
     ids = sum(len(r["hash_ids"]) for r in rows)
     cacheable = sum(rules.cacheable_blocks(r["input_length"], len(r["hash_ids"]), block_size) for r in rows)
@@ -405,6 +405,43 @@ def replicate_mooncake(src: Path, out_dir: Path, min_accesses: int, count: str =
                         f'"output_length": {r["output_length"]}, "hash_ids": [{hs}]}}\n')
     os.replace(tmp, out)
     return Replica(out, copies, copies * len(rows), copies * ids, copies * cacheable, stride)
+
+
+#: The fields a Mooncake row needs here, and their kind (``hash_ids``: a list of ints >= 0).
+_MOONCAKE_FIELDS = ("timestamp", "input_length", "output_length", "hash_ids")
+
+
+def mooncake_rows(src: str | Path) -> list[dict]:
+    """The rows of Mooncake JSONL ``src`` as dicts, each checked: a JSON object with an integer ``timestamp``,
+    ``input_length`` and ``output_length`` (>= 0 but the timestamp) and ``hash_ids`` a list of integers >= 0.
+
+    Raises:
+        pcs.errors.InputError: the first bad row, naming file, line and field (``common.run``: one line, exit 2).
+    """
+    from pcs.errors import InputError
+
+    rows = []
+    with open(src, encoding="utf-8", errors="replace") as f:
+        for ln, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            try:
+                r = json.loads(line)
+            except json.JSONDecodeError as e:
+                raise InputError(str(src), ln, None, f"not a JSON object: {e.msg}") from None
+            if not isinstance(r, dict):
+                raise InputError(str(src), ln, None, "not a JSON object")
+            for k in _MOONCAKE_FIELDS:
+                v = r.get(k)
+                ok = (isinstance(v, list) and all(type(h) is int and h >= 0 for h in v)) if k == "hash_ids" else \
+                    (type(v) is int and (k == "timestamp" or v >= 0))
+                if not ok:
+                    raise InputError(str(src), ln, k, "missing or not " + ("a list of integers >= 0" if k == "hash_ids"
+                                                                          else "an integer" + (" >= 0" if k != "timestamp" else "")))
+            rows.append(r)
+    if not rows:
+        raise InputError(str(src), None, None, "no rows")
+    return rows
 
 
 @dataclass(frozen=True, slots=True)
