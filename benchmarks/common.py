@@ -8,7 +8,7 @@
 - :func:`id_span`: the one rule of every replica's id offset (the trace's real id
   span, max - min + 1; refused when the last copy would pass 2^64 - 1);
 - argument checks shared by every script: :func:`count` / :func:`counts`
-  (argparse types: integers >= 1), :func:`size` / :func:`sizes` (pcs's own unit
+  (argparse types: integers >= 1), :func:`whole` (an integer >= 0), :func:`size` / :func:`sizes` (pcs's own unit
   parser), :func:`need_trace` (a missing trace: one line naming the path and
   PCS_MOONCAKE_TRACE, exit 2) and :func:`run` (a ``pcs.errors.UserError`` from
   the script printed as one line, exit 2; no traceback), :func:`need_tree`
@@ -77,6 +77,23 @@ def count(text: str) -> int:
     return n
 
 
+def whole(text: str) -> int:
+    """argparse ``type=``: a whole number >= 0 (warm-up calls...).
+
+    Raises:
+        argparse.ArgumentTypeError: not an integer, or < 0 (argparse prints one line, exit 2).
+    """
+    import argparse
+
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 0, got {text!r}") from None
+    if n < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0, got {n}")
+    return n
+
+
 def counts(text: str) -> list[int]:
     """argparse ``type=``: a comma-separated list of :func:`count` values (e.g. ``1,10,50``)."""
     return [count(t.strip()) for t in str(text).split(",")]
@@ -100,6 +117,18 @@ def size(text: str) -> str:
         raise argparse.ArgumentTypeError(str(e)) from None
     if n < 1:
         raise argparse.ArgumentTypeError(f"must be more than 0 bytes, got {text!r}")
+    return text
+
+
+def size_or_fail(text: str, what: str, bench: str) -> str:
+    """:func:`size` outside argparse: ``text`` if pcs reads it as a size > 0, else exit 2 with one line naming
+    ``what``."""
+    import argparse
+
+    try:
+        return size(text)
+    except argparse.ArgumentTypeError as e:
+        fail(bench, f"{what}: {e}")
     return text
 
 
