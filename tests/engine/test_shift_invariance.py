@@ -174,3 +174,15 @@ def _native_run(kind, reqs, caps, timing, block_bytes, compute, links):
     for ch in iter_chunks(reqs, UNIT_RULES, TimeModel(compute)):
         eng.feed(ch)
     return eng.close()
+
+
+@pytest.mark.parametrize("engine", ["auto", "reference"])
+def test_the_366_day_limit_counts_from_the_first_arrival(tmp_path, engine):
+    """Arrivals near -4e9 s (within +-2**32 s of the trace's zero) spanning 50 s: the step scheduler's clock starts
+    at the first arrival, so the run spans seconds, not the 4e9 s to the trace's zero (once refused as past 366
+    days). The hits are the pair's (3 blocks, 1536 tokens); the TTFTs those of the pair at 0 / 50 s to the
+    rounding of a time near 4e9 s (its float64 step is 2**-21 s, about 0.5 us)."""
+    far, zero = _pair(tmp_path, -4_000_000_000_000, engine, "step"), _pair(tmp_path, 0, engine, "step")
+    assert [(r["hit_blocks"], r["hit_tokens"]) for r in far] == [("0", "0"), ("3", "1536")]
+    for a, b in zip(far, zero):
+        assert float(a["ttft_s"]) == pytest.approx(float(b["ttft_s"]), abs=2e-6)
