@@ -63,6 +63,9 @@ def main() -> None:
     ap.add_argument("--cpu-blocks", type=common.count, default=4000)
     ap.add_argument("--copies", type=common.count, default=5, help="the trace replayed this many times in a row")
     args = ap.parse_args()
+    from pcs.cache.policies import POLICY_CHOICES
+
+    common.choices(",".join(args.policy or ["lru"]), POLICY_CHOICES, "--policy", "bench_admission")
     common.need_trace(args.trace, "bench_admission")
     import pcs
     from pcs.blocks import BlockRules

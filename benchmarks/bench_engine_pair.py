@@ -27,7 +27,6 @@ import importlib.util
 import json
 import os
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -99,9 +98,7 @@ def _run(tree: str, copies: int, repeat: int) -> dict:
     venv = Path(tree) / ".venv" / "bin" / "python"
     cmd = [str(venv) if venv.exists() else sys.executable, str(HERE), "--child", tree, "--copies", str(copies),
            "--repeat", str(repeat)]
-    done = subprocess.run(cmd, capture_output=True, text=True, cwd=tree, env=dict(os.environ, PYTHONPATH=tree),
-                          check=True)
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    return _common.child_json(cmd, "bench_engine_pair", cwd=tree, env=dict(os.environ, PYTHONPATH=tree))
 
 
 def _rounds(trees: list[str], rounds: int, copies: int, repeat: int) -> dict:
@@ -132,10 +129,10 @@ def main() -> int:
     ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
-        _child(args.child, args.copies, args.repeat)
+        _child(_common.need_tree(args.child, "bench_engine_pair", "--child"), args.copies, args.repeat)
         return 0
+    trees = [_common.need_tree(t, "bench_engine_pair") for t in (args.tree or [str(HERE.parents[1])])]
     _common.need_trace(_common.MOONCAKE_CONV, "bench_engine_pair")
-    trees = [str(Path(t).resolve()) for t in (args.tree or [str(HERE.parents[1])])]
     load = [os.getloadavg()[0]]
     got = _rounds(trees, args.rounds, args.copies, args.repeat)
     load.append(os.getloadavg()[0])

@@ -276,6 +276,8 @@ def main() -> None:
     ap.add_argument("--rounds", type=common.count, default=3, help="alternated rounds of the whole call per side")
     ap.add_argument("--modes", default=",".join(MODES), help="timing modes of the whole call (comma-separated)")
     args = ap.parse_args()
+    modes = tuple(common.choices(args.modes, tuple(MODES), "--modes", "bench_hybrid"))
+    peer = common.need_tree(args.peer, "bench_hybrid", "--peer") if args.peer else None
     common.need_trace(TRACE, "bench_hybrid")
     from pcs.trace import open_trace
 
@@ -283,8 +285,7 @@ def main() -> None:
     sizes = args.sizes
     rows = [] if args.skip_table else table(trace, sizes)
     sp = [] if args.skip_loops else speed(trace, args.repeat, sizes)
-    whole = [] if args.skip_whole_call else whole_call(str(TRACE), args.repeat, sizes, args.peer, args.rounds,
-                                                        tuple(args.modes.split(",")))
+    whole = [] if args.skip_whole_call else whole_call(str(TRACE), args.repeat, sizes, peer, args.rounds, modes)
     step = [r for r in whole if r["model"] in MODELS and r["mode"] == "step"]
     w = [r["this"]["accesses_per_cpu_s"] for r in step]
     ww = [r["this"]["accesses_per_wall_s"] for r in step]

@@ -123,8 +123,17 @@ def _replay(src, kwargs: dict):
     try:
         return replay(src, **kwargs)
     except ValueError:
-        old = {k: FALLBACK.get(v, v) for k, v in kwargs.items()}
+        old = {k: FALLBACK.get(v, v) if isinstance(v, str) else v for k, v in kwargs.items()}
         return replay(src, **old)
+
+
+def _check_runs(runs: list[tuple[str, dict]], modes: tuple) -> None:
+    """Every run once on the bundled sample_tokens trace (25 requests) before anything is timed: a bad policy or admission is
+    refused (a UserError: one line, exit 2, by ``common.run``) before the trace is read."""
+    tiny = InMemory(common.ROOT / "traces" / "sample_tokens.jsonl")
+    for mode in modes:
+        for _, kwargs in runs:
+            _replay(tiny, dict(kwargs, compute_mode=mode))
 
 
 def main() -> None:
@@ -152,6 +161,7 @@ def main() -> None:
     runs = _runs(args.policy or (("lru",) if args.admit else default), args.admit, reference)
     compute = args.compute or ("both" if args.full else "step")
     modes = ("infinite", "step") if compute == "both" else (compute,)
+    _check_runs(runs, modes)
     import os
 
     import pcs

@@ -36,7 +36,6 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -131,8 +130,7 @@ def _python(tree: str) -> str:
 def _run(tree: str, trace: str, cases: list[str]) -> dict:
     cmd = [_python(tree), str(HERE), "--child", tree, "--trace", trace] + sum((["--case", c] for c in cases), [])
     env = dict(os.environ, PYTHONPATH=tree)
-    done = subprocess.run(cmd, capture_output=True, text=True, env=env, check=True)
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    return _common.child_json(cmd, "bench_reference", env=env)
 
 
 def _rounds(trees: list[str], trace: str, cases: list[str], rounds: int) -> tuple[dict, dict]:
@@ -166,6 +164,18 @@ def _case_row(case: str, trees: list[str], times: dict, prints: dict) -> dict:
     return row
 
 
+def _check_case(case: str) -> None:
+    """``TIMING:POLICY`` with TIMING sequential or modeled and a policy this tree knows (or an older spelling of
+    one); else exit 2 with one line."""
+    from pcs.cache.policies import registered_names
+
+    timing, sep, policy = case.partition(":")
+    known = set(registered_names()) | {"protected"}   # protected: the older spelling of slru
+    if not sep or timing not in ("sequential", "modeled") or policy not in known:
+        _common.fail("bench_reference", f"--case {case!r}: expected TIMING:POLICY, TIMING sequential or modeled, "
+                                        f"POLICY one of {', '.join(sorted(known))}")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--tree", action="append", default=[], help="a source tree (repeatable; the first is the peer)")
@@ -180,9 +190,11 @@ def main() -> int:
         _common.need_trace(args.trace, "bench_reference")
     cases = args.case or list(CASES)
     if args.child:
-        _child(args.child, args.trace, cases)
+        _child(_common.need_tree(args.child, "bench_reference", "--child"), args.trace, cases)
         return 0
-    trees = [str(Path(t).resolve()) for t in (args.tree or [str(HERE.parents[1])])]
+    for c in cases:                                     # this tree's names (a child imports the measured tree)
+        _check_case(c)
+    trees = [_common.need_tree(t, "bench_reference") for t in (args.tree or [str(HERE.parents[1])])]
     load = [os.getloadavg()[0]]
     times, prints = _rounds(trees, args.trace, cases, args.rounds)
     load.append(os.getloadavg()[0])

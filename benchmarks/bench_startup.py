@@ -176,7 +176,8 @@ def main() -> None:
     a = ap.parse_args()
     cases = {k: (cmd, None) for k, cmd in CASES.items()}
     if a.peer:
-        cases.update({f"peer_{k}": (CASES[k], str(Path(a.peer).resolve())) for k in ("replay_help", "replay_tiny")})
+        peer = common.need_tree(a.peer, "bench_startup", "--peer")
+        cases.update({f"peer_{k}": (CASES[k], peer) for k in ("replay_help", "replay_tiny")})
     for cmd, peer in cases.values():  # warm the page cache and .pyc files
         _run(cmd, peer)
     times: dict[str, list] = {k: [] for k in cases}

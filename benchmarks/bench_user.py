@@ -134,11 +134,17 @@ def _engine_only(parquet: Path, c: int) -> tuple[float, int]:
     return best, misses
 
 
+#: The case names (``--cases``), in the order :func:`_cases` builds them.
+CASE_NAMES = ("two_tier_modeled_jsonl", "two_tier_modeled_parquet", "one_tier_sequential_jsonl",
+              "one_tier_sequential_parquet", "one_tier_sequential_jsonl_pyparser", "cli_two_tier_jsonl",
+              "libcachesim", "ordereddict")
+
+
 def _cases(jsonl: Path, parquet: Path, oracle: Path, fs: common.FlatStream, c: int) -> dict:
     two, one = [f"gpu={c}blocks", f"cpu={4 * c}blocks"], [f"gpu={c}blocks"]
     ids = fs.ids.tolist()
     gets = int(fs.ids.shape[0])
-    return {
+    cases = {
         "two_tier_modeled_jsonl": lambda: _replay(jsonl, two, None),
         "two_tier_modeled_parquet": lambda: _replay(parquet, two, None),
         "one_tier_sequential_jsonl": lambda: _replay(jsonl, one, "sequential"),
@@ -148,6 +154,8 @@ def _cases(jsonl: Path, parquet: Path, oracle: Path, fs: common.FlatStream, c: i
         "libcachesim": lambda: _libcachesim(oracle, c, gets),
         "ordereddict": lambda: _ordereddict(ids, c),
     }
+    assert tuple(cases) == CASE_NAMES, tuple(cases)
+    return cases
 
 
 def _measure(cases: dict, rounds: int, warmup: int = 1) -> tuple[dict, dict, dict]:
@@ -214,12 +222,15 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--copies", type=common.counts, default="1,10,50", help="replica sizes, comma-separated")
     ap.add_argument("--rounds", type=common.count, default=3)
-    ap.add_argument("--warmup", type=int, default=1, help="untimed calls of each in-process case before the "
+    ap.add_argument("--warmup", type=common.whole, default=1, help="untimed calls of each in-process case before the "
                     "timed rounds, per size (0: none, the first case then pays the process's start-up)")
     ap.add_argument("--capacity", type=common.count, default=16384, help="GPU tier (and libCacheSim LRU) size, blocks")
     ap.add_argument("--cases", default="", help="comma-separated case names to run (default: all); libcachesim, "
                     "ordereddict and the one-tier cases always run (the miss check and the ratios need them)")
     a = ap.parse_args()
+    if a.cases:
+        common.choices(a.cases, CASE_NAMES, "--cases", "bench_user")
+    common.need_trace(common.MOONCAKE_CONV, "bench_user")
     try:
         import libcachesim  # noqa: F401
     except ImportError:

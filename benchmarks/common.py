@@ -8,10 +8,16 @@
 - :func:`id_span`: the one rule of every replica's id offset (the trace's real id
   span, max - min + 1; refused when the last copy would pass 2^64 - 1);
 - argument checks shared by every script: :func:`count` / :func:`counts`
-  (argparse types: integers >= 1), :func:`size` / :func:`sizes` (pcs's own unit
+  (argparse types: integers >= 1), :func:`whole` (an integer >= 0), :func:`size` / :func:`sizes` (pcs's own unit
   parser), :func:`need_trace` (a missing trace: one line naming the path and
   PCS_MOONCAKE_TRACE, exit 2) and :func:`run` (a ``pcs.errors.UserError`` from
-  the script printed as one line, exit 2; no traceback);
+  the script printed as one line, exit 2; no traceback), :func:`need_tree`
+  (a ``--tree``/``--peer`` source tree), :func:`choices` (comma-separated
+  names from a fixed set), :func:`child_json` (a child process's JSON line,
+  or its error as one line, exit 2); :func:`check_out`
+  (a script's OUT file, checked before anything runs: not a directory, not
+  one of its inputs, its folder present) and :func:`write_out` (OUT written
+  through a temporary file renamed over it; no temporary file left);
 - :func:`flat_lru_stream`: the block stream that makes a plain LRU follow
   pcs's prefix-cache rules (docs/semantics.md §6);
 - :func:`median_time` and :func:`alternating_pairs`: warm-up, then repeated
@@ -26,6 +32,7 @@ benchmarks/ on ``sys.path``).
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import platform
@@ -70,6 +77,23 @@ def count(text: str) -> int:
     return n
 
 
+def whole(text: str) -> int:
+    """argparse ``type=``: a whole number >= 0 (warm-up calls...).
+
+    Raises:
+        argparse.ArgumentTypeError: not an integer, or < 0 (argparse prints one line, exit 2).
+    """
+    import argparse
+
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 0, got {text!r}") from None
+    if n < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0, got {n}")
+    return n
+
+
 def counts(text: str) -> list[int]:
     """argparse ``type=``: a comma-separated list of :func:`count` values (e.g. ``1,10,50``)."""
     return [count(t.strip()) for t in str(text).split(",")]
@@ -96,12 +120,24 @@ def size(text: str) -> str:
     return text
 
 
+def size_or_fail(text: str, what: str, bench: str) -> str:
+    """:func:`size` outside argparse: ``text`` if pcs reads it as a size > 0, else exit 2 with one line naming
+    ``what``."""
+    import argparse
+
+    try:
+        return size(text)
+    except argparse.ArgumentTypeError as e:
+        fail(bench, f"{what}: {e}")
+    return text
+
+
 def sizes(text: str) -> list[str]:
     """argparse ``type=``: a comma-separated list of :func:`size` values."""
     return [size(t.strip()) for t in str(text).split(",")]
 
 
-def _fail(bench: str, message: str) -> None:
+def fail(bench: str, message: str) -> None:
     """One line ``BENCH: error: MESSAGE`` on stderr, exit 2 (as argparse's own errors)."""
     print(f"{bench}: error: {message}", file=sys.stderr, flush=True)
     sys.exit(2)
@@ -111,9 +147,80 @@ def need_trace(path: str | Path | None, bench: str) -> Path:
     """The trace ``path`` (default :data:`MOONCAKE_CONV`), or exit 2 with one line naming it and PCS_MOONCAKE_TRACE."""
     p = Path(path) if path is not None else MOONCAKE_CONV
     if not p.is_file():
-        _fail(bench, f"trace not found: {p} (pass --trace where the script has it, or set PCS_MOONCAKE_TRACE "
+        fail(bench, f"trace not found: {p} (pass --trace where the script has it, or set PCS_MOONCAKE_TRACE "
                      "to the Mooncake conversation trace)")
     return p
+
+
+def check_out(out: str | Path, inputs: list, bench: str) -> Path:
+    """The output file ``out`` of script ``bench``, checked before the script runs anything: exit 2 with one
+    line when it is a directory, when its folder does not exist, or when it is (the same file as) one of
+    ``inputs`` (paths; those that do not exist are skipped) -- writing it would overwrite the input.
+
+    Returns:
+        ``out`` as a Path."""
+    p = Path(out)
+    if p.is_dir():
+        fail(bench, f"OUT is a directory: {p} (give a file name)")
+    if not p.resolve().parent.is_dir():
+        fail(bench, f"OUT: no such directory: {p.parent}")
+    for src in inputs:
+        src = Path(src)
+        if src.exists() and (p.resolve() == src.resolve() or (p.exists() and os.path.samefile(p, src))):
+            fail(bench, f"OUT is one of the inputs: {p} (writing it would overwrite {src})")
+    return p
+
+
+def write_out(out: str | Path, text: str) -> None:
+    """Write ``text`` to ``out`` through ``out``'s temporary sibling renamed over it (readers never see half a
+    file); the temporary file is removed when the write or the rename fails (the error is raised)."""
+    import tempfile
+
+    p = Path(out)
+    fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.resolve().parent)
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+        os.replace(tmp, p)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def need_tree(path: str | Path, bench: str, what: str = "--tree") -> str:
+    """A source tree to import pcs from (a folder holding ``pcs/__init__.py``), resolved; else exit 2 with one
+    line naming ``what`` and the path."""
+    p = Path(path)
+    if not (p / "pcs" / "__init__.py").is_file():
+        fail(bench, f"{what}: {p} is not a pcs source tree (no pcs/__init__.py in it)")
+    return str(p.resolve())
+
+
+def choices(text: str, allowed: Any, what: str, bench: str) -> list[str]:
+    """The comma-separated names of ``text``, each one of ``allowed`` (else exit 2 with one line naming
+    ``what``, the bad name and the valid ones); an empty list is refused too."""
+    names = [t.strip() for t in str(text).split(",") if t.strip()]
+    bad = [n for n in names if n not in allowed]
+    if bad or not names:
+        fail(bench, f"{what}: {'unknown ' + repr(bad[0]) if bad else 'no name given'}; valid: {', '.join(allowed)}")
+    return names
+
+
+def child_json(cmd: list[str], bench: str, **kwargs: Any) -> dict:
+    """Run ``cmd`` (a benchmark's child process; ``kwargs`` to ``subprocess.run``) and return its last stdout
+    line as JSON; a child that fails (non-zero exit, no JSON line) -> exit 2 with one line: its last stderr
+    line."""
+    done = subprocess.run(cmd, capture_output=True, text=True, **kwargs)
+    lines = done.stdout.strip().splitlines()
+    try:
+        if done.returncode == 0 and lines:
+            return json.loads(lines[-1])
+    except json.JSONDecodeError:
+        pass
+    err = [ln for ln in done.stderr.strip().splitlines() if ln.strip()]
+    fail(bench, f"the child process failed (exit {done.returncode}): {err[-1] if err else 'no output'}")
+    raise AssertionError  # unreachable: fail exits
 
 
 def run(main: Callable[[], Any], bench: str) -> None:
@@ -124,7 +231,7 @@ def run(main: Callable[[], Any], bench: str) -> None:
     try:
         rc = main()
     except UserError as e:
-        _fail(bench, str(e))
+        fail(bench, str(e))
     if isinstance(rc, int) and rc:
         sys.exit(rc)
 
@@ -307,7 +414,7 @@ def replicate_mooncake(src: Path, out_dir: Path, min_accesses: int, count: str =
     if count not in ("cacheable", "ids"):
         raise ValueError(f"count must be 'cacheable' or 'ids', got {count!r}")
     rules = BlockRules()
-    rows = [json.loads(line) for line in Path(src).read_text().splitlines() if line.strip()]
+    rows = mooncake_rows(src)
     span_ms = rows[-1]["timestamp"] - rows[0]["timestamp"] + COPY_GAP_MS
     ids = sum(len(r["hash_ids"]) for r in rows)
     cacheable = sum(rules.cacheable_blocks(r["input_length"], len(r["hash_ids"]), block_size) for r in rows)
@@ -327,6 +434,43 @@ def replicate_mooncake(src: Path, out_dir: Path, min_accesses: int, count: str =
                         f'"output_length": {r["output_length"]}, "hash_ids": [{hs}]}}\n')
     os.replace(tmp, out)
     return Replica(out, copies, copies * len(rows), copies * ids, copies * cacheable, stride)
+
+
+#: The fields a Mooncake row needs here, and their kind (``hash_ids``: a list of ints >= 0).
+_MOONCAKE_FIELDS = ("timestamp", "input_length", "output_length", "hash_ids")
+
+
+def mooncake_rows(src: str | Path) -> list[dict]:
+    """The rows of Mooncake JSONL ``src`` as dicts, each checked: a JSON object with an integer ``timestamp``,
+    ``input_length`` and ``output_length`` (>= 0 but the timestamp) and ``hash_ids`` a list of integers >= 0.
+
+    Raises:
+        pcs.errors.InputError: the first bad row, naming file, line and field (``common.run``: one line, exit 2).
+    """
+    from pcs.errors import InputError
+
+    rows = []
+    with open(src, encoding="utf-8", errors="replace") as f:
+        for ln, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            try:
+                r = json.loads(line)
+            except json.JSONDecodeError as e:
+                raise InputError(str(src), ln, None, f"not a JSON object: {e.msg}") from None
+            if not isinstance(r, dict):
+                raise InputError(str(src), ln, None, "not a JSON object")
+            for k in _MOONCAKE_FIELDS:
+                v = r.get(k)
+                ok = (isinstance(v, list) and all(type(h) is int and h >= 0 for h in v)) if k == "hash_ids" else \
+                    (type(v) is int and (k == "timestamp" or v >= 0))
+                if not ok:
+                    raise InputError(str(src), ln, k, "missing or not " + ("a list of integers >= 0" if k == "hash_ids"
+                                                                          else "an integer" + (" >= 0" if k != "timestamp" else "")))
+            rows.append(r)
+    if not rows:
+        raise InputError(str(src), None, None, "no rows")
+    return rows
 
 
 @dataclass(frozen=True, slots=True)

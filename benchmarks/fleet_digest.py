@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
-import os
 from pathlib import Path
 
 import common
@@ -38,8 +37,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("out", type=Path, help="the JSON file to write (temp file + rename)")
     a = ap.parse_args()
-    if not a.out.parent.is_dir():
-        ap.error(f"OUT: no such directory: {a.out.parent}")
+    common.check_out(a.out, [common.MOONCAKE_CONV], "fleet_digest")
     common.need_trace(common.MOONCAKE_CONV, "fleet_digest")
     from pcs.fleet import fleet_replay
     from pcs.fleet.routers import router_names
@@ -54,10 +52,7 @@ def main() -> None:
                                                                   router=r, **kw))
                 except ValueError as e:
                     out[f"{mode},{n},{r}"] = f"error: {e}"
-    tmp = a.out.with_name(a.out.name + ".tmp")
-    with open(tmp, "w") as f:
-        json.dump(out, f, indent=1, sort_keys=True, default=str)
-    os.replace(tmp, a.out)
+    common.write_out(a.out, json.dumps(out, indent=1, sort_keys=True, default=str))
     common.emit({"bench": "fleet_digest", "runs": len(out), "out": str(a.out)})
 
 

@@ -138,19 +138,27 @@ def main() -> None:
     ap.add_argument("--compute", choices=("step", "infinite"), default="step")
     ap.add_argument("--tables", default="routers,shared", help="routers, shared or both (comma-separated)")
     args = ap.parse_args()
+    from pcs.fleet.routers import router_names
+
+    tables = common.choices(args.tables, ("routers", "shared"), "--tables", "fleet_tables")
+    routers = [r.strip() for r in args.routers.split(",") if r.strip()]
+    common.choices(",".join(r.split(":")[0] for r in routers), router_names(), "--routers", "fleet_tables")
+    name, eq, size = args.shared.partition("=")
+    if not eq or not name.strip():
+        common.fail("fleet_tables", f"--shared {args.shared!r}: expected NAME=SIZE, e.g. remote=20TB")
+    common.size_or_fail(size, "--shared", "fleet_tables")
     common.need_trace(common.MOONCAKE_CONV, "fleet_tables")
     from pcs.trace import open_trace
 
     trace = open_trace(common.MOONCAKE_CONV)
     counts = args.instances
-    tables = args.tables.split(",")
     kw = {} if args.compute == "step" else {"compute_mode": args.compute}
     out = {"bench": "fleet_tables", "trace": "mooncake-fast25 conversation", "routers": {}, "shared": {}}
     if args.compute != "step":
         out["compute"] = args.compute
     t0 = time.process_time()
     for n in counts if "routers" in tables else ():
-        _router_table(trace, n, args.routers.split(","), n == max(counts), kw, out)
+        _router_table(trace, n, routers, n == max(counts), kw, out)
     if "shared" in tables:
         _shared_table(trace, counts, args.shared, kw, out)
     out["cpu_s"] = round(time.process_time() - t0, 1)

@@ -38,11 +38,17 @@ MOONCAKE = MOONCAKE_CONV  # benchmarks/common.py: PCS_MOONCAKE_TRACE or ../share
 POLICIES = ("lru", "protected", "fifo")
 
 
-def _runs(quick: bool) -> list[tuple[str, list[str]]]:
+def _traces() -> list[tuple[str, str]]:
+    """The snapshot's input traces: (short name, path)."""
     traces = [("chat", str(ROOT / "traces" / "sample_chat.jsonl")),
               ("tok", str(ROOT / "traces" / "sample_tokens.jsonl"))]
     if MOONCAKE.exists():
         traces.append(("moon", str(MOONCAKE)))
+    return traces
+
+
+def _runs(quick: bool) -> list[tuple[str, list[str]]]:
+    traces = _traces()
     runs: list[tuple[str, list[str]]] = [("replay-default", ["replay"])]
     for tname, path in traces:
         small = tname == "tok"
@@ -126,7 +132,7 @@ def snapshot(out: str, quick: bool, extra: list[str] | None = None) -> None:
                 data = {"summary": data, "requests_digest": _digest_table(rows)}
             result[rid] = data
             print(f"[{i + 1}/{len(runs)}] {rid}", file=sys.stderr)
-    Path(out).write_text(json.dumps(result, indent=1, sort_keys=True))
+    common.write_out(out, json.dumps(result, indent=1, sort_keys=True))
     print(json.dumps({"snapshot": out, "runs": len(runs), "extra_replay_args": extra or []}))
 
 
@@ -160,9 +166,19 @@ def _walk(a, b, path: str, out: list[str]) -> None:
         out.append(f"{path}: {a!r} -> {b!r}")
 
 
+def _load(path: str) -> dict:
+    """A snapshot file's runs; exit 2 with one line when it is not a snapshot (not JSON, or not an object)."""
+    try:
+        data = json.loads(Path(path).read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        common.fail("snapshot", f"--diff: {path} is not a snapshot file: {str(e).splitlines()[0]}")
+    if not isinstance(data, dict):
+        common.fail("snapshot", f"--diff: {path} is not a snapshot file (not a JSON object)")
+    return data
+
+
 def diff(old: str, new: str) -> int:
-    a = json.loads(Path(old).read_text())
-    b = json.loads(Path(new).read_text())
+    a, b = _load(old), _load(new)
     out: list[str] = []
     for rid in a:
         if rid not in b:
@@ -190,8 +206,7 @@ def main() -> None:
         sys.exit(diff(*ns.diff))
     if not ns.out:
         ap.error("give OUT.json or --diff OLD NEW")
-    if not Path(ns.out).resolve().parent.is_dir():
-        ap.error(f"OUT: no such directory: {Path(ns.out).parent}")
+    common.check_out(ns.out, [p for _, p in _traces()], "snapshot")
     snapshot(ns.out, ns.quick, shlex.split(ns.extra_replay_args))
 
 

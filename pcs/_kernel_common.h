@@ -5,6 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#if defined(__linux__)
+#include <sys/auxv.h>
+#endif
 
 static inline uint64_t mix64(uint64_t x) {
     /* splitmix64 finalizer (Steele, Lea & Flood 2014). */
@@ -17,13 +20,35 @@ static inline uint64_t mix64(uint64_t x) {
 }
 
 /* The 64-bit hash whose top bits are the home slot (and, in pcs/cache/_oatable.h's OA_HASH32, the fingerprint) of
- * the block tables of pcs/cache/_lruhier.h and _grouphier.h: xor-shift, then Fibonacci multiply. The xor-shift folds
- * the high word in, so ids chosen to share the top bits of key x HMUL spread like random keys; an
- * id below 2**32 hashes as key x HMUL did before (the same slots, the same speed on sequential ids). The cheaper
- * choice against mix64: mix64 cost 15-24 % CPU on bench_user two-tier (docs/performance.md). Unseeded and
- * invertible, so ids can still be chosen against it; pcs/cache/native.py key_index is its numpy twin. */
+ * the block tables of pcs/cache/_lruhier.h and _grouphier.h: the key xored with a per-process seed, xor-shift, then
+ * Fibonacci multiply. The xor-shift folds the high word in, so ids chosen to share the top bits of key x HMUL
+ * spread like random keys. The seed (pcs_hash_seed, the same in every module of a process, new in each process:
+ * see pcs_hash_seed_init) makes the hash unknown in advance: ids crafted to invert an unseeded
+ * (k ^ k >> 32) x HMUL -- every id at home slot 0, fingerprint 0, a quadratic table -- spread like random keys.
+ * No output depends on where a key sits (lookups return the same entries; nothing iterates the slots to print),
+ * so runs stay deterministic. The cheaper choice against mix64: mix64 cost 15-24 % CPU on bench_user two-tier
+ * (docs/performance.md). key_hash_fixed is the unseeded hash of the read-only index built in numpy
+ * (pcs/cache/native.py key_index, its twin; data_find in pcs/cache/_lruhier.h). */
 #define PCS_HMUL 0x9E3779B97F4A7C15ULL
-static inline uint64_t key_hash(uint64_t k) { return (k ^ (k >> 32)) * PCS_HMUL; }
+static uint64_t pcs_hash_seed;
+__attribute__((constructor)) static void pcs_hash_seed_init(void) {
+    /* Every translation unit of every module computes the same seed in one process (each has its own copy of this
+     * static): from the kernel's per-exec random bytes (AT_RANDOM; fixed for the process's life, kept across
+     * fork), else from where libc's data sits (address-space randomisation). */
+    uint64_t s = 0, r[2] = {0, 0};
+#if defined(__linux__) && defined(AT_RANDOM)
+    const void *p = (const void *)getauxval(AT_RANDOM);
+    if (p) memcpy(r, p, sizeof r);
+#endif
+    if (r[0] == 0 && r[1] == 0) {
+        extern char **environ;
+        r[0] = (uint64_t)(uintptr_t)&environ;
+    }
+    s = mix64(mix64(r[0]) ^ r[1]);
+    pcs_hash_seed = s;
+}
+static inline uint64_t key_hash(uint64_t k) { k ^= pcs_hash_seed; return (k ^ (k >> 32)) * PCS_HMUL; }
+static inline uint64_t key_hash_fixed(uint64_t k) { return (k ^ (k >> 32)) * PCS_HMUL; }
 
 /* Memory of >= 4 MB is 2 MB aligned and advised to use transparent huge
  * pages (fewer page faults and TLB misses on randomly probed tables); zeroed

@@ -87,7 +87,7 @@ typedef struct Tier {
     Py_buffer *pbuf;                   /* the data's buffers, held while the tier reads them */
     int npbuf;
     const uint64_t *pkeys;             /* the known blocks (index j = place in the data's arrays) */
-    const int32_t *pslots;             /* open addressing (linear probing, home = key_hash(hash) >> (64 - pbits)):
+    const int32_t *pslots;             /* open addressing (linear probing, home = key_hash_fixed(hash) >> (64 - pbits)):
                                           slot -> j, -1 empty; shared by every tier reading the same data */
     int pbits;
     Py_ssize_t pn;                     /* the number of known blocks */
@@ -508,7 +508,7 @@ static inline int32_t data_find(Tier *t, uint64_t key) {
     Py_ssize_t g = t->plast;
     if (g > 0 && t->pkeys[g - 1] == key) return (int32_t)(t->plast = g - 1);
     if (g + 1 < t->pn && t->pkeys[g + 1] == key) return (int32_t)(t->plast = g + 1);
-    uint64_t mask = ((uint64_t)1 << t->pbits) - 1, i = key_hash(key) >> (64 - t->pbits);
+    uint64_t mask = ((uint64_t)1 << t->pbits) - 1, i = key_hash_fixed(key) >> (64 - t->pbits);
     for (;;) {
         int32_t j = t->pslots[i];
         if (j < 0) return -1;

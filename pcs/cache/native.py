@@ -70,7 +70,7 @@ _HMUL = _np.uint64(0x9E3779B97F4A7C15)
 def key_index(keys: _np.ndarray) -> _np.ndarray:
     """The C twins' read-only index of distinct block hashes (``data_find`` in pcs/cache/_lruhier.h): int32
     slots (2**k >= 2 x len(keys), -1 empty) of an open-addressing table with linear probing, home slot
-    ``key_hash(hash) >> (64 - k)`` (pcs/_kernel_common.h: ``(h ^ h >> 32) x HMUL``; crafted ids), slot -> index
+    ``key_hash_fixed(hash) >> (64 - k)`` (pcs/_kernel_common.h: ``(h ^ h >> 32) x HMUL``, unseeded), slot -> index
     in ``keys``. Built by rounds (round r places, at the r-th probe of
     its sequence, each key whose earlier probes were all taken; of keys meeting in one free slot one stays, the
     others go on), so every key's earlier probes are taken: a lookup finds it before an empty slot. Which key

@@ -15,11 +15,31 @@ are :mod:`pcs.cli.group`'s, loaded on first use.
 """
 from __future__ import annotations
 
-import gc
-import os
-import signal
-import threading
-from typing import Any
+import _signal
+import sys
+
+
+def _held_at_import() -> bool:
+    """Hold the stop signals now, before any other import (``_signal`` is the interpreter's own module: the
+    ``signal`` module would import ``enum`` first), when this process is the ``pcs`` command (the console script,
+    or ``python -m pcs``); never for a library or test import, which may never run a command to release them."""
+    arg0 = sys.argv[0] if sys.argv else ""
+    name = arg0.replace("\\", "/").rsplit("/", 1)[-1]
+    if not (name in ("pcs", "pcs.exe") or arg0.replace("\\", "/").endswith("pcs/__main__.py")):
+        return False
+    if hasattr(_signal, "pthread_sigmask"):
+        _signal.pthread_sigmask(_signal.SIG_BLOCK, {getattr(_signal, n) for n in ("SIGINT", "SIGTERM", "SIGHUP")
+                                                    if hasattr(_signal, n)})
+    return True
+
+
+_held_at_import()
+
+import gc  # noqa: E402  (after the signals are held)
+import os  # noqa: E402
+import signal  # noqa: E402
+import threading  # noqa: E402
+from typing import Any  # noqa: E402
 
 # pcs calls no BLAS routine; OpenBLAS would start a thread per core when numpy loads (~20 ms of CPU at start-up,
 # benchmarks/bench_startup.py). A user's own setting wins.

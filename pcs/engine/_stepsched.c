@@ -843,7 +843,7 @@ static int first_columns(Sched *s, Req *r, const AdmInfo *ai, int64_t kept, int6
     s->q[Q_HTOK][k] = ht;
     s->q[Q_RECOMP][k] = hits - kept;
     s->trunc[k] = (char)trunc;
-    s->dc[D_WAIT][k] = s->kv_acc + (s->kv_since >= 0 ? s->now - s->kv_since : 0.0) - r->kv_mark;
+    s->dc[D_WAIT][k] = s->kv_acc + (s->kv_since > -INFINITY ? s->now - s->kv_since : 0.0) - r->kv_mark;
     s->dc[D_PREFILL][k] = r->pre ? r->pre[kept] : 0.0;
     return note_held(s);
 }
@@ -915,7 +915,7 @@ static Py_ssize_t compose(Sched *s) {
         if (ok < 0) return -1;
         if (!ok) {
             s->blocked = 1;
-            if (s->kv_since < 0) s->kv_since = s->now;
+            if (s->kv_since == -INFINITY) s->kv_since = s->now;
             break;
         }
         s->wh = (s->wh + 1) % s->wcap; s->wn--;
@@ -966,7 +966,7 @@ static inline __attribute__((always_inline)) int push_boundary(Sched *s, Req *r,
 
 static void release(Sched *s) {
     s->blocked = 0;
-    if (s->kv_since >= 0) { s->kv_acc += s->now - s->kv_since; s->kv_since = -1.0; }
+    if (s->kv_since > -INFINITY) { s->kv_acc += s->now - s->kv_since; s->kv_since = -INFINITY; }
 }
 
 /* StepEngine._cache_decode: cache r's first m decode blocks */
@@ -1330,7 +1330,10 @@ static int feeds_push(Sched *s, Py_buffer *b, Py_ssize_t m) {
 /* the m rows of the last feed arrive in order: the clock runs to each arrival, then it waits, not yet in a slot */
 static int feed_rows(Sched *s, const Py_buffer *b, Py_ssize_t m) {
     const double *arr = b[B_ARR].buf;
-    if (!s->fed && m) s->origin_s = arr[0];
+    if (!s->fed && m) {   /* every clock starts at the first arrival (docs/semantics.md §9, clock start) */
+        s->origin_s = s->now = arr[0];
+        for (int j = 0; j < s->T; j++) s->link_free[j] = arr[0];
+    }
     for (Py_ssize_t i = 0; i < m; i++) {
         double a = arr[i];
         if (a < s->last_arrival) a = s->last_arrival;
@@ -1341,7 +1344,7 @@ static int feed_rows(Sched *s, const Py_buffer *b, Py_ssize_t m) {
         }
         if (a >= s->next_sample && take(s, a) < 0) return -1;
         s->dc[D_E2E][s->fed] = a;
-        s->dc[D_WAIT][s->fed] = s->kv_acc + (s->kv_since >= 0 ? s->now - s->kv_since : 0.0);
+        s->dc[D_WAIT][s->fed] = s->kv_acc + (s->kv_since > -INFINITY ? s->now - s->kv_since : 0.0);
         s->fed++;
         s->area_s += s->now - a;
         s->in_system++;
@@ -1583,7 +1586,7 @@ static int sched_init(Sched *s, PyObject *args, PyObject *kw) {
     }
     s->T = (int)T; s->budget = budget; s->max_seqs = seqs; s->max_preempt = maxp; s->layers = layers;
     s->fallback = fallback; s->last_token = last_token; s->no_cache = no_cache; s->skip = skip;
-    s->now = 0.0; s->next_sample = s->last_arrival = -INFINITY; s->kv_since = -1.0; s->bin_s = 1; s->kpend = -1;
+    s->now = 0.0; s->next_sample = s->last_arrival = -INFINITY; s->kv_since = -INFINITY; s->bin_s = 1; s->kpend = -1;
     Py_INCREF(take); s->take = take;
     Py_INCREF(resident); s->resident = resident;     /* before hier_methods: it checks the callback too */
     if (sched_alloc(s) < 0 || hier_methods(s, h) < 0 || seq_doubles(setup, s->T, s->setup) < 0

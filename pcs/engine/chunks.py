@@ -157,8 +157,8 @@ class ChunkPieces:
     time under a lock (:meth:`add` is the unit). A piece reads the batch (read-only arrays), the rules (frozen) and
     the time model's compute terms, and writes only this object, which the caller reads after that worker's last
     join (:meth:`take`).
-    Memory: per joined batch not handed over, its table (8 B an entry; the buffer is reserved for
-    :data:`pcs.engine.decoded.MERGE_REQUESTS` requests, pages untouched until written) and 32 B per request.
+    Memory: per joined batch not handed over, its table (8 B an entry; the buffer grows by doubling, at most
+    twice the entries written) and 32 B per request.
 
     Args:
         rules: block rules; timing: :class:`pcs.engine.timing.TimeModel` (its ``tables``), as ``_feed`` passes them.
@@ -199,7 +199,7 @@ class ChunkPieces:
         bs, prompt, output = int(b.block_size), b.prompt_tokens, b.output_tokens
         n, cap, extra = rule_columns(prompt, np.diff(b.block_offsets), output, bs, self.rules)
         need = int(cap.sum()) + len(cap)                   # the table's entries: max hit + 1 a row
-        grp[1] = _room(grp[1], grp[2], need, len(cap))
+        grp[1] = _room(grp[1], grp[2], need)
         pre, off = self.timing.tables(prompt, output, cap, bs, False, True, out=grp[1][grp[2]:])[:2]
         grp[0].append((n, cap, extra, off))
         grp[2] += len(pre)
@@ -225,16 +225,15 @@ class ChunkPieces:
             yield made if made is not None else self._chunk_of(g, b)
 
 
-def _room(table: np.ndarray | None, used: int, need: int, rows: int) -> np.ndarray:
-    """``table`` with room for ``need`` entries past ``used``: a new one holding its first ``used`` entries when
-    it has not; the first (None) reserved for a joined batch of :data:`pcs.engine.decoded.MERGE_REQUESTS` requests
-    at this batch's entries per request."""
+def _room(table: np.ndarray | None, used: int, need: int) -> np.ndarray:
+    """``table`` with room for ``need`` entries past ``used``: itself when it has it, else a new one holding its
+    first ``used`` entries, sized for what is known -- the first exactly ``need`` entries, later at least twice
+    the old size (a joined batch's table grows in amortised linear time; nothing is reserved for requests not
+    read yet, so one long request reserves its own entries only)."""
     if table is not None and used + need <= len(table):
         return table
-    from pcs.engine import decoded
-
-    size = need * (decoded.MERGE_REQUESTS // max(rows, 1) + 1) if table is None else max(2 * len(table), used + need)
-    grown = np.empty(max(size, used + need, 1), dtype=np.float64)
+    size = need if table is None else max(2 * len(table), used + need)
+    grown = np.empty(max(size, 1), dtype=np.float64)
     if table is not None:
         grown[:used] = table[:used]
     return grown

@@ -163,6 +163,8 @@ class ReplayEngine:
     # -- feeding ------------------------------------------------------------------------------
     def feed(self, chunk: Chunk) -> None:
         """Replay the requests of ``chunk`` (in order, after all earlier chunks)."""
+        if not len(self._cols["arrival_s"]) and len(chunk.arrival_s):
+            self._start_clocks(chunk.arrival_s[0])
         self._feed_inputs(chunk)
         if self.timing == "sequential":
             self._feed_sequential(_ChunkLists(chunk))
@@ -170,6 +172,12 @@ class ReplayEngine:
             self._feed_modeled(_ChunkLists(chunk))
         if len(self._rows) >= self.flush_rows * len(self._row_order):   # bounded buffer: this plus a chunk's rows
             self._flush()
+
+    def _start_clocks(self, first_s: float) -> None:
+        """Start the run's clocks at its first arrival ``first_s`` (seconds, trace clock): every link is free
+        from then (docs/semantics.md §9, clock start), so a run shifted in time is the same run shifted; the
+        step scheduler's clock starts there too (:meth:`pcs.engine.scheduler.StepEngine._start_clocks`)."""
+        self._link_free[:] = [float(first_s)] * len(self._link_free)
 
     def _feed_inputs(self, chunk: Chunk) -> None:
         """Count the chunk's accesses and copy its input columns."""

@@ -174,7 +174,7 @@ class StepEngine(ReplayEngine):
         self._in_system = 0
         self._blocked = False          # the queue's head found no KV space; retried after a release
         self._kv_acc = 0.0             # time the queue has been blocked for KV space, up to _kv_since
-        self._kv_since = -1.0          # when the current block began (-1: not blocked)
+        self._kv_since = -_INF         # when the current block began (-inf: not blocked; times may be < 0)
         self._bs = None
         self._done = None              # (chunks, step seconds) of the step that began, for _end
         self._half = False             # clock_advance ran _begin, _end is due (a fleet's one clock)
@@ -201,6 +201,7 @@ class StepEngine(ReplayEngine):
         self._feed_inputs(chunk)
         if not self._fed and m:
             self.stats.origin_s = chunk.arrival_s[0]
+            self._start_clocks(chunk.arrival_s[0])
         self._grow_columns(m)
         dec = self.decode.hashes if self.decode is not None else None
         bs, waiting, stats = chunk.block_size, self.waiting, self.stats
@@ -227,6 +228,12 @@ class StepEngine(ReplayEngine):
             self._in_system += 1
         stats.in_system_area_s = area
         self._fed, self._last_arrival = k, last
+
+    def _start_clocks(self, first_s: float) -> None:
+        """The links' free times and the step clock start at the first arrival ``first_s`` (docs/semantics.md
+        §9, clock start; ``_stepsched.c`` ``feed`` does the same)."""
+        super()._start_clocks(first_s)
+        self.now = float(first_s)
 
     def _grow_columns(self, m: int) -> None:
         """Add m rows to the per-request columns (0, or NaN for times) and view the ones the loop writes.
@@ -388,7 +395,7 @@ class StepEngine(ReplayEngine):
             r = w[0]
             if not self._admit(r):
                 self._blocked = True
-                if self._kv_since < 0:
+                if self._kv_since == -_INF:
                     self._kv_since = self.now
                 break
             w.popleft()
@@ -550,13 +557,13 @@ class StepEngine(ReplayEngine):
     def _release(self) -> None:
         """KV space was given back: the queue's head may fit now."""
         self._blocked = False
-        if self._kv_since >= 0:
+        if self._kv_since > -_INF:
             self._kv_acc += self.now - self._kv_since
-            self._kv_since = -1.0
+            self._kv_since = -_INF
 
     def _kv_clock(self) -> float:
         """Seconds the queue has been blocked for KV space so far (a request's share: the change while it waits)."""
-        return self._kv_acc + (self.now - self._kv_since if self._kv_since >= 0 else 0.0)
+        return self._kv_acc + (self.now - self._kv_since if self._kv_since > -_INF else 0.0)
 
     def _cache_decode(self, r, m: int) -> None:
         """Cache r's first m decode blocks (those not already in its chain)."""
@@ -749,9 +756,9 @@ class StepEngine(ReplayEngine):
         self._in_system -= 1
         self._blocked = False                                   # _release() written out
         now = self.now
-        if self._kv_since >= 0:
+        if self._kv_since > -_INF:
             self._kv_acc += now - self._kv_since
-            self._kv_since = -1.0
+            self._kv_since = -_INF
         k = r.k                                                 # absolute times; schedstats.end_times after the run
         ttft_c, steps_c, exposed_c, finish_c, preempt_c = self._end_cols
         ttft_c[k] = r.ttft
@@ -789,7 +796,7 @@ class StepEngine(ReplayEngine):
         if adm.truncated:
             truncated[k] = True
         since = self._kv_since                                  # _kv_clock() written out: the queue's wait for
-        wait[k] = self._kv_acc + (self.now - since if since >= 0 else 0.0) - r.kv_mark   # KV space (rest: compute)
+        wait[k] = self._kv_acc + (self.now - since if since > -_INF else 0.0) - r.kv_mark   # KV space (rest: compute)
         pre = ch.prefill_s
         prefill[k] = pre[ch.prefill_offsets[i] + kept] if pre else 0.0
         held = self._held()                                     # _note_held() written out

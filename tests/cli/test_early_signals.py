@@ -52,3 +52,40 @@ def test_the_signals_are_released_for_the_command(tmp_path):
     r = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, timeout=120)
     assert r.returncode == 0, r.stderr
     assert "SigBlk 0000000000000000" in r.stderr.decode()
+
+
+FIRST = """
+import builtins, os, signal, sys
+real = builtins.__import__
+def imp(name, *a, **k):
+    if name == "gc" and (a[0] if a else k.get("globals") or dict()).get("__name__") == "pcs.cli.main":
+        builtins.__import__ = real
+        os.kill(os.getpid(), signal.SIGINT)
+    return real(name, *a, **k)
+builtins.__import__ = imp
+sys.argv = ["{arg0}", "trace", "synth", "out.jsonl", "--requests", "3"]
+from pcs.cli.main import main
+main()
+"""
+
+
+@pytest.mark.parametrize("arg0", ["pcs", "/usr/local/bin/pcs", "/site-packages/pcs/__main__.py"])
+def test_a_sigint_at_the_first_import_of_the_entry_point_is_one_line(tmp_path, arg0):
+    """The entry module holds the stop signals before its first import (``import gc``, where the signal is sent
+    here) when the process is the pcs command (the console script, ``python -m pcs``): one line, exit 130."""
+    def default_sigint():
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+    r = subprocess.run([sys.executable, "-c", FIRST.format(arg0=arg0)], cwd=tmp_path, capture_output=True,
+                       timeout=120, preexec_fn=default_sigint)
+    assert (r.returncode, r.stderr.decode(), r.stdout.decode()) == (130, "pcs: interrupted\n", "")
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
+
+
+def test_a_library_import_of_the_entry_point_holds_no_signal():
+    """Imported by another program (argv[0] not pcs), the entry module leaves the signal mask alone: nothing
+    would release it."""
+    code = "import signal, sys; sys.argv[0] = 'other.py'; import pcs.cli.main; " \
+           "print(signal.SIGINT in signal.pthread_sigmask(signal.SIG_BLOCK, []))"
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert r.stdout.strip() == "False", r.stderr

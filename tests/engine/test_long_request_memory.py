@@ -1,0 +1,52 @@
+"""One very long request replays under a memory limit: the prefill table of a joined batch reserves the entries
+it knows (``pcs.engine.chunks._room``: the batch's own, then doubling), never an extrapolation to a joined batch
+of ``MERGE_REQUESTS`` requests (once 50,000 x 65,537 float64 = 26 GB for one 50,000-block request, refused as out
+of memory under a 4 GB address-space limit).
+
+The run is a subprocess with ``RLIMIT_AS`` at 4 GB: request 0 has 50,000 blocks (ids 0 .. 49,999, 512 tokens
+each), request 1 five blocks ``0, 1, 2, 3, 99999`` a second later, GPU tier 60,000 blocks (both fit, nothing is
+evicted). By hand: request 0 hits nothing; request 1 finds its four leading blocks cached by request 0 (the fifth
+is new): 4 hit blocks, 4 x 512 = 2,048 hit tokens, 1 missed block; the hit ratio is 2,048 / (25,600,000 + 2,560).
+"""
+from __future__ import annotations
+
+import csv
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+LIMIT = 4 * 1024 ** 3
+WRAPPER = """
+import resource, runpy, sys
+resource.setrlimit(resource.RLIMIT_AS, ({lim}, {lim}))
+sys.argv = ["pcs"] + sys.argv[1:]
+runpy.run_module("pcs", run_name="__main__")
+"""
+
+
+def _trace(path: Path) -> None:
+    rows = [{"timestamp": 0, "input_length": 512 * 50_000, "output_length": 2, "hash_ids": list(range(50_000))},
+            {"timestamp": 1000, "input_length": 512 * 5, "output_length": 2, "hash_ids": [0, 1, 2, 3, 99_999]}]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="RLIMIT_AS as Linux has it")
+@pytest.mark.parametrize("engine", ["auto", "reference", "compiled-hierarchy"])
+def test_a_50000_block_request_replays_under_4_gb(tmp_path, engine):
+    trace, rows = tmp_path / "long.jsonl", tmp_path / "rows.csv"
+    _trace(trace)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
+    r = subprocess.run([sys.executable, "-c", WRAPPER.format(lim=LIMIT), "replay", str(trace), "-q", "--format",
+                        "json", "--tier", "gpu=60000blocks", "--engine", engine, "--requests-out", str(rows)],
+                       capture_output=True, text=True, env=env, timeout=600)
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert out["hit_ratio"] == 2048 / (25_600_000 + 2560)
+    with open(rows, newline="") as f:
+        got = [(d["hit_blocks"], d["missed_blocks"], d["hit_tokens"]) for d in csv.DictReader(f)]
+    assert got == [("0", "50000", "0"), ("4", "1", "2048")]
