@@ -66,15 +66,7 @@ def count(text: str) -> int:
     Raises:
         argparse.ArgumentTypeError: not an integer, or < 1 (argparse prints one line, exit 2).
     """
-    import argparse
-
-    try:
-        n = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a whole number >= 1, got {text!r}") from None
-    if n < 1:
-        raise argparse.ArgumentTypeError(f"must be >= 1, got {n}")
-    return n
+    return _at_least(text, 1)
 
 
 def whole(text: str) -> int:
@@ -83,14 +75,19 @@ def whole(text: str) -> int:
     Raises:
         argparse.ArgumentTypeError: not an integer, or < 0 (argparse prints one line, exit 2).
     """
+    return _at_least(text, 0)
+
+
+def _at_least(text: str, lo: int) -> int:
+    """``text`` as an int >= ``lo`` (the rule of :func:`count` and :func:`whole`); argparse.ArgumentTypeError else."""
     import argparse
 
     try:
         n = int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number >= 0, got {text!r}") from None
-    if n < 0:
-        raise argparse.ArgumentTypeError(f"must be >= 0, got {n}")
+        raise argparse.ArgumentTypeError(f"must be a whole number >= {lo}, got {text!r}") from None
+    if n < lo:
+        raise argparse.ArgumentTypeError(f"must be >= {lo}, got {n}")
     return n
 
 
