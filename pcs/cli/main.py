@@ -22,7 +22,11 @@ import sys
 def _held_at_import() -> bool:
     """Hold the stop signals now, before any other import (``_signal`` is the interpreter's own module: the
     ``signal`` module would import ``enum`` first), when this process is the ``pcs`` command (the console script,
-    or ``python -m pcs``); never for a library or test import, which may never run a command to release them."""
+    or ``python -m pcs``); never for a library or test import, nor in a worker process that multiprocessing's spawn
+    start method made (it re-runs the parent's main module with the parent's ``sys.argv``), which never runs a
+    command to release them: its parent's SIGTERM would then wait forever."""
+    if "multiprocessing" in sys.modules:
+        return False    # a spawned worker re-running the main module (sweep --jobs): no command will release them
     arg0 = sys.argv[0] if sys.argv else ""
     name = arg0.replace("\\", "/").rsplit("/", 1)[-1]
     if not (name in ("pcs", "pcs.exe") or arg0.replace("\\", "/").endswith("pcs/__main__.py")):
