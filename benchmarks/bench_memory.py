@@ -141,9 +141,7 @@ def main() -> None:
     if a.child:
         return _child(a.child)
     common.need_trace(a.trace, BENCH)
-    formats = [f.strip() for f in a.formats.split(",") if f.strip()]
-    if not formats or any(f not in FORMATS for f in formats):
-        raise SystemExit(f"{BENCH}: --formats takes {', '.join(FORMATS)} (comma-separated), got {a.formats!r}")
+    formats = common.choices(a.formats, FORMATS, "--formats", BENCH)
     cases = {}
     with tempfile.TemporaryDirectory() as tmp:
         for k in a.replicas:

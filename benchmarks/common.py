@@ -143,6 +143,8 @@ def fail(bench: str, message: str) -> None:
 def need_trace(path: str | Path | None, bench: str) -> Path:
     """The trace ``path`` (default :data:`MOONCAKE_CONV`), or exit 2 with one line naming it and PCS_MOONCAKE_TRACE."""
     p = Path(path) if path is not None else MOONCAKE_CONV
+    if p.is_dir():
+        fail(bench, f"trace {p} is a directory, not a trace file")
     if not p.is_file():
         fail(bench, f"trace not found: {p} (pass --trace where the script has it, or set PCS_MOONCAKE_TRACE "
                      "to the Mooncake conversation trace)")

@@ -482,11 +482,11 @@ def main() -> None:
     a = ap.parse_args()
     if a.child:
         return _child(a.child[0], a.child[1], int(a.child[2]))
+    common.need_trace(a.trace, BENCH)     # the arguments first: a bad one is refused with or without libcachesim
     try:
         import libcachesim  # noqa: F401
     except ImportError:
         return common.skip(BENCH, "libcachesim not installed (pip install -e '.[bench]')")
-    common.need_trace(a.trace, BENCH)
     caps = a.capacities
     if a.policies:
         return common.emit(policy_comparison(a.trace, caps))

@@ -35,6 +35,8 @@ CASES = [
     ("bench_hybrid.py", ["--modes", "bogus"], "--modes: unknown 'bogus'"),
     ("bench_user.py", ["--cases", "nope"], "--cases: unknown 'nope'"),
     ("bench_user.py", ["--warmup", "-1"], "must be >= 0, got -1"),
+    ("compare_libcachesim.py", ["--trace", "{tmp}"], "is a directory, not a trace file"),   # with or without libcachesim
+    ("bench_memory.py", ["--formats", "csv"], "--formats: unknown 'csv'"),
 ]
 
 
