@@ -4,7 +4,8 @@ Every option of ``pcs replay`` that the user gave (on the command line or throug
 in it, except the ones that only say where and how the output goes (:data:`OUTPUT_ONLY`): a new option is in it
 the day it is added, with no list to keep. Values are written back from their parsed form (a duration in
 seconds, a flag by its on or off name), paths absolute, so the command runs from any folder and prints the
-same command again. ``pcs replay --format json`` records it as ``replay_command``; the HTML page's inputs table
+same command again. The process settings ``PCS_NATIVE`` and ``PCS_THREADS`` are not options and are not in it: they
+choose which twin runs and where side work runs, never a number (the JSON's ``engine`` fields say which ran). ``pcs replay --format json`` records it as ``replay_command``; the HTML page's inputs table
 prints it (docs/report.md).
 """
 from __future__ import annotations
