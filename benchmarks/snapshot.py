@@ -207,7 +207,26 @@ def main() -> None:
     if not ns.out:
         ap.error("give OUT.json or --diff OLD NEW")
     common.check_out(ns.out, [p for _, p in _traces()], "snapshot")
-    snapshot(ns.out, ns.quick, shlex.split(ns.extra_replay_args))
+    extra = shlex.split(ns.extra_replay_args)
+    _check_extra(extra)
+    snapshot(ns.out, ns.quick, extra)
+
+
+def _check_extra(extra: list[str]) -> None:
+    """Refuse (one line, exit 2, before any run) ``--extra-replay-args`` that ``pcs replay`` itself refuses when it
+    parses its options (an unknown option, a bad value): otherwise every run would record the same error."""
+    if not extra:
+        return
+    import click
+
+    from pcs.cli.main import cli
+
+    with click.Context(cli) as ctx:
+        replay = cli.get_command(ctx, "replay")
+        try:
+            replay.make_context("replay", [str(_traces()[0][1]), *extra], parent=ctx)
+        except click.ClickException as e:
+            common.fail("snapshot", f"--extra-replay-args {shlex.join(extra)!r}: {e.format_message()}")
 
 
 if __name__ == "__main__":

@@ -37,6 +37,7 @@ CASES = [
     ("bench_user.py", ["--warmup", "-1"], "must be >= 0, got -1"),
     ("compare_libcachesim.py", ["--trace", "{tmp}"], "is a directory, not a trace file"),   # with or without libcachesim
     ("bench_memory.py", ["--formats", "csv"], "--formats: unknown 'csv'"),
+    ("snapshot.py", ["{tmp}/s.json", "--extra-replay-args", " --bogus"], "No such option '--bogus'"),
 ]
 
 
