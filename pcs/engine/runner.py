@@ -600,12 +600,9 @@ def run_replay(source: Any, rules: BlockRules, time_model: Any, make_tiers: Call
                                                                      time_model)
     resolved = _resolve_step(step, timing, source, rules, native, passes)
     seq_side, scan_side = Beside(threads_wanted()), Beside(threads_wanted())   # side work on worker threads
-    done = no_cache_result = go = ready = None
+    done = no_cache_result = go = None
     try:
-        scan2 = _two_tier_scan(plans, source, rules, tiers0, write_policy, requested, _scan_decode(resolved), scan_side)
-        go = scan2.open if scan2 is not None else None     # lets the scan's worker begin (_ScanJoin)
-        if go is not None and plans[0].row.kind != "event-loop":
-            go()               # no loops to build: the scan goes now
+        scan2, go = _open_scan(plans, source, rules, tiers0, write_policy, requested, resolved, scan_side)
         base = _baseline(scan2, plans, source, rules, make_tiers, write_policy, hybrid, block_bytes, step_s, seq_side)
         plans, all_plans = (plans[:1], plans) if base is not None else (plans, plans)
         scans = [_scan(p, source, rules, tiers0, requested) if p.row.kind == "scan" else None for p in plans]
@@ -615,24 +612,50 @@ def run_replay(source: Any, rules: BlockRules, time_model: Any, make_tiers: Call
             source, rules, time_model, progress, resolved is None and timing == "modeled", passes, go)
         done, no_cache_result = _close_runs(scans, loops, no_cache, beside, hybrid, tiers0, write_policy,
                                             time_model, progress)
-        if early is None:      # join the scan: its results were made on its worker (_scan_parts)
-            early = _singles(scans, scan2(), source, rules, native, resolved, passes, scan2.parts[0])
-            ready = scan2.parts[2]
-        singles, scan = early
+        singles, scan, ready = _joined_singles(early, scans, scan2, source, rules, native, resolved, passes)
         (result, state), baseline = done[0], (base() if base is not None else done[-1][0])
     except BaseException:
         _settle_parts(done, no_cache_result)   # the runs' summary parts still made beside: no worker outlives the error
         raise
     finally:
-        if go is not None:
-            go()               # a scan still waiting at its gate when an error stopped the loops: let it run out
-        scan_side.close()      # wait for the two-tier scan still running when an error stopped the loops
-        seq_side.close()       # the same for the sequential baseline
+        _stop_side_work(go, scan_side, seq_side)
     sched = None if no_cache is None else (resolved[1], loops[0].stats, no_cache_result, no_cache.stats)
     with_decode = single_with_decode(resolved, source, native, scan, passes, scanned_only=comparison, ready=ready)
     with_decode = None if comparison else with_decode     # a comparison line keeps its scan's for the run
     return Outcome(result, state, baseline, singles[0], singles[1], _engines(plans[0], all_plans[-1]), sched,
                    with_decode, resolved[2] if with_decode is not None else None)
+
+
+def _open_scan(plans: list[_Plan], source: Any, rules: BlockRules, tiers0: list, write_policy: str, requested: str,
+               resolved: Any, scan_side: Beside) -> tuple[_ScanJoin | None, Callable[[], None] | None]:
+    """Start the two-tier scan on ``scan_side`` (:func:`_two_tier_scan`) and return it with its gate (``go``: lets
+    its worker begin, :class:`_ScanJoin`), both None when no scan runs; with no event loops to build first, the
+    gate is opened at once."""
+    scan2 = _two_tier_scan(plans, source, rules, tiers0, write_policy, requested, _scan_decode(resolved), scan_side)
+    go = scan2.open if scan2 is not None else None
+    if go is not None and plans[0].row.kind != "event-loop":
+        go()               # no loops to build: the scan goes now
+    return scan2, go
+
+
+def _joined_singles(early: tuple | None, scans: list, scan2: _ScanJoin | None, source: Any, rules: BlockRules,
+                    native: str | None, resolved: Any, passes: SharedPasses | None) -> tuple:
+    """``(singles, scan, ready)``: the run's single-sequence results and the scan they came from -- ``early``
+    when they were made before the loops, else joined from the two-tier scan, whose results were made on its
+    worker (:func:`_scan_parts`) -- and its decode-aware pass made beside (``ready``; None for ``early``)."""
+    if early is not None:
+        return early[0], early[1], None
+    singles, scan = _singles(scans, scan2(), source, rules, native, resolved, passes, scan2.parts[0])
+    return singles, scan, scan2.parts[2]
+
+
+def _stop_side_work(go: Callable[[], None] | None, scan_side: Beside, seq_side: Beside) -> None:
+    """After the runs, or when an error stopped them: open the scan's gate (a scan still waiting there runs out)
+    and wait for the two-tier scan and the sequential baseline still running on their workers."""
+    if go is not None:
+        go()
+    scan_side.close()
+    seq_side.close()
 
 
 def _settle_parts(done: list | None, no_cache_result: EngineResult | None) -> None:
