@@ -365,12 +365,49 @@ struct IdOut {
     uint64_t next_min = 0, down = 0;   // the previous id + 1 (0 before the first); set when an id is not above it
 };
 
+/* The ids that follow an id read the general way, each the one before it + 1 written in as many digits (the
+ * common case: ids are assigned in first-appearance order along each chain) -- each taken by one compare of its
+ * text against the expected text (the previous id's digits, the last one + 1, then ", "), without parsing it.
+ * The expected text is `succ` over the bytes of `smask` (wide: 7 digits, so the ", " ends past the 8 bytes and
+ * its ' ' is compared on its own); each taken id adds `inc` to its last digit. `left` ids until the last digit
+ * is 9; then the next decade (the last digit back to 0, the one before it + 1), unless that one is a 9 too or
+ * there is none (the length or more digits change: the general way). Each id starts at p <= stop. Returns where
+ * the first id that is not the expected one starts (nothing consumed of it). */
+template <bool wide>
+inline const char *successors(const char *p, const char *stop, uint64_t succ, uint64_t smask, uint64_t inc,
+                              unsigned step, unsigned left, uint64_t *&out, uint64_t &next_min) {
+    uint64_t *o = out, id = next_min;
+    const unsigned tens_at = (unsigned)__builtin_ctzll(inc) - 8;   // the bit of the digit before the last
+    for (;;) {
+        const char *const decade_end = p + (size_t)step * left;   // after the id whose last digit is 9
+        const char *last = decade_end - step;
+        if (last > stop) last = stop;
+        while (p <= last) {
+            uint64_t w;
+            memcpy(&w, p, 8);
+            if ((w & smask) != succ || (wide && p[8] != ' ')) break;
+            *o++ = id++;
+            p += step;
+            succ += inc;
+        }
+        // a whole decade taken: the next starts at the last digit 0, the digit before it + 1 (not past a '9')
+        if (p != decade_end || inc < 0x10000 || ((succ >> tens_at) & 0xff) == '9') break;
+        succ += (inc >> 8) - 10 * inc;
+        left = 10;
+    }
+    out = o;
+    next_min = id;
+    return p;
+}
+
 /* The run of common ids at p: 1 to 7 digits (no leading zero) then ", " -- or the row's last, then ']' (*closed
  * set) -- each read from one 8-byte load (its digits and a leading zero found by non_digits, the value by
  * eight_digits) and the separator compared whole, while p <= fast_end (16 bytes readable) and the buffer has
  * room (an id of the run takes 3 bytes or more, so no more than room / 3 ids are read past the room check made
- * here once). Returns where the run stopped: at the start of an id it does not take (longer, a leading zero,
- * whitespace before it, another separator after it) or after the ']'. Not inlined: its own registers. */
+ * here once); after each id so read, the ids that continue it one by one (successors: its + 1, + 2 ... in as
+ * many digits, compared as text). Returns where the run stopped: at the start of an id it does not take (longer,
+ * a leading zero, whitespace before it, another separator after it) or after the ']'. Not inlined: its own
+ * registers. */
 __attribute__((noinline)) const char *id_run(const char *p, const char *fast_end, IdOut &o, bool *closed) {
     uint64_t *out = o.out, next_min = o.next_min, down = o.down;
     const uintptr_t left = (uintptr_t)(o.room - out);   // ids the buffer still holds
@@ -393,6 +430,17 @@ __attribute__((noinline)) const char *id_run(const char *p, const char *fast_end
             next_min = u + 1;
             *out++ = u;
             p = q + 2;
+            // the successors of u: its digits with the last + 1, then ", " (u's digits and ", " are w's first bytes)
+            const unsigned lastd = (unsigned)(a >> (bits - 8)) & 0xff;   // u's last digit, 0..9
+            if (lastd == 9 || p > stop) continue;
+            const uint64_t inc = 1ull << (bits - 8);
+            if (bits == 56) {   // 7 digits: ',' is w's last byte, its ' ' compared on its own
+                p = successors<true>(p, stop, w + inc, ~0ull, inc, 9, 9 - lastd, out, next_min);
+            } else {
+                const uint64_t smask = ~0ull >> (48 - bits);   // the digits and ", "
+                p = successors<false>(p, stop, (w & smask) + inc, smask, inc, (bits >> 3) + 2, 9 - lastd, out,
+                                      next_min);
+            }
             continue;
         }
         if (*q == ']') {
