@@ -367,25 +367,48 @@ struct IdOut {
 
 /* The ids that follow an id read the general way, each the one before it + 1 written in as many digits (the
  * common case: ids are assigned in first-appearance order along each chain) -- each taken by one compare of its
- * text against the expected text (the previous id's digits, the last one + 1, then ", "), without parsing it.
+ * text against the expected text (the previous id's digits, the last one + 1, then ", "), without parsing it,
+ * two at a time while two fit before `last`; the row's last id (its digits, then ']') too (*closed set).
  * The expected text is `succ` over the bytes of `smask` (wide: 7 digits, so the ", " ends past the 8 bytes and
  * its ' ' is compared on its own); each taken id adds `inc` to its last digit. `left` ids until the last digit
  * is 9; then the next decade (the last digit back to 0, the one before it + 1), unless that one is a 9 too or
  * there is none (the length or more digits change: the general way). Each id starts at p <= stop. Returns where
- * the first id that is not the expected one starts (nothing consumed of it). */
+ * the first id that is not the expected one starts (nothing consumed of it), or after the ']'. */
 template <bool wide>
 inline const char *successors(const char *p, const char *stop, uint64_t succ, uint64_t smask, uint64_t inc,
-                              unsigned step, unsigned left, uint64_t *&out, uint64_t &next_min) {
+                              unsigned step, unsigned left, uint64_t *&out, uint64_t &next_min, bool *closed) {
     uint64_t *o = out, id = next_min;
-    const unsigned tens_at = (unsigned)__builtin_ctzll(inc) - 8;   // the bit of the digit before the last
+    const unsigned digits = step - 2;
+    const uint64_t dmask = wide ? 0x00ffffffffffffffull : smask >> 16;   // the digits' bytes
+    const unsigned tens_at = (unsigned)__builtin_ctzll(inc) - 8;         // the bit of the digit before the last
     for (;;) {
         const char *const decade_end = p + (size_t)step * left;   // after the id whose last digit is 9
         const char *last = decade_end - step;
         if (last > stop) last = stop;
+        while (p + step <= last) {   // two ids
+            uint64_t w0, w1;
+            memcpy(&w0, p, 8);
+            memcpy(&w1, p + step, 8);
+            if ((w0 & smask) != succ || (w1 & smask) != succ + inc || (wide && (p[8] != ' ' || p[step + 8] != ' ')))
+                break;
+            o[0] = id;
+            o[1] = id + 1;
+            o += 2;
+            id += 2;
+            p += 2 * step;
+            succ += 2 * inc;
+        }
         while (p <= last) {
             uint64_t w;
             memcpy(&w, p, 8);
-            if ((w & smask) != succ || (wide && p[8] != ' ')) break;
+            if ((w & smask) != succ || (wide && p[8] != ' ')) {
+                if (((w ^ succ) & dmask) == 0 && p[digits] == ']') {   // the row's last id
+                    *o++ = id++;
+                    p += digits + 1;
+                    *closed = true;
+                }
+                goto done;
+            }
             *o++ = id++;
             p += step;
             succ += inc;
@@ -395,6 +418,7 @@ inline const char *successors(const char *p, const char *stop, uint64_t succ, ui
         succ += (inc >> 8) - 10 * inc;
         left = 10;
     }
+done:
     out = o;
     next_min = id;
     return p;
@@ -435,12 +459,13 @@ __attribute__((noinline)) const char *id_run(const char *p, const char *fast_end
             if (lastd == 9 || p > stop) continue;
             const uint64_t inc = 1ull << (bits - 8);
             if (bits == 56) {   // 7 digits: ',' is w's last byte, its ' ' compared on its own
-                p = successors<true>(p, stop, w + inc, ~0ull, inc, 9, 9 - lastd, out, next_min);
+                p = successors<true>(p, stop, w + inc, ~0ull, inc, 9, 9 - lastd, out, next_min, closed);
             } else {
                 const uint64_t smask = ~0ull >> (48 - bits);   // the digits and ", "
                 p = successors<false>(p, stop, (w & smask) + inc, smask, inc, (bits >> 3) + 2, 9 - lastd, out,
-                                      next_min);
+                                      next_min, closed);
             }
+            if (*closed) break;
             continue;
         }
         if (*q == ']') {
@@ -538,17 +563,41 @@ inline bool lane_literal(Lane &L, const char *s, size_t n) {
     return true;
 }
 
+/* A field's common value at L.p: 1 to 7 digits (no leading zero) then ',', read from one 8-byte load as id_run
+ * reads an id; true with *out set and L.p at the ','. False with nothing consumed for anything else (a sign, a
+ * fraction, 8 digits or more, fewer than 8 bytes before the chunk's end): the field's own reader then reads it. */
+inline bool lane_short(Lane &L, uint64_t *out) {
+    if (L.limit - L.p < 8) return false;
+    uint64_t w;
+    memcpy(&w, L.p, 8);
+    const uint64_t a = w ^ 0x3030303030303030ull;
+    const uint64_t nd = (((a & 0x7f7f7f7f7f7f7f7full) + 0x7676767676767676ull) | a) & 0x8080808080808080ull;
+    if (!nd) return false;
+    const unsigned bits = (unsigned)__builtin_ctzll(nd) - 7;   // 8 * the leading digits
+    if (bits == 0 || ((a & 0xff) == 0 && bits > 8) || ((w >> bits) & 0xff) != ',') return false;
+    *out = eight_digits(a << (64 - bits));
+    L.p += bits >> 3;
+    return true;
+}
+
 /* The row as the Mooncake trace writes it -- {"timestamp": T, "input_length": I, "output_length": O,
  * "hash_ids": [...]} then the LF or the chunk's end, one space after each ':' and ',' -- its keys matched as
- * literals with the punctuation between them, its values by the lane's own readers (so the same values as
- * lane_fields). False on any other layout (nothing undone: the caller does). */
+ * literals with the punctuation between them, its values by the lane's own readers (a short integer by
+ * lane_short first: the value lane_time and lane_i64 give it; so the same values as lane_fields). False on any
+ * other layout (nothing undone: the caller does). */
 bool lane_canonical(const char *p, const char *limit, Columns &c, LaneRow &r, const char **end) {
     Lane L{p, limit, limit};
-    if (!lane_literal(L, "{\"timestamp\": ", 14) || !lane_time(L, &r.ts) ||
-        !lane_literal(L, ", \"input_length\": ", 18) || !lane_i64(L, &r.ints[0]) ||
-        !lane_literal(L, ", \"output_length\": ", 19) || !lane_i64(L, &r.ints[1]) ||
-        !lane_literal(L, ", \"hash_ids\": ", 14) || !lane_ids(L, c.ids, c.increasing) || !L.eat('}'))
-        return false;
+    uint64_t u;
+    if (!lane_literal(L, "{\"timestamp\": ", 14)) return false;
+    if (lane_short(L, &u)) r.ts = (double)u;   // exact: below 2**53
+    else if (!lane_time(L, &r.ts)) return false;
+    if (!lane_literal(L, ", \"input_length\": ", 18)) return false;
+    if (lane_short(L, &u)) r.ints[0] = (int64_t)u;
+    else if (!lane_i64(L, &r.ints[0])) return false;
+    if (!lane_literal(L, ", \"output_length\": ", 19)) return false;
+    if (lane_short(L, &u)) r.ints[1] = (int64_t)u;
+    else if (!lane_i64(L, &r.ints[1])) return false;
+    if (!lane_literal(L, ", \"hash_ids\": ", 14) || !lane_ids(L, c.ids, c.increasing) || !L.eat('}')) return false;
     *end = L.p;
     return L.p == limit || *L.p == '\n';
 }
