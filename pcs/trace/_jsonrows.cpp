@@ -48,6 +48,7 @@
  * ------------------------------------------------------------------------- */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <structmember.h>
 
 #include <charconv>
 #include <cmath>
@@ -72,12 +73,30 @@ template <typename T>
 struct RawVec {
     T *p = nullptr;
     size_t n = 0, cap = 0;
+    bool borrowed = false;   // p is an Arena's room (not ours to free or realloc): see borrow
     RawVec() = default;
     RawVec(const RawVec &) = delete;
     RawVec &operator=(const RawVec &) = delete;
-    ~RawVec() { free(p); }
+    ~RawVec() {
+        if (!borrowed) free(p);
+    }
+    /* Fill the room [q, q + room) of another's buffer (an Arena) instead of one of our own. */
+    void borrow(T *q, size_t room) {
+        p = q;
+        cap = room;
+        borrowed = true;
+    }
     void reserve(size_t want) {
         if (want <= cap) return;
+        if (borrowed) {   // the room is too small after all: what is in it moved to a buffer of our own
+            T *q = (T *)malloc(want * sizeof(T));
+            if (!q) throw std::bad_alloc();
+            if (n) memcpy(q, p, n * sizeof(T));
+            p = q;
+            cap = want;
+            borrowed = false;
+            return;
+        }
         T *q = (T *)realloc(p, want * sizeof(T));
         if (!q) throw std::bad_alloc();
         p = q;
@@ -703,6 +722,70 @@ PyBufferProcs column_buffer = {column_getbuffer, nullptr};
 
 PyTypeObject ColumnType = {PyVarObject_HEAD_INIT(nullptr, 0) "pcs.trace._jsonrows.Column"};
 
+/* Arena: one malloc'd uint64 buffer that the id columns of a reader's successive chunks fill one after the
+ * other (decode's `arena`), so that the ids of consecutive chunks lie side by side and a join of their batches is
+ * a view, not a copy (pcs.trace.request.concat_batches). Its bytes are a read-only buffer (numpy.frombuffer);
+ * `used` ids are taken, the rest is room (address space: pages nobody writes are never touched, so never resident).
+ * One reader fills it, chunk after chunk (a decode writes only past `used`, which views of earlier chunks do not
+ * reach). */
+struct ArenaObject {
+    PyObject_HEAD
+    uint64_t *data;
+    Py_ssize_t cap, used;   // in ids
+};
+
+/* The most ids a chunk of n bytes can hold (an id takes a digit and a separator, but the row's last one: "[1,2]"):
+ * the room a decode into an arena asks for, so that its ids never outgrow it. */
+inline size_t ids_bound(size_t n) { return n / 2 + 2; }
+
+PyObject *arena_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
+    Py_ssize_t cap;
+    static const char *kw[] = {"capacity", nullptr};
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "n", (char **)kw, &cap)) return nullptr;
+    if (cap < 1 || (size_t)cap > PY_SSIZE_T_MAX / 8) {
+        PyErr_SetString(PyExc_TypeError, "Arena: capacity must be a positive number of ids");
+        return nullptr;
+    }
+    ArenaObject *a = (ArenaObject *)type->tp_alloc(type, 0);
+    if (!a) return nullptr;
+    a->data = (uint64_t *)malloc((size_t)cap * sizeof(uint64_t));
+    if (!a->data) {
+        Py_DECREF(a);
+        return PyErr_NoMemory();
+    }
+    a->cap = cap;
+    a->used = 0;
+    return (PyObject *)a;
+}
+
+void arena_dealloc(PyObject *self) {
+    free(((ArenaObject *)self)->data);
+    Py_TYPE(self)->tp_free(self);
+}
+
+int arena_getbuffer(PyObject *self, Py_buffer *view, int flags) {
+    ArenaObject *a = (ArenaObject *)self;
+    return PyBuffer_FillInfo(view, self, a->data, a->cap * (Py_ssize_t)sizeof(uint64_t), 1, flags);
+}
+
+PyObject *arena_fits(PyObject *self, PyObject *arg) {
+    Py_ssize_t n = PyLong_AsSsize_t(arg);
+    if (n < 0 && PyErr_Occurred()) return nullptr;
+    ArenaObject *a = (ArenaObject *)self;
+    return PyBool_FromLong(n >= 0 && ids_bound((size_t)n) <= (size_t)(a->cap - a->used));
+}
+
+PyBufferProcs arena_buffer = {arena_getbuffer, nullptr};
+PyMethodDef arena_methods[] = {
+    {"fits", arena_fits, METH_O, "fits(nbytes) -> bool: whether a chunk of nbytes bytes is decoded into the room left."},
+    {nullptr, nullptr, 0, nullptr}};
+PyMemberDef arena_members[] = {
+    {"used", T_PYSSIZET, offsetof(ArenaObject, used), READONLY, "ids taken (the decoded chunks' ids, in order)"},
+    {"capacity", T_PYSSIZET, offsetof(ArenaObject, cap), READONLY, "ids the buffer holds"},
+    {nullptr, 0, 0, 0, nullptr}};
+
+PyTypeObject ArenaType = {PyVarObject_HEAD_INIT(nullptr, 0) "pcs.trace._jsonrows.Arena"};
+
 template <typename T>
 PyObject *as_column(RawVec<T> &v) {
     ColumnObject *o = PyObject_New(ColumnObject, &ColumnType);
@@ -735,16 +818,24 @@ PyObject *types_list(const Columns &c) {
     return out;
 }
 
-PyObject *result(Columns &c, bool typed) {
+/* The decoded chunk's tuple; its ids a Column, or, when they filled the arena's room, the index of the first in
+ * the arena (whose used count then takes them). */
+PyObject *result(Columns &c, bool typed, ArenaObject *arena) {
     PyObject *types = Py_None;
     if (typed) {
         if (!(types = types_list(c))) { PyErr_Clear(); Py_RETURN_NONE; }
     } else {
         Py_INCREF(types);
     }
+    PyObject *ids;
+    if (c.ids.borrowed) {
+        ids = PyLong_FromSsize_t(arena->used);
+        if (ids) arena->used += (Py_ssize_t)c.ids.size();
+    } else {
+        ids = as_column(c.ids);
+    }
     return Py_BuildValue("(NNNNNNNLN)", as_column(c.ts), as_column(c.il), as_column(c.ol), as_column(c.offsets),
-                         as_column(c.ids), as_column(c.extras), types, (long long)c.synthetic,
-                         PyBool_FromLong(c.increasing));
+                         ids, as_column(c.extras), types, (long long)c.synthetic, PyBool_FromLong(c.increasing));
 }
 
 bool read_spec(PyObject *extras, int typed, Spec *spec) {
@@ -772,7 +863,7 @@ int decode_nogil(const char *buf, size_t len, const Spec &spec, Columns &c) {
     try {
         // Mooncake: about 10 bytes of JSON per id, 280 a row; denser chunks grow the buffers (doubling). Reserved
         // below malloc's mmap threshold where it can be, so freed buffers are reused without fresh page faults.
-        c.ids.reserve(len / 8 + 16);
+        if (!c.ids.borrowed) c.ids.reserve(len / 8 + 16);
         const size_t rows = len / 256 + 1;
         c.ts.reserve(rows);
         c.il.reserve(rows);
@@ -790,22 +881,33 @@ PyObject *decode(PyObject *, PyObject *args) {
     Py_buffer chunk;
     PyObject *extras;
     int typed;
-    if (!PyArg_ParseTuple(args, "y*O!p", &chunk, &PyTuple_Type, &extras, &typed)) return nullptr;
+    PyObject *arena_arg = Py_None;
+    if (!PyArg_ParseTuple(args, "y*O!p|O", &chunk, &PyTuple_Type, &extras, &typed, &arena_arg)) return nullptr;
+    ArenaObject *arena = nullptr;
+    if (arena_arg != Py_None) {
+        if (!PyObject_TypeCheck(arena_arg, &ArenaType)) {
+            PyBuffer_Release(&chunk);
+            PyErr_SetString(PyExc_TypeError, "decode: arena must be an Arena or None");
+            return nullptr;
+        }
+        arena = (ArenaObject *)arena_arg;
+    }
     Spec spec;   // its keys point into the extras tuple's bytes, alive for the call
     Columns c;
+    if (arena && ids_bound((size_t)chunk.len) <= (size_t)(arena->cap - arena->used))
+        c.ids.borrow(arena->data + arena->used, (size_t)(arena->cap - arena->used));
     int rc = read_spec(extras, typed, &spec) ? decode_nogil((const char *)chunk.buf, (size_t)chunk.len, spec, c) : -2;
     PyBuffer_Release(&chunk);   // the bytes-like object stays locked (y*) while the GIL is released
     if (rc == -2) return nullptr;
     if (rc < 0) return PyErr_NoMemory();
     if (rc == 0) Py_RETURN_NONE;
-    return result(c, spec.typed);
+    return result(c, spec.typed, arena);
 }
 
 PyMethodDef methods[] = {
     {"decode", decode, METH_VARARGS,
-     "decode(chunk, extras, typed) -> None | (ts, il, ol, offsets, ids, extras, types, synthetic, increasing): "
-     "see the C++ "
-     "file's header (pcs/trace/_jsonrows.cpp)."},
+     "decode(chunk, extras, typed, arena=None) -> None | (ts, il, ol, offsets, ids, extras, types, synthetic, "
+     "increasing): see the C++ file's header (pcs/trace/_jsonrows.cpp)."},
     {nullptr, nullptr, 0, nullptr}};
 
 PyModuleDef module_def = {PyModuleDef_HEAD_INIT, "pcs.trace._jsonrows",
@@ -821,5 +923,16 @@ PyMODINIT_FUNC PyInit__jsonrows(void) {
     ColumnType.tp_as_buffer = &column_buffer;
     ColumnType.tp_doc = "A decoded column's bytes (read-only buffer), for numpy.frombuffer.";
     if (PyType_Ready(&ColumnType) < 0) return nullptr;
-    return PyModule_Create(&module_def);
+    ArenaType.tp_basicsize = sizeof(ArenaObject);
+    ArenaType.tp_flags = Py_TPFLAGS_DEFAULT;
+    ArenaType.tp_new = arena_new;
+    ArenaType.tp_dealloc = arena_dealloc;
+    ArenaType.tp_as_buffer = &arena_buffer;
+    ArenaType.tp_methods = arena_methods;
+    ArenaType.tp_members = arena_members;
+    ArenaType.tp_doc = "Arena(capacity): one id buffer the chunks of a reader fill in order (the C++ file's header).";
+    if (PyType_Ready(&ArenaType) < 0) return nullptr;
+    PyObject *m = PyModule_Create(&module_def);
+    if (m && PyModule_AddObjectRef(m, "Arena", (PyObject *)&ArenaType) < 0) Py_CLEAR(m);
+    return m;
 }

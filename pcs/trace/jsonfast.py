@@ -276,38 +276,65 @@ def simdjson_chunk(spec, chunk: bytes, bs: int, state) -> RequestBatch | None:
 
 
 # -- native (pcs.trace._jsonrows) ------------------------------------------------------------------
-def native_decode(spec, chunk: bytes) -> tuple | None:
-    """The compiled twin's columns of ``chunk`` (pcs/trace/_jsonrows.cpp's ``decode``), or None for the authority.
+#: Ids an :func:`arena` holds: 4 Mi ids, 32 MiB of address space, of which only the pages the ids fill become
+#: resident. The 10x Mooncake replica's 2.9 M ids fill one, so every joined batch of the replay views it; a
+#: reader that drops its batches as it goes keeps at most one arena's filled part (the batches' ids) alive.
+ARENA_IDS = 1 << 22
 
-    Reads only ``chunk`` and ``spec`` and releases the GIL while it parses."""
+
+def arena():
+    """A new id arena of the compiled twin (pcs/trace/_jsonrows.cpp's ``Arena``, :data:`ARENA_IDS` ids), or None
+    when the twin is not built or the memory is not there (the chunks then get buffers of their own)."""
     from pcs import _native
 
-    return _native.module("jsonrows").decode(chunk, tuple(k.encode() for k, _ in spec.int_extras), spec.has_type)
+    try:
+        return _native.module("jsonrows").Arena(ARENA_IDS)
+    except (MemoryError, AttributeError):
+        return None
 
 
-def native_checked(spec, cols: tuple | None, bs: int, state) -> RequestBatch | None:
-    """The batch of the twin's columns ``cols`` (:func:`native_decode`) after the value checks shared by every
-    shortcut (:func:`_checked`, ``state`` advanced on success); None when anything needs the authority."""
+def native_decode(spec, chunk: bytes, ids_arena=None) -> tuple | None:
+    """The compiled twin's columns of ``chunk`` (pcs/trace/_jsonrows.cpp's ``decode``), or None for the authority.
+
+    ``ids_arena``: an :func:`arena` whose room the ids fill when they fit (the tuple's ids are then the index of
+    the first in it, see :func:`native_checked`), right after the previous chunk's. Reads only ``chunk`` and
+    ``spec`` and releases the GIL while it parses."""
+    from pcs import _native
+
+    return _native.module("jsonrows").decode(chunk, tuple(k.encode() for k, _ in spec.int_extras), spec.has_type,
+                                             ids_arena)
+
+
+def native_checked(spec, cols: tuple | None, bs: int, state, ids_arena=None) -> RequestBatch | None:
+    """The batch of the twin's columns ``cols`` (:func:`native_decode`, with the same ``ids_arena``) after the
+    value checks shared by every shortcut (:func:`_checked`, ``state`` advanced on success); None when anything
+    needs the authority."""
     if cols is None:
         return None
     ts, il, ol, offsets, ids, ex, types, synthetic, increasing = cols
     il = np.frombuffer(il, dtype=np.int64)   # the columns are the twin's own buffers: viewed, not copied
+    offsets = np.frombuffer(offsets, dtype=np.int64)
+    if isinstance(ids, int):   # in the arena, from index ids on
+        ids = np.frombuffer(ids_arena, dtype=np.uint64, count=int(offsets[-1]), offset=8 * ids)
+    else:
+        ids = np.frombuffer(ids, dtype=np.uint64)
     extras = np.frombuffer(ex, dtype=np.int64).reshape(il.size, len(spec.int_extras))
     return _checked(spec, bs, state, np.frombuffer(ts, dtype=np.float64), il,
-                    np.frombuffer(ol, dtype=np.int64), np.frombuffer(offsets, dtype=np.int64),
-                    np.frombuffer(ids, dtype=np.uint64), [extras[:, i].copy() for i in range(extras.shape[1])],
+                    np.frombuffer(ol, dtype=np.int64), offsets, ids,
+                    [extras[:, i].copy() for i in range(extras.shape[1])],
                     tuple(types) if spec.has_type else None, synthetic, increasing)
 
 
-def native_chunk(spec, chunk: bytes, bs: int, state) -> RequestBatch | None:
+def native_chunk(spec, chunk: bytes, bs: int, state, ids_arena=None) -> RequestBatch | None:
     """Decode ``chunk`` with the compiled simdjson twin; None when anything needs the authority.
 
     The C++ decoder (pcs/trace/_jsonrows.cpp) takes a line only when it holds
     exactly the format's keys with values of the right JSON types and ranges
     (its header lists them) and returns the columns as bytes; the value checks
-    shared by every shortcut (:func:`_checked`) then run here, as for the other parsers.
+    shared by every shortcut (:func:`_checked`) then run here, as for the other parsers. ``ids_arena``: as
+    :func:`native_decode`.
     """
-    return native_checked(spec, native_decode(spec, chunk), bs, state)
+    return native_checked(spec, native_decode(spec, chunk, ids_arena), bs, state, ids_arena)
 
 
 # -- pyarrow ----------------------------------------------------------------------------------------
@@ -393,6 +420,10 @@ def parse_chunks(parser: str, spec, chunks: Iterator, bs: int, state) -> Iterato
     whole replay -- one tier 10x wall 0.14-0.18 -> 0.19-0.25 s -- so the readers decode in line:
     docs/performance.md, "The decode beside".)
 
+    The compiled twin writes the ids of chunk after chunk side by side into one :func:`arena` (a new one when a
+    chunk may not fit in the room left), so that joining consecutive batches (:func:`pcs.trace.request.concat_batches`)
+    views their ids instead of copying them.
+
     A decoded chunk's lines are its batch's rows (a shortcut takes every line or none), so its newline count is
     sent back to ``chunks`` when it is a generator (:func:`pcs.trace.source.iter_chunks`: no pass of its own to
     count them). A chunk that is a ``memoryview`` (``iter_chunks(..., reuse=True)``) is handed on as ``bytes`` when
@@ -401,12 +432,18 @@ def parse_chunks(parser: str, spec, chunks: Iterator, bs: int, state) -> Iterato
     send = getattr(chunks, "send", None)
     it = iter(chunks)
     known = None
+    ids_arena = None
     while True:
         try:
             first, chunk = send(known) if send is not None else next(it)
         except StopIteration:
             return
-        batch = parse_chunk(parser, spec, chunk, bs, state)
+        if parser == "native":
+            if ids_arena is None or not ids_arena.fits(len(chunk)):
+                ids_arena = arena()
+            batch = native_chunk(spec, chunk, bs, state, ids_arena)
+        else:
+            batch = parse_chunk(parser, spec, chunk, bs, state)
         known = None if batch is None else len(batch) - (chunk[-1] != _NL)
         yield first, (bytes(chunk) if batch is None and isinstance(chunk, memoryview) else chunk), batch
 

@@ -148,6 +148,33 @@ class RequestBatch:
                             self.session_id, self.parent_id, self.turn, self.type, self.extra_keys)
 
 
+def _side_by_side(xs: list) -> np.ndarray | None:
+    """One read-only view of the read-only 1-D arrays ``xs`` when they are views of one buffer lying side by side,
+    in order (the JSONL twin's ids of consecutive chunks in one arena: :func:`pcs.trace.jsonfast.arena`), so that
+    joining them copies nothing; else None."""
+    base, dtype = xs[0].base, xs[0].dtype
+    if base is None or isinstance(base, np.ndarray):
+        return None
+    start = end = xs[0].__array_interface__["data"][0]
+    for x in xs:
+        if (x.base is not base or x.dtype != dtype or x.ndim != 1 or x.flags.writeable
+                or not x.flags.c_contiguous or x.__array_interface__["data"][0] != end):
+            return None
+        end += x.nbytes
+    whole = np.frombuffer(base, dtype=np.uint8)
+    if whole.flags.writeable:
+        return None
+    at = start - whole.__array_interface__["data"][0]
+    return whole[at:at + (end - start)].view(dtype)
+
+
+def _hashes(xs: list) -> np.ndarray:
+    """The block hashes of batches one after the other: a view when they lie side by side (:func:`_side_by_side`),
+    else a copy."""
+    joined = _side_by_side(xs) if len(xs) > 1 else None
+    return np.concatenate(xs) if joined is None else joined
+
+
 def concat_batches(batches: list[RequestBatch], block_size: int | None = None) -> RequestBatch:
     """One :class:`RequestBatch` holding all rows of ``batches`` in order (ids renumbered from 0).
 
@@ -179,5 +206,5 @@ def concat_batches(batches: list[RequestBatch], block_size: int | None = None) -
     return RequestBatch(0, bs, np.concatenate([b.arrival_s for b in batches]),
                         np.concatenate([b.prompt_tokens for b in batches]),
                         np.concatenate([b.output_tokens for b in batches]), offs,
-                        np.concatenate([b.block_hashes for b in batches]),
+                        _hashes([b.block_hashes for b in batches]),
                         col("session_id"), col("parent_id"), col("turn"), tup("type"), tup("extra_keys"))

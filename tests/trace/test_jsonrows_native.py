@@ -35,8 +35,8 @@ def test_mooncake_trace_reads_the_same_and_every_chunk_is_taken(mooncake_conv, m
     fallbacks = []
     real = jsonfast.native_checked
 
-    def counted(spec, cols, bs, state):
-        batch = real(spec, cols, bs, state)
+    def counted(spec, cols, bs, state, *arena):
+        batch = real(spec, cols, bs, state, *arena)
         fallbacks.append(batch is None)
         return batch
 

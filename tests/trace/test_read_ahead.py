@@ -198,12 +198,12 @@ def test_ctrl_c_while_reading_leaves_no_worker(small_chunks, monkeypatch, where)
 
     real, calls = jsonfast.native_decode, []
 
-    def decode(spec, chunk):
+    def decode(spec, chunk, *arena):
         if threading.current_thread() is threading.main_thread():
             calls.append(1)
             if where == "decode" and len(calls) == 5:
                 raise KeyboardInterrupt
-        return real(spec, chunk)
+        return real(spec, chunk, *arena)
 
     monkeypatch.setattr(jsonfast, "native_decode", decode)
     before = set(threading.enumerate())
