@@ -249,3 +249,81 @@ def test_id_run_grows_the_buffer():
     chunk = b'{"timestamp": 0, "input_length": 3000, "output_length": 0, "hash_ids": [%s]}\n' % row
     got = _cols(chunk)
     assert got[3] == [0, 3000] and got[4] == list(range(3000))
+
+
+# -- successors (an id that is the previous + 1 in as many digits, compared as text) and the id arena -------------
+@pytest.mark.parametrize("ids", [
+    [7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21],        # 9 -> 10 (a new length), 19 -> 20 (a decade)
+    [98, 99, 100, 101, 198, 199, 200, 999, 1000],                       # 99 -> 100, 199 -> 200 (two digits carry)
+    [999998, 999999, 1000000, 1000001, 1000009, 1000010, 1000011],     # 6 -> 7 digits, then a decade in 7 digits
+    [1827860, 1827861, 1827862, 1827863, 9999998, 9999999, 10000000, 10000001],  # 7 digits, then 8 (general)
+    [5, 60, 61, 7, 8],                      # "60" starts with the successor's text "6": read as 60, not 6
+    [0, 1, 2, 3],                           # from 0
+])
+def test_successor_runs_read_the_written_ids(ids):
+    # every id in the writer's layout (", " between ids), several decades and length changes on the way; the
+    # row is the written list, whichever way each id is read. Padded with a second row so that no id is in the
+    # chunk's last 16 bytes (the run's reads)
+    row = b", ".join(b"%d" % i for i in ids)
+    chunk = (b'{"timestamp": 0, "input_length": %d, "output_length": 1, "hash_ids": [%s]}\n' % (len(ids), row)
+             + b'{"timestamp": 0, "input_length": 1, "output_length": 1, "hash_ids": [123456789]}\n')
+    got = _cols(chunk)
+    assert got is not None and got[4] == ids + [123456789] and got[3] == [0, len(ids), len(ids) + 1]
+
+
+@pytest.mark.parametrize("ids", [b"[18, 1:, 20]", b"[18, 19, 2:]", b"[5, 6x, 7]", b"[5, 6, 7x]", b"[5, 6, 07]",
+                                 b"[1234567, 1234568,]", b"[1234567, 1234568 8]", b"[1, 2, 3\x00, 4]"])
+def test_text_near_a_successor_is_refused(ids):
+    # ':' is the byte after '9' (a successor's last digit + 1 past 9 must not match it), a letter or NUL after the
+    # successor's digits, a leading zero, a separator that is no JSON: the whole chunk goes to the authority
+    line = b'{"timestamp": 0, "input_length": 1, "output_length": 1, "hash_ids": %s}\n' % ids
+    assert _native.module("jsonrows").decode(line + line, (), False) is None
+
+
+def test_arena_holds_consecutive_chunks_side_by_side():
+    from pcs.trace.request import concat_batches
+
+    ext = _native.module("jsonrows")
+    one = b'{"timestamp": 0, "input_length": 2, "output_length": 1, "hash_ids": [5, 6]}\n'          # 76 bytes
+    two = b'{"timestamp": 1, "input_length": 3, "output_length": 1, "hash_ids": [7, 8, 9]}\n'       # 79 bytes
+    # a chunk of n bytes asks for n // 2 + 2 ids of room (an id takes a digit and a separator, but a row's last)
+    arena = ext.Arena(80)
+    assert arena.capacity == 80 and arena.used == 0
+    assert arena.fits(76) and arena.fits(156) and not arena.fits(158)      # 40, 80 <= 80; 81 > 80
+    state = ReadState()
+    a = jsonfast.native_chunk(MOONCAKE, one, 1, state, arena)
+    assert arena.used == 2 and arena.fits(152) and not arena.fits(154)     # 78 left: 78 <= 78; 79 > 78
+    # a refused chunk (a repeated key) takes no room
+    assert ext.decode(b'{"timestamp": 0, "timestamp": 0}\n', (), False, arena) is None and arena.used == 2
+    b = jsonfast.native_chunk(MOONCAKE, two, 1, state, arena)
+    assert arena.used == 5 and a.block_hashes.tolist() == [5, 6] and b.block_hashes.tolist() == [7, 8, 9]
+    joined = concat_batches([a, b])
+    # a view of the arena's ids 0..4, not a copy; read-only like the chunks' own columns
+    assert joined.block_hashes.tolist() == [5, 6, 7, 8, 9] and joined.block_offsets.tolist() == [0, 2, 5]
+    assert np.shares_memory(joined.block_hashes, a.block_hashes) and not joined.block_hashes.flags.writeable
+    # 75 ids left; a chunk of 161 bytes (row one with 85 spaces before its LF) asks for 82: its ids get a buffer of
+    # their own, and the arena is left as it was
+    big = one[:-1] + b" " * 85 + b"\n"
+    cols = ext.decode(big, (), False, arena)
+    assert not isinstance(cols[4], int) and np.frombuffer(cols[4], dtype=np.uint64).tolist() == [5, 6]
+    assert arena.used == 5
+
+
+def test_concat_copies_arrays_that_are_not_side_by_side():
+    from pcs.trace.request import RequestBatch, concat_batches
+
+    def batch(ids):
+        n = len(ids)
+        return RequestBatch(0, 1, np.zeros(1), np.array([n]), np.array([0]), np.array([0, n]), ids)
+
+    ext = _native.module("jsonrows")
+    row = b'{"timestamp": 0, "input_length": 1, "output_length": 1, "hash_ids": [%d]}\n'
+    first, second = ext.Arena(100), ext.Arena(100)
+    a = jsonfast.native_chunk(MOONCAKE, row % 1, 1, ReadState(), first)
+    b = jsonfast.native_chunk(MOONCAKE, row % 2, 1, ReadState(), second)      # another arena
+    c = jsonfast.native_chunk(MOONCAKE, row % 3, 1, ReadState(), first)       # first's ids 1, after a's
+    for parts, want in (([a, b], [1, 2]), ([c, a], [3, 1]),                   # another arena; out of order
+                        ([a, batch(np.array([4], dtype=np.uint64))], [1, 4])):   # a writable array
+        joined = concat_batches(parts).block_hashes
+        assert joined.tolist() == want and not np.shares_memory(joined, a.block_hashes)
+    assert np.shares_memory(concat_batches([a, c]).block_hashes, c.block_hashes)
