@@ -94,7 +94,7 @@ class Decoded:
             each = (lambda b, *_: turns.add(b)) if pieces is None else \
                 (lambda b, starts, closed: (pieces.queue(b, starts, closed), turns.add(b, pieces.drain)))
         try:
-            self.batches = _joined(as_batches(source), each)
+            self.batches = _joined(as_batches(source, side_by_side=True), each)   # joins view the JSONL ids
             if self._pieces is not None:
                 self._pieces.drain()       # the pieces the worker has not reached, made here while it walks
             self.next_turns = None if turns is None else turns.result()

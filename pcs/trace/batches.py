@@ -106,12 +106,14 @@ def _group(requests: Iterable, rows: int) -> Iterator[RequestBatch]:
         yield _from_fields(buf, done, previous)
 
 
-def _raw(source: Any, block_size: int | None, rows: int, ahead: bool = False) -> Iterator[RequestBatch]:
+def _raw(source: Any, block_size: int | None, rows: int, ahead: bool = False,
+         side_by_side: bool = False) -> Iterator[RequestBatch]:
     if source is None or isinstance(source, (str, Path)) or hasattr(source, "iter_batches"):
         trace = reiterable(source, block_size)
         from pcs.trace.api import Trace
 
-        batches = iter(trace.iter_batches())
+        batches = iter(trace.iter_batches(side_by_side=True) if side_by_side and isinstance(trace, Trace)
+                       else trace.iter_batches())
         return read_ahead(batches) if ahead and isinstance(trace, Trace) else batches
     return _group(source, rows)
 
@@ -172,7 +174,8 @@ def _check_arrivals(arrival_s: np.ndarray, first_id: int) -> None:
 
 
 def as_batches(source: Any = None, block_size: int | None = None,
-               rows: int = BATCH_REQUESTS, read_ahead: bool = False) -> Iterator[RequestBatch]:
+               rows: int = BATCH_REQUESTS, read_ahead: bool = False,
+               side_by_side: bool = False) -> Iterator[RequestBatch]:
     """Yield ``source`` as checked :class:`RequestBatch` es, in order, ids numbered from 0.
 
     Args:
@@ -185,6 +188,9 @@ def as_batches(source: Any = None, block_size: int | None = None,
         read_ahead: decode a trace file's next batch on a worker thread while the caller works on this one
             (:func:`read_ahead`; a win for a caller whose work releases the GIL, such as the one-pass scan);
             sources in memory are read as they are.
+        side_by_side: the caller keeps every batch and joins consecutive ones (:class:`pcs.engine.decoded.Decoded`):
+            a trace file read by the compiled JSONL twin lays their ids side by side, so the joins are views
+            (:meth:`pcs.trace.api.Trace.iter_batches`); the same batches either way.
     Yields:
         :class:`RequestBatch`: ``arrival_s`` float64 (n,) seconds,
         ``prompt_tokens`` / ``output_tokens`` int64 (n,) tokens,
@@ -200,7 +206,7 @@ def as_batches(source: Any = None, block_size: int | None = None,
     refuse_file_objects(source)
     size = None
     next_id = 0
-    for b in _raw(source, block_size, rows, read_ahead):
+    for b in _raw(source, block_size, rows, read_ahead, side_by_side):
         bs = int(b.block_size)
         if size is None and bs < 1:
             raise UserError(f"block size must be >= 1 token, got {bs}")

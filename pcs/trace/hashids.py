@@ -356,7 +356,7 @@ def _shortcut(fast: bool | str) -> str | None:
 
 
 def read_hashid_jsonl(path, name: str, spec: FormatSpec, block_size: int | None, state: ReadState,
-                      on_error: str = "raise", fast: bool = True) -> Iterator[RequestBatch]:
+                      on_error: str = "raise", fast: bool = True, side_by_side: bool = False) -> Iterator[RequestBatch]:
     """Stream a Mooncake or Bailian JSONL file as :class:`RequestBatch` es.
 
     Args:
@@ -370,6 +370,8 @@ def read_hashid_jsonl(path, name: str, spec: FormatSpec, block_size: int | None,
             unless ``PCS_NATIVE=python`` or it is not built, else pysimdjson
             when installed, else pyarrow), ``"native"``, ``"simdjson"``, ``"pyarrow"``, or False (``json.loads`` line by
             line only; tests use it to check every path agrees).
+        side_by_side: the compiled twin writes the ids of consecutive chunks side by side
+            (:func:`pcs.trace.jsonfast.parse_chunks`), for a caller that keeps and joins the batches.
     Yields:
         batches with ``first_request_id`` 0 (the caller renumbers).
     Raises:
@@ -381,7 +383,7 @@ def read_hashid_jsonl(path, name: str, spec: FormatSpec, block_size: int | None,
     chunks = iter_chunks(path, name=name, reuse=parser == "native")   # the twin reads a view: no join copy
     if parser is not None:
         from pcs.trace.jsonfast import parse_chunks
-    batches = parse_chunks(parser, spec, chunks, bs, state) if parser else ((f, c, None) for f, c in chunks)
+    batches = parse_chunks(parser, spec, chunks, bs, state, side_by_side) if parser else ((f, c, None) for f, c in chunks)
     try:
         for first, chunk, batch in batches:
             if batch is None:

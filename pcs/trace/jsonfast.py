@@ -277,8 +277,7 @@ def simdjson_chunk(spec, chunk: bytes, bs: int, state) -> RequestBatch | None:
 
 # -- native (pcs.trace._jsonrows) ------------------------------------------------------------------
 #: Ids an :func:`arena` holds: 4 Mi ids, 32 MiB of address space, of which only the pages the ids fill become
-#: resident. The 10x Mooncake replica's 2.9 M ids fill one, so every joined batch of the replay views it; a
-#: reader that drops its batches as it goes keeps at most one arena's filled part (the batches' ids) alive.
+#: resident. The 10x Mooncake replica's 2.9 M ids fill one, so every joined batch of the replay views it.
 ARENA_IDS = 1 << 22
 
 
@@ -413,16 +412,19 @@ def parse_chunk(parser: str, spec, chunk: bytes, bs: int, state) -> RequestBatch
     return _BY_NAME[parser](spec, chunk, bs, state)
 
 
-def parse_chunks(parser: str, spec, chunks: Iterator, bs: int, state) -> Iterator[tuple[int, bytes, RequestBatch | None]]:
+def parse_chunks(parser: str, spec, chunks: Iterator, bs: int, state,
+                 side_by_side: bool = False) -> Iterator[tuple[int, bytes, RequestBatch | None]]:
     """``(first line, chunk, batch or None)`` for each ``(first line, chunk)`` of ``chunks``, in order, each chunk
     decoded in line by :func:`parse_chunk`; the caller reads a None chunk with the authority before asking for the
     next. (Decoding the next chunk on a worker while this thread decodes one was built and measured slower on the
     whole replay -- one tier 10x wall 0.14-0.18 -> 0.19-0.25 s -- so the readers decode in line:
     docs/performance.md, "The decode beside".)
 
-    The compiled twin writes the ids of chunk after chunk side by side into one :func:`arena` (a new one when a
-    chunk may not fit in the room left), so that joining consecutive batches (:func:`pcs.trace.request.concat_batches`)
-    views their ids instead of copying them.
+    ``side_by_side`` (a caller that keeps every batch and joins consecutive ones): the compiled twin writes the
+    ids of chunk after chunk side by side into one :func:`arena` (a new one when a chunk may not fit in the room
+    left), so that joining consecutive batches (:func:`pcs.trace.request.concat_batches`) views their ids instead
+    of copying them. Not for a caller that drops each batch as it goes: an arena stays alive while any of its
+    batches does, so it would keep the ids of the chunks already dropped.
 
     A decoded chunk's lines are its batch's rows (a shortcut takes every line or none), so its newline count is
     sent back to ``chunks`` when it is a generator (:func:`pcs.trace.source.iter_chunks`: no pass of its own to
@@ -438,7 +440,7 @@ def parse_chunks(parser: str, spec, chunks: Iterator, bs: int, state) -> Iterato
             first, chunk = send(known) if send is not None else next(it)
         except StopIteration:
             return
-        if parser == "native":
+        if parser == "native" and side_by_side:
             if ids_arena is None or not ids_arena.fits(len(chunk)):
                 ids_arena = arena()
             batch = native_chunk(spec, chunk, bs, state, ids_arena)
