@@ -27,9 +27,11 @@
  * checks that need no parse (lengths >= 0, ids per row, order, repeats) are the caller's vectorised
  * ones (jsonfast._checked), so they live in one place.
  *
- * decode(chunk: bytes, extras: tuple[bytes, ...], typed: bool) -> None | tuple:
+ * decode(chunk: bytes, extras: tuple[bytes, ...], typed: bool, arena: Arena | None = None) -> None | tuple:
  *   (timestamps float64 (n,), input_length int64 (n,), output_length int64 (n,), offsets int64 (n+1,),
- *    ids uint64 (m,), extras int64 (len(extras), n) row-major, types list[str | None] | None,
+ *    ids uint64 (m,) -- or, with an arena whose room holds the most ids the chunk can (bytes / 2 + 2), the index
+ *    of the first of them in the arena, after the ids of the chunks decoded into it before (Arena below) --,
+ *    extras int64 (len(extras), n) row-major, types list[str | None] | None,
  *    synthetic rows int, increasing bool: every row's ids strictly increase, so none repeats within a row
  *    (jsonfast.rows_distinct's shortcut, read off the parse: no pass over the ids)) -- the arrays as Column
  *    objects (read-only buffers owning the decoder's own memory, native byte order) for numpy.frombuffer, so no
@@ -41,10 +43,13 @@
  * The fast lane took 0.62x the instructions of the On-Demand decode on the 10x Mooncake replica (docs/performance.md,
  * "The JSONL decode: a fast lane beside simdjson"); the writer's row layout matched as literals (lane_canonical) and
  * the ids read in runs (id_run) took 0.51x of that (docs/performance.md, "The JSONL read: id runs, the writer's
- * layout, no count or join pass").
+ * layout, no count or join pass"); the ids that continue the previous one (+ 1 in as many digits: most of
+ * Mooncake's) compared as text (successors), short field values from one load (lane_short) and the ids of a
+ * replay's chunks side by side in an Arena (no join copy) took 0.71x of that (docs/performance.md, "The JSONL
+ * read: successors compared as text, the ids side by side").
  * The GIL is released over the parse (only C++ buffers are filled; the type strings are kept as UTF-8 and
  * turned into str once the GIL is back), so two threads can decode two chunks at once.
- * Errors raised: TypeError on bad arguments, MemoryError.
+ * Errors raised: TypeError on bad arguments (an arena that is not an Arena), MemoryError.
  * ------------------------------------------------------------------------- */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>

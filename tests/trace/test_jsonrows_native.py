@@ -327,3 +327,23 @@ def test_concat_copies_arrays_that_are_not_side_by_side():
         joined = concat_batches(parts).block_hashes
         assert joined.tolist() == want and not np.shares_memory(joined, a.block_hashes)
     assert np.shares_memory(concat_batches([a, c]).block_hashes, c.block_hashes)
+
+
+def test_a_caller_that_keeps_the_batches_gets_their_ids_side_by_side(tmp_path, monkeypatch):
+    # 300 rows of 4 ids in 4 KiB chunks: the decode pass of a replay (Decoded) asks for side by side, so every
+    # chunk's ids are views of one arena and its joined batch (all 300 rows: fewer than 65,536) views it too; a
+    # plain read (trace stats, one batch at a time) gets each chunk's ids in a buffer of its own
+    from pcs.engine.decoded import Decoded
+    from pcs.trace import open_trace, source
+
+    monkeypatch.setattr(source, "CHUNK_BYTES", 1 << 12)
+    rows = [b'{"timestamp": %d, "input_length": 2048, "output_length": 1, "hash_ids": [%d, %d, %d, %d]}\n'
+            % (i, 4 * i, 4 * i + 1, 4 * i + 2, 4 * i + 3) for i in range(300)]
+    path = tmp_path / "t.jsonl"
+    path.write_bytes(b"".join(rows))
+    plain = list(open_trace(str(path)).iter_batches())
+    assert len(plain) > 1 and all(type(b.block_hashes.base).__name__ == "Column" for b in plain)
+    d = Decoded(str(path))
+    assert len(d.batches) == 1 and d.batches[0].block_hashes.tolist() == list(range(1200))
+    h = d.batches[0].block_hashes
+    assert not h.flags.owndata and type(h.base.base).__name__ == "Arena"
