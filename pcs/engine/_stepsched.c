@@ -443,9 +443,20 @@ static void bins_fold(Sched *s) {
     s->bin_s = COARSE_S;
 }
 
-static int add_busy(Sched *s, double start, double seconds) {
-    s->busy_s += seconds;
-    double t0 = start - s->origin_s, t1 = t0 + seconds;
+/* seconds of GPU work over [t0, t1) (in bins of w seconds, t0 and t1 in bins) added to bins b0 = int(t0) ..
+ * b1 = int(t1), allocated (SchedulerCounters.add_busy's split) */
+static inline void bins_spread(Sched *s, double t0, double t1, double w, double seconds) {
+    Py_ssize_t b0 = (Py_ssize_t)t0, b1 = (Py_ssize_t)t1;
+    if (b1 >= s->nbins) s->nbins = b1 + 1;    /* the bins past nbins are 0 (bins_grow) */
+    if (b0 == b1) { s->bins[b0] += seconds; return; }
+    s->bins[b0] += ((double)(b0 + 1) - t0) * w;
+    for (Py_ssize_t b = b0 + 1; b < b1; b++) s->bins[b] += w;
+    s->bins[b1] += (t1 - (double)b1) * w;
+}
+
+/* add_busy's cold part (t0, t1: the step's start and end, seconds from origin_s): a step past the limit refused,
+ * the bins folded to hours past FINE_LIMIT_S, grown, then the seconds spread; 0 or -1 */
+static int busy_slow(Sched *s, double t0, double t1, double seconds) {
     if (!(t0 >= 0.0 && seconds >= 0.0)) {    /* never on a valid run: guards the bins[] index below */
         PyErr_Format(PyExc_RuntimeError, "internal: a step starts before the first arrival or lasts < 0 s");
         return -1;
@@ -469,12 +480,20 @@ static int add_busy(Sched *s, double start, double seconds) {
     if (s->bin_s == 1 && t1 >= FINE_LIMIT_S) bins_fold(s);
     double w = (double)s->bin_s;
     t0 = t0 / w; t1 = t1 / w;
-    Py_ssize_t b0 = (Py_ssize_t)t0, b1 = (Py_ssize_t)t1;
-    if (b1 >= s->nbins && bins_grow(s, b1 + 1) < 0) return -1;
-    if (b0 == b1) { s->bins[b0] += seconds; return 0; }
-    s->bins[b0] += ((double)(b0 + 1) - t0) * w;
-    for (Py_ssize_t b = b0 + 1; b < b1; b++) s->bins[b] += w;
-    s->bins[b1] += (t1 - (double)b1) * w;
+    if ((Py_ssize_t)t1 >= s->capbins && bins_grow(s, (Py_ssize_t)t1 + 1) < 0) return -1;
+    bins_spread(s, t0, t1, w, seconds);
+    return 0;
+}
+
+/* SchedulerCounters.add_busy: seconds of GPU work from start, spread over the bins (inline in elapse, once per
+ * step: a step within the second-wide bins allocated calls nothing -- its split is busy_slow's with w = 1, where
+ * t / w is t; busy_slow otherwise); 0 or -1 */
+static inline __attribute__((always_inline)) int add_busy(Sched *s, double start, double seconds) {
+    s->busy_s += seconds;
+    double t0 = start - s->origin_s, t1 = t0 + seconds;
+    if (!(t0 >= 0.0 && seconds >= 0.0 && s->bin_s == 1 && t1 < FINE_LIMIT_S && t1 < (double)s->capbins))
+        return busy_slow(s, t0, t1, seconds);
+    bins_spread(s, t0, t1, 1.0, seconds);
     return 0;
 }
 
@@ -600,12 +619,12 @@ static void run_remove(Sched *s, int32_t ri) {
     s->nrun--;
 }
 
+/* r out of a[0 .. n) (a few entries: the prefilling requests; no library call) */
 static void list_remove(int32_t *a, Py_ssize_t *n, int32_t r) {
     Py_ssize_t i = 0;
     while (i < *n && a[i] != r) i++;
     if (i == *n) return;
-    memmove(a + i, a + i + 1, sizeof(int32_t) * (*n - i - 1));
-    (*n)--;
+    for ((*n)--; i < *n; i++) a[i] = a[i + 1];
 }
 
 /* ---------------------------------------------------------------- columns */
@@ -928,17 +947,11 @@ static Py_ssize_t compose(Sched *s) {
 }
 
 /* StepEngine._elapse: steps taking seconds (stall included) ran from now (inline in its two callers, once per
- * step; add_busy, the bins' slow path, out of line) */
+ * step; busy_slow, the bins' slow path, out of line) */
 static inline __attribute__((always_inline)) int elapse(Sched *s, double seconds, double stall, int64_t steps) {
     double now = s->now;
     if (now + seconds >= s->next_sample && take(s, now + seconds) < 0) return -1;
-    double t0 = now - s->origin_s;
-    /* Python: b = int(t0); b == int(t0 + seconds) and b < len(bins) -- compared in doubles first, so a far
-     * timestamp (1e300) never reaches a cast out of range; it goes to add_busy, which refuses it */
-    if (t0 >= 0.0 && t0 + seconds < (double)s->nbins && (Py_ssize_t)t0 == (Py_ssize_t)(t0 + seconds)) {
-        s->bins[(Py_ssize_t)t0] += seconds;
-        s->busy_s += seconds;
-    } else if (add_busy(s, now, seconds) < 0) return -1;
+    if (add_busy(s, now, seconds) < 0) return -1;
     if (stall != 0.0) s->stall_s += stall;
     s->steps += steps;
     s->area_s += (double)s->in_system * seconds;

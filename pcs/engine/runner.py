@@ -187,7 +187,7 @@ def _event_loops(plans: list[_Plan], make_tiers: Callable[[], list], tiers0: lis
         else:
             out.append(ReplayEngine(hierarchy, plan.timing, links=links, block_bytes=block_bytes))
     if no_cache and step is not None and plans[0].timing == "modeled" and out[0] is not None:
-        setup, cfg, _, rules = step
+        setup, cfg, decode, rules = step
         hyb = plans[0].row.name in select.HYBRID_ROWS
         kw = {} if not hyb else _hybrid_kwargs(hybrid, block_bytes, step_s, gpu_only=True)
         gpu_only = clocked(plans[0].row.load()(make_tiers()[:kw.get("pools", 1)], write_policy, **kw))
@@ -195,7 +195,7 @@ def _event_loops(plans: list[_Plan], make_tiers: Callable[[], list], tiers0: lis
         if plans[0].row.name == "compiled-hybrid" and plans[0].step_loop == "c":
             from pcs.engine.hybridnative import HybridNativeStepEngine as nc_cls
         out.append(nc_cls(gpu_only, links[:1], block_bytes[:1], setup.cost, cfg, rules.recompute_last_token,
-                          no_cache=True))
+                          decode, no_cache=True))   # its blocks dropped (no_cache), its request count kept
     return out
 
 

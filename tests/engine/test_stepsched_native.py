@@ -447,6 +447,28 @@ def test_a_fold_leaves_no_fine_bin_behind_for_the_coarse_bins_to_find():
     _assert_same(_run(StepEngine, reqs, [6, 20], cost, [None, None], kw), c)
 
 
+def test_steps_over_several_seconds_split_into_the_bins_as_the_reference():
+    # a step longer than a second is split over the bins it covers (SchedulerCounters.add_busy): the C loop does so
+    # inline once the bins are allocated (the first step allocates them, out of line). 0.1 s per token, nothing
+    # else costs: a 32-token prefill is 3.2 s and each decode step 0.1 s. Arrivals 0 s (the origin) and 10 s from
+    # it, 4 output tokens each (the prefill gives the first, 3 decode steps): busy [0, 3.5) and [10, 13.5), so
+    # bins 0-2 and 10-12 are 1 s each, bins 3 and 13 0.2 + 0.3 = 0.5 s, 14 bins.
+    from helpers import req
+    from pcs.compute import StepCost
+    from pcs.engine.scheduler import StepEngine
+
+    cost = StepCost(weights_active_s=0.0, weights_total_s=0.0, kv_seq_s=0.0, kv_token_s=0.0, token_s=0.1,
+                    attn_seq_s=0.0, attn_token_s=0.0, attn_pair_s=0.0, layers=1)
+    kw = dict(budget=64, seqs=8, fallback=True, max_preemptions=2, decode=False, skip=True, write_policy="back",
+              no_cache=False, block_bytes=[0, 0], prefill=None, last_token=True)
+    reqs = [req([10 * k, 10 * k + 1], t + 0.25, prompt=32, out=4, bs=16) for k, t in enumerate((0.0, 10.0))]
+    c = _run(stepnative.NativeStepEngine, reqs, [6, 20], cost, [None, None], kw)
+    bins = np.frombuffer(c[0].stats.busy_per_s, np.float64)
+    want = [1.0, 1.0, 1.0, 0.5] + [0.0] * 6 + [1.0, 1.0, 1.0, 0.5]
+    assert c[0].stats.bin_s == 1 and bins.tolist() == pytest.approx(want, abs=1e-12)
+    _assert_same(_run(StepEngine, reqs, [6, 20], cost, [None, None], kw), c)
+
+
 def test_a_link_the_c_loop_does_not_model_falls_back_to_the_python_loop():
     # the table cannot see the links; the runner asks NativeStepEngine (pcs.engine.stepnative.unsupported) and
     # moves the run to the next row, saying why; the numbers are the Python loop's
