@@ -5,14 +5,21 @@ Workload: the Mooncake FAST'25 conversation trace (../shared/traces) replicated
 share no block), as Mooncake JSONL and (``--formats``) converted once to pcs
 Parquet. Per case and run a fresh process imports pcs (and, for Parquet,
 pyarrow.parquet: the reader's library, about 36 MB resident, a fixed cost that
-a JSONL replay never loads), notes its resident set (``VmRSS``,
-``rss_after_import_bytes``), runs ``pcs.replay(path)`` with every default (llama-2-70b on 8 x
+a JSONL replay never loads) and then the modules the call itself would import
+on first use (pcs loads most of its engine lazily: about 90 modules, 5-7 MB
+resident; found once per case by a first process that runs the call and lists
+``sys.modules`` before and after, :func:`_call_modules`), notes its resident
+set (``VmRSS``) after each step (``rss_after_pcs_import_bytes``, then
+``rss_after_import_bytes``; their difference is ``call_import_bytes``, printed
+apart: code loaded once per process whatever the trace, not memory the replay
+holds per block), runs ``pcs.replay(path)`` with every default (llama-2-70b on 8 x
 h100-sxm, the GPU tier from the deployment + ``cpu=2TB``, LRU, write-back,
 modeled timing, step scheduler) and reads its peak resident set (``VmHWM``,
 :func:`common.vm_hwm_bytes`); then, the peak read, it decodes the trace again
 to count the decoded trace's bytes (``decoded_trace_bytes``: the arrays of
 every :class:`pcs.trace.RequestBatch` of the trace -- 8 B per block hash plus
-the per-request columns).
+the per-request columns). ``late_modules`` counts the modules the call still
+imported (0 when the list was complete).
 
 The target is "peak memory at most 100 B per distinct block plus the decoded
 trace batch in flight" (docs/performance.md, Summary). The default modeled
@@ -20,7 +27,8 @@ replay keeps its whole decoded trace for the run (pcs.engine.decoded: every
 pass iterates the same batches), so the batch in flight is the whole decoded
 trace, and the target's figure is ``target_bytes_per_id`` = (VmHWM - RSS after
 the imports - decoded trace bytes) / distinct hash ids: what the call holds
-besides the interpreter, the libraries and the trace itself.
+besides the interpreter, the modules (pcs's own included, counted apart as
+``call_import_bytes``), the libraries and the trace itself.
 
 Two denominators, both printed:
 
@@ -39,15 +47,18 @@ reports ``min`` / ``median`` / ``max`` of each figure.
 
 Usage: python benchmarks/bench_memory.py [--replicas 1,10] [--formats jsonl,parquet] [--runs 5] [--trace PATH]
 Prints one human line per case, then one JSON object last (``bench``, ``cases`` keyed ``jsonl_x1``,
-``parquet_x10``..., each with ``runs`` and the figures' ``{min, median, max}``; ``pcs_threads``, ``machine``).
+``parquet_x10``..., each with ``runs``, ``call_modules`` (how many modules the call imports, and of them pcs's)
+and the figures' ``{min, median, max}``; ``pcs_threads``, ``machine``).
 """
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import importlib
 import json
 import os
 import statistics
+import sys
 import tempfile
 from pathlib import Path
 
@@ -56,25 +67,55 @@ import common
 BENCH = "bench_memory"
 FORMATS = ("jsonl", "parquet")
 #: the per-run figures summarised as {min, median, max}
-FIGURES = ("peak_bytes", "call_bytes", "target_bytes", "peak_bytes_per_id", "peak_bytes_per_full_block",
-           "call_bytes_per_id", "call_bytes_per_full_block", "target_bytes_per_id", "target_bytes_per_full_block")
+FIGURES = ("peak_bytes", "call_import_bytes", "call_bytes", "target_bytes", "peak_bytes_per_id",
+           "peak_bytes_per_full_block", "call_bytes_per_id", "call_bytes_per_full_block", "target_bytes_per_id", "target_bytes_per_full_block")
 
 
-def _child(path: str) -> None:
-    """Child mode: one default ``pcs.replay`` call; print its memory figures as the JSON line."""
-    if path.endswith(".parquet"):       # the reader's library, loaded by the call: a fixed cost, kept in the base
+def _imports(path: str) -> None:
+    """What every child imports before its first resident-set reading: pcs, its trace opener and, for Parquet, the
+    reader's library (a fixed cost, kept in the base)."""
+    if path.endswith(".parquet"):
         import pyarrow.parquet  # noqa: F401
+    import pcs  # noqa: F401
+    from pcs.trace import open_trace  # noqa: F401
+
+
+def _child_modules(path: str) -> None:
+    """Child mode: the modules one default ``pcs.replay`` call imports (sorted names) as the JSON line."""
+    import pcs
+
+    _imports(path)
+    before = set(sys.modules)
+    pcs.replay(path)
+    common.emit({"modules": sorted(set(sys.modules) - before)})
+
+
+def _child(path: str, modules: list[str]) -> None:
+    """Child mode: import ``modules`` (the call's own imports, :func:`_call_modules`), then one default
+    ``pcs.replay`` call; print its memory figures as the JSON line."""
     import pcs
     from pcs.trace import open_trace
 
+    _imports(path)
+    pcs_rss = common.vm_rss_bytes()
+    for name in modules:
+        importlib.import_module(name)
     base = common.vm_rss_bytes()
+    before = set(sys.modules)
     s = pcs.replay(path).summary
     peak = common.vm_hwm_bytes()
+    late = len(set(sys.modules) - before)
     decoded = 0
     for b in open_trace(path).iter_batches():       # after the peak is read: the bytes the replay held decoded
         decoded += sum(getattr(getattr(b, f.name), "nbytes", 0) for f in dataclasses.fields(b))
-    common.emit({"rss_after_import_bytes": base, "peak_bytes": peak, "decoded_trace_bytes": decoded,
-                 "block_accesses": s.block_accesses, "hit_ratio": s.hit_ratio})
+    common.emit({"rss_after_pcs_import_bytes": pcs_rss, "rss_after_import_bytes": base,
+                 "call_import_bytes": base - pcs_rss, "late_modules": late, "peak_bytes": peak,
+                 "decoded_trace_bytes": decoded, "block_accesses": s.block_accesses, "hit_ratio": s.hit_ratio})
+
+
+def _call_modules(path: Path) -> list[str]:
+    """The modules a default ``pcs.replay`` call on ``path`` imports in a fresh process (after :func:`_imports`)."""
+    return common.run_child(Path(__file__), ["--child-modules", str(path)])["modules"]
 
 
 def _distinct(path: Path) -> tuple[int, int]:
@@ -92,8 +133,8 @@ def _distinct(path: Path) -> tuple[int, int]:
     return len(ids), len(full)
 
 
-def _one_run(path: Path, n_ids: int, n_full: int) -> dict:
-    out = common.run_child(Path(__file__), ["--child", str(path)])
+def _one_run(path: Path, n_ids: int, n_full: int, modules: list[str]) -> dict:
+    out = common.run_child(Path(__file__), ["--child", str(path), "--modules", ",".join(modules)])
     out["call_bytes"] = out["peak_bytes"] - out["rss_after_import_bytes"]
     out["target_bytes"] = out["call_bytes"] - out["decoded_trace_bytes"]
     for key in ("peak", "call", "target"):
@@ -104,10 +145,14 @@ def _one_run(path: Path, n_ids: int, n_full: int) -> dict:
 
 
 def _case(path: Path, n_ids: int, n_full: int, runs: int) -> dict:
-    """``runs`` fresh processes on ``path``: each run's figures and their min / median / max."""
-    each = [_one_run(path, n_ids, n_full) for _ in range(runs)]
+    """``runs`` fresh processes on ``path`` (after one that lists the call's imports): each run's figures and their
+    min / median / max."""
+    modules = _call_modules(path)
+    each = [_one_run(path, n_ids, n_full, modules) for _ in range(runs)]
     first = each[0]
     out = {"distinct_ids": n_ids, "distinct_full_blocks": n_full, "runs": runs,
+           "call_modules": {"all": len(modules), "pcs": sum(m == "pcs" or m.startswith("pcs.") for m in modules)},
+           "late_modules": max(r["late_modules"] for r in each),
            "block_accesses": first["block_accesses"], "hit_ratio": first["hit_ratio"],
            "rss_after_import_bytes": statistics.median(r["rss_after_import_bytes"] for r in each),
            "decoded_trace_bytes": first["decoded_trace_bytes"], "each_run": each}
@@ -124,10 +169,13 @@ def _line(name: str, c: dict) -> str:
     def per(f: str) -> str:
         return "/".join(f"{c[f][k]:.1f}" for k in ("min", "median", "max"))
 
+    mods = c["call_modules"]
     return (f"{name}: {c['runs']} runs, min/median/max: peak {mb('peak_bytes')} MB ({per('peak_bytes_per_id')} B per "
-            f"distinct id, {per('peak_bytes_per_full_block')} per distinct full block); the call adds "
-            f"{mb('call_bytes')} MB; less the decoded trace ({c['decoded_trace_bytes'] / 1e6:.1f} MB): "
-            f"{per('target_bytes_per_id')} B per distinct id (target <= 100)")
+            f"distinct id, {per('peak_bytes_per_full_block')} per distinct full block); the modules the call imports "
+            f"({mods['all']}, {mods['pcs']} of pcs), imported first and counted apart: {mb('call_import_bytes')} MB; "
+            f"the call adds {mb('call_bytes')} MB; less the decoded trace ({c['decoded_trace_bytes'] / 1e6:.1f} MB): "
+            f"{per('target_bytes_per_id')} B per distinct id (target <= 100)" +
+            (f"; {c['late_modules']} modules still imported by the call" if c["late_modules"] else ""))
 
 
 def main() -> None:
@@ -137,9 +185,13 @@ def main() -> None:
     ap.add_argument("--runs", type=common.count, default=5, help="fresh processes per case (min/median/max)")
     ap.add_argument("--trace", type=Path, default=common.MOONCAKE_CONV)
     ap.add_argument("--child", help=argparse.SUPPRESS)
+    ap.add_argument("--child-modules", help=argparse.SUPPRESS)
+    ap.add_argument("--modules", default="", help=argparse.SUPPRESS)
     a = ap.parse_args()
+    if a.child_modules:
+        return _child_modules(a.child_modules)
     if a.child:
-        return _child(a.child)
+        return _child(a.child, [m for m in a.modules.split(",") if m])
     common.need_trace(a.trace, BENCH)
     formats = common.choices(a.formats, FORMATS, "--formats", BENCH)
     cases = {}

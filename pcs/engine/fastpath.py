@@ -140,11 +140,17 @@ def scan(source: Any, capacity_blocks: int, rules: BlockRules = BlockRules(), na
         cols.append((np.asarray(b.arrival_s, np.float64), prompt, output, counts, n, max_hit) + runs)
     if not cols or sum(c[1].shape[0] for c in cols) == 0:
         raise UserError("the trace has no requests")
-    cat = [np.concatenate([c[k] for c in cols]) for k in range(len(cols[0]))]
+    tiers, hold, sizes = lru.tiers, lru.tiers_hold(), tuple(c[1].shape[0] for c in cols)
+    del lru          # its tables (8-16 B per distinct id) freed before the columns are joined, not beside the copies
+    per = [list(k) for k in zip(*cols)]
+    del cols
+    cat = []
+    for k in range(len(per)):   # one column's batches joined, then dropped: one column copied at a time
+        cat.append(np.concatenate(per[k]))
+        per[k] = None
     seen_dec = cat.pop() if decode is not None else None
-    base = cat.pop() if lru.tiers else None         # the two-tier baseline's column: kept if its premise held
-    return Scan(bs0, int(capacity_blocks), *cat, tuple(c[1].shape[0] for c in cols),
-                base if lru.tiers_hold() else None, seen_dec)
+    base = cat.pop() if tiers else None         # the two-tier baseline's column: kept if its premise held
+    return Scan(bs0, int(capacity_blocks), *cat, sizes, base if hold else None, seen_dec)
 
 
 def _single(hits: np.ndarray, prompt: np.ndarray, bs: int) -> SingleSequenceResult:

@@ -35,6 +35,8 @@ import dataclasses
 import threading
 from typing import Any, Callable, Sequence
 
+import numpy as np
+
 from pcs.blocks import BlockRules, SingleSequenceResult
 from pcs.cache.policies.context import clocked
 from pcs.engine import fastpath, select, seqbase
@@ -262,7 +264,17 @@ def _scan_parts(source: Any, capacity: int, rules: BlockRules, lower: int, decod
     worker they are what the caller would make after the join, off the calling thread's path."""
     sc = fastpath.scan(source, capacity, rules, "c", False, lower, decode)
     base = seqbase.baseline_from_scan(sc, 2) if sc.baseline_hits is not None else None
-    return sc, fastpath.single_results(sc), base, fastpath.decode_result(sc)
+    return _spent(sc), fastpath.single_results(sc), base, fastpath.decode_result(sc)
+
+
+def _spent(sc: fastpath.Scan) -> fastpath.Scan:
+    """``sc`` once :func:`_scan_parts` has read every result off it, its per-request columns (numpy, shape (R,))
+    replaced by zero-length ones of the same dtypes (``baseline_hits`` and ``seen_decode`` stay None when they
+    were). The caller reads no column of the joined scan, only whether its premise held (:meth:`_ScanJoin.__call__`)
+    and whether it walked decode blocks (:func:`single_with_decode`), so the columns -- 11 of 8 B per request,
+    10.6 MB at 10x Mooncake -- are not kept alive beside the loops (the scan ends while the run's feed goes on)."""
+    cols = {f.name: getattr(sc, f.name) for f in dataclasses.fields(sc)}
+    return dataclasses.replace(sc, **{k: v[:0].copy() for k, v in cols.items() if isinstance(v, np.ndarray)})
 
 
 def _gated(gate: threading.Event | None, fn: Callable[..., Any], *args: Any) -> Any:
@@ -536,13 +548,22 @@ def _close(loop: ReplayEngine, hybrid: Any) -> EngineResult:
     return res
 
 
+#: the no-cache run's per-request columns the summary reads once its latency parts are made (``ttft_s``: its SLO
+#: count, ``pcs.engine.schedstats.scheduler_summary``, and its CDF, ``pcs.engine.series.request_distributions``)
+_NO_CACHE_KEPT = ("ttft_s",)
+
+
 def _close_beside(loop: ReplayEngine) -> EngineResult:
     """The no-cache step loop's :func:`_close`, with the sorts and partitions of its latency summary
-    (:func:`pcs.engine.schedstats.latency_parts`) made there too: on its worker, while the run's loop closes."""
+    (:func:`pcs.engine.schedstats.latency_parts`) made there too: on its worker, while the run's loop closes. Of its
+    per-request columns only :data:`_NO_CACHE_KEPT` are kept (no table prints the no-cache run's rows): the rest --
+    some twenty columns of 8 B per request, 19 MB at 10x Mooncake -- go with the loop once the replay returns
+    instead of living through the summary."""
     from pcs.engine.schedstats import latency_parts
 
     res = _close(loop, None)
-    return dataclasses.replace(res, latency=latency_parts(res.columns))
+    return dataclasses.replace(res, columns={k: res.columns[k] for k in _NO_CACHE_KEPT},
+                               latency=latency_parts(res.columns))
 
 
 def _fed_loops(loop_args: tuple, source: Any, rules: BlockRules, time_model: Any,
