@@ -141,7 +141,7 @@ def _open(path, name: str, pool=None):
         source = pa.OSFile(str(path), mode="r", memory_pool=pool)
         try:
             reader.open(source, pre_buffer=False, arrow_extensions_enabled=True)
-        except TypeError:      # pyarrow < 19 has no such option (nor had its ParquetFile)
+        except TypeError:      # an older pyarrow has no such option (nor had its ParquetFile)
             reader.open(source, pre_buffer=False)
         return reader
     except (pa.ArrowException, OSError) as exc:
@@ -395,7 +395,7 @@ def _first_null_row(col) -> int:
 
 def read_parquet(path, name: str, block_size: int, state, on_error: str = "raise",
                  rows: int = READ_ROWS) -> Iterator[RequestBatch]:
-    """Stream a canonical Parquet trace with ``ParquetFile.iter_batches``.
+    """Stream a canonical Parquet trace in record batches of ``rows`` (pyarrow's reader class, :func:`_open`).
 
     The session columns are optional: ``session_id`` alone, or with ``parent_id`` and ``turn``; a null in
     any column read is an error naming the row and the column.
@@ -407,7 +407,7 @@ def read_parquet(path, name: str, block_size: int, state, on_error: str = "raise
 
     # the C library's malloc (pyarrow's system pool), not pyarrow's default pool (mimalloc): the decoded columns
     # are freed once the replay has joined or copied them, and mimalloc kept those pages out of reach of numpy's
-    # and the engines' malloc until the process ended (10x Mooncake, default replay: peak about 285 -> 235 MB)
+    # and the engines' malloc until the process ended (10x Mooncake, default replay: median peak 283 -> 230 MB)
     pf = _open(path, name, pa.system_memory_pool())
     names = pf.schema_arrow.names
     check_column_types(pf.schema_arrow, name)
