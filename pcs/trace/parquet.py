@@ -112,8 +112,8 @@ def batch_to_arrow(batch: RequestBatch, schema):
 
 
 def open_parquet(path, name: str):
-    """``path`` as a ``pyarrow.parquet.ParquetFile`` (its footer read), for :func:`parquet_block_size` and
-    :func:`parquet_reuse` to share one open.
+    """``path`` opened with its footer read (a ``pyarrow._parquet.ParquetReader``: ``schema_arrow``,
+    ``metadata``), for :func:`parquet_block_size` and :func:`parquet_reuse` to share one open.
 
     Raises:
         InputError: not a readable Parquet file (naming the file and pyarrow's reason).
@@ -121,12 +121,29 @@ def open_parquet(path, name: str):
     return _open(path, name)
 
 
-def _open(path, name: str):
+def _open(path, name: str, pool=None):
+    """``path`` as pyarrow's own reader class, the one ``pyarrow.parquet.ParquetFile`` wraps (its footer read),
+    without importing ``pyarrow.parquet`` (and ``pyarrow.fs`` with it: about 50 M instructions of a call's start).
+
+    ``pool``: the ``pyarrow.MemoryPool`` its file reads and decoded arrays come from (None: pyarrow's default).
+    ``pre_buffer`` off (``ParquetFile`` turns it on): a local file's column chunks are read as the pages are
+    decoded, on the calling thread, instead of by pyarrow's I/O thread into a read cache (same bytes decoded;
+    1x Mooncake, default replay: 2.5 MB less peak memory).
+
+    Raises:
+        InputError: not a readable Parquet file (naming the file and pyarrow's reason).
+    """
     import pyarrow as pa
-    import pyarrow.parquet as pq
+    from pyarrow._parquet import ParquetReader
 
     try:
-        return pq.ParquetFile(path)
+        reader = ParquetReader(memory_pool=pool)
+        source = pa.OSFile(str(path), mode="r", memory_pool=pool)
+        try:
+            reader.open(source, pre_buffer=False, arrow_extensions_enabled=True)
+        except TypeError:      # an older pyarrow has no such option (nor had its ParquetFile)
+            reader.open(source, pre_buffer=False)
+        return reader
     except (pa.ArrowException, OSError) as exc:
         why = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise InputError(name, None, None, f"not a readable Parquet file ({why})") from None
@@ -149,9 +166,7 @@ def expected_block_hashes(source) -> int:
     if getattr(source, "format", None) != "parquet" or getattr(source, "sort", False):
         return 0
     try:
-        import pyarrow.parquet as pq
-
-        md = pq.ParquetFile(source.path).metadata
+        md = _open(source.path, source.path).metadata
         cols = [j for j in range(md.num_columns) if md.schema.column(j).path.startswith("block_hashes.")]
         return sum(md.row_group(g).column(cols[0]).num_values for g in range(md.num_row_groups)) if cols else 0
     except Exception:  # a hint only: the tables grow by themselves
@@ -239,15 +254,23 @@ def _column_ints(rb, col: str, name: str, row0: int) -> np.ndarray:
     return a.astype(np.int64, copy=False) if a.dtype.kind in "iu" else a  # nulls (optional columns): as read
 
 
-def _column_ids(lists, name: str, row0: int, offs: np.ndarray) -> np.ndarray:
-    """The flattened block hashes as uint64; a negative id is an error (ids are unsigned 64-bit), never wrapped."""
-    flat = lists.flatten().to_numpy(zero_copy_only=False)
+def _column_ids(ids, name: str, row0: int, offs: np.ndarray) -> np.ndarray:
+    """The batch's block hashes (``ids``: the Arrow values its lists span, :func:`_list_values`) as uint64; a
+    negative id is an error (ids are unsigned 64-bit), never wrapped."""
+    flat = ids.to_numpy(zero_copy_only=False)
     if flat.dtype.kind == "i" and flat.size and flat.min() < 0:
         at = int(np.argmax(flat < 0))
         row = int(np.searchsorted(offs, at, side="right")) - 1
         raise InputError(name, row0 + row, "block_hashes", f"element {at - int(offs[row])} = {int(flat[at])} does not "
                          "fit an unsigned 64-bit id")       # the JSONL readers' words (pcs.trace.hashids)
     return flat.astype(np.uint64, copy=False)
+
+
+def _list_values(lists, offs: np.ndarray):
+    """The values of a list column's rows (``offs``: its offsets as read, before rebasing to 0): what
+    ``ListArray.flatten()`` gives when no list is null, without the import of ``pyarrow.compute`` that
+    ``flatten()`` makes on its first call (about 200 M instructions and 9 MB resident at a call's start)."""
+    return lists.values.slice(int(offs[0]), int(offs[-1] - offs[0]))
 
 
 def _far_arrival(ts: np.ndarray) -> str:
@@ -333,16 +356,19 @@ def _optional_columns(names: list, name: str) -> list:
 
 
 def _record_batches(pf, name: str, rows: int, cols: list) -> Iterator:
-    """``pf.iter_batches`` whose read errors (a corrupt or truncated data page) name the file.
+    """The columns ``cols`` of ``pf`` (:func:`_open`) in record batches of ``rows``, whose read errors (a corrupt or
+    truncated data page) name the file.
 
     Raises:
         InputError: pyarrow could not read or decompress a page (``name: unreadable Parquet data ...``).
     """
     import pyarrow as pa
 
+    # every leaf of each column, as ParquetFile.iter_batches picks them (a list column is one leaf deep)
+    leaves = [j for c in cols for j, p in enumerate(pf.column_paths) if p[0] == c]
     # use_threads=False: pyarrow's own pool decoded the columns of a batch at once on the same two cores the
     # read-ahead and the scan already use (more CPU for the switches, no wall gained: docs/performance.md)
-    it = pf.iter_batches(batch_size=rows, columns=cols, use_threads=False)
+    it = pf.iter_batches(rows, row_groups=range(pf.num_row_groups), column_indices=leaves, use_threads=False)
     while True:
         try:
             rb = next(it)
@@ -369,7 +395,7 @@ def _first_null_row(col) -> int:
 
 def read_parquet(path, name: str, block_size: int, state, on_error: str = "raise",
                  rows: int = READ_ROWS) -> Iterator[RequestBatch]:
-    """Stream a canonical Parquet trace with ``ParquetFile.iter_batches``.
+    """Stream a canonical Parquet trace in record batches of ``rows`` (pyarrow's reader class, :func:`_open`).
 
     The session columns are optional: ``session_id`` alone, or with ``parent_id`` and ``turn``; a null in
     any column read is an error naming the row and the column.
@@ -377,7 +403,12 @@ def read_parquet(path, name: str, block_size: int, state, on_error: str = "raise
     Raises:
         InputError: null values or a rule broken, naming the 1-based row; parent_id/turn without session_id.
     """
-    pf = _open(path, name)
+    import pyarrow as pa
+
+    # the C library's malloc (pyarrow's system pool), not pyarrow's default pool (mimalloc): the decoded columns
+    # are freed once the replay has joined or copied them, and mimalloc kept those pages out of reach of numpy's
+    # and the engines' malloc until the process ended (10x Mooncake, default replay: median peak 283 -> 230 MB)
+    pf = _open(path, name, pa.system_memory_pool())
     names = pf.schema_arrow.names
     check_column_types(pf.schema_arrow, name)
     optional = _optional_columns(names, name)
@@ -386,15 +417,15 @@ def read_parquet(path, name: str, block_size: int, state, on_error: str = "raise
     row0 = 1
     for rb in _record_batches(pf, name, rows, cols):
         n = rb.num_rows
-        for c in list(_REQUIRED) + optional:
-            col = rb.column(c)
-            nulls = col.null_count + (col.flatten().null_count if c == "block_hashes" else 0)
-            if nulls:
-                raise InputError(name, row0 + _first_null_row(col), c, "null value")
         lists = rb.column("block_hashes")
         offs = lists.offsets.to_numpy().astype(np.int64)
+        ids = _list_values(lists, offs)
+        for c in list(_REQUIRED) + optional:
+            col = rb.column(c)
+            if col.null_count or (c == "block_hashes" and ids.null_count):
+                raise InputError(name, row0 + _first_null_row(col), c, "null value")
         offs -= offs[0]
-        hashes = _column_ids(lists, name, row0, offs)
+        hashes = _column_ids(ids, name, row0, offs)
         ts = rb.column("arrival_s").to_numpy(zero_copy_only=False).astype(np.float64, copy=False)
         il = _column_ints(rb, "prompt_tokens", name, row0)
         ol = _column_ints(rb, "output_tokens", name, row0)
