@@ -61,6 +61,34 @@ TRACE_VARIABLES = ("PCS_SHARED_TRACES=DIR (the folder holding mooncake-fast25/, 
                    "PCS_MOONCAKE_TRACE=FILE (the Mooncake conversation trace; benchmarks/)")
 
 
+#: Test modules whose module fixture is costly to start: under ``pytest -n 2`` each runs whole on one worker, so
+#: the fixture starts once, not once per worker (a local Ray: two at once on two cores also time out starting;
+#: a headless Chromium; the dozen-point sweep; interpreters cached across tests).
+ONE_WORKER_MODULES = frozenset({
+    "tests/sweep/test_sweep_ray.py",
+    "tests/sweep/test_sweep_run.py",
+    "tests/report/test_html_browser.py",
+    "tests/cli/test_import_hygiene.py",
+})
+
+
+def pytest_xdist_make_scheduler(config, log):
+    """``-n N`` (xdist's default ``--dist load``): tests are handed out one at a time to the worker that is free,
+    the modules of :data:`ONE_WORKER_MODULES` each as one unit, these first (xdist orders units by size).
+    (``--dist loadgroup`` would do this from ``xdist_group`` marks, but with pytest 9 its group suffix on the
+    node id is lost and the marks are ignored.) Any other ``--dist`` keeps xdist's own scheduler."""
+    if config.getoption("dist") != "load":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class OneWorkerModules(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            module = nodeid.split("::", 1)[0]
+            return module if module in ONE_WORKER_MODULES else nodeid
+
+    return OneWorkerModules(config, log)
+
+
 def pytest_report_header(config):
     """One line before the run when the shared traces are absent: a run cut short still says why tests skip."""
     if not MOONCAKE_CONV.exists():
