@@ -86,6 +86,30 @@ def pytest_xdist_make_scheduler(config, log):
             module = nodeid.split("::", 1)[0]
             return module if module in ONE_WORKER_MODULES else nodeid
 
+        def mark_test_complete(self, node, item_index: int, duration: float = 0) -> None:
+            # a finished unit is dropped: xdist counts the pending tests over every unit a worker was ever given,
+            # after every test (quadratic when each test is a unit); only the pending ones are ever read
+            super().mark_test_complete(node, item_index, duration)
+            work = self.assigned_work.get(node, {})
+            scope = self._split_scope(self.registered_collections[node][item_index])
+            if scope in work and all(work[scope].values()):
+                del work[scope]
+
+        def remove_node(self, node):
+            # a worker that died (a crash in a compiled twin): its running test is reported crashed once, as under
+            # --dist load; xdist's unit scheduler would hand that test to the next worker, which dies in turn
+            workload = self.assigned_work.pop(node)
+            pending = [nid for unit in workload.values() for nid, done in unit.items() if not done]
+            if not pending:
+                return None
+            for scope, unit in workload.items():
+                rest = {nid: False for nid, done in unit.items() if not done and nid != pending[0]}
+                if rest:
+                    self.workqueue[scope] = rest
+            for other in self.assigned_work:
+                self._reschedule(other)
+            return pending[0]
+
     return OneWorkerModules(config, log)
 
 
