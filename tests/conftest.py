@@ -61,6 +61,58 @@ TRACE_VARIABLES = ("PCS_SHARED_TRACES=DIR (the folder holding mooncake-fast25/, 
                    "PCS_MOONCAKE_TRACE=FILE (the Mooncake conversation trace; benchmarks/)")
 
 
+#: Test modules whose module fixture is costly to start: under ``pytest -n 2`` each runs whole on one worker, so
+#: the fixture starts once, not once per worker (a local Ray: two at once on two cores also time out starting;
+#: a headless Chromium; the dozen-point sweep; interpreters cached across tests).
+ONE_WORKER_MODULES = frozenset({
+    "tests/sweep/test_sweep_ray.py",
+    "tests/sweep/test_sweep_run.py",
+    "tests/report/test_html_browser.py",
+    "tests/cli/test_import_hygiene.py",
+})
+
+
+def pytest_xdist_make_scheduler(config, log):
+    """``-n N`` (xdist's default ``--dist load``): tests are handed out one at a time to the worker that is free,
+    the modules of :data:`ONE_WORKER_MODULES` each as one unit, these first (xdist orders units by size).
+    (``--dist loadgroup`` would do this from ``xdist_group`` marks, but with pytest 9 its group suffix on the
+    node id is lost and the marks are ignored.) Any other ``--dist`` keeps xdist's own scheduler."""
+    if config.getoption("dist") != "load":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class OneWorkerModules(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            module = nodeid.split("::", 1)[0]
+            return module if module in ONE_WORKER_MODULES else nodeid
+
+        def mark_test_complete(self, node, item_index: int, duration: float = 0) -> None:
+            # a finished unit is dropped: xdist counts the pending tests over every unit a worker was ever given,
+            # after every test (quadratic when each test is a unit); only the pending ones are ever read
+            super().mark_test_complete(node, item_index, duration)
+            work = self.assigned_work.get(node, {})
+            scope = self._split_scope(self.registered_collections[node][item_index])
+            if scope in work and all(work[scope].values()):
+                del work[scope]
+
+        def remove_node(self, node):
+            # a worker that died (a crash in a compiled twin): its running test is reported crashed once, as under
+            # --dist load; xdist's unit scheduler would hand that test to the next worker, which dies in turn
+            workload = self.assigned_work.pop(node)
+            pending = [nid for unit in workload.values() for nid, done in unit.items() if not done]
+            if not pending:
+                return None
+            for scope, unit in workload.items():
+                rest = {nid: False for nid, done in unit.items() if not done and nid != pending[0]}
+                if rest:
+                    self.workqueue[scope] = rest
+            for other in self.assigned_work:
+                self._reschedule(other)
+            return pending[0]
+
+    return OneWorkerModules(config, log)
+
+
 def pytest_report_header(config):
     """One line before the run when the shared traces are absent: a run cut short still says why tests skip."""
     if not MOONCAKE_CONV.exists():

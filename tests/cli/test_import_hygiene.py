@@ -8,6 +8,7 @@ table is built on first access of ``ReplayResult.requests``).
 """
 from __future__ import annotations
 
+import functools
 import json
 import subprocess
 import sys
@@ -29,11 +30,14 @@ sys.stderr.write("\\nMODULES " + json.dumps(sorted(sys.modules)))
 """
 
 
-def imported(*args: str) -> set[str]:
+@functools.lru_cache(maxsize=None)
+def imported(*args: str) -> frozenset[str]:
+    """The modules a fresh ``pcs ARGS`` imported; one interpreter per distinct ARGS (``replay --help`` serves two
+    tests: what it imports does not depend on which test asks)."""
     out = subprocess.run([sys.executable, "-c", _PROBE, *args], capture_output=True, text=True, cwd=ROOT,
                          timeout=120)
     assert out.returncode == 0, out.stderr
-    return set(json.loads(out.stderr.rsplit("MODULES ", 1)[1]))
+    return frozenset(json.loads(out.stderr.rsplit("MODULES ", 1)[1]))
 
 
 def top(names: set[str]) -> set[str]:
