@@ -1269,6 +1269,7 @@ static __attribute__((flatten)) int start_empty(Hier *h, Py_ssize_t extra, int w
     a->last_hit_tier = -1;
     a->truncated = (char)p.truncated;
     a->reserved_blocks = p.budget;
+    a->live = 1;
     return 1;
 }
 
@@ -1351,6 +1352,7 @@ static int start_plan(Hier *h, Plan *p0, int wait, PcsAdm *a) {
     a->gpu_lead_blocks = p.first_low < p.hits ? p.first_low : p.hits;   /* GPU hits before the first restore */
     a->truncated = (char)p.truncated;
     a->reserved_blocks = p.budget - filled;
+    a->live = 1;                       /* its hints name its pinned entries until its finish (hint_ok) */
     return 1;
 }
 
@@ -1441,12 +1443,21 @@ static int32_t pinned_find(const Tier *g, PcsAdm *a, Py_ssize_t i) {
     return a->ents[i] = e;
 }
 
-/* entry of a->keys[i] in the GPU tier g (entries ent, n of them), pinned: the hint a->ents[i] when its entry holds
- * the key pinned (the rule of pinned_ents), else looked up (the hint set); -1 when the key is not pinned there */
-static inline int32_t pinned_ent(const Tier *g, const Entry *ent, uint32_t len, PcsAdm *a, Py_ssize_t i) {
+/* whether hint e (any int32) of a->keys[i] is taken: it names an entry pinned that holds the key (the rule of
+ * pinned_ents); with `trust` (a live admission, PcsAdm.live, released by its own finish) only that it names an entry
+ * pinned -- a hint set while the admission is live names the key's entry, which cannot leave the table while the
+ * admission pins it, so the key compare of every key would only repeat what its start and fill found */
+static inline __attribute__((always_inline)) int hint_ok(const Entry *ent, uint32_t len, const PcsAdm *a,
+                                                         Py_ssize_t i, int32_t e, const int trust) {
+    return (uint32_t)e < len && (trust || ent[e].key == a->keys[i]) && ent[e].pin > 0;
+}
+
+/* entry of a->keys[i] in the GPU tier g (entries ent, n of them), pinned: the hint a->ents[i] when hint_ok takes it,
+ * else looked up (the hint set); -1 when the key is not pinned there */
+static inline __attribute__((always_inline)) int32_t pinned_ent(const Tier *g, const Entry *ent, uint32_t len,
+                                                                PcsAdm *a, Py_ssize_t i, const int trust) {
     int32_t e = a->ents[i];
-    uint64_t k = a->keys[i];
-    if ((uint32_t)e < len && ent[e].key == k && ent[e].pin > 0) return e;
+    if (hint_ok(ent, len, a, i, e, trust)) return e;
     return pinned_find(g, a, i);
 }
 
@@ -1460,13 +1471,13 @@ static inline int32_t pinned_ent(const Tier *g, const Entry *ent, uint32_t len, 
  * entries reaching 0 to zero[*nz ..); the hint PF_AHEAD keys on prefetched. -1, or the index of a key not pinned */
 static inline __attribute__((always_inline)) Py_ssize_t release_keys(const Tier *g, Entry *ent, uint32_t len,
                                                                      PcsAdm *a, Py_ssize_t hi, Py_ssize_t lo,
-                                                                     int32_t *zero, Py_ssize_t *nz) {
+                                                                     int32_t *zero, Py_ssize_t *nz, const int trust) {
     const int32_t *hint = a->ents;
     Py_ssize_t z = *nz;
     for (Py_ssize_t i = hi - 1; i >= lo; i--) {
         int32_t ahead = i >= PF_AHEAD ? hint[i - PF_AHEAD] : -1;
         if ((uint32_t)ahead < len) __builtin_prefetch(&ent[ahead], 1, 1);
-        int32_t e = pinned_ent(g, ent, len, a, i);
+        int32_t e = pinned_ent(g, ent, len, a, i, trust);
         if (e < 0) { *nz = z; return i; }
         if (!--ent[e].pin) zero[z++] = e;
     }
@@ -1478,10 +1489,9 @@ static inline __attribute__((always_inline)) Py_ssize_t release_keys(const Tier 
  * q[*p], the queue's next position (its position kept in Entry.prev: the GPU tier's Tier.lqoff); -1 when the key is
  * not pinned (nothing changed) */
 static inline __attribute__((always_inline)) int lru_release(const Tier *g, Entry *ent, uint32_t len, PcsAdm *a,
-                                                             Py_ssize_t i, int32_t *q, Py_ssize_t *p) {
+                                                             Py_ssize_t i, int32_t *q, Py_ssize_t *p, const int trust) {
     int32_t e = a->ents[i];                             /* pinned_ent, its lookup apart (no sign test of a hint taken) */
-    if (!((uint32_t)e < len && ent[e].key == a->keys[i] && ent[e].pin > 0) && (e = pinned_find(g, a, i)) < 0)
-        return -1;
+    if (!hint_ok(ent, len, a, i, e, trust) && (e = pinned_find(g, a, i)) < 0) return -1;
     Entry *x = &ent[e];
     const int32_t pin = x->pin - 1;                     /* > 0 before: pinned_ent */
     x->pin = pin;
@@ -1500,26 +1510,39 @@ static inline __attribute__((always_inline)) int lru_release(const Tier *g, Entr
  * and they name entries of the table). The tier keeps its queue positions in Entry.prev (Tier.lqoff: every tier but
  * a shared table's CPU tier), the queue's next position is one counter. Returns 0, -1 (KeyError set), or 1: no
  * room (or not such a tier), nothing done (finish_pass) */
-static int finish_lru(Tier *g, PcsAdm *a, Py_ssize_t n) {
-    if (g->lqn + n > g->lqcap || g->lqoff != offsetof(Entry, prev)) return 1;
-    Entry *const ent = g->ent;                         /* not moved: no add below */
-    const uint32_t len = (uint32_t)g->ent_len;
+/* finish_lru's pass over keys n - 1 down to 0 (hint_ok's `trust` a constant: two loops compiled); the queue's next
+ * position to *pp; -1, or the index of a key not pinned */
+static inline __attribute__((always_inline)) Py_ssize_t lru_pass(const Tier *g, Entry *ent, uint32_t len, PcsAdm *a,
+                                                                 Py_ssize_t n, int32_t *q, Py_ssize_t *pp,
+                                                                 const int trust) {
     const int32_t *const hint = a->ents;
-    int32_t *const q = g->lq;
-    const Py_ssize_t lqn = g->lqn;
-    Py_ssize_t p = lqn, i = n - 1;
+    Py_ssize_t p = *pp, i = n - 1;
     for (Py_ssize_t k = n - 1; k >= n - PF_AHEAD && k >= 0; k--)   /* the first hints' entries (as fp_first) */
         hint_prefetch(ent, hint[k]);
     for (; i >= PF_AHEAD; i--) {                       /* the read-ahead PF_AHEAD keys on, then the last keys without */
         hint_prefetch(ent, hint[i - PF_AHEAD]);
-        if (lru_release(g, ent, len, a, i, q, &p) < 0) goto bad;
+        if (lru_release(g, ent, len, a, i, q, &p, trust) < 0) return i;
     }
     for (; i >= 0; i--)
-        if (lru_release(g, ent, len, a, i, q, &p) < 0) goto bad;
+        if (lru_release(g, ent, len, a, i, q, &p, trust) < 0) return i;
+    *pp = p;
+    return -1;
+}
+
+static int finish_lru(Tier *g, PcsAdm *a, Py_ssize_t n) {
+    if (g->lqn + n > g->lqcap || g->lqoff != offsetof(Entry, prev)) return 1;
+    Entry *const ent = g->ent;                         /* not moved: no add below */
+    const uint32_t len = (uint32_t)g->ent_len;
+    int32_t *const q = g->lq;
+    const Py_ssize_t lqn = g->lqn;
+    Py_ssize_t p = lqn;
+    const Py_ssize_t i = a->live ? lru_pass(g, ent, len, a, n, q, &p, 1) : lru_pass(g, ent, len, a, n, q, &p, 0);
+    if (i >= 0) goto bad;
     g->lqn = p;
     g->held += p - lqn;
     g->reserved -= a->reserved_blocks;
     a->reserved_blocks = 0;
+    a->live = 0;
     return 0;
 bad:
     for (Py_ssize_t j = i + 1; j < n; j++)             /* ascending: an entry's first give-back undoes its append */
@@ -1543,9 +1566,10 @@ static int finish_pass(Hier *h, PcsAdm *a) {
     const int32_t *hint = a->ents;
     for (Py_ssize_t i = n - 1; i >= n - PF_AHEAD && i >= 0; i--)   /* the first hints' entries (as fp_first) */
         if ((uint32_t)hint[i] < len) __builtin_prefetch(&ent[hint[i]], 1, 1);
-    Py_ssize_t bad = release_keys(g, ent, len, a, n, a->nused, zero, &nz);     /* the computed keys */
+    const int trust = a->live;                         /* (a runtime test here: policies' tiers, or no queue room) */
+    Py_ssize_t bad = release_keys(g, ent, len, a, n, a->nused, zero, &nz, trust);     /* the computed keys */
     nc = nz;
-    if (bad < 0) bad = release_keys(g, ent, len, a, a->nused, 0, zero, &nz);  /* then the pinned keys */
+    if (bad < 0) bad = release_keys(g, ent, len, a, a->nused, 0, zero, &nz, trust);  /* then the pinned keys */
     if (bad >= 0) {
         for (Py_ssize_t j = bad + 1; j < n; j++) ent[a->ents[j]].pin++;
         PyErr_Format(PyExc_KeyError, "block %llu is not pinned in the GPU tier", (unsigned long long)a->keys[bad]);
@@ -1562,6 +1586,7 @@ static int finish_pass(Hier *h, PcsAdm *a) {
     }
     g->reserved -= a->reserved_blocks;
     a->reserved_blocks = 0;
+    a->live = 0;
     return 0;
 }
 
@@ -1577,13 +1602,17 @@ static int c_finish(PyObject *hh, PcsAdm *a) {
     if (!(a->nused + a->nnew)) {       /* no key held (an empty chain's admission): only its slots given back */
         g->reserved -= a->reserved_blocks;
         a->reserved_blocks = 0;
+        a->live = 0;
         return 0;
     }
     return finish_pass(h, a);
 }
 
+/* Hierarchy.finish(adm) from Python: every hint checked in full (live cleared first: an Admission of another
+ * hierarchy may be passed here, its hints naming entries of that one) */
 static PyObject *hier_finish(Hier *h, PyObject *arg) {
     if (!PyObject_TypeCheck(arg, &AdmType)) { PyErr_SetString(PyExc_TypeError, "need an Admission"); return NULL; }
+    ((Adm *)arg)->c.live = 0;
     if (c_finish((PyObject *)h, &((Adm *)arg)->c) < 0) return NULL;
     Py_RETURN_NONE;
 }
@@ -1710,6 +1739,7 @@ static int c_abort(PyObject *hh, PcsAdm *a) {
     g->reserved -= a->reserved_blocks;
     a->reserved_blocks = 0;
     a->nnew = 0;
+    a->live = 0;
     return 0;
 }
 
