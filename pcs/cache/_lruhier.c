@@ -679,7 +679,7 @@ static inline __attribute__((always_inline)) int32_t sh_enter(Tier *t, Entry *en
  * (sh_enter; ents required) after the table's room is made once (sh_reserve); the table's arrays and its free
  * list, entry count and size in locals (a flag store, a byte, may alias any field: read through the Tier they were
  * read again after each key). A key's home slot is prefetched PF_AHEAD keys before (its fingerprint worked out
- * then and again at its probe: no ring of them to keep). Every key is added to the GPU tier or shared there
+ * then, kept in a ring of FP_RING for its probe and add). Every key is added to the GPU tier or shared there
  * (pinned once more): added = n - shared. Returns the shared count */
 static Py_ssize_t sh_fill(Hier *h, const uint64_t *keys, Py_ssize_t n, int32_t *ents, const int32_t *known) {
     Tier *t = &h->t[0], *s = h->sh;
@@ -699,16 +699,22 @@ static Py_ssize_t sh_fill(Hier *h, const uint64_t *keys, Py_ssize_t n, int32_t *
         const int sh = 32 - s->bits;
         int32_t free_head = s->free_head, ent_len = s->ent_len;
         const Py_ssize_t ahead = n > PF_AHEAD ? n - PF_AHEAD : 0;   /* keys with a key PF_AHEAD on */
-        for (Py_ssize_t i = 0; i < PF_AHEAD && i < n; i++) __builtin_prefetch(&slots[key_fp(keys[i]) >> sh], 0, 1);
+        uint32_t ring[FP_RING];                   /* key i's fingerprint at i & (FP_RING - 1): hashed once */
+        for (Py_ssize_t i = 0; i < PF_AHEAD && i < n; i++) {
+            ring[i] = key_fp(keys[i]);
+            __builtin_prefetch(&slots[ring[i] >> sh], 0, 1);
+        }
         Py_ssize_t i = 0;
         for (; i < ahead; i++) {
-            __builtin_prefetch(&slots[key_fp(keys[i + PF_AHEAD]) >> sh], 0, 1);
-            ents[i] = sh_enter(t, ent, slots, mask, sh, keys[i], key_fp(keys[i]), &free_head, &ent_len, &made,
-                               &shared);
+            const uint32_t f2 = key_fp(keys[i + PF_AHEAD]);
+            ring[(size_t)(i + PF_AHEAD) & (FP_RING - 1)] = f2;
+            __builtin_prefetch(&slots[f2 >> sh], 0, 1);
+            ents[i] = sh_enter(t, ent, slots, mask, sh, keys[i], ring[(size_t)i & (FP_RING - 1)], &free_head,
+                               &ent_len, &made, &shared);
         }
         for (; i < n; i++)
-            ents[i] = sh_enter(t, ent, slots, mask, sh, keys[i], key_fp(keys[i]), &free_head, &ent_len, &made,
-                               &shared);
+            ents[i] = sh_enter(t, ent, slots, mask, sh, keys[i], ring[(size_t)i & (FP_RING - 1)], &free_head,
+                               &ent_len, &made, &shared);
         s->free_head = free_head;
         s->ent_len = t->ent_len = h->t[1].ent_len = ent_len;
         s->nres += made;
