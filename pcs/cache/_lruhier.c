@@ -902,9 +902,30 @@ static int start_head(Hier *h, Plan *p, Py_ssize_t n, Py_ssize_t cap, Py_ssize_t
     return 0;
 }
 
+/* sh_lookup's probe of key i (fingerprint in ring, key i + PF_AHEAD's worked out and its home slot prefetched):
+ * its entry in the shared table, or -1 */
+static inline __attribute__((always_inline)) int32_t sh_probe(const uint64_t *k, Py_ssize_t i, Py_ssize_t n,
+                                                              uint32_t *ring, const Entry *ent, const OaSlot *slots,
+                                                              uint64_t mask, int sh) {
+    const uint32_t f = ring[(size_t)i & (FP_RING - 1)];
+    if (i + PF_AHEAD < n) {                                        /* fp_ahead */
+        uint32_t f2 = key_fp(k[i + PF_AHEAD]);
+        ring[(size_t)(i + PF_AHEAD) & (FP_RING - 1)] = f2;
+        __builtin_prefetch(&slots[f2 >> sh], 0, 1);
+    }
+    const uint64_t key = k[i];
+    for (uint64_t j = f >> sh;; j = (j + 1) & mask) {             /* tfind_fp */
+        const OaSlot sl = slots[j];
+        if (sl.e < 0) return -1;
+        if (sl.h == f && ent[sl.e].key == key) return sl.e;
+    }
+}
+
 /* start_lookup in a table shared by the GPU and CPU tiers: one probe per key serves both tiers; the table's arrays,
  * its size and the plan's counts in locals (a store to where / eidx / lidx, int32_t, may alias the Tier's int fields:
- * read through the Tier they were read again after each key) */
+ * read through the Tier they were read again after each key). Two loops: the GPU blocks before the first block of
+ * the CPU tier only (most hits: key i's GPU entry is eidx[i], no count of them to keep), then the rest from there
+ * (the same steps per key, one probe each) */
 static void sh_lookup(Hier *h, Plan *p) {
     const uint64_t *const k = h->req;
     const Tier *const g = &h->t[0];
@@ -914,39 +935,42 @@ static void sh_lookup(Hier *h, Plan *p) {
     const int sh = 32 - g->bits;
     int32_t *const where = h->where, *const eidx = h->eidx, *const lidx = h->lidx;
     const Py_ssize_t n = p->n, cap = p->cap;
-    Py_ssize_t lead = n, first_low = n, nused = 0, evictable = 0, n_restore = 0;
+    Py_ssize_t lead = n, first_low = n, evictable = 0, n_restore = 0, i = 0;
     uint32_t ring[FP_RING];
-    for (Py_ssize_t i = 0; i < PF_AHEAD && i < n; i++) {          /* fp_first */
-        uint32_t f = key_fp(k[i]);
-        ring[i] = f;
+    for (Py_ssize_t j = 0; j < PF_AHEAD && j < n; j++) {          /* fp_first */
+        uint32_t f = key_fp(k[j]);
+        ring[j] = f;
         __builtin_prefetch(&slots[f >> sh], 0, 1);
     }
-    for (Py_ssize_t i = 0; i < n; i++) {
-        const uint32_t f = ring[(size_t)i & (FP_RING - 1)];
-        if (i + PF_AHEAD < n) {                                    /* fp_ahead */
-            uint32_t f2 = key_fp(k[i + PF_AHEAD]);
-            ring[(size_t)(i + PF_AHEAD) & (FP_RING - 1)] = f2;
-            __builtin_prefetch(&slots[f2 >> sh], 0, 1);
+    int32_t e = -1;
+    for (; i < n; i++) {                                           /* the GPU lead before any CPU block */
+        e = sh_probe(k, i, n, ring, ent, slots, mask, sh);
+        if (e < 0 || !(ent[e].flags & F_GPU)) break;
+        where[i] = 0;
+        eidx[i] = e;
+        evictable += !ent[e].pin;
+    }
+    Py_ssize_t nused = i;
+    if (i < n && e < 0) lead = i;                                  /* not resident: the lead ends */
+    else if (i < n) {                                              /* key i (entry e) is a CPU block: the rest */
+        first_low = i;
+        for (;;) {
+            const uint8_t in = e >= 0 ? ent[e].flags : 0;         /* the tiers holding it */
+            if (in & F_GPU) {
+                where[i] = 0;
+                eidx[nused++] = e;
+                evictable += !ent[e].pin;
+            } else if (!(in & F_CPU)) {
+                lead = i;
+                break;
+            } else {
+                where[i] = 1;
+                lidx[i] = e;
+                n_restore += i < cap;                              /* a restore of the hits (i < min(cap, lead)) */
+            }
+            if (++i == n) break;
+            e = sh_probe(k, i, n, ring, ent, slots, mask, sh);
         }
-        const uint64_t key = k[i];
-        int32_t e;
-        for (uint64_t j = f >> sh;; j = (j + 1) & mask) {         /* tfind_fp */
-            const OaSlot sl = slots[j];
-            if (sl.e < 0) { e = -1; break; }
-            if (sl.h == f && ent[sl.e].key == key) { e = sl.e; break; }
-        }
-        const uint8_t in = e >= 0 ? ent[e].flags : 0;             /* the tiers holding it */
-        if (in & F_GPU) {
-            where[i] = 0;
-            eidx[nused++] = e;
-            evictable += !ent[e].pin;
-            continue;
-        }
-        if (!(in & F_CPU)) { lead = i; break; }
-        where[i] = 1;
-        lidx[i] = e;
-        if (first_low > i) first_low = i;
-        n_restore += i < cap;                                      /* a restore of the hits (i < min(cap, lead)) */
     }
     p->lead = lead;
     p->first_low = first_low;
