@@ -1298,8 +1298,7 @@ static __attribute__((flatten)) int start_empty(Hier *h, Py_ssize_t extra, int w
     a->prefix_hit_blocks = a->hit_blocks = a->gpu_lead_blocks = 0;
     a->last_hit_tier = -1;
     a->truncated = (char)p.truncated;
-    a->reserved_blocks = p.budget;
-    a->live = 1;
+    a->reserved_blocks = p.budget;     /* live unchanged: no hint to trust (an extend's keys are its fill's) */
     return 1;
 }
 
@@ -1631,8 +1630,7 @@ static int c_finish(PyObject *hh, PcsAdm *a) {
     }
     if (!(a->nused + a->nnew)) {       /* no key held (an empty chain's admission): only its slots given back */
         g->reserved -= a->reserved_blocks;
-        a->reserved_blocks = 0;
-        a->live = 0;
+        a->reserved_blocks = 0;        /* live unchanged: no pin dropped, so no hint goes stale */
         return 0;
     }
     return finish_pass(h, a);
