@@ -679,7 +679,7 @@ static inline __attribute__((always_inline)) int32_t sh_enter(Tier *t, Entry *en
  * (sh_enter; ents required) after the table's room is made once (sh_reserve); the table's arrays and its free
  * list, entry count and size in locals (a flag store, a byte, may alias any field: read through the Tier they were
  * read again after each key). A key's home slot is prefetched PF_AHEAD keys before (its fingerprint worked out
- * then and again at its probe: no ring of them to keep). Every key is added to the GPU tier or shared there
+ * then, kept in a ring of FP_RING for its probe and add). Every key is added to the GPU tier or shared there
  * (pinned once more): added = n - shared. Returns the shared count */
 static Py_ssize_t sh_fill(Hier *h, const uint64_t *keys, Py_ssize_t n, int32_t *ents, const int32_t *known) {
     Tier *t = &h->t[0], *s = h->sh;
@@ -699,16 +699,22 @@ static Py_ssize_t sh_fill(Hier *h, const uint64_t *keys, Py_ssize_t n, int32_t *
         const int sh = 32 - s->bits;
         int32_t free_head = s->free_head, ent_len = s->ent_len;
         const Py_ssize_t ahead = n > PF_AHEAD ? n - PF_AHEAD : 0;   /* keys with a key PF_AHEAD on */
-        for (Py_ssize_t i = 0; i < PF_AHEAD && i < n; i++) __builtin_prefetch(&slots[key_fp(keys[i]) >> sh], 0, 1);
+        uint32_t ring[FP_RING];                   /* key i's fingerprint at i & (FP_RING - 1): hashed once */
+        for (Py_ssize_t i = 0; i < PF_AHEAD && i < n; i++) {
+            ring[i] = key_fp(keys[i]);
+            __builtin_prefetch(&slots[ring[i] >> sh], 0, 1);
+        }
         Py_ssize_t i = 0;
         for (; i < ahead; i++) {
-            __builtin_prefetch(&slots[key_fp(keys[i + PF_AHEAD]) >> sh], 0, 1);
-            ents[i] = sh_enter(t, ent, slots, mask, sh, keys[i], key_fp(keys[i]), &free_head, &ent_len, &made,
-                               &shared);
+            const uint32_t f2 = key_fp(keys[i + PF_AHEAD]);
+            ring[(size_t)(i + PF_AHEAD) & (FP_RING - 1)] = f2;
+            __builtin_prefetch(&slots[f2 >> sh], 0, 1);
+            ents[i] = sh_enter(t, ent, slots, mask, sh, keys[i], ring[(size_t)i & (FP_RING - 1)], &free_head,
+                               &ent_len, &made, &shared);
         }
         for (; i < n; i++)
-            ents[i] = sh_enter(t, ent, slots, mask, sh, keys[i], key_fp(keys[i]), &free_head, &ent_len, &made,
-                               &shared);
+            ents[i] = sh_enter(t, ent, slots, mask, sh, keys[i], ring[(size_t)i & (FP_RING - 1)], &free_head,
+                               &ent_len, &made, &shared);
         s->free_head = free_head;
         s->ent_len = t->ent_len = h->t[1].ent_len = ent_len;
         s->nres += made;
@@ -896,9 +902,30 @@ static int start_head(Hier *h, Plan *p, Py_ssize_t n, Py_ssize_t cap, Py_ssize_t
     return 0;
 }
 
+/* sh_lookup's probe of key i (fingerprint in ring, key i + PF_AHEAD's worked out and its home slot prefetched):
+ * its entry in the shared table, or -1 */
+static inline __attribute__((always_inline)) int32_t sh_probe(const uint64_t *k, Py_ssize_t i, Py_ssize_t n,
+                                                              uint32_t *ring, const Entry *ent, const OaSlot *slots,
+                                                              uint64_t mask, int sh) {
+    const uint32_t f = ring[(size_t)i & (FP_RING - 1)];
+    if (i + PF_AHEAD < n) {                                        /* fp_ahead */
+        uint32_t f2 = key_fp(k[i + PF_AHEAD]);
+        ring[(size_t)(i + PF_AHEAD) & (FP_RING - 1)] = f2;
+        __builtin_prefetch(&slots[f2 >> sh], 0, 1);
+    }
+    const uint64_t key = k[i];
+    for (uint64_t j = f >> sh;; j = (j + 1) & mask) {             /* tfind_fp */
+        const OaSlot sl = slots[j];
+        if (sl.e < 0) return -1;
+        if (sl.h == f && ent[sl.e].key == key) return sl.e;
+    }
+}
+
 /* start_lookup in a table shared by the GPU and CPU tiers: one probe per key serves both tiers; the table's arrays,
  * its size and the plan's counts in locals (a store to where / eidx / lidx, int32_t, may alias the Tier's int fields:
- * read through the Tier they were read again after each key) */
+ * read through the Tier they were read again after each key). Two loops: the GPU blocks before the first block of
+ * the CPU tier only (most hits: key i's GPU entry is eidx[i], no count of them to keep), then the rest from there
+ * (the same steps per key, one probe each) */
 static void sh_lookup(Hier *h, Plan *p) {
     const uint64_t *const k = h->req;
     const Tier *const g = &h->t[0];
@@ -908,39 +935,42 @@ static void sh_lookup(Hier *h, Plan *p) {
     const int sh = 32 - g->bits;
     int32_t *const where = h->where, *const eidx = h->eidx, *const lidx = h->lidx;
     const Py_ssize_t n = p->n, cap = p->cap;
-    Py_ssize_t lead = n, first_low = n, nused = 0, evictable = 0, n_restore = 0;
+    Py_ssize_t lead = n, first_low = n, evictable = 0, n_restore = 0, i = 0;
     uint32_t ring[FP_RING];
-    for (Py_ssize_t i = 0; i < PF_AHEAD && i < n; i++) {          /* fp_first */
-        uint32_t f = key_fp(k[i]);
-        ring[i] = f;
+    for (Py_ssize_t j = 0; j < PF_AHEAD && j < n; j++) {          /* fp_first */
+        uint32_t f = key_fp(k[j]);
+        ring[j] = f;
         __builtin_prefetch(&slots[f >> sh], 0, 1);
     }
-    for (Py_ssize_t i = 0; i < n; i++) {
-        const uint32_t f = ring[(size_t)i & (FP_RING - 1)];
-        if (i + PF_AHEAD < n) {                                    /* fp_ahead */
-            uint32_t f2 = key_fp(k[i + PF_AHEAD]);
-            ring[(size_t)(i + PF_AHEAD) & (FP_RING - 1)] = f2;
-            __builtin_prefetch(&slots[f2 >> sh], 0, 1);
+    int32_t e = -1;
+    for (; i < n; i++) {                                           /* the GPU lead before any CPU block */
+        e = sh_probe(k, i, n, ring, ent, slots, mask, sh);
+        if (e < 0 || !(ent[e].flags & F_GPU)) break;
+        where[i] = 0;
+        eidx[i] = e;
+        evictable += !ent[e].pin;
+    }
+    Py_ssize_t nused = i;
+    if (i < n && e < 0) lead = i;                                  /* not resident: the lead ends */
+    else if (i < n) {                                              /* key i (entry e) is a CPU block: the rest */
+        first_low = i;
+        for (;;) {
+            const uint8_t in = e >= 0 ? ent[e].flags : 0;         /* the tiers holding it */
+            if (in & F_GPU) {
+                where[i] = 0;
+                eidx[nused++] = e;
+                evictable += !ent[e].pin;
+            } else if (!(in & F_CPU)) {
+                lead = i;
+                break;
+            } else {
+                where[i] = 1;
+                lidx[i] = e;
+                n_restore += i < cap;                              /* a restore of the hits (i < min(cap, lead)) */
+            }
+            if (++i == n) break;
+            e = sh_probe(k, i, n, ring, ent, slots, mask, sh);
         }
-        const uint64_t key = k[i];
-        int32_t e;
-        for (uint64_t j = f >> sh;; j = (j + 1) & mask) {         /* tfind_fp */
-            const OaSlot sl = slots[j];
-            if (sl.e < 0) { e = -1; break; }
-            if (sl.h == f && ent[sl.e].key == key) { e = sl.e; break; }
-        }
-        const uint8_t in = e >= 0 ? ent[e].flags : 0;             /* the tiers holding it */
-        if (in & F_GPU) {
-            where[i] = 0;
-            eidx[nused++] = e;
-            evictable += !ent[e].pin;
-            continue;
-        }
-        if (!(in & F_CPU)) { lead = i; break; }
-        where[i] = 1;
-        lidx[i] = e;
-        if (first_low > i) first_low = i;
-        n_restore += i < cap;                                      /* a restore of the hits (i < min(cap, lead)) */
     }
     p->lead = lead;
     p->first_low = first_low;
@@ -1268,7 +1298,7 @@ static __attribute__((flatten)) int start_empty(Hier *h, Py_ssize_t extra, int w
     a->prefix_hit_blocks = a->hit_blocks = a->gpu_lead_blocks = 0;
     a->last_hit_tier = -1;
     a->truncated = (char)p.truncated;
-    a->reserved_blocks = p.budget;
+    a->reserved_blocks = p.budget;     /* live unchanged: no hint to trust (an extend's keys are its fill's) */
     return 1;
 }
 
@@ -1351,6 +1381,7 @@ static int start_plan(Hier *h, Plan *p0, int wait, PcsAdm *a) {
     a->gpu_lead_blocks = p.first_low < p.hits ? p.first_low : p.hits;   /* GPU hits before the first restore */
     a->truncated = (char)p.truncated;
     a->reserved_blocks = p.budget - filled;
+    a->live = 1;                       /* its hints name its pinned entries until its finish (hint_ok) */
     return 1;
 }
 
@@ -1441,12 +1472,21 @@ static int32_t pinned_find(const Tier *g, PcsAdm *a, Py_ssize_t i) {
     return a->ents[i] = e;
 }
 
-/* entry of a->keys[i] in the GPU tier g (entries ent, n of them), pinned: the hint a->ents[i] when its entry holds
- * the key pinned (the rule of pinned_ents), else looked up (the hint set); -1 when the key is not pinned there */
-static inline int32_t pinned_ent(const Tier *g, const Entry *ent, uint32_t len, PcsAdm *a, Py_ssize_t i) {
+/* whether hint e (any int32) of a->keys[i] is taken: it names an entry pinned that holds the key (the rule of
+ * pinned_ents); with `trust` (a live admission, PcsAdm.live, released by its own finish) only that it names an entry
+ * pinned -- a hint set while the admission is live names the key's entry, which cannot leave the table while the
+ * admission pins it, so the key compare of every key would only repeat what its start and fill found */
+static inline __attribute__((always_inline)) int hint_ok(const Entry *ent, uint32_t len, const PcsAdm *a,
+                                                         Py_ssize_t i, int32_t e, const int trust) {
+    return (uint32_t)e < len && (trust || ent[e].key == a->keys[i]) && ent[e].pin > 0;
+}
+
+/* entry of a->keys[i] in the GPU tier g (entries ent, n of them), pinned: the hint a->ents[i] when hint_ok takes it,
+ * else looked up (the hint set); -1 when the key is not pinned there */
+static inline __attribute__((always_inline)) int32_t pinned_ent(const Tier *g, const Entry *ent, uint32_t len,
+                                                                PcsAdm *a, Py_ssize_t i, const int trust) {
     int32_t e = a->ents[i];
-    uint64_t k = a->keys[i];
-    if ((uint32_t)e < len && ent[e].key == k && ent[e].pin > 0) return e;
+    if (hint_ok(ent, len, a, i, e, trust)) return e;
     return pinned_find(g, a, i);
 }
 
@@ -1460,13 +1500,13 @@ static inline int32_t pinned_ent(const Tier *g, const Entry *ent, uint32_t len, 
  * entries reaching 0 to zero[*nz ..); the hint PF_AHEAD keys on prefetched. -1, or the index of a key not pinned */
 static inline __attribute__((always_inline)) Py_ssize_t release_keys(const Tier *g, Entry *ent, uint32_t len,
                                                                      PcsAdm *a, Py_ssize_t hi, Py_ssize_t lo,
-                                                                     int32_t *zero, Py_ssize_t *nz) {
+                                                                     int32_t *zero, Py_ssize_t *nz, const int trust) {
     const int32_t *hint = a->ents;
     Py_ssize_t z = *nz;
     for (Py_ssize_t i = hi - 1; i >= lo; i--) {
         int32_t ahead = i >= PF_AHEAD ? hint[i - PF_AHEAD] : -1;
         if ((uint32_t)ahead < len) __builtin_prefetch(&ent[ahead], 1, 1);
-        int32_t e = pinned_ent(g, ent, len, a, i);
+        int32_t e = pinned_ent(g, ent, len, a, i, trust);
         if (e < 0) { *nz = z; return i; }
         if (!--ent[e].pin) zero[z++] = e;
     }
@@ -1478,10 +1518,9 @@ static inline __attribute__((always_inline)) Py_ssize_t release_keys(const Tier 
  * q[*p], the queue's next position (its position kept in Entry.prev: the GPU tier's Tier.lqoff); -1 when the key is
  * not pinned (nothing changed) */
 static inline __attribute__((always_inline)) int lru_release(const Tier *g, Entry *ent, uint32_t len, PcsAdm *a,
-                                                             Py_ssize_t i, int32_t *q, Py_ssize_t *p) {
+                                                             Py_ssize_t i, int32_t *q, Py_ssize_t *p, const int trust) {
     int32_t e = a->ents[i];                             /* pinned_ent, its lookup apart (no sign test of a hint taken) */
-    if (!((uint32_t)e < len && ent[e].key == a->keys[i] && ent[e].pin > 0) && (e = pinned_find(g, a, i)) < 0)
-        return -1;
+    if (!hint_ok(ent, len, a, i, e, trust) && (e = pinned_find(g, a, i)) < 0) return -1;
     Entry *x = &ent[e];
     const int32_t pin = x->pin - 1;                     /* > 0 before: pinned_ent */
     x->pin = pin;
@@ -1500,26 +1539,39 @@ static inline __attribute__((always_inline)) int lru_release(const Tier *g, Entr
  * and they name entries of the table). The tier keeps its queue positions in Entry.prev (Tier.lqoff: every tier but
  * a shared table's CPU tier), the queue's next position is one counter. Returns 0, -1 (KeyError set), or 1: no
  * room (or not such a tier), nothing done (finish_pass) */
-static int finish_lru(Tier *g, PcsAdm *a, Py_ssize_t n) {
-    if (g->lqn + n > g->lqcap || g->lqoff != offsetof(Entry, prev)) return 1;
-    Entry *const ent = g->ent;                         /* not moved: no add below */
-    const uint32_t len = (uint32_t)g->ent_len;
+/* finish_lru's pass over keys n - 1 down to 0 (hint_ok's `trust` a constant: two loops compiled); the queue's next
+ * position to *pp; -1, or the index of a key not pinned */
+static inline __attribute__((always_inline)) Py_ssize_t lru_pass(const Tier *g, Entry *ent, uint32_t len, PcsAdm *a,
+                                                                 Py_ssize_t n, int32_t *q, Py_ssize_t *pp,
+                                                                 const int trust) {
     const int32_t *const hint = a->ents;
-    int32_t *const q = g->lq;
-    const Py_ssize_t lqn = g->lqn;
-    Py_ssize_t p = lqn, i = n - 1;
+    Py_ssize_t p = *pp, i = n - 1;
     for (Py_ssize_t k = n - 1; k >= n - PF_AHEAD && k >= 0; k--)   /* the first hints' entries (as fp_first) */
         hint_prefetch(ent, hint[k]);
     for (; i >= PF_AHEAD; i--) {                       /* the read-ahead PF_AHEAD keys on, then the last keys without */
         hint_prefetch(ent, hint[i - PF_AHEAD]);
-        if (lru_release(g, ent, len, a, i, q, &p) < 0) goto bad;
+        if (lru_release(g, ent, len, a, i, q, &p, trust) < 0) return i;
     }
     for (; i >= 0; i--)
-        if (lru_release(g, ent, len, a, i, q, &p) < 0) goto bad;
+        if (lru_release(g, ent, len, a, i, q, &p, trust) < 0) return i;
+    *pp = p;
+    return -1;
+}
+
+static int finish_lru(Tier *g, PcsAdm *a, Py_ssize_t n) {
+    if (g->lqn + n > g->lqcap || g->lqoff != offsetof(Entry, prev)) return 1;
+    Entry *const ent = g->ent;                         /* not moved: no add below */
+    const uint32_t len = (uint32_t)g->ent_len;
+    int32_t *const q = g->lq;
+    const Py_ssize_t lqn = g->lqn;
+    Py_ssize_t p = lqn;
+    const Py_ssize_t i = a->live ? lru_pass(g, ent, len, a, n, q, &p, 1) : lru_pass(g, ent, len, a, n, q, &p, 0);
+    if (i >= 0) goto bad;
     g->lqn = p;
     g->held += p - lqn;
     g->reserved -= a->reserved_blocks;
     a->reserved_blocks = 0;
+    a->live = 0;
     return 0;
 bad:
     for (Py_ssize_t j = i + 1; j < n; j++)             /* ascending: an entry's first give-back undoes its append */
@@ -1543,9 +1595,10 @@ static int finish_pass(Hier *h, PcsAdm *a) {
     const int32_t *hint = a->ents;
     for (Py_ssize_t i = n - 1; i >= n - PF_AHEAD && i >= 0; i--)   /* the first hints' entries (as fp_first) */
         if ((uint32_t)hint[i] < len) __builtin_prefetch(&ent[hint[i]], 1, 1);
-    Py_ssize_t bad = release_keys(g, ent, len, a, n, a->nused, zero, &nz);     /* the computed keys */
+    const int trust = a->live;                         /* (a runtime test here: policies' tiers, or no queue room) */
+    Py_ssize_t bad = release_keys(g, ent, len, a, n, a->nused, zero, &nz, trust);     /* the computed keys */
     nc = nz;
-    if (bad < 0) bad = release_keys(g, ent, len, a, a->nused, 0, zero, &nz);  /* then the pinned keys */
+    if (bad < 0) bad = release_keys(g, ent, len, a, a->nused, 0, zero, &nz, trust);  /* then the pinned keys */
     if (bad >= 0) {
         for (Py_ssize_t j = bad + 1; j < n; j++) ent[a->ents[j]].pin++;
         PyErr_Format(PyExc_KeyError, "block %llu is not pinned in the GPU tier", (unsigned long long)a->keys[bad]);
@@ -1562,6 +1615,7 @@ static int finish_pass(Hier *h, PcsAdm *a) {
     }
     g->reserved -= a->reserved_blocks;
     a->reserved_blocks = 0;
+    a->live = 0;
     return 0;
 }
 
@@ -1576,14 +1630,17 @@ static int c_finish(PyObject *hh, PcsAdm *a) {
     }
     if (!(a->nused + a->nnew)) {       /* no key held (an empty chain's admission): only its slots given back */
         g->reserved -= a->reserved_blocks;
-        a->reserved_blocks = 0;
+        a->reserved_blocks = 0;        /* live unchanged: no pin dropped, so no hint goes stale */
         return 0;
     }
     return finish_pass(h, a);
 }
 
+/* Hierarchy.finish(adm) from Python: every hint checked in full (live cleared first: an Admission of another
+ * hierarchy may be passed here, its hints naming entries of that one) */
 static PyObject *hier_finish(Hier *h, PyObject *arg) {
     if (!PyObject_TypeCheck(arg, &AdmType)) { PyErr_SetString(PyExc_TypeError, "need an Admission"); return NULL; }
+    ((Adm *)arg)->c.live = 0;
     if (c_finish((PyObject *)h, &((Adm *)arg)->c) < 0) return NULL;
     Py_RETURN_NONE;
 }
@@ -1710,6 +1767,7 @@ static int c_abort(PyObject *hh, PcsAdm *a) {
     g->reserved -= a->reserved_blocks;
     a->reserved_blocks = 0;
     a->nnew = 0;
+    a->live = 0;
     return 0;
 }
 

@@ -32,6 +32,13 @@
  * access went to these writes) */
 #define LQ_SPARE 4
 
+/* a prefetch for writing of entry e's cache line, e any item of a queue (-1: stale or padding): a prefetch of an
+ * address outside the array does not fault, so no test of e (the address made as an integer: no pointer out of the
+ * array) -- a test and a branch less per victim in the walks below */
+static inline void ent_prefetch(const Entry *ent, int32_t e) {
+    __builtin_prefetch((const void *)((uintptr_t)ent + (uintptr_t)(intptr_t)e * sizeof(Entry)), 1, 1);
+}
+
 /* entry e's position in t's queue (-1: not in it): Entry.prev, or Entry.next for the CPU tier of a table shared
  * with the GPU tier (Tier.lqoff: one entry then carries both tiers' positions) */
 static inline int32_t *lq_pos(const Tier *t, int32_t e) { return (int32_t *)((char *)&t->ent[e] + t->lqoff); }
@@ -147,8 +154,7 @@ static inline __attribute__((always_inline)) Py_ssize_t lq_walk(Tier *t, Py_ssiz
     Py_ssize_t freed = 0;
     for (Py_ssize_t v = 0; v < n; v++) {
         while (q[i] < 0) i++;                          /* lq_live */
-        int32_t a = q[i + LQ_AHEAD];                   /* in the array's padding past the end: -1 */
-        if (a >= 0) __builtin_prefetch(&ent[a], 1, 1);
+        ent_prefetch(ent, q[i + LQ_AHEAD]);           /* in the array's padding past the end: -1 */
         if (kind != LQ_SH_KEEP) {                      /* the home slot of an entry that may be deleted */
             int32_t b = q[i + LQ_AHEAD / 2];
             if (b >= 0) __builtin_prefetch(&slots[kind == LQ_OWN ? key_hash(ent[b].key) >> (64 - bits)
@@ -210,8 +216,7 @@ static inline Py_ssize_t lq_demote(Tier *g, Tier *c, Py_ssize_t n) {
     Py_ssize_t i = g->lqh, fresh = 0;
     for (Py_ssize_t v = 0; v < n; v++) {
         while (q[i] < 0) i++;                          /* lq_live */
-        int32_t a = q[i + LQ_AHEAD];                   /* in the array's padding past the end: -1 */
-        if (a >= 0) __builtin_prefetch(&ent[a], 1, 1);
+        ent_prefetch(ent, q[i + LQ_AHEAD]);           /* in the array's padding past the end: -1 */
         const int32_t e = q[i++];
         Entry *const x = &ent[e];
         const uint8_t f = x->flags;

@@ -363,6 +363,26 @@ def test_finish_of_restored_blocks_worked_by_hand(use_native):
     h._check()
 
 
+def test_run_sequential_releases_live_admissions_worked_by_hand():
+    """run_sequential finishes each admission it has just made (pcs/cache/_lruhier.c ``seq_one``): a live admission
+    (``PcsAdm.live``), whose hints are taken at finish without the key compare (``hint_ok``: its start and fill found
+    each entry, pinned by it). The requests of test_finish_of_restored_blocks_worked_by_hand on GPU 3 + CPU 3 blocks,
+    LRU, write-back, worked out by hand there (docs/semantics.md §6-§8): [1, 2] (no hit; GPU [2, 1]), [3, 4, 5] (no
+    hit; 2, 1 demoted: CPU [2, 1], GPU [5, 4, 3]), [1, 2, 6] (1, 2 restored: 2 hits; 5, 4, 3 demoted, 2 and 1 leave
+    the CPU tier: CPU [5, 4, 3]); its finish releases 6, then 2, 1: GPU [6, 2, 1], every pin 0."""
+    h = native.NativeHierarchy(_tiers([3, 3]), "back")
+    keys = np.array([1, 2, 3, 4, 5, 1, 2, 6], dtype=np.uint64)
+    offsets = np.array([0, 2, 5, 8], dtype=np.int64)
+    n = np.array([2, 3, 3], dtype=np.int64)
+    out = np.zeros(3, dtype=np.int64)
+    h.run_sequential(keys, offsets, n, n.copy(), out)
+    assert out.tolist() == [0, 0, 2]
+    assert _orders(h) == ([6, 2, 1], [5, 4, 3])
+    assert {k: h.tiers[0].resident[k] for k in (1, 2, 6)} == {1: 0, 2: 0, 6: 0}
+    assert h.dropped_blocks == 2 and h.tiers[0].reserved_blocks == 0
+    h._check()
+
+
 @pytest.mark.parametrize("use_native", [False, True])
 def test_finish_appends_in_one_pass_worked_by_hand(use_native):
     """The compiled finish of an inline-LRU GPU tier (pcs/cache/_lruhier.c ``finish_lru``) puts each block reaching
