@@ -639,12 +639,14 @@ def _open_scan(plans: list[_Plan], source: Any, rules: BlockRules, tiers0: list,
 
 
 class _SideSingles:
-    """:func:`_singles` begun on a worker (:func:`_early_singles`); calling it waits for its ``(singles, scan)``."""
+    """:func:`_singles` begun on a worker behind ``gate`` (:func:`_early_singles`); calling it opens the gate (a
+    run whose loops were never fed would else wait for ever) and waits for its ``(singles, scan)``."""
 
-    def __init__(self, side: Beside) -> None:
-        self._side = side
+    def __init__(self, side: Beside, gate: threading.Event) -> None:
+        self._side, self._gate = side, gate
 
     def __call__(self) -> tuple:
+        self._gate.set()
         return self._side.join()
 
 
@@ -665,7 +667,7 @@ def _early_singles(scans: list, scan2: _ScanJoin | None, go: Callable[[], None] 
         return _singles(scans, None, *args), go
     gate = threading.Event()
     side.start(_gated, gate, _singles, scans, None, *args)
-    return _SideSingles(side), gate.set
+    return _SideSingles(side, gate), gate.set
 
 
 def _joined_singles(early: tuple | None, scans: list, scan2: _ScanJoin | None, source: Any, rules: BlockRules,
