@@ -349,6 +349,18 @@ static inline int lru_stamp(lru_t *s, int64_t a, int64_t m) {
     return 0;
 }
 
+/* lru_stamp at capacity 0 without tiers (the single-sequence walks' scan, pcs/engine/runner.py: fastpath.scan at 0
+ * slots): nothing stays resident, so a stamp only marks its id stamped (last 0) and the times only count the stamps
+ * (p = t: every mark 0 < p, not resident, once a stamp was made); no live bit set and cleared, no eviction walk. The
+ * same lead (0), seen, ideal and decode runs as lru_stamp's (each looks at last >= p, >= 0, != -1 only), and the same
+ * stamp count (lru_stats, the 2**31 check). */
+static inline void lru_mark(lru_t *s, int64_t a, int64_t m) {
+    lmeta_t **tmp = s->tmp;
+    for (int64_t i = m - 1; i >= a; i--) tmp[i - a]->last = 0;
+    s->t += m > a ? m - a : 0;
+    s->p = s->t;
+}
+
 #include "_lruscan_tiers.h"
 
 /* The decode-aware walk (decodescan.py): request r's decode ids ids[off[r] .. off[r + 1]) are marked after it;
@@ -505,8 +517,13 @@ static int lru_run(lru_t *s, const uint64_t *keys, const int64_t *offs, const in
             else
                 for (int64_t i = offs[r + 2]; i < offs[r + 3]; i++) __builtin_prefetch(&s->dmeta[keys[i]], 1, 1);
         }
-        if (s->t2 ? t2_request(s, keys + a, n[r], k[0], cap[r], dup | late, (int32_t)s->req, &base[r]) != 0 : lru_stamp(s, a, m) != 0)
+        if (s->t2) {
+            if (t2_request(s, keys + a, n[r], k[0], cap[r], dup | late, (int32_t)s->req, &base[r]) != 0) return -1;
+        } else if (s->capacity == 0) {
+            lru_mark(s, a, m);
+        } else if (lru_stamp(s, a, m) != 0) {
             return -1;
+        }
         if (dec) {
             dec->seen[r] = k[3];
             for (int64_t i = dec->off[r]; i < dec->off[r + 1]; i++) lru_dmark(s, dec->ids[i]);

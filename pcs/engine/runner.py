@@ -627,7 +627,7 @@ def run_replay(source: Any, rules: BlockRules, time_model: Any, make_tiers: Call
         base = _baseline(scan2, plans, source, rules, make_tiers, write_policy, hybrid, block_bytes, step_s, seq_side)
         plans, all_plans = (plans[:1], plans) if base is not None else (plans, plans)
         scans = [_scan(p, source, rules, tiers0, requested) if p.row.kind == "scan" else None for p in plans]
-        early = None if scan2 is not None else _singles(scans, None, source, rules, native, resolved, passes)
+        early, go = _early_singles(scans, scan2, go, (source, rules, native, resolved, passes), plans, scan_side)
         loops, no_cache, beside = _fed_loops(
             (plans, make_tiers, tiers0, write_policy, links, block_bytes, resolved, hybrid, step_s, not comparison),
             source, rules, time_model, progress, resolved is None and timing == "modeled", passes, go)
@@ -659,12 +659,45 @@ def _open_scan(plans: list[_Plan], source: Any, rules: BlockRules, tiers0: list,
     return scan2, go
 
 
+class _SideSingles:
+    """:func:`_singles` begun on a worker behind ``gate`` (:func:`_early_singles`); calling it opens the gate (a
+    run whose loops were never fed would else wait for ever) and waits for its ``(singles, scan)``."""
+
+    def __init__(self, side: Beside, gate: threading.Event) -> None:
+        self._side, self._gate = side, gate
+
+    def __call__(self) -> tuple:
+        self._gate.set()
+        return self._side.join()
+
+
+def _early_singles(scans: list, scan2: _ScanJoin | None, go: Callable[[], None] | None, args: tuple,
+                   plans: list[_Plan], side: Beside) -> tuple:
+    """``(early, go)``: the run's single-sequence results when no two-tier scan gives them (``scan2`` None) and no
+    one-tier scan ran (:func:`_singles`' own pass at 0 slots, ``args`` = its source, rules, native, resolved and
+    passes) -- made now, or, when the run has event loops to build and feed, no shared passes and ``side`` (the
+    idle scan worker) is threaded, begun on ``side`` behind a gate (``go``, opened just before the loops' first
+    feed, as the two-tier scan's :meth:`_ScanJoin.open`): the walk, compiled and without the GIL in ``lru_feed``,
+    then runs beside the step loop instead of before it on the calling thread; its result is the same (it reads
+    the decoded batches and the decode blocks only, as the two-tier scan does: :func:`_two_tier_scan`). ``early``
+    None with ``scan2``; ``go`` is ``scan2``'s gate then."""
+    if scan2 is not None:
+        return None, go
+    if args[4] is not None or not side.threaded or any(s is not None for s in scans) or \
+            plans[0].row.kind != "event-loop":
+        return _singles(scans, None, *args), go
+    gate = threading.Event()
+    side.start(_gated, gate, _singles, scans, None, *args)
+    return _SideSingles(side, gate), gate.set
+
+
 def _joined_singles(early: tuple | None, scans: list, scan2: _ScanJoin | None, source: Any, rules: BlockRules,
                     native: str | None, resolved: Any, passes: SharedPasses | None) -> tuple:
     """``(singles, scan, ready)``: the run's single-sequence results and the scan they came from -- ``early``
     when they were made before the loops, else joined from the two-tier scan, whose results were made on its
     worker (:func:`_scan_parts`) -- and its decode-aware pass made beside (``ready``; None for ``early``)."""
     if early is not None:
+        early = early() if isinstance(early, _SideSingles) else early
         return early[0], early[1], None
     singles, scan = _singles(scans, scan2(), source, rules, native, resolved, passes, scan2.parts[0])
     return singles, scan, scan2.parts[2]
