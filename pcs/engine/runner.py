@@ -651,11 +651,14 @@ def _joined_singles(early: tuple | None, scans: list, scan2: _ScanJoin | None, s
 
 def _stop_side_work(go: Callable[[], None] | None, scan_side: Beside, seq_side: Beside) -> None:
     """After the runs, or when an error stopped them: open the scan's gate (a scan still waiting there runs out)
-    and wait for the two-tier scan and the sequential baseline still running on their workers."""
-    if go is not None:
-        go()
-    scan_side.close()
-    seq_side.close()
+    and wait for the two-tier scan and the sequential baseline still running on their workers (the second is
+    closed even when closing the first raises: a stop signal there)."""
+    try:
+        if go is not None:
+            go()
+        scan_side.close()
+    finally:
+        seq_side.close()
 
 
 def _settle_parts(done: list | None, no_cache_result: EngineResult | None) -> None:
