@@ -36,6 +36,8 @@ __all__ = ["Beside", "THREADS_MODES", "threads_wanted"]
 THREADS_MODES = ("auto", "on", "off")
 #: What else ``$PCS_THREADS`` accepts, each meaning one mode without doubt (``-1``, ``2`` ... stay refused).
 THREADS_ALIASES = {"1": "on", "yes": "on", "true": "on", "0": "off", "no": "off", "false": "off"}
+#: The workers' thread class (a name of its own: tests refuse or cut its start without touching other threads).
+_Thread = threading.Thread
 #: The signals whose Python handler :func:`_signals_held` holds back while a worker starts or takes its call.
 _HELD = tuple(getattr(signal, n) for n in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, n))
 
@@ -133,7 +135,7 @@ class Beside:
             go, done = threading.Lock(), threading.Lock()
             go.acquire()
             done.acquire()
-            worker = threading.Thread(target=self._serve, args=(go, done), name="pcs-beside", daemon=True)
+            worker = _Thread(target=self._serve, args=(go, done), name="pcs-beside", daemon=True)
         except RuntimeError:
             return False
         try:

@@ -50,6 +50,18 @@ def _raise_at(k: int, real, after: bool):
     return step
 
 
+def _thread_class(start):
+    """pcs.beside's worker class with ``start`` in place of Thread.start (other threads untouched)."""
+    return type("PatchedThread", (threading.Thread,), {"start": start})
+
+
+def _patch(m, owner, name: str, fn) -> None:
+    if owner is None:
+        m.setattr(beside_mod, "_Thread", _thread_class(fn))
+    else:
+        m.setattr(owner, name, fn)
+
+
 def _no_worker_left(before: set, where) -> None:
     """No worker is left waiting: a reader's or a step loop's worker (``linger=False``) whose call was in flight
     when the stop came ends with its call (pcs.beside's docstring), so each new one is joined (a guard of 60 s
@@ -65,7 +77,7 @@ def test_a_stop_in_thread_start_leaves_no_worker(monkeypatch, after):
     # after=True is the tester's leak: the OS thread runs, then start() raises (its wait for the thread cut)
     before = _threads()
     b = Beside(True)
-    monkeypatch.setattr(threading.Thread, "start", _raise_at(0, threading.Thread.start, after))
+    monkeypatch.setattr(beside_mod, "_Thread", _thread_class(_raise_at(0, threading.Thread.start, after)))
     with pytest.raises(KeyboardInterrupt):
         b.start(sum, [1, 2])
     monkeypatch.undo()
@@ -128,20 +140,20 @@ def test_a_replay_cut_at_every_step_leaves_no_thread(monkeypatch, where, after):
     # raises, for every k the replay reaches (counted on a whole run first); each cut run leaves the threads
     # of before, and a replay after them all gives the numbers of one never cut.
     monkeypatch.setenv("PCS_THREADS", "on")
-    owner, name = {"Thread.start": (threading.Thread, "start"), "Beside.start": (Beside, "start"),
+    owner, name = {"Thread.start": (None, "start"), "Beside.start": (Beside, "start"),
                    "Beside.join": (Beside, "join")}[where]
-    real = getattr(owner, name)
+    real = threading.Thread.start if owner is None else getattr(owner, name)
     good = _replay().summary.to_dict()
     counter = _raise_at(-1, real, after)
     with monkeypatch.context() as m:
-        m.setattr(owner, name, counter)
+        _patch(m, owner, name, counter)
         _replay()
     calls = counter.seen[0]
     assert calls > 0
     before = _threads()
     for k in range(calls):
         with monkeypatch.context() as m:
-            m.setattr(owner, name, _raise_at(k, real, after))
+            _patch(m, owner, name, _raise_at(k, real, after))
             with pytest.raises(KeyboardInterrupt):
                 _replay()
         _no_worker_left(before, (where, after, k))
@@ -158,7 +170,7 @@ def test_a_thread_that_cannot_start_runs_the_call_inline(monkeypatch, message):
         raise RuntimeError(message)
 
     before = _threads()
-    monkeypatch.setattr(threading.Thread, "start", refused)
+    monkeypatch.setattr(beside_mod, "_Thread", _thread_class(refused))
     b = Beside(True)
     b.start(sum, [1, 2])
     assert b._thread is None and b.join() == 3
@@ -187,8 +199,8 @@ def test_the_cli_without_threads_prints_what_it_prints_inline(monkeypatch, tmp_p
         with monkeypatch.context() as m:
             m.setenv("PCS_THREADS", mode)
             if mode == "on":
-                m.setattr(threading.Thread, "start", lambda self: (_ for _ in ()).throw(
-                    RuntimeError("can't start new thread")))
+                m.setattr(beside_mod, "_Thread", _thread_class(lambda self: (_ for _ in ()).throw(
+                    RuntimeError("can't start new thread"))))
             r = invoke("replay", SAMPLE, "-q", "--format", "json", "--tier", TIERS[0], "--tier", TIERS[1],
                        "--requests-out", rows)
         assert r.exit_code == 0, r.output
