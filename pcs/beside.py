@@ -105,6 +105,10 @@ class Beside:
         self._done: Any = None                 # no call, the worker ends); released, the call has finished
         self._out: Any = None
         self._err: BaseException | None = None
+        self._deferred = False                 # a threaded call no thread could be started for: run at join
+        #: called once before :meth:`settle` waits: a call its caller holds behind a gate it opens later
+        #: (pcs.engine.runner's scan) is let go, so a stop that comes before the gate opens cannot hang the wait
+        self.opener: Callable[[], Any] | None = None
 
     def _run(self, fn: Callable[..., Any], args: tuple) -> None:
         try:
@@ -166,6 +170,10 @@ class Beside:
                     self._call, self._busy = (fn, args), True
                     self._go.release()
                     return
+            # no thread could be started: the call runs inline at join, where a threaded call's result is
+            # taken -- not now: the caller may hold it behind a gate it opens only later (pcs.engine.runner)
+            self._call, self._busy, self._deferred = (fn, args), True, True
+            return
         self._run(fn, args)
 
     def settle(self) -> None:
@@ -177,6 +185,12 @@ class Beside:
                 runs in this thread): settle also runs on the way out of a finished run (:meth:`close`), so
                 dropping it would let the command finish as if no signal had come.
         """
+        opener, self.opener = self.opener, None
+        if opener is not None:
+            opener()
+        if self._deferred:             # never begun: dropped, nothing to wait for
+            self._call, self._busy, self._deferred = None, False, False
+            return
         try:
             self.join()
         except STOPS:
@@ -186,7 +200,10 @@ class Beside:
 
     def join(self) -> Any:
         """The call's result once it has finished; its exception is raised here."""
-        if self._busy:
+        if self._deferred:
+            call, self._call, self._busy, self._deferred = self._call, None, False, False
+            self._run(*call)
+        elif self._busy:
             self._done.acquire()
             self._busy = False
             if not self.linger:          # the worker returns after its call: reap it

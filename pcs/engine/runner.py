@@ -249,6 +249,7 @@ def _two_tier_scan(plans: list[_Plan], source: Any, rules: BlockRules, tiers: Se
         base.reason = select.baseline_reason(base.reason, base.row, base.config, write_policy)
         return None
     gate = threading.Event() if side.threaded else None
+    side.opener = gate.set if gate is not None else None      # a stop before the gate opens: settle opens it
     side.start(_gated, gate, _scan_parts, source, tiers[0].capacity_blocks, rules, tiers[1].capacity_blocks, decode)
     return _ScanJoin(side, plans[-1], gate)
 
@@ -504,9 +505,9 @@ def _close_runs(scans, loops, no_cache, beside: Beside, hybrid, tiers0, write_po
     """Close the run's engines (or run its one-pass scans) while the no-cache loop closes beside them:
     ([(result, cache state)] per plan, the no-cache loop's result or None); ``beside`` is closed after
     (:meth:`pcs.beside.Beside.close`: on an error the no-cache loop's outcome is dropped)."""
-    if no_cache is not None:   # its close runs beside the run's, and so do its summary's sorts
-        beside.start(_close_beside, no_cache)
     try:
+        if no_cache is not None:   # its close runs beside the run's, and so do its summary's sorts
+            beside.start(_close_beside, no_cache)
         done = [(_close(loop, hybrid), cache_state(loop.h)) if loop is not None else
                 fastpath.run(sc, tiers0[0].name, write_policy, time_model.compute, progress if k == 0 else None)
                 for k, (sc, loop) in enumerate(zip(scans, loops))]
