@@ -27,8 +27,9 @@ static inline uint64_t mix64(uint64_t x) {
  * (k ^ k >> 32) x HMUL -- every id at home slot 0, fingerprint 0, a quadratic table -- spread like random keys.
  * No output depends on where a key sits (lookups return the same entries; nothing iterates the slots to print),
  * so runs stay deterministic. The cheaper choice against mix64: mix64 cost 15-24 % CPU on bench_user two-tier
- * (docs/performance.md). key_hash_fixed is the unseeded hash of the read-only index built in numpy
- * (pcs/cache/native.py key_index, its twin; data_find in pcs/cache/_lruhier.h). */
+ * (docs/performance.md). key_hash_seeded is the same hash under a given seed: the read-only index built in numpy
+ * (pcs/cache/native.py key_index, its twin; data_find in pcs/cache/_lruhier.h) carries the seed it was built with
+ * (drawn once per process there), so an index made in one process reads right in another. */
 #define PCS_HMUL 0x9E3779B97F4A7C15ULL
 static uint64_t pcs_hash_seed;
 __attribute__((constructor)) static void pcs_hash_seed_init(void) {
@@ -47,8 +48,8 @@ __attribute__((constructor)) static void pcs_hash_seed_init(void) {
     s = mix64(mix64(r[0]) ^ r[1]);
     pcs_hash_seed = s;
 }
-static inline uint64_t key_hash(uint64_t k) { k ^= pcs_hash_seed; return (k ^ (k >> 32)) * PCS_HMUL; }
-static inline uint64_t key_hash_fixed(uint64_t k) { return (k ^ (k >> 32)) * PCS_HMUL; }
+static inline uint64_t key_hash_seeded(uint64_t k, uint64_t seed) { k ^= seed; return (k ^ (k >> 32)) * PCS_HMUL; }
+static inline uint64_t key_hash(uint64_t k) { return key_hash_seeded(k, pcs_hash_seed); }
 
 /* Memory of >= 4 MB is 2 MB aligned and advised to use transparent huge
  * pages (fewer page faults and TLB misses on randomly probed tables); zeroed

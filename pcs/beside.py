@@ -22,9 +22,11 @@ loop") -- ``auto`` (unset: worker threads when the process may run on two CPUs o
 """
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import threading
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from pcs.errors import STOPS, UserError
 
@@ -32,6 +34,12 @@ __all__ = ["Beside", "THREADS_MODES", "threads_wanted"]
 
 #: Values of ``$PCS_THREADS`` (module docstring).
 THREADS_MODES = ("auto", "on", "off")
+#: What else ``$PCS_THREADS`` accepts, each meaning one mode without doubt (``-1``, ``2`` ... stay refused).
+THREADS_ALIASES = {"1": "on", "yes": "on", "true": "on", "0": "off", "no": "off", "false": "off"}
+#: The workers' thread class (a name of its own: tests refuse or cut its start without touching other threads).
+_Thread = threading.Thread
+#: The signals whose Python handler :func:`_signals_held` holds back while a worker starts or takes its call.
+_HELD = tuple(getattr(signal, n) for n in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, n))
 
 
 def threads_wanted() -> bool:
@@ -39,16 +47,42 @@ def threads_wanted() -> bool:
     ``auto`` / unset with at least two CPUs in the process's affinity mask (``os.sched_getaffinity``; where the
     platform has none, ``os.cpu_count()``).
 
+    ``1`` / ``yes`` / ``true`` mean ``on``, ``0`` / ``no`` / ``false`` mean ``off`` (:data:`THREADS_ALIASES`).
+
     Raises:
-        UserError: ``PCS_THREADS`` is not one of :data:`THREADS_MODES`.
+        UserError: ``PCS_THREADS`` is none of :data:`THREADS_MODES` and :data:`THREADS_ALIASES`.
     """
     mode = os.environ.get("PCS_THREADS", "auto").strip().lower() or "auto"
+    mode = THREADS_ALIASES.get(mode, mode)
     if mode not in THREADS_MODES:
-        raise UserError(f"PCS_THREADS={mode!r} is not one of {', '.join(THREADS_MODES)}")
+        raise UserError(f"PCS_THREADS={mode!r} is not one of {', '.join(THREADS_MODES)} (or 1, 0)")
     if mode != "auto":
         return mode == "on"
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
     return cpus >= 2
+
+
+@contextlib.contextmanager
+def _signals_held() -> Iterator[None]:
+    """Hold back Ctrl-C and the stop signals (:data:`_HELD`, those with a Python handler) in the main thread for
+    the block, then run the first that came: a ``KeyboardInterrupt`` (or ``pcs.errors.Stopped``) raised inside
+    ``Thread.start`` -- while it waits for the new thread, which then runs -- left a worker that nothing would
+    end. In any other thread (no handler runs there) the block runs as it is."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    came: list[int] = []
+    old = {}
+    try:
+        for s in _HELD:
+            if callable(signal.getsignal(s)):
+                old[s] = signal.signal(s, lambda signum, frame: came.append(signum))
+        yield
+    finally:
+        for s, handler in old.items():
+            signal.signal(s, handler)
+        if came:
+            old[came[0]](came[0], None)
 
 
 class Beside:
@@ -67,10 +101,14 @@ class Beside:
         self._thread: threading.Thread | None = None
         self._call: tuple | None = None
         self._busy = False
-        self._go = threading.Semaphore(0)      # a call is ready (or, with no call, the worker ends)
-        self._done = threading.Semaphore(0)    # the call has finished
+        self._go: Any = None                   # the worker's locks (_spawn): released, a call is ready (or, with
+        self._done: Any = None                 # no call, the worker ends); released, the call has finished
         self._out: Any = None
         self._err: BaseException | None = None
+        self._deferred = False                 # a threaded call no thread could be started for: run at join
+        #: called once before :meth:`settle` waits: a call its caller holds behind a gate it opens later
+        #: (pcs.engine.runner's scan) is let go, so a stop that comes before the gate opens cannot hang the wait
+        self.opener: Callable[[], Any] | None = None
 
     def _run(self, fn: Callable[..., Any], args: tuple) -> None:
         try:
@@ -78,36 +116,65 @@ class Beside:
         except BaseException as exc:   # handed to the caller at join
             self._err = exc
 
-    def _serve(self) -> None:
+    def _serve(self, go: Any, done: Any) -> None:
         """The worker: run each call handed over by :meth:`start` until :meth:`close` hands over none (or, not
-        lingering, after the first call)."""
+        lingering, after the first call). ``go`` / ``done`` are this worker's own (plain locks: waiting on one
+        allocates nothing, so a process short of memory cannot kill the worker before its call)."""
         while True:
-            self._go.acquire()
+            go.acquire()
             call, self._call = self._call, None
             if call is None:
                 return
             self._run(*call)
-            self._done.release()
-            if not self.linger:
-                return
+            done.release()
+            if not self.linger or self._thread is not threading.current_thread():
+                return                  # (close() detached this worker while its call ran: _end)
+
+    def _spawn(self) -> bool:
+        """Start a worker (its own ``go`` / ``done`` locks, both held: nothing to run, nothing done); False when
+        the system cannot start a thread (``RuntimeError``: "can't start new thread", "can't allocate lock"):
+        the calls then run inline, which gives the same results (``PCS_THREADS=off`` is the reference). Any other
+        exception (a stop signal) leaves no worker: one that did start is handed no call, so it returns."""
+        try:
+            go, done = threading.Lock(), threading.Lock()
+            go.acquire()
+            done.acquire()
+            worker = _Thread(target=self._serve, args=(go, done), name="pcs-beside", daemon=True)
+        except RuntimeError:
+            return False
+        try:
+            worker.start()
+        except BaseException as exc:
+            go.release()                # a worker that runs finds no call and returns
+            if worker.is_alive():
+                worker.join()
+            if isinstance(exc, RuntimeError):
+                return False
+            raise
+        self._thread, self._go, self._done = worker, go, done
+        return True
 
     def start(self, fn: Callable[..., Any], *args: Any) -> None:
         """Begin ``fn(*args)``: on the worker thread when threaded, else now (an exception waits for join).
+        Starting the worker and handing it the call happen with stop signals held (:func:`_signals_held`), so
+        Ctrl-C cannot land between them: either the call is handed over or no worker is left waiting for one.
 
         Raises:
             RuntimeError: the previous call was not joined.
         """
         if self._busy:
             raise RuntimeError("Beside.start: the previous call was not joined")
-        if not self.threaded:
-            self._run(fn, args)
+        if self.threaded:
+            with _signals_held():
+                if self._thread is not None or self._spawn():
+                    self._call, self._busy = (fn, args), True
+                    self._go.release()
+                    return
+            # no thread could be started: the call runs inline at join, where a threaded call's result is
+            # taken -- not now: the caller may hold it behind a gate it opens only later (pcs.engine.runner)
+            self._call, self._busy, self._deferred = (fn, args), True, True
             return
-        if self._thread is None:
-            worker = threading.Thread(target=self._serve, name="pcs-beside", daemon=True)
-            worker.start()   # a stop signal raised while it starts leaves no unstarted worker for close() to join
-            self._thread = worker
-        self._call, self._busy = (fn, args), True
-        self._go.release()
+        self._run(fn, args)
 
     def settle(self) -> None:
         """Wait for the call and drop its result or exception: the caller is raising its own error (the one
@@ -118,6 +185,12 @@ class Beside:
                 runs in this thread): settle also runs on the way out of a finished run (:meth:`close`), so
                 dropping it would let the command finish as if no signal had come.
         """
+        opener, self.opener = self.opener, None
+        if opener is not None:
+            opener()
+        if self._deferred:             # never begun: dropped, nothing to wait for
+            self._call, self._busy, self._deferred = None, False, False
+            return
         try:
             self.join()
         except STOPS:
@@ -127,7 +200,10 @@ class Beside:
 
     def join(self) -> Any:
         """The call's result once it has finished; its exception is raised here."""
-        if self._busy:
+        if self._deferred:
+            call, self._call, self._busy, self._deferred = self._call, None, False, False
+            self._run(*call)
+        elif self._busy:
             self._done.acquire()
             self._busy = False
             if not self.linger:          # the worker returns after its call: reap it
@@ -141,9 +217,23 @@ class Beside:
 
     def close(self) -> None:
         """Wait for a call still running (its outcome dropped) and end the worker thread; the Beside can be used
-        again (a new worker starts at the next call)."""
-        self.settle()
-        if self._thread is not None:
-            self._go.release()          # no call: the worker returns
-            self._thread.join()
-            self._thread = None
+        again (a new worker starts at the next call). The worker ends even when a stop signal raises in the wait
+        (:meth:`settle` lets it through): it is told to return, then joined."""
+        try:
+            self.settle()
+        finally:
+            self._end()
+
+    def _end(self) -> None:
+        """End the worker: a call still in flight (a stop signal cut the wait for it) finishes first, its outcome
+        dropped; then the worker is handed no call, returns and is joined."""
+        worker, go, done = self._thread, self._go, self._done
+        if worker is None:
+            return
+        self._thread = None             # detached: a worker whose call ends now returns (_serve), even if a
+        if self._busy:                  # second stop signal cuts this wait too
+            done.acquire()
+            self._busy = False
+        self._err = self._out = None
+        go.release()                    # no call: a waiting worker returns
+        worker.join()

@@ -87,9 +87,10 @@ typedef struct Tier {
     Py_buffer *pbuf;                   /* the data's buffers, held while the tier reads them */
     int npbuf;
     const uint64_t *pkeys;             /* the known blocks (index j = place in the data's arrays) */
-    const int32_t *pslots;             /* open addressing (linear probing, home = key_hash_fixed(hash) >> (64 - pbits)):
-                                          slot -> j, -1 empty; shared by every tier reading the same data */
+    const int32_t *pslots;             /* open addressing (linear probing, home = key_hash_seeded(hash, pseed) >>
+                                          (64 - pbits)): slot -> j, -1 empty; shared by every tier reading the data */
     int pbits;
+    uint64_t pseed;                    /* the seed the index was built with (pcs/cache/native.py key_index) */
     Py_ssize_t pn;                     /* the number of known blocks */
     Py_ssize_t plast;                  /* the j data_find found last (its neighbours are tried first) */
     const int32_t *pparent;            /* GDSF: j -> its parent's index or -1 */
@@ -483,14 +484,16 @@ static inline void data_release(Tier *t) {
     t->npbuf = 0;
 }
 
-/* set the index (keys (n,), slots (2**bits,)) of the known blocks; 0 or -1 (bad sizes) */
-static inline int data_index(Tier *t, const uint64_t *keys, Py_ssize_t n, const int32_t *slots, Py_ssize_t nslots) {
+/* set the index (keys (n,), slots (2**bits,), built with seed (1,)) of the known blocks; 0 or -1 (bad sizes) */
+static inline int data_index(Tier *t, const uint64_t *keys, Py_ssize_t n, const int32_t *slots, Py_ssize_t nslots,
+                             const uint64_t *seed, Py_ssize_t nseed) {
     int bits = 0;
     while (((Py_ssize_t)1 << bits) < nslots) bits++;
-    if (((Py_ssize_t)1 << bits) != nslots || nslots < 2 * n || bits < 1 || bits > 40) {
-        PyErr_SetString(PyExc_ValueError, "policy data: the index needs 2**k >= 2n slots");
+    if (((Py_ssize_t)1 << bits) != nslots || nslots < 2 * n || bits < 1 || bits > 40 || nseed != 1) {
+        PyErr_SetString(PyExc_ValueError, "policy data: the index needs 2**k >= 2n slots and its seed");
         return -1;
     }
+    t->pseed = seed[0];
     t->pkeys = keys;
     t->pslots = slots;
     t->pbits = bits;
@@ -508,7 +511,7 @@ static inline int32_t data_find(Tier *t, uint64_t key) {
     Py_ssize_t g = t->plast;
     if (g > 0 && t->pkeys[g - 1] == key) return (int32_t)(t->plast = g - 1);
     if (g + 1 < t->pn && t->pkeys[g + 1] == key) return (int32_t)(t->plast = g + 1);
-    uint64_t mask = ((uint64_t)1 << t->pbits) - 1, i = key_hash_fixed(key) >> (64 - t->pbits);
+    uint64_t mask = ((uint64_t)1 << t->pbits) - 1, i = key_hash_seeded(key, t->pseed) >> (64 - t->pbits);
     for (;;) {
         int32_t j = t->pslots[i];
         if (j < 0) return -1;

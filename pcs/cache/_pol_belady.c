@@ -36,13 +36,13 @@ static int belady_init(Tier *t) { return ih_alloc(t, 2); }
 /* the heap's rank of next use u: larger u first */
 static inline uint64_t b_rank(int64_t u) { return (uint64_t)(NEVER - u); }
 
-/* data = (keys uint64 (n,), slots int32 (2**k >= 2n,), offsets int64 (n + 1,), uses int64 (m,)); None: no uses
- * known (every key NEVER) */
+/* data = (keys uint64 (n,), slots int32 (2**k >= 2n,), offsets int64 (n + 1,), uses int64 (m,), the index's seed
+ * uint64 (1,)); None: no uses known (every key NEVER) */
 static int belady_load(Tier *t, PyObject *data) {
     if (data == Py_None) return 0;
-    static const Py_ssize_t size[4] = {8, 4, 8, 8};
-    Py_ssize_t len[4];
-    if (data_take(t, data, 4, size, len) < 0) return -1;
+    static const Py_ssize_t size[5] = {8, 4, 8, 8, 8};
+    Py_ssize_t len[5];
+    if (data_take(t, data, 5, size, len) < 0) return -1;
     Py_ssize_t n = len[0];
     const int64_t *off = t->pbuf[2].buf;
     if (len[2] != n + 1 || off[0] != 0 || off[n] != len[3]) {
@@ -51,7 +51,7 @@ static int belady_load(Tier *t, PyObject *data) {
     }
     for (Py_ssize_t j = 0; j < n; j++)
         if (off[j] > off[j + 1]) { PyErr_SetString(PyExc_ValueError, "belady data: offsets must rise"); return -1; }
-    if (data_index(t, t->pbuf[0].buf, n, t->pbuf[1].buf, len[1]) < 0) return -1;
+    if (data_index(t, t->pbuf[0].buf, n, t->pbuf[1].buf, len[1], t->pbuf[4].buf, len[4]) < 0) return -1;
     t->uoff = off;
     t->ukeys = t->pbuf[3].buf;
     t->ucur = PyMem_Malloc(sizeof(int64_t) * (n + 1));

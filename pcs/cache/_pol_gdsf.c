@@ -25,18 +25,18 @@ static int gdsf_init(Tier *t) {
 }
 
 /* data = (keys uint64 (n,), slots int32 (2**k >= 2n,), parent int32 (n,), cost float64 (n,) seconds, cost0
- * float64 (1,)); None: no trace (every block a leaf costing 1 s) */
+ * float64 (1,), the index's seed uint64 (1,)); None: no trace (every block a leaf costing 1 s) */
 static int gdsf_load(Tier *t, PyObject *data) {
     if (data == Py_None) return 0;
-    static const Py_ssize_t size[5] = {8, 4, 4, 8, 8};
-    Py_ssize_t len[5];
-    if (data_take(t, data, 5, size, len) < 0) return -1;
+    static const Py_ssize_t size[6] = {8, 4, 4, 8, 8, 8};
+    Py_ssize_t len[6];
+    if (data_take(t, data, 6, size, len) < 0) return -1;
     Py_ssize_t n = len[0];
     if (len[2] != n || len[3] != n || len[4] != 1) {
         PyErr_SetString(PyExc_ValueError, "gdsf data: bad lengths");
         return -1;
     }
-    if (data_index(t, t->pbuf[0].buf, n, t->pbuf[1].buf, len[1]) < 0) return -1;
+    if (data_index(t, t->pbuf[0].buf, n, t->pbuf[1].buf, len[1], t->pbuf[5].buf, len[5]) < 0) return -1;
     t->pparent = t->pbuf[2].buf;
     t->pcost = t->pbuf[3].buf;
     t->fcost0 = ((const double *)t->pbuf[4].buf)[0];

@@ -25,6 +25,7 @@ table (:mod:`pcs.engine.select`, row ``compiled-hierarchy``), nowhere else.
 """
 from __future__ import annotations
 
+import os as _os
 from collections.abc import Mapping
 from typing import Any, Callable, Sequence
 
@@ -65,12 +66,16 @@ COMPILED_POLICIES: dict[str, Callable[[Any], tuple[int, ...]]] = {
 
 #: The multiplier of the C tables' hash (``PCS_HMUL`` in pcs/_kernel_common.h ``key_hash``: Fibonacci hashing).
 _HMUL = _np.uint64(0x9E3779B97F4A7C15)
+#: This process's seed of :func:`key_index` (drawn once per process, as the C tables' own seed is): ids crafted
+#: against the unseeded hash -- every one at home slot 0, a quadratic build and lookup -- spread like any ids.
+INDEX_SEED = int.from_bytes(_os.urandom(8), "little")
 
 
-def key_index(keys: _np.ndarray) -> _np.ndarray:
+def key_index(keys: _np.ndarray, seed: int | None = None) -> _np.ndarray:
     """The C twins' read-only index of distinct block hashes (``data_find`` in pcs/cache/_lruhier.h): int32
     slots (2**k >= 2 x len(keys), -1 empty) of an open-addressing table with linear probing, home slot
-    ``key_hash_fixed(hash) >> (64 - k)`` (pcs/_kernel_common.h: ``(h ^ h >> 32) x HMUL``, unseeded), slot -> index
+    ``key_hash_seeded(hash, seed) >> (64 - k)`` (pcs/_kernel_common.h: ``h ^= seed; (h ^ h >> 32) x HMUL``; ``seed``
+    :data:`INDEX_SEED` unless given; the C side is handed the seed with the slots), slot -> index
     in ``keys``. Built by rounds (round r places, at the r-th probe of
     its sequence, each key whose earlier probes were all taken; of keys meeting in one free slot one stays, the
     others go on), so every key's earlier probes are taken: a lookup finds it before an empty slot. Which key
@@ -78,6 +83,7 @@ def key_index(keys: _np.ndarray) -> _np.ndarray:
 
     Args:
         keys: uint64 (n,), distinct.
+        seed: the hash's seed, 0 to 2**64 - 1 (tests; default :data:`INDEX_SEED`).
     Returns:
         int32 (2**k,).
     """
@@ -88,7 +94,7 @@ def key_index(keys: _np.ndarray) -> _np.ndarray:
     mask = (1 << bits) - 1
     slots = _np.full(1 << bits, -1, _np.int32)
     with _np.errstate(over="ignore"):
-        k = keys.astype(_np.uint64)
+        k = keys.astype(_np.uint64) ^ _np.uint64(INDEX_SEED if seed is None else seed)
         home = (((k ^ (k >> _np.uint64(32))) * _HMUL) >> _np.uint64(64 - bits)).astype(_np.int64)
     todo = _np.arange(n, dtype=_np.int64)
     r = 0
@@ -105,8 +111,8 @@ def key_index(keys: _np.ndarray) -> _np.ndarray:
 def _gdsf_data(policy: Any) -> tuple | None:
     """The trace data of ``pcs/cache/_pol_gdsf.c`` for a :class:`GDSFPolicy`: ``(keys uint64 (n,), slots int32
     (:func:`key_index`), parent int32 (n,) (the parent's index, -1 at depth 0), cost float64 (n,) seconds, cost0
-    float64 (1,))`` from its :class:`TraceOracle` (``keys``, ``key_depth``, ``key_parent``) and its cost
-    function (cost of a block = the function at its depth; cost0 = at depth 0, for a block not in the trace);
+    float64 (1,), seed uint64 (1,) (the index's))`` from its :class:`TraceOracle` (``keys``, ``key_depth``,
+    ``key_parent``) and its cost function (cost of a block = the function at its depth; cost0 = at depth 0, for a block not in the trace);
     None without a trace (every block a leaf of 1 s). Built once per oracle and cost function (every tier and
     hierarchy of a replay shares the arrays)."""
     ctx = policy.context
@@ -122,24 +128,29 @@ def _gdsf_data(policy: Any) -> tuple | None:
     n = len(keys)
     top = int(depth.max()) if n else 0
     by_depth = _np.ones(top + 1) if cost_of is None else _np.array([float(cost_of(d)) for d in range(top + 1)])
-    data = (keys, _index_of(oracle, "keys", keys), oracle.key_parent, by_depth[depth], by_depth[:1].copy())
+    slots, seed = _index_of(oracle, "keys", keys)
+    data = (keys, slots, oracle.key_parent, by_depth[depth], by_depth[:1].copy(), seed)
     oracle.packed["gdsf"] = (cost_of, data)
     return data
 
 
-def _index_of(oracle: Any, name: str, keys: _np.ndarray) -> _np.ndarray:
+def _index_of(oracle: Any, name: str, keys: _np.ndarray) -> tuple[_np.ndarray, _np.ndarray]:
+    """``(slots, seed uint64 (1,))``: :func:`key_index` of ``keys`` and the seed it was built with, made once
+    per oracle (the seed travels with the slots: an oracle made in another process reads right)."""
     got = oracle.packed.get(("index", name))
     if got is None:
-        got = oracle.packed[("index", name)] = key_index(keys)
+        got = oracle.packed[("index", name)] = (key_index(keys, INDEX_SEED), _np.array([INDEX_SEED], _np.uint64))
     return got
 
 
 def _belady_data(policy: Any) -> tuple:
     """The trace data of ``pcs/cache/_pol_belady.c`` for a :class:`BeladyPolicy`: ``(keys uint64 (n,), slots int32
-    (:func:`key_index`), offsets int64 (n + 1,), uses int64 (m,))``, the use keys ``request << 24 | position`` of
-    key i being ``uses[offsets[i]:offsets[i + 1]]`` (ascending): its :class:`TraceOracle`'s arrays."""
+    (:func:`key_index`), offsets int64 (n + 1,), uses int64 (m,), seed uint64 (1,) (the index's))``, the use keys
+    ``request << 24 | position`` of key i being ``uses[offsets[i]:offsets[i + 1]]`` (ascending): its
+    :class:`TraceOracle`'s arrays."""
     o = policy.context.oracle
-    return o.use_keys, _index_of(o, "use_keys", o.use_keys), o.use_offsets, o.use_values
+    slots, seed = _index_of(o, "use_keys", o.use_keys)
+    return o.use_keys, slots, o.use_offsets, o.use_values, seed
 
 
 _EMPTY_ORACLE = TraceOracle()

@@ -3,9 +3,11 @@
 Importing the command group (click, :mod:`pcs.cli.common`, :mod:`pcs.cli.group`) takes about 0.2 s; a Ctrl-C or
 SIGTERM in that time used to end in Python's ``KeyboardInterrupt`` traceback or a bare exit -15.
 :func:`main` blocks SIGINT, SIGTERM and SIGHUP first (``pthread_sigmask``, POSIX), and the group releases
-them once the command's handlers are in place (:meth:`pcs.cli.group.LazyGroup.invoke`), so a signal at any
-moment after the interpreter has started ends in one line and exit 130 / 128 + the signal, with no file
-left (nothing is written before the command runs). It also holds the cyclic garbage collector off until the
+them once the command's handlers are in place (:meth:`pcs.cli.group.LazyGroup.invoke`), so a signal from
+this module's first line on ends in one line and exit 130 / 128 + the signal, with no file left (nothing is
+written before the command runs). A signal before that -- while the interpreter, its site start-up (``.pth``
+files) or the console script's own import run, before any pcs code -- still ends in Python's own way (a
+``KeyboardInterrupt`` traceback, or exit -15). It also holds the cyclic garbage collector off until the
 command line is parsed, then freezes what start-up made (``gc.freeze``: the modules, classes and functions
 pcs loaded are long-lived; later collections no longer walk them) and turns the collector back on
 (:func:`release_gc`, called by :meth:`pcs.cli.common.PcsCommand.invoke`). Collecting through them cost

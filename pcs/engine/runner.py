@@ -251,6 +251,7 @@ def _two_tier_scan(plans: list[_Plan], source: Any, rules: BlockRules, tiers: Se
         base.reason = select.baseline_reason(base.reason, base.row, base.config, write_policy)
         return None
     gate = threading.Event() if side.threaded else None
+    side.opener = gate.set if gate is not None else None      # a stop before the gate opens: settle opens it
     side.start(_gated, gate, _scan_parts, source, tiers[0].capacity_blocks, rules, tiers[1].capacity_blocks, decode)
     return _ScanJoin(side, plans[-1], gate)
 
@@ -516,9 +517,9 @@ def _close_runs(scans, loops, no_cache, beside: Beside, hybrid, tiers0, write_po
     """Close the run's engines (or run its one-pass scans) while the no-cache loop closes beside them:
     ([(result, cache state)] per plan, the no-cache loop's result or None); ``beside`` is closed after
     (:meth:`pcs.beside.Beside.close`: on an error the no-cache loop's outcome is dropped)."""
-    if no_cache is not None:   # its close runs beside the run's, and so do its summary's sorts
-        beside.start(_close_beside, no_cache)
     try:
+        if no_cache is not None:   # its close runs beside the run's, and so do its summary's sorts
+            beside.start(_close_beside, no_cache)
         done = [(_close(loop, hybrid), cache_state(loop.h)) if loop is not None else
                 fastpath.run(sc, tiers0[0].name, write_policy, time_model.compute, progress if k == 0 else None)
                 for k, (sc, loop) in enumerate(zip(scans, loops))]
@@ -705,11 +706,14 @@ def _joined_singles(early: tuple | None, scans: list, scan2: _ScanJoin | None, s
 
 def _stop_side_work(go: Callable[[], None] | None, scan_side: Beside, seq_side: Beside) -> None:
     """After the runs, or when an error stopped them: open the scan's gate (a scan still waiting there runs out)
-    and wait for the two-tier scan and the sequential baseline still running on their workers."""
-    if go is not None:
-        go()
-    scan_side.close()
-    seq_side.close()
+    and wait for the two-tier scan and the sequential baseline still running on their workers (the second is
+    closed even when closing the first raises: a stop signal there)."""
+    try:
+        if go is not None:
+            go()
+        scan_side.close()
+    finally:
+        seq_side.close()
 
 
 def _settle_parts(done: list | None, no_cache_result: EngineResult | None) -> None:

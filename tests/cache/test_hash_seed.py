@@ -68,3 +68,66 @@ def test_two_processes_print_the_same_bytes(tmp_path):
         summary.pop("elapsed_s", None)
         outs.append((json.dumps(summary, sort_keys=True), rows.read_bytes()))
     assert outs[0] == outs[1]
+
+
+def _probes(slots, keys: list[int], seed: int) -> int:
+    """The slots read by a lookup of every key in ``pcs.cache.native.key_index``'s table (data_find's walk:
+    from the home slot, the top k bits of ``((key ^ seed) ^ (key ^ seed) >> 32) x HMUL``, to the key)."""
+    size = len(slots)
+    k = size.bit_length() - 1
+    total = 0
+    for j, key in enumerate(keys):
+        x = key ^ seed
+        i = (((x ^ (x >> 32)) * HMUL) & M64) >> (64 - k)
+        total += 1
+        while slots[i] != j:
+            assert slots[i] >= 0, key
+            i = (i + 1) % size
+            total += 1
+    return total
+
+
+def test_the_read_only_index_spreads_crafted_ids():
+    # the index of gdsf / belady (pcs/cache/native.py key_index, C data_find). 2,000 crafted ids: unseeded
+    # (seed 0, the index before) every one's hash is i <= 2,000, so every home slot is 0 (of 4,096: 2**12 >=
+    # 2 x 2,001): the ids fill slots 0..1999 and the lookups read 1 + 2 + ... + 2,000 = 2,001,000 slots.
+    # Seeded (this process's seed, and fixed ones) they spread like any ids: linear probing at load <= 1/2
+    # reads about 1.5 slots a key (Knuth, TAOCP vol. 3 §6.4); 3 a key (6,000) is far above that, far below the
+    # quadratic count.
+    import numpy as np
+
+    from pcs.cache import native
+
+    keys = [crafted(i) for i in range(1, 2001)]
+    arr = np.array(keys, dtype=np.uint64)
+    assert _probes(native.key_index(arr, 0), keys, 0) == 2_001_000
+    for seed in (native.INDEX_SEED, 0x0123456789ABCDEF, 0xD1B54A32D192ED03):   # random-looking, as drawn
+        assert _probes(native.key_index(arr, seed), keys, seed) <= 6_000, seed
+
+
+@pytest.mark.parametrize("policy", ["gdsf", "belady"])
+def test_an_index_of_another_seed_reads_right(tmp_path, monkeypatch, policy):
+    # the index carries its seed to C (an oracle made in another process, another seed): with the seed set to
+    # one no process draws, the compiled policy still finds every known block, so the replay equals the Python
+    # reference's (which has no index). 60 requests over 8 chains of 10 crafted ids (request r: chain 5r mod 8,
+    # its first 3 + 7r mod 8 ids) on tiers of 12 + 20 blocks: blocks compete. (Handing C a seed other than the
+    # index's moves belady's hit ratio here from 0.426 to 0.236: the comparison sees a wrong index.)
+    from pcs.cache import native
+
+    monkeypatch.setattr(native, "INDEX_SEED", 0x5EED)
+    trace = tmp_path / "crafted.jsonl"
+    with open(trace, "w") as f:
+        for r in range(60):
+            chain, n = (r * 5) % 8, 3 + (r * 7) % 8
+            f.write(json.dumps({"timestamp": r * 1000, "input_length": 512 * n, "output_length": 4,
+                                "hash_ids": [crafted(chain * 10 + j + 1) for j in range(n)]}) + "\n")
+    outs = []
+    for engine in ("compiled-hierarchy", "reference"):
+        r = invoke("replay", trace, "-q", "--format", "json", "--tier", "gpu=12blocks", "--tier", "cpu=20blocks",
+                   "--policy", policy, "--engine", engine)
+        assert r.exit_code == 0, r.output
+        got = json.loads(r.output)
+        outs.append({k: v for k, v in got.items() if "engine" not in k and k not in ("elapsed_s", "replay_command")})
+        if engine != "reference":
+            assert got["engine"] == "compiled-hierarchy"
+    assert outs[0] == outs[1]

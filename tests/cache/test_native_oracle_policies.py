@@ -43,44 +43,56 @@ def test_trace_reading_policies_are_compiled_with_their_data():
     from helpers import req
     reqs = [req([1, 2, 3]), req([1, 4, 5])]
     ctx = trace_context(reqs, BlockRules())
-    name, opts, (keys, slots, parent, cost, cost0) = native.policy_spec(make_policy("gdsf", 4, ctx))
+    name, opts, (keys, slots, parent, cost, cost0, seed) = native.policy_spec(make_policy("gdsf", 4, ctx))
     assert (name, opts) == ("gdsf", ())
     assert (keys.tolist(), parent.tolist()) == ([1, 2, 3, 4, 5], [-1, 0, 1, 0, 3])
     assert cost.tolist() == [1.0, 1.125, 1.25, 1.125, 1.25] and cost0.tolist() == [1.0]
-    assert _index_finds(slots, keys)
-    name, opts, (bkeys, bslots, off, uses) = native.policy_spec(make_policy("belady", 4, ctx))
+    assert seed.tolist() == [native.INDEX_SEED] and _index_finds(slots, keys, native.INDEX_SEED)
+    name, opts, (bkeys, bslots, off, uses, bseed) = native.policy_spec(make_policy("belady", 4, ctx))
     assert (name, opts, bkeys.tolist(), off.tolist()) == ("belady", (), [1, 2, 4], [0, 2, 3, 4])
-    assert uses.tolist() == [0, 1 << 24, 1, (1 << 24) | 1] and _index_finds(bslots, bkeys)
+    assert uses.tolist() == [0, 1 << 24, 1, (1 << 24) | 1] and _index_finds(bslots, bkeys, int(bseed[0]))
     assert native.policy_spec(make_policy("gdsf", 4)) == ("gdsf", (), None)    # no trace: leaves of 1 s
     for spec in NAMES:
         assert native.available(twin_tiers([8, 16], [spec, spec], ctx=ctx)), spec
 
 
-def _home_hash(x: int) -> int:
-    """The tables' 64-bit hash, written out again: xor the high word into the low one, then the Fibonacci multiply
-    (Knuth, TAOCP vol. 3 §6.4) by 0x9E3779B97F4A7C15 mod 2**64."""
+def _home_hash(x: int, seed: int) -> int:
+    """The tables' 64-bit hash, written out again: xor the seed in, xor the high word into the low one, then the
+    Fibonacci multiply (Knuth, TAOCP vol. 3 §6.4) by 0x9E3779B97F4A7C15 mod 2**64."""
+    x ^= seed
     return ((x ^ (x >> 32)) * 0x9E3779B97F4A7C15) % 2**64
 
 
-def _index_finds(slots, keys) -> bool:
-    """Every key found from its home slot (the top k bits of the key's hash, _home_hash) by linear probing
-    before an empty slot, with 2**k >= 2 x len(keys) slots."""
+def index_probes(slots, keys, seed: int) -> int:
+    """The slots a lookup of every key reads in all (1 when a key sits at its home slot, the top k bits of its
+    hash, _home_hash), asserting each key is found by linear probing before an empty slot, with 2**k >= 2 x
+    len(keys) slots."""
     size = len(slots)
     k = size.bit_length() - 1
     assert size == 1 << k and size >= 2 * len(keys)
+    probes = 0
     for j, key in enumerate(keys.tolist()):
-        i = _home_hash(key) >> (64 - k)
+        i = _home_hash(key, seed) >> (64 - k)
+        probes += 1
         while slots[i] != j:
             assert slots[i] >= 0, key
             i = (i + 1) % size
+            probes += 1
+    return probes
+
+
+def _index_finds(slots, keys, seed: int) -> bool:
+    index_probes(slots, keys, seed)
     return sorted(s for s in slots.tolist() if s >= 0) == list(range(len(keys)))
 
 
 @settings(SETTINGS, max_examples=30)
-@given(st.lists(st.integers(0, 2**64 - 1), unique=True, max_size=3000))
-def test_key_index_finds_every_key(keys):
+@given(st.lists(st.integers(0, 2**64 - 1), unique=True, max_size=3000), st.integers(0, 2**64 - 1))
+def test_key_index_finds_every_key(keys, seed):
     import numpy as np
-    assert _index_finds(native.key_index(np.array(keys, dtype=np.uint64)), np.array(keys, dtype=np.uint64))
+    k = np.array(keys, dtype=np.uint64)
+    assert _index_finds(native.key_index(k, seed), k, seed)
+    assert _index_finds(native.key_index(k), k, native.INDEX_SEED)
 
 
 config = st.tuples(st.lists(st.tuples(st.integers(0, 12), st.sampled_from(SPECS)), min_size=1, max_size=3),
