@@ -688,6 +688,7 @@ def _early_singles(scans: list, scan2: _ScanJoin | None, go: Callable[[], None] 
             plans[0].row.kind != "event-loop":
         return _singles(scans, None, *args), go
     gate = threading.Event()
+    side.opener = gate.set                # a stop before the gate opens: settle opens it
     side.start(_gated, gate, _singles, scans, None, *args)
     return _SideSingles(side, gate), gate.set
 
