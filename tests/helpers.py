@@ -829,3 +829,27 @@ def batch(rows, sessions=None, bs=4, parents=None):
                         offs, np.array([i for x in ids for i in x], dtype=np.uint64),
                         None if sessions is None else np.array(sessions, dtype=np.int64),
                         None if parents is None else np.array(parents, dtype=np.int64))
+
+def home_hash(x: int, seed: int) -> int:
+    """The tables' 64-bit hash, written out again: xor the seed in, xor the high word into the low one, then the
+    Fibonacci multiply (Knuth, TAOCP vol. 3 §6.4) by 0x9E3779B97F4A7C15 mod 2**64."""
+    x ^= seed
+    return ((x ^ (x >> 32)) * 0x9E3779B97F4A7C15) % 2**64
+
+
+def index_probes(slots, keys, seed: int) -> int:
+    """The slots a lookup of every key reads in all (1 when a key sits at its home slot, the top k bits of its
+    hash, home_hash), asserting each key is found by linear probing before an empty slot, with 2**k >= 2 x
+    len(keys) slots."""
+    size = len(slots)
+    k = size.bit_length() - 1
+    assert size == 1 << k and size >= 2 * len(keys)
+    probes = 0
+    for j, key in enumerate((int(key) for key in keys)):
+        i = home_hash(key, seed) >> (64 - k)
+        probes += 1
+        while slots[i] != j:
+            assert slots[i] >= 0, key
+            i = (i + 1) % size
+            probes += 1
+    return probes

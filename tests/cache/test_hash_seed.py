@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import invoke
+from helpers import index_probes, invoke
 
 ROOT = Path(__file__).resolve().parents[2]
 HMUL = 0x9E3779B97F4A7C15
@@ -70,21 +70,6 @@ def test_two_processes_print_the_same_bytes(tmp_path):
     assert outs[0] == outs[1]
 
 
-def _probes(slots, keys: list[int], seed: int) -> int:
-    """The slots read by a lookup of every key in ``pcs.cache.native.key_index``'s table (data_find's walk:
-    from the home slot, the top k bits of ``((key ^ seed) ^ (key ^ seed) >> 32) x HMUL``, to the key)."""
-    size = len(slots)
-    k = size.bit_length() - 1
-    total = 0
-    for j, key in enumerate(keys):
-        x = key ^ seed
-        i = (((x ^ (x >> 32)) * HMUL) & M64) >> (64 - k)
-        total += 1
-        while slots[i] != j:
-            assert slots[i] >= 0, key
-            i = (i + 1) % size
-            total += 1
-    return total
 
 
 def test_the_read_only_index_spreads_crafted_ids():
@@ -100,9 +85,9 @@ def test_the_read_only_index_spreads_crafted_ids():
 
     keys = [crafted(i) for i in range(1, 2001)]
     arr = np.array(keys, dtype=np.uint64)
-    assert _probes(native.key_index(arr, 0), keys, 0) == 2_001_000
+    assert index_probes(native.key_index(arr, 0), keys, 0) == 2_001_000
     for seed in (native.INDEX_SEED, 0x0123456789ABCDEF, 0xD1B54A32D192ED03):   # random-looking, as drawn
-        assert _probes(native.key_index(arr, seed), keys, seed) <= 6_000, seed
+        assert index_probes(native.key_index(arr, seed), keys, seed) <= 6_000, seed
 
 
 @pytest.mark.parametrize("policy", ["gdsf", "belady"])

@@ -18,8 +18,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from helpers import (ALL_RULES, SETTINGS, chained_traces, engine_run, replay_twins, trace_context, traces,
-                     twin_hierarchy, twin_tiers)
+from helpers import (ALL_RULES, SETTINGS, chained_traces, engine_run, index_probes, replay_twins, trace_context,
+                     traces, twin_hierarchy, twin_tiers)
 from pcs.blocks import BlockRules
 from pcs.cache import make_policy
 from pcs.curves.api import load_accesses
@@ -56,29 +56,6 @@ def test_trace_reading_policies_are_compiled_with_their_data():
         assert native.available(twin_tiers([8, 16], [spec, spec], ctx=ctx)), spec
 
 
-def _home_hash(x: int, seed: int) -> int:
-    """The tables' 64-bit hash, written out again: xor the seed in, xor the high word into the low one, then the
-    Fibonacci multiply (Knuth, TAOCP vol. 3 §6.4) by 0x9E3779B97F4A7C15 mod 2**64."""
-    x ^= seed
-    return ((x ^ (x >> 32)) * 0x9E3779B97F4A7C15) % 2**64
-
-
-def index_probes(slots, keys, seed: int) -> int:
-    """The slots a lookup of every key reads in all (1 when a key sits at its home slot, the top k bits of its
-    hash, _home_hash), asserting each key is found by linear probing before an empty slot, with 2**k >= 2 x
-    len(keys) slots."""
-    size = len(slots)
-    k = size.bit_length() - 1
-    assert size == 1 << k and size >= 2 * len(keys)
-    probes = 0
-    for j, key in enumerate(keys.tolist()):
-        i = _home_hash(key, seed) >> (64 - k)
-        probes += 1
-        while slots[i] != j:
-            assert slots[i] >= 0, key
-            i = (i + 1) % size
-            probes += 1
-    return probes
 
 
 def _index_finds(slots, keys, seed: int) -> bool:
