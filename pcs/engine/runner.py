@@ -640,7 +640,7 @@ def run_replay(source: Any, rules: BlockRules, time_model: Any, make_tiers: Call
         _settle_parts(done, no_cache_result)   # the runs' summary parts still made beside: no worker outlives the error
         raise
     finally:
-        _stop_side_work(go, scan_side, seq_side)
+        _stop_side_work(scan_side, seq_side)
     sched = None if no_cache is None else (resolved[1], loops[0].stats, no_cache_result, no_cache.stats)
     with_decode = single_with_decode(resolved, source, native, scan, passes, scanned_only=comparison, ready=ready)
     with_decode = None if comparison else with_decode     # a comparison line keeps its scan's for the run
@@ -705,13 +705,12 @@ def _joined_singles(early: tuple | None, scans: list, scan2: _ScanJoin | None, s
     return singles, scan, scan2.parts[2]
 
 
-def _stop_side_work(go: Callable[[], None] | None, scan_side: Beside, seq_side: Beside) -> None:
-    """After the runs, or when an error stopped them: open the scan's gate (a scan still waiting there runs out)
-    and wait for the two-tier scan and the sequential baseline still running on their workers (the second is
-    closed even when closing the first raises: a stop signal there)."""
+def _stop_side_work(scan_side: Beside, seq_side: Beside) -> None:
+    """After the runs, or when an error stopped them: wait for the two-tier scan (or the singles walk) and the
+    sequential baseline still running on their workers -- a call still waiting at its gate is let go first
+    (:attr:`pcs.beside.Beside.opener`) -- closing the second even when closing the first raises (a stop signal
+    there)."""
     try:
-        if go is not None:
-            go()
         scan_side.close()
     finally:
         seq_side.close()

@@ -129,7 +129,7 @@ def test_stop_side_work_closes_both_when_the_first_raises():
     scan_side.start(ctrl_c)
     seq_side.start(sum, [1])
     with pytest.raises(KeyboardInterrupt):
-        runner._stop_side_work(None, scan_side, seq_side)
+        runner._stop_side_work(scan_side, seq_side)
     assert _threads() == before and scan_side._thread is None and seq_side._thread is None
 
 
