@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Iterator
 
-from pcs.trace.batches import as_batches
+from pcs.trace.batches import as_batches, read_ahead
 from pcs.trace.request import concat_batches
 
 __all__ = ["Decoded", "MERGE_REQUESTS"]
@@ -60,6 +60,17 @@ def _joined(batches: Iterator, each: Callable[..., None] | None = None) -> list:
     return out
 
 
+def _from_file(source: Any) -> bool:
+    """Whether :func:`pcs.trace.batches.as_batches` reads ``source`` from a trace file (a path, None: the bundled
+    sample, or a :class:`pcs.trace.Trace`): its batches are then decoded in compiled code that releases the GIL,
+    which a worker can do while the caller makes the chunk pieces; a source in memory is Python work alone."""
+    from pathlib import Path
+
+    from pcs.trace.api import Trace
+
+    return source is None or isinstance(source, (str, Path, Trace))
+
+
 def _join(group: list):
     """One batch of the rows of ``group`` (consecutive batches of one trace), ids numbered from its first."""
     if len(group) == 1:
@@ -88,17 +99,24 @@ class Decoded:
         UserError, InputError: as :func:`pcs.trace.batches.as_batches`; MemoryError: as ``turns``.
     """
 
-    def __init__(self, source: Any, turns: Any = None, pieces: Any = None) -> None:
+    def __init__(self, source: Any, turns: Any = None, pieces: Any = None, ahead: bool = False) -> None:
         each, self._pieces = None, (pieces if turns is not None else None)
+        ahead = ahead and turns is not None and _from_file(source)
         if turns is not None:
             each = (lambda b, *_: turns.add(b)) if pieces is None else \
-                (lambda b, starts, closed: (pieces.queue(b, starts, closed), turns.add(b, pieces.drain)))
+                (lambda b, starts, closed: (pieces.queue(b, starts, closed), turns.add(b, pieces.drain),
+                                            pieces.drain() if ahead else None))
+        batches = as_batches(source, side_by_side=True)     # joins view the JSONL ids
+        if ahead:
+            batches = read_ahead(batches, linger=True)      # read, decoded and checked on a worker of its own
         try:
-            self.batches = _joined(as_batches(source, side_by_side=True), each)   # joins view the JSONL ids
+            self.batches = _joined(batches, each)
             if self._pieces is not None:
                 self._pieces.drain()       # the pieces the worker has not reached, made here while it walks
             self.next_turns = None if turns is None else turns.result()
         finally:
+            if ahead:
+                batches.close()    # a read in flight after an error or Ctrl-C: waited for, dropped; its worker ended
             if turns is not None:
                 turns.close()      # a walk still in flight after a reader's error or Ctrl-C: waited for, dropped
         self.block_size = int(self.batches[0].block_size) if self.batches else None

@@ -490,7 +490,7 @@ def _decoded_once(source: Any, plans: list, step: StepSetup | None, timing: str,
         if _native.resolve(native, "turns") == "c":
             walk = TurnWalk(threads_wanted())
             pieces = ChunkPieces(rules, time_model) if time_model is not None else None
-    return Decoded(source, walk, pieces)
+    return Decoded(source, walk, pieces, ahead=walk is not None and threads_wanted())
 
 
 def _singles(scans: list, scan2: Any, source: Any, rules: BlockRules, native: str | None, resolved: tuple | None,

@@ -1,0 +1,126 @@
+"""A trace file decoded on a worker of its own while the caller makes the chunk pieces (Decoded(..., ahead=True)).
+
+With the next-turn search on its worker (:class:`pcs.engine.turns.TurnWalk`) and the chunk pieces given, a trace
+file's batches are read, decoded and checked on a reader worker (:func:`pcs.trace.batches.read_ahead`, one batch in
+flight) while the calling thread queues each batch's walk and makes its piece. The batches, the decode blocks and
+the chunks must be those of the inline read, and a bad line must give the inline read's error, with no worker left.
+"""
+from __future__ import annotations
+
+import json
+import threading
+
+import pytest
+
+from helpers import LinearCompute
+from pcs import _native
+from pcs.blocks import BlockRules
+from pcs.engine import turns
+from pcs.engine.chunks import ChunkPieces
+from pcs.engine.decoded import Decoded
+from pcs.engine.timing import TimeModel
+from pcs.errors import InputError
+from pcs.trace import jsonfast, open_trace, source
+
+needs_twins = pytest.mark.skipif(not (_native.built("turns") and _native.built("jsonrows")),
+                                 reason="the compiled pcs.engine._turns or pcs.trace._jsonrows is not built")
+
+# (ids, arrival s, input_length, output_length), block size 4 (the file's timestamps in ms). Next turns (docs/semantics.md §9): r0 (f = 10 // 4
+# = 2 full blocks, id 2 at position 1, p + o = 13) -> r4 (position 1 holds 2, 20 >= 13): its decode blocks are
+# positions 2 .. (13 - 1) // 4 - 1 = 2, r4's id there: [3]. r1 (f = 2, p + o = 8) -> r4 too, positions 2 .. 1:
+# none. r2 (f = 1, id 1 at position 0, p + o = 9) -> r4 (position 0 holds 1): position 1 .. (9 - 1) // 4 - 1 = 1:
+# [2]. r3 (f = 0) takes no part; r4 has no later request. So 3 pairs, ids for r0 and r2.
+HAND = [([1, 2, 3], 0.0, 10, 3), ([1, 2], 1.0, 8, 0), ([1, 5], 2.0, 5, 4), ([7], 3.0, 3, 2),
+        ([1, 2, 3, 4, 6], 4.0, 20, 1)]
+# cacheable = min(P // 4, ids), max hit = min(cacheable, (P - 1) // 4) (default rules, docs/semantics.md §2, §4);
+# prefill table row of a request: (P - min(4 h, P)) x 0.001 s for h = 0 .. max hit (LinearCompute)
+CACHEABLE, MAX_HIT = [2, 2, 1, 0, 5], [2, 1, 1, 0, 4]
+TABLE = [0.010, 0.006, 0.002, 0.008, 0.004, 0.005, 0.001, 0.003, 0.020, 0.016, 0.012, 0.008, 0.004]
+
+
+def _write(path, rows, bad_at: int | None = None) -> None:
+    with open(path, "w") as f:
+        for k, (ids, t, p, o) in enumerate(rows):
+            f.write('{"timestamp": 1.0, "input_length": "x", "output_length": 1, "hash_ids": [1]}\n' if k == bad_at else
+                    json.dumps({"timestamp": 1000 * t, "input_length": p, "output_length": o, "hash_ids": ids}) + "\n")
+
+
+def _workers(before: set) -> list:
+    return [t for t in set(threading.enumerate()) - before if t.name == "pcs-beside"]
+
+
+def _spied(monkeypatch) -> list:
+    """The threads the compiled JSONL decode ran on, one entry per chunk."""
+    threads: list = []
+    real = jsonfast.native_decode
+
+    def spy(*a, **k):
+        threads.append(threading.current_thread())
+        return real(*a, **k)
+
+    monkeypatch.setattr(jsonfast, "native_decode", spy)
+    return threads
+
+
+@needs_twins
+@pytest.mark.parametrize("ahead", [True, False])
+def test_read_on_a_worker_gives_the_hand_worked_trace(tmp_path, monkeypatch, ahead):
+    # 64-byte reads: one line a chunk, five chunks (each line is longer than 64 bytes), joined into one batch
+    path = tmp_path / "t.jsonl"
+    _write(path, HAND)
+    monkeypatch.setattr(source, "CHUNK_BYTES", 64)
+    threads = _spied(monkeypatch)
+    rules, timing = BlockRules(), TimeModel(LinearCompute())
+    before = set(threading.enumerate())
+    src = Decoded(open_trace(path, block_size=4), turns.TurnWalk(True), ChunkPieces(rules, timing), ahead=ahead)
+    assert not _workers(before)
+    me = threading.current_thread()
+    assert len(threads) == 5 and all((t is not me) == ahead for t in threads)
+    assert [len(b) for b in src.batches] == [5]
+    b = src.batches[0]
+    assert b.prompt_tokens.tolist() == [10, 8, 5, 3, 20] and b.arrival_s.tolist() == [0.0, 1.0, 2.0, 3.0, 4.0]
+    assert b.block_hashes.tolist() == [1, 2, 3, 1, 2, 1, 5, 7, 1, 2, 3, 4, 6]
+    nt = src.next_turns
+    assert (nt.index.tolist(), nt.starts.tolist(), nt.ids.tolist(), nt.pairs, nt.requests) == \
+        ([0, 2], [0, 1, 2], [3, 2], 3, 5)
+    (ch,) = list(src.made_chunks(rules, timing, False))
+    assert (ch.cacheable, ch.max_hit_blocks) == (CACHEABLE, MAX_HIT)
+    assert ch.arrays[7].tolist() == pytest.approx(TABLE, rel=1e-12, abs=0)
+
+
+@needs_twins
+def test_in_memory_sources_are_not_read_ahead(monkeypatch):
+    # a source in memory is Python work alone: read on the calling thread even when asked to read ahead
+    from helpers import req
+
+    reqs = [req(ids, t, prompt=p, out=o) for ids, t, p, o in HAND]
+    seen: list = []
+    real = Decoded.__init__.__globals__["as_batches"]
+
+    def spy(*a, **k):
+        for b in real(*a, **k):
+            seen.append(threading.current_thread())
+            yield b
+
+    monkeypatch.setitem(Decoded.__init__.__globals__, "as_batches", spy)
+    Decoded(reqs, turns.TurnWalk(True), None, ahead=True)
+    assert seen == [threading.current_thread()]
+
+
+@needs_twins
+@pytest.mark.parametrize("bad_at", [1, 3])
+def test_a_bad_line_read_ahead_raises_the_inline_error(tmp_path, monkeypatch, bad_at):
+    # the second or the fourth line's input_length is a string: the same error (file, line, field) read ahead as inline, raised
+    # at the batch where it occurred, and no worker is left
+    path = tmp_path / "bad.jsonl"
+    _write(path, HAND, bad_at)
+    monkeypatch.setattr(source, "CHUNK_BYTES", 64)
+    rules, timing = BlockRules(), TimeModel(LinearCompute())
+    got = []
+    for ahead in (False, True):
+        before = set(threading.enumerate())
+        with pytest.raises(InputError) as err:
+            Decoded(open_trace(path, block_size=4), turns.TurnWalk(True), ChunkPieces(rules, timing), ahead=ahead)
+        assert not _workers(before)
+        got.append(str(err.value))
+    assert got[0] == got[1] and f":{bad_at + 1}:" in got[0] and "input_length" in got[0]
