@@ -12,6 +12,11 @@ Small batches (the JSONL readers' ~4 k-request chunks) are joined, in order, int
 their per-batch costs (calls, slices, column conversions) a few times per trace instead of once per chunk;
 batch boundaries change no result (the passes carry their state from batch to batch).
 
+A trace file may be read on a worker of its own (``ahead``) while the calling thread makes the chunk pieces: the
+read (the compiled JSONL decode or pyarrow's, then the value checks) is then the decode pass's critical path,
+and the calling thread's share of it is the pieces and the joins (docs/performance.md, "The read beside the
+pieces").
+
 The step scheduler's next-turn search (:mod:`pcs.engine.turns`) may walk each batch as it is read
 (``Decoded(source, turns)``, :class:`pcs.engine.turns.TurnWalk`): on a worker thread while the caller decodes the
 next chunk, so the search is done when the decode is. The step loops' chunk pieces
@@ -89,6 +94,10 @@ class Decoded:
             read and made in order on the same worker after each batch's walk, or by the caller once every batch
             is read (:meth:`pcs.engine.chunks.ChunkPieces.drain`), and each joined batch's chunk once its group is
             complete (:meth:`made_chunks`); or None.
+        ahead: with ``turns``, a trace file (a path, None or a :class:`pcs.trace.Trace`) is read, decoded and checked
+            on a reader worker of its own (:func:`pcs.trace.batches.read_ahead`, one batch in flight, the same
+            batches and errors in the same order) while this thread queues each batch's walk and makes its chunk
+            piece (:meth:`pcs.engine.chunks.ChunkPieces.drain`); a source in memory is read here as without it.
     Attributes:
         batches: the checked batches, ids numbered from 0, in order, small ones joined (:func:`_joined`).
         block_size: tokens per block (None for an empty trace).

@@ -19,9 +19,10 @@ cached (:mod:`pcs.engine.turns`, a pass over the same decoded batches).
 
 Threads (the rule): work that shares no mutable state with the run's loops goes on a worker thread
 (:class:`pcs.beside.Beside`, one per kind of side work) while the caller's thread builds and runs the
-loops, and is joined before the outcome is built -- the next-turn search, walking each batch while the caller
-decodes the next (:func:`_decoded_once`, :class:`pcs.engine.turns.TurnWalk`), the two-tier one-pass scan
-(:func:`_two_tier_scan`), the no-cache step loop (:func:`_feed`, :func:`_close_runs`), a compiled hierarchy's
+loops, and is joined before the outcome is built -- the read of a trace file and the next-turn search, each on a
+worker of its own, the search walking each batch while the reader decodes the next and the caller makes the
+chunk pieces (:func:`_decoded_once`, :class:`pcs.engine.decoded.Decoded`, :class:`pcs.engine.turns.TurnWalk`),
+the two-tier one-pass scan (:func:`_two_tier_scan`), the no-cache step loop (:func:`_feed`, :func:`_close_runs`), a compiled hierarchy's
 sequential baseline (:func:`pcs.engine.seqbase.begin_sequential`) and, beside compiled loops, the making of the next
 chunk (:func:`pcs.trace.batches.read_ahead`, one in flight). Each reads only the decoded trace and frozen inputs and writes
 only its own state, so the outcome is the one of running them in turn (the same JSON and per-request tables:
@@ -476,9 +477,10 @@ def _decoded_once(source: Any, plans: list, step: StepSetup | None, timing: str,
     """``source`` decoded once when more than one pass reads it (an event-loop plan), else as it is. When the
     step scheduler will need the next-turn search (:func:`_resolve_step`) and it runs compiled, the search walks
     each batch as it is decoded, on a worker thread (:class:`pcs.engine.turns.TurnWalk`; the decoded trace's
-    ``next_turns``), instead of a pass of its own after the decode; and on the same worker the step loops'
-    chunks are made from each batch as it is read (:class:`pcs.engine.chunks.ChunkPieces`, taken by
-    :func:`_feed`), so the loops start on chunks already made."""
+    ``next_turns``), instead of a pass of its own after the decode; and the step loops' chunks are made from each
+    batch as it is read (:class:`pcs.engine.chunks.ChunkPieces`, taken by :func:`_feed`), so the loops start on
+    chunks already made. With threads (:func:`pcs.beside.threads_wanted`) a trace file is read on a worker of its
+    own and the calling thread makes the pieces meanwhile (``Decoded(..., ahead=True)``)."""
     if not any(p.row.kind == "event-loop" for p in plans):
         return source
     walk = pieces = None
