@@ -22,7 +22,9 @@ Threads (the rule): work that shares no mutable state with the run's loops goes 
 loops, and is joined before the outcome is built -- the read of a trace file and the next-turn search, each on a
 worker of its own, the search walking each batch while the reader decodes the next and the caller makes the
 chunk pieces (:func:`_decoded_once`, :class:`pcs.engine.decoded.Decoded`, :class:`pcs.engine.turns.TurnWalk`),
-the two-tier one-pass scan (:func:`_two_tier_scan`), the no-cache step loop (:func:`_feed`, :func:`_close_runs`), a compiled hierarchy's
+the two-tier one-pass scan (:func:`_two_tier_scan`), the no-cache step loop (:func:`_feed`, :func:`_close_runs`;
+behind the two-tier scan on the scan's worker when that scan runs, :class:`_Tail`: two runnable threads beside
+the run's loop were one more than the 2-core machine has), a compiled hierarchy's
 sequential baseline (:func:`pcs.engine.seqbase.begin_sequential`) and, beside compiled loops, the making of the next
 chunk (:func:`pcs.trace.batches.read_ahead`, one in flight). Each reads only the decoded trace and frozen inputs and writes
 only its own state, so the outcome is the one of running them in turn (the same JSON and per-request tables:
@@ -252,9 +254,57 @@ def _two_tier_scan(plans: list[_Plan], source: Any, rules: BlockRules, tiers: Se
         base.reason = select.baseline_reason(base.reason, base.row, base.config, write_policy)
         return None
     gate = threading.Event() if side.threaded else None
-    side.opener = gate.set if gate is not None else None      # a stop before the gate opens: settle opens it
-    side.start(_gated, gate, _scan_parts, source, tiers[0].capacity_blocks, rules, tiers[1].capacity_blocks, decode)
-    return _ScanJoin(side, plans[-1], gate)
+    tail = _Tail() if side.threaded else None
+    # a stop before the gate opens, or before the loops hand the tail its end: settle opens the gate, ends the tail
+    side.opener = (lambda: (gate.set(), tail.abort())) if gate is not None else None
+    side.start(_gated, gate, _scan_then_tail, tail, source, tiers[0].capacity_blocks, rules,
+               tiers[1].capacity_blocks, decode)
+    return _ScanJoin(side, plans[-1], gate, tail)
+
+
+#: The markers of a :class:`_Tail`'s queue: the chunks are all put (the no-cache run closes), or the call stopped.
+_END, _ABORT = object(), object()
+
+
+class _Tail:
+    """The no-cache step run queued behind the two-tier scan on the scan's worker (:func:`_scan_then_tail`): the
+    calling thread puts the no-cache engine (or None: no such run), then each chunk as the run's loop is fed, then
+    :data:`_END`; the worker, once its scan is done, feeds the engine every chunk in order and closes it
+    (:func:`_close_beside`). Why: beside the run's feed the scan and the no-cache feed were two more runnable
+    threads on the 2-core machine, and the calling thread waited in the run queue behind its own workers
+    (docs/performance.md, "The no-cache run behind the scan"); one after the other on one worker they end before
+    the run's feed and close. :meth:`abort` (any way out: an error, a stop) ends the worker's wait at once."""
+
+    def __init__(self) -> None:
+        import queue
+
+        self._q = queue.SimpleQueue()
+
+    def put(self, item: Any) -> None:
+        """Queue the engine (or None), a chunk, or :data:`_END`."""
+        self._q.put(item)
+
+    def abort(self) -> None:
+        """Let the worker return without the rest (its no-cache result then None); harmless once it has ended."""
+        self._q.put(_ABORT)
+
+    def run(self) -> EngineResult | None:
+        """On the worker: the no-cache engine fed every chunk put, then closed; None when there is none or the
+        call stopped first."""
+        engine = self._q.get()
+        if engine is None or engine is _ABORT or engine is _END:
+            return None
+        while (ch := self._q.get()) is not _END:
+            if ch is _ABORT:
+                return None
+            engine.feed(ch)
+        return _close_beside(engine)
+
+
+def _scan_then_tail(tail: _Tail | None, *args: Any) -> tuple:
+    """:func:`_scan_parts` of ``args``, then (on a threaded side) ``tail``'s no-cache run: ``(parts, no-cache
+    result or None)``."""
+    return _scan_parts(*args), (tail.run() if tail is not None else None)
 
 
 def _scan_parts(source: Any, capacity: int, rules: BlockRules, lower: int, decode: Any) -> tuple:
@@ -299,9 +349,11 @@ class _ScanJoin:
     "The 1x call's critical path"). :meth:`open` is called again on every way out (the join, an error): idempotent.
     """
 
-    def __init__(self, side: Beside, base: _Plan, gate: threading.Event | None = None) -> None:
-        self._side, self._base, self._scan, self._gate = side, base, None, gate
+    def __init__(self, side: Beside, base: _Plan, gate: threading.Event | None = None,
+                 tail: _Tail | None = None) -> None:
+        self._side, self._base, self._scan, self._gate, self.tail = side, base, None, gate, tail
         self.parts: tuple = (None, None, None)    # made with the scan (_scan_parts), once joined
+        self.no_cache: EngineResult | None = None  # the tail's no-cache result (:class:`_Tail`), once joined
 
     def open(self) -> None:
         """Let the scan's worker begin (nothing when it runs inline or has begun)."""
@@ -311,7 +363,7 @@ class _ScanJoin:
     def __call__(self) -> fastpath.Scan:
         if self._scan is None:
             self.open()
-            sc, *parts = self._side.join()
+            (sc, *parts), self.no_cache = self._side.join()
             self._scan, self.parts = sc, tuple(parts)
             if sc.baseline_hits is None:
                 self._base.reason += "; not lru-scan: the block hashes are not chained (found while scanning)"
@@ -525,9 +577,50 @@ def _close_runs(scans, loops, no_cache, beside: Beside, hybrid, tiers0, write_po
         done = [(_close(loop, hybrid), cache_state(loop.h)) if loop is not None else
                 fastpath.run(sc, tiers0[0].name, write_policy, time_model.compute, progress if k == 0 else None)
                 for k, (sc, loop) in enumerate(zip(scans, loops))]
-        return done, (beside.join() if no_cache is not None else None)
+        try:   # behind the scan (_Queued) this join is the scan's too: its error comes here
+            return done, (beside.join() if no_cache is not None else None)
+        except BaseException:
+            _settle_parts(done, None)    # the closed runs' summary parts still made beside: waited for, dropped
+            raise
     finally:
         beside.close()
+
+
+class _Queued:
+    """The no-cache run's side when its feeds and close go to the scan's worker behind the scan (:class:`_Tail`),
+    in place of its own :class:`pcs.beside.Beside` (the calls :func:`_feed` and :func:`_close_runs` make on it):
+    ``start`` of a feed queues the chunk, ``start`` of :func:`_close_beside` queues the end, ``join`` returns
+    nothing before the end and, after it, waits for the scan's worker (:class:`_ScanJoin`) and gives the no-cache
+    result; ``close`` ends the worker's wait (an error, a stop)."""
+
+    threaded = True
+
+    def __init__(self, scan2: _ScanJoin) -> None:
+        self._scan2, self._ended = scan2, False
+
+    def start(self, fn: Callable[..., Any], *args: Any) -> None:
+        self._ended = fn is _close_beside
+        self._scan2.tail.put(_END if self._ended else args[0])
+
+    def join(self) -> EngineResult | None:
+        if not self._ended:
+            return None
+        self._scan2()
+        return self._scan2.no_cache
+
+    def close(self) -> None:
+        self._scan2.tail.abort()
+
+
+def _no_cache_side(no_cache: Any, scan2: _ScanJoin | None) -> Beside | _Queued:
+    """Where the no-cache loop runs: where :func:`_beside` places it, and when that is a worker thread and the
+    two-tier scan runs threaded, behind the scan on the scan's worker (:class:`_Queued`; no thread of its own).
+    Hands the scan's worker its engine (or None)."""
+    side, tail = _beside(no_cache), (scan2.tail if scan2 is not None else None)
+    queued = tail is not None and no_cache is not None and side.threaded
+    if tail is not None:
+        tail.put(no_cache if queued else None)
+    return _Queued(scan2) if queued else side
 
 
 def _beside(loop: Any) -> Beside:
@@ -571,17 +664,18 @@ def _close_beside(loop: ReplayEngine) -> EngineResult:
 
 def _fed_loops(loop_args: tuple, source: Any, rules: BlockRules, time_model: Any,
                progress: Callable[[int], None] | None, decode: bool, passes: SharedPasses | None,
-               first: Callable[[], None] | None = None) -> tuple:
+               first: Callable[[], None] | None = None, scan2: _ScanJoin | None = None) -> tuple:
     """The run's event loops (:func:`_event_loops` of ``loop_args``), the no-cache step run popped off them (or
     None) and its :class:`pcs.beside.Beside`, after feeding them every chunk of ``source`` (:func:`_feed`).
     ``decode``: decode seconds are computed (the instant-compute modeled loop only; sequential timing never reads
-    them). ``first``: called once the loops are built, just before their first feed (or at once without loops)."""
+    them). ``first``: called once the loops are built, just before their first feed (or at once without loops).
+    ``scan2``: the two-tier scan, behind which the no-cache loop runs on the scan's worker (:func:`_no_cache_side`)."""
     plans, resolved = loop_args[0], loop_args[6]
     loops = _event_loops(*loop_args, expected_blocks=expected_block_hashes(source))
     if resolved is not None:
         _presize_samplers(source, loops)
     no_cache = loops.pop() if len(loops) > len(plans) else None
-    beside = _beside(no_cache)
+    beside = _no_cache_side(no_cache, scan2)
     if any(loops):
         _feed(source, rules, time_model, [e for e in loops if e is not None], progress, decode, passes, no_cache,
               beside, first)
@@ -633,7 +727,7 @@ def run_replay(source: Any, rules: BlockRules, time_model: Any, make_tiers: Call
         early, go = _early_singles(scans, scan2, go, (source, rules, native, resolved, passes), plans, scan_side)
         loops, no_cache, beside = _fed_loops(
             (plans, make_tiers, tiers0, write_policy, links, block_bytes, resolved, hybrid, step_s, not comparison),
-            source, rules, time_model, progress, resolved is None and timing == "modeled", passes, go)
+            source, rules, time_model, progress, resolved is None and timing == "modeled", passes, go, scan2)
         done, no_cache_result = _close_runs(scans, loops, no_cache, beside, hybrid, tiers0, write_policy,
                                             time_model, progress)
         singles, scan, ready = _joined_singles(early, scans, scan2, source, rules, native, resolved, passes)
