@@ -43,13 +43,13 @@ class _Worker(threading.Thread):
     """A worker thread whose :meth:`start` does not wait for the new thread to run.
 
     ``threading.Thread.start`` returns only once the new thread has been scheduled and has run its first lines;
-    on a 2-core machine whose other core is busy that wait is a scheduling latency, not work: measured on the
-    calling thread of a replay, 2 ms a start, 6-7 starts a call (docs/performance.md, "Worker starts off the
-    critical path"). Here the thread is registered as ``start`` registers it (``threading.enumerate`` lists it at
-    once) and the caller goes on; the worker then waits for its call on its own lock (:meth:`Beside._serve`), so
-    nothing depends on when it begins. :meth:`join` waits for the start first. Where the ``threading`` module is
-    not the one this relies on (CPython 3.10-3.12's ``_start_new_thread``, ``_limbo``, ``_active_limbo_lock``),
-    the standard ``start`` runs.
+    on a 2-core machine whose other core is busy that wait is a scheduling latency, not work: on the calling
+    thread of a replay, 2 ms a start, 6-7 starts a call (docs/performance.md, "The read beside the pieces, the
+    no-cache run behind the scan, worker starts without the wait"). Here the thread is registered as ``start``
+    registers it (``threading.enumerate`` lists it at once) and the caller goes on; the worker then waits for its
+    call on its own lock (:meth:`Beside._serve`), so nothing depends on when it begins. :meth:`join` waits for the
+    start first. Where the ``threading`` module is not the one this relies on (CPython 3.10-3.12's
+    ``_start_new_thread``, ``_limbo``, ``_active_limbo_lock``), the standard ``start`` runs.
     """
 
     def start(self) -> None:

@@ -15,7 +15,7 @@ batch boundaries change no result (the passes carry their state from batch to ba
 A trace file may be read on a worker of its own (``ahead``) while the calling thread makes the chunk pieces: the
 read (the compiled JSONL decode or pyarrow's, then the value checks) is then the decode pass's critical path,
 and the calling thread's share of it is the pieces and the joins (docs/performance.md, "The read beside the
-pieces").
+pieces, the no-cache run behind the scan, ...").
 
 The step scheduler's next-turn search (:mod:`pcs.engine.turns`) may walk each batch as it is read
 (``Decoded(source, turns)``, :class:`pcs.engine.turns.TurnWalk`): on a worker thread while the caller decodes the

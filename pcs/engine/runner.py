@@ -272,8 +272,9 @@ class _Tail:
     :data:`_END`; the worker, once its scan is done, feeds the engine every chunk in order and closes it
     (:func:`_close_beside`). Why: beside the run's feed the scan and the no-cache feed were two more runnable
     threads on the 2-core machine, and the calling thread waited in the run queue behind its own workers
-    (docs/performance.md, "The no-cache run behind the scan"); one after the other on one worker they end before
-    the run's feed and close. :meth:`abort` (any way out: an error, a stop) ends the worker's wait at once."""
+    (docs/performance.md, "The read beside the pieces, the no-cache run behind the scan, ..."); one after the
+    other on one worker they end before the run's feed and close. :meth:`abort` (any way out: an error, a stop)
+    ends the worker's wait at once."""
 
     def __init__(self) -> None:
         import queue
