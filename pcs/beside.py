@@ -25,7 +25,6 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-import sys
 import threading
 from typing import Any, Callable, Iterator
 
@@ -37,44 +36,8 @@ __all__ = ["Beside", "THREADS_MODES", "threads_wanted"]
 THREADS_MODES = ("auto", "on", "off")
 #: What else ``$PCS_THREADS`` accepts, each meaning one mode without doubt (``-1``, ``2`` ... stay refused).
 THREADS_ALIASES = {"1": "on", "yes": "on", "true": "on", "0": "off", "no": "off", "false": "off"}
-
-
-class _Worker(threading.Thread):
-    """A worker thread whose :meth:`start` does not wait for the new thread to run.
-
-    ``threading.Thread.start`` returns only once the new thread has been scheduled and has run its first lines;
-    on a 2-core machine whose other core is busy that wait is a scheduling latency, not work: on the calling
-    thread of a replay, 2 ms a start, 6-7 starts a call (docs/performance.md, "The read beside the pieces, the
-    no-cache run behind the scan, worker starts without the wait"). Here the thread is registered as ``start``
-    registers it (``threading.enumerate`` lists it at once) and the caller goes on; the worker then waits for its
-    call on its own lock (:meth:`Beside._serve`), so nothing depends on when it begins. :meth:`join` waits for the
-    start first. Where the ``threading`` module is not the one this relies on (CPython 3.10-3.12's
-    ``_start_new_thread``, ``_limbo``, ``_active_limbo_lock``), the standard ``start`` runs.
-    """
-
-    def start(self) -> None:
-        go = getattr(threading, "_start_new_thread", None)
-        limbo, lock = getattr(threading, "_limbo", None), getattr(threading, "_active_limbo_lock", None)
-        if sys.version_info >= (3, 13) or go is None or limbo is None or lock is None:
-            return super().start()
-        if self._started.is_set():
-            raise RuntimeError("threads can only be started once")
-        with lock:
-            limbo[self] = self
-        try:
-            go(self._bootstrap, ())
-        except Exception:
-            with lock:
-                del limbo[self]
-            raise
-
-    def join(self, timeout: float | None = None) -> None:
-        self._started.wait()
-        super().join(timeout)
-
-
 #: The workers' thread class (a name of its own: tests refuse or cut its start without touching other threads).
-_Thread = _Worker
+_Thread = threading.Thread
 #: The signals whose Python handler :func:`_signals_held` holds back while a worker starts or takes its call.
 _HELD = tuple(getattr(signal, n) for n in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, n))
 

@@ -9,11 +9,7 @@ loops (pcs.engine.seqbase.begin_sequential), checked against it run inline first
 """
 from __future__ import annotations
 
-import _thread
-import sys
-
 import json
-import threading
 from pathlib import Path
 
 import numpy as np
@@ -254,18 +250,18 @@ def test_an_error_in_the_loops_waits_for_the_hybrid_baseline(monkeypatch):
 
 
 def test_a_stop_while_the_worker_starts_leaves_nothing_to_join(monkeypatch):
-    # SIGTERM's handler raises in whatever the main thread runs; when that is the worker's start (the thread's
-    # registration, or Thread.start's wait for the new thread where the standard start runs), start() must not
-    # keep the thread object: close() then has no worker to join and the stop is what propagates (a killed sweep
-    # exits 143, not "cannot join thread before it is started").
-    from pcs import beside as beside_mod
+    # SIGTERM's handler raises in whatever the main thread runs; when that is Thread.start's wait for the
+    # new thread, start() must not keep the thread object: close() then has no worker to join and the stop
+    # is what propagates (a killed sweep exits 143, not "cannot join thread before it is started").
+    import threading
+
     from pcs.cli.common import Terminated
 
     def interrupted(self):
         raise Terminated(15)
 
     b = Beside(True)
-    monkeypatch.setattr(beside_mod._Thread, "start", interrupted)
+    monkeypatch.setattr(threading.Thread, "start", interrupted)
     with pytest.raises(Terminated):
         b.start(int, 1)
     monkeypatch.undo()
@@ -273,32 +269,3 @@ def test_a_stop_while_the_worker_starts_leaves_nothing_to_join(monkeypatch):
     b.start(int, 2)                # and the Beside still works
     assert b.join() == 2
     b.close()
-
-
-def _deferred_starts(monkeypatch) -> list:
-    """threading's thread start held: each new thread's (bootstrap, args) is kept instead of started, for the test
-    to start it (``_thread.start_new_thread``) when it chooses."""
-    held: list = []
-    monkeypatch.setattr(threading, "_start_new_thread", lambda fn, args: held.append((fn, args)))
-    return held
-
-
-@pytest.mark.skipif(sys.version_info >= (3, 13), reason="the standard start (it waits) on Python 3.13+")
-def test_a_worker_start_does_not_wait_for_the_thread_to_run(monkeypatch):
-    # the worker's OS thread is held unstarted until the test starts it: Thread.start would wait for it (here until
-    # the 30 s guard, against a hang, not a timing, runs out); the worker class returns at once, the worker listed
-    # by threading.enumerate, and its call runs once the thread does
-    b, go, returned = Beside(True), threading.Event(), threading.Event()
-    helper = threading.Thread(target=lambda: (go.wait(), b.start(sum, [1, 2, 3]), returned.set()))
-    helper.start()                              # started before the starts are held
-    held = _deferred_starts(monkeypatch)
-    go.set()
-    came_back = returned.wait(30)
-    listed = b._thread in threading.enumerate() and not b._thread._started.is_set()
-    monkeypatch.undo()
-    _thread.start_new_thread(*held[0])
-    helper.join()
-    assert came_back and listed and len(held) == 1
-    assert b.join() == 6
-    b.close()
-    assert b._thread is None
