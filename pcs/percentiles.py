@@ -18,11 +18,12 @@ from pcs.errors import UserError
 __all__ = ["linear_percentiles", "sorted_finite", "sorted_linear_percentiles"]
 
 
-def linear_percentiles(values: np.ndarray, levels: Sequence[float]) -> list[float]:
+def linear_percentiles(values: np.ndarray, levels: Sequence[float], in_place: bool = True) -> list[float]:
     """``np.percentile(values, levels).tolist()``, numpy's default linear method, partitioning ``values`` in place.
 
     Args:
-        values: float64, shape (n,), n >= 1; reordered in place (pass an array that may be reordered).
+        values: float64, shape (n,), n >= 1; reordered in place (pass an array that may be reordered) unless
+            ``in_place`` is False: then a copy is partitioned, made only when one is (not for a column of zeros).
         levels: percentiles in [0, 100].
     Returns:
         One float per level (Hyndman & Fan 1996 type 7, in numpy's order of operations:
@@ -43,7 +44,7 @@ def linear_percentiles(values: np.ndarray, levels: Sequence[float]) -> list[floa
     n = len(values)
     zeros = _zero_block(values)
     if not zeros:
-        return _read(_order_stats(values, low).__getitem__, n, virtual, low)
+        return _read(_order_stats(values if in_place else values.copy(), low).__getitem__, n, virtual, low)
     rest = values[values != 0]          # the values after the zeros, in sorted order (NaN among them, last)
     if not len(rest):
         return _read(lambda i: 0.0, n, virtual, low)

@@ -160,3 +160,9 @@ def test_sorted_finite_of_an_all_finite_column_is_a_sorted_copy():
     # [3, 1, 2] all finite: [1, 2, 3], the column left as it was
     column = np.array([3.0, 1.0, 2.0])
     assert sorted_finite(column).tolist() == [1.0, 2.0, 3.0] and column.tolist() == [3.0, 1.0, 2.0]
+
+
+def test_not_in_place_leaves_the_values_as_they_were():
+    # [3, 1, 2, 0]: p50 v = 1.5 -> 1 and 2, g = 0.5: 2 - 1 x 0.5 = 1.5; the array keeps its order
+    values = np.array([3.0, 1.0, 2.0, 0.0])
+    assert linear_percentiles(values, (50,), in_place=False) == [1.5] and values.tolist() == [3.0, 1.0, 2.0, 0.0]
