@@ -112,3 +112,57 @@ def test_scheduler_percentiles_leave_an_all_finite_column_as_it_was():
     p = _pcts(column)
     assert p.p50 == 2.0 and p.p90 == pytest.approx(2.8, abs=1e-12) and p.p99 == pytest.approx(2.98, abs=1e-12)
     assert column.tolist() == [3.0, 1.0, 2.0]
+
+
+def test_a_mostly_zero_column_partitions_only_its_other_values(monkeypatch):
+    # [0 x 7, 10, 5] sorted [0, 0, 0, 0, 0, 0, 0, 5, 10], n = 9: p50 v = 4 -> 0; p90 v = 7.2 -> 5 and 10, g ~ 0.2:
+    # 5 + 5 x 0.2 = 6; p99 v = 7.92 -> g ~ 0.92 >= 0.5: 10 - 5 x 0.08 = 9.6. Seven zeros of nine (at least a
+    # quarter, no sign bit set): only [10, 5] is partitioned.
+    import pcs.percentiles as pct
+
+    seen = []
+    real = pct._order_stats
+    monkeypatch.setattr(pct, "_order_stats", lambda values, low: seen.append(sorted(values.tolist())) or real(values, low))
+    p50, p90, p99 = linear_percentiles(np.array([0.0, 0.0, 10.0, 0.0, 0.0, 0.0, 5.0, 0.0, 0.0]), (50, 90, 99))
+    assert p50 == 0.0 and p90 == pytest.approx(6.0, abs=1e-12) and p99 == pytest.approx(9.6, abs=1e-12)
+    assert seen == [[5.0, 10.0]]
+    # every value zero: every level 0.0, nothing partitioned
+    assert linear_percentiles(np.zeros(8), (50, 90, 99)) == [0.0, 0.0, 0.0] and seen == [[5.0, 10.0]]
+    # a NaN among the other values sorts last: NaN at every level, as numpy gives
+    assert all(math.isnan(v) for v in linear_percentiles(np.array([0.0, 0.0, 0.0, np.nan]), (10, 50)))
+
+
+def test_a_sign_bit_keeps_the_partition_of_every_value():
+    # -0.0 equals 0.0, so its place among the zeros is the partition's: not the zero block; nor with a negative
+    from pcs.percentiles import _zero_block
+
+    assert _zero_block(np.array([0.0, 0.0, 0.0, 1.0])) == 3
+    assert _zero_block(np.array([0.0, -0.0, 0.0, 1.0])) == 0
+    assert _zero_block(np.array([0.0, 0.0, 0.0, -1.0])) == 0
+    assert _zero_block(np.array([0.0, 1.0, 2.0, 3.0, 4.0])) == 0        # one zero of five: below a quarter
+    # [-1, 0, 0, 0] sorted: p50 v = 1.5 -> 0 and 0: 0.0; p0 -> -1.0
+    assert linear_percentiles(np.array([0.0, 0.0, -1.0, 0.0]), (0, 50)) == [-1.0, 0.0]
+
+
+_MOSTLY_ZERO = arrays(np.float64, st.integers(1, 300),
+                      elements=st.sampled_from([0.0, 0.0, 0.0, -0.0, np.nan, np.inf]) | st.floats(-1e3, 1e12))
+
+
+@settings(max_examples=400, deadline=None)
+@given(_MOSTLY_ZERO, _LEVELS)
+def test_mostly_zero_columns_equal_to_numpy_percentile(values, levels):
+    want = np.percentile(values, levels).tolist()
+    got = linear_percentiles(values.copy(), levels)
+    assert np.array_equal(np.array(got), np.array(want), equal_nan=True), (got, want)
+
+
+def test_sorted_finite_of_an_all_finite_column_is_a_sorted_copy():
+    # [3, 1, 2] all finite: [1, 2, 3], the column left as it was
+    column = np.array([3.0, 1.0, 2.0])
+    assert sorted_finite(column).tolist() == [1.0, 2.0, 3.0] and column.tolist() == [3.0, 1.0, 2.0]
+
+
+def test_not_in_place_leaves_the_values_as_they_were():
+    # [3, 1, 2, 0]: p50 v = 1.5 -> 1 and 2, g = 0.5: 2 - 1 x 0.5 = 1.5; the array keeps its order
+    values = np.array([3.0, 1.0, 2.0, 0.0])
+    assert linear_percentiles(values, (50,), in_place=False) == [1.5] and values.tolist() == [3.0, 1.0, 2.0, 0.0]

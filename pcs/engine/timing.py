@@ -68,10 +68,11 @@ class TimeModel:
         batches made in place, :class:`pcs.engine.chunks.ChunkPieces`).
         """
         m = len(prompt)
-        counts = cap.astype(np.int64) + 1
+        counts = cap.astype(np.int64, copy=False) + 1
         offsets = np.zeros(m + 1, dtype=np.int64)
         np.cumsum(counts, out=offsets[1:])
-        pre = self._prefill_table(prompt.astype(np.int64), counts, offsets, block_size, out)
+        # prompt as int64, no copy when it is one: the table's makers only read it
+        pre = self._prefill_table(prompt.astype(np.int64, copy=False), counts, offsets, block_size, out)
         if not decode:
             return (np.ascontiguousarray(pre), offsets, []) if arrays else (pre.tolist(), offsets.tolist(), [])
         out = output.astype(np.int64)
