@@ -727,6 +727,75 @@ static Py_ssize_t sh_fill(Hier *h, const uint64_t *keys, Py_ssize_t n, int32_t *
     return shared;
 }
 
+/* own_fill's step for a key found resident (entry e): pinned once more, out of the policy at its first pin
+ * (pol_remove, with the table's free list and entry count the caller keeps in locals written back around it) */
+static inline void own_pin(Tier *t, int32_t e, int32_t *free_head, int32_t *ent_len) {
+    Entry *x = &t->ent[e];
+    if (x->pin == 0) {
+        t->free_head = *free_head;
+        t->ent_len = *ent_len;
+        pol_remove(t, e);
+        *free_head = t->free_head;
+        *ent_len = t->ent_len;
+    }
+    x->pin++;
+}
+
+/* tfill in a GPU tier with a policy (ops) and no retain pool in a table of its own, when the n keys fit its slots
+ * without growth (so the per-key adds, tadd_room then tfind_fp then tadd_atf, would grow none either and the slots
+ * come out the same): each key's probe and, absent, its add (tadd_take, tadd_put: the free list in the same order)
+ * with the table's arrays, free list and entry count in locals, its fingerprint worked out PF_AHEAD keys before
+ * with its home slot prefetched (a ring of FP_RING, as sh_fill). Counts as tfill: *shared the keys found resident
+ * (pinned once more), the others added pinned once. 1 done, 0 not taken (nothing changed), -1 */
+static int own_fill(Tier *t, const uint64_t *keys, Py_ssize_t n, int32_t *ents, Py_ssize_t *shared) {
+    if (!t->ops || t->ret || (uint64_t)(t->nres + n) << TIER_LOAD_SHIFT > t->mask + 1) return 0;
+    if (grow_table_ents(t, t->nres + n > t->ent_len ? t->nres + n : t->ent_len) < 0) return -1;
+    Entry *const ent = t->ent;                     /* not moved below: its room is made */
+    OaSlot *const slots = t->slots;
+    const uint64_t mask = t->mask;
+    const int sh = 32 - t->bits;
+    int32_t free_head = t->free_head, ent_len = t->ent_len;
+    Py_ssize_t made = 0, found = 0;
+    uint32_t ring[FP_RING];
+    for (Py_ssize_t i = 0; i < PF_AHEAD && i < n; i++) {
+        ring[i] = key_fp(keys[i]);
+        __builtin_prefetch(&slots[ring[i] >> sh], 0, 1);
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        const uint32_t f = ring[(size_t)i & (FP_RING - 1)];
+        if (i + PF_AHEAD < n) {
+            const uint32_t f2 = key_fp(keys[i + PF_AHEAD]);
+            ring[(size_t)(i + PF_AHEAD) & (FP_RING - 1)] = f2;
+            __builtin_prefetch(&slots[f2 >> sh], 0, 1);
+        }
+        const uint64_t k = keys[i];
+        uint64_t j = f >> sh;
+        int32_t e = -1;
+        for (;; j = (j + 1) & mask) {              /* tfind_fp */
+            const OaSlot sl = slots[j];
+            if (sl.e < 0) break;
+            if (sl.h == f && ent[sl.e].key == k) { e = sl.e; break; }
+        }
+        if (e >= 0) {
+            own_pin(t, e, &free_head, &ent_len);
+            found++;
+        } else {                                   /* tadd_atf at the end of its probe run */
+            e = tadd_take(ent, &free_head, &ent_len);
+            tadd_put(&ent[e], &slots[j], e, k, 1, f);
+            made++;
+        }
+        if (ents) ents[i] = e;
+    }
+    t->free_head = free_head;
+    t->ent_len = ent_len;
+    t->nres += made;
+    t->reserved -= made;
+    t->inserted += made;
+    if (t->nres > t->peak_res) t->peak_res = t->nres;
+    *shared = found;
+    return 1;
+}
+
 /* Tier.fill: one reserved slot per key becomes a resident block pinned once; returns shared count. ents (NULL:
  * not wanted; required in a shared table without known) gets each key's entry; known (NULL: none) gives each key's
  * entry in a shared table (a restore: the lookup's, no probe, ents not written; a table of the GPU tier's own is
@@ -735,6 +804,8 @@ static Py_ssize_t tfill(Hier *h, const uint64_t *keys, Py_ssize_t n, int32_t *en
     if (h->sh) return sh_fill(h, keys, n, ents, known);
     Tier *t = &h->t[0];
     Py_ssize_t shared = 0, added = 0;
+    const int batched = own_fill(t, keys, n, ents, &shared);
+    if (batched) return batched < 0 ? -1 : shared;
     uint32_t ring[FP_RING] = {0};
     fp_first(ring, keys, 0, n, t, NULL);
     for (Py_ssize_t i = 0; i < n; i++) {
@@ -1580,6 +1651,18 @@ bad:
     return -1;
 }
 
+/* finish_pass's adds for a GPU tier whose policy has the batch add (PolOps.add_run) and no retain pool: the nz
+ * entries at zero (the first nc computed, the rest reused) as Tier.unpin's two add batches, each one add_run_end
+ * after inner_add's F_OUT cleared on the batch's entries: the same policy calls as one pol_add per block then its
+ * add_end per batch. 0 or -1 */
+static int finish_runs(Tier *g, const int32_t *zero, Py_ssize_t nz, Py_ssize_t nc) {
+    Entry *const ent = g->ent;
+    for (Py_ssize_t i = 0; i < nc; i++) ent[zero[i]].flags &= (uint8_t)~F_OUT;
+    if (nc && add_run_end(g, zero, nc, 0) < 0) return -1;
+    for (Py_ssize_t i = nc; i < nz; i++) ent[zero[i]].flags &= (uint8_t)~F_OUT;
+    return nz > nc ? add_run_end(g, zero + nc, nz - nc, 1) : 0;
+}
+
 static int finish_pass(Hier *h, PcsAdm *a) {
     Tier *g = &h->t[0];
     const Py_ssize_t n = a->nused + a->nnew;
@@ -1606,6 +1689,8 @@ static int finish_pass(Hier *h, PcsAdm *a) {
     }
     if (!g->ops && !g->ret) {
         if (lq_append_n(g, zero, nz, 0) < 0) return -1;
+    } else if (!g->ret && g->ops->add_run) {
+        if (finish_runs(g, zero, nz, nc) < 0) return -1;
     } else {
         for (Py_ssize_t i = 0; i < nz; i++) {
             if (i == nc && nc) pol_add_end(g, 0);

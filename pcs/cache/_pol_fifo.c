@@ -34,6 +34,21 @@ static void fifo_forget(Tier *t, int32_t e) { fifo_drop(t, e); }
 
 static void fifo_touch(Tier *t, int32_t e) { (void)t; (void)e; }
 
+/* the heap's first live unpinned item (its entry), the stale items and the pinned ones (parked) before it popped;
+ * -1 when none (fifo_victim's heap step) */
+static inline int32_t fifo_heap_top(Tier *t) {
+    while (t->hlen) {
+        const int32_t e = (int32_t)t->heap[1];
+        Entry *x = &t->ent[e];
+        if ((x->flags & F_INHEAP) && x->aux == t->heap[0]) {
+            if (!OUT(x)) return e;
+            x->flags &= ~F_INHEAP;                /* pinned: parked until released */
+        }
+        heap_pop(t);
+    }
+    return -1;
+}
+
 static inline __attribute__((always_inline)) int32_t fifo_victim(Tier *t) {
     for (;;) {
         int32_t f = t->qhead[0];
@@ -41,16 +56,7 @@ static inline __attribute__((always_inline)) int32_t fifo_victim(Tier *t) {
             q_unlink(t, f);
             f = t->qhead[0];
         }
-        int32_t g = -1;
-        while (t->hlen) {
-            int32_t e = (int32_t)t->heap[1];
-            Entry *x = &t->ent[e];
-            if ((x->flags & F_INHEAP) && x->aux == t->heap[0]) {
-                if (!OUT(x)) { g = e; break; }
-                x->flags &= ~F_INHEAP;                /* pinned: parked until released */
-            }
-            heap_pop(t);
-        }
+        int32_t g = fifo_heap_top(t);
         if (g >= 0 && (f < 0 || t->ent[g].aux < t->ent[f].aux)) {
             heap_pop(t);
             t->ent[g].flags &= ~F_INHEAP;
@@ -96,7 +102,9 @@ static int fifo_add_run(Tier *t, const int32_t *ents, Py_ssize_t n, int reused) 
 
 /* PolOps.victims: fifo_victim n times (a victim's deletion changes neither queue 0 nor a live heap item). While the
  * heap is empty (no block parked and released: no push here) a victim is queue 0's first unpinned block and the
- * pinned ones before it are parked: the front popped with its head in a local, queue 0 mended once. */
+ * pinned ones before it are parked: the front popped with its head in a local, queue 0 mended once. Else (and for
+ * the victims past queue 0's end there) fifo_victim's choice in one loop: the heap's top is cleaned once per heap pop
+ * instead of once per victim (no victim changes a heap item's flags or the heap but by its own pop). */
 static int fifo_victims(Tier *t, Py_ssize_t n, int32_t *out) {
     Py_ssize_t i = 0;
     if (!t->hlen) {
@@ -116,7 +124,23 @@ static int fifo_victims(Tier *t, Py_ssize_t n, int32_t *out) {
         if (e >= 0) ent[e].prev = -1; else t->qtail[0] = -1;
         t->qlen[0] -= popped;
     }
-    for (; i < n; i++) out[i] = fifo_victim(t);
+    if (i == n) return 0;
+    Entry *const ent = t->ent;
+    int32_t g = fifo_heap_top(t);
+    while (i < n) {                               /* fifo_victim's choice, the heap's top cleaned once per pop */
+        const int32_t f = t->qhead[0];
+        if (f >= 0 && OUT(&ent[f])) {            /* pinned at the front: parked */
+            q_unlink(t, f);
+        } else if (g >= 0 && (f < 0 || ent[g].aux < ent[f].aux)) {
+            heap_pop(t);
+            ent[g].flags &= ~F_INHEAP;
+            out[i++] = g;
+            g = fifo_heap_top(t);
+        } else {                                  /* f >= 0: n <= held */
+            q_unlink(t, f);
+            out[i++] = f;
+        }
+    }
     return 0;
 }
 
