@@ -981,8 +981,7 @@ static void sh_lookup(Hier *h, Plan *p) {
     for (; i < n; i++) {                                           /* the GPU lead before any CPU block */
         e = sh_probe(k, i, n, ring, ent, slots, mask, sh);
         if (e < 0 || !(ent[e].flags & F_GPU)) break;
-        where[i] = 0;
-        eidx[i] = e;
+        eidx[i] = e;                                               /* (where[i] = 0 not written: start_lookup) */
         evictable += !ent[e].pin;
     }
     Py_ssize_t nused = i;
@@ -1045,7 +1044,9 @@ static void own_lookup(Hier *h, Plan *p) {
 }
 
 /* the prefix rule: h->where[i] = highest tier holding block i, h->eidx = GPU entries of the lead, h->lidx[i] =
- * block i's entry in tier where[i] when that is a lower tier; the plan's lead, hits, restores and computed blocks */
+ * block i's entry in tier where[i] when that is a lower tier; the plan's lead, hits, restores and computed blocks.
+ * Blocks before p->first_low are GPU blocks (where 0), which sh_lookup does not write: every reader of where[]
+ * starts at first_low or takes 0 before it */
 static void start_lookup(Hier *h, Plan *p) {
     if (h->sh) sh_lookup(h, p);
     else own_lookup(h, p);
@@ -1071,7 +1072,7 @@ static int start_budget(Hier *h, Plan *p, int wait) {
     if (!p->truncated) return 0;
     if (p->n_restore > p->budget) {
         Py_ssize_t seen = 0;
-        for (Py_ssize_t i = 0; i < p->hits; i++) {
+        for (Py_ssize_t i = p->first_low; i < p->hits; i++) {   /* (where 0 before first_low: start_lookup) */
             if (!h->where[i]) continue;
             if (seen == p->budget) { p->hits = i; break; }
             seen++;
@@ -1205,8 +1206,10 @@ static int sh_demote(Hier *h, Py_ssize_t n) {
     g->nres -= n;                                  /* tevict's counts of the GPU tier */
     g->evicted += n;
     const Py_ssize_t need = fresh - free_;
-    if (need > 0) {
-        if (tevict(c, need, NULL, NULL) < 0) return -1;   /* those in no tier leave the table */
+    if (need > 0) {                                /* tevict's steps for a shared table's tier (no retain: sh_open) */
+        lq_evict(c, need, NULL, NULL);             /* those in no tier leave the table */
+        c->nres -= need;
+        c->evicted += need;
         h->dropped += need;
     }
     c->nres += fresh;
@@ -1267,7 +1270,8 @@ static Py_ssize_t start_restore(Hier *h, const Plan *p, PcsAdm *a, Py_ssize_t nv
         if (T == 2) a->counts[1] = p->n_restore;
     } else {
         memset(a->counts, 0, sizeof(Py_ssize_t) * (size_t)T);
-        for (Py_ssize_t i = 0; i < p->hits; i++) a->counts[h->where[i]]++;
+        a->counts[0] = p->first_low < p->hits ? p->first_low : p->hits;   /* where 0 before first_low (start_lookup) */
+        for (Py_ssize_t i = a->counts[0]; i < p->hits; i++) a->counts[h->where[i]]++;
     }
     for (int j = 0; j < T; j++) {
         Py_ssize_t cnt = 0;
@@ -1276,7 +1280,7 @@ static Py_ssize_t start_restore(Hier *h, const Plan *p, PcsAdm *a, Py_ssize_t nv
             uint64_t *rk = h->buf_b;     /* buf_a holds the victims */
             int32_t *re = h->mark;       /* their entries in tier j (the lookup's: no change of tier j since) */
             Py_ssize_t s2 = 0;
-            for (Py_ssize_t i = 0; i < p->hits && s2 < p->n_restore; i++) {
+            for (Py_ssize_t i = p->first_low; i < p->hits && s2 < p->n_restore; i++) {   /* GPU blocks before */
                 if (!h->where[i]) continue;
                 s2++;
                 if (h->where[i] == j) { re[cnt] = h->lidx[i]; rk[cnt++] = h->req[i]; }
@@ -1303,7 +1307,7 @@ static Py_ssize_t start_restore(Hier *h, const Plan *p, PcsAdm *a, Py_ssize_t nv
 }
 
 /* Hierarchy.start: lookup, budget, pin, reserve, restore, demote the victims (write-back) */
-static int start_plan(Hier *h, Plan *p0, int wait, PcsAdm *a);
+static int start_plan(Hier *h, Plan *p, int wait, PcsAdm *a);
 
 /* cascade called out of line from start_empty (flatten stops at a noinline callee): the victims' way down is rare
  * in the no-cache run, and inlined its code (tinsert, tduel) only grows start_empty */
@@ -1395,27 +1399,26 @@ static PyObject *hier_start_ids(Hier *h, PyObject *const *args, Py_ssize_t nargs
     return a ? adm_result(a, rc) : NULL;
 }
 
-/* the rest of Hierarchy.start once h->req and p0->n, cap, extra are set, into a: 1 admitted, 0 it waits (a
- * unchanged), -1 error */
-static int start_plan(Hier *h, Plan *p0, int wait, PcsAdm *a) {
-    Plan p = *p0;
+/* the rest of Hierarchy.start once h->req and p->n, cap, extra are set (the plan completed in place), into a: 1
+ * admitted, 0 it waits (a unchanged), -1 error */
+static int start_plan(Hier *h, Plan *p, int wait, PcsAdm *a) {
     h->clock = h->admitted;            /* pcs.cache.policies.context.clocked: the k-th admission is request k */
-    start_lookup(h, &p);
-    if (start_budget(h, &p, wait)) return 0;
+    start_lookup(h, p);
+    if (start_budget(h, p, wait)) return 0;
     for (int j = 0; !h->sh && j < h->ntiers; j++)   /* admission policies count uses and hits (§8; sh_open: none) */
-        if (h->t[j].gates && gates_observe(&h->t[j], h->req, p.n, p.hits) < 0) return -1;
-    if (start_admission(h, &p, a) < 0) return -1;
+        if (h->t[j].gates && gates_observe(&h->t[j], h->req, p->n, p->hits) < 0) return -1;
+    if (start_admission(h, p, a) < 0) return -1;
     h->admitted++;
     int demoted = 0;
-    Py_ssize_t nvict = start_reserve(h, &p, a, &demoted);
-    Py_ssize_t filled = nvict < 0 ? -1 : start_restore(h, &p, a, nvict);
+    Py_ssize_t nvict = start_reserve(h, p, a, &demoted);
+    Py_ssize_t filled = nvict < 0 ? -1 : start_restore(h, p, a, nvict);
     if (filled < 0 || (nvict && !demoted && cascade(h, nvict) < 0)) return -1;
-    a->prefix_hit_blocks = p.lead;
-    a->hit_blocks = p.hits;
-    a->last_hit_tier = p.hits ? h->where[p.hits - 1] : -1;
-    a->gpu_lead_blocks = p.first_low < p.hits ? p.first_low : p.hits;   /* GPU hits before the first restore */
-    a->truncated = (char)p.truncated;
-    a->reserved_blocks = p.budget - filled;
+    a->prefix_hit_blocks = p->lead;
+    a->hit_blocks = p->hits;
+    a->last_hit_tier = !p->hits ? -1 : p->hits > p->first_low ? h->where[p->hits - 1] : 0;   /* (start_lookup) */
+    a->gpu_lead_blocks = p->first_low < p->hits ? p->first_low : p->hits;   /* GPU hits before the first restore */
+    a->truncated = (char)p->truncated;
+    a->reserved_blocks = p->budget - filled;
     /* its hints name its pinned entries until its finish (hint_ok); in a shared table every pinned key's hint is
      * known from the lookup (a restore's entry is its GPU entry), the computed keys' from their fill */
     a->live = h->sh && !a->nnew ? ADM_KNOWN : 1;

@@ -51,13 +51,15 @@ static inline int lq_compact(Tier *t, Py_ssize_t cap) {
     int32_t *dst = cap == t->lqcap ? t->lq : PyMem_RawMalloc(sizeof(int32_t) * (size_t)(cap + LQ_AHEAD));
     if (!dst) { PyErr_NoMemory(); return -1; }
     Py_ssize_t j = 0;
-    const int32_t *q = t->lq;
-    for (Py_ssize_t i = t->lqh; i < t->lqn; i++) {
+    const int32_t *const q = t->lq;
+    char *const pos = (char *)t->ent + t->lqoff;       /* entry e's position at pos + e * sizeof(Entry) (lq_pos), read */
+    const Py_ssize_t end = t->lqn;                     /* once: a store to an entry may alias the Tier's fields */
+    for (Py_ssize_t i = t->lqh; i < end; i++) {
         int32_t a = q[i + LQ_AHEAD];                  /* in the padding past lqcap: -1 or an entry (see above) */
-        if (a >= 0) __builtin_prefetch(lq_pos(t, a), 1, 1);   /* its position is written below */
+        if (a >= 0) __builtin_prefetch(pos + (size_t)a * sizeof(Entry), 1, 1);   /* its position is written below */
         int32_t e = q[i];
         if (e < 0) continue;
-        *lq_pos(t, e) = (int32_t)j;
+        *(int32_t *)(pos + (size_t)e * sizeof(Entry)) = (int32_t)j;
         dst[j++] = e;
     }
     if (dst != t->lq) {
@@ -151,7 +153,7 @@ static inline __attribute__((always_inline)) Py_ssize_t lq_walk(Tier *t, Py_ssiz
     const uint8_t keep = (uint8_t)~t->inflag;        /* a tier of its own table sets no flag: 0xff */
     Tier *const tab = t->shared ? t->shared : t;
     int32_t free_head = tab->free_head;               /* LQ_SH_DEL's deletions: tdel_home's steps in locals */
-    Py_ssize_t freed = 0;
+    Py_ssize_t kept = 0;                               /* LQ_SH_DEL's victims still in the other tier (not deleted) */
     for (Py_ssize_t v = 0; v < n; v++) {
         while (q[i] < 0) i++;                          /* lq_live */
         ent_prefetch(ent, q[i + LQ_AHEAD]);           /* in the array's padding past the end: -1 */
@@ -168,12 +170,11 @@ static inline __attribute__((always_inline)) Py_ssize_t lq_walk(Tier *t, Py_ssiz
             tdel_shift(tab, slots, mask, bits, e, sh_home(&ent[e], bits));
             ent[e].next = free_head;                   /* to the free list; its flags are 0 (no tier) and its aux */
             free_head = e;                             /* and q are set again by the add that takes it (sh_fill) */
-            freed++;
-        }
+        } else kept++;                                 /* (counted here, the rare case: one live value less per victim) */
     }
     if (kind == LQ_SH_DEL) {
         tab->free_head = free_head;
-        tab->nres -= freed;
+        tab->nres -= n - kept;
     }
     return i;
 }
