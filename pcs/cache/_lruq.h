@@ -132,8 +132,8 @@ static inline Py_ssize_t lq_live(const Tier *t, Py_ssize_t i) {
     return i;
 }
 
-/* lq_evict's three walks, each compiled on its own (lq_walk's `kind` a constant): no test of the kind per victim */
-enum { LQ_OWN, LQ_SH_KEEP, LQ_SH_DEL };
+/* lq_evict's walks, each compiled on its own (lq_walk's `kind` a constant): no test of the kind per victim */
+enum { LQ_OWN, LQ_SH_KEEP, LQ_SH_DEL, LQ_SH_CPU };   /* LQ_SH_CPU: LQ_SH_DEL of the CPU tier (constants below) */
 
 /* lq_evict's walk over n victims from the front i (returned: the position past the last victim); kind LQ_OWN: a
  * tier of its own table, every victim deleted from it, its key to out; LQ_SH_KEEP: a tier of a shared table, its
@@ -148,9 +148,11 @@ static inline __attribute__((always_inline)) Py_ssize_t lq_walk(Tier *t, Py_ssiz
     Entry *const ent = t->ent;
     OaSlot *const slots = t->slots;                    /* the table's arrays, not moved by a deletion */
     const uint64_t mask = t->mask;
-    const size_t off = t->lqoff;
+    /* the CPU tier of a shared table keeps its positions in Entry.next, its flag F_CPU (sh_open): constants, two
+     * registers fewer in its walk */
+    const size_t off = kind == LQ_SH_CPU ? offsetof(Entry, next) : t->lqoff;
     const int bits = t->bits;
-    const uint8_t keep = (uint8_t)~t->inflag;        /* a tier of its own table sets no flag: 0xff */
+    const uint8_t keep = kind == LQ_SH_CPU ? (uint8_t)~F_CPU : (uint8_t)~t->inflag;   /* own table: no flag, 0xff */
     Tier *const tab = t->shared ? t->shared : t;
     int32_t free_head = tab->free_head;               /* LQ_SH_DEL's deletions: tdel_home's steps in locals */
     Py_ssize_t kept = 0;                               /* LQ_SH_DEL's victims still in the other tier (not deleted) */
@@ -172,11 +174,17 @@ static inline __attribute__((always_inline)) Py_ssize_t lq_walk(Tier *t, Py_ssiz
             free_head = e;                             /* and q are set again by the add that takes it (sh_fill) */
         } else kept++;                                 /* (counted here, the rare case: one live value less per victim) */
     }
-    if (kind == LQ_SH_DEL) {
+    if (kind == LQ_SH_DEL || kind == LQ_SH_CPU) {
         tab->free_head = free_head;
         tab->nres -= n - kept;
     }
     return i;
+}
+
+/* lq_walk's walk for the CPU tier of a shared table (LQ_SH_CPU) out of line: inlined into its callers (the
+ * demotion of GPU victims), its loop's values did not fit the registers (callgrind: spills per victim) */
+static __attribute__((noinline)) Py_ssize_t lq_walk_cpu(Tier *t, Py_ssize_t i, Py_ssize_t n) {
+    return lq_walk(t, i, n, NULL, NULL, LQ_SH_CPU);
 }
 
 /* the n least recently used entries (n <= held) leave the order, their keys to out in eviction order (a tier of its
@@ -195,6 +203,7 @@ static inline void lq_evict(Tier *t, Py_ssize_t n, uint64_t *out, int32_t *oute)
     Py_ssize_t i;
     if (!t->shared) i = lq_walk(t, t->lqh, n, out, NULL, LQ_OWN);
     else if (oute) i = lq_walk(t, t->lqh, n, out, oute, LQ_SH_KEEP);
+    else if (t->inflag == F_CPU && t->lqoff == offsetof(Entry, next)) i = lq_walk_cpu(t, t->lqh, n);
     else i = lq_walk(t, t->lqh, n, out, NULL, LQ_SH_DEL);
     t->held -= n;
     if (!t->held) i = t->lqn = 0;   /* nothing live behind: start again at the front */
