@@ -94,6 +94,11 @@ static inline int pol_expects(const Tier *t) { return t->ops && t->ops->expect; 
  * misses overlap. */
 #define PF_AHEAD 8
 
+/* PcsAdm.live of an admission of a shared table (sh_open) once every hint is known: its pinned keys' at its start,
+ * its computed keys' at its prefill_done (their fill writes them; an extend's fill too). 1: live, some hint may be
+ * -1 (hint_ok's `trust`); 0: not live (every hint checked in full) */
+#define ADM_KNOWN 2
+
 /* Hash once per key: a key's 32-bit fingerprint (OA_HASH32, _lruhier.h) gives its home slot in every tier's table
  * (fp >> (32 - bits)) and is what its slot stores, so a loop works it out once for the prefetch, the lookups (all
  * tiers) and the add, instead of once for each. The loops over keys from a caller keep the fingerprints of the
@@ -367,13 +372,43 @@ static int ensure_b(Hier *h, Py_ssize_t n) {
  * given in order of first appearance (Mooncake's hash_ids, pcs's own chained ids) rise along every request: one
  * compare per key instead of a hash-set insert (callgrind, Mooncake 10x: the cut 20.5 -> 7.5 instructions per
  * block access) */
-static inline int keys_rise(const uint64_t *k, Py_ssize_t m) {
+static inline int keys_rise_plain(const uint64_t *k, Py_ssize_t m) {
     Py_ssize_t i = 1;
     for (; i + 4 <= m; i += 4)          /* four compares, one branch */
         if ((k[i] <= k[i - 1]) | (k[i + 1] <= k[i]) | (k[i + 2] <= k[i + 1]) | (k[i + 3] <= k[i + 2])) return 0;
     for (; i < m; i++) if (k[i] <= k[i - 1]) return 0;
     return 1;
 }
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+static int rise_avx2;      /* the CPU has AVX2 (PyInit__lruhier): keys_rise compares four pairs per instruction */
+
+/* keys_rise_plain's answer, four keys a step: each key and the one before it, both with the sign bit flipped (an
+ * unsigned order as a signed one: AVX2 compares signed), compared at once; the answers and-ed over the keys (no early
+ * exit: nearly every request rises), the last m - 1 mod 4 keys one by one */
+__attribute__((target("avx2"))) static int keys_rise_avx2(const uint64_t *k, Py_ssize_t m) {
+    const __m256i flip = _mm256_set1_epi64x((long long)0x8000000000000000ULL);
+    __m256i ok = _mm256_set1_epi64x(-1);
+    Py_ssize_t i = 1;
+    for (; i + 4 <= m; i += 4) {
+        const __m256i cur = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(k + i)), flip);
+        const __m256i prev = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(k + i - 1)), flip);
+        ok = _mm256_and_si256(ok, _mm256_cmpgt_epi64(cur, prev));
+    }
+    if (_mm256_movemask_epi8(ok) != -1) return 0;
+    for (; i < m; i++) if (k[i] <= k[i - 1]) return 0;
+    return 1;
+}
+
+static inline int keys_rise(const uint64_t *k, Py_ssize_t m) {
+    return rise_avx2 ? keys_rise_avx2(k, m) : keys_rise_plain(k, m);
+}
+#define RISE_INIT() (__builtin_cpu_init(), rise_avx2 = __builtin_cpu_supports("avx2") != 0)
+#else
+static inline int keys_rise(const uint64_t *k, Py_ssize_t m) { return keys_rise_plain(k, m); }
+#define RISE_INIT() ((void)0)
+#endif
 
 /* index of the first key repeating an earlier one (m if none) */
 static Py_ssize_t first_repeat(Hier *h, const uint64_t *k, Py_ssize_t m) {
@@ -1017,8 +1052,7 @@ static void sh_lookup(Hier *h, Plan *p) {
     for (; i < n; i++) {                                           /* the GPU lead before any CPU block */
         e = sh_probe(k, i, n, ring, ent, slots, mask, sh);
         if (e < 0 || !(ent[e].flags & F_GPU)) break;
-        where[i] = 0;
-        eidx[i] = e;
+        eidx[i] = e;                                               /* (where[i] = 0 not written: start_lookup) */
         evictable += !ent[e].pin;
     }
     Py_ssize_t nused = i;
@@ -1081,7 +1115,9 @@ static void own_lookup(Hier *h, Plan *p) {
 }
 
 /* the prefix rule: h->where[i] = highest tier holding block i, h->eidx = GPU entries of the lead, h->lidx[i] =
- * block i's entry in tier where[i] when that is a lower tier; the plan's lead, hits, restores and computed blocks */
+ * block i's entry in tier where[i] when that is a lower tier; the plan's lead, hits, restores and computed blocks.
+ * Blocks before p->first_low are GPU blocks (where 0), which sh_lookup does not write: every reader of where[]
+ * starts at first_low or takes 0 before it */
 static void start_lookup(Hier *h, Plan *p) {
     if (h->sh) sh_lookup(h, p);
     else own_lookup(h, p);
@@ -1107,7 +1143,7 @@ static int start_budget(Hier *h, Plan *p, int wait) {
     if (!p->truncated) return 0;
     if (p->n_restore > p->budget) {
         Py_ssize_t seen = 0;
-        for (Py_ssize_t i = 0; i < p->hits; i++) {
+        for (Py_ssize_t i = p->first_low; i < p->hits; i++) {   /* (where 0 before first_low: start_lookup) */
             if (!h->where[i]) continue;
             if (seen == p->budget) { p->hits = i; break; }
             seen++;
@@ -1241,8 +1277,10 @@ static int sh_demote(Hier *h, Py_ssize_t n) {
     g->nres -= n;                                  /* tevict's counts of the GPU tier */
     g->evicted += n;
     const Py_ssize_t need = fresh - free_;
-    if (need > 0) {
-        if (tevict(c, need, NULL, NULL) < 0) return -1;   /* those in no tier leave the table */
+    if (need > 0) {                                /* tevict's steps for a shared table's tier (no retain: sh_open) */
+        lq_evict(c, need, NULL, NULL);             /* those in no tier leave the table */
+        c->nres -= need;
+        c->evicted += need;
         h->dropped += need;
     }
     c->nres += fresh;
@@ -1303,7 +1341,8 @@ static Py_ssize_t start_restore(Hier *h, const Plan *p, PcsAdm *a, Py_ssize_t nv
         if (T == 2) a->counts[1] = p->n_restore;
     } else {
         memset(a->counts, 0, sizeof(Py_ssize_t) * (size_t)T);
-        for (Py_ssize_t i = 0; i < p->hits; i++) a->counts[h->where[i]]++;
+        a->counts[0] = p->first_low < p->hits ? p->first_low : p->hits;   /* where 0 before first_low (start_lookup) */
+        for (Py_ssize_t i = a->counts[0]; i < p->hits; i++) a->counts[h->where[i]]++;
     }
     for (int j = 0; j < T; j++) {
         Py_ssize_t cnt = 0;
@@ -1312,7 +1351,7 @@ static Py_ssize_t start_restore(Hier *h, const Plan *p, PcsAdm *a, Py_ssize_t nv
             uint64_t *rk = h->buf_b;     /* buf_a holds the victims */
             int32_t *re = h->mark;       /* their entries in tier j (the lookup's: no change of tier j since) */
             Py_ssize_t s2 = 0;
-            for (Py_ssize_t i = 0; i < p->hits && s2 < p->n_restore; i++) {
+            for (Py_ssize_t i = p->first_low; i < p->hits && s2 < p->n_restore; i++) {   /* GPU blocks before */
                 if (!h->where[i]) continue;
                 s2++;
                 if (h->where[i] == j) { re[cnt] = h->lidx[i]; rk[cnt++] = h->req[i]; }
@@ -1339,7 +1378,7 @@ static Py_ssize_t start_restore(Hier *h, const Plan *p, PcsAdm *a, Py_ssize_t nv
 }
 
 /* Hierarchy.start: lookup, budget, pin, reserve, restore, demote the victims (write-back) */
-static int start_plan(Hier *h, Plan *p0, int wait, PcsAdm *a);
+static int start_plan(Hier *h, Plan *p, int wait, PcsAdm *a);
 
 /* cascade called out of line from start_empty (flatten stops at a noinline callee): the victims' way down is rare
  * in the no-cache run, and inlined its code (tinsert, tduel) only grows start_empty */
@@ -1431,28 +1470,29 @@ static PyObject *hier_start_ids(Hier *h, PyObject *const *args, Py_ssize_t nargs
     return a ? adm_result(a, rc) : NULL;
 }
 
-/* the rest of Hierarchy.start once h->req and p0->n, cap, extra are set, into a: 1 admitted, 0 it waits (a
- * unchanged), -1 error */
-static int start_plan(Hier *h, Plan *p0, int wait, PcsAdm *a) {
-    Plan p = *p0;
+/* the rest of Hierarchy.start once h->req and p->n, cap, extra are set (the plan completed in place), into a: 1
+ * admitted, 0 it waits (a unchanged), -1 error */
+static int start_plan(Hier *h, Plan *p, int wait, PcsAdm *a) {
     h->clock = h->admitted;            /* pcs.cache.policies.context.clocked: the k-th admission is request k */
-    start_lookup(h, &p);
-    if (start_budget(h, &p, wait)) return 0;
+    start_lookup(h, p);
+    if (start_budget(h, p, wait)) return 0;
     for (int j = 0; !h->sh && j < h->ntiers; j++)   /* admission policies count uses and hits (§8; sh_open: none) */
-        if (h->t[j].gates && gates_observe(&h->t[j], h->req, p.n, p.hits) < 0) return -1;
-    if (start_admission(h, &p, a) < 0) return -1;
+        if (h->t[j].gates && gates_observe(&h->t[j], h->req, p->n, p->hits) < 0) return -1;
+    if (start_admission(h, p, a) < 0) return -1;
     h->admitted++;
     int demoted = 0;
-    Py_ssize_t nvict = start_reserve(h, &p, a, &demoted);
-    Py_ssize_t filled = nvict < 0 ? -1 : start_restore(h, &p, a, nvict);
+    Py_ssize_t nvict = start_reserve(h, p, a, &demoted);
+    Py_ssize_t filled = nvict < 0 ? -1 : start_restore(h, p, a, nvict);
     if (filled < 0 || (nvict && !demoted && cascade(h, nvict) < 0)) return -1;
-    a->prefix_hit_blocks = p.lead;
-    a->hit_blocks = p.hits;
-    a->last_hit_tier = p.hits ? h->where[p.hits - 1] : -1;
-    a->gpu_lead_blocks = p.first_low < p.hits ? p.first_low : p.hits;   /* GPU hits before the first restore */
-    a->truncated = (char)p.truncated;
-    a->reserved_blocks = p.budget - filled;
-    a->live = 1;                       /* its hints name its pinned entries until its finish (hint_ok) */
+    a->prefix_hit_blocks = p->lead;
+    a->hit_blocks = p->hits;
+    a->last_hit_tier = !p->hits ? -1 : p->hits > p->first_low ? h->where[p->hits - 1] : 0;   /* (start_lookup) */
+    a->gpu_lead_blocks = p->first_low < p->hits ? p->first_low : p->hits;   /* GPU hits before the first restore */
+    a->truncated = (char)p->truncated;
+    a->reserved_blocks = p->budget - filled;
+    /* its hints name its pinned entries until its finish (hint_ok); in a shared table every pinned key's hint is
+     * known from the lookup (a restore's entry is its GPU entry), the computed keys' from their fill */
+    a->live = h->sh && !a->nnew ? ADM_KNOWN : 1;
     return 1;
 }
 
@@ -1481,6 +1521,7 @@ static int c_prefill_done(PyObject *hh, PcsAdm *a) {
     Py_ssize_t sh = tfill(h, nk, nn, a->ents + a->nused, NULL);
     if (sh < 0) return -1;
     a->reserved_blocks -= nn - sh;
+    if (h->sh && a->live == 1) a->live = ADM_KNOWN;   /* sh_fill wrote every computed key's entry (start_plan) */
     return write_down(h, nk, nn);
 }
 
@@ -1629,14 +1670,33 @@ static inline __attribute__((always_inline)) Py_ssize_t lru_pass(const Tier *g, 
     return -1;
 }
 
+/* lru_pass of an admission whose every hint is known (PcsAdm.live == ADM_KNOWN): hint i is key i's entry, pinned by
+ * this admission (it cannot leave the table while pinned), so no check and no lookup -- each key's step is its pin
+ * dropped and, at 0, the entry put at q[p]; returns the queue's next position */
+static Py_ssize_t known_pass(Entry *ent, const int32_t *hint, Py_ssize_t n, int32_t *q, Py_ssize_t p) {
+    Py_ssize_t i = n - 1;
+    for (Py_ssize_t k = n - 1; k >= n - PF_AHEAD && k >= 0; k--) hint_prefetch(ent, hint[k]);
+    for (; i >= PF_AHEAD; i--) {                       /* the read-ahead PF_AHEAD keys on, then the last keys without */
+        hint_prefetch(ent, hint[i - PF_AHEAD]);
+        const int32_t e = hint[i];
+        if (!--ent[e].pin) { ent[e].prev = (int32_t)p; q[p++] = e; }
+    }
+    for (; i >= 0; i--) {
+        const int32_t e = hint[i];
+        if (!--ent[e].pin) { ent[e].prev = (int32_t)p; q[p++] = e; }
+    }
+    return p;
+}
+
 static int finish_lru(Tier *g, PcsAdm *a, Py_ssize_t n) {
     if (g->lqn + n > g->lqcap || g->lqoff != offsetof(Entry, prev)) return 1;
     Entry *const ent = g->ent;                         /* not moved: no add below */
     const uint32_t len = (uint32_t)g->ent_len;
     int32_t *const q = g->lq;
     const Py_ssize_t lqn = g->lqn;
-    Py_ssize_t p = lqn;
-    const Py_ssize_t i = a->live ? lru_pass(g, ent, len, a, n, q, &p, 1) : lru_pass(g, ent, len, a, n, q, &p, 0);
+    Py_ssize_t p = lqn, i = -1;
+    if (a->live == ADM_KNOWN) p = known_pass(ent, a->ents, n, q, p);
+    else i = a->live ? lru_pass(g, ent, len, a, n, q, &p, 1) : lru_pass(g, ent, len, a, n, q, &p, 0);
     if (i >= 0) goto bad;
     g->lqn = p;
     g->held += p - lqn;
@@ -2293,6 +2353,7 @@ static struct PyModuleDef moddef = {
 };
 
 PyMODINIT_FUNC PyInit__lruhier(void) {
+    RISE_INIT();
     if (PyType_Ready(&AdmType) < 0 || PyType_Ready(&HierType) < 0) return NULL;
     PyObject *m = PyModule_Create(&moddef);
     if (!m) return NULL;

@@ -28,8 +28,9 @@ typedef struct PcsAdm {
     Py_ssize_t prefix_hit_blocks, hit_blocks, last_hit_tier, reserved_blocks, gpu_lead_blocks;
     char truncated;
     char live;              /* 1 from a start that looked keys up to the finish or abort that drops their pins:
-                               every hint in ents that is not -1 names the key's entry, pinned by this admission
-                               (set by this module, never by the caller; an empty chain's start leaves it as is) */
+                               every hint in ents that is not -1 names the key's entry, pinned by this admission;
+                               2 when moreover no hint is -1 (set by this module, never by the caller; an empty
+                               chain's start leaves it as is) */
     int ntiers;
     uint64_t *keys;         /* pinned hashes (nused), then computed hashes (nnew), chain order; kcap allocated */
     int32_t *ents;          /* per key, a hint: its GPU table entry once pinned (-1: not known); kcap allocated.

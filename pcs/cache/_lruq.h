@@ -51,13 +51,15 @@ static inline int lq_compact(Tier *t, Py_ssize_t cap) {
     int32_t *dst = cap == t->lqcap ? t->lq : PyMem_RawMalloc(sizeof(int32_t) * (size_t)(cap + LQ_AHEAD));
     if (!dst) { PyErr_NoMemory(); return -1; }
     Py_ssize_t j = 0;
-    const int32_t *q = t->lq;
-    for (Py_ssize_t i = t->lqh; i < t->lqn; i++) {
+    const int32_t *const q = t->lq;
+    char *const pos = (char *)t->ent + t->lqoff;       /* entry e's position at pos + e * sizeof(Entry) (lq_pos), read */
+    const Py_ssize_t end = t->lqn;                     /* once: a store to an entry may alias the Tier's fields */
+    for (Py_ssize_t i = t->lqh; i < end; i++) {
         int32_t a = q[i + LQ_AHEAD];                  /* in the padding past lqcap: -1 or an entry (see above) */
-        if (a >= 0) __builtin_prefetch(lq_pos(t, a), 1, 1);   /* its position is written below */
+        if (a >= 0) __builtin_prefetch(pos + (size_t)a * sizeof(Entry), 1, 1);   /* its position is written below */
         int32_t e = q[i];
         if (e < 0) continue;
-        *lq_pos(t, e) = (int32_t)j;
+        *(int32_t *)(pos + (size_t)e * sizeof(Entry)) = (int32_t)j;
         dst[j++] = e;
     }
     if (dst != t->lq) {
@@ -130,8 +132,8 @@ static inline Py_ssize_t lq_live(const Tier *t, Py_ssize_t i) {
     return i;
 }
 
-/* lq_evict's three walks, each compiled on its own (lq_walk's `kind` a constant): no test of the kind per victim */
-enum { LQ_OWN, LQ_SH_KEEP, LQ_SH_DEL };
+/* lq_evict's walks, each compiled on its own (lq_walk's `kind` a constant): no test of the kind per victim */
+enum { LQ_OWN, LQ_SH_KEEP, LQ_SH_DEL, LQ_SH_CPU };   /* LQ_SH_CPU: LQ_SH_DEL of the CPU tier (constants below) */
 
 /* lq_evict's walk over n victims from the front i (returned: the position past the last victim); kind LQ_OWN: a
  * tier of its own table, every victim deleted from it, its key to out; LQ_SH_KEEP: a tier of a shared table, its
@@ -146,12 +148,14 @@ static inline __attribute__((always_inline)) Py_ssize_t lq_walk(Tier *t, Py_ssiz
     Entry *const ent = t->ent;
     OaSlot *const slots = t->slots;                    /* the table's arrays, not moved by a deletion */
     const uint64_t mask = t->mask;
-    const size_t off = t->lqoff;
+    /* the CPU tier of a shared table keeps its positions in Entry.next, its flag F_CPU (sh_open): constants, two
+     * registers fewer in its walk */
+    const size_t off = kind == LQ_SH_CPU ? offsetof(Entry, next) : t->lqoff;
     const int bits = t->bits;
-    const uint8_t keep = (uint8_t)~t->inflag;        /* a tier of its own table sets no flag: 0xff */
+    const uint8_t keep = kind == LQ_SH_CPU ? (uint8_t)~F_CPU : (uint8_t)~t->inflag;   /* own table: no flag, 0xff */
     Tier *const tab = t->shared ? t->shared : t;
     int32_t free_head = tab->free_head;               /* LQ_SH_DEL's deletions: tdel_home's steps in locals */
-    Py_ssize_t freed = 0;
+    Py_ssize_t kept = 0;                               /* LQ_SH_DEL's victims still in the other tier (not deleted) */
     for (Py_ssize_t v = 0; v < n; v++) {
         while (q[i] < 0) i++;                          /* lq_live */
         ent_prefetch(ent, q[i + LQ_AHEAD]);           /* in the array's padding past the end: -1 */
@@ -168,14 +172,19 @@ static inline __attribute__((always_inline)) Py_ssize_t lq_walk(Tier *t, Py_ssiz
             tdel_shift(tab, slots, mask, bits, e, sh_home(&ent[e], bits));
             ent[e].next = free_head;                   /* to the free list; its flags are 0 (no tier) and its aux */
             free_head = e;                             /* and q are set again by the add that takes it (sh_fill) */
-            freed++;
-        }
+        } else kept++;                                 /* (counted here, the rare case: one live value less per victim) */
     }
-    if (kind == LQ_SH_DEL) {
+    if (kind == LQ_SH_DEL || kind == LQ_SH_CPU) {
         tab->free_head = free_head;
-        tab->nres -= freed;
+        tab->nres -= n - kept;
     }
     return i;
+}
+
+/* lq_walk's walk for the CPU tier of a shared table (LQ_SH_CPU) out of line: inlined into its callers (the
+ * demotion of GPU victims), its loop's values did not fit the registers (callgrind: spills per victim) */
+static __attribute__((noinline)) Py_ssize_t lq_walk_cpu(Tier *t, Py_ssize_t i, Py_ssize_t n) {
+    return lq_walk(t, i, n, NULL, NULL, LQ_SH_CPU);
 }
 
 /* the n least recently used entries (n <= held) leave the order, their keys to out in eviction order (a tier of its
@@ -194,6 +203,7 @@ static inline void lq_evict(Tier *t, Py_ssize_t n, uint64_t *out, int32_t *oute)
     Py_ssize_t i;
     if (!t->shared) i = lq_walk(t, t->lqh, n, out, NULL, LQ_OWN);
     else if (oute) i = lq_walk(t, t->lqh, n, out, oute, LQ_SH_KEEP);
+    else if (t->inflag == F_CPU && t->lqoff == offsetof(Entry, next)) i = lq_walk_cpu(t, t->lqh, n);
     else i = lq_walk(t, t->lqh, n, out, NULL, LQ_SH_DEL);
     t->held -= n;
     if (!t->held) i = t->lqn = 0;   /* nothing live behind: start again at the front */
@@ -205,34 +215,34 @@ static inline void lq_evict(Tier *t, Py_ssize_t n, uint64_t *out, int32_t *oute)
  * checked that they fit c's unpinned room): each victim leaves g's order (lq_walk, LQ_SH_KEEP: its flag F_GPU
  * cleared) and is appended to c's (lq_append_n with F_CPU: sh_insert's last step), a CPU copy it had taken out of
  * c's order first (sh_insert's first step: the block moves to the end). The GPU tier keeps its queue positions in
- * Entry.prev, the CPU tier in Entry.next (sh_open). Returns the victims that had no CPU copy (sh_insert's fresh) */
-static inline Py_ssize_t lq_demote(Tier *g, Tier *c, Py_ssize_t n) {
+ * Entry.prev, the CPU tier in Entry.next (sh_open). Returns the victims that had no CPU copy (sh_insert's fresh).
+ * Out of line, as lq_walk_cpu (callgrind, 10x: fewer instructions than inlined into sh_demote) */
+static __attribute__((noinline)) Py_ssize_t lq_demote(Tier *g, Tier *c, Py_ssize_t n) {
     const int32_t *const q = g->lq;
     Entry *const ent = g->ent;
     if (g->lqh == 0)         /* a fresh front (start, compaction): no eviction before prefetched it (lq_evict) */
         for (Py_ssize_t k = 0; k < LQ_AHEAD; k++) if (q[k] >= 0) __builtin_prefetch(&ent[q[k]], 1, 1);
     int32_t *const cq = c->lq;
-    const Py_ssize_t base = c->lqn;
-    Py_ssize_t i = g->lqh, fresh = 0;
-    for (Py_ssize_t v = 0; v < n; v++) {
+    const int32_t base = (int32_t)c->lqn, end = base + (int32_t)n;   /* c's positions of the n appends (< lqcap) */
+    Py_ssize_t i = g->lqh, copies = 0;                 /* copies: victims that had a CPU copy (the rarer case, */
+    for (int32_t pos = base; pos < end; pos++) {       /* counted there: one live value less per victim) */
         while (q[i] < 0) i++;                          /* lq_live */
         ent_prefetch(ent, q[i + LQ_AHEAD]);           /* in the array's padding past the end: -1 */
         const int32_t e = q[i++];
         Entry *const x = &ent[e];
         const uint8_t f = x->flags;
         x->prev = -1;                                  /* out of g's order */
-        if (f & F_CPU) cq[x->next] = -1;               /* its CPU copy's item goes stale (lq_unlink) */
-        else fresh++;
+        if (f & F_CPU) { cq[x->next] = -1; copies++; }  /* its CPU copy's item goes stale (lq_unlink) */
         x->flags = (uint8_t)((f & ~F_GPU) | F_CPU);
-        x->next = (int32_t)(base + v);                 /* appended to c's order */
-        cq[base + v] = e;
+        x->next = pos;                                 /* appended to c's order */
+        cq[pos] = e;
     }
     g->held -= n;
     if (!g->held) i = g->lqn = 0;                      /* nothing live behind: start again at the front */
     g->lqh = i;
-    c->lqn = base + n;
-    c->held += fresh;                                  /* n appended, n - fresh copies unlinked */
-    return fresh;
+    c->lqn = end;
+    c->held += n - copies;                             /* n appended, `copies` copies unlinked */
+    return n - copies;
 }
 
 /* the entries in the order, first victim first, to out (room for nres); returns their number */

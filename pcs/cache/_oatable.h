@@ -254,8 +254,9 @@ static inline void OA_SHIFT(const OA_TABLE *t, OA_SLOT *slots, uint64_t mask, in
         OA_SLOT f = slots[j];
         if (OA_S_E(f) < 0) break;
         uint64_t hm = OA_S_HOME_B(t, f, bits);
-        /* f may move to i unless its home hm lies cyclically in (i, j] */
-        int stays = (i <= j) ? (i < hm && hm <= j) : (i < hm || hm <= j);
+        /* f may move to i unless its home hm lies cyclically in (i, j], that is, unless hm is fewer steps back from j
+         * than i is: ((j - hm) & mask) < ((j - i) & mask) (j != i) */
+        int stays = ((j - hm) & mask) < ((j - i) & mask);
         if (!stays) {
             slots[i] = f;
             i = j;

@@ -383,6 +383,28 @@ def test_run_sequential_releases_live_admissions_worked_by_hand():
     h._check()
 
 
+def test_finish_of_an_admission_whose_hints_are_all_known_worked_by_hand():
+    """A compiled admission of a shared table whose every hint is known (``PcsAdm.live`` 2: the lookup's entries for
+    its GPU hits, the fill's for its computed keys) is finished without a check per key (pcs/cache/_lruhier.c
+    ``known_pass``: more than PF_AHEAD keys, so both of its loops run). run_sequential finishes each admission it
+    has just made. GPU 30 + CPU 30 blocks, LRU, write-back, worked out by hand from docs/semantics.md §6 (a finish
+    unpins its computed keys tail first, then its pinned keys tail first) and §8 (LRU): [1..12] (no hit; GPU [12,
+    ..., 1]); [1..10, 13..22] (1..10 GPU hits, pinned: GPU [12, 11]; 13..22 computed into free slots, no eviction;
+    finish: 22..13, then 10..1); [11, 12, 23] (11, 12 hits; 23 computed; finish: 23, then 12, 11)."""
+    h = native.NativeHierarchy(_tiers([30, 30]), "back")
+    reqs = [list(range(1, 13)), list(range(1, 11)) + list(range(13, 23)), [11, 12, 23]]
+    keys = np.array([k for r in reqs for k in r], dtype=np.uint64)
+    offsets = np.array([0, 12, 32, 35], dtype=np.int64)
+    n = np.array([12, 20, 3], dtype=np.int64)
+    out = np.zeros(3, dtype=np.int64)
+    h.run_sequential(keys, offsets, n, n.copy(), out)
+    assert out.tolist() == [0, 10, 2]
+    assert _orders(h) == (list(range(22, 12, -1)) + list(range(10, 0, -1)) + [23, 12, 11], [])
+    assert all(h.tiers[0].resident[k] == 0 for k in range(1, 24))
+    assert h.tiers[0].reserved_blocks == 0
+    h._check()
+
+
 @pytest.mark.parametrize("use_native", [False, True])
 def test_finish_appends_in_one_pass_worked_by_hand(use_native):
     """The compiled finish of an inline-LRU GPU tier (pcs/cache/_lruhier.c ``finish_lru``) puts each block reaching
