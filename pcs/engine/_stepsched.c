@@ -117,6 +117,9 @@ typedef struct {
     PyThreadState *ts;              /* this thread's state while the GIL is released, else NULL */
     Samp sp;                        /* the samples kept in C (sample_here), else sp.on 0: Sampler.take */
     int busy;                       /* feed / close is running (with the GIL released another thread could call) */
+    /* the no-cache run's lean mode (lean(), see "the lean no-cache run" below): only the columns and counters its
+     * summary reads are kept; fmax: the latest finish so far (finish_max without a finish_s column) */
+    int lean; double fmax;
 } Sched;
 
 static PyObject *s_rbytes, *s_hit, *s_hbpt, *s_rbpt, *s_lead, *s_last, *s_prefix, *s_trunc;
@@ -491,6 +494,8 @@ static int busy_slow(Sched *s, double t0, double t1, double seconds) {
 static inline __attribute__((always_inline)) int add_busy(Sched *s, double start, double seconds) {
     s->busy_s += seconds;
     double t0 = start - s->origin_s, t1 = t0 + seconds;
+    if (s->lean)                    /* no bins (lean()): busy_slow only for the errors it raises */
+        return t0 >= 0.0 && seconds >= 0.0 && t1 <= MAX_SPAN_S ? 0 : busy_slow(s, t0, t1, seconds);
     if (!(t0 >= 0.0 && seconds >= 0.0 && s->bin_s == 1 && t1 < FINE_LIMIT_S && t1 < (double)s->capbins))
         return busy_slow(s, t0, t1, seconds);
     bins_spread(s, t0, t1, 1.0, seconds);
@@ -634,6 +639,12 @@ static PyObject *array_type;        /* array.array, imported once */
 static int ncols(const Sched *s) { return NQ0 + s->T + ND + 1; }
 static char col_code(const Sched *s, int j) { return j < NQ0 + s->T ? 'q' : j < NQ0 + s->T + ND ? 'd' : 'b'; }
 
+/* column j is kept: every column, or in the lean no-cache run (lean()) e2e_s, ttft_s and tpot_s alone */
+static int col_kept(const Sched *s, int j) {
+    int d = j - (NQ0 + s->T);
+    return !s->lean || d == D_E2E || d == D_TTFT || d == D_TPOT;
+}
+
 /* the buffer of column j (an array.array only this loop resizes), or NULL */
 static void *col_buf(PyObject *arr) {
     Py_buffer v;
@@ -667,9 +678,9 @@ static Py_ssize_t col_target(const Sched *s, Py_ssize_t m) {
  * grown by col_target's rule, the rows past ncol set already (columns() cuts them off); with the GIL; 0 or -1 */
 static int init_columns(Sched *s, Py_ssize_t m) {
     int n = ncols(s);
-    for (int j = 0; j < n && !s->cols[0 + j]; j++) {
+    for (int j = 0; j < n; j++) {
         char code[2] = {col_code(s, j), 0};
-        if (!(s->cols[j] = PyObject_CallFunction(array_type, "s", code))) return -1;
+        if (!s->cols[j] && col_kept(s, j) && !(s->cols[j] = PyObject_CallFunction(array_type, "s", code))) return -1;
     }
     Py_ssize_t cap = col_target(s, m), g = cap - s->capcol;
     if (!g) { s->ncol += m; return 0; }
@@ -678,13 +689,16 @@ static int init_columns(Sched *s, Py_ssize_t m) {
     int rc = 0;
     for (int j = 0; j < n && !rc; j++) {            /* the zero columns; 'b' takes g bytes of the same zeros */
         int d = j - (NQ0 + s->T);
+        if (!s->cols[j]) continue;
         if (d < 0 || d >= ND) rc = col_extend(s->cols[j], init, d < 0 ? 8 * g : g);
         else if (d < D_NAN_FROM) rc = col_extend(s->cols[j], init, 8 * g);
     }
     for (Py_ssize_t i = 0; i < g; i++) init[i] = NAN;
-    for (int d = D_NAN_FROM; d < ND && !rc; d++) rc = col_extend(s->cols[NQ0 + s->T + d], init, 8 * g);
+    for (int d = D_NAN_FROM; d < ND && !rc; d++)
+        if (s->cols[NQ0 + s->T + d]) rc = col_extend(s->cols[NQ0 + s->T + d], init, 8 * g);
     PyMem_Free(init);
     for (int j = 0; j < n && !rc; j++) {
+        if (!s->cols[j]) continue;
         void *p = col_buf(s->cols[j]);
         if (!p) return -1;
         int d = j - (NQ0 + s->T);
@@ -699,7 +713,7 @@ static int init_columns(Sched *s, Py_ssize_t m) {
 /* the rows past ncol (held ahead by col_target) cut off the columns, before they are handed out; 0 or -1 */
 static int cut_columns(Sched *s) {
     for (int j = 0; j < ncols(s) && s->capcol > s->ncol; j++)
-        if (PySequence_DelSlice(s->cols[j], s->ncol, s->capcol) < 0) return -1;
+        if (s->cols[j] && PySequence_DelSlice(s->cols[j], s->ncol, s->capcol) < 0) return -1;
     s->capcol = s->ncol;
     return 0;
 }
@@ -707,6 +721,7 @@ static int cut_columns(Sched *s) {
 static void note_peak(Sched *s, int64_t held) { if (held > s->peak) s->peak = held; }
 
 static int note_held(Sched *s) {
+    if (s->lean) return 0;          /* no peak (lean()) */
     int64_t held = h_held(s);
     if (held < 0) return -1;
     note_peak(s, held);
@@ -899,7 +914,7 @@ static int admit(Sched *s, int32_t ri) {
     run_append(s, ri);
     s->pf[s->npf++] = ri;
     if (r->first) {
-        if (first_columns(s, r, &ai, kept, ht < p ? ht : p, hits, th, rb, lead) < 0) return -1;
+        if (!s->lean && first_columns(s, r, &ai, kept, ht < p ? ht : p, hits, th, rb, lead) < 0) return -1;
         if (s->gh && s->gh_api->first_admission(s->gh) < 0) return -1;
         if (!s->no_cache) memcpy(r->hashes, r->ids0, sizeof(uint64_t) * r->n0);  /* in cache: start just read them */
         r->ids0 = NULL; r->pre = NULL;
@@ -908,7 +923,7 @@ static int admit(Sched *s, int32_t ri) {
         s->admitted++;
     } else {
         s->recompute_tokens += r->rem;
-        if (ai.truncated) truncated_again(s, r);
+        if (ai.truncated && !s->lean) truncated_again(s, r);      /* lean: no truncated column to count once by */
     }
     return 1;
 }
@@ -954,7 +969,7 @@ static inline __attribute__((always_inline)) int elapse(Sched *s, double seconds
     if (add_busy(s, now, seconds) < 0) return -1;
     if (stall != 0.0) s->stall_s += stall;
     s->steps += steps;
-    s->area_s += (double)s->in_system * seconds;
+    if (!s->lean) s->area_s += (double)s->in_system * seconds;
     s->now = now + seconds;
     s->G += steps;
     s->S += s->d * steps;
@@ -963,7 +978,7 @@ static inline __attribute__((always_inline)) int elapse(Sched *s, double seconds
 
 static int idle(Sched *s, double until) {
     if (until >= s->next_sample && take(s, until) < 0) return -1;
-    s->area_s += (double)s->in_system * (until - s->now);
+    if (!s->lean) s->area_s += (double)s->in_system * (until - s->now);
     s->now = until;
     return 0;
 }
@@ -996,6 +1011,12 @@ static int finish_columns(Sched *s, Req *r) {
     int64_t k = r->k;
     double now = s->now, ttft = r->ttft - r->arrival;
     s->dc[D_TTFT][k] = ttft;
+    if (s->lean) {                  /* lean(): the three columns kept, the latest finish */
+        s->dc[D_E2E][k] = now - r->arrival;
+        s->dc[D_TPOT][k] = r->o > 1 ? (now - r->ttft) / (double)(r->o - 1) : NAN;
+        if (now > s->fmax) s->fmax = now;
+        return 0;
+    }
     s->dc[D_PSTEPS][k] = r->prefill_s;
     s->dc[D_EXPOSED][k] = r->exposed_s;
     double rest = ttft - s->dc[D_WAIT][k] - r->exposed_s - r->prefill_s;
@@ -1085,7 +1106,7 @@ static int chunks_ran(Sched *s, Py_ssize_t nch, double step) {
         int32_t ri = s->cr[x];
         Req *r = &s->rq[ri];
         r->ctx += s->cn[x];
-        if (isnan_(r->ttft)) r->prefill_s += step;
+        if (!s->lean && isnan_(r->ttft)) r->prefill_s += step;     /* lean: no prefill_steps_s column */
         r->rem -= s->cn[x];
         if (!r->rem && prefill_complete(s, ri) < 0) return -1;
     }
@@ -1306,7 +1327,7 @@ static int materialize(Sched *s) {
     const double *pre = b[B_PRE].len ? (const double *)b[B_PRE].buf + poff[i] : NULL;
     if (i + 1 < f->m) prefetch_row(f, i + 1);
     s->kf++;
-    return new_request(s, k, s->dc[D_E2E][k], s->dc[D_WAIT][k], p, ((const int64_t *)b[B_OUT].buf)[i], cache[i],
+    return new_request(s, k, s->dc[D_E2E][k], s->lean ? 0.0 : s->dc[D_WAIT][k], p, ((const int64_t *)b[B_OUT].buf)[i], cache[i],
                        ((const int64_t *)b[B_CAP].buf)[i], hash + off[i], dh, ndh, pre);
 }
 
@@ -1357,9 +1378,11 @@ static int feed_rows(Sched *s, const Py_buffer *b, Py_ssize_t m) {
         }
         if (a >= s->next_sample && take(s, a) < 0) return -1;
         s->dc[D_E2E][s->fed] = a;
-        s->dc[D_WAIT][s->fed] = s->kv_acc + (s->kv_since > -INFINITY ? s->now - s->kv_since : 0.0);
+        if (!s->lean) {                 /* lean: no wait_s column, no in-system area */
+            s->dc[D_WAIT][s->fed] = s->kv_acc + (s->kv_since > -INFINITY ? s->now - s->kv_since : 0.0);
+            s->area_s += s->now - a;
+        }
         s->fed++;
-        s->area_s += s->now - a;
         s->in_system++;
     }
     return 0;
@@ -1481,7 +1504,11 @@ static PyObject *sched_columns(Sched *s, PyObject *unused) {
     if (cut_columns(s) < 0) return NULL;
     PyObject *l = PyList_New(ncols(s));
     if (!l) return NULL;
-    for (int j = 0; j < ncols(s); j++) { Py_INCREF(s->cols[j]); PyList_SET_ITEM(l, j, s->cols[j]); }
+    for (int j = 0; j < ncols(s); j++) {        /* None: a column the lean run does not keep */
+        PyObject *c = s->cols[j] ? s->cols[j] : Py_None;
+        Py_INCREF(c);
+        PyList_SET_ITEM(l, j, c);
+    }
     s->out = 1;
     return l;
 }
@@ -1490,6 +1517,7 @@ static PyObject *sched_columns(Sched *s, PyObject *unused) {
  * finished after close), or None without rows: the end state's sample time (ReplayEngine.close) */
 static PyObject *finish_max(const Sched *s) {
     if (!s->ncol) Py_RETURN_NONE;
+    if (s->lean) return PyFloat_FromDouble(s->fmax);      /* every row finished: the same maximum */
     const double *f = s->dc[D_FINISH];
     double m = f[0];
     for (Py_ssize_t i = 1; i < s->ncol; i++) if (f[i] > m) m = f[i];
@@ -1600,6 +1628,7 @@ static int sched_init(Sched *s, PyObject *args, PyObject *kw) {
     s->T = (int)T; s->budget = budget; s->max_seqs = seqs; s->max_preempt = maxp; s->layers = layers;
     s->fallback = fallback; s->last_token = last_token; s->no_cache = no_cache; s->skip = skip;
     s->now = 0.0; s->next_sample = s->last_arrival = -INFINITY; s->kv_since = -INFINITY; s->bin_s = 1; s->kpend = -1;
+    s->fmax = -INFINITY;
     Py_INCREF(take); s->take = take;
     Py_INCREF(resident); s->resident = resident;     /* before hier_methods: it checks the callback too */
     if (sched_alloc(s) < 0 || hier_methods(s, h) < 0 || seq_doubles(setup, s->T, s->setup) < 0
@@ -1676,6 +1705,24 @@ static void sched_dealloc(Sched *s) {
     Py_TYPE(s)->tp_free((PyObject *)s);
 }
 
+/* ---------------------------------------------------------------- the lean no-cache run
+ * lean(): the no-cache run (no_cache, before its first feed) keeps only what the replay's summary reads of it
+ * (pcs/engine/runner.py _close_beside, pcs/engine/schedstats.py _latency and latency_parts): the columns e2e_s,
+ * ttft_s and tpot_s and the counters busy_s, origin_s, preemptions and the end time. The loop -- its steps,
+ * admissions, preemptions and clock, so those values -- is the same; what it no longer makes: the other
+ * columns (columns() gives None for them; about 20 columns of 8 B a request, grown and filled at the feeds), the
+ * busy bins (busy_per_s empty), in_system_area_s, peak_reserved_blocks (no held-slot count after each admission
+ * and grow), requests_outgrown (counted once a request by its truncated column) and the per-request prefill
+ * seconds. tests/engine/test_stepsched_native.py diffs the kept values against the full run's. */
+static PyObject *sched_lean(Sched *s, PyObject *unused) {
+    if (!s->no_cache || s->fed || s->cols[0] || s->busy) {
+        PyErr_SetString(PyExc_ValueError, "lean(): a no-cache loop, before its first feed");
+        return NULL;
+    }
+    s->lean = 1;
+    Py_RETURN_NONE;
+}
+
 /* sample_here(step_s, max_samples): keep the time series in C from the first sample on (the loop must run without
  * the GIL: the compiled hierarchy's C API, no hybrid hooks; before any sample); True when it does, else False (the
  * loop goes on calling Sampler.take). */
@@ -1700,6 +1747,8 @@ static PyMethodDef sched_methods[] = {
     {"sample_here", (PyCFunction)sched_sample_here, METH_VARARGS,
      "sample_here(step_s, max_samples) -> bool: keep the time series in C (Sampler.take's rule)"},
     {"samples", (PyCFunction)sched_samples, METH_NOARGS, "(t0 or None, step_s, next_s, rows) of the series kept in C"},
+    {"lean", (PyCFunction)sched_lean, METH_NOARGS,
+     "lean(): a no-cache loop keeps only e2e_s, ttft_s, tpot_s and the counters its summary reads (before any feed)"},
     {"feed", (PyCFunction)sched_feed, METH_VARARGS,
      "feed(block_size, arrival f8, prompt i8, output i8, cacheable i8, max_hit i8, offsets i8 (m+1), hashes u8, "
      "prefill table f8, its offsets i8 (m+1 or empty), decode offsets i8 (m+1 or empty), decode ids u8)"},
@@ -1708,7 +1757,7 @@ static PyMethodDef sched_methods[] = {
     {"close", (PyCFunction)sched_close, METH_NOARGS, "run until every request has finished; returns the end time"},
     {"state", (PyCFunction)sched_state, METH_NOARGS,
      "(admitted, waiting, resident blocks per tier, restored bytes per link, link free per tier, running)"},
-    {"columns", (PyCFunction)sched_columns, METH_NOARGS, "per-request columns as bytes (order: pcs.engine.stepnative)"},
+    {"columns", (PyCFunction)sched_columns, METH_NOARGS, "per-request columns as array.array (order: pcs.engine.stepnative; None: not kept, lean())"},
     {"counters", (PyCFunction)sched_counters, METH_NOARGS, "counters (dict)"},
     {"clock_event", (PyCFunction)sched_clock_event, METH_NOARGS,
      "a fleet's one clock: (time, 0) the step's end is due, (time, 1) the next step begins, None: idle"},
