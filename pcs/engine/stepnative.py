@@ -170,11 +170,10 @@ class NativeStepEngine(StepEngine):
                  decode=None, no_cache: bool = False, skip: bool = True, lean: bool | None = None) -> None:
         """``lean`` (default: ``no_cache``): the no-cache run keeps only what the replay's summary reads of it --
         the columns :data:`LEAN_COLUMNS` (float64, s) and the counters ``busy_s``, ``origin_s``, ``end_s``,
-        ``preemptions`` (with ``steps``, ``prefill_steps``, ``stall_s``, ``recompute_tokens``); its other columns,
-        input columns and ledger counts (but ``num_requests``), busy bins, ``in_system_area_s``,
-        ``peak_reserved_blocks`` and ``requests_outgrown`` are not made (``_stepsched.c``, "the lean no-cache
-        run"). The kept values are the full run's (``tests/engine/test_stepsched_native.py``). ``lean=True``
-        without ``no_cache`` raises ValueError."""
+        ``preemptions``; its other columns, input columns, ledger counts (but ``num_requests``), busy bins
+        (``busy_per_s`` empty), ``in_system_area_s`` (0), ``peak_reserved_blocks`` and ``requests_outgrown`` are
+        not made, its other counters are (``_stepsched.c``, "the lean no-cache run"). The kept values are the full run's
+        (``tests/engine/test_stepsched_native.py``). ``lean=True`` without ``no_cache`` raises ValueError."""
         super().__init__(hierarchy, links, block_bytes, cost, config, recompute_last_token, decode, no_cache,
                          False, skip)
         why = unsupported(hierarchy, self.links, cost, config, no_cache)

@@ -175,6 +175,7 @@ def _assert_lean_equals_full(full, lean):
     for name in _LEAN_COUNTERS:
         assert getattr(le.stats, name) == getattr(fe.stats, name), name
     assert lr.ledger.num_requests == fr.ledger.num_requests == len(fr.columns["ttft_s"])
+    assert len(le.stats.busy_per_s) == 0 and le.stats.in_system_area_s == 0.0      # not made: no bins, no area
     assert le._last_event_s() == fe._last_event_s() == max(fr.columns["finish_s"], default=None)
 
 
