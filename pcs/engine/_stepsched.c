@@ -91,7 +91,8 @@ typedef struct {
     Feed *feeds; Py_ssize_t f0, fh, nfeeds, capfeeds; int64_t kf;   /* held: feeds[f0 .. nfeeds); kf's: fh */
     int64_t kpend;                  /* the request taken into a slot and not yet admitted (its row is read then), or -1 */
     int32_t rhead, rtail; Py_ssize_t nrun;      /* running, admission order: a list through Req.rprev / rnext */
-    int32_t *pf; Py_ssize_t npf;                /* prefilling, admission order */
+    int32_t *pf; Py_ssize_t npf;                /* prefilling, admission order: pf[0 .. npf), a window of pfbuf */
+    int32_t *pfbuf;                             /* 2 (max_seqs + 1) entries: the head leaves in O(1) (pf_remove) */
     int32_t *cr; int64_t *cn;                   /* a step's chunks */
     EvQ fin, blk;
     /* counters */
@@ -117,6 +118,9 @@ typedef struct {
     PyThreadState *ts;              /* this thread's state while the GIL is released, else NULL */
     Samp sp;                        /* the samples kept in C (sample_here), else sp.on 0: Sampler.take */
     int busy;                       /* feed / close is running (with the GIL released another thread could call) */
+    /* the no-cache run's lean mode (lean(), see "the lean no-cache run" below): only the columns and counters its
+     * summary reads are kept; fmax: the latest finish so far (finish_max without a finish_s column) */
+    int lean; double fmax;
 } Sched;
 
 static PyObject *s_rbytes, *s_hit, *s_hbpt, *s_rbpt, *s_lead, *s_last, *s_prefix, *s_trunc;
@@ -173,7 +177,9 @@ static int hcall0(PyObject *m, PyObject *adm, PyObject *arg) {
 }
 
 /* ---------------------------------------------------------------- the hierarchy's calls: its C API or Python */
-/* hybrid models: the compiled hybrid hierarchy follows the loop's clock (HybridStepEngine: hierarchy.follow) */
+/* hybrid models: the compiled hybrid hierarchy follows the loop's clock (HybridStepEngine: hierarchy.follow); it
+ * is called through its Python methods (never the compiled LRU hierarchy's C API: set_hybrid refuses a loop with
+ * s->api), so the C API calls below skip this */
 static int hy_tick(Sched *s) { return s->gh ? s->gh_api->tick(s->gh, s->now) : 0; }
 /* the chain start() takes on the Python path, built once per admission attempt (cached in r->chain until it is
  * admitted): the first n ids as one uint64 buffer (start_ids) or a list of ints */
@@ -200,7 +206,6 @@ static void adm_release(Sched *s, Req *r) {
 
 /* Hierarchy.start(chain, n, cap, extra, wait_if_full=True) for r: 1 admitted (r->ai or r->adm), 0 it waits, -1 */
 static int h_start(Sched *s, Req *r, int64_t n, int64_t cap, int64_t extra) {
-    if (hy_tick(s) < 0) return -1;
     if (s->api) {
         if (!s->nafree) { PyErr_SetString(PyExc_AssertionError, "more admissions than max_num_seqs"); return -1; }
         r->ai = s->afree[--s->nafree];
@@ -208,7 +213,7 @@ static int h_start(Sched *s, Req *r, int64_t n, int64_t cap, int64_t extra) {
         if (got <= 0) adm_release(s, r);
         return got;
     }
-    if (py_chain(s, r, n) < 0) return -1;
+    if (hy_tick(s) < 0 || py_chain(s, r, n) < 0) return -1;
     PyObject *a[5] = {r->chain, PyLong_FromLongLong(n), PyLong_FromLongLong(cap), PyLong_FromLongLong(extra), Py_True};
     PyObject *adm = (a[1] && a[2] && a[3]) ? PyObject_Vectorcall(s->m_start, a, 5, NULL) : NULL;
     Py_XDECREF(a[1]); Py_XDECREF(a[2]); Py_XDECREF(a[3]);
@@ -242,26 +247,27 @@ static int h_info(Sched *s, Req *r, AdmInfo *ai) {
     return attr_list(s, adm, s_hbpt, ai->own) < 0 || attr_list(s, adm, s_rbpt, ai->own + 8) < 0 ? -1 : 0;
 }
 
+/* the Python path of h_done / h_finish / h_abort (out of line: the C API's call stays a jump, no frame) */
+static __attribute__((noinline)) int h_pycall(Sched *s, Req *r, PyObject *m) {
+    return hy_tick(s) < 0 ? -1 : hcall0(m, r->adm, NULL);
+}
+
 static int h_done(Sched *s, Req *r) {
-    if (hy_tick(s) < 0) return -1;
-    return s->api ? s->api->prefill_done(s->hobj, CA(s, r)) : hcall0(s->m_done, r->adm, NULL);
+    return s->api ? s->api->prefill_done(s->hobj, CA(s, r)) : h_pycall(s, r, s->m_done);
 }
 
 static int h_finish(Sched *s, Req *r) {
-    if (hy_tick(s) < 0) return -1;
-    return s->api ? s->api->finish(s->hobj, CA(s, r)) : hcall0(s->m_finish, r->adm, NULL);
+    return s->api ? s->api->finish(s->hobj, CA(s, r)) : h_pycall(s, r, s->m_finish);
 }
 
 static int h_abort(Sched *s, Req *r) {
-    if (hy_tick(s) < 0) return -1;
-    return s->api ? s->api->abort(s->hobj, CA(s, r)) : hcall0(s->m_abort, r->adm, NULL);
+    return s->api ? s->api->abort(s->hobj, CA(s, r)) : h_pycall(s, r, s->m_abort);
 }
 
-/* Hierarchy.grow(adm, 1): 1 granted, 0 none obtainable, -1 error */
-static int h_grow1(Sched *s, Req *r) {
+/* Hierarchy.grow(adm, 1) through the Python method (out of line, as h_pycall) */
+static __attribute__((noinline)) int h_grow1_py(Sched *s, Req *r) {
     static PyObject *one = NULL;
     if (hy_tick(s) < 0) return -1;
-    if (s->api) return s->api->grow(s->hobj, CA(s, r), 1);
     if (!one && !(one = PyLong_FromLong(1))) return -1;
     PyObject *res = hcall(s->m_grow, r->adm, one);
     if (!res) return -1;
@@ -270,10 +276,15 @@ static int h_grow1(Sched *s, Req *r) {
     return ok;
 }
 
+/* Hierarchy.grow(adm, 1): 1 granted, 0 none obtainable, -1 error */
+static int h_grow1(Sched *s, Req *r) {
+    return s->api ? s->api->grow(s->hobj, CA(s, r), 1) : h_grow1_py(s, r);
+}
+
 /* Hierarchy.extend(adm, keys[0 .. m)); 0 or -1 */
 static int h_extend(Sched *s, Req *r, const uint64_t *keys, int64_t m) {
-    if (hy_tick(s) < 0) return -1;
     if (s->api) return s->api->extend(s->hobj, CA(s, r), keys, m);
+    if (hy_tick(s) < 0) return -1;
     PyObject *l = pcs_list_u64(keys, m);
     if (!l) return -1;
     int rc = hcall0(s->m_extend, r->adm, l);
@@ -487,10 +498,13 @@ static int busy_slow(Sched *s, double t0, double t1, double seconds) {
 
 /* SchedulerCounters.add_busy: seconds of GPU work from start, spread over the bins (inline in elapse, once per
  * step: a step within the second-wide bins allocated calls nothing -- its split is busy_slow's with w = 1, where
- * t / w is t; busy_slow otherwise); 0 or -1 */
-static inline __attribute__((always_inline)) int add_busy(Sched *s, double start, double seconds) {
+ * t / w is t; busy_slow otherwise); lean (a constant: the loop is compiled for both, "the lean no-cache run"): the
+ * busy seconds alone; 0 or -1 */
+static inline __attribute__((always_inline)) int add_busy(Sched *s, double start, double seconds, const int lean) {
     s->busy_s += seconds;
     double t0 = start - s->origin_s, t1 = t0 + seconds;
+    if (lean)                       /* no bins (lean()): busy_slow only for the errors it raises */
+        return t0 >= 0.0 && seconds >= 0.0 && t1 <= MAX_SPAN_S ? 0 : busy_slow(s, t0, t1, seconds);
     if (!(t0 >= 0.0 && seconds >= 0.0 && s->bin_s == 1 && t1 < FINE_LIMIT_S && t1 < (double)s->capbins))
         return busy_slow(s, t0, t1, seconds);
     bins_spread(s, t0, t1, 1.0, seconds);
@@ -572,12 +586,13 @@ static int check_signals(Sched *s) {
 }
 
 /* ---------------------------------------------------------------- queues of request slots */
+/* the waiting ring's capacity is a power of 2 (256, doubled): positions wrap with a mask */
 static int wq_reserve(Sched *s) {
     if (s->wn < s->wcap) return 0;
     Py_ssize_t c = s->wcap ? 2 * s->wcap : 256;
     int32_t *a = PyMem_Malloc(sizeof(int32_t) * c);
     if (!a) { PyErr_NoMemory(); return -1; }
-    for (Py_ssize_t i = 0; i < s->wn; i++) a[i] = s->wq[(s->wh + i) % s->wcap];
+    for (Py_ssize_t i = 0; i < s->wn; i++) a[i] = s->wq[(s->wh + i) & (s->wcap - 1)];
     PyMem_Free(s->wq);
     s->wq = a; s->wcap = c; s->wh = 0;
     return 0;
@@ -585,13 +600,13 @@ static int wq_reserve(Sched *s) {
 
 static int wq_push_back(Sched *s, int32_t r) {
     if (wq_reserve(s) < 0) return -1;
-    s->wq[(s->wh + s->wn++) % s->wcap] = r;
+    s->wq[(s->wh + s->wn++) & (s->wcap - 1)] = r;
     return 0;
 }
 
 static int wq_push_front(Sched *s, int32_t r) {
     if (wq_reserve(s) < 0) return -1;
-    s->wh = (s->wh + s->wcap - 1) % s->wcap;
+    s->wh = (s->wh + s->wcap - 1) & (s->wcap - 1);
     s->wq[s->wh] = r;
     s->wn++;
     return 0;
@@ -619,12 +634,25 @@ static void run_remove(Sched *s, int32_t ri) {
     s->nrun--;
 }
 
-/* r out of a[0 .. n) (a few entries: the prefilling requests; no library call) */
-static void list_remove(int32_t *a, Py_ssize_t *n, int32_t r) {
-    Py_ssize_t i = 0;
-    while (i < *n && a[i] != r) i++;
-    if (i == *n) return;
-    for ((*n)--; i < *n; i++) a[i] = a[i + 1];
+/* r out of the prefilling requests (the first, most often: its chunks come first, so its prefill completes first;
+ * the window moves on) */
+static void pf_remove(Sched *s, int32_t r) {
+    int32_t *a = s->pf;
+    Py_ssize_t i = 0, n = s->npf;
+    if (n && a[0] == r) { s->pf++; s->npf--; return; }
+    while (i < n && a[i] != r) i++;
+    if (i == n) return;
+    for (s->npf = --n; i < n; i++) a[i] = a[i + 1];
+}
+
+/* r joins the prefilling requests, last; the window back to pfbuf's start when it reaches the end (at most
+ * max_seqs + 1 prefill, so once in max_seqs + 1 head removals at most) */
+static void pf_append(Sched *s, int32_t r) {
+    if (s->pf + s->npf == s->pfbuf + 2 * (s->max_seqs + 1)) {
+        for (Py_ssize_t i = 0; i < s->npf; i++) s->pfbuf[i] = s->pf[i];
+        s->pf = s->pfbuf;
+    }
+    s->pf[s->npf++] = r;
 }
 
 /* ---------------------------------------------------------------- columns */
@@ -633,6 +661,12 @@ static PyObject *array_type;        /* array.array, imported once */
 /* the columns' number: NQ0 + T int64 ('q'), ND float64 ('d'), truncated (int8, 'b') */
 static int ncols(const Sched *s) { return NQ0 + s->T + ND + 1; }
 static char col_code(const Sched *s, int j) { return j < NQ0 + s->T ? 'q' : j < NQ0 + s->T + ND ? 'd' : 'b'; }
+
+/* column j is kept: every column, or in the lean no-cache run (lean()) e2e_s, ttft_s and tpot_s alone */
+static int col_kept(const Sched *s, int j) {
+    int d = j - (NQ0 + s->T);
+    return !s->lean || d == D_E2E || d == D_TTFT || d == D_TPOT;
+}
 
 /* the buffer of column j (an array.array only this loop resizes), or NULL */
 static void *col_buf(PyObject *arr) {
@@ -667,9 +701,9 @@ static Py_ssize_t col_target(const Sched *s, Py_ssize_t m) {
  * grown by col_target's rule, the rows past ncol set already (columns() cuts them off); with the GIL; 0 or -1 */
 static int init_columns(Sched *s, Py_ssize_t m) {
     int n = ncols(s);
-    for (int j = 0; j < n && !s->cols[0 + j]; j++) {
+    for (int j = 0; j < n; j++) {
         char code[2] = {col_code(s, j), 0};
-        if (!(s->cols[j] = PyObject_CallFunction(array_type, "s", code))) return -1;
+        if (!s->cols[j] && col_kept(s, j) && !(s->cols[j] = PyObject_CallFunction(array_type, "s", code))) return -1;
     }
     Py_ssize_t cap = col_target(s, m), g = cap - s->capcol;
     if (!g) { s->ncol += m; return 0; }
@@ -678,13 +712,16 @@ static int init_columns(Sched *s, Py_ssize_t m) {
     int rc = 0;
     for (int j = 0; j < n && !rc; j++) {            /* the zero columns; 'b' takes g bytes of the same zeros */
         int d = j - (NQ0 + s->T);
+        if (!s->cols[j]) continue;
         if (d < 0 || d >= ND) rc = col_extend(s->cols[j], init, d < 0 ? 8 * g : g);
         else if (d < D_NAN_FROM) rc = col_extend(s->cols[j], init, 8 * g);
     }
     for (Py_ssize_t i = 0; i < g; i++) init[i] = NAN;
-    for (int d = D_NAN_FROM; d < ND && !rc; d++) rc = col_extend(s->cols[NQ0 + s->T + d], init, 8 * g);
+    for (int d = D_NAN_FROM; d < ND && !rc; d++)
+        if (s->cols[NQ0 + s->T + d]) rc = col_extend(s->cols[NQ0 + s->T + d], init, 8 * g);
     PyMem_Free(init);
     for (int j = 0; j < n && !rc; j++) {
+        if (!s->cols[j]) continue;
         void *p = col_buf(s->cols[j]);
         if (!p) return -1;
         int d = j - (NQ0 + s->T);
@@ -699,14 +736,15 @@ static int init_columns(Sched *s, Py_ssize_t m) {
 /* the rows past ncol (held ahead by col_target) cut off the columns, before they are handed out; 0 or -1 */
 static int cut_columns(Sched *s) {
     for (int j = 0; j < ncols(s) && s->capcol > s->ncol; j++)
-        if (PySequence_DelSlice(s->cols[j], s->ncol, s->capcol) < 0) return -1;
+        if (s->cols[j] && PySequence_DelSlice(s->cols[j], s->ncol, s->capcol) < 0) return -1;
     s->capcol = s->ncol;
     return 0;
 }
 
 static void note_peak(Sched *s, int64_t held) { if (held > s->peak) s->peak = held; }
 
-static int note_held(Sched *s) {
+static inline __attribute__((always_inline)) int note_held(Sched *s, const int lean) {
+    if (lean) return 0;             /* no peak (lean()) */
     int64_t held = h_held(s);
     if (held < 0) return -1;
     note_peak(s, held);
@@ -723,8 +761,8 @@ static void req_free(Sched *s, int32_t i) {
     s->freel[s->nfree++] = i;
 }
 
-static int32_t req_new(Sched *s) {
-    if (s->nfree) return s->freel[--s->nfree];
+/* a new slot (none free: the array grown when full; out of line, req_new's cold part) */
+static __attribute__((noinline)) int32_t req_grow(Sched *s) {
     if (s->nrq == s->caprq) {
         int32_t c = s->caprq ? 2 * s->caprq : 256;
         Req *a = PyMem_Realloc(s->rq, sizeof(Req) * c);
@@ -735,6 +773,10 @@ static int32_t req_new(Sched *s) {
     }
     memset(&s->rq[s->nrq], 0, sizeof(Req));   /* a new slot: no buffers yet */
     return s->nrq++;
+}
+
+static inline __attribute__((always_inline)) int32_t req_new(Sched *s) {
+    return s->nfree ? s->freel[--s->nfree] : req_grow(s);
 }
 
 /* StepEngine._admission: cacheable blocks (the chain: the first n of chain_ids(r)), hit cap, extra slots, fixed */
@@ -864,7 +906,7 @@ static int first_columns(Sched *s, Req *r, const AdmInfo *ai, int64_t kept, int6
     s->trunc[k] = (char)trunc;
     s->dc[D_WAIT][k] = s->kv_acc + (s->kv_since > -INFINITY ? s->now - s->kv_since : 0.0) - r->kv_mark;
     s->dc[D_PREFILL][k] = r->pre ? r->pre[kept] : 0.0;
-    return note_held(s);
+    return note_held(s, 0);         /* lean runs skip first_columns */
 }
 
 /* StepEngine._truncated_again: a truncated re-admission counts r as truncated, once (docs/semantics.md §5) */
@@ -897,9 +939,9 @@ static int admit(Sched *s, int32_t ri) {
     r->ctx = ht < p ? ht : p - 1;
     r->rem = p - r->ctx;
     run_append(s, ri);
-    s->pf[s->npf++] = ri;
+    pf_append(s, ri);
     if (r->first) {
-        if (first_columns(s, r, &ai, kept, ht < p ? ht : p, hits, th, rb, lead) < 0) return -1;
+        if (!s->lean && first_columns(s, r, &ai, kept, ht < p ? ht : p, hits, th, rb, lead) < 0) return -1;
         if (s->gh && s->gh_api->first_admission(s->gh) < 0) return -1;
         if (!s->no_cache) memcpy(r->hashes, r->ids0, sizeof(uint64_t) * r->n0);  /* in cache: start just read them */
         r->ids0 = NULL; r->pre = NULL;
@@ -908,15 +950,15 @@ static int admit(Sched *s, int32_t ri) {
         s->admitted++;
     } else {
         s->recompute_tokens += r->rem;
-        if (ai.truncated) truncated_again(s, r);
+        if (ai.truncated && !s->lean) truncated_again(s, r);      /* lean: no truncated column to count once by */
     }
     return 1;
 }
 
-static int materialize(Sched *s);
+static inline int materialize(Sched *s);
 
 /* StepEngine._compose: the prefill chunks of the step at now into s->cr / s->cn; their number or -1 */
-static Py_ssize_t compose(Sched *s) {
+static inline __attribute__((always_inline)) Py_ssize_t compose(Sched *s) {
     int64_t left = s->budget - s->d;
     Py_ssize_t nch = 0;
     for (Py_ssize_t i = 0; i < s->npf; i++) {
@@ -937,7 +979,7 @@ static Py_ssize_t compose(Sched *s) {
             if (s->kv_since == -INFINITY) s->kv_since = s->now;
             break;
         }
-        s->wh = (s->wh + 1) % s->wcap; s->wn--;
+        s->wh = (s->wh + 1) & (s->wcap - 1); s->wn--;
         Req *r = &s->rq[ri];
         int64_t n = r->rem < left ? r->rem : left;
         s->cr[nch] = ri; s->cn[nch++] = n;
@@ -948,13 +990,14 @@ static Py_ssize_t compose(Sched *s) {
 
 /* StepEngine._elapse: steps taking seconds (stall included) ran from now (inline in its two callers, once per
  * step; busy_slow, the bins' slow path, out of line) */
-static inline __attribute__((always_inline)) int elapse(Sched *s, double seconds, double stall, int64_t steps) {
+static inline __attribute__((always_inline)) int elapse(Sched *s, double seconds, double stall, int64_t steps,
+                                                       const int lean) {
     double now = s->now;
     if (now + seconds >= s->next_sample && take(s, now + seconds) < 0) return -1;
-    if (add_busy(s, now, seconds) < 0) return -1;
+    if (add_busy(s, now, seconds, lean) < 0) return -1;
     if (stall != 0.0) s->stall_s += stall;
     s->steps += steps;
-    s->area_s += (double)s->in_system * seconds;
+    if (!lean) s->area_s += (double)s->in_system * seconds;
     s->now = now + seconds;
     s->G += steps;
     s->S += s->d * steps;
@@ -963,7 +1006,7 @@ static inline __attribute__((always_inline)) int elapse(Sched *s, double seconds
 
 static int idle(Sched *s, double until) {
     if (until >= s->next_sample && take(s, until) < 0) return -1;
-    s->area_s += (double)s->in_system * (until - s->now);
+    if (!s->lean) s->area_s += (double)s->in_system * (until - s->now);
     s->now = until;
     return 0;
 }
@@ -996,6 +1039,12 @@ static int finish_columns(Sched *s, Req *r) {
     int64_t k = r->k;
     double now = s->now, ttft = r->ttft - r->arrival;
     s->dc[D_TTFT][k] = ttft;
+    if (s->lean) {                  /* lean(): the three columns kept, the latest finish */
+        s->dc[D_E2E][k] = now - r->arrival;
+        s->dc[D_TPOT][k] = r->o > 1 ? (now - r->ttft) / (double)(r->o - 1) : NAN;
+        if (now > s->fmax) s->fmax = now;
+        return 0;
+    }
     s->dc[D_PSTEPS][k] = r->prefill_s;
     s->dc[D_EXPOSED][k] = r->exposed_s;
     double rest = ttft - s->dc[D_WAIT][k] - r->exposed_s - r->prefill_s;
@@ -1027,9 +1076,9 @@ static int finish(Sched *s, int32_t ri) {
 }
 
 /* StepEngine._prefill_complete */
-static int prefill_complete(Sched *s, int32_t ri) {
+static inline __attribute__((always_inline)) int prefill_complete(Sched *s, int32_t ri) {
     Req *r = &s->rq[ri];
-    list_remove(s->pf, &s->npf, ri);
+    pf_remove(s, ri);
     if (h_done(s, r) < 0) return -1;
     if (isnan_(r->ttft)) r->ttft = s->now;
     r->out += 1;
@@ -1043,7 +1092,7 @@ static int prefill_complete(Sched *s, int32_t ri) {
 }
 
 /* StepEngine._prefill_step: one step with prefill chunks and the decode batch */
-static int prefill_step(Sched *s, Py_ssize_t nch) {
+static inline __attribute__((always_inline)) int prefill_step(Sched *s, Py_ssize_t nch, const int lean) {
     int64_t d = s->d, tokens = d;
     double now = s->now, comp = 0.0, mem = 0.0;
     int late = 0;
@@ -1076,16 +1125,16 @@ static int prefill_step(Sched *s, Py_ssize_t nch) {
     s->prefill_steps++;
     s->open_nch = nch;                  /* StepEngine._prefill_step returns the step: _end applies the chunks */
     s->open_step = step;
-    return elapse(s, step + stall, stall, 1);
+    return elapse(s, step + stall, stall, 1, lean);
 }
 
 /* StepEngine._chunks_ran: the step's chunks (s->cr, s->cn) ran; finished prefills complete */
-static int chunks_ran(Sched *s, Py_ssize_t nch, double step) {
+static inline __attribute__((always_inline)) int chunks_ran(Sched *s, Py_ssize_t nch, double step, const int lean) {
     for (Py_ssize_t x = 0; x < nch; x++) {
         int32_t ri = s->cr[x];
         Req *r = &s->rq[ri];
         r->ctx += s->cn[x];
-        if (isnan_(r->ttft)) r->prefill_s += step;
+        if (!lean && isnan_(r->ttft)) r->prefill_s += step;      /* lean: no prefill_steps_s column */
         r->rem -= s->cn[x];
         if (!r->rem && prefill_complete(s, ri) < 0) return -1;
     }
@@ -1093,7 +1142,7 @@ static int chunks_ran(Sched *s, Py_ssize_t nch, double step) {
 }
 
 /* StepEngine._preempt: free v's blocks, back to the head of the queue */
-static int preempt(Sched *s, int32_t vi) {
+static inline __attribute__((always_inline)) int preempt(Sched *s, int32_t vi) {
     Req *v = &s->rq[vi];
     v->ep = ++s->epochs;
     run_remove(s, vi);
@@ -1112,7 +1161,7 @@ static int preempt(Sched *s, int32_t vi) {
         v->chain_dh = m;
         v->dh_in = m;
     } else {
-        list_remove(s->pf, &s->npf, vi);
+        pf_remove(s, vi);
         if (h_abort(s, v) < 0) return -1;
     }
     adm_release(s, v);
@@ -1135,7 +1184,7 @@ static int32_t victim(Sched *s) {
 static int grow1(Sched *s, Req *r) { return h_grow1(s, r); }
 
 /* StepEngine._grow_now: the block boundaries of step G */
-static int grow_now(Sched *s) {
+static inline __attribute__((always_inline)) int grow_now(Sched *s, const int lean) {
     EvQ *blk = &s->blk;
     while (blk->n && evq_top_step(blk) <= s->G) {
         HEnt top = evq_top(blk);
@@ -1151,11 +1200,11 @@ static int grow_now(Sched *s) {
             if (v < 0 || preempt(s, v) < 0) return -1;
         }
     }
-    return note_held(s);
+    return note_held(s, lean);
 }
 
 /* StepEngine._grow_ahead: serve the boundaries of steps G+1 .. G+k-1; the steps that can run, or -1 */
-static int64_t grow_ahead(Sched *s, int64_t k) {
+static inline __attribute__((always_inline)) int64_t grow_ahead(Sched *s, int64_t k, const int lean) {
     EvQ *blk = &s->blk;
     int64_t limit = s->G + k;
     while (blk->n && evq_top_step(blk) < limit) {
@@ -1164,15 +1213,15 @@ static int64_t grow_ahead(Sched *s, int64_t k) {
         if (top.ep != r->ep || !r->live) { evq_pop(blk); continue; }
         int ok = grow1(s, r);
         if (ok < 0) return -1;
-        if (!ok) return note_held(s) < 0 ? -1 : hkey_step(top.ks) - s->G;
+        if (!ok) return note_held(s, lean) < 0 ? -1 : hkey_step(top.ks) - s->G;
         evq_pop(blk);
         if (push_boundary(s, r, top.r, hkey_step(top.ks) + 1) < 0) return -1;
     }
-    return note_held(s) < 0 ? -1 : k;
+    return note_held(s, lean) < 0 ? -1 : k;
 }
 
 /* StepEngine._decode_skip: pure decode steps until the first finish, block shortage or a step at >= t */
-static int decode_skip(Sched *s, double t) {
+static inline __attribute__((always_inline)) int decode_skip(Sched *s, double t, const int lean) {
     EvQ *fin = &s->fin;
     while (fin->n) {                    /* stale entries (a preempted or finished request's) off the top */
         HEnt top = evq_top(fin);        /* then its slot (in one expression, unsequenced) */
@@ -1184,14 +1233,14 @@ static int decode_skip(Sched *s, double t) {
     int64_t k = t == INFINITY ? most : decode_steps_within(s, s->d, s->S, t - s->now, most);
     if (!s->skip) k = 1;
     if (s->blk.n && evq_top_step(&s->blk) < s->G + k) {
-        k = grow_ahead(s, k);
+        k = grow_ahead(s, k, lean);
         if (k < 0) return -1;
     }
-    return elapse(s, decode_run_s(s, s->d, s->S, k), 0.0, k);
+    return elapse(s, decode_run_s(s, s->d, s->S, k), 0.0, k, lean);
 }
 
 /* StepEngine._finish_due */
-static int finish_due(Sched *s) {
+static inline __attribute__((always_inline)) int finish_due(Sched *s) {
     EvQ *fin = &s->fin;
     while (fin->n && evq_top_step(fin) <= s->G) {
         HEnt top = evq_top(fin);
@@ -1208,14 +1257,16 @@ static int finish_due(Sched *s) {
     return 0;
 }
 
-/* StepEngine._begin: the first half of an iteration (1: began, 0: nothing to run before t, -1: error) */
-static int begin(Sched *s, double t) {
+/* StepEngine._begin: the first half of an iteration (1: began, 0: nothing to run before t, -1: error); lean: a
+ * constant (begin_full, begin_lean: the per-step work of the lean no-cache run compiled apart, so the full run
+ * tests nothing for it) */
+static inline __attribute__((always_inline)) int begin_(Sched *s, double t, const int lean) {
     s->open_nch = 0;
-    if (s->blk.n && evq_top_step(&s->blk) <= s->G && grow_now(s) < 0) return -1;
+    if (s->blk.n && evq_top_step(&s->blk) <= s->G && grow_now(s, lean) < 0) return -1;
     Py_ssize_t nch = compose(s);
     if (nch < 0) return -1;
-    if (nch) { if (prefill_step(s, nch) < 0) return -1; }
-    else if (s->d) { if (decode_skip(s, t) < 0) return -1; }
+    if (nch) { if (prefill_step(s, nch, lean) < 0) return -1; }
+    else if (s->d) { if (decode_skip(s, t, lean) < 0) return -1; }
     else {
         if (t == INFINITY) return 0;
         if (idle(s, t) < 0) return -1;
@@ -1223,30 +1274,39 @@ static int begin(Sched *s, double t) {
     return 1;
 }
 
-/* StepEngine._end: the second half, at the end of the step */
-static int end(Sched *s) {
+/* StepEngine._end: the second half, at the end of the step (lean as begin_) */
+static inline __attribute__((always_inline)) int end_(Sched *s, const int lean) {
     Py_ssize_t nch = s->open_nch;
     s->open_nch = 0;
-    if (nch && chunks_ran(s, nch, s->open_step) < 0) return -1;
+    if (nch && chunks_ran(s, nch, s->open_step, lean) < 0) return -1;
     if (s->fin.n && evq_top_step(&s->fin) <= s->G && finish_due(s) < 0) return -1;
     return 0;
 }
 
-/* StepEngine._run_until */
-static int run_until(Sched *s, double t) {
+static __attribute__((noinline)) int begin_full(Sched *s, double t) { return begin_(s, t, 0); }
+static __attribute__((noinline)) int begin_lean(Sched *s, double t) { return begin_(s, t, 1); }
+static __attribute__((noinline)) int end_full(Sched *s) { return end_(s, 0); }
+static __attribute__((noinline)) int end_lean(Sched *s) { return end_(s, 1); }
+static int begin(Sched *s, double t) { return s->lean ? begin_lean(s, t) : begin_full(s, t); }
+static int end(Sched *s) { return s->lean ? end_lean(s) : end_full(s); }
+
+/* StepEngine._run_until (lean as begin_) */
+static inline __attribute__((always_inline)) int run_until_(Sched *s, double t, const int lean) {
     unsigned int spins = 0;
     while (s->now < t) {
         if (!(++spins & 0xFFFF) && check_signals(s) < 0) return -1;    /* Ctrl-C in a long tail */
-        int b = begin(s, t);
+        int b = lean ? begin_lean(s, t) : begin_full(s, t);
         if (b <= 0) return b;
-        if (end(s) < 0) return -1;
+        if ((lean ? end_lean(s) : end_full(s)) < 0) return -1;
     }
     return 0;
 }
 
+static int run_until(Sched *s, double t) { return s->lean ? run_until_(s, t, 1) : run_until_(s, t, 0); }
+
 /* ---------------------------------------------------------------- feeding */
 /* request k in a slot, last in the queue: arrival taken a, KV-wait mark kv_mark (both as at its feed) */
-static int new_request(Sched *s, int64_t k, double a, double kv_mark, int64_t p, int64_t o, int64_t n0,
+static inline __attribute__((always_inline)) int new_request(Sched *s, int64_t k, double a, double kv_mark, int64_t p, int64_t o, int64_t n0,
                        int64_t cap0, const uint64_t *ids, const uint64_t *dh, int64_t ndh, const double *pre) {
     int32_t ri = req_new(s);
     if (ri < 0) return -1;
@@ -1274,20 +1334,9 @@ static int new_request(Sched *s, int64_t k, double a, double kv_mark, int64_t p,
     return wq_push_back(s, ri);
 }
 
-/* the ids and prefill row of row i of f (cold: fed long ago), read at its admission: brought into cache while the
- * one before it is admitted (at most 8 lines each) */
-static void prefetch_row(const Feed *f, Py_ssize_t i) {
-    const int64_t *off = f->b[B_OFF].buf, *poff = f->b[B_PREOFF].buf, *cap = f->b[B_CAP].buf;
-    const uint64_t *hash = f->b[B_HASH].buf;
-    for (int64_t x = off[i]; x < off[i + 1] && x < off[i] + 64; x += 8) __builtin_prefetch(hash + x, 0, 1);
-    if (!f->b[B_PRE].len) return;
-    const double *pre = (const double *)f->b[B_PRE].buf + poff[i];
-    for (int64_t x = 0; x <= cap[i] && x < 64; x += 8) __builtin_prefetch(pre + x, 0, 1);
-}
-
 /* the first request not yet in a slot (kf) into one, last in the queue, from its feed's row; its arrival taken
  * and KV-wait mark were kept in its D_E2E / D_WAIT cells (scratch until finish_columns / first_columns) */
-static int materialize(Sched *s) {
+static inline __attribute__((always_inline)) int materialize(Sched *s) {
     int64_t k = s->kf;
     if (s->kpend >= 0) { PyErr_SetString(PyExc_AssertionError, "a request taken in and not admitted"); return -1; }
     while (k >= s->feeds[s->fh].k0 + s->feeds[s->fh].m) s->fh++;
@@ -1304,9 +1353,8 @@ static int materialize(Sched *s) {
         ndh = doff[i + 1] - doff[i];
     }
     const double *pre = b[B_PRE].len ? (const double *)b[B_PRE].buf + poff[i] : NULL;
-    if (i + 1 < f->m) prefetch_row(f, i + 1);
     s->kf++;
-    return new_request(s, k, s->dc[D_E2E][k], s->dc[D_WAIT][k], p, ((const int64_t *)b[B_OUT].buf)[i], cache[i],
+    return new_request(s, k, s->dc[D_E2E][k], s->lean ? 0.0 : s->dc[D_WAIT][k], p, ((const int64_t *)b[B_OUT].buf)[i], cache[i],
                        ((const int64_t *)b[B_CAP].buf)[i], hash + off[i], dh, ndh, pre);
 }
 
@@ -1357,9 +1405,11 @@ static int feed_rows(Sched *s, const Py_buffer *b, Py_ssize_t m) {
         }
         if (a >= s->next_sample && take(s, a) < 0) return -1;
         s->dc[D_E2E][s->fed] = a;
-        s->dc[D_WAIT][s->fed] = s->kv_acc + (s->kv_since > -INFINITY ? s->now - s->kv_since : 0.0);
+        if (!s->lean) {                 /* lean: no wait_s column, no in-system area */
+            s->dc[D_WAIT][s->fed] = s->kv_acc + (s->kv_since > -INFINITY ? s->now - s->kv_since : 0.0);
+            s->area_s += s->now - a;
+        }
         s->fed++;
-        s->area_s += s->now - a;
         s->in_system++;
     }
     return 0;
@@ -1481,7 +1531,11 @@ static PyObject *sched_columns(Sched *s, PyObject *unused) {
     if (cut_columns(s) < 0) return NULL;
     PyObject *l = PyList_New(ncols(s));
     if (!l) return NULL;
-    for (int j = 0; j < ncols(s); j++) { Py_INCREF(s->cols[j]); PyList_SET_ITEM(l, j, s->cols[j]); }
+    for (int j = 0; j < ncols(s); j++) {        /* None: a column the lean run does not keep */
+        PyObject *c = s->cols[j] ? s->cols[j] : Py_None;
+        Py_INCREF(c);
+        PyList_SET_ITEM(l, j, c);
+    }
     s->out = 1;
     return l;
 }
@@ -1490,6 +1544,7 @@ static PyObject *sched_columns(Sched *s, PyObject *unused) {
  * finished after close), or None without rows: the end state's sample time (ReplayEngine.close) */
 static PyObject *finish_max(const Sched *s) {
     if (!s->ncol) Py_RETURN_NONE;
+    if (s->lean) return PyFloat_FromDouble(s->fmax);      /* every row finished: the same maximum */
     const double *f = s->dc[D_FINISH];
     double m = f[0];
     for (Py_ssize_t i = 1; i < s->ncol; i++) if (f[i] > m) m = f[i];
@@ -1538,10 +1593,10 @@ static int sched_alloc(Sched *s) {
     s->iops = PyMem_Calloc(T, sizeof(double)); s->link_free = PyMem_Calloc(T, sizeof(double));
     s->bpb = PyMem_Calloc(T, sizeof(int64_t)); s->tier_hits = PyMem_Calloc(T, sizeof(int64_t));
     s->links = PyMem_Calloc(T, sizeof(Link));
-    s->rhead = s->rtail = -1; s->pf = PyMem_Calloc(s->max_seqs + 1, sizeof(int32_t));
+    s->rhead = s->rtail = -1; s->pf = s->pfbuf = PyMem_Calloc(2 * (s->max_seqs + 1), sizeof(int32_t));
     s->cr = PyMem_Calloc(s->max_seqs + 1, sizeof(int32_t)); s->cn = PyMem_Calloc(s->max_seqs + 1, sizeof(int64_t));
     if (!s->setup || !s->bw || !s->iops || !s->link_free || !s->bpb || !s->tier_hits || !s->links
-        || !s->pf || !s->cr || !s->cn) { PyErr_NoMemory(); return -1; }
+        || !s->pfbuf || !s->cr || !s->cn) { PyErr_NoMemory(); return -1; }
     return 0;
 }
 
@@ -1600,6 +1655,7 @@ static int sched_init(Sched *s, PyObject *args, PyObject *kw) {
     s->T = (int)T; s->budget = budget; s->max_seqs = seqs; s->max_preempt = maxp; s->layers = layers;
     s->fallback = fallback; s->last_token = last_token; s->no_cache = no_cache; s->skip = skip;
     s->now = 0.0; s->next_sample = s->last_arrival = -INFINITY; s->kv_since = -INFINITY; s->bin_s = 1; s->kpend = -1;
+    s->fmax = -INFINITY;
     Py_INCREF(take); s->take = take;
     Py_INCREF(resident); s->resident = resident;     /* before hier_methods: it checks the callback too */
     if (sched_alloc(s) < 0 || hier_methods(s, h) < 0 || seq_doubles(setup, s->T, s->setup) < 0
@@ -1644,6 +1700,10 @@ static PyObject *sched_set_chunk_attention(Sched *s, PyObject *args) {
 /* set_hybrid(h): h a pcs.cache._grouphier.Hierarchy (the one whose methods the loop calls): it follows the loop's
  * clock, keeps first admissions' samples and uncounts skipped restores, through its C-level API */
 static PyObject *sched_set_hybrid(Sched *s, PyObject *h) {
+    if (s->api) {           /* the C API calls skip hy_tick: a loop over the compiled LRU hierarchy has no hooks */
+        PyErr_SetString(PyExc_ValueError, "set_hybrid: the loop's hierarchy is the compiled LRU hierarchy");
+        return NULL;
+    }
     PyObject *cap = PyObject_CallMethod(h, "c_api", NULL);
     if (!cap) return NULL;
     const GHCApi *api = PyCapsule_GetPointer(cap, GH_CAPI_NAME);
@@ -1665,7 +1725,7 @@ static void sched_dealloc(Sched *s) {
     PyMem_Free(s->apool); PyMem_Free(s->afree);
     for (Py_ssize_t x = s->f0; x < s->nfeeds; x++) for (int j = 0; j < NB; j++) PyBuffer_Release(&s->feeds[x].b[j]);
     PyMem_Free(s->feeds);
-    PyMem_Free(s->rq); PyMem_Free(s->freel); PyMem_Free(s->wq); PyMem_Free(s->pf);
+    PyMem_Free(s->rq); PyMem_Free(s->freel); PyMem_Free(s->wq); PyMem_Free(s->pfbuf);
     PyMem_Free(s->cr); PyMem_Free(s->cn); evq_free(&s->fin); evq_free(&s->blk); PyMem_Free(s->bins);
     PyMem_Free(s->setup); PyMem_Free(s->bw); PyMem_Free(s->iops); PyMem_Free(s->bpb); PyMem_Free(s->link_free);
     PyMem_Free(s->tier_hits); PyMem_Free(s->links); PyMem_Free(s->sp.rows);
@@ -1674,6 +1734,26 @@ static void sched_dealloc(Sched *s) {
     Py_XDECREF(s->m_abort); Py_XDECREF(s->m_extend); Py_XDECREF(s->m_held); Py_XDECREF(s->take);
     Py_XDECREF(s->resident); Py_XDECREF(s->hobj); Py_XDECREF(s->gh);
     Py_TYPE(s)->tp_free((PyObject *)s);
+}
+
+/* ---------------------------------------------------------------- the lean no-cache run
+ * lean(): the no-cache run (no_cache, before its first feed) keeps only what the replay's summary reads of it
+ * (pcs/engine/runner.py _close_beside, pcs/engine/schedstats.py _latency and latency_parts): the columns e2e_s,
+ * ttft_s and tpot_s and the counters busy_s, origin_s, preemptions and the end time. The loop -- its steps,
+ * admissions, preemptions and clock, so those values -- is the same; what it no longer makes: the other
+ * columns (columns() gives None for them; 17 columns of 8 B a request and one of 1 B, grown and filled at the
+ * feeds, written at each first admission and finish), the busy bins (busy_per_s empty), in_system_area_s (0),
+ * peak_reserved_blocks (no held-slot count after each admission and grow), requests_outgrown (counted once a
+ * request by its truncated column) and the per-request prefill seconds. The other counters are made as before.
+ * The per-step part of the loop (begin_, end_) is compiled twice, lean a constant, so the full run pays no test
+ * for it. tests/engine/test_stepsched_native.py diffs the kept values against the full run's. */
+static PyObject *sched_lean(Sched *s, PyObject *unused) {
+    if (!s->no_cache || s->fed || s->cols[0] || s->busy) {
+        PyErr_SetString(PyExc_ValueError, "lean(): a no-cache loop, before its first feed");
+        return NULL;
+    }
+    s->lean = 1;
+    Py_RETURN_NONE;
 }
 
 /* sample_here(step_s, max_samples): keep the time series in C from the first sample on (the loop must run without
@@ -1700,6 +1780,8 @@ static PyMethodDef sched_methods[] = {
     {"sample_here", (PyCFunction)sched_sample_here, METH_VARARGS,
      "sample_here(step_s, max_samples) -> bool: keep the time series in C (Sampler.take's rule)"},
     {"samples", (PyCFunction)sched_samples, METH_NOARGS, "(t0 or None, step_s, next_s, rows) of the series kept in C"},
+    {"lean", (PyCFunction)sched_lean, METH_NOARGS,
+     "lean(): a no-cache loop keeps only e2e_s, ttft_s, tpot_s and the counters its summary reads (before any feed)"},
     {"feed", (PyCFunction)sched_feed, METH_VARARGS,
      "feed(block_size, arrival f8, prompt i8, output i8, cacheable i8, max_hit i8, offsets i8 (m+1), hashes u8, "
      "prefill table f8, its offsets i8 (m+1 or empty), decode offsets i8 (m+1 or empty), decode ids u8)"},
@@ -1708,7 +1790,7 @@ static PyMethodDef sched_methods[] = {
     {"close", (PyCFunction)sched_close, METH_NOARGS, "run until every request has finished; returns the end time"},
     {"state", (PyCFunction)sched_state, METH_NOARGS,
      "(admitted, waiting, resident blocks per tier, restored bytes per link, link free per tier, running)"},
-    {"columns", (PyCFunction)sched_columns, METH_NOARGS, "per-request columns as bytes (order: pcs.engine.stepnative)"},
+    {"columns", (PyCFunction)sched_columns, METH_NOARGS, "per-request columns as array.array (order: pcs.engine.stepnative; None: not kept, lean())"},
     {"counters", (PyCFunction)sched_counters, METH_NOARGS, "counters (dict)"},
     {"clock_event", (PyCFunction)sched_clock_event, METH_NOARGS,
      "a fleet's one clock: (time, 0) the step's end is due, (time, 1) the next step begins, None: idle"},

@@ -26,7 +26,7 @@ from pcs.engine.schedstats import SpanError
 from pcs.engine.series import Sampler
 from pcs.errors import UserError
 
-__all__ = ["NativeStepEngine", "unsupported", "loop_unsupported", "new_loop", "MAX_TIERS", "span_limit"]
+__all__ = ["NativeStepEngine", "unsupported", "loop_unsupported", "new_loop", "MAX_TIERS", "span_limit", "LEAN_COLUMNS"]
 
 _stepsched = _native.module("stepsched")    # None when the optional extension did not compile
 
@@ -68,6 +68,9 @@ _D_COLS = ("restore_s", "wait_link_s", "prefill_s", "wait_s", "ttft_s", "finish_
 _COUNTERS = ("steps", "prefill_steps", "busy_s", "stall_s", "busy_per_s", "origin_s", "preemptions",
              "recompute_tokens", "restores_considered", "restores_losing", "restores_skipped", "decode_blocks_cached",
              "requests_outgrown", "in_system_area_s", "bin_s")
+#: the columns a lean no-cache run keeps (:class:`NativeStepEngine`'s ``lean``): what the replay's summary reads of
+#: it (``pcs.engine.runner._close_beside``, ``pcs.engine.schedstats.latency_parts``)
+LEAN_COLUMNS = ("ttft_s", "e2e_s", "tpot_s")
 _LINK_FIELDS = ("restores", "restored_blocks", "restored_bytes", "restore_s", "transfer_s", "overhead_s",
                 "full_prefill_s", "remaining_prefill_s", "slower_restores", "slower_blocks")
 
@@ -160,9 +163,17 @@ class NativeStepEngine(StepEngine):
     #: the trace's requests when known (the next-turn search counted them; 0: not known), reserved for the C loop's
     #: columns at the first feed (:meth:`feed`)
     _expect = 0
+    #: a lean no-cache run (:meth:`__init__`'s ``lean``): only :data:`LEAN_COLUMNS` and the counters its summary reads
+    _lean = False
 
     def __init__(self, hierarchy, links, block_bytes, cost, config, recompute_last_token: bool = True,
-                 decode=None, no_cache: bool = False, skip: bool = True) -> None:
+                 decode=None, no_cache: bool = False, skip: bool = True, lean: bool | None = None) -> None:
+        """``lean`` (default: ``no_cache``): the no-cache run keeps only what the replay's summary reads of it --
+        the columns :data:`LEAN_COLUMNS` (float64, s) and the counters ``busy_s``, ``origin_s``, ``end_s``,
+        ``preemptions``; its other columns, input columns, ledger counts (but ``num_requests``), busy bins
+        (``busy_per_s`` empty), ``in_system_area_s`` (0), ``peak_reserved_blocks`` and ``requests_outgrown`` are
+        not made, its other counters are (``_stepsched.c``, "the lean no-cache run"). The kept values are the full run's
+        (``tests/engine/test_stepsched_native.py``). ``lean=True`` without ``no_cache`` raises ValueError."""
         super().__init__(hierarchy, links, block_bytes, cost, config, recompute_last_token, decode, no_cache,
                          False, skip)
         why = unsupported(hierarchy, self.links, cost, config, no_cache)
@@ -170,6 +181,9 @@ class NativeStepEngine(StepEngine):
             raise UserError(f"the compiled step scheduler cannot run this replay: {why}")
         self._s = new_loop(self, hierarchy._h.num_resident, recompute_last_token, no_cache, skip)
         self._expect = int(getattr(decode, "requests", 0) or 0)
+        if no_cache if lean is None else lean:
+            self._s.lean()          # ValueError unless no_cache
+            self._lean = True
 
     @property
     def releases_gil(self) -> bool:
@@ -230,7 +244,9 @@ class NativeStepEngine(StepEngine):
             if m > 1 and self._expect > m:      # a replay's chunks, not a fleet's one request a call
                 self._s.reserve(self._expect)   # the C loop's columns sized once (``_stepsched.c`` col_target)
         side = self._side_worker(first)
-        if side is None:
+        if self._lean:
+            pass                    # no input column or ledger count is read of a lean run
+        elif side is None:
             self._feed_inputs(chunk)
         else:                       # the previous chunk's inputs are in; this one's copied beside the C feed
             side.join()
@@ -336,6 +352,10 @@ class NativeStepEngine(StepEngine):
                 setattr(lk, name, v)
         self._finish_max_s = got["finish_max_s"]
         names = _Q_COLS + tuple(f"hit_tokens_{t.name}" for t in self.h.tiers) + _D_COLS + ("truncated",)
+        if self._lean:                  # the kept columns alone (None for the others), the number of requests
+            self._cols = {name: col for name, col in zip(names, self._s.columns()) if col is not None}
+            L.num_requests = len(self._cols["ttft_s"])
+            return EngineResult(L, dict(self._cols), self.sampler)
         for name, col in zip(names, self._s.columns()):     # the loop's own arrays, no copy
             if col.typecode != c[name].typecode:
                 raise AssertionError(f"column {name}: typecode {col.typecode}, the reference's {c[name].typecode}")

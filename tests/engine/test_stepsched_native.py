@@ -82,7 +82,9 @@ def _run(cls, reqs, caps, cost, links, kw):
                           restore_fallback=kw["fallback"], max_preemptions=kw["max_preemptions"],
                           cache_decode_blocks=dec is not None, restore_timeout_per_token_s=0.0)
     rules = BlockRules(recompute_last_token=kw["last_token"])
-    eng = cls(h, links, kw["block_bytes"], cost, cfg, kw["last_token"], dec, no_cache=kw["no_cache"], skip=kw["skip"])
+    lean = {"lean": kw.get("lean", False)} if issubclass(cls, stepnative.NativeStepEngine) else {}   # every column
+    eng = cls(h, links, kw["block_bytes"], cost, cfg, kw["last_token"], dec, no_cache=kw["no_cache"], skip=kw["skip"],
+              **lean)
     tm = TimeModel(kw["prefill"]) if kw["prefill"] is not None else None
     for ch in iter_chunks(reqs, rules, tm, False):
         if kw.get("one_by_one"):     # a fleet's one clock feeds one request a call (pcs.fleet.stepclock._one)
@@ -156,6 +158,77 @@ def test_feeding_one_request_a_call_equals_feeding_chunks(run):
     one = _run(stepnative.NativeStepEngine, reqs, caps, cost, links, dict(kw, one_by_one=True))
     _assert_same(_run(StepEngine, reqs, caps, cost, links, kw), one)
     _assert_same(_run(stepnative.NativeStepEngine, reqs, caps, cost, links, kw), one)
+
+
+#: the counters a lean no-cache run keeps (stepnative.NativeStepEngine's ``lean``), as the full run makes them
+_LEAN_COUNTERS = ("busy_s", "origin_s", "end_s", "preemptions", "steps", "prefill_steps", "stall_s", "recompute_tokens")
+
+
+def _assert_lean_equals_full(full, lean):
+    """The lean no-cache run's columns (ttft_s, e2e_s, tpot_s, nothing else), counters and request count are the
+    full run's."""
+    (fe, fr), (le, lr) = full, lean
+    assert list(lr.columns) == ["ttft_s", "e2e_s", "tpot_s"] == list(stepnative.LEAN_COLUMNS)
+    for name, col in lr.columns.items():
+        a, b = _values(fr.columns[name]), _values(col)
+        assert col.typecode == "d" and np.array_equal(a, b, equal_nan=True), name
+    for name in _LEAN_COUNTERS:
+        assert getattr(le.stats, name) == getattr(fe.stats, name), name
+    assert lr.ledger.num_requests == fr.ledger.num_requests == len(fr.columns["ttft_s"])
+    assert len(le.stats.busy_per_s) == 0 and le.stats.in_system_area_s == 0.0      # not made: no bins, no area
+    assert le._last_event_s() == fe._last_event_s() == max(fr.columns["finish_s"], default=None)
+
+
+@settings(max_examples=100, deadline=None)
+@given(runs())
+def test_lean_no_cache_run_keeps_the_full_runs_values(run):
+    # the no-cache run is lean by default (only what the replay's summary reads of it: _stepsched.c "the lean
+    # no-cache run"); the full run equals the Python reference (the tests above), so the lean one must equal it
+    # in everything it keeps -- tiny GPU tiers preempt and truncate, so the re-admissions are covered
+    reqs, caps, cost, links, kw = run
+    kw = dict(kw, no_cache=True, block_bytes=kw["block_bytes"][:1])
+    full = _run(stepnative.NativeStepEngine, reqs, caps[:1], cost, links[:1], kw)
+    _assert_lean_equals_full(full, _run(stepnative.NativeStepEngine, reqs, caps[:1], cost, links[:1],
+                                        dict(kw, lean=True)))
+
+
+def test_lean_is_the_no_cache_runs_default_and_refused_with_a_cache():
+    from pcs.cache.native import NativeHierarchy
+    from pcs.compute import StepCost
+    from pcs.engine.schedconfig import SchedulerConfig
+
+    cost = StepCost(weights_active_s=3e-5, weights_total_s=1e-3, kv_seq_s=1e-6, kv_token_s=3e-8, token_s=7e-6,
+                    attn_seq_s=2e-6, attn_token_s=1e-8, attn_pair_s=3e-10, layers=80)
+    cfg = SchedulerConfig(max_num_batched_tokens=64, max_num_seqs=8, restore_timeout_per_token_s=0.0)
+
+    def engine(**kw):
+        return stepnative.NativeStepEngine(NativeHierarchy([Tier("gpu", 20, make_policy("lru", 20))]), [None], [0],
+                                           cost, cfg, **kw)
+
+    assert engine(no_cache=True)._lean and not engine()._lean and not engine(no_cache=True, lean=False)._lean
+    with pytest.raises(ValueError, match="lean"):
+        engine(lean=True)
+
+
+def test_lean_no_cache_run_meets_the_span_limit_as_the_full_run():
+    # the lean run keeps no busy bins, but a run past 366 days is the same one-line ValueError (busy_slow)
+    from helpers import req
+    from pcs.compute import StepCost
+
+    cost = StepCost(weights_active_s=3e-5, weights_total_s=1e-3, kv_seq_s=1e-6, kv_token_s=3e-8, token_s=7e-6,
+                    attn_seq_s=2e-6, attn_token_s=1e-8, attn_pair_s=3e-10, layers=80)
+    kw = dict(budget=64, seqs=8, fallback=True, max_preemptions=2, decode=False, skip=True, write_policy="back",
+              no_cache=True, block_bytes=[0], prefill=_Prefill(7e-6, 1e-9), last_token=True)
+    near = [req([1, 2], 0.0, prompt=32, out=4, bs=16), req([3, 4], 3e5, prompt=32, out=4, bs=16)]   # folds the bins
+    _assert_lean_equals_full(_run(stepnative.NativeStepEngine, near, [6], cost, [None], kw),
+                             _run(stepnative.NativeStepEngine, near, [6], cost, [None], dict(kw, lean=True)))
+    far = [req([1, 2], 0.0, prompt=32, out=4, bs=16), req([3, 4], 4e7, prompt=32, out=4, bs=16)]
+    msgs = []
+    for lean in (False, True):
+        with pytest.raises(ValueError, match=r"ran past 366 days \(31,622,400 s\) after the first arrival") as err:
+            _run(stepnative.NativeStepEngine, far, [6], cost, [None], dict(kw, lean=lean))
+        msgs.append(str(err.value))
+    assert msgs[0] == msgs[1]
 
 
 def test_the_columns_are_the_loops_own_arrays_handed_out_once():
