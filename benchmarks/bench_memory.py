@@ -35,9 +35,9 @@ target's figure: per run a fresh process makes the same imports, notes its resid
 trace of the case's format (the case's first two requests, converted for Parquet) and notes the resident set
 again (``first_read_bytes``: the reader's library code paged in on first use, and for Parquet the arenas of
 pyarrow's default pool -- mimalloc, which pyarrow's Parquet reader class decompresses pages into whatever pool
-pcs passes it; a one-time cost: 10.4 MB from Parquet, 0.5 MB from JSONL, docs/performance.md). ``target_less_first_read_bytes_per_id`` is the
-target's figure less that median, per distinct id: what the call holds per block once the process has read
-one trace.
+pcs passes it; a one-time cost: 10.4 MB from Parquet, 0.5 MB from JSONL, docs/performance.md).
+``target_less_first_read_bytes_per_id`` is the target's figure less that median, per distinct id: what the call
+holds per block once the process has read one trace.
 
 Two denominators, both printed:
 

@@ -241,8 +241,8 @@ class Trace:
         reuse_model: the :class:`~pcs.trace.lengthonly.ReuseModel` of a
             length-only trace, else None.
         parquet_block_hashes: a Parquet trace's block hashes as its footer counted them when it was opened
-            (:func:`pcs.trace.parquet.footer_block_hashes`; a size hint, :func:`pcs.trace.parquet.expected_block_hashes`),
-            else None.
+            (:func:`pcs.trace.parquet.footer_block_hashes`; a size hint,
+            :func:`pcs.trace.parquet.expected_block_hashes`), else None.
 
     Memory: one chunk of the file at a time, except with ``sort``.
     """

@@ -33,7 +33,8 @@ from pcs.errors import InputError
 from pcs.trace.batches import MAX_ARRIVAL_S, arrival_error
 from pcs.trace.request import MAX_BLOCK_SIZE, RequestBatch
 
-__all__ = ["SCHEMA_NAME", "READ_ROWS", "expected_block_hashes", "footer_block_hashes", "arrow_schema", "parquet_block_size", "parquet_rows", "parquet_reuse",
+__all__ = ["SCHEMA_NAME", "READ_ROWS", "expected_block_hashes", "footer_block_hashes", "arrow_schema",
+           "parquet_block_size", "parquet_rows", "parquet_reuse",
            "open_parquet", "read_parquet", "batch_to_arrow"]
 
 SCHEMA_NAME = "pcs-trace/1"
