@@ -449,16 +449,18 @@ def read_parquet(path, name: str, block_size: int, state, on_error: str = "raise
         ol = _column_ints(rb, "output_tokens", name, row0)
         rules = _bad_rows(ts, il, ol, np.diff(offs), block_size, state.last_ts, state.check_order,
                           _repeats(hashes, offs))
-        bad = _first_bad(rules, hashes, offs) if on_error != "skip" else None
-        if bad is not None:
-            raise InputError(name, row0 + bad[0], bad[1], bad[2])
-        keep = ~np.logical_or.reduce([m for m, _, _ in rules])
+        if on_error != "skip":      # no bad row found: every row is kept
+            bad = _first_bad(rules, hashes, offs)
+            if bad is not None:
+                raise InputError(name, row0 + bad[0], bad[1], bad[2])
         extras = [_column_ints(rb, k, name, row0) if k in optional else None for k in _OPTIONAL]
         typ = tuple(rb.column("type").to_pylist()) if has_session and "type" in names else None
         batch = RequestBatch(0, block_size, ts, il, ol, offs, hashes, *extras, typ)
-        if not keep.all():
-            state.skipped += int(n - keep.sum())
-            batch = _select(batch, keep)
+        if on_error == "skip":
+            keep = ~np.logical_or.reduce([m for m, _, _ in rules])
+            if not keep.all():
+                state.skipped += int(n - keep.sum())
+                batch = _select(batch, keep)
         if len(batch):
             state.last_ts = max(state.last_ts, float(batch.arrival_s.max()))
             yield batch
