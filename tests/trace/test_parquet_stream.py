@@ -65,7 +65,8 @@ def test_the_footer_hint_is_kept_by_open_trace(tmp_path, monkeypatch):
 
 def test_a_replay_opens_the_file_twice(tmp_path, monkeypatch):
     # one open by open_trace (block size, reuse note, hint), one by the read of the rows -- for the one-tier
-    # sequential scan as for the default two-tier modeled replay (before: 4 and 3, the hint opened it again)
+    # sequential scan as for the default two-tier modeled replay (before: 4 for the one-tier scan, whose size
+    # hint opened the file twice more; 2 for the two-tier replay, whose decoded trace counts its own ids)
     path = _write(tmp_path / "t.parquet", 5)
     opened = []
     real = parquet._open
