@@ -85,7 +85,8 @@ def test_a_replay_opens_the_file_twice(tmp_path, monkeypatch):
 
 def test_opening_a_trace_takes_nothing_from_pyarrows_default_pool(tmp_path):
     # a fresh process: the footer's read goes through the system pool, so pyarrow's default pool (mimalloc, whose
-    # first use sets up arenas of about 4 MB resident) has never allocated a byte (before: 65,536 B, the footer read)
+    # first use sets up arenas of about 4 MB resident) has never allocated a byte (before: 1,984 B here, the footer
+    # read's buffers)
     path = _write(tmp_path / "t.parquet", 2)
     code = ("import pyarrow as pa\nfrom pcs.trace import open_trace\n"
             f"t = open_trace({str(path)!r})\n"
