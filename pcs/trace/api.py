@@ -294,7 +294,8 @@ class Trace:
         else:
             from pcs.trace.parquet import read_parquet
 
-            yield from read_parquet(self.path, self.name, self.block_size, state, self.on_error)
+            yield from read_parquet(self.path, self.name, self.block_size, state, self.on_error,
+                                    side_by_side=side_by_side)
         self.skipped = state.skipped
         if state.synthetic_rows:
             from pcs.trace.hashids import SYNTH_REUSE

@@ -34,7 +34,8 @@ OUT_FORMATS = ("mooncake", "bailian", "parquet")
 
 
 #: Rows per Parquet row group written (whatever the size of the batches read): about 1.5 M Mooncake ids,
-#: 12 MB; the reader decodes a sixteenth of a group at a time (``pcs.trace.parquet.READ_ROWS``).
+#: 12 MB; the reader decodes a quarter or a sixteenth of a group at a time (``pcs.trace.parquet.READ_ROWS``,
+#: ``STREAM_ROWS``).
 ROW_GROUP_ROWS = 1 << 16
 
 #: ``pyarrow.parquet.ParquetWriter`` options of ``pcs trace convert``: zstd, and the block hashes

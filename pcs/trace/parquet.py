@@ -33,21 +33,24 @@ from pcs.errors import InputError
 from pcs.trace.batches import MAX_ARRIVAL_S, arrival_error
 from pcs.trace.request import MAX_BLOCK_SIZE, RequestBatch
 
-__all__ = ["SCHEMA_NAME", "READ_ROWS", "expected_block_hashes", "footer_block_hashes", "arrow_schema",
+__all__ = ["SCHEMA_NAME", "READ_ROWS", "STREAM_ROWS", "expected_block_hashes", "footer_block_hashes", "arrow_schema",
            "parquet_block_size", "parquet_rows", "parquet_reuse",
            "open_parquet", "read_parquet", "batch_to_arrow"]
 
 SCHEMA_NAME = "pcs-trace/1"
 _OPTIONAL = ("session_id", "parent_id", "turn")
-#: Rows per batch read (:func:`read_parquet`): about the requests of one JSONL chunk
-#: (:data:`pcs.trace.source.CHUNK_BYTES`), a sixteenth of a written row group (``pcs.trace.convert.ROW_GROUP_ROWS``).
-#: pyarrow decodes a row group's pages as the batches ask for them, so the first batch is ready after a part of the
-#: work and the read-ahead (:func:`pcs.trace.batches.read_ahead`) overlaps the decode of batch k + 1 with the scan
-#: of batch k from the start. At 1x Mooncake (12,031 rows, one row group) 16,384 rows were one batch, decoded with
-#: nothing beside it, and pyarrow's reader held 6.6 MB of its own buffers (levels, values grown by doubling) beside
-#: the 2.6 MB batch; at 4,096 rows it is three batches and 1.9 MB (docs/performance.md, "Parquet at 1x"). A
-#: replay that holds the whole trace joins them again (:data:`pcs.engine.decoded.MERGE_REQUESTS`).
-READ_ROWS = 1 << 12
+#: Rows per batch read for a caller that keeps every batch and joins them (:func:`read_parquet` with
+#: ``side_by_side``, :class:`pcs.engine.decoded.Decoded`): a quarter of a written row group
+#: (``pcs.trace.convert.ROW_GROUP_ROWS``). pyarrow decodes a row group's pages as the batches ask for them, so the
+#: first batch is ready after a quarter of the work; the replay joins them again (:data:`pcs.engine.decoded.MERGE_REQUESTS`).
+READ_ROWS = 1 << 14
+#: Rows per batch of a streamed read (:func:`read_parquet` without ``side_by_side``: the one-pass scan, which holds
+#: one batch at a time and decodes batch k + 1 on a worker while it scans batch k): about the requests of one JSONL
+#: chunk (:data:`pcs.trace.source.CHUNK_BYTES`). At 1x Mooncake (12,031 rows, one row group) a read in
+#: :data:`READ_ROWS` was one batch, decoded with nothing beside it; in these it is three, and batches 2 and 3 are
+#: decoded beside the scan of batches 1 and 2 (docs/performance.md, "Parquet at 1x"). Not for ``side_by_side``: a
+#: batch costs fixed work there (the next-turn walk, the chunk pieces), +2.3 % instructions in the 10x two-tier call.
+STREAM_ROWS = 1 << 12
 _REQUIRED = ("arrival_s", "prompt_tokens", "output_tokens", "block_hashes")
 
 
@@ -415,9 +418,11 @@ def _first_null_row(col) -> int:
 
 
 def read_parquet(path, name: str, block_size: int, state, on_error: str = "raise",
-                 rows: int = READ_ROWS) -> Iterator[RequestBatch]:
+                 rows: int | None = None, *, side_by_side: bool = False) -> Iterator[RequestBatch]:
     """Stream a canonical Parquet trace in record batches of ``rows`` (pyarrow's reader class, :func:`_open`).
 
+    ``rows``: None for the size that suits the caller: :data:`READ_ROWS` with ``side_by_side`` (a caller that
+    keeps every batch and joins consecutive ones, :class:`pcs.engine.decoded.Decoded`), else :data:`STREAM_ROWS`.
     The batches' rows, checks and errors are the same in any size (``tests/trace/test_parquet_batches.py``).
 
     The session columns are optional: ``session_id`` alone, or with ``parent_id`` and ``turn``; a null in
@@ -426,6 +431,7 @@ def read_parquet(path, name: str, block_size: int, state, on_error: str = "raise
     Raises:
         InputError: null values or a rule broken, naming the 1-based row; parent_id/turn without session_id.
     """
+    rows = rows or (READ_ROWS if side_by_side else STREAM_ROWS)
     pf = _open(path, name)
     names = pf.schema_arrow.names
     check_column_types(pf.schema_arrow, name)

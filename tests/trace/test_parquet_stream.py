@@ -1,9 +1,10 @@
-"""A Parquet trace read by a replay: batches of 4,096 rows, one footer read per call, no default-pool open.
+"""A Parquet trace read by a replay: batch sizes by use, one footer read per call, no default-pool open.
 
-pcs/trace/parquet.py reads in :data:`~pcs.trace.parquet.READ_ROWS` (4,096) rows, so the one-pass scan's read-ahead
-decodes batch k + 1 while it scans batch k even at 1x Mooncake (12,031 rows, one row group), and a replay that keeps
-every batch (:class:`pcs.engine.decoded.Decoded`) joins them into one. The footer is read once by
-:func:`pcs.trace.open_trace`, which keeps the scans' size hint (the footer's count of block hashes), so a replay
+pcs/trace/parquet.py reads in :data:`~pcs.trace.parquet.STREAM_ROWS` (4,096) rows for a caller that holds one batch
+at a time (the one-pass scan's read-ahead decodes batch k + 1 while it scans batch k, even at 1x Mooncake: 12,031
+rows, one row group) and :data:`~pcs.trace.parquet.READ_ROWS` (16,384) for one that keeps and joins every batch
+(``side_by_side``, :class:`pcs.engine.decoded.Decoded`); the rows are the same either way. The footer is read once
+by :func:`pcs.trace.open_trace`, which keeps the scans' size hint (the footer's count of block hashes), so a replay
 opens the file twice: for the trace and for its one read of the rows.
 """
 from __future__ import annotations
@@ -36,19 +37,17 @@ def _write(path, rows: int, ids_per_row: int = 1):
     return path
 
 
-def test_read_in_4096_row_batches_joined_by_a_replay_that_keeps_them(tmp_path):
-    # 4,097 rows: the reader gives 4,096 + 1 (READ_ROWS = 2**12), ids 0..4,096 in order; the decoded trace a
-    # replay keeps joins them into one batch of 4,097 (up to MERGE_REQUESTS = 2**16 rows a batch)
-    from pcs.engine.decoded import Decoded
-
-    assert parquet.READ_ROWS == 4096
+def test_streamed_in_stream_rows_kept_in_read_rows_same_rows(tmp_path):
+    # 4,097 rows: a stream gives 4,096 + 1 (STREAM_ROWS = 2**12), a read that keeps every batch one of 4,097
+    # (READ_ROWS = 2**14 > 4,097); the ids are 0..4,096 in order either way
+    assert (parquet.STREAM_ROWS, parquet.READ_ROWS) == (4096, 16384)
     trace = open_trace(_write(tmp_path / "t.parquet", 4097))
-    read, kept = list(trace.iter_batches()), Decoded(trace).batches
-    assert [len(b) for b in read] == [4096, 1] and [b.first_request_id for b in read] == [0, 4096]
-    assert [len(b) for b in kept] == [4097] and kept[0].first_request_id == 0
+    streamed, kept = list(trace.iter_batches()), list(trace.iter_batches(side_by_side=True))
+    assert [len(b) for b in streamed] == [4096, 1] and [len(b) for b in kept] == [4097]
+    assert [b.first_request_id for b in streamed] == [0, 4096] and kept[0].first_request_id == 0
     want = list(range(4097))
-    assert [h for b in read for h in b.block_hashes.tolist()] == want == kept[0].block_hashes.tolist()
-    assert [t for b in read for t in b.arrival_s.tolist()] == [float(i) for i in want] == kept[0].arrival_s.tolist()
+    assert [h for b in streamed for h in b.block_hashes.tolist()] == want == kept[0].block_hashes.tolist()
+    assert [t for b in streamed for t in b.arrival_s.tolist()] == [float(i) for i in want] == kept[0].arrival_s.tolist()
 
 
 def test_the_footer_hint_is_kept_by_open_trace(tmp_path, monkeypatch):
