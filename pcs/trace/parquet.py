@@ -42,7 +42,8 @@ _OPTIONAL = ("session_id", "parent_id", "turn")
 #: Rows per batch read for a caller that keeps every batch and joins them (:func:`read_parquet` with
 #: ``side_by_side``, :class:`pcs.engine.decoded.Decoded`): a quarter of a written row group
 #: (``pcs.trace.convert.ROW_GROUP_ROWS``). pyarrow decodes a row group's pages as the batches ask for them, so the
-#: first batch is ready after a quarter of the work; the replay joins them again (:data:`pcs.engine.decoded.MERGE_REQUESTS`).
+#: first batch is ready after a quarter of the work; the replay joins them again
+#: (:data:`pcs.engine.decoded.MERGE_REQUESTS`).
 READ_ROWS = 1 << 14
 #: Rows per batch of a streamed read (:func:`read_parquet` without ``side_by_side``: the one-pass scan, which holds
 #: one batch at a time and decodes batch k + 1 on a worker while it scans batch k): about the requests of one JSONL
