@@ -240,6 +240,9 @@ class Trace:
             once the rows have been read.
         reuse_model: the :class:`~pcs.trace.lengthonly.ReuseModel` of a
             length-only trace, else None.
+        parquet_block_hashes: a Parquet trace's block hashes as its footer counted them when it was opened
+            (:func:`pcs.trace.parquet.footer_block_hashes`; a size hint,
+            :func:`pcs.trace.parquet.expected_block_hashes`), else None.
 
     Memory: one chunk of the file at a time, except with ``sort``.
     """
@@ -254,6 +257,7 @@ class Trace:
         self.sort = sort
         self.skipped = 0
         self.parquet_metadata: dict[str, str] = {}
+        self.parquet_block_hashes: int | None = None
         if fmt in LENGTH_ONLY and reuse_model is None:
             from pcs.trace.lengthonly import ReuseModel
 
@@ -290,7 +294,8 @@ class Trace:
         else:
             from pcs.trace.parquet import read_parquet
 
-            yield from read_parquet(self.path, self.name, self.block_size, state, self.on_error)
+            yield from read_parquet(self.path, self.name, self.block_size, state, self.on_error,
+                                    side_by_side=side_by_side)
         self.skipped = state.skipped
         if state.synthetic_rows:
             from pcs.trace.hashids import SYNTH_REUSE
@@ -539,7 +544,8 @@ def _open_file(path, name: str, format: str | None, block_size: int | None, on_e
         block_size = stored
     trace = Trace(path, name, fmt, block_size or _default_block_size(fmt), on_error, sort, reuse)
     if fmt == "parquet":
-        from pcs.trace.parquet import parquet_reuse
+        from pcs.trace.parquet import footer_block_hashes, parquet_reuse
 
         trace.reuse = parquet_reuse(path, name, pf) or trace.reuse
+        trace.parquet_block_hashes = footer_block_hashes(pf)   # the scans' size hint, without opening it again
     return trace

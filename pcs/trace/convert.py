@@ -33,8 +33,9 @@ __all__ = ["OUT_FORMATS", "IdRemapper", "write_trace", "convert", "out_format_fo
 OUT_FORMATS = ("mooncake", "bailian", "parquet")
 
 
-#: Rows per Parquet row group written (whatever the size of the batches read): the reader's batch
-#: (``pcs.trace.parquet.read_parquet``); about 1.5 M Mooncake ids, 12 MB, decoded at a time.
+#: Rows per Parquet row group written (whatever the size of the batches read): about 1.5 M Mooncake ids,
+#: 12 MB; the reader decodes a quarter or a sixteenth of a group at a time (``pcs.trace.parquet.READ_ROWS``,
+#: ``STREAM_ROWS``).
 ROW_GROUP_ROWS = 1 << 16
 
 #: ``pyarrow.parquet.ParquetWriter`` options of ``pcs trace convert``: zstd, and the block hashes

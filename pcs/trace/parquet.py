@@ -33,18 +33,25 @@ from pcs.errors import InputError
 from pcs.trace.batches import MAX_ARRIVAL_S, arrival_error
 from pcs.trace.request import MAX_BLOCK_SIZE, RequestBatch
 
-__all__ = ["SCHEMA_NAME", "expected_block_hashes", "arrow_schema", "parquet_block_size", "parquet_rows", "parquet_reuse",
+__all__ = ["SCHEMA_NAME", "READ_ROWS", "STREAM_ROWS", "expected_block_hashes", "footer_block_hashes", "arrow_schema",
+           "parquet_block_size", "parquet_rows", "parquet_reuse",
            "open_parquet", "read_parquet", "batch_to_arrow"]
 
 SCHEMA_NAME = "pcs-trace/1"
 _OPTIONAL = ("session_id", "parent_id", "turn")
-#: Rows per batch read (:func:`read_parquet`): a quarter of a written row group (``pcs.trace.convert.ROW_GROUP_ROWS``).
-#: pyarrow decodes a row group's pages as the batches ask for them, so the first batch is ready after a quarter of
-#: the work and the read-ahead (:func:`pcs.trace.batches.read_ahead`) overlaps the decode of batch k + 1 with the
-#: scan of batch k from the start; at 1 << 16 the 10x Mooncake replica was two batches, the first decoded with
-#: nothing beside it (docs/performance.md "One tier from Parquet"). A replay that holds the whole trace joins
-#: them again (:data:`pcs.engine.decoded.MERGE_REQUESTS`).
+#: Rows per batch read for a caller that keeps every batch and joins them (:func:`read_parquet` with
+#: ``side_by_side``, :class:`pcs.engine.decoded.Decoded`): a quarter of a written row group
+#: (``pcs.trace.convert.ROW_GROUP_ROWS``). pyarrow decodes a row group's pages as the batches ask for them, so the
+#: first batch is ready after a quarter of the work; the replay joins them again
+#: (:data:`pcs.engine.decoded.MERGE_REQUESTS`).
 READ_ROWS = 1 << 14
+#: Rows per batch of a streamed read (:func:`read_parquet` without ``side_by_side``: the one-pass scan, which holds
+#: one batch at a time and decodes batch k + 1 on a worker while it scans batch k): about the requests of one JSONL
+#: chunk (:data:`pcs.trace.source.CHUNK_BYTES`). At 1x Mooncake (12,031 rows, one row group) a read in
+#: :data:`READ_ROWS` was one batch, decoded with nothing beside it; in these it is three, and batches 2 and 3 are
+#: decoded beside the scan of batches 1 and 2 (docs/performance.md, "Parquet at 1x"). Not for ``side_by_side``: a
+#: batch costs fixed work there (the next-turn walk, the chunk pieces), +2.3 % instructions in the 10x two-tier call.
+STREAM_ROWS = 1 << 12
 _REQUIRED = ("arrival_s", "prompt_tokens", "output_tokens", "block_hashes")
 
 
@@ -121,11 +128,15 @@ def open_parquet(path, name: str):
     return _open(path, name)
 
 
-def _open(path, name: str, pool=None):
+def _open(path, name: str):
     """``path`` as pyarrow's own reader class, the one ``pyarrow.parquet.ParquetFile`` wraps (its footer read),
     without importing ``pyarrow.parquet`` (and ``pyarrow.fs`` with it: about 50 M instructions of a call's start).
 
-    ``pool``: the ``pyarrow.MemoryPool`` its file reads and decoded arrays come from (None: pyarrow's default).
+    Its file reads and decoded arrays come from the C library's malloc (``pyarrow.system_memory_pool()``), never
+    from pyarrow's default pool (mimalloc): the first allocation from that pool sets up its arenas, about 4 MB
+    resident for the rest of the process (1x Mooncake, default replay: 22 B per distinct block of the peak), and
+    the decoded columns it frees stay out of reach of numpy's and the engines' malloc (10x Mooncake, default
+    replay: median peak 283 -> 230 MB).
     ``pre_buffer`` off (``ParquetFile`` turns it on): a local file's column chunks are read as the pages are
     decoded, on the calling thread, instead of by pyarrow's I/O thread into a read cache (same bytes decoded;
     1x Mooncake, default replay: 2.5 MB less peak memory).
@@ -136,6 +147,7 @@ def _open(path, name: str, pool=None):
     import pyarrow as pa
     from pyarrow._parquet import ParquetReader
 
+    pool = pa.system_memory_pool()
     try:
         reader = ParquetReader(memory_pool=pool)
         source = pa.OSFile(str(path), mode="r", memory_pool=pool)
@@ -165,8 +177,21 @@ def expected_block_hashes(source) -> int:
         return int(known)
     if getattr(source, "format", None) != "parquet" or getattr(source, "sort", False):
         return 0
+    footer = getattr(source, "parquet_block_hashes", None)     # counted when the trace was opened
+    if footer is not None:
+        return footer
     try:
-        md = _open(source.path, source.path).metadata
+        return footer_block_hashes(_open(source.path, source.path))
+    except InputError:  # not readable now: the read names the problem; a hint only
+        return 0
+
+
+def footer_block_hashes(pf) -> int:
+    """Block hashes of a Parquet trace as its footer counts them (the values of the ``block_hashes`` leaf over
+    every row group; ``pf``: the file opened, :func:`open_parquet`); 0 when the footer cannot say (no such
+    column, a footer pyarrow cannot walk). No data is read; a size hint only (:func:`expected_block_hashes`)."""
+    try:
+        md = pf.metadata
         cols = [j for j in range(md.num_columns) if md.schema.column(j).path.startswith("block_hashes.")]
         return sum(md.row_group(g).column(cols[0]).num_values for g in range(md.num_row_groups)) if cols else 0
     except Exception:  # a hint only: the tables grow by themselves
@@ -394,8 +419,12 @@ def _first_null_row(col) -> int:
 
 
 def read_parquet(path, name: str, block_size: int, state, on_error: str = "raise",
-                 rows: int = READ_ROWS) -> Iterator[RequestBatch]:
+                 rows: int | None = None, *, side_by_side: bool = False) -> Iterator[RequestBatch]:
     """Stream a canonical Parquet trace in record batches of ``rows`` (pyarrow's reader class, :func:`_open`).
+
+    ``rows``: None for the size that suits the caller: :data:`READ_ROWS` with ``side_by_side`` (a caller that
+    keeps every batch and joins consecutive ones, :class:`pcs.engine.decoded.Decoded`), else :data:`STREAM_ROWS`.
+    The batches' rows, checks and errors are the same in any size (``tests/trace/test_parquet_batches.py``).
 
     The session columns are optional: ``session_id`` alone, or with ``parent_id`` and ``turn``; a null in
     any column read is an error naming the row and the column.
@@ -403,12 +432,8 @@ def read_parquet(path, name: str, block_size: int, state, on_error: str = "raise
     Raises:
         InputError: null values or a rule broken, naming the 1-based row; parent_id/turn without session_id.
     """
-    import pyarrow as pa
-
-    # the C library's malloc (pyarrow's system pool), not pyarrow's default pool (mimalloc): the decoded columns
-    # are freed once the replay has joined or copied them, and mimalloc kept those pages out of reach of numpy's
-    # and the engines' malloc until the process ended (10x Mooncake, default replay: median peak 283 -> 230 MB)
-    pf = _open(path, name, pa.system_memory_pool())
+    rows = rows or (READ_ROWS if side_by_side else STREAM_ROWS)
+    pf = _open(path, name)
     names = pf.schema_arrow.names
     check_column_types(pf.schema_arrow, name)
     optional = _optional_columns(names, name)
@@ -431,16 +456,18 @@ def read_parquet(path, name: str, block_size: int, state, on_error: str = "raise
         ol = _column_ints(rb, "output_tokens", name, row0)
         rules = _bad_rows(ts, il, ol, np.diff(offs), block_size, state.last_ts, state.check_order,
                           _repeats(hashes, offs))
-        bad = _first_bad(rules, hashes, offs) if on_error != "skip" else None
-        if bad is not None:
-            raise InputError(name, row0 + bad[0], bad[1], bad[2])
-        keep = ~np.logical_or.reduce([m for m, _, _ in rules])
+        if on_error != "skip":      # no bad row found: every row is kept
+            bad = _first_bad(rules, hashes, offs)
+            if bad is not None:
+                raise InputError(name, row0 + bad[0], bad[1], bad[2])
         extras = [_column_ints(rb, k, name, row0) if k in optional else None for k in _OPTIONAL]
         typ = tuple(rb.column("type").to_pylist()) if has_session and "type" in names else None
         batch = RequestBatch(0, block_size, ts, il, ol, offs, hashes, *extras, typ)
-        if not keep.all():
-            state.skipped += int(n - keep.sum())
-            batch = _select(batch, keep)
+        if on_error == "skip":
+            keep = ~np.logical_or.reduce([m for m, _, _ in rules])
+            if not keep.all():
+                state.skipped += int(n - keep.sum())
+                batch = _select(batch, keep)
         if len(batch):
             state.last_ts = max(state.last_ts, float(batch.arrival_s.max()))
             yield batch

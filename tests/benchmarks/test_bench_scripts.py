@@ -147,3 +147,8 @@ def test_bench_memory_prints_on_stdout_the_spread_and_the_decoded_trace(tmp_path
         assert case[f]["min"] <= case[f]["median"] <= case[f]["max"], f
     run = case["each_run"][0]
     assert run["target_bytes"] == run["peak_bytes"] - run["rss_after_import_bytes"] - 736
+    # the first read of a trace in a process (two requests), counted apart: the target's figure less its median
+    once = case["first_read_bytes"]
+    assert once["min"] <= once["median"] <= once["max"] and "first read of a trace" in lines[0]
+    assert case["target_less_first_read_bytes_per_id"]["median"] == \
+        round((case["target_bytes"]["median"] - once["median"]) / case["distinct_ids"], 1)
