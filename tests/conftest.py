@@ -113,6 +113,18 @@ def pytest_xdist_make_scheduler(config, log):
     return OneWorkerModules(config, log)
 
 
+#: Every test node id the session collected, parameters cut off (``tests/x.py::test_y``), before ``-k`` / ``-m``
+#: deselect any: tests/cli/test_docs.py checks the node ids docs/semantics.md names against it rather than collecting
+#: their modules again in a child pytest.
+COLLECTED_IDS = pytest.StashKey[frozenset]()
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(session, config, items):
+    """Stash :data:`COLLECTED_IDS` (first: the ``-k`` / ``-m`` deselection runs after this hook)."""
+    config.stash[COLLECTED_IDS] = frozenset(item.nodeid.split("[", 1)[0] for item in items)
+
+
 def pytest_report_header(config):
     """One line before the run when the shared traces are absent: a run cut short still says why tests skip."""
     if not MOONCAKE_CONV.exists():
