@@ -95,6 +95,13 @@ def pytest_xdist_make_scheduler(config, log):
             if scope in work and all(work[scope].values()):
                 del work[scope]
 
+        def _reschedule(self, node) -> None:
+            # a worker started in place of a crashed one is rescheduled (schedule() runs again when another worker's
+            # collection ends) before its own collection is in: xdist's unit scheduler then raised KeyError (an
+            # INTERNALERROR that ended the run); it gets work when its collection is in
+            if node in self.registered_collections:
+                super()._reschedule(node)
+
         def remove_node(self, node):
             # a worker that died (a crash in a compiled twin): its running test is reported crashed once, as under
             # --dist load; xdist's unit scheduler would hand that test to the next worker, which dies in turn
