@@ -120,16 +120,24 @@ def pytest_xdist_make_scheduler(config, log):
     return OneWorkerModules(config, log)
 
 
-#: Every test node id the session collected, parameters cut off (``tests/x.py::test_y``), before ``-k`` / ``-m``
-#: deselect any: tests/cli/test_docs.py checks the node ids docs/semantics.md names against it rather than collecting
-#: their modules again in a child pytest.
+#: Every test node id the session collected (``tests/x.py::test_y[p]``), before ``-k`` / ``-m`` deselect any: the
+#: tests that check node ids named elsewhere (docs/semantics.md, pcs.engine.select's equality tests) read it rather
+#: than collect those modules again in a child pytest (:func:`not_collected_here`).
 COLLECTED_IDS = pytest.StashKey[frozenset]()
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(session, config, items):
     """Stash :data:`COLLECTED_IDS` (first: the ``-k`` / ``-m`` deselection runs after this hook)."""
-    config.stash[COLLECTED_IDS] = frozenset(item.nodeid.split("[", 1)[0] for item in items)
+    config.stash[COLLECTED_IDS] = frozenset(item.nodeid for item in items)
+
+
+def not_collected_here(config, node_ids) -> tuple[frozenset, list]:
+    """(the node ids this session collected, the ids of ``node_ids`` in a module it did not collect: those a test
+    collects in a child ``pytest --collect-only``)."""
+    here = config.stash.get(COLLECTED_IDS, frozenset())
+    modules = {i.split("::", 1)[0] for i in here}
+    return here, [i for i in node_ids if i.split("::", 1)[0] not in modules]
 
 
 def pytest_report_header(config):

@@ -119,14 +119,12 @@ def test_every_semantics_section_names_its_tests():
 def test_every_checked_by_node_id_is_collectable(request):
     """Checked against what this session collected (conftest.COLLECTED_IDS) where it collected the id's module; a
     child ``pytest --collect-only`` collects the modules the session did not (this file run alone)."""
-    from conftest import COLLECTED_IDS
+    from conftest import not_collected_here
 
     ids = sorted({i for body in _sections().values() for i in _checked_by(body)})
     assert len(ids) > 40
-    here = request.config.stash.get(COLLECTED_IDS, frozenset())
-    modules = {i.split("::", 1)[0] for i in here}
-    rest = [i for i in ids if i.split("::", 1)[0] not in modules]
-    assert sorted(set(ids) - set(rest) - here) == []
+    here, rest = not_collected_here(request.config, ids)
+    assert sorted(set(ids) - set(rest) - {i.split("[", 1)[0] for i in here}) == []
     if not rest:
         return
     res = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", *rest],
