@@ -95,6 +95,13 @@ def pytest_xdist_make_scheduler(config, log):
             if scope in work and all(work[scope].values()):
                 del work[scope]
 
+        def _reschedule(self, node) -> None:
+            # a worker started in place of a crashed one is rescheduled (schedule() runs again when another worker's
+            # collection ends) before its own collection is in: xdist's unit scheduler then raised KeyError (an
+            # INTERNALERROR that ended the run); it gets work when its collection is in
+            if node in self.registered_collections:
+                super()._reschedule(node)
+
         def remove_node(self, node):
             # a worker that died (a crash in a compiled twin): its running test is reported crashed once, as under
             # --dist load; xdist's unit scheduler would hand that test to the next worker, which dies in turn
@@ -111,6 +118,26 @@ def pytest_xdist_make_scheduler(config, log):
             return pending[0]
 
     return OneWorkerModules(config, log)
+
+
+#: Every test node id the session collected (``tests/x.py::test_y[p]``), before ``-k`` / ``-m`` deselect any: the
+#: tests that check node ids named elsewhere (docs/semantics.md, pcs.engine.select's equality tests) read it rather
+#: than collect those modules again in a child pytest (:func:`not_collected_here`).
+COLLECTED_IDS = pytest.StashKey[frozenset]()
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(session, config, items):
+    """Stash :data:`COLLECTED_IDS` (first: the ``-k`` / ``-m`` deselection runs after this hook)."""
+    config.stash[COLLECTED_IDS] = frozenset(item.nodeid for item in items)
+
+
+def not_collected_here(config, node_ids) -> tuple[frozenset, list]:
+    """(the node ids this session collected, the ids of ``node_ids`` in a module it did not collect: those a test
+    collects in a child ``pytest --collect-only``)."""
+    here = config.stash.get(COLLECTED_IDS, frozenset())
+    modules = {i.split("::", 1)[0] for i in here}
+    return here, [i for i in node_ids if i.split("::", 1)[0] not in modules]
 
 
 def pytest_report_header(config):

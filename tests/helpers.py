@@ -578,14 +578,17 @@ def engine_run(h, reqs, timing: str, rules: BlockRules, check: bool = True):
     return eng.close()
 
 
-def replay_twins(reqs, caps, specs, timing: str, rules: BlockRules, wp: str, admits=None, ctx=None):
+def replay_twins(reqs, caps, specs, timing: str, rules: BlockRules, wp: str, admits=None, ctx=None,
+                 check: bool = True):
     """Replay ``reqs`` on the Python hierarchy and on its compiled twin, each over fresh :func:`twin_tiers`
     (``caps``, ``specs``, ``admits``, ``ctx``), and assert them equal (:func:`assert_twin_runs_equal`): returns
-    (the reference's EngineResult, the compiled hierarchy)."""
+    (the reference's EngineResult, the compiled hierarchy). ``check``: each hierarchy's ``_check`` after every step;
+    False: once, at the end (a per-step check walks every tier: O(steps x blocks) on tiers of thousands)."""
     runs = []
     for use_native in (False, True):
         h = twin_hierarchy(twin_tiers(caps, specs, admits, ctx), wp, use_native)
-        runs += [engine_run(h, reqs, timing, rules), h]
+        runs += [engine_run(h, reqs, timing, rules, check), h]
+        check or h._check()
     assert_twin_runs_equal(*runs)
     return runs[0], runs[3]
 

@@ -66,12 +66,19 @@ def test_every_script_is_smoke_tested_or_says_why_not():
     assert scripts == set(SMALLEST) | set(NOT_RUN)
 
 
+@pytest.fixture(scope="module")
+def bench_memory_run(tmp_path_factory):
+    """bench_memory.py with its smallest arguments (both formats, 2 fresh processes each), run once for the smoke
+    test and the test of its output."""
+    return _run("bench_memory.py", SMALLEST["bench_memory.py"], cwd=tmp_path_factory.mktemp("bench_memory"))
+
+
 @pytest.mark.parametrize("script", sorted(SMALLEST))
-def test_script_runs_on_the_sample(script, tmp_path):
+def test_script_runs_on_the_sample(script, tmp_path, request):
     if script in NEEDS_LIBCACHESIM:
         pytest.importorskip("libcachesim")
     args = [a.format(tmp=tmp_path, sample=SAMPLE) for a in SMALLEST[script]]
-    r = _run(script, args, cwd=tmp_path)
+    r = request.getfixturevalue("bench_memory_run") if script == "bench_memory.py" else _run(script, args, cwd=tmp_path)
     assert r.returncode == 0, r.stderr[-2000:]
     lines = r.stdout.strip().splitlines()
     assert isinstance(json.loads(lines[-1]), dict)         # the one JSON line, last (benchmarks/README.md) ...
@@ -129,16 +136,17 @@ def test_a_user_error_in_a_script_is_one_line(tmp_path):
     assert r.returncode == 2 and len(lines) == 1 and "past 2^64 - 1" in lines[0], r.stderr
 
 
-def test_bench_memory_prints_on_stdout_the_spread_and_the_decoded_trace(tmp_path):
+def test_bench_memory_prints_on_stdout_the_spread_and_the_decoded_trace(bench_memory_run):
     """bench_memory.py: one human line per case on stdout, then the JSON line; each figure as min <= median <= max
     over the runs; the decoded trace counted as documented (pcs.engine.decoded: 8 B per block hash plus 32 B per
     request -- arrival, prompt, output, offset -- and the offsets' closing entry), worked out from the file."""
     rows = [json.loads(line) for line in SAMPLE.read_text().splitlines() if line.strip()]
     ids = sum(len(r["hash_ids"]) for r in rows)                  # 59 hash ids over 8 requests
-    r = _run("bench_memory.py", ["--replicas", "1", "--runs", "2", "--formats", "jsonl"], cwd=tmp_path)
+    r = bench_memory_run                                         # --replicas 1 --runs 2, jsonl and parquet
     assert r.returncode == 0, r.stderr[-2000:]
     lines = r.stdout.strip().splitlines()
-    assert len(lines) == 2 and lines[0].startswith("jsonl x1: 2 runs, min/median/max: peak ")
+    assert len(lines) == 3 and lines[0].startswith("jsonl x1: 2 runs, min/median/max: peak ")
+    assert lines[1].startswith("parquet x1: 2 runs, min/median/max: peak ")
     case = json.loads(lines[-1])["cases"]["jsonl_x1"]
     assert case["runs"] == 2 and len(case["each_run"]) == 2
     assert case["decoded_trace_bytes"] == 8 * ids + 32 * len(rows) + 8 == 736

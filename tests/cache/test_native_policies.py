@@ -105,12 +105,14 @@ def test_seeded_stress_check_after_every_step(name):
 
 
 def test_mixed_policies_and_large_tiers():
-    """Tiers far larger than the initial tables, a different policy per tier (heap and ghost growth)."""
+    """Tiers far larger than the initial tables, a different policy per tier (heap and ghost growth). The twins'
+    invariants checked at the end, not after every step (the seeded stress grid does that on small tiers; here it
+    took ~99 % of the test's CPU: 146 CPU-s, against 1.6 with the end check)."""
     reqs = stress_trace(11, 3000, BS)
     ctx = trace_context(reqs, BlockRules())
     for specs in (["fifo", "s3fifo"], ["arc", "2q", "lfu"], ["sieve", "slru:protected_share=0.3"],
                   ["gdsf", "lfu"], ["belady", "lfu"]):
-        _same(reqs, [500, 3000, 4000][:len(specs)], specs, "modeled", BlockRules(), "back", ctx)
+        replay_twins(reqs, [500, 3000, 4000][:len(specs)], specs, "modeled", BlockRules(), "back", ctx=ctx, check=False)
 
 
 TRACE_POLICIES = {"fifo": ["fifo"], "slru": ["slru:protected_share=0.5"], "sieve": ["sieve"], "2q": ["2q"],
