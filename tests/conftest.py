@@ -136,8 +136,19 @@ def not_collected_here(config, node_ids) -> tuple[frozenset, list]:
     """(the node ids this session collected, the ids of ``node_ids`` in a module it did not collect: those a test
     collects in a child ``pytest --collect-only``)."""
     here = config.stash.get(COLLECTED_IDS, frozenset())
-    modules = {i.split("::", 1)[0] for i in here}
+    modules = {i.split("::", 1)[0] for i in here} - _selected_in_part(config)
     return here, [i for i in node_ids if i.split("::", 1)[0] not in modules]
+
+
+def _selected_in_part(config) -> set:
+    """The modules the command line named with a node id (``tests/x.py::test_y``): collected in part, so a test
+    of theirs the session lacks may still exist (:func:`not_collected_here` has them collected in a child)."""
+    out = set()
+    for arg in config.args:
+        if "::" in arg:
+            path = Path(arg.split("::", 1)[0]).resolve()
+            out.add(path.relative_to(config.rootpath).as_posix() if path.is_relative_to(config.rootpath) else arg)
+    return out
 
 
 def pytest_report_header(config):
