@@ -97,5 +97,5 @@ def saturation_note(utilisation_over_time, bin_s: float) -> str | None:
         return None
     return (f"the instance was busy >= 99 % in {full} of {len(bins)} {bin_s:g}-s bins: the traffic exceeds one "
             "instance's compute, so TTFT is mostly queueing (the Compute section splits the wait); a larger "
-            "deployment (--instances), a smaller model or --compute infinite (no compute limit) answers the cache "
-            "question apart from the load")
+            "deployment (--instances N --router cache-aware: round-robin splits the shared prefixes), a smaller "
+            "model or --compute infinite (no compute limit) answers the cache question apart from the load")

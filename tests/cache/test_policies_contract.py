@@ -181,3 +181,16 @@ def test_random_operations_against_a_set(policy):
                 held.difference_update(v)
         assert set(policy.order()) == held and len(policy) == len(held)
         policy._check()
+
+
+def test_a_misspelt_spec_option_names_the_spec_options_on_the_command_line():
+    # slru's one option is protected_share (docs/policies.md); a command-line user typed it inside the spec, so the
+    # error must show it as a spec takes it (protected_share=), not as the --protected-share flag, and exit 2
+    from click.testing import CliRunner
+
+    from pcs.cli.main import cli
+
+    res = CliRunner().invoke(cli, ["replay", "--policy", "slru:protectedshare=0.5"])
+    assert res.exit_code == 2
+    assert "takes no option 'protectedshare'; its options: protected_share=" in res.output
+    assert "--protected-share" not in res.output

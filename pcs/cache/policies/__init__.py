@@ -331,8 +331,10 @@ def make_policy(name: str, capacity_blocks: int, context: PolicyContext | None =
              if v is not None}
     for key in given:
         if key not in takes:
+            # each option written NAME=, as a spec takes it (slru:protected_share=0.2): the command line's message
+            # rewriting (pcs/cli/common.py) leaves a name followed by '=' as it is
             raise UserError(f"eviction policy {cls.name!r} takes no option {key!r}; "
-                             f"its options: {', '.join(takes) or 'none'}")
+                             f"its options: {', '.join(f'{t}=' for t in takes) or 'none'}")
     from pcs.cache.policyguard import check_initialised, is_own, raised
     try:
         policy = cls(capacity_blocks, context=context, **given) if cls.needs else cls(capacity_blocks, **given)
