@@ -202,20 +202,26 @@ NO_ORACLE_HYBRID = ("No oracle: Belady and the hit-rate curve apply the all-full
                     "whole-model blocks, while a hybrid model's tiers count pages under its groups' rules "
                     "(docs/hybrid.md), so neither is drawn for this run.")
 NO_ORACLE_NOT_COMPUTED = "No oracle: the offline optimum (Belady) was not computed for this page (--no-curve)."
+#: ... or a page given its curve as a ``pcs curve`` JSON: the trace is then not read, so Belady is not run.
+NO_ORACLE_CURVE_GIVEN = ("No oracle: the hit-rate curve came from the pcs curve JSON given, so the trace was not read "
+                         "for the offline optimum (Belady) at this run's capacity; report the replay JSON without "
+                         "the curve JSON to have both computed from its trace.")
 
 
-def _headline_section(s: dict, oracle: dict | None) -> dict | None:
-    """The gap waterfall's section: titled by what it draws, saying why there is no oracle when there is none."""
+def _headline_section(s: dict, oracle: dict | None, curve_given: bool = False) -> dict | None:
+    """The gap waterfall's section: titled by what it draws, saying why there is no oracle when there is none
+    (``curve_given``: the page's curve is a ``pcs curve`` payload among the inputs)."""
     if oracle is not None and oracle.get("hit_ratio") is not None:
         return _section("headline", "Hit ratio: real, single-sequence, oracle", [hc.waterfall_chart(s, oracle)])
-    why = NO_ORACLE_HYBRID if s.get("hybrid") else NO_ORACLE_NOT_COMPUTED
+    why = NO_ORACLE_HYBRID if s.get("hybrid") else NO_ORACLE_CURVE_GIVEN if curve_given else NO_ORACLE_NOT_COMPUTED
     return _section("headline", "Hit ratio: real vs single-sequence", [hc.waterfall_chart(s, None)], intro=why)
 
 
-def _replay_sections(s: dict, curve: dict | None, oracle: dict | None) -> list[dict | None]:
+def _replay_sections(s: dict, curve: dict | None, oracle: dict | None,
+                     curve_given: bool = False) -> list[dict | None]:
     dist = s.get("distributions")
     return [
-        _headline_section(s, oracle),
+        _headline_section(s, oracle, curve_given),
         _section("curve", "Hit-rate curve", [hc.curve_chart(curve, _run_marks(s))] if curve else []),
         _section("time", "Over simulated time", [*time_charts(s.get("series")), utilisation_chart(s.get("scheduler"))]),
         _section("distributions", "Distributions", [hc.ttft_chart(dist), hc.restore_chart(dist)]),
@@ -256,7 +262,7 @@ def build_page(payloads: Sequence[dict], curve: dict | None = None, oracle: dict
     main_curve = curve if curve is not None else (curves[0] if curves else None)
     sections: list[dict | None] = []
     if runs:
-        sections += _replay_sections(runs[0], main_curve, oracle)
+        sections += _replay_sections(runs[0], main_curve, oracle, curve is None and bool(curves))
         if len(runs) > 1:
             sections.append(_section("runs", "Runs side by side", tables=[runs_table(runs)]))
     elif main_curve is not None:

@@ -93,6 +93,15 @@ def test_headline_title_and_caption_follow_what_is_drawn():
     assert title == "Hit ratio: real, single-sequence, oracle" and intro == "" and "dashed line" in caption
     title, intro, caption = headline(plain, None)
     assert "oracle" not in title and intro == NO_ORACLE_NOT_COMPUTED and "dashed" not in caption
+    # given a pcs curve JSON beside the run (pcs report run.json curve.json), the trace is not read: the page says
+    # that, not --no-curve, which the user did not give
+    from pcs.report.htmlpage import NO_ORACLE_CURVE_GIVEN
+
+    from pcs.curves.api import curve as hit_curve
+
+    curve = hit_curve(SAMPLE, capacities=[300]).to_dict()
+    sec = next(x for x in build_page([plain, curve])["sections"] if x and x["id"] == "headline")
+    assert sec["intro"] == NO_ORACLE_CURVE_GIVEN and "--no-curve" not in sec["intro"]
 
 
 def test_all_full_attention_line_says_the_padding_it_includes():
