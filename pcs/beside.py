@@ -63,21 +63,22 @@ def threads_wanted() -> bool:
 
 
 @contextlib.contextmanager
-def _signals_held() -> Iterator[None]:
+def _signals_held() -> Iterator[list]:
     """Hold back Ctrl-C and the stop signals (:data:`_HELD`, those with a Python handler) in the main thread for
     the block, then run the first that came: a ``KeyboardInterrupt`` (or ``pcs.errors.Stopped``) raised inside
     ``Thread.start`` -- while it waits for the new thread, which then runs -- left a worker that nothing would
-    end. In any other thread (no handler runs there) the block runs as it is."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
+    end. In any other thread (no handler runs there) the block runs as it is. Yields the list of the held signals
+    that came (empty until one does: a block that waits can poll it and stop waiting)."""
     came: list[int] = []
+    if threading.current_thread() is not threading.main_thread():
+        yield came
+        return
     old = {}
     try:
         for s in _HELD:
             if callable(signal.getsignal(s)):
                 old[s] = signal.signal(s, lambda signum, frame: came.append(signum))
-        yield
+        yield came
     finally:
         for s, handler in old.items():
             signal.signal(s, handler)
@@ -204,8 +205,7 @@ class Beside:
             call, self._call, self._busy, self._deferred = self._call, None, False, False
             self._run(*call)
         elif self._busy:
-            self._done.acquire()
-            self._busy = False
+            self._take_done()
             if not self.linger:          # the worker returns after its call: reap it
                 self._thread.join()
                 self._thread = None
@@ -214,6 +214,21 @@ class Beside:
         if err is not None:
             raise err
         return out
+
+    def _take_done(self) -> None:
+        """Wait for the running call to end and mark it taken (``_busy`` False), with no stop signal between the
+        two: a signal that lands just after the wait returned (before the mark) would leave the call marked as
+        running with its end already taken, and the next wait (:meth:`close`) would block for good. A signal that
+        comes while the call still runs ends the wait within 50 ms, the call left marked as running (a later
+        :meth:`settle` waits for it again), and is raised here.
+
+        Raises:
+            KeyboardInterrupt, pcs.errors.Stopped: a stop signal that came during the wait (held, then run)."""
+        with _signals_held() as came:
+            while not self._done.acquire(timeout=0.05):
+                if came:
+                    return
+            self._busy = False
 
     def close(self) -> None:
         """Wait for a call still running (its outcome dropped) and end the worker thread; the Beside can be used
@@ -227,13 +242,12 @@ class Beside:
     def _end(self) -> None:
         """End the worker: a call still in flight (a stop signal cut the wait for it) finishes first, its outcome
         dropped; then the worker is handed no call, returns and is joined."""
-        worker, go, done = self._thread, self._go, self._done
+        worker, go = self._thread, self._go
         if worker is None:
             return
         self._thread = None             # detached: a worker whose call ends now returns (_serve), even if a
         if self._busy:                  # second stop signal cuts this wait too
-            done.acquire()
-            self._busy = False
+            self._take_done()
         self._err = self._out = None
         go.release()                    # no call: a waiting worker returns
         worker.join()

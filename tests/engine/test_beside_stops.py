@@ -224,3 +224,35 @@ def test_pcs_threads_refuses_the_rest(monkeypatch, value):
     monkeypatch.setenv("PCS_THREADS", value)
     with pytest.raises(UserError, match="PCS_THREADS"):
         beside_mod.threads_wanted()
+
+
+def test_a_stop_just_after_the_wait_for_the_call_returned_leaves_nothing_to_wait_for():
+    # Ctrl-C landing between the wait for the worker's "done" and the mark that the call was taken left the call
+    # marked as running with its end already taken: close() then waited for a second end that never comes (a
+    # hang after a KeyboardInterrupt in a loop of pcs.replay calls). The signal is sent right after the wait returns.
+    import signal
+    import threading
+
+    from pcs.beside import Beside
+
+    b = Beside(True, linger=True)
+    b.start(sum, [1, 2])
+    real = b._done
+
+    class SignalAfterWait:
+        def acquire(self, *args, **kwargs):
+            got = real.acquire(*args, **kwargs)
+            if got:
+                signal.raise_signal(signal.SIGINT)
+            return got
+
+    b._done = SignalAfterWait()
+    try:
+        b.join()
+    except KeyboardInterrupt:
+        pass
+    b._done = real
+    closer = threading.Thread(target=b.close, daemon=True)
+    closer.start()
+    closer.join(10)
+    assert not closer.is_alive() and b._thread is None
