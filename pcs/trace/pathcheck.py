@@ -46,7 +46,21 @@ def check_input_file(path: Any, keyword: str) -> None:
         return
     problem = _path_problem(path, folder=False)
     if problem:
-        raise PathError(os.fspath(path), keyword, problem)
+        raise PathError(os.fspath(path), keyword, problem + _unit_alone(path, problem))
+
+
+def _unit_alone(path: Any, problem: str) -> str:
+    """A hint for a missing input named like a unit of :data:`pcs.units.BYTE_UNITS` (``GB``, ``TiB``, ``GB/s``)
+    or ``blocks``: on a command line, a size written with a space (``--tier gpu=200 GB``) leaves its unit as the
+    next argument, which is then read as the trace; else ``""``."""
+    from pcs.units import BYTE_UNITS
+
+    name = os.fspath(path).lower()
+    name = name[:-2] if name.endswith("/s") else name
+    if problem != os.strerror(errno.ENOENT) or not (name in BYTE_UNITS and name or name in ("block", "blocks")):
+        return ""
+    unit = os.fspath(path)
+    return f" (a unit alone: a value written with a space before its unit, as '200 {unit}'? write '200{unit}')"
 
 
 def check_regular_file(path: Any, name: str | None = None) -> None:

@@ -104,3 +104,19 @@ def test_cli_prints_the_path_and_the_problem(tmp_path):
     r = CliRunner().invoke(cli, ["footprint", "--model", str(tmp_path / "absent.json"), "--tokens", "5"])
     assert r.exit_code == 2
     assert r.output.strip() == f"pcs: error: {tmp_path / 'absent.json'}: {MISSING}"
+
+
+@pytest.mark.parametrize("args, unit", [(["--tier", "gpu=200", "GB"], "GB"), (["--tier", "gpu=2", "TiB"], "TiB"),
+                                        (["--tier", "gpu=500", "blocks"], "blocks")])
+def test_a_size_written_with_a_space_names_the_unit_read_as_the_trace(args, unit):
+    # "--tier gpu=200 GB" leaves GB as the next argument, which click reads as the TRACE: the missing file is the
+    # unit, and the error says so (exit 2, one line), while a missing file of another name gets no such hint
+    from click.testing import CliRunner
+
+    from pcs.cli.main import cli
+
+    res = CliRunner().invoke(cli, ["replay", *args])
+    assert res.exit_code == 2
+    assert f"{unit}: No such file or directory (a unit alone:" in res.output and f"'200{unit}'" in res.output
+    other = CliRunner().invoke(cli, ["replay", "missing.jsonl"])
+    assert other.exit_code == 2 and "a unit alone" not in other.output
