@@ -856,3 +856,21 @@ def index_probes(slots, keys, seed: int) -> int:
             i = (i + 1) % size
             probes += 1
     return probes
+
+
+def fresh_python(code: str, cwd) -> str:
+    """The stdout of ``code`` run by a new interpreter (this one's executable) with the repository first on its path,
+    in folder ``cwd``: what a fresh process imports and allocates, apart from the test process's state.
+
+    Raises:
+        subprocess.CalledProcessError: the code failed (its stderr in the exception).
+    """
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    env = dict(os.environ, PYTHONPATH=str(root))
+    return subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True,
+                          cwd=cwd).stdout

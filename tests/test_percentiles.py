@@ -47,6 +47,12 @@ _VALUES = arrays(np.float64, st.integers(1, 300),
 @settings(max_examples=400, deadline=None)
 @given(_VALUES, _LEVELS)
 def test_equal_to_numpy_percentile(values, levels):
+    _assert_as_numpy(values, levels)
+
+
+def _assert_as_numpy(values, levels) -> None:
+    """linear_percentiles of ``values`` (float64, shape (n,)) at ``levels`` (%) equal numpy.percentile's (its
+    default linear method), NaN where numpy gives NaN."""
     want = np.percentile(values, levels).tolist()
     got = linear_percentiles(values.copy(), levels)
     assert np.array_equal(np.array(got), np.array(want), equal_nan=True), (got, want)
@@ -151,9 +157,7 @@ _MOSTLY_ZERO = arrays(np.float64, st.integers(1, 300),
 @settings(max_examples=400, deadline=None)
 @given(_MOSTLY_ZERO, _LEVELS)
 def test_mostly_zero_columns_equal_to_numpy_percentile(values, levels):
-    want = np.percentile(values, levels).tolist()
-    got = linear_percentiles(values.copy(), levels)
-    assert np.array_equal(np.array(got), np.array(want), equal_nan=True), (got, want)
+    _assert_as_numpy(values, levels)
 
 
 def test_sorted_finite_of_an_all_finite_column_is_a_sorted_copy():

@@ -8,18 +8,13 @@ pages the decode frees go back to the allocator numpy and the compiled engines u
 """
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-from pathlib import Path
-
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from pcs.trace import open_trace
 from pcs.trace.parquet import SCHEMA_NAME
 
-ROOT = Path(__file__).resolve().parents[2]
+from helpers import fresh_python
 
 
 def _write(path):
@@ -50,6 +45,4 @@ def test_a_replay_from_parquet_imports_neither_pyarrow_compute_nor_pyarrow_parqu
     code = ("import sys, pcs\n"
             f"r = pcs.replay({str(path)!r}, tiers=['gpu=4blocks', 'cpu=16blocks'], policy='lru')\n"
             "print(r.summary.requests, 'pyarrow.compute' in sys.modules, 'pyarrow.parquet' in sys.modules)\n")
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
-    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True, cwd=tmp_path)
-    assert out.stdout.split() == ["2", "False", "False"]
+    assert fresh_python(code, tmp_path).split() == ["2", "False", "False"]

@@ -9,11 +9,6 @@ opens the file twice: for the trace and for its one read of the rows.
 """
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-from pathlib import Path
-
 import pyarrow as pa
 import pyarrow.parquet as pq
 
@@ -21,7 +16,7 @@ import pcs
 from pcs.trace import open_trace, parquet
 from pcs.trace.parquet import SCHEMA_NAME
 
-ROOT = Path(__file__).resolve().parents[2]
+from helpers import fresh_python
 
 
 def _write(path, rows: int, ids_per_row: int = 1):
@@ -90,6 +85,4 @@ def test_opening_a_trace_takes_nothing_from_pyarrows_default_pool(tmp_path):
     code = ("import pyarrow as pa\nfrom pcs.trace import open_trace\n"
             f"t = open_trace({str(path)!r})\n"
             "print(t.block_size, t.parquet_block_hashes, pa.default_memory_pool().max_memory())\n")
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
-    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True, cwd=tmp_path)
-    assert out.stdout.split() == ["512", "2", "0"]
+    assert fresh_python(code, tmp_path).split() == ["512", "2", "0"]
