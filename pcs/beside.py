@@ -7,7 +7,7 @@ hierarchy, so the results are those of running the calls one after the other (``
 An engine whose loop keeps the GIL is called at once on the caller's thread (a thread would only add switches).
 One worker thread serves every call of a :class:`Beside` (started at the first call, ended by :meth:`close`):
 a replay makes one call per chunk, and a thread per call cost a thread start (stack, clone) each time.
-The same serves the two-tier one-pass scan (:func:`pcs.engine.runner._two_tier_scan`; ``lru_feed`` releases the GIL,
+The same serves the two-tier one-pass scan (:func:`pcs.engine.scanjoin._two_tier_scan`; ``lru_feed`` releases the GIL,
 ``pcs/engine/_lruscan.c``), a compiled hierarchy's sequential baseline (:func:`pcs.engine.seqbase.begin_sequential`)
 and the read-ahead of the next chunk or trace batch (:func:`pcs.trace.batches.read_ahead`). (Decoding two JSONL
 chunks at once, one on a worker, was built and measured slower on the whole replay: docs/performance.md, "The

@@ -15,7 +15,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pcs.engine import runner, stepnative
+from pcs.beside import Beside
+from pcs.engine import feed, scanjoin, stepnative
 from pcs.beside import Beside
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -74,12 +75,12 @@ def _replay(path, monkeypatch, threaded: bool | None, **kw):
     seen = []
 
     def spy(loop):
-        b = runner.Beside(bool(getattr(loop, "releases_gil", False)) if threaded is None else threaded)
+        b = Beside(bool(getattr(loop, "releases_gil", False)) if threaded is None else threaded)
         seen.append(b.threaded)
         return b
 
     with monkeypatch.context() as m:
-        m.setattr(runner, "_beside", spy)
+        m.setattr(scanjoin, "_beside", spy)
         return replay(str(path), **kw), seen
 
 
@@ -241,7 +242,7 @@ def test_an_error_in_the_loops_waits_for_the_hybrid_baseline(monkeypatch):
 
     before = set(threading.enumerate())
     with monkeypatch.context() as m:
-        m.setattr(runner, "_feed", boom)
+        m.setattr(feed, "_feed", boom)
         with pytest.raises(RuntimeError, match="the loops failed"):
             _hybrid_replay(ROOT / "traces" / "sample_chat.jsonl", m, True, model="gemma-3-27b")
     assert not [t for t in set(threading.enumerate()) - before if t.name == "pcs-beside"]

@@ -206,7 +206,7 @@ def test_the_no_cache_twin_follows_the_plan_not_the_reason_text(monkeypatch):
     """The no-cache twin of a compiled-hybrid run under the step scheduler runs the same step loop as the run (C
     here: the preset on the sample needs nothing the C loop lacks); the runner reads that from the plan's
     ``step_loop`` field, so a reason worded otherwise still runs the C loop for both (pcs/engine/select.py)."""
-    from pcs.engine import hybridnative, runner
+    from pcs.engine import hybridnative, loops
     from pcs.engine.api import replay
 
     made = []
@@ -216,7 +216,7 @@ def test_the_no_cache_twin_follows_the_plan_not_the_reason_text(monkeypatch):
             made.append(bool(kwargs.get("no_cache")))
             super().__init__(*args, **kwargs)
 
-    original = runner._hybrid_step_loop
+    original = loops._hybrid_step_loop
 
     def reworded(plan, *args):
         cls = original(plan, *args)
@@ -224,7 +224,7 @@ def test_the_no_cache_twin_follows_the_plan_not_the_reason_text(monkeypatch):
         return Spy if cls is HybridNativeStepEngine else cls
 
     monkeypatch.setattr(hybridnative, "HybridNativeStepEngine", Spy)
-    monkeypatch.setattr(runner, "_hybrid_step_loop", reworded)
+    monkeypatch.setattr(loops, "_hybrid_step_loop", reworded)
     res = replay(str(ROOT / "traces" / "sample_chat.jsonl"), model=HYBRIDS[0], tiers=["gpu=20GB", "cpu=60GB"],
                  residency_step_s=30.0)
     assert res.summary.engine == "compiled-hybrid" and "step loop in C" not in res.summary.engine_reason

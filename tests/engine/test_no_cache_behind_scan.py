@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from pcs import replay
-from pcs.engine import runner, stepnative
+from pcs.engine import feed, loops, scanjoin, stepnative
 from pcs.errors import UserError
 from test_beside import _same
 
@@ -34,7 +34,7 @@ def _traced(monkeypatch, mode: str) -> tuple:
     each no-cache feed and its close."""
     events: list = []
     lock = threading.Lock()
-    scan_parts, feed, close_beside = runner._scan_parts, stepnative.NativeStepEngine.feed, runner._close_beside
+    scan_parts, feed, close_beside = scanjoin._scan_parts, stepnative.NativeStepEngine.feed, scanjoin._close_beside
 
     def note(what):
         with lock:
@@ -57,9 +57,11 @@ def _traced(monkeypatch, mode: str) -> tuple:
 
     with monkeypatch.context() as m:
         m.setenv("PCS_THREADS", mode)
-        m.setattr(runner, "_scan_parts", spied_scan)
+        m.setattr(scanjoin, "_scan_parts", spied_scan)
         m.setattr(stepnative.NativeStepEngine, "feed", spied_feed)
-        m.setattr(runner, "_close_beside", spied_close)
+        # the close is handed over (pcs.engine.loops._close_runs) and run (pcs.engine.scanjoin._Tail) by name
+        m.setattr(scanjoin, "_close_beside", spied_close)
+        m.setattr(loops, "_close_beside", spied_close)
         return replay(str(SAMPLE), **KW), events
 
 
@@ -107,7 +109,7 @@ def test_a_stop_before_the_tail_is_handed_its_end_leaves_no_worker(monkeypatch, 
         raise KeyboardInterrupt
 
     monkeypatch.setenv("PCS_THREADS", "on")
-    monkeypatch.setattr(runner, where, stop)
+    monkeypatch.setattr(feed, where, stop)
     with pytest.raises(KeyboardInterrupt):
         replay(str(SAMPLE), **KW)
     assert _workers() == before

@@ -6,7 +6,7 @@ gives exactly what it gives with every call inline (the reference: ``PCS_THREADS
 a scan's exception is the one the user sees, and an error in the loops waits for the scan and leaves no thread.
 The step loops' chunks are made the same way: on the next-turn search's worker while the trace is decoded, or by the
 calling thread once its reads are done (pcs.engine.chunks.ChunkPieces), else the next chunk while the compiled step
-loops run (pcs.engine.runner._feed with pcs.trace.batches.read_ahead). ``PCS_THREADS`` (pcs.beside.threads_wanted)
+loops run (pcs.engine.feed._feed with pcs.trace.batches.read_ahead). ``PCS_THREADS`` (pcs.beside.threads_wanted)
 chooses: auto (threads with two CPUs or more), on, off.
 """
 from __future__ import annotations
@@ -18,7 +18,7 @@ import pytest
 
 from pcs import replay
 from pcs import beside
-from pcs.engine import fastpath, runner, stepnative
+from pcs.engine import fastpath, feed, runner, scanjoin, stepnative
 from pcs.errors import UserError
 from test_beside import _same
 from helpers import make_requests
@@ -36,7 +36,7 @@ def _workers() -> set:
 
 def _spied(monkeypatch, mode: str, path, **kw):
     """pcs.replay under ``PCS_THREADS=mode``; also whether the two-tier scan ran on a worker thread."""
-    seen, orig = [], runner._two_tier_scan
+    seen, orig = [], scanjoin._two_tier_scan
 
     def spy(*a):
         out = orig(*a)
@@ -45,7 +45,7 @@ def _spied(monkeypatch, mode: str, path, **kw):
 
     with monkeypatch.context() as m:
         m.setenv("PCS_THREADS", mode)
-        m.setattr(runner, "_two_tier_scan", spy)
+        m.setattr(scanjoin, "_two_tier_scan", spy)
         return replay(str(path) if isinstance(path, Path) else path, **kw), seen
 
 
@@ -121,7 +121,7 @@ def test_an_error_in_the_loops_waits_for_the_scan(monkeypatch):
 
     before = _workers()
     monkeypatch.setattr(fastpath, "scan", slow_scan)
-    monkeypatch.setattr(runner, "_feed", boom)
+    monkeypatch.setattr(feed, "_feed", boom)
     with pytest.raises(RuntimeError, match="the loops failed"):
         _spied(monkeypatch, "on", ROOT / "traces" / "sample_chat.jsonl", tiers=["gpu=300blocks", "cpu=2000blocks"])
     assert done == [True] and _workers() == before
@@ -137,6 +137,7 @@ def test_off_runs_every_side_call_inline(monkeypatch):
         return orig(threaded)
 
     monkeypatch.setattr(runner, "Beside", spy)
+    monkeypatch.setattr(scanjoin, "Beside", spy)
     res = _spied(monkeypatch, "off", ROOT / "traces" / "sample_chat.jsonl", tiers=["gpu=300blocks", "cpu=2000blocks"])
     assert res[1] == [False] and made and not any(made)     # the scan, its hybrid twin's side, the no-cache loop
 
@@ -154,7 +155,7 @@ def test_chunks_are_made_ahead_only_for_loops_without_the_gil(monkeypatch):
     from pcs.trace import source
     from pcs.engine.schedconfig import SchedulerConfig
 
-    made, pieces, orig, add = [], [], runner.read_ahead, ChunkPieces.add
+    made, pieces, orig, add = [], [], feed.read_ahead, ChunkPieces.add
 
     def spy(chunks, **kw):
         made.append(True)
@@ -164,7 +165,7 @@ def test_chunks_are_made_ahead_only_for_loops_without_the_gil(monkeypatch):
         pieces.append(threading.current_thread().name)
         return add(self, *a)
 
-    monkeypatch.setattr(runner, "read_ahead", spy)
+    monkeypatch.setattr(feed, "read_ahead", spy)
     monkeypatch.setattr(ChunkPieces, "add", spy_add)
     kw = {"tiers": ["gpu=300blocks", "cpu=2000blocks"]}
     _spied(monkeypatch, "on", ROOT / "traces" / "sample_chat.jsonl", **kw)
@@ -204,7 +205,7 @@ def test_the_scan_waits_for_the_loops_to_be_built(monkeypatch):
     # the two-tier scan's worker starts with the replay but waits at its gate until the run's first feed
     # (runner._ScanJoin.open): its Python work then does not take the GIL from the calling thread building the
     # loops; the order is fixed whatever the machine's load: loops built, then the scan
-    order, scan, loops = [], fastpath.scan, runner._event_loops
+    order, scan, loops = [], fastpath.scan, feed._event_loops
 
     def spy_scan(*a, **k):
         order.append("scan")
@@ -216,7 +217,7 @@ def test_the_scan_waits_for_the_loops_to_be_built(monkeypatch):
         return out
 
     monkeypatch.setattr(fastpath, "scan", spy_scan)
-    monkeypatch.setattr(runner, "_event_loops", spy_loops)
+    monkeypatch.setattr(feed, "_event_loops", spy_loops)
     before = _workers()
     (a, sa), (b, sb) = (_spied(monkeypatch, mode, ROOT / "traces" / "sample_chat.jsonl", **TWO) for mode in ("off", "on"))
     assert (sa, sb) == ([False], [True]) and order == ["scan", "loops", "loops", "scan"]   # inline: the scan first
