@@ -17,12 +17,21 @@ error, Ctrl-C) leaves no idle thread behind, even when nothing ever closes it (a
 traceback or a reference cycle); at most the one call in flight finishes, and its thread with it.
 
 The switch: ``PCS_THREADS`` (:func:`threads_wanted`, docs/performance.md "The one-pass scan beside the step
-loop") -- ``auto`` (unset: worker threads when the process may run on two CPUs or more), ``on`` or ``off``
-(every call inline, on the caller's thread). On one CPU (``taskset -c 0``) a worker only adds thread switches.
+loop") -- ``auto`` (unset: worker threads when the process may run on two CPUs or more and the replay's trace is
+not small, see below), ``on`` (worker threads, whatever the trace) or ``off`` (every call inline, on the caller's
+thread). On one CPU (``taskset -c 0``) a worker only adds thread switches.
+
+Small traces inline in ``auto`` (:func:`small_trace`, :func:`sized`): a replay of a trace file read as text
+(JSONL or CSV, not gzip-compressed) of fewer than :data:`INLINE_BELOW_BYTES` bytes runs its side work inline:
+its worker starts and hand-overs cost more wall than the work they move off the calling thread
+(docs/performance.md, "runner.py in modules, small traces inline"). The measure is the file's size, known
+before the read. A Parquet or gzip file (whose bytes do not measure the trace: the 10x Mooncake replica is
+2.1 MB as Parquet, 34 MB as JSONL) and a source in memory keep the threads ``auto`` gives.
 """
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import os
 import signal
 import threading
@@ -30,7 +39,7 @@ from typing import Any, Callable, Iterator
 
 from pcs.errors import STOPS, UserError
 
-__all__ = ["Beside", "THREADS_MODES", "threads_wanted"]
+__all__ = ["Beside", "INLINE_BELOW_BYTES", "THREADS_MODES", "sized", "small_trace", "threads_wanted"]
 
 #: Values of ``$PCS_THREADS`` (module docstring).
 THREADS_MODES = ("auto", "on", "off")
@@ -42,24 +51,86 @@ _Thread = threading.Thread
 _HELD = tuple(getattr(signal, n) for n in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, n))
 
 
+#: A trace file read as text (JSONL, CSV; not gzip) of fewer bytes than this runs a replay's side work inline in
+#: ``auto`` mode (module docstring, :func:`small_trace`). How it was chosen: the default two-tier call on Mooncake
+#: replicas, threads on / off alternated call by call in one process, on the shared 2-core machine at load 6-10
+#: (docs/performance.md, "runner.py in modules, small traces inline"): threads lost at 1x (3.0 MB) and 1.5x (4.7 MB)
+#: in every block, paid in one block of ten at 2x (6.3 MB), in three of ten at 3x and in every block at 5x and 10x.
+#: The threshold lies between 1.5x and 2x, below the smallest size at which threads paid in any block, so a trace
+#: that gains from threads keeps them; a quiet re-measure may move it.
+INLINE_BELOW_BYTES = 5_000_000
+#: True while a replay of a small trace runs (:func:`sized`): ``auto`` then means inline.
+_SMALL: contextvars.ContextVar[bool] = contextvars.ContextVar("pcs_small_trace", default=False)
+#: The first bytes of a gzip file (pcs.trace.source detects gzip the same way).
+_GZIP_MAGIC = b"\x1f\x8b"
+
+
 def threads_wanted() -> bool:
     """Whether a replay runs its side work on worker threads: ``$PCS_THREADS`` (module docstring) ``on``, or
     ``auto`` / unset with at least two CPUs in the process's affinity mask (``os.sched_getaffinity``; where the
-    platform has none, ``os.cpu_count()``).
+    platform has none, ``os.cpu_count()``), unless the replay running in this thread reads a small trace
+    (:func:`sized`, :func:`small_trace`).
 
     ``1`` / ``yes`` / ``true`` mean ``on``, ``0`` / ``no`` / ``false`` mean ``off`` (:data:`THREADS_ALIASES`).
 
     Raises:
         UserError: ``PCS_THREADS`` is none of :data:`THREADS_MODES` and :data:`THREADS_ALIASES`.
     """
+    mode = _mode()
+    if mode != "auto":
+        return mode == "on"
+    if _SMALL.get():
+        return False
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    return cpus >= 2
+
+
+def _mode() -> str:
+    """``$PCS_THREADS`` as one of :data:`THREADS_MODES` (unset or blank: ``auto``).
+
+    Raises:
+        UserError: none of :data:`THREADS_MODES` and :data:`THREADS_ALIASES`.
+    """
     mode = os.environ.get("PCS_THREADS", "auto").strip().lower() or "auto"
     mode = THREADS_ALIASES.get(mode, mode)
     if mode not in THREADS_MODES:
         raise UserError(f"PCS_THREADS={mode!r} is not one of {', '.join(THREADS_MODES)} (or 1, 0)")
-    if mode != "auto":
-        return mode == "on"
-    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    return cpus >= 2
+    return mode
+
+
+def small_trace(source: Any) -> bool:
+    """Whether ``source`` is a small trace for the ``auto`` rule (module docstring): a trace opened from a file
+    (an object with ``path`` and ``format``, :class:`pcs.trace.Trace`) whose format is not Parquet, whose first
+    bytes are not gzip's and whose size is below :data:`INLINE_BELOW_BYTES`. Anything else -- a source in memory,
+    Parquet, gzip, a file that cannot be looked at (the read names the problem) -- is not small. Reads the file's
+    size and its first two bytes, nothing more; raises nothing."""
+    path, fmt = getattr(source, "path", None), getattr(source, "format", None)
+    if path is None or fmt is None or fmt == "parquet":
+        return False
+    try:
+        if os.stat(path).st_size >= INLINE_BELOW_BYTES:
+            return False
+        with open(path, "rb") as f:
+            return f.read(2) != _GZIP_MAGIC
+    except (OSError, TypeError, ValueError):
+        return False
+
+
+@contextlib.contextmanager
+def sized(source: Any) -> Iterator[bool]:
+    """For the block (in this thread), ``auto`` mode runs side work inline when ``source`` is small
+    (:func:`small_trace`; looked at only in ``auto`` mode). Yields whether it is. Nested blocks keep an outer
+    block's inline.
+
+    Raises:
+        UserError: ``PCS_THREADS`` is none of :data:`THREADS_MODES` and :data:`THREADS_ALIASES`.
+    """
+    small = _mode() == "auto" and small_trace(source)
+    token = _SMALL.set(_SMALL.get() or small)
+    try:
+        yield small
+    finally:
+        _SMALL.reset(token)
 
 
 @contextlib.contextmanager

@@ -30,7 +30,8 @@ chunk (:func:`pcs.trace.batches.read_ahead`, one in flight). Each reads only the
 only its own state, so the outcome is the one of running them in turn (the same JSON and per-request tables:
 tests/engine/test_beside.py, tests/engine/test_scan_beside.py). A worker's exception is raised at its join, on
 the caller's thread; when the loops fail first, each worker is waited for and its outcome dropped. ``PCS_THREADS=off``
-(or a process on one CPU) runs everything inline (:func:`pcs.beside.threads_wanted`).
+(or a process on one CPU) runs everything inline (:func:`pcs.beside.threads_wanted`), and so does ``auto`` for a
+small trace file (:func:`pcs.beside.sized` around the whole run: pcs/beside.py's module docstring).
 
 Where each part lives (one responsibility a module; this one runs them in order): the plans and their placement,
 the step scheduler's set-up and the engine names (:mod:`pcs.engine.placement`); the event loops built and closed
@@ -44,7 +45,7 @@ from __future__ import annotations
 from typing import Any, Callable, Sequence
 
 from pcs.blocks import BlockRules, SingleSequenceResult
-from pcs.beside import Beside, threads_wanted
+from pcs.beside import Beside, sized, threads_wanted
 from pcs.engine.engine import EngineResult
 from pcs.engine.feed import _decoded_once, _fed_loops
 from pcs.engine.loops import _close_runs, _native_step_or_fallback, _settle_parts   # noqa: F401 (tests import it)
@@ -115,7 +116,20 @@ def run_replay(source: Any, rules: BlockRules, time_model: Any, make_tiers: Call
     Raises:
         UserError: as :func:`pcs.engine.select.choose`; bad trace content;
             ``lru-scan`` requested on ids that are not chained.
+
+    Threads: as :func:`pcs.beside.threads_wanted` says, within :func:`pcs.beside.sized` of ``source`` (``auto``
+    mode runs the side work of a small trace file inline; the same outcome either way).
     """
+    with sized(source):
+        return _run(source, rules, time_model, make_tiers, timing, write_policy, links, block_bytes, requested,
+                    native, progress, step, hybrid, step_s, passes, comparison)
+
+
+def _run(source: Any, rules: BlockRules, time_model: Any, make_tiers: Callable[[], list], timing: str,
+         write_policy: str, links: Sequence, block_bytes: Sequence[int], requested: str, native: str | None,
+         progress: Callable[[int], None] | None, step: StepSetup | None, hybrid: Any, step_s: float,
+         passes: SharedPasses | None, comparison: bool) -> Outcome:
+    """:func:`run_replay`'s work, its arguments as it takes them."""
     tiers0 = make_tiers()
     plans = _place(tiers0, timing, requested, native, hybrid, step)
     source = passes.source if passes is not None else _decoded_once(source, plans, step, timing, native, rules,

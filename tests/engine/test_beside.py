@@ -15,7 +15,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pcs.beside import Beside
 from pcs.engine import feed, scanjoin, stepnative
 from pcs.beside import Beside
 
@@ -80,6 +79,7 @@ def _replay(path, monkeypatch, threaded: bool | None, **kw):
         return b
 
     with monkeypatch.context() as m:
+        m.setenv("PCS_THREADS", "on")          # the side work on workers whatever the trace's size (pcs.beside)
         m.setattr(scanjoin, "_beside", spy)
         return replay(str(path), **kw), seen
 
@@ -189,6 +189,7 @@ def _hybrid_replay(path, monkeypatch, threaded: bool, **kw):
         return out
 
     with monkeypatch.context() as m:
+        m.setenv("PCS_THREADS", "on")          # the side work on workers whatever the trace's size (pcs.beside)
         m.setattr(seqbase, "begin_sequential", spy)
         return replay(str(path), **kw), seen
 
