@@ -21,10 +21,11 @@ Threads (the rule): work that shares no mutable state with the run's loops goes 
 (:class:`pcs.beside.Beside`, one per kind of side work) while the caller's thread builds and runs the
 loops, and is joined before the outcome is built -- the read of a trace file and the next-turn search, each on a
 worker of its own, the search walking each batch while the reader decodes the next and the caller makes the
-chunk pieces (:func:`_decoded_once`, :class:`pcs.engine.decoded.Decoded`, :class:`pcs.engine.turns.TurnWalk`),
-the two-tier one-pass scan (:func:`_two_tier_scan`), the no-cache step loop (:func:`_feed`, :func:`_close_runs`;
-behind the two-tier scan on the scan's worker when that scan runs, :class:`_Tail`: two runnable threads beside
-the run's loop were one more than the 2-core machine has), a compiled hierarchy's
+chunk pieces (:func:`pcs.engine.feed._decoded_once`, :class:`pcs.engine.decoded.Decoded`,
+:class:`pcs.engine.turns.TurnWalk`), the two-tier one-pass scan (:func:`pcs.engine.scanjoin._two_tier_scan`), the
+no-cache step loop (:func:`pcs.engine.feed._feed`, :func:`pcs.engine.loops._close_runs`; behind the two-tier scan on
+the scan's worker when that scan runs, :class:`pcs.engine.scanjoin._Tail`: two runnable threads beside the run's
+loop were one more than the 2-core machine has), a compiled hierarchy's
 sequential baseline (:func:`pcs.engine.seqbase.begin_sequential`) and, beside compiled loops, the making of the next
 chunk (:func:`pcs.trace.batches.read_ahead`, one in flight). Each reads only the decoded trace and frozen inputs and writes
 only its own state, so the outcome is the one of running them in turn (the same JSON and per-request tables:
