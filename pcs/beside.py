@@ -25,8 +25,9 @@ Small traces inline in ``auto`` (:func:`small_trace`, :func:`sized`): a replay o
 (JSONL or CSV, not gzip-compressed) of fewer than :data:`INLINE_BELOW_BYTES` bytes runs its side work inline:
 its worker starts and hand-overs cost more wall than the work they move off the calling thread
 (docs/performance.md, "runner.py in modules, small traces inline"). The measure is the file's size, known
-before the read. A Parquet or gzip file (whose bytes do not measure the trace: the 10x Mooncake replica is
-2.1 MB as Parquet, 34 MB as JSONL) and a source in memory keep the threads ``auto`` gives.
+before the read. A Parquet file's bytes do not measure the trace (the 10x Mooncake replica is 2.1 MB as
+Parquet, 34 MB as JSONL): its measure is the count of block hashes its footer gives when it is opened, small below
+:data:`INLINE_BELOW_PARQUET_IDS`. A gzip file and a source in memory keep the threads ``auto`` gives.
 """
 from __future__ import annotations
 
@@ -39,7 +40,8 @@ from typing import Any, Callable, Iterator
 
 from pcs.errors import STOPS, UserError
 
-__all__ = ["Beside", "INLINE_BELOW_BYTES", "THREADS_MODES", "sized", "small_trace", "threads_wanted"]
+__all__ = ["Beside", "INLINE_BELOW_BYTES", "INLINE_BELOW_PARQUET_IDS", "THREADS_MODES", "sized", "small_trace",
+           "threads_wanted"]
 
 #: Values of ``$PCS_THREADS`` (module docstring).
 THREADS_MODES = ("auto", "on", "off")
@@ -59,6 +61,11 @@ _HELD = tuple(getattr(signal, n) for n in ("SIGINT", "SIGTERM", "SIGHUP") if has
 #: The threshold lies between 1.5x and 2x, below the smallest size at which threads paid in any block, so a trace
 #: that gains from threads keeps them; a quiet re-measure may move it.
 INLINE_BELOW_BYTES = 5_000_000
+#: A Parquet trace with fewer block hashes than this (its footer's count, ``Trace.parquet_block_hashes``) runs a
+#: replay's side work inline in ``auto`` mode. Chosen from the same alternated measurement of the Parquet replicas
+#: (288,500 block hashes a copy): threads lost at 1x and 2x (577,000) in every block and paid on the mean at 3x
+#: (865,500) and in every block at 5x and 10x; the threshold lies just above 2x.
+INLINE_BELOW_PARQUET_IDS = 600_000
 #: True while a replay of a small trace runs (:func:`sized`): ``auto`` then means inline.
 _SMALL: contextvars.ContextVar[bool] = contextvars.ContextVar("pcs_small_trace", default=False)
 #: The first bytes of a gzip file (pcs.trace.source detects gzip the same way).
@@ -100,13 +107,18 @@ def _mode() -> str:
 
 def small_trace(source: Any) -> bool:
     """Whether ``source`` is a small trace for the ``auto`` rule (module docstring): a trace opened from a file
-    (an object with ``path`` and ``format``, :class:`pcs.trace.Trace`) whose format is not Parquet, whose first
-    bytes are not gzip's and whose size is below :data:`INLINE_BELOW_BYTES`. Anything else -- a source in memory,
-    Parquet, gzip, a file that cannot be looked at (the read names the problem) -- is not small. Reads the file's
+    (an object with ``path`` and ``format``, :class:`pcs.trace.Trace`): a Parquet file whose footer counted fewer
+    block hashes than :data:`INLINE_BELOW_PARQUET_IDS`, or a file of another format whose first bytes are not
+    gzip's and whose size is below :data:`INLINE_BELOW_BYTES`. Anything else -- a source in memory, gzip, a
+    Parquet file whose count is unknown, a file that cannot be looked at (the read names the problem) -- is not
+    small. Reads the file's
     size and its first two bytes, nothing more; raises nothing."""
     path, fmt = getattr(source, "path", None), getattr(source, "format", None)
-    if path is None or fmt is None or fmt == "parquet":
+    if path is None or fmt is None:
         return False
+    if fmt == "parquet":
+        ids = getattr(source, "parquet_block_hashes", None)
+        return isinstance(ids, int) and ids < INLINE_BELOW_PARQUET_IDS
     try:
         if os.stat(path).st_size >= INLINE_BELOW_BYTES:
             return False

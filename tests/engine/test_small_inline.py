@@ -1,7 +1,8 @@
 """``auto`` runs a small trace file's side work inline (pcs.beside: INLINE_BELOW_BYTES, small_trace, sized).
 
 The rule, from pcs/beside.py's docstring: in ``auto`` mode (``PCS_THREADS`` unset) a replay of a trace file read as
-text (not Parquet, not gzip) of fewer than ``INLINE_BELOW_BYTES`` bytes runs every side call on the calling thread;
+text (not gzip) of fewer than ``INLINE_BELOW_BYTES`` bytes, or a Parquet file whose footer counted fewer than
+``INLINE_BELOW_PARQUET_IDS`` block hashes, runs every side call on the calling thread;
 at that size or more, on a process with two CPUs or more, on workers; ``on`` forces workers, ``off`` inline. The
 expectations below are worked from that rule and the files' sizes, not from a run's output; the process is given
 two CPUs (``os.sched_getaffinity`` patched) so ``auto`` means threads for a trace that is not small on any machine.
@@ -52,10 +53,38 @@ def test_parquet_gzip_memory_and_missing_files_are_not_small(tmp_path, monkeypat
     pq = tmp_path / "t.parquet"
     pq.write_bytes(b"PAR1" + b"\0" * 8 + b"PAR1")
     assert not beside.small_trace(_File(gz, "mooncake"))           # gzip: its bytes do not measure the trace
-    assert not beside.small_trace(_File(pq, "parquet"))            # Parquet: the same
+    assert not beside.small_trace(_File(pq, "parquet"))            # Parquet of no known count: not small
     assert not beside.small_trace([object()])                       # in memory: no file
     assert not beside.small_trace(None)
     assert not beside.small_trace(_File(tmp_path / "gone.jsonl", "mooncake"))   # the read names the problem
+
+
+def test_parquet_is_small_below_its_footer_count(tmp_path, monkeypatch):
+    pq = _File(tmp_path / "t.parquet", "parquet")                   # never read: the count decides
+    monkeypatch.setattr(beside, "INLINE_BELOW_PARQUET_IDS", 1000)
+    monkeypatch.setattr(beside, "INLINE_BELOW_BYTES", 10**9)         # bytes are not Parquet's measure
+    pq.parquet_block_hashes = 999
+    assert beside.small_trace(pq)                                   # 999 < 1000
+    pq.parquet_block_hashes = 1000
+    assert not beside.small_trace(pq)                               # 1000 is not below 1000
+    pq.parquet_block_hashes = None
+    assert not beside.small_trace(pq)                               # unknown count: threads
+
+
+def test_a_parquet_traces_count_is_its_footers(tmp_path, monkeypatch):
+    import pcs
+    from pcs.trace.convert import convert
+
+    src = tmp_path / "two.jsonl"                                      # 2 requests of 3 and 2 block hashes
+    src.write_text('{"timestamp": 0, "input_length": 1536, "output_length": 1, "hash_ids": [1, 2, 3]}\n'
+                   '{"timestamp": 1, "input_length": 1024, "output_length": 1, "hash_ids": [1, 2]}\n')
+    convert(pcs.open_trace(src), tmp_path / "two.parquet")
+    trace = pcs.open_trace(tmp_path / "two.parquet")
+    assert trace.parquet_block_hashes == 5
+    monkeypatch.setattr(beside, "INLINE_BELOW_PARQUET_IDS", 6)
+    assert beside.small_trace(trace)                                # 5 < 6
+    monkeypatch.setattr(beside, "INLINE_BELOW_PARQUET_IDS", 5)
+    assert not beside.small_trace(trace)
 
 
 def test_sized_makes_auto_inline_for_the_block_only(tmp_path, monkeypatch, two_cpus):

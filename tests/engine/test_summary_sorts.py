@@ -52,7 +52,7 @@ def test_latency_reads_its_parts_and_makes_the_missing_ones():
     assert whole.ttft_s.p50 == 0.2 and whole == _latency(cols, stats, 0.25, latency_parts(cols))
 
 
-def test_the_no_cache_run_brings_its_parts_from_its_worker():
+def test_the_no_cache_run_brings_its_parts_from_its_worker(monkeypatch):
     import pcs
     from pcs.engine import api, runner
 
@@ -63,6 +63,7 @@ def test_the_no_cache_run_brings_its_parts_from_its_worker():
         seen["out"] = out = real(*a, **k)
         return out
 
+    monkeypatch.setenv("PCS_THREADS", "on")   # a tiny trace runs inline in auto mode: the worker on purpose
     api.run_replay = keep
     try:
         r = pcs.replay(TINY)           # default: modeled timing, the step scheduler and its no-cache run
