@@ -12,7 +12,7 @@
  * This file does not touch the hierarchy's internals.
  * Time-series samples call back into Python (pcs.engine.series.Sampler), a few hundred times per run.
  * A fed request waits in its feed's buffers (held by the loop) until it reaches the queue's head and takes a slot
- * ("feeding" below); the per-request columns are array.array objects the loop grows and hands out (columns()).
+ * ("feeding" below); the per-request columns are bytearrays the loop grows and hands out (columns()).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -29,7 +29,6 @@
 /* per-request int64 columns, then the tiers' hit_tokens_<tier>; double columns; order = stepnative.py's */
 enum { Q_HIT, Q_MISSED, Q_HTOK, Q_RBYTES, Q_PREEMPT, Q_RECOMP, Q_DECODE, NQ0 };
 enum { D_RESTORE, D_WLINK, D_PREFILL, D_WAIT, D_TTFT, D_FINISH, D_WCOMP, D_EXPOSED, D_PSTEPS, D_E2E, D_TPOT, ND };
-static const int D_NAN_FROM = D_PREFILL;          /* columns from here on start as NaN, the others as 0 */
 
 #define MAX_SPAN_S (366.0 * 86400.0)
 #define FINE_LIMIT_S 172800.0
@@ -101,9 +100,9 @@ typedef struct {
     double busy_s, stall_s, origin_s, area_s;
     double *bins; Py_ssize_t nbins, capbins; int bin_s;
     double *link_free; int64_t *tier_hits; Link *links;
-    /* columns: array.array objects (cols, in the order of columns()) this loop writes through q / dc / trunc, their
-     * buffers (taken again each time init_columns grows them; nothing else resizes them before columns() hands
-     * them out, which ends the loop: out) */
+    /* columns: bytearrays (cols, in the order of columns()) this loop writes through q / dc / trunc, their buffers
+     * (taken again each time init_columns grows them; nothing else resizes them before columns() hands them out,
+     * which ends the loop: out) */
     int64_t *q[NQ0 + 8]; double *dc[ND]; char *trunc; Py_ssize_t ncol;
     Py_ssize_t capcol, expect;      /* rows the arrays hold (ncol rows fed, the rest set ahead); reserve()'s total */
     PyObject *cols[NQ0 + 8 + ND + 1]; int out;
@@ -656,11 +655,12 @@ static void pf_append(Sched *s, int32_t r) {
 }
 
 /* ---------------------------------------------------------------- columns */
-static PyObject *array_type;        /* array.array, imported once */
+static PyObject *array_type;        /* array.array, imported once (the busy bins, counters()) */
 
 /* the columns' number: NQ0 + T int64 ('q'), ND float64 ('d'), truncated (int8, 'b') */
 static int ncols(const Sched *s) { return NQ0 + s->T + ND + 1; }
 static char col_code(const Sched *s, int j) { return j < NQ0 + s->T ? 'q' : j < NQ0 + s->T + ND ? 'd' : 'b'; }
+static Py_ssize_t col_size(const Sched *s, int j) { return col_code(s, j) == 'b' ? 1 : 8; }
 
 /* column j is kept: every column, or in the lean no-cache run (lean()) e2e_s, ttft_s and tpot_s alone */
 static int col_kept(const Sched *s, int j) {
@@ -668,28 +668,9 @@ static int col_kept(const Sched *s, int j) {
     return !s->lean || d == D_E2E || d == D_TTFT || d == D_TPOT;
 }
 
-/* the buffer of column j (an array.array only this loop resizes), or NULL */
-static void *col_buf(PyObject *arr) {
-    Py_buffer v;
-    if (PyObject_GetBuffer(arr, &v, PyBUF_WRITABLE) < 0) return NULL;
-    void *p = v.buf;
-    PyBuffer_Release(&v);      /* the pointer stays valid until the array is resized (init_columns) */
-    return p;
-}
-
-/* arr.frombytes(the first nbytes of buf): one copy of the initial values into the column */
-static int col_extend(PyObject *arr, const void *buf, Py_ssize_t nbytes) {
-    PyObject *mv = PyMemoryView_FromMemory((char *)buf, nbytes, PyBUF_READ);
-    PyObject *r = mv ? PyObject_CallMethod(arr, "frombytes", "O", mv) : NULL;
-    Py_XDECREF(mv);
-    Py_XDECREF(r);
-    return r ? 0 : -1;
-}
-
 /* rows the columns hold for m more (ncol + m): the rows already held (capcol) when enough, else the expected total
  * (reserve()) or 1.5x the rows held, whichever is larger, and at least ncol + m: a fleet feeding one request a
- * call grows them O(log n) times, not once per request (each growth copies the arrays: array.array has no spare
- * room a caller can ask for) */
+ * call grows them O(log n) times, not once per request */
 static Py_ssize_t col_target(const Sched *s, Py_ssize_t m) {
     Py_ssize_t need = s->ncol + m, t = s->capcol + s->capcol / 2;
     if (need <= s->capcol) return s->capcol;
@@ -697,46 +678,46 @@ static Py_ssize_t col_target(const Sched *s, Py_ssize_t m) {
     return t > need ? t : need;
 }
 
-/* the columns (created at the first feed) hold m more rows (ncol .. ncol + m - 1): 0, NaN from D_NAN_FROM on;
- * grown by col_target's rule, the rows past ncol set already (columns() cuts them off); with the GIL; 0 or -1 */
+/* The columns are bytearrays (created at the first feed) of capcol rows, grown by col_target's rule with
+ * PyByteArray_Resize: no byte of them is written when they are made or grown (array.array could only be grown by
+ * copying values in: frombytes of the initial 0s and NaNs was one copy of every byte, counted one instruction a
+ * byte by callgrind). A row's values are all written by the loop itself, once each: the scratch cells and the
+ * zeros of the columns that only some admissions set or that add up (row_start, at the feed), the first
+ * admission's (first_columns), the finish's (finish_columns); columns() hands them out once every fed request
+ * has finished, so no unwritten row is ever read. With the GIL; 0 or -1 */
 static int init_columns(Sched *s, Py_ssize_t m) {
     int n = ncols(s);
+    for (int j = 0; j < n; j++)
+        if (!s->cols[j] && col_kept(s, j) && !(s->cols[j] = PyByteArray_FromStringAndSize(NULL, 0))) return -1;
+    Py_ssize_t cap = col_target(s, m);
+    if (cap == s->capcol) { s->ncol += m; return 0; }
     for (int j = 0; j < n; j++) {
-        char code[2] = {col_code(s, j), 0};
-        if (!s->cols[j] && col_kept(s, j) && !(s->cols[j] = PyObject_CallFunction(array_type, "s", code))) return -1;
-    }
-    Py_ssize_t cap = col_target(s, m), g = cap - s->capcol;
-    if (!g) { s->ncol += m; return 0; }
-    double *init = PyMem_Calloc(g, sizeof(double));
-    if (!init) { PyErr_NoMemory(); return -1; }
-    int rc = 0;
-    for (int j = 0; j < n && !rc; j++) {            /* the zero columns; 'b' takes g bytes of the same zeros */
-        int d = j - (NQ0 + s->T);
         if (!s->cols[j]) continue;
-        if (d < 0 || d >= ND) rc = col_extend(s->cols[j], init, d < 0 ? 8 * g : g);
-        else if (d < D_NAN_FROM) rc = col_extend(s->cols[j], init, 8 * g);
-    }
-    for (Py_ssize_t i = 0; i < g; i++) init[i] = NAN;
-    for (int d = D_NAN_FROM; d < ND && !rc; d++)
-        if (s->cols[NQ0 + s->T + d]) rc = col_extend(s->cols[NQ0 + s->T + d], init, 8 * g);
-    PyMem_Free(init);
-    for (int j = 0; j < n && !rc; j++) {
-        if (!s->cols[j]) continue;
-        void *p = col_buf(s->cols[j]);
-        if (!p) return -1;
+        if (PyByteArray_Resize(s->cols[j], cap * col_size(s, j)) < 0) return -1;
+        void *p = PyByteArray_AS_STRING(s->cols[j]);   /* valid until the next resize (here or columns()) */
         int d = j - (NQ0 + s->T);
         if (d < 0) s->q[j] = p; else if (d < ND) s->dc[d] = p; else s->trunc = p;
     }
-    if (rc) return rc;
     s->capcol = cap;
     s->ncol += m;
     return 0;
 }
 
+/* row k's cells that no admission or finish is sure to write, set when it is fed (full run; the lean run keeps no
+ * such column): the bytes restored and decode blocks cached (summed over its admissions), the restore and
+ * link-wait seconds (its first admission's restores, when it has any), the tiers' hit tokens below the GPU
+ * (first_columns writes the GPU's always, the others when a lower tier hit); 0 each, as the Python reference's
+ * rows start (pcs.engine.scheduler.StepEngine) */
+static inline void row_start(Sched *s, int64_t k) {
+    s->q[Q_RBYTES][k] = s->q[Q_DECODE][k] = 0;
+    s->dc[D_RESTORE][k] = s->dc[D_WLINK][k] = 0.0;
+    for (int j = 1; j < s->T; j++) s->q[NQ0 + j][k] = 0;
+}
+
 /* the rows past ncol (held ahead by col_target) cut off the columns, before they are handed out; 0 or -1 */
 static int cut_columns(Sched *s) {
     for (int j = 0; j < ncols(s) && s->capcol > s->ncol; j++)
-        if (s->cols[j] && PySequence_DelSlice(s->cols[j], s->ncol, s->capcol) < 0) return -1;
+        if (s->cols[j] && PyByteArray_Resize(s->cols[j], s->ncol * col_size(s, j)) < 0) return -1;
     s->capcol = s->ncol;
     return 0;
 }
@@ -1407,6 +1388,7 @@ static int feed_rows(Sched *s, const Py_buffer *b, Py_ssize_t m) {
         s->dc[D_E2E][s->fed] = a;
         if (!s->lean) {                 /* lean: no wait_s column, no in-system area */
             s->dc[D_WAIT][s->fed] = s->kv_acc + (s->kv_since > -INFINITY ? s->now - s->kv_since : 0.0);
+            row_start(s, s->fed);
             s->area_s += s->now - a;
         }
         s->fed++;
@@ -1524,20 +1506,29 @@ static PyObject *sched_state(Sched *s, PyObject *unused) {
     return Py_BuildValue("(LnNNNn)", (long long)s->admitted, waiting(s), res, rb, lf, s->nrun);
 }
 
-/* the per-request columns, handed out without a copy (array.array: int64 ones, then one per tier, float64 ones,
- * truncated int8; order = stepnative.py's); the loop then takes no more requests (out) */
+/* (codes, columns): the per-request columns' bytes, handed out without a copy -- bytearrays of int64 ones, then one
+ * per tier, float64 ones, truncated int8 (codes: their array typecodes, "q", "d", "b"; order = stepnative.py's),
+ * None for a column the lean run does not keep; once every fed request has finished (close(): before it a row may
+ * hold values not written yet, init_columns), RuntimeError before; the loop then takes no more requests (out) */
 static PyObject *sched_columns(Sched *s, PyObject *unused) {
-    if (!s->cols[0] && init_columns(s, 0) < 0) return NULL;
+    if (s->busy || waiting(s) || s->nrun) {
+        PyErr_SetString(PyExc_RuntimeError, "columns() before every fed request has finished (close())");
+        return NULL;
+    }
+    if (!s->cols[0] && !s->cols[NQ0 + s->T + D_TTFT] && init_columns(s, 0) < 0) return NULL;
     if (cut_columns(s) < 0) return NULL;
-    PyObject *l = PyList_New(ncols(s));
+    int n = ncols(s);
+    char codes[NQ0 + 8 + ND + 1];
+    PyObject *l = PyList_New(n);
     if (!l) return NULL;
-    for (int j = 0; j < ncols(s); j++) {        /* None: a column the lean run does not keep */
+    for (int j = 0; j < n; j++) {
         PyObject *c = s->cols[j] ? s->cols[j] : Py_None;
         Py_INCREF(c);
         PyList_SET_ITEM(l, j, c);
+        codes[j] = col_code(s, j);
     }
     s->out = 1;
-    return l;
+    return Py_BuildValue("(s#N)", codes, (Py_ssize_t)n, l);
 }
 
 /* the latest finish_s, as Python's max() over the column finds it (the first of equal values; every row is
@@ -1741,8 +1732,8 @@ static void sched_dealloc(Sched *s) {
  * (pcs/engine/runner.py _close_beside, pcs/engine/schedstats.py _latency and latency_parts): the columns e2e_s,
  * ttft_s and tpot_s and the counters busy_s, origin_s, preemptions and the end time. The loop -- its steps,
  * admissions, preemptions and clock, so those values -- is the same; what it no longer makes: the other
- * columns (columns() gives None for them; 17 columns of 8 B a request and one of 1 B, grown and filled at the
- * feeds, written at each first admission and finish), the busy bins (busy_per_s empty), in_system_area_s (0),
+ * columns (columns() gives None for them; 17 columns of 8 B a request and one of 1 B, grown at the feeds,
+ * written at each feed, first admission and finish), the busy bins (busy_per_s empty), in_system_area_s (0),
  * peak_reserved_blocks (no held-slot count after each admission and grow), requests_outgrown (counted once a
  * request by its truncated column) and the per-request prefill seconds. The other counters are made as before.
  * The per-step part of the loop (begin_, end_) is compiled twice, lean a constant, so the full run pays no test
@@ -1790,7 +1781,7 @@ static PyMethodDef sched_methods[] = {
     {"close", (PyCFunction)sched_close, METH_NOARGS, "run until every request has finished; returns the end time"},
     {"state", (PyCFunction)sched_state, METH_NOARGS,
      "(admitted, waiting, resident blocks per tier, restored bytes per link, link free per tier, running)"},
-    {"columns", (PyCFunction)sched_columns, METH_NOARGS, "per-request columns as array.array (order: pcs.engine.stepnative; None: not kept, lean())"},
+    {"columns", (PyCFunction)sched_columns, METH_NOARGS, "(codes, columns): per-request columns as bytearrays after close (order: pcs.engine.stepnative; None: not kept, lean())"},
     {"counters", (PyCFunction)sched_counters, METH_NOARGS, "counters (dict)"},
     {"clock_event", (PyCFunction)sched_clock_event, METH_NOARGS,
      "a fleet's one clock: (time, 0) the step's end is due, (time, 1) the next step begins, None: idle"},

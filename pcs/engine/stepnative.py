@@ -352,14 +352,16 @@ class NativeStepEngine(StepEngine):
                 setattr(lk, name, v)
         self._finish_max_s = got["finish_max_s"]
         names = _Q_COLS + tuple(f"hit_tokens_{t.name}" for t in self.h.tiers) + _D_COLS + ("truncated",)
+        codes, cols = self._s.columns()
         if self._lean:                  # the kept columns alone (None for the others), the number of requests
-            self._cols = {name: col for name, col in zip(names, self._s.columns()) if col is not None}
+            self._cols = {name: np.frombuffer(col, code) for name, code, col in zip(names, codes, cols)
+                          if col is not None}
             L.num_requests = len(self._cols["ttft_s"])
             return EngineResult(L, dict(self._cols), self.sampler)
-        for name, col in zip(names, self._s.columns()):     # the loop's own arrays, no copy
-            if col.typecode != c[name].typecode:
-                raise AssertionError(f"column {name}: typecode {col.typecode}, the reference's {c[name].typecode}")
-            c[name] = col
+        for name, code, col in zip(names, codes, cols):     # the loop's own bytes, no copy
+            if code != c[name].typecode:
+                raise AssertionError(f"column {name}: typecode {code}, the reference's {c[name].typecode}")
+            c[name] = np.frombuffer(col, code)
         return ReplayEngine.close(self)
 
     def _last_event_s(self) -> float:

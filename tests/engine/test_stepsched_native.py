@@ -46,6 +46,9 @@ class _Prefill:
 
 
 def _values(col):
+    """A column as numpy: the reference's ``array.array``, the compiled loop's numpy array (its own bytes)."""
+    if isinstance(col, np.ndarray):
+        return col
     return np.frombuffer(col, dtype={"q": np.int64, "d": np.float64, "b": np.int8}[col.typecode])
 
 
@@ -103,7 +106,7 @@ def _assert_same(py, c):
     assert list(pr.columns) == list(cr.columns)
     for name, col in pr.columns.items():
         a, b = _values(col), _values(cr.columns[name])
-        assert col.typecode == cr.columns[name].typecode, name
+        assert a.dtype == b.dtype, name
         assert np.array_equal(a, b, equal_nan=a.dtype.kind == "f"), name
     assert pr.ledger == cr.ledger
     assert pe.stats == ce.stats
@@ -171,7 +174,7 @@ def _assert_lean_equals_full(full, lean):
     assert list(lr.columns) == ["ttft_s", "e2e_s", "tpot_s"] == list(stepnative.LEAN_COLUMNS)
     for name, col in lr.columns.items():
         a, b = _values(fr.columns[name]), _values(col)
-        assert col.typecode == "d" and np.array_equal(a, b, equal_nan=True), name
+        assert b.dtype == np.float64 and np.array_equal(a, b, equal_nan=True), name
     for name in _LEAN_COUNTERS:
         assert getattr(le.stats, name) == getattr(fe.stats, name), name
     assert lr.ledger.num_requests == fr.ledger.num_requests == len(fr.columns["ttft_s"])
@@ -232,9 +235,9 @@ def test_lean_no_cache_run_meets_the_span_limit_as_the_full_run():
 
 
 def test_the_columns_are_the_loops_own_arrays_handed_out_once():
-    # close() takes the C loop's per-request columns as they are (array.array, no copy): one per request, of the
-    # reference's types ('q' int64, 'd' float64, 'b' truncated), and the loop then refuses to run on (it no longer
-    # owns the arrays it would grow)
+    # close() takes the C loop's per-request columns as they are (numpy arrays over the loop's own bytes, no copy):
+    # one per request, of the reference's types ('q' int64, 'd' float64, 'b' truncated), and the loop then refuses
+    # to run on (it no longer owns the buffers it would grow)
     from helpers import req
     from pcs.compute import StepCost
 
@@ -246,7 +249,8 @@ def test_the_columns_are_the_loops_own_arrays_handed_out_once():
     eng, res = _run(stepnative.NativeStepEngine, reqs, [16], cost, [None], kw)
     for name in ("hit_blocks", "ttft_s", "truncated", "tpot_s", "hit_tokens_gpu"):
         col = res.columns[name]
-        assert len(col) == 3 and col.typecode == {"truncated": "b"}.get(name, "d" if name.endswith("_s") else "q")
+        code = {"truncated": "b"}.get(name, "d" if name.endswith("_s") else "q")
+        assert isinstance(col, np.ndarray) and len(col) == 3 and col.dtype == np.dtype(code), name
     # 3 requests of 32 tokens 0.5 s apart, 3 output tokens each: 3 steps of at most ~1.1 ms each (weights 1 ms, the
     # rest microseconds), so each finishes within 0.1 s of its arrival, before the next one arrives
     assert all(a < f < a + 0.1 for f, a in zip(res.columns["finish_s"], (0.0, 0.5, 1.0)))
